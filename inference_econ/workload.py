@@ -1,0 +1,268 @@
+"""Parameters, FLOP and HBM bytes of one forward pass (MODEL.md A1-A2), as pure functions.
+
+``Workload`` compiles an architecture, a precision and the assumptions into the handful of
+numbers the latency model needs, so the search over layouts works on plain floats and arrays.
+Layer groups are summed over; with one group every formula is the paper's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .architecture import Architecture, Precision
+from .assumptions import Assumptions
+
+
+def matmul_io_bytes(m, k, tokens, tp, weight_bytes, activation_bytes):
+    """HBM bytes of an ``m x k`` matmul over ``tokens`` under tensor parallelism ``tp`` (A2).
+
+    2-D partitioning: inputs replicated ``t1`` times, outputs ``tp / t1`` times, with
+    ``t1 = clip(sqrt(m tp / k), 1, tp)``. Returns (weight bytes, activation bytes).
+    """
+    t1 = np.clip(np.sqrt(m * tp / k), 1.0, np.maximum(tp, 1.0))
+    activations = t1 * k * tokens * activation_bytes + (tp / t1) * m * tokens * activation_bytes
+    return m * k * weight_bytes, activations
+
+
+@dataclass(frozen=True)
+class GroupWork:
+    """The feed-forward side of one layer group, reduced to numbers (A1)."""
+
+    layers: int
+    d_ff: float
+    matrices_in: int
+    matrices_out: int
+    experts: int  # routed experts E (shared ones folded in under the paper's accounting)
+    active: int  # routed experts per token k
+    sparsity: float  # s = E // k (paper) or E / k
+    shared: int  # always-active experts counted apart (0 under the paper's accounting)
+    shared_d_ff: float
+    window: float  # cached positions are min(n, window); inf for full attention
+
+    def routed_fraction_read(self, tokens):
+        """Expected fraction of routed experts hit by ``tokens`` tokens (uniform routing, A2)."""
+        if self.experts <= 1:
+            return np.ones_like(np.asarray(tokens, dtype=float))
+        return 1.0 - (1.0 - 1.0 / self.sparsity) ** tokens
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Everything the cost model needs about one model at one precision (A1-A2)."""
+
+    name: str
+    d_model: float
+    vocab_size: float
+    layers: int
+    query_heads: float
+    kv_vectors: float  # kv = 2H/g keys and values counted together
+    head_dim: float
+    #: Words of the two 2-D attention all-reduces: d and (H + kv)·dh (A5).
+    attention_heads_words: float
+    #: Attention weight matrices (m, k) read per layer (A2).
+    attention_matrices: tuple[tuple[float, float], ...]
+    attention_params_per_layer: float
+    #: KV-cache bytes per cached position per layer.
+    kv_bytes_per_position_per_layer: float
+    #: Attention-context FLOP per token per cached position per layer: 4·x·H (A2).
+    context_flop_per_position_per_layer: float
+    embedding_params: float
+    groups: tuple[GroupWork, ...]
+    weight_bytes: float
+    activation_bytes: float
+    kv_bytes: float
+    weight_bits: float
+    mean_context_over_pass: bool
+
+    # --- parameters (A1) ------------------------------------------------------------------
+    def ff_params_per_expert(self, g: GroupWork) -> float:
+        return (g.matrices_in + g.matrices_out) * self.d_model * g.d_ff
+
+    def shared_ff_params(self, g: GroupWork) -> float:
+        return g.shared * (g.matrices_in + g.matrices_out) * self.d_model * g.shared_d_ff
+
+    @property
+    def total_params(self) -> float:
+        ff = sum(
+            g.layers * (g.experts * self.ff_params_per_expert(g) + self.shared_ff_params(g))
+            for g in self.groups
+        )
+        return self.layers * self.attention_params_per_layer + ff + self.embedding_params
+
+    @property
+    def active_ff_params(self) -> float:
+        return sum(
+            g.layers * (g.experts * self.ff_params_per_expert(g) / g.sparsity + self.shared_ff_params(g))
+            for g in self.groups
+        )
+
+    @property
+    def active_params(self) -> float:
+        return self.layers * self.attention_params_per_layer + self.active_ff_params + self.embedding_params
+
+    @property
+    def weight_bytes_total(self) -> float:
+        return self.total_params * self.weight_bytes
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per token of context, all layers (A1), ignoring windows."""
+        return self.kv_bytes_per_position_per_layer * self.layers
+
+    # --- KV cache and FLOP (A2) ------------------------------------------------------------
+    def kv_cache_bytes(self, context, batch):
+        """KV-cache bytes of ``batch`` requests at context ``context``."""
+        total = 0.0
+        for g in self.groups:
+            total = total + g.layers * np.minimum(context, g.window)
+        return self.kv_bytes_per_position_per_layer * total * batch
+
+    def effective_context(self, context, tokens_per_pass):
+        """Context charged to each token of a pass: n (paper) or n + (S - 1)/2."""
+        if self.mean_context_over_pass:
+            return context + (tokens_per_pass - 1) / 2.0
+        return context
+
+    def flop(self, batch, tokens_per_pass, context):
+        """(feed-forward, attention-context, projection) FLOP of one pass over the batch."""
+        tokens = batch * tokens_per_pass
+        ff = 2.0 * self.active_ff_params * tokens
+        n = self.effective_context(context, tokens_per_pass)
+        positions = 0.0
+        for g in self.groups:
+            positions = positions + g.layers * np.minimum(n, g.window)
+        ctx = self.context_flop_per_position_per_layer * positions * tokens
+        proj = 2.0 * (self.layers * self.attention_params_per_layer + self.embedding_params) * tokens
+        return ff, ctx, proj
+
+    def total_flop(self, batch, tokens_per_pass=1, context=0):
+        ff, ctx, proj = self.flop(batch, tokens_per_pass, context)
+        return ff + ctx + proj
+
+    # --- HBM bytes (A2) --------------------------------------------------------------------
+    def ff_bytes(self, g: GroupWork, tokens, tp):
+        """(weight, activation) bytes of one layer's feed-forward block over ``tokens``."""
+        frac = g.routed_fraction_read(tokens)
+        w, a = matmul_io_bytes(
+            self.d_model, g.d_ff, tokens / g.sparsity, tp, self.weight_bytes, self.activation_bytes
+        )
+        mats = g.matrices_in + g.matrices_out
+        weights = frac * g.experts * mats * w
+        acts = frac * g.experts * mats * a
+        if g.shared:
+            ws, as_ = matmul_io_bytes(
+                self.d_model, g.shared_d_ff, tokens, tp, self.weight_bytes, self.activation_bytes
+            )
+            weights = weights + g.shared * mats * ws
+            acts = acts + g.shared * mats * as_
+        return weights, acts
+
+    def attention_bytes(self, tokens, tp):
+        """(weight, activation) bytes of one layer's attention matmuls over ``tokens``."""
+        weights = 0.0
+        acts = 0.0
+        for m, k in self.attention_matrices:
+            w, a = matmul_io_bytes(m, k, tokens, tp, self.weight_bytes, self.activation_bytes)
+            weights = weights + w
+            acts = acts + a
+        return weights, acts
+
+    @property
+    def unembedding_bytes(self) -> float:
+        return self.vocab_size * self.d_model * self.weight_bytes
+
+
+def _attention_shape(arch: Architecture, a: Assumptions, kv_bytes: float):
+    """(params/layer, matrices, 2-D words, kv bytes/position/layer, ctx FLOP/position/layer)."""
+    att = arch.attention
+    d = arch.d_model
+    H = att.query_heads
+    dh = att.head_dim
+    if att.kind == "mla":
+        c, cq = att.kv_lora_rank, att.q_lora_rank
+        kv = 2.0 * H  # g = 1 (A1)
+        if not a.mla_full:
+            params = 2 * c * d + cq * d + kv * dh * c + H * dh * cq + H * dh * d
+            matrices = (((c + cq), d), ((H + kv) * dh, (c + cq)), (d, H * dh))
+            return params, matrices, (H + kv) * dh, c * kv_bytes, 4.0 * c * H
+        r, v = att.rope_head_dim, att.v_dim
+        # Down-projections (query latent, KV latent and rope key fused), the two
+        # up-projections and the output projection, as DeepSeek's checkpoints store them.
+        matrices = (
+            (cq + c + r, d),
+            (H * (dh + r), cq if cq else d),
+            (H * (dh + v), c),
+            (d, H * v),
+        )
+        params = sum(m * k for m, k in matrices)
+        if a.mla_decode == "absorbed":
+            # Scores over the latent and rope key, values over the latent (seed 003).
+            ctx = 2.0 * H * (c + r) + 2.0 * H * c
+        else:
+            ctx = 2.0 * H * (dh + r) + 2.0 * H * v
+        return params, matrices, (H + kv) * dh, (c + r) * kv_bytes, ctx
+    kv = att.kv_vectors
+    params = (H + kv) * dh * d + H * dh * d
+    matrices = (((H + kv) * dh, d), (d, H * dh))
+    return params, matrices, (H + kv) * dh, kv * dh * kv_bytes, 4.0 * dh * H
+
+
+def compile_workload(arch: Architecture, precision: Precision | None, assumptions: Assumptions) -> Workload:
+    """Reduce an architecture at a precision to the numbers of A1-A2."""
+    p = precision or arch.precision
+    wb, ab, kvb = p.weight_bytes, p.activation_bytes, p.kv_cache_bytes
+    params, matrices, heads_words, kv_layer, ctx_flop = _attention_shape(arch, assumptions, kvb)
+    groups = []
+    for g in arch.layer_groups:
+        f = g.ffn
+        if assumptions.shared_experts_separate or f.shared_experts == 0:
+            experts, active, shared = f.experts, f.active_experts, f.shared_experts
+        else:  # the paper folds shared experts into the active count (DeepSeek-V3: k = 9)
+            experts, active, shared = f.experts, f.active_experts + f.shared_experts, 0
+        if experts == 1:
+            sparsity = 1.0
+        elif assumptions.exact_sparsity:
+            sparsity = experts / active
+        else:
+            sparsity = float(experts // active)
+        window = float(g.sliding_window_tokens) if (assumptions.sliding_windows and g.sliding_window_tokens) else math.inf
+        groups.append(
+            GroupWork(
+                layers=g.layers,
+                d_ff=float(f.d_ff),
+                matrices_in=f.matrices_in,
+                matrices_out=f.matrices_out,
+                experts=experts,
+                active=active,
+                sparsity=sparsity,
+                shared=shared,
+                shared_d_ff=float(f.shared_d_ff or f.d_ff),
+                window=window,
+            )
+        )
+    embeddings = (1 if (arch.tied_embeddings and assumptions.tied_embeddings_once) else 2) * arch.vocab_size * arch.d_model
+    att = arch.attention
+    return Workload(
+        name=arch.name,
+        d_model=float(arch.d_model),
+        vocab_size=float(arch.vocab_size),
+        layers=arch.layers,
+        query_heads=float(att.query_heads),
+        kv_vectors=2.0 * att.query_heads if att.kind == "mla" else att.kv_vectors,
+        head_dim=float(att.head_dim),
+        attention_heads_words=float(heads_words),
+        attention_matrices=tuple((float(m), float(k)) for m, k in matrices),
+        attention_params_per_layer=float(params),
+        kv_bytes_per_position_per_layer=float(kv_layer),
+        context_flop_per_position_per_layer=float(ctx_flop),
+        embedding_params=float(embeddings),
+        groups=tuple(groups),
+        weight_bytes=wb,
+        activation_bytes=ab,
+        kv_bytes=kvb,
+        weight_bits=p.weight_bits,
+        mean_context_over_pass=assumptions.mean_context_over_pass,
+    )
