@@ -28,6 +28,9 @@ class Assumptions:
     expert_parallel_min_batch_per_sparsity: float = 2.0
     #: Sequential kernels per layer charged a launch latency each (A5: 4).
     kernels_per_layer: int = 4
+    #: Also search whole layouts: GPU counts that fill whole nodes, pipeline degrees dividing
+    #: the layers, attention degrees dividing the heads (the paper's log grids miss them).
+    node_aligned_layouts: bool = False
 
     # --- work of a forward pass (A2) -------------------------------------------------------
     #: Charge each of the S tokens of a pass the mean context n + (S-1)/2 instead of n.

@@ -70,8 +70,8 @@ class CollectiveCost:
         protocols: tuple[Protocol, ...] = PAPER_PROTOCOLS,
         latency_scale: float = 1.0,
     ) -> None:
-        ranks = np.asarray(ranks, dtype=float)
-        nodes = np.asarray(nodes, dtype=float)
+        ranks = np.asarray(ranks)
+        nodes = np.asarray(nodes)
         hops = 2.0 if kind == ALLREDUCE else 1.0
         per_node = ranks / nodes - 1.0
         log_nodes = np.log2(np.maximum(nodes, 1.0))
@@ -82,11 +82,17 @@ class CollectiveCost:
         seconds_per_byte = np.maximum(intra, inter)
         if kind != ALLREDUCE:
             seconds_per_byte = seconds_per_byte / 2.0
+        # one rank (or a fraction of one GPU) communicates with nobody: zero cost
         self.latency = [
-            latency_scale * (hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s) + p.base_latency_s)
+            np.where(
+                self.active,
+                latency_scale
+                * (hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s) + p.base_latency_s),
+                0.0,
+            )
             for p in protocols
         ]
-        self.per_byte = [seconds_per_byte / p.bandwidth_factor for p in protocols]
+        self.per_byte = [np.where(self.active, seconds_per_byte / p.bandwidth_factor, 0.0) for p in protocols]
         self.protocols = protocols
 
     def time(self, nbytes):
@@ -95,7 +101,16 @@ class CollectiveCost:
         for lat, per_byte in zip(self.latency, self.per_byte):
             t = lat + per_byte * nbytes
             best = t if best is None else np.minimum(best, t)
-        return np.where(self.active, best, 0.0)
+        return best
+
+    def time_linear(self, bytes_per_token, tokens, calls=1.0):
+        """``calls * time(bytes_per_token * tokens)``, with the factors that do not depend on
+        ``tokens`` folded first (fewer operations on the whole grid)."""
+        best = None
+        for lat, per_byte in zip(self.latency, self.per_byte):
+            t = calls * lat + (calls * per_byte * bytes_per_token) * tokens
+            best = t if best is None else np.minimum(best, t)
+        return best
 
     def terms(self, nbytes):
         """(latency seconds, bandwidth seconds, protocol index) of the best protocol."""
@@ -103,7 +118,7 @@ class CollectiveCost:
         choice = np.argmin(totals, axis=0)
         lat = np.choose(choice, np.broadcast_arrays(*self.latency, totals[0])[:-1])
         bw = np.choose(choice, [np.broadcast_to(pb * nbytes, totals.shape[1:]) for pb in self.per_byte])
-        return np.where(self.active, lat, 0.0), np.where(self.active, bw, 0.0), choice
+        return lat, bw, choice
 
 
 def collective_time(ranks, nodes, nbytes, gpu: GPU, kind: str = ALLREDUCE, protocols=PAPER_PROTOCOLS):

@@ -45,9 +45,11 @@ class Machine:
     launch_s: float
     protocols: tuple
     latency_scale: float
+    #: Discrete layouts: 2-D splits into whole ranks (R divides the degree), see discrete.py.
+    integer_layouts: bool = False
 
     @classmethod
-    def build(cls, gpu: GPU, weight_bits: float, assumptions: Assumptions) -> Machine:
+    def build(cls, gpu: GPU, weight_bits: float, assumptions: Assumptions, integer_layouts: bool = False) -> Machine:
         return cls(
             gpu=gpu,
             flop_per_s=gpu.sustained_flop_per_s(weight_bits, assumptions.native_fp4),
@@ -58,17 +60,35 @@ class Machine:
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
             protocols=protocols_for(assumptions.nccl_latency_model),
             latency_scale=assumptions.collective_latency_scale,
+            integer_layouts=integer_layouts,
         )
 
     def tensor_group(self, degree, two_d: bool):
         """(ranks R, nodes M, parallel reductions) of a tensor-parallel group of ``degree`` (A5)."""
-        if two_d:
+        if two_d and self.integer_layouts:
+            # whole ranks: R x (degree / R) with R the larger factor of the most nearly square
+            # split (at least sqrt(degree), so never cheaper than the paper's R = sqrt(degree));
+            # the group spans the paper's sqrt(nodes) scaled by R / sqrt(degree)
+            ranks = square_split(degree)
+            nodes = np.clip(np.sqrt(np.ceil(degree / self.node_gpus)) * ranks / np.sqrt(degree), 1.0, np.maximum(ranks, 1.0))
+        elif two_d:
             ranks = np.sqrt(degree)
             nodes = np.sqrt(np.ceil(degree / self.node_gpus))
         else:
             ranks = degree
             nodes = np.ceil(degree / self.node_gpus)
         return ranks, nodes
+
+    def min_latency(self, ranks, nodes, hops=2.0):
+        """The smallest protocol latency of a collective over (ranks, nodes); 0 for one rank."""
+        ranks = np.asarray(ranks)
+        per_node = ranks / nodes - 1.0
+        log_nodes = np.log2(np.maximum(nodes, 1.0))
+        best = None
+        for p in self.protocols:
+            lat = hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s) + p.base_latency_s
+            best = lat if best is None else np.minimum(best, lat)
+        return np.where(ranks > 1.0, best * self.latency_scale, 0.0)
 
     def collective(self, ranks, nodes, kind=ALLREDUCE) -> CollectiveCost:
         return CollectiveCost(ranks, nodes, self.gpu, kind, self.protocols, self.latency_scale)
@@ -99,21 +119,63 @@ class Breakdown:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def square_split(n):
+    """For whole numbers n, the smallest divisor of n that is at least sqrt(n): the larger
+    side of the most nearly square R x (n / R) split (n itself for a prime)."""
+    n_arr = np.asarray(np.rint(n), dtype=np.int64)
+    out = np.ones(n_arr.shape)
+    for value in np.unique(n_arr):
+        if value <= 1:
+            continue
+        root = int(np.ceil(np.sqrt(value) - 1e-9))
+        out[n_arr == value] = next(d for d in range(root, value + 1) if value % d == 0)
+    return out if out.ndim else float(out)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def expert_degree(b, t, experts, min_micro_batch, integer=False):
+    """Expert-parallel degree (A5): min(t, E), but 1 while the micro-batch is below the minimum.
+
+    With ``integer`` (discrete layouts) the degree must divide both the experts and the tensor
+    degree: gcd(t, E). Scalar or uniform conditions keep the result as small as its inputs (a
+    row of the grid rather than the whole grid).
+    """
+    if experts <= 1:
+        return 1.0
+    full = np.gcd(np.rint(t).astype(np.int64), experts).astype(float) if integer else np.minimum(t, experts)
+    small = np.asarray(b < min_micro_batch)
+    if small.all():
+        return 1.0
+    if not small.any():
+        return full
+    return np.where(small, 1.0, full)
+
+
 class StepModel:
     """One model on one GPU under some assumptions: evaluates layouts for (N, B) arrays."""
 
-    def __init__(self, work: Workload, gpu: GPU, assumptions: Assumptions) -> None:
+    def __init__(self, work: Workload, gpu: GPU, assumptions: Assumptions, integer_layouts: bool = False) -> None:
         self.work = work
         self.assumptions = assumptions
-        self.machine = Machine.build(gpu, work.weight_bits, assumptions)
+        self.machine = Machine.build(gpu, work.weight_bits, assumptions, integer_layouts)
         m = self.machine
         self.kernel_s = work.layers * assumptions.kernels_per_layer * m.launch_s
         self.weights_bytes = work.total_params * work.weight_bytes
+        # node-aligned layouts (Part B): whole pipeline degrees dividing the layers and whole
+        # attention degrees dividing the heads, searched besides the paper's log grids
+        aligned = assumptions.node_aligned_layouts
+        self.extra_pipeline_degrees = tuple(d for d in _divisors(work.layers) if d > 1) if aligned else ()
+        self.extra_attention_degrees = tuple(d for d in _divisors(int(work.tp_heads)) if d > 1) if aligned else ()
 
     # --- feasibility ----------------------------------------------------------------------
     def fits(self, N, B, p, context):
         """Weights plus KV cache fit in HBM, and the pipeline is not deeper than N or B."""
         w = self.work
+        # in float64 whatever the search's precision: a point is feasible or not, exactly
+        N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
         kv_batch = B if self.assumptions.kv_capacity_whole_batch else B / p
         need = self.weights_bytes + w.kv_cache_bytes(context, kv_batch)
         return (N * self.machine.usable_hbm_bytes >= need) & (p <= np.minimum(N, B))
@@ -135,10 +197,7 @@ class StepModel:
         ff_act = 0.0
         ep_min = self.assumptions.expert_parallel_min_batch_per_sparsity
         for g in w.groups:
-            if g.experts > 1:
-                e = np.where(b < ep_min * g.sparsity, 1.0, np.minimum(t, g.experts))
-            else:
-                e = 1.0
+            e = expert_degree(b, t, g.experts, ep_min * g.sparsity, m.integer_layouts)
             t_ff = np.maximum(1.0, t / e)
             for two_d in (True, False):
                 ranks, nodes = m.tensor_group(t_ff, two_d)
@@ -148,35 +207,33 @@ class StepModel:
                 if two_d:
                     words.insert(0, per_rank * g.matrices_in * g.d_ff)
                 for word in words:
-                    nbytes = word * tokens * ab
                     if detail:
-                        lat, bw, _ = cc.terms(nbytes)
+                        lat, bw, _ = cc.terms(word * tokens * ab)
                         coll_terms[two_d][0] = coll_terms[two_d][0] + g.layers * lat
                         coll_terms[two_d][1] = coll_terms[two_d][1] + g.layers * bw
                     else:
-                        coll[two_d] = coll[two_d] + g.layers * cc.time(nbytes)
+                        coll[two_d] = coll[two_d] + cc.time_linear(word * ab, tokens, g.layers)
             if g.experts > 1:
                 r = np.minimum(g.active, e)
                 a2a = m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
-                nbytes = w.d_model * tokens * r * ab / t
+                per_token = w.d_model * r * ab / t
                 if detail:
-                    lat, bw, _ = a2a.terms(nbytes)
+                    lat, bw, _ = a2a.terms(per_token * tokens)
                     shared_lat = shared_lat + 2 * g.layers * lat
                     shared_bw = shared_bw + 2 * g.layers * bw
                 else:
-                    shared_lat = shared_lat + 2 * g.layers * a2a.time(nbytes)
+                    shared_lat = shared_lat + a2a.time_linear(per_token, tokens, 2 * g.layers)
             wt, ac = w.ff_bytes(g, tokens, t_ff)
             ff_weight = ff_weight + g.layers * wt
             ff_act = ff_act + g.layers * ac
         # pipeline: p - 1 point-to-point sends between stages (2 ranks on 2 nodes)
         p2p = m.collective(2.0, 2.0, P2P)
-        nbytes = w.d_model * tokens * ab / t
         if detail:
-            lat, bw, _ = p2p.terms(nbytes)
+            lat, bw, _ = p2p.terms(w.d_model * tokens * ab / t)
             shared_lat = shared_lat + (p - 1.0) * lat
             shared_bw = shared_bw + (p - 1.0) * bw
-        else:
-            shared_lat = shared_lat + (p - 1.0) * p2p.time(nbytes)
+        elif np.any(np.asarray(p) > 1.0):
+            shared_lat = shared_lat + p2p.time_linear(w.d_model * ab / t, tokens, p - 1.0)
         bw_total = N * m.hbm_bandwidth_bytes_per_s
         out["kv_s"] = p * w.kv_cache_bytes(context, b) / bw_total
         out["ff_weight_s"] = p * (ff_weight + w.unembedding_bytes) / bw_total
@@ -191,12 +248,17 @@ class StepModel:
         else:
             out["coll"] = coll
             out["shared"] = shared_lat
+            # what the attention divisor does not change, summed once
+            out["coll_with_shared"] = {k: v + shared_lat for k, v in coll.items()}
+            out["memory_base_s"] = out["kv_s"] + out["ff_weight_s"] + out["ff_act_s"]
         return out
 
     def attention_part(self, part, adiv, two_d, detail=False):
         """Attention collectives and reads for divisor ``adiv`` (t_at = t / a)."""
         w, m = self.work, self.machine
         t_at = part["t"] / adiv
+        if not detail and np.all(t_at <= 1.0):
+            return 0.0, 0.0  # one rank per attention group: no attention collectives
         ranks, nodes = m.tensor_group(t_at, two_d)
         cc = m.collective(ranks, nodes)
         if two_d:
@@ -207,13 +269,12 @@ class StepModel:
         lat = 0.0
         bw = 0.0
         for word in words:
-            nbytes = word * part["tokens"] * w.activation_bytes
             if detail:
-                l_, b_, _ = cc.terms(nbytes)
+                l_, b_, _ = cc.terms(word * part["tokens"] * w.activation_bytes)
                 lat = lat + w.layers * l_
                 bw = bw + w.layers * b_
             else:
-                lat = lat + w.layers * cc.time(nbytes)
+                lat = lat + cc.time_linear(word * w.activation_bytes, part["tokens"], w.layers)
         return lat, bw
 
     def attention_memory(self, part, N, p, adiv):
@@ -232,13 +293,26 @@ class StepModel:
 
     def latency_from_part(self, part, N, p, adiv):
         """Latency of divisor ``adiv`` given the pipeline part (no feasibility check)."""
+        return self.latency_by_dims(part, N, p, adiv, both=False)
+
+    def latency_by_dims(self, part, N, p, adiv, both=True):
+        """(2-D TP latency, 1-D TP latency) of divisor ``adiv``, or their minimum."""
         att2, _ = self.attention_part(part, adiv, True)
         att1, _ = self.attention_part(part, adiv, False)
-        coll = np.minimum(att2 + part["coll"][True], att1 + part["coll"][False]) + part["shared"]
-        aw, aa = self.attention_memory(part, N, p, adiv)
-        memory = part["kv_s"] + part["ff_weight_s"] + part["ff_act_s"] + aw + aa
+        c2 = att2 + part["coll_with_shared"][True]
+        c1 = att1 + part["coll_with_shared"][False]
+        rest = self._memory_compute(part, N, p, adiv)
+        if both:
+            return self.kernel_s + c2 + rest, self.kernel_s + c1 + rest
+        return self.kernel_s + np.minimum(c2, c1) + rest
+
+    def _memory_compute(self, part, N, p, adiv):
+        w, m = self.work, self.machine
+        scale = p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s)
+        per_token = w.attention_activation_bytes_per_token(part["t"] / adiv)
+        memory = part["memory_base_s"] + (w.attention_matrix_weight_bytes * scale + (per_token * scale) * part["tokens"])
         compute = part["ffctx_compute_s"] + part["proj_compute_s"] * adiv
-        return self.kernel_s + coll + np.maximum(memory, compute)
+        return np.maximum(memory, compute)
 
     def breakdown(self, N, B, S, context, p, adiv, two_d) -> Breakdown:
         """The full breakdown of one layout with 1-D or 2-D tensor parallelism."""

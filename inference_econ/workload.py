@@ -22,9 +22,13 @@ def matmul_io_bytes(m, k, tokens, tp, weight_bytes, activation_bytes):
     2-D partitioning: inputs replicated ``t1`` times, outputs ``tp / t1`` times, with
     ``t1 = clip(sqrt(m tp / k), 1, tp)``. Returns (weight bytes, activation bytes).
     """
+    return m * k * weight_bytes, matmul_activation_bytes_per_token(m, k, tp, activation_bytes) * tokens
+
+
+def matmul_activation_bytes_per_token(m, k, tp, activation_bytes):
+    """Activation bytes per token of ``matmul_io_bytes``: t1·k + (tp/t1)·m elements."""
     t1 = np.clip(np.sqrt(m * tp / k), 1.0, np.maximum(tp, 1.0))
-    activations = t1 * k * tokens * activation_bytes + (tp / t1) * m * tokens * activation_bytes
-    return m * k * weight_bytes, activations
+    return (t1 * k + (tp / t1) * m) * activation_bytes
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class GroupWork:
     def routed_fraction_read(self, tokens):
         """Expected fraction of routed experts hit by ``tokens`` tokens (uniform routing, A2)."""
         if self.experts <= 1:
-            return np.ones_like(np.asarray(tokens, dtype=float))
+            return np.ones_like(np.asarray(tokens, dtype=np.result_type(tokens, np.float32)))
         return 1.0 - (1.0 - 1.0 / self.sparsity) ** tokens
 
 
@@ -59,6 +63,8 @@ class Workload:
     layers: int
     query_heads: float
     kv_vectors: float  # kv = 2H/g keys and values counted together
+    #: Heads a whole attention tensor degree must divide (KV heads, or query heads for MQA/MLA).
+    tp_heads: int
     head_dim: float
     #: Words of the two 2-D attention all-reduces: d and (H + kv)·dh (A5).
     attention_heads_words: float
@@ -145,30 +151,37 @@ class Workload:
     # --- HBM bytes (A2) --------------------------------------------------------------------
     def ff_bytes(self, g: GroupWork, tokens, tp):
         """(weight, activation) bytes of one layer's feed-forward block over ``tokens``."""
-        frac = g.routed_fraction_read(tokens)
-        w, a = matmul_io_bytes(
-            self.d_model, g.d_ff, tokens / g.sparsity, tp, self.weight_bytes, self.activation_bytes
-        )
         mats = g.matrices_in + g.matrices_out
-        weights = frac * g.experts * mats * w
-        acts = frac * g.experts * mats * a
+        per_token = matmul_activation_bytes_per_token(self.d_model, g.d_ff, tp, self.activation_bytes)
+        w = self.d_model * g.d_ff * self.weight_bytes
+        if g.experts > 1:
+            frac = g.routed_fraction_read(tokens) * (g.experts * mats)
+            weights = frac * w
+            acts = frac * (per_token * (tokens / g.sparsity))
+        else:
+            weights = mats * w
+            acts = (mats * per_token) * tokens
         if g.shared:
-            ws, as_ = matmul_io_bytes(
-                self.d_model, g.shared_d_ff, tokens, tp, self.weight_bytes, self.activation_bytes
-            )
-            weights = weights + g.shared * mats * ws
-            acts = acts + g.shared * mats * as_
+            shared_per_token = matmul_activation_bytes_per_token(self.d_model, g.shared_d_ff, tp, self.activation_bytes)
+            weights = weights + g.shared * mats * self.d_model * g.shared_d_ff * self.weight_bytes
+            acts = acts + (g.shared * mats * shared_per_token) * tokens
         return weights, acts
 
     def attention_bytes(self, tokens, tp):
         """(weight, activation) bytes of one layer's attention matmuls over ``tokens``."""
-        weights = 0.0
-        acts = 0.0
+        return self.attention_matrix_weight_bytes, self.attention_activation_bytes_per_token(tp) * tokens
+
+    def attention_activation_bytes_per_token(self, tp):
+        """Activation bytes per token of one layer's attention matmuls."""
+        per_token = 0.0
         for m, k in self.attention_matrices:
-            w, a = matmul_io_bytes(m, k, tokens, tp, self.weight_bytes, self.activation_bytes)
-            weights = weights + w
-            acts = acts + a
-        return weights, acts
+            per_token = per_token + matmul_activation_bytes_per_token(m, k, tp, self.activation_bytes)
+        return per_token
+
+    @property
+    def attention_matrix_weight_bytes(self) -> float:
+        """Weight bytes of one layer's attention matrices."""
+        return sum(m * k for m, k in self.attention_matrices) * self.weight_bytes
 
     @property
     def unembedding_bytes(self) -> float:
@@ -251,6 +264,7 @@ def compile_workload(arch: Architecture, precision: Precision | None, assumption
         vocab_size=float(arch.vocab_size),
         layers=arch.layers,
         query_heads=float(att.query_heads),
+        tp_heads=int(att.kv_heads if (att.kind != "mla" and att.kv_heads > 1) else att.query_heads),
         kv_vectors=2.0 * att.query_heads if att.kind == "mla" else att.kv_vectors,
         head_dim=float(att.head_dim),
         attention_heads_words=float(heads_words),
