@@ -154,6 +154,20 @@ def expert_degree(b, t, experts, min_micro_batch, integer=False):
     return np.where(small, 1.0, full)
 
 
+class _Memo:
+    """Compute-once values for one block of points and one pipeline degree (``None``: no cache)."""
+
+    def __init__(self, cache: dict | None) -> None:
+        self.cache = cache
+
+    def __call__(self, key, make):
+        if self.cache is None:
+            return make()
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+
 class StepModel:
     """One model on one GPU under some assumptions: evaluates layouts for (N, B) arrays."""
 
@@ -181,8 +195,13 @@ class StepModel:
         return (N * self.machine.usable_hbm_bytes >= need) & (p <= np.minimum(N, B))
 
     # --- the parts of a layout ------------------------------------------------------------
-    def pipeline_part(self, N, B, S, context, p, detail=False):
-        """Everything that depends on the pipeline degree but not on the attention divisor."""
+    def pipeline_part(self, N, B, S, context, p, detail=False, cache=None):
+        """Everything that depends on the pipeline degree but not on the attention divisor.
+
+        ``cache`` (a dict kept by the caller for one block of points and one ``p``) holds the
+        collective structures, which do not depend on the tokens per pass ``S``.
+        """
+        memo = _Memo(cache)
         w, m = self.work, self.machine
         ab = w.activation_bytes
         b = B / p
@@ -197,11 +216,11 @@ class StepModel:
         ff_act = 0.0
         ep_min = self.assumptions.expert_parallel_min_batch_per_sparsity
         for g in w.groups:
-            e = expert_degree(b, t, g.experts, ep_min * g.sparsity, m.integer_layouts)
-            t_ff = np.maximum(1.0, t / e)
+            e = memo(("e", id(g)), lambda g=g: expert_degree(b, t, g.experts, ep_min * g.sparsity, m.integer_layouts))
+            t_ff = memo(("t_ff", id(g)), lambda e=e: np.maximum(1.0, t / e))
             for two_d in (True, False):
                 ranks, nodes = m.tensor_group(t_ff, two_d)
-                cc = m.collective(ranks, nodes)
+                cc = memo(("ff", id(g), two_d), lambda r=ranks, n=nodes: m.collective(r, n))
                 per_rank = g.active / (t / ranks)
                 words = [per_rank * g.matrices_out * w.d_model]
                 if two_d:
@@ -215,7 +234,7 @@ class StepModel:
                         coll[two_d] = coll[two_d] + cc.time_linear(word * ab, tokens, g.layers)
             if g.experts > 1:
                 r = np.minimum(g.active, e)
-                a2a = m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
+                a2a = memo(("a2a", id(g)), lambda r=r: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL))
                 per_token = w.d_model * r * ab / t
                 if detail:
                     lat, bw, _ = a2a.terms(per_token * tokens)
@@ -253,14 +272,14 @@ class StepModel:
             out["memory_base_s"] = out["kv_s"] + out["ff_weight_s"] + out["ff_act_s"]
         return out
 
-    def attention_part(self, part, adiv, two_d, detail=False):
+    def attention_part(self, part, adiv, two_d, detail=False, cache=None, key=None):
         """Attention collectives and reads for divisor ``adiv`` (t_at = t / a)."""
         w, m = self.work, self.machine
         t_at = part["t"] / adiv
         if not detail and np.all(t_at <= 1.0):
             return 0.0, 0.0  # one rank per attention group: no attention collectives
         ranks, nodes = m.tensor_group(t_at, two_d)
-        cc = m.collective(ranks, nodes)
+        cc = _Memo(cache if key is not None else None)(("att", key, two_d), lambda: m.collective(ranks, nodes))
         if two_d:
             par = t_at / ranks
             words = (w.d_model / par, w.attention_heads_words / par)
@@ -291,26 +310,28 @@ class StepModel:
         total = self.latency_from_part(part, N, p, adiv)
         return np.where(self.fits(N, B, p, context), total, np.inf)
 
-    def latency_from_part(self, part, N, p, adiv):
+    def latency_from_part(self, part, N, p, adiv, cache=None, key=None):
         """Latency of divisor ``adiv`` given the pipeline part (no feasibility check)."""
-        return self.latency_by_dims(part, N, p, adiv, both=False)
+        return self.latency_by_dims(part, N, p, adiv, both=False, cache=cache, key=key)
 
-    def latency_by_dims(self, part, N, p, adiv, both=True):
+    def latency_by_dims(self, part, N, p, adiv, both=True, cache=None, key=None):
         """(2-D TP latency, 1-D TP latency) of divisor ``adiv``, or their minimum."""
-        att2, _ = self.attention_part(part, adiv, True)
-        att1, _ = self.attention_part(part, adiv, False)
+        att2, _ = self.attention_part(part, adiv, True, cache=cache, key=key)
+        att1, _ = self.attention_part(part, adiv, False, cache=cache, key=key)
         c2 = att2 + part["coll_with_shared"][True]
         c1 = att1 + part["coll_with_shared"][False]
-        rest = self._memory_compute(part, N, p, adiv)
+        rest = self._memory_compute(part, N, p, adiv, cache, key)
         if both:
             return self.kernel_s + c2 + rest, self.kernel_s + c1 + rest
         return self.kernel_s + np.minimum(c2, c1) + rest
 
-    def _memory_compute(self, part, N, p, adiv):
+    def _memory_compute(self, part, N, p, adiv, cache=None, key=None):
         w, m = self.work, self.machine
-        scale = p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s)
-        per_token = w.attention_activation_bytes_per_token(part["t"] / adiv)
-        memory = part["memory_base_s"] + (w.attention_matrix_weight_bytes * scale + (per_token * scale) * part["tokens"])
+        memo = _Memo(cache if key is not None else None)
+        scale = memo(("scale", key), lambda: p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s))
+        per_token = memo(("att_io", key), lambda: w.attention_activation_bytes_per_token(part["t"] / adiv) * scale)
+        weights = memo(("att_w", key), lambda: w.attention_matrix_weight_bytes * scale)
+        memory = part["memory_base_s"] + (weights + per_token * part["tokens"])
         compute = part["ffctx_compute_s"] + part["proj_compute_s"] * adiv
         return np.maximum(memory, compute)
 

@@ -13,6 +13,7 @@ demand cap, where a faster layout can disqualify a point, everything is evaluate
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import time
@@ -165,19 +166,13 @@ class Problem:
         s = self.setting
         ex = _executor()
 
-        jobs = [(self.target, g) for g in self.gamma_values()]
-        if self.draft is not None:
-            jobs.append((self.draft, 1))
-        # several passes: one pass per thread; a single pass: its row blocks spread over threads
-        inner = ex if len(jobs) == 1 else None
+        gammas = self.gamma_values()
 
-        def run(job):
-            model, S = job
-            return grid_latency(model, n_values, b_values, S, s.context_tokens, s.pipeline, dtype=np.float32, executor=inner)
+        def run(model, S_values):
+            return grid_latency(model, n_values, b_values, context=s.context_tokens, pipeline=s.pipeline, executor=ex, S_values=S_values)
 
-        results = list(ex.map(run, jobs)) if len(jobs) > 1 else [run(jobs[0])]
-        T = dict(zip(self.gamma_values(), results))
-        D = results[-1] if self.draft is not None else None
+        T = dict(zip(gammas, run(self.target, gammas)))
+        D = run(self.draft, [1])[0] if self.draft is not None else None
         return combine(T, D, s.spec)
 
     def brute_force_latency(self, n_values, b_values):
@@ -287,7 +282,17 @@ def _executor():
 
 
 def frontier(setting: Setting, exhaustive: bool = False) -> Frontier:
-    """The Pareto frontier of tokens/s per request vs $ per million tokens for a setting."""
+    """The Pareto frontier of tokens/s per request vs $ per million tokens for a setting.
+
+    ``exhaustive`` evaluates every layout at every grid point with the plain float64 loop
+    (slow; the reference the fast search is tested against). Results are cached per setting.
+    """
+    cached = _frontier_cached(setting, exhaustive)
+    return dataclasses.replace(cached, points=cached.points.copy(), notes=list(cached.notes))
+
+
+@functools.lru_cache(maxsize=64)
+def _frontier_cached(setting: Setting, exhaustive: bool) -> Frontier:
     start = time.perf_counter()
     problem = Problem(setting)
     notes: list[str] = []

@@ -98,17 +98,23 @@ def _row_blocks(b_rows, thresholds):
     return [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
 
 
-def _block_min(model: StepModel, N_row, B_col, p, S, context):
-    """Minimum latency over attention divisors and 1-D/2-D TP for one pipeline degree."""
+def _block_min(model: StepModel, N_row, B_col, p, S_values, context):
+    """Minimum latency over attention divisors and 1-D/2-D TP for one pipeline degree, for
+    each tokens-per-pass value in ``S_values`` (the collective structures are shared)."""
     ok = model.fits(N_row, B_col, p, context)
     if not np.any(ok):
         return None
-    part = model.pipeline_part(N_row, B_col, S, context, p)
-    best = None
-    for adiv in attention_divisors(N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees):
-        lat = model.latency_from_part(part, N_row, p, adiv)
-        best = lat if best is None else np.minimum(best, lat)
-    return np.where(ok, best, np.inf)
+    cache: dict = {}
+    divisors = attention_divisors(N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees)
+    out = []
+    for S in S_values:
+        part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
+        best = None
+        for j, adiv in enumerate(divisors):
+            lat = model.latency_from_part(part, N_row, p, adiv, cache=cache, key=j)
+            best = lat if best is None else np.minimum(best, lat)
+        out.append(np.where(ok, best, np.inf))
+    return out
 
 
 def grid_latency(
@@ -121,13 +127,15 @@ def grid_latency(
     pipelined_only=False,
     dtype=np.float32,
     executor=None,
+    S_values=None,
 ):
     """``best_latency`` on the outer grid ``b_values`` (rows) x ``n_values`` (columns), fast.
 
     Rows with B >= L share their pipeline degrees, and within a block of rows the expert
     parallel degree depends on the GPU count only; quantities that depend on the tensor degree
     are then computed once per column instead of once per point. Blocks run on ``executor``.
-    Returns an array of shape (len(b_values), len(n_values)).
+    Returns an array of shape (len(b_values), len(n_values)); with ``S_values`` a list of
+    such arrays, one per tokens-per-pass value (sharing the work that does not depend on S).
     """
     a = model.assumptions
     n_values = np.asarray(n_values, dtype=dtype)
@@ -160,13 +168,17 @@ def grid_latency(
                 p_sub = p if np.ndim(p) == 0 else p[r0:r1]
                 tasks.append((slice(lo + r0, lo + r1), p_sub))
 
+    many = S_values is not None
+    S_list = list(S_values) if many else [S]
+
     def run(task):
         rows, p = task
-        return rows, _block_min(model, N_row, B_col[rows], p, S, context)
+        return rows, _block_min(model, N_row, B_col[rows], p, S_list, context)
 
     results = executor.map(run, tasks) if executor is not None else map(run, tasks)
-    best = np.full((len(b_values), len(n_values)), np.inf, dtype=dtype)
-    for rows, lat in results:
-        if lat is not None:
-            np.minimum(best[rows], lat, out=best[rows])
-    return best
+    best = [np.full((len(b_values), len(n_values)), np.inf, dtype=dtype) for _ in S_list]
+    for rows, lats in results:
+        if lats is not None:
+            for b, lat in zip(best, lats):
+                np.minimum(b[rows], lat, out=b[rows])
+    return best if many else best[0]
