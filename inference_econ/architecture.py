@@ -138,7 +138,9 @@ class Architecture:
     def is_moe(self) -> bool:
         return any(g.ffn.is_moe for g in self.layer_groups)
 
-    def with_precision(self, weight_bits=None, activation_bits=None, kv_cache_bits=None) -> Architecture:
+    def with_precision(
+        self, weight_bits=None, activation_bits=None, kv_cache_bits=None
+    ) -> Architecture:
         """The same architecture with some precisions replaced (None keeps the current one)."""
         p = self.precision
         new = Precision(
@@ -169,10 +171,14 @@ def _attention(r: Reader, d_model: int) -> Attention:
         )
     else:
         default_kv = {"mha": heads, "mqa": 1}.get(kind)
-        kv = r.number("kv_heads", default_kv if default_kv is not None else ..., minimum=1, integer=True)
+        kv = r.number(
+            "kv_heads", default_kv if default_kv is not None else ..., minimum=1, integer=True
+        )
         if heads % kv:
             raise SpecError(
-                r.source, r.path("kv_heads"), f"{kv} does not divide query_heads={heads}",
+                r.source,
+                r.path("kv_heads"),
+                f"{kv} does not divide query_heads={heads}",
                 "each KV head serves a whole group of query heads",
             )
         att = Attention(kind="gqa", query_heads=heads, kv_heads=kv, head_dim=head_dim)
@@ -183,8 +189,15 @@ def _attention(r: Reader, d_model: int) -> Attention:
 def _ffn(r: Reader) -> FeedForward:
     if r.has("matrices"):
         m = r.raw("matrices")
-        if not (isinstance(m, list) and len(m) == 2 and all(isinstance(x, int) and x > 0 for x in m)):
-            raise SpecError(r.source, r.path("matrices"), f"expected [in, out] counts, got {m!r}", "e.g. [2, 1] for SwiGLU")
+        if not (
+            isinstance(m, list) and len(m) == 2 and all(isinstance(x, int) and x > 0 for x in m)
+        ):
+            raise SpecError(
+                r.source,
+                r.path("matrices"),
+                f"expected [in, out] counts, got {m!r}",
+                "e.g. [2, 1] for SwiGLU",
+            )
         m_in, m_out = m
         r.raw("activation", None)
     else:
@@ -193,7 +206,12 @@ def _ffn(r: Reader) -> FeedForward:
     experts = r.number("experts", 1, minimum=1, integer=True)
     active = r.number("active_experts", 1 if experts == 1 else ..., minimum=1, integer=True)
     if active > experts:
-        raise SpecError(r.source, r.path("active_experts"), f"{active} > experts={experts}", "at most the number of experts")
+        raise SpecError(
+            r.source,
+            r.path("active_experts"),
+            f"{active} > experts={experts}",
+            "at most the number of experts",
+        )
     ffn = FeedForward(
         d_ff=r.number("d_ff", minimum=1, integer=True),
         matrices_in=m_in,
@@ -244,14 +262,18 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
             g.finish()
         for key in ("layers", "ffn"):
             if r.has(key):
-                raise SpecError(source, key, "given together with layer_groups", "put it inside each group")
+                raise SpecError(
+                    source, key, "given together with layer_groups", "put it inside each group"
+                )
     else:
         groups.append(
             LayerGroup(
                 name="all",
                 layers=r.number("layers", minimum=1, integer=True),
                 ffn=_ffn(r.sub("ffn")),
-                sliding_window_tokens=r.number("sliding_window_tokens", None, minimum=1, integer=True),
+                sliding_window_tokens=r.number(
+                    "sliding_window_tokens", None, minimum=1, integer=True
+                ),
             )
         )
     published = r.sub("published_params", None)

@@ -96,5 +96,8 @@ def preset(name: str | Assumptions) -> Assumptions:
     except KeyError:
         hint = did_you_mean(name, PRESETS)
         raise SpecError(
-            "argument", "assumptions", f"no preset named {name!r}", hint or f"choose {', '.join(PRESETS)}"
+            "argument",
+            "assumptions",
+            f"no preset named {name!r}",
+            hint or f"choose {', '.join(PRESETS)}",
         ) from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from .errors import UnknownNameError, did_you_mean
@@ -46,7 +46,7 @@ class Entry:
     description: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def _index(kind: str, roots: tuple[Path, ...]) -> tuple[Entry, ...]:
     entries: dict[str, Entry] = {}
     for root in roots:
@@ -88,9 +88,9 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
     """Resolve a name, an alias or a file path to a spec file; unknown names get a hint."""
     text = str(name_or_path)
     candidate = Path(text).expanduser()
-    if candidate.suffix in (".yaml", ".yml") or os.sep in text or "/" in text:
-        if candidate.is_file():
-            return candidate
+    looks_like_path = candidate.suffix in (".yaml", ".yml") or os.sep in text or "/" in text
+    if looks_like_path and candidate.is_file():
+        return candidate
     known = entries(kind)
     wanted = _normalise(text)
     for entry in known:

@@ -77,7 +77,11 @@ class CollectiveCost:
         log_nodes = np.log2(np.maximum(nodes, 1.0))
         self.active = ranks > 1.0
         # seconds per byte before the protocol's bandwidth factor (A4)
-        intra = nodes * np.maximum(0.0, per_node) / (ranks * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
+        intra = (
+            nodes
+            * np.maximum(0.0, per_node)
+            / (ranks * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
+        )
         inter = (nodes - 1.0) / (ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
         seconds_per_byte = np.maximum(intra, inter)
         if kind != ALLREDUCE:
@@ -87,12 +91,17 @@ class CollectiveCost:
             np.where(
                 self.active,
                 latency_scale
-                * (hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s) + p.base_latency_s),
+                * (
+                    hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s)
+                    + p.base_latency_s
+                ),
                 0.0,
             )
             for p in protocols
         ]
-        self.per_byte = [np.where(self.active, seconds_per_byte / p.bandwidth_factor, 0.0) for p in protocols]
+        self.per_byte = [
+            np.where(self.active, seconds_per_byte / p.bandwidth_factor, 0.0) for p in protocols
+        ]
         self.protocols = protocols
 
     def time(self, nbytes):
@@ -114,13 +123,21 @@ class CollectiveCost:
 
     def terms(self, nbytes):
         """(latency seconds, bandwidth seconds, protocol index) of the best protocol."""
-        totals = np.stack(np.broadcast_arrays(*[lat + pb * nbytes for lat, pb in zip(self.latency, self.per_byte)]))
+        totals = np.stack(
+            np.broadcast_arrays(
+                *[lat + pb * nbytes for lat, pb in zip(self.latency, self.per_byte)]
+            )
+        )
         choice = np.argmin(totals, axis=0)
         lat = np.choose(choice, np.broadcast_arrays(*self.latency, totals[0])[:-1])
-        bw = np.choose(choice, [np.broadcast_to(pb * nbytes, totals.shape[1:]) for pb in self.per_byte])
+        bw = np.choose(
+            choice, [np.broadcast_to(pb * nbytes, totals.shape[1:]) for pb in self.per_byte]
+        )
         return lat, bw, choice
 
 
-def collective_time(ranks, nodes, nbytes, gpu: GPU, kind: str = ALLREDUCE, protocols=PAPER_PROTOCOLS):
+def collective_time(
+    ranks, nodes, nbytes, gpu: GPU, kind: str = ALLREDUCE, protocols=PAPER_PROTOCOLS
+):
     """Seconds of one collective of ``nbytes`` bytes over ``ranks`` ranks on ``nodes`` nodes."""
     return CollectiveCost(ranks, nodes, gpu, kind, protocols).time(nbytes)

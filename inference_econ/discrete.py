@@ -82,14 +82,27 @@ def evaluate(problem):
     batches = batch_sizes(2.0 ** (18 + np.log2(sparsity)), s.grid_points)
     shape = (len(batches), len(counts))
     gammas = problem.gamma_values()
-    layouts = {g: [np.empty(shape), np.ones(shape), np.ones(shape), np.ones(shape, dtype=bool)] for g in gammas}
-    draft = [np.empty(shape), np.ones(shape), np.ones(shape), np.ones(shape, dtype=bool)] if problem.draft else None
+    layouts = {
+        g: [np.empty(shape), np.ones(shape), np.ones(shape), np.ones(shape, dtype=bool)]
+        for g in gammas
+    }
+    draft = (
+        [np.empty(shape), np.ones(shape), np.ones(shape), np.ones(shape, dtype=bool)]
+        if problem.draft
+        else None
+    )
     for j, n in enumerate(counts.astype(int)):
         for g in gammas:
-            for arr, col in zip(layouts[g], _search(problem.target, s.model, n, batches, g, s.context_tokens, s.pipeline)):
+            for arr, col in zip(
+                layouts[g],
+                _search(problem.target, s.model, n, batches, g, s.context_tokens, s.pipeline),
+            ):
                 arr[:, j] = col
         if draft is not None:
-            for arr, col in zip(draft, _search(problem.draft, s.spec.draft, n, batches, 1, s.context_tokens, s.pipeline)):
+            for arr, col in zip(
+                draft,
+                _search(problem.draft, s.spec.draft, n, batches, 1, s.context_tokens, s.pipeline),
+            ):
                 arr[:, j] = col
     latency, _ = combine({g: v[0] for g, v in layouts.items()}, draft[0] if draft else None, s.spec)
     N, B = np.meshgrid(counts, batches)

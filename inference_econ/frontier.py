@@ -9,6 +9,7 @@ a given speed).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -136,4 +137,25 @@ class Frontier:
         c = pts["usd_per_mtok"].to_numpy()
         # cost is non-decreasing with speed on a frontier: first point at or above the speed
         pos = np.searchsorted(s, speeds, side="left")
-        return np.where(pos < len(s), c[np.clip(pos, 0, max(len(s) - 1, 0))] if len(s) else np.inf, np.inf)
+        return np.where(
+            pos < len(s), c[np.clip(pos, 0, max(len(s) - 1, 0))] if len(s) else np.inf, np.inf
+        )
+
+
+def domination_factor(front: Frontier, reference: Frontier) -> float:
+    """How much better ``front`` is than ``reference`` at worst: the smallest f >= 1 such that
+    every point of ``front`` is matched by a point of ``reference`` at least 1/f as fast and at
+    most f times as expensive (1.0: ``reference`` is everywhere at least as good)."""
+    if front.empty:
+        return 1.0
+    if reference.empty:
+        return math.inf
+    v = reference.points["tokens_per_s"].to_numpy()
+    c = reference.points["usd_per_mtok"].to_numpy()
+    worst = 1.0
+    for speed, cost in zip(
+        front.points["tokens_per_s"].to_numpy(), front.points["usd_per_mtok"].to_numpy()
+    ):
+        needed = np.maximum(speed / v, c / cost).min()
+        worst = max(worst, float(needed))
+    return worst

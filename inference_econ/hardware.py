@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import catalog
-from .errors import SpecError
+from .errors import SpecError, did_you_mean
 from .schema import Reader, check_number, load_yaml
 
 
@@ -135,12 +135,17 @@ def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
 
 def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Check and normalise a full or partial set of GPU fields."""
-    known = {f.name for f in dataclasses.fields(GPU)}
+    known = {f.name for f in dataclasses.fields(GPU)} | {"derive_from", "scale"}
     out: dict[str, Any] = {}
-    reader = Reader(values, source)
     for key in values:
         if key not in known:
-            reader.finish()  # raises with a did-you-mean hint
+            hint = did_you_mean(str(key), sorted(known))
+            raise SpecError(
+                source,
+                str(key),
+                "unknown field",
+                hint or f"known fields: {', '.join(sorted(known))}",
+            )
     for key, value in values.items():
         if key == "flop_per_s":
             out[key] = _flop_table(value, source)
@@ -155,7 +160,9 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
-def derive(base: GPU, name: str | None = None, scale: Mapping[str, float] | None = None, **overrides) -> GPU:
+def derive(
+    base: GPU, name: str | None = None, scale: Mapping[str, float] | None = None, **overrides
+) -> GPU:
     """A new spec from ``base``: ``overrides`` replace fields, ``scale`` multiplies them.
 
     >>> h100 = load_hardware("H100-SXM")
@@ -175,7 +182,10 @@ def derive(base: GPU, name: str | None = None, scale: Mapping[str, float] | None
                 values[key] = _validated({key: current * factor}, source)[key]
             else:
                 raise SpecError(
-                    source, field, "cannot be scaled", "scale a numeric field such as hbm_bandwidth_bytes_per_s"
+                    source,
+                    field,
+                    "cannot be scaled",
+                    "scale a numeric field such as hbm_bandwidth_bytes_per_s",
                 )
     values["name"] = name or values.get("name") or f"{base.name} (modified)"
     values.setdefault("aliases", ())
@@ -195,7 +205,9 @@ def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
         data["source_file"] = source
         return derive(base, name=data.pop("name", None), scale=scale, **data)
     if scale:
-        raise SpecError(source, "scale", "needs 'derive_from'", "scale factors apply to a base spec")
+        raise SpecError(
+            source, "scale", "needs 'derive_from'", "scale factors apply to a base spec"
+        )
     if "name" not in data:
         raise SpecError(source, "name", "is missing", "give the GPU a name")
     for key in _REQUIRED:

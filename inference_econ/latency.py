@@ -49,7 +49,9 @@ class Machine:
     integer_layouts: bool = False
 
     @classmethod
-    def build(cls, gpu: GPU, weight_bits: float, assumptions: Assumptions, integer_layouts: bool = False) -> Machine:
+    def build(
+        cls, gpu: GPU, weight_bits: float, assumptions: Assumptions, integer_layouts: bool = False
+    ) -> Machine:
         return cls(
             gpu=gpu,
             flop_per_s=gpu.sustained_flop_per_s(weight_bits, assumptions.native_fp4),
@@ -70,7 +72,11 @@ class Machine:
             # split (at least sqrt(degree), so never cheaper than the paper's R = sqrt(degree));
             # the group spans the paper's sqrt(nodes) scaled by R / sqrt(degree)
             ranks = square_split(degree)
-            nodes = np.clip(np.sqrt(np.ceil(degree / self.node_gpus)) * ranks / np.sqrt(degree), 1.0, np.maximum(ranks, 1.0))
+            nodes = np.clip(
+                np.sqrt(np.ceil(degree / self.node_gpus)) * ranks / np.sqrt(degree),
+                1.0,
+                np.maximum(ranks, 1.0),
+            )
         elif two_d:
             ranks = np.sqrt(degree)
             nodes = np.sqrt(np.ceil(degree / self.node_gpus))
@@ -86,7 +92,10 @@ class Machine:
         log_nodes = np.log2(np.maximum(nodes, 1.0))
         best = None
         for p in self.protocols:
-            lat = hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s) + p.base_latency_s
+            lat = (
+                hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s)
+                + p.base_latency_s
+            )
             best = lat if best is None else np.minimum(best, lat)
         return np.where(ranks > 1.0, best * self.latency_scale, 0.0)
 
@@ -145,7 +154,11 @@ def expert_degree(b, t, experts, min_micro_batch, integer=False):
     """
     if experts <= 1:
         return 1.0
-    full = np.gcd(np.rint(t).astype(np.int64), experts).astype(float) if integer else np.minimum(t, experts)
+    full = (
+        np.gcd(np.rint(t).astype(np.int64), experts).astype(float)
+        if integer
+        else np.minimum(t, experts)
+    )
     small = np.asarray(b < min_micro_batch)
     if small.all():
         return 1.0
@@ -171,7 +184,9 @@ class _Memo:
 class StepModel:
     """One model on one GPU under some assumptions: evaluates layouts for (N, B) arrays."""
 
-    def __init__(self, work: Workload, gpu: GPU, assumptions: Assumptions, integer_layouts: bool = False) -> None:
+    def __init__(
+        self, work: Workload, gpu: GPU, assumptions: Assumptions, integer_layouts: bool = False
+    ) -> None:
         self.work = work
         self.assumptions = assumptions
         self.machine = Machine.build(gpu, work.weight_bits, assumptions, integer_layouts)
@@ -181,8 +196,12 @@ class StepModel:
         # node-aligned layouts (Part B): whole pipeline degrees dividing the layers and whole
         # attention degrees dividing the heads, searched besides the paper's log grids
         aligned = assumptions.node_aligned_layouts
-        self.extra_pipeline_degrees = tuple(d for d in _divisors(work.layers) if d > 1) if aligned else ()
-        self.extra_attention_degrees = tuple(d for d in _divisors(int(work.tp_heads)) if d > 1) if aligned else ()
+        self.extra_pipeline_degrees = (
+            tuple(d for d in _divisors(work.layers) if d > 1) if aligned else ()
+        )
+        self.extra_attention_degrees = (
+            tuple(d for d in _divisors(int(work.tp_heads)) if d > 1) if aligned else ()
+        )
 
     # --- feasibility ----------------------------------------------------------------------
     def fits(self, N, B, p, context):
@@ -216,7 +235,10 @@ class StepModel:
         ff_act = 0.0
         ep_min = self.assumptions.expert_parallel_min_batch_per_sparsity
         for g in w.groups:
-            e = memo(("e", id(g)), lambda g=g: expert_degree(b, t, g.experts, ep_min * g.sparsity, m.integer_layouts))
+            e = memo(
+                ("e", id(g)),
+                lambda g=g: expert_degree(b, t, g.experts, ep_min * g.sparsity, m.integer_layouts),
+            )
             t_ff = memo(("t_ff", id(g)), lambda e=e: np.maximum(1.0, t / e))
             for two_d in (True, False):
                 ranks, nodes = m.tensor_group(t_ff, two_d)
@@ -234,7 +256,9 @@ class StepModel:
                         coll[two_d] = coll[two_d] + cc.time_linear(word * ab, tokens, g.layers)
             if g.experts > 1:
                 r = np.minimum(g.active, e)
-                a2a = memo(("a2a", id(g)), lambda r=r: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL))
+                a2a = memo(
+                    ("a2a", id(g)), lambda r=r: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
+                )
                 per_token = w.d_model * r * ab / t
                 if detail:
                     lat, bw, _ = a2a.terms(per_token * tokens)
@@ -279,7 +303,9 @@ class StepModel:
         if not detail and np.all(t_at <= 1.0):
             return 0.0, 0.0  # one rank per attention group: no attention collectives
         ranks, nodes = m.tensor_group(t_at, two_d)
-        cc = _Memo(cache if key is not None else None)(("att", key, two_d), lambda: m.collective(ranks, nodes))
+        cc = _Memo(cache if key is not None else None)(
+            ("att", key, two_d), lambda: m.collective(ranks, nodes)
+        )
         if two_d:
             par = t_at / ranks
             words = (w.d_model / par, w.attention_heads_words / par)
@@ -328,8 +354,13 @@ class StepModel:
     def _memory_compute(self, part, N, p, adiv, cache=None, key=None):
         w, m = self.work, self.machine
         memo = _Memo(cache if key is not None else None)
-        scale = memo(("scale", key), lambda: p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s))
-        per_token = memo(("att_io", key), lambda: w.attention_activation_bytes_per_token(part["t"] / adiv) * scale)
+        scale = memo(
+            ("scale", key), lambda: p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s)
+        )
+        per_token = memo(
+            ("att_io", key),
+            lambda: w.attention_activation_bytes_per_token(part["t"] / adiv) * scale,
+        )
         weights = memo(("att_w", key), lambda: w.attention_matrix_weight_bytes * scale)
         memory = part["memory_base_s"] + (weights + per_token * part["tokens"])
         compute = part["ffctx_compute_s"] + part["proj_compute_s"] * adiv

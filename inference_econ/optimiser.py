@@ -26,7 +26,7 @@ from . import discrete as discrete_grid
 from .architecture import Architecture, Precision, load_model
 from .assumptions import Assumptions, preset
 from .errors import SpecError
-from .frontier import Frontier, dominated, pareto_indices
+from .frontier import Frontier, pareto_indices
 from .hardware import GPU, load_hardware
 from .latency import ADDITIVE_PARTS, StepModel, expert_degree
 from .schema import check_number
@@ -86,7 +86,11 @@ def make_setting(
     """Build a Setting from names or objects, validating every argument."""
     arch = load_model(model)
     gpu = load_hardware(hardware)
-    for name, bits in (("weight_bits", weight_bits), ("activation_bits", activation_bits), ("kv_cache_bits", kv_cache_bits)):
+    for name, bits in (
+        ("weight_bits", weight_bits),
+        ("activation_bits", activation_bits),
+        ("kv_cache_bits", kv_cache_bits),
+    ):
         if bits is not None:
             check_number(bits, "argument", name, minimum=1, maximum=32, unit="bits")
     arch = arch.with_precision(weight_bits, activation_bits, kv_cache_bits)
@@ -94,7 +98,12 @@ def make_setting(
     cap = math.inf
     if max_throughput_tokens_per_s is not None:
         cap = check_number(
-            max_throughput_tokens_per_s, "argument", "max_throughput_tokens_per_s", minimum=0, exclusive_minimum=True, unit="tokens/s"
+            max_throughput_tokens_per_s,
+            "argument",
+            "max_throughput_tokens_per_s",
+            minimum=0,
+            exclusive_minimum=True,
+            unit="tokens/s",
         )
     check_number(grid_points, "argument", "grid_points", minimum=4, maximum=4000, integer=True)
     spec = None
@@ -103,7 +112,9 @@ def make_setting(
         if draft_weight_bits is not None:
             draft_arch = draft_arch.with_precision(weight_bits=draft_weight_bits)
         check_number(acceptance, "argument", "acceptance", minimum=0, maximum=1)
-        check_number(max_draft_tokens, "argument", "max_draft_tokens", minimum=1, maximum=64, integer=True)
+        check_number(
+            max_draft_tokens, "argument", "max_draft_tokens", minimum=1, maximum=64, integer=True
+        )
         spec = SpecDecoding(draft_arch, float(acceptance), int(max_draft_tokens))
     return Setting(
         model=arch,
@@ -169,7 +180,15 @@ class Problem:
         gammas = self.gamma_values()
 
         def run(model, S_values):
-            return grid_latency(model, n_values, b_values, context=s.context_tokens, pipeline=s.pipeline, executor=ex, S_values=S_values)
+            return grid_latency(
+                model,
+                n_values,
+                b_values,
+                context=s.context_tokens,
+                pipeline=s.pipeline,
+                executor=ex,
+                S_values=S_values,
+            )
 
         T = dict(zip(gammas, run(self.target, gammas)))
         D = run(self.draft, [1])[0] if self.draft is not None else None
@@ -180,7 +199,10 @@ class Problem:
         the reference the fast search is tested against."""
         s = self.setting
         N, B = np.meshgrid(np.asarray(n_values, dtype=float), np.asarray(b_values, dtype=float))
-        T = {g: best_latency(self.target, N, B, g, s.context_tokens, s.pipeline) for g in self.gamma_values()}
+        T = {
+            g: best_latency(self.target, N, B, g, s.context_tokens, s.pipeline)
+            for g in self.gamma_values()
+        }
         D = best_latency(self.draft, N, B, 1, s.context_tokens, s.pipeline) if self.draft else None
         return combine(T, D, s.spec)
 
@@ -197,12 +219,21 @@ class Problem:
         B = np.atleast_1d(np.asarray(B, dtype=float))
         gammas = self.gamma_values()
         if layouts is None:
-            layouts = {g: best_latency(self.target, N, B, g, ctx, s.pipeline, return_layout=True) for g in gammas}
+            layouts = {
+                g: best_latency(self.target, N, B, g, ctx, s.pipeline, return_layout=True)
+                for g in gammas
+            }
             if self.draft:
-                draft_layout = best_latency(self.draft, N, B, 1, ctx, s.pipeline, return_layout=True)
+                draft_layout = best_latency(
+                    self.draft, N, B, 1, ctx, s.pipeline, return_layout=True
+                )
         dlay = draft_layout
-        latency, gamma = combine({g: v[0] for g, v in layouts.items()}, dlay[0] if dlay else None, s.spec)
-        parts = {name: np.zeros(N.shape) for name in ADDITIVE_PARTS + ("memory_time_s", "compute_time_s")}
+        latency, gamma = combine(
+            {g: v[0] for g, v in layouts.items()}, dlay[0] if dlay else None, s.spec
+        )
+        parts = {
+            name: np.zeros(N.shape) for name in ADDITIVE_PARTS + ("memory_time_s", "compute_time_s")
+        }
         cols = {k: np.ones(N.shape) for k in ("p", "a")}
         two = np.ones(N.shape, dtype=bool)
         for g in gammas:
@@ -228,7 +259,9 @@ class Problem:
         if moe:
             g0 = moe[0]
             ep_min = s.assumptions.expert_parallel_min_batch_per_sparsity
-            expert = expert_degree(b, t, g0.experts, ep_min * g0.sparsity, self.target.machine.integer_layouts) + np.zeros(N.shape)
+            expert = expert_degree(
+                b, t, g0.experts, ep_min * g0.sparsity, self.target.machine.integer_layouts
+            ) + np.zeros(N.shape)
         flop = work.total_flop(B, 1, ctx)
         with np.errstate(divide="ignore", invalid="ignore"):
             df = pd.DataFrame(
@@ -260,15 +293,15 @@ class Problem:
             sel = two_d == flag
             if not np.any(sel):
                 continue
-            bd = model.breakdown(N[sel], B[sel], S, self.setting.context_tokens, p[sel], a[sel], flag).as_dict()
+            bd = model.breakdown(
+                N[sel], B[sel], S, self.setting.context_tokens, p[sel], a[sel], flag
+            ).as_dict()
             for k, v in bd.items():
                 out.setdefault(k, np.zeros(N.shape))[sel] = v
         return out
 
 
 _EXECUTOR = None
-
-
 
 
 def _executor():
@@ -300,7 +333,9 @@ def _frontier_cached(setting: Setting, exhaustive: bool) -> Frontier:
         N, B, latency, layouts = discrete_grid.evaluate(problem)
     else:
         n_values, b_values = problem.continuous_axes()
-        latency, _ = (problem.grid_latency if not exhaustive else problem.brute_force_latency)(n_values, b_values)
+        latency, _ = (problem.grid_latency if not exhaustive else problem.brute_force_latency)(
+            n_values, b_values
+        )
         N, B = np.meshgrid(n_values, b_values)
     price = setting.gpu.price_usd_per_s
     with np.errstate(divide="ignore", invalid="ignore"):

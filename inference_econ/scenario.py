@@ -96,7 +96,9 @@ def _setting(fields: Mapping[str, Any], source: str, label: str) -> Setting:
     f = dict(fields)
     for key in ("model", "hardware"):
         if key not in f:
-            raise SpecError(where, key, "is missing", f"every curve needs a {key} (here or in 'defaults')")
+            raise SpecError(
+                where, key, "is missing", f"every curve needs a {key} (here or in 'defaults')"
+            )
     try:
         gpu = load_hardware(f["hardware"])
     except SpecError as exc:
@@ -104,9 +106,17 @@ def _setting(fields: Mapping[str, Any], source: str, label: str) -> Setting:
     if f.get("hardware_overrides") or f.get("hardware_scale"):
         overrides = dict(f.get("hardware_overrides") or {})
         try:
-            gpu = derive(gpu, name=overrides.pop("name", None) or f"{gpu.name} (what-if)", scale=f.get("hardware_scale"), source_file=where, **overrides)
+            gpu = derive(
+                gpu,
+                name=overrides.pop("name", None) or f"{gpu.name} (what-if)",
+                scale=f.get("hardware_scale"),
+                source_file=where,
+                **overrides,
+            )
         except SpecError as exc:
-            raise SpecError(where, f"hardware_overrides.{exc.field}".rstrip("."), exc.problem, exc.fix) from None
+            raise SpecError(
+                where, f"hardware_overrides.{exc.field}".rstrip("."), exc.problem, exc.fix
+            ) from None
     try:
         arch = load_model(f["model"])
     except SpecError as exc:
@@ -149,16 +159,25 @@ def _assumptions(value: Any, where: str) -> Assumptions:
             if key not in known:
                 r.finish()
         return base.replace(**changes)
-    raise SpecError(where, "assumptions", f"expected a preset name or a mapping, got {value!r}", "e.g. 'refined'")
+    raise SpecError(
+        where,
+        "assumptions",
+        f"expected a preset name or a mapping, got {value!r}",
+        "e.g. 'refined'",
+    )
 
 
 def _override_model(arch, overrides: Mapping[str, Any], where: str):
     """Re-validate the model's YAML with dotted-path overrides (e.g. ``attention.kv_heads``)."""
     if not isinstance(overrides, Mapping):
-        raise SpecError(where, "model_overrides", f"expected a mapping of field: value, got {overrides!r}")
+        raise SpecError(
+            where, "model_overrides", f"expected a mapping of field: value, got {overrides!r}"
+        )
     path = Path(arch.source_file) if arch.source_file else None
     if path is None or not path.is_file():
-        raise SpecError(where, "model_overrides", "the model has no YAML file to override", "name a model file")
+        raise SpecError(
+            where, "model_overrides", "the model has no YAML file to override", "name a model file"
+        )
     data = copy.deepcopy(load_yaml(path))
     for dotted, value in overrides.items():
         node = data
@@ -198,18 +217,32 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
             r.boolean(key)
     for key in ("model", "hardware", "draft"):
         if r.has(key) and not isinstance(merged[key], str):
-            raise SpecError(where, key, f"expected a name or a path, got {merged[key]!r}", "write the name as text")
+            raise SpecError(
+                where,
+                key,
+                f"expected a name or a path, got {merged[key]!r}",
+                "write the name as text",
+            )
     paper = r.mapping("paper", {}) or {}
     for key, value in paper.items():
         if key not in PAPER_FIELDS:
-            raise SpecError(where, f"paper.{key}", "unknown field", f"known: {', '.join(PAPER_FIELDS)}")
+            raise SpecError(
+                where, f"paper.{key}", "unknown field", f"known: {', '.join(PAPER_FIELDS)}"
+            )
         check_number(value, where, f"paper.{key}", minimum=0)
     toy = r.mapping("toy", None)
     color = r.string("color", None)
     r.string("label", "")
     r.finish()
     fields = {k: merged[k] for k in _CURVE_KEYS if k in merged and merged[k] is not None}
-    curve = Curve(label=label, fields=fields, paper=dict(paper), color=color, toy=dict(toy) if toy else None, source=source)
+    curve = Curve(
+        label=label,
+        fields=fields,
+        paper=dict(paper),
+        color=color,
+        toy=dict(toy) if toy else None,
+        source=source,
+    )
     if toy is None:
         curve.setting()  # resolve names now: an unknown model or GPU is reported at load time
     return curve
@@ -225,21 +258,35 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: st
     defaults = r.mapping("defaults", {}) or {}
     raw_curves = r.raw("curves")
     if not isinstance(raw_curves, list) or not raw_curves:
-        raise SpecError(source, "curves", "expected a non-empty list of curves", "each curve names at least a model and a GPU")
+        raise SpecError(
+            source,
+            "curves",
+            "expected a non-empty list of curves",
+            "each curve names at least a model and a GPU",
+        )
     curves = tuple(_curve(item, defaults, source, i) for i, item in enumerate(raw_curves))
     labels = [c.label for c in curves]
     dupes = {lab for lab in labels if labels.count(lab) > 1}
     if dupes:
-        raise SpecError(source, "curves", f"duplicate labels {sorted(dupes)}", "give each curve its own label")
+        raise SpecError(
+            source, "curves", f"duplicate labels {sorted(dupes)}", "give each curve its own label"
+        )
     plots = r.raw("plots", ["frontier"])
     if isinstance(plots, str):
         plots = [plots]
     for plot in plots:
         if plot not in PLOTS:
-            raise SpecError(source, "plots", f"unknown plot {plot!r}", f"choose from {', '.join(PLOTS)}")
+            raise SpecError(
+                source, "plots", f"unknown plot {plot!r}", f"choose from {', '.join(PLOTS)}"
+            )
     measured = r.raw("measured", [])
     if not isinstance(measured, list):
-        raise SpecError(source, "measured", "expected a list of points", "e.g. [{label: API, tokens_per_s: 100, usd_per_mtok: 0.9}]")
+        raise SpecError(
+            source,
+            "measured",
+            "expected a list of points",
+            "e.g. [{label: API, tokens_per_s: 100, usd_per_mtok: 0.9}]",
+        )
     notes = r.raw("notes", [])
     scenario = Scenario(
         name=name or Path(source).stem,
@@ -270,7 +317,12 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
 def _scenario_name(path: Path) -> str:
     for root in catalog.data_roots():
         try:
-            return path.resolve().relative_to((root / "scenarios").resolve()).with_suffix("").as_posix()
+            return (
+                path.resolve()
+                .relative_to((root / "scenarios").resolve())
+                .with_suffix("")
+                .as_posix()
+            )
         except ValueError:
             continue
     return path.stem

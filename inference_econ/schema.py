@@ -118,9 +118,7 @@ class Reader:
         if value is default and default is not ...:
             return value
         if not isinstance(value, Mapping):
-            raise SpecError(
-                self.source, self.path(key), f"expected a mapping, got {value!r}", ""
-            )
+            raise SpecError(self.source, self.path(key), f"expected a mapping, got {value!r}", "")
         return value
 
     def sub(self, key: str, default: Any = ...) -> Reader | None:

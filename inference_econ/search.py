@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .latency import StepModel, expert_degree
+from .latency import StepModel
 
 
 def _arrays(N, B):
@@ -65,7 +65,9 @@ def best_latency(
         best_p = np.ones(N.shape)
         best_a = np.ones(N.shape)
         best_2d = np.ones(N.shape, dtype=bool)
-    degrees = pipeline_degrees(B, model.work.layers, a.pipeline_degree_count, pipeline, model.extra_pipeline_degrees)
+    degrees = pipeline_degrees(
+        B, model.work.layers, a.pipeline_degree_count, pipeline, model.extra_pipeline_degrees
+    )
     if pipelined_only:
         degrees = degrees[1:]
     for p in degrees:
@@ -73,7 +75,9 @@ def best_latency(
         if not np.any(ok):
             continue
         part = model.pipeline_part(N, B, S, context, p)
-        for adiv in attention_divisors(N / p, a.attention_divisor_count, model.extra_attention_degrees):
+        for adiv in attention_divisors(
+            N / p, a.attention_divisor_count, model.extra_attention_degrees
+        ):
             lat = np.where(ok, model.latency_from_part(part, N, p, adiv), np.inf)
             if return_layout:
                 better = lat < best
@@ -105,7 +109,9 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context):
     if not np.any(ok):
         return None
     cache: dict = {}
-    divisors = attention_divisors(N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees)
+    divisors = attention_divisors(
+        N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
+    )
     out = []
     for S in S_values:
         part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
@@ -146,7 +152,9 @@ def grid_latency(
     count = a.pipeline_degree_count if pipeline else 1
     split = int(np.searchsorted(b_values, layers, side="left"))  # rows [split:] have B >= L
     ep_thresholds = [
-        a.expert_parallel_min_batch_per_sparsity * g.sparsity for g in model.work.groups if g.experts > 1
+        a.expert_parallel_min_batch_per_sparsity * g.sparsity
+        for g in model.work.groups
+        if g.experts > 1
     ]
     tasks = []
     first = 1 if pipelined_only else 0
@@ -161,9 +169,11 @@ def grid_latency(
             if split < len(b_values):
                 blocks.append(((split, len(b_values)), float(layers) ** frac))
         if i == count - 1 and pipeline:  # the whole degrees of node-aligned layouts, every row
-            blocks += [((0, len(b_values)), float(p)) for p in model.extra_pipeline_degrees if p > 1]
+            blocks += [
+                ((0, len(b_values)), float(p)) for p in model.extra_pipeline_degrees if p > 1
+            ]
         for (lo, hi), p in blocks:
-            b_rows = (b_values[lo:hi] / (p if np.ndim(p) == 0 else p[:, 0]))
+            b_rows = b_values[lo:hi] / (p if np.ndim(p) == 0 else p[:, 0])
             for r0, r1 in _row_blocks(b_rows, ep_thresholds):
                 p_sub = p if np.ndim(p) == 0 else p[r0:r1]
                 tasks.append((slice(lo + r0, lo + r1), p_sub))

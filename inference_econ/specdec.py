@@ -27,7 +27,10 @@ class SpecDecoding:
     def __post_init__(self) -> None:
         if not 0.0 <= self.acceptance <= 1.0:
             raise SpecError(
-                "argument", "acceptance", f"is {self.acceptance!r}", "expected a probability in [0, 1]"
+                "argument",
+                "acceptance",
+                f"is {self.acceptance!r}",
+                "expected a probability in [0, 1]",
             )
         if int(self.max_draft_tokens) != self.max_draft_tokens or self.max_draft_tokens < 1:
             raise SpecError(

@@ -65,7 +65,11 @@ def _toy_row(curve) -> dict:
         allreduces_per_layer=params.get("allreduces_per_layer", 4),
         base_latency_s=float(params.get("base_latency_s", 0.0)),
     )
-    return {"tokens_per_s": result.tokens_per_s, "gpus": result.optimal_gpus, "latency_s": result.latency_s}
+    return {
+        "tokens_per_s": result.tokens_per_s,
+        "gpus": result.optimal_gpus,
+        "latency_s": result.latency_s,
+    }
 
 
 def run_table(scenario: Scenario | str, progress=None) -> pd.DataFrame:

@@ -34,9 +34,14 @@ class ToyResult:
         return 1.0 / self.latency_s
 
 
-def single_device_latency_s(params: float, weight_bytes: float, batch, bandwidth_bytes_per_s: float, flop_per_s: float):
+def single_device_latency_s(
+    params: float, weight_bytes: float, batch, bandwidth_bytes_per_s: float, flop_per_s: float
+):
     """Eq. 1: token latency of one device serving ``batch`` requests (short context)."""
-    return np.maximum(weight_bytes * params / bandwidth_bytes_per_s, 2.0 * params * np.asarray(batch, dtype=float) / flop_per_s)
+    return np.maximum(
+        weight_bytes * params / bandwidth_bytes_per_s,
+        2.0 * params * np.asarray(batch, dtype=float) / flop_per_s,
+    )
 
 
 def critical_batch(weight_bytes: float, bandwidth_bytes_per_s: float, flop_per_s: float) -> float:
@@ -56,7 +61,11 @@ def multi_device_latency_s(
 ):
     """Eq. 9: latency at the critical batch on ``gpus`` devices with infinite network bandwidth."""
     gpus = np.asarray(gpus, dtype=float)
-    network = layers * allreduces_per_layer * (allreduce_latency_s * np.maximum(np.sqrt(gpus) - 1.0, 0.0) + base_latency_s)
+    network = (
+        layers
+        * allreduces_per_layer
+        * (allreduce_latency_s * np.maximum(np.sqrt(gpus) - 1.0, 0.0) + base_latency_s)
+    )
     return network + weight_bytes * params / (gpus * bandwidth_bytes_per_s)
 
 
@@ -71,12 +80,28 @@ def optimum(
     name: str = "",
 ) -> ToyResult:
     """Eqs. 12-14: N* = (2·wb·P/(BW·L·A·c))^(2/3) (1 if smaller) and the latency there."""
-    n_star = (2.0 * weight_bytes * params / (bandwidth_bytes_per_s * layers * allreduces_per_layer * allreduce_latency_s)) ** (2.0 / 3.0)
+    n_star = (
+        2.0
+        * weight_bytes
+        * params
+        / (bandwidth_bytes_per_s * layers * allreduces_per_layer * allreduce_latency_s)
+    ) ** (2.0 / 3.0)
     n_star = max(1.0, n_star)
     latency = float(
-        multi_device_latency_s(n_star, params, layers, weight_bytes, bandwidth_bytes_per_s, allreduce_latency_s, allreduces_per_layer, base_latency_s)
+        multi_device_latency_s(
+            n_star,
+            params,
+            layers,
+            weight_bytes,
+            bandwidth_bytes_per_s,
+            allreduce_latency_s,
+            allreduces_per_layer,
+            base_latency_s,
+        )
     )
-    return ToyResult(model=name, params=params, layers=layers, optimal_gpus=n_star, latency_s=latency)
+    return ToyResult(
+        model=name, params=params, layers=layers, optimal_gpus=n_star, latency_s=latency
+    )
 
 
 def model_optimum(
@@ -93,8 +118,21 @@ def model_optimum(
     paper's Table 1 uses 4 for every model).
     """
     work = compile_workload(arch, arch.precision, assumptions)
-    a = allreduces_per_layer if allreduces_per_layer is not None else (2 if arch.parallel_attention else 4)
-    return optimum(work.total_params, work.layers, work.weight_bytes, bandwidth_bytes_per_s, allreduce_latency_s, a, base_latency_s, arch.name)
+    a = (
+        allreduces_per_layer
+        if allreduces_per_layer is not None
+        else (2 if arch.parallel_attention else 4)
+    )
+    return optimum(
+        work.total_params,
+        work.layers,
+        work.weight_bytes,
+        bandwidth_bytes_per_s,
+        allreduce_latency_s,
+        a,
+        base_latency_s,
+        arch.name,
+    )
 
 
 def grid_latency_s(
@@ -120,8 +158,14 @@ def grid_latency_s(
     bw = gpu.sustained_hbm_bandwidth_bytes_per_s
     flops = gpu.sustained_flop_per_s(work.weight_bits, assumptions.native_fp4)
     params = work.total_params
-    network = work.layers * a * (allreduce_latency_s * np.maximum(np.sqrt(gpus) - 1.0, 0.0) + base_latency_s)
-    latency = network + np.maximum(work.weight_bytes * params / (gpus * bw), 2.0 * params * batch / (gpus * flops))
+    network = (
+        work.layers
+        * a
+        * (allreduce_latency_s * np.maximum(np.sqrt(gpus) - 1.0, 0.0) + base_latency_s)
+    )
+    latency = network + np.maximum(
+        work.weight_bytes * params / (gpus * bw), 2.0 * params * batch / (gpus * flops)
+    )
     need = work.kv_cache_bytes(context_tokens, batch) + work.weight_bytes * params
     return np.where(gpus * gpu.hbm_capacity_bytes < need, np.inf, latency)
 

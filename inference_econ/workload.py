@@ -22,7 +22,9 @@ def matmul_io_bytes(m, k, tokens, tp, weight_bytes, activation_bytes):
     2-D partitioning: inputs replicated ``t1`` times, outputs ``tp / t1`` times, with
     ``t1 = clip(sqrt(m tp / k), 1, tp)``. Returns (weight bytes, activation bytes).
     """
-    return m * k * weight_bytes, matmul_activation_bytes_per_token(m, k, tp, activation_bytes) * tokens
+    return m * k * weight_bytes, matmul_activation_bytes_per_token(
+        m, k, tp, activation_bytes
+    ) * tokens
 
 
 def matmul_activation_bytes_per_token(m, k, tp, activation_bytes):
@@ -101,13 +103,18 @@ class Workload:
     @property
     def active_ff_params(self) -> float:
         return sum(
-            g.layers * (g.experts * self.ff_params_per_expert(g) / g.sparsity + self.shared_ff_params(g))
+            g.layers
+            * (g.experts * self.ff_params_per_expert(g) / g.sparsity + self.shared_ff_params(g))
             for g in self.groups
         )
 
     @property
     def active_params(self) -> float:
-        return self.layers * self.attention_params_per_layer + self.active_ff_params + self.embedding_params
+        return (
+            self.layers * self.attention_params_per_layer
+            + self.active_ff_params
+            + self.embedding_params
+        )
 
     @property
     def weight_bytes_total(self) -> float:
@@ -141,7 +148,9 @@ class Workload:
         for g in self.groups:
             positions = positions + g.layers * np.minimum(n, g.window)
         ctx = self.context_flop_per_position_per_layer * positions * tokens
-        proj = 2.0 * (self.layers * self.attention_params_per_layer + self.embedding_params) * tokens
+        proj = (
+            2.0 * (self.layers * self.attention_params_per_layer + self.embedding_params) * tokens
+        )
         return ff, ctx, proj
 
     def total_flop(self, batch, tokens_per_pass=1, context=0):
@@ -152,7 +161,9 @@ class Workload:
     def ff_bytes(self, g: GroupWork, tokens, tp):
         """(weight, activation) bytes of one layer's feed-forward block over ``tokens``."""
         mats = g.matrices_in + g.matrices_out
-        per_token = matmul_activation_bytes_per_token(self.d_model, g.d_ff, tp, self.activation_bytes)
+        per_token = matmul_activation_bytes_per_token(
+            self.d_model, g.d_ff, tp, self.activation_bytes
+        )
         w = self.d_model * g.d_ff * self.weight_bytes
         if g.experts > 1:
             frac = g.routed_fraction_read(tokens) * (g.experts * mats)
@@ -162,20 +173,26 @@ class Workload:
             weights = mats * w
             acts = (mats * per_token) * tokens
         if g.shared:
-            shared_per_token = matmul_activation_bytes_per_token(self.d_model, g.shared_d_ff, tp, self.activation_bytes)
+            shared_per_token = matmul_activation_bytes_per_token(
+                self.d_model, g.shared_d_ff, tp, self.activation_bytes
+            )
             weights = weights + g.shared * mats * self.d_model * g.shared_d_ff * self.weight_bytes
             acts = acts + (g.shared * mats * shared_per_token) * tokens
         return weights, acts
 
     def attention_bytes(self, tokens, tp):
         """(weight, activation) bytes of one layer's attention matmuls over ``tokens``."""
-        return self.attention_matrix_weight_bytes, self.attention_activation_bytes_per_token(tp) * tokens
+        return self.attention_matrix_weight_bytes, self.attention_activation_bytes_per_token(
+            tp
+        ) * tokens
 
     def attention_activation_bytes_per_token(self, tp):
         """Activation bytes per token of one layer's attention matmuls."""
         per_token = 0.0
         for m, k in self.attention_matrices:
-            per_token = per_token + matmul_activation_bytes_per_token(m, k, tp, self.activation_bytes)
+            per_token = per_token + matmul_activation_bytes_per_token(
+                m, k, tp, self.activation_bytes
+            )
         return per_token
 
     @property
@@ -223,7 +240,9 @@ def _attention_shape(arch: Architecture, a: Assumptions, kv_bytes: float):
     return params, matrices, (H + kv) * dh, kv * dh * kv_bytes, 4.0 * dh * H
 
 
-def compile_workload(arch: Architecture, precision: Precision | None, assumptions: Assumptions) -> Workload:
+def compile_workload(
+    arch: Architecture, precision: Precision | None, assumptions: Assumptions
+) -> Workload:
     """Reduce an architecture at a precision to the numbers of A1-A2."""
     p = precision or arch.precision
     wb, ab, kvb = p.weight_bytes, p.activation_bytes, p.kv_cache_bytes
@@ -241,7 +260,11 @@ def compile_workload(arch: Architecture, precision: Precision | None, assumption
             sparsity = experts / active
         else:
             sparsity = float(experts // active)
-        window = float(g.sliding_window_tokens) if (assumptions.sliding_windows and g.sliding_window_tokens) else math.inf
+        window = (
+            float(g.sliding_window_tokens)
+            if (assumptions.sliding_windows and g.sliding_window_tokens)
+            else math.inf
+        )
         groups.append(
             GroupWork(
                 layers=g.layers,
@@ -256,7 +279,11 @@ def compile_workload(arch: Architecture, precision: Precision | None, assumption
                 window=window,
             )
         )
-    embeddings = (1 if (arch.tied_embeddings and assumptions.tied_embeddings_once) else 2) * arch.vocab_size * arch.d_model
+    embeddings = (
+        (1 if (arch.tied_embeddings and assumptions.tied_embeddings_once) else 2)
+        * arch.vocab_size
+        * arch.d_model
+    )
     att = arch.attention
     return Workload(
         name=arch.name,

@@ -1,0 +1,396 @@
+"""The command line: a thin layer over the public API.
+
+Exit codes: 0 success, 1 a runtime failure (e.g. nothing feasible), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+
+import click
+import numpy as np
+import pandas as pd
+
+from . import api, catalog
+from .errors import InfeasibleError, InferenceEconError, SpecError, UnknownNameError, did_you_mean
+from .report import FORMATS, is_duration, render, write_atomic
+from .tables import DETAIL_COLUMNS, PAPER_TABLES, run_table
+
+FRONTIER_COLUMNS = [
+    "tokens_per_s",
+    "usd_per_mtok",
+    "gpus",
+    "batch",
+    "pipeline_degree",
+    "tensor_degree",
+    "attention_degree",
+    "expert_degree",
+    "tp_dims",
+    "draft_tokens",
+    "mfu",
+    "bound",
+    "latency_s",
+    "kernel_launch_s",
+    "collective_latency_s",
+    "collective_bandwidth_s",
+    "weight_read_s",
+    "kv_read_s",
+    "activation_read_s",
+    "arithmetic_s",
+]
+
+
+class Progress:
+    """Progress lines on stderr, shown only once a run has taken more than a second."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.start = time.perf_counter()
+        self.quiet = quiet
+
+    def __call__(self, message: str) -> None:
+        if not self.quiet and time.perf_counter() - self.start > 1.0:
+            click.echo(f"[{time.perf_counter() - self.start:5.1f}s] {message}", err=True)
+
+
+def _fail(exc: Exception) -> None:
+    code = 2 if isinstance(exc, SpecError) else 1
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(code)
+
+
+def handle_errors(fn):
+    """Turn the toolkit's own errors into a one-line message and an exit code, no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except InferenceEconError as exc:
+            _fail(exc)
+
+    return wrapper
+
+
+def emit(text: str, out: str | None) -> None:
+    if out:
+        write_atomic(out, text)
+        click.echo(f"wrote {out}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def setting_options(fn):
+    """The options that describe a setting, shared by point and frontier."""
+    options = [
+        click.option(
+            "--hardware",
+            "-H",
+            required=True,
+            help="GPU name, alias or YAML file (see 'list hardware').",
+        ),
+        click.option(
+            "--context",
+            "context_tokens",
+            type=float,
+            default=0.0,
+            show_default=True,
+            help="Tokens already in the KV cache.",
+        ),
+        click.option(
+            "--weight-bits", type=float, help="Bits per weight (default: the model file's)."
+        ),
+        click.option(
+            "--activation-bits", type=float, help="Bits per activation (default: the model file's)."
+        ),
+        click.option(
+            "--kv-bits",
+            "kv_cache_bits",
+            type=float,
+            help="Bits per KV-cache element (default: activation bits).",
+        ),
+        click.option("--draft", help="Draft model for speculative decoding."),
+        click.option(
+            "--acceptance",
+            type=float,
+            default=0.8,
+            show_default=True,
+            help="Per-token acceptance probability of the draft.",
+        ),
+        click.option(
+            "--max-draft",
+            "max_draft_tokens",
+            type=int,
+            default=5,
+            show_default=True,
+            help="Longest draft (γ_max).",
+        ),
+        click.option("--no-pipeline", is_flag=True, help="Do not use pipeline parallelism."),
+        click.option(
+            "--assumptions",
+            default="paper",
+            show_default=True,
+            help="Assumption preset (paper, refined).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _make(
+    model,
+    hardware,
+    context_tokens,
+    weight_bits,
+    activation_bits,
+    kv_cache_bits,
+    draft,
+    acceptance,
+    max_draft_tokens,
+    no_pipeline,
+    assumptions,
+    **extra,
+):
+    return api.make_setting(
+        model,
+        hardware,
+        context_tokens=context_tokens,
+        weight_bits=weight_bits,
+        activation_bits=activation_bits,
+        kv_cache_bits=kv_cache_bits,
+        draft=draft,
+        acceptance=acceptance,
+        max_draft_tokens=max_draft_tokens,
+        pipeline=not no_pipeline,
+        assumptions=assumptions,
+        **extra,
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="inference-econ")
+def main():
+    """How fast and how cheaply can a model be served on a GPU, and with which setup?
+
+    \b
+    Examples:
+      inference-econ list models
+      inference-econ show "Llama 3 70B"
+      inference-econ point "Llama 3 70B" -H H100 --gpus 8 --batch 64 --weight-bits 8
+      inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 --draft "Llama 3 8B"
+      inference-econ reproduce table-2
+    """
+
+
+@main.command("list")
+@click.argument("kind", type=click.Choice(["models", "hardware", "scenarios"]))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def list_cmd(kind, fmt):
+    """List the models, GPUs or scenarios that ship with the toolkit.
+
+    \b
+    Example:  inference-econ list hardware
+    """
+    df = api.list_specs(kind)
+    if fmt == "table":
+        df = df.drop(columns=["file"])
+    click.echo(render(df, fmt), nl=False)
+
+
+@main.command()
+@click.argument("name")
+@click.option(
+    "--hardware",
+    "-H",
+    default="H100-paper",
+    show_default=True,
+    help="GPU for the derived figures of a model.",
+)
+@click.option(
+    "--assumptions", default="paper", show_default=True, help="Assumption preset for the counts."
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def show(name, hardware, assumptions, fmt):
+    """Show a model's or a GPU's figures and what follows from them.
+
+    For a model: total and active parameters, KV bytes per token, the GPUs its weights need,
+    the critical batch size on --hardware. For a GPU: its datasheet and derived figures.
+
+    \b
+    Example:  inference-econ show "DeepSeek-V3" -H H100
+    """
+    try:
+        info = api.model_summary(name, hardware, assumptions)
+    except UnknownNameError:
+        try:
+            info = api.hardware_summary(name)
+        except UnknownNameError:
+            names = [e.name for k in ("models", "hardware") for e in catalog.entries(k)]
+            raise SpecError(
+                "argument",
+                "NAME",
+                f"no model or GPU named {name!r}",
+                did_you_mean(name, names) or "see 'inference-econ list models' and 'list hardware'",
+            ) from None
+    df = pd.DataFrame({"field": list(info), "value": [_show_value(v) for v in info.values()]})
+    if fmt == "json":
+        click.echo(render(pd.DataFrame([info]), "json"), nl=False)
+    else:
+        click.echo(render(df, fmt), nl=False)
+
+
+def _point_value(field, value):
+    if is_duration(field) and isinstance(value, float):
+        return f"{value * 1e3:.4g} ms"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return value
+
+
+def _show_value(value):
+    if isinstance(value, float) and abs(value) >= 1e6:
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v:.4g}" for k, v in value.items())
+    return value
+
+
+@main.command()
+@click.argument("model")
+@setting_options
+@click.option("--gpus", type=float, required=True, help="GPUs in the instance.")
+@click.option("--batch", type=float, required=True, help="Concurrent requests.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def point(model, gpus, batch, fmt, **opts):
+    """One configuration: latency, tokens/s per request, $/Mtok, MFU, layout and breakdown.
+
+    \b
+    Example:  inference-econ point "Llama 3 70B" -H H100 --gpus 8 --batch 64 --context 4096
+    """
+    setting = _make(model, **opts)
+    row = api.points(setting, gpus=gpus, batch=batch).iloc[0]
+    if not np.isfinite(row["latency_s"]):
+        raise InfeasibleError(
+            f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} with batch {batch:g} "
+            f"at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
+        )
+    if fmt in ("csv", "json"):
+        click.echo(render(pd.DataFrame([row]), fmt), nl=False)
+        return
+    df = pd.DataFrame({"field": row.index, "value": [_point_value(k, v) for k, v in row.items()]})
+    title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}, context {setting.context_tokens:g}"
+    click.echo(render(df, fmt, title=title), nl=False)
+
+
+@main.command()
+@click.argument("model")
+@setting_options
+@click.option(
+    "--max-throughput",
+    "max_throughput_tokens_per_s",
+    type=float,
+    help="Demand cap: total tokens/s of an instance.",
+)
+@click.option(
+    "--discrete", is_flag=True, help="Whole GPUs, nodes, batches and layouts one could deploy."
+)
+@click.option(
+    "--rows", type=int, help="Show this many points, evenly spaced in speed (table format: 20)."
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
+@handle_errors
+def frontier(model, max_throughput_tokens_per_s, discrete, rows, fmt, out, **opts):
+    """The Pareto frontier of tokens/s per request vs $ per million tokens.
+
+    Every point carries its layout (GPUs, batch, PP, TP, attention TP, EP, 1-D/2-D, draft
+    length) and where its time goes.
+
+    \b
+    Example:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 \\
+                  --draft "Llama 3 8B" --acceptance 0.8 --format csv --out llama.csv
+    """
+    setting = _make(
+        model, max_throughput_tokens_per_s=max_throughput_tokens_per_s, discrete=discrete, **opts
+    )
+    front = api.frontier(setting)
+    if front.empty:
+        raise InfeasibleError(
+            f"{setting.name}: no feasible configuration ({'; '.join(front.notes)})"
+        )
+    df = front.points[[c for c in FRONTIER_COLUMNS if c in front.points]]
+    if rows is None and fmt == "table":
+        rows = 20
+    if rows:
+        df = _thin(df, rows)
+    if fmt == "table":
+        keys = pd.DataFrame(
+            [
+                front.fastest()[FRONTIER_COLUMNS[:12]].rename("fastest"),
+                front.preference_point()[FRONTIER_COLUMNS[:12]].rename(
+                    "preference (speed^3/price)"
+                ),
+                front.cheapest()[FRONTIER_COLUMNS[:12]].rename("cheapest"),
+            ]
+        )
+        keys.insert(0, "point", keys.index)
+        head = render(
+            keys,
+            "table",
+            title=f"{setting.name}: {len(front)} frontier points ({front.elapsed_s:.2f} s)",
+        )
+        emit(
+            head
+            + "\n"
+            + render(df, "table", title=f"{len(df)} points, slowest first (--rows to change)"),
+            out,
+        )
+    else:
+        emit(render(df, fmt, title=setting.name if fmt == "markdown" else ""), out)
+
+
+def _thin(df: pd.DataFrame, rows: int) -> pd.DataFrame:
+    if len(df) <= rows:
+        return df
+    speeds = np.log(df["tokens_per_s"].to_numpy())
+    targets = np.linspace(speeds.min(), speeds.max(), rows)
+    idx = np.unique([int(np.argmin(np.abs(speeds - t))) for t in targets])
+    return df.iloc[idx]
+
+
+@main.command()
+@click.argument("what", type=click.Choice(sorted(PAPER_TABLES)))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
+@click.option("--detail", is_flag=True, help="Add each row's layout and latency breakdown.")
+@handle_errors
+def reproduce(what, fmt, out, detail):
+    """Reproduce a table of the paper, our numbers beside the paper's.
+
+    \b
+    Example:  inference-econ reproduce table-3 --format csv
+    """
+    progress = Progress()
+    table = run_table(what, progress=progress)
+    cols = list(table.attrs["columns"])
+    if detail:
+        cols += [c for c in DETAIL_COLUMNS if c in table]
+    shown = table[cols]
+    emit(
+        render(
+            shown,
+            fmt,
+            title=table.attrs["title"] if fmt in ("table", "markdown", "json") else "",
+            notes=table.attrs.get("notes", ()),
+        ),
+        out,
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,161 @@
+"""The command line as a user meets it: output, formats, files and exit codes."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from inference_econ.cli import main
+
+
+def run(*args):
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout  # progress lines go to stderr
+
+
+def test_help_on_every_command():
+    for cmd in ([], ["list"], ["show"], ["point"], ["frontier"], ["reproduce"]):
+        code, out = run(*cmd, "--help")
+        assert code == 0 and "Usage" in out
+        if cmd:
+            assert "Example" in out
+
+
+def test_list_and_show():
+    code, out = run("list", "models")
+    assert code == 0 and "Llama 3 70B" in out and "DeepSeek-V3 (paper approximation)" in out
+    code, out = run("list", "hardware", "--format", "csv")
+    assert code == 0 and "H100-paper" in out
+    code, out = run("show", "Llama 3 70B")
+    assert code == 0 and "kv_bytes_per_token" in out and "327,680" in out
+    code, out = run("show", "H100", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["intra_node_allreduce_bandwidth_bytes_per_s"] == 225e9
+
+
+def test_point_prints_layout_and_breakdown():
+    code, out = run(
+        "point",
+        "Llama 3 70B",
+        "-H",
+        "H100-paper",
+        "--gpus",
+        "8",
+        "--batch",
+        "64",
+        "--weight-bits",
+        "8",
+    )
+    assert code == 0
+    for word in (
+        "tokens_per_s",
+        "usd_per_mtok",
+        "mfu",
+        "collective_latency_s",
+        "weight_read_s",
+        "tensor_degree",
+        "bound",
+    ):
+        assert word in out
+    code, out = run(
+        "point",
+        "Llama 3 70B",
+        "-H",
+        "H100-paper",
+        "--gpus",
+        "8",
+        "--batch",
+        "64",
+        "--format",
+        "json",
+    )
+    assert code == 0 and json.loads(out)[0]["gpus"] == 8
+
+
+def test_frontier_formats_and_out_file(tmp_path):
+    target = tmp_path / "f.csv"
+    code, _ = run(
+        "frontier",
+        "Llama 3 70B",
+        "-H",
+        "H100-paper",
+        "--weight-bits",
+        "8",
+        "--format",
+        "csv",
+        "--out",
+        str(target),
+    )
+    assert code == 0
+    df = pd.read_csv(target)
+    assert len(df) > 100 and {
+        "tokens_per_s",
+        "usd_per_mtok",
+        "gpus",
+        "batch",
+        "pipeline_degree",
+    } <= set(df.columns)
+    code, out = run("frontier", "Llama 3 70B", "-H", "H100-paper", "--weight-bits", "8")
+    assert code == 0 and "fastest" in out and "preference" in out
+
+
+@pytest.mark.parametrize(
+    "name, columns",
+    [
+        ("table-2", "label,tokens_per_s,gpus,paper_tokens_per_s,paper_gpus"),
+        ("table-4", "label,tokens_per_s,gpus,paper_tokens_per_s,paper_gpus"),
+        (
+            "table-6",
+            "label,tokens_per_s,usd_per_mtok,gpus,batch,paper_tokens_per_s,paper_usd_per_mtok,paper_gpus,paper_batch",
+        ),
+    ],
+)
+def test_reproduce_csv_columns(name, columns):
+    code, out = run("reproduce", name, "--format", "csv")
+    assert code == 0
+    assert out.splitlines()[0] == columns
+    assert len(pd.read_csv(io.StringIO(out))) >= 3
+
+
+def test_reproduce_table_1_json():
+    code, out = run("reproduce", "table-1", "--format", "json")
+    rows = json.loads(out)["rows"]
+    assert code == 0 and rows[0]["label"] == "Llama 3 8B" and abs(rows[0]["tokens_per_s"] - 966) < 1
+
+
+def test_bad_input_exits_2_with_a_clear_message():
+    result = CliRunner().invoke(
+        main, ["point", "Lama 3 70B", "-H", "H100", "--gpus", "8", "--batch", "1"]
+    )
+    assert (
+        result.exit_code == 2
+        and "did you mean" in result.output
+        and "Traceback" not in result.output
+    )
+    result = CliRunner().invoke(main, ["frontier", "Llama 3 70B", "-H", "H100", "--context", "-5"])
+    assert result.exit_code == 2 and "context_tokens" in result.output
+    result = CliRunner().invoke(
+        main,
+        ["frontier", "Llama 3 70B", "-H", "H100", "--acceptance", "1.5", "--draft", "Llama 3 8B"],
+    )
+    assert result.exit_code == 2 and "acceptance" in result.output
+
+
+def test_infeasible_exits_1():
+    result = CliRunner().invoke(
+        main, ["point", "Llama 3.1 405B (paper)", "-H", "H100-paper", "--gpus", "2", "--batch", "1"]
+    )
+    assert result.exit_code == 1 and "does not fit" in result.output
+
+
+def test_console_script_is_installed():
+    out = subprocess.run(
+        [sys.executable, "-m", "inference_econ.cli", "list", "hardware"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "GB200" in out.stdout

@@ -1,0 +1,153 @@
+"""Frontier extraction and the optimiser: invariants, brute force, speculation, discrete."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import inference_econ as ie
+from inference_econ.frontier import Frontier, domination_factor, pareto_indices
+
+
+def test_pareto_indices_by_hand():
+    lat = np.array([1.0, 2.0, 3.0, 2.0, 4.0, np.inf])
+    cost = np.array([5.0, 3.0, 3.0, 4.0, 1.0, 0.1])
+    assert list(pareto_indices(lat, cost)) == [0, 1, 4]
+
+
+def assert_frontier_invariants(front: Frontier):
+    pts = front.points
+    speed, cost = pts["tokens_per_s"].to_numpy(), pts["usd_per_mtok"].to_numpy()
+    assert np.all(np.diff(speed) >= 0), "sorted by speed"
+    assert np.all(np.diff(cost) >= 0), "faster is never cheaper on a frontier"
+    for s, c in zip(speed, cost):
+        beaten = (speed >= s) & (cost <= c) & ((speed > s) | (cost < c))
+        assert not beaten.any(), "no point is beaten on both axes"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(model="Llama 3 70B", weight_bits=8),
+        dict(model="Mixtral 8x22B", context_tokens=4000),
+        dict(
+            model="DeepSeek-V3 (paper approximation)", draft="Llama 3 8B MQA", context_tokens=100000
+        ),
+    ],
+    ids=["dense", "moe-context", "mla-spec-long"],
+)
+def test_frontier_invariants(kwargs):
+    model = kwargs.pop("model")
+    front = ie.frontier(model, "H100-paper", **kwargs)
+    assert len(front) > 50
+    assert_frontier_invariants(front)
+    assert front.fastest().tokens_per_s == front.points.tokens_per_s.max()
+    assert front.cheapest().usd_per_mtok == front.points.usd_per_mtok.min()
+
+
+def test_fast_search_matches_brute_force_on_a_coarse_grid():
+    for model, kwargs in [
+        ("Llama 3 70B", dict(weight_bits=8)),
+        ("Mixtral 8x22B", dict(draft="Llama 3 8B")),
+    ]:
+        setting = ie.make_setting(model, "H100-paper", grid_points=60, **kwargs)
+        fast = ie.frontier(setting)
+        brute = ie.frontier(setting, exhaustive=True)
+        # at least as good as brute force at every speed (within 0.5 %) and no better than it
+        assert domination_factor(brute, fast) <= 1.005
+        assert domination_factor(fast, brute) <= 1.005
+
+
+def test_tighter_demand_cap_is_never_cheaper():
+    fronts = [
+        ie.frontier("Llama 3 8B", "H100-paper", context_tokens=1, max_throughput_tokens_per_s=cap)
+        for cap in (math.inf, 1e6, 1e4)
+    ]
+    speeds = np.linspace(20, 300, 15)
+    costs = [f.cost_at_speed(speeds) for f in fronts]
+    assert np.all(costs[1] >= costs[0] * (1 - 1e-9)) and np.all(costs[2] >= costs[1] * (1 - 1e-9))
+    throughput = fronts[2].points["throughput_tokens_per_s"]
+    assert (throughput <= 1e4 * (1 + 1e-9)).all()
+
+
+def test_speculation_never_hurts_and_zero_acceptance_is_plain():
+    plain = ie.frontier("Llama 3 70B", "H100-paper")
+    spec = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8)
+    none = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.0)
+    assert domination_factor(plain, spec) == pytest.approx(1.0, abs=1e-6)
+    assert spec.fastest().tokens_per_s > 1.3 * plain.fastest().tokens_per_s
+    assert (none.points["draft_tokens"] == 1).all()
+    assert none.fastest().tokens_per_s == pytest.approx(plain.fastest().tokens_per_s)
+
+
+def test_frontier_api():
+    front = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8)
+    df = front.to_dataframe()
+    for col in (
+        "tokens_per_s",
+        "usd_per_mtok",
+        "gpus",
+        "batch",
+        "pipeline_degree",
+        "tensor_degree",
+        "attention_degree",
+        "expert_degree",
+        "tp_dims",
+        "draft_tokens",
+        "mfu",
+        "kv_read_s",
+    ):
+        assert col in df
+    pref = front.preference_point()
+    score = df.tokens_per_s**3 / df.usd_per_mtok
+    assert pref.tokens_per_s**3 / pref.usd_per_mtok == pytest.approx(score.max())
+    hit = front.cheapest_at_speed(100.0)
+    assert (
+        hit.tokens_per_s >= 100
+        and hit.usd_per_mtok == df[df.tokens_per_s >= 100].usd_per_mtok.min()
+    )
+    assert front.cheapest_at_speed(1e6) is None
+    assert front.cost_at_speed(100.0) == pytest.approx(hit.usd_per_mtok)
+
+
+def test_model_that_fits_nowhere_says_so():
+    front = ie.frontier("Llama 3 70B", "H100-paper", context_tokens=1e12)
+    assert front.empty and "no configuration fits" in front.notes[0]
+    with pytest.raises(ie.InfeasibleError, match="frontier is empty"):
+        front.fastest()
+
+
+def test_discrete_frontier_is_whole_and_no_better_than_continuous():
+    aligned = ie.preset("paper").replace(node_aligned_layouts=True, name="aligned")
+    for model, kwargs in [
+        ("Llama 3 70B", dict(weight_bits=8)),
+        ("DeepSeek-V3 (paper approximation)", {}),
+    ]:
+        cont = ie.frontier(model, "H100-paper", assumptions=aligned, **kwargs)
+        disc = ie.frontier(model, "H100-paper", assumptions=aligned, discrete=True, **kwargs)
+        pts = disc.points
+        assert np.all(pts.gpus == np.round(pts.gpus)) and np.all(pts.batch == np.round(pts.batch))
+        assert np.all((pts.gpus <= 8) | (pts.gpus % 8 == 0))
+        layers = ie.load_model(model).layers
+        assert np.all(layers % pts.pipeline_degree == 0) and np.all(
+            pts.gpus % pts.pipeline_degree == 0
+        )
+        kv_heads = ie.load_model(model).attention.kv_heads
+        heads = kv_heads if kv_heads > 1 else ie.load_model(model).attention.query_heads
+        assert np.all(heads % pts.attention_degree == 0)
+        assert domination_factor(disc, cont) <= 1.005
+
+
+def test_discrete_expert_parallel_divides_experts():
+    front = ie.frontier("Mixtral 8x22B", "H100-paper", discrete=True)
+    e = front.points.expert_degree
+    assert np.all(8 % e == 0) and (e > 1).any()
+
+
+def test_dataframe_is_a_copy():
+    f1 = ie.frontier("Llama 3 8B", "H100-paper")
+    f1.points.loc[:, "gpus"] = -1
+    f2 = ie.frontier("Llama 3 8B", "H100-paper")
+    assert (f2.points.gpus > 0).all()
+    assert isinstance(f2.to_dataframe(), pd.DataFrame)

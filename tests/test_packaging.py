@@ -1,0 +1,66 @@
+"""A non-editable install carries every YAML spec: build the wheel and look inside."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    pytest.importorskip("hatchling")
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return next(out.glob("inference_econ-*.whl"))
+
+
+def test_wheel_contains_every_spec(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for folder in ("hardware", "models", "scenarios"):
+        for path in (ROOT / folder).rglob("*.yaml"):
+            inside = f"inference_econ/_data/{folder}/{path.relative_to(ROOT / folder).as_posix()}"
+            assert inside in names, f"{inside} missing from the wheel"
+    assert "inference_econ/cli.py" in names
+
+
+def test_installed_package_finds_its_specs(wheel, tmp_path):
+    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
+    code = (
+        "import inference_econ as ie, pathlib;"
+        "g = ie.load_hardware('H100');"
+        "m = ie.load_model('DeepSeek-V3 (paper approximation)');"
+        "s = ie.load_scenario('paper/table-2');"
+        "print(g.source_file); print(len(ie.list_specs('models')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    env.pop("INFERENCE_ECON_PATH", None)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    source, count = out.stdout.split()
+    assert str(tmp_path / "site") in source and int(count) >= 20

@@ -1,0 +1,48 @@
+"""The Section 2 toy models and Table 1 (MODEL.md A8)."""
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ import toy
+from inference_econ.tables import run_table
+
+
+def test_table_1_matches_the_paper():
+    t = run_table("table-1")
+    assert np.allclose(t["tokens_per_s"], t["paper_tokens_per_s"], rtol=0.01)
+    assert np.all(np.abs(t["gpus"] - t["paper_gpus"]) <= np.maximum(0.1 * t["paper_gpus"], 0.5))
+
+
+def test_closed_form_is_the_minimum_of_the_latency_curve():
+    r = toy.model_optimum(ie.load_model("Llama 3 70B"), 3.3e12)
+    n = np.linspace(1, 200, 200001)
+    t = toy.multi_device_latency_s(n, r.params, r.layers, 2.0, 3.3e12)
+    assert n[np.argmin(t)] == pytest.approx(r.optimal_gpus, rel=1e-3)
+    assert t.min() == pytest.approx(r.latency_s, rel=1e-6)
+
+
+def test_tiny_model_uses_one_gpu():
+    r = toy.optimum(params=1e6, layers=4, weight_bytes=2, bandwidth_bytes_per_s=3.3e12)
+    assert r.optimal_gpus == 1.0
+
+
+def test_critical_batch_balances_reads_and_arithmetic():
+    b = toy.critical_batch(2.0, 3.3e12, 1e15)
+    assert b == pytest.approx(1e15 * 2 / (2 * 3.3e12))
+    lat = toy.single_device_latency_s(8e9, 2.0, [b / 2, b, 2 * b], 3.3e12, 1e15)
+    assert lat[0] == lat[1] == pytest.approx(2 * 8e9 / 3.3e12) and lat[2] > lat[1]
+
+
+def test_scaling_law_eq_18_19():
+    # large N*: t* ≈ 1.5 (L·A·c)^(2/3) (2·wb·P/BW)^(1/3) (Eq. 18); with L ∝ P^(1/3) the
+    # exponent is 2/9 + 1/3 = 5/9, which the paper rounds to the square-root law of Eq. 19
+    lats = []
+    for scale in (1.0, 8.0, 64.0):
+        p, layers = 1e11 * scale, 80 * scale ** (1 / 3)
+        # t* + L·A·c drops the "-1" of sqrt(N) - 1, leaving the pure power law
+        lats.append(toy.optimum(p, layers, 2.0, 3.3e12).latency_s + layers * 4 * 2e-6)
+    exponent = np.log(lats[2] / lats[0]) / np.log(64)
+    assert exponent == pytest.approx(5 / 9, abs=1e-6)
+    # the paper's empirical check (Figure 2): PaLM 8B/62B/540B at 4/13/32 ms follow √P
+    assert toy.square_root_law(540e9, 8e9, 4e-3) == pytest.approx(32e-3, rel=0.05)
