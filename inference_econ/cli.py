@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from pathlib import Path
 
 import click
 import numpy as np
@@ -16,7 +17,8 @@ import pandas as pd
 from . import api, catalog
 from .errors import InfeasibleError, InferenceEconError, SpecError, UnknownNameError, did_you_mean
 from .report import FORMATS, is_duration, render, write_atomic
-from .tables import DETAIL_COLUMNS, PAPER_TABLES, run_table
+from .runner import run_scenario
+from .tables import DETAIL_COLUMNS, PAPER_TABLES, deviations, run_table
 
 FRONTIER_COLUMNS = [
     "tokens_per_s",
@@ -363,33 +365,120 @@ def _thin(df: pd.DataFrame, rows: int) -> pd.DataFrame:
     return df.iloc[idx]
 
 
+PAPER_ITEMS = {**PAPER_TABLES, **{f"figure-{i}": f"paper/figure-{i}" for i in range(1, 10)}}
+
+
 @main.command()
-@click.argument("what", type=click.Choice(sorted(PAPER_TABLES)))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("--detail", is_flag=True, help="Add each row's layout and latency breakdown.")
+@click.argument(
+    "what",
+    type=click.Choice(
+        sorted(PAPER_ITEMS, key=lambda k: (k.split("-")[0], int(k.split("-")[1]))) + ["all"]
+    ),
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="Format of the printed table.",
+)
+@click.option(
+    "--out",
+    type=click.Path(),
+    help="Tables: write to this file. Figures and 'all': the folder (default figures/).",
+)
+@click.option(
+    "--detail", is_flag=True, help="Add each row's layout and latency breakdown to tables."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @handle_errors
-def reproduce(what, fmt, out, detail):
-    """Reproduce a table of the paper, our numbers beside the paper's.
+def reproduce(what, fmt, out, detail, quiet):
+    """Reproduce a table or figure of the paper (or all of them), beside the paper's numbers.
+
+    Tables print ours beside the paper's; figures are written as PNG and SVG with a table of
+    their key points; 'all' regenerates every table and figure into figures/.
 
     \b
-    Example:  inference-econ reproduce table-3 --format csv
+    Examples:  inference-econ reproduce table-3 --format csv
+               inference-econ reproduce figure-9 --out /tmp/fig9
+               inference-econ reproduce all
     """
-    progress = Progress()
+    progress = Progress(quiet)
+    if what == "all":
+        folder = Path(out or "figures")
+        written, summary = [], []
+        for name in sorted(
+            PAPER_ITEMS, key=lambda k: (k.split("-")[0] != "table", int(k.split("-")[1]))
+        ):
+            progress(f"{name}")
+            result = run_scenario(PAPER_ITEMS[name], folder, progress=progress)
+            written += result.files
+            if result.table is not None:
+                summary.append(
+                    {
+                        "table": name,
+                        **deviations(result.table).drop(columns="label").abs().max().to_dict(),
+                    }
+                )
+        title = "Largest relative difference from the paper, per table (Table 5: see docs/deviations.md)"
+        click.echo(render(pd.DataFrame(summary), fmt, title=title), nl=False)
+        click.echo(
+            f"wrote {len(written)} files to {folder}/ in {time.perf_counter() - progress.start:.1f} s",
+            err=True,
+        )
+        return
+    if what.startswith("figure"):
+        folder = Path(out or "figures")
+        result = run_scenario(PAPER_ITEMS[what], folder, progress=progress)
+        click.echo(render(result.key_points, fmt, title=result.scenario.title), nl=False)
+        click.echo(f"wrote {len(result.files)} files to {folder}/", err=True)
+        return
     table = run_table(what, progress=progress)
     cols = list(table.attrs["columns"])
     if detail:
         cols += [c for c in DETAIL_COLUMNS if c in table]
     shown = table[cols]
-    emit(
-        render(
-            shown,
-            fmt,
-            title=table.attrs["title"] if fmt in ("table", "markdown", "json") else "",
-            notes=table.attrs.get("notes", ()),
-        ),
-        out,
-    )
+    title = table.attrs["title"] if fmt in ("table", "markdown", "json") else ""
+    emit(render(shown, fmt, title=title, notes=table.attrs.get("notes", ())), out)
+
+
+@main.command()
+@click.argument("scenario")
+@click.option("--out", type=click.Path(file_okay=False), help="Folder for the figures and tables.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="Format of the printed key points.",
+)
+@click.option(
+    "--measured",
+    type=click.Path(exists=True, dir_okay=False),
+    help="CSV of measured points to overlay (tokens_per_s, usd_per_mtok or tokens_per_s_per_gpu).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@handle_errors
+def run(scenario, out, fmt, measured, quiet):
+    """Run a scenario file: compute every curve, print its key points, write its figures.
+
+    SCENARIO is a YAML file or the name of a shipped scenario (see 'list scenarios'). With
+    --out the figures (PNG, SVG) and the key points (CSV, JSON, Markdown) go to that folder.
+
+    \b
+    Example:  inference-econ run scenarios/hardware-generations.yaml --out out/
+    """
+    progress = Progress(quiet)
+    result = run_scenario(scenario, out, measured_csv=measured, progress=progress)
+    if result.table is not None:
+        cols = list(result.table.attrs["columns"])
+        click.echo(render(result.table[cols], fmt, title=result.scenario.title), nl=False)
+    else:
+        click.echo(render(result.key_points, fmt, title=result.scenario.title), nl=False)
+    if out:
+        click.echo(f"wrote {len(result.files)} files to {out}/", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

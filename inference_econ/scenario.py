@@ -20,7 +20,7 @@ from typing import Any
 from . import catalog
 from .architecture import architecture_from_dict, load_model
 from .assumptions import Assumptions, preset
-from .errors import InferenceEconError, SpecError
+from .errors import InferenceEconError, SpecError, did_you_mean
 from .hardware import derive, load_hardware
 from .optimiser import Setting, make_setting
 from .schema import Reader, check_number, load_yaml
@@ -28,6 +28,7 @@ from .schema import Reader, check_number, load_yaml
 REPORTS = ("fastest", "preference", "toy-optimum", "frontier")
 PLOTS = ("frontier", "mfu", "breakdown", "toy-frontier", "square-root-law")
 PAPER_FIELDS = ("tokens_per_s", "usd_per_mtok", "gpus", "batch")
+LINESTYLES = ("solid", "dashed", "dotted", "dashdot")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Curve:
     fields: dict
     paper: dict = field(default_factory=dict)
     color: str | None = None
+    linestyle: str = "solid"
     toy: dict | None = None
     source: str = ""
 
@@ -232,6 +234,7 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
         check_number(value, where, f"paper.{key}", minimum=0)
     toy = r.mapping("toy", None)
     color = r.string("color", None)
+    linestyle = r.string("linestyle", "solid", choices=LINESTYLES)
     r.string("label", "")
     r.finish()
     fields = {k: merged[k] for k in _CURVE_KEYS if k in merged and merged[k] is not None}
@@ -240,6 +243,7 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
         fields=fields,
         paper=dict(paper),
         color=color,
+        linestyle=linestyle,
         toy=dict(toy) if toy else None,
         source=source,
     )
@@ -256,8 +260,25 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: st
     report = r.string("report", "preference", choices=REPORTS)
     sampling = r.string("preference_sampling", None, choices=("paper", "exact"))
     defaults = r.mapping("defaults", {}) or {}
-    raw_curves = r.raw("curves")
-    if not isinstance(raw_curves, list) or not raw_curves:
+    plots = r.raw("plots", ["frontier"])
+    if isinstance(plots, str):
+        plots = [plots]
+    if not isinstance(plots, list):
+        raise SpecError(
+            source,
+            "plots",
+            f"expected a list of plots, got {plots!r}",
+            f"choose from {', '.join(PLOTS)}",
+        )
+    for plot in plots:
+        if plot not in PLOTS:
+            hint = did_you_mean(str(plot), PLOTS)
+            raise SpecError(
+                source, "plots", f"unknown plot {plot!r}", hint or f"choose from {', '.join(PLOTS)}"
+            )
+    raw_curves = r.raw("curves", [])
+    data_only = plots == ["square-root-law"]
+    if not isinstance(raw_curves, list) or (not raw_curves and not data_only):
         raise SpecError(
             source,
             "curves",
@@ -271,14 +292,6 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: st
         raise SpecError(
             source, "curves", f"duplicate labels {sorted(dupes)}", "give each curve its own label"
         )
-    plots = r.raw("plots", ["frontier"])
-    if isinstance(plots, str):
-        plots = [plots]
-    for plot in plots:
-        if plot not in PLOTS:
-            raise SpecError(
-                source, "plots", f"unknown plot {plot!r}", f"choose from {', '.join(PLOTS)}"
-            )
     measured = r.raw("measured", [])
     if not isinstance(measured, list):
         raise SpecError(

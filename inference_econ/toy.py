@@ -9,9 +9,11 @@ gives ``N* = (2·wb·P/(BW·L·A·c))^(2/3)`` and, for large N*, ``t* ≈ 3/2·(
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from .architecture import Architecture
 from .assumptions import PAPER, Assumptions
@@ -173,3 +175,43 @@ def grid_latency_s(
 def square_root_law(params, reference_params: float, reference_latency_s: float):
     """Eq. 19: best latency scales as √P (layers growing as P^(1/3))."""
     return reference_latency_s * np.sqrt(np.asarray(params, dtype=float) / reference_params)
+
+
+def toy_frontier(
+    arch: Architecture,
+    gpu: GPU,
+    context_tokens: float = 1.0,
+    max_throughput_tokens_per_s: float = math.inf,
+    points: int = 400,
+    label: str = "",
+    allreduce_latency_s: float = 2e-6,
+    base_latency_s: float = 6e-6,
+):
+    """Figure 1: the toy model's Pareto frontier on the A7 grid, with a demand cap."""
+    from .frontier import Frontier, pareto_indices
+
+    work = compile_workload(arch, arch.precision, PAPER)
+    min_gpus = work.total_params * work.weight_bytes / gpu.hbm_capacity_bytes
+    n = np.logspace(np.log2(min_gpus), 18, points, base=2)
+    b = np.logspace(0, 18, points, base=2)
+    N, B = np.meshgrid(n, b)
+    latency = grid_latency_s(arch, gpu, N, B, context_tokens, allreduce_latency_s, base_latency_s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = np.where(
+            B / latency > max_throughput_tokens_per_s, np.inf, N * latency / B * gpu.price_usd_per_s
+        )
+    idx = pareto_indices(latency, cost)
+    lat, n_sel, b_sel = latency.ravel()[idx], N.ravel()[idx], B.ravel()[idx]
+    peak = gpu.peak_flop_per_s(work.weight_bits)
+    df = pd.DataFrame(
+        {
+            "tokens_per_s": 1.0 / lat,
+            "usd_per_mtok": 1e6 * n_sel * lat / b_sel * gpu.price_usd_per_s,
+            "latency_s": lat,
+            "gpus": n_sel,
+            "batch": b_sel,
+            "mfu": 2.0 * work.total_params * b_sel / (n_sel * peak * lat),
+            "throughput_tokens_per_s": b_sel / lat,
+        }
+    ).sort_values("tokens_per_s", kind="stable")
+    return Frontier(label=label or arch.name, points=df.reset_index(drop=True), grid_points=N.size)

@@ -1,0 +1,96 @@
+"""Figures: what is drawn is what was computed, with the right axes; reproduce all end to end."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from inference_econ.cli import main
+from inference_econ.runner import run_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def figure_4(tmp_path_factory):
+    return run_scenario("paper/figure-4", tmp_path_factory.mktemp("fig4"))
+
+
+def test_frontier_figure_content(figure_4):
+    fig = figure_4.figures["frontier"]
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    assert ax.get_xlabel() == "tokens per second per request"
+    assert "cost per million" in ax.get_ylabel()
+    assert "Figure 4" in ax.get_title()
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"H100 SXM", "A100 SXM", "V100 SXM"}
+    for label, front in figure_4.fronts.items():
+        x, y = lines[label].get_data()
+        assert np.allclose(x, front.points["tokens_per_s"]) and np.allclose(
+            y, front.points["usd_per_mtok"]
+        )
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all(t.startswith("$") for t in labels)
+    colours = {label: line.get_color() for label, line in lines.items()}
+    mfu_lines = {
+        line.get_label(): line.get_color() for line in figure_4.figures["mfu"].axes[0].get_lines()
+    }
+    assert mfu_lines == colours  # one colour per curve across the figures
+
+
+def test_breakdown_figure_has_a_panel_per_curve(figure_4):
+    fig = figure_4.figures["breakdown"]
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == ["H100 SXM", "A100 SXM", "V100 SXM"]
+    assert all(len(ax.collections) == 7 for ax in visible)  # seven parts of the latency
+
+
+def test_figure_4_fastest_points_are_table_4(figure_4):
+    points = figure_4.key_points.set_index(["curve", "point"])
+    assert points.loc[("H100 SXM", "fastest"), "tokens_per_s"] == pytest.approx(152.1, abs=0.1)
+    assert points.loc[("V100 SXM", "fastest"), "tokens_per_s"] == pytest.approx(105.5, abs=0.1)
+    assert {p.name for p in figure_4.files} >= {
+        "figure-4-frontier.png",
+        "figure-4-frontier.svg",
+        "figure-4-points.csv",
+    }
+
+
+def test_figure_6_preference_points_are_table_6():
+    result = run_scenario("paper/figure-6")
+    pref = result.key_points[result.key_points.point == "preference"].set_index("curve")
+    assert pref.loc["16-bit weights", "tokens_per_s"] == pytest.approx(82.5, abs=0.1)
+    assert pref.loc["4-bit weights", "usd_per_mtok"] == pytest.approx(0.233, abs=0.001)
+
+
+def test_deepseek_is_about_six_times_cheaper_than_mistral_at_100k():
+    mistral = run_scenario("paper/figure-8").fronts["Long context (100K)"]
+    deepseek = run_scenario("paper/figure-9").fronts["Long context (100K)"]
+    speeds = np.array([2.0, 5.0, 10.0, 20.0])
+    ratio = mistral.cost_at_speed(speeds) / deepseek.cost_at_speed(speeds)
+    assert np.all((ratio > 5) & (ratio < 7)), ratio
+
+
+def test_measured_points_overlay(tmp_path):
+    csv = tmp_path / "m.csv"
+    pd.DataFrame({"label": ["API"], "tokens_per_s": [100.0], "usd_per_mtok": [0.9]}).to_csv(
+        csv, index=False
+    )
+    result = run_scenario("paper/figure-6", measured_csv=csv)
+    ax = result.figures["frontier"].axes[0]
+    offsets = [c.get_offsets() for c in ax.collections]
+    assert any(np.allclose(o, [[100.0, 0.9]]) for o in offsets)
+
+
+def test_reproduce_all_regenerates_the_committed_outputs(tmp_path):
+    result = CliRunner().invoke(main, ["reproduce", "all", "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    made = {p.name for p in tmp_path.iterdir()}
+    committed = {p.name for p in (ROOT / "figures").iterdir()}
+    assert made == committed
+    for name in sorted(made):
+        if name.endswith((".csv", ".md", ".json")):
+            assert (tmp_path / name).read_text() == (ROOT / "figures" / name).read_text(), name

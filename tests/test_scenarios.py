@@ -1,0 +1,116 @@
+"""Scenario files: the shipped ones load, bad ones get errors naming file, curve and field."""
+
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ import catalog
+from inference_econ.cli import main
+
+
+@pytest.mark.parametrize("entry", catalog.entries("scenarios"), ids=lambda e: e.name)
+def test_every_shipped_scenario_loads(entry):
+    scenario = ie.load_scenario(entry.path)
+    assert scenario.title
+    for curve in scenario.curves:
+        if curve.toy is None:
+            assert curve.setting().gpu.name
+
+
+def test_paper_has_a_scenario_per_table_and_figure():
+    names = {e.name for e in catalog.entries("scenarios")}
+    assert {f"paper/table-{i}" for i in range(1, 7)} <= names
+    assert {f"paper/figure-{i}" for i in range(1, 10)} <= names
+
+
+GOOD = """
+title: My comparison
+curves:
+  - label: fast one
+    model: Llama 3 70B
+    hardware: H100-paper
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "bad.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        ("    model: Llama 3 70B\n", "model", "missing"),
+        ("    hardware: H100-paper\n", "hardware", "missing"),
+    ],
+)
+def test_missing_fields(tmp_path, change, field, words):
+    path = write(tmp_path, GOOD.replace(change, ""))
+    with pytest.raises(ie.SpecError) as info:
+        ie.load_scenario(path)
+    msg = str(info.value)
+    assert str(path) in msg and "curve 'fast one'" in msg and field in msg and words in msg
+
+
+@pytest.mark.parametrize(
+    "extra, field, words",
+    [
+        ("    hardware: H10O\n", "hardware", "did you mean"),
+        ("    context_tokens: -5\n", "context_tokens", ">= 0"),
+        ("    weight_bits: eight\n", "weight_bits", "expected a number"),
+        ("    acceptance: 1.5\n", "acceptance", "<= 1"),
+        ("    pipeline: maybe\n", "pipeline", "true or false"),
+        ("    contxt_tokens: 5\n", "contxt_tokens", "did you mean 'context_tokens'"),
+    ],
+)
+def test_bad_values(tmp_path, extra, field, words):
+    text = (
+        GOOD.replace("    hardware: H100-paper\n", "") + extra
+        if "hardware" in extra
+        else GOOD + extra
+    )
+    path = write(tmp_path, text)
+    with pytest.raises(ie.SpecError) as info:
+        ie.load_scenario(path)
+    msg = str(info.value)
+    assert str(path) in msg and "curve 'fast one'" in msg and field in msg and words in msg, msg
+
+
+def test_bad_scenario_on_the_command_line_exits_2_without_traceback(tmp_path):
+    path = write(tmp_path, GOOD + "    context_tokens: -1\n")
+    result = CliRunner().invoke(main, ["run", str(path)])
+    assert result.exit_code == 2
+    assert (
+        "Traceback" not in result.output
+        and "context_tokens" in result.output
+        and "fast one" in result.output
+    )
+
+
+def test_top_level_errors(tmp_path):
+    with pytest.raises(ie.SpecError, match="curves"):
+        ie.load_scenario(write(tmp_path, "title: x\ncurves: []\n"))
+    with pytest.raises(ie.SpecError, match="title"):
+        ie.load_scenario(write(tmp_path, "curves: [{model: Llama 3 8B, hardware: H100}]\n"))
+    with pytest.raises(ie.SpecError, match="did you mean 'frontier'"):
+        ie.load_scenario(write(tmp_path, GOOD + "plots: [fronteir]\n"))
+    dupes = GOOD + "  - label: fast one\n    model: Llama 3 8B\n    hardware: H100\n"
+    with pytest.raises(ie.SpecError, match="duplicate labels"):
+        ie.load_scenario(write(tmp_path, dupes))
+
+
+def test_what_if_overrides(tmp_path):
+    text = (
+        GOOD
+        + "    hardware_scale: {hbm_bandwidth_bytes_per_s: 2}\n    model_overrides: {attention.kv_heads: 1}\n"
+    )
+    scenario = ie.load_scenario(write(tmp_path, text))
+    setting = scenario.curves[0].setting()
+    assert setting.gpu.hbm_bandwidth_bytes_per_s == pytest.approx(6.6e12)
+    assert setting.model.attention.kv_heads == 1 and "what-if" in setting.model.name
+    bad = GOOD + "    model_overrides: {attention.kv_heads: 3}\n"
+    with pytest.raises(ie.SpecError, match="kv_heads"):
+        ie.load_scenario(write(tmp_path, bad))
