@@ -46,7 +46,7 @@ def frontier(model, hardware=None, **kwargs) -> Frontier:
     return _frontier(_setting(model, hardware, **kwargs), exhaustive=exhaustive)
 
 
-def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions = "paper") -> dict:
+def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions = "refined") -> dict:
     """Derived figures of a model: parameters, KV cache per token, memory, critical batch."""
     arch: Architecture = load_model(model)
     gpu: GPU = load_hardware(hardware)

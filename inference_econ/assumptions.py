@@ -72,6 +72,26 @@ class Assumptions:
     #: Multiplier on every collective's latency terms (calibration, what-if).
     collective_latency_scale: float = 1.0
 
+    def __post_init__(self) -> None:
+        checks = {
+            "memory_reserve_fraction": 0.0 <= self.memory_reserve_fraction < 1.0,
+            "launch_latency_scale": self.launch_latency_scale >= 0.0,
+            "collective_latency_scale": self.collective_latency_scale >= 0.0,
+            "pipeline_degree_count": self.pipeline_degree_count >= 1,
+            "attention_divisor_count": self.attention_divisor_count >= 1,
+            "kernels_per_layer": self.kernels_per_layer >= 0,
+            "mla_decode": self.mla_decode in ("decompressed", "compressed", "absorbed"),
+            "nccl_latency_model": self.nccl_latency_model in ("paper", "nccl-2.20", "nccl-2.23"),
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise SpecError(
+                    "assumptions",
+                    name,
+                    f"invalid value {getattr(self, name)!r}",
+                    "see docs/refinements.md for the allowed values",
+                )
+
     def replace(self, **changes) -> Assumptions:
         """A copy with some fields changed; unknown field names are errors with a hint."""
         known = {f.name for f in dataclasses.fields(self)}
@@ -84,7 +104,27 @@ class Assumptions:
 
 PAPER = Assumptions()
 
-PRESETS: dict[str, Assumptions] = {"paper": PAPER}
+#: Every refinement of MODEL.md Part B switched on (docs/refinements.md: what, why, source).
+REFINED = Assumptions(
+    name="refined",
+    node_aligned_layouts=True,  # whole-node layouts the paper's log grids miss
+    mean_context_over_pass=True,  # token i of a pass attends to n + i positions
+    kv_capacity_whole_batch=True,  # every micro-batch's KV cache is resident at once
+    memory_reserve_fraction=0.1,  # activations, CUDA graphs, allocator slack (vLLM's default 0.9 utilisation)
+    exact_sparsity=True,  # E/k, not E // k
+    shared_experts_separate=True,  # DeepSeek's shared expert always runs, routed ones by chance
+    mla_full=True,  # rope key cached, all MLA matrices counted
+    mla_decode="absorbed",  # W_UK and W_UV absorbed (DeepSeek-V2 paper; seed 003)
+    tied_embeddings_once=True,  # tied input/output embeddings are one matrix
+    sliding_windows=True,  # local layers cache only their window
+    native_fp4=True,  # Blackwell runs FP4 matmuls at the FP4 rate
+    attention_data_parallel=True,  # DP attention as DeepSeek / SGLang deploy it
+    nccl_latency_model="nccl-2.23",  # current NCCL tuning tables
+    nvls=True,  # NVLink SHARP all-reduce inside an NVSwitch domain
+    launch_latency_scale=0.5,  # CUDA graphs: ~2 us per kernel instead of ~4 us
+)
+
+PRESETS: dict[str, Assumptions] = {"paper": PAPER, "refined": REFINED}
 
 
 def preset(name: str | Assumptions) -> Assumptions:

@@ -212,7 +212,10 @@ def list_cmd(kind, fmt):
     help="GPU for the derived figures of a model.",
 )
 @click.option(
-    "--assumptions", default="paper", show_default=True, help="Assumption preset for the counts."
+    "--assumptions",
+    default="refined",
+    show_default=True,
+    help="Assumption preset for the counts (refined: exact MLA, shared experts, tied embeddings).",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @handle_errors

@@ -18,23 +18,47 @@ from .hardware import GPU
 
 @dataclass(frozen=True)
 class Protocol:
-    """One NCCL protocol: bandwidth efficiency and latency constants (seconds)."""
+    """One NCCL protocol: bandwidth efficiency and latency constants (seconds).
+
+    ``switch`` marks NVLink SHARP (NVLS): the reduction happens in the NVSwitch, so it only
+    applies inside one NVLink domain, has a flat latency and moves each byte once each way.
+    """
 
     name: str
     bandwidth_factor: float
     intra_hop_latency_s: float  # per (R/M - 1)
     inter_hop_latency_s: float  # per log2(M)
     base_latency_s: float
+    switch: bool = False
 
 
-#: MODEL.md A4, the paper's reading of NCCL's tree latencies.
+#: MODEL.md A4, the paper's reading of NCCL's tree latencies. They are the tree rows of the
+#: baseLat/hwLat tables of src/graph/tuning.cc in the NCCL releases with MNNVL but without
+#: PAT (2.20-2.22): baseLat {6.8, 14, 0}, NVLink {0.6, 1.25, 28}, network {5.0, 8.5, 28}.
 PAPER_PROTOCOLS = (
     Protocol("LL", 0.5, 0.6e-6, 5e-6, 6.8e-6),
     Protocol("LL128", 0.95, 1.25e-6, 8.5e-6, 14e-6),
     Protocol("Simple", 1.0, 28e-6, 28e-6, 0.0),
 )
 
-LATENCY_MODELS: dict[str, tuple[Protocol, ...]] = {"paper": PAPER_PROTOCOLS}
+#: NCCL 2.23 onwards (PAT, Blackwell tables): tree/Simple gets a base latency of 8.4 us but
+#: only 4 us per NVLink hop and 14 us per network hop, so mid-size all-reduces use it.
+NCCL_2_23_PROTOCOLS = (
+    Protocol("LL", 0.5, 0.6e-6, 5e-6, 6.8e-6),
+    Protocol("LL128", 0.95, 1.25e-6, 8.5e-6, 14e-6),
+    Protocol("Simple", 1.0, 4.0e-6, 14e-6, 8.4e-6),
+)
+
+LATENCY_MODELS: dict[str, tuple[Protocol, ...]] = {
+    "paper": PAPER_PROTOCOLS,
+    "nccl-2.20": PAPER_PROTOCOLS,
+    "nccl-2.23": NCCL_2_23_PROTOCOLS,
+}
+
+#: NVLS latency inside one NVLink domain (hwLat[NVLINK][NVLS][Simple]): 23 us in 2.20, 25 us
+#: in 2.23; busBw ratio 5/6 of the link. Bandwidth: each byte crosses NVLink once each way.
+NVLS_LATENCY_S = {"paper": 23e-6, "nccl-2.20": 23e-6, "nccl-2.23": 25e-6}
+NVLS_BANDWIDTH_FACTOR = 5.0 / 6.0
 
 ALLREDUCE = "allreduce"
 ALLTOALL = "alltoall"
@@ -42,9 +66,10 @@ P2P = "p2p"
 KINDS = (ALLREDUCE, ALLTOALL, P2P)
 
 
-def protocols_for(model: str) -> tuple[Protocol, ...]:
+def protocols_for(model: str, nvls: bool = False) -> tuple[Protocol, ...]:
+    """The protocols of a latency model, plus NVLS when the GPUs and assumptions allow it."""
     try:
-        return LATENCY_MODELS[model]
+        protocols = LATENCY_MODELS[model]
     except KeyError:
         raise SpecError(
             "assumptions",
@@ -52,6 +77,11 @@ def protocols_for(model: str) -> tuple[Protocol, ...]:
             f"unknown NCCL latency model {model!r}",
             f"choose one of {', '.join(LATENCY_MODELS)}",
         ) from None
+    if nvls:
+        protocols = protocols + (
+            Protocol("NVLS", NVLS_BANDWIDTH_FACTOR, 0.0, 0.0, NVLS_LATENCY_S[model], switch=True),
+        )
+    return protocols
 
 
 class CollectiveCost:
@@ -86,22 +116,26 @@ class CollectiveCost:
         seconds_per_byte = np.maximum(intra, inter)
         if kind != ALLREDUCE:
             seconds_per_byte = seconds_per_byte / 2.0
+        # NVLS: an all-reduce inside one NVLink domain only; each byte once each way at the
+        # one-way NVLink rate (twice the paper's all-reduce bus bandwidth)
+        protocols = tuple(p for p in protocols if not p.switch or kind == ALLREDUCE)
+        switch_ok = nodes <= 1.0
+        switch_per_byte = (
+            (ranks - 1.0) / ranks / (2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
+        )
         # one rank (or a fraction of one GPU) communicates with nobody: zero cost
-        self.latency = [
-            np.where(
-                self.active,
-                latency_scale
-                * (
-                    hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s)
-                    + p.base_latency_s
-                ),
-                0.0,
-            )
-            for p in protocols
-        ]
-        self.per_byte = [
-            np.where(self.active, seconds_per_byte / p.bandwidth_factor, 0.0) for p in protocols
-        ]
+        self.latency = []
+        self.per_byte = []
+        for p in protocols:
+            if p.switch:
+                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
+                per_byte = switch_per_byte / p.bandwidth_factor
+            else:
+                hop = per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s
+                lat = latency_scale * (hops * hop + p.base_latency_s)
+                per_byte = seconds_per_byte / p.bandwidth_factor
+            self.latency.append(np.where(self.active, lat, 0.0))
+            self.per_byte.append(np.where(self.active, per_byte, 0.0))
         self.protocols = protocols
 
     def time(self, nbytes):

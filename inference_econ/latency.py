@@ -60,7 +60,7 @@ class Machine:
             usable_hbm_bytes=gpu.hbm_capacity_bytes * (1.0 - assumptions.memory_reserve_fraction),
             node_gpus=float(gpu.scale_up_domain_gpus),
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
-            protocols=protocols_for(assumptions.nccl_latency_model),
+            protocols=protocols_for(assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls),
             latency_scale=assumptions.collective_latency_scale,
             integer_layouts=integer_layouts,
         )
@@ -84,20 +84,6 @@ class Machine:
             ranks = degree
             nodes = np.ceil(degree / self.node_gpus)
         return ranks, nodes
-
-    def min_latency(self, ranks, nodes, hops=2.0):
-        """The smallest protocol latency of a collective over (ranks, nodes); 0 for one rank."""
-        ranks = np.asarray(ranks)
-        per_node = ranks / nodes - 1.0
-        log_nodes = np.log2(np.maximum(nodes, 1.0))
-        best = None
-        for p in self.protocols:
-            lat = (
-                hops * (per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s)
-                + p.base_latency_s
-            )
-            best = lat if best is None else np.minimum(best, lat)
-        return np.where(ranks > 1.0, best * self.latency_scale, 0.0)
 
     def collective(self, ranks, nodes, kind=ALLREDUCE) -> CollectiveCost:
         return CollectiveCost(ranks, nodes, self.gpu, kind, self.protocols, self.latency_scale)
@@ -192,6 +178,7 @@ class StepModel:
         self.machine = Machine.build(gpu, work.weight_bits, assumptions, integer_layouts)
         m = self.machine
         self.kernel_s = work.layers * assumptions.kernels_per_layer * m.launch_s
+        self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
         self.weights_bytes = work.total_params * work.weight_bytes
         # node-aligned layouts (Part B): whole pipeline degrees dividing the layers and whole
         # attention degrees dividing the heads, searched besides the paper's log grids
@@ -243,7 +230,8 @@ class StepModel:
             for two_d in (True, False):
                 ranks, nodes = m.tensor_group(t_ff, two_d)
                 cc = memo(("ff", id(g), two_d), lambda r=ranks, n=nodes: m.collective(r, n))
-                per_rank = g.active / (t / ranks)
+                # every active expert's output is reduced; shared experts too (Part B)
+                per_rank = (g.active + g.shared) / (t / ranks)
                 words = [per_rank * g.matrices_out * w.d_model]
                 if two_d:
                     words.insert(0, per_rank * g.matrices_in * g.d_ff)
@@ -311,23 +299,68 @@ class StepModel:
             words = (w.d_model / par, w.attention_heads_words / par)
         else:
             words = (w.d_model,)
+        # attention data parallelism (Part B): each of the a replicas reduces only its share
+        tokens = (
+            part["tokens"] / adiv if self.assumptions.attention_data_parallel else part["tokens"]
+        )
         lat = 0.0
         bw = 0.0
         for word in words:
             if detail:
-                l_, b_, _ = cc.terms(word * part["tokens"] * w.activation_bytes)
+                l_, b_, _ = cc.terms(word * tokens * w.activation_bytes)
                 lat = lat + w.layers * l_
                 bw = bw + w.layers * b_
             else:
-                lat = lat + cc.time_linear(word * w.activation_bytes, part["tokens"], w.layers)
+                lat = lat + cc.time_linear(word * w.activation_bytes, tokens, w.layers)
+        if (
+            self.assumptions.attention_data_parallel
+            and self.dense_layers
+            and np.any(np.asarray(adiv) > 1.0)
+        ):
+            # dense feed-forward blocks are tensor-parallel over all t GPUs: gather the
+            # replicas' tokens before them and scatter after (two all-to-alls over a ranks)
+            redistribute = m.collective(
+                adiv, np.clip(np.ceil(part["t"] / m.node_gpus), 1.0, adiv), ALLTOALL
+            )
+            per_token = w.d_model * w.activation_bytes / part["t"]
+            if detail:
+                l_, b_, _ = redistribute.terms(per_token * part["tokens"])
+                lat = lat + 2 * self.dense_layers * l_
+                bw = bw + 2 * self.dense_layers * b_
+            else:
+                lat = lat + redistribute.time_linear(
+                    per_token, part["tokens"], 2 * self.dense_layers
+                )
         return lat, bw
 
-    def attention_memory(self, part, N, p, adiv):
-        """(weight, activation) read seconds of attention for divisor ``adiv`` (A5: times a)."""
+    def attention_reads(self, part, N, p, adiv, cache=None, key=None):
+        """(weight, activation) read seconds of attention for divisor ``adiv``.
+
+        A5: both are multiplied by a. With attention data parallelism (Part B) each replica
+        reads the weights (still a times) but only its own tokens' activations.
+        """
         w, m = self.work, self.machine
-        wt, ac = w.attention_bytes(part["tokens"], part["t"] / adiv)
-        scale = p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s)
-        return wt * scale, ac * scale
+        memo = _Memo(cache if key is not None else None)
+        scale = memo(
+            ("scale", key), lambda: p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s)
+        )
+        act_scale = scale / adiv if self.assumptions.attention_data_parallel else scale
+        per_token = memo(
+            ("att_io", key),
+            lambda: w.attention_activation_bytes_per_token(part["t"] / adiv) * act_scale,
+        )
+        weights = memo(("att_w", key), lambda: w.attention_matrix_weight_bytes * scale)
+        return weights, per_token * part["tokens"]
+
+    def compute_time(self, part, adiv):
+        """Arithmetic seconds: projections run a times under the paper's divisor (A5), once
+        with attention data parallelism."""
+        proj = (
+            part["proj_compute_s"]
+            if self.assumptions.attention_data_parallel
+            else part["proj_compute_s"] * adiv
+        )
+        return part["ffctx_compute_s"] + proj
 
     # --- a whole layout -------------------------------------------------------------------
     def latency(self, N, B, S, context, p, adiv):
@@ -352,19 +385,8 @@ class StepModel:
         return self.kernel_s + np.minimum(c2, c1) + rest
 
     def _memory_compute(self, part, N, p, adiv, cache=None, key=None):
-        w, m = self.work, self.machine
-        memo = _Memo(cache if key is not None else None)
-        scale = memo(
-            ("scale", key), lambda: p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s)
-        )
-        per_token = memo(
-            ("att_io", key),
-            lambda: w.attention_activation_bytes_per_token(part["t"] / adiv) * scale,
-        )
-        weights = memo(("att_w", key), lambda: w.attention_matrix_weight_bytes * scale)
-        memory = part["memory_base_s"] + (weights + per_token * part["tokens"])
-        compute = part["ffctx_compute_s"] + part["proj_compute_s"] * adiv
-        return np.maximum(memory, compute)
+        weights, acts = self.attention_reads(part, N, p, adiv, cache, key)
+        return np.maximum(part["memory_base_s"] + (weights + acts), self.compute_time(part, adiv))
 
     def breakdown(self, N, B, S, context, p, adiv, two_d) -> Breakdown:
         """The full breakdown of one layout with 1-D or 2-D tensor parallelism."""
@@ -374,12 +396,12 @@ class StepModel:
         sh_lat, sh_bw = part["shared_terms"]
         coll_lat = lat + ff_lat + sh_lat
         coll_bw = bw + ff_bw + sh_bw
-        aw, aa = self.attention_memory(part, N, p, adiv)
+        aw, aa = self.attention_reads(part, N, p, adiv)
         weight_s = part["ff_weight_s"] + aw
         act_s = part["ff_act_s"] + aa
         kv_s = part["kv_s"]
         memory = weight_s + act_s + kv_s
-        compute = part["ffctx_compute_s"] + part["proj_compute_s"] * adiv
+        compute = self.compute_time(part, adiv)
         memory_bound = memory >= compute
         total = self.kernel_s + coll_lat + coll_bw + np.maximum(memory, compute)
         ok = self.fits(N, B, p, context)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .architecture import Architecture, Precision
 from .assumptions import Assumptions
+from .errors import SpecError
 
 
 def matmul_io_bytes(m, k, tokens, tp, weight_bytes, activation_bytes):
@@ -205,6 +206,35 @@ class Workload:
         return self.vocab_size * self.d_model * self.weight_bytes
 
 
+MLA_DECODES = ("decompressed", "compressed", "absorbed")
+
+
+def mla_decode_costs(heads, nope_dim, rope_dim, value_dim, latent_dim, implementation):
+    """(cached elements, attention FLOP) per token of context per layer for the three MLA
+    decode implementations of seed 003 (DeepSeek-V2: 40960 / 576 elements; 0.08 / 33.64 /
+    0.28 MFLOP):
+
+    * decompressed - cache full keys (nope + rope) and values; plain attention over them;
+    * compressed - cache the latent and rope key; re-expand every cached position each step;
+    * absorbed - cache the latent and rope key; W_UK and W_UV absorbed into query and output,
+      so scores and values are taken over the latent directly.
+    """
+    H, dh, r, v, c = heads, nope_dim, rope_dim, value_dim, latent_dim
+    attend = 2.0 * H * (dh + r) + 2.0 * H * v  # q·k over nope + rope, then a·v
+    if implementation == "decompressed":
+        return H * (dh + r + v), attend
+    if implementation == "compressed":
+        return c + r, 2.0 * c * H * (dh + v) + attend
+    if implementation == "absorbed":
+        return c + r, 2.0 * H * (c + r) + 2.0 * H * c
+    raise SpecError(
+        "assumptions",
+        "mla_decode",
+        f"unknown MLA decode implementation {implementation!r}",
+        f"choose {', '.join(MLA_DECODES)}",
+    )
+
+
 def _attention_shape(arch: Architecture, a: Assumptions, kv_bytes: float):
     """(params/layer, matrices, 2-D words, kv bytes/position/layer, ctx FLOP/position/layer)."""
     att = arch.attention
@@ -228,12 +258,8 @@ def _attention_shape(arch: Architecture, a: Assumptions, kv_bytes: float):
             (d, H * v),
         )
         params = sum(m * k for m, k in matrices)
-        if a.mla_decode == "absorbed":
-            # Scores over the latent and rope key, values over the latent (seed 003).
-            ctx = 2.0 * H * (c + r) + 2.0 * H * c
-        else:
-            ctx = 2.0 * H * (dh + r) + 2.0 * H * v
-        return params, matrices, (H + kv) * dh, (c + r) * kv_bytes, ctx
+        cache, ctx = mla_decode_costs(H, dh, r, v, c, a.mla_decode)
+        return params, matrices, (H + kv) * dh, cache * kv_bytes, ctx
     kv = att.kv_vectors
     params = (H + kv) * dh * d + H * dh * d
     matrices = (((H + kv) * dh, d), (d, H * dh))
