@@ -307,10 +307,21 @@ def point(model, gpus, batch, fmt, **opts):
 @click.option(
     "--rows", type=int, help="Show this many points, evenly spaced in speed (table format: 20)."
 )
+@click.option(
+    "--prompt-tokens", type=float, help="Prompt length: adds each point's time to first token."
+)
+@click.option(
+    "--ttft-max",
+    "ttft_max_s",
+    type=float,
+    help="Keep only configurations whose TTFT (seconds) is within this.",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
 @handle_errors
-def frontier(model, max_throughput_tokens_per_s, discrete, rows, fmt, out, **opts):
+def frontier(
+    model, max_throughput_tokens_per_s, discrete, rows, fmt, out, prompt_tokens, ttft_max_s, **opts
+):
     """The Pareto frontier of tokens/s per request vs $ per million tokens.
 
     Every point carries its layout (GPUs, batch, PP, TP, attention TP, EP, 1-D/2-D, draft
@@ -321,7 +332,12 @@ def frontier(model, max_throughput_tokens_per_s, discrete, rows, fmt, out, **opt
                   --draft "Llama 3 8B" --acceptance 0.8 --format csv --out llama.csv
     """
     setting = _make(
-        model, max_throughput_tokens_per_s=max_throughput_tokens_per_s, discrete=discrete, **opts
+        model,
+        max_throughput_tokens_per_s=max_throughput_tokens_per_s,
+        discrete=discrete,
+        prompt_tokens=prompt_tokens,
+        ttft_max_s=ttft_max_s,
+        **opts,
     )
     front = api.frontier(setting)
     if front.empty:
@@ -482,6 +498,221 @@ def run(scenario, out, fmt, measured, quiet):
         click.echo(render(result.key_points, fmt, title=result.scenario.title), nl=False)
     if out:
         click.echo(f"wrote {len(result.files)} files to {out}/", err=True)
+
+
+def _vertical(series: pd.Series, fmt: str, title: str) -> str:
+    if fmt in ("csv", "json"):
+        return render(pd.DataFrame([series]), fmt)
+    df = pd.DataFrame(
+        {"field": series.index, "value": [_point_value(k, v) for k, v in series.items()]}
+    )
+    return render(df, fmt, title=title)
+
+
+@main.command()
+@click.argument("model")
+@setting_options
+@click.option("--gpus", type=float, required=True, help="GPUs in the instance.")
+@click.option("--prompt-tokens", type=float, required=True, help="Prompt length.")
+@click.option(
+    "--batch", type=float, default=1.0, show_default=True, help="Prompts prefilled together."
+)
+@click.option(
+    "--cached-fraction",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Share of the prompt served from a prefix cache.",
+)
+@click.option(
+    "--chunk",
+    "chunk_tokens",
+    type=float,
+    help="Chunked prefill: tokens per pass (default: one pass if it fits).",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def prefill(model, gpus, prompt_tokens, batch, cached_fraction, chunk_tokens, fmt, **opts):
+    """One prefill: latency, MFU, what bounds it, its breakdown and the cost of input tokens.
+
+    \b
+    Example:  inference-econ prefill "Llama 3 70B" -H H100-paper --gpus 8 --prompt-tokens 8000
+    """
+    from . import prefill as pf
+
+    setting = _make(model, **opts)
+    cached = (
+        min(int(cached_fraction * prompt_tokens), int(prompt_tokens) - 1) if cached_fraction else 0
+    )
+    row = pf.prefill(
+        setting, gpus, prompt_tokens, batch=batch, cached_tokens=cached, chunk_tokens=chunk_tokens
+    )
+    if not np.isfinite(row.latency_s):
+        raise InfeasibleError(
+            f"{setting.model.name}: a {prompt_tokens:g}-token prefill of {batch:g} prompts does not fit on {gpus:g} x {setting.gpu.name}"
+        )
+    click.echo(
+        _vertical(
+            row,
+            fmt,
+            f"Prefill of {batch:g} x {prompt_tokens:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}",
+        ),
+        nl=False,
+    )
+
+
+@main.command()
+@click.argument("model")
+@setting_options
+@click.option("--gpus", type=float, required=True, help="GPUs in the instance.")
+@click.option("--batch", type=float, required=True, help="Concurrent requests decoding.")
+@click.option("--prompt-tokens", type=float, required=True, help="Input tokens per request.")
+@click.option("--output-tokens", type=float, required=True, help="Output tokens per request.")
+@click.option(
+    "--prefill-batch", type=float, help="Prompts prefilled together (default: the batch)."
+)
+@click.option(
+    "--cached-fraction",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Share of the prompt served from a prefix cache.",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def request(
+    model, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction, fmt, **opts
+):
+    """A request's view: time to first token, end-to-end latency, input and output token prices.
+
+    \b
+    Example:  inference-econ request "Llama 3 70B" -H H100-paper --gpus 8 --batch 32 \\
+                  --prompt-tokens 2000 --output-tokens 500
+    """
+    from . import prefill as pf
+
+    setting = _make(model, **opts)
+    row = pf.request(
+        setting, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction
+    )
+    if not np.isfinite(row.ttft_s):
+        raise InfeasibleError(
+            f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
+        )
+    click.echo(
+        _vertical(
+            row, fmt, f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
+        ),
+        nl=False,
+    )
+
+
+@main.command()
+@click.argument("model")
+@click.option("--hardware", "-H", required=True, help="GPU name, alias or YAML file.")
+@click.option(
+    "--contexts",
+    default="1000,10000,100000",
+    show_default=True,
+    help="Comma-separated context lengths.",
+)
+@click.option("--weight-bits", type=float, help="Bits per weight (default: the model file's).")
+@click.option(
+    "--assumptions", default="paper", show_default=True, help="Assumption preset (paper, refined)."
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def prices(model, hardware, contexts, weight_bits, assumptions, fmt):
+    """What output tokens cost relative to input tokens, by context length (paper §4.3).
+
+    Decode at the frontier's preference point; prompts prefilled on the same GPUs.
+
+    \b
+    Example:  inference-econ prices "Mistral Large 2" -H H100-paper --contexts 1000,100000
+    """
+    from . import prefill as pf
+
+    try:
+        values = [float(c) for c in contexts.split(",") if c.strip()]
+    except ValueError:
+        raise SpecError(
+            "argument",
+            "--contexts",
+            f"not a list of numbers: {contexts!r}",
+            "e.g. 1000,10000,100000",
+        ) from None
+    rows = [
+        pf.price_ratio(model, hardware, c, weight_bits=weight_bits, assumptions=assumptions)
+        for c in values
+    ]
+    click.echo(render(pd.DataFrame(rows), fmt, title="Output/input token price ratio"), nl=False)
+
+
+@main.command("context-parallel")
+@click.argument("model")
+@click.option("--hardware", "-H", required=True, help="GPU name, alias or YAML file.")
+@click.option(
+    "--prompt-tokens",
+    default="1000,4000,16000,64000",
+    show_default=True,
+    help="Comma-separated prompt lengths.",
+)
+@click.option("--devices", type=int, default=4, show_default=True, help="Devices in the chain.")
+@click.option(
+    "--link-gb-per-s",
+    type=float,
+    help="Link bandwidth between devices, GB/s (default: the GPU's NIC).",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def context_parallel(model, hardware, prompt_tokens, devices, link_gb_per_s, fmt):
+    """Context-parallel prefill of one prompt: all-gather against the KV-Runahead chain (seed 004).
+
+    \b
+    Example:  inference-econ context-parallel "Llama 3 8B" -H A100-paper --devices 4 --link-gb-per-s 1
+    """
+    from . import contextparallel as cp
+
+    try:
+        lengths = [float(c) for c in prompt_tokens.split(",") if c.strip()]
+    except ValueError:
+        raise SpecError(
+            "argument",
+            "--prompt-tokens",
+            f"not a list of numbers: {prompt_tokens!r}",
+            "e.g. 1000,16000",
+        ) from None
+    link = None if link_gb_per_s is None else link_gb_per_s * 1e9
+    df = cp.compare(api.make_setting(model, hardware), lengths, devices, link_bytes_per_s=link)
+    click.echo(
+        render(df, fmt, title="Context-parallel prefill: time to first token (s) and speed-up"),
+        nl=False,
+    )
+
+
+@main.command()
+@click.argument("model")
+@setting_options
+@click.option("--gpus", type=float, required=True, help="GPUs of the decode instance.")
+@click.option("--batch", type=float, required=True, help="Decode batch.")
+@click.option("--prompt-tokens", type=float, required=True, help="Input tokens per request.")
+@click.option("--output-tokens", type=float, required=True, help="Output tokens per request.")
+@click.option(
+    "--prefill-gpus", type=float, help="GPUs of the prefill pool (default: as many as decode)."
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def disagg(model, gpus, batch, prompt_tokens, output_tokens, prefill_gpus, fmt, **opts):
+    """Disaggregated prefill/decode pools against co-located serving, per request.
+
+    \b
+    Example:  inference-econ disagg "Llama 3 70B" -H H100-paper --weight-bits 8 --gpus 8 \\
+                  --batch 64 --prompt-tokens 4000 --output-tokens 500
+    """
+    from . import disagg as dg
+
+    df = dg.compare(_make(model, **opts), prompt_tokens, output_tokens, gpus, batch, prefill_gpus)
+    click.echo(render(df, fmt, title=df.attrs["note"]), nl=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

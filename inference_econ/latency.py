@@ -179,6 +179,8 @@ class StepModel:
         m = self.machine
         self.kernel_s = work.layers * assumptions.kernels_per_layer * m.launch_s
         self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
+        #: Prefill passes carry many tokens per request: experts saturate on tokens, not requests.
+        self.expert_parallel_by_tokens = False
         self.weights_bytes = work.total_params * work.weight_bytes
         # node-aligned layouts (Part B): whole pipeline degrees dividing the layers and whole
         # attention degrees dividing the heads, searched besides the paper's log grids
@@ -222,9 +224,12 @@ class StepModel:
         ff_act = 0.0
         ep_min = self.assumptions.expert_parallel_min_batch_per_sparsity
         for g in w.groups:
+            basis = tokens if self.expert_parallel_by_tokens else b
             e = memo(
                 ("e", id(g)),
-                lambda g=g: expert_degree(b, t, g.experts, ep_min * g.sparsity, m.integer_layouts),
+                lambda g=g, basis=basis: expert_degree(
+                    basis, t, g.experts, ep_min * g.sparsity, m.integer_layouts
+                ),
             )
             t_ff = memo(("t_ff", id(g)), lambda e=e: np.maximum(1.0, t / e))
             for two_d in (True, False):
@@ -423,3 +428,17 @@ class StepModel:
             compute_time_s=np.where(ok, compute + zero, np.nan),
             flop=part["flop"] + zero,
         )
+
+
+def prefill_step_model(
+    work_for, gpu: GPU, assumptions: Assumptions, integer_layouts: bool = False
+) -> StepModel:
+    """The step model of a prefill pass: causal attention (the mean context over the pass) and
+    expert parallelism decided by tokens, since one long prompt saturates the experts.
+
+    ``work_for(assumptions)`` compiles the workload under the adjusted assumptions.
+    """
+    a = assumptions.replace(mean_context_over_pass=True)
+    model = StepModel(work_for(a), gpu, a, integer_layouts=integer_layouts)
+    model.expert_parallel_by_tokens = True
+    return model

@@ -28,7 +28,7 @@ from .assumptions import Assumptions, preset
 from .errors import SpecError
 from .frontier import Frontier, pareto_indices
 from .hardware import GPU, load_hardware
-from .latency import ADDITIVE_PARTS, StepModel, expert_degree
+from .latency import ADDITIVE_PARTS, StepModel, expert_degree, prefill_step_model
 from .schema import check_number
 from .search import best_latency, grid_latency
 from .specdec import SpecDecoding, combine, expected_tokens
@@ -51,6 +51,10 @@ class Setting:
     assumptions: Assumptions = Assumptions()
     label: str = ""
     grid_points: int = 400
+    #: Prompt length for time to first token; with ``ttft_max_s`` the frontier keeps only
+    #: configurations whose TTFT (prefill of one prompt + first decode step) is within it.
+    prompt_tokens: float | None = None
+    ttft_max_s: float | None = None
 
     @property
     def precision(self) -> Precision:
@@ -82,6 +86,8 @@ def make_setting(
     assumptions: str | Assumptions = "paper",
     label: str = "",
     grid_points: int = 400,
+    prompt_tokens: float | None = None,
+    ttft_max_s: float | None = None,
 ) -> Setting:
     """Build a Setting from names or objects, validating every argument."""
     arch = load_model(model)
@@ -116,6 +122,28 @@ def make_setting(
             max_draft_tokens, "argument", "max_draft_tokens", minimum=1, maximum=64, integer=True
         )
         spec = SpecDecoding(draft_arch, float(acceptance), int(max_draft_tokens))
+    if prompt_tokens is not None:
+        prompt_tokens = float(
+            check_number(prompt_tokens, "argument", "prompt_tokens", minimum=1, unit="tokens")
+        )
+    if ttft_max_s is not None:
+        ttft_max_s = float(
+            check_number(
+                ttft_max_s,
+                "argument",
+                "ttft_max_s",
+                minimum=0,
+                exclusive_minimum=True,
+                unit="seconds",
+            )
+        )
+        if prompt_tokens is None:
+            raise SpecError(
+                "argument",
+                "ttft_max_s",
+                "needs a prompt length",
+                "give prompt_tokens (--prompt-tokens) too",
+            )
     return Setting(
         model=arch,
         gpu=gpu,
@@ -127,6 +155,8 @@ def make_setting(
         assumptions=preset(assumptions),
         label=label,
         grid_points=int(grid_points),
+        prompt_tokens=prompt_tokens,
+        ttft_max_s=ttft_max_s,
     )
 
 
@@ -163,6 +193,21 @@ class Problem:
         # values exactly representable in float32, so the fast float32 search and the float64
         # description of the chosen points see the same grid
         return N.astype(np.float32).astype(float), B.astype(np.float32).astype(float)
+
+    def prefill_latency(self, n_values):
+        """Prefill of one prompt of ``prompt_tokens`` on each GPU count (inf where it does not
+        fit), for time to first token."""
+        s = self.setting
+        if s.prompt_tokens is None:
+            return np.zeros(np.shape(n_values))
+        model = prefill_step_model(
+            lambda a: compile_workload(s.model, s.model.precision, a),
+            s.gpu,
+            s.assumptions,
+            s.discrete,
+        )
+        n = np.asarray(n_values, dtype=float)
+        return best_latency(model, n, np.ones_like(n), s.prompt_tokens, 0.0, s.pipeline)
 
     def gamma_values(self) -> list[int]:
         return [1] + (list(self.setting.spec.draft_lengths) if self.setting.spec else [])
@@ -285,6 +330,8 @@ class Problem:
                 }
             )
         df["bound"] = np.where(df["memory_time_s"] >= df["compute_time_s"], "memory", "compute")
+        if s.prompt_tokens is not None:
+            df["ttft_s"] = self.prefill_latency(N) + latency
         return df
 
     def _breakdown(self, model: StepModel, N, B, S, p, a, two_d) -> dict:
@@ -342,9 +389,12 @@ def _frontier_cached(setting: Setting, exhaustive: bool) -> Frontier:
         cost = N * latency / B * price
         capped = B / latency > setting.max_throughput_tokens_per_s
     cost = np.where(capped, np.inf, cost)
+    if setting.ttft_max_s is not None:
+        ttft = problem.prefill_latency(N[0])[None, :] + latency
+        cost = np.where(ttft > setting.ttft_max_s, np.inf, cost)
     idx = pareto_indices(latency, cost)
     if idx.size == 0:
-        notes.append(_why_empty(problem))
+        notes.append(_why_empty(problem, N[0]))
         points = problem.describe(np.array([]), np.array([]))
     else:
         if setting.discrete:
@@ -364,8 +414,19 @@ def _frontier_cached(setting: Setting, exhaustive: bool) -> Frontier:
     )
 
 
-def _why_empty(problem: Problem) -> str:
+def _why_empty(problem: Problem, n_values=None) -> str:
     s = problem.setting
+    if s.ttft_max_s is not None and n_values is not None:
+        pre = problem.prefill_latency(n_values)
+        if np.isfinite(pre).any():
+            best = int(np.nanargmin(pre))
+            if pre[best] >= s.ttft_max_s:
+                return (
+                    f"no configuration has a time to first token within {s.ttft_max_s:g} s for a "
+                    f"{s.prompt_tokens:g}-token prompt: the fastest prefill alone takes {pre[best]:.3g} s "
+                    f"(on {n_values[best]:.3g} GPUs)"
+                )
+            return f"no configuration meets TTFT <= {s.ttft_max_s:g} s once the first decode step is added"
     gpu = s.gpu
     need = problem.target.weights_bytes
     if need > gpu.hbm_capacity_bytes * 2**GRID_MAX_LOG2:

@@ -86,6 +86,8 @@ _CURVE_KEYS = (
     "hardware_scale",
     "model_overrides",
     "grid_points",
+    "prompt_tokens",
+    "ttft_max_s",
 )
 
 
@@ -144,6 +146,8 @@ def _setting(fields: Mapping[str, Any], source: str, label: str) -> Setting:
             assumptions=assumptions,
             label=label,
             grid_points=f.get("grid_points", 400),
+            prompt_tokens=f.get("prompt_tokens"),
+            ttft_max_s=f.get("ttft_max_s"),
         )
     except SpecError as exc:
         raise SpecError(where, exc.field, exc.problem, exc.fix) from None
@@ -210,6 +214,10 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
             r.number(key, minimum=1, maximum=32, unit="bits")
     if r.has("max_throughput_tokens_per_s"):
         r.number("max_throughput_tokens_per_s", minimum=0, exclusive_minimum=True, unit="tokens/s")
+    if r.has("prompt_tokens"):
+        r.number("prompt_tokens", minimum=1, unit="tokens")
+    if r.has("ttft_max_s"):
+        r.number("ttft_max_s", minimum=0, exclusive_minimum=True, unit="seconds")
     if r.has("acceptance"):
         r.number("acceptance", minimum=0, maximum=1)
     if r.has("max_draft_tokens"):

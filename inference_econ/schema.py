@@ -8,6 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from .errors import SpecError, did_you_mean
@@ -153,6 +154,8 @@ def check_number(
 ) -> float | int:
     """Validate one number; bool, text, NaN and out-of-range values are errors."""
     unit_hint = f" in {unit}" if unit else ""
+    if isinstance(value, (np.integer, np.floating)):
+        value = value.item()
     if isinstance(value, str):
         try:
             value = float(value)  # YAML 1.1 reads "1e15" as text
