@@ -715,5 +715,185 @@ def disagg(model, gpus, batch, prompt_tokens, output_tokens, prefill_gpus, fmt, 
     click.echo(render(df, fmt, title=df.attrs["note"]), nl=False)
 
 
+@main.command("import-hf")
+@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Write the model YAML here (default: print it).",
+)
+@click.option("--name", help="Model name (default: from the config).")
+@handle_errors
+def import_hf(config, out, name):
+    """Import a Hugging Face config.json (a local file) into a model YAML.
+
+    \b
+    Example:  inference-econ import-hf config.json -o models/my-model.yaml --name "My Model"
+    """
+    from .hfimport import import_config
+
+    arch, text = import_config(config, name)
+    emit(text, out)
+    if out:
+        click.echo(
+            f"{arch.name}: {arch.layers} layers, d_model {arch.d_model}, {arch.attention.kind}",
+            err=True,
+        )
+
+
+@main.command("compare-measured")
+@click.argument("csv", type=click.Path(exists=True, dir_okay=False))
+@click.option("--assumptions", default="paper", show_default=True, help="Assumption preset.")
+@click.option(
+    "--figure",
+    type=click.Path(dir_okay=False),
+    help="Also draw the measured points over the predicted frontier (PNG/SVG).",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--out", type=click.Path(dir_okay=False), help="Write the table to this file (atomically)."
+)
+@handle_errors
+def compare_measured(csv, assumptions, figure, fmt, out):
+    """Hold the model against measured serving benchmarks: prediction and measured/predicted
+    for every row; any point that beats the roofline is reported loudly.
+
+    \b
+    Example:  inference-econ compare-measured ../shared/data/measured_public_sample.csv --figure nim.png
+    """
+    from . import measured as ms
+
+    table = ms.compare(csv, assumptions)
+    beaten = table[table.beats_roofline]
+    for _, row in beaten.iterrows():
+        click.echo(
+            f"WARNING: row {row.row}: measured {row.measured_tokens_per_s:.1f} tok/s beats the model's "
+            f"{row.predicted_tokens_per_s:.1f} by {row.speed_ratio - 1:.0%}: the roofline is not a bound here"
+            + (" (requests were queueing)" if row.queueing else ""),
+            err=True,
+        )
+    emit(render(table, fmt, title="Measured against predicted" if fmt != "csv" else ""), out)
+    if figure:
+        from .plots import save
+
+        fig = ms.measured_figure(table, csv, assumptions)
+        stem = str(Path(figure).with_suffix(""))
+        fmts = (Path(figure).suffix.lstrip(".") or "png",)
+        save(fig, stem, fmts)
+        click.echo(f"wrote {figure}", err=True)
+
+
+@main.command()
+@click.argument("csv", type=click.Path(exists=True, dir_okay=False))
+@click.option("--assumptions", default="paper", show_default=True, help="Assumption preset.")
+@click.option(
+    "-o", "--out", type=click.Path(dir_okay=False), help="Write the calibrated hardware YAML here."
+)
+@click.option(
+    "--holdout-every",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Hold out every n-th point for the out-of-sample error.",
+)
+@handle_errors
+def calibrate(csv, assumptions, out, holdout_every):
+    """Fit a GPU's sustained FLOP and HBM fractions and collective-latency scale to measured
+    points; save them as a hardware file scenarios can use ("achievable" frontiers).
+
+    \b
+    Example:  inference-econ calibrate ../shared/data/measured_public_sample.csv -o hardware/h100_calibrated.yaml
+    """
+    from . import measured as ms
+
+    result = ms.calibrate(csv, assumptions, holdout_every)
+    rows = [
+        {"parameter": k, "value": v, "standard_error": result["errors"][k]}
+        for k, v in result["values"].items()
+    ]
+    click.echo(
+        render(
+            pd.DataFrame(rows), "table", title=f"{result['hardware']}: {result['points']} points"
+        ),
+        nl=False,
+    )
+    click.echo(
+        f"RMS log-speed error: {result['rms_log_error_before']:.3f} before, {result['rms_log_error_fit']:.3f} fitted, "
+        f"{result['rms_log_error_held_out']:.3f} on {result['held_out']} held-out points"
+    )
+    if out:
+        emit(ms.calibrated_yaml(result), out)
+
+
+@main.command()
+@click.argument("model")
+@setting_options
+@click.option(
+    "--param",
+    "parameter",
+    default=None,
+    help="Parameter to vary (hbm_bandwidth, flops, interconnect_bandwidth, nccl_latency, launch_latency, price, hbm_capacity, context, acceptance).",
+)
+@click.option(
+    "--values",
+    default="0.5,1,2,4",
+    show_default=True,
+    help="Comma-separated factors (values for context and acceptance).",
+)
+@click.option(
+    "--at-speed",
+    type=float,
+    help="Report the cost at this tokens/s per request (default: half the base fastest).",
+)
+@click.option(
+    "--tornado",
+    type=click.Path(dir_okay=False),
+    help="Instead: elasticities of every factor, drawn as a tornado chart here.",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handle_errors
+def sweep(model, parameter, values, at_speed, tornado, fmt, **opts):
+    """What-if: vary one parameter and report the fastest speed and the cost at a fixed speed.
+
+    \b
+    Examples:  inference-econ sweep "Llama 3 70B" -H H100-paper --param hbm_bandwidth --values 0.5,1,2,4
+               inference-econ sweep "Llama 3 70B" -H H100-paper --tornado tornado.png
+    """
+    from . import sensitivity as sens
+
+    setting = _make(model, **opts)
+    if tornado:
+        from .plots import save
+
+        table = sens.elasticities(setting, at_speed=at_speed)
+        click.echo(render(table, fmt, title=f"Elasticities: {setting.name}"), nl=False)
+        save(
+            sens.tornado_figure(table, f"What moves the frontier: {setting.name}"),
+            str(Path(tornado).with_suffix("")),
+            (Path(tornado).suffix.lstrip(".") or "png",),
+        )
+        click.echo(f"wrote {tornado}", err=True)
+        return
+    if not parameter:
+        raise SpecError(
+            "argument", "--param", "is missing", "name a parameter, or ask for --tornado"
+        )
+    try:
+        vals = [float(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        raise SpecError(
+            "argument", "--values", f"not a list of numbers: {values!r}", "e.g. 0.5,1,2"
+        ) from None
+    click.echo(
+        render(
+            sens.sweep(setting, parameter, vals, at_speed),
+            fmt,
+            title=f"{parameter}: {setting.name}",
+        ),
+        nl=False,
+    )
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -41,6 +41,8 @@ class GPU:
     kernel_launch_latency_s: float = 4e-6
     #: NVLink SHARP (in-switch reductions): lower all-reduce latency and traffic (Part B).
     nvls: bool = False
+    #: Multiplier on NCCL latencies for this system (1: the tuning model; fitted by calibration).
+    collective_latency_scale: float = 1.0
     description: str = ""
     aliases: tuple[str, ...] = ()
     source_file: str = ""
@@ -103,6 +105,7 @@ _NUMERIC = {
     "sustained_flop_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
     "sustained_hbm_bandwidth_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
     "kernel_launch_latency_s": dict(minimum=0, unit="seconds"),
+    "collective_latency_scale": dict(minimum=0),
 }
 _REQUIRED = (
     "flop_per_s",

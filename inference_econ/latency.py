@@ -61,7 +61,7 @@ class Machine:
             node_gpus=float(gpu.scale_up_domain_gpus),
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
             protocols=protocols_for(assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls),
-            latency_scale=assumptions.collective_latency_scale,
+            latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
             integer_layouts=integer_layouts,
         )
 

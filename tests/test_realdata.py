@@ -1,0 +1,239 @@
+"""Real data: importing config.json files, measured systems, calibration and what-if sweeps."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ import measured, sensitivity
+from inference_econ.cli import main
+from inference_econ.hfimport import import_config
+from inference_econ.workload import compile_workload
+
+# a copy of ../shared/data/measured_public_sample.csv (NVIDIA NIM benchmark figures)
+SAMPLE = str(Path(__file__).parent / "data" / "measured_public_sample.csv")
+REFINED = ie.preset("refined")
+
+# config.json files written from the published architectures (no download)
+LLAMA_70B = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 8192,
+    "intermediate_size": 28672,
+    "num_hidden_layers": 80,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "hidden_act": "silu",
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+}
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "moe_layer_freq": 1,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "vocab_size": 129280,
+    "num_nextn_predict_layers": 1,
+    "tie_word_embeddings": False,
+}
+MIXTRAL = {
+    "model_type": "mixtral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "vocab_size": 32000,
+    "sliding_window": None,
+}
+GPT_OSS = {
+    "model_type": "gpt_oss",
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "num_local_experts": 128,
+    "experts_per_token": 4,
+    "vocab_size": 201088,
+    "sliding_window": 128,
+    "tie_word_embeddings": False,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+}
+
+
+def write(tmp_path, cfg, name="config.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def counts(arch):
+    w = compile_workload(arch, arch.precision, REFINED)
+    return w.total_params, w.active_params
+
+
+@pytest.mark.parametrize(
+    "cfg, shipped",
+    [(LLAMA_70B, "Llama 3 70B"), (DEEPSEEK_V3, "DeepSeek-V3"), (MIXTRAL, "Mixtral 8x7B")],
+)
+def test_import_round_trips_to_the_shipped_counts(tmp_path, cfg, shipped):
+    arch, text = import_config(write(tmp_path, cfg), name="imported")
+    assert counts(arch) == pytest.approx(counts(ie.load_model(shipped)), rel=1e-9)
+    out = tmp_path / "model.yaml"
+    out.write_text(text)
+    assert counts(ie.load_model(out)) == pytest.approx(counts(arch), rel=1e-12)
+
+
+def test_import_sliding_window_layers(tmp_path):
+    arch, _ = import_config(write(tmp_path, GPT_OSS), name="oss")
+    assert {(g.layers, g.sliding_window_tokens) for g in arch.layer_groups} == {(2, 128), (2, None)}
+
+
+def test_unknown_architecture_lists_unmapped_fields(tmp_path):
+    cfg = {"model_type": "mamba", "hidden_size": 10, "ssm_state_size": 16, "conv_kernel": 4}
+    with pytest.raises(ie.SpecError) as info:
+        import_config(write(tmp_path, cfg))
+    msg = str(info.value)
+    assert "mamba" in msg and "ssm_state_size" in msg and "conv_kernel" in msg
+    with pytest.raises(ie.SpecError, match="fields the importer cannot map: weird_field"):
+        import_config(write(tmp_path, {**LLAMA_70B, "weird_field": 1}))
+    result = CliRunner().invoke(main, ["import-hf", str(write(tmp_path, cfg))])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_every_measured_row_gets_a_prediction():
+    table = measured.compare(SAMPLE)
+    assert len(table) == 7
+    assert (
+        np.isfinite(table.predicted_tokens_per_s).all() and (table.predicted_tokens_per_s > 0).all()
+    )
+    assert (
+        table.loc[~table.queueing, "speed_ratio"].between(0.5, 1.03).all()
+    )  # the roofline is not beaten
+    assert table.queueing.tolist() == [False, False, False, False, True, True, False]
+    sweep = table[table.input_len == 5000]
+    assert np.all(
+        np.diff(sweep.predicted_tokens_per_s.to_numpy()[:4]) < 0
+    )  # slower with concurrency
+
+
+def test_beating_the_roofline_is_reported_loudly(tmp_path):
+    fast = tmp_path / "fast.csv"
+    text = Path(SAMPLE).read_text().splitlines()
+    header, first = text[0], text[1].replace(",18.58,ms", ",5.0,ms")
+    fast.write_text(header + "\n" + first + "\n")
+    result = CliRunner().invoke(main, ["compare-measured", str(fast)])
+    assert (
+        result.exit_code == 0
+        and "WARNING: row 2" in result.output
+        and "beats the model" in result.output
+    )
+
+
+def test_measured_figure(tmp_path):
+    target = tmp_path / "nim.png"
+    result = CliRunner().invoke(
+        main, ["compare-measured", SAMPLE, "--figure", str(target), "--format", "csv"]
+    )
+    assert result.exit_code == 0 and target.stat().st_size > 10_000
+
+
+def test_calibration_reports_values_errors_and_held_out_error(tmp_path):
+    result = measured.calibrate(SAMPLE)
+    assert result["points"] == 5 and result["held_out"] >= 1
+    assert set(result["values"]) == set(measured.PARAMETERS)
+    assert result["rms_log_error_fit"] < result["rms_log_error_before"]
+    assert np.isfinite(result["rms_log_error_held_out"])
+    out = tmp_path / "cal.yaml"
+    out.write_text(measured.calibrated_yaml(result))
+    gpu = ie.load_hardware(out)
+    assert gpu.sustained_hbm_bandwidth_fraction == pytest.approx(
+        result["values"]["sustained_hbm_bandwidth_fraction"], rel=1e-3
+    )
+    # the calibrated file is a hardware spec a frontier (or a scenario) can use
+    assert ie.frontier("Llama 3.3 70B", out, weight_bits=8).fastest().tokens_per_s > 0
+
+
+def test_sweep_and_elasticities():
+    setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
+    df = sensitivity.sweep(setting, "hbm_bandwidth", [0.5, 1, 2, 4])
+    assert np.all(np.diff(df.fastest_tokens_per_s) > 0) and np.all(
+        np.diff(df.usd_per_mtok_at_speed) <= 0
+    )
+    price = sensitivity.sweep(setting, "price", [1, 2])
+    assert price.usd_per_mtok_at_speed[1] == pytest.approx(2 * price.usd_per_mtok_at_speed[0])
+    nccl = sensitivity.sweep(setting, "nccl_latency", [0, 1, 2])
+    assert np.all(np.diff(nccl.fastest_tokens_per_s) < 0)
+    spec = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8, draft="Llama 3 8B")
+    acc = sensitivity.sweep(spec, "acceptance", [0.0, 0.6, 0.9])
+    assert (
+        np.all(np.diff(acc.fastest_tokens_per_s) >= 0)
+        and acc.fastest_tokens_per_s[2] > acc.fastest_tokens_per_s[0]
+    )
+    ctx = sensitivity.sweep(setting, "context", [0, 10000, 100000])
+    assert np.all(np.diff(ctx.usd_per_mtok_at_speed) > 0)
+    with pytest.raises(ie.SpecError, match="did you mean"):
+        sensitivity.sweep(setting, "hbm_bandwith", [1])
+
+
+def test_rules_of_thumb():
+    # §5.1.3: doubling memory bandwidth alone cuts short-context latency by far less than half
+    setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
+    df = sensitivity.sweep(setting, "hbm_bandwidth", [1, 2])
+    cut = 1 - df.fastest_latency_s[1] / df.fastest_latency_s[0]
+    assert 0.05 < cut < 0.3
+    # §4.2: each halving of weight precision raises the maximum speed by roughly sqrt(2)
+    # (Eq. 18 gives 2^(1/3) = 1.26); our full model gives about 1.22
+    fastest = {
+        b: ie.frontier("Llama 3 70B", "H100-paper", weight_bits=b).fastest().tokens_per_s
+        for b in (16, 8, 4)
+    }
+    for hi, lo in ((16, 8), (8, 4)):
+        assert 1.15 < fastest[lo] / fastest[hi] < 1.45
+
+
+def test_sweep_command_and_tornado(tmp_path):
+    target = tmp_path / "t.png"
+    result = CliRunner().invoke(
+        main, ["sweep", "Llama 3 8B", "-H", "H100-paper", "--tornado", str(target)]
+    )
+    assert result.exit_code == 0 and target.exists() and "hbm_bandwidth" in result.stdout
+    result = CliRunner().invoke(
+        main,
+        [
+            "sweep",
+            "Llama 3 8B",
+            "-H",
+            "H100-paper",
+            "--param",
+            "flops",
+            "--values",
+            "1,2",
+            "--format",
+            "csv",
+        ],
+    )
+    assert result.exit_code == 0 and result.stdout.startswith("parameter,value")
