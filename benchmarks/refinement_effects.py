@@ -122,7 +122,7 @@ REFINEMENTS = [
 
 #: One line per refinement: why it moves the numbers as it does (read off the table below).
 EFFECTS = {
-    "node_aligned_layouts": "exact 8- and 16-GPU layouts the log grids miss: slightly faster tops, cheaper preference points",
+    "node_aligned_layouts": "exact 8- and 16-GPU layouts the log grids miss: slightly faster tops; preference points move (faster and dearer in Table 3, cheaper in Tables 5-6)",
     "mean_context_over_pass": "at context 0 a verification pass adds only (S - 1)/2 positions of attention: negligible here",
     "kv_capacity_whole_batch": "the paper's micro-batch check lets pipelined layouts hold p times more KV than fits: 100K contexts cost 15-19 % more",
     "memory_reserve_fraction": "frontier points rarely fill HBM; only configurations at the capacity edge change",
