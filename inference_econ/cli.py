@@ -16,32 +16,12 @@ import pandas as pd
 
 from . import api, catalog
 from .errors import InfeasibleError, InferenceEconError, SpecError, UnknownNameError, did_you_mean
+from .frontier import DETAIL_COLUMNS, SUMMARY_COLUMNS
 from .report import FORMATS, is_duration, render, write_atomic
 from .runner import run_scenario
-from .tables import DETAIL_COLUMNS, PAPER_TABLES, deviations, run_table
+from .tables import PAPER_TABLES, deviations, run_table
 
-FRONTIER_COLUMNS = [
-    "tokens_per_s",
-    "usd_per_mtok",
-    "gpus",
-    "batch",
-    "pipeline_degree",
-    "tensor_degree",
-    "attention_degree",
-    "expert_degree",
-    "tp_dims",
-    "draft_tokens",
-    "mfu",
-    "bound",
-    "latency_s",
-    "kernel_launch_s",
-    "collective_latency_s",
-    "collective_bandwidth_s",
-    "weight_read_s",
-    "kv_read_s",
-    "activation_read_s",
-    "arithmetic_s",
-]
+FRONTIER_COLUMNS = DETAIL_COLUMNS
 
 
 class Progress:
@@ -352,11 +332,9 @@ def frontier(
     if fmt == "table":
         keys = pd.DataFrame(
             [
-                front.fastest()[FRONTIER_COLUMNS[:12]].rename("fastest"),
-                front.preference_point()[FRONTIER_COLUMNS[:12]].rename(
-                    "preference (speed^3/price)"
-                ),
-                front.cheapest()[FRONTIER_COLUMNS[:12]].rename("cheapest"),
+                front.fastest()[SUMMARY_COLUMNS].rename("fastest"),
+                front.preference_point()[SUMMARY_COLUMNS].rename("preference (speed^3/price)"),
+                front.cheapest()[SUMMARY_COLUMNS].rename("cheapest"),
             ]
         )
         keys.insert(0, "point", keys.index)
@@ -456,7 +434,7 @@ def reproduce(what, fmt, out, detail, quiet):
     table = run_table(what, progress=progress)
     cols = list(table.attrs["columns"])
     if detail:
-        cols += [c for c in DETAIL_COLUMNS if c in table]
+        cols += [c for c in DETAIL_COLUMNS if c in table and c not in cols]
     shown = table[cols]
     title = table.attrs["title"] if fmt in ("table", "markdown", "json") else ""
     emit(render(shown, fmt, title=title, notes=table.attrs.get("notes", ())), out)

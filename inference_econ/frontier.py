@@ -16,6 +16,21 @@ import numpy as np
 import pandas as pd
 
 from .errors import InfeasibleError
+from .latency import ADDITIVE_PARTS
+
+#: Columns that say what a configuration is and what it achieves, in display order.
+POINT_COLUMNS = ["tokens_per_s", "usd_per_mtok", "gpus", "batch"]
+LAYOUT_COLUMNS = [
+    "pipeline_degree",
+    "tensor_degree",
+    "attention_degree",
+    "expert_degree",
+    "tp_dims",
+    "draft_tokens",
+]
+SUMMARY_COLUMNS = POINT_COLUMNS + LAYOUT_COLUMNS + ["mfu", "bound"]
+#: Everything that explains a point: its summary, latency and where the latency goes.
+DETAIL_COLUMNS = SUMMARY_COLUMNS + ["latency_s", *ADDITIVE_PARTS]
 
 
 def pareto_indices(latency_s, cost):

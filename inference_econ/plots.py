@@ -70,6 +70,22 @@ def _finish(fig, ax, title: str) -> None:
         )
 
 
+def _lines(ax, fronts: dict[str, Frontier], column: str, colors: dict, styles: dict) -> None:
+    """One line of ``column`` against tokens/s per request for each non-empty frontier."""
+    for label, front in fronts.items():
+        if front.empty:
+            continue
+        pts = front.points
+        ax.plot(
+            pts["tokens_per_s"],
+            pts[column],
+            label=label,
+            color=colors[label],
+            lw=1.8,
+            ls=styles.get(label, "solid"),
+        )
+
+
 def frontier_figure(
     fronts: dict[str, Frontier], title: str, colors=None, measured=(), max_speed=None, styles=None
 ):
@@ -77,18 +93,7 @@ def frontier_figure(
     colors = colours(list(fronts), colors)
     styles = styles or {}
     fig, ax = plt.subplots(figsize=(9, 5.2), layout="constrained")
-    for label, front in fronts.items():
-        if front.empty:
-            continue
-        pts = front.points
-        ax.plot(
-            pts["tokens_per_s"],
-            pts["usd_per_mtok"],
-            label=label,
-            color=colors[label],
-            lw=1.8,
-            ls=styles.get(label, "solid"),
-        )
+    _lines(ax, fronts, "usd_per_mtok", colors, styles)
     for point in measured:
         ax.scatter(
             [point["tokens_per_s"]],
@@ -118,18 +123,7 @@ def mfu_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None
     colors = colours(list(fronts), colors)
     styles = styles or {}
     fig, ax = plt.subplots(figsize=(9, 5.2), layout="constrained")
-    for label, front in fronts.items():
-        if front.empty:
-            continue
-        pts = front.points
-        ax.plot(
-            pts["tokens_per_s"],
-            pts["mfu"],
-            label=label,
-            color=colors[label],
-            lw=1.8,
-            ls=styles.get(label, "solid"),
-        )
+    _lines(ax, fronts, "mfu", colors, styles)
     ax.set_xlabel("tokens per second per request")
     ax.set_ylabel("model FLOP utilisation (MFU)")
     ax.set_ylim(bottom=0)

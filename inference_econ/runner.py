@@ -17,7 +17,7 @@ import pandas as pd
 from . import plots, toy
 from .architecture import load_model
 from .errors import SpecError
-from .frontier import Frontier
+from .frontier import SUMMARY_COLUMNS, Frontier
 from .hardware import load_hardware
 from .optimiser import frontier
 from .report import render, write_atomic
@@ -25,22 +25,7 @@ from .scenario import Scenario, load_scenario
 from .schema import check_number
 from .tables import columns_for, run_table
 
-KEY_COLUMNS = [
-    "curve",
-    "point",
-    "tokens_per_s",
-    "usd_per_mtok",
-    "gpus",
-    "batch",
-    "pipeline_degree",
-    "tensor_degree",
-    "attention_degree",
-    "expert_degree",
-    "tp_dims",
-    "draft_tokens",
-    "mfu",
-    "bound",
-]
+KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
 
 
 @dataclass

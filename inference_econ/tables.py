@@ -23,25 +23,6 @@ TABLE_COLUMNS = {
     "preference": ["label", "tokens_per_s", "usd_per_mtok", "gpus", "batch"],
 }
 
-#: Layout and breakdown columns shown with ``detail``.
-DETAIL_COLUMNS = [
-    "pipeline_degree",
-    "tensor_degree",
-    "attention_degree",
-    "expert_degree",
-    "tp_dims",
-    "draft_tokens",
-    "mfu",
-    "bound",
-    "kernel_launch_s",
-    "collective_latency_s",
-    "collective_bandwidth_s",
-    "weight_read_s",
-    "kv_read_s",
-    "activation_read_s",
-    "arithmetic_s",
-]
-
 PAPER_TABLES = {f"table-{i}": f"paper/table-{i}" for i in range(1, 7)}
 
 
