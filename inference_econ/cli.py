@@ -121,6 +121,23 @@ def setting_options(fn):
     return fn
 
 
+def request_options(fn):
+    """A decode instance and a request mix, shared by request and disagg."""
+    options = [
+        click.option("--gpus", type=float, required=True, help="GPUs of the (decode) instance."),
+        click.option("--batch", type=float, required=True, help="Concurrent requests decoding."),
+        click.option(
+            "--prompt-tokens", type=float, required=True, help="Input tokens per request."
+        ),
+        click.option(
+            "--output-tokens", type=float, required=True, help="Output tokens per request."
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 def _make(
     model,
     hardware,
@@ -542,10 +559,7 @@ def prefill(model, gpus, prompt_tokens, batch, cached_fraction, chunk_tokens, fm
 @main.command()
 @click.argument("model")
 @setting_options
-@click.option("--gpus", type=float, required=True, help="GPUs in the instance.")
-@click.option("--batch", type=float, required=True, help="Concurrent requests decoding.")
-@click.option("--prompt-tokens", type=float, required=True, help="Input tokens per request.")
-@click.option("--output-tokens", type=float, required=True, help="Output tokens per request.")
+@request_options
 @click.option(
     "--prefill-batch", type=float, help="Prompts prefilled together (default: the batch)."
 )
@@ -671,10 +685,7 @@ def context_parallel(model, hardware, prompt_tokens, devices, link_gb_per_s, fmt
 @main.command()
 @click.argument("model")
 @setting_options
-@click.option("--gpus", type=float, required=True, help="GPUs of the decode instance.")
-@click.option("--batch", type=float, required=True, help="Decode batch.")
-@click.option("--prompt-tokens", type=float, required=True, help="Input tokens per request.")
-@click.option("--output-tokens", type=float, required=True, help="Output tokens per request.")
+@request_options
 @click.option(
     "--prefill-gpus", type=float, help="GPUs of the prefill pool (default: as many as decode)."
 )

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
-from .optimiser import Problem, Setting
-from .prefill import prefill
+from .optimiser import Setting
+from .prefill import decode_step, prefill
 from .schema import check_number
 
 
@@ -48,20 +47,10 @@ def compare(
     check_number(prompt_tokens, "argument", "prompt_tokens", minimum=1, unit="tokens")
     check_number(output_tokens, "argument", "output_tokens", minimum=1, unit="tokens")
     price_s = setting.gpu.price_usd_per_s
-    decode = Problem(
-        setting.replace(context_tokens=float(prompt_tokens) + float(output_tokens) / 2.0)
-    )
-    step = float(
-        decode.describe(np.array([float(decode_gpus)]), np.array([float(decode_batch)]))
-        .iloc[0]
-        .latency_s
-    )
-    first = Problem(setting.replace(context_tokens=float(prompt_tokens)))
-    first_step = float(
-        first.describe(np.array([float(decode_gpus)]), np.array([float(decode_batch)]))
-        .iloc[0]
-        .latency_s
-    )
+    step = decode_step(
+        setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0
+    ).latency_s
+    first_step = decode_step(setting, decode_gpus, decode_batch, prompt_tokens).latency_s
 
     # co-located: each arriving prompt is prefilled alone on the decode instance
     solo = prefill(setting, decode_gpus, prompt_tokens, batch=1)

@@ -143,6 +143,12 @@ def prefill(
     return pd.Series(row)
 
 
+def decode_step(setting: Setting, gpus: float, batch: float, context_tokens: float) -> pd.Series:
+    """One decode step at a context length: the best layout, its latency and breakdown."""
+    problem = Problem(setting.replace(context_tokens=float(context_tokens)))
+    return problem.describe(np.array([float(gpus)]), np.array([float(batch)])).iloc[0]
+
+
 def request(
     setting: Setting,
     gpus: float,
@@ -164,17 +170,8 @@ def request(
     cached = math.floor(cached_fraction * prompt_tokens)
     cached = min(cached, prompt_tokens - 1)
     pre = prefill(setting, gpus, prompt_tokens, batch=pb, cached_tokens=cached)
-    decode_setting = setting.replace(
-        context_tokens=float(prompt_tokens) + float(output_tokens) / 2.0
-    )
-    dec = (
-        Problem(decode_setting).describe(np.array([float(gpus)]), np.array([float(batch)])).iloc[0]
-    )
-    first = (
-        Problem(setting.replace(context_tokens=float(prompt_tokens)))
-        .describe(np.array([float(gpus)]), np.array([float(batch)]))
-        .iloc[0]
-    )
+    dec = decode_step(setting, gpus, batch, float(prompt_tokens) + float(output_tokens) / 2.0)
+    first = decode_step(setting, gpus, batch, float(prompt_tokens))
     ttft = pre.latency_s + first.latency_s
     out_cost = dec.usd_per_mtok
     in_cost = pre.usd_per_m_input_tokens
