@@ -49,22 +49,6 @@ def pareto_indices(latency_s, cost):
     return order[keep]
 
 
-def dominated(latency_s, cost, front_latency_s, front_cost):
-    """True where (latency, cost) is weakly dominated by a point of a frontier.
-
-    The frontier must be sorted by latency with strictly decreasing cost, as
-    ``pareto_indices`` returns it.
-    """
-    latency_s = np.asarray(latency_s, dtype=float)
-    cost = np.asarray(cost, dtype=float)
-    if len(front_latency_s) == 0:
-        return np.zeros(latency_s.shape, dtype=bool)
-    pos = np.searchsorted(front_latency_s, latency_s, side="right") - 1
-    valid = pos >= 0
-    best_cost = np.where(valid, np.asarray(front_cost)[np.clip(pos, 0, None)], np.inf)
-    return valid & (best_cost <= cost)
-
-
 def paper_sampled_indices(latency_s, count: int = 1000, decades: float = 2.0):
     """Frontier points the paper's code would have found (sorted by latency, fastest first).
 

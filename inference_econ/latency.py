@@ -368,12 +368,6 @@ class StepModel:
         return part["ffctx_compute_s"] + proj
 
     # --- a whole layout -------------------------------------------------------------------
-    def latency(self, N, B, S, context, p, adiv):
-        """Token latency of the better of 1-D and 2-D TP for layout (p, a); inf if infeasible."""
-        part = self.pipeline_part(N, B, S, context, p)
-        total = self.latency_from_part(part, N, p, adiv)
-        return np.where(self.fits(N, B, p, context), total, np.inf)
-
     def latency_from_part(self, part, N, p, adiv, cache=None, key=None):
         """Latency of divisor ``adiv`` given the pipeline part (no feasibility check)."""
         return self.latency_by_dims(part, N, p, adiv, both=False, cache=cache, key=key)

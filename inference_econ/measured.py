@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from . import catalog
 from .architecture import load_model
 from .errors import SpecError, UnknownNameError
 from .hardware import GPU, derive, load_hardware
@@ -409,10 +408,6 @@ def calibrated_yaml(result: dict, name: str | None = None) -> str:
         )
         lines.append(f"{key}: {result['values'][key]:.4g}  # {note}")
     return "\n".join(lines) + "\n"
-
-
-def entries_for(kind: str):  # pragma: no cover - convenience for notebooks
-    return catalog.entries(kind)
 
 
 def measured_figure(table: pd.DataFrame, path: str | Path, assumptions="paper"):

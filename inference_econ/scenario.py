@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -347,15 +346,6 @@ def _scenario_name(path: Path) -> str:
         except ValueError:
             continue
     return path.stem
-
-
-def finite(value) -> float | None:
-    """A number for output, or None for inf/NaN."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 __all__ = ["Curve", "Scenario", "load_scenario", "scenario_from_dict", "InferenceEconError"]

@@ -51,11 +51,10 @@ def best_latency(
     context=0.0,
     pipeline=True,
     return_layout=False,
-    pipelined_only=False,
 ):
     """Minimum token latency over the layouts of A5 at every (N, B); inf where nothing fits.
 
-    ``pipelined_only`` searches only the layouts with p > 1. With ``return_layout`` also
+    With ``return_layout`` also
     returns the (p, a, two_d) arrays of the best layout.
     """
     a = model.assumptions
@@ -68,8 +67,6 @@ def best_latency(
     degrees = pipeline_degrees(
         B, model.work.layers, a.pipeline_degree_count, pipeline, model.extra_pipeline_degrees
     )
-    if pipelined_only:
-        degrees = degrees[1:]
     for p in degrees:
         ok = model.fits(N, B, p, context)
         if not np.any(ok):
@@ -130,7 +127,6 @@ def grid_latency(
     S=1,
     context=0.0,
     pipeline=True,
-    pipelined_only=False,
     dtype=np.float32,
     executor=None,
     S_values=None,
@@ -157,8 +153,7 @@ def grid_latency(
         if g.experts > 1
     ]
     tasks = []
-    first = 1 if pipelined_only else 0
-    for i in range(first, max(count, 1)):
+    for i in range(max(count, 1)):
         if i == 0:
             blocks = [((0, len(b_values)), 1.0)]
         else:

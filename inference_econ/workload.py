@@ -181,12 +181,6 @@ class Workload:
             acts = acts + (g.shared * mats * shared_per_token) * tokens
         return weights, acts
 
-    def attention_bytes(self, tokens, tp):
-        """(weight, activation) bytes of one layer's attention matmuls over ``tokens``."""
-        return self.attention_matrix_weight_bytes, self.attention_activation_bytes_per_token(
-            tp
-        ) * tokens
-
     def attention_activation_bytes_per_token(self, tp):
         """Activation bytes per token of one layer's attention matmuls."""
         per_token = 0.0
