@@ -18,7 +18,9 @@ def run(*args):
 
 
 def test_help_on_every_command():
-    for cmd in ([], ["list"], ["show"], ["point"], ["frontier"], ["reproduce"]):
+    commands = sorted(main.commands)
+    assert len(commands) >= 15
+    for cmd in [[]] + [[c] for c in commands]:
         code, out = run(*cmd, "--help")
         assert code == 0 and "Usage" in out
         if cmd:
