@@ -15,8 +15,17 @@ from .assumptions import PAPER, Assumptions, preset
 from .errors import InfeasibleError, InferenceEconError, SpecError
 from .frontier import Frontier
 from .hardware import GPU, derive, load_hardware
+
+# beyond decoding: prefill and requests, what-if studies, real data (modules keep their names)
+from .hfimport import import_config as import_hf_config  # noqa: E402
+from .measured import calibrate, calibrated_yaml  # noqa: E402
+from .measured import compare as compare_measured  # noqa: E402
 from .optimiser import Setting, make_setting
+from .prefill import prefill as prefill_pass  # noqa: E402
+from .prefill import price_ratio  # noqa: E402
+from .prefill import request as request_view  # noqa: E402
 from .scenario import Scenario, load_scenario
+from .sensitivity import elasticities, sweep  # noqa: E402
 from .specdec import SpecDecoding
 from .tables import run_table
 
@@ -48,4 +57,13 @@ __all__ = [
     "points",
     "preset",
     "run_table",
+    "calibrate",
+    "calibrated_yaml",
+    "compare_measured",
+    "elasticities",
+    "import_hf_config",
+    "prefill_pass",
+    "price_ratio",
+    "request_view",
+    "sweep",
 ]
