@@ -63,6 +63,12 @@ def emit(text: str, out: str | None) -> None:
         click.echo(text, nl=False)
 
 
+#: --format table|csv|json|markdown, as every command takes it
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+)
+
+
 def setting_options(fn):
     """The options that describe a setting, shared by point and frontier."""
     options = [
@@ -185,7 +191,7 @@ def main():
 
 @main.command("list")
 @click.argument("kind", type=click.Choice(["models", "hardware", "scenarios"]))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def list_cmd(kind, fmt):
     """List the models, GPUs or scenarios that ship with the toolkit.
@@ -214,7 +220,7 @@ def list_cmd(kind, fmt):
     show_default=True,
     help="Assumption preset for the counts (refined: exact MLA, shared experts, tied embeddings).",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def show(name, hardware, assumptions, fmt):
     """Show a model's or a GPU's figures and what follows from them.
@@ -266,7 +272,7 @@ def _show_value(value):
 @setting_options
 @click.option("--gpus", type=float, required=True, help="GPUs in the instance.")
 @click.option("--batch", type=float, required=True, help="Concurrent requests.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def point(model, gpus, batch, fmt, **opts):
     """One configuration: latency, tokens/s per request, $/Mtok, MFU, layout and breakdown.
@@ -313,7 +319,7 @@ def point(model, gpus, batch, fmt, **opts):
     type=float,
     help="Keep only configurations whose TTFT (seconds) is within this.",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @click.option("--out", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
 @handle_errors
 def frontier(
@@ -525,7 +531,7 @@ def _vertical(series: pd.Series, fmt: str, title: str) -> str:
     type=float,
     help="Chunked prefill: tokens per pass (default: one pass if it fits).",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def prefill(model, gpus, prompt_tokens, batch, cached_fraction, chunk_tokens, fmt, **opts):
     """One prefill: latency, MFU, what bounds it, its breakdown and the cost of input tokens.
@@ -570,7 +576,7 @@ def prefill(model, gpus, prompt_tokens, batch, cached_fraction, chunk_tokens, fm
     show_default=True,
     help="Share of the prompt served from a prefix cache.",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def request(
     model, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction, fmt, **opts
@@ -612,7 +618,7 @@ def request(
 @click.option(
     "--assumptions", default="paper", show_default=True, help="Assumption preset (paper, refined)."
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def prices(model, hardware, contexts, weight_bits, assumptions, fmt):
     """What output tokens cost relative to input tokens, by context length (paper §4.3).
@@ -655,7 +661,7 @@ def prices(model, hardware, contexts, weight_bits, assumptions, fmt):
     type=float,
     help="Link bandwidth between devices, GB/s (default: the GPU's NIC).",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def context_parallel(model, hardware, prompt_tokens, devices, link_gb_per_s, fmt):
     """Context-parallel prefill of one prompt: all-gather against the KV-Runahead chain (seed 004).
@@ -689,7 +695,7 @@ def context_parallel(model, hardware, prompt_tokens, devices, link_gb_per_s, fmt
 @click.option(
     "--prefill-gpus", type=float, help="GPUs of the prefill pool (default: as many as decode)."
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def disagg(model, gpus, batch, prompt_tokens, output_tokens, prefill_gpus, fmt, **opts):
     """Disaggregated prefill/decode pools against co-located serving, per request.
@@ -739,7 +745,7 @@ def import_hf(config, out, name):
     type=click.Path(dir_okay=False),
     help="Also draw the measured points over the predicted frontier (PNG/SVG).",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @click.option(
     "--out", type=click.Path(dir_okay=False), help="Write the table to this file (atomically)."
 )
@@ -840,7 +846,7 @@ def calibrate(csv, assumptions, out, holdout_every):
     type=click.Path(dir_okay=False),
     help="Instead: elasticities of every factor, drawn as a tornado chart here.",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @handle_errors
 def sweep(model, parameter, values, at_speed, tornado, fmt, **opts):
     """What-if: vary one parameter and report the fastest speed and the cost at a fixed speed.

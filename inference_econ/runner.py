@@ -77,7 +77,7 @@ def key_points(fronts: dict[str, Frontier], sampling: str | None = None) -> pd.D
     return df[[c for c in KEY_COLUMNS if c in df.columns]]
 
 
-def load_measured(path, price_usd_per_hour: float | None = None) -> list[dict]:
+def load_overlay_points(path, price_usd_per_hour: float | None = None) -> list[dict]:
     """Measured operating points from a CSV: tokens_per_s and either usd_per_mtok or
     tokens_per_s_per_gpu (converted to $ with ``price_usd_per_hour``); optional label."""
     path = Path(path)
@@ -91,30 +91,17 @@ def load_measured(path, price_usd_per_hour: float | None = None) -> list[dict]:
         )
     points = []
     for i, row in df.iterrows():
-        speed = check_number(
-            row["tokens_per_s"],
-            str(path),
-            f"row {i + 2}: tokens_per_s",
-            minimum=0,
-            exclusive_minimum=True,
-        )
+
+        def positive(column, i=i, row=row):
+            return check_number(
+                row[column], str(path), f"row {i + 2}: {column}", minimum=0, exclusive_minimum=True
+            )
+
+        speed = positive("tokens_per_s")
         if "usd_per_mtok" in df and pd.notna(row.get("usd_per_mtok")):
-            cost = check_number(
-                row["usd_per_mtok"],
-                str(path),
-                f"row {i + 2}: usd_per_mtok",
-                minimum=0,
-                exclusive_minimum=True,
-            )
+            cost = positive("usd_per_mtok")
         elif "tokens_per_s_per_gpu" in df and price_usd_per_hour:
-            per_gpu = check_number(
-                row["tokens_per_s_per_gpu"],
-                str(path),
-                f"row {i + 2}: tokens_per_s_per_gpu",
-                minimum=0,
-                exclusive_minimum=True,
-            )
-            cost = 1e6 * price_usd_per_hour / 3600.0 / per_gpu
+            cost = 1e6 * price_usd_per_hour / 3600.0 / positive("tokens_per_s_per_gpu")
         else:
             raise SpecError(
                 str(path),
@@ -172,7 +159,7 @@ def run_scenario(
             if scenario.curves[0].toy is None
             else None
         )
-        measured += load_measured(measured_csv, price)
+        measured += load_overlay_points(measured_csv, price)
     colors = {c.label: c.color for c in scenario.curves if c.color}
     styles = {c.label: c.linestyle for c in scenario.curves}
     max_speed = scenario.options.get("max_speed")

@@ -32,6 +32,19 @@ PARAMETERS = {
 }
 
 
+#: factor parameters that scale GPU fields: (short name, fields scaled)
+HARDWARE_SCALES = {
+    "hbm_bandwidth": ("HBM", ("hbm_bandwidth_bytes_per_s",)),
+    "flops": ("FLOP/s", ("flop_per_s",)),
+    "interconnect_bandwidth": (
+        "links",
+        ("nvlink_bandwidth_bytes_per_s", "nic_bandwidth_bytes_per_s"),
+    ),
+    "price": ("price", ("price_usd_per_hour",)),
+    "hbm_capacity": ("HBM size", ("hbm_capacity_bytes",)),
+}
+
+
 def vary(setting: Setting, parameter: str, value: float) -> Setting:
     """The setting with one parameter changed (a factor, or a value for context/acceptance)."""
     if parameter not in PARAMETERS:
@@ -46,31 +59,10 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
     if not math.isfinite(value) or value < 0:
         raise SpecError("argument", parameter, f"is {value!r}", "expected a finite value >= 0")
     gpu, a = setting.gpu, setting.assumptions
-    if parameter == "hbm_bandwidth":
-        return setting.replace(
-            gpu=derive(
-                gpu, name=f"{gpu.name} x{value:g} HBM", scale={"hbm_bandwidth_bytes_per_s": value}
-            )
-        )
-    if parameter == "flops":
-        return setting.replace(
-            gpu=derive(gpu, name=f"{gpu.name} x{value:g} FLOP/s", scale={"flop_per_s": value})
-        )
-    if parameter == "interconnect_bandwidth":
-        scale = {"nvlink_bandwidth_bytes_per_s": value, "nic_bandwidth_bytes_per_s": value}
-        return setting.replace(gpu=derive(gpu, name=f"{gpu.name} x{value:g} links", scale=scale))
-    if parameter == "price":
-        return setting.replace(
-            gpu=derive(
-                gpu, name=f"{gpu.name} x{value:g} price", scale={"price_usd_per_hour": value}
-            )
-        )
-    if parameter == "hbm_capacity":
-        return setting.replace(
-            gpu=derive(
-                gpu, name=f"{gpu.name} x{value:g} HBM size", scale={"hbm_capacity_bytes": value}
-            )
-        )
+    if parameter in HARDWARE_SCALES:
+        short, fields = HARDWARE_SCALES[parameter]
+        scale = dict.fromkeys(fields, value)
+        return setting.replace(gpu=derive(gpu, name=f"{gpu.name} x{value:g} {short}", scale=scale))
     if parameter == "nccl_latency":
         return setting.replace(
             assumptions=a.replace(collective_latency_scale=a.collective_latency_scale * value)
