@@ -15,9 +15,9 @@ import statistics
 import time
 
 import inference_econ as ie
-from inference_econ import optimiser
-from inference_econ.frontier import domination_factor
-from inference_econ.tables import PAPER_TABLES, run_table
+from inference_econ.optimise import optimiser
+from inference_econ.optimise.frontier import domination_factor
+from inference_econ.studies.tables import PAPER_TABLES, run_table
 
 
 def timed(fn, repeat: int) -> tuple[float, object]:
@@ -66,7 +66,7 @@ def main() -> None:
     if args.check:
         for label, setting in (("plain", plain), ("speculative", spec)):
             start = time.perf_counter()
-            brute = ie.frontier(setting, exhaustive=True)
+            brute = ie.frontier(setting, method="exhaustive")
             elapsed = time.perf_counter() - start
             fast = ie.frontier(setting)
             print(

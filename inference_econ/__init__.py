@@ -2,68 +2,73 @@
 
 Given a model architecture and a GPU, find the cost per token and the serial speed (tokens/s
 per request) of every parallel layout and batch size, and the Pareto frontier between them.
-The model is the one of "Inference economics of language models" (MODEL.md Part A), with
+The model is the one of "Inference economics of language models" (docs/model.md Part A), with
 named refinements beyond it (Part B).
 
-Specs (``load_model``, ``load_hardware``) -> cost model (``workload``, ``collectives``,
-``latency``) -> optimiser (``frontier``) -> reports (``tables``, ``report``, ``cli``).
+The package is layered (docs/architecture.md): ``specs`` (YAML -> frozen specs) -> ``model``
+(the pure cost model) -> ``settings`` (the one table of options) -> ``serving`` (decode,
+speculation, prefill, requests) -> ``optimise`` (the frontier search) -> ``studies``
+(scenarios, tables, what-ifs, measured data) -> ``output`` (tables, figures, files) -> ``api``
+and ``cli``. Names below are imported on first use, so ``import inference_econ`` is cheap.
 """
 
-from .api import frontier, hardware_summary, list_specs, model_summary, point, points
-from .architecture import Architecture, Precision, load_model
-from .assumptions import PAPER, Assumptions, preset
-from .errors import InfeasibleError, InferenceEconError, SpecError
-from .frontier import Frontier
-from .hardware import GPU, derive, load_hardware
+from __future__ import annotations
 
-# beyond decoding: prefill and requests, what-if studies, real data (modules keep their names)
-from .hfimport import import_config as import_hf_config  # noqa: E402
-from .measured import calibrate, calibrated_yaml  # noqa: E402
-from .measured import compare as compare_measured  # noqa: E402
-from .optimiser import Setting, make_setting
-from .prefill import prefill as prefill_pass  # noqa: E402
-from .prefill import price_ratio  # noqa: E402
-from .prefill import request as request_view  # noqa: E402
-from .scenario import Scenario, load_scenario
-from .sensitivity import elasticities, sweep  # noqa: E402
-from .specdec import SpecDecoding
-from .tables import run_table
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "PAPER",
-    "GPU",
-    "Architecture",
-    "Assumptions",
-    "Frontier",
-    "InfeasibleError",
-    "InferenceEconError",
-    "Precision",
-    "Scenario",
-    "Setting",
-    "SpecDecoding",
-    "SpecError",
-    "derive",
-    "frontier",
-    "hardware_summary",
-    "list_specs",
-    "load_hardware",
-    "load_model",
-    "load_scenario",
-    "make_setting",
-    "model_summary",
-    "point",
-    "points",
-    "preset",
-    "run_table",
-    "calibrate",
-    "calibrated_yaml",
-    "compare_measured",
-    "elasticities",
-    "import_hf_config",
-    "prefill_pass",
-    "price_ratio",
-    "request_view",
-    "sweep",
-]
+#: Public name -> (module, attribute), imported lazily (PEP 562).
+_EXPORTS = {
+    "frontier": ("api", "frontier"),
+    "point": ("api", "point"),
+    "points": ("api", "points"),
+    "model_summary": ("api", "model_summary"),
+    "hardware_summary": ("api", "hardware_summary"),
+    "list_specs": ("api", "list_specs"),
+    "Architecture": ("specs.architecture", "Architecture"),
+    "Precision": ("specs.architecture", "Precision"),
+    "load_model": ("specs.architecture", "load_model"),
+    "GPU": ("specs.hardware", "GPU"),
+    "derive": ("specs.hardware", "derive"),
+    "load_hardware": ("specs.hardware", "load_hardware"),
+    "import_hf_config": ("specs.hf_import", "import_config"),
+    "PAPER": ("model.assumptions", "PAPER"),
+    "Assumptions": ("model.assumptions", "Assumptions"),
+    "preset": ("model.assumptions", "preset"),
+    "InferenceEconError": ("errors", "InferenceEconError"),
+    "InfeasibleError": ("errors", "InfeasibleError"),
+    "SpecError": ("errors", "SpecError"),
+    "Setting": ("serving.setting", "Setting"),
+    "make_setting": ("serving.setting", "make_setting"),
+    "SpecDecoding": ("serving.speculative", "SpecDecoding"),
+    "prefill_pass": ("serving.prefill", "prefill"),
+    "request_view": ("serving.requests", "request"),
+    "Frontier": ("optimise.frontier", "Frontier"),
+    "Method": ("optimise.method", "Method"),
+    "Scenario": ("studies.scenario", "Scenario"),
+    "load_scenario": ("studies.scenario", "load_scenario"),
+    "run_table": ("studies.tables", "run_table"),
+    "price_ratio": ("studies.prices", "price_ratio"),
+    "sweep": ("studies.sensitivity", "sweep"),
+    "elasticities": ("studies.sensitivity", "elasticities"),
+    "compare_measured": ("studies.measured.predicting", "compare"),
+    "calibrate": ("studies.measured.calibration", "calibrate"),
+    "calibrated_yaml": ("studies.measured.calibration", "calibrated_yaml"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    try:
+        module, attr = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'inference_econ' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))

@@ -10,18 +10,40 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import catalog
-from .architecture import Architecture, load_model
-from .assumptions import Assumptions, preset
-from .frontier import Frontier
-from .hardware import GPU, load_hardware
-from .optimiser import Setting, evaluate, make_setting
-from .optimiser import frontier as _frontier
-from .workload import compile_workload
+from . import settings as table
+from .errors import SpecError
+from .model.assumptions import Assumptions, preset
+from .model.economics import flop_rates
+from .model.workload import compile_workload
+from .optimise.frontier import Frontier
+from .optimise.method import Method, make_method
+from .optimise.optimiser import frontier as _frontier
+from .serving.decode import evaluate
+from .serving.setting import Setting, make_setting
+from .specs import catalog
+from .specs.architecture import Architecture, load_model
+from .specs.hardware import GPU, load_hardware
+
+
+def _split(kwargs: dict) -> tuple[dict, Method | str | None, dict]:
+    """Keyword arguments into (problem settings, method, method options)."""
+    kwargs = dict(kwargs)
+    method = kwargs.pop("method", None)
+    if kwargs.pop("exhaustive", False):
+        method = "exhaustive"
+    method_options = {k: kwargs.pop(k) for k in table.names(table.METHOD) if k in kwargs}
+    return kwargs, method, method_options
 
 
 def _setting(model, hardware, **kwargs) -> Setting:
     if isinstance(model, Setting):
+        if kwargs:
+            raise SpecError(
+                "argument",
+                next(iter(kwargs)),
+                "given together with a Setting",
+                "change the setting with setting.replace(...) instead",
+            )
         return model
     return make_setting(model, hardware, **kwargs)
 
@@ -30,7 +52,8 @@ def point(model, hardware=None, *, gpus, batch, **kwargs) -> pd.Series:
     """One configuration (GPUs, batch) of a model on a GPU: latency, tokens/s per request,
     $ per million tokens, MFU, the best layout and the latency breakdown.
 
-    Keyword arguments are those of ``make_setting`` (context_tokens, weight_bits, draft, …).
+    Keyword arguments are the settings of ``make_setting`` (context_tokens, weight_bits,
+    draft, ...; the table in ``inference_econ/settings.py``).
     """
     return evaluate(_setting(model, hardware, **kwargs), gpus, batch).iloc[0]
 
@@ -41,9 +64,13 @@ def points(model, hardware=None, *, gpus, batch, **kwargs) -> pd.DataFrame:
 
 
 def frontier(model, hardware=None, **kwargs) -> Frontier:
-    """The Pareto frontier of tokens/s per request vs $ per million tokens."""
-    exhaustive = kwargs.pop("exhaustive", False)
-    return _frontier(_setting(model, hardware, **kwargs), exhaustive=exhaustive)
+    """The Pareto frontier of tokens/s per request vs $ per million tokens.
+
+    Keyword arguments are settings (as ``point``) and the search method: ``method`` ("grid",
+    "discrete", "exhaustive" or a ``Method``), ``discrete=True``, ``grid_points``.
+    """
+    problem, method, options = _split(kwargs)
+    return _frontier(_setting(model, hardware, **problem), make_method(method, **options))
 
 
 def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions = "refined") -> dict:
@@ -51,8 +78,8 @@ def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions =
     arch: Architecture = load_model(model)
     gpu: GPU = load_hardware(hardware)
     a = preset(assumptions)
-    work = compile_workload(arch, arch.precision, a)
-    flop = gpu.sustained_flop_per_s(work.weight_bits, a.native_fp4)
+    work = compile_workload(arch, a)
+    flop = flop_rates(gpu, work.weight_bits, a)[1]
     bw = gpu.sustained_hbm_bandwidth_bytes_per_s
     sparsity = max(g.sparsity for g in work.groups)
     return {
@@ -72,15 +99,15 @@ def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions =
         "active_params": work.active_params,
         "published_total_params": arch.published_total_params,
         "published_active_params": arch.published_active_params,
-        "weight_bytes": work.total_params * work.weight_bytes,
+        "weights_total_bytes": work.weights_total_bytes,
         "kv_bytes_per_token": work.kv_bytes_per_token,
         "sparsity": sparsity,
         "hardware": gpu.name,
-        "min_gpus_for_weights": work.total_params * work.weight_bytes / gpu.hbm_capacity_bytes,
+        "min_gpus_for_weights": work.weights_total_bytes / gpu.hbm_capacity_bytes,
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
-        "critical_batch": flop * work.weight_bytes / (2.0 * bw) * sparsity,
+        "critical_batch": flop * work.bytes_per_weight / (2.0 * bw) * sparsity,
         "max_context_tokens_one_request_one_gpu": max(
-            0.0, gpu.hbm_capacity_bytes - work.total_params * work.weight_bytes
+            0.0, gpu.hbm_capacity_bytes - work.weights_total_bytes
         )
         / work.kv_bytes_per_token,
     }

@@ -1,10 +1,16 @@
-"""NCCL collective times (MODEL.md A4) against hand computations."""
+"""NCCL collective times (docs/model.md §A4) against hand computations."""
 
 import numpy as np
 import pytest
 
 import inference_econ as ie
-from inference_econ.collectives import ALLREDUCE, ALLTOALL, P2P, CollectiveCost, collective_time
+from inference_econ.model.collectives import (
+    ALLREDUCE,
+    ALLTOALL,
+    P2P,
+    CollectiveCost,
+    collective_time,
+)
 
 
 @pytest.fixture(scope="module")

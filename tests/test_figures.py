@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from inference_econ.cli import main
-from inference_econ.runner import run_scenario
+from inference_econ.output.runner import run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

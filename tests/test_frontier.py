@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import inference_econ as ie
-from inference_econ.frontier import Frontier, domination_factor, pareto_indices
+from inference_econ.optimise.frontier import Frontier, domination_factor, pareto_indices
 
 
 def test_pareto_indices_by_hand():
@@ -51,9 +51,9 @@ def test_fast_search_matches_brute_force_on_a_coarse_grid():
         ("Llama 3 70B", dict(weight_bits=8)),
         ("Mixtral 8x22B", dict(draft="Llama 3 8B")),
     ]:
-        setting = ie.make_setting(model, "H100-paper", grid_points=60, **kwargs)
-        fast = ie.frontier(setting)
-        brute = ie.frontier(setting, exhaustive=True)
+        setting = ie.make_setting(model, "H100-paper", **kwargs)
+        fast = ie.frontier(setting, grid_points=60)
+        brute = ie.frontier(setting, method="exhaustive", grid_points=60)
         # at least as good as brute force at every speed (within 0.5 %) and no better than it
         assert domination_factor(brute, fast) <= 1.005
         assert domination_factor(fast, brute) <= 1.005

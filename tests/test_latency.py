@@ -1,10 +1,10 @@
-"""Token latency and its breakdown (MODEL.md A5)."""
+"""Token latency and its breakdown (docs/model.md §A5)."""
 
 import numpy as np
 import pytest
 
 import inference_econ as ie
-from inference_econ.latency import ADDITIVE_PARTS
+from inference_econ.model.latency import ADDITIVE_PARTS
 
 
 def test_breakdown_adds_up_to_the_latency():
@@ -37,7 +37,7 @@ def test_single_gpu_by_hand():
     # Llama 3 8B, 1 GPU, batch 1: kernels 4·32·4 µs + weights read at 75 % of 3.3 TB/s; the
     # input embedding is a lookup, so HBM reads count V·d once (A2) while P counts 2·V·d
     row = ie.point("Llama 3 8B", "H100-paper", gpus=1, batch=1)
-    w = ie.model_summary("Llama 3 8B")["weight_bytes"] - 128256 * 4096 * 2
+    w = ie.model_summary("Llama 3 8B")["weights_total_bytes"] - 128256 * 4096 * 2
     assert row.collective_latency_s == 0 and row.pipeline_degree == 1
     assert row.kernel_launch_s == pytest.approx(4 * 32 * 4e-6)
     assert row.weight_read_s == pytest.approx(w / (0.75 * 3.3e12), rel=1e-6)

@@ -40,7 +40,7 @@ def test_wheel_contains_every_spec(wheel):
         for path in (ROOT / folder).rglob("*.yaml"):
             inside = f"inference_econ/_data/{folder}/{path.relative_to(ROOT / folder).as_posix()}"
             assert inside in names, f"{inside} missing from the wheel"
-    assert "inference_econ/cli.py" in names
+    assert "inference_econ/cli/__init__.py" in names
 
 
 def test_installed_package_finds_its_specs(wheel, tmp_path):

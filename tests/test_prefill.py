@@ -5,10 +5,12 @@ import pytest
 from click.testing import CliRunner
 
 import inference_econ as ie
-from inference_econ import contextparallel as cp
-from inference_econ import disagg, prefill
 from inference_econ.cli import main
-from inference_econ.latency import ADDITIVE_PARTS
+from inference_econ.model.latency import ADDITIVE_PARTS
+from inference_econ.serving import context_parallel as cp
+from inference_econ.serving import disaggregation as disagg
+from inference_econ.serving import prefill, requests
+from inference_econ.studies import prices
 
 LLAMA = ie.make_setting("Llama 3 70B", "H100-paper")
 
@@ -47,7 +49,7 @@ def test_chunked_and_cached_prefill():
 
 
 def test_request_view_adds_up():
-    r = prefill.request(LLAMA, 8, 32, 2000, 500)
+    r = requests.request(LLAMA, 8, 32, 2000, 500)
     assert r.ttft_s > r.prefill_s > 0
     assert r.e2e_latency_s == pytest.approx(r.ttft_s + 499 * r.decode_latency_s)
     assert r.output_to_input_price_ratio == pytest.approx(
@@ -57,11 +59,11 @@ def test_request_view_adds_up():
 
 
 def test_input_output_price_ratio():
-    short = prefill.price_ratio("Llama 3 70B", "H100-paper", 1000, weight_bits=16)
+    short = prices.price_ratio("Llama 3 70B", "H100-paper", 1000, weight_bits=16)
     # the paper (§4.3) argues about 3x at short context from ~15 % decode and ~50 % prefill MFU
     assert 3.0 <= short.output_to_input_price_ratio <= 10.0
-    mistral = prefill.price_ratio("Mistral Large 2", "H100-paper", 100000, weight_bits=16)
-    deepseek = prefill.price_ratio(
+    mistral = prices.price_ratio("Mistral Large 2", "H100-paper", 100000, weight_bits=16)
+    deepseek = prices.price_ratio(
         "DeepSeek-V3 (paper approximation)", "H100-paper", 100000, weight_bits=8
     )
     assert mistral.output_to_input_price_ratio > short.output_to_input_price_ratio

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inference_econ as ie
-from inference_econ.latency import ADDITIVE_PARTS
+from inference_econ.model.latency import ADDITIVE_PARTS
 
 MODELS = ["Llama 3 70B", "Mixtral 8x22B", "DeepSeek-V3 (paper approximation)", "Llama 3 8B"]
 configs = st.tuples(

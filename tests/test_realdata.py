@@ -8,12 +8,13 @@ import pytest
 from click.testing import CliRunner
 
 import inference_econ as ie
-from inference_econ import measured, sensitivity
 from inference_econ.cli import main
-from inference_econ.hfimport import import_config
-from inference_econ.workload import compile_workload
+from inference_econ.model.workload import compile_workload
+from inference_econ.specs.hf_import import import_config
+from inference_econ.studies import sensitivity
+from inference_econ.studies.measured import calibration, predicting
 
-# a copy of ../shared/data/measured_public_sample.csv (NVIDIA NIM benchmark figures)
+# the NIM sample of public measured results (NVIDIA NIM benchmark figures)
 SAMPLE = str(Path(__file__).parent / "data" / "measured_public_sample.csv")
 REFINED = ie.preset("refined")
 
@@ -91,7 +92,7 @@ def write(tmp_path, cfg, name="config.json"):
 
 
 def counts(arch):
-    w = compile_workload(arch, arch.precision, REFINED)
+    w = compile_workload(arch, REFINED)
     return w.total_params, w.active_params
 
 
@@ -125,7 +126,7 @@ def test_unknown_architecture_lists_unmapped_fields(tmp_path):
 
 
 def test_every_measured_row_gets_a_prediction():
-    table = measured.compare(SAMPLE)
+    table = predicting.compare(SAMPLE)
     assert len(table) == 7
     assert (
         np.isfinite(table.predicted_tokens_per_s).all() and (table.predicted_tokens_per_s > 0).all()
@@ -162,16 +163,16 @@ def test_measured_figure(tmp_path):
 
 
 def test_calibration_reports_values_errors_and_held_out_error(tmp_path):
-    result = measured.calibrate(SAMPLE)
-    assert result["points"] == 5 and result["held_out"] >= 1
-    assert set(result["values"]) == set(measured.PARAMETERS)
-    assert result["rms_log_error_fit"] < result["rms_log_error_before"]
-    assert np.isfinite(result["rms_log_error_held_out"])
+    result = calibration.calibrate(SAMPLE)
+    assert result.points == 5 and result.held_out >= 1
+    assert set(result.values) == set(calibration.PARAMETERS)
+    assert result.rms_log_error_fit < result.rms_log_error_before
+    assert np.isfinite(result.rms_log_error_held_out)
     out = tmp_path / "cal.yaml"
-    out.write_text(measured.calibrated_yaml(result))
+    out.write_text(calibration.calibrated_yaml(result))
     gpu = ie.load_hardware(out)
     assert gpu.sustained_hbm_bandwidth_fraction == pytest.approx(
-        result["values"]["sustained_hbm_bandwidth_fraction"], rel=1e-3
+        result.values["sustained_hbm_bandwidth_fraction"], rel=1e-3
     )
     # the calibrated file is a hardware spec a frontier (or a scenario) can use
     assert ie.frontier("Llama 3.3 70B", out, weight_bits=8).fastest().tokens_per_s > 0

@@ -1,21 +1,21 @@
-"""MODEL.md Part B: each refinement is a named assumption, and the refined preset is right."""
+"""docs/model.md Part B: each refinement is a named assumption, and the refined preset is right."""
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import inference_econ as ie
-from inference_econ import catalog
 from inference_econ.cli import main
-from inference_econ.collectives import CollectiveCost, protocols_for
-from inference_econ.workload import compile_workload, mla_decode_costs
+from inference_econ.model.collectives import CollectiveCost, protocols_for
+from inference_econ.model.workload import compile_workload, mla_decode_costs
+from inference_econ.specs import catalog
 
 REFINED = ie.preset("refined")
 
 
 def work(name, assumptions=REFINED, **bits):
     arch = ie.load_model(name).with_precision(**bits)
-    return compile_workload(arch, arch.precision, assumptions)
+    return compile_workload(arch, assumptions)
 
 
 def test_every_refinement_is_off_in_paper_and_on_in_refined():
@@ -42,7 +42,7 @@ def test_every_refinement_is_off_in_paper_and_on_in_refined():
         paper.replace(nvsl=True)
 
 
-# seed 003: DeepSeek-V2 (128 heads, nope 128, rope 64, value 128, latent 512), BF16 cache
+# docs/model.md §B3 test vector: DeepSeek-V2 (128 heads, nope 128, rope 64, value 128, latent 512), BF16 cache
 @pytest.mark.parametrize(
     "implementation, cache_kb, mflop",
     [("decompressed", 81.92, 0.08), ("compressed", 1.152, 33.64), ("absorbed", 1.152, 0.28)],
@@ -99,7 +99,7 @@ def test_shared_experts_are_always_read():
     w = work("DeepSeek-V3")
     moe = w.groups[1]
     weights_one_token, _ = w.ff_bytes(moe, 1.0, 1.0)
-    per_expert = 3 * 7168 * 2048 * w.weight_bytes
+    per_expert = 3 * 7168 * 2048 * w.bytes_per_weight
     assert weights_one_token == pytest.approx(per_expert * (1 + 256 * (1 - (1 - 8 / 256))))
 
 
@@ -125,18 +125,16 @@ def test_attention_data_parallel_does_not_multiply_projections():
     paper_div = ie.preset("paper")
     dp = paper_div.replace(attention_data_parallel=True)
     setting = ie.make_setting("Llama 3 70B", "H100-paper", assumptions=paper_div)
-    model = __import__("inference_econ.optimiser", fromlist=["Problem"]).Problem(setting).target
-    model_dp = (
-        __import__("inference_econ.optimiser", fromlist=["Problem"])
-        .Problem(setting.replace(assumptions=dp))
-        .target
-    )
+    from inference_econ.serving.decode import Decoder
+
+    model = Decoder(setting).target
+    model_dp = Decoder(setting.replace(assumptions=dp)).target
     part = model.pipeline_part(np.array([16.0]), np.array([512.0]), 1, 0.0, 1.0)
     part_dp = model_dp.pipeline_part(np.array([16.0]), np.array([512.0]), 1, 0.0, 1.0)
     a = 4.0
     assert model.compute_time(part, a) > model_dp.compute_time(part_dp, a)
-    w_paper, act_paper = model.attention_reads(part, 16.0, 1.0, a)
-    w_dp, act_dp = model_dp.attention_reads(part_dp, 16.0, 1.0, a)
+    w_paper, act_paper = model.attention_reads(part, a)
+    w_dp, act_dp = model_dp.attention_reads(part_dp, a)
     assert w_paper == pytest.approx(w_dp) and act_dp == pytest.approx(act_paper / a)
 
 
@@ -185,7 +183,7 @@ def test_cuda_graphs_cut_launch_time():
 
 
 def test_gb200_nvl72_scale_up_domain_beats_hgx_b200():
-    from inference_econ.runner import run_scenario
+    from inference_econ.output.runner import run_scenario
 
     fronts = run_scenario("gb200-nvl72-vs-hgx-b200").fronts
     nvl = fronts["Llama 3.1 405B on GB200 NVL72"]
@@ -194,5 +192,7 @@ def test_gb200_nvl72_scale_up_domain_beats_hgx_b200():
     assert nvl.fastest().gpus > 8  # the fast end needs more than one HGX node
     ds_nvl, ds_hgx = fronts["DeepSeek-V3 on GB200 NVL72"], fronts["DeepSeek-V3 on HGX B200"]
     assert ds_nvl.points.expert_degree.max() > 8
-    speeds = np.array([150.0, 170.0])
-    assert np.all(ds_nvl.cost_at_speed(speeds) < ds_hgx.cost_at_speed(speeds))
+    # cheaper at 100-160 tok/s; the redistribution all-to-alls of fully data-parallel
+    # attention (charged on the fast path since the breakdown fix) even it out from 170
+    speeds = np.array([120.0, 150.0])
+    assert np.all(ds_nvl.cost_at_speed(speeds) < 0.95 * ds_hgx.cost_at_speed(speeds))

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 import inference_econ as ie
-from inference_econ import catalog
 from inference_econ.cli import main
+from inference_econ.specs import catalog
 
 
 @pytest.mark.parametrize("entry", catalog.entries("scenarios"), ids=lambda e: e.name)

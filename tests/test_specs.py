@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 import inference_econ as ie
-from inference_econ import catalog
-from inference_econ.architecture import architecture_from_dict
 from inference_econ.errors import SpecError, UnknownNameError
-from inference_econ.hardware import derive, gpu_from_dict
+from inference_econ.specs import catalog
+from inference_econ.specs.architecture import architecture_from_dict
+from inference_econ.specs.hardware import derive, gpu_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +36,7 @@ def test_every_hardware_figure_has_a_source_comment():
                 )
 
 
-# PAPER_INPUTS.md, "GPUs as the paper uses them"
+# docs/paper-inputs.md, "GPUs"
 PAPER_GPUS = {
     "H100-paper": (1e15, 2e15, 0.7, 3.3e12, 0.75, 80e9, 225e9, 25e9, 8, 2.1),
     "H200-paper": (1e15, 2e15, 0.6, 4.8e12, 0.75, 141e9, 225e9, 25e9, 8, 2.94),
@@ -186,4 +186,4 @@ def test_schema_expresses_part_b_architectures():
     oss = ie.load_model("gpt-oss-120b")
     assert {g.sliding_window_tokens for g in oss.layer_groups} == {128, None}
     p = ie.Precision(8, 16, 8)
-    assert (p.weight_bytes, p.activation_bytes, p.kv_cache_bytes) == (1, 2, 1)
+    assert (p.bytes_per_weight, p.bytes_per_activation, p.bytes_per_kv_element) == (1, 2, 1)

@@ -1,9 +1,9 @@
-"""The paper's Tables 2-6 (PAPER_INPUTS.md) reproduced with Part A."""
+"""The paper's Tables 2-6 (docs/paper-inputs.md) reproduced with Part A."""
 
 import numpy as np
 import pytest
 
-from inference_econ.tables import run_table
+from inference_econ.studies.tables import run_table
 
 
 def within(ours, paper, rel):

@@ -1,11 +1,11 @@
-"""The Section 2 toy models and Table 1 (MODEL.md A8)."""
+"""The Section 2 toy models and Table 1 (docs/model.md §A8)."""
 
 import numpy as np
 import pytest
 
 import inference_econ as ie
-from inference_econ import toy
-from inference_econ.tables import run_table
+from inference_econ.serving import toy
+from inference_econ.studies.tables import run_table
 
 
 def test_table_1_matches_the_paper():
@@ -23,7 +23,7 @@ def test_closed_form_is_the_minimum_of_the_latency_curve():
 
 
 def test_tiny_model_uses_one_gpu():
-    r = toy.optimum(params=1e6, layers=4, weight_bytes=2, bandwidth_bytes_per_s=3.3e12)
+    r = toy.optimum(params=1e6, layers=4, bytes_per_weight=2, bandwidth_bytes_per_s=3.3e12)
     assert r.optimal_gpus == 1.0
 
 

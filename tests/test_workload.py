@@ -1,15 +1,15 @@
-"""Parameters, KV cache, FLOP and HBM bytes (MODEL.md A1-A2) against hand computations."""
+"""Parameters, KV cache, FLOP and HBM bytes (docs/model.md §A1-§A2) against hand computations."""
 
 import pytest
 
 import inference_econ as ie
-from inference_econ.assumptions import PAPER
-from inference_econ.workload import compile_workload, matmul_io_bytes
+from inference_econ.model.assumptions import PAPER
+from inference_econ.model.workload import compile_workload, matmul_io_bytes
 
 
 def work(name, **bits):
     arch = ie.load_model(name).with_precision(**bits)
-    return compile_workload(arch, arch.precision, PAPER)
+    return compile_workload(arch, PAPER)
 
 
 def test_llama_3_70b_parameters_by_hand():

@@ -1,0 +1,5 @@
+"""python -m inference_econ.cli"""
+
+from . import main
+
+main()

@@ -1,0 +1,141 @@
+"""Decoding commands: one configuration (point) and the Pareto frontier."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import InfeasibleError
+from .common import (
+    emit,
+    format_option,
+    handle_errors,
+    make_setting,
+    options,
+    out_option,
+    setting_options,
+)
+
+
+def point_value(field, value):
+    """A value of a vertical field/value table: durations in ms, floats to 4 digits."""
+    from ..output.render import is_duration
+
+    if is_duration(field) and isinstance(value, float):
+        return f"{value * 1e3:.4g} ms"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return value
+
+
+def vertical(series, fmt: str, title: str) -> str:
+    """One result as a field/value table (or one CSV/JSON row)."""
+    import pandas as pd
+
+    from ..output.render import render
+
+    if fmt in ("csv", "json"):
+        return render(pd.DataFrame([series]), fmt)
+    df = pd.DataFrame(
+        {"field": series.index, "value": [point_value(k, v) for k, v in series.items()]}
+    )
+    return render(df, fmt, title=title)
+
+
+@click.command()
+@click.argument("model")
+@setting_options
+@options("gpus", "batch")
+@format_option
+@handle_errors
+def point(model, hardware, gpus, batch, format, **values):
+    """One configuration: latency, tokens/s per request, $/Mtok, MFU, layout and breakdown.
+
+    \b
+    Example:  inference-econ point "Llama 3 70B" -H H100 --gpus 8 --batch 64 --context 4096
+    """
+    import numpy as np
+
+    from .. import api
+
+    setting = make_setting(model, hardware, **values)
+    row = api.points(setting, gpus=gpus, batch=batch).iloc[0]
+    if not np.isfinite(row["latency_s"]):
+        raise InfeasibleError(
+            f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} with batch {batch:g} "
+            f"at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
+        )
+    title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}, context {setting.context_tokens:g}"
+    click.echo(vertical(row, format, title), nl=False)
+
+
+@click.command()
+@click.argument("model")
+@setting_options
+@options("max_throughput_tokens_per_s", "discrete", "grid_points", "prompt_tokens", "ttft_max_s")
+@click.option(
+    "--rows", type=int, help="Show this many points, evenly spaced in speed (table format: 20)."
+)
+@format_option
+@out_option
+@handle_errors
+def frontier(model, hardware, discrete, grid_points, rows, format, out, **values):
+    """The Pareto frontier of tokens/s per request vs $ per million tokens.
+
+    Every point carries its layout (GPUs, batch, PP, TP, attention TP, EP, 1-D/2-D, draft
+    length) and where its time goes.
+
+    \b
+    Example:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 \\
+                  --draft "Llama 3 8B" --acceptance 0.8 --format csv --out llama.csv
+    """
+    import pandas as pd
+
+    from ..optimise.method import make_method
+    from ..optimise.optimiser import frontier as compute
+    from ..output.render import render
+    from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
+
+    setting = make_setting(model, hardware, **values)
+    front = compute(setting, make_method(discrete=discrete, grid_points=grid_points))
+    if front.empty:
+        raise InfeasibleError(
+            f"{setting.name}: no feasible configuration ({'; '.join(front.notes)})"
+        )
+    df = front.points[[c for c in DETAIL_COLUMNS if c in front.points]]
+    if rows is None and format == "table":
+        rows = 20
+    if rows:
+        df = _thin(df, rows)
+    if format != "table":
+        emit(render(df, format, title=setting.name if format == "markdown" else ""), out)
+        return
+    keys = pd.DataFrame(
+        [
+            front.fastest()[SUMMARY_COLUMNS].rename("fastest"),
+            front.preference_point()[SUMMARY_COLUMNS].rename("preference (speed^3/price)"),
+            front.cheapest()[SUMMARY_COLUMNS].rename("cheapest"),
+        ]
+    )
+    keys.insert(0, "point", keys.index)
+    head = render(
+        keys,
+        "table",
+        title=f"{setting.name}: {len(front)} frontier points ({front.elapsed_s:.2f} s)",
+    )
+    body = render(df, "table", title=f"{len(df)} points, slowest first (--rows to change)")
+    emit(head + "\n" + body, out)
+
+
+def _thin(df, rows: int):
+    """About ``rows`` points, evenly spaced in log speed."""
+    import numpy as np
+
+    if len(df) <= rows:
+        return df
+    speeds = np.log(df["tokens_per_s"].to_numpy())
+    targets = np.linspace(speeds.min(), speeds.max(), rows)
+    idx = np.unique([int(np.argmin(np.abs(speeds - t))) for t in targets])
+    return df.iloc[idx]
+
+
+COMMANDS = (point, frontier)

@@ -1,0 +1,185 @@
+"""Serving commands beyond decoding: prefill, requests, prices, context-parallel prefill and
+disaggregated pools (docs/model.md §B8-§B10)."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import InfeasibleError
+from .common import (
+    format_option,
+    handle_errors,
+    hardware_option,
+    make_setting,
+    option,
+    options,
+    setting_options,
+)
+from .decode_commands import vertical
+
+
+@click.command()
+@click.argument("model")
+@setting_options
+@option("gpus")
+@option("prompt_tokens", required=True)
+@option("prefill_batch", flag="--batch", default=1.0, help="Prompts prefilled together.")
+@options("cached_fraction", "chunk_tokens")
+@format_option
+@handle_errors
+def prefill(
+    model,
+    hardware,
+    gpus,
+    prompt_tokens,
+    prefill_batch,
+    cached_fraction,
+    chunk_tokens,
+    format,
+    **values,
+):
+    """One prefill: latency, MFU, what bounds it, its breakdown and the cost of input tokens.
+
+    \b
+    Example:  inference-econ prefill "Llama 3 70B" -H H100-paper --gpus 8 --prompt-tokens 8000
+    """
+    import numpy as np
+
+    from ..serving import prefill as pf
+
+    setting = make_setting(model, hardware, **values)
+    prompt, batch = prompt_tokens, prefill_batch
+    cached = min(int(cached_fraction * prompt), int(prompt) - 1) if cached_fraction else 0
+    row = pf.prefill(
+        setting, gpus, prompt, batch=batch, cached_tokens=cached, chunk_tokens=chunk_tokens
+    )
+    if not np.isfinite(row.latency_s):
+        raise InfeasibleError(
+            f"{setting.model.name}: a {prompt:g}-token prefill of {batch:g} prompts does not fit on {gpus:g} x {setting.gpu.name}"
+        )
+    title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
+    click.echo(vertical(row, format, title), nl=False)
+
+
+def request_options(fn):
+    """A decode instance and a request mix, shared by request and disagg."""
+    fn = option("prompt_tokens", required=True, help="Input tokens per request.")(
+        options("output_tokens")(fn)
+    )
+    return options("gpus", "batch")(fn)
+
+
+@click.command()
+@click.argument("model")
+@setting_options
+@request_options
+@option("prefill_batch", help="Prompts prefilled together (default: the batch).")
+@options("cached_fraction")
+@format_option
+@handle_errors
+def request(
+    model,
+    hardware,
+    gpus,
+    batch,
+    prompt_tokens,
+    output_tokens,
+    prefill_batch,
+    cached_fraction,
+    format,
+    **values,
+):
+    """A request's view: time to first token, end-to-end latency, input and output token prices.
+
+    \b
+    Example:  inference-econ request "Llama 3 70B" -H H100-paper --gpus 8 --batch 32 \\
+                  --prompt-tokens 2000 --output-tokens 500
+    """
+    import numpy as np
+
+    from ..serving.requests import request as view
+
+    setting = make_setting(model, hardware, **values)
+    row = view(setting, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction)
+    if not np.isfinite(row.ttft_s):
+        raise InfeasibleError(
+            f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
+        )
+    title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
+    click.echo(vertical(row, format, title), nl=False)
+
+
+@click.command()
+@click.argument("model")
+@hardware_option
+@options("contexts", "weight_bits", "assumptions")
+@format_option
+@handle_errors
+def prices(model, hardware, contexts, weight_bits, assumptions, format):
+    """What output tokens cost relative to input tokens, by context length (paper §4.3).
+
+    Decode at the frontier's preference point; prompts prefilled on the same GPUs.
+
+    \b
+    Example:  inference-econ prices "Mistral Large 2" -H H100-paper --contexts 1000,100000
+    """
+    import pandas as pd
+
+    from ..output.render import render
+    from ..studies.prices import price_ratio
+
+    rows = [
+        price_ratio(model, hardware, c, weight_bits=weight_bits, assumptions=assumptions)
+        for c in contexts
+    ]
+    click.echo(render(pd.DataFrame(rows), format, title="Output/input token price ratio"), nl=False)
+
+
+@click.command("context-parallel")
+@click.argument("model")
+@hardware_option
+@options("prompt_lengths", "devices", "link_gb_per_s")
+@format_option
+@handle_errors
+def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, format):
+    """Context-parallel prefill of one prompt: all-gather against the KV-Runahead chain
+    (docs/model.md §B9).
+
+    \b
+    Example:  inference-econ context-parallel "Llama 3 8B" -H A100-paper --devices 4 --link-gb-per-s 1
+    """
+    from ..output.render import render
+    from ..serving import context_parallel as cp
+
+    link = None if link_gb_per_s is None else link_gb_per_s * 1e9
+    setting = make_setting(model, hardware)
+    df = cp.compare(setting, list(prompt_lengths), devices, link_bytes_per_s=link)
+    title = "Context-parallel prefill: time to first token (s) and speed-up"
+    click.echo(render(df, format, title=title), nl=False)
+
+
+@click.command()
+@click.argument("model")
+@setting_options
+@request_options
+@options("prefill_gpus")
+@format_option
+@handle_errors
+def disagg(
+    model, hardware, gpus, batch, prompt_tokens, output_tokens, prefill_gpus, format, **values
+):
+    """Disaggregated prefill/decode pools against co-located serving, per request.
+
+    \b
+    Example:  inference-econ disagg "Llama 3 70B" -H H100-paper --weight-bits 8 --gpus 8 \\
+                  --batch 64 --prompt-tokens 4000 --output-tokens 500
+    """
+    from ..output.render import render
+    from ..serving import disaggregation as dg
+
+    setting = make_setting(model, hardware, **values)
+    df = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus)
+    click.echo(render(df, format, title=df.attrs["note"]), nl=False)
+
+
+COMMANDS = (prefill, request, prices, context_parallel, disagg)

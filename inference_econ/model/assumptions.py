@@ -1,0 +1,143 @@
+"""The modelling assumptions, as one explicit object with named presets.
+
+``PAPER`` reproduces the paper (docs/model.md Part A). Every refinement of Part B is a named field
+that is off in ``PAPER``; ``REFINED`` switches them all on. Nothing in the cost model reads a
+global setting: every function that depends on an assumption takes this object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..errors import SpecError, did_you_mean
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """How the cost model turns an architecture and a GPU into a token latency."""
+
+    name: str = "paper"
+
+    # --- layouts searched (§A5) -----------------------------------------------------------
+    #: Number of log-spaced pipeline degrees from 1 to min(B, L), besides p = 1 (§A5: 10).
+    pipeline_degree_count: int = 10
+    #: Number of log-spaced attention divisors from 1 to N/p (§A5: 6).
+    attention_divisor_count: int = 6
+    #: Expert parallelism only when the micro-batch reaches this many times the sparsity (§A5: 2).
+    expert_parallel_min_batch_per_sparsity: float = 2.0
+    #: Sequential kernels per layer charged a launch latency each (§A5: 4).
+    kernels_per_layer: int = 4
+    #: Also search whole layouts: GPU counts that fill whole nodes, pipeline degrees dividing
+    #: the layers, attention degrees dividing the heads (the paper's log grids miss them).
+    node_aligned_layouts: bool = False
+
+    # --- work of a forward pass (§A2) -------------------------------------------------------
+    #: Charge each of the S tokens of a pass the mean context n + (S-1)/2 instead of n.
+    mean_context_over_pass: bool = False
+
+    # --- memory capacity (§A5 / Part B) -----------------------------------------------------
+    #: Check the whole batch's KV cache against HBM (the paper checks one micro-batch's).
+    kv_capacity_whole_batch: bool = False
+    #: Fraction of HBM kept for activations and the runtime, unusable for weights and KV.
+    memory_reserve_fraction: float = 0.0
+
+    # --- architecture accounting (§A1 / Part B) ---------------------------------------------
+    #: Sparsity E/k exactly instead of the paper's integer division E // k.
+    exact_sparsity: bool = False
+    #: Shared experts always active and counted apart from the routed ones.
+    shared_experts_separate: bool = False
+    #: MLA with every matrix and the rope key in the cache (paper: docs/model.md §A1 formulas).
+    mla_full: bool = False
+    #: MLA decode implementation when ``mla_full``: "decompressed", "compressed", "absorbed".
+    mla_decode: str = "absorbed"
+    #: Count tied input/output embeddings once (paper: always 2·V·d).
+    tied_embeddings_once: bool = False
+    #: Cached positions of a sliding-window layer are min(n, window) (paper: n).
+    sliding_windows: bool = False
+
+    # --- hardware (§A3 / Part B) ------------------------------------------------------------
+    #: FP4 weights run at the FP4 rate on chips that have it (paper: at the FP8 rate).
+    native_fp4: bool = False
+    #: Attention replicas each serving B/a requests instead of the paper's attention divisor.
+    attention_data_parallel: bool = False
+
+    # --- collectives (§A4 / Part B) ---------------------------------------------------------
+    #: NCCL latency table: "paper" (docs/model.md §A4) or an NCCL version such as "2.21".
+    nccl_latency_model: str = "paper"
+    #: Use NVLink SHARP all-reduce on GPUs that have it.
+    nvls: bool = False
+    #: Multiplier on the per-kernel launch latency (CUDA graphs: well below 1).
+    launch_latency_scale: float = 1.0
+    #: Multiplier on every collective's latency terms (calibration, what-if).
+    collective_latency_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        checks = {
+            "memory_reserve_fraction": 0.0 <= self.memory_reserve_fraction < 1.0,
+            "launch_latency_scale": self.launch_latency_scale >= 0.0,
+            "collective_latency_scale": self.collective_latency_scale >= 0.0,
+            "pipeline_degree_count": self.pipeline_degree_count >= 1,
+            "attention_divisor_count": self.attention_divisor_count >= 1,
+            "kernels_per_layer": self.kernels_per_layer >= 0,
+            "mla_decode": self.mla_decode in ("decompressed", "compressed", "absorbed"),
+            "nccl_latency_model": self.nccl_latency_model in ("paper", "nccl-2.20", "nccl-2.23"),
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise SpecError(
+                    "assumptions",
+                    name,
+                    f"invalid value {getattr(self, name)!r}",
+                    "see docs/refinements.md for the allowed values",
+                )
+
+    def replace(self, **changes) -> Assumptions:
+        """A copy with some fields changed; unknown field names are errors with a hint."""
+        known = {f.name for f in dataclasses.fields(self)}
+        for key in changes:
+            if key not in known:
+                hint = did_you_mean(key, known)
+                raise SpecError("assumptions", key, "unknown assumption", hint)
+        return dataclasses.replace(self, **changes)
+
+
+PAPER = Assumptions()
+
+#: Every refinement of docs/model.md Part B switched on (docs/refinements.md: what, why, source).
+REFINED = Assumptions(
+    name="refined",
+    node_aligned_layouts=True,  # whole-node layouts the paper's log grids miss
+    mean_context_over_pass=True,  # token i of a pass attends to n + i positions
+    kv_capacity_whole_batch=True,  # every micro-batch's KV cache is resident at once
+    memory_reserve_fraction=0.1,  # activations, CUDA graphs, allocator slack (vLLM's default 0.9 utilisation)
+    exact_sparsity=True,  # E/k, not E // k
+    shared_experts_separate=True,  # DeepSeek's shared expert always runs, routed ones by chance
+    mla_full=True,  # rope key cached, all MLA matrices counted
+    mla_decode="absorbed",  # W_UK and W_UV absorbed (DeepSeek-V2 paper; docs/model.md §B3)
+    tied_embeddings_once=True,  # tied input/output embeddings are one matrix
+    sliding_windows=True,  # local layers cache only their window
+    native_fp4=True,  # Blackwell runs FP4 matmuls at the FP4 rate
+    attention_data_parallel=True,  # DP attention as DeepSeek / SGLang deploy it
+    nccl_latency_model="nccl-2.23",  # current NCCL tuning tables
+    nvls=True,  # NVLink SHARP all-reduce inside an NVSwitch domain
+    launch_latency_scale=0.5,  # CUDA graphs: ~2 us per kernel instead of ~4 us
+)
+
+PRESETS: dict[str, Assumptions] = {"paper": PAPER, "refined": REFINED}
+
+
+def preset(name: str | Assumptions) -> Assumptions:
+    """Look up a named preset ("paper", "refined")."""
+    if isinstance(name, Assumptions):
+        return name
+    try:
+        return PRESETS[name]
+    except KeyError:
+        hint = did_you_mean(name, PRESETS)
+        raise SpecError(
+            "argument",
+            "assumptions",
+            f"no preset named {name!r}",
+            hint or f"choose {', '.join(PRESETS)}",
+        ) from None

@@ -1,0 +1,452 @@
+"""Time of one forward pass for a given layout, with its breakdown (docs/model.md §A5).
+
+A layout of an instance of ``N`` GPUs serving ``B`` requests is a pipeline degree ``p``, an
+attention divisor ``adiv`` and 1-D or 2-D tensor parallelism; expert parallelism follows from
+them. The step time is ``kernels + collectives + max(memory time, compute time)``, infinite
+when the weights and KV cache do not fit or the pipeline is deeper than the GPUs or the batch.
+
+Everything is vectorised: ``N``, ``B``, ``p`` and ``adiv`` may be arrays of one broadcast shape.
+A step is evaluated in two parts: ``PipelinePart`` holds what does not depend on the attention
+divisor, so the search over divisors (``layouts.py``) reuses it. Collectives are kept as lists
+of ``CollectiveCalls``, summed as totals on the fast path and split into latency and bandwidth
+terms for the breakdown, so both paths charge exactly the same calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import cached_property
+
+import numpy as np
+
+from ..specs.architecture import Architecture
+from ..specs.hardware import GPU
+from .assumptions import Assumptions
+from .collectives import ALLTOALL, P2P, CollectiveCost
+from .machine import Machine
+from .workload import Workload, compile_workload
+
+#: Components of the latency breakdown that add up to the total, in display order.
+ADDITIVE_PARTS = (
+    "kernel_launch_s",
+    "collective_latency_s",
+    "collective_bandwidth_s",
+    "weight_read_s",
+    "kv_read_s",
+    "activation_read_s",
+    "arithmetic_s",
+)
+
+
+@dataclass(frozen=True)
+class CollectiveCalls:
+    """``calls`` identical collectives in one step, each moving ``bytes_per_token · tokens``."""
+
+    cost: CollectiveCost
+    bytes_per_token: object
+    tokens: object
+    calls: object
+
+    def time_s(self):
+        """Seconds of all the calls, best protocol per point."""
+        return self.cost.time_linear(self.bytes_per_token, self.tokens, self.calls)
+
+    def terms_s(self):
+        """(latency seconds, bandwidth seconds) of all the calls, best protocol per point."""
+        lat, bw, _ = self.cost.terms(self.bytes_per_token * self.tokens)
+        return self.calls * lat, self.calls * bw
+
+
+def total_time_s(calls: tuple[CollectiveCalls, ...]):
+    """Seconds of a list of collective calls (0.0 for none)."""
+    total = 0.0
+    for c in calls:
+        total = total + c.time_s()
+    return total
+
+
+def total_terms_s(calls: tuple[CollectiveCalls, ...]):
+    """(latency, bandwidth) seconds of a list of collective calls."""
+    lat, bw = 0.0, 0.0
+    for c in calls:
+        l_, b_ = c.terms_s()
+        lat, bw = lat + l_, bw + b_
+    return lat, bw
+
+
+@dataclass(frozen=True)
+class PipelinePart:
+    """What a step costs for one pipeline degree, before the attention divisor is chosen."""
+
+    gpus: object  # N
+    pipeline: object  # p
+    micro_batch: object  # b = B / p
+    tensor_degree: object  # t = N / p
+    tokens: object  # b · S
+    #: Feed-forward reductions with 2-D and with 1-D tensor parallelism.
+    ff_calls_2d: tuple[CollectiveCalls, ...]
+    ff_calls_1d: tuple[CollectiveCalls, ...]
+    #: Calls that do not depend on the tensor dimensions: MoE all-to-alls, pipeline sends.
+    shared_calls: tuple[CollectiveCalls, ...]
+    kv_read_s: object
+    ff_weight_read_s: object
+    ff_activation_read_s: object
+    ff_context_compute_s: object  # feed-forward and attention-context FLOP, whole batch
+    projection_compute_s: object  # attention projections and embeddings, whole batch
+    flop: object
+
+    def ff_calls(self, two_d: bool) -> tuple[CollectiveCalls, ...]:
+        return self.ff_calls_2d if two_d else self.ff_calls_1d
+
+    @cached_property
+    def shared_collective_s(self):
+        return total_time_s(self.shared_calls)
+
+    @cached_property
+    def collective_2d_s(self):
+        """Feed-forward and shared collectives with 2-D tensor parallelism (seconds)."""
+        return total_time_s(self.ff_calls_2d) + self.shared_collective_s
+
+    @cached_property
+    def collective_1d_s(self):
+        return total_time_s(self.ff_calls_1d) + self.shared_collective_s
+
+    @cached_property
+    def memory_base_s(self):
+        """Memory time that does not depend on the attention divisor."""
+        return self.kv_read_s + self.ff_weight_read_s + self.ff_activation_read_s
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where the time of one step goes, per configuration (arrays or scalars, seconds).
+
+    The parts in ``ADDITIVE_PARTS`` add up to ``latency_s``: the read and arithmetic parts
+    belong to whichever of memory and compute is binding; ``memory_time_s`` and
+    ``compute_time_s`` hold both sides in full.
+    """
+
+    latency_s: object
+    kernel_launch_s: object
+    collective_latency_s: object
+    collective_bandwidth_s: object
+    weight_read_s: object
+    kv_read_s: object
+    activation_read_s: object
+    arithmetic_s: object
+    memory_time_s: object
+    compute_time_s: object
+    flop: object
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def expert_degree(b, t, experts, min_micro_batch, integer=False):
+    """Expert-parallel degree (§A5): min(t, E), but 1 while the micro-batch is below the minimum.
+
+    With ``integer`` (discrete layouts) the degree must divide both the experts and the tensor
+    degree: gcd(t, E). Scalar or uniform conditions keep the result as small as its inputs (a
+    row of the grid rather than the whole grid).
+    """
+    if experts <= 1:
+        return 1.0
+    full = (
+        np.gcd(np.rint(t).astype(np.int64), experts).astype(float)
+        if integer
+        else np.minimum(t, experts)
+    )
+    small = np.asarray(b < min_micro_batch)
+    if small.all():
+        return 1.0
+    if not small.any():
+        return full
+    return np.where(small, 1.0, full)
+
+
+class StepCache:
+    """Values computed once per block of points and pipeline degree, reused across the tokens
+    per pass ``S`` and the attention divisors (``None`` as the store: no caching)."""
+
+    def __init__(self, store: dict | None = None) -> None:
+        self.store = store
+
+    def get(self, key: tuple, make):
+        if self.store is None:
+            return make()
+        if key not in self.store:
+            self.store[key] = make()
+        return self.store[key]
+
+
+NO_CACHE = StepCache(None)
+
+
+class StepModel:
+    """One model on one GPU under some assumptions: evaluates layouts for (N, B) arrays.
+
+    ``expert_parallel_by_tokens`` decides the expert degree by the tokens of a pass rather than
+    the requests (prefill: one long prompt saturates the experts).
+    """
+
+    def __init__(
+        self,
+        work: Workload,
+        gpu: GPU,
+        assumptions: Assumptions,
+        integer_layouts: bool = False,
+        expert_parallel_by_tokens: bool = False,
+    ) -> None:
+        self.work = work
+        self.assumptions = assumptions
+        self.machine = Machine.build(gpu, work.weight_bits, assumptions, integer_layouts)
+        self.kernel_s = work.layers * assumptions.kernels_per_layer * self.machine.launch_s
+        self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
+        self.expert_parallel_by_tokens = expert_parallel_by_tokens
+        self.weights_total_bytes = work.weights_total_bytes
+        # node-aligned layouts (§B7): whole pipeline degrees dividing the layers and whole
+        # attention degrees dividing the heads, searched besides the paper's log grids
+        aligned = assumptions.node_aligned_layouts
+        self.extra_pipeline_degrees = (
+            tuple(d for d in _divisors(work.layers) if d > 1) if aligned else ()
+        )
+        self.extra_attention_degrees = (
+            tuple(d for d in _divisors(int(work.tp_heads)) if d > 1) if aligned else ()
+        )
+
+    # --- feasibility ----------------------------------------------------------------------
+    def fits(self, N, B, p, context):
+        """Weights plus KV cache fit in HBM, and the pipeline is not deeper than N or B."""
+        w = self.work
+        # in float64 whatever the search's precision: a point is feasible or not, exactly
+        N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
+        kv_batch = B if self.assumptions.kv_capacity_whole_batch else B / p
+        need = self.weights_total_bytes + w.kv_cache_bytes(context, kv_batch)
+        return (N * self.machine.usable_hbm_bytes >= need) & (p <= np.minimum(N, B))
+
+    # --- the part that does not depend on the attention divisor ---------------------------
+    def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:
+        """Everything of a step with pipeline degree ``p`` that the attention divisor leaves
+        unchanged. ``cache`` holds the collective structures, which do not depend on ``S``."""
+        w, m = self.work, self.machine
+        b = B / p
+        t = N / p
+        tokens = b * S
+        ff_2d, ff_1d, shared = [], [], []
+        ff_weight = 0.0
+        ff_act = 0.0
+        for gi, g in enumerate(w.groups):
+            e, t_ff = self._expert_split(gi, g, b, t, tokens, cache)
+            ff_2d += self._ff_calls(gi, g, t, t_ff, tokens, True, cache)
+            ff_1d += self._ff_calls(gi, g, t, t_ff, tokens, False, cache)
+            if g.experts > 1:
+                shared.append(self._all_to_all(gi, g, e, t, tokens, cache))
+            wt, ac = w.ff_bytes(g, tokens, t_ff)
+            ff_weight = ff_weight + g.layers * wt
+            ff_act = ff_act + g.layers * ac
+        if np.any(np.asarray(p) > 1.0):  # p - 1 sends between stages (2 ranks on 2 nodes)
+            p2p = m.collective(2.0, 2.0, P2P)
+            shared.append(
+                CollectiveCalls(p2p, w.d_model * w.bytes_per_activation / t, tokens, p - 1.0)
+            )
+        bw_total = N * m.hbm_bandwidth_bytes_per_s
+        ff, ctx, proj = w.flop(B, S, context)
+        return PipelinePart(
+            gpus=N,
+            pipeline=p,
+            micro_batch=b,
+            tensor_degree=t,
+            tokens=tokens,
+            ff_calls_2d=tuple(ff_2d),
+            ff_calls_1d=tuple(ff_1d),
+            shared_calls=tuple(shared),
+            kv_read_s=p * w.kv_cache_bytes(context, b) / bw_total,
+            ff_weight_read_s=p * (ff_weight + w.unembedding_bytes) / bw_total,
+            ff_activation_read_s=p * ff_act / bw_total,
+            ff_context_compute_s=(ff + ctx) / (N * m.flop_per_s),
+            projection_compute_s=proj / (N * m.flop_per_s),
+            flop=ff + ctx + proj,
+        )
+
+    def _expert_split(self, gi, g, b, t, tokens, cache: StepCache):
+        """(expert degree e, feed-forward tensor degree t_ff = max(1, t/e)) of a group (§A5)."""
+        basis = tokens if self.expert_parallel_by_tokens else b
+        ep_min = self.assumptions.expert_parallel_min_batch_per_sparsity * g.sparsity
+        integer = self.machine.integer_layouts
+        e = cache.get(("e", gi), lambda: expert_degree(basis, t, g.experts, ep_min, integer))
+        t_ff = cache.get(("t_ff", gi), lambda: np.maximum(1.0, t / e))
+        return e, t_ff
+
+    def _ff_calls(self, gi, g, t, t_ff, tokens, two_d: bool, cache: StepCache) -> list:
+        """The feed-forward reductions of a group: every active expert's output is reduced,
+        shared experts too (§A5, §B2); 2-D also reduces the inner activations."""
+        w, m = self.work, self.machine
+        ranks, nodes = m.tensor_group(t_ff, two_d)
+        cc = cache.get(("ff", gi, two_d), lambda: m.collective(ranks, nodes))
+        per_rank = (g.active + g.shared) / (t / ranks)
+        words = [per_rank * g.matrices_out * w.d_model]
+        if two_d:
+            words.insert(0, per_rank * g.matrices_in * g.d_ff)
+        ab = w.bytes_per_activation
+        return [CollectiveCalls(cc, word * ab, tokens, g.layers) for word in words]
+
+    def _all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> CollectiveCalls:
+        """Dispatch and combine of a MoE group: two all-to-alls over r = min(k, e) ranks (§A5)."""
+        w, m = self.work, self.machine
+        r = np.minimum(g.active, e)
+        a2a = cache.get(("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL))
+        per_token = w.d_model * r * w.bytes_per_activation / t
+        return CollectiveCalls(a2a, per_token, tokens, 2 * g.layers)
+
+    # --- the attention divisor ------------------------------------------------------------
+    def attention_calls(
+        self, part: PipelinePart, adiv, two_d: bool, cache: StepCache = NO_CACHE, key=None
+    ) -> tuple[CollectiveCalls, ...]:
+        """Attention reductions for divisor ``adiv`` (t_at = t / adiv), and with attention data
+        parallelism (§B1) the all-to-alls that move tokens to and from the dense layers."""
+        w, m = self.work, self.machine
+        dp = self.assumptions.attention_data_parallel
+        ab = w.bytes_per_activation
+        calls = []
+        t_at = part.tensor_degree / adiv
+        if not np.all(t_at <= 1.0):  # one rank per attention group: no reductions
+            ranks, nodes = m.tensor_group(t_at, two_d)
+            cc = cache.get(("att", key, two_d), lambda: m.collective(ranks, nodes))
+            if two_d:
+                par = t_at / ranks
+                words = (w.d_model / par, w.attention_heads_words / par)
+            else:
+                words = (w.d_model,)
+            # with attention data parallelism each of the a replicas reduces only its share
+            tokens = part.tokens / adiv if dp else part.tokens
+            calls += [CollectiveCalls(cc, word * ab, tokens, w.layers) for word in words]
+        if dp and self.dense_layers and np.any(np.asarray(adiv) > 1.0):
+            # dense feed-forward blocks are tensor-parallel over all t GPUs: gather the
+            # replicas' tokens before them and scatter after (two all-to-alls over a ranks)
+            nodes = np.clip(np.ceil(part.tensor_degree / m.node_gpus), 1.0, adiv)
+            redistribute = cache.get(
+                ("redistribute", key), lambda: m.collective(adiv, nodes, ALLTOALL)
+            )
+            per_token = w.d_model * ab / part.tensor_degree
+            calls.append(
+                CollectiveCalls(redistribute, per_token, part.tokens, 2 * self.dense_layers)
+            )
+        return tuple(calls)
+
+    def attention_reads(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
+        """(weight, activation) read seconds of attention for divisor ``adiv``.
+
+        §A5: both are multiplied by a. With attention data parallelism (§B1) each replica
+        reads the weights (still a times) but only its own tokens' activations.
+        """
+        w, m = self.work, self.machine
+        N, p = part.gpus, part.pipeline
+        scale = cache.get(
+            ("scale", key), lambda: p * w.layers * adiv / (N * m.hbm_bandwidth_bytes_per_s)
+        )
+        act_scale = scale / adiv if self.assumptions.attention_data_parallel else scale
+        per_token = cache.get(
+            ("att_io", key),
+            lambda: w.attention_activation_bytes_per_token(part.tensor_degree / adiv) * act_scale,
+        )
+        weights = cache.get(("att_w", key), lambda: w.attention_matrix_weight_bytes * scale)
+        return weights, per_token * part.tokens
+
+    def compute_time(self, part: PipelinePart, adiv):
+        """Arithmetic seconds: projections run a times under the paper's divisor (§A5), once
+        with attention data parallelism (§B1)."""
+        proj = (
+            part.projection_compute_s
+            if self.assumptions.attention_data_parallel
+            else part.projection_compute_s * adiv
+        )
+        return part.ff_context_compute_s + proj
+
+    # --- a whole layout -------------------------------------------------------------------
+    def _terms(self, part: PipelinePart, adiv, cache: StepCache, key):
+        """(2-D collectives, 1-D collectives, max(memory, compute)) seconds for ``adiv``."""
+        att2 = total_time_s(self.attention_calls(part, adiv, True, cache, key))
+        att1 = total_time_s(self.attention_calls(part, adiv, False, cache, key))
+        weights, acts = self.attention_reads(part, adiv, cache, key)
+        rest = np.maximum(part.memory_base_s + (weights + acts), self.compute_time(part, adiv))
+        return att2 + part.collective_2d_s, att1 + part.collective_1d_s, rest
+
+    def latency_by_dims(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
+        """(latency with 2-D tensor parallelism, latency with 1-D) for divisor ``adiv``."""
+        c2, c1, rest = self._terms(part, adiv, cache, key)
+        return self.kernel_s + c2 + rest, self.kernel_s + c1 + rest
+
+    def latency(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
+        """Latency of divisor ``adiv``, the better of 1-D and 2-D (no feasibility check)."""
+        c2, c1, rest = self._terms(part, adiv, cache, key)
+        return self.kernel_s + np.minimum(c2, c1) + rest
+
+    def prefers_2d(self, part: PipelinePart, adiv):
+        """Where 2-D tensor parallelism is at least as fast as 1-D for divisor ``adiv``."""
+        c2, c1, _ = self._terms(part, adiv, NO_CACHE, None)
+        return c2 <= c1
+
+    def collective_terms(self, part: PipelinePart, adiv, two_d):
+        """(latency, bandwidth) seconds of every collective of a step; ``two_d`` may be an
+        array choosing 2-D or 1-D tensor parallelism per point."""
+        two_d = np.asarray(two_d, dtype=bool)
+        terms = {}
+        for flag in (True, False):
+            if np.any(two_d == flag):
+                calls = (
+                    self.attention_calls(part, adiv, flag) + part.ff_calls(flag) + part.shared_calls
+                )
+                terms[flag] = total_terms_s(calls)
+        if len(terms) == 1:
+            return next(iter(terms.values()))
+        (l2, b2), (l1, b1) = terms[True], terms[False]
+        return np.where(two_d, l2, l1), np.where(two_d, b2, b1)
+
+    def breakdown(self, N, B, S, context, p, adiv, two_d) -> Breakdown:
+        """The full breakdown of layouts with 1-D or 2-D tensor parallelism (``two_d``: a
+        flag, or an array of flags per point)."""
+        part = self.pipeline_part(N, B, S, context, p)
+        coll_lat, coll_bw = self.collective_terms(part, adiv, two_d)
+        aw, aa = self.attention_reads(part, adiv)
+        weight_s = part.ff_weight_read_s + aw
+        act_s = part.ff_activation_read_s + aa
+        kv_s = part.kv_read_s
+        memory = weight_s + act_s + kv_s
+        compute = self.compute_time(part, adiv)
+        memory_bound = memory >= compute
+        total = self.kernel_s + coll_lat + coll_bw + np.maximum(memory, compute)
+        ok = self.fits(N, B, p, context)
+        zero = np.zeros_like(np.asarray(total, dtype=float))
+
+        def shown(x, keep=True):
+            return np.where(ok, np.where(keep, x + zero, 0.0), np.nan)
+
+        return Breakdown(
+            latency_s=np.where(ok, total, np.inf),
+            kernel_launch_s=shown(self.kernel_s),
+            collective_latency_s=shown(coll_lat),
+            collective_bandwidth_s=shown(coll_bw),
+            weight_read_s=shown(weight_s, memory_bound),
+            kv_read_s=shown(kv_s, memory_bound),
+            activation_read_s=shown(act_s, memory_bound),
+            arithmetic_s=shown(compute, ~memory_bound),
+            memory_time_s=shown(memory),
+            compute_time_s=shown(compute),
+            flop=part.flop + zero,
+        )
+
+
+def prefill_step_model(
+    arch: Architecture, gpu: GPU, assumptions: Assumptions, integer_layouts: bool = False
+) -> StepModel:
+    """The step model of a prefill pass (§B8): causal attention (the mean context over the
+    pass) and expert parallelism decided by tokens, since one long prompt saturates the experts.
+    """
+    a = assumptions.replace(mean_context_over_pass=True)
+    return StepModel(
+        compile_workload(arch, a), gpu, a, integer_layouts, expert_parallel_by_tokens=True
+    )

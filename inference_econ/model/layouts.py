@@ -1,0 +1,108 @@
+"""The layouts of an instance and the best of them at given points (docs/model.md §A5).
+
+The token latency of (N GPUs, batch B) is the minimum over pipeline degrees ``p`` (1 and
+log-spaced values up to min(B, L)), attention divisors ``adiv`` (log-spaced from 1 to N/p) and
+1-D or 2-D tensor parallelism. ``best_layout`` evaluates every candidate at given points; the
+grid search of the optimiser (``optimise/grid.py``) computes the same minimum faster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .latency import StepModel
+
+
+def _arrays(N, B):
+    """Broadcast N and B to one shape, keeping float32 if both are float32 (faster search)."""
+    N, B = np.asarray(N), np.asarray(B)
+    dtype = np.result_type(N.dtype, B.dtype, np.float32)
+    return np.broadcast_arrays(N.astype(dtype, copy=False), B.astype(dtype, copy=False))
+
+
+def pipeline_degrees(B, layers: int, count: int, allowed: bool, extra=()):
+    """The pipeline degrees of §A5 for batch ``B``: [1] + logspace(0, log2 min(B, L), count)[1:],
+    plus the whole degrees ``extra`` (node-aligned layouts)."""
+    if not allowed:
+        return [1.0]
+    top = np.minimum(np.asarray(B), layers)
+    # i = 0 repeats p = 1, which is already the first candidate
+    logs = [top ** (i / (count - 1)) for i in range(1, count)] if count > 1 else []
+    return [1.0] + logs + [float(p) for p in extra if p > 1]
+
+
+def attention_divisors(t, count: int, extra_degrees=()):
+    """The attention divisors of §A5 for tensor degree ``t``: logspace(0, log2 max(t, 1), count),
+    plus ``t / d`` for each whole attention degree ``d`` in ``extra_degrees``.
+
+    §A5 leaves a < 1 undefined when t = N/p < 1 (a fraction of one GPU); the divisor is
+    kept at 1 or more, so attention is never cheaper than on the whole instance.
+    """
+    base = np.maximum(np.asarray(t), 1.0)
+    out = [base ** (j / (count - 1)) for j in range(count)] if count > 1 else [np.ones_like(base)]
+    return out + [np.maximum(base / d, 1.0) for d in extra_degrees if d > 1]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The best layout at each of some points (arrays): its latency, pipeline degree,
+    attention divisor and whether tensor parallelism is 2-D."""
+
+    latency_s: object
+    pipeline: object
+    attention_divisor: object
+    two_d: object
+
+    def select(self, which) -> Layout:
+        """The layouts at some of the points (a boolean mask or indices)."""
+        return Layout(
+            np.asarray(self.latency_s)[which],
+            np.asarray(self.pipeline)[which],
+            np.asarray(self.attention_divisor)[which],
+            np.asarray(self.two_d)[which],
+        )
+
+
+def _candidates(model: StepModel, N, B, S, context, pipeline):
+    """Every (p, adiv, feasible mask, pipeline part) of §A5 at the points (N, B)."""
+    a = model.assumptions
+    degrees = pipeline_degrees(
+        B, model.work.layers, a.pipeline_degree_count, pipeline, model.extra_pipeline_degrees
+    )
+    for p in degrees:
+        ok = model.fits(N, B, p, context)
+        if not np.any(ok):
+            continue
+        part = model.pipeline_part(N, B, S, context, p)
+        for adiv in attention_divisors(
+            N / p, a.attention_divisor_count, model.extra_attention_degrees
+        ):
+            yield p, adiv, ok, part
+
+
+def best_latency(model: StepModel, N, B, S=1, context=0.0, pipeline=True):
+    """Minimum token latency over the layouts of §A5 at every (N, B); inf where nothing fits."""
+    N, B = _arrays(N, B)
+    best = np.full(N.shape, np.inf, dtype=N.dtype)
+    for _, adiv, ok, part in _candidates(model, N, B, S, context, pipeline):
+        np.minimum(best, np.where(ok, model.latency(part, adiv), np.inf), out=best)
+    return best
+
+
+def best_layout(model: StepModel, N, B, S=1, context=0.0, pipeline=True) -> Layout:
+    """``best_latency`` together with the layout that achieves it at every (N, B)."""
+    N, B = _arrays(N, B)
+    best = np.full(N.shape, np.inf, dtype=N.dtype)
+    best_p = np.ones(N.shape)
+    best_a = np.ones(N.shape)
+    best_2d = np.ones(N.shape, dtype=bool)
+    for p, adiv, ok, part in _candidates(model, N, B, S, context, pipeline):
+        lat = np.where(ok, model.latency(part, adiv), np.inf)
+        better = lat < best
+        best = np.where(better, lat, best)
+        best_p = np.where(better, p, best_p)
+        best_a = np.where(better, adiv, best_a)
+        best_2d = np.where(better, model.prefers_2d(part, adiv), best_2d)
+    return Layout(best, best_p, best_a, best_2d)

@@ -1,0 +1,87 @@
+"""The hardware as the latency model sees it: figures after sustained caps, and the shape of a
+tensor-parallel group on it (docs/model.md §A3, §A5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..specs.hardware import GPU
+from .assumptions import Assumptions
+from .collectives import ALLREDUCE, CollectiveCost, Protocol, protocols_for
+from .economics import flop_rates
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One GPU type at one weight precision under some assumptions (§A3)."""
+
+    gpu: GPU
+    flop_per_s: float  # sustained, at the weight precision
+    peak_flop_per_s: float  # uncapped, for MFU
+    hbm_bandwidth_bytes_per_s: float  # sustained
+    usable_hbm_bytes: float
+    node_gpus: float
+    launch_s: float
+    protocols: tuple[Protocol, ...]
+    latency_scale: float
+    #: Discrete layouts: 2-D splits into whole ranks (R divides the degree).
+    integer_layouts: bool = False
+
+    @classmethod
+    def build(
+        cls, gpu: GPU, weight_bits: float, assumptions: Assumptions, integer_layouts: bool = False
+    ) -> Machine:
+        peak, sustained = flop_rates(gpu, weight_bits, assumptions)
+        return cls(
+            gpu=gpu,
+            flop_per_s=sustained,
+            peak_flop_per_s=peak,
+            hbm_bandwidth_bytes_per_s=gpu.sustained_hbm_bandwidth_bytes_per_s,
+            usable_hbm_bytes=gpu.hbm_capacity_bytes * (1.0 - assumptions.memory_reserve_fraction),
+            node_gpus=float(gpu.scale_up_domain_gpus),
+            launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
+            protocols=protocols_for(assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls),
+            latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
+            integer_layouts=integer_layouts,
+        )
+
+    def tensor_group(self, degree, two_d: bool):
+        """(ranks R, nodes M) of a tensor-parallel group of ``degree`` GPUs (§A5).
+
+        2-D: R = √degree ranks on √⌈degree/node⌉ nodes (degree/R parallel reductions); with
+        whole ranks (discrete layouts) R is the larger side of the most nearly square split,
+        never below √degree, and the nodes scale with it. 1-D: R = degree on ⌈degree/node⌉.
+        """
+        if two_d and self.integer_layouts:
+            ranks = square_split(degree)
+            nodes = np.clip(
+                np.sqrt(np.ceil(degree / self.node_gpus)) * ranks / np.sqrt(degree),
+                1.0,
+                np.maximum(ranks, 1.0),
+            )
+        elif two_d:
+            ranks = np.sqrt(degree)
+            nodes = np.sqrt(np.ceil(degree / self.node_gpus))
+        else:
+            ranks = degree
+            nodes = np.ceil(degree / self.node_gpus)
+        return ranks, nodes
+
+    def collective(self, ranks, nodes, kind=ALLREDUCE) -> CollectiveCost:
+        """The cost structure of one kind of collective over (ranks, nodes) arrays (§A4)."""
+        return CollectiveCost(ranks, nodes, self.gpu, kind, self.protocols, self.latency_scale)
+
+
+def square_split(n):
+    """For whole numbers n, the smallest divisor of n that is at least sqrt(n): the larger
+    side of the most nearly square R x (n / R) split (n itself for a prime)."""
+    n_arr = np.asarray(np.rint(n), dtype=np.int64)
+    out = np.ones(n_arr.shape)
+    for value in np.unique(n_arr):
+        if value <= 1:
+            continue
+        root = int(np.ceil(np.sqrt(value) - 1e-9))
+        out[n_arr == value] = next(d for d in range(root, value + 1) if value % d == 0)
+    return out if out.ndim else float(out)

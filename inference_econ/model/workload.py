@@ -1,0 +1,332 @@
+"""Parameters, FLOP and HBM bytes of one forward pass (docs/model.md §A1-§A2), as pure functions.
+
+``Workload`` compiles an architecture, a precision and the assumptions into the handful of
+numbers the latency model needs, so the search over layouts works on plain floats and arrays.
+Layer groups are summed over; with one group every formula is the paper's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SpecError
+from ..specs.architecture import Architecture
+from .assumptions import Assumptions
+
+
+def matmul_io_bytes(m, k, tokens, tp, bytes_per_weight, bytes_per_activation):
+    """HBM bytes of an ``m x k`` matmul over ``tokens`` under tensor parallelism ``tp`` (§A2).
+
+    2-D partitioning: inputs replicated ``t1`` times, outputs ``tp / t1`` times, with
+    ``t1 = clip(sqrt(m tp / k), 1, tp)``. Returns (weight bytes, activation bytes).
+    """
+    return m * k * bytes_per_weight, matmul_activation_bytes_per_token(
+        m, k, tp, bytes_per_activation
+    ) * tokens
+
+
+def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation):
+    """Activation bytes per token of ``matmul_io_bytes``: t1·k + (tp/t1)·m elements."""
+    t1 = np.clip(np.sqrt(m * tp / k), 1.0, np.maximum(tp, 1.0))
+    return (t1 * k + (tp / t1) * m) * bytes_per_activation
+
+
+@dataclass(frozen=True)
+class GroupWork:
+    """The feed-forward side of one layer group, reduced to numbers (§A1)."""
+
+    layers: int
+    d_ff: float
+    matrices_in: int
+    matrices_out: int
+    experts: int  # routed experts E (shared ones folded in under the paper's accounting)
+    active: int  # routed experts per token k
+    sparsity: float  # s = E // k (paper) or E / k
+    shared: int  # always-active experts counted apart (0 under the paper's accounting)
+    shared_d_ff: float
+    window: float  # cached positions are min(n, window); inf for full attention
+
+    def routed_fraction_read(self, tokens):
+        """Expected fraction of routed experts hit by ``tokens`` tokens (uniform routing, §A2)."""
+        if self.experts <= 1:
+            return np.ones_like(np.asarray(tokens, dtype=np.result_type(tokens, np.float32)))
+        return 1.0 - (1.0 - 1.0 / self.sparsity) ** tokens
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Everything the cost model needs about one model at one precision (§A1-§A2)."""
+
+    name: str
+    d_model: float
+    vocab_size: float
+    layers: int
+    query_heads: float
+    kv_vectors: float  # kv = 2H/g keys and values counted together
+    #: Heads a whole attention tensor degree must divide (KV heads, or query heads for MQA/MLA).
+    tp_heads: int
+    head_dim: float
+    #: Words of the two 2-D attention all-reduces: d and (H + kv)·dh (§A5).
+    attention_heads_words: float
+    #: Attention weight matrices (m, k) read per layer (§A2).
+    attention_matrices: tuple[tuple[float, float], ...]
+    attention_params_per_layer: float
+    #: KV-cache bytes per cached position per layer.
+    kv_bytes_per_position_per_layer: float
+    #: Attention-context FLOP per token per cached position per layer: 4·x·H (§A2).
+    context_flop_per_position_per_layer: float
+    embedding_params: float
+    groups: tuple[GroupWork, ...]
+    bytes_per_weight: float
+    bytes_per_activation: float
+    bytes_per_kv_element: float
+    weight_bits: float
+    mean_context_over_pass: bool
+
+    # --- parameters (§A1) ------------------------------------------------------------------
+    def ff_params_per_expert(self, g: GroupWork) -> float:
+        return (g.matrices_in + g.matrices_out) * self.d_model * g.d_ff
+
+    def shared_ff_params(self, g: GroupWork) -> float:
+        return g.shared * (g.matrices_in + g.matrices_out) * self.d_model * g.shared_d_ff
+
+    @property
+    def total_params(self) -> float:
+        ff = sum(
+            g.layers * (g.experts * self.ff_params_per_expert(g) + self.shared_ff_params(g))
+            for g in self.groups
+        )
+        return self.layers * self.attention_params_per_layer + ff + self.embedding_params
+
+    @property
+    def active_ff_params(self) -> float:
+        return sum(
+            g.layers
+            * (g.experts * self.ff_params_per_expert(g) / g.sparsity + self.shared_ff_params(g))
+            for g in self.groups
+        )
+
+    @property
+    def active_params(self) -> float:
+        return (
+            self.layers * self.attention_params_per_layer
+            + self.active_ff_params
+            + self.embedding_params
+        )
+
+    @property
+    def weights_total_bytes(self) -> float:
+        return self.total_params * self.bytes_per_weight
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per token of context, all layers (§A1), ignoring windows."""
+        return self.kv_bytes_per_position_per_layer * self.layers
+
+    # --- KV cache and FLOP (§A2) ------------------------------------------------------------
+    def kv_cache_bytes(self, context, batch):
+        """KV-cache bytes of ``batch`` requests at context ``context``."""
+        total = 0.0
+        for g in self.groups:
+            total = total + g.layers * np.minimum(context, g.window)
+        return self.kv_bytes_per_position_per_layer * total * batch
+
+    def effective_context(self, context, tokens_per_pass):
+        """Context charged to each token of a pass: n (paper) or n + (S - 1)/2."""
+        if self.mean_context_over_pass:
+            return context + (tokens_per_pass - 1) / 2.0
+        return context
+
+    def flop(self, batch, tokens_per_pass, context):
+        """(feed-forward, attention-context, projection) FLOP of one pass over the batch."""
+        tokens = batch * tokens_per_pass
+        ff = 2.0 * self.active_ff_params * tokens
+        n = self.effective_context(context, tokens_per_pass)
+        positions = 0.0
+        for g in self.groups:
+            positions = positions + g.layers * np.minimum(n, g.window)
+        ctx = self.context_flop_per_position_per_layer * positions * tokens
+        proj = (
+            2.0 * (self.layers * self.attention_params_per_layer + self.embedding_params) * tokens
+        )
+        return ff, ctx, proj
+
+    def total_flop(self, batch, tokens_per_pass=1, context=0):
+        ff, ctx, proj = self.flop(batch, tokens_per_pass, context)
+        return ff + ctx + proj
+
+    # --- HBM bytes (§A2) --------------------------------------------------------------------
+    def ff_bytes(self, g: GroupWork, tokens, tp):
+        """(weight, activation) bytes of one layer's feed-forward block over ``tokens``."""
+        mats = g.matrices_in + g.matrices_out
+        per_token = matmul_activation_bytes_per_token(
+            self.d_model, g.d_ff, tp, self.bytes_per_activation
+        )
+        w = self.d_model * g.d_ff * self.bytes_per_weight
+        if g.experts > 1:
+            frac = g.routed_fraction_read(tokens) * (g.experts * mats)
+            weights = frac * w
+            acts = frac * (per_token * (tokens / g.sparsity))
+        else:
+            weights = mats * w
+            acts = (mats * per_token) * tokens
+        if g.shared:
+            shared_per_token = matmul_activation_bytes_per_token(
+                self.d_model, g.shared_d_ff, tp, self.bytes_per_activation
+            )
+            weights = (
+                weights + g.shared * mats * self.d_model * g.shared_d_ff * self.bytes_per_weight
+            )
+            acts = acts + (g.shared * mats * shared_per_token) * tokens
+        return weights, acts
+
+    def attention_activation_bytes_per_token(self, tp):
+        """Activation bytes per token of one layer's attention matmuls."""
+        per_token = 0.0
+        for m, k in self.attention_matrices:
+            per_token = per_token + matmul_activation_bytes_per_token(
+                m, k, tp, self.bytes_per_activation
+            )
+        return per_token
+
+    @property
+    def attention_matrix_weight_bytes(self) -> float:
+        """Weight bytes of one layer's attention matrices."""
+        return sum(m * k for m, k in self.attention_matrices) * self.bytes_per_weight
+
+    @property
+    def unembedding_bytes(self) -> float:
+        return self.vocab_size * self.d_model * self.bytes_per_weight
+
+
+MLA_DECODES = ("decompressed", "compressed", "absorbed")
+
+
+def mla_decode_costs(heads, nope_dim, rope_dim, value_dim, latent_dim, implementation):
+    """(cached elements, attention FLOP) per token of context per layer for the three MLA
+    decode implementations (docs/model.md §B3; DeepSeek-V2: 40960 / 576 elements; 0.08 / 33.64 /
+    0.28 MFLOP):
+
+    * decompressed - cache full keys (nope + rope) and values; plain attention over them;
+    * compressed - cache the latent and rope key; re-expand every cached position each step;
+    * absorbed - cache the latent and rope key; W_UK and W_UV absorbed into query and output,
+      so scores and values are taken over the latent directly.
+    """
+    H, dh, r, v, c = heads, nope_dim, rope_dim, value_dim, latent_dim
+    attend = 2.0 * H * (dh + r) + 2.0 * H * v  # q·k over nope + rope, then a·v
+    if implementation == "decompressed":
+        return H * (dh + r + v), attend
+    if implementation == "compressed":
+        return c + r, 2.0 * c * H * (dh + v) + attend
+    if implementation == "absorbed":
+        return c + r, 2.0 * H * (c + r) + 2.0 * H * c
+    raise SpecError(
+        "assumptions",
+        "mla_decode",
+        f"unknown MLA decode implementation {implementation!r}",
+        f"choose {', '.join(MLA_DECODES)}",
+    )
+
+
+def _attention_shape(arch: Architecture, a: Assumptions, kv_bytes: float):
+    """(params/layer, matrices, 2-D words, kv bytes/position/layer, ctx FLOP/position/layer)."""
+    att = arch.attention
+    d = arch.d_model
+    H = att.query_heads
+    dh = att.head_dim
+    if att.kind == "mla":
+        c, cq = att.kv_lora_rank, att.q_lora_rank
+        kv = 2.0 * H  # g = 1 (§A1)
+        if not a.mla_full:
+            params = 2 * c * d + cq * d + kv * dh * c + H * dh * cq + H * dh * d
+            matrices = (((c + cq), d), ((H + kv) * dh, (c + cq)), (d, H * dh))
+            return params, matrices, (H + kv) * dh, c * kv_bytes, 4.0 * c * H
+        r, v = att.rope_head_dim, att.v_dim
+        # Down-projections (query latent, KV latent and rope key fused), the two
+        # up-projections and the output projection, as DeepSeek's checkpoints store them.
+        matrices = (
+            (cq + c + r, d),
+            (H * (dh + r), cq if cq else d),
+            (H * (dh + v), c),
+            (d, H * v),
+        )
+        params = sum(m * k for m, k in matrices)
+        cache, ctx = mla_decode_costs(H, dh, r, v, c, a.mla_decode)
+        return params, matrices, (H + kv) * dh, cache * kv_bytes, ctx
+    kv = att.kv_vectors
+    params = (H + kv) * dh * d + H * dh * d
+    matrices = (((H + kv) * dh, d), (d, H * dh))
+    return params, matrices, (H + kv) * dh, kv * dh * kv_bytes, 4.0 * dh * H
+
+
+def _group_work(g, assumptions: Assumptions) -> GroupWork:
+    """One layer group's feed-forward side as numbers: experts, sparsity, shared experts and
+    the attention window under the assumptions (§A1, §B2, §B4)."""
+    f = g.ffn
+    if assumptions.shared_experts_separate or f.shared_experts == 0:
+        experts, active, shared = f.experts, f.active_experts, f.shared_experts
+    else:  # the paper folds shared experts into the active count (DeepSeek-V3: k = 9)
+        experts, active, shared = f.experts, f.active_experts + f.shared_experts, 0
+    if experts == 1:
+        sparsity = 1.0
+    elif assumptions.exact_sparsity:
+        sparsity = experts / active
+    else:
+        sparsity = float(experts // active)
+    window = (
+        float(g.sliding_window_tokens)
+        if (assumptions.sliding_windows and g.sliding_window_tokens)
+        else math.inf
+    )
+    return GroupWork(
+        layers=g.layers,
+        d_ff=float(f.d_ff),
+        matrices_in=f.matrices_in,
+        matrices_out=f.matrices_out,
+        experts=experts,
+        active=active,
+        sparsity=sparsity,
+        shared=shared,
+        shared_d_ff=float(f.shared_d_ff or f.d_ff),
+        window=window,
+    )
+
+
+def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
+    """Reduce an architecture, at its precision (``Architecture.with_precision``), to the
+    numbers of §A1-§A2."""
+    p = arch.precision
+    wb, ab, kvb = p.bytes_per_weight, p.bytes_per_activation, p.bytes_per_kv_element
+    params, matrices, heads_words, kv_layer, ctx_flop = _attention_shape(arch, assumptions, kvb)
+    groups = tuple(_group_work(g, assumptions) for g in arch.layer_groups)
+    embeddings = (
+        (1 if (arch.tied_embeddings and assumptions.tied_embeddings_once) else 2)
+        * arch.vocab_size
+        * arch.d_model
+    )
+    att = arch.attention
+    return Workload(
+        name=arch.name,
+        d_model=float(arch.d_model),
+        vocab_size=float(arch.vocab_size),
+        layers=arch.layers,
+        query_heads=float(att.query_heads),
+        tp_heads=int(att.kv_heads if (att.kind != "mla" and att.kv_heads > 1) else att.query_heads),
+        kv_vectors=2.0 * att.query_heads if att.kind == "mla" else att.kv_vectors,
+        head_dim=float(att.head_dim),
+        attention_heads_words=float(heads_words),
+        attention_matrices=tuple((float(m), float(k)) for m, k in matrices),
+        attention_params_per_layer=float(params),
+        kv_bytes_per_position_per_layer=float(kv_layer),
+        context_flop_per_position_per_layer=float(ctx_flop),
+        embedding_params=float(embeddings),
+        groups=groups,
+        bytes_per_weight=wb,
+        bytes_per_activation=ab,
+        bytes_per_kv_element=kvb,
+        weight_bits=p.weight_bits,
+        mean_context_over_pass=assumptions.mean_context_over_pass,
+    )

@@ -1,0 +1,147 @@
+"""Pareto frontiers of serial speed vs cost (docs/model.md §A7), extracted exactly.
+
+``pareto_indices`` sorts configurations by latency and keeps each one that is strictly cheaper
+than every faster one: a point is on the frontier iff no other point is at least as fast and at
+least as cheap. ``Frontier`` holds the resulting configurations with their layouts and
+breakdowns and answers the usual questions (fastest, cheapest, preference point, cheapest at
+a given speed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InfeasibleError, SpecError
+
+
+def pareto_indices(latency_s, cost):
+    """Indices of the Pareto-optimal points, fastest first (non-finite points are ignored)."""
+    latency_s = np.asarray(latency_s, dtype=float).ravel()
+    cost = np.asarray(cost, dtype=float).ravel()
+    idx = np.flatnonzero(np.isfinite(latency_s) & np.isfinite(cost))
+    if idx.size == 0:
+        return idx
+    order = idx[np.lexsort((cost[idx], latency_s[idx]))]
+    c = cost[order]
+    running = np.minimum.accumulate(c)
+    keep = np.empty(c.shape, dtype=bool)
+    keep[0] = True
+    keep[1:] = c[1:] < running[:-1]
+    return order[keep]
+
+
+def paper_sampled_indices(latency_s, count: int = 1000, decades: float = 2.0):
+    """Frontier points the paper's code would have found (sorted by latency, fastest first).
+
+    The paper's notebook sampled 1000 latency thresholds from the minimum to 100 times it and
+    kept, for each, the cheapest point at least that fast. Only used to read the paper's
+    preference points off our exact frontier (docs/deviations.md).
+    """
+    latency_s = np.asarray(latency_s, dtype=float)
+    if latency_s.size == 0:
+        return np.array([], dtype=int)
+    thresholds = latency_s.min() * np.logspace(0, decades, count)
+    pos = np.searchsorted(latency_s, thresholds, side="right") - 1
+    return np.unique(pos[pos >= 0])
+
+
+@dataclass(eq=False)
+class Frontier:
+    """The Pareto frontier of one setting: one row per configuration, slowest first.
+
+    Columns: tokens_per_s (per request), usd_per_mtok, latency_s, gpus, batch, the layout
+    (pipeline_degree, tensor_degree, attention_degree, expert_degree, tp_dims, micro_batch,
+    draft_tokens), mfu, throughput and the latency breakdown (see ``latency.Breakdown``).
+    """
+
+    label: str
+    points: pd.DataFrame
+    grid_points: int = 0
+    elapsed_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        return self.points.copy()
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    @property
+    def empty(self) -> bool:
+        return len(self.points) == 0
+
+    def _require(self) -> None:
+        if self.empty:
+            reason = "; ".join(self.notes) or "no configuration is feasible"
+            raise InfeasibleError(f"{self.label}: the frontier is empty ({reason})")
+
+    def fastest(self) -> pd.Series:
+        """The configuration with the highest tokens/s per request."""
+        self._require()
+        return self.points.loc[self.points["tokens_per_s"].idxmax()]
+
+    def cheapest(self) -> pd.Series:
+        """The configuration with the lowest $ per million tokens."""
+        self._require()
+        return self.points.loc[self.points["usd_per_mtok"].idxmin()]
+
+    def preference_point(self, k: float = 3.0, sampling: str | None = None) -> pd.Series:
+        """The point maximising speed^k / price (paper Eq. 45, k = 3).
+
+        ``sampling="paper"`` picks among the points the paper's threshold sampler would have
+        found, which is how the paper's Tables 3, 5 and 6 were read (docs/deviations.md).
+        """
+        self._require()
+        pts = self.points
+        if sampling == "paper":
+            fastest_first = pts.sort_values("latency_s")
+            pts = fastest_first.iloc[paper_sampled_indices(fastest_first["latency_s"].to_numpy())]
+        elif sampling is not None:
+            raise SpecError(
+                "argument", "sampling", f"unknown sampling {sampling!r}", "use None or 'paper'"
+            )
+        score = np.log(pts["tokens_per_s"].to_numpy()) * k - np.log(pts["usd_per_mtok"].to_numpy())
+        return pts.iloc[int(np.argmax(score))]
+
+    def cheapest_at_speed(self, tokens_per_s: float) -> pd.Series | None:
+        """The cheapest configuration reaching at least ``tokens_per_s`` (None if none does)."""
+        self._require()
+        ok = self.points[self.points["tokens_per_s"] >= tokens_per_s]
+        if ok.empty:
+            return None
+        return ok.loc[ok["usd_per_mtok"].idxmin()]
+
+    def cost_at_speed(self, tokens_per_s):
+        """$ per million tokens of the cheapest point at least this fast (inf if none)."""
+        speeds = np.asarray(tokens_per_s, dtype=float)
+        pts = self.points.sort_values("tokens_per_s")
+        s = pts["tokens_per_s"].to_numpy()
+        c = pts["usd_per_mtok"].to_numpy()
+        # cost is non-decreasing with speed on a frontier: first point at or above the speed
+        pos = np.searchsorted(s, speeds, side="left")
+        return np.where(
+            pos < len(s), c[np.clip(pos, 0, max(len(s) - 1, 0))] if len(s) else np.inf, np.inf
+        )
+
+
+def domination_factor(front: Frontier, reference: Frontier) -> float:
+    """How much better ``front`` is than ``reference`` at worst: the smallest f >= 1 such that
+    every point of ``front`` is matched by a point of ``reference`` at least 1/f as fast and at
+    most f times as expensive (1.0: ``reference`` is everywhere at least as good)."""
+    if front.empty:
+        return 1.0
+    if reference.empty:
+        return math.inf
+    v = reference.points["tokens_per_s"].to_numpy()
+    c = reference.points["usd_per_mtok"].to_numpy()
+    worst = 1.0
+    for speed, cost in zip(
+        front.points["tokens_per_s"].to_numpy(), front.points["usd_per_mtok"].to_numpy()
+    ):
+        needed = np.maximum(speed / v, c / cost).min()
+        worst = max(worst, float(needed))
+    return worst

@@ -1,0 +1,116 @@
+"""The fast search over the (GPUs, batch) grid (docs/model.md §A5, §A7; docs/model.md "The search").
+
+``grid_latency`` computes, on an outer grid of batches x GPU counts, the same minimum over
+layouts as ``model.layouts.best_layout``, with less work: rows with B >= L share their pipeline
+degrees, rows are split where expert parallelism switches on, so quantities that depend on the
+tensor degree are computed once per column; the collective structures of a block are shared
+across the tokens per pass; blocks run on a thread pool in float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.latency import StepCache, StepModel
+from ..model.layouts import attention_divisors
+
+
+def _row_blocks(b_rows, thresholds):
+    """Split rows (sorted by micro-batch) where b < threshold changes, for each threshold."""
+    cuts = sorted({int(np.searchsorted(b_rows, thr, side="left")) for thr in thresholds})
+    edges = [0] + [c for c in cuts if 0 < c < len(b_rows)] + [len(b_rows)]
+    return [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
+
+
+def _block_min(model: StepModel, N_row, B_col, p, S_values, context):
+    """Minimum latency over attention divisors and 1-D/2-D TP for one pipeline degree, for
+    each tokens-per-pass value in ``S_values`` (the collective structures are shared)."""
+    ok = model.fits(N_row, B_col, p, context)
+    if not np.any(ok):
+        return None
+    cache = StepCache({})
+    divisors = attention_divisors(
+        N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
+    )
+    out = []
+    for S in S_values:
+        part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
+        best = None
+        for j, adiv in enumerate(divisors):
+            lat = model.latency(part, adiv, cache=cache, key=j)
+            best = lat if best is None else np.minimum(best, lat)
+        out.append(np.where(ok, best, np.inf))
+    return out
+
+
+def _pipeline_blocks(model: StepModel, b_values, pipeline: bool):
+    """(row range, pipeline degree) blocks covering the pipeline degrees of §A5 for every row.
+
+    Rows with B < L have their own degrees (a column of values); rows with B >= L share them.
+    """
+    count = model.assumptions.pipeline_degree_count if pipeline else 1
+    layers = model.work.layers
+    rows = len(b_values)
+    split = int(np.searchsorted(b_values, layers, side="left"))  # rows [split:] have B >= L
+    B_col = b_values[:, None]
+    blocks = [((0, rows), 1.0)]
+    for i in range(1, max(count, 1)):
+        frac = i / (count - 1)
+        if split > 0:
+            blocks.append(((0, split), B_col[:split] ** frac))
+        if split < rows:
+            blocks.append(((split, rows), float(layers) ** frac))
+    if pipeline:  # the whole degrees of node-aligned layouts, every row
+        blocks += [((0, rows), float(p)) for p in model.extra_pipeline_degrees if p > 1]
+    return blocks
+
+
+def _tasks(model: StepModel, b_values, pipeline: bool):
+    """(rows, pipeline degree) tasks: each block cut where expert parallelism switches on."""
+    a = model.assumptions
+    thresholds = [
+        a.expert_parallel_min_batch_per_sparsity * g.sparsity
+        for g in model.work.groups
+        if g.experts > 1
+    ]
+    tasks = []
+    for (lo, hi), p in _pipeline_blocks(model, b_values, pipeline):
+        b_rows = b_values[lo:hi] / (p if np.ndim(p) == 0 else p[:, 0])
+        for r0, r1 in _row_blocks(b_rows, thresholds):
+            p_sub = p if np.ndim(p) == 0 else p[r0:r1]
+            tasks.append((slice(lo + r0, lo + r1), p_sub))
+    return tasks
+
+
+def grid_latency(
+    model: StepModel,
+    n_values,
+    b_values,
+    S_values=(1,),
+    context=0.0,
+    pipeline=True,
+    executor=None,
+    dtype=np.float32,
+):
+    """``best_latency`` on the outer grid ``b_values`` (rows) x ``n_values`` (columns), fast:
+    one array of shape (len(b_values), len(n_values)) per tokens-per-pass value in
+    ``S_values`` (they share the work that does not depend on S). Blocks run on ``executor``.
+    """
+    n_values = np.asarray(n_values, dtype=dtype)
+    b_values = np.asarray(b_values, dtype=dtype)
+    N_row = n_values[None, :]
+    B_col = b_values[:, None]
+    S_list = list(S_values)
+
+    def run(task):
+        rows, p = task
+        return rows, _block_min(model, N_row, B_col[rows], p, S_list, context)
+
+    tasks = _tasks(model, b_values, pipeline)
+    results = executor.map(run, tasks) if executor is not None else map(run, tasks)
+    best = [np.full((len(b_values), len(n_values)), np.inf, dtype=dtype) for _ in S_list]
+    for rows, lats in results:
+        if lats is not None:
+            for b, lat in zip(best, lats):
+                np.minimum(b[rows], lat, out=b[rows])
+    return best

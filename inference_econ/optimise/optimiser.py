@@ -1,0 +1,180 @@
+"""The optimiser: a setting and a method in, its Pareto frontier out (docs/model.md §A5-§A7).
+
+Like ``scipy.optimize``, the problem (``serving.setting.Setting``), the method
+(``method.Method``: the paper's grid, discrete layouts, or the exhaustive reference) and the
+result (``frontier.Frontier``) are separate. ``frontier(setting, method)`` evaluates the best
+layout at every grid point, prices it, applies the demand cap and the TTFT limit, extracts the
+exact Pareto frontier and describes its points in full (layout, economics, breakdown).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+import time
+
+import numpy as np
+
+from ..model.economics import usd_per_mtok
+from ..model.layouts import best_latency
+from ..serving.decode import Decoder
+from ..serving.prefill import prefill_latency_s
+from ..serving.setting import Setting
+from ..serving.speculative import combine
+from . import discrete as discrete_grid
+from .frontier import Frontier, pareto_indices
+from .grid import grid_latency
+from .method import GRID, Method
+
+GRID_MAX_LOG2 = 18  # §A7: up to 2^18 GPUs, batches up to 2^(18 + log2 s)
+
+
+class Problem:
+    """A setting compiled for one method: its decoder (step models) and its grid."""
+
+    def __init__(self, setting: Setting, method: Method = GRID) -> None:
+        self.setting = setting
+        self.method = method
+        self.decoder = Decoder(setting, integer_layouts=method.discrete)
+
+    @property
+    def min_gpus(self) -> float:
+        return self.decoder.min_gpus
+
+    def continuous_axes(self):
+        """§A7: N log-spaced from P·wb/HBM to 2^18, B from 1 to 2^(18 + log2 s)."""
+        n = self.method.grid_points
+        s = max(g.sparsity for g in self.decoder.work.groups)
+        N = np.logspace(np.log2(self.min_gpus), GRID_MAX_LOG2, n, base=2)
+        B = np.logspace(0, GRID_MAX_LOG2 + np.log2(s), n, base=2)
+        if self.setting.assumptions.node_aligned_layouts:
+            whole = discrete_grid.gpu_counts(self.min_gpus, self.setting.gpu.scale_up_domain_gpus)
+            N = np.unique(np.concatenate([N, whole[(whole >= N[0]) & (whole <= N[-1])]]))
+        # values exactly representable in float32, so the fast float32 search and the float64
+        # description of the chosen points see the same grid
+        return N.astype(np.float32).astype(float), B.astype(np.float32).astype(float)
+
+    def grid_latency(self, n_values, b_values):
+        """Per-token latency and draft length on the grid b_values x n_values (§A5-§A6):
+        every layout searched at every point, for the target at S = 1 … γ_max and for the
+        draft; speculation then picks the best γ per point."""
+        s, d = self.setting, self.decoder
+        gammas = d.gamma_values()
+
+        def run(model, S_values):
+            return grid_latency(
+                model, n_values, b_values, S_values, s.context_tokens, s.pipeline, _executor()
+            )
+
+        T = dict(zip(gammas, run(d.target, gammas)))
+        D = run(d.draft, [1])[0] if d.draft is not None else None
+        return combine(T, D, s.spec)
+
+    def brute_force_latency(self, n_values, b_values):
+        """The same as ``grid_latency`` by the plain loop over layouts at every point (float64):
+        the reference the fast search is tested against."""
+        s, d = self.setting, self.decoder
+        N, B = np.meshgrid(np.asarray(n_values, dtype=float), np.asarray(b_values, dtype=float))
+        ctx, pipe = s.context_tokens, s.pipeline
+        T = {g: best_latency(d.target, N, B, g, ctx, pipe) for g in d.gamma_values()}
+        D = best_latency(d.draft, N, B, 1, ctx, pipe) if d.draft else None
+        return combine(T, D, s.spec)
+
+    def evaluate_grid(self):
+        """(N, B, latency, known layouts or None) on the method's grid (rows = batches)."""
+        if self.method.discrete:
+            return discrete_grid.evaluate(self)
+        n_values, b_values = self.continuous_axes()
+        search = self.brute_force_latency if self.method.kind == "exhaustive" else self.grid_latency
+        latency, _ = search(n_values, b_values)
+        N, B = np.meshgrid(n_values, b_values)
+        return N, B, latency, None
+
+    def prefill_latency(self, n_values):
+        """Prefill of one prompt on each GPU count, for the time to first token."""
+        return prefill_latency_s(self.setting, n_values, self.method.discrete)
+
+
+_EXECUTOR = None
+
+
+def _executor():
+    """A shared pool of two threads: numpy releases the GIL, so grid blocks run in parallel."""
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _EXECUTOR = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
+    return _EXECUTOR
+
+
+def frontier(setting: Setting, method: Method = GRID) -> Frontier:
+    """The Pareto frontier of tokens/s per request vs $ per million tokens for a setting.
+
+    Results are cached per (setting, method); the returned frontier is a copy.
+    """
+    cached = _frontier_cached(setting, method)
+    return dataclasses.replace(cached, points=cached.points.copy(), notes=list(cached.notes))
+
+
+@functools.lru_cache(maxsize=64)
+def _frontier_cached(setting: Setting, method: Method) -> Frontier:
+    start = time.perf_counter()
+    problem = Problem(setting, method)
+    N, B, latency, layouts = problem.evaluate_grid()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = usd_per_mtok(N, latency, B, setting.gpu.price_usd_per_hour)
+        capped = B / latency > setting.max_throughput_tokens_per_s
+    cost = np.where(capped, np.inf, cost)
+    if setting.ttft_max_s is not None:
+        ttft = problem.prefill_latency(N[0])[None, :] + latency
+        cost = np.where(ttft > setting.ttft_max_s, np.inf, cost)
+    idx = pareto_indices(latency, cost)
+    notes: list[str] = []
+    if idx.size == 0:
+        notes.append(_why_empty(problem, N[0]))
+        points = problem.decoder.describe(np.array([]), np.array([]))
+    else:
+        if layouts is not None:
+            points = discrete_grid.describe(problem, N, B, layouts, idx)
+        else:
+            points = problem.decoder.describe(N.ravel()[idx], B.ravel()[idx])
+        # the search ran in float32; keep what is Pareto-optimal in the float64 description
+        keep = pareto_indices(points["latency_s"].to_numpy(), points["usd_per_mtok"].to_numpy())
+        points = points.iloc[np.sort(keep)]
+        points = points.sort_values("tokens_per_s", kind="stable").reset_index(drop=True)
+    return Frontier(
+        label=setting.name,
+        points=points,
+        grid_points=int(np.size(N)),
+        elapsed_s=time.perf_counter() - start,
+        notes=notes,
+    )
+
+
+def _why_empty(problem: Problem, n_values=None) -> str:
+    s = problem.setting
+    if s.ttft_max_s is not None and n_values is not None:
+        pre = problem.prefill_latency(n_values)
+        if np.isfinite(pre).any():
+            best = int(np.nanargmin(pre))
+            if pre[best] >= s.ttft_max_s:
+                return (
+                    f"no configuration has a time to first token within {s.ttft_max_s:g} s for a "
+                    f"{s.prompt_tokens:g}-token prompt: the fastest prefill alone takes {pre[best]:.3g} s "
+                    f"(on {n_values[best]:.3g} GPUs)"
+                )
+            return f"no configuration meets TTFT <= {s.ttft_max_s:g} s once the first decode step is added"
+    gpu = s.gpu
+    need = problem.decoder.target.weights_total_bytes
+    if need > gpu.hbm_capacity_bytes * 2**GRID_MAX_LOG2:
+        return f"the weights ({need / 1e9:.0f} GB) do not fit even on 2^{GRID_MAX_LOG2} GPUs"
+    if math.isfinite(s.max_throughput_tokens_per_s):
+        return f"no configuration stays under the demand cap of {s.max_throughput_tokens_per_s:g} tokens/s"
+    kv = problem.decoder.work.kv_cache_bytes(s.context_tokens, 1.0)
+    return (
+        f"no configuration fits: weights {need / 1e9:.1f} GB plus {kv / 1e9:.1f} GB of KV cache per request "
+        f"on {gpu.name} ({gpu.hbm_capacity_bytes / 1e9:.0f} GB per GPU)"
+    )

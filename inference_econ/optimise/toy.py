@@ -1,0 +1,56 @@
+"""The frontier of the paper's Section 2 toy model (docs/model.md §A8, Figure 1)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..model.assumptions import PAPER
+from ..model.economics import usd_per_mtok
+from ..model.workload import compile_workload
+from ..serving.toy import grid_latency_s
+from ..specs.architecture import Architecture
+from ..specs.hardware import GPU
+from .frontier import Frontier, pareto_indices
+
+
+def toy_frontier(
+    arch: Architecture,
+    gpu: GPU,
+    context_tokens: float = 1.0,
+    max_throughput_tokens_per_s: float = math.inf,
+    points: int = 400,
+    label: str = "",
+    allreduce_latency_s: float = 2e-6,
+    base_latency_s: float = 6e-6,
+):
+    """Figure 1: the toy model's Pareto frontier on the §A7 grid, with a demand cap."""
+    work = compile_workload(arch, PAPER)
+    min_gpus = work.total_params * work.bytes_per_weight / gpu.hbm_capacity_bytes
+    n = np.logspace(np.log2(min_gpus), 18, points, base=2)
+    b = np.logspace(0, 18, points, base=2)
+    N, B = np.meshgrid(n, b)
+    latency = grid_latency_s(arch, gpu, N, B, context_tokens, allreduce_latency_s, base_latency_s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = np.where(
+            B / latency > max_throughput_tokens_per_s,
+            np.inf,
+            usd_per_mtok(N, latency, B, gpu.price_usd_per_hour),
+        )
+    idx = pareto_indices(latency, cost)
+    lat, n_sel, b_sel = latency.ravel()[idx], N.ravel()[idx], B.ravel()[idx]
+    peak = gpu.peak_flop_per_s(work.weight_bits)
+    df = pd.DataFrame(
+        {
+            "tokens_per_s": 1.0 / lat,
+            "usd_per_mtok": usd_per_mtok(n_sel, lat, b_sel, gpu.price_usd_per_hour),
+            "latency_s": lat,
+            "gpus": n_sel,
+            "batch": b_sel,
+            "mfu": 2.0 * work.total_params * b_sel / (n_sel * peak * lat),
+            "throughput_tokens_per_s": b_sel / lat,
+        }
+    ).sort_values("tokens_per_s", kind="stable")
+    return Frontier(label=label or arch.name, points=df.reset_index(drop=True), grid_points=N.size)

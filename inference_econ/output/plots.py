@@ -1,0 +1,284 @@
+"""Figures: frontiers on a log-dollar axis, MFU along them, and where the time goes.
+
+Every function takes computed results (``Frontier`` objects keyed by label) and returns the
+matplotlib ``Figure``, so tests can inspect what was drawn and callers can save it.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no screen needed
+matplotlib.rcParams["svg.hashsalt"] = "inference-econ"  # reproducible SVG ids
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
+
+from ..model.economics import usd_per_mtok_at_throughput  # noqa: E402
+from ..optimise.frontier import Frontier  # noqa: E402
+from ..optimise.optimiser import frontier  # noqa: E402
+from ..serving.setting import make_setting  # noqa: E402
+from ..studies.measured.predicting import layout_curve, same_system_points  # noqa: E402
+from .files import write_atomic  # noqa: E402
+
+#: Breakdown parts in stacking order, with their legend labels and colours.
+BREAKDOWN = (
+    ("arithmetic_s", "arithmetic", "#4c72b0"),
+    ("weight_read_s", "weight reads", "#55a868"),
+    ("kv_read_s", "KV-cache reads", "#c44e52"),
+    ("activation_read_s", "activation reads", "#8172b2"),
+    ("collective_latency_s", "collective latency", "#ccb974"),
+    ("collective_bandwidth_s", "collective bandwidth", "#64b5cd"),
+    ("kernel_launch_s", "kernel launches", "#8c8c8c"),
+)
+
+PALETTE = plt.get_cmap("tab10").colors
+
+
+def colours(labels, explicit=None) -> dict:
+    """One colour per curve, stable across the figures of a scenario."""
+    explicit = explicit or {}
+    return {
+        label: explicit.get(label) or PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)
+    }
+
+
+def dollars(value, _pos=None) -> str:
+    """Readable dollar tick labels: $0.05, $0.5, $5, $50, $5k."""
+    if value <= 0 or not math.isfinite(value):
+        return ""
+    if value >= 1000:
+        return f"${value / 1000:g}k"
+    if value >= 1:
+        return f"${value:g}"
+    return f"${value:.2g}"
+
+
+def wrap(title: str, width: int = 80) -> str:
+    return "\n".join(textwrap.wrap(title, width)) or title
+
+
+def _finish(fig, ax, title: str) -> None:
+    ax.set_title(wrap(title), fontsize=11)
+    ax.grid(True, which="major", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        # outside the axes, so the legend never hides data
+        ax.legend(
+            handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False
+        )
+
+
+def _lines(ax, fronts: dict[str, Frontier], column: str, colors: dict, styles: dict) -> None:
+    """One line of ``column`` against tokens/s per request for each non-empty frontier."""
+    for label, front in fronts.items():
+        if front.empty:
+            continue
+        pts = front.points
+        ax.plot(
+            pts["tokens_per_s"],
+            pts[column],
+            label=label,
+            color=colors[label],
+            lw=1.8,
+            ls=styles.get(label, "solid"),
+        )
+
+
+def _scatter_groups(ax, points) -> None:
+    """Operating points drawn as one scatter per (label, colour, marker): one legend entry
+    each, and fast for thousands of points."""
+    groups: dict[tuple, list] = {}
+    for point in points:
+        key = (
+            point.get("label", "measured"),
+            point.get("color", "black"),
+            point.get("marker", "o"),
+        )
+        groups.setdefault(key, []).append(point)
+    for (label, color, marker), pts in groups.items():
+        ax.scatter(
+            [p["tokens_per_s"] for p in pts],
+            [p["usd_per_mtok"] for p in pts],
+            marker=marker,
+            s=40,
+            color=color,
+            zorder=5,
+            label=label,
+        )
+
+
+def frontier_figure(
+    fronts: dict[str, Frontier], title: str, colors=None, measured=(), max_speed=None, styles=None
+):
+    """Cost ($/M tokens, log axis) against tokens/s per request, one line per curve."""
+    colors = colours(list(fronts), colors)
+    styles = styles or {}
+    fig, ax = plt.subplots(figsize=(9, 5.2), layout="constrained")
+    _lines(ax, fronts, "usd_per_mtok", colors, styles)
+    _scatter_groups(ax, measured)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(dollars))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    ax.set_xlabel("tokens per second per request")
+    ax.set_ylabel("cost per million output tokens")
+    if max_speed:
+        ax.set_xlim(0, max_speed)
+    else:
+        ax.set_xlim(left=0)
+    _finish(fig, ax, title)
+    return fig
+
+
+def mfu_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None):
+    """Model FLOP utilisation along each frontier."""
+    colors = colours(list(fronts), colors)
+    styles = styles or {}
+    fig, ax = plt.subplots(figsize=(9, 5.2), layout="constrained")
+    _lines(ax, fronts, "mfu", colors, styles)
+    ax.set_xlabel("tokens per second per request")
+    ax.set_ylabel("model FLOP utilisation (MFU)")
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    _finish(fig, ax, title)
+    return fig
+
+
+def breakdown_figure(fronts: dict[str, Frontier], title: str):
+    """Where the time of a token goes along each frontier (fractions of the latency, stacked)."""
+    live = {k: v for k, v in fronts.items() if not v.empty}
+    n = max(len(live), 1)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.2 * cols + 1.8, 3.3 * rows), squeeze=False, layout="constrained"
+    )
+    for ax, (label, front) in zip(axes.ravel(), live.items()):
+        pts = front.points
+        speed = pts["tokens_per_s"].to_numpy()
+        total = pts["latency_s"].to_numpy()
+        shares = [np.nan_to_num(pts[col].to_numpy() / total) for col, _, _ in BREAKDOWN]
+        # rasterized: thousands of filled polygons would make the SVG tens of megabytes
+        ax.stackplot(
+            speed,
+            shares,
+            labels=[name for _, name, _ in BREAKDOWN],
+            colors=[c for _, _, c in BREAKDOWN],
+            alpha=0.9,
+            rasterized=True,
+        )
+        ax.set_title(label, fontsize=9)
+        ax.set_xlim(speed.min(), speed.max())
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("tokens/s per request", fontsize=8)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+        ax.tick_params(labelsize=8)
+    for ax in axes.ravel()[len(live) :]:
+        ax.set_visible(False)
+    handles, labels = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles[::-1], labels[::-1], loc="outside right upper", fontsize=8, frameon=False)
+    fig.suptitle(wrap(title + ": share of token latency", 110), fontsize=11)
+    return fig
+
+
+def square_root_figure(points: list[dict], title: str):
+    """Best latency against parameters (log-log) with the square-root law through the first."""
+    fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
+    params = np.array([p["params"] for p in points], dtype=float)
+    latency_ms = np.array([p["latency_ms"] for p in points], dtype=float)
+    grid = np.logspace(np.log10(params.min() / 2), np.log10(params.max() * 2), 50)
+    law = latency_ms[0] * np.sqrt(grid / params[0])
+    ax.plot(grid, law, color="gray", ls="--", label="square-root law through the smallest model")
+    ax.scatter(params, latency_ms, color="black", zorder=5, label="measured best latency")
+    for p, lat, point in zip(params, latency_ms, points):
+        ax.annotate(
+            point.get("label", ""),
+            (p, lat),
+            textcoords="offset points",
+            xytext=(6, -10),
+            fontsize=8,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("parameters")
+    ax.set_ylabel("best token latency (ms)")
+    _finish(fig, ax, title)
+    return fig
+
+
+def tornado_figure(table, title: str):
+    """Horizontal bars of the elasticities of the fastest speed and of the cost at a speed."""
+    order = table.reindex(table.fastest_speed_elasticity.abs().sort_values().index)
+    fig, axes = plt.subplots(
+        1, 2, figsize=(10, 0.5 * len(order) + 1.8), sharey=True, layout="constrained"
+    )
+    y = np.arange(len(order))
+    axes[0].barh(y, order.fastest_speed_elasticity, color="tab:blue")
+    axes[1].barh(y, order.cost_at_speed_elasticity, color="tab:red")
+    axes[0].set_yticks(y, order.description)
+    axes[0].set_xlabel("elasticity of the fastest tokens/s")
+    axes[1].set_xlabel("elasticity of $/M tokens at a fixed speed")
+    for ax in axes:
+        ax.axvline(0, color="black", lw=0.8)
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.suptitle(wrap(title, 100), fontsize=11)
+    return fig
+
+
+def measured_figure(path, assumptions="paper"):
+    """Measured points over the predicted frontier of their model and GPU, and over the
+    predicted curve of their own layout (the batch swept). Uses the first row's setting."""
+    same = same_system_points(path)
+    first = same[0]
+    price = first.gpu.price_usd_per_hour
+    setting = make_setting(
+        first.arch,
+        first.gpu,
+        weight_bits=first.weight_bits,
+        activation_bits=first.activation_bits,
+        kv_cache_bits=first.kv_bits,
+        context_tokens=first.context_tokens,
+        assumptions=assumptions,
+    )
+    layout = Frontier(label="layout", points=layout_curve(path, assumptions))
+    fronts = {
+        f"predicted frontier, any layout, decode only ({setting.model.name}, {setting.gpu.name})": frontier(
+            setting
+        ),
+        f"predicted, {first.gpus} GPUs as measured (batch swept, prefills interleaved)": layout,
+    }
+    measured = [
+        {
+            "tokens_per_s": p.tokens_per_s,
+            "usd_per_mtok": usd_per_mtok_at_throughput(p.throughput_per_gpu, price),
+            "label": "measured",
+            "color": "black",
+        }
+        for p in same
+        if p.throughput_per_gpu
+    ]
+    title = f"Measured vs predicted: {first.arch.name}, {first.gpus} x {first.gpu.name}, {first.input_len:g} in / {first.output_len:g} out"
+    return frontier_figure(fronts, title, measured=measured)
+
+
+def save(fig, stem, formats=("png", "svg")) -> list:
+    """Write a figure as PNG and SVG next to each other (atomically); close it."""
+    written = []
+    for fmt in formats:
+        buf = io.BytesIO()
+        fig.savefig(
+            buf,
+            format=fmt,
+            dpi=130,
+            metadata={"Date": None} if fmt == "svg" else {"Software": None},
+        )
+        written.append(write_atomic(f"{stem}.{fmt}", buf.getvalue()))
+    plt.close(fig)
+    return written

@@ -1,0 +1,157 @@
+"""Running a scenario: every curve's frontier, its key points, its figures and its tables.
+
+``run_scenario`` is what ``inference-econ run`` and ``reproduce figure-N`` call: it computes
+each curve (the toy model for Figure 1, the optimiser otherwise), then writes the figures the
+scenario asks for (PNG and SVG) and a table of key points (fastest and preference point of each
+curve) as CSV, JSON and Markdown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..optimise.frontier import Frontier
+from ..optimise.optimiser import frontier
+from ..optimise.toy import toy_frontier
+from ..serving.decode import SUMMARY_COLUMNS
+from ..specs.architecture import load_model
+from ..specs.hardware import load_hardware
+from ..studies.measured.reading import load_overlay_points
+from ..studies.scenario import Scenario, load_scenario
+from ..studies.tables import columns_for, run_table
+from . import plots
+from .files import write_atomic
+from .render import render
+
+KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
+
+
+@dataclass
+class RunResult:
+    """What a scenario run produced: frontiers, key points, table (for tables) and files."""
+
+    scenario: Scenario
+    fronts: dict[str, Frontier] = field(default_factory=dict)
+    key_points: pd.DataFrame | None = None
+    table: pd.DataFrame | None = None
+    figures: dict = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+
+
+def curve_frontier(curve) -> Frontier:
+    """The frontier of one curve (toy curves use the Section 2 model)."""
+    if curve.toy is not None:
+        f = curve.fields
+        arch = load_model(f["model"])
+        if "weight_bits" in f:
+            arch = arch.with_precision(weight_bits=f["weight_bits"])
+        params = curve.toy
+        return toy_frontier(
+            arch,
+            load_hardware(f.get("hardware", "H100-paper")),
+            context_tokens=float(f.get("context_tokens", 1.0)),
+            max_throughput_tokens_per_s=float(f.get("max_throughput_tokens_per_s", math.inf)),
+            allreduce_latency_s=float(params.get("allreduce_latency_s", 2e-6)),
+            base_latency_s=float(params.get("base_latency_s", 6e-6)),
+            label=curve.label,
+        )
+    return frontier(curve.setting(), curve.method())
+
+
+def key_points(fronts: dict[str, Frontier], sampling: str | None = None) -> pd.DataFrame:
+    """Fastest and preference point of every curve, one row each."""
+    rows = []
+    for label, front in fronts.items():
+        if front.empty:
+            rows.append({"curve": label, "point": "none feasible"})
+            continue
+        for name, point in (
+            ("fastest", front.fastest()),
+            ("preference", front.preference_point(sampling=sampling)),
+        ):
+            row = {"curve": label, "point": name, **point.to_dict()}
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    return df[[c for c in KEY_COLUMNS if c in df.columns]]
+
+
+def _write_tables(df: pd.DataFrame, stem: Path, title: str, notes=(), formats=()) -> list[Path]:
+    """A table as CSV (no title), JSON and Markdown next to each other."""
+    written = []
+    for fmt in formats:
+        ext = {"markdown": "md"}.get(fmt, fmt)
+        text = render(df, fmt, title=title if fmt != "csv" else "", notes=notes)
+        written.append(write_atomic(stem.parent / f"{stem.name}.{ext}", text))
+    return written
+
+
+def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
+    """One figure of a scenario."""
+    colors = {c.label: c.color for c in scenario.curves if c.color}
+    styles = {c.label: c.linestyle for c in scenario.curves}
+    if plot in ("frontier", "toy-frontier"):
+        max_speed = scenario.options.get("max_speed")
+        return plots.frontier_figure(fronts, scenario.title, colors, measured, max_speed, styles)
+    if plot == "mfu":
+        return plots.mfu_figure(fronts, scenario.title, colors, styles)
+    if plot == "breakdown":
+        return plots.breakdown_figure(fronts, scenario.title)
+    points = [m for m in scenario.measured if "params" in m]  # square-root-law
+    return plots.square_root_figure(points, scenario.title)
+
+
+def _overlay(scenario: Scenario, measured_csv) -> list[dict]:
+    """Measured operating points of the scenario file and of an overlay CSV."""
+    measured = [dict(m) for m in scenario.measured if "tokens_per_s" in m and "usd_per_mtok" in m]
+    if measured_csv is not None:
+        first = scenario.curves[0]
+        price = first.setting().gpu.price_usd_per_hour if first.toy is None else None
+        measured += load_overlay_points(measured_csv, price)
+    return measured
+
+
+def run_scenario(
+    scenario: Scenario | str,
+    out_dir: str | Path | None = None,
+    formats=("png", "svg"),
+    table_formats=("csv", "json", "markdown"),
+    measured_csv: str | Path | None = None,
+    progress=None,
+) -> RunResult:
+    """Compute every curve of a scenario; write its figures and tables into ``out_dir``."""
+    if isinstance(scenario, (str, Path)):
+        scenario = load_scenario(scenario)
+    result = RunResult(scenario)
+    stem = Path(out_dir) / Path(scenario.name).name if out_dir is not None else None
+    if scenario.kind == "table":
+        result.table = run_table(scenario, progress=progress)
+        if stem is not None:
+            result.files += _write_tables(
+                result.table[columns_for(scenario)],
+                stem,
+                scenario.title,
+                scenario.notes,
+                table_formats,
+            )
+        return result
+    for i, curve in enumerate(scenario.curves):
+        if progress:
+            progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
+        result.fronts[curve.label] = curve_frontier(curve)
+    result.key_points = key_points(result.fronts, scenario.preference_sampling)
+    measured = _overlay(scenario, measured_csv)
+    for plot in scenario.plots:
+        fig = _draw(scenario, plot, result.fronts, measured)
+        result.figures[plot] = fig
+        if stem is not None:
+            result.files += plots.save(fig, stem.parent / f"{stem.name}-{plot}", formats)
+    if stem is not None and result.fronts:
+        points_stem = stem.parent / f"{stem.name}-points"
+        result.files += _write_tables(
+            result.key_points, points_stem, scenario.title, (), table_formats
+        )
+    return result

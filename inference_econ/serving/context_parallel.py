@@ -1,0 +1,200 @@
+"""Context-parallel prefill of one long prompt over P devices (docs/model.md §B9, KV-Runahead).
+
+The prompt is cut into P contiguous chunks, one per device. Device i computes its chunk's
+tokens, which attend to every earlier token, so its work is linear in its length plus the
+causal attention 2·x·H·L·(e_i² − s_i²). Two ways to give it the earlier tokens' keys and values:
+
+* **all-gather** (sequence parallelism): equal chunks; after each layer every device gathers
+  all KV, synchronously, so the time is the slowest chunk plus L all-gathers of the whole KV;
+* **KV-Runahead**: a point-to-point chain; device i receives the accumulated KV of tokens
+  [0, s_i) from device i − 1 and sends [0, e_i) on. Its time is its compute plus receiving its
+  prefix; the time to first token is the slowest device plus the chain's hop latencies.
+  Balanced chunks make all devices equally slow: later chunks are shorter because each later
+  token attends to more.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SpecError
+from ..model.economics import flop_rates
+from ..model.workload import compile_workload
+from ..specs.schema import check_number
+from .setting import Setting
+
+
+@dataclass(frozen=True)
+class ChainCosts:
+    """What one device's chunk costs: FLOP per token and per attention pair, KV bytes per token."""
+
+    flop_per_token: float  # 2·P_act
+    attention_flop_per_pair: float  # 4·x·H·L per (query, key) pair; causal sum ≈ half of n²
+    kv_bytes_per_token: float  # all layers
+    layers: int
+    flop_per_s: float  # of one device (a GPU or a tensor-parallel group)
+    link_bytes_per_s: float
+    link_latency_s: float
+
+    def compute_s(self, start: float, end: float) -> float:
+        """Seconds for tokens [start, end) attending to everything before them."""
+        pairs = (end * end - start * start) / 2.0
+        return (
+            self.flop_per_token * (end - start) + self.attention_flop_per_pair * pairs
+        ) / self.flop_per_s
+
+    def receive_s(self, start: float) -> float:
+        """Seconds to receive the keys and values of tokens [0, start) over the link."""
+        return (
+            0.0
+            if start <= 0
+            else self.link_latency_s + start * self.kv_bytes_per_token / self.link_bytes_per_s
+        )
+
+
+def chain_costs(
+    setting: Setting,
+    devices_gpus: float = 1.0,
+    link_bytes_per_s: float | None = None,
+    link_latency_s: float = 10e-6,
+) -> ChainCosts:
+    """Costs for a setting: each device is ``devices_gpus`` GPUs at the sustained FLOP/s; the
+    link defaults to the GPU's scale-out NIC (one direction)."""
+    work = compile_workload(setting.model, setting.assumptions)
+    gpu = setting.gpu
+    link = link_bytes_per_s if link_bytes_per_s is not None else gpu.nic_bandwidth_bytes_per_s
+    check_number(
+        link, "argument", "link_bytes_per_s", minimum=0, exclusive_minimum=True, unit="bytes/s"
+    )
+    positions = sum(g.layers for g in work.groups)
+    return ChainCosts(
+        flop_per_token=2.0 * work.active_params,
+        attention_flop_per_pair=work.context_flop_per_position_per_layer * positions,
+        kv_bytes_per_token=work.kv_bytes_per_token,
+        layers=work.layers,
+        flop_per_s=devices_gpus * flop_rates(gpu, work.weight_bits, setting.assumptions)[1],
+        link_bytes_per_s=float(link),
+        link_latency_s=float(link_latency_s),
+    )
+
+
+def equal_chunks(tokens: float, devices: int) -> list[float]:
+    """Chunk boundaries [0, …, tokens] with equal lengths."""
+    return list(np.linspace(0.0, float(tokens), devices + 1))
+
+
+def device_times(costs: ChainCosts, boundaries) -> np.ndarray:
+    """KV-Runahead: per-device seconds = its compute + receiving its prefix (0 for a device
+    left without tokens, which drops out of the chain)."""
+    b = list(boundaries)
+    return np.array(
+        [
+            costs.compute_s(s, e) + costs.receive_s(s) if e > s else 0.0
+            for s, e in zip(b[:-1], b[1:])
+        ]
+    )
+
+
+def balanced_chunks(costs: ChainCosts, tokens: float, devices: int) -> list[float]:
+    """Boundaries that make every device's time (compute + prefix transfer) equal.
+
+    Bisection on the common time T: each device in turn takes the longest chunk it can finish
+    within T; T is feasible when the devices cover the prompt. On a slow link the last devices
+    may get nothing: receiving the long prefix would cost more than they save.
+    """
+
+    def cover(target: float) -> list[float]:
+        bounds = [0.0]
+        for _ in range(devices):
+            s = bounds[-1]
+            budget = target - costs.receive_s(s)
+            if budget <= 0:
+                bounds.append(s)
+                continue
+            lo, hi = s, float(tokens)
+            if costs.compute_s(s, hi) <= budget:
+                bounds.append(hi)
+                continue
+            for _ in range(60):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if costs.compute_s(s, mid) <= budget else (lo, mid)
+            bounds.append(lo)
+        return bounds
+
+    hi = costs.compute_s(0.0, tokens) + costs.receive_s(tokens)
+    lo = 0.0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if cover(mid)[-1] >= tokens * (1 - 1e-12):
+            hi = mid
+        else:
+            lo = mid
+    # snap the boundary that (numerically) reaches the end, so no device gets a sliver
+    return [b if b < tokens * (1 - 1e-9) else float(tokens) for b in cover(hi)]
+
+
+def kv_runahead_ttft_s(
+    costs: ChainCosts, tokens: float, devices: int, balanced: bool = True
+) -> tuple[float, list[float], np.ndarray]:
+    """(time to first token, boundaries, per-device times) of the KV-Runahead chain."""
+    bounds = balanced_chunks(costs, tokens, devices) if balanced else equal_chunks(tokens, devices)
+    times = device_times(costs, bounds)
+    return float(times.max()), bounds, times
+
+
+def allgather_ttft_s(costs: ChainCosts, tokens: float, devices: int) -> float:
+    """Sequence parallelism with a synchronous all-gather of the KV after every layer."""
+    bounds = equal_chunks(tokens, devices)
+    slowest = max(costs.compute_s(s, e) for s, e in zip(bounds[:-1], bounds[1:]))
+    if devices == 1:
+        return slowest
+    per_layer_bytes = tokens * costs.kv_bytes_per_token / costs.layers
+    gather = (
+        costs.link_latency_s * math.log2(devices)
+        + (devices - 1) / devices * per_layer_bytes / costs.link_bytes_per_s
+    )
+    return slowest + costs.layers * gather
+
+
+def compare(
+    setting: Setting,
+    prompt_tokens,
+    devices: int,
+    link_bytes_per_s: float | None = None,
+    devices_gpus: float = 1.0,
+):
+    """Single device vs all-gather vs KV-Runahead (equal and balanced chunks), per prompt length."""
+    import pandas as pd
+
+    if int(devices) != devices or devices < 1:
+        raise SpecError(
+            "argument", "devices", f"is {devices!r}", "expected a whole number of devices >= 1"
+        )
+    costs = chain_costs(setting, devices_gpus, link_bytes_per_s)
+    rows = []
+    for tokens in np.atleast_1d(prompt_tokens):
+        check_number(tokens, "argument", "prompt_tokens", minimum=1, unit="tokens")
+        single = costs.compute_s(0.0, float(tokens))
+        equal, _, equal_times = kv_runahead_ttft_s(costs, tokens, int(devices), balanced=False)
+        balanced, bounds, times = kv_runahead_ttft_s(costs, tokens, int(devices), balanced=True)
+        gather = allgather_ttft_s(costs, tokens, int(devices))
+        rows.append(
+            {
+                "prompt_tokens": float(tokens),
+                "devices": int(devices),
+                "link_gb_per_s": costs.link_bytes_per_s / 1e9,
+                "single_device_s": single,
+                "allgather_s": gather,
+                "kv_runahead_equal_s": equal,
+                "kv_runahead_balanced_s": balanced,
+                "speedup_allgather": single / gather,
+                "speedup_kv_runahead": single / balanced,
+                "chunk_tokens": ", ".join(f"{e - s:.0f}" for s, e in zip(bounds[:-1], bounds[1:])),
+                "devices_used": int((times > 0).sum()),
+                "balance_spread": float(times.max() / times[times > 0].min()),
+            }
+        )
+    return pd.DataFrame(rows)

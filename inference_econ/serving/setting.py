@@ -1,0 +1,94 @@
+"""A serving setting: the problem every question is asked about.
+
+What is served (a model at some precisions, optionally with a draft model), on what (a GPU),
+at which context, under which demand cap and time-to-first-token limit, and under which
+modelling assumptions. How its frontier is searched is the optimiser's business
+(``optimise.method.Method``), not the setting's. ``make_setting`` takes names or objects and
+validates every keyword against the table of settings (``inference_econ/settings.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from .. import settings as table
+from ..errors import SpecError
+from ..model.assumptions import Assumptions, preset
+from ..specs.architecture import Architecture, Precision, load_model
+from ..specs.hardware import GPU, load_hardware
+from .speculative import SpecDecoding
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One serving scenario: what is served, on what, under which assumptions."""
+
+    model: Architecture
+    gpu: GPU
+    context_tokens: float = 0.0
+    max_throughput_tokens_per_s: float = math.inf
+    pipeline: bool = True
+    spec: SpecDecoding | None = None
+    assumptions: Assumptions = Assumptions()
+    label: str = ""
+    #: Prompt length for time to first token; with ``ttft_max_s`` the frontier keeps only
+    #: configurations whose TTFT (prefill of one prompt + first decode step) is within it.
+    prompt_tokens: float | None = None
+    ttft_max_s: float | None = None
+
+    @property
+    def precision(self) -> Precision:
+        return self.model.precision
+
+    @property
+    def name(self) -> str:
+        return self.label or f"{self.model.name} on {self.gpu.name}"
+
+    def replace(self, **changes) -> Setting:
+        return dataclasses.replace(self, **changes)
+
+
+#: Fields of a Setting built from several settings rather than copied from one.
+_BUILT = ("model", "gpu", "spec", "assumptions", "max_throughput_tokens_per_s")
+
+
+def make_setting(model, hardware, **options) -> Setting:
+    """Build a Setting from names or objects; every keyword is a ``problem`` row of the table
+    of settings (context_tokens, weight_bits, draft, acceptance, assumptions, ...). A row whose
+    name is a field of Setting is copied into it as validated."""
+    assumptions = options.pop("assumptions", None)
+    values = table.check(options, [table.PROBLEM])
+    arch = load_model(model).with_precision(
+        values["weight_bits"], values["activation_bits"], values["kv_cache_bits"]
+    )
+    spec = None
+    if values["draft"] is not None:
+        draft = load_model(values["draft"])
+        if values["draft_weight_bits"] is not None:
+            draft = draft.with_precision(weight_bits=values["draft_weight_bits"])
+        spec = SpecDecoding(draft, values["acceptance"], values["max_draft_tokens"])
+    if values["ttft_max_s"] is not None and values["prompt_tokens"] is None:
+        raise SpecError(
+            "argument",
+            "ttft_max_s",
+            "needs a prompt length",
+            "give prompt_tokens (--prompt-tokens) too",
+        )
+    if not isinstance(assumptions, Assumptions):
+        assumptions = preset(table.option("assumptions").check(assumptions))
+    cap = values["max_throughput_tokens_per_s"]
+    copied = {
+        f.name: values[f.name]
+        for f in dataclasses.fields(Setting)
+        if f.name in values and f.name not in _BUILT
+    }
+    return Setting(
+        model=arch,
+        gpu=load_hardware(hardware),
+        spec=spec,
+        assumptions=assumptions,
+        max_throughput_tokens_per_s=math.inf if cap is None else cap,
+        **copied,
+    )

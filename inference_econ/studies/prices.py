@@ -1,0 +1,50 @@
+"""What output tokens cost relative to input tokens (paper §4.3; docs/model.md §B8)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..optimise.optimiser import frontier
+from ..serving.prefill import prefill
+from ..serving.setting import make_setting
+
+
+def price_ratio(
+    model,
+    hardware,
+    context_tokens: float,
+    prompt_tokens: float | None = None,
+    output_tokens: float = 512,
+    min_prefill_tokens: float = 8192,
+    **kwargs,
+) -> pd.Series:
+    """Output/input price ratio at the decode frontier's preference point (paper §4.3).
+
+    Decode runs at ``context_tokens``; the prompt (default: the context, at least 1000 tokens)
+    is prefilled on the same GPUs, batching prompts until a pass holds ``min_prefill_tokens``
+    tokens so the prefill is efficient.
+    """
+    setting = make_setting(model, hardware, context_tokens=context_tokens, **kwargs)
+    point = frontier(setting).preference_point()
+    prompt = float(prompt_tokens or max(context_tokens, 1000.0))
+    pb = max(1.0, math.ceil(min_prefill_tokens / prompt))
+    pre = prefill(setting, point.gpus, prompt, batch=pb)
+    return pd.Series(
+        {
+            "model": setting.model.name,
+            "hardware": setting.gpu.name,
+            "context_tokens": float(context_tokens),
+            "attention": setting.model.attention.kind,
+            "gpus": point.gpus,
+            "decode_batch": point.batch,
+            "decode_tokens_per_s": point.tokens_per_s,
+            "decode_mfu": point.mfu,
+            "usd_per_m_output_tokens": point.usd_per_mtok,
+            "prefill_batch": pb,
+            "prefill_mfu": pre.mfu,
+            "usd_per_m_input_tokens": pre.usd_per_m_input_tokens,
+            "output_to_input_price_ratio": point.usd_per_mtok / pre.usd_per_m_input_tokens,
+        }
+    )

@@ -1,0 +1,146 @@
+"""What-if studies: vary one hardware, model or workload parameter and watch the frontier move.
+
+``sweep`` reports, for each value of a parameter, the fastest speed and the cost at a fixed
+speed; ``elasticities`` summarises several parameters by d ln(metric) / d ln(parameter) between
+half and twice the base value (a tornado chart). Parameters are multiplicative factors on the
+base setting, except ``context`` (tokens) and ``acceptance`` (a probability), which are values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SpecError, did_you_mean
+from ..optimise.optimiser import frontier
+from ..serving.setting import Setting
+from ..serving.speculative import SpecDecoding
+from ..specs.hardware import derive
+
+#: parameter -> (kind, what it scales, description)
+PARAMETERS = {
+    "hbm_bandwidth": ("factor", "HBM bandwidth"),
+    "flops": ("factor", "tensor-core FLOP/s"),
+    "interconnect_bandwidth": ("factor", "NVLink and NIC bandwidth"),
+    "nccl_latency": ("factor", "every collective's latency"),
+    "launch_latency": ("factor", "kernel launch latency"),
+    "price": ("factor", "GPU price per hour"),
+    "hbm_capacity": ("factor", "HBM capacity"),
+    "context": ("value", "context length in tokens"),
+    "acceptance": ("value", "speculative decoding acceptance probability"),
+}
+
+
+#: factor parameters that scale GPU fields: (short name, fields scaled)
+HARDWARE_SCALES = {
+    "hbm_bandwidth": ("HBM", ("hbm_bandwidth_bytes_per_s",)),
+    "flops": ("FLOP/s", ("flop_per_s",)),
+    "interconnect_bandwidth": (
+        "links",
+        ("nvlink_bandwidth_bytes_per_s", "nic_bandwidth_bytes_per_s"),
+    ),
+    "price": ("price", ("price_usd_per_hour",)),
+    "hbm_capacity": ("HBM size", ("hbm_capacity_bytes",)),
+}
+
+
+def vary(setting: Setting, parameter: str, value: float) -> Setting:
+    """The setting with one parameter changed (a factor, or a value for context/acceptance)."""
+    if parameter not in PARAMETERS:
+        hint = did_you_mean(parameter, PARAMETERS)
+        raise SpecError(
+            "argument",
+            "parameter",
+            f"unknown parameter {parameter!r}",
+            hint or f"choose {', '.join(PARAMETERS)}",
+        )
+    value = float(value)
+    if not math.isfinite(value) or value < 0:
+        raise SpecError("argument", parameter, f"is {value!r}", "expected a finite value >= 0")
+    gpu, a = setting.gpu, setting.assumptions
+    if parameter in HARDWARE_SCALES:
+        short, fields = HARDWARE_SCALES[parameter]
+        scale = dict.fromkeys(fields, value)
+        return setting.replace(gpu=derive(gpu, name=f"{gpu.name} x{value:g} {short}", scale=scale))
+    if parameter == "nccl_latency":
+        return setting.replace(
+            assumptions=a.replace(collective_latency_scale=a.collective_latency_scale * value)
+        )
+    if parameter == "launch_latency":
+        return setting.replace(
+            assumptions=a.replace(launch_latency_scale=a.launch_latency_scale * value)
+        )
+    if parameter == "context":
+        return setting.replace(context_tokens=value)
+    if setting.spec is None:
+        raise SpecError(
+            "argument",
+            "acceptance",
+            "the setting has no draft model",
+            "give a draft (--draft) to vary the acceptance",
+        )
+    if value > 1:
+        raise SpecError(
+            "argument", "acceptance", f"is {value!r}", "expected a probability in [0, 1]"
+        )
+    s = setting.spec
+    return setting.replace(spec=SpecDecoding(s.draft, value, s.max_draft_tokens))
+
+
+def sweep(setting: Setting, parameter: str, values, at_speed: float | None = None) -> pd.DataFrame:
+    """For each value: the fastest tokens/s per request and the cheapest $/M tokens at
+    ``at_speed`` (default: half the base setting's fastest speed)."""
+    if at_speed is None:
+        at_speed = 0.5 * frontier(setting).fastest().tokens_per_s
+    rows = []
+    for value in values:
+        front = frontier(vary(setting, parameter, value))
+        fastest = front.fastest() if not front.empty else None
+        rows.append(
+            {
+                "parameter": parameter,
+                "value": float(value),
+                "fastest_tokens_per_s": fastest.tokens_per_s if fastest is not None else 0.0,
+                "fastest_latency_s": fastest.latency_s if fastest is not None else math.inf,
+                "at_speed_tokens_per_s": float(at_speed),
+                "usd_per_mtok_at_speed": float(front.cost_at_speed(at_speed))
+                if not front.empty
+                else math.inf,
+                "cheapest_usd_per_mtok": front.cheapest().usd_per_mtok
+                if not front.empty
+                else math.inf,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def elasticities(setting: Setting, parameters=None, at_speed: float | None = None) -> pd.DataFrame:
+    """d ln(metric) / d ln(parameter) between x0.5 and x2 of each factor parameter."""
+    parameters = parameters or [
+        p for p, (kind, _) in PARAMETERS.items() if kind == "factor" and p != "hbm_capacity"
+    ]
+    if at_speed is None:
+        at_speed = 0.5 * frontier(setting).fastest().tokens_per_s
+    rows = []
+    for p in parameters:
+        if PARAMETERS.get(p, ("value",))[0] != "factor":
+            raise SpecError(
+                "argument",
+                "parameters",
+                f"{p!r} is not a factor parameter",
+                "elasticities need factors",
+            )
+        df = sweep(setting, p, [0.5, 2.0], at_speed)
+        speed = np.log(df.fastest_tokens_per_s.to_numpy())
+        cost = np.log(df.usd_per_mtok_at_speed.to_numpy())
+        rows.append(
+            {
+                "parameter": p,
+                "description": PARAMETERS[p][1],
+                "fastest_speed_elasticity": (speed[1] - speed[0]) / np.log(4.0),
+                "cost_at_speed_elasticity": (cost[1] - cost[0]) / np.log(4.0),
+            }
+        )
+    return pd.DataFrame(rows)

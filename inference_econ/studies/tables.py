@@ -1,0 +1,97 @@
+"""Tables: one reported point per curve of a scenario, beside the paper's values if it has them.
+
+``run_table(scenario)`` computes each curve's frontier and picks its fastest point or its
+preference point (or, for the toy model, the closed-form optimum). The result keeps the
+layout and breakdown of every row, so each printed number can be traced; ``TABLE_COLUMNS``
+names the columns a CSV of each kind of table carries.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..optimise.optimiser import frontier
+from ..serving import toy
+from ..specs.architecture import load_model
+from .scenario import Scenario, load_scenario
+
+TABLE_COLUMNS = {
+    "fastest": ["label", "tokens_per_s", "gpus"],
+    "toy-optimum": ["label", "tokens_per_s", "gpus"],
+    "preference": ["label", "tokens_per_s", "usd_per_mtok", "gpus", "batch"],
+}
+
+PAPER_TABLES = {f"table-{i}": f"paper/table-{i}" for i in range(1, 7)}
+
+
+def columns_for(scenario: Scenario) -> list[str]:
+    """The CSV columns of a table scenario: its values, then the paper's twins if any."""
+    base = TABLE_COLUMNS.get(scenario.report, TABLE_COLUMNS["preference"])
+    if any(c.paper for c in scenario.curves):
+        return base + ["paper_" + c for c in base[1:]]
+    return base
+
+
+def _toy_row(curve) -> dict:
+    params = dict(curve.toy)
+    arch = load_model(curve.fields["model"])
+    if "weight_bits" in curve.fields:
+        arch = arch.with_precision(weight_bits=curve.fields["weight_bits"])
+    result = toy.model_optimum(
+        arch,
+        bandwidth_bytes_per_s=float(params.get("bandwidth_bytes_per_s", 3.3e12)),
+        allreduce_latency_s=float(params.get("allreduce_latency_s", 2e-6)),
+        allreduces_per_layer=params.get("allreduces_per_layer", 4),
+        base_latency_s=float(params.get("base_latency_s", 0.0)),
+    )
+    return {
+        "tokens_per_s": result.tokens_per_s,
+        "gpus": result.optimal_gpus,
+        "latency_s": result.latency_s,
+    }
+
+
+def run_table(scenario: Scenario | str, progress=None) -> pd.DataFrame:
+    """One row per curve: the reported point (with layout and breakdown) and the paper's values."""
+    if isinstance(scenario, str):
+        scenario = load_scenario(PAPER_TABLES.get(scenario, scenario))
+    rows = []
+    for i, curve in enumerate(scenario.curves):
+        if progress:
+            progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
+        if scenario.report == "toy-optimum" or curve.toy is not None:
+            row = _toy_row(curve)
+        else:
+            front = frontier(curve.setting(), curve.method())
+            if scenario.report == "fastest":
+                point = front.fastest()
+            else:
+                point = front.preference_point(sampling=scenario.preference_sampling)
+            row = point.to_dict()
+        row["label"] = curve.label
+        for key, value in curve.paper.items():
+            row["paper_" + key] = value
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    first = columns_for(scenario)
+    for col in first:
+        if col not in df:
+            df[col] = math.nan
+    rest = [c for c in df.columns if c not in first]
+    out = df[first + rest]
+    out.attrs["title"] = scenario.title
+    out.attrs["columns"] = first
+    out.attrs["notes"] = list(scenario.notes)
+    return out
+
+
+def deviations(table: pd.DataFrame) -> pd.DataFrame:
+    """Relative differences (ours / paper - 1) for every column that has a paper twin."""
+    out = pd.DataFrame({"label": table["label"]})
+    for col in table.attrs.get("columns", table.columns):
+        if col.startswith("paper_"):
+            ours = col[len("paper_") :]
+            out[ours + "_rel_diff"] = table[ours] / table[col] - 1.0
+    return out

@@ -1,0 +1,95 @@
+"""The package's layers import only downward, and the command line starts without numpy."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "inference_econ"
+
+#: Layer of each top-level part of the package (docs/architecture.md), lowest first.
+LAYERS = {
+    "errors": 0,
+    "specs": 1,
+    "model": 2,
+    "settings": 3,
+    "serving": 4,
+    "optimise": 5,
+    "studies": 6,
+    "output": 7,
+    "api": 8,
+    "cli": 9,
+    "__init__": 9,
+    "__main__": 9,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    if parts[0] != "inference_econ":
+        return -1  # outside the package
+    head = parts[1] if len(parts) > 1 else "__init__"
+    return LAYERS[head]
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in a file, including inside functions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = (
+        module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
+    )
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module is None:  # from . import x: x is a module of that package
+                found += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
+            else:
+                found.append((node.lineno, target))
+    return found
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_go_only_downward(path):
+    own = layer_of(module_name(path))
+    for line, target in imports_of(path):
+        if layer_of(target) > own:
+            pytest.fail(f"{path.relative_to(PACKAGE)}:{line} imports {target} from a higher layer")
+
+
+def test_every_part_of_the_package_has_a_layer():
+    tops = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in MODULES}
+    assert tops <= set(LAYERS), tops - set(LAYERS)
+
+
+def test_a_higher_import_is_caught(tmp_path):
+    # the check itself: a model module importing the optimiser would be reported
+    fake = PACKAGE / "model" / "latency.py"
+    imports = imports_of(fake) + [(1, "inference_econ.optimise.optimiser")]
+    assert any(layer_of(t) > layer_of(module_name(fake)) for _, t in imports)
+
+
+def test_the_command_line_loads_without_the_numeric_stack():
+    code = (
+        "import sys, inference_econ.cli;"
+        "print(sorted(m for m in ('numpy', 'pandas', 'matplotlib', 'scipy', 'yaml') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
