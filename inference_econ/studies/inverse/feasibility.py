@@ -245,7 +245,16 @@ def _summary(rows, acceptance, speculation, criterion) -> tuple[str, ...]:
             + (", speculation up to α = 1" if speculation else ", no speculation")
         )
         reachable = [r for r in mine if _need(r, criterion) is not None]
-        if ok:
+        if ok and criterion == "speed":
+            top = max(
+                ok, key=lambda r: r.speculative_fastest_tokens_per_s or r.fastest_tokens_per_s
+            )
+            lines.append(
+                f"{gpu}: feasible in {len(ok)} of {len(mine)} settings at α = {acceptance:.2f}; "
+                f"fastest: {top.variant.weight_bits:g}-bit, {top.variant.assumptions} "
+                f"({top.speculative_fastest_tokens_per_s or top.fastest_tokens_per_s:.0f} tok/s)"
+            )
+        elif ok:
             lines.append(
                 f"{gpu}: feasible in {len(ok)} of {len(mine)} settings at α = {acceptance:.2f}; "
                 f"most room: {best.variant.weight_bits:g}-bit, {best.variant.assumptions} "
@@ -259,8 +268,9 @@ def _summary(rows, acceptance, speculation, criterion) -> tuple[str, ...]:
             )
         else:
             lines.append(
-                f"{gpu}: infeasible at any setting tried ({tried}); closest: "
-                f"{best.variant.weight_bits:g}-bit, {best.variant.assumptions}, outside by "
+                f"{gpu}: infeasible at any setting tried ({tried}); closest"
+                + (f" at α = {acceptance:.2f}" if speculation else "")
+                + f": {best.variant.weight_bits:g}-bit, {best.variant.assumptions}, outside by "
                 f"{best.outside_factor - 1:.0%}"
             )
     return tuple(lines)

@@ -287,12 +287,12 @@ def _refine_minimum(curves, x_obs, ks, rss) -> float:
 
 def _interval(curves, x_obs, ks, rss, k_hat, rss_hat, sd):
     """The profile-likelihood interval {k : RSS(k) <= threshold} and how it was set."""
-    from scipy.stats import chi2, f
+    from scipy.special import chdtri, fdtri  # quantiles, without importing scipy.stats
 
     n = len(x_obs)
     extra: tuple[str, ...] = ()
     if sd is not None:
-        threshold = rss_hat + chi2.ppf(CONFIDENCE, 1) * sd**2
+        threshold = rss_hat + chdtri(1, 1 - CONFIDENCE) * sd**2
         sigma, estimated = sd, False
         how = (
             f"profile likelihood, known noise σ(ln speed) = {sd:g}: RSS(k) − RSS(k̂) ≤ χ²₁(0.95)·σ²"
@@ -303,7 +303,7 @@ def _interval(curves, x_obs, ks, rss, k_hat, rss_hat, sd):
         return None, None, True, how, extra
     else:
         sigma, estimated = math.sqrt(rss_hat / (n - 1)), True
-        threshold = rss_hat * (1 + f.ppf(CONFIDENCE, 1, n - 1) / (n - 1))
+        threshold = rss_hat * (1 + fdtri(1, n - 1, CONFIDENCE) / (n - 1))
         how = (
             "profile likelihood, noise estimated from the residuals: "
             f"RSS(k) ≤ RSS(k̂)·(1 + F₁,{n - 1}(0.95)/{n - 1})"

@@ -13,6 +13,7 @@ speculation.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -30,8 +31,8 @@ from .variants import Variant, context_of, variant_grids, variants
 
 #: Sizes searched, in parameters.
 SIZE_BOUNDS = (1e8, 1e15)
-#: The root in ln(parameters) is found to this tolerance (0.2 %).
-LOG_SIZE_TOLERANCE = 2e-3
+#: The root in ln(parameters) is found to this tolerance (0.3 %).
+LOG_SIZE_TOLERANCE = 3e-3
 
 
 def _template(family, experts, active_experts) -> Architecture:
@@ -287,30 +288,34 @@ def implied_size(
 
 
 def _solve(variant, label, log_gap, template, depth_exponent) -> SizeRow:
-    """The size where our cost at the observed speed meets the price / markup."""
+    """The size where our cost at the observed speed meets the price / markup: bracketed from
+    the template's own size outwards (steps doubling in ln size), then Brent's method."""
     from scipy.optimize import brentq
 
-    lo, hi = math.log(SIZE_BOUNDS[0]), math.log(SIZE_BOUNDS[1])
-    g_lo = log_gap(lo)
-    if g_lo > 0:
-        return SizeRow(
-            variant,
-            label,
-            None,
-            None,
-            None,
-            f"even {SIZE_BOUNDS[0]:.0e} parameters cost more at this speed",
-        )
-    g_hi = log_gap(hi)
-    if g_hi <= 0:
-        return SizeRow(
-            variant, label, None, None, None, f"any size up to {SIZE_BOUNDS[1]:.0e} parameters fits"
-        )
-    log_p = brentq(log_gap, lo, hi, xtol=LOG_SIZE_TOLERANCE)
+    gap = functools.lru_cache(maxsize=None)(log_gap)  # brentq re-evaluates the bracket's ends
+    lo_limit, hi_limit = (math.log(b) for b in SIZE_BOUNDS)
+    base = preset(variant.assumptions)
+    x0 = min(max(math.log(compile_workload(template, base).total_params), lo_limit), hi_limit)
+    g0 = gap(x0)
+    step = -math.log(4.0) if g0 > 0 else math.log(4.0)
+    while True:
+        x1 = min(max(x0 + step, lo_limit), hi_limit)
+        g1 = gap(x1)
+        if (g0 > 0) != (g1 > 0):
+            break
+        if x1 in (lo_limit, hi_limit):
+            why = (
+                f"even {SIZE_BOUNDS[0]:.0e} parameters cost more at this speed"
+                if g1 > 0
+                else f"any size up to {SIZE_BOUNDS[1]:.0e} parameters fits"
+            )
+            return SizeRow(variant, label, None, None, None, why)
+        x0, g0, step = x1, g1, 2 * step
+    log_p = brentq(gap, min(x0, x1), max(x0, x1), xtol=LOG_SIZE_TOLERANCE)
     arch = scaled_architecture(
         template, math.exp(log_p), depth_exponent, None, None, variant.assumptions
     )
-    work = compile_workload(arch, preset(variant.assumptions))
+    work = compile_workload(arch, base)
     return SizeRow(variant, label, work.total_params, work.active_params, arch, "on the frontier")
 
 
