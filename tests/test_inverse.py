@@ -95,29 +95,29 @@ def test_overlay_keeps_the_offers_of_the_curves_models():
     assert points[0]["usd_per_mtok"] == 0.9 and len(left) == 3
 
 
-def test_run_scenario_draws_the_offers(tmp_path):
-    from inference_econ.output.runner import run_scenario
+def test_scenario_figures_draw_the_offers(tmp_path):
+    from inference_econ.output import runner
     from inference_econ.studies.scenario import scenario_from_dict
 
-    scenario = scenario_from_dict(
-        {
-            "title": "Llama 3 70B with the observed offer",
-            "curves": [
-                {
-                    "model": "Llama 3 70B",
-                    "hardware": "H100-paper",
-                    "weight_bits": 8,
-                    "grid_points": GRID,
-                }
-            ],  # fmt: skip
-        },
-        "inline.yaml",
-    )
-    result = run_scenario(scenario, observations="paper-2025")
+    curve = {
+        "model": "Llama 3 70B",
+        "hardware": "H100-paper",
+        "weight_bits": 8,
+        "grid_points": GRID,
+    }
+    data = {"title": "Llama 3 70B and its offer", "curves": [curve], "observations": "paper-2025"}
+    scenario = scenario_from_dict(data, str(tmp_path / "s.yaml"))
+    assert scenario.observations.endswith("paper-2025.csv")
+    result = runner.run_scenario(scenario)
     ax = result.figures["frontier"].axes[0]
-    labels = [c.get_label() for c in ax.collections]
-    assert labels == ["Fireworks: Llama 3 70B, 2024-08"]
+    assert [c.get_label() for c in ax.collections] == ["Fireworks: Llama 3 70B, 2024-08"]
     assert ax.collections[0].get_offsets().tolist() == [[158.0, 0.9]]
+    # an offers file given to the run replaces the scenario's; blended prices on request
+    gpt4 = scenario_from_dict({**data, "curves": [{**curve, "model": "GPT-4"}]}, "s.yaml")
+    (point,) = runner._observed(gpt4, "paper-2025", "blended")
+    assert point["usd_per_mtok"] == pytest.approx(37.5)
+    with pytest.raises(SpecError, match="s.yaml: field 'observations'"):
+        scenario_from_dict({**data, "observations": "paper-2024"}, "s.yaml")
 
 
 # --- feasibility -----------------------------------------------------------------------------

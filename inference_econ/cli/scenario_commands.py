@@ -170,10 +170,13 @@ def _load_observations(name):
 
 def _left_out(result, offers) -> None:
     """Say which offers were not drawn because no curve serves their model."""
+    from ..output.runner import curve_models
+    from ..studies.observations import load_observations, overlay_points
+
+    if offers is None and result.scenario.observations:
+        offers = load_observations(result.scenario.observations)
     if not offers or not result.fronts:
         return
-    from ..output.runner import curve_models
-    from ..studies.observations import overlay_points
 
     _, left = overlay_points(offers, models=curve_models(result.scenario))
     if left:

@@ -126,6 +126,8 @@ def curve_models(scenario: Scenario) -> list:
 def _observed(scenario: Scenario, observations, price_basis: str) -> list[dict]:
     """Provider offers (``studies/observations.py``) of the models the curves serve."""
     if observations is None:
+        observations = scenario.observations or None
+    if observations is None:
         return []
     if isinstance(observations, (str, Path)):
         observations = load_observations(observations)
