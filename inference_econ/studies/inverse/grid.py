@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.economics import usd_per_mtok
+from ...optimise.frontier import pareto_indices
 from ...optimise.method import Method
 from ...optimise.optimiser import Problem
 from ...serving.setting import Setting
@@ -23,6 +24,9 @@ from ...serving.speculative import combine
 
 #: Bisection on α stops when the bracket is narrower than this.
 ACCEPTANCE_TOLERANCE = 1e-3
+#: The grid is searched in single precision: a speed within this relative distance of a
+#: point's counts as reached (a frontier described in double precision may differ by ~1e-7).
+SPEED_RTOL = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,8 +71,16 @@ class SpeedCostGrid:
         """$ per million tokens of the cheapest point at least this fast (inf if none is):
         the frontier's cost at that speed (``Frontier.cost_at_speed``)."""
         speed, cost = self._speed_cost(acceptance)
-        ok = speed >= tokens_per_s
+        ok = speed >= tokens_per_s * (1 - SPEED_RTOL)
         return float(cost[ok].min()) if ok.any() else float("inf")
+
+    def pareto(self, acceptance: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens/s, $ per million tokens) of the Pareto-optimal points, slowest first."""
+        speed, cost = self._speed_cost(acceptance)
+        with np.errstate(divide="ignore"):
+            idx = pareto_indices(np.where(speed > 0, 1.0 / speed, np.inf), cost)
+        order = idx[np.argsort(speed.ravel()[idx])]
+        return speed.ravel()[order], cost.ravel()[order]
 
     def outside_factor(
         self, tokens_per_s: float, usd_per_mtok: float, acceptance: float | None = None
@@ -88,7 +100,7 @@ class SpeedCostGrid:
 
         def ok(alpha):
             if usd_per_mtok is None:
-                return self.fastest_tokens_per_s(alpha) >= tokens_per_s
+                return self.fastest_tokens_per_s(alpha) >= tokens_per_s * (1 - SPEED_RTOL)
             return self.cost_at_speed(tokens_per_s, alpha) <= usd_per_mtok
 
         if not self.speculative or not ok(1.0):

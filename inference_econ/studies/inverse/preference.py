@@ -10,7 +10,6 @@ interval a profile likelihood (docs/model.md §D4).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -20,10 +19,9 @@ import pandas as pd
 from ... import settings as table
 from ...errors import InfeasibleError, SpecError
 from ...optimise.frontier import Frontier
-from ...optimise.method import Method
-from ...optimise.optimiser import frontier as compute_frontier
 from ..observations import Observation
 from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT
+from .grid import speed_cost_grid
 from .variants import Variant, context_of, hardware_names, preset_names, setting_for
 
 #: Confidence level of the interval.
@@ -47,9 +45,14 @@ class PreferenceCurve:
     @classmethod
     def from_frontier(cls, front: Frontier) -> PreferenceCurve:
         pts = front.points.sort_values("tokens_per_s")
-        x, y = _lower_hull(
-            np.log(pts["tokens_per_s"].to_numpy(float)), np.log(pts["usd_per_mtok"].to_numpy(float))
+        return cls.from_points(
+            pts["tokens_per_s"].to_numpy(float), pts["usd_per_mtok"].to_numpy(float)
         )
+
+    @classmethod
+    def from_points(cls, tokens_per_s, usd_per_mtok) -> PreferenceCurve:
+        """From a frontier's points (speed ascending, cost ascending)."""
+        x, y = _lower_hull(np.log(tokens_per_s), np.log(usd_per_mtok))
         slopes = np.diff(y) / np.diff(x)
         keep = slopes > 0  # past the cheapest point cost only rises with speed
         start = int(np.argmax(keep)) if keep.any() else len(x) - 1
@@ -206,27 +209,22 @@ def fit_preference(
         weight_bits = table.option("weight_bits").check(weight_bits)
     if log_speed_sd is not None:
         log_speed_sd = table.option("log_speed_sd").check(log_speed_sd)
-    method = Method(grid_points=table.option("grid_points").check(grid_points))
-    curves, fronts, archs, bits = [], [], [], []
+    grid_points = table.option("grid_points").check(grid_points)
+    alpha = acceptance if draft is not None else None
+    curves, grids, archs, bits = [], [], [], []
     for obs in observations:
         arch = obs.architecture()
         b = obs.weight_bits or weight_bits or arch.precision.weight_bits
+        context = context_of(obs, context_tokens)
         setting = setting_for(
-            arch,
-            Variant(gpu, preset, float(b)),
-            draft,
-            max_draft_tokens,
-            context_of(obs, context_tokens),
+            arch, Variant(gpu, preset, float(b)), draft, max_draft_tokens, context
         )
-        if setting.spec is not None:
-            setting = setting.replace(spec=dataclasses.replace(setting.spec, acceptance=acceptance))
-        front = compute_frontier(setting, method)
-        if front.empty:
-            raise InfeasibleError(
-                f"{obs.origin}: {setting.name} has no feasible configuration ({'; '.join(front.notes)})"
-            )
-        curves.append(PreferenceCurve.from_frontier(front))
-        fronts.append(front)
+        grid = speed_cost_grid(setting, grid_points)
+        speed, cost = grid.pareto(alpha)
+        if speed.size == 0:
+            raise InfeasibleError(f"{obs.origin}: {setting.name} has no feasible configuration")
+        curves.append(PreferenceCurve.from_points(speed, cost))
+        grids.append(grid)
         archs.append(arch)
         bits.append(float(b))
     x_obs = np.log([o.tokens_per_s for o in observations])
@@ -241,8 +239,16 @@ def fit_preference(
     n = len(observations)
     loglik = -0.5 * n * np.log(np.maximum(rss, 1e-300) / n) if estimated else -0.5 * rss / sigma**2
     points = tuple(
-        _point(o, a, b, c, f, k_hat, o.price(price_basis, input_tokens_per_output))
-        for o, a, b, c, f in zip(observations, archs, bits, curves, fronts)
+        _point(
+            o,
+            a,
+            b,
+            c,
+            g.cost_at_speed(o.tokens_per_s, alpha),
+            k_hat,
+            o.price(price_basis, input_tokens_per_output),
+        )
+        for o, a, b, c, g in zip(observations, archs, bits, curves, grids)
     )
     notes = (
         _notes(points, gpu, preset, draft, acceptance, max_draft_tokens, grid_points, how) + extra
@@ -342,9 +348,8 @@ def _edge(curves, x_obs, ks, inside_i, outside_i, threshold) -> float:
     return float(brentq(g, a, b, xtol=1e-6))
 
 
-def _point(obs, arch, bits, curve, front, k_hat, price) -> PreferencePoint:
+def _point(obs, arch, bits, curve, cost, k_hat, price) -> PreferencePoint:
     fitted = math.exp(float(curve.log_speed_at(k_hat)))
-    cost = float(front.cost_at_speed(obs.tokens_per_s))
     return PreferencePoint(
         observation=obs,
         model=arch.name,
