@@ -55,6 +55,19 @@ _EXPORTS = {
     "compare_measured": ("studies.measured.predicting", "compare"),
     "calibrate": ("studies.measured.calibration", "calibrate"),
     "calibrated_yaml": ("studies.measured.calibration", "calibrated_yaml"),
+    # inverse economics: what observed API speeds and prices imply (docs/model.md Part D)
+    "Observation": ("studies.observations", "Observation"),
+    "observation": ("studies.observations", "observation"),
+    "load_observations": ("studies.observations", "load_observations"),
+    "feasibility": ("studies.inverse.feasibility", "feasibility"),
+    "FeasibilityResult": ("studies.inverse.feasibility", "FeasibilityResult"),
+    "margin": ("studies.inverse.margin", "margin"),
+    "MarginResult": ("studies.inverse.margin", "MarginResult"),
+    "fit_preference": ("studies.inverse.preference", "fit_preference"),
+    "PreferenceFit": ("studies.inverse.preference", "PreferenceFit"),
+    "implied_size": ("studies.inverse.size", "implied_size"),
+    "scaled_architecture": ("studies.inverse.size", "scaled_architecture"),
+    "SizeResult": ("studies.inverse.size", "SizeResult"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -41,6 +41,7 @@ def test_wheel_contains_every_spec(wheel):
             inside = f"inference_econ/_data/{folder}/{path.relative_to(ROOT / folder).as_posix()}"
             assert inside in names, f"{inside} missing from the wheel"
     assert "inference_econ/cli/__init__.py" in names
+    assert "inference_econ/_data/scenarios/observations/paper-2025.csv" in names
 
 
 def test_installed_package_finds_its_specs(wheel, tmp_path):
@@ -50,7 +51,8 @@ def test_installed_package_finds_its_specs(wheel, tmp_path):
         "g = ie.load_hardware('H100');"
         "m = ie.load_model('DeepSeek-V3 (paper approximation)');"
         "s = ie.load_scenario('paper/table-2');"
-        "print(g.source_file); print(len(ie.list_specs('models')))"
+        "o = ie.load_observations('paper-2025');"
+        "print(g.source_file); print(len(ie.list_specs('models'))); print(o[0].origin.split(',')[0])"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     env.pop("INFERENCE_ECON_PATH", None)
@@ -62,5 +64,6 @@ def test_installed_package_finds_its_specs(wheel, tmp_path):
         text=True,
         check=True,
     )
-    source, count = out.stdout.split()
+    source, count, offers = out.stdout.splitlines()
     assert str(tmp_path / "site") in source and int(count) >= 20
+    assert offers.startswith(str(tmp_path / "site")) and offers.endswith("paper-2025.csv")

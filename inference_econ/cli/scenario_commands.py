@@ -7,7 +7,18 @@ from pathlib import Path
 
 import click
 
-from .common import Progress, emit, format_option, handle_errors, quiet_option
+from .common import Progress, emit, format_option, handle_errors, option, quiet_option
+
+
+def observations_option(fn):
+    """--observations FILE|NAME and --price-basis: provider offers drawn on frontier figures."""
+    fn = option("price_basis")(fn)
+    return click.option(
+        "--observations",
+        help="Provider offers to draw on frontier figures: a CSV or a shipped name (paper-2025); "
+        "only offers of the curves' models are drawn.",
+    )(fn)
+
 
 PAPER_ITEMS = {
     **{f"table-{i}": f"paper/table-{i}" for i in range(1, 7)},
@@ -33,9 +44,10 @@ PAPER_ORDER = sorted(PAPER_ITEMS, key=lambda k: (k.split("-")[0] != "table", int
 @click.option(
     "--detail", is_flag=True, help="Add each row's layout and latency breakdown to tables."
 )
+@observations_option
 @quiet_option
 @handle_errors
-def reproduce(what, format, out, detail, quiet):
+def reproduce(what, format, out, detail, observations, price_basis, quiet):
     """Reproduce a table or figure of the paper (or all of them), beside the paper's numbers.
 
     Tables print ours beside the paper's; figures are written as PNG and SVG with a table of
@@ -57,7 +69,15 @@ def reproduce(what, format, out, detail, quiet):
         return
     if what.startswith("figure"):
         folder = Path(out or "figures")
-        result = run_scenario(PAPER_ITEMS[what], folder, progress=progress)
+        offers = _load_observations(observations)
+        result = run_scenario(
+            PAPER_ITEMS[what],
+            folder,
+            progress=progress,
+            observations=offers,
+            price_basis=price_basis,
+        )
+        _left_out(result, offers)
         click.echo(render(result.key_points, format, title=result.scenario.title), nl=False)
         click.echo(f"wrote {len(result.files)} files to {folder}/", err=True)
         return
@@ -104,9 +124,10 @@ def _reproduce_all(folder: Path, fmt: str, progress: Progress) -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="CSV of measured points to overlay (tokens_per_s, usd_per_mtok or tokens_per_s_per_gpu).",
 )
+@observations_option
 @quiet_option
 @handle_errors
-def run(scenario, out, format, measured, quiet):
+def run(scenario, out, format, measured, observations, price_basis, quiet):
     """Run a scenario file: compute every curve, print its key points, write its figures.
 
     SCENARIO is a YAML file or the name of a shipped scenario (see 'list scenarios'). With
@@ -119,7 +140,16 @@ def run(scenario, out, format, measured, quiet):
     from ..output.runner import run_scenario
 
     progress = Progress(quiet)
-    result = run_scenario(scenario, out, measured_csv=measured, progress=progress)
+    offers = _load_observations(observations)
+    result = run_scenario(
+        scenario,
+        out,
+        measured_csv=measured,
+        progress=progress,
+        observations=offers,
+        price_basis=price_basis,
+    )
+    _left_out(result, offers)
     if result.table is not None:
         cols = list(result.table.attrs["columns"])
         click.echo(render(result.table[cols], format, title=result.scenario.title), nl=False)
@@ -127,6 +157,31 @@ def run(scenario, out, format, measured, quiet):
         click.echo(render(result.key_points, format, title=result.scenario.title), nl=False)
     if out:
         click.echo(f"wrote {len(result.files)} files to {out}/", err=True)
+
+
+def _load_observations(name):
+    """The offers of an observations file (None when no file is given)."""
+    if not name:
+        return None
+    from ..studies.observations import load_observations
+
+    return load_observations(name)
+
+
+def _left_out(result, offers) -> None:
+    """Say which offers were not drawn because no curve serves their model."""
+    from ..output.runner import curve_models
+    from ..studies.observations import load_observations, overlay_points
+
+    if offers is None and result.scenario.observations:
+        offers = load_observations(result.scenario.observations)
+    if not offers or not result.fronts:
+        return
+
+    _, left = overlay_points(offers, models=curve_models(result.scenario))
+    if left:
+        models = ", ".join(dict.fromkeys(o.model for o in left))
+        click.echo(f"not drawn ({len(left)} offers of models no curve serves): {models}", err=True)
 
 
 COMMANDS = (reproduce, run)

@@ -56,10 +56,10 @@ class Problem:
         # description of the chosen points see the same grid
         return N.astype(np.float32).astype(float), B.astype(np.float32).astype(float)
 
-    def grid_latency(self, n_values, b_values):
-        """Per-token latency and draft length on the grid b_values x n_values (§A5-§A6):
-        every layout searched at every point, for the target at S = 1 … γ_max and for the
-        draft; speculation then picks the best γ per point."""
+    def pass_latencies(self, n_values, b_values):
+        """Pass latencies on the grid b_values x n_values before speculation combines them
+        (§A5-§A6): ``({S: target pass at S tokens for S = 1 … γ_max}, draft pass or None)``,
+        every layout searched at every point. They do not depend on the acceptance rate."""
         s, d = self.setting, self.decoder
         gammas = d.gamma_values()
 
@@ -70,7 +70,13 @@ class Problem:
 
         T = dict(zip(gammas, run(d.target, gammas)))
         D = run(d.draft, [1])[0] if d.draft is not None else None
-        return combine(T, D, s.spec)
+        return T, D
+
+    def grid_latency(self, n_values, b_values):
+        """Per-token latency and draft length on the grid b_values x n_values (§A5-§A6):
+        speculation picks the best γ per point from ``pass_latencies``."""
+        T, D = self.pass_latencies(n_values, b_values)
+        return combine(T, D, self.setting.spec)
 
     def brute_force_latency(self, n_values, b_values):
         """The same as ``grid_latency`` by the plain loop over layouts at every point (float64):

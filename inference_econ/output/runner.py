@@ -21,6 +21,7 @@ from ..serving.decode import SUMMARY_COLUMNS
 from ..specs.architecture import load_model
 from ..specs.hardware import load_hardware
 from ..studies.measured.reading import load_overlay_points
+from ..studies.observations import load_observations, overlay_points
 from ..studies.scenario import Scenario, load_scenario
 from ..studies.tables import columns_for, run_table
 from . import plots
@@ -114,6 +115,25 @@ def _overlay(scenario: Scenario, measured_csv) -> list[dict]:
     return measured
 
 
+def curve_models(scenario: Scenario) -> list:
+    """The architectures a scenario's curves serve (for matching provider observations)."""
+    return [
+        load_model(c.fields["model"]) if c.toy is not None else c.setting().model
+        for c in scenario.curves
+    ]
+
+
+def _observed(scenario: Scenario, observations, price_basis: str) -> list[dict]:
+    """Provider offers (``studies/observations.py``) of the models the curves serve."""
+    if observations is None:
+        observations = scenario.observations or None
+    if observations is None:
+        return []
+    if isinstance(observations, (str, Path)):
+        observations = load_observations(observations)
+    return overlay_points(observations, price_basis, models=curve_models(scenario))[0]
+
+
 def run_scenario(
     scenario: Scenario | str,
     out_dir: str | Path | None = None,
@@ -121,8 +141,13 @@ def run_scenario(
     table_formats=("csv", "json", "markdown"),
     measured_csv: str | Path | None = None,
     progress=None,
+    observations=None,
+    price_basis: str = "output",
 ) -> RunResult:
-    """Compute every curve of a scenario; write its figures and tables into ``out_dir``."""
+    """Compute every curve of a scenario; write its figures and tables into ``out_dir``.
+
+    ``observations`` (a file, a shipped name or ``Observation`` objects) overlays the provider
+    offers of the curves' models on frontier figures, priced on ``price_basis``."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
     result = RunResult(scenario)
@@ -143,7 +168,7 @@ def run_scenario(
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
         result.fronts[curve.label] = curve_frontier(curve)
     result.key_points = key_points(result.fronts, scenario.preference_sampling)
-    measured = _overlay(scenario, measured_csv)
+    measured = _overlay(scenario, measured_csv) + _observed(scenario, observations, price_basis)
     for plot in scenario.plots:
         fig = _draw(scenario, plot, result.fronts, measured)
         result.figures[plot] = fig

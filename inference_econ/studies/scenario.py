@@ -77,6 +77,8 @@ class Scenario:
     notes: tuple[str, ...] = ()
     source: str = ""
     options: dict = field(default_factory=dict)
+    #: Provider offers to draw on frontier figures: a CSV path or a shipped name (paper-2025).
+    observations: str = ""
 
 
 #: What-if fields of a curve besides the settings of the table.
@@ -279,6 +281,7 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: st
             "e.g. [{label: API, tokens_per_s: 100, usd_per_mtok: 0.9}]",
         )
     notes = r.raw("notes", [])
+    observations = _observations_file(r.string("observations", ""), source)
     scenario = Scenario(
         name=name or Path(source).stem,
         title=title,
@@ -293,9 +296,25 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: st
         notes=tuple(str(n) for n in (notes if isinstance(notes, list) else [notes])),
         source=source,
         options=dict(r.mapping("options", {}) or {}),
+        observations=observations,
     )
     r.finish()
     return scenario
+
+
+def _observations_file(name: str, source: str) -> str:
+    """An offers file named by a scenario: a path (relative to the scenario) or a shipped name."""
+    if not name:
+        return ""
+    from .observations import find_observations
+
+    beside = Path(source).parent / name
+    if beside.is_file():
+        return str(beside)
+    try:
+        return str(find_observations(name))
+    except SpecError as exc:
+        raise SpecError(source, "observations", exc.problem, exc.fix) from None
 
 
 def load_scenario(name_or_path: str | Path) -> Scenario:

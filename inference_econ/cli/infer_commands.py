@@ -1,0 +1,284 @@
+"""Inverse economics: what observed API speeds and prices imply (``infer feasibility|margin|
+preference|size``). Each command reads provider offers from an observations CSV (or one offer
+given by --speed and --price) and calls one function of ``studies/inverse``."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import SpecError
+from .common import emit, format_option, handle_errors, option, options, out_option
+
+PAPER_DRAFT = "Llama 3 8B"  # the paper's draft model (§4.1); studies/inverse/feasibility.py
+
+
+def offer_options(fn):
+    """OBSERVATIONS (a CSV or a shipped name), --provider/--model filters, or --speed/--price."""
+    fn = options(
+        "observed_tokens_per_s", "observed_usd_per_mtok", "price_basis", "input_tokens_per_output"
+    )(fn)
+    fn = click.option(
+        "--model", "model", help="Only offers of this model (with --speed/--price: its model)."
+    )(fn)
+    fn = click.option("--provider", help="Only offers of this provider.")(fn)
+    return click.argument("observations", required=False)(fn)
+
+
+def variant_options(fn):
+    """The settings tried: GPUs, presets, precisions, speculation, context and grid."""
+    fn = options("context_tokens", "speculation", "acceptance", "max_draft_tokens")(fn)
+    fn = option("draft", default=PAPER_DRAFT)(fn)
+    fn = option("grid_points", default=100)(fn)
+    fn = options("candidate_weight_bits", "candidate_assumptions")(fn)
+    return hardware_list(fn)
+
+
+hardware_list = click.option(
+    "--hardware",
+    "-H",
+    "hardware",
+    multiple=True,
+    default=("H100-paper",),
+    show_default=True,
+    help="GPU to try (repeat for several; see 'list hardware').",
+)
+
+
+def offers(observations, provider, model, values: dict):
+    """The selected offers: rows of a file, or the one given by --speed and --price."""
+    from ..studies.observations import load_observations, observation, select
+
+    speed = values.pop("observed_tokens_per_s")
+    price = values.pop("observed_usd_per_mtok")
+    if observations and (speed is not None or price is not None):
+        raise SpecError(
+            "command line",
+            "--speed/--price",
+            "given with an observations file",
+            "give one or the other",
+        )
+    if observations:
+        return select(load_observations(observations), provider, model)
+    if speed is None or price is None:
+        raise SpecError(
+            "command line",
+            "observations",
+            "no offer given",
+            "name an observations file (e.g. paper-2025) or give --speed and --price",
+        )
+    return (observation(speed, price, model or "", provider or "given"),)
+
+
+def settings_tried(values: dict) -> dict:
+    """The command's options as keywords of the studies/inverse functions."""
+    renames = {"candidate_assumptions": "assumptions", "candidate_weight_bits": "weight_bits"}
+    out = {renames.get(k, k): v for k, v in values.items()}
+    if not out.pop("speculation"):
+        out["draft"] = None
+    return out
+
+
+def _print(frames, fmt, title, blocks, out):
+    """Tables of several offers, one after another (CSV/JSON: one table with an offer column)."""
+    import pandas as pd
+
+    from ..output.render import render
+
+    if fmt in ("csv", "json"):
+        emit(render(pd.concat(frames, ignore_index=True), fmt), out)
+        return
+    text = ""
+    for df, block in zip(frames, blocks):
+        label = df["offer"].iloc[0]
+        text += render(df.drop(columns="offer"), fmt, title=f"{title}: {label}", notes=block) + "\n"
+    emit(text, out)
+
+
+def _each(chosen, analyse, kwargs, lines, drop=()):
+    """Run an analysis on every offer: its table (with an offer column) and its text lines."""
+    frames, blocks = [], []
+    for obs in chosen:
+        result = analyse(obs, **kwargs)
+        df = result.to_dataframe().drop(columns=list(drop))
+        df.insert(0, "offer", obs.label)
+        frames.append(df)
+        blocks.append(lines(result))
+    return frames, blocks
+
+
+@click.group()
+def infer():
+    """What observed API speeds and prices imply: feasibility, margin, preference, model size.
+
+    Offers come from an observations CSV (columns provider, model, date, tokens_per_s,
+    usd_per_mtok_input, usd_per_mtok_output; optional context_tokens, weight_bits, source,
+    notes), a shipped name such as paper-2025, or --speed and --price.
+
+    \b
+    Example:  inference-econ infer feasibility paper-2025 --model "Llama 3 70B"
+    """
+
+
+@infer.command()
+@offer_options
+@variant_options
+@options("criterion")
+@click.option(
+    "--figure",
+    type=click.Path(dir_okay=False),
+    help="Also draw every setting's frontier with the offers (PNG or SVG; one model's offers).",
+)
+@format_option
+@out_option
+@handle_errors
+def feasibility(observations, provider, model, figure, format, out, **values):
+    """Which settings put an offer on or inside its model's frontier, and by how much it is
+    outside otherwise (the acceptance rate speculation needs, or 'infeasible at any setting').
+
+    \b
+    Examples:  inference-econ infer feasibility paper-2025 --model "Llama 3 70B"
+               inference-econ infer feasibility --model "Llama 3 70B" --speed 158 --price 0.9 \\
+                   -H H100-paper -H H200-paper --assumptions paper,refined --criterion speed
+    """
+    from ..studies.inverse.feasibility import feasibility as analyse
+
+    chosen = offers(observations, provider, model, values)
+    kwargs = settings_tried(values)
+
+    def lines(result):
+        verdicts = [f"{r.variant.label}: {r.verdict}" for r in result.rows]
+        return ["", *verdicts, "", *result.summary, "", *result.notes]
+
+    drop = ("verdict",) if format in ("table", "markdown") else ()
+    frames, blocks = _each(chosen, analyse, kwargs, lines, drop)
+    _print(frames, format, "Feasibility", blocks, out)
+    if figure:
+        _feasibility_figure(figure, chosen, kwargs)
+
+
+def _feasibility_figure(path, chosen, kwargs) -> None:
+    from pathlib import Path
+
+    from ..output.plots import PALETTE, frontier_figure, save
+    from ..studies.inverse.feasibility import frontiers
+    from ..studies.observations import overlay_points
+
+    models = {o.architecture().name for o in chosen}
+    if len(models) > 1:
+        raise SpecError(
+            "command line",
+            "--figure",
+            f"the offers are of {len(models)} models",
+            "select one with --model",
+        )
+    keys = ("hardware", "assumptions", "weight_bits", "draft", "acceptance", "max_draft_tokens")
+    fronts = frontiers(
+        chosen[0],
+        context_tokens=kwargs["context_tokens"],
+        grid_points=kwargs["grid_points"],
+        **{k: kwargs[k] for k in keys},
+    )
+    points, _ = overlay_points(chosen, kwargs["price_basis"], kwargs["input_tokens_per_output"])
+    # one colour per setting: dashed without speculation, solid with it
+    styles = {
+        label: ("dashed" if label.endswith("no speculation") else "solid") for label in fronts
+    }
+    settings = list(dict.fromkeys(label.rsplit(", ", 1)[0] for label in fronts))
+    colors = {
+        label: PALETTE[settings.index(label.rsplit(", ", 1)[0]) % len(PALETTE)] for label in fronts
+    }
+    title = f"{models.pop()}: frontiers of the settings tried and the observed offers"
+    target = Path(path)
+    fig = frontier_figure(fronts, title, colors, measured=points, styles=styles)
+    save(fig, str(target.with_suffix("")), (target.suffix.lstrip(".") or "png",))
+    click.echo(f"wrote {path}", err=True)
+
+
+@infer.command()
+@offer_options
+@variant_options
+@format_option
+@out_option
+@handle_errors
+def margin(observations, provider, model, format, out, **values):
+    """The provider's price against our cost at its speed: the markup over GPU rental in every
+    setting tried, and their range.
+
+    \b
+    Example:  inference-econ infer margin paper-2025 --model "Llama 3 70B" \\
+                  -H H100-paper -H H200-paper --assumptions paper,refined --weight-bits 8,4
+    """
+    from ..studies.inverse.margin import margin as analyse
+
+    chosen = offers(observations, provider, model, values)
+    frames, blocks = _each(
+        chosen, analyse, settings_tried(values), lambda r: ["", r.summary, "", *r.notes]
+    )
+    _print(frames, format, "Markup over GPU rental", blocks, out)
+
+
+@infer.command()
+@offer_options
+@hardware_list
+@options(
+    "assumptions", "weight_bits", "context_tokens", "speculation", "acceptance", "max_draft_tokens"
+)
+@option("draft", default=PAPER_DRAFT)
+@option("grid_points", default=100)
+@options("log_speed_sd")
+@format_option
+@out_option
+@handle_errors
+def preference(observations, provider, model, hardware, format, out, **values):
+    """Fit the exponent k of speed^k/price that puts every offer at its model's optimum, with
+    a 95 % profile-likelihood interval (the paper uses k = 3).
+
+    \b
+    Example:  inference-econ infer preference paper-2025
+    """
+    import pandas as pd
+
+    from ..output.render import render
+    from ..studies.inverse.preference import fit_preference
+
+    if len(hardware) != 1:
+        raise SpecError(
+            "command line", "--hardware", f"{len(hardware)} given", "the fit uses one GPU"
+        )
+    chosen = offers(observations, provider, model, values)
+    fit = fit_preference(chosen, hardware=hardware[0], **settings_tried(values))
+    df = fit.to_dataframe()
+    if format in ("csv", "json"):
+        lo, hi = fit.interval if fit.interval else (None, None)
+        summary = {"provider": "fit", "implied_k": fit.k, "k_low": lo, "k_high": hi}
+        emit(render(pd.concat([df, pd.DataFrame([summary])], ignore_index=True), format), out)
+        return
+    notes = ["", fit.summary, *fit.notes]
+    emit(render(df, format, title=f"Preference exponent: {fit.summary}", notes=notes), out)
+
+
+@infer.command()
+@offer_options
+@variant_options
+@options("family", "experts", "active_experts", "depth_exponent", "markup")
+@format_option
+@out_option
+@handle_errors
+def size(observations, provider, model, format, out, **values):
+    """The total and active parameter counts of an architecture family that put an offer (a
+    closed model's, typically) on the frontier, in every setting tried.
+
+    \b
+    Example:  inference-econ infer size --model GPT-4.1 --speed 110 --price 8 \\
+                  --family "Llama 3 70B" --experts 16 --active-experts 2 --weight-bits 8
+    """
+    from ..studies.inverse.size import implied_size
+
+    chosen = offers(observations, provider, model, values)
+    frames, blocks = _each(
+        chosen, implied_size, settings_tried(values), lambda r: ["", r.summary, "", *r.notes]
+    )
+    _print(frames, format, "Implied model size", blocks, out)
+
+
+COMMANDS = (infer,)

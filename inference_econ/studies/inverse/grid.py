@@ -1,0 +1,138 @@
+"""Speed and cost of every grid point of a setting, for any acceptance rate at once.
+
+The inverse analyses ask the same frontier many questions: the cost at one speed, the fastest
+speed, and the smallest acceptance rate that brings an observed point inside (docs/model.md
+§D2). The target's passes (S = 1 … γ_max) and the draft's pass do not depend on the acceptance
+rate α, so they are computed once per setting (``optimiser.Problem.pass_latencies``) and
+speculation is recombined for each α (§A6), which costs microseconds instead of a frontier.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...model.economics import usd_per_mtok
+from ...optimise.frontier import pareto_indices
+from ...optimise.method import Method
+from ...optimise.optimiser import Problem
+from ...serving.setting import Setting
+from ...serving.speculative import combine
+
+#: Bisection on α stops when the bracket is narrower than this.
+ACCEPTANCE_TOLERANCE = 1e-3
+#: The grid is searched in single precision: a speed within this relative distance of a
+#: point's counts as reached (a frontier described in double precision may differ by ~1e-7).
+SPEED_RTOL = 1e-6
+
+
+@dataclass(frozen=True, eq=False)
+class SpeedCostGrid:
+    """Pass latencies of one setting on the §A7 grid (rows: batches, columns: GPU counts)."""
+
+    setting: Setting
+    gpus: np.ndarray
+    batch: np.ndarray
+    target_pass_s: dict
+    draft_pass_s: np.ndarray | None
+
+    @property
+    def speculative(self) -> bool:
+        return self.draft_pass_s is not None
+
+    def latency_s(self, acceptance: float | None = None) -> np.ndarray:
+        """Per-token latency at every point: no speculation (``None``), or the best draft
+        length per point at acceptance ``acceptance`` (§A6; no speculation stays a candidate)."""
+        if acceptance is None or not self.speculative:
+            return self.target_pass_s[1]
+        spec = dataclasses.replace(self.setting.spec, acceptance=float(acceptance))
+        return combine(self.target_pass_s, self.draft_pass_s, spec)[0]
+
+    def _speed_cost(self, acceptance):
+        latency = self.latency_s(acceptance)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            speed = np.where(np.isfinite(latency), 1.0 / latency, 0.0)
+            cost = usd_per_mtok(self.gpus, latency, self.batch, self.setting.gpu.price_usd_per_hour)
+            cost = np.where(
+                self.batch * speed > self.setting.max_throughput_tokens_per_s, np.inf, cost
+            )
+        return speed, np.where(np.isfinite(cost), cost, np.inf)
+
+    def fastest_tokens_per_s(self, acceptance: float | None = None) -> float:
+        """The highest speed of any feasible point (0 if none is feasible)."""
+        speed, cost = self._speed_cost(acceptance)
+        ok = np.isfinite(cost)
+        return float(speed[ok].max()) if ok.any() else 0.0
+
+    def cost_at_speed(self, tokens_per_s: float, acceptance: float | None = None) -> float:
+        """$ per million tokens of the cheapest point at least this fast (inf if none is):
+        the frontier's cost at that speed (``Frontier.cost_at_speed``)."""
+        speed, cost = self._speed_cost(acceptance)
+        ok = speed >= tokens_per_s * (1 - SPEED_RTOL)
+        return float(cost[ok].min()) if ok.any() else float("inf")
+
+    def pareto(self, acceptance: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens/s, $ per million tokens) of the Pareto-optimal points, slowest first."""
+        speed, cost = self._speed_cost(acceptance)
+        with np.errstate(divide="ignore"):
+            idx = pareto_indices(np.where(speed > 0, 1.0 / speed, np.inf), cost)
+        order = idx[np.argsort(speed.ravel()[idx])]
+        return speed.ravel()[order], cost.ravel()[order]
+
+    def outside_factor(
+        self, tokens_per_s: float, usd_per_mtok: float, acceptance: float | None = None
+    ) -> float:
+        """How far an offer is outside the frontier (§D2): the smallest f such that some
+        point is at least 1/f times as fast and at most f times as expensive. Below 1 the
+        offer is inside, with that much to spare; inf if nothing is feasible."""
+        speed, cost = self._speed_cost(acceptance)
+        ok = np.isfinite(cost) & (speed > 0)
+        if not ok.any():
+            return float("inf")
+        return float(np.maximum(tokens_per_s / speed[ok], cost[ok] / usd_per_mtok).min())
+
+    def minimum_acceptance(self, tokens_per_s: float, usd_per_mtok: float | None = None):
+        """The smallest α at which the offer is reached: its speed (``usd_per_mtok`` None) or
+        its speed at a cost within the price. None if not even α = 1 does it (§D2)."""
+
+        def ok(alpha):
+            if usd_per_mtok is None:
+                return self.fastest_tokens_per_s(alpha) >= tokens_per_s * (1 - SPEED_RTOL)
+            return self.cost_at_speed(tokens_per_s, alpha) <= usd_per_mtok
+
+        if not self.speculative or not ok(1.0):
+            return None
+        if ok(0.0):
+            return 0.0
+        lo, hi = 0.0, 1.0  # monotone: a higher α makes every point faster and cheaper
+        while hi - lo > ACCEPTANCE_TOLERANCE:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        return hi
+
+
+def speed_cost_grid(setting: Setting, grid_points: int = 100) -> SpeedCostGrid:
+    """The pass latencies of a setting on a grid of ``grid_points`` per axis (cached; the
+    setting's acceptance rate does not matter)."""
+    if setting.spec is not None:
+        setting = setting.replace(spec=dataclasses.replace(setting.spec, acceptance=1.0))
+    return _grid(setting, int(grid_points))
+
+
+@functools.lru_cache(maxsize=32)  # a 400-point grid with a draft holds ~10 MB
+def _grid(setting: Setting, grid_points: int) -> SpeedCostGrid:
+    problem = Problem(setting, Method(grid_points=grid_points))
+    n_values, b_values = problem.continuous_axes()
+    target, draft = problem.pass_latencies(n_values, b_values)
+    N, B = np.meshgrid(n_values, b_values)
+    as_float = {g: np.asarray(t, dtype=float) for g, t in target.items()}
+    return SpeedCostGrid(
+        setting=setting,
+        gpus=N,
+        batch=B,
+        target_pass_s=as_float,
+        draft_pass_s=None if draft is None else np.asarray(draft, dtype=float),
+    )

@@ -1,0 +1,150 @@
+"""Implied margin: an offer's price against our cost at its speed, as a markup range.
+
+Our cost is the GPU rental a frontier point needs (no markup, decode only). The markup of a
+variant is price / cost at the observed speed; across the variants tried (GPUs, presets,
+precisions, with and without speculation) the markups form a range: the provider's gross
+margin over GPU rental if it serves the model that way (docs/model.md §D3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ... import settings as table
+from ...specs.architecture import load_model
+from ..observations import Observation
+from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT, usd
+from .variants import Variant, context_of, resolve_model, variant_grids, variants
+
+
+@dataclass(frozen=True)
+class MarginRow:
+    """One way of serving: our cost at the observed speed and the markup it implies."""
+
+    variant: Variant
+    speculation: str
+    gpu_usd_per_hour: float
+    fastest_tokens_per_s: float
+    cost_usd_per_mtok: float
+    markup: float | None  # price / cost; None when the speed is not reached
+
+    @property
+    def reachable(self) -> bool:
+        return self.markup is not None
+
+
+@dataclass(frozen=True)
+class MarginResult:
+    """Markups of every variant, their range and the assumptions used."""
+
+    observation: Observation
+    model: str
+    price_usd_per_mtok: float
+    rows: tuple[MarginRow, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def markup_range(self) -> tuple[float, float] | None:
+        """(lowest, highest) markup over the variants that reach the speed (None if none)."""
+        found = [r.markup for r in self.rows if r.reachable]
+        return (min(found), max(found)) if found else None
+
+    @property
+    def summary(self) -> str:
+        reached = [r for r in self.rows if r.reachable]
+        missed = len(self.rows) - len(reached)
+        tail = f"; {missed} of {len(self.rows)} settings do not reach the speed" if missed else ""
+        if not reached:
+            return f"no setting tried reaches {self.observation.tokens_per_s:g} tok/s: no markup can be inferred"
+        lo, hi = self.markup_range
+        cheapest = max(reached, key=lambda r: r.markup)
+        dearest = min(reached, key=lambda r: r.markup)
+
+        def how(r):
+            spec = (
+                "no speculation" if r.speculation == "none" else f"speculation at {r.speculation}"
+            )
+            return f"{r.variant.label}, {spec}"
+
+        return (
+            f"markup over GPU rental {lo:.2f}x–{hi:.2f}x across {len(reached)} settings that reach "
+            f"{self.observation.tokens_per_s:g} tok/s (highest: {how(cheapest)}; lowest: "
+            f"{how(dearest)}){tail}"
+        )
+
+    def to_dataframe(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "hardware": r.variant.hardware,
+                    "assumptions": r.variant.assumptions,
+                    "weight_bits": r.variant.bits,
+                    "speculation": r.speculation,
+                    "gpu_usd_per_hour": r.gpu_usd_per_hour,
+                    "fastest_tokens_per_s": r.fastest_tokens_per_s,
+                    "usd_per_mtok": r.cost_usd_per_mtok,
+                    "price_usd_per_mtok": self.price_usd_per_mtok,
+                    "markup": r.markup,
+                }
+                for r in self.rows
+            ]
+        )
+
+
+def margin(
+    observed: Observation,
+    model=None,
+    hardware=("H100-paper",),
+    assumptions="paper",
+    weight_bits="16,8,4",
+    draft=PAPER_DRAFT,
+    acceptance: float = PAPER_ACCEPTANCE,
+    max_draft_tokens: int = 5,
+    price_basis: str = "output",
+    input_tokens_per_output: float = 3.0,
+    context_tokens: float | None = None,
+    grid_points: int = 100,
+) -> MarginResult:
+    """The provider's price against our cost at the observed speed, for every variant with
+    and without speculation (``draft=None``: without only), as markups (§D3)."""
+    acceptance = table.option("acceptance").check(acceptance)
+    arch = resolve_model(observed, model)
+    price = observed.price(price_basis, input_tokens_per_output)
+    speed = observed.tokens_per_s
+    context = context_of(observed, context_tokens)
+    chosen = variants(hardware, assumptions, weight_bits)
+    rows = []
+    for variant, grid in variant_grids(arch, chosen, draft, max_draft_tokens, context, grid_points):
+        modes = [(None, "none")] + (
+            [(acceptance, f"α = {acceptance:.2f}")] if grid.speculative else []
+        )
+        for alpha, label in modes:
+            cost = grid.cost_at_speed(speed, alpha)
+            rows.append(
+                MarginRow(
+                    variant=variant,
+                    speculation=label,
+                    gpu_usd_per_hour=grid.setting.gpu.price_usd_per_hour,
+                    fastest_tokens_per_s=grid.fastest_tokens_per_s(alpha),
+                    cost_usd_per_mtok=cost,
+                    markup=price / cost if math.isfinite(cost) else None,
+                )
+            )
+    draft_name = load_model(draft).name if draft is not None else None
+    notes = (
+        f"offer: {observed.label}, {speed:g} tok/s per request at {usd(price)} per million tokens "
+        f"({price_basis} price); model analysed: {arch.name}",
+        "markup = price / our cost at the observed speed; our cost is GPU rental at each GPU "
+        "spec's price per hour (the paper's prices are long-term rental rates less a third for "
+        "the cloud's own markup), decode only (prefill not charged), context "
+        f"{context:g} tokens, {grid_points} grid points per axis",
+        (
+            f"speculation: draft {draft_name}, acceptance {acceptance:.2f}, up to {max_draft_tokens} draft tokens"
+            if draft_name
+            else "no speculation tried"
+        ),
+    )
+    return MarginResult(observed, arch.name, price, tuple(rows), notes)

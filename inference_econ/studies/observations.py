@@ -1,0 +1,341 @@
+"""Provider observations as data: the speed and price at which an API serves a model.
+
+An observations CSV has one row per observed offer (docs/user-guide.md, "Inverse economics"):
+``provider, model, date, tokens_per_s, usd_per_mtok_input, usd_per_mtok_output`` and optionally
+``context_tokens, weight_bits, source, notes``. Every cell is validated; a bad one is reported
+as one line naming the file, the row, the column and the fix. The model column is free text:
+closed models (GPT-4.1) have no spec, so it is resolved to an architecture only by the analyses
+that need one (``Observation.architecture``). The inverse analyses (``studies/inverse/``) and
+the figure overlays read these objects; docs/model.md §D1 says which price is compared with
+what.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SpecError, UnknownNameError, did_you_mean
+from ..settings import option
+from ..specs import catalog
+from ..specs.architecture import Architecture, load_model
+from ..specs.schema import check_number
+
+REQUIRED_COLUMNS = (
+    "provider",
+    "model",
+    "date",
+    "tokens_per_s",
+    "usd_per_mtok_input",
+    "usd_per_mtok_output",
+)
+OPTIONAL_COLUMNS = ("context_tokens", "weight_bits", "source", "notes")
+COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+#: Shipped observation files live here, under each data root (``catalog.data_roots``).
+FOLDER = ("scenarios", "observations")
+_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One observed offer: a provider serving a model at a speed and prices.
+
+    ``tokens_per_s`` is the output speed one request sees (tokens per second per request);
+    prices are dollars per million input and output tokens. ``context_tokens`` and
+    ``weight_bits`` are what the analyses should assume for this offer when known (None: the
+    command's setting). ``origin`` says where it came from ("file, row N") for messages.
+    """
+
+    provider: str
+    model: str
+    date: str
+    tokens_per_s: float
+    usd_per_mtok_input: float
+    usd_per_mtok_output: float
+    context_tokens: float | None = None
+    weight_bits: float | None = None
+    source: str = ""
+    notes: str = ""
+    origin: str = "argument"
+
+    @property
+    def label(self) -> str:
+        date = f", {self.date}" if self.date else ""
+        return f"{self.provider}: {self.model}{date}"
+
+    def price(self, basis: str = "output", input_per_output: float = 3.0) -> float:
+        """Dollars per million tokens on a basis: ``output`` (the output-token price, what a
+        decode frontier prices) or ``blended`` (input and output prices weighted
+        ``input_per_output`` : 1, as Artificial Analysis blends them 3 : 1)."""
+        basis = option("price_basis").check(basis)
+        if basis == "output":
+            return self.usd_per_mtok_output
+        r = option("input_tokens_per_output").check(input_per_output)
+        return (r * self.usd_per_mtok_input + self.usd_per_mtok_output) / (r + 1.0)
+
+    def architecture(self) -> Architecture:
+        """The model spec the ``model`` column names (an error naming the row if none)."""
+        try:
+            return load_model(self.model)
+        except UnknownNameError as exc:
+            raise SpecError(
+                self.origin,
+                "model",
+                f"no model spec named {self.model!r}",
+                f"{exc.fix}; a closed model can only be sized ('infer size')",
+            ) from None
+
+    def matches_model(self, arch: Architecture) -> bool:
+        """Whether this observation is of the model ``arch`` (by name or alias)."""
+        try:
+            return load_model(self.model).name == arch.name
+        except SpecError:
+            return _key(self.model) in {_key(arch.name), *map(_key, arch.aliases)}
+
+
+def _key(text: str) -> str:
+    return "".join(ch for ch in str(text).lower() if ch.isalnum())
+
+
+def observation(
+    tokens_per_s: float,
+    usd_per_mtok: float,
+    model: str = "",
+    provider: str = "given",
+    date: str = "",
+    usd_per_mtok_input: float | None = None,
+    context_tokens: float | None = None,
+    weight_bits: float | None = None,
+) -> Observation:
+    """One observation from numbers (``usd_per_mtok`` is the output price; the input price
+    defaults to it)."""
+    speed = check_number(
+        tokens_per_s, "argument", "tokens_per_s", minimum=0, exclusive_minimum=True
+    )
+    out = check_number(usd_per_mtok, "argument", "usd_per_mtok", minimum=0, exclusive_minimum=True)
+    inp = out if usd_per_mtok_input is None else usd_per_mtok_input
+    inp = check_number(inp, "argument", "usd_per_mtok_input", minimum=0)
+    if context_tokens is not None:
+        context_tokens = float(
+            check_number(context_tokens, "argument", "context_tokens", minimum=0)
+        )
+    if weight_bits is not None:
+        weight_bits = float(
+            check_number(weight_bits, "argument", "weight_bits", minimum=1, maximum=32)
+        )
+    return Observation(
+        provider=str(provider),
+        model=str(model),
+        date=_check_date(str(date), "argument", "date") if date else "",
+        tokens_per_s=float(speed),
+        usd_per_mtok_input=float(inp),
+        usd_per_mtok_output=float(out),
+        context_tokens=context_tokens,
+        weight_bits=weight_bits,
+    )
+
+
+def shipped() -> list[str]:
+    """Names of the observation files that ship (and that ``INFERENCE_ECON_PATH`` adds)."""
+    names = set()
+    for root in catalog.data_roots():
+        folder = root.joinpath(*FOLDER)
+        if folder.is_dir():
+            names.update(p.stem for p in folder.glob("*.csv"))
+    return sorted(names)
+
+
+def find_observations(name_or_path: str | Path) -> Path:
+    """A CSV path, or the name of a shipped observations file (e.g. ``paper-2025``)."""
+    candidate = Path(str(name_or_path)).expanduser()
+    if candidate.is_file():
+        return candidate
+    for root in catalog.data_roots():
+        path = root.joinpath(*FOLDER, f"{candidate.stem}.csv")
+        if path.is_file() and candidate.suffix in ("", ".csv"):
+            return path
+    names = shipped()
+    hint = did_you_mean(str(name_or_path), names)
+    raise SpecError(
+        "argument",
+        "observations",
+        f"no observations file {str(name_or_path)!r}",
+        hint or f"give a CSV path or one of: {', '.join(names) or '(none shipped)'}",
+    )
+
+
+def load_observations(name_or_path: str | Path) -> tuple[Observation, ...]:
+    """Read and validate an observations CSV (a path or a shipped name)."""
+    path = find_observations(name_or_path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            return _read(csv.reader(fh), str(path))
+    except OSError as exc:
+        raise SpecError(str(path), "", f"cannot read the file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise SpecError(str(path), "", "is not UTF-8 text", "save the CSV as UTF-8") from None
+    except csv.Error as exc:
+        raise SpecError(str(path), "", f"is not a valid CSV: {exc}", "check the quoting") from None
+
+
+def _read(reader, source: str) -> tuple[Observation, ...]:
+    header = next(reader, None)
+    if not header or not any(h.strip() for h in header):
+        raise SpecError(
+            source, "", "is empty", f"the first line names the columns: {', '.join(COLUMNS)}"
+        )
+    header = [h.strip() for h in header]
+    for name in header:
+        if name not in COLUMNS:
+            hint = did_you_mean(name, COLUMNS)
+            raise SpecError(
+                source,
+                name or "(blank)",
+                "unknown column",
+                hint or f"the columns are {', '.join(COLUMNS)}",
+            )
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise SpecError(source, name, "column given twice", "keep one")
+        seen.add(name)
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise SpecError(
+            source,
+            missing[0],
+            f"columns missing: {', '.join(missing)}",
+            f"the required columns are {', '.join(REQUIRED_COLUMNS)}",
+        )
+    out = []
+    for values in reader:
+        row = reader.line_num
+        if not any(v.strip() for v in values):
+            continue  # blank line
+        if len(values) != len(header):
+            raise SpecError(
+                f"{source}, row {row}",
+                "",
+                f"{len(values)} values for {len(header)} columns",
+                "quote text that contains commas",
+            )
+        out.append(
+            _observation(dict(zip(header, (v.strip() for v in values))), f"{source}, row {row}")
+        )
+    if not out:
+        raise SpecError(source, "", "has no rows", "add one observation per line")
+    return tuple(out)
+
+
+def _observation(cells: dict, where: str) -> Observation:
+    def text(column):
+        value = cells.get(column, "")
+        if column in REQUIRED_COLUMNS and not value:
+            raise SpecError(where, column, "is empty", f"give the {column.replace('_', ' ')}")
+        return value
+
+    def number(column, unit, minimum=0.0, exclusive=True, maximum=None, required=True):
+        value = cells.get(column, "")
+        if not value:
+            if required:
+                raise SpecError(where, column, "is empty", f"give a number in {unit}")
+            return None
+        return float(
+            check_number(
+                value,
+                where,
+                column,
+                minimum=minimum,
+                maximum=maximum,
+                exclusive_minimum=exclusive,
+                unit=unit,
+            )
+        )
+
+    return Observation(
+        provider=text("provider"),
+        model=text("model"),
+        date=_check_date(text("date"), where, "date"),
+        tokens_per_s=number("tokens_per_s", "tokens/s per request"),
+        usd_per_mtok_input=number(
+            "usd_per_mtok_input", "$ per million input tokens", exclusive=False
+        ),
+        usd_per_mtok_output=number("usd_per_mtok_output", "$ per million output tokens"),
+        context_tokens=number("context_tokens", "tokens", exclusive=False, required=False),
+        weight_bits=number(
+            "weight_bits", "bits", minimum=1, exclusive=False, maximum=32, required=False
+        ),
+        source=cells.get("source", ""),
+        notes=cells.get("notes", ""),
+        origin=where,
+    )
+
+
+def _check_date(text: str, where: str, field: str) -> str:
+    """YYYY, YYYY-MM or YYYY-MM-DD (the day or month may be unknown)."""
+    m = _DATE.match(text)
+    fix = "write the date as YYYY-MM-DD, YYYY-MM or YYYY"
+    if not m:
+        raise SpecError(where, field, f"cannot read {text!r} as a date", fix)
+    year, month, day = (int(g) if g else 1 for g in m.groups())
+    try:
+        datetime.date(year, month, day)
+    except ValueError as exc:
+        raise SpecError(where, field, f"{text!r} is not a date ({exc})", fix) from None
+    return text
+
+
+def select(
+    observations, provider: str | None = None, model: str | None = None
+) -> tuple[Observation, ...]:
+    """The observations of a provider and/or a model (case-insensitive; a model matches by its
+    text or the spec it names). Nothing matching is an error listing what there is."""
+    chosen = tuple(observations)
+    if provider:
+        chosen = tuple(o for o in chosen if _key(o.provider) == _key(provider))
+    if model:
+        try:
+            arch = load_model(model)
+        except SpecError:
+            arch = None
+        chosen = tuple(
+            o
+            for o in chosen
+            if _key(o.model) == _key(model) or (arch is not None and o.matches_model(arch))
+        )
+    if not chosen:
+        known = sorted({f"{o.provider} / {o.model}" for o in observations})
+        raise SpecError(
+            "argument",
+            "provider" if provider and not model else "model",
+            f"no observation matches{f' provider {provider!r}' if provider else ''}"
+            f"{f' model {model!r}' if model else ''}",
+            f"the file has: {'; '.join(known)}",
+        )
+    return chosen
+
+
+def overlay_points(
+    observations, basis: str = "output", input_per_output: float = 3.0, models=None
+) -> tuple[list[dict], list[Observation]]:
+    """Points for ``output.plots.frontier_figure``'s overlay, and the observations left out
+    because their model is not one of ``models`` (architectures; None keeps every one)."""
+    points, left_out = [], []
+    markers = ("D", "s", "^", "v", "P", "X", "*", "h")
+    for obs in observations:
+        if models is not None and not any(obs.matches_model(m) for m in models):
+            left_out.append(obs)
+            continue
+        points.append(
+            {
+                "label": obs.label,
+                "tokens_per_s": obs.tokens_per_s,
+                "usd_per_mtok": obs.price(basis, input_per_output),
+                "marker": markers[len(points) % len(markers)],
+                "color": "black",
+            }
+        )
+    return points, left_out

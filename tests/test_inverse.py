@@ -1,0 +1,330 @@
+"""Inverse economics (docs/model.md Part D): observed offers read as data, and what they imply.
+
+Constructed cases have known answers (a point generated from a frontier at k = 2 is fitted back
+to k = 2; a size used to generate a point is recovered); the paper's own points reproduce its
+qualitative claims (the Llama 3 70B offer needs speculative decoding; k near 3 is consistent
+with its Table 3). Grids are 60 points per axis: none of the answers below depends on it.
+"""
+
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.errors import SpecError
+from inference_econ.model.assumptions import preset
+from inference_econ.model.workload import compile_workload
+from inference_econ.studies.inverse.grid import speed_cost_grid
+from inference_econ.studies.inverse.variants import Variant, setting_for
+from inference_econ.studies.observations import load_observations, overlay_points, select
+
+GRID = 60
+DATA = Path(__file__).parent / "data"
+HEADER = "provider,model,date,tokens_per_s,usd_per_mtok_input,usd_per_mtok_output\n"
+
+
+def llama70_grid(bits=8, draft="Llama 3 8B"):
+    arch = ie.load_model("Llama 3 70B")
+    return speed_cost_grid(setting_for(arch, Variant("H100-paper", "paper", bits), draft), GRID)
+
+
+# --- observations as data --------------------------------------------------------------------
+
+
+def test_shipped_paper_observations():
+    rows = load_observations("paper-2025")
+    llama = select(rows, model="Llama 3 70B")[0]
+    assert (llama.provider, llama.tokens_per_s, llama.usd_per_mtok_output) == (
+        "Fireworks",
+        158,
+        0.9,
+    )
+    assert "the paper" in llama.source and llama.weight_bits == 8
+    gpt4 = select(rows, provider="OpenAI")[0]
+    assert gpt4.architecture().name == "GPT-4 (reported)"
+    # the paper plots GPT-4 at the 3:1 blend of its $30 input and $60 output prices
+    assert gpt4.price("blended") == pytest.approx(37.5) and gpt4.price() == 60
+
+
+@pytest.mark.parametrize(
+    "text, where, fix_word",
+    [
+        ("provider,model,date,tokens_per_s\nA,B,2024,1\n", "usd_per_mtok_input", "required"),
+        (HEADER.replace("tokens_per_s", "tokens_per_sec"), "tokens_per_sec", "tokens_per_s"),
+        (HEADER + "A,Llama 3 70B,2024-08,fast,0.9,0.9\n", "row 2: field 'tokens_per_s'", "number"),
+        (HEADER + "A,Llama 3 70B,2024-08,100,0.9,-1\n", "row 2: field 'usd_per_mtok_output'", ""),
+        (HEADER + "A,Llama 3 70B,2024-08,0,0.9,0.9\n", "row 2: field 'tokens_per_s'", ""),
+        (HEADER + "A,Llama 3 70B,2024-08,nan,0.9,0.9\n", "row 2: field 'tokens_per_s'", "NaN"),
+        (HEADER + "A,Llama 3 70B,2024-13,100,0.9,0.9\n", "row 2: field 'date'", "YYYY-MM"),
+        (HEADER + "A,,2024,100,0.9,0.9\n", "row 2: field 'model'", "model"),
+        (HEADER + "A,Llama 3 70B,2024,100,0.9\n", "row 2", "quote"),
+        (HEADER, "has no rows", "one observation"),
+        ("", "is empty", "columns"),
+    ],
+)
+def test_bad_observation_files_name_the_row_column_and_fix(tmp_path, text, where, fix_word):
+    path = tmp_path / "offers.csv"
+    path.write_text(text)
+    with pytest.raises(SpecError) as err:
+        load_observations(path)
+    message = str(err.value)
+    assert str(path) in message and where in message and fix_word in message
+    assert "\n" not in message
+    result = CliRunner().invoke(main, ["infer", "margin", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_names_are_clear_errors():
+    with pytest.raises(SpecError, match="paper-2025"):
+        load_observations("paper-2024")
+    with pytest.raises(SpecError, match="the file has"):
+        select(load_observations("paper-2025"), model="Llama 3.1 405B")
+    closed = ie.observation(110, 8, "GPT-4.1")
+    with pytest.raises(SpecError, match="infer size"):
+        ie.feasibility(closed, grid_points=GRID)
+
+
+def test_overlay_keeps_the_offers_of_the_curves_models():
+    rows = load_observations("paper-2025")
+    points, left = overlay_points(rows, models=[ie.load_model("llama3-70b")])
+    assert [p["label"] for p in points] == ["Fireworks: Llama 3 70B, 2024-08"]
+    assert points[0]["usd_per_mtok"] == 0.9 and len(left) == 3
+
+
+def test_scenario_figures_draw_the_offers(tmp_path):
+    from inference_econ.output import runner
+    from inference_econ.studies.scenario import scenario_from_dict
+
+    curve = {
+        "model": "Llama 3 70B",
+        "hardware": "H100-paper",
+        "weight_bits": 8,
+        "grid_points": GRID,
+    }
+    data = {"title": "Llama 3 70B and its offer", "curves": [curve], "observations": "paper-2025"}
+    scenario = scenario_from_dict(data, str(tmp_path / "s.yaml"))
+    assert scenario.observations.endswith("paper-2025.csv")
+    result = runner.run_scenario(scenario)
+    ax = result.figures["frontier"].axes[0]
+    assert [c.get_label() for c in ax.collections] == ["Fireworks: Llama 3 70B, 2024-08"]
+    assert ax.collections[0].get_offsets().tolist() == [[158.0, 0.9]]
+    # an offers file given to the run replaces the scenario's; blended prices on request
+    gpt4 = scenario_from_dict({**data, "curves": [{**curve, "model": "GPT-4"}]}, "s.yaml")
+    (point,) = runner._observed(gpt4, "paper-2025", "blended")
+    assert point["usd_per_mtok"] == pytest.approx(37.5)
+    with pytest.raises(SpecError, match="s.yaml: field 'observations'"):
+        scenario_from_dict({**data, "observations": "paper-2024"}, "s.yaml")
+
+
+# --- feasibility -----------------------------------------------------------------------------
+
+
+def test_paper_llama70b_offer_needs_speculation():
+    """The paper (§4): the leading provider's Llama 3 70B speed is beyond the 8-bit frontier
+    without speculative decoding, and within reach with Llama 3 8B as the draft at α = 0.8."""
+    offer = select(load_observations("paper-2025"), model="Llama 3 70B")[0]
+    result = ie.feasibility(offer, weight_bits="16,8", criterion="speed", grid_points=GRID)
+    for bits, fastest in ((16, 125), (8, 152)):  # the paper's Table 4: 152 tok/s at 8 bits
+        row = result.row("H100-paper", bits)
+        assert row.fastest_tokens_per_s == pytest.approx(fastest, rel=0.01)
+        assert row.cost_usd_per_mtok == math.inf  # 158 tok/s: not without speculation
+        assert row.feasible and row.speculative_fastest_tokens_per_s > 158
+        assert 0.6 < row.acceptance_for_speed < 0.8
+        assert row.verdict.startswith("needs speculation with α ≥")
+    # within the price too, the 8-bit point needs a little more than α = 0.8 (cost $1.36)
+    row = ie.feasibility(offer, weight_bits="8", grid_points=GRID).rows[0]
+    assert not row.feasible and row.speculative_cost_usd_per_mtok == pytest.approx(1.36, rel=0.05)
+    assert 0.8 < row.acceptance_for_price < 0.9
+    assert row.outside_factor == pytest.approx(1.07, abs=0.02)
+
+
+def test_required_acceptance_is_recovered():
+    grid = llama70_grid()
+    speed = grid.fastest_tokens_per_s(0.72)  # a point made reachable exactly at α = 0.72
+    assert grid.minimum_acceptance(speed) == pytest.approx(0.72, abs=0.002)
+    cost = grid.cost_at_speed(120, 0.72)
+    assert grid.minimum_acceptance(120, cost) == pytest.approx(0.72, abs=0.002)
+    # invariants: a faster point never needs less; a higher price never needs more
+    needs = [grid.minimum_acceptance(v, 2.0) for v in (150, 160, 170, 180)]
+    assert needs == sorted(needs)
+    assert grid.minimum_acceptance(160, 1.0) >= grid.minimum_acceptance(160, 3.0)
+
+
+def test_constructed_points_inside_and_outside_the_frontier():
+    grid = llama70_grid(draft=None)
+    fastest = grid.fastest_tokens_per_s()
+    speed = 0.8 * fastest
+    cost = grid.cost_at_speed(speed)
+    inside = ie.observation(speed, 1.25 * cost, "Llama 3 70B")
+    res = ie.feasibility(inside, weight_bits="8", draft=None, grid_points=GRID)
+    # inside: some point is faster and cheaper by f < 1, but no point beats the price by 1.25
+    assert res.feasible and 0.8 <= res.rows[0].outside_factor < 1.0
+    below = ie.observation(speed, cost / 1.25, "Llama 3 70B")
+    res = ie.feasibility(below, weight_bits="8", draft=None, grid_points=GRID)
+    assert not res.feasible and 1.0 < res.rows[0].outside_factor <= 1.25
+    assert "infeasible at any setting tried" in res.summary[0]
+    too_fast = ie.observation(1.05 * fastest, 100.0, "Llama 3 70B")
+    res = ie.feasibility(too_fast, weight_bits="8", draft=None, grid_points=GRID)
+    assert res.rows[0].outside_factor == pytest.approx(1.05, rel=1e-6)
+    assert "5% short" in res.rows[0].verdict
+
+
+# --- margin ----------------------------------------------------------------------------------
+
+
+def test_margin_is_price_over_cost():
+    grid = llama70_grid()
+    cost = grid.cost_at_speed(100)
+    result = ie.margin(ie.observation(100, 2 * cost, "Llama 3 70B"), weight_bits="16,8",
+                       grid_points=GRID)  # fmt: skip
+    rows = {(r.variant.weight_bits, r.speculation): r for r in result.rows}
+    assert rows[(8.0, "none")].markup == pytest.approx(2.0)
+    lo, hi = result.markup_range
+    assert lo <= 2.0 <= hi and all(r.markup > 0 for r in result.rows if r.reachable)
+    # speculation never costs more at a given speed (no speculation stays a candidate)
+    for bits in (16.0, 8.0):
+        assert rows[(bits, "α = 0.80")].cost_usd_per_mtok <= rows[(bits, "none")].cost_usd_per_mtok
+    offer = select(load_observations("paper-2025"), model="Llama 3 70B")[0]
+    paper = ie.margin(offer, weight_bits="8", grid_points=GRID)
+    none, spec = paper.rows
+    assert none.markup is None and spec.markup == pytest.approx(0.9 / 1.36, rel=0.05)
+    assert "do not reach the speed" in paper.summary
+
+
+# --- preference exponent ---------------------------------------------------------------------
+
+MODELS = ("Llama 3 8B", "Llama 3 70B", "Mixtral 8x22B")
+
+
+@pytest.mark.parametrize("k", [2.0, 4.0])
+def test_preference_exponent_is_recovered(k):
+    offers = []
+    for model in MODELS:
+        front = ie.frontier(model, "H100-paper", grid_points=GRID)
+        best = front.preference_point(k=k)
+        offers.append(ie.observation(best["tokens_per_s"], 3 * best["usd_per_mtok"], model))
+    fit = ie.fit_preference(offers, draft=None, grid_points=GRID)
+    assert fit.k == pytest.approx(k, abs=0.1)
+    lo, hi = fit.interval
+    assert lo <= fit.k <= hi
+    assert all(p.markup == pytest.approx(3.0, rel=0.02) for p in fit.points)
+    # a known noise level gives an interval that contains the true k
+    known = ie.fit_preference(offers, draft=None, grid_points=GRID, log_speed_sd=0.05)
+    assert known.interval[0] <= k <= known.interval[1]
+
+
+def test_preference_profile_and_single_point():
+    front = ie.frontier("Llama 3 70B", "H100-paper", grid_points=GRID)
+    speed = front.preference_point(k=3)["tokens_per_s"]
+    one = ie.fit_preference([ie.observation(speed, 1.0, "Llama 3 70B")], draft=None,
+                            grid_points=GRID)  # fmt: skip
+    assert one.k == pytest.approx(3, abs=0.3) and one.interval is None
+    assert any("log_speed_sd" in n for n in one.notes)
+    profile = one.profile
+    assert profile["rss"].min() == pytest.approx(0, abs=1e-6)
+    assert profile["k"].is_monotonic_increasing
+
+
+def test_paper_table3_is_consistent_with_k3():
+    """Table 3's preference points (k = 3 on speculative frontiers) are fitted back to k ≈ 3."""
+    offers = load_observations(DATA / "paper_table3_points.csv")
+    fit = ie.fit_preference(offers, grid_points=GRID)
+    assert fit.k == pytest.approx(3.0, abs=0.3)
+    assert fit.interval[0] <= 3.0 <= fit.interval[1]
+    assert all(2.5 < p.implied_k < 3.5 for p in fit.points)
+
+
+def test_paper_offers_do_not_exclude_k3():
+    fit = ie.fit_preference(load_observations("paper-2025"), grid_points=GRID)
+    assert fit.interval[0] < 3.0 < fit.interval[1]
+    assert len(fit.points) == 4
+
+
+# --- implied model size ----------------------------------------------------------------------
+
+
+def test_scaling_rule_keeps_the_template_at_its_own_size():
+    llama = ie.load_model("Llama 3 70B")
+    same = ie.scaled_architecture(
+        "Llama 3 70B", compile_workload(llama, preset("paper")).total_params
+    )
+    assert same.layers == 80 and same.d_model == pytest.approx(8192, rel=1e-6)
+    big = ie.scaled_architecture("Llama 3 70B", 8 * 70.55e9)
+    assert big.layers == 160  # depth doubles for 8x the parameters (exponent 1/3)
+    assert big.attention.kv_heads == 8 and big.attention.head_dim == 128
+    moe = ie.scaled_architecture("Llama 3 70B", 1.8e12, experts=16, active_experts=2)
+    work = compile_workload(moe, preset("paper"))
+    assert work.total_params == pytest.approx(1.8e12, rel=1e-6)
+    assert 0.1 < work.active_params / work.total_params < 0.2
+    with pytest.raises(SpecError, match="layer groups"):
+        ie.scaled_architecture("DeepSeek-V3", 1e12)
+    with pytest.raises(SpecError, match="active"):
+        ie.scaled_architecture("Llama 3 70B", 1e12, experts=4, active_experts=8)
+
+
+@pytest.mark.parametrize("experts", [None, 8])
+def test_model_size_is_recovered(experts):
+    size = 200e9
+    truth = ie.scaled_architecture(
+        "Llama 3 70B", size, experts=experts, active_experts=2 if experts else None
+    )
+    front = ie.frontier(truth, "H100-paper", weight_bits=8, grid_points=GRID)
+    speed = 0.6 * front.fastest()["tokens_per_s"]
+    offer = ie.observation(speed, float(front.cost_at_speed(speed)), "closed model")
+    result = ie.implied_size(offer, experts=experts, active_experts=2 if experts else None,
+                             weight_bits="8", draft=None, grid_points=GRID)  # fmt: skip
+    (row,) = result.rows
+    assert row.total_params == pytest.approx(size, rel=0.1)
+    if experts is None:  # a markup of 2: the model costs half the price, so it is smaller
+        half = ie.implied_size(offer, weight_bits="8", draft=None, grid_points=GRID, markup=2)
+        assert half.rows[0].total_params < row.total_params
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def run(*args):
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_infer_commands():
+    common = ("--grid-points", str(GRID))
+    code, out, _ = run("infer", "feasibility", "paper-2025", "--model", "Llama 3 70B",
+                       "--weight-bits", "8", *common)  # fmt: skip
+    assert code == 0 and "needs speculation with α ≥ 0.8" in out and "H100-paper" in out
+    code, out, _ = run("infer", "margin", "--model", "Llama 3 70B", "--speed", "158", "--price",
+                       "0.9", "--weight-bits", "8", "--format", "csv", *common)  # fmt: skip
+    assert code == 0 and out.splitlines()[0].startswith("offer,hardware")
+    code, out, _ = run("infer", "preference", "paper-2025", "--format", "json", *common)
+    assert code == 0 and '"provider": "fit"' in out
+    code, out, _ = run("infer", "size", "--model", "GPT-4.1", "--speed", "110", "--price", "8",
+                       "--weight-bits", "8", "--no-speculation", *common)  # fmt: skip
+    assert code == 0 and "parameters in total" in out
+    for sub in ("feasibility", "margin", "preference", "size"):
+        code, out, _ = run("infer", sub, "--help")
+        assert code == 0 and "Example" in out
+
+
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (("infer", "margin"), "--speed and --price"),
+        (("infer", "margin", "paper-2025", "--speed", "100"), "one or the other"),
+        (("infer", "margin", "--speed", "-3", "--price", "1"), "--speed"),
+        (("infer", "feasibility", "paper-2025", "--assumptions", "papr"), "did you mean"),
+        (
+            ("infer", "size", "--speed", "50", "--price", "1", "--family", "DeepSeek-V3"),
+            "layer groups",
+        ),
+        (("infer", "preference", "paper-2025", "-H", "H100-paper", "-H", "A100-paper"), "one GPU"),
+    ],
+)
+def test_infer_bad_input_is_one_line_and_exit_2(args, word):
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 2, result.output
+    assert word in result.stderr and len(result.stderr.strip().splitlines()) == 1
