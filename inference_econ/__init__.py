@@ -68,6 +68,22 @@ _EXPORTS = {
     "implied_size": ("studies.inverse.size", "implied_size"),
     "scaled_architecture": ("studies.inverse.size", "scaled_architecture"),
     "SizeResult": ("studies.inverse.size", "SizeResult"),
+    # serving under load (docs/model.md Part E)
+    "simulate_load": ("api", "simulate_load"),
+    "max_load": ("api", "max_load"),
+    "capacity": ("api", "capacity"),
+    "load_frontier": ("api", "load_frontier"),
+    "Targets": ("serving.load.targets", "Targets"),
+    "Traffic": ("serving.load.arrivals", "Traffic"),
+    "make_traffic": ("serving.load.arrivals", "make_traffic"),
+    "load_trace": ("serving.load.arrivals", "load_trace"),
+    "Deployment": ("serving.load.deployment", "Deployment"),
+    "EngineConfig": ("serving.load.engine", "EngineConfig"),
+    "LoadResult": ("serving.load.results", "LoadResult"),
+    "MaxLoad": ("optimise.load_search", "MaxLoad"),
+    "CapacityPlan": ("optimise.capacity", "CapacityPlan"),
+    "LoadFrontier": ("optimise.capacity", "LoadFrontier"),
+    "latency_load_figure": ("output.load_plots", "latency_load_figure"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -142,3 +142,124 @@ def list_specs(kind: str) -> pd.DataFrame:
         for e in catalog.entries(kind)
     ]
     return pd.DataFrame(rows, columns=["name", "aliases", "description", "file"])
+
+
+# --- serving under load (docs/model.md Part E) -------------------------------------------------
+def _load_inputs(kwargs: dict, need_rate: bool = True):
+    """Keyword arguments into (problem settings, Traffic, Targets, EngineConfig, other load
+    settings), each checked against the table of settings. Without ``need_rate`` (a search
+    sets the rate) a missing rate is a placeholder."""
+    from .serving.load.arrivals import make_traffic
+    from .serving.load.engine import EngineConfig
+    from .serving.load.targets import Targets
+
+    kwargs = dict(kwargs)
+    given = {k: kwargs.pop(k) for k in table.names(table.LOAD) if k in kwargs}
+    v = table.check(given, [table.LOAD])
+    if not need_rate and v["arrival_rate_per_s"] is None and v["trace"] is None:
+        v["arrival_rate_per_s"] = 1.0
+    traffic = make_traffic(
+        v["arrival_rate_per_s"],
+        v["input_lengths"],
+        v["output_lengths"],
+        v["trace"],
+        v["arrival_process"],
+        v["requests"],
+        v["seed"],
+    )
+    targets = Targets(v["slo_ttft_p99_s"], v["slo_tpot_p99_s"], v["slo_e2e_p99_s"])
+    config = EngineConfig(v["max_batch_requests"], v["step_token_budget"])
+    return kwargs, traffic, targets, config, v
+
+
+def _settings(model, hardware, problem: dict) -> list[Setting]:
+    """One setting per GPU (``hardware`` a name, a GPU, or a list of them)."""
+    if isinstance(model, Setting):
+        return [_setting(model, None, **problem)]
+    names = hardware if isinstance(hardware, (list, tuple)) else [hardware]
+    if not names:
+        raise SpecError("argument", "hardware", "is empty", "give at least one GPU")
+    return [_setting(model, h, **problem) for h in names]
+
+
+def _deployment(gpus, instances, prefill_gpus=None, prefill_instances=None):
+    from .serving.load.deployment import Deployment
+
+    gpus = table.option("gpus").check(gpus)
+    if prefill_gpus is not None or prefill_instances is not None:
+        prefill_gpus = table.option("prefill_gpus").check(prefill_gpus or gpus)
+        return Deployment(
+            _whole_gpus(gpus), instances, _whole_gpus(prefill_gpus), prefill_instances or 1
+        )
+    return Deployment(_whole_gpus(gpus), instances)
+
+
+def _whole_gpus(value: float) -> int:
+    if float(value) != int(value):
+        raise SpecError(
+            "argument", "gpus", f"is {value:g}", "an instance has a whole number of GPUs"
+        )
+    return int(value)
+
+
+def simulate_load(model, hardware=None, *, gpus, prefill_gpus=None, progress=None, **kwargs):
+    """One deployment under one load (docs/model.md Part E): ``instances`` instances of
+    ``gpus`` GPUs (with ``prefill_gpus`` x ``prefill_instances`` a separate prefill pool)
+    serving ``arrival_rate_per_s`` requests/s of ``input_lengths`` / ``output_lengths`` (or a
+    ``trace``). Returns a ``LoadResult``: TTFT, TPOT and end-to-end distributions, throughput,
+    goodput against the ``slo_*`` targets, utilisation and $ per million tokens."""
+    from .serving.load.deployment import simulate_deployment
+
+    problem, traffic, targets, config, v = _load_inputs(kwargs)
+    setting = _settings(model, hardware, problem)[0]
+    d = _deployment(gpus, v["instances"], prefill_gpus, v["prefill_instances"])
+    return simulate_deployment(setting, d, traffic, targets, config, progress)
+
+
+def max_load(
+    model, hardware=None, *, gpus, prefill_gpus=None, curve_points=8, progress=None, **kwargs
+):
+    """The most requests/s a given deployment serves within the ``slo_*`` targets, with the
+    latency percentiles along a sweep of load (a ``MaxLoad``; ``to_dataframe()`` for the curve)."""
+    from .optimise.load_search import max_load as search
+
+    problem, traffic, targets, config, v = _load_inputs(kwargs, need_rate=False)
+    _need_targets(targets)
+    setting = _settings(model, hardware, problem)[0]
+    d = _deployment(gpus, v["instances"], prefill_gpus, v["prefill_instances"])
+    return search(setting, d, traffic, targets, config, curve_points, progress)
+
+
+def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
+    """The cheapest deployment (GPU, instance size, instances; with ``disaggregated=True``
+    also separate prefill and decode pools) serving ``arrival_rate_per_s`` within the ``slo_*``
+    targets. ``hardware`` may be a list of GPUs. Returns a ``CapacityPlan``."""
+    from .optimise.capacity import cheapest_deployment
+
+    problem, traffic, targets, config, v = _load_inputs(kwargs)
+    _need_targets(targets)
+    settings = _settings(model, hardware, problem)
+    return cheapest_deployment(
+        settings, traffic, targets, config, v["disaggregated"], sizes, v["max_gpus"], progress
+    )
+
+
+def load_frontier(model, hardware=None, *, sizes=None, progress=None, **kwargs):
+    """The deployments that serve ``arrival_rate_per_s`` within the ``slo_*`` targets: their
+    Pareto frontier of speed per request against $ per million output tokens (``LoadFrontier``)."""
+    from .optimise.capacity import load_frontier as search
+
+    problem, traffic, targets, config, v = _load_inputs(kwargs)
+    _need_targets(targets)
+    settings = _settings(model, hardware, problem)
+    return search(settings, traffic, targets, config, sizes, v["max_gpus"], progress)
+
+
+def _need_targets(targets) -> None:
+    if targets.empty:
+        raise SpecError(
+            "argument",
+            "slo_ttft_p99_s",
+            "no latency target given",
+            "give slo_ttft_p99_s, slo_tpot_p99_s or slo_e2e_p99_s (--slo-ttft-p99 ...)",
+        )

@@ -7,7 +7,8 @@ is one new row (docs/architecture.md, "How to add a setting").
 
 Layers: ``problem`` (what is served: ``serving.setting.Setting``), ``method`` (how the frontier
 is searched: ``optimise.method.Method``), ``operating`` (a given configuration or request mix:
-``point``, ``prefill``, ``request``, ``disagg``), ``output`` (how results are printed). This module is plain Python (no numpy), so the
+``point``, ``prefill``, ``request``, ``disagg``), ``load`` (traffic, latency targets and the
+engine of a deployment under load: ``simulate``, ``capacity``), ``output`` (how results are printed). This module is plain Python (no numpy), so the
 command line can build its help without importing the numeric stack.
 """
 
@@ -25,6 +26,8 @@ PROBLEM = "problem"
 METHOD = "method"
 OPERATING = "operating"
 OUTPUT = "output"
+#: Serving under load (docs/model.md Part E): traffic, latency targets, engine and deployment.
+LOAD = "load"
 
 #: A required option has no default.
 REQUIRED = object()
@@ -522,6 +525,161 @@ SETTINGS: tuple[Option, ...] = (
         OPERATING,
         minimum=0,
         exclusive_minimum=True,
+    ),
+    # --- serving under load (docs/model.md Part E): traffic, targets, engine, deployment ------
+    Option(
+        "arrival_rate_per_s",
+        "number",
+        None,
+        "Requests per second offered to the whole deployment (Poisson, or a trace rescaled).",
+        LOAD,
+        unit="requests/s",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=1e9,
+        optional=True,
+        flag="--rate",
+    ),
+    Option(
+        "input_lengths",
+        "text",
+        None,
+        "Prompt tokens per request: N, uniform:LO:HI, lognormal:MEAN:SIGMA[:CAP] or trace.",
+        LOAD,
+        optional=True,
+        flag="--input-length",
+    ),
+    Option(
+        "output_lengths",
+        "text",
+        None,
+        "Output tokens per request: N, uniform:LO:HI, lognormal:MEAN:SIGMA[:CAP] or trace.",
+        LOAD,
+        optional=True,
+        flag="--output-length",
+    ),
+    Option(
+        "trace",
+        "text",
+        None,
+        "CSV of requests (columns arrival_time_s, prompt_tokens, output_tokens).",
+        LOAD,
+        optional=True,
+    ),
+    Option(
+        "arrival_process",
+        "text",
+        None,
+        "Arrival times: poisson, or trace (the trace's own; default when a trace is given).",
+        LOAD,
+        optional=True,
+        choices=("poisson", "trace"),
+        flag="--arrivals",
+    ),
+    Option(
+        "requests",
+        "integer",
+        10000,
+        "Requests simulated per instance (with a trace: every row is).",
+        LOAD,
+        unit="requests",
+        minimum=10,
+        maximum=10_000_000,
+    ),
+    Option("seed", "integer", 0, "Seed of the random arrivals and lengths.", LOAD, minimum=0),
+    Option(
+        "slo_ttft_p99_s",
+        "number",
+        None,
+        "Target: 99th percentile of the time to first token.",
+        LOAD,
+        unit="seconds",
+        minimum=0,
+        exclusive_minimum=True,
+        optional=True,
+        flag="--slo-ttft-p99",
+    ),
+    Option(
+        "slo_tpot_p99_s",
+        "number",
+        None,
+        "Target: 99th percentile of the time per output token (after the first).",
+        LOAD,
+        unit="seconds",
+        minimum=0,
+        exclusive_minimum=True,
+        optional=True,
+        flag="--slo-tpot-p99",
+    ),
+    Option(
+        "slo_e2e_p99_s",
+        "number",
+        None,
+        "Target: 99th percentile of the end-to-end latency of a request.",
+        LOAD,
+        unit="seconds",
+        minimum=0,
+        exclusive_minimum=True,
+        optional=True,
+        flag="--slo-e2e-p99",
+    ),
+    Option(
+        "max_batch_requests",
+        "integer",
+        256,
+        "Engine: most requests batched at once (vLLM max_num_seqs).",
+        LOAD,
+        unit="requests",
+        minimum=1,
+        maximum=65536,
+        flag="--max-batch",
+    ),
+    Option(
+        "step_token_budget",
+        "integer",
+        2048,
+        "Engine: most tokens per step, decode plus prompt chunks (vLLM max_num_batched_tokens).",
+        LOAD,
+        unit="tokens",
+        minimum=1,
+        maximum=1_000_000,
+        flag="--step-tokens",
+    ),
+    Option(
+        "instances",
+        "integer",
+        1,
+        "Engine instances of the deployment (behind a random load balancer).",
+        LOAD,
+        minimum=1,
+        maximum=100_000,
+    ),
+    Option(
+        "prefill_instances",
+        "integer",
+        None,
+        "Instances of a separate prefill pool (disaggregated serving).",
+        LOAD,
+        minimum=1,
+        maximum=100_000,
+        optional=True,
+    ),
+    Option(
+        "disaggregated",
+        "flag",
+        False,
+        "Also consider separate prefill and decode pools.",
+        LOAD,
+    ),
+    Option(
+        "max_gpus",
+        "integer",
+        None,
+        "Consider only deployments of at most this many GPUs.",
+        LOAD,
+        unit="GPUs",
+        minimum=1,
+        optional=True,
     ),
     # --- output ------------------------------------------------------------------------------
     Option(

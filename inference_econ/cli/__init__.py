@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from . import (
+    capacity_commands,
     catalog_commands,
     data_commands,
     decode_commands,
@@ -41,6 +42,7 @@ for _module in (
     serving_commands,
     data_commands,
     infer_commands,
+    capacity_commands,
 ):
     for _command in _module.COMMANDS:
         main.add_command(_command)

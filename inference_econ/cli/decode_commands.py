@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import InfeasibleError
+from .capacity_commands import FRONTIER_OPTIONS
 from .common import (
     emit,
     format_option,
@@ -72,6 +73,7 @@ def point(model, hardware, gpus, batch, format, **values):
 @click.argument("model")
 @setting_options
 @options("max_throughput_tokens_per_s", "discrete", "grid_points", "prompt_tokens", "ttft_max_s")
+@options(*FRONTIER_OPTIONS)  # deployments under load (docs/model.md §E6)
 @click.option(
     "--rows", type=int, help="Show this many points, evenly spaced in speed (table format: 20)."
 )
@@ -82,7 +84,8 @@ def frontier(model, hardware, discrete, grid_points, rows, format, out, **values
     """The Pareto frontier of tokens/s per request vs $ per million tokens.
 
     Every point carries its layout (GPUs, batch, PP, TP, attention TP, EP, 1-D/2-D, draft
-    length) and where its time goes.
+    length) and where its time goes. With --rate and --slo-ttft-p99/--slo-tpot-p99: the
+    frontier of deployments serving that load within the targets (see 'capacity --help').
 
     \b
     Example:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 \\
@@ -94,7 +97,12 @@ def frontier(model, hardware, discrete, grid_points, rows, format, out, **values
     from ..optimise.optimiser import frontier as compute
     from ..output.render import render
     from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
+    from .capacity_commands import slo_frontier
 
+    load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
+    if load["arrival_rate_per_s"] is not None or load["slo_ttft_p99_s"] or load["slo_tpot_p99_s"]:
+        emit(slo_frontier(model, hardware, values, load, format), out)
+        return
     setting = make_setting(model, hardware, **values)
     front = compute(setting, make_method(discrete=discrete, grid_points=grid_points))
     if front.empty:

@@ -1,0 +1,175 @@
+"""The most output tokens/s a system serves under MLPerf's Server latency limits, predicted by
+the load simulation (docs/model.md Part E), next to MLPerf Inference v4.1's measured Server
+results for Llama 2 70B (tests/data/mlperf_v4.1_server.csv, copied from the project's data).
+
+    python benchmarks/mlperf_server.py                       # the table of docs/validation.md
+    python benchmarks/mlperf_server.py --assumptions refined --requests 3000 --format markdown
+
+For each GPU and GPU count the measured rows name, every split of the GPUs into instances
+(1, 2, 4 or 8 GPUs each, tensor-parallel; the load balanced at random) is searched for the most
+load that meets p99 TTFT <= 2 s and p99 TPOT <= 200 ms (Server) and 450 ms / 40 ms
+(Interactive); the best split is reported. Rows on GPUs the catalog lacks are listed as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+import inference_econ as ie
+from inference_econ.optimise.load_search import knee_of
+from inference_econ.output.render import render
+from inference_econ.serving.load.targets import MLPERF_INTERACTIVE, MLPERF_SERVER
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "mlperf_v4.1_server.csv"
+#: MLPerf system names -> catalog GPUs (None: not in the catalog).
+GPUS = {
+    "NVIDIA H100-SXM-80GB": "H100-SXM",
+    "NVIDIA H200-SXM-141GB": "H200-SXM",
+    "NVIDIA H200-SXM-141GB-CTS": "H200-SXM",
+    "NVIDIA B200-SXM-180GB": "B200",
+}
+#: OpenOrca as MLPerf samples it: prompts and answers under 1,024 tokens; answers average 294
+#: tokens (the reference's tokens per sample). The prompt distribution is an assumption.
+INPUT = "lognormal:300:0.8:1024"
+OUTPUT = "lognormal:294:0.7:1024"
+#: The engine's limits: MLPerf submissions batch far more than serving defaults (the measured
+#: rows imply 2,400-3,200 concurrent sequences per 8 GPUs), so the scheduler is not what binds.
+ENGINE = ie.EngineConfig(max_batch_requests=2048, step_token_budget=8192)
+
+
+def measured(path: Path = DATA) -> pd.DataFrame:
+    """Llama 2 70B Server rows: one per system, with measured output tokens/s."""
+    df = pd.read_csv(path)
+    df = df[df["model"].str.contains("Llama-2-70B") & (df["metric"] == "throughput_total")]
+    df = df.assign(gpu=df["hardware"].map(GPUS), n_gpus=df["n_gpus"].astype(int))
+    return df[["source", "hardware", "gpu", "n_gpus", "value"]].rename(
+        columns={"value": "measured"}
+    )
+
+
+def best_split(
+    setting, gpus: int, traffic, targets, engine=ENGINE, progress=None
+) -> tuple[float, str]:
+    """(most output tokens/s, the split) over the splits of ``gpus`` into equal instances."""
+    best, label = 0.0, "none fits"
+    for size in (n for n in (1, 2, 4, 8) if gpus % n == 0):
+        try:
+            knee = knee_of("deployment", setting, ie.Deployment(size, 1), traffic, targets, engine)
+        except ie.InfeasibleError:
+            continue  # the weights leave no room for a KV cache on this size
+        at = knee.at_max
+        tokens = (gpus // size) * at.output_tokens_per_s if at else 0.0
+        if progress:
+            progress(f"{setting.gpu.name} x{gpus}: instances of {size}: {tokens:,.0f} tok/s")
+        if tokens > best:
+            best, label = tokens, f"{gpus // size} x TP{size}"
+    return best, label
+
+
+def table(
+    assumptions: str,
+    requests: int,
+    input_lengths: str,
+    output_lengths: str,
+    engine=ENGINE,
+    progress=None,
+) -> pd.DataFrame:
+    rows = []
+    data = measured()
+    for (name, gpus), group in data.groupby(["hardware", "n_gpus"], sort=True):
+        gpu = GPUS.get(name)
+        row = {
+            "system GPU": name,
+            "GPUs": gpus,
+            "submissions": len(group),
+            "measured tok/s (median)": group["measured"].median(),
+            "measured range": f"{group['measured'].min():,.0f}-{group['measured'].max():,.0f}",
+        }
+        if gpu is None:
+            rows.append({**row, "note": "GPU not in the catalog"})
+            continue
+        setting = ie.make_setting(
+            "Llama 2 70B", gpu, weight_bits=8, kv_cache_bits=8, assumptions=assumptions
+        )
+        traffic = ie.make_traffic(1.0, input_lengths, output_lengths, requests=requests, seed=0)
+        server, split = best_split(
+            setting, gpus, traffic, ie.Targets(*MLPERF_SERVER), engine, progress
+        )
+        interactive, isplit = best_split(
+            setting, gpus, traffic, ie.Targets(*MLPERF_INTERACTIVE), engine, progress
+        )
+        rows.append(
+            {
+                **row,
+                "predicted Server tok/s": server,
+                "split": split,
+                "measured / predicted": row["measured tok/s (median)"] / server
+                if server
+                else float("nan"),
+                "predicted Interactive tok/s": interactive,
+                "Interactive split": isplit,
+                "note": "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--assumptions", default="refined", help="assumption preset (default: refined)"
+    )
+    parser.add_argument(
+        "--requests", type=int, default=3000, help="requests simulated per instance"
+    )
+    parser.add_argument("--input-length", default=INPUT, help=f"prompt lengths (default {INPUT})")
+    parser.add_argument(
+        "--output-length", default=OUTPUT, help=f"output lengths (default {OUTPUT})"
+    )
+    parser.add_argument(
+        "--max-batch",
+        type=int,
+        default=ENGINE.max_batch_requests,
+        help="engine: most requests batched",
+    )
+    parser.add_argument(
+        "--step-tokens", type=int, default=ENGINE.step_token_budget, help="engine: tokens per step"
+    )
+    parser.add_argument(
+        "--format", default="markdown", choices=("table", "csv", "json", "markdown")
+    )
+    args = parser.parse_args()
+    engine = ie.EngineConfig(args.max_batch, args.step_tokens)
+    df = table(
+        args.assumptions,
+        args.requests,
+        args.input_length,
+        args.output_length,
+        engine,
+        lambda m: print(m, file=sys.stderr),
+    )
+    command = "python benchmarks/mlperf_server.py " + " ".join(sys.argv[1:])
+    notes = [
+        f"Command: `{command.strip()}`",
+        f"Llama 2 70B, 8-bit weights and KV cache, `{args.assumptions}` assumptions; prompts {args.input_length}, "
+        f"outputs {args.output_length}; {args.requests} requests simulated per instance; at most "
+        f"{args.max_batch} requests and {args.step_tokens} tokens per step.",
+    ]
+    print(
+        render(
+            df,
+            args.format,
+            title="MLPerf Inference v4.1 Server, Llama 2 70B: measured against predicted maximum throughput",
+            notes=notes,
+        ),
+        end="",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

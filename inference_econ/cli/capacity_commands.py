@@ -1,0 +1,343 @@
+"""Serving under load (docs/model.md Part E): one deployment under a load (simulate), and
+capacity planning against latency targets (capacity: the cheapest deployment, or the most load
+a given one holds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import settings as table
+from ..errors import SpecError
+from .common import (
+    Progress,
+    emit,
+    format_option,
+    handle_errors,
+    option,
+    options,
+    out_option,
+    quiet_option,
+)
+
+#: What is served (no speculative decoding, no fixed context: lengths come from the traffic).
+SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions")
+TRAFFIC = (
+    "arrival_rate_per_s",
+    "input_lengths",
+    "output_lengths",
+    "trace",
+    "arrival_process",
+    "requests",
+    "seed",
+)
+TARGETS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
+ENGINE = ("max_batch_requests", "step_token_budget")
+
+hardware_list = click.option(
+    "--hardware",
+    "-H",
+    "hardware",
+    multiple=True,
+    required=True,
+    help="GPU name, alias or YAML file; repeat -H (or separate with commas) to compare several.",
+)
+figure_option = click.option(
+    "--figure",
+    type=click.Path(dir_okay=False),
+    help="Draw latency percentiles against load, targets and knee marked (.png, .svg or .pdf).",
+)
+
+
+def _gpus(hardware) -> list[str]:
+    names = [h.strip() for item in hardware for h in item.split(",") if h.strip()]
+    if not names:
+        raise SpecError("command line", "--hardware", "is empty", "give a GPU name")
+    return names
+
+
+def _load_kwargs(values: dict) -> dict:
+    """The options of a command as keyword arguments of the API (None: not given)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _notes(result, extra=()) -> list[str]:
+    """What the numbers were computed with, printed under every table."""
+    return [
+        f"Assumptions: {result.assumptions} preset; traffic: {result.traffic}.",
+        f"Requests simulated per instance: {result.requests}; instances share the load at random "
+        "(each sees a Poisson stream, or every instance-th trace row on average).",
+        *extra,
+        *result.notes,
+    ]
+
+
+def _draw(figure: str | None, maxload, offered=None) -> None:
+    if not figure:
+        return
+    from ..output.load_plots import latency_load_figure
+    from ..output.plots import save
+
+    suffix = Path(figure).suffix.lstrip(".").lower() or "png"
+    if suffix not in ("png", "svg", "pdf"):
+        raise SpecError(
+            "command line", "--figure", f"unknown image type .{suffix}", "use .png, .svg or .pdf"
+        )
+    for path in save(
+        latency_load_figure(maxload, offered_rate_per_s=offered),
+        str(Path(figure).with_suffix("")),
+        (suffix,),
+    ):
+        click.echo(f"wrote {path}", err=True)
+
+
+@click.command()
+@click.argument("model")
+@click.option(
+    "--hardware", "-H", required=True, help="GPU name, alias or YAML file (see 'list hardware')."
+)
+@option("gpus", help="GPUs per instance of the deployment.")
+@options("instances", "prefill_gpus", "prefill_instances")
+@options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED)
+@format_option
+@quiet_option
+@handle_errors
+def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
+    """One deployment under one load: TTFT, TPOT and end-to-end latency (mean, p50, p90, p99),
+    throughput, goodput, GPU utilisation and $ per million input and output tokens.
+
+    \b
+    Example:  inference-econ simulate "Llama 3 70B" -H H100 --weight-bits 8 --gpus 8 \\
+                  --rate 20 --input-length lognormal:1000:0.8 --output-length lognormal:300:0.6 \\
+                  --slo-ttft-p99 2 --slo-tpot-p99 0.05
+    """
+    from .. import api
+    from .decode_commands import vertical
+
+    say = Progress(quiet)
+    result = api.simulate_load(
+        model,
+        hardware,
+        gpus=gpus,
+        prefill_gpus=prefill_gpus,
+        progress=lambda done, total: say(f"{done}/{total} requests served"),
+        **_load_kwargs(values),
+    )
+    row = result.to_dataframe().iloc[0]
+    title = f"{result.model} on {result.layout} x {result.instances} ({result.hardware}), {result.rate_per_s:g} req/s"
+    text = vertical(row, format, title)
+    if format in ("table", "markdown"):
+        text += ("\n" if format == "markdown" else "") + "".join(f"{n}\n" for n in _notes(result))
+    click.echo(text, nl=False)
+
+
+@click.command()
+@click.argument("model")
+@hardware_list
+@option(
+    "gpus",
+    default=None,
+    help="GPUs per instance of a given deployment: report the most load it holds.",
+)
+@options("instances", "prefill_gpus", "prefill_instances", "disaggregated", "max_gpus")
+@options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED)
+@figure_option
+@format_option
+@out_option
+@quiet_option
+@handle_errors
+def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **values):
+    """The cheapest deployment (GPU, GPUs per instance, instances; with --disaggregated also
+    prefill/decode pools) that serves --rate within the latency targets: its $ per million
+    tokens, GPUs, p99s and headroom. With --gpus: the most load that deployment holds.
+
+    \b
+    Example:  inference-econ capacity "Llama 3 70B" -H H100,H200 --weight-bits 8 --rate 20 \\
+                  --input-length lognormal:1000:0.8 --output-length lognormal:300:0.6 \\
+                  --slo-ttft-p99 2 --slo-tpot-p99 0.05
+    """
+    from .. import api
+
+    say = Progress(quiet)
+    kwargs = _load_kwargs(values)
+    names = _gpus(hardware)
+    if gpus is not None:
+        if len(names) > 1:
+            raise SpecError(
+                "command line", "--hardware", "a given deployment runs on one GPU", "give one -H"
+            )
+        for name in ("disaggregated", "max_gpus"):
+            kwargs.pop(name, None)
+        result = api.max_load(
+            model, names[0], gpus=gpus, prefill_gpus=prefill_gpus, progress=say, **kwargs
+        )
+        emit(_max_load_text(result, format), out)
+        _draw(figure, result)
+        return
+    for name in ("instances", "prefill_instances"):
+        if values.get(name) not in (None, table.option(name).default):
+            raise SpecError(
+                "command line",
+                f"--{name.replace('_', '-')}",
+                "needs --gpus",
+                "give the deployment's --gpus too",
+            )
+        kwargs.pop(name, None)
+    plan = api.capacity(model, names, progress=say, **kwargs)
+    emit(_plan_text(plan, format), out)
+    if figure:
+        _draw(figure, _chosen_curve(model, plan, kwargs, say), plan.rate_per_s)
+
+
+def _chosen_curve(model, plan, kwargs, say):
+    """The latency-against-load sweep of the chosen deployment (for --figure)."""
+    from .. import api
+
+    d = plan.deployment
+    given = {k: v for k, v in kwargs.items() if k not in ("disaggregated", "max_gpus")}
+    if d.disaggregated:
+        given.update(
+            prefill_gpus=d.prefill_gpus_per_instance, prefill_instances=d.prefill_instances
+        )
+    given["instances"] = d.instances
+    return api.max_load(model, plan.setting.gpu, gpus=d.gpus_per_instance, progress=say, **given)
+
+
+def _plan_text(plan, fmt: str) -> str:
+    from ..output.render import render
+    from .decode_commands import vertical
+
+    r = plan.result
+    title = (
+        f"Cheapest deployment of {r.model} for {plan.rate_per_s:g} req/s within "
+        f"{plan.targets.describe()}: {plan.deployment.describe()} {r.hardware}"
+    )
+    shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
+    if fmt in ("csv", "json"):
+        return render(shown, fmt)
+    head = vertical(plan.summary(), fmt, title)
+    why = [
+        f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): {row.note}"
+        for row in plan.candidates.itertuples()
+        if row.note
+    ]
+    body = render(
+        shown,
+        fmt,
+        title="Every candidate: the most load one instance holds within the targets, and the instances the load needs",
+    )
+    notes = _notes(
+        r,
+        [
+            f"Headroom: the deployment holds {plan.max_rate_per_s:.4g} req/s within the targets ({plan.load_headroom:+.0%} over the load)."
+        ]
+        + why
+        + list(plan.notes),
+    )
+    gap = "\n" if fmt == "markdown" else ""
+    return head + "\n" + body + gap + "".join(f"{n}\n" for n in notes)
+
+
+def _max_load_text(result, fmt: str) -> str:
+    from ..output.render import render
+
+    df = result.to_dataframe()
+    cols = [
+        "rate_per_s",
+        "ttft_p50_s",
+        "ttft_p99_s",
+        "tpot_p50_s",
+        "tpot_p99_s",
+        "e2e_p99_s",
+        "output_tokens_per_s",
+        "goodput_fraction",
+        "mfu",
+        "usd_per_mtok",
+        "meets_targets",
+        "knee",
+    ]
+    if fmt in ("csv", "json"):
+        return render(df, fmt)
+    at = result.at_max
+    if at is None:
+        title = f"No load meets {result.targets.describe()} on {result.deployment.describe()}: {result.knee.reason}"
+        return render(df[cols], fmt, title=title)
+    title = (
+        f"{at.model} on {result.deployment.describe()} {at.hardware} ({at.layout}) holds "
+        f"{result.max_rate_per_s:.4g} req/s = {at.output_tokens_per_s:,.0f} output tokens/s within {result.targets.describe()}"
+    )
+    notes = _notes(
+        at,
+        [
+            f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_mtok:.3g} all-in per million output tokens; MFU {at.mfu:.1%}."
+        ],
+    )
+    return render(df[cols], fmt, title=title, notes=notes)
+
+
+#: Options the frontier command takes for deployments under load (``slo_frontier``).
+FRONTIER_OPTIONS = (
+    "arrival_rate_per_s",
+    "input_lengths",
+    "output_lengths",
+    "slo_ttft_p99_s",
+    "slo_tpot_p99_s",
+    "requests",
+    "max_gpus",
+)
+
+
+def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
+    """The frontier of deployments serving a load within targets, as the frontier command
+    prints it (``frontier --rate R --slo-ttft-p99 T --slo-tpot-p99 P``)."""
+    from .. import api
+    from ..output.render import render
+
+    if values.get("draft") is not None:
+        raise SpecError(
+            "command line",
+            "--draft",
+            "serving under load does not model speculative decoding",
+            "drop --draft",
+        )
+    if values.get("context_tokens"):
+        raise SpecError(
+            "command line",
+            "--context",
+            "under load, contexts come from the request lengths",
+            "drop --context; give --input-length",
+        )
+    if load.get("input_lengths") is None and values.get("prompt_tokens") is not None:
+        load["input_lengths"] = f"{values['prompt_tokens']:g}"
+    served = {k: v for k, v in values.items() if k in SERVED and v is not None}
+    front = api.load_frontier(
+        model, _gpus([hardware]), progress=Progress(), **served, **_load_kwargs(load)
+    )
+    cols = [
+        "tokens_per_s",
+        "usd_per_mtok",
+        "gpus",
+        "gpus_per_instance",
+        "instances",
+        "layout",
+        "ttft_p99_s",
+        "tpot_p99_s",
+        "e2e_p99_s",
+        "usd_per_m_input_tokens",
+        "usd_per_m_output_tokens",
+        "mfu",
+    ]
+    df = front.points[cols]
+    if fmt in ("csv", "json"):
+        return render(df, fmt)
+    title = (
+        f"{len(df)} deployments on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
+        f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, $/Mtok all-in per output token"
+    )
+    first = front.points.iloc[0]
+    notes = [f"Assumptions: {first['assumptions']} preset; traffic: {first['traffic']}."]
+    return render(df, fmt, title=title, notes=notes)
+
+
+COMMANDS = (simulate, capacity)

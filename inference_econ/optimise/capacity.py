@@ -1,0 +1,334 @@
+"""Capacity planning (docs/model.md §E6): the cheapest deployment that serves a load within
+latency targets, and the frontier of deployments that do.
+
+A deployment is ``K`` instances of ``N`` GPUs each (optionally with a separate prefill pool).
+For every GPU and instance size the load search (``load_search``) finds the most requests/s one
+instance holds within the targets; ``K = ⌈rate / that⌉`` instances serve the load. The cheapest
+is simulated at the full load to report its latencies, prices and headroom; if it then misses
+a target, one more instance is added until it does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InfeasibleError
+from ..model.workload import compile_workload
+from ..serving.load.arrivals import Traffic
+from ..serving.load.deployment import Deployment
+from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
+from ..serving.load.results import LoadResult
+from ..serving.load.targets import Targets
+from ..serving.setting import Setting
+from .frontier import pareto_indices
+from .load_search import Knee, knee_of, run_at
+
+#: Extra instances tried when the cheapest count misses a target at the full load.
+MAX_BUMPS = 8
+
+
+def instance_sizes(setting: Setting, max_gpus: int | None = None) -> list[int]:
+    """GPUs per instance worth trying: powers of two up to a node and whole multiples of a node,
+    from the smallest that holds the weights (and room for a KV cache) up to four times it."""
+    work = compile_workload(setting.model, setting.assumptions)
+    usable = setting.gpu.hbm_capacity_bytes * (1.0 - setting.assumptions.memory_reserve_fraction)
+    smallest = work.weights_total_bytes / usable
+    node = setting.gpu.scale_up_domain_gpus
+    sizes = [2**i for i in range(0, 12) if 2**i <= node] + [node * 2**j for j in range(1, 10)]
+    top = max(node, 4 * smallest)
+    keep = [n for n in sizes if smallest < n <= top and (max_gpus is None or n <= max_gpus)]
+    return sorted(set(keep))
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """The cheapest deployment found, simulated at the full load, and every candidate."""
+
+    rate_per_s: float
+    targets: Targets
+    deployment: Deployment
+    setting: Setting
+    result: LoadResult
+    #: The most load the chosen deployment holds within the targets, requests/s.
+    max_rate_per_s: float
+    candidates: pd.DataFrame
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def load_headroom(self) -> float:
+        """How much more load the deployment holds: max rate / offered rate − 1."""
+        return self.max_rate_per_s / self.rate_per_s - 1.0
+
+    def summary(self) -> pd.Series:
+        """The answer in one column: deployment, GPUs, prices, p99s and headroom."""
+        r = self.result
+        row = {
+            "hardware": r.hardware,
+            "deployment": self.deployment.describe(),
+            "layout": r.layout,
+            "gpus": r.gpus,
+            "usd_per_hour": r.usd_per_hour,
+            "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
+            "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
+            "usd_per_mtok": r.usd_per_mtok,
+            "rate_per_s": self.rate_per_s,
+            "max_rate_per_s": self.max_rate_per_s,
+            "load_headroom": self.load_headroom,
+            "ttft_p99_s": r.ttft_s.p99,
+            "tpot_p99_s": r.tpot_s.p99,
+            "e2e_p99_s": r.e2e_s.p99,
+            **{f"{k}_headroom": v for k, v in r.headroom.items()},
+            "goodput_fraction": r.goodput_fraction,
+            "mfu": r.mfu,
+            "assumptions": r.assumptions,
+        }
+        return pd.Series(row)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Every candidate (GPU x instance size, and pools), cheapest first; ``chosen`` marks
+        the answer."""
+        return self.candidates
+
+
+def _candidate(setting: Setting, kind: str, size: int, knee: Knee, rate: float) -> dict:
+    """One row of the candidates table: the instances a size needs for the load."""
+    per = knee.max_rate_per_s
+    count = math.ceil(rate / per - 1e-9) if per > 0 else 0
+    at = knee.at_max
+    return {
+        "hardware": setting.gpu.name,
+        "pool": kind,
+        "gpus_per_instance": size,
+        "layout": at.layout if at else "",
+        "max_rate_per_instance": per,
+        "instances": count,
+        "gpus": count * size,
+        "usd_per_hour": count * size * setting.gpu.price_usd_per_hour if count else math.inf,
+        "note": knee.reason,
+        "setting": setting,
+    }
+
+
+def _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
+    """Rows for every GPU, instance size and kind (co-located; prefill and decode pools)."""
+    kinds = [("deployment", targets)]
+    if disaggregated:
+        kinds += [
+            ("prefill", Targets(ttft_p99_s=targets.ttft_p99_s)),
+            ("decode", Targets(tpot_p99_s=targets.tpot_p99_s)),
+        ]
+    rate = traffic.offered_rate_per_s
+    rows = []
+    for s in settings:
+        for n in sizes or instance_sizes(s, max_gpus):
+            for kind, limit in kinds:
+                knee = knee_of(kind, s, Deployment(n, 1), traffic, limit, config)
+                row = _candidate(s, kind, n, knee, rate)
+                if max_gpus is not None and row["gpus"] > max_gpus:
+                    row.update(usd_per_hour=math.inf, note=f"needs {row['gpus']} GPUs > {max_gpus}")
+                rows.append(row)
+                if progress:
+                    progress(
+                        f"{s.gpu.name}, {kind} instances of {n} GPUs: {knee.max_rate_per_s:.4g} req/s each -> {row['instances']}"
+                    )
+    return rows
+
+
+def _verify(setting, deployment: Deployment, traffic, targets, config):
+    """The deployment at the full load, with instances added while a target is missed."""
+    for _ in range(MAX_BUMPS + 1):
+        result = run_at("deployment", setting, deployment, traffic, config).with_targets(targets)
+        if result.meets_targets:
+            return deployment, result
+        d = deployment
+        if d.disaggregated and not (result.ttft_s.p99 > (targets.ttft_p99_s or math.inf)):
+            deployment = Deployment(
+                d.gpus_per_instance,
+                d.instances + 1,
+                d.prefill_gpus_per_instance,
+                d.prefill_instances,
+            )
+        elif d.disaggregated:
+            deployment = Deployment(
+                d.gpus_per_instance,
+                d.instances,
+                d.prefill_gpus_per_instance,
+                d.prefill_instances + 1,
+            )
+        else:
+            deployment = Deployment(d.gpus_per_instance, d.instances + 1)
+    return deployment, result
+
+
+def _options(rows: list[dict]) -> list[tuple[float, int, Setting, Deployment]]:
+    """(cost per hour, GPUs, setting, deployment) of every complete option: each co-located
+    size, and per GPU the cheapest prefill pool with the cheapest decode pool."""
+    out = []
+    for r in rows:
+        if r["pool"] == "deployment" and math.isfinite(r["usd_per_hour"]):
+            out.append(
+                (
+                    r["usd_per_hour"],
+                    r["gpus"],
+                    r["setting"],
+                    Deployment(r["gpus_per_instance"], r["instances"]),
+                )
+            )
+    by_gpu: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        if r["pool"] != "deployment" and math.isfinite(r["usd_per_hour"]):
+            best = by_gpu.setdefault(r["hardware"], {}).get(r["pool"])
+            if best is None or r["usd_per_hour"] < best["usd_per_hour"]:
+                by_gpu[r["hardware"]][r["pool"]] = r
+    for pools in by_gpu.values():
+        if {"prefill", "decode"} <= set(pools):
+            p, d = pools["prefill"], pools["decode"]
+            deployment = Deployment(
+                d["gpus_per_instance"], d["instances"], p["gpus_per_instance"], p["instances"]
+            )
+            out.append(
+                (p["usd_per_hour"] + d["usd_per_hour"], deployment.gpus, d["setting"], deployment)
+            )
+    return sorted(out, key=lambda o: (o[0], o[1], o[3].disaggregated))
+
+
+def cheapest_deployment(
+    settings: list[Setting],
+    traffic: Traffic,
+    targets: Targets,
+    config: EngineConfig = DEFAULT_ENGINE,
+    disaggregated: bool = False,
+    sizes: list[int] | None = None,
+    max_gpus: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> CapacityPlan:
+    """The cheapest deployment of any of ``settings`` (one per GPU) serving ``traffic`` within
+    ``targets`` (module docstring). Raises ``InfeasibleError`` with the reasons if none does."""
+    rows = _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress)
+    options = _options(rows)
+    if not options:
+        reasons = "; ".join(
+            sorted(
+                {
+                    f"{r['hardware']} x{r['gpus_per_instance']}: {r['note']}"
+                    for r in rows
+                    if r["note"]
+                }
+            )
+        )
+        raise InfeasibleError(
+            f"no deployment meets {targets.describe()} at {traffic.offered_rate_per_s:g} req/s ({reasons or 'no instance size fits'})"
+        )
+    _, _, setting, deployment = options[0]
+    deployment, result = _verify(setting, deployment, traffic, targets, config)
+    per = _per_instance_rate(rows, setting, deployment)
+    notes = list(result.notes)
+    if not result.meets_targets:
+        notes.append(f"still misses a target after {MAX_BUMPS} more instances")
+    table = _table(rows, setting, deployment)
+    return CapacityPlan(
+        rate_per_s=traffic.offered_rate_per_s,
+        targets=targets,
+        deployment=deployment,
+        setting=setting,
+        result=result,
+        max_rate_per_s=per,
+        candidates=table,
+        notes=tuple(notes),
+    )
+
+
+def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.DataFrame:
+    """The candidates, cheapest first, with the chosen pools marked."""
+    table = pd.DataFrame([{k: v for k, v in r.items() if k != "setting"} for r in rows])
+    table = table.sort_values(["usd_per_hour", "gpus"], kind="stable").reset_index(drop=True)
+    size = {
+        "deployment": deployment.gpus_per_instance,
+        "decode": deployment.gpus_per_instance,
+        "prefill": deployment.prefill_gpus_per_instance,
+    }
+    wanted = ("prefill", "decode") if deployment.disaggregated else ("deployment",)
+    table["chosen"] = [
+        r.hardware == setting.gpu.name and r.pool in wanted and r.gpus_per_instance == size[r.pool]
+        for r in table.itertuples()
+    ]
+    return table
+
+
+def _per_instance_rate(rows, setting, deployment: Deployment) -> float:
+    """The most load the deployment holds: its instances times what one holds (for a
+    disaggregated one, the scarcer of its two pools)."""
+
+    def per(pool, size):
+        return next(
+            r["max_rate_per_instance"]
+            for r in rows
+            if r["setting"] is setting and r["pool"] == pool and r["gpus_per_instance"] == size
+        )
+
+    if not deployment.disaggregated:
+        return deployment.instances * per("deployment", deployment.gpus_per_instance)
+    return min(
+        deployment.instances * per("decode", deployment.gpus_per_instance),
+        deployment.prefill_instances * per("prefill", deployment.prefill_gpus_per_instance),
+    )
+
+
+@dataclass(frozen=True)
+class LoadFrontier:
+    """Deployments that serve a load within the targets: per-request speed (1 / mean TPOT)
+    against the all-in price per million output tokens; ``points`` is their Pareto frontier."""
+
+    rate_per_s: float
+    targets: Targets
+    points: pd.DataFrame
+    evaluated: pd.DataFrame
+
+    def to_dataframe(self) -> pd.DataFrame:
+        return self.points
+
+
+#: Instance counts tried, as multiples of the fewest that meet the targets.
+COUNT_MULTIPLES = (1, 1.25, 1.5, 2, 3, 4, 6, 8)
+
+
+def load_frontier(
+    settings: list[Setting],
+    traffic: Traffic,
+    targets: Targets,
+    config: EngineConfig = DEFAULT_ENGINE,
+    sizes: list[int] | None = None,
+    max_gpus: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> LoadFrontier:
+    """Every instance size with ``K`` instances, from the fewest that meet the targets up to 8
+    times as many (more instances: smaller batches, faster tokens, higher price)."""
+    rate = traffic.offered_rate_per_s
+    rows = []
+    for s in settings:
+        for n in sizes or instance_sizes(s, max_gpus):
+            knee = knee_of("deployment", s, Deployment(n, 1), traffic, targets, config)
+            if knee.max_rate_per_s <= 0:
+                continue
+            fewest = math.ceil(rate / knee.max_rate_per_s - 1e-9)
+            for k in sorted({math.ceil(fewest * m) for m in COUNT_MULTIPLES}):
+                if max_gpus is not None and k * n > max_gpus:
+                    continue
+                r = run_at("deployment", s, Deployment(n, k), traffic, config).with_targets(targets)
+                if r.meets_targets:
+                    rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **r.row()})
+            if progress:
+                progress(
+                    f"{s.gpu.name}, instances of {n} GPUs: {len(rows)} deployments meet the targets so far"
+                )
+    if not rows:
+        raise InfeasibleError(f"no deployment meets {targets.describe()} at {rate:g} req/s")
+    every = pd.DataFrame(rows)
+    keep = pareto_indices(1.0 / every["tokens_per_s"].to_numpy(), every["usd_per_mtok"].to_numpy())
+    points = every.iloc[np.sort(keep)].sort_values("tokens_per_s").reset_index(drop=True)
+    return LoadFrontier(rate, targets, points, every)

@@ -1,0 +1,98 @@
+"""The figure of serving under load: latency percentiles against offered load, with the latency
+targets and the knee (the most load that meets them) marked (docs/model.md Part E)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from ..optimise.load_search import MaxLoad  # noqa: E402
+from .plots import wrap  # noqa: E402
+
+PANELS = (
+    ("ttft", "time to first token (s)"),
+    ("tpot", "time per output token (ms)"),
+    ("e2e", "end-to-end latency (s)"),
+)
+STATS = (("p50", "p50", ":"), ("p90", "p90", "--"), ("p99", "p99", "-"))
+
+
+def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: float | None = None):
+    """Percentiles (p50, p90, p99) of TTFT and TPOT (and end-to-end latency when it has a
+    target) against requests/s, target lines dashed red, the knee dotted black (and the load
+    a plan was made for, dash-dotted green)."""
+    df = result.to_dataframe()
+    limits = result.targets.limits
+    panels = [p for p in PANELS if p[0] != "e2e" or "e2e" in limits]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    rate = df["rate_per_s"].to_numpy()
+    knee = result.max_rate_per_s
+    for ax, (name, label) in zip(axes[0], panels):
+        scale = 1e3 if name == "tpot" else 1.0
+        for stat, text, style in STATS:
+            ax.plot(
+                rate, df[f"{name}_{stat}_s"] * scale, style, marker=".", color="#4c72b0", label=text
+            )
+        if name in limits:
+            ax.axhline(
+                limits[name] * scale,
+                color="#c44e52",
+                ls="--",
+                lw=1.2,
+                label=f"target (p99 <= {limits[name] * scale:g})",
+            )
+        if knee > 0:
+            ax.axvline(knee, color="black", ls=":", lw=1.2, label=f"knee: {knee:.3g} req/s")
+            at_knee = df.loc[df["knee"], f"{name}_p99_s"].to_numpy() * scale
+            ax.plot([knee] * len(at_knee), at_knee, "*", color="black", ms=10)
+        if offered_rate_per_s:
+            ax.axvline(
+                offered_rate_per_s,
+                color="#55a868",
+                ls="-.",
+                lw=1.2,
+                label=f"offered: {offered_rate_per_s:.3g} req/s",
+            )
+        values = df[[f"{name}_{s}_s" for s, _, _ in STATS]].to_numpy(dtype=float) * scale
+        top = np.nanmax(values[np.isfinite(values)]) if np.isfinite(values).any() else 1.0
+        low = np.nanmin(values[np.isfinite(values) & (values > 0)]) if (values > 0).any() else 1e-3
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+        ax.yaxis.set_minor_formatter(FuncFormatter(_tick))
+        ax.set_ylim(low / 1.5, max(top, limits.get(name, 0.0) * scale) * 1.5)
+        ax.set_xlabel("offered load (requests/s)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    at = result.at_max or result.curve[0] if (result.at_max or result.curve) else None
+    head = title or (f"{at.model}: {result.deployment.describe()} {at.hardware}" if at else "")
+    sub = (
+        f"{result.targets.describe()}; {result.traffic}; {at.assumptions} assumptions"
+        if at
+        else result.targets.describe()
+    )
+    fig.suptitle("\n".join(filter(None, [wrap(head, 110), wrap(sub, 130)])), fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _tick(value: float, _pos=None) -> str:
+    """Log-axis labels at 1, 2, 3 and 5 times a power of ten."""
+    if value <= 0:
+        return ""
+    mantissa = value / 10 ** math.floor(math.log10(value) + 1e-9)
+    return f"{value:g}" if round(mantissa, 6) in (1.0, 2.0, 3.0, 5.0) else ""
+
+
+def knee_label(result: MaxLoad) -> str:
+    """The knee in words, for captions."""
+    if not math.isfinite(result.max_rate_per_s) or result.max_rate_per_s <= 0:
+        return f"no load meets {result.targets.describe()} ({result.knee.reason})"
+    return f"{result.max_rate_per_s:.3g} req/s meets {result.targets.describe()}"

@@ -1,0 +1,239 @@
+"""A deployment under load: instances of one size behind a random load balancer, optionally with
+a separate prefill pool (docs/model.md §E3, §E5), simulated and summarised."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import SpecError
+from ..disaggregation import kv_transfer_s
+from ..setting import Setting
+from .arrivals import Arrivals, Traffic
+from .engine import DEFAULT_ENGINE, EngineConfig, Instance, build_instance
+from .results import LoadResult, RequestLatencies, assemble, summarise
+from .simulate import simulate
+from .targets import NO_TARGETS, Targets
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What is bought: ``instances`` engine instances of ``gpus_per_instance`` GPUs each, and
+    for disaggregated serving a prefill pool of ``prefill_instances`` x
+    ``prefill_gpus_per_instance`` GPUs that hands each request's KV cache to them."""
+
+    gpus_per_instance: int
+    instances: int = 1
+    prefill_gpus_per_instance: int = 0
+    prefill_instances: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("gpus_per_instance", "instances"):
+            _whole(getattr(self, name), name, 1)
+        _whole(self.prefill_gpus_per_instance, "prefill_gpus_per_instance", 0)
+        _whole(self.prefill_instances, "prefill_instances", 0)
+        if bool(self.prefill_gpus_per_instance) != bool(self.prefill_instances):
+            raise SpecError(
+                "argument",
+                "prefill_instances",
+                "a prefill pool needs both its size and its count",
+                "",
+            )
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.prefill_instances > 0
+
+    @property
+    def gpus(self) -> int:
+        return (
+            self.gpus_per_instance * self.instances
+            + self.prefill_gpus_per_instance * self.prefill_instances
+        )
+
+    def describe(self) -> str:
+        main = f"{self.instances} x {self.gpus_per_instance} GPUs"
+        if not self.disaggregated:
+            return main
+        pre = f"{self.prefill_instances} x {self.prefill_gpus_per_instance} GPUs"
+        return f"prefill {pre} + decode {main}"
+
+
+def _whole(value, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise SpecError("argument", name, f"is {value!r}", f"expected a whole number >= {minimum}")
+
+
+def reference_context(traffic: Traffic) -> float:
+    """Mean prompt plus half the mean output of the traffic: the context the layout is chosen
+    at (rounded, so that nearby traffics share instances)."""
+    s = traffic.stream()
+    mean = float(np.mean(s.prompt_tokens) + np.mean(s.output_tokens) / 2.0)
+    return float(2.0 ** (round(np.log2(max(mean, 1.0)) * 4) / 4))
+
+
+@functools.lru_cache(maxsize=128)
+def instance_for(setting: Setting, gpus: int, config: EngineConfig, context: float) -> Instance:
+    """The engine instance of a setting on ``gpus`` GPUs (cached: searches reuse it)."""
+    return build_instance(setting, gpus, config, context)
+
+
+def simulate_deployment(
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    targets: Targets = NO_TARGETS,
+    config: EngineConfig = DEFAULT_ENGINE,
+    progress: Callable[[int, int], None] | None = None,
+) -> LoadResult:
+    """Serve the traffic on the deployment: one instance is simulated with its share of the
+    requests (docs/model.md §E3) and the deployment's rates are that share times the instances."""
+    if deployment.disaggregated:
+        return simulate_disaggregated(setting, deployment, traffic, targets, config, progress)
+    inst = instance_for(setting, deployment.gpus_per_instance, config, reference_context(traffic))
+    record = simulate(inst, traffic.stream(deployment.instances), progress=progress)
+    return summarise(inst, record, traffic, targets, deployment.instances)
+
+
+def simulate_disaggregated(
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    targets: Targets = NO_TARGETS,
+    config: EngineConfig = DEFAULT_ENGINE,
+    progress: Callable[[int, int], None] | None = None,
+) -> LoadResult:
+    """Prefill pool and decode pool (docs/model.md §E5): a prefill instance serves its share of
+    the prompts and emits the first token; the KV cache then crosses the network to a decode
+    instance, whose arrivals are each request's arrival plus its prefill-pool delay and the
+    transfer. The two pools' delays are taken as independent."""
+    d = deployment
+    ctx = reference_context(traffic)
+    pre = instance_for(setting, d.prefill_gpus_per_instance, config, ctx)
+    dec = instance_for(setting, d.gpus_per_instance, config, ctx)
+    ps = traffic.stream(d.prefill_instances)
+    prompts_only = Arrivals(ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens))
+    pre_run = simulate(pre, prompts_only)
+    pool_ttft = pre_run.first_token_s - ps.arrival_s
+    s = traffic.stream(d.instances)
+    ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
+    moved = kv_transfer_s(setting, s.prompt_tokens.astype(float), min(pre.gpus, dec.gpus))
+    ready = s.arrival_s + ttft + moved
+    order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
+    handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
+    dec_run = simulate(dec, handed, prefilled=True, progress=progress)
+    finish = np.full(len(s), np.nan)
+    finish[order] = dec_run.finish_s
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = (finish - (s.arrival_s + ttft)) / (s.output_tokens - 1)
+    lat = RequestLatencies(ttft, np.where(s.output_tokens > 1, tpot, np.nan), finish - s.arrival_s)
+    window = float(np.nanmax(finish)) if np.isfinite(finish).any() else 1e-12
+    pre_gpus = d.prefill_gpus_per_instance * d.prefill_instances
+    peak = d.prefill_instances * pre.table.peak_flop_per_s + d.instances * dec.table.peak_flop_per_s
+    flop = d.prefill_instances * pre_run.flop + d.instances * dec_run.flop
+    return assemble(
+        dec,
+        lat,
+        s,
+        targets,
+        traffic=traffic.describe(),
+        rate_per_s=traffic.offered_rate_per_s,
+        scale=d.instances,
+        gpus=(d.gpus_per_instance, d.instances, d.prefill_gpus_per_instance, d.prefill_instances),
+        window_s=window,
+        input_share=pre_gpus / d.gpus,
+        rejected=int(pre_run.rejected.sum() + dec_run.rejected.sum()),
+        preemptions=int(pre_run.preemptions.sum() + dec_run.preemptions.sum()),
+        busy_fraction=dec_run.busy_s / window,
+        mfu=flop / (peak * window),
+        mean_batch=dec_run.batch_seconds / dec_run.busy_s if dec_run.busy_s > 0 else 0.0,
+        peak_kv_fraction=dec_run.peak_kv_fraction,
+        layout=f"prefill [{pre.layout.describe()}] + decode [{dec.layout.describe()}]",
+        notes=("prefill and decode pools: their delays are taken as independent",),
+    )
+
+
+def simulate_prefill_pool(
+    setting: Setting,
+    gpus: int,
+    instances: int,
+    traffic: Traffic,
+    targets: Targets = NO_TARGETS,
+    config: EngineConfig = DEFAULT_ENGINE,
+) -> LoadResult:
+    """A prefill pool alone (§E5): each request's prompt in, its first token out; the result's
+    TTFT is the pool's, its output counts one token per request."""
+    inst = instance_for(setting, gpus, config, reference_context(traffic))
+    s = traffic.stream(instances)
+    record = simulate(inst, Arrivals(s.arrival_s, s.prompt_tokens, np.ones_like(s.output_tokens)))
+    result = summarise(inst, record, traffic, targets, instances)
+    return dataclasses.replace(result, layout=f"prefill pool [{inst.layout.describe()}]")
+
+
+def simulate_decode_pool(
+    setting: Setting,
+    gpus: int,
+    instances: int,
+    traffic: Traffic,
+    targets: Targets = NO_TARGETS,
+    config: EngineConfig = DEFAULT_ENGINE,
+) -> LoadResult:
+    """A decode pool alone (§E5): requests arrive with their prompt's KV cache, after a
+    transfer from a prefill instance of the same size; TPOT counts the transfer and the wait
+    (no TTFT: the first token came from the prefill pool)."""
+    inst = instance_for(setting, gpus, config, reference_context(traffic))
+    s = traffic.stream(instances)
+    moved = kv_transfer_s(setting, s.prompt_tokens.astype(float), gpus)
+    record = simulate(inst, s, prefilled=True)
+    took = moved + record.finish_s - s.arrival_s
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(s.output_tokens > 1, took / (s.output_tokens - 1), np.nan)
+    lat = RequestLatencies(np.where(np.isfinite(took), 0.0, np.nan), tpot, took)
+    window = max(record.end_s, 1e-12)
+    return assemble(
+        inst,
+        lat,
+        s,
+        targets,
+        traffic=traffic.describe(),
+        rate_per_s=traffic.offered_rate_per_s,
+        scale=instances,
+        gpus=(gpus, instances, 0, 0),
+        window_s=window,
+        input_share=0.0,
+        rejected=int(record.rejected.sum()),
+        preemptions=int(record.preemptions.sum()),
+        busy_fraction=record.busy_s / window,
+        mfu=record.flop / (inst.table.peak_flop_per_s * window),
+        mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
+        peak_kv_fraction=record.peak_kv_fraction,
+        layout=f"decode pool [{inst.layout.describe()}]",
+    )
+
+
+def rate_estimate(
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    config=DEFAULT_ENGINE,
+    pool: str = "both",
+) -> float:
+    """A rough steady-state capacity of the deployment, requests/s (where a load search starts):
+    decode at the largest batch the cache and the scheduler allow, plus prefill in full
+    token-budget chunks; ``pool`` "prefill" or "decode" counts one side only."""
+    s = traffic.stream()
+    prompt, output = float(np.mean(s.prompt_tokens)), float(np.mean(s.output_tokens))
+    inst = instance_for(setting, deployment.gpus_per_instance, config, reference_context(traffic))
+    ctx = prompt + output / 2.0
+    batch = min(config.max_batch_requests, inst.max_requests_at(ctx))
+    q = batch * float(inst.positions(ctx))
+    decode_s = output * inst.table.time_s(batch, q, q) / batch
+    chunk = config.step_token_budget
+    attended = chunk * float(inst.positions(chunk / 2.0))
+    prefill_s = prompt * inst.table.time_s(chunk, 0.0, attended) / chunk
+    per_request = {"prefill": prefill_s, "decode": decode_s}.get(pool, prefill_s + decode_s)
+    return deployment.instances / per_request

@@ -1,0 +1,107 @@
+"""Distributions of prompt and output lengths (docs/model.md §E2).
+
+A length is written as text, the same in the API, scenario files and on the command line:
+
+* ``1000`` - every request has 1000 tokens;
+* ``uniform:500:1500`` - whole numbers drawn uniformly from 500 to 1500;
+* ``lognormal:1000:0.8`` - log-normal with mean 1000 tokens and log-standard deviation 0.8,
+  rounded, at least 1; ``lognormal:1000:0.8:4096`` also caps it at 4096;
+* ``trace`` - the lengths of the requests of a trace file, drawn at random (empirical).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import SpecError
+from ...specs.schema import check_number
+
+KINDS = ("fixed", "uniform", "lognormal", "trace")
+#: Longest length accepted, tokens (a guard against typos such as 1e12).
+MAX_TOKENS = 10_000_000
+EXAMPLES = "1000, uniform:500:1500, lognormal:1000:0.8, lognormal:1000:0.8:4096 or trace"
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A distribution of token counts per request."""
+
+    kind: str
+    low: float = 0.0  # fixed: the length; uniform: the lowest; lognormal: the mean
+    high: float = 0.0  # uniform: the highest; lognormal: the cap (inf for none)
+    sigma: float = 0.0  # lognormal: standard deviation of the log
+
+    def draw(self, rng: np.random.Generator, count: int, empirical=None) -> np.ndarray:
+        """``count`` whole lengths; ``empirical`` holds the trace's lengths for ``trace``."""
+        if self.kind == "fixed":
+            return np.full(count, int(self.low), dtype=np.int64)
+        if self.kind == "uniform":
+            return rng.integers(int(self.low), int(self.high) + 1, count)
+        if self.kind == "lognormal":
+            mu = math.log(self.low) - self.sigma**2 / 2.0  # so that the mean is ``low``
+            x = np.rint(rng.lognormal(mu, self.sigma, count))
+            return np.clip(x, 1, min(self.high, MAX_TOKENS)).astype(np.int64)
+        if empirical is None or len(empirical) == 0:
+            raise SpecError("argument", "lengths", "'trace' needs a trace file", "give --trace")
+        return np.asarray(empirical, dtype=np.int64)[rng.integers(0, len(empirical), count)]
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            return f"{self.low:g} tokens"
+        if self.kind == "uniform":
+            return f"{self.low:g}-{self.high:g} tokens (uniform)"
+        if self.kind == "lognormal":
+            cap = f", at most {self.high:g}" if math.isfinite(self.high) else ""
+            return f"log-normal (mean {self.low:g} tokens, sigma {self.sigma:g}{cap})"
+        return "from the trace"
+
+
+def parse_lengths(text, source: str = "argument", field: str = "lengths") -> Lengths:
+    """A ``Lengths`` from its text form (see the module docstring); a clear error otherwise."""
+    if isinstance(text, Lengths):
+        return text
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        text = str(text)
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError(source, field, f"expected a length, got {text!r}", f"write {EXAMPLES}")
+    parts = [p.strip() for p in text.strip().split(":")]
+    head = parts[0].lower()
+
+    def number(value, what, minimum=1.0, integer=True):
+        return check_number(
+            value,
+            source,
+            f"{field} ({what})",
+            minimum=minimum,
+            maximum=MAX_TOKENS,
+            integer=integer,
+            unit="tokens" if integer else "",
+        )
+
+    if head == "trace" and len(parts) == 1:
+        return Lengths("trace")
+    if head == "uniform" and len(parts) == 3:
+        low, high = number(parts[1], "lowest"), number(parts[2], "highest")
+        if low > high:
+            raise SpecError(source, field, f"uniform {low} > {high}", "write uniform:LOW:HIGH")
+        return Lengths("uniform", float(low), float(high))
+    if head == "lognormal" and len(parts) in (3, 4):
+        mean = number(parts[1], "mean", integer=False)
+        sigma = check_number(
+            parts[2], source, f"{field} (sigma)", minimum=0, exclusive_minimum=True, maximum=4
+        )
+        cap = float(number(parts[3], "cap")) if len(parts) == 4 else math.inf
+        if cap < mean:
+            raise SpecError(source, field, f"cap {cap:g} is below the mean {mean:g}", "raise it")
+        return Lengths("lognormal", float(mean), cap, float(sigma))
+    if len(parts) == 1:
+        try:
+            float(parts[0])
+        except ValueError:
+            pass
+        else:
+            return Lengths("fixed", float(number(parts[0], "tokens")))
+    raise SpecError(source, field, f"cannot read {text!r}", f"write {EXAMPLES}")

@@ -1,0 +1,381 @@
+"""What a simulated deployment yields: latency distributions, throughput, goodput, utilisation
+and the price of input and output tokens at that load (docs/model.md §E4).
+
+A deployment is ``instances`` copies of one engine instance behind a random load balancer; one
+instance is simulated and the deployment's rates are that instance's times ``instances``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ...model.economics import usd_per_mtok
+from .arrivals import Traffic
+from .engine import Instance
+from .simulate import RunRecord
+from .targets import Targets
+
+METRICS = ("ttft", "tpot", "e2e")
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """Mean and percentiles of one latency over the requests, seconds (NaN: none measured)."""
+
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+
+    @classmethod
+    def of(cls, values) -> Percentiles:
+        v = np.asarray(values, dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            return cls(math.nan, math.nan, math.nan, math.nan)
+        p50, p90, p99 = np.percentile(v, [50, 90, 99])
+        return cls(float(v.mean()), float(p50), float(p90), float(p99))
+
+
+@dataclass(frozen=True)
+class RequestLatencies:
+    """Per request: time to first token, time per output token (after the first, MLPerf's
+    definition) and end-to-end latency, seconds; NaN where not defined."""
+
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+
+    @classmethod
+    def of(cls, record: RunRecord) -> RequestLatencies:
+        a = record.arrivals
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpot = (record.finish_s - record.first_token_s) / (a.output_tokens - 1)
+        tpot = np.where(a.output_tokens > 1, tpot, np.nan)
+        return cls(record.first_token_s - a.arrival_s, tpot, record.finish_s - a.arrival_s)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """One deployment under one load: what every printed number was computed from is here."""
+
+    model: str
+    hardware: str
+    assumptions: str
+    layout: str
+    gpus_per_instance: int
+    instances: int
+    traffic: str
+    targets: Targets
+    rate_per_s: float  # offered to the whole deployment
+    requests: int  # simulated on one instance
+    completed: int
+    rejected: int
+    preemptions: int
+    ttft_s: Percentiles
+    tpot_s: Percentiles
+    e2e_s: Percentiles
+    throughput_requests_per_s: float
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    goodput_requests_per_s: float
+    goodput_fraction: float
+    busy_fraction: float
+    mfu: float
+    mean_batch: float
+    peak_kv_fraction: float
+    usd_per_hour: float
+    usd_per_m_input_tokens: float
+    usd_per_m_output_tokens: float
+    usd_per_mtok: float  # all-in: the deployment's cost per million output tokens
+    meets_targets: bool
+    notes: tuple[str, ...] = field(default=())
+    #: Requests in the system at the last arrival over those at the middle one: about 1 when
+    #: the deployment keeps up, about 2 when the load outgrows it (§E4).
+    backlog_growth: float = 1.0
+    #: Disaggregated serving: the prefill pool (the fields above describe the decode pool).
+    prefill_gpus_per_instance: int = 0
+    prefill_instances: int = 0
+    #: What goodput is recomputed from under other targets (``with_targets``).
+    latencies: RequestLatencies | None = field(default=None, repr=False, compare=False)
+    scale: float = field(default=1.0, repr=False, compare=False)
+    window_s: float = field(default=1.0, repr=False, compare=False)
+    counted: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def with_targets(self, targets: Targets) -> LoadResult:
+        """The same run judged against other targets (goodput, headroom, whether met)."""
+        lat = self.latencies
+        good = targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s)
+        return dataclasses.replace(
+            self,
+            targets=targets,
+            goodput_requests_per_s=self.scale * (good & self.counted).sum() / self.window_s,
+            goodput_fraction=float(good.sum() / len(good)) if len(good) else math.nan,
+            meets_targets=targets.met(self.p99) and self.rejected == 0 and self.keeps_up,
+        )
+
+    @property
+    def keeps_up(self) -> bool:
+        """The deployment serves the load: its backlog does not grow over the run (§E4)."""
+        return self.backlog_growth <= BACKLOG_GROWTH
+
+    @property
+    def gpus(self) -> int:
+        return (
+            self.gpus_per_instance * self.instances
+            + self.prefill_gpus_per_instance * self.prefill_instances
+        )
+
+    @property
+    def p99(self) -> dict[str, float]:
+        return {"ttft": self.ttft_s.p99, "tpot": self.tpot_s.p99, "e2e": self.e2e_s.p99}
+
+    @property
+    def headroom(self) -> dict[str, float]:
+        """1 − p99/target for each target."""
+        return self.targets.headroom(self.p99)
+
+    def row(self) -> dict:
+        """One flat row: deployment, latencies (mean/p50/p90/p99), rates, utilisation, prices."""
+        out = {
+            "model": self.model,
+            "hardware": self.hardware,
+            "gpus": self.gpus,
+            "gpus_per_instance": self.gpus_per_instance,
+            "instances": self.instances,
+            "prefill_gpus_per_instance": self.prefill_gpus_per_instance,
+            "prefill_instances": self.prefill_instances,
+            "layout": self.layout,
+            "rate_per_s": self.rate_per_s,
+        }
+        for name in METRICS:
+            stats = getattr(self, f"{name}_s")
+            for stat in ("mean", "p50", "p90", "p99"):
+                out[f"{name}_{stat}_s"] = getattr(stats, stat)
+        out.update(
+            {
+                "throughput_requests_per_s": self.throughput_requests_per_s,
+                "input_tokens_per_s": self.input_tokens_per_s,
+                "output_tokens_per_s": self.output_tokens_per_s,
+                "goodput_requests_per_s": self.goodput_requests_per_s,
+                "goodput_fraction": self.goodput_fraction,
+                "busy_fraction": self.busy_fraction,
+                "mfu": self.mfu,
+                "mean_batch": self.mean_batch,
+                "peak_kv_fraction": self.peak_kv_fraction,
+                "preemptions": self.preemptions,
+                "rejected": self.rejected,
+                "usd_per_hour": self.usd_per_hour,
+                "usd_per_m_input_tokens": self.usd_per_m_input_tokens,
+                "usd_per_m_output_tokens": self.usd_per_m_output_tokens,
+                "usd_per_mtok": self.usd_per_mtok,
+                "meets_targets": self.meets_targets,
+                "requests": self.requests,
+                "assumptions": self.assumptions,
+                "traffic": self.traffic,
+                "targets": self.targets.describe(),
+            }
+        )
+        for name, value in self.headroom.items():
+            out[f"{name}_headroom"] = value
+        return out
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The result as a one-row DataFrame (``row``)."""
+        return pd.DataFrame([self.row()])
+
+
+#: Share of the requests (by arrival) left out at the start: the engine is still filling up.
+WARMUP = 0.1
+#: A deployment keeps up with a load when the requests in the system at the last arrival are at
+#: most this many times those at the middle arrival, plus ``BACKLOG_SLACK`` (§E4).
+BACKLOG_GROWTH = 1.3
+BACKLOG_SLACK = 10
+
+
+def backlog_growth(arrivals, lat: RequestLatencies) -> float:
+    """(requests in the system at the last arrival − ``BACKLOG_SLACK``) / (those at the middle
+    arrival): about 1 when the deployment keeps up, about 2 when the load outgrows it. A run
+    too short to fill the engine by its middle arrival also looks like growth (conservative)."""
+    a = np.sort(arrivals.arrival_s)
+    done = np.isfinite(lat.e2e_s)  # rejected requests never enter the system
+    if len(a) < 20 or not done.any():
+        return 1.0
+    finish = np.sort((arrivals.arrival_s + lat.e2e_s)[done])
+
+    def in_system(t):
+        arrived = np.searchsorted(a, t, side="right") * done.mean()
+        return arrived - np.searchsorted(finish, t, side="right")
+
+    return float((in_system(a[-1]) - BACKLOG_SLACK) / max(in_system(a[len(a) // 2]), 1.0))
+
+
+@dataclass(frozen=True)
+class Window:
+    """The steady part of a run, from when the engine has filled up (one p90 request latency
+    after the first arrival; at least a tenth, at most half of the arrivals in) to the last
+    arrival (before it drains), and what was served in it: the requests that finished, the
+    prompts whose first token came, and the output tokens, each request's spread evenly from its
+    first token to its last (§E4)."""
+
+    seconds: float
+    finished: np.ndarray
+    input_tokens: float
+    output_tokens: float
+    backlog_growth: float
+
+    @classmethod
+    def of(cls, arrivals, lat: RequestLatencies, run_s: float) -> Window:
+        a = np.sort(arrivals.arrival_s)
+        lo, hi = 0.0, run_s
+        if len(a) >= 20 and np.isfinite(lat.e2e_s).any():
+            # filling up lasts about one request's latency: skip that, and at least the first
+            # tenth of the arrivals, but never more than half of them
+            fill = a[0] + float(np.nanpercentile(lat.e2e_s, 90))
+            lo, hi = max(a[int(WARMUP * len(a))], min(a[len(a) // 2], fill)), a[-1]
+        if not hi > lo:
+            lo, hi = 0.0, run_s
+        first = arrivals.arrival_s + lat.ttft_s
+        last = arrivals.arrival_s + lat.e2e_s
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inside = (last >= lo) & (last <= hi)
+            started = (first >= lo) & (first <= hi)
+            overlap = np.clip(np.minimum(last, hi) - np.maximum(first, lo), 0.0, None)
+            spread = np.where(last > first, overlap / (last - first), inside)
+        rest = np.nansum((arrivals.output_tokens - 1) * spread)
+        return cls(
+            seconds=float(hi - lo),
+            finished=inside,
+            input_tokens=float(arrivals.prompt_tokens[started].sum()),
+            output_tokens=float(started.sum() + rest),
+            backlog_growth=backlog_growth(arrivals, lat),
+        )
+
+
+def summarise(
+    instance: Instance,
+    record: RunRecord,
+    traffic: Traffic,
+    targets: Targets,
+    instances: int = 1,
+    rate_per_s: float | None = None,
+) -> LoadResult:
+    """Latency distributions, rates, utilisation and prices of one simulated run (§E4)."""
+    window = max(record.end_s, 1e-12)
+    return assemble(
+        instance,
+        RequestLatencies.of(record),
+        record.arrivals,
+        targets,
+        traffic=traffic.describe(),
+        rate_per_s=float(rate_per_s if rate_per_s is not None else traffic.offered_rate_per_s),
+        scale=instances,
+        gpus=(instance.gpus, instances, 0, 0),
+        window_s=window,
+        input_share=record.prefill_s / record.busy_s if record.busy_s > 0 else 0.0,
+        rejected=int(record.rejected.sum()),
+        preemptions=int(record.preemptions.sum()),
+        busy_fraction=record.busy_s / window,
+        mfu=record.flop / (instance.table.peak_flop_per_s * window),
+        mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
+        peak_kv_fraction=record.peak_kv_fraction,
+    )
+
+
+def assemble(
+    instance: Instance,
+    lat: RequestLatencies,
+    arrivals,
+    targets: Targets,
+    *,
+    traffic: str,
+    rate_per_s: float,
+    scale: float,
+    gpus: tuple[int, int, int, int],
+    window_s: float,
+    input_share: float,
+    rejected: int,
+    preemptions: int,
+    busy_fraction: float,
+    mfu: float,
+    mean_batch: float,
+    peak_kv_fraction: float,
+    layout: str | None = None,
+    notes: tuple[str, ...] = (),
+) -> LoadResult:
+    """A ``LoadResult`` from per-request latencies of ``arrivals`` (the requests of one
+    simulated instance, whose rates count ``scale`` times in the deployment) and the
+    deployment's GPU time over its steady window (``Window``; the whole run of ``window_s`` when
+    it is too short), ``input_share`` of which went to prompt tokens."""
+    done = np.isfinite(lat.e2e_s)
+    good = targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s) & done
+    window = Window.of(arrivals, lat, window_s)
+    n_in, n_out = scale * window.input_tokens, scale * window.output_tokens
+    stats = {m: Percentiles.of(getattr(lat, f"{m}_s")) for m in METRICS}
+    per_instance, count, prefill_per_instance, prefill_count = gpus
+    total_gpus = per_instance * count + prefill_per_instance * prefill_count
+    price = instance.setting.gpu.price_usd_per_hour
+    gpu_s = total_gpus * window.seconds
+
+    def dollars(seconds, tokens):
+        return usd_per_mtok(seconds, 1.0, tokens, price) if tokens else math.nan
+
+    growth = window.backlog_growth
+    notes = list(notes)
+    if growth > BACKLOG_GROWTH:
+        notes.append(
+            f"the load outgrows the deployment: requests in the system grew {growth:.2g}-fold "
+            "over the second half of the arrivals (or the run is too short to fill the engine: "
+            "raise requests)"
+        )
+    if rejected:
+        notes.append(f"{rejected} requests never fit in the KV cache of one instance")
+    if len(arrivals) < 1000:
+        notes.append(f"only {len(arrivals)} requests per instance: p99 values are rough")
+    return LoadResult(
+        model=instance.setting.model.name,
+        hardware=instance.setting.gpu.name,
+        assumptions=instance.setting.assumptions.name,
+        layout=layout or instance.layout.describe(),
+        gpus_per_instance=per_instance,
+        instances=count,
+        traffic=traffic,
+        targets=targets,
+        rate_per_s=rate_per_s,
+        requests=len(arrivals),
+        completed=int(done.sum()),
+        rejected=rejected,
+        preemptions=preemptions,
+        ttft_s=stats["ttft"],
+        tpot_s=stats["tpot"],
+        e2e_s=stats["e2e"],
+        throughput_requests_per_s=scale * window.finished.sum() / window.seconds,
+        input_tokens_per_s=n_in / window.seconds,
+        output_tokens_per_s=n_out / window.seconds,
+        goodput_requests_per_s=scale * (good & window.finished).sum() / window.seconds,
+        goodput_fraction=float(good.sum() / len(arrivals)) if len(arrivals) else math.nan,
+        busy_fraction=busy_fraction,
+        mfu=mfu,
+        mean_batch=mean_batch,
+        peak_kv_fraction=peak_kv_fraction,
+        usd_per_hour=total_gpus * price,
+        usd_per_m_input_tokens=dollars(gpu_s * input_share, n_in),
+        usd_per_m_output_tokens=dollars(gpu_s * (1.0 - input_share), n_out),
+        usd_per_mtok=dollars(gpu_s, n_out),
+        meets_targets=targets.met({m: s.p99 for m, s in stats.items()})
+        and rejected == 0
+        and growth <= BACKLOG_GROWTH,
+        notes=tuple(notes),
+        backlog_growth=growth,
+        prefill_gpus_per_instance=prefill_per_instance,
+        prefill_instances=prefill_count,
+        latencies=lat,
+        scale=scale,
+        window_s=window.seconds,
+        counted=window.finished,
+    )

@@ -1,0 +1,345 @@
+"""The step-level simulation of one engine instance under load (docs/model.md §E3).
+
+The engine works in steps. Before each step its scheduler admits waiting requests first come,
+first served, while the batch has room (``max_batch_requests``) and the KV cache can hold the
+prompt. A step decodes one token for every running request and spends what is left of the step's
+token budget on prompt chunks (chunked prefill, first come first served); a prompt's last chunk
+emits its first token. When the cache cannot hold the next token of every running request, the
+request admitted last is preempted: its cache is dropped and it waits at the head of the queue,
+to be prefilled again with the tokens it had generated (recomputation, as vLLM does); no request
+is admitted until another one finishes.
+
+Steps that only decode are simulated in vectorised runs: between two events (an arrival that
+could be admitted, a completion, a full cache) the batch does not change and each step's time
+follows from the contexts, which all grow by one token per step.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arrivals import Arrivals
+from .engine import Instance
+
+#: Longest run of decode steps evaluated at once (bounds the arrays).
+RUN_STEPS = 4096
+
+
+@dataclass(frozen=True, eq=False)
+class RunRecord:
+    """What one simulated instance measured: per request, and for the whole run."""
+
+    arrivals: Arrivals
+    first_token_s: np.ndarray  # absolute time of the first token (NaN: not produced here)
+    finish_s: np.ndarray  # absolute completion time (NaN: rejected)
+    preemptions: np.ndarray  # times each request was preempted
+    rejected: np.ndarray  # requests whose prompt and output never fit in the KV cache
+    busy_s: float  # time spent in steps
+    prefill_s: float  # the part of step time that prompt tokens added
+    flop: float  # model FLOP of every step
+    steps: int
+    end_s: float  # when the last request finished
+    batch_seconds: float  # Σ decoding requests × step time (for the mean batch)
+    peak_kv_fraction: float  # largest share of the KV cache in use
+
+
+class _Engine:
+    """The scheduler's state between steps."""
+
+    def __init__(self, inst: Instance, arrivals: Arrivals, prefilled, progress) -> None:
+        self.inst, self.table, self.cfg = inst, inst.table, inst.config
+        self.cap = inst.kv_capacity
+        self.windowed = inst.windowed
+        self.layers = float(sum(g.layers for g in inst.work.groups))
+        n = len(arrivals)
+        self.arr = arrivals.arrival_s.tolist()
+        self.n_in = arrivals.prompt_tokens.astype(np.int64)
+        self.n_out = arrivals.output_tokens.astype(np.int64)
+        self.first = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.preempted = np.zeros(n, dtype=np.int64)
+        self.gen = np.where(prefilled, 1, 0).astype(np.int64)
+        self.needs_prefill = ~np.asarray(prefilled, dtype=bool)  # a new, writable array
+        peak = self.n_in + self.n_out - 1
+        self.rejected = np.asarray(inst.positions(peak), dtype=float) > self.cap
+        self.seq = np.zeros(n, dtype=np.int64)  # admission order
+        self.admitted = 0
+        self.n, self.next_arrival, self.done = n, 0, 0
+        self.waiting: deque[int] = deque()
+        self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
+        self.reserved = 0.0  # KV layer-positions held by prompts being prefilled
+        # the decoding requests (plain lists: a batch is small and changes one at a time)
+        self.ids: list[int] = []
+        self.base: list[int] = []  # context - G
+        self.end: list[int] = []  # G once the request has all its tokens
+        self.sum_base = 0
+        self.G, self.t = 0, 0.0
+        self.hold = False  # no admission after a preemption until a request finishes
+        self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
+        self.steps = 0
+        self.progress, self.next_report = progress, max(1, n // 10)
+
+    # --- the KV cache ------------------------------------------------------------------
+    def decode_positions(self, ahead=0):
+        """Σ over decoding requests of their layer-positions ``ahead`` steps from now
+        (``ahead`` may be an array)."""
+        if not self.windowed:
+            return self.layers * (self.sum_base + len(self.ids) * (self.G + ahead))
+        ctx = np.sort(np.asarray(self.base, dtype=float) + self.G)
+        ahead = np.asarray(ahead, dtype=float)
+        total = 0.0
+        cums = np.concatenate([[0.0], np.cumsum(ctx, dtype=float)])
+        for g in self.inst.work.groups:
+            full = cums[-1] + len(ctx) * ahead
+            if np.isfinite(g.window):  # Σ min(c + a, w) = Σ (c + a) - Σ max(0, c + a - w)
+                idx = np.searchsorted(ctx, g.window - ahead, side="right")
+                above = len(ctx) - idx
+                full = full - (cums[-1] - cums[idx] + above * (ahead - g.window))
+            total = total + g.layers * full
+        return total
+
+    def used(self) -> float:
+        if not self.windowed:
+            return self.layers * (self.sum_base + len(self.ids) * self.G) + self.reserved
+        return float(self.decode_positions()) + self.reserved
+
+    def pos(self, context) -> float:
+        """Layer-positions one request of this context holds."""
+        if not self.windowed:
+            return self.layers * context
+        return float(self.inst.positions(context))
+
+    # --- admission and preemption ------------------------------------------------------
+    def arrive(self) -> None:
+        while self.next_arrival < self.n and self.arr[self.next_arrival] <= self.t:
+            self.waiting.append(self.next_arrival)
+            self.next_arrival += 1
+
+    def admit(self) -> None:
+        limit = self.cfg.max_batch_requests
+        if self.hold and not self.ids and not self.prefilling:
+            self.hold = False  # everything was preempted: start again
+        while self.waiting and not self.hold:
+            i = self.waiting[0]
+            if self.rejected[i]:
+                self.waiting.popleft()
+                self._count_done(1)
+                continue
+            if len(self.ids) + len(self.prefilling) >= limit:
+                return
+            context = int(self.n_in[i] + self.gen[i] - (0 if self.needs_prefill[i] else 1))
+            need = self.pos(context)
+            if self.used() + need > self.cap:
+                return
+            self.waiting.popleft()
+            self.admitted += 1
+            self.seq[i] = self.admitted
+            if self.needs_prefill[i]:
+                self.prefilling.append([i, 0, context])
+                self.reserved += need
+            else:  # arrives with its prompt's cache (disaggregated decode)
+                self._join_decode(i, context)
+
+    def _join_decode(self, i: int, context: int) -> None:
+        left = int(self.n_out[i] - self.gen[i])
+        if left <= 0:
+            self.finish[i] = self.t
+            self._count_done(1)
+            return
+        self.ids.append(i)
+        self.base.append(context - self.G)
+        self.end.append(self.G + left)
+        self.sum_base += context - self.G
+
+    def preempt(self) -> None:
+        """Drop the cache of the request admitted last and put it back at the queue's head."""
+        seq = self.seq
+        last = max(range(len(self.ids)), key=lambda k: seq[self.ids[k]], default=-1)
+        decode_seq = seq[self.ids[last]] if last >= 0 else -1
+        if self.prefilling and seq[self.prefilling[-1][0]] > decode_seq:
+            i, _, context = self.prefilling.pop()
+            self.reserved -= self.pos(context)
+        else:
+            i = self.ids.pop(last)
+            self.sum_base -= self.base.pop(last)
+            self.end.pop(last)
+        self.preempted[i] += 1
+        self.needs_prefill[i] = True
+        self.waiting.appendleft(i)
+        self.hold = True
+
+    def _count_done(self, count: int) -> None:
+        self.done += count
+        if self.progress is not None and self.done >= self.next_report:
+            self.progress(self.done, self.n)
+            self.next_report += max(1, self.n // 10)
+
+    def _complete(self) -> None:
+        """Requests whose last token came out of the step just taken."""
+        G = self.G
+        if not self.end or min(self.end) != G:
+            return
+        done = [k for k, e in enumerate(self.end) if e == G]
+        for k in reversed(done):
+            self.finish[self.ids.pop(k)] = self.t
+            self.sum_base -= self.base.pop(k)
+            self.end.pop(k)
+        self.hold = False
+        self._count_done(len(done))
+
+    # --- steps -------------------------------------------------------------------------
+    def mixed_step(self, budget: int) -> bool:
+        """One step with prompt chunks; False if the cache had to make room first."""
+        D = len(self.ids)
+        growth = float(self.decode_positions(1)) - float(self.decode_positions(0))
+        if self.used() + growth > self.cap:
+            self.preempt()
+            return False
+        decode_q = float(self.decode_positions())
+        kv, att, taken = decode_q, decode_q, 0
+        chunks = []
+        for entry in self.prefilling:
+            take = min(entry[2] - entry[1], budget - taken)
+            if take <= 0:
+                break
+            kv += self.pos(entry[1])
+            att += take * self.pos(entry[1] + (take - 1) / 2.0)
+            chunks.append((entry, take))
+            taken += take
+        T = D + taken
+        dt = self.table.time_s(T, kv, att)
+        self._account(dt, D, T, att)
+        self.prefill_s += dt - self.table.time_s(D, decode_q, decode_q)
+        self.steps += 1
+        for entry, take in chunks:
+            entry[1] += take
+        self._complete()
+        while self.prefilling and self.prefilling[0][1] >= self.prefilling[0][2]:
+            i, _, context = self.prefilling.pop(0)
+            self.reserved -= self.pos(context)
+            self.gen[i] += 1
+            self.needs_prefill[i] = False
+            if np.isnan(self.first[i]):
+                self.first[i] = self.t
+            self._join_decode(i, context)
+        return True
+
+    def _account(self, dt: float, D: int, T: int, attended: float) -> None:
+        self.t += dt
+        self.G += 1 if T else 0
+        self.busy += dt
+        self.batch_s += D * dt
+        self.flop += self.table.flop[T] + self.table.attention_flop * attended
+        self.peak = max(self.peak, self.used() / self.cap)
+
+    def decode_run(self, admit_more: bool) -> None:
+        """Decode-only steps until the next event: an arrival that could be admitted, a
+        completion, or a full cache."""
+        D = len(self.ids)
+        k = min(self.end) - self.G
+        deadline = (
+            self.arr[self.next_arrival] - self.t
+            if admit_more and self.next_arrival < self.n
+            else None
+        )
+        if self.windowed:
+            k, span, attended, after = self._run_arrays(D, min(k, RUN_STEPS), deadline)
+        else:
+            k, span, attended, after = self._run_closed(D, k, deadline)
+        if k == 0:
+            self.preempt()
+            return
+        self.t += span
+        self.G += k
+        self.busy += span
+        self.batch_s += D * span
+        self.flop += k * self.table.flop[D] + self.table.attention_flop * attended
+        self.steps += k
+        self.peak = max(self.peak, (after + self.reserved) / self.cap)
+        self._complete()
+
+    def _run_closed(self, D: int, k: int, deadline):
+        """(steps, seconds, Σ positions attended, positions after) of a run of at most ``k``
+        steps, in closed form: the positions grow by the same amount every step."""
+        q0 = self.layers * (self.sum_base + D * self.G)
+        growth = self.layers * D
+        k = min(k, int((self.cap - self.reserved - q0) // growth))
+        if k <= 0:
+            return 0, 0.0, 0.0, q0
+        run = self.table.run_time_s
+        if deadline is not None and run(D, q0, growth, k) > deadline:
+            lo, hi = 1, k  # the first step count whose run reaches the arrival
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if run(D, q0, growth, mid) >= deadline:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            k = lo
+        attended = k * q0 + growth * k * (k - 1) / 2.0
+        return k, run(D, q0, growth, k), attended, q0 + growth * k
+
+    def _run_arrays(self, D: int, k: int, deadline):
+        """The same for models with sliding windows, one array element per step."""
+        q = self.decode_positions(np.arange(k + 1))
+        k = min(k, int(np.searchsorted(q[1:] + self.reserved, self.cap, side="right")))
+        if k == 0:
+            return 0, 0.0, 0.0, float(q[0])
+        cum = np.cumsum(self.table.times_s(D, q[:k]))
+        if deadline is not None:
+            k = min(k, int(np.searchsorted(cum, deadline)) + 1)
+        return k, float(cum[k - 1]), float(q[:k].sum()), float(q[k])
+
+    def run(self) -> None:
+        budget = self.cfg.step_token_budget
+        while True:
+            self.arrive()
+            self.admit()
+            D = len(self.ids)
+            if D == 0 and not self.prefilling:
+                if self.waiting:
+                    continue  # rejected requests were dropped; try the next one
+                if self.next_arrival >= self.n:
+                    return
+                self.t = max(self.t, self.arr[self.next_arrival])
+                continue
+            if self.prefilling and budget > D:
+                self.mixed_step(budget - D)
+                continue
+            room = not self.waiting and not self.hold
+            room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
+            self.decode_run(room)
+
+
+def simulate(
+    instance: Instance,
+    arrivals: Arrivals,
+    prefilled=False,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunRecord:
+    """Serve ``arrivals`` on one engine instance. ``prefilled`` (bool or per request) marks
+    requests that arrive with their prompt's KV cache and first token (a disaggregated decode
+    pool); ``progress(done, total)`` is called as requests finish."""
+    n = len(arrivals)
+    flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
+    engine = _Engine(instance, arrivals, flags, progress)
+    engine.run()
+    finished = engine.finish[np.isfinite(engine.finish)]
+    return RunRecord(
+        arrivals=arrivals,
+        first_token_s=engine.first,
+        finish_s=engine.finish,
+        preemptions=engine.preempted,
+        rejected=engine.rejected,
+        busy_s=engine.busy,
+        prefill_s=engine.prefill_s,
+        flop=engine.flop,
+        steps=engine.steps,
+        end_s=float(finished.max()) if finished.size else 0.0,
+        batch_seconds=engine.batch_s,
+        peak_kv_fraction=engine.peak,
+    )

@@ -1,0 +1,72 @@
+"""Latency targets ("service-level objectives"): limits on the 99th percentiles of time to first
+token, time per output token and end-to-end latency (docs/model.md §E4)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: MLPerf Inference's Llama 2 70B limits (p99 TTFT, p99 TPOT), seconds.
+MLPERF_SERVER = (2.0, 0.2)
+MLPERF_INTERACTIVE = (0.45, 0.04)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Upper limits on p99 latencies, seconds; ``None`` means no limit on that metric."""
+
+    ttft_p99_s: float | None = None
+    tpot_p99_s: float | None = None
+    e2e_p99_s: float | None = None
+
+    @property
+    def limits(self) -> dict[str, float]:
+        """The given limits by metric name (``ttft``, ``tpot``, ``e2e``)."""
+        pairs = (("ttft", self.ttft_p99_s), ("tpot", self.tpot_p99_s), ("e2e", self.e2e_p99_s))
+        return {name: float(v) for name, v in pairs if v is not None}
+
+    @property
+    def empty(self) -> bool:
+        return not self.limits
+
+    def met(self, p99: dict[str, float]) -> bool:
+        """Whether every given limit holds for these p99 values (NaN p99: nothing measured,
+        e.g. TPOT when every response is one token long, meets the limit)."""
+        return all(not (p99[name] > limit) for name, limit in self.limits.items())
+
+    def headroom(self, p99: dict[str, float]) -> dict[str, float]:
+        """1 − p99/limit for each given limit: the share of the limit left unused."""
+        return {name: 1.0 - p99[name] / limit for name, limit in self.limits.items()}
+
+    def each_request(self, ttft, tpot, e2e) -> np.ndarray:
+        """Which requests met every limit themselves (goodput); a request without a TPOT (one
+        output token) meets the TPOT limit."""
+        ok = np.isfinite(ttft) & np.isfinite(e2e)
+        values = {"ttft": ttft, "tpot": tpot, "e2e": e2e}
+        for name, limit in self.limits.items():
+            with np.errstate(invalid="ignore"):
+                ok &= ~(values[name] > limit)
+        return ok
+
+    def describe(self) -> str:
+        if self.empty:
+            return "no latency targets"
+        names = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "end-to-end"}
+        return ", ".join(f"p99 {names[k]} <= {_ms(v)}" for k, v in self.limits.items())
+
+    def tighter_than(self, other: Targets) -> bool:
+        """Every limit of ``other`` is also here, at most as large."""
+        mine, theirs = self.limits, other.limits
+        return all(k in mine and mine[k] <= v for k, v in theirs.items())
+
+
+def _ms(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "inf"
+    return f"{seconds * 1e3:g} ms" if seconds < 1 else f"{seconds:g} s"
+
+
+#: No targets: every run meets them.
+NO_TARGETS = Targets()
