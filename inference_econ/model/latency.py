@@ -265,7 +265,7 @@ class StepModel:
             ff_calls_1d=tuple(ff_1d),
             shared_calls=tuple(shared),
             kv_read_s=p * w.kv_cache_bytes(context, b) / bw_total,
-            ff_weight_read_s=p * (ff_weight + w.unembedding_bytes) / bw_total,
+            ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
             ff_context_compute_s=(ff + ctx) / (N * m.flop_per_s),
             projection_compute_s=proj / (N * m.flop_per_s),
