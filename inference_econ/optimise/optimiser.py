@@ -57,9 +57,9 @@ class Problem:
         return N.astype(np.float32).astype(float), B.astype(np.float32).astype(float)
 
     def grid_latency(self, n_values, b_values):
-        """Per-token latency and draft length on the grid b_values x n_values (§A5-§A6):
-        every layout searched at every point, for the target at S = 1 … γ_max and for the
-        draft; speculation then picks the best γ per point."""
+        """Per-token latency and verified tokens on the grid b_values x n_values (§A5-§A6,
+        §C3): every layout searched at every point, for every target and draft pass a cycle
+        needs; speculation then picks the best cycle per point."""
         s, d = self.setting, self.decoder
         gammas = d.gamma_values()
 
@@ -69,7 +69,8 @@ class Problem:
             )
 
         T = dict(zip(gammas, run(d.target, gammas)))
-        D = run(d.draft, [1])[0] if d.draft is not None else None
+        drafts = d.draft_values()
+        D = dict(zip(drafts, run(d.draft, drafts))) if d.draft is not None else None
         return combine(T, D, s.spec)
 
     def brute_force_latency(self, n_values, b_values):
@@ -79,7 +80,9 @@ class Problem:
         N, B = np.meshgrid(np.asarray(n_values, dtype=float), np.asarray(b_values, dtype=float))
         ctx, pipe = s.context_tokens, s.pipeline
         T = {g: best_latency(d.target, N, B, g, ctx, pipe) for g in d.gamma_values()}
-        D = best_latency(d.draft, N, B, 1, ctx, pipe) if d.draft else None
+        D = None
+        if d.draft is not None:
+            D = {x: best_latency(d.draft, N, B, x, ctx, pipe) for x in d.draft_values()}
         return combine(T, D, s.spec)
 
     def evaluate_grid(self):

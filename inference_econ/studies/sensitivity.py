@@ -16,7 +16,6 @@ import pandas as pd
 from ..errors import SpecError, did_you_mean
 from ..optimise.optimiser import frontier
 from ..serving.setting import Setting
-from ..serving.speculative import SpecDecoding
 from ..specs.hardware import derive
 
 #: parameter -> (kind, what it scales, description)
@@ -78,15 +77,14 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
         raise SpecError(
             "argument",
             "acceptance",
-            "the setting has no draft model",
-            "give a draft (--draft) to vary the acceptance",
+            "the setting has no speculation",
+            "give a draft model (--draft) or draft heads (--draft-heads) to vary the acceptance",
         )
     if value > 1:
         raise SpecError(
             "argument", "acceptance", f"is {value!r}", "expected a probability in [0, 1]"
         )
-    s = setting.spec
-    return setting.replace(spec=SpecDecoding(s.draft, value, s.max_draft_tokens))
+    return setting.replace(spec=setting.spec.with_acceptance(value))
 
 
 def sweep(setting: Setting, parameter: str, values, at_speed: float | None = None) -> pd.DataFrame:
