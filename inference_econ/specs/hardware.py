@@ -392,6 +392,7 @@ def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
     if (
         data.get("interconnect", "switch") == "switch"
         and "nvlink_bandwidth_bytes_per_s" not in data
+        and "link_bandwidth_bytes_per_s" not in data
     ):
         raise SpecError(
             source,
