@@ -22,7 +22,7 @@ from ..specs.hardware import derive
 PARAMETERS = {
     "hbm_bandwidth": ("factor", "HBM bandwidth"),
     "flops": ("factor", "tensor-core FLOP/s"),
-    "interconnect_bandwidth": ("factor", "NVLink and NIC bandwidth"),
+    "interconnect_bandwidth": ("factor", "scale-up (NVLink, xGMI, ICI, PCIe) and NIC bandwidth"),
     "nccl_latency": ("factor", "every collective's latency"),
     "launch_latency": ("factor", "kernel launch latency"),
     "price": ("factor", "GPU price per hour"),
@@ -38,7 +38,7 @@ HARDWARE_SCALES = {
     "flops": ("FLOP/s", ("flop_per_s",)),
     "interconnect_bandwidth": (
         "links",
-        ("nvlink_bandwidth_bytes_per_s", "nic_bandwidth_bytes_per_s"),
+        ("nvlink_bandwidth_bytes_per_s", "nic_bandwidth_bytes_per_s", "pcie_bandwidth_bytes_per_s"),
     ),
     "price": ("price", ("price_usd_per_hour",)),
     "hbm_capacity": ("HBM size", ("hbm_capacity_bytes",)),
