@@ -3,7 +3,7 @@
 Given a model architecture and a GPU, find the cost per token and the serial speed (tokens/s
 per request) of every parallel layout and batch size, and the Pareto frontier between them.
 The model is the one of "Inference economics of language models" (docs/model.md Part A), with
-named refinements beyond it (Part B).
+named refinements beyond it (Part B) and hardware, models and speculation beyond it (Part C).
 
 The package is layered (docs/architecture.md): ``specs`` (YAML -> frozen specs) -> ``model``
 (the pure cost model) -> ``settings`` (the one table of options) -> ``serving`` (decode,
@@ -33,6 +33,8 @@ _EXPORTS = {
     "derive": ("specs.hardware", "derive"),
     "load_hardware": ("specs.hardware", "load_hardware"),
     "import_hf_config": ("specs.hf_import", "import_config"),
+    "import_hf_repo": ("specs.hf_import", "import_repo"),
+    "resolve_system_name": ("specs.catalog", "resolve_system_name"),
     "PAPER": ("model.assumptions", "PAPER"),
     "Assumptions": ("model.assumptions", "Assumptions"),
     "preset": ("model.assumptions", "preset"),
@@ -42,6 +44,9 @@ _EXPORTS = {
     "Setting": ("serving.setting", "Setting"),
     "make_setting": ("serving.setting", "make_setting"),
     "SpecDecoding": ("serving.speculative", "SpecDecoding"),
+    "DraftHeads": ("serving.speculative", "DraftHeads"),
+    "mtp_heads": ("serving.speculative", "mtp_heads"),
+    "eagle_head": ("serving.speculative", "eagle_head"),
     "prefill_pass": ("serving.prefill", "prefill"),
     "request_view": ("serving.requests", "request"),
     "Frontier": ("optimise.frontier", "Frontier"),

@@ -101,6 +101,9 @@ def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions =
         "published_active_params": arch.published_active_params,
         "weights_total_bytes": work.weights_total_bytes,
         "kv_bytes_per_token": work.kv_bytes_per_token,
+        "attention_layers": arch.attention_layers,
+        "state_bytes_per_request": work.state_bytes_per_sequence,
+        "mtp_modules": arch.mtp.modules if arch.mtp else 0,
         "sparsity": sparsity,
         "hardware": gpu.name,
         "min_gpus_for_weights": work.weights_total_bytes / gpu.hbm_capacity_bytes,
@@ -113,10 +116,28 @@ def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions =
     }
 
 
+#: Interconnect fields that only mean something for some kinds (docs/model.md §C1).
+_FABRIC_FIELDS = {
+    "links_per_gpu": ("full_mesh", "torus"),
+    "link_bandwidth_bytes_per_s": ("full_mesh", "torus"),
+    "torus_dimensions": ("torus",),
+    "torus_wraparound": ("torus",),
+    "link_latency_s": ("torus",),
+    "nvlink_bridge_gpus": ("pcie",),
+}
+
+
 def hardware_summary(hardware) -> dict:
-    """A GPU's figures and the derived ones the model uses (caps, all-reduce bandwidths)."""
+    """A GPU's figures and the derived ones the model uses (caps, all-reduce bandwidths);
+    interconnect fields are shown for the kinds they describe."""
     gpu: GPU = load_hardware(hardware)
     out = gpu.to_dict()
+    out["link_bandwidth_bytes_per_s"] = gpu.link_bandwidth_bytes_per_s
+    for field, kinds in _FABRIC_FIELDS.items():
+        if gpu.interconnect not in kinds:
+            out.pop(field)
+    if not gpu.pcie_bandwidth_bytes_per_s:
+        out.pop("pcie_bandwidth_bytes_per_s")
     out.update(
         {
             "sustained_hbm_bandwidth_bytes_per_s": gpu.sustained_hbm_bandwidth_bytes_per_s,

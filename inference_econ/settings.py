@@ -213,6 +213,48 @@ SETTINGS: tuple[Option, ...] = (
         layer=PROBLEM,
         **BITS,
     ),
+    # --- speculation beyond a draft model: MTP and EAGLE heads, tree drafts (docs/model.md §C3)
+    Option(
+        "draft_heads",
+        "text",
+        None,
+        "Speculate with heads on the target's features: mtp (the model's multi-token prediction"
+        " modules) or eagle (an EAGLE head).",
+        PROBLEM,
+        optional=True,
+        choices=("mtp", "eagle"),
+    ),
+    Option(
+        "acceptance_by_position",
+        "numbers",
+        None,
+        "Draft heads: top-1 acceptance at depths 1, 2, ... (the last repeats; default:"
+        " --acceptance at every depth).",
+        PROBLEM,
+        minimum=0,
+        maximum=1,
+        optional=True,
+    ),
+    Option(
+        "tree_branching",
+        "integer",
+        1,
+        "Draft heads: candidates per node of a top-k tree draft (1: a chain).",
+        PROBLEM,
+        unit="tokens",
+        minimum=1,
+        maximum=16,
+    ),
+    Option(
+        "eagle_layers",
+        "integer",
+        1,
+        "Decoder layers of an EAGLE head.",
+        PROBLEM,
+        unit="layers",
+        minimum=1,
+        maximum=8,
+    ),
     Option("pipeline", "flag", True, "Allow pipeline parallelism.", PROBLEM),
     Option(
         "assumptions",

@@ -88,24 +88,47 @@ def _show_value(value):
 
 
 @click.command("import-hf")
-@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.argument("config")
 @click.option(
     "-o",
     "--out",
     type=click.Path(dir_okay=False),
     help="Write the model YAML here (default: print it).",
 )
-@click.option("--name", help="Model name (default: from the config).")
+@click.option("--name", help="Model name (default: the repository or _name_or_path).")
+@click.option("--revision", help="Hub repository revision: a branch, tag or commit.")
 @handle_errors
-def import_hf(config, out, name):
-    """Import a Hugging Face config.json (a local file) into a model YAML.
+def import_hf(config, out, name, revision):
+    """Import a Hugging Face model config into a model YAML.
+
+    CONFIG is a local config.json (or its folder), or a Hub repository org/name, read with
+    huggingface_hub (pip install "inference-econ[hub]"). The weight precision comes from
+    quantization_config (or hf_quant_config.json), multimodal configs give their text_config.
 
     \b
     Example:  inference-econ import-hf config.json -o models/my-model.yaml --name "My Model"
+              inference-econ import-hf deepseek-ai/DeepSeek-V3 -o models/dsv3.yaml
     """
-    from ..specs.hf_import import import_config
+    from pathlib import Path
 
-    arch, text = import_config(config, name)
+    from ..specs.hf_import import import_config, import_repo
+
+    local = Path(config).expanduser()
+    if local.exists():
+        if revision:
+            raise SpecError(
+                "command line", "--revision", "given with a local file", "drop it, or give org/name"
+            )
+        arch, text = import_config(local, name)
+    elif config.endswith(".json") or "/" not in config:
+        raise SpecError(
+            "command line",
+            "CONFIG",
+            f"no file {config!r}",
+            "give a path to a config.json, or a Hub repository as org/name",
+        )
+    else:
+        arch, text = import_repo(config, name, revision)
     emit(text, out)
     if out:
         click.echo(

@@ -149,6 +149,10 @@ SETTING_NAMES = (
     "draft",
     "acceptance",
     "max_draft_tokens",
+    "draft_heads",
+    "acceptance_by_position",
+    "tree_branching",
+    "eagle_layers",
     "pipeline",
     "assumptions",
 )

@@ -1,9 +1,14 @@
-"""Time of NCCL collectives: latency plus bandwidth, best protocol per call (docs/model.md §A4).
+"""Time of collectives: latency plus bandwidth, best protocol per call (docs/model.md §A4, §C1).
 
 The latency constants follow NCCL's tuning model (``src/graph/tuning.cc``) as the paper reads
 it: for ``R`` ranks on ``M`` nodes an all-reduce costs ``2((R/M - 1) a + log2(M) b) + base``
 per protocol; other collectives use a factor 1 instead of 2. The bandwidth term moves
 ``X`` bytes at the intra- and inter-node bus bandwidths scaled by the protocol's efficiency.
+
+How bytes move inside one scale-up domain depends on how it is wired, not on the GPU's name
+(``GPU.interconnect``, §C1): an NVLink switch (the paper's model), a full mesh of point-to-point
+links (AMD xGMI, RCCL), PCIe cards (NCCL over PCI, NVLink bridges in small groups) or a TPU
+torus (a ring per dimension). Across domains every kind uses the NICs as in §A4.
 """
 
 from __future__ import annotations
@@ -55,6 +60,37 @@ LATENCY_MODELS: dict[str, tuple[Protocol, ...]] = {
     "nccl-2.23": NCCL_2_23_PROTOCOLS,
 }
 
+#: §C1, PCIe cards: NCCL's PCI hop latencies (tree rows of ``hwLat[PCI]``: LL 1.0 µs, Simple
+#: 28 µs in 2.20-2.22 and 4.0 µs from 2.23); LL128 is only enabled over NVLink, so it is absent.
+PCIE_LATENCY_MODELS: dict[str, tuple[Protocol, ...]] = {
+    "paper": (
+        Protocol("LL", 0.5, 1.0e-6, 5e-6, 6.8e-6),
+        Protocol("Simple", 1.0, 28e-6, 28e-6, 0.0),
+    ),
+    "nccl-2.20": (
+        Protocol("LL", 0.5, 1.0e-6, 5e-6, 6.8e-6),
+        Protocol("Simple", 1.0, 28e-6, 28e-6, 0.0),
+    ),
+    "nccl-2.23": (
+        Protocol("LL", 0.5, 1.0e-6, 5e-6, 6.8e-6),
+        Protocol("Simple", 1.0, 4.0e-6, 14e-6, 8.4e-6),
+    ),
+}
+
+#: §C1, a full xGMI mesh (AMD Instinct, 8 GPUs): RCCL's tuning model 5 (``src/graph/tuning.cc``,
+#: the model RCCL assigns to 8-GPU fully connected MI300-class nodes): base latency 12 µs (LL)
+#: and 17 µs (Simple); per ring step inside the node 0.8 µs (LL) and 2.1 µs (Simple); per network
+#: level 10.5 µs and 25 µs (tree rows); LL runs at 8 % of the bus bandwidth (its ``bwRatio``);
+#: LL128 is disabled. RCCL has one table for every NCCL version the assumptions name.
+RCCL_MESH_PROTOCOLS = (
+    Protocol("LL", 0.08, 0.8e-6, 10.5e-6, 12e-6),
+    Protocol("Simple", 1.0, 2.1e-6, 25e-6, 17e-6),
+)
+
+#: §C1, a TPU torus across slices: no published data-centre-network latency per level, so the
+#: network hop of NCCL's Simple protocol (28 µs) is assumed.
+TORUS_NETWORK_HOP_S = 28e-6
+
 #: NVLS latency inside one NVLink domain (hwLat[NVLINK][NVLS][Simple]): 23 us in 2.20, 25 us
 #: in 2.23; busBw ratio 5/6 of the link. Bandwidth: each byte crosses NVLink once each way.
 NVLS_LATENCY_S = {"paper": 23e-6, "nccl-2.20": 23e-6, "nccl-2.23": 25e-6}
@@ -66,8 +102,12 @@ P2P = "p2p"
 KINDS = (ALLREDUCE, ALLTOALL, P2P)
 
 
-def protocols_for(model: str, nvls: bool = False) -> tuple[Protocol, ...]:
-    """The protocols of a latency model, plus NVLS when the GPUs and assumptions allow it."""
+def protocols_for(model: str, nvls: bool = False, gpu: GPU | None = None) -> tuple[Protocol, ...]:
+    """The protocols of a latency model, plus NVLS when the GPUs and assumptions allow it.
+
+    With ``gpu``, its interconnect chooses the library's table (§C1): NCCL's (switch), NCCL's
+    PCI latencies (pcie), RCCL's (full mesh) or one ring protocol over the ICI links (torus).
+    """
     try:
         protocols = LATENCY_MODELS[model]
     except KeyError:
@@ -77,6 +117,13 @@ def protocols_for(model: str, nvls: bool = False) -> tuple[Protocol, ...]:
             f"unknown NCCL latency model {model!r}",
             f"choose one of {', '.join(LATENCY_MODELS)}",
         ) from None
+    kind = gpu.interconnect if gpu is not None else "switch"
+    if kind == "pcie":
+        return PCIE_LATENCY_MODELS[model]
+    if kind == "full_mesh":
+        return RCCL_MESH_PROTOCOLS
+    if kind == "torus":
+        return (Protocol("ICI ring", 1.0, gpu.link_latency_s, TORUS_NETWORK_HOP_S, 0.0),)
     if nvls:
         protocols = protocols + (
             Protocol("NVLS", NVLS_BANDWIDTH_FACTOR, 0.0, 0.0, NVLS_LATENCY_S[model], switch=True),
@@ -106,16 +153,12 @@ class CollectiveCost:
         per_node = ranks / nodes - 1.0
         log_nodes = np.log2(np.maximum(nodes, 1.0))
         self.active = ranks > 1.0
-        # seconds per byte before the protocol's bandwidth factor (§A4)
-        intra = (
-            nodes
-            * np.maximum(0.0, per_node)
-            / (ranks * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
-        )
+        # seconds per byte before the protocol's bandwidth factor (§A4, §C1)
+        steps, intra = _inside_domains(gpu, ranks, nodes, per_node, kind)
         inter = (nodes - 1.0) / (ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
-        seconds_per_byte = np.maximum(intra, inter)
         if kind != ALLREDUCE:
-            seconds_per_byte = seconds_per_byte / 2.0
+            inter = inter / 2.0
+        seconds_per_byte = np.maximum(intra, inter)
         # NVLS: an all-reduce inside one NVLink domain only; each byte once each way at the
         # one-way NVLink rate (twice the paper's all-reduce bus bandwidth)
         protocols = tuple(p for p in protocols if not p.switch or kind == ALLREDUCE)
@@ -131,7 +174,7 @@ class CollectiveCost:
                 lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
                 per_byte = switch_per_byte / p.bandwidth_factor
             else:
-                hop = per_node * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s
+                hop = steps * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s
                 lat = latency_scale * (hops * hop + p.base_latency_s)
                 per_byte = seconds_per_byte / p.bandwidth_factor
             self.latency.append(np.where(self.active, lat, 0.0))
@@ -175,3 +218,99 @@ def collective_time(
 ):
     """Seconds of one collective of ``nbytes`` bytes over ``ranks`` ranks on ``nodes`` nodes."""
     return CollectiveCost(ranks, nodes, gpu, kind, protocols).time(nbytes)
+
+
+# --- inside one scale-up domain, by interconnect (docs/model.md §C1) --------------------------
+
+
+def _inside_domains(gpu: GPU, ranks, nodes, per_node, kind: str):
+    """(latency steps, seconds per byte) of one collective inside the scale-up domains.
+
+    ``per_node = R/M - 1``: the other ranks of a domain. The steps multiply each protocol's
+    per-rank latency (§A4); the seconds per byte are before the protocol's efficiency, and
+    already halved for collectives other than the all-reduce.
+    """
+    fabric = gpu.interconnect
+    if fabric == "torus":
+        return _torus(gpu, ranks / nodes, kind)
+    if fabric == "switch":
+        # §A4 as the paper writes it (kept operation for operation)
+        intra = (
+            nodes
+            * np.maximum(0.0, per_node)
+            / (ranks * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
+        )
+    else:
+        intra = nodes * np.maximum(0.0, per_node) / (ranks * _bus_bandwidth(gpu, per_node))
+    if kind != ALLREDUCE:
+        intra = intra / 2.0
+    return per_node, intra
+
+
+def _bus_bandwidth(gpu: GPU, peers):
+    """All-reduce bus bandwidth per GPU (one-way / 2, as §A3) of a ring over ``peers + 1``
+    GPUs of one domain: a full mesh uses only the links to the group's members; PCIe cards
+    use their bridge inside a bridge group and their PCIe link beyond it (§C1)."""
+    if gpu.interconnect == "full_mesh":
+        others = gpu.scale_up_domain_gpus - 1.0
+        per_peer = gpu.nvlink_bandwidth_bytes_per_s / others
+        return np.clip(peers, 1.0, others) * per_peer / 4.0
+    pcie = gpu.pcie_bandwidth_bytes_per_s / 4.0
+    if gpu.nvlink_bridge_gpus <= 1:
+        return pcie + 0.0 * peers
+    return np.where(
+        peers + 1.0 <= gpu.nvlink_bridge_gpus, gpu.nvlink_bandwidth_bytes_per_s / 4.0, pcie
+    )
+
+
+def torus_group_shape(chips, dimensions: tuple[int, ...]):
+    """Sides of the sub-torus holding a group of ``chips`` chips, largest first (§C1).
+
+    The group spans ``k = clip(floor(log2 chips), 1, D)`` of the torus's ``D`` dimensions (each
+    at least 2 chips long), split as evenly as the slice allows: equal sides ``chips^(1/k)``
+    on the ``k`` longest dimensions, each capped at its length. Returns (sides, k) with
+    ``sides`` of shape (D, ...) (inactive sides are 1).
+    """
+    r = np.maximum(np.asarray(chips, dtype=float), 1.0)
+    d = len(dimensions)
+    k = np.clip(np.floor(np.log2(r)), 1.0, float(d))
+    sides = np.ones((d,) + r.shape)
+    for used in range(1, d + 1):
+        sel = k == used
+        if not np.any(sel):
+            continue
+        caps = sorted(sorted(dimensions, reverse=True)[:used])  # the longest, shortest first
+        rest = r
+        for i, cap in enumerate(caps):
+            side = np.minimum(rest ** (1.0 / (used - i)), float(cap))
+            sides[i] = np.where(sel, side, sides[i])
+            rest = rest / side
+    return -np.sort(-sides, axis=0), k
+
+
+def _torus(gpu: GPU, chips, kind: str):
+    """(latency steps, seconds per byte) on a torus: a bidirectional ring per dimension.
+
+    All-reduce: the data is split over the ``k`` active dimensions and each share goes
+    through them in a rotated order, so every link is busy in every phase; a ring over ``s``
+    chips moves ``2(s - 1)/s`` of what it holds at ``β`` (one link both ways, halved without
+    wrap-around), and each phase holds ``1/s`` of the previous. All-to-all: every byte
+    crosses the average distance (``s/4`` per wrapped dimension) over ``k·b`` of links.
+    """
+    sides, k = torus_group_shape(chips, gpu.torus_dimensions)
+    link = gpu.link_bandwidth_bytes_per_s
+    beta = link if gpu.torus_wraparound else link / 2.0
+    held = np.ones_like(sides[0])
+    seconds = np.zeros_like(sides[0])
+    for s in sides:
+        seconds = seconds + 2.0 * (s - 1.0) / s / held / beta
+        held = held * s
+    seconds = seconds / k
+    steps = np.sum(sides - 1.0, axis=0)
+    if kind == ALLREDUCE:
+        return steps, seconds
+    if gpu.torus_wraparound:
+        distance = np.sum(np.where(sides > 1.0, sides / 4.0, 0.0), axis=0)
+    else:
+        distance = np.sum((sides**2 - 1.0) / (3.0 * sides), axis=0)
+    return steps, np.maximum(seconds / 2.0, distance / (k * link))

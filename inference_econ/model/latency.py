@@ -190,7 +190,8 @@ class StepModel:
     """One model on one GPU under some assumptions: evaluates layouts for (N, B) arrays.
 
     ``expert_parallel_by_tokens`` decides the expert degree by the tokens of a pass rather than
-    the requests (prefill: one long prompt saturates the experts).
+    the requests (prefill: one long prompt saturates the experts). ``companion`` is a workload
+    whose weights and KV cache share the GPUs (``companion_copies`` times: draft heads, §C3).
     """
 
     def __init__(
@@ -200,14 +201,20 @@ class StepModel:
         assumptions: Assumptions,
         integer_layouts: bool = False,
         expert_parallel_by_tokens: bool = False,
+        companion: Workload | None = None,
+        companion_copies: int = 0,
     ) -> None:
         self.work = work
+        self.companion = companion
+        self.companion_copies = companion_copies if companion is not None else 0
         self.assumptions = assumptions
         self.machine = Machine.build(gpu, work.weight_bits, assumptions, integer_layouts)
         self.kernel_s = work.layers * assumptions.kernels_per_layer * self.machine.launch_s
         self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
         self.expert_parallel_by_tokens = expert_parallel_by_tokens
         self.weights_total_bytes = work.weights_total_bytes
+        if self.companion_copies:
+            self.weights_total_bytes += self.companion_copies * companion.weights_total_bytes
         # node-aligned layouts (§B7): whole pipeline degrees dividing the layers and whole
         # attention degrees dividing the heads, searched besides the paper's log grids
         aligned = assumptions.node_aligned_layouts
@@ -226,6 +233,8 @@ class StepModel:
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
         kv_batch = B if self.assumptions.kv_capacity_whole_batch else B / p
         need = self.weights_total_bytes + w.kv_cache_bytes(context, kv_batch)
+        if self.companion_copies:
+            need = need + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
         return (N * self.machine.usable_hbm_bytes >= need) & (p <= np.minimum(N, B))
 
     # --- the part that does not depend on the attention divisor ---------------------------
@@ -265,7 +274,7 @@ class StepModel:
             ff_calls_1d=tuple(ff_1d),
             shared_calls=tuple(shared),
             kv_read_s=p * w.kv_cache_bytes(context, b) / bw_total,
-            ff_weight_read_s=p * (ff_weight + w.unembedding_bytes) / bw_total,
+            ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
             ff_context_compute_s=(ff + ctx) / (N * m.flop_per_s),
             projection_compute_s=proj / (N * m.flop_per_s),

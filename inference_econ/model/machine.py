@@ -42,7 +42,9 @@ class Machine:
             usable_hbm_bytes=gpu.hbm_capacity_bytes * (1.0 - assumptions.memory_reserve_fraction),
             node_gpus=float(gpu.scale_up_domain_gpus),
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
-            protocols=protocols_for(assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls),
+            protocols=protocols_for(
+                assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls, gpu
+            ),
             latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
             integer_layouts=integer_layouts,
         )

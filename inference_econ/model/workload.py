@@ -2,7 +2,9 @@
 
 ``Workload`` compiles an architecture, a precision and the assumptions into the handful of
 numbers the latency model needs, so the search over layouts works on plain floats and arrays.
-Layer groups are summed over; with one group every formula is the paper's.
+Layer groups are summed over; with one group every formula is the paper's. Hybrids (§C2) mix
+attention layers with recurrent ones: the token mixer's weights, reads and all-reduce widths are
+averaged over the layers, and a recurrent group caches a fixed state instead of positions.
 """
 
 from __future__ import annotations
@@ -47,7 +49,10 @@ class GroupWork:
     sparsity: float  # s = E // k (paper) or E / k
     shared: int  # always-active experts counted apart (0 under the paper's accounting)
     shared_d_ff: float
-    window: float  # cached positions are min(n, window); inf for full attention
+    window: float  # cached positions are min(n, window); inf for full attention, 0 if recurrent
+    #: Recurrent mixers (§C2): state bytes per sequence and FLOP per token, per layer.
+    state_bytes: float = 0.0
+    recurrent_flop_per_token: float = 0.0
 
     def routed_fraction_read(self, tokens):
         """Expected fraction of routed experts hit by ``tokens`` tokens (uniform routing, §A2)."""
@@ -85,6 +90,19 @@ class Workload:
     bytes_per_kv_element: float
     weight_bits: float
     mean_context_over_pass: bool
+    #: Hybrids (§C2): the share of layers whose mixer is attention, and the recurrent mixers'
+    #: matrices as (m, k, share of layers). ``attention_params_per_layer`` and
+    #: ``attention_heads_words`` are then averages over all layers.
+    attention_share: float = 1.0
+    recurrent_matrices: tuple[tuple[float, float, float], ...] = ()
+    #: Layers whose mixer is attention (KV cache per token; None: all layers).
+    attention_layers: int | None = None
+    #: Dense matrices applied once per token outside the layers (a draft head's input
+    #: projection, §C3), as (m, k).
+    extra_matrices: tuple[tuple[float, float], ...] = ()
+    #: Embedding parameters that live in another model's weights (a draft head sharing its
+    #: target's output head, §C3): computed and read, but not resident again.
+    shared_embedding_params: float = 0.0
 
     # --- parameters (§A1) ------------------------------------------------------------------
     def ff_params_per_expert(self, g: GroupWork) -> float:
@@ -94,12 +112,21 @@ class Workload:
         return g.shared * (g.matrices_in + g.matrices_out) * self.d_model * g.shared_d_ff
 
     @property
+    def extra_params(self) -> float:
+        return float(sum(m * k for m, k in self.extra_matrices))
+
+    @property
     def total_params(self) -> float:
         ff = sum(
             g.layers * (g.experts * self.ff_params_per_expert(g) + self.shared_ff_params(g))
             for g in self.groups
         )
-        return self.layers * self.attention_params_per_layer + ff + self.embedding_params
+        return (
+            self.layers * self.attention_params_per_layer
+            + ff
+            + self.embedding_params
+            + self.extra_params
+        )
 
     @property
     def active_ff_params(self) -> float:
@@ -115,16 +142,24 @@ class Workload:
             self.layers * self.attention_params_per_layer
             + self.active_ff_params
             + self.embedding_params
+            + self.extra_params
         )
 
     @property
     def weights_total_bytes(self) -> float:
-        return self.total_params * self.bytes_per_weight
+        """Bytes of the weights that must be resident (shared embeddings left out, §C3)."""
+        return (self.total_params - self.shared_embedding_params) * self.bytes_per_weight
 
     @property
     def kv_bytes_per_token(self) -> float:
-        """KV-cache bytes per token of context, all layers (§A1), ignoring windows."""
-        return self.kv_bytes_per_position_per_layer * self.layers
+        """KV-cache bytes per token of context, all attention layers (§A1), ignoring windows."""
+        layers = self.layers if self.attention_layers is None else self.attention_layers
+        return self.kv_bytes_per_position_per_layer * layers
+
+    @property
+    def state_bytes_per_sequence(self) -> float:
+        """Bytes of the recurrent layers' state per request, whatever the context (§C2)."""
+        return float(sum(g.layers * g.state_bytes for g in self.groups))
 
     # --- KV cache and FLOP (§A2) ------------------------------------------------------------
     def kv_cache_bytes(self, context, batch):
@@ -132,7 +167,10 @@ class Workload:
         total = 0.0
         for g in self.groups:
             total = total + g.layers * np.minimum(context, g.window)
-        return self.kv_bytes_per_position_per_layer * total * batch
+        cache = self.kv_bytes_per_position_per_layer * total * batch
+        if self.recurrent_matrices:  # a fixed state per request (§C2)
+            cache = cache + self.state_bytes_per_sequence * batch
+        return cache
 
     def effective_context(self, context, tokens_per_pass):
         """Context charged to each token of a pass: n (paper) or n + (S - 1)/2."""
@@ -149,8 +187,17 @@ class Workload:
         for g in self.groups:
             positions = positions + g.layers * np.minimum(n, g.window)
         ctx = self.context_flop_per_position_per_layer * positions * tokens
+        if self.recurrent_matrices:  # the state update of recurrent layers (§C2)
+            recurrent = sum(g.layers * g.recurrent_flop_per_token for g in self.groups)
+            ctx = ctx + recurrent * tokens
         proj = (
-            2.0 * (self.layers * self.attention_params_per_layer + self.embedding_params) * tokens
+            2.0
+            * (
+                self.layers * self.attention_params_per_layer
+                + self.embedding_params
+                + self.extra_params
+            )
+            * tokens
         )
         return ff, ctx, proj
 
@@ -184,22 +231,44 @@ class Workload:
         return weights, acts
 
     def attention_activation_bytes_per_token(self, tp):
-        """Activation bytes per token of one layer's attention matmuls."""
+        """Activation bytes per token of one layer's attention matmuls (the mixer's, averaged
+        over the layers for a hybrid, §C2)."""
         per_token = 0.0
         for m, k in self.attention_matrices:
             per_token = per_token + matmul_activation_bytes_per_token(
                 m, k, tp, self.bytes_per_activation
             )
+        if self.recurrent_matrices:
+            per_token = per_token * self.attention_share
+            for m, k, share in self.recurrent_matrices:
+                per_token = per_token + share * matmul_activation_bytes_per_token(
+                    m, k, tp, self.bytes_per_activation
+                )
         return per_token
 
     @property
     def attention_matrix_weight_bytes(self) -> float:
-        """Weight bytes of one layer's attention matrices."""
-        return sum(m * k for m, k in self.attention_matrices) * self.bytes_per_weight
+        """Weight bytes of one layer's attention matrices (averaged over a hybrid's layers)."""
+        total = sum(m * k for m, k in self.attention_matrices) * self.bytes_per_weight
+        if self.recurrent_matrices:
+            total = (
+                total * self.attention_share
+                + sum(share * m * k for m, k, share in self.recurrent_matrices)
+                * self.bytes_per_weight
+            )
+        return total
 
     @property
     def unembedding_bytes(self) -> float:
         return self.vocab_size * self.d_model * self.bytes_per_weight
+
+    @property
+    def output_weight_bytes(self) -> float:
+        """Weights read once per pass outside the layers: the output embedding and any extra
+        matrices of a draft head (§A2, §C3)."""
+        if not self.extra_matrices:
+            return self.unembedding_bytes
+        return self.unembedding_bytes + self.extra_params * self.bytes_per_weight
 
 
 MLA_DECODES = ("decompressed", "compressed", "absorbed")
@@ -257,12 +326,37 @@ def _attention_shape(arch: Architecture, a: Assumptions, kv_bytes: float):
         cache, ctx = mla_decode_costs(H, dh, r, v, c, a.mla_decode)
         return params, matrices, (H + kv) * dh, cache * kv_bytes, ctx
     kv = att.kv_vectors
-    params = (H + kv) * dh * d + H * dh * d
-    matrices = (((H + kv) * dh, d), (d, H * dh))
-    return params, matrices, (H + kv) * dh, kv * dh * kv_bytes, 4.0 * dh * H
+    gate = H if att.output_gate else 0  # the gate's H·dh rows come out of the query projection
+    params = (H + gate + kv) * dh * d + H * dh * d
+    matrices = (((H + gate + kv) * dh, d), (d, H * dh))
+    return params, matrices, (H + gate + kv) * dh, kv * dh * kv_bytes, 4.0 * dh * H
 
 
-def _group_work(g, assumptions: Assumptions) -> GroupWork:
+def recurrent_mixer_shape(mixer, d_model: int):
+    """(matrices (m, k), other parameters, state elements, FLOP per token, 2-D all-reduce
+    width) of one recurrent layer (docs/model.md §C2)."""
+    K = mixer.conv_kernel
+    if mixer.kind == "mamba":
+        inner, n, rank = mixer.inner, mixer.state_dim, mixer.dt_rank
+        matrices = ((2 * inner, d_model), (rank + 2 * n, inner), (inner, rank), (d_model, inner))
+        # convolution taps and bias, step bias, A (inner x n), D
+        other = inner * K + inner + inner + inner * n + inner
+        state = inner * n + (K - 1) * inner
+        flop = 7.0 * inner * n + 2.0 * inner * K
+        return matrices, other, state, flop, 2 * inner
+    qk = mixer.key_heads * mixer.key_head_dim
+    v = mixer.value_heads * mixer.value_head_dim
+    conv_channels = 2 * qk + v
+    matrices = ((2 * qk + 2 * v, d_model), (2 * mixer.value_heads, d_model), (d_model, v))
+    # convolution taps, per-head decay and step bias, the output norm
+    other = conv_channels * K + 2 * mixer.value_heads + mixer.value_head_dim
+    state = mixer.value_heads * mixer.key_head_dim * mixer.value_head_dim + (K - 1) * conv_channels
+    flop = 7.0 * mixer.value_heads * mixer.key_head_dim * mixer.value_head_dim
+    flop += 2.0 * conv_channels * K
+    return matrices, other, state, flop, 2 * qk + 2 * v
+
+
+def _group_work(g, assumptions: Assumptions, d_model: int = 0, kv_bits: float = 16) -> GroupWork:
     """One layer group's feed-forward side as numbers: experts, sparsity, shared experts and
     the attention window under the assumptions (§A1, §B2, §B4)."""
     f = g.ffn
@@ -281,6 +375,11 @@ def _group_work(g, assumptions: Assumptions) -> GroupWork:
         if (assumptions.sliding_windows and g.sliding_window_tokens)
         else math.inf
     )
+    state_bytes = recurrent_flop = 0.0
+    if g.mixer is not None:  # a fixed state instead of cached positions (§C2)
+        _, _, state, recurrent_flop, _ = recurrent_mixer_shape(g.mixer, d_model)
+        bits = g.mixer.state_bits if g.mixer.state_bits is not None else kv_bits
+        window, state_bytes = 0.0, state * bits / 8.0
     return GroupWork(
         layers=g.layers,
         d_ff=float(f.d_ff),
@@ -292,6 +391,8 @@ def _group_work(g, assumptions: Assumptions) -> GroupWork:
         shared=shared,
         shared_d_ff=float(f.shared_d_ff or f.d_ff),
         window=window,
+        state_bytes=float(state_bytes),
+        recurrent_flop_per_token=float(recurrent_flop),
     )
 
 
@@ -301,7 +402,13 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
     p = arch.precision
     wb, ab, kvb = p.bytes_per_weight, p.bytes_per_activation, p.bytes_per_kv_element
     params, matrices, heads_words, kv_layer, ctx_flop = _attention_shape(arch, assumptions, kvb)
-    groups = tuple(_group_work(g, assumptions) for g in arch.layer_groups)
+    kv_bits = kvb * 8.0
+    groups = tuple(_group_work(g, assumptions, arch.d_model, kv_bits) for g in arch.layer_groups)
+    mixers = {
+        "attention_params_per_layer": float(params),
+        "attention_heads_words": float(heads_words),
+        **_hybrid_mixers(arch, params, heads_words),
+    }
     embeddings = (
         (1 if (arch.tied_embeddings and assumptions.tied_embeddings_once) else 2)
         * arch.vocab_size
@@ -317,9 +424,7 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         tp_heads=int(att.kv_heads if (att.kind != "mla" and att.kv_heads > 1) else att.query_heads),
         kv_vectors=2.0 * att.query_heads if att.kind == "mla" else att.kv_vectors,
         head_dim=float(att.head_dim),
-        attention_heads_words=float(heads_words),
         attention_matrices=tuple((float(m), float(k)) for m, k in matrices),
-        attention_params_per_layer=float(params),
         kv_bytes_per_position_per_layer=float(kv_layer),
         context_flop_per_position_per_layer=float(ctx_flop),
         embedding_params=float(embeddings),
@@ -329,4 +434,30 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         bytes_per_kv_element=kvb,
         weight_bits=p.weight_bits,
         mean_context_over_pass=assumptions.mean_context_over_pass,
+        attention_layers=arch.attention_layers,
+        **mixers,
     )
+
+
+def _hybrid_mixers(arch: Architecture, attention_params, attention_words) -> dict:
+    """Workload fields of a hybrid's token mixers, averaged over its layers (§C2); empty for a
+    model whose every layer is attention (its numbers stay Part A's, operation for operation)."""
+    recurrent = [g for g in arch.layer_groups if not g.is_attention]
+    if not recurrent:
+        return {}
+    L = float(arch.layers)
+    share = arch.attention_layers / L
+    params = share * attention_params
+    words = share * attention_words
+    matrices = []
+    for g in recurrent:
+        mats, other, _, _, width = recurrent_mixer_shape(g.mixer, arch.d_model)
+        params += g.layers / L * (sum(m * k for m, k in mats) + other)
+        words += g.layers / L * width
+        matrices += [(float(m), float(k), g.layers / L) for m, k in mats]
+    return {
+        "attention_share": share,
+        "recurrent_matrices": tuple(matrices),
+        "attention_params_per_layer": float(params),
+        "attention_heads_words": float(words),
+    }

@@ -87,7 +87,7 @@ def _columns(model, arch, counts, batches, S, context, pipeline) -> Layout:
 
 def evaluate(problem):
     """Latency on the discrete grid: (N, B, latency, layouts) with rows = batches, cols = GPUs;
-    the layouts are ({γ: Layout}, draft Layout or None)."""
+    the layouts are ({S: Layout} of the target, {S: Layout} of the draft or None)."""
     s, d = problem.setting, problem.decoder
     counts = gpu_counts(problem.min_gpus, s.gpu.scale_up_domain_gpus)
     sparsity = max(g.sparsity for g in d.work.groups)
@@ -96,9 +96,16 @@ def evaluate(problem):
     layouts = {
         g: _columns(d.target, s.model, counts, batches, g, ctx, pipe) for g in d.gamma_values()
     }
-    draft = _columns(d.draft, s.spec.draft, counts, batches, 1, ctx, pipe) if d.draft else None
+    draft = None
+    if d.draft is not None:
+        head = s.spec.draft_architecture
+        draft = {
+            x: _columns(d.draft, head, counts, batches, x, ctx, pipe) for x in d.draft_values()
+        }
     latency, _ = combine(
-        {g: v.latency_s for g, v in layouts.items()}, draft.latency_s if draft else None, s.spec
+        {g: v.latency_s for g, v in layouts.items()},
+        {x: v.latency_s for x, v in draft.items()} if draft else None,
+        s.spec,
     )
     N, B = np.meshgrid(counts, batches)
     return N, B, latency, (layouts, draft)
@@ -117,5 +124,5 @@ def describe(problem, N, B, layouts, idx):
     """The frontier rows of the discrete search, with the layouts it found."""
     per_gamma, draft = layouts
     pick = {g: _flat(v).select(idx) for g, v in per_gamma.items()}
-    dpick = _flat(draft).select(idx) if draft is not None else None
+    dpick = {x: _flat(v).select(idx) for x, v in draft.items()} if draft is not None else None
     return problem.decoder.describe(N.ravel()[idx], B.ravel()[idx], pick, dpick)

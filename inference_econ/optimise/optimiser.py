@@ -58,8 +58,8 @@ class Problem:
 
     def pass_latencies(self, n_values, b_values):
         """Pass latencies on the grid b_values x n_values before speculation combines them
-        (§A5-§A6): ``({S: target pass at S tokens for S = 1 … γ_max}, draft pass or None)``,
-        every layout searched at every point. They do not depend on the acceptance rate."""
+        (§A5-§A6, §C3): ``({S: target pass at S tokens}, {S: draft pass} or None)``, every
+        layout searched at every point. They do not depend on the acceptance rate."""
         s, d = self.setting, self.decoder
         gammas = d.gamma_values()
 
@@ -69,12 +69,13 @@ class Problem:
             )
 
         T = dict(zip(gammas, run(d.target, gammas)))
-        D = run(d.draft, [1])[0] if d.draft is not None else None
+        drafts = d.draft_values()
+        D = dict(zip(drafts, run(d.draft, drafts))) if d.draft is not None else None
         return T, D
 
     def grid_latency(self, n_values, b_values):
-        """Per-token latency and draft length on the grid b_values x n_values (§A5-§A6):
-        speculation picks the best γ per point from ``pass_latencies``."""
+        """Per-token latency and verified tokens on the grid b_values x n_values: speculation
+        picks the best cycle per point from ``pass_latencies`` (§A6, §C3)."""
         T, D = self.pass_latencies(n_values, b_values)
         return combine(T, D, self.setting.spec)
 
@@ -85,7 +86,9 @@ class Problem:
         N, B = np.meshgrid(np.asarray(n_values, dtype=float), np.asarray(b_values, dtype=float))
         ctx, pipe = s.context_tokens, s.pipeline
         T = {g: best_latency(d.target, N, B, g, ctx, pipe) for g in d.gamma_values()}
-        D = best_latency(d.draft, N, B, 1, ctx, pipe) if d.draft else None
+        D = None
+        if d.draft is not None:
+            D = {x: best_latency(d.draft, N, B, x, ctx, pipe) for x in d.draft_values()}
         return combine(T, D, s.spec)
 
     def evaluate_grid(self):

@@ -69,7 +69,7 @@ def chain_costs(
     check_number(
         link, "argument", "link_bytes_per_s", minimum=0, exclusive_minimum=True, unit="bytes/s"
     )
-    positions = sum(g.layers for g in work.groups)
+    positions = sum(g.layers for g in work.groups if g.window > 0)  # recurrent layers: none
     return ChainCosts(
         flop_per_token=2.0 * work.active_params,
         attention_flop_per_pair=work.context_flop_per_position_per_layer * positions,

@@ -21,7 +21,7 @@ from ..model.layouts import Layout, best_layout
 from ..model.workload import compile_workload
 from .prefill import prefill_latency_s
 from .setting import Setting
-from .speculative import combine, expected_tokens
+from .speculative import combine, draft_labels, draft_tokens, target_tokens
 
 #: Columns that say what a configuration is and what it achieves, in display order.
 POINT_COLUMNS = ["tokens_per_s", "usd_per_mtok", "gpus", "batch"]
@@ -41,64 +41,79 @@ SIDES = ("memory_time_s", "compute_time_s")
 
 
 class Decoder:
-    """A setting compiled: the target's (and the draft's) step models."""
+    """A setting compiled: the target's (and the draft's or draft heads') step models."""
 
     def __init__(self, setting: Setting, integer_layouts: bool = False) -> None:
         self.setting = setting
         a = setting.assumptions
         self.integer_layouts = integer_layouts
         self.work = compile_workload(setting.model, a)
-        self.target = StepModel(self.work, setting.gpu, a, integer_layouts)
+        spec = setting.spec
+        companion, copies = spec.resident(a) if spec is not None else (None, 0)
+        self.target = StepModel(
+            self.work, setting.gpu, a, integer_layouts, companion=companion, companion_copies=copies
+        )
         self.draft = None
-        if setting.spec is not None:
-            dwork = compile_workload(setting.spec.draft, a)
-            self.draft = StepModel(dwork, setting.gpu, a, integer_layouts)
+        if spec is not None:
+            self.draft = StepModel(spec.draft_workload(a), setting.gpu, a, integer_layouts)
 
     @property
     def min_gpus(self) -> float:
-        """The fewest GPUs whose HBM holds the weights (§A7's grid start)."""
-        return self.target.weights_total_bytes / self.setting.gpu.hbm_capacity_bytes
+        """The fewest GPUs whose HBM holds the target's weights (§A7's grid start; draft heads
+        take memory too, which the capacity check charges, but the grid stays the target's so
+        that settings with and without heads are compared on the same points)."""
+        return self.work.weights_total_bytes / self.setting.gpu.hbm_capacity_bytes
 
     def gamma_values(self) -> list[int]:
-        """Target passes needed: S = 1 (no speculation) and every draft length (§A6)."""
-        return [1] + (list(self.setting.spec.draft_lengths) if self.setting.spec else [])
+        """Target passes needed, tokens per request: 1 (no speculation) and every verification
+        (the draft lengths of §A6, the trees of §C3)."""
+        return target_tokens(self.setting.spec)
 
-    def layouts(self, N, B) -> tuple[dict[int, Layout], Layout | None]:
-        """The best layout of every target pass and of the draft at the points (N, B)."""
+    def draft_values(self) -> list[int]:
+        """Draft passes needed, tokens per request (§A6: only 1)."""
+        return draft_tokens(self.setting.spec)
+
+    def layouts(self, N, B) -> tuple[dict[int, Layout], dict[int, Layout] | None]:
+        """The best layout of every target pass and of every draft pass at the points (N, B)."""
         s = self.setting
         ctx, pipe = s.context_tokens, s.pipeline
         target = {g: best_layout(self.target, N, B, g, ctx, pipe) for g in self.gamma_values()}
-        draft = best_layout(self.draft, N, B, 1, ctx, pipe) if self.draft else None
+        draft = None
+        if self.draft is not None:
+            draft = {d: best_layout(self.draft, N, B, d, ctx, pipe) for d in self.draft_values()}
         return target, draft
 
-    def describe(self, N, B, layouts=None, draft_layout=None) -> pd.DataFrame:
+    def describe(self, N, B, layouts=None, draft_layouts=None) -> pd.DataFrame:
         """Layouts, breakdowns and economics of configurations (N, B) (1-D arrays).
 
-        ``layouts`` ({γ: Layout}) and ``draft_layout`` give the layouts when they are already
-        known (discrete search); otherwise the search of §A5 finds them.
+        ``layouts`` ({S: Layout}) and ``draft_layouts`` ({S: Layout}) give the layouts when
+        they are already known (discrete search); otherwise the search of §A5 finds them.
         """
         N = np.atleast_1d(np.asarray(N, dtype=float))
         B = np.atleast_1d(np.asarray(B, dtype=float))
         if layouts is None:
-            layouts, draft_layout = self.layouts(N, B)
-        draft_lat = draft_layout.latency_s if draft_layout is not None else None
-        latency, gamma = combine(
+            layouts, draft_layouts = self.layouts(N, B)
+        draft_lat = (
+            {d: lay.latency_s for d, lay in draft_layouts.items()} if draft_layouts else None
+        )
+        latency, verify = combine(
             {g: lay.latency_s for g, lay in layouts.items()}, draft_lat, self.setting.spec
         )
-        bd = self._breakdown(N, B, gamma, layouts, draft_layout)
-        chosen = _chosen_layout(layouts, gamma)
-        df = self._frame(N, B, latency, gamma, chosen, bd)
+        bd = self._breakdown(N, B, verify, layouts, draft_layouts)
+        chosen = _chosen_layout(layouts, verify)
+        df = self._frame(N, B, latency, draft_labels(self.setting.spec, verify), chosen, bd)
         if self.setting.prompt_tokens is not None:
             df["ttft_s"] = prefill_latency_s(self.setting, N, self.integer_layouts) + latency
         return df
 
-    def _breakdown(self, N, B, gamma, layouts, draft_layout) -> Breakdown:
-        """The breakdown per generated token of the chosen draft length at every point: for
-        γ > 1 the target pass and γ draft passes, divided by the tokens a cycle yields."""
+    def _breakdown(self, N, B, verify, layouts, draft_layouts) -> Breakdown:
+        """The breakdown per generated token of the chosen cycle at every point: the target's
+        verification pass and the cycle's draft passes, divided by the tokens a cycle yields."""
         ctx = self.setting.context_tokens
+        cycles = {c.verify_tokens: c for c in self.setting.spec.cycles()} if self.draft else {}
         out = None
         for g, lay in layouts.items():
-            sel = gamma == g
+            sel = verify == g
             if not np.any(sel):
                 continue
             part = self.target.breakdown(
@@ -110,13 +125,15 @@ class Decoder:
                 lay.attention_divisor[sel],
                 lay.two_d[sel],
             )
-            if g > 1:
-                d = draft_layout.select(sel)
-                draft = self.draft.breakdown(
-                    N[sel], B[sel], 1, ctx, d.pipeline, d.attention_divisor, d.two_d
-                )
-                scale = 1.0 / expected_tokens(self.setting.spec.acceptance, g)
-                part = _combine(part, draft, g, scale)
+            if g in cycles:
+                drafts = []
+                for tokens, count in cycles[g].draft_passes:
+                    d = draft_layouts[tokens].select(sel)
+                    bd = self.draft.breakdown(
+                        N[sel], B[sel], tokens, ctx, d.pipeline, d.attention_divisor, d.two_d
+                    )
+                    drafts.append((count, bd))
+                part = _combine(part, drafts, 1.0 / cycles[g].expected_tokens)
             out = _scatter(out, sel, part)
         return out if out is not None else _empty_breakdown(N.shape)
 
@@ -170,14 +187,16 @@ def _chosen_layout(layouts: dict[int, Layout], gamma) -> Layout:
     return Layout(None, p, a, two)
 
 
-def _combine(target: Breakdown, draft: Breakdown, gamma: int, scale: float) -> Breakdown:
-    """Per generated token of a speculative cycle: scale·(target pass + γ·draft pass)."""
-    return Breakdown(
-        **{
-            f.name: scale * (getattr(target, f.name) + gamma * getattr(draft, f.name))
-            for f in dataclasses.fields(Breakdown)
-        }
-    )
+def _combine(target: Breakdown, drafts: list, scale: float) -> Breakdown:
+    """Per generated token of a speculative cycle: scale·(target pass + Σ n·draft pass)."""
+
+    def total(name):
+        value = getattr(target, name)
+        for count, draft in drafts:
+            value = value + count * getattr(draft, name)
+        return scale * value
+
+    return Breakdown(**{f.name: total(f.name) for f in dataclasses.fields(Breakdown)})
 
 
 def _empty_breakdown(shape) -> Breakdown:

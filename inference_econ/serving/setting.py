@@ -18,7 +18,7 @@ from ..errors import SpecError
 from ..model.assumptions import Assumptions, preset
 from ..specs.architecture import Architecture, Precision, load_model
 from ..specs.hardware import GPU, load_hardware
-from .speculative import SpecDecoding
+from .speculative import DraftHeads, SpecDecoding, eagle_head, mtp_heads
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,8 @@ class Setting:
     context_tokens: float = 0.0
     max_throughput_tokens_per_s: float = math.inf
     pipeline: bool = True
-    spec: SpecDecoding | None = None
+    #: Speculation: a draft model (§A6) or draft heads (§C3).
+    spec: SpecDecoding | DraftHeads | None = None
     assumptions: Assumptions = Assumptions()
     label: str = ""
     #: Prompt length for time to first token; with ``ttft_max_s`` the frontier keeps only
@@ -63,12 +64,7 @@ def make_setting(model, hardware, **options) -> Setting:
     arch = load_model(model).with_precision(
         values["weight_bits"], values["activation_bits"], values["kv_cache_bits"]
     )
-    spec = None
-    if values["draft"] is not None:
-        draft = load_model(values["draft"])
-        if values["draft_weight_bits"] is not None:
-            draft = draft.with_precision(weight_bits=values["draft_weight_bits"])
-        spec = SpecDecoding(draft, values["acceptance"], values["max_draft_tokens"])
+    spec = _speculation(arch, values)
     if values["ttft_max_s"] is not None and values["prompt_tokens"] is None:
         raise SpecError(
             "argument",
@@ -92,3 +88,38 @@ def make_setting(model, hardware, **options) -> Setting:
         max_throughput_tokens_per_s=math.inf if cap is None else cap,
         **copied,
     )
+
+
+def _speculation(arch: Architecture, values: dict):
+    """The speculation a setting's values ask for: a draft model (§A6), draft heads (§C3) or
+    none. The two are exclusive; per-position acceptance and trees are for heads only."""
+    heads = values["draft_heads"]
+    if values["draft"] is not None and heads is not None:
+        raise SpecError(
+            "argument",
+            "draft_heads",
+            "given together with a draft model",
+            "speculate with either a draft model (draft) or draft heads (draft_heads)",
+        )
+    if heads is None:
+        for name, unset in (("acceptance_by_position", None), ("tree_branching", 1)):
+            if values[name] != unset:
+                raise SpecError(
+                    "argument",
+                    name,
+                    "applies to draft heads only",
+                    "give draft_heads (--draft-heads mtp or eagle), or drop it: a draft model"
+                    " uses one acceptance (the paper's §A6)",
+                )
+    if values["draft"] is not None:
+        draft = load_model(values["draft"])
+        if values["draft_weight_bits"] is not None:
+            draft = draft.with_precision(weight_bits=values["draft_weight_bits"])
+        return SpecDecoding(draft, values["acceptance"], values["max_draft_tokens"])
+    if heads is None:
+        return None
+    acceptance = values["acceptance_by_position"] or (values["acceptance"],)
+    depth, k = values["max_draft_tokens"], values["tree_branching"]
+    if heads == "mtp":
+        return mtp_heads(arch, acceptance, depth, k)
+    return eagle_head(arch, acceptance, depth, k, values["eagle_layers"])

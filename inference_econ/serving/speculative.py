@@ -1,37 +1,71 @@
-"""Speculative decoding (docs/model.md §A6, paper §4.1).
+"""Speculative decoding: a draft model (docs/model.md §A6, paper §4.1) and draft heads on the
+target's own features - multi-token prediction modules and EAGLE heads, as chains or top-k
+trees (§C3).
 
-A draft model on the same GPUs and batch proposes ``γ`` tokens (γ draft passes with S = 1);
-the target verifies them in one pass with S = γ. With i.i.d. acceptance probability ``α`` a
-cycle yields ``(1 - α^γ)/(1 - α)`` tokens on average (docs/model.md §A6). The draft length is
-chosen per configuration; γ = 1 stands for "no speculation", always a candidate.
+Every method is a list of ``Cycle`` s: the target verifies ``verify_tokens`` tokens per request
+in one pass after some draft passes, and a cycle yields ``expected_tokens`` tokens on average.
+The time per generated token of a cycle is (target pass + draft passes) / expected tokens;
+``combine`` takes the fastest cycle, or no speculation, at every configuration.
+
+* Draft model (the paper's method, unchanged): γ draft passes with S = 1, a verification pass
+  with S = γ, ``(1 - α^γ)/(1 - α)`` tokens per cycle.
+* Draft heads: a head of depth ``D`` drafts ``D`` tokens along a chain (``branching = 1``) or a
+  tree with ``k`` candidates per node. Its first pass re-reads the ``D + 1`` positions the last
+  cycle may have accepted (the head keeps its own KV cache) and proposes depth 1; pass ``i``
+  expands the ``k^(i-1)`` nodes of depth ``i - 1``. The target verifies the root and every node,
+  ``1 + k + … + k^D`` tokens. With top-1 acceptance ``α_i`` at depth ``i``, one of ``k``
+  candidates is accepted with ``q_i = 1 - (1 - α_i)^k`` and a cycle yields
+  ``1 + Σ_i Π_{j<=i} q_j`` tokens (the accepted drafts and the target's own next token).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import SpecError
-from ..specs.architecture import Architecture
+from ..model.assumptions import Assumptions
+from ..model.workload import Workload, compile_workload
+from ..specs.architecture import Architecture, FeedForward, LayerGroup
+
+#: Kinds of draft heads (``draft_heads`` setting).
+HEAD_KINDS = ("mtp", "eagle")
+#: Largest verification pass a tree may ask for, tokens per request.
+MAX_TREE_TOKENS = 4096
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One way to speculate: the passes of a cycle and the tokens it yields on average."""
+
+    #: The ``draft_tokens`` column: γ (draft model) or the depth D (draft heads).
+    label: int
+    #: Tokens per request of the target's verification pass.
+    verify_tokens: int
+    #: (tokens per request, number) of the draft passes.
+    draft_passes: tuple[tuple[int, int], ...]
+    expected_tokens: float
+
+
+def _probability(value: float, field: str) -> float:
+    if not 0.0 <= value <= 1.0 or math.isnan(value):
+        raise SpecError("argument", field, f"is {value!r}", "expected a probability in [0, 1]")
+    return float(value)
 
 
 @dataclass(frozen=True)
 class SpecDecoding:
-    """A draft model, its per-token acceptance probability and the longest draft."""
+    """A draft model, its per-token acceptance probability and the longest draft (§A6)."""
 
     draft: Architecture
     acceptance: float
     max_draft_tokens: int = 5
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.acceptance <= 1.0:
-            raise SpecError(
-                "argument",
-                "acceptance",
-                f"is {self.acceptance!r}",
-                "expected a probability in [0, 1]",
-            )
+        _probability(self.acceptance, "acceptance")
         if int(self.max_draft_tokens) != self.max_draft_tokens or self.max_draft_tokens < 1:
             raise SpecError(
                 "argument",
@@ -45,31 +79,265 @@ class SpecDecoding:
         """The draft lengths γ tried besides no speculation (paper: 2 … γ_max)."""
         return range(2, int(self.max_draft_tokens) + 1)
 
+    @property
+    def draft_architecture(self) -> Architecture:
+        return self.draft
+
+    def cycles(self) -> tuple[Cycle, ...]:
+        return tuple(
+            Cycle(g, g, ((1, g),), expected_tokens(self.acceptance, g)) for g in self.draft_lengths
+        )
+
+    def draft_workload(self, assumptions: Assumptions) -> Workload:
+        return compile_workload(self.draft, assumptions)
+
+    def resident(self, assumptions: Assumptions) -> tuple[Workload | None, int]:
+        """Weights that must sit beside the target's (none: the paper charges the draft
+        model's memory to no one, §A6)."""
+        return None, 0
+
+    def no_speculation_label(self) -> int:
+        return 1  # the paper's convention: γ = 1 stands for no speculation
+
+    def with_acceptance(self, value: float) -> SpecDecoding:
+        return dataclasses.replace(self, acceptance=value)
+
+    def describe(self) -> str:
+        return f"draft model {self.draft.name}, acceptance {self.acceptance:g}"
+
+
+@dataclass(frozen=True)
+class DraftHeads:
+    """Draft heads on the target's features: MTP modules or an EAGLE head (§C3).
+
+    ``head`` is one head as a small model (its decoder layers); ``projection_params`` the
+    weights that mix the target's feature with the next token's embedding; ``copies`` the heads
+    resident in memory (MTP: one per module; a depth beyond them reuses the last module).
+    ``acceptance`` gives the top-1 acceptance at depths 1, 2, … (the last value repeats).
+    """
+
+    kind: str
+    head: Architecture
+    projection_params: float
+    copies: int
+    acceptance: tuple[float, ...]
+    max_depth: int = 5
+    branching: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in HEAD_KINDS:
+            raise SpecError(
+                "argument", "draft_heads", f"unknown kind {self.kind!r}", f"choose {HEAD_KINDS}"
+            )
+        if not self.acceptance:
+            raise SpecError("argument", "acceptance_by_position", "is empty", "give probabilities")
+        for a in self.acceptance:
+            _probability(a, "acceptance_by_position")
+        for field in ("max_depth", "branching"):
+            value = getattr(self, field)
+            if int(value) != value or value < 1:
+                raise SpecError("argument", field, f"is {value!r}", "expected a whole number >= 1")
+        if tree_tokens(self.branching, self.max_depth) > MAX_TREE_TOKENS:
+            raise SpecError(
+                "argument",
+                "tree_branching",
+                f"a tree of {self.branching} candidates per node and depth {self.max_depth} has "
+                f"{tree_tokens(self.branching, self.max_depth)} nodes",
+                f"keep 1 + k + ... + k^depth <= {MAX_TREE_TOKENS}: lower --max-draft or the branching",
+            )
+
+    @property
+    def draft_architecture(self) -> Architecture:
+        return self.head
+
+    def acceptance_at(self, depth: int) -> float:
+        """Top-1 acceptance at ``depth`` (1-based; the last given value repeats)."""
+        return self.acceptance[min(depth, len(self.acceptance)) - 1]
+
+    def expected_tokens(self, depth: int) -> float:
+        """Tokens a cycle of this depth yields: 1 + Σ_i Π_{j<=i} q_j (§C3)."""
+        total, reach = 1.0, 1.0
+        for i in range(1, depth + 1):
+            reach *= 1.0 - (1.0 - self.acceptance_at(i)) ** self.branching
+            total += reach
+        return total
+
+    def cycles(self) -> tuple[Cycle, ...]:
+        out = []
+        k = self.branching
+        for depth in range(1, int(self.max_depth) + 1):
+            passes: dict[int, int] = {depth + 1: 1}  # re-read the accepted path, propose depth 1
+            for i in range(2, depth + 1):
+                passes[k ** (i - 1)] = passes.get(k ** (i - 1), 0) + 1
+            out.append(
+                Cycle(
+                    depth,
+                    tree_tokens(k, depth),
+                    tuple(sorted(passes.items())),
+                    self.expected_tokens(depth),
+                )
+            )
+        return tuple(out)
+
+    def draft_workload(self, assumptions: Assumptions) -> Workload:
+        """One head as a workload: its layers, the input projection, and the shared output head
+        (computed and read every pass, not resident again)."""
+        work = compile_workload(self.head, assumptions)
+        d = float(self.head.d_model)
+        logits = float(self.head.vocab_size) * d
+        return dataclasses.replace(
+            work,
+            embedding_params=logits,
+            shared_embedding_params=logits,
+            extra_matrices=((d, self.projection_params / d),) if self.projection_params else (),
+        )
+
+    def resident(self, assumptions: Assumptions) -> tuple[Workload, int]:
+        """The head's weights and KV cache live beside the target's: (workload, copies)."""
+        return self.draft_workload(assumptions), int(self.copies)
+
+    def no_speculation_label(self) -> int:
+        return 0
+
+    def with_acceptance(self, value: float) -> DraftHeads:
+        return dataclasses.replace(self, acceptance=(value,))
+
+    def describe(self) -> str:
+        acc = ", ".join(f"{a:g}" for a in self.acceptance)
+        tree = f", top-{self.branching} tree" if self.branching > 1 else ""
+        return f"{self.kind} heads ({self.head.name}), acceptance by depth {acc}{tree}"
+
+
+def tree_tokens(branching: int, depth: int) -> int:
+    """Nodes of a full tree with the root: 1 + k + … + k^depth."""
+    return sum(int(branching) ** i for i in range(int(depth) + 1))
+
 
 def expected_tokens(acceptance: float, draft_tokens: int) -> float:
-    """Tokens produced per verification cycle: (1 - α^γ)/(1 - α) (γ when α = 1)."""
+    """Tokens produced per verification cycle of a draft model: (1 - α^γ)/(1 - α) (γ when
+    α = 1; §A6)."""
     if acceptance >= 1.0:
         return float(draft_tokens)
     return (1.0 - acceptance**draft_tokens) / (1.0 - acceptance)
 
 
 def per_token_latency(target_pass_s, draft_pass_s, acceptance: float, draft_tokens: int):
-    """Seconds per generated token of one cycle: (T_γ + γ·D) / E[tokens] (paper Eq. 46)."""
+    """Seconds per generated token of one draft-model cycle: (T_γ + γ·D) / E[tokens] (paper
+    Eq. 46)."""
     return (target_pass_s + draft_tokens * draft_pass_s) / expected_tokens(acceptance, draft_tokens)
 
 
-def combine(target_passes: dict, draft_pass_s, spec: SpecDecoding | None):
-    """Best per-token latency and draft length from target passes {γ: T_γ} and the draft's D.
+def cycle_latency(cycle: Cycle, target_passes: dict, draft_passes: dict):
+    """Seconds per generated token of one cycle: (T_verify + Σ n·D_s) / expected tokens."""
+    total = target_passes[cycle.verify_tokens]
+    for tokens, count in cycle.draft_passes:
+        total = total + count * draft_passes[tokens]
+    return total / cycle.expected_tokens
 
-    Returns (latency, γ) arrays; γ = 1 means no speculation.
+
+def combine(target_passes: dict, draft_passes, spec):
+    """Best per-token latency and cycle at every point, from target passes {S: T_S} and draft
+    passes {S: D_S} (an array stands for {1: D}).
+
+    Returns (latency, verify tokens) arrays; 1 verified token means no speculation.
     """
     best = np.asarray(target_passes[1], dtype=float)
-    gamma = np.ones(best.shape, dtype=np.int64)
+    verify = np.ones(best.shape, dtype=np.int64)
     if spec is None:
-        return best, gamma
-    for g in spec.draft_lengths:
-        cand = per_token_latency(target_passes[g], draft_pass_s, spec.acceptance, g)
+        return best, verify
+    if not isinstance(draft_passes, dict):
+        draft_passes = {1: draft_passes}
+    for cycle in spec.cycles():
+        cand = cycle_latency(cycle, target_passes, draft_passes)
         better = cand < best
         best = np.where(better, cand, best)
-        gamma = np.where(better, g, gamma)
-    return best, gamma
+        verify = np.where(better, cycle.verify_tokens, verify)
+    return best, verify
+
+
+def target_tokens(spec) -> list[int]:
+    """Tokens per request of every target pass a setting needs: 1 and each verification."""
+    if spec is None:
+        return [1]
+    return [1] + sorted({c.verify_tokens for c in spec.cycles()} - {1})
+
+
+def draft_tokens(spec) -> list[int]:
+    """Tokens per request of every draft pass a setting needs."""
+    if spec is None:
+        return []
+    return sorted({s for c in spec.cycles() for s, _ in c.draft_passes})
+
+
+def draft_labels(spec, verify):
+    """The ``draft_tokens`` column from the verified tokens of the chosen cycles."""
+    verify = np.asarray(verify)
+    if spec is None:
+        return verify
+    out = np.full(verify.shape, spec.no_speculation_label(), dtype=np.int64)
+    for c in spec.cycles():
+        out = np.where(verify == c.verify_tokens, c.label, out)
+    return out
+
+
+# --- building heads (§C3) --------------------------------------------------------------------
+
+
+def mtp_heads(model: Architecture, acceptance, max_depth: int = 5, branching: int = 1):
+    """The multi-token prediction modules a model ships (its ``mtp:`` block) as draft heads."""
+    mtp = model.mtp
+    if mtp is None:
+        raise SpecError(
+            model.source_file or model.name,
+            "mtp",
+            f"{model.name} has no multi-token prediction modules",
+            "use draft_heads: eagle, or add an 'mtp:' block to the model file",
+        )
+    g = model.group(mtp.layer_group)
+    head = _head(model, f"{model.name} MTP module", g.ffn, 1, g.mixer, g.sliding_window_tokens)
+    return DraftHeads(
+        "mtp",
+        head,
+        float(mtp.projection_params),
+        mtp.modules,
+        _acceptances(acceptance),
+        max_depth,
+        branching,
+    )
+
+
+def eagle_head(
+    model: Architecture, acceptance, max_depth: int = 5, branching: int = 1, layers: int = 1
+):
+    """An EAGLE-style head: ``layers`` decoder layers with the target's attention and a dense
+    feed-forward block (the target's first dense one; for an all-MoE target, one as wide as a
+    token's active experts), and an input projection of 2·d x d (§C3)."""
+    dense = next((g.ffn for g in model.layer_groups if not g.ffn.is_moe), None)
+    if dense is None:
+        f = model.layer_groups[-1].ffn
+        width = f.d_ff * f.active_experts + (f.shared_d_ff or f.d_ff) * f.shared_experts
+        dense = FeedForward(d_ff=width, matrices_in=f.matrices_in, matrices_out=f.matrices_out)
+    head = _head(model, f"{model.name} EAGLE head", dense, layers, None, None)
+    projection = 2.0 * model.d_model * model.d_model
+    return DraftHeads("eagle", head, projection, 1, _acceptances(acceptance), max_depth, branching)
+
+
+def _head(model: Architecture, name, ffn, layers, mixer, window) -> Architecture:
+    group = LayerGroup(
+        name="head", layers=int(layers), ffn=ffn, sliding_window_tokens=window, mixer=mixer
+    )
+    return dataclasses.replace(
+        model,
+        name=name,
+        layer_groups=(group,),
+        aliases=(),
+        published_total_params=None,
+        published_active_params=None,
+        mtp=None,
+    )
+
+
+def _acceptances(acceptance) -> tuple[float, ...]:
+    if isinstance(acceptance, (int, float)):
+        return (float(acceptance),)
+    return tuple(float(a) for a in acceptance)

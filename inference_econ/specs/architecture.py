@@ -3,6 +3,9 @@
 The schema covers what docs/model.md Part B needs even where Part A ignores it: several layer groups
 (DeepSeek-V3: 3 dense + 58 MoE layers), shared experts, MLA with its rope / nope / value head
 dimensions, sliding-window attention, tied embeddings and a default precision per tensor kind.
+Part C adds hybrids (§C2: layer groups whose mixer is a recurrent layer with a fixed-size state,
+Mamba or Gated DeltaNet, instead of attention), gated attention outputs and the multi-token
+prediction modules some models ship (§C3).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from .schema import Reader
 from .yamlfile import load_yaml
 
 ACTIVATIONS = {"swiglu": (2, 1), "geglu": (2, 1), "gelu": (1, 1), "relu": (1, 1), "mlp": (1, 1)}
+#: Recurrent mixers a layer group may use instead of attention (docs/model.md §C2).
+MIXERS = ("mamba", "gated_deltanet")
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,9 @@ class Attention:
     q_lora_rank: int = 0
     rope_head_dim: int = 0
     value_head_dim: int = 0
+    #: A sigmoid gate on the attention output, computed by the query projection (Qwen3-Next):
+    #: H·dh·d more weights (§C2).
+    output_gate: bool = False
 
     @property
     def group_size(self) -> float:
@@ -103,13 +111,59 @@ class FeedForward:
 
 
 @dataclass(frozen=True)
+class RecurrentMixer:
+    """A token mixer with a fixed-size state per sequence instead of a growing KV cache
+    (docs/model.md §C2): Mamba (selective state space) or Gated DeltaNet (linear attention
+    with a delta-rule state). Its weights, state and per-token work follow from the dims.
+
+    * ``mamba``: ``inner`` channels (expand x d), ``state_dim`` per channel, a causal
+      convolution of ``conv_kernel`` taps, a ``dt_rank`` step projection;
+    * ``gated_deltanet``: ``key_heads`` x ``key_head_dim`` queries/keys, ``value_heads`` x
+      ``value_head_dim`` values, a ``conv_kernel``-tap convolution on q, k and v.
+    """
+
+    kind: str
+    conv_kernel: int
+    inner: int = 0
+    state_dim: int = 0
+    dt_rank: int = 0
+    key_heads: int = 0
+    value_heads: int = 0
+    key_head_dim: int = 0
+    value_head_dim: int = 0
+    #: Bits per element of the state (None: the KV-cache precision).
+    state_bits: float | None = None
+
+
+@dataclass(frozen=True)
 class LayerGroup:
-    """Consecutive (or interleaved) layers that share a feed-forward block and window."""
+    """Consecutive (or interleaved) layers that share a feed-forward block, a window and a
+    token mixer (the architecture's attention unless ``mixer`` is a recurrent one)."""
 
     name: str
     layers: int
     ffn: FeedForward
     sliding_window_tokens: int | None = None
+    mixer: RecurrentMixer | None = None
+
+    @property
+    def is_attention(self) -> bool:
+        return self.mixer is None
+
+
+@dataclass(frozen=True)
+class MultiTokenPrediction:
+    """Multi-token prediction modules shipped with a model (DeepSeek-V3, Qwen3-Next; §C3).
+
+    Each module is one decoder layer shaped like the layers of ``layer_group`` (its mixer and
+    feed-forward block) plus a projection of ``projection_params`` weights from the previous
+    hidden state and the next token's embedding (2·d x d); it shares the target's embedding and
+    output head. Used as draft heads for speculative decoding.
+    """
+
+    modules: int
+    layer_group: str
+    projection_params: int
 
 
 @dataclass(frozen=True)
@@ -130,10 +184,28 @@ class Architecture:
     published_total_params: float | None = None
     published_active_params: float | None = None
     source_file: str = ""
+    mtp: MultiTokenPrediction | None = None
 
     @property
     def layers(self) -> int:
         return sum(g.layers for g in self.layer_groups)
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers whose mixer is attention (all of them unless the model is a hybrid)."""
+        return sum(g.layers for g in self.layer_groups if g.is_attention)
+
+    def group(self, name: str) -> LayerGroup:
+        """The layer group called ``name``."""
+        for g in self.layer_groups:
+            if g.name == name:
+                return g
+        raise SpecError(
+            self.source_file or self.name,
+            "layer_group",
+            f"no layer group named {name!r}",
+            f"groups: {', '.join(g.name for g in self.layer_groups)}",
+        )
 
     @property
     def is_moe(self) -> bool:
@@ -182,7 +254,13 @@ def _attention(r: Reader, d_model: int) -> Attention:
                 f"{kv} does not divide query_heads={heads}",
                 "each KV head serves a whole group of query heads",
             )
-        att = Attention(kind="gqa", query_heads=heads, kv_heads=kv, head_dim=head_dim)
+        att = Attention(
+            kind="gqa",
+            query_heads=heads,
+            kv_heads=kv,
+            head_dim=head_dim,
+            output_gate=r.boolean("output_gate", False),
+        )
     r.finish()
     return att
 
@@ -226,6 +304,60 @@ def _ffn(r: Reader) -> FeedForward:
     return ffn
 
 
+def _mixer(r: Reader | None, d_model: int) -> RecurrentMixer | None:
+    """A recurrent mixer block (§C2), its dims checked for the kind."""
+    if r is None:
+        return None
+    kind = r.string("kind", choices=MIXERS)
+    whole = dict(minimum=1, integer=True)
+    bits = r.number("state_bits", None, minimum=1, maximum=32)
+    if kind == "mamba":
+        expand = r.number("expand", None, **whole)
+        inner = r.number("inner", expand * d_model if expand else ..., **whole)
+        mixer = RecurrentMixer(
+            kind=kind,
+            conv_kernel=r.number("conv_kernel", **whole),
+            inner=inner,
+            state_dim=r.number("state_dim", **whole),
+            dt_rank=r.number("dt_rank", -(-d_model // 16), **whole),
+            state_bits=bits,
+        )
+    else:
+        mixer = RecurrentMixer(
+            kind=kind,
+            conv_kernel=r.number("conv_kernel", **whole),
+            key_heads=r.number("key_heads", **whole),
+            value_heads=r.number("value_heads", **whole),
+            key_head_dim=r.number("key_head_dim", **whole),
+            value_head_dim=r.number("value_head_dim", **whole),
+            state_bits=bits,
+        )
+        if mixer.value_heads % mixer.key_heads:
+            raise SpecError(
+                r.source,
+                r.path("value_heads"),
+                f"{mixer.value_heads} is not a multiple of key_heads={mixer.key_heads}",
+                "each key head serves a whole group of value heads",
+            )
+    r.finish()
+    return mixer
+
+
+def _mtp(r: Reader | None, d_model: int, groups: list[LayerGroup]) -> MultiTokenPrediction | None:
+    if r is None:
+        return None
+    names = [g.name for g in groups]
+    mtp = MultiTokenPrediction(
+        modules=r.number("modules", minimum=1, integer=True),
+        layer_group=r.string("layer_group", names[-1], choices=tuple(names)),
+        projection_params=r.number(
+            "projection_params", 2 * d_model * d_model, minimum=0, integer=True
+        ),
+    )
+    r.finish()
+    return mtp
+
+
 def _precision(r: Reader | None) -> Precision:
     if r is None:
         return Precision()
@@ -252,12 +384,21 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
         for i, item in enumerate(raw):
             g = Reader(item, source, f"layer_groups[{i}]")
             window = g.number("sliding_window_tokens", None, minimum=1, integer=True)
+            mixer = _mixer(g.sub("mixer", None), d_model)
+            if mixer is not None and window is not None:
+                raise SpecError(
+                    source,
+                    f"layer_groups[{i}].sliding_window_tokens",
+                    "given for a recurrent mixer",
+                    "a recurrent layer keeps a fixed state, not a window of positions",
+                )
             groups.append(
                 LayerGroup(
                     name=g.string("name", f"group{i}"),
                     layers=g.number("layers", minimum=1, integer=True),
                     ffn=_ffn(g.sub("ffn")),
                     sliding_window_tokens=window,
+                    mixer=mixer,
                 )
             )
             g.finish()
@@ -300,6 +441,7 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
         published_total_params=total,
         published_active_params=active,
         source_file=source,
+        mtp=_mtp(r.sub("mtp", None), d_model, groups),
     )
     r.finish()
     return arch

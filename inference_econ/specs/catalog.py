@@ -10,6 +10,7 @@ folders, an installed wheel its bundled copy. ``INFERENCE_ECON_PATH`` (folders s
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -84,29 +85,130 @@ def _normalise(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
+def _match(kind: str, text: str) -> Entry | None:
+    """The entry whose name or an alias equals ``text`` up to case and punctuation."""
+    wanted = _normalise(text)
+    if not wanted:
+        return None
+    for entry in entries(kind):
+        if _normalise(entry.name) == wanted or any(_normalise(a) == wanted for a in entry.aliases):
+            return entry
+    return None
+
+
 def find(kind: str, name_or_path: str | os.PathLike) -> Path:
-    """Resolve a name, an alias or a file path to a spec file; unknown names get a hint."""
+    """Resolve a name, an alias or a file path to a spec file; unknown names get a hint.
+
+    Hardware names may also be benchmark system names ("8xMI325X_2xEPYC_9575F", "NVIDIA
+    B200-SXM-180GB"): see ``resolve_system_name``.
+    """
     text = str(name_or_path)
     candidate = Path(text).expanduser()
     looks_like_path = candidate.suffix in (".yaml", ".yml") or os.sep in text or "/" in text
     if looks_like_path and candidate.is_file():
         return candidate
-    known = entries(kind)
-    wanted = _normalise(text)
-    for entry in known:
-        if _normalise(entry.name) == wanted or any(_normalise(a) == wanted for a in entry.aliases):
-            return entry.path
+    entry = _match(kind, text)
+    if entry is not None:
+        return entry.path
     if candidate.is_file():
         return candidate
+    if kind == "hardware":
+        return resolve_system_name(text).entry.path
+    raise _unknown(kind, text)
+
+
+def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
+    known = entries(kind)
     names = [e.name for e in known] + [a for e in known for a in e.aliases]
-    hint = did_you_mean(text, names)
+    hint = did_you_mean(tried or text, names)
     singular = {"hardware": "hardware spec", "models": "model", "scenarios": "scenario"}[kind]
-    raise UnknownNameError(
+    also = f" (read as {tried!r})" if tried and tried != text else ""
+    return UnknownNameError(
         "argument",
         kind,
-        f"no {singular} named {text!r}",
+        f"no {singular} named {text!r}{also}",
         hint or f"run 'inference-econ list {kind}' to see the names, or give a path to a YAML file",
     )
+
+
+# --- benchmark system names ------------------------------------------------------------------
+
+#: Words that name a vendor or product line, not a part.
+_VENDOR_WORDS = {"nvidia", "amd", "instinct", "google", "cloud", "tesla", "geforce"}
+#: Tokens that describe a configuration of a part rather than the part: memory size, power,
+#: AMD partition modes (NPS1, SPX), NVIDIA's custom thermal solution (CTS), memory kind,
+#: module form factor, a trailing count (x8).
+_DECORATION = re.compile(
+    r"^(\d+(\.\d+)?(gb|gib|tb)(x\d+)?|\d+w|nps\d+|[scdq]px|cts|hbm\d*e?|oam|x\d+)$",
+    re.IGNORECASE,
+)
+#: A part of an underscore-separated system name that describes the host, not the accelerator.
+_HOST = re.compile(
+    r"epyc|xeon|aarch64|grace|x86|turin|genoa|sapphire|emerald|granite", re.IGNORECASE
+)
+_COUNT = re.compile(r"^\s*(\d+)\s*[x×]\s*(?=[a-z])|\s[x×](\d+)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SystemName:
+    """A benchmark's system or accelerator name resolved to a hardware spec."""
+
+    text: str
+    entry: Entry
+    #: Accelerators the name counts ("8xMI325X_...": 8), or None when it gives no count.
+    accelerators: int | None
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def path(self) -> Path:
+        return self.entry.path
+
+
+def system_name_candidates(text: str) -> tuple[list[str], int | None]:
+    """The part names a system name may stand for, most specific first, and its count.
+
+    MLPerf-style names are ``<count>x<accelerator>_<count>x<host CPU>`` or vendor strings with
+    memory, power and partition suffixes: parenthesised notes are dropped, the name is split at
+    underscores, host parts are dropped, and from each remaining part a leading or trailing
+    count, vendor words and configuration tokens are removed ("AMD Instinct
+    MI300X-NPS1-SPX-192GB-750W" -> "MI300X"; "NVIDIA H200-SXM-141GB-CTS" -> "H200 SXM").
+    Identifying words (SXM, PCIe, NVL) are kept, so "H100-NVL-94GB" never becomes "H100".
+    """
+    cleaned = re.sub(r"\([^)]*\)", " ", str(text))
+    count = None
+    out: list[str] = []
+    for part in cleaned.split("_"):
+        if not part.strip() or (_HOST.search(part) and out):
+            continue
+        found = _COUNT.search(part)
+        if found:
+            count = count or int(found.group(1) or found.group(2))
+            part = _COUNT.sub(" ", part)
+        tokens = [t for t in re.split(r"[\s\-]+", part) if t]
+        for t in tokens:  # "192GBx8": eight of them
+            per_gpu = re.match(r"^\d+(?:gb|gib)x(\d+)$", t, re.IGNORECASE)
+            if per_gpu and count is None:
+                count = int(per_gpu.group(1))
+        kept = [t for t in tokens if t.lower() not in _VENDOR_WORDS and not _DECORATION.match(t)]
+        for name in (" ".join(kept), part.strip()):
+            if name and name not in out:
+                out.append(name)
+    return out, count
+
+
+def resolve_system_name(text: str) -> SystemName:
+    """Resolve a benchmark system or accelerator name to a hardware spec (aliases first, then
+    ``system_name_candidates``); an unknown part raises with the stripped name and a hint."""
+    entry = _match("hardware", text)
+    candidates, count = system_name_candidates(text)
+    for name in candidates:
+        entry = entry or _match("hardware", name)
+    if entry is None:
+        raise _unknown("hardware", str(text), candidates[0] if candidates else "")
+    return SystemName(text=str(text), entry=entry, accelerators=count)
 
 
 def clear_cache() -> None:

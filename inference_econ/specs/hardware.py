@@ -8,6 +8,7 @@ A spec can be derived from another one with overrides (``derive``), in Python or
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,6 +20,13 @@ from . import catalog
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
 
+#: How the GPUs of one scale-up domain are wired, which decides the collective model
+#: (docs/model.md §C1): ``switch`` (NVSwitch, every GPU one hop from every other; NCCL, NVLS
+#: where the spec allows it), ``full_mesh`` (one point-to-point link per GPU pair, AMD xGMI;
+#: RCCL), ``pcie`` (cards on PCIe switches, optionally NVLink-bridged in small groups; NCCL
+#: over PCI) and ``torus`` (TPU ICI, 2-D or 3-D; ring per dimension).
+INTERCONNECTS = ("switch", "full_mesh", "pcie", "torus")
+
 
 @dataclass(frozen=True)
 class GPU:
@@ -29,7 +37,9 @@ class GPU:
     flop_per_s: tuple[tuple[int, float], ...]
     hbm_bandwidth_bytes_per_s: float
     hbm_capacity_bytes: float
-    #: NVLink bandwidth per GPU, both directions added, as datasheets quote it.
+    #: Scale-up bandwidth per GPU, both directions added, as datasheets quote it: NVLink on
+    #: NVIDIA parts; for a full mesh or a torus all its links together (links x per link);
+    #: for PCIe cards the NVLink bridge (0 without one).
     nvlink_bandwidth_bytes_per_s: float
     #: Scale-out (InfiniBand/Ethernet) bandwidth per GPU, one direction.
     nic_bandwidth_bytes_per_s: float
@@ -44,6 +54,21 @@ class GPU:
     nvls: bool = False
     #: Multiplier on NCCL latencies for this system (1: the tuning model; fitted by calibration).
     collective_latency_scale: float = 1.0
+    #: How the scale-up domain is wired (``INTERCONNECTS``; docs/model.md §C1).
+    interconnect: str = "switch"
+    #: Point-to-point links per GPU (full mesh, torus); their bandwidths add up to
+    #: ``nvlink_bandwidth_bytes_per_s``.
+    links_per_gpu: int = 0
+    #: Torus: chips along each dimension of the largest slice (2 or 3 numbers).
+    torus_dimensions: tuple[int, ...] = ()
+    #: Torus: whether every dimension closes into a ring (wrap-around links).
+    torus_wraparound: bool = True
+    #: Torus: latency of one hop of a ring step.
+    link_latency_s: float = 0.0
+    #: PCIe link per GPU, both directions added (the GPU-to-GPU path of PCIe cards).
+    pcie_bandwidth_bytes_per_s: float = 0.0
+    #: PCIe cards: GPUs joined by NVLink bridges (1: none; 2: pairs; 4: four-way bridges).
+    nvlink_bridge_gpus: int = 1
     description: str = ""
     aliases: tuple[str, ...] = ()
     source_file: str = ""
@@ -74,8 +99,17 @@ class GPU:
 
     @property
     def intra_node_allreduce_bandwidth_bytes_per_s(self) -> float:
-        """All-reduce bus bandwidth inside the NVLink domain: NVLink one-way / 2 (§A3)."""
+        """All-reduce bus bandwidth over the whole scale-up domain: its one-way bandwidth / 2
+        (§A3; NVLink for a switch, all links for a mesh or torus, the PCIe link for PCIe
+        cards whose domain is larger than an NVLink bridge group, §C1)."""
+        if self.interconnect == "pcie" and self.scale_up_domain_gpus > self.nvlink_bridge_gpus:
+            return self.pcie_bandwidth_bytes_per_s / 4.0
         return self.nvlink_bandwidth_bytes_per_s / 4.0
+
+    @property
+    def link_bandwidth_bytes_per_s(self) -> float:
+        """One point-to-point link (full mesh, torus), both directions added."""
+        return self.nvlink_bandwidth_bytes_per_s / self.links_per_gpu if self.links_per_gpu else 0.0
 
     @property
     def inter_node_allreduce_bandwidth_bytes_per_s(self) -> float:
@@ -90,26 +124,32 @@ class GPU:
         out = dataclasses.asdict(self)
         out["flop_per_s"] = {bits: rate for bits, rate in self.flop_per_s}
         out["aliases"] = list(self.aliases)
+        out["torus_dimensions"] = list(self.torus_dimensions)
         return out
 
 
 _NUMERIC = {
     "hbm_bandwidth_bytes_per_s": dict(minimum=0, exclusive_minimum=True, unit="bytes/s"),
     "hbm_capacity_bytes": dict(minimum=0, exclusive_minimum=True, unit="bytes"),
-    "nvlink_bandwidth_bytes_per_s": dict(minimum=0, exclusive_minimum=True, unit="bytes/s"),
+    "nvlink_bandwidth_bytes_per_s": dict(minimum=0, unit="bytes/s"),
     "nic_bandwidth_bytes_per_s": dict(minimum=0, exclusive_minimum=True, unit="bytes/s"),
     "scale_up_domain_gpus": dict(minimum=1, integer=True, unit="GPUs"),
+    "links_per_gpu": dict(minimum=1, integer=True, unit="links"),
+    "link_latency_s": dict(minimum=0, unit="seconds"),
+    "pcie_bandwidth_bytes_per_s": dict(minimum=0, unit="bytes/s"),
+    "nvlink_bridge_gpus": dict(minimum=1, integer=True, unit="GPUs"),
     "price_usd_per_hour": dict(minimum=0, exclusive_minimum=True, unit="USD/hour"),
     "sustained_flop_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
     "sustained_hbm_bandwidth_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
     "kernel_launch_latency_s": dict(minimum=0, unit="seconds"),
     "collective_latency_scale": dict(minimum=0),
 }
+#: Fields ``scale:`` may multiply (whole counts such as GPUs or links cannot be scaled).
+_SCALABLE = {k for k, v in _NUMERIC.items() if not v.get("integer")}
 _REQUIRED = (
     "flop_per_s",
     "hbm_bandwidth_bytes_per_s",
     "hbm_capacity_bytes",
-    "nvlink_bandwidth_bytes_per_s",
     "nic_bandwidth_bytes_per_s",
     "scale_up_domain_gpus",
     "price_usd_per_hour",
@@ -134,9 +174,17 @@ def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(table))
 
 
-def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """Check and normalise a full or partial set of GPU fields."""
-    known = {f.name for f in dataclasses.fields(GPU)} | {"derive_from", "scale"}
+def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) -> dict[str, Any]:
+    """Check and normalise a full or partial set of GPU fields.
+
+    ``link_bandwidth_bytes_per_s`` (one link, as datasheets of meshes and tori quote it) is
+    accepted as input and turned into the total, ``links_per_gpu`` x per link.
+    """
+    known = {f.name for f in dataclasses.fields(GPU)} | {
+        "derive_from",
+        "scale",
+        "link_bandwidth_bytes_per_s",
+    }
     out: dict[str, Any] = {}
     for key in values:
         if key not in known:
@@ -147,18 +195,140 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
                 "unknown field",
                 hint or f"known fields: {', '.join(sorted(known))}",
             )
+    reader = Reader(values, source)
     for key, value in values.items():
         if key == "flop_per_s":
             out[key] = _flop_table(value, source)
         elif key in _NUMERIC:
             out[key] = check_number(value, source, key, **_NUMERIC[key])
-        elif key == "nvls":
-            out[key] = Reader(values, source).boolean(key)
+        elif key in ("nvls", "torus_wraparound"):
+            out[key] = reader.boolean(key)
+        elif key == "interconnect":
+            out[key] = reader.string(key, choices=INTERCONNECTS)
+        elif key == "torus_dimensions":
+            out[key] = _torus_dimensions(value, source)
         elif key == "aliases":
             out[key] = tuple(str(a) for a in ([value] if isinstance(value, str) else value or ()))
         elif key in ("name", "description", "source_file"):
             out[key] = str(value)
+    if "link_bandwidth_bytes_per_s" in values:
+        per_link = check_number(
+            values["link_bandwidth_bytes_per_s"],
+            source,
+            "link_bandwidth_bytes_per_s",
+            minimum=0,
+            exclusive_minimum=True,
+            unit="bytes/s",
+        )
+        links = out.get("links_per_gpu", base.links_per_gpu if base is not None else 0)
+        if not links:
+            raise SpecError(
+                source,
+                "link_bandwidth_bytes_per_s",
+                "needs links_per_gpu",
+                "give the number of links per GPU; the total is links x per-link bandwidth",
+            )
+        total = links * per_link
+        given = out.get("nvlink_bandwidth_bytes_per_s")
+        if given is not None and abs(given - total) > 1e-6 * total:
+            raise SpecError(
+                source,
+                "nvlink_bandwidth_bytes_per_s",
+                f"is {given:g} but links_per_gpu x link_bandwidth_bytes_per_s is {total:g}",
+                "give one of them (the total is derived from the links)",
+            )
+        out["nvlink_bandwidth_bytes_per_s"] = float(total)
     return out
+
+
+def _torus_dimensions(value: Any, source: str) -> tuple[int, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
+        raise SpecError(
+            source,
+            "torus_dimensions",
+            f"expected 2 or 3 chip counts, got {value!r}",
+            "e.g. 'torus_dimensions: [16, 16]' for a 2-D torus",
+        )
+    return tuple(
+        check_number(v, source, "torus_dimensions", minimum=1, integer=True, unit="chips")
+        for v in value
+    )
+
+
+def check_interconnect(gpu: GPU) -> GPU:
+    """The interconnect fields agree with each other (docs/model.md §C1); returns ``gpu``."""
+    src, kind = gpu.source_file or gpu.name, gpu.interconnect
+
+    def bad(field, problem, fix):
+        raise SpecError(src, field, problem, fix)
+
+    if gpu.nvls and kind != "switch":
+        bad("nvls", f"is true for a {kind} interconnect", "NVLS needs an NVLink switch")
+    if kind != "pcie" and gpu.nvlink_bridge_gpus != 1:
+        bad(
+            "nvlink_bridge_gpus",
+            f"is set for a {kind} interconnect",
+            "only PCIe cards have bridges",
+        )
+    if kind != "torus" and gpu.torus_dimensions:
+        bad("torus_dimensions", f"is set for a {kind} interconnect", "set interconnect: torus")
+    if kind in ("switch", "full_mesh", "torus") and gpu.nvlink_bandwidth_bytes_per_s <= 0:
+        bad(
+            "nvlink_bandwidth_bytes_per_s",
+            f"is missing or 0 for a {kind} interconnect",
+            "give the scale-up bandwidth (or links_per_gpu and link_bandwidth_bytes_per_s)",
+        )
+    domain = gpu.scale_up_domain_gpus
+    if kind == "full_mesh":
+        if domain < 2:
+            bad("scale_up_domain_gpus", "is 1 for a full mesh", "a mesh joins at least 2 GPUs")
+        if gpu.links_per_gpu and gpu.links_per_gpu % (domain - 1):
+            bad(
+                "links_per_gpu",
+                f"{gpu.links_per_gpu} links cannot join each of {domain - 1} peers equally",
+                f"a full mesh of {domain} GPUs has a multiple of {domain - 1} links per GPU",
+            )
+    if kind == "torus":
+        dims = gpu.torus_dimensions
+        if not dims:
+            bad("torus_dimensions", "is missing", "give the slice shape, e.g. [16, 16]")
+        if math.prod(dims) != domain:
+            bad(
+                "torus_dimensions",
+                f"{' x '.join(map(str, dims))} = {math.prod(dims)} chips, "
+                f"not scale_up_domain_gpus = {domain}",
+                "the scale-up domain of a torus is its largest slice",
+            )
+        if gpu.links_per_gpu not in (0, 2 * len(dims)):
+            bad(
+                "links_per_gpu",
+                f"is {gpu.links_per_gpu}",
+                f"a {len(dims)}-D torus has {2 * len(dims)} links per chip",
+            )
+        if gpu.link_latency_s <= 0:
+            bad("link_latency_s", "is missing or 0", "give the latency of one ICI hop")
+    if kind == "pcie":
+        if gpu.pcie_bandwidth_bytes_per_s <= 0:
+            bad(
+                "pcie_bandwidth_bytes_per_s",
+                "is missing or 0 for a PCIe interconnect",
+                "give the card's PCIe bandwidth, both directions (Gen5 x16: 128e9)",
+            )
+        if gpu.nvlink_bridge_gpus > 1 and gpu.nvlink_bandwidth_bytes_per_s <= 0:
+            bad(
+                "nvlink_bandwidth_bytes_per_s",
+                "is 0 but nvlink_bridge_gpus > 1",
+                "give the NVLink bridge bandwidth per GPU",
+            )
+        if gpu.nvlink_bridge_gpus > domain:
+            bad(
+                "nvlink_bridge_gpus",
+                f"{gpu.nvlink_bridge_gpus} > scale_up_domain_gpus = {domain}",
+                "a bridge group lies inside one server",
+            )
+    if kind == "torus" and not gpu.links_per_gpu:
+        gpu = dataclasses.replace(gpu, links_per_gpu=2 * len(gpu.torus_dimensions))
+    return gpu
 
 
 def derive(
@@ -170,7 +340,7 @@ def derive(
     >>> fast = derive(h100, name="H100 2x HBM", scale={"hbm_bandwidth_bytes_per_s": 2})
     """
     source = overrides.pop("source_file", None) or f"derived from {base.name}"
-    values = _validated(overrides, source)
+    values = _validated(overrides, source, base)
     if scale:
         for key, factor in scale.items():
             field = f"scale.{key}"
@@ -178,7 +348,7 @@ def derive(
             if key == "flop_per_s":
                 current = values.get(key, base.flop_per_s)
                 values[key] = tuple((b, r * factor) for b, r in current)
-            elif key in _NUMERIC and key != "scale_up_domain_gpus":
+            elif key in _NUMERIC and key in _SCALABLE:
                 current = values.get(key, getattr(base, key))
                 values[key] = _validated({key: current * factor}, source)[key]
             else:
@@ -191,7 +361,7 @@ def derive(
     values["name"] = name or values.get("name") or f"{base.name} (modified)"
     values.setdefault("aliases", ())
     values["source_file"] = source
-    return dataclasses.replace(base, **values)
+    return check_interconnect(dataclasses.replace(base, **values))
 
 
 def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
@@ -219,9 +389,21 @@ def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
                 "is missing",
                 "this field is required (docs/user-guide.md, 'Adding a GPU')",
             )
+    if (
+        data.get("interconnect", "switch") == "switch"
+        and "nvlink_bandwidth_bytes_per_s" not in data
+        and "link_bandwidth_bytes_per_s" not in data
+    ):
+        raise SpecError(
+            source,
+            "nvlink_bandwidth_bytes_per_s",
+            "is missing",
+            "this field is required for a switch interconnect (docs/user-guide.md, 'Adding a GPU')",
+        )
     values = _validated(data, source)
+    values.setdefault("nvlink_bandwidth_bytes_per_s", 0.0)
     values["source_file"] = source
-    return GPU(**values)
+    return check_interconnect(GPU(**values))
 
 
 @lru_cache(maxsize=256)

@@ -1,14 +1,20 @@
-"""Import a Hugging Face ``config.json`` (a local file) into a model YAML.
+"""Import a Hugging Face ``config.json`` (a local file or a Hub repository) into a model YAML.
 
 Supported: Llama / Mistral / Qwen2-3 dense, Mixtral, Qwen-MoE (with a shared expert),
 DeepSeek-V2/V3 (MLA, shared experts, first dense layers), gpt-oss (alternating sliding and
-full attention), sliding windows and tied embeddings. An architecture it cannot map fails with
-the list of fields it did not understand, instead of producing a wrong model.
+full attention), Llama 4 and Gemma 2/3 (multimodal configs nest the text model under
+``text_config``), sliding windows and tied embeddings. The weight precision comes from
+``quantization_config`` (or a ModelOpt ``hf_quant_config.json``), the name from the repository
+or ``_name_or_path``. An architecture it cannot map fails with the list of fields it did not
+understand, and a field that is not a usable number fails with its name, instead of producing a
+wrong model. Repositories are read with ``huggingface_hub`` (``pip install
+"inference-econ[hub]"``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +22,7 @@ import yaml
 
 from ..errors import SpecError
 from .architecture import Architecture, architecture_from_dict
+from .schema import check_number
 
 #: Fields every importer understands or deliberately ignores (they do not affect the cost).
 IGNORED = {
@@ -99,11 +106,25 @@ IGNORED = {
     "initial_context_length",
     "rope_interleave",
     "moe_aux_loss_coeff",
+    # Llama 4 and Gemma 2/3 fields that do not change the cost
+    "attn_temperature_tuning",
+    "floor_scale",
+    "attn_scale",
+    "for_llm_compressor",
+    "moe_layers",
+    "hidden_activation",
+    "query_pre_attn_scalar",
+    "final_logit_softcapping",
+    "attn_logit_softcapping",
+    "sliding_window_pattern",
+    "rope_local_base_freq",
+    "cache_implementation",
 }
 
 MLP = "swiglu"
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss")
+GEMMA_TYPES = ("gemma2", "gemma3_text")
 KNOWN_TYPES = (
     "llama",
     "mistral",
@@ -116,6 +137,8 @@ KNOWN_TYPES = (
     "deepseek_v3",
     "kimi_k2",
     "gpt_oss",
+    "llama4_text",
+    *GEMMA_TYPES,
 )
 
 
@@ -125,8 +148,36 @@ def _need(cfg: dict, key: str, source: str) -> Any:
     return cfg[key]
 
 
-def config_to_dict(cfg: dict, source: str = "config.json", name: str | None = None) -> dict:
-    """Translate a parsed config.json into the model YAML schema (a plain dict)."""
+def _int(cfg: dict, key: str, source: str, default: Any = ..., minimum: int = 1) -> int:
+    """A whole-number field, checked: text, NaN, fractions and values below ``minimum`` (0
+    attention heads, say) are errors naming the field."""
+    if default is not ... and (key not in cfg or cfg[key] is None):
+        return default
+    return int(check_number(_need(cfg, key, source), source, key, minimum=minimum, integer=True))
+
+
+def text_model_config(cfg: dict) -> dict:
+    """The text model of a config: multimodal configs (Llama 4, Gemma 3) nest it under
+    ``text_config``; the outer quantization and name apply to it."""
+    inner = cfg.get("text_config")
+    if not isinstance(inner, dict):
+        return cfg
+    out = dict(inner)
+    for key in ("quantization_config", "_name_or_path", "torch_dtype", "tie_word_embeddings"):
+        if key in cfg and key not in out:
+            out[key] = cfg[key]
+    return out
+
+
+def config_to_dict(
+    cfg: dict, source: str = "config.json", name: str | None = None, quant: dict | None = None
+) -> dict:
+    """Translate a parsed config.json into the model YAML schema (a plain dict).
+
+    ``quant`` is a ModelOpt ``hf_quant_config.json`` if the repository has one.
+    """
+    nested = isinstance(cfg.get("text_config"), dict)
+    cfg = text_model_config(cfg)
     model_type = str(cfg.get("model_type", ""))
     unknown = sorted(k for k in cfg if k not in IGNORED and not k.startswith("_"))
     if model_type not in KNOWN_TYPES:
@@ -144,34 +195,120 @@ def config_to_dict(cfg: dict, source: str = "config.json", name: str | None = No
             f"fields the importer cannot map: {', '.join(unknown)}",
             "extend the importer or write the YAML by hand",
         )
+    text_only = ", text model only (the vision encoder is not modelled)" if nested else ""
+    tied_default = model_type in GEMMA_TYPES
     out: dict[str, Any] = {
-        "name": name or str(cfg.get("_name_or_path") or model_type),
-        "description": f"imported from {Path(source).name} ({model_type})",
+        "name": name or model_name(cfg, source),
+        "description": f"imported from {source} ({model_type}{text_only})",
         "source": str(source),
-        "d_model": int(_need(cfg, "hidden_size", source)),
-        "vocab_size": int(_need(cfg, "vocab_size", source)),
-        "tied_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+        "d_model": _int(cfg, "hidden_size", source),
+        "vocab_size": _int(cfg, "vocab_size", source),
+        "tied_embeddings": bool(cfg.get("tie_word_embeddings", tied_default)),
     }
     if model_type in MLA_TYPES:
         out.update(_mla_model(cfg, source))
     elif model_type in MOE_TYPES:
         out.update(_moe_model(cfg, source))
+    elif model_type == "llama4_text":
+        out.update(_llama4_model(cfg, source))
+    elif model_type in GEMMA_TYPES:
+        out.update(_gemma_model(cfg, source))
     else:
         out.update(_dense_model(cfg, source, model_type))
+    out["precision"] = precision_of(cfg, quant, source)
     return out
 
 
+def model_name(cfg: dict, source: str) -> str:
+    """A model's name: the last part of ``_name_or_path`` (the repository it was saved from),
+    else the folder holding the config - never the architecture type ("llama")."""
+    named = str(cfg.get("_name_or_path") or "").rstrip("/")
+    if named:
+        return named.split("/")[-1]
+    folder = Path(source).resolve().parent.name
+    return folder or Path(source).stem
+
+
+#: quant_method -> weight bits for formats whose width is fixed.
+QUANT_BITS = {"fp8": 8, "fbgemm_fp8": 8, "mxfp4": 4, "nvfp4": 4, "fp_quant": 4, "hqq": 4}
+
+
+def precision_of(cfg: dict, quant: dict | None, source: str) -> dict:
+    """Bits per weight (and per KV-cache element where the checkpoint says) from
+    ``quantization_config``, a ModelOpt ``hf_quant_config.json``, or the stored dtype."""
+    out: dict[str, float] = {"weight_bits": 16, "activation_bits": 16}
+    if isinstance(quant, dict) and isinstance(quant.get("quantization"), dict):
+        algo = str(quant["quantization"].get("quant_algo") or "").upper()
+        bits = _modelopt_bits(algo, "hf_quant_config.json")
+        out["weight_bits"] = bits
+        kv = str(quant["quantization"].get("kv_cache_quant_algo") or "").upper()
+        if kv:
+            out["kv_cache_bits"] = _modelopt_bits(kv, "hf_quant_config.json")
+        return out
+    qc = cfg.get("quantization_config")
+    if isinstance(qc, dict):
+        out["weight_bits"] = _quant_config_bits(qc, source)
+        return out
+    if str(cfg.get("torch_dtype") or cfg.get("dtype") or "") == "float32":
+        out["weight_bits"] = 32
+    return out
+
+
+def _modelopt_bits(algo: str, source: str) -> int:
+    for key, bits in (("NVFP4", 4), ("MXFP4", 4), ("W4A", 4), ("INT4", 4), ("FP8", 8), ("INT8", 8)):
+        if key in algo:
+            return bits
+    raise SpecError(
+        source,
+        "quantization.quant_algo",
+        f"unknown ModelOpt algorithm {algo!r}",
+        "set precision.weight_bits in the written YAML by hand",
+    )
+
+
+def _quant_config_bits(qc: dict, source: str) -> float:
+    method = str(qc.get("quant_method") or "").lower()
+    if method in QUANT_BITS:
+        return QUANT_BITS[method]
+    if "bits" in qc:  # gptq, awq, aqlm, ...
+        return int(check_number(qc["bits"], source, "quantization_config.bits", minimum=1))
+    if method == "bitsandbytes":
+        return 4 if qc.get("load_in_4bit") else 8
+    if method == "compressed-tensors":
+        widths = [
+            g["weights"]["num_bits"]
+            for g in (qc.get("config_groups") or {}).values()
+            if isinstance(g, dict)
+            and isinstance(g.get("weights"), dict)
+            and "num_bits" in g["weights"]
+        ]
+        if widths:
+            return int(
+                check_number(
+                    max(widths), source, "quantization_config.config_groups.weights.num_bits"
+                )
+            )
+    if method == "modelopt":
+        return _modelopt_bits(str(qc.get("quant_algo") or "").upper(), source)
+    raise SpecError(
+        source,
+        "quantization_config.quant_method",
+        f"cannot tell the weight bits of {method or '(no method)'!r}",
+        "set precision.weight_bits in the written YAML by hand",
+    )
+
+
 def _layers(cfg: dict, source: str) -> int:
-    return int(_need(cfg, "num_hidden_layers", source))
+    return _int(cfg, "num_hidden_layers", source)
 
 
 def _gqa_attention(cfg: dict, source: str) -> dict:
-    heads = int(_need(cfg, "num_attention_heads", source))
+    heads = _int(cfg, "num_attention_heads", source)
     return {
         "kind": "gqa",
         "query_heads": heads,
-        "kv_heads": int(cfg.get("num_key_value_heads") or heads),
-        "head_dim": int(cfg.get("head_dim") or int(_need(cfg, "hidden_size", source)) // heads),
+        "kv_heads": _int(cfg, "num_key_value_heads", source, heads),
+        "head_dim": _int(cfg, "head_dim", source, _int(cfg, "hidden_size", source) // heads),
     }
 
 
@@ -180,46 +317,50 @@ def _mla_model(cfg: dict, source: str) -> dict:
     layers = _layers(cfg, source)
     attention = {
         "kind": "mla",
-        "query_heads": int(_need(cfg, "num_attention_heads", source)),
-        "head_dim": int(_need(cfg, "qk_nope_head_dim", source)),
-        "kv_lora_rank": int(_need(cfg, "kv_lora_rank", source)),
-        "q_lora_rank": int(cfg.get("q_lora_rank") or 0),
-        "rope_head_dim": int(_need(cfg, "qk_rope_head_dim", source)),
-        "value_head_dim": int(_need(cfg, "v_head_dim", source)),
+        "query_heads": _int(cfg, "num_attention_heads", source),
+        "head_dim": _int(cfg, "qk_nope_head_dim", source),
+        "kv_lora_rank": _int(cfg, "kv_lora_rank", source),
+        "q_lora_rank": _int(cfg, "q_lora_rank", source, 0, minimum=0),
+        "rope_head_dim": _int(cfg, "qk_rope_head_dim", source, minimum=0),
+        "value_head_dim": _int(cfg, "v_head_dim", source),
     }
-    dense_layers = int(cfg.get("first_k_dense_replace", 0))
+    dense_layers = _int(cfg, "first_k_dense_replace", source, 0, minimum=0)
     moe = {
-        "d_ff": int(_need(cfg, "moe_intermediate_size", source)),
+        "d_ff": _int(cfg, "moe_intermediate_size", source),
         "activation": MLP,
-        "experts": int(_need(cfg, "n_routed_experts", source)),
-        "active_experts": int(_need(cfg, "num_experts_per_tok", source)),
-        "shared_experts": int(cfg.get("n_shared_experts") or 0),
+        "experts": _int(cfg, "n_routed_experts", source),
+        "active_experts": _int(cfg, "num_experts_per_tok", source),
+        "shared_experts": _int(cfg, "n_shared_experts", source, 0, minimum=0),
     }
     groups = []
     if dense_layers:
-        dense = {"d_ff": int(_need(cfg, "intermediate_size", source)), "activation": MLP}
+        dense = {"d_ff": _int(cfg, "intermediate_size", source), "activation": MLP}
         groups.append({"name": "dense", "layers": dense_layers, "ffn": dense})
     groups.append({"name": "moe", "layers": layers - dense_layers, "ffn": moe})
-    return {"attention": attention, "layer_groups": groups}
+    out = {"attention": attention, "layer_groups": groups}
+    modules = _int(cfg, "num_nextn_predict_layers", source, 0, minimum=0)
+    if modules:  # multi-token prediction modules shaped like the MoE layers (§C3)
+        out["mtp"] = {"modules": modules, "layer_group": "moe"}
+    return out
 
 
 def _moe_model(cfg: dict, source: str) -> dict:
     """Mixtral, Qwen-MoE and gpt-oss: routed experts, optionally a shared expert, dense-only
     layers and alternating sliding/full attention."""
     layers = _layers(cfg, source)
-    experts = int(cfg.get("num_local_experts") or _need(cfg, "num_experts", source))
+    experts = _int(cfg, "num_local_experts", source, None) or _int(cfg, "num_experts", source)
     ffn = {
-        "d_ff": int(cfg.get("moe_intermediate_size") or _need(cfg, "intermediate_size", source)),
+        "d_ff": _int(cfg, "moe_intermediate_size", source, None)
+        or _int(cfg, "intermediate_size", source),
         "activation": MLP,
         "experts": experts,
-        "active_experts": int(
-            cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", source)
-        ),
+        "active_experts": _int(cfg, "num_experts_per_tok", source, None)
+        or _int(cfg, "experts_per_token", source),
     }
     if cfg.get("shared_expert_intermediate_size"):
         ffn["shared_experts"] = 1
-        ffn["shared_d_ff"] = int(cfg["shared_expert_intermediate_size"])
-    sparse_step = int(cfg.get("decoder_sparse_step") or 1)
+        ffn["shared_d_ff"] = _int(cfg, "shared_expert_intermediate_size", source)
+    sparse_step = _int(cfg, "decoder_sparse_step", source, 1)
     dense_only = set(cfg.get("mlp_only_layers") or [])
     moe_layers = [i for i in range(layers) if i not in dense_only and (i + 1) % sparse_step == 0]
     kinds = list(cfg.get("layer_types") or [])
@@ -232,7 +373,7 @@ def _moe_model(cfg: dict, source: str) -> dict:
                 "name": "sliding",
                 "layers": sliding,
                 "ffn": ffn,
-                "sliding_window_tokens": int(window),
+                "sliding_window_tokens": _int(cfg, "sliding_window", source),
             },
             {"name": "full", "layers": layers - sliding, "ffn": ffn},
         ]
@@ -240,7 +381,7 @@ def _moe_model(cfg: dict, source: str) -> dict:
         out["layers"] = layers
         out["ffn"] = ffn
     else:
-        dense = {"d_ff": int(_need(cfg, "intermediate_size", source)), "activation": MLP}
+        dense = {"d_ff": _int(cfg, "intermediate_size", source), "activation": MLP}
         out["layer_groups"] = [
             {"name": "dense", "layers": layers - len(moe_layers), "ffn": dense},
             {"name": "moe", "layers": len(moe_layers), "ffn": ffn},
@@ -253,27 +394,159 @@ def _dense_model(cfg: dict, source: str, model_type: str) -> dict:
     out: dict[str, Any] = {
         "attention": _gqa_attention(cfg, source),
         "layers": _layers(cfg, source),
-        "ffn": {"d_ff": int(_need(cfg, "intermediate_size", source)), "activation": MLP},
+        "ffn": {"d_ff": _int(cfg, "intermediate_size", source), "activation": MLP},
     }
     window = cfg.get("sliding_window")
     if window and cfg.get("use_sliding_window", True) and model_type == "mistral":
-        out["sliding_window_tokens"] = int(window)
+        out["sliding_window_tokens"] = _int(cfg, "sliding_window", source)
     return out
 
 
-def import_config(path: str | Path, name: str | None = None) -> tuple[Architecture, str]:
-    """Read a config.json; return the validated Architecture and its YAML text."""
-    path = Path(path)
+def _llama4_model(cfg: dict, source: str) -> dict:
+    """Llama 4 text models: MoE on every ``interleave_moe_layer_step``-th layer (routed experts
+    of ``intermediate_size`` plus one shared expert), dense layers of ``intermediate_size_mlp``;
+    chunked attention on the RoPE layers (approximated as a window), full attention on the NoPE
+    layers (every 4th)."""
+    layers = _layers(cfg, source)
+    step = _int(cfg, "interleave_moe_layer_step", source, 1)
+    width = _int(cfg, "intermediate_size", source)
+    moe = {
+        "d_ff": width,
+        "activation": MLP,
+        "experts": _int(cfg, "num_local_experts", source),
+        "active_experts": _int(cfg, "num_experts_per_tok", source),
+        "shared_experts": 1,
+        "shared_d_ff": width,
+    }
+    dense = {"d_ff": _int(cfg, "intermediate_size_mlp", source, width), "activation": MLP}
+    rope = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
+    chunk = _int(cfg, "attention_chunk_size", source, None)
+    counts: dict[tuple[bool, bool], int] = {}
+    for i in range(layers):
+        key = ((i + 1) % step == 0, bool(rope[i]) if i < len(rope) else True)
+        counts[key] = counts.get(key, 0) + 1
+    groups = []
+    for (is_moe, chunked), n in sorted(counts.items()):
+        group: dict[str, Any] = {
+            "name": f"{'moe' if is_moe else 'dense'}-{'chunked' if chunked else 'global'}",
+            "layers": n,
+        }
+        if chunked and chunk:
+            group["sliding_window_tokens"] = chunk
+        group["ffn"] = moe if is_moe else dense
+        groups.append(group)
+    return {"attention": _gqa_attention(cfg, source), "layer_groups": groups}
+
+
+def _gemma_model(cfg: dict, source: str) -> dict:
+    """Gemma 2 and 3 text models: GeGLU, local sliding-window layers interleaved with global
+    ones (``layer_types``, else every ``sliding_window_pattern``-th layer global; Gemma 2
+    alternates)."""
+    layers = _layers(cfg, source)
+    kinds = list(cfg.get("layer_types") or [])
+    if not kinds:
+        pattern = _int(cfg, "sliding_window_pattern", source, 2)
+        kinds = [
+            "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+            for i in range(layers)
+        ]
+    local = sum(1 for k in kinds if k == "sliding_attention")
+    ffn = {"d_ff": _int(cfg, "intermediate_size", source), "activation": "geglu"}
+    groups = [{"name": "global", "layers": layers - local, "ffn": ffn}]
+    if local:
+        window = _int(cfg, "sliding_window", source)
+        groups.insert(
+            0, {"name": "local", "layers": local, "sliding_window_tokens": window, "ffn": ffn}
+        )
+    return {"attention": _gqa_attention(cfg, source), "layer_groups": groups}
+
+
+def _read_json(path: Path, required: bool = True) -> dict | None:
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if not required:
+            return None
+        raise SpecError(str(path), "", "cannot read the file: no such file") from None
     except OSError as exc:
         raise SpecError(str(path), "", f"cannot read the file: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise SpecError(str(path), "", f"not valid JSON at line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # e.g. a bare NaN or Infinity the JSON reader cannot place
+        raise SpecError(str(path), "", f"not valid JSON: {exc}") from None
     if not isinstance(cfg, dict):
         raise SpecError(str(path), "", "expected a JSON object")
-    data = config_to_dict(cfg, str(path), name)
-    arch = architecture_from_dict(data, str(path))
-    text = f"# Imported from {path.name} by 'inference-econ import-hf'. Check the figures against the model card.\n"
+    return cfg
+
+
+def _finish(data: dict, source: str, label: str) -> tuple[Architecture, str]:
+    arch = architecture_from_dict(data, source)
+    text = f"# Imported from {label} by 'inference-econ import-hf'. Check the figures against the model card.\n"
     text += yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
     return arch, text
+
+
+def import_config(path: str | Path, name: str | None = None) -> tuple[Architecture, str]:
+    """Read a config.json (or a folder holding one, with its ``hf_quant_config.json`` if
+    any); return the validated Architecture and its YAML text."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+    cfg = _read_json(path)
+    quant = _read_json(path.with_name("hf_quant_config.json"), required=False)
+    data = config_to_dict(cfg, str(path), name, quant)
+    return _finish(data, str(path), path.name)
+
+
+#: A Hub repository id: "org/name" (letters, digits, '-', '_', '.').
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def import_repo(
+    repo_id: str, name: str | None = None, revision: str | None = None
+) -> tuple[Architecture, str]:
+    """Read ``config.json`` (and ``hf_quant_config.json`` if present) of a Hugging Face Hub
+    repository; the model is named after the repository, which is also an alias."""
+    if not REPO_ID.match(str(repo_id)):
+        raise SpecError(
+            "argument",
+            "repo",
+            f"{repo_id!r} is not a Hub repository id",
+            "write org/name (e.g. deepseek-ai/DeepSeek-V3) or give a local config.json",
+        )
+    cfg = _read_json(Path(_download(repo_id, "config.json", revision, required=True)))
+    quant_path = _download(repo_id, "hf_quant_config.json", revision, required=False)
+    quant = _read_json(Path(quant_path)) if quant_path else None
+    label = f"{repo_id}@{revision}" if revision else repo_id
+    data = config_to_dict(cfg, label, name or repo_id.split("/")[-1], quant)
+    data["aliases"] = [repo_id]
+    data["source"] = f"Hugging Face Hub {label} config.json"
+    return _finish(data, label, label)
+
+
+def _download(repo_id: str, filename: str, revision: str | None, required: bool) -> str | None:
+    """A file of a Hub repository, through huggingface_hub's cache; None when an optional
+    file is absent. Any failure is one SpecError naming the repository and the file."""
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        raise SpecError(
+            "argument",
+            "repo",
+            "reading a Hub repository needs the huggingface_hub package",
+            'pip install "inference-econ[hub]", or download config.json and give its path',
+        ) from None
+    try:
+        return hf_hub_download(repo_id, filename, revision=revision)
+    except Exception as exc:  # the hub's errors do not share a base class across versions
+        kind = type(exc).__name__
+        if not required and "EntryNotFound" in kind:
+            return None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise SpecError(
+            repo_id,
+            filename,
+            f"cannot download it ({kind}{': ' + first if first else ''})",
+            "check the repository name and revision, log in (HF_TOKEN) for a gated model, "
+            "or give a local config.json",
+        ) from None

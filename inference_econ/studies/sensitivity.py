@@ -16,14 +16,13 @@ import pandas as pd
 from ..errors import SpecError, did_you_mean
 from ..optimise.optimiser import frontier
 from ..serving.setting import Setting
-from ..serving.speculative import SpecDecoding
 from ..specs.hardware import derive
 
 #: parameter -> (kind, what it scales, description)
 PARAMETERS = {
     "hbm_bandwidth": ("factor", "HBM bandwidth"),
     "flops": ("factor", "tensor-core FLOP/s"),
-    "interconnect_bandwidth": ("factor", "NVLink and NIC bandwidth"),
+    "interconnect_bandwidth": ("factor", "scale-up (NVLink, xGMI, ICI, PCIe) and NIC bandwidth"),
     "nccl_latency": ("factor", "every collective's latency"),
     "launch_latency": ("factor", "kernel launch latency"),
     "price": ("factor", "GPU price per hour"),
@@ -39,7 +38,7 @@ HARDWARE_SCALES = {
     "flops": ("FLOP/s", ("flop_per_s",)),
     "interconnect_bandwidth": (
         "links",
-        ("nvlink_bandwidth_bytes_per_s", "nic_bandwidth_bytes_per_s"),
+        ("nvlink_bandwidth_bytes_per_s", "nic_bandwidth_bytes_per_s", "pcie_bandwidth_bytes_per_s"),
     ),
     "price": ("price", ("price_usd_per_hour",)),
     "hbm_capacity": ("HBM size", ("hbm_capacity_bytes",)),
@@ -78,15 +77,14 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
         raise SpecError(
             "argument",
             "acceptance",
-            "the setting has no draft model",
-            "give a draft (--draft) to vary the acceptance",
+            "the setting has no speculation",
+            "give a draft model (--draft) or draft heads (--draft-heads) to vary the acceptance",
         )
     if value > 1:
         raise SpecError(
             "argument", "acceptance", f"is {value!r}", "expected a probability in [0, 1]"
         )
-    s = setting.spec
-    return setting.replace(spec=SpecDecoding(s.draft, value, s.max_draft_tokens))
+    return setting.replace(spec=setting.spec.with_acceptance(value))
 
 
 def sweep(setting: Setting, parameter: str, values, at_speed: float | None = None) -> pd.DataFrame:

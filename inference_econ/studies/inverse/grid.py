@@ -9,7 +9,6 @@ speculation is recombined for each α (§A6), which costs microseconds instead o
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -37,7 +36,7 @@ class SpeedCostGrid:
     gpus: np.ndarray
     batch: np.ndarray
     target_pass_s: dict
-    draft_pass_s: np.ndarray | None
+    draft_pass_s: dict | None
 
     @property
     def speculative(self) -> bool:
@@ -48,7 +47,7 @@ class SpeedCostGrid:
         length per point at acceptance ``acceptance`` (§A6; no speculation stays a candidate)."""
         if acceptance is None or not self.speculative:
             return self.target_pass_s[1]
-        spec = dataclasses.replace(self.setting.spec, acceptance=float(acceptance))
+        spec = self.setting.spec.with_acceptance(float(acceptance))
         return combine(self.target_pass_s, self.draft_pass_s, spec)[0]
 
     def _speed_cost(self, acceptance):
@@ -118,7 +117,7 @@ def speed_cost_grid(setting: Setting, grid_points: int = 100) -> SpeedCostGrid:
     """The pass latencies of a setting on a grid of ``grid_points`` per axis (cached; the
     setting's acceptance rate does not matter)."""
     if setting.spec is not None:
-        setting = setting.replace(spec=dataclasses.replace(setting.spec, acceptance=1.0))
+        setting = setting.replace(spec=setting.spec.with_acceptance(1.0))
     return _grid(setting, int(grid_points))
 
 
@@ -134,5 +133,7 @@ def _grid(setting: Setting, grid_points: int) -> SpeedCostGrid:
         gpus=N,
         batch=B,
         target_pass_s=as_float,
-        draft_pass_s=None if draft is None else np.asarray(draft, dtype=float),
+        draft_pass_s=None
+        if draft is None
+        else {g: np.asarray(d, dtype=float) for g, d in draft.items()},
     )

@@ -1,0 +1,148 @@
+"""AMD Instinct, Blackwell Ultra, PCIe and TPU parts: listed, shown with their datasheet figures,
+found by benchmark system names, and never beaten by measured AMD results (docs/model.md §C1)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.specs.catalog import resolve_system_name
+
+AMD_ROWS = Path(__file__).parent / "data" / "benchmarks_amd.csv"
+
+# Datasheet figures, dense: HBM bytes, HBM bytes/s, {bits: peak FLOP/s}, scale-up bandwidth per
+# GPU (both directions), per-link bandwidth (mesh/torus) or PCIe bandwidth, price per hour
+DATASHEETS = {
+    "MI300X": (192e9, 5.3e12, {16: 1307.4e12, 8: 2614.9e12}, 896e9, 128e9),
+    "MI325X": (256e9, 6.0e12, {16: 1307.4e12, 8: 2614.9e12}, 896e9, 128e9),
+    "MI355X": (288e9, 8.0e12, {16: 2.5e15, 8: 5.0e15, 6: 10e15, 4: 10e15}, 1075.2e9, 153.6e9),
+    "GB300-NVL72": (288e9, 8.0e12, {16: 2.5e15, 8: 5e15, 6: 5e15, 4: 15e15}, 1.8e12, None),
+    "B300-HGX": (270e9, 8.0e12, {16: 2.25e15, 8: 4.5e15, 4: 13.125e15}, 1.8e12, None),
+    "H200-NVL": (141e9, 4.8e12, {16: 1671e12 / 2, 8: 3341e12 / 2}, 900e9, 128e9),
+    "H100-PCIe": (80e9, 2.0e12, {16: 1513e12 / 2, 8: 3026e12 / 2}, 600e9, 128e9),
+    "L40S": (48e9, 864e9, {16: 362.05e12, 8: 733e12}, 0.0, 64e9),
+    "RTX-PRO-6000-BSE": (96e9, 1.597e12, {4: 4000e12 / 2}, 0.0, 128e9),
+    "TPU-v5e": (16e9, 819e9, {16: 197e12, 8: 393e12}, 400e9, 100e9),
+    "TPU-v5p": (95e9, 2765e9, {16: 459e12, 8: 918e12}, 1200e9, 200e9),
+    "TPU-v6e": (32e9, 1638e9, {16: 918e12, 8: 1836e12}, 800e9, 200e9),
+}
+KINDS = {"MI": "full_mesh", "TP": "torus", "GB": "switch", "B3": "switch"}
+TPU_PRICES = {"TPU-v5e": 1.20, "TPU-v5p": 4.20, "TPU-v6e": 2.70}  # USD per chip-hour, list
+
+
+def test_every_new_part_is_listed():
+    result = CliRunner().invoke(main, ["list", "hardware", "--format", "csv"])
+    listed = set(pd.read_csv(pd.io.common.StringIO(result.output))["name"])
+    assert set(DATASHEETS) <= listed
+
+
+@pytest.mark.parametrize("name", sorted(DATASHEETS))
+def test_show_gives_the_datasheet_figures(name):
+    hbm, bw, flops, scale_up, link = DATASHEETS[name]
+    result = CliRunner().invoke(main, ["show", name, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)[0]
+    assert shown["hbm_capacity_bytes"] == pytest.approx(hbm)
+    assert shown["hbm_bandwidth_bytes_per_s"] == pytest.approx(bw)
+    for bits, rate in flops.items():
+        assert shown["flop_per_s"][str(bits)] == pytest.approx(rate, rel=0.01), bits
+    assert shown["nvlink_bandwidth_bytes_per_s"] == pytest.approx(scale_up)
+    kind = shown["interconnect"]
+    assert kind == KINDS.get(name[:2], "pcie" if "PCIe" in name or name[0] in "HLR" else kind)
+    if kind in ("full_mesh", "torus"):
+        assert shown["link_bandwidth_bytes_per_s"] == pytest.approx(link)
+    elif kind == "pcie":
+        assert shown["pcie_bandwidth_bytes_per_s"] == pytest.approx(link)
+    if name in TPU_PRICES:
+        assert shown["price_usd_per_hour"] == pytest.approx(TPU_PRICES[name])
+
+
+def test_fp4_and_fp6_run_at_their_own_rate_where_the_chip_has_one():
+    mi355x = ie.load_hardware("MI355X")
+    assert (
+        mi355x.peak_flop_per_s(4)
+        == mi355x.peak_flop_per_s(6)
+        == pytest.approx(2 * mi355x.peak_flop_per_s(8))
+    )
+    mi300x = ie.load_hardware("MI300X")
+    assert mi300x.peak_flop_per_s(4) == mi300x.peak_flop_per_s(8)  # CDNA 3: no FP4
+    assert mi355x.peak_flop_per_s(4, native_fp4=False) == mi355x.peak_flop_per_s(8)
+
+
+@pytest.mark.parametrize(
+    "text, name, count",
+    [
+        ("8xMI325X_2xEPYC_9575F", "MI325X", 8),
+        ("NVIDIA B200-SXM-180GB", "B200-HGX", None),
+        ("GB200 NVL72", "GB200-NVL72", None),
+        ("NVIDIA H200-SXM-141GB-CTS", "H200-SXM", None),
+        ("AMD Instinct MI300X-NPS1-SPX-192GB-750W", "MI300X", None),
+        ("AMD MI300X-NPS1-SPX-192GB-750W", "MI300X", None),
+        ("1xMI300X_2xEPYC-9374F", "MI300X", 1),
+        ("GB300-NVL72_GB300-288GB_aarch64x72", "GB300-NVL72", None),
+        ("NVIDIA H100-PCIe-80GB", "H100-PCIe", None),
+        ("H100 80GB HBM3 x8 (Azure ND H100 v5)", "H100-SXM", 8),
+        ("XE9680_MI300X_192GBx8", "MI300X", 8),
+        ("TPU v6e", "TPU-v6e", None),
+    ],
+)
+def test_benchmark_system_names_resolve(text, name, count):
+    system = resolve_system_name(text)
+    assert system.name == name and system.accelerators == count
+    assert ie.load_hardware(text).name == name  # load_hardware falls back to it
+
+
+def test_a_different_part_is_never_read_as_a_similar_one():
+    # the H100 NVL (94 GB) is not the H100 SXM: identifying words are kept, so it is unknown
+    with pytest.raises(ie.SpecError) as info:
+        resolve_system_name("NVIDIA H100-NVL-94GB")
+    assert "read as 'H100 NVL'" in str(info.value) and "did you mean" in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def amd_rows():
+    return pd.read_csv(AMD_ROWS)
+
+
+def test_every_amd_row_resolves_to_our_files(amd_rows):
+    names = {resolve_system_name(h).name for h in amd_rows.hardware}
+    assert names == {"MI300X", "MI325X", "MI355X"}
+    mlperf = amd_rows[amd_rows.model.str.startswith("Llama-2-70B")]
+    assert len(mlperf) == 36 and {resolve_system_name(h).name for h in mlperf.hardware} == {
+        "MI300X"
+    }
+    assert ie.load_model("llama2-70b-99").name == "Llama 2 70B"  # MLPerf's benchmark name
+
+
+def test_amd_rows_stay_under_the_refined_bound(amd_rows):
+    """The bound: decode only (no prefill), at context 0, FP8 weights, activations and cache,
+    the `refined` preset; the best throughput per GPU any configuration reaches (the frontier's
+    cheapest point), and for Server rows the best at the measured speed per user or faster.
+    Prefill, longer contexts and 16-bit activations only lower it, so a row above it would
+    mean the model is wrong."""
+    front = ie.frontier(
+        "Llama 2 70B",
+        "MI300X",
+        weight_bits=8,
+        activation_bits=8,
+        kv_cache_bits=8,
+        assumptions="refined",
+        grid_points=48,
+    )
+    best_per_gpu = front.cheapest().tokens_per_s_per_gpu
+    mlperf = amd_rows[amd_rows.model.str.startswith("Llama-2-70B")]
+    per_gpu = mlperf[mlperf.metric == "throughput_per_gpu"]
+    assert len(per_gpu) == 8 and (per_gpu.value < best_per_gpu).all()
+    server = mlperf[mlperf.model.str.contains("Server")]
+    for _, speed in server[server.metric == "per_user_decode_speed"].iterrows():
+        same = server[(server.source == speed.source) & (server.metric == "throughput_per_gpu")]
+        bound = front.cheapest_at_speed(speed.value).tokens_per_s_per_gpu
+        assert same.value.iloc[0] < bound
+    # matmul micro-benchmarks stay under the BF16 peak
+    for _, row in amd_rows[amd_rows.metric == "TFLOPS"].iterrows():
+        gpu = ie.load_hardware(row.hardware)
+        assert row.value * 1e12 < gpu.peak_flop_per_s(16)

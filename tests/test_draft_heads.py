@@ -1,0 +1,159 @@
+"""Speculation beyond a draft model (docs/model.md §C3): MTP modules, EAGLE heads, tree drafts."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.optimise.method import make_method
+from inference_econ.optimise.optimiser import Problem
+from inference_econ.serving.decode import Decoder
+from inference_econ.serving.speculative import DraftHeads, cycle_latency, eagle_head, mtp_heads
+
+REFINED = ie.preset("refined")
+
+
+def heads(**kw):
+    base = dict(
+        kind="eagle",
+        head=ie.load_model("Llama 3 8B"),
+        projection_params=0.0,
+        copies=1,
+        acceptance=(0.8,),
+    )
+    return DraftHeads(**{**base, **kw})
+
+
+def test_expected_tokens_of_chains_and_trees():
+    chain = heads(acceptance=(0.8,), max_depth=3)
+    assert chain.expected_tokens(3) == pytest.approx(1 + 0.8 + 0.64 + 0.512)
+    by_depth = heads(acceptance=(0.9, 0.5), max_depth=3)  # the last value repeats
+    assert by_depth.expected_tokens(3) == pytest.approx(1 + 0.9 + 0.45 + 0.225)
+    tree = heads(acceptance=(0.5,), branching=2, max_depth=2)
+    # one of 2 candidates is right with 1 - 0.5^2 = 0.75; 1 + 2 + 4 nodes verified; the first
+    # head pass re-reads the 3 positions the last cycle may have accepted, the second expands 2
+    c = tree.cycles()[1]
+    assert c.expected_tokens == pytest.approx(1 + 0.75 + 0.75**2)
+    assert c.verify_tokens == 7 and c.draft_passes == ((2, 1), (3, 1))
+    assert heads(acceptance=(0.0,), max_depth=4).expected_tokens(4) == 1.0
+
+
+def test_a_tree_too_large_is_refused():
+    with pytest.raises(ie.SpecError, match="lower --max-draft or the branching"):
+        heads(branching=8, max_depth=5)
+
+
+@pytest.fixture(scope="module")
+def dsv3_mtp():
+    return mtp_heads(ie.load_model("DeepSeek-V3"), (0.0,), max_depth=3)
+
+
+def test_deepseek_mtp_module_size_and_memory(dsv3_mtp):
+    # one MLA + MoE layer and the 2·7168 x 7168 projection: 11.6B (README_WEIGHTS.md: 11.5B)
+    work = dsv3_mtp.draft_workload(REFINED)
+    assert work.total_params - work.shared_embedding_params == pytest.approx(11.5e9, rel=0.02)
+    assert work.kv_bytes_per_token == 576 * 2  # its own MLA cache: one layer
+    setting = ie.make_setting("DeepSeek-V3", "H200", draft_heads="mtp", assumptions="refined")
+    plain = ie.make_setting("DeepSeek-V3", "H200", assumptions="refined")
+    grew = Decoder(setting).target.weights_total_bytes - Decoder(plain).target.weights_total_bytes
+    assert grew == pytest.approx(work.weights_total_bytes)  # resident beside the target
+
+
+def test_acceptance_zero_gains_nothing_and_costs_the_heads():
+    setting = ie.make_setting(
+        "DeepSeek-V3",
+        "H200",
+        draft_heads="mtp",
+        acceptance=0.0,
+        max_draft_tokens=2,
+        assumptions="refined",
+    )
+    d = Decoder(setting)
+    N, B = np.array([16.0, 64.0]), np.array([8.0, 256.0])
+    target, draft = d.layouts(N, B)
+    T = {s: lay.latency_s for s, lay in target.items()}
+    D = {s: lay.latency_s for s, lay in draft.items()}
+    for cycle in setting.spec.cycles():
+        assert cycle.expected_tokens == 1.0
+        heads_s = sum(n * D[s] for s, n in cycle.draft_passes)
+        assert np.allclose(cycle_latency(cycle, T, D), T[cycle.verify_tokens] + heads_s)
+        assert np.all(heads_s > 0) and np.all(T[cycle.verify_tokens] >= T[1])
+        assert np.all(cycle_latency(cycle, T, D) > T[1])  # slower than not speculating
+    row = d.describe(N, B)
+    assert (row.draft_tokens == 0).all()  # no speculation chosen
+    assert np.allclose(row.latency_s, T[1])
+
+
+def test_higher_acceptance_is_never_slower():
+    n = np.array([1.0, 4.0, 16.0])
+    b = np.array([1.0, 16.0, 256.0])
+    method = make_method("grid", grid_points=8)
+    previous = None
+    for a in (0.0, 0.4, 0.8, 1.0):
+        s = ie.make_setting(
+            "Llama 3 8B",
+            "H100",
+            draft_heads="eagle",
+            acceptance=a,
+            tree_branching=2,
+            max_draft_tokens=3,
+        )
+        latency, _ = Problem(s, method).grid_latency(n, b)
+        if previous is not None:
+            assert np.all(latency <= previous * (1 + 1e-6))
+        previous = latency
+    none, _ = Problem(ie.make_setting("Llama 3 8B", "H100"), method).grid_latency(n, b)
+    # certain acceptance is never slower than not speculating, and faster where memory-bound
+    assert np.all(previous <= none) and previous[0, 0] < none[0, 0] / 2
+
+
+def test_eagle_head_on_a_dense_model():
+    llama = ie.load_model("Llama 3 70B")
+    head = eagle_head(llama, (0.8, 0.6), max_depth=4)
+    work = head.draft_workload(REFINED)
+    # one Llama 3 70B layer (attention 150,994,944 + feed-forward 704,643,072) and the
+    # 2·8192 x 8192 input projection; the output head is shared, so not resident again
+    layer = 150_994_944 + 704_643_072
+    assert work.weights_total_bytes == (layer + 2 * 8192 * 8192) * 2
+    assert work.kv_bytes_per_token == 16 * 128 * 2
+    assert head.acceptance_at(1) == 0.8 and head.acceptance_at(4) == 0.6
+
+
+def test_settings_errors_are_clear():
+    with pytest.raises(ie.SpecError, match="either a draft model"):
+        ie.make_setting("Llama 3 70B", "H100", draft="Llama 3 8B", draft_heads="eagle")
+    with pytest.raises(ie.SpecError, match="has no multi-token prediction modules"):
+        ie.make_setting("Llama 3 70B", "H100", draft_heads="mtp")
+    with pytest.raises(ie.SpecError, match="applies to draft heads only"):
+        ie.make_setting("Llama 3 70B", "H100", draft="Llama 3 8B", tree_branching=2)
+    with pytest.raises(ie.SpecError, match="did you mean 'mtp'"):
+        ie.make_setting("DeepSeek-V3", "H100", draft_heads="mpt")
+
+
+def test_frontier_with_mtp_and_a_tree_from_the_command_line():
+    result = CliRunner().invoke(
+        main,
+        [
+            "frontier",
+            "Qwen3-Next-80B-A3B",
+            "-H",
+            "MI355X",
+            "--draft-heads",
+            "mtp",
+            "--acceptance-by-position",
+            "0.9,0.7",
+            "--tree-branching",
+            "2",
+            "--max-draft",
+            "3",
+            "--assumptions",
+            "refined",
+            "--grid-points",
+            "16",
+            "--format",
+            "csv",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "draft_tokens" in result.output.splitlines()[0]

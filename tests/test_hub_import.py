@@ -1,0 +1,233 @@
+"""import-hf from the Hugging Face Hub (a fake huggingface_hub: CI has no network), precision
+from quantization_config, names, text_config nesting, and bad configs."""
+
+import json
+import sys
+import types
+
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.model.workload import compile_workload
+from inference_econ.specs.hf_import import import_config, import_repo
+
+REFINED = ie.preset("refined")
+
+# deepseek-ai/DeepSeek-V3 config.json as published (architectural and quantization fields)
+DEEPSEEK_V3_FP8 = {
+    "_name_or_path": "deepseek-ai/DeepSeek-V3",
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "vocab_size": 129280,
+    "num_nextn_predict_layers": 1,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    },
+}
+# meta-llama/Llama-4-Maverick-17B-128E: the text model nested under text_config
+LLAMA4_MAVERICK = {
+    "architectures": ["Llama4ForConditionalGeneration"],
+    "model_type": "llama4",
+    "image_token_index": 200092,
+    "vision_config": {"hidden_size": 1408, "num_hidden_layers": 34},
+    "text_config": {
+        "model_type": "llama4_text",
+        "hidden_size": 5120,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "num_hidden_layers": 48,
+        "num_attention_heads": 40,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "num_local_experts": 128,
+        "num_experts_per_tok": 1,
+        "interleave_moe_layer_step": 2,
+        "attention_chunk_size": 8192,
+        "vocab_size": 202048,
+        "rope_theta": 500000.0,
+        "tie_word_embeddings": False,
+    },
+}
+LLAMA_8B = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "tie_word_embeddings": False,
+}
+
+
+def counts(arch):
+    w = compile_workload(arch, REFINED)
+    return w.total_params, w.active_params
+
+
+@pytest.fixture
+def fake_hub(monkeypatch, tmp_path):
+    """A stand-in huggingface_hub whose repositories are folders of tmp_path."""
+    repos: dict[str, dict[str, dict]] = {}
+    calls = []
+
+    class EntryNotFoundError(Exception):
+        pass
+
+    class RepositoryNotFoundError(Exception):
+        pass
+
+    def hf_hub_download(repo_id, filename, *, revision=None, **_):
+        calls.append((repo_id, filename, revision))
+        if repo_id not in repos:
+            raise RepositoryNotFoundError(f"404 Client Error. Repository Not Found for {repo_id}")
+        if filename not in repos[repo_id]:
+            raise EntryNotFoundError(f"{filename} not found")
+        path = tmp_path / repo_id.replace("/", "--") / filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(repos[repo_id][filename]))
+        return str(path)
+
+    module = types.SimpleNamespace(hf_hub_download=hf_hub_download)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", module)
+    module.repos, module.calls = repos, calls
+    return module
+
+
+def test_hub_fp8_deepseek_imports_as_8_bit_named_after_the_repository(fake_hub):
+    fake_hub.repos["deepseek-ai/DeepSeek-V3"] = {"config.json": DEEPSEEK_V3_FP8}
+    arch, text = import_repo("deepseek-ai/DeepSeek-V3")
+    assert arch.name == "DeepSeek-V3" and "deepseek-ai/DeepSeek-V3" in arch.aliases
+    assert arch.precision.weight_bits == 8 and arch.precision.activation_bits == 16
+    assert counts(arch) == pytest.approx(counts(ie.load_model("DeepSeek-V3")), rel=1e-9)
+    assert arch.mtp is not None and arch.mtp.modules == 1 and arch.mtp.layer_group == "moe"
+    assert "weight_bits: 8" in text
+    # config.json, then the optional ModelOpt file (absent here)
+    assert [c[1] for c in fake_hub.calls] == ["config.json", "hf_quant_config.json"]
+
+
+def test_modelopt_hf_quant_config_sets_weight_and_kv_bits(fake_hub):
+    quant = {
+        "producer": {"name": "modelopt"},
+        "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"},
+    }
+    fake_hub.repos["nvidia/Llama-3.1-8B-Instruct-FP4"] = {
+        "config.json": LLAMA_8B,
+        "hf_quant_config.json": quant,
+    }
+    arch, _ = import_repo("nvidia/Llama-3.1-8B-Instruct-FP4", revision="main")
+    assert arch.precision.weight_bits == 4 and arch.precision.kv_cache_bits == 8
+    assert fake_hub.calls[0] == ("nvidia/Llama-3.1-8B-Instruct-FP4", "config.json", "main")
+
+
+@pytest.mark.parametrize(
+    "qc, bits",
+    [
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128}, 4),
+        ({"quant_method": "awq", "bits": 4}, 4),
+        ({"quant_method": "bitsandbytes", "load_in_8bit": True}, 8),
+        ({"quant_method": "mxfp4"}, 4),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}},
+            },
+            8,
+        ),
+    ],
+)
+def test_quantization_config_gives_the_weight_bits(tmp_path, qc, bits):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_8B, "quantization_config": qc}))
+    arch, _ = import_config(path)
+    assert arch.precision.weight_bits == bits
+
+
+def test_unknown_quantization_is_an_error_not_16_bits(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_8B, "quantization_config": {"quant_method": "mystery"}}))
+    with pytest.raises(ie.SpecError, match="weight bits of 'mystery'"):
+        import_config(path)
+
+
+def test_text_config_nesting_llama4_round_trips_to_the_shipped_model(tmp_path):
+    folder = tmp_path / "Llama-4-Maverick-17B-128E"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(LLAMA4_MAVERICK))
+    arch, _ = import_config(folder)  # a folder holding config.json
+    assert arch.name == "Llama-4-Maverick-17B-128E"  # the folder, not the model type
+    shipped = ie.load_model("Llama 4 Maverick")
+    assert counts(arch) == pytest.approx(counts(shipped), rel=1e-9)
+    got = sorted((g.layers, g.sliding_window_tokens or 0, g.ffn.is_moe) for g in arch.layer_groups)
+    want = sorted(
+        (g.layers, g.sliding_window_tokens or 0, g.ffn.is_moe) for g in shipped.layer_groups
+    )
+    assert got == want
+    assert "vision encoder is not modelled" in arch.description
+
+
+def test_name_comes_from_name_or_path_not_model_type(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_8B, "_name_or_path": "meta-llama/Llama-3.1-8B"}))
+    assert import_config(path)[0].name == "Llama-3.1-8B"
+
+
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("num_attention_heads", 0, "num_attention_heads"),
+        ("hidden_size", "4096x", "expected a number"),
+        ("num_hidden_layers", float("nan"), "NaN"),
+        ("intermediate_size", 14336.5, "whole number"),
+    ],
+)
+def test_bad_fields_are_one_line_and_exit_2(tmp_path, field, value, words):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_8B, field: value}))  # json writes NaN for nan
+    with pytest.raises(ie.SpecError) as info:
+        import_config(path)
+    assert info.value.field == field and words in str(info.value)
+    result = CliRunner().invoke(main, ["import-hf", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.count("\n") == 1 and field in result.output
+
+
+def test_cli_reads_a_repository_and_reports_hub_failures(fake_hub, tmp_path):
+    fake_hub.repos["Qwen/Qwen3-8B"] = {
+        "config.json": {**LLAMA_8B, "model_type": "qwen3", "_name_or_path": "Qwen/Qwen3-8B"}
+    }
+    out = tmp_path / "qwen.yaml"
+    result = CliRunner().invoke(main, ["import-hf", "Qwen/Qwen3-8B", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert ie.load_model(out).name == "Qwen3-8B"
+    result = CliRunner().invoke(main, ["import-hf", "nobody/missing-model"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "nobody/missing-model" in result.output and "RepositoryNotFoundError" in result.output
+
+
+def test_without_huggingface_hub_the_fix_is_named(monkeypatch):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # import fails
+    result = CliRunner().invoke(main, ["import-hf", "deepseek-ai/DeepSeek-V3"])
+    assert result.exit_code == 2 and 'pip install "inference-econ[hub]"' in result.output
