@@ -101,6 +101,13 @@ def test_disaggregation_trades_ttft_for_steady_decode():
     assert dis.decode_latency_s < co.decode_latency_s  # no prefill stalls
     assert dis.kv_transfer_s > 0 and dis.ttft_s > dis.kv_transfer_s
     assert dis.gpus == 16 and co.gpus == 8
+    # co-located: 8 GPUs x 500 steps of 26.2 ms (decode plus prefill stalls) / 64 requests; the
+    # stall already carries each request's own prefill, which must not be added again
+    assert co.decode_latency_s == pytest.approx(26.2e-3, rel=0.01)
+    assert co.gpu_s_per_request == pytest.approx(8 * 500 * co.decode_latency_s / 64, rel=1e-12)
+    assert co.gpu_s_per_request == pytest.approx(1.64, rel=0.01)
+    assert co.usd_per_m_output_tokens_all_in == pytest.approx(1.91, rel=0.01)
+    assert 1 - dis.gpu_s_per_request / co.gpu_s_per_request == pytest.approx(0.22, abs=0.01)
 
 
 def test_ttft_limited_frontier():

@@ -56,7 +56,9 @@ def compare(
     solo = prefill(setting, decode_gpus, prompt_tokens, batch=1)
     stall = decode_batch / output_tokens * solo.latency_s  # prefills per decode step x their time
     co_step = step + stall
-    co_gpu_s = decode_gpus * (solo.latency_s + output_tokens * co_step / decode_batch)
+    # the stall already charges every step for the prefills that arrive during it (B / n_out
+    # per step): over a request's n_out steps that is its own prefill, so it is not added again
+    co_gpu_s = decode_gpus * output_tokens * co_step / decode_batch
     # disaggregated: prompts batched on a prefill pool, KV shipped to the decode pool
     n_p = float(prefill_gpus or decode_gpus)
     batch_p = max(1.0, math.ceil(min_prefill_tokens / prompt_tokens))
