@@ -83,7 +83,7 @@ def test_kv_runahead_chunk_balancing():
     assert np.all(np.diff(sizes) < 0)  # later chunks are shorter
 
 
-def test_kv_runahead_qualitative_results_of_seed_004():
+def test_kv_runahead_qualitative_results_of_the_paper():
     setting = ie.make_setting("Llama 3 8B", "A100-paper")
     fast = cp.compare(setting, [1000, 4000, 16000, 64000], 4, link_bytes_per_s=10e9)
     slow = cp.compare(setting, [1000, 4000, 16000, 64000], 4, link_bytes_per_s=1e9)
@@ -92,6 +92,16 @@ def test_kv_runahead_qualitative_results_of_seed_004():
     single, equal = slow.single_device_s.iloc[0], slow.kv_runahead_equal_s.iloc[0]
     assert single / equal < 1.0  # short prompt, slow link, all 4 devices: slower than one
     assert (fast.kv_runahead_balanced_s <= fast.allgather_s).all()
+
+
+def test_kv_runahead_device_time_has_one_hop_latency():
+    # each device's time is its compute plus receiving its prefix: one link latency, not one
+    # per hop of the chain before it
+    base = cp.chain_costs(LLAMA, link_bytes_per_s=10e9, link_latency_s=0.0)
+    slow = cp.chain_costs(LLAMA, link_bytes_per_s=10e9, link_latency_s=1e-3)
+    bounds = cp.equal_chunks(16000, 4)
+    extra = cp.device_times(slow, bounds) - cp.device_times(base, bounds)
+    assert extra == pytest.approx([0.0, 1e-3, 1e-3, 1e-3])
 
 
 def test_disaggregation_trades_ttft_for_steady_decode():

@@ -47,8 +47,8 @@ def test_every_refinement_is_off_in_paper_and_on_in_refined():
     "implementation, cache_kb, mflop",
     [("decompressed", 81.92, 0.08), ("compressed", 1.152, 33.64), ("absorbed", 1.152, 0.28)],
 )
-def test_mla_decode_table_of_seed_003(implementation, cache_kb, mflop):
-    # the seed prints two decimals (0.08 for 0.0819): within 1 % or within that rounding
+def test_mla_decode_table_of_deepseek_v2(implementation, cache_kb, mflop):
+    # the reference table prints two decimals (0.08 for 0.0819): within 1 % or within that rounding
     elements, flop = mla_decode_costs(128, 128, 64, 128, 512, implementation)
     assert elements * 2 / 1e3 == pytest.approx(cache_kb, rel=0.01)
     assert abs(flop / 1e6 - mflop) <= max(0.01 * mflop, 0.005)

@@ -20,7 +20,8 @@ class Assumptions:
     name: str = "paper"
 
     # --- layouts searched (§A5) -----------------------------------------------------------
-    #: Number of log-spaced pipeline degrees from 1 to min(B, L), besides p = 1 (§A5: 10).
+    #: Pipeline degrees searched: p = 1 and count − 1 more log-spaced up to min(B, L)
+    #: (§A5: 10, i.e. 9 besides p = 1).
     pipeline_degree_count: int = 10
     #: Number of log-spaced attention divisors from 1 to N/p (§A5: 6).
     attention_divisor_count: int = 6
@@ -63,7 +64,7 @@ class Assumptions:
     attention_data_parallel: bool = False
 
     # --- collectives (§A4 / Part B) ---------------------------------------------------------
-    #: NCCL latency table: "paper" (docs/model.md §A4) or an NCCL version such as "2.21".
+    #: NCCL latency table: "paper" (docs/model.md §A4), "nccl-2.20" (the same) or "nccl-2.23".
     nccl_latency_model: str = "paper"
     #: Use NVLink SHARP all-reduce on GPUs that have it.
     nvls: bool = False

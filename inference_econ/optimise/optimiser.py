@@ -101,7 +101,8 @@ _EXECUTOR = None
 
 
 def _executor():
-    """A shared pool of two threads: numpy releases the GIL, so grid blocks run in parallel."""
+    """A shared pool of min(4, CPU count) threads: numpy releases the GIL, so grid blocks run
+    in parallel."""
     global _EXECUTOR
     if _EXECUTOR is None:
         from concurrent.futures import ThreadPoolExecutor

@@ -8,7 +8,8 @@ causal attention 2·x·H·L·(e_i² − s_i²). Two ways to give it the earlier 
   all KV, synchronously, so the time is the slowest chunk plus L all-gathers of the whole KV;
 * **KV-Runahead**: a point-to-point chain; device i receives the accumulated KV of tokens
   [0, s_i) from device i − 1 and sends [0, e_i) on. Its time is its compute plus receiving its
-  prefix; the time to first token is the slowest device plus the chain's hop latencies.
+  prefix (one link latency and the prefix's bytes); the time to first token is the slowest
+  device's time (docs/model.md §B9).
   Balanced chunks make all devices equally slow: later chunks are shorter because each later
   token attends to more.
 """

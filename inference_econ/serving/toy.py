@@ -4,7 +4,8 @@ Single device (Eqs. 1-2): a token takes ``max(wb·P/BW, 2·P·B/F)``; the critic
 ``B* = F·wb/(2·BW)`` balances the two. Many devices (Eqs. 3-19): at the critical batch,
 ``t(N) = L·A·(c·(√N - 1) + base) + wb·P/(N·BW)`` with ``A`` all-reduces per layer; minimising
 gives ``N* = (2·wb·P/(BW·L·A·c))^(2/3)`` and, for large N*, ``t* ≈ 3/2·(L·A·c)^(2/3)·(2·wb·P/BW)^(1/3)``
-(Eq. 18): with ``L ∝ P^(1/3)`` the best latency grows as ``√P`` (Eq. 19).
+(Eq. 18), i.e. ``t* ∝ L^(2/3)·P^(1/3)``: the best latency grows as ``√P`` (Eq. 19) when the
+layers grow as ``P^(1/4)``, and as ``P^(5/9)`` when they grow as ``P^(1/3)``.
 """
 
 from __future__ import annotations
@@ -174,5 +175,5 @@ def grid_latency_s(
 
 
 def square_root_law(params, reference_params: float, reference_latency_s: float):
-    """Eq. 19: best latency scales as √P (layers growing as P^(1/3))."""
+    """Eq. 19: best latency scales as √P (Eq. 18 gives this when layers grow as P^(1/4))."""
     return reference_latency_s * np.sqrt(np.asarray(params, dtype=float) / reference_params)
