@@ -104,6 +104,29 @@ def test_kv_runahead_device_time_has_one_hop_latency():
     assert extra == pytest.approx([0.0, 1e-3, 1e-3, 1e-3])
 
 
+def test_context_parallel_honours_sliding_windows():
+    windowed = ie.make_setting("gpt-oss-120b", "H100", assumptions="refined")
+    costs = cp.chain_costs(windowed)
+    groups = dict((w, n) for n, w in costs.layer_windows)
+    window = min(groups)
+    assert np.isfinite(window) and np.isinf(max(groups))
+    # a chunk far beyond the window: windowed layers attend to `window` positions per token,
+    # full layers to everything before; the prefix a device receives is cut the same way
+    s, e = 100000.0, 101000.0
+    pairs = groups[np.inf] * (e * e - s * s) / 2 + groups[window] * window * (e - s)
+    flop = costs.flop_per_token * (e - s) + costs.attention_flop_per_pair_per_layer * pairs
+    assert costs.compute_s(s, e) == pytest.approx(flop / costs.flop_per_s, rel=1e-12)
+    kv = costs.kv_bytes_per_position_per_layer
+    assert costs.prefix_bytes(s) == pytest.approx(kv * (groups[np.inf] * s + groups[window] * window))
+    full = cp.chain_costs(windowed.replace(assumptions=ie.preset("paper")))
+    assert costs.compute_s(s, e) < full.compute_s(s, e)
+    assert (
+        cp.compare(windowed, [64000], 4).kv_runahead_balanced_s.iloc[0]
+        < cp.compare(windowed.replace(assumptions=ie.preset("paper")), [64000], 4)
+        .kv_runahead_balanced_s.iloc[0]
+    )
+
+
 def test_disaggregation_trades_ttft_for_steady_decode():
     setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
     df = disagg.compare(setting, 4000, 500, 8, 64).set_index("serving")
