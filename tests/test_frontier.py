@@ -50,6 +50,7 @@ def test_fast_search_matches_brute_force_on_a_coarse_grid():
     for model, kwargs in [
         ("Llama 3 70B", dict(weight_bits=8)),
         ("Mixtral 8x22B", dict(draft="Llama 3 8B")),
+        ("Mixtral 8x22B", dict(assumptions="paper-table-5")),
     ]:
         setting = ie.make_setting(model, "H100-paper", **kwargs)
         fast = ie.frontier(setting, grid_points=60)

@@ -73,6 +73,18 @@ class Assumptions:
     #: Multiplier on every collective's latency terms (calibration, what-if).
     collective_latency_scale: float = 1.0
 
+    # --- the paper's earlier code, which printed its Table 5 (docs/deviations.md) ----------
+    #: 2-D matmul activations replicated t1 = max(1, √(m/k)·t) and t2 = max(1, √(k/m)·t) times
+    #: ("unclipped") instead of t1 = clip(√(m·t/k), 1, t) and t/t1 ("clipped", §A2).
+    matmul_replication: str = "clipped"
+    #: Pipeline degrees log-spaced up to L rather than min(B, L) (§A5).
+    pipeline_degrees_up_to_layers: bool = False
+    #: All-to-all bytes carry all k active experts of a token rather than min(k, e) (§A5).
+    all_to_all_bytes_all_active: bool = False
+    #: The whole batch's KV cache inside the p·(…) memory term (read p times per step) rather
+    #: than one micro-batch's (§A5).
+    kv_read_whole_batch: bool = False
+
     def __post_init__(self) -> None:
         checks = {
             "memory_reserve_fraction": 0.0 <= self.memory_reserve_fraction < 1.0,
@@ -83,6 +95,7 @@ class Assumptions:
             "kernels_per_layer": self.kernels_per_layer >= 0,
             "mla_decode": self.mla_decode in ("decompressed", "compressed", "absorbed"),
             "nccl_latency_model": self.nccl_latency_model in ("paper", "nccl-2.20", "nccl-2.23"),
+            "matmul_replication": self.matmul_replication in ("clipped", "unclipped"),
         }
         for name, ok in checks.items():
             if not ok:
@@ -125,11 +138,27 @@ REFINED = Assumptions(
     launch_latency_scale=0.5,  # CUDA graphs: ~2 us per kernel instead of ~4 us
 )
 
-PRESETS: dict[str, Assumptions] = {"paper": PAPER, "refined": REFINED}
+#: The earlier version of the paper's code, which printed the paper's Table 5: Part A with
+#: five differences (docs/deviations.md, "Table 5").
+PAPER_TABLE_5 = Assumptions(
+    name="paper-table-5",
+    matmul_replication="unclipped",  # t1 = max(1, √(m/k)·t), t2 = max(1, √(k/m)·t)
+    pipeline_degrees_up_to_layers=True,  # p log-spaced up to L, not min(B, L)
+    attention_divisor_count=1,  # no attention divisor: a = 1
+    all_to_all_bytes_all_active=True,  # all-to-all bytes with k experts, not min(k, e)
+    kv_read_whole_batch=True,  # the whole batch's KV inside p·(…), read p times
+    kv_capacity_whole_batch=True,  # ... and in the capacity check
+)
+
+PRESETS: dict[str, Assumptions] = {
+    "paper": PAPER,
+    "refined": REFINED,
+    "paper-table-5": PAPER_TABLE_5,
+}
 
 
 def preset(name: str | Assumptions) -> Assumptions:
-    """Look up a named preset ("paper", "refined")."""
+    """Look up a named preset ("paper", "refined", "paper-table-5")."""
     if isinstance(name, Assumptions):
         return name
     try:

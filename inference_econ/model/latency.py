@@ -254,6 +254,7 @@ class StepModel:
                 CollectiveCalls(p2p, w.d_model * w.bytes_per_activation / t, tokens, p - 1.0)
             )
         bw_total = N * m.hbm_bandwidth_bytes_per_s
+        kv_batch = B if self.assumptions.kv_read_whole_batch else b
         ff, ctx, proj = w.flop(B, S, context)
         return PipelinePart(
             gpus=N,
@@ -264,7 +265,7 @@ class StepModel:
             ff_calls_2d=tuple(ff_2d),
             ff_calls_1d=tuple(ff_1d),
             shared_calls=tuple(shared),
-            kv_read_s=p * w.kv_cache_bytes(context, b) / bw_total,
+            kv_read_s=p * w.kv_cache_bytes(context, kv_batch) / bw_total,
             ff_weight_read_s=p * (ff_weight + w.unembedding_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
             ff_context_compute_s=(ff + ctx) / (N * m.flop_per_s),
@@ -299,7 +300,8 @@ class StepModel:
         w, m = self.work, self.machine
         r = np.minimum(g.active, e)
         a2a = cache.get(("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL))
-        per_token = w.d_model * r * w.bytes_per_activation / t
+        experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
+        per_token = w.d_model * experts * w.bytes_per_activation / t
         return CollectiveCalls(a2a, per_token, tokens, 2 * g.layers)
 
     # --- the attention divisor ------------------------------------------------------------

@@ -22,12 +22,13 @@ def _arrays(N, B):
     return np.broadcast_arrays(N.astype(dtype, copy=False), B.astype(dtype, copy=False))
 
 
-def pipeline_degrees(B, layers: int, count: int, allowed: bool, extra=()):
-    """The pipeline degrees of §A5 for batch ``B``: [1] + logspace(0, log2 min(B, L), count)[1:],
-    plus the whole degrees ``extra`` (node-aligned layouts)."""
+def pipeline_degrees(B, layers: int, count: int, allowed: bool, extra=(), up_to_layers=False):
+    """The pipeline degrees of §A5 for batch ``B``: [1] + logspace(0, log2 min(B, L), count)[1:]
+    (up to L itself with ``up_to_layers``), plus the whole degrees ``extra`` (node-aligned
+    layouts)."""
     if not allowed:
         return [1.0]
-    top = np.minimum(np.asarray(B), layers)
+    top = float(layers) if up_to_layers else np.minimum(np.asarray(B), layers)
     # i = 0 repeats p = 1, which is already the first candidate
     logs = [top ** (i / (count - 1)) for i in range(1, count)] if count > 1 else []
     return [1.0] + logs + [float(p) for p in extra if p > 1]
@@ -69,7 +70,12 @@ def _candidates(model: StepModel, N, B, S, context, pipeline):
     """Every (p, adiv, feasible mask, pipeline part) of §A5 at the points (N, B)."""
     a = model.assumptions
     degrees = pipeline_degrees(
-        B, model.work.layers, a.pipeline_degree_count, pipeline, model.extra_pipeline_degrees
+        B,
+        model.work.layers,
+        a.pipeline_degree_count,
+        pipeline,
+        model.extra_pipeline_degrees,
+        a.pipeline_degrees_up_to_layers,
     )
     for p in degrees:
         ok = model.fits(N, B, p, context)

@@ -52,6 +52,8 @@ def _pipeline_blocks(model: StepModel, b_values, pipeline: bool):
     layers = model.work.layers
     rows = len(b_values)
     split = int(np.searchsorted(b_values, layers, side="left"))  # rows [split:] have B >= L
+    if model.assumptions.pipeline_degrees_up_to_layers:
+        split = 0  # every row takes the degrees L^(i/9)
     B_col = b_values[:, None]
     blocks = [((0, rows), 1.0)]
     for i in range(1, max(count, 1)):

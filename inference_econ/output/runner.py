@@ -121,10 +121,14 @@ def run_scenario(
     table_formats=("csv", "json", "markdown"),
     measured_csv: str | Path | None = None,
     progress=None,
+    assumptions: str | None = None,
 ) -> RunResult:
-    """Compute every curve of a scenario; write its figures and tables into ``out_dir``."""
+    """Compute every curve of a scenario; write its figures and tables into ``out_dir``.
+
+    ``assumptions`` computes every curve under that preset instead of the file's own."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
+    scenario = scenario.with_assumptions(assumptions)
     result = RunResult(scenario)
     stem = Path(out_dir) / Path(scenario.name).name if out_dir is not None else None
     if scenario.kind == "table":

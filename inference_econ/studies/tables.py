@@ -53,10 +53,16 @@ def _toy_row(curve) -> dict:
     }
 
 
-def run_table(scenario: Scenario | str, progress=None) -> pd.DataFrame:
-    """One row per curve: the reported point (with layout and breakdown) and the paper's values."""
+def run_table(
+    scenario: Scenario | str, progress=None, assumptions: str | None = None
+) -> pd.DataFrame:
+    """One row per curve: the reported point (with layout and breakdown) and the paper's values.
+
+    ``assumptions`` computes every curve under that preset instead of the file's own (e.g.
+    ``"paper-table-5"`` for the paper's printed Table 5)."""
     if isinstance(scenario, str):
         scenario = load_scenario(PAPER_TABLES.get(scenario, scenario))
+    scenario = scenario.with_assumptions(assumptions)
     rows = []
     for i, curve in enumerate(scenario.curves):
         if progress:
