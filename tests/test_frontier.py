@@ -152,3 +152,25 @@ def test_dataframe_is_a_copy():
     f2 = ie.frontier("Llama 3 8B", "H100-paper")
     assert (f2.points.gpus > 0).all()
     assert isinstance(f2.to_dataframe(), pd.DataFrame)
+
+
+@pytest.mark.parametrize(
+    "model, bits",
+    [
+        ("Mistral Large 2", 16),
+        ("DeepSeek-V3 (paper approximation)", 8),
+        ("Mixtral 8x22B", 16),
+        ("GPT-4 (reported)", 16),
+    ],
+)
+def test_no_frontier_point_where_the_weights_exactly_fill_hbm(model, bits):
+    # the grid starts at P·wb/C GPUs: weights fill HBM exactly, no room for anything else;
+    # rounding the grid to float32 must not make that count feasible (the paper never has it)
+    from inference_econ.model.workload import compile_workload
+
+    setting = ie.make_setting(model, "H100-paper", weight_bits=bits)
+    weight_bytes = compile_workload(setting.model, setting.assumptions).weights_total_bytes
+    first = weight_bytes / setting.gpu.hbm_capacity_bytes
+    for grid_points in (60, 400):
+        front = ie.frontier(setting, grid_points=grid_points)
+        assert front.points.gpus.min() > first * (1 + 1e-6)

@@ -220,13 +220,15 @@ class StepModel:
 
     # --- feasibility ----------------------------------------------------------------------
     def fits(self, N, B, p, context):
-        """Weights plus KV cache fit in HBM, and the pipeline is not deeper than N or B."""
+        """Weights plus KV cache fit in HBM with room to spare, and the pipeline is not deeper
+        than N or B (§A5). A count whose weights exactly fill HBM has no room for anything else
+        and does not fit."""
         w = self.work
         # in float64 whatever the search's precision: a point is feasible or not, exactly
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
         kv_batch = B if self.assumptions.kv_capacity_whole_batch else B / p
         need = self.weights_total_bytes + w.kv_cache_bytes(context, kv_batch)
-        return (N * self.machine.usable_hbm_bytes >= need) & (p <= np.minimum(N, B))
+        return (N * self.machine.usable_hbm_bytes > need) & (p <= np.minimum(N, B))
 
     # --- the part that does not depend on the attention divisor ---------------------------
     def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:

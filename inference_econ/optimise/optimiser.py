@@ -53,8 +53,10 @@ class Problem:
             whole = discrete_grid.gpu_counts(self.min_gpus, self.setting.gpu.scale_up_domain_gpus)
             N = np.unique(np.concatenate([N, whole[(whole >= N[0]) & (whole <= N[-1])]]))
         # values exactly representable in float32, so the fast float32 search and the float64
-        # description of the chosen points see the same grid
-        return N.astype(np.float32).astype(float), B.astype(np.float32).astype(float)
+        # description of the chosen points see the same grid; GPU counts are rounded down, so
+        # rounding never turns a count whose weights exactly fill HBM (the first) into one with
+        # room to spare
+        return _float32_at_most(N), B.astype(np.float32).astype(float)
 
     def grid_latency(self, n_values, b_values):
         """Per-token latency and draft length on the grid b_values x n_values (§A5-§A6):
@@ -95,6 +97,14 @@ class Problem:
     def prefill_latency(self, n_values):
         """Prefill of one prompt on each GPU count, for the time to first token."""
         return prefill_latency_s(self.setting, n_values, self.method.discrete)
+
+
+def _float32_at_most(values):
+    """The largest float32 values not above ``values`` (as float64)."""
+    f32 = np.asarray(values).astype(np.float32)
+    above = f32.astype(float) > values
+    f32[above] = np.nextafter(f32[above], np.float32(-np.inf))
+    return f32.astype(float)
 
 
 _EXECUTOR = None

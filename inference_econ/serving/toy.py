@@ -171,7 +171,7 @@ def grid_latency_s(
         work.bytes_per_weight * params / (gpus * bw), 2.0 * params * batch / (gpus * flops)
     )
     need = work.kv_cache_bytes(context_tokens, batch) + work.bytes_per_weight * params
-    return np.where(gpus * gpu.hbm_capacity_bytes < need, np.inf, latency)
+    return np.where(gpus * gpu.hbm_capacity_bytes <= need, np.inf, latency)
 
 
 def square_root_law(params, reference_params: float, reference_latency_s: float):
