@@ -67,3 +67,22 @@ def test_figure_2_states_what_the_law_predicts_for_the_stored_sizes():
     ]
     assert [round(x, 1) for x in predicted] == [10.8, 31.7]
     assert "predicts 10.8 and 31.7 ms" in scenario.description
+
+
+def test_toy_frontier_of_a_mixture_of_experts():
+    from inference_econ.model.assumptions import PAPER
+    from inference_econ.model.workload import compile_workload
+    from inference_econ.optimise.toy import toy_frontier
+
+    arch = ie.load_model("Mixtral 8x22B")
+    gpu = ie.load_hardware("H100-paper")
+    work = compile_workload(arch, PAPER)
+    front = toy_frontier(arch, gpu, points=60)
+    pts = front.points
+    # batches reach 2^(18 + log2 s) like the main optimiser (s = 4: 2^20)
+    assert pts.batch.max() > 2**18 * 1.5
+    # MFU counts the active parameters' FLOP: at most the sustained FLOP cap, and by hand
+    peak = gpu.peak_flop_per_s(16)
+    expected = 2 * work.active_params * pts.batch / (pts.gpus * peak * pts.latency_s)
+    assert np.allclose(pts.mfu, expected) and pts.mfu.max() <= gpu.sustained_flop_fraction + 1e-9
+    assert work.active_params < 0.3 * work.total_params

@@ -26,11 +26,15 @@ def toy_frontier(
     allreduce_latency_s: float = 2e-6,
     base_latency_s: float = 6e-6,
 ):
-    """Figure 1: the toy model's Pareto frontier on the §A7 grid, with a demand cap."""
+    """Figure 1: the toy model's Pareto frontier on the §A7 grid, with a demand cap.
+
+    Like the main optimiser, batches reach 2^(18 + log2 s) for a mixture of experts (sparsity
+    s), and MFU counts the FLOP of the active parameters."""
     work = compile_workload(arch, PAPER)
     min_gpus = work.total_params * work.bytes_per_weight / gpu.hbm_capacity_bytes
+    sparsity = max(g.sparsity for g in work.groups)
     n = np.logspace(np.log2(min_gpus), 18, points, base=2)
-    b = np.logspace(0, 18, points, base=2)
+    b = np.logspace(0, 18 + np.log2(sparsity), points, base=2)
     N, B = np.meshgrid(n, b)
     latency = grid_latency_s(arch, gpu, N, B, context_tokens, allreduce_latency_s, base_latency_s)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -49,7 +53,7 @@ def toy_frontier(
             "latency_s": lat,
             "gpus": n_sel,
             "batch": b_sel,
-            "mfu": 2.0 * work.total_params * b_sel / (n_sel * peak * lat),
+            "mfu": 2.0 * work.active_params * b_sel / (n_sel * peak * lat),
             "throughput_tokens_per_s": b_sel / lat,
         }
     ).sort_values("tokens_per_s", kind="stable")

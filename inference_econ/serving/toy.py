@@ -152,8 +152,9 @@ def grid_latency_s(
     """The toy model on a (GPUs, batch) grid, as Figure 1 uses it (§A8).
 
     All-reduces cost ``c·max(√N - 1, 0) + base`` each, 2 per layer with parallel attention and 4
-    otherwise; weights are read at the sustained HBM bandwidth and FLOP run at the sustained
-    rate; a configuration whose weights plus KV cache exceed HBM is infinitely slow.
+    otherwise; all weights (P) are read at the sustained HBM bandwidth and the FLOP of the
+    active parameters (2·P_act per token; P_act = P for a dense model) run at the sustained
+    rate; a configuration whose weights plus KV cache fill or exceed HBM is infinitely slow.
     """
     work = compile_workload(arch, assumptions)
     gpus = np.asarray(gpus, dtype=float)
@@ -168,7 +169,8 @@ def grid_latency_s(
         * (allreduce_latency_s * np.maximum(np.sqrt(gpus) - 1.0, 0.0) + base_latency_s)
     )
     latency = network + np.maximum(
-        work.bytes_per_weight * params / (gpus * bw), 2.0 * params * batch / (gpus * flops)
+        work.bytes_per_weight * params / (gpus * bw),
+        2.0 * work.active_params * batch / (gpus * flops),
     )
     need = work.kv_cache_bytes(context_tokens, batch) + work.bytes_per_weight * params
     return np.where(gpus * gpu.hbm_capacity_bytes <= need, np.inf, latency)
