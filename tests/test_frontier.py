@@ -137,7 +137,30 @@ def test_discrete_frontier_is_whole_and_no_better_than_continuous():
         kv_heads = ie.load_model(model).attention.kv_heads
         heads = kv_heads if kv_heads > 1 else ie.load_model(model).attention.query_heads
         assert np.all(heads % pts.attention_degree == 0)
+        assert_layouts_divide(model, pts)
         assert domination_factor(disc, cont) <= 1.005
+
+
+def assert_layouts_divide(model, pts):
+    """Every discrete layout divides the dimensions it splits: the feed-forward tensor degree
+    t/e divides every feed-forward width, and 2-D splits divide what they split."""
+    from inference_econ.model.machine import square_split
+
+    arch = ie.load_model(model)
+    widths = [g.ffn.d_ff for g in arch.layer_groups]
+    for _, row in pts.iterrows():
+        t_ff = int(round(row.tensor_degree / row.expert_degree))
+        assert all(w % t_ff == 0 for w in widths), (model, row.gpus, row.tensor_degree)
+        if row.tp_dims == "2D":
+            r = int(square_split(t_ff))
+            assert all((w % r == 0) and (w % (t_ff // r) == 0) for w in [arch.d_model, *widths])
+
+
+def test_discrete_fastest_llama_70b_divides_its_widths():
+    # 28,672 is not divisible by 40: TP 40 is not deployable
+    front = ie.frontier("Llama 3 70B", "H100", discrete=True, grid_points=30)
+    assert_layouts_divide("Llama 3 70B", front.points)
+    assert 28672 % front.fastest().tensor_degree == 0
 
 
 def test_discrete_expert_parallel_divides_experts():

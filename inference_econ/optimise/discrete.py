@@ -4,14 +4,18 @@ Instead of the paper's real-valued grid, the discrete search enumerates whole co
 integer GPU counts (every count up to one node, whole nodes beyond), integer batches, pipeline
 degrees that divide the layers and the GPUs, attention tensor degrees that divide the KV heads
 (the query heads when there is one KV head or MLA), expert-parallel degrees that divide the
-experts and the tensor degree, and 2-D tensor splits into whole ranks.
+experts and the tensor degree, feed-forward tensor degrees that divide every feed-forward width,
+and 2-D tensor splits into whole ranks that divide the widths they split.
 """
 
 from __future__ import annotations
 
+
 import numpy as np
 
+from ..model.latency import expert_degree
 from ..model.layouts import Layout
+from ..model.machine import square_split
 from ..serving.speculative import combine
 
 #: Whole nodes beyond one node: {1, 3, 5, 7} x 2^i nodes (four counts per doubling).
@@ -46,6 +50,46 @@ def attention_degrees(arch, t: int) -> list[int]:
     return [d for d in divisors(t) if heads % d == 0]
 
 
+def _sides(degree: int) -> tuple[int, int]:
+    """The two sides (R, degree/R) of the whole 2-D split of a tensor degree (§B7)."""
+    r = int(square_split(degree))
+    return r, degree // r
+
+
+def _divides(degree: int, *widths) -> bool:
+    return all(int(w) % degree == 0 for w in widths)
+
+
+def ff_splits_evenly(model, t: int, micro_batch, two_d: bool):
+    """Where (per micro-batch) the feed-forward tensor degree t_ff = t/e divides every
+    feed-forward width it splits, e being the expert degree at that micro-batch; for 2-D both
+    sides of the split divide the model width and the feed-forward widths."""
+    w = model.work
+    ok = np.ones(np.shape(micro_batch), dtype=bool)
+    ep_min = model.assumptions.expert_parallel_min_batch_per_sparsity
+    for g in w.groups:
+        widths = (g.d_ff, g.shared_d_ff) if g.shared else (g.d_ff,)
+        e = expert_degree(micro_batch, float(t), g.experts, ep_min * g.sparsity, integer=True)
+        e = np.broadcast_to(np.asarray(e, dtype=float), ok.shape)
+        for value in np.unique(e):
+            t_ff = max(1, int(round(t / value)))
+            if two_d:
+                good = all(_divides(side, w.d_model, *widths) for side in _sides(t_ff))
+            else:
+                good = _divides(t_ff, *widths)
+            if not good:
+                ok &= e != value
+    return ok
+
+
+def attention_splits_evenly(model, t_at: int, two_d: bool) -> bool:
+    """Attention on t_at GPUs splits the heads (attention_degrees); in 2-D both sides of the
+    split also divide the model width and the heads."""
+    if not two_d:
+        return True
+    return all(_divides(side, model.work.d_model, model.work.tp_heads) for side in _sides(t_at))
+
+
 def _search(model, arch, N: int, B, S, context, pipeline: bool) -> Layout:
     """Best layout over the discrete layouts of one GPU count, for every batch in ``B``."""
     layers = model.work.layers
@@ -60,12 +104,17 @@ def _search(model, arch, N: int, B, S, context, pipeline: bool) -> Layout:
         if not np.any(ok):
             continue
         t = N // p
+        even = {two: ok & ff_splits_evenly(model, t, B / p, two) for two in (True, False)}
+        if not (even[True].any() or even[False].any()):
+            continue
         part = model.pipeline_part(float(N), B, S, context, float(p))
         for t_at in attention_degrees(arch, t):
             adiv = float(t // t_at)
             lat2, lat1 = model.latency_by_dims(part, adiv)
             for lat, two in ((lat2, True), (lat1, False)):
-                lat = np.where(ok, lat, np.inf)
+                if not attention_splits_evenly(model, t_at, two):
+                    continue
+                lat = np.where(even[two], lat, np.inf)
                 better = lat < best
                 best = np.where(better, lat, best)
                 best_p = np.where(better, p, best_p)
