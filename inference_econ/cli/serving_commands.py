@@ -73,7 +73,11 @@ def request_options(fn):
 @click.argument("model")
 @setting_options
 @request_options
-@option("prefill_batch", help="Prompts prefilled together (default: the batch).")
+@option(
+    "prefill_batch",
+    help="Prompts prefilled together (default 1: each prompt as it arrives, in chunks of 8192 "
+    "tokens, as vLLM and SGLang schedule them).",
+)
 @options("cached_fraction")
 @format_option
 @handle_errors

@@ -10,11 +10,10 @@ and 2-D tensor splits into whole ranks that divide the widths they split.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..model.latency import expert_degree
-from ..model.layouts import Layout
+from ..model.layouts import Layout, within_budget
 from ..model.machine import square_split
 from ..serving.speculative import combine
 
@@ -90,13 +89,17 @@ def attention_splits_evenly(model, t_at: int, two_d: bool) -> bool:
     return all(_divides(side, model.work.d_model, model.work.tp_heads) for side in _sides(t_at))
 
 
-def _search(model, arch, N: int, B, S, context, pipeline: bool) -> Layout:
-    """Best layout over the discrete layouts of one GPU count, for every batch in ``B``."""
+def _search(
+    model, arch, N: int, B, S, context, pipeline: bool, per_layout=None, budget=None
+) -> Layout:
+    """Best layout over the discrete layouts of one GPU count, for every batch in ``B``
+    (``per_layout`` and ``budget`` as in ``model.layouts.best_layout``)."""
     layers = model.work.layers
     best = np.full(B.shape, np.inf)
     best_p = np.ones(B.shape)
     best_a = np.ones(B.shape)
     best_two = np.ones(B.shape, dtype=bool)
+    best_v = None if per_layout is None else np.full(B.shape, np.inf)
     for p in divisors(layers) if pipeline else [1]:
         if N % p:
             continue
@@ -110,8 +113,9 @@ def _search(model, arch, N: int, B, S, context, pipeline: bool) -> Layout:
         part = model.pipeline_part(float(N), B, S, context, float(p))
         for t_at in attention_degrees(arch, t):
             adiv = float(t // t_at)
-            lat2, lat1 = model.latency_by_dims(part, adiv)
-            for lat, two in ((lat2, True), (lat1, False)):
+            values = per_layout(float(N), B, float(p), [adiv])[0] if per_layout else None
+            lats = within_budget(*model.latency_by_dims(part, adiv), values, budget)
+            for j, (lat, two) in enumerate(zip(lats, (True, False))):
                 if not attention_splits_evenly(model, t_at, two):
                     continue
                 lat = np.where(even[two], lat, np.inf)
@@ -120,32 +124,56 @@ def _search(model, arch, N: int, B, S, context, pipeline: bool) -> Layout:
                 best_p = np.where(better, p, best_p)
                 best_a = np.where(better, adiv, best_a)
                 best_two = np.where(better, two, best_two)
-    return Layout(best, best_p, best_a, best_two)
+                if values is not None:
+                    best_v = np.where(better, values[j], best_v)
+    return Layout(best, best_p, best_a, best_two, best_v)
 
 
-def _columns(model, arch, counts, batches, S, context, pipeline) -> Layout:
+def _columns(
+    model, arch, counts, batches, S, context, pipeline, per_layout=None, budget=None
+) -> Layout:
     """The best layouts on the whole grid (rows = batches, columns = GPU counts)."""
-    cols = [_search(model, arch, n, batches, S, context, pipeline) for n in counts.astype(int)]
+    cols = [
+        _search(
+            model,
+            arch,
+            n,
+            batches,
+            S,
+            context,
+            pipeline,
+            per_layout,
+            budget[:, i] if np.ndim(budget) == 2 else budget,
+        )
+        for i, n in enumerate(counts.astype(int))
+    ]
     return Layout(
-        np.stack([c.latency_s for c in cols], axis=1),
-        np.stack([c.pipeline for c in cols], axis=1),
-        np.stack([c.attention_divisor for c in cols], axis=1),
-        np.stack([c.two_d for c in cols], axis=1),
+        *(
+            np.stack([getattr(c, name) for c in cols], axis=1)
+            for name in ("latency_s", "pipeline", "attention_divisor", "two_d")
+        ),
+        np.stack([c.value for c in cols], axis=1) if per_layout is not None else None,
     )
 
 
 def evaluate(problem):
     """Latency on the discrete grid: (N, B, latency, layouts) with rows = batches, cols = GPUs;
-    the layouts are ({γ: Layout}, draft Layout or None)."""
+    the layouts are ({γ: Layout}, draft Layout or None). With a TTFT limit only layouts
+    within it are candidates (``serving.decode.Decoder.layouts``)."""
     s, d = problem.setting, problem.decoder
     counts = gpu_counts(problem.min_gpus, s.gpu.scale_up_domain_gpus)
     sparsity = max(g.sparsity for g in d.work.groups)
     batches = batch_sizes(2.0 ** (18 + np.log2(sparsity)), problem.method.grid_points)
     ctx, pipe = s.context_tokens, s.pipeline
+    draft = None
+    if d.draft:
+        draft = _columns(d.draft, s.spec.draft, counts, batches, 1, ctx, pipe, d.draft_terms)
     layouts = {
-        g: _columns(d.target, s.model, counts, batches, g, ctx, pipe) for g in d.gamma_values()
+        g: _columns(
+            d.target, s.model, counts, batches, g, ctx, pipe, d.target_terms, d.budget(g, draft)
+        )
+        for g in d.gamma_values()
     }
-    draft = _columns(d.draft, s.spec.draft, counts, batches, 1, ctx, pipe) if d.draft else None
     latency, _ = combine(
         {g: v.latency_s for g, v in layouts.items()}, draft.latency_s if draft else None, s.spec
     )
@@ -158,7 +186,8 @@ def _flat(layout: Layout) -> Layout:
         *(
             np.ravel(x)
             for x in (layout.latency_s, layout.pipeline, layout.attention_divisor, layout.two_d)
-        )
+        ),
+        None if layout.value is None else np.ravel(layout.value),
     )
 
 

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..model.economics import usd_per_mtok
-from ..model.layouts import best_latency
+from ..model.layouts import Layout, best_latency
 from ..serving.decode import Decoder
 from ..serving.prefill import prefill_latency_s
 from ..serving.setting import Setting
@@ -58,27 +58,57 @@ class Problem:
         # room to spare
         return _float32_at_most(N), B.astype(np.float32).astype(float)
 
+    @property
+    def ttft_limited(self) -> bool:
+        return self.setting.ttft_max_s is not None and self.decoder.first is not None
+
     def grid_latency(self, n_values, b_values):
         """Per-token latency and draft length on the grid b_values x n_values (§A5-§A6):
         every layout searched at every point, for the target at S = 1 … γ_max and for the
-        draft; speculation then picks the best γ per point."""
+        draft; speculation then picks the best γ per point. With a TTFT limit only layouts
+        within it are searched (§B8)."""
         s, d = self.setting, self.decoder
         gammas = d.gamma_values()
+        limited = self.ttft_limited
 
-        def run(model, S_values):
+        def run(model, S_values, per_layout=None, budgets=None):
             return grid_latency(
-                model, n_values, b_values, S_values, s.context_tokens, s.pipeline, _executor()
+                model,
+                n_values,
+                b_values,
+                S_values,
+                s.context_tokens,
+                s.pipeline,
+                _executor(),
+                per_layout=per_layout,
+                budgets=budgets,
             )
 
-        T = dict(zip(gammas, run(d.target, gammas)))
-        D = run(d.draft, [1])[0] if d.draft is not None else None
-        return combine(T, D, s.spec)
+        D = draft = None
+        if d.draft is not None and limited:
+            (D,), (draft_prefill,) = run(d.draft, [1], d.draft_terms)
+            draft = Layout(D, None, None, None, draft_prefill)
+        elif d.draft is not None:
+            D = run(d.draft, [1])[0]
+        if limited:
+            budgets = {g: d.budget(g, draft) for g in gammas}
+            lats, _ = run(d.target, gammas, d.target_terms, budgets)
+        else:
+            lats = run(d.target, gammas)
+        return combine(dict(zip(gammas, lats)), D, s.spec)
 
     def brute_force_latency(self, n_values, b_values):
         """The same as ``grid_latency`` by the plain loop over layouts at every point (float64):
         the reference the fast search is tested against."""
         s, d = self.setting, self.decoder
         N, B = np.meshgrid(np.asarray(n_values, dtype=float), np.asarray(b_values, dtype=float))
+        if self.ttft_limited:  # the layouts within the TTFT limit, as describe finds them
+            target, draft = d.layouts(N, B)
+            return combine(
+                {g: lay.latency_s for g, lay in target.items()},
+                draft.latency_s if draft else None,
+                s.spec,
+            )
         ctx, pipe = s.context_tokens, s.pipeline
         T = {g: best_latency(d.target, N, B, g, ctx, pipe) for g in d.gamma_values()}
         D = best_latency(d.draft, N, B, 1, ctx, pipe) if d.draft else None
@@ -139,9 +169,6 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
         cost = usd_per_mtok(N, latency, B, setting.gpu.price_usd_per_hour)
         capped = B / latency > setting.max_throughput_tokens_per_s
     cost = np.where(capped, np.inf, cost)
-    if setting.ttft_max_s is not None:
-        ttft = problem.prefill_latency(N[0])[None, :] + latency
-        cost = np.where(ttft > setting.ttft_max_s, np.inf, cost)
     idx = pareto_indices(latency, cost)
     notes: list[str] = []
     if idx.size == 0:
@@ -153,7 +180,13 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
         else:
             points = problem.decoder.describe(N.ravel()[idx], B.ravel()[idx])
         # the search ran in float32; keep what is Pareto-optimal in the float64 description
-        keep = pareto_indices(points["latency_s"].to_numpy(), points["usd_per_mtok"].to_numpy())
+        # (and, with a TTFT limit, within it there too)
+        described_cost = points["usd_per_mtok"].to_numpy()
+        if setting.ttft_max_s is not None:
+            described_cost = np.where(
+                points["ttft_s"].to_numpy() <= setting.ttft_max_s, described_cost, np.inf
+            )
+        keep = pareto_indices(points["latency_s"].to_numpy(), described_cost)
         points = points.iloc[np.sort(keep)]
         points = points.sort_values("tokens_per_s", kind="stable").reset_index(drop=True)
     return Frontier(
@@ -177,7 +210,10 @@ def _why_empty(problem: Problem, n_values=None) -> str:
                     f"{s.prompt_tokens:g}-token prompt: the fastest prefill alone takes {pre[best]:.3g} s "
                     f"(on {n_values[best]:.3g} GPUs)"
                 )
-            return f"no configuration meets TTFT <= {s.ttft_max_s:g} s once the first decode step is added"
+            return (
+                f"no configuration meets TTFT <= {s.ttft_max_s:g} s on its own layout (the prefill "
+                "of one prompt plus the first decode step at the prompt's length)"
+            )
     gpu = s.gpu
     need = problem.decoder.target.weights_total_bytes
     if need > gpu.hbm_capacity_bytes * 2**GRID_MAX_LOG2:

@@ -19,7 +19,7 @@ from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import ADDITIVE_PARTS, Breakdown, StepModel, expert_degree
 from ..model.layouts import Layout, best_layout
 from ..model.workload import compile_workload
-from .prefill import prefill_latency_s
+from .prefill import FirstToken
 from .setting import Setting
 from .speculative import combine, expected_tokens
 
@@ -53,6 +53,32 @@ class Decoder:
         if setting.spec is not None:
             dwork = compile_workload(setting.spec.draft, a)
             self.draft = StepModel(dwork, setting.gpu, a, integer_layouts)
+        #: Time to first token on each configuration's own layout, with a prompt length.
+        self.first = (
+            FirstToken(setting, self.target, integer_layouts)
+            if setting.prompt_tokens is not None
+            else None
+        )
+
+    @property
+    def target_terms(self):
+        """The TTFT of a target layout (``model.layouts.best_layout``'s ``per_layout``)."""
+        return self.first.target_by_dims if self.first is not None else None
+
+    @property
+    def draft_terms(self):
+        """The draft's prefill on a draft layout, for the TTFT of speculative decoding."""
+        return self.first.draft_by_dims if self.first is not None and self.draft else None
+
+    def budget(self, gamma: int, draft_layout: Layout | None):
+        """The TTFT left for the target's layouts of draft length ``gamma`` (None: no limit):
+        the limit, less the draft's prefill when the draft runs (γ > 1)."""
+        limit = self.setting.ttft_max_s
+        if self.first is None or limit is None:
+            return None
+        if gamma > 1 and draft_layout is not None and draft_layout.value is not None:
+            return limit - draft_layout.value
+        return limit
 
     @property
     def min_gpus(self) -> float:
@@ -64,11 +90,19 @@ class Decoder:
         return [1] + (list(self.setting.spec.draft_lengths) if self.setting.spec else [])
 
     def layouts(self, N, B) -> tuple[dict[int, Layout], Layout | None]:
-        """The best layout of every target pass and of the draft at the points (N, B)."""
+        """The best layout of every target pass and of the draft at the points (N, B); with a
+        TTFT limit, the best among the layouts within it (docs/model.md §B8)."""
         s = self.setting
         ctx, pipe = s.context_tokens, s.pipeline
-        target = {g: best_layout(self.target, N, B, g, ctx, pipe) for g in self.gamma_values()}
-        draft = best_layout(self.draft, N, B, 1, ctx, pipe) if self.draft else None
+        draft = None
+        if self.draft:
+            draft = best_layout(self.draft, N, B, 1, ctx, pipe, self.draft_terms)
+        target = {
+            g: best_layout(
+                self.target, N, B, g, ctx, pipe, self.target_terms, self.budget(g, draft)
+            )
+            for g in self.gamma_values()
+        }
         return target, draft
 
     def describe(self, N, B, layouts=None, draft_layout=None) -> pd.DataFrame:
@@ -86,10 +120,18 @@ class Decoder:
             {g: lay.latency_s for g, lay in layouts.items()}, draft_lat, self.setting.spec
         )
         bd = self._breakdown(N, B, gamma, layouts, draft_layout)
-        chosen = _chosen_layout(layouts, gamma)
+        chosen = chosen_layout(layouts, gamma)
         df = self._frame(N, B, latency, gamma, chosen, bd)
-        if self.setting.prompt_tokens is not None:
-            df["ttft_s"] = prefill_latency_s(self.setting, N, self.integer_layouts) + latency
+        if self.first is not None:
+            ttft = self.first.target_s(N, B, chosen) if chosen.value is None else chosen.value
+            if draft_layout is not None:
+                draft_pre = (
+                    self.first.draft_s(N, B, draft_layout)
+                    if draft_layout.value is None
+                    else draft_layout.value
+                )
+                ttft = ttft + np.where(gamma > 1, draft_pre, 0.0)
+            df["ttft_s"] = ttft
         return df
 
     def _breakdown(self, N, B, gamma, layouts, draft_layout) -> Breakdown:
@@ -160,14 +202,18 @@ class Decoder:
         return df
 
 
-def _chosen_layout(layouts: dict[int, Layout], gamma) -> Layout:
-    """The target layout of the chosen draft length at every point."""
+def chosen_layout(layouts: dict[int, Layout], gamma) -> Layout:
+    """The target layout of the chosen draft length at every point (with its value)."""
     shape = np.shape(gamma)
     p, a, two = np.ones(shape), np.ones(shape), np.ones(shape, dtype=bool)
+    known = all(lay.value is not None for lay in layouts.values())
+    value = np.full(shape, np.inf) if known else None
     for g, lay in layouts.items():
         sel = gamma == g
         p[sel], a[sel], two[sel] = lay.pipeline[sel], lay.attention_divisor[sel], lay.two_d[sel]
-    return Layout(None, p, a, two)
+        if known:
+            value[sel] = np.asarray(lay.value)[sel]
+    return Layout(None, p, a, two, value)
 
 
 def _combine(target: Breakdown, draft: Breakdown, gamma: int, scale: float) -> Breakdown:
@@ -190,12 +236,6 @@ def _scatter(out: Breakdown | None, sel, part: Breakdown) -> Breakdown:
     for f in dataclasses.fields(Breakdown):
         getattr(out, f.name)[sel] = getattr(part, f.name)
     return out
-
-
-def decode_step(setting: Setting, gpus: float, batch: float, context_tokens: float) -> pd.Series:
-    """One decode step at a context length: the best layout, its latency and breakdown."""
-    decoder = Decoder(setting.replace(context_tokens=float(context_tokens)))
-    return decoder.describe(np.array([float(gpus)]), np.array([float(batch)])).iloc[0]
 
 
 def evaluate(setting: Setting, gpus, batch) -> pd.DataFrame:
