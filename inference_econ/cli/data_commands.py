@@ -9,12 +9,14 @@ import click
 
 from ..errors import SpecError
 from .common import (
+    Progress,
     emit,
     format_option,
     handle_errors,
     make_setting,
     options,
     out_option,
+    quiet_option,
     setting_options,
 )
 
@@ -104,7 +106,7 @@ def calibrate(csv, assumptions, out, holdout_every):
         emit(calibrated_yaml(result), out)
 
 
-@click.command()
+@click.command(short_help="What-if: vary a parameter; elasticities as a tornado chart.")
 @click.argument("model")
 @setting_options
 @click.option(
@@ -120,33 +122,45 @@ def calibrate(csv, assumptions, out, holdout_every):
     help="Instead: elasticities of every factor, drawn as a tornado chart here.",
 )
 @format_option
+@quiet_option
 @handle_errors
-def sweep(model, hardware, parameter, values, at_speed, tornado, format, **settings):
+def sweep(model, hardware, parameter, values, at_speed, tornado, format, quiet, **settings):
     """What-if: vary one parameter and report the fastest speed and the cost at a fixed speed.
+
+    The cost is compared at --at-speed tokens/s per request, by default half the base
+    setting's fastest speed (printed in every row). --tornado gives the elasticity of the
+    fastest speed and of that cost to every factor, between x0.5 and x2.
 
     \b
     Examples:  inference-econ sweep "Llama 3 70B" -H H100-paper --param hbm_bandwidth --values 0.5,1,2,4
-               inference-econ sweep "Llama 3 70B" -H H100-paper --tornado tornado.png
+               inference-econ sweep "Llama 3 70B" -H H100-paper --weight-bits 8 --tornado tornado.png
     """
     from ..output.render import render
     from ..studies import sensitivity as sens
 
     setting = make_setting(model, hardware, **settings)
+    progress = Progress(quiet)
+    meta = setting.metadata()
     if tornado:
-        from ..output.plots import save, tornado_figure
+        from ..output.plots import save, tornado_figure, tornado_title
 
-        result = sens.elasticities(setting, at_speed=at_speed)
-        click.echo(render(result, format, title=f"Elasticities: {setting.name}"), nl=False)
+        progress(f"base frontier of {setting.name}")
+        speed = at_speed if at_speed is not None else sens.default_speed(setting)
+        result = sens.elasticities(setting, at_speed=speed, progress=progress)
+        meta["at_speed_tokens_per_s"] = speed
+        title = tornado_title(setting, speed, at_speed is None)
+        click.echo(render(result, format, title=title, meta=meta), nl=False)
         stem, fmts = _figure_target(tornado)
-        save(tornado_figure(result, f"What moves the frontier: {setting.name}"), stem, fmts)
+        save(tornado_figure(result, title), stem, fmts)
         click.echo(f"wrote {tornado}", err=True)
         return
     if not parameter:
         raise SpecError(
             "argument", "--param", "is missing", "name a parameter, or ask for --tornado"
         )
-    result = sens.sweep(setting, parameter, list(values), at_speed)
-    click.echo(render(result, format, title=f"{parameter}: {setting.name}"), nl=False)
+    progress(f"base frontier of {setting.name}")
+    result = sens.sweep(setting, parameter, list(values), at_speed, progress=progress)
+    click.echo(render(result, format, title=f"{parameter}: {setting.name}", meta=meta), nl=False)
 
 
 COMMANDS = (compare_measured, calibrate, sweep)

@@ -80,7 +80,10 @@ def reproduce(what, assumptions, format, out, detail, quiet):
     if what.startswith("figure"):
         folder = Path(out or "figures")
         result = run_scenario(PAPER_ITEMS[what], folder, progress=progress, assumptions=assumptions)
-        click.echo(render(result.key_points, format, title=result.scenario.title), nl=False)
+        click.echo(
+            render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
+            nl=False,
+        )
         click.echo(f"wrote {len(result.files)} files to {folder}/", err=True)
         return
     table = run_table(PAPER_ITEMS[what], progress=progress, assumptions=assumptions)
@@ -88,7 +91,8 @@ def reproduce(what, assumptions, format, out, detail, quiet):
     if detail:
         cols += [c for c in DETAIL_COLUMNS if c in table and c not in cols]
     title = table.attrs["title"] if format in ("table", "markdown", "json") else ""
-    emit(render(table[cols], format, title=title, notes=table.attrs.get("notes", ())), out)
+    notes = table.attrs.get("notes", ())
+    emit(render(table[cols], format, title=title, notes=notes, meta=table.attrs["metadata"]), out)
 
 
 def _reproduce_all(folder: Path, fmt: str, progress: Progress, assumptions=None) -> None:
@@ -144,9 +148,15 @@ def run(scenario, out, format, measured, quiet):
     result = run_scenario(scenario, out, measured_csv=measured, progress=progress)
     if result.table is not None:
         cols = list(result.table.attrs["columns"])
-        click.echo(render(result.table[cols], format, title=result.scenario.title), nl=False)
+        meta = result.table.attrs["metadata"]
+        click.echo(
+            render(result.table[cols], format, title=result.scenario.title, meta=meta), nl=False
+        )
     else:
-        click.echo(render(result.key_points, format, title=result.scenario.title), nl=False)
+        click.echo(
+            render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
+            nl=False,
+        )
     if out:
         click.echo(f"wrote {len(result.files)} files to {out}/", err=True)
 

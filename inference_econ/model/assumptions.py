@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, did_you_mean, shown
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,23 @@ class Assumptions:
                 raise SpecError(
                     "assumptions",
                     name,
-                    f"invalid value {getattr(self, name)!r}",
+                    f"invalid value {shown(getattr(self, name))}",
                     "see docs/refinements.md for the allowed values",
                 )
+
+    @property
+    def label(self) -> str:
+        """The preset's name, plus every field that differs from that preset
+        ("paper + node_aligned_layouts=True"): what an output states it was computed with."""
+        base = PRESETS.get(self.name)
+        if base is None:
+            return self.name
+        changed = [
+            f"{f.name}={shown(getattr(self, f.name))}"
+            for f in dataclasses.fields(self)
+            if f.name != "name" and getattr(self, f.name) != getattr(base, f.name)
+        ]
+        return " + ".join([self.name, *changed])
 
     def replace(self, **changes) -> Assumptions:
         """A copy with some fields changed; unknown field names are errors with a hint."""

@@ -26,7 +26,7 @@ from ..serving.speculative import combine
 from . import discrete as discrete_grid
 from .frontier import Frontier, pareto_indices
 from .grid import grid_latency
-from .method import GRID, Method
+from .method import GRID, SPEED_RANGE, Method
 
 GRID_MAX_LOG2 = 18  # §A7: up to 2^18 GPUs, batches up to 2^(18 + log2 s)
 
@@ -157,7 +157,12 @@ def frontier(setting: Setting, method: Method = GRID) -> Frontier:
     Results are cached per (setting, method); the returned frontier is a copy.
     """
     cached = _frontier_cached(setting, method)
-    return dataclasses.replace(cached, points=cached.points.copy(), notes=list(cached.notes))
+    return dataclasses.replace(
+        cached,
+        points=cached.points.copy(),
+        notes=list(cached.notes),
+        metadata=dict(cached.metadata),
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -188,6 +193,9 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
             )
         keep = pareto_indices(points["latency_s"].to_numpy(), described_cost)
         points = points.iloc[np.sort(keep)]
+        if not method.all_points:  # the paper's range: down to 1/100 of the fastest speed
+            speed = points["tokens_per_s"].to_numpy()
+            points = points[speed >= speed.max() / SPEED_RANGE * (1 - 1e-12)]
         points = points.sort_values("tokens_per_s", kind="stable").reset_index(drop=True)
     return Frontier(
         label=setting.name,
@@ -195,6 +203,7 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
         grid_points=int(np.size(N)),
         elapsed_s=time.perf_counter() - start,
         notes=notes,
+        metadata={**setting.metadata(), "method": method.label},
     )
 
 

@@ -12,6 +12,7 @@ from ..model.economics import usd_per_mtok
 from ..model.workload import compile_workload
 from ..serving.toy import grid_latency_s
 from ..specs.architecture import Architecture
+from ..specs.catalog import display_path
 from ..specs.hardware import GPU
 from .frontier import Frontier, pareto_indices
 
@@ -57,4 +58,22 @@ def toy_frontier(
             "throughput_tokens_per_s": b_sel / lat,
         }
     ).sort_values("tokens_per_s", kind="stable")
-    return Frontier(label=label or arch.name, points=df.reset_index(drop=True), grid_points=N.size)
+    meta = {
+        "model": arch.name,
+        "model_file": display_path(arch.source_file),
+        "hardware": gpu.name,
+        "hardware_file": display_path(gpu.source_file),
+        "weight_bits": float(work.weight_bits),
+        "context_tokens": float(context_tokens),
+        "method": f"toy model of Section 2, grid {points} x {points}",
+        "allreduce_latency_s": allreduce_latency_s,
+        "base_latency_s": base_latency_s,
+    }
+    if math.isfinite(max_throughput_tokens_per_s):
+        meta["max_throughput_tokens_per_s"] = float(max_throughput_tokens_per_s)
+    return Frontier(
+        label=label or arch.name,
+        points=df.reset_index(drop=True),
+        grid_points=N.size,
+        metadata=meta,
+    )

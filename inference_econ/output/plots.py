@@ -213,6 +213,16 @@ def square_root_figure(points: list[dict], title: str):
     return fig
 
 
+def tornado_title(setting, at_speed: float, default_speed: bool = True) -> str:
+    """The tornado chart's title: model, precision, GPU and the speed costs are compared at."""
+    p = setting.precision
+    how = " (half the fastest)" if default_speed else ""
+    return (
+        f"What moves the frontier: {setting.model.name}, {p.weight_bits:g}-bit weights, on "
+        f"{setting.gpu.name}; cost at {at_speed:.0f} tok/s per request{how}"
+    )
+
+
 def tornado_figure(table, title: str):
     """Horizontal bars of the elasticities of the fastest speed and of the cost at a speed."""
     order = table.reindex(table.fastest_speed_elasticity.abs().sort_values().index)

@@ -22,7 +22,7 @@ from ..specs.architecture import load_model
 from ..specs.hardware import load_hardware
 from ..studies.measured.reading import load_overlay_points
 from ..studies.scenario import Scenario, load_scenario
-from ..studies.tables import columns_for, run_table
+from ..studies.tables import columns_for, run_table, scenario_metadata
 from . import plots
 from .files import write_atomic
 from .render import render
@@ -40,6 +40,8 @@ class RunResult:
     table: pd.DataFrame | None = None
     figures: dict = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    #: What every curve was computed with (``studies.tables.scenario_metadata``).
+    metadata: dict = field(default_factory=dict)
 
 
 def curve_frontier(curve) -> Frontier:
@@ -79,12 +81,15 @@ def key_points(fronts: dict[str, Frontier], sampling: str | None = None) -> pd.D
     return df[[c for c in KEY_COLUMNS if c in df.columns]]
 
 
-def _write_tables(df: pd.DataFrame, stem: Path, title: str, notes=(), formats=()) -> list[Path]:
-    """A table as CSV (no title), JSON and Markdown next to each other."""
+def _write_tables(
+    df: pd.DataFrame, stem: Path, title: str, notes=(), formats=(), meta=None
+) -> list[Path]:
+    """A table as CSV (no title), JSON and Markdown next to each other, each stating what it
+    was computed with."""
     written = []
     for fmt in formats:
         ext = {"markdown": "md"}.get(fmt, fmt)
-        text = render(df, fmt, title=title if fmt != "csv" else "", notes=notes)
+        text = render(df, fmt, title=title if fmt != "csv" else "", notes=notes, meta=meta)
         written.append(write_atomic(stem.parent / f"{stem.name}.{ext}", text))
     return written
 
@@ -140,6 +145,7 @@ def run_scenario(
                 scenario.title,
                 scenario.notes,
                 table_formats,
+                result.table.attrs["metadata"],
             )
         return result
     for i, curve in enumerate(scenario.curves):
@@ -147,6 +153,10 @@ def run_scenario(
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
         result.fronts[curve.label] = curve_frontier(curve)
     result.key_points = key_points(result.fronts, scenario.preference_sampling)
+    result.metadata = scenario_metadata(
+        scenario,
+        [{"label": label, **front.metadata} for label, front in result.fronts.items()],
+    )
     measured = _overlay(scenario, measured_csv)
     for plot in scenario.plots:
         fig = _draw(scenario, plot, result.fronts, measured)
@@ -156,6 +166,6 @@ def run_scenario(
     if stem is not None and result.fronts:
         points_stem = stem.parent / f"{stem.name}-points"
         result.files += _write_tables(
-            result.key_points, points_stem, scenario.title, (), table_formats
+            result.key_points, points_stem, scenario.title, (), table_formats, result.metadata
         )
     return result

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..model.economics import flop_rates
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
@@ -199,7 +199,7 @@ def compare(
 
     if int(devices) != devices or devices < 1:
         raise SpecError(
-            "argument", "devices", f"is {devices!r}", "expected a whole number of devices >= 1"
+            "argument", "devices", f"is {shown(devices)}", "expected a whole number of devices >= 1"
         )
     costs = chain_costs(setting, devices_gpus, link_bytes_per_s)
     rows = []

@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import ADDITIVE_PARTS, Breakdown, StepModel, expert_degree
 from ..model.layouts import Layout, best_layout
@@ -132,7 +132,8 @@ class Decoder:
                 )
                 ttft = ttft + np.where(gamma > 1, draft_pre, 0.0)
             df["ttft_s"] = ttft
-        return df
+        first = [c for c in DETAIL_COLUMNS if c in df] + (["ttft_s"] if "ttft_s" in df else [])
+        return df[first + [c for c in df.columns if c not in first]]
 
     def _breakdown(self, N, B, gamma, layouts, draft_layout) -> Breakdown:
         """The breakdown per generated token of the chosen draft length at every point: for
@@ -246,6 +247,8 @@ def evaluate(setting: Setting, gpus, batch) -> pd.DataFrame:
     for name, arr in (("gpus", gpus), ("batch", batch)):
         bad = ~np.isfinite(arr) | (arr <= 0.0)
         if np.any(bad):
-            raise SpecError("argument", name, f"is {arr[bad][0]!r}", "expected a positive number")
+            raise SpecError(
+                "argument", name, f"is {shown(arr[bad][0])}", "expected a positive number"
+            )
     gpus, batch = np.broadcast_arrays(gpus, batch)
     return Decoder(setting).describe(gpus, batch)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..specs.architecture import Architecture
 
 
@@ -29,14 +29,14 @@ class SpecDecoding:
             raise SpecError(
                 "argument",
                 "acceptance",
-                f"is {self.acceptance!r}",
+                f"is {shown(self.acceptance)}",
                 "expected a probability in [0, 1]",
             )
         if int(self.max_draft_tokens) != self.max_draft_tokens or self.max_draft_tokens < 1:
             raise SpecError(
                 "argument",
                 "max_draft_tokens",
-                f"is {self.max_draft_tokens!r}",
+                f"is {shown(self.max_draft_tokens)}",
                 "expected a whole number of tokens >= 1",
             )
 
