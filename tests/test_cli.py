@@ -162,3 +162,29 @@ def test_console_script_is_installed():
         check=True,
     )
     assert "GB200" in out.stdout
+
+
+def test_help_is_complete_and_plain():
+    code, out = run("--help")
+    commands = out.split("Commands:")[1]
+    assert "..." not in commands  # no description cut mid-sentence
+    for name, command in main.commands.items():
+        code, text = run(name, "--help")
+        assert "seed" not in text.lower()  # no internal names
+        params = {p.name: p for p in command.params}
+        assert "format" in params, f"{name} prints a table without --format"
+        if "assumptions" in params:  # one default preset everywhere: the paper's
+            assert params["assumptions"].default in (None, "paper"), name
+    code, text = run("prefill", "--help")
+    for flag in ("--draft", "--acceptance", "--max-draft", "--context"):
+        assert flag not in text
+
+
+def test_unknown_reproduce_target_is_one_short_line():
+    result = CliRunner().invoke(main, ["reproduce", "table-99"])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "TARGET" in lines[0] and "table-99" in lines[0]
+    assert lines[0].count("table-1") == 1 and "figure-9" in lines[0]
+    code, out = run("reproduce", "--help")
+    assert "TARGET" in out and "{" not in out.split("\n")[0]

@@ -108,6 +108,19 @@ def test_import_round_trips_to_the_shipped_counts(tmp_path, cfg, shipped):
     assert counts(ie.load_model(out)) == pytest.approx(counts(arch), rel=1e-12)
 
 
+def test_import_hf_prints_a_summary_in_any_format(tmp_path):
+    import json
+
+    path = write(tmp_path, LLAMA_70B)
+    out = tmp_path / "model.yaml"
+    result = CliRunner().invoke(
+        main, ["import-hf", str(path), "--name", "imported", "-o", str(out), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)["rows"][0]
+    assert row["layers"] == 80 and row["kv_bytes_per_token"] == 327680 and out.is_file()
+
+
 def test_import_sliding_window_layers(tmp_path):
     arch, _ = import_config(write(tmp_path, GPT_OSS), name="oss")
     assert {(g.layers, g.sliding_window_tokens) for g in arch.layer_groups} == {(2, 128), (2, None)}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from ..errors import SpecError, UnknownNameError, did_you_mean
-from .common import emit, format_option, handle_errors, options
+from .common import emit, format_option, handle_errors, option, options
 
 
-@click.command("list")
+@click.command("list", short_help="List the shipped models, GPUs or scenarios.")
 @click.argument("kind", type=click.Choice(["models", "hardware", "scenarios"]))
 @format_option
 @handle_errors
@@ -27,7 +27,7 @@ def list_cmd(kind, format):
     click.echo(render(df, format), nl=False)
 
 
-@click.command()
+@click.command(short_help="A model's or a GPU's figures.")
 @click.argument("name")
 @click.option(
     "--hardware",
@@ -95,7 +95,7 @@ def _is_count(field: str) -> bool:
     return any(word in field for word in ("tokens", "batch", "gpus", "heads", "layers"))
 
 
-@click.command("import-hf")
+@click.command("import-hf", short_help="Import a Hugging Face config.json as a model YAML.")
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "-o",
@@ -104,16 +104,36 @@ def _is_count(field: str) -> bool:
     help="Write the model YAML here (default: print it).",
 )
 @click.option("--name", help="Model name (default: from the config).")
+@option(
+    "format",
+    default=None,
+    help="Print a summary of the imported model in this format instead of its YAML.",
+)
 @handle_errors
-def import_hf(config, out, name):
+def import_hf(config, out, name, format):
     """Import a Hugging Face config.json (a local file) into a model YAML.
 
     \b
     Example:  inference-econ import-hf config.json -o models/my-model.yaml --name "My Model"
     """
+    import pandas as pd
+
     from ..specs.hf_import import import_config
 
     arch, text = import_config(config, name)
+    if format is not None:
+        from .. import api
+        from ..output.render import render
+
+        info = api.model_summary(arch)
+        if out:
+            emit(text, out)
+        rows = pd.DataFrame(
+            {"field": list(info), "value": [_show_value(k, v) for k, v in info.items()]}
+        )
+        shown = pd.DataFrame([info]) if format in ("json", "csv") else rows
+        click.echo(render(shown, format, title=f"Imported {arch.name}"), nl=False)
+        return
     emit(text, out)
     if out:
         click.echo(

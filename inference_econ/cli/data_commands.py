@@ -26,7 +26,7 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
     return str(Path(figure).with_suffix("")), (Path(figure).suffix.lstrip(".") or "png",)
 
 
-@click.command("compare-measured")
+@click.command("compare-measured", short_help="Hold the model against measured benchmarks.")
 @click.argument("csv", type=click.Path(exists=True, dir_okay=False))
 @options("assumptions")
 @click.option(
@@ -64,12 +64,13 @@ def compare_measured(csv, assumptions, figure, format, out):
         click.echo(f"wrote {figure}", err=True)
 
 
-@click.command()
+@click.command(short_help="Fit a GPU's sustained fractions to measured points.")
 @click.argument("csv", type=click.Path(exists=True, dir_okay=False))
 @options("assumptions")
 @click.option(
     "-o", "--out", type=click.Path(dir_okay=False), help="Write the calibrated hardware YAML here."
 )
+@format_option
 @click.option(
     "--holdout-every",
     type=int,
@@ -78,7 +79,7 @@ def compare_measured(csv, assumptions, figure, format, out):
     help="Hold out every n-th point for the out-of-sample error.",
 )
 @handle_errors
-def calibrate(csv, assumptions, out, holdout_every):
+def calibrate(csv, assumptions, out, format, holdout_every):
     """Fit a GPU's sustained FLOP and HBM fractions and collective-latency scale to measured
     points; save them as a hardware file scenarios can use ("achievable" frontiers).
 
@@ -97,7 +98,7 @@ def calibrate(csv, assumptions, out, holdout_every):
         for k, v in result.values.items()
     ]
     title = f"{result.hardware}: {result.points} points"
-    click.echo(render(pd.DataFrame(rows), "table", title=title), nl=False)
+    click.echo(render(pd.DataFrame(rows), format, title=title), nl=False)
     click.echo(
         f"RMS log-speed error: {result.rms_log_error_before:.3f} before, {result.rms_log_error_fit:.3f} fitted, "
         f"{result.rms_log_error_held_out:.3f} on {result.held_out} held-out points"
@@ -106,7 +107,7 @@ def calibrate(csv, assumptions, out, holdout_every):
         emit(calibrated_yaml(result), out)
 
 
-@click.command(short_help="What-if: vary a parameter; elasticities as a tornado chart.")
+@click.command(short_help="What-if sweeps, and a tornado chart of elasticities.")
 @click.argument("model")
 @setting_options
 @click.option(

@@ -36,7 +36,7 @@ def vertical(series, fmt: str, title: str, meta=None) -> str:
     return render(pd.DataFrame({"field": fields, "value": values}), fmt, title=title, meta=meta)
 
 
-@click.command()
+@click.command(short_help="One configuration: speed, cost, layout and breakdown.")
 @click.argument("model")
 @setting_options
 @options("gpus", "batch")

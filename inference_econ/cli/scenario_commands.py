@@ -121,7 +121,7 @@ def _reproduce_all(folder: Path, fmt: str, progress: Progress, assumptions=None)
     )
 
 
-@click.command()
+@click.command(short_help="Run a scenario file: its curves, figures and key points.")
 @click.argument("scenario")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for the figures and tables.")
 @format_option

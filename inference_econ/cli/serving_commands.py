@@ -178,7 +178,7 @@ def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, fo
     click.echo(render(df, format, title=title, meta=meta), nl=False)
 
 
-@click.command(short_help="Disaggregated prefill/decode pools against co-located serving.")
+@click.command(short_help="Prefill/decode pools against co-located serving.")
 @click.argument("model")
 @request_setting_options
 @request_options
