@@ -134,10 +134,10 @@ def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(table))
 
 
-def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """Check and normalise a full or partial set of GPU fields."""
+def _check_known(values: Mapping[str, Any], source: str) -> None:
+    """Every field is a GPU field: a misspelt one is named with a did-you-mean (before any
+    "is missing" for the field it was meant to be)."""
     known = {f.name for f in dataclasses.fields(GPU)} | {"derive_from", "scale"}
-    out: dict[str, Any] = {}
     for key in values:
         if key not in known:
             hint = did_you_mean(str(key), sorted(known))
@@ -147,6 +147,12 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
                 "unknown field",
                 hint or f"known fields: {', '.join(sorted(known))}",
             )
+
+
+def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """Check and normalise a full or partial set of GPU fields."""
+    _check_known(values, source)
+    out: dict[str, Any] = {}
     for key, value in values.items():
         if key == "flop_per_s":
             out[key] = _flop_table(value, source)
@@ -197,6 +203,7 @@ def derive(
 def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
     """Build a GPU from a parsed YAML mapping (``derive_from`` resolved by name)."""
     data = dict(data)
+    _check_known(data, source)
     base_name = data.pop("derive_from", None)
     scale = data.pop("scale", None)
     if scale is not None and not isinstance(scale, Mapping):
