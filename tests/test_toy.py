@@ -77,7 +77,7 @@ def test_toy_frontier_of_a_mixture_of_experts():
     arch = ie.load_model("Mixtral 8x22B")
     gpu = ie.load_hardware("H100-paper")
     work = compile_workload(arch, PAPER)
-    front = toy_frontier(arch, gpu, points=60)
+    front = toy_frontier(arch, gpu, points=60, all_points=True)
     pts = front.points
     # batches reach 2^(18 + log2 s) like the main optimiser (s = 4: 2^20)
     assert pts.batch.max() > 2**18 * 1.5

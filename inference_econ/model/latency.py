@@ -26,6 +26,9 @@ from .collectives import ALLTOALL, P2P, CollectiveCost
 from .machine import Machine
 from .workload import Workload, compile_workload
 
+#: The memory side by kind, in full whichever side binds (besides memory and compute time).
+FULL_READS = ("weight_read_full_s", "kv_read_full_s", "activation_read_full_s")
+
 #: Components of the latency breakdown that add up to the total, in display order.
 ADDITIVE_PARTS = (
     "kernel_launch_s",
@@ -123,7 +126,8 @@ class Breakdown:
 
     The parts in ``ADDITIVE_PARTS`` add up to ``latency_s``: the read and arithmetic parts
     belong to whichever of memory and compute is binding; ``memory_time_s`` and
-    ``compute_time_s`` hold both sides in full.
+    ``compute_time_s`` hold both sides in full, and the ``*_read_full_s`` parts the memory side
+    by kind whichever side binds (figures split the overlapped time with them).
     """
 
     latency_s: object
@@ -136,6 +140,9 @@ class Breakdown:
     arithmetic_s: object
     memory_time_s: object
     compute_time_s: object
+    weight_read_full_s: object
+    kv_read_full_s: object
+    activation_read_full_s: object
     flop: object
 
     def as_dict(self) -> dict:
@@ -440,6 +447,9 @@ class StepModel:
             arithmetic_s=shown(compute, ~memory_bound),
             memory_time_s=shown(memory),
             compute_time_s=shown(compute),
+            weight_read_full_s=shown(weight_s),
+            kv_read_full_s=shown(kv_s),
+            activation_read_full_s=shown(act_s),
             flop=part.flop + zero,
         )
 

@@ -60,6 +60,7 @@ def curve_frontier(curve) -> Frontier:
             allreduce_latency_s=float(params.get("allreduce_latency_s", 2e-6)),
             base_latency_s=float(params.get("base_latency_s", 6e-6)),
             label=curve.label,
+            all_points=bool(f.get("all_points", False)),
         )
     return frontier(curve.setting(), curve.method())
 
@@ -100,7 +101,15 @@ def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
     styles = {c.label: c.linestyle for c in scenario.curves}
     if plot in ("frontier", "toy-frontier"):
         max_speed = scenario.options.get("max_speed")
-        return plots.frontier_figure(fronts, scenario.title, colors, measured, max_speed, styles)
+        return plots.frontier_figure(
+            fronts,
+            scenario.title,
+            colors,
+            measured,
+            max_speed,
+            styles,
+            preference_sampling=scenario.preference_sampling,
+        )
     if plot == "mfu":
         return plots.mfu_figure(fronts, scenario.title, colors, styles)
     if plot == "breakdown":

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import SpecError, shown
 from ..model.economics import mfu, usd_per_mtok
-from ..model.latency import ADDITIVE_PARTS, Breakdown, StepModel, expert_degree
+from ..model.latency import ADDITIVE_PARTS, FULL_READS, Breakdown, StepModel, expert_degree
 from ..model.layouts import Layout, best_layout
 from ..model.workload import compile_workload
 from .prefill import FirstToken
@@ -37,7 +37,7 @@ SUMMARY_COLUMNS = POINT_COLUMNS + LAYOUT_COLUMNS + ["mfu", "bound"]
 #: Everything that explains a point: its summary, latency and where the latency goes.
 DETAIL_COLUMNS = SUMMARY_COLUMNS + ["latency_s", *ADDITIVE_PARTS]
 #: Both sides of the roofline, besides the additive parts.
-SIDES = ("memory_time_s", "compute_time_s")
+SIDES = ("memory_time_s", "compute_time_s", *FULL_READS)
 
 
 class Decoder:
