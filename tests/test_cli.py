@@ -107,7 +107,6 @@ def test_frontier_formats_and_out_file(tmp_path):
 @pytest.mark.parametrize(
     "name, columns",
     [
-        ("table-2", "label,tokens_per_s,gpus,paper_tokens_per_s,paper_gpus"),
         ("table-4", "label,tokens_per_s,gpus,paper_tokens_per_s,paper_gpus"),
         (
             "table-6",

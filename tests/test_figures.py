@@ -138,7 +138,12 @@ def test_measured_points_overlay(tmp_path):
     assert any(np.allclose(o, [[100.0, 0.9]]) for o in offsets)
 
 
-def test_reproduce_all_regenerates_the_committed_outputs(tmp_path):
+def test_reproduce_all_regenerates_the_committed_outputs(tmp_path, monkeypatch):
+    # every figure is drawn and saved, at a low resolution: the images are not compared here
+    # (test_figures_are_fit_for_a_report checks the 200 dpi files), the tables byte for byte
+    from inference_econ.output import plots
+
+    monkeypatch.setattr(plots, "DPI", 20)
     result = CliRunner().invoke(main, ["reproduce", "all", "--out", str(tmp_path), "-q"])
     assert result.exit_code == 0, result.output
     made = {p.name for p in tmp_path.iterdir()}

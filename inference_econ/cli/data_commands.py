@@ -116,7 +116,7 @@ def calibrate(csv, assumptions, out, format, holdout_every):
     default=None,
     help="Parameter to vary (hbm_bandwidth, flops, interconnect_bandwidth, nccl_latency, launch_latency, price, hbm_capacity, context, acceptance).",
 )
-@options("values", "at_speed")
+@options("values", "at_speed", "grid_points")
 @click.option(
     "--tornado",
     type=click.Path(dir_okay=False),
@@ -125,7 +125,9 @@ def calibrate(csv, assumptions, out, format, holdout_every):
 @format_option
 @quiet_option
 @handle_errors
-def sweep(model, hardware, parameter, values, at_speed, tornado, format, quiet, **settings):
+def sweep(
+    model, hardware, parameter, values, at_speed, grid_points, tornado, format, quiet, **settings
+):
     """What-if: vary one parameter and report the fastest speed and the cost at a fixed speed.
 
     The cost is compared at --at-speed tokens/s per request, by default half the base
@@ -136,18 +138,20 @@ def sweep(model, hardware, parameter, values, at_speed, tornado, format, quiet, 
     Examples:  inference-econ sweep "Llama 3 70B" -H H100-paper --param hbm_bandwidth --values 0.5,1,2,4
                inference-econ sweep "Llama 3 70B" -H H100-paper --weight-bits 8 --tornado tornado.png
     """
+    from ..optimise.method import make_method
     from ..output.render import render
     from ..studies import sensitivity as sens
 
     setting = make_setting(model, hardware, **settings)
+    method = make_method(grid_points=grid_points)
     progress = Progress(quiet)
-    meta = setting.metadata()
+    meta = {**setting.metadata(), "method": method.label}
     if tornado:
         from ..output.plots import save, tornado_figure, tornado_title
 
         progress(f"base frontier of {setting.name}")
-        speed = at_speed if at_speed is not None else sens.default_speed(setting)
-        result = sens.elasticities(setting, at_speed=speed, progress=progress)
+        speed = at_speed if at_speed is not None else sens.default_speed(setting, method)
+        result = sens.elasticities(setting, at_speed=speed, progress=progress, method=method)
         meta["at_speed_tokens_per_s"] = speed
         title = tornado_title(setting, speed, at_speed is None)
         click.echo(render(result, format, title=title, meta=meta), nl=False)
@@ -160,7 +164,7 @@ def sweep(model, hardware, parameter, values, at_speed, tornado, format, quiet, 
             "argument", "--param", "is missing", "name a parameter, or ask for --tornado"
         )
     progress(f"base frontier of {setting.name}")
-    result = sens.sweep(setting, parameter, list(values), at_speed, progress=progress)
+    result = sens.sweep(setting, parameter, list(values), at_speed, progress, method)
     click.echo(render(result, format, title=f"{parameter}: {setting.name}", meta=meta), nl=False)
 
 

@@ -165,7 +165,7 @@ def frontier(setting: Setting, method: Method = GRID) -> Frontier:
     )
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def _frontier_cached(setting: Setting, method: Method) -> Frontier:
     start = time.perf_counter()
     problem = Problem(setting, method)

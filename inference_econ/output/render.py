@@ -128,7 +128,7 @@ def describe_setting(meta: dict) -> str:
             bits.append(f"{_bits(m.pop('kv_cache_bits'))} KV cache")
         items.append(", ".join(bits))
     if "context_tokens" in m:
-        items.append(f"context {_fmt_number(float(m.pop('context_tokens')))} tokens")
+        items.append(f"context {format_number(float(m.pop('context_tokens')))} tokens")
     if "draft" in m:
         draft = f"draft {m.pop('draft')} ({m.pop('draft_file', '')})".replace(" ()", "")
         if "draft_weight_bits" in m:
@@ -139,8 +139,7 @@ def describe_setting(meta: dict) -> str:
             draft += f", up to {m.pop('max_draft_tokens')} draft tokens"
         items.append(draft)
     for key, value in m.items():
-        shown = _fmt_number(value) if isinstance(value, (float, np.floating)) else value
-        items.append(f"{key.replace('_', ' ')} {shown}")
+        items.append(f"{key} {format_number(value)}")
     return "; ".join([x for x in [head, *items] if x])
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError, did_you_mean, shown
+from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
@@ -89,24 +90,30 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
     return setting.replace(spec=SpecDecoding(s.draft, value, s.max_draft_tokens))
 
 
-def default_speed(setting: Setting) -> float:
+def default_speed(setting: Setting, method: Method = GRID) -> float:
     """The speed at which costs are compared by default: half the base setting's fastest
     tokens/s per request (a speed every factor between x0.5 and x2 usually still reaches)."""
-    return 0.5 * frontier(setting).fastest().tokens_per_s
+    return 0.5 * frontier(setting, method).fastest().tokens_per_s
 
 
 def sweep(
-    setting: Setting, parameter: str, values, at_speed: float | None = None, progress=None
+    setting: Setting,
+    parameter: str,
+    values,
+    at_speed: float | None = None,
+    progress=None,
+    method: Method = GRID,
 ) -> pd.DataFrame:
     """For each value: the fastest tokens/s per request and the cheapest $/M tokens at
-    ``at_speed`` (default: half the base setting's fastest speed)."""
+    ``at_speed`` (default: half the base setting's fastest speed), every frontier searched
+    with ``method``."""
     if at_speed is None:
-        at_speed = default_speed(setting)
+        at_speed = default_speed(setting, method)
     rows = []
     for i, value in enumerate(values):
         if progress:
             progress(f"{parameter} = {float(value):g} ({i + 1}/{len(values)})")
-        front = frontier(vary(setting, parameter, value))
+        front = frontier(vary(setting, parameter, value), method)
         fastest = front.fastest() if not front.empty else None
         rows.append(
             {
@@ -127,7 +134,11 @@ def sweep(
 
 
 def elasticities(
-    setting: Setting, parameters=None, at_speed: float | None = None, progress=None
+    setting: Setting,
+    parameters=None,
+    at_speed: float | None = None,
+    progress=None,
+    method: Method = GRID,
 ) -> pd.DataFrame:
     """d ln(metric) / d ln(parameter) between x0.5 and x2 of each factor parameter: of the
     fastest speed, and of the cost at ``at_speed`` tokens/s per request (default: half the
@@ -136,7 +147,7 @@ def elasticities(
         p for p, (kind, _) in PARAMETERS.items() if kind == "factor" and p != "hbm_capacity"
     ]
     if at_speed is None:
-        at_speed = default_speed(setting)
+        at_speed = default_speed(setting, method)
     rows = []
     for i, p in enumerate(parameters):
         if progress:
@@ -148,7 +159,7 @@ def elasticities(
                 f"{p!r} is not a factor parameter",
                 "elasticities need factors",
             )
-        df = sweep(setting, p, [0.5, 2.0], at_speed)
+        df = sweep(setting, p, [0.5, 2.0], at_speed, method=method)
         speed = np.log(df.fastest_tokens_per_s.to_numpy())
         cost = np.log(df.usd_per_mtok_at_speed.to_numpy())
         rows.append(
