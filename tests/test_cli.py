@@ -187,3 +187,19 @@ def test_unknown_reproduce_target_is_one_short_line():
     assert lines[0].count("table-1") == 1 and "figure-9" in lines[0]
     code, out = run("reproduce", "--help")
     assert "TARGET" in out and "{" not in out.split("\n")[0]
+
+
+def test_long_commands_show_progress_from_the_first_item():
+    result = CliRunner().invoke(main, ["reproduce", "table-1"])
+    assert result.exit_code == 0
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("[") and "(1/5)" in first
+    result = CliRunner().invoke(
+        main,
+        ["frontier", "Llama 3 8B", "-H", "H100-paper", "--grid-points", "20", "--format", "csv"],
+    )
+    assert result.stderr.startswith("[") and "searching" in result.stderr
+    quiet = CliRunner().invoke(
+        main, ["frontier", "Llama 3 8B", "-H", "H100-paper", "--grid-points", "20", "-q"]
+    )
+    assert quiet.stderr == ""
