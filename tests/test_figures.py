@@ -66,20 +66,33 @@ def test_figures_are_fit_for_a_report(figure_4, tmp_path):
     panel labelled on both axes; no empty panel; every frontier's preference point marked."""
     import matplotlib.image as mpimg
 
-    from inference_econ.output.plots import save, square_root_figure
+    from inference_econ.output.plots import save, square_root_figure, tornado_figure
     from inference_econ.studies.scenario import load_scenario
 
     fig2 = square_root_figure(
         [m for m in load_scenario("paper/figure-2").measured], load_scenario("paper/figure-2").title
     )
-    for name, fig in [*figure_4.figures.items(), ("square-root", fig2)]:
+    from inference_econ.studies.sensitivity import PARAMETERS
+
+    names = [d for kind, d in PARAMETERS.values() if kind == "factor"]
+    table = pd.DataFrame(
+        {
+            "description": names,
+            "fastest_speed_elasticity": np.linspace(-0.5, 0.3, len(names)),
+            "cost_at_speed_elasticity": np.linspace(-1.5, 1.0, len(names)),
+            "at_speed_tokens_per_s": 76.0,
+        }
+    )
+    tornado = tornado_figure(table, "What moves the frontier: a long title " * 4)
+    for name, fig in [*figure_4.figures.items(), ("square-root", fig2), ("tornado", tornado)]:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         canvas = FigureCanvasAgg(fig)  # the figure may have been closed after saving
         canvas.draw()
         renderer = canvas.get_renderer()
         box = fig.bbox
-        texts = [fig._suptitle, *fig.legends]
+        labels = [a.xaxis.label for a in fig.axes] + [a.yaxis.label for a in fig.axes]
+        texts = [fig._suptitle, *fig.legends, *labels]
         for artist in texts:
             extent = artist.get_window_extent(renderer)
             assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, f"{name}: clipped"

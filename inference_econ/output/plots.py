@@ -159,14 +159,16 @@ def frontier_figure(
     max_speed=None,
     styles=None,
     preference_sampling=None,
+    not_frontiers=(),
 ):
     """Cost ($/M tokens, log axis) against tokens/s per request, one line per curve, each
-    with its preference point marked."""
+    frontier with its preference point marked (``not_frontiers``: curves that are not)."""
     colors = colours(list(fronts), colors)
     styles = styles or {}
     fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
     _lines(ax, fronts, "usd_per_mtok", colors, styles)
-    _preference_marks(ax, fronts, colors, preference_sampling)
+    marked = {k: v for k, v in fronts.items() if k not in not_frontiers}
+    _preference_marks(ax, marked, colors, preference_sampling)
     _scatter_groups(ax, measured)
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -324,9 +326,9 @@ def tornado_figure(table, title: str):
     speed = (
         float(order["at_speed_tokens_per_s"].iloc[0]) if "at_speed_tokens_per_s" in order else None
     )
-    axes[0].set_xlabel("elasticity of the fastest tokens/s per request")
-    at = f" at {speed:.0f} tok/s per request" if speed else " at a fixed speed"
-    axes[1].set_xlabel(f"elasticity of $/M tokens{at}")
+    axes[0].set_xlabel("elasticity of the fastest\ntokens/s per request")
+    at = f"at {speed:.0f} tok/s per request" if speed else "at a fixed speed"
+    axes[1].set_xlabel(f"elasticity of $/M tokens\n{at}")
     axes[0].set_ylabel("factor, x0.5 to x2")
     axes[1].set_ylabel("factor, x0.5 to x2")
     axes[1].tick_params(labelleft=True)
@@ -353,11 +355,12 @@ def measured_figure(path, assumptions="paper"):
         assumptions=assumptions,
     )
     layout = Frontier(label="layout", points=layout_curve(path, assumptions))
+    swept = f"predicted, {first.gpus} GPUs as measured (batch swept, prefills interleaved)"
     fronts = {
         f"predicted frontier, any layout, decode only ({setting.model.name}, {setting.gpu.name})": frontier(
             setting
         ),
-        f"predicted, {first.gpus} GPUs as measured (batch swept, prefills interleaved)": layout,
+        swept: layout,
     }
     measured = [
         {
@@ -370,7 +373,7 @@ def measured_figure(path, assumptions="paper"):
         if p.throughput_per_gpu
     ]
     title = f"Measured vs predicted: {first.arch.name}, {first.gpus} x {first.gpu.name}, {first.input_len:g} in / {first.output_len:g} out"
-    return frontier_figure(fronts, title, measured=measured)
+    return frontier_figure(fronts, title, measured=measured, not_frontiers=(swept,))
 
 
 def save(fig, stem, formats=("png", "svg")) -> list:
