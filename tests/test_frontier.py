@@ -73,9 +73,11 @@ def test_tighter_demand_cap_is_never_cheaper():
 
 
 def test_speculation_never_hurts_and_zero_acceptance_is_plain():
-    plain = ie.frontier("Llama 3 70B", "H100-paper")
-    spec = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8)
-    none = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.0)
+    # whole frontiers: each one's own speed range would cut them at different speeds
+    whole = dict(all_points=True)
+    plain = ie.frontier("Llama 3 70B", "H100-paper", **whole)
+    spec = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8, **whole)
+    none = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.0, **whole)
     assert domination_factor(plain, spec) == pytest.approx(1.0, abs=1e-6)
     assert spec.fastest().tokens_per_s > 1.3 * plain.fastest().tokens_per_s
     assert (none.points["draft_tokens"] == 1).all()
