@@ -230,6 +230,31 @@ def test_ttft_limited_frontier_checks_the_prompt_cache_and_uses_deployable_layou
     ).all()
 
 
+def test_ttft_limit_on_discrete_layouts_with_a_draft():
+    kwargs = dict(weight_bits=8, context_tokens=8000, prompt_tokens=8000, draft="Llama 3 8B")
+    free = ie.frontier("Llama 3 70B", "H100", discrete=True, grid_points=20, **kwargs)
+    tight = ie.frontier(
+        "Llama 3 70B", "H100", discrete=True, grid_points=20, ttft_max_s=0.2, **kwargs
+    )
+    assert (
+        len(tight) > 10 and (tight.points.ttft_s <= 0.2).all() and (free.points.ttft_s > 0.2).any()
+    )
+    # where the draft runs (γ > 1) its prefill counts too: TTFT above the target's alone
+    setting = ie.make_setting("Llama 3 70B", "H100", **kwargs)
+    pre = prefill_step_model(setting.model, setting.gpu, PAPER, integer_layouts=True)
+    dec = StepModel(compile_workload(setting.model, PAPER), setting.gpu, PAPER, True)
+    spec = tight.points[tight.points.draft_tokens > 1]
+    assert len(spec)
+    for _, row in spec.iterrows():
+        N, B = np.array([row.gpus]), np.array([row.batch])
+        p, adiv, two = layout_of(row)
+        target = (
+            pre.breakdown(N, p, 8000.0, 0.0, p, adiv, two).latency_s[0]
+            + dec.breakdown(N, B, 1, 8000.0, p, adiv, two).latency_s[0]
+        )
+        assert row.ttft_s > target * 1.001
+
+
 def test_bad_prefill_input():
     with pytest.raises(ie.SpecError, match="prompt_tokens"):
         prefill.prefill(LLAMA, 8, -10)

@@ -35,7 +35,8 @@ class Setting:
     assumptions: Assumptions = Assumptions()
     label: str = ""
     #: Prompt length for time to first token; with ``ttft_max_s`` the frontier keeps only
-    #: configurations whose TTFT (prefill of one prompt + first decode step) is within it.
+    #: configurations whose TTFT on their own layout (prefill of one prompt + the first decode
+    #: step at the prompt's length, docs/model.md §B8) is within it.
     prompt_tokens: float | None = None
     ttft_max_s: float | None = None
 
