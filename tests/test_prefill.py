@@ -232,13 +232,9 @@ def test_ttft_limited_frontier_checks_the_prompt_cache_and_uses_deployable_layou
 
 def test_ttft_limit_on_discrete_layouts_with_a_draft():
     kwargs = dict(weight_bits=8, context_tokens=8000, prompt_tokens=8000, draft="Llama 3 8B")
-    free = ie.frontier("Llama 3 70B", "H100", discrete=True, grid_points=20, **kwargs)
-    tight = ie.frontier(
-        "Llama 3 70B", "H100", discrete=True, grid_points=20, ttft_max_s=0.2, **kwargs
-    )
-    assert (
-        len(tight) > 10 and (tight.points.ttft_s <= 0.2).all() and (free.points.ttft_s > 0.2).any()
-    )
+    kwargs.update(max_draft_tokens=2, ttft_max_s=0.2)
+    tight = ie.frontier("Llama 3 70B", "H100", discrete=True, grid_points=12, **kwargs)
+    assert len(tight) > 10 and (tight.points.ttft_s <= 0.2).all()
     # where the draft runs (γ > 1) its prefill counts too: TTFT above the target's alone
     setting = ie.make_setting("Llama 3 70B", "H100", **kwargs)
     pre = prefill_step_model(setting.model, setting.gpu, PAPER, integer_layouts=True)
