@@ -22,6 +22,7 @@ from .serving.decode import evaluate
 from .serving.setting import Setting, make_setting
 from .specs import catalog
 from .specs.architecture import Architecture, load_model
+from .specs.catalog import display_path
 from .specs.hardware import GPU, load_hardware
 
 
@@ -73,9 +74,20 @@ def frontier(model, hardware=None, **kwargs) -> Frontier:
     return _frontier(_setting(model, hardware, **problem), make_method(method, **options))
 
 
-def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions = "refined") -> dict:
-    """Derived figures of a model: parameters, KV cache per token, memory, critical batch."""
-    arch: Architecture = load_model(model)
+def model_summary(
+    model,
+    hardware="H100-paper",
+    assumptions: str | Assumptions = "paper",
+    weight_bits=None,
+    activation_bits=None,
+    kv_cache_bits=None,
+) -> dict:
+    """Derived figures of a model at a precision (default: its file's): parameters, KV cache
+    per token, memory, critical batch, under an assumption preset (default ``paper``, as
+    everywhere)."""
+    arch: Architecture = load_model(model).with_precision(
+        weight_bits, activation_bits, kv_cache_bits
+    )
     gpu: GPU = load_hardware(hardware)
     a = preset(assumptions)
     work = compile_workload(arch, a)
@@ -86,8 +98,8 @@ def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions =
         "name": arch.name,
         "description": arch.description,
         "source": arch.source,
-        "file": arch.source_file,
-        "assumptions": a.name,
+        "file": display_path(arch.source_file),
+        "assumptions": a.label,
         "precision": arch.precision.label(),
         "layers": arch.layers,
         "layer_groups": ", ".join(f"{g.name}: {g.layers}" for g in arch.layer_groups),
@@ -106,6 +118,7 @@ def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions =
         "mtp_modules": arch.mtp.modules if arch.mtp else 0,
         "sparsity": sparsity,
         "hardware": gpu.name,
+        "hardware_file": display_path(gpu.source_file),
         "min_gpus_for_weights": work.weights_total_bytes / gpu.hbm_capacity_bytes,
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
         "critical_batch": flop * work.bytes_per_weight / (2.0 * bw) * sparsity,

@@ -49,3 +49,12 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     if not close:
         return ""
     return "did you mean " + " or ".join(repr(lowered[c]) for c in close) + "?"
+
+
+def shown(value) -> str:
+    """A value as messages show it: numpy scalars as the plain numbers they hold (-1.0, not
+    np.float64(-1.0)), everything else as its repr."""
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "ndim", None) == 0:
+        value = item()
+    return repr(value)

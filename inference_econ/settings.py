@@ -304,6 +304,15 @@ SETTINGS: tuple[Option, ...] = (
         minimum=4,
         maximum=4000,
     ),
+    # --- trust pass (issue 11): the frontier's range ------------------------------------------
+    Option(
+        "all_points",
+        "flag",
+        False,
+        "Keep the whole frontier, down to its slowest points (default: the paper's range, from "
+        "1/100 of the fastest speed to the fastest).",
+        METHOD,
+    ),
     # --- an operating point: a given configuration or request mix ----------------------------
     Option(
         "gpus",

@@ -156,4 +156,5 @@ def test_frontier_with_mtp_and_a_tree_from_the_command_line():
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "draft_tokens" in result.output.splitlines()[0]
+    header = next(line for line in result.stdout.splitlines() if not line.startswith("#"))
+    assert "draft_tokens" in header

@@ -24,7 +24,7 @@ def test_frontier_figure_content(figure_4):
     assert ax.get_yscale() == "log"
     assert ax.get_xlabel() == "tokens per second per request"
     assert "cost per million" in ax.get_ylabel()
-    assert "Figure 4" in ax.get_title()
+    assert "Figure 4" in fig.get_suptitle()
     lines = {line.get_label(): line for line in ax.get_lines()}
     assert set(lines) == {"H100 SXM", "A100 SXM", "V100 SXM"}
     for label, front in figure_4.fronts.items():
@@ -43,9 +43,75 @@ def test_frontier_figure_content(figure_4):
 
 def test_breakdown_figure_has_a_panel_per_curve(figure_4):
     fig = figure_4.figures["breakdown"]
-    visible = [ax for ax in fig.axes if ax.get_visible()]
-    assert [ax.get_title() for ax in visible] == ["H100 SXM", "A100 SXM", "V100 SXM"]
-    assert all(len(ax.collections) == 7 for ax in visible)  # seven parts of the latency
+    assert [ax.get_title() for ax in fig.axes] == ["H100 SXM", "A100 SXM", "V100 SXM"]
+    assert all(len(ax.collections) == 7 for ax in fig.axes)  # seven parts of the latency
+
+
+def test_breakdown_shares_are_smooth_and_add_up(figure_4):
+    from inference_econ.output.plots import BREAKDOWN, breakdown_shares
+
+    pts = figure_4.fronts["H100 SXM"].points
+    shares = breakdown_shares(pts)
+    assert np.allclose(sum(shares.values()), 1.0)
+    # winner-take-all attribution flips between reads and arithmetic from point to point
+    # (dense stripes); the overlapped time split in proportion to each side does not
+    stripes = np.abs(np.diff(pts.arithmetic_s / pts.latency_s)).max()
+    smooth = np.abs(np.diff(shares["arithmetic_s"])).max()
+    assert stripes > 0.4 and smooth < 0.1, (stripes, smooth)
+    assert [c for c, _, _ in BREAKDOWN] == list(shares)
+
+
+def test_figures_are_fit_for_a_report(figure_4, tmp_path):
+    """200 dpi; titles and legends inside the figure; legends never beside the axes; every
+    panel labelled on both axes; no empty panel; every frontier's preference point marked."""
+    import matplotlib.image as mpimg
+
+    from inference_econ.output.plots import save, square_root_figure, tornado_figure
+    from inference_econ.studies.scenario import load_scenario
+
+    fig2 = square_root_figure(
+        [m for m in load_scenario("paper/figure-2").measured], load_scenario("paper/figure-2").title
+    )
+    from inference_econ.studies.sensitivity import PARAMETERS
+
+    names = [d for kind, d in PARAMETERS.values() if kind == "factor"]
+    table = pd.DataFrame(
+        {
+            "description": names,
+            "fastest_speed_elasticity": np.linspace(-0.5, 0.3, len(names)),
+            "cost_at_speed_elasticity": np.linspace(-1.5, 1.0, len(names)),
+            "at_speed_tokens_per_s": 76.0,
+        }
+    )
+    tornado = tornado_figure(table, "What moves the frontier: a long title " * 4)
+    for name, fig in [*figure_4.figures.items(), ("square-root", fig2), ("tornado", tornado)]:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        canvas = FigureCanvasAgg(fig)  # the figure may have been closed after saving
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        box = fig.bbox
+        labels = [a.xaxis.label for a in fig.axes] + [a.yaxis.label for a in fig.axes]
+        texts = [fig._suptitle, *fig.legends, *labels]
+        for artist in texts:
+            extent = artist.get_window_extent(renderer)
+            assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, f"{name}: clipped"
+            assert box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, f"{name}: clipped"
+        right = max(ax.get_position().x1 for ax in fig.axes)
+        assert right > 0.9, f"{name}: something beside the axes squeezes them"
+        for ax in fig.axes:
+            assert ax.get_xlabel() and ax.get_ylabel(), f"{name}: unlabelled panel"
+            assert ax.lines or ax.collections, f"{name}: empty panel"
+        written = save(fig, tmp_path / name, ("png",))
+        height, width = mpimg.imread(written[0]).shape[:2]
+        assert (width, height) == pytest.approx(
+            (fig.get_figwidth() * 200, fig.get_figheight() * 200), abs=2
+        )
+    ax = figure_4.figures["frontier"].axes[0]
+    stars = np.vstack([c.get_offsets() for c in ax.collections if len(c.get_offsets())])
+    for front in figure_4.fronts.values():
+        point = front.preference_point(sampling="paper")
+        assert np.isclose(stars, [point.tokens_per_s, point.usd_per_mtok]).all(axis=1).any()
 
 
 def test_figure_4_fastest_points_are_table_4(figure_4):
@@ -85,7 +151,12 @@ def test_measured_points_overlay(tmp_path):
     assert any(np.allclose(o, [[100.0, 0.9]]) for o in offsets)
 
 
-def test_reproduce_all_regenerates_the_committed_outputs(tmp_path):
+def test_reproduce_all_regenerates_the_committed_outputs(tmp_path, monkeypatch):
+    # every figure is drawn and saved, at a low resolution: the images are not compared here
+    # (test_figures_are_fit_for_a_report checks the 200 dpi files), the tables byte for byte
+    from inference_econ.output import plots
+
+    monkeypatch.setattr(plots, "DPI", 20)
     result = CliRunner().invoke(main, ["reproduce", "all", "--out", str(tmp_path), "-q"])
     assert result.exit_code == 0, result.output
     made = {p.name for p in tmp_path.iterdir()}

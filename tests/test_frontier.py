@@ -50,6 +50,7 @@ def test_fast_search_matches_brute_force_on_a_coarse_grid():
     for model, kwargs in [
         ("Llama 3 70B", dict(weight_bits=8)),
         ("Mixtral 8x22B", dict(draft="Llama 3 8B")),
+        ("Mixtral 8x22B", dict(assumptions="paper-table-5")),
     ]:
         setting = ie.make_setting(model, "H100-paper", **kwargs)
         fast = ie.frontier(setting, grid_points=60)
@@ -72,9 +73,11 @@ def test_tighter_demand_cap_is_never_cheaper():
 
 
 def test_speculation_never_hurts_and_zero_acceptance_is_plain():
-    plain = ie.frontier("Llama 3 70B", "H100-paper")
-    spec = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8)
-    none = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.0)
+    # whole frontiers: each one's own speed range would cut them at different speeds
+    whole = dict(all_points=True)
+    plain = ie.frontier("Llama 3 70B", "H100-paper", **whole)
+    spec = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8, **whole)
+    none = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.0, **whole)
     assert domination_factor(plain, spec) == pytest.approx(1.0, abs=1e-6)
     assert spec.fastest().tokens_per_s > 1.3 * plain.fastest().tokens_per_s
     assert (none.points["draft_tokens"] == 1).all()
@@ -136,7 +139,30 @@ def test_discrete_frontier_is_whole_and_no_better_than_continuous():
         kv_heads = ie.load_model(model).attention.kv_heads
         heads = kv_heads if kv_heads > 1 else ie.load_model(model).attention.query_heads
         assert np.all(heads % pts.attention_degree == 0)
+        assert_layouts_divide(model, pts)
         assert domination_factor(disc, cont) <= 1.005
+
+
+def assert_layouts_divide(model, pts):
+    """Every discrete layout divides the dimensions it splits: the feed-forward tensor degree
+    t/e divides every feed-forward width, and 2-D splits divide what they split."""
+    from inference_econ.model.machine import square_split
+
+    arch = ie.load_model(model)
+    widths = [g.ffn.d_ff for g in arch.layer_groups]
+    for _, row in pts.iterrows():
+        t_ff = int(round(row.tensor_degree / row.expert_degree))
+        assert all(w % t_ff == 0 for w in widths), (model, row.gpus, row.tensor_degree)
+        if row.tp_dims == "2D":
+            r = int(square_split(t_ff))
+            assert all((w % r == 0) and (w % (t_ff // r) == 0) for w in [arch.d_model, *widths])
+
+
+def test_discrete_fastest_llama_70b_divides_its_widths():
+    # 28,672 is not divisible by 40: TP 40 is not deployable
+    front = ie.frontier("Llama 3 70B", "H100", discrete=True, grid_points=30)
+    assert_layouts_divide("Llama 3 70B", front.points)
+    assert 28672 % front.fastest().tensor_degree == 0
 
 
 def test_discrete_expert_parallel_divides_experts():
@@ -151,3 +177,25 @@ def test_dataframe_is_a_copy():
     f2 = ie.frontier("Llama 3 8B", "H100-paper")
     assert (f2.points.gpus > 0).all()
     assert isinstance(f2.to_dataframe(), pd.DataFrame)
+
+
+@pytest.mark.parametrize(
+    "model, bits",
+    [
+        ("Mistral Large 2", 16),
+        ("DeepSeek-V3 (paper approximation)", 8),
+        ("Mixtral 8x22B", 16),
+        ("GPT-4 (reported)", 16),
+    ],
+)
+def test_no_frontier_point_where_the_weights_exactly_fill_hbm(model, bits):
+    # the grid starts at P·wb/C GPUs: weights fill HBM exactly, no room for anything else;
+    # rounding the grid to float32 must not make that count feasible (the paper never has it)
+    from inference_econ.model.workload import compile_workload
+
+    setting = ie.make_setting(model, "H100-paper", weight_bits=bits)
+    weight_bytes = compile_workload(setting.model, setting.assumptions).weights_total_bytes
+    first = weight_bytes / setting.gpu.hbm_capacity_bytes
+    for grid_points in (60, 400):
+        front = ie.frontier(setting, grid_points=grid_points)
+        assert front.points.gpus.min() > first * (1 + 1e-6)

@@ -110,8 +110,10 @@ def test_scenario_figures_draw_the_offers(tmp_path):
     assert scenario.observations.endswith("paper-2025.csv")
     result = runner.run_scenario(scenario)
     ax = result.figures["frontier"].axes[0]
-    assert [c.get_label() for c in ax.collections] == ["Fireworks: Llama 3 70B, 2024-08"]
-    assert ax.collections[0].get_offsets().tolist() == [[158.0, 0.9]]
+    # the offers drawn (the frontier's own preference-point marker aside)
+    offers = [c for c in ax.collections if not c.get_label().startswith(("_", "preference"))]
+    assert [c.get_label() for c in offers] == ["Fireworks: Llama 3 70B, 2024-08"]
+    assert offers[0].get_offsets().tolist() == [[158.0, 0.9]]
     # an offers file given to the run replaces the scenario's; blended prices on request
     gpt4 = scenario_from_dict({**data, "curves": [{**curve, "model": "GPT-4"}]}, "s.yaml")
     (point,) = runner._observed(gpt4, "paper-2025", "blended")

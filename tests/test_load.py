@@ -475,7 +475,7 @@ def test_cli_simulate_and_capacity(tmp_path):
         "--slo-ttft-p99",
         "1",
     )
-    assert code == 0 and "ttft_p99_s" in out and "usd_per_m_output_tokens" in out
+    assert code == 0 and "ttft_p99_ms" in out and "usd_per_m_output_tokens" in out
     assert "Assumptions: paper preset" in out
     code, out, _ = _run(
         "capacity",

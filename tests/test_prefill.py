@@ -6,7 +6,9 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
-from inference_econ.model.latency import ADDITIVE_PARTS
+from inference_econ.model.assumptions import PAPER
+from inference_econ.model.latency import ADDITIVE_PARTS, StepModel, prefill_step_model
+from inference_econ.model.workload import compile_workload
 from inference_econ.serving import context_parallel as cp
 from inference_econ.serving import disaggregation as disagg
 from inference_econ.serving import prefill, requests
@@ -40,16 +42,36 @@ def test_chunked_and_cached_prefill():
     assert chunked.chunks == 8 and chunked.latency_s >= one.latency_s * 0.999
     assert chunked.latency_s == pytest.approx(one.latency_s, rel=0.15)  # same work, more passes
     cached = prefill.prefill(LLAMA, 8, 32000, cached_tokens=24000)
-    assert (
-        cached.latency_s < 0.5 * one.latency_s
-        and cached.usd_per_m_input_tokens < one.usd_per_m_input_tokens
+    assert cached.latency_s < 0.5 * one.latency_s
+    # the input price is per computed token: cached tokens are read, not computed or priced
+    # (8 GPUs x latency x $2.1/h over the 8000 computed tokens)
+    assert cached.usd_per_m_input_tokens == pytest.approx(
+        1e6 * 8 * cached.latency_s * 2.1 / 3600 / 8000, rel=1e-12
     )
+    # each computed token attends to a longer prefix, so costs more, but the request's input
+    # as a whole costs less
+    assert cached.usd_per_m_input_tokens > one.usd_per_m_input_tokens
+    assert cached.usd_per_m_input_tokens * 8000 < one.usd_per_m_input_tokens * 32000
     huge = prefill.prefill(ie.make_setting("Llama 3 70B", "H100-paper"), 2, 200000)
     assert huge.chunks > 1 or not np.isfinite(huge.latency_s)
 
 
+def layout_of(row):
+    """(p, attention divisor, 2-D) of a result row, as arrays of one point."""
+    p = row.pipeline_degree
+    adiv = row.tensor_degree / row.attention_degree
+    return np.array([p]), np.array([adiv]), np.array([row.tp_dims == "2D"])
+
+
 def test_request_view_adds_up():
     r = requests.request(LLAMA, 8, 32, 2000, 500)
+    # a serving engine prefills each arriving prompt on its own (not the decode batch of 32)
+    assert r.prefill_batch == 1 and r.ttft_s == pytest.approx(0.092, rel=0.02)
+    assert r.ttft_s == pytest.approx(r.prefill_s + r.first_step_s, rel=1e-12)
+    # the first decode step runs at the prompt's length, on the instance's own layout
+    decode = StepModel(compile_workload(LLAMA.model, LLAMA.assumptions), LLAMA.gpu, PAPER)
+    first = decode.breakdown(np.array([8.0]), np.array([32.0]), 1, 2000.0, *layout_of(r))
+    assert r.first_step_s == pytest.approx(float(first.latency_s[0]), rel=1e-12)
     assert r.ttft_s > r.prefill_s > 0
     assert r.e2e_latency_s == pytest.approx(r.ttft_s + 499 * r.decode_latency_s)
     assert r.output_to_input_price_ratio == pytest.approx(
@@ -83,7 +105,7 @@ def test_kv_runahead_chunk_balancing():
     assert np.all(np.diff(sizes) < 0)  # later chunks are shorter
 
 
-def test_kv_runahead_qualitative_results_of_seed_004():
+def test_kv_runahead_qualitative_results_of_the_paper():
     setting = ie.make_setting("Llama 3 8B", "A100-paper")
     fast = cp.compare(setting, [1000, 4000, 16000, 64000], 4, link_bytes_per_s=10e9)
     slow = cp.compare(setting, [1000, 4000, 16000, 64000], 4, link_bytes_per_s=1e9)
@@ -94,6 +116,42 @@ def test_kv_runahead_qualitative_results_of_seed_004():
     assert (fast.kv_runahead_balanced_s <= fast.allgather_s).all()
 
 
+def test_kv_runahead_device_time_has_one_hop_latency():
+    # each device's time is its compute plus receiving its prefix: one link latency, not one
+    # per hop of the chain before it
+    base = cp.chain_costs(LLAMA, link_bytes_per_s=10e9, link_latency_s=0.0)
+    slow = cp.chain_costs(LLAMA, link_bytes_per_s=10e9, link_latency_s=1e-3)
+    bounds = cp.equal_chunks(16000, 4)
+    extra = cp.device_times(slow, bounds) - cp.device_times(base, bounds)
+    assert extra == pytest.approx([0.0, 1e-3, 1e-3, 1e-3])
+
+
+def test_context_parallel_honours_sliding_windows():
+    windowed = ie.make_setting("gpt-oss-120b", "H100", assumptions="refined")
+    costs = cp.chain_costs(windowed)
+    groups = dict((w, n) for n, w in costs.layer_windows)
+    window = min(groups)
+    assert np.isfinite(window) and np.isinf(max(groups))
+    # a chunk far beyond the window: windowed layers attend to `window` positions per token,
+    # full layers to everything before; the prefix a device receives is cut the same way
+    s, e = 100000.0, 101000.0
+    pairs = groups[np.inf] * (e * e - s * s) / 2 + groups[window] * window * (e - s)
+    flop = costs.flop_per_token * (e - s) + costs.attention_flop_per_pair_per_layer * pairs
+    assert costs.compute_s(s, e) == pytest.approx(flop / costs.flop_per_s, rel=1e-12)
+    kv = costs.kv_bytes_per_position_per_layer
+    assert costs.prefix_bytes(s) == pytest.approx(
+        kv * (groups[np.inf] * s + groups[window] * window)
+    )
+    full = cp.chain_costs(windowed.replace(assumptions=ie.preset("paper")))
+    assert costs.compute_s(s, e) < full.compute_s(s, e)
+    assert (
+        cp.compare(windowed, [64000], 4).kv_runahead_balanced_s.iloc[0]
+        < cp.compare(
+            windowed.replace(assumptions=ie.preset("paper")), [64000], 4
+        ).kv_runahead_balanced_s.iloc[0]
+    )
+
+
 def test_disaggregation_trades_ttft_for_steady_decode():
     setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
     df = disagg.compare(setting, 4000, 500, 8, 64).set_index("serving")
@@ -101,6 +159,13 @@ def test_disaggregation_trades_ttft_for_steady_decode():
     assert dis.decode_latency_s < co.decode_latency_s  # no prefill stalls
     assert dis.kv_transfer_s > 0 and dis.ttft_s > dis.kv_transfer_s
     assert dis.gpus == 16 and co.gpus == 8
+    # co-located: 8 GPUs x 500 steps of 26.2 ms (decode plus prefill stalls) / 64 requests; the
+    # stall already carries each request's own prefill, which must not be added again
+    assert co.decode_latency_s == pytest.approx(26.2e-3, rel=0.01)
+    assert co.gpu_s_per_request == pytest.approx(8 * 500 * co.decode_latency_s / 64, rel=1e-12)
+    assert co.gpu_s_per_request == pytest.approx(1.64, rel=0.01)
+    assert co.usd_per_m_output_tokens_all_in == pytest.approx(1.91, rel=0.01)
+    assert 1 - dis.gpu_s_per_request / co.gpu_s_per_request == pytest.approx(0.22, abs=0.01)
 
 
 def test_ttft_limited_frontier():
@@ -112,6 +177,78 @@ def test_ttft_limited_frontier():
     assert np.all(tight.cost_at_speed(speeds) >= free.cost_at_speed(speeds) * (1 - 1e-9))
     impossible = ie.frontier("Llama 3 70B", "H100-paper", ttft_max_s=1e-3, **kwargs)
     assert impossible.empty and "fastest prefill alone takes" in impossible.notes[0]
+
+
+def test_ttft_is_computed_on_the_layout_the_instance_has():
+    # context 0, prompts of 8000 tokens: each point's TTFT is one prompt through its own
+    # pipeline stages (p prompts in flight, one per micro-batch) plus the first decode step at
+    # 8000 tokens on the same layout, every request's cache at that length fitting in HBM
+    setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8, prompt_tokens=8000)
+    front = ie.frontier(setting, grid_points=60)
+    pre = prefill_step_model(setting.model, setting.gpu, PAPER)
+    dec = StepModel(compile_workload(setting.model, PAPER), setting.gpu, PAPER)
+    pts = front.points
+    assert (pts.pipeline_degree > 2).any()
+    for _, row in pts.iloc[:: max(1, len(pts) // 12)].iterrows():
+        N, B = np.array([row.gpus]), np.array([row.batch])
+        p, adiv, two = layout_of(row)
+        prefill_s = pre.breakdown(N, p, 8000.0, 0.0, p, adiv, two).latency_s[0]
+        first_s = dec.breakdown(N, B, 1, 8000.0, p, adiv, two).latency_s[0]
+        if np.isfinite(row.ttft_s):
+            assert row.ttft_s == pytest.approx(prefill_s + first_s, rel=1e-9)
+        else:
+            assert not dec.fits(N, B, p, 8000.0)[0]
+
+
+def test_ttft_limited_frontier_checks_the_prompt_cache_and_uses_deployable_layouts():
+    kwargs = dict(weight_bits=8, context_tokens=8000, prompt_tokens=8000, ttft_max_s=0.2)
+    front = ie.frontier("Llama 3 70B", "H100-paper", **kwargs)
+    cheapest = front.cheapest()
+    # not a 594-GPU, 80-stage instance whose TTFT was computed on another layout
+    assert cheapest.gpus < 100 and cheapest.pipeline_degree < 8
+    dec = StepModel(
+        compile_workload(ie.load_model("Llama 3 70B").with_precision(8), PAPER),
+        ie.load_hardware("H100-paper"),
+        PAPER,
+    )
+    pts = front.points
+    assert dec.fits(
+        pts.gpus.to_numpy(), pts.batch.to_numpy(), pts.pipeline_degree.to_numpy(), 8000.0
+    ).all()
+    # long prompts: the cache of every request at the prompt's length must fit too
+    long = ie.frontier(
+        "Llama 3 70B",
+        "H100-paper",
+        weight_bits=8,
+        prompt_tokens=100000,
+        ttft_max_s=60.0,
+        grid_points=40,
+    )
+    pts = long.points
+    assert dec.fits(
+        pts.gpus.to_numpy(), pts.batch.to_numpy(), pts.pipeline_degree.to_numpy(), 100000.0
+    ).all()
+
+
+def test_ttft_limit_on_discrete_layouts_with_a_draft():
+    kwargs = dict(weight_bits=8, context_tokens=8000, prompt_tokens=8000, draft="Llama 3 8B")
+    kwargs.update(max_draft_tokens=2, ttft_max_s=0.2)
+    tight = ie.frontier("Llama 3 70B", "H100", discrete=True, grid_points=12, **kwargs)
+    assert len(tight) > 10 and (tight.points.ttft_s <= 0.2).all()
+    # where the draft runs (γ > 1) its prefill counts too: TTFT above the target's alone
+    setting = ie.make_setting("Llama 3 70B", "H100", **kwargs)
+    pre = prefill_step_model(setting.model, setting.gpu, PAPER, integer_layouts=True)
+    dec = StepModel(compile_workload(setting.model, PAPER), setting.gpu, PAPER, True)
+    spec = tight.points[tight.points.draft_tokens > 1]
+    assert len(spec)
+    for _, row in spec.iterrows():
+        N, B = np.array([row.gpus]), np.array([row.batch])
+        p, adiv, two = layout_of(row)
+        target = (
+            pre.breakdown(N, p, 8000.0, 0.0, p, adiv, two).latency_s[0]
+            + dec.breakdown(N, B, 1, 8000.0, p, adiv, two).latency_s[0]
+        )
+        assert row.ttft_s > target * 1.001
 
 
 def test_bad_prefill_input():

@@ -34,3 +34,15 @@ def test_readme_main_job_is_a_valid_command():
     args = shlex.split(first_block()[0].split("&& inference-econ ", 1)[1])
     result = CliRunner().invoke(main, [*args, "--help"])
     assert result.exit_code == 0
+
+
+def test_readme_figures_state_the_command_that_drew_them():
+    text = (ROOT / "README.md").read_text()
+    for image in re.findall(r"!\[[^\]]*\]\((docs/img/[^)]+)\)", text):
+        cell = text[text.index(image) :].split("|")[0]
+        commands = re.findall(r"`(inference-econ [^`]+)`", cell)
+        assert commands, f"{image}: no command beside it"
+        command = commands[0]
+        assert Path(image).stem in command or "--out docs/img" in command, (image, command)
+        if "tornado" in image:  # the caption's precision is the command's
+            assert "8-bit" in cell and "--weight-bits 8" in command

@@ -108,6 +108,19 @@ def test_import_round_trips_to_the_shipped_counts(tmp_path, cfg, shipped):
     assert counts(ie.load_model(out)) == pytest.approx(counts(arch), rel=1e-12)
 
 
+def test_import_hf_prints_a_summary_in_any_format(tmp_path):
+    import json
+
+    path = write(tmp_path, LLAMA_70B)
+    out = tmp_path / "model.yaml"
+    result = CliRunner().invoke(
+        main, ["import-hf", str(path), "--name", "imported", "-o", str(out), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)["rows"][0]
+    assert row["layers"] == 80 and row["kv_bytes_per_token"] == 327680 and out.is_file()
+
+
 def test_import_sliding_window_layers(tmp_path):
     arch, _ = import_config(write(tmp_path, GPT_OSS), name="oss")
     assert {(g.layers, g.sliding_window_tokens) for g in arch.layer_groups} == {(2, 128), (2, None)}
@@ -179,22 +192,27 @@ def test_calibration_reports_values_errors_and_held_out_error(tmp_path):
 
 
 def test_sweep_and_elasticities():
+    # a coarse grid: the invariants below hold on any grid
+    coarse = ie.Method(grid_points=60)
     setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
-    df = sensitivity.sweep(setting, "hbm_bandwidth", [0.5, 1, 2, 4])
+    df = sensitivity.sweep(setting, "hbm_bandwidth", [0.5, 1, 2, 4], method=coarse)
     assert np.all(np.diff(df.fastest_tokens_per_s) > 0) and np.all(
         np.diff(df.usd_per_mtok_at_speed) <= 0
     )
-    price = sensitivity.sweep(setting, "price", [1, 2])
+    # costs are compared at half the base fastest speed, and every row says so
+    base = ie.frontier(setting, method=coarse).fastest().tokens_per_s
+    assert np.allclose(df.at_speed_tokens_per_s, 0.5 * base, rtol=1e-12)
+    price = sensitivity.sweep(setting, "price", [1, 2], method=coarse)
     assert price.usd_per_mtok_at_speed[1] == pytest.approx(2 * price.usd_per_mtok_at_speed[0])
-    nccl = sensitivity.sweep(setting, "nccl_latency", [0, 1, 2])
+    nccl = sensitivity.sweep(setting, "nccl_latency", [0, 1, 2], method=coarse)
     assert np.all(np.diff(nccl.fastest_tokens_per_s) < 0)
     spec = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8, draft="Llama 3 8B")
-    acc = sensitivity.sweep(spec, "acceptance", [0.0, 0.6, 0.9])
+    acc = sensitivity.sweep(spec, "acceptance", [0.0, 0.6, 0.9], method=coarse)
     assert (
         np.all(np.diff(acc.fastest_tokens_per_s) >= 0)
         and acc.fastest_tokens_per_s[2] > acc.fastest_tokens_per_s[0]
     )
-    ctx = sensitivity.sweep(setting, "context", [0, 10000, 100000])
+    ctx = sensitivity.sweep(setting, "context", [0, 10000, 100000], method=coarse)
     assert np.all(np.diff(ctx.usd_per_mtok_at_speed) > 0)
     with pytest.raises(ie.SpecError, match="did you mean"):
         sensitivity.sweep(setting, "hbm_bandwith", [1])
@@ -219,9 +237,22 @@ def test_rules_of_thumb():
 def test_sweep_command_and_tornado(tmp_path):
     target = tmp_path / "t.png"
     result = CliRunner().invoke(
-        main, ["sweep", "Llama 3 8B", "-H", "H100-paper", "--tornado", str(target)]
+        main,
+        [
+            "sweep",
+            "Llama 3 8B",
+            "-H",
+            "H100-paper",
+            "--grid-points",
+            "60",
+            "--tornado",
+            str(target),
+        ],
     )
     assert result.exit_code == 0 and target.exists() and "hbm_bandwidth" in result.stdout
+    # the chart and the table say the precision and the speed costs are compared at
+    title = result.stdout.splitlines()[0]
+    assert "16-bit weights" in title and "tok/s per request (half the fastest)" in title
     result = CliRunner().invoke(
         main,
         [
@@ -233,8 +264,13 @@ def test_sweep_command_and_tornado(tmp_path):
             "flops",
             "--values",
             "1,2",
+            "--grid-points",
+            "60",
             "--format",
             "csv",
         ],
     )
-    assert result.exit_code == 0 and result.stdout.startswith("parameter,value")
+    assert result.exit_code == 0
+    assert [line for line in result.stdout.splitlines() if not line.startswith("#")][0].startswith(
+        "parameter,value"
+    )

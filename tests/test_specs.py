@@ -121,6 +121,13 @@ def test_hardware_errors_name_file_field_and_fix():
     assert "expected a number" in str(e)
     e = _err(lambda: gpu_from_dict({**GPU_OK, "hbm_bandwith_bytes_per_s": 1}, "my.yaml"))
     assert "did you mean" in str(e) and "hbm_bandwidth_bytes_per_s" in str(e)
+    # a misspelt required field: named with a did-you-mean, not reported as the field missing
+    misspelt = {k: v for k, v in GPU_OK.items() if k != "hbm_bandwidth_bytes_per_s"}
+    e = _err(lambda: gpu_from_dict({**misspelt, "hbm_bandwith_bytes_per_s": 1}, "my.yaml"))
+    assert (
+        e.field == "hbm_bandwith_bytes_per_s"
+        and "did you mean 'hbm_bandwidth_bytes_per_s'" in str(e)
+    )
 
 
 MODEL_OK = {

@@ -44,5 +44,45 @@ def test_scaling_law_eq_18_19():
         lats.append(toy.optimum(p, layers, 2.0, 3.3e12).latency_s + layers * 4 * 2e-6)
     exponent = np.log(lats[2] / lats[0]) / np.log(64)
     assert exponent == pytest.approx(5 / 9, abs=1e-6)
+    # exactly √P needs L ∝ P^(1/4) (2/3 · 1/4 + 1/3 = 1/2), as the module says
+    quarter = []
+    for scale in (1.0, 16.0):
+        p, layers = 1e11 * scale, 80 * scale ** (1 / 4)
+        quarter.append(toy.optimum(p, layers, 2.0, 3.3e12).latency_s + layers * 4 * 2e-6)
+    assert np.log(quarter[1] / quarter[0]) / np.log(16) == pytest.approx(0.5, abs=1e-6)
+    assert "P^(1/4)" in toy.__doc__ and "P^(5/9)" in toy.__doc__
     # the paper's empirical check (Figure 2): PaLM 8B/62B/540B at 4/13/32 ms follow √P
     assert toy.square_root_law(540e9, 8e9, 4e-3) == pytest.approx(32e-3, rel=0.05)
+
+
+def test_figure_2_states_what_the_law_predicts_for_the_stored_sizes():
+    from inference_econ.studies.scenario import load_scenario
+
+    scenario = load_scenario("paper/figure-2")
+    points = {p["label"]: p for p in scenario.measured}
+    small = points["PaLM 8B"]
+    predicted = [
+        toy.square_root_law(points[name]["params"], small["params"], small["latency_ms"])
+        for name in ("PaLM 62B", "PaLM 540B")
+    ]
+    assert [round(x, 1) for x in predicted] == [10.8, 31.7]
+    assert "predicts 10.8 and 31.7 ms" in scenario.description
+
+
+def test_toy_frontier_of_a_mixture_of_experts():
+    from inference_econ.model.assumptions import PAPER
+    from inference_econ.model.workload import compile_workload
+    from inference_econ.optimise.toy import toy_frontier
+
+    arch = ie.load_model("Mixtral 8x22B")
+    gpu = ie.load_hardware("H100-paper")
+    work = compile_workload(arch, PAPER)
+    front = toy_frontier(arch, gpu, points=60, all_points=True)
+    pts = front.points
+    # batches reach 2^(18 + log2 s) like the main optimiser (s = 4: 2^20)
+    assert pts.batch.max() > 2**18 * 1.5
+    # MFU counts the active parameters' FLOP: at most the sustained FLOP cap, and by hand
+    peak = gpu.peak_flop_per_s(16)
+    expected = 2 * work.active_params * pts.batch / (pts.gpus * peak * pts.latency_s)
+    assert np.allclose(pts.mfu, expected) and pts.mfu.max() <= gpu.sustained_flop_fraction + 1e-9
+    assert work.active_params < 0.3 * work.total_params

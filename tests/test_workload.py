@@ -55,6 +55,21 @@ def test_matmul_io_bytes_2d_partitioning():
     assert a1 == pytest.approx((200 + 300) * 5 * 2)
 
 
+def test_matmul_io_bytes_of_the_papers_earlier_code():
+    # paper-table-5: t1 = max(1, sqrt(m/k)·t), t2 = max(1, sqrt(k/m)·t), unclipped
+    _, a = matmul_io_bytes(4000.0, 1000.0, 10.0, 16.0, 2.0, 2.0, "unclipped")
+    assert a == pytest.approx((2 * 16 * 1000 + 0.5 * 16 * 4000) * 10 * 2)
+    _, a = matmul_io_bytes(100.0, 10000.0, 1.0, 2.0, 2.0, 2.0, "unclipped")
+    assert a == pytest.approx((1 * 10000 + 20 * 100) * 2)  # t1 = max(1, 0.1·2) = 1
+    # the whole batch's KV inside p·(...) and all k experts in the all-to-all bytes
+    p5 = ie.preset("paper-table-5")
+    assert (p5.kv_read_whole_batch, p5.kv_capacity_whole_batch, p5.attention_divisor_count) == (
+        True,
+        True,
+        1,
+    )
+
+
 def test_flop_split_adds_up_and_matches_a2():
     w = work("Llama 3 70B")
     B, S, n = 32.0, 3.0, 1000.0

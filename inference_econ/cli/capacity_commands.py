@@ -92,7 +92,7 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
         click.echo(f"wrote {path}", err=True)
 
 
-@click.command()
+@click.command(short_help="One deployment under one load: latency percentiles and cost.")
 @click.argument("model")
 @click.option(
     "--hardware", "-H", required=True, help="GPU name, alias or YAML file (see 'list hardware')."
@@ -132,7 +132,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     click.echo(text, nl=False)
 
 
-@click.command()
+@click.command(short_help="The cheapest deployment that meets latency targets at a load.")
 @click.argument("model")
 @hardware_list
 @option(

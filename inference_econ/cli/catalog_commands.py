@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from ..errors import SpecError, UnknownNameError, did_you_mean
-from .common import emit, format_option, handle_errors
+from .common import emit, format_option, handle_errors, option, options
 
 
-@click.command("list")
+@click.command("list", short_help="List the shipped models, GPUs or scenarios.")
 @click.argument("kind", type=click.Choice(["models", "hardware", "scenarios"]))
 @format_option
 @handle_errors
@@ -27,7 +27,7 @@ def list_cmd(kind, format):
     click.echo(render(df, format), nl=False)
 
 
-@click.command()
+@click.command(short_help="A model's or a GPU's figures.")
 @click.argument("name")
 @click.option(
     "--hardware",
@@ -36,19 +36,16 @@ def list_cmd(kind, format):
     show_default=True,
     help="GPU for the derived figures of a model.",
 )
-@click.option(
-    "--assumptions",
-    default="refined",
-    show_default=True,
-    help="Assumption preset for the counts (refined: exact MLA, shared experts, tied embeddings).",
-)
+@options("assumptions", "weight_bits", "activation_bits", "kv_cache_bits")
 @format_option
 @handle_errors
-def show(name, hardware, assumptions, format):
+def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bits, format):
     """Show a model's or a GPU's figures and what follows from them.
 
     For a model: total and active parameters, KV bytes per token, the GPUs its weights need,
-    the critical batch size on --hardware. For a GPU: its datasheet and derived figures.
+    the critical batch size on --hardware, counted under --assumptions (paper, like every
+    command; refined counts MLA, shared experts and tied embeddings exactly). For a GPU: its
+    datasheet and derived figures.
 
     \b
     Example:  inference-econ show "DeepSeek-V3" -H H100
@@ -59,8 +56,11 @@ def show(name, hardware, assumptions, format):
     from ..output.render import render
     from ..specs import catalog
 
+    bits = dict(
+        weight_bits=weight_bits, activation_bits=activation_bits, kv_cache_bits=kv_cache_bits
+    )
     try:
-        info = api.model_summary(name, hardware, assumptions)
+        info = api.model_summary(name, hardware, assumptions, **bits)
     except UnknownNameError:
         try:
             info = api.hardware_summary(name)
@@ -72,22 +72,30 @@ def show(name, hardware, assumptions, format):
                 f"no model or GPU named {name!r}",
                 did_you_mean(name, names) or "see 'inference-econ list models' and 'list hardware'",
             ) from None
-    df = pd.DataFrame({"field": list(info), "value": [_show_value(v) for v in info.values()]})
-    if format == "json":
-        click.echo(render(pd.DataFrame([info]), "json"), nl=False)
+    df = pd.DataFrame({"field": list(info), "value": [_show_value(k, v) for k, v in info.items()]})
+    if format in ("json", "csv"):
+        click.echo(render(pd.DataFrame([info]), format), nl=False)
     else:
         click.echo(render(df, format), nl=False)
 
 
-def _show_value(value):
-    if isinstance(value, float) and abs(value) >= 1e6:
-        return f"{value:.4g}"
+def _show_value(field, value):
+    """A figure of ``show``: counts of tokens, requests or GPUs in full (128,000), large
+    parameter and byte counts to four digits (7.055e+10), the rest as tables print them."""
+    from ..output.render import format_number
+
     if isinstance(value, dict):
         return ", ".join(f"{k}: {v:.4g}" for k, v in value.items())
-    return value
+    if isinstance(value, float) and abs(value) >= 1e6 and not _is_count(field):
+        return f"{value:.4g}"
+    return format_number(value)
 
 
-@click.command("import-hf")
+def _is_count(field: str) -> bool:
+    return any(word in field for word in ("tokens", "batch", "gpus", "heads", "layers"))
+
+
+@click.command("import-hf", short_help="Import a Hugging Face model config as a model YAML.")
 @click.argument("config")
 @click.option(
     "-o",
@@ -97,8 +105,13 @@ def _show_value(value):
 )
 @click.option("--name", help="Model name (default: the repository or _name_or_path).")
 @click.option("--revision", help="Hub repository revision: a branch, tag or commit.")
+@option(
+    "format",
+    default=None,
+    help="Print a summary of the imported model in this format instead of its YAML.",
+)
 @handle_errors
-def import_hf(config, out, name, revision):
+def import_hf(config, out, name, revision, format):
     """Import a Hugging Face model config into a model YAML.
 
     CONFIG is a local config.json (or its folder), or a Hub repository org/name, read with
@@ -110,6 +123,8 @@ def import_hf(config, out, name, revision):
               inference-econ import-hf deepseek-ai/DeepSeek-V3 -o models/dsv3.yaml
     """
     from pathlib import Path
+
+    import pandas as pd
 
     from ..specs.hf_import import import_config, import_repo
 
@@ -129,6 +144,19 @@ def import_hf(config, out, name, revision):
         )
     else:
         arch, text = import_repo(config, name, revision)
+    if format is not None:
+        from .. import api
+        from ..output.render import render
+
+        info = api.model_summary(arch)
+        if out:
+            emit(text, out)
+        rows = pd.DataFrame(
+            {"field": list(info), "value": [_show_value(k, v) for k, v in info.items()]}
+        )
+        shown = pd.DataFrame([info]) if format in ("json", "csv") else rows
+        click.echo(render(shown, format, title=f"Imported {arch.name}"), nl=False)
+        return
     emit(text, out)
     if out:
         click.echo(

@@ -19,14 +19,18 @@ from ..errors import InferenceEconError, SpecError
 
 
 class Progress:
-    """Progress lines on stderr, shown only once a run has taken more than a second."""
+    """Progress lines on stderr, from the first item (``--quiet`` silences them), each with
+    the time since the command started."""
 
-    def __init__(self, quiet: bool = False) -> None:
+    def __init__(self, quiet: bool = False, always: bool = True) -> None:
         self.start = time.perf_counter()
         self.quiet = quiet
+        self.always = always
 
     def __call__(self, message: str) -> None:
-        if not self.quiet and time.perf_counter() - self.start > 1.0:
+        if self.quiet:
+            return
+        if self.always or time.perf_counter() - self.start > 1.0:
             click.echo(f"[{time.perf_counter() - self.start:5.1f}s] {message}", err=True)
 
 
@@ -162,9 +166,31 @@ hardware_option = click.option(
 )
 
 
+#: Requests set their own contexts (prompt and output lengths): no --context.
+REQUEST_SETTING_NAMES = tuple(n for n in SETTING_NAMES if n != "context_tokens")
+#: A prefill alone: no context (a prompt starts empty) and no draft model.
+PREFILL_SETTING_NAMES = (
+    "weight_bits",
+    "activation_bits",
+    "kv_cache_bits",
+    "pipeline",
+    "assumptions",
+)
+
+
 def setting_options(fn):
     """--hardware and the settings of a serving problem."""
     return hardware_option(options(*SETTING_NAMES)(fn))
+
+
+def request_setting_options(fn):
+    """--hardware and the settings of a serving problem whose contexts come from requests."""
+    return hardware_option(options(*REQUEST_SETTING_NAMES)(fn))
+
+
+def prefill_setting_options(fn):
+    """--hardware and the settings a prefill reads (precisions, pipelining, assumptions)."""
+    return hardware_option(options(*PREFILL_SETTING_NAMES)(fn))
 
 
 format_option = options("format")

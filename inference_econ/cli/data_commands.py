@@ -9,12 +9,14 @@ import click
 
 from ..errors import SpecError
 from .common import (
+    Progress,
     emit,
     format_option,
     handle_errors,
     make_setting,
     options,
     out_option,
+    quiet_option,
     setting_options,
 )
 
@@ -24,7 +26,7 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
     return str(Path(figure).with_suffix("")), (Path(figure).suffix.lstrip(".") or "png",)
 
 
-@click.command("compare-measured")
+@click.command("compare-measured", short_help="Hold the model against measured benchmarks.")
 @click.argument("csv", type=click.Path(exists=True, dir_okay=False))
 @options("assumptions")
 @click.option(
@@ -62,12 +64,13 @@ def compare_measured(csv, assumptions, figure, format, out):
         click.echo(f"wrote {figure}", err=True)
 
 
-@click.command()
+@click.command(short_help="Fit a GPU's sustained fractions to measured points.")
 @click.argument("csv", type=click.Path(exists=True, dir_okay=False))
 @options("assumptions")
 @click.option(
     "-o", "--out", type=click.Path(dir_okay=False), help="Write the calibrated hardware YAML here."
 )
+@format_option
 @click.option(
     "--holdout-every",
     type=int,
@@ -76,7 +79,7 @@ def compare_measured(csv, assumptions, figure, format, out):
     help="Hold out every n-th point for the out-of-sample error.",
 )
 @handle_errors
-def calibrate(csv, assumptions, out, holdout_every):
+def calibrate(csv, assumptions, out, format, holdout_every):
     """Fit a GPU's sustained FLOP and HBM fractions and collective-latency scale to measured
     points; save them as a hardware file scenarios can use ("achievable" frontiers).
 
@@ -95,7 +98,7 @@ def calibrate(csv, assumptions, out, holdout_every):
         for k, v in result.values.items()
     ]
     title = f"{result.hardware}: {result.points} points"
-    click.echo(render(pd.DataFrame(rows), "table", title=title), nl=False)
+    click.echo(render(pd.DataFrame(rows), format, title=title), nl=False)
     click.echo(
         f"RMS log-speed error: {result.rms_log_error_before:.3f} before, {result.rms_log_error_fit:.3f} fitted, "
         f"{result.rms_log_error_held_out:.3f} on {result.held_out} held-out points"
@@ -104,7 +107,7 @@ def calibrate(csv, assumptions, out, holdout_every):
         emit(calibrated_yaml(result), out)
 
 
-@click.command()
+@click.command(short_help="What-if sweeps, and a tornado chart of elasticities.")
 @click.argument("model")
 @setting_options
 @click.option(
@@ -113,40 +116,56 @@ def calibrate(csv, assumptions, out, holdout_every):
     default=None,
     help="Parameter to vary (hbm_bandwidth, flops, interconnect_bandwidth, nccl_latency, launch_latency, price, hbm_capacity, context, acceptance).",
 )
-@options("values", "at_speed")
+@options("values", "at_speed", "grid_points")
 @click.option(
     "--tornado",
     type=click.Path(dir_okay=False),
     help="Instead: elasticities of every factor, drawn as a tornado chart here.",
 )
 @format_option
+@quiet_option
 @handle_errors
-def sweep(model, hardware, parameter, values, at_speed, tornado, format, **settings):
+def sweep(
+    model, hardware, parameter, values, at_speed, grid_points, tornado, format, quiet, **settings
+):
     """What-if: vary one parameter and report the fastest speed and the cost at a fixed speed.
+
+    The cost is compared at --at-speed tokens/s per request, by default half the base
+    setting's fastest speed (printed in every row). --tornado gives the elasticity of the
+    fastest speed and of that cost to every factor, between x0.5 and x2.
 
     \b
     Examples:  inference-econ sweep "Llama 3 70B" -H H100-paper --param hbm_bandwidth --values 0.5,1,2,4
-               inference-econ sweep "Llama 3 70B" -H H100-paper --tornado tornado.png
+               inference-econ sweep "Llama 3 70B" -H H100-paper --weight-bits 8 --tornado tornado.png
     """
+    from ..optimise.method import make_method
     from ..output.render import render
     from ..studies import sensitivity as sens
 
     setting = make_setting(model, hardware, **settings)
+    method = make_method(grid_points=grid_points)
+    progress = Progress(quiet)
+    meta = {**setting.metadata(), "method": method.label}
     if tornado:
-        from ..output.plots import save, tornado_figure
+        from ..output.plots import save, tornado_figure, tornado_title
 
-        result = sens.elasticities(setting, at_speed=at_speed)
-        click.echo(render(result, format, title=f"Elasticities: {setting.name}"), nl=False)
+        progress(f"base frontier of {setting.name}")
+        speed = at_speed if at_speed is not None else sens.default_speed(setting, method)
+        result = sens.elasticities(setting, at_speed=speed, progress=progress, method=method)
+        meta["at_speed_tokens_per_s"] = speed
+        title = tornado_title(setting, speed, at_speed is None)
+        click.echo(render(result, format, title=title, meta=meta), nl=False)
         stem, fmts = _figure_target(tornado)
-        save(tornado_figure(result, f"What moves the frontier: {setting.name}"), stem, fmts)
+        save(tornado_figure(result, title), stem, fmts)
         click.echo(f"wrote {tornado}", err=True)
         return
     if not parameter:
         raise SpecError(
             "argument", "--param", "is missing", "name a parameter, or ask for --tornado"
         )
-    result = sens.sweep(setting, parameter, list(values), at_speed)
-    click.echo(render(result, format, title=f"{parameter}: {setting.name}"), nl=False)
+    progress(f"base frontier of {setting.name}")
+    result = sens.sweep(setting, parameter, list(values), at_speed, progress, method)
+    click.echo(render(result, format, title=f"{parameter}: {setting.name}", meta=meta), nl=False)
 
 
 COMMANDS = (compare_measured, calibrate, sweep)

@@ -7,42 +7,37 @@ import click
 from ..errors import InfeasibleError
 from .capacity_commands import FRONTIER_OPTIONS
 from .common import (
+    Progress,
     emit,
     format_option,
     handle_errors,
     make_setting,
     options,
     out_option,
+    quiet_option,
     setting_options,
 )
 
 
-def point_value(field, value):
-    """A value of a vertical field/value table: durations in ms, floats to 4 digits."""
-    from ..output.render import is_duration
-
-    if is_duration(field) and isinstance(value, float):
-        return f"{value * 1e3:.4g} ms"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return value
-
-
-def vertical(series, fmt: str, title: str) -> str:
-    """One result as a field/value table (or one CSV/JSON row)."""
+def vertical(series, fmt: str, title: str, meta=None) -> str:
+    """One result as a field/value table, durations in milliseconds under ``_ms`` names (or
+    one CSV/JSON row in seconds, under the API's names)."""
     import pandas as pd
 
-    from ..output.render import render
+    from ..output.render import format_number, is_duration, milliseconds_name, render
 
     if fmt in ("csv", "json"):
-        return render(pd.DataFrame([series]), fmt)
-    df = pd.DataFrame(
-        {"field": series.index, "value": [point_value(k, v) for k, v in series.items()]}
-    )
-    return render(df, fmt, title=title)
+        return render(pd.DataFrame([series]), fmt, title=title if fmt == "json" else "", meta=meta)
+    fields, values = [], []
+    for key, value in series.items():
+        if is_duration(key) and isinstance(value, (int, float)):
+            key, value = milliseconds_name(key), value * 1e3
+        fields.append(key)
+        values.append(format_number(value))
+    return render(pd.DataFrame({"field": fields, "value": values}), fmt, title=title, meta=meta)
 
 
-@click.command()
+@click.command(short_help="One configuration: speed, cost, layout and breakdown.")
 @click.argument("model")
 @setting_options
 @options("gpus", "batch")
@@ -65,27 +60,39 @@ def point(model, hardware, gpus, batch, format, **values):
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} with batch {batch:g} "
             f"at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
         )
-    title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}, context {setting.context_tokens:g}"
-    click.echo(vertical(row, format, title), nl=False)
+    title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
+    click.echo(vertical(row, format, title, setting.metadata()), nl=False)
 
 
-@click.command()
+@click.command(short_help="The Pareto frontier of speed against cost.")
 @click.argument("model")
 @setting_options
-@options("max_throughput_tokens_per_s", "discrete", "grid_points", "prompt_tokens", "ttft_max_s")
+@options(
+    "max_throughput_tokens_per_s",
+    "discrete",
+    "grid_points",
+    "all_points",
+    "prompt_tokens",
+    "ttft_max_s",
+)
 @options(*FRONTIER_OPTIONS)  # deployments under load (docs/model.md §E6)
 @click.option(
     "--rows", type=int, help="Show this many points, evenly spaced in speed (table format: 20)."
 )
 @format_option
 @out_option
+@quiet_option
 @handle_errors
-def frontier(model, hardware, discrete, grid_points, rows, format, out, **values):
+def frontier(
+    model, hardware, discrete, grid_points, all_points, rows, format, out, quiet, **values
+):
     """The Pareto frontier of tokens/s per request vs $ per million tokens.
 
     Every point carries its layout (GPUs, batch, PP, TP, attention TP, EP, 1-D/2-D, draft
-    length) and where its time goes. With --rate and --slo-ttft-p99/--slo-tpot-p99: the
-    frontier of deployments serving that load within the targets (see 'capacity --help').
+    length) and where its time goes. CSV and JSON give every column of the API's
+    Frontier.to_dataframe(); the frontier spans the paper's range (from 1/100 of the fastest
+    speed) unless --all-points. With --rate and --slo-ttft-p99/--slo-tpot-p99: the frontier of
+    deployments serving that load within the targets (see 'capacity --help').
 
     \b
     Example:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 \\
@@ -104,19 +111,23 @@ def frontier(model, hardware, discrete, grid_points, rows, format, out, **values
         emit(slo_frontier(model, hardware, values, load, format), out)
         return
     setting = make_setting(model, hardware, **values)
-    front = compute(setting, make_method(discrete=discrete, grid_points=grid_points))
+    method = make_method(discrete=discrete, grid_points=grid_points, all_points=all_points)
+    Progress(quiet, always=True)(f"searching {method.label} for {setting.name}")
+    front = compute(setting, method)
     if front.empty:
         raise InfeasibleError(
             f"{setting.name}: no feasible configuration ({'; '.join(front.notes)})"
         )
-    df = front.points[[c for c in DETAIL_COLUMNS if c in front.points]]
+    df = front.to_dataframe()
     if rows is None and format == "table":
         rows = 20
     if rows:
         df = _thin(df, rows)
     if format != "table":
-        emit(render(df, format, title=setting.name if format == "markdown" else ""), out)
+        title = setting.name if format in ("markdown", "json") else ""
+        emit(render(df, format, title=title, meta=front.metadata), out)
         return
+    shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in df]
     keys = pd.DataFrame(
         [
             front.fastest()[SUMMARY_COLUMNS].rename("fastest"),
@@ -130,7 +141,12 @@ def frontier(model, hardware, discrete, grid_points, rows, format, out, **values
         "table",
         title=f"{setting.name}: {len(front)} frontier points ({front.elapsed_s:.2f} s)",
     )
-    body = render(df, "table", title=f"{len(df)} points, slowest first (--rows to change)")
+    body = render(
+        df[shown],
+        "table",
+        title=f"{len(df)} points, slowest first (--rows to change)",
+        meta=front.metadata,
+    )
     emit(head + "\n" + body, out)
 
 

@@ -106,7 +106,7 @@ def _each(chosen, analyse, kwargs, lines, drop=()):
     return frames, blocks
 
 
-@click.group()
+@click.group(short_help="What observed API speeds and prices imply.")
 def infer():
     """What observed API speeds and prices imply: feasibility, margin, preference, model size.
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from .common import Progress, emit, format_option, handle_errors, option, quiet_option
+from ..errors import SpecError, did_you_mean
+from .common import Progress, emit, fail, format_option, handle_errors, option, quiet_option
 
 
 def observations_option(fn):
@@ -28,12 +29,31 @@ PAPER_ITEMS = {
 PAPER_ORDER = sorted(PAPER_ITEMS, key=lambda k: (k.split("-")[0] != "table", int(k.split("-")[1])))
 
 
-@click.command()
-@click.argument(
-    "what",
-    type=click.Choice(
-        sorted(PAPER_ITEMS, key=lambda k: (k.split("-")[0], int(k.split("-")[1]))) + ["all"]
-    ),
+TARGETS_TEXT = "table-1 ... table-6, figure-1 ... figure-9 or all"
+
+
+def _target(ctx, param, value):
+    """The TARGET argument: a paper table or figure, or all (one line and exit 2 otherwise)."""
+    if value in PAPER_ITEMS or value == "all":
+        return value
+    hint = did_you_mean(value, [*PAPER_ITEMS, "all"])
+    fail(
+        SpecError(
+            "command line",
+            "TARGET",
+            f"unknown target {value!r}",
+            f"{hint + ' ' if hint else ''}choose {TARGETS_TEXT}",
+        )
+    )
+
+
+@click.command(short_help="Reproduce the paper's tables and figures.")
+@click.argument("what", metavar="TARGET", callback=_target)
+@option(
+    "assumptions",
+    default=None,
+    help="Compute under this assumption preset instead of the paper's (paper-table-5: the "
+    "code that printed the paper's Table 5).",
 )
 @format_option
 @click.option(
@@ -47,14 +67,16 @@ PAPER_ORDER = sorted(PAPER_ITEMS, key=lambda k: (k.split("-")[0] != "table", int
 @observations_option
 @quiet_option
 @handle_errors
-def reproduce(what, format, out, detail, observations, price_basis, quiet):
+def reproduce(what, assumptions, format, out, detail, observations, price_basis, quiet):
     """Reproduce a table or figure of the paper (or all of them), beside the paper's numbers.
 
-    Tables print ours beside the paper's; figures are written as PNG and SVG with a table of
-    their key points; 'all' regenerates every table and figure into figures/.
+    TARGET is table-1 ... table-6, figure-1 ... figure-9 or all. Tables print ours beside the
+    paper's; figures are written as PNG and SVG with a table of their key points; 'all'
+    regenerates every table and figure into figures/.
 
     \b
     Examples:  inference-econ reproduce table-3 --format csv
+               inference-econ reproduce table-5 --assumptions paper-table-5
                inference-econ reproduce figure-9 --out /tmp/fig9
                inference-econ reproduce all
     """
@@ -65,7 +87,7 @@ def reproduce(what, format, out, detail, observations, price_basis, quiet):
 
     progress = Progress(quiet)
     if what == "all":
-        _reproduce_all(Path(out or "figures"), format, progress)
+        _reproduce_all(Path(out or "figures"), format, progress, assumptions)
         return
     if what.startswith("figure"):
         folder = Path(out or "figures")
@@ -76,20 +98,25 @@ def reproduce(what, format, out, detail, observations, price_basis, quiet):
             progress=progress,
             observations=offers,
             price_basis=price_basis,
+            assumptions=assumptions,
         )
         _left_out(result, offers)
-        click.echo(render(result.key_points, format, title=result.scenario.title), nl=False)
+        click.echo(
+            render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
+            nl=False,
+        )
         click.echo(f"wrote {len(result.files)} files to {folder}/", err=True)
         return
-    table = run_table(PAPER_ITEMS[what], progress=progress)
+    table = run_table(PAPER_ITEMS[what], progress=progress, assumptions=assumptions)
     cols = list(table.attrs["columns"])
     if detail:
         cols += [c for c in DETAIL_COLUMNS if c in table and c not in cols]
     title = table.attrs["title"] if format in ("table", "markdown", "json") else ""
-    emit(render(table[cols], format, title=title, notes=table.attrs.get("notes", ())), out)
+    notes = table.attrs.get("notes", ())
+    emit(render(table[cols], format, title=title, notes=notes, meta=table.attrs["metadata"]), out)
 
 
-def _reproduce_all(folder: Path, fmt: str, progress: Progress) -> None:
+def _reproduce_all(folder: Path, fmt: str, progress: Progress, assumptions=None) -> None:
     """Every table and figure into ``folder``; prints the largest deviation per table."""
     import pandas as pd
 
@@ -100,7 +127,7 @@ def _reproduce_all(folder: Path, fmt: str, progress: Progress) -> None:
     written, summary = [], []
     for name in PAPER_ORDER:
         progress(f"{name}")
-        result = run_scenario(PAPER_ITEMS[name], folder, progress=progress)
+        result = run_scenario(PAPER_ITEMS[name], folder, progress=progress, assumptions=assumptions)
         written += result.files
         if result.table is not None:
             worst = deviations(result.table).drop(columns="label").abs().max().to_dict()
@@ -115,7 +142,7 @@ def _reproduce_all(folder: Path, fmt: str, progress: Progress) -> None:
     )
 
 
-@click.command()
+@click.command(short_help="Run a scenario file: its curves, figures and key points.")
 @click.argument("scenario")
 @click.option("--out", type=click.Path(file_okay=False), help="Folder for the figures and tables.")
 @format_option
@@ -152,9 +179,15 @@ def run(scenario, out, format, measured, observations, price_basis, quiet):
     _left_out(result, offers)
     if result.table is not None:
         cols = list(result.table.attrs["columns"])
-        click.echo(render(result.table[cols], format, title=result.scenario.title), nl=False)
+        meta = result.table.attrs["metadata"]
+        click.echo(
+            render(result.table[cols], format, title=result.scenario.title, meta=meta), nl=False
+        )
     else:
-        click.echo(render(result.key_points, format, title=result.scenario.title), nl=False)
+        click.echo(
+            render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
+            nl=False,
+        )
     if out:
         click.echo(f"wrote {len(result.files)} files to {out}/", err=True)
 

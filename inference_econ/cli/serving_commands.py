@@ -13,14 +13,15 @@ from .common import (
     make_setting,
     option,
     options,
-    setting_options,
+    prefill_setting_options,
+    request_setting_options,
 )
 from .decode_commands import vertical
 
 
-@click.command()
+@click.command(short_help="One prefill: latency, MFU and the price of input tokens.")
 @click.argument("model")
-@setting_options
+@prefill_setting_options
 @option("gpus")
 @option("prompt_tokens", required=True)
 @option("prefill_batch", flag="--batch", default=1.0, help="Prompts prefilled together.")
@@ -58,7 +59,12 @@ def prefill(
             f"{setting.model.name}: a {prompt:g}-token prefill of {batch:g} prompts does not fit on {gpus:g} x {setting.gpu.name}"
         )
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
-    click.echo(vertical(row, format, title), nl=False)
+    click.echo(vertical(row, format, title, _meta(setting)), nl=False)
+
+
+def _meta(setting) -> dict:
+    """What a prefill or request result was computed with (its contexts are its own)."""
+    return {k: v for k, v in setting.metadata().items() if k != "context_tokens"}
 
 
 def request_options(fn):
@@ -69,11 +75,15 @@ def request_options(fn):
     return options("gpus", "batch")(fn)
 
 
-@click.command()
+@click.command(short_help="A request's TTFT, latency and token prices.")
 @click.argument("model")
-@setting_options
+@request_setting_options
 @request_options
-@option("prefill_batch", help="Prompts prefilled together (default: the batch).")
+@option(
+    "prefill_batch",
+    help="Prompts prefilled together (default 1: each prompt as it arrives, in chunks of 8192 "
+    "tokens, as vLLM and SGLang schedule them).",
+)
 @options("cached_fraction")
 @format_option
 @handle_errors
@@ -106,10 +116,10 @@ def request(
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
-    click.echo(vertical(row, format, title), nl=False)
+    click.echo(vertical(row, format, title, _meta(setting)), nl=False)
 
 
-@click.command()
+@click.command(short_help="Output/input token price ratio by context length.")
 @click.argument("model")
 @hardware_option
 @options("contexts", "weight_bits", "assumptions")
@@ -132,16 +142,25 @@ def prices(model, hardware, contexts, weight_bits, assumptions, format):
         price_ratio(model, hardware, c, weight_bits=weight_bits, assumptions=assumptions)
         for c in contexts
     ]
-    click.echo(render(pd.DataFrame(rows), format, title="Output/input token price ratio"), nl=False)
+    meta = make_setting(
+        model, hardware, weight_bits=weight_bits, assumptions=assumptions
+    ).metadata()
+    del meta["context_tokens"]  # one per row
+    click.echo(
+        render(pd.DataFrame(rows), format, title="Output/input token price ratio", meta=meta),
+        nl=False,
+    )
 
 
-@click.command("context-parallel")
+@click.command("context-parallel", short_help="Context-parallel prefill (KV-Runahead).")
 @click.argument("model")
 @hardware_option
-@options("prompt_lengths", "devices", "link_gb_per_s")
+@options(
+    "prompt_lengths", "devices", "link_gb_per_s", "weight_bits", "activation_bits", "assumptions"
+)
 @format_option
 @handle_errors
-def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, format):
+def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, format, **values):
     """Context-parallel prefill of one prompt: all-gather against the KV-Runahead chain
     (docs/model.md §B9).
 
@@ -152,15 +171,16 @@ def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, fo
     from ..serving import context_parallel as cp
 
     link = None if link_gb_per_s is None else link_gb_per_s * 1e9
-    setting = make_setting(model, hardware)
+    setting = make_setting(model, hardware, **values)
     df = cp.compare(setting, list(prompt_lengths), devices, link_bytes_per_s=link)
-    title = "Context-parallel prefill: time to first token (s) and speed-up"
-    click.echo(render(df, format, title=title), nl=False)
+    title = "Context-parallel prefill: time to first token and speed-up"
+    meta = {k: v for k, v in setting.metadata().items() if k != "context_tokens"}
+    click.echo(render(df, format, title=title, meta=meta), nl=False)
 
 
-@click.command()
+@click.command(short_help="Prefill/decode pools against co-located serving.")
 @click.argument("model")
-@setting_options
+@request_setting_options
 @request_options
 @options("prefill_gpus")
 @format_option
@@ -179,7 +199,7 @@ def disagg(
 
     setting = make_setting(model, hardware, **values)
     df = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus)
-    click.echo(render(df, format, title=df.attrs["note"]), nl=False)
+    click.echo(render(df, format, title=df.attrs["note"], meta=_meta(setting)), nl=False)
 
 
 COMMANDS = (prefill, request, prices, context_parallel, disagg)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, did_you_mean, shown
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,8 @@ class Assumptions:
     name: str = "paper"
 
     # --- layouts searched (§A5) -----------------------------------------------------------
-    #: Number of log-spaced pipeline degrees from 1 to min(B, L), besides p = 1 (§A5: 10).
+    #: Pipeline degrees searched: p = 1 and count − 1 more log-spaced up to min(B, L)
+    #: (§A5: 10, i.e. 9 besides p = 1).
     pipeline_degree_count: int = 10
     #: Number of log-spaced attention divisors from 1 to N/p (§A5: 6).
     attention_divisor_count: int = 6
@@ -63,7 +64,7 @@ class Assumptions:
     attention_data_parallel: bool = False
 
     # --- collectives (§A4 / Part B) ---------------------------------------------------------
-    #: NCCL latency table: "paper" (docs/model.md §A4) or an NCCL version such as "2.21".
+    #: NCCL latency table: "paper" (docs/model.md §A4), "nccl-2.20" (the same) or "nccl-2.23".
     nccl_latency_model: str = "paper"
     #: Use NVLink SHARP all-reduce on GPUs that have it.
     nvls: bool = False
@@ -71,6 +72,18 @@ class Assumptions:
     launch_latency_scale: float = 1.0
     #: Multiplier on every collective's latency terms (calibration, what-if).
     collective_latency_scale: float = 1.0
+
+    # --- the paper's earlier code, which printed its Table 5 (docs/deviations.md) ----------
+    #: 2-D matmul activations replicated t1 = max(1, √(m/k)·t) and t2 = max(1, √(k/m)·t) times
+    #: ("unclipped") instead of t1 = clip(√(m·t/k), 1, t) and t/t1 ("clipped", §A2).
+    matmul_replication: str = "clipped"
+    #: Pipeline degrees log-spaced up to L rather than min(B, L) (§A5).
+    pipeline_degrees_up_to_layers: bool = False
+    #: All-to-all bytes carry all k active experts of a token rather than min(k, e) (§A5).
+    all_to_all_bytes_all_active: bool = False
+    #: The whole batch's KV cache inside the p·(…) memory term (read p times per step) rather
+    #: than one micro-batch's (§A5).
+    kv_read_whole_batch: bool = False
 
     def __post_init__(self) -> None:
         checks = {
@@ -82,15 +95,30 @@ class Assumptions:
             "kernels_per_layer": self.kernels_per_layer >= 0,
             "mla_decode": self.mla_decode in ("decompressed", "compressed", "absorbed"),
             "nccl_latency_model": self.nccl_latency_model in ("paper", "nccl-2.20", "nccl-2.23"),
+            "matmul_replication": self.matmul_replication in ("clipped", "unclipped"),
         }
         for name, ok in checks.items():
             if not ok:
                 raise SpecError(
                     "assumptions",
                     name,
-                    f"invalid value {getattr(self, name)!r}",
+                    f"invalid value {shown(getattr(self, name))}",
                     "see docs/refinements.md for the allowed values",
                 )
+
+    @property
+    def label(self) -> str:
+        """The preset's name, plus every field that differs from that preset
+        ("paper + node_aligned_layouts=True"): what an output states it was computed with."""
+        base = PRESETS.get(self.name)
+        if base is None:
+            return self.name
+        changed = [
+            f"{f.name}={shown(getattr(self, f.name))}"
+            for f in dataclasses.fields(self)
+            if f.name != "name" and getattr(self, f.name) != getattr(base, f.name)
+        ]
+        return " + ".join([self.name, *changed])
 
     def replace(self, **changes) -> Assumptions:
         """A copy with some fields changed; unknown field names are errors with a hint."""
@@ -124,11 +152,27 @@ REFINED = Assumptions(
     launch_latency_scale=0.5,  # CUDA graphs: ~2 us per kernel instead of ~4 us
 )
 
-PRESETS: dict[str, Assumptions] = {"paper": PAPER, "refined": REFINED}
+#: The earlier version of the paper's code, which printed the paper's Table 5: Part A with
+#: five differences (docs/deviations.md, "Table 5").
+PAPER_TABLE_5 = Assumptions(
+    name="paper-table-5",
+    matmul_replication="unclipped",  # t1 = max(1, √(m/k)·t), t2 = max(1, √(k/m)·t)
+    pipeline_degrees_up_to_layers=True,  # p log-spaced up to L, not min(B, L)
+    attention_divisor_count=1,  # no attention divisor: a = 1
+    all_to_all_bytes_all_active=True,  # all-to-all bytes with k experts, not min(k, e)
+    kv_read_whole_batch=True,  # the whole batch's KV inside p·(…), read p times
+    kv_capacity_whole_batch=True,  # ... and in the capacity check
+)
+
+PRESETS: dict[str, Assumptions] = {
+    "paper": PAPER,
+    "refined": REFINED,
+    "paper-table-5": PAPER_TABLE_5,
+}
 
 
 def preset(name: str | Assumptions) -> Assumptions:
-    """Look up a named preset ("paper", "refined")."""
+    """Look up a named preset ("paper", "refined", "paper-table-5")."""
     if isinstance(name, Assumptions):
         return name
     try:

@@ -26,6 +26,9 @@ from .collectives import ALLTOALL, P2P, CollectiveCost
 from .machine import Machine
 from .workload import Workload, compile_workload
 
+#: The memory side by kind, in full whichever side binds (besides memory and compute time).
+FULL_READS = ("weight_read_full_s", "kv_read_full_s", "activation_read_full_s")
+
 #: Components of the latency breakdown that add up to the total, in display order.
 ADDITIVE_PARTS = (
     "kernel_launch_s",
@@ -123,7 +126,8 @@ class Breakdown:
 
     The parts in ``ADDITIVE_PARTS`` add up to ``latency_s``: the read and arithmetic parts
     belong to whichever of memory and compute is binding; ``memory_time_s`` and
-    ``compute_time_s`` hold both sides in full.
+    ``compute_time_s`` hold both sides in full, and the ``*_read_full_s`` parts the memory side
+    by kind whichever side binds (figures split the overlapped time with them).
     """
 
     latency_s: object
@@ -136,6 +140,9 @@ class Breakdown:
     arithmetic_s: object
     memory_time_s: object
     compute_time_s: object
+    weight_read_full_s: object
+    kv_read_full_s: object
+    activation_read_full_s: object
     flop: object
 
     def as_dict(self) -> dict:
@@ -227,7 +234,9 @@ class StepModel:
 
     # --- feasibility ----------------------------------------------------------------------
     def fits(self, N, B, p, context):
-        """Weights plus KV cache fit in HBM, and the pipeline is not deeper than N or B."""
+        """Weights plus KV cache fit in HBM with room to spare, and the pipeline is not deeper
+        than N or B (§A5). A count whose weights exactly fill HBM has no room for anything else
+        and does not fit."""
         w = self.work
         # in float64 whatever the search's precision: a point is feasible or not, exactly
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
@@ -235,7 +244,8 @@ class StepModel:
         need = self.weights_total_bytes + w.kv_cache_bytes(context, kv_batch)
         if self.companion_copies:
             need = need + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
-        return (N * self.machine.usable_hbm_bytes >= need) & (p <= np.minimum(N, B))
+        # with room to spare: a count whose weights exactly fill HBM is not feasible (§A5)
+        return (N * self.machine.usable_hbm_bytes > need) & (p <= np.minimum(N, B))
 
     # --- the part that does not depend on the attention divisor ---------------------------
     def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:
@@ -263,6 +273,7 @@ class StepModel:
                 CollectiveCalls(p2p, w.d_model * w.bytes_per_activation / t, tokens, p - 1.0)
             )
         bw_total = N * m.hbm_bandwidth_bytes_per_s
+        kv_batch = B if self.assumptions.kv_read_whole_batch else b
         ff, ctx, proj = w.flop(B, S, context)
         return PipelinePart(
             gpus=N,
@@ -273,7 +284,7 @@ class StepModel:
             ff_calls_2d=tuple(ff_2d),
             ff_calls_1d=tuple(ff_1d),
             shared_calls=tuple(shared),
-            kv_read_s=p * w.kv_cache_bytes(context, b) / bw_total,
+            kv_read_s=p * w.kv_cache_bytes(context, kv_batch) / bw_total,
             ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
             ff_context_compute_s=(ff + ctx) / (N * m.flop_per_s),
@@ -308,7 +319,8 @@ class StepModel:
         w, m = self.work, self.machine
         r = np.minimum(g.active, e)
         a2a = cache.get(("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL))
-        per_token = w.d_model * r * w.bytes_per_activation / t
+        experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
+        per_token = w.d_model * experts * w.bytes_per_activation / t
         return CollectiveCalls(a2a, per_token, tokens, 2 * g.layers)
 
     # --- the attention divisor ------------------------------------------------------------
@@ -445,6 +457,9 @@ class StepModel:
             arithmetic_s=shown(compute, ~memory_bound),
             memory_time_s=shown(memory),
             compute_time_s=shown(compute),
+            weight_read_full_s=shown(weight_s),
+            kv_read_full_s=shown(kv_s),
+            activation_read_full_s=shown(act_s),
             flop=part.flop + zero,
         )
 

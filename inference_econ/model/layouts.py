@@ -4,6 +4,10 @@ The token latency of (N GPUs, batch B) is the minimum over pipeline degrees ``p`
 log-spaced values up to min(B, L)), attention divisors ``adiv`` (log-spaced from 1 to N/p) and
 1-D or 2-D tensor parallelism. ``best_layout`` evaluates every candidate at given points; the
 grid search of the optimiser (``optimise/grid.py``) computes the same minimum faster.
+
+Both may take a ``per_layout`` function giving a value of every candidate layout (the time to
+first token on it, docs/model.md §B8): the value of the chosen layout is returned, and with a
+``budget`` only layouts whose value is within it are candidates.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ def _arrays(N, B):
     return np.broadcast_arrays(N.astype(dtype, copy=False), B.astype(dtype, copy=False))
 
 
-def pipeline_degrees(B, layers: int, count: int, allowed: bool, extra=()):
-    """The pipeline degrees of §A5 for batch ``B``: [1] + logspace(0, log2 min(B, L), count)[1:],
-    plus the whole degrees ``extra`` (node-aligned layouts)."""
+def pipeline_degrees(B, layers: int, count: int, allowed: bool, extra=(), up_to_layers=False):
+    """The pipeline degrees of §A5 for batch ``B``: [1] + logspace(0, log2 min(B, L), count)[1:]
+    (up to L itself with ``up_to_layers``), plus the whole degrees ``extra`` (node-aligned
+    layouts)."""
     if not allowed:
         return [1.0]
-    top = np.minimum(np.asarray(B), layers)
+    top = float(layers) if up_to_layers else np.minimum(np.asarray(B), layers)
     # i = 0 repeats p = 1, which is already the first candidate
     logs = [top ** (i / (count - 1)) for i in range(1, count)] if count > 1 else []
     return [1.0] + logs + [float(p) for p in extra if p > 1]
@@ -48,12 +53,14 @@ def attention_divisors(t, count: int, extra_degrees=()):
 @dataclass(frozen=True)
 class Layout:
     """The best layout at each of some points (arrays): its latency, pipeline degree,
-    attention divisor and whether tensor parallelism is 2-D."""
+    attention divisor, whether tensor parallelism is 2-D, and the ``per_layout`` value of the
+    chosen layout (None when none was asked for)."""
 
     latency_s: object
     pipeline: object
     attention_divisor: object
     two_d: object
+    value: object = None
 
     def select(self, which) -> Layout:
         """The layouts at some of the points (a boolean mask or indices)."""
@@ -62,14 +69,28 @@ class Layout:
             np.asarray(self.pipeline)[which],
             np.asarray(self.attention_divisor)[which],
             np.asarray(self.two_d)[which],
+            None if self.value is None else np.asarray(self.value)[which],
         )
+
+
+def within_budget(lat2, lat1, values, budget):
+    """(2-D, 1-D) latencies with the layouts whose value exceeds ``budget`` removed (inf)."""
+    if values is None or budget is None:
+        return lat2, lat1
+    v2, v1 = values
+    return np.where(v2 <= budget, lat2, np.inf), np.where(v1 <= budget, lat1, np.inf)
 
 
 def _candidates(model: StepModel, N, B, S, context, pipeline):
     """Every (p, adiv, feasible mask, pipeline part) of §A5 at the points (N, B)."""
     a = model.assumptions
     degrees = pipeline_degrees(
-        B, model.work.layers, a.pipeline_degree_count, pipeline, model.extra_pipeline_degrees
+        B,
+        model.work.layers,
+        a.pipeline_degree_count,
+        pipeline,
+        model.extra_pipeline_degrees,
+        a.pipeline_degrees_up_to_layers,
     )
     for p in degrees:
         ok = model.fits(N, B, p, context)
@@ -82,27 +103,38 @@ def _candidates(model: StepModel, N, B, S, context, pipeline):
             yield p, adiv, ok, part
 
 
-def best_latency(model: StepModel, N, B, S=1, context=0.0, pipeline=True):
-    """Minimum token latency over the layouts of §A5 at every (N, B); inf where nothing fits."""
-    N, B = _arrays(N, B)
-    best = np.full(N.shape, np.inf, dtype=N.dtype)
-    for _, adiv, ok, part in _candidates(model, N, B, S, context, pipeline):
-        np.minimum(best, np.where(ok, model.latency(part, adiv), np.inf), out=best)
-    return best
+def best_latency(
+    model: StepModel, N, B, S=1, context=0.0, pipeline=True, per_layout=None, budget=None
+):
+    """Minimum token latency over the layouts of §A5 at every (N, B); inf where nothing fits
+    (or, with a ``budget``, where no layout's ``per_layout`` value is within it)."""
+    return best_layout(model, N, B, S, context, pipeline, per_layout, budget).latency_s
 
 
-def best_layout(model: StepModel, N, B, S=1, context=0.0, pipeline=True) -> Layout:
-    """``best_latency`` together with the layout that achieves it at every (N, B)."""
+def best_layout(
+    model: StepModel, N, B, S=1, context=0.0, pipeline=True, per_layout=None, budget=None
+) -> Layout:
+    """The fastest layout at every (N, B), with its latency.
+
+    ``per_layout(N, B, p, divisors)`` returns a (2-D, 1-D) pair of values per divisor;
+    the chosen layout's value is kept, and with ``budget`` only layouts within it count."""
     N, B = _arrays(N, B)
     best = np.full(N.shape, np.inf, dtype=N.dtype)
     best_p = np.ones(N.shape)
     best_a = np.ones(N.shape)
     best_2d = np.ones(N.shape, dtype=bool)
+    best_v = None if per_layout is None else np.full(N.shape, np.inf)
     for p, adiv, ok, part in _candidates(model, N, B, S, context, pipeline):
-        lat = np.where(ok, model.latency(part, adiv), np.inf)
-        better = lat < best
-        best = np.where(better, lat, best)
-        best_p = np.where(better, p, best_p)
-        best_a = np.where(better, adiv, best_a)
-        best_2d = np.where(better, model.prefers_2d(part, adiv), best_2d)
-    return Layout(best, best_p, best_a, best_2d)
+        lat2, lat1 = model.latency_by_dims(part, adiv)
+        values = per_layout(N, B, p, [adiv])[0] if per_layout is not None else None
+        lat2, lat1 = within_budget(lat2, lat1, values, budget)
+        for lat, two, j in ((lat2, True, 0), (lat1, False, 1)):
+            lat = np.where(ok, lat, np.inf)
+            better = lat < best
+            best = np.where(better, lat, best)
+            best_p = np.where(better, p, best_p)
+            best_a = np.where(better, adiv, best_a)
+            best_2d = np.where(better, two, best_2d)
+            if values is not None:
+                best_v = np.where(better, values[j], best_v)
+    return Layout(best, best_p, best_a, best_2d, best_v)

@@ -19,19 +19,27 @@ from ..specs.architecture import Architecture
 from .assumptions import Assumptions
 
 
-def matmul_io_bytes(m, k, tokens, tp, bytes_per_weight, bytes_per_activation):
+def matmul_io_bytes(
+    m, k, tokens, tp, bytes_per_weight, bytes_per_activation, replication="clipped"
+):
     """HBM bytes of an ``m x k`` matmul over ``tokens`` under tensor parallelism ``tp`` (§A2).
 
     2-D partitioning: inputs replicated ``t1`` times, outputs ``tp / t1`` times, with
     ``t1 = clip(sqrt(m tp / k), 1, tp)``. Returns (weight bytes, activation bytes).
     """
     return m * k * bytes_per_weight, matmul_activation_bytes_per_token(
-        m, k, tp, bytes_per_activation
+        m, k, tp, bytes_per_activation, replication
     ) * tokens
 
 
-def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation):
-    """Activation bytes per token of ``matmul_io_bytes``: t1·k + (tp/t1)·m elements."""
+def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replication="clipped"):
+    """Activation bytes per token of ``matmul_io_bytes``: t1·k + (tp/t1)·m elements, or with
+    the paper's earlier ``"unclipped"`` rule t1·k + t2·m, t1 = max(1, √(m/k)·tp),
+    t2 = max(1, √(k/m)·tp) (the ``paper-table-5`` preset)."""
+    if replication == "unclipped":
+        t1 = np.maximum(1.0, np.sqrt(m / k) * tp)
+        t2 = np.maximum(1.0, np.sqrt(k / m) * tp)
+        return (t1 * k + t2 * m) * bytes_per_activation
     t1 = np.clip(np.sqrt(m * tp / k), 1.0, np.maximum(tp, 1.0))
     return (t1 * k + (tp / t1) * m) * bytes_per_activation
 
@@ -103,6 +111,8 @@ class Workload:
     #: Embedding parameters that live in another model's weights (a draft head sharing its
     #: target's output head, §C3): computed and read, but not resident again.
     shared_embedding_params: float = 0.0
+    #: 2-D activation replication rule: "clipped" (§A2) or the earlier "unclipped".
+    matmul_replication: str = "clipped"
 
     # --- parameters (§A1) ------------------------------------------------------------------
     def ff_params_per_expert(self, g: GroupWork) -> float:
@@ -210,7 +220,7 @@ class Workload:
         """(weight, activation) bytes of one layer's feed-forward block over ``tokens``."""
         mats = g.matrices_in + g.matrices_out
         per_token = matmul_activation_bytes_per_token(
-            self.d_model, g.d_ff, tp, self.bytes_per_activation
+            self.d_model, g.d_ff, tp, self.bytes_per_activation, self.matmul_replication
         )
         w = self.d_model * g.d_ff * self.bytes_per_weight
         if g.experts > 1:
@@ -222,7 +232,7 @@ class Workload:
             acts = (mats * per_token) * tokens
         if g.shared:
             shared_per_token = matmul_activation_bytes_per_token(
-                self.d_model, g.shared_d_ff, tp, self.bytes_per_activation
+                self.d_model, g.shared_d_ff, tp, self.bytes_per_activation, self.matmul_replication
             )
             weights = (
                 weights + g.shared * mats * self.d_model * g.shared_d_ff * self.bytes_per_weight
@@ -236,13 +246,13 @@ class Workload:
         per_token = 0.0
         for m, k in self.attention_matrices:
             per_token = per_token + matmul_activation_bytes_per_token(
-                m, k, tp, self.bytes_per_activation
+                m, k, tp, self.bytes_per_activation, self.matmul_replication
             )
         if self.recurrent_matrices:
             per_token = per_token * self.attention_share
             for m, k, share in self.recurrent_matrices:
                 per_token = per_token + share * matmul_activation_bytes_per_token(
-                    m, k, tp, self.bytes_per_activation
+                    m, k, tp, self.bytes_per_activation, self.matmul_replication
                 )
         return per_token
 
@@ -435,6 +445,7 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         weight_bits=p.weight_bits,
         mean_context_over_pass=assumptions.mean_context_over_pass,
         attention_layers=arch.attention_layers,
+        matmul_replication=assumptions.matmul_replication,
         **mixers,
     )
 

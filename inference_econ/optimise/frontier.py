@@ -63,9 +63,15 @@ class Frontier:
     grid_points: int = 0
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: What the frontier was computed with (``Setting.metadata`` and the method).
+    metadata: dict = field(default_factory=dict)
 
     def to_dataframe(self) -> pd.DataFrame:
-        return self.points.copy()
+        """The frontier's points (a copy), with ``attrs["metadata"]`` saying what they were
+        computed with."""
+        df = self.points.copy()
+        df.attrs["metadata"] = dict(self.metadata)
+        return df
 
     def __len__(self) -> int:
         return len(self.points)

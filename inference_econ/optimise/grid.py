@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.latency import StepCache, StepModel
-from ..model.layouts import attention_divisors
+from ..model.layouts import attention_divisors, within_budget
 
 
 def _row_blocks(b_rows, thresholds):
@@ -22,9 +22,13 @@ def _row_blocks(b_rows, thresholds):
     return [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
 
 
-def _block_min(model: StepModel, N_row, B_col, p, S_values, context):
+def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=None, budgets=None):
     """Minimum latency over attention divisors and 1-D/2-D TP for one pipeline degree, for
-    each tokens-per-pass value in ``S_values`` (the collective structures are shared)."""
+    each tokens-per-pass value in ``S_values`` (the collective structures are shared).
+
+    With ``per_layout`` (a value of each candidate layout, e.g. its time to first token) the
+    value at the chosen layout is returned too, and ``budgets`` ({S: limit}) keeps only the
+    layouts whose value is within the limit. Returns (latencies, values or None) per S."""
     ok = model.fits(N_row, B_col, p, context)
     if not np.any(ok):
         return None
@@ -32,14 +36,29 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context):
     divisors = attention_divisors(
         N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
     )
+    if per_layout is None:
+        out = []
+        for S in S_values:
+            part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
+            best = None
+            for j, adiv in enumerate(divisors):
+                lat = model.latency(part, adiv, cache=cache, key=j)
+                best = lat if best is None else np.minimum(best, lat)
+            out.append((np.where(ok, best, np.inf), None))
+        return out
+    values = per_layout(N_row, B_col, p, divisors, cache)
     out = []
     for S in S_values:
         part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
-        best = None
+        budget = (budgets or {}).get(S)
+        best, best_v = np.inf, np.inf
         for j, adiv in enumerate(divisors):
-            lat = model.latency(part, adiv, cache=cache, key=j)
-            best = lat if best is None else np.minimum(best, lat)
-        out.append(np.where(ok, best, np.inf))
+            lats = within_budget(*model.latency_by_dims(part, adiv, cache, j), values[j], budget)
+            for lat, value in zip(lats, values[j]):
+                better = lat < best
+                best = np.where(better, lat, best)
+                best_v = np.where(better, value, best_v)
+        out.append((np.where(ok, best, np.inf), best_v))
     return out
 
 
@@ -52,6 +71,8 @@ def _pipeline_blocks(model: StepModel, b_values, pipeline: bool):
     layers = model.work.layers
     rows = len(b_values)
     split = int(np.searchsorted(b_values, layers, side="left"))  # rows [split:] have B >= L
+    if model.assumptions.pipeline_degrees_up_to_layers:
+        split = 0  # every row takes the degrees L^(i/9)
     B_col = b_values[:, None]
     blocks = [((0, rows), 1.0)]
     for i in range(1, max(count, 1)):
@@ -91,10 +112,16 @@ def grid_latency(
     pipeline=True,
     executor=None,
     dtype=np.float32,
+    per_layout=None,
+    budgets=None,
 ):
     """``best_latency`` on the outer grid ``b_values`` (rows) x ``n_values`` (columns), fast:
     one array of shape (len(b_values), len(n_values)) per tokens-per-pass value in
     ``S_values`` (they share the work that does not depend on S). Blocks run on ``executor``.
+
+    With ``per_layout`` returns (latencies, values at the chosen layouts), and ``budgets``
+    ({S: limit, a number or an array of the grid's shape}) restricts the layouts as in
+    ``model.layouts.best_layout``.
     """
     n_values = np.asarray(n_values, dtype=dtype)
     b_values = np.asarray(b_values, dtype=dtype)
@@ -104,13 +131,20 @@ def grid_latency(
 
     def run(task):
         rows, p = task
-        return rows, _block_min(model, N_row, B_col[rows], p, S_list, context)
+        local = {S: (v[rows] if np.ndim(v) == 2 else v) for S, v in (budgets or {}).items()}
+        return rows, _block_min(model, N_row, B_col[rows], p, S_list, context, per_layout, local)
 
     tasks = _tasks(model, b_values, pipeline)
     results = executor.map(run, tasks) if executor is not None else map(run, tasks)
-    best = [np.full((len(b_values), len(n_values)), np.inf, dtype=dtype) for _ in S_list]
-    for rows, lats in results:
-        if lats is not None:
-            for b, lat in zip(best, lats):
-                np.minimum(b[rows], lat, out=b[rows])
-    return best
+    shape = (len(b_values), len(n_values))
+    best = [np.full(shape, np.inf, dtype=dtype) for _ in S_list]
+    vals = [np.full(shape, np.inf) for _ in S_list]
+    for rows, block in results:
+        if block is None:
+            continue
+        for b, v, (lat, value) in zip(best, vals, block):
+            if value is not None:
+                better = lat < b[rows]
+                v[rows] = np.where(better, value, v[rows])
+            np.minimum(b[rows], lat, out=b[rows])
+    return (best, vals) if per_layout is not None else best

@@ -17,12 +17,18 @@ from ..errors import SpecError
 KINDS = ("grid", "discrete", "exhaustive")
 
 
+#: The paper's range of a frontier: speeds from the fastest down to 1/100 of it (§A7).
+SPEED_RANGE = 100.0
+
+
 @dataclass(frozen=True)
 class Method:
-    """A search method and its one option, the points per axis of the grid."""
+    """A search method, the points per axis of its grid, and whether the frontier keeps its
+    slow tail below the paper's range (fastest/100 to fastest)."""
 
     kind: str = "grid"
     grid_points: int = 400
+    all_points: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -34,6 +40,16 @@ class Method:
     @property
     def discrete(self) -> bool:
         return self.kind == "discrete"
+
+    @property
+    def label(self) -> str:
+        """How outputs name the method: "grid 400 x 400", "discrete", "exhaustive 60 x 60"."""
+        base = (
+            f"discrete ({self.grid_points} batch sizes)"
+            if self.discrete
+            else f"{self.kind} {self.grid_points} x {self.grid_points}"
+        )
+        return base if self.all_points else f"{base}, speeds from fastest/{SPEED_RANGE:g}"
 
 
 #: The paper's grid with 400 points per axis.
@@ -52,4 +68,4 @@ def make_method(method: str | Method | None = None, **options) -> Method:
                 "argument", "discrete", f"conflicts with method {kind!r}", "give one of them"
             )
         kind = "discrete"
-    return Method(kind=kind, grid_points=values["grid_points"])
+    return Method(kind=kind, grid_points=values["grid_points"], all_points=values["all_points"])

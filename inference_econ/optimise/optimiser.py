@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..model.economics import usd_per_mtok
-from ..model.layouts import best_latency
+from ..model.layouts import Layout, best_latency
 from ..serving.decode import Decoder
 from ..serving.prefill import prefill_latency_s
 from ..serving.setting import Setting
@@ -26,7 +26,7 @@ from ..serving.speculative import combine
 from . import discrete as discrete_grid
 from .frontier import Frontier, pareto_indices
 from .grid import grid_latency
-from .method import GRID, Method
+from .method import GRID, SPEED_RANGE, Method
 
 GRID_MAX_LOG2 = 18  # §A7: up to 2^18 GPUs, batches up to 2^(18 + log2 s)
 
@@ -53,25 +53,52 @@ class Problem:
             whole = discrete_grid.gpu_counts(self.min_gpus, self.setting.gpu.scale_up_domain_gpus)
             N = np.unique(np.concatenate([N, whole[(whole >= N[0]) & (whole <= N[-1])]]))
         # values exactly representable in float32, so the fast float32 search and the float64
-        # description of the chosen points see the same grid
-        return N.astype(np.float32).astype(float), B.astype(np.float32).astype(float)
+        # description of the chosen points see the same grid; GPU counts are rounded down, so
+        # rounding never turns a count whose weights exactly fill HBM (the first) into one with
+        # room to spare
+        return _float32_at_most(N), B.astype(np.float32).astype(float)
+
+    @property
+    def ttft_limited(self) -> bool:
+        return self.setting.ttft_max_s is not None and self.decoder.first is not None
 
     def pass_latencies(self, n_values, b_values):
         """Pass latencies on the grid b_values x n_values before speculation combines them
         (§A5-§A6, §C3): ``({S: target pass at S tokens}, {S: draft pass} or None)``, every
-        layout searched at every point. They do not depend on the acceptance rate."""
+        layout searched at every point; with a TTFT limit only the layouts within it (§B8).
+        They do not depend on the acceptance rate."""
         s, d = self.setting, self.decoder
         gammas = d.gamma_values()
+        limited = self.ttft_limited
 
-        def run(model, S_values):
+        def run(model, S_values, per_layout=None, budgets=None):
             return grid_latency(
-                model, n_values, b_values, S_values, s.context_tokens, s.pipeline, _executor()
+                model,
+                n_values,
+                b_values,
+                S_values,
+                s.context_tokens,
+                s.pipeline,
+                _executor(),
+                per_layout=per_layout,
+                budgets=budgets,
             )
 
-        T = dict(zip(gammas, run(d.target, gammas)))
-        drafts = d.draft_values()
-        D = dict(zip(drafts, run(d.draft, drafts))) if d.draft is not None else None
-        return T, D
+        D = draft = None
+        if d.draft is not None:
+            drafts = d.draft_values()
+            if limited:
+                lats, prefills = run(d.draft, drafts, d.draft_terms)
+                D = dict(zip(drafts, lats))
+                draft = {x: Layout(D[x], None, None, None, v) for x, v in zip(drafts, prefills)}
+            else:
+                D = dict(zip(drafts, run(d.draft, drafts)))
+        if limited:
+            budgets = {g: d.budget(g, draft) for g in gammas}
+            lats, _ = run(d.target, gammas, d.target_terms, budgets)
+        else:
+            lats = run(d.target, gammas)
+        return dict(zip(gammas, lats)), D
 
     def grid_latency(self, n_values, b_values):
         """Per-token latency and verified tokens on the grid b_values x n_values: speculation
@@ -84,6 +111,13 @@ class Problem:
         the reference the fast search is tested against."""
         s, d = self.setting, self.decoder
         N, B = np.meshgrid(np.asarray(n_values, dtype=float), np.asarray(b_values, dtype=float))
+        if self.ttft_limited:  # the layouts within the TTFT limit, as describe finds them
+            target, draft = d.layouts(N, B)
+            return combine(
+                {g: lay.latency_s for g, lay in target.items()},
+                {x: lay.latency_s for x, lay in draft.items()} if draft else None,
+                s.spec,
+            )
         ctx, pipe = s.context_tokens, s.pipeline
         T = {g: best_latency(d.target, N, B, g, ctx, pipe) for g in d.gamma_values()}
         D = None
@@ -106,11 +140,20 @@ class Problem:
         return prefill_latency_s(self.setting, n_values, self.method.discrete)
 
 
+def _float32_at_most(values):
+    """The largest float32 values not above ``values`` (as float64)."""
+    f32 = np.asarray(values).astype(np.float32)
+    above = f32.astype(float) > values
+    f32[above] = np.nextafter(f32[above], np.float32(-np.inf))
+    return f32.astype(float)
+
+
 _EXECUTOR = None
 
 
 def _executor():
-    """A shared pool of two threads: numpy releases the GIL, so grid blocks run in parallel."""
+    """A shared pool of min(4, CPU count) threads: numpy releases the GIL, so grid blocks run
+    in parallel."""
     global _EXECUTOR
     if _EXECUTOR is None:
         from concurrent.futures import ThreadPoolExecutor
@@ -125,10 +168,15 @@ def frontier(setting: Setting, method: Method = GRID) -> Frontier:
     Results are cached per (setting, method); the returned frontier is a copy.
     """
     cached = _frontier_cached(setting, method)
-    return dataclasses.replace(cached, points=cached.points.copy(), notes=list(cached.notes))
+    return dataclasses.replace(
+        cached,
+        points=cached.points.copy(),
+        notes=list(cached.notes),
+        metadata=dict(cached.metadata),
+    )
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def _frontier_cached(setting: Setting, method: Method) -> Frontier:
     start = time.perf_counter()
     problem = Problem(setting, method)
@@ -137,9 +185,6 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
         cost = usd_per_mtok(N, latency, B, setting.gpu.price_usd_per_hour)
         capped = B / latency > setting.max_throughput_tokens_per_s
     cost = np.where(capped, np.inf, cost)
-    if setting.ttft_max_s is not None:
-        ttft = problem.prefill_latency(N[0])[None, :] + latency
-        cost = np.where(ttft > setting.ttft_max_s, np.inf, cost)
     idx = pareto_indices(latency, cost)
     notes: list[str] = []
     if idx.size == 0:
@@ -151,8 +196,17 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
         else:
             points = problem.decoder.describe(N.ravel()[idx], B.ravel()[idx])
         # the search ran in float32; keep what is Pareto-optimal in the float64 description
-        keep = pareto_indices(points["latency_s"].to_numpy(), points["usd_per_mtok"].to_numpy())
+        # (and, with a TTFT limit, within it there too)
+        described_cost = points["usd_per_mtok"].to_numpy()
+        if setting.ttft_max_s is not None:
+            described_cost = np.where(
+                points["ttft_s"].to_numpy() <= setting.ttft_max_s, described_cost, np.inf
+            )
+        keep = pareto_indices(points["latency_s"].to_numpy(), described_cost)
         points = points.iloc[np.sort(keep)]
+        if not method.all_points:  # the paper's range: down to 1/100 of the fastest speed
+            speed = points["tokens_per_s"].to_numpy()
+            points = points[speed >= speed.max() / SPEED_RANGE * (1 - 1e-12)]
         points = points.sort_values("tokens_per_s", kind="stable").reset_index(drop=True)
     return Frontier(
         label=setting.name,
@@ -160,6 +214,7 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
         grid_points=int(np.size(N)),
         elapsed_s=time.perf_counter() - start,
         notes=notes,
+        metadata={**setting.metadata(), "method": method.label},
     )
 
 
@@ -175,7 +230,10 @@ def _why_empty(problem: Problem, n_values=None) -> str:
                     f"{s.prompt_tokens:g}-token prompt: the fastest prefill alone takes {pre[best]:.3g} s "
                     f"(on {n_values[best]:.3g} GPUs)"
                 )
-            return f"no configuration meets TTFT <= {s.ttft_max_s:g} s once the first decode step is added"
+            return (
+                f"no configuration meets TTFT <= {s.ttft_max_s:g} s on its own layout (the prefill "
+                "of one prompt plus the first decode step at the prompt's length)"
+            )
     gpu = s.gpu
     need = problem.decoder.target.weights_total_bytes
     if need > gpu.hbm_capacity_bytes * 2**GRID_MAX_LOG2:

@@ -1,7 +1,10 @@
 """Figures: frontiers on a log-dollar axis, MFU along them, and where the time goes.
 
 Every function takes computed results (``Frontier`` objects keyed by label) and returns the
-matplotlib ``Figure``, so tests can inspect what was drawn and callers can save it.
+matplotlib ``Figure``, so tests can inspect what was drawn and callers can save it. Figures
+are saved as 200 dpi PNG and SVG; titles wrap to the figure's width, legends sit below the
+axes (never beside them, where they would squeeze the plot), every panel has both axis
+labels, and every frontier marks its preference point.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from ..serving.setting import make_setting  # noqa: E402
 from ..studies.measured.predicting import layout_curve, same_system_points  # noqa: E402
 from .files import write_atomic  # noqa: E402
 
-#: Breakdown parts in stacking order, with their legend labels and colours.
+#: Breakdown parts in stacking order, with their legend labels and colours. Reads and
+#: arithmetic overlap (the step takes the larger of the two): figures split their time in
+#: proportion to each side's full time (``breakdown_shares``).
 BREAKDOWN = (
     ("arithmetic_s", "arithmetic", "#4c72b0"),
     ("weight_read_s", "weight reads", "#55a868"),
@@ -36,6 +41,14 @@ BREAKDOWN = (
     ("collective_bandwidth_s", "collective bandwidth", "#64b5cd"),
     ("kernel_launch_s", "kernel launches", "#8c8c8c"),
 )
+#: The full time of each overlapped part (the memory side by kind, and the compute side).
+OVERLAPPED = {
+    "arithmetic_s": "compute_time_s",
+    "weight_read_s": "weight_read_full_s",
+    "kv_read_s": "kv_read_full_s",
+    "activation_read_s": "activation_read_full_s",
+}
+DPI = 200
 
 PALETTE = plt.get_cmap("tab10").colors
 
@@ -63,15 +76,25 @@ def wrap(title: str, width: int = 80) -> str:
     return "\n".join(textwrap.wrap(title, width)) or title
 
 
+def title_width(fig, fontsize: float = 11) -> int:
+    """Characters of a title that fit the figure's width (about 0.55 em per character)."""
+    return max(30, int(fig.get_figwidth() * 72 / (0.55 * fontsize)) - 4)
+
+
+def _legend_below(fig, handles, labels) -> None:
+    """The legend under the axes, in as many columns as fit: it takes height, never the
+    plot's width, and never hides data."""
+    if not handles:
+        return
+    longest = max(len(label) for label in labels)
+    cols = max(1, min(len(labels), int(fig.get_figwidth() * 72 / (6.0 * (longest + 4)))))
+    fig.legend(handles, labels, loc="outside lower center", ncols=cols, fontsize=8, frameon=False)
+
+
 def _finish(fig, ax, title: str) -> None:
-    ax.set_title(wrap(title), fontsize=11)
+    fig.suptitle(wrap(title, title_width(fig)), fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        # outside the axes, so the legend never hides data
-        ax.legend(
-            handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False
-        )
+    _legend_below(fig, *ax.get_legend_handles_labels())
 
 
 def _lines(ax, fronts: dict[str, Frontier], column: str, colors: dict, styles: dict) -> None:
@@ -113,14 +136,39 @@ def _scatter_groups(ax, points) -> None:
         )
 
 
+def _preference_marks(ax, fronts: dict[str, Frontier], colors: dict, sampling=None) -> None:
+    """A star in the curve's colour at each curve's preference point (max speed^3/price), and
+    one neutral legend entry for them all."""
+    star = dict(marker="*", s=110, edgecolors="black", linewidths=0.6, zorder=6)
+    drawn = False
+    for label, front in fronts.items():
+        if front.empty:
+            continue
+        point = front.preference_point(sampling=sampling)
+        ax.scatter([point["tokens_per_s"]], [point["usd_per_mtok"]], color=colors[label], **star)
+        drawn = True
+    if drawn:  # an empty scatter: a legend entry without a point
+        ax.scatter([], [], color="white", label="preference point (max speed³/price)", **star)
+
+
 def frontier_figure(
-    fronts: dict[str, Frontier], title: str, colors=None, measured=(), max_speed=None, styles=None
+    fronts: dict[str, Frontier],
+    title: str,
+    colors=None,
+    measured=(),
+    max_speed=None,
+    styles=None,
+    preference_sampling=None,
+    not_frontiers=(),
 ):
-    """Cost ($/M tokens, log axis) against tokens/s per request, one line per curve."""
+    """Cost ($/M tokens, log axis) against tokens/s per request, one line per curve, each
+    frontier with its preference point marked (``not_frontiers``: curves that are not)."""
     colors = colours(list(fronts), colors)
     styles = styles or {}
-    fig, ax = plt.subplots(figsize=(9, 5.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
     _lines(ax, fronts, "usd_per_mtok", colors, styles)
+    marked = {k: v for k, v in fronts.items() if k not in not_frontiers}
+    _preference_marks(ax, marked, colors, preference_sampling)
     _scatter_groups(ax, measured)
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -140,7 +188,7 @@ def mfu_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None
     """Model FLOP utilisation along each frontier."""
     colors = colours(list(fronts), colors)
     styles = styles or {}
-    fig, ax = plt.subplots(figsize=(9, 5.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
     _lines(ax, fronts, "mfu", colors, styles)
     ax.set_xlabel("tokens per second per request")
     ax.set_ylabel("model FLOP utilisation (MFU)")
@@ -151,46 +199,82 @@ def mfu_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None
     return fig
 
 
+def breakdown_shares(points) -> dict[str, np.ndarray]:
+    """Each part's share of the token latency along a frontier, for drawing.
+
+    Kernel launches and collectives are their own shares. Reads and arithmetic overlap (the
+    step takes the larger, §A5), so the overlapped time is split between weight, KV-cache and
+    activation reads and arithmetic in proportion to each one's full time: the shares vary
+    smoothly where the binding side flips from point to point, and still add up to 1.
+    """
+    total = points["latency_s"].to_numpy()
+    full = {part: points[col].to_numpy() for part, col in OVERLAPPED.items()}
+    both = points["memory_time_s"].to_numpy() + points["compute_time_s"].to_numpy()
+    overlapped = sum(points[part].to_numpy() for part in OVERLAPPED)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = {
+            col: (full[col] / both * overlapped if col in full else points[col].to_numpy()) / total
+            for col, _, _ in BREAKDOWN
+        }
+    return {col: np.nan_to_num(share) for col, share in shares.items()}
+
+
+def _panel_grid(n: int) -> tuple[int, int]:
+    """(rows, columns) for n panels: at most 4 columns, as few empty cells as possible, then as
+    square as possible."""
+    square = math.ceil(math.sqrt(n))
+    best = min(
+        range(1, min(n, 4) + 1), key=lambda c: (math.ceil(n / c) * c - n, abs(c - square), -c)
+    )
+    return math.ceil(n / best), best
+
+
 def breakdown_figure(fronts: dict[str, Frontier], title: str):
-    """Where the time of a token goes along each frontier (fractions of the latency, stacked)."""
+    """Where the time of a token goes along each frontier (shares of the latency, stacked),
+    one panel per curve with a frontier; no empty panels."""
     live = {k: v for k, v in fronts.items() if not v.empty}
-    n = max(len(live), 1)
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
+    rows, cols = _panel_grid(max(len(live), 1))
     fig, axes = plt.subplots(
-        rows, cols, figsize=(4.2 * cols + 1.8, 3.3 * rows), squeeze=False, layout="constrained"
+        rows,
+        cols,
+        figsize=(3.6 * cols + 0.6, 2.9 * rows + 1.4),
+        squeeze=False,
+        layout="constrained",
     )
     for ax, (label, front) in zip(axes.ravel(), live.items()):
         pts = front.points
         speed = pts["tokens_per_s"].to_numpy()
-        total = pts["latency_s"].to_numpy()
-        shares = [np.nan_to_num(pts[col].to_numpy() / total) for col, _, _ in BREAKDOWN]
+        shares = breakdown_shares(pts)
         # rasterized: thousands of filled polygons would make the SVG tens of megabytes
         ax.stackplot(
             speed,
-            shares,
+            [shares[col] for col, _, _ in BREAKDOWN],
             labels=[name for _, name, _ in BREAKDOWN],
             colors=[c for _, _, c in BREAKDOWN],
             alpha=0.9,
             rasterized=True,
         )
-        ax.set_title(label, fontsize=9)
+        ax.set_title(wrap(label, 44), fontsize=9)
         ax.set_xlim(speed.min(), speed.max())
         ax.set_ylim(0, 1)
         ax.set_xlabel("tokens/s per request", fontsize=8)
+        ax.set_ylabel("share of token latency", fontsize=8)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
         ax.tick_params(labelsize=8)
     for ax in axes.ravel()[len(live) :]:
-        ax.set_visible(False)
+        fig.delaxes(ax)
     handles, labels = axes.ravel()[0].get_legend_handles_labels()
-    fig.legend(handles[::-1], labels[::-1], loc="outside right upper", fontsize=8, frameon=False)
-    fig.suptitle(wrap(title + ": share of token latency", 110), fontsize=11)
+    _legend_below(fig, handles[::-1], labels[::-1])
+    note = "reads and arithmetic overlap: their time is split in proportion to each one's full time"
+    fig.suptitle(
+        wrap(f"{title}: where the time of a token goes ({note})", title_width(fig)), fontsize=11
+    )
     return fig
 
 
 def square_root_figure(points: list[dict], title: str):
     """Best latency against parameters (log-log) with the square-root law through the first."""
-    fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
     params = np.array([p["params"] for p in points], dtype=float)
     latency_ms = np.array([p["latency_ms"] for p in points], dtype=float)
     grid = np.logspace(np.log10(params.min() / 2), np.log10(params.max() * 2), 50)
@@ -207,28 +291,51 @@ def square_root_figure(points: list[dict], title: str):
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    ax.xaxis.set_major_formatter(
+        FuncFormatter(lambda v, _: f"{v / 1e12:g}T" if v >= 1e12 else f"{v / 1e9:g}B")
+    )
     ax.set_xlabel("parameters")
     ax.set_ylabel("best token latency (ms)")
     _finish(fig, ax, title)
     return fig
 
 
+def tornado_title(setting, at_speed: float, default_speed: bool = True) -> str:
+    """The tornado chart's title: model, precision, GPU and the speed costs are compared at."""
+    p = setting.precision
+    how = " (half the fastest)" if default_speed else ""
+    return (
+        f"What moves the frontier: {setting.model.name}, {p.weight_bits:g}-bit weights, on "
+        f"{setting.gpu.name}; cost at {at_speed:.0f} tok/s per request{how}"
+    )
+
+
 def tornado_figure(table, title: str):
     """Horizontal bars of the elasticities of the fastest speed and of the cost at a speed."""
     order = table.reindex(table.fastest_speed_elasticity.abs().sort_values().index)
     fig, axes = plt.subplots(
-        1, 2, figsize=(10, 0.5 * len(order) + 1.8), sharey=True, layout="constrained"
+        1, 2, figsize=(10, 0.5 * len(order) + 2.2), sharey=True, layout="constrained"
     )
     y = np.arange(len(order))
     axes[0].barh(y, order.fastest_speed_elasticity, color="tab:blue")
     axes[1].barh(y, order.cost_at_speed_elasticity, color="tab:red")
-    axes[0].set_yticks(y, order.description)
-    axes[0].set_xlabel("elasticity of the fastest tokens/s")
-    axes[1].set_xlabel("elasticity of $/M tokens at a fixed speed")
+    axes[0].set_yticks(y, [wrap(d, 26) for d in order.description])
+    speed = (
+        float(order["at_speed_tokens_per_s"].iloc[0]) if "at_speed_tokens_per_s" in order else None
+    )
+    axes[0].set_xlabel("elasticity of the fastest\ntokens/s per request")
+    at = f"at {speed:.0f} tok/s per request" if speed else "at a fixed speed"
+    axes[1].set_xlabel(f"elasticity of $/M tokens\n{at}")
+    axes[0].set_ylabel("factor, x0.5 to x2")
+    axes[1].set_ylabel("factor, x0.5 to x2")
+    axes[1].tick_params(labelleft=True)
     for ax in axes:
         ax.axvline(0, color="black", lw=0.8)
         ax.grid(True, axis="x", alpha=0.3)
-    fig.suptitle(wrap(title, 100), fontsize=11)
+    fig.suptitle(wrap(title, title_width(fig)), fontsize=11)
     return fig
 
 
@@ -248,11 +355,12 @@ def measured_figure(path, assumptions="paper"):
         assumptions=assumptions,
     )
     layout = Frontier(label="layout", points=layout_curve(path, assumptions))
+    swept = f"predicted, {first.gpus} GPUs as measured (batch swept, prefills interleaved)"
     fronts = {
         f"predicted frontier, any layout, decode only ({setting.model.name}, {setting.gpu.name})": frontier(
             setting
         ),
-        f"predicted, {first.gpus} GPUs as measured (batch swept, prefills interleaved)": layout,
+        swept: layout,
     }
     measured = [
         {
@@ -265,7 +373,7 @@ def measured_figure(path, assumptions="paper"):
         if p.throughput_per_gpu
     ]
     title = f"Measured vs predicted: {first.arch.name}, {first.gpus} x {first.gpu.name}, {first.input_len:g} in / {first.output_len:g} out"
-    return frontier_figure(fronts, title, measured=measured)
+    return frontier_figure(fronts, title, measured=measured, not_frontiers=(swept,))
 
 
 def save(fig, stem, formats=("png", "svg")) -> list:
@@ -276,7 +384,7 @@ def save(fig, stem, formats=("png", "svg")) -> list:
         fig.savefig(
             buf,
             format=fmt,
-            dpi=130,
+            dpi=DPI,
             metadata={"Date": None} if fmt == "svg" else {"Software": None},
         )
         written.append(write_atomic(f"{stem}.{fmt}", buf.getvalue()))

@@ -1,4 +1,10 @@
-"""Rendering results as text tables, CSV, JSON or Markdown."""
+"""Rendering results as text tables, CSV, JSON or Markdown, each stating what it was computed
+with (the ``meta`` of a result: model and GPU files, assumptions, precisions, context).
+
+CSV files carry that statement as ``#`` comment lines before the header, so
+``pandas.read_csv(path, comment="#")`` reads them; JSON puts it in a ``metadata`` object beside
+the ``rows``; text and Markdown tables end with a "Computed with" line.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ HEADERS = {
     "expert_degree": "EP",
     "tp_dims": "TP dims",
     "draft_tokens": "draft",
-    "latency_s": "latency ms",
+    "latency_s": "latency_ms",
     "mfu": "MFU",
 }
 
@@ -72,8 +78,82 @@ def _display(df: pd.DataFrame) -> pd.DataFrame:
     for col in out.columns:
         if is_duration(col) and pd.api.types.is_numeric_dtype(out[col]):
             out[col] = out[col] * 1e3
-    rename = {c: HEADERS.get(c, c[:-2] + " ms" if is_duration(c) else c) for c in out.columns}
+    rename = {c: HEADERS.get(c, milliseconds_name(c) if is_duration(c) else c) for c in out.columns}
     return out.rename(columns=rename)
+
+
+def milliseconds_name(column: str) -> str:
+    """The name of a duration column printed in milliseconds: ``ttft_s`` -> ``ttft_ms``."""
+    return column[:-2] + "_ms"
+
+
+def format_number(value) -> str:
+    """One number for a field/value table: whole thousands with separators (32,000, never
+    3.2e+04), four significant digits below 1000."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        return _fmt_number(value)
+    v = float(value)
+    if not math.isfinite(v) or isinstance(value, (int, np.integer)):
+        return _fmt_number(value)
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.4g}"
+
+
+def _bits(value) -> str:
+    return f"{float(value):g}-bit"
+
+
+def describe_setting(meta: dict) -> str:
+    """One sentence stating what a result was computed with."""
+    m = dict(meta)
+    parts = []
+    if "scenario" in m:
+        parts.append(f"{m.pop('scenario')} ({m.pop('scenario_file', '')})".replace(" ()", ""))
+    if "model" in m:
+        parts.append(f"{m.pop('model')} ({m.pop('model_file', '')})".replace(" ()", ""))
+    if "hardware" in m:
+        parts.append(f"on {m.pop('hardware')} ({m.pop('hardware_file', '')})".replace(" ()", ""))
+    head = " ".join(parts)
+    items = []
+    if "assumptions" in m:
+        items.append(f"assumptions {m.pop('assumptions')}")
+    if "weight_bits" in m:
+        bits = [f"{_bits(m.pop('weight_bits'))} weights"]
+        if "activation_bits" in m:
+            bits.append(f"{_bits(m.pop('activation_bits'))} activations")
+        if "kv_cache_bits" in m:
+            bits.append(f"{_bits(m.pop('kv_cache_bits'))} KV cache")
+        items.append(", ".join(bits))
+    if "context_tokens" in m:
+        items.append(f"context {format_number(float(m.pop('context_tokens')))} tokens")
+    if "draft" in m:
+        draft = f"draft {m.pop('draft')} ({m.pop('draft_file', '')})".replace(" ()", "")
+        if "draft_weight_bits" in m:
+            draft += f", {_bits(m.pop('draft_weight_bits'))} weights"
+        if "acceptance" in m:
+            draft += f", acceptance {m.pop('acceptance'):g}"
+        if "max_draft_tokens" in m:
+            draft += f", up to {m.pop('max_draft_tokens')} draft tokens"
+        items.append(draft)
+    for key, value in m.items():
+        items.append(f"{key} {format_number(value)}")
+    return "; ".join([x for x in [head, *items] if x])
+
+
+def meta_lines(meta: dict | None) -> list[str]:
+    """Lines stating what a result was computed with: one for the whole result, one per
+    curve of a scenario."""
+    if not meta:
+        return []
+    rest = {k: v for k, v in meta.items() if k != "curves"}
+    lines = [f"Computed with: {describe_setting(rest)}"] if rest else ["Computed with:"]
+    for curve in meta.get("curves", ()):
+        fields = {k: v for k, v in curve.items() if k != "label"}
+        lines.append(f"  {curve.get('label', '')}: {describe_setting(fields)}")
+    return lines
 
 
 def _json_value(value):
@@ -87,18 +167,37 @@ def _json_value(value):
     return value
 
 
-def render(df: pd.DataFrame, fmt: str = "table", title: str = "", notes=()) -> str:
-    """Render a DataFrame as "table" (aligned text), "csv", "json" or "markdown"."""
+def _json_meta(meta):
+    if isinstance(meta, dict):
+        return {k: _json_meta(v) for k, v in meta.items()}
+    if isinstance(meta, (list, tuple)):
+        return [_json_meta(v) for v in meta]
+    return _json_value(meta)
+
+
+def render(
+    df: pd.DataFrame, fmt: str = "table", title: str = "", notes=(), meta: dict | None = None
+) -> str:
+    """Render a DataFrame as "table" (aligned text), "csv", "json" or "markdown", stating
+    ``meta`` (what it was computed with) as the format allows."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose {', '.join(FORMATS)}")
     if fmt == "csv":
-        return df.to_csv(index=False, float_format="%.6g")
+        comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
+        return comments + df.to_csv(index=False, float_format="%.10g")
     if fmt == "json":
         records = [
             {k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")
         ]
-        payload = {"title": title, "rows": records} if title else records
-        if notes and title:
+        if not (title or meta):
+            return json.dumps(records, indent=2) + "\n"
+        payload = {}
+        if title:
+            payload["title"] = title
+        if meta:
+            payload["metadata"] = _json_meta(meta)
+        payload["rows"] = records
+        if notes:
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
     shown = _display(df)
@@ -112,6 +211,9 @@ def render(df: pd.DataFrame, fmt: str = "table", title: str = "", notes=()) -> s
         lines.append("|" + "|".join("---" for _ in headers) + "|")
         lines += ["| " + " | ".join(row) + " |" for row in cells]
         lines += [f"\n{n}" for n in notes]
+        described = meta_lines(meta)
+        if described:
+            lines += ["", described[0]] + [f"* {line.strip()}" for line in described[1:]]
         return "\n".join(lines) + "\n"
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     numeric = [pd.api.types.is_numeric_dtype(shown[c]) for c in shown.columns]
@@ -128,4 +230,5 @@ def render(df: pd.DataFrame, fmt: str = "table", title: str = "", notes=()) -> s
     out.append("  ".join("-" * w for w in widths))
     out += [line(r) for r in cells]
     out += list(notes)
+    out += meta_lines(meta)
     return "\n".join(out) + "\n"

@@ -23,7 +23,7 @@ from ..specs.hardware import load_hardware
 from ..studies.measured.reading import load_overlay_points
 from ..studies.observations import load_observations, overlay_points
 from ..studies.scenario import Scenario, load_scenario
-from ..studies.tables import columns_for, run_table
+from ..studies.tables import columns_for, run_table, scenario_metadata
 from . import plots
 from .files import write_atomic
 from .render import render
@@ -41,6 +41,8 @@ class RunResult:
     table: pd.DataFrame | None = None
     figures: dict = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    #: What every curve was computed with (``studies.tables.scenario_metadata``).
+    metadata: dict = field(default_factory=dict)
 
 
 def curve_frontier(curve) -> Frontier:
@@ -59,6 +61,7 @@ def curve_frontier(curve) -> Frontier:
             allreduce_latency_s=float(params.get("allreduce_latency_s", 2e-6)),
             base_latency_s=float(params.get("base_latency_s", 6e-6)),
             label=curve.label,
+            all_points=bool(f.get("all_points", False)),
         )
     return frontier(curve.setting(), curve.method())
 
@@ -80,12 +83,15 @@ def key_points(fronts: dict[str, Frontier], sampling: str | None = None) -> pd.D
     return df[[c for c in KEY_COLUMNS if c in df.columns]]
 
 
-def _write_tables(df: pd.DataFrame, stem: Path, title: str, notes=(), formats=()) -> list[Path]:
-    """A table as CSV (no title), JSON and Markdown next to each other."""
+def _write_tables(
+    df: pd.DataFrame, stem: Path, title: str, notes=(), formats=(), meta=None
+) -> list[Path]:
+    """A table as CSV (no title), JSON and Markdown next to each other, each stating what it
+    was computed with."""
     written = []
     for fmt in formats:
         ext = {"markdown": "md"}.get(fmt, fmt)
-        text = render(df, fmt, title=title if fmt != "csv" else "", notes=notes)
+        text = render(df, fmt, title=title if fmt != "csv" else "", notes=notes, meta=meta)
         written.append(write_atomic(stem.parent / f"{stem.name}.{ext}", text))
     return written
 
@@ -96,7 +102,15 @@ def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
     styles = {c.label: c.linestyle for c in scenario.curves}
     if plot in ("frontier", "toy-frontier"):
         max_speed = scenario.options.get("max_speed")
-        return plots.frontier_figure(fronts, scenario.title, colors, measured, max_speed, styles)
+        return plots.frontier_figure(
+            fronts,
+            scenario.title,
+            colors,
+            measured,
+            max_speed,
+            styles,
+            preference_sampling=scenario.preference_sampling,
+        )
     if plot == "mfu":
         return plots.mfu_figure(fronts, scenario.title, colors, styles)
     if plot == "breakdown":
@@ -143,13 +157,16 @@ def run_scenario(
     progress=None,
     observations=None,
     price_basis: str = "output",
+    assumptions: str | None = None,
 ) -> RunResult:
     """Compute every curve of a scenario; write its figures and tables into ``out_dir``.
 
     ``observations`` (a file, a shipped name or ``Observation`` objects) overlays the provider
-    offers of the curves' models on frontier figures, priced on ``price_basis``."""
+    offers of the curves' models on frontier figures, priced on ``price_basis``;
+    ``assumptions`` computes every curve under that preset instead of the file's own."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
+    scenario = scenario.with_assumptions(assumptions)
     result = RunResult(scenario)
     stem = Path(out_dir) / Path(scenario.name).name if out_dir is not None else None
     if scenario.kind == "table":
@@ -161,6 +178,7 @@ def run_scenario(
                 scenario.title,
                 scenario.notes,
                 table_formats,
+                result.table.attrs["metadata"],
             )
         return result
     for i, curve in enumerate(scenario.curves):
@@ -168,6 +186,10 @@ def run_scenario(
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
         result.fronts[curve.label] = curve_frontier(curve)
     result.key_points = key_points(result.fronts, scenario.preference_sampling)
+    result.metadata = scenario_metadata(
+        scenario,
+        [{"label": label, **front.metadata} for label, front in result.fronts.items()],
+    )
     measured = _overlay(scenario, measured_csv) + _observed(scenario, observations, price_basis)
     for plot in scenario.plots:
         fig = _draw(scenario, plot, result.fronts, measured)
@@ -177,6 +199,6 @@ def run_scenario(
     if stem is not None and result.fronts:
         points_stem = stem.parent / f"{stem.name}-points"
         result.files += _write_tables(
-            result.key_points, points_stem, scenario.title, (), table_formats
+            result.key_points, points_stem, scenario.title, (), table_formats, result.metadata
         )
     return result

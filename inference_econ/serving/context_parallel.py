@@ -2,13 +2,15 @@
 
 The prompt is cut into P contiguous chunks, one per device. Device i computes its chunk's
 tokens, which attend to every earlier token, so its work is linear in its length plus the
-causal attention 2·x·H·L·(e_i² − s_i²). Two ways to give it the earlier tokens' keys and values:
+causal attention 2·x·H·L·(e_i² − s_i²) (in a sliding-window layer each token attends to at most
+its window). Two ways to give it the earlier tokens' keys and values:
 
 * **all-gather** (sequence parallelism): equal chunks; after each layer every device gathers
   all KV, synchronously, so the time is the slowest chunk plus L all-gathers of the whole KV;
 * **KV-Runahead**: a point-to-point chain; device i receives the accumulated KV of tokens
   [0, s_i) from device i − 1 and sends [0, e_i) on. Its time is its compute plus receiving its
-  prefix; the time to first token is the slowest device plus the chain's hop latencies.
+  prefix (one link latency and the prefix's bytes); the time to first token is the slowest
+  device's time (docs/model.md §B9).
   Balanced chunks make all devices equally slow: later chunks are shorter because each later
   token attends to more.
 """
@@ -20,38 +22,66 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..model.economics import flop_rates
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
 from .setting import Setting
 
 
+def _attended(start: float, end: float, window: float) -> float:
+    """Query-key pairs of tokens [start, end) when token i attends to min(i, window) earlier
+    positions (the causal sum, as a continuous integral)."""
+    if end <= window:
+        return (end * end - start * start) / 2.0
+    if start >= window:
+        return window * (end - start)
+    return (window * window - start * start) / 2.0 + window * (end - window)
+
+
 @dataclass(frozen=True)
 class ChainCosts:
-    """What one device's chunk costs: FLOP per token and per attention pair, KV bytes per token."""
+    """What one device's chunk costs: FLOP per token and per attention pair, KV bytes per
+    position, and the attention window of each layer group (inf: full attention)."""
 
     flop_per_token: float  # 2·P_act
-    attention_flop_per_pair: float  # 4·x·H·L per (query, key) pair; causal sum ≈ half of n²
-    kv_bytes_per_token: float  # all layers
-    layers: int
+    attention_flop_per_pair_per_layer: float  # 4·x·H per (query, key) pair and layer
+    kv_bytes_per_position_per_layer: float
+    #: (layers, window) of each layer group; windows are inf unless sliding_windows is on.
+    layer_windows: tuple[tuple[int, float], ...]
     flop_per_s: float  # of one device (a GPU or a tensor-parallel group)
     link_bytes_per_s: float
     link_latency_s: float
 
+    @property
+    def layers(self) -> int:
+        return sum(n for n, _ in self.layer_windows)
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes of one token of context, all layers (full attention)."""
+        return self.kv_bytes_per_position_per_layer * self.layers
+
     def compute_s(self, start: float, end: float) -> float:
-        """Seconds for tokens [start, end) attending to everything before them."""
-        pairs = (end * end - start * start) / 2.0
+        """Seconds for tokens [start, end) attending to everything before them (to the last
+        ``window`` positions in a sliding-window layer)."""
+        pairs = sum(n * _attended(start, end, w) for n, w in self.layer_windows)
         return (
-            self.flop_per_token * (end - start) + self.attention_flop_per_pair * pairs
+            self.flop_per_token * (end - start) + self.attention_flop_per_pair_per_layer * pairs
         ) / self.flop_per_s
+
+    def prefix_bytes(self, start: float) -> float:
+        """KV-cache bytes of the prefix [0, start) that later tokens attend to: all of it in
+        full-attention layers, its last ``window`` positions in sliding-window layers."""
+        positions = sum(n * min(start, w) for n, w in self.layer_windows)
+        return positions * self.kv_bytes_per_position_per_layer
 
     def receive_s(self, start: float) -> float:
         """Seconds to receive the keys and values of tokens [0, start) over the link."""
         return (
             0.0
             if start <= 0
-            else self.link_latency_s + start * self.kv_bytes_per_token / self.link_bytes_per_s
+            else self.link_latency_s + self.prefix_bytes(start) / self.link_bytes_per_s
         )
 
 
@@ -69,12 +99,11 @@ def chain_costs(
     check_number(
         link, "argument", "link_bytes_per_s", minimum=0, exclusive_minimum=True, unit="bytes/s"
     )
-    positions = sum(g.layers for g in work.groups if g.window > 0)  # recurrent layers: none
     return ChainCosts(
         flop_per_token=2.0 * work.active_params,
-        attention_flop_per_pair=work.context_flop_per_position_per_layer * positions,
-        kv_bytes_per_token=work.kv_bytes_per_token,
-        layers=work.layers,
+        attention_flop_per_pair_per_layer=work.context_flop_per_position_per_layer,
+        kv_bytes_per_position_per_layer=work.kv_bytes_per_position_per_layer,
+        layer_windows=tuple((g.layers, g.window) for g in work.groups),
         flop_per_s=devices_gpus * flop_rates(gpu, work.weight_bits, setting.assumptions)[1],
         link_bytes_per_s=float(link),
         link_latency_s=float(link_latency_s),
@@ -151,12 +180,11 @@ def allgather_ttft_s(costs: ChainCosts, tokens: float, devices: int) -> float:
     slowest = max(costs.compute_s(s, e) for s, e in zip(bounds[:-1], bounds[1:]))
     if devices == 1:
         return slowest
-    per_layer_bytes = tokens * costs.kv_bytes_per_token / costs.layers
-    gather = (
-        costs.link_latency_s * math.log2(devices)
-        + (devices - 1) / devices * per_layer_bytes / costs.link_bytes_per_s
-    )
-    return slowest + costs.layers * gather
+    # every layer gathers the KV its tokens attend to: the whole prompt's, or the last
+    # ``window`` positions before each chunk in a sliding-window layer
+    gathered = costs.prefix_bytes(tokens) / costs.link_bytes_per_s
+    latency = costs.layers * costs.link_latency_s * math.log2(devices)
+    return slowest + latency + (devices - 1) / devices * gathered
 
 
 def compare(
@@ -171,7 +199,7 @@ def compare(
 
     if int(devices) != devices or devices < 1:
         raise SpecError(
-            "argument", "devices", f"is {devices!r}", "expected a whole number of devices >= 1"
+            "argument", "devices", f"is {shown(devices)}", "expected a whole number of devices >= 1"
         )
     costs = chain_costs(setting, devices_gpus, link_bytes_per_s)
     rows = []

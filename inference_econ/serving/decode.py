@@ -14,12 +14,12 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..model.economics import mfu, usd_per_mtok
-from ..model.latency import ADDITIVE_PARTS, Breakdown, StepModel, expert_degree
+from ..model.latency import ADDITIVE_PARTS, FULL_READS, Breakdown, StepModel, expert_degree
 from ..model.layouts import Layout, best_layout
 from ..model.workload import compile_workload
-from .prefill import prefill_latency_s
+from .prefill import FirstToken
 from .setting import Setting
 from .speculative import combine, draft_labels, draft_tokens, target_tokens
 
@@ -37,11 +37,12 @@ SUMMARY_COLUMNS = POINT_COLUMNS + LAYOUT_COLUMNS + ["mfu", "bound"]
 #: Everything that explains a point: its summary, latency and where the latency goes.
 DETAIL_COLUMNS = SUMMARY_COLUMNS + ["latency_s", *ADDITIVE_PARTS]
 #: Both sides of the roofline, besides the additive parts.
-SIDES = ("memory_time_s", "compute_time_s")
+SIDES = ("memory_time_s", "compute_time_s", *FULL_READS)
 
 
 class Decoder:
-    """A setting compiled: the target's (and the draft's or draft heads') step models."""
+    """A setting compiled: the target's (and the draft's or draft heads') step models, and
+    with a prompt length the time to first token on each configuration's own layout."""
 
     def __init__(self, setting: Setting, integer_layouts: bool = False) -> None:
         self.setting = setting
@@ -56,6 +57,33 @@ class Decoder:
         self.draft = None
         if spec is not None:
             self.draft = StepModel(spec.draft_workload(a), setting.gpu, a, integer_layouts)
+        #: Time to first token on each configuration's own layout, with a prompt length (§B8).
+        self.first = (
+            FirstToken(setting, self.target, integer_layouts)
+            if setting.prompt_tokens is not None
+            else None
+        )
+
+    @property
+    def target_terms(self):
+        """The TTFT of a target layout (``model.layouts.best_layout``'s ``per_layout``)."""
+        return self.first.target_by_dims if self.first is not None else None
+
+    @property
+    def draft_terms(self):
+        """The draft's prefill on a draft layout, for the TTFT of speculative decoding."""
+        return self.first.draft_by_dims if self.first is not None and self.draft else None
+
+    def budget(self, verify: int, draft_layouts: dict[int, Layout] | None):
+        """The TTFT left for the target's layouts verifying ``verify`` tokens (None: no
+        limit): the limit, less the draft's prefill when the draft runs (verify > 1)."""
+        limit = self.setting.ttft_max_s
+        if self.first is None or limit is None:
+            return None
+        prefill = draft_prefill_layout(draft_layouts)
+        if verify > 1 and prefill is not None and prefill.value is not None:
+            return limit - prefill.value
+        return limit
 
     @property
     def min_gpus(self) -> float:
@@ -74,13 +102,22 @@ class Decoder:
         return draft_tokens(self.setting.spec)
 
     def layouts(self, N, B) -> tuple[dict[int, Layout], dict[int, Layout] | None]:
-        """The best layout of every target pass and of every draft pass at the points (N, B)."""
+        """The best layout of every target pass and of every draft pass at the points (N, B);
+        with a TTFT limit, the best among the layouts within it (§B8)."""
         s = self.setting
         ctx, pipe = s.context_tokens, s.pipeline
-        target = {g: best_layout(self.target, N, B, g, ctx, pipe) for g in self.gamma_values()}
         draft = None
         if self.draft is not None:
-            draft = {d: best_layout(self.draft, N, B, d, ctx, pipe) for d in self.draft_values()}
+            draft = {
+                d: best_layout(self.draft, N, B, d, ctx, pipe, self.draft_terms)
+                for d in self.draft_values()
+            }
+        target = {
+            g: best_layout(
+                self.target, N, B, g, ctx, pipe, self.target_terms, self.budget(g, draft)
+            )
+            for g in self.gamma_values()
+        }
         return target, draft
 
     def describe(self, N, B, layouts=None, draft_layouts=None) -> pd.DataFrame:
@@ -100,11 +137,22 @@ class Decoder:
             {g: lay.latency_s for g, lay in layouts.items()}, draft_lat, self.setting.spec
         )
         bd = self._breakdown(N, B, verify, layouts, draft_layouts)
-        chosen = _chosen_layout(layouts, verify)
+        chosen = chosen_layout(layouts, verify)
         df = self._frame(N, B, latency, draft_labels(self.setting.spec, verify), chosen, bd)
-        if self.setting.prompt_tokens is not None:
-            df["ttft_s"] = prefill_latency_s(self.setting, N, self.integer_layouts) + latency
-        return df
+        if self.first is not None:
+            df["ttft_s"] = self._ttft(N, B, verify, chosen, draft_layouts)
+        first = [c for c in DETAIL_COLUMNS if c in df] + (["ttft_s"] if "ttft_s" in df else [])
+        return df[first + [c for c in df.columns if c not in first]]
+
+    def _ttft(self, N, B, verify, chosen: Layout, draft_layouts):
+        """Time to first token on the chosen layouts, plus the draft's prefill where the
+        chosen cycle speculates."""
+        ttft = self.first.target_s(N, B, chosen) if chosen.value is None else chosen.value
+        prefill = draft_prefill_layout(draft_layouts)
+        if prefill is not None:
+            pre = self.first.draft_s(N, B, prefill) if prefill.value is None else prefill.value
+            ttft = ttft + np.where(verify > 1, pre, 0.0)
+        return ttft
 
     def _breakdown(self, N, B, verify, layouts, draft_layouts) -> Breakdown:
         """The breakdown per generated token of the chosen cycle at every point: the target's
@@ -177,14 +225,23 @@ class Decoder:
         return df
 
 
-def _chosen_layout(layouts: dict[int, Layout], gamma) -> Layout:
-    """The target layout of the chosen draft length at every point."""
-    shape = np.shape(gamma)
+def draft_prefill_layout(draft_layouts: dict[int, Layout] | None) -> Layout | None:
+    """The draft layout that prefills the prompt: the one of its smallest pass."""
+    return draft_layouts[min(draft_layouts)] if draft_layouts else None
+
+
+def chosen_layout(layouts: dict[int, Layout], verify) -> Layout:
+    """The target layout of the chosen cycle at every point (with its value)."""
+    shape = np.shape(verify)
     p, a, two = np.ones(shape), np.ones(shape), np.ones(shape, dtype=bool)
+    known = all(lay.value is not None for lay in layouts.values())
+    value = np.full(shape, np.inf) if known else None
     for g, lay in layouts.items():
-        sel = gamma == g
+        sel = verify == g
         p[sel], a[sel], two[sel] = lay.pipeline[sel], lay.attention_divisor[sel], lay.two_d[sel]
-    return Layout(None, p, a, two)
+        if known:
+            value[sel] = np.asarray(lay.value)[sel]
+    return Layout(None, p, a, two, value)
 
 
 def _combine(target: Breakdown, drafts: list, scale: float) -> Breakdown:
@@ -211,12 +268,6 @@ def _scatter(out: Breakdown | None, sel, part: Breakdown) -> Breakdown:
     return out
 
 
-def decode_step(setting: Setting, gpus: float, batch: float, context_tokens: float) -> pd.Series:
-    """One decode step at a context length: the best layout, its latency and breakdown."""
-    decoder = Decoder(setting.replace(context_tokens=float(context_tokens)))
-    return decoder.describe(np.array([float(gpus)]), np.array([float(batch)])).iloc[0]
-
-
 def evaluate(setting: Setting, gpus, batch) -> pd.DataFrame:
     """Latency, speed, cost, MFU, layout and breakdown of given (GPUs, batch) configurations
     (``gpus`` and ``batch`` broadcast against each other)."""
@@ -225,6 +276,8 @@ def evaluate(setting: Setting, gpus, batch) -> pd.DataFrame:
     for name, arr in (("gpus", gpus), ("batch", batch)):
         bad = ~np.isfinite(arr) | (arr <= 0.0)
         if np.any(bad):
-            raise SpecError("argument", name, f"is {arr[bad][0]!r}", "expected a positive number")
+            raise SpecError(
+                "argument", name, f"is {shown(arr[bad][0])}", "expected a positive number"
+            )
     gpus, batch = np.broadcast_arrays(gpus, batch)
     return Decoder(setting).describe(gpus, batch)

@@ -4,8 +4,9 @@ Disaggregation"), against serving both on the same instance.
 For requests of ``n_in`` prompt and ``n_out`` output tokens:
 
 * **co-located**: one instance (N GPUs, batch B) prefills each arriving prompt between decode
-  steps. Per request it spends the prefill plus 1/B of its n_out decode steps; the decode steps
-  of everyone stall for the prefills of the B / n_out requests that arrive per step.
+  steps, on its own layout and in the engine's chunks. Per request it spends the prefill plus
+  1/B of its n_out decode steps; the decode steps of everyone stall for the prefills of the
+  B / n_out requests that arrive per step.
 * **disaggregated**: a prefill pool (N_p GPUs, prompts batched to at least ``min_prefill_tokens``
   tokens) hands the KV cache to a decode pool (N_d GPUs, batch B) over the scale-out network;
   decode steps are never interrupted, TTFT adds the KV transfer.
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
-from .decode import decode_step
-from .prefill import prefill
+from .prefill import ENGINE_CHUNK_TOKENS, prefill
+from .requests import instance_layout
 from .setting import Setting
 
 
@@ -47,16 +49,35 @@ def compare(
     check_number(prompt_tokens, "argument", "prompt_tokens", minimum=1, unit="tokens")
     check_number(output_tokens, "argument", "output_tokens", minimum=1, unit="tokens")
     price_s = setting.gpu.price_usd_per_s
-    step = decode_step(
+    row, layout, _, decoder, _ = instance_layout(
         setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0
-    ).latency_s
-    first_step = decode_step(setting, decode_gpus, decode_batch, prompt_tokens).latency_s
+    )
+    step = row.latency_s
+    on_layout = (
+        float(layout.pipeline[0]),
+        float(layout.attention_divisor[0]),
+        bool(layout.two_d[0]),
+    )
+    N, B = np.array([float(decode_gpus)]), np.array([float(decode_batch)])
+    first = decoder.target.breakdown(
+        N, B, 1, float(prompt_tokens), *(np.array([x]) for x in on_layout)
+    )
+    first_step = float(first.latency_s[0])
 
-    # co-located: each arriving prompt is prefilled alone on the decode instance
-    solo = prefill(setting, decode_gpus, prompt_tokens, batch=1)
+    # co-located: each arriving prompt is prefilled alone on the decode instance's layout
+    solo = prefill(
+        setting,
+        decode_gpus,
+        prompt_tokens,
+        batch=1,
+        chunk_tokens=ENGINE_CHUNK_TOKENS,
+        layout=on_layout,
+    )
     stall = decode_batch / output_tokens * solo.latency_s  # prefills per decode step x their time
     co_step = step + stall
-    co_gpu_s = decode_gpus * (solo.latency_s + output_tokens * co_step / decode_batch)
+    # the stall already charges every step for the prefills that arrive during it (B / n_out
+    # per step): over a request's n_out steps that is its own prefill, so it is not added again
+    co_gpu_s = decode_gpus * output_tokens * co_step / decode_batch
     # disaggregated: prompts batched on a prefill pool, KV shipped to the decode pool
     n_p = float(prefill_gpus or decode_gpus)
     batch_p = max(1.0, math.ceil(min_prefill_tokens / prompt_tokens))

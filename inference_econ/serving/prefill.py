@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
-from ..model.latency import ADDITIVE_PARTS, StepModel, prefill_step_model
+from ..model.latency import ADDITIVE_PARTS, NO_CACHE, StepModel, prefill_step_model
 from ..model.layouts import best_latency, best_layout
 from ..specs.schema import check_number
 from .setting import Setting
@@ -28,14 +28,106 @@ def prefill_model(setting: Setting, integer_layouts: bool = False) -> StepModel:
     return prefill_step_model(setting.model, setting.gpu, setting.assumptions, integer_layouts)
 
 
+#: Tokens of one prefill pass of a long prompt: serving engines prefill in chunks of a token
+#: budget (SGLang's chunked_prefill_size and vLLM's max_num_batched_tokens, 8192 on 80 GB GPUs).
+ENGINE_CHUNK_TOKENS = 8192
+
+
+def engine_chunks(prompt_tokens: float, chunk_tokens: float = ENGINE_CHUNK_TOKENS):
+    """[(tokens in the pass, context before it)] of a prompt cut into engine-sized chunks."""
+    plan, done = [], 0.0
+    while done < prompt_tokens - 1e-9:
+        size = min(float(chunk_tokens), prompt_tokens - done)
+        plan.append((size, done))
+        done += size
+    return plan
+
+
 def prefill_latency_s(setting: Setting, n_values, integer_layouts: bool = False):
-    """Prefill of one prompt of ``setting.prompt_tokens`` on each GPU count (inf where it does
-    not fit; 0 without a prompt length), for the time to first token."""
+    """The fastest prefill of one prompt of ``setting.prompt_tokens`` on each GPU count, in
+    engine-sized chunks, whatever the layout (inf where it does not fit; 0 without a prompt
+    length): a lower bound of the time to first token on those GPUs."""
     if setting.prompt_tokens is None:
         return np.zeros(np.shape(n_values))
     model = prefill_model(setting, integer_layouts)
     n = np.asarray(n_values, dtype=float)
-    return best_latency(model, n, np.ones_like(n), setting.prompt_tokens, 0.0, setting.pipeline)
+    total = np.zeros(n.shape)
+    for S, context in engine_chunks(float(setting.prompt_tokens)):
+        total = total + best_latency(model, n, np.ones_like(n), S, context, setting.pipeline)
+    return total
+
+
+class FirstToken:
+    """Time to first token on the layout an instance actually has (docs/model.md §B8).
+
+    A new prompt is prefilled on the instance's own GPUs and layout (pipeline degree p,
+    attention divisor, 1-D or 2-D), in engine-sized chunks, passing through the p stages one
+    after another; then the batch takes one decode step at the prompt's length, which must fit
+    in HBM with every request at that context. The draft model of speculative decoding, if
+    any, prefills the prompt too, on its own layout.
+    """
+
+    def __init__(self, setting: Setting, decode: StepModel, integer_layouts: bool = False):
+        a = setting.assumptions
+        self.prompt_tokens = float(setting.prompt_tokens)
+        self.chunks = engine_chunks(self.prompt_tokens)
+        self.decode = decode
+        self.prefill = prefill_step_model(setting.model, setting.gpu, a, integer_layouts)
+        spec = setting.spec
+        self.draft_prefill = (
+            prefill_step_model(spec.draft_architecture, setting.gpu, a, integer_layouts)
+            if spec
+            else None
+        )
+
+    def _prefill_by_dims(self, model: StepModel, N, p, divisors):
+        """[(2-D, 1-D) seconds] per attention divisor of one prompt through the layout: p
+        prompts in flight, one per micro-batch, is one prompt passing the p stages (§A5),
+        chunk after chunk."""
+        out = [(0.0, 0.0) for _ in divisors]
+        for S, context in self.chunks:
+            part = model.pipeline_part(N, p, S, context, p)
+            ok = model.fits(N, p, p, context)
+            for j, adiv in enumerate(divisors):
+                c2, c1 = model.latency_by_dims(part, adiv)
+                out[j] = (
+                    out[j][0] + np.where(ok, c2, np.inf),
+                    out[j][1] + np.where(ok, c1, np.inf),
+                )
+        return out
+
+    def target_by_dims(self, N, B, p, divisors, cache=NO_CACHE):
+        """[(2-D, 1-D) TTFT] of the target on layouts (p, adiv) for each divisor: its prefill
+        plus the first decode step of the batch at the prompt's length (inf where that does
+        not fit). ``cache`` is the decode model's (``StepCache``), keyed by divisor index."""
+        pre = self._prefill_by_dims(self.prefill, N, p, divisors)
+        part = self.decode.pipeline_part(N, B, 1, self.prompt_tokens, p, cache)
+        ok = self.decode.fits(N, B, p, self.prompt_tokens)
+        out = []
+        for j, adiv in enumerate(divisors):
+            first2, first1 = self.decode.latency_by_dims(part, adiv, cache, j)
+            out.append(
+                (np.where(ok, pre[j][0] + first2, np.inf), np.where(ok, pre[j][1] + first1, np.inf))
+            )
+        return out
+
+    def draft_by_dims(self, N, B, p, divisors, cache=None):
+        """[(2-D, 1-D) seconds] of the draft model's prefill on its layouts (p, adiv)."""
+        zero = np.zeros(np.broadcast_shapes(np.shape(N), np.shape(B)))
+        return [
+            (v2 + zero, v1 + zero)
+            for v2, v1 in self._prefill_by_dims(self.draft_prefill, N, p, divisors)
+        ]
+
+    def target_s(self, N, B, layout):
+        """TTFT of the target on given layouts (arrays of points)."""
+        ((v2, v1),) = self.target_by_dims(N, B, layout.pipeline, [layout.attention_divisor])
+        return np.where(layout.two_d, v2, v1)
+
+    def draft_s(self, N, B, layout):
+        """The draft's prefill on given layouts."""
+        ((v2, v1),) = self.draft_by_dims(N, B, layout.pipeline, [layout.attention_divisor])
+        return np.where(layout.two_d, v2, v1)
 
 
 def _activation_bytes_per_token(model: StepModel) -> float:
@@ -96,33 +188,46 @@ def prefill(
     batch: float = 1.0,
     cached_tokens: float = 0.0,
     chunk_tokens: float | None = None,
+    layout: tuple[float, float, bool] | None = None,
 ) -> pd.Series:
     """One prefill of ``batch`` prompts of ``prompt_tokens`` on ``gpus`` GPUs: latency, MFU,
-    the layout of its largest pass, the breakdown summed over its chunks, and its cost."""
+    the layout of its largest pass, the breakdown summed over its chunks, and the price of a
+    computed input token (cached tokens are read, not computed, and not priced).
+
+    Without ``layout`` every pass takes its best layout with the ``batch`` prompts in flight.
+    With ``layout = (pipeline degree p, attention divisor, 2-D)`` the prefill runs on that
+    layout (an instance's own): the batch's prompts are one micro-batch passing the p stages,
+    so p such batches are in flight (B = batch·p) and the latency is the time of one.
+    """
     _validate(prompt_tokens, cached_tokens, batch, gpus)
     model = prefill_model(setting)
     new = float(prompt_tokens) - float(cached_tokens)
-    plan = chunk_plan(model, gpus, batch, new, float(cached_tokens), chunk_tokens)
-    N, B = np.array([float(gpus)]), np.array([float(batch)])
+    in_flight = float(batch) * (layout[0] if layout else 1.0)
+    plan = chunk_plan(model, gpus, in_flight, new, float(cached_tokens), chunk_tokens)
+    N, B = np.array([float(gpus)]), np.array([in_flight])
     parts = dict.fromkeys((*ADDITIVE_PARTS, "memory_time_s", "compute_time_s"), 0.0)
-    latency, flop, layout = 0.0, 0.0, None
+    latency, flop, chosen = 0.0, 0.0, layout
     for S, context in plan:
-        lay = best_layout(model, N, B, S, context, setting.pipeline)
-        if not np.isfinite(lay.latency_s[0]):
+        if layout is None:
+            lay = best_layout(model, N, B, S, context, setting.pipeline)
+            p, adiv, two = lay.pipeline, lay.attention_divisor, lay.two_d
+        else:
+            p, adiv, two = (np.array([x]) for x in layout)
+        bd = model.breakdown(N, B, S, context, p, adiv, two)
+        if not np.isfinite(bd.latency_s[0]):
             latency = math.inf
             break
-        bd = model.breakdown(N, B, S, context, lay.pipeline, lay.attention_divisor, lay.two_d)
         for key in parts:
             parts[key] += float(getattr(bd, key)[0])
-        latency += float(lay.latency_s[0])
+        latency += float(bd.latency_s[0])
         flop += float(model.work.total_flop(B[0], S, context))
-        if layout is None:
-            layout = (float(lay.pipeline[0]), float(lay.attention_divisor[0]), bool(lay.two_d[0]))
+        if chosen is None:
+            chosen = (float(p[0]), float(adiv[0]), bool(two[0]))
     if not plan:
         latency = math.inf
     price = setting.gpu.price_usd_per_hour
     peak = model.machine.peak_flop_per_s
-    p, adiv, two = layout or (1.0, 1.0, True)
+    p, adiv, two = chosen or (1.0, 1.0, True)
     row = {
         "prompt_tokens": float(prompt_tokens),
         "cached_tokens": float(cached_tokens),
@@ -130,8 +235,8 @@ def prefill(
         "batch": float(batch),
         "chunks": len(plan),
         "latency_s": latency,
-        "tokens_per_s": float(batch) * new / latency if latency > 0 else math.inf,
-        "usd_per_m_input_tokens": usd_per_mtok(gpus, latency, batch * float(prompt_tokens), price),
+        "tokens_per_s": in_flight * new / latency if latency > 0 else math.inf,
+        "usd_per_m_input_tokens": usd_per_mtok(gpus, latency, in_flight * new, price),
         "mfu": mfu(flop, gpus, peak, latency) if math.isfinite(latency) else 0.0,
         "pipeline_degree": p,
         "tensor_degree": gpus / p,

@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..specs.schema import check_number
-from .decode import decode_step
-from .prefill import prefill
+from .decode import Decoder, chosen_layout, draft_prefill_layout
+from .prefill import ENGINE_CHUNK_TOKENS, prefill
 from .setting import Setting
+from .speculative import combine
+
+
+def instance_layout(setting: Setting, gpus: float, batch: float, context_tokens: float):
+    """The decode step of (gpus, batch) at a context, described, with the target's and the
+    draft's layouts: the layout the instance runs with."""
+    decoder = Decoder(setting.replace(context_tokens=float(context_tokens), prompt_tokens=None))
+    N, B = np.array([float(gpus)]), np.array([float(batch)])
+    target, draft = decoder.layouts(N, B)
+    row = decoder.describe(N, B, target, draft).iloc[0]
+    draft_lat = {d: lay.latency_s for d, lay in draft.items()} if draft else None
+    _, verify = combine({g: lay.latency_s for g, lay in target.items()}, draft_lat, setting.spec)
+    return row, chosen_layout(target, verify), draft, decoder, int(verify[0])
 
 
 def request(
@@ -25,36 +39,70 @@ def request(
     """The request view at one configuration: time to first token, end-to-end latency, and
     what input and output tokens cost (and their ratio).
 
-    The batch's prompts are prefilled together (``prefill_batch``, default the batch); decode
-    runs at the mean context of the response, n_in + n_out/2.
+    The instance's layout is the best one for its decode steps, which run at the mean context
+    of a response, n_in + n_out/2. A new prompt is prefilled on that layout as a serving engine
+    does: as it arrives (``prefill_batch`` prompts together, default 1), in chunks of the
+    engine's token budget (8192); the first decode step then runs at the prompt's length.
     """
     check_number(output_tokens, "argument", "output_tokens", minimum=1, unit="tokens")
     check_number(cached_fraction, "argument", "cached_fraction", minimum=0, maximum=1)
-    pb = float(prefill_batch or batch)
+    pb = float(prefill_batch or 1.0)
     cached = math.floor(cached_fraction * prompt_tokens)
     cached = min(cached, prompt_tokens - 1)
-    pre = prefill(setting, gpus, prompt_tokens, batch=pb, cached_tokens=cached)
-    dec = decode_step(setting, gpus, batch, float(prompt_tokens) + float(output_tokens) / 2.0)
-    first = decode_step(setting, gpus, batch, float(prompt_tokens))
-    ttft = pre.latency_s + first.latency_s
+    n_in, n_out = float(prompt_tokens), float(output_tokens)
+    dec, layout, draft, decoder, verify = instance_layout(setting, gpus, batch, n_in + n_out / 2.0)
+    p, adiv, two = (
+        float(layout.pipeline[0]),
+        float(layout.attention_divisor[0]),
+        bool(layout.two_d[0]),
+    )
+    on_layout = (p, adiv, two)
+    pre = prefill(
+        setting, gpus, n_in, pb, cached, chunk_tokens=ENGINE_CHUNK_TOKENS, layout=on_layout
+    )
+    N, B = np.array([float(gpus)]), np.array([float(batch)])
+    first = decoder.target.breakdown(N, B, 1, n_in, *(np.array([x]) for x in on_layout))
+    first_s = float(first.latency_s[0])
+    draft_s = 0.0
+    if draft is not None and verify > 1:
+        d = draft_prefill_layout(draft).select(0)
+        draft_pre = prefill(
+            setting.replace(model=setting.spec.draft_architecture),
+            gpus,
+            n_in,
+            pb,
+            cached,
+            chunk_tokens=ENGINE_CHUNK_TOKENS,
+            layout=(float(d.pipeline), float(d.attention_divisor), bool(d.two_d)),
+        )
+        draft_s = draft_pre.latency_s
+    ttft = pre.latency_s + draft_s + first_s
     out_cost = dec.usd_per_mtok
     in_cost = pre.usd_per_m_input_tokens
+    new = n_in - cached
     return pd.Series(
         {
-            "prompt_tokens": float(prompt_tokens),
-            "output_tokens": float(output_tokens),
+            "prompt_tokens": n_in,
+            "output_tokens": n_out,
             "cached_fraction": float(cached_fraction),
             "gpus": float(gpus),
             "batch": float(batch),
             "prefill_batch": pb,
+            "pipeline_degree": p,
+            "tensor_degree": float(gpus) / p,
+            "attention_degree": float(gpus) / p / adiv,
+            "tp_dims": "2D" if two else "1D",
+            "draft_tokens": int(dec.draft_tokens),
             "ttft_s": ttft,
             "prefill_s": pre.latency_s,
+            "draft_prefill_s": draft_s,
+            "first_step_s": first_s,
             "decode_latency_s": dec.latency_s,
-            "e2e_latency_s": ttft + (float(output_tokens) - 1.0) * dec.latency_s,
+            "e2e_latency_s": ttft + (n_out - 1.0) * dec.latency_s,
             "usd_per_m_input_tokens": in_cost,
             "usd_per_m_output_tokens": out_cost,
             "output_to_input_price_ratio": out_cost / in_cost if in_cost > 0 else math.inf,
-            "usd_per_request": (in_cost * prompt_tokens + out_cost * output_tokens) / 1e6,
+            "usd_per_request": (in_cost * new + out_cost * n_out) / 1e6,
             "prefill_mfu": pre.mfu,
             "decode_mfu": dec.mfu,
             "prefill_bound": pre.bound,

@@ -17,6 +17,7 @@ from .. import settings as table
 from ..errors import SpecError
 from ..model.assumptions import Assumptions, preset
 from ..specs.architecture import Architecture, Precision, load_model
+from ..specs.catalog import display_path
 from ..specs.hardware import GPU, load_hardware
 from .speculative import DraftHeads, SpecDecoding, eagle_head, mtp_heads
 
@@ -35,7 +36,8 @@ class Setting:
     assumptions: Assumptions = Assumptions()
     label: str = ""
     #: Prompt length for time to first token; with ``ttft_max_s`` the frontier keeps only
-    #: configurations whose TTFT (prefill of one prompt + first decode step) is within it.
+    #: configurations whose TTFT on their own layout (prefill of one prompt + the first decode
+    #: step at the prompt's length, docs/model.md §B8) is within it.
     prompt_tokens: float | None = None
     ttft_max_s: float | None = None
 
@@ -49,6 +51,43 @@ class Setting:
 
     def replace(self, **changes) -> Setting:
         return dataclasses.replace(self, **changes)
+
+    def metadata(self) -> dict:
+        """What a result was computed with: model and GPU (names and files), assumptions,
+        precisions, context, and the options that were given (draft, caps, prompt)."""
+        p = self.precision
+        meta = {
+            "model": self.model.name,
+            "model_file": display_path(self.model.source_file),
+            "hardware": self.gpu.name,
+            "hardware_file": display_path(self.gpu.source_file),
+            "assumptions": self.assumptions.label,
+            "weight_bits": float(p.weight_bits),
+            "activation_bits": float(p.activation_bits),
+            "kv_cache_bits": float(
+                p.activation_bits if p.kv_cache_bits is None else p.kv_cache_bits
+            ),
+            "context_tokens": float(self.context_tokens),
+        }
+        if isinstance(self.spec, SpecDecoding):
+            meta.update(
+                draft=self.spec.draft.name,
+                draft_file=display_path(self.spec.draft.source_file),
+                draft_weight_bits=float(self.spec.draft.precision.weight_bits),
+                acceptance=float(self.spec.acceptance),
+                max_draft_tokens=int(self.spec.max_draft_tokens),
+            )
+        elif self.spec is not None:
+            meta["speculation"] = self.spec.describe()
+        if math.isfinite(self.max_throughput_tokens_per_s):
+            meta["max_throughput_tokens_per_s"] = float(self.max_throughput_tokens_per_s)
+        if not self.pipeline:
+            meta["pipeline"] = False
+        if self.prompt_tokens is not None:
+            meta["prompt_tokens"] = float(self.prompt_tokens)
+        if self.ttft_max_s is not None:
+            meta["ttft_max_s"] = float(self.ttft_max_s)
+        return meta
 
 
 #: Fields of a Setting built from several settings rather than copied from one.

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..model.assumptions import Assumptions
 from ..model.workload import Workload, compile_workload
 from ..specs.architecture import Architecture, FeedForward, LayerGroup
@@ -52,7 +52,7 @@ class Cycle:
 
 def _probability(value: float, field: str) -> float:
     if not 0.0 <= value <= 1.0 or math.isnan(value):
-        raise SpecError("argument", field, f"is {value!r}", "expected a probability in [0, 1]")
+        raise SpecError("argument", field, f"is {shown(value)}", "expected a probability in [0, 1]")
     return float(value)
 
 
@@ -70,7 +70,7 @@ class SpecDecoding:
             raise SpecError(
                 "argument",
                 "max_draft_tokens",
-                f"is {self.max_draft_tokens!r}",
+                f"is {shown(self.max_draft_tokens)}",
                 "expected a whole number of tokens >= 1",
             )
 

@@ -4,7 +4,8 @@ Single device (Eqs. 1-2): a token takes ``max(wb·P/BW, 2·P·B/F)``; the critic
 ``B* = F·wb/(2·BW)`` balances the two. Many devices (Eqs. 3-19): at the critical batch,
 ``t(N) = L·A·(c·(√N - 1) + base) + wb·P/(N·BW)`` with ``A`` all-reduces per layer; minimising
 gives ``N* = (2·wb·P/(BW·L·A·c))^(2/3)`` and, for large N*, ``t* ≈ 3/2·(L·A·c)^(2/3)·(2·wb·P/BW)^(1/3)``
-(Eq. 18): with ``L ∝ P^(1/3)`` the best latency grows as ``√P`` (Eq. 19).
+(Eq. 18), i.e. ``t* ∝ L^(2/3)·P^(1/3)``: the best latency grows as ``√P`` (Eq. 19) when the
+layers grow as ``P^(1/4)``, and as ``P^(5/9)`` when they grow as ``P^(1/3)``.
 """
 
 from __future__ import annotations
@@ -151,8 +152,9 @@ def grid_latency_s(
     """The toy model on a (GPUs, batch) grid, as Figure 1 uses it (§A8).
 
     All-reduces cost ``c·max(√N - 1, 0) + base`` each, 2 per layer with parallel attention and 4
-    otherwise; weights are read at the sustained HBM bandwidth and FLOP run at the sustained
-    rate; a configuration whose weights plus KV cache exceed HBM is infinitely slow.
+    otherwise; all weights (P) are read at the sustained HBM bandwidth and the FLOP of the
+    active parameters (2·P_act per token; P_act = P for a dense model) run at the sustained
+    rate; a configuration whose weights plus KV cache fill or exceed HBM is infinitely slow.
     """
     work = compile_workload(arch, assumptions)
     gpus = np.asarray(gpus, dtype=float)
@@ -167,12 +169,13 @@ def grid_latency_s(
         * (allreduce_latency_s * np.maximum(np.sqrt(gpus) - 1.0, 0.0) + base_latency_s)
     )
     latency = network + np.maximum(
-        work.bytes_per_weight * params / (gpus * bw), 2.0 * params * batch / (gpus * flops)
+        work.bytes_per_weight * params / (gpus * bw),
+        2.0 * work.active_params * batch / (gpus * flops),
     )
     need = work.kv_cache_bytes(context_tokens, batch) + work.bytes_per_weight * params
-    return np.where(gpus * gpu.hbm_capacity_bytes < need, np.inf, latency)
+    return np.where(gpus * gpu.hbm_capacity_bytes <= need, np.inf, latency)
 
 
 def square_root_law(params, reference_params: float, reference_latency_s: float):
-    """Eq. 19: best latency scales as √P (layers growing as P^(1/3))."""
+    """Eq. 19: best latency scales as √P (Eq. 18 gives this when layers grow as P^(1/4))."""
     return reference_latency_s * np.sqrt(np.asarray(params, dtype=float) / reference_params)

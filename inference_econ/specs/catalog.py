@@ -211,6 +211,24 @@ def resolve_system_name(text: str) -> SystemName:
     return SystemName(text=str(text), entry=entry, accelerators=count)
 
 
+def display_path(path: str | os.PathLike) -> str:
+    """A spec file as outputs name it: relative to its data folder ("models/llama-3-70b.yaml")
+    when it is a shipped or INFERENCE_ECON_PATH spec, else as given (a user's own file, or a
+    description such as "derived from H100-SXM")."""
+    text = str(path)
+    if not text:
+        return ""
+    candidate = Path(text)
+    if candidate.is_file():
+        resolved = candidate.resolve()
+        for root in data_roots():
+            try:
+                return resolved.relative_to(root.resolve()).as_posix()
+            except ValueError:
+                continue
+    return text
+
+
 def clear_cache() -> None:
     """Forget the index (after files were added at run time, e.g. in tests)."""
     _index.cache_clear()

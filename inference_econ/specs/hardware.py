@@ -174,18 +174,15 @@ def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(table))
 
 
-def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) -> dict[str, Any]:
-    """Check and normalise a full or partial set of GPU fields.
-
-    ``link_bandwidth_bytes_per_s`` (one link, as datasheets of meshes and tori quote it) is
-    accepted as input and turned into the total, ``links_per_gpu`` x per link.
-    """
+def _check_known(values: Mapping[str, Any], source: str) -> None:
+    """Every field is a GPU field: a misspelt one is named with a did-you-mean (before any
+    "is missing" for the field it was meant to be). ``link_bandwidth_bytes_per_s`` (one link)
+    is accepted as input too."""
     known = {f.name for f in dataclasses.fields(GPU)} | {
         "derive_from",
         "scale",
         "link_bandwidth_bytes_per_s",
     }
-    out: dict[str, Any] = {}
     for key in values:
         if key not in known:
             hint = did_you_mean(str(key), sorted(known))
@@ -195,6 +192,16 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
                 "unknown field",
                 hint or f"known fields: {', '.join(sorted(known))}",
             )
+
+
+def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) -> dict[str, Any]:
+    """Check and normalise a full or partial set of GPU fields.
+
+    ``link_bandwidth_bytes_per_s`` (one link, as datasheets of meshes and tori quote it) is
+    accepted as input and turned into the total, ``links_per_gpu`` x per link.
+    """
+    _check_known(values, source)
+    out: dict[str, Any] = {}
     reader = Reader(values, source)
     for key, value in values.items():
         if key == "flop_per_s":
@@ -367,6 +374,7 @@ def derive(
 def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
     """Build a GPU from a parsed YAML mapping (``derive_from`` resolved by name)."""
     data = dict(data)
+    _check_known(data, source)
     base_name = data.pop("derive_from", None)
     scale = data.pop("scale", None)
     if scale is not None and not isinstance(scale, Mapping):

@@ -80,6 +80,20 @@ class Scenario:
     #: Provider offers to draw on frontier figures: a CSV path or a shipped name (paper-2025).
     observations: str = ""
 
+    def with_assumptions(self, assumptions: str | None) -> Scenario:
+        """The scenario with every curve computed under one assumption preset (None: as the
+        file says). Toy curves (Section 2) have no assumptions and are left alone."""
+        if assumptions is None:
+            return self
+        name = table.option("assumptions").check(assumptions, self.source or "argument")
+        curves = tuple(
+            c
+            if c.toy is not None
+            else dataclasses.replace(c, fields={**c.fields, "assumptions": name})
+            for c in self.curves
+        )
+        return dataclasses.replace(self, curves=curves)
+
 
 #: What-if fields of a curve besides the settings of the table.
 WHAT_IF_KEYS = ("hardware_overrides", "hardware_scale", "model_overrides")

@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, did_you_mean, shown
+from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
 from ..serving.setting import Setting
 from ..specs.hardware import derive
@@ -57,7 +58,7 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
         )
     value = float(value)
     if not math.isfinite(value) or value < 0:
-        raise SpecError("argument", parameter, f"is {value!r}", "expected a finite value >= 0")
+        raise SpecError("argument", parameter, f"is {shown(value)}", "expected a finite value >= 0")
     gpu, a = setting.gpu, setting.assumptions
     if parameter in HARDWARE_SCALES:
         short, fields = HARDWARE_SCALES[parameter]
@@ -82,19 +83,35 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
         )
     if value > 1:
         raise SpecError(
-            "argument", "acceptance", f"is {value!r}", "expected a probability in [0, 1]"
+            "argument", "acceptance", f"is {shown(value)}", "expected a probability in [0, 1]"
         )
     return setting.replace(spec=setting.spec.with_acceptance(value))
 
 
-def sweep(setting: Setting, parameter: str, values, at_speed: float | None = None) -> pd.DataFrame:
+def default_speed(setting: Setting, method: Method = GRID) -> float:
+    """The speed at which costs are compared by default: half the base setting's fastest
+    tokens/s per request (a speed every factor between x0.5 and x2 usually still reaches)."""
+    return 0.5 * frontier(setting, method).fastest().tokens_per_s
+
+
+def sweep(
+    setting: Setting,
+    parameter: str,
+    values,
+    at_speed: float | None = None,
+    progress=None,
+    method: Method = GRID,
+) -> pd.DataFrame:
     """For each value: the fastest tokens/s per request and the cheapest $/M tokens at
-    ``at_speed`` (default: half the base setting's fastest speed)."""
+    ``at_speed`` (default: half the base setting's fastest speed), every frontier searched
+    with ``method``."""
     if at_speed is None:
-        at_speed = 0.5 * frontier(setting).fastest().tokens_per_s
+        at_speed = default_speed(setting, method)
     rows = []
-    for value in values:
-        front = frontier(vary(setting, parameter, value))
+    for i, value in enumerate(values):
+        if progress:
+            progress(f"{parameter} = {float(value):g} ({i + 1}/{len(values)})")
+        front = frontier(vary(setting, parameter, value), method)
         fastest = front.fastest() if not front.empty else None
         rows.append(
             {
@@ -114,15 +131,25 @@ def sweep(setting: Setting, parameter: str, values, at_speed: float | None = Non
     return pd.DataFrame(rows)
 
 
-def elasticities(setting: Setting, parameters=None, at_speed: float | None = None) -> pd.DataFrame:
-    """d ln(metric) / d ln(parameter) between x0.5 and x2 of each factor parameter."""
+def elasticities(
+    setting: Setting,
+    parameters=None,
+    at_speed: float | None = None,
+    progress=None,
+    method: Method = GRID,
+) -> pd.DataFrame:
+    """d ln(metric) / d ln(parameter) between x0.5 and x2 of each factor parameter: of the
+    fastest speed, and of the cost at ``at_speed`` tokens/s per request (default: half the
+    base setting's fastest; the column ``at_speed_tokens_per_s`` says which)."""
     parameters = parameters or [
         p for p, (kind, _) in PARAMETERS.items() if kind == "factor" and p != "hbm_capacity"
     ]
     if at_speed is None:
-        at_speed = 0.5 * frontier(setting).fastest().tokens_per_s
+        at_speed = default_speed(setting, method)
     rows = []
-    for p in parameters:
+    for i, p in enumerate(parameters):
+        if progress:
+            progress(f"{p} x0.5 and x2 ({i + 1}/{len(parameters)})")
         if PARAMETERS.get(p, ("value",))[0] != "factor":
             raise SpecError(
                 "argument",
@@ -130,7 +157,7 @@ def elasticities(setting: Setting, parameters=None, at_speed: float | None = Non
                 f"{p!r} is not a factor parameter",
                 "elasticities need factors",
             )
-        df = sweep(setting, p, [0.5, 2.0], at_speed)
+        df = sweep(setting, p, [0.5, 2.0], at_speed, method=method)
         speed = np.log(df.fastest_tokens_per_s.to_numpy())
         cost = np.log(df.usd_per_mtok_at_speed.to_numpy())
         rows.append(
@@ -139,6 +166,7 @@ def elasticities(setting: Setting, parameters=None, at_speed: float | None = Non
                 "description": PARAMETERS[p][1],
                 "fastest_speed_elasticity": (speed[1] - speed[0]) / np.log(4.0),
                 "cost_at_speed_elasticity": (cost[1] - cost[0]) / np.log(4.0),
+                "at_speed_tokens_per_s": float(at_speed),
             }
         )
     return pd.DataFrame(rows)

@@ -15,6 +15,7 @@ import pandas as pd
 from ..optimise.optimiser import frontier
 from ..serving import toy
 from ..specs.architecture import load_model
+from ..specs.catalog import display_path
 from .scenario import Scenario, load_scenario
 
 TABLE_COLUMNS = {
@@ -34,13 +35,17 @@ def columns_for(scenario: Scenario) -> list[str]:
     return base
 
 
-def _toy_row(curve) -> dict:
-    params = dict(curve.toy)
+def _toy_arch(curve):
     arch = load_model(curve.fields["model"])
     if "weight_bits" in curve.fields:
         arch = arch.with_precision(weight_bits=curve.fields["weight_bits"])
+    return arch
+
+
+def _toy_row(curve) -> dict:
+    params = dict(curve.toy)
     result = toy.model_optimum(
-        arch,
+        _toy_arch(curve),
         bandwidth_bytes_per_s=float(params.get("bandwidth_bytes_per_s", 3.3e12)),
         allreduce_latency_s=float(params.get("allreduce_latency_s", 2e-6)),
         allreduces_per_layer=params.get("allreduces_per_layer", 4),
@@ -53,14 +58,47 @@ def _toy_row(curve) -> dict:
     }
 
 
-def run_table(scenario: Scenario | str, progress=None) -> pd.DataFrame:
-    """One row per curve: the reported point (with layout and breakdown) and the paper's values."""
+def curve_metadata(curve, method_label: str | None = None) -> dict:
+    """What one curve of a scenario is computed with (its setting, or the toy model's inputs)."""
+    if curve.toy is not None:
+        arch = _toy_arch(curve)
+        return {
+            "label": curve.label,
+            "model": arch.name,
+            "model_file": display_path(arch.source_file),
+            "weight_bits": float(arch.precision.weight_bits),
+            "method": "toy model of Section 2",
+            **{k: v for k, v in curve.toy.items()},
+        }
+    meta = {"label": curve.label, **curve.setting().metadata()}
+    meta["method"] = method_label or curve.method().label
+    return meta
+
+
+def scenario_metadata(scenario: Scenario, curves: list[dict]) -> dict:
+    """A scenario's result: which file, and what each curve was computed with."""
+    return {
+        "scenario": scenario.name,
+        "scenario_file": display_path(scenario.source),
+        "curves": curves,
+    }
+
+
+def run_table(
+    scenario: Scenario | str, progress=None, assumptions: str | None = None
+) -> pd.DataFrame:
+    """One row per curve: the reported point (with layout and breakdown) and the paper's values.
+
+    ``assumptions`` computes every curve under that preset instead of the file's own (e.g.
+    ``"paper-table-5"`` for the paper's printed Table 5)."""
     if isinstance(scenario, str):
         scenario = load_scenario(PAPER_TABLES.get(scenario, scenario))
-    rows = []
+    scenario = scenario.with_assumptions(assumptions)
+    rows, curves = [], []
     for i, curve in enumerate(scenario.curves):
         if progress:
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
+        curves.append(curve_metadata(curve))
         if scenario.report == "toy-optimum" or curve.toy is not None:
             row = _toy_row(curve)
         else:
@@ -84,6 +122,7 @@ def run_table(scenario: Scenario | str, progress=None) -> pd.DataFrame:
     out.attrs["title"] = scenario.title
     out.attrs["columns"] = first
     out.attrs["notes"] = list(scenario.notes)
+    out.attrs["metadata"] = scenario_metadata(scenario, curves)
     return out
 
 

@@ -1,0 +1,96 @@
+"""Every reference a user can follow resolves inside the repository: links in the README and
+docs, paths in examples (docs, --help, YAML comments) and the code they cite."""
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from inference_econ.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PACKAGE = ROOT / "inference_econ"
+PREFIXES = "scenarios|tests|models|hardware|docs|benchmarks|figures|inference_econ"
+PATH = re.compile(rf"(?<![\w/.-])((?:{PREFIXES})/[\w./-]*[\w/])")
+OUTPUT_FLAGS = re.compile(r"(?:^|\s)(?:-o|--out|--figure|--tornado)\s+$")
+#: Files a reader is told to create, and the wheel's copy of the data.
+PLACEHOLDERS = ("my_", "my-", "figure-N", "inference_econ/_data")
+
+
+def _anchor(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    return {_anchor(m) for m in re.findall(r"^#+ (.*)$", path.read_text(), re.M)}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_markdown_links_resolve(doc):
+    for target in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        path = (doc.parent / file).resolve() if file else doc
+        assert path.exists(), f"{doc.name}: broken link {target}"
+        assert ROOT in path.parents or path == ROOT, f"{doc.name}: {target} leaves the repository"
+        if anchor:
+            assert anchor in _anchors(path), f"{doc.name}: no heading for #{anchor} in {file}"
+
+
+def _paths_in(text: str):
+    for line in text.splitlines():
+        for m in PATH.finditer(line):
+            token = m.group(1).rstrip(".")
+            if OUTPUT_FLAGS.search(line[: m.start()]) or any(p in token for p in PLACEHOLDERS):
+                continue
+            yield token
+
+
+def _texts():
+    for doc in DOCS:
+        yield doc.name, doc.read_text()
+    for kind in ("hardware", "models", "scenarios"):
+        for path in sorted((ROOT / kind).rglob("*.yaml")):
+            yield str(path.relative_to(ROOT)), path.read_text()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield str(path.relative_to(ROOT)), path.read_text()
+    runner = CliRunner()
+    for name in sorted(main.commands):
+        yield f"{name} --help", runner.invoke(main, [name, "--help"]).output
+
+
+def test_every_path_in_docs_help_and_specs_exists():
+    missing = [
+        f"{where}: {token}"
+        for where, text in _texts()
+        for token in _paths_in(text)
+        if not (ROOT / token).exists()
+    ]
+    assert not missing, missing
+
+
+CODE_REF = re.compile(
+    r"`((?:specs|model|serving|optimise|studies|output|cli)/[\w/]+\.py)(?::([\w.]+))?"
+)
+
+
+@pytest.mark.parametrize("doc", [ROOT / "docs" / "model.md", ROOT / "docs" / "architecture.md"])
+def test_code_the_docs_cite_exists(doc):
+    for file, name in CODE_REF.findall(doc.read_text()):
+        path = PACKAGE / file
+        assert path.is_file(), f"{doc.name}: no inference_econ/{file}"
+        if name:
+            source = path.read_text()
+            for part in name.split("."):
+                assert re.search(
+                    rf"(def|class) {part}\b|^{part}\b\s*[:=]|^\s+{part}\s*[:=]", source, re.M
+                ), f"{doc.name}: {file} has no {part}"
+
+
+def test_every_test_the_docs_name_exists():
+    for where, text in _texts():
+        for file, name in re.findall(r"(tests/[\w/]+\.py)::(\w+)", text):
+            assert f"def {name}(" in (ROOT / file).read_text(), f"{where}: no {file}::{name}"

@@ -1,0 +1,176 @@
+"""What a user reads: every table, CSV and JSON says what it was computed with, columns are
+named by the unit they print, numbers print as numbers, and the command line gives the same
+columns as the API."""
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+
+POINT = ["point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"]
+
+
+def run(*args):
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+EXPECTED = {
+    "model": "Llama 3 70B",
+    "model_file": "models/llama-3-70b.yaml",
+    "hardware": "H100-paper",
+    "hardware_file": "hardware/paper/h100_paper.yaml",
+    "assumptions": "paper",
+    "weight_bits": 8.0,
+    "activation_bits": 16.0,
+    "kv_cache_bits": 16.0,
+    "context_tokens": 4096.0,
+}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        POINT + ["--weight-bits", "8", "--context", "4096"],
+        [
+            "frontier",
+            "Llama 3 70B",
+            "-H",
+            "H100-paper",
+            "--weight-bits",
+            "8",
+            "--context",
+            "4096",
+            "--grid-points",
+            "40",
+            "-q",
+        ],
+    ],
+    ids=["point", "frontier"],
+)
+def test_every_format_states_what_it_was_computed_with(args):
+    meta = json.loads(run(*args, "--format", "json"))["metadata"]
+    assert {k: meta[k] for k in EXPECTED} == EXPECTED
+    csv = run(*args, "--format", "csv")
+    comments = [line for line in csv.splitlines() if line.startswith("#")]
+    text = " ".join(comments)
+    for word in (
+        "models/llama-3-70b.yaml",
+        "hardware/paper/h100_paper.yaml",
+        "assumptions paper",
+        "8-bit weights",
+        "16-bit activations",
+        "16-bit KV cache",
+        "context 4,096 tokens",
+    ):
+        assert word in text
+        assert word in run(*args)  # the text table ends with the same statement
+        assert word in run(*args, "--format", "markdown")
+    # pandas reads the CSV with comment="#", as the docs say
+    df = pd.read_csv(io.StringIO(csv), comment="#")
+    assert len(df) >= 1 and "tokens_per_s" in df
+
+
+def test_reproduce_outputs_state_every_curve():
+    out = json.loads(run("reproduce", "table-4", "--format", "json", "-q"))
+    curves = out["metadata"]["curves"]
+    assert [c["label"] for c in curves] == ["H100 SXM", "A100 SXM", "V100 SXM"]
+    assert {c["hardware_file"] for c in curves} == {
+        "hardware/paper/h100_paper.yaml",
+        "hardware/paper/a100_paper.yaml",
+        "hardware/paper/v100_paper.yaml",
+    }
+    assert all(c["assumptions"] == "paper" and c["weight_bits"] == 8 for c in curves)
+
+
+def test_a_modified_preset_is_named_with_its_changes():
+    a = ie.preset("paper").replace(node_aligned_layouts=True)
+    setting = ie.make_setting("Llama 3 70B", "H100-paper", assumptions=a)
+    assert setting.metadata()["assumptions"] == "paper + node_aligned_layouts=True"
+
+
+def test_point_columns_are_named_by_the_unit_they_print():
+    row = json.loads(run(*POINT, "--format", "json"))["rows"][0]
+    table = run(*POINT)
+    fields = dict(line.split(None, 1) for line in table.splitlines()[3:] if line and " " in line)
+    for name in ("latency", "kernel_launch", "collective_latency", "weight_read"):
+        assert f"{name}_s" not in fields
+        assert float(fields[f"{name}_ms"].replace(",", "")) == pytest.approx(
+            row[f"{name}_s"] * 1e3, rel=1e-3
+        )
+
+
+def test_token_counts_never_print_in_scientific_notation():
+    out = run(*POINT, "--context", "32000")
+    assert "e+" not in out and "32,000" in out
+    out = run("show", "Llama 3 70B")
+    assert "e+0" not in "".join(line for line in out.splitlines() if "tokens" in line)
+
+
+def test_cli_csv_has_the_columns_of_to_dataframe():
+    front = ie.frontier(
+        "Llama 3 70B", "H100-paper", weight_bits=8, prompt_tokens=2000, grid_points=40
+    )
+    csv = run(
+        "frontier",
+        "Llama 3 70B",
+        "-H",
+        "H100-paper",
+        "--weight-bits",
+        "8",
+        "--prompt-tokens",
+        "2000",
+        "--grid-points",
+        "40",
+        "--format",
+        "csv",
+        "-q",
+    )
+    df = pd.read_csv(io.StringIO(csv), comment="#")
+    api = front.to_dataframe()
+    assert list(df.columns) == list(api.columns)
+    assert {"ttft_s", "throughput_tokens_per_s", "tokens_per_s_per_gpu", "micro_batch"} <= set(
+        df.columns
+    )
+    assert np.allclose(df["usd_per_mtok"], api["usd_per_mtok"], rtol=1e-9)
+    assert api.attrs["metadata"]["prompt_tokens"] == 2000
+
+
+def test_frontier_shows_the_papers_range_unless_asked():
+    short = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8, grid_points=60)
+    full = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8, grid_points=60, all_points=True)
+    fastest = short.fastest().tokens_per_s
+    assert short.points.tokens_per_s.min() >= fastest / 100 * (1 - 1e-9)
+    assert full.points.tokens_per_s.min() < fastest / 100
+    assert full.fastest().tokens_per_s == fastest
+    # the paper's range is a slice of the whole frontier
+    tail = full.points[full.points.tokens_per_s >= fastest / 100 * (1 - 1e-9)]
+    assert np.allclose(tail.usd_per_mtok.to_numpy(), short.points.usd_per_mtok.to_numpy())
+    csv = run(
+        "frontier",
+        "Llama 3 70B",
+        "-H",
+        "H100-paper",
+        "--grid-points",
+        "60",
+        "--all-points",
+        "--format",
+        "csv",
+        "-q",
+    )
+    assert len(pd.read_csv(io.StringIO(csv), comment="#")) == len(
+        ie.frontier("Llama 3 70B", "H100-paper", grid_points=60, all_points=True)
+    )
+
+
+def test_messages_show_numbers_not_numpy_reprs():
+    with pytest.raises(ie.SpecError) as err:
+        ie.points("Llama 3 70B", "H100-paper", gpus=np.array([8.0, -1.0]), batch=64)
+    assert "np." not in str(err.value) and "-1" in str(err.value)
