@@ -20,7 +20,7 @@ from ..model.latency import ADDITIVE_PARTS, Breakdown, StepModel, expert_degree
 from ..model.layouts import Layout, best_layout
 from ..model.workload import compile_workload
 from .prefill import prefill_latency_s
-from .setting import Setting
+from .setting import Setting, check_values
 from .speculative import combine, expected_tokens
 
 #: Columns that say what a configuration is and what it achieves, in display order.
@@ -194,6 +194,8 @@ def _scatter(out: Breakdown | None, sel, part: Breakdown) -> Breakdown:
 
 def decode_step(setting: Setting, gpus: float, batch: float, context_tokens: float) -> pd.Series:
     """One decode step at a context length: the best layout, its latency and breakdown."""
+    check_values("gpus", gpus), check_values("batch", batch)
+    check_values("context_tokens", context_tokens)
     decoder = Decoder(setting.replace(context_tokens=float(context_tokens)))
     return decoder.describe(np.array([float(gpus)]), np.array([float(batch)])).iloc[0]
 
@@ -201,11 +203,14 @@ def decode_step(setting: Setting, gpus: float, batch: float, context_tokens: flo
 def evaluate(setting: Setting, gpus, batch) -> pd.DataFrame:
     """Latency, speed, cost, MFU, layout and breakdown of given (GPUs, batch) configurations
     (``gpus`` and ``batch`` broadcast against each other)."""
-    gpus = np.atleast_1d(np.asarray(gpus, dtype=float))
-    batch = np.atleast_1d(np.asarray(batch, dtype=float))
-    for name, arr in (("gpus", gpus), ("batch", batch)):
-        bad = ~np.isfinite(arr) | (arr <= 0.0)
-        if np.any(bad):
-            raise SpecError("argument", name, f"is {arr[bad][0]!r}", "expected a positive number")
-    gpus, batch = np.broadcast_arrays(gpus, batch)
+    gpus, batch = check_values("gpus", gpus), check_values("batch", batch)
+    try:
+        gpus, batch = np.broadcast_arrays(gpus, batch)
+    except ValueError:
+        raise SpecError(
+            "argument",
+            "gpus",
+            f"{gpus.size} values do not pair with the {batch.size} values of batch",
+            "give as many of each, or one of either",
+        ) from None
     return Decoder(setting).describe(gpus, batch)

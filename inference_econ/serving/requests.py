@@ -7,7 +7,8 @@ import math
 
 import pandas as pd
 
-from ..specs.schema import check_number
+from .. import settings as table
+from ..errors import SpecError
 from .decode import decode_step
 from .prefill import prefill
 from .setting import Setting
@@ -28,8 +29,18 @@ def request(
     The batch's prompts are prefilled together (``prefill_batch``, default the batch); decode
     runs at the mean context of the response, n_in + n_out/2.
     """
-    check_number(output_tokens, "argument", "output_tokens", minimum=1, unit="tokens")
-    check_number(cached_fraction, "argument", "cached_fraction", minimum=0, maximum=1)
+    table.check_each(
+        {
+            "gpus": gpus,
+            "batch": batch,
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "prefill_batch": prefill_batch,
+            "cached_fraction": cached_fraction,
+        }
+    )
+    if prompt_tokens is None:
+        raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     pb = float(prefill_batch or batch)
     cached = math.floor(cached_fraction * prompt_tokens)
     cached = min(cached, prompt_tokens - 1)
@@ -53,7 +64,9 @@ def request(
             "e2e_latency_s": ttft + (float(output_tokens) - 1.0) * dec.latency_s,
             "usd_per_m_input_tokens": in_cost,
             "usd_per_m_output_tokens": out_cost,
-            "output_to_input_price_ratio": out_cost / in_cost if in_cost > 0 else math.inf,
+            "output_to_input_price_ratio": out_cost / in_cost
+            if 0 < in_cost < math.inf and math.isfinite(out_cost)
+            else math.inf,
             "usd_per_request": (in_cost * prompt_tokens + out_cost * output_tokens) / 1e6,
             "prefill_mfu": pre.mfu,
             "decode_mfu": dec.mfu,

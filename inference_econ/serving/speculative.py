@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
+from .. import settings as table
 from ..specs.architecture import Architecture
 
 
@@ -25,20 +25,8 @@ class SpecDecoding:
     max_draft_tokens: int = 5
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.acceptance <= 1.0:
-            raise SpecError(
-                "argument",
-                "acceptance",
-                f"is {self.acceptance!r}",
-                "expected a probability in [0, 1]",
-            )
-        if int(self.max_draft_tokens) != self.max_draft_tokens or self.max_draft_tokens < 1:
-            raise SpecError(
-                "argument",
-                "max_draft_tokens",
-                f"is {self.max_draft_tokens!r}",
-                "expected a whole number of tokens >= 1",
-            )
+        table.option("acceptance").check(self.acceptance)
+        table.option("max_draft_tokens").check(self.max_draft_tokens)
 
     @property
     def draft_lengths(self) -> range:

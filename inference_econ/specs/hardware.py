@@ -8,14 +8,16 @@ A spec can be derived from another one with overrides (``derive``), in Python or
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, did_you_mean, short
 from . import catalog
+from .inputs import record
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
 
@@ -47,6 +49,14 @@ class GPU:
     description: str = ""
     aliases: tuple[str, ...] = ()
     source_file: str = ""
+
+    def __post_init__(self) -> None:
+        """A GPU built in Python is checked like one read from YAML (finite, in range)."""
+        source = self.source_file or self.name or "GPU"
+        for key, bounds in _NUMERIC.items():
+            check_number(getattr(self, key), source, key, **bounds)
+        if _flop_table(self.flop_per_s, source) != tuple(sorted(self.flop_per_s)):
+            object.__setattr__(self, "flop_per_s", _flop_table(self.flop_per_s, source))
 
     # --- derived figures -------------------------------------------------------------------
     def peak_flop_per_s(self, weight_bits: float, native_fp4: bool = True) -> float:
@@ -93,18 +103,24 @@ class GPU:
         return out
 
 
+#: Bounds of the numeric fields: positive, finite and below figures no part comes near, so
+#: no product or quotient of them overflows (docs/errors.md).
 _NUMERIC = {
-    "hbm_bandwidth_bytes_per_s": dict(minimum=0, exclusive_minimum=True, unit="bytes/s"),
-    "hbm_capacity_bytes": dict(minimum=0, exclusive_minimum=True, unit="bytes"),
-    "nvlink_bandwidth_bytes_per_s": dict(minimum=0, exclusive_minimum=True, unit="bytes/s"),
-    "nic_bandwidth_bytes_per_s": dict(minimum=0, exclusive_minimum=True, unit="bytes/s"),
-    "scale_up_domain_gpus": dict(minimum=1, integer=True, unit="GPUs"),
-    "price_usd_per_hour": dict(minimum=0, exclusive_minimum=True, unit="USD/hour"),
+    "hbm_bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
+    "hbm_capacity_bytes": dict(minimum=1e6, maximum=1e18, unit="bytes"),
+    "nvlink_bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
+    "nic_bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
+    "scale_up_domain_gpus": dict(minimum=1, maximum=2**20, integer=True, unit="GPUs"),
+    "price_usd_per_hour": dict(minimum=1e-6, maximum=1e9, unit="USD/hour"),
     "sustained_flop_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
     "sustained_hbm_bandwidth_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
-    "kernel_launch_latency_s": dict(minimum=0, unit="seconds"),
-    "collective_latency_scale": dict(minimum=0),
+    "kernel_launch_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
+    "collective_latency_scale": dict(minimum=0, maximum=1e6),
 }
+_FLOP = dict(minimum=1e6, maximum=1e21, unit="FLOP/s")
+_BITS = dict(minimum=1, maximum=64, integer=True, unit="bits")
+#: Longest chain of ``derive_from`` files.
+MAX_DERIVE_DEPTH = 16
 _REQUIRED = (
     "flop_per_s",
     "hbm_bandwidth_bytes_per_s",
@@ -117,47 +133,43 @@ _REQUIRED = (
 
 
 def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
+    if isinstance(value, (tuple, list)) and all(
+        isinstance(x, (tuple, list)) and len(x) == 2 for x in value
+    ):
+        value = dict(value)  # a GPU's own table, ((bits, rate), ...)
     if not isinstance(value, Mapping) or not value:
         raise SpecError(
             source,
             "flop_per_s",
-            f"expected a mapping from weight bits to FLOP/s, got {value!r}",
+            f"expected a mapping from weight bits to FLOP/s, got {short(value)}",
             "e.g. 'flop_per_s: {16: 9.89e14, 8: 1.979e15}'",
         )
-    table = []
+    table = {}
     for bits, rate in value.items():
-        b = check_number(bits, source, "flop_per_s", minimum=1, integer=True, unit="bits")
-        r = check_number(
-            rate, source, f"flop_per_s.{b}", minimum=0, exclusive_minimum=True, unit="FLOP/s"
-        )
-        table.append((b, float(r)))
-    return tuple(sorted(table))
+        b = check_number(bits, source, "flop_per_s", **_BITS)
+        if b in table:
+            raise SpecError(source, f"flop_per_s.{b}", "is given twice", "give each precision once")
+        table[b] = float(check_number(rate, source, f"flop_per_s.{b}", **_FLOP))
+    return tuple(sorted(table.items()))
 
 
 def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Check and normalise a full or partial set of GPU fields."""
     known = {f.name for f in dataclasses.fields(GPU)} | {"derive_from", "scale"}
+    r = Reader(values, source)
     out: dict[str, Any] = {}
     for key in values:
-        if key not in known:
-            hint = did_you_mean(str(key), sorted(known))
-            raise SpecError(
-                source,
-                str(key),
-                "unknown field",
-                hint or f"known fields: {', '.join(sorted(known))}",
-            )
-    for key, value in values.items():
         if key == "flop_per_s":
-            out[key] = _flop_table(value, source)
+            out[key] = _flop_table(r.raw(key), source)
         elif key in _NUMERIC:
-            out[key] = check_number(value, source, key, **_NUMERIC[key])
+            out[key] = r.number(key, **_NUMERIC[key])
         elif key == "nvls":
-            out[key] = Reader(values, source).boolean(key)
+            out[key] = r.boolean(key)
         elif key == "aliases":
-            out[key] = tuple(str(a) for a in ([value] if isinstance(value, str) else value or ()))
+            out[key] = r.text_list(key)
         elif key in ("name", "description", "source_file"):
-            out[key] = str(value)
+            out[key] = r.string(key)
+    r.finish(allowed_extra=tuple(known))
     return out
 
 
@@ -175,9 +187,17 @@ def derive(
         for key, factor in scale.items():
             field = f"scale.{key}"
             factor = check_number(factor, source, field, minimum=0, exclusive_minimum=True)
+            if key not in _NUMERIC and key != "flop_per_s":
+                hint = did_you_mean(str(key), [*_NUMERIC, "flop_per_s"])
+                raise SpecError(
+                    source,
+                    field,
+                    "cannot be scaled",
+                    hint or "scale a numeric field such as hbm_bandwidth_bytes_per_s",
+                )
             if key == "flop_per_s":
                 current = values.get(key, base.flop_per_s)
-                values[key] = tuple((b, r * factor) for b, r in current)
+                values[key] = _flop_table({b: r * factor for b, r in current}, source)
             elif key in _NUMERIC and key != "scale_up_domain_gpus":
                 current = values.get(key, getattr(base, key))
                 values[key] = _validated({key: current * factor}, source)[key]
@@ -200,11 +220,24 @@ def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
     base_name = data.pop("derive_from", None)
     scale = data.pop("scale", None)
     if scale is not None and not isinstance(scale, Mapping):
-        raise SpecError(source, "scale", f"expected a mapping of field: factor, got {scale!r}")
+        raise SpecError(
+            source, "scale", f"expected a mapping of field: factor, got {short(scale)}", ""
+        )
     if base_name is not None:
-        base = load_hardware(str(base_name))
+        if not isinstance(base_name, str):
+            raise SpecError(
+                source, "derive_from", f"expected a GPU name, got {short(base_name)}", ""
+            )
+        try:
+            base = load_hardware(base_name)
+        except SpecError as exc:
+            if exc.source == source:  # the cycle through this file, reported as it is
+                raise
+            raise exc.inside(source, "derive_from") from None
         data["source_file"] = source
-        return derive(base, name=data.pop("name", None), scale=scale, **data)
+        name = Reader(data, source).string("name", None)
+        data.pop("name", None)
+        return derive(base, name=name, scale=scale, **data)
     if scale:
         raise SpecError(
             source, "scale", "needs 'derive_from'", "scale factors apply to a base spec"
@@ -229,8 +262,28 @@ def _load_path(path: Path) -> GPU:
     return gpu_from_dict(load_yaml(path), str(path))
 
 
+_LOADING = threading.local()
+
+
 def load_hardware(name_or_path: str | Path) -> GPU:
     """Load a GPU spec by name, alias (case-insensitive) or path to a YAML file."""
     if isinstance(name_or_path, GPU):
         return name_or_path
-    return _load_path(catalog.find("hardware", name_or_path).resolve())
+    path = catalog.find("hardware", name_or_path).resolve()
+    record(path)
+    chain = _LOADING.__dict__.setdefault("chain", [])
+    if path in chain or len(chain) >= MAX_DERIVE_DEPTH:
+        cycle = " -> ".join(
+            p.name for p in [*chain[chain.index(path) if path in chain else 0 :], path]
+        )
+        raise SpecError(
+            str(chain[-1]),
+            "derive_from",
+            f"{'derives from itself' if path in chain else 'too long a chain'}: {cycle}",
+            f"a spec may derive from another one, at most {MAX_DERIVE_DEPTH} deep, without a cycle",
+        )
+    chain.append(path)
+    try:
+        return _load_path(path)
+    finally:
+        chain.pop()
