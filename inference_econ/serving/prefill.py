@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .. import settings as table
 from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import ADDITIVE_PARTS, StepModel, prefill_step_model
@@ -46,6 +47,10 @@ def _activation_bytes_per_token(model: StepModel) -> float:
     return (4.0 * w.d_model + 2.0 * widest) * w.bytes_per_activation
 
 
+#: Most passes of one chunked prefill (all are evaluated at once, as arrays).
+MAX_CHUNKS = 100_000
+
+
 def chunk_plan(
     model: StepModel,
     gpus: float,
@@ -54,8 +59,11 @@ def chunk_plan(
     cached_tokens: float,
     chunk_tokens: float | None,
 ):
-    """[(tokens in the pass, context before it)] for a prompt, one pass when it fits."""
+    """(tokens in each pass, context before it) as two arrays, one pass when it fits; empty
+    when the activations of even one token do not fit beside the weights and KV cache (or
+    would need more than ``MAX_CHUNKS`` passes)."""
     w = model.work
+    empty = (np.array([]), np.array([]))
     if chunk_tokens is None:
         free = (
             gpus * model.machine.usable_hbm_bytes
@@ -63,30 +71,46 @@ def chunk_plan(
             - w.kv_cache_bytes(cached_tokens + new_tokens, batch)
         )
         per_token = _activation_bytes_per_token(model) * batch
-        if free <= per_token:
-            return []
-        chunk_tokens = max(1.0, math.floor(free / per_token))
-    chunk = min(float(chunk_tokens), new_tokens)
-    plan, done = [], 0.0
-    while done < new_tokens - 1e-9:
-        size = min(chunk, new_tokens - done)
-        plan.append((size, cached_tokens + done))
-        done += size
-    return plan
+        if not free > per_token:
+            return empty
+        chunk = math.floor(min(free / per_token, new_tokens))
+        if new_tokens / chunk > MAX_CHUNKS:
+            return empty
+    else:
+        chunk = min(float(chunk_tokens), new_tokens)
+        if new_tokens / chunk > MAX_CHUNKS:
+            raise SpecError(
+                "argument",
+                "chunk_tokens",
+                f"{new_tokens:g} tokens in chunks of {chunk:g} would take "
+                f"{math.ceil(new_tokens / chunk)} passes",
+                f"use chunks of at least {math.ceil(new_tokens / MAX_CHUNKS)} tokens",
+            )
+    count = math.ceil(new_tokens / chunk - 1e-9)
+    starts = np.arange(count) * float(chunk)
+    sizes = np.minimum(float(chunk), new_tokens - starts)
+    return sizes, cached_tokens + starts
 
 
-def _validate(prompt_tokens, cached_tokens, batch, gpus):
-    check_number(prompt_tokens, "argument", "prompt_tokens", minimum=1, unit="tokens")
-    check_number(cached_tokens, "argument", "cached_tokens", minimum=0, unit="tokens")
-    if cached_tokens >= prompt_tokens:
-        raise SpecError(
-            "argument",
-            "cached_tokens",
-            f"{cached_tokens:g} >= prompt_tokens {prompt_tokens:g}",
-            "at least one prompt token must be computed",
-        )
-    check_number(batch, "argument", "batch", minimum=0, exclusive_minimum=True)
-    check_number(gpus, "argument", "gpus", minimum=0, exclusive_minimum=True)
+def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens):
+    """The numbers of a prefill, checked against the rows of the table of settings."""
+    for name, value in (
+        ("prompt_tokens", prompt_tokens),
+        ("prefill_batch", batch),
+        ("gpus", gpus),
+    ):
+        if value is None:
+            raise SpecError("argument", name, "is missing", table.option(name).help)
+        table.option(name).check(value)
+    table.option("chunk_tokens").check(chunk_tokens)
+    check_number(
+        cached_tokens,
+        "argument",
+        "cached_tokens",
+        minimum=0,
+        maximum=float(prompt_tokens) - 1,
+        unit="tokens",
+    )
 
 
 def prefill(
@@ -98,28 +122,24 @@ def prefill(
     chunk_tokens: float | None = None,
 ) -> pd.Series:
     """One prefill of ``batch`` prompts of ``prompt_tokens`` on ``gpus`` GPUs: latency, MFU,
-    the layout of its largest pass, the breakdown summed over its chunks, and its cost."""
-    _validate(prompt_tokens, cached_tokens, batch, gpus)
+    the layout of its largest pass, the breakdown summed over its chunks, and its cost.
+    Every pass is evaluated at once (arrays over the passes)."""
+    _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens)
     model = prefill_model(setting)
     new = float(prompt_tokens) - float(cached_tokens)
-    plan = chunk_plan(model, gpus, batch, new, float(cached_tokens), chunk_tokens)
-    N, B = np.array([float(gpus)]), np.array([float(batch)])
+    S, context = chunk_plan(model, gpus, batch, new, float(cached_tokens), chunk_tokens)
+    N, B = np.full(S.shape, float(gpus)), np.full(S.shape, float(batch))
     parts = dict.fromkeys((*ADDITIVE_PARTS, "memory_time_s", "compute_time_s"), 0.0)
-    latency, flop, layout = 0.0, 0.0, None
-    for S, context in plan:
+    latency, flop, layout = math.inf, 0.0, None
+    if S.size:
         lay = best_layout(model, N, B, S, context, setting.pipeline)
-        if not np.isfinite(lay.latency_s[0]):
-            latency = math.inf
-            break
-        bd = model.breakdown(N, B, S, context, lay.pipeline, lay.attention_divisor, lay.two_d)
-        for key in parts:
-            parts[key] += float(getattr(bd, key)[0])
-        latency += float(lay.latency_s[0])
-        flop += float(model.work.total_flop(B[0], S, context))
-        if layout is None:
+        if np.all(np.isfinite(lay.latency_s)):
+            bd = model.breakdown(N, B, S, context, lay.pipeline, lay.attention_divisor, lay.two_d)
+            for key in parts:
+                parts[key] = float(np.sum(getattr(bd, key)))
+            latency = float(np.sum(lay.latency_s))
+            flop = float(np.sum(model.work.total_flop(B, S, context)))
             layout = (float(lay.pipeline[0]), float(lay.attention_divisor[0]), bool(lay.two_d[0]))
-    if not plan:
-        latency = math.inf
     price = setting.gpu.price_usd_per_hour
     peak = model.machine.peak_flop_per_s
     p, adiv, two = layout or (1.0, 1.0, True)
@@ -128,7 +148,7 @@ def prefill(
         "cached_tokens": float(cached_tokens),
         "gpus": float(gpus),
         "batch": float(batch),
-        "chunks": len(plan),
+        "chunks": int(S.size),
         "latency_s": latency,
         "tokens_per_s": float(batch) * new / latency if latency > 0 else math.inf,
         "usd_per_m_input_tokens": usd_per_mtok(gpus, latency, batch * float(prompt_tokens), price),
