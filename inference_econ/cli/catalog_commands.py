@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..errors import SpecError, UnknownNameError, did_you_mean
-from .common import emit, format_option, handle_errors
+from ..errors import SpecError, UnknownNameError, did_you_mean, short
+from .common import OutputFile, emit, format_option, handle_errors
 
 
 @click.command("list")
@@ -20,11 +20,14 @@ def list_cmd(kind, format):
     """
     from .. import api
     from ..output.render import render
+    from ..specs import catalog
 
     df = api.list_specs(kind)
     if format == "table":
         df = df.drop(columns=["file"])
     click.echo(render(df, format), nl=False)
+    for skipped in catalog.skipped(kind):
+        click.echo(f"warning: skipped {skipped.problem}", err=True)
 
 
 @click.command()
@@ -60,8 +63,13 @@ def show(name, hardware, assumptions, format):
     from ..specs import catalog
 
     try:
-        info = api.model_summary(name, hardware, assumptions)
+        catalog.find("models", name)
+        is_model = True
     except UnknownNameError:
+        is_model = False
+    if is_model:  # errors about --hardware or the model file are reported as they are
+        info = api.model_summary(name, hardware, assumptions)
+    else:
         try:
             info = api.hardware_summary(name)
         except UnknownNameError:
@@ -69,7 +77,7 @@ def show(name, hardware, assumptions, format):
             raise SpecError(
                 "argument",
                 "NAME",
-                f"no model or GPU named {name!r}",
+                f"no model or GPU named {short(name)}",
                 did_you_mean(name, names) or "see 'inference-econ list models' and 'list hardware'",
             ) from None
     df = pd.DataFrame({"field": list(info), "value": [_show_value(v) for v in info.values()]})
@@ -90,10 +98,7 @@ def _show_value(value):
 @click.command("import-hf")
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
 @click.option(
-    "-o",
-    "--out",
-    type=click.Path(dir_okay=False),
-    help="Write the model YAML here (default: print it).",
+    "-o", "--out", type=OutputFile(), help="Write the model YAML here (default: print it)."
 )
 @click.option("--name", help="Model name (default: from the config).")
 @handle_errors
@@ -105,7 +110,15 @@ def import_hf(config, out, name):
     """
     from ..specs.hf_import import import_config
 
-    arch, text = import_config(config, name)
+    try:
+        arch, text = import_config(config, name)
+    except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
+        if isinstance(exc, SpecError):
+            raise
+        # a config the importer does not check field by field yet: still one line, exit 2
+        raise SpecError(
+            config, "", f"cannot import the config: {short(str(exc), 120)}", "check its fields"
+        ) from None
     emit(text, out)
     if out:
         click.echo(

@@ -73,7 +73,9 @@ def point(model, hardware, gpus, batch, format, **values):
 @setting_options
 @options("max_throughput_tokens_per_s", "discrete", "grid_points", "prompt_tokens", "ttft_max_s")
 @click.option(
-    "--rows", type=int, help="Show this many points, evenly spaced in speed (table format: 20)."
+    "--rows",
+    type=click.IntRange(min=1),
+    help="Show this many points, evenly spaced in speed (table format: 20).",
 )
 @format_option
 @out_option

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from .common import Progress, emit, format_option, handle_errors, quiet_option
+from .common import (
+    OutputFolder,
+    Progress,
+    emit,
+    format_option,
+    handle_errors,
+    quiet_option,
+)
 
 PAPER_ITEMS = {
     **{f"table-{i}": f"paper/table-{i}" for i in range(1, 7)},
@@ -46,11 +53,16 @@ def reproduce(what, format, out, detail, quiet):
                inference-econ reproduce figure-9 --out /tmp/fig9
                inference-econ reproduce all
     """
+    from ..output.files import check_folder, check_output
     from ..output.render import render
     from ..output.runner import run_scenario
     from ..serving.decode import DETAIL_COLUMNS
     from ..studies.tables import run_table
 
+    if out is not None and (what == "all" or what.startswith("figure")):
+        check_folder(out, "--out")  # before anything is computed
+    elif out is not None:
+        check_output(out, "--out")
     progress = Progress(quiet)
     if what == "all":
         _reproduce_all(Path(out or "figures"), format, progress)
@@ -97,7 +109,7 @@ def _reproduce_all(folder: Path, fmt: str, progress: Progress) -> None:
 
 @click.command()
 @click.argument("scenario")
-@click.option("--out", type=click.Path(file_okay=False), help="Folder for the figures and tables.")
+@click.option("--out", type=OutputFolder(), help="Folder for the figures and tables.")
 @format_option
 @click.option(
     "--measured",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import InfeasibleError, SpecError
 from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
 from ..optimise.toy import toy_frontier
@@ -24,7 +25,7 @@ from ..studies.measured.reading import load_overlay_points
 from ..studies.scenario import Scenario, load_scenario
 from ..studies.tables import columns_for, run_table
 from . import plots
-from .files import write_atomic
+from .files import check_folder, write_atomic
 from .render import render
 
 KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
@@ -125,6 +126,8 @@ def run_scenario(
     """Compute every curve of a scenario; write its figures and tables into ``out_dir``."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
+    if out_dir is not None:
+        check_folder(out_dir)  # before anything is computed
     result = RunResult(scenario)
     stem = Path(out_dir) / Path(scenario.name).name if out_dir is not None else None
     if scenario.kind == "table":
@@ -141,7 +144,13 @@ def run_scenario(
     for i, curve in enumerate(scenario.curves):
         if progress:
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
-        result.fronts[curve.label] = curve_frontier(curve)
+        try:
+            result.fronts[curve.label] = curve_frontier(curve)
+        except SpecError as exc:  # e.g. a grid too large for this machine
+            raise exc.inside(f"{scenario.source}, curve '{curve.label}'", exc.field) from None
+    if result.fronts and all(front.empty for front in result.fronts.values()):
+        reasons = "; ".join(f"{k}: {'; '.join(f.notes)}" for k, f in result.fronts.items())
+        raise InfeasibleError(f"{scenario.name}: no curve has a feasible configuration ({reasons})")
     result.key_points = key_points(result.fronts, scenario.preference_sampling)
     measured = _overlay(scenario, measured_csv)
     for plot in scenario.plots:
