@@ -159,7 +159,6 @@ plots: [frontier, mfu, breakdown]
 defaults: {hardware: H100-paper, grid_points: 24}
 curves:
   - {label: A, model: Llama 3 8B}
-  - {label: B, model: Llama 3 70B}
 """
 
 
