@@ -109,8 +109,9 @@ def _overlay(scenario: Scenario, measured_csv) -> list[dict]:
     """Measured operating points of the scenario file and of an overlay CSV."""
     measured = [dict(m) for m in scenario.measured if "tokens_per_s" in m and "usd_per_mtok" in m]
     if measured_csv is not None:
-        first = scenario.curves[0]
-        price = first.setting().gpu.price_usd_per_hour if first.toy is None else None
+        first = scenario.curves[0] if scenario.curves else None
+        toy = first is None or first.toy is not None
+        price = None if toy else first.setting().gpu.price_usd_per_hour
         measured += load_overlay_points(measured_csv, price)
     return measured
 
@@ -141,6 +142,7 @@ def run_scenario(
                 table_formats,
             )
         return result
+    measured = _overlay(scenario, measured_csv)  # a bad overlay is reported before any work
     for i, curve in enumerate(scenario.curves):
         if progress:
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
@@ -152,7 +154,6 @@ def run_scenario(
         reasons = "; ".join(f"{k}: {'; '.join(f.notes)}" for k, f in result.fronts.items())
         raise InfeasibleError(f"{scenario.name}: no curve has a feasible configuration ({reasons})")
     result.key_points = key_points(result.fronts, scenario.preference_sampling)
-    measured = _overlay(scenario, measured_csv)
     for plot in scenario.plots:
         fig = _draw(scenario, plot, result.fronts, measured)
         result.figures[plot] = fig
