@@ -44,6 +44,10 @@ def fail(exc: Exception) -> None:
     sys.exit(code)
 
 
+#: click >= 8.2 raises this for a group called without a command (it shows the help).
+_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class Main(click.Group):
     """The command group, with click's own usage errors (a missing argument, an unknown
     option, a bad choice) on one line and exit 2 like every other bad input (docs/errors.md)."""
@@ -53,6 +57,9 @@ class Main(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
+        except _NO_ARGS as exc:  # a group called without a command: its help, as click does
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.ClickException as exc:
             ctx = getattr(exc, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""

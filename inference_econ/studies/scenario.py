@@ -313,6 +313,19 @@ def _color(value: str | None, where: str, field: str) -> str | None:
     return value
 
 
+def _marker(value: str | None, where: str, field: str) -> str | None:
+    """A marker matplotlib knows ('o', 's', '^', ...)."""
+    if value is None:
+        return None
+    from matplotlib.markers import MarkerStyle
+
+    try:
+        MarkerStyle(value)
+    except (ValueError, TypeError):
+        raise SpecError(where, field, f"unknown marker {short(value)}", "e.g. o, s, ^, x") from None
+    return value
+
+
 def _measured(raw: Any, source: str, plots) -> tuple[dict, ...]:
     """The measured points of a scenario: operating points (tokens_per_s, usd_per_mtok) or
     square-root-law points (params, latency_ms), each with an optional label and colour."""
@@ -344,7 +357,10 @@ def _measured(raw: Any, source: str, plots) -> tuple[dict, ...]:
         color = _color(r.string("color", None), source, f"measured[{i}].color")
         if color:
             point["color"] = color
-        r.finish(allowed_extra=("marker",))
+        marker = _marker(r.string("marker", None), source, f"measured[{i}].marker")
+        if marker:
+            point["marker"] = marker
+        r.finish()
         points.append(point)
     if "square-root-law" in plots and not any("params" in p for p in points):
         raise SpecError(
