@@ -79,22 +79,26 @@ def available_memory_bytes() -> float:
         return math.inf
 
 
-def grid_cost(points: int, passes: int) -> tuple[float, float]:
-    """(peak bytes, seconds) the fast search needs for ``points`` grid points and ``passes``
-    target passes (1 + the draft lengths)."""
+#: Layouts searched per point by the paper's assumptions (10 pipeline degrees x 6 divisors).
+PAPER_LAYOUTS = 60
+
+
+def grid_cost(points: int, passes: int, layouts: float = 1.0) -> tuple[float, float]:
+    """(peak bytes, seconds) the fast search needs for ``points`` grid points, ``passes``
+    target passes (1 + the draft lengths) and ``layouts`` times the paper's layouts per point."""
     per_point = GRID_BYTES_PER_POINT + GRID_BYTES_PER_POINT_PER_PASS * passes
-    return points * per_point, points * GRID_SECONDS_PER_POINT * (1 + passes)
+    return points * per_point, points * GRID_SECONDS_PER_POINT * (1 + passes) * layouts
 
 
-def check_budget(points: int, passes: int) -> None:
+def check_budget(points: int, passes: int, layouts: float = 1.0) -> None:
     """Refuse, before it starts, a search that would take more than half the memory
     available or more than ``GRID_MAX_SECONDS`` (its estimated memory and time in the
     message, and the largest grid that would do)."""
-    need, seconds = grid_cost(points, passes)
+    need, seconds = grid_cost(points, passes, layouts)
     allowed = GRID_MEMORY_SHARE * available_memory_bytes()
     if need <= allowed and seconds <= GRID_MAX_SECONDS:
         return
-    per_point_bytes, per_point_s = grid_cost(1, passes)
+    per_point_bytes, per_point_s = grid_cost(1, passes, layouts)
     fits = int(math.sqrt(min(allowed / per_point_bytes, GRID_MAX_SECONDS / per_point_s)))
     side = int(math.sqrt(points))
     raise SpecError(
@@ -104,7 +108,7 @@ def check_budget(points: int, passes: int) -> None:
         f"{need / 1e9:.1f} GB of memory and {seconds:.0f} s; this machine has "
         f"{allowed / GRID_MEMORY_SHARE / 1e9:.1f} GB available and the limit is "
         f"{GRID_MAX_SECONDS:.0f} s",
-        f"use grid_points <= {max(fits, 4)} or fewer draft tokens (max_draft_tokens)",
+        f"use grid_points <= {max(fits, 4)}, fewer draft tokens or fewer layouts per point",
     )
 
 
@@ -167,7 +171,11 @@ class Problem:
         if self.method.discrete:
             return discrete_grid.evaluate(self)
         n_values, b_values = self.continuous_axes()
-        check_budget(len(b_values) * len(n_values), len(self.decoder.gamma_values()))
+        a, t = self.setting.assumptions, self.decoder.target
+        degrees = a.pipeline_degree_count + len(t.extra_pipeline_degrees)
+        divisors = a.attention_divisor_count + len(t.extra_attention_degrees)
+        layouts = degrees * divisors / PAPER_LAYOUTS
+        check_budget(len(b_values) * len(n_values), len(self.decoder.gamma_values()), layouts)
         search = self.brute_force_latency if self.method.kind == "exhaustive" else self.grid_latency
         latency, _ = search(n_values, b_values)
         N, B = np.meshgrid(n_values, b_values)
