@@ -300,3 +300,17 @@ def test_an_overlay_of_10000_points_is_read_at_once_and_drawn_as_one_scatter_per
     csv.write_text("tokens_per_s,usd_per_mtok\n")
     with pytest.raises(SpecError, match="no rows"):
         load_overlay_points(csv)
+
+
+def test_api_helpers_raise_spec_error_for_bad_arguments(llama70_8bit_frontier):
+    front = llama70_8bit_frontier
+    for call in (
+        lambda: ie.list_specs("gpu-s"),
+        lambda: front.preference_point(k=math.nan),
+        lambda: front.cheapest_at_speed("fast"),
+        lambda: front.cost_at_speed(["x"]),
+        lambda: front.cost_at_speed(-1.0),
+    ):
+        with pytest.raises(SpecError):
+            call()
+    assert np.isinf(front.cost_at_speed(1e9))  # no point that fast: inf, documented

@@ -89,8 +89,7 @@ def _json_value(value):
 
 def render(df: pd.DataFrame, fmt: str = "table", title: str = "", notes=()) -> str:
     """Render a DataFrame as "table" (aligned text), "csv", "json" or "markdown"."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose {', '.join(FORMATS)}")
+    fmt = option("format").check(fmt, "argument", "format")  # SpecError with a did-you-mean
     if fmt == "csv":
         return df.to_csv(index=False, float_format="%.6g")
     if fmt == "json":

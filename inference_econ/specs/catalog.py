@@ -89,13 +89,23 @@ def _entry(kind: str, folder: Path, path: Path) -> Entry:
     return Entry(name=name or path.stem, aliases=aliases, path=path, description=description)
 
 
+def _kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise SpecError(
+            "argument", "kind", f"unknown kind {short(kind)}", f"choose {', '.join(KINDS)}"
+        )
+    return kind
+
+
 def entries(kind: str) -> tuple[Entry, ...]:
     """Every spec of one kind ("hardware", "models", "scenarios"), sorted by name."""
+    _kind(kind)
     return tuple(sorted(_index(kind, data_roots())[0], key=lambda e: e.name.lower()))
 
 
 def skipped(kind: str) -> tuple[Skipped, ...]:
     """Spec files of one kind left out of the catalog (unreadable, or a bad name or aliases)."""
+    _kind(kind)
     return _index(kind, data_roots())[1]
 
 
