@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable
 
 
@@ -18,14 +19,23 @@ class SpecError(InferenceEconError, ValueError):
     """
 
     def __init__(self, source: str, field: str, problem: str, fix: str = "") -> None:
-        self.source = str(source)
-        self.field = field
-        self.problem = problem
-        self.fix = fix
+        self.source = _one_line(source)
+        self.field = _one_line(field)
+        self.problem = _one_line(problem)
+        self.fix = _one_line(fix)
+        source, field, problem, fix = self.source, self.field, self.problem, self.fix
         where = f"{self.source}: " if self.source else ""
         at = f"field '{field}': " if field else ""
         tail = f" ({fix})" if fix else ""
         super().__init__(f"{where}{at}{problem}{tail}")
+
+    def inside(self, source: str, field: str = "") -> SpecError:
+        """The same error seen from an enclosing file: ``source`` and ``field`` are where the
+        outer file points at this one (e.g. a scenario's curve and its ``model``); the inner
+        file and field stay in the message."""
+        inner = f"{self.source}: " if self.source not in ("", "argument") else ""
+        at = f"field '{self.field}': " if self.field and inner else ""
+        return type(self)(source, field, f"{inner}{at}{self.problem}", self.fix)
 
 
 class UnknownNameError(SpecError, KeyError):
@@ -39,6 +49,41 @@ class InfeasibleError(InferenceEconError):
     """No configuration satisfies the request (e.g. the model fits on no GPU count)."""
 
 
+def short(value, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for messages about values of any size.
+
+    ``reprlib`` stops at a few levels and items, so a huge (or alias-expanded) value is never
+    rendered in full; floats (numpy's too) print as ``inf``, ``nan``, ``1e-300``.
+    """
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "ndim", None) == 0:
+        value = item()  # numpy scalars as the plain numbers they hold
+    if isinstance(value, float):
+        try:
+            return f"{float(value):g}"
+        except (TypeError, ValueError, OverflowError):
+            pass
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # a broken __repr__ must not hide the real error
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 50, 50
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+_REPR.maxlong = 40
+
+
+def _one_line(text) -> str:
+    """Messages are one line: newlines and other control characters become spaces."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return a ' did you mean ...?' hint for the closest names, or ''."""
     choices = list(choices)
@@ -49,12 +94,3 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     if not close:
         return ""
     return "did you mean " + " or ".join(repr(lowered[c]) for c in close) + "?"
-
-
-def shown(value) -> str:
-    """A value as messages show it: numpy scalars as the plain numbers they hold (-1.0, not
-    np.float64(-1.0)), everything else as its repr."""
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "ndim", None) == 0:
-        value = item()
-    return repr(value)

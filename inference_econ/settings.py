@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SpecError, did_you_mean
+from .errors import SpecError, did_you_mean, short
 from .model.assumptions import PRESETS
 from .specs.schema import check_number
 
@@ -51,6 +51,8 @@ class Option:
     choices: tuple[str, ...] = ()
     #: The command-line flag; default ``--`` + the name with dashes.
     flag: str = ""
+    #: A limit for which infinity means "no limit" (read as None); any other value is checked.
+    no_limit: bool = False
 
     @property
     def cli_flag(self) -> str:
@@ -71,6 +73,8 @@ class Option:
             return self.default
         if self.kind == "numbers":
             return self._check_list(value, source, field)
+        if self.no_limit and _is_infinity(value):
+            return None
         if self.kind in ("number", "integer"):
             value = check_number(
                 value,
@@ -85,18 +89,23 @@ class Option:
             return value if self.kind == "integer" else float(value)
         if self.kind == "flag":
             if not isinstance(value, bool):
-                raise SpecError(source, field, f"expected true or false, got {value!r}", "")
+                raise SpecError(
+                    source,
+                    field,
+                    f"expected true or false, got {short(value)}",
+                    "write true or false",
+                )
             return value
         if not isinstance(value, str):
             raise SpecError(
-                source, field, f"expected text, got {_short(value)}", "write the value as text"
+                source, field, f"expected text, got {short(value)}", "write the value as text"
             )
         if self.choices and value not in self.choices:
             hint = did_you_mean(value, self.choices)
             raise SpecError(
                 source,
                 field,
-                f"unknown value {_short(value)}",
+                f"unknown value {short(value)}",
                 f"{hint + ' ' if hint else ''}choose one of {', '.join(self.choices)}",
             )
         return value
@@ -104,12 +113,18 @@ class Option:
     def _check_list(self, value: Any, source: str, field: str) -> tuple[float, ...]:
         """A comma-separated text or a list of numbers, each checked like a number."""
         items = value.split(",") if isinstance(value, str) else value
+        if hasattr(items, "tolist"):  # a numpy array
+            items = items.tolist()
         if not isinstance(items, (list, tuple)):
             items = [items]
         items = [x.strip() if isinstance(x, str) else x for x in items]
         items = [x for x in items if x != ""]
         if not items:
             raise SpecError(source, field, "is empty", f"give numbers such as {self.default}")
+        if len(items) > MAX_ITEMS:
+            raise SpecError(
+                source, field, f"has {len(items)} values", f"give at most {MAX_ITEMS} values"
+            )
         single = Option(
             self.name,
             "number",
@@ -124,12 +139,24 @@ class Option:
         return tuple(single.check(x, source, field) for x in items)
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _is_infinity(value: Any) -> bool:
+    """+infinity as a number or as text ("inf", "infinity")."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text is not None:
+        return text in ("inf", "+inf", "infinity", "+infinity", ".inf")
+    try:
+        return not isinstance(value, bool) and float(value) == float("inf")
+    except (TypeError, ValueError):
+        return False
 
 
 BITS = dict(kind="number", unit="bits", minimum=1, maximum=32, optional=True)
+#: Most GPUs of one instance (the search grid stops at 2^18).
+MAX_GPUS = 2**20
+#: Most tokens of a context, prompt or response (far beyond any model; keeps every count finite).
+MAX_TOKENS = 1e12
+#: Most values of a list setting (each is a computation of its own).
+MAX_ITEMS = 64
 
 #: Every setting, in the order the command line lists them.
 SETTINGS: tuple[Option, ...] = (
@@ -143,6 +170,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens",
         minimum=0,
         flag="--context",
+        maximum=MAX_TOKENS,
     ),
     Option(
         "weight_bits",
@@ -177,6 +205,8 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--max-throughput",
+        maximum=1e12,
+        no_limit=True,
     ),
     Option(
         "draft",
@@ -273,6 +303,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens",
         minimum=1,
         optional=True,
+        maximum=MAX_TOKENS,
     ),
     Option(
         "ttft_max_s",
@@ -285,6 +316,8 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--ttft-max",
+        maximum=1e6,
+        no_limit=True,
     ),
     Option("label", "text", "", "A name for the setting in tables and legends.", PROBLEM),
     # --- the method: how the frontier is searched --------------------------------------------
@@ -302,7 +335,7 @@ SETTINGS: tuple[Option, ...] = (
         "Points per axis of the search grid.",
         METHOD,
         minimum=4,
-        maximum=4000,
+        maximum=2000,
     ),
     # --- trust pass (issue 11): the frontier's range ------------------------------------------
     Option(
@@ -323,6 +356,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="GPUs",
         minimum=0,
         exclusive_minimum=True,
+        maximum=MAX_GPUS,
     ),
     Option(
         "batch",
@@ -331,8 +365,8 @@ SETTINGS: tuple[Option, ...] = (
         "Concurrent requests in the instance.",
         OPERATING,
         unit="requests",
-        minimum=0,
-        exclusive_minimum=True,
+        minimum=1,
+        maximum=1e9,
     ),
     Option(
         "output_tokens",
@@ -342,6 +376,7 @@ SETTINGS: tuple[Option, ...] = (
         OPERATING,
         unit="tokens",
         minimum=1,
+        maximum=MAX_TOKENS,
     ),
     Option(
         "prefill_batch",
@@ -352,6 +387,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="prompts",
         minimum=1,
         optional=True,
+        maximum=1e9,
     ),
     Option(
         "cached_fraction",
@@ -372,6 +408,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         optional=True,
         flag="--chunk",
+        maximum=MAX_TOKENS,
     ),
     Option(
         "prefill_gpus",
@@ -383,6 +420,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=0,
         exclusive_minimum=True,
         optional=True,
+        maximum=MAX_GPUS,
     ),
     Option(
         "devices",
@@ -391,7 +429,7 @@ SETTINGS: tuple[Option, ...] = (
         "Devices in the context-parallel chain.",
         OPERATING,
         minimum=1,
-        maximum=4096,
+        maximum=1024,
     ),
     Option(
         "link_gb_per_s",
@@ -400,9 +438,9 @@ SETTINGS: tuple[Option, ...] = (
         "Link bandwidth between devices (default: the GPU's NIC).",
         OPERATING,
         unit="GB/s",
-        minimum=0,
-        exclusive_minimum=True,
+        minimum=1e-6,
         optional=True,
+        maximum=1e9,
     ),
     Option(
         "contexts",
@@ -412,6 +450,7 @@ SETTINGS: tuple[Option, ...] = (
         OPERATING,
         unit="tokens",
         minimum=0,
+        maximum=MAX_TOKENS,
     ),
     Option(
         "prompt_lengths",
@@ -422,6 +461,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens",
         minimum=1,
         flag="--prompt-tokens",
+        maximum=MAX_TOKENS,
     ),
     Option(
         "values",
@@ -430,6 +470,7 @@ SETTINGS: tuple[Option, ...] = (
         "Comma-separated factors (values for context and acceptance).",
         OPERATING,
         minimum=0,
+        maximum=MAX_TOKENS,
     ),
     Option(
         "at_speed",
@@ -441,6 +482,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=0,
         exclusive_minimum=True,
         optional=True,
+        maximum=1e9,
     ),
     # --- inverse economics: what observed API speeds and prices imply (studies/inverse) -------
     Option(

@@ -199,7 +199,7 @@ def test_name_comes_from_name_or_path_not_model_type(tmp_path):
     [
         ("num_attention_heads", 0, "num_attention_heads"),
         ("hidden_size", "4096x", "expected a number"),
-        ("num_hidden_layers", float("nan"), "NaN"),
+        ("num_hidden_layers", float("nan"), "nan"),
         ("intermediate_size", 14336.5, "whole number"),
     ],
 )

@@ -57,7 +57,7 @@ def test_shipped_paper_observations():
         (HEADER + "A,Llama 3 70B,2024-08,fast,0.9,0.9\n", "row 2: field 'tokens_per_s'", "number"),
         (HEADER + "A,Llama 3 70B,2024-08,100,0.9,-1\n", "row 2: field 'usd_per_mtok_output'", ""),
         (HEADER + "A,Llama 3 70B,2024-08,0,0.9,0.9\n", "row 2: field 'tokens_per_s'", ""),
-        (HEADER + "A,Llama 3 70B,2024-08,nan,0.9,0.9\n", "row 2: field 'tokens_per_s'", "NaN"),
+        (HEADER + "A,Llama 3 70B,2024-08,nan,0.9,0.9\n", "row 2: field 'tokens_per_s'", "nan"),
         (HEADER + "A,Llama 3 70B,2024-13,100,0.9,0.9\n", "row 2: field 'date'", "YYYY-MM"),
         (HEADER + "A,,2024,100,0.9,0.9\n", "row 2: field 'model'", "model"),
         (HEADER + "A,Llama 3 70B,2024,100,0.9\n", "row 2", "quote"),

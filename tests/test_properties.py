@@ -139,3 +139,39 @@ def test_breakdown_adds_up_on_a_refined_discrete_frontier():
     )
     assert len(front) > 30
     assert_adds_up(front.points, "DeepSeek-V3 refined discrete")
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    st.sampled_from(MODELS),
+    st.sampled_from([0.0, 8000.0, 100000.0]),
+    st.sampled_from([4, 8, 16]),
+    st.sampled_from([1.05, 1.25, 2.0, 4.0]),
+)
+def test_more_hbm_capacity_never_makes_the_fastest_point_slower(model, context, bits, scale):
+    """The GPU-count grid does not move with the capacity (optimise/optimiser.gpu_lattice): a
+    GPU with more memory searches every configuration a smaller one does."""
+    base = ie.load_hardware("H100-paper")
+    big = ie.derive(base, scale={"hbm_capacity_bytes": scale})
+    kwargs = dict(context_tokens=context, weight_bits=bits, grid_points=40)
+    small_front = ie.frontier(model, base, **kwargs)
+    big_front = ie.frontier(model, big, **kwargs)
+    if small_front.empty:
+        return
+    assert not big_front.empty
+    fastest = small_front.fastest().tokens_per_s
+    assert big_front.fastest().tokens_per_s >= fastest * (1 - 1e-12)
+    # and the cheapest point at any speed the smaller GPU reaches is no dearer
+    speeds = small_front.points.tokens_per_s.to_numpy()
+    assert np.all(big_front.cost_at_speed(speeds) <= small_front.cost_at_speed(speeds) * (1 + 1e-9))
+
+
+def test_the_gpu_axis_is_a_lattice_that_does_not_move_with_memory():
+    from inference_econ.optimise.optimiser import gpu_lattice
+
+    weights = 70e9
+    small = gpu_lattice(weights, weights / 80e9, 400)
+    big = gpu_lattice(weights, weights / 160e9, 400)
+    assert np.allclose(small[0], weights / 80e9) and len(small) == 400  # the paper's grid at 80 GB
+    assert np.allclose(small[-1], 2.0**18)
+    assert set(np.round(np.log2(small[1:]), 9)) <= set(np.round(np.log2(big), 9))

@@ -18,9 +18,13 @@ from . import (
     scenario_commands,
     serving_commands,
 )
+from .common import Main
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=Main,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(package_name="inference-econ")
 def main():
     """How fast and how cheaply can a model be served on a GPU, and with which setup?

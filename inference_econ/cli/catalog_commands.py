@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..errors import SpecError, UnknownNameError, did_you_mean
-from .common import emit, format_option, handle_errors, option, options
+from ..errors import SpecError, UnknownNameError, did_you_mean, short
+from .common import OutputFile, emit, format_option, handle_errors, option, options
 
 
 @click.command("list", short_help="List the shipped models, GPUs or scenarios.")
@@ -20,11 +20,14 @@ def list_cmd(kind, format):
     """
     from .. import api
     from ..output.render import render
+    from ..specs import catalog
 
     df = api.list_specs(kind)
     if format == "table":
         df = df.drop(columns=["file"])
     click.echo(render(df, format), nl=False)
+    for skipped in catalog.skipped(kind):
+        click.echo(f"warning: skipped {skipped.problem}", err=True)
 
 
 @click.command(short_help="A model's or a GPU's figures.")
@@ -60,8 +63,13 @@ def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bit
         weight_bits=weight_bits, activation_bits=activation_bits, kv_cache_bits=kv_cache_bits
     )
     try:
-        info = api.model_summary(name, hardware, assumptions, **bits)
+        catalog.find("models", name)
+        is_model = True
     except UnknownNameError:
+        is_model = False
+    if is_model:  # errors about --hardware or the model file are reported as they are
+        info = api.model_summary(name, hardware, assumptions, **bits)
+    else:
         try:
             info = api.hardware_summary(name)
         except UnknownNameError:
@@ -69,7 +77,7 @@ def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bit
             raise SpecError(
                 "argument",
                 "NAME",
-                f"no model or GPU named {name!r}",
+                f"no model or GPU named {short(name)}",
                 did_you_mean(name, names) or "see 'inference-econ list models' and 'list hardware'",
             ) from None
     df = pd.DataFrame({"field": list(info), "value": [_show_value(k, v) for k, v in info.items()]})
@@ -98,10 +106,7 @@ def _is_count(field: str) -> bool:
 @click.command("import-hf", short_help="Import a Hugging Face model config as a model YAML.")
 @click.argument("config")
 @click.option(
-    "-o",
-    "--out",
-    type=click.Path(dir_okay=False),
-    help="Write the model YAML here (default: print it).",
+    "-o", "--out", type=OutputFile(), help="Write the model YAML here (default: print it)."
 )
 @click.option("--name", help="Model name (default: the repository or _name_or_path).")
 @click.option("--revision", help="Hub repository revision: a branch, tag or commit.")
@@ -129,21 +134,32 @@ def import_hf(config, out, name, revision, format):
     from ..specs.hf_import import import_config, import_repo
 
     local = Path(config).expanduser()
-    if local.exists():
-        if revision:
+    try:
+        if local.exists():
+            if revision:
+                raise SpecError(
+                    "command line",
+                    "--revision",
+                    "given with a local file",
+                    "drop it, or give org/name",
+                )
+            arch, text = import_config(local, name)
+        elif config.endswith(".json") or "/" not in config:
             raise SpecError(
-                "command line", "--revision", "given with a local file", "drop it, or give org/name"
+                "command line",
+                "CONFIG",
+                f"no file {short(config)}",
+                "give a path to a config.json, or a Hub repository as org/name",
             )
-        arch, text = import_config(local, name)
-    elif config.endswith(".json") or "/" not in config:
+        else:
+            arch, text = import_repo(config, name, revision)
+    except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
+        if isinstance(exc, SpecError):
+            raise
+        # a config the importer does not check field by field: still one line, exit 2
         raise SpecError(
-            "command line",
-            "CONFIG",
-            f"no file {config!r}",
-            "give a path to a config.json, or a Hub repository as org/name",
-        )
-    else:
-        arch, text = import_repo(config, name, revision)
+            config, "", f"cannot import the config: {short(str(exc), 120)}", "check its fields"
+        ) from None
     if format is not None:
         from .. import api
         from ..output.render import render

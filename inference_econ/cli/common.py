@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -35,27 +37,143 @@ class Progress:
 
 
 def fail(exc: Exception) -> None:
-    """One line on stderr and the exit code: 2 for bad input, 1 otherwise."""
-    code = 2 if isinstance(exc, SpecError) else 1
-    click.echo(f"error: {exc}", err=True)
+    """One line on stderr and the exit code: 2 for bad input (docs/errors.md), 1 otherwise."""
+    code = 2 if isinstance(exc, (SpecError, OSError)) else 1
+    if isinstance(exc, OSError) and not isinstance(exc, SpecError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        message = f"{where}{exc.strerror or exc}"
+    else:
+        message = str(exc)
+    click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
 
+#: click >= 8.2 raises this for a group called without a command (it shows the help).
+_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class Main(click.Group):
+    """The command group, with click's own usage errors (a missing argument, an unknown
+    option, a bad choice) on one line and exit 2 like every other bad input (docs/errors.md)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except _NO_ARGS as exc:  # a group called without a command: its help, as click does
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            click.echo(f"error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("error: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 def handle_errors(fn):
-    """Turn the toolkit's own errors into a one-line message and an exit code, no traceback."""
+    """Run a command with the error contract of docs/errors.md: the toolkit's own errors and
+    any OSError become one line and an exit code (2 bad input or output, 1 nothing feasible),
+    never a traceback. The files the command reads are remembered, and its outputs are checked
+    against them before anything is computed (an output never overwrites an input)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except InferenceEconError as exc:
-            fail(exc)
+        from ..specs import inputs
+
+        with inputs.tracking():
+            try:
+                _check_outputs(click.get_current_context())
+                return fn(*args, **kwargs)
+            except BrokenPipeError:  # the reader of stdout went away (| head): nothing to say
+                sys.exit(1)
+            except (InferenceEconError, OSError) as exc:
+                fail(exc)
 
     return wrapper
 
 
+def _check_outputs(ctx: click.Context) -> None:
+    """Record the files named on the command line as inputs; refuse an output that is one
+    of them, or that another output of the command also names."""
+    from ..output.files import check_output
+    from ..specs import inputs
+
+    outputs = []
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value is None:
+            continue
+        if isinstance(param.type, (OutputFile, OutputFolder)):
+            outputs.append((param, value))
+        elif isinstance(value, str) and os.path.isfile(value):
+            inputs.record(value)  # a CSV, a config, a model or GPU file named by its path
+    seen = {}
+    for param, value in outputs:
+        if isinstance(param.type, OutputFile):
+            check_output(value, f"--{param.name}")
+            key = inputs.identity(value) or str(Path(value).resolve())
+            if key in seen:
+                raise SpecError(
+                    "command line",
+                    f"--{param.name}",
+                    f"names the same file as {seen[key]}",
+                    "give each output its own file",
+                )
+            seen[key] = f"--{param.name}"
+
+
+class OutputFile(click.ParamType):
+    """A file the command writes: checked as it is parsed (not a directory, a device or a
+    FIFO; its folder writable), and against the command's inputs before the command runs."""
+
+    name = "FILE"
+
+    def __init__(self, suffixes: tuple[str, ...] | None = None) -> None:
+        self.suffixes = suffixes
+
+    def convert(self, value, param, ctx):
+        from ..output.files import check_output
+
+        flag = f"--{param.name}" if param is not None else "output"
+        try:
+            check_output(value, flag, self.suffixes)
+        except SpecError as exc:
+            fail(exc)
+        return value
+
+
+class FigureFile(OutputFile):
+    """A figure the command writes: its suffix must be a format matplotlib can save."""
+
+    name = "FIGURE"
+
+    def __init__(self) -> None:
+        super().__init__(suffixes=("figure",))
+
+
+class OutputFolder(click.ParamType):
+    """A folder the command writes into: it is a folder or does not exist yet."""
+
+    name = "FOLDER"
+
+    def convert(self, value, param, ctx):
+        from ..output.files import check_folder
+
+        try:
+            check_folder(value, f"--{param.name}" if param is not None else "output")
+        except SpecError as exc:
+            fail(exc)
+        return value
+
+
 def emit(text: str, out: str | None) -> None:
-    """Print ``text``, or write it to ``out`` atomically."""
+    """Print ``text``, or write it to ``out`` atomically (output/files.py: never over an
+    input of the command, a symlink's target replaced, the file's mode kept)."""
     if out:
         from ..output.files import write_atomic
 
@@ -194,14 +312,18 @@ def prefill_setting_options(fn):
 
 
 format_option = options("format")
-out_option = click.option(
-    "--out", type=click.Path(dir_okay=False), help="Write to this file (atomically)."
-)
+out_option = click.option("--out", type=OutputFile(), help="Write to this file (atomically).")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 
 
 def make_setting(model, hardware, **values):
-    """The Setting of a command's options (the API checks every value)."""
+    """The Setting of a command's options (the API checks every value). Options left at
+    their defaults are not passed, so the API can tell what the user asked for (e.g.
+    ``--acceptance`` without ``--draft`` is an error, the default acceptance is not)."""
     from ..serving.setting import make_setting as build
 
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        default = click.core.ParameterSource.DEFAULT
+        values = {k: v for k, v in values.items() if ctx.get_parameter_source(k) != default}
     return build(model, hardware, **values)

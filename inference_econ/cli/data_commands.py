@@ -9,6 +9,8 @@ import click
 
 from ..errors import SpecError
 from .common import (
+    FigureFile,
+    OutputFile,
     Progress,
     emit,
     format_option,
@@ -31,7 +33,7 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 @options("assumptions")
 @click.option(
     "--figure",
-    type=click.Path(dir_okay=False),
+    type=FigureFile(),
     help="Also draw the measured points over the predicted frontier (PNG/SVG).",
 )
 @format_option
@@ -67,9 +69,7 @@ def compare_measured(csv, assumptions, figure, format, out):
 @click.command(short_help="Fit a GPU's sustained fractions to measured points.")
 @click.argument("csv", type=click.Path(exists=True, dir_okay=False))
 @options("assumptions")
-@click.option(
-    "-o", "--out", type=click.Path(dir_okay=False), help="Write the calibrated hardware YAML here."
-)
+@click.option("-o", "--out", type=OutputFile(), help="Write the calibrated hardware YAML here.")
 @format_option
 @click.option(
     "--holdout-every",
@@ -119,7 +119,7 @@ def calibrate(csv, assumptions, out, format, holdout_every):
 @options("values", "at_speed", "grid_points")
 @click.option(
     "--tornado",
-    type=click.Path(dir_okay=False),
+    type=FigureFile(),
     help="Instead: elasticities of every factor, drawn as a tornado chart here.",
 )
 @format_option

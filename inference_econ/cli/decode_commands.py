@@ -77,7 +77,9 @@ def point(model, hardware, gpus, batch, format, **values):
 )
 @options(*FRONTIER_OPTIONS)  # deployments under load (docs/model.md §E6)
 @click.option(
-    "--rows", type=int, help="Show this many points, evenly spaced in speed (table format: 20)."
+    "--rows",
+    type=click.IntRange(min=1),
+    help="Show this many points, evenly spaced in speed (table format: 20).",
 )
 @format_option
 @out_option

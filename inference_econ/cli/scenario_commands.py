@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 
 from ..errors import SpecError, did_you_mean
-from .common import Progress, emit, fail, format_option, handle_errors, option, quiet_option
+from .common import (
+    OutputFolder,
+    Progress,
+    emit,
+    fail,
+    format_option,
+    handle_errors,
+    option,
+    quiet_option,
+)
 
 
 def observations_option(fn):
@@ -80,11 +89,16 @@ def reproduce(what, assumptions, format, out, detail, observations, price_basis,
                inference-econ reproduce figure-9 --out /tmp/fig9
                inference-econ reproduce all
     """
+    from ..output.files import check_folder, check_output
     from ..output.render import render
     from ..output.runner import run_scenario
     from ..serving.decode import DETAIL_COLUMNS
     from ..studies.tables import run_table
 
+    if out is not None and (what == "all" or what.startswith("figure")):
+        check_folder(out, "--out")  # before anything is computed
+    elif out is not None:
+        check_output(out, "--out")
     progress = Progress(quiet)
     if what == "all":
         _reproduce_all(Path(out or "figures"), format, progress, assumptions)
@@ -144,7 +158,7 @@ def _reproduce_all(folder: Path, fmt: str, progress: Progress, assumptions=None)
 
 @click.command(short_help="Run a scenario file: its curves, figures and key points.")
 @click.argument("scenario")
-@click.option("--out", type=click.Path(file_okay=False), help="Folder for the figures and tables.")
+@click.option("--out", type=OutputFolder(), help="Folder for the figures and tables.")
 @format_option
 @click.option(
     "--measured",

@@ -111,7 +111,7 @@ def request(
 
     setting = make_setting(model, hardware, **values)
     row = view(setting, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction)
-    if not np.isfinite(row.ttft_s):
+    if not all(np.isfinite(v) for v in row.to_numpy() if isinstance(v, float)):
         raise InfeasibleError(
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
@@ -194,11 +194,18 @@ def disagg(
     Example:  inference-econ disagg "Llama 3 70B" -H H100-paper --weight-bits 8 --gpus 8 \\
                   --batch 64 --prompt-tokens 4000 --output-tokens 500
     """
+    import numpy as np
+
     from ..output.render import render
     from ..serving import disaggregation as dg
 
     setting = make_setting(model, hardware, **values)
     df = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus)
+    if not np.isfinite(df.select_dtypes("number").to_numpy()).all():
+        raise InfeasibleError(
+            f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request "
+            "mix (co-located or disaggregated)"
+        )
     click.echo(render(df, format, title=df.attrs["note"], meta=_meta(setting)), nl=False)
 
 

@@ -10,7 +10,23 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..errors import SpecError, did_you_mean, shown
+from ..errors import SpecError, did_you_mean, short
+from ..specs.schema import check_number
+
+_NUMBERS = {
+    "pipeline_degree_count": dict(minimum=1, maximum=64, integer=True),
+    "attention_divisor_count": dict(minimum=1, maximum=64, integer=True),
+    "kernels_per_layer": dict(minimum=0, maximum=1000, integer=True),
+    "expert_parallel_min_batch_per_sparsity": dict(minimum=0, maximum=1e6),
+    "memory_reserve_fraction": dict(minimum=0, maximum=0.99),
+    "launch_latency_scale": dict(minimum=0, maximum=1e6),
+    "collective_latency_scale": dict(minimum=0, maximum=1e6),
+}
+_CHOICES = {
+    "mla_decode": ("decompressed", "compressed", "absorbed"),
+    "nccl_latency_model": ("paper", "nccl-2.20", "nccl-2.23"),
+    "matmul_replication": ("clipped", "unclipped"),
+}
 
 
 @dataclass(frozen=True)
@@ -86,25 +102,26 @@ class Assumptions:
     kv_read_whole_batch: bool = False
 
     def __post_init__(self) -> None:
-        checks = {
-            "memory_reserve_fraction": 0.0 <= self.memory_reserve_fraction < 1.0,
-            "launch_latency_scale": self.launch_latency_scale >= 0.0,
-            "collective_latency_scale": self.collective_latency_scale >= 0.0,
-            "pipeline_degree_count": self.pipeline_degree_count >= 1,
-            "attention_divisor_count": self.attention_divisor_count >= 1,
-            "kernels_per_layer": self.kernels_per_layer >= 0,
-            "mla_decode": self.mla_decode in ("decompressed", "compressed", "absorbed"),
-            "nccl_latency_model": self.nccl_latency_model in ("paper", "nccl-2.20", "nccl-2.23"),
-            "matmul_replication": self.matmul_replication in ("clipped", "unclipped"),
-        }
-        for name, ok in checks.items():
-            if not ok:
+        """Every field checked: numbers finite and in range (counts bounded, so no loop over
+        them explodes), switches true or false, choices known."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in _NUMBERS:
+                value = check_number(value, "assumptions", f.name, **_NUMBERS[f.name])
+                object.__setattr__(self, f.name, value)  # 3.0 -> 3 for counts
+            elif f.name in _CHOICES and value not in _CHOICES[f.name]:
                 raise SpecError(
                     "assumptions",
-                    name,
-                    f"invalid value {shown(getattr(self, name))}",
-                    "see docs/refinements.md for the allowed values",
+                    f.name,
+                    f"invalid value {short(value)}",
+                    f"choose one of {', '.join(_CHOICES[f.name])} (docs/refinements.md)",
                 )
+            elif isinstance(f.default, bool) and not isinstance(value, bool):
+                raise SpecError(
+                    "assumptions", f.name, f"expected true or false, got {short(value)}", ""
+                )
+            elif f.name == "name" and not isinstance(value, str):
+                raise SpecError("assumptions", "name", f"expected text, got {short(value)}", "")
 
     @property
     def label(self) -> str:
@@ -114,7 +131,7 @@ class Assumptions:
         if base is None:
             return self.name
         changed = [
-            f"{f.name}={shown(getattr(self, f.name))}"
+            f"{f.name}={short(getattr(self, f.name))}"
             for f in dataclasses.fields(self)
             if f.name != "name" and getattr(self, f.name) != getattr(base, f.name)
         ]
@@ -125,7 +142,7 @@ class Assumptions:
         known = {f.name for f in dataclasses.fields(self)}
         for key in changes:
             if key not in known:
-                hint = did_you_mean(key, known)
+                hint = did_you_mean(str(key), known)
                 raise SpecError("assumptions", key, "unknown assumption", hint)
         return dataclasses.replace(self, **changes)
 
@@ -177,11 +194,11 @@ def preset(name: str | Assumptions) -> Assumptions:
         return name
     try:
         return PRESETS[name]
-    except KeyError:
-        hint = did_you_mean(name, PRESETS)
+    except (KeyError, TypeError):
+        hint = did_you_mean(str(name), PRESETS)
         raise SpecError(
             "argument",
             "assumptions",
-            f"no preset named {name!r}",
+            f"no preset named {short(name)}",
             hint or f"choose {', '.join(PRESETS)}",
         ) from None

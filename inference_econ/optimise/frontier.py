@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, short
+from ..specs.schema import check_number
 
 
 def pareto_indices(latency_s, cost):
@@ -102,13 +103,14 @@ class Frontier:
         found, which is how the paper's Tables 3, 5 and 6 were read (docs/deviations.md).
         """
         self._require()
+        k = check_number(k, "argument", "k", minimum=0, maximum=100)
         pts = self.points
         if sampling == "paper":
             fastest_first = pts.sort_values("latency_s")
             pts = fastest_first.iloc[paper_sampled_indices(fastest_first["latency_s"].to_numpy())]
         elif sampling is not None:
             raise SpecError(
-                "argument", "sampling", f"unknown sampling {sampling!r}", "use None or 'paper'"
+                "argument", "sampling", f"unknown sampling {short(sampling)}", "use None or 'paper'"
             )
         score = np.log(pts["tokens_per_s"].to_numpy()) * k - np.log(pts["usd_per_mtok"].to_numpy())
         return pts.iloc[int(np.argmax(score))]
@@ -116,6 +118,7 @@ class Frontier:
     def cheapest_at_speed(self, tokens_per_s: float) -> pd.Series | None:
         """The cheapest configuration reaching at least ``tokens_per_s`` (None if none does)."""
         self._require()
+        tokens_per_s = check_number(tokens_per_s, "argument", "tokens_per_s", minimum=0)
         ok = self.points[self.points["tokens_per_s"] >= tokens_per_s]
         if ok.empty:
             return None
@@ -123,7 +126,14 @@ class Frontier:
 
     def cost_at_speed(self, tokens_per_s):
         """$ per million tokens of the cheapest point at least this fast (inf if none)."""
-        speeds = np.asarray(tokens_per_s, dtype=float)
+        try:
+            speeds = np.asarray(tokens_per_s, dtype=float)
+        except (TypeError, ValueError):
+            raise SpecError(
+                "argument", "tokens_per_s", f"expected speeds, got {short(tokens_per_s)}", ""
+            ) from None
+        if np.isnan(speeds).any() or (speeds < 0).any():
+            raise SpecError("argument", "tokens_per_s", "has NaN or negative speeds", "")
         pts = self.points.sort_values("tokens_per_s")
         s = pts["tokens_per_s"].to_numpy()
         c = pts["usd_per_mtok"].to_numpy()

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from ..errors import SpecError
 from ..model.economics import usd_per_mtok
 from ..model.layouts import Layout, best_latency
 from ..serving.decode import Decoder
@@ -29,6 +30,86 @@ from .grid import grid_latency
 from .method import GRID, SPEED_RANGE, Method
 
 GRID_MAX_LOG2 = 18  # §A7: up to 2^18 GPUs, batches up to 2^(18 + log2 s)
+
+
+#: HBM per GPU that sets the step of the GPU-count axis: the paper's H100 (80 GB), so the paper's
+#: grids are reproduced on 80 GB parts and the axis does not move with a GPU's memory.
+GRID_REFERENCE_HBM_BYTES = 80e9
+
+
+def gpu_lattice(weights_bytes: float, min_gpus: float, points: int) -> np.ndarray:
+    """The GPU counts of the continuous grid (§A7), ``min_gpus`` first.
+
+    ``points`` values log-spaced from ``weights_bytes / 80 GB`` up to 2^18 (the paper's grid
+    on an 80 GB GPU), continued below with the same step down to ``min_gpus``. The step depends
+    on the model, not on the GPU's memory: a GPU with more memory searches every count a
+    smaller one does, so more HBM never makes the fastest point slower.
+    """
+    span = max(GRID_MAX_LOG2 - math.log2(weights_bytes / GRID_REFERENCE_HBM_BYTES), 1.0)
+    step = span / (points - 1)
+    k = np.arange(math.floor((GRID_MAX_LOG2 - math.log2(min_gpus)) / step + 1e-9) + 1)
+    lattice = 2.0 ** (GRID_MAX_LOG2 - k[::-1] * step)
+    return np.concatenate([[min_gpus], lattice[lattice > min_gpus * (1 + 1e-9)]])
+
+
+#: Peak bytes per grid point of the fast search, and per extra pass (measured with tracemalloc
+#: on a 1000 x 1000 grid: ~340 B, ~10 B per draft length; rounded up).
+GRID_BYTES_PER_POINT = 400.0
+GRID_BYTES_PER_POINT_PER_PASS = 16.0
+#: Seconds per grid point and per pass on the 2-core machine the benchmarks ran on.
+GRID_SECONDS_PER_POINT = 3e-6
+#: Share of the available memory a search may take.
+GRID_MEMORY_SHARE = 0.5
+#: Longest estimated search accepted (a module setting: raise it for a deliberate huge study).
+GRID_MAX_SECONDS = 600.0
+
+
+def available_memory_bytes() -> float:
+    """Memory available to a new computation (MemAvailable on Linux; else physical memory)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024.0
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+#: Layouts searched per point by the paper's assumptions (10 pipeline degrees x 6 divisors).
+PAPER_LAYOUTS = 60
+
+
+def grid_cost(points: int, passes: int, layouts: float = 1.0) -> tuple[float, float]:
+    """(peak bytes, seconds) the fast search needs for ``points`` grid points, ``passes``
+    target passes (1 + the draft lengths) and ``layouts`` times the paper's layouts per point."""
+    per_point = GRID_BYTES_PER_POINT + GRID_BYTES_PER_POINT_PER_PASS * passes
+    return points * per_point, points * GRID_SECONDS_PER_POINT * (1 + passes) * layouts
+
+
+def check_budget(points: int, passes: int, layouts: float = 1.0) -> None:
+    """Refuse, before it starts, a search that would take more than half the memory
+    available or more than ``GRID_MAX_SECONDS`` (its estimated memory and time in the
+    message, and the largest grid that would do)."""
+    need, seconds = grid_cost(points, passes, layouts)
+    allowed = GRID_MEMORY_SHARE * available_memory_bytes()
+    if need <= allowed and seconds <= GRID_MAX_SECONDS:
+        return
+    per_point_bytes, per_point_s = grid_cost(1, passes, layouts)
+    fits = int(math.sqrt(min(allowed / per_point_bytes, GRID_MAX_SECONDS / per_point_s)))
+    side = int(math.sqrt(points))
+    raise SpecError(
+        "argument",
+        "grid_points",
+        f"a grid of about {side} x {side} points with {passes} pass(es) needs about "
+        f"{need / 1e9:.1f} GB of memory and {seconds:.0f} s; this machine has "
+        f"{allowed / GRID_MEMORY_SHARE / 1e9:.1f} GB available and the limit is "
+        f"{GRID_MAX_SECONDS:.0f} s",
+        f"use grid_points <= {max(fits, 4)}, fewer draft tokens or fewer layouts per point",
+    )
 
 
 class Problem:
@@ -44,10 +125,13 @@ class Problem:
         return self.decoder.min_gpus
 
     def continuous_axes(self):
-        """§A7: N log-spaced from P·wb/HBM to 2^18, B from 1 to 2^(18 + log2 s)."""
+        """§A7: N log-spaced from P·wb/HBM to 2^18, B from 1 to 2^(18 + log2 s).
+
+        The N axis is ``gpu_lattice``: its step does not depend on the GPU's memory.
+        """
         n = self.method.grid_points
         s = max(g.sparsity for g in self.decoder.work.groups)
-        N = np.logspace(np.log2(self.min_gpus), GRID_MAX_LOG2, n, base=2)
+        N = gpu_lattice(self.decoder.target.weights_total_bytes, self.min_gpus, n)
         B = np.logspace(0, GRID_MAX_LOG2 + np.log2(s), n, base=2)
         if self.setting.assumptions.node_aligned_layouts:
             whole = discrete_grid.gpu_counts(self.min_gpus, self.setting.gpu.scale_up_domain_gpus)
@@ -130,6 +214,11 @@ class Problem:
         if self.method.discrete:
             return discrete_grid.evaluate(self)
         n_values, b_values = self.continuous_axes()
+        a, t = self.setting.assumptions, self.decoder.target
+        degrees = a.pipeline_degree_count + len(t.extra_pipeline_degrees)
+        divisors = a.attention_divisor_count + len(t.extra_attention_degrees)
+        layouts = degrees * divisors / PAPER_LAYOUTS
+        check_budget(len(b_values) * len(n_values), len(self.decoder.gamma_values()), layouts)
         search = self.brute_force_latency if self.method.kind == "exhaustive" else self.grid_latency
         latency, _ = search(n_values, b_values)
         N, B = np.meshgrid(n_values, b_values)

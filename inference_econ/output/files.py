@@ -1,26 +1,235 @@
-"""Writing output files: atomically, so readers see the old content or the new, never half."""
+"""Writing output files without destroying anything the command did not create.
+
+``write_atomic`` writes a file so that readers see the old content or the new, never half, and
+an interruption (even SIGKILL) leaves no partial or temporary file: on Linux the data goes to
+an unnamed file (``O_TMPFILE``) that gets a name only when it is complete. It follows a
+symlink and replaces the file it points to (the link stays), keeps an existing file's
+permissions, and refuses a target that is not a regular file (a directory, a device such as
+``/dev/null``, a FIFO) or that is an input of the running command (``specs.inputs``). Every
+refusal and every OS error is a ``SpecError`` naming the path (docs/errors.md).
+"""
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from ..errors import SpecError
+from ..specs import inputs
+
+#: What to do about an OS error while writing, by errno.
+_FIXES = {
+    errno.EACCES: "check the permissions of the file and its folder, or write elsewhere",
+    errno.EPERM: "check the permissions of the file and its folder, or write elsewhere",
+    errno.EROFS: "the file system is read-only: write elsewhere",
+    errno.ENOSPC: "the disk is full: free some space or write elsewhere",
+    errno.EDQUOT: "the disk quota is exhausted: free some space or write elsewhere",
+    errno.ENAMETOOLONG: "use a shorter file name",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "give the path of a file, not a folder",
+}
+
+
+def figure_formats() -> tuple[str, ...]:
+    """The suffixes matplotlib can save a figure as (png, svg, pdf, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return tuple(sorted(FigureCanvasBase.get_supported_filetypes()))
+
+
+def _target(path: str | os.PathLike) -> Path:
+    """The file a write to ``path`` replaces: the end of its chain of symlinks."""
+    return Path(os.path.realpath(os.fspath(path)))
+
+
+def _os_error(path, exc: OSError) -> SpecError:
+    return SpecError(
+        str(path), "", f"cannot write: {exc.strerror or exc}", _FIXES.get(exc.errno, "")
+    )
+
+
+def check_output(
+    path: str | os.PathLike, option: str = "", suffixes: tuple[str, ...] | None = None
+) -> Path:
+    """Refuse an output path before anything is computed or written: not a regular file,
+    an input of the running command, a folder that cannot be written, or (``suffixes``) a
+    suffix that is not one of them (``("figure",)``: any format matplotlib saves)."""
+    where = f"{option} {path}".strip()
+    text = os.fspath(path)
+    if not text or text.endswith(os.sep):
+        raise SpecError(where, "", "is not a file name", "give the path of a file to write")
+    if suffixes:
+        allowed = figure_formats() if suffixes == ("figure",) else suffixes
+        suffix = Path(text).suffix.lstrip(".").lower()
+        if suffix and suffix not in allowed:
+            raise SpecError(
+                where, "", f"cannot be written as '.{suffix}'", f"use one of .{', .'.join(allowed)}"
+            )
+    try:
+        target = _target(path)
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except (OSError, ValueError) as exc:
+        raise SpecError(where, "", f"cannot be used: {getattr(exc, 'strerror', exc)}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise SpecError(
+            where,
+            "",
+            f"is {inputs.kind_of(st.st_mode)}, not a regular file",
+            "give the path of a regular file to create or replace",
+        )
+    same = inputs.input_named(target) if st is not None else None
+    if same is not None:
+        raise SpecError(
+            where,
+            "",
+            f"is an input of this command ({same}): writing it would destroy it",
+            "write the output to another file",
+        )
+    folder = _existing_parent(target)
+    if not os.path.isdir(folder):
+        raise SpecError(where, "", f"cannot be created: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK) or (
+        st is not None and not os.access(target, os.W_OK)
+    ):
+        raise SpecError(where, "", "cannot be written: permission denied", _FIXES[errno.EACCES])
+    return target
+
+
+def check_folder(path: str | os.PathLike, option: str = "") -> Path:
+    """Refuse an output folder that exists but is not a folder, or cannot be written."""
+    where = f"{option} {path}".strip()
+    folder = Path(os.path.realpath(os.fspath(path)))
+    if folder.exists() and not folder.is_dir():
+        raise SpecError(where, "", "is not a folder", "give a folder (it is created if missing)")
+    parent = _existing_parent(folder / "x")
+    if not os.path.isdir(parent):
+        raise SpecError(where, "", f"cannot be created: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError(where, "", "cannot be written: permission denied", _FIXES[errno.EACCES])
+    return folder
+
+
+def _existing_parent(path: Path) -> Path:
+    """The nearest folder of ``path`` that exists (where missing folders would be created)."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
-    """Write a file so that readers see the old content or the new, never half of it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write a file so that readers see the old content or the new, never half of it.
+
+    Follows symlinks (the link stays and its target is replaced), keeps an existing file's
+    mode, refuses non-regular targets and inputs of the running command; returns ``path``.
+    """
+    check_output(path)
+    target = _target(path)
+    payload = data if isinstance(data, bytes) else data.encode("utf-8")
     try:
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as fh:
-            fh.write(data)
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
-        os.replace(tmp, path)
+        mode = 0o666 & ~umask
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not _write_unnamed(target, payload, mode):
+            _write_named(target, payload, mode)
+    except OSError as exc:
+        raise _os_error(path, exc) from None
+    return Path(path)
+
+
+def _write_unnamed(target: Path, payload: bytes, mode: int) -> bool:
+    """Linux: write into an unnamed file in the target's folder, then give it the target's
+    name; an interruption before that leaves nothing. False where O_TMPFILE is missing."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None:
+        return False
+    try:
+        fd = os.open(target.parent, flag | os.O_WRONLY, mode)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return False  # the file system does not support it
+        raise
+    name = None
+    try:
+        _write_all(fd, payload)
+        os.fchmod(fd, mode)
+        name = _free_name(target)
+        if not _link_unnamed(fd, name):
+            name = None
+            return False
+        os.replace(name, target)
+        name = None
+    finally:
+        os.close(fd)
+        if name is not None:
+            Path(name).unlink(missing_ok=True)
+    return True
+
+
+def _link_unnamed(fd: int, name: str) -> bool:
+    """Give the unnamed file ``fd`` the name ``name``: through /proc (any user), else
+    ``linkat(fd, "", AT_EMPTY_PATH)`` (needs CAP_DAC_READ_SEARCH); False if neither works."""
+    try:
+        os.link(f"/proc/self/fd/{fd}", name, follow_symlinks=True)
+        return True
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.ENOENT, errno.EPERM, errno.EACCES, errno.EINVAL):
+            raise
+    libc = _libc()
+    if libc is None:
+        return False
+    at_fdcwd, at_empty_path = -100, 0x1000
+    return libc.linkat(fd, b"", at_fdcwd, os.fsencode(name), at_empty_path) == 0
+
+
+@functools.cache
+def _libc():
+    """The C library's ``linkat`` (Linux), or None."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc if hasattr(libc, "linkat") else None
+    except (OSError, AttributeError):
+        return None
+
+
+def _write_named(target: Path, payload: bytes, mode: int) -> None:
+    """Elsewhere: a named temporary file beside the target, renamed over it."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        _write_all(fd, payload)
+        os.fchmod(fd, mode)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, target)
     except BaseException:
+        if fd >= 0:
+            os.close(fd)
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _free_name(target: Path) -> str:
+    """A name beside ``target`` that no file has (for the moment between link and rename)."""
+    for _ in range(100):
+        name = target.parent / f".{target.name}.{os.urandom(6).hex()}.tmp"
+        if not os.path.lexists(name):
+            return str(name)
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(target.parent))

@@ -113,6 +113,10 @@ def _lines(ax, fronts: dict[str, Frontier], column: str, colors: dict, styles: d
         )
 
 
+#: More groups of measured points than this are drawn as one (a legend that long is unreadable).
+MAX_LEGEND_GROUPS = 20
+
+
 def _scatter_groups(ax, points) -> None:
     """Operating points drawn as one scatter per (label, colour, marker): one legend entry
     each, and fast for thousands of points."""
@@ -124,6 +128,10 @@ def _scatter_groups(ax, points) -> None:
             point.get("marker", "o"),
         )
         groups.setdefault(key, []).append(point)
+    if len(groups) > MAX_LEGEND_GROUPS:  # thousands of labels: one scatter, one legend entry
+        labels = len({label for label, _, _ in groups})
+        every = [p for pts in groups.values() for p in pts]
+        groups = {(f"measured ({len(every)} points, {labels} labels)", "black", "o"): every}
     for (label, color, marker), pts in groups.items():
         ax.scatter(
             [p["tokens_per_s"] for p in pts],

@@ -89,7 +89,8 @@ def milliseconds_name(column: str) -> str:
 
 def format_number(value) -> str:
     """One number for a field/value table: whole thousands with separators (32,000, never
-    3.2e+04), four significant digits below 1000."""
+    3.2e+04), four significant digits below 1000, and rates, bytes and parameter counts of a
+    billion and more to four digits (3.3e+12)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (int, float, np.integer, np.floating)
     ):
@@ -97,6 +98,8 @@ def format_number(value) -> str:
     v = float(value)
     if not math.isfinite(v) or isinstance(value, (int, np.integer)):
         return _fmt_number(value)
+    if abs(v) >= 1e9:
+        return f"{v:.4g}"
     if abs(v) >= 1000:
         return f"{v:,.0f}"
     return f"{v:.4g}"
@@ -180,8 +183,7 @@ def render(
 ) -> str:
     """Render a DataFrame as "table" (aligned text), "csv", "json" or "markdown", stating
     ``meta`` (what it was computed with) as the format allows."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose {', '.join(FORMATS)}")
+    fmt = option("format").check(fmt, "argument", "format")  # SpecError with a did-you-mean
     if fmt == "csv":
         comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
         return comments + df.to_csv(index=False, float_format="%.10g")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import InfeasibleError, SpecError
 from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
 from ..optimise.toy import toy_frontier
@@ -25,7 +26,7 @@ from ..studies.observations import load_observations, overlay_points
 from ..studies.scenario import Scenario, load_scenario
 from ..studies.tables import columns_for, run_table, scenario_metadata
 from . import plots
-from .files import write_atomic
+from .files import check_folder, write_atomic
 from .render import render
 
 KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
@@ -123,8 +124,9 @@ def _overlay(scenario: Scenario, measured_csv) -> list[dict]:
     """Measured operating points of the scenario file and of an overlay CSV."""
     measured = [dict(m) for m in scenario.measured if "tokens_per_s" in m and "usd_per_mtok" in m]
     if measured_csv is not None:
-        first = scenario.curves[0]
-        price = first.setting().gpu.price_usd_per_hour if first.toy is None else None
+        first = scenario.curves[0] if scenario.curves else None
+        toy = first is None or first.toy is not None
+        price = None if toy else first.setting().gpu.price_usd_per_hour
         measured += load_overlay_points(measured_csv, price)
     return measured
 
@@ -166,6 +168,8 @@ def run_scenario(
     ``assumptions`` computes every curve under that preset instead of the file's own."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
+    if out_dir is not None:
+        check_folder(out_dir)  # before anything is computed
     scenario = scenario.with_assumptions(assumptions)
     result = RunResult(scenario)
     stem = Path(out_dir) / Path(scenario.name).name if out_dir is not None else None
@@ -181,10 +185,17 @@ def run_scenario(
                 result.table.attrs["metadata"],
             )
         return result
+    measured = _overlay(scenario, measured_csv)  # a bad overlay is reported before any work
     for i, curve in enumerate(scenario.curves):
         if progress:
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
-        result.fronts[curve.label] = curve_frontier(curve)
+        try:
+            result.fronts[curve.label] = curve_frontier(curve)
+        except SpecError as exc:  # e.g. a grid too large for this machine
+            raise exc.inside(f"{scenario.source}, curve '{curve.label}'", exc.field) from None
+    if result.fronts and all(front.empty for front in result.fronts.values()):
+        reasons = "; ".join(f"{k}: {'; '.join(f.notes)}" for k, f in result.fronts.items())
+        raise InfeasibleError(f"{scenario.name}: no curve has a feasible configuration ({reasons})")
     result.key_points = key_points(result.fronts, scenario.preference_sampling)
     result.metadata = scenario_metadata(
         scenario,

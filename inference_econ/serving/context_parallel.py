@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError, shown
+from .. import settings as table
 from ..model.economics import flop_rates
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
@@ -76,6 +76,35 @@ class ChainCosts:
         positions = sum(n * min(start, w) for n, w in self.layer_windows)
         return positions * self.kv_bytes_per_position_per_layer
 
+    def reach(self, start: float, seconds: float) -> float:
+        """The end ``e`` for which tokens [start, e) take ``seconds``.
+
+        ``compute_s(start, e)`` is quadratic in ``e`` between the windows it crosses (a layer
+        whose window lies ahead attends to a growing prefix; one whose window is behind, to a
+        fixed one), so each stretch is solved in closed form (cancellation-free root)."""
+        target = seconds * self.flop_per_s
+        attn, fpt = self.attention_flop_per_pair_per_layer, self.flop_per_token
+        cuts = sorted({w for _, w in self.layer_windows if start < w < math.inf})
+        lo = start
+        for hi in [*cuts, math.inf]:
+            if hi < math.inf and self.compute_s(start, hi) * self.flop_per_s < target:
+                lo = hi
+                continue
+            alpha = beta = gamma = 0.0
+            for n, w in self.layer_windows:
+                if w >= hi:  # growing prefix: (e^2 - s^2)/2
+                    alpha, gamma = alpha + n / 2.0, gamma - n * start * start / 2.0
+                elif w > start:  # window reached at w: (w^2 - s^2)/2 + w(e - w)
+                    beta, gamma = beta + n * w, gamma + n * ((w * w - start * start) / 2.0 - w * w)
+                else:  # window behind: w(e - s)
+                    beta, gamma = beta + n * w, gamma - n * w * start
+            a, b = attn * alpha, fpt + attn * beta
+            c = attn * gamma - fpt * start - target
+            if a == 0.0:
+                return -c / b
+            return -2.0 * c / (b + math.sqrt(b * b - 4.0 * a * c))
+        return lo  # pragma: no cover - the last stretch always holds the root
+
     def receive_s(self, start: float) -> float:
         """Seconds to receive the keys and values of tokens [0, start) over the link."""
         return (
@@ -96,9 +125,7 @@ def chain_costs(
     work = compile_workload(setting.model, setting.assumptions)
     gpu = setting.gpu
     link = link_bytes_per_s if link_bytes_per_s is not None else gpu.nic_bandwidth_bytes_per_s
-    check_number(
-        link, "argument", "link_bytes_per_s", minimum=0, exclusive_minimum=True, unit="bytes/s"
-    )
+    check_number(link, "argument", "link_bytes_per_s", minimum=1e3, maximum=1e18, unit="bytes/s")
     return ChainCosts(
         flop_per_token=2.0 * work.active_params,
         attention_flop_per_pair_per_layer=work.context_flop_per_position_per_layer,
@@ -131,7 +158,8 @@ def balanced_chunks(costs: ChainCosts, tokens: float, devices: int) -> list[floa
     """Boundaries that make every device's time (compute + prefix transfer) equal.
 
     Bisection on the common time T: each device in turn takes the longest chunk it can finish
-    within T; T is feasible when the devices cover the prompt. On a slow link the last devices
+    within T (the root of a quadratic, ``ChainCosts.reach``); T is feasible when the devices
+    cover the prompt. On a slow link the last devices
     may get nothing: receiving the long prefix would cost more than they save.
     """
 
@@ -143,14 +171,7 @@ def balanced_chunks(costs: ChainCosts, tokens: float, devices: int) -> list[floa
             if budget <= 0:
                 bounds.append(s)
                 continue
-            lo, hi = s, float(tokens)
-            if costs.compute_s(s, hi) <= budget:
-                bounds.append(hi)
-                continue
-            for _ in range(60):
-                mid = 0.5 * (lo + hi)
-                lo, hi = (mid, hi) if costs.compute_s(s, mid) <= budget else (lo, mid)
-            bounds.append(lo)
+            bounds.append(min(max(costs.reach(s, budget), s), float(tokens)))
         return bounds
 
     hi = costs.compute_s(0.0, tokens) + costs.receive_s(tokens)
@@ -197,14 +218,12 @@ def compare(
     """Single device vs all-gather vs KV-Runahead (equal and balanced chunks), per prompt length."""
     import pandas as pd
 
-    if int(devices) != devices or devices < 1:
-        raise SpecError(
-            "argument", "devices", f"is {shown(devices)}", "expected a whole number of devices >= 1"
-        )
+    devices = table.option("devices").check(devices)
+    lengths = table.option("prompt_lengths").check(prompt_tokens, "argument", "prompt_tokens")
+    check_number(devices_gpus, "argument", "devices_gpus", minimum=0, exclusive_minimum=True)
     costs = chain_costs(setting, devices_gpus, link_bytes_per_s)
     rows = []
-    for tokens in np.atleast_1d(prompt_tokens):
-        check_number(tokens, "argument", "prompt_tokens", minimum=1, unit="tokens")
+    for tokens in lengths:
         single = costs.compute_s(0.0, float(tokens))
         equal, _, equal_times = kv_runahead_ttft_s(costs, tokens, int(devices), balanced=False)
         balanced, bounds, times = kv_runahead_ttft_s(costs, tokens, int(devices), balanced=True)

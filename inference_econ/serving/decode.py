@@ -14,13 +14,13 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ..errors import SpecError, shown
+from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import ADDITIVE_PARTS, FULL_READS, Breakdown, StepModel, expert_degree
 from ..model.layouts import Layout, best_layout
 from ..model.workload import compile_workload
 from .prefill import FirstToken
-from .setting import Setting
+from .setting import Setting, check_values
 from .speculative import combine, draft_labels, draft_tokens, target_tokens
 
 #: Columns that say what a configuration is and what it achieves, in display order.
@@ -271,13 +271,14 @@ def _scatter(out: Breakdown | None, sel, part: Breakdown) -> Breakdown:
 def evaluate(setting: Setting, gpus, batch) -> pd.DataFrame:
     """Latency, speed, cost, MFU, layout and breakdown of given (GPUs, batch) configurations
     (``gpus`` and ``batch`` broadcast against each other)."""
-    gpus = np.atleast_1d(np.asarray(gpus, dtype=float))
-    batch = np.atleast_1d(np.asarray(batch, dtype=float))
-    for name, arr in (("gpus", gpus), ("batch", batch)):
-        bad = ~np.isfinite(arr) | (arr <= 0.0)
-        if np.any(bad):
-            raise SpecError(
-                "argument", name, f"is {shown(arr[bad][0])}", "expected a positive number"
-            )
-    gpus, batch = np.broadcast_arrays(gpus, batch)
+    gpus, batch = check_values("gpus", gpus), check_values("batch", batch)
+    try:
+        gpus, batch = np.broadcast_arrays(gpus, batch)
+    except ValueError:
+        raise SpecError(
+            "argument",
+            "gpus",
+            f"{gpus.size} values do not pair with the {batch.size} values of batch",
+            "give as many of each, or one of either",
+        ) from None
     return Decoder(setting).describe(gpus, batch)

@@ -19,6 +19,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .. import settings as table
+from ..errors import SpecError
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
 from .prefill import ENGINE_CHUNK_TOKENS, prefill
@@ -46,8 +48,18 @@ def compare(
     min_prefill_tokens: float = 16384,
 ) -> pd.DataFrame:
     """Co-located against disaggregated serving of one request mix at a decode configuration."""
-    check_number(prompt_tokens, "argument", "prompt_tokens", minimum=1, unit="tokens")
-    check_number(output_tokens, "argument", "output_tokens", minimum=1, unit="tokens")
+    table.check_each(
+        {
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "gpus": decode_gpus,
+            "batch": decode_batch,
+            "prefill_gpus": prefill_gpus,
+        }
+    )
+    if prompt_tokens is None:
+        raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
+    check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
     price_s = setting.gpu.price_usd_per_s
     row, layout, _, decoder, _ = instance_layout(
         setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .. import settings as table
 from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import ADDITIVE_PARTS, NO_CACHE, StepModel, prefill_step_model
@@ -138,6 +139,10 @@ def _activation_bytes_per_token(model: StepModel) -> float:
     return (4.0 * w.d_model + 2.0 * widest) * w.bytes_per_activation
 
 
+#: Most passes of one chunked prefill (all are evaluated at once, as arrays).
+MAX_CHUNKS = 100_000
+
+
 def chunk_plan(
     model: StepModel,
     gpus: float,
@@ -146,8 +151,11 @@ def chunk_plan(
     cached_tokens: float,
     chunk_tokens: float | None,
 ):
-    """[(tokens in the pass, context before it)] for a prompt, one pass when it fits."""
+    """(tokens in each pass, context before it) as two arrays, one pass when it fits; empty
+    when the activations of even one token do not fit beside the weights and KV cache (or
+    would need more than ``MAX_CHUNKS`` passes)."""
     w = model.work
+    empty = (np.array([]), np.array([]))
     if chunk_tokens is None:
         free = (
             gpus * model.machine.usable_hbm_bytes
@@ -155,30 +163,46 @@ def chunk_plan(
             - w.kv_cache_bytes(cached_tokens + new_tokens, batch)
         )
         per_token = _activation_bytes_per_token(model) * batch
-        if free <= per_token:
-            return []
-        chunk_tokens = max(1.0, math.floor(free / per_token))
-    chunk = min(float(chunk_tokens), new_tokens)
-    plan, done = [], 0.0
-    while done < new_tokens - 1e-9:
-        size = min(chunk, new_tokens - done)
-        plan.append((size, cached_tokens + done))
-        done += size
-    return plan
+        if not free > per_token:
+            return empty
+        chunk = math.floor(min(free / per_token, new_tokens))
+        if new_tokens / chunk > MAX_CHUNKS:
+            return empty
+    else:
+        chunk = min(float(chunk_tokens), new_tokens)
+        if new_tokens / chunk > MAX_CHUNKS:
+            raise SpecError(
+                "argument",
+                "chunk_tokens",
+                f"{new_tokens:g} tokens in chunks of {chunk:g} would take "
+                f"{math.ceil(new_tokens / chunk)} passes",
+                f"use chunks of at least {math.ceil(new_tokens / MAX_CHUNKS)} tokens",
+            )
+    count = math.ceil(new_tokens / chunk - 1e-9)
+    starts = np.arange(count) * float(chunk)
+    sizes = np.minimum(float(chunk), new_tokens - starts)
+    return sizes, cached_tokens + starts
 
 
-def _validate(prompt_tokens, cached_tokens, batch, gpus):
-    check_number(prompt_tokens, "argument", "prompt_tokens", minimum=1, unit="tokens")
-    check_number(cached_tokens, "argument", "cached_tokens", minimum=0, unit="tokens")
-    if cached_tokens >= prompt_tokens:
-        raise SpecError(
-            "argument",
-            "cached_tokens",
-            f"{cached_tokens:g} >= prompt_tokens {prompt_tokens:g}",
-            "at least one prompt token must be computed",
-        )
-    check_number(batch, "argument", "batch", minimum=0, exclusive_minimum=True)
-    check_number(gpus, "argument", "gpus", minimum=0, exclusive_minimum=True)
+def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens):
+    """The numbers of a prefill, checked against the rows of the table of settings."""
+    for name, value in (
+        ("prompt_tokens", prompt_tokens),
+        ("prefill_batch", batch),
+        ("gpus", gpus),
+    ):
+        if value is None:
+            raise SpecError("argument", name, "is missing", table.option(name).help)
+        table.option(name).check(value)
+    table.option("chunk_tokens").check(chunk_tokens)
+    check_number(
+        cached_tokens,
+        "argument",
+        "cached_tokens",
+        minimum=0,
+        maximum=float(prompt_tokens) - 1,
+        unit="tokens",
+    )
 
 
 def prefill(
@@ -192,39 +216,37 @@ def prefill(
 ) -> pd.Series:
     """One prefill of ``batch`` prompts of ``prompt_tokens`` on ``gpus`` GPUs: latency, MFU,
     the layout of its largest pass, the breakdown summed over its chunks, and the price of a
-    computed input token (cached tokens are read, not computed, and not priced).
+    computed input token (cached tokens are read, not computed, and not priced). Every pass is
+    evaluated at once (arrays over the passes).
 
     Without ``layout`` every pass takes its best layout with the ``batch`` prompts in flight.
     With ``layout = (pipeline degree p, attention divisor, 2-D)`` the prefill runs on that
     layout (an instance's own): the batch's prompts are one micro-batch passing the p stages,
     so p such batches are in flight (B = batch·p) and the latency is the time of one.
     """
-    _validate(prompt_tokens, cached_tokens, batch, gpus)
+    _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens)
     model = prefill_model(setting)
     new = float(prompt_tokens) - float(cached_tokens)
     in_flight = float(batch) * (layout[0] if layout else 1.0)
-    plan = chunk_plan(model, gpus, in_flight, new, float(cached_tokens), chunk_tokens)
-    N, B = np.array([float(gpus)]), np.array([in_flight])
+    S, context = chunk_plan(model, gpus, in_flight, new, float(cached_tokens), chunk_tokens)
+    N, B = np.full(S.shape, float(gpus)), np.full(S.shape, in_flight)
     parts = dict.fromkeys((*ADDITIVE_PARTS, "memory_time_s", "compute_time_s"), 0.0)
-    latency, flop, chosen = 0.0, 0.0, layout
-    for S, context in plan:
+    latency, flop, chosen = math.inf, 0.0, layout
+    if S.size:
         if layout is None:
             lay = best_layout(model, N, B, S, context, setting.pipeline)
             p, adiv, two = lay.pipeline, lay.attention_divisor, lay.two_d
         else:
-            p, adiv, two = (np.array([x]) for x in layout)
+            p, adiv = np.full(S.shape, layout[0]), np.full(S.shape, layout[1])
+            two = np.full(S.shape, bool(layout[2]))
         bd = model.breakdown(N, B, S, context, p, adiv, two)
-        if not np.isfinite(bd.latency_s[0]):
-            latency = math.inf
-            break
-        for key in parts:
-            parts[key] += float(getattr(bd, key)[0])
-        latency += float(bd.latency_s[0])
-        flop += float(model.work.total_flop(B[0], S, context))
-        if chosen is None:
-            chosen = (float(p[0]), float(adiv[0]), bool(two[0]))
-    if not plan:
-        latency = math.inf
+        if np.all(np.isfinite(bd.latency_s)):
+            for key in parts:
+                parts[key] = float(np.sum(getattr(bd, key)))
+            latency = float(np.sum(bd.latency_s))
+            flop = float(np.sum(model.work.total_flop(B, S, context)))
+            if chosen is None:
+                chosen = (float(p[0]), float(adiv[0]), bool(two[0]))
     price = setting.gpu.price_usd_per_hour
     peak = model.machine.peak_flop_per_s
     p, adiv, two = chosen or (1.0, 1.0, True)
@@ -233,7 +255,7 @@ def prefill(
         "cached_tokens": float(cached_tokens),
         "gpus": float(gpus),
         "batch": float(batch),
-        "chunks": len(plan),
+        "chunks": int(S.size),
         "latency_s": latency,
         "tokens_per_s": in_flight * new / latency if latency > 0 else math.inf,
         "usd_per_m_input_tokens": usd_per_mtok(gpus, latency, in_flight * new, price),

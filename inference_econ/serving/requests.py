@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..specs.schema import check_number
+from .. import settings as table
+from ..errors import SpecError
 from .decode import Decoder, chosen_layout, draft_prefill_layout
 from .prefill import ENGINE_CHUNK_TOKENS, prefill
 from .setting import Setting
@@ -44,8 +45,18 @@ def request(
     does: as it arrives (``prefill_batch`` prompts together, default 1), in chunks of the
     engine's token budget (8192); the first decode step then runs at the prompt's length.
     """
-    check_number(output_tokens, "argument", "output_tokens", minimum=1, unit="tokens")
-    check_number(cached_fraction, "argument", "cached_fraction", minimum=0, maximum=1)
+    table.check_each(
+        {
+            "gpus": gpus,
+            "batch": batch,
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "prefill_batch": prefill_batch,
+            "cached_fraction": cached_fraction,
+        }
+    )
+    if prompt_tokens is None:
+        raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     pb = float(prefill_batch or 1.0)
     cached = math.floor(cached_fraction * prompt_tokens)
     cached = min(cached, prompt_tokens - 1)
@@ -101,7 +112,9 @@ def request(
             "e2e_latency_s": ttft + (n_out - 1.0) * dec.latency_s,
             "usd_per_m_input_tokens": in_cost,
             "usd_per_m_output_tokens": out_cost,
-            "output_to_input_price_ratio": out_cost / in_cost if in_cost > 0 else math.inf,
+            "output_to_input_price_ratio": out_cost / in_cost
+            if 0 < in_cost < math.inf and math.isfinite(out_cost)
+            else math.inf,
             "usd_per_request": (in_cost * new + out_cost * n_out) / 1e6,
             "prefill_mfu": pre.mfu,
             "decode_mfu": dec.mfu,

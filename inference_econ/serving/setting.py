@@ -13,6 +13,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import settings as table
 from ..errors import SpecError
 from ..model.assumptions import Assumptions, preset
@@ -94,6 +96,30 @@ class Setting:
 _BUILT = ("model", "gpu", "spec", "assumptions", "max_throughput_tokens_per_s")
 
 
+def check_values(name: str, values, source: str = "argument") -> np.ndarray:
+    """An array of values of one setting (e.g. ``gpus``, ``batch``), each checked against the
+    row of the table: finite and within its bounds (vectorised; the message names the first
+    bad value)."""
+    row = table.option(name)
+    arr = np.atleast_1d(values)
+    if arr.dtype.kind not in "iuf" or arr.size == 0:
+        bad = arr.ravel()[0] if arr.size else values
+        return np.asarray(row.check(bad, source), dtype=float)  # raises with the row's message
+    arr = arr.astype(float)
+    bad = ~np.isfinite(arr)
+    if row.minimum is not None:
+        bad |= arr <= row.minimum if row.exclusive_minimum else arr < row.minimum
+    if row.maximum is not None:
+        bad |= arr > row.maximum
+    if np.any(bad):
+        row.check(float(arr[bad][0]), source)  # raises with the row's message
+    return arr
+
+
+#: Settings that mean something only with a draft model.
+DRAFT_SETTINGS = ("acceptance", "max_draft_tokens", "draft_weight_bits")
+
+
 def make_setting(model, hardware, **options) -> Setting:
     """Build a Setting from names or objects; every keyword is a ``problem`` row of the table
     of settings (context_tokens, weight_bits, draft, acceptance, assumptions, ...). A row whose
@@ -103,7 +129,7 @@ def make_setting(model, hardware, **options) -> Setting:
     arch = load_model(model).with_precision(
         values["weight_bits"], values["activation_bits"], values["kv_cache_bits"]
     )
-    spec = _speculation(arch, values)
+    spec = _speculation(arch, values, options)
     if values["ttft_max_s"] is not None and values["prompt_tokens"] is None:
         raise SpecError(
             "argument",
@@ -129,10 +155,20 @@ def make_setting(model, hardware, **options) -> Setting:
     )
 
 
-def _speculation(arch: Architecture, values: dict):
+def _speculation(arch: Architecture, values: dict, given: dict):
     """The speculation a setting's values ask for: a draft model (§A6), draft heads (§C3) or
-    none. The two are exclusive; per-position acceptance and trees are for heads only."""
+    none. The two are exclusive; per-position acceptance and trees are for heads only, and
+    draft settings (``given`` explicitly) need a draft."""
     heads = values["draft_heads"]
+    if values["draft"] is None and heads is None:
+        named = [k for k in DRAFT_SETTINGS if given.get(k) is not None]
+        if named:
+            raise SpecError(
+                "argument",
+                named[0],
+                "is given without a draft model or draft heads",
+                "give the draft (draft, --draft; or draft_heads) too, or leave it out",
+            )
     if values["draft"] is not None and heads is not None:
         raise SpecError(
             "argument",
@@ -151,7 +187,10 @@ def _speculation(arch: Architecture, values: dict):
                     " uses one acceptance (the paper's §A6)",
                 )
     if values["draft"] is not None:
-        draft = load_model(values["draft"])
+        try:
+            draft = load_model(values["draft"])
+        except SpecError as exc:
+            raise exc.inside("argument", "draft") from None
         if values["draft_weight_bits"] is not None:
             draft = draft.with_precision(weight_bits=values["draft_weight_bits"])
         return SpecDecoding(draft, values["acceptance"], values["max_draft_tokens"])

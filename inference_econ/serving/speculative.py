@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError, shown
+from .. import settings as table
+from ..errors import SpecError, short
 from ..model.assumptions import Assumptions
 from ..model.workload import Workload, compile_workload
 from ..specs.architecture import Architecture, FeedForward, LayerGroup
@@ -52,7 +53,7 @@ class Cycle:
 
 def _probability(value: float, field: str) -> float:
     if not 0.0 <= value <= 1.0 or math.isnan(value):
-        raise SpecError("argument", field, f"is {shown(value)}", "expected a probability in [0, 1]")
+        raise SpecError("argument", field, f"is {short(value)}", "expected a probability in [0, 1]")
     return float(value)
 
 
@@ -65,14 +66,8 @@ class SpecDecoding:
     max_draft_tokens: int = 5
 
     def __post_init__(self) -> None:
-        _probability(self.acceptance, "acceptance")
-        if int(self.max_draft_tokens) != self.max_draft_tokens or self.max_draft_tokens < 1:
-            raise SpecError(
-                "argument",
-                "max_draft_tokens",
-                f"is {shown(self.max_draft_tokens)}",
-                "expected a whole number of tokens >= 1",
-            )
+        table.option("acceptance").check(self.acceptance)
+        table.option("max_draft_tokens").check(self.max_draft_tokens)
 
     @property
     def draft_lengths(self) -> range:

@@ -17,14 +17,64 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, short
 from . import catalog
-from .schema import Reader
+from .inputs import record
+from .schema import Reader, check_number
 from .yamlfile import load_yaml
 
 ACTIVATIONS = {"swiglu": (2, 1), "geglu": (2, 1), "gelu": (1, 1), "relu": (1, 1), "mlp": (1, 1)}
 #: Recurrent mixers a layer group may use instead of attention (docs/model.md §C2).
 MIXERS = ("mamba", "gated_deltanet")
+
+
+def _whole(minimum: int, maximum: int, unit: str = "") -> dict:
+    return dict(minimum=minimum, maximum=maximum, integer=True, unit=unit)
+
+
+#: Bounds of every numeric field of a model file (and of the dataclasses built in Python):
+#: far beyond any real model, and small enough that no count or loop over them explodes.
+BOUNDS = {
+    "d_model": _whole(1, 2**20),
+    "vocab_size": _whole(1, 2**30, "tokens"),
+    "query_heads": _whole(1, 2**16),
+    "kv_heads": _whole(1, 2**16),
+    "head_dim": _whole(1, 2**16),
+    "kv_lora_rank": _whole(1, 2**20),
+    "q_lora_rank": _whole(0, 2**20),
+    "rope_head_dim": _whole(0, 2**16),
+    "value_head_dim": _whole(0, 2**16),
+    "experts": _whole(1, 2**16),
+    "active_experts": _whole(1, 2**16),
+    "shared_experts": _whole(0, 2**16),
+    "d_ff": _whole(1, 2**24),
+    "shared_d_ff": _whole(0, 2**24),
+    "matrices": _whole(1, 8),
+    "layers": _whole(1, 100_000),
+    "sliding_window_tokens": _whole(1, 10**9, "tokens"),
+    "weight_bits": dict(minimum=1, maximum=32, unit="bits"),
+    "activation_bits": dict(minimum=1, maximum=32, unit="bits"),
+    "kv_cache_bits": dict(minimum=1, maximum=32, unit="bits"),
+    "total": dict(minimum=0, exclusive_minimum=True, maximum=1e16, unit="parameters"),
+    "active": dict(minimum=0, exclusive_minimum=True, maximum=1e16, unit="parameters"),
+}
+
+
+#: Most layer groups of one model.
+MAX_LAYER_GROUPS = 64
+
+
+def _check_fields(obj, names: tuple[str, ...], source: str = "") -> None:
+    """Check fields of a spec dataclass built in Python against ``BOUNDS``: finite and in
+    range. Whole numbers are required of YAML files only: a model family scaled in Python
+    (``studies/inverse/size.py``, docs/model.md §D5) has real-valued widths, as the paper's
+    continuous grid has real-valued GPU counts."""
+    source = source or type(obj).__name__
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None:
+            bounds = {k: v for k, v in BOUNDS[name].items() if k != "integer"}
+            check_number(value, source, name, **bounds)
 
 
 @dataclass(frozen=True)
@@ -34,6 +84,9 @@ class Precision:
     weight_bits: float = 16
     activation_bits: float = 16
     kv_cache_bits: float | None = None  # None: the activation precision (the paper's choice)
+
+    def __post_init__(self) -> None:
+        _check_fields(self, ("weight_bits", "activation_bits", "kv_cache_bits"), "precision")
 
     @property
     def bytes_per_weight(self) -> float:
@@ -74,6 +127,12 @@ class Attention:
     #: H·dh·d more weights (§C2).
     output_gate: bool = False
 
+    def __post_init__(self) -> None:
+        names = ("query_heads", "kv_heads", "head_dim", "q_lora_rank", "rope_head_dim")
+        _check_fields(self, (*names, "value_head_dim"), "attention")
+        if self.kind == "mla":
+            _check_fields(self, ("kv_lora_rank",), "attention")
+
     @property
     def group_size(self) -> float:
         """Query heads per KV head (``g`` in docs/model.md)."""
@@ -100,6 +159,12 @@ class FeedForward:
     active_experts: int = 1
     shared_experts: int = 0
     shared_d_ff: int = 0  # 0: same width as a routed expert
+
+    def __post_init__(self) -> None:
+        names = ("d_ff", "experts", "active_experts", "shared_experts", "shared_d_ff")
+        _check_fields(self, names, "ffn")
+        for name in ("matrices_in", "matrices_out"):
+            check_number(getattr(self, name), "ffn", name, **BOUNDS["matrices"])
 
     @property
     def matrices(self) -> int:
@@ -145,6 +210,9 @@ class LayerGroup:
     ffn: FeedForward
     sliding_window_tokens: int | None = None
     mixer: RecurrentMixer | None = None
+
+    def __post_init__(self) -> None:
+        _check_fields(self, ("layers", "sliding_window_tokens"), f"layer group {self.name}")
 
     @property
     def is_attention(self) -> bool:
@@ -229,23 +297,30 @@ class Architecture:
 
 def _attention(r: Reader, d_model: int) -> Attention:
     kind = r.string("kind", "gqa", choices=("gqa", "mha", "mqa", "mla"))
-    heads = r.number("query_heads", minimum=1, integer=True)
-    head_dim = r.number("head_dim", 0, minimum=1, integer=True) or d_model // heads
+    heads = r.number("query_heads", **BOUNDS["query_heads"])
+    head_dim = r.number("head_dim", 0, **BOUNDS["head_dim"]) or d_model // heads
+    if head_dim < 1:
+        raise SpecError(
+            r.source,
+            r.path("head_dim"),
+            f"d_model {d_model} over {heads} query heads leaves no head dimension",
+            "give head_dim",
+        )
     if kind == "mla":
         att = Attention(
             kind="mla",
             query_heads=heads,
-            kv_heads=r.number("kv_heads", heads, minimum=1, integer=True),
+            kv_heads=r.number("kv_heads", heads, **BOUNDS["kv_heads"]),
             head_dim=head_dim,
-            kv_lora_rank=r.number("kv_lora_rank", minimum=1, integer=True),
-            q_lora_rank=r.number("q_lora_rank", 0, minimum=0, integer=True),
-            rope_head_dim=r.number("rope_head_dim", 0, minimum=0, integer=True),
-            value_head_dim=r.number("value_head_dim", 0, minimum=0, integer=True),
+            kv_lora_rank=r.number("kv_lora_rank", **BOUNDS["kv_lora_rank"]),
+            q_lora_rank=r.number("q_lora_rank", 0, **BOUNDS["q_lora_rank"]),
+            rope_head_dim=r.number("rope_head_dim", 0, **BOUNDS["rope_head_dim"]),
+            value_head_dim=r.number("value_head_dim", 0, **BOUNDS["value_head_dim"]),
         )
     else:
         default_kv = {"mha": heads, "mqa": 1}.get(kind)
         kv = r.number(
-            "kv_heads", default_kv if default_kv is not None else ..., minimum=1, integer=True
+            "kv_heads", default_kv if default_kv is not None else ..., **BOUNDS["kv_heads"]
         )
         if heads % kv:
             raise SpecError(
@@ -268,22 +343,22 @@ def _attention(r: Reader, d_model: int) -> Attention:
 def _ffn(r: Reader) -> FeedForward:
     if r.has("matrices"):
         m = r.raw("matrices")
-        if not (
-            isinstance(m, list) and len(m) == 2 and all(isinstance(x, int) and x > 0 for x in m)
-        ):
+        if not isinstance(m, list) or len(m) != 2:
             raise SpecError(
                 r.source,
                 r.path("matrices"),
-                f"expected [in, out] counts, got {m!r}",
+                f"expected [in, out] counts, got {short(m)}",
                 "e.g. [2, 1] for SwiGLU",
             )
-        m_in, m_out = m
+        m_in, m_out = (
+            check_number(x, r.source, r.path("matrices"), **BOUNDS["matrices"]) for x in m
+        )
         r.raw("activation", None)
     else:
         act = r.string("activation", "swiglu", choices=tuple(ACTIVATIONS))
         m_in, m_out = ACTIVATIONS[act]
-    experts = r.number("experts", 1, minimum=1, integer=True)
-    active = r.number("active_experts", 1 if experts == 1 else ..., minimum=1, integer=True)
+    experts = r.number("experts", 1, **BOUNDS["experts"])
+    active = r.number("active_experts", 1 if experts == 1 else ..., **BOUNDS["active_experts"])
     if active > experts:
         raise SpecError(
             r.source,
@@ -292,13 +367,13 @@ def _ffn(r: Reader) -> FeedForward:
             "at most the number of experts",
         )
     ffn = FeedForward(
-        d_ff=r.number("d_ff", minimum=1, integer=True),
+        d_ff=r.number("d_ff", **BOUNDS["d_ff"]),
         matrices_in=m_in,
         matrices_out=m_out,
         experts=experts,
         active_experts=active,
-        shared_experts=r.number("shared_experts", 0, minimum=0, integer=True),
-        shared_d_ff=r.number("shared_d_ff", 0, minimum=0, integer=True),
+        shared_experts=r.number("shared_experts", 0, **BOUNDS["shared_experts"]),
+        shared_d_ff=r.number("shared_d_ff", 0, **BOUNDS["shared_d_ff"]),
     )
     r.finish()
     return ffn
@@ -362,9 +437,9 @@ def _precision(r: Reader | None) -> Precision:
     if r is None:
         return Precision()
     p = Precision(
-        weight_bits=r.number("weight_bits", 16, minimum=1, maximum=32),
-        activation_bits=r.number("activation_bits", 16, minimum=1, maximum=32),
-        kv_cache_bits=r.number("kv_cache_bits", None, minimum=1, maximum=32),
+        weight_bits=r.number("weight_bits", 16, **BOUNDS["weight_bits"]),
+        activation_bits=r.number("activation_bits", 16, **BOUNDS["activation_bits"]),
+        kv_cache_bits=r.number("kv_cache_bits", None, **BOUNDS["kv_cache_bits"]),
     )
     r.finish()
     return p
@@ -374,16 +449,21 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
     """Validate a parsed model YAML and build the Architecture."""
     r = Reader(data, source)
     name = r.string("name")
-    d_model = r.number("d_model", minimum=1, integer=True)
+    d_model = r.number("d_model", **BOUNDS["d_model"])
     attention = _attention(r.sub("attention"), d_model)
     groups: list[LayerGroup] = []
     if r.has("layer_groups"):
         raw = r.raw("layer_groups")
-        if not isinstance(raw, list) or not raw:
-            raise SpecError(source, "layer_groups", "expected a non-empty list of groups", "")
+        if not isinstance(raw, list) or not raw or len(raw) > MAX_LAYER_GROUPS:
+            raise SpecError(
+                source,
+                "layer_groups",
+                f"expected a list of 1 to {MAX_LAYER_GROUPS} groups, got {short(raw)}",
+                "",
+            )
         for i, item in enumerate(raw):
             g = Reader(item, source, f"layer_groups[{i}]")
-            window = g.number("sliding_window_tokens", None, minimum=1, integer=True)
+            window = g.number("sliding_window_tokens", None, **BOUNDS["sliding_window_tokens"])
             mixer = _mixer(g.sub("mixer", None), d_model)
             if mixer is not None and window is not None:
                 raise SpecError(
@@ -395,7 +475,7 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
             groups.append(
                 LayerGroup(
                     name=g.string("name", f"group{i}"),
-                    layers=g.number("layers", minimum=1, integer=True),
+                    layers=g.number("layers", **BOUNDS["layers"]),
                     ffn=_ffn(g.sub("ffn")),
                     sliding_window_tokens=window,
                     mixer=mixer,
@@ -411,32 +491,37 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
         groups.append(
             LayerGroup(
                 name="all",
-                layers=r.number("layers", minimum=1, integer=True),
+                layers=r.number("layers", **BOUNDS["layers"]),
                 ffn=_ffn(r.sub("ffn")),
                 sliding_window_tokens=r.number(
-                    "sliding_window_tokens", None, minimum=1, integer=True
+                    "sliding_window_tokens", None, **BOUNDS["sliding_window_tokens"]
                 ),
             )
+        )
+    total_layers = sum(g.layers for g in groups)
+    if total_layers > BOUNDS["layers"]["maximum"]:
+        raise SpecError(
+            source, "layer_groups", f"{total_layers} layers in all", "at most 100000 layers"
         )
     published = r.sub("published_params", None)
     total = active = None
     if published is not None:
-        total = published.number("total", None, minimum=0, exclusive_minimum=True)
-        active = published.number("active", None, minimum=0, exclusive_minimum=True)
+        total = published.number("total", None, **BOUNDS["total"])
+        active = published.number("active", None, **BOUNDS["active"])
         published.string("source", "")
         published.finish()
-    aliases = r.raw("aliases", ())
+    aliases = r.text_list("aliases")
     arch = Architecture(
         name=name,
         d_model=d_model,
-        vocab_size=r.number("vocab_size", minimum=1, integer=True),
+        vocab_size=r.number("vocab_size", **BOUNDS["vocab_size"]),
         attention=attention,
         layer_groups=tuple(groups),
         precision=_precision(r.sub("precision", None)),
         tied_embeddings=r.boolean("tied_embeddings", False),
         parallel_attention=r.boolean("parallel_attention", False),
         description=r.string("description", ""),
-        aliases=tuple(str(a) for a in ([aliases] if isinstance(aliases, str) else aliases)),
+        aliases=aliases,
         source=r.string("source", ""),
         published_total_params=total,
         published_active_params=active,
@@ -456,4 +541,6 @@ def load_model(name_or_path: str | Path) -> Architecture:
     """Load a model architecture by name, alias (case-insensitive) or path to a YAML file."""
     if isinstance(name_or_path, Architecture):
         return name_or_path
-    return _load_path(catalog.find("models", name_or_path).resolve())
+    path = catalog.find("models", name_or_path).resolve()
+    record(path)
+    return _load_path(path)

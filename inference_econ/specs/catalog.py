@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..errors import UnknownNameError, did_you_mean
+from ..errors import SpecError, UnknownNameError, did_you_mean, short
+from .schema import Reader
 from .yamlfile import load_yaml
 
 KINDS = ("hardware", "models", "scenarios")
@@ -47,38 +48,66 @@ class Entry:
     description: str
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A spec file left out of the catalog, and why."""
+
+    path: Path
+    error: SpecError
+
+    @property
+    def problem(self) -> str:
+        return str(self.error)
+
+
 @cache
-def _index(kind: str, roots: tuple[Path, ...]) -> tuple[Entry, ...]:
+def _index(kind: str, roots: tuple[Path, ...]) -> tuple[tuple[Entry, ...], tuple[Skipped, ...]]:
     entries: dict[str, Entry] = {}
+    skipped: list[Skipped] = []
     for root in roots:
         folder = root / kind
         if not folder.is_dir():
             continue
         for path in sorted(folder.rglob("*.yaml")):
             try:
-                data = load_yaml(path)
-            except Exception:  # a broken file is reported when it is loaded by name
-                data = {}
-            name = str(data.get("name") or data.get("title") or path.stem)
-            if kind == "scenarios":
-                rel = path.relative_to(folder).with_suffix("")
-                name = rel.as_posix()
-            aliases = data.get("aliases") or ()
-            if isinstance(aliases, str):
-                aliases = (aliases,)
-            entry = Entry(
-                name=name,
-                aliases=tuple(str(a) for a in aliases if isinstance(a, (str, int, float))),
-                path=path,
-                description=str(data.get("description") or data.get("title") or ""),
-            )
-            entries.setdefault(name.lower(), entry)
-    return tuple(entries.values())
+                entry = _entry(kind, folder, path)
+            except SpecError as exc:  # reported by ``skipped``; never breaks other lookups
+                skipped.append(Skipped(path, exc))
+                continue
+            entries.setdefault(entry.name.lower(), entry)
+    return tuple(entries.values()), tuple(skipped)
+
+
+def _entry(kind: str, folder: Path, path: Path) -> Entry:
+    """The catalog entry of one spec file: its name, aliases and description, checked."""
+    r = Reader(load_yaml(path), str(path))
+    name = r.string("name", None) if kind != "scenarios" else None
+    title = r.string("title", None)
+    if kind == "scenarios":
+        name = path.relative_to(folder).with_suffix("").as_posix()
+    aliases = r.text_list("aliases")
+    description = r.string("description", None) or title or ""
+    return Entry(name=name or path.stem, aliases=aliases, path=path, description=description)
+
+
+def _kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise SpecError(
+            "argument", "kind", f"unknown kind {short(kind)}", f"choose {', '.join(KINDS)}"
+        )
+    return kind
 
 
 def entries(kind: str) -> tuple[Entry, ...]:
     """Every spec of one kind ("hardware", "models", "scenarios"), sorted by name."""
-    return tuple(sorted(_index(kind, data_roots()), key=lambda e: e.name.lower()))
+    _kind(kind)
+    return tuple(sorted(_index(kind, data_roots())[0], key=lambda e: e.name.lower()))
+
+
+def skipped(kind: str) -> tuple[Skipped, ...]:
+    """Spec files of one kind left out of the catalog (unreadable, or a bad name or aliases)."""
+    _kind(kind)
+    return _index(kind, data_roots())[1]
 
 
 def _normalise(name: str) -> str:
@@ -96,6 +125,16 @@ def _match(kind: str, text: str) -> Entry | None:
     return None
 
 
+def _existing_file(text: str) -> Path | None:
+    """The regular file a user's text names (``~`` expanded), or None (also for names no file
+    system accepts: too long, a NUL byte, an unknown user)."""
+    try:
+        path = Path(text).expanduser()
+        return path if path.is_file() else None
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
 def find(kind: str, name_or_path: str | os.PathLike) -> Path:
     """Resolve a name, an alias or a file path to a spec file; unknown names get a hint.
 
@@ -103,14 +142,14 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
     B200-SXM-180GB"): see ``resolve_system_name``.
     """
     text = str(name_or_path)
-    candidate = Path(text).expanduser()
-    looks_like_path = candidate.suffix in (".yaml", ".yml") or os.sep in text or "/" in text
-    if looks_like_path and candidate.is_file():
+    candidate = _existing_file(text)
+    looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
+    if looks_like_path and candidate is not None:
         return candidate
     entry = _match(kind, text)
     if entry is not None:
         return entry.path
-    if candidate.is_file():
+    if candidate is not None:
         return candidate
     if kind == "hardware":
         return resolve_system_name(text).entry.path
@@ -120,13 +159,20 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
 def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
     known = entries(kind)
     names = [e.name for e in known] + [a for e in known for a in e.aliases]
+    broken = skipped(kind)
+    wanted = _normalise(text)
+    for entry in broken:  # the user named a file that is in the catalog but broken
+        if _normalise(entry.path.stem) == wanted:
+            raise entry.error
     hint = did_you_mean(tried or text, names)
+    if broken and not hint:
+        hint = f"{len(broken)} file(s) were skipped as broken, e.g. {broken[0].problem}"
     singular = {"hardware": "hardware spec", "models": "model", "scenarios": "scenario"}[kind]
     also = f" (read as {tried!r})" if tried and tried != text else ""
     return UnknownNameError(
         "argument",
         kind,
-        f"no {singular} named {text!r}{also}",
+        f"no {singular} named {short(text)}{also}",
         hint or f"run 'inference-econ list {kind}' to see the names, or give a path to a YAML file",
     )
 

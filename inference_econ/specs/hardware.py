@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, did_you_mean, short
 from . import catalog
+from .inputs import record
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
 
@@ -73,6 +75,14 @@ class GPU:
     aliases: tuple[str, ...] = ()
     source_file: str = ""
 
+    def __post_init__(self) -> None:
+        """A GPU built in Python is checked like one read from YAML (finite, in range)."""
+        source = self.source_file or self.name or "GPU"
+        for key, bounds in _NUMERIC.items():
+            check_number(getattr(self, key), source, key, **bounds)
+        if _flop_table(self.flop_per_s, source) != tuple(sorted(self.flop_per_s)):
+            object.__setattr__(self, "flop_per_s", _flop_table(self.flop_per_s, source))
+
     # --- derived figures -------------------------------------------------------------------
     def peak_flop_per_s(self, weight_bits: float, native_fp4: bool = True) -> float:
         """Dense peak for matmuls with ``weight_bits`` weights.
@@ -128,24 +138,30 @@ class GPU:
         return out
 
 
+#: Bounds of the numeric fields: positive, finite and below figures no part comes near, so
+#: no product or quotient of them overflows (docs/errors.md).
 _NUMERIC = {
-    "hbm_bandwidth_bytes_per_s": dict(minimum=0, exclusive_minimum=True, unit="bytes/s"),
-    "hbm_capacity_bytes": dict(minimum=0, exclusive_minimum=True, unit="bytes"),
-    "nvlink_bandwidth_bytes_per_s": dict(minimum=0, unit="bytes/s"),
-    "nic_bandwidth_bytes_per_s": dict(minimum=0, exclusive_minimum=True, unit="bytes/s"),
-    "scale_up_domain_gpus": dict(minimum=1, integer=True, unit="GPUs"),
-    "links_per_gpu": dict(minimum=1, integer=True, unit="links"),
-    "link_latency_s": dict(minimum=0, unit="seconds"),
-    "pcie_bandwidth_bytes_per_s": dict(minimum=0, unit="bytes/s"),
-    "nvlink_bridge_gpus": dict(minimum=1, integer=True, unit="GPUs"),
-    "price_usd_per_hour": dict(minimum=0, exclusive_minimum=True, unit="USD/hour"),
+    "hbm_bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
+    "hbm_capacity_bytes": dict(minimum=1e6, maximum=1e18, unit="bytes"),
+    "nvlink_bandwidth_bytes_per_s": dict(minimum=0, maximum=1e18, unit="bytes/s"),
+    "nic_bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
+    "scale_up_domain_gpus": dict(minimum=1, maximum=2**20, integer=True, unit="GPUs"),
+    "links_per_gpu": dict(minimum=0, maximum=1024, integer=True, unit="links"),  # 0: not given
+    "link_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
+    "pcie_bandwidth_bytes_per_s": dict(minimum=0, maximum=1e18, unit="bytes/s"),
+    "nvlink_bridge_gpus": dict(minimum=1, maximum=2**20, integer=True, unit="GPUs"),
+    "price_usd_per_hour": dict(minimum=1e-6, maximum=1e9, unit="USD/hour"),
     "sustained_flop_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
     "sustained_hbm_bandwidth_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
-    "kernel_launch_latency_s": dict(minimum=0, unit="seconds"),
-    "collective_latency_scale": dict(minimum=0),
+    "kernel_launch_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
+    "collective_latency_scale": dict(minimum=0, maximum=1e6),
 }
 #: Fields ``scale:`` may multiply (whole counts such as GPUs or links cannot be scaled).
 _SCALABLE = {k for k, v in _NUMERIC.items() if not v.get("integer")}
+_FLOP = dict(minimum=1e6, maximum=1e21, unit="FLOP/s")
+_BITS = dict(minimum=1, maximum=64, integer=True, unit="bits")
+#: Longest chain of ``derive_from`` files.
+MAX_DERIVE_DEPTH = 16
 _REQUIRED = (
     "flop_per_s",
     "hbm_bandwidth_bytes_per_s",
@@ -157,21 +173,24 @@ _REQUIRED = (
 
 
 def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
+    if isinstance(value, (tuple, list)) and all(
+        isinstance(x, (tuple, list)) and len(x) == 2 for x in value
+    ):
+        value = dict(value)  # a GPU's own table, ((bits, rate), ...)
     if not isinstance(value, Mapping) or not value:
         raise SpecError(
             source,
             "flop_per_s",
-            f"expected a mapping from weight bits to FLOP/s, got {value!r}",
+            f"expected a mapping from weight bits to FLOP/s, got {short(value)}",
             "e.g. 'flop_per_s: {16: 9.89e14, 8: 1.979e15}'",
         )
-    table = []
+    table = {}
     for bits, rate in value.items():
-        b = check_number(bits, source, "flop_per_s", minimum=1, integer=True, unit="bits")
-        r = check_number(
-            rate, source, f"flop_per_s.{b}", minimum=0, exclusive_minimum=True, unit="FLOP/s"
-        )
-        table.append((b, float(r)))
-    return tuple(sorted(table))
+        b = check_number(bits, source, "flop_per_s", **_BITS)
+        if b in table:
+            raise SpecError(source, f"flop_per_s.{b}", "is given twice", "give each precision once")
+        table[b] = float(check_number(rate, source, f"flop_per_s.{b}", **_FLOP))
+    return tuple(sorted(table.items()))
 
 
 def _check_known(values: Mapping[str, Any], source: str) -> None:
@@ -205,9 +224,9 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
     reader = Reader(values, source)
     for key, value in values.items():
         if key == "flop_per_s":
-            out[key] = _flop_table(value, source)
+            out[key] = _flop_table(reader.raw(key), source)
         elif key in _NUMERIC:
-            out[key] = check_number(value, source, key, **_NUMERIC[key])
+            out[key] = reader.number(key, **_NUMERIC[key])
         elif key in ("nvls", "torus_wraparound"):
             out[key] = reader.boolean(key)
         elif key == "interconnect":
@@ -215,9 +234,9 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
         elif key == "torus_dimensions":
             out[key] = _torus_dimensions(value, source)
         elif key == "aliases":
-            out[key] = tuple(str(a) for a in ([value] if isinstance(value, str) else value or ()))
+            out[key] = reader.text_list(key)
         elif key in ("name", "description", "source_file"):
-            out[key] = str(value)
+            out[key] = reader.string(key)
     if "link_bandwidth_bytes_per_s" in values:
         per_link = check_number(
             values["link_bandwidth_bytes_per_s"],
@@ -253,7 +272,7 @@ def _torus_dimensions(value: Any, source: str) -> tuple[int, ...]:
         raise SpecError(
             source,
             "torus_dimensions",
-            f"expected 2 or 3 chip counts, got {value!r}",
+            f"expected 2 or 3 chip counts, got {short(value)}",
             "e.g. 'torus_dimensions: [16, 16]' for a 2-D torus",
         )
     return tuple(
@@ -352,9 +371,17 @@ def derive(
         for key, factor in scale.items():
             field = f"scale.{key}"
             factor = check_number(factor, source, field, minimum=0, exclusive_minimum=True)
+            if key not in _NUMERIC and key != "flop_per_s":
+                hint = did_you_mean(str(key), [*_NUMERIC, "flop_per_s"])
+                raise SpecError(
+                    source,
+                    field,
+                    "cannot be scaled",
+                    hint or "scale a numeric field such as hbm_bandwidth_bytes_per_s",
+                )
             if key == "flop_per_s":
                 current = values.get(key, base.flop_per_s)
-                values[key] = tuple((b, r * factor) for b, r in current)
+                values[key] = _flop_table({b: r * factor for b, r in current}, source)
             elif key in _NUMERIC and key in _SCALABLE:
                 current = values.get(key, getattr(base, key))
                 values[key] = _validated({key: current * factor}, source)[key]
@@ -378,11 +405,24 @@ def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
     base_name = data.pop("derive_from", None)
     scale = data.pop("scale", None)
     if scale is not None and not isinstance(scale, Mapping):
-        raise SpecError(source, "scale", f"expected a mapping of field: factor, got {scale!r}")
+        raise SpecError(
+            source, "scale", f"expected a mapping of field: factor, got {short(scale)}", ""
+        )
     if base_name is not None:
-        base = load_hardware(str(base_name))
+        if not isinstance(base_name, str):
+            raise SpecError(
+                source, "derive_from", f"expected a GPU name, got {short(base_name)}", ""
+            )
+        try:
+            base = load_hardware(base_name)
+        except SpecError as exc:
+            if exc.source == source:  # the cycle through this file, reported as it is
+                raise
+            raise exc.inside(source, "derive_from") from None
         data["source_file"] = source
-        return derive(base, name=data.pop("name", None), scale=scale, **data)
+        name = Reader(data, source).string("name", None)
+        data.pop("name", None)
+        return derive(base, name=name, scale=scale, **data)
     if scale:
         raise SpecError(
             source, "scale", "needs 'derive_from'", "scale factors apply to a base spec"
@@ -419,8 +459,28 @@ def _load_path(path: Path) -> GPU:
     return gpu_from_dict(load_yaml(path), str(path))
 
 
+_LOADING = threading.local()
+
+
 def load_hardware(name_or_path: str | Path) -> GPU:
     """Load a GPU spec by name, alias (case-insensitive) or path to a YAML file."""
     if isinstance(name_or_path, GPU):
         return name_or_path
-    return _load_path(catalog.find("hardware", name_or_path).resolve())
+    path = catalog.find("hardware", name_or_path).resolve()
+    record(path)
+    chain = _LOADING.__dict__.setdefault("chain", [])
+    if path in chain or len(chain) >= MAX_DERIVE_DEPTH:
+        cycle = " -> ".join(
+            p.name for p in [*chain[chain.index(path) if path in chain else 0 :], path]
+        )
+        raise SpecError(
+            str(chain[-1]),
+            "derive_from",
+            f"{'derives from itself' if path in chain else 'too long a chain'}: {cycle}",
+            f"a spec may derive from another one, at most {MAX_DERIVE_DEPTH} deep, without a cycle",
+        )
+    chain.append(path)
+    try:
+        return _load_path(path)
+    finally:
+        chain.pop()

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, did_you_mean, short
 
 
 class Reader:
@@ -21,7 +21,12 @@ class Reader:
 
     def __init__(self, data: Mapping, source: str, prefix: str = "") -> None:
         if not isinstance(data, Mapping):
-            raise SpecError(source, prefix, f"expected a mapping, got {type(data).__name__}")
+            raise SpecError(
+                source,
+                prefix,
+                f"expected a mapping of fields, got {short(data)}",
+                "write 'field: value' pairs",
+            )
         self.data = data
         self.source = source
         self.prefix = prefix
@@ -52,11 +57,10 @@ class Reader:
         integer: bool = False,
         unit: str = "",
     ) -> Any:
-        value = self.raw(key, default)
-        if value is default and default is not ...:
-            return value
+        if not self.has(key):
+            return self.raw(key, default)
         return check_number(
-            value,
+            self.raw(key),
             self.source,
             self.path(key),
             minimum=minimum,
@@ -67,40 +71,66 @@ class Reader:
         )
 
     def string(self, key: str, default: Any = ..., choices: tuple[str, ...] | None = None) -> Any:
-        value = self.raw(key, default)
-        if value is default and default is not ...:
-            return value
+        if not self.has(key):
+            return self.raw(key, default)
+        value = self.raw(key)
         if not isinstance(value, str):
             raise SpecError(
-                self.source, self.path(key), f"expected text, got {value!r}", "write a string"
+                self.source, self.path(key), f"expected text, got {short(value)}", "write a string"
             )
         if choices is not None and value not in choices:
             hint = did_you_mean(value, choices)
             raise SpecError(
                 self.source,
                 self.path(key),
-                f"unknown value {value!r}",
+                f"unknown value {short(value)}",
                 f"{hint + ' ' if hint else ''}expected one of {', '.join(choices)}",
             )
         return value
 
     def boolean(self, key: str, default: Any = ...) -> Any:
-        value = self.raw(key, default)
-        if value is default and default is not ...:
-            return value
+        if not self.has(key):
+            return self.raw(key, default)
+        value = self.raw(key)
         if not isinstance(value, bool):
             raise SpecError(
-                self.source, self.path(key), f"expected true or false, got {value!r}", ""
+                self.source,
+                self.path(key),
+                f"expected true or false, got {short(value)}",
+                "write true or false",
             )
         return value
 
     def mapping(self, key: str, default: Any = ...) -> Any:
-        value = self.raw(key, default)
-        if value is default and default is not ...:
-            return value
+        if not self.has(key):
+            return self.raw(key, default)
+        value = self.raw(key)
         if not isinstance(value, Mapping):
-            raise SpecError(self.source, self.path(key), f"expected a mapping, got {value!r}", "")
+            raise SpecError(
+                self.source,
+                self.path(key),
+                f"expected a mapping of fields, got {short(value)}",
+                "write 'field: value' pairs",
+            )
         return value
+
+    def text_list(self, key: str) -> tuple[str, ...]:
+        """A string or a list of strings (names, aliases, notes); numbers are read as text."""
+        if not self.has(key):
+            self.raw(key, None)
+            return ()
+        value = self.raw(key)
+        items = [value] if isinstance(value, (str, int, float)) else value
+        if not isinstance(items, list) or not all(
+            isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in items
+        ):
+            raise SpecError(
+                self.source,
+                self.path(key),
+                f"expected text or a list of text, got {short(value)}",
+                "e.g. [name one, name two]",
+            )
+        return tuple(str(x) for x in items)
 
     def sub(self, key: str, default: Any = ...) -> Reader | None:
         value = self.mapping(key, default)
@@ -112,10 +142,11 @@ class Reader:
         known = set(self.used) | set(allowed_extra)
         for key in self.data:
             if key not in known:
-                hint = did_you_mean(str(key), sorted(known))
+                name = key if isinstance(key, str) and len(key) <= 60 else short(key)
+                hint = did_you_mean(name, sorted(known))
                 raise SpecError(
                     self.source,
-                    self.path(str(key)),
+                    self.path(name),
                     "unknown field",
                     hint or f"known fields: {', '.join(sorted(known))}",
                 )
@@ -132,35 +163,86 @@ def check_number(
     integer: bool = False,
     unit: str = "",
 ) -> float | int:
-    """Validate one number; bool, text, NaN and out-of-range values are errors."""
+    """Validate one number from any source (an option, YAML, JSON, CSV, a keyword argument).
+
+    The one checker every number passes: text that reads as a number is accepted (YAML 1.1
+    reads "1e15" as text); bool, other text, NaN and infinities are errors; an ``integer``
+    field needs a whole number; the bounds come from the caller (for settings: the row of
+    ``inference_econ/settings.py``). Errors say what was given, the unit and the range.
+    """
     unit_hint = f" in {unit}" if unit else ""
-    if isinstance(value, numbers.Number) and not isinstance(value, (int, float, bool)):
-        value = value.item() if hasattr(value, "item") else value  # numpy scalars
-    if isinstance(value, str):
-        try:
-            value = float(value)  # YAML 1.1 reads "1e15" as text
-        except ValueError:
-            raise SpecError(
-                source, field, f"expected a number{unit_hint}, got {value!r}", "write a number"
-            ) from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    number = _as_number(value)
+    if number is None:
         raise SpecError(
-            source, field, f"expected a number{unit_hint}, got {value!r}", "write a number"
+            source,
+            field,
+            f"expected a number{unit_hint}, got {short(value)}",
+            _range_hint(minimum, maximum, exclusive_minimum, integer) or "write a number",
         )
-    if isinstance(value, float) and math.isnan(value):
-        raise SpecError(source, field, "is NaN", f"write a number{unit_hint}")
+    hint = _range_hint(minimum, maximum, exclusive_minimum, integer)
+    if math.isnan(number) or math.isinf(number):
+        raise SpecError(
+            source, field, f"is {short(value)}", hint or f"write a finite number{unit_hint}"
+        )
     if integer:
-        if float(value) != int(value):
-            raise SpecError(source, field, f"expected a whole number, got {value!r}", "")
-        value = int(value)
+        if number != math.floor(number):
+            raise SpecError(
+                source,
+                field,
+                f"expected a whole number{unit_hint}, got {short(value)}",
+                hint,
+            )
+        number = int(number)
+    low = minimum is not None and (number <= minimum if exclusive_minimum else number < minimum)
+    high = maximum is not None and number > maximum
+    if low or high:
+        raise SpecError(
+            source,
+            field,
+            f"is {short(number)}{unit_hint}",
+            hint,
+        )
+    return number
+
+
+def _as_number(value: Any) -> float | int | None:
+    """``value`` as a Python int or float, or None when it is not a number at all."""
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
+        return None
+    if isinstance(value, str):
+        text = value.strip().replace("_", "")
+        try:
+            return int(text) if text.lstrip("+-").isdigit() else float(text)
+        except (ValueError, OverflowError):
+            return None
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy scalars
+        value = value.item()
+        if isinstance(value, bool):
+            return None
+    if isinstance(value, int):
+        return value if abs(value) < 1e300 else (math.inf if value > 0 else -math.inf)
+    if isinstance(value, numbers.Real):
+        try:
+            return float(value)
+        except (OverflowError, ValueError):
+            return None
+    return None
+
+
+def _bound(x: float) -> str:
+    """A bound as a reader writes it: 1048576, 64, 0.5, 1e+09."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e7 else f"{x:g}"
+
+
+def _range_hint(minimum, maximum, exclusive_minimum: bool, integer: bool) -> str:
+    """'expected a whole number >= 1 and <= 64' and such."""
+    kind = "a whole number" if integer else "a number"
+    parts = []
     if minimum is not None:
-        bad = value <= minimum if exclusive_minimum else value < minimum
-        if bad:
-            op = ">" if exclusive_minimum else ">="
-            raise SpecError(source, field, f"is {value!r}", f"expected a value {op} {minimum}")
-    if maximum is not None and value > maximum:
-        raise SpecError(source, field, f"is {value!r}", f"expected a value <= {maximum}")
-    return value
+        parts.append(f"{'>' if exclusive_minimum else '>='} {_bound(minimum)}")
+    if maximum is not None:
+        parts.append(f"<= {_bound(maximum)}")
+    return f"expected {kind} {' and '.join(parts)}" if parts else ""
 
 
 def field_names(cls) -> tuple[str, ...]:

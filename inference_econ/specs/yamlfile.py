@@ -1,27 +1,119 @@
-"""Reading YAML spec files into plain mappings, with errors that name the file and the line."""
+"""Reading YAML spec files into plain mappings, with errors that name the file and the line.
+
+The loader is PyYAML's safe loader (no Python tags) made strict for hostile files: a key given
+twice is an error (YAML would silently keep the last), aliases may repeat at most
+``ALIAS_BUDGET`` values in all (a "billion laughs" file is refused before it is expanded), and
+nesting deeper than ``MAX_DEPTH`` is refused (no RecursionError).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, SequenceNode
 
-from ..errors import SpecError
+from ..errors import SpecError, short
+from .inputs import read_text
+
+#: Values that aliases (``*name``) may repeat in one file, counted with everything inside them.
+ALIAS_BUDGET = 10_000
+#: Deepest nesting of mappings and lists.
+MAX_DEPTH = 64
+#: The largest YAML file read: spec files are a few kB (pure-Python parsing runs at ~1 MB/s).
+MAX_YAML_BYTES = 4 * 2**20
+MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def load_yaml(path: Path) -> dict:
-    """Parse a YAML file into a mapping; errors name the file and the line."""
+class StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` refusing duplicate keys, alias bombs and deep nesting."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliased = 0
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent, index):
+        if self.check_event(AliasEvent):
+            event = self.peek_event()
+            node = self.anchors.get(event.anchor)
+            if node is not None:
+                self._aliased += self._sizes.get(id(node), 1)
+                if self._aliased > ALIAS_BUDGET:
+                    raise ComposerError(
+                        None,
+                        None,
+                        f"aliases repeat more than {ALIAS_BUDGET} values (an alias bomb?)",
+                        event.start_mark,
+                    )
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
+            )
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        self._sizes[id(node)] = 1 + sum(self._sizes.get(id(child), 1) for child in _children(node))
+        return node
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == MERGE_TAG:
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if duplicate:
+                    raise ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found the key {short(key)} twice",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _children(node):
+    if isinstance(node, SequenceNode):
+        return node.value
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    return ()
+
+
+def parse_yaml(text: str, source: str):
+    """Parse YAML text with the strict loader; errors name ``source`` and the line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(str(path), "", f"cannot read the file: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        raise SpecError(source, "", f"not valid YAML at line {line}: {exc.reason}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError(str(path), "", f"not valid YAML{line}: {problem}") from None
+        raise SpecError(source, "", f"not valid YAML{line}: {str(problem)[:160]}") from None
+    except RecursionError:  # the parser itself (flow collections) before MAX_DEPTH is reached
+        raise SpecError(
+            source, "", f"not valid YAML: nested deeper than {MAX_DEPTH} levels"
+        ) from None
+
+
+def load_yaml(path: Path) -> dict:
+    """Parse a YAML file (UTF-8, a regular file) into a mapping; errors name the file and line."""
+    data = parse_yaml(read_text(path, MAX_YAML_BYTES), str(path))
     if not isinstance(data, dict):
-        raise SpecError(str(path), "", "expected a mapping of fields at the top level")
+        raise SpecError(
+            str(path), "", f"expected a mapping of fields at the top level, got {short(data)}"
+        )
     return data

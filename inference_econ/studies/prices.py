@@ -6,9 +6,12 @@ import math
 
 import pandas as pd
 
+from .. import settings as table
+from ..errors import InfeasibleError
 from ..optimise.optimiser import frontier
 from ..serving.prefill import prefill
 from ..serving.setting import make_setting
+from ..specs.schema import check_number
 
 
 def price_ratio(
@@ -26,11 +29,18 @@ def price_ratio(
     is prefilled on the same GPUs, batching prompts until a pass holds ``min_prefill_tokens``
     tokens so the prefill is efficient.
     """
+    table.check_each({"prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
+    check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
     setting = make_setting(model, hardware, context_tokens=context_tokens, **kwargs)
     point = frontier(setting).preference_point()
     prompt = float(prompt_tokens or max(context_tokens, 1000.0))
     pb = max(1.0, math.ceil(min_prefill_tokens / prompt))
     pre = prefill(setting, point.gpus, prompt, batch=pb)
+    if not math.isfinite(pre.latency_s):
+        raise InfeasibleError(
+            f"{setting.name} at context {context_tokens:g}: a {prompt:g}-token prefill does not fit "
+            f"on the {point.gpus:.3g} GPUs of the decode preference point"
+        )
     return pd.Series(
         {
             "model": setting.model.name,

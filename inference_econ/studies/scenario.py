@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings as table
-from ..errors import InferenceEconError, SpecError, did_you_mean
+from ..errors import InferenceEconError, SpecError, did_you_mean, short
 from ..model.assumptions import Assumptions, preset
 from ..optimise.method import Method, make_method
 from ..serving.setting import Setting, make_setting
@@ -121,7 +121,12 @@ def _setting(fields: Mapping[str, Any], source: str, label: str) -> Setting:
     try:
         gpu = load_hardware(f["hardware"])
     except SpecError as exc:
-        raise SpecError(where, "hardware", exc.problem, exc.fix) from None
+        raise exc.inside(where, "hardware") from None
+    for key in ("hardware_overrides", "hardware_scale", "model_overrides"):
+        if f.get(key) is not None and not isinstance(f[key], Mapping):
+            raise SpecError(
+                where, key, f"expected a mapping of field: value, got {short(f[key])}", ""
+            )
     if f.get("hardware_overrides") or f.get("hardware_scale"):
         overrides = dict(f.get("hardware_overrides") or {})
         try:
@@ -139,7 +144,7 @@ def _setting(fields: Mapping[str, Any], source: str, label: str) -> Setting:
     try:
         arch = load_model(f["model"])
     except SpecError as exc:
-        raise SpecError(where, "model", exc.problem, exc.fix) from None
+        raise exc.inside(where, "model") from None
     if f.get("model_overrides"):
         arch = _override_model(arch, f["model_overrides"], where)
     assumptions = _assumptions(f.get("assumptions", "paper"), where)
@@ -148,12 +153,15 @@ def _setting(fields: Mapping[str, Any], source: str, label: str) -> Setting:
     try:
         return make_setting(arch, gpu, assumptions=assumptions, **problem)
     except SpecError as exc:
-        raise SpecError(where, exc.field, exc.problem, exc.fix) from None
+        raise exc.inside(where, exc.field) from None
 
 
 def _assumptions(value: Any, where: str) -> Assumptions:
     if isinstance(value, str):
-        return preset(value) if value else preset("paper")
+        try:
+            return preset(value) if value else preset("paper")
+        except SpecError as exc:
+            raise exc.inside(where, "assumptions") from None
     if isinstance(value, Mapping):
         r = Reader(value, where, "assumptions")
         base = preset(r.string("preset", "paper"))
@@ -162,21 +170,21 @@ def _assumptions(value: Any, where: str) -> Assumptions:
         for key in changes:
             if key not in known:
                 r.finish()
-        return base.replace(**changes)
+        try:
+            return base.replace(**changes)
+        except SpecError as exc:
+            raise SpecError(where, f"assumptions.{exc.field}", exc.problem, exc.fix) from None
     raise SpecError(
         where,
         "assumptions",
-        f"expected a preset name or a mapping, got {value!r}",
+        f"expected a preset name or a mapping, got {short(value)}",
         "e.g. 'refined'",
     )
 
 
 def _override_model(arch, overrides: Mapping[str, Any], where: str):
-    """Re-validate the model's YAML with dotted-path overrides (e.g. ``attention.kv_heads``)."""
-    if not isinstance(overrides, Mapping):
-        raise SpecError(
-            where, "model_overrides", f"expected a mapping of field: value, got {overrides!r}"
-        )
+    """Re-validate the model's YAML with dotted-path overrides (e.g. ``attention.kv_heads``,
+    ``layer_groups.1.layers``)."""
     path = Path(arch.source_file) if arch.source_file else None
     if path is None or not path.is_file():
         raise SpecError(
@@ -184,22 +192,51 @@ def _override_model(arch, overrides: Mapping[str, Any], where: str):
         )
     data = copy.deepcopy(load_yaml(path))
     for dotted, value in overrides.items():
-        node = data
+        field = f"model_overrides.{short(dotted)}"
         parts = str(dotted).split(".")
-        for part in parts[:-1]:
-            if part.isdigit() and isinstance(node, list):
-                node = node[int(part)]
-            else:
-                node = node.setdefault(part, {})
-        node[parts[-1]] = value
+        node = data
+        for depth, part in enumerate(parts[:-1]):
+            node = _child(node, part, where, field, ".".join(parts[: depth + 1]))
+        if isinstance(node, list):
+            _child(node, parts[-1], where, field, str(dotted))  # the index must exist
+            node[int(parts[-1])] = value
+        else:
+            node[parts[-1]] = value
     data["name"] = f"{data.get('name', arch.name)} (what-if)"
     return architecture_from_dict(data, f"{where}: model_overrides on {path}")
 
 
+def _child(node, part: str, where: str, field: str, path: str):
+    """One step down a dotted override path: a mapping's field (created if missing) or a
+    list's index (which must exist)."""
+    if isinstance(node, list):
+        if not part.isdigit() or int(part) >= len(node):
+            raise SpecError(
+                where,
+                field,
+                f"'{path}' is not an item of a list of {len(node)}",
+                f"use an index from 0 to {len(node) - 1}",
+            )
+        return node[int(part)]
+    if isinstance(node, dict):
+        child = node.setdefault(part, {})
+        if not isinstance(child, (dict, list)):
+            raise SpecError(
+                where, field, f"'{path}' is a value, not a group of fields", "override it whole"
+            )
+        return child
+    raise SpecError(where, field, f"'{path}' cannot be overridden", "")
+
+
 def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> Curve:
     if not isinstance(item, Mapping):
-        raise SpecError(source, f"curves[{index}]", f"expected a mapping, got {item!r}")
-    label = str(item.get("label") or item.get("model") or f"curve {index + 1}")
+        raise SpecError(
+            source, f"curves[{index}]", f"expected a mapping of fields, got {short(item)}", ""
+        )
+    label = item.get("label") or item.get("model") or f"curve {index + 1}"
+    if not isinstance(label, (str, int, float)):
+        raise SpecError(source, f"curves[{index}].label", f"expected text, got {short(label)}", "")
+    label = str(label)
     where = _where(source, label)
     merged = {**defaults, **item}
     r = Reader(merged, where)
@@ -208,7 +245,7 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
     settings = {
         k: merged[k]
         for k in table.names(table.PROBLEM, table.METHOD)
-        if k in merged and merged[k] is not None and not isinstance(merged[k], Mapping)
+        if k in merged and merged[k] is not None and k != "assumptions"
     }
     table.check(settings, [table.PROBLEM, table.METHOD], where, fill_defaults=False)
     for key in ("model", "hardware", "draft"):
@@ -216,7 +253,7 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
             raise SpecError(
                 where,
                 key,
-                f"expected a name or a path, got {merged[key]!r}",
+                f"expected a name or a path, got {short(merged[key])}",
                 "write the name as text",
             )
     paper = r.mapping("paper", {}) or {}
@@ -225,9 +262,9 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
             raise SpecError(
                 where, f"paper.{key}", "unknown field", f"known: {', '.join(PAPER_FIELDS)}"
             )
-        check_number(value, where, f"paper.{key}", minimum=0)
-    toy = r.mapping("toy", None)
-    color = r.string("color", None)
+        check_number(value, where, f"paper.{key}", minimum=0, exclusive_minimum=True)
+    toy = _toy(r.mapping("toy", None), where)
+    color = _color(r.string("color", None), where, "color")
     linestyle = r.string("linestyle", "solid", choices=LINESTYLES)
     r.string("label", "")
     r.finish()
@@ -238,12 +275,117 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
         paper=dict(paper),
         color=color,
         linestyle=linestyle,
-        toy=dict(toy) if toy else None,
+        toy=toy,
         source=source,
     )
     if toy is None:
         curve.setting()  # resolve names now: an unknown model or GPU is reported at load time
     return curve
+
+
+#: Most curves of one scenario (each is a frontier of its own).
+MAX_CURVES = 100
+#: The fields of a toy curve (Figure 1, Table 1) and their bounds.
+TOY_FIELDS = {
+    "bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
+    "allreduce_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
+    "allreduces_per_layer": dict(minimum=0, maximum=1000),
+    "base_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
+}
+#: The fields of ``options`` and their bounds.
+OPTION_FIELDS = {"max_speed": dict(minimum=0, exclusive_minimum=True, maximum=1e9, unit="tokens/s")}
+MEASURED_NUMBERS = {
+    "tokens_per_s": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="tokens/s"),
+    "usd_per_mtok": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="USD"),
+    "params": dict(minimum=1, maximum=1e16, unit="parameters"),
+    "latency_ms": dict(minimum=0, exclusive_minimum=True, maximum=1e9, unit="ms"),
+}
+
+
+def _numbers(value: Mapping | None, where: str, prefix: str, bounds: dict) -> dict | None:
+    """A mapping of named numbers, each checked against its bounds; unknown names are errors."""
+    if value is None:
+        return None
+    r = Reader(value, where, prefix)
+    out = {key: r.number(key, None, **b) for key, b in bounds.items() if r.has(key)}
+    r.finish()
+    return out
+
+
+def _toy(value, where: str) -> dict | None:
+    return _numbers(value, where, "toy", TOY_FIELDS)
+
+
+def _color(value: str | None, where: str, field: str) -> str | None:
+    """A colour matplotlib knows (a name, '#rrggbb', 'tab:blue', ...)."""
+    if value is None:
+        return None
+    from matplotlib.colors import is_color_like
+
+    if not is_color_like(value):
+        raise SpecError(
+            where, field, f"unknown colour {short(value)}", "e.g. darkred, '#1f77b4', tab:blue"
+        )
+    return value
+
+
+def _marker(value: str | None, where: str, field: str) -> str | None:
+    """A marker matplotlib knows ('o', 's', '^', ...)."""
+    if value is None:
+        return None
+    from matplotlib.markers import MarkerStyle
+
+    try:
+        MarkerStyle(value)
+    except (ValueError, TypeError):
+        raise SpecError(where, field, f"unknown marker {short(value)}", "e.g. o, s, ^, x") from None
+    return value
+
+
+def _measured(raw: Any, source: str, plots) -> tuple[dict, ...]:
+    """The measured points of a scenario: operating points (tokens_per_s, usd_per_mtok) or
+    square-root-law points (params, latency_ms), each with an optional label and colour."""
+    if not isinstance(raw, list):
+        raise SpecError(
+            source,
+            "measured",
+            f"expected a list of points, got {short(raw)}",
+            "e.g. [{label: API, tokens_per_s: 100, usd_per_mtok: 0.9}]",
+        )
+    points = []
+    for i, item in enumerate(raw):
+        r = Reader(item, source, f"measured[{i}]")
+        point = {k: r.number(k, None, **b) for k, b in MEASURED_NUMBERS.items() if r.has(k)}
+        if not (
+            {"tokens_per_s", "usd_per_mtok"} <= set(point) or {"params", "latency_ms"} <= set(point)
+        ):
+            raise SpecError(
+                source,
+                f"measured[{i}]",
+                "needs tokens_per_s and usd_per_mtok (or params and latency_ms)",
+                "give both numbers of the point",
+            )
+        label = r.raw("label", None)
+        if label is not None:
+            point["label"] = (
+                str(label) if isinstance(label, (str, int, float)) else r.string("label")
+            )
+        color = _color(r.string("color", None), source, f"measured[{i}].color")
+        if color:
+            point["color"] = color
+        marker = _marker(r.string("marker", None), source, f"measured[{i}].marker")
+        if marker:
+            point["marker"] = marker
+        r.finish()
+        points.append(point)
+    if "square-root-law" in plots and not any("params" in p for p in points):
+        raise SpecError(
+            source,
+            "measured",
+            "the square-root-law plot needs points with params and latency_ms",
+            "e.g. [{label: PaLM 8B, params: 8.6e9, latency_ms: 4}]",
+        )
+    return tuple(points)
 
 
 def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: str = "") -> Scenario:
@@ -279,6 +421,13 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: st
             "expected a non-empty list of curves",
             "each curve names at least a model and a GPU",
         )
+    if len(raw_curves) > MAX_CURVES:
+        raise SpecError(
+            source,
+            "curves",
+            f"has {len(raw_curves)} curves",
+            f"split it into scenarios of at most {MAX_CURVES} curves",
+        )
     curves = tuple(_curve(item, defaults, source, i) for i, item in enumerate(raw_curves))
     labels = [c.label for c in curves]
     dupes = {lab for lab in labels if labels.count(lab) > 1}
@@ -286,15 +435,8 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: st
         raise SpecError(
             source, "curves", f"duplicate labels {sorted(dupes)}", "give each curve its own label"
         )
-    measured = r.raw("measured", [])
-    if not isinstance(measured, list):
-        raise SpecError(
-            source,
-            "measured",
-            "expected a list of points",
-            "e.g. [{label: API, tokens_per_s: 100, usd_per_mtok: 0.9}]",
-        )
-    notes = r.raw("notes", [])
+    measured = _measured(r.raw("measured", []), source, plots)
+    notes = r.text_list("notes")
     observations = _observations_file(r.string("observations", ""), source)
     scenario = Scenario(
         name=name or Path(source).stem,
@@ -306,10 +448,10 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: st
         paper_ref=r.string("paper_ref", ""),
         description=r.string("description", ""),
         plots=tuple(plots),
-        measured=tuple(measured),
-        notes=tuple(str(n) for n in (notes if isinstance(notes, list) else [notes])),
+        measured=measured,
+        notes=notes,
         source=source,
-        options=dict(r.mapping("options", {}) or {}),
+        options=_numbers(r.mapping("options", None), source, "options", OPTION_FIELDS) or {},
         observations=observations,
     )
     r.finish()

@@ -13,11 +13,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import SpecError, did_you_mean, shown
+from .. import settings as table
+from ..errors import SpecError, did_you_mean, short
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
 from ..serving.setting import Setting
 from ..specs.hardware import derive
+from ..specs.schema import check_number
 
 #: parameter -> (kind, what it scales, description)
 PARAMETERS = {
@@ -49,29 +51,43 @@ HARDWARE_SCALES = {
 def vary(setting: Setting, parameter: str, value: float) -> Setting:
     """The setting with one parameter changed (a factor, or a value for context/acceptance)."""
     if parameter not in PARAMETERS:
-        hint = did_you_mean(parameter, PARAMETERS)
+        hint = did_you_mean(str(parameter), PARAMETERS)
         raise SpecError(
             "argument",
             "parameter",
-            f"unknown parameter {parameter!r}",
+            f"unknown parameter {short(parameter)}",
             hint or f"choose {', '.join(PARAMETERS)}",
         )
+    if PARAMETERS[parameter][0] == "factor":
+        latency = parameter in ("nccl_latency", "launch_latency")  # 0: no latency at all
+        value = check_number(
+            value, "argument", parameter, minimum=0, exclusive_minimum=not latency, maximum=1e6
+        )
+    elif parameter == "context":
+        value = table.option("context_tokens").check(value, "argument", parameter)
+    else:
+        value = table.option("acceptance").check(value, "argument", parameter)
     value = float(value)
-    if not math.isfinite(value) or value < 0:
-        raise SpecError("argument", parameter, f"is {shown(value)}", "expected a finite value >= 0")
     gpu, a = setting.gpu, setting.assumptions
     if parameter in HARDWARE_SCALES:
-        short, fields = HARDWARE_SCALES[parameter]
+        what, fields = HARDWARE_SCALES[parameter]
         scale = dict.fromkeys(fields, value)
-        return setting.replace(gpu=derive(gpu, name=f"{gpu.name} x{value:g} {short}", scale=scale))
-    if parameter == "nccl_latency":
-        return setting.replace(
-            assumptions=a.replace(collective_latency_scale=a.collective_latency_scale * value)
-        )
-    if parameter == "launch_latency":
-        return setting.replace(
-            assumptions=a.replace(launch_latency_scale=a.launch_latency_scale * value)
-        )
+        try:
+            gpu = derive(gpu, name=f"{gpu.name} x{value:g} {what}", scale=scale)
+        except SpecError as exc:  # e.g. a factor that takes a figure out of range
+            raise SpecError("argument", parameter, f"x{value:g}: {exc.problem}", exc.fix) from None
+        return setting.replace(gpu=gpu)
+    try:
+        if parameter == "nccl_latency":
+            return setting.replace(
+                assumptions=a.replace(collective_latency_scale=a.collective_latency_scale * value)
+            )
+        if parameter == "launch_latency":
+            return setting.replace(
+                assumptions=a.replace(launch_latency_scale=a.launch_latency_scale * value)
+            )
+    except SpecError as exc:
+        raise SpecError("argument", parameter, f"x{value:g}: {exc.problem}", exc.fix) from None
     if parameter == "context":
         return setting.replace(context_tokens=value)
     if setting.spec is None:
@@ -83,7 +99,7 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
         )
     if value > 1:
         raise SpecError(
-            "argument", "acceptance", f"is {shown(value)}", "expected a probability in [0, 1]"
+            "argument", "acceptance", f"is {short(value)}", "expected a probability in [0, 1]"
         )
     return setting.replace(spec=setting.spec.with_acceptance(value))
 
@@ -112,20 +128,20 @@ def sweep(
         if progress:
             progress(f"{parameter} = {float(value):g} ({i + 1}/{len(values)})")
         front = frontier(vary(setting, parameter, value), method)
+        # nothing feasible, or the speed out of reach: no number (blank), never inf
         fastest = front.fastest() if not front.empty else None
+        cost = float(front.cost_at_speed(at_speed)) if not front.empty else math.nan
         rows.append(
             {
                 "parameter": parameter,
                 "value": float(value),
-                "fastest_tokens_per_s": fastest.tokens_per_s if fastest is not None else 0.0,
-                "fastest_latency_s": fastest.latency_s if fastest is not None else math.inf,
+                "fastest_tokens_per_s": fastest.tokens_per_s if fastest is not None else math.nan,
+                "fastest_latency_s": fastest.latency_s if fastest is not None else math.nan,
                 "at_speed_tokens_per_s": float(at_speed),
-                "usd_per_mtok_at_speed": float(front.cost_at_speed(at_speed))
-                if not front.empty
-                else math.inf,
+                "usd_per_mtok_at_speed": cost if math.isfinite(cost) else math.nan,
                 "cheapest_usd_per_mtok": front.cheapest().usd_per_mtok
                 if not front.empty
-                else math.inf,
+                else math.nan,
             }
         )
     return pd.DataFrame(rows)

@@ -315,7 +315,6 @@ def frontiers(
 ) -> dict:
     """The frontier of every variant, without speculation and (with a draft) at
     ``acceptance``, labelled for a figure: what ``feasibility`` compares the offer with."""
-    import dataclasses
 
     from ...optimise.method import Method
     from ...optimise.optimiser import frontier
@@ -330,6 +329,6 @@ def frontiers(
         out[f"{variant.label}, no speculation"] = frontier(plain, method)
         if draft is not None:
             spec = setting_for(arch, variant, draft, max_draft_tokens, context)
-            spec = spec.replace(spec=dataclasses.replace(spec.spec, acceptance=acceptance))
+            spec = spec.replace(spec=spec.spec.with_acceptance(acceptance))
             out[f"{variant.label}, α = {acceptance:.2f}"] = frontier(spec, method)
     return out

@@ -125,7 +125,9 @@ def scaled_architecture(
 
     p0 = params(template)
     layers = max(1, round(template.layers * (total_params / p0) ** a))
-    if params(_shape(template, layers, 1e-4)) >= total_params:
+    # the narrowest member keeps at least one query head
+    narrowest = 1.0 / template.attention.query_heads
+    if params(_shape(template, layers, narrowest)) >= total_params:
         raise SpecError(
             "argument",
             "total_params",
@@ -136,7 +138,7 @@ def scaled_architecture(
     while params(_shape(template, layers, hi)) < total_params:
         hi *= 2.0
     width = brentq(
-        lambda w: params(_shape(template, layers, w)) - total_params, 1e-4, hi, xtol=1e-9
+        lambda w: params(_shape(template, layers, w)) - total_params, narrowest, hi, xtol=1e-9
     )
     arch = _shape(template, layers, width)
     return dataclasses.replace(

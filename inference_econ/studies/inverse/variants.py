@@ -92,7 +92,6 @@ def setting_for(
         weight_bits=variant.weight_bits,
         context_tokens=context_tokens,
         assumptions=variant.assumptions,
-        max_draft_tokens=max_draft_tokens,
     )
     if draft is None:
         return setting

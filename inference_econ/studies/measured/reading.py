@@ -8,16 +8,19 @@ operating-point files (tokens/s per request and $ per million tokens) overlaid o
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ...errors import SpecError, UnknownNameError
 from ...model.economics import usd_per_mtok_at_throughput
 from ...specs.architecture import load_model
 from ...specs.hardware import GPU, load_hardware
+from ...specs.inputs import read_text
 from ...specs.schema import check_number
 
 PRECISIONS = {
@@ -195,43 +198,67 @@ def load_measured(path: str | Path) -> list[MeasuredPoint]:
     return points
 
 
+#: Bounds of the numbers of an overlay CSV (as the ``measured`` points of a scenario file).
+OVERLAY_NUMBERS = {
+    "tokens_per_s": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="tokens/s"),
+    "usd_per_mtok": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="USD"),
+    "tokens_per_s_per_gpu": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="tokens/s"),
+}
+
+
+def _overlay_column(df: pd.DataFrame, column: str, source: str) -> np.ndarray:
+    """One numeric column, every value checked at once; the first bad one is reported with
+    its row (the header is row 1) by the one checker of numbers (``check_number``)."""
+    values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float)
+    bounds = OVERLAY_NUMBERS[column]
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(values) | (values <= bounds["minimum"]) | (values > bounds["maximum"])
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raw = df[column].iloc[i]
+        check_number(None if pd.isna(raw) else raw, source, f"row {i + 2}: {column}", **bounds)
+        raise SpecError(source, f"row {i + 2}: {column}", f"is {raw!r}", "write a positive number")
+    return values
+
+
 def load_overlay_points(path, price_usd_per_hour: float | None = None) -> list[dict]:
     """Measured operating points from a CSV: tokens_per_s and either usd_per_mtok or
-    tokens_per_s_per_gpu (converted to $ with ``price_usd_per_hour``); optional label."""
-    path = Path(path)
+    tokens_per_s_per_gpu (converted to $ with ``price_usd_per_hour``); optional label.
+
+    Read and checked column by column (10,000 points in well under a second); an empty file,
+    text or non-positive numbers are errors naming the file, the row and the column.
+    """
+    source = str(path)
     try:
-        df = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError) as exc:
-        raise SpecError(str(path), "", f"cannot read the CSV: {exc}") from None
+        df = pd.read_csv(io.StringIO(read_text(path)), skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise SpecError(source, "", "is empty", "give a header and one row per point") from None
+    except pd.errors.ParserError as exc:
+        raise SpecError(source, "", f"cannot read the CSV: {str(exc).strip()}") from None
     if "tokens_per_s" not in df:
         raise SpecError(
-            str(path), "tokens_per_s", "column is missing", "give the measured tokens/s per request"
+            source, "tokens_per_s", "column is missing", "give the measured tokens/s per request"
         )
-    points = []
-    for i, row in df.iterrows():
-
-        def positive(column, i=i, row=row):
-            return check_number(
-                row[column], str(path), f"row {i + 2}: {column}", minimum=0, exclusive_minimum=True
-            )
-
-        speed = positive("tokens_per_s")
-        if "usd_per_mtok" in df and pd.notna(row.get("usd_per_mtok")):
-            cost = positive("usd_per_mtok")
-        elif "tokens_per_s_per_gpu" in df and price_usd_per_hour:
-            cost = usd_per_mtok_at_throughput(positive("tokens_per_s_per_gpu"), price_usd_per_hour)
-        else:
-            raise SpecError(
-                str(path),
-                "usd_per_mtok",
-                "no cost column",
-                "give usd_per_mtok, or tokens_per_s_per_gpu and a GPU price",
-            )
-        points.append(
-            {
-                "label": str(row.get("label", "measured")),
-                "tokens_per_s": speed,
-                "usd_per_mtok": cost,
-            }
+    if df.empty:
+        raise SpecError(source, "", "has a header but no rows", "give one row per point")
+    speed = _overlay_column(df, "tokens_per_s", source)
+    if "usd_per_mtok" in df:
+        cost = _overlay_column(df, "usd_per_mtok", source)
+    elif "tokens_per_s_per_gpu" in df and price_usd_per_hour:
+        per_gpu = _overlay_column(df, "tokens_per_s_per_gpu", source)
+        cost = usd_per_mtok_at_throughput(per_gpu, price_usd_per_hour)
+    else:
+        raise SpecError(
+            source,
+            "usd_per_mtok",
+            "no cost column",
+            "give usd_per_mtok, or tokens_per_s_per_gpu and a GPU price",
         )
-    return points
+    if "label" in df:
+        labels = df["label"].fillna("measured").astype(str).tolist()
+    else:
+        labels = ["measured"] * len(df)
+    return [
+        {"label": label, "tokens_per_s": v, "usd_per_mtok": c}
+        for label, v, c in zip(labels, speed.tolist(), np.asarray(cost, dtype=float).tolist())
+    ]

@@ -1,0 +1,436 @@
+"""Hostile input: a fuzz suite over every command's options and every kind of file.
+
+Hypothesis generates wrong types, non-finite and extreme numbers, missing, extra and duplicate
+fields and broken encodings. The contract (docs/errors.md): no traceback, exit 2 for bad input
+(1 only when nothing is feasible), never a NaN, infinite or negative speed or cost in the
+output, every run under 10 s. Runs are in-process (click's CliRunner) and derandomised, so the
+suite is fast and repeatable; ``IE_FUZZ_EXAMPLES=500 pytest tests/test_hostile.py`` searches
+harder.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import time
+
+import pandas as pd
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inference_econ.cli import main
+from inference_econ.specs import catalog
+
+SCALE = float(os.environ.get("IE_FUZZ_EXAMPLES", "0")) or None
+
+
+def fuzz(examples: int):
+    """Hypothesis settings of a fuzz test: derandomised, no deadline, ``examples`` runs
+    (times IE_FUZZ_EXAMPLES / 100 when set)."""
+    n = int(examples * SCALE / 100) if SCALE else examples
+    return settings(
+        max_examples=max(n, 1),
+        deadline=None,
+        derandomize=SCALE is None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+
+
+# --- what every run must satisfy ---------------------------------------------------------
+
+#: Columns holding a speed, a cost or a time: never NaN text, infinite or negative.
+MEASURE = re.compile(r"(tokens_per_s|usd|latency|_s$|ttft|speedup|mfu)")
+
+
+def invoke(args, input_bytes=None):
+    """Run the CLI in-process and check the contract; returns (exit code, stdout)."""
+    start = time.perf_counter()
+    result = CliRunner().invoke(main, [str(a) for a in args], input=input_bytes)
+    elapsed = time.perf_counter() - start
+    described = f"{args!r} -> exit {result.exit_code}: {result.output[-400:]}"
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"traceback: {described}") from result.exception
+    assert "Traceback" not in result.output, described
+    assert result.exit_code in (0, 1, 2), described
+    assert elapsed < 10.0, f"{elapsed:.1f} s: {described}"
+    if result.exit_code != 0:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1, described  # one line naming the problem
+        assert result.stdout == "", described  # nothing half-printed
+    else:
+        check_numbers(result.stdout, described)
+    return result.exit_code, result.stdout
+
+
+def check_numbers(out: str, described: str) -> None:
+    """Every speed, cost or time in a CSV output is finite and not negative (blank: none)."""
+    if not out.strip() or out.lstrip().startswith(("{", "[")):
+        return
+    try:
+        df = pd.read_csv(io.StringIO(out))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError):
+        return
+    if {"field", "value"} <= set(df.columns):  # a vertical point/prefill/request table
+        df = pd.DataFrame([dict(zip(df["field"], df["value"]))])
+    for column in df.columns:
+        if not MEASURE.search(str(column)):
+            continue
+        values = pd.to_numeric(df[column], errors="coerce")
+        text = df[column].astype(str).str.strip().str.lower()
+        assert not text.isin(["inf", "-inf", "nan", "infinity"]).any(), (column, described)
+        assert not (values < 0).any(), (column, described)
+        assert not values.isin([math.inf, -math.inf]).any(), (column, described)
+
+
+# --- values a user might type -----------------------------------------------------------
+
+SPECIAL = [
+    "nan", "NaN", "inf", "-inf", "Infinity", "1e999", "-1e999", "-1", "0", "-0", "1e-300",
+    "5e-324", "abc", "", " ", ",", ",,", "1,2", "0x10", "1_000", " 7 ", "1e308", "10" * 40,
+    "true", "[1]", "{}", "\x00", "é", "1e", "--", "0.5", "3", "8", "2000", "4096",
+]  # fmt: skip
+values = st.one_of(
+    st.sampled_from(SPECIAL),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=-(10**25), max_value=10**25).map(str),
+    st.text(max_size=6),
+)
+
+#: A valid run of each command (small and fast), and the options fuzzed on it.
+MODEL = "Llama 3 8B"
+COMMANDS = {
+    "point": (
+        ["point", MODEL, "-H", "H100-paper", "--gpus", "2", "--batch", "8", "--format", "csv"],
+        ["--gpus", "--batch", "--context", "--weight-bits", "--activation-bits", "--kv-bits",
+         "--acceptance", "--max-draft", "--assumptions", "--draft", "-H"],
+    ),
+    "frontier": (
+        ["frontier", MODEL, "-H", "H100-paper", "--grid-points", "24", "--format", "csv"],
+        ["--grid-points", "--context", "--max-throughput", "--prompt-tokens", "--ttft-max",
+         "--weight-bits", "--rows", "--format", "--max-draft"],
+    ),
+    "prefill": (
+        ["prefill", MODEL, "-H", "H100-paper", "--gpus", "1", "--prompt-tokens", "2000",
+         "--format", "csv"],
+        ["--gpus", "--prompt-tokens", "--batch", "--cached-fraction", "--chunk", "--context"],
+    ),
+    "request": (
+        ["request", MODEL, "-H", "H100-paper", "--gpus", "1", "--batch", "4",
+         "--prompt-tokens", "500", "--output-tokens", "100", "--format", "csv"],
+        ["--gpus", "--batch", "--prompt-tokens", "--output-tokens", "--prefill-batch",
+         "--cached-fraction"],
+    ),
+    "disagg": (
+        ["disagg", MODEL, "-H", "H100-paper", "--gpus", "1", "--batch", "4",
+         "--prompt-tokens", "500", "--output-tokens", "100", "--format", "csv"],
+        ["--gpus", "--batch", "--prompt-tokens", "--output-tokens", "--prefill-gpus"],
+    ),
+    "context-parallel": (
+        ["context-parallel", MODEL, "-H", "A100-paper", "--prompt-tokens", "1000,8000",
+         "--format", "csv"],
+        ["--prompt-tokens", "--devices", "--link-gb-per-s"],
+    ),
+    "prices": (
+        ["prices", MODEL, "-H", "H100-paper", "--contexts", "1000", "--format", "csv"],
+        ["--contexts", "--weight-bits", "--assumptions"],
+    ),
+    "sweep": (
+        ["sweep", MODEL, "-H", "H100-paper", "--param", "hbm_bandwidth", "--values", "2",
+         "--format", "csv"],
+        ["--param", "--values", "--at-speed", "--context"],
+    ),
+    "show": (["show", MODEL, "--format", "csv"], ["-H", "--assumptions", "--format"]),
+    "list": (["list", "models", "--format", "csv"], ["--format"]),
+    "reproduce": (["reproduce", "table-1", "--format", "csv"], ["--format"]),
+}  # fmt: skip
+
+
+def with_value(base: list, option: str, value: str) -> list:
+    """``base`` with ``option`` set to ``value`` (replaced if present, else added)."""
+    args = list(base)
+    if option in args:
+        args[args.index(option) + 1] = value
+    else:
+        args += [option, value]
+    return args
+
+
+@fuzz(60)
+@given(st.data())
+def test_every_option_of_every_command(data):
+    name = data.draw(st.sampled_from(sorted(COMMANDS)), label="command")
+    base, options = COMMANDS[name]
+    option = data.draw(st.sampled_from(options), label="option")
+    value = data.draw(values, label="value")
+    invoke(with_value(base, option, value))
+
+
+@fuzz(20)
+@given(st.data())
+def test_names_flags_and_positional_arguments(data):
+    """Unknown options, missing arguments, hostile names and paths."""
+    name = data.draw(st.sampled_from(sorted(COMMANDS)), label="command")
+    base, _ = COMMANDS[name]
+    hostile = data.draw(
+        st.sampled_from(
+            ["", " ", "a" * 5000, "\x00", "~nobody/x.yaml", "/dev/zero", "/dev/null", "/tmp",
+             "/etc/shadow", "../../x.yaml", "Lama 3", "llama-3-8b", "LLAMA 3 8B"]
+        )
+        | st.text(max_size=12),
+        label="value",
+    )  # fmt: skip
+    how = data.draw(st.sampled_from(["model", "hardware", "unknown option", "drop"]))
+    args = list(base)
+    if how == "model" and len(args) > 1:
+        args[1] = hostile
+    elif how == "hardware":
+        args = with_value(args, "-H", hostile)
+    elif how == "unknown option":
+        args += ["--no-such-option", hostile]
+    else:
+        args = args[: max(1, len(args) - 2)]
+    invoke(args)
+
+
+def test_the_issues_examples_exit_2_with_one_line():
+    """The inputs the issue found accepted, hanging or crashing."""
+    p = ["-H", "H100-paper", "--gpus", "8"]
+    big = "Llama 3 70B"
+    for args in (
+        ["prefill", big, *p, "--prompt-tokens", "8000", "--chunk", c]
+        for c in ("0", "-1", "-inf", "1e-300")
+    ):
+        assert invoke(args)[0] == 2
+    for args in (
+        ["prefill", big, "-H", "H100-paper", "--gpus", "inf", "--prompt-tokens", "8000"],
+        ["request", big, "-H", "H100-paper", "--gpus", "inf", "--batch", "1",
+         "--prompt-tokens", "8", "--output-tokens", "8"],
+        ["disagg", big, *p, "--batch", "0", "--prompt-tokens", "8", "--output-tokens", "8"],
+        ["disagg", big, *p, "--batch", "nan", "--prompt-tokens", "8", "--output-tokens", "8"],
+        ["point", big, *p, "--batch", "0.5"],
+        ["point", big, *p, "--batch", "1e-300"],
+        ["point", big, *p, "--batch", "inf"],
+        ["point", big, *p, "--batch", "8", "--context", "inf"],
+        ["point", big, *p, "--batch", "8", "--acceptance", "7"],
+        ["point", big, *p, "--batch", "8", "--acceptance", "0.5"],  # without --draft
+        ["prefill", big, *p, "--prompt-tokens", "800", "--cached-fraction", "1.5"],
+        ["prices", big, "-H", "H100-paper", "--contexts", ","],
+        ["frontier", big, "-H", "H100-paper", "--grid-points", "4000"],
+        ["frontier", big, "-H", "H100-paper", "--rows", "-3"],
+    ):  # fmt: skip
+        assert invoke(args)[0] == 2, args
+
+
+# --- files --------------------------------------------------------------------------------
+
+GPU = {
+    "name": "Fuzz GPU",
+    "flop_per_s": {16: 1e15, 8: 2e15},
+    "hbm_bandwidth_bytes_per_s": 3e12,
+    "hbm_capacity_bytes": 8e10,
+    "nvlink_bandwidth_bytes_per_s": 9e11,
+    "nic_bandwidth_bytes_per_s": 5e10,
+    "scale_up_domain_gpus": 8,
+    "price_usd_per_hour": 2.0,
+}
+MODEL_SPEC = {
+    "name": "Fuzz Model",
+    "d_model": 1024,
+    "vocab_size": 32000,
+    "layers": 8,
+    "attention": {"kind": "gqa", "query_heads": 16, "kv_heads": 4, "head_dim": 64},
+    "ffn": {"d_ff": 4096, "activation": "swiglu", "experts": 4, "active_experts": 2},
+    "precision": {"weight_bits": 16, "activation_bits": 16},
+}
+SCENARIO = {
+    "title": "Fuzz",
+    "plots": [],  # the curves and their key points, no figure (fast)
+    "defaults": {"hardware": "H100-paper", "grid_points": 16},
+    "measured": [{"label": "API", "tokens_per_s": 100, "usd_per_mtok": 1.0}],
+    "options": {"max_speed": 500},
+    "curves": [
+        {"label": "a", "model": MODEL, "color": "tab:blue", "context_tokens": 1000},
+        {"label": "b", "model": MODEL, "hardware_scale": {"hbm_bandwidth_bytes_per_s": 2}},
+    ],
+}
+HF = {
+    "model_type": "llama",
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 8,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 4,
+    "vocab_size": 32000,
+}
+
+#: Replacement values for a field: wrong types, non-finite and extreme numbers.
+FIELD_VALUES = st.one_of(
+    st.sampled_from(
+        [None, True, "", "abc", "nan", ".inf", [], [1], {}, {"a": 1}, 0, -1, 0.5, 1e-300,
+         1e300, 10**30, -(10**30), "1e15", 7, 4000, "x" * 300]
+    ),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**20), max_value=10**20),
+)  # fmt: skip
+
+
+def paths(spec, prefix=()):
+    """Every dotted path to a field of a nested spec."""
+    out = []
+    for key, value in spec.items():
+        out.append((*prefix, key))
+        if isinstance(value, dict):
+            out += paths(value, (*prefix, key))
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, dict):
+                    out += paths(item, (*prefix, key, i))
+    return out
+
+
+def mutate(data, spec: dict) -> dict:
+    """A copy of ``spec`` with one field replaced, removed, or an unknown field added."""
+    spec = json.loads(json.dumps(spec))
+    path = data.draw(st.sampled_from(paths(spec)), label="field")
+    node = spec
+    for part in path[:-1]:
+        node = node[part]
+    how = data.draw(st.sampled_from(["replace", "replace", "remove", "add"]), label="how")
+    if how == "remove":
+        del node[path[-1]]
+    elif how == "add" and isinstance(node, dict):
+        node[data.draw(st.sampled_from(["extra", "layers ", "Name", "1"]))] = 1
+    else:
+        node[path[-1]] = data.draw(FIELD_VALUES, label="value")
+    return spec
+
+
+def broken_text(data, text: str) -> bytes:
+    """The file's bytes, broken: a non-UTF-8 byte, a NUL, a duplicated key, a cut, or nesting."""
+    how = data.draw(
+        st.sampled_from(["latin-1", "nul", "duplicate", "cut", "bom", "deep", "bomb", "tag"]),
+        label="breakage",
+    )
+    raw = text.encode("utf-8")
+    first = text.splitlines()[0]
+    if how == "latin-1":
+        return raw.replace(b"a", b"\xe9", 1)
+    if how == "nul":
+        return raw[: len(raw) // 2] + b"\x00" + raw[len(raw) // 2 :]
+    if how == "duplicate":
+        return raw + ("\n" + first + "\n").encode()
+    if how == "cut":
+        return raw[: data.draw(st.integers(0, len(raw)))]
+    if how == "bom":
+        return b"\xef\xbb\xbf" + raw
+    if how == "deep":
+        return raw + b"\nextra: " + b"[" * 5000 + b"]" * 5000 + b"\n"
+    if how == "bomb":
+        lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+        for i in range(8):
+            prev, cur = chr(97 + i), chr(98 + i)
+            lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+        return (text + "\n" + "\n".join(lines) + "\ndescription: *i\n").encode()
+    return raw + b"\nextra: !!python/object/apply:os.system ['true']\n"
+
+
+def write(tmp_path, name: str, payload) -> str:
+    path = tmp_path / name
+    path.write_bytes(payload if isinstance(payload, bytes) else payload.encode("utf-8"))
+    return str(path)
+
+
+def file_run(kind: str, path: str) -> list:
+    """The command that reads a file of one kind."""
+    return {
+        "hardware": ["point", MODEL, "-H", path, "--gpus", "4", "--batch", "8", "--format", "csv"],
+        "model": ["point", path, "-H", "H100-paper", "--gpus", "4", "--batch", "8",
+                  "--format", "csv"],
+        "scenario": ["run", path, "--format", "csv", "-q"],
+        "hf": ["import-hf", path],
+    }[kind]  # fmt: skip
+
+
+SPECS = {"hardware": GPU, "model": MODEL_SPEC, "scenario": SCENARIO, "hf": HF}
+
+
+@fuzz(50)
+@given(st.data())
+def test_every_field_of_every_file_kind(tmp_path_factory, data):
+    kind = data.draw(st.sampled_from(sorted(SPECS)), label="kind")
+    spec = mutate(data, SPECS[kind])
+    suffix = ".json" if kind == "hf" else ".yaml"
+    text = json.dumps(spec) if kind == "hf" else yaml.safe_dump(spec, sort_keys=False)
+    path = write(tmp_path_factory.mktemp("f"), f"{kind}{suffix}", text)
+    code, _ = invoke(file_run(kind, path))
+    assert code in (0, 1, 2)
+
+
+@fuzz(24)
+@given(st.data())
+def test_broken_encodings_and_yaml_attacks(tmp_path_factory, data):
+    kind = data.draw(st.sampled_from(["hardware", "model", "scenario"]), label="kind")
+    text = yaml.safe_dump(SPECS[kind], sort_keys=False)
+    payload = broken_text(data, text)
+    path = write(tmp_path_factory.mktemp("b"), f"{kind}.yaml", payload)
+    code, _ = invoke(file_run(kind, path))
+    if b"\xe9" in payload or b"\x00" in payload or b"!!python" in payload:
+        assert code == 2
+
+
+OVERLAY_VALUES = st.one_of(
+    st.sampled_from(["", "abc", "nan", "inf", "-1", "0", "1e999", "1e-300", "5", " 3 "]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+
+
+@fuzz(15)
+@given(st.data())
+def test_overlay_csv(tmp_path_factory, data):
+    """The measured-points overlay of ``run --measured``: bad cells, columns and encodings."""
+    rows = data.draw(st.integers(0, 4), label="rows")
+    columns = data.draw(
+        st.sampled_from(
+            [("label", "tokens_per_s", "usd_per_mtok"), ("tokens_per_s", "usd_per_mtok"),
+             ("tokens_per_s", "tokens_per_s_per_gpu"), ("tokens_per_s",), ("usd_per_mtok",), ()]
+        ),
+        label="columns",
+    )  # fmt: skip
+    lines = [",".join(columns)] + [
+        ",".join(data.draw(OVERLAY_VALUES) for _ in columns) for _ in range(rows)
+    ]
+    payload = "\n".join(lines).encode()
+    if data.draw(st.booleans(), label="latin-1"):
+        payload += b"\n\xe9,1,1"
+    folder = tmp_path_factory.mktemp("o")
+    one_curve = {**SCENARIO, "plots": ["frontier"], "curves": SCENARIO["curves"][:1]}
+    scenario = write(folder, "s.yaml", yaml.safe_dump(one_curve))
+    csv = write(folder, "m.csv", payload)
+    invoke(["run", scenario, "--measured", csv, "--format", "csv", "-q"])
+
+
+def test_a_broken_catalog_file_is_skipped_and_named(tmp_path, monkeypatch):
+    """`aliases: 5`, invalid YAML or a bad name in one catalog file: reported, skipped."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "bad-aliases.yaml").write_text("name: Bad\naliases: {a: 1}\n")
+    (tmp_path / "models" / "bad-yaml.yaml").write_text("name: [unclosed\n")
+    (tmp_path / "models" / "dupe.yaml").write_text("name: Dupe\nname: Dupe 2\n")
+    monkeypatch.setenv("INFERENCE_ECON_PATH", str(tmp_path))
+    catalog.clear_cache()
+    try:
+        result = CliRunner().invoke(main, ["list", "models", "--format", "csv"])
+        assert result.exit_code == 0 and "Llama 3 70B" in result.stdout
+        warnings = [line for line in result.stderr.splitlines() if line.startswith("warning")]
+        assert len(warnings) == 3 and all(str(tmp_path) in w for w in warnings)
+        assert invoke(["show", MODEL, "--format", "csv"])[0] == 0  # other lookups work
+        code, _ = invoke(["show", "bad-yaml"])
+        result = CliRunner().invoke(main, ["show", "bad-yaml"])
+        assert code == 2 and "bad-yaml.yaml" in result.stderr and "not valid YAML" in result.stderr
+    finally:
+        monkeypatch.delenv("INFERENCE_ECON_PATH")
+        catalog.clear_cache()

@@ -1,0 +1,316 @@
+"""The one input boundary (docs/errors.md): every number, file and name a user gives is checked
+once, with one exception type (SpecError) naming the file, the field and the fix."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.errors import SpecError, short
+from inference_econ.optimise import optimiser
+from inference_econ.serving import context_parallel as cp
+from inference_econ.serving import prefill
+from inference_econ.serving.speculative import SpecDecoding
+from inference_econ.specs.architecture import Precision
+from inference_econ.specs.schema import check_number
+from inference_econ.specs.yamlfile import load_yaml, parse_yaml
+
+MODEL_YAML = """\
+name: Tiny
+d_model: 1024
+vocab_size: 32000
+layers: 8
+attention: {kind: gqa, query_heads: 16, kv_heads: 4, head_dim: 64}
+ffn: {d_ff: 4096}
+"""
+
+
+def cli(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), result.output
+    return result.exit_code, result.stderr
+
+
+# --- the number checker --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (math.inf, "is inf"),
+        ("inf", "is 'inf'"),
+        (float("nan"), "is nan"),
+        (10**400, "is 1000"),
+        ("1e999", "is '1e999'"),
+        (True, "expected a number"),
+        ("abc", "expected a number"),
+        ([1], "expected a number"),
+        (2.5, "expected a whole number"),
+        (0, "is 0"),
+        (2**40, "is 1099511627776"),
+    ],
+)
+def test_integer_fields_refuse_infinity_and_junk_without_overflow(value, message):
+    with pytest.raises(SpecError, match=message) as e:
+        check_number(value, "f.yaml", "layers", minimum=1, maximum=2**20, integer=True)
+    assert e.value.source == "f.yaml" and e.value.field == "layers"
+    assert "expected a whole number >= 1 and <= 1048576" in str(e.value)
+
+
+def test_numbers_from_text_numpy_and_yaml_are_read():
+    assert check_number("1e15", "f", "x") == 1e15  # YAML 1.1 reads 1e15 as text
+    assert check_number(np.float32(2.5), "f", "x") == 2.5
+    assert check_number(np.int64(7), "f", "x", integer=True) == 7
+    assert check_number(" 1_000 ", "f", "x", integer=True) == 1000
+    with pytest.raises(SpecError):
+        check_number(np.bool_(True), "f", "x")
+
+
+def test_messages_truncate_values():
+    with pytest.raises(SpecError) as e:
+        check_number("x" * 100_000, "f.yaml", "name")
+    assert len(str(e.value)) < 250
+    assert short([[1] * 1000] * 1000).count("1") < 40
+
+
+def test_settings_rows_give_bounds_and_units():
+    with pytest.raises(SpecError, match=r"in requests.*>= 1 and <= 1e\+09"):
+        ie.point("Llama 3 70B", "H100-paper", gpus=8, batch=0.5)
+    with pytest.raises(SpecError, match="batch"):
+        ie.point("Llama 3 70B", "H100-paper", gpus=8, batch=np.array([8, 1e-300]))
+    with pytest.raises(SpecError, match="context_tokens"):
+        ie.point("Llama 3 70B", "H100-paper", gpus=8, batch=8, context_tokens=math.inf)
+    # infinity is "no limit" where the setting is a limit
+    front = ie.frontier(
+        "Llama 3 8B", "H100-paper", max_throughput_tokens_per_s=math.inf, grid_points=20
+    )
+    assert not front.empty
+
+
+# --- garbage the API used to accept ------------------------------------------------------
+
+
+def test_garbage_through_the_api_is_refused():
+    with pytest.raises(SpecError, match="weight_bits"):
+        Precision(weight_bits=-4)
+    with pytest.raises(SpecError, match="weight_bits"):
+        ie.load_model("Llama 3 8B").with_precision(weight_bits=-4)
+    with pytest.raises(SpecError, match="price_usd_per_hour"):
+        ie.derive(ie.load_hardware("H100"), price_usd_per_hour=math.inf)
+    with pytest.raises(SpecError, match="acceptance"):
+        SpecDecoding(ie.load_model("Llama 3 8B"), float("nan"))
+    with pytest.raises(SpecError, match="without a draft model"):
+        ie.make_setting("Llama 3 70B", "H100-paper", acceptance=0.5)
+    setting = ie.make_setting("Llama 3 70B", "H100-paper")
+    with pytest.raises(SpecError, match="cached_tokens"):
+        prefill.prefill(setting, 8, 1000, cached_tokens=1500)
+    with pytest.raises(SpecError, match="chunk_tokens"):
+        prefill.prefill(setting, 8, 1000, chunk_tokens=0)
+    with pytest.raises(SpecError, match="passes"):
+        prefill.prefill(setting, 8, 1e9, chunk_tokens=1)  # a billion passes: refused up front
+
+
+def test_head_dim_zero_and_heads_beyond_d_model(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(MODEL_YAML.replace("head_dim: 64", "head_dim: 0"))
+    with pytest.raises(SpecError, match="attention.head_dim"):
+        ie.load_model(path)
+    path.write_text(MODEL_YAML.replace("d_model: 1024", "d_model: 8").replace(", head_dim: 64", ""))
+    with pytest.raises(SpecError, match="give head_dim"):
+        ie.load_model(path)
+
+
+# --- files -------------------------------------------------------------------------------
+
+
+def test_yaml_loader_refuses_duplicates_tags_bombs_and_depth():
+    with pytest.raises(SpecError, match="line 3: found the key 'a' twice"):
+        parse_yaml("a: 1\nb: 2\na: 3\n", "f.yaml")
+    with pytest.raises(SpecError, match="constructor for the tag"):
+        parse_yaml("a: !!python/object/apply:os.system ['true']\n", "f.yaml")
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for i in range(8):
+        prev, cur = chr(97 + i), chr(98 + i)
+        lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+    start = time.process_time()
+    with pytest.raises(SpecError, match="alias bomb"):
+        parse_yaml("\n".join(lines) + "\ntitle: *i\n", "f.yaml")
+    assert time.process_time() - start < 1.0
+    with pytest.raises(SpecError, match="nested deeper than 64"):
+        parse_yaml("a: " + "[" * 10000 + "]" * 10000, "f.yaml")
+    # what YAML users rely on still works: anchors, merge keys, a byte-order mark
+    data = parse_yaml("base: &b {x: 1, y: 2}\nc:\n  <<: *b\n  x: 3\n", "f.yaml")
+    assert data["c"] == {"x": 3, "y": 2}
+
+
+def test_files_are_utf8_regular_and_small(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + MODEL_YAML.encode())
+    assert load_yaml(path)["name"] == "Tiny"
+    path.write_bytes(MODEL_YAML.encode() + b"description: caf\xe9\n")
+    with pytest.raises(SpecError, match=r"not UTF-8 text \(byte 0xe9 at line 7\)"):
+        load_yaml(path)
+    with pytest.raises(SpecError, match="is a directory"):
+        load_yaml(tmp_path)
+    with pytest.raises(SpecError, match="is a device"):
+        load_yaml("/dev/zero")
+
+
+def test_derive_from_cycles_are_named(tmp_path):
+    (tmp_path / "a.yaml").write_text(
+        "name: A\nderive_from: b.yaml\n".replace("b.yaml", str(tmp_path / "b.yaml"))
+    )
+    (tmp_path / "b.yaml").write_text(f"name: B\nderive_from: {tmp_path / 'a.yaml'}\n")
+    with pytest.raises(SpecError, match=r"derives from itself: a.yaml -> b.yaml -> a.yaml"):
+        ie.load_hardware(tmp_path / "a.yaml")
+
+
+def test_scenario_errors_keep_the_model_file_and_field(tmp_path):
+    model = tmp_path / "m.yaml"
+    model.write_text(MODEL_YAML.replace("layers: 8", "layers: .inf"))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"title: t\ncurves:\n  - {{label: A, model: {model}, hardware: H100}}\n")
+    code, err = cli("run", scenario)
+    assert code == 2 and err.count("\n") == 1
+    assert "s.yaml, curve 'A'" in err and "m.yaml: field 'layers': is inf" in err
+
+
+@pytest.mark.parametrize(
+    "curve, message",
+    [
+        ("hardware_overrides: [1]", "expected a mapping"),
+        ("model_overrides: {layer_groups.9.layers: 1}", "layer_groups"),
+        ("model_overrides: {attention.kv_heads.x: 1}", "is a value, not a group"),
+        ("color: notacolor", "unknown colour 'notacolor'"),
+        ("grid_points: .inf", "is inf"),
+        ("hardware_scale: {hbm_bandwidth_bytes_per_s: 1e300}", "is inf"),
+    ],
+)
+def test_malformed_scenario_values(tmp_path, curve, message):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"title: t\ncurves:\n  - {{model: Llama 3 8B, hardware: H100, {curve}}}\n")
+    code, err = cli("run", path)
+    assert code == 2 and message in err, err
+
+
+def test_scenario_options_and_measured_points_are_checked(tmp_path):
+    path = tmp_path / "s.yaml"
+    base = "title: t\ncurves: [{model: Llama 3 8B, hardware: H100, grid_points: 16}]\n"
+    path.write_text(base + "options: {max_speed: abc}\n")
+    assert "options.max_speed" in cli("run", path)[1]
+    path.write_text(base + "measured: [{tokens_per_s: 5}]\n")
+    assert "needs tokens_per_s and usd_per_mtok" in cli("run", path)[1]
+
+
+# --- exit codes ----------------------------------------------------------------------------
+
+
+def test_show_reports_the_gpu_that_is_unknown():
+    code, err = cli("show", "Llama 3 70B", "-H", "H1000")
+    assert code == 2 and "H1000" in err and "no model or GPU named 'Llama 3 70B'" not in err
+
+
+def test_run_with_no_feasible_curve_exits_1(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "title: t\ncurves:\n  - {model: Llama 3.1 405B (paper), hardware: V100-paper,"
+        " max_throughput_tokens_per_s: 1e-3, grid_points: 16}\n"
+    )
+    code, err = cli("run", path, "--out", tmp_path / "out")
+    assert code == 1 and "no curve has a feasible configuration" in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_bad_input_is_never_reported_as_does_not_fit():
+    for flag in ("--context", "--batch"):
+        code, err = cli(
+            "point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "8", flag, "inf"
+        )
+        assert code == 2 and "does not fit" not in err
+
+
+# --- bounded work --------------------------------------------------------------------------
+
+
+def test_a_grid_too_large_for_the_machine_is_refused_with_its_estimate(monkeypatch):
+    monkeypatch.setattr(optimiser, "available_memory_bytes", lambda: 1e9)  # a 1 GB machine
+    with pytest.raises(SpecError, match=r"needs about 0\.6 GB .* 1\.0 GB available") as e:
+        ie.frontier("Llama 3 8B", "H100-paper", grid_points=1200)
+    assert e.value.field == "grid_points"
+    fits = int(str(e.value).split("use grid_points <= ")[1].split(",")[0])
+    assert 500 < fits < 1200 and optimiser.grid_cost(fits**2, 1)[0] <= 0.5e9
+    need, seconds = optimiser.grid_cost(2000 * 2000, 65)
+    assert need > 5e9 and seconds > 600  # 64 draft tokens on the largest grid: refused anywhere
+
+
+def test_chunked_prefill_is_evaluated_at_once():
+    setting = ie.make_setting("Llama 3 70B", "H100-paper")
+    start = time.process_time()
+    row = prefill.prefill(setting, 8, 100_000, chunk_tokens=10)  # 10,000 passes
+    assert row.chunks == 10_000 and time.process_time() - start < 2.0
+    one = prefill.prefill(setting, 8, 32000, chunk_tokens=4000)
+    passes = [prefill.prefill(setting, 8, 4000 * (i + 1), cached_tokens=4000 * i) for i in range(8)]
+    assert one.latency_s == pytest.approx(sum(p.latency_s for p in passes), rel=1e-9)
+
+
+def test_balanced_context_parallel_chunks_solve_the_quadratic():
+    setting = ie.make_setting("Llama 3 8B", "A100-paper")
+    costs = cp.chain_costs(setting, link_bytes_per_s=1e9)
+    for start, seconds in [(0.0, 0.01), (5000.0, 0.2), (1e6, 3.0)]:
+        end = costs.reach(start, seconds)
+        assert costs.compute_s(start, end) == pytest.approx(seconds, rel=1e-9)
+    start = time.process_time()
+    df = cp.compare(setting, [64000], 1024, link_bytes_per_s=1e9)
+    assert time.process_time() - start < 2.0 and df.balance_spread[0] == pytest.approx(1.0)
+
+
+def test_an_overlay_of_10000_points_is_read_at_once_and_drawn_as_one_scatter_per_label(tmp_path):
+    import pandas as pd
+
+    from inference_econ.output import plots
+    from inference_econ.studies.measured.reading import load_overlay_points
+
+    rng = np.random.default_rng(0)
+    csv = tmp_path / "m.csv"
+    n = 10_000
+    pd.DataFrame(
+        {
+            "label": rng.choice(["a", "b", "c"], n),
+            "tokens_per_s": rng.uniform(5, 200, n),
+            "usd_per_mtok": rng.uniform(0.1, 20, n),
+        }
+    ).to_csv(csv, index=False)
+    start = time.process_time()
+    points = load_overlay_points(csv)
+    assert len(points) == n and time.process_time() - start < 1.0
+    fig = plots.frontier_figure({}, "overlay", measured=points)
+    assert len(fig.axes[0].collections) == 3
+    plots.plt.close(fig)
+    csv.write_text("tokens_per_s,usd_per_mtok\n5,1\n7,abc\n")
+    with pytest.raises(SpecError, match="row 3: usd_per_mtok"):
+        load_overlay_points(csv)
+    csv.write_text("tokens_per_s,usd_per_mtok\n")
+    with pytest.raises(SpecError, match="no rows"):
+        load_overlay_points(csv)
+
+
+def test_api_helpers_raise_spec_error_for_bad_arguments(llama70_8bit_frontier):
+    front = llama70_8bit_frontier
+    for call in (
+        lambda: ie.list_specs("gpu-s"),
+        lambda: front.preference_point(k=math.nan),
+        lambda: front.cheapest_at_speed("fast"),
+        lambda: front.cost_at_speed(["x"]),
+        lambda: front.cost_at_speed(-1.0),
+    ):
+        with pytest.raises(SpecError):
+            call()
+    assert np.isinf(front.cost_at_speed(1e9))  # no point that fast: inf, documented

@@ -1,0 +1,192 @@
+"""Output never destroys what it did not create (docs/errors.md): symlinks, permissions,
+devices, folders, inputs of the same command, unwritable places, interruptions."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from inference_econ.cli import main
+from inference_econ.errors import SpecError
+from inference_econ.output.files import write_atomic
+
+ROOT = Path(__file__).resolve().parent.parent
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+FRONTIER = ["frontier", "Llama 3 8B", "-H", "H100-paper", "--grid-points", "16", "--format", "csv"]
+
+
+def cli(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stderr
+
+
+def test_a_symlink_is_followed_and_kept(tmp_path):
+    real = tmp_path / "real.csv"
+    real.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    code, _ = cli(*FRONTIER, "--out", link)
+    assert code == 0 and link.is_symlink() and os.readlink(link) == str(real)
+    header = next(line for line in real.read_text().splitlines() if not line.startswith("#"))
+    assert header.startswith("tokens_per_s,")
+
+
+def test_an_existing_file_keeps_its_mode(tmp_path):
+    target = tmp_path / "private.csv"
+    target.write_text("old\n")
+    target.chmod(0o600)
+    assert cli(*FRONTIER, "--out", target)[0] == 0
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600 and target.read_text() != "old\n"
+    fresh = write_atomic(tmp_path / "new.txt", "x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_directory_or_fifo_is_refused_before_anything_runs(tmp_path):
+    code, err = cli(*FRONTIER, "--out", tmp_path)
+    assert code == 2 and "is a directory, not a regular file" in err
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code, err = cli(*FRONTIER, "--out", fifo)
+    assert code == 2 and "FIFO" in err and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="creating a device node needs root")
+def test_a_device_is_refused_and_left_alone(tmp_path):
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a twin of /dev/null
+    code, err = cli(*FRONTIER, "--out", device)
+    assert code == 2 and "is a device" in err and stat.S_ISCHR(device.stat().st_mode)
+    with pytest.raises(SpecError, match="is a device"):
+        write_atomic(device, "x")
+    assert stat.S_ISCHR(device.stat().st_mode)
+
+
+def test_dev_null_is_refused():
+    code, err = cli(*FRONTIER, "--out", "/dev/null")
+    assert code == 2 and "is a device" in err and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_an_input_of_the_command_is_never_overwritten(tmp_path):
+    model = tmp_path / "m.yaml"
+    model.write_text((ROOT / "models" / "llama-3-8b.yaml").read_text())
+    before = model.read_text()
+    link = tmp_path / "link.yaml"
+    link.symlink_to(model)
+    hard = tmp_path / "hard.yaml"
+    os.link(model, hard)
+    for out in (model, link, hard):
+        code, err = cli("frontier", model, "-H", "H100-paper", "--grid-points", "16", "--out", out)
+        assert code == 2 and "is an input of this command" in err, (out, err)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
+    code, err = cli("import-hf", config, "-o", config)
+    assert code == 2 and "is an input of this command" in err
+    assert model.read_text() == before and json.loads(config.read_text())["hidden_size"] == 64
+
+
+def test_an_unwritable_place_is_one_line_and_exit_2(tmp_path):
+    for target in ("/proc/version/x.csv", "/proc/no-such-folder/x.csv", f"{tmp_path}/x.csv/"):
+        code, err = cli(*FRONTIER, "--out", target)
+        # one error line (after any progress line), no traceback
+        errors = [line for line in err.splitlines() if not line.startswith("[")]
+        assert code == 2 and len(errors) == 1 and errors[0].startswith("error: "), err
+
+
+@pytest.mark.skipif(IS_ROOT, reason="root writes through permissions")
+def test_a_read_only_folder_or_file_is_refused(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    code, err = cli(*FRONTIER, "--out", folder / "x.csv")
+    assert code == 2 and "permission denied" in err
+    folder.chmod(0o700)
+    target = folder / "x.csv"
+    target.write_text("keep\n")
+    target.chmod(0o400)
+    code, err = cli(*FRONTIER, "--out", target)
+    assert code == 2 and target.read_text() == "keep\n"
+
+
+def test_figure_suffix_and_folders_are_checked_before_anything_is_written(tmp_path):
+    start = time.process_time()
+    code, err = cli("sweep", "Llama 3 8B", "-H", "H100-paper", "--tornado", tmp_path / "t.txt")
+    assert code == 2 and "cannot be written as '.txt'" in err and time.process_time() - start < 1
+    assert list(tmp_path.iterdir()) == []
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    code, err = cli("run", "paper/figure-2", "--out", afile)
+    assert code == 2 and "is not a folder" in err and afile.read_text() == "x"
+    code, err = cli("reproduce", "figure-2", "--out", afile)
+    assert code == 2 and "is not a folder" in err
+
+
+def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path):
+    target = tmp_path / "out.txt"
+    for text in ("first\n", "second\n" * 1000):
+        write_atomic(target, text)
+        assert target.read_text() == text
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+# --- interruptions -----------------------------------------------------------------------
+
+
+def complete(path: Path) -> bool:
+    """A written file is whole: PNG to its IEND chunk, SVG to its closing tag, JSON parses."""
+    data = path.read_bytes()
+    if path.suffix == ".png":
+        return data.startswith(b"\x89PNG") and data.rstrip().endswith(b"IEND\xaeB`\x82")
+    if path.suffix == ".svg":
+        return data.rstrip().endswith(b"</svg>")
+    if path.suffix == ".json":
+        json.loads(data)
+        return True
+    return data.endswith(b"\n")  # CSV and Markdown end with a newline
+
+
+SMALL = """\
+title: Interrupted
+plots: [frontier, mfu, breakdown]
+defaults: {hardware: H100-paper, grid_points: 24}
+curves:
+  - {label: A, model: Llama 3 8B}
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_an_interrupted_run_leaves_no_partial_files(tmp_path, sig):
+    """Killed (or interrupted) while it writes its figures and tables - what `reproduce all`
+    does for every scenario, here on one small scenario: every file there is whole, none is
+    half written and no temporary file is left."""
+    scenario = tmp_path / "small.yaml"
+    scenario.write_text(SMALL)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inference_econ.cli", "run", str(scenario), "--out", str(out), "-q"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:  # until the first file appears
+        if out.is_dir() and any(out.iterdir()):
+            break
+        time.sleep(0.005)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    if sig == signal.SIGINT and proc.returncode != 0:  # 0: it finished before the signal
+        assert proc.returncode == 130 and b"Traceback" not in err, err
+    names = sorted(p.name for p in out.iterdir())
+    assert names and not [n for n in names if n.startswith(".")], names
+    assert all(complete(out / n) for n in names), names
