@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import click
 
-from . import catalog_commands, data_commands, decode_commands, scenario_commands, serving_commands
+from . import (
+    catalog_commands,
+    data_commands,
+    decode_commands,
+    scenario_commands,
+    serving_commands,
+    study_commands,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -33,6 +40,7 @@ for _module in (
     scenario_commands,
     serving_commands,
     data_commands,
+    study_commands,
 ):
     for _command in _module.COMMANDS:
         main.add_command(_command)
