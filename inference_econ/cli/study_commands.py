@@ -43,9 +43,9 @@ def study(file, out, jobs, dask, html, format, quiet):
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/report.html)")
     if html:
-        from ..output.report import _plotly
+        from ..output.report import require_plotly
 
-        _plotly()  # fail before the long run if plotly is missing
+        require_plotly()  # fail before the long run if plotly is missing
     progress = Progress(quiet)
     result = run(file, out, jobs=jobs, dask=dask, progress=progress)
     best, meaning = summary_table(result.key_points, result.study)
@@ -105,9 +105,9 @@ def report(source, out, compare, max_points, quiet):
     Examples:  inference-econ report out/study --out study.html
                inference-econ report paper/figure-4 --out figure-4.html
     """
-    from ..output.report import _plotly, scenario_section, study_section, write_report
+    from ..output.report import require_plotly, scenario_section, study_section, write_report
 
-    _plotly()
+    require_plotly()
     progress = Progress(quiet)
     if Path(source).is_dir():
         section = study_section(source, compare)

@@ -74,7 +74,7 @@ class Section:
     notes: list[str] = field(default_factory=list)
 
 
-def _plotly():
+def require_plotly():
     try:
         import plotly
         import plotly.graph_objects as go
@@ -148,7 +148,7 @@ def _text(points: pd.DataFrame):
 
 def figure(section: Section, max_points: int = MAX_POINTS):
     """The plotly figure of a section: one trace per curve, a selector over groups."""
-    _, go = _plotly()
+    _, go = require_plotly()
     fig = go.Figure()
     groups = list(dict.fromkeys(c.group for c in section.curves))
     first = groups[0] if groups else ""
@@ -260,7 +260,7 @@ tr:nth-child(even) td { background: #fafafa; }
 
 def render(sections: list[Section], title: str, max_points: int = MAX_POINTS) -> str:
     """The whole page: every section's figure, key points and assumptions; plotly.js once."""
-    plotly, _ = _plotly()
+    plotly, _ = require_plotly()
     from importlib.metadata import version
 
     body = [f"<h1>{html.escape(title)}</h1>"]

@@ -18,6 +18,8 @@ from .study import Cell, compute_cell
 
 #: Seconds between two progress lines (the last cell always gets one).
 PROGRESS_EVERY_S = 2.0
+#: How long to wait for a Dask scheduler before giving up.
+CONNECT_TIMEOUT = "20s"
 
 Done = Callable[[Cell, dict], None]
 Failed = Callable[[Cell, str], None]
@@ -123,7 +125,7 @@ def _client(address: str, jobs: int):
         )
         return Client(cluster), cluster
     try:
-        return Client(address, timeout="20s"), None
+        return Client(address, timeout=CONNECT_TIMEOUT), None
     except (OSError, TimeoutError, ValueError) as exc:
         raise SpecError(
             "command line",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import hashlib
 import itertools
 import json
@@ -128,11 +129,12 @@ def _check_field(key: str, value: Any, where: str, at: str, base: Path | None) -
                 where, at, f"expected a name or a path, got {value!r}", "write it as text"
             )
         value = _resolve_path(value, base)
-        try:
-            load_hardware(value) if key == "hardware" else load_model(value)
+        try:  # the file's path from here on: names are looked up once per axis value
+            path = catalog.find("hardware" if key == "hardware" else "models", value)
+            load_hardware(path) if key == "hardware" else load_model(path)
         except SpecError as exc:
             raise SpecError(where, at, exc.problem, exc.fix) from None
-        return value
+        return str(path.resolve())
     if key in WHAT_IF_KEYS or (key == "assumptions" and isinstance(value, Mapping)):
         if not isinstance(value, Mapping):
             raise SpecError(where, at, f"expected a mapping, got {value!r}", "e.g. {field: value}")
@@ -345,6 +347,7 @@ def excluded(values: Mapping[str, Any], rules) -> bool:
 def expand(study: Study) -> list[Cell]:
     """Every cell of the study's cartesian product that no ``exclude`` rule removes."""
     cells = []
+    version = package_version()
     varying = [a for a in study.axes if len(a.labels) > 1] or list(study.axes)
     for combo in itertools.product(*(range(len(a.labels)) for a in study.axes)):
         values = {a.name: a.labels[i] for a, i in zip(study.axes, combo)}
@@ -356,7 +359,8 @@ def expand(study: Study) -> list[Cell]:
         label = " · ".join(str(values[a.name]) for a in varying)
         curve = Curve(label=label, fields=fields, source=f"{study.source}, cell '{label}'")
         setting, method = curve.setting(), curve.method()
-        cells.append(Cell(len(cells), values, setting, method, cell_key(setting, method)))
+        key = cell_key(setting, method, version)
+        cells.append(Cell(len(cells), values, setting, method, key))
     if not cells:
         raise SpecError(study.source, "exclude", "excludes every cell", "loosen the exclude rules")
     return cells
@@ -381,11 +385,12 @@ def package_version() -> str:
 def _content(value: Any) -> Any:
     """A dataclass tree as plain data, without the fields that are only metadata."""
     if dataclasses.is_dataclass(value):
-        return {
-            f.name: _content(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.name not in _METADATA
-        }
+        if value.__hash__ is not None:
+            try:
+                return _spec_content(value)
+            except TypeError:  # a field that cannot be hashed: no memo
+                pass
+        return _fields_content(value)
     if isinstance(value, (list, tuple)):
         return [_content(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
@@ -393,11 +398,25 @@ def _content(value: Any) -> Any:
     return value
 
 
-def cell_key(setting: Setting, method: Method) -> str:
+def _fields_content(value: Any) -> dict:
+    return {
+        f.name: _content(getattr(value, f.name))
+        for f in dataclasses.fields(value)
+        if f.name not in _METADATA
+    }
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec_content(value: Any) -> str:
+    """The content of a frozen spec (GPU, model, assumptions) as JSON text, computed once."""
+    return json.dumps(_fields_content(value), sort_keys=True, default=repr)
+
+
+def cell_key(setting: Setting, method: Method, version: str | None = None) -> str:
     """SHA-256 of what a cell's frontier is computed from, and of the package version."""
     payload = {
         "format": CACHE_FORMAT,
-        "version": package_version(),
+        "version": package_version() if version is None else version,
         "setting": _content(setting),
         "method": _content(method),
     }
