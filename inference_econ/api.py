@@ -82,6 +82,7 @@ def study(
     dask: str | None = None,
     progress=None,
     cache_dir=None,
+    recompute: bool = False,
 ) -> StudyResult:
     """Every cell of a study: ``.key_points`` (one row per cell x key point) and ``.frontiers``
     (one row per cell x frontier point), tidy DataFrames with a column per axis.
@@ -90,10 +91,11 @@ def study(
     parsed mapping or a ``Study``. With ``out`` the tables, ``study.json`` and the summary
     figure are written there and finished cells are cached in ``out/cache`` (or ``cache_dir``),
     so a rerun computes only what changed. ``jobs`` local processes (default: the cores) or a
-    Dask cluster (``dask="local"`` or a scheduler address) compute the cells.
+    Dask cluster (``dask="local"`` or a scheduler address) compute the cells; ``recompute``
+    ignores the cache (after changing the model's code without changing the version).
     """
     values = table.check_each({"jobs": jobs, "dask": dask})
-    return run_study(spec, out, values["jobs"], values["dask"], progress, cache_dir)
+    return run_study(spec, out, values["jobs"], values["dask"], progress, cache_dir, recompute)
 
 
 def model_summary(model, hardware="H100-paper", assumptions: str | Assumptions = "refined") -> dict:

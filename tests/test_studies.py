@@ -129,6 +129,7 @@ def test_axis_errors(tmp_path):
         "context_tokens: [-5]": ("axes.context_tokens[0]", "expected a value >= 0"),
         "weight_bits: [8]": ("axes.precision", "sets weight_bits, which axis 'weight_bits'"),
         "model: []": ("axes.model", "non-empty list"),
+        "point: [{label: x}]": ("axes.point", "is the name of a column"),
     }
     for extra, (field, words) in cases.items():
         text = TINY.replace("  model: [Llama 3 70B, Llama 3 8B]", f"  {extra}")
@@ -206,6 +207,9 @@ def test_cache_recomputes_only_changed_cells(tiny_file, tiny_run, tmp_path, monk
     grown = write(tmp_path, TINY.replace("A100-paper]", "A100-paper, H200-paper]"))
     bigger = ie.study(grown, out, jobs=1)
     assert bigger.cached == 5 and bigger.computed == 3  # 70B x2 precisions + 8B FP8 on H200
+    # --recompute ignores the cache
+    redo = ie.study(tiny_file, out, jobs=1, recompute=True)
+    assert redo.cached == 0 and redo.computed == 5
     # a changed package version invalidates every cell
     monkeypatch.setattr(study_module, "package_version", lambda: "999.0")
     fresh = ie.study(tiny_file, out, jobs=1)

@@ -19,10 +19,15 @@ from .common import Progress, format_option, handle_errors, options, quiet_optio
 )
 @options("jobs", "dask")
 @click.option("--html", is_flag=True, help="Also write the interactive report OUT/report.html.")
+@click.option(
+    "--recompute",
+    is_flag=True,
+    help="Compute every cell again, ignoring (and replacing) the cache.",
+)
 @format_option
 @quiet_option
 @handle_errors
-def study(file, out, jobs, dask, html, format, quiet):
+def study(file, out, jobs, dask, html, recompute, format, quiet):
     """Run a study: every combination of its axes' values, each cell's frontier and key points.
 
     FILE is a study YAML (or the name of a shipped one, see 'list scenarios'). With --out the
@@ -47,7 +52,12 @@ def study(file, out, jobs, dask, html, format, quiet):
 
         require_plotly()  # fail before the long run if plotly is missing
     progress = Progress(quiet)
-    result = run(file, out, jobs=jobs, dask=dask, progress=progress)
+    try:
+        result = run(file, out, jobs=jobs, dask=dask, progress=progress, recompute=recompute)
+    except KeyboardInterrupt:
+        kept = f"finished cells are cached in {out}/cache: " if out else ""
+        click.echo(f"interrupted: {kept}rerun the same command to resume", err=True)
+        sys.exit(130)
     best, meaning = summary_table(result.key_points, result.study)
     click.echo(render(best, format, title=f"{result.study.title}: {meaning}"), nl=False)
     cells = len(result.cells)

@@ -339,8 +339,7 @@ def study_section(folder, compare: str | None = None) -> Section:
             f"cannot read a study's output here ({exc})",
             "run 'inference-econ study FILE --out DIR' first",
         ) from None
-    keys = pd.read_csv(folder / "key_points.csv", keep_default_na=False, na_values=[""])
-    fronts = pd.read_csv(folder / "frontiers.csv", keep_default_na=False, na_values=[""])
+    keys, fronts = _read(folder, "key_points"), _read(folder, "frontiers")
     varying = _varying(manifest)
     if compare is None:
         compare = "hardware" if "hardware" in varying else varying[-1]
@@ -384,6 +383,22 @@ def study_section(folder, compare: str | None = None) -> Section:
             )
         ],
     )
+
+
+def _read(folder: Path, name: str) -> pd.DataFrame:
+    """A table of a study's folder: Parquet when pyarrow can read it (faster), else CSV."""
+    parquet = folder / f"{name}.parquet"
+    if parquet.is_file():
+        try:
+            return pd.read_parquet(parquet)
+        except ImportError:
+            pass
+    try:
+        return pd.read_csv(folder / f"{name}.csv", keep_default_na=False, na_values=[""])
+    except OSError as exc:
+        raise SpecError(
+            str(folder), name, f"cannot read the table ({exc})", "rerun the study"
+        ) from None
 
 
 def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:

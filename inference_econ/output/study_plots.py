@@ -127,8 +127,14 @@ def summary_figure(key_points: pd.DataFrame, study):
                             (j - 0.48, i - 0.48), 0.96, 0.96, fill=False, lw=2, ec="#d62728"
                         )
                     )
-        ax.set_xticks(range(len(cols)), [str(c) for c in cols], rotation=30, ha="right", fontsize=8)
-        ax.set_yticks(range(len(rows)), [str(r) for r in rows], fontsize=8)
+        ax.set_xticks(
+            range(len(cols)),
+            ["" if c is None else str(c) for c in cols],
+            rotation=30,
+            ha="right",
+            fontsize=8,
+        )
+        ax.set_yticks(range(len(rows)), ["" if r is None else str(r) for r in rows], fontsize=8)
         if panel is not None:
             ax.set_title(f"{s['panels']} = {panel}", fontsize=9)
     for ax in axes.ravel()[len(panels) :]:

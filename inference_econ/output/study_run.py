@@ -92,11 +92,12 @@ def run_study(
     dask: str | None = None,
     progress=None,
     cache_dir: str | os.PathLike | None = None,
+    recompute: bool = False,
 ) -> StudyResult:
     """Compute a study's cells (cached ones are read back) and write its tables to ``out_dir``.
 
     The cache lives in ``out_dir/cache`` unless ``cache_dir`` says otherwise; without either,
-    nothing is cached. Cells that fail are reported in ``failed`` (and as ``point == "failed"``
+    nothing is cached; ``recompute`` ignores (and replaces) what is cached. Cells that fail are reported in ``failed`` (and as ``point == "failed"``
     rows); the others are kept, so a rerun computes only what is missing.
     """
     study = as_study(spec)
@@ -107,7 +108,7 @@ def run_study(
     cache = CellCache(cache_dir) if cache_dir is not None else None
     payloads: dict[str, dict] = {}
     distinct = {c.key: c for c in cells}
-    if cache is not None:
+    if cache is not None and not recompute:
         for key in distinct:
             found = cache.get(key)
             if found is not None:

@@ -32,6 +32,7 @@ from ..errors import SpecError, did_you_mean
 from ..optimise.frontier import Frontier
 from ..optimise.method import Method
 from ..optimise.optimiser import frontier
+from ..serving.decode import DETAIL_COLUMNS
 from ..serving.setting import Setting
 from ..specs import catalog
 from ..specs.architecture import load_model
@@ -182,6 +183,10 @@ def _axis(name: str, raw: Any, where: str, base: Path | None) -> Axis:
             plain = value is not None and not isinstance(value, Mapping)
             labels.append(value if plain else _mapping_label(value or {}))
             continue
+        if name in RESERVED:
+            raise SpecError(
+                where, path, "is the name of a column of the tables", "give the axis another name"
+            )
         if value is not None and not isinstance(value, Mapping):
             hint = did_you_mean(name, FIELD_AXES)
             hint = f"did you mean {AXIS_HINTS[name]!r}?" if name in AXIS_HINTS else hint
@@ -506,6 +511,16 @@ def _resolved(cell: Cell) -> dict:
         "method": m.kind,
         "grid_points": m.grid_points,
     }
+
+
+#: Column names an axis of one's own may not take.
+RESERVED = frozenset(
+    ("cell", "cell_key", "point", "target_tokens_per_s", "feasible", "note", "frontier_index")
+    + RESOLVED_COLUMNS
+    + tuple(DETAIL_COLUMNS)
+    + ("micro_batch", "throughput_tokens_per_s", "tokens_per_s_per_gpu", "ttft_s")
+    + ("memory_time_s", "compute_time_s")
+)
 
 
 def _describe_cell(cell: Cell, study: Study) -> dict:
