@@ -228,21 +228,33 @@ def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path):
         assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
 
 
-def test_dask_cluster_gives_identical_results(tiny_file, tiny_run, tmp_path):
+def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
+    tiny_file, tiny_run, tmp_path, monkeypatch
+):
     distributed = pytest.importorskip("distributed")
+    from inference_econ.studies import execution
+
+    real = study_module.compute_cell
+
+    def flaky(setting, method):
+        if setting.gpu.name == "A100-paper" and setting.model.precision.weight_bits == 16:
+            raise MemoryError("worker ran out of memory")
+        return real(setting, method)
+
+    args = ["study", str(tiny_file), "--out", str(tmp_path), "--dask"]
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
     ) as cluster:
-        result = CliRunner().invoke(
-            main,
-            ["study", str(tiny_file), "--out", str(tmp_path), "--dask", cluster.scheduler_address],
-        )
+        monkeypatch.setattr(execution, "compute_cell", flaky)
+        broken = CliRunner().invoke(main, [*args, cluster.scheduler_address])
+        assert broken.exit_code == 1 and "1 cells failed" in broken.stderr, broken.stderr
+        assert len(list((tmp_path / "cache").rglob("*.json"))) == 4  # the others are kept
+        monkeypatch.setattr(execution, "compute_cell", real)
+        result = CliRunner().invoke(main, [*args, cluster.scheduler_address])
     assert result.exit_code == 0, result.output
-    assert "5 computed" in result.stderr
-    assert (tmp_path / "key_points.csv").read_bytes() == (
-        tiny_run[1] / "key_points.csv"
-    ).read_bytes()
-    assert (tmp_path / "frontiers.csv").read_bytes() == (tiny_run[1] / "frontiers.csv").read_bytes()
+    assert "1 computed, 4 from the cache" in result.stderr
+    for name in ("key_points.csv", "frontiers.csv"):
+        assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
 
 
 def test_unreachable_scheduler_is_one_line(tiny_file, monkeypatch):
