@@ -124,11 +124,16 @@ def test_scenario_report_and_run_html(tmp_path):
     assert result.exit_code == 0 and (tmp_path / "o" / "two.html").is_file()
 
 
-def test_reproduce_figure_html_draws_the_toy_model(tmp_path):
-    result = CliRunner().invoke(main, ["reproduce", "figure-1", "--out", str(tmp_path), "--html"])
-    assert result.exit_code == 0, result.output
-    fig = figure_json((tmp_path / "figure-1.html").read_text())
-    assert len(fig["data"]) >= 2 and "GPUs" in fig["data"][0]["hovertemplate"]
+def test_toy_frontiers_draw_without_layouts():
+    from inference_econ.optimise.toy import toy_frontier
+    from inference_econ.output.report import Curve, Section, figure
+
+    front = toy_frontier(ie.load_model("Llama 3 8B"), ie.load_hardware("H100-paper"))
+    fig = figure(Section("toy", [Curve("toy", front.points)], front.points))
+    hover = fig.data[0].hovertemplate
+    assert "GPUs" in hover and "TP" not in hover and "where the time goes" not in hover
+    result = CliRunner().invoke(main, ["reproduce", "table-1", "--html"])
+    assert result.exit_code == 2 and "--html draws figures" in result.output
 
 
 def test_report_of_a_missing_folder_is_one_line(tmp_path):

@@ -198,25 +198,26 @@ def test_study_reproduces_table_4_through_the_study_path():
 
 def test_cache_recomputes_only_changed_cells(tiny_file, tiny_run, tmp_path, monkeypatch):
     result, first = tiny_run
-    out = tmp_path / "out"
-    shutil.copytree(first, out)  # the fixture's folder stays as it was
-    again = ie.study(tiny_file, out, jobs=1)
+    cache = tmp_path / "cache"
+    shutil.copytree(first / "cache", cache)  # the fixture's folder stays as it was
+    again = ie.study(tiny_file, cache_dir=cache, jobs=1)
     assert again.computed == 0 and again.cached == 5
     pd.testing.assert_frame_equal(again.key_points, result.key_points)
     # a new hardware value: only its cells are computed
     grown = write(tmp_path, TINY.replace("A100-paper]", "A100-paper, H200-paper]"))
-    bigger = ie.study(grown, out, jobs=1)
+    bigger = ie.study(grown, cache_dir=cache, jobs=1)
     assert bigger.cached == 5 and bigger.computed == 3  # 70B x2 precisions + 8B FP8 on H200
     # --recompute ignores the cache
-    redo = ie.study(tiny_file, out, jobs=1, recompute=True)
+    redo = ie.study(tiny_file, cache_dir=cache, jobs=1, recompute=True)
     assert redo.cached == 0 and redo.computed == 5
     # a changed package version invalidates every cell
     monkeypatch.setattr(study_module, "package_version", lambda: "999.0")
-    fresh = ie.study(tiny_file, out, jobs=1)
+    fresh = ie.study(tiny_file, cache_dir=cache, jobs=1)
     assert fresh.cached == 0 and fresh.computed == 5
     pd.testing.assert_frame_equal(
         fresh.key_points.drop(columns="cell_key"), result.key_points.drop(columns="cell_key")
     )
+    assert not (tmp_path / "key_points.csv").exists()  # a cache alone writes no tables
 
 
 def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path):
@@ -277,12 +278,12 @@ def test_a_failed_cell_keeps_the_others(tiny_file, tiny_run, tmp_path, monkeypat
     from inference_econ.studies import execution
 
     monkeypatch.setattr(execution, "compute_cell", flaky)
-    broken = ie.study(tiny_file, tmp_path, jobs=1)
+    broken = ie.study(tiny_file, cache_dir=tmp_path, jobs=1)
     assert len(broken.failed) == 1 and broken.computed == 4 and not broken.complete
     failed = broken.key_points[broken.key_points.point == "failed"]
     assert len(failed) == 1 and "out of memory" in failed["note"].item()
     monkeypatch.setattr(execution, "compute_cell", real)
-    fixed = ie.study(tiny_file, tmp_path, jobs=1)
+    fixed = ie.study(tiny_file, cache_dir=tmp_path, jobs=1)
     assert fixed.computed == 1 and fixed.cached == 4 and fixed.complete
     pd.testing.assert_frame_equal(fixed.key_points, tiny_run[0].key_points)
 
