@@ -256,6 +256,24 @@ def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
     assert "1 computed, 4 from the cache" in result.stderr
     for name in ("key_points.csv", "frontiers.csv"):
         assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
+    # --dask local starts (and stops) a LocalCluster of --jobs workers; threads here, to keep
+    # the test fast (the command line's cluster has worker processes)
+    made, real_cluster = [], distributed.LocalCluster
+
+    def threads_cluster(**kwargs):
+        made.append(kwargs)
+        return real_cluster(**{**kwargs, "processes": False})
+
+    monkeypatch.setattr(distributed, "LocalCluster", threads_cluster)
+    local = tmp_path / "local"
+    result = CliRunner().invoke(
+        main, ["study", str(tiny_file), "--out", str(local), "--dask", "local", "--jobs", "2"]
+    )
+    assert result.exit_code == 0 and "5 computed" in result.stderr, result.output
+    assert made == [
+        {"n_workers": 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+    ]
+    assert (local / "key_points.csv").read_bytes() == (tiny_run[1] / "key_points.csv").read_bytes()
 
 
 def test_unreachable_scheduler_is_one_line(tiny_file, monkeypatch):
