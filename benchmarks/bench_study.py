@@ -2,6 +2,7 @@
 
     python benchmarks/bench_study.py                          # the worked study, jobs 1 and 2
     python benchmarks/bench_study.py --jobs 2 --keep out/s    # keep the last run's folder
+    python benchmarks/bench_study.py --only context_tokens=8000  # a slice: one value of an axis
 
 Each run starts from an empty folder (nothing cached), then the same study is run again to time
 a fully cached rerun. The key-point tables of every run must be identical.
@@ -21,6 +22,9 @@ from pathlib import Path
 import pandas as pd
 
 from inference_econ.output.study_run import run_study
+from inference_econ.specs import catalog
+from inference_econ.specs.yamlfile import load_yaml
+from inference_econ.studies.study import study_from_dict
 
 
 def main() -> None:
@@ -28,7 +32,11 @@ def main() -> None:
     parser.add_argument("--study", default="studies/accelerators-models")
     parser.add_argument("--jobs", default="1,2", help="comma-separated job counts")
     parser.add_argument("--keep", help="copy the output folder of the last run here")
+    parser.add_argument(
+        "--only", action="append", default=[], help="AXIS=VALUE: keep one value of an axis"
+    )
     args = parser.parse_args()
+    study = _slice(args.study, args.only)
     rows, tables = [], []
     job_counts = [int(j) for j in args.jobs.split(",")]
     for jobs in job_counts:
@@ -36,12 +44,12 @@ def main() -> None:
         load = os.getloadavg()[0]
         start = time.perf_counter()
         cpu0 = _cpu()
-        result = run_study(args.study, folder, jobs=jobs)
+        result = run_study(study, folder, jobs=jobs)
         wall = time.perf_counter() - start
         cpu = _cpu() - cpu0
         assert result.cached == 0, "a benchmark run must start cold"
         start = time.perf_counter()
-        again = run_study(args.study, folder, jobs=jobs)
+        again = run_study(study, folder, jobs=jobs)
         rerun = time.perf_counter() - start
         cells = list(result.elapsed_s.values())
         rows.append(
@@ -70,6 +78,20 @@ def main() -> None:
     for other in tables[1:]:
         pd.testing.assert_frame_equal(tables[0], other)
     print("key-point tables identical across job counts:", len(tables) > 1)
+
+
+def _slice(name: str, only: list[str]):
+    """The study, or the slice of it where each AXIS=VALUE of ``only`` keeps one value."""
+    path = catalog.find("scenarios", name)
+    data = load_yaml(path)
+    for item in only:
+        axis, _, value = item.partition("=")
+        values = data["axes"][axis]
+        kept = [v for v in values if str(v.get("label") if isinstance(v, dict) else v) == value]
+        if not kept:
+            sys.exit(f"{axis} has no value {value!r}: {values}")
+        data["axes"][axis] = kept
+    return study_from_dict(data, str(path), path.stem)
 
 
 def _cpu() -> float:

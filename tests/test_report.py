@@ -74,7 +74,9 @@ def test_report_is_self_contained_with_a_trace_per_cell(report):
     assert buttons[1]["args"][0]["visible"] == [True] * 3 + [False] * 3
     assert [t["visible"] for t in traces] == [True] * 3 + [False] * 3
     assert [t["name"] for t in traces[:3]] == ["H100-paper", "A100-paper", "V100-paper"]
-    hover = traces[0]["hovertemplate"]
+    # every trace has the same hover template: it is said once, in the layout's template
+    assert "hovertemplate" not in traces[0]
+    hover = fig["layout"]["template"]["data"]["scatter"][0]["hovertemplate"]
     for words in (
         "GPUs",
         "batch",
@@ -89,6 +91,21 @@ def test_report_is_self_contained_with_a_trace_per_cell(report):
     assert fig["layout"]["yaxis"]["type"] == "log"
     for words in ("Key points", "Assumptions", "Hardware figures", "pipeline_degree_count"):
         assert words in text
+
+
+def test_report_of_a_slice(report, tmp_path):
+    out = tmp_path / "slice.html"
+    folder = str(report.parent / "out")
+    args = ["report", folder, "--out", str(out), "--where", "hardware=H100-paper,V100-paper"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    fig = figure_json(out.read_text())
+    assert [t["name"] for t in fig["data"]] == ["H100-paper", "V100-paper"] * 2
+    assert "the slice hardware = H100-paper, V100-paper" in out.read_text()
+    bad = CliRunner().invoke(
+        main, ["report", folder, "--out", str(out), "--where", "hardware=B300"]
+    )
+    assert bad.exit_code == 2 and "hardware has no value 'B300'" in bad.stderr
 
 
 def test_hover_data_is_the_frontier(report):

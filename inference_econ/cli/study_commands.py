@@ -100,9 +100,15 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
     show_default=True,
     help="Frontier points drawn per curve at most (evenly spaced along the line).",
 )
+@click.option(
+    "--where",
+    multiple=True,
+    metavar="AXIS=VALUE[,VALUE]",
+    help="Study: keep only the cells with these values of an axis (repeatable).",
+)
 @quiet_option
 @handle_errors
-def report(source, out, compare, max_points, quiet):
+def report(source, out, compare, max_points, where, quiet):
     """Write an interactive HTML report of a study's output folder or of a scenario.
 
     SOURCE is the --out folder of 'inference-econ study', or a scenario (file or name). The
@@ -113,6 +119,7 @@ def report(source, out, compare, max_points, quiet):
 
     \b
     Examples:  inference-econ report out/study --out study.html
+               inference-econ report out/study --out 8k.html --where context_tokens=8000
                inference-econ report paper/figure-4 --out figure-4.html
     """
     from ..output.report import require_plotly, scenario_section, study_section, write_report
@@ -120,7 +127,7 @@ def report(source, out, compare, max_points, quiet):
     require_plotly()
     progress = Progress(quiet)
     if Path(source).is_dir():
-        section = study_section(source, compare)
+        section = study_section(source, compare, _where(where))
     else:
         from ..output.runner import run_scenario
         from ..studies.scenario import load_scenario
@@ -131,6 +138,24 @@ def report(source, out, compare, max_points, quiet):
         section = scenario_section(run_scenario(scenario, progress=progress))
     write_report([section], out, section.title, max_points)
     click.echo(f"wrote {out}", err=True)
+
+
+def _where(items) -> dict:
+    """--where AXIS=VALUE[,VALUE] options as {axis: [values]}."""
+    from ..errors import SpecError
+
+    out: dict[str, list[str]] = {}
+    for item in items:
+        axis, sep, values = item.partition("=")
+        if not sep or not axis.strip() or not values.strip():
+            raise SpecError(
+                "command line",
+                "--where",
+                f"expected AXIS=VALUE, got {item!r}",
+                "e.g. hardware=B200",
+            )
+        out.setdefault(axis.strip(), []).extend(v.strip() for v in values.split(","))
+    return out
 
 
 COMMANDS = (study, report)

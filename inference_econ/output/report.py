@@ -179,6 +179,11 @@ def figure(section: Section, max_points: int = MAX_POINTS):
             )
         )
     traces = fig.data
+    templates = {t.hovertemplate for t in traces}
+    if len(templates) == 1 and len(traces) > 1:  # said once, in the layout's template
+        for t in traces:
+            t.hovertemplate = None
+        fig.update_layout(template={"data": {"scatter": [{"hovertemplate": templates.pop()}]}})
     menus = []
     if len(groups) > 1:
         buttons = [
@@ -217,7 +222,7 @@ def figure(section: Section, max_points: int = MAX_POINTS):
             }
         ]
     fig.update_layout(
-        template="plotly_white",
+        template=_template(fig.layout.template),
         title={"text": _title(section, first), "font": {"size": 14}, "y": 0.98, "yanchor": "top"},
         xaxis={"title": {"text": "tokens per second per request"}, "rangemode": "tozero"},
         yaxis={
@@ -232,6 +237,17 @@ def figure(section: Section, max_points: int = MAX_POINTS):
         height=640,
     )
     return fig
+
+
+def _template(extra):
+    """plotly_white, with the shared hover template (if any) as its scatter default."""
+    import plotly.io as pio
+
+    base = pio.templates["plotly_white"]
+    if extra is not None and extra.data.scatter:
+        base = base.to_plotly_json()
+        base["data"]["scatter"] = [extra.data.scatter[0].to_plotly_json()]
+    return base
 
 
 def _title(section: Section, group: str) -> str:
@@ -325,9 +341,10 @@ def _varying(manifest: dict) -> list[str]:
     return [a for a, values in axes.items() if len(values) > 1] or list(axes)
 
 
-def study_section(folder, compare: str | None = None) -> Section:
+def study_section(folder, compare: str | None = None, where: dict | None = None) -> Section:
     """The section of a study's output folder (``study.json``, the key-point and frontier
-    tables): one curve per cell, the selector over every axis but ``compare``."""
+    tables): one curve per cell, the selector over every axis but ``compare``. ``where``
+    (axis -> values, as text) keeps only the cells with those values: a slice of the study."""
     folder = Path(folder)
     path = folder / "study.json"
     try:
@@ -350,10 +367,13 @@ def study_section(folder, compare: str | None = None) -> Section:
             f"{compare!r} is not an axis",
             f"axes: {', '.join(manifest['axes'])}",
         )
+    cells = _slice(manifest, where or {})
+    keys = keys[keys["cell"].isin([c["cell"] for c in cells])]
+    varying = [a for a in varying if len({str(c["values"][a]) for c in cells}) > 1] or varying
     grouping = [a for a in varying if a != compare]
     curves = []
     by_cell = dict(tuple(fronts.groupby("cell", sort=False))) if len(fronts) else {}
-    for cell in manifest["cells"]:
+    for cell in cells:
         values = cell["values"]
         pts = by_cell.get(cell["cell"], pd.DataFrame(columns=["tokens_per_s", "usd_per_mtok"]))
         marks = keys[(keys["cell"] == cell["cell"]) & keys["feasible"]]
@@ -367,8 +387,9 @@ def study_section(folder, compare: str | None = None) -> Section:
         curves.append(Curve(name, pts.sort_values("tokens_per_s"), group, marks))
     axes = list(manifest["axes"])
     table = _key_summary(keys, axes, manifest.get("at_speeds", []))
+    sliced = "; ".join(f"{a} = {', '.join(v)}" for a, v in (where or {}).items())
     return Section(
-        title=manifest["title"],
+        title=manifest["title"] + (f" (the slice {sliced})" if sliced else ""),
         description=manifest.get("description", ""),
         curves=curves,
         key_table=table,
@@ -399,6 +420,30 @@ def _read(folder: Path, name: str) -> pd.DataFrame:
         raise SpecError(
             str(folder), name, f"cannot read the table ({exc})", "rerun the study"
         ) from None
+
+
+def _slice(manifest: dict, where: dict) -> list[dict]:
+    """The cells whose axis values are among ``where``'s (unknown axes and values are errors)."""
+    cells = manifest["cells"]
+    for axis, wanted in where.items():
+        if axis not in manifest["axes"]:
+            raise SpecError(
+                "command line",
+                "--where",
+                f"{axis!r} is not an axis",
+                f"axes: {', '.join(manifest['axes'])}",
+            )
+        known = [str(v) for v in manifest["axes"][axis]]
+        for value in wanted:
+            if value not in known:
+                raise SpecError(
+                    "command line",
+                    "--where",
+                    f"{axis} has no value {value!r}",
+                    f"values: {', '.join(known)}",
+                )
+        cells = [c for c in cells if str(c["values"][axis]) in wanted]
+    return cells
 
 
 def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
