@@ -145,6 +145,7 @@ def test_key_points_and_tables(tiny_run):
     kp, fr = result.key_points, result.frontiers
     assert result.computed == 5 and result.cached == 0 and result.complete
     assert set(kp["point"]) == {"fastest", "cheapest", "preference", "at_speed"}
+    assert kp["feasible"].dtype == bool and kp[kp.point != "at_speed"]["feasible"].all()
     assert len(kp) == 5 * 5  # fastest, cheapest, preference, two speeds
     for col in ("model", "hardware", "precision", "cell", "cell_key", "gpu_name", "weight_bits"):
         assert col in kp and col in fr
@@ -191,6 +192,7 @@ def test_study_reproduces_table_4_through_the_study_path():
         "defaults": {"model": "Llama 3 70B", "weight_bits": 8, "activation_bits": 16},
     }
     kp = ie.study(data, jobs=1).key_points
+    assert kp["feasible"].dtype == bool and kp["feasible"].all() and (kp["note"] == "").all()
     fastest = kp[kp.point == "fastest"]
     assert fastest["tokens_per_s"].item() == pytest.approx(152.1, abs=0.1)  # paper: 152
     assert fastest["gpus"].item() == pytest.approx(24.3, abs=0.1)  # paper: 24

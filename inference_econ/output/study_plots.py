@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .plots import dollars, plt, save, wrap
+from .plots import plt, save, wrap
 
 __all__ = ["summary_figure", "summary_table", "save"]
 
@@ -42,7 +42,7 @@ def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
     df = key_points[(key_points["point"] == point) & key_points["feasible"]]
     speed = ""
     if point == "at_speed":
-        target = study.at_speeds[0]
+        target = s.get("speed") or study.at_speeds[0]
         df = df[df["target_tokens_per_s"] == target]
         speed = f"at least {target:g} tokens/s per request"
     axes = [s[k] for k in ("panels", "rows", "columns") if s.get(k)]
@@ -107,7 +107,7 @@ def summary_figure(key_points: pd.DataFrame, study):
             winner = (np.nanargmax if higher else np.nanargmin)(grid[i]) if finite.any() else -1
             for j in range(len(cols)):
                 v = grid[i, j]
-                text = "n/a" if not np.isfinite(v) else (f"{v:.0f}" if higher else dollars(v))
+                text = "n/a" if not np.isfinite(v) else (f"{v:.0f}" if higher else f"${v:.3g}")
                 frac = (np.log10(v) - lo) / (hi - lo) if np.isfinite(v) and hi > lo else 0.5
                 r_, g_, b_, _ = cmap(frac)
                 dark = np.isfinite(v) and 0.299 * r_ + 0.587 * g_ + 0.114 * b_ < 0.5

@@ -321,6 +321,12 @@ def _summary(raw: Mapping, axes: tuple[Axis, ...], speeds, source: str) -> dict:
             source, "summary.metric", "cost_at_speed needs at_speeds", "add at_speeds: [50]"
         )
     out["metric"] = metric
+    speed = r.number("speed", speeds[0] if speeds else None, minimum=0, exclusive_minimum=True)
+    if metric == "cost_at_speed" and speed not in speeds:
+        raise SpecError(
+            source, "summary.speed", f"{speed!r} is not one of at_speeds", "add it to at_speeds"
+        )
+    out["speed"] = speed
     r.finish()
     return out
 
@@ -476,8 +482,8 @@ def key_points(front: Frontier, at_speeds=(), k: float = 3.0) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if "target_tokens_per_s" not in df:
         df["target_tokens_per_s"] = np.nan
-    df["feasible"] = df.get("feasible", pd.Series(dtype=object)).fillna(True).astype(bool)
-    df["note"] = df.get("note", pd.Series(dtype=object)).fillna("")
+    df["feasible"] = df["feasible"].fillna(True).astype(bool) if "feasible" in df else True
+    df["note"] = df["note"].fillna("") if "note" in df else ""
     return df
 
 
