@@ -251,7 +251,8 @@ def _template(extra):
 
 
 def _title(section: Section, group: str) -> str:
-    return html.escape(section.title) + (f"<br><sub>{html.escape(group)}</sub>" if group else "")
+    """The plot's title: the group shown (the page's heading already names the section)."""
+    return html.escape(group or section.title)
 
 
 def _table(df: pd.DataFrame, max_rows: int | None = None) -> str:

@@ -44,7 +44,7 @@ def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
     if point == "at_speed":
         target = s.get("speed") or study.at_speeds[0]
         df = df[df["target_tokens_per_s"] == target]
-        speed = f"at least {target:g} tokens/s per request"
+        speed = f"≥ {target:g} tokens/s per request"
     axes = [s[k] for k in ("panels", "rows", "columns") if s.get(k)]
     axes = list(dict.fromkeys(axes))
     df = df[axes + [column]].dropna()
