@@ -362,3 +362,37 @@ def test_study_result_has_the_manifest(tiny_run):
     assert manifest["assumptions"]["paper"]["pipeline_degree_count"] == 10
     assert manifest["hardware"]["H100-paper"]["price_usd_per_hour"] == 2.1  # hardware/paper
     assert study_run.package_version() == manifest["package_version"]
+
+
+@pytest.mark.parametrize(
+    "metric, point, column, pick",
+    [
+        ("cost_at_speed", "at_speed", "usd_per_mtok", "min"),
+        ("preference_cost", "preference", "usd_per_mtok", "min"),
+        ("cheapest_cost", "cheapest", "usd_per_mtok", "min"),
+        ("fastest_speed", "fastest", "tokens_per_s", "max"),
+    ],
+)
+def test_summary_table_is_the_best_over_the_other_axes(tiny_run, metric, point, column, pick):
+    import dataclasses
+
+    from inference_econ.output.study_plots import summary_table
+
+    result, _ = tiny_run
+    summary = {
+        "rows": "model",
+        "columns": "hardware",
+        "panels": None,
+        "metric": metric,
+        "speed": 50,
+    }
+    study = dataclasses.replace(result.study, summary=summary)
+    best, meaning = summary_table(result.key_points, study)
+    kp = result.key_points
+    rows = kp[(kp.point == point) & kp.feasible]
+    if point == "at_speed":
+        rows = rows[rows.target_tokens_per_s == 50]
+    expected = rows.groupby(["model", "hardware"])[column].agg(pick)
+    got = best.set_index(["model", "hardware"])[column]
+    assert got.sort_index().tolist() == expected.sort_index().tolist()
+    assert "best over precision" in meaning
