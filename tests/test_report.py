@@ -170,12 +170,22 @@ FLAGS = [
 ]
 
 
+#: Test-only: once the page has drawn, hover the 10th point of the first curve as a mouse would.
+HOVER = (
+    "<script>setTimeout(function () { Plotly.Fx.hover(document.getElementById('frontiers-0'),"
+    " [{curveNumber: 0, pointNumber: 10}]); }, 1000);</script></body>"
+)
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
 def test_report_renders_in_headless_chromium(report, tmp_path):
-    """Chromium loads the file offline; the plot's SVG has one scatter trace per visible curve."""
+    """Chromium loads the file offline; the plot's SVG has one scatter trace per visible curve,
+    and hovering a point shows its layout and where its latency goes."""
+    page = tmp_path / "hover.html"
+    page.write_text(report.read_text().replace("</body>", HOVER))
     dom = subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path}", "--virtual-time-budget=10000",
-         "--dump-dom", report.as_uri()],
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+         "--dump-dom", page.as_uri()],
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout  # fmt: skip
     assert 'class="main-svg"' in dom
@@ -184,3 +194,8 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     ticks = re.findall(r'class="ytick"[^>]*>.*?>(\$[^<]*)<', dom)
     assert ticks and all(t.startswith("$") for t in ticks)
     assert "model: Llama 3 70B" in dom  # the menu shows the selected group
+    hover = re.sub(r"<[^>]+>", " ", re.search(r'class="hovertext".*?</g>', dom, re.S).group(0))
+    for words in ("H100-paper", "tokens/s per request", "GPUs", "PP", "TP", "EP", "draft tokens"):
+        assert words in hover, (words, hover)
+    for words in ("latency", "kernel launches", "weight reads", "collective latency"):
+        assert words in hover, (words, hover)
