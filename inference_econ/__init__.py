@@ -23,6 +23,8 @@ _EXPORTS = {
     "frontier": ("api", "frontier"),
     "point": ("api", "point"),
     "points": ("api", "points"),
+    "study": ("api", "study"),
+    "load_study": ("studies.study", "load_study"),
     "model_summary": ("api", "model_summary"),
     "hardware_summary": ("api", "hardware_summary"),
     "list_specs": ("api", "list_specs"),

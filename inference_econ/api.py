@@ -18,6 +18,7 @@ from .model.workload import compile_workload
 from .optimise.frontier import Frontier
 from .optimise.method import Method, make_method
 from .optimise.optimiser import frontier as _frontier
+from .output.study_run import StudyResult, run_study
 from .serving.decode import evaluate
 from .serving.setting import Setting, make_setting
 from .specs import catalog
@@ -72,6 +73,30 @@ def frontier(model, hardware=None, **kwargs) -> Frontier:
     """
     problem, method, options = _split(kwargs)
     return _frontier(_setting(model, hardware, **problem), make_method(method, **options))
+
+
+def study(
+    spec,
+    out=None,
+    *,
+    jobs: int | None = None,
+    dask: str | None = None,
+    progress=None,
+    cache_dir=None,
+    recompute: bool = False,
+) -> StudyResult:
+    """Every cell of a study: ``.key_points`` (one row per cell x key point) and ``.frontiers``
+    (one row per cell x frontier point), tidy DataFrames with a column per axis.
+
+    ``spec`` is a study file (a path, or a name such as "studies/accelerators-models"), its
+    parsed mapping or a ``Study``. With ``out`` the tables, ``study.json`` and the summary
+    figure are written there and finished cells are cached in ``out/cache`` (or ``cache_dir``),
+    so a rerun computes only what changed. ``jobs`` local processes (default: the cores) or a
+    Dask cluster (``dask="local"`` or a scheduler address) compute the cells; ``recompute``
+    ignores the cache (after changing the model's code without changing the version).
+    """
+    values = table.check_each({"jobs": jobs, "dask": dask})
+    return run_study(spec, out, values["jobs"], values["dask"], progress, cache_dir, recompute)
 
 
 def model_summary(

@@ -7,8 +7,10 @@ is one new row (docs/architecture.md, "How to add a setting").
 
 Layers: ``problem`` (what is served: ``serving.setting.Setting``), ``method`` (how the frontier
 is searched: ``optimise.method.Method``), ``operating`` (a given configuration or request mix:
-``point``, ``prefill``, ``request``, ``disagg``), ``load`` (traffic, latency targets and the
-engine of a deployment under load: ``simulate``, ``capacity``), ``output`` (how results are printed). This module is plain Python (no numpy), so the
+``point``, ``prefill``, ``request``, ``disagg``, a study's key points), ``load`` (traffic,
+latency targets and the engine of a deployment under load: ``simulate``, ``capacity``),
+``output`` (how results are printed), ``execution`` (how a study's cells are run). This module
+is plain Python (no numpy), so the
 command line can build its help without importing the numeric stack.
 """
 
@@ -28,6 +30,7 @@ OPERATING = "operating"
 OUTPUT = "output"
 #: Serving under load (docs/model.md Part E): traffic, latency targets, engine and deployment.
 LOAD = "load"
+EXECUTION = "execution"
 
 #: A required option has no default.
 REQUIRED = object()
@@ -772,6 +775,46 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         unit="GPUs",
         minimum=1,
+        optional=True,
+    ),
+    # --- studies (issue 16): key points of every cell, and how the cells are run --------------
+    Option(
+        "at_speeds",
+        "numbers",
+        None,
+        "Also report the cheapest configuration at least this fast (comma-separated speeds).",
+        OPERATING,
+        unit="tokens/s per request",
+        minimum=0,
+        exclusive_minimum=True,
+        optional=True,
+    ),
+    Option(
+        "preference_k",
+        "number",
+        3.0,
+        "Exponent k of the preference point, which maximises speed^k / price (paper Eq. 45).",
+        OPERATING,
+        minimum=0,
+        exclusive_minimum=True,
+    ),
+    Option(
+        "jobs",
+        "integer",
+        None,
+        "Local processes computing cells at once (default: the machine's cores).",
+        EXECUTION,
+        unit="processes",
+        minimum=1,
+        maximum=1024,
+        optional=True,
+    ),
+    Option(
+        "dask",
+        "text",
+        None,
+        "Run the cells on a Dask cluster: a scheduler address, or 'local' for a local cluster.",
+        EXECUTION,
         optional=True,
     ),
     # --- output ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from . import (
     infer_commands,
     scenario_commands,
     serving_commands,
+    study_commands,
 )
 from .common import Main
 
@@ -47,6 +48,7 @@ for _module in (
     data_commands,
     infer_commands,
     capacity_commands,
+    study_commands,
 ):
     for _command in _module.COMMANDS:
         main.add_command(_command)

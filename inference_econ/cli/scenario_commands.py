@@ -73,10 +73,16 @@ def _target(ctx, param, value):
 @click.option(
     "--detail", is_flag=True, help="Add each row's layout and latency breakdown to tables."
 )
+@click.option(
+    "--html",
+    is_flag=True,
+    help="Also write an interactive report of the figures (figures: FOLDER/NAME.html; "
+    "all: FOLDER/report.html). Needs plotly.",
+)
 @observations_option
 @quiet_option
 @handle_errors
-def reproduce(what, assumptions, format, out, detail, observations, price_basis, quiet):
+def reproduce(what, assumptions, format, out, detail, html, observations, price_basis, quiet):
     """Reproduce a table or figure of the paper (or all of them), beside the paper's numbers.
 
     TARGET is table-1 ... table-6, figure-1 ... figure-9 or all. Tables print ours beside the
@@ -100,8 +106,12 @@ def reproduce(what, assumptions, format, out, detail, observations, price_basis,
     elif out is not None:
         check_output(out, "--out")
     progress = Progress(quiet)
+    if html:
+        from ..output.report import require_plotly
+
+        require_plotly()  # fail before the run if plotly is missing
     if what == "all":
-        _reproduce_all(Path(out or "figures"), format, progress, assumptions)
+        _reproduce_all(Path(out or "figures"), format, progress, assumptions, html)
         return
     if what.startswith("figure"):
         folder = Path(out or "figures")
@@ -115,12 +125,16 @@ def reproduce(what, assumptions, format, out, detail, observations, price_basis,
             assumptions=assumptions,
         )
         _left_out(result, offers)
+        if html:
+            result.files.append(_report([result], folder / f"{what}.html", result.scenario.title))
         click.echo(
             render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
             nl=False,
         )
         click.echo(f"wrote {len(result.files)} files to {folder}/", err=True)
         return
+    if html:
+        raise SpecError("command line", "", "--html draws figures", "use it with figure-N or all")
     table = run_table(PAPER_ITEMS[what], progress=progress, assumptions=assumptions)
     cols = list(table.attrs["columns"])
     if detail:
@@ -130,7 +144,17 @@ def reproduce(what, assumptions, format, out, detail, observations, price_basis,
     emit(render(table[cols], format, title=title, notes=notes, meta=table.attrs["metadata"]), out)
 
 
-def _reproduce_all(folder: Path, fmt: str, progress: Progress, assumptions=None) -> None:
+def _report(results, path: Path, title: str) -> Path:
+    """The interactive report of scenario runs that drew frontiers, one section each."""
+    from ..output.report import scenario_section, write_report
+
+    sections = [scenario_section(r) for r in results if r.fronts]
+    return write_report(sections, path, title)
+
+
+def _reproduce_all(
+    folder: Path, fmt: str, progress: Progress, assumptions=None, html: bool = False
+) -> None:
     """Every table and figure into ``folder``; prints the largest deviation per table."""
     import pandas as pd
 
@@ -138,14 +162,18 @@ def _reproduce_all(folder: Path, fmt: str, progress: Progress, assumptions=None)
     from ..output.runner import run_scenario
     from ..studies.tables import deviations
 
-    written, summary = [], []
+    written, summary, runs = [], [], []
     for name in PAPER_ORDER:
         progress(f"{name}")
         result = run_scenario(PAPER_ITEMS[name], folder, progress=progress, assumptions=assumptions)
         written += result.files
+        runs.append(result)
         if result.table is not None:
             worst = deviations(result.table).drop(columns="label").abs().max().to_dict()
             summary.append({"table": name, **worst})
+    if html:
+        title = "Inference economics of language models: the paper's figures, reproduced"
+        written.append(_report(runs, folder / "report.html", title))
     title = (
         "Largest relative difference from the paper, per table (Table 5: see docs/deviations.md)"
     )
@@ -165,21 +193,30 @@ def _reproduce_all(folder: Path, fmt: str, progress: Progress, assumptions=None)
     type=click.Path(exists=True, dir_okay=False),
     help="CSV of measured points to overlay (tokens_per_s, usd_per_mtok or tokens_per_s_per_gpu).",
 )
+@click.option(
+    "--html", is_flag=True, help="Also write the interactive report OUT/NAME.html (needs plotly)."
+)
 @observations_option
 @quiet_option
 @handle_errors
-def run(scenario, out, format, measured, observations, price_basis, quiet):
+def run(scenario, out, format, measured, html, observations, price_basis, quiet):
     """Run a scenario file: compute every curve, print its key points, write its figures.
 
     SCENARIO is a YAML file or the name of a shipped scenario (see 'list scenarios'). With
     --out the figures (PNG, SVG) and the key points (CSV, JSON, Markdown) go to that folder.
 
     \b
-    Example:  inference-econ run scenarios/hardware-generations.yaml --out out/
+    Example:  inference-econ run scenarios/hardware-generations.yaml --out out/ --html
     """
     from ..output.render import render
     from ..output.runner import run_scenario
 
+    if html and not out:
+        raise click.UsageError("--html needs --out (the report goes to OUT/NAME.html)")
+    if html:
+        from ..output.report import require_plotly
+
+        require_plotly()
     progress = Progress(quiet)
     offers = _load_observations(observations)
     result = run_scenario(
@@ -191,6 +228,9 @@ def run(scenario, out, format, measured, observations, price_basis, quiet):
         price_basis=price_basis,
     )
     _left_out(result, offers)
+    if html and result.fronts:
+        name = Path(result.scenario.name).name
+        result.files.append(_report([result], Path(out) / f"{name}.html", result.scenario.title))
     if result.table is not None:
         cols = list(result.table.attrs["columns"])
         meta = result.table.attrs["metadata"]

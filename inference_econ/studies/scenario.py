@@ -390,6 +390,13 @@ def _measured(raw: Any, source: str, plots) -> tuple[dict, ...]:
 
 def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: str = "") -> Scenario:
     """Validate a parsed scenario and build it (every curve's names are resolved)."""
+    if isinstance(data, Mapping) and "axes" in data:
+        raise SpecError(
+            source,
+            "axes",
+            "this is a study file, not a scenario",
+            "run it with 'inference-econ study FILE --out DIR'",
+        )
     r = Reader(data, source)
     title = r.string("title")
     kind = r.string("kind", "figure", choices=("figure", "table"))

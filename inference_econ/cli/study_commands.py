@@ -1,0 +1,161 @@
+"""Study commands: run a design space of many frontiers, and write an interactive report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .common import Progress, format_option, handle_errors, options, quiet_option
+
+
+@click.command()
+@click.argument("file")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Folder for the tables, study.json, the summary figure and the cache of finished cells.",
+)
+@options("jobs", "dask")
+@click.option("--html", is_flag=True, help="Also write the interactive report OUT/report.html.")
+@click.option(
+    "--recompute",
+    is_flag=True,
+    help="Compute every cell again, ignoring (and replacing) the cache.",
+)
+@format_option
+@quiet_option
+@handle_errors
+def study(file, out, jobs, dask, html, recompute, format, quiet):
+    """Run a study: every combination of its axes' values, each cell's frontier and key points.
+
+    FILE is a study YAML (or the name of a shipped one, see 'list scenarios'). With --out the
+    tables key_points and frontiers (CSV, and Parquet with pyarrow), study.json and summary.png
+    go to that folder, and finished cells are cached in OUT/cache: a rerun (after a change, a
+    failure or an interruption) computes only the cells whose inputs changed. Prints the
+    summary table (the best value per row and column of the summary figure).
+
+    \b
+    Examples:  inference-econ study scenarios/studies/accelerators-models.yaml --out out/study
+               inference-econ study my-study.yaml --out out/s --jobs 2 --html
+               inference-econ study my-study.yaml --out out/s --dask tcp://scheduler:8786
+    """
+    from ..api import study as run
+    from ..output.render import render
+    from ..output.study_plots import summary_table
+
+    if html and not out:
+        raise click.UsageError("--html needs --out (the report goes to OUT/report.html)")
+    if html:
+        from ..output.report import require_plotly
+
+        require_plotly()  # fail before the long run if plotly is missing
+    progress = Progress(quiet)
+    try:
+        result = run(file, out, jobs=jobs, dask=dask, progress=progress, recompute=recompute)
+    except KeyboardInterrupt:
+        kept = f"finished cells are cached in {out}/cache: " if out else ""
+        click.echo(f"interrupted: {kept}rerun the same command to resume", err=True)
+        sys.exit(130)
+    best, meaning = summary_table(result.key_points, result.study)
+    click.echo(render(best, format, title=f"{result.study.title}: {meaning}"), nl=False)
+    cells = len(result.cells)
+    click.echo(
+        f"{cells} cells: {result.computed} computed, {result.cached} from the cache"
+        + (f", {len(result.failed)} failed" if result.failed else ""),
+        err=True,
+    )
+    if out:
+        if html:
+            from ..output.report import study_section, write_report
+
+            path = write_report([study_section(out)], Path(out) / "report.html", result.study.title)
+            result.files.append(path)
+        click.echo(f"wrote {len(result.files)} files to {out}/", err=True)
+    if result.failed:
+        first = next(iter(result.failed.values()))
+        click.echo(
+            f"error: {len(result.failed)} cells failed (first: {first}); the others are kept, "
+            "rerun the same command to retry only the failed ones",
+            err=True,
+        )
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("source")
+@click.option(
+    "--out", type=click.Path(dir_okay=False), required=True, help="The HTML file to write."
+)
+@click.option(
+    "--compare",
+    help="Study axis whose values are the curves of one view (default: hardware); "
+    "the menu picks the values of the other axes.",
+)
+@click.option(
+    "--max-points",
+    type=click.IntRange(min=10, max=10000),
+    default=80,
+    show_default=True,
+    help="Frontier points drawn per curve at most (evenly spaced along the line).",
+)
+@click.option(
+    "--where",
+    multiple=True,
+    metavar="AXIS=VALUE[,VALUE]",
+    help="Study: keep only the cells with these values of an axis (repeatable).",
+)
+@quiet_option
+@handle_errors
+def report(source, out, compare, max_points, where, quiet):
+    """Write an interactive HTML report of a study's output folder or of a scenario.
+
+    SOURCE is the --out folder of 'inference-econ study', or a scenario (file or name). The
+    report is one self-contained HTML file (plotly.js inline: it opens without a network):
+    frontiers on a log-dollar axis, hovering shows a point's layout and where its latency
+    goes, a menu and the legend select curves, then the key-point table and the assumptions.
+    Needs plotly (pip install 'inference-econ[html]').
+
+    \b
+    Examples:  inference-econ report out/study --out study.html
+               inference-econ report out/study --out 8k.html --where context_tokens=8000
+               inference-econ report paper/figure-4 --out figure-4.html
+    """
+    from ..output.report import require_plotly, scenario_section, study_section, write_report
+
+    require_plotly()
+    progress = Progress(quiet)
+    if Path(source).is_dir():
+        section = study_section(source, compare, _where(where))
+    else:
+        from ..output.runner import run_scenario
+        from ..studies.scenario import load_scenario
+
+        scenario = load_scenario(source)
+        if scenario.kind == "table" or not scenario.curves:
+            raise click.UsageError(f"{source} is a table scenario: a report draws figure scenarios")
+        section = scenario_section(run_scenario(scenario, progress=progress))
+    write_report([section], out, section.title, max_points)
+    click.echo(f"wrote {out}", err=True)
+
+
+def _where(items) -> dict:
+    """--where AXIS=VALUE[,VALUE] options as {axis: [values]}."""
+    from ..errors import SpecError
+
+    out: dict[str, list[str]] = {}
+    for item in items:
+        axis, sep, values = item.partition("=")
+        if not sep or not axis.strip() or not values.strip():
+            raise SpecError(
+                "command line",
+                "--where",
+                f"expected AXIS=VALUE, got {item!r}",
+                "e.g. hardware=B200",
+            )
+        out.setdefault(axis.strip(), []).extend(v.strip() for v in values.split(","))
+    return out
+
+
+COMMANDS = (study, report)

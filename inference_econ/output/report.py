@@ -1,0 +1,576 @@
+"""The interactive report: one self-contained HTML file (plotly.js inline, no network needed).
+
+A report has one section per study or scenario: its frontiers on a log-dollar axis, where
+hovering a point shows its layout (GPUs, batch, PP/TP/EP, attention degree, draft length) and
+where its latency goes; a selector for groups of curves (and the legend to toggle single ones);
+the key-point table; and the assumptions the numbers were computed with. plotly is an optional
+extra (``inference-econ[html]``); everything interactive is plotly's own, no JavaScript of ours.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SpecError
+from ..model.latency import ADDITIVE_PARTS
+from .files import write_atomic
+
+#: Points shown per curve at most (evenly spaced along the line; key points always kept).
+MAX_POINTS = 80
+#: Curves a selector entry shows at most before the page offers "all" too.
+ALL_LIMIT = 40
+PART_LABELS = {
+    "kernel_launch_s": "kernel launches",
+    "collective_latency_s": "collective latency",
+    "collective_bandwidth_s": "collective bandwidth",
+    "weight_read_s": "weight reads",
+    "kv_read_s": "KV-cache reads",
+    "activation_read_s": "activation reads",
+    "arithmetic_s": "arithmetic",
+}
+#: Layout columns shown on hover: (column, text before it, format).
+LAYOUT = (
+    ("gpus", "GPUs ", ".4g"),
+    ("batch", "batch ", ".4g"),
+    ("pipeline_degree", "PP ", ".3g"),
+    ("tensor_degree", "TP ", ".3g"),
+    ("expert_degree", "EP ", ".3g"),
+    ("attention_degree", "attention ", ".3g"),
+    ("draft_tokens", "draft tokens ", ".0f"),
+)
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+)  # fmt: skip
+
+
+@dataclass
+class Curve:
+    """One frontier to draw: its legend name, its selector group and its points."""
+
+    name: str
+    points: pd.DataFrame
+    group: str = ""
+    #: key point name -> its tokens/s per request (marked on the curve)
+    marks: dict = field(default_factory=dict)
+
+
+@dataclass
+class Section:
+    """One study or scenario of a report."""
+
+    title: str
+    curves: list[Curve]
+    key_table: pd.DataFrame
+    assumptions: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    description: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def require_plotly():
+    try:
+        import plotly
+        import plotly.graph_objects as go
+    except ImportError:
+        raise SpecError(
+            "command line",
+            "report",
+            "needs plotly, which is not installed",
+            "pip install 'inference-econ[html]'",
+        ) from None
+    return plotly, go
+
+
+def thin(points: pd.DataFrame, keep_speeds=(), limit: int = MAX_POINTS) -> pd.DataFrame:
+    """At most ``limit`` points, evenly spaced along the drawn line (linear speed, log cost),
+    plus the key points' rows."""
+    if len(points) <= limit:
+        return points
+    x = points["tokens_per_s"].to_numpy(dtype=float)
+    y = np.log(points["usd_per_mtok"].to_numpy(dtype=float))
+    u = (x - x.min()) / max(np.ptp(x), 1e-300)
+    v = (y - y.min()) / max(np.ptp(y), 1e-300)
+    length = np.concatenate([[0.0], np.cumsum(np.hypot(np.diff(u), np.diff(v)))])
+    targets = np.linspace(0.0, length[-1], limit)
+    pick = set(np.abs(length[None, :] - targets[:, None]).argmin(axis=1).tolist())
+    for s in keep_speeds:
+        pick.add(int(np.abs(x - s).argmin()))
+    return points.iloc[sorted(pick)]
+
+
+def _hover(points: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """customdata (float32) and the hover template showing layout and latency breakdown."""
+    cols, lines = [], []
+    layout = [(c, t, f) for c, t, f in LAYOUT if c in points]
+    for i, (col, text, fmt) in enumerate(layout):
+        cols.append(points[col].to_numpy(dtype=float))
+        lines.append(f"{text}%{{customdata[{i}]:{fmt}}}")
+    body = "<br>".join([" · ".join(lines[:2]), " · ".join(lines[2:])]) if lines else ""
+    if "tp_dims" in points:
+        body += " (%{text} TP)"
+    extra = []
+    if "latency_s" in points:
+        cols.append(points["latency_s"].to_numpy(dtype=float) * 1e3)
+        extra.append(f"latency %{{customdata[{len(cols) - 1}]:.4g}} ms")
+    if "mfu" in points:
+        cols.append(points["mfu"].to_numpy(dtype=float))
+        extra.append(f"MFU %{{customdata[{len(cols) - 1}]:.1%}}")
+    parts = []
+    if "latency_s" in points and all(p in points for p in ADDITIVE_PARTS):
+        latency = points["latency_s"].to_numpy(dtype=float)
+        for part in ADDITIVE_PARTS:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cols.append(points[part].to_numpy(dtype=float) / latency)
+            parts.append(f"  {PART_LABELS[part]} %{{customdata[{len(cols) - 1}]:.1%}}")
+    template = (
+        "<b>%{fullData.name}</b><br>%{x:.4g} tokens/s per request · $%{y:.4g} per M tokens<br>"
+        + body
+        + ("<br>" + " · ".join(extra) if extra else "")
+        + ("<br>where the time goes:<br>" + "<br>".join(parts) if parts else "")
+        + "<extra></extra>"
+    )
+    data = np.column_stack(cols).astype(np.float32) if cols else None
+    return data, template
+
+
+def _text(points: pd.DataFrame):
+    if "tp_dims" not in points:
+        return None
+    return points["tp_dims"].astype(str).to_numpy()
+
+
+def figure(section: Section, max_points: int = MAX_POINTS):
+    """The plotly figure of a section: one trace per curve, a selector over groups."""
+    _, go = require_plotly()
+    fig = go.Figure()
+    groups = list(dict.fromkeys(c.group for c in section.curves))
+    first = groups[0] if groups else ""
+    colours: dict[str, str] = {}
+    for curve in section.curves:
+        pts = curve.points
+        if len(pts) == 0:
+            continue
+        pts = thin(pts, curve.marks.values(), max_points)
+        colour = colours.setdefault(curve.name, PALETTE[len(colours) % len(PALETTE)])
+        data, template = _hover(pts)
+        speeds = pts["tokens_per_s"].to_numpy()
+        marked = np.isin(speeds, list(curve.marks.values()))
+        fig.add_trace(
+            go.Scatter(
+                x=speeds,
+                y=pts["usd_per_mtok"].to_numpy(),
+                mode="lines+markers",
+                name=curve.name,
+                legendgroup=curve.name,
+                line={"color": colour, "width": 2},
+                marker={"size": np.where(marked, 10, 4).tolist(), "color": colour},
+                customdata=data,
+                text=_text(pts),
+                hovertemplate=template,
+                visible=curve.group == first,
+                meta=curve.group,
+            )
+        )
+    traces = fig.data
+    templates = {t.hovertemplate for t in traces}
+    if len(templates) == 1 and len(traces) > 1:  # said once, in the layout's template
+        for t in traces:
+            t.hovertemplate = None
+        fig.update_layout(template={"data": {"scatter": [{"hovertemplate": templates.pop()}]}})
+    menus = []
+    if len(groups) > 1:
+        buttons = [
+            {
+                "label": g or "(all)",
+                "method": "update",
+                "args": [
+                    {"visible": [t.meta == g for t in traces]},
+                    {"title.text": _title(section, g)},
+                ],
+            }
+            for g in groups
+        ]
+        if len(traces) <= ALL_LIMIT:
+            buttons.insert(
+                0,
+                {
+                    "label": "all curves",
+                    "method": "update",
+                    "args": [
+                        {"visible": [True] * len(traces)},
+                        {"title.text": _title(section, "")},
+                    ],
+                },
+            )
+        menus = [
+            {
+                "buttons": buttons,
+                "direction": "down",
+                "x": 0.0,
+                "xanchor": "left",
+                "y": 1.03,
+                "yanchor": "bottom",
+                "showactive": True,
+                "active": 1 if len(traces) <= ALL_LIMIT else 0,
+            }
+        ]
+    fig.update_layout(
+        template=_template(fig.layout.template),
+        title={"text": _title(section, first), "font": {"size": 14}, "y": 0.98, "yanchor": "top"},
+        xaxis={"title": {"text": "tokens per second per request"}, "rangemode": "tozero"},
+        yaxis={
+            "title": {"text": "cost per million output tokens"},
+            "type": "log",
+            "tickprefix": "$",
+        },
+        legend={"title": {"text": "click to hide or show"}},
+        hoverlabel={"align": "left"},
+        updatemenus=menus,
+        margin={"t": 130},
+        height=640,
+    )
+    return fig
+
+
+def _template(extra):
+    """plotly_white, with the shared hover template (if any) as its scatter default."""
+    import plotly.io as pio
+
+    base = pio.templates["plotly_white"]
+    if extra is not None and extra.data.scatter:
+        base = base.to_plotly_json()
+        base["data"]["scatter"] = [extra.data.scatter[0].to_plotly_json()]
+    return base
+
+
+def _title(section: Section, group: str) -> str:
+    """The plot's title: the group shown (the page's heading already names the section)."""
+    return html.escape(group or section.title)
+
+
+def _table(df: pd.DataFrame, max_rows: int | None = None) -> str:
+    shown = df if max_rows is None else df.head(max_rows)
+    text = shown.to_html(index=False, border=0, na_rep="", float_format=lambda v: f"{v:.4g}")
+    if max_rows is not None and len(df) > max_rows:
+        text += f"<p>First {max_rows} of {len(df)} rows.</p>"
+    return text
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 1.6em; } h3 { font-size: 1.05em; }
+.scroll { max-height: 32em; overflow: auto; border: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.8em; }
+th, td { padding: 2px 6px; text-align: right; white-space: nowrap; }
+th { position: sticky; top: 0; background: #f3f3f3; }
+tr:nth-child(even) td { background: #fafafa; }
+.note { color: #555; font-size: 0.9em; }
+"""
+
+
+def render(sections: list[Section], title: str, max_points: int = MAX_POINTS) -> str:
+    """The whole page: every section's figure, key points and assumptions; plotly.js once."""
+    plotly, _ = require_plotly()
+    from importlib.metadata import version
+
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for i, section in enumerate(sections):
+        if len(sections) > 1:
+            body.append(f"<h2 id='s{i}'>{html.escape(section.title)}</h2>")
+        if section.description:
+            body.append(f"<p>{html.escape(section.description)}</p>")
+        fig = figure(section, max_points)
+        body.append(
+            fig.to_html(
+                full_html=False,
+                include_plotlyjs=i == 0,
+                div_id=f"frontiers-{i}",
+                config={"displaylogo": False, "responsive": True},
+            )
+        )
+        shown = sum(min(len(c.points), max_points) for c in section.curves)
+        total = sum(len(c.points) for c in section.curves)
+        body.append(
+            "<p class='note'>Each line is a Pareto frontier (no point is both faster and cheaper "
+            "than another); large markers are its key points. Hover a point for its layout and "
+            "where its latency goes; the menu picks a group of curves, the legend hides or shows "
+            f"one. {shown} of {total} frontier points are drawn (at most {max_points} per curve, "
+            "evenly spaced along the line, key points always); the tables hold every point.</p>"
+        )
+        for note in section.notes:
+            body.append(f"<p class='note'>{html.escape(note)}</p>")
+        body.append("<h3>Key points</h3>")
+        body.append(f"<details open><summary>{len(section.key_table)} rows</summary>")
+        body.append(f"<div class='scroll'>{_table(section.key_table)}</div></details>")
+        if section.assumptions:
+            body.append("<h3>Assumptions</h3>")
+            for heading, df in section.assumptions:
+                body.append(f"<details><summary>{html.escape(heading)}</summary>")
+                body.append(f"<div class='scroll'>{_table(df)}</div></details>")
+    try:
+        ours = version("inference-econ")
+    except Exception:  # pragma: no cover
+        ours = "unknown"
+    body.append(
+        f"<p class='note'>Written by inference-econ {html.escape(ours)} with plotly "
+        f"{html.escape(plotly.__version__)}; self-contained, opens without a network.</p>"
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
+        f"<body>{''.join(body)}</body></html>\n"
+    )
+
+
+def write_report(sections: list[Section], path, title: str, max_points: int = MAX_POINTS) -> Path:
+    """Write the page atomically."""
+    return write_atomic(path, render(sections, title, max_points))
+
+
+# --- sections of a study's output folder and of a scenario run -----------------------------
+
+
+def _varying(manifest: dict) -> list[str]:
+    axes = manifest["axes"]
+    return [a for a, values in axes.items() if len(values) > 1] or list(axes)
+
+
+def study_section(folder, compare: str | None = None, where: dict | None = None) -> Section:
+    """The section of a study's output folder (``study.json``, the key-point and frontier
+    tables): one curve per cell, the selector over every axis but ``compare``. ``where``
+    (axis -> values, as text) keeps only the cells with those values: a slice of the study."""
+    folder = Path(folder)
+    path = folder / "study.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(
+            str(path),
+            "",
+            f"cannot read a study's output here ({exc})",
+            "run 'inference-econ study FILE --out DIR' first",
+        ) from None
+    keys, fronts = _read(folder, "key_points"), _read(folder, "frontiers")
+    varying = _varying(manifest)
+    if compare is None:
+        compare = "hardware" if "hardware" in varying else varying[-1]
+    if compare not in manifest["axes"]:
+        raise SpecError(
+            "command line",
+            "--compare",
+            f"{compare!r} is not an axis",
+            f"axes: {', '.join(manifest['axes'])}",
+        )
+    cells = _slice(manifest, where or {})
+    keys = keys[keys["cell"].isin([c["cell"] for c in cells])]
+    varying = [a for a in varying if len({str(c["values"][a]) for c in cells}) > 1] or varying
+    grouping = [a for a in varying if a != compare]
+    curves = []
+    by_cell = dict(tuple(fronts.groupby("cell", sort=False))) if len(fronts) else {}
+    for cell in cells:
+        values = cell["values"]
+        pts = by_cell.get(cell["cell"], pd.DataFrame(columns=["tokens_per_s", "usd_per_mtok"]))
+        marks = keys[(keys["cell"] == cell["cell"]) & keys["feasible"]]
+        marks = {
+            p: s
+            for p, s in zip(marks["point"], marks["tokens_per_s"])
+            if p in ("fastest", "preference", "cheapest")
+        }
+        name = str(values[compare]) if len(varying) > 1 else cell["label"]
+        group = " · ".join(f"{a}: {values[a]}" for a in grouping)
+        curves.append(Curve(name, pts.sort_values("tokens_per_s"), group, marks))
+    axes = list(manifest["axes"])
+    table = _key_summary(keys, axes, manifest.get("at_speeds", []))
+    sliced = "; ".join(f"{a} = {', '.join(v)}" for a, v in (where or {}).items())
+    return Section(
+        title=manifest["title"] + (f" (the slice {sliced})" if sliced else ""),
+        description=manifest.get("description", ""),
+        curves=curves,
+        key_table=table,
+        assumptions=_study_assumptions(manifest),
+        notes=[
+            f"{len(manifest['cells'])} cells from {manifest['source']} "
+            f"(inference-econ {manifest['package_version']}); "
+            + (
+                "complete."
+                if manifest.get("complete", True)
+                else "INCOMPLETE: some cells failed, see study.json."
+            )
+        ],
+    )
+
+
+def _read(folder: Path, name: str) -> pd.DataFrame:
+    """A table of a study's folder: Parquet when pyarrow can read it (faster), else CSV."""
+    parquet = folder / f"{name}.parquet"
+    if parquet.is_file():
+        try:
+            return pd.read_parquet(parquet)
+        except ImportError:
+            pass
+    try:
+        return pd.read_csv(folder / f"{name}.csv", keep_default_na=False, na_values=[""])
+    except OSError as exc:
+        raise SpecError(
+            str(folder), name, f"cannot read the table ({exc})", "rerun the study"
+        ) from None
+
+
+def _slice(manifest: dict, where: dict) -> list[dict]:
+    """The cells whose axis values are among ``where``'s (unknown axes and values are errors)."""
+    cells = manifest["cells"]
+    for axis, wanted in where.items():
+        if axis not in manifest["axes"]:
+            raise SpecError(
+                "command line",
+                "--where",
+                f"{axis!r} is not an axis",
+                f"axes: {', '.join(manifest['axes'])}",
+            )
+        known = [str(v) for v in manifest["axes"][axis]]
+        for value in wanted:
+            if value not in known:
+                raise SpecError(
+                    "command line",
+                    "--where",
+                    f"{axis} has no value {value!r}",
+                    f"values: {', '.join(known)}",
+                )
+        cells = [c for c in cells if str(c["values"][axis]) in wanted]
+    return cells
+
+
+def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
+    """One row per cell: the axes, then the fastest, preference and cheapest points and the
+    cost at each speed."""
+    head = keys.drop_duplicates("cell").set_index("cell")[axes]
+    out = head.copy()
+    pick = {
+        "fastest": ("tokens_per_s", "usd_per_mtok", "gpus", "batch"),
+        "preference": ("tokens_per_s", "usd_per_mtok", "gpus", "batch"),
+        "cheapest": ("usd_per_mtok",),
+    }
+    for point, cols in pick.items():
+        sel = keys[keys["point"] == point].set_index("cell")
+        for col in cols:
+            out[f"{point} {col}"] = sel[col]
+    for speed in speeds:
+        sel = keys[
+            (keys["point"] == "at_speed") & (keys["target_tokens_per_s"] == speed)
+        ].set_index("cell")
+        out[f"usd_per_mtok at {speed:g} tok/s"] = sel["usd_per_mtok"]
+    status = keys.groupby("cell")["note"].first()
+    out["note"] = status
+    return out.reset_index()
+
+
+def _study_assumptions(manifest: dict) -> list[tuple[str, pd.DataFrame]]:
+    out = []
+    study = {
+        "source": manifest["source"],
+        "package version": manifest["package_version"],
+        "axes": "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in manifest["axes"].items()),
+        "exclude": json.dumps(manifest.get("exclude", [])),
+        "defaults": json.dumps(manifest.get("defaults", {})),
+        "preference point k": manifest.get("preference_k"),
+        "cost at speeds (tokens/s per request)": ", ".join(map(str, manifest.get("at_speeds", []))),
+    }
+    out.append(
+        (
+            "The study",
+            pd.DataFrame({"field": list(study), "value": [str(v) for v in study.values()]}),
+        )
+    )
+    presets = manifest.get("assumptions", {})
+    if presets:
+        out.append(("Modelling assumptions (docs/model.md), per preset", _by_field(presets)))
+    if manifest.get("hardware"):
+        out.append(("Hardware figures", _by_field(manifest["hardware"])))
+    if manifest.get("models"):
+        out.append(("Models", _by_field(manifest["models"])))
+    return out
+
+
+def _by_field(items: dict) -> pd.DataFrame:
+    """Objects side by side: one row per field, one column per object."""
+    fields = list(dict.fromkeys(k for v in items.values() for k in v))
+    return pd.DataFrame(
+        {"field": fields, **{name: [_short(v.get(f)) for f in fields] for name, v in items.items()}}
+    )
+
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else repr(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_short(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def scenario_section(result) -> Section:
+    """The section of a scenario run (``output.runner.RunResult``)."""
+    import dataclasses
+
+    scenario = result.scenario
+    curves = []
+    for label, front in result.fronts.items():
+        marks = {}
+        if not front.empty:
+            marks = {
+                "fastest": front.fastest()["tokens_per_s"],
+                "preference": front.preference_point(sampling=scenario.preference_sampling)[
+                    "tokens_per_s"
+                ],
+            }
+        curves.append(Curve(label, front.points.sort_values("tokens_per_s"), "", marks))
+    presets, gpus, models = {}, {}, {}
+    for curve in scenario.curves:
+        if curve.toy is not None:
+            continue
+        s = curve.setting()
+        presets.setdefault(s.assumptions.name, dataclasses.asdict(s.assumptions))
+        gpus.setdefault(s.gpu.name, s.gpu.to_dict())
+        models.setdefault(
+            s.model.name,
+            {
+                "name": s.model.name,
+                "precision": s.model.precision.label(),
+                "source": s.model.source,
+            },
+        )
+    curve_fields = pd.DataFrame(
+        [
+            {
+                "curve": c.label,
+                **{
+                    k: _short(v) if not isinstance(v, dict) else json.dumps(v)
+                    for k, v in c.fields.items()
+                },
+            }
+            for c in scenario.curves
+        ]
+    )
+    assumptions = [("Curves (as the scenario file sets them)", curve_fields)]
+    if presets:
+        assumptions.append(
+            ("Modelling assumptions (docs/model.md), per preset", _by_field(presets))
+        )
+    if gpus:
+        assumptions.append(("Hardware figures", _by_field(gpus)))
+    if models:
+        assumptions.append(("Models", _by_field(models)))
+    return Section(
+        title=scenario.title,
+        description=scenario.description,
+        curves=curves,
+        key_table=result.key_points if result.key_points is not None else pd.DataFrame(),
+        assumptions=assumptions,
+        notes=[f"Scenario {scenario.name} ({scenario.source})."] + list(scenario.notes),
+    )

@@ -1,0 +1,144 @@
+"""The summary figure of a study: one heatmap per panel, the best value of each cell of a grid.
+
+Rows, columns and panels are axes of the study (``summary:`` in the file, by default its first
+three axes with more than one value); every other axis is optimised over (the best value is
+shown), and in each row the best column is framed: where each option wins.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .plots import plt, save, wrap
+
+__all__ = ["summary_figure", "summary_table", "save"]
+
+#: metric -> (key point, column, higher is better, description)
+METRICS = {
+    "cost_at_speed": (
+        "at_speed",
+        "usd_per_mtok",
+        False,
+        "cheapest $ per million tokens at {speed}",
+    ),
+    "preference_cost": (
+        "preference",
+        "usd_per_mtok",
+        False,
+        "$ per million tokens at the preference point",
+    ),
+    "cheapest_cost": ("cheapest", "usd_per_mtok", False, "lowest $ per million tokens"),
+    "fastest_speed": ("fastest", "tokens_per_s", True, "fastest tokens/s per request"),
+}
+
+
+def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
+    """The best value per (panel, row, column) of the summary, and what the value means."""
+    s = study.summary
+    point, column, higher, text = METRICS[s["metric"]]
+    df = key_points[(key_points["point"] == point) & key_points["feasible"]]
+    speed = ""
+    if point == "at_speed":
+        target = s.get("speed") or study.at_speeds[0]
+        df = df[df["target_tokens_per_s"] == target]
+        speed = f"≥ {target:g} tokens/s per request"
+    axes = [s[k] for k in ("panels", "rows", "columns") if s.get(k)]
+    axes = list(dict.fromkeys(axes))
+    df = df[axes + [column]].dropna()
+    best = df.groupby(axes, sort=False)[column].agg("max" if higher else "min").reset_index()
+    others = [a for a in study.axis_names if a not in axes and _varies(study, a)]
+    meaning = text.format(speed=speed)
+    if others:
+        meaning += f", best over {', '.join(others)}"
+    return best, meaning
+
+
+def _varies(study, name: str) -> bool:
+    return any(len(a.labels) > 1 for a in study.axes if a.name == name)
+
+
+def _labels(study, name: str | None) -> list:
+    if name is None:
+        return [None]
+    return [lab for a in study.axes if a.name == name for lab in a.labels]
+
+
+def summary_figure(key_points: pd.DataFrame, study):
+    """Heatmaps of the summary metric: panels side by side, the best column of a row framed."""
+    s = study.summary
+    best, meaning = summary_table(key_points, study)
+    _, column, higher, _ = METRICS[s["metric"]]
+    rows, cols, panels = (_labels(study, s.get(k)) for k in ("rows", "columns", "panels"))
+    ncols = min(len(panels), 2 if len(panels) == 4 else 3)
+    nrows = math.ceil(len(panels) / ncols)
+    width = max(3.2, 0.95 * len(cols) + 2.6)
+    height = max(2.2, 0.36 * len(rows) + 1.3)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(width * ncols, height * nrows + 0.9),
+        layout="constrained",
+        squeeze=False,
+    )
+    values = best[column].to_numpy(dtype=float)
+    lo, hi = (np.log10(values.min()), np.log10(values.max())) if values.size else (0.0, 1.0)
+    cmap = plt.get_cmap("viridis" if higher else "viridis_r")
+    for ax, panel in zip(axes.ravel(), panels):
+        grid = np.full((len(rows), len(cols)), np.nan)
+        for i, r in enumerate(rows):
+            for j, c in enumerate(cols):
+                sel = np.ones(len(best), dtype=bool)
+                for name, value in (
+                    (s.get("panels"), panel),
+                    (s.get("rows"), r),
+                    (s.get("columns"), c),
+                ):
+                    if name is not None:
+                        sel &= (best[name] == value).to_numpy()
+                if sel.any():
+                    grid[i, j] = best.loc[sel, column].iloc[0]
+        shown = np.where(np.isfinite(grid), np.log10(np.where(grid > 0, grid, np.nan)), np.nan)
+        ax.imshow(shown, cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1, aspect="auto")
+        for i in range(len(rows)):
+            finite = np.isfinite(grid[i])
+            winner = (np.nanargmax if higher else np.nanargmin)(grid[i]) if finite.any() else -1
+            for j in range(len(cols)):
+                v = grid[i, j]
+                text = "n/a" if not np.isfinite(v) else (f"{v:.0f}" if higher else f"${v:.3g}")
+                frac = (np.log10(v) - lo) / (hi - lo) if np.isfinite(v) and hi > lo else 0.5
+                r_, g_, b_, _ = cmap(frac)
+                dark = np.isfinite(v) and 0.299 * r_ + 0.587 * g_ + 0.114 * b_ < 0.5
+                ax.text(
+                    j,
+                    i,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=7.5,
+                    color="white" if dark else "black",
+                    fontweight="bold" if j == winner else "normal",
+                )
+                if j == winner:
+                    ax.add_patch(
+                        plt.Rectangle(
+                            (j - 0.48, i - 0.48), 0.96, 0.96, fill=False, lw=2, ec="#d62728"
+                        )
+                    )
+        ax.set_xticks(
+            range(len(cols)),
+            ["" if c is None else str(c) for c in cols],
+            rotation=30,
+            ha="right",
+            fontsize=8,
+        )
+        ax.set_yticks(range(len(rows)), ["" if r is None else str(r) for r in rows], fontsize=8)
+        if panel is not None:
+            ax.set_title(f"{s['panels']} = {panel}", fontsize=9)
+    for ax in axes.ravel()[len(panels) :]:
+        ax.set_visible(False)
+    note = f"{meaning}; framed: the best in each row; n/a: excluded or out of reach"
+    fig.suptitle(wrap(study.title, 110) + "\n" + wrap(note, 130), fontsize=10)
+    return fig

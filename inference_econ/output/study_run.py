@@ -1,0 +1,244 @@
+"""Running a study end to end: the cell cache, the computation, and the files it writes.
+
+``run_study`` expands a study, takes every cell it can from the cache (one JSON file per cell,
+named by the hash of the cell's inputs, written atomically as soon as the cell finishes), has
+the rest computed (``studies.execution``), and writes the tidy tables: ``key_points`` (one row
+per cell x key point) and ``frontiers`` (one row per cell x frontier point) as CSV, and as
+Parquet when pyarrow is installed; ``study.json`` records what was computed and with which
+assumptions; ``summary.png`` is the study's summary figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..studies.execution import run_cells
+from ..studies.study import (
+    CACHE_FORMAT,
+    Cell,
+    Study,
+    expand,
+    load_study,
+    package_version,
+    study_from_dict,
+    tables,
+)
+from .files import write_atomic
+
+TABLES = ("key_points", "frontiers")
+
+
+@dataclass
+class StudyResult:
+    """The tidy tables of a study and what it took: cells computed, cached and failed."""
+
+    study: Study
+    cells: list[Cell]
+    key_points: pd.DataFrame
+    frontiers: pd.DataFrame
+    computed: int = 0
+    cached: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    elapsed_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed
+
+
+class CellCache:
+    """Finished cells, one JSON file each under ``folder``, named by the cell's key."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+
+    def path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        """The payload of a finished cell, or None (a damaged file counts as missing)."""
+        try:
+            payload = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(payload, dict) and payload.get("format") == CACHE_FORMAT
+        return payload if ok and {"columns", "data"} <= set(payload) else None
+
+    def put(self, key: str, payload: dict) -> None:
+        write_atomic(self.path(key), json.dumps(payload, allow_nan=True))
+
+
+def as_study(spec) -> Study:
+    """A Study from a Study, a parsed mapping, or a file path or name."""
+    if isinstance(spec, Study):
+        return spec
+    if isinstance(spec, dict):
+        return study_from_dict(spec)
+    return load_study(spec)
+
+
+def run_study(
+    spec,
+    out_dir: str | os.PathLike | None = None,
+    jobs: int | None = None,
+    dask: str | None = None,
+    progress=None,
+    cache_dir: str | os.PathLike | None = None,
+    recompute: bool = False,
+) -> StudyResult:
+    """Compute a study's cells (cached ones are read back) and write its tables to ``out_dir``.
+
+    The cache lives in ``out_dir/cache`` unless ``cache_dir`` says otherwise; without either,
+    nothing is cached; ``recompute`` ignores (and replaces) what is cached. Cells that fail are reported in ``failed`` (and as ``point == "failed"``
+    rows); the others are kept, so a rerun computes only what is missing.
+    """
+    study = as_study(spec)
+    cells = expand(study)
+    folder = Path(out_dir) if out_dir is not None else None
+    if cache_dir is None and folder is not None:
+        cache_dir = folder / "cache"
+    cache = CellCache(cache_dir) if cache_dir is not None else None
+    payloads: dict[str, dict] = {}
+    distinct = {c.key: c for c in cells}
+    if cache is not None and not recompute:
+        for key in distinct:
+            found = cache.get(key)
+            if found is not None:
+                payloads[key] = found
+    cached = len(payloads)
+    todo = [c for k, c in distinct.items() if k not in payloads]
+    if progress:
+        progress(
+            f"{study.name}: {len(cells)} cells, {cached} cached, {len(todo)} to compute"
+            + (f" on Dask ({dask})" if dask else f" with {jobs or 'all'} job(s)" if todo else "")
+        )
+    failed: dict[str, str] = {}
+
+    def done(cell: Cell, payload: dict) -> None:
+        payloads[cell.key] = payload
+        if cache is not None:
+            cache.put(cell.key, payload)
+
+    def lost(cell: Cell, reason: str) -> None:
+        failed[cell.key] = reason
+
+    run_cells(todo, done, lost, jobs=jobs, dask=dask, progress=progress)
+    key_points, frontiers = tables(study, cells, payloads, failed)
+    result = StudyResult(
+        study,
+        cells,
+        key_points,
+        frontiers,
+        computed=len(todo) - len(failed),
+        cached=cached,
+        failed=failed,
+        elapsed_s={k: float(p.get("elapsed_s", 0.0)) for k, p in payloads.items()},
+    )
+    if folder is not None:
+        result.files += write_study(result, folder, progress)
+    return result
+
+
+def write_table(df: pd.DataFrame, stem: Path, progress=None) -> list[Path]:
+    """A table as CSV, and as Parquet when pyarrow is installed."""
+    written = [write_atomic(stem.with_suffix(".csv"), df.to_csv(index=False))]
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        if progress:
+            progress(
+                f"pyarrow is not installed: wrote {stem.name}.csv only (inference-econ[parquet])"
+            )
+        return written
+    written.append(write_atomic(stem.with_suffix(".parquet"), df.to_parquet(None, index=False)))
+    return written
+
+
+def manifest(result: StudyResult) -> dict:
+    """What ``study.json`` records: the study, each cell, and every assumption used."""
+    study = result.study
+    gpus, models, presets = {}, {}, {}
+    for cell in result.cells:
+        s = cell.setting
+        gpus.setdefault(s.gpu.name, s.gpu.to_dict())
+        models.setdefault(s.model.name, _model_facts(s.model))
+        if s.spec is not None:
+            models.setdefault(s.spec.draft.name, _model_facts(s.spec.draft))
+        presets.setdefault(s.assumptions.name, dataclasses.asdict(s.assumptions))
+    return {
+        "title": study.title,
+        "description": study.description,
+        "source": study.source,
+        "package_version": package_version(),
+        "axes": {a.name: list(a.labels) for a in study.axes},
+        "exclude": [{k: list(v) for k, v in rule.items()} for rule in study.exclude],
+        "defaults": study.defaults,
+        "at_speeds": list(study.at_speeds),
+        "preference_k": study.preference_k,
+        "summary": study.summary,
+        "complete": result.complete,
+        "computed": result.computed,
+        "cached": result.cached,
+        "cells": [
+            {
+                "cell": c.index,
+                "key": c.key,
+                "label": c.label,
+                "values": c.values,
+                "status": "failed" if c.key in result.failed else "done",
+                "error": result.failed.get(c.key, ""),
+                "elapsed_s": result.elapsed_s.get(c.key),
+            }
+            for c in result.cells
+        ],
+        "assumptions": presets,
+        "hardware": gpus,
+        "models": models,
+    }
+
+
+def _model_facts(arch) -> dict:
+    return {
+        "name": arch.name,
+        "source": arch.source,
+        "layers": arch.layers,
+        "d_model": arch.d_model,
+        "attention": arch.attention.kind,
+        "precision": arch.precision.label(),
+        "published_total_params": arch.published_total_params,
+        "published_active_params": arch.published_active_params,
+    }
+
+
+def write_study(result: StudyResult, folder: Path, progress=None) -> list[Path]:
+    """The tables, ``study.json`` and the summary figure of a study, into ``folder``."""
+    from . import study_plots
+
+    written = write_table(result.key_points, folder / "key_points", progress)
+    written += write_table(result.frontiers, folder / "frontiers", progress)
+    text = json.dumps(_plain(manifest(result)), indent=1, allow_nan=False)
+    written.append(write_atomic(folder / "study.json", text + "\n"))
+    fig = study_plots.summary_figure(result.key_points, result.study)
+    written += study_plots.save(fig, folder / "summary", ("png",))
+    return written
+
+
+def _plain(value):
+    """JSON-ready data: non-finite numbers as text ("inf"), numpy scalars as Python ones."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    return value

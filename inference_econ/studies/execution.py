@@ -1,0 +1,165 @@
+"""Running a study's cells: in this process, on local processes, or on a Dask cluster.
+
+Every path calls the same pure function (``study.compute_cell``) and hands each finished cell
+to ``on_done`` in the calling process as soon as it arrives, so whatever finished is kept (the
+caller caches it) when a worker, the cluster or the run itself fails. Local processes use the
+standard library's ``ProcessPoolExecutor`` (spawned, so workers start clean); a cluster uses
+``dask.distributed`` (its scheduler retries the tasks of a worker that dies).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+
+from ..errors import SpecError
+from .study import Cell, compute_cell
+
+#: Seconds between two progress lines (the last cell always gets one).
+PROGRESS_EVERY_S = 2.0
+#: How long to wait for a Dask scheduler before giving up.
+CONNECT_TIMEOUT = "20s"
+
+Done = Callable[[Cell, dict], None]
+Failed = Callable[[Cell, str], None]
+
+
+def default_jobs() -> int:
+    """The machine's cores (the cores this process may use, where the OS says)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+class _Tracker:
+    """Counts finished cells and prints a progress line every few seconds."""
+
+    def __init__(self, total: int, progress, on_done: Done, on_failed: Failed) -> None:
+        self.total, self.done, self.progress = total, 0, progress
+        self.on_done, self.on_failed = on_done, on_failed
+        self.last = time.perf_counter()
+
+    def finished(self, cell: Cell, payload: dict | None, error: str = "") -> None:
+        self.done += 1
+        if payload is not None:
+            self.on_done(cell, payload)
+        else:
+            self.on_failed(cell, error)
+        now = time.perf_counter()
+        if self.progress and (now - self.last >= PROGRESS_EVERY_S or self.done == self.total):
+            self.last = now
+            what = f"{payload['elapsed_s']:.2f} s" if payload is not None else f"failed: {error}"
+            self.progress(f"cell {self.done}/{self.total} done: {cell.label} ({what})")
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    on_done: Done,
+    on_failed: Failed,
+    jobs: int | None = None,
+    dask: str | None = None,
+    progress=None,
+) -> None:
+    """Compute ``cells`` (distinct keys), calling ``on_done(cell, payload)`` for each finished
+    one and ``on_failed(cell, reason)`` for each that raised or whose worker was lost."""
+    if not cells:
+        return
+    jobs = default_jobs() if jobs is None else int(jobs)
+    tracker = _Tracker(len(cells), progress, on_done, on_failed)
+    if dask is not None:
+        _run_dask(cells, tracker, dask, jobs, progress)
+    elif min(jobs, len(cells)) <= 1:
+        for cell in cells:
+            try:
+                payload = compute_cell(cell.setting, cell.method)
+            except Exception as exc:  # one bad cell must not lose the others
+                tracker.finished(cell, None, _error(exc))
+            else:
+                tracker.finished(cell, payload)
+    else:
+        _run_processes(cells, tracker, min(jobs, len(cells)))
+
+
+def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:
+    """Local worker processes; a dead worker fails only the cells not finished yet."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {pool.submit(compute_cell, c.setting, c.method): c for c in cells}
+        try:
+            for future in as_completed(futures):
+                try:
+                    payload = future.result()
+                except Exception as exc:
+                    tracker.finished(futures[future], None, _error(exc))
+                else:
+                    tracker.finished(futures[future], payload)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def _client(address: str, jobs: int):
+    """A Dask client: of a new local cluster (``local``) or of a running scheduler."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SpecError(
+            "command line",
+            "--dask",
+            "needs dask.distributed, which is not installed",
+            "pip install 'inference-econ[dask]'",
+        ) from None
+    if address == "local":
+        cluster = LocalCluster(
+            n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        return Client(cluster), cluster
+    try:
+        return Client(address, timeout=CONNECT_TIMEOUT), None
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SpecError(
+            "command line",
+            "--dask",
+            f"cannot reach the Dask scheduler at {address!r} ({exc})",
+            "give the address 'dask scheduler' prints (tcp://host:8786), or 'local'",
+        ) from None
+
+
+def _run_dask(cells: Sequence[Cell], tracker: _Tracker, address, jobs: int, progress) -> None:
+    """Cells as Dask tasks, collected as they complete (a lost worker's tasks are retried by
+    the scheduler; a cell that keeps failing is reported and the others are kept)."""
+    from distributed import as_completed
+
+    client, cluster = _client(address, jobs)
+    try:
+        if progress:
+            workers = len(client.scheduler_info().get("workers", {}))
+            progress(f"Dask cluster at {client.scheduler.address}: {workers} workers")
+        futures = {
+            client.submit(
+                compute_cell, c.setting, c.method, key=f"inference-econ-cell-{c.key}", pure=False
+            ): c
+            for c in cells
+        }
+        for future in as_completed(futures):
+            try:
+                payload = future.result()
+            except Exception as exc:
+                tracker.finished(futures[future], None, _error(exc))
+            else:
+                tracker.finished(futures[future], payload)
+            future.release()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,201 @@
+"""The interactive HTML report: self-contained, one trace per curve with layout and breakdown on
+hover, and rendered by a real browser (Debian's headless Chromium, offline)."""
+
+import json
+import re
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+
+plotly = pytest.importorskip("plotly")
+
+STUDY = """
+title: Report test
+axes:
+  model: [Llama 3 70B, Llama 3 8B]
+  hardware: [H100-paper, A100-paper, V100-paper]
+defaults: {grid_points: 60, weight_bits: 8}
+at_speeds: [50]
+"""
+
+SCENARIO = """
+title: Two GPUs
+plots: [frontier]
+defaults: {model: Llama 3 8B, weight_bits: 8, grid_points: 60}
+curves:
+  - {label: H100, hardware: H100-paper}
+  - {label: A100, hardware: A100-paper}
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("report")
+    (folder / "s.yaml").write_text(textwrap.dedent(STUDY))
+    out = folder / "out"
+    ie.study(folder / "s.yaml", out, jobs=1)
+    html = folder / "report.html"
+    result = CliRunner().invoke(main, ["report", str(out), "--out", str(html)])
+    assert result.exit_code == 0, result.output
+    return html
+
+
+def figure_json(text: str) -> dict:
+    """The figure plotly embeds: Plotly.newPlot(id, data, layout, config)."""
+    call = text[text.index("Plotly.newPlot(") :]
+    decoder = json.JSONDecoder()
+    rest = call[call.index(",") + 1 :].lstrip()
+    data, end = decoder.raw_decode(rest)
+    layout, _ = decoder.raw_decode(rest[end:].lstrip()[1:].lstrip())
+    return {"data": data, "layout": layout}
+
+
+def test_report_is_self_contained_with_a_trace_per_cell(report):
+    text = report.read_text()
+    # plotly.js is inline: no script, style sheet or image is fetched from anywhere
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)
+    assert len(text) > 1_000_000 and f"plotly {plotly.__version__}" in text
+    fig = figure_json(text)
+    traces = fig["data"]
+    assert len(traces) == 6  # one per cell
+    # the menu picks a model (the curves of a view are the GPUs): 2 groups, plus "all curves"
+    buttons = fig["layout"]["updatemenus"][0]["buttons"]
+    assert [b["label"] for b in buttons] == [
+        "all curves",
+        "model: Llama 3 70B",
+        "model: Llama 3 8B",
+    ]
+    assert buttons[1]["args"][0]["visible"] == [True] * 3 + [False] * 3
+    assert [t["visible"] for t in traces] == [True] * 3 + [False] * 3
+    assert [t["name"] for t in traces[:3]] == ["H100-paper", "A100-paper", "V100-paper"]
+    # every trace has the same hover template: it is said once, in the layout's template
+    assert "hovertemplate" not in traces[0]
+    hover = fig["layout"]["template"]["data"]["scatter"][0]["hovertemplate"]
+    for words in (
+        "GPUs",
+        "batch",
+        "PP",
+        "TP",
+        "EP",
+        "draft tokens",
+        "latency",
+        "where the time goes",
+    ):
+        assert words in hover, words
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    for words in ("Key points", "Assumptions", "Hardware figures", "pipeline_degree_count"):
+        assert words in text
+
+
+def test_report_of_a_slice(report, tmp_path):
+    out = tmp_path / "slice.html"
+    folder = str(report.parent / "out")
+    args = ["report", folder, "--out", str(out), "--where", "hardware=H100-paper,V100-paper"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    fig = figure_json(out.read_text())
+    assert [t["name"] for t in fig["data"]] == ["H100-paper", "V100-paper"] * 2
+    assert "the slice hardware = H100-paper, V100-paper" in out.read_text()
+    bad = CliRunner().invoke(
+        main, ["report", folder, "--out", str(out), "--where", "hardware=B300"]
+    )
+    assert bad.exit_code == 2 and "hardware has no value 'B300'" in bad.stderr
+
+
+def test_hover_data_is_the_frontier(report):
+    fig = figure_json(report.read_text())
+    trace = fig["data"][0]
+    front = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8, grid_points=60)
+    # x is encoded as a typed array: decode it
+    import base64
+
+    import numpy as np
+
+    x = np.frombuffer(base64.b64decode(trace["x"]["bdata"]), dtype=trace["x"]["dtype"])
+    assert len(x) <= 80 and x.max() == front.fastest()["tokens_per_s"]
+    assert set(x) <= set(front.points["tokens_per_s"])
+    custom = np.frombuffer(base64.b64decode(trace["customdata"]["bdata"]), dtype="f4")
+    custom = custom.reshape(len(x), -1)
+    fastest = front.fastest()
+    row = custom[int(np.argmax(x))]
+    assert row[0] == pytest.approx(fastest["gpus"], rel=1e-6)
+    assert row[:7].tolist()[2] == pytest.approx(fastest["pipeline_degree"], rel=1e-6)
+    shares = row[-7:]
+    assert shares.sum() == pytest.approx(1.0, abs=1e-5)  # the parts add up to the latency
+
+
+def test_scenario_report_and_run_html(tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text(textwrap.dedent(SCENARIO))
+    result = CliRunner().invoke(main, ["report", str(path), "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    fig = figure_json((tmp_path / "r.html").read_text())
+    assert [t["name"] for t in fig["data"]] == ["H100", "A100"]
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o"), "--html"])
+    assert result.exit_code == 0 and (tmp_path / "o" / "two.html").is_file()
+
+
+def test_toy_frontiers_draw_without_layouts():
+    from inference_econ.optimise.toy import toy_frontier
+    from inference_econ.output.report import Curve, Section, figure
+
+    front = toy_frontier(ie.load_model("Llama 3 8B"), ie.load_hardware("H100-paper"))
+    fig = figure(Section("toy", [Curve("toy", front.points)], front.points))
+    hover = fig.data[0].hovertemplate
+    assert "GPUs" in hover and "TP" not in hover and "where the time goes" not in hover
+    result = CliRunner().invoke(main, ["reproduce", "table-1", "--html"])
+    assert result.exit_code == 2 and "--html draws figures" in result.output
+
+
+def test_report_of_a_missing_folder_is_one_line(tmp_path):
+    result = CliRunner().invoke(main, ["report", str(tmp_path), "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 2 and "inference-econ study FILE --out DIR" in result.stderr
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+#: Test-only: once the page has drawn, hover the 10th point of the first curve as a mouse would.
+HOVER = (
+    "<script>setTimeout(function () { Plotly.Fx.hover(document.getElementById('frontiers-0'),"
+    " [{curveNumber: 0, pointNumber: 10}]); }, 1000);</script></body>"
+)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    """Chromium loads the file offline; the plot's SVG has one scatter trace per visible curve,
+    and hovering a point shows its layout and where its latency goes."""
+    page = tmp_path / "hover.html"
+    page.write_text(report.read_text().replace("</body>", HOVER))
+    dom = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+         "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert 'class="main-svg"' in dom
+    scatter = re.findall(r'class="trace scatter', dom)
+    assert len(scatter) == 3  # the first view: three GPUs for Llama 3 70B
+    ticks = re.findall(r'class="ytick"[^>]*>.*?>(\$[^<]*)<', dom)
+    assert ticks and all(t.startswith("$") for t in ticks)
+    assert "model: Llama 3 70B" in dom  # the menu shows the selected group
+    hover = re.sub(r"<[^>]+>", " ", re.search(r'class="hovertext".*?</g>', dom, re.S).group(0))
+    for words in ("H100-paper", "tokens/s per request", "GPUs", "PP", "TP", "EP", "draft tokens"):
+        assert words in hover, (words, hover)
+    for words in ("latency", "kernel launches", "weight reads", "collective latency"):
+        assert words in hover, (words, hover)

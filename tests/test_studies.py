@@ -1,0 +1,398 @@
+"""Studies: expansion and exclusion, validation, the cache, identical results however the cells
+are run (one process, two processes, a Dask cluster), a killed run resuming, failed cells."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.output import study_run
+from inference_econ.studies import study as study_module
+from inference_econ.studies.study import expand, load_study, study_from_dict
+
+TINY = """
+title: Tiny study
+axes:
+  model: [Llama 3 70B, Llama 3 8B]
+  hardware: [H100-paper, A100-paper]
+  precision:
+    - {label: FP8, weight_bits: 8}
+    - {label: BF16, weight_bits: 16}
+exclude:
+  - {model: Llama 3 8B, precision: BF16}
+  - {model: Llama 3 8B, hardware: "A100*"}
+defaults: {grid_points: 60}
+at_speeds: [50, 1000]
+"""
+
+
+def write(tmp_path, text, name="study.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_file(tmp_path_factory):
+    return write(tmp_path_factory.mktemp("tiny"), TINY)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny-out")
+    return ie.study(tiny_file, out, jobs=1), out
+
+
+def test_expansion_and_exclusion(tiny_file):
+    study = load_study(tiny_file)
+    cells = expand(study)
+    # 2 x 2 x 2 = 8, minus 8B at BF16 (2 cells), minus 8B on A100 at FP8 (the other is gone)
+    assert [c.values for c in cells] == [
+        {"model": "Llama 3 70B", "hardware": "H100-paper", "precision": "FP8"},
+        {"model": "Llama 3 70B", "hardware": "H100-paper", "precision": "BF16"},
+        {"model": "Llama 3 70B", "hardware": "A100-paper", "precision": "FP8"},
+        {"model": "Llama 3 70B", "hardware": "A100-paper", "precision": "BF16"},
+        {"model": "Llama 3 8B", "hardware": "H100-paper", "precision": "FP8"},
+    ]
+    first = cells[0].setting
+    assert first.model.precision.weight_bits == 8 and first.gpu.name == "H100-paper"
+    assert cells[1].setting.model.precision.weight_bits == 16
+    assert cells[0].method.grid_points == 60
+    assert len({c.key for c in cells}) == 5
+    assert cells[0].label == "Llama 3 70B · H100-paper · FP8"
+
+
+def test_numeric_axes_and_what_ifs_expand():
+    data = {
+        "title": "t",
+        "axes": {
+            "context_tokens": [1000, 8000],
+            "hardware_scale": [None, {"hbm_bandwidth_bytes_per_s": 2}],
+        },
+        "defaults": {"model": "Llama 3 70B", "hardware": "H100-paper"},
+        "exclude": [{"context_tokens": 8000, "hardware_scale": "none"}],
+    }
+    cells = expand(study_from_dict(data))
+    assert [c.values for c in cells] == [
+        {"context_tokens": 1000, "hardware_scale": "none"},
+        {"context_tokens": 1000, "hardware_scale": "hbm_bandwidth_bytes_per_s=2"},
+        {"context_tokens": 8000, "hardware_scale": "hbm_bandwidth_bytes_per_s=2"},
+    ]
+    base, fast = cells[0].setting.gpu, cells[1].setting.gpu
+    assert fast.hbm_bandwidth_bytes_per_s == 2 * base.hbm_bandwidth_bytes_per_s
+    assert cells[2].setting.context_tokens == 8000.0
+
+
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        ("  model: [Llama 3 70B, Llama 3 8B]", "axes.model[1]", "no model named 'Lama 3 8B'"),
+        ("  hardware: [H100-paper, A100-paper]", "axes.hardware[0]", "no hardware spec"),
+        ("    - {label: FP8, weight_bits: 8}", "axes.precision[0].weight_bit", "weight_bits"),
+        ("defaults: {grid_points: 60}", "defaults.grid_points", "expected a whole number >= 4"),
+        ("at_speeds: [50, 1000]", "at_speeds", "expected a number > 0"),
+        ("  - {model: Llama 3 8B, precision: BF16}", "exclude[0].model", "matches no value"),
+        ('  - {model: Llama 3 8B, hardware: "A100*"}', "exclude[1].gpu", "is not an axis"),
+    ],
+)
+def test_errors_name_the_file_the_axis_and_the_field(tmp_path, change, field, words):
+    bad = {
+        "  model: [Llama 3 70B, Llama 3 8B]": "  model: [Llama 3 70B, Lama 3 8B]",
+        "  hardware: [H100-paper, A100-paper]": "  hardware: [H100-papr, A100-paper]",
+        "    - {label: FP8, weight_bits: 8}": "    - {label: FP8, weight_bit: 8}",
+        "defaults: {grid_points: 60}": "defaults: {grid_points: 2}",
+        "at_speeds: [50, 1000]": "at_speeds: [50, -1]",
+        "  - {model: Llama 3 8B, precision: BF16}": "  - {model: Llama 3 9B, precision: BF16}",
+        '  - {model: Llama 3 8B, hardware: "A100*"}': '  - {model: Llama 3 8B, gpu: "A100*"}',
+    }[change]
+    path = write(tmp_path, TINY.replace(change, bad))
+    with pytest.raises(ie.SpecError) as info:
+        load_study(path)
+    msg = str(info.value)
+    assert str(path) in msg and field in msg and words in msg, msg
+    result = CliRunner().invoke(main, ["study", str(path)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_axis_errors(tmp_path):
+    cases = {
+        "contexts: [1000]": ("axes.contexts", "did you mean 'context_tokens'"),
+        "context_tokens: [-5]": ("axes.context_tokens[0]", "expected a number >= 0"),
+        "weight_bits: [8]": ("axes.precision", "sets weight_bits, which axis 'weight_bits'"),
+        "model: []": ("axes.model", "non-empty list"),
+        "point: [{label: x}]": ("axes.point", "is the name of a column"),
+    }
+    for extra, (field, words) in cases.items():
+        text = TINY.replace("  model: [Llama 3 70B, Llama 3 8B]", f"  {extra}")
+        if not extra.startswith("model"):
+            text = TINY.replace("axes:\n", f"axes:\n  {extra}\n")
+        with pytest.raises(ie.SpecError) as info:
+            load_study(write(tmp_path, text))
+        assert field in str(info.value) and words in str(info.value), str(info.value)
+
+
+def test_key_points_and_tables(tiny_run):
+    result, out = tiny_run
+    kp, fr = result.key_points, result.frontiers
+    assert result.computed == 5 and result.cached == 0 and result.complete
+    assert set(kp["point"]) == {"fastest", "cheapest", "preference", "at_speed"}
+    assert kp["feasible"].dtype == bool and kp[kp.point != "at_speed"]["feasible"].all()
+    assert len(kp) == 5 * 5  # fastest, cheapest, preference, two speeds
+    for col in ("model", "hardware", "precision", "cell", "cell_key", "gpu_name", "weight_bits"):
+        assert col in kp and col in fr
+    direct = ie.frontier("Llama 3 70B", "A100-paper", weight_bits=16, grid_points=60)
+    row = kp[(kp.hardware == "A100-paper") & (kp.precision == "BF16") & (kp.point == "fastest")]
+    assert row["tokens_per_s"].item() == direct.fastest()["tokens_per_s"]
+    assert row["gpus"].item() == direct.fastest()["gpus"]
+    cell = fr[(fr.hardware == "A100-paper") & (fr.precision == "BF16")]
+    assert (
+        len(cell) == len(direct)
+        and cell["usd_per_mtok"].tolist() == direct.points["usd_per_mtok"].tolist()
+    )
+    for _, g in kp[kp.feasible].groupby("cell"):
+        p = g.set_index(g["point"] + g["target_tokens_per_s"].fillna(0).astype(str))
+        assert p.loc["cheapest0.0", "usd_per_mtok"] <= p.loc["preference0.0", "usd_per_mtok"]
+        assert p.loc["preference0.0", "usd_per_mtok"] <= p.loc["fastest0.0", "usd_per_mtok"]
+        assert p.loc["at_speed50.0", "tokens_per_s"] >= 50
+    # the cheapest point at >= 50 tok/s is the cheapest frontier point that fast
+    for cell_id, g in fr.groupby("cell"):
+        at = kp[(kp.cell == cell_id) & (kp.point == "at_speed") & (kp.target_tokens_per_s == 50)]
+        assert at["usd_per_mtok"].item() == g[g.tokens_per_s >= 50]["usd_per_mtok"].min()
+    # Llama 3 70B reaches at most ~150 tok/s here: 1000 tok/s is out of reach, and says so
+    far = kp[
+        (kp.point == "at_speed") & (kp.target_tokens_per_s == 1000) & (kp.model == "Llama 3 70B")
+    ]
+    assert not far["feasible"].any() and far["usd_per_mtok"].isna().all()
+    assert far["note"].str.contains("the fastest configuration reaches").all()
+    names = {p.name for p in out.iterdir()}
+    assert {"key_points.csv", "frontiers.csv", "study.json", "summary.png", "cache"} <= names
+
+
+def test_parquet_equals_csv(tiny_run):
+    pytest.importorskip("pyarrow")
+    _, out = tiny_run
+    parquet = pd.read_parquet(out / "key_points.parquet")
+    pd.testing.assert_frame_equal(parquet, tiny_run[0].key_points, check_dtype=False)
+    assert len(pd.read_parquet(out / "frontiers.parquet")) == len(tiny_run[0].frontiers)
+
+
+def test_a_cell_that_reaches_every_speed_is_feasible_throughout(tiny_run):
+    result, _ = tiny_run
+    fr = result.frontiers
+    points = fr.columns[list(fr.columns).index("frontier_index") + 1 :]
+    front = fr.loc[fr.cell == 0, points].reset_index(drop=True)
+    kp = study_module.key_points(ie.Frontier("x", front), at_speeds=(1.0, 10.0))
+    assert kp["feasible"].dtype == bool and kp["feasible"].all() and (kp["note"] == "").all()
+    assert list(kp["point"]) == ["fastest", "cheapest", "preference", "at_speed", "at_speed"]
+
+
+def test_cache_recomputes_only_changed_cells(tiny_file, tiny_run, tmp_path, monkeypatch):
+    result, first = tiny_run
+    cache = tmp_path / "cache"
+    shutil.copytree(first / "cache", cache)  # the fixture's folder stays as it was
+    again = ie.study(tiny_file, cache_dir=cache, jobs=1)
+    assert again.computed == 0 and again.cached == 5
+    pd.testing.assert_frame_equal(again.key_points, result.key_points)
+    # a new hardware value: only its cells are computed
+    grown = write(tmp_path, TINY.replace("A100-paper]", "A100-paper, H200-paper]"))
+    bigger = ie.study(grown, cache_dir=cache, jobs=1)
+    assert bigger.cached == 5 and bigger.computed == 3  # 70B x2 precisions + 8B FP8 on H200
+    # --recompute ignores the cache
+    redo = ie.study(tiny_file, cache_dir=cache, jobs=1, recompute=True)
+    assert redo.cached == 0 and redo.computed == 5
+    # a changed package version invalidates every cell
+    monkeypatch.setattr(study_module, "package_version", lambda: "999.0")
+    fresh = ie.study(tiny_file, cache_dir=cache, jobs=1)
+    assert fresh.cached == 0 and fresh.computed == 5
+    pd.testing.assert_frame_equal(
+        fresh.key_points.drop(columns="cell_key"), result.key_points.drop(columns="cell_key")
+    )
+    assert not (tmp_path / "key_points.csv").exists()  # a cache alone writes no tables
+
+
+def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path):
+    two = ie.study(tiny_file, tmp_path, jobs=2)
+    assert two.computed == 5
+    pd.testing.assert_frame_equal(two.key_points, tiny_run[0].key_points)
+    pd.testing.assert_frame_equal(two.frontiers, tiny_run[0].frontiers)
+    for name in ("key_points.csv", "frontiers.csv"):
+        assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
+
+
+def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
+    tiny_file, tiny_run, tmp_path, monkeypatch
+):
+    distributed = pytest.importorskip("distributed")
+    from inference_econ.studies import execution
+
+    real = study_module.compute_cell
+
+    def flaky(setting, method):
+        if setting.gpu.name == "A100-paper" and setting.model.precision.weight_bits == 16:
+            raise MemoryError("worker ran out of memory")
+        return real(setting, method)
+
+    args = ["study", str(tiny_file), "--out", str(tmp_path), "--dask"]
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        monkeypatch.setattr(execution, "compute_cell", flaky)
+        broken = CliRunner().invoke(main, [*args, cluster.scheduler_address])
+        assert broken.exit_code == 1 and "1 cells failed" in broken.stderr, broken.stderr
+        assert len(list((tmp_path / "cache").rglob("*.json"))) == 4  # the others are kept
+        monkeypatch.setattr(execution, "compute_cell", real)
+        result = CliRunner().invoke(main, [*args, cluster.scheduler_address])
+    assert result.exit_code == 0, result.output
+    assert "1 computed, 4 from the cache" in result.stderr
+    for name in ("key_points.csv", "frontiers.csv"):
+        assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
+    # --dask local starts (and stops) a LocalCluster of --jobs workers; threads here, to keep
+    # the test fast (the command line's cluster has worker processes)
+    made, real_cluster = [], distributed.LocalCluster
+
+    def threads_cluster(**kwargs):
+        made.append(kwargs)
+        return real_cluster(**{**kwargs, "processes": False})
+
+    monkeypatch.setattr(distributed, "LocalCluster", threads_cluster)
+    local = tmp_path / "local"
+    result = CliRunner().invoke(
+        main, ["study", str(tiny_file), "--out", str(local), "--dask", "local", "--jobs", "2"]
+    )
+    assert result.exit_code == 0 and "5 computed" in result.stderr, result.output
+    assert made == [
+        {"n_workers": 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+    ]
+    assert (local / "key_points.csv").read_bytes() == (tiny_run[1] / "key_points.csv").read_bytes()
+
+
+def test_unreachable_scheduler_is_one_line(tiny_file, monkeypatch):
+    pytest.importorskip("distributed")
+    from inference_econ.studies import execution
+
+    monkeypatch.setattr(execution, "CONNECT_TIMEOUT", "1s")
+    result = CliRunner().invoke(main, ["study", str(tiny_file), "--dask", "tcp://127.0.0.1:9"])
+    assert result.exit_code == 2 and "cannot reach the Dask scheduler" in result.stderr
+
+
+def test_a_failed_cell_keeps_the_others(tiny_file, tiny_run, tmp_path, monkeypatch):
+    real = study_module.compute_cell
+
+    def flaky(setting, method):
+        if setting.gpu.name == "A100-paper" and setting.model.precision.weight_bits == 16:
+            raise MemoryError("worker ran out of memory")
+        return real(setting, method)
+
+    from inference_econ.studies import execution
+
+    monkeypatch.setattr(execution, "compute_cell", flaky)
+    broken = ie.study(tiny_file, cache_dir=tmp_path, jobs=1)
+    assert len(broken.failed) == 1 and broken.computed == 4 and not broken.complete
+    failed = broken.key_points[broken.key_points.point == "failed"]
+    assert len(failed) == 1 and "out of memory" in failed["note"].item()
+    monkeypatch.setattr(execution, "compute_cell", real)
+    fixed = ie.study(tiny_file, cache_dir=tmp_path, jobs=1)
+    assert fixed.computed == 1 and fixed.cached == 4 and fixed.complete
+    pd.testing.assert_frame_equal(fixed.key_points, tiny_run[0].key_points)
+
+
+def test_a_killed_run_resumes(tiny_file, tiny_run, tmp_path):
+    cache = tmp_path / "cache"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inference_econ.cli", "study", str(tiny_file), "--out", str(tmp_path),
+         "--jobs", "1", "-q"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list(cache.rglob("*.json")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = len(list(cache.rglob("*.json")))
+    assert 1 <= done < 5, done
+    assert not (tmp_path / "key_points.csv").exists()
+    resumed = ie.study(tiny_file, tmp_path, jobs=1)
+    assert resumed.cached == done and resumed.computed == 5 - done
+    assert (tmp_path / "key_points.csv").read_bytes() == (
+        tiny_run[1] / "key_points.csv"
+    ).read_bytes()
+
+
+def test_study_command_prints_the_summary(tiny_file, tiny_run):
+    result = CliRunner().invoke(
+        main, ["study", str(tiny_file), "--format", "csv", "--jobs", "1", "-q"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].split(",")[:3] == ["precision", "model", "hardware"] and len(lines) == 6
+    kp = tiny_run[0].key_points
+    at50 = kp[(kp.point == "at_speed") & (kp.target_tokens_per_s == 50)]
+    cheapest = at50[(at50.model == "Llama 3 8B")]["usd_per_mtok"].item()
+    assert f"{cheapest:.2g}"[:4] in result.stdout
+
+
+def test_a_study_file_is_not_a_scenario(tiny_file):
+    with pytest.raises(ie.SpecError, match="this is a study file"):
+        ie.load_scenario(tiny_file)
+
+
+def test_shipped_study_expands_to_at_least_500_cells():
+    study = load_study("studies/accelerators-models")
+    cells = expand(study)
+    assert len(cells) == 600 and len({c.key for c in cells}) == 600
+    drafts = {c.values["model"] for c in cells if c.setting.spec is not None}
+    assert drafts == {"Llama 3.3 70B", "Llama 3.1 405B"}
+
+
+def test_study_result_has_the_manifest(tiny_run):
+    import json
+
+    manifest = json.loads((tiny_run[1] / "study.json").read_text())
+    assert manifest["complete"] and len(manifest["cells"]) == 5
+    assert manifest["assumptions"]["paper"]["pipeline_degree_count"] == 10
+    assert manifest["hardware"]["H100-paper"]["price_usd_per_hour"] == 2.1  # hardware/paper
+    assert study_run.package_version() == manifest["package_version"]
+
+
+@pytest.mark.parametrize(
+    "metric, point, column, pick",
+    [
+        ("cost_at_speed", "at_speed", "usd_per_mtok", "min"),
+        ("preference_cost", "preference", "usd_per_mtok", "min"),
+        ("cheapest_cost", "cheapest", "usd_per_mtok", "min"),
+        ("fastest_speed", "fastest", "tokens_per_s", "max"),
+    ],
+)
+def test_summary_table_is_the_best_over_the_other_axes(tiny_run, metric, point, column, pick):
+    import dataclasses
+
+    from inference_econ.output.study_plots import summary_table
+
+    result, _ = tiny_run
+    summary = {
+        "rows": "model",
+        "columns": "hardware",
+        "panels": None,
+        "metric": metric,
+        "speed": 50,
+    }
+    study = dataclasses.replace(result.study, summary=summary)
+    best, meaning = summary_table(result.key_points, study)
+    kp = result.key_points
+    rows = kp[(kp.point == point) & kp.feasible]
+    if point == "at_speed":
+        rows = rows[rows.target_tokens_per_s == 50]
+    expected = rows.groupby(["model", "hardware"])[column].agg(pick)
+    got = best.set_index(["model", "hardware"])[column]
+    assert got.sort_index().tolist() == expected.sort_index().tolist()
+    assert "best over precision" in meaning
