@@ -10,7 +10,7 @@ import click
 from .common import Progress, format_option, handle_errors, options, quiet_option
 
 
-@click.command()
+@click.command(short_help="Run a design space of many frontiers, resumable.")
 @click.argument("file")
 @click.option(
     "--out",
@@ -83,7 +83,7 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
         sys.exit(1)
 
 
-@click.command()
+@click.command(short_help="An interactive, self-contained HTML report.")
 @click.argument("source")
 @click.option(
     "--out", type=click.Path(dir_okay=False), required=True, help="The HTML file to write."
