@@ -9,11 +9,11 @@ from .common import emit, format_option, handle_errors
 
 
 @click.command("list")
-@click.argument("kind", type=click.Choice(["models", "hardware", "scenarios"]))
+@click.argument("kind", type=click.Choice(["models", "hardware", "scenarios", "engines"]))
 @format_option
 @handle_errors
 def list_cmd(kind, format):
-    """List the models, GPUs or scenarios that ship with the toolkit.
+    """List the models, GPUs, scenarios or engine profiles that ship with the toolkit.
 
     \b
     Example:  inference-econ list hardware

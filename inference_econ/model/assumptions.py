@@ -1,8 +1,11 @@
 """The modelling assumptions, as one explicit object with named presets.
 
 ``PAPER`` reproduces the paper (docs/model.md Part A). Every refinement of Part B is a named field
-that is off in ``PAPER``; ``REFINED`` switches them all on. Nothing in the cost model reads a
-global setting: every function that depends on an assumption takes this object.
+that is off in ``PAPER``; ``REFINED`` switches them all on. Both are ideal bounds: every kernel at
+the hardware's (capped) limits. ``ACHIEVABLE`` keeps Part B's accounting and charges every kernel
+class at the efficiency of a serving engine's profile (``engine``: docs/model.md Part F). Nothing
+in the cost model reads a global setting: every function that depends on an assumption takes
+this object.
 """
 
 from __future__ import annotations
@@ -72,6 +75,12 @@ class Assumptions:
     #: Multiplier on every collective's latency terms (calibration, what-if).
     collective_latency_scale: float = 1.0
 
+    # --- achievable performance (Part F) -------------------------------------------------
+    #: Engine efficiency profile (a name such as "trtllm", a YAML path or an ``EngineProfile``):
+    #: every kernel class at the engine's measured or fitted efficiency instead of the ideal
+    #: roofline (docs/model.md Part F). None: the ideal bound of Parts A and B.
+    engine: object = None
+
     def __post_init__(self) -> None:
         checks = {
             "memory_reserve_fraction": 0.0 <= self.memory_reserve_fraction < 1.0,
@@ -82,6 +91,9 @@ class Assumptions:
             "kernels_per_layer": self.kernels_per_layer >= 0,
             "mla_decode": self.mla_decode in ("decompressed", "compressed", "absorbed"),
             "nccl_latency_model": self.nccl_latency_model in ("paper", "nccl-2.20", "nccl-2.23"),
+            "engine": self.engine is None
+            or isinstance(self.engine, str)
+            or hasattr(self.engine, "hbm_efficiency"),
         }
         for name, ok in checks.items():
             if not ok:
@@ -91,6 +103,19 @@ class Assumptions:
                     f"invalid value {getattr(self, name)!r}",
                     "see docs/refinements.md for the allowed values",
                 )
+
+    @property
+    def achievable(self) -> bool:
+        """Whether kernels run at an engine's efficiencies (Part F) rather than the ideal."""
+        return self.engine is not None
+
+    def profile(self):
+        """The engine profile (``specs.engine.EngineProfile``), or None for an ideal preset."""
+        if self.engine is None:
+            return None
+        from ..specs.engine import load_engine
+
+        return load_engine(self.engine)
 
     def replace(self, **changes) -> Assumptions:
         """A copy with some fields changed; unknown field names are errors with a hint."""
@@ -124,11 +149,15 @@ REFINED = Assumptions(
     launch_latency_scale=0.5,  # CUDA graphs: ~2 us per kernel instead of ~4 us
 )
 
-PRESETS: dict[str, Assumptions] = {"paper": PAPER, "refined": REFINED}
+#: Part B's accounting with every kernel class at a serving engine's efficiency (docs/model.md
+#: Part F): the engine profile ``trtllm`` unless ``engine`` says otherwise.
+ACHIEVABLE = dataclasses.replace(REFINED, name="achievable", engine="trtllm")
+
+PRESETS: dict[str, Assumptions] = {"paper": PAPER, "refined": REFINED, "achievable": ACHIEVABLE}
 
 
 def preset(name: str | Assumptions) -> Assumptions:
-    """Look up a named preset ("paper", "refined")."""
+    """Look up a named preset ("paper", "refined", "achievable")."""
     if isinstance(name, Assumptions):
         return name
     try:

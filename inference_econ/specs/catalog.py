@@ -1,6 +1,6 @@
 """Where the YAML specs live, and finding one by name, alias or path.
 
-The folders ``hardware/``, ``models/`` and ``scenarios/`` sit at the top of the repository and are
+The folders ``hardware/``, ``models/``, ``scenarios/`` and ``engines/`` sit at the top of the repository and are
 copied into the wheel as ``inference_econ/_data/``; a source checkout reads the repository's
 folders, an installed wheel its bundled copy. ``INFERENCE_ECON_PATH`` (folders separated by
 ``os.pathsep``) adds user folders that hold their own ``hardware/``, ``models/`` or
@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import UnknownNameError, did_you_mean
 from .yamlfile import load_yaml
 
-KINDS = ("hardware", "models", "scenarios")
+KINDS = ("hardware", "models", "scenarios", "engines")
 
 
 def data_roots() -> tuple[Path, ...]:
@@ -121,7 +121,12 @@ def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
     known = entries(kind)
     names = [e.name for e in known] + [a for e in known for a in e.aliases]
     hint = did_you_mean(tried or text, names)
-    singular = {"hardware": "hardware spec", "models": "model", "scenarios": "scenario"}[kind]
+    singular = {
+        "hardware": "hardware spec",
+        "models": "model",
+        "scenarios": "scenario",
+        "engines": "engine profile",
+    }[kind]
     also = f" (read as {tried!r})" if tried and tried != text else ""
     return UnknownNameError(
         "argument",
