@@ -151,7 +151,7 @@ def test_nim_sample_against_the_paper_bound():
     table = predicting.compare(SAMPLE, "paper").table
     assert (table.status == "ok").all()
     ratio = table.measured / table.predicted  # ITL: measured / bound >= 1
-    assert (ratio >= 1.0).all() and ratio.max() < 1.35
+    assert (ratio >= 1.0).all() and ratio.max() < 1.2
     assert table.predicted[5] == pytest.approx(91.9, abs=1.0)  # concurrency 250 (queueing)
 
 

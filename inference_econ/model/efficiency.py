@@ -49,13 +49,16 @@ def size_factor(volume, half_volume):
 def expert_imbalance(tokens, active: int, experts: int, degree, skew: float = 1.0):
     """Busiest expert-parallel rank over the mean rank (§F7): ``tokens·k`` routed picks spread
     over ``e`` ranks; with uniform routing a rank's load is binomial, and the largest of ``e``
-    exceeds the mean by about sqrt(2 ln e) standard deviations. Times the routing ``skew``;
-    at most ``e`` (everything on one rank); 1 without expert parallelism."""
+    exceeds the mean by about sqrt(2 ln e) standard deviations, and holds at least one pick.
+    Times the routing ``skew``; at most ``e`` (everything on one rank); 1 without expert
+    parallelism."""
     e = np.asarray(degree, dtype=float)
     picks = np.maximum(np.asarray(tokens, dtype=float) * active, 1e-9)
     z = np.sqrt(2.0 * np.log(np.maximum(e, 1.0)))
     spread = np.sqrt(np.maximum(e - 1.0, 0.0) / picks)
-    return np.where(e > 1.0, np.minimum(skew * (1.0 + z * spread), e), 1.0)
+    # the busiest rank holds at least one whole pick: e / picks times the mean
+    ratio = np.maximum(1.0 + z * spread, e / np.maximum(picks, 1.0))
+    return np.where(e > 1.0, np.minimum(skew * ratio, e), 1.0)
 
 
 @dataclass(frozen=True)

@@ -233,9 +233,9 @@ class StepTable:
             prof,
         )
         one = work.replace(
-            sequences=1.0 / p, kv_request_read_s=work.kv_request_read_s / np.maximum(T, 1.0) * p
+            sequences=1.0 / p, kv_request_read_s=work.kv_request_read_s / np.maximum(T, 1.0)
         )
-        per = combine(one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0) * p), prof)
+        per = combine(one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)), prof)
         scale = prof.step_time_scale
         self.sequence_s = float(scale * prof.sequence_overhead_s / p) + float(
             (per.elementwise_s - alone.elementwise_s)[1]

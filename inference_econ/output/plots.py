@@ -229,7 +229,11 @@ def tornado_figure(table, title: str):
 
 
 def measured_figure(
-    comparison, title: str | None = None, column: str = "predicted", kind: str = "end-to-end"
+    comparison,
+    title: str | None = None,
+    column: str = "predicted",
+    kind: str = "end-to-end",
+    units: str = "the row's unit: tok/s, ms, ...",
 ):
     """Measured against predicted, log-log, one colour per source, for the rows with status
     ok of one ``kind`` (end-to-end or micro; a ``studies.measured.predicting.Comparison``, or
@@ -252,7 +256,7 @@ def measured_figure(
             alpha=0.8,
             color=PALETTE[i % len(PALETTE)],
             marker="os^vD<>ph*"[(i // len(PALETTE)) % 10],
-            label=f"{wrap(group, 60)} ({len(part)})",
+            label=f"{wrap(_short_source(group), 48)} ({len(part)})",
         )
     if len(ok):
         lo = 0.5 * float(min(ok["measured"].min(), ok[column].min()))
@@ -266,15 +270,22 @@ def measured_figure(
         ax.set_ylim(lo, hi)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("measured (the row's unit: tok/s, ms, GB/s, TFLOPS)")
+    ax.set_xlabel(f"measured ({units})")
     ax.set_ylabel("predicted")
     label = getattr(comparison, "assumptions", "")
     ax.set_title(wrap(title or f"Measured against predicted ({label}), {len(ok)} rows", 90))
     ax.grid(True, which="both", alpha=0.2)
     ax.set_aspect("equal")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.08, right=0.62, bottom=0.1, top=0.92)
     return fig
+
+
+def _short_source(group: str) -> str:
+    """ "mlcommons/inference_results_v4.1/closed/NVIDIA" -> "MLPerf v4.1 closed: NVIDIA"."""
+    import re
+
+    return re.sub(r"^mlcommons/inference_results_v([\d.]+)/(\w+)/", r"MLPerf v\1 \2: ", group)
 
 
 def save(fig, stem, formats=("png", "svg")) -> list:

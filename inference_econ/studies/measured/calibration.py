@@ -351,6 +351,9 @@ class _Problem:
     step_engine: np.ndarray
     point_engine: np.ndarray
     row_pos: dict = field(default_factory=dict)  # plan row index -> position in pts.rows
+    base_name: str = "trtllm"
+    #: Weight of one prior against one row (``PRIOR_WEIGHT``; nested cross-validation varies it).
+    prior_weight: float = PRIOR_WEIGHT
     _memo: dict = field(default_factory=dict)
 
     def term_arrays(self, term: str, level: str, keys: tuple):
@@ -419,7 +422,7 @@ def _residuals(problem: _Problem, theta, keys, priors) -> np.ndarray:
     r = np.log(pred / problem.measured)
     r = np.where(np.isfinite(r), r, FAIL)
     prior = np.array([(np.atleast_2d(theta)[:, k] - p.mean) / p.sd for k, p in enumerate(priors)]).T
-    return np.concatenate([problem.weights * r, PRIOR_WEIGHT * prior], axis=1)
+    return np.concatenate([problem.weights * r, problem.prior_weight * prior], axis=1)
 
 
 def _fit(problem: _Problem, priors, subset=None, x0=None):
@@ -480,43 +483,21 @@ def calibrate(
         )
     t0 = time.perf_counter()
     say = progress or (lambda message: None)
-    say(f"reading {path}")
-    rows = load_measured(path)
-    base = load_engine(engine)
-    notes = []
-    micro = _fit_micro(rows, base, notes, say)
-    fixed = {k: v for k, v in micro.items() if not k.startswith("se.")}
-    say("building the steps of every row")
-    problem = _problem(rows, base, fixed)
-    if len(problem.rows) == 0:
-        raise InfeasibleError(
-            f"{path}: no end-to-end row with status ok to fit (run compare-measured to see why)"
-        )
-    priors = _usable_priors(problem, notes, say, exclude=set(fixed))
-    keys = [p.key for p in priors]
+    notes: list = []
+    problem, micro = prepare(path, engine, say, notes)
+    priors = _usable_priors(problem, notes, say, exclude={k for k in micro if "." not in k})
     say(f"fitting {len(priors)} terms to {len(problem.rows)} rows")
     values, errors = _fit(problem, priors)
     priors, values, errors = _drop_unconstrained(problem, priors, values, errors, notes, say)
-    fitted = problem.predict(values, [p.key for p in priors])[0]
-    prior_pred = problem.predict(np.array([p.mean for p in priors]), [p.key for p in priors])[0]
-    held = np.full(len(problem.rows), np.nan)
-    by_source, dropped = [], 0
+    keys = [p.key for p in priors]
+    fitted = problem.predict(values, keys)[0]
+    prior_pred = problem.predict(np.array([p.mean for p in priors]), keys)[0]
     groups = (
         problem.groups if split == "source" else np.array([publication(g) for g in problem.groups])
     )
-    sources = sorted(set(groups))
-    if holdout and len(sources) > 1:
-        for k, src in enumerate(sources, 1):
-            test = groups == src
-            train = ~test & ~_duplicates(problem, test)
-            dropped += int((~test).sum() - train.sum())
-            say(f"leave-one-source-out {k}/{len(sources)}: {src} ({int(test.sum())} rows)")
-            v, _ = _fit(problem, priors, subset=train, x0=values)
-            held[test] = problem.predict(v, [p.key for p in priors])[0][test]
-            e = held[test] / problem.measured[test] - 1.0
-            by_source.append((src, int(test.sum()), *_errors(e).values()))
-    keys = [p.key for p in priors]
-    terms = _term_table(priors, values, errors, keys, notes)
+    held, by_source, dropped = np.full(len(problem.rows), np.nan), [], 0
+    if holdout and len(set(groups)) > 1:
+        held, by_source, dropped = leave_one_out(problem, priors, values, groups, say)
     import pandas as pd
 
     pred_table = pd.DataFrame(
@@ -529,11 +510,12 @@ def calibrate(
             "held_out": held,
         }
     )
+    fixed = {k: v for k, v in micro.items() if "." not in k}
     return Calibration(
-        engine=base.name,
-        terms=terms,
+        engine=problem.base_name,
+        terms=_term_table(priors, values, errors, keys, notes),
         rows=len(problem.rows),
-        sources=tuple(sources),
+        sources=tuple(sorted(set(groups))),
         in_sample=_errors(fitted / problem.measured - 1.0),
         prior_only=_errors(prior_pred / problem.measured - 1.0),
         held_out=_errors(held / problem.measured - 1.0),
@@ -545,6 +527,42 @@ def calibrate(
         notes=tuple(notes),
         micro=tuple((k, (v, micro[f"se.{k}"])) for k, v in fixed.items()),
     )
+
+
+def prepare(path, engine: str, say, notes: list):
+    """(the rows' ``_Problem`` with the micro-benchmark terms set, those terms) of a file."""
+    say(f"reading {path}")
+    rows = load_measured(path)
+    base = load_engine(engine)
+    micro = _fit_micro(rows, base, notes, say)
+    say("building the steps of every row")
+    problem = _problem(rows, base, {k: v for k, v in micro.items() if "." not in k})
+    if len(problem.rows) == 0:
+        raise InfeasibleError(
+            f"{path}: no end-to-end row with status ok to fit (run compare-measured to see why)"
+        )
+    return problem, micro
+
+
+def leave_one_out(problem, priors, values, groups, say=lambda m: None, subset=None):
+    """(held-out predictions, per-group errors, rows dropped as duplicates): every group of
+    ``subset`` (default: all rows) predicted by a fit on the others without their duplicates."""
+    keys = [p.key for p in priors]
+    subset = np.ones(len(groups), bool) if subset is None else subset
+    held = np.full(len(groups), np.nan)
+    by_group, dropped = [], 0
+    names = sorted(set(groups[subset]))
+    for k, name in enumerate(names, 1):
+        test = (groups == name) & subset
+        train = subset & ~test & ~_duplicates(problem, test)
+        dropped += int((subset & ~test).sum() - train.sum())
+        say(f"leaving out {k}/{len(names)}: {name} ({int(test.sum())} rows)")
+        v, _ = _fit(problem, priors, subset=train, x0=values)
+        held[test] = problem.predict(v, keys)[0][test]
+        by_group.append(
+            (name, int(test.sum()), *_errors(held[test] / problem.measured[test] - 1.0).values())
+        )
+    return held, by_group, dropped
 
 
 def _errors(e) -> dict:
@@ -684,7 +702,7 @@ def _data_share(problem, priors, values) -> np.ndarray:
     r = _residuals(problem, trials, keys, priors)[:, : len(problem.rows)]
     J = (r[1:] - r[0]) / (h / sd)[:, None]
     data = np.sum(np.where(np.isfinite(J), J, 0.0) ** 2, axis=1)
-    return data / (data + PRIOR_WEIGHT**2)
+    return data / (data + problem.prior_weight**2)
 
 
 def _duplicates(problem: _Problem, test: np.ndarray) -> np.ndarray:
