@@ -65,7 +65,10 @@ def point(model, hardware, gpus, batch, format, **values):
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} with batch {batch:g} "
             f"at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
         )
-    title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}, context {setting.context_tokens:g}"
+    title = (
+        f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}, context "
+        f"{setting.context_tokens:g} (assumptions: {setting.assumptions.label})"
+    )
     click.echo(vertical(row, format, title), nl=False)
 
 
@@ -128,7 +131,8 @@ def frontier(model, hardware, discrete, grid_points, rows, format, out, **values
     head = render(
         keys,
         "table",
-        title=f"{setting.name}: {len(front)} frontier points ({front.elapsed_s:.2f} s)",
+        title=f"{setting.name}: {len(front)} frontier points, assumptions: "
+        f"{setting.assumptions.label} ({front.elapsed_s:.2f} s)",
     )
     body = render(df, "table", title=f"{len(df)} points, slowest first (--rows to change)")
     emit(head + "\n" + body, out)

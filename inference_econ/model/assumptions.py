@@ -109,6 +109,15 @@ class Assumptions:
         """Whether kernels run at an engine's efficiencies (Part F) rather than the ideal."""
         return self.engine is not None
 
+    @property
+    def label(self) -> str:
+        """The preset's name, with the engine profile's under an engine ("achievable, engine
+        vllm"): how outputs say what they were computed with."""
+        if self.engine is None:
+            return self.name
+        engine = self.engine if isinstance(self.engine, str) else self.engine.name
+        return f"{self.name}, engine {engine}"
+
     def profile(self):
         """The engine profile (``specs.engine.EngineProfile``), or None for an ideal preset."""
         if self.engine is None:
