@@ -60,7 +60,7 @@ def compare_measured(csv, assumptions, engine, figure, format, out):
     shown = table.drop(columns=["source_group", "kind", "beats_bound"])
     if format == "table":
         shown = shown.drop(columns=["source"])
-    label = result.assumptions + (f", engine {result.engine}" if result.engine else "")
+    label = result.assumptions
     emit(
         render(
             shown, format, title=f"Measured against predicted ({label})" if format != "csv" else ""

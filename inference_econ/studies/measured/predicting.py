@@ -657,54 +657,53 @@ def compare(path, assumptions="paper", engine=None):
     if engine is not None:
         load_engine(engine)  # a bad name or file fails before any work
     predicted, labels, status = predict_rows(rows, base, engine)
-    records = []
-    for i, r in enumerate(rows):
-        scale = _unit_scale(r)
-        pred = predicted[i] / scale if np.isfinite(predicted[i]) else math.nan
-        measured = r.value if r.value is not None else math.nan
-        error = pred / measured - 1.0 if np.isfinite(pred) and measured > 0 else math.nan
-        code = f"{r.scenario}|{r.metric.quantity}" if r.metric is not None else ""
-        higher = r.metric is not None and r.metric.quantity in HIGHER + (
-            "busbw",
-            "gemm_flops",
-            "stream",
-        )
-        beats = (
-            base.engine is None
-            and code in BOUNDED
-            and np.isfinite(error)
-            and (
-                error < -BOUND_TOLERANCE / (1 + BOUND_TOLERANCE)
-                if higher
-                else error > BOUND_TOLERANCE
-            )
-        )
-        records.append(
-            {
-                "row": r.row,
-                "source": r.source,
-                "source_group": r.group,
-                "model": r.arch.name if r.arch is not None else r.model_text,
-                "hardware": r.gpu.name if r.gpu is not None else r.hardware_text,
-                "n_gpus": r.gpus,
-                "metric": r.metric_text,
-                "scenario": r.scenario or ("micro" if r.kind == "micro" else ""),
-                "unit": r.unit,
-                "measured": measured,
-                "predicted": pred,
-                "error": error,
-                "status": status[i],
-                "kind": r.kind,
-                "layout": labels[i],
-                "engine": (engine or r.engine or _name(base.engine))
-                if base.engine and r.kind == "end-to-end"
-                else "",
-                "beats_bound": bool(beats),
-            }
-        )
-    table = pd.DataFrame.from_records(records)
-    name = base.name if isinstance(assumptions, (str, Assumptions)) else str(assumptions)
-    return Comparison(table, summarise(table), name, str(engine or ""), str(path))
+    table = pd.DataFrame.from_records(
+        [_record(r, predicted[i], labels[i], status[i], base, engine) for i, r in enumerate(rows)]
+    )
+    label = base.name
+    if base.engine is not None:
+        label += f", engine {_name(engine)}" if engine else ", each row's engine"
+    return Comparison(table, summarise(table), label, _name(engine) if engine else "", str(path))
+
+
+def _record(r: MeasuredRow, predicted, layout, status, base, engine) -> dict:
+    """One output row: the prediction in the row's unit, the error and the bound check."""
+    pred = predicted / _unit_scale(r) if np.isfinite(predicted) else math.nan
+    measured = r.value if r.value is not None else math.nan
+    error = pred / measured - 1.0 if np.isfinite(pred) and measured > 0 else math.nan
+    code = f"{r.scenario}|{r.metric.quantity}" if r.metric is not None else ""
+    higher = r.metric is not None and r.metric.quantity in HIGHER + (
+        "busbw",
+        "gemm_flops",
+        "stream",
+    )
+    tol = BOUND_TOLERANCE
+    beats = (
+        base.engine is None
+        and code in BOUNDED
+        and np.isfinite(error)
+        and (error < -tol / (1 + tol) if higher else error > tol)
+    )
+    achievable_row = base.engine is not None and r.kind == "end-to-end"
+    return {
+        "row": r.row,
+        "source": r.source,
+        "source_group": r.group,
+        "model": r.arch.name if r.arch is not None else r.model_text,
+        "hardware": r.gpu.name if r.gpu is not None else r.hardware_text,
+        "n_gpus": r.gpus,
+        "metric": r.metric_text,
+        "scenario": r.scenario or ("micro" if r.kind == "micro" else ""),
+        "unit": r.unit,
+        "measured": measured,
+        "predicted": pred,
+        "error": error,
+        "status": status,
+        "kind": r.kind,
+        "layout": layout,
+        "engine": _name(engine or r.engine or base.engine) if achievable_row else "",
+        "beats_bound": bool(beats),
+    }
 
 
 def _name(engine) -> str:
