@@ -180,7 +180,12 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
     click.echo(
         f"median / p90 |predicted/measured - 1|: priors only {e.prior_only['median']:.3f} / "
         f"{e.prior_only['p90']:.3f}; fitted, in sample {e.in_sample['median']:.3f} / "
-        f"{e.in_sample['p90']:.3f}; left out by {split} {e.held_out['median']:.3f} / {e.held_out['p90']:.3f}"
+        f"{e.in_sample['p90']:.3f}; "
+        + (
+            f"left out by {split} {e.held_out['median']:.3f} / {e.held_out['p90']:.3f}"
+            if e.by_source
+            else "left out: not run"
+        )
         + (
             f" ({e.dropped_duplicates} training rows dropped as duplicates of held-out ones)"
             if e.dropped_duplicates

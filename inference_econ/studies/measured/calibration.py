@@ -513,7 +513,7 @@ def calibrate(
     fixed = {k: v for k, v in micro.items() if "." not in k}
     return Calibration(
         engine=problem.base_name,
-        terms=_term_table(priors, values, errors, keys, notes),
+        terms=_term_table(priors, values, errors, keys, notes, fixed),
         rows=len(problem.rows),
         sources=tuple(sorted(set(groups))),
         in_sample=_errors(fitted / problem.measured - 1.0),
@@ -715,13 +715,17 @@ def _duplicates(problem: _Problem, test: np.ndarray) -> np.ndarray:
     return np.array([k in held for k in key])
 
 
-def _term_table(priors, values, errors, keys, notes) -> tuple:
+def _term_table(priors, values, errors, keys, notes, micro=()) -> tuple:
+    """Fitted terms, then the others with why not (terms set by micro-benchmarks left out:
+    ``Calibration.micro`` holds them)."""
     out = [TermFit(p.key, float(v), float(e), p, True) for p, v, e in zip(priors, values, errors)]
-    fitted = {p.key for p in priors}
+    fitted = {p.key for p in priors} | set(micro)
     micro_terms = [p for ps in MICRO_PRIORS.values() for p in ps]
     for p in PRIORS + tuple(q for q in micro_terms if q not in PRIORS):
         if p.key not in fitted:
             note = next((n for n in notes if n.startswith(p.key + ":")), "")
+            if not note and p.engine:
+                note = f"{p.key}: not fitted, no rows served by this engine"
             out.append(TermFit(p.key, math.nan, None, p, False, note))
     return tuple(out)
 
