@@ -62,6 +62,8 @@ _EXPORTS = {
     "compare_measured": ("studies.measured.predicting", "compare"),
     "calibrate": ("studies.measured.calibration", "calibrate"),
     "calibrated_yaml": ("studies.measured.calibration", "calibrated_yaml"),
+    "load_engine": ("specs.engine", "load_engine"),
+    "EngineProfile": ("specs.engine", "EngineProfile"),
     # inverse economics: what observed API speeds and prices imply (docs/model.md Part D)
     "Observation": ("studies.observations", "Observation"),
     "observation": ("studies.observations", "observation"),

@@ -187,10 +187,14 @@ def hardware_summary(hardware) -> dict:
 
 
 def list_specs(kind: str) -> pd.DataFrame:
-    """The models, hardware or scenarios shipped (and on INFERENCE_ECON_PATH)."""
-    kind = {"model": "models", "gpu": "hardware", "gpus": "hardware", "scenario": "scenarios"}.get(
-        kind, kind
-    )
+    """The models, hardware, scenarios or engine profiles shipped (and on INFERENCE_ECON_PATH)."""
+    kind = {
+        "model": "models",
+        "gpu": "hardware",
+        "gpus": "hardware",
+        "scenario": "scenarios",
+        "engine": "engines",
+    }.get(kind, kind)
     rows = [
         {
             "name": e.name,

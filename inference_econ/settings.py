@@ -293,9 +293,20 @@ SETTINGS: tuple[Option, ...] = (
         "assumptions",
         "text",
         "paper",
-        "Assumption preset (docs/model.md: paper is the paper's model, refined every refinement).",
+        "Assumption preset (docs/model.md: paper is the paper's model, refined every refinement,"
+        " achievable every kernel at a serving engine's efficiency).",
         PROBLEM,
         choices=tuple(PRESETS),
+    ),
+    # --- achievable performance (issue 13; docs/model.md Part F) ---------------------------
+    Option(
+        "engine",
+        "name",
+        None,
+        "Engine efficiency profile for the achievable preset: trtllm, vllm, sglang or a profile"
+        " YAML (such as calibrate writes); default trtllm.",
+        PROBLEM,
+        optional=True,
     ),
     Option(
         "prompt_tokens",

@@ -41,7 +41,7 @@ def test_readme_figures_state_the_command_that_drew_them():
     for match in re.finditer(r"!\[[^\]]*\]\((docs/img/[^)]+)\)", text):
         image = match.group(1)
         cell = text[match.start() :].split("|")[0]
-        commands = re.findall(r"`(inference-econ [^`]+)`", cell)
+        commands = re.findall(r"`((?:inference-econ|python benchmarks/\S+) [^`]+)`", cell)
         assert commands, f"{image}: no command beside it"
         command = commands[0]
         # the command writes the image, or names the file it draws (a study's summary.png)

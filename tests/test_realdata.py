@@ -1,7 +1,7 @@
-"""Real data: importing config.json files, measured systems, calibration and what-if sweeps."""
+"""Real data: importing config.json files and what-if sweeps (measured systems and calibration:
+tests/test_measured.py)."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,10 +12,7 @@ from inference_econ.cli import main
 from inference_econ.model.workload import compile_workload
 from inference_econ.specs.hf_import import import_config
 from inference_econ.studies import sensitivity
-from inference_econ.studies.measured import calibration, predicting
 
-# the NIM sample of public measured results (NVIDIA NIM benchmark figures)
-SAMPLE = str(Path(__file__).parent / "data" / "measured_public_sample.csv")
 REFINED = ie.preset("refined")
 
 # config.json files written from the published architectures (no download)
@@ -136,59 +133,6 @@ def test_unknown_architecture_lists_unmapped_fields(tmp_path):
         import_config(write(tmp_path, {**LLAMA_70B, "weird_field": 1}))
     result = CliRunner().invoke(main, ["import-hf", str(write(tmp_path, cfg))])
     assert result.exit_code == 2 and "Traceback" not in result.output
-
-
-def test_every_measured_row_gets_a_prediction():
-    table = predicting.compare(SAMPLE)
-    assert len(table) == 7
-    assert (
-        np.isfinite(table.predicted_tokens_per_s).all() and (table.predicted_tokens_per_s > 0).all()
-    )
-    assert (
-        table.loc[~table.queueing, "speed_ratio"].between(0.5, 1.03).all()
-    )  # the roofline is not beaten
-    assert table.queueing.tolist() == [False, False, False, False, True, True, False]
-    sweep = table[table.input_len == 5000]
-    assert np.all(
-        np.diff(sweep.predicted_tokens_per_s.to_numpy()[:4]) < 0
-    )  # slower with concurrency
-
-
-def test_beating_the_roofline_is_reported_loudly(tmp_path):
-    fast = tmp_path / "fast.csv"
-    text = Path(SAMPLE).read_text().splitlines()
-    header, first = text[0], text[1].replace(",18.58,ms", ",5.0,ms")
-    fast.write_text(header + "\n" + first + "\n")
-    result = CliRunner().invoke(main, ["compare-measured", str(fast)])
-    assert (
-        result.exit_code == 0
-        and "WARNING: row 2" in result.output
-        and "beats the model" in result.output
-    )
-
-
-def test_measured_figure(tmp_path):
-    target = tmp_path / "nim.png"
-    result = CliRunner().invoke(
-        main, ["compare-measured", SAMPLE, "--figure", str(target), "--format", "csv"]
-    )
-    assert result.exit_code == 0 and target.stat().st_size > 10_000
-
-
-def test_calibration_reports_values_errors_and_held_out_error(tmp_path):
-    result = calibration.calibrate(SAMPLE)
-    assert result.points == 5 and result.held_out >= 1
-    assert set(result.values) == set(calibration.PARAMETERS)
-    assert result.rms_log_error_fit < result.rms_log_error_before
-    assert np.isfinite(result.rms_log_error_held_out)
-    out = tmp_path / "cal.yaml"
-    out.write_text(calibration.calibrated_yaml(result))
-    gpu = ie.load_hardware(out)
-    assert gpu.sustained_hbm_bandwidth_fraction == pytest.approx(
-        result.values["sustained_hbm_bandwidth_fraction"], rel=1e-3
-    )
-    # the calibrated file is a hardware spec a frontier (or a scenario) can use
-    assert ie.frontier("Llama 3.3 70B", out, weight_bits=8).fastest().tokens_per_s > 0
 
 
 def test_sweep_and_elasticities():

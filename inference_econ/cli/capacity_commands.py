@@ -22,7 +22,7 @@ from .common import (
 )
 
 #: What is served (no speculative decoding, no fixed context: lengths come from the traffic).
-SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions")
+SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "engine")
 TRAFFIC = (
     "arrival_rate_per_s",
     "input_lengths",
@@ -65,7 +65,7 @@ def _load_kwargs(values: dict) -> dict:
 def _notes(result, extra=()) -> list[str]:
     """What the numbers were computed with, printed under every table."""
     return [
-        f"Assumptions: {result.assumptions} preset; traffic: {result.traffic}.",
+        f"Assumptions: {_preset_text(result.assumptions)}; traffic: {result.traffic}.",
         f"Requests simulated per instance: {result.requests}; instances share the load at random "
         "(each sees a Poisson stream, or every instance-th trace row on average).",
         *extra,
@@ -336,8 +336,14 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
         f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, $/Mtok all-in per output token"
     )
     first = front.points.iloc[0]
-    notes = [f"Assumptions: {first['assumptions']} preset; traffic: {first['traffic']}."]
+    notes = [f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}."]
     return render(df, fmt, title=title, notes=notes)
 
 
 COMMANDS = (simulate, capacity)
+
+
+def _preset_text(label: str) -> str:
+    """ "paper" -> "paper preset"; "achievable, engine vllm" -> "achievable preset, engine vllm"."""
+    name, _, engine = label.partition(", ")
+    return f"{name} preset" + (f", {engine}" if engine else "")

@@ -8,12 +8,12 @@ from ..errors import SpecError, UnknownNameError, did_you_mean, short
 from .common import OutputFile, emit, format_option, handle_errors, option, options
 
 
-@click.command("list", short_help="List the shipped models, GPUs or scenarios.")
-@click.argument("kind", type=click.Choice(["models", "hardware", "scenarios"]))
+@click.command("list", short_help="List the shipped models, GPUs, scenarios or engines.")
+@click.argument("kind", type=click.Choice(["models", "hardware", "scenarios", "engines"]))
 @format_option
 @handle_errors
 def list_cmd(kind, format):
-    """List the models, GPUs or scenarios that ship with the toolkit.
+    """List the models, GPUs, scenarios or engine profiles that ship with the toolkit.
 
     \b
     Example:  inference-econ list hardware

@@ -277,6 +277,7 @@ SETTING_NAMES = (
     "eagle_layers",
     "pipeline",
     "assumptions",
+    "engine",
 )
 
 hardware_option = click.option(

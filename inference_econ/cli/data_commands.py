@@ -30,81 +30,171 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 
 @click.command("compare-measured", short_help="Hold the model against measured benchmarks.")
 @click.argument("csv", type=click.Path(exists=True, dir_okay=False))
-@options("assumptions")
+@options("assumptions", "engine")
 @click.option(
     "--figure",
     type=FigureFile(),
-    help="Also draw the measured points over the predicted frontier (PNG/SVG).",
+    help="Also draw measured against predicted (log-log, a colour per source; PNG/SVG).",
 )
 @format_option
 @out_option
 @handle_errors
-def compare_measured(csv, assumptions, figure, format, out):
-    """Hold the model against measured serving benchmarks: prediction and measured/predicted
-    for every row; any point that beats the roofline is reported loudly.
+def compare_measured(csv, assumptions, engine, figure, format, out):
+    """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format):
+    one row per input row with measured, predicted, error = predicted/measured - 1 and a
+    status (ok, derived, unresolved: ..., out of scope: ..., infeasible: ...), then the
+    median and 90th-percentile absolute errors by source, GPU and model. With an ideal preset
+    (paper, refined) a row that beats the prediction by more than 5 % is reported.
 
     \b
-    Example:  inference-econ compare-measured tests/data/measured_public_sample.csv --figure nim.png
+    Example:  inference-econ compare-measured tests/data/measured_public_sample.csv --assumptions achievable
     """
     from ..output.render import render
     from ..studies.measured import predicting as ms
 
-    result = ms.compare(csv, assumptions)
-    for _, row in result[result.beats_roofline].iterrows():
+    result = ms.compare(csv, assumptions, engine)
+    table = result.table
+    for _, row in table[table.beats_bound].iterrows():
         click.echo(
-            f"WARNING: row {row.row}: measured {row.measured_tokens_per_s:.1f} tok/s beats the model's "
-            f"{row.predicted_tokens_per_s:.1f} by {row.speed_ratio - 1:.0%}: the roofline is not a bound here"
-            + (" (requests were queueing)" if row.queueing else ""),
+            f"WARNING: row {row.row}: measured {row.measured:.4g} {row.unit} beats the "
+            f"{result.assumptions} bound {row.predicted:.4g} by more than 5 %: the ideal is not a bound here",
             err=True,
         )
-    emit(render(result, format, title="Measured against predicted" if format != "csv" else ""), out)
+    click.echo(_status_line(table), err=True)
+    shown = table.drop(columns=["source_group", "kind", "beats_bound"])
+    if format == "table":
+        shown = shown.drop(columns=["source"])
+    label = result.assumptions
+    emit(
+        render(
+            shown, format, title=f"Measured against predicted ({label})" if format != "csv" else ""
+        ),
+        out,
+    )
+    summary = render(
+        result.summary,
+        "table" if format in ("csv", "json") else format,
+        title=f"Median and 90th-percentile |predicted/measured - 1|, rows with status ok ({label})",
+    )
+    click.echo(summary, nl=False, err=format in ("csv", "json") or bool(out))
     if figure:
         from ..output.plots import measured_figure, save
 
         stem, fmts = _figure_target(figure)
-        save(measured_figure(csv, assumptions), stem, fmts)
+        save(measured_figure(result), stem, fmts)
         click.echo(f"wrote {figure}", err=True)
 
 
-@click.command(short_help="Fit a GPU's sustained fractions to measured points.")
+def _status_line(table) -> str:
+    """ "590 rows: 363 ok, 204 derived, 23 unresolved (hardware ...: 16, ...)"."""
+    kinds = table.status.str.split(":").str[0]
+    counts = kinds.value_counts()
+    parts = [f"{n} {k}" for k, n in counts.items()]
+    reasons = table.status[kinds != "ok"].str.split(":", n=1).str[1].str.strip()
+    top = reasons[kinds[kinds != "ok"] != "derived"].value_counts().head(4)
+    detail = "; ".join(f"{r} ({n})" for r, n in top.items())
+    return f"{len(table)} rows: {', '.join(parts)}" + (f". Not ok: {detail}" if detail else "")
+
+
+@click.command(short_help="Fit the achievable preset's efficiencies to measured rows.")
 @click.argument("csv", type=click.Path(exists=True, dir_okay=False))
-@options("assumptions")
-@click.option("-o", "--out", type=OutputFile(), help="Write the calibrated hardware YAML here.")
-@format_option
 @click.option(
-    "--holdout-every",
-    type=int,
-    default=3,
+    "--engine",
+    default="trtllm",
     show_default=True,
-    help="Hold out every n-th point for the out-of-sample error.",
+    help="Profile whose terms are fitted: rows naming no engine are this engine's; the file "
+    "written derives from it (a name or a profile YAML).",
 )
+@click.option(
+    "--split",
+    type=click.Choice(["source", "publication"]),
+    default="source",
+    show_default=True,
+    help="Leave-one-out groups: a source (one MLPerf submitter, one vendor table) or a "
+    "publication (MLPerf Inference v4.1 as one).",
+)
+@click.option("--no-holdout", is_flag=True, help="Skip the leave-one-source-out validation.")
+@click.option(
+    "--name",
+    default=None,
+    help="Name of the calibrated profile (default: '<engine> (calibrated)').",
+)
+@click.option(
+    "-o", "--out", type=OutputFile(), help="Write the calibrated engine profile YAML here."
+)
+@format_option
 @handle_errors
-def calibrate(csv, assumptions, out, format, holdout_every):
-    """Fit a GPU's sustained FLOP and HBM fractions and collective-latency scale to measured
-    points; save them as a hardware file scenarios can use ("achievable" frontiers).
+def calibrate(csv, engine, split, no_holdout, name, out, format):
+    """Fit the achievable preset's efficiency terms (docs/model.md Part F) to measured rows,
+    with standard errors and leave-one-source-out errors; write an engine profile that every
+    command takes as --engine FILE. Refuses (exit 1) when the rows cannot pin the terms.
 
     \b
-    Example:  inference-econ calibrate tests/data/measured_public_sample.csv -o h100_calibrated.yaml
+    Example:  inference-econ calibrate tests/data/benchmarks_train.csv -o my_trtllm.yaml
     """
+    import time
+
     import pandas as pd
 
     from ..output.render import render
+    from ..specs.engine import load_engine
     from ..studies.measured.calibration import calibrate as fit
     from ..studies.measured.calibration import calibrated_yaml
 
-    result = fit(csv, assumptions, holdout_every)
+    start = time.perf_counter()
+
+    def progress(message):
+        click.echo(f"[{time.perf_counter() - start:5.1f}s] {message}", err=True)
+
+    result = fit(csv, engine, holdout=not no_holdout, progress=progress, split=split)
     rows = [
-        {"parameter": k, "value": v, "standard_error": result.errors[k]}
-        for k, v in result.values.items()
+        {
+            "term": t.key,
+            "value": t.value,
+            "standard_error": t.standard_error,
+            "prior": f"{t.prior.mean:.3g} +- {t.prior.sd:.2g}",
+            "fitted": t.fitted,
+            "note": t.note.split(": ", 1)[-1] if t.note else "",
+        }
+        for t in result.terms
     ]
-    title = f"{result.hardware}: {result.points} points"
+    rows += [
+        {
+            "term": k,
+            "value": v,
+            "standard_error": e,
+            "prior": "",
+            "fitted": True,
+            "note": "micro-benchmarks",
+        }
+        for k, (v, e) in result.micro
+    ]
+    title = f"{result.engine}: {result.rows} rows, {len(result.sources)} sources ({result.seconds:.0f} s)"
     click.echo(render(pd.DataFrame(rows), format, title=title), nl=False)
+    if result.by_source:
+        held = pd.DataFrame(
+            result.by_source,
+            columns=["source", "rows", "median_abs_error", "p90_abs_error", "median_error"],
+        )
+        click.echo(render(held, format, title=f"Left out one {split} at a time"), nl=False)
+    e = result
     click.echo(
-        f"RMS log-speed error: {result.rms_log_error_before:.3f} before, {result.rms_log_error_fit:.3f} fitted, "
-        f"{result.rms_log_error_held_out:.3f} on {result.held_out} held-out points"
+        f"median / p90 |predicted/measured - 1|: priors only {e.prior_only['median']:.3f} / "
+        f"{e.prior_only['p90']:.3f}; fitted, in sample {e.in_sample['median']:.3f} / "
+        f"{e.in_sample['p90']:.3f}; "
+        + (
+            f"left out by {split} {e.held_out['median']:.3f} / {e.held_out['p90']:.3f}"
+            if e.by_source
+            else "left out: not run"
+        )
+        + (
+            f" ({e.dropped_duplicates} training rows dropped as duplicates of held-out ones)"
+            if e.dropped_duplicates
+            else ""
+        )
     )
     if out:
-        emit(calibrated_yaml(result), out)
+        emit(calibrated_yaml(result, load_engine(engine), name), out)
 
 
 @click.command(short_help="What-if sweeps, and a tornado chart of elasticities.")

@@ -141,7 +141,8 @@ def frontier(
     head = render(
         keys,
         "table",
-        title=f"{setting.name}: {len(front)} frontier points ({front.elapsed_s:.2f} s)",
+        title=f"{setting.name}: {len(front)} frontier points, assumptions: "
+        f"{setting.assumptions.label} ({front.elapsed_s:.2f} s)",
     )
     body = render(
         df[shown],

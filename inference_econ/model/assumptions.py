@@ -1,8 +1,11 @@
 """The modelling assumptions, as one explicit object with named presets.
 
 ``PAPER`` reproduces the paper (docs/model.md Part A). Every refinement of Part B is a named field
-that is off in ``PAPER``; ``REFINED`` switches them all on. Nothing in the cost model reads a
-global setting: every function that depends on an assumption takes this object.
+that is off in ``PAPER``; ``REFINED`` switches them all on. Both are ideal bounds: every kernel at
+the hardware's (capped) limits. ``ACHIEVABLE`` keeps Part B's accounting and charges every kernel
+class at the efficiency of a serving engine's profile (``engine``: docs/model.md Part F). Nothing
+in the cost model reads a global setting: every function that depends on an assumption takes
+this object.
 """
 
 from __future__ import annotations
@@ -101,6 +104,12 @@ class Assumptions:
     #: than one micro-batch's (§A5).
     kv_read_whole_batch: bool = False
 
+    # --- achievable performance (Part F) -------------------------------------------------
+    #: Engine efficiency profile (a name such as "trtllm", a YAML path or an ``EngineProfile``):
+    #: every kernel class at the engine's measured or fitted efficiency instead of the ideal
+    #: roofline (docs/model.md Part F). None: the ideal bound of Parts A and B.
+    engine: object = None
+
     def __post_init__(self) -> None:
         """Every field checked: numbers finite and in range (counts bounded, so no loop over
         them explodes), switches true or false, choices known."""
@@ -122,20 +131,47 @@ class Assumptions:
                 )
             elif f.name == "name" and not isinstance(value, str):
                 raise SpecError("assumptions", "name", f"expected text, got {short(value)}", "")
+            elif f.name == "engine" and not (
+                value is None or isinstance(value, str) or hasattr(value, "hbm_efficiency")
+            ):
+                raise SpecError(
+                    "assumptions",
+                    "engine",
+                    f"expected an engine profile, got {short(value)}",
+                    "a name such as trtllm, or a path to an engines/*.yaml file",
+                )
 
     @property
     def label(self) -> str:
-        """The preset's name, plus every field that differs from that preset
-        ("paper + node_aligned_layouts=True"): what an output states it was computed with."""
+        """The preset's name, with the engine profile's under an engine, plus every field that
+        differs from that preset ("achievable, engine vllm", "paper + node_aligned_layouts=True"):
+        what an output states it was computed with."""
+        name = self.name
+        if self.engine is not None:
+            engine = self.engine if isinstance(self.engine, str) else self.engine.name
+            name = f"{self.name}, engine {engine}"
         base = PRESETS.get(self.name)
         if base is None:
-            return self.name
+            return name
         changed = [
             f"{f.name}={short(getattr(self, f.name))}"
             for f in dataclasses.fields(self)
-            if f.name != "name" and getattr(self, f.name) != getattr(base, f.name)
+            if f.name not in ("name", "engine") and getattr(self, f.name) != getattr(base, f.name)
         ]
-        return " + ".join([self.name, *changed])
+        return " + ".join([name, *changed])
+
+    @property
+    def achievable(self) -> bool:
+        """Whether kernels run at an engine's efficiencies (Part F) rather than the ideal."""
+        return self.engine is not None
+
+    def profile(self):
+        """The engine profile (``specs.engine.EngineProfile``), or None for an ideal preset."""
+        if self.engine is None:
+            return None
+        from ..specs.engine import load_engine
+
+        return load_engine(self.engine)
 
     def replace(self, **changes) -> Assumptions:
         """A copy with some fields changed; unknown field names are errors with a hint."""
@@ -181,15 +217,20 @@ PAPER_TABLE_5 = Assumptions(
     kv_capacity_whole_batch=True,  # ... and in the capacity check
 )
 
+#: Part B's accounting with every kernel class at a serving engine's efficiency (docs/model.md
+#: Part F): the engine profile ``trtllm`` unless ``engine`` says otherwise.
+ACHIEVABLE = dataclasses.replace(REFINED, name="achievable", engine="trtllm")
+
 PRESETS: dict[str, Assumptions] = {
     "paper": PAPER,
     "refined": REFINED,
+    "achievable": ACHIEVABLE,
     "paper-table-5": PAPER_TABLE_5,
 }
 
 
 def preset(name: str | Assumptions) -> Assumptions:
-    """Look up a named preset ("paper", "refined", "paper-table-5")."""
+    """Look up a named preset ("paper", "refined", "achievable", "paper-table-5")."""
     if isinstance(name, Assumptions):
         return name
     try:

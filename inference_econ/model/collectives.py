@@ -35,6 +35,11 @@ class Protocol:
     inter_hop_latency_s: float  # per log2(M)
     base_latency_s: float
     switch: bool = False
+    #: An engine's own all-reduce kernel (§F6): inside one scale-up domain only, over the
+    #: domain's links; ``one_shot`` pulls every peer's whole buffer (R/2 times the bytes of a
+    #: two-shot reduce-scatter plus all-gather).
+    custom: bool = False
+    one_shot: bool = False
 
 
 #: docs/model.md §A4, the paper's reading of NCCL's tree latencies. They are the tree rows of the
@@ -102,6 +107,37 @@ P2P = "p2p"
 KINDS = (ALLREDUCE, ALLTOALL, P2P)
 
 
+def measured_protocols(gpu: GPU, nvls: bool, profile) -> tuple[Protocol, ...]:
+    """Collectives as a serving engine sees them (docs/model.md §F6): the library's protocols
+    for the interconnect (NCCL 2.23 tables, NVLS where the GPU has it; RCCL or NCCL's PCI
+    latencies), their latencies times the measured ``collective_latency_scale`` and bandwidths
+    times ``collective_bandwidth_efficiency``; plus, when the engine has them, its own one-shot
+    and two-shot all-reduce kernels inside a switch or mesh domain (latency
+    ``custom_allreduce_latency_s``, link bandwidth times
+    ``custom_allreduce_bandwidth_efficiency``)."""
+    scale = profile.collective_latency_scale
+    eff = profile.collective_bandwidth_efficiency
+    library = tuple(
+        Protocol(
+            p.name,
+            p.bandwidth_factor * eff,
+            p.intra_hop_latency_s * scale,
+            p.inter_hop_latency_s * scale,
+            p.base_latency_s * scale,
+            p.switch,
+        )
+        for p in protocols_for("nccl-2.23", nvls and gpu.nvls, gpu)
+    )
+    custom_eff = profile.custom_allreduce_bandwidth_efficiency
+    if custom_eff <= 0 or gpu.interconnect not in ("switch", "full_mesh"):
+        return library
+    alpha = profile.custom_allreduce_latency_s
+    return library + (
+        Protocol("custom one-shot", custom_eff, 0.0, 0.0, alpha, custom=True, one_shot=True),
+        Protocol("custom two-shot", custom_eff, 0.0, 0.0, 2.0 * alpha, custom=True),
+    )
+
+
 def protocols_for(model: str, nvls: bool = False, gpu: GPU | None = None) -> tuple[Protocol, ...]:
     """The protocols of a latency model, plus NVLS when the GPUs and assumptions allow it.
 
@@ -161,7 +197,7 @@ class CollectiveCost:
         seconds_per_byte = np.maximum(intra, inter)
         # NVLS: an all-reduce inside one NVLink domain only; each byte once each way at the
         # one-way NVLink rate (twice the paper's all-reduce bus bandwidth)
-        protocols = tuple(p for p in protocols if not p.switch or kind == ALLREDUCE)
+        protocols = tuple(p for p in protocols if not (p.switch or p.custom) or kind == ALLREDUCE)
         switch_ok = nodes <= 1.0
         switch_per_byte = (
             (ranks - 1.0) / ranks / (2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
@@ -173,6 +209,11 @@ class CollectiveCost:
             if p.switch:
                 lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
                 per_byte = switch_per_byte / p.bandwidth_factor
+            elif p.custom:  # §F6: the engine's kernel, over the domain's own links
+                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
+                per_byte = seconds_per_byte / p.bandwidth_factor
+                if p.one_shot:
+                    per_byte = per_byte * ranks / 2.0
             else:
                 hop = steps * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s
                 lat = latency_scale * (hops * hop + p.base_latency_s)

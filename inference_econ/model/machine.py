@@ -9,8 +9,9 @@ import numpy as np
 
 from ..specs.hardware import GPU
 from .assumptions import Assumptions
-from .collectives import ALLREDUCE, CollectiveCost, Protocol, protocols_for
+from .collectives import ALLREDUCE, CollectiveCost, Protocol, measured_protocols, protocols_for
 from .economics import flop_rates
+from .efficiency import best_gemm_efficiency
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class Machine:
         cls, gpu: GPU, weight_bits: float, assumptions: Assumptions, integer_layouts: bool = False
     ) -> Machine:
         peak, sustained = flop_rates(gpu, weight_bits, assumptions)
+        profile = assumptions.profile()
+        if profile is not None:
+            return cls._achievable(gpu, weight_bits, assumptions, profile, integer_layouts)
         return cls(
             gpu=gpu,
             flop_per_s=sustained,
@@ -45,6 +49,27 @@ class Machine:
             protocols=protocols_for(
                 assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls, gpu
             ),
+            latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
+            integer_layouts=integer_layouts,
+        )
+
+    @classmethod
+    def _achievable(cls, gpu, weight_bits, assumptions, profile, integer_layouts) -> Machine:
+        """The GPU under an engine profile (docs/model.md §F1): datasheet bandwidth (the
+        profile's efficiencies apply per kernel class), the best-shape GEMM rate, the memory
+        the engine leaves for weights and KV cache, no separate launch latency (the profile's
+        overheads), and the measured collective curves (§F6)."""
+        peak = gpu.peak_flop_per_s(weight_bits, assumptions.native_fp4)
+        gemm = best_gemm_efficiency(gpu, weight_bits) * profile.gemm_efficiency_scale
+        return cls(
+            gpu=gpu,
+            flop_per_s=peak * min(gemm, 1.0),
+            peak_flop_per_s=peak,
+            hbm_bandwidth_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
+            usable_hbm_bytes=gpu.hbm_capacity_bytes - profile.activation_workspace_bytes_per_gpu,
+            node_gpus=float(gpu.scale_up_domain_gpus),
+            launch_s=0.0,
+            protocols=measured_protocols(gpu, assumptions.nvls, profile),
             latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
             integer_layouts=integer_layouts,
         )

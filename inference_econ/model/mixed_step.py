@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .efficiency import StepWork, combine
 from .latency import StepModel, total_time_s
 from .workload import Workload
 
@@ -66,28 +67,107 @@ def mixed_step_s(
     decode_context,
     prefill_tokens,
     prefill_context=0.0,
+    prefill_prompts=None,
 ):
     """Seconds of one engine step (arrays broadcast): ``decode_requests`` requests decoding one
-    token each at mean context ``decode_context``, and a prompt chunk of ``prefill_tokens``
-    tokens after ``prefill_context`` tokens already prefilled (§E1). ``prefill_work`` is the
-    workload with causal attention (the mean context over the chunk, §B8). 0 for an empty step.
+    token each at mean context ``decode_context``, and ``prefill_tokens`` prompt tokens in
+    chunks of ``prefill_prompts`` prompts (default: one chunk when there are any) after
+    ``prefill_context`` tokens of each already prefilled (§E1). ``prefill_work`` is the
+    workload with causal attention (the mean context over a chunk, §B8). The chunks share the
+    step's one read of the weights. 0 for an empty step.
     """
+    part, tokens = _mixed_part(
+        model,
+        prefill_work,
+        layout,
+        decode_requests,
+        decode_context,
+        prefill_tokens,
+        prefill_context,
+        prefill_prompts,
+    )
+    lat2, lat1 = model.latency_by_dims(part, layout.attention_divisor)
+    return np.where(tokens > 0, lat2 if layout.two_d else lat1, 0.0)
+
+
+def mixed_step_work(
+    model: StepModel,
+    prefill_work: Workload,
+    layout: EngineLayout,
+    decode_requests,
+    decode_context,
+    prefill_tokens,
+    prefill_context=0.0,
+    prefill_prompts=None,
+) -> StepWork:
+    """The ``StepWork`` of a mixed step under an engine profile (§F1): ``combine`` of it with
+    the model's profile is ``mixed_step_s`` (for a non-empty step); calibration combines it
+    with other trial terms."""
+    if model.profile is None:
+        raise ValueError("mixed_step_work needs a model under an engine profile (achievable)")
+    part, _ = _mixed_part(
+        model,
+        prefill_work,
+        layout,
+        decode_requests,
+        decode_context,
+        prefill_tokens,
+        prefill_context,
+        prefill_prompts,
+    )
+    adiv, two_d = layout.attention_divisor, layout.two_d
+    coll_lat, coll_bw = model.collective_terms(part, adiv, two_d)
+    return model.achievable_work(part, adiv, coll_lat, coll_bw)
+
+
+def _mixed_part(
+    model,
+    prefill_work,
+    layout,
+    decode_requests,
+    decode_context,
+    prefill_tokens,
+    prefill_context,
+    prefill_prompts,
+):
+    """(PipelinePart of the mixed step, tokens) as §E1 defines the step."""
     D = np.asarray(decode_requests, dtype=float)
     P = np.asarray(prefill_tokens, dtype=float)
+    R = (P > 0).astype(float) if prefill_prompts is None else np.asarray(prefill_prompts, float)
     tokens = D + P
     N, p = float(layout.gpus), float(layout.pipeline)
     base = model.pipeline_part(N, np.maximum(tokens, 1.0), 1.0, 0.0, p)
     w, m = model.work, model.machine
-    kv_bytes = w.kv_cache_bytes(decode_context, D) + w.kv_cache_bytes(prefill_context, P > 0)
-    ctx_flop = w.flop(D, 1.0, decode_context)[1] + prefill_work.flop(1.0, P, prefill_context)[1]
+    chunk = np.where(R > 0, P / np.maximum(R, 1e-300), 0.0)  # tokens of each prompt's chunk
+    kv_bytes = w.kv_cache_bytes(decode_context, D) + w.kv_cache_bytes(prefill_context, R)
+    ctx_flop = w.flop(D, 1.0, decode_context)[1] + prefill_work.flop(R, chunk, prefill_context)[1]
     part = dataclasses.replace(
         base,
         kv_read_s=kv_bytes / (N * m.hbm_bandwidth_bytes_per_s),
         ff_context_compute_s=base.ff_context_compute_s + ctx_flop / (N * m.flop_per_s),
         flop=base.flop + ctx_flop,
     )
-    lat2, lat1 = model.latency_by_dims(part, layout.attention_divisor)
-    return np.where(tokens > 0, lat2 if layout.two_d else lat1, 0.0)
+    if part.achievable is not None:
+        part = _achievable_mixed(model, part, D + R, ctx_flop, N)
+    return part, tokens
+
+
+def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N):
+    """The per-sequence work of a mixed step under an engine profile (§F1): KV costs per
+    request, logits and per-sequence overheads for the decoding requests and the chunks'
+    prompts only; attention arithmetic of the actual contexts."""
+    ap, w = part.achievable, model.work
+    t, p = part.tensor_degree, part.pipeline
+    seqs = sequences / p  # per micro-batch, as pipeline_part counts requests
+    bw = model.machine.gpu.hbm_bandwidth_bytes_per_s
+    new = dataclasses.replace(
+        ap,
+        kv_request_read_s=w.kv_bytes_per_token * seqs / (t * bw),
+        logits_read_s=12.0 * w.vocab_size * seqs / (t * bw),
+        attention_s=ctx_flop / (N * model._f16),
+        sequences=seqs,
+    )
+    return dataclasses.replace(part, achievable=new)
 
 
 class StepTable:
@@ -103,6 +183,13 @@ class StepTable:
     def __init__(self, model: StepModel, layout: EngineLayout, max_tokens: int) -> None:
         self.layout = layout
         self.max_tokens = int(max_tokens)
+        #: Seconds per request of the step outside (sequence_s) and on the memory side of
+        #: (request_s) the attention roofline: 0 for the ideal presets (§F1, §F5).
+        self.sequence_s = 0.0
+        self.request_s = 0.0
+        if model.profile is not None:
+            self._achievable(model)
+            return
         N, p, adiv = float(layout.gpus), float(layout.pipeline), layout.attention_divisor
         T = np.arange(self.max_tokens + 1, dtype=float)
         part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
@@ -131,13 +218,71 @@ class StepTable:
         self.attention_flop = work.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * machine.peak_flop_per_s
 
-    def time_s(self, tokens: int, kv_positions: float, attention_positions: float) -> float:
-        """Seconds of one step (scalars; 0 for an empty step)."""
+    def _achievable(self, model: StepModel) -> None:
+        """The table of an achievable step (§F1): the GEMM roofline, elementwise traffic,
+        collectives and fixed overheads by tokens; per-request terms (sequence overheads and
+        logits; decode attention's fixed cost per request) apart; KV and attention lines."""
+        layout, prof = self.layout, model.profile
+        N, p, adiv = float(layout.gpus), float(layout.pipeline), layout.attention_divisor
+        T = np.arange(self.max_tokens + 1, dtype=float)
+        part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
+        lat, bw = model.collective_terms(part, adiv, layout.two_d)
+        work = model.achievable_work(part, adiv, lat, bw)
+        alone = combine(
+            work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
+            prof,
+        )
+        one = work.replace(
+            sequences=1.0 / p, kv_request_read_s=work.kv_request_read_s / np.maximum(T, 1.0)
+        )
+        per = combine(one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)), prof)
+        scale = prof.step_time_scale
+        self.sequence_s = float(scale * prof.sequence_overhead_s / p) + float(
+            (per.elementwise_s - alone.elementwise_s)[1]
+        )
+        self.request_s = float(per.kv_s[1])
+        empty = T == 0
+        self.fixed_s = np.where(empty, 0.0, alone.total_s).tolist()
+        self.memory_s = [0.0] * len(T)
+        self.compute_s = [0.0] * len(T)
+        self.flop = np.where(empty, 0.0, part.flop).tolist()
+        w, gpu = model.work, model.machine.gpu
+        self.kv_s = (
+            scale
+            * w.kv_bytes_per_position_per_layer
+            / (N * gpu.hbm_bandwidth_bytes_per_s * prof.kv_read_efficiency)
+        )
+        self.attention_s = (
+            scale
+            * w.context_flop_per_position_per_layer
+            / (N * model._f16 * prof.attention_efficiency)
+        )
+        self.attention_flop = w.context_flop_per_position_per_layer
+        self.peak_flop_per_s = N * model.machine.peak_flop_per_s
+        lat2, lat1 = model.latency_by_dims(part, adiv)
+        expected = np.where(empty, 0.0, lat2 if layout.two_d else lat1)
+        got = [self.time_s(int(x), 0.0, 0.0) for x in T]
+        if not np.allclose(got, expected, rtol=1e-9, atol=0.0):
+            raise RuntimeError(
+                "model/mixed_step.py: the achievable table no longer matches StepModel.latency"
+            )
+
+    def time_s(
+        self, tokens: int, kv_positions: float, attention_positions: float, requests=None
+    ) -> float:
+        """Seconds of one step (scalars; 0 for an empty step). ``requests``: the decoding
+        requests and prompt chunks of the step (default: one per token), for the per-request
+        costs of an engine profile (§F1)."""
         if tokens == 0:
             return 0.0
-        return self.fixed_s[tokens] + max(
-            self.memory_s[tokens] + self.kv_s * kv_positions,
-            self.compute_s[tokens] + self.attention_s * attention_positions,
+        r = tokens if requests is None else requests
+        return (
+            self.fixed_s[tokens]
+            + self.sequence_s * r
+            + max(
+                self.memory_s[tokens] + self.kv_s * kv_positions + self.request_s * r,
+                self.compute_s[tokens] + self.attention_s * attention_positions,
+            )
         )
 
     def run_time_s(self, tokens: int, positions: float, growth: float, steps: int) -> float:
@@ -146,7 +291,7 @@ class StepTable:
         each step's time is the larger of two lines in the step index (memory and compute)."""
         if steps <= 0 or tokens == 0:
             return 0.0
-        u0 = self.memory_s[tokens] + self.kv_s * positions
+        u0 = self.memory_s[tokens] + self.kv_s * positions + self.request_s * tokens
         v0 = self.compute_s[tokens] + self.attention_s * positions
         du, dv = self.kv_s * growth, self.attention_s * growth
         d0, d1 = u0 - v0, du - dv  # memory minus compute at step j: d0 + d1·j
@@ -159,7 +304,7 @@ class StepTable:
         first = (u0, du) if d0 >= 0.0 else (v0, dv)
         second = (v0, dv) if d0 >= 0.0 else (u0, du)
         return (
-            steps * self.fixed_s[tokens]
+            steps * (self.fixed_s[tokens] + self.sequence_s * tokens)
             + _line_sum(*first, 0, split)
             + _line_sum(*second, split, steps)
         )
@@ -167,9 +312,13 @@ class StepTable:
     def times_s(self, tokens: int, positions):
         """Seconds of decode-only steps of ``tokens`` requests whose KV layer-positions are the
         array ``positions`` (a decoding token attends to exactly what its request caches)."""
-        return self.fixed_s[tokens] + np.maximum(
-            self.memory_s[tokens] + self.kv_s * positions,
-            self.compute_s[tokens] + self.attention_s * positions,
+        return (
+            self.fixed_s[tokens]
+            + self.sequence_s * tokens
+            + np.maximum(
+                self.memory_s[tokens] + self.kv_s * positions + self.request_s * tokens,
+                self.compute_s[tokens] + self.attention_s * positions,
+            )
         )
 
 

@@ -22,11 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 
-from ..model.economics import usd_per_mtok_at_throughput  # noqa: E402
 from ..optimise.frontier import Frontier  # noqa: E402
-from ..optimise.optimiser import frontier  # noqa: E402
-from ..serving.setting import make_setting  # noqa: E402
-from ..studies.measured.predicting import layout_curve, same_system_points  # noqa: E402
 from .files import write_atomic  # noqa: E402
 
 #: Breakdown parts in stacking order, with their legend labels and colours. Reads and
@@ -347,41 +343,64 @@ def tornado_figure(table, title: str):
     return fig
 
 
-def measured_figure(path, assumptions="paper"):
-    """Measured points over the predicted frontier of their model and GPU, and over the
-    predicted curve of their own layout (the batch swept). Uses the first row's setting."""
-    same = same_system_points(path)
-    first = same[0]
-    price = first.gpu.price_usd_per_hour
-    setting = make_setting(
-        first.arch,
-        first.gpu,
-        weight_bits=first.weight_bits,
-        activation_bits=first.activation_bits,
-        kv_cache_bits=first.kv_bits,
-        context_tokens=first.context_tokens,
-        assumptions=assumptions,
+def measured_figure(
+    comparison,
+    title: str | None = None,
+    column: str = "predicted",
+    kind: str = "end-to-end",
+    units: str = "the row's unit: tok/s, ms, ...",
+):
+    """Measured against predicted, log-log, one colour per source, for the rows with status
+    ok of one ``kind`` (end-to-end or micro; a ``studies.measured.predicting.Comparison``, or
+    a table with its columns); the diagonal and the 15 % and 35 % bands. ``column``: which
+    prediction to draw (``held_out`` for a calibration's left-out predictions)."""
+    table = getattr(comparison, "table", comparison)
+    ok = table[(table["status"] == "ok") & np.isfinite(table[column]) & (table["measured"] > 0)]
+    if "kind" in ok:
+        ok = ok[ok["kind"] == kind]
+    fig, ax = plt.subplots(figsize=(11.0, 6.5))
+    groups = sorted(
+        ok["source_group"].unique(), key=lambda g: -int((ok["source_group"] == g).sum())
     )
-    layout = Frontier(label="layout", points=layout_curve(path, assumptions))
-    swept = f"predicted, {first.gpus} GPUs as measured (batch swept, prefills interleaved)"
-    fronts = {
-        f"predicted frontier, any layout, decode only ({setting.model.name}, {setting.gpu.name})": frontier(
-            setting
-        ),
-        swept: layout,
-    }
-    measured = [
-        {
-            "tokens_per_s": p.tokens_per_s,
-            "usd_per_mtok": usd_per_mtok_at_throughput(p.throughput_per_gpu, price),
-            "label": "measured",
-            "color": "black",
-        }
-        for p in same
-        if p.throughput_per_gpu
-    ]
-    title = f"Measured vs predicted: {first.arch.name}, {first.gpus} x {first.gpu.name}, {first.input_len:g} in / {first.output_len:g} out"
-    return frontier_figure(fronts, title, measured=measured, not_frontiers=(swept,))
+    for i, group in enumerate(groups):
+        part = ok[ok["source_group"] == group]
+        ax.scatter(
+            part["measured"],
+            part[column],
+            s=18,
+            alpha=0.8,
+            color=PALETTE[i % len(PALETTE)],
+            marker="os^vD<>ph*"[(i // len(PALETTE)) % 10],
+            label=f"{wrap(_short_source(group), 48)} ({len(part)})",
+        )
+    if len(ok):
+        lo = 0.5 * float(min(ok["measured"].min(), ok[column].min()))
+        hi = 2.0 * float(max(ok["measured"].max(), ok[column].max()))
+        x = np.geomspace(lo, hi, 50)
+        ax.plot(x, x, color="black", lw=1.0, label="predicted = measured")
+        for band, style in ((0.15, "--"), (0.35, ":")):
+            ax.plot(x, x * (1 + band), color="grey", lw=0.8, ls=style, label=f"±{band:.0%}")
+            ax.plot(x, x * (1 - band), color="grey", lw=0.8, ls=style)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"measured ({units})")
+    ax.set_ylabel("predicted")
+    label = getattr(comparison, "assumptions", "")
+    ax.set_title(wrap(title or f"Measured against predicted ({label}), {len(ok)} rows", 90))
+    ax.grid(True, which="both", alpha=0.2)
+    ax.set_aspect("equal")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    fig.subplots_adjust(left=0.08, right=0.62, bottom=0.1, top=0.92)
+    return fig
+
+
+def _short_source(group: str) -> str:
+    """ "mlcommons/inference_results_v4.1/closed/NVIDIA" -> "MLPerf v4.1 closed: NVIDIA"."""
+    import re
+
+    return re.sub(r"^mlcommons/inference_results_v([\d.]+)/(\w+)/", r"MLPerf v\1 \2: ", group)
 
 
 def save(fig, stem, formats=("png", "svg")) -> list:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +94,7 @@ class Setting:
 
 
 #: Fields of a Setting built from several settings rather than copied from one.
-_BUILT = ("model", "gpu", "spec", "assumptions", "max_throughput_tokens_per_s")
+_BUILT = ("model", "gpu", "spec", "assumptions", "max_throughput_tokens_per_s", "engine")
 
 
 def check_values(name: str, values, source: str = "argument") -> np.ndarray:
@@ -125,7 +126,14 @@ def make_setting(model, hardware, **options) -> Setting:
     of settings (context_tokens, weight_bits, draft, acceptance, assumptions, ...). A row whose
     name is a field of Setting is copied into it as validated."""
     assumptions = options.pop("assumptions", None)
+    engine = options.get("engine")
+    if isinstance(engine, os.PathLike):
+        options["engine"] = os.fspath(engine)
+    elif engine is not None and not isinstance(engine, str):  # an EngineProfile object
+        options.pop("engine")
     values = table.check(options, [table.PROBLEM])
+    if engine is not None and not isinstance(engine, (str, os.PathLike)):
+        values["engine"] = engine
     arch = load_model(model).with_precision(
         values["weight_bits"], values["activation_bits"], values["kv_cache_bits"]
     )
@@ -139,6 +147,7 @@ def make_setting(model, hardware, **options) -> Setting:
         )
     if not isinstance(assumptions, Assumptions):
         assumptions = preset(table.option("assumptions").check(assumptions))
+    assumptions = with_engine(assumptions, values["engine"])
     cap = values["max_throughput_tokens_per_s"]
     copied = {
         f.name: values[f.name]
@@ -153,6 +162,24 @@ def make_setting(model, hardware, **options) -> Setting:
         max_throughput_tokens_per_s=math.inf if cap is None else cap,
         **copied,
     )
+
+
+def with_engine(assumptions: Assumptions, engine) -> Assumptions:
+    """The assumptions with an engine profile (docs/model.md Part F): only the achievable
+    preset (or assumptions that already have an engine) takes one; the profile is loaded
+    here so a bad name or file fails before any work."""
+    if engine is None:
+        return assumptions
+    if assumptions.engine is None:
+        raise SpecError(
+            "argument",
+            "engine",
+            f"an engine profile does not apply to the {assumptions.name!r} preset (an ideal bound)",
+            "use assumptions achievable (--assumptions achievable) with an engine",
+        )
+    from ..specs.engine import load_engine
+
+    return assumptions.replace(engine=load_engine(engine))
 
 
 def _speculation(arch: Architecture, values: dict, given: dict):

@@ -1,6 +1,6 @@
 """Where the YAML specs live, and finding one by name, alias or path.
 
-The folders ``hardware/``, ``models/`` and ``scenarios/`` sit at the top of the repository and are
+The folders ``hardware/``, ``models/``, ``scenarios/`` and ``engines/`` sit at the top of the repository and are
 copied into the wheel as ``inference_econ/_data/``; a source checkout reads the repository's
 folders, an installed wheel its bundled copy. ``INFERENCE_ECON_PATH`` (folders separated by
 ``os.pathsep``) adds user folders that hold their own ``hardware/``, ``models/`` or
@@ -19,7 +19,7 @@ from ..errors import SpecError, UnknownNameError, did_you_mean, short
 from .schema import Reader
 from .yamlfile import load_yaml
 
-KINDS = ("hardware", "models", "scenarios")
+KINDS = ("hardware", "models", "scenarios", "engines")
 
 
 def data_roots() -> tuple[Path, ...]:
@@ -167,7 +167,12 @@ def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
     hint = did_you_mean(tried or text, names)
     if broken and not hint:
         hint = f"{len(broken)} file(s) were skipped as broken, e.g. {broken[0].problem}"
-    singular = {"hardware": "hardware spec", "models": "model", "scenarios": "scenario"}[kind]
+    singular = {
+        "hardware": "hardware spec",
+        "models": "model",
+        "scenarios": "scenario",
+        "engines": "engine profile",
+    }[kind]
     also = f" (read as {tried!r})" if tried and tried != text else ""
     return UnknownNameError(
         "argument",

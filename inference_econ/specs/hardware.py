@@ -71,6 +71,10 @@ class GPU:
     pcie_bandwidth_bytes_per_s: float = 0.0
     #: PCIe cards: GPUs joined by NVLink bridges (1: none; 2: pairs; 4: four-way bridges).
     nvlink_bridge_gpus: int = 1
+    #: Measured best-shape dense GEMM throughput as a fraction of ``flop_per_s``, per weight
+    #: precision, as ``((bits, fraction), ...)`` (micro-benchmarks such as MAMF). Read only by
+    #: the ``achievable`` preset (docs/model.md §F2); empty: not measured.
+    gemm_efficiency: tuple[tuple[int, float], ...] = ()
     description: str = ""
     aliases: tuple[str, ...] = ()
     source_file: str = ""
@@ -102,6 +106,17 @@ class GPU:
             f"no FLOP/s figure for {weight_bits:g}-bit weights (widest listed: {widest}-bit)",
             f"add 'flop_per_s: {{{int(weight_bits)}: ...}}'",
         )
+
+    def best_gemm_efficiency(self, weight_bits: float) -> float | None:
+        """Measured best-shape GEMM fraction of peak for ``weight_bits`` weights: the entry of
+        that precision, else of the next wider one listed (4-bit without a figure takes the
+        8-bit one), else of the widest; None when the part has no measurement (§F2)."""
+        if not self.gemm_efficiency:
+            return None
+        for bits, fraction in sorted(self.gemm_efficiency):
+            if bits >= float(weight_bits) - 1e-9:
+                return fraction
+        return max(self.gemm_efficiency)[1]
 
     @property
     def sustained_hbm_bandwidth_bytes_per_s(self) -> float:
@@ -135,6 +150,7 @@ class GPU:
         out["flop_per_s"] = {bits: rate for bits, rate in self.flop_per_s}
         out["aliases"] = list(self.aliases)
         out["torus_dimensions"] = list(self.torus_dimensions)
+        out["gemm_efficiency"] = {bits: f for bits, f in self.gemm_efficiency}
         return out
 
 
@@ -193,6 +209,25 @@ def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(table.items()))
 
 
+def _fraction_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
+    """``gemm_efficiency``: weight bits -> measured fraction of the dense peak, in (0, 1]."""
+    if not isinstance(value, Mapping) or not value:
+        raise SpecError(
+            source,
+            "gemm_efficiency",
+            f"expected a mapping from weight bits to a fraction of peak, got {short(value)}",
+            "e.g. 'gemm_efficiency: {16: 0.80, 8: 0.71}'",
+        )
+    table = []
+    for bits, fraction in value.items():
+        b = check_number(bits, source, "gemm_efficiency", minimum=1, integer=True, unit="bits")
+        f = check_number(
+            fraction, source, f"gemm_efficiency.{b}", minimum=0, exclusive_minimum=True, maximum=1
+        )
+        table.append((b, float(f)))
+    return tuple(sorted(table))
+
+
 def _check_known(values: Mapping[str, Any], source: str) -> None:
     """Every field is a GPU field: a misspelt one is named with a did-you-mean (before any
     "is missing" for the field it was meant to be). ``link_bandwidth_bytes_per_s`` (one link)
@@ -225,6 +260,8 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
     for key, value in values.items():
         if key == "flop_per_s":
             out[key] = _flop_table(reader.raw(key), source)
+        elif key == "gemm_efficiency":
+            out[key] = _fraction_table(value, source)
         elif key in _NUMERIC:
             out[key] = reader.number(key, **_NUMERIC[key])
         elif key in ("nvls", "torus_wraparound"):

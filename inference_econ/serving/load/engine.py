@@ -115,7 +115,7 @@ def build_instance(
     a = setting.assumptions
     model = StepModel(compile_workload(setting.model, a), setting.gpu, a, integer_layouts=True)
     work = model.work
-    free = gpus * model.machine.usable_hbm_bytes - model.weights_total_bytes
+    free = model.kv_capacity_bytes(gpus)
     if free <= 0 or work.kv_bytes_per_position_per_layer <= 0:
         raise InfeasibleError(
             f"{setting.model.name} ({model.weights_total_bytes / 1e9:.1f} GB of weights) leaves no room for a KV "

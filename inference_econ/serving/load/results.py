@@ -340,7 +340,7 @@ def assemble(
     return LoadResult(
         model=instance.setting.model.name,
         hardware=instance.setting.gpu.name,
-        assumptions=instance.setting.assumptions.name,
+        assumptions=instance.setting.assumptions.label,
         layout=layout or instance.layout.describe(),
         gpus_per_instance=per_instance,
         instances=count,

@@ -1,146 +1,787 @@
-"""Calibrating a GPU's achievable efficiencies to measured points (scipy least squares on log
-speed), with standard errors and an out-of-sample error."""
+"""Calibrating an engine profile's efficiency terms to measured rows (docs/model.md §F10).
+
+The achievable preset's terms (§F1-§F9) are fitted by weighted least squares on log(predicted /
+measured) with a robust loss (scipy ``least_squares``, soft L1), each source weighing √n in
+total, and a weak Gaussian prior on every term from physics or micro-benchmarks (``PRIORS``,
+never from the rows being fitted). Collective terms are fitted first to all-reduce
+micro-benchmarks when the file has them. Only terms the rows constrain are fitted: a term on
+which fewer than ``MIN_ROWS_PER_TERM`` rows depend, or whose standard error the data do not
+bring below most of its prior's spread, keeps the base profile's value; too few rows for the
+terms left is refused. Every fold of leave-one-source-out validation refits on the other
+sources, without rows that duplicate a held-out one, and predicts the held-out source.
+
+The steps of every row are built once (``predicting.Plan``); each trial of the terms only
+re-times them (``efficiency.combine``), and a Jacobian's trials are evaluated together.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
-from pathlib import Path
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
-import yaml
 
-from ...errors import SpecError
-from ...specs.hardware import GPU, derive
-from .predicting import predict
-from .reading import load_measured
+from ...errors import InfeasibleError, SpecError
+from ...model.assumptions import ACHIEVABLE
+from ...model.efficiency import StepWork, combine
+from ...specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
+from . import predicting as pr
+from .reading import MeasuredRow, load_measured
+from .semantics import publication
 
-PARAMETERS = (
-    "sustained_flop_fraction",
-    "sustained_hbm_bandwidth_fraction",
-    "collective_latency_scale",
+
+@dataclass(frozen=True)
+class Prior:
+    """A fitted term: its prior (mean, standard deviation, source), bounds, the rows that can
+    constrain it, and the engine it belongs to (None: shared by every engine)."""
+
+    term: str
+    mean: float
+    sd: float
+    lower: float
+    upper: float
+    source: str
+    rows: str
+    engine: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.engine}.{self.term}" if self.engine else self.term
+
+
+#: Priors of the fitted terms: physics and micro-benchmarks, set before any fit.
+PRIORS = (
+    Prior(
+        "hbm_efficiency",
+        0.85,
+        0.10,
+        0.5,
+        0.95,
+        "BabelStream copy/triad reach 0.84-0.89 of datasheet HBM on H100/H200 (Azure ND v5 micro-benchmarks)",
+        "every end-to-end row",
+    ),
+    Prior(
+        "kv_read_efficiency",
+        0.75,
+        0.20,
+        0.2,
+        0.95,
+        "paged decode-attention kernels reach 60-90 % of HBM bandwidth at long context (FlashInfer, FlashMLA reports)",
+        "rows with long contexts or large batches",
+    ),
+    Prior(
+        "kv_request_positions",
+        64.0,
+        128.0,
+        0.0,
+        4096.0,
+        "a decode-attention kernel's fixed cost per request: launch tail and split-K reduction, of the order of a 64-token block",
+        "rows with many short requests",
+    ),
+    Prior(
+        "gemm_efficiency_scale",
+        0.85,
+        0.20,
+        0.3,
+        1.2,
+        "model GEMMs against the best-shape micro-benchmark (cuBLASLt shapes 8192^3-16384^3 reach 0.92-0.98 of it)",
+        "prefill-heavy and large-batch rows",
+    ),
+    Prior(
+        "gemm_half_volume",
+        4.4e9,
+        4.4e9,
+        1e7,
+        1e11,
+        "cuBLASLt FP8 1024^3 on H100 reaches 0.19 of its best-shape efficiency (Azure ND H100 v5 micro-benchmark): V1/2 = 4.4e9",
+        "rows whose GEMMs are small per GPU",
+    ),
+    Prior(
+        "fp4_gemm_efficiency",
+        0.8,
+        0.2,
+        0.3,
+        1.0,
+        "FP4 GEMMs reach a lower share of their doubled peak than FP8 (block-scale overheads)",
+        "rows with 4-bit weights on chips with an FP4 rate",
+    ),
+    Prior(
+        "moe_gemm_efficiency",
+        0.8,
+        0.2,
+        0.3,
+        1.0,
+        "grouped expert GEMMs with token permutation against dense GEMMs",
+        "rows of mixture-of-experts models",
+    ),
+    Prior(
+        "pcie_card_gemm_efficiency",
+        0.75,
+        0.2,
+        0.3,
+        1.0,
+        "PCIe cards run the same silicon at 300-400 W instead of 700 W",
+        "rows on PCIe cards (H100 PCIe/NVL, L40S)",
+    ),
+    Prior(
+        "attention_efficiency",
+        0.45,
+        0.20,
+        0.1,
+        0.9,
+        "FlashAttention-2/3 reach 35-75 % of the 16-bit peak",
+        "rows with long prompts",
+    ),
+    Prior(
+        "elementwise_passes",
+        12.0,
+        4.0,
+        2.0,
+        40.0,
+        "two norms (read, write: 4 passes), two residual adds (3 each), rotary embedding and the attention output (about 2): about 12 passes over a token's d-wide row per layer",
+        "large-batch rows",
+    ),
+    Prior(
+        "layer_overhead_s",
+        20e-6,
+        20e-6,
+        0.0,
+        150e-6,
+        "gaps between the ~10 kernels of a layer inside a CUDA graph: a few microseconds each",
+        "small-batch rows",
+    ),
+    Prior(
+        "step_overhead_s",
+        1e-3,
+        1e-3,
+        0.0,
+        20e-3,
+        "scheduling and input preparation of a step: of the order of a millisecond in Python engines",
+        "small-batch rows",
+    ),
+    Prior(
+        "sequence_overhead_s",
+        4e-6,
+        4e-6,
+        0.0,
+        60e-6,
+        "sampling and bookkeeping per sequence per step",
+        "large-batch rows",
+    ),
+    Prior(
+        "server_throughput_fraction",
+        0.9,
+        0.1,
+        0.5,
+        1.0,
+        "a Server run keeps the batch below its steady maximum (Poisson arrivals)",
+        "Server throughput rows",
+    ),
+    Prior(
+        "p99_tpot_ratio",
+        1.3,
+        0.3,
+        1.0,
+        3.0,
+        "99th-percentile over mean time per output token under Poisson load",
+        "Server p99 TPOT rows",
+    ),
+    Prior(
+        "ttft_steps",
+        2.0,
+        1.5,
+        0.5,
+        20.0,
+        "time to first token: a wait for the next step plus the prompt's own step",
+        "Server TTFT rows",
+    ),
+    Prior(
+        "step_time_scale",
+        1.0,
+        0.3,
+        0.3,
+        3.0,
+        "another engine's kernels against the reference engine's",
+        "rows served by vLLM",
+        "vllm",
+    ),
+    Prior(
+        "ttft_steps",
+        3.0,
+        2.0,
+        0.5,
+        20.0,
+        "vLLM 0.4 runs prompts in their own steps before decoding resumes",
+        "Server TTFT rows served by vLLM",
+        "vllm",
+    ),
+    Prior(
+        "step_time_scale",
+        1.0,
+        0.3,
+        0.3,
+        3.0,
+        "another engine's kernels against the reference engine's",
+        "rows served by SGLang",
+        "sglang",
+    ),
 )
-BOUNDS = ((0.05, 1.0), (0.05, 1.0), (0.0, 5.0))
+#: Priors of the collective terms, fitted to all-reduce micro-benchmarks (§F6).
+COLLECTIVE_PRIORS: tuple = (
+    Prior(
+        "collective_latency_scale",
+        1.5,
+        1.0,
+        0.1,
+        10.0,
+        "NCCL-tests latencies include a launch outside CUDA graphs",
+        "all-reduce micro-benchmarks",
+    ),
+    Prior(
+        "collective_bandwidth_efficiency",
+        0.8,
+        0.3,
+        0.1,
+        1.5,
+        "NCCL reaches most of its tuning model's bus bandwidth",
+        "all-reduce micro-benchmarks",
+    ),
+)
+#: Terms fitted to micro-benchmarks first, by the quantity the rows measure (§F6: all-reduce
+#: bus bandwidth; §F1: streaming bandwidth); with such rows the end-to-end fit keeps them fixed.
+MICRO_PRIORS = {"busbw": COLLECTIVE_PRIORS, "stream": (PRIORS[0],)}
+#: Fewest micro-benchmark rows per term they fit.
+MICRO_ROWS_PER_TERM = 2
+#: Weight of one prior against one row (a prior counts like a row one prior SD off).
+PRIOR_WEIGHT = 0.15
+#: A term needs this many rows that depend on it to be fitted.
+MIN_ROWS_PER_TERM = 3
+#: A row depends on a term when d log(prediction) / d log(term) exceeds this.
+SENSITIVITY = 0.02
+#: A fitted term whose standard error stays above this share of its prior SD is not
+#: constrained by the data: it keeps the base value.
+UNCONSTRAINED = 0.7
+#: Residual of a row the trial terms cannot serve (no admissible batch).
+FAIL = math.log(3.0)
 
 
-def _residuals(theta, points, base: GPU, assumptions):
-    gpu = derive(
-        base, name=f"{base.name} (fit)", **dict(zip(PARAMETERS, (float(x) for x in theta)))
-    )
-    return np.array(
-        [
-            math.log(p.tokens_per_s / predict(p, gpu, assumptions)["predicted_tokens_per_s"])
-            for p in points
-        ]
-    )
+@dataclass(frozen=True)
+class TermFit:
+    """One term after a fit: value and standard error, or why it was not fitted."""
+
+    key: str
+    value: float
+    standard_error: float | None
+    prior: Prior
+    fitted: bool
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """The fitted efficiencies of one GPU, their standard errors and the fit's errors."""
+    """The fitted terms of an engine profile, its errors in sample, with the priors only and
+    left out by source, and the rows used."""
 
-    hardware: str
-    points: int
-    held_out: int
-    values: dict[str, float]
-    errors: dict[str, float]
-    #: Parameters the points do not move (kept at their prior value, no error bar).
-    unconstrained: tuple[str, ...]
-    rms_log_error_before: float
-    rms_log_error_fit: float
-    rms_log_error_held_out: float
+    engine: str
+    terms: tuple[TermFit, ...]
+    rows: int
+    sources: tuple[str, ...]
+    in_sample: dict
+    prior_only: dict
+    held_out: dict  # pooled leave-one-source-out errors
+    by_source: tuple  # (source, rows, median, p90, bias) left out
+    predictions: object  # DataFrame: row, source, measured, prior, fitted, held_out
+    dropped_duplicates: int
     source: str
+    seconds: float
+    notes: tuple[str, ...] = ()
+    #: Terms fitted to micro-benchmarks: {term: (value, standard error)}.
+    micro: tuple = ()
+
+    def profile(self, base: EngineProfile, name: str | None = None) -> EngineProfile:
+        """The base profile with the fitted terms of ``self.engine`` (shared ones and its own)."""
+        values = {k: v for k, (v, _) in self.micro}
+        errors = dict(base.standard_errors)
+        errors.update({k: e for k, (_, e) in self.micro})
+        for t in self.terms:
+            if not t.fitted or (t.prior.engine not in (None, self.engine)):
+                continue
+            if t.prior.engine is None and _engine_specific(t.prior.term, self.engine):
+                continue
+            values[t.prior.term] = t.value
+            errors[t.prior.term] = t.standard_error
+        return base.replace(
+            name=name or f"{base.name} (calibrated)",
+            standard_errors=errors,
+            fit=self.fit_summary(),
+            **values,
+        )
+
+    def fit_summary(self) -> dict:
+        return {
+            "data": f"{self.source}: {self.rows} end-to-end rows with status ok, {len(self.sources)} sources",
+            "leave_one_source_out": f"median |error| {self.held_out['median']:.3f}, p90 {self.held_out['p90']:.3f}",
+            "in_sample": f"median |error| {self.in_sample['median']:.3f}, p90 {self.in_sample['p90']:.3f}",
+            "command": f"inference-econ calibrate {self.source} --engine {self.engine}",
+        }
 
 
-def calibrate(path: str | Path, assumptions="paper", holdout_every: int = 3) -> Calibration:
-    """Fit the GPU's sustained FLOP and HBM fractions and its collective-latency scale to the
-    measured speeds (least squares on log speed, scipy.optimize), excluding queueing points.
+def _engine_specific(term: str, engine: str) -> bool:
+    """Whether ``engine`` has its own prior for ``term`` (then the shared value is not its)."""
+    return any(p.engine == engine and p.term == term for p in PRIORS)
 
-    Every ``holdout_every``-th point is held out of a first fit to report the out-of-sample
-    error; the reported values come from a fit on all points, with standard errors from the
-    Jacobian. Returns the values, their errors, the errors in and out of sample and the points.
-    """
+
+# --- the trials -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Problem:
+    """The rows, their steps and how a vector of terms becomes predictions."""
+
+    plan: pr.Plan
+    points: pr.Points
+    work: StepWork
+    rows: list  # indices into plan.rows of the rows fitted (ok, end-to-end, with pairs)
+    measured: np.ndarray
+    groups: np.ndarray
+    weights: np.ndarray
+    base: dict  # engine name -> EngineProfile
+    step_engine: np.ndarray
+    point_engine: np.ndarray
+    row_pos: dict = field(default_factory=dict)  # plan row index -> position in pts.rows
+    base_name: str = "trtllm"
+    #: Weight of one prior against one row (``PRIOR_WEIGHT``; nested cross-validation varies it).
+    prior_weight: float = PRIOR_WEIGHT
+    _memo: dict = field(default_factory=dict)
+
+    def term_arrays(self, term: str, level: str, keys: tuple):
+        """(base values, [(key index, mask)]) of a term over the steps or the points."""
+        memo = (term, level, keys)
+        if memo not in self._memo:
+            engines = self.step_engine if level == "step" else self.point_engine
+            values = {e: self.base[e].value(term) for e in set(engines)}
+            base = np.array([values[e] for e in engines], float)
+            own = [e for e in self.base if _engine_specific(term, e)]
+            masks = []
+            for k, key in enumerate(keys):
+                engine, _, name = key.rpartition(".")
+                if name != term:
+                    continue
+                mask = engines == engine if engine else ~np.isin(engines, own)
+                masks.append((k, mask))
+            self._memo[memo] = (base, masks)
+        return self._memo[memo]
+
+    def predict(self, theta: np.ndarray, keys: list) -> np.ndarray:
+        """Predictions (trials x fitted rows) for term vectors ``theta`` (trials x keys)."""
+        theta = np.atleast_2d(theta)
+        terms = _Terms(self, theta, keys)
+        seconds = combine(self.work, terms).total_s
+        policy = terms.policy()
+        value, score = pr.metrics(self.plan, self.points, seconds, policy)
+        best, _ = pr.best_per_row(self.points, value, score)
+        return best[:, [self.row_pos[i] for i in self.rows]]
+
+
+class _Terms:
+    """Profile terms as arrays over (trials, steps): the base profiles' values, replaced by the
+    trial's where a fitted key applies (a shared key to every engine without its own prior
+    for the term, an engine's key to its steps)."""
+
+    def __init__(self, problem: _Problem, theta, keys) -> None:
+        self.p, self.theta, self.keys = problem, theta, keys
+
+    def _per(self, term: str, level: str):
+        base, masks = self.p.term_arrays(term, level, tuple(self.keys))
+        if not masks:  # not fitted: the base profiles' value (one number when they agree)
+            return base[0] if np.all(base == base[0]) else base
+        if len(masks) == 1 and masks[0][1].all():  # one shared key for every step
+            return self.theta[:, masks[0][0] : masks[0][0] + 1]
+        out = np.broadcast_to(base, (self.theta.shape[0], len(base)))
+        for k, mask in masks:
+            out = np.where(mask, self.theta[:, k : k + 1], out)
+        return out
+
+    def __getattr__(self, term: str):
+        if term not in BY_TERM:
+            raise AttributeError(term)
+        return self._per(term, "step")
+
+    def policy(self):
+        return tuple(
+            self._per(t, "point")
+            for t in ("server_throughput_fraction", "p99_tpot_ratio", "ttft_steps")
+        )
+
+
+def _residuals(problem: _Problem, theta, keys, priors) -> np.ndarray:
+    """Weighted log residuals of the rows, then the priors' pseudo-rows (trials x all)."""
+    pred = problem.predict(theta, keys)
+    r = np.log(pred / problem.measured)
+    r = np.where(np.isfinite(r), r, FAIL)
+    prior = np.array([(np.atleast_2d(theta)[:, k] - p.mean) / p.sd for k, p in enumerate(priors)]).T
+    return np.concatenate([problem.weights * r, problem.prior_weight * prior], axis=1)
+
+
+def _fit(problem: _Problem, priors, subset=None, x0=None):
+    """(terms, standard errors, residuals) of a fit on ``subset`` of the rows."""
     from scipy.optimize import least_squares
 
-    points = [p for p in load_measured(path) if not p.saturated]
-    gpus = {p.gpu.name for p in points}
-    if len(gpus) != 1:
-        raise SpecError(
-            str(path),
-            "hardware",
-            f"calibration needs one GPU type, found {sorted(gpus)}",
-            "filter the file first",
-        )
-    if len(points) < len(PARAMETERS) + 1:
-        raise SpecError(
-            str(path),
-            "",
-            f"{len(points)} usable points",
-            f"need at least {len(PARAMETERS) + 1} without queueing",
-        )
-    base = points[0].gpu
-    x0 = np.array(
-        [
-            base.sustained_flop_fraction,
-            base.sustained_hbm_bandwidth_fraction,
-            base.collective_latency_scale,
-        ]
+    keys = [p.key for p in priors]
+    scale = np.array([p.sd for p in priors])
+    lo = np.array([p.lower for p in priors]) / scale
+    hi = np.array([p.upper for p in priors]) / scale
+    mask = np.ones(len(problem.rows), bool) if subset is None else subset
+    n = int(mask.sum())
+    keep = np.concatenate([mask, np.ones(len(priors), bool)])
+
+    def fun(z):
+        return _residuals(problem, z * scale, keys, priors)[0][keep]
+
+    def jac(z):
+        h = 1e-3 * np.maximum(np.abs(z), 1.0)
+        trials = np.vstack([z, z + np.diag(h)])
+        trials = np.minimum(trials, hi)
+        res = _residuals(problem, trials * scale, keys, priors)[:, keep]
+        return (
+            (res[1:] - res[0]) / (trials[1:] - z)[np.arange(len(z)), np.arange(len(z))][:, None]
+        ).T
+
+    start = np.array([p.mean for p in priors]) if x0 is None else np.asarray(x0)
+    z0 = np.clip(start / scale, lo, hi)
+    res = least_squares(
+        fun, z0, jac=jac, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, max_nfev=60, x_scale=1.0
     )
-    lo, hi = np.array(BOUNDS).T
+    J = res.jac
+    s2 = float(np.sum(res.fun[:n] ** 2)) / max(1, n - len(priors))
+    cov = np.linalg.pinv(J.T @ J) * max(s2, 1e-12)
+    se = np.sqrt(np.clip(np.diag(cov), 0.0, None)) * scale
+    return res.x * scale, se
 
-    def fit(subset):
-        return least_squares(_residuals, x0, bounds=(lo, hi), args=(subset, base, assumptions))
 
-    held = [
-        p for i, p in enumerate(points) if holdout_every and i % holdout_every == holdout_every - 1
-    ]
-    train = [p for p in points if p not in held]
-    out_of_sample = math.nan
-    if held and len(train) >= 2:
-        partial = fit(train)
-        out_of_sample = float(np.sqrt(np.mean(_residuals(partial.x, held, base, assumptions) ** 2)))
-    full = fit(points)
-    dof = max(len(points) - len(PARAMETERS), 1)
-    s2 = float(np.sum(full.fun**2)) / dof
-    try:
-        cov = np.linalg.pinv(full.jac.T @ full.jac) * s2
-        errors = np.sqrt(np.clip(np.diag(cov), 0, None))
-    except np.linalg.LinAlgError:
-        errors = np.full(len(PARAMETERS), math.nan)
-    # a parameter the points do not move (e.g. FLOP/s when every point is memory-bound) is
-    # not constrained: no error bar rather than a misleading zero
-    unconstrained = np.linalg.norm(full.jac, axis=0) < 1e-9
-    errors = np.where(unconstrained, math.nan, errors)
-    before = _residuals(x0, points, base, assumptions)
+# --- calibrate --------------------------------------------------------------------------------
+
+
+#: How rows are grouped for leave-one-out validation: by source (one MLPerf submitter, one
+#: vendor table...) or by publication (MLPerf Inference v4.1 as one).
+SPLITS = ("source", "publication")
+
+
+def calibrate(
+    path,
+    engine: str = "trtllm",
+    holdout: bool = True,
+    progress=None,
+    split: str = "source",
+) -> Calibration:
+    """Fit the achievable preset's terms to the measured rows of ``path`` (§F10)."""
+    if split not in SPLITS:
+        raise SpecError(
+            "argument", "split", f"unknown split {split!r}", f"choose {' or '.join(SPLITS)}"
+        )
+    t0 = time.perf_counter()
+    say = progress or (lambda message: None)
+    notes: list = []
+    problem, micro = prepare(path, engine, say, notes)
+    priors = _usable_priors(problem, notes, say, exclude={k for k in micro if "." not in k})
+    say(f"fitting {len(priors)} terms to {len(problem.rows)} rows")
+    values, errors = _fit(problem, priors)
+    priors, values, errors = _drop_unconstrained(problem, priors, values, errors, notes, say)
+    keys = [p.key for p in priors]
+    fitted = problem.predict(values, keys)[0]
+    prior_pred = problem.predict(np.array([p.mean for p in priors]), keys)[0]
+    groups = (
+        problem.groups if split == "source" else np.array([publication(g) for g in problem.groups])
+    )
+    held, by_source, dropped = np.full(len(problem.rows), np.nan), [], 0
+    if holdout and len(set(groups)) > 1:
+        held, by_source, dropped = leave_one_out(problem, priors, values, groups, say)
+    import pandas as pd
+
+    pred_table = pd.DataFrame(
+        {
+            "row": [problem.plan.rows[i].row for i in problem.rows],
+            "source": problem.groups,
+            "measured": problem.measured,
+            "prior": prior_pred,
+            "fitted": fitted,
+            "held_out": held,
+        }
+    )
+    fixed = {k: v for k, v in micro.items() if "." not in k}
     return Calibration(
-        hardware=base.name,
-        points=len(points),
-        held_out=len(held),
-        values=dict(zip(PARAMETERS, full.x.tolist())),
-        errors=dict(zip(PARAMETERS, errors.tolist())),
-        unconstrained=tuple(p for p, u in zip(PARAMETERS, unconstrained) if u),
-        rms_log_error_before=float(np.sqrt(np.mean(before**2))),
-        rms_log_error_fit=float(np.sqrt(np.mean(full.fun**2))),
-        rms_log_error_held_out=out_of_sample,
+        engine=problem.base_name,
+        terms=_term_table(priors, values, errors, keys, notes, fixed),
+        rows=len(problem.rows),
+        sources=tuple(sorted(set(groups))),
+        in_sample=_errors(fitted / problem.measured - 1.0),
+        prior_only=_errors(prior_pred / problem.measured - 1.0),
+        held_out=_errors(held / problem.measured - 1.0),
+        by_source=tuple(by_source),
+        predictions=pred_table,
+        dropped_duplicates=dropped,
         source=str(path),
+        seconds=time.perf_counter() - t0,
+        notes=tuple(notes),
+        micro=tuple((k, (v, micro[f"se.{k}"])) for k, v in fixed.items()),
     )
 
 
-def calibrated_yaml(result: Calibration, name: str | None = None) -> str:
-    """A hardware override file (``derive_from`` the datasheet spec) with the fitted values."""
-    name = name or f"{result.hardware} (calibrated)"
-    lines = [
-        f"# Calibrated by 'inference-econ calibrate' on {Path(result.source).name}: {result.points} points,",
-        f"# RMS log-speed error {result.rms_log_error_before:.3f} before, {result.rms_log_error_fit:.3f} after,"
-        f" {result.rms_log_error_held_out:.3f} on {result.held_out} held-out points.",
-        yaml.safe_dump({"name": name, "derive_from": result.hardware}, sort_keys=False).strip(),
-    ]
-    for key in PARAMETERS:
-        err = result.errors[key]
-        note = (
-            "not constrained by these points (kept)"
-            if key in result.unconstrained
-            else f"fitted, standard error {err:.2g}"
+def prepare(path, engine: str, say, notes: list):
+    """(the rows' ``_Problem`` with the micro-benchmark terms set, those terms) of a file."""
+    say(f"reading {path}")
+    rows = load_measured(path)
+    base = load_engine(engine)
+    micro = _fit_micro(rows, base, notes, say)
+    say("building the steps of every row")
+    problem = _problem(rows, base, {k: v for k, v in micro.items() if "." not in k})
+    if len(problem.rows) == 0:
+        raise InfeasibleError(
+            f"{path}: no end-to-end row with status ok to fit (run compare-measured to see why)"
         )
-        lines.append(f"{key}: {result.values[key]:.4g}  # {note}")
-    return "\n".join(lines) + "\n"
+    return problem, micro
+
+
+def leave_one_out(problem, priors, values, groups, say=lambda m: None, subset=None):
+    """(held-out predictions, per-group errors, rows dropped as duplicates): every group of
+    ``subset`` (default: all rows) predicted by a fit on the others without their duplicates."""
+    keys = [p.key for p in priors]
+    subset = np.ones(len(groups), bool) if subset is None else subset
+    held = np.full(len(groups), np.nan)
+    by_group, dropped = [], 0
+    names = sorted(set(groups[subset]))
+    for k, name in enumerate(names, 1):
+        test = (groups == name) & subset
+        train = subset & ~test & ~_duplicates(problem, test)
+        dropped += int((subset & ~test).sum() - train.sum())
+        say(f"leaving out {k}/{len(names)}: {name} ({int(test.sum())} rows)")
+        v, _ = _fit(problem, priors, subset=train, x0=values)
+        held[test] = problem.predict(v, keys)[0][test]
+        by_group.append(
+            (name, int(test.sum()), *_errors(held[test] / problem.measured[test] - 1.0).values())
+        )
+    return held, by_group, dropped
+
+
+def _errors(e) -> dict:
+    a = np.abs(np.asarray(e, float))
+    a = a[np.isfinite(a)]
+    if len(a) == 0:
+        return {"median": math.nan, "p90": math.nan, "bias": math.nan}
+    signed = np.asarray(e, float)
+    return {
+        "median": float(np.median(a)),
+        "p90": float(np.quantile(a, 0.9)),
+        "bias": float(np.median(signed[np.isfinite(signed)])),
+    }
+
+
+def _problem(rows: list[MeasuredRow], base: EngineProfile, collective: dict) -> _Problem:
+    """The steps of every usable row under the base profiles (with the fitted collective
+    terms), built once; rows that name no engine are the base engine's."""
+    profiles: dict = {}
+
+    def profile(name):
+        if name not in profiles:
+            p = load_engine(name)
+            profiles[name] = p.replace(**collective) if collective else p
+        return profiles[name]
+
+    usable = [
+        r if r.engine else dataclasses.replace(r, engine=base.name)
+        for r in rows
+        if r.kind == "end-to-end" and r.ok
+    ]
+    plan = pr.build_plan(usable, ACHIEVABLE, engine=None, profiles=profile)
+    pts = pr.Points.of(plan)
+    work = plan.step_work()
+    fit_rows = [int(i) for i in pts.rows]
+    row_pos = {int(i): k for k, i in enumerate(pts.rows)}
+    measured = np.array([_si(plan.rows[i]) for i in fit_rows])
+    groups = np.array([plan.rows[i].group for i in fit_rows])
+    counts = {g: int((groups == g).sum()) for g in set(groups)}
+    w = np.array([1.0 / math.sqrt(counts[g]) for g in groups])
+    w = w / math.sqrt(np.mean(w**2))
+    step_engine = np.array(plan.step_engines())
+    point_engine = np.array([plan.engines[i] for i in pts.row])
+    by_name = {p.name: p for p in profiles.values()}
+    return _Problem(
+        plan,
+        pts,
+        work,
+        fit_rows,
+        measured,
+        groups,
+        w,
+        by_name,
+        step_engine,
+        point_engine,
+        row_pos=row_pos,
+    )
+
+
+def _si(row: MeasuredRow) -> float:
+    return row.value * pr._unit_scale(row)
+
+
+def _usable_priors(problem: _Problem, notes: list, say, exclude=frozenset()) -> tuple:
+    """The priors of terms at least ``MIN_ROWS_PER_TERM`` rows depend on (engine terms only
+    for engines in the data); refuses when too few rows are left for them."""
+    engines = set(problem.step_engine)
+    cands = [
+        p for p in PRIORS if (p.engine is None or p.engine in engines) and p.term not in exclude
+    ]
+    keys = [p.key for p in cands]
+    x = np.array([p.mean for p in cands])
+    h = 0.05
+    trials = np.vstack([x, x * (1 + h) + (x == 0) * np.array([p.sd for p in cands]) * h])
+    trials = np.vstack(
+        [x] + [np.where(np.arange(len(x)) == k, trials[1], x) for k in range(len(x))]
+    )
+    pred = np.log(problem.predict(trials, keys))
+    steps = np.log(trials[1:][np.arange(len(x)), np.arange(len(x))] / np.where(x == 0, 1.0, x))
+    steps = np.where(x == 0, h, steps)
+    sens = np.abs((pred[1:] - pred[0]) / steps[:, None])
+    sens = np.where(np.isfinite(sens), sens, 0.0)
+    usable = []
+    for k, p in enumerate(cands):
+        n = int((sens[k] > SENSITIVITY).sum())
+        if n >= MIN_ROWS_PER_TERM:
+            usable.append(p)
+        else:
+            notes.append(
+                f"{p.key}: not fitted, {n} row(s) depend on it (needs {MIN_ROWS_PER_TERM}: {p.rows})"
+            )
+    need = len(usable) + 2
+    if len(problem.rows) < need:
+        kinds = "; ".join(sorted({p.rows for p in usable}))
+        raise InfeasibleError(
+            f"{len(problem.rows)} usable rows cannot fit {len(usable)} terms: calibrate needs "
+            f"at least {need}, {need - len(problem.rows)} more ({kinds})"
+        )
+    return tuple(usable)
+
+
+def _drop_unconstrained(problem, priors, values, errors, notes, say):
+    """Refit without the terms the rows do not pin down: a term whose standard error is as
+    large as its value, or whose information comes mostly from its prior (§F10)."""
+    share = _data_share(problem, priors, values)
+    weak = [
+        k
+        for k, p in enumerate(priors)
+        if errors[k] >= abs(values[k]) or share[k] < 0.5 or not np.isfinite(errors[k])
+    ]
+    if not weak:
+        return priors, values, errors
+    for k in weak:
+        p = priors[k]
+        notes.append(
+            f"{p.key}: not fitted, the rows leave it at {values[k]:.3g} +- {errors[k]:.2g} with "
+            f"{share[k]:.0%} of its information from the data; needs more {p.rows}"
+        )
+    keep = [p for k, p in enumerate(priors) if k not in weak]
+    if len(problem.rows) < len(keep) + 2 or not keep:
+        raise InfeasibleError(
+            f"the rows constrain only {len(keep)} terms; calibrate needs more varied rows"
+        )
+    say(f"refitting the {len(keep)} terms the rows constrain")
+    x0 = np.array([values[k] for k, _ in enumerate(priors) if k not in weak])
+    values, errors = _fit(problem, tuple(keep), x0=x0)
+    return tuple(keep), values, errors
+
+
+def _data_share(problem, priors, values) -> np.ndarray:
+    """Per term, the share of its information (the diagonal of JᵀJ in prior-SD units) that
+    comes from the rows rather than from its prior."""
+    keys = [p.key for p in priors]
+    sd = np.array([p.sd for p in priors])
+    h = 1e-3 * np.maximum(np.abs(values / sd), 1.0) * sd
+    trials = np.vstack([values, values + np.diag(h)])
+    r = _residuals(problem, trials, keys, priors)[:, : len(problem.rows)]
+    J = (r[1:] - r[0]) / (h / sd)[:, None]
+    data = np.sum(np.where(np.isfinite(J), J, 0.0) ** 2, axis=1)
+    return data / (data + problem.prior_weight**2)
+
+
+def _duplicates(problem: _Problem, test: np.ndarray) -> np.ndarray:
+    """Training rows that repeat a held-out row (same system, metric and value)."""
+    key = [
+        (r.arch.name, r.gpu.name, r.gpus, r.metric.quantity, r.scenario, round(r.value, 6))
+        for r in (problem.plan.rows[i] for i in problem.rows)
+    ]
+    held = {k for k, t in zip(key, test) if t}
+    return np.array([k in held for k in key])
+
+
+def _term_table(priors, values, errors, keys, notes, micro=()) -> tuple:
+    """Fitted terms, then the others with why not (terms set by micro-benchmarks left out:
+    ``Calibration.micro`` holds them)."""
+    out = [TermFit(p.key, float(v), float(e), p, True) for p, v, e in zip(priors, values, errors)]
+    fitted = {p.key for p in priors} | set(micro)
+    micro_terms = [p for ps in MICRO_PRIORS.values() for p in ps]
+    for p in PRIORS + tuple(q for q in micro_terms if q not in PRIORS):
+        if p.key not in fitted:
+            note = next((n for n in notes if n.startswith(p.key + ":")), "")
+            if not note and p.engine:
+                note = f"{p.key}: not fitted, no rows served by this engine"
+            out.append(TermFit(p.key, math.nan, None, p, False, note))
+    return tuple(out)
+
+
+def _fit_micro(rows, base: EngineProfile, notes: list, say) -> dict:
+    """Terms fitted to micro-benchmark rows first (§F6: all-reduce bus bandwidth; §F1:
+    streaming bandwidth), each set when there are enough rows; {term: value}."""
+    from scipy.optimize import least_squares
+
+    out: dict = {}
+    for quantity, priors in MICRO_PRIORS.items():
+        data = [r for r in rows if r.ok and r.kind == "micro" and r.metric.quantity == quantity]
+        if len(data) < MICRO_ROWS_PER_TERM * len(priors):
+            if data:
+                notes.append(
+                    f"{quantity} micro-benchmarks: {len(data)} row(s), too few to fit "
+                    f"{', '.join(p.term for p in priors)} (needs {MICRO_ROWS_PER_TERM * len(priors)})"
+                )
+            continue
+        say(f"fitting {', '.join(p.term for p in priors)} to {len(data)} {quantity} rows")
+        measured = np.array([r.value for r in data])
+
+        def fun(x, priors=priors, data=data, measured=measured):
+            prof = base.replace(**{p.term: v for p, v in zip(priors, x)})
+            pred = np.array([pr.predict_micro(r, ACHIEVABLE, prof) for r in data])
+            prior = [(x[k] - p.mean) / p.sd for k, p in enumerate(priors)]
+            return np.concatenate([np.log(pred / measured), PRIOR_WEIGHT * np.array(prior)])
+
+        lo, hi = [p.lower for p in priors], [p.upper for p in priors]
+        res = least_squares(fun, [p.mean for p in priors], bounds=(lo, hi))
+        n = len(data)
+        s2 = max(float(np.sum(res.fun[:n] ** 2)) / max(1, n - len(priors)), 1e-12)
+        se = np.sqrt(np.clip(np.diag(np.linalg.pinv(res.jac.T @ res.jac) * s2), 0, None))
+        for p, v, e in zip(priors, res.x, se):
+            out[p.term] = float(v)
+            notes.append(f"{p.term}: {v:.4g} +- {e:.2g} from {n} {quantity} micro-benchmark rows")
+            out[f"se.{p.term}"] = float(e)
+    return out
+
+
+def calibrated_yaml(result: Calibration, base: EngineProfile, name: str | None = None) -> str:
+    """The profile file ``calibrate -o`` writes: derives from the base, fitted terms with
+    their standard errors, how it was fitted."""
+    prof = result.profile(base, name)
+    fitted = dict(result.micro)
+    fitted |= {
+        t.prior.term: (t.value, t.standard_error)
+        for t in result.terms
+        if t.fitted
+        and t.prior.engine in (None, result.engine)
+        and not (t.prior.engine is None and _engine_specific(t.prior.term, result.engine))
+    }
+    header = [
+        f"Calibrated by 'inference-econ calibrate' on {result.source}: {result.rows} rows,",
+        f"{len(result.sources)} sources; median / p90 |predicted / measured - 1|: in sample "
+        f"{result.in_sample['median']:.3f} / {result.in_sample['p90']:.3f}, left out by source "
+        f"{result.held_out['median']:.3f} / {result.held_out['p90']:.3f}.",
+    ]
+    return profile_yaml(prof, base.name, header, fitted)

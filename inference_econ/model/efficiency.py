@@ -1,0 +1,225 @@
+"""Achievable efficiency: what kernels of a real engine reach, as functions of shape, precision
+and context (docs/model.md Part F).
+
+The ``achievable`` preset evaluates the same work as Part A — the bytes, FLOP and collectives of
+a step — but charges each kernel class at a measured or fitted efficiency instead of the ideal
+roofline, and sums the classes instead of taking one maximum per step. ``StepWork`` holds a
+step's work in *ideal seconds* (datasheet rates, efficiency 1) per kernel class, together with
+the shapes the efficiencies depend on; ``combine`` turns it into seconds with a profile's
+efficiency terms. ``StepModel`` (model/latency.py) builds the ``StepWork`` of its layouts and
+calls ``combine`` on both its fast path and its breakdown; ``calibrate`` builds the
+``StepWork`` of every measured row once and calls ``combine`` for each trial of the terms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ..specs.hardware import GPU
+
+#: Best-shape GEMM efficiency of a part without a measurement: the median of the catalog's
+#: measured parts (H100, H200, B200, GB200, A100, MI300X, MI325X, MI355X: 0.51-0.87; §F2).
+DEFAULT_GEMM_EFFICIENCY = 0.73
+
+
+def best_gemm_efficiency(gpu: GPU, weight_bits: float) -> float:
+    """The GPU's measured best-shape GEMM fraction of peak at this precision (§F2)."""
+    measured = gpu.best_gemm_efficiency(weight_bits)
+    return DEFAULT_GEMM_EFFICIENCY if measured is None else measured
+
+
+def tile_rounded(tokens, tile: float):
+    """Tokens of a GEMM rounded up to whole tiles (tile quantisation, §F2); 0 stays 0."""
+    t = np.asarray(tokens, dtype=float)
+    if tile <= 1:
+        return t
+    return np.ceil(np.maximum(t, 0.0) / tile - 1e-9) * tile
+
+
+def size_factor(volume, half_volume):
+    """Share of the best-shape efficiency a GEMM of ``volume`` = M·N·K per GPU reaches:
+    V / (V + V½) (§F2)."""
+    v = np.maximum(np.asarray(volume, dtype=float), 0.0)
+    return v / (v + half_volume)
+
+
+def expert_imbalance(tokens, active: int, experts: int, degree, skew: float = 1.0):
+    """Busiest expert-parallel rank over the mean rank (§F7): ``tokens·k`` routed picks spread
+    over ``e`` ranks; with uniform routing a rank's load is binomial, and the largest of ``e``
+    exceeds the mean by about sqrt(2 ln e) standard deviations, and holds at least one pick.
+    Times the routing ``skew``; at most ``e`` (everything on one rank); 1 without expert
+    parallelism."""
+    e = np.asarray(degree, dtype=float)
+    picks = np.maximum(np.asarray(tokens, dtype=float) * active, 1e-9)
+    z = np.sqrt(2.0 * np.log(np.maximum(e, 1.0)))
+    spread = np.sqrt(np.maximum(e - 1.0, 0.0) / picks)
+    # the busiest rank holds at least one whole pick: e / picks times the mean
+    ratio = np.maximum(1.0 + z * spread, e / np.maximum(picks, 1.0))
+    return np.where(e > 1.0, np.minimum(skew * ratio, e), 1.0)
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """The work of one step per GPU in ideal seconds, by kernel class (§F1-§F6).
+
+    Memory classes are bytes over the datasheet HBM bandwidth; GEMM classes are FLOP (tokens
+    rounded to whole tiles) over the GPU's best-shape GEMM rate at the weight precision, with
+    the volume M·N·K per GPU their efficiency depends on; attention arithmetic is over the
+    16-bit peak. Collectives are already in seconds (§F6). Arrays broadcast.
+    """
+
+    weight_read_s: object
+    activation_read_s: object
+    kv_read_s: object
+    #: One cached position per request, all attention layers: times ``kv_request_positions``.
+    kv_request_read_s: object
+    #: One pass over a d-wide BF16 row per token and layer (and the f-wide rows): times
+    #: ``elementwise_passes``.
+    elementwise_read_s: object
+    logits_read_s: object
+    dense_gemm_s: object
+    dense_volume: object
+    projection_gemm_s: object
+    projection_volume: object
+    head_gemm_s: object
+    head_volume: object
+    expert_gemm_s: object
+    expert_volume: object
+    expert_imbalance: object
+    attention_s: object
+    collective_latency_s: object
+    collective_bandwidth_s: object
+    layers: object
+    sequences: object
+    #: 1 where the step runs without CUDA graphs, else 0.
+    eager: object
+    #: 1 where 4-bit weights run at an FP4 rate, else 0.
+    fp4: object
+    #: 1 on a power-limited PCIe card, else 0.
+    pcie_card: object
+
+    def replace(self, **changes) -> StepWork:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return StepWork(**values)
+
+    def flat(self) -> StepWork:
+        """Every field broadcast to one shape and flattened (to concatenate many steps)."""
+        arrays = np.broadcast_arrays(
+            *(np.asarray(getattr(self, f.name), float) for f in fields(self))
+        )
+        return StepWork(*(a.ravel().copy() for a in arrays))
+
+
+def concatenate(works: list[StepWork]) -> StepWork:
+    """Many flattened ``StepWork`` as one."""
+    flat = [w.flat() for w in works]
+    return StepWork(*(np.concatenate([getattr(w, f.name) for w in flat]) for f in fields(StepWork)))
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Seconds of one step by part (§F1): the GEMM classes share one roofline (memory against
+    arithmetic), decode attention another, and the rest add. ``total_s`` is their sum, times
+    the engine's ``step_time_scale``; every part below is already scaled."""
+
+    total_s: object
+    overhead_s: object
+    collective_latency_s: object
+    collective_bandwidth_s: object
+    elementwise_s: object
+    gemm_memory_s: object
+    gemm_weight_s: object
+    gemm_compute_s: object
+    kv_s: object
+    attention_compute_s: object
+
+    @property
+    def gemm_memory_bound(self):
+        return self.gemm_memory_s >= self.gemm_compute_s
+
+    @property
+    def attention_memory_bound(self):
+        return self.kv_s >= self.attention_compute_s
+
+
+def gemm_compute_s(work: StepWork, terms):
+    """Seconds of the step's GEMMs at their shape-dependent efficiency (§F2)."""
+    v_half = terms.gemm_half_volume
+    base = terms.gemm_efficiency_scale * np.where(
+        np.asarray(work.fp4) > 0, terms.fp4_gemm_efficiency, 1.0
+    )
+    base = base * np.where(np.asarray(work.pcie_card) > 0, terms.pcie_card_gemm_efficiency, 1.0)
+    dense = (
+        _over(work.dense_gemm_s, size_factor(work.dense_volume, v_half))
+        + _over(work.projection_gemm_s, size_factor(work.projection_volume, v_half))
+        + _over(work.head_gemm_s, size_factor(work.head_volume, v_half))
+    )
+    experts = _over(
+        work.expert_gemm_s * work.expert_imbalance,
+        size_factor(work.expert_volume, v_half) * terms.moe_gemm_efficiency,
+    )
+    return (dense + experts) / base
+
+
+def _over(seconds, efficiency):
+    """seconds / efficiency, 0 where there is no work (a class a model does not have)."""
+    s = np.asarray(seconds, dtype=float)
+    return np.where(s > 0.0, s / np.maximum(efficiency, 1e-300), 0.0)
+
+
+def combine(work: StepWork, terms) -> StepTimes:
+    """Seconds of a step from its ideal work and a profile's terms (§F1-§F6).
+
+    ``terms`` is an ``EngineProfile`` or any object with its term names as attributes (arrays
+    that broadcast against the work: ``calibrate`` evaluates many trials at once).
+    """
+    eta_w = terms.hbm_efficiency
+    weights = work.weight_read_s / eta_w
+    memory = weights + work.activation_read_s / eta_w
+    compute = gemm_compute_s(work, terms)
+    kv = (work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s) / (
+        terms.kv_read_efficiency
+    )
+    attention = work.attention_s / terms.attention_efficiency
+    elementwise = (terms.elementwise_passes * work.elementwise_read_s + work.logits_read_s) / eta_w
+    overhead = (
+        work.layers * (terms.layer_overhead_s + work.eager * terms.eager_layer_overhead_s)
+        + terms.step_overhead_s
+        + terms.sequence_overhead_s * work.sequences
+    )
+    scale = terms.step_time_scale
+    total = scale * (
+        overhead
+        + work.collective_latency_s
+        + work.collective_bandwidth_s
+        + elementwise
+        + np.maximum(memory, compute)
+        + np.maximum(kv, attention)
+    )
+    return StepTimes(
+        total_s=total,
+        overhead_s=scale * overhead,
+        collective_latency_s=scale * work.collective_latency_s,
+        collective_bandwidth_s=scale * work.collective_bandwidth_s,
+        elementwise_s=scale * elementwise,
+        gemm_memory_s=scale * memory,
+        gemm_weight_s=scale * weights,
+        gemm_compute_s=scale * compute,
+        kv_s=scale * kv,
+        attention_compute_s=scale * attention,
+    )
+
+
+def is_power_limited_card(gpu: GPU) -> bool:
+    """PCIe cards (interconnect ``pcie``) run their silicon at a lower power limit (§F2)."""
+    return gpu.interconnect == "pcie"
+
+
+def eager_steps(tokens, cuda_graph_max_batch: float):
+    """1 where a step of ``tokens`` tokens is too large for the captured CUDA graphs (§F5)."""
+    limit = math.inf if cuda_graph_max_batch is None else float(cuda_graph_max_batch)
+    return np.where(np.asarray(tokens, dtype=float) > limit, 1.0, 0.0)

@@ -1,0 +1,218 @@
+"""The achievable preset's model (docs/model.md Part F): efficiency curves, engine profiles,
+the step's breakdown, the Part E step table and the settings that select an engine."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.model.assumptions import ACHIEVABLE, PAPER
+from inference_econ.model.collectives import ALLREDUCE, CollectiveCost, measured_protocols
+from inference_econ.model.efficiency import expert_imbalance, size_factor, tile_rounded
+from inference_econ.model.latency import ADDITIVE_PARTS, StepModel, prefill_step_model
+from inference_econ.model.mixed_step import (
+    EngineLayout,
+    StepTable,
+    layer_positions,
+    mixed_step_s,
+)
+from inference_econ.model.workload import compile_workload
+from inference_econ.specs.engine import load_engine, profile_from_dict
+
+
+def test_gemm_efficiency_curve_by_hand():
+    assert tile_rounded([0, 1, 64, 65], 64).tolist() == [0, 64, 64, 128]
+    assert size_factor(4.4e9, 4.4e9) == pytest.approx(0.5)
+    assert size_factor(0.0, 1e9) == 0.0
+    # the GPU file's measured best shape: MAMF BF16 794.5 of 989.4 TFLOPS on H100
+    assert ie.load_hardware("H100-SXM").best_gemm_efficiency(16) == pytest.approx(0.803)
+    assert ie.load_hardware("B200").best_gemm_efficiency(4) == pytest.approx(0.763)  # FP8's
+
+
+def test_expert_imbalance_by_hand():
+    # 8 ranks, 64 tokens x 2 picks: mean 16 per rank, sd sqrt(128/8 * 7/8) = 3.74, z = 2.04
+    z = np.sqrt(2 * np.log(8.0))
+    expected = 1 + z * np.sqrt(7.0 / 128.0)
+    assert expert_imbalance(64, 2, 8, 8.0) == pytest.approx(expected)
+    assert expert_imbalance(64, 2, 8, 1.0) == 1.0  # no expert parallelism
+    assert expert_imbalance(1, 1, 256, 64.0) == 64.0  # at most everything on one rank
+    assert expert_imbalance(1e6, 8, 256, 32.0) < 1.02  # large batches balance out
+
+
+def test_custom_allreduce_by_hand():
+    """One-shot: alpha + (R-1)·X / (eff·one-way link); two-shot: 2·alpha + 2(R-1)/R·X / (...)."""
+    gpu = ie.load_hardware("H100-SXM")
+    prof = load_engine("trtllm")
+    protocols = measured_protocols(gpu, True, prof)
+    custom = [p for p in protocols if p.custom]
+    assert [p.name for p in custom] == ["custom one-shot", "custom two-shot"]
+    cost = CollectiveCost(np.array(8.0), np.array(1.0), gpu, ALLREDUCE, custom[:1])
+    X, eff, alpha = (
+        16384.0,
+        prof.custom_allreduce_bandwidth_efficiency,
+        prof.custom_allreduce_latency_s,
+    )
+    assert float(cost.time(X)) == pytest.approx(alpha + 7 * X / (eff * 450e9))
+    two = CollectiveCost(np.array(8.0), np.array(1.0), gpu, ALLREDUCE, custom[1:])
+    assert float(two.time(X)) == pytest.approx(2 * alpha + 2 * 7 / 8 * X / (eff * 450e9))
+    across = CollectiveCost(np.array(16.0), np.array(2.0), gpu, ALLREDUCE, custom)
+    assert float(across.time(X)) == np.inf  # the engine's kernels stay inside one NVLink domain
+    pcie = measured_protocols(ie.load_hardware("L40S"), True, prof)
+    assert not any(p.custom for p in pcie)
+
+
+def test_measured_nccl_curve_matches_the_micro_benchmarks():
+    """The shipped profile's collective terms reproduce NCCL all-reduce on 8 H100s (NVLS)."""
+    gpu = ie.load_hardware("H100-SXM")
+    library = [p for p in measured_protocols(gpu, True, load_engine("trtllm")) if not p.custom]
+    cost = CollectiveCost(np.array(8.0), np.array(1.0), gpu, ALLREDUCE, tuple(library))
+    for size, busbw in ((1024, 0.07e9), (1048576, 43.7e9), (8589934592, 478.87e9)):
+        predicted = size * 2 * 7 / 8 / float(cost.time(size))
+        assert predicted == pytest.approx(busbw, rel=0.35)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    s = ie.make_setting("Llama 2 70B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
+    model = StepModel(compile_workload(s.model, ACHIEVABLE), s.gpu, ACHIEVABLE, True)
+    return model, prefill_step_model(s.model, s.gpu, ACHIEVABLE, True).work
+
+
+def test_breakdown_adds_up_and_fast_path_agrees(llama):
+    model, _ = llama
+    N = np.array([1.0, 2.0, 4.0, 8.0, 8.0])
+    B = np.array([1.0, 16.0, 256.0, 900.0, 4.0])
+    p = np.ones(5)
+    adiv = np.array([1.0, 1.0, 2.0, 8.0, 1.0])
+    bd = model.breakdown(N, B, 1, 1500.0, p, adiv, False)
+    parts = sum(getattr(bd, k) for k in ADDITIVE_PARTS)
+    ok = np.isfinite(bd.latency_s)
+    assert ok[1:].all() and np.allclose(parts[ok], bd.latency_s[ok], rtol=1e-12)
+    part = model.pipeline_part(N, B, 1, 1500.0, p)
+    assert np.allclose(model.latency_by_dims(part, adiv)[1][ok], bd.latency_s[ok], rtol=1e-12)
+    # the achievable step is slower than the ideal bound of the same accounting
+    ideal = StepModel(model.work, model.machine.gpu, ie.preset("refined"), True)
+    bound = ideal.breakdown(N, B, 1, 1500.0, p, adiv, False).latency_s
+    assert (bd.latency_s[ok] > bound[ok]).all()
+
+
+def test_more_bandwidth_is_never_slower():
+    base = ie.make_setting("Llama 3 70B", "H100-SXM", weight_bits=8, assumptions="achievable")
+    fast = base.replace(
+        gpu=ie.derive(base.gpu, name="fast", scale={"hbm_bandwidth_bytes_per_s": 2})
+    )
+    t0 = ie.points(base, gpus=[2, 4, 8], batch=[1, 64, 512]).latency_s
+    t1 = ie.points(fast, gpus=[2, 4, 8], batch=[1, 64, 512]).latency_s
+    assert (t1.to_numpy() < t0.to_numpy()).all()
+
+
+@pytest.mark.parametrize("layout", [EngineLayout(2), EngineLayout(4, 2, 2.0)])
+def test_step_table_equals_the_mixed_step(llama, layout):
+    model, prefill = llama
+    table = StepTable(model, layout, 4096)
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        D, n = int(rng.integers(1, 400)), float(rng.integers(10, 3000))
+        P, c = int(rng.integers(0, 3000)), float(rng.integers(0, 800))
+        direct = float(mixed_step_s(model, prefill, layout, D, n, P, c))
+        q = D * float(layer_positions(model.work, n))
+        kv = q + (float(layer_positions(model.work, c)) if P else 0.0)
+        att = q + (P * float(layer_positions(prefill, c + (P - 1) / 2)) if P else 0.0)
+        got = table.time_s(D + P, kv, att, D + (1 if P else 0))
+        assert got == pytest.approx(direct, rel=1e-12)
+
+
+def test_batched_prefill_shares_one_weight_read(llama):
+    model, prefill = llama
+    lay = EngineLayout(2)
+    one = float(mixed_step_s(model, prefill, lay, 0, 0.0, 500.0, 0.0, 1.0))
+    ten = float(mixed_step_s(model, prefill, lay, 0, 0.0, 5000.0, 0.0, 10.0))
+    assert ten < 10 * one  # ten prompts in one pass: one weight read, not ten
+    chunk = float(mixed_step_s(model, prefill, lay, 0, 0.0, 5000.0, 0.0, 1.0))
+    assert ten < chunk  # ten short prompts attend to less than one long one
+
+
+def test_engine_profiles_load_derive_and_refuse(tmp_path):
+    from inference_econ.specs import catalog
+
+    names = {e.name for e in catalog.entries("engines")}
+    assert {"trtllm", "vllm", "sglang"} <= names
+    prof = profile_from_dict(
+        {"derive_from": "trtllm", "name": "x", "step_time_scale": 1.2}, "x.yaml"
+    )
+    assert (
+        prof.step_time_scale == 1.2 and prof.hbm_efficiency == load_engine("trtllm").hbm_efficiency
+    )
+    assert prof.standard_error("step_time_scale") is None  # a new value without its own error
+    with pytest.raises(ie.SpecError, match=r"hbm_efficiency.*<= 1"):
+        profile_from_dict({"name": "x", "hbm_efficiency": 1.5}, "x.yaml")
+    with pytest.raises(ie.SpecError, match="did you mean 'hbm_efficiency'"):
+        profile_from_dict({"name": "x", "hbm_eficiency": 0.8}, "x.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nkv_cache_fraction_of: most\n")
+    result = CliRunner().invoke(
+        main,
+        ["point", "Llama 3 70B", "-H", "H100", "--gpus", "8", "--batch", "8"]
+        + ["--assumptions", "achievable", "--engine", str(bad)],
+    )
+    assert result.exit_code == 2 and "kv_cache_fraction_of" in result.output
+
+
+def test_engine_setting_everywhere(tmp_path):
+    with pytest.raises(ie.SpecError, match="does not apply to the 'paper' preset"):
+        ie.make_setting("Llama 3 70B", "H100", engine="vllm")
+    s = ie.make_setting("Llama 3 70B", "H100", assumptions="achievable", engine="vllm")
+    assert s.assumptions.profile().name == "vllm" and s.assumptions.name == "achievable"
+    fast = ie.point("Llama 3 70B", "H100-SXM", gpus=4, batch=32, assumptions="achievable")
+    slow = ie.point(
+        "Llama 3 70B", "H100-SXM", gpus=4, batch=32, assumptions="achievable", engine="vllm"
+    )
+    assert slow.latency_s == pytest.approx(
+        fast.latency_s * load_engine("vllm").step_time_scale, rel=1e-9
+    )
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "title: engines\ndefaults: {model: Llama 3 70B, assumptions: achievable, weight_bits: 8,"
+        " grid_points: 30}\ncurves:\n  - {label: trtllm, hardware: H100-SXM}\n"
+        "  - {label: vllm, hardware: H100-SXM, engine: vllm}\n"
+    )
+    sc = ie.load_scenario(scenario)
+    engines = [c.setting().assumptions.profile().name for c in sc.curves]
+    assert engines == ["trtllm", "vllm"]
+    code = CliRunner().invoke(main, ["list", "engines"])
+    assert code.exit_code == 0 and "sglang" in code.output
+
+
+def test_paper_preset_has_no_engine():
+    assert PAPER.profile() is None and ie.preset("refined").profile() is None
+    assert ACHIEVABLE.profile().name == "trtllm"
+
+
+def test_load_simulation_runs_under_an_engine_profile():
+    result = ie.simulate_load(
+        "Llama 3 70B",
+        "H100-SXM",
+        gpus=2,
+        weight_bits=8,
+        kv_cache_bits=8,
+        assumptions="achievable",
+        arrival_rate_per_s=2.0,
+        input_lengths="500",
+        output_lengths="200",
+        requests=200,
+    )
+    ideal = ie.simulate_load(
+        "Llama 3 70B",
+        "H100-SXM",
+        gpus=2,
+        weight_bits=8,
+        kv_cache_bits=8,
+        assumptions="refined",
+        arrival_rate_per_s=2.0,
+        input_lengths="500",
+        output_lengths="200",
+        requests=200,
+    )
+    assert result.tpot_s.mean > 1.1 * ideal.tpot_s.mean
+    assert result.assumptions == "achievable, engine trtllm"
