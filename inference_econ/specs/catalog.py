@@ -16,8 +16,9 @@ from functools import cache
 from pathlib import Path
 
 from ..errors import SpecError, UnknownNameError, did_you_mean, short
+from .inputs import read_text
 from .schema import Reader
-from .yamlfile import load_yaml
+from .yamlfile import MAX_YAML_BYTES, load_yaml, parse_yaml
 
 KINDS = ("hardware", "models", "scenarios", "engines")
 
@@ -60,27 +61,64 @@ class Skipped:
         return str(self.error)
 
 
+#: Top-level fields the catalog reads; the rest of a file is read when the spec is loaded.
+_HEADER_FIELDS = ("name", "aliases", "description", "title")
+_HEADER_LINE = re.compile(rf"^({'|'.join(_HEADER_FIELDS)})\s*:")
+
+
 @cache
 def _index(kind: str, roots: tuple[Path, ...]) -> tuple[tuple[Entry, ...], tuple[Skipped, ...]]:
+    """The entries of one kind, from each file's header fields only (fast: a name lookup does
+    not parse every spec), and the files whose header is broken."""
     entries: dict[str, Entry] = {}
     skipped: list[Skipped] = []
-    for root in roots:
-        folder = root / kind
-        if not folder.is_dir():
+    for _, folder, path in _files(kind, roots):
+        try:
+            entry = _entry(kind, folder, path, _header(path))
+        except SpecError as exc:  # reported by ``skipped``; never breaks other lookups
+            skipped.append(Skipped(path, exc))
             continue
-        for path in sorted(folder.rglob("*.yaml")):
-            try:
-                entry = _entry(kind, folder, path)
-            except SpecError as exc:  # reported by ``skipped``; never breaks other lookups
-                skipped.append(Skipped(path, exc))
-                continue
-            entries.setdefault(entry.name.lower(), entry)
+        entries.setdefault(entry.name.lower(), entry)
     return tuple(entries.values()), tuple(skipped)
 
 
-def _entry(kind: str, folder: Path, path: Path) -> Entry:
+def _files(kind: str, roots: tuple[Path, ...]):
+    for root in roots:
+        folder = root / kind
+        if folder.is_dir():
+            for path in sorted(folder.rglob("*.yaml")):
+                yield root, folder, path
+
+
+def _header(path: Path) -> dict:
+    """The header fields of a spec file (name, aliases, description, title) with their
+    continuation lines, parsed as YAML on their own; a file broken elsewhere is reported when
+    it is loaded (and by ``skipped``)."""
+    lines, keep = [], False
+    for line in read_text(path, MAX_YAML_BYTES).splitlines():
+        if line[:1] not in ("", " ", "\t", "-", "#"):
+            keep = bool(_HEADER_LINE.match(line))
+        if keep:
+            lines.append(line)
+    data = parse_yaml("\n".join(lines), str(path)) if lines else {}
+    return data if isinstance(data, dict) else {}
+
+
+@cache
+def _broken(kind: str, roots: tuple[Path, ...]) -> tuple[Skipped, ...]:
+    """Files of one kind that do not parse as a whole (slow: every file is read in full)."""
+    broken = []
+    for _, _, path in _files(kind, roots):
+        try:
+            load_yaml(path)
+        except SpecError as exc:
+            broken.append(Skipped(path, exc))
+    return tuple(broken)
+
+
+def _entry(kind: str, folder: Path, path: Path, data: dict) -> Entry:
     """The catalog entry of one spec file: its name, aliases and description, checked."""
-    r = Reader(load_yaml(path), str(path))
+    r = Reader(data, str(path))
     name = r.string("name", None) if kind != "scenarios" else None
     title = r.string("title", None)
     if kind == "scenarios":
@@ -105,9 +143,13 @@ def entries(kind: str) -> tuple[Entry, ...]:
 
 
 def skipped(kind: str) -> tuple[Skipped, ...]:
-    """Spec files of one kind left out of the catalog (unreadable, or a bad name or aliases)."""
+    """Spec files of one kind that are broken: left out of the catalog (unreadable, or a bad
+    name or aliases) or not loadable (invalid YAML elsewhere in the file)."""
     _kind(kind)
-    return _index(kind, data_roots())[1]
+    roots = data_roots()
+    header = _index(kind, roots)[1]
+    seen = {s.path for s in header}
+    return header + tuple(s for s in _broken(kind, roots) if s.path not in seen)
 
 
 def _normalise(name: str) -> str:
@@ -283,3 +325,4 @@ def display_path(path: str | os.PathLike) -> str:
 def clear_cache() -> None:
     """Forget the index (after files were added at run time, e.g. in tests)."""
     _index.cache_clear()
+    _broken.cache_clear()
