@@ -165,6 +165,12 @@ def test_reproduce_all_regenerates_the_committed_outputs(tmp_path, monkeypatch):
     monkeypatch.setattr(plots, "save", name_only)
     result = CliRunner().invoke(main, ["reproduce", "all", "--out", str(tmp_path), "-q"])
     assert result.exit_code == 0, result.output
+    verdicts = {
+        line.split()[0]: line.split()[-1]
+        for line in result.output.splitlines()
+        if line.startswith("table-")
+    }
+    assert verdicts == {f"table-{i}": "no" if i == 5 else "yes" for i in range(1, 7)}
     made = {p.name for p in tmp_path.iterdir()}
     committed = {p.name for p in (ROOT / "figures").iterdir()}
     assert made == committed

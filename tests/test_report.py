@@ -91,6 +91,8 @@ def test_report_is_self_contained_with_a_trace_per_cell(report):
     assert fig["layout"]["yaxis"]["type"] == "log"
     for words in ("Key points", "Assumptions", "Hardware figures", "pipeline_degree_count"):
         assert words in text
+    # the page's only point table is the key points: it must not claim to hold every point
+    assert "hold every point" not in text and "lists the key points only" in text
 
 
 def test_report_of_a_slice(report, tmp_path):

@@ -86,3 +86,14 @@ def test_toy_frontier_of_a_mixture_of_experts():
     expected = 2 * work.active_params * pts.batch / (pts.gpus * peak * pts.latency_s)
     assert np.allclose(pts.mfu, expected) and pts.mfu.max() <= gpu.sustained_flop_fraction + 1e-9
     assert work.active_params < 0.3 * work.total_params
+
+
+def test_figure_2_key_points_are_the_law_against_the_measured_latencies():
+    from inference_econ.output.runner import law_points
+    from inference_econ.studies.scenario import load_scenario
+
+    table = law_points(load_scenario("paper/figure-2").measured)
+    assert list(table["model"]) == ["PaLM 8B", "PaLM 62B", "PaLM 540B"]
+    # the law through PaLM 8B (4 ms at 8.63e9): 4 * sqrt(62.5 / 8.63) and 4 * sqrt(540.35 / 8.63)
+    assert table["law_latency_ms"].tolist() == pytest.approx([4.0, 10.7645, 31.6513], rel=1e-4)
+    assert table["measured_over_law"].tolist() == pytest.approx([1.0, 1.2077, 1.0110], rel=1e-3)

@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 
 from ..optimise.frontier import Frontier  # noqa: E402
+from ..serving.toy import square_root_law  # noqa: E402
 from .files import write_atomic  # noqa: E402
 
 #: Breakdown parts in stacking order, with their legend labels and colours. Reads and
@@ -282,7 +283,7 @@ def square_root_figure(points: list[dict], title: str):
     params = np.array([p["params"] for p in points], dtype=float)
     latency_ms = np.array([p["latency_ms"] for p in points], dtype=float)
     grid = np.logspace(np.log10(params.min() / 2), np.log10(params.max() * 2), 50)
-    law = latency_ms[0] * np.sqrt(grid / params[0])
+    law = square_root_law(grid, params[0], latency_ms[0])
     ax.plot(grid, law, color="gray", ls="--", label="square-root law through the smallest model")
     ax.scatter(params, latency_ms, color="black", zorder=5, label="measured best latency")
     for p, lat, point in zip(params, latency_ms, points):

@@ -302,7 +302,9 @@ def render(sections: list[Section], title: str, max_points: int = MAX_POINTS) ->
             "than another); large markers are its key points. Hover a point for its layout and "
             "where its latency goes; the menu picks a group of curves, the legend hides or shows "
             f"one. {shown} of {total} frontier points are drawn (at most {max_points} per curve, "
-            "evenly spaced along the line, key points always); the tables hold every point.</p>"
+            "evenly spaced along the line, key points always). The table below lists the key points "
+            "only: every frontier point is in a study's frontiers table (study --out) or, for one "
+            "curve, in frontier --all-points.</p>"
         )
         for note in section.notes:
             body.append(f"<p class='note'>{html.escape(note)}</p>")

@@ -19,6 +19,7 @@ from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
 from ..optimise.toy import toy_frontier
 from ..serving.decode import SUMMARY_COLUMNS
+from ..serving.toy import square_root_law
 from ..specs.architecture import load_model
 from ..specs.hardware import load_hardware
 from ..studies.measured.reading import load_overlay_points
@@ -82,6 +83,22 @@ def key_points(fronts: dict[str, Frontier], sampling: str | None = None) -> pd.D
             rows.append(row)
     df = pd.DataFrame(rows)
     return df[[c for c in KEY_COLUMNS if c in df.columns]]
+
+
+def law_points(points: list[dict]) -> pd.DataFrame:
+    """Measured best latencies against the square-root law through the first (Eq. 19)."""
+    params = [float(p["params"]) for p in points]
+    measured_ms = [float(p["latency_ms"]) for p in points]
+    law_ms = square_root_law(params, params[0], measured_ms[0])
+    return pd.DataFrame(
+        {
+            "model": [p.get("label", "") for p in points],
+            "params": params,
+            "measured_latency_ms": measured_ms,
+            "law_latency_ms": law_ms,
+            "measured_over_law": [m / w for m, w in zip(measured_ms, law_ms)],
+        }
+    )
 
 
 def _write_tables(
@@ -197,6 +214,9 @@ def run_scenario(
         reasons = "; ".join(f"{k}: {'; '.join(f.notes)}" for k, f in result.fronts.items())
         raise InfeasibleError(f"{scenario.name}: no curve has a feasible configuration ({reasons})")
     result.key_points = key_points(result.fronts, scenario.preference_sampling)
+    if "square-root-law" in scenario.plots:
+        laws = law_points([m for m in scenario.measured if "params" in m])
+        result.key_points = pd.concat([result.key_points, laws]) if result.fronts else laws
     result.metadata = scenario_metadata(
         scenario,
         [{"label": label, **front.metadata} for label, front in result.fronts.items()],
@@ -207,7 +227,7 @@ def run_scenario(
         result.figures[plot] = fig
         if stem is not None:
             result.files += plots.save(fig, stem.parent / f"{stem.name}-{plot}", formats)
-    if stem is not None and result.fronts:
+    if stem is not None and not result.key_points.empty:
         points_stem = stem.parent / f"{stem.name}-points"
         result.files += _write_tables(
             result.key_points, points_stem, scenario.title, (), table_formats, result.metadata

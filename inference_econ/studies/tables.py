@@ -9,6 +9,7 @@ names the columns a CSV of each kind of table carries.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import pandas as pd
 
@@ -124,6 +125,28 @@ def run_table(
     out.attrs["notes"] = list(scenario.notes)
     out.attrs["metadata"] = scenario_metadata(scenario, curves)
     return out
+
+
+#: How close a reproduced table must be to the paper: relative, per column (README, docs/deviations.md).
+TOLERANCE = {"tokens_per_s": 0.01, "usd_per_mtok": 0.01, "gpus": 0.10, "batch": 0.10}
+
+
+def within_tolerance(ours: float, paper: float, rel: float) -> bool:
+    """Within ``rel`` of the paper's value, or within the rounding of its printed digits."""
+    decimals = max(0, -Decimal(repr(float(paper))).normalize().as_tuple().exponent)
+    half_unit = 0.5 * 10.0**-decimals
+    return abs(ours - paper) <= max(rel * abs(paper), half_unit + 1e-12)
+
+
+def matches_paper(table: pd.DataFrame) -> bool:
+    """True when every cell with a paper twin is within ``TOLERANCE`` of it."""
+    return all(
+        within_tolerance(ours, paper, rel)
+        for col, rel in TOLERANCE.items()
+        if col in table and "paper_" + col in table
+        for ours, paper in zip(table[col], table["paper_" + col])
+        if not (pd.isna(ours) or pd.isna(paper))
+    )
 
 
 def deviations(table: pd.DataFrame) -> pd.DataFrame:
