@@ -324,6 +324,7 @@ def test_infer_commands():
             "layer groups",
         ),
         (("infer", "preference", "paper-2025", "-H", "H100-paper", "-H", "A100-paper"), "one GPU"),
+        (("infer", "feasibility", "--speed", "158", "--price", "0.9"), "add --model"),
     ],
 )
 def test_infer_bad_input_is_one_line_and_exit_2(args, word):

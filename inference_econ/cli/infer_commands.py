@@ -44,8 +44,9 @@ hardware_list = click.option(
 )
 
 
-def offers(observations, provider, model, values: dict):
-    """The selected offers: rows of a file, or the one given by --speed and --price."""
+def offers(observations, provider, model, values: dict, sized: bool = False):
+    """The selected offers: rows of a file, or the one given by --speed and --price (which
+    need --model, except for ``sized``: a closed model is sized whatever its name)."""
     from ..studies.observations import load_observations, observation, select
 
     speed = values.pop("observed_tokens_per_s")
@@ -65,6 +66,13 @@ def offers(observations, provider, model, values: dict):
             "observations",
             "no offer given",
             "name an observations file (e.g. paper-2025) or give --speed and --price",
+        )
+    if not model and not sized:
+        raise SpecError(
+            "command line",
+            "--model",
+            "--speed/--price need the model the offer serves",
+            'add --model (e.g. --model "Llama 3 70B")',
         )
     return (observation(speed, price, model or "", provider or "given"),)
 
@@ -274,7 +282,7 @@ def size(observations, provider, model, format, out, **values):
     """
     from ..studies.inverse.size import implied_size
 
-    chosen = offers(observations, provider, model, values)
+    chosen = offers(observations, provider, model, values, sized=True)
     frames, blocks = _each(
         chosen, implied_size, settings_tried(values), lambda r: ["", r.summary, "", *r.notes]
     )
