@@ -314,3 +314,32 @@ def test_api_helpers_raise_spec_error_for_bad_arguments(llama70_8bit_frontier):
         with pytest.raises(SpecError):
             call()
     assert np.isinf(front.cost_at_speed(1e9))  # no point that fast: inf, documented
+
+
+def test_an_overlay_per_gpu_is_priced_row_by_row_when_the_curves_gpus_differ(tmp_path):
+    from inference_econ.output.runner import _overlay
+    from inference_econ.studies.scenario import load_scenario
+
+    spec = tmp_path / "two.yaml"
+    spec.write_text(
+        "title: two GPUs\nkind: figure\nplots: [frontier]\n"
+        "defaults: {model: Llama 3 8B}\n"
+        "curves:\n  - {label: H100, hardware: H100-paper}\n  - {label: A100, hardware: A100-paper}\n"
+    )
+    scenario = load_scenario(str(spec))
+    csv = tmp_path / "m.csv"
+    csv.write_text("label,tokens_per_s,tokens_per_s_per_gpu\nmine,60,1000\n")
+    with pytest.raises(SpecError, match="add a hardware column"):
+        _overlay(scenario, csv)
+    csv.write_text(
+        "label,tokens_per_s,tokens_per_s_per_gpu,hardware\nmine,60,1000,H100-paper\n"
+        "theirs,60,1000,A100-paper\n"
+    )
+    mine, theirs = _overlay(scenario, csv)
+    # 1000 tok/s per GPU: $2.10/h / 3.6 Mtok/h = $0.5833/Mtok; A100 at $1.506667/h: $0.4185
+    assert mine["usd_per_mtok"] == pytest.approx(2.1 / 3.6, rel=1e-6)
+    assert theirs["usd_per_mtok"] == pytest.approx(1.506667 / 3.6, rel=1e-6)
+    assert mine["marker"] != theirs["marker"]  # two labels, two shapes
+    csv.write_text("tokens_per_s,tokens_per_s_per_gpu,hardware\n60,1000,H1OO\n")
+    with pytest.raises(SpecError, match="row 2: hardware"):
+        _overlay(scenario, csv)

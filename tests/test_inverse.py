@@ -331,3 +331,22 @@ def test_infer_bad_input_is_one_line_and_exit_2(args, word):
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 2, result.output
     assert word in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_offers_on_a_figure_take_the_colour_of_their_models_curve():
+    from inference_econ.output import plots
+    from inference_econ.output.runner import _observed
+    from inference_econ.studies.scenario import load_scenario
+
+    scenario = load_scenario("paper/figure-3")
+    points = _observed(scenario, "paper-2025", "output")
+    curves = {p["label"].split(":")[0]: p["curve"] for p in points}
+    # each offer is drawn with the first curve of its model (figure-3's colours by model)
+    assert {p["curve"] for p in points} <= {c.label for c in scenario.curves}
+    llama = next(p for p in points if "Llama 3 70B" in p["label"])
+    assert llama["curve"] == "Llama 3 70B 8-bit", curves
+    fig, ax = plots.plt.subplots()
+    plots._scatter_groups(ax, [llama], {"Llama 3 70B 8-bit": "tab:red"})
+    colour = ax.collections[0].get_facecolor()[0]
+    assert plots.matplotlib.colors.to_hex(colour) == plots.matplotlib.colors.to_hex("tab:red")
+    plots.plt.close(fig)

@@ -199,7 +199,8 @@ def _reproduce_all(
 @click.option(
     "--measured",
     type=click.Path(exists=True, dir_okay=False),
-    help="CSV of measured points to overlay (tokens_per_s, usd_per_mtok or tokens_per_s_per_gpu).",
+    help="CSV of measured points to overlay: tokens_per_s, and usd_per_mtok or "
+    "tokens_per_s_per_gpu (with a hardware column when the curves' GPUs differ in price).",
 )
 @click.option(
     "--html", is_flag=True, help="Also write the interactive report OUT/NAME.html (needs plotly)."

@@ -114,14 +114,16 @@ def _lines(ax, fronts: dict[str, Frontier], column: str, colors: dict, styles: d
 MAX_LEGEND_GROUPS = 20
 
 
-def _scatter_groups(ax, points) -> None:
+def _scatter_groups(ax, points, colors=None) -> None:
     """Operating points drawn as one scatter per (label, colour, marker): one legend entry
-    each, and fast for thousands of points."""
+    each, and fast for thousands of points. A point of a ``curve`` takes that curve's colour
+    (``colors``), others their own ``color`` or black."""
+    colors = colors or {}
     groups: dict[tuple, list] = {}
     for point in points:
         key = (
             point.get("label", "measured"),
-            point.get("color", "black"),
+            point.get("color") or colors.get(point.get("curve"), "black"),
             point.get("marker", "o"),
         )
         groups.setdefault(key, []).append(point)
@@ -174,7 +176,7 @@ def frontier_figure(
     _lines(ax, fronts, "usd_per_mtok", colors, styles)
     marked = {k: v for k, v in fronts.items() if k not in not_frontiers}
     _preference_marks(ax, marked, colors, preference_sampling)
-    _scatter_groups(ax, measured)
+    _scatter_groups(ax, measured, colors)
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(dollars))

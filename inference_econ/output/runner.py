@@ -138,14 +138,27 @@ def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
 
 
 def _overlay(scenario: Scenario, measured_csv) -> list[dict]:
-    """Measured operating points of the scenario file and of an overlay CSV."""
+    """Measured operating points of the scenario file and of an overlay CSV; a CSV's
+    tokens_per_s_per_gpu is priced at the curves' GPU, or row by row (its ``hardware`` column)
+    when the curves' GPUs differ in price."""
     measured = [dict(m) for m in scenario.measured if "tokens_per_s" in m and "usd_per_mtok" in m]
     if measured_csv is not None:
-        first = scenario.curves[0] if scenario.curves else None
-        toy = first is None or first.toy is not None
-        price = None if toy else first.setting().gpu.price_usd_per_hour
-        measured += load_overlay_points(measured_csv, price)
+        prices = {c.setting().gpu.price_usd_per_hour for c in scenario.curves if c.toy is None}
+        if len(prices) == 1:
+            price = prices.pop()
+        else:
+            price = (lambda name: load_hardware(name).price_usd_per_hour) if prices else None
+        points = load_overlay_points(measured_csv, price)
+        markers = _label_markers(points)
+        measured += [{**p, "marker": markers[p["label"]]} for p in points]
     return measured
+
+
+def _label_markers(points: list[dict]) -> dict[str, str]:
+    """One marker shape per label of an overlay, so that two overlays can be told apart."""
+    shapes = ("o", "s", "^", "v", "D", "P", "X", "h")
+    labels = dict.fromkeys(p["label"] for p in points)
+    return {label: shapes[i % len(shapes)] for i, label in enumerate(labels)}
 
 
 def curve_models(scenario: Scenario) -> list:
@@ -157,14 +170,17 @@ def curve_models(scenario: Scenario) -> list:
 
 
 def _observed(scenario: Scenario, observations, price_basis: str) -> list[dict]:
-    """Provider offers (``studies/observations.py``) of the models the curves serve."""
+    """Provider offers (``studies/observations.py``) of the models the curves serve, each in
+    the colour of the first curve that serves its model."""
     if observations is None:
         observations = scenario.observations or None
     if observations is None:
         return []
     if isinstance(observations, (str, Path)):
         observations = load_observations(observations)
-    return overlay_points(observations, price_basis, models=curve_models(scenario))[0]
+    labels = [c.label for c in scenario.curves]
+    points = overlay_points(observations, price_basis, models=curve_models(scenario))[0]
+    return [{**p, "curve": labels[p["model_index"]]} for p in points]
 
 
 def run_scenario(

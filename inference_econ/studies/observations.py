@@ -322,20 +322,24 @@ def overlay_points(
     observations, basis: str = "output", input_per_output: float = 3.0, models=None
 ) -> tuple[list[dict], list[Observation]]:
     """Points for ``output.plots.frontier_figure``'s overlay, and the observations left out
-    because their model is not one of ``models`` (architectures; None keeps every one)."""
+    because their model is not one of ``models`` (architectures; None keeps every one). With
+    ``models``, each point's ``model_index`` is the first model it matches."""
     points, left_out = [], []
     markers = ("D", "s", "^", "v", "P", "X", "*", "h")
     for obs in observations:
-        if models is not None and not any(obs.matches_model(m) for m in models):
-            left_out.append(obs)
-            continue
+        match = None
+        if models is not None:
+            match = next((i for i, m in enumerate(models) if obs.matches_model(m)), None)
+            if match is None:
+                left_out.append(obs)
+                continue
         points.append(
             {
                 "label": obs.label,
                 "tokens_per_s": obs.tokens_per_s,
                 "usd_per_mtok": obs.price(basis, input_per_output),
                 "marker": markers[len(points) % len(markers)],
-                "color": "black",
+                "model_index": match,
             }
         )
     return points, left_out

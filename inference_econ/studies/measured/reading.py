@@ -330,6 +330,29 @@ OVERLAY_NUMBERS = {
 }
 
 
+def _row_prices(df: pd.DataFrame, price, source: str):
+    """The $/GPU-hour of each row: the one price, or each row's ``hardware`` column priced by
+    ``price`` (a function of a GPU name); a function without that column is an error."""
+    if not callable(price):
+        return price
+    if "hardware" not in df:
+        raise SpecError(
+            source,
+            "tokens_per_s_per_gpu",
+            "cannot be priced: the curves run on GPUs of different prices",
+            "add a hardware column (the GPU of each row) or give usd_per_mtok",
+        )
+    names = df["hardware"].astype(str).str.strip()
+    prices = {}
+    for i, name in enumerate(names):
+        if name not in prices:
+            try:
+                prices[name] = price(name)
+            except SpecError as exc:
+                raise SpecError(source, f"row {i + 2}: hardware", exc.problem, exc.fix) from None
+    return names.map(prices).to_numpy(dtype=float)
+
+
 def _overlay_column(df: pd.DataFrame, column: str, source: str) -> np.ndarray:
     """One numeric column, every value checked at once; the first bad one is reported with
     its row (the header is row 1) by the one checker of numbers (``check_number``)."""
@@ -345,9 +368,10 @@ def _overlay_column(df: pd.DataFrame, column: str, source: str) -> np.ndarray:
     return values
 
 
-def load_overlay_points(path, price_usd_per_hour: float | None = None) -> list[dict]:
+def load_overlay_points(path, price_usd_per_hour=None) -> list[dict]:
     """Measured operating points from a CSV: tokens_per_s and either usd_per_mtok or
-    tokens_per_s_per_gpu (converted to $ with ``price_usd_per_hour``); optional label.
+    tokens_per_s_per_gpu, converted to $ at ``price_usd_per_hour`` (one price, or a function
+    of a GPU name for files with a ``hardware`` column: each row at its own GPU's price).
 
     Read and checked column by column (10,000 points in well under a second); an empty file,
     text or non-positive numbers are errors naming the file, the row and the column.
@@ -370,7 +394,7 @@ def load_overlay_points(path, price_usd_per_hour: float | None = None) -> list[d
         cost = _overlay_column(df, "usd_per_mtok", source)
     elif "tokens_per_s_per_gpu" in df and price_usd_per_hour:
         per_gpu = _overlay_column(df, "tokens_per_s_per_gpu", source)
-        cost = usd_per_mtok_at_throughput(per_gpu, price_usd_per_hour)
+        cost = usd_per_mtok_at_throughput(per_gpu, _row_prices(df, price_usd_per_hour, source))
     else:
         raise SpecError(
             source,
