@@ -269,7 +269,10 @@ def test_balanced_context_parallel_chunks_solve_the_quadratic():
         assert costs.compute_s(start, end) == pytest.approx(seconds, rel=1e-9)
     start = time.process_time()
     df = cp.compare(setting, [64000], 1024, link_bytes_per_s=1e9)
-    assert time.process_time() - start < 2.0 and df.balance_spread[0] == pytest.approx(1.0)
+    assert time.process_time() - start < 2.0 and df.equal_chunks_spread[0] > 100
+    # balanced chunks finish together: every device used takes the same time
+    _, _, times = cp.kv_runahead_ttft_s(costs, 64000, 1024)
+    assert times.max() / times[times > 0].min() == pytest.approx(1.0)
 
 
 def test_an_overlay_of_10000_points_is_read_at_once_and_drawn_as_one_scatter_per_label(tmp_path):

@@ -165,7 +165,7 @@ def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, fo
     (docs/model.md §B9).
 
     \b
-    Example:  inference-econ context-parallel "Llama 3 8B" -H A100-paper --devices 4 --link-gb-per-s 1
+    Example:  inference-econ context-parallel "Llama 3 8B" -H A100-paper --devices 4 --link-gb-per-s 12.5
     """
     from ..output.render import render
     from ..serving import context_parallel as cp

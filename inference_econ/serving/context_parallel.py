@@ -241,7 +241,7 @@ def compare(
                 "speedup_kv_runahead": single / balanced,
                 "chunk_tokens": ", ".join(f"{e - s:.0f}" for s, e in zip(bounds[:-1], bounds[1:])),
                 "devices_used": int((times > 0).sum()),
-                "balance_spread": float(times.max() / times[times > 0].min()),
+                "equal_chunks_spread": float(equal_times.max() / equal_times.min()),
             }
         )
     return pd.DataFrame(rows)
