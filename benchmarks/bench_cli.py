@@ -1,9 +1,10 @@
-"""CPU time of the commands a user feels: ``inference-econ --help`` and one ``point``.
+"""CPU time of the commands a user feels: ``--help``, one ``point`` and one plain ``frontier``.
 
 Each command runs in a fresh process (``python -m inference_econ.cli``) so its imports count;
 the CPU time (user + system) is read from ``resource.getrusage(RUSAGE_CHILDREN)``, which does
 not depend on how busy the machine is, unlike wall time. Prints the median of ``--repeat``
-runs against the goals (--help <= 0.3 s, point <= 0.8 s); ``--check`` exits 1 if one is missed.
+runs against the goals (--help <= 0.3 s, point <= 0.8 s, frontier <= 0.4 s); ``--check`` exits
+1 if one is missed.
 
     python benchmarks/bench_cli.py [--repeat 5] [--check]
 """
@@ -21,6 +22,10 @@ COMMANDS = {
     "inference-econ point (Llama 3 70B, 8 H100s, batch 64)": (
         ["point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"],
         0.8,
+    ),
+    "inference-econ frontier (Llama 3 70B 8-bit, H100, 400 x 400)": (
+        ["frontier", "Llama 3 70B", "-H", "H100-paper", "--weight-bits", "8", "-q"],
+        0.4,
     ),
 }
 
