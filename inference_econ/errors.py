@@ -84,6 +84,11 @@ def _one_line(text) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
+def plural(count, noun: str) -> str:
+    """``noun`` for a count of one, ``noun + "s"`` otherwise ("1 GPU", "2 GPUs", "1.5 GPUs")."""
+    return noun if count == 1 else noun + "s"
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return a ' did you mean ...?' hint for the closest names, or ''."""
     choices = list(choices)

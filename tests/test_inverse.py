@@ -137,6 +137,8 @@ def test_paper_llama70b_offer_needs_speculation():
         assert row.feasible and row.speculative_fastest_tokens_per_s > 158
         assert 0.6 < row.acceptance_for_speed < 0.8
         assert row.verdict.startswith("needs speculation with α ≥")
+    table = result.to_dataframe()  # the speed is not reached: a blank cost, not inf
+    assert table["usd_per_mtok"].isna().all() and (table["spec_usd_per_mtok"] > 0).all()
     # within the price too, the 8-bit point needs a little more than α = 0.8 (cost $1.36)
     row = ie.feasibility(offer, weight_bits="8", grid_points=GRID).rows[0]
     assert not row.feasible and row.speculative_cost_usd_per_mtok == pytest.approx(1.36, rel=0.05)
@@ -194,7 +196,13 @@ def test_margin_is_price_over_cost():
     paper = ie.margin(offer, weight_bits="8", grid_points=GRID)
     none, spec = paper.rows
     assert none.markup is None and spec.markup == pytest.approx(0.9 / 1.36, rel=0.05)
-    assert "do not reach the speed" in paper.summary
+    # one setting reaches the speed: one markup, not a range "0.66x–0.66x across 1 settings"
+    assert paper.summary.startswith(f"markup over GPU rental {spec.markup:.2f}x in the one setting")
+    assert "1 of 2 settings does not reach the speed" in paper.summary
+    table = paper.to_dataframe()  # a cost the speed never reaches is blank, not inf
+    assert math.isnan(table["usd_per_mtok"].iloc[0]) and math.isfinite(
+        table["usd_per_mtok"].iloc[1]
+    )
 
 
 # --- preference exponent ---------------------------------------------------------------------

@@ -4,6 +4,7 @@ capacity search."""
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -233,6 +234,69 @@ def test_result_accounting(llama8b):
     assert any("outgrows" in n for n in over.notes)
 
 
+def test_saturated_engine_serves_at_its_own_pace(llama8b):
+    """Past saturation the engine works through its queue at its own pace: throughput, token
+    rates and $/Mtok are measured over the service window (§E4) and stay flat as the offered
+    rate rises 100-fold. (Up to the last arrival they fell: 38.7, 0 and 0 req/s and 3,868, 626
+    and 81 output tokens/s at 100, 1,000 and 10,000 req/s offered, $/Mtok 0.15, 0.93, 7.2.)"""
+    traffic = make_traffic(100, "1000", "100", requests=1000, seed=0)
+    runs = [
+        simulate_deployment(llama8b, Deployment(1), dataclasses.replace(traffic, rate_per_s=rate))
+        for rate in (100, 1000, 10000)
+    ]
+    base = runs[0]
+    assert base.throughput_requests_per_s == pytest.approx(38.6, rel=0.02)  # 166 at a time
+    for r in runs:
+        assert not r.stable and r.meets_targets is None and r.busy_fraction > 0.99
+        for name in ("throughput_requests_per_s", "output_tokens_per_s", "usd_per_mtok"):
+            assert getattr(r, name) == pytest.approx(getattr(base, name), rel=0.01), name
+        # 100 tokens per answer; every request served is good when there are no targets
+        assert r.output_tokens_per_s == pytest.approx(100 * r.throughput_requests_per_s, rel=0.01)
+        assert r.goodput_requests_per_s == r.throughput_requests_per_s and r.goodput_fraction == 1
+    # a target half the requests meet: goodput is its share of the throughput
+    judged = base.with_targets(Targets(ttft_p99_s=base.ttft_s.p50))
+    assert 0 < judged.goodput_fraction < 1 and judged.meets_targets is False
+    assert judged.goodput_requests_per_s == pytest.approx(
+        judged.goodput_fraction * judged.throughput_requests_per_s, rel=1e-12
+    )
+
+
+def test_no_targets_claim_nothing_and_stability_is_reported(llama8b, tmp_path):
+    """Without targets a run neither meets nor misses them; whether it keeps up is ``stable``,
+    the same for Poisson arrivals and for a trace of them."""
+    calm = simulate_deployment(llama8b, Deployment(1), make_traffic(5, "500", "50", requests=200))
+    assert calm.stable and calm.meets_targets is None and calm.row()["meets_targets"] is None
+    assert calm.with_targets(Targets(ttft_p99_s=10.0)).meets_targets is True
+    stream = make_traffic(200, "500", "50", requests=400, seed=0).stream()
+    trace = tmp_path / "burst.csv"
+    trace.write_text(
+        "arrival_time_s,prompt_tokens,output_tokens\n"
+        + "".join(f"{t:.6f},500,50\n" for t in stream.arrival_s)
+    )
+    for source in (("--rate", "200", "--input-length", "500", "--output-length", "50"),
+                   ("--trace", str(trace))):  # fmt: skip
+        code, out, err = _run(
+            "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--requests", "400", *source
+        )
+        assert code == 0 and "requests served" not in err  # a fast run prints no progress
+        fields = dict(re.findall(r"^(\w+)  +(.*)$", out, flags=re.M))
+        assert fields["stable"] == "no" and fields["meets_targets"] == "n/a (no targets)"
+
+
+def test_progress_lines_are_throttled(monkeypatch):
+    """``every_s``: nothing until that long has passed, then at most one line per period."""
+    from inference_econ.cli import common
+
+    clock = iter([0.0, 0.5, 1.9, 2.1, 3.0, 4.0, 4.2, 4.3])
+    monkeypatch.setattr(common.time, "perf_counter", lambda: next(clock))
+    lines = []
+    monkeypatch.setattr(common.click, "echo", lambda text, err=False: lines.append(text))
+    say = common.Progress(every_s=2.0)  # started at 0.0
+    for i in range(7):
+        say(f"step {i}")
+    assert lines == ["[  2.1s] step 2", "[  4.2s] step 5"]
+
+
 # --- inputs -----------------------------------------------------------------------------------------
 def test_lengths_parse_and_draw():
     rng = np.random.default_rng(0)
@@ -390,6 +454,44 @@ def test_capacity_reports_the_answer_and_every_candidate(llama8b):
         )
 
 
+def test_excluded_candidates_are_marked_not_priced_at_infinity(llama8b):
+    """A size that meets the targets at no load has no instance count, GPUs or price (blank,
+    not 0 and inf); one that needs more than --max-gpus keeps its real figures. Both are
+    marked excluded, listed last, with the reason."""
+    from inference_econ.cli.capacity_commands import _plan_text
+
+    said = []
+    plan = ie.capacity(
+        llama8b,
+        arrival_rate_per_s=5,
+        input_lengths="1000",
+        output_lengths="100",
+        slo_tpot_p99_s=0.006,  # 1 GPU: 6.8 ms even alone; TP2: 4.6 ms at 5 req/s
+        requests=100,
+        sizes=[1, 2, 4],
+        max_gpus=3,
+        progress=said.append,
+    )
+    assert said[0] == "H100-SXM, deployment instances of 1 GPU: no load meets the targets"
+    assert said[1].startswith(
+        "H100-SXM, deployment instances of 2 GPUs: 17.05 req/s each -> 1 instance"
+    )
+    assert said[2].endswith("-> 1 instance (excluded)")
+    assert Deployment(1, 3).describe() == "3 x 1 GPU" and plan.result.layout.startswith("2 GPUs:")
+    df = plan.candidates.set_index("gpus_per_instance")
+    assert df["excluded"].tolist() == [False, True, True] and df.index.tolist() == [2, 4, 1]
+    assert df.loc[2, "chosen"] and df.loc[2, "usd_per_hour"] == pytest.approx(4.2)
+    assert df.loc[4, "usd_per_hour"] == pytest.approx(8.4) and df.loc[4, "gpus"] == 4
+    assert "needs 4 GPUs > --max-gpus 3" in df.loc[4, "note"]
+    assert df.loc[1, ["instances", "gpus"]].isna().all() and math.isnan(df.loc[1, "usd_per_hour"])
+    text = _plan_text(plan, "table")
+    assert "inf" not in text.split("Every candidate")[1]
+    assert "H100-SXM x1 (deployment): excluded, even at" in text
+    assert text.count("p99 values are rough") == 1
+    rows = __import__("json").loads(_plan_text(plan, "json"))
+    assert rows[2]["usd_per_hour"] is None and rows[2]["instances"] is None
+
+
 def test_max_load_and_its_figure(llama8b):
     ml = ie.max_load(
         llama8b,
@@ -417,6 +519,12 @@ def test_max_load_and_its_figure(llama8b):
         if len(set(ln.get_xdata())) == 1 or ln.get_linestyle() == "--"
     ]
     assert any(abs(y - 20.0) < 1e-9 for y in hlines)  # the 20 ms target line
+    # p90 and p99 differ in colour and marker, not only in dashes a short handle hides
+    handles, labels = tpot_ax.get_legend_handles_labels()
+    style = {lab: (h.get_color(), h.get_marker()) for h, lab in zip(handles, labels)}
+    assert len({style["p50"], style["p90"], style["p99"]}) == 3
+    assert len({style[p][0] for p in ("p50", "p90", "p99")}) == 3
+    assert "target: p99 ≤ 20 ms" in labels
     vlines = [
         ln.get_xdata()[0]
         for ln in tpot_ax.get_lines()
@@ -496,6 +604,7 @@ def test_cli_simulate_and_capacity(tmp_path):
     )
     assert code == 0 and out.splitlines()[0].startswith("hardware,pool,gpus_per_instance")
     figure = tmp_path / "load.png"
+    figure.write_bytes(b"an earlier figure")  # an output is replaced, not taken for an input
     code, out, _ = _run(
         "capacity",
         "Llama 3 8B",

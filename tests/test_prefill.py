@@ -166,6 +166,24 @@ def test_disaggregation_trades_ttft_for_steady_decode():
     assert co.gpu_s_per_request == pytest.approx(1.64, rel=0.01)
     assert co.usd_per_m_output_tokens_all_in == pytest.approx(1.91, rel=0.01)
     assert 1 - dis.gpu_s_per_request / co.gpu_s_per_request == pytest.approx(0.22, abs=0.01)
+    # busy time only (perfect utilisation); at the decode pool's 64 / (500 x 13.2 ms) = 9.69
+    # req/s the prefill pool is busy 55 % of the time, and paying for its idle time too brings
+    # the disaggregated cost back to co-located's (1.65 against 1.64 GPU-s)
+    rate = 64 / (500 * dis.decode_latency_s)
+    assert rate == pytest.approx(9.69, rel=0.01) and dis.decode_pool_busy_fraction == 1.0
+    prefill_s = dis.gpu_s_per_request / 8 - 500 * dis.decode_latency_s / 64
+    assert dis.prefill_pool_busy_fraction == pytest.approx(rate * prefill_s, rel=1e-12)
+    assert dis.prefill_pool_busy_fraction == pytest.approx(0.553, abs=0.005)
+    assert dis.gpu_s_per_request_idle_charged == pytest.approx(16 / rate, rel=1e-12)
+    assert dis.gpu_s_per_request_idle_charged == pytest.approx(1.65, abs=0.01)
+    assert dis.usd_per_request_idle_charged > dis.usd_per_request
+    assert co.gpu_s_per_request_idle_charged == co.gpu_s_per_request
+    assert np.isnan(co.prefill_pool_busy_fraction)
+    # a slow prefill pool (1 GPU) sets the pace instead: the decode pool then idles
+    slow = disagg.compare(setting, 4000, 500, 8, 64, prefill_gpus=1).set_index("serving")
+    one = slow.loc["disaggregated"]
+    assert one.prefill_pool_busy_fraction == 1.0 and 0 < one.decode_pool_busy_fraction < 1
+    assert one.gpu_s_per_request_idle_charged > one.gpu_s_per_request
 
 
 def test_ttft_limited_frontier():

@@ -11,6 +11,7 @@ import click
 from .. import settings as table
 from ..errors import SpecError
 from .common import (
+    OutputFile,
     Progress,
     emit,
     format_option,
@@ -34,6 +35,8 @@ TRAFFIC = (
 )
 TARGETS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
 ENGINE = ("max_batch_requests", "step_token_budget")
+#: A simulation reports progress only when it is slow: at most one line per this many seconds.
+PROGRESS_EVERY_S = 2.0
 
 hardware_list = click.option(
     "--hardware",
@@ -45,7 +48,8 @@ hardware_list = click.option(
 )
 figure_option = click.option(
     "--figure",
-    type=click.Path(dir_okay=False),
+    # an output (checked before the search, and replaced if it exists), not an input
+    type=OutputFile(suffixes=("png", "svg", "pdf")),
     help="Draw latency percentiles against load, targets and knee marked (.png, .svg or .pdf).",
 )
 
@@ -64,13 +68,20 @@ def _load_kwargs(values: dict) -> dict:
 
 def _notes(result, extra=()) -> list[str]:
     """What the numbers were computed with, printed under every table."""
-    return [
+    window = (
+        f" Rates and prices are measured over the run's service window of {result.window.seconds:.4g} s, "
+        "from when the engine has filled to when it starts to drain (docs/model.md §E4)."
+        if result.window is not None
+        else ""
+    )
+    lines = [
         f"Assumptions: {_preset_text(result.assumptions)}; traffic: {result.traffic}.",
         f"Requests simulated per instance: {result.requests}; instances share the load at random "
-        "(each sees a Poisson stream, or every instance-th trace row on average).",
+        f"(each sees a Poisson stream, or every instance-th trace row on average).{window}",
         *extra,
         *result.notes,
     ]
+    return list(dict.fromkeys(lines))  # a plan's notes repeat its result's
 
 
 def _draw(figure: str | None, maxload, offered=None) -> None:
@@ -115,7 +126,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     from .. import api
     from .decode_commands import vertical
 
-    say = Progress(quiet)
+    say = Progress(quiet, every_s=PROGRESS_EVERY_S)
     result = api.simulate_load(
         model,
         hardware,
@@ -125,6 +136,8 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
         **_load_kwargs(values),
     )
     row = result.to_dataframe().iloc[0]
+    if result.meets_targets is None and format in ("table", "markdown"):
+        row["meets_targets"] = "n/a (no targets)"
     title = f"{result.model} on {result.layout} x {result.instances} ({result.hardware}), {result.rate_per_s:g} req/s"
     text = vertical(row, format, title)
     if format in ("table", "markdown"):
@@ -218,7 +231,9 @@ def _plan_text(plan, fmt: str) -> str:
         return render(shown, fmt)
     head = vertical(plan.summary(), fmt, title)
     why = [
-        f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): {row.note}"
+        f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): "
+        + ("excluded, " if row.excluded else "")
+        + row.note
         for row in plan.candidates.itertuples()
         if row.note
     ]

@@ -22,18 +22,25 @@ from ..errors import InferenceEconError, SpecError
 
 class Progress:
     """Progress lines on stderr, from the first item (``--quiet`` silences them), each with
-    the time since the command started."""
+    the time since the command started. ``always=False``: only once a second has passed;
+    ``every_s``: only once that long has passed, and at most one line per ``every_s`` (for
+    frequent updates that are noise on a fast run)."""
 
-    def __init__(self, quiet: bool = False, always: bool = True) -> None:
-        self.start = time.perf_counter()
+    def __init__(self, quiet: bool = False, always: bool = True, every_s: float = 0.0) -> None:
+        self.start = self.last = time.perf_counter()
         self.quiet = quiet
         self.always = always
+        self.every_s = every_s
 
     def __call__(self, message: str) -> None:
         if self.quiet:
             return
-        if self.always or time.perf_counter() - self.start > 1.0:
-            click.echo(f"[{time.perf_counter() - self.start:5.1f}s] {message}", err=True)
+        now = time.perf_counter()
+        if self.every_s and now - self.last < self.every_s:
+            return
+        if self.always or now - self.start > 1.0:
+            self.last = now
+            click.echo(f"[{now - self.start:5.1f}s] {message}", err=True)
 
 
 def fail(exc: Exception) -> None:

@@ -7,7 +7,15 @@ from __future__ import annotations
 import click
 
 from ..errors import SpecError
-from .common import emit, format_option, handle_errors, option, options, out_option
+from .common import (
+    FigureFile,
+    emit,
+    format_option,
+    handle_errors,
+    option,
+    options,
+    out_option,
+)
 
 PAPER_DRAFT = "Llama 3 8B"  # the paper's draft model (§4.1); studies/inverse/feasibility.py
 
@@ -133,7 +141,7 @@ def infer():
 @options("criterion")
 @click.option(
     "--figure",
-    type=click.Path(dir_okay=False),
+    type=FigureFile(),
     help="Also draw every setting's frontier with the offers (PNG or SVG; one model's offers).",
 )
 @format_option

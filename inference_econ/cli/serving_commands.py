@@ -201,12 +201,15 @@ def disagg(
 
     setting = make_setting(model, hardware, **values)
     df = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus)
-    if not np.isfinite(df.select_dtypes("number").to_numpy()).all():
+    if not np.isfinite(df[["ttft_s", "gpu_s_per_request"]].to_numpy()).all():
         raise InfeasibleError(
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request "
             "mix (co-located or disaggregated)"
         )
-    click.echo(render(df, format, title=df.attrs["note"], meta=_meta(setting)), nl=False)
+    notes = df.attrs["notes"] if format in ("table", "markdown", "json") else ()
+    click.echo(
+        render(df, format, title=df.attrs["note"], notes=notes, meta=_meta(setting)), nl=False
+    )
 
 
 COMMANDS = (prefill, request, prices, context_parallel, disagg)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import plural
 from .efficiency import StepWork, combine
 from .latency import StepModel, total_time_s
 from .workload import Workload
@@ -44,7 +45,7 @@ class EngineLayout:
         """Such as "8 GPUs: TP8 (attention TP8), PP1, 1-D"."""
         dims = "2-D" if self.two_d and self.tensor_degree > 1 else "1-D"
         return (
-            f"{self.gpus} GPUs: TP{self.tensor_degree} (attention TP{self.attention_degree:g}), "
+            f"{self.gpus} {plural(self.gpus, 'GPU')}: TP{self.tensor_degree} (attention TP{self.attention_degree:g}), "
             f"PP{self.pipeline}, {dims}"
         )
 

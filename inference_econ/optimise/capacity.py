@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, plural
 from ..model.workload import compile_workload
 from ..serving.load.arrivals import Traffic
 from ..serving.load.deployment import Deployment
@@ -95,23 +95,37 @@ class CapacityPlan:
         return self.candidates
 
 
-def _candidate(setting: Setting, kind: str, size: int, knee: Knee, rate: float) -> dict:
-    """One row of the candidates table: the instances a size needs for the load."""
+def _candidate(
+    setting: Setting, kind: str, size: int, knee: Knee, rate: float, max_gpus: int | None
+) -> dict:
+    """One row of the candidates table: the instances a size needs for the load, or why it is
+    excluded (no load meets the targets: no instance count, GPUs or price; more GPUs than
+    ``max_gpus``: those figures, but not an option)."""
     per = knee.max_rate_per_s
-    count = math.ceil(rate / per - 1e-9) if per > 0 else 0
     at = knee.at_max
-    return {
+    row = {
         "hardware": setting.gpu.name,
         "pool": kind,
         "gpus_per_instance": size,
         "layout": at.layout if at else "",
-        "max_rate_per_instance": per,
-        "instances": count,
-        "gpus": count * size,
-        "usd_per_hour": count * size * setting.gpu.price_usd_per_hour if count else math.inf,
+        "max_rate_per_instance": per if per > 0 else math.nan,
+        "instances": None,
+        "gpus": None,
+        "usd_per_hour": math.nan,
+        "excluded": per <= 0,
         "note": knee.reason,
         "setting": setting,
     }
+    if per > 0:
+        count = math.ceil(rate / per - 1e-9)
+        row.update(
+            instances=count,
+            gpus=count * size,
+            usd_per_hour=count * size * setting.gpu.price_usd_per_hour,
+        )
+        if max_gpus is not None and count * size > max_gpus:
+            row.update(excluded=True, note=f"needs {count * size} GPUs > --max-gpus {max_gpus}")
+    return row
 
 
 def _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
@@ -128,13 +142,18 @@ def _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, p
         for n in sizes or instance_sizes(s, max_gpus):
             for kind, limit in kinds:
                 knee = knee_of(kind, s, Deployment(n, 1), traffic, limit, config)
-                row = _candidate(s, kind, n, knee, rate)
-                if max_gpus is not None and row["gpus"] > max_gpus:
-                    row.update(usd_per_hour=math.inf, note=f"needs {row['gpus']} GPUs > {max_gpus}")
+                row = _candidate(s, kind, n, knee, rate, max_gpus)
                 rows.append(row)
                 if progress:
+                    held = (
+                        f"{knee.max_rate_per_s:.4g} req/s each -> {row['instances']} "
+                        f"{plural(row['instances'], 'instance')}"
+                        if row["instances"]
+                        else "no load meets the targets"
+                    )
+                    excluded = " (excluded)" if row["excluded"] and row["instances"] else ""
                     progress(
-                        f"{s.gpu.name}, {kind} instances of {n} GPUs: {knee.max_rate_per_s:.4g} req/s each -> {row['instances']}"
+                        f"{s.gpu.name}, {kind} instances of {n} {plural(n, 'GPU')}: {held}{excluded}"
                     )
     return rows
 
@@ -170,7 +189,7 @@ def _options(rows: list[dict]) -> list[tuple[float, int, Setting, Deployment]]:
     size, and per GPU the cheapest prefill pool with the cheapest decode pool."""
     out = []
     for r in rows:
-        if r["pool"] == "deployment" and math.isfinite(r["usd_per_hour"]):
+        if r["pool"] == "deployment" and not r["excluded"]:
             out.append(
                 (
                     r["usd_per_hour"],
@@ -181,7 +200,7 @@ def _options(rows: list[dict]) -> list[tuple[float, int, Setting, Deployment]]:
             )
     by_gpu: dict[str, dict[str, dict]] = {}
     for r in rows:
-        if r["pool"] != "deployment" and math.isfinite(r["usd_per_hour"]):
+        if r["pool"] != "deployment" and not r["excluded"]:
             best = by_gpu.setdefault(r["hardware"], {}).get(r["pool"])
             if best is None or r["usd_per_hour"] < best["usd_per_hour"]:
                 by_gpu[r["hardware"]][r["pool"]] = r
@@ -244,9 +263,13 @@ def cheapest_deployment(
 
 
 def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.DataFrame:
-    """The candidates, cheapest first, with the chosen pools marked."""
+    """The candidates, cheapest first and the excluded ones last, with the chosen pools marked
+    (instances and GPUs are blank where no load meets the targets)."""
     table = pd.DataFrame([{k: v for k, v in r.items() if k != "setting"} for r in rows])
-    table = table.sort_values(["usd_per_hour", "gpus"], kind="stable").reset_index(drop=True)
+    for name in ("instances", "gpus"):
+        table[name] = table[name].astype("Int64")
+    table = table.sort_values(["excluded", "usd_per_hour", "gpus"], kind="stable")
+    table = table.reset_index(drop=True)
     size = {
         "deployment": deployment.gpus_per_instance,
         "decode": deployment.gpus_per_instance,
@@ -324,7 +347,8 @@ def load_frontier(
                     rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **r.row()})
             if progress:
                 progress(
-                    f"{s.gpu.name}, instances of {n} GPUs: {len(rows)} deployments meet the targets so far"
+                    f"{s.gpu.name}, instances of {n} {plural(n, 'GPU')}: {len(rows)} "
+                    f"{plural(len(rows), 'deployment')} meet the targets so far"
                 )
     if not rows:
         raise InfeasibleError(f"no deployment meets {targets.describe()} at {rate:g} req/s")

@@ -16,29 +16,41 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from ..optimise.load_search import MaxLoad  # noqa: E402
 from .plots import wrap  # noqa: E402
 
+#: (metric, axis label, unit, scale from seconds)
 PANELS = (
-    ("ttft", "time to first token (s)"),
-    ("tpot", "time per output token (ms)"),
-    ("e2e", "end-to-end latency (s)"),
+    ("ttft", "time to first token (s)", "s", 1.0),
+    ("tpot", "time per output token (ms)", "ms", 1e3),
+    ("e2e", "end-to-end latency (s)", "s", 1.0),
 )
-STATS = (("p50", "p50", ":"), ("p90", "p90", "--"), ("p99", "p99", "-"))
+#: Each percentile its own colour (light to dark), marker and dash, so that a legend's short
+#: handle tells them apart.
+STATS = (
+    ("p50", "p50", ":", "o", "#9ecae1"),
+    ("p90", "p90", "--", "s", "#4292c6"),
+    ("p99", "p99", "-", "^", "#08306b"),
+)
 
 
 def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: float | None = None):
-    """Percentiles (p50, p90, p99) of TTFT and TPOT (and end-to-end latency when it has a
-    target) against requests/s, target lines dashed red, the knee dotted black (and the load
-    a plan was made for, dash-dotted green)."""
+    """Percentiles (p50, p90, p99: light to dark blue, circles, squares, triangles) of TTFT and
+    TPOT (and end-to-end latency when it has a target) against requests/s, target lines dashed
+    red, the knee dotted black (and the load a plan was made for, dash-dotted green)."""
     df = result.to_dataframe()
     limits = result.targets.limits
     panels = [p for p in PANELS if p[0] != "e2e" or "e2e" in limits]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     rate = df["rate_per_s"].to_numpy()
     knee = result.max_rate_per_s
-    for ax, (name, label) in zip(axes[0], panels):
-        scale = 1e3 if name == "tpot" else 1.0
-        for stat, text, style in STATS:
+    for ax, (name, label, unit, scale) in zip(axes[0], panels):
+        for stat, text, style, marker, colour in STATS:
             ax.plot(
-                rate, df[f"{name}_{stat}_s"] * scale, style, marker=".", color="#4c72b0", label=text
+                rate,
+                df[f"{name}_{stat}_s"] * scale,
+                ls=style,
+                marker=marker,
+                ms=4,
+                color=colour,
+                label=text,
             )
         if name in limits:
             ax.axhline(
@@ -46,7 +58,7 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
                 color="#c44e52",
                 ls="--",
                 lw=1.2,
-                label=f"target (p99 <= {limits[name] * scale:g})",
+                label=f"target: p99 ≤ {limits[name] * scale:g} {unit}",
             )
         if knee > 0:
             ax.axvline(knee, color="black", ls=":", lw=1.2, label=f"knee: {knee:.3g} req/s")
@@ -60,7 +72,7 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
                 lw=1.2,
                 label=f"offered: {offered_rate_per_s:.3g} req/s",
             )
-        values = df[[f"{name}_{s}_s" for s, _, _ in STATS]].to_numpy(dtype=float) * scale
+        values = df[[f"{name}_{s[0]}_s" for s in STATS]].to_numpy(dtype=float) * scale
         top = np.nanmax(values[np.isfinite(values)]) if np.isfinite(values).any() else 1.0
         low = np.nanmin(values[np.isfinite(values) & (values > 0)]) if (values > 0).any() else 1e-3
         ax.set_yscale("log")
@@ -70,7 +82,7 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
         ax.set_xlabel("offered load (requests/s)")
         ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="upper left", handlelength=3.5)
     at = result.at_max or result.curve[0] if (result.at_max or result.curve) else None
     head = title or (f"{at.model}: {result.deployment.describe()} {at.hardware}" if at else "")
     sub = (

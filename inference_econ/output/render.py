@@ -40,7 +40,7 @@ HEADERS = {
 
 
 def _fmt_number(value) -> str:
-    if value is None:
+    if value is None or value is pd.NA:
         return ""
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
@@ -160,6 +160,8 @@ def meta_lines(meta: dict | None) -> list[str]:
 
 
 def _json_value(value):
+    if value is pd.NA:
+        return None
     if isinstance(value, (np.floating, float)):
         v = float(value)
         return v if math.isfinite(v) else None

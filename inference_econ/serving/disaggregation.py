@@ -9,12 +9,15 @@ For requests of ``n_in`` prompt and ``n_out`` output tokens:
   B / n_out requests that arrive per step.
 * **disaggregated**: a prefill pool (N_p GPUs, prompts batched to at least ``min_prefill_tokens``
   tokens) hands the KV cache to a decode pool (N_d GPUs, batch B) over the scale-out network;
-  decode steps are never interrupted, TTFT adds the KV transfer.
+  decode steps are never interrupted, TTFT adds the KV transfer. Each pool is charged for its
+  busy time only (perfect utilisation); the pools' busy fractions at the rate the pair serves,
+  and the cost when their idle time is charged too, are reported beside it.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -96,6 +99,9 @@ def compare(
     pooled = prefill(setting, n_p, prompt_tokens, batch=batch_p)
     transfer = kv_transfer_s(setting, prompt_tokens, min(n_p, decode_gpus))
     dis_gpu_s = n_p * pooled.latency_s / batch_p + decode_gpus * output_tokens * step / decode_batch
+    pools = pool_balance(
+        n_p, pooled.latency_s / batch_p, decode_gpus, output_tokens * step / decode_batch
+    )
     rows = [
         {
             "serving": "co-located",
@@ -107,6 +113,10 @@ def compare(
             "usd_per_request": co_gpu_s * price_s,
             "usd_per_m_output_tokens_all_in": 1e6 * co_gpu_s * price_s / output_tokens,
             "kv_transfer_s": 0.0,
+            "prefill_pool_busy_fraction": math.nan,
+            "decode_pool_busy_fraction": math.nan,
+            "gpu_s_per_request_idle_charged": co_gpu_s,  # one instance, never idle
+            "usd_per_request_idle_charged": co_gpu_s * price_s,
         },
         {
             "serving": "disaggregated",
@@ -118,6 +128,10 @@ def compare(
             "usd_per_request": dis_gpu_s * price_s,
             "usd_per_m_output_tokens_all_in": 1e6 * dis_gpu_s * price_s / output_tokens,
             "kv_transfer_s": transfer,
+            "prefill_pool_busy_fraction": pools.prefill_busy_fraction,
+            "decode_pool_busy_fraction": pools.decode_busy_fraction,
+            "gpu_s_per_request_idle_charged": pools.gpu_s_per_request,
+            "usd_per_request_idle_charged": pools.gpu_s_per_request * price_s,
         },
     ]
     df = pd.DataFrame(rows)
@@ -125,4 +139,42 @@ def compare(
         f"{setting.model.name} on {setting.gpu.name}: {prompt_tokens:g} prompt + {output_tokens:g} output tokens; "
         f"decode on {decode_gpus:g} GPUs at batch {decode_batch:g}; prefill pool {n_p:g} GPUs, {batch_p:g} prompts per pass"
     )
+    idle_usd = pools.gpu_s_per_request * price_s
+    df.attrs["notes"] = (
+        "Disaggregated: gpu_s_per_request, usd_per_request and the all-in price charge each pool "
+        "for its busy time only (perfect utilisation: an idle pool's GPUs do other work).",
+        f"The pools serve {pools.rate_per_s:.4g} req/s (the {pools.bottleneck} pool's rate); at it "
+        f"the {n_p:g}-GPU prefill pool is busy {pools.prefill_busy_fraction:.0%} and the "
+        f"{decode_gpus:g}-GPU decode pool {pools.decode_busy_fraction:.0%} of the time. Charging "
+        f"idle time too: {pools.gpu_s_per_request:.3g} GPU-s, ${idle_usd:.3g} per request, "
+        f"${1e6 * idle_usd / output_tokens:.3g} per million output tokens (docs/model.md §B10).",
+    )
     return df
+
+
+@dataclass(frozen=True)
+class PoolBalance:
+    """Two pools in series at the rate the slower one sets: each one's busy fraction, and the
+    GPU-seconds per request when both are paid for all the time (docs/model.md §B10)."""
+
+    rate_per_s: float
+    bottleneck: str
+    prefill_busy_fraction: float
+    decode_busy_fraction: float
+    gpu_s_per_request: float
+
+
+def pool_balance(
+    prefill_gpus: float, prefill_s: float, decode_gpus: float, decode_s: float
+) -> PoolBalance:
+    """Pools whose busy time per request is ``prefill_s`` (one pass over a prompt batch, per
+    prompt) and ``decode_s`` (a request's share of its decode steps): each completes requests
+    at 1/busy time; the pair serves the slower rate."""
+    slower = max(prefill_s, decode_s)  # seconds per request of the pair
+    return PoolBalance(
+        rate_per_s=1.0 / slower,
+        bottleneck="decode" if decode_s >= prefill_s else "prefill",
+        prefill_busy_fraction=prefill_s / slower,
+        decode_busy_fraction=decode_s / slower,
+        gpu_s_per_request=(prefill_gpus + decode_gpus) * slower,
+    )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import SpecError
+from ...errors import SpecError, plural
 from ..disaggregation import kv_transfer_s
 from ..setting import Setting
 from .arrivals import Arrivals, Traffic
@@ -56,10 +56,12 @@ class Deployment:
         )
 
     def describe(self) -> str:
-        main = f"{self.instances} x {self.gpus_per_instance} GPUs"
+        main = (
+            f"{self.instances} x {self.gpus_per_instance} {plural(self.gpus_per_instance, 'GPU')}"
+        )
         if not self.disaggregated:
             return main
-        pre = f"{self.prefill_instances} x {self.prefill_gpus_per_instance} GPUs"
+        pre = f"{self.prefill_instances} x {self.prefill_gpus_per_instance} {plural(self.prefill_gpus_per_instance, 'GPU')}"
         return f"prefill {pre} + decode {main}"
 
 
@@ -128,6 +130,8 @@ def simulate_disaggregated(
     dec_run = simulate(dec, handed, prefilled=True, progress=progress)
     finish = np.full(len(s), np.nan)
     finish[order] = dec_run.finish_s
+    admitted = np.full(len(s), np.nan)
+    admitted[order] = dec_run.admitted_s
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = (finish - (s.arrival_s + ttft)) / (s.output_tokens - 1)
     lat = RequestLatencies(ttft, np.where(s.output_tokens > 1, tpot, np.nan), finish - s.arrival_s)
@@ -145,6 +149,7 @@ def simulate_disaggregated(
         scale=d.instances,
         gpus=(d.gpus_per_instance, d.instances, d.prefill_gpus_per_instance, d.prefill_instances),
         window_s=window,
+        admitted_s=admitted,
         input_share=pre_gpus / d.gpus,
         rejected=int(pre_run.rejected.sum() + dec_run.rejected.sum()),
         preemptions=int(pre_run.preemptions.sum() + dec_run.preemptions.sum()),
@@ -204,6 +209,7 @@ def simulate_decode_pool(
         scale=instances,
         gpus=(gpus, instances, 0, 0),
         window_s=window,
+        admitted_s=record.admitted_s,
         input_share=0.0,
         rejected=int(record.rejected.sum()),
         preemptions=int(record.preemptions.sum()),

@@ -93,7 +93,9 @@ class LoadResult:
     usd_per_m_input_tokens: float
     usd_per_m_output_tokens: float
     usd_per_mtok: float  # all-in: the deployment's cost per million output tokens
-    meets_targets: bool
+    #: Every limited p99 within its limit, nothing rejected, and the deployment keeps up; None
+    #: when there are no targets (``stable`` says whether it keeps up).
+    meets_targets: bool | None
     notes: tuple[str, ...] = field(default=())
     #: Requests in the system at the last arrival over those at the middle one: about 1 when
     #: the deployment keeps up, about 2 when the load outgrows it (§E4).
@@ -104,25 +106,30 @@ class LoadResult:
     #: What goodput is recomputed from under other targets (``with_targets``).
     latencies: RequestLatencies | None = field(default=None, repr=False, compare=False)
     scale: float = field(default=1.0, repr=False, compare=False)
-    window_s: float = field(default=1.0, repr=False, compare=False)
-    counted: np.ndarray | None = field(default=None, repr=False, compare=False)
+    window: Window | None = field(default=None, repr=False, compare=False)
 
     def with_targets(self, targets: Targets) -> LoadResult:
         """The same run judged against other targets (goodput, headroom, whether met)."""
         lat = self.latencies
         good = targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s)
+        w = self.window
         return dataclasses.replace(
             self,
             targets=targets,
-            goodput_requests_per_s=self.scale * (good & self.counted).sum() / self.window_s,
-            goodput_fraction=float(good.sum() / len(good)) if len(good) else math.nan,
-            meets_targets=targets.met(self.p99) and self.rejected == 0 and self.keeps_up,
+            goodput_requests_per_s=self.scale * np.sum(w.weight * good) / w.seconds,
+            goodput_fraction=w.share(good),
+            meets_targets=verdict(targets, self.p99, self.rejected, self.backlog_growth),
         )
 
     @property
     def keeps_up(self) -> bool:
         """The deployment serves the load: its backlog does not grow over the run (§E4)."""
         return self.backlog_growth <= BACKLOG_GROWTH
+
+    @property
+    def stable(self) -> bool:
+        """Whether the deployment keeps up with the load (§E4), targets or not."""
+        return self.keeps_up
 
     @property
     def gpus(self) -> int:
@@ -174,6 +181,7 @@ class LoadResult:
                 "usd_per_m_input_tokens": self.usd_per_m_input_tokens,
                 "usd_per_m_output_tokens": self.usd_per_m_output_tokens,
                 "usd_per_mtok": self.usd_per_mtok,
+                "stable": self.stable,
                 "meets_targets": self.meets_targets,
                 "requests": self.requests,
                 "assumptions": self.assumptions,
@@ -198,6 +206,14 @@ BACKLOG_GROWTH = 1.3
 BACKLOG_SLACK = 10
 
 
+def verdict(targets: Targets, p99: dict, rejected: int, growth: float) -> bool | None:
+    """Whether a run meets the targets (§E4): every limited p99 within its limit, nothing
+    rejected, and the deployment keeps up. None without targets: there is nothing to meet."""
+    if targets.empty:
+        return None
+    return targets.met(p99) and rejected == 0 and growth <= BACKLOG_GROWTH
+
+
 def backlog_growth(arrivals, lat: RequestLatencies) -> float:
     """(requests in the system at the last arrival − ``BACKLOG_SLACK``) / (those at the middle
     arrival): about 1 when the deployment keeps up, about 2 when the load outgrows it. A run
@@ -217,44 +233,63 @@ def backlog_growth(arrivals, lat: RequestLatencies) -> float:
 
 @dataclass(frozen=True)
 class Window:
-    """The steady part of a run, from when the engine has filled up (one p90 request latency
-    after the first arrival; at least a tenth, at most half of the arrivals in) to the last
-    arrival (before it drains), and what was served in it: the requests that finished, the
-    prompts whose first token came, and the output tokens, each request's spread evenly from its
-    first token to its last (§E4)."""
+    """The steady part of a run: its service window (§E4). It opens when the engine has filled
+    up (one p90 service time, admission to completion, after the first admission; at least a
+    tenth, at most half of the admissions in) and closes when the drain begins: at the first
+    completion after the last admission, when a request leaves and none takes its place. A
+    deployment that keeps up admits each request as it arrives, so the window ends near the
+    last arrival; an overloaded one works through its queue at full speed until late in the
+    run. Each request counts the share of its output span (first token to last) inside the
+    window (a one-token request counts if it finished inside), and its output tokens alike;
+    prompts count when their first token came inside. Requests rejected on arriving inside
+    count against goodput."""
 
     seconds: float
-    finished: np.ndarray
+    weight: np.ndarray  # each request's share of its output span inside the window
+    dropped: int  # rejected requests that arrived inside the window
     input_tokens: float
     output_tokens: float
     backlog_growth: float
 
     @classmethod
-    def of(cls, arrivals, lat: RequestLatencies, run_s: float) -> Window:
-        a = np.sort(arrivals.arrival_s)
-        lo, hi = 0.0, run_s
-        if len(a) >= 20 and np.isfinite(lat.e2e_s).any():
-            # filling up lasts about one request's latency: skip that, and at least the first
-            # tenth of the arrivals, but never more than half of them
-            fill = a[0] + float(np.nanpercentile(lat.e2e_s, 90))
-            lo, hi = max(a[int(WARMUP * len(a))], min(a[len(a) // 2], fill)), a[-1]
-        if not hi > lo:
-            lo, hi = 0.0, run_s
+    def of(cls, arrivals, lat: RequestLatencies, run_s: float, admitted_s) -> Window:
         first = arrivals.arrival_s + lat.ttft_s
         last = arrivals.arrival_s + lat.e2e_s
+        lo, hi = cls._bounds(last, np.asarray(admitted_s, dtype=float), run_s)
         with np.errstate(invalid="ignore", divide="ignore"):
             inside = (last >= lo) & (last <= hi)
             started = (first >= lo) & (first <= hi)
             overlap = np.clip(np.minimum(last, hi) - np.maximum(first, lo), 0.0, None)
-            spread = np.where(last > first, overlap / (last - first), inside)
-        rest = np.nansum((arrivals.output_tokens - 1) * spread)
+            weight = np.where(last > first, overlap / (last - first), inside)
+        weight = np.where(np.isfinite(weight), weight, 0.0)
+        dropped = ~np.isfinite(last) & (arrivals.arrival_s >= lo) & (arrivals.arrival_s <= hi)
         return cls(
             seconds=float(hi - lo),
-            finished=inside,
+            weight=weight,
+            dropped=int(dropped.sum()),
             input_tokens=float(arrivals.prompt_tokens[started].sum()),
-            output_tokens=float(started.sum() + rest),
+            output_tokens=float(started.sum() + np.sum((arrivals.output_tokens - 1) * weight)),
             backlog_growth=backlog_growth(arrivals, lat),
         )
+
+    @staticmethod
+    def _bounds(last: np.ndarray, admitted: np.ndarray, run_s: float) -> tuple[float, float]:
+        """(opens, closes) of the service window; the whole run when it is too short."""
+        entered = np.sort(admitted[np.isfinite(admitted)])
+        service = last - admitted
+        if len(entered) < 20 or not np.isfinite(service).any():
+            return 0.0, run_s
+        fill = entered[0] + float(np.nanpercentile(service, 90))
+        lo = max(entered[int(WARMUP * len(entered))], min(entered[len(entered) // 2], fill))
+        with np.errstate(invalid="ignore"):
+            after = last[last > entered[-1]]
+        hi = float(after.min()) if after.size else entered[-1]
+        return (lo, hi) if hi > lo else (0.0, run_s)
+
+    def share(self, good: np.ndarray) -> float:
+        """The good requests' share of those judged here (NaN: none judged)."""
+        judged = float(self.weight.sum()) + self.dropped
+        return float(np.sum(self.weight * good) / judged) if judged > 0 else math.nan
 
 
 def summarise(
@@ -277,6 +312,7 @@ def summarise(
         scale=instances,
         gpus=(instance.gpus, instances, 0, 0),
         window_s=window,
+        admitted_s=record.admitted_s,
         input_share=record.prefill_s / record.busy_s if record.busy_s > 0 else 0.0,
         rejected=int(record.rejected.sum()),
         preemptions=int(record.preemptions.sum()),
@@ -298,6 +334,7 @@ def assemble(
     scale: float,
     gpus: tuple[int, int, int, int],
     window_s: float,
+    admitted_s: np.ndarray,
     input_share: float,
     rejected: int,
     preemptions: int,
@@ -309,12 +346,13 @@ def assemble(
     notes: tuple[str, ...] = (),
 ) -> LoadResult:
     """A ``LoadResult`` from per-request latencies of ``arrivals`` (the requests of one
-    simulated instance, whose rates count ``scale`` times in the deployment) and the
-    deployment's GPU time over its steady window (``Window``; the whole run of ``window_s`` when
-    it is too short), ``input_share`` of which went to prompt tokens."""
+    simulated instance, whose rates count ``scale`` times in the deployment; ``admitted_s``
+    when each entered the engine that finished it) and the deployment's GPU time over its
+    service window (``Window``; the whole run of ``window_s`` when it is too short),
+    ``input_share`` of which went to prompt tokens."""
     done = np.isfinite(lat.e2e_s)
-    good = targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s) & done
-    window = Window.of(arrivals, lat, window_s)
+    window = Window.of(arrivals, lat, window_s, admitted_s)
+    good = targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s)
     n_in, n_out = scale * window.input_tokens, scale * window.output_tokens
     stats = {m: Percentiles.of(getattr(lat, f"{m}_s")) for m in METRICS}
     per_instance, count, prefill_per_instance, prefill_count = gpus
@@ -354,11 +392,11 @@ def assemble(
         ttft_s=stats["ttft"],
         tpot_s=stats["tpot"],
         e2e_s=stats["e2e"],
-        throughput_requests_per_s=scale * window.finished.sum() / window.seconds,
+        throughput_requests_per_s=scale * window.weight.sum() / window.seconds,
         input_tokens_per_s=n_in / window.seconds,
         output_tokens_per_s=n_out / window.seconds,
-        goodput_requests_per_s=scale * (good & window.finished).sum() / window.seconds,
-        goodput_fraction=float(good.sum() / len(arrivals)) if len(arrivals) else math.nan,
+        goodput_requests_per_s=scale * np.sum(window.weight * good) / window.seconds,
+        goodput_fraction=window.share(good),
         busy_fraction=busy_fraction,
         mfu=mfu,
         mean_batch=mean_batch,
@@ -367,15 +405,12 @@ def assemble(
         usd_per_m_input_tokens=dollars(gpu_s * input_share, n_in),
         usd_per_m_output_tokens=dollars(gpu_s * (1.0 - input_share), n_out),
         usd_per_mtok=dollars(gpu_s, n_out),
-        meets_targets=targets.met({m: s.p99 for m, s in stats.items()})
-        and rejected == 0
-        and growth <= BACKLOG_GROWTH,
+        meets_targets=verdict(targets, {m: s.p99 for m, s in stats.items()}, rejected, growth),
         notes=tuple(notes),
         backlog_growth=growth,
         prefill_gpus_per_instance=prefill_per_instance,
         prefill_instances=prefill_count,
         latencies=lat,
         scale=scale,
-        window_s=window.seconds,
-        counted=window.finished,
+        window=window,
     )

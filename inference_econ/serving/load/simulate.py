@@ -36,6 +36,7 @@ class RunRecord:
     arrivals: Arrivals
     first_token_s: np.ndarray  # absolute time of the first token (NaN: not produced here)
     finish_s: np.ndarray  # absolute completion time (NaN: rejected)
+    admitted_s: np.ndarray  # when each request last entered the batch (NaN: never)
     preemptions: np.ndarray  # times each request was preempted
     rejected: np.ndarray  # requests whose prompt and output never fit in the KV cache
     busy_s: float  # time spent in steps
@@ -61,6 +62,7 @@ class _Engine:
         self.n_out = arrivals.output_tokens.astype(np.int64)
         self.first = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
+        self.admitted_at = np.full(n, np.nan)
         self.preempted = np.zeros(n, dtype=np.int64)
         self.gen = np.where(prefilled, 1, 0).astype(np.int64)
         self.needs_prefill = ~np.asarray(prefilled, dtype=bool)  # a new, writable array
@@ -137,6 +139,7 @@ class _Engine:
                 return
             self.waiting.popleft()
             self.admitted += 1
+            self.admitted_at[i] = self.t
             self.seq[i] = self.admitted
             if self.needs_prefill[i]:
                 self.prefilling.append([i, 0, context])
@@ -333,6 +336,7 @@ def simulate(
         arrivals=arrivals,
         first_token_s=engine.first,
         finish_s=engine.finish,
+        admitted_s=engine.admitted_at,
         preemptions=engine.preempted,
         rejected=engine.rejected,
         busy_s=engine.busy,

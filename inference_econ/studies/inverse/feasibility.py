@@ -8,11 +8,13 @@ by bisection; and how far the offer is outside is one factor (docs/model.md §D2
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
 
 from ... import settings as table
+from ...errors import plural
 from ...specs.architecture import load_model
 from ..observations import Observation
 from .variants import Variant, context_of, resolve_model, variant_grids, variants
@@ -78,9 +80,9 @@ class FeasibilityResult:
                     "assumptions": r.variant.assumptions,
                     "weight_bits": r.variant.bits,
                     "fastest_tokens_per_s": r.fastest_tokens_per_s,
-                    "usd_per_mtok": r.cost_usd_per_mtok,
+                    "usd_per_mtok": _reached(r.cost_usd_per_mtok),
                     "spec_fastest_tokens_per_s": r.speculative_fastest_tokens_per_s,
-                    "spec_usd_per_mtok": r.speculative_cost_usd_per_mtok,
+                    "spec_usd_per_mtok": _reached(r.speculative_cost_usd_per_mtok),
                     "acceptance_for_speed": r.acceptance_for_speed,
                     "acceptance_for_price": r.acceptance_for_price,
                     "outside_factor": r.outside_factor,
@@ -90,6 +92,11 @@ class FeasibilityResult:
                 for r in self.rows
             ]
         )
+
+
+def _reached(cost: float | None) -> float:
+    """A cost for the table: NaN (a blank cell) when the speed is not reached or not tried."""
+    return cost if cost is not None and math.isfinite(cost) else math.nan
 
 
 def feasibility(
@@ -250,13 +257,13 @@ def _summary(rows, acceptance, speculation, criterion) -> tuple[str, ...]:
                 ok, key=lambda r: r.speculative_fastest_tokens_per_s or r.fastest_tokens_per_s
             )
             lines.append(
-                f"{gpu}: feasible in {len(ok)} of {len(mine)} settings at α = {acceptance:.2f}; "
+                f"{gpu}: feasible in {len(ok)} of {len(mine)} {plural(len(mine), 'setting')} at α = {acceptance:.2f}; "
                 f"fastest: {top.variant.weight_bits:g}-bit, {top.variant.assumptions} "
                 f"({top.speculative_fastest_tokens_per_s or top.fastest_tokens_per_s:.0f} tok/s)"
             )
         elif ok:
             lines.append(
-                f"{gpu}: feasible in {len(ok)} of {len(mine)} settings at α = {acceptance:.2f}; "
+                f"{gpu}: feasible in {len(ok)} of {len(mine)} {plural(len(mine), 'setting')} at α = {acceptance:.2f}; "
                 f"most room: {best.variant.weight_bits:g}-bit, {best.variant.assumptions} "
                 f"(outside factor {best.outside_factor:.2f})"
             )
@@ -288,7 +295,8 @@ def _notes(observed, model, price, basis, context, draft, max_draft, rows, crite
         f"million tokens ({basis} price); model analysed: {model}",
         f"feasible means: {'our cost at that speed is within the price' if criterion == 'price' else 'the speed is reached at any cost'}; "
         "outside factor: the smallest f such that a configuration is at least 1/f as fast and at most f times as expensive (docs/model.md §D2); "
-        "acceptance_for_speed/price: the smallest α that reaches the speed / the speed within the price (0: no speculation needed; empty: not even α = 1)",
+        "acceptance_for_speed/price: the smallest α that reaches the speed / the speed within the price (0: no speculation needed; empty: not even α = 1); "
+        "usd_per_mtok, spec_usd_per_mtok: our cost at the offer's speed (empty: that setting does not reach the speed)",
         "cost: GPU rental at each GPU spec's price per hour, no markup, decode only (prefill not charged), "
         f"context {context:g} tokens, the paper's continuous grid with {grid_points} points per axis",
         (

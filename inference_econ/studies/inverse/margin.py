@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ... import settings as table
+from ...errors import plural
 from ...specs.architecture import load_model
 from ..observations import Observation
 from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT, usd
@@ -56,7 +57,12 @@ class MarginResult:
     def summary(self) -> str:
         reached = [r for r in self.rows if r.reachable]
         missed = len(self.rows) - len(reached)
-        tail = f"; {missed} of {len(self.rows)} settings do not reach the speed" if missed else ""
+        tail = (
+            f"; {missed} of {len(self.rows)} {plural(len(self.rows), 'setting')} "
+            f"{'does' if missed == 1 else 'do'} not reach the speed (no cost or markup: blank)"
+            if missed
+            else ""
+        )
         if not reached:
             return f"no setting tried reaches {self.observation.tokens_per_s:g} tok/s: no markup can be inferred"
         lo, hi = self.markup_range
@@ -69,8 +75,14 @@ class MarginResult:
             )
             return f"{r.variant.label}, {spec}"
 
+        span = f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}x–{hi:.2f}x"
+        if len(reached) == 1:
+            return (
+                f"markup over GPU rental {span} in the one setting that reaches "
+                f"{self.observation.tokens_per_s:g} tok/s ({how(cheapest)}){tail}"
+            )
         return (
-            f"markup over GPU rental {lo:.2f}x–{hi:.2f}x across {len(reached)} settings that reach "
+            f"markup over GPU rental {span} across {len(reached)} settings that reach "
             f"{self.observation.tokens_per_s:g} tok/s (highest: {how(cheapest)}; lowest: "
             f"{how(dearest)}){tail}"
         )
@@ -85,7 +97,7 @@ class MarginResult:
                     "speculation": r.speculation,
                     "gpu_usd_per_hour": r.gpu_usd_per_hour,
                     "fastest_tokens_per_s": r.fastest_tokens_per_s,
-                    "usd_per_mtok": r.cost_usd_per_mtok,
+                    "usd_per_mtok": r.cost_usd_per_mtok if r.reachable else math.nan,
                     "price_usd_per_mtok": self.price_usd_per_mtok,
                     "markup": r.markup,
                 }
