@@ -169,7 +169,11 @@ def hardware_summary(hardware) -> dict:
     """A GPU's figures and the derived ones the model uses (caps, all-reduce bandwidths);
     interconnect fields are shown for the kinds they describe."""
     gpu: GPU = load_hardware(hardware)
-    out = gpu.to_dict()
+    # the file as models name theirs: shipped relative to the package data, a user's in full
+    out = {
+        ("file" if k == "source_file" else k): (display_path(v) if k == "source_file" else v)
+        for k, v in gpu.to_dict().items()
+    }
     out["link_bandwidth_bytes_per_s"] = gpu.link_bandwidth_bytes_per_s
     for field, kinds in _FABRIC_FIELDS.items():
         if gpu.interconnect not in kinds:
@@ -245,16 +249,26 @@ def _settings(model, hardware, problem: dict) -> list[Setting]:
     return [_setting(model, h, **problem) for h in names]
 
 
-def _deployment(gpus, instances, prefill_gpus=None, prefill_instances=None):
+def _deployment(setting, gpus, instances, prefill_gpus=None, prefill_instances=None):
+    """The given deployment, within the setting's cap on GPUs (``max_gpus``)."""
     from .serving.load.deployment import Deployment
 
     gpus = table.option("gpus").check(gpus)
     if prefill_gpus is not None or prefill_instances is not None:
         prefill_gpus = table.option("prefill_gpus").check(prefill_gpus or gpus)
-        return Deployment(
+        d = Deployment(
             _whole_gpus(gpus), instances, _whole_gpus(prefill_gpus), prefill_instances or 1
         )
-    return Deployment(_whole_gpus(gpus), instances)
+    else:
+        d = Deployment(_whole_gpus(gpus), instances)
+    if setting.max_gpus is not None and d.gpus > setting.max_gpus:
+        raise SpecError(
+            "argument",
+            "max_gpus",
+            f"is {setting.max_gpus}, but the deployment given has {d.gpus} GPUs",
+            "give a smaller deployment, or drop max_gpus",
+        )
+    return d
 
 
 def _whole_gpus(value: float) -> int:
@@ -275,7 +289,7 @@ def simulate_load(model, hardware=None, *, gpus, prefill_gpus=None, progress=Non
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     setting = _settings(model, hardware, problem)[0]
-    d = _deployment(gpus, v["instances"], prefill_gpus, v["prefill_instances"])
+    d = _deployment(setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"])
     return simulate_deployment(setting, d, traffic, targets, config, progress)
 
 
@@ -289,7 +303,7 @@ def max_load(
     problem, traffic, targets, config, v = _load_inputs(kwargs, need_rate=False)
     _need_targets(targets)
     setting = _settings(model, hardware, problem)[0]
-    d = _deployment(gpus, v["instances"], prefill_gpus, v["prefill_instances"])
+    d = _deployment(setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"])
     return search(setting, d, traffic, targets, config, curve_points, progress)
 
 
@@ -302,8 +316,9 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)
     settings = _settings(model, hardware, problem)
+    cap = settings[0].max_gpus
     return cheapest_deployment(
-        settings, traffic, targets, config, v["disaggregated"], sizes, v["max_gpus"], progress
+        settings, traffic, targets, config, v["disaggregated"], sizes, cap, progress
     )
 
 
@@ -315,7 +330,7 @@ def load_frontier(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)
     settings = _settings(model, hardware, problem)
-    return search(settings, traffic, targets, config, sizes, v["max_gpus"], progress)
+    return search(settings, traffic, targets, config, sizes, settings[0].max_gpus, progress)
 
 
 def _need_targets(targets) -> None:
@@ -324,5 +339,6 @@ def _need_targets(targets) -> None:
             "argument",
             "slo_ttft_p99_s",
             "no latency target given",
-            "give slo_ttft_p99_s, slo_tpot_p99_s or slo_e2e_p99_s (--slo-ttft-p99 ...)",
+            "give slo_ttft_p99_s, slo_tpot_p99_s or slo_e2e_p99_s: --slo-ttft-p99, --slo-tpot-p99"
+            " or --slo-e2e-p99 on the command line",
         )

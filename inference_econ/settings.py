@@ -56,6 +56,9 @@ class Option:
     flag: str = ""
     #: A limit for which infinity means "no limit" (read as None); any other value is checked.
     no_limit: bool = False
+    #: Settings of which one must be given for this one to mean anything (else it would be
+    #: silently ignored, an error: docs/errors.md, "Combinations"); see ``check_needs``.
+    needs: tuple[str, ...] = ()
 
     @property
     def cli_flag(self) -> str:
@@ -227,23 +230,26 @@ SETTINGS: tuple[Option, ...] = (
         PROBLEM,
         minimum=0,
         maximum=1,
+        needs=("draft", "draft_heads"),
     ),
     Option(
         "max_draft_tokens",
         "integer",
         5,
-        "Longest draft tried (gamma_max).",
+        "Longest draft tried, in tokens per speculation cycle.",
         PROBLEM,
         unit="tokens",
         minimum=1,
         maximum=64,
         flag="--max-draft",
+        needs=("draft", "draft_heads"),
     ),
     Option(
         "draft_weight_bits",
         default=None,
         help="Bits per weight of the draft model (default: its file's).",
         layer=PROBLEM,
+        needs=("draft",),
         **BITS,
     ),
     # --- speculation beyond a draft model: MTP and EAGLE heads, tree drafts (docs/model.md §C3)
@@ -287,6 +293,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="layers",
         minimum=1,
         maximum=8,
+        needs=("draft_heads",),
     ),
     Option("pipeline", "flag", True, "Allow pipeline parallelism.", PROBLEM),
     Option(
@@ -312,7 +319,7 @@ SETTINGS: tuple[Option, ...] = (
         "prompt_tokens",
         "number",
         None,
-        "Prompt length: adds each configuration's time to first token.",
+        "Prompt length of a request.",
         PROBLEM,
         unit="tokens",
         minimum=1,
@@ -332,8 +339,22 @@ SETTINGS: tuple[Option, ...] = (
         flag="--ttft-max",
         maximum=1e6,
         no_limit=True,
+        needs=("prompt_tokens",),
     ),
     Option("label", "text", "", "A name for the setting in tables and legends.", PROBLEM),
+    # --- a cap on the GPUs of a deployment (new-user review, item 2): the frontier's instance,
+    # the load frontier's and capacity's whole deployment
+    Option(
+        "max_gpus",
+        "integer",
+        None,
+        "Consider only deployments of at most this many GPUs in all.",
+        PROBLEM,
+        unit="GPUs",
+        minimum=1,
+        optional=True,
+        maximum=MAX_GPUS,
+    ),
     # --- the method: how the frontier is searched --------------------------------------------
     Option(
         "discrete",
@@ -435,6 +456,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         maximum=MAX_GPUS,
+        needs=("gpus",),
     ),
     Option(
         "devices",
@@ -655,6 +677,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         flag="--input-length",
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option(
         "output_lengths",
@@ -664,6 +687,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         flag="--output-length",
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option(
         "trace",
@@ -682,6 +706,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         choices=("poisson", "trace"),
         flag="--arrivals",
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option(
         "requests",
@@ -692,6 +717,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="requests",
         minimum=10,
         maximum=10_000_000,
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option("seed", "integer", 0, "Seed of the random arrivals and lengths.", LOAD, minimum=0),
     Option(
@@ -705,6 +731,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-ttft-p99",
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option(
         "slo_tpot_p99_s",
@@ -717,6 +744,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-tpot-p99",
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option(
         "slo_e2e_p99_s",
@@ -729,6 +757,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-e2e-p99",
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option(
         "max_batch_requests",
@@ -740,6 +769,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=65536,
         flag="--max-batch",
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option(
         "step_token_budget",
@@ -751,6 +781,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=1_000_000,
         flag="--step-tokens",
+        needs=("arrival_rate_per_s", "trace"),
     ),
     Option(
         "instances",
@@ -760,6 +791,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         minimum=1,
         maximum=100_000,
+        needs=("gpus",),
     ),
     Option(
         "prefill_instances",
@@ -770,6 +802,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=100_000,
         optional=True,
+        needs=("gpus",),
     ),
     Option(
         "disaggregated",
@@ -777,16 +810,6 @@ SETTINGS: tuple[Option, ...] = (
         False,
         "Also consider separate prefill and decode pools.",
         LOAD,
-    ),
-    Option(
-        "max_gpus",
-        "integer",
-        None,
-        "Consider only deployments of at most this many GPUs.",
-        LOAD,
-        unit="GPUs",
-        minimum=1,
-        optional=True,
     ),
     # --- studies (issue 16): key points of every cell, and how the cells are run --------------
     Option(
@@ -840,6 +863,7 @@ SETTINGS: tuple[Option, ...] = (
 )
 
 BY_NAME: dict[str, Option] = {o.name: o for o in SETTINGS}
+_ORDER = {o.name: i for i, o in enumerate(SETTINGS)}
 
 
 def option(name: str) -> Option:
@@ -890,6 +914,39 @@ def check(
         elif fill_defaults:
             out[name] = row.default
     return out
+
+
+def unmet_needs(
+    given: Iterable[str], offered: Iterable[str] | None = None
+) -> list[tuple[Option, tuple[str, ...]]]:
+    """The given settings none of whose ``needs`` is given, each with the settings it needs
+    (only those in ``offered``, e.g. a command's options; a row needing none of them is
+    skipped)."""
+    given = set(given)
+    offered = None if offered is None else set(offered)
+    out = []
+    for name in sorted(given, key=lambda n: _ORDER.get(n, len(_ORDER))):
+        row = BY_NAME.get(name)
+        if row is None or not row.needs or any(n in given for n in row.needs):
+            continue
+        could = tuple(n for n in row.needs if offered is None or n in offered)
+        if could:
+            out.append((row, could))
+    return out
+
+
+def check_needs(values: Mapping[str, Any], source: str = "argument") -> None:
+    """Refuse a setting given (not None) without any of the settings it needs: it would be
+    silently ignored (docs/errors.md, "Combinations")."""
+    given = [k for k, v in values.items() if v is not None]
+    for row, could in unmet_needs(given):
+        names = " or ".join(could)
+        raise SpecError(
+            source,
+            row.name,
+            f"is given without {names}",
+            f"give {names} too, or leave {row.name} out",
+        )
 
 
 def check_each(values: Mapping[str, Any], source: str = "argument") -> dict[str, Any]:

@@ -45,7 +45,7 @@ def test_show_gives_the_datasheet_figures(name):
     hbm, bw, flops, scale_up, link = DATASHEETS[name]
     result = CliRunner().invoke(main, ["show", name, "--format", "json"])
     assert result.exit_code == 0, result.output
-    shown = json.loads(result.output)[0]
+    shown = json.loads(result.output)["rows"][0]
     assert shown["hbm_capacity_bytes"] == pytest.approx(hbm)
     assert shown["hbm_bandwidth_bytes_per_s"] == pytest.approx(bw)
     for bits, rate in flops.items():

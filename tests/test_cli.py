@@ -36,7 +36,12 @@ def test_list_and_show():
     code, out = run("show", "Llama 3 70B")
     assert code == 0 and "kv_bytes_per_token" in out and "327,680" in out
     code, out = run("show", "H100", "--format", "json")
-    assert code == 0 and json.loads(out)[0]["intra_node_allreduce_bandwidth_bytes_per_s"] == 225e9
+    shown = json.loads(out)  # an object, as every JSON output (new-user review, item 15)
+    assert code == 0 and list(shown) == ["title", "metadata", "rows"]
+    assert shown["rows"][0]["intra_node_allreduce_bandwidth_bytes_per_s"] == 225e9
+    assert (
+        shown["metadata"]["hardware_file"] == shown["rows"][0]["file"] == "hardware/h100_sxm.yaml"
+    )
 
 
 def test_point_prints_layout_and_breakdown():
@@ -139,7 +144,7 @@ def test_bad_input_exits_2_with_a_clear_message():
         and "Traceback" not in result.output
     )
     result = CliRunner().invoke(main, ["frontier", "Llama 3 70B", "-H", "H100", "--context", "-5"])
-    assert result.exit_code == 2 and "context_tokens" in result.output
+    assert result.exit_code == 2 and "error: --context: is -5" in result.output
     result = CliRunner().invoke(
         main,
         ["frontier", "Llama 3 70B", "-H", "H100", "--acceptance", "1.5", "--draft", "Llama 3 8B"],

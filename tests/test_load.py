@@ -649,10 +649,10 @@ def test_cli_frontier_under_load():
 
 def test_cli_bad_input_and_infeasible(tmp_path):
     for args, needle in [
-        (("--input-length", "lognormal:abc:1"), "input_lengths"),
+        (("--input-length", "lognormal:abc:1"), "--input-length"),
         (("--input-length", "100", "--trace", str(tmp_path / "none.csv")), "no such trace"),
-        (("--input-length", "100", "--rate", "-1"), "arrival_rate_per_s"),
-        (("--input-length", "100", "--slo-tpot-p99", "0"), "slo_tpot_p99_s"),
+        (("--input-length", "100", "--rate", "-1"), "--rate"),
+        (("--input-length", "100", "--slo-tpot-p99", "0"), "--slo-tpot-p99"),
     ]:
         code, _, err = _run(
             "simulate",

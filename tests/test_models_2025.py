@@ -34,7 +34,7 @@ ACTIVE_COMPARABLE = {"DeepSeek-V3.1", "DeepSeek-R1", "Jamba 1.5 Mini", "Jamba 1.
 
 def test_every_new_model_is_listed():
     result = CliRunner().invoke(main, ["list", "models", "--format", "json"])
-    assert set(NEW_MODELS) <= {row["name"] for row in json.loads(result.output)}
+    assert set(NEW_MODELS) <= {row["name"] for row in json.loads(result.output)["rows"]}
 
 
 @pytest.mark.parametrize("name", NEW_MODELS)
@@ -44,7 +44,7 @@ def test_show_gives_the_published_parameter_count(name):
         main, ["show", name, "--assumptions", "refined", "--format", "json"]
     )
     assert result.exit_code == 0, result.output
-    shown = json.loads(result.output)[0]
+    shown = json.loads(result.output)["rows"][0]
     assert shown["total_params"] == pytest.approx(shown["published_total_params"], rel=0.02)
     if name in ACTIVE_COMPARABLE:
         assert shown["active_params"] == pytest.approx(shown["published_active_params"], rel=0.02)

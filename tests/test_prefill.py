@@ -279,7 +279,7 @@ def test_bad_prefill_input():
     result = CliRunner().invoke(
         main, ["frontier", "Llama 3 70B", "-H", "H100-paper", "--prompt-tokens", "-5"]
     )
-    assert result.exit_code == 2 and "prompt_tokens" in result.output
+    assert result.exit_code == 2 and "--prompt-tokens" in result.output
     result = CliRunner().invoke(
         main,
         [

@@ -175,6 +175,10 @@ def test_key_points_and_tables(tiny_run):
     assert far["note"].str.contains("the fastest configuration reaches").all()
     names = {p.name for p in out.iterdir()}
     assert {"key_points.csv", "frontiers.csv", "study.json", "summary.png", "cache"} <= names
+    for name, table in (("key_points", kp), ("frontiers", fr)):  # '#' lines, then the table
+        text = (out / f"{name}.csv").read_text()
+        assert text.startswith("# Computed with: study Tiny study (") and "5, each with" in text
+        assert len(pd.read_csv(out / f"{name}.csv", comment="#")) == len(table)
 
 
 def test_parquet_equals_csv(tiny_run):
@@ -334,7 +338,14 @@ def test_study_command_prints_the_summary(tiny_file, tiny_run):
     )
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
-    assert lines[0].split(",")[:3] == ["precision", "model", "hardware"] and len(lines) == 6
+    # what it was computed with, as every CSV; the value's column says what it is
+    said = [line for line in lines if line.startswith("#")]
+    assert said[0].startswith(f"# Computed with: study Tiny study ({tiny_file})")
+    assert "axes model: Llama 3 70B, Llama 3 8B; hardware: H100-paper, A100-paper" in said[0]
+    assert "grid_points 60" in said[0]
+    lines = lines[len(said) :]
+    header = "precision,model,hardware,cheapest_usd_per_mtok_at_50_tokens_per_s"
+    assert lines[0] == header and len(lines) == 6
     kp = tiny_run[0].key_points
     at50 = kp[(kp.point == "at_speed") & (kp.target_tokens_per_s == 50)]
     cheapest = at50[(at50.model == "Llama 3 8B")]["usd_per_mtok"].item()
@@ -365,15 +376,15 @@ def test_study_result_has_the_manifest(tiny_run):
 
 
 @pytest.mark.parametrize(
-    "metric, point, column, pick",
+    "metric, point, column, pick, name",
     [
-        ("cost_at_speed", "at_speed", "usd_per_mtok", "min"),
-        ("preference_cost", "preference", "usd_per_mtok", "min"),
-        ("cheapest_cost", "cheapest", "usd_per_mtok", "min"),
-        ("fastest_speed", "fastest", "tokens_per_s", "max"),
+        ("cost_at_speed", "at_speed", "usd_per_mtok", "min", "cheapest_usd_per_mtok_at_50_tokens_per_s"),
+        ("preference_cost", "preference", "usd_per_mtok", "min", "preference_usd_per_mtok"),
+        ("cheapest_cost", "cheapest", "usd_per_mtok", "min", "cheapest_usd_per_mtok"),
+        ("fastest_speed", "fastest", "tokens_per_s", "max", "fastest_tokens_per_s"),
     ],
-)
-def test_summary_table_is_the_best_over_the_other_axes(tiny_run, metric, point, column, pick):
+)  # fmt: skip
+def test_summary_table_is_the_best_over_the_other_axes(tiny_run, metric, point, column, pick, name):
     import dataclasses
 
     from inference_econ.output.study_plots import summary_table
@@ -393,6 +404,7 @@ def test_summary_table_is_the_best_over_the_other_axes(tiny_run, metric, point, 
     if point == "at_speed":
         rows = rows[rows.target_tokens_per_s == 50]
     expected = rows.groupby(["model", "hardware"])[column].agg(pick)
-    got = best.set_index(["model", "hardware"])[column]
+    assert list(best.columns) == ["model", "hardware", name]  # named by what it is
+    got = best.set_index(["model", "hardware"])[name]
     assert got.sort_index().tolist() == expected.sort_index().tolist()
     assert "best over precision" in meaning

@@ -8,18 +8,20 @@ from pathlib import Path
 
 import click
 
-from .. import settings as table
 from ..errors import SpecError
 from .common import (
     OutputFile,
     Progress,
     emit,
     format_option,
+    given,
     handle_errors,
     option,
     options,
     out_option,
     quiet_option,
+    searched,
+    typed_name,
 )
 
 #: What is served (no speculative decoding, no fixed context: lengths come from the traffic).
@@ -159,6 +161,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
 @format_option
 @out_option
 @quiet_option
+@searched("arrival_rate_per_s", by="gpus")  # --gpus: the most load a deployment holds
 @handle_errors
 def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **values):
     """The cheapest deployment (GPU, GPUs per instance, instances; with --disaggregated also
@@ -180,23 +183,15 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
             raise SpecError(
                 "command line", "--hardware", "a given deployment runs on one GPU", "give one -H"
             )
-        for name in ("disaggregated", "max_gpus"):
-            kwargs.pop(name, None)
+        kwargs.pop("disaggregated", None)
         result = api.max_load(
             model, names[0], gpus=gpus, prefill_gpus=prefill_gpus, progress=say, **kwargs
         )
         emit(_max_load_text(result, format), out)
         _draw(figure, result)
         return
-    for name in ("instances", "prefill_instances"):
-        if values.get(name) not in (None, table.option(name).default):
-            raise SpecError(
-                "command line",
-                f"--{name.replace('_', '-')}",
-                "needs --gpus",
-                "give the deployment's --gpus too",
-            )
-        kwargs.pop(name, None)
+    for name in ("instances", "prefill_instances"):  # without --gpus: at their defaults
+        kwargs.pop(name, None)  # (given, they need --gpus: the table's ``needs``)
     plan = api.capacity(model, names, progress=say, **kwargs)
     emit(_plan_text(plan, format), out)
     if figure:
@@ -291,15 +286,15 @@ def _max_load_text(result, fmt: str) -> str:
     return render(df[cols], fmt, title=title, notes=notes)
 
 
-#: Options the frontier command takes for deployments under load (``slo_frontier``).
+#: Options the frontier command takes for deployments under load (``slo_frontier``): the load
+#: and the latency targets (the same targets as capacity and simulate); given without --rate
+#: they are refused (their rows' ``needs``).
 FRONTIER_OPTIONS = (
     "arrival_rate_per_s",
     "input_lengths",
     "output_lengths",
-    "slo_ttft_p99_s",
-    "slo_tpot_p99_s",
+    *TARGETS,
     "requests",
-    "max_gpus",
 )
 
 
@@ -323,9 +318,19 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
             "under load, contexts come from the request lengths",
             "drop --context; give --input-length",
         )
+    read = {*SERVED, "max_gpus", "prompt_tokens"}
+    ignored = sorted(n for n in given(click.get_current_context()) & set(values) if n not in read)
+    if ignored:
+        flag = typed_name(ignored[0])
+        raise SpecError(
+            "command line",
+            flag,
+            "does not apply to deployments under a load (--rate)",
+            f"drop {flag}, or drop --rate",
+        )
     if load.get("input_lengths") is None and values.get("prompt_tokens") is not None:
         load["input_lengths"] = f"{values['prompt_tokens']:g}"
-    served = {k: v for k, v in values.items() if k in SERVED and v is not None}
+    served = {k: v for k, v in values.items() if k in (*SERVED, "max_gpus") and v is not None}
     front = api.load_frontier(
         model, _gpus([hardware]), progress=Progress(), **served, **_load_kwargs(load)
     )

@@ -19,10 +19,12 @@ def list_cmd(kind, format):
     Example:  inference-econ list hardware
     """
     from .. import api
-    from ..output.render import render
+    from ..output.render import first_sentence, render
     from ..specs import catalog
 
     df = api.list_specs(kind)
+    if format in ("table", "markdown"):  # the whole description is in show and the JSON
+        df = df.assign(description=df["description"].map(first_sentence))
     if format == "table":
         df = df.drop(columns=["file"])
     click.echo(render(df, format), nl=False)
@@ -81,10 +83,20 @@ def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bit
                 did_you_mean(name, names) or "see 'inference-econ list models' and 'list hardware'",
             ) from None
     df = pd.DataFrame({"field": list(info), "value": [_show_value(k, v) for k, v in info.items()]})
-    if format in ("json", "csv"):
-        click.echo(render(pd.DataFrame([info]), format), nl=False)
+    if is_model:
+        title = f"{info['name']} ({info['precision']}), derived figures on {info['hardware']}"
+        meta = {
+            "model": info["name"],
+            "model_file": info["file"],
+            "hardware": info["hardware"],
+            "hardware_file": info["hardware_file"],
+            "assumptions": info["assumptions"],
+        }
     else:
-        click.echo(render(df, format), nl=False)
+        title = str(info["name"])
+        meta = {"hardware": info["name"], "hardware_file": info["file"]}
+    shown = pd.DataFrame([info]) if format in ("json", "csv") else df
+    click.echo(render(shown, format, title=title, meta=meta), nl=False)
 
 
 def _show_value(field, value):

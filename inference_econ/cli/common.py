@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -44,15 +45,64 @@ class Progress:
 
 
 def fail(exc: Exception) -> None:
-    """One line on stderr and the exit code: 2 for bad input (docs/errors.md), 1 otherwise."""
+    """One line on stderr and the exit code: 2 for bad input (docs/errors.md), 1 otherwise.
+    An error about an argument names what the user typed (``--gpus``, ``MODEL argument``),
+    not the API's keyword."""
     code = 2 if isinstance(exc, (SpecError, OSError)) else 1
     if isinstance(exc, OSError) and not isinstance(exc, SpecError):
         where = f"{exc.filename}: " if exc.filename else ""
         message = f"{where}{exc.strerror or exc}"
+    elif isinstance(exc, SpecError) and exc.source in ("argument", "command line"):
+        message = _as_typed(exc)
     else:
         message = str(exc)
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+#: Fields the catalog names by the kind of spec looked up, and the option that names one.
+_CATALOG_FIELDS = {"models": "model", "hardware": "hardware"}
+
+
+def typed_name(name: str, ctx: click.Context | None = None) -> str:
+    """What a user types for a setting or parameter of the running command: ``--rate`` for
+    ``arrival_rate_per_s``, ``MODEL argument`` for ``model``; the table's flag otherwise."""
+    ctx = ctx or click.get_current_context(silent=True)
+    params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
+    if _CATALOG_FIELDS.get(name) in params:  # the catalog's "models": the MODEL argument
+        name = _CATALOG_FIELDS[name]
+    param = params.get(name) or next(
+        (
+            p
+            for p in params.values()
+            if isinstance(p, click.Argument) and p.human_readable_name == name
+        ),
+        None,
+    )
+    if isinstance(param, click.Argument):
+        return f"{param.human_readable_name} argument"
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    row = table.BY_NAME.get(name)
+    return row.cli_flag if row is not None else name
+
+
+def _as_typed(exc: SpecError) -> str:
+    """A SpecError about an argument as the user typed it: ``--gpus: is 0 (...)``."""
+    field = exc.field
+    if field and not field.startswith("-"):
+        # "input_lengths (mean)": the setting, then which part of its value
+        name, rest = re.match(r"(\w*)(.*)", field).groups()
+        known = name in table.BY_NAME or name in _CATALOG_FIELDS
+        ctx = click.get_current_context(silent=True)
+        names = {p.name for p in ctx.command.params} if ctx is not None else set()
+        upper = {p.human_readable_name for p in ctx.command.params} if ctx is not None else set()
+        if known or name in names or name in upper:
+            field = typed_name(name, ctx) + rest
+        else:
+            field = f"field '{field}'"
+    tail = f" ({exc.fix})" if exc.fix else ""
+    return f"{field}: {exc.problem}{tail}" if field else f"{exc.problem}{tail}"
 
 
 #: click >= 8.2 raises this for a group called without a command (it shows the help).
@@ -68,9 +118,9 @@ class Main(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
-        except _NO_ARGS as exc:  # a group called without a command: its help, as click does
-            exc.show()
-            sys.exit(exc.exit_code)
+        except _NO_ARGS as exc:  # a group called without a command: its help, and success
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
         except click.ClickException as exc:
             ctx = getattr(exc, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
@@ -94,7 +144,11 @@ def handle_errors(fn):
 
         with inputs.tracking():
             try:
-                _check_outputs(click.get_current_context())
+                ctx = click.get_current_context()
+                _check_outputs(ctx)
+                _check_needs(ctx)
+                if "format" in kwargs:
+                    kwargs["format"] = _table_format(ctx, kwargs["format"])
                 return fn(*args, **kwargs)
             except BrokenPipeError:  # the reader of stdout went away (| head): nothing to say
                 sys.exit(1)
@@ -134,6 +188,74 @@ def _check_outputs(ctx: click.Context) -> None:
             seen[key] = f"--{param.name}"
 
 
+def given(ctx: click.Context) -> set[str]:
+    """The parameters of the running command given on the command line (not defaults)."""
+    default = click.core.ParameterSource.DEFAULT
+    return {
+        p.name
+        for p in ctx.command.params
+        if ctx.get_parameter_source(p.name) not in (None, default)
+    }
+
+
+def searched(setting: str, by: str):
+    """Decorator: with option ``by`` the command searches ``setting`` itself, so settings that
+    need it (its rows' ``needs``) mean something without it (``capacity --gpus`` finds the
+    most load: the rate)."""
+
+    def decorate(fn):
+        fn.__dict__.setdefault("searched", {})[setting] = by
+        return fn
+
+    return decorate
+
+
+def _check_needs(ctx: click.Context) -> None:
+    """Refuse an option given without any of the options it needs (the table's ``needs``):
+    it would be silently ignored (docs/errors.md, "Combinations")."""
+    names = given(ctx)
+    offered = {p.name for p in ctx.command.params}
+    for setting, by in getattr(ctx.command.callback, "searched", {}).items():
+        if by in names:
+            names.add(setting)
+    for row, could in table.unmet_needs(names, offered):
+        flag = typed_name(row.name, ctx)
+        needed = " or ".join(typed_name(n, ctx) for n in could)
+        raise SpecError(
+            "command line", flag, f"needs {needed}", f"give {needed} too, or drop {flag}"
+        )
+
+
+def _table_format(ctx: click.Context, fmt: str) -> str:
+    """The format of the printed table, given the command's ``--out`` (a ``TableFile``)."""
+    out = next(
+        (
+            ctx.params.get(p.name)
+            for p in ctx.command.params
+            if isinstance(p.type, TableFile) and ctx.params.get(p.name)
+        ),
+        None,
+    )
+    return resolve_format(fmt, out, ctx)
+
+
+def resolve_format(fmt: str | None, out: str | None, ctx: click.Context | None = None) -> str:
+    """The format of a table written to ``out``: its suffix's when ``--format`` was not given
+    (f.json: json); both given and disagreeing is an error (``output.files.table_format``)."""
+    if out is None or fmt is None:
+        return fmt
+    from ..output.files import table_format
+
+    ctx = ctx or click.get_current_context()
+    explicit = "format" in given(ctx)
+    return table_format(out, fmt if explicit else None, f"--out {out}")
+
+
+def wrote_files(count: int, folder) -> str:
+    """``wrote 9 files to out/``: the folder once with one trailing separator."""
+    return f"wrote {count} file{'s' if count != 1 else ''} to {os.path.join(str(folder), '')}"
+
+
 class OutputFile(click.ParamType):
     """A file the command writes: checked as it is parsed (not a directory, a device or a
     FIFO; its folder writable), and against the command's inputs before the command runs."""
@@ -152,6 +274,11 @@ class OutputFile(click.ParamType):
         except SpecError as exc:
             fail(exc)
         return value
+
+
+class TableFile(OutputFile):
+    """The file a command writes its table to (``--out``): its suffix gives the format when
+    ``--format`` is not given (.csv, .json, .md; .txt or none: the text table)."""
 
 
 class FigureFile(OutputFile):
@@ -234,10 +361,12 @@ def _click_option(row: table.Option, flag: str = "", default=..., required=None,
         row.kind, "TEXT"
     )
     shown = None if row.required or row.default is None else row.default
+    if shown is not None:
+        help_text += f"  [default: {_readable(shown)}]"
 
     def check(ctx, param, value):
         try:
-            return row.check(value, "command line", f"{row.cli_flag} ({row.name})")
+            return row.check(value, "command line", row.cli_flag)
         except SpecError as exc:
             fail(exc)
 
@@ -246,10 +375,16 @@ def _click_option(row: table.Option, flag: str = "", default=..., required=None,
         row.name,
         type=RawValue(metavar),
         default=shown,
-        show_default=shown is not None,
         callback=check,
         help=help_text,
     )
+
+
+def _readable(value) -> str:
+    """A default as --help shows it: 0.3333 (not 0.3333333333333333), 0 and 1 (not 0.0)."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def option(name: str, **changes):
@@ -320,7 +455,11 @@ def prefill_setting_options(fn):
 
 
 format_option = options("format")
-out_option = click.option("--out", type=OutputFile(), help="Write to this file (atomically).")
+out_option = click.option(
+    "--out",
+    type=TableFile(),
+    help="Write to this file (atomically); .csv, .json or .md sets the format.",
+)
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 
 

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import click
 
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, SpecError
 from .capacity_commands import FRONTIER_OPTIONS
 from .common import (
     Progress,
     emit,
     format_option,
+    given,
     handle_errors,
     make_setting,
+    option,
     options,
     out_option,
     quiet_option,
     setting_options,
+    typed_name,
 )
 
 
@@ -67,14 +70,9 @@ def point(model, hardware, gpus, batch, format, **values):
 @click.command(short_help="The Pareto frontier of speed against cost.")
 @click.argument("model")
 @setting_options
-@options(
-    "max_throughput_tokens_per_s",
-    "discrete",
-    "grid_points",
-    "all_points",
-    "prompt_tokens",
-    "ttft_max_s",
-)
+@options("max_throughput_tokens_per_s", "max_gpus", "discrete", "grid_points", "all_points")
+@option("prompt_tokens", help="Prompt length: adds each configuration's time to first token.")
+@option("ttft_max_s")
 @options(*FRONTIER_OPTIONS)  # deployments under load (docs/model.md §E6)
 @click.option(
     "--rows",
@@ -93,8 +91,9 @@ def frontier(
     Every point carries its layout (GPUs, batch, PP, TP, attention TP, EP, 1-D/2-D, draft
     length) and where its time goes. CSV and JSON give every column of the API's
     Frontier.to_dataframe(); the frontier spans the paper's range (from 1/100 of the fastest
-    speed) unless --all-points. With --rate and --slo-ttft-p99/--slo-tpot-p99: the frontier of
-    deployments serving that load within the targets (see 'capacity --help').
+    speed) unless --all-points; --max-gpus caps the GPUs of an instance. With --rate and
+    --slo-ttft-p99/--slo-tpot-p99/--slo-e2e-p99: the frontier of deployments serving that load
+    within the targets (see 'capacity --help'); the load options need --rate.
 
     \b
     Example:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 \\
@@ -109,7 +108,18 @@ def frontier(
     from .capacity_commands import slo_frontier
 
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
-    if load["arrival_rate_per_s"] is not None or load["slo_ttft_p99_s"] or load["slo_tpot_p99_s"]:
+    if load["arrival_rate_per_s"] is not None:  # the others need it (the table's ``needs``)
+        search = {"discrete", "grid_points", "all_points", "rows"} & given(
+            click.get_current_context()
+        )
+        if search:
+            flag = typed_name(sorted(search)[0])
+            raise SpecError(
+                "command line",
+                flag,
+                "applies to the frontier of one instance, not to deployments under a load",
+                f"drop {flag}, or drop --rate",
+            )
         emit(slo_frontier(model, hardware, values, load, format), out)
         return
     setting = make_setting(model, hardware, **values)

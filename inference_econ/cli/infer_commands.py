@@ -135,7 +135,7 @@ def infer():
     """
 
 
-@infer.command()
+@infer.command(short_help="Which settings put an offer on or inside its frontier.")
 @offer_options
 @variant_options
 @options("criterion")
@@ -210,7 +210,7 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
     click.echo(f"wrote {path}", err=True)
 
 
-@infer.command()
+@infer.command(short_help="The provider's price against our cost at its speed.")
 @offer_options
 @variant_options
 @format_option
@@ -233,7 +233,7 @@ def margin(observations, provider, model, format, out, **values):
     _print(frames, format, "Markup over GPU rental", blocks, out)
 
 
-@infer.command()
+@infer.command(short_help="Fit the k of speed^k/price that explains the offers.")
 @offer_options
 @hardware_list
 @options(
@@ -273,7 +273,7 @@ def preference(observations, provider, model, hardware, format, out, **values):
     emit(render(df, format, title=f"Preference exponent: {fit.summary}", notes=notes), out)
 
 
-@infer.command()
+@infer.command(short_help="The model size that puts a closed model's offer on the frontier.")
 @offer_options
 @variant_options
 @options("family", "experts", "active_experts", "depth_exponent", "markup")

@@ -17,6 +17,8 @@ from .common import (
     handle_errors,
     option,
     quiet_option,
+    resolve_format,
+    wrote_files,
 )
 
 
@@ -105,6 +107,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, price_
         check_folder(out, "--out")  # before anything is computed
     elif out is not None:
         check_output(out, "--out")
+        format = resolve_format(format, out)  # f.json: JSON, unless --format says otherwise
     progress = Progress(quiet)
     if html:
         from ..output.report import require_plotly
@@ -131,7 +134,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, price_
             render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
             nl=False,
         )
-        click.echo(f"wrote {len(result.files)} files to {folder}/", err=True)
+        click.echo(wrote_files(len(result.files), folder), err=True)
         return
     if html:
         raise SpecError("command line", "", "--html draws figures", "use it with figure-N or all")
@@ -187,7 +190,7 @@ def _reproduce_all(
     summary = summary[[c for c in summary if c != "within_tolerance"] + ["within_tolerance"]]
     click.echo(render(summary, fmt, title=title, notes=notes), nl=False)
     click.echo(
-        f"wrote {len(written)} files to {folder}/ in {time.perf_counter() - progress.start:.1f} s",
+        f"{wrote_files(len(written), folder)} in {time.perf_counter() - progress.start:.1f} s",
         err=True,
     )
 
@@ -252,7 +255,7 @@ def run(scenario, out, format, measured, html, observations, price_basis, quiet)
             nl=False,
         )
     if out:
-        click.echo(f"wrote {len(result.files)} files to {out}/", err=True)
+        click.echo(wrote_files(len(result.files), out), err=True)
 
 
 def _load_observations(name):

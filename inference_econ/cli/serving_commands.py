@@ -23,7 +23,7 @@ from .decode_commands import vertical
 @click.argument("model")
 @prefill_setting_options
 @option("gpus")
-@option("prompt_tokens", required=True)
+@option("prompt_tokens", required=True, help="Tokens of each prompt prefilled.")
 @option("prefill_batch", flag="--batch", default=1.0, help="Prompts prefilled together.")
 @options("cached_fraction", "chunk_tokens")
 @format_option

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import Progress, format_option, handle_errors, options, quiet_option
+from .common import Progress, format_option, handle_errors, options, quiet_option, wrote_files
 
 
 @click.command(short_help="Run a design space of many frontiers, resumable.")
@@ -44,6 +44,7 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
     from ..api import study as run
     from ..output.render import render
     from ..output.study_plots import summary_table
+    from ..output.study_run import study_metadata
 
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/report.html)")
@@ -59,7 +60,8 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
         click.echo(f"interrupted: {kept}rerun the same command to resume", err=True)
         sys.exit(130)
     best, meaning = summary_table(result.key_points, result.study)
-    click.echo(render(best, format, title=f"{result.study.title}: {meaning}"), nl=False)
+    title = f"{result.study.title}: {meaning}"
+    click.echo(render(best, format, title=title, meta=study_metadata(result)), nl=False)
     cells = len(result.cells)
     click.echo(
         f"{cells} cells: {result.computed} computed, {result.cached} from the cache"
@@ -72,7 +74,7 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
 
             path = write_report([study_section(out)], Path(out) / "report.html", result.study.title)
             result.files.append(path)
-        click.echo(f"wrote {len(result.files)} files to {out}/", err=True)
+        click.echo(wrote_files(len(result.files), out), err=True)
     if result.failed:
         first = next(iter(result.failed.values()))
         click.echo(

@@ -62,6 +62,11 @@ class Layout:
     two_d: object
     value: object = None
 
+    def tp_dims(self, gpus):
+        """How tensor parallelism splits the matrices at each point: "1D", "2D", or "-" where
+        there is none (tensor degree ``gpus / pipeline`` at most 1)."""
+        return tp_dims(self.two_d, np.asarray(gpus, dtype=float) / np.asarray(self.pipeline))
+
     def select(self, which) -> Layout:
         """The layouts at some of the points (a boolean mask or indices)."""
         return Layout(
@@ -71,6 +76,15 @@ class Layout:
             np.asarray(self.two_d)[which],
             None if self.value is None else np.asarray(self.value)[which],
         )
+
+
+def tp_dims(two_d, tensor_degree):
+    """ "1D" or "2D" tensor parallelism (§B7), "-" where the tensor degree is at most 1 (no
+    matrix is split, so the split has no dimensions); arrays in, arrays out, scalars as text."""
+    dims = np.where(
+        np.asarray(tensor_degree, dtype=float) > 1 + 1e-9, np.where(two_d, "2D", "1D"), "-"
+    )
+    return dims.item() if dims.ndim == 0 else dims
 
 
 def within_budget(lat2, lat1, values, budget):

@@ -43,10 +43,10 @@ class EngineLayout:
 
     def describe(self) -> str:
         """Such as "8 GPUs: TP8 (attention TP8), PP1, 1-D"."""
-        dims = "2-D" if self.two_d and self.tensor_degree > 1 else "1-D"
+        dims = "" if self.tensor_degree <= 1 else ", 2-D" if self.two_d else ", 1-D"
         return (
-            f"{self.gpus} {plural(self.gpus, 'GPU')}: TP{self.tensor_degree} (attention TP{self.attention_degree:g}), "
-            f"PP{self.pipeline}, {dims}"
+            f"{self.gpus} {plural(self.gpus, 'GPU')}: TP{self.tensor_degree} "
+            f"(attention TP{self.attention_degree:g}), PP{self.pipeline}{dims}"
         )
 
 

@@ -161,7 +161,7 @@ def evaluate(problem):
     the layouts are ({S: Layout} of the target, {S: Layout} of the draft or None). With a TTFT
     limit only layouts within it are candidates (``serving.decode.Decoder.layouts``)."""
     s, d = problem.setting, problem.decoder
-    counts = gpu_counts(problem.min_gpus, s.gpu.scale_up_domain_gpus)
+    counts = problem.within_cap(gpu_counts(problem.min_gpus, s.gpu.scale_up_domain_gpus))
     sparsity = max(g.sparsity for g in d.work.groups)
     batches = batch_sizes(2.0 ** (18 + np.log2(sparsity)), problem.method.grid_points)
     ctx, pipe = s.context_tokens, s.pipeline

@@ -136,11 +136,25 @@ class Problem:
         if self.setting.assumptions.node_aligned_layouts:
             whole = discrete_grid.gpu_counts(self.min_gpus, self.setting.gpu.scale_up_domain_gpus)
             N = np.unique(np.concatenate([N, whole[(whole >= N[0]) & (whole <= N[-1])]]))
+        cap = self.setting.max_gpus
+        if cap is not None and N[0] < cap < N[-1]:  # the cap itself is a point of the axis
+            N = np.unique(np.concatenate([N, [float(cap)]]))
+        N = self.within_cap(N)
         # values exactly representable in float32, so the fast float32 search and the float64
         # description of the chosen points see the same grid; GPU counts are rounded down, so
         # rounding never turns a count whose weights exactly fill HBM (the first) into one with
         # room to spare
         return _float32_at_most(N), B.astype(np.float32).astype(float)
+
+    def within_cap(self, counts: np.ndarray) -> np.ndarray:
+        """The GPU counts of an axis within the setting's ``max_gpus`` (at least the first, so
+        the grid is never empty: the frontier masks it, and says why it is empty)."""
+        cap = self.setting.max_gpus
+        if cap is None:
+            return counts
+        keep = counts <= cap
+        keep[:1] = True
+        return counts[keep]
 
     @property
     def ttft_limited(self) -> bool:
@@ -273,6 +287,8 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
     with np.errstate(divide="ignore", invalid="ignore"):
         cost = usd_per_mtok(N, latency, B, setting.gpu.price_usd_per_hour)
         capped = B / latency > setting.max_throughput_tokens_per_s
+    if setting.max_gpus is not None:  # the first GPU count is kept on every axis: mask it
+        capped |= setting.max_gpus < N
     cost = np.where(capped, np.inf, cost)
     idx = pareto_indices(latency, cost)
     notes: list[str] = []
@@ -325,6 +341,11 @@ def _why_empty(problem: Problem, n_values=None) -> str:
             )
     gpu = s.gpu
     need = problem.decoder.target.weights_total_bytes
+    if s.max_gpus is not None and (n_values is None or np.min(n_values) > s.max_gpus):
+        return (
+            f"the weights ({need / 1e9:.0f} GB) need at least {problem.min_gpus:.3g} GPUs of "
+            f"{gpu.name}, more than the cap of {s.max_gpus} (max_gpus, --max-gpus)"
+        )
     if need > gpu.hbm_capacity_bytes * 2**GRID_MAX_LOG2:
         return f"the weights ({need / 1e9:.0f} GB) do not fit even on 2^{GRID_MAX_LOG2} GPUs"
     if math.isfinite(s.max_throughput_tokens_per_s):

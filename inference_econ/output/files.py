@@ -34,6 +34,49 @@ _FIXES = {
 }
 
 
+#: The table format a file's suffix asks for (no suffix: the text table).
+TABLE_SUFFIXES = {
+    "": "table",
+    "txt": "table",
+    "text": "table",
+    "csv": "csv",
+    "json": "json",
+    "md": "markdown",
+    "markdown": "markdown",
+}
+
+
+def table_format(path: str | os.PathLike, fmt: str | None = None, where: str = "") -> str:
+    """The format a table is written to ``path`` in: ``fmt`` when given (it must agree with
+    a suffix that names a format: ``--format csv --out f.json`` is an error), else the
+    suffix's (f.json: json; .txt or none: the text table). A suffix that names no table
+    format (.xlsx) needs an explicit ``fmt``: guessing would write text under that name."""
+    suffix = Path(os.fspath(path)).suffix.lstrip(".").lower()
+    known = TABLE_SUFFIXES.get(suffix)
+    where = where or str(path)
+    if fmt is None:
+        if known is None:
+            raise SpecError(
+                where,
+                "",
+                f"'.{suffix}' is not a table format",
+                "name a .csv, .json, .md or .txt file, or give --format",
+            )
+        return known
+    if known is not None and suffix and known != fmt:
+        raise SpecError(
+            where,
+            "",
+            f"'.{suffix}' is {known}, but --format is {fmt}",
+            f"give --format {known}, or a file ending in .{_suffix_of(fmt)}",
+        )
+    return fmt
+
+
+def _suffix_of(fmt: str) -> str:
+    return {"table": "txt", "markdown": "md"}.get(fmt, fmt)
+
+
 def figure_formats() -> tuple[str, ...]:
     """The suffixes matplotlib can save a figure as (png, svg, pdf, ...)."""
     from matplotlib.backend_bases import FigureCanvasBase

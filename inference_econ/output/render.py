@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,9 @@ def _fmt_number(value) -> str:
             return ""
         if math.isinf(v):
             return "inf"
-        a = abs(v)
+        # the magnitude after rounding to three digits picks the decimals, so 0.9998 prints
+        # as 1.00 like 1.0 does (not 1.000), and 99.996 as 100.0
+        a = abs(float(f"{v:.3g}"))
         if a == 0:
             return "0"
         if a >= 1000:
@@ -65,6 +68,50 @@ def _fmt_number(value) -> str:
             return f"{v:.3f}"
         return f"{v:.3g}"
     return str(value)
+
+
+def _whole(value) -> str:
+    """A number of a whole-valued column: 32, 6,346 (never 32.00)."""
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return _fmt_number(value)
+    v = float(value)
+    if not math.isfinite(v):
+        return _fmt_number(value)
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.0f}"
+
+
+def whole_columns(df: pd.DataFrame) -> list[bool]:
+    """Per column: is it a float column whose every finite value is a whole number (GPUs and
+    batches of discrete layouts, counts)? Text and Markdown tables print those without
+    decimals, and other columns with the decimals their magnitude calls for."""
+    out = []
+    for i in range(df.shape[1]):
+        values = df.iloc[:, i]
+        finite = values.to_numpy(dtype=float) if pd.api.types.is_float_dtype(values) else None
+        if finite is not None:
+            finite = finite[np.isfinite(finite)]
+        out.append(
+            finite is not None
+            and finite.size > 0
+            and bool(np.all(finite == np.round(finite)) and np.all(np.abs(finite) < 1e15))
+        )
+    return out
+
+
+#: A full stop that ends a sentence: before a capital, not after "et al", "e.g", "i.e", "vs".
+_SENTENCE_END = re.compile(r"(?<!\bal)(?<!e\.g)(?<!i\.e)(?<!\bvs)(?<!\bcf)\.\s+(?=[A-Z(\[])")
+
+
+def first_sentence(text: str, limit: int = 100) -> str:
+    """The first sentence of a description, cut to ``limit`` characters with an ellipsis
+    (``list`` tables show this; its CSV and JSON keep the whole text)."""
+    text = " ".join(str(text).split())
+    end = _SENTENCE_END.search(text)
+    if end is not None:
+        text = text[: end.start() + 1]
+    if len(text) > limit:
+        text = text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:(") + "…"
+    return text
 
 
 def is_duration(column: str) -> bool:
@@ -113,6 +160,8 @@ def describe_setting(meta: dict) -> str:
     """One sentence stating what a result was computed with."""
     m = dict(meta)
     parts = []
+    if "study" in m:
+        parts.append(f"study {m.pop('study')} ({m.pop('study_file', '')})".replace(" ()", ""))
     if "scenario" in m:
         parts.append(f"{m.pop('scenario')} ({m.pop('scenario_file', '')})".replace(" ()", ""))
     if "model" in m:
@@ -120,7 +169,7 @@ def describe_setting(meta: dict) -> str:
     if "hardware" in m:
         parts.append(f"on {m.pop('hardware')} ({m.pop('hardware_file', '')})".replace(" ()", ""))
     head = " ".join(parts)
-    items = []
+    items = [f"axes {m.pop('axes')}"] if "axes" in m else []
     if "assumptions" in m:
         items.append(f"assumptions {m.pop('assumptions')}")
     if "weight_bits" in m:
@@ -132,6 +181,8 @@ def describe_setting(meta: dict) -> str:
         items.append(", ".join(bits))
     if "context_tokens" in m:
         items.append(f"context {format_number(float(m.pop('context_tokens')))} tokens")
+    if "max_gpus" in m:
+        items.append(f"at most {format_number(m.pop('max_gpus'))} GPUs")
     if "draft" in m:
         draft = f"draft {m.pop('draft')} ({m.pop('draft_file', '')})".replace(" ()", "")
         if "draft_weight_bits" in m:
@@ -193,19 +244,16 @@ def render(
         records = [
             {k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")
         ]
-        if not (title or meta):
-            return json.dumps(records, indent=2) + "\n"
-        payload = {}
-        if title:
-            payload["title"] = title
-        if meta:
-            payload["metadata"] = _json_meta(meta)
-        payload["rows"] = records
+        payload = {"title": title, "metadata": _json_meta(meta or {}), "rows": records}
         if notes:
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
     shown = _display(df)
-    cells = [[_fmt_number(v) for v in row] for row in shown.itertuples(index=False)]
+    whole = whole_columns(shown)
+    cells = [
+        [_whole(v) if w else _fmt_number(v) for v, w in zip(row, whole)]
+        for row in shown.itertuples(index=False)
+    ]
     headers = [str(c) for c in shown.columns]
     if fmt == "markdown":
         lines = []

@@ -10,6 +10,7 @@ extra (``inference-econ[html]``); everything interactive is plotly's own, no Jav
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -143,7 +144,7 @@ def _hover(points: pd.DataFrame) -> tuple[np.ndarray, str]:
 def _text(points: pd.DataFrame):
     if "tp_dims" not in points:
         return None
-    return points["tp_dims"].astype(str).to_numpy()
+    return points["tp_dims"].astype(str).replace("-", "no").to_numpy()  # "(no TP)" at TP 1
 
 
 def figure(section: Section, max_points: int = MAX_POINTS):
@@ -417,8 +418,11 @@ def _read(folder: Path, name: str) -> pd.DataFrame:
             return pd.read_parquet(parquet)
         except ImportError:
             pass
+    path = folder / f"{name}.csv"
     try:
-        return pd.read_csv(folder / f"{name}.csv", keep_default_na=False, na_values=[""])
+        with open(path, encoding="utf-8") as fh:  # first, '#' lines: what it was computed with
+            skip = sum(1 for _ in itertools.takewhile(lambda line: line.startswith("#"), fh))
+        return pd.read_csv(path, keep_default_na=False, na_values=[""], skiprows=skip)
     except OSError as exc:
         raise SpecError(
             str(folder), name, f"cannot read the table ({exc})", "rerun the study"

@@ -16,31 +16,47 @@ from .plots import plt, save, wrap
 
 __all__ = ["summary_figure", "summary_table", "save"]
 
-#: metric -> (key point, column, higher is better, description)
+#: metric -> (key point, column, higher is better, description, the summary's column name)
 METRICS = {
     "cost_at_speed": (
         "at_speed",
         "usd_per_mtok",
         False,
         "cheapest $ per million tokens at {speed}",
+        "cheapest_usd_per_mtok_at_{speed:g}_tokens_per_s",
     ),
     "preference_cost": (
         "preference",
         "usd_per_mtok",
         False,
         "$ per million tokens at the preference point",
+        "preference_usd_per_mtok",
     ),
-    "cheapest_cost": ("cheapest", "usd_per_mtok", False, "lowest $ per million tokens"),
-    "fastest_speed": ("fastest", "tokens_per_s", True, "fastest tokens/s per request"),
+    "cheapest_cost": (
+        "cheapest",
+        "usd_per_mtok",
+        False,
+        "lowest $ per million tokens",
+        "cheapest_usd_per_mtok",
+    ),
+    "fastest_speed": (
+        "fastest",
+        "tokens_per_s",
+        True,
+        "fastest tokens/s per request",
+        "fastest_tokens_per_s",
+    ),
 }
 
 
 def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
-    """The best value per (panel, row, column) of the summary, and what the value means."""
+    """The best value per (panel, row, column) of the summary, and what the value means. The
+    value's column is named by what it is (``cheapest_usd_per_mtok_at_50_tokens_per_s``: the
+    lowest $/Mtok among configurations at least that fast), the last column of the table."""
     s = study.summary
-    point, column, higher, text = METRICS[s["metric"]]
+    point, column, higher, text, name = METRICS[s["metric"]]
     df = key_points[(key_points["point"] == point) & key_points["feasible"]]
-    speed = ""
+    speed, target = "", 0.0
     if point == "at_speed":
         target = s.get("speed") or study.at_speeds[0]
         df = df[df["target_tokens_per_s"] == target]
@@ -49,6 +65,7 @@ def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
     axes = list(dict.fromkeys(axes))
     df = df[axes + [column]].dropna()
     best = df.groupby(axes, sort=False)[column].agg("max" if higher else "min").reset_index()
+    best = best.rename(columns={column: name.format(speed=target)})
     others = [a for a in study.axis_names if a not in axes and _varies(study, a)]
     meaning = text.format(speed=speed)
     if others:
@@ -70,7 +87,7 @@ def summary_figure(key_points: pd.DataFrame, study):
     """Heatmaps of the summary metric: panels side by side, the best column of a row framed."""
     s = study.summary
     best, meaning = summary_table(key_points, study)
-    _, column, higher, _ = METRICS[s["metric"]]
+    column, higher = best.columns[-1], METRICS[s["metric"]][2]
     rows, cols, panels = (_labels(study, s.get(k)) for k in ("rows", "columns", "panels"))
     ncols = min(len(panels), 2 if len(panels) == 4 else 3)
     nrows = math.ceil(len(panels) / ncols)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..specs.catalog import display_path
 from ..studies.execution import run_cells
 from ..studies.study import (
     CACHE_FORMAT,
@@ -31,6 +32,7 @@ from ..studies.study import (
     tables,
 )
 from .files import write_atomic
+from .render import meta_lines
 
 TABLES = ("key_points", "frontiers")
 
@@ -147,9 +149,26 @@ def run_study(
     return result
 
 
-def write_table(df: pd.DataFrame, stem: Path, progress=None) -> list[Path]:
-    """A table as CSV, and as Parquet when pyarrow is installed."""
-    written = [write_atomic(stem.with_suffix(".csv"), df.to_csv(index=False))]
+def study_metadata(result: StudyResult) -> dict:
+    """What a study's tables were computed with: the study file, its axes and defaults, the
+    version; each cell's full setting is in its row's columns (and in study.json)."""
+    study = result.study
+    meta = {
+        "study": study.title,
+        "study_file": display_path(study.source),
+        "axes": "; ".join(f"{a.name}: {', '.join(map(str, a.labels))}" for a in study.axes),
+    }
+    meta.update({k: v for k, v in study.defaults.items() if isinstance(v, (str, int, float, bool))})
+    meta["cells"] = f"{len(result.cells)}, each with its setting in its row and in study.json"
+    meta["inference_econ"] = package_version()
+    return meta
+
+
+def write_table(df: pd.DataFrame, stem: Path, progress=None, meta=None) -> list[Path]:
+    """A table as CSV (after '#' lines saying what it was computed with, as every CSV of the
+    toolkit), and as Parquet when pyarrow is installed."""
+    comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
+    written = [write_atomic(stem.with_suffix(".csv"), comments + df.to_csv(index=False))]
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -222,8 +241,9 @@ def write_study(result: StudyResult, folder: Path, progress=None) -> list[Path]:
     """The tables, ``study.json`` and the summary figure of a study, into ``folder``."""
     from . import study_plots
 
-    written = write_table(result.key_points, folder / "key_points", progress)
-    written += write_table(result.frontiers, folder / "frontiers", progress)
+    meta = study_metadata(result)
+    written = write_table(result.key_points, folder / "key_points", progress, meta)
+    written += write_table(result.frontiers, folder / "frontiers", progress, meta)
     text = json.dumps(_plain(manifest(result)), indent=1, allow_nan=False)
     written.append(write_atomic(folder / "study.json", text + "\n"))
     fig = study_plots.summary_figure(result.key_points, result.study)

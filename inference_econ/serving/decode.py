@@ -212,7 +212,7 @@ class Decoder:
                     "tensor_degree": t,
                     "attention_degree": t / layout.attention_divisor,
                     "expert_degree": expert,
-                    "tp_dims": np.where(layout.two_d, "2D", "1D"),
+                    "tp_dims": layout.tp_dims(N),
                     "micro_batch": b,
                     "draft_tokens": gamma,
                     "mfu": mfu(flop, N, self.target.machine.peak_flop_per_s, latency),

@@ -19,7 +19,7 @@ from .. import settings as table
 from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import ADDITIVE_PARTS, NO_CACHE, StepModel, prefill_step_model
-from ..model.layouts import best_latency, best_layout
+from ..model.layouts import best_latency, best_layout, tp_dims
 from ..specs.schema import check_number
 from .setting import Setting
 
@@ -263,7 +263,7 @@ def prefill(
         "pipeline_degree": p,
         "tensor_degree": gpus / p,
         "attention_degree": gpus / p / adiv,
-        "tp_dims": "2D" if two else "1D",
+        "tp_dims": tp_dims(two, gpus / p),
         **parts,
     }
     row["bound"] = "memory" if row["memory_time_s"] >= row["compute_time_s"] else "compute"

@@ -10,6 +10,7 @@ import pandas as pd
 
 from .. import settings as table
 from ..errors import SpecError
+from ..model.layouts import tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
 from .prefill import ENGINE_CHUNK_TOKENS, prefill
 from .setting import Setting
@@ -102,7 +103,7 @@ def request(
             "pipeline_degree": p,
             "tensor_degree": float(gpus) / p,
             "attention_degree": float(gpus) / p / adiv,
-            "tp_dims": "2D" if two else "1D",
+            "tp_dims": tp_dims(two, float(gpus) / p),
             "draft_tokens": int(dec.draft_tokens),
             "ttft_s": ttft,
             "prefill_s": pre.latency_s,

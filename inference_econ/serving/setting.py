@@ -43,6 +43,9 @@ class Setting:
     #: step at the prompt's length, docs/model.md §B8) is within it.
     prompt_tokens: float | None = None
     ttft_max_s: float | None = None
+    #: At most this many GPUs in a deployment (the frontier's instance; capacity's whole
+    #: deployment); None: no cap.
+    max_gpus: int | None = None
 
     @property
     def precision(self) -> Precision:
@@ -90,6 +93,8 @@ class Setting:
             meta["prompt_tokens"] = float(self.prompt_tokens)
         if self.ttft_max_s is not None:
             meta["ttft_max_s"] = float(self.ttft_max_s)
+        if self.max_gpus is not None:
+            meta["max_gpus"] = int(self.max_gpus)
         return meta
 
 
@@ -117,10 +122,6 @@ def check_values(name: str, values, source: str = "argument") -> np.ndarray:
     return arr
 
 
-#: Settings that mean something only with a draft model.
-DRAFT_SETTINGS = ("acceptance", "max_draft_tokens", "draft_weight_bits")
-
-
 def make_setting(model, hardware, **options) -> Setting:
     """Build a Setting from names or objects; every keyword is a ``problem`` row of the table
     of settings (context_tokens, weight_bits, draft, acceptance, assumptions, ...). A row whose
@@ -132,19 +133,13 @@ def make_setting(model, hardware, **options) -> Setting:
     elif engine is not None and not isinstance(engine, str):  # an EngineProfile object
         options.pop("engine")
     values = table.check(options, [table.PROBLEM])
+    table.check_needs(options)  # e.g. an acceptance without a draft would be ignored
     if engine is not None and not isinstance(engine, (str, os.PathLike)):
         values["engine"] = engine
     arch = load_model(model).with_precision(
         values["weight_bits"], values["activation_bits"], values["kv_cache_bits"]
     )
-    spec = _speculation(arch, values, options)
-    if values["ttft_max_s"] is not None and values["prompt_tokens"] is None:
-        raise SpecError(
-            "argument",
-            "ttft_max_s",
-            "needs a prompt length",
-            "give prompt_tokens (--prompt-tokens) too",
-        )
+    spec = _speculation(arch, values)
     if not isinstance(assumptions, Assumptions):
         assumptions = preset(table.option("assumptions").check(assumptions))
     assumptions = with_engine(assumptions, values["engine"])
@@ -182,20 +177,11 @@ def with_engine(assumptions: Assumptions, engine) -> Assumptions:
     return assumptions.replace(engine=load_engine(engine))
 
 
-def _speculation(arch: Architecture, values: dict, given: dict):
+def _speculation(arch: Architecture, values: dict):
     """The speculation a setting's values ask for: a draft model (§A6), draft heads (§C3) or
-    none. The two are exclusive; per-position acceptance and trees are for heads only, and
-    draft settings (``given`` explicitly) need a draft."""
+    none. The two are exclusive; per-position acceptance and trees are for heads only (draft
+    settings without a draft are refused by ``check_needs``, from the table)."""
     heads = values["draft_heads"]
-    if values["draft"] is None and heads is None:
-        named = [k for k in DRAFT_SETTINGS if given.get(k) is not None]
-        if named:
-            raise SpecError(
-                "argument",
-                named[0],
-                "is given without a draft model or draft heads",
-                "give the draft (draft, --draft; or draft_heads) too, or leave it out",
-            )
     if values["draft"] is not None and heads is not None:
         raise SpecError(
             "argument",

@@ -25,10 +25,7 @@ KINDS = ("hardware", "models", "scenarios", "engines")
 
 def data_roots() -> tuple[Path, ...]:
     """Folders holding ``hardware/``, ``models/`` and ``scenarios/``, highest priority first."""
-    roots: list[Path] = []
-    for extra in os.environ.get("INFERENCE_ECON_PATH", "").split(os.pathsep):
-        if extra.strip():
-            roots.append(Path(extra).expanduser())
+    roots: list[Path] = list(_user_roots())
     package = Path(__file__).resolve().parent.parent  # inference_econ/
     bundled = package / "_data"
     if (bundled / "hardware").is_dir():
@@ -304,21 +301,38 @@ def resolve_system_name(text: str) -> SystemName:
     return SystemName(text=str(text), entry=entry, accelerators=count)
 
 
+def shipped_roots() -> tuple[Path, ...]:
+    """The data folders that ship with the package (its bundled copy, or the checkout's)."""
+    return tuple(r for r in data_roots() if r not in _user_roots())
+
+
+def _user_roots() -> tuple[Path, ...]:
+    return tuple(
+        Path(extra).expanduser()
+        for extra in os.environ.get("INFERENCE_ECON_PATH", "").split(os.pathsep)
+        if extra.strip()
+    )
+
+
 def display_path(path: str | os.PathLike) -> str:
-    """A spec file as outputs name it: relative to its data folder ("models/llama-3-70b.yaml")
-    when it is a shipped or INFERENCE_ECON_PATH spec, else as given (a user's own file, or a
-    description such as "derived from H100-SXM")."""
+    """A spec file as outputs name it: a shipped spec relative to the package's data
+    ("hardware/h100_sxm.yaml", wherever the package is installed); a user's spec by its real
+    path: an INFERENCE_ECON_PATH file in full (so it never looks shipped), a file given on the
+    command line as given. Other text (e.g. "derived from H100-SXM") is kept."""
     text = str(path)
     if not text:
         return ""
     candidate = Path(text)
     if candidate.is_file():
         resolved = candidate.resolve()
-        for root in data_roots():
+        for root in shipped_roots():
             try:
                 return resolved.relative_to(root.resolve()).as_posix()
             except ValueError:
                 continue
+        for root in _user_roots():
+            if resolved.is_relative_to(root.resolve()):
+                return str(resolved)
     return text
 
 

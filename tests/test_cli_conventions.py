@@ -1,0 +1,176 @@
+"""What every command shares, as the new-user review found it wanting: options that need
+another option, --out's suffix and --format, errors naming what was typed, whole numbers,
+defaults in --help, JSON objects, the provenance of spec files, TP dims at TP 1."""
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ import api
+from inference_econ import settings as table
+from inference_econ.cli import main
+from inference_econ.cli.common import wrote_files
+from inference_econ.errors import InfeasibleError, SpecError
+from inference_econ.model.layouts import tp_dims
+from inference_econ.output.render import first_sentence, render
+from inference_econ.specs import catalog
+
+SMALL = ["frontier", "Llama 3 8B", "-H", "H100-paper", "--grid-points", "20", "-q"]
+
+
+def invoke(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_options_that_need_another_are_refused_naming_both():
+    """Load options without --rate used to be dropped silently by frontier (item 2)."""
+    for args, line in [
+        (("--input-length", "1000"), "error: --input-length: needs --rate"),
+        (("--requests", "100"), "error: --requests: needs --rate"),
+        (("--slo-e2e-p99", "30"), "error: --slo-e2e-p99: needs --rate"),  # item 17: it exists
+        (("--acceptance", "0.5"), "error: --acceptance: needs --draft or --draft-heads"),
+        (("--ttft-max", "1"), "error: --ttft-max: needs --prompt-tokens"),
+    ]:
+        code, out, err = invoke(*SMALL, *args)
+        assert code == 2 and out == "" and err.startswith(line) and err.count("\n") == 1, err
+    code, _, err = invoke("capacity", "Llama 3 8B", "-H", "H100", "--rate", 5, "--instances", 2)
+    assert code == 2 and err.startswith("error: --instances: needs --gpus")
+    code, _, err = invoke("simulate", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--requests", 50)
+    assert code == 2 and "--requests: needs --rate or --trace" in err
+    # the API reads the same table: an EAGLE depth without EAGLE heads is not ignored either
+    with pytest.raises(SpecError, match="eagle_layers.*given without draft_heads"):
+        ie.make_setting("Llama 3 8B", "H100-paper", eagle_layers=2)
+
+
+def test_capacity_with_gpus_searches_the_rate(monkeypatch):
+    """--gpus makes capacity find the most load: the load options need no --rate there."""
+
+    def reached(*args, **kwargs):
+        raise InfeasibleError(f"reached the search with {sorted(kwargs)}")
+
+    monkeypatch.setattr(api, "max_load", reached)
+    args = ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--input-length", 100]
+    code, _, err = invoke(*args, "--slo-ttft-p99", 1)
+    assert code == 1 and "reached the search" in err and "input_lengths" in err
+
+
+def test_max_gpus_caps_the_plain_frontier():
+    free = ie.frontier("Llama 3 8B", "H100-paper", grid_points=60)
+    capped = ie.frontier("Llama 3 8B", "H100-paper", grid_points=60, max_gpus=2)
+    assert free.fastest()["gpus"] > 2  # the cap binds
+    assert capped.points["gpus"].max() == 2.0  # the cap is a point of the GPU axis
+    assert capped.fastest()["tokens_per_s"] < free.fastest()["tokens_per_s"]
+    assert capped.points["usd_per_mtok"].is_monotonic_increasing  # still a Pareto frontier
+    # whole layouts: the columns above the cap go, and every point within it stays (a
+    # tighter cap is never cheaper or faster)
+    kw = dict(discrete=True, grid_points=20, all_points=True)
+    whole = ie.frontier("Llama 3 8B", "H100-paper", max_gpus=8, **kw).points
+    within = ie.frontier("Llama 3 8B", "H100-paper", max_gpus=4, **kw).points
+    assert set(within["gpus"]) <= {1.0, 2.0, 3.0, 4.0} and within["gpus"].max() == 4
+    kept = set(zip(within["gpus"], within["batch"]))
+    assert set(zip(*whole[whole["gpus"] <= 4][["gpus", "batch"]].to_numpy().T)) <= kept
+    code, out, _ = invoke(*SMALL, "--max-gpus", 2)
+    assert code == 0 and "at most 2 GPUs" in out.splitlines()[-1]  # stated with the rest
+    code, _, err = invoke("frontier", "Llama 3 70B", "-H", "H100-paper", "--max-gpus", 1)
+    assert code == 1 and "need at least 1.76 GPUs" in err and "cap of 1" in err
+
+
+def test_out_suffix_sets_the_format(tmp_path):
+    code, _, _ = invoke(*SMALL, "--out", tmp_path / "f.json")
+    payload = json.loads((tmp_path / "f.json").read_text())
+    assert code == 0 and list(payload) == ["title", "metadata", "rows"]
+    invoke(*SMALL, "--out", tmp_path / "f.md")
+    assert (tmp_path / "f.md").read_text().startswith("**Llama 3 8B on H100-paper**")
+    invoke(*SMALL, "--format", "csv", "--out", tmp_path / "data.dat")  # --format decides
+    assert pd.read_csv(tmp_path / "data.dat", comment="#")["gpus"].size > 5
+    for args, words in [
+        (("--format", "csv", "--out", tmp_path / "g.json"), "'.json' is json, but --format is csv"),
+        (("--out", tmp_path / "g.xlsx"), "'.xlsx' is not a table format"),
+    ]:
+        code, _, err = invoke(*SMALL, *args)
+        assert code == 2 and words in err and err.count("\n") == 1, err
+    assert not (tmp_path / "g.json").exists() and not (tmp_path / "g.xlsx").exists()
+
+
+def test_errors_name_what_the_user_typed():
+    for args, start in [
+        (("point", "Lama 3 70B", "-H", "H100", "--gpus", 8, "--batch", 1), "MODEL argument: "),
+        (("point", "Llama 3 70B", "-H", "H10", "--gpus", 8, "--batch", 1), "--hardware: "),
+        (("point", "Llama 3 70B", "-H", "H100", "--gpus", 0, "--batch", 1), "--gpus: is 0"),
+        (("frontier", "Llama 3 70B", "-H", "H100", "--draft", "Lama 3 8B"), "--draft: no model"),
+        (("simulate", "Llama 3 8B", "-H", "H100", "--gpus", 1), "--rate: is missing"),
+    ]:
+        code, _, err = invoke(*args)
+        assert code == 2 and err.startswith(f"error: {start}"), err
+        assert "argument: field" not in err and "command line: field" not in err
+
+
+def test_whole_numbers_print_as_whole_numbers():
+    df = pd.DataFrame({"gpus": [32.0, 8.0], "batch": [1.0, 6346.0], "tokens_per_s": [152.3, 1.54]})
+    rows = render(df).splitlines()[2:]
+    assert rows[0].split() == ["32", "1", "152.3"] and rows[1].split() == ["8", "6,346", "1.54"]
+    # a value that rounds to 1 prints as 1.0 does (not 1.000 beside 1.00)
+    fractions = render(pd.DataFrame({"goodput_fraction": [1.0, 0.9998, 0.5]})).splitlines()
+    assert [line.strip() for line in fractions[2:]] == ["1.00", "1.00", "0.500"]
+    code, out, _ = invoke("infer", "size", "--help")
+    assert "[default: 0.3333]" in out and "0.33333" not in out
+    code, out, _ = invoke("prefill", "--help")
+    assert "[default: 0]" in out and "[default: 0.0]" not in out
+    assert "Tokens of each prompt prefilled" in out and "first token" not in " ".join(out.split())
+    code, out, _ = invoke("frontier", "--help")
+    text = " ".join(out.split())
+    assert "gamma" not in text and "adds each configuration's time to first token" in text
+
+
+def test_help_and_bare_command():
+    code, out, _ = invoke()
+    assert code == 0 and "Usage" in out  # the help is what was asked for: success
+    code, out, _ = invoke("infer", "--help")
+    assert "..." not in out.split("Commands:")[1]  # short help that fits
+
+
+def test_json_is_an_object_and_descriptions_fit_the_table():
+    code, out, _ = invoke("list", "scenarios", "--format", "json")
+    full = json.loads(out)
+    assert list(full) == ["title", "metadata", "rows"]
+    assert max(len(r["description"]) for r in full["rows"]) > 300  # the whole text here
+    code, out, _ = invoke("list", "scenarios")
+    assert code == 0 and max(len(line) for line in out.splitlines()) < 160
+    assert first_sentence("Pope et al. (2022) report 4 ms. More follows.") == (
+        "Pope et al. (2022) report 4 ms."
+    )
+    assert wrote_files(9, "out/") == wrote_files(9, "out") == "wrote 9 files to out/"
+
+
+def test_tp_dims_only_where_tensor_parallel():
+    assert tp_dims(True, 1.0) == "-" and tp_dims(True, 8.0) == "2D" and tp_dims(False, 2) == "1D"
+    code, out, _ = invoke("point", "Llama 3 8B", "-H", "H100-paper", "--gpus", 1, "--batch", 8)
+    assert code == 0 and "tp_dims                  -" in out
+    row = ie.point("Llama 3 8B", "H100-paper", gpus=8, batch=8)
+    assert row["tp_dims"] in ("1D", "2D")
+
+
+def test_spec_files_are_named_by_where_they_come_from(tmp_path, monkeypatch):
+    assert ie.hardware_summary("H100")["file"] == "hardware/h100_sxm.yaml"  # shipped: relative
+    (tmp_path / "hardware").mkdir()
+    mine = tmp_path / "hardware" / "my_gpu.yaml"
+    mine.write_text("name: My GPU\nderive_from: H100-SXM\nprice_usd_per_hour: 1.5\n")
+    monkeypatch.setenv("INFERENCE_ECON_PATH", str(tmp_path))
+    catalog.clear_cache()
+    try:
+        shown = ie.hardware_summary("My GPU")["file"]
+        setting = ie.make_setting("Llama 3 8B", "My GPU")
+    finally:
+        monkeypatch.delenv("INFERENCE_ECON_PATH")
+        catalog.clear_cache()
+    assert shown == str(mine.resolve())  # a user's file in full: it never looks shipped
+    assert setting.metadata()["hardware_file"] == str(mine.resolve())
+
+
+def test_every_needed_setting_exists():
+    for row in table.SETTINGS:
+        assert set(row.needs) <= set(table.BY_NAME), row.name
