@@ -462,14 +462,13 @@ def test_excluded_candidates_are_marked_not_priced_at_infinity(llama8b):
 
     said = []
     plan = ie.capacity(
-        llama8b,
+        llama8b.replace(max_gpus=3),
         arrival_rate_per_s=5,
         input_lengths="1000",
         output_lengths="100",
         slo_tpot_p99_s=0.006,  # 1 GPU: 6.8 ms even alone; TP2: 4.6 ms at 5 req/s
         requests=100,
         sizes=[1, 2, 4],
-        max_gpus=3,
         progress=said.append,
     )
     assert said[0] == "H100-SXM, deployment instances of 1 GPU: no load meets the targets"
@@ -488,7 +487,7 @@ def test_excluded_candidates_are_marked_not_priced_at_infinity(llama8b):
     assert "inf" not in text.split("Every candidate")[1]
     assert "H100-SXM x1 (deployment): excluded, even at" in text
     assert text.count("p99 values are rough") == 1
-    rows = __import__("json").loads(_plan_text(plan, "json"))
+    rows = __import__("json").loads(_plan_text(plan, "json"))["rows"]
     assert rows[2]["usd_per_hour"] is None and rows[2]["instances"] is None
 
 
