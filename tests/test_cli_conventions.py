@@ -174,3 +174,27 @@ def test_spec_files_are_named_by_where_they_come_from(tmp_path, monkeypatch):
 def test_every_needed_setting_exists():
     for row in table.SETTINGS:
         assert set(row.needs) <= set(table.BY_NAME), row.name
+
+
+def test_load_outputs_state_what_they_were_computed_with():
+    """simulate and capacity CSVs start with the # line of every other CSV; JSON has metadata."""
+    import json
+
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    load = ["Llama 3 8B", "-H", "H100", "--requests", "100", "--input-length", "500"]
+    load += ["--output-length", "50"]
+    out = CliRunner().invoke(
+        main, ["simulate", *load, "--gpus", "1", "--rate", "5", "--format", "csv"]
+    )
+    assert out.exit_code == 0, out.output
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("# Computed with: Llama 3 8B on H100-SXM; assumptions paper")
+    assert "5 req/s" in first and "requests_per_instance 100" in first
+    args = ["capacity", *load, "--rate", "5", "--slo-tpot-p99", "0.05", "--format", "json"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    meta = json.loads(out.stdout)["metadata"]
+    assert meta["targets"] == "p99 TPOT <= 50 ms" and meta["assumptions"] == "paper"

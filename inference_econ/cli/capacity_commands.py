@@ -141,7 +141,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     if result.meets_targets is None and format in ("table", "markdown"):
         row["meets_targets"] = "n/a (no targets)"
     title = f"{result.model} on {result.layout} x {result.instances} ({result.hardware}), {result.rate_per_s:g} req/s"
-    text = vertical(row, format, title)
+    text = vertical(row, format, title, result.metadata() if format in ("csv", "json") else None)
     if format in ("table", "markdown"):
         text += ("\n" if format == "markdown" else "") + "".join(f"{n}\n" for n in _notes(result))
     click.echo(text, nl=False)
@@ -223,7 +223,7 @@ def _plan_text(plan, fmt: str) -> str:
     )
     shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
     if fmt in ("csv", "json"):
-        return render(shown, fmt)
+        return render(shown, fmt, title=title, notes=_notes(r), meta=r.metadata())
     head = vertical(plan.summary(), fmt, title)
     why = [
         f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): "
@@ -268,7 +268,8 @@ def _max_load_text(result, fmt: str) -> str:
         "knee",
     ]
     if fmt in ("csv", "json"):
-        return render(df, fmt)
+        first = result.at_max or result.curve[0]
+        return render(df, fmt, title="Latency against load", meta=first.metadata())
     at = result.at_max
     if at is None:
         title = f"No load meets {result.targets.describe()} on {result.deployment.describe()}: {result.knee.reason}"
@@ -349,13 +350,20 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
         "mfu",
     ]
     df = front.points[cols]
+    first = front.points.iloc[0]
+    meta = {
+        "model": first["model"],
+        "hardware": first["hardware"],
+        "assumptions": first["assumptions"],
+        "traffic": first["traffic"],
+        "targets": front.targets.describe(),
+    }
     if fmt in ("csv", "json"):
-        return render(df, fmt)
+        return render(df, fmt, meta=meta)
     title = (
         f"{len(df)} deployments on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
         f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, $/Mtok all-in per output token"
     )
-    first = front.points.iloc[0]
     notes = [f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}."]
     return render(df, fmt, title=title, notes=notes)
 

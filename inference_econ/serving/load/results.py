@@ -121,6 +121,17 @@ class LoadResult:
             meets_targets=verdict(targets, self.p99, self.rejected, self.backlog_growth),
         )
 
+    def metadata(self) -> dict:
+        """What the run was computed with, for the ``#`` lines of a CSV and JSON's metadata."""
+        return {
+            "model": self.model,
+            "hardware": self.hardware,
+            "assumptions": self.assumptions,
+            "traffic": self.traffic,
+            "targets": self.targets.describe(),
+            "requests_per_instance": self.requests,
+        }
+
     @property
     def keeps_up(self) -> bool:
         """The deployment serves the load: its backlog does not grow over the run (§E4)."""
