@@ -601,7 +601,7 @@ def test_cli_simulate_and_capacity(tmp_path):
         "--format",
         "csv",
     )
-    assert code == 0 and out.splitlines()[0].startswith("hardware,pool,gpus_per_instance")
+    assert code == 0 and out.splitlines()[1].startswith("hardware,pool,gpus_per_instance")
     figure = tmp_path / "load.png"
     figure.write_bytes(b"an earlier figure")  # an output is replaced, not taken for an input
     code, out, _ = _run(
@@ -641,7 +641,7 @@ def test_cli_frontier_under_load():
         "csv",
     )
     assert code == 0
-    df = __import__("pandas").read_csv(__import__("io").StringIO(out))
+    df = __import__("pandas").read_csv(__import__("io").StringIO(out), comment="#")
     assert len(df) >= 2 and (df["tpot_p99_s"] <= 0.03).all() and (df["ttft_p99_s"] <= 1).all()
     assert df["tokens_per_s"].is_monotonic_increasing and df["usd_per_mtok"].is_monotonic_increasing
 
