@@ -50,7 +50,7 @@ def prefill(
 
     setting = make_setting(model, hardware, **values)
     prompt, batch = prompt_tokens, prefill_batch
-    cached = min(int(cached_fraction * prompt), int(prompt) - 1) if cached_fraction else 0
+    cached = pf.cached_prompt_tokens(prompt, cached_fraction)
     row = pf.prefill(
         setting, gpus, prompt, batch=batch, cached_tokens=cached, chunk_tokens=chunk_tokens
     )
@@ -59,7 +59,8 @@ def prefill(
             f"{setting.model.name}: a {prompt:g}-token prefill of {batch:g} prompts does not fit on {gpus:g} x {setting.gpu.name}"
         )
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
-    click.echo(vertical(row, format, title, _meta(setting)), nl=False)
+    notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]
+    click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
 
 
 def _meta(setting) -> dict:
@@ -107,6 +108,7 @@ def request(
     """
     import numpy as np
 
+    from ..serving.prefill import cache_note
     from ..serving.requests import request as view
 
     setting = make_setting(model, hardware, **values)
@@ -116,7 +118,8 @@ def request(
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
-    click.echo(vertical(row, format, title, _meta(setting)), nl=False)
+    notes = [n for n in (cache_note(prompt_tokens, cached_fraction),) if n]
+    click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
 
 
 @click.command(short_help="Output/input token price ratio by context length.")

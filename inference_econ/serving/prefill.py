@@ -184,6 +184,25 @@ def chunk_plan(
     return sizes, cached_tokens + starts
 
 
+def cached_prompt_tokens(prompt_tokens: float, cached_fraction: float) -> int:
+    """Prompt tokens served from a prefix cache for a cached share ``q``: ⌊q·n_in⌋, but at most
+    n_in - 1. A fully cached prompt still computes its last token, whose logits give the first
+    output token (vLLM and SGLang recompute it on a full cache hit); docs/model.md §B8."""
+    return int(min(math.floor(float(cached_fraction) * float(prompt_tokens)), prompt_tokens - 1))
+
+
+def cache_note(prompt_tokens: float, cached_fraction: float) -> str | None:
+    """The line an output states when a cached share leaves only the last token to compute
+    (None otherwise)."""
+    if cached_fraction and math.floor(cached_fraction * prompt_tokens) > prompt_tokens - 1:
+        return (
+            f"cached fraction {cached_fraction:g}: {cached_prompt_tokens(prompt_tokens, cached_fraction):,} "
+            f"of {prompt_tokens:,.0f} prompt tokens come from the cache; the last is computed all "
+            "the same (its logits give the first output token)"
+        )
+    return None
+
+
 def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens):
     """The numbers of a prefill, checked against the rows of the table of settings."""
     for name, value in (
@@ -215,9 +234,11 @@ def prefill(
     layout: tuple[float, float, bool] | None = None,
 ) -> pd.Series:
     """One prefill of ``batch`` prompts of ``prompt_tokens`` on ``gpus`` GPUs: latency, MFU,
-    the layout of its largest pass, the breakdown summed over its chunks, and the price of a
-    computed input token (cached tokens are read, not computed, and not priced). Every pass is
-    evaluated at once (arrays over the passes).
+    the layout of its largest pass, the breakdown summed over its chunks, and the price of
+    input tokens (§B8): per prompt token (``usd_per_m_input_tokens``, what a prompt's input
+    costs, cached tokens included, so a prefix cache makes input cheaper) and per computed
+    token (``usd_per_m_computed_input_tokens``; cached tokens are read, not computed). Every
+    pass is evaluated at once (arrays over the passes).
 
     Without ``layout`` every pass takes its best layout with the ``batch`` prompts in flight.
     With ``layout = (pipeline degree p, attention divisor, 2-D)`` the prefill runs on that
@@ -253,12 +274,17 @@ def prefill(
     row = {
         "prompt_tokens": float(prompt_tokens),
         "cached_tokens": float(cached_tokens),
+        "computed_tokens": new,
         "gpus": float(gpus),
         "batch": float(batch),
         "chunks": int(S.size),
         "latency_s": latency,
-        "tokens_per_s": in_flight * new / latency if latency > 0 else math.inf,
-        "usd_per_m_input_tokens": usd_per_mtok(gpus, latency, in_flight * new, price),
+        "tokens_per_s": in_flight * float(prompt_tokens) / latency if latency > 0 else math.inf,
+        "computed_tokens_per_s": in_flight * new / latency if latency > 0 else math.inf,
+        "usd_per_m_input_tokens": usd_per_mtok(
+            gpus, latency, in_flight * float(prompt_tokens), price
+        ),
+        "usd_per_m_computed_input_tokens": usd_per_mtok(gpus, latency, in_flight * new, price),
         "mfu": mfu(flop, gpus, peak, latency) if math.isfinite(latency) else 0.0,
         "pipeline_degree": p,
         "tensor_degree": gpus / p,
