@@ -18,7 +18,13 @@ import pandas as pd
 from .. import settings as table
 from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
-from ..model.latency import ADDITIVE_PARTS, NO_CACHE, StepModel, prefill_step_model
+from ..model.latency import (
+    ADDITIVE_PARTS,
+    NO_CACHE,
+    StepModel,
+    bound_label,
+    prefill_step_model,
+)
 from ..model.layouts import best_latency, best_layout
 from ..specs.schema import check_number
 from .setting import Setting
@@ -292,5 +298,6 @@ def prefill(
         "tp_dims": "2D" if two else "1D",
         **parts,
     }
-    row["bound"] = "memory" if row["memory_time_s"] >= row["compute_time_s"] else "compute"
+    reads = [row[k] for k in ("weight_read_s", "kv_read_s", "activation_read_s", "arithmetic_s")]
+    row["bound"] = str(bound_label(*reads))
     return pd.Series(row)
