@@ -232,7 +232,8 @@ SETTINGS: tuple[Option, ...] = (
         "max_draft_tokens",
         "integer",
         5,
-        "Longest draft tried (gamma_max).",
+        "Longest draft tried: the most tokens one speculative cycle may yield, as in the"
+        " draft_tokens column (draft heads draft one token fewer; 1: no speculation).",
         PROBLEM,
         unit="tokens",
         minimum=1,

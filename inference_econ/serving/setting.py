@@ -224,7 +224,8 @@ def _speculation(arch: Architecture, values: dict, given: dict):
     if heads is None:
         return None
     acceptance = values["acceptance_by_position"] or (values["acceptance"],)
-    depth, k = values["max_draft_tokens"], values["tree_branching"]
+    # max_draft_tokens caps the tokens a cycle may yield: a head's depth and the target's token
+    depth, k = values["max_draft_tokens"] - 1, values["tree_branching"]
     if heads == "mtp":
         return mtp_heads(arch, acceptance, depth, k)
     return eagle_head(arch, acceptance, depth, k, values["eagle_layers"])
