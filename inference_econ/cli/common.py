@@ -294,6 +294,7 @@ PREFILL_SETTING_NAMES = (
     "kv_cache_bits",
     "pipeline",
     "assumptions",
+    "engine",
 )
 
 
@@ -308,7 +309,8 @@ def request_setting_options(fn):
 
 
 def prefill_setting_options(fn):
-    """--hardware and the settings a prefill reads (precisions, pipelining, assumptions)."""
+    """--hardware and the settings a prefill reads (precisions, pipelining, assumptions and
+    the engine profile)."""
     return hardware_option(options(*PREFILL_SETTING_NAMES)(fn))
 
 

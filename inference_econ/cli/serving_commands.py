@@ -125,10 +125,10 @@ def request(
 @click.command(short_help="Output/input token price ratio by context length.")
 @click.argument("model")
 @hardware_option
-@options("contexts", "weight_bits", "assumptions")
+@options("contexts", "weight_bits", "assumptions", "engine")
 @format_option
 @handle_errors
-def prices(model, hardware, contexts, weight_bits, assumptions, format):
+def prices(model, hardware, contexts, format, **values):
     """What output tokens cost relative to input tokens, by context length (paper §4.3).
 
     Decode at the frontier's preference point; prompts prefilled on the same GPUs.
@@ -141,13 +141,10 @@ def prices(model, hardware, contexts, weight_bits, assumptions, format):
     from ..output.render import render
     from ..studies.prices import price_ratio
 
-    rows = [
-        price_ratio(model, hardware, c, weight_bits=weight_bits, assumptions=assumptions)
-        for c in contexts
-    ]
-    meta = make_setting(
-        model, hardware, weight_bits=weight_bits, assumptions=assumptions
-    ).metadata()
+    setting = make_setting(model, hardware, **values)  # checks the options before any work
+    given = {k: v for k, v in values.items() if v is not None}
+    rows = [price_ratio(model, hardware, c, **given) for c in contexts]
+    meta = setting.metadata()
     del meta["context_tokens"]  # one per row
     click.echo(
         render(pd.DataFrame(rows), format, title="Output/input token price ratio", meta=meta),
@@ -159,7 +156,13 @@ def prices(model, hardware, contexts, weight_bits, assumptions, format):
 @click.argument("model")
 @hardware_option
 @options(
-    "prompt_lengths", "devices", "link_gb_per_s", "weight_bits", "activation_bits", "assumptions"
+    "prompt_lengths",
+    "devices",
+    "link_gb_per_s",
+    "weight_bits",
+    "activation_bits",
+    "assumptions",
+    "engine",
 )
 @format_option
 @handle_errors
