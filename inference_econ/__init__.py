@@ -27,6 +27,8 @@ _EXPORTS = {
     "load_study": ("studies.study", "load_study"),
     "model_summary": ("api", "model_summary"),
     "hardware_summary": ("api", "hardware_summary"),
+    "engine_summary": ("api", "engine_summary"),
+    "spec_kind": ("api", "spec_kind"),
     "list_specs": ("api", "list_specs"),
     "Architecture": ("specs.architecture", "Architecture"),
     "Precision": ("specs.architecture", "Precision"),

@@ -5,12 +5,15 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from inference_econ.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args):
@@ -37,6 +40,49 @@ def test_list_and_show():
     assert code == 0 and "kv_bytes_per_token" in out and "327,680" in out
     code, out = run("show", "H100", "--format", "json")
     assert code == 0 and json.loads(out)[0]["intra_node_allreduce_bandwidth_bytes_per_s"] == 225e9
+
+
+def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
+    # a GPU file works with show as with -H: here half an H100-SXM's 3.35 TB/s
+    gpu = tmp_path / "derived.yaml"
+    gpu.write_text(
+        "name: H100 half\nderive_from: H100-SXM\nscale: {hbm_bandwidth_bytes_per_s: 0.5}\n"
+    )
+    code, out = run("show", str(gpu), "--format", "json")
+    assert code == 0, out
+    assert json.loads(out)[0]["hbm_bandwidth_bytes_per_s"] == pytest.approx(1.675e12)
+    # a GPU file with a typo gets the -H message, whether it derives or stands alone
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("name: x\nderive_from: H100-SXM\nhbm_bandwith_bytes_per_s: 1.0e12\n")
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(
+        "name: y\nhbm_bandwith_bytes_per_s: 1.0e12\nflop_per_s: {16: 1.0e15}\n"
+        "hbm_capacity_bytes: 8.0e10\n"
+    )
+    for path in (typo, alone):
+        shown = CliRunner().invoke(main, ["show", str(path)])
+        as_gpu = CliRunner().invoke(
+            main, ["point", "Llama 3 8B", "-H", str(path), "--gpus", "1", "--batch", "1"]
+        )
+        assert shown.exit_code == 2 and shown.output == as_gpu.output
+        assert "did you mean 'hbm_bandwidth_bytes_per_s'" in shown.output
+        assert "d_model" not in shown.output
+    engine = tmp_path / "engine.yaml"
+    engine.write_text("name: slower\nderive_from: trtllm\nstep_time_scale: 1.3\n")
+    code, out = run("show", str(engine), "--format", "json")
+    row = json.loads(out)[0]
+    assert code == 0 and row["step_time_scale"] == 1.3 and row["derived_from"] == "trtllm"
+    code, out = run("show", "vllm", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["step_time_scale"] == pytest.approx(1.4476)
+    model = tmp_path / "model.yaml"
+    model.write_text((ROOT / "models" / "llama-3-8b.yaml").read_text())
+    code, out = run("show", str(model), "--format", "json")
+    assert code == 0 and json.loads(out)[0]["kv_bytes_per_token"] == 32 * 8 * 128 * 2 * 2
+    neither = tmp_path / "neither.yaml"
+    neither.write_text("name: z\nfoo: 1\n")
+    shown = CliRunner().invoke(main, ["show", str(neither)])
+    assert shown.exit_code == 2
+    assert "is not recognisably a model, a GPU or an engine-profile file" in shown.output
 
 
 def test_point_prints_layout_and_breakdown():

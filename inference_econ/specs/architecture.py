@@ -294,6 +294,27 @@ class Architecture:
 
 # --- YAML -------------------------------------------------------------------------------------
 
+#: The top-level fields of a model file (what ``architecture_from_dict`` reads; ``specs.kinds``
+#: tells a model file from a GPU or engine-profile file by them).
+MODEL_FIELDS = (
+    "name",
+    "aliases",
+    "description",
+    "source",
+    "d_model",
+    "vocab_size",
+    "attention",
+    "ffn",
+    "layers",
+    "layer_groups",
+    "sliding_window_tokens",
+    "precision",
+    "tied_embeddings",
+    "parallel_attention",
+    "published_params",
+    "mtp",
+)
+
 
 def _attention(r: Reader, d_model: int) -> Attention:
     kind = r.string("kind", "gqa", choices=("gqa", "mha", "mqa", "mla"))
