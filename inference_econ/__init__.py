@@ -43,6 +43,7 @@ _EXPORTS = {
     "Assumptions": ("model.assumptions", "Assumptions"),
     "preset": ("model.assumptions", "preset"),
     "InferenceEconError": ("errors", "InferenceEconError"),
+    "InferenceEconWarning": ("errors", "InferenceEconWarning"),
     "InfeasibleError": ("errors", "InfeasibleError"),
     "SpecError": ("errors", "SpecError"),
     "Setting": ("serving.setting", "Setting"),

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+import inference_econ as ie
 from inference_econ.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,6 +84,48 @@ def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
     shown = CliRunner().invoke(main, ["show", str(neither)])
     assert shown.exit_code == 2
     assert "is not recognisably a model, a GPU or an engine-profile file" in shown.output
+
+
+def test_contexts_beyond_the_window_and_self_speculation_warn_once():
+    # the review's case: Llama 3 70B (an 8K model) at a 10M-token context is computed, with one
+    # warning line naming the window and the file it comes from
+    base = ["frontier", "Llama 3 70B", "-H", "H100-paper", "--grid-points", "8", "-q"]
+    long = CliRunner().invoke(main, [*base, "--context", "1e7"])
+    assert long.exit_code == 0
+    assert long.stderr.splitlines() == [
+        "warning: a context of 10,000,000 tokens exceeds the window of Llama 3 70B (8,192 "
+        "tokens, max_context_tokens in models/llama-3-70b.yaml): the model was not trained for "
+        "it; the cost is extrapolated"
+    ]
+    within = CliRunner().invoke(main, [*base, "--context", "8192"])
+    assert within.exit_code == 0 and within.stderr == ""
+    # a request of 8000 + 500 tokens outgrows the window by its output: one line for it
+    req = ["request", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "8"]
+    result = CliRunner().invoke(main, [*req, "--prompt-tokens", "8000", "--output-tokens", "500"])
+    assert result.exit_code == 0 and result.stderr.count("warning:") == 1
+    assert "a context of 8,500 tokens exceeds the window of Llama 3 70B" in result.stderr
+    # a draft that is the target: accepted, with one line; a smaller draft is not flagged
+    point = ["point", "-H", "H100", "--gpus", "1", "--batch", "1", "--draft", "Llama 3 8B"]
+    same = CliRunner().invoke(main, [point[0], "Llama 3 8B", *point[1:]])
+    assert same.exit_code == 0 and same.stderr.splitlines() == [
+        "warning: the draft model Llama 3 8B is the target model itself (self-speculation): "
+        "each draft token costs a full target pass, so speculation never pays off; a draft is "
+        "normally a smaller model that shares the target's tokenizer"
+    ]
+    other = CliRunner().invoke(main, [point[0], "Llama 3 70B", *point[1:], "--gpus", "2"])
+    assert other.exit_code == 0 and other.stderr == ""
+
+
+def test_warnings_print_once_per_text(capsys):
+    from inference_econ.cli.common import warnings_once
+    from inference_econ.errors import warn
+
+    with warnings_once():
+        for text in ("a", "b", "a"):
+            warn(text)
+    assert capsys.readouterr().err == "warning: a\nwarning: b\n"
+    with pytest.warns(ie.InferenceEconWarning, match="window of Llama 3 8B"):
+        ie.make_setting("Llama 3 8B", "H100", prompt_tokens=10_000)
 
 
 def test_point_prints_layout_and_breakdown():

@@ -7,6 +7,7 @@ load numpy, pandas or matplotlib; commands import the numeric stack when they ru
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -85,7 +86,7 @@ def handle_errors(fn):
     def wrapper(*args, **kwargs):
         from ..specs import inputs
 
-        with inputs.tracking():
+        with inputs.tracking(), warnings_once():
             try:
                 _check_outputs(click.get_current_context())
                 return fn(*args, **kwargs)
@@ -95,6 +96,30 @@ def handle_errors(fn):
                 fail(exc)
 
     return wrapper
+
+
+@contextlib.contextmanager
+def warnings_once():
+    """The toolkit's warnings (``errors.InferenceEconWarning``) as ``warning: ...`` lines on
+    stderr, each text once per command; other warnings as Python shows them."""
+    import warnings
+
+    from ..errors import InferenceEconWarning
+
+    seen: set[str] = set()
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, InferenceEconWarning):
+            return shown(message, category, filename, lineno, file, line)
+        if str(message) not in seen:
+            seen.add(str(message))
+            click.echo(f"warning: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InferenceEconWarning)
+        warnings.showwarning = show
+        yield
 
 
 def _check_outputs(ctx: click.Context) -> None:

@@ -27,7 +27,7 @@ from ..model.economics import flop_rates
 from ..model.efficiency import best_gemm_efficiency, is_power_limited_card
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
-from .setting import Setting
+from .setting import Setting, check_context
 
 
 def _attended(start: float, end: float, window: float) -> float:
@@ -299,6 +299,7 @@ def compare(
     devices = table.option("devices").check(devices)
     lengths = table.option("prompt_lengths").check(prompt_tokens, "argument", "prompt_tokens")
     check_number(devices_gpus, "argument", "devices_gpus", minimum=0, exclusive_minimum=True)
+    check_context(setting.model, float(max(lengths)))
     costs = chain_costs(setting, devices_gpus, link_bytes_per_s)
     rows = []
     for tokens in lengths:

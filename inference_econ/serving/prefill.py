@@ -27,7 +27,7 @@ from ..model.latency import (
 )
 from ..model.layouts import best_latency, best_layout
 from ..specs.schema import check_number
-from .setting import Setting
+from .setting import Setting, check_context
 
 
 def prefill_model(setting: Setting, integer_layouts: bool = False) -> StepModel:
@@ -252,6 +252,7 @@ def prefill(
     so p such batches are in flight (B = batch·p) and the latency is the time of one.
     """
     _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens)
+    check_context(setting.model, float(prompt_tokens))
     model = prefill_model(setting)
     new = float(prompt_tokens) - float(cached_tokens)
     in_flight = float(batch) * (layout[0] if layout else 1.0)

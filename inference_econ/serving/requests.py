@@ -12,7 +12,7 @@ from .. import settings as table
 from ..errors import SpecError
 from .decode import Decoder, chosen_layout, draft_prefill_layout
 from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
-from .setting import Setting
+from .setting import Setting, check_context
 from .speculative import combine
 
 
@@ -26,6 +26,14 @@ def instance_layout(setting: Setting, gpus: float, batch: float, context_tokens:
     draft_lat = {d: lay.latency_s for d, lay in draft.items()} if draft else None
     _, verify = combine({g: lay.latency_s for g, lay in target.items()}, draft_lat, setting.spec)
     return row, chosen_layout(target, verify), draft, decoder, int(verify[0])
+
+
+def check_request_context(setting: Setting, prompt_tokens: float, output_tokens: float):
+    """Warn when a request (prompt and output) outgrows the model's window; a prompt that
+    does so alone is warned about by its prefill, so one line says it."""
+    window = setting.model.max_context_tokens
+    if window is not None and prompt_tokens <= window:
+        check_context(setting.model, prompt_tokens + output_tokens)
 
 
 def request(
@@ -62,6 +70,7 @@ def request(
     pb = float(prefill_batch or 1.0)
     cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
     n_in, n_out = float(prompt_tokens), float(output_tokens)
+    check_request_context(setting, n_in, n_out)
     dec, layout, draft, decoder, verify = instance_layout(setting, gpus, batch, n_in + n_out / 2.0)
     p, adiv, two = (
         float(layout.pipeline[0]),

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import settings as table
-from ..errors import SpecError, short
+from ..errors import SpecError, short, warn
 from ..model.assumptions import Assumptions
 from ..model.workload import Workload, compile_workload
 from ..specs.architecture import Architecture, FeedForward, LayerGroup
@@ -203,6 +203,23 @@ class DraftHeads:
             f"{self.kind} heads ({self.head.name}), acceptance by depth {acc}{tree}, up to "
             f"{self.max_depth + 1} tokens per cycle (depth {self.max_depth})"
         )
+
+
+def check_draft(target: Architecture, draft: Architecture) -> None:
+    """Warn when the draft model is the target itself (§A6): drafting with the full model
+    costs a target pass per draft token, so speculation never beats plain decoding."""
+    if draft.name != target.name:
+        return
+    bits = draft.precision.weight_bits
+    cost = (
+        "each draft token costs a full target pass, so speculation never pays off"
+        if bits == target.precision.weight_bits
+        else f"it drafts with a {bits:g}-bit copy of the target"
+    )
+    warn(
+        f"the draft model {draft.name} is the target model itself (self-speculation): {cost}; "
+        "a draft is normally a smaller model that shares the target's tokenizer"
+    )
 
 
 def tree_tokens(branching: int, depth: int) -> int:
