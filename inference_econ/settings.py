@@ -408,7 +408,8 @@ SETTINGS: tuple[Option, ...] = (
         "cached_fraction",
         "number",
         0.0,
-        "Share of the prompt served from a prefix cache.",
+        "Share of the prompt served from a prefix cache (its last token is always computed:"
+        " its logits start the reply).",
         OPERATING,
         minimum=0,
         maximum=1,
