@@ -190,6 +190,51 @@ def hardware_summary(hardware) -> dict:
     return out
 
 
+def engine_summary(engine) -> dict:
+    """An engine profile's terms (docs/model.md Part F), with the standard errors of the
+    fitted ones and the profile it derives from."""
+    from .specs.engine import load_engine
+
+    prof = load_engine(engine)
+    out = {
+        "name": prof.name,
+        "description": prof.description,
+        "file": display_path(prof.source_file),
+        "derived_from": prof.derived_from,
+        **prof.terms(),
+        "kv_cache_fraction_of": prof.kv_cache_fraction_of,
+    }
+    for term, error in prof.standard_errors:
+        out[f"{term}_standard_error"] = error
+    return out
+
+
+def spec_kind(name_or_path) -> str:
+    """``models``, ``hardware`` or ``engines``: what a name or a YAML file names (a file by
+    its folder, its ``derive_from`` or its fields; a name by the catalog, models first)."""
+    from .errors import UnknownNameError, did_you_mean, short
+    from .specs.kinds import FILE_KINDS, spec_kind
+
+    text = str(name_or_path)
+    path = catalog._existing_file(text)
+    if path is not None and (text.endswith((".yaml", ".yml")) or "/" in text):
+        return spec_kind(path)
+    for kind in FILE_KINDS:
+        try:
+            catalog.find(kind, text)
+            return kind
+        except UnknownNameError:
+            continue
+    names = [e.name for k in FILE_KINDS for e in catalog.entries(k)]
+    raise SpecError(
+        "argument",
+        "NAME",
+        f"no model, GPU or engine profile named {short(text)}",
+        did_you_mean(text, names)
+        or "see 'inference-econ list models', 'list hardware' and 'list engines'",
+    )
+
+
 def list_specs(kind: str) -> pd.DataFrame:
     """The models, hardware, scenarios or engine profiles shipped (and on INFERENCE_ECON_PATH)."""
     kind = {

@@ -49,6 +49,19 @@ class InfeasibleError(InferenceEconError):
     """No configuration satisfies the request (e.g. the model fits on no GPU count)."""
 
 
+class InferenceEconWarning(UserWarning):
+    """Input the toolkit accepts but a user should know about (a draft that is the target, a
+    context beyond the model's window): the numbers are computed, and the warning says what
+    they rest on. The command line prints each one once, on one line of stderr."""
+
+
+def warn(message: str) -> None:
+    """Issue an ``InferenceEconWarning`` (one line; Python shows it once per place and text)."""
+    import warnings
+
+    warnings.warn(_one_line(message), InferenceEconWarning, stacklevel=3)
+
+
 def short(value, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for messages about values of any size.
 

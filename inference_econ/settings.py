@@ -236,7 +236,8 @@ SETTINGS: tuple[Option, ...] = (
         "max_draft_tokens",
         "integer",
         5,
-        "Longest draft tried, in tokens per speculation cycle.",
+        "Longest draft tried: the most tokens one speculative cycle may yield, as in the"
+        " draft_tokens column (draft heads draft one token fewer; 1: no speculation).",
         PROBLEM,
         unit="tokens",
         minimum=1,
@@ -428,7 +429,8 @@ SETTINGS: tuple[Option, ...] = (
         "cached_fraction",
         "number",
         0.0,
-        "Share of the prompt served from a prefix cache.",
+        "Share of the prompt served from a prefix cache (its last token is always computed:"
+        " its logits start the reply).",
         OPERATING,
         minimum=0,
         maximum=1,

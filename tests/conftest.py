@@ -13,3 +13,18 @@ def h100():
 @pytest.fixture(scope="session")
 def llama70_8bit_frontier():
     return ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8)
+
+
+@pytest.fixture(scope="session")
+def bound_agrees_with_parts():
+    """A check of a result row: its ``bound`` names the side holding at least 90 % of the read
+    and arithmetic parts of its breakdown, or says ``mixed`` when neither does."""
+
+    def check(row) -> bool:
+        reads = row.weight_read_s + row.kv_read_s + row.activation_read_s
+        share = row.arithmetic_s / (reads + row.arithmetic_s)
+        return {"memory": share <= 0.1, "compute": share >= 0.9, "mixed": 0.1 < share < 0.9}[
+            row.bound
+        ]
+
+    return check

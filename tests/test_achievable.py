@@ -1,6 +1,8 @@
 """The achievable preset's model (docs/model.md Part F): efficiency curves, engine profiles,
 the step's breakdown, the Part E step table and the settings that select an engine."""
 
+import json
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -18,7 +20,10 @@ from inference_econ.model.mixed_step import (
     mixed_step_s,
 )
 from inference_econ.model.workload import compile_workload
+from inference_econ.optimise.method import make_method
+from inference_econ.serving.prefill import prefill
 from inference_econ.specs.engine import load_engine, profile_from_dict
+from inference_econ.studies.prices import price_ratio
 
 
 def test_gemm_efficiency_curve_by_hand():
@@ -182,6 +187,74 @@ def test_engine_setting_everywhere(tmp_path):
     assert engines == ["trtllm", "vllm"]
     code = CliRunner().invoke(main, ["list", "engines"])
     assert code.exit_code == 0 and "sglang" in code.output
+
+
+def test_prefill_prices_and_context_parallel_take_an_engine(tmp_path):
+    # a calibrated-style profile file: every step twice the reference engine's
+    doubled = tmp_path / "doubled.yaml"
+    doubled.write_text("name: doubled\nderive_from: trtllm\nstep_time_scale: 2.0  # test\n")
+    vllm = load_engine("vllm").step_time_scale
+
+    def rows(*args):
+        result = CliRunner().invoke(main, [*args, "--format", "json"])
+        assert result.exit_code == 0, result.output
+        payload = json.loads(result.stdout)
+        return payload["rows"], payload["metadata"]["assumptions"]
+
+    pre = ["prefill", "Llama 3 70B", "-H", "H100", "--gpus", "8", "--prompt-tokens", "8000"]
+    pre += ["--assumptions", "achievable"]
+    (trt,), label = rows(*pre)
+    assert label == "achievable, engine trtllm"
+    (two,), label = rows(*pre, "--engine", str(doubled))
+    assert label == "achievable, engine doubled"
+    assert two["latency_s"] == pytest.approx(2 * trt["latency_s"], rel=1e-9)
+    assert two["usd_per_m_input_tokens"] == pytest.approx(2 * trt["usd_per_m_input_tokens"])
+    # vLLM: every step 1.4476 x, and 8000 tokens exceed its 512-token CUDA graphs (TensorRT-LLM
+    # captures 8192), so the pass also pays 80 layers x 40 µs of eager launches
+    (slow,), _ = rows(*pre, "--engine", "vllm")
+    assert slow["latency_s"] == pytest.approx(vllm * (trt["latency_s"] + 80 * 40e-6), rel=1e-9)
+    cp = ["context-parallel", "Llama 3 8B", "-H", "A100", "--devices", "4"]
+    cp += ["--prompt-tokens", "32000"]
+    (paper,), _ = rows(*cp)
+    (trt,), _ = rows(*cp, "--assumptions", "achievable")
+    (two,), _ = rows(*cp, "--assumptions", "achievable", "--engine", str(doubled))
+    (slow,), _ = rows(*cp, "--assumptions", "achievable", "--engine", "vllm")
+    # one device computes alone: its time scales with the engine (eager in both: 32000 tokens
+    # exceed both engines' graphs); the chains' link transfers do not
+    assert two["single_device_s"] == pytest.approx(2 * trt["single_device_s"], rel=1e-9)
+    assert slow["single_device_s"] == pytest.approx(vllm * trt["single_device_s"], rel=1e-9)
+    for key in ("allgather_s", "kv_runahead_balanced_s"):
+        assert trt[key] < slow[key] < two[key] < 2 * trt[key], key
+    assert trt["single_device_s"] > 1.2 * paper["single_device_s"]  # below the ideal rate
+    # prices: at the same preference point both prices are twice the reference engine's
+    dear = price_ratio(
+        "Llama 3 70B",
+        "H100",
+        1000,
+        assumptions="achievable",
+        engine=str(doubled),
+        method=make_method("grid", grid_points=20),
+    )
+    assert dear.hardware == "H100-SXM" and dear.prefill_batch == 9  # 9 x 1000 >= 8192 tokens
+    reference = ie.make_setting(
+        "Llama 3 70B", "H100", assumptions="achievable", context_tokens=1000
+    )
+    decode = ie.point(reference, gpus=dear.gpus, batch=dear.decode_batch)
+    assert dear.usd_per_m_output_tokens == pytest.approx(2 * decode.usd_per_mtok, rel=1e-9)
+    pre_row = prefill(reference, dear.gpus, 1000, batch=9)
+    assert dear.usd_per_m_input_tokens == pytest.approx(2 * pre_row.usd_per_m_input_tokens)
+    # with an ideal preset, --engine is refused by every command alike
+    paper_error = CliRunner().invoke(main, pre[:8] + ["--engine", "vllm"])
+    assert (
+        paper_error.exit_code == 2 and "does not apply to the 'paper' preset" in paper_error.output
+    )
+    for args in (
+        ["prices", "Llama 3 70B", "-H", "H100", "--contexts", "1000"],
+        cp,
+        ["point", "Llama 3 70B", "-H", "H100", "--gpus", "8", "--batch", "8"],
+    ):
+        result = CliRunner().invoke(main, [*args, "--engine", "vllm"])
+        assert result.exit_code == 2 and result.output == paper_error.output, args
 
 
 def test_paper_preset_has_no_engine():

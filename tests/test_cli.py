@@ -5,12 +5,16 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+import inference_econ as ie
 from inference_econ.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args):
@@ -42,6 +46,91 @@ def test_list_and_show():
     assert (
         shown["metadata"]["hardware_file"] == shown["rows"][0]["file"] == "hardware/h100_sxm.yaml"
     )
+
+
+def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
+    # a GPU file works with show as with -H: here half an H100-SXM's 3.35 TB/s
+    gpu = tmp_path / "derived.yaml"
+    gpu.write_text(
+        "name: H100 half\nderive_from: H100-SXM\nscale: {hbm_bandwidth_bytes_per_s: 0.5}\n"
+    )
+    code, out = run("show", str(gpu), "--format", "json")
+    assert code == 0, out
+    assert json.loads(out)[0]["hbm_bandwidth_bytes_per_s"] == pytest.approx(1.675e12)
+    # a GPU file with a typo gets the -H message, whether it derives or stands alone
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("name: x\nderive_from: H100-SXM\nhbm_bandwith_bytes_per_s: 1.0e12\n")
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(
+        "name: y\nhbm_bandwith_bytes_per_s: 1.0e12\nflop_per_s: {16: 1.0e15}\n"
+        "hbm_capacity_bytes: 8.0e10\n"
+    )
+    for path in (typo, alone):
+        shown = CliRunner().invoke(main, ["show", str(path)])
+        as_gpu = CliRunner().invoke(
+            main, ["point", "Llama 3 8B", "-H", str(path), "--gpus", "1", "--batch", "1"]
+        )
+        assert shown.exit_code == 2 and shown.output == as_gpu.output
+        assert "did you mean 'hbm_bandwidth_bytes_per_s'" in shown.output
+        assert "d_model" not in shown.output
+    engine = tmp_path / "engine.yaml"
+    engine.write_text("name: slower\nderive_from: trtllm\nstep_time_scale: 1.3\n")
+    code, out = run("show", str(engine), "--format", "json")
+    row = json.loads(out)[0]
+    assert code == 0 and row["step_time_scale"] == 1.3 and row["derived_from"] == "trtllm"
+    code, out = run("show", "vllm", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["step_time_scale"] == pytest.approx(1.4476)
+    model = tmp_path / "model.yaml"
+    model.write_text((ROOT / "models" / "llama-3-8b.yaml").read_text())
+    code, out = run("show", str(model), "--format", "json")
+    assert code == 0 and json.loads(out)[0]["kv_bytes_per_token"] == 32 * 8 * 128 * 2 * 2
+    neither = tmp_path / "neither.yaml"
+    neither.write_text("name: z\nfoo: 1\n")
+    shown = CliRunner().invoke(main, ["show", str(neither)])
+    assert shown.exit_code == 2
+    assert "is not recognisably a model, a GPU or an engine-profile file" in shown.output
+
+
+def test_contexts_beyond_the_window_and_self_speculation_warn_once():
+    # the review's case: Llama 3 70B (an 8K model) at a 10M-token context is computed, with one
+    # warning line naming the window and the file it comes from
+    base = ["frontier", "Llama 3 70B", "-H", "H100-paper", "--grid-points", "8", "-q"]
+    long = CliRunner().invoke(main, [*base, "--context", "1e7"])
+    assert long.exit_code == 0
+    assert long.stderr.splitlines() == [
+        "warning: a context of 10,000,000 tokens exceeds the window of Llama 3 70B (8,192 "
+        "tokens, max_context_tokens in models/llama-3-70b.yaml): the model was not trained for "
+        "it; the cost is extrapolated"
+    ]
+    within = CliRunner().invoke(main, [*base, "--context", "8192"])
+    assert within.exit_code == 0 and within.stderr == ""
+    # a request of 8000 + 500 tokens outgrows the window by its output: one line for it
+    req = ["request", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "8"]
+    result = CliRunner().invoke(main, [*req, "--prompt-tokens", "8000", "--output-tokens", "500"])
+    assert result.exit_code == 0 and result.stderr.count("warning:") == 1
+    assert "a context of 8,500 tokens exceeds the window of Llama 3 70B" in result.stderr
+    # a draft that is the target: accepted, with one line; a smaller draft is not flagged
+    point = ["point", "-H", "H100", "--gpus", "1", "--batch", "1", "--draft", "Llama 3 8B"]
+    same = CliRunner().invoke(main, [point[0], "Llama 3 8B", *point[1:]])
+    assert same.exit_code == 0 and same.stderr.splitlines() == [
+        "warning: the draft model Llama 3 8B is the target model itself (self-speculation): "
+        "each draft token costs a full target pass, so speculation never pays off; a draft is "
+        "normally a smaller model that shares the target's tokenizer"
+    ]
+    other = CliRunner().invoke(main, [point[0], "Llama 3 70B", *point[1:], "--gpus", "2"])
+    assert other.exit_code == 0 and other.stderr == ""
+
+
+def test_warnings_print_once_per_text(capsys):
+    from inference_econ.cli.common import warnings_once
+    from inference_econ.errors import warn
+
+    with warnings_once():
+        for text in ("a", "b", "a"):
+            warn(text)
+    assert capsys.readouterr().err == "warning: a\nwarning: b\n"
+    with pytest.warns(ie.InferenceEconWarning, match="window of Llama 3 8B"):
+        ie.make_setting("Llama 3 8B", "H100", prompt_tokens=10_000)
 
 
 def test_point_prints_layout_and_breakdown():

@@ -39,6 +39,30 @@ def test_expected_tokens_of_chains_and_trees():
     assert heads(acceptance=(0.0,), max_depth=4).expected_tokens(4) == 1.0
 
 
+def test_draft_tokens_mean_the_same_for_a_draft_model_and_heads():
+    # the column is the most tokens one cycle yields: what it yields when every draft is
+    # accepted. A draft model of length γ yields up to γ (the paper's §A6); heads of depth D
+    # up to D + 1 (their D tokens and the target's own); 1 is no speculation for both
+    draft = ie.make_setting("Llama 3 70B", "H100", draft="Llama 3 8B", max_draft_tokens=4).spec
+    mtp = ie.make_setting("DeepSeek-V3", "H200", draft_heads="mtp", max_draft_tokens=4).spec
+    tree = ie.make_setting("Llama 3 8B", "H100", draft_heads="eagle", tree_branching=2).spec
+    assert [c.label for c in draft.cycles()] == [2, 3, 4]
+    assert [c.label for c in mtp.cycles()] == [2, 3, 4]  # depths 1, 2, 3
+    assert [c.verify_tokens for c in mtp.cycles()] == [2, 3, 4]
+    assert [c.label for c in tree.cycles()] == [2, 3, 4, 5]  # the default --max-draft 5
+    assert [c.verify_tokens for c in tree.cycles()] == [3, 7, 15, 31]  # 1 + 2 + ... + 2^D
+    for spec in (draft, mtp, tree):
+        certain = spec.with_acceptance(1.0)
+        assert [c.expected_tokens for c in certain.cycles()] == [c.label for c in spec.cycles()]
+    # at α = 0.8 a chain of depth 2 yields 1 + 0.8 + 0.64 = 2.44 of its 3 tokens
+    assert mtp.with_acceptance(0.8).cycles()[1].expected_tokens == pytest.approx(2.44)
+    # --max-draft 1 speculates with neither
+    for kw in (dict(draft="Llama 3 8B"), dict(draft_heads="eagle")):
+        assert ie.make_setting("Llama 3 8B", "H100", max_draft_tokens=1, **kw).spec.cycles() == ()
+    row = ie.point("Llama 3 8B", "H100", gpus=1, batch=1, draft_heads="eagle", acceptance=0.9)
+    assert row.draft_tokens == 5  # depth 4, the deepest --max-draft 5 allows
+
+
 def test_a_tree_too_large_is_refused():
     with pytest.raises(ie.SpecError, match="lower --max-draft or the branching"):
         heads(branching=8, max_depth=5)
@@ -66,10 +90,11 @@ def test_acceptance_zero_gains_nothing_and_costs_the_heads():
         "H200",
         draft_heads="mtp",
         acceptance=0.0,
-        max_draft_tokens=2,
+        max_draft_tokens=3,
         assumptions="refined",
     )
     d = Decoder(setting)
+    assert [c.label for c in setting.spec.cycles()] == [2, 3]  # depths 1 and 2
     N, B = np.array([16.0, 64.0]), np.array([8.0, 256.0])
     target, draft = d.layouts(N, B)
     T = {s: lay.latency_s for s, lay in target.items()}
@@ -81,7 +106,7 @@ def test_acceptance_zero_gains_nothing_and_costs_the_heads():
         assert np.all(heads_s > 0) and np.all(T[cycle.verify_tokens] >= T[1])
         assert np.all(cycle_latency(cycle, T, D) > T[1])  # slower than not speculating
     row = d.describe(N, B)
-    assert (row.draft_tokens == 0).all()  # no speculation chosen
+    assert (row.draft_tokens == 1).all()  # no speculation chosen
     assert np.allclose(row.latency_s, T[1])
 
 

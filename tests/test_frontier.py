@@ -72,7 +72,7 @@ def test_tighter_demand_cap_is_never_cheaper():
     assert (throughput <= 1e4 * (1 + 1e-9)).all()
 
 
-def test_speculation_never_hurts_and_zero_acceptance_is_plain():
+def test_speculation_never_hurts_and_zero_acceptance_is_plain(bound_agrees_with_parts):
     # whole frontiers: each one's own speed range would cut them at different speeds
     whole = dict(all_points=True)
     plain = ie.frontier("Llama 3 70B", "H100-paper", **whole)
@@ -82,6 +82,10 @@ def test_speculation_never_hurts_and_zero_acceptance_is_plain():
     assert spec.fastest().tokens_per_s > 1.3 * plain.fastest().tokens_per_s
     assert (none.points["draft_tokens"] == 1).all()
     assert none.fastest().tokens_per_s == pytest.approx(plain.fastest().tokens_per_s)
+    # every row's bound agrees with its breakdown: verification and draft passes that bind on
+    # different sides make a mixed cycle (87 of the 743 points)
+    assert all(bound_agrees_with_parts(row) for row in spec.points.itertuples())
+    assert (spec.points.bound == "mixed").sum() > 50
 
 
 def test_frontier_api():

@@ -36,6 +36,7 @@ DEEPSEEK_V3_FP8 = {
     "qk_nope_head_dim": 128,
     "v_head_dim": 128,
     "vocab_size": 129280,
+    "max_position_embeddings": 163840,
     "num_nextn_predict_layers": 1,
     "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
@@ -66,6 +67,7 @@ LLAMA4_MAVERICK = {
         "interleave_moe_layer_step": 2,
         "attention_chunk_size": 8192,
         "vocab_size": 202048,
+        "max_position_embeddings": 1048576,
         "rope_theta": 500000.0,
         "tie_word_embeddings": False,
     },
@@ -124,6 +126,9 @@ def test_hub_fp8_deepseek_imports_as_8_bit_named_after_the_repository(fake_hub):
     assert counts(arch) == pytest.approx(counts(ie.load_model("DeepSeek-V3")), rel=1e-9)
     assert arch.mtp is not None and arch.mtp.modules == 1 and arch.mtp.layer_group == "moe"
     assert "weight_bits: 8" in text
+    # max_position_embeddings is kept as the model's window, as the shipped file has it
+    assert arch.max_context_tokens == 163840 == ie.load_model("DeepSeek-V3").max_context_tokens
+    assert "max_context_tokens: 163840" in text
     # config.json, then the optional ModelOpt file (absent here)
     assert [c[1] for c in fake_hub.calls] == ["config.json", "hf_quant_config.json"]
 
@@ -186,6 +191,16 @@ def test_text_config_nesting_llama4_round_trips_to_the_shipped_model(tmp_path):
     )
     assert got == want
     assert "vision encoder is not modelled" in arch.description
+    assert arch.max_context_tokens == shipped.max_context_tokens == 1048576  # from text_config
+    assert import_config_dict_without_window().max_context_tokens is None
+
+
+def import_config_dict_without_window():
+    """A config without max_position_embeddings imports with no window (none is guessed)."""
+    from inference_econ.specs.architecture import architecture_from_dict
+    from inference_econ.specs.hf_import import config_to_dict
+
+    return architecture_from_dict(config_to_dict(LLAMA_8B), "config.json")
 
 
 def test_name_comes_from_name_or_path_not_model_type(tmp_path):

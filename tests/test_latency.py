@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import inference_econ as ie
-from inference_econ.model.latency import ADDITIVE_PARTS
+from inference_econ.model.latency import ADDITIVE_PARTS, bound_label
 
 
 def test_breakdown_adds_up_to_the_latency():
@@ -31,6 +31,40 @@ def test_breakdown_with_speculation_adds_up():
     )
     assert (df["draft_tokens"] >= 1).all()
     assert np.allclose(df[list(ADDITIVE_PARTS)].sum(axis=1), df["latency_s"], rtol=1e-9)
+
+
+def test_bound_label_is_read_off_the_breakdown(bound_agrees_with_parts):
+    # the new-user review's row (Llama 3 70B 8-bit, draft Llama 3 8B, 5.01 GPUs, batch 278,
+    # draft length 3): the target's verification pass is compute-bound, the draft's passes
+    # memory-bound; 1.59 + 0.27 ms of reads against 6.88 ms of arithmetic is mixed, not memory
+    assert bound_label(1.589e-3, 0.0, 0.266e-3, 6.882e-3) == "mixed"
+    assert bound_label(1.0, 0.0, 0.0, 0.1) == "memory"  # arithmetic 9 % of the two
+    assert bound_label(0.05, 0.05, 0.0, 1.0) == "compute"
+    assert bound_label(0.0, 0.0, 0.0, 0.0) == "memory"
+    assert list(bound_label([np.nan, 1.0], 0.0, 0.0, [0.0, 0.0])) == ["n/a", "memory"]
+    df = ie.points(
+        "Llama 3 70B",
+        "H100-paper",
+        gpus=[5.010275, 1, 8, 24, 4.278348],
+        batch=[278.262115, 1, 64, 2000, 131.379288],
+        weight_bits=8,
+        draft="Llama 3 8B",
+    )
+    assert list(df.draft_tokens) == [3, 5, 4, 1, 4]
+    assert list(df.bound) == ["mixed", "memory", "memory", "memory", "mixed"]
+    assert df.arithmetic_s[0] == pytest.approx(6.882e-3, rel=1e-3)
+    achievable = ie.points(
+        "Llama 3 70B",
+        "H100",
+        gpus=[2, 8, 8],
+        batch=[30, 20, 1000],
+        weight_bits=8,
+        assumptions="achievable",
+    )
+    # an achievable step's elementwise kernels are memory traffic beside compute-bound GEMMs
+    assert list(achievable.bound) == ["memory", "compute", "mixed"]
+    for frame in (df, achievable):
+        assert all(bound_agrees_with_parts(row) for row in frame.itertuples())
 
 
 def test_single_gpu_by_hand():

@@ -43,17 +43,78 @@ def test_chunked_and_cached_prefill():
     assert chunked.latency_s == pytest.approx(one.latency_s, rel=0.15)  # same work, more passes
     cached = prefill.prefill(LLAMA, 8, 32000, cached_tokens=24000)
     assert cached.latency_s < 0.5 * one.latency_s
-    # the input price is per computed token: cached tokens are read, not computed or priced
-    # (8 GPUs x latency x $2.1/h over the 8000 computed tokens)
+    # the input price is per prompt token (8 GPUs x latency x $2.1/h over all 32000), the
+    # computed price over the 8000 computed tokens: cached tokens are read, not computed
+    assert cached.computed_tokens == 8000
     assert cached.usd_per_m_input_tokens == pytest.approx(
+        1e6 * 8 * cached.latency_s * 2.1 / 3600 / 32000, rel=1e-12
+    )
+    assert cached.usd_per_m_computed_input_tokens == pytest.approx(
         1e6 * 8 * cached.latency_s * 2.1 / 3600 / 8000, rel=1e-12
     )
-    # each computed token attends to a longer prefix, so costs more, but the request's input
-    # as a whole costs less
-    assert cached.usd_per_m_input_tokens > one.usd_per_m_input_tokens
-    assert cached.usd_per_m_input_tokens * 8000 < one.usd_per_m_input_tokens * 32000
+    assert cached.tokens_per_s == pytest.approx(4 * cached.computed_tokens_per_s)
+    # each computed token attends to a longer prefix, so costs more, but the prompt costs less
+    assert cached.usd_per_m_computed_input_tokens > one.usd_per_m_computed_input_tokens
+    assert cached.usd_per_m_input_tokens < one.usd_per_m_input_tokens
+    assert one.usd_per_m_input_tokens == one.usd_per_m_computed_input_tokens
     huge = prefill.prefill(ie.make_setting("Llama 3 70B", "H100-paper"), 2, 200000)
     assert huge.chunks > 1 or not np.isfinite(huge.latency_s)
+
+
+def test_a_prefix_cache_makes_input_tokens_cheaper():
+    # the new-user review's case: 8 x H100-paper, an 8000-token prompt. Per prompt token the
+    # price falls with the cached share; per computed token it rises (each computed token
+    # attends to a longer prefix, and the weights are read for fewer tokens)
+    rows = {
+        q: prefill.prefill(LLAMA, 8, 8000, cached_tokens=prefill.cached_prompt_tokens(8000, q))
+        for q in (0.0, 0.9, 1.0)
+    }
+    assert rows[0.0].usd_per_m_input_tokens == pytest.approx(0.1801, rel=1e-3)
+    assert rows[0.9].usd_per_m_input_tokens == pytest.approx(0.02211, rel=1e-3)
+    assert rows[0.9].usd_per_m_computed_input_tokens == pytest.approx(0.2211, rel=1e-3)
+    # a fully cached prompt still computes its last token: 7,999 cached, 1 computed
+    full = rows[1.0]
+    assert (full.cached_tokens, full.computed_tokens) == (7999, 1)
+    assert full.usd_per_m_computed_input_tokens == pytest.approx(50.81, rel=1e-3)
+    assert full.usd_per_m_input_tokens == pytest.approx(50.81 / 8000, rel=1e-3)
+    prices_in = [rows[q].usd_per_m_input_tokens for q in (0.0, 0.9, 1.0)]
+    assert prices_in == sorted(prices_in, reverse=True)
+    assert prefill.cache_note(8000, 0.9) is None
+    result = CliRunner().invoke(
+        main,
+        [
+            "prefill",
+            "Llama 3 70B",
+            "-H",
+            "H100-paper",
+            "--gpus",
+            "8",
+            "--prompt-tokens",
+            "8000",
+            "--cached-fraction",
+            "1",
+            "--format",
+            "csv",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "# cached fraction 1: 7,999 of 8,000 prompt tokens come from the cache" in result.output
+    # the request view prices input per prompt token too, and so does its price ratio
+    plain = requests.request(LLAMA, 8, 32, 2000, 500)
+    cached = requests.request(LLAMA, 8, 32, 2000, 500, cached_fraction=0.9)
+    assert cached.cached_tokens == 1800
+    assert cached.usd_per_m_input_tokens < plain.usd_per_m_input_tokens
+    assert cached.output_to_input_price_ratio == pytest.approx(
+        cached.usd_per_m_output_tokens / cached.usd_per_m_input_tokens
+    )
+    assert cached.output_to_input_price_ratio > 5 * plain.output_to_input_price_ratio
+    # dollars per request: every prompt token at the prompt price, or the computed ones at theirs
+    assert cached.usd_per_request == pytest.approx(
+        (cached.usd_per_m_input_tokens * 2000 + cached.usd_per_m_output_tokens * 500) / 1e6
+    )
+    assert cached.usd_per_request == pytest.approx(
+        (cached.usd_per_m_computed_input_tokens * 200 + cached.usd_per_m_output_tokens * 500) / 1e6
+    )
 
 
 def layout_of(row):

@@ -8,8 +8,9 @@ import pytest
 import inference_econ as ie
 from inference_econ.errors import SpecError, UnknownNameError
 from inference_econ.specs import catalog
-from inference_econ.specs.architecture import architecture_from_dict
+from inference_econ.specs.architecture import MODEL_FIELDS, architecture_from_dict
 from inference_econ.specs.hardware import derive, gpu_from_dict
+from inference_econ.specs.yamlfile import load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +25,8 @@ def test_every_hardware_file_loads(entry):
 def test_every_model_file_loads(entry):
     arch = ie.load_model(entry.path)
     assert arch.layers > 0 and arch.d_model > 0
+    # every top-level field is one show and spec_kind know a model file by
+    assert set(load_yaml(entry.path)) <= set(MODEL_FIELDS)
 
 
 def test_every_hardware_figure_has_a_source_comment():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import SpecError, UnknownNameError, did_you_mean, short
+from ..errors import SpecError, short
 from .common import OutputFile, emit, format_option, handle_errors, option, options
 
 
@@ -45,12 +45,13 @@ def list_cmd(kind, format):
 @format_option
 @handle_errors
 def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bits, format):
-    """Show a model's or a GPU's figures and what follows from them.
+    """Show a model's, a GPU's or an engine profile's figures and what follows from them.
 
     For a model: total and active parameters, KV bytes per token, the GPUs its weights need,
     the critical batch size on --hardware, counted under --assumptions (paper, like every
     command; refined counts MLA, shared experts and tied embeddings exactly). For a GPU: its
-    datasheet and derived figures.
+    datasheet and derived figures. For an engine profile: its terms. NAME is a name, an alias
+    or a YAML file of any of the three kinds (told apart by folder, derive_from or fields).
 
     \b
     Example:  inference-econ show "DeepSeek-V3" -H H100
@@ -59,31 +60,19 @@ def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bit
 
     from .. import api
     from ..output.render import render
-    from ..specs import catalog
 
     bits = dict(
         weight_bits=weight_bits, activation_bits=activation_bits, kv_cache_bits=kv_cache_bits
     )
-    try:
-        catalog.find("models", name)
-        is_model = True
-    except UnknownNameError:
-        is_model = False
-    if is_model:  # errors about --hardware or the model file are reported as they are
+    kind = api.spec_kind(name)
+    if kind == "models":  # errors about --hardware or the model file are reported as they are
         info = api.model_summary(name, hardware, assumptions, **bits)
+    elif kind == "hardware":
+        info = api.hardware_summary(name)
     else:
-        try:
-            info = api.hardware_summary(name)
-        except UnknownNameError:
-            names = [e.name for k in ("models", "hardware") for e in catalog.entries(k)]
-            raise SpecError(
-                "argument",
-                "NAME",
-                f"no model or GPU named {short(name)}",
-                did_you_mean(name, names) or "see 'inference-econ list models' and 'list hardware'",
-            ) from None
+        info = api.engine_summary(name)
     df = pd.DataFrame({"field": list(info), "value": [_show_value(k, v) for k, v in info.items()]})
-    if is_model:
+    if kind == "models":
         title = f"{info['name']} ({info['precision']}), derived figures on {info['hardware']}"
         meta = {
             "model": info["name"],
@@ -94,7 +83,8 @@ def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bit
         }
     else:
         title = str(info["name"])
-        meta = {"hardware": info["name"], "hardware_file": info["file"]}
+        key = "hardware" if kind == "hardware" else "engine"
+        meta = {key: info["name"], f"{key}_file": info["file"]}
     shown = pd.DataFrame([info]) if format in ("json", "csv") else df
     click.echo(render(shown, format, title=title, meta=meta), nl=False)
 

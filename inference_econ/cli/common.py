@@ -7,6 +7,7 @@ load numpy, pandas or matplotlib; commands import the numeric stack when they ru
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -142,7 +143,7 @@ def handle_errors(fn):
     def wrapper(*args, **kwargs):
         from ..specs import inputs
 
-        with inputs.tracking():
+        with inputs.tracking(), warnings_once():
             try:
                 ctx = click.get_current_context()
                 _check_outputs(ctx)
@@ -156,6 +157,30 @@ def handle_errors(fn):
                 fail(exc)
 
     return wrapper
+
+
+@contextlib.contextmanager
+def warnings_once():
+    """The toolkit's warnings (``errors.InferenceEconWarning``) as ``warning: ...`` lines on
+    stderr, each text once per command; other warnings as Python shows them."""
+    import warnings
+
+    from ..errors import InferenceEconWarning
+
+    seen: set[str] = set()
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, InferenceEconWarning):
+            return shown(message, category, filename, lineno, file, line)
+        if str(message) not in seen:
+            seen.add(str(message))
+            click.echo(f"warning: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InferenceEconWarning)
+        warnings.showwarning = show
+        yield
 
 
 def _check_outputs(ctx: click.Context) -> None:
@@ -436,6 +461,7 @@ PREFILL_SETTING_NAMES = (
     "kv_cache_bits",
     "pipeline",
     "assumptions",
+    "engine",
 )
 
 
@@ -450,7 +476,8 @@ def request_setting_options(fn):
 
 
 def prefill_setting_options(fn):
-    """--hardware and the settings a prefill reads (precisions, pipelining, assumptions)."""
+    """--hardware and the settings a prefill reads (precisions, pipelining, assumptions and
+    the engine profile)."""
     return hardware_option(options(*PREFILL_SETTING_NAMES)(fn))
 
 

@@ -22,22 +22,26 @@ from .common import (
 )
 
 
-def vertical(series, fmt: str, title: str, meta=None) -> str:
+def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
     """One result as a field/value table, durations in milliseconds under ``_ms`` names (or
-    one CSV/JSON row in seconds, under the API's names)."""
+    one CSV/JSON row in seconds, under the API's names), with ``notes`` below it."""
     import pandas as pd
 
     from ..output.render import format_number, is_duration, milliseconds_name, render
 
-    if fmt in ("csv", "json"):
-        return render(pd.DataFrame([series]), fmt, title=title if fmt == "json" else "", meta=meta)
+    if fmt == "json":
+        return render(pd.DataFrame([series]), fmt, title=title, notes=notes, meta=meta)
+    if fmt == "csv":
+        comments = "".join(f"# {note}\n" for note in notes)
+        return comments + render(pd.DataFrame([series]), fmt, meta=meta)
     fields, values = [], []
     for key, value in series.items():
         if is_duration(key) and isinstance(value, (int, float)):
             key, value = milliseconds_name(key), value * 1e3
         fields.append(key)
         values.append(format_number(value))
-    return render(pd.DataFrame({"field": fields, "value": values}), fmt, title=title, meta=meta)
+    table = pd.DataFrame({"field": fields, "value": values})
+    return render(table, fmt, title=title, notes=notes, meta=meta)
 
 
 @click.command(short_help="One configuration: speed, cost, layout and breakdown.")

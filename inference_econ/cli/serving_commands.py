@@ -50,7 +50,7 @@ def prefill(
 
     setting = make_setting(model, hardware, **values)
     prompt, batch = prompt_tokens, prefill_batch
-    cached = min(int(cached_fraction * prompt), int(prompt) - 1) if cached_fraction else 0
+    cached = pf.cached_prompt_tokens(prompt, cached_fraction)
     row = pf.prefill(
         setting, gpus, prompt, batch=batch, cached_tokens=cached, chunk_tokens=chunk_tokens
     )
@@ -59,7 +59,8 @@ def prefill(
             f"{setting.model.name}: a {prompt:g}-token prefill of {batch:g} prompts does not fit on {gpus:g} x {setting.gpu.name}"
         )
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
-    click.echo(vertical(row, format, title, _meta(setting)), nl=False)
+    notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]
+    click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
 
 
 def _meta(setting) -> dict:
@@ -107,6 +108,7 @@ def request(
     """
     import numpy as np
 
+    from ..serving.prefill import cache_note
     from ..serving.requests import request as view
 
     setting = make_setting(model, hardware, **values)
@@ -116,16 +118,17 @@ def request(
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
-    click.echo(vertical(row, format, title, _meta(setting)), nl=False)
+    notes = [n for n in (cache_note(prompt_tokens, cached_fraction),) if n]
+    click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
 
 
 @click.command(short_help="Output/input token price ratio by context length.")
 @click.argument("model")
 @hardware_option
-@options("contexts", "weight_bits", "assumptions")
+@options("contexts", "weight_bits", "assumptions", "engine")
 @format_option
 @handle_errors
-def prices(model, hardware, contexts, weight_bits, assumptions, format):
+def prices(model, hardware, contexts, format, **values):
     """What output tokens cost relative to input tokens, by context length (paper §4.3).
 
     Decode at the frontier's preference point; prompts prefilled on the same GPUs.
@@ -138,13 +141,10 @@ def prices(model, hardware, contexts, weight_bits, assumptions, format):
     from ..output.render import render
     from ..studies.prices import price_ratio
 
-    rows = [
-        price_ratio(model, hardware, c, weight_bits=weight_bits, assumptions=assumptions)
-        for c in contexts
-    ]
-    meta = make_setting(
-        model, hardware, weight_bits=weight_bits, assumptions=assumptions
-    ).metadata()
+    setting = make_setting(model, hardware, **values)  # checks the options before any work
+    given = {k: v for k, v in values.items() if v is not None}
+    rows = [price_ratio(model, hardware, c, **given) for c in contexts]
+    meta = setting.metadata()
     del meta["context_tokens"]  # one per row
     click.echo(
         render(pd.DataFrame(rows), format, title="Output/input token price ratio", meta=meta),
@@ -156,7 +156,13 @@ def prices(model, hardware, contexts, weight_bits, assumptions, format):
 @click.argument("model")
 @hardware_option
 @options(
-    "prompt_lengths", "devices", "link_gb_per_s", "weight_bits", "activation_bits", "assumptions"
+    "prompt_lengths",
+    "devices",
+    "link_gb_per_s",
+    "weight_bits",
+    "activation_bits",
+    "assumptions",
+    "engine",
 )
 @format_option
 @handle_errors

@@ -159,7 +159,7 @@ class Breakdown:
     """Where the time of one step goes, per configuration (arrays or scalars, seconds).
 
     The parts in ``ADDITIVE_PARTS`` add up to ``latency_s``: the read and arithmetic parts
-    belong to whichever of memory and compute is binding; ``memory_time_s`` and
+    belong to whichever of memory and compute is binding (``bound_label`` names it); ``memory_time_s`` and
     ``compute_time_s`` hold both sides in full, and the ``*_read_full_s`` parts the memory side
     by kind whichever side binds (figures split the overlapped time with them).
     """
@@ -181,6 +181,28 @@ class Breakdown:
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+#: ``bound`` names a side when it holds at least this share of the read and arithmetic parts.
+BOUND_SHARE = 0.9
+
+
+def bound_label(weight_read_s, kv_read_s, activation_read_s, arithmetic_s):
+    """What bounds a step, read off the breakdown parts it summarises (docs/model.md §A5):
+    ``memory`` when the reads hold at least ``BOUND_SHARE`` of the read and arithmetic time,
+    ``compute`` when arithmetic does, ``mixed`` otherwise (a speculative cycle whose
+    verification pass is compute-bound and whose draft passes are memory-bound; kernels of an
+    achievable step that bind on different sides), ``n/a`` where the step does not fit."""
+    reads = np.asarray(weight_read_s, dtype=float) + kv_read_s + activation_read_s
+    arithmetic = np.asarray(arithmetic_s, dtype=float)
+    both = reads + arithmetic
+    with np.errstate(invalid="ignore"):
+        label = np.where(
+            arithmetic <= (1.0 - BOUND_SHARE) * both,
+            "memory",
+            np.where(reads <= (1.0 - BOUND_SHARE) * both, "compute", "mixed"),
+        )
+    return np.where(np.isfinite(both), label, "n/a")
 
 
 def _divisors(n: int) -> list[int]:

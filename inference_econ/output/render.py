@@ -168,6 +168,8 @@ def describe_setting(meta: dict) -> str:
         parts.append(f"{m.pop('model')} ({m.pop('model_file', '')})".replace(" ()", ""))
     if "hardware" in m:
         parts.append(f"on {m.pop('hardware')} ({m.pop('hardware_file', '')})".replace(" ()", ""))
+    if "engine_file" in m:
+        parts.append(f"engine {m.pop('engine', '')} ({m.pop('engine_file')})")
     head = " ".join(parts)
     items = [f"axes {m.pop('axes')}"] if "axes" in m else []
     if "assumptions" in m:

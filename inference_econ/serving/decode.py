@@ -16,7 +16,14 @@ import pandas as pd
 
 from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
-from ..model.latency import ADDITIVE_PARTS, FULL_READS, Breakdown, StepModel, expert_degree
+from ..model.latency import (
+    ADDITIVE_PARTS,
+    FULL_READS,
+    Breakdown,
+    StepModel,
+    bound_label,
+    expert_degree,
+)
 from ..model.layouts import Layout, best_layout
 from ..model.workload import compile_workload
 from .prefill import FirstToken
@@ -221,7 +228,9 @@ class Decoder:
                     **parts,
                 }
             )
-        df["bound"] = np.where(df["memory_time_s"] >= df["compute_time_s"], "memory", "compute")
+        df["bound"] = bound_label(
+            bd.weight_read_s, bd.kv_read_s, bd.activation_read_s, bd.arithmetic_s
+        )
         return df
 
 

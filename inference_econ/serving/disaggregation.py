@@ -27,7 +27,7 @@ from ..errors import SpecError
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
 from .prefill import ENGINE_CHUNK_TOKENS, prefill
-from .requests import instance_layout
+from .requests import check_request_context, instance_layout
 from .setting import Setting
 
 
@@ -63,6 +63,7 @@ def compare(
     if prompt_tokens is None:
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
+    check_request_context(setting, float(prompt_tokens), float(output_tokens))
     price_s = setting.gpu.price_usd_per_s
     row, layout, _, decoder, _ = instance_layout(
         setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0

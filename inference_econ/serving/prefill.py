@@ -18,10 +18,16 @@ import pandas as pd
 from .. import settings as table
 from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
-from ..model.latency import ADDITIVE_PARTS, NO_CACHE, StepModel, prefill_step_model
+from ..model.latency import (
+    ADDITIVE_PARTS,
+    NO_CACHE,
+    StepModel,
+    bound_label,
+    prefill_step_model,
+)
 from ..model.layouts import best_latency, best_layout, tp_dims
 from ..specs.schema import check_number
-from .setting import Setting
+from .setting import Setting, check_context
 
 
 def prefill_model(setting: Setting, integer_layouts: bool = False) -> StepModel:
@@ -184,6 +190,25 @@ def chunk_plan(
     return sizes, cached_tokens + starts
 
 
+def cached_prompt_tokens(prompt_tokens: float, cached_fraction: float) -> int:
+    """Prompt tokens served from a prefix cache for a cached share ``q``: ⌊q·n_in⌋, but at most
+    n_in - 1. A fully cached prompt still computes its last token, whose logits give the first
+    output token (vLLM and SGLang recompute it on a full cache hit); docs/model.md §B8."""
+    return int(min(math.floor(float(cached_fraction) * float(prompt_tokens)), prompt_tokens - 1))
+
+
+def cache_note(prompt_tokens: float, cached_fraction: float) -> str | None:
+    """The line an output states when a cached share leaves only the last token to compute
+    (None otherwise)."""
+    if cached_fraction and math.floor(cached_fraction * prompt_tokens) > prompt_tokens - 1:
+        return (
+            f"cached fraction {cached_fraction:g}: {cached_prompt_tokens(prompt_tokens, cached_fraction):,} "
+            f"of {prompt_tokens:,.0f} prompt tokens come from the cache; the last is computed all "
+            "the same (its logits give the first output token)"
+        )
+    return None
+
+
 def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens):
     """The numbers of a prefill, checked against the rows of the table of settings."""
     for name, value in (
@@ -215,9 +240,11 @@ def prefill(
     layout: tuple[float, float, bool] | None = None,
 ) -> pd.Series:
     """One prefill of ``batch`` prompts of ``prompt_tokens`` on ``gpus`` GPUs: latency, MFU,
-    the layout of its largest pass, the breakdown summed over its chunks, and the price of a
-    computed input token (cached tokens are read, not computed, and not priced). Every pass is
-    evaluated at once (arrays over the passes).
+    the layout of its largest pass, the breakdown summed over its chunks, and the price of
+    input tokens (§B8): per prompt token (``usd_per_m_input_tokens``, what a prompt's input
+    costs, cached tokens included, so a prefix cache makes input cheaper) and per computed
+    token (``usd_per_m_computed_input_tokens``; cached tokens are read, not computed). Every
+    pass is evaluated at once (arrays over the passes).
 
     Without ``layout`` every pass takes its best layout with the ``batch`` prompts in flight.
     With ``layout = (pipeline degree p, attention divisor, 2-D)`` the prefill runs on that
@@ -225,6 +252,7 @@ def prefill(
     so p such batches are in flight (B = batch·p) and the latency is the time of one.
     """
     _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens)
+    check_context(setting.model, float(prompt_tokens))
     model = prefill_model(setting)
     new = float(prompt_tokens) - float(cached_tokens)
     in_flight = float(batch) * (layout[0] if layout else 1.0)
@@ -253,12 +281,17 @@ def prefill(
     row = {
         "prompt_tokens": float(prompt_tokens),
         "cached_tokens": float(cached_tokens),
+        "computed_tokens": new,
         "gpus": float(gpus),
         "batch": float(batch),
         "chunks": int(S.size),
         "latency_s": latency,
-        "tokens_per_s": in_flight * new / latency if latency > 0 else math.inf,
-        "usd_per_m_input_tokens": usd_per_mtok(gpus, latency, in_flight * new, price),
+        "tokens_per_s": in_flight * float(prompt_tokens) / latency if latency > 0 else math.inf,
+        "computed_tokens_per_s": in_flight * new / latency if latency > 0 else math.inf,
+        "usd_per_m_input_tokens": usd_per_mtok(
+            gpus, latency, in_flight * float(prompt_tokens), price
+        ),
+        "usd_per_m_computed_input_tokens": usd_per_mtok(gpus, latency, in_flight * new, price),
         "mfu": mfu(flop, gpus, peak, latency) if math.isfinite(latency) else 0.0,
         "pipeline_degree": p,
         "tensor_degree": gpus / p,
@@ -266,5 +299,6 @@ def prefill(
         "tp_dims": tp_dims(two, gpus / p),
         **parts,
     }
-    row["bound"] = "memory" if row["memory_time_s"] >= row["compute_time_s"] else "compute"
+    reads = [row[k] for k in ("weight_read_s", "kv_read_s", "activation_read_s", "arithmetic_s")]
+    row["bound"] = str(bound_label(*reads))
     return pd.Series(row)

@@ -12,8 +12,8 @@ from .. import settings as table
 from ..errors import SpecError
 from ..model.layouts import tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
-from .prefill import ENGINE_CHUNK_TOKENS, prefill
-from .setting import Setting
+from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
+from .setting import Setting, check_context
 from .speculative import combine
 
 
@@ -29,6 +29,14 @@ def instance_layout(setting: Setting, gpus: float, batch: float, context_tokens:
     return row, chosen_layout(target, verify), draft, decoder, int(verify[0])
 
 
+def check_request_context(setting: Setting, prompt_tokens: float, output_tokens: float):
+    """Warn when a request (prompt and output) outgrows the model's window; a prompt that
+    does so alone is warned about by its prefill, so one line says it."""
+    window = setting.model.max_context_tokens
+    if window is not None and prompt_tokens <= window:
+        check_context(setting.model, prompt_tokens + output_tokens)
+
+
 def request(
     setting: Setting,
     gpus: float,
@@ -39,7 +47,9 @@ def request(
     cached_fraction: float = 0.0,
 ) -> pd.Series:
     """The request view at one configuration: time to first token, end-to-end latency, and
-    what input and output tokens cost (and their ratio).
+    what input and output tokens cost (and their ratio). The input price is per prompt token,
+    cached ones included (``cached_fraction`` of the prompt is read from a prefix cache, not
+    computed; docs/model.md §B8), so a cache makes input cheaper.
 
     The instance's layout is the best one for its decode steps, which run at the mean context
     of a response, n_in + n_out/2. A new prompt is prefilled on that layout as a serving engine
@@ -59,9 +69,9 @@ def request(
     if prompt_tokens is None:
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     pb = float(prefill_batch or 1.0)
-    cached = math.floor(cached_fraction * prompt_tokens)
-    cached = min(cached, prompt_tokens - 1)
+    cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
     n_in, n_out = float(prompt_tokens), float(output_tokens)
+    check_request_context(setting, n_in, n_out)
     dec, layout, draft, decoder, verify = instance_layout(setting, gpus, batch, n_in + n_out / 2.0)
     p, adiv, two = (
         float(layout.pipeline[0]),
@@ -90,13 +100,13 @@ def request(
         draft_s = draft_pre.latency_s
     ttft = pre.latency_s + draft_s + first_s
     out_cost = dec.usd_per_mtok
-    in_cost = pre.usd_per_m_input_tokens
-    new = n_in - cached
+    in_cost = pre.usd_per_m_input_tokens  # per prompt token: a prefix cache makes it cheaper
     return pd.Series(
         {
             "prompt_tokens": n_in,
             "output_tokens": n_out,
             "cached_fraction": float(cached_fraction),
+            "cached_tokens": float(cached),
             "gpus": float(gpus),
             "batch": float(batch),
             "prefill_batch": pb,
@@ -112,11 +122,12 @@ def request(
             "decode_latency_s": dec.latency_s,
             "e2e_latency_s": ttft + (n_out - 1.0) * dec.latency_s,
             "usd_per_m_input_tokens": in_cost,
+            "usd_per_m_computed_input_tokens": pre.usd_per_m_computed_input_tokens,
             "usd_per_m_output_tokens": out_cost,
             "output_to_input_price_ratio": out_cost / in_cost
             if 0 < in_cost < math.inf and math.isfinite(out_cost)
             else math.inf,
-            "usd_per_request": (in_cost * new + out_cost * n_out) / 1e6,
+            "usd_per_request": (in_cost * n_in + out_cost * n_out) / 1e6,
             "prefill_mfu": pre.mfu,
             "decode_mfu": dec.mfu,
             "prefill_bound": pre.bound,

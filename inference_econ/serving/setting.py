@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import settings as table
-from ..errors import SpecError
+from ..errors import SpecError, warn
 from ..model.assumptions import Assumptions, preset
 from ..specs.architecture import Architecture, Precision, load_model
 from ..specs.catalog import display_path
 from ..specs.hardware import GPU, load_hardware
-from .speculative import DraftHeads, SpecDecoding, eagle_head, mtp_heads
+from .speculative import DraftHeads, SpecDecoding, check_draft, eagle_head, mtp_heads
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,9 @@ def make_setting(model, hardware, **options) -> Setting:
         values["weight_bits"], values["activation_bits"], values["kv_cache_bits"]
     )
     spec = _speculation(arch, values)
+    for tokens in (values["context_tokens"], values["prompt_tokens"]):
+        if tokens is not None:
+            check_context(arch, tokens)
     if not isinstance(assumptions, Assumptions):
         assumptions = preset(table.option("assumptions").check(assumptions))
     assumptions = with_engine(assumptions, values["engine"])
@@ -157,6 +160,19 @@ def make_setting(model, hardware, **options) -> Setting:
         max_throughput_tokens_per_s=math.inf if cap is None else cap,
         **copied,
     )
+
+
+def check_context(model: Architecture, tokens: float) -> None:
+    """Warn when a context of ``tokens`` exceeds the model's window (``max_context_tokens``):
+    the cost is computed all the same, but the model was not trained for it."""
+    window = model.max_context_tokens
+    if window is not None and tokens > window:
+        where = display_path(model.source_file) or "its spec"
+        warn(
+            f"a context of {tokens:,.0f} tokens exceeds the window of {model.name} ({window:,} "
+            f"tokens, max_context_tokens in {where}): the model was not trained for it; the "
+            "cost is extrapolated"
+        )
 
 
 def with_engine(assumptions: Assumptions, engine) -> Assumptions:
@@ -206,11 +222,13 @@ def _speculation(arch: Architecture, values: dict):
             raise exc.inside("argument", "draft") from None
         if values["draft_weight_bits"] is not None:
             draft = draft.with_precision(weight_bits=values["draft_weight_bits"])
+        check_draft(arch, draft)
         return SpecDecoding(draft, values["acceptance"], values["max_draft_tokens"])
     if heads is None:
         return None
     acceptance = values["acceptance_by_position"] or (values["acceptance"],)
-    depth, k = values["max_draft_tokens"], values["tree_branching"]
+    # max_draft_tokens caps the tokens a cycle may yield: a head's depth and the target's token
+    depth, k = values["max_draft_tokens"] - 1, values["tree_branching"]
     if heads == "mtp":
         return mtp_heads(arch, acceptance, depth, k)
     return eagle_head(arch, acceptance, depth, k, values["eagle_layers"])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import settings as table
-from ..errors import SpecError, short
+from ..errors import SpecError, short, warn
 from ..model.assumptions import Assumptions
 from ..model.workload import Workload, compile_workload
 from ..specs.architecture import Architecture, FeedForward, LayerGroup
@@ -42,7 +42,8 @@ MAX_TREE_TOKENS = 4096
 class Cycle:
     """One way to speculate: the passes of a cycle and the tokens it yields on average."""
 
-    #: The ``draft_tokens`` column: γ (draft model) or the depth D (draft heads).
+    #: The ``draft_tokens`` column: the most tokens the cycle can yield (§C3), γ for a draft
+    #: model, D + 1 for heads of depth D; 1 stands for no speculation.
     label: int
     #: Tokens per request of the target's verification pass.
     verify_tokens: int
@@ -91,9 +92,6 @@ class SpecDecoding:
         model's memory to no one, §A6)."""
         return None, 0
 
-    def no_speculation_label(self) -> int:
-        return 1  # the paper's convention: γ = 1 stands for no speculation
-
     def with_acceptance(self, value: float) -> SpecDecoding:
         return dataclasses.replace(self, acceptance=value)
 
@@ -109,6 +107,8 @@ class DraftHeads:
     weights that mix the target's feature with the next token's embedding; ``copies`` the heads
     resident in memory (MTP: one per module; a depth beyond them reuses the last module).
     ``acceptance`` gives the top-1 acceptance at depths 1, 2, … (the last value repeats).
+    ``max_depth`` is the deepest draft tried, one less than the most tokens a cycle may yield
+    (``max_draft_tokens``; 0 tries none).
     """
 
     kind: str
@@ -128,10 +128,12 @@ class DraftHeads:
             raise SpecError("argument", "acceptance_by_position", "is empty", "give probabilities")
         for a in self.acceptance:
             _probability(a, "acceptance_by_position")
-        for field in ("max_depth", "branching"):
+        for field, least in (("max_depth", 0), ("branching", 1)):
             value = getattr(self, field)
-            if int(value) != value or value < 1:
-                raise SpecError("argument", field, f"is {value!r}", "expected a whole number >= 1")
+            if int(value) != value or value < least:
+                raise SpecError(
+                    "argument", field, f"is {value!r}", f"expected a whole number >= {least}"
+                )
         if tree_tokens(self.branching, self.max_depth) > MAX_TREE_TOKENS:
             raise SpecError(
                 "argument",
@@ -166,7 +168,7 @@ class DraftHeads:
                 passes[k ** (i - 1)] = passes.get(k ** (i - 1), 0) + 1
             out.append(
                 Cycle(
-                    depth,
+                    depth + 1,  # D drafted tokens and the target's own next one
                     tree_tokens(k, depth),
                     tuple(sorted(passes.items())),
                     self.expected_tokens(depth),
@@ -191,16 +193,33 @@ class DraftHeads:
         """The head's weights and KV cache live beside the target's: (workload, copies)."""
         return self.draft_workload(assumptions), int(self.copies)
 
-    def no_speculation_label(self) -> int:
-        return 0
-
     def with_acceptance(self, value: float) -> DraftHeads:
         return dataclasses.replace(self, acceptance=(value,))
 
     def describe(self) -> str:
         acc = ", ".join(f"{a:g}" for a in self.acceptance)
         tree = f", top-{self.branching} tree" if self.branching > 1 else ""
-        return f"{self.kind} heads ({self.head.name}), acceptance by depth {acc}{tree}"
+        return (
+            f"{self.kind} heads ({self.head.name}), acceptance by depth {acc}{tree}, up to "
+            f"{self.max_depth + 1} tokens per cycle (depth {self.max_depth})"
+        )
+
+
+def check_draft(target: Architecture, draft: Architecture) -> None:
+    """Warn when the draft model is the target itself (§A6): drafting with the full model
+    costs a target pass per draft token, so speculation never beats plain decoding."""
+    if draft.name != target.name:
+        return
+    bits = draft.precision.weight_bits
+    cost = (
+        "each draft token costs a full target pass, so speculation never pays off"
+        if bits == target.precision.weight_bits
+        else f"it drafts with a {bits:g}-bit copy of the target"
+    )
+    warn(
+        f"the draft model {draft.name} is the target model itself (self-speculation): {cost}; "
+        "a draft is normally a smaller model that shares the target's tokenizer"
+    )
 
 
 def tree_tokens(branching: int, depth: int) -> int:
@@ -265,11 +284,12 @@ def draft_tokens(spec) -> list[int]:
 
 
 def draft_labels(spec, verify):
-    """The ``draft_tokens`` column from the verified tokens of the chosen cycles."""
+    """The ``draft_tokens`` column from the verified tokens of the chosen cycles: the most
+    tokens each cycle can yield, 1 without speculation (§C3)."""
     verify = np.asarray(verify)
     if spec is None:
         return verify
-    out = np.full(verify.shape, spec.no_speculation_label(), dtype=np.int64)
+    out = np.ones(verify.shape, dtype=np.int64)
     for c in spec.cycles():
         out = np.where(verify == c.verify_tokens, c.label, out)
     return out

@@ -52,6 +52,7 @@ BOUNDS = {
     "matrices": _whole(1, 8),
     "layers": _whole(1, 100_000),
     "sliding_window_tokens": _whole(1, 10**9, "tokens"),
+    "max_context_tokens": _whole(1, 10**10, "tokens"),
     "weight_bits": dict(minimum=1, maximum=32, unit="bits"),
     "activation_bits": dict(minimum=1, maximum=32, unit="bits"),
     "kv_cache_bits": dict(minimum=1, maximum=32, unit="bits"),
@@ -253,6 +254,9 @@ class Architecture:
     published_active_params: float | None = None
     source_file: str = ""
     mtp: MultiTokenPrediction | None = None
+    #: The longest context the model was trained for (its config's max_position_embeddings);
+    #: None when unknown. Longer contexts are computed with a warning.
+    max_context_tokens: int | None = None
 
     @property
     def layers(self) -> int:
@@ -293,6 +297,28 @@ class Architecture:
 
 
 # --- YAML -------------------------------------------------------------------------------------
+
+#: The top-level fields of a model file (what ``architecture_from_dict`` reads; ``specs.kinds``
+#: tells a model file from a GPU or engine-profile file by them).
+MODEL_FIELDS = (
+    "name",
+    "aliases",
+    "description",
+    "source",
+    "d_model",
+    "vocab_size",
+    "attention",
+    "ffn",
+    "layers",
+    "layer_groups",
+    "sliding_window_tokens",
+    "precision",
+    "tied_embeddings",
+    "parallel_attention",
+    "published_params",
+    "mtp",
+    "max_context_tokens",
+)
 
 
 def _attention(r: Reader, d_model: int) -> Attention:
@@ -527,6 +553,7 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
         published_active_params=active,
         source_file=source,
         mtp=_mtp(r.sub("mtp", None), d_model, groups),
+        max_context_tokens=r.number("max_context_tokens", None, **BOUNDS["max_context_tokens"]),
     )
     r.finish()
     return arch

@@ -38,7 +38,7 @@ IGNORED = {
     "layer_norm_eps",
     "rope_theta",
     "rope_scaling",
-    "max_position_embeddings",
+    "max_position_embeddings",  # read as max_context_tokens
     "initializer_range",
     "use_cache",
     "attention_bias",
@@ -215,6 +215,9 @@ def config_to_dict(
         out.update(_gemma_model(cfg, source))
     else:
         out.update(_dense_model(cfg, source, model_type))
+    window = cfg.get("max_position_embeddings")
+    if window is not None:  # the longest context trained for: longer ones get a warning
+        out["max_context_tokens"] = _int(cfg, "max_position_embeddings", source)
     out["precision"] = precision_of(cfg, quant, source)
     return out
 

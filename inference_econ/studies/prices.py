@@ -8,6 +8,7 @@ import pandas as pd
 
 from .. import settings as table
 from ..errors import InfeasibleError
+from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
 from ..serving.prefill import prefill
 from ..serving.setting import make_setting
@@ -21,18 +22,20 @@ def price_ratio(
     prompt_tokens: float | None = None,
     output_tokens: float = 512,
     min_prefill_tokens: float = 8192,
+    method: Method = GRID,
     **kwargs,
 ) -> pd.Series:
     """Output/input price ratio at the decode frontier's preference point (paper §4.3).
 
     Decode runs at ``context_tokens``; the prompt (default: the context, at least 1000 tokens)
     is prefilled on the same GPUs, batching prompts until a pass holds ``min_prefill_tokens``
-    tokens so the prefill is efficient.
+    tokens so the prefill is efficient. ``method`` searches the decode frontier (default: the
+    paper's grid).
     """
     table.check_each({"prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
     check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
     setting = make_setting(model, hardware, context_tokens=context_tokens, **kwargs)
-    point = frontier(setting).preference_point()
+    point = frontier(setting, method).preference_point()
     prompt = float(prompt_tokens or max(context_tokens, 1000.0))
     pb = max(1.0, math.ceil(min_prefill_tokens / prompt))
     pre = prefill(setting, point.gpus, prompt, batch=pb)

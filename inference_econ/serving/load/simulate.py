@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..setting import check_context
 from .arrivals import Arrivals
 from .engine import Instance
 
@@ -328,6 +329,9 @@ def simulate(
     requests that arrive with their prompt's KV cache and first token (a disaggregated decode
     pool); ``progress(done, total)`` is called as requests finish."""
     n = len(arrivals)
+    if n:  # the longest request against the model's window
+        longest = np.max(arrivals.prompt_tokens + arrivals.output_tokens)
+        check_context(instance.setting.model, float(longest))
     flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
     engine = _Engine(instance, arrivals, flags, progress)
     engine.run()

@@ -15,7 +15,7 @@ from ... import settings as table
 from ...errors import SpecError, did_you_mean
 from ...model.assumptions import PRESETS
 from ...serving.setting import Setting, make_setting
-from ...serving.speculative import SpecDecoding
+from ...serving.speculative import SpecDecoding, check_draft
 from ...specs.architecture import Architecture, load_model
 from ...specs.hardware import load_hardware
 
@@ -95,7 +95,9 @@ def setting_for(
     )
     if draft is None:
         return setting
-    spec = SpecDecoding(load_model(draft), 1.0, max_draft_tokens)
+    draft = load_model(draft)
+    check_draft(setting.model, draft)
+    spec = SpecDecoding(draft, 1.0, max_draft_tokens)
     return setting.replace(spec=spec)
 
 
