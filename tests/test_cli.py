@@ -56,7 +56,7 @@ def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
     )
     code, out = run("show", str(gpu), "--format", "json")
     assert code == 0, out
-    assert json.loads(out)[0]["hbm_bandwidth_bytes_per_s"] == pytest.approx(1.675e12)
+    assert json.loads(out)["rows"][0]["hbm_bandwidth_bytes_per_s"] == pytest.approx(1.675e12)
     # a GPU file with a typo gets the -H message, whether it derives or stands alone
     typo = tmp_path / "typo.yaml"
     typo.write_text("name: x\nderive_from: H100-SXM\nhbm_bandwith_bytes_per_s: 1.0e12\n")
@@ -76,14 +76,14 @@ def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
     engine = tmp_path / "engine.yaml"
     engine.write_text("name: slower\nderive_from: trtllm\nstep_time_scale: 1.3\n")
     code, out = run("show", str(engine), "--format", "json")
-    row = json.loads(out)[0]
+    row = json.loads(out)["rows"][0]
     assert code == 0 and row["step_time_scale"] == 1.3 and row["derived_from"] == "trtllm"
     code, out = run("show", "vllm", "--format", "json")
-    assert code == 0 and json.loads(out)[0]["step_time_scale"] == pytest.approx(1.4476)
+    assert code == 0 and json.loads(out)["rows"][0]["step_time_scale"] == pytest.approx(1.4476)
     model = tmp_path / "model.yaml"
     model.write_text((ROOT / "models" / "llama-3-8b.yaml").read_text())
     code, out = run("show", str(model), "--format", "json")
-    assert code == 0 and json.loads(out)[0]["kv_bytes_per_token"] == 32 * 8 * 128 * 2 * 2
+    assert code == 0 and json.loads(out)["rows"][0]["kv_bytes_per_token"] == 32 * 8 * 128 * 2 * 2
     neither = tmp_path / "neither.yaml"
     neither.write_text("name: z\nfoo: 1\n")
     shown = CliRunner().invoke(main, ["show", str(neither)])

@@ -81,11 +81,11 @@ def test_show_prints_parameters_within_2_percent_of_published(name):
 def test_show_on_the_command_line():
     # show counts what every command computes with (paper) unless asked for refined
     default = CliRunner().invoke(main, ["show", "DeepSeek-V3", "--format", "json"])
-    assert __import__("json").loads(default.stdout)[0]["assumptions"] == "paper"
+    assert __import__("json").loads(default.stdout)["rows"][0]["assumptions"] == "paper"
     result = CliRunner().invoke(
         main, ["show", "DeepSeek-V3", "--assumptions", "refined", "--format", "json"]
     )
-    info = __import__("json").loads(result.stdout)[0]
+    info = __import__("json").loads(result.stdout)["rows"][0]
     assert result.exit_code == 0 and info["assumptions"] == "refined"
     assert info["total_params"] == pytest.approx(671e9, rel=0.02) and info[
         "active_params"
