@@ -60,6 +60,24 @@ def test_fast_search_matches_brute_force_on_a_coarse_grid():
         assert domination_factor(fast, brute) <= 1.005
 
 
+def test_threads_give_the_same_frontier(monkeypatch):
+    """The suite runs the grid on one thread (conftest); two threads must give the very same
+    frontier, and a bad thread count is one clear error."""
+    from inference_econ.errors import SpecError
+    from inference_econ.optimise import optimiser
+
+    setting = ie.make_setting("Mixtral 8x22B", "H100-paper", draft="Llama 3 8B")
+    method = ie.Method(grid_points=60)
+    one = optimiser._frontier_cached.__wrapped__(setting, method)
+    monkeypatch.setenv("INFERENCE_ECON_THREADS", "2")
+    assert optimiser._executor() is not None
+    two = optimiser._frontier_cached.__wrapped__(setting, method)
+    assert one.points.equals(two.points)
+    monkeypatch.setenv("INFERENCE_ECON_THREADS", "two")
+    with pytest.raises(SpecError, match="INFERENCE_ECON_THREADS"):
+        optimiser.search_threads()
+
+
 def test_tighter_demand_cap_is_never_cheaper():
     fronts = [
         ie.frontier("Llama 3 8B", "H100-paper", context_tokens=1, max_throughput_tokens_per_s=cap)

@@ -251,18 +251,39 @@ def _float32_at_most(values):
     return f32.astype(float)
 
 
-_EXECUTOR = None
+_POOL = None  # (threads, ThreadPoolExecutor), made on first use
+#: Threads of the grid search; the environment variable overrides the default (min(4, cores)).
+THREADS_VARIABLE = "INFERENCE_ECON_THREADS"
+
+
+def search_threads() -> int:
+    """Threads the grid search runs on: ``INFERENCE_ECON_THREADS`` if set, else min(4, cores).
+    One thread costs the least CPU (two cut a frontier's wall time by ~1/6 for ~1/3 more CPU)."""
+    text = os.environ.get(THREADS_VARIABLE, "").strip()
+    if not text:
+        return min(4, os.cpu_count() or 1)
+    if not text.isdigit() or not 1 <= int(text) <= 256:
+        raise SpecError(
+            f"environment variable {THREADS_VARIABLE}",
+            "",
+            f"is {text[:20]!r}",
+            "give a whole number of threads from 1 to 256, or unset it",
+        )
+    return int(text)
 
 
 def _executor():
-    """A shared pool of min(4, CPU count) threads: numpy releases the GIL, so grid blocks run
-    in parallel."""
-    global _EXECUTOR
-    if _EXECUTOR is None:
+    """A shared pool of ``search_threads()`` threads (numpy releases the GIL, so grid blocks
+    run in parallel), or None for one thread: the blocks then run in this thread."""
+    global _POOL
+    threads = search_threads()
+    if threads == 1:
+        return None
+    if _POOL is None or _POOL[0] != threads:
         from concurrent.futures import ThreadPoolExecutor
 
-        _EXECUTOR = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
-    return _EXECUTOR
+        _POOL = (threads, ThreadPoolExecutor(max_workers=threads))
+    return _POOL[1]
 
 
 def frontier(setting: Setting, method: Method = GRID) -> Frontier:

@@ -86,13 +86,20 @@ def run_cells(
         _run_processes(cells, tracker, min(jobs, len(cells)))
 
 
+def _one_search_thread() -> None:
+    """A worker process searches its grid on one thread: the processes use the cores."""
+    os.environ["INFERENCE_ECON_THREADS"] = "1"
+
+
 def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:
     """Local worker processes; a dead worker fails only the cells not finished yet."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_one_search_thread
+    ) as pool:
         futures = {pool.submit(compute_cell, c.setting, c.method): c for c in cells}
         try:
             for future in as_completed(futures):
