@@ -434,3 +434,24 @@ def test_a_broken_catalog_file_is_skipped_and_named(tmp_path, monkeypatch):
     finally:
         monkeypatch.delenv("INFERENCE_ECON_PATH")
         catalog.clear_cache()
+
+
+def test_catalog_headers_parse_fast_only_when_they_cannot_hold_a_bomb():
+    """Headers without anchors or aliases go to libyaml; any other header to the strict
+    loader, which refuses alias bombs and duplicate keys."""
+    import pytest
+
+    from inference_econ.errors import SpecError
+    from inference_econ.specs import catalog
+    from inference_econ.specs.yamlfile import parse_yaml
+
+    plain = "name: My GPU\naliases: [mine, my-gpu]\ndescription: >-\n  two\n  lines\n"
+    assert catalog._parse_header(plain, "x.yaml") == parse_yaml(plain, "x.yaml")
+    lol = "name: x\naliases: &a [y, y, y, y, y, y, y, y, y, y]\n" + "".join(
+        f"title{i}: &a{i} [{', '.join(['*a' if i == 0 else f'*a{i - 1}'] * 10)}]\n"
+        for i in range(6)
+    )
+    with pytest.raises(SpecError, match="alias"):
+        catalog._parse_header(lol, "bomb.yaml")
+    with pytest.raises(SpecError, match="twice"):
+        catalog._parse_header("name: &n a\nname: *n\n", "dup.yaml")
