@@ -96,6 +96,16 @@ def test_an_input_of_the_command_is_never_overwritten(tmp_path):
     assert model.read_text() == before and json.loads(config.read_text())["hidden_size"] == 64
 
 
+def test_an_output_written_before_is_replaced_not_taken_for_an_input(tmp_path):
+    """Writing the same --out twice works (reproduce's --out is a file or a folder): an
+    earlier output is not an input of the command."""
+    table = tmp_path / "t1.csv"
+    for _ in range(2):
+        code, err = cli("reproduce", "table-1", "--out", table, "-q")
+        assert code == 0, err
+    assert table.read_text().startswith("# Computed with: paper/table-1")
+
+
 def test_an_unwritable_place_is_one_line_and_exit_2(tmp_path):
     for target in ("/proc/version/x.csv", "/proc/no-such-folder/x.csv", f"{tmp_path}/x.csv/"):
         code, err = cli(*FRONTIER, "--out", target)

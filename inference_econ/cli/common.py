@@ -194,7 +194,7 @@ def _check_outputs(ctx: click.Context) -> None:
         value = ctx.params.get(param.name)
         if value is None:
             continue
-        if isinstance(param.type, (OutputFile, OutputFolder)):
+        if isinstance(param.type, (OutputFile, OutputFolder, OutputTarget)):
             outputs.append((param, value))
         elif isinstance(value, str) and os.path.isfile(value):
             inputs.record(value)  # a CSV, a config, a model or GPU file named by its path
@@ -313,6 +313,13 @@ class FigureFile(OutputFile):
 
     def __init__(self) -> None:
         super().__init__(suffixes=("figure",))
+
+
+class OutputTarget(click.ParamType):
+    """A file or a folder the command writes, which it checks once it knows which (``reproduce
+    --out``: a table's file, or the folder of figures); never taken for an input."""
+
+    name = "PATH"
 
 
 class OutputFolder(click.ParamType):

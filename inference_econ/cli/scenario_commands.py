@@ -10,6 +10,7 @@ import click
 from ..errors import SpecError, did_you_mean
 from .common import (
     OutputFolder,
+    OutputTarget,
     Progress,
     emit,
     fail,
@@ -69,7 +70,7 @@ def _target(ctx, param, value):
 @format_option
 @click.option(
     "--out",
-    type=click.Path(),
+    type=OutputTarget(),
     help="Tables: write to this file. Figures and 'all': the folder (default figures/).",
 )
 @click.option(

@@ -7,14 +7,23 @@ from pathlib import Path
 
 import click
 
-from .common import Progress, format_option, handle_errors, options, quiet_option, wrote_files
+from .common import (
+    OutputFile,
+    OutputFolder,
+    Progress,
+    format_option,
+    handle_errors,
+    options,
+    quiet_option,
+    wrote_files,
+)
 
 
 @click.command(short_help="Run a design space of many frontiers, resumable.")
 @click.argument("file")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False),
+    type=OutputFolder(),
     help="Folder for the tables, study.json, the summary figure and the cache of finished cells.",
 )
 @options("jobs", "dask")
@@ -87,9 +96,7 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
 
 @click.command(short_help="An interactive, self-contained HTML report.")
 @click.argument("source")
-@click.option(
-    "--out", type=click.Path(dir_okay=False), required=True, help="The HTML file to write."
-)
+@click.option("--out", type=OutputFile(("html",)), required=True, help="The HTML file to write.")
 @click.option(
     "--compare",
     help="Study axis whose values are the curves of one view (default: hardware); "
