@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..errors import SpecError
 from ..model.latency import ADDITIVE_PARTS
+from ..specs.catalog import display_path
 from .files import write_atomic
 
 #: Points shown per curve at most (evenly spaced along the line; key points always kept).
@@ -578,5 +579,6 @@ def scenario_section(result) -> Section:
         curves=curves,
         key_table=result.key_points if result.key_points is not None else pd.DataFrame(),
         assumptions=assumptions,
-        notes=[f"Scenario {scenario.name} ({scenario.source})."] + list(scenario.notes),
+        notes=[f"Scenario {scenario.name} ({display_path(scenario.source)})."]
+        + list(scenario.notes),
     )

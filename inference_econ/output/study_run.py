@@ -195,7 +195,7 @@ def manifest(result: StudyResult) -> dict:
     return {
         "title": study.title,
         "description": study.description,
-        "source": study.source,
+        "source": display_path(study.source),
         "package_version": package_version(),
         "axes": {a.name: list(a.labels) for a in study.axes},
         "exclude": [{k: list(v) for k, v in rule.items()} for rule in study.exclude],
