@@ -198,3 +198,15 @@ def test_load_outputs_state_what_they_were_computed_with():
     assert out.exit_code == 0, out.output
     meta = json.loads(out.stdout)["metadata"]
     assert meta["targets"] == "p99 TPOT <= 50 ms" and meta["assumptions"] == "paper"
+
+
+def test_capacity_of_a_given_deployment_refuses_disaggregated():
+    """--disaggregated searches prefill pools; with --gpus it would be silently dropped."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    args = ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--disaggregated"]
+    args += ["--input-length", "500", "--output-length", "50", "--slo-tpot-p99", "0.05"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 2 and "--disaggregated" in out.stderr and "--prefill-gpus" in out.stderr

@@ -183,7 +183,14 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
             raise SpecError(
                 "command line", "--hardware", "a given deployment runs on one GPU", "give one -H"
             )
-        kwargs.pop("disaggregated", None)
+        if kwargs.pop("disaggregated", False):
+            raise SpecError(
+                "command line",
+                "--disaggregated",
+                "searches the prefill pools; with --gpus the deployment is given",
+                "give the prefill pool with --prefill-gpus (and --prefill-instances), "
+                "or drop --gpus to search",
+            )
         result = api.max_load(
             model, names[0], gpus=gpus, prefill_gpus=prefill_gpus, progress=say, **kwargs
         )
