@@ -104,6 +104,9 @@ def test_an_output_written_before_is_replaced_not_taken_for_an_input(tmp_path):
         code, err = cli("reproduce", "table-1", "--out", table, "-q")
         assert code == 0, err
     assert table.read_text().startswith("# Computed with: paper/table-1")
+    # a report is HTML: another suffix is refused before any work
+    code, err = cli("report", "paper/figure-4", "--out", tmp_path / "f.png")
+    assert code == 2 and "cannot be written as '.png'" in err
 
 
 def test_an_unwritable_place_is_one_line_and_exit_2(tmp_path):
