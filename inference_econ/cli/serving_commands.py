@@ -82,8 +82,8 @@ def request_options(fn):
 @request_options
 @option(
     "prefill_batch",
-    help="Prompts prefilled together (default 1: each prompt as it arrives, in chunks of 8192 "
-    "tokens, as vLLM and SGLang schedule them).",
+    help="Prompts prefilled together, at most --batch (they go on to decode together; default "
+    "1: each prompt as it arrives, in chunks of 8192 tokens, as vLLM and SGLang schedule them).",
 )
 @options("cached_fraction")
 @table_output
