@@ -249,7 +249,7 @@ def list_specs(kind: str) -> pd.DataFrame:
             "name": e.name,
             "aliases": ", ".join(e.aliases),
             "description": e.description,
-            "file": str(e.path),
+            "file": display_path(e.path),
         }
         for e in catalog.entries(kind)
     ]

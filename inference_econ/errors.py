@@ -3,8 +3,29 @@
 from __future__ import annotations
 
 import difflib
+import os
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+#: How errors name a spec file: ``specs/catalog.py`` installs its ``display_path`` (a shipped
+#: spec relative to the package data, wherever it is installed; a user's file as given), so
+#: every error about a file names it the same way, whichever module raised it.
+_display_source: Callable[[str], str] | None = None
+
+
+def display_sources_with(display: Callable[[str], str]) -> None:
+    """Name the files of every later error with ``display`` (set once, by specs/catalog.py)."""
+    global _display_source
+    _display_source = display
+
+
+def _shown(source: str) -> str:
+    """``source`` as errors show it: a file path through the installed display, other text
+    (``argument``, ``derived from H100-SXM``) as it is."""
+    text = str(source)
+    if _display_source is None or not (os.sep in text or "/" in text):
+        return text
+    return _display_source(text)
 
 
 class InferenceEconError(Exception):
@@ -19,7 +40,7 @@ class SpecError(InferenceEconError, ValueError):
     """
 
     def __init__(self, source: str, field: str, problem: str, fix: str = "") -> None:
-        self.source = _one_line(source)
+        self.source = _one_line(_shown(source))
         self.field = _one_line(field)
         self.problem = _one_line(problem)
         self.fix = _one_line(fix)

@@ -59,6 +59,9 @@ class Option:
     #: Settings of which one must be given for this one to mean anything (else it would be
     #: silently ignored, an error: docs/errors.md, "Combinations"); see ``check_needs``.
     needs: tuple[str, ...] = ()
+    #: Settings that cannot be given with this one: both would set the same thing, so one of
+    #: them would be silently ignored (docs/errors.md, "Combinations"); see ``conflicts``.
+    excludes: tuple[str, ...] = ()
 
     @property
     def cli_flag(self) -> str:
@@ -237,7 +240,8 @@ SETTINGS: tuple[Option, ...] = (
         "integer",
         5,
         "Longest draft tried: the most tokens one speculative cycle may yield, as in the"
-        " draft_tokens column (draft heads draft one token fewer; 1: no speculation).",
+        " draft_tokens column (draft heads draft one token fewer); 1 would mean no speculation,"
+        " so with a draft it is refused.",
         PROBLEM,
         unit="tokens",
         minimum=1,
@@ -326,6 +330,8 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         optional=True,
         maximum=MAX_TOKENS,
+        # under a load the prompts' lengths are input_lengths (frontier --rate)
+        excludes=("input_lengths",),
     ),
     Option(
         "ttft_max_s",
@@ -937,9 +943,21 @@ def unmet_needs(
     return out
 
 
+def conflicts(given: Iterable[str]) -> list[tuple[Option, str]]:
+    """Each given setting with a given setting its row ``excludes``."""
+    given = set(given)
+    out = []
+    for name in sorted(given, key=lambda n: _ORDER.get(n, len(_ORDER))):
+        row = BY_NAME.get(name)
+        for other in row.excludes if row is not None else ():
+            if other in given:
+                out.append((row, other))
+    return out
+
+
 def check_needs(values: Mapping[str, Any], source: str = "argument") -> None:
-    """Refuse a setting given (not None) without any of the settings it needs: it would be
-    silently ignored (docs/errors.md, "Combinations")."""
+    """Refuse a setting given (not None) without any of the settings it needs, or with one
+    it excludes: it would be silently ignored (docs/errors.md, "Combinations")."""
     given = [k for k, v in values.items() if v is not None]
     for row, could in unmet_needs(given):
         names = " or ".join(could)
@@ -948,6 +966,13 @@ def check_needs(values: Mapping[str, Any], source: str = "argument") -> None:
             row.name,
             f"is given without {names}",
             f"give {names} too, or leave {row.name} out",
+        )
+    for row, other in conflicts(given):
+        raise SpecError(
+            source,
+            row.name,
+            f"is given with {other}, which sets the same thing",
+            f"give one of {row.name} and {other}",
         )
 
 

@@ -4,6 +4,7 @@ defaults in --help, JSON objects, the provenance of spec files, TP dims at TP 1.
 
 import json
 
+import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -12,7 +13,7 @@ import inference_econ as ie
 from inference_econ import api
 from inference_econ import settings as table
 from inference_econ.cli import main
-from inference_econ.cli.common import wrote_files
+from inference_econ.cli.common import OutputFile, wrote_files
 from inference_econ.errors import InfeasibleError, SpecError
 from inference_econ.model.layouts import tp_dims
 from inference_econ.output.render import first_sentence, render
@@ -210,3 +211,205 @@ def test_capacity_of_a_given_deployment_refuses_disaggregated():
     args += ["--input-length", "500", "--output-length", "50", "--slo-tpot-p99", "0.05"]
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 2 and "--disaggregated" in out.stderr and "--prefill-gpus" in out.stderr
+
+
+# --- the second new-user review (items 7, 12, 21, 24, 26) -----------------------------------
+
+
+def _commands(group=main, path=()):
+    """Every command of the command line, with the words that call it."""
+    for name, cmd in sorted(group.commands.items()):
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*path, name))
+        else:
+            yield (*path, name), cmd
+
+
+def test_every_command_with_format_has_out():
+    """The docs say --format everywhere and --out writes atomically (item 12)."""
+    with_format = [words for words, cmd in _commands() if "format" in _names(cmd)]
+    assert len(with_format) >= 20 and ("point",) in with_format and ("sweep",) in with_format
+    missing = [
+        words for words, cmd in _commands() if "format" in _names(cmd) and "out" not in _names(cmd)
+    ]
+    assert missing == []
+
+
+def _names(cmd) -> set[str]:
+    return {p.name for p in cmd.params}
+
+
+def test_out_writes_what_would_be_printed(tmp_path):
+    """point, list, show, request ... take --out like frontier: the suffix sets the format,
+    the file is written atomically, nothing on stdout; a failure writes nothing (item 12)."""
+    point = ["point", "Llama 3 8B", "-H", "H100-paper", "--gpus", 1, "--batch", 8]
+    code, out, err = invoke(*point, "--out", tmp_path / "p.json")
+    payload = json.loads((tmp_path / "p.json").read_text())
+    assert code == 0 and out == "" and err == f"wrote {tmp_path / 'p.json'}\n"
+    assert payload["rows"][0]["gpus"] == 1 and payload["rows"][0]["batch"] == 8
+    code, printed, _ = invoke(*point, "--format", "csv")
+    invoke(*point, "--out", tmp_path / "p.csv")
+    assert code == 0 and (tmp_path / "p.csv").read_text() == printed  # byte for byte
+    code, _, _ = invoke("list", "models", "--out", tmp_path / "m.md")
+    assert code == 0 and (tmp_path / "m.md").read_text().startswith("| name")
+    code, _, err = invoke(*point, "--format", "csv", "--out", tmp_path / "q.json")
+    assert code == 2 and "'.json' is json, but --format is csv" in err
+    (tmp_path / "keep.csv").write_text("mine\n")
+    code, _, err = invoke(
+        "point",
+        "Llama 3 70B",
+        "-H",
+        "H100-paper",
+        "--gpus",
+        1,
+        "--batch",
+        1,
+        "--out",
+        tmp_path / "keep.csv",
+    )
+    assert code == 1 and "does not fit" in err and (tmp_path / "keep.csv").read_text() == "mine\n"
+
+
+def test_options_that_would_be_dropped_are_refused():
+    """Each of these combinations used to drop an option without a word (item 7)."""
+    rate = ["--rate", 5, "--output-length", 100, "--slo-ttft-p99", 2]
+    for args, line in [
+        (
+            [
+                "frontier",
+                "Llama 3 8B",
+                "-H",
+                "H100",
+                *rate,
+                "--input-length",
+                100,
+                "--prompt-tokens",
+                100000,
+            ],
+            "error: --prompt-tokens: cannot be given with --input-length",
+        ),
+        (
+            ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, *rate],
+            "error: --rate: is searched when --gpus is given, so it would be ignored",
+        ),
+        (
+            [
+                "sweep",
+                "Llama 3 8B",
+                "-H",
+                "H100",
+                "--param",
+                "context",
+                "--values",
+                1000,
+                "--tornado",
+                "t.png",
+            ],
+            "error: --tornado: cannot be given with --param",
+        ),
+        (
+            [
+                "request",
+                "Llama 3 8B",
+                "-H",
+                "H100",
+                "--gpus",
+                1,
+                "--batch",
+                8,
+                "--prompt-tokens",
+                100,
+                "--output-tokens",
+                10,
+                "--prefill-batch",
+                100,
+            ],
+            "error: --prefill-batch: is 100, more prompts than the decode batch of 8 holds",
+        ),
+        (
+            [
+                "point",
+                "Llama 3 8B",
+                "-H",
+                "H100",
+                "--gpus",
+                1,
+                "--batch",
+                1,
+                "--draft",
+                "Llama 3 8B",
+                "--max-draft",
+                1,
+            ],
+            "error: --max-draft: is 1, which means no speculation",
+        ),
+    ]:
+        code, out, err = invoke(*args)
+        assert code == 2 and out == "" and err.startswith(line) and err.count("\n") == 1, err
+    assert table.conflicts(["prompt_tokens", "input_lengths"])[0][1] == "input_lengths"
+    # a prefill batch up to the decode batch is the engine's business: accepted
+    setting = ie.make_setting("Llama 3 8B", "H100-paper")
+    assert ie.request_view(setting, 1, 8, 100, 10, prefill_batch=8)["prefill_batch"] == 8
+    with pytest.raises(SpecError, match="prefill_batch"):
+        ie.request_view(setting, 1, 8, 100, 10, prefill_batch=9)
+
+
+def test_spec_paths_are_shown_as_given_or_relative_to_the_package(tmp_path, monkeypatch):
+    """No absolute path for a file given relative, no site-packages path for a shipped one
+    (item 21): in errors from any module and in list's CSV and JSON."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "typo.yaml").write_text("name: Typo\nlayerz: 3\n")
+    code, _, err = invoke("point", "typo.yaml", "-H", "H100", "--gpus", 1, "--batch", 1)
+    assert code == 2 and err.startswith("error: typo.yaml: field "), err
+    code, _, err = invoke("point", "Llama 3 8B", "-H", "typo.yaml", "--gpus", 1, "--batch", 1)
+    assert code == 2 and err.startswith("error: typo.yaml: field 'layerz'"), err
+    code, _, err = invoke("point", tmp_path / "typo.yaml", "-H", "H100", "--gpus", 1, "--batch", 1)
+    assert code == 2 and err.startswith(f"error: {tmp_path / 'typo.yaml'}: ")  # absolute: as given
+    args = ["point", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--batch", 1, "--draft-heads", "mtp"]
+    code, _, err = invoke(*args)
+    assert code == 2 and err.startswith("error: models/llama-3-8b.yaml: field 'mtp'"), err
+    for fmt in ("csv", "json"):
+        code, out, _ = invoke("list", "models", "--format", fmt)
+        assert (
+            code == 0
+            and "models/llama-3-8b.yaml" in out
+            and str(catalog.shipped_roots()[0]) not in out
+        )
+    scenario = "name: s\ntitle: t\ncurves:\n  - {model: Llama 3 8B, hardware: H100, model_overrides: {layers: 0}}\n"
+    (tmp_path / "s.yaml").write_text(scenario)
+    code, _, err = invoke("run", "s.yaml", "--out", "o")
+    assert code == 2 and "model_overrides on models/llama-3-8b.yaml: field 'layers'" in err, err
+
+
+def test_tp_dims_need_a_split_worth_naming():
+    """A continuous frontier's 1.0007 GPUs show TP 1.00: no "1D" beside it (item 24)."""
+    assert tp_dims(False, 1.0007) == "-" and tp_dims(True, 1.0049) == "-"
+    assert tp_dims(False, 1.005) == "1D" and tp_dims(True, 1.01) == "2D"
+    front = ie.frontier("Llama 3 8B", "H100-paper", grid_points=60).to_dataframe()
+    split = front["tensor_degree"] >= 1.005
+    assert (front.loc[split, "tp_dims"] != "-").all() and (
+        front.loc[~split, "tp_dims"] == "-"
+    ).all()
+
+
+def test_every_figure_option_accepts_the_same_suffixes(tmp_path):
+    """capacity --figure took only png/svg/pdf where compare-measured took every format
+    matplotlib saves: one FigureFile rule for all (item 26)."""
+    from inference_econ.cli.common import FigureFile
+
+    figures = [
+        (words, p.opts[0])
+        for words, cmd in _commands()
+        for p in cmd.params
+        if isinstance(p.type, OutputFile) and p.name in ("figure", "tornado")
+    ]
+    assert len(figures) >= 4
+    for words, flag in figures:
+        params = {p.opts[0]: p for p in dict(_commands())[words].params}
+        assert isinstance(params[flag].type, FigureFile), (words, flag)
+    assert FigureFile.target("a/b.EPS") == ("a/b", ("eps",)) and FigureFile.target("c") == (
+        "c",
+        ("png",),
+    )
+    code, _, err = invoke("capacity", "Llama 3 8B", "-H", "H100", "--rate", 1, "--figure", "f.xyz")
+    assert code == 2 and "cannot be written as '.xyz'" in err and "eps" in err

@@ -4,13 +4,11 @@ a given one holds)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..errors import SpecError
 from .common import (
-    OutputFile,
+    FigureFile,
     Progress,
     emit,
     format_option,
@@ -21,6 +19,7 @@ from .common import (
     out_option,
     quiet_option,
     searched,
+    table_output,
     typed_name,
 )
 
@@ -51,8 +50,8 @@ hardware_list = click.option(
 figure_option = click.option(
     "--figure",
     # an output (checked before the search, and replaced if it exists), not an input
-    type=OutputFile(suffixes=("png", "svg", "pdf")),
-    help="Draw latency percentiles against load, targets and knee marked (.png, .svg or .pdf).",
+    type=FigureFile(),
+    help="Draw latency percentiles against load, targets and knee marked (.png, .svg, .pdf, ...).",
 )
 
 
@@ -92,15 +91,8 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
     from ..output.load_plots import latency_load_figure
     from ..output.plots import save
 
-    suffix = Path(figure).suffix.lstrip(".").lower() or "png"
-    if suffix not in ("png", "svg", "pdf"):
-        raise SpecError(
-            "command line", "--figure", f"unknown image type .{suffix}", "use .png, .svg or .pdf"
-        )
     for path in save(
-        latency_load_figure(maxload, offered_rate_per_s=offered),
-        str(Path(figure).with_suffix("")),
-        (suffix,),
+        latency_load_figure(maxload, offered_rate_per_s=offered), *FigureFile.target(figure)
     ):
         click.echo(f"wrote {path}", err=True)
 
@@ -113,7 +105,7 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
 @option("gpus", help="GPUs per instance of the deployment.")
 @options("instances", "prefill_gpus", "prefill_instances")
 @options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED)
-@format_option
+@table_output
 @quiet_option
 @handle_errors
 def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):

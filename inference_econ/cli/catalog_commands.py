@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from ..errors import SpecError, short
-from .common import OutputFile, emit, format_option, handle_errors, option, options
+from .common import OutputFile, emit, handle_errors, option, options, table_output
 
 
 @click.command("list", short_help="List the shipped models, GPUs, scenarios or engines.")
 @click.argument("kind", type=click.Choice(["models", "hardware", "scenarios", "engines"]))
-@format_option
+@table_output
 @handle_errors
 def list_cmd(kind, format):
     """List the models, GPUs, scenarios or engine profiles that ship with the toolkit.
@@ -42,7 +42,7 @@ def list_cmd(kind, format):
     help="GPU for the derived figures of a model.",
 )
 @options("assumptions", "weight_bits", "activation_bits", "kv_cache_bits")
-@format_option
+@table_output
 @handle_errors
 def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bits, format):
     """Show a model's, a GPU's or an engine profile's figures and what follows from them.

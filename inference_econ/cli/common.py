@@ -150,6 +150,8 @@ def handle_errors(fn):
                 _check_needs(ctx)
                 if "format" in kwargs:
                     kwargs["format"] = _table_format(ctx, kwargs["format"])
+                if "out" in kwargs and "out" not in _named_parameters(fn):
+                    return _printed_to(kwargs.pop("out"), fn, args, kwargs)
                 return fn(*args, **kwargs)
             except BrokenPipeError:  # the reader of stdout went away (| head): nothing to say
                 sys.exit(1)
@@ -157,6 +159,32 @@ def handle_errors(fn):
                 fail(exc)
 
     return wrapper
+
+
+def _named_parameters(fn) -> set[str]:
+    """The parameters ``fn`` names itself (not those its ``**values`` would swallow)."""
+    import inspect
+
+    return {
+        name
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    }
+
+
+def _printed_to(out: str | None, fn, args, kwargs):
+    """Run a command whose table ``table_output`` sends to ``--out``: what it prints on
+    stdout is written to ``out`` atomically once it has finished (nothing on failure); stderr
+    (progress, warnings) is untouched."""
+    if not out:
+        return fn(*args, **kwargs)
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        result = fn(*args, **kwargs)
+    emit(printed.getvalue(), out)
+    return result
 
 
 @contextlib.contextmanager
@@ -235,12 +263,35 @@ def searched(setting: str, by: str):
     return decorate
 
 
+def excludes(name: str, *others: str, why: str = ""):
+    """Decorator: the command's option ``name`` cannot be given with any of ``others`` (one
+    would be silently ignored, e.g. ``sweep --tornado`` and ``--param``); ``why`` says so. The
+    command-line twin of the table's ``excludes``, for options that are not settings."""
+
+    def decorate(fn):
+        fn.__dict__.setdefault("excludes", []).append((name, others, why))
+        return fn
+
+    return decorate
+
+
 def _check_needs(ctx: click.Context) -> None:
-    """Refuse an option given without any of the options it needs (the table's ``needs``):
-    it would be silently ignored (docs/errors.md, "Combinations")."""
+    """Refuse an option given without any of the options it needs (the table's ``needs``),
+    one given with an option it excludes (the table's ``excludes``, the command's
+    ``excludes``), and a setting the command searches itself (``searched``): each would be
+    silently ignored (docs/errors.md, "Combinations")."""
     names = given(ctx)
     offered = {p.name for p in ctx.command.params}
-    for setting, by in getattr(ctx.command.callback, "searched", {}).items():
+    callback = ctx.command.callback
+    for setting, by in getattr(callback, "searched", {}).items():
+        if by in names and setting in names:
+            flag, search = typed_name(setting, ctx), typed_name(by, ctx)
+            raise SpecError(
+                "command line",
+                flag,
+                f"is searched when {search} is given, so it would be ignored",
+                f"drop {flag}, or drop {search}",
+            )
         if by in names:
             names.add(setting)
     for row, could in table.unmet_needs(names, offered):
@@ -249,6 +300,18 @@ def _check_needs(ctx: click.Context) -> None:
         raise SpecError(
             "command line", flag, f"needs {needed}", f"give {needed} too, or drop {flag}"
         )
+    pairs = [(row.name, (other,), "") for row, other in table.conflicts(names)]
+    for name, others, why in [*pairs, *getattr(callback, "excludes", ())]:
+        clash = [o for o in others if o in names] if name in names else []
+        if clash:
+            flag, other = typed_name(name, ctx), typed_name(clash[0], ctx)
+            reason = f": {why}" if why else ": one of them would be ignored"
+            raise SpecError(
+                "command line",
+                flag,
+                f"cannot be given with {other}{reason}",
+                f"drop {flag} or {other}",
+            )
 
 
 def _table_format(ctx: click.Context, fmt: str) -> str:
@@ -307,12 +370,18 @@ class TableFile(OutputFile):
 
 
 class FigureFile(OutputFile):
-    """A figure the command writes: its suffix must be a format matplotlib can save."""
+    """A figure the command writes: its suffix must be a format matplotlib can save (png,
+    svg, pdf, ...; none: png). Every --figure and --tornado is one, so all accept the same."""
 
     name = "FIGURE"
 
     def __init__(self) -> None:
         super().__init__(suffixes=("figure",))
+
+    @staticmethod
+    def target(path: str) -> tuple[str, tuple[str, ...]]:
+        """(stem, formats) of a figure's path, as ``output.plots.save`` takes them."""
+        return str(Path(path).with_suffix("")), (Path(path).suffix.lstrip(".").lower() or "png",)
 
 
 class OutputTarget(click.ParamType):
@@ -494,6 +563,16 @@ out_option = click.option(
     type=TableFile(),
     help="Write to this file (atomically); .csv, .json or .md sets the format.",
 )
+
+
+def table_output(fn):
+    """--format and --out for a command that prints a table: the format of the table and the
+    file it is written to (atomically; the file's suffix sets the format when --format is not
+    given). A command that does not take ``out`` itself prints as usual and ``handle_errors``
+    writes what it printed to the file."""
+    return format_option(out_option(fn))
+
+
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 
 

@@ -13,6 +13,7 @@ from .common import (
     OutputFile,
     Progress,
     emit,
+    excludes,
     format_option,
     handle_errors,
     make_setting,
@@ -20,6 +21,7 @@ from .common import (
     out_option,
     quiet_option,
     setting_options,
+    table_output,
 )
 
 
@@ -212,8 +214,14 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
     type=FigureFile(),
     help="Instead: elasticities of every factor, drawn as a tornado chart here.",
 )
-@format_option
+@table_output
 @quiet_option
+@excludes(
+    "tornado",
+    "parameter",
+    "values",
+    why="the tornado varies every factor between x0.5 and x2 itself",
+)
 @handle_errors
 def sweep(
     model, hardware, parameter, values, at_speed, grid_points, tornado, format, quiet, **settings
@@ -245,7 +253,7 @@ def sweep(
         meta["at_speed_tokens_per_s"] = speed
         title = tornado_title(setting, speed, at_speed is None)
         click.echo(render(result, format, title=title, meta=meta), nl=False)
-        stem, fmts = _figure_target(tornado)
+        stem, fmts = FigureFile.target(tornado)
         save(tornado_figure(result, title), stem, fmts)
         click.echo(f"wrote {tornado}", err=True)
         return

@@ -9,15 +9,14 @@ from .capacity_commands import FRONTIER_OPTIONS
 from .common import (
     Progress,
     emit,
-    format_option,
     given,
     handle_errors,
     make_setting,
     option,
     options,
-    out_option,
     quiet_option,
     setting_options,
+    table_output,
     typed_name,
 )
 
@@ -48,7 +47,7 @@ def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
 @click.argument("model")
 @setting_options
 @options("gpus", "batch")
-@format_option
+@table_output
 @handle_errors
 def point(model, hardware, gpus, batch, format, **values):
     """One configuration: latency, tokens/s per request, $/Mtok, MFU, layout and breakdown.
@@ -83,8 +82,7 @@ def point(model, hardware, gpus, batch, format, **values):
     type=click.IntRange(min=1),
     help="Show this many points, evenly spaced in speed (table format: 20).",
 )
-@format_option
-@out_option
+@table_output
 @quiet_option
 @handle_errors
 def frontier(

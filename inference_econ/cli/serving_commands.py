@@ -7,7 +7,6 @@ import click
 
 from ..errors import InfeasibleError
 from .common import (
-    format_option,
     handle_errors,
     hardware_option,
     make_setting,
@@ -15,6 +14,7 @@ from .common import (
     options,
     prefill_setting_options,
     request_setting_options,
+    table_output,
 )
 from .decode_commands import vertical
 
@@ -26,7 +26,7 @@ from .decode_commands import vertical
 @option("prompt_tokens", required=True, help="Tokens of each prompt prefilled.")
 @option("prefill_batch", flag="--batch", default=1.0, help="Prompts prefilled together.")
 @options("cached_fraction", "chunk_tokens")
-@format_option
+@table_output
 @handle_errors
 def prefill(
     model,
@@ -82,11 +82,11 @@ def request_options(fn):
 @request_options
 @option(
     "prefill_batch",
-    help="Prompts prefilled together (default 1: each prompt as it arrives, in chunks of 8192 "
-    "tokens, as vLLM and SGLang schedule them).",
+    help="Prompts prefilled together, at most --batch (they go on to decode together; default "
+    "1: each prompt as it arrives, in chunks of 8192 tokens, as vLLM and SGLang schedule them).",
 )
 @options("cached_fraction")
-@format_option
+@table_output
 @handle_errors
 def request(
     model,
@@ -126,7 +126,7 @@ def request(
 @click.argument("model")
 @hardware_option
 @options("contexts", "weight_bits", "assumptions", "engine")
-@format_option
+@table_output
 @handle_errors
 def prices(model, hardware, contexts, format, **values):
     """What output tokens cost relative to input tokens, by context length (paper §4.3).
@@ -164,7 +164,7 @@ def prices(model, hardware, contexts, format, **values):
     "assumptions",
     "engine",
 )
-@format_option
+@table_output
 @handle_errors
 def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, format, **values):
     """Context-parallel prefill of one prompt: all-gather against the KV-Runahead chain
@@ -189,7 +189,7 @@ def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, fo
 @request_setting_options
 @request_options
 @options("prefill_gpus")
-@format_option
+@table_output
 @handle_errors
 def disagg(
     model, hardware, gpus, batch, prompt_tokens, output_tokens, prefill_gpus, format, **values

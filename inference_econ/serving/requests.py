@@ -69,6 +69,13 @@ def request(
     if prompt_tokens is None:
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     pb = float(prefill_batch or 1.0)
+    if pb > float(batch):  # the prompts prefilled together then decode in the batch
+        raise SpecError(
+            "argument",
+            "prefill_batch",
+            f"is {pb:g}, more prompts than the decode batch of {float(batch):g} holds",
+            f"prompts prefilled together go on to decode together: give at most {float(batch):g}",
+        )
     cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
     n_in, n_out = float(prompt_tokens), float(output_tokens)
     check_request_context(setting, n_in, n_out)

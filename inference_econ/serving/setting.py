@@ -198,6 +198,15 @@ def _speculation(arch: Architecture, values: dict):
     none. The two are exclusive; per-position acceptance and trees are for heads only (draft
     settings without a draft are refused by ``check_needs``, from the table)."""
     heads = values["draft_heads"]
+    if (values["draft"] is not None or heads is not None) and values["max_draft_tokens"] == 1:
+        which = "draft" if values["draft"] is not None else "draft_heads"
+        raise SpecError(
+            "argument",
+            "max_draft_tokens",
+            "is 1, which means no speculation (a cycle would yield only the target's token)",
+            f"drop {which} ({table.option(which).cli_flag}), or raise max_draft_tokens"
+            " (--max-draft) to 2 or more",
+        )
     if values["draft"] is not None and heads is not None:
         raise SpecError(
             "argument",

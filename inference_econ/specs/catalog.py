@@ -9,6 +9,7 @@ folders, an installed wheel its bundled copy. ``INFERENCE_ECON_PATH`` (folders s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import SpecError, UnknownNameError, did_you_mean, short
+from ..errors import SpecError, UnknownNameError, did_you_mean, display_sources_with, short
 from .inputs import read_text
 from .schema import Reader
 from .yamlfile import MAX_YAML_BYTES, load_yaml, parse_yaml
@@ -199,12 +200,12 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
     candidate = _existing_file(text)
     looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
     if looks_like_path and candidate is not None:
-        return candidate
+        return _given_as(candidate, text)
     entry = _match(kind, text)
     if entry is not None:
         return entry.path
     if candidate is not None:
-        return candidate
+        return _given_as(candidate, text)
     if kind == "hardware":
         return resolve_system_name(text).entry.path
     raise _unknown(kind, text)
@@ -329,26 +330,45 @@ def _user_roots() -> tuple[Path, ...]:
     )
 
 
+#: The files users named by a path (resolved path -> the text they gave), for display_path.
+_GIVEN: dict[Path, str] = {}
+
+
+def _given_as(path: Path, text: str) -> Path:
+    """``path``, remembering that the user named it ``text`` (how outputs show it)."""
+    with contextlib.suppress(OSError, RuntimeError):
+        _GIVEN[path.resolve()] = text
+    return path
+
+
 def display_path(path: str | os.PathLike) -> str:
-    """A spec file as outputs name it: a shipped spec relative to the package's data
-    ("hardware/h100_sxm.yaml", wherever the package is installed); a user's spec by its real
-    path: an INFERENCE_ECON_PATH file in full (so it never looks shipped), a file given on the
-    command line as given. Other text (e.g. "derived from H100-SXM") is kept."""
+    """A spec file as outputs and errors name it: a shipped spec relative to the package's
+    data ("hardware/h100_sxm.yaml", wherever the package is installed); a user's spec by its
+    real path: an INFERENCE_ECON_PATH file in full (so it never looks shipped), a file given on
+    the command line as given (not made absolute). Other text (e.g. "derived from H100-SXM")
+    is kept."""
     text = str(path)
     if not text:
         return ""
-    candidate = Path(text)
-    if candidate.is_file():
+    try:
+        candidate = Path(text)
+        if not candidate.is_file():
+            return text
         resolved = candidate.resolve()
-        for root in shipped_roots():
-            try:
-                return resolved.relative_to(root.resolve()).as_posix()
-            except ValueError:
-                continue
-        for root in _user_roots():
-            if resolved.is_relative_to(root.resolve()):
-                return str(resolved)
-    return text
+    except (OSError, ValueError, RuntimeError):  # not a name the file system accepts
+        return text
+    for root in shipped_roots():
+        try:
+            return resolved.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            continue
+    for root in _user_roots():
+        if resolved.is_relative_to(root.resolve()):
+            return str(resolved)
+    return _GIVEN.get(resolved, text)
+
+
+display_sources_with(display_path)  # every error names spec files this way (errors.py)
 
 
 def clear_cache() -> None:

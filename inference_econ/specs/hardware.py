@@ -453,7 +453,7 @@ def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
         try:
             base = load_hardware(base_name)
         except SpecError as exc:
-            if exc.source == source:  # the cycle through this file, reported as it is
+            if exc.source == catalog.display_path(source):  # the cycle through this file
                 raise
             raise exc.inside(source, "derive_from") from None
         data["source_file"] = source

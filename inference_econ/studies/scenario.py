@@ -203,7 +203,7 @@ def _override_model(arch, overrides: Mapping[str, Any], where: str):
         else:
             node[parts[-1]] = value
     data["name"] = f"{data.get('name', arch.name)} (what-if)"
-    return architecture_from_dict(data, f"{where}: model_overrides on {path}")
+    return architecture_from_dict(data, f"{where}: model_overrides on {catalog.display_path(path)}")
 
 
 def _child(node, part: str, where: str, field: str, path: str):
