@@ -158,6 +158,7 @@ def prices(model, hardware, contexts, format, **values):
 @options(
     "prompt_lengths",
     "devices",
+    "device_gpus",
     "link_gb_per_s",
     "weight_bits",
     "activation_bits",
@@ -166,19 +167,26 @@ def prices(model, hardware, contexts, format, **values):
 )
 @format_option
 @handle_errors
-def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, format, **values):
+def context_parallel(
+    model, hardware, prompt_lengths, devices, device_gpus, link_gb_per_s, format, **values
+):
     """Context-parallel prefill of one prompt: all-gather against the KV-Runahead chain
     (docs/model.md §B9).
 
+    Each device prefills its chunk with the step model of `prefill` (weights, the prefix's KV,
+    overheads); a prompt whose weights plus KV cache do not fit one device is refused.
+
     \b
-    Example:  inference-econ context-parallel "Llama 3 8B" -H A100-paper --devices 4 --link-gb-per-s 12.5
+    Example:  inference-econ context-parallel "Llama 3.1 8B" -H A100-paper --devices 4 --link-gb-per-s 12.5
     """
     from ..output.render import render
     from ..serving import context_parallel as cp
 
     link = None if link_gb_per_s is None else link_gb_per_s * 1e9
     setting = make_setting(model, hardware, **values)
-    df = cp.compare(setting, list(prompt_lengths), devices, link_bytes_per_s=link)
+    df = cp.compare(
+        setting, list(prompt_lengths), devices, link_bytes_per_s=link, devices_gpus=device_gpus
+    )
     title = "Context-parallel prefill: time to first token and speed-up"
     meta = {k: v for k, v in setting.metadata().items() if k != "context_tokens"}
     click.echo(render(df, format, title=title, meta=meta), nl=False)
