@@ -110,6 +110,7 @@ def request(
 
     from ..serving.prefill import cache_note
     from ..serving.requests import request as view
+    from ..serving.setting import whole_batch_kv_note
 
     setting = make_setting(model, hardware, **values)
     row = view(setting, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction)
@@ -118,7 +119,9 @@ def request(
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
-    notes = [n for n in (cache_note(prompt_tokens, cached_fraction),) if n]
+    # the decode step's mean context, n_in + n_out/2 (docs/model.md §B10)
+    whole = whole_batch_kv_note(setting, gpus, batch, prompt_tokens + output_tokens / 2)
+    notes = [n for n in (cache_note(prompt_tokens, cached_fraction), whole) if n]
     click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
 
 
