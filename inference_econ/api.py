@@ -132,6 +132,8 @@ def model_summary(
         "attention": arch.attention.kind,
         "query_heads": arch.attention.query_heads,
         "kv_heads": arch.attention.kv_heads,
+        # the model's context window (max_context_tokens in its file; blank: not stated)
+        "max_context_tokens": arch.max_context_tokens,
         "total_params": work.total_params,
         "active_params": work.active_params,
         "published_total_params": arch.published_total_params,
@@ -147,7 +149,8 @@ def model_summary(
         "min_gpus_for_weights": work.weights_total_bytes / gpu.hbm_capacity_bytes,
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
         "critical_batch": flop * work.bytes_per_weight / (2.0 * bw) * sparsity,
-        "max_context_tokens_one_request_one_gpu": max(
+        # tokens of KV cache one GPU holds beside the weights (HBM, not the model's window)
+        "kv_tokens_beside_weights_one_gpu": max(
             0.0, gpu.hbm_capacity_bytes - work.weights_total_bytes
         )
         / work.kv_bytes_per_token,

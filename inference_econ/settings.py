@@ -475,6 +475,18 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=1024,
     ),
+    # context-parallel devices of several GPUs (new-user review 2, item 2)
+    Option(
+        "device_gpus",
+        "integer",
+        1,
+        "GPUs per device of the context-parallel chain (each device holds the weights and the "
+        "KV cache of its prefix).",
+        OPERATING,
+        unit="GPUs",
+        minimum=1,
+        maximum=MAX_GPUS,
+    ),
     Option(
         "link_gb_per_s",
         "number",

@@ -180,8 +180,9 @@ def test_kv_runahead_qualitative_results_of_the_paper():
 def test_kv_runahead_device_time_has_one_hop_latency():
     # each device's time is its compute plus receiving its prefix: one link latency, not one
     # per hop of the chain before it
-    base = cp.chain_costs(LLAMA, link_bytes_per_s=10e9, link_latency_s=0.0)
-    slow = cp.chain_costs(LLAMA, link_bytes_per_s=10e9, link_latency_s=1e-3)
+    small = ie.make_setting("Llama 3 8B", "A100-paper")
+    base = cp.chain_costs(small, link_bytes_per_s=10e9, link_latency_s=0.0)
+    slow = cp.chain_costs(small, link_bytes_per_s=10e9, link_latency_s=1e-3)
     bounds = cp.equal_chunks(16000, 4)
     extra = cp.device_times(slow, bounds) - cp.device_times(base, bounds)
     assert extra == pytest.approx([0.0, 1e-3, 1e-3, 1e-3])
@@ -193,12 +194,9 @@ def test_context_parallel_honours_sliding_windows():
     groups = dict((w, n) for n, w in costs.layer_windows)
     window = min(groups)
     assert np.isfinite(window) and np.isinf(max(groups))
-    # a chunk far beyond the window: windowed layers attend to `window` positions per token,
-    # full layers to everything before; the prefix a device receives is cut the same way
+    # the prefix a device receives: all of it from full layers, the last `window` positions
+    # from windowed ones
     s, e = 100000.0, 101000.0
-    pairs = groups[np.inf] * (e * e - s * s) / 2 + groups[window] * window * (e - s)
-    flop = costs.flop_per_token * (e - s) + costs.attention_flop_per_pair_per_layer * pairs
-    assert costs.compute_s(s, e) == pytest.approx(flop / costs.flop_per_s, rel=1e-12)
     kv = costs.kv_bytes_per_position_per_layer
     assert costs.prefix_bytes(s) == pytest.approx(
         kv * (groups[np.inf] * s + groups[window] * window)
@@ -404,3 +402,34 @@ def test_prefill_commands():
     ):
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 0, (args, result.output)
+
+
+def test_context_parallel_uses_the_prefill_step_model():
+    # new-user review 2, item 2: one device is `prefill` on one GPU (weights read, overheads,
+    # roofline), so a 1-token prompt takes 6.49 ms on an H100, not 0.023 ms of FLOP, and gains
+    # nothing from a second device (zero-token chunks are not devices used)
+    setting = ie.make_setting("Llama 3.1 8B", "H100")
+    df = cp.compare(setting, [1, 100, 4000], 1024)
+    for row in df.itertuples():
+        one = prefill.prefill(setting, 1, row.prompt_tokens).latency_s
+        assert row.single_device_s == pytest.approx(one, rel=1e-12)
+    assert df.single_device_s[0] == pytest.approx(6.4877e-3, rel=1e-4)
+    assert df.speedup_kv_runahead[0] == 1.0 and df.devices_used[0] == 1
+    assert df.chunk_tokens[0] == "1" and df.devices_used[1] <= 100
+    assert (df.kv_runahead_balanced_s <= df.kv_runahead_equal_s).all()
+    # every device reads the weights: a chunk costs at least one weight read
+    weights = prefill.prefill_model(setting).weights_total_bytes / (3.35e12 * 0.75)
+    chunks = [float(c) for c in df.chunk_tokens[2].split(", ")]
+    assert df.kv_runahead_balanced_s[2] > weights and sum(chunks) == 4000
+
+
+def test_context_parallel_refuses_a_model_that_does_not_fit_a_device():
+    from inference_econ.errors import InfeasibleError
+
+    with pytest.raises(InfeasibleError, match="--device-gpus"):
+        cp.compare(ie.make_setting("DeepSeek-V3", "H100"), [1000], 4)
+    fp8 = ie.make_setting("DeepSeek-V3", "H200", weight_bits=8)
+    eight = cp.compare(fp8, [1000], 2, devices_gpus=8)
+    one = prefill.prefill(fp8, 8, 1000).latency_s
+    assert np.isfinite(one)
+    assert eight.single_device_s[0] == pytest.approx(one, rel=1e-12)

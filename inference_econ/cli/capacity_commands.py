@@ -113,7 +113,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     throughput, goodput, GPU utilisation and $ per million input and output tokens.
 
     \b
-    Example:  inference-econ simulate "Llama 3 70B" -H H100 --weight-bits 8 --gpus 8 \\
+    Example:  inference-econ simulate "Llama 3.3 70B" -H H100 --weight-bits 8 --gpus 8 \\
                   --rate 20 --input-length lognormal:1000:0.8 --output-length lognormal:300:0.6 \\
                   --slo-ttft-p99 2 --slo-tpot-p99 0.05
     """
@@ -161,7 +161,7 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     tokens, GPUs, p99s and headroom. With --gpus: the most load that deployment holds.
 
     \b
-    Example:  inference-econ capacity "Llama 3 70B" -H H100,H200 --weight-bits 8 --rate 20 \\
+    Example:  inference-econ capacity "Llama 3.3 70B" -H H100,H200 --weight-bits 8 --rate 20 \\
                   --input-length lognormal:1000:0.8 --output-length lognormal:300:0.6 \\
                   --slo-ttft-p99 2 --slo-tpot-p99 0.05
     """

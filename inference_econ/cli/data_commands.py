@@ -230,7 +230,10 @@ def sweep(
 
     The cost is compared at --at-speed tokens/s per request, by default half the base
     setting's fastest speed (printed in every row). --tornado gives the elasticity of the
-    fastest speed and of that cost to every factor, between x0.5 and x2.
+    fastest speed and of that cost to every factor, between x0.5 and x2 (it takes no --param
+    or --values). Each value's frontier spans the paper's range, from 1/100 of its own fastest
+    speed, so its cheapest point can rise as the fastest does (more bandwidth cuts off the
+    slow, cheap tail): compare costs at --at-speed.
 
     \b
     Examples:  inference-econ sweep "Llama 3 70B" -H H100-paper --param hbm_bandwidth --values 0.5,1,2,4
@@ -246,6 +249,15 @@ def sweep(
     meta = {**setting.metadata(), "method": method.label}
     if tornado:
         from ..output.plots import save, tornado_figure, tornado_title
+
+        given = click.get_current_context().get_parameter_source("values")
+        if parameter or given != click.core.ParameterSource.DEFAULT:
+            raise SpecError(
+                "argument",
+                "--tornado",
+                "varies every factor between x0.5 and x2 and would ignore --param/--values",
+                "drop --param/--values, or drop --tornado to sweep one parameter",
+            )
 
         progress(f"base frontier of {setting.name}")
         speed = at_speed if at_speed is not None else sens.default_speed(setting, method)

@@ -58,6 +58,7 @@ def point(model, hardware, gpus, batch, format, **values):
     import numpy as np
 
     from .. import api
+    from ..serving.setting import whole_batch_kv_note
 
     setting = make_setting(model, hardware, **values)
     row = api.points(setting, gpus=gpus, batch=batch).iloc[0]
@@ -67,7 +68,9 @@ def point(model, hardware, gpus, batch, format, **values):
             f"at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
-    click.echo(vertical(row, format, title, setting.metadata()), nl=False)
+    note = whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
+    notes = [note] if note else []
+    click.echo(vertical(row, format, title, setting.metadata(), notes), nl=False)
 
 
 @click.command(short_help="The Pareto frontier of speed against cost.")

@@ -110,6 +110,7 @@ def request(
 
     from ..serving.prefill import cache_note
     from ..serving.requests import request as view
+    from ..serving.setting import whole_batch_kv_note
 
     setting = make_setting(model, hardware, **values)
     row = view(setting, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction)
@@ -118,7 +119,9 @@ def request(
             f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
-    notes = [n for n in (cache_note(prompt_tokens, cached_fraction),) if n]
+    # the decode step's mean context, n_in + n_out/2 (docs/model.md §B10)
+    whole = whole_batch_kv_note(setting, gpus, batch, prompt_tokens + output_tokens / 2)
+    notes = [n for n in (cache_note(prompt_tokens, cached_fraction), whole) if n]
     click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
 
 
@@ -158,6 +161,7 @@ def prices(model, hardware, contexts, format, **values):
 @options(
     "prompt_lengths",
     "devices",
+    "device_gpus",
     "link_gb_per_s",
     "weight_bits",
     "activation_bits",
@@ -166,19 +170,26 @@ def prices(model, hardware, contexts, format, **values):
 )
 @table_output
 @handle_errors
-def context_parallel(model, hardware, prompt_lengths, devices, link_gb_per_s, format, **values):
+def context_parallel(
+    model, hardware, prompt_lengths, devices, device_gpus, link_gb_per_s, format, **values
+):
     """Context-parallel prefill of one prompt: all-gather against the KV-Runahead chain
     (docs/model.md §B9).
 
+    Each device prefills its chunk with the step model of `prefill` (weights, the prefix's KV,
+    overheads); a prompt whose weights plus KV cache do not fit one device is refused.
+
     \b
-    Example:  inference-econ context-parallel "Llama 3 8B" -H A100-paper --devices 4 --link-gb-per-s 12.5
+    Example:  inference-econ context-parallel "Llama 3.1 8B" -H A100-paper --devices 4 --link-gb-per-s 12.5
     """
     from ..output.render import render
     from ..serving import context_parallel as cp
 
     link = None if link_gb_per_s is None else link_gb_per_s * 1e9
     setting = make_setting(model, hardware, **values)
-    df = cp.compare(setting, list(prompt_lengths), devices, link_bytes_per_s=link)
+    df = cp.compare(
+        setting, list(prompt_lengths), devices, link_bytes_per_s=link, devices_gpus=device_gpus
+    )
     title = "Context-parallel prefill: time to first token and speed-up"
     meta = {k: v for k, v in setting.metadata().items() if k != "context_tokens"}
     click.echo(render(df, format, title=title, meta=meta), nl=False)

@@ -190,6 +190,29 @@ def chunk_plan(
     return sizes, cached_tokens + starts
 
 
+def chunk_time_s(model: StepModel, gpus: float, pipeline: bool, cached, total) -> np.ndarray:
+    """Seconds to prefill tokens [cached, total) of one prompt on ``gpus`` GPUs with the KV of
+    [0, cached) already in memory, at the best layout, chunked as ``prefill`` chunks them (inf
+    where the weights and KV cache leave no room): ``prefill(..).latency_s`` for arrays of
+    (cached, total) at once (docs/model.md §B8, §B9)."""
+    cached, total = np.broadcast_arrays(np.asarray(cached, float), np.asarray(total, float))
+    new = total - cached
+    free = gpus * model.machine.usable_hbm_bytes - model.weights_total_bytes
+    free = free - model.work.kv_cache_bytes(total, 1.0)
+    room = free / _activation_bytes_per_token(model)
+    one_pass = (np.floor(room) >= new) & (room > 1.0)
+    out = np.full(cached.shape, np.inf)
+    if np.any(one_pass):
+        c, n = cached[one_pass], new[one_pass]
+        out[one_pass] = best_latency(model, np.full(c.shape, float(gpus)), 1.0, n, c, pipeline)
+    for i in zip(*np.nonzero(~one_pass & (room > 1.0))):  # rare: prompts past the activations
+        S, context = chunk_plan(model, gpus, 1.0, float(new[i]), float(cached[i]), None)
+        if S.size:
+            N = np.full(S.shape, float(gpus))
+            out[i] = float(np.sum(best_latency(model, N, np.ones_like(S), S, context, pipeline)))
+    return out
+
+
 def cached_prompt_tokens(prompt_tokens: float, cached_fraction: float) -> int:
     """Prompt tokens served from a prefix cache for a cached share ``q``: ⌊q·n_in⌋, but at most
     n_in - 1. A fully cached prompt still computes its last token, whose logits give the first

@@ -142,7 +142,7 @@ def make_setting(model, hardware, **options) -> Setting:
     spec = _speculation(arch, values)
     for tokens in (values["context_tokens"], values["prompt_tokens"]):
         if tokens is not None:
-            check_context(arch, tokens)
+            check_windows(arch, spec, tokens)
     if not isinstance(assumptions, Assumptions):
         assumptions = preset(table.option("assumptions").check(assumptions))
     assumptions = with_engine(assumptions, values["engine"])
@@ -162,17 +162,52 @@ def make_setting(model, hardware, **options) -> Setting:
     )
 
 
-def check_context(model: Architecture, tokens: float) -> None:
+def check_windows(model: Architecture, spec, tokens: float) -> None:
+    """``check_context`` for the target and, with speculation by a draft model, the draft:
+    the draft reads the same context (draft heads share the target's window)."""
+    check_context(model, tokens)
+    if isinstance(spec, SpecDecoding):
+        check_context(spec.draft, tokens, "the draft model ")
+
+
+def check_context(model: Architecture, tokens: float, role: str = "") -> None:
     """Warn when a context of ``tokens`` exceeds the model's window (``max_context_tokens``):
     the cost is computed all the same, but the model was not trained for it."""
     window = model.max_context_tokens
     if window is not None and tokens > window:
         where = display_path(model.source_file) or "its spec"
         warn(
-            f"a context of {tokens:,.0f} tokens exceeds the window of {model.name} ({window:,} "
+            f"a context of {tokens:,.0f} tokens exceeds the window of {role}{model.name} ({window:,} "
             f"tokens, max_context_tokens in {where}): the model was not trained for it; the "
             "cost is extrapolated"
         )
+
+
+def whole_batch_kv_note(setting: Setting, gpus: float, batch: float, context: float) -> str | None:
+    """A note when the whole batch's KV cache plus the weights exceed the instance's HBM while
+    the preset checks only one micro-batch's cache (the paper's check, docs/refinements.md:
+    kv_capacity_whole_batch); None when it fits or the preset checks the whole batch."""
+    from ..model.workload import compile_workload
+
+    if setting.assumptions.kv_capacity_whole_batch:
+        return None
+    work = compile_workload(setting.model, setting.assumptions)
+    weights = work.weights_total_bytes
+    if setting.spec is not None and setting.spec.draft_architecture is not None:
+        weights += compile_workload(
+            setting.spec.draft_architecture, setting.assumptions
+        ).weights_total_bytes
+    kv = float(work.kv_cache_bytes(float(context), float(batch)))
+    hbm = float(gpus) * setting.gpu.hbm_capacity_bytes
+    if weights + kv <= hbm:
+        return None
+    return (
+        f"note: the whole batch's KV cache ({batch:g} x {context:,.0f} tokens, {kv / 1e9:,.0f} GB) "
+        f"plus the weights ({weights / 1e9:,.0f} GB) exceed the {hbm / 1e9:,.0f} GB of HBM on "
+        f"{gpus:g} x {setting.gpu.name}: the {setting.assumptions.name} preset checks only one "
+        "micro-batch's cache, as the paper does; --assumptions refined checks the whole batch "
+        "(kv_capacity_whole_batch, docs/refinements.md)"
+    )
 
 
 def with_engine(assumptions: Assumptions, engine) -> Assumptions:

@@ -205,7 +205,7 @@ class DraftHeads:
         )
 
 
-def check_draft(target: Architecture, draft: Architecture) -> None:
+def check_draft(target: Architecture, draft: Architecture, fix: str = "") -> None:
     """Warn when the draft model is the target itself (§A6): drafting with the full model
     costs a target pass per draft token, so speculation never beats plain decoding."""
     if draft.name != target.name:
@@ -218,7 +218,7 @@ def check_draft(target: Architecture, draft: Architecture) -> None:
     )
     warn(
         f"the draft model {draft.name} is the target model itself (self-speculation): {cost}; "
-        "a draft is normally a smaller model that shares the target's tokenizer"
+        "a draft is normally a smaller model that shares the target's tokenizer" + fix
     )
 
 

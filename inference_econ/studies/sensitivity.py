@@ -17,7 +17,7 @@ from .. import settings as table
 from ..errors import SpecError, did_you_mean, short
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
-from ..serving.setting import Setting
+from ..serving.setting import Setting, check_windows
 from ..specs.hardware import derive
 from ..specs.schema import check_number
 
@@ -89,6 +89,7 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
     except SpecError as exc:
         raise SpecError("argument", parameter, f"x{value:g}: {exc.problem}", exc.fix) from None
     if parameter == "context":
+        check_windows(setting.model, setting.spec, value)
         return setting.replace(context_tokens=value)
     if setting.spec is None:
         raise SpecError(

@@ -96,7 +96,12 @@ def setting_for(
     if draft is None:
         return setting
     draft = load_model(draft)
-    check_draft(setting.model, draft)
+    check_draft(
+        setting.model,
+        draft,
+        " (the draft applies to every offer: turn speculation off with --no-speculation, "
+        "speculation=False, to price this one without it)",
+    )
     spec = SpecDecoding(draft, 1.0, max_draft_tokens)
     return setting.replace(spec=spec)
 
