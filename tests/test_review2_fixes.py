@@ -78,7 +78,7 @@ def test_context_window_warnings_cover_sweeps_drafts_and_default_drafts():
     tornado = CliRunner().invoke(
         main, ["sweep", "Llama 3 8B", "-H", "H100", "--param", "context", "--tornado", "t.png"]
     )
-    assert tornado.exit_code == 2 and "would ignore --param/--values" in tornado.output
+    assert tornado.exit_code == 2 and "cannot be given with --param" in tornado.output
 
 
 def test_help_examples_fit_their_models_windows():

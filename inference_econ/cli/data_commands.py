@@ -250,15 +250,6 @@ def sweep(
     if tornado:
         from ..output.plots import save, tornado_figure, tornado_title
 
-        given = click.get_current_context().get_parameter_source("values")
-        if parameter or given != click.core.ParameterSource.DEFAULT:
-            raise SpecError(
-                "argument",
-                "--tornado",
-                "varies every factor between x0.5 and x2 and would ignore --param/--values",
-                "drop --param/--values, or drop --tornado to sweep one parameter",
-            )
-
         progress(f"base frontier of {setting.name}")
         speed = at_speed if at_speed is not None else sens.default_speed(setting, method)
         result = sens.elasticities(setting, at_speed=speed, progress=progress, method=method)
