@@ -50,11 +50,11 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
                inference-econ study my-study.yaml --out out/s --jobs 2 --html
                inference-econ study my-study.yaml --out out/s --dask tcp://scheduler:8786
     """
-    from ..api import study as run
-    from ..output.render import render
     import pandas as pd
 
+    from ..api import study as run
     from ..errors import plural
+    from ..output.render import render
     from ..output.study_plots import infeasible_note, summary_table
     from ..output.study_run import study_metadata
 
