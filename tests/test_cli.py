@@ -305,3 +305,12 @@ def test_long_commands_show_progress_from_the_first_item():
         main, ["frontier", "Llama 3 8B", "-H", "H100-paper", "--grid-points", "20", "-q"]
     )
     assert quiet.stderr == ""
+
+
+def test_list_json_and_csv_say_what_they_list():
+    """'list --format json' had an empty title and metadata; CSV had no '#' line."""
+    data = json.loads(CliRunner().invoke(main, ["list", "engines", "--format", "json"]).stdout)
+    assert data["title"] == f"{len(data['rows'])} engine profiles" and len(data["rows"]) >= 3
+    assert data["metadata"]["listed"] == "engines" and data["metadata"]["inference_econ"]
+    csv = CliRunner().invoke(main, ["list", "models", "--format", "csv"]).stdout
+    assert csv.startswith("# Computed with: listed models; from the package's data")

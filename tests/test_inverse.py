@@ -358,3 +358,25 @@ def test_offers_on_a_figure_take_the_colour_of_their_models_curve():
     colour = ax.collections[0].get_facecolor()[0]
     assert plots.matplotlib.colors.to_hex(colour) == plots.matplotlib.colors.to_hex("tab:red")
     plots.plt.close(fig)
+
+
+@pytest.mark.parametrize("command", ["feasibility", "margin", "preference", "size"])
+def test_infer_outputs_state_what_they_were_computed_with(command):
+    """CSV '#' lines and JSON title/metadata name the offers and every setting tried (were
+    absent: an empty title and metadata)."""
+    import json
+
+    if command == "size":
+        offer = ["--model", "GPT-4.1", "--speed", "110", "--price", "8", "--family", "Llama 3 8B"]
+    else:
+        offer = ["--model", "Llama 3 8B", "--speed", "150", "--price", "0.2"]
+    args = ["infer", command, *offer, "--grid-points", "20", "--no-speculation"]
+    csv = CliRunner().invoke(main, [*args, "--format", "csv"])
+    assert csv.exit_code == 0, csv.output
+    first = csv.stdout.splitlines()[0]
+    assert first.startswith("# Computed with:") and "gpus H100-paper" in first, first
+    assert "grid_points 20" in first and "speculation off" in first, first
+    out = CliRunner().invoke(main, [*args, "--format", "json"])
+    data = json.loads(out.stdout)
+    assert data["title"] and data["metadata"]["grid_points"] == 20
+    assert data["metadata"]["observations"] == "one offer given by --speed and --price"
