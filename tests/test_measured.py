@@ -197,7 +197,8 @@ def test_compare_measured_csv_and_summary(tmp_path):
     assert result.exit_code == 0, result.output
     import pandas as pd
 
-    rows = pd.read_csv(out)
+    assert out.read_text().startswith("# Computed with:")
+    rows = pd.read_csv(out, skiprows=1)
     for column in (
         "source",
         "model",
