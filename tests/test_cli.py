@@ -342,3 +342,29 @@ def test_frontier_text_file_has_every_point_like_the_csv(tmp_path):
     assert points > 20 and f"\n{points} points, slowest first (every point)\n" in text
     body = text.split("(every point)\n")[1].splitlines()
     assert len([ln for ln in body if re.match(r"\s*\d", ln)]) == points
+
+
+def test_wording_counts_and_single_messages():
+    """'1 prompt', '1 draft token', 'Computed with: H100-SXM' (not 'on H100-SXM' with no
+    model), 'whole number' said once, no doubled '(--assumptions achievable)', show's help."""
+
+    def err(*args):
+        result = CliRunner().invoke(main, list(args))
+        assert result.exit_code != 0 and "Traceback" not in result.output
+        return result.stderr.strip()
+
+    tail = CliRunner().invoke(main, ["show", "H100"]).stdout.strip().splitlines()[-1]
+    assert tail == "Computed with: H100-SXM (hardware/h100_sxm.yaml)"
+    msg = err("frontier", "Llama 3 8B", "-H", "H100", "--max-gpus", "1.5")
+    assert msg == "error: --max-gpus: is '1.5' (expected a whole number >= 1 and <= 1048576)"
+    msg = err(
+        "point", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--batch", "1", "--engine", "vllm"
+    )
+    assert msg.endswith("(use the achievable preset with an engine: --assumptions achievable)")
+    msg = err("prefill", "Llama 3 70B", "-H", "H100", "--gpus", "1", "--prompt-tokens", "8000")
+    assert "prefill of 1 prompt does not fit on 1 x H100-SXM" in msg
+    args = ["point", "Llama 3 70B", "-H", "H100", "--gpus", "8", "--batch", "1"]
+    out = CliRunner().invoke(main, [*args, "--draft", "Llama 3 8B", "--max-draft", "1"]).stdout
+    assert out.rstrip().endswith("acceptance 0.8, up to 1 draft token")
+    listing = CliRunner().invoke(main, ["--help"]).stdout
+    assert "show              A model's, a GPU's or an engine profile's figures." in listing

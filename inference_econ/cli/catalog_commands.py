@@ -42,7 +42,7 @@ def list_cmd(kind, format):
         click.echo(f"warning: skipped {skipped.problem}", err=True)
 
 
-@click.command(short_help="A model's or a GPU's figures.")
+@click.command(short_help="A model's, a GPU's or an engine profile's figures.")
 @click.argument("name")
 @click.option(
     "--hardware",
