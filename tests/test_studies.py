@@ -416,7 +416,7 @@ def test_infeasible_cells_show_as_na_with_a_note(tmp_path):
     '#' line names the preset."""
     text = (
         "title: t\naxes:\n  model: [DeepSeek-V3, Llama 3 8B]\n  hardware: [H100]\n"
-        "at_speeds: [20]\ndefaults: {max_gpus: 4, grid_points: 40}\n"
+        "at_speeds: [20]\ndefaults: {max_gpus: 4, grid_points: 12}\n"
     )
     path, out = write(tmp_path, text), str(tmp_path / "o")
     args = ["study", str(path), "--out", out, "--jobs", "1", "-q"]
