@@ -36,7 +36,7 @@ TPU_PRICES = {"TPU-v5e": 1.20, "TPU-v5p": 4.20, "TPU-v6e": 2.70}  # USD per chip
 
 def test_every_new_part_is_listed():
     result = CliRunner().invoke(main, ["list", "hardware", "--format", "csv"])
-    listed = set(pd.read_csv(pd.io.common.StringIO(result.output))["name"])
+    listed = set(pd.read_csv(pd.io.common.StringIO(result.stdout), comment="#")["name"])
     assert set(DATASHEETS) <= listed
 
 

@@ -305,3 +305,66 @@ def test_long_commands_show_progress_from_the_first_item():
         main, ["frontier", "Llama 3 8B", "-H", "H100-paper", "--grid-points", "20", "-q"]
     )
     assert quiet.stderr == ""
+
+
+def test_list_json_and_csv_say_what_they_list():
+    """'list --format json' had an empty title and metadata; CSV had no '#' line."""
+    data = json.loads(CliRunner().invoke(main, ["list", "engines", "--format", "json"]).stdout)
+    assert data["title"] == f"{len(data['rows'])} engine profiles" and len(data["rows"]) >= 3
+    assert data["metadata"]["listed"] == "engines" and data["metadata"]["inference_econ"]
+    csv = CliRunner().invoke(main, ["list", "models", "--format", "csv"]).stdout
+    assert csv.startswith("# Computed with: listed models; from the package's data")
+
+
+def test_frontier_under_load_takes_the_trace_its_help_names(tmp_path):
+    """--rate's help says "or a trace rescaled" and --input-length trace said "give --trace":
+    frontier has --trace now (the load is the trace; with --rate, rescaled to it)."""
+    trace = tmp_path / "tr.csv"
+    rows = "".join(f"{i * 0.05:.3f},500,50\n" for i in range(100))  # 20 requests/s
+    trace.write_text("arrival_time_s,prompt_tokens,output_tokens\n" + rows)
+    args = ["frontier", "Llama 3 8B", "-H", "H100", "--trace", str(trace), "--max-gpus", "1"]
+    args += ["--slo-tpot-p99", "0.03", "--format", "csv", "-q"]
+    for extra, rate in (((), "20 req/s"), (("--rate", "40"), "40 req/s")):
+        result = CliRunner().invoke(main, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        first, header, *points = result.stdout.splitlines()
+        assert f"arrivals of trace {trace.name}, {rate}" in first, first
+        assert header.startswith("tokens_per_s,usd_per_mtok") and len(points) == 1
+        assert 0 < float(points[0].split(",")[header.split(",").index("tpot_p99_s")]) <= 0.03
+
+
+def test_frontier_text_file_has_every_point_like_the_csv(tmp_path):
+    """--out f.txt wrote the 20-row screen summary while .csv/.md/.json wrote every point."""
+    args = ["frontier", "Llama 3 8B", "-H", "H100", "--grid-points", "30", "-q"]
+    CliRunner().invoke(main, [*args, "--out", str(tmp_path / "f.txt")])
+    text = (tmp_path / "f.txt").read_text()
+    points = int(re.search(r": (\d+) frontier points", text).group(1))
+    assert points > 20 and f"\n{points} points, slowest first (every point)\n" in text
+    body = text.split("(every point)\n")[1].splitlines()
+    assert len([ln for ln in body if re.match(r"\s*\d", ln)]) == points
+
+
+def test_wording_counts_and_single_messages():
+    """'1 prompt', '1 draft token', 'Computed with: H100-SXM' (not 'on H100-SXM' with no
+    model), 'whole number' said once, no doubled '(--assumptions achievable)', show's help."""
+
+    def err(*args):
+        result = CliRunner().invoke(main, list(args))
+        assert result.exit_code != 0 and "Traceback" not in result.output
+        return result.stderr.strip()
+
+    tail = CliRunner().invoke(main, ["show", "H100"]).stdout.strip().splitlines()[-1]
+    assert tail == "Computed with: H100-SXM (hardware/h100_sxm.yaml)"
+    msg = err("frontier", "Llama 3 8B", "-H", "H100", "--max-gpus", "1.5")
+    assert msg == "error: --max-gpus: is '1.5' (expected a whole number >= 1 and <= 1048576)"
+    msg = err(
+        "point", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--batch", "1", "--engine", "vllm"
+    )
+    assert msg.endswith("(use the achievable preset with an engine: --assumptions achievable)")
+    msg = err("prefill", "Llama 3 70B", "-H", "H100", "--gpus", "1", "--prompt-tokens", "8000")
+    assert "prefill of 1 prompt does not fit on 1 x H100-SXM" in msg
+    args = ["point", "Llama 3 70B", "-H", "H100", "--gpus", "8", "--batch", "1"]
+    out = CliRunner().invoke(main, [*args, "--draft", "Llama 3 8B", "--max-draft", "1"]).stdout
+    assert out.rstrip().endswith("acceptance 0.8, up to 1 draft token")
+    listing = CliRunner().invoke(main, ["--help"]).stdout
+    assert "show              A model's, a GPU's or an engine profile's figures." in listing

@@ -94,3 +94,31 @@ def test_every_test_the_docs_name_exists():
     for where, text in _texts():
         for file, name in re.findall(r"(tests/[\w/]+\.py)::(\w+)", text):
             assert f"def {name}(" in (ROOT / file).read_text(), f"{where}: no {file}::{name}"
+
+
+def _python_blocks(doc: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
+
+
+def test_user_guide_python_names_exist_and_its_setting_example_runs(monkeypatch):
+    """Every ie.NAME of the user guide's Python blocks exists, and its make_setting/frontier
+    lines run as written (make_setting(..., discrete=True) was refused: discrete is a method
+    option). The frontier's search itself is stubbed: its options are still checked."""
+    import inference_econ as ie
+    from inference_econ import api
+
+    blocks = _python_blocks(ROOT / "docs" / "user-guide.md")
+    names = set(re.findall(r"\bie\.(\w+)", "".join(blocks)))
+    assert {"make_setting", "frontier", "capacity"} <= names
+    assert not [n for n in names if not hasattr(ie, n)]
+    searched = []
+    monkeypatch.setattr(api, "_frontier", lambda s, m: searched.append((s, m)))
+    lines = [
+        ln for ln in blocks[0].splitlines() if re.match(r"(setting = |ie\.frontier\(setting)", ln)
+    ]
+    assert len(lines) == 2, lines
+    scope = {"ie": ie}
+    exec("\n".join(lines), scope)  # noqa: S102 - the documentation's own example
+    ((setting, method),) = searched
+    assert setting.model.precision.weight_bits == 8 and setting.gpu.name == "H100-SXM"
+    assert method.kind == "discrete" and scope["setting"] is setting

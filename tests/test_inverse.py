@@ -309,7 +309,7 @@ def test_infer_commands():
     assert code == 0 and "needs speculation with α ≥ 0.8" in out and "H100-paper" in out
     code, out, _ = run("infer", "margin", "--model", "Llama 3 70B", "--speed", "158", "--price",
                        "0.9", "--weight-bits", "8", "--format", "csv", *common)  # fmt: skip
-    assert code == 0 and out.splitlines()[0].startswith("offer,hardware")
+    assert code == 0 and out.splitlines()[1].startswith("offer,hardware")  # after its # line
     code, out, _ = run("infer", "preference", "paper-2025", "--format", "json", *common)
     assert code == 0 and '"provider": "fit"' in out
     code, out, _ = run("infer", "size", "--model", "GPT-4.1", "--speed", "110", "--price", "8",
@@ -358,3 +358,27 @@ def test_offers_on_a_figure_take_the_colour_of_their_models_curve():
     colour = ax.collections[0].get_facecolor()[0]
     assert plots.matplotlib.colors.to_hex(colour) == plots.matplotlib.colors.to_hex("tab:red")
     plots.plt.close(fig)
+
+
+@pytest.mark.parametrize("command", ["feasibility", "margin", "preference", "size"])
+def test_infer_outputs_state_what_they_were_computed_with(command):
+    """CSV '#' lines and JSON title/metadata name the offers and every setting tried (were
+    absent: an empty title and metadata)."""
+    import json
+
+    if command == "size":
+        offer = ["--model", "GPT-4.1", "--speed", "110", "--price", "8", "--family", "Llama 3 8B"]
+    else:
+        offer = ["--model", "Llama 3 8B", "--speed", "150", "--price", "0.2"]
+    args = ["infer", command, *offer, "--grid-points", "20", "--no-speculation"]
+    args += ["--weight-bits", "8"] if command != "preference" else []  # one variant: fast
+    csv = CliRunner().invoke(main, [*args, "--format", "csv"])
+    assert csv.exit_code == 0, csv.output
+    first = csv.stdout.splitlines()[0]
+    assert first.startswith("# Computed with:") and "gpus H100-paper" in first, first
+    assert "grid_points 20" in first and "speculation off" in first, first
+    if command != "margin":
+        return  # the JSON's metadata is the same dict: one command is enough
+    data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    assert data["title"] == "Markup over GPU rental" and data["metadata"]["grid_points"] == 20
+    assert data["metadata"]["observations"] == "one offer given by --speed and --price"

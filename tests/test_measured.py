@@ -197,7 +197,8 @@ def test_compare_measured_csv_and_summary(tmp_path):
     assert result.exit_code == 0, result.output
     import pandas as pd
 
-    rows = pd.read_csv(out)
+    assert out.read_text().startswith("# Computed with:")
+    rows = pd.read_csv(out, skiprows=1)
     for column in (
         "source",
         "model",
@@ -285,3 +286,35 @@ def test_held_out_rows_never_duplicate_fitted_ones(tmp_path):
     problem = calibration._problem(load_measured(path), load_engine("trtllm"), {})
     test = problem.groups == "docs.nvidia.com/nim"
     assert test.sum() == 7 and calibration._duplicates(problem, test).sum() == 14
+
+
+def test_compare_measured_csv_has_the_documented_columns_and_its_inputs(tmp_path):
+    """The CSV has every column of the Python table (source_group, kind, beats_bound were
+    dropped) after a '#' line naming the file, preset and engine; the JSON has a title."""
+    import json
+
+    args = ["compare-measured", str(SAMPLE), "--assumptions", "achievable", "--engine", "vllm"]
+    csv = CliRunner().invoke(main, [*args, "--format", "csv"]).stdout.splitlines()
+    assert csv[0].startswith("# Computed with: assumptions achievable") and "engine vllm" in csv[0]
+    assert "measured_public_sample.csv" in csv[0]
+    header = "row,source,source_group,model,hardware,n_gpus,metric,scenario,unit,measured,"
+    assert csv[1] == header + "predicted,error,status,kind,layout,engine,beats_bound"
+    data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    assert data["title"] == "Measured against predicted (achievable, engine vllm)"
+    assert data["metadata"]["engine"] == "vllm" and len(data["rows"]) == 7
+
+
+def test_calibrate_json_is_one_object(fitted, monkeypatch):
+    """The error line goes into the JSON's notes (it followed the object: not parseable); with
+    CSV it goes to stderr."""
+    import json
+
+    monkeypatch.setattr(calibration, "calibrate", lambda *a, **k: fitted)
+    result = CliRunner().invoke(main, ["calibrate", str(TRAIN), "--no-holdout", "--format", "json"])
+    data = json.loads(result.stdout)
+    assert data["notes"][0].startswith("median / p90 |predicted/measured - 1|: priors only")
+    assert data["metadata"]["engine"] == "trtllm" and data["metadata"]["split"] == "source"
+    assert {r["term"] for r in data["rows"]} >= {"gemm_efficiency_scale", "hbm_efficiency"}
+    csv = CliRunner().invoke(main, ["calibrate", str(TRAIN), "--no-holdout", "--format", "csv"])
+    assert "median / p90" not in csv.stdout and "median / p90" in csv.stderr
+    assert csv.stdout.startswith("# Computed with:") and "benchmarks_train.csv" in csv.stdout

@@ -408,3 +408,31 @@ def test_summary_table_is_the_best_over_the_other_axes(tiny_run, metric, point, 
     got = best.set_index(["model", "hardware"])[name]
     assert got.sort_index().tolist() == expected.sort_index().tolist()
     assert "best over precision" in meaning
+
+
+def test_infeasible_cells_show_as_na_with_a_note(tmp_path):
+    """A cell with no feasible configuration (DeepSeek-V3's 668 GB of weights on at most 4
+    H100s) is an n/a row of the summary with its reason, not a KeyError or a dropped row; the
+    '#' line names the preset."""
+    text = (
+        "title: t\naxes:\n  model: [DeepSeek-V3, Llama 3 8B]\n  hardware: [H100]\n"
+        "at_speeds: [20]\ndefaults: {max_gpus: 4, grid_points: 12}\n"
+    )
+    path, out = write(tmp_path, text), str(tmp_path / "o")
+    args = ["study", str(path), "--out", out, "--jobs", "1", "-q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    rows = {ln.split()[0]: ln.split()[-1] for ln in result.stdout.splitlines()[3:5]}
+    assert rows["DeepSeek-V3"] == "n/a" and float(rows["Llama"].lstrip("$")) > 0, result.stdout
+    assert "n/a: no feasible configuration in 1 of 2 rows" in result.stdout
+    assert "8.35 GPUs" in result.stdout and "2 cells: 2 computed" in result.stderr
+    csv = CliRunner().invoke(main, [*args, "--format", "csv"]).stdout  # from the cache
+    assert csv.splitlines()[0].startswith("# Computed with") and "assumptions paper" in csv
+    assert "\nDeepSeek-V3,\n" in csv
+    # every cell infeasible, no at_speeds: was a KeyError on 'target_tokens_per_s'
+    only = write(
+        tmp_path, text.replace(", Llama 3 8B", "").replace("at_speeds: [20]\n", ""), "1.yaml"
+    )
+    result = CliRunner().invoke(main, ["study", str(only), "--jobs", "1", "-q"])
+    assert result.exit_code == 0 and "H100      n/a" in result.stdout, result.output
+    assert "1 cell: 1 computed" in result.stderr

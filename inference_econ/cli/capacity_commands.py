@@ -293,6 +293,8 @@ FRONTIER_OPTIONS = (
     "arrival_rate_per_s",
     "input_lengths",
     "output_lengths",
+    "trace",
+    "arrival_process",
     *TARGETS,
     "requests",
 )

@@ -21,18 +21,28 @@ def list_cmd(kind, format):
     from .. import api
     from ..output.render import first_sentence, render
     from ..specs import catalog
+    from ..studies.study import package_version
 
     df = api.list_specs(kind)
     if format in ("table", "markdown"):  # the whole description is in show and the JSON
         df = df.assign(description=df["description"].map(first_sentence))
     if format == "table":
         df = df.drop(columns=["file"])
-    click.echo(render(df, format), nl=False)
+    extra = [str(r) for r in catalog.data_roots() if r not in catalog.shipped_roots()]
+    meta = {"listed": kind, "from": "the package's data"}
+    if extra:
+        meta["from"] += " and INFERENCE_ECON_PATH " + ", ".join(extra)
+    meta["inference_econ"] = package_version()
+    names = {"hardware": "GPUs", "engines": "engine profiles"}
+    title = f"{len(df)} {names.get(kind, kind)}"
+    if format == "table":  # the plain listing: what it holds is in the CSV/JSON/Markdown
+        title, meta = "", None
+    click.echo(render(df, format, title=title, meta=meta), nl=False)
     for skipped in catalog.skipped(kind):
         click.echo(f"warning: skipped {skipped.problem}", err=True)
 
 
-@click.command(short_help="A model's or a GPU's figures.")
+@click.command(short_help="A model's, a GPU's or an engine profile's figures.")
 @click.argument("name")
 @click.option(
     "--hardware",

@@ -52,6 +52,7 @@ def compare_measured(csv, assumptions, engine, figure, format, out):
     Example:  inference-econ compare-measured tests/data/measured_public_sample.csv --assumptions achievable
     """
     from ..output.render import render
+    from ..specs.catalog import display_path
     from ..studies.measured import predicting as ms
 
     result = ms.compare(csv, assumptions, engine)
@@ -63,16 +64,19 @@ def compare_measured(csv, assumptions, engine, figure, format, out):
             err=True,
         )
     click.echo(_status_line(table), err=True)
-    shown = table.drop(columns=["source_group", "kind", "beats_bound"])
+    shown = table  # CSV and JSON: every column of the Python table (docs/user-guide.md)
+    if format in ("table", "markdown"):  # the columns a reader scans
+        shown = table.drop(columns=["source_group", "kind", "beats_bound"])
     if format == "table":
         shown = shown.drop(columns=["source"])
     label = result.assumptions
-    emit(
-        render(
-            shown, format, title=f"Measured against predicted ({label})" if format != "csv" else ""
-        ),
-        out,
-    )
+    meta = {
+        "measured_rows": display_path(csv),
+        "assumptions": assumptions,
+        "engine": result.engine or ("each row's engine" if "achievable" in label else "none"),
+    }
+    title = f"Measured against predicted ({label})"
+    emit(render(shown, format, title=title, meta=meta), out)
     summary = render(
         result.summary,
         "table" if format in ("csv", "json") else format,
@@ -134,11 +138,13 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
     \b
     Example:  inference-econ calibrate tests/data/benchmarks_train.csv -o my_trtllm.yaml
     """
+    import json
     import time
 
     import pandas as pd
 
     from ..output.render import render
+    from ..specs.catalog import display_path
     from ..specs.engine import load_engine
     from ..studies.measured.calibration import calibrate as fit
     from ..studies.measured.calibration import calibrated_yaml
@@ -172,15 +178,31 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
         for k, (v, e) in result.micro
     ]
     title = f"{result.engine}: {result.rows} rows, {len(result.sources)} sources ({result.seconds:.0f} s)"
-    click.echo(render(pd.DataFrame(rows), format, title=title), nl=False)
+    meta = {"measured_rows": display_path(csv), "engine": engine, "split": split}
+    held = None
     if result.by_source:
         held = pd.DataFrame(
             result.by_source,
             columns=["source", "rows", "median_abs_error", "p90_abs_error", "median_error"],
         )
-        click.echo(render(held, format, title=f"Left out one {split} at a time"), nl=False)
-    e = result
-    click.echo(
+    line = _calibration_errors(result, split)
+    if format == "json":  # one object: the held-out table and the error line inside it
+        payload = json.loads(render(pd.DataFrame(rows), format, title, notes=[line], meta=meta))
+        if held is not None:
+            payload["held_out"] = json.loads(render(held, format, f"Left out one {split}"))
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        click.echo(render(pd.DataFrame(rows), format, title=title, meta=meta), nl=False)
+        if held is not None:
+            click.echo(render(held, format, title=f"Left out one {split} at a time"), nl=False)
+        click.echo(line, err=format == "csv")  # a CSV on stdout stays a table
+    if out:
+        emit(calibrated_yaml(result, load_engine(engine), name), out)
+
+
+def _calibration_errors(e, split: str) -> str:
+    """The line comparing the priors', the fit's and the held-out errors."""
+    return (
         f"median / p90 |predicted/measured - 1|: priors only {e.prior_only['median']:.3f} / "
         f"{e.prior_only['p90']:.3f}; fitted, in sample {e.in_sample['median']:.3f} / "
         f"{e.in_sample['p90']:.3f}; "
@@ -195,8 +217,6 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
             else ""
         )
     )
-    if out:
-        emit(calibrated_yaml(result, load_engine(engine), name), out)
 
 
 @click.command(short_help="What-if sweeps, and a tornado chart of elasticities.")

@@ -83,7 +83,8 @@ def point(model, hardware, gpus, batch, format, **values):
 @click.option(
     "--rows",
     type=click.IntRange(min=1),
-    help="Show this many points, evenly spaced in speed (table format: 20).",
+    help="Show this many points, evenly spaced in speed (default: every point, but 20 for "
+    "the text table on screen).",
 )
 @table_output
 @quiet_option
@@ -96,9 +97,10 @@ def frontier(
     Every point carries its layout (GPUs, batch, PP, TP, attention TP, EP, 1-D/2-D, draft
     length) and where its time goes. CSV and JSON give every column of the API's
     Frontier.to_dataframe(); the frontier spans the paper's range (from 1/100 of the fastest
-    speed) unless --all-points; --max-gpus caps the GPUs of an instance. With --rate and
+    speed) unless --all-points; --max-gpus caps the GPUs of an instance. With --rate (Poisson
+    arrivals) or --trace (a CSV of requests, rescaled to --rate if given) and
     --slo-ttft-p99/--slo-tpot-p99/--slo-e2e-p99: the frontier of deployments serving that load
-    within the targets (see 'capacity --help'); the load options need --rate.
+    within the targets (see 'capacity --help'); the load options need --rate or --trace.
 
     \b
     Example:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 \\
@@ -113,7 +115,7 @@ def frontier(
     from .capacity_commands import slo_frontier
 
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
-    if load["arrival_rate_per_s"] is not None:  # the others need it (the table's ``needs``)
+    if load["arrival_rate_per_s"] is not None or load["trace"] is not None:  # a load is given
         search = {"discrete", "grid_points", "all_points", "rows"} & given(
             click.get_current_context()
         )
@@ -136,7 +138,7 @@ def frontier(
             f"{setting.name}: no feasible configuration ({'; '.join(front.notes)})"
         )
     df = front.to_dataframe()
-    if rows is None and format == "table":
+    if rows is None and format == "table" and not out:  # a screenful; a file gets every point
         rows = 20
     if rows:
         df = _thin(df, rows)
@@ -162,7 +164,8 @@ def frontier(
     body = render(
         df[shown],
         "table",
-        title=f"{len(df)} points, slowest first (--rows to change)",
+        title=f"{len(df)} points, slowest first"
+        + (" (every point)" if len(df) == len(front) else " (--rows to change)"),
         meta=front.metadata,
     )
     emit(head + "\n" + body, out)

@@ -94,19 +94,52 @@ def settings_tried(values: dict) -> dict:
     return out
 
 
-def _print(frames, fmt, title, blocks, out):
+def inputs(observations, provider, model, kwargs: dict) -> dict:
+    """What an inverse analysis was computed with, for render(meta=...): the offers (the file,
+    its filters, or the one given) and every setting tried, lists joined as text."""
+    from ..specs.catalog import display_path
+    from ..studies.observations import find_observations
+
+    if observations:
+        meta = {"observations": display_path(find_observations(observations))}
+        meta.update({k: v for k, v in (("provider", provider), ("model", model)) if v})
+    else:
+        meta = {"observations": "one offer given by --speed and --price"}
+        if model:
+            meta["model"] = model
+    tried = {"hardware": "gpus", "assumptions": "presets", "weight_bits": "weight_bits_tried"}
+    for key, value in kwargs.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+        meta[tried.get(key, key)] = value
+    if kwargs.get("draft") is None:
+        meta["speculation"] = "off"
+        for key in ("acceptance", "max_draft_tokens"):
+            meta.pop(key, None)
+    else:
+        meta["draft_model"] = meta.pop("draft")
+    return meta
+
+
+def _print(frames, fmt, title, blocks, out, meta=None):
     """Tables of several offers, one after another (CSV/JSON: one table with an offer column)."""
     import pandas as pd
 
     from ..output.render import render
 
     if fmt in ("csv", "json"):
-        emit(render(pd.concat(frames, ignore_index=True), fmt), out)
+        emit(render(pd.concat(frames, ignore_index=True), fmt, title=title, meta=meta), out)
         return
     text = ""
-    for df, block in zip(frames, blocks):
+    for i, (df, block) in enumerate(zip(frames, blocks)):
         label = df["offer"].iloc[0]
-        text += render(df.drop(columns="offer"), fmt, title=f"{title}: {label}", notes=block) + "\n"
+        last = meta if i == len(frames) - 1 else None  # the inputs once, after the last table
+        text += (
+            render(df.drop(columns="offer"), fmt, title=f"{title}: {label}", notes=block, meta=last)
+            + "\n"
+        )
     emit(text, out)
 
 
@@ -167,7 +200,8 @@ def feasibility(observations, provider, model, figure, format, out, **values):
 
     drop = ("verdict",) if format in ("table", "markdown") else ()
     frames, blocks = _each(chosen, analyse, kwargs, lines, drop)
-    _print(frames, format, "Feasibility", blocks, out)
+    meta = inputs(observations, provider, model, kwargs)
+    _print(frames, format, "Feasibility", blocks, out, meta)
     if figure:
         _feasibility_figure(figure, chosen, kwargs)
 
@@ -227,10 +261,10 @@ def margin(observations, provider, model, format, out, **values):
     from ..studies.inverse.margin import margin as analyse
 
     chosen = offers(observations, provider, model, values)
-    frames, blocks = _each(
-        chosen, analyse, settings_tried(values), lambda r: ["", r.summary, "", *r.notes]
-    )
-    _print(frames, format, "Markup over GPU rental", blocks, out)
+    kwargs = settings_tried(values)
+    frames, blocks = _each(chosen, analyse, kwargs, lambda r: ["", r.summary, "", *r.notes])
+    meta = inputs(observations, provider, model, kwargs)
+    _print(frames, format, "Markup over GPU rental", blocks, out, meta)
 
 
 @infer.command(short_help="Fit the k of speed^k/price that explains the offers.")
@@ -262,15 +296,19 @@ def preference(observations, provider, model, hardware, format, out, **values):
             "command line", "--hardware", f"{len(hardware)} given", "the fit uses one GPU"
         )
     chosen = offers(observations, provider, model, values)
-    fit = fit_preference(chosen, hardware=hardware[0], **settings_tried(values))
+    kwargs = settings_tried(values)
+    fit = fit_preference(chosen, hardware=hardware[0], **kwargs)
     df = fit.to_dataframe()
+    meta = inputs(observations, provider, model, {"hardware": hardware[0], **kwargs})
+    title = f"Preference exponent: {fit.summary}"
     if format in ("csv", "json"):
         lo, hi = fit.interval if fit.interval else (None, None)
         summary = {"provider": "fit", "implied_k": fit.k, "k_low": lo, "k_high": hi}
-        emit(render(pd.concat([df, pd.DataFrame([summary])], ignore_index=True), format), out)
+        both = pd.concat([df, pd.DataFrame([summary])], ignore_index=True)
+        emit(render(both, format, title=title, meta=meta), out)
         return
     notes = ["", fit.summary, *fit.notes]
-    emit(render(df, format, title=f"Preference exponent: {fit.summary}", notes=notes), out)
+    emit(render(df, format, title=title, notes=notes, meta=meta), out)
 
 
 @infer.command(short_help="The model size that puts a closed model's offer on the frontier.")
@@ -291,10 +329,10 @@ def size(observations, provider, model, format, out, **values):
     from ..studies.inverse.size import implied_size
 
     chosen = offers(observations, provider, model, values, sized=True)
-    frames, blocks = _each(
-        chosen, implied_size, settings_tried(values), lambda r: ["", r.summary, "", *r.notes]
-    )
-    _print(frames, format, "Implied model size", blocks, out)
+    kwargs = settings_tried(values)
+    frames, blocks = _each(chosen, implied_size, kwargs, lambda r: ["", r.summary, "", *r.notes])
+    meta = inputs(observations, provider, model, kwargs)
+    _print(frames, format, "Implied model size", blocks, out, meta)
 
 
 COMMANDS = (infer,)

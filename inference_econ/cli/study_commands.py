@@ -50,9 +50,12 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
                inference-econ study my-study.yaml --out out/s --jobs 2 --html
                inference-econ study my-study.yaml --out out/s --dask tcp://scheduler:8786
     """
+    import pandas as pd
+
     from ..api import study as run
+    from ..errors import plural
     from ..output.render import render
-    from ..output.study_plots import summary_table
+    from ..output.study_plots import infeasible_note, summary_table
     from ..output.study_run import study_metadata
 
     if html and not out:
@@ -70,10 +73,19 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
         sys.exit(130)
     best, meaning = summary_table(result.key_points, result.study)
     title = f"{result.study.title}: {meaning}"
-    click.echo(render(best, format, title=title, meta=study_metadata(result)), nl=False)
+    note = infeasible_note(best, result.key_points)
+    value = best.columns[-1]
+    if format in ("table", "markdown"):  # CSV and JSON keep the empty value (null)
+        best[value] = [("n/a" if pd.isna(v) else v) for v in best[value]]
+    notes = [note] if note else []
+    if note and format == "csv":
+        click.echo(note, err=True)
+    click.echo(
+        render(best, format, title=title, notes=notes, meta=study_metadata(result)), nl=False
+    )
     cells = len(result.cells)
     click.echo(
-        f"{cells} cells: {result.computed} computed, {result.cached} from the cache"
+        f"{cells} {plural(cells, 'cell')}: {result.computed} computed, {result.cached} from the cache"
         + (f", {len(result.failed)} failed" if result.failed else ""),
         err=True,
     )

@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..errors import plural
 from ..settings import option
 
 FORMATS = option("format").choices
@@ -166,8 +167,9 @@ def describe_setting(meta: dict) -> str:
         parts.append(f"{m.pop('scenario')} ({m.pop('scenario_file', '')})".replace(" ()", ""))
     if "model" in m:
         parts.append(f"{m.pop('model')} ({m.pop('model_file', '')})".replace(" ()", ""))
-    if "hardware" in m:
-        parts.append(f"on {m.pop('hardware')} ({m.pop('hardware_file', '')})".replace(" ()", ""))
+    if "hardware" in m:  # "on H100-SXM" after a model; a GPU's own figures name it alone
+        gpu = f"{m.pop('hardware')} ({m.pop('hardware_file', '')})".replace(" ()", "")
+        parts.append(f"on {gpu}" if parts else gpu)
     if "engine_file" in m:
         parts.append(f"engine {m.pop('engine', '')} ({m.pop('engine_file')})")
     head = " ".join(parts)
@@ -192,7 +194,8 @@ def describe_setting(meta: dict) -> str:
         if "acceptance" in m:
             draft += f", acceptance {m.pop('acceptance'):g}"
         if "max_draft_tokens" in m:
-            draft += f", up to {m.pop('max_draft_tokens')} draft tokens"
+            n = m.pop("max_draft_tokens")
+            draft += f", up to {n} draft {plural(n, 'token')}"
         items.append(draft)
     for key, value in m.items():
         items.append(f"{key} {format_number(value)}")

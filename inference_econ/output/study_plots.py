@@ -14,7 +14,7 @@ import pandas as pd
 
 from .plots import plt, save, wrap
 
-__all__ = ["summary_figure", "summary_table", "save"]
+__all__ = ["infeasible_note", "summary_figure", "summary_table", "save"]
 
 #: metric -> (key point, column, higher is better, description, the summary's column name)
 METRICS = {
@@ -63,14 +63,33 @@ def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
         speed = f"≥ {target:g} tokens/s per request"
     axes = [s[k] for k in ("panels", "rows", "columns") if s.get(k)]
     axes = list(dict.fromkeys(axes))
+    if column not in df:  # no cell has a feasible configuration
+        df = df.assign(**{column: np.nan})
     df = df[axes + [column]].dropna()
     best = df.groupby(axes, sort=False)[column].agg("max" if higher else "min").reset_index()
+    # every combination the study computed keeps its row: NaN (n/a) where nothing is feasible
+    every = key_points[axes].drop_duplicates().reset_index(drop=True)
+    best = every.merge(best, on=axes, how="left")
     best = best.rename(columns={column: name.format(speed=target)})
     others = [a for a in study.axis_names if a not in axes and _varies(study, a)]
     meaning = text.format(speed=speed)
     if others:
         meaning += f", best over {', '.join(others)}"
     return best, meaning
+
+
+def infeasible_note(best: pd.DataFrame, key_points: pd.DataFrame) -> str:
+    """A line saying which summary rows are n/a and why (the first reason of a cell), or ""."""
+    missing = int(best.iloc[:, -1].isna().sum())
+    if not missing:
+        return ""
+    reasons = key_points.loc[~key_points["feasible"].astype(bool), "note"]
+    reasons = [r for r in reasons if isinstance(r, str) and r]
+    why = f" (first: {reasons[0]})" if reasons else ""
+    return (
+        f"n/a: no feasible configuration in {missing} of {len(best)} rows{why}; "
+        "each cell's reason is in key_points' note column"
+    )
 
 
 def _varies(study, name: str) -> bool:
@@ -101,6 +120,7 @@ def summary_figure(key_points: pd.DataFrame, study):
         squeeze=False,
     )
     values = best[column].to_numpy(dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
     lo, hi = (np.log10(values.min()), np.log10(values.max())) if values.size else (0.0, 1.0)
     cmap = plt.get_cmap("viridis" if higher else "viridis_r")
     for ax, panel in zip(axes.ravel(), panels):

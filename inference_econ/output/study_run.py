@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import plural
 from ..specs.catalog import display_path
 from ..studies.execution import run_cells
 from ..studies.study import (
@@ -119,7 +120,7 @@ def run_study(
     todo = [c for k, c in distinct.items() if k not in payloads]
     if progress:
         progress(
-            f"{study.name}: {len(cells)} cells, {cached} cached, {len(todo)} to compute"
+            f"{study.name}: {len(cells)} {plural(len(cells), 'cell')}, {cached} cached, {len(todo)} to compute"
             + (f" on Dask ({dask})" if dask else f" with {jobs or 'all'} job(s)" if todo else "")
         )
     failed: dict[str, str] = {}
@@ -159,6 +160,9 @@ def study_metadata(result: StudyResult) -> dict:
         "axes": "; ".join(f"{a.name}: {', '.join(map(str, a.labels))}" for a in study.axes),
     }
     meta.update({k: v for k, v in study.defaults.items() if isinstance(v, (str, int, float, bool))})
+    if "assumptions" not in study.axis_names:  # the preset every cell used (the default too)
+        presets = dict.fromkeys(c.setting.assumptions.name for c in result.cells)
+        meta["assumptions"] = ", ".join(presets)
     meta["cells"] = f"{len(result.cells)}, each with its setting in its row and in study.json"
     meta["inference_econ"] = package_version()
     return meta

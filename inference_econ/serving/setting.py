@@ -221,7 +221,7 @@ def with_engine(assumptions: Assumptions, engine) -> Assumptions:
             "argument",
             "engine",
             f"an engine profile does not apply to the {assumptions.name!r} preset (an ideal bound)",
-            "use assumptions achievable (--assumptions achievable) with an engine",
+            "use the achievable preset with an engine: --assumptions achievable",
         )
     from ..specs.engine import load_engine
 

@@ -185,13 +185,9 @@ def check_number(
             source, field, f"is {short(value)}", hint or f"write a finite number{unit_hint}"
         )
     if integer:
-        if number != math.floor(number):
-            raise SpecError(
-                source,
-                field,
-                f"expected a whole number{unit_hint}, got {short(value)}",
-                hint,
-            )
+        if number != math.floor(number):  # the fix says "expected a whole number": once
+            fix = hint or f"expected a whole number{unit_hint}"
+            raise SpecError(source, field, f"is {short(value)}", fix)
         number = int(number)
     low = minimum is not None and (number <= minimum if exclusive_minimum else number < minimum)
     high = maximum is not None and number > maximum

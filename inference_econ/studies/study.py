@@ -566,7 +566,8 @@ def tables(study: Study, cells, payloads: Mapping[str, Mapping], failed=None):
     key_table = pd.concat(keys, ignore_index=True)
     head_cols = list(_describe_cell(cells[0], study))
     rest = [c for c in key_table.columns if c not in head_cols and c not in kp_cols]
-    key_table = key_table[head_cols + kp_cols + rest]
+    # A study where every cell failed has no target column: reindex adds the missing ones.
+    key_table = key_table.reindex(columns=head_cols + kp_cols + rest)
     front_table = (
         pd.concat(fronts, ignore_index=True) if fronts else pd.DataFrame(columns=head_cols)
     )

@@ -300,7 +300,7 @@ def _notes(observed, model, price, basis, context, draft, max_draft, rows, crite
         "cost: GPU rental at each GPU spec's price per hour, no markup, decode only (prefill not charged), "
         f"context {context:g} tokens, the paper's continuous grid with {grid_points} points per axis",
         (
-            f"speculation: draft {draft}, up to {max_draft} draft tokens, i.i.d. acceptance (§A6); "
+            f"speculation: draft {draft}, up to {max_draft} draft {plural(max_draft, 'token')}, i.i.d. acceptance (§A6); "
             "required α found by bisection to 0.001"
             if draft
             else "no speculation tried"

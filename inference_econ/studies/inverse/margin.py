@@ -154,7 +154,7 @@ def margin(
         "the cloud's own markup), decode only (prefill not charged), context "
         f"{context:g} tokens, {grid_points} grid points per axis",
         (
-            f"speculation: draft {draft_name}, acceptance {acceptance:.2f}, up to {max_draft_tokens} draft tokens"
+            f"speculation: draft {draft_name}, acceptance {acceptance:.2f}, up to {max_draft_tokens} draft {plural(max_draft_tokens, 'token')}"
             if draft_name
             else "no speculation tried"
         ),

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ... import settings as table
-from ...errors import InfeasibleError, SpecError
+from ...errors import InfeasibleError, SpecError, plural
 from ...optimise.frontier import Frontier
 from ..observations import Observation
 from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT
@@ -372,7 +372,7 @@ def _notes(points, gpu, preset, draft, acceptance, max_draft, grid_points, how) 
         "observed speed)",
         f"frontiers: {gpu}, {preset} preset, "
         + (
-            f"speculation with {draft} at α = {acceptance:.2f} (up to {max_draft} draft tokens)"
+            f"speculation with {draft} at α = {acceptance:.2f} (up to {max_draft} draft {plural(max_draft, 'token')})"
             if draft
             else "no speculation"
         )
