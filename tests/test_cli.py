@@ -363,8 +363,9 @@ def test_wording_counts_and_single_messages():
     assert msg.endswith("(use the achievable preset with an engine: --assumptions achievable)")
     msg = err("prefill", "Llama 3 70B", "-H", "H100", "--gpus", "1", "--prompt-tokens", "8000")
     assert "prefill of 1 prompt does not fit on 1 x H100-SXM" in msg
-    args = ["point", "Llama 3 70B", "-H", "H100", "--gpus", "8", "--batch", "1"]
-    out = CliRunner().invoke(main, [*args, "--draft", "Llama 3 8B", "--max-draft", "1"]).stdout
-    assert out.rstrip().endswith("acceptance 0.8, up to 1 draft token")
+    from inference_econ.output.render import describe_setting
+
+    said = describe_setting({"draft": "Llama 3 8B", "acceptance": 0.8, "max_draft_tokens": 1})
+    assert said.endswith("acceptance 0.8, up to 1 draft token")
     listing = CliRunner().invoke(main, ["--help"]).stdout
     assert "show              A model's, a GPU's or an engine profile's figures." in listing
