@@ -330,7 +330,8 @@ def simulate_load(model, hardware=None, *, gpus, prefill_gpus=None, progress=Non
     serving ``arrival_rate_per_s`` requests/s of ``input_lengths`` / ``output_lengths`` (or a
     ``trace``). Returns a ``LoadResult``: TTFT, TPOT and end-to-end distributions, throughput,
     goodput against the ``slo_*`` targets, utilisation and $ per million tokens."""
-    from .serving.load.deployment import check_budget, simulate_deployment
+    from .optimise.load_search import check_budget
+    from .serving.load.deployment import simulate_deployment
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     setting = _settings(model, hardware, problem)[0]
@@ -354,8 +355,8 @@ def max_load(
 ):
     """The most requests/s a given deployment serves within the ``slo_*`` targets, with the
     latency percentiles along a sweep of load (a ``MaxLoad``; ``to_dataframe()`` for the curve)."""
+    from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from .optimise.load_search import max_load as search
-    from .serving.load.deployment import SIMULATIONS_PER_SEARCH, check_budget
 
     problem, traffic, targets, config, v = _load_inputs(kwargs, need_rate=False)
     _need_targets(targets)
@@ -371,7 +372,7 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     also separate prefill and decode pools) serving ``arrival_rate_per_s`` within the ``slo_*``
     targets. ``hardware`` may be a list of GPUs. Returns a ``CapacityPlan``."""
     from .optimise.capacity import cheapest_deployment, instance_sizes
-    from .serving.load.deployment import SIMULATIONS_PER_SEARCH, check_budget
+    from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)
@@ -390,7 +391,7 @@ def load_frontier(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     Pareto frontier of speed per request against $ per million output tokens (``LoadFrontier``)."""
     from .optimise.capacity import COUNT_MULTIPLES, instance_sizes
     from .optimise.capacity import load_frontier as search
-    from .serving.load.deployment import SIMULATIONS_PER_SEARCH, check_budget
+    from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)

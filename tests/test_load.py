@@ -769,7 +769,7 @@ def test_a_larger_batch_limit_or_a_faster_gpu_holds_no_less():
 def test_load_work_too_large_is_refused_up_front_with_its_estimate():
     """A capacity search over 10 million requests per simulation would run for hours: refused
     before it starts with the estimate and the largest request count that would do."""
-    from inference_econ.serving.load.deployment import check_budget
+    from inference_econ.optimise.load_search import check_budget
 
     with pytest.raises(SpecError) as err:
         ie.capacity(
