@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import settings as table
-from .errors import SpecError
+from .errors import InfeasibleError, SpecError, warn
 from .model.assumptions import Assumptions, preset
 from .model.economics import flop_rates
 from .model.workload import compile_workload
@@ -333,12 +333,24 @@ def simulate_load(model, hardware=None, *, gpus, prefill_gpus=None, progress=Non
     serving ``arrival_rate_per_s`` requests/s of ``input_lengths`` / ``output_lengths`` (or a
     ``trace``). Returns a ``LoadResult``: TTFT, TPOT and end-to-end distributions, throughput,
     goodput against the ``slo_*`` targets, utilisation and $ per million tokens."""
+    from .optimise.load_search import check_budget
     from .serving.load.deployment import simulate_deployment
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     setting = _settings(model, hardware, problem)[0]
     d = _deployment(setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"])
-    return simulate_deployment(setting, d, traffic, targets, config, progress)
+    check_budget(traffic, 2 if d.disaggregated else 1, "simulate")
+    result = simulate_deployment(setting, d, traffic, targets, config, progress)
+    if result.requests and result.rejected >= result.requests:
+        raise InfeasibleError(
+            f"no request fits in one instance's KV cache: all {result.requests} requests "
+            f"({traffic.describe(with_rate=False)}) were rejected on {d.describe()} "
+            f"{setting.gpu.name}; give more GPUs per instance (--gpus), shorter requests or "
+            "fewer KV-cache bits (--kv-bits)"
+        )
+    if result.overloaded_note:
+        warn(result.overloaded_note)
+    return result
 
 
 def max_load(
@@ -346,12 +358,15 @@ def max_load(
 ):
     """The most requests/s a given deployment serves within the ``slo_*`` targets, with the
     latency percentiles along a sweep of load (a ``MaxLoad``; ``to_dataframe()`` for the curve)."""
+    from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from .optimise.load_search import max_load as search
 
     problem, traffic, targets, config, v = _load_inputs(kwargs, need_rate=False)
     _need_targets(targets)
     setting = _settings(model, hardware, problem)[0]
     d = _deployment(setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"])
+    pools = 2 if d.disaggregated else 1
+    check_budget(traffic, pools * SIMULATIONS_PER_SEARCH + curve_points, "the load search")
     return search(setting, d, traffic, targets, config, curve_points, progress)
 
 
@@ -359,12 +374,16 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     """The cheapest deployment (GPU, instance size, instances; with ``disaggregated=True``
     also separate prefill and decode pools) serving ``arrival_rate_per_s`` within the ``slo_*``
     targets. ``hardware`` may be a list of GPUs. Returns a ``CapacityPlan``."""
-    from .optimise.capacity import cheapest_deployment
+    from .optimise.capacity import cheapest_deployment, instance_sizes
+    from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)
     settings = _settings(model, hardware, problem)
     cap = settings[0].max_gpus
+    searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
+    searches *= 2 if v["disaggregated"] else 1  # a prefill and a decode pool per size
+    check_budget(traffic, searches * SIMULATIONS_PER_SEARCH + 1, "the capacity search")
     return cheapest_deployment(
         settings, traffic, targets, config, v["disaggregated"], sizes, cap, progress
     )
@@ -373,12 +392,18 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
 def load_frontier(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     """The deployments that serve ``arrival_rate_per_s`` within the ``slo_*`` targets: their
     Pareto frontier of speed per request against $ per million output tokens (``LoadFrontier``)."""
+    from .optimise.capacity import COUNT_MULTIPLES, instance_sizes
     from .optimise.capacity import load_frontier as search
+    from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)
     settings = _settings(model, hardware, problem)
-    return search(settings, traffic, targets, config, sizes, settings[0].max_gpus, progress)
+    cap = settings[0].max_gpus
+    searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
+    per_size = SIMULATIONS_PER_SEARCH + len(COUNT_MULTIPLES)
+    check_budget(traffic, searches * per_size, "the load frontier")
+    return search(settings, traffic, targets, config, sizes, cap, progress)
 
 
 def _need_targets(targets) -> None:

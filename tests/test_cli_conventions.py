@@ -192,8 +192,12 @@ def test_load_outputs_state_what_they_were_computed_with():
     )
     assert out.exit_code == 0, out.output
     first = out.stdout.splitlines()[0]
-    assert first.startswith("# Computed with: Llama 3 8B on H100-SXM; assumptions paper")
-    assert "5 req/s" in first and "requests_per_instance 100" in first
+    assert first.startswith(
+        "# Computed with: Llama 3 8B (models/llama-3-8b.yaml) on H100-SXM "
+        "(hardware/h100_sxm.yaml); assumptions paper; 16-bit weights"
+    )
+    assert "5 req/s" in first and "requests_per_instance 100" in first and "seed 0" in first
+    assert out.stdout.splitlines()[1] == "# only 100 requests per instance: p99 values are rough"
     args = ["capacity", *load, "--rate", "5", "--slo-tpot-p99", "0.05", "--format", "json"]
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 0, out.output

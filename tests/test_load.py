@@ -473,7 +473,7 @@ def test_excluded_candidates_are_marked_not_priced_at_infinity(llama8b):
     )
     assert said[0] == "H100-SXM, deployment instances of 1 GPU: no load meets the targets"
     assert said[1].startswith(
-        "H100-SXM, deployment instances of 2 GPUs: 17.05 req/s each -> 1 instance"
+        "H100-SXM, deployment instances of 2 GPUs: 17.01 req/s each -> 1 instance"
     )
     assert said[2].endswith("-> 1 instance (excluded)")
     assert Deployment(1, 3).describe() == "3 x 1 GPU" and plan.result.layout.startswith("2 GPUs:")
@@ -710,3 +710,161 @@ def test_mlperf_server_h100_is_below_the_bound():
     )
     predicted = 4 * knee.at_max.output_tokens_per_s
     assert 0.5 * predicted < h100["measured"].median() < predicted
+
+
+# --- the layout is chosen for the load (§E7) --------------------------------------------------
+def test_the_layout_chosen_is_the_fastest_at_the_simulated_load():
+    """On 4 H200s (Llama 3 70B, 8-bit) the layout fastest at the largest batch (attention TP1)
+    is about 1.5x slower at the batches the engine runs; the layout chosen for the load has the
+    lowest simulated mean TPOT of every candidate at light, middling and heavy load, and a
+    larger batch limit does not change it."""
+    from inference_econ.serving.load.deployment import (
+        _search,
+        offered_load,
+        reference_context,
+    )
+
+    s = make_setting("Llama 3 70B", "H200", weight_bits=8)
+    search = _search(s, 4)
+    assert len(search.options) == 11
+    mean_tpot = {}
+    for rate in (6, 12, 16):
+        traffic = make_traffic(rate, "lognormal:1000:0.8", "lognormal:300:0.6", requests=400)
+        ctx, load = reference_context(traffic), offered_load(traffic, 1)
+        chosen = search.choose(EngineConfig(), ctx, load)
+        assert search.choose(EngineConfig(max_batch_requests=200), ctx, load) == chosen
+        for lay in search.options:
+            inst = build_instance(s, 4, EngineConfig(), ctx, lay, search=search)
+            run = summarise(inst, simulate(inst, traffic.stream()), traffic, Targets())
+            mean_tpot[rate, lay] = run.tpot_s.mean
+        best = min(mean_tpot[rate, lay] for lay in search.options)
+        assert mean_tpot[rate, chosen] == pytest.approx(best, rel=1e-12)
+    dp_attention = EngineLayout(4, 1, 4.0, False)  # the layout chosen before at batch 256
+    assert mean_tpot[12, dp_attention] / mean_tpot[12, EngineLayout(4, 1, 1.0, False)] > 1.4
+
+
+def test_a_larger_batch_limit_or_a_faster_gpu_holds_no_less():
+    """capacity --gpus 4 (short runs): H200 with --max-batch 256 held 29 % less than with 200
+    and less than H100 when the layout was chosen at the largest batch."""
+    kw = dict(
+        input_lengths="lognormal:1000:0.8",
+        output_lengths="lognormal:300:0.6",
+        slo_ttft_p99_s=2,
+        slo_tpot_p99_s=0.05,
+        requests=300,
+        weight_bits=8,
+        curve_points=0,
+    )
+    held = {
+        (gpu, mb): ie.max_load("Llama 3 70B", gpu, gpus=4, max_batch_requests=mb, **kw)
+        for gpu, mb in (("H200", 256), ("H200", 200), ("H100", 256))
+    }
+    rate = {k: m.max_rate_per_s for k, m in held.items()}
+    assert rate["H200", 256] >= 0.99 * rate["H200", 200]  # the search's resolution
+    assert rate["H200", 256] >= rate["H100", 256] > 5
+    assert "attention TP1" not in held["H200", 256].at_max.layout
+
+
+# --- refusals, warnings and what load outputs state --------------------------------------------
+def test_load_work_too_large_is_refused_up_front_with_its_estimate():
+    """A capacity search over 10 million requests per simulation would run for hours: refused
+    before it starts with the estimate and the largest request count that would do."""
+    from inference_econ.optimise.load_search import check_budget
+
+    with pytest.raises(SpecError) as err:
+        ie.capacity(
+            "Llama 3 8B",
+            "H100",
+            arrival_rate_per_s=5,
+            input_lengths="1000",
+            output_lengths="200",
+            requests=10_000_000,
+            slo_tpot_p99_s=0.05,
+        )
+    text = str(err.value)
+    assert "10,000,000 requests about 81 times: about 24,300 s" in text  # 4 sizes x 20 + 1
+    assert "use requests <= 246,913" in text
+    traffic = make_traffic(5, "1000", "200", requests=10_000)
+    check_budget(traffic, 81, "the capacity search")  # the default passes (about 24 s)
+    check_budget(make_traffic(5, "1000", "200", requests=1_000_000), 1, "simulate")
+
+
+def test_simulate_where_no_request_fits_exits_1_and_a_partial_rejection_is_stated():
+    code, out, err = _run(
+        "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "5",
+        "--input-length", "1e6", "--output-length", "200", "--requests", "20",
+    )  # fmt: skip
+    lines = [x for x in err.splitlines() if not x.startswith("warning: a context")]
+    assert code == 1 and out == "" and len(lines) == 1
+    assert lines[0].startswith("error: no request fits in one instance's KV cache: all 20")
+    code, out, err = _run(
+        "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "1",
+        "--input-length", "lognormal:100000:1.5", "--output-length", "20", "--requests", "20",
+    )  # fmt: skip
+    fields = dict(re.findall(r"^(\w+)  +(.*)$", out, flags=re.M))
+    assert code == 0 and 0 < int(fields["rejected"]) < 20
+    assert f"{fields['rejected']} of 20 requests never fit in the KV cache" in out
+
+
+def test_a_burst_trace_has_no_rate_and_never_prints_inf(tmp_path):
+    trace = tmp_path / "burst.csv"
+    trace.write_text("arrival_time_s,prompt_tokens,output_tokens\n" + "0,500,50\n" * 30)
+    base = ("simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--trace", str(trace))
+    code, out, _ = _run(*base)
+    fields = dict(re.findall(r"^(\w+)  +(.*)$", out, flags=re.M))
+    assert code == 0 and "inf" not in out.lower() and "all at once" in out.splitlines()[0]
+    assert "rate_per_s" not in fields or fields["rate_per_s"] in ("", "nan")
+    assert "every request arrives at once" in out
+    code, out, _ = _run(*base, "--format", "json")
+    import json
+
+    payload = json.loads(out)
+    assert (
+        payload["rows"][0]["rate_per_s"] is None
+        and float(payload["rows"][0]["throughput_requests_per_s"]) > 0
+    )
+    code, out, _ = _run(*base, "--format", "csv")
+    assert "inf" not in out.lower()
+
+
+def test_overload_is_a_warning_and_a_note_in_every_format():
+    args = ("simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "200")
+    args += ("--input-length", "500", "--output-length", "50", "--requests", "400")
+    code, out, err = _run(*args)
+    assert code == 0 and err.count("warning: the load outgrows the deployment") == 1
+    assert "one instance serves every request" in out and "Poisson stream" not in out
+    code, out, _ = _run(*args, "--format", "csv")
+    assert "\n# the load outgrows the deployment: requests in the system grew" in out
+    code, out, _ = _run(*args, "--format", "json")
+    import json
+
+    assert any(n.startswith("the load outgrows") for n in json.loads(out)["notes"])
+    code, out, _ = _run(*args[:-5], "5", *args[-4:], "--instances", "2")
+    assert "share the load at random (each sees a Poisson stream" in out
+
+
+def test_load_outputs_state_bits_files_seed_and_the_frontier_cap():
+    load = ("--input-length", "500", "--output-length", "50", "--requests", "100")
+    code, out, _ = _run(
+        "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "5", "--weight-bits",
+        "8", "--seed", "3", *load, "--format", "csv",
+    )  # fmt: skip
+    first = out.splitlines()[0]
+    assert code == 0 and "(models/llama-3-8b.yaml) on H100-SXM (hardware/h100_sxm.yaml)" in first
+    assert "8-bit weights, 16-bit activations, 16-bit KV cache" in first and "seed 3" in first
+    code, out, _ = _run(
+        "frontier", "Llama 3 8B", "-H", "H100", "--rate", "5", "--slo-tpot-p99", "0.05",
+        "--max-gpus", "1", *load,
+    )  # fmt: skip
+    last = out.splitlines()[-1]
+    assert code == 0 and last.startswith("Computed with: Llama 3 8B (models/llama-3-8b.yaml)")
+    assert "at most 1 GPU;" in last and "requests_per_instance 100" in last
+
+
+def test_disagg_says_one_gpu():
+    code, out, _ = _run(
+        "disagg", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--batch", "8",
+        "--output-tokens", "200", "--prompt-tokens", "1000",
+    )  # fmt: skip
+    assert code == 0 and "decode on 1 GPU at batch 8; prefill pool 1 GPU, 17 prompts" in out
+    assert "1 GPUs" not in out

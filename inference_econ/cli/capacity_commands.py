@@ -4,6 +4,8 @@ a given one holds)."""
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from ..errors import SpecError
@@ -77,12 +79,24 @@ def _notes(result, extra=()) -> list[str]:
     )
     lines = [
         f"Assumptions: {_preset_text(result.assumptions)}; traffic: {result.traffic}.",
-        f"Requests simulated per instance: {result.requests}; instances share the load at random "
-        f"(each sees a Poisson stream, or every instance-th trace row on average).{window}",
+        f"Requests simulated per instance: {result.requests}; {_sharing(result)}.{window}",
         *extra,
         *result.notes,
     ]
     return list(dict.fromkeys(lines))  # a plan's notes repeat its result's
+
+
+def _sharing(result) -> str:
+    """How the load reaches the instances, worded for the deployment at hand."""
+    trace = result.traffic.startswith("arrivals of trace")
+    pools = result.prefill_instances > 0
+    if result.instances == 1 and not pools:
+        return "one instance serves every request"
+    if trace:
+        each = "each sees every trace row with probability 1 / instances, at its time"
+    else:
+        each = "each sees a Poisson stream of the rate over the instances"
+    return f"the instances share the load at random ({each})"
 
 
 def _draw(figure: str | None, maxload, offered=None) -> None:
@@ -132,11 +146,10 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     row = result.to_dataframe().iloc[0]
     if result.meets_targets is None and format in ("table", "markdown"):
         row["meets_targets"] = "n/a (no targets)"
-    title = f"{result.model} on {result.layout} x {result.instances} ({result.hardware}), {result.rate_per_s:g} req/s"
-    text = vertical(row, format, title, result.metadata() if format in ("csv", "json") else None)
-    if format in ("table", "markdown"):
-        text += ("\n" if format == "markdown" else "") + "".join(f"{n}\n" for n in _notes(result))
-    click.echo(text, nl=False)
+    rate = f"{result.rate_per_s:g} req/s" if math.isfinite(result.rate_per_s) else "all at once"
+    title = f"{result.model} on {result.layout} x {result.instances} ({result.hardware}), {rate}"
+    notes = _notes(result) if format in ("table", "markdown") else list(result.notes)
+    click.echo(vertical(row, format, title, result.metadata(), notes), nl=False)
 
 
 @click.command(short_help="The cheapest deployment that meets latency targets at a load.")
@@ -223,6 +236,8 @@ def _plan_text(plan, fmt: str) -> str:
     shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
     if fmt in ("csv", "json"):
         return render(shown, fmt, title=title, notes=_notes(r), meta=r.metadata())
+    from ..output.render import meta_lines
+
     head = vertical(plan.summary(), fmt, title)
     why = [
         f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): "
@@ -245,7 +260,8 @@ def _plan_text(plan, fmt: str) -> str:
         + list(plan.notes),
     )
     gap = "\n" if fmt == "markdown" else ""
-    return head + "\n" + body + gap + "".join(f"{n}\n" for n in notes)
+    lines = notes + meta_lines(r.metadata())
+    return head + "\n" + body + gap + "".join(f"{n}\n" for n in lines)
 
 
 def _max_load_text(result, fmt: str) -> str:
@@ -272,7 +288,7 @@ def _max_load_text(result, fmt: str) -> str:
     at = result.at_max
     if at is None:
         title = f"No load meets {result.targets.describe()} on {result.deployment.describe()}: {result.knee.reason}"
-        return render(df[cols], fmt, title=title)
+        return render(df[cols], fmt, title=title, meta=result.curve[0].metadata())
     title = (
         f"{at.model} on {result.deployment.describe()} {at.hardware} ({at.layout}) holds "
         f"{result.max_rate_per_s:.4g} req/s = {at.output_tokens_per_s:,.0f} output tokens/s within {result.targets.describe()}"
@@ -283,7 +299,7 @@ def _max_load_text(result, fmt: str) -> str:
             f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_mtok:.3g} all-in per million output tokens; MFU {at.mfu:.1%}."
         ],
     )
-    return render(df[cols], fmt, title=title, notes=notes)
+    return render(df[cols], fmt, title=title, notes=notes, meta=at.metadata())
 
 
 #: Options the frontier command takes for deployments under load (``slo_frontier``): the load
@@ -352,13 +368,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
     ]
     df = front.points[cols]
     first = front.points.iloc[0]
-    meta = {
-        "model": first["model"],
-        "hardware": first["hardware"],
-        "assumptions": first["assumptions"],
-        "traffic": first["traffic"],
-        "targets": front.targets.describe(),
-    }
+    meta = front.metadata()
     if fmt in ("csv", "json"):
         return render(df, fmt, meta=meta)
     title = (
@@ -366,7 +376,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
         f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, $/Mtok all-in per output token"
     )
     notes = [f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}."]
-    return render(df, fmt, title=title, notes=notes)
+    return render(df, fmt, title=title, notes=notes, meta=meta)
 
 
 COMMANDS = (simulate, capacity)

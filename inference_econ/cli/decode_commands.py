@@ -24,15 +24,19 @@ from .common import (
 def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
     """One result as a field/value table, durations in milliseconds under ``_ms`` names (or
     one CSV/JSON row in seconds, under the API's names), with ``notes`` below it."""
+    import itertools
+
     import pandas as pd
 
     from ..output.render import format_number, is_duration, milliseconds_name, render
 
     if fmt == "json":
         return render(pd.DataFrame([series]), fmt, title=title, notes=notes, meta=meta)
-    if fmt == "csv":
-        comments = "".join(f"# {note}\n" for note in notes)
-        return comments + render(pd.DataFrame([series]), fmt, meta=meta)
+    if fmt == "csv":  # the "Computed with" line first, as in every CSV, then the notes
+        body = render(pd.DataFrame([series]), fmt, meta=meta).splitlines(keepends=True)
+        head = len(list(itertools.takewhile(lambda line: line.startswith("#"), body)))
+        comments = [f"# {note}\n" for note in notes]
+        return "".join(body[:head] + comments + body[head:])
     fields, values = [], []
     for key, value in series.items():
         if is_duration(key) and isinstance(value, (int, float)):

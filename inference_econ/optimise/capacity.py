@@ -311,9 +311,14 @@ class LoadFrontier:
     targets: Targets
     points: pd.DataFrame
     evaluated: pd.DataFrame
+    #: What the frontier was computed with: a result's metadata, the GPU cap (``metadata``).
+    meta: dict = field(default_factory=dict, compare=False)
 
     def to_dataframe(self) -> pd.DataFrame:
         return self.points
+
+    def metadata(self) -> dict:
+        return dict(self.meta)
 
 
 #: Instance counts tried, as multiples of the fewest that meet the targets.
@@ -332,7 +337,7 @@ def load_frontier(
     """Every instance size with ``K`` instances, from the fewest that meet the targets up to 8
     times as many (more instances: smaller batches, faster tokens, higher price)."""
     rate = traffic.offered_rate_per_s
-    rows = []
+    rows, meta = [], {}
     for s in settings:
         for n in sizes or instance_sizes(s, max_gpus):
             knee = knee_of("deployment", s, Deployment(n, 1), traffic, targets, config)
@@ -345,6 +350,7 @@ def load_frontier(
                 r = run_at("deployment", s, Deployment(n, k), traffic, config).with_targets(targets)
                 if r.meets_targets:
                     rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **r.row()})
+                    meta = meta or r.metadata()
             if progress:
                 progress(
                     f"{s.gpu.name}, instances of {n} {plural(n, 'GPU')}: {len(rows)} "
@@ -355,4 +361,9 @@ def load_frontier(
     every = pd.DataFrame(rows)
     keep = pareto_indices(1.0 / every["tokens_per_s"].to_numpy(), every["usd_per_mtok"].to_numpy())
     points = every.iloc[np.sort(keep)].sort_values("tokens_per_s").reset_index(drop=True)
-    return LoadFrontier(rate, targets, points, every)
+    if max_gpus is not None:
+        meta["max_gpus"] = int(max_gpus)
+    if len(settings) > 1:
+        meta["hardware"] = ", ".join(s.gpu.name for s in settings)
+        meta.pop("hardware_file", None)
+    return LoadFrontier(rate, targets, points, every, meta)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..errors import SpecError
 from ..serving.load.arrivals import Traffic
 from ..serving.load.deployment import (
     Deployment,
@@ -30,12 +31,47 @@ from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
 from ..serving.load.results import LoadResult
 from ..serving.load.targets import Targets
 from ..serving.setting import Setting
+from .optimiser import GRID_MEMORY_SHARE, available_memory_bytes
 
 RATIO = math.sqrt(2.0)
 WALK_STEPS = 16  # up to 2^8 = 256 times the start either way
 REFINE_STEPS = 5
 #: What is simulated: the whole deployment, or one pool of a disaggregated one alone.
 KINDS = ("deployment", "prefill", "decode")
+
+
+#: CPU seconds per simulated request, rounded up (``python benchmarks/bench_load.py`` and a run
+#: of 1,000,000 requests: 23 s, 2.3e-5 s each, on the 2-core development machine).
+SECONDS_PER_REQUEST = 3e-5
+#: Peak bytes per simulated request (the same run: 247 MB; rounded up).
+BYTES_PER_REQUEST = 300.0
+#: Simulations one load search takes (its lattice, refinement and curve; about 15 measured).
+SIMULATIONS_PER_SEARCH = 20
+#: Longest estimated simulation work accepted (as ``GRID_MAX_SECONDS`` for frontier grids).
+LOAD_MAX_SECONDS = 600.0
+
+
+def check_budget(traffic: Traffic, simulations: int, what: str) -> None:
+    """Refuse, before it starts, load work estimated to take more than ``LOAD_MAX_SECONDS`` or
+    half the memory available (the estimate and the largest request count that would do in
+    the message)."""
+    n = traffic.simulated_requests
+    seconds = n * simulations * SECONDS_PER_REQUEST
+    memory = GRID_MEMORY_SHARE * available_memory_bytes()
+    if seconds <= LOAD_MAX_SECONDS and n * BYTES_PER_REQUEST <= memory:
+        return
+    fits = int(
+        min(LOAD_MAX_SECONDS / (simulations * SECONDS_PER_REQUEST), memory / BYTES_PER_REQUEST)
+    )
+    trace = traffic.process == "trace"
+    raise SpecError(
+        "argument",
+        "trace" if trace else "requests",
+        f"{what} simulates {n:,} requests about {simulations:,} times: about {seconds:,.0f} s "
+        f"and {n * BYTES_PER_REQUEST / 1e9:.2g} GB (limits {LOAD_MAX_SECONDS:.0f} s and "
+        f"{memory / 1e9:.2g} GB)",
+        f"use a trace of at most {fits:,} rows" if trace else f"use requests <= {fits:,}",
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -186,7 +186,8 @@ def describe_setting(meta: dict) -> str:
     if "context_tokens" in m:
         items.append(f"context {format_number(float(m.pop('context_tokens')))} tokens")
     if "max_gpus" in m:
-        items.append(f"at most {format_number(m.pop('max_gpus'))} GPUs")
+        cap = m.pop("max_gpus")
+        items.append(f"at most {format_number(cap)} {plural(cap, 'GPU')}")
     if "draft" in m:
         draft = f"draft {m.pop('draft')} ({m.pop('draft_file', '')})".replace(" ()", "")
         if "draft_weight_bits" in m:

@@ -138,7 +138,8 @@ def compare(
     df = pd.DataFrame(rows)
     df.attrs["note"] = (
         f"{setting.model.name} on {setting.gpu.name}: {prompt_tokens:g} prompt + {output_tokens:g} output tokens; "
-        f"decode on {decode_gpus:g} {plural(decode_gpus, 'GPU')} at batch {decode_batch:g}; prefill pool {n_p:g} {plural(n_p, 'GPU')}, {batch_p:g} {plural(batch_p, 'prompt')} per pass"
+        f"decode on {decode_gpus:g} {plural(decode_gpus, 'GPU')} at batch {decode_batch:g}; prefill pool "
+        f"{n_p:g} {plural(n_p, 'GPU')}, {batch_p:g} {plural(batch_p, 'prompt')} per pass"
     )
     idle_usd = pools.gpu_s_per_request * price_s
     df.attrs["notes"] = (

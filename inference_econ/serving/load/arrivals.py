@@ -144,6 +144,11 @@ class Traffic:
                 raise SpecError("argument", name, "'trace' needs a trace file", "give --trace")
 
     @property
+    def simulated_requests(self) -> int:
+        """Requests one simulation serves at most: every trace row, or ``requests``."""
+        return len(self.trace.arrival_s) if self.process == "trace" else int(self.requests)
+
+    @property
     def offered_rate_per_s(self) -> float:
         """Total requests per second offered to the deployment."""
         if self.rate_per_s:
@@ -188,7 +193,14 @@ class Traffic:
         """The traffic in words (arrivals, prompt and output lengths)."""
         if self.process == "trace":
             name = Path(self.trace.path).name
-            rate = f", {self.offered_rate_per_s:.4g} req/s" if with_rate else ""
+            offered = self.offered_rate_per_s
+            rate = (
+                ""
+                if not with_rate
+                else f", {offered:.4g} req/s"
+                if math.isfinite(offered)
+                else ", all at once"
+            )
             arrivals = f"arrivals of trace {name}{rate}"
         else:
             arrivals = (

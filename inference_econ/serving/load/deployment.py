@@ -11,10 +11,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import SpecError, plural
+from ...model.mixed_step import EngineLayout
 from ..disaggregation import kv_transfer_s
 from ..setting import Setting
 from .arrivals import Arrivals, Traffic
-from .engine import DEFAULT_ENGINE, EngineConfig, Instance, build_instance
+from .engine import (
+    DEFAULT_ENGINE,
+    SATURATED,
+    EngineConfig,
+    Instance,
+    LayoutSearch,
+    OfferedLoad,
+    build_instance,
+    layout_search,
+)
 from .results import LoadResult, RequestLatencies, assemble, summarise
 from .simulate import simulate
 from .targets import NO_TARGETS, Targets
@@ -78,10 +88,40 @@ def reference_context(traffic: Traffic) -> float:
     return float(2.0 ** (round(np.log2(max(mean, 1.0)) * 4) / 4))
 
 
+def offered_load(traffic: Traffic, instances: int, prompts: bool = True, outputs: bool = True):
+    """What one of ``instances`` instances is offered (§E6); a prefill pool sees no outputs
+    beyond the first token, a decode pool no prompts."""
+    s = traffic.stream()
+    return OfferedLoad(
+        traffic.offered_rate_per_s / instances,
+        float(np.mean(s.prompt_tokens)) if prompts else 0.0,
+        float(np.mean(s.output_tokens)) if outputs else 1.0,
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _search(setting: Setting, gpus: int) -> LayoutSearch:
+    return layout_search(setting, gpus)
+
+
 @functools.lru_cache(maxsize=128)
-def instance_for(setting: Setting, gpus: int, config: EngineConfig, context: float) -> Instance:
-    """The engine instance of a setting on ``gpus`` GPUs (cached: searches reuse it)."""
-    return build_instance(setting, gpus, config, context)
+def _instance_with(
+    setting: Setting, gpus: int, config: EngineConfig, context: float, layout: EngineLayout
+) -> Instance:
+    return build_instance(setting, gpus, config, context, layout, search=_search(setting, gpus))
+
+
+def instance_for(
+    setting: Setting,
+    gpus: int,
+    config: EngineConfig,
+    context: float,
+    load: OfferedLoad = SATURATED,
+) -> Instance:
+    """The engine instance of a setting on ``gpus`` GPUs, in the layout that runs ``load``
+    fastest (§E6; instances are cached: searches reuse them)."""
+    layout = _search(setting, gpus).choose(config, context, load)
+    return _instance_with(setting, gpus, config, context, layout)
 
 
 def simulate_deployment(
@@ -96,7 +136,13 @@ def simulate_deployment(
     requests (docs/model.md §E3) and the deployment's rates are that share times the instances."""
     if deployment.disaggregated:
         return simulate_disaggregated(setting, deployment, traffic, targets, config, progress)
-    inst = instance_for(setting, deployment.gpus_per_instance, config, reference_context(traffic))
+    inst = instance_for(
+        setting,
+        deployment.gpus_per_instance,
+        config,
+        reference_context(traffic),
+        offered_load(traffic, deployment.instances),
+    )
     record = simulate(inst, traffic.stream(deployment.instances), progress=progress)
     return summarise(inst, record, traffic, targets, deployment.instances)
 
@@ -115,8 +161,10 @@ def simulate_disaggregated(
     transfer. The two pools' delays are taken as independent."""
     d = deployment
     ctx = reference_context(traffic)
-    pre = instance_for(setting, d.prefill_gpus_per_instance, config, ctx)
-    dec = instance_for(setting, d.gpus_per_instance, config, ctx)
+    pre_load = offered_load(traffic, d.prefill_instances, outputs=False)
+    pre = instance_for(setting, d.prefill_gpus_per_instance, config, ctx, pre_load)
+    dec_load = offered_load(traffic, d.instances, prompts=False)
+    dec = instance_for(setting, d.gpus_per_instance, config, ctx, dec_load)
     ps = traffic.stream(d.prefill_instances)
     prompts_only = Arrivals(ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens))
     pre_run = simulate(pre, prompts_only)
@@ -158,6 +206,7 @@ def simulate_disaggregated(
         mean_batch=dec_run.batch_seconds / dec_run.busy_s if dec_run.busy_s > 0 else 0.0,
         peak_kv_fraction=dec_run.peak_kv_fraction,
         layout=f"prefill [{pre.layout.describe()}] + decode [{dec.layout.describe()}]",
+        seed=traffic.seed,
         notes=("prefill and decode pools: their delays are taken as independent",),
     )
 
@@ -172,7 +221,8 @@ def simulate_prefill_pool(
 ) -> LoadResult:
     """A prefill pool alone (§E5): each request's prompt in, its first token out; the result's
     TTFT is the pool's, its output counts one token per request."""
-    inst = instance_for(setting, gpus, config, reference_context(traffic))
+    load = offered_load(traffic, instances, outputs=False)
+    inst = instance_for(setting, gpus, config, reference_context(traffic), load)
     s = traffic.stream(instances)
     record = simulate(inst, Arrivals(s.arrival_s, s.prompt_tokens, np.ones_like(s.output_tokens)))
     result = summarise(inst, record, traffic, targets, instances)
@@ -190,7 +240,8 @@ def simulate_decode_pool(
     """A decode pool alone (§E5): requests arrive with their prompt's KV cache, after a
     transfer from a prefill instance of the same size; TPOT counts the transfer and the wait
     (no TTFT: the first token came from the prefill pool)."""
-    inst = instance_for(setting, gpus, config, reference_context(traffic))
+    load = offered_load(traffic, instances, prompts=False)
+    inst = instance_for(setting, gpus, config, reference_context(traffic), load)
     s = traffic.stream(instances)
     moved = kv_transfer_s(setting, s.prompt_tokens.astype(float), gpus)
     record = simulate(inst, s, prefilled=True)
@@ -218,6 +269,7 @@ def simulate_decode_pool(
         mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
         peak_kv_fraction=record.peak_kv_fraction,
         layout=f"decode pool [{inst.layout.describe()}]",
+        seed=traffic.seed,
     )
 
 
@@ -233,7 +285,12 @@ def rate_estimate(
     token-budget chunks; ``pool`` "prefill" or "decode" counts one side only."""
     s = traffic.stream()
     prompt, output = float(np.mean(s.prompt_tokens)), float(np.mean(s.output_tokens))
-    inst = instance_for(setting, deployment.gpus_per_instance, config, reference_context(traffic))
+    saturated = OfferedLoad(
+        float("inf"), prompt if pool != "decode" else 0.0, output if pool != "prefill" else 1.0
+    )
+    inst = instance_for(
+        setting, deployment.gpus_per_instance, config, reference_context(traffic), saturated
+    )
     ctx = prompt + output / 2.0
     batch = min(config.max_batch_requests, inst.max_requests_at(ctx))
     q = batch * float(inst.positions(ctx))

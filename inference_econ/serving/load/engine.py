@@ -3,9 +3,9 @@ scheduler's limits and the table of its step times (docs/model.md §E1, §E3).
 
 The layout is chosen once, as a deployment does: among the whole layouts of the instance
 (pipeline degrees dividing the layers and the GPUs, attention tensor degrees dividing the
-heads, 1-D or 2-D tensor parallelism), the one with the fastest decode step at a reference
-batch (as many requests as the KV cache holds at the reference context, at most the
-scheduler's batch limit) and context (mean prompt plus half the mean output).
+heads, 1-D or 2-D tensor parallelism), the one whose engine runs the offered load fastest
+(docs/model.md §E6): the shortest step at the steady state the load settles into, or, when
+the load outgrows every layout, the one that serves the most requests per second.
 """
 
 from __future__ import annotations
@@ -58,6 +58,68 @@ def candidate_layouts(work: Workload, gpus: int, pipeline: bool = True) -> list[
     return out
 
 
+@dataclass(frozen=True)
+class OfferedLoad:
+    """What one instance is offered, for choosing its layout (§E6): requests per second and
+    the mean prompt and output tokens of a request."""
+
+    rate_per_s: float
+    prompt_tokens: float
+    output_tokens: float
+
+
+#: Saturation: the layout is chosen for the most requests per second.
+SATURATED = OfferedLoad(math.inf, 1024.0, 256.0)
+
+#: Step times tried when solving for the steady state (a grid of the step time, §E6).
+_TAU_POINTS = 400
+
+
+def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch_cap, budget):
+    """The mean step time of ``layout`` once the offered load has settled (§E6), inf when the
+    load outgrows it: the smallest step time tau with step(lam·O·tau requests decoding,
+    lam·P·tau prompt tokens) <= tau, found on a geometric grid of tau."""
+    lam, P, out = load.rate_per_s, load.prompt_tokens, load.output_tokens
+    if not math.isfinite(lam):
+        return math.inf
+    floor = float(mixed_step_s(model, prefill_work, layout, 1.0, context, 0.0))
+    per_step = lam * max(out, 1.0)
+    top = min(batch_cap / per_step, budget / (lam * (max(out, 1.0) + P))) if lam > 0 else floor
+    if top < floor:
+        return math.inf
+    tau = np.geomspace(floor, max(top, floor), _TAU_POINTS)
+    decoding = np.maximum(per_step * tau, 1.0)
+    # prompts arrive in chunks of up to ``budget`` tokens: a share of the steps carries one
+    # (the step time is not linear in the prompt tokens of a step, so spreading them evenly
+    # over every step would flatter layouts that are slow on a chunk)
+    share = np.minimum(lam * P * tau / budget, 1.0) if P > 0 else np.zeros_like(tau)
+    step = (1.0 - share) * mixed_step_s(
+        model, prefill_work, layout, decoding, context, 0.0
+    ) + share * mixed_step_s(model, prefill_work, layout, decoding, context, float(budget))
+    settled = np.flatnonzero(step <= tau * (1 + 1e-9))
+    return float(tau[settled[0]]) if settled.size else math.inf
+
+
+def choose_layout(model, prefill_work, options, config, capacity, context, load) -> EngineLayout:
+    """The layout that runs the offered load fastest (§E6)."""
+    per_request = max(float(layer_positions(model.work, context)), 1.0)
+    batch = int(np.clip(capacity // per_request, 1, config.max_batch_requests))
+    budget = config.step_token_budget
+    steady = [
+        steady_step_s(model, prefill_work, lay, load, context, batch, budget) for lay in options
+    ]
+    if math.isfinite(min(steady)):
+        return options[int(np.argmin(steady))]
+    # saturated: decode at the largest batch plus prompts in full chunks, per request
+    P, out = max(load.prompt_tokens, 0.0), max(load.output_tokens, 1.0)
+    per_request_s = [
+        out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
+        + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
+        for lay in options
+    ]
+    return options[int(np.argmin(per_request_s))]
+
+
 @dataclass(frozen=True, eq=False)
 class Instance:
     """An engine instance compiled for the simulator."""
@@ -91,15 +153,27 @@ class Instance:
         return max(1, int(self.kv_capacity // max(float(self.positions(context)), 1.0)))
 
 
-def build_instance(
-    setting: Setting,
-    gpus: int,
-    config: EngineConfig = DEFAULT_ENGINE,
-    reference_context: float = 1024.0,
-    layout: EngineLayout | None = None,
-) -> Instance:
-    """An instance of ``gpus`` GPUs with the best whole layout at the reference context (or the
-    given ``layout``); refuses what it cannot model and instances the weights do not fit."""
+@dataclass(frozen=True, eq=False)
+class LayoutSearch:
+    """A setting compiled on ``gpus`` GPUs with its candidate layouts and KV-cache capacity
+    (layer-positions): what choosing a layout needs."""
+
+    setting: Setting
+    gpus: int
+    model: StepModel
+    prefill_work: Workload
+    options: tuple
+    capacity: float
+
+    def choose(self, config: EngineConfig, context: float, load: OfferedLoad) -> EngineLayout:
+        return choose_layout(
+            self.model, self.prefill_work, self.options, config, self.capacity, context, load
+        )
+
+
+def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
+    """Compile ``setting`` for an instance of ``gpus`` GPUs; refuses what the simulator cannot
+    model and instances the weights do not fit."""
     if setting.spec is not None:
         raise SpecError(
             "argument",
@@ -121,16 +195,31 @@ def build_instance(
             f"{setting.model.name} ({model.weights_total_bytes / 1e9:.1f} GB of weights) leaves no room for a KV "
             f"cache on {gpus} x {setting.gpu.name} ({model.machine.usable_hbm_bytes / 1e9:.1f} GB usable each)"
         )
-    capacity = free / work.kv_bytes_per_position_per_layer
-    prefill_work = prefill_step_model(setting.model, setting.gpu, a, True).work
+    return LayoutSearch(
+        setting,
+        gpus,
+        model,
+        prefill_step_model(setting.model, setting.gpu, a, True).work,
+        tuple(candidate_layouts(work, gpus, setting.pipeline)),
+        free / work.kv_bytes_per_position_per_layer,
+    )
+
+
+def build_instance(
+    setting: Setting,
+    gpus: int,
+    config: EngineConfig = DEFAULT_ENGINE,
+    reference_context: float = 1024.0,
+    layout: EngineLayout | None = None,
+    load: OfferedLoad = SATURATED,
+    search: LayoutSearch | None = None,
+) -> Instance:
+    """An instance of ``gpus`` GPUs with the whole layout that runs ``load`` fastest at the
+    reference context (or the given ``layout``); ``search`` reuses a compiled setting."""
+    search = search or layout_search(setting, gpus)
     if layout is None:
-        per_request = max(float(layer_positions(work, reference_context)), 1.0)
-        batch = int(np.clip(capacity // per_request, 1, config.max_batch_requests))
-        options = candidate_layouts(work, gpus, setting.pipeline)
-        times = [
-            float(mixed_step_s(model, prefill_work, lay, batch, reference_context, 0.0))
-            for lay in options
-        ]
-        layout = options[int(np.argmin(times))]
-    table = StepTable(model, layout, max(config.step_token_budget, config.max_batch_requests))
-    return Instance(setting, layout, config, table, work, capacity)
+        layout = search.choose(config, reference_context, load)
+    table = StepTable(
+        search.model, layout, max(config.step_token_budget, config.max_batch_requests)
+    )
+    return Instance(setting, layout, config, table, search.model.work, search.capacity)

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from ...model.economics import usd_per_mtok
+from ..setting import Setting
 from .arrivals import Traffic
-from .engine import Instance
+from .engine import EngineConfig, Instance
 from .simulate import RunRecord
 from .targets import Targets
 
@@ -107,6 +108,10 @@ class LoadResult:
     latencies: RequestLatencies | None = field(default=None, repr=False, compare=False)
     scale: float = field(default=1.0, repr=False, compare=False)
     window: Window | None = field(default=None, repr=False, compare=False)
+    #: What the run was computed with (``metadata``): the setting, the engine's limits, the seed.
+    setting: Setting | None = field(default=None, repr=False, compare=False)
+    engine: EngineConfig | None = field(default=None, repr=False, compare=False)
+    seed: int | None = None
 
     def with_targets(self, targets: Targets) -> LoadResult:
         """The same run judged against other targets (goodput, headroom, whether met)."""
@@ -122,15 +127,25 @@ class LoadResult:
         )
 
     def metadata(self) -> dict:
-        """What the run was computed with, for the ``#`` lines of a CSV and JSON's metadata."""
-        return {
-            "model": self.model,
-            "hardware": self.hardware,
-            "assumptions": self.assumptions,
-            "traffic": self.traffic,
-            "targets": self.targets.describe(),
-            "requests_per_instance": self.requests,
-        }
+        """What the run was computed with, for the ``#`` lines of a CSV, JSON's metadata and
+        the text's "Computed with" line: model and GPU (names and files), preset, precisions,
+        traffic, targets, requests, seed and the engine's limits."""
+        meta = {"model": self.model, "hardware": self.hardware, "assumptions": self.assumptions}
+        if self.setting is not None:
+            meta = {k: v for k, v in self.setting.metadata().items() if k != "context_tokens"}
+        meta.update(traffic=self.traffic, targets=self.targets.describe())
+        meta["requests_per_instance"] = self.requests
+        if self.seed is not None:
+            meta["seed"] = self.seed
+        if self.engine is not None:
+            meta["max_batch_requests"] = self.engine.max_batch_requests
+            meta["step_token_budget"] = self.engine.step_token_budget
+        return meta
+
+    @property
+    def overloaded_note(self) -> str | None:
+        """The note saying the load outgrows the deployment, if it does."""
+        return next((n for n in self.notes if n.startswith(OVERLOAD)), None)
 
     @property
     def keeps_up(self) -> bool:
@@ -208,6 +223,9 @@ class LoadResult:
         """The result as a one-row DataFrame (``row``)."""
         return pd.DataFrame([self.row()])
 
+
+#: How the note on an overloaded run begins.
+OVERLOAD = "the load outgrows the deployment"
 
 #: Share of the requests (by arrival) left out at the start: the engine is still filling up.
 WARMUP = 0.1
@@ -320,6 +338,7 @@ def summarise(
         targets,
         traffic=traffic.describe(),
         rate_per_s=float(rate_per_s if rate_per_s is not None else traffic.offered_rate_per_s),
+        seed=traffic.seed,
         scale=instances,
         gpus=(instance.gpus, instances, 0, 0),
         window_s=window,
@@ -355,6 +374,7 @@ def assemble(
     peak_kv_fraction: float,
     layout: str | None = None,
     notes: tuple[str, ...] = (),
+    seed: int | None = None,
 ) -> LoadResult:
     """A ``LoadResult`` from per-request latencies of ``arrivals`` (the requests of one
     simulated instance, whose rates count ``scale`` times in the deployment; ``admitted_s``
@@ -376,14 +396,23 @@ def assemble(
 
     growth = window.backlog_growth
     notes = list(notes)
+    if not math.isfinite(rate_per_s):
+        rate_per_s = math.nan
+        notes.append(
+            "every request arrives at once (the trace's arrival times are all equal): "
+            "there is no arrival rate; rates are measured over the service window"
+        )
     if growth > BACKLOG_GROWTH:
         notes.append(
-            f"the load outgrows the deployment: requests in the system grew {growth:.2g}-fold "
+            f"{OVERLOAD}: requests in the system grew {growth:.2g}-fold "
             "over the second half of the arrivals (or the run is too short to fill the engine: "
             "raise requests)"
         )
     if rejected:
-        notes.append(f"{rejected} requests never fit in the KV cache of one instance")
+        notes.append(
+            f"{rejected} of {len(arrivals)} requests never fit in the KV cache of one instance: "
+            "they are rejected and count against goodput"
+        )
     if len(arrivals) < 1000:
         notes.append(f"only {len(arrivals)} requests per instance: p99 values are rough")
     return LoadResult(
@@ -424,4 +453,7 @@ def assemble(
         latencies=lat,
         scale=scale,
         window=window,
+        setting=instance.setting,
+        engine=instance.config,
+        seed=seed,
     )
