@@ -71,8 +71,10 @@ def check_numbers(out: str, described: str) -> None:
     """Every speed, cost or time in a CSV output is finite and not negative (blank: none)."""
     if not out.strip() or out.lstrip().startswith(("{", "[")):
         return
-    try:
-        df = pd.read_csv(io.StringIO(out))
+    lines = out.splitlines(keepends=True)
+    body = "".join(lines[next((i for i, x in enumerate(lines) if not x.startswith("#")), 0) :])
+    try:  # after the '#' lines that state what the output was computed with
+        df = pd.read_csv(io.StringIO(body))
     except (pd.errors.ParserError, pd.errors.EmptyDataError):
         return
     if {"field", "value"} <= set(df.columns):  # a vertical point/prefill/request table
