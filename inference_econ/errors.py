@@ -123,6 +123,17 @@ def plural(count, noun: str) -> str:
     return noun if count == 1 else noun + "s"
 
 
+def article(count) -> str:
+    """ "a" or "an" before a number said aloud: an 8-, 11-, 18-, 80- or 8,000-token prompt."""
+    value = float(count)
+    if not value.is_integer() or value < 0:
+        return "a"
+    digits = str(int(value))
+    if digits[0] == "8" or (len(digits) % 3 == 2 and digits[:2] in ("11", "18")):
+        return "an"
+    return "a"
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return a ' did you mean ...?' hint for the closest names, or ''."""
     choices = list(choices)

@@ -417,3 +417,11 @@ def test_every_figure_option_accepts_the_same_suffixes(tmp_path):
     )
     code, _, err = invoke("capacity", "Llama 3 8B", "-H", "H100", "--rate", 1, "--figure", "f.xyz")
     assert code == 2 and "cannot be written as '.xyz'" in err and "eps" in err
+
+
+def test_article_before_a_number_said_aloud():
+    from inference_econ.errors import article
+
+    said = {n: article(n) for n in (1, 8, 11, 18, 80, 100, 800, 1000, 8000, 11000, 18000, 110000)}
+    assert [n for n, a in said.items() if a == "an"] == [8, 11, 18, 80, 800, 8000, 11000, 18000]
+    assert article(1.5) == "a" and article(180000) == "a"

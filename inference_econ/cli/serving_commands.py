@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import InfeasibleError, plural
+from ..errors import InfeasibleError, article, plural
 from .common import (
     handle_errors,
     hardware_option,
@@ -56,7 +56,7 @@ def prefill(
     )
     if not np.isfinite(row.latency_s):
         raise InfeasibleError(
-            f"{setting.model.name}: a {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
+            f"{setting.model.name}: {article(prompt)} {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
         )
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
     notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]

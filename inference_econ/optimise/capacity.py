@@ -354,7 +354,8 @@ def load_frontier(
             if progress:
                 progress(
                     f"{s.gpu.name}, instances of {n} {plural(n, 'GPU')}: {len(rows)} "
-                    f"{plural(len(rows), 'deployment')} meet the targets so far"
+                    f"{plural(len(rows), 'deployment')} "
+                    f"{'meets' if len(rows) == 1 else 'meet'} the targets so far"
                 )
     if not rows:
         raise InfeasibleError(f"no deployment meets {targets.describe()} at {rate:g} req/s")

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from .. import settings as table
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, article
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
 from ..serving.prefill import prefill
@@ -41,7 +41,7 @@ def price_ratio(
     pre = prefill(setting, point.gpus, prompt, batch=pb)
     if not math.isfinite(pre.latency_s):
         raise InfeasibleError(
-            f"{setting.name} at context {context_tokens:g}: a {prompt:g}-token prefill does not fit "
+            f"{setting.name} at context {context_tokens:g}: {article(prompt)} {prompt:g}-token prefill does not fit "
             f"on the {point.gpus:.3g} GPUs of the decode preference point"
         )
     return pd.Series(
