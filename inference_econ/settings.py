@@ -937,17 +937,18 @@ def check(
 
 
 def unmet_needs(
-    given: Iterable[str], offered: Iterable[str] | None = None
+    given: Iterable[str], offered: Iterable[str] | None = None, present: Iterable[str] = ()
 ) -> list[tuple[Option, tuple[str, ...]]]:
-    """The given settings none of whose ``needs`` is given, each with the settings it needs
-    (only those in ``offered``, e.g. a command's options; a row needing none of them is
-    skipped)."""
+    """The given settings none of whose ``needs`` is given or ``present`` (set by a default,
+    e.g. a command's default draft), each with the settings it needs (only those in
+    ``offered``, e.g. a command's options; a row needing none of them is skipped)."""
     given = set(given)
+    there = given | set(present)
     offered = None if offered is None else set(offered)
     out = []
     for name in sorted(given, key=lambda n: _ORDER.get(n, len(_ORDER))):
         row = BY_NAME.get(name)
-        if row is None or not row.needs or any(n in given for n in row.needs):
+        if row is None or not row.needs or any(n in there for n in row.needs):
             continue
         could = tuple(n for n in row.needs if offered is None or n in offered)
         if could:

@@ -382,3 +382,14 @@ def test_infer_outputs_state_what_they_were_computed_with(command):
     data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
     assert data["title"] == "Markup over GPU rental" and data["metadata"]["grid_points"] == 20
     assert data["metadata"]["observations"] == "one offer given by --speed and --price"
+
+
+def test_max_draft_with_the_default_draft():
+    """infer's draft defaults to the paper's: --max-draft needs no --draft there, and 1 (no
+    speculation) with a draft is refused as make_setting refuses it."""
+    args = ["infer", "margin", "--model", "Llama 3 70B", "--speed", "158", "--price", "0.9"]
+    args += ["-H", "H100-paper", "--weight-bits", "8", "--grid-points", "30"]
+    ok = CliRunner().invoke(main, [*args, "--max-draft", "3"])
+    assert ok.exit_code == 0, ok.output
+    one = CliRunner().invoke(main, [*args, "--max-draft", "1"])
+    assert one.exit_code == 2 and "means no speculation" in one.stderr

@@ -294,7 +294,8 @@ def _check_needs(ctx: click.Context) -> None:
             )
         if by in names:
             names.add(setting)
-    for row, could in table.unmet_needs(names, offered):
+    present = {k for k, v in ctx.params.items() if v is not None and v is not False}
+    for row, could in table.unmet_needs(names, offered, present):
         flag = typed_name(row.name, ctx)
         needed = " or ".join(typed_name(n, ctx) for n in could)
         raise SpecError(

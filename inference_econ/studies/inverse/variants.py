@@ -131,6 +131,13 @@ def variant_grids(
 
     grid_points = table.option("grid_points").check(grid_points)
     max_draft_tokens = table.option("max_draft_tokens").check(max_draft_tokens)
+    if draft is not None and max_draft_tokens == 1:  # as make_setting refuses it
+        raise SpecError(
+            "argument",
+            "max_draft_tokens",
+            "is 1, which means no speculation (a cycle would yield only the target's token)",
+            "drop the draft (--no-speculation), or raise max_draft_tokens (--max-draft) to 2",
+        )
     return [
         (
             v,
