@@ -382,7 +382,7 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     settings = _settings(model, hardware, problem)
     cap = settings[0].max_gpus
     searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
-    searches *= 2 if v["disaggregated"] else 1  # a prefill and a decode pool per size
+    searches *= 3 if v["disaggregated"] else 1  # co-located, prefill and decode pools per size
     check_budget(traffic, searches * SIMULATIONS_PER_SEARCH + 1, "the capacity search")
     return cheapest_deployment(
         settings, traffic, targets, config, v["disaggregated"], sizes, cap, progress

@@ -433,3 +433,7 @@ def test_context_parallel_refuses_a_model_that_does_not_fit_a_device():
     one = prefill.prefill(fp8, 8, 1000).latency_s
     assert np.isfinite(one)
     assert eight.single_device_s[0] == pytest.approx(one, rel=1e-12)
+
+
+def test_an_empty_prompt_has_no_cached_tokens():
+    assert prefill.cached_prompt_tokens(0, 0.5) == 0 and prefill.cached_prompt_tokens(10, 1.0) == 9

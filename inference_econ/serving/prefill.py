@@ -217,7 +217,8 @@ def cached_prompt_tokens(prompt_tokens: float, cached_fraction: float) -> int:
     """Prompt tokens served from a prefix cache for a cached share ``q``: ⌊q·n_in⌋, but at most
     n_in - 1. A fully cached prompt still computes its last token, whose logits give the first
     output token (vLLM and SGLang recompute it on a full cache hit); docs/model.md §B8."""
-    return int(min(math.floor(float(cached_fraction) * float(prompt_tokens)), prompt_tokens - 1))
+    cached = min(math.floor(float(cached_fraction) * float(prompt_tokens)), prompt_tokens - 1)
+    return int(max(cached, 0))
 
 
 def cache_note(prompt_tokens: float, cached_fraction: float) -> str | None:

@@ -71,8 +71,8 @@ class OfferedLoad:
 #: Saturation: the layout is chosen for the most requests per second.
 SATURATED = OfferedLoad(math.inf, 1024.0, 256.0)
 
-#: Step times tried when solving for the steady state (a grid of the step time, §E6).
-_TAU_POINTS = 400
+#: Step times tried when solving for the steady state (§E7): 10 µs to 100 s, 0.5 % apart.
+_TAU_GRID = np.geomspace(1e-5, 100.0, 3230)
 
 
 def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch_cap, budget):
@@ -87,7 +87,9 @@ def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch
     top = min(batch_cap / per_step, budget / (lam * (max(out, 1.0) + P))) if lam > 0 else floor
     if top < floor:
         return math.inf
-    tau = np.geomspace(floor, max(top, floor), _TAU_POINTS)
+    # one grid for every layout and every limit: a limit only decides whether the settled
+    # step time is allowed, never where it falls (so a larger limit cannot move a choice)
+    tau = _TAU_GRID[floor <= _TAU_GRID]
     decoding = np.maximum(per_step * tau, 1.0)
     # prompts arrive in chunks of up to ``budget`` tokens: a share of the steps carries one
     # (the step time is not linear in the prompt tokens of a step, so spreading them evenly
@@ -97,7 +99,9 @@ def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch
         model, prefill_work, layout, decoding, context, 0.0
     ) + share * mixed_step_s(model, prefill_work, layout, decoding, context, float(budget))
     settled = np.flatnonzero(step <= tau * (1 + 1e-9))
-    return float(tau[settled[0]]) if settled.size else math.inf
+    if not settled.size or tau[settled[0]] > top:
+        return math.inf  # the load outgrows the layout's batch or token limit
+    return float(tau[settled[0]])
 
 
 def choose_layout(model, prefill_work, options, config, capacity, context, load) -> EngineLayout:
