@@ -217,7 +217,7 @@ def test_result_accounting(llama8b):
     assert r.throughput_requests_per_s == pytest.approx(10, rel=0.05)
     assert r.output_tokens_per_s == pytest.approx(2000, rel=0.05)
     assert r.input_tokens_per_s == pytest.approx(10000, rel=0.05)
-    assert r.keeps_up and r.backlog_growth < 1.3
+    assert r.stable and r.backlog_growth < 1.3
     # all-in cost per output token: the deployment's dollars over its output tokens
     assert r.usd_per_mtok == pytest.approx(
         1e6 * r.usd_per_hour / 3600 / r.output_tokens_per_s, rel=1e-9
@@ -230,7 +230,7 @@ def test_result_accounting(llama8b):
     over = simulate_deployment(
         llama8b, Deployment(1), make_traffic(200, "1000", "200", requests=1000, seed=0)
     )
-    assert not over.keeps_up and not over.with_targets(Targets(ttft_p99_s=1e6)).meets_targets
+    assert not over.stable and not over.with_targets(Targets(ttft_p99_s=1e6)).meets_targets
     assert any("outgrows" in n for n in over.notes)
 
 
