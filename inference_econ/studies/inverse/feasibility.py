@@ -17,7 +17,7 @@ from ... import settings as table
 from ...errors import plural
 from ...specs.architecture import load_model
 from ..observations import Observation
-from .variants import Variant, context_of, resolve_model, variant_grids, variants
+from .variants import Variant, context_of, read_offer, resolve_model, variant_grids, variants
 
 #: The paper's draft model and acceptance rate (the paper, §4.1: Llama 3 8B at α = 0.8).
 PAPER_DRAFT = "Llama 3 8B"
@@ -122,10 +122,8 @@ def feasibility(
     """
     criterion = table.option("criterion").check(criterion)
     acceptance = table.option("acceptance").check(acceptance)
-    arch = resolve_model(observed, model)
-    price = observed.price(price_basis, input_tokens_per_output)
-    speed = observed.tokens_per_s
-    context = context_of(observed, context_tokens)
+    r = read_offer(observed, model, price_basis, input_tokens_per_output, context_tokens)
+    arch, price, speed, context = r.arch, r.price_usd_per_mtok, r.tokens_per_s, r.context_tokens
     chosen = variants(hardware, assumptions, weight_bits)
     rows = []
     for variant, grid in variant_grids(arch, chosen, draft, max_draft_tokens, context, grid_points):

@@ -18,7 +18,7 @@ from ...errors import plural
 from ...specs.architecture import load_model
 from ..observations import Observation
 from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT, usd
-from .variants import Variant, context_of, resolve_model, variant_grids, variants
+from .variants import Variant, read_offer, speculation_modes, variant_grids, variants
 
 
 @dataclass(frozen=True)
@@ -123,16 +123,12 @@ def margin(
     """The provider's price against our cost at the observed speed, for every variant with
     and without speculation (``draft=None``: without only), as markups (§D3)."""
     acceptance = table.option("acceptance").check(acceptance)
-    arch = resolve_model(observed, model)
-    price = observed.price(price_basis, input_tokens_per_output)
-    speed = observed.tokens_per_s
-    context = context_of(observed, context_tokens)
+    r = read_offer(observed, model, price_basis, input_tokens_per_output, context_tokens)
+    arch, price, speed, context = r.arch, r.price_usd_per_mtok, r.tokens_per_s, r.context_tokens
     chosen = variants(hardware, assumptions, weight_bits)
     rows = []
     for variant, grid in variant_grids(arch, chosen, draft, max_draft_tokens, context, grid_points):
-        modes = [(None, "none")] + (
-            [(acceptance, f"α = {acceptance:.2f}")] if grid.speculative else []
-        )
+        modes = speculation_modes(acceptance, grid.speculative)
         for alpha, label in modes:
             cost = grid.cost_at_speed(speed, alpha)
             rows.append(

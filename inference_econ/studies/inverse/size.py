@@ -27,7 +27,7 @@ from ...specs.architecture import Architecture, load_model
 from ...specs.schema import check_number
 from ..observations import Observation
 from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT, usd
-from .variants import Variant, context_of, variant_grids, variants
+from .variants import Variant, context_of, speculation_modes, variant_grids, variants
 
 #: Sizes searched, in parameters.
 SIZE_BOUNDS = (1e8, 1e15)
@@ -254,7 +254,7 @@ def implied_size(
     target_cost = observed.price(price_basis, input_tokens_per_output) / markup
     speed = observed.tokens_per_s
     context = context_of(observed, context_tokens)
-    modes = [(None, "none")] + ([(acceptance, f"α = {acceptance:.2f}")] if draft else [])
+    modes = speculation_modes(acceptance, bool(draft))
     rows = []
     for variant in variants(hardware, assumptions, weight_bits):
         for alpha, label in modes:

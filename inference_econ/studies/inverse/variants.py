@@ -106,6 +106,35 @@ def setting_for(
     return setting.replace(spec=spec)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What every analysis reads off one offer: the architecture analysed, the price on the
+    chosen basis, the speed per request and the context."""
+
+    arch: Architecture
+    price_usd_per_mtok: float
+    tokens_per_s: float
+    context_tokens: float
+
+
+def read_offer(
+    observed, model=None, price_basis="output", input_tokens_per_output=3.0, context_tokens=None
+) -> Reading:
+    """The ``Reading`` of an offer (``model`` overrides the observation's own)."""
+    return Reading(
+        resolve_model(observed, model),
+        observed.price(price_basis, input_tokens_per_output),
+        observed.tokens_per_s,
+        context_of(observed, context_tokens),
+    )
+
+
+def speculation_modes(acceptance: float, speculative: bool) -> list:
+    """(acceptance or None, label) of each way a variant is priced: without speculation,
+    and at ``acceptance`` when a draft is tried."""
+    return [(None, "none")] + ([(acceptance, f"α = {acceptance:.2f}")] if speculative else [])
+
+
 def resolve_model(observed, model=None) -> Architecture:
     """The architecture to analyse: ``model`` if given, else the observation's own."""
     return observed.architecture() if model is None else load_model(model)
