@@ -117,6 +117,27 @@ REFINEMENTS = [
         "serving engines capture decode steps in CUDA graphs",
         "vLLM / SGLang CUDA graph capture",
     ),
+    (
+        "precision_formats",
+        True,
+        "GEMMs at the rate of both operands' formats, attention at the KV cache's, 4-bit weights with NVFP4's block scales (4.5 bits)",
+        "weight-only W8A16/W4A16 multiply in BF16; a 16-bit KV cache runs BF16 attention whatever the weights",
+        "NVIDIA datasheets (dense BF16/FP8/FP4 rates); NVIDIA NVFP4 and OCP MX formats",
+    ),
+    (
+        "expert_all_to_all",
+        True,
+        "expert dispatch and combine over every expert-parallel rank and each GPU's own NIC, FP8 dispatch, node-limited routing",
+        "the paper's min(k, e) ranks in one node are flat in EP and 8x too fast across nodes",
+        "DeepEP README (V1 tables); DeepSeek-V3 report §2.1.2",
+    ),
+    (
+        "pipeline_bubbles",
+        True,
+        "a step whose sequences cannot fill p micro-batches crosses the stages serially",
+        "a lone prompt is one sequence: balanced micro-batches charge a quarter of its time on 4 stages",
+        "docs/model.md §B12",
+    ),
 ]
 
 

@@ -100,6 +100,20 @@ class EngineStep:
         seconds = 2.0 * params * rounded / (t * self.machine.gemm_rate)
         return seconds, rounded * nk_per_gpu  # the work the padded kernel does
 
+    def grouped_expert_gemm(self, g, tokens, e, t_ff, t, per_d_ff):
+        """(ideal seconds per GPU, volume) of a layer group's routed experts as one grouped
+        GEMM over the tokens actually routed (§F7): ``tokens`` tokens each choosing k of E
+        experts hit E·(1 − (1 − k/E)^T) distinct experts on average; each of them multiplies
+        its share of the T·k picks, padded to whole tiles, and an expert with no token costs
+        nothing. The volume is the whole group's on one GPU (its ``hit/e`` experts, each
+        split over ``t_ff`` tensor ranks): one kernel per layer, not one per expert."""
+        T = np.asarray(tokens, dtype=float)
+        hit = g.experts * -np.expm1(T * np.log1p(-g.active / g.experts))
+        picks = T * g.active / np.maximum(hit, 1e-300)  # tokens of each expert that is hit
+        rounded = hit * tile_rounded(picks, self.tile)
+        seconds = 2.0 * g.layers * per_d_ff * g.d_ff * rounded / (t * self.machine.gemm_rate)
+        return seconds, rounded / e * self.work.d_model * g.d_ff / t_ff
+
     def part(self, B, p, t, tokens, splits, context_flop) -> AchievablePart:
         """The divisor-independent work of a pipeline degree (§F1-§F7): ``splits`` holds each
         layer group's (expert degree, feed-forward tensor degree); ``context_flop`` is the
@@ -125,10 +139,7 @@ class EngineStep:
                 )
                 dense_s, dense_v = dense_s + sec, dense_v + sec * vol
             if g.experts > 1:
-                picks = tokens * g.active / g.experts  # tokens of one expert (uniform routing)
-                sec, vol = self.gemm(
-                    g.layers * g.experts * per * g.d_ff, picks, w.d_model * g.d_ff / t_ff, t
-                )
+                sec, vol = self.grouped_expert_gemm(g, tokens, e, t_ff, t, per)
                 expert_s, expert_v = expert_s + sec, expert_v + sec * vol
                 imbalance = expert_imbalance(
                     tokens, g.active, g.experts, e, prof.expert_routing_skew

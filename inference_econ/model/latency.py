@@ -20,11 +20,12 @@ from functools import cached_property
 import numpy as np
 
 from ..specs.architecture import Architecture
+from ..specs.engine import LAYOUT_FEATURES
 from ..specs.hardware import GPU
 from .achievable import AchievablePart, EngineStep
 from .assumptions import Assumptions
 from .breakdown import ADDITIVE_PARTS, BOUND_SHARE, FULL_READS, Breakdown, bound_label
-from .collectives import ALLTOALL, P2P, CollectiveCost
+from .collectives import ALLTOALL, EXPERT_ALLTOALL, P2P, CollectiveCost
 from .machine import Machine
 from .workload import Workload, compile_workload
 
@@ -187,8 +188,22 @@ class StepModel:
         self.work = work
         self.companion = companion
         self.companion_copies = companion_copies if companion is not None else 0
+        #: Layout features the engine runs for this model (§F11; every one without a profile).
+        profile = assumptions.profile()
+        self.features = (
+            frozenset(LAYOUT_FEATURES)
+            if profile is None
+            else profile.layout_features(work.model_class)
+        )
+        assumptions = engine_layouts(assumptions, self.features)
         self.assumptions = assumptions
-        self.machine = Machine.build(gpu, work.weight_bits, assumptions, integer_layouts)
+        self.machine = Machine.build(
+            gpu,
+            work.weight_bits if work.gemm_bits is None else work.gemm_bits,
+            assumptions,
+            integer_layouts,
+            work.attention_bits,
+        )
         self.kernel_s = work.layers * assumptions.kernels_per_layer * self.machine.launch_s
         #: The engine profile of the achievable preset (docs/model.md Part F), else None.
         self.profile = assumptions.profile()
@@ -214,10 +229,14 @@ class StepModel:
         # attention degrees dividing the heads, searched besides the paper's log grids
         aligned = assumptions.node_aligned_layouts
         self.extra_pipeline_degrees = (
-            tuple(d for d in _divisors(work.layers) if d > 1) if aligned else ()
+            tuple(d for d in _divisors(work.layers) if d > 1)
+            if aligned and "pipeline" in self.features
+            else ()
         )
         self.extra_attention_degrees = (
-            tuple(d for d in _divisors(int(work.tp_heads)) if d > 1) if aligned else ()
+            tuple(d for d in _divisors(int(work.tp_heads)) if d > 1)
+            if aligned and "attention_data" in self.features
+            else ()
         )
 
     # --- feasibility ----------------------------------------------------------------------
@@ -269,7 +288,7 @@ class StepModel:
             ff_2d += self._ff_calls(gi, g, t, t_ff, tokens, True, cache)
             ff_1d += self._ff_calls(gi, g, t, t_ff, tokens, False, cache)
             if g.experts > 1:
-                shared.append(self._all_to_all(gi, g, e, t, tokens, cache))
+                shared += self._all_to_all(gi, g, e, t, tokens, cache)
             wt, ac = w.ff_bytes(g, tokens, t_ff)
             ff_weight = ff_weight + g.layers * wt
             ff_act = ff_act + g.layers * ac
@@ -293,13 +312,21 @@ class StepModel:
             kv_read_s=p * w.kv_cache_bytes(context, kv_batch) / bw_total,
             ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
-            ff_context_compute_s=(ff + ctx) / (N * m.flop_per_s),
+            ff_context_compute_s=self._ff_context_s(ff, ctx, N),
             projection_compute_s=proj / (N * m.flop_per_s),
             flop=ff + ctx + proj,
             achievable=None
             if self.engine is None
             else self.engine.part(B, p, t, tokens, splits, ctx),
         )
+
+    def _ff_context_s(self, ff_flop, ctx_flop, N):
+        """Seconds of feed-forward and attention-context FLOP over N GPUs: at one rate (the
+        paper's), or attention at its own (§B5)."""
+        m = self.machine
+        if m.attention_flop_per_s == m.flop_per_s:
+            return (ff_flop + ctx_flop) / (N * m.flop_per_s)
+        return ff_flop / (N * m.flop_per_s) + ctx_flop / (N * m.attention_flop_per_s)
 
     def _expert_split(self, gi, g, b, t, tokens, cache: StepCache):
         """(expert degree e, feed-forward tensor degree t_ff = max(1, t/e)) of a group (§A5)."""
@@ -323,18 +350,34 @@ class StepModel:
         ab = w.bytes_per_activation
         return [CollectiveCalls(cc, word * ab, tokens, g.layers) for word in words]
 
-    def _all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> CollectiveCalls:
-        """Dispatch and combine of a MoE group: two all-to-alls over r = min(k, e) ranks (§A5)."""
+    def _all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> list[CollectiveCalls]:
+        """Dispatch and combine of a MoE group. §A5: two all-to-alls over r = min(k, e) ranks.
+        §B11 (``expert_all_to_all``): over all e expert-parallel ranks on ⌈e/G⌉ nodes, each
+        token's k copies (one per chosen expert, as low-latency decode kernels send them; in
+        prefill one per destination node, forwarded inside it, within the node limit),
+        dispatched in the GEMMs' input format and combined in the activations'."""
         w, m = self.work, self.machine
-        r = np.minimum(g.active, e)
-        # §F7: an engine's dispatch and combine span the whole expert-parallel group
-        ranks = e if self.profile is not None else r
+        if not self.assumptions.expert_all_to_all:
+            r = np.minimum(g.active, e)
+            a2a = cache.get(
+                ("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
+            )
+            experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
+            per_token = w.d_model * experts * w.bytes_per_activation / t
+            return [CollectiveCalls(a2a, per_token, tokens, 2 * g.layers)]
+        nodes = np.ceil(e / m.node_gpus)
+        share = expert_remote_share(g, nodes) if self.expert_parallel_by_tokens else None
         a2a = cache.get(
-            ("a2a", gi), lambda: m.collective(ranks, np.ceil(ranks / m.node_gpus), ALLTOALL)
+            ("a2a", gi), lambda: m.collective(e, nodes, EXPERT_ALLTOALL, inter_share=share)
         )
-        experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
-        per_token = w.d_model * experts * w.bytes_per_activation / t
-        return CollectiveCalls(a2a, per_token, tokens, 2 * g.layers)
+        copies = w.d_model * g.active / t  # elements per token each GPU sends
+        dispatch = w.bytes_per_activation
+        if w.dispatch_bytes_per_element is not None:
+            dispatch = w.dispatch_bytes_per_element
+        return [
+            CollectiveCalls(a2a, copies * dispatch, tokens, g.layers),
+            CollectiveCalls(a2a, copies * w.bytes_per_activation, tokens, g.layers),
+        ]
 
     # --- the attention divisor ------------------------------------------------------------
     def attention_calls(
@@ -411,8 +454,11 @@ class StepModel:
         reads = self.attention_reads(part, adiv, cache, key)
         if self.engine is not None:
             scale = self.engine.collective_scale
+            two_d = scale * (att2 + part.collective_2d_s)
+            if "tensor_2d" not in self.features:  # §F11: no engine runs 2-D tensor parallelism
+                two_d = np.full(np.shape(two_d), np.inf)
             return (
-                scale * (att2 + part.collective_2d_s),
+                two_d,
                 scale * (att1 + part.collective_1d_s),
                 self.engine.rest_s(part, adiv, reads),
             )
@@ -490,6 +536,41 @@ class StepModel:
             activation_read_full_s=shown(act_s),
             flop=part.flop + zero,
         )
+
+
+def engine_layouts(assumptions: Assumptions, features) -> Assumptions:
+    """The assumptions searched under an engine that runs only ``features`` (§F11): one
+    pipeline degree without "pipeline", one attention divisor without "attention_data", no
+    expert parallelism without "expert" (2-D tensor parallelism is refused in the step
+    itself); the assumptions unchanged when every feature is there."""
+    changes = {}
+    if "pipeline" not in features:
+        changes["pipeline_degree_count"] = 1
+    if "attention_data" not in features:
+        changes["attention_divisor_count"] = 1
+    if "expert" not in features:
+        changes["expert_parallel_min_batch_per_sparsity"] = NO_EXPERT_PARALLEL
+    return assumptions.replace(**changes) if changes else assumptions
+
+
+#: A minimum micro-batch per sparsity no batch reaches: expert parallelism never used.
+NO_EXPERT_PARALLEL = 1e6
+
+
+def expert_remote_share(g, nodes):
+    """Share of a token's k expert copies that cross the network when the kernel sends one
+    copy per destination node and forwards it inside the node (DeepEP's normal kernels, §B11):
+    the distinct other nodes its experts land on, M·(1 − (1 − 1/M)^k) nodes in all (uniform
+    routing) of which (M − 1)/M are remote, at most the node limit of node-limited routing
+    (a token's experts in ``groups_per_token`` of ``expert_groups`` groups, each group on
+    M / groups nodes), per copy."""
+    M = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    k = float(g.active)
+    distinct = M * (1.0 - (1.0 - 1.0 / M) ** k)
+    if g.groups_per_token:
+        limit = g.groups_per_token * np.maximum(M / g.expert_groups, 1.0)
+        distinct = np.minimum(distinct, limit)
+    return distinct * (M - 1.0) / M / k
 
 
 def prefill_step_model(

@@ -126,26 +126,46 @@ def _mixed_part(
     prefill_context,
     prefill_prompts,
 ):
-    """(PipelinePart of the mixed step, tokens) as §E1 defines the step."""
+    """(PipelinePart of the mixed step, tokens) as §E1 defines the step (with §B12's
+    pipeline bubbles: the step is charged ``pipeline_tokens`` tokens, its KV reads and
+    attention in proportion; its FLOP stay the tokens' own)."""
     D = np.asarray(decode_requests, dtype=float)
     P = np.asarray(prefill_tokens, dtype=float)
     R = (P > 0).astype(float) if prefill_prompts is None else np.asarray(prefill_prompts, float)
     tokens = D + P
     N, p = float(layout.gpus), float(layout.pipeline)
-    base = model.pipeline_part(N, np.maximum(tokens, 1.0), 1.0, 0.0, p)
-    w, m = model.work, model.machine
     chunk = np.where(R > 0, P / np.maximum(R, 1e-300), 0.0)  # tokens of each prompt's chunk
+    charged = pipeline_tokens(model, tokens, np.maximum(chunk, np.where(D > 0, 1.0, 0.0)), p)
+    scale = charged / np.maximum(tokens, 1.0)
+    base = model.pipeline_part(N, np.maximum(charged, 1.0), 1.0, 0.0, p)
+    w, m = model.work, model.machine
     kv_bytes = w.kv_cache_bytes(decode_context, D) + w.kv_cache_bytes(prefill_context, R)
     ctx_flop = w.flop(D, 1.0, decode_context)[1] + prefill_work.flop(R, chunk, prefill_context)[1]
+    flop = base.flop + ctx_flop
+    if charged is not tokens:  # the bubbles: time as charged, FLOP as done
+        kv_bytes, flop = kv_bytes * scale, base.flop / scale + ctx_flop
+        ctx_flop = ctx_flop * scale
     part = dataclasses.replace(
         base,
         kv_read_s=kv_bytes / (N * m.hbm_bandwidth_bytes_per_s),
-        ff_context_compute_s=base.ff_context_compute_s + ctx_flop / (N * m.flop_per_s),
-        flop=base.flop + ctx_flop,
+        ff_context_compute_s=base.ff_context_compute_s + ctx_flop / (N * m.attention_flop_per_s),
+        flop=flop,
     )
     if part.achievable is not None:
         part = _achievable_mixed(model, part, D + R, ctx_flop, N)
     return part, tokens
+
+
+def pipeline_tokens(model: StepModel, tokens, largest, pipeline):
+    """Tokens a step over ``pipeline`` stages is charged for (docs/model.md §B12): its
+    ``tokens`` as p balanced micro-batches (the paper), or under ``pipeline_bubbles`` p times
+    its largest micro-batch, which holds at least its largest sequence (``largest`` tokens: a
+    prompt's chunk, or 1 for a decoding request). A step whose sequences cannot fill p
+    micro-batches then takes the time of that micro-batch crossing the stages one after
+    another; a lone prompt crosses them serially. ``tokens`` itself where nothing changes."""
+    if pipeline <= 1 or not model.assumptions.pipeline_bubbles:
+        return tokens
+    return np.maximum(tokens, pipeline * np.asarray(largest, dtype=float))
 
 
 def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N):
@@ -179,6 +199,12 @@ class StepTable:
     def __init__(self, model: StepModel, layout: EngineLayout, max_tokens: int) -> None:
         self.layout = layout
         self.max_tokens = int(max_tokens)
+        #: §B12: a step is looked up at the tokens it is charged for (``pipeline_tokens``),
+        #: up to p times the most tokens of a step.
+        self.pipeline = int(layout.pipeline)
+        self.bubbles = layout.pipeline > 1 and model.assumptions.pipeline_bubbles
+        if self.bubbles:
+            self.max_tokens *= self.pipeline
         #: Seconds per request of the step outside (sequence_s) and on the memory side of
         #: (request_s) the attention roofline: 0 for the ideal presets (§F1, §F5).
         self.sequence_s = 0.0
@@ -210,7 +236,9 @@ class StepTable:
         self.flop = np.where(empty, 0.0, part.flop).tolist()
         work, machine = model.work, model.machine
         self.kv_s = work.kv_bytes_per_position_per_layer / (N * machine.hbm_bandwidth_bytes_per_s)
-        self.attention_s = work.context_flop_per_position_per_layer / (N * machine.flop_per_s)
+        self.attention_s = work.context_flop_per_position_per_layer / (
+            N * machine.attention_flop_per_s
+        )
         self.attention_flop = work.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * machine.peak_flop_per_s
 
@@ -257,27 +285,51 @@ class StepTable:
         self.peak_flop_per_s = N * model.machine.peak_flop_per_s
         lat2, lat1 = model.latency_by_dims(part, adiv)
         expected = np.where(empty, 0.0, lat2 if layout.two_d else lat1)
-        got = [self.time_s(int(x), 0.0, 0.0) for x in T]
+        # time_s of each row as itself, no KV or attention positions, one request per token
+        got = np.where(
+            empty,
+            0.0,
+            np.asarray(self.fixed_s)
+            + self.sequence_s * T
+            + np.maximum(np.asarray(self.memory_s) + self.request_s * T, self.compute_s),
+        )
         if not np.allclose(got, expected, rtol=1e-9, atol=0.0):
             raise RuntimeError(
                 "model/mixed_step.py: the achievable table no longer matches StepModel.latency"
             )
 
+    def _charged(self, tokens: int, largest: float = 1.0) -> tuple[int, float]:
+        """(row of the table, factor on the positions) of a step of ``tokens`` tokens whose
+        largest sequence has ``largest`` (§B12; the step itself without pipeline bubbles)."""
+        if not self.bubbles:
+            return tokens, 1.0
+        row = min(max(tokens, math.ceil(self.pipeline * largest - 1e-9)), self.max_tokens)
+        return row, row / tokens
+
     def time_s(
-        self, tokens: int, kv_positions: float, attention_positions: float, requests=None
+        self,
+        tokens: int,
+        kv_positions: float,
+        attention_positions: float,
+        requests=None,
+        largest: float = 1.0,
     ) -> float:
         """Seconds of one step (scalars; 0 for an empty step). ``requests``: the decoding
         requests and prompt chunks of the step (default: one per token), for the per-request
-        costs of an engine profile (§F1)."""
+        costs of an engine profile (§F1); ``largest``: the tokens of its largest prompt chunk
+        (1: decoding requests only), for the pipeline's bubbles (§B12)."""
         if tokens == 0:
             return 0.0
         r = tokens if requests is None else requests
+        row, scale = self._charged(tokens, largest)
+        if scale != 1.0:
+            kv_positions, attention_positions = kv_positions * scale, attention_positions * scale
         return (
-            self.fixed_s[tokens]
+            self.fixed_s[row]
             + self.sequence_s * r
             + max(
-                self.memory_s[tokens] + self.kv_s * kv_positions + self.request_s * r,
-                self.compute_s[tokens] + self.attention_s * attention_positions,
+                self.memory_s[row] + self.kv_s * kv_positions + self.request_s * r,
+                self.compute_s[row] + self.attention_s * attention_positions,
             )
         )
 
@@ -287,8 +339,10 @@ class StepTable:
         each step's time is the larger of two lines in the step index (memory and compute)."""
         if steps <= 0 or tokens == 0:
             return 0.0
-        u0 = self.memory_s[tokens] + self.kv_s * positions + self.request_s * tokens
-        v0 = self.compute_s[tokens] + self.attention_s * positions
+        row, scale = self._charged(tokens)
+        positions, growth = positions * scale, growth * scale
+        u0 = self.memory_s[row] + self.kv_s * positions + self.request_s * tokens
+        v0 = self.compute_s[row] + self.attention_s * positions
         du, dv = self.kv_s * growth, self.attention_s * growth
         d0, d1 = u0 - v0, du - dv  # memory minus compute at step j: d0 + d1·j
         if d1 == 0.0 or (d0 >= 0.0) == (d1 > 0.0):
@@ -300,7 +354,7 @@ class StepTable:
         first = (u0, du) if d0 >= 0.0 else (v0, dv)
         second = (v0, dv) if d0 >= 0.0 else (u0, du)
         return (
-            steps * (self.fixed_s[tokens] + self.sequence_s * tokens)
+            steps * (self.fixed_s[row] + self.sequence_s * tokens)
             + _line_sum(*first, 0, split)
             + _line_sum(*second, split, steps)
         )
@@ -308,12 +362,14 @@ class StepTable:
     def times_s(self, tokens: int, positions):
         """Seconds of decode-only steps of ``tokens`` requests whose KV layer-positions are the
         array ``positions`` (a decoding token attends to exactly what its request caches)."""
+        row, scale = self._charged(tokens)
+        positions = positions * scale
         return (
-            self.fixed_s[tokens]
+            self.fixed_s[row]
             + self.sequence_s * tokens
             + np.maximum(
-                self.memory_s[tokens] + self.kv_s * positions + self.request_s * tokens,
-                self.compute_s[tokens] + self.attention_s * positions,
+                self.memory_s[row] + self.kv_s * positions + self.request_s * tokens,
+                self.compute_s[row] + self.attention_s * positions,
             )
         )
 

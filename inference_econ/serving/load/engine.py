@@ -19,6 +19,7 @@ from ...errors import InfeasibleError, SpecError
 from ...model.latency import StepModel, prefill_step_model
 from ...model.mixed_step import EngineLayout, StepTable, mixed_step_s
 from ...model.workload import Workload, compile_workload
+from ...specs.engine import LAYOUT_FEATURES
 from ..setting import Setting
 
 
@@ -45,15 +46,22 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def candidate_layouts(work: Workload, gpus: int, pipeline: bool = True) -> list[EngineLayout]:
-    """Every whole layout of an instance of ``gpus`` GPUs (§B7's rules)."""
+def candidate_layouts(
+    work: Workload, gpus: int, pipeline: bool = True, features=LAYOUT_FEATURES
+) -> list[EngineLayout]:
+    """Every whole layout of an instance of ``gpus`` GPUs (§B7's rules) that an engine with
+    these layout ``features`` runs (§F11)."""
     out = []
+    pipeline = pipeline and "pipeline" in features
     for p in _divisors(work.layers) if pipeline else [1]:
         if gpus % p:
             continue
         t = gpus // p
-        for t_at in (d for d in _divisors(t) if work.tp_heads % d == 0):
-            for two_d in (False, True) if t > 1 else (False,):
+        degrees = [d for d in _divisors(t) if work.tp_heads % d == 0]
+        if "attention_data" not in features:
+            degrees = [t] if t in degrees else degrees[-1:]
+        for t_at in degrees:
+            for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
                 out.append(EngineLayout(gpus, p, t / t_at, two_d))
     return out
 
@@ -204,7 +212,7 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
         gpus,
         model,
         prefill_step_model(setting.model, setting.gpu, a, True).work,
-        tuple(candidate_layouts(work, gpus, setting.pipeline)),
+        tuple(candidate_layouts(work, gpus, setting.pipeline, model.features)),
         free / work.kv_bytes_per_position_per_layer,
     )
 
