@@ -206,7 +206,7 @@ class EngineStep:
             sequences=ap.sequences,
             eager=ap.eager,
             fp4=1.0 if self.machine.fp4_gemm else 0.0,
-            pcie_card=1.0 if self.machine.pcie_card else 0.0,
+            power_derating=self.machine.gemm_power_derating,
         )
 
     # --- time and breakdown ---------------------------------------------------------------

@@ -98,8 +98,8 @@ class StepWork:
     eager: object
     #: 1 where 4-bit weights run at an FP4 rate, else 0.
     fp4: object
-    #: 1 on a power-limited PCIe card, else 0.
-    pcie_card: object
+    #: The part's own power derating of its GEMM rate (1: none; §F2).
+    power_derating: object
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -152,7 +152,7 @@ def gemm_compute_s(work: StepWork, terms):
     base = terms.gemm_efficiency_scale * np.where(
         np.asarray(work.fp4) > 0, terms.fp4_gemm_efficiency, 1.0
     )
-    base = base * np.where(np.asarray(work.pcie_card) > 0, terms.pcie_card_gemm_efficiency, 1.0)
+    base = base * work.power_derating
     dense = (
         _over(work.dense_gemm_s, size_factor(work.dense_volume, v_half))
         + _over(work.projection_gemm_s, size_factor(work.projection_volume, v_half))
@@ -212,11 +212,6 @@ def combine(work: StepWork, terms) -> StepTimes:
         kv_s=scale * kv,
         attention_compute_s=scale * attention,
     )
-
-
-def is_power_limited_card(gpu: GPU) -> bool:
-    """PCIe cards (interconnect ``pcie``) run their silicon at a lower power limit (§F2)."""
-    return gpu.interconnect == "pcie"
 
 
 def eager_steps(tokens, cuda_graph_max_batch: float):

@@ -17,7 +17,7 @@ from .collectives import (
     measured_protocols,
     protocols_for,
 )
-from .efficiency import best_gemm_efficiency, is_power_limited_card
+from .efficiency import best_gemm_efficiency
 
 
 def flop_rates(gpu: GPU, weight_bits: float, assumptions: Assumptions) -> tuple[float, float]:
@@ -63,8 +63,8 @@ class Machine:
     attention_flop_per_s: float
     #: 4-bit weights that run at an FP4 rate above the FP8 one (§F2's FP4 term applies).
     fp4_gemm: bool
-    #: A power-limited PCIe card (§F2's PCIe term applies).
-    pcie_card: bool
+    #: The part's own power derating of its GEMM rate (§F2; 1: none).
+    gemm_power_derating: float
     hbm_bandwidth_bytes_per_s: float  # sustained
     usable_hbm_bytes: float
     node_gpus: float
@@ -97,7 +97,7 @@ class Machine:
             peak_flop_per_s=peak,
             gemm_rate=peak * best_gemm_efficiency(gpu, weight_bits),
             fp4_gemm=bool(weight_bits <= 4 and peak > eight * (1 + 1e-9)),
-            pcie_card=is_power_limited_card(gpu),
+            gemm_power_derating=gpu.gemm_power_derating,
             usable_hbm_bytes=usable_hbm_bytes(gpu, assumptions),
             node_gpus=float(gpu.scale_up_domain_gpus),
             latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,

@@ -96,13 +96,6 @@ TERMS: tuple[Term, ...] = (
         "grouped expert GEMMs (with token permutation) relative to dense GEMMs (§F2)",
     ),
     Term(
-        "pcie_card_gemm_efficiency",
-        "fraction",
-        0.05,
-        1.0,
-        "power-limited PCIe cards (interconnect: pcie) relative to the GEMM efficiency of their silicon (§F2)",
-    ),
-    Term(
         "attention_efficiency",
         "fraction",
         0.01,
@@ -269,7 +262,6 @@ class EngineProfile:
     gemm_tile_tokens: int = 64
     fp4_gemm_efficiency: float = 0.8
     moe_gemm_efficiency: float = 0.8
-    pcie_card_gemm_efficiency: float = 0.8
     attention_efficiency: float = 0.5
     elementwise_passes: float = 10.0
     layer_overhead_s: float = 30e-6
