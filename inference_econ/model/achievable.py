@@ -79,13 +79,13 @@ class EngineStep:
         self.tile = float(profile.gemm_tile_tokens)
 
     # --- memory (§F8) ---------------------------------------------------------------------
-    def kv_capacity_bytes(self, N, weights_total_bytes):
+    def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes):
         """Bytes of KV cache ``N`` GPUs hold: a fraction of the memory left after the
-        weights, or of all memory after the engine's workspace, less the weights (§F8)."""
+        weights (``free_bytes``), or of all memory after the engine's workspace, less the
+        weights (§F8)."""
         prof = self.profile
         if prof.kv_cache_fraction_of == "free":
-            free = N * self.machine.usable_hbm_bytes - weights_total_bytes
-            return prof.kv_cache_memory_fraction * np.maximum(free, 0.0)
+            return prof.kv_cache_memory_fraction * np.maximum(free_bytes, 0.0)
         hbm = self.machine.gpu.hbm_capacity_bytes
         return (
             N * (prof.kv_cache_memory_fraction * hbm - prof.activation_workspace_bytes_per_gpu)

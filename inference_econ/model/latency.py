@@ -268,7 +268,7 @@ class StepModel:
         profile: a fraction of the memory left, or of all memory, after its workspace)."""
         if self.engine is None:
             return self.free_hbm_bytes(N)
-        return self.engine.kv_capacity_bytes(N, self.weights_total_bytes)
+        return self.engine.kv_capacity_bytes(N, self.free_hbm_bytes(N), self.weights_total_bytes)
 
     # --- the part that does not depend on the attention divisor ---------------------------
     def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:
