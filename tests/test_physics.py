@@ -14,6 +14,7 @@ from inference_econ.model.workload import compile_workload
 from inference_econ.serving import context_parallel as cp
 from inference_econ.serving import disaggregation as dis
 from inference_econ.serving.prefill import prefill
+from inference_econ.specs.engine import load_engine
 
 
 # --- §F7: routed experts as one grouped GEMM over the tokens actually routed -------------
@@ -249,3 +250,22 @@ def test_b300_fp4_rate_is_nvidias_hgx_figure_not_gb300s():
     power and NVIDIA's HGX spec gives 105 PFLOPS dense per 8 (docs/model.md §A3)."""
     assert ie.load_hardware("GB300").peak_flop_per_s(4) == pytest.approx(1080e15 / 72)
     assert ie.load_hardware("B300").peak_flop_per_s(4) == pytest.approx(105e15 / 8)
+
+
+# --- §F11: the layouts an engine runs ------------------------------------------------------
+def test_an_engine_offers_only_the_layouts_it_runs():
+    """TensorRT-LLM and vLLM run data-parallel attention with MoE models only, and no engine
+    runs 2-D tensor parallelism (their parallelism guides; engines/*.yaml); refined is open."""
+    from inference_econ.errors import SpecError
+    from inference_econ.specs.engine import profile_from_dict
+
+    kw = dict(gpus=[8, 16], batch=[256, 512], context_tokens=2000)
+    for engine in ("trtllm", "vllm"):
+        dense = ie.points("Llama 3.3 70B", "H200", assumptions="achievable", engine=engine, **kw)
+        assert (dense.attention_degree == dense.tensor_degree).all()
+        assert (dense.tp_dims != "2D").all()
+    moe = ie.points("DeepSeek-R1", "H200", assumptions="achievable", **kw)
+    assert (moe.attention_degree < moe.tensor_degree).any()
+    assert load_engine("vllm").layout_features("dense") == {"pipeline"}
+    with pytest.raises(SpecError, match="unknown feature 'tensor_3d'"):
+        profile_from_dict({"name": "x", "parallelism": {"dense": ["tensor_3d"]}}, "x.yaml")
