@@ -22,6 +22,7 @@ from typing import Any
 
 from .errors import SpecError, did_you_mean, short
 from .model.assumptions import PRESETS
+from .specs.bases import DEFAULT_PRICE_BASIS, PRICE_BASES
 from .specs.schema import check_number
 
 PROBLEM = "problem"
@@ -362,6 +363,58 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         maximum=MAX_GPUS,
     ),
+    # --- prices, power and carbon (issue 26, issue 22 item 9; docs/model.md Part G) ----------
+    Option(
+        "price_basis",
+        "text",
+        DEFAULT_PRICE_BASIS,
+        "Kind of GPU-hour price: paper (the paper's discounted long-term rental), on-demand,"
+        " reserved-1y, reserved-3y, spot, market (as the hardware file lists them) or owned (the"
+        " cost of owning, from --costs).",
+        PROBLEM,
+        choices=PRICE_BASES,
+    ),
+    Option(
+        "costs",
+        "name",
+        None,
+        "Cost file of owning: purchase prices, depreciation, power price, PUE, hosting (a name"
+        " or a YAML file; default owned-2025).",
+        PROBLEM,
+        optional=True,
+    ),
+    Option(
+        "pue",
+        "number",
+        None,
+        "Power usage effectiveness: facility power over IT power (default: the cost file's).",
+        PROBLEM,
+        minimum=1,
+        maximum=5,
+        optional=True,
+    ),
+    Option(
+        "grid_intensity_g_per_kwh",
+        "number",
+        None,
+        "Carbon intensity of the grid, for gCO2 per million tokens.",
+        PROBLEM,
+        unit="gCO2/kWh",
+        minimum=0,
+        maximum=5000,
+        optional=True,
+        flag="--grid-intensity",
+        excludes=("grid_region",),
+    ),
+    Option(
+        "grid_region",
+        "text",
+        None,
+        "Carbon intensity of a named grid's published average: a country (France, FRA) or a"
+        " cloud region (gcp:us-central1); needs the carbon extra (CodeCarbon's data).",
+        PROBLEM,
+        optional=True,
+    ),
     # --- the method: how the frontier is searched --------------------------------------------
     Option(
         "discrete",
@@ -566,7 +619,7 @@ SETTINGS: tuple[Option, ...] = (
         flag="--price",
     ),
     Option(
-        "price_basis",
+        "offer_price",
         "text",
         "output",
         "Price compared with our cost: the output-token price, or input and output blended.",

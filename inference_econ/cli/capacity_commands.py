@@ -10,6 +10,7 @@ import click
 
 from ..errors import SpecError
 from .common import (
+    PRICE_AND_ENERGY,
     FigureFile,
     Progress,
     emit,
@@ -26,7 +27,15 @@ from .common import (
 )
 
 #: What is served (no speculative decoding, no fixed context: lengths come from the traffic).
-SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "engine")
+SERVED = (
+    "weight_bits",
+    "activation_bits",
+    "kv_cache_bits",
+    "pipeline",
+    "assumptions",
+    "engine",
+    *PRICE_AND_ENERGY,
+)
 TRAFFIC = (
     "arrival_rate_per_s",
     "input_lengths",
