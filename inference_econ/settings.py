@@ -750,7 +750,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         flag="--input-length",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "output_lengths",
@@ -760,7 +760,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         flag="--output-length",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "trace",
@@ -779,7 +779,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         choices=("poisson", "trace"),
         flag="--arrivals",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "requests",
@@ -790,7 +790,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="requests",
         minimum=10,
         maximum=10_000_000,
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option("seed", "integer", 0, "Seed of the random arrivals and lengths.", LOAD, minimum=0),
     Option(
@@ -804,7 +804,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-ttft-p99",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "slo_tpot_p99_s",
@@ -817,7 +817,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-tpot-p99",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "slo_e2e_p99_s",
@@ -830,7 +830,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-e2e-p99",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "max_batch_requests",
@@ -842,7 +842,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=65536,
         flag="--max-batch",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "step_token_budget",
@@ -854,7 +854,49 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=1_000_000,
         flag="--step-tokens",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
+    ),
+    # --- capacity for a demand curve (issue 26; docs/model.md §G5) ---------------------------
+    Option(
+        "demand",
+        "text",
+        None,
+        "CSV of requests per second by hour (columns hour, requests_per_s): the cheapest mix of"
+        " reserved and on-demand (or spot) capacity meeting the targets at every hour.",
+        LOAD,
+        optional=True,
+        excludes=("arrival_rate_per_s", "trace"),
+    ),
+    Option(
+        "reserved_basis",
+        "text",
+        "owned",
+        "Price basis of the reserved capacity of a demand plan (owned, or a committed rate).",
+        LOAD,
+        choices=PRICE_BASES,
+        needs=("demand",),
+    ),
+    Option(
+        "burst_basis",
+        "text",
+        "on-demand",
+        "Price basis of the capacity a demand plan buys by the hour above its reserved base.",
+        LOAD,
+        choices=PRICE_BASES,
+        needs=("demand",),
+    ),
+    Option(
+        "spot_interruption_rate",
+        "number",
+        None,
+        "Also buy spot capacity (the hardware file's spot price) above the reserved base; this"
+        " share of it is lost to interruptions each hour and bought again.",
+        LOAD,
+        minimum=0,
+        maximum=0.99,
+        optional=True,
+        flag="--spot-interruption",
+        needs=("demand",),
     ),
     Option(
         "instances",

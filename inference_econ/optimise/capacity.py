@@ -128,7 +128,7 @@ def _candidate(
     return row
 
 
-def _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
+def knee_rows(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
     """Rows for every GPU, instance size and kind (co-located; prefill and decode pools)."""
     kinds = [("deployment", targets)]
     if disaggregated:
@@ -228,7 +228,7 @@ def cheapest_deployment(
 ) -> CapacityPlan:
     """The cheapest deployment of any of ``settings`` (one per GPU) serving ``traffic`` within
     ``targets`` (module docstring). Raises ``InfeasibleError`` with the reasons if none does."""
-    rows = _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress)
+    rows = knee_rows(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress)
     options = _options(rows)
     if not options:
         reasons = "; ".join(
