@@ -94,7 +94,7 @@ def _measured():
 
 #: Stated error of the energy check: every row within 15 % (seen: -10 %, -9 %, +5 %; the power
 #: model's figures come from other sources than these rows: the achievable preset's speed error
-#: and the assumed idle power enter it; docs/validation.md "Energy per token").
+#: and the assumed idle power enter it; docs/model.md §G2).
 ENERGY_TOLERANCE = 0.15
 
 

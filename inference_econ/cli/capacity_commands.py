@@ -252,8 +252,8 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     plan = api.demand_plan(model, names, progress=say, **kwargs)
     summary = plan.summary()
     meta = {**plan.setting.metadata(), "demand": plan.demand.source}
-    for key in ("price_basis", "price_usd_per_gpu_hour", "price_date"):
-        meta.pop(key, None)  # the plan prices on its own two bases
+    for key in ("price_basis", "price_usd_per_gpu_hour", "price_date", "context_tokens"):
+        meta.pop(key, None)  # the plan prices on its own two bases; contexts come from requests
     title = (
         f"Cheapest capacity for {plan.demand.describe()} within {plan.targets.describe()}: "
         f"{plan.reserved_instances} x {plan.gpus_per_instance} {plan.setting.gpu.name} reserved "

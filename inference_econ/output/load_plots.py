@@ -111,19 +111,18 @@ def knee_label(result: MaxLoad) -> str:
 
 
 def demand_figure(plan, title: str = ""):
-    """A demand plan hour by hour (docs/model.md §G5): the GPUs each hour needs as stacked
-    layers, the reserved base (dark blue) under the capacity bought by the hour (on demand:
-    orange; spot: green), with the demand in requests/s on a second axis (black line)."""
+    """A demand plan hour by hour (docs/model.md §G5): the GPUs each hour uses as stacked
+    layers, the reserved base in use (dark blue) and idle (light blue) under the capacity bought
+    by the hour (on demand: orange; spot: green), with the demand in requests/s on a second
+    axis (black line)."""
     hourly = plan.hourly()
     n = plan.gpus_per_instance
     hours = hourly["hour"].to_numpy()
     fig, ax = plt.subplots(figsize=(9.0, 4.2))
+    in_use = hourly["reserved_in_use"].to_numpy()
     layers = [
-        (
-            hourly["reserved_in_use"].to_numpy() * n,
-            "#1f4e79",
-            f"reserved ({plan.prices.reserved_basis})",
-        ),
+        (in_use * n, "#1f4e79", f"reserved, in use ({plan.prices.reserved_basis})"),
+        ((plan.reserved_instances - in_use) * n, "#a9c4e0", "reserved, idle"),
         (hourly["on_demand"].to_numpy() * n, "#dd8452", f"by the hour ({plan.prices.burst_basis})"),
         (hourly["spot"].to_numpy() * n, "#55a868", "spot"),
     ]

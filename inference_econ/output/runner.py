@@ -131,6 +131,11 @@ def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
         )
     if plot == "mfu":
         return plots.mfu_figure(fronts, scenario.title, colors, styles)
+    if plot == "power":
+        pue = {f.metadata.get("pue") for f in fronts.values() if not f.empty}
+        return plots.power_figure(
+            fronts, scenario.title, colors, styles, pue.pop() if len(pue) == 1 else None
+        )
     if plot == "breakdown":
         return plots.breakdown_figure(fronts, scenario.title)
     points = [m for m in scenario.measured if "params" in m]  # square-root-law
