@@ -10,7 +10,7 @@ import click
 
 from ..errors import SpecError
 from .common import (
-    PRICE_AND_ENERGY,
+    PREFILL_SETTING_NAMES,
     FigureFile,
     Progress,
     emit,
@@ -26,16 +26,9 @@ from .common import (
     typed_name,
 )
 
-#: What is served (no speculative decoding, no fixed context: lengths come from the traffic).
-SERVED = (
-    "weight_bits",
-    "activation_bits",
-    "kv_cache_bits",
-    "pipeline",
-    "assumptions",
-    "engine",
-    *PRICE_AND_ENERGY,
-)
+#: What is served (no speculative decoding, no fixed context: lengths come from the traffic):
+#: the settings of a prefill, prices and power included.
+SERVED = PREFILL_SETTING_NAMES
 TRAFFIC = (
     "arrival_rate_per_s",
     "input_lengths",
