@@ -389,6 +389,52 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     )
 
 
+def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, **kwargs):
+    """The cheapest mix of reserved and on-demand (or spot) capacity serving every hour of a
+    ``demand`` curve (a CSV path or a ``DemandCurve``) within the ``slo_*`` targets (docs/model.md
+    §G5): one knee search per GPU and instance size, then the reserved base that minimises the
+    period's cost. ``reserved_basis`` (default owned) and ``burst_basis`` (default on-demand)
+    price the two; ``spot_interruption_rate`` adds spot capacity. Returns a ``DemandPlan``."""
+    from .optimise.capacity import instance_sizes
+    from .optimise.demand import demand_plan as plan
+    from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
+    from .serving.load.demand import load_demand
+
+    curve = load_demand(demand)
+    kwargs = dict(kwargs)
+    for name in ("arrival_rate_per_s", "trace"):
+        if kwargs.get(name) is not None:
+            raise SpecError(
+                "argument",
+                name,
+                "is given with a demand curve, which sets the rate of every hour",
+                f"drop {name}",
+            )
+    kwargs["arrival_rate_per_s"] = curve.peak_per_s
+    costs, pue = kwargs.pop("costs", None), kwargs.get("pue")
+    problem, traffic, targets, config, v = _load_inputs(kwargs)
+    _need_targets(targets)
+    settings = _settings(model, hardware, problem)
+    cap = settings[0].max_gpus
+    searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
+    check_budget(traffic, searches * SIMULATIONS_PER_SEARCH, "the demand plan")
+    return plan(
+        settings,
+        traffic,
+        targets,
+        curve,
+        config,
+        v["reserved_basis"],
+        v["burst_basis"],
+        v["spot_interruption_rate"],
+        costs,
+        pue,
+        sizes,
+        cap,
+        progress,
+    )
+
+
 def load_frontier(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     """The deployments that serve ``arrival_rate_per_s`` within the ``slo_*`` targets: their
     Pareto frontier of speed per request against $ per million output tokens (``LoadFrontier``)."""
