@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -142,7 +143,7 @@ def _plan_context(path: Path) -> dict:
                 "precision": _precision_word(str(data.get("precision", ""))),
                 "engine": data.get("engine", ""),
                 "disaggregated": str(any(w.get("role") != "server" for w in workers)).lower(),
-                "plan": str(plan),
+                "plan": os.path.relpath(plan, path.resolve().parent),
             }
         if folder.parent == folder:
             break
