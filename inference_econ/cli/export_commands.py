@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from .capacity_commands import ENGINE, TARGETS, TRAFFIC, hardware_list
-from .common import OutputFolder, Progress, handle_errors, option, options, quiet_option
+from .common import OutputFolder, Progress, given, handle_errors, option, options, quiet_option
 
 #: What is served (the engine is the export's --engine).
 SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "draft")
@@ -92,7 +92,14 @@ def export(model, hardware, engine, plan, out, quiet, **values):
     from ..output.engine_configs import render
 
     names = [h.strip() for item in hardware for h in item.split(",") if h.strip()]
-    kwargs = {k: v for k, v in values.items() if v is not None and v is not False}
+    said = given(click.get_current_context())
+    # options at their defaults are left to the API (a load option means nothing without a
+    # capacity plan; the figures' preset defaults to achievable under --engine)
+    kwargs = {
+        k: v
+        for k, v in values.items()
+        if v is not None and (k in said or (plan == "capacity" and k not in SERVED))
+    }
     picked = {
         k: kwargs.pop(k, None)
         for k in (

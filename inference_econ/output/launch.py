@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import SpecError
+from ..errors import InfeasibleError, SpecError
 from ..optimise.discrete import whole_layouts
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
@@ -405,13 +405,9 @@ def disagg_plan(
     from ..serving import disaggregation as dg
     from ..serving.requests import request
 
-    df = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus)
-    dis = df.iloc[1]
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, search=whole_layouts)
     b = _whole(batch, "batch")
     n_p = _whole(prefill_gpus or gpus, "prefill_gpus")
-    ratio = float(dis["prefill_pool_busy_fraction"]) / float(dis["decode_pool_busy_fraction"])
-    prefill_count = max(1, int(math.ceil(ratio - 1e-9)))
     longest = max_model_len or round_length(
         prompt_tokens + output_tokens, setting.model.max_context_tokens
     )
@@ -419,6 +415,19 @@ def disagg_plan(
     decode_degrees = layout_degrees(
         setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
     )
+    decode = worker(
+        setting, engine, "decode", 1, decode_degrees, b, prof.step_token_budget,
+        prompt_tokens + output_tokens / 2.0, longest,
+    )  # fmt: skip
+    require_fit([decode.memory])  # a decode worker that does not fit has no pool balance
+    dis = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus).iloc[1]
+    ratio = float(dis["prefill_pool_busy_fraction"]) / float(dis["decode_pool_busy_fraction"])
+    if not math.isfinite(ratio):
+        raise InfeasibleError(
+            f"{setting.model.name} does not run {b} requests on {gpus:g} x {setting.gpu.name} "
+            "with a separate prefill pool (docs/model.md §B10)"
+        )
+    prefill_count = max(1, int(math.ceil(ratio - 1e-9)))
     prefill_batch = max(1, int(math.ceil(16384 / prompt_tokens)))  # dg.compare's prompts per pass
     moe = decode_degrees[3] > 1
     workers = (
@@ -433,17 +442,7 @@ def disagg_plan(
             prompt_tokens,
             longest,
         ),
-        worker(
-            setting,
-            engine,
-            "decode",
-            1,
-            decode_degrees,
-            b,
-            prof.step_token_budget,
-            prompt_tokens + output_tokens / 2.0,
-            longest,
-        ),
+        decode,
     )
     load = Load(
         float(prompt_tokens),

@@ -53,9 +53,16 @@ class MemoryCheck:
 
     def describe(self) -> str:
         """The numbers on one line, per GPU."""
+        head = f"{self.role} on {self.gpus} {plural(self.gpus, 'GPU')} ({self.engine}), per GPU: "
+        hbm, weights = self.hbm_bytes_per_gpu / GB, self.weights_bytes_per_gpu / GB
+        if self.kv_capacity_bytes_per_gpu <= 0:
+            return (
+                f"{head}{weights:.1f} GB of weights and the engine's reserve leave no KV cache in "
+                f"{hbm:.1f} GB of HBM; batch {self.batch} at {self.context_tokens:,.0f} tokens "
+                f"needs {self.kv_needed_bytes_per_gpu / GB:.1f} GB of KV cache"
+            )
         return (
-            f"{self.role} on {self.gpus} {plural(self.gpus, 'GPU')} ({self.engine}), per GPU: "
-            f"{self.hbm_bytes_per_gpu / GB:.1f} GB HBM = {self.weights_bytes_per_gpu / GB:.1f} GB "
+            f"{head}{hbm:.1f} GB HBM = {weights:.1f} GB "
             f"weights + {self.reserve_bytes_per_gpu / GB:.1f} GB engine reserve + "
             f"{self.kv_capacity_bytes_per_gpu / GB:.1f} GB KV cache; batch {self.batch} at "
             f"{self.context_tokens:,.0f} tokens needs {self.kv_needed_bytes_per_gpu / GB:.1f} GB "
@@ -67,10 +74,7 @@ class MemoryCheck:
         if self.fits:
             return ""
         if self.kv_capacity_bytes_per_gpu <= 0:
-            return (
-                f"{self.describe()}: the weights and the engine's reserve leave no KV cache; "
-                "give the worker more GPUs or fewer weight bits"
-            )
+            return f"{self.describe()}: give the worker more GPUs or fewer weight bits"
         if not self.longest_fits:
             return (
                 f"{self.describe()}: one request of {self.max_model_len:,} tokens "
@@ -126,7 +130,7 @@ def check_worker(
         max_model_len=int(max_model_len),
         hbm_bytes_per_gpu=hbm,
         weights_bytes_per_gpu=weights,
-        reserve_bytes_per_gpu=max(hbm - weights - max(capacity, 0.0), 0.0),
+        reserve_bytes_per_gpu=max(hbm - weights - capacity, 0.0),
         kv_capacity_bytes_per_gpu=capacity,
         kv_needed_bytes_per_gpu=needed,
         admitted_requests=admitted,
