@@ -161,6 +161,8 @@ def benchmark_text(plan: LaunchPlan) -> str:
         "```bash",
         f"inference-econ compare-measured {RESULTS}/vllm-bench.json --assumptions achievable --engine {plan.engine}",
         f"inference-econ compare-measured {RESULTS}/aiperf/profile_export_aiperf.json --assumptions achievable --engine {plan.engine}",
+        "# calibrate fits terms to many rows: run vllm bench serve at several --max-concurrency",
+        "# values with --append-result into one file (one run per line), then",
         f"inference-econ calibrate {RESULTS}/vllm-bench.json --engine {plan.engine} --out my-{plan.engine}.yaml",
         "```",
         "",

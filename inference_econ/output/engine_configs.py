@@ -92,6 +92,21 @@ def _refuse_layout(plan: LaunchPlan, w: Worker, why: str):
     )
 
 
+def _limits(names: dict, plan: LaunchPlan, w: Worker) -> list[str]:
+    """The worker's batch, token budget, max model length, memory fraction, KV-cache type and
+    (online) quantization, as vLLM and SGLang take them."""
+    f = names["flags"]
+    out = [
+        f["max_batch"], str(w.batch),
+        f["token_budget"], str(w.token_budget),
+        f["max_model_len"], str(plan.max_model_len),
+        f["memory_fraction"], _fraction(plan),
+        f["kv_cache_dtype"], _kv_dtype(names, plan),
+    ]  # fmt: skip
+    quant = _quantization(names, plan)
+    return out + ([f["quantization"], quant] if quant else [])
+
+
 # --- vLLM (with Dynamo for pools and Kubernetes) -----------------------------------------------
 def _vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
     names = engine_names("vllm")
@@ -106,16 +121,7 @@ def _vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
     args += [f["tensor"], str(tp), f["pipeline"], str(w.pipeline)]
     if w.expert > 1:
         args.append(f["expert_switch"])
-    args += [
-        f["max_batch"], str(w.batch),
-        f["token_budget"], str(w.token_budget),
-        f["max_model_len"], str(plan.max_model_len),
-        f["memory_fraction"], _fraction(plan),
-        f["kv_cache_dtype"], _kv_dtype(names, plan),
-    ]  # fmt: skip
-    quant = _quantization(names, plan)
-    if quant:
-        args += [f["quantization"], quant]
+    args += _limits(names, plan, w)
     if plan.speculation:
         kind, draft, tokens = plan.speculation
         spec = {"method": names["speculative_method"][kind], "num_speculative_tokens": int(tokens)}
@@ -215,16 +221,7 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
             argv += [f["attention_dp_switch"], f["data_attention"], str(w.attention_dp)]
         if w.expert > 1:
             argv += [f["expert"], str(w.expert)]
-        argv += [
-            f["max_batch"], str(w.batch),
-            f["token_budget"], str(w.token_budget),
-            f["max_model_len"], str(plan.max_model_len),
-            f["memory_fraction"], _fraction(plan),
-            f["kv_cache_dtype"], _kv_dtype(names, plan),
-        ]  # fmt: skip
-        quant = _quantization(names, plan)
-        if quant:
-            argv += [f["quantization"], quant]
+        argv += _limits(names, plan, w)
         if plan.speculation:
             kind, draft, tokens = plan.speculation
             argv += [

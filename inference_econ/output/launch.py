@@ -298,31 +298,10 @@ def capacity_plan(
         lay = inst.layout
         attention = lay.tensor_degree / lay.attention_divisor
         degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention)
-        if role == "prefill":  # prompts in flight: one step's budget of them, at their length
-            return worker(
-                setting,
-                engine,
-                role,
-                count,
-                degrees,
-                config.max_batch_requests,
-                config.step_token_budget,
-                prompt,
-                longest,
-                prefill_batch,
-            )
-        return worker(
-            setting,
-            engine,
-            role,
-            count,
-            degrees,
-            config.max_batch_requests,
-            config.step_token_budget,
-            ctx,
-            longest,
-            batch,
-        )
+        # prompts in flight on a prefill worker: one step's budget of them, at their length
+        at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
+        cap, budget = config.max_batch_requests, config.step_token_budget
+        return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
 
     if d.disaggregated:
         workers = (
@@ -372,19 +351,10 @@ def capacity_plan(
         f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
         f"({ctx:,.0f} tokens); the engine's scheduler cap is {config.max_batch_requests} requests.",
     )
-    plan = LaunchPlan(
-        "capacity",
-        setting,
-        engine,
-        checkpoint_of(setting, checkpoint),
-        workers,
-        longest,
-        load,
-        expected,
-        None,
-        notes,
+    ckpt = checkpoint_of(setting, checkpoint)
+    return finish(
+        LaunchPlan("capacity", setting, engine, ckpt, workers, longest, load, expected, None, notes)
     )
-    return finish(plan)
 
 
 def disagg_plan(
@@ -463,16 +433,7 @@ def disagg_plan(
         f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
         f"({ratio:.3g}; docs/model.md §B10).",
     )
-    plan = LaunchPlan(
-        "disagg",
-        setting,
-        engine,
-        checkpoint_of(setting, checkpoint),
-        workers,
-        longest,
-        load,
-        expected,
-        None,
-        notes,
+    ckpt = checkpoint_of(setting, checkpoint)
+    return finish(
+        LaunchPlan("disagg", setting, engine, ckpt, workers, longest, load, expected, None, notes)
     )
-    return finish(plan)

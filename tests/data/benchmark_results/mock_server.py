@@ -41,7 +41,10 @@ class Handler(BaseHTTPRequestHandler):
         req = json.loads(self.rfile.read(length) or b"{}")
         n = int(req.get("max_completion_tokens") or req.get("max_tokens") or 16)
         chat = self.path.endswith("/chat/completions")
-        prompt = req.get("prompt") or " ".join(m.get("content", "") if isinstance(m.get("content"), str) else "" for m in req.get("messages", []))
+        prompt = req.get("prompt") or " ".join(
+            m.get("content", "") if isinstance(m.get("content"), str) else ""
+            for m in req.get("messages", [])
+        )
         prompt_tokens = max(1, len(str(prompt).split()))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -56,7 +59,9 @@ class Handler(BaseHTTPRequestHandler):
                     busy = _running
                 time.sleep(STEP_S + PER_REQUEST_S * busy)
                 text = " tok"
-                choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+                choice = (
+                    {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+                )
                 choice["finish_reason"] = "length" if i == n - 1 else None
                 chunk = {
                     "id": "x",
@@ -67,7 +72,11 @@ class Handler(BaseHTTPRequestHandler):
                 }
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
-            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
+            usage = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": n,
+                "total_tokens": prompt_tokens + n,
+            }
             tail = {"id": "x", "object": "chat.completion.chunk", "choices": [], "usage": usage}
             self.wfile.write(f"data: {json.dumps(tail)}\n\ndata: [DONE]\n\n".encode())
             self.wfile.flush()

@@ -68,7 +68,11 @@ def _add_argument_flags(tree, aliases: dict, fields: dict) -> dict:
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"):
             continue
-        names = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("-")]
+        names = [
+            a.value
+            for a in node.args
+            if isinstance(a, ast.Constant) and str(a.value).startswith("-")
+        ]
         longs = [n for n in names if n.startswith("--")]
         if not longs:
             continue
@@ -85,7 +89,12 @@ def _add_argument_flags(tree, aliases: dict, fields: dict) -> dict:
         annotation = annotation or fields.get(field, "")
         switch = "store_true" in action_text or "BooleanOptional" in action_text
         negatable = "BooleanOptional" in action_text
-        if not action_text and annotation and "bool" in annotation.split("|")[0] and "str" not in annotation:
+        if (
+            not action_text
+            and annotation
+            and "bool" in annotation.split("|")[0]
+            and "str" not in annotation
+        ):
             switch = negatable = True  # vLLM's get_kwargs: a bool field is --x / --no-x
         choices = None
         if "choices" in kw:
@@ -125,7 +134,9 @@ def vllm(root: Path) -> dict:
         kind = "switch" if annotation.startswith("bool") else "value"
         flags.setdefault("--" + name.replace("_", "-"), {"kind": kind})
     flags.update(_add_argument_flags(front, aliases, {}))
-    spec = _class_fields(next(t for t in config if _has(t, "SpeculativeConfig")), "SpeculativeConfig")
+    spec = _class_fields(
+        next(t for t in config if _has(t, "SpeculativeConfig")), "SpeculativeConfig"
+    )
     kv = _class_fields(next(t for t in config if _has(t, "KVTransferConfig")), "KVTransferConfig")
     version = (root / "vllm/_version.py").read_text().split("version = ")[1].splitlines()[0]
     return {
@@ -138,7 +149,10 @@ def vllm(root: Path) -> dict:
                 "fields": sorted(spec),
                 "method": aliases["SpeculativeMethod"],
             },
-            "--kv-transfer-config": {"fields": sorted(kv), "kv_role": ["kv_both", "kv_consumer", "kv_producer"]},
+            "--kv-transfer-config": {
+                "fields": sorted(kv),
+                "kv_role": ["kv_both", "kv_consumer", "kv_producer"],
+            },
         },
     }
 
@@ -148,11 +162,18 @@ def _has(tree, name: str) -> bool:
 
 
 def vllm_bench(root: Path) -> dict:
-    trees = [_parse(root / "vllm/benchmarks/serve.py"), _parse(root / "vllm/benchmarks/datasets.py")]
+    trees = [
+        _parse(root / "vllm/benchmarks/serve.py"),
+        _parse(root / "vllm/benchmarks/datasets.py"),
+    ]
     flags = {}
     for tree in trees:
         flags.update(_add_argument_flags(tree, _literal_aliases(trees), {}))
-    return {"tool": "vllm bench serve", "version": vllm(root)["version"], "flags": dict(sorted(flags.items()))}
+    return {
+        "tool": "vllm bench serve",
+        "version": vllm(root)["version"],
+        "flags": dict(sorted(flags.items())),
+    }
 
 
 def sglang(root: Path) -> dict:
@@ -170,7 +191,9 @@ def sglang(root: Path) -> dict:
 
 def router(root: Path) -> dict:
     """sglang-router's own parser, run (its module imports only the standard library)."""
-    spec = importlib.util.spec_from_file_location("router_args", root / "sglang_router/router_args.py")
+    spec = importlib.util.spec_from_file_location(
+        "router_args", root / "sglang_router/router_args.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     parser = argparse.ArgumentParser()
