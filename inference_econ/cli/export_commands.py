@@ -6,7 +6,16 @@ from __future__ import annotations
 import click
 
 from .capacity_commands import ENGINE, TARGETS, TRAFFIC, hardware_list
-from .common import OutputFolder, Progress, given, handle_errors, option, options, quiet_option
+from .common import (
+    OutputFolder,
+    Progress,
+    format_option,
+    given,
+    handle_errors,
+    option,
+    options,
+    quiet_option,
+)
 
 #: What is served (the engine is the export's --engine).
 SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "draft")
@@ -73,9 +82,10 @@ SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assump
     type=OutputFolder(),
     help="Folder to write launch.sh, the engine's files, benchmark.md and plan.json into.",
 )
+@format_option
 @quiet_option
 @handle_errors
-def export(model, hardware, engine, plan, out, quiet, **values):
+def export(model, hardware, engine, plan, out, format, quiet, **values):
     """Write a configuration as what an engineer launches — vLLM, SGLang or TensorRT-LLM
     command lines and files (disaggregated pools in NVIDIA Dynamo / sglang-router /
     trtllm-serve form, a Kubernetes manifest for vLLM) — after checking that every worker's
@@ -130,8 +140,34 @@ def export(model, hardware, engine, plan, out, quiet, **values):
         for name, text in files.items():
             write_atomic(folder / name, text)
         click.echo(f"wrote {', '.join(sorted(files))} into {out}", err=True)
-    click.echo(files["launch.sh"])
-    click.echo(files["benchmark.md"], nl=False)
+    if format in ("table", "markdown"):
+        click.echo(files["launch.sh"])
+        click.echo(files["benchmark.md"], nl=False)
+        return
+    click.echo(_workers_table(result, format), nl=False)
+
+
+def _workers_table(plan, fmt: str) -> str:
+    """One row per kind of worker: its layout, limits and memory per GPU (csv, json)."""
+    import json
+
+    import pandas as pd
+
+    from ..output.engine_configs import plan_record
+    from ..output.render import render
+
+    record = plan_record(plan)
+    rows = [
+        {k: v for k, v in w.items() if k != "memory_gb_per_gpu"}
+        | {f"{k}_gb_per_gpu": v for k, v in w["memory_gb_per_gpu"].items()}
+        for w in record["workers"]
+    ]
+    meta = {
+        k: record[k]
+        for k in ("engine", "engine_version", "source", "model", "hardware", "checkpoint")
+    }
+    meta["expected"] = json.dumps(record["expected"])
+    return render(pd.DataFrame(rows), fmt, title="Workers of the exported plan", meta=meta)
 
 
 COMMANDS = (export,)
