@@ -236,27 +236,15 @@ def _row_or_reason(path: Path, line: int, rec: dict, parent: int | None) -> Meas
     except SpecError as exc:
         at = f"{exc.field}: " if exc.field else ""
         fix = f" ({exc.fix})" if exc.fix else ""
+        status = f"unresolved: {at}{exc.problem}{fix}"
         return MeasuredRow(
-            row=line,
-            source=str(rec.get("source", "")),
-            group=sem.source_group(rec),
-            model_text=str(rec["model"]),
-            hardware_text=str(rec["hardware"]),
-            metric_text=str(rec["metric"]),
-            unit=str(rec["unit"]),
-            value=None,
-            status=f"unresolved: {at}{exc.problem}{fix}",
-            kind="end-to-end",
-            parent=parent,
-            notes=rec["_notes"],
+            status=status, value=None, kind="end-to-end", **_texts(line, rec, parent)
         )
 
 
-def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
-    """One record resolved; names or fields the toolkit cannot read give a status."""
-    where = f"{path}, row {line}"
-    metric = sem.metric_of(rec["metric"])
-    base = dict(
+def _texts(line: int, rec: dict, parent: int | None) -> dict:
+    """The fields of a row that are its text as written."""
+    return dict(
         row=line,
         source=str(rec.get("source", "")),
         group=sem.source_group(rec),
@@ -267,6 +255,13 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
         notes=rec["_notes"],
         parent=parent,
     )
+
+
+def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
+    """One record resolved; names or fields the toolkit cannot read give a status."""
+    where = f"{path}, row {line}"
+    metric = sem.metric_of(rec["metric"])
+    base = _texts(line, rec, parent)
     value = _value(rec, metric, where)
     gpus = _gpus(rec["n_gpus"], where)
     kind = "micro" if (metric is not None and metric.micro) else "end-to-end"
@@ -274,7 +269,7 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     problem = _problem(rec, metric, value)
     if problem:
         return MeasuredRow(status=f"unresolved: {problem}", **base)
-    gpu, count, why = _hardware(rec["hardware"])
+    gpu, count, why = _hardware(str(rec["hardware"]))
     if gpus is None:
         if count is None:
             return MeasuredRow(
@@ -328,7 +323,8 @@ def _problem(rec: dict, metric, value) -> str:
 _PARTS = re.compile(r"\s*(?:\+|&|;|,|\band\b|\swith\s|\s/\s)\s*", re.IGNORECASE)
 
 
-def _hardware(text) -> tuple[GPU | None, int | None, str]:
+@lru_cache(maxsize=1024)
+def _hardware(text: str) -> tuple[GPU | None, int | None, str]:
     """(GPU, accelerator count the name gives, reason if no GPU). A system of more than one
     kind of accelerator is ``heterogeneous``: the model has one GPU per row."""
     raw = str(text).strip()

@@ -16,15 +16,12 @@ from ...errors import SpecError
 
 # --- metrics ----------------------------------------------------------------------------------
 
-#: What a figure is per: the whole system, one GPU, one node, one decode GPU of a
-#: disaggregated deployment.
-BASES = ("system", "gpu", "node", "decode_gpu")
-
 
 @dataclass(frozen=True)
 class Metric:
-    """A metric name's meaning: the quantity, what the name says it is per (None: the name
-    does not say; the unit may) and whether it is a micro-benchmark."""
+    """A metric name's meaning: the quantity, what the name says it is per ("gpu", "node",
+    "decode_gpu"; None: the name does not say, the unit may) and whether it is a
+    micro-benchmark."""
 
     quantity: str
     per: str | None = None
@@ -152,6 +149,7 @@ def _quantity(base: str, statistic: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def metric_of(name: str) -> Metric | None:
     """The meaning of a metric name (None: not one the toolkit reads)."""
     raw = str(name).strip().lower()
@@ -175,6 +173,7 @@ def metric_of(name: str) -> Metric | None:
     return Metric(quantity, per) if quantity else None
 
 
+@lru_cache(maxsize=4096)
 def basis_of_unit(unit: str) -> str | None:
     """What a unit says a figure is per ("output tok/s/GPU": gpu; "tok/s per node": node;
     "tok/s per decode GPU": decode_gpu; "(system)", "total", "all GPUs": system), or None."""
@@ -491,6 +490,9 @@ def scenario_part(text, scenario: str | None) -> Part:
     return Part("; ".join(k.strip() for k in keep if k.strip()), tuple(sorted(named)))
 
 
+_MLPERF_SCENARIO = re.compile(r"\b(offline|server|interactive)\b", re.IGNORECASE)
+
+
 def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     """The scenario of a row: the ``scenario`` column, else read from the text (MLPerf's
     Offline/Server/Interactive in the model, source or notes, the first that names exactly one;
@@ -508,11 +510,7 @@ def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     unlabelled = " ".join(body for names, body in _pieces(notes) if names is None)
     texts = (str(row.get("model") or ""), str(row.get("source") or ""), unlabelled)
     for text in texts:
-        found = {
-            name
-            for name in ("offline", "server", "interactive")
-            if re.search(rf"\b{name}\b", text, re.IGNORECASE)
-        }
+        found = {name.lower() for name in _MLPERF_SCENARIO.findall(text)}
         if len(found) == 1:
             return found.pop()
     text = " ".join(texts)
@@ -876,14 +874,20 @@ def engine_of(row: dict, context: str = "", hardware_description: str = "") -> E
     parent's), source and hardware; its version from a versioned mention of that engine; its
     platform from the text ("ROCm", "CUDA", "TPU"), else the GPU's vendor."""
     notes = context or str(row.get("notes") or "")
-    text = " ".join(str(row.get(k) or "") for k in ("precision",)) + f" {notes} "
-    text += " ".join(str(row.get(k) or "") for k in ("source", "hardware"))
-    given = str(row.get("engine") or "").strip()
+    precision, source, hardware = (
+        str(row.get(k) or "") for k in ("precision", "source", "hardware")
+    )
+    text = f"{precision} {notes} {source} {hardware}"
+    vendor = f"{hardware} {hardware_description}"
+    return _engine_text(str(row.get("engine") or "").strip(), text, vendor)
+
+
+@lru_cache(maxsize=4096)
+def _engine_text(given: str, text: str, vendor: str) -> EngineText:
     name = version = None
     if given and not is_missing(given):
         base, _, pinned = given.partition("@")
-        hits = [(p.search(base), n) for p, n in ENGINE_WORDS]
-        named = [n for m, n in hits if m]
+        named = [n for p, n in ENGINE_WORDS if p.search(base)]
         name = named[0] if named and not base.endswith((".yaml", ".yml")) else base.strip()
         version = pinned.strip() or _version(base, name)
         text = f"{given} {text}"
@@ -898,7 +902,6 @@ def engine_of(row: dict, context: str = "", hardware_description: str = "") -> E
         if m and (platform is None or m.start() < platform[0]):
             platform = (m.start(), value)
     if platform is None:
-        vendor = f"{row.get('hardware') or ''} {hardware_description}"
         platform = next(((0, v) for p, v in _VENDOR_PLATFORMS if p.search(vendor)), None)
     return EngineText(name, version, platform[1] if platform else None)
 
