@@ -151,36 +151,31 @@ def test_data_parallel_replicas_are_not_attention_dp():
 
 def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
     good = v50_lines(OFFLINE, SERVER, SERVER_TTFT, INTERACTIVE)
-    bad = [
-        edited(good[0], n_gpus="0")[0],
-        edited(good[0], value="0")[0],
-        edited(good[0], parallelism="TP3")[0],
-        edited(good[0], parallelism="TP2PP0")[0],
-        edited(good[0], parallelism="TP?")[0],
-        edited(good[0], batch_or_concurrency="-4")[0],
-    ]
-    clean = predicting.compare(write(tmp_path, good, name="clean.csv"), "achievable").table
+    header = v50_lines(1)[0] + ",engine"
+    good = [g + "," for g in good]
+    bad = {
+        "unresolved: n_gpus: is 0 in GPUs (expected a whole number >= 1)": dict(n_gpus="0"),
+        "unresolved: value: is 0": dict(value="0"),
+        "unresolved: parallelism: 'TP3' uses 3 GPUs but the row has 8": dict(parallelism="TP3"),
+        "unresolved: parallelism: PP0 in 'TP2PP0' (degrees are >= 1)": dict(parallelism="TP2PP0"),
+        "unresolved: parallelism: 'TP?' names a degree without its number": dict(parallelism="TP?"),
+        "unresolved: batch_or_concurrency: is -4": dict(batch_or_concurrency="-4"),
+        "unresolved: hardware: is 0 in GPUs": dict(hardware="0xH100", n_gpus="n/a"),
+        "unresolved: lengths '1e400' / '294.45' are not finite": dict(input_len="1e400"),
+        "unresolved: engine: no engine profile named 'nope'": dict(engine="nope"),
+    }
+    unreadable = [edited(good[0], header, **cells)[0] for cells in bad.values()]
     mixed_rows = [
-        bad[0],
-        good[0],
-        bad[1],
-        bad[2],
-        good[1],
-        bad[3],
-        good[2],
-        bad[4],
-        bad[5],
-        good[3],
+        *unreadable[:4],
+        *(x for pair in zip(good, unreadable[4:]) for x in pair),
+        *unreadable[8:],
     ]
-    mixed = predicting.compare(write(tmp_path, mixed_rows, name="mixed.csv"), "achievable").table
-    status = mixed.status.tolist()
-    assert status[0] == "unresolved: n_gpus: is 0 in GPUs (expected a whole number >= 1)"
-    assert status[2].startswith("unresolved: value: is 0")
-    assert status[3].startswith("unresolved: parallelism: 'TP3' uses 3 GPUs but the row has 8")
-    assert status[5] == "unresolved: parallelism: PP0 in 'TP2PP0' (degrees are >= 1)"
-    assert status[7].startswith("unresolved: parallelism: 'TP?' names a degree without its number")
-    assert status[8].startswith("unresolved: batch_or_concurrency: is -4")
-    kept = mixed.iloc[[1, 4, 6, 9]].reset_index(drop=True)
+    clean = predicting.compare(write(tmp_path, good, header, "clean.csv"), "achievable").table
+    table = predicting.compare(write(tmp_path, mixed_rows, header, "mixed.csv"), "achievable").table
+    is_good = table.row.isin([mixed_rows.index(g) + 2 for g in good])
+    reasons = table.status[~is_good].tolist()
+    assert [s[: len(r)] for s, r in zip(reasons, bad)] == list(bad)
+    kept = table[is_good].reset_index(drop=True)
     assert np.isfinite(kept.predicted).sum() == np.isfinite(clean.predicted).sum() >= 3
     assert np.allclose(kept.predicted, clean.predicted, equal_nan=True)
     assert (kept.status == clean.status).all()

@@ -27,7 +27,7 @@ import pandas as pd
 from ...errors import SpecError
 from ...model.economics import usd_per_mtok_at_throughput
 from ...specs.architecture import Architecture, load_model
-from ...specs.catalog import is_host_part, resolve_system_name
+from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.hardware import GPU, load_hardware
 from ...specs.inputs import read_text
 from ...specs.schema import check_number
@@ -275,7 +275,9 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
             return MeasuredRow(
                 status=f"unresolved: n_gpus {str(rec['n_gpus'])!r} is not stated", **base
             )
-        base["gpus"] = gpus = count
+        base["gpus"] = gpus = int(
+            check_number(count, where, "hardware", minimum=1, integer=True, unit="GPUs")
+        )
     if gpu is None:
         return MeasuredRow(status=f"unresolved: {why}", **base)
     base["gpu"] = gpu
@@ -360,6 +362,15 @@ def _load_gpu(text: str) -> tuple[GPU, int | None]:
     return load_hardware(system.path), system.accelerators
 
 
+@lru_cache(maxsize=256)
+def _engine_profile(name: str):
+    """The profile file an ``engine`` cell names; an unknown one is the row's error."""
+    try:
+        return find("engines", name)
+    except SpecError as exc:
+        raise SpecError("", "engine", exc.problem, exc.fix) from None
+
+
 @lru_cache(maxsize=512)
 def resolve_model(name: str) -> Architecture:
     """A benchmark's model name to a model spec: parenthesised notes ("(MLPerf v4.1
@@ -430,6 +441,8 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
     engine = sem.engine_of(rec, context, base["gpu"].description)
+    if engine.name is not None:
+        _engine_profile(engine.name)
     disaggregated, decode_gpus, decode_text = sem.disaggregation_of(
         rec, context, rec["unit"], gpus, where
     )

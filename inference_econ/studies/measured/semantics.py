@@ -351,6 +351,9 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
     figures the row does not state (``datasets/mlperf.yaml``); both from the dataset keep its
     measured contexts."""
     n_in, n_out = number(input_text), number(output_text)
+    stated = [v for pair in (_mean_sd(input_text), _mean_sd(output_text)) if pair for v in pair]
+    if not all(math.isfinite(v) for v in stated):
+        return f"lengths {str(input_text)!r} / {str(output_text)!r} are not finite numbers"
     if n_in is not None and n_out is not None:
         if n_in < 0 or n_out <= 0:
             return f"lengths {input_text!r} / {output_text!r} are not positive"
