@@ -13,7 +13,7 @@ import pandas as pd
 from . import settings as table
 from .errors import InfeasibleError, SpecError, warn
 from .model.assumptions import Assumptions, preset
-from .model.economics import flop_rates
+from .model.machine import flop_rates, min_gpus
 from .model.workload import compile_workload
 from .optimise.frontier import Frontier
 from .optimise.method import Method, make_method
@@ -146,7 +146,7 @@ def model_summary(
         "sparsity": sparsity,
         "hardware": gpu.name,
         "hardware_file": display_path(gpu.source_file),
-        "min_gpus_for_weights": work.weights_total_bytes / gpu.hbm_capacity_bytes,
+        "min_gpus_for_weights": min_gpus(work.weights_total_bytes, gpu),
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
         "critical_batch": flop * work.bytes_per_weight / (2.0 * bw) * sparsity,
         # tokens of KV cache one GPU holds beside the weights (HBM, not the model's window)

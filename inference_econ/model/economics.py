@@ -1,22 +1,11 @@
-"""Money and utilisation: $ per million tokens, GPU-seconds, MFU and the FLOP/s a chip sustains
-(docs/model.md §A3, §A7). Every module that prices or rates a configuration calls these."""
+"""Money and utilisation: $ per million tokens, GPU-seconds and MFU (docs/model.md §A7). Every
+module that prices a configuration calls these (the FLOP/s a chip sustains: ``machine``)."""
 
 from __future__ import annotations
 
-from ..specs.hardware import GPU
-from .assumptions import Assumptions
+import numpy as np
 
 SECONDS_PER_HOUR = 3600.0
-
-
-def flop_rates(gpu: GPU, weight_bits: float, assumptions: Assumptions) -> tuple[float, float]:
-    """(peak, sustained) dense FLOP/s of matmuls with ``weight_bits`` weights (§A3).
-
-    A precision the chip lacks runs at the next wider one; without ``native_fp4`` 4-bit
-    weights run at the 8-bit rate even on chips with FP4 tensor cores (the paper's rule).
-    """
-    peak = gpu.peak_flop_per_s(weight_bits, assumptions.native_fp4)
-    return peak, peak * gpu.sustained_flop_fraction
 
 
 def gpu_seconds_per_token(gpus, latency_s, batch):
@@ -28,6 +17,15 @@ def usd_per_mtok(gpus, latency_s, tokens_per_step, price_usd_per_hour):
     """$ per million tokens when ``gpus`` GPUs produce ``tokens_per_step`` tokens every
     ``latency_s`` seconds (§A7: 1e6·N·latency/B·price/3600)."""
     return 1e6 * gpus * latency_s / tokens_per_step * price_usd_per_hour / SECONDS_PER_HOUR
+
+
+def priced_grid(gpus, latency_s, batch, price_usd_per_hour, max_throughput_tokens_per_s):
+    """$ per million tokens of every configuration of a grid, inf where its throughput
+    B/latency exceeds the demand cap (§A7: a provider cannot sell more tokens than are asked
+    for). Arrays broadcast; infinite latencies stay infinite costs."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = usd_per_mtok(gpus, latency_s, batch, price_usd_per_hour)
+        return np.where(batch / latency_s > max_throughput_tokens_per_s, np.inf, cost)
 
 
 def usd_per_mtok_at_throughput(tokens_per_s_per_gpu, price_usd_per_hour):

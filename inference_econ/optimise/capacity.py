@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InfeasibleError, plural
+from ..model.machine import usable_hbm_bytes
 from ..model.workload import compile_workload
 from ..serving.load.arrivals import Traffic
 from ..serving.load.deployment import Deployment
@@ -36,8 +37,7 @@ def instance_sizes(setting: Setting, max_gpus: int | None = None) -> list[int]:
     """GPUs per instance worth trying: powers of two up to a node and whole multiples of a node,
     from the smallest that holds the weights (and room for a KV cache) up to four times it."""
     work = compile_workload(setting.model, setting.assumptions)
-    usable = setting.gpu.hbm_capacity_bytes * (1.0 - setting.assumptions.memory_reserve_fraction)
-    smallest = work.weights_total_bytes / usable
+    smallest = work.weights_total_bytes / usable_hbm_bytes(setting.gpu, setting.assumptions)
     node = setting.gpu.scale_up_domain_gpus
     sizes = [2**i for i in range(0, 12) if 2**i <= node] + [node * 2**j for j in range(1, 10)]
     top = max(node, 4 * smallest)

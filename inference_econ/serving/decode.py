@@ -25,6 +25,7 @@ from ..model.latency import (
     expert_degree,
 )
 from ..model.layouts import Layout, best_layout
+from ..model.machine import min_gpus
 from ..model.workload import compile_workload
 from .prefill import FirstToken
 from .setting import Setting, check_values
@@ -97,7 +98,7 @@ class Decoder:
         """The fewest GPUs whose HBM holds the target's weights (§A7's grid start; draft heads
         take memory too, which the capacity check charges, but the grid stays the target's so
         that settings with and without heads are compared on the same points)."""
-        return self.work.weights_total_bytes / self.setting.gpu.hbm_capacity_bytes
+        return min_gpus(self.work.weights_total_bytes, self.setting.gpu)
 
     def gamma_values(self) -> list[int]:
         """Target passes needed, tokens per request: 1 (no speculation) and every verification
