@@ -292,10 +292,9 @@ def benchmarks() -> dict[str, Benchmark]:
     from ...specs.schema import check_number
     from ...specs.yamlfile import load_yaml
 
-    path = next(
-        (r / "datasets" / "mlperf.yaml" for r in data_roots() if (r / "datasets").is_dir()), None
-    )
-    if path is None or not path.is_file():
+    found = (r / "datasets" / "mlperf.yaml" for r in data_roots())
+    path = next((p for p in found if p.is_file()), None)
+    if path is None:
         raise SpecError("datasets/mlperf.yaml", "", "is missing", "reinstall the package")
     out = {}
     for name, spec in load_yaml(path).get("benchmarks", {}).items():
