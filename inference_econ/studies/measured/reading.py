@@ -14,7 +14,6 @@ operating-point files overlaid on figures.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import re
 from dataclasses import dataclass
@@ -334,26 +333,32 @@ def _hardware(text: str) -> tuple[GPU | None, int | None, str]:
         return None, None, f"hardware {raw!r} is not disclosed"
     if re.search(r"heterogeneous|\bmixed\b", raw, re.I):
         return None, None, f"heterogeneous: hardware {raw!r} mixes accelerators"
-    parts = [p for p in _PARTS.split(re.sub(r"\([^)]*\)", " ", raw)) if p.strip()]
-    if len(parts) > 1:
-        kinds = {}
-        for part in parts:
-            with contextlib.suppress(SpecError):
-                gpu, count = _load_gpu(part.strip())
-                kinds.setdefault(gpu.name, (gpu, count))
-        if len(kinds) > 1:
-            names = " and ".join(sorted(kinds))
-            return None, None, f"heterogeneous: hardware {raw!r} mixes {names}"
+    parts = [p.strip() for p in _PARTS.split(re.sub(r"\([^)]*\)", " ", raw)) if p.strip()]
+    kinds: dict[str, tuple[GPU, int | None]] = {}
+    unknown, others = [], []
+    for part in parts if len(parts) > 1 else ():
+        try:
+            gpu, count = _load_gpu(part)
+            kinds.setdefault(gpu.name, (gpu, count))
+        except SpecError:
+            others.append(part)
+            if not is_host_part(part) and _ACCELERATOR_WORD.search(part):
+                unknown.append(part)
+    if len(kinds) + len(unknown) > 1:
+        names = " and ".join([*sorted(kinds), *unknown])
+        return None, None, f"heterogeneous: hardware {raw!r} mixes {names}"
     try:
         gpu, count = _load_gpu(raw)
         return gpu, count, ""
     except SpecError as exc:
-        if len(parts) > 1 and len(kinds) == 1:
-            others = [p for p in parts if not is_host_part(p)]
-            if len(others) == 1:  # one accelerator and its host CPUs
-                gpu, count = next(iter(kinds.values()))
-                return gpu, count, ""
+        if len(kinds) == 1 and all(is_host_part(p) for p in others):
+            gpu, count = next(iter(kinds.values()))  # one accelerator and its host CPUs
+            return gpu, count, ""
         return None, None, f"hardware {raw!r}: {exc.problem}"
+
+
+#: Words that make an unknown part of a system name an accelerator (not a host or a count).
+_ACCELERATOR_WORD = re.compile(r"nvidia|\bamd\b|instinct|intel|gaudi|\barc\b|\btpu", re.I)
 
 
 @lru_cache(maxsize=512)
@@ -444,9 +449,11 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     if engine.name is not None:
         _engine_profile(engine.name)
     disaggregated, decode_gpus, decode_text = sem.disaggregation_of(
-        rec, context, rec["unit"], gpus, where
+        rec, context, rec["unit"], gpus, where, scenario
     )
     serving = decode_gpus if disaggregated and decode_gpus else gpus
+    if decode_text:  # the decode instances' own cap ("max_batch_size 64")
+        cap = sem.batch_of("", scenario, decode_text)[1] or cap
     layout = (
         sem.layout_of(decode_text, serving, where)
         if decode_text

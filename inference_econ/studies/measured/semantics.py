@@ -621,10 +621,12 @@ class Layout:
         return f"{self.replicas} x {text}" if self.replicas > 1 else text
 
 
-#: Attention data parallelism: "attn-DP", "attention-DP", "DP-attention", "DP8 attention",
-#: "DPA", "--enable-dp-attention" (SGLang); a degree written with it is the attention's.
+#: Attention data parallelism: "attn-DP", "attention-DP", "attention data parallel",
+#: "DP-attention", "DP8 attention", "DPA", "--enable-dp-attention" (SGLang); a degree written
+#: with it is the attention's.
 _ATTENTION_DP = re.compile(
-    r"(?:attn|attention)[\s_-]*dp\s*(\d*)|dp\s*(\d*)[\s_-]*(?:attn|attention)|\bdpa\b",
+    r"(?:attn|attention)[\s_-]*(?:dp|data[\s_-]*parallel(?:ism)?)\s*(\d*)"
+    r"|dp\s*(\d*)[\s_-]*(?:attn|attention)|\bdpa\b",
     re.IGNORECASE,
 )
 #: Launch flags naming degrees: "--tp 8", "--tensor-parallel-size 8", "tp_size=8".
@@ -755,31 +757,84 @@ def row_layout(parallelism, notes: str, scenario: str | None, gpus: int, where: 
         )
     layout = layout_of(part.text, gpus, where) if part.text else None
     if layout is None and notes:
-        layout = layout_of(scenario_part(notes, scenario).text, gpus, where)
+        stated = notes_layout(scenario_part(notes, scenario).text)
+        layout = layout_of(stated, gpus, where) if stated else None
     return layout
+
+
+_NOTES_LAYOUT = re.compile(r"\b(?:layout|parallelism)\s*[:=]\s*([^;|]+)", re.IGNORECASE)
+_LAUNCH = re.compile(
+    r"--(?:tp|tp-size|tensor-parallel-size|pp|pp-size|pipeline-parallel-size|dp|dp-size|"
+    r"data-parallel-size|ep|ep-size|expert-parallel-size)[\s=]+\d+|"
+    r"--enable-dp-attention|--enable-expert-parallel",
+    re.IGNORECASE,
+)
+
+
+def notes_layout(notes: str) -> str:
+    """The layout free-text notes state: a part labelled "layout:" or "parallelism:", else
+    their launch flags ("--tp 8 --enable-dp-attention"); "" when they state none (other
+    numbers in notes, "18 nodes x 4 accelerators", are not a layout)."""
+    m = _NOTES_LAYOUT.search(notes)
+    if m:
+        return m.group(1)
+    return " ".join(_LAUNCH.findall(notes))
 
 
 # --- disaggregation -----------------------------------------------------------------------------
 
 _ROLE = re.compile(r"^\s*(prefill|context|ctx|decode|generation|gen)\s*[:=]\s*(.*)$", re.I)
+#: Workers described in words: "2 prefill worker(s) of 4 GPUs each (tp 4, ep 4, attention data
+#: parallel); 4 decode workers of 16 GPUs each (tp 16, ep 16)".
+_WORKERS = re.compile(
+    r"(?P<count>\d+)\s+(?P<role>prefill|context|ctx|decode|generation|gen)\s+"
+    r"(?:worker|instance|server|engine)s?(?:\(s\))?\s+of\s+(?P<gpus>\d+)\s+"
+    r"(?:gpus?|accelerators?)(?:\s+each)?(?:\s*\((?P<layout>[^)]*)\))?",
+    re.IGNORECASE,
+)
 _DECODE_BASIS = re.compile(r"per[\s-]+decode[\s_-]*gpu|/\s*decode[\s_-]*gpu", re.IGNORECASE)
 
 
-def disaggregation_of(row: dict, context: str, unit: str, gpus: int, where: str):
+def _says_disaggregated(notes: str, scenario: str | None) -> bool:
+    """Whether notes say the row's run is disaggregated: "disaggregated" not tied to another
+    scenario ("colocated Offline/Server ..., while disaggregated Interactive ..." says it of
+    Interactive rows only)."""
+    for m in _DISAGGREGATED.finditer(notes):
+        named = {w.lower() for w in _MLPERF_SCENARIO.findall(m.group(0))}
+        if not named or scenario in named:
+            return True
+    return False
+
+
+#: "disaggregated" with the word before it and the three after it (where a scenario it is
+#: said of would be: "Interactive disaggregated", "disaggregated prefill/decode Interactive").
+_DISAGGREGATED = re.compile(r"(?:[\w/-]+\s+)?disaggregat\w*(?:\s+[\w/-]+){0,3}", re.IGNORECASE)
+
+
+def disaggregation_of(
+    row: dict, context: str, unit: str, gpus: int, where: str, scenario: str | None = None
+):
     """(disaggregated, decode GPUs, decode layout text) of a row. A row is disaggregated when
     its ``disaggregated`` column is true, its notes say so or its parallelism gives prefill and
-    decode parts ("prefill: TP4 x2; decode: TP8"). Its decode GPUs come from a ``decode_gpus``
-    column, the decode part of the parallelism, or "per decode GPU" in the unit or notes (then
+    decode parts ("prefill: TP4 x2; decode: TP8"; or in the notes "2 prefill workers of 4 GPUs
+    each (tp 4); 4 decode workers of 16 GPUs each (tp 16, ep 16)"). Its decode GPUs come from a
+    ``decode_gpus`` column, those parts, or "per decode GPU" in the unit or notes (then
     ``n_gpus`` counts the decode GPUs only); None when it does not say."""
     flag = str(row.get("disaggregated") or "").strip().lower() in ("1", "true", "yes", "y")
     parallelism = "" if is_missing(row.get("parallelism")) else str(row.get("parallelism"))
     roles: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     for segment in re.split(r"\s*[;|]\s*", parallelism):
         m = _ROLE.match(segment)
         if m:
             role = "prefill" if m.group(1).lower() in ("prefill", "context", "ctx") else "decode"
             roles[role] = m.group(2)
-    disaggregated = flag or bool(roles) or "disaggregat" in context.lower()
+    for m in _WORKERS.finditer(context):
+        role = "prefill" if m.group("role").lower() in ("prefill", "context", "ctx") else "decode"
+        layout = (m.group("layout") or "").split(";")[0]
+        roles.setdefault(role, f"{layout} x{m.group('count')}")
+        sizes[role] = int(m.group("count")) * int(m.group("gpus"))
+    disaggregated = flag or bool(roles) or _says_disaggregated(context, scenario)
     if not disaggregated:
         return False, None, None
     given = row.get("decode_gpus")
@@ -793,11 +848,10 @@ def disaggregation_of(row: dict, context: str, unit: str, gpus: int, where: str)
     if _DECODE_BASIS.search(f"{unit} {context}"):
         return True, gpus, roles.get("decode")
     if "decode" in roles:
-        decode = layout_of(roles["decode"], _instance_gpus(roles["decode"], where), where)
+        span = {r: sizes.get(r) or _instance_gpus(text, where) for r, text in roles.items()}
+        decode = layout_of(roles["decode"], span["decode"], where)
         prefill = roles.get("prefill")
-        prefill_gpus = (
-            layout_of(prefill, _instance_gpus(prefill, where), where).gpus if prefill else 0
-        )
+        prefill_gpus = layout_of(prefill, span["prefill"], where).gpus if prefill else 0
         if decode is not None and decode.gpus + prefill_gpus == gpus:
             return True, decode.gpus, roles["decode"]
         raise SpecError(
@@ -827,10 +881,10 @@ ENGINE_WORDS = (
     (re.compile(r"trt|tensorrt|\bnim\b", re.I), "trtllm"),
 )
 #: A versioned mention: the engine's own name followed by its version ("vLLM 0.6.x",
-#: "vllm==0.8.5", "TensorRT-LLM 0.17", "TRT-LLM v1.0", "SGLang 0.4.6.post1").
+#: "vllm==0.8.5", "vllm-0.9.0", "TensorRT-LLM 0.17", "TRT-LLM v1.0", "SGLang 0.4.6.post1").
 _VERSIONED = re.compile(
     r"(?P<name>\bvllm|\bsglang|tensorrt[-_ ]?llm|trt[-_ ]?llm|\btrtllm)"
-    r"\s*(?:v(?:ersion)?\s*|==\s*|@\s*|\(\s*v?)?"
+    r"\s*(?:v(?:ersion)?\s*|==\s*|@\s*|\(\s*v?|-v?)?"
     r"(?P<version>\d+(?:\.\d+)*(?:\.[x*])?(?:[.+-]?(?:rc|post|dev|a|b)\d*)*)",
     re.IGNORECASE,
 )
