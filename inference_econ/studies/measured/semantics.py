@@ -763,10 +763,10 @@ def row_layout(parallelism, notes: str, scenario: str | None, gpus: int, where: 
 
 
 _NOTES_LAYOUT = re.compile(r"\b(?:layout|parallelism)\s*[:=]\s*([^;|]+)", re.IGNORECASE)
+#: Launch flags (the degree flags of ``_FLAGS`` written with their dashes).
 _LAUNCH = re.compile(
-    r"--(?:tp|tp-size|tensor-parallel-size|pp|pp-size|pipeline-parallel-size|dp|dp-size|"
-    r"data-parallel-size|ep|ep-size|expert-parallel-size)[\s=]+\d+|"
-    r"--enable-dp-attention|--enable-expert-parallel",
+    r"--(?:" + "|".join(_FLAGS.values()) + r")(?:\s*[=:]\s*|\s+)\d+"
+    r"|--enable-dp-attention|--enable-expert-parallel",
     re.IGNORECASE,
 )
 
