@@ -76,6 +76,10 @@ class CapacityPlan:
             "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
             "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
             "usd_per_mtok": r.usd_per_mtok,
+            "joules_per_output_token": r.joules_per_output_token,
+            "output_tokens_per_s_per_kw": r.output_tokens_per_s_per_kw,
+            "output_tokens_per_s_per_mw": r.output_tokens_per_s_per_mw,
+            "it_power_kw": r.it_power_kw,
             "rate_per_s": self.rate_per_s,
             "max_rate_per_s": self.max_rate_per_s,
             "load_headroom": self.load_headroom,
@@ -128,7 +132,7 @@ def _candidate(
     return row
 
 
-def _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
+def knee_rows(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
     """Rows for every GPU, instance size and kind (co-located; prefill and decode pools)."""
     kinds = [("deployment", targets)]
     if disaggregated:
@@ -228,7 +232,7 @@ def cheapest_deployment(
 ) -> CapacityPlan:
     """The cheapest deployment of any of ``settings`` (one per GPU) serving ``traffic`` within
     ``targets`` (module docstring). Raises ``InfeasibleError`` with the reasons if none does."""
-    rows = _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress)
+    rows = knee_rows(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress)
     options = _options(rows)
     if not options:
         reasons = "; ".join(

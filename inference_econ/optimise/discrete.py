@@ -188,6 +188,27 @@ def evaluate(problem):
     return N, B, latency, (layouts, draft)
 
 
+def whole_layouts(decoder, N, B):
+    """The best whole layouts of configurations (N, B) of one GPU count — what an engine
+    launches — as ``Decoder.layouts`` gives §A5's: ({S: Layout} of the target, {S: Layout} of
+    the draft or None)."""
+    s, d = decoder.setting, decoder
+    n = int(np.ravel(N)[0])
+    B = np.asarray(B, dtype=float)
+    ctx, pipe = s.context_tokens, s.pipeline
+    draft = None
+    if d.draft is not None:
+        head = s.spec.draft_architecture
+        draft = {
+            x: _search(d.draft, head, n, B, x, ctx, pipe, d.draft_terms) for x in d.draft_values()
+        }
+    target = {
+        g: _search(d.target, s.model, n, B, g, ctx, pipe, d.target_terms, d.budget(g, draft))
+        for g in d.gamma_values()
+    }
+    return target, draft
+
+
 def _flat(layout: Layout) -> Layout:
     return Layout(
         *(

@@ -27,6 +27,7 @@ from ..model.latency import (
 from ..model.layouts import Layout, best_layout
 from ..model.machine import min_gpus
 from ..model.workload import compile_workload
+from .energy import ENERGY_COLUMNS, energy_columns
 from .prefill import FirstToken
 from .setting import Setting, check_values
 from .speculative import combine, draft_labels, draft_tokens, target_tokens
@@ -42,8 +43,9 @@ LAYOUT_COLUMNS = [
     "draft_tokens",
 ]
 SUMMARY_COLUMNS = POINT_COLUMNS + LAYOUT_COLUMNS + ["mfu", "bound"]
-#: Everything that explains a point: its summary, latency and where the latency goes.
-DETAIL_COLUMNS = SUMMARY_COLUMNS + ["latency_s", *ADDITIVE_PARTS]
+#: Everything that explains a point: its summary, latency, where the latency goes and the
+#: energy it takes (docs/model.md §G2).
+DETAIL_COLUMNS = SUMMARY_COLUMNS + ["latency_s", *ADDITIVE_PARTS, *ENERGY_COLUMNS]
 #: Both sides of the roofline, besides the additive parts.
 SIDES = ("memory_time_s", "compute_time_s", *FULL_READS)
 
@@ -232,6 +234,17 @@ class Decoder:
         df["bound"] = bound_label(
             bd.weight_read_s, bd.kv_read_s, bd.activation_read_s, bd.arithmetic_s
         )
+        energy = energy_columns(
+            s,
+            N,
+            B / latency,
+            latency,
+            bd.compute_time_s,
+            bd.memory_time_s,
+            bd.collective_bandwidth_s,
+        )
+        for name, values in energy.items():
+            df[name] = values
         return df
 
 

@@ -27,6 +27,7 @@ from ..model.latency import (
 )
 from ..model.layouts import best_latency, best_layout, tp_dims
 from ..specs.schema import check_number
+from .energy import energy_columns
 from .setting import Setting, check_context
 
 
@@ -320,4 +321,15 @@ def prefill(
     }
     reads = [row[k] for k in ("weight_read_s", "kv_read_s", "activation_read_s", "arithmetic_s")]
     row["bound"] = str(bound_label(*reads))
+    energy = energy_columns(
+        setting,
+        float(gpus),
+        row["tokens_per_s"],
+        latency,
+        row["compute_time_s"],
+        row["memory_time_s"],
+        row["collective_bandwidth_s"],
+    )
+    row["joules_per_input_token"] = float(energy["joules_per_output_token"])
+    row["it_power_w_per_gpu"] = float(energy["it_power_w_per_gpu"])
     return pd.Series(row)
