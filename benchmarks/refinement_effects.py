@@ -138,6 +138,13 @@ REFINEMENTS = [
         "a lone prompt is one sequence: balanced micro-batches charge a quarter of its time on 4 stages",
         "docs/model.md §B12",
     ),
+    (
+        "kv_replication",
+        True,
+        "an attention tensor group wider than the KV heads keeps copies of the KV cache (MLA: every rank)",
+        "engines replicate KV heads over the extra ranks; data-parallel attention shards by request",
+        "TensorRT-LLM parallel-strategy guide",
+    ),
 ]
 
 

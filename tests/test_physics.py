@@ -269,3 +269,39 @@ def test_an_engine_offers_only_the_layouts_it_runs():
     assert load_engine("vllm").layout_features("dense") == {"pipeline"}
     with pytest.raises(SpecError, match="unknown feature 'tensor_3d'"):
         profile_from_dict({"name": "x", "parallelism": {"dense": ["tensor_3d"]}}, "x.yaml")
+
+
+# --- §B13: KV-cache copies across an attention group wider than the KV heads --------------
+def test_kv_cache_is_copied_beyond_the_kv_heads_and_sharded_by_attention_dp():
+    """MLA keeps one latent per token: every rank of a tensor-parallel attention group holds
+    the whole cache (TensorRT-LLM's parallel-strategy guide: "if num_heads < tensor_parallel_size,
+    the KV-cache is replicated on every GPU"); data-parallel attention partitions it by request."""
+    s = ie.make_setting("DeepSeek-R1", "H200", assumptions="refined", context_tokens=8000)
+    model = StepModel(compile_workload(s.model, s.assumptions), s.gpu, s.assumptions)
+    per_request = model.work.attention_kv_bytes(8000.0, 1.0)
+    free = float(model.free_hbm_bytes(8.0))
+
+    def most(adiv):  # the largest batch that fits on 8 GPUs, p = 1
+        B = np.arange(1.0, 4000.0)
+        return int(B[model.fits(8.0, B, 1.0, 8000.0, adiv)].max())
+
+    assert most(8.0) == pytest.approx(free / per_request, abs=1)  # DP attention: sharded
+    assert most(1.0) == pytest.approx(free / (8 * per_request), abs=1)  # TP8: 8 copies
+    assert most(None) == most(8.0)  # the test before the divisors are searched
+    paper = StepModel(compile_workload(s.model, PAPER), s.gpu, PAPER)
+    assert paper.kv_copies(8.0) == 1.0  # the paper spreads the cache over all GPUs
+    llama = compile_workload(ie.load_model("Llama 3 70B"), REFINED)
+    assert float(llama.kv_replication(8)) == 1.0 and float(llama.kv_replication(16)) == 2.0
+
+
+# --- §F2: a decode GEMM of one token stays memory-bound ------------------------------------
+def test_batch_one_decode_is_memory_bound_under_an_engine():
+    """A GEMM's fixed cost per kernel adds beside its weight reads, not in place of them:
+    Llama 3 70B, FP8, on 8 x H100 at batch 1 reads its weights (issue 27 item 7: the engine
+    step showed 0 ms of weight reads and called it compute-bound)."""
+    row = ie.point("Llama 3 70B", "H100", gpus=8, batch=1, weight_bits=8, assumptions="achievable")
+    assert row.bound == "memory" and row.arithmetic_s == 0.0
+    weights = 70.6e9 / 8 / 3.35e12  # one byte per weight over each GPU's datasheet bandwidth
+    assert row.weight_read_s == pytest.approx(
+        weights / load_engine("trtllm").hbm_efficiency, rel=0.05
+    )

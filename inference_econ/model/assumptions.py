@@ -103,6 +103,10 @@ class Assumptions:
     #: and node-limited routing in prefill (§B11). The paper: min(k, e) ranks in one node, the
     #: inter-node term over all R ranks' NICs.
     expert_all_to_all: bool = False
+    #: An attention tensor group wider than the KV heads keeps a copy of the KV cache per
+    #: extra rank (MLA's latent on every rank): memory and reads times the copies (§B13). The
+    #: paper: the cache spread evenly over all GPUs.
+    kv_replication: bool = False
     #: Micro-batches scheduled through the pipeline stages: a step whose sequences cannot fill
     #: p micro-batches (one long prompt) crosses the stages serially (§B12). The paper: p
     #: balanced micro-batches of B/p tokens, whatever the tokens are.
@@ -222,6 +226,7 @@ REFINED = Assumptions(
     precision_formats=True,  # GEMM rate of both operands, attention at the KV format, NVFP4 scales
     expert_all_to_all=True,  # dispatch/combine over every EP rank and each GPU's NIC
     pipeline_bubbles=True,  # a lone sequence crosses the pipeline stages serially
+    kv_replication=True,  # ranks beyond the KV heads keep copies of the cache
 )
 
 #: The earlier version of the paper's code, which printed the paper's Table 5: Part A with

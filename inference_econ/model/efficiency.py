@@ -41,7 +41,7 @@ def tile_rounded(tokens, tile: float):
 
 def size_factor(volume, half_volume):
     """Share of the best-shape efficiency a GEMM of ``volume`` = M·N·K per GPU reaches:
-    V / (V + V½) (§F2)."""
+    V / (V + V½) (§F2; in a step its fixed part is charged apart, ``gemm_compute_s``)."""
     v = np.maximum(np.asarray(volume, dtype=float), 0.0)
     return v / (v + half_volume)
 
@@ -147,22 +147,31 @@ class StepTimes:
 
 
 def gemm_compute_s(work: StepWork, terms):
-    """Seconds of the step's GEMMs at their shape-dependent efficiency (§F2)."""
+    """(arithmetic seconds, fixed seconds) of the step's GEMMs (§F2).
+
+    A GEMM class of ideal seconds ``s`` and volume ``V`` per GPU at the shape-dependent
+    efficiency ``η·V/(V + V½)`` takes ``s/η + (s/η)·V½/V``: its arithmetic at the best-shape
+    efficiency, on the compute side of the GEMM roofline, and a fixed cost per kernel (ramp-up,
+    tail, prologue), ``2·V½/(η·F)``, which a kernel pays whether it streams its weights or
+    multiplies: it adds to the step, outside the roofline. So a decode GEMM of one token stays
+    memory-bound, its fixed cost beside its weight reads."""
     v_half = terms.gemm_half_volume
     base = terms.gemm_efficiency_scale * np.where(
         np.asarray(work.fp4) > 0, terms.fp4_gemm_efficiency, 1.0
     )
     base = base * work.power_derating
-    dense = (
-        _over(work.dense_gemm_s, size_factor(work.dense_volume, v_half))
-        + _over(work.projection_gemm_s, size_factor(work.projection_volume, v_half))
-        + _over(work.head_gemm_s, size_factor(work.head_volume, v_half))
+    classes = (
+        (work.dense_gemm_s, work.dense_volume, 1.0),
+        (work.projection_gemm_s, work.projection_volume, 1.0),
+        (work.head_gemm_s, work.head_volume, 1.0),
+        (work.expert_gemm_s * work.expert_imbalance, work.expert_volume, terms.moe_gemm_efficiency),
     )
-    experts = _over(
-        work.expert_gemm_s * work.expert_imbalance,
-        size_factor(work.expert_volume, v_half) * terms.moe_gemm_efficiency,
-    )
-    return (dense + experts) / base
+    arithmetic = fixed = 0.0
+    for seconds, volume, efficiency in classes:
+        core = _over(seconds, base * efficiency)
+        arithmetic = arithmetic + core
+        fixed = fixed + _over(core * v_half, volume)
+    return arithmetic, fixed
 
 
 def _over(seconds, efficiency):
@@ -180,7 +189,7 @@ def combine(work: StepWork, terms) -> StepTimes:
     eta_w = terms.hbm_efficiency
     weights = work.weight_read_s / eta_w
     memory = weights + work.activation_read_s / eta_w
-    compute = gemm_compute_s(work, terms)
+    compute, gemm_fixed = gemm_compute_s(work, terms)
     kv = (work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s) / (
         terms.kv_read_efficiency
     )
@@ -190,6 +199,7 @@ def combine(work: StepWork, terms) -> StepTimes:
         work.layers * (terms.layer_overhead_s + work.eager * terms.eager_layer_overhead_s)
         + terms.step_overhead_s
         + terms.sequence_overhead_s * work.sequences
+        + gemm_fixed
     )
     scale = terms.step_time_scale
     total = scale * (

@@ -14,6 +14,7 @@ terms for the breakdown, so both paths charge exactly the same calls.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -100,6 +101,11 @@ class PipelinePart:
     flop: object
     #: The work the achievable preset charges per kernel class (§F1); None for the ideal.
     achievable: AchievablePart | None = None
+    #: §B13: the attention layers' part of ``kv_read_s``, and the KV bytes that must be
+    #: resident (all of them, and the attention layers' part), for copies beyond the KV heads.
+    kv_attention_read_s: object = 0.0
+    kv_resident_bytes: object = 0.0
+    kv_attention_bytes: object = 0.0
 
     def ff_calls(self, two_d: bool) -> tuple[CollectiveCalls, ...]:
         return self.ff_calls_2d if two_d else self.ff_calls_1d
@@ -240,24 +246,41 @@ class StepModel:
         )
 
     # --- feasibility ----------------------------------------------------------------------
-    def fits(self, N, B, p, context):
+    def fits(self, N, B, p, context, adiv=1.0):
         """Weights plus KV cache fit in HBM with room to spare, and the pipeline is not deeper
         than N or B (§A5). A count whose weights exactly fill HBM has no room for anything else
-        and does not fit."""
-        w = self.work
+        and does not fit. With attention divisor ``adiv`` (1: attention tensor-parallel over
+        the whole stage) the KV copies of §B13 count too; ``adiv=None`` leaves them out (the
+        test every divisor must pass, before the divisors are searched)."""
         # in float64 whatever the search's precision: a point is feasible or not, exactly
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
+        kv, attention = self._resident_kv(B, p, context)
+        copies = 1.0 if adiv is None else self.kv_copies(N / p / adiv)
+        return self._kv_room(N, kv, attention, copies) & (p <= np.minimum(N, B))
+
+    def _resident_kv(self, B, p, context):
+        """(KV bytes that must be resident, the target's attention layers' part of them)."""
+        w = self.work
         kv_batch = B if self.assumptions.kv_capacity_whole_batch else B / p
-        if self.profile is not None:  # §F8: the KV cache the engine sets aside
-            kv = w.kv_cache_bytes(context, kv_batch)
-            if self.companion_copies:
-                kv = kv + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
-            return (kv <= self.kv_capacity_bytes(N)) & (p <= np.minimum(N, B))
-        need = self.weights_total_bytes + w.kv_cache_bytes(context, kv_batch)
+        kv = w.kv_cache_bytes(context, kv_batch)
         if self.companion_copies:
-            need = need + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
-        # with room to spare: a count whose weights exactly fill HBM is not feasible (§A5)
-        return (N * self.machine.usable_hbm_bytes > need) & (p <= np.minimum(N, B))
+            kv = kv + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
+        return kv, w.attention_kv_bytes(context, kv_batch)
+
+    def _kv_room(self, N, kv, attention, copies):
+        """Whether ``kv`` resident bytes, ``attention`` of them held ``copies`` times, fit:
+        in the engine's KV memory (§F8) or, with room to spare, beside the weights (§A5)."""
+        need = kv if np.all(np.asarray(copies) == 1.0) else kv + attention * (copies - 1.0)
+        if self.profile is not None:
+            return need <= self.kv_capacity_bytes(N)
+        return N * self.machine.usable_hbm_bytes > self.weights_total_bytes + need
+
+    def kv_copies(self, attention_degree):
+        """Copies of the attention KV cache over an attention tensor group (§B13): 1 without
+        ``kv_replication``."""
+        if not self.assumptions.kv_replication:
+            return 1.0
+        return self.work.kv_replication(attention_degree)
 
     def free_hbm_bytes(self, N):
         """Usable HBM of ``N`` GPUs left once the weights are in (§A5)."""
@@ -299,6 +322,7 @@ class StepModel:
             )
         bw_total = N * m.hbm_bandwidth_bytes_per_s
         kv_batch = B if self.assumptions.kv_read_whole_batch else b
+        resident, attention_resident = self._resident_kv(B, p, context)
         ff, ctx, proj = w.flop(B, S, context)
         return PipelinePart(
             gpus=N,
@@ -310,6 +334,9 @@ class StepModel:
             ff_calls_1d=tuple(ff_1d),
             shared_calls=tuple(shared),
             kv_read_s=p * w.kv_cache_bytes(context, kv_batch) / bw_total,
+            kv_attention_read_s=p * w.attention_kv_bytes(context, kv_batch) / bw_total,
+            kv_resident_bytes=resident,
+            kv_attention_bytes=attention_resident,
             ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
             ff_context_compute_s=self._ff_context_s(ff, ctx, N),
@@ -452,19 +479,48 @@ class StepModel:
         att2 = total_time_s(self.attention_calls(part, adiv, True, cache, key))
         att1 = total_time_s(self.attention_calls(part, adiv, False, cache, key))
         reads = self.attention_reads(part, adiv, cache, key)
+        copies = self.copies_of(part, adiv)
         if self.engine is not None:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
             if "tensor_2d" not in self.features:  # §F11: no engine runs 2-D tensor parallelism
                 two_d = np.full(np.shape(two_d), np.inf)
-            return (
-                two_d,
-                scale * (att1 + part.collective_1d_s),
-                self.engine.rest_s(part, adiv, reads),
-            )
+            rest = self.engine.rest_s(self.with_copies(part, copies), adiv, reads)
+            one_d = scale * (att1 + part.collective_1d_s)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest)
         weights, acts = reads
-        rest = np.maximum(part.memory_base_s + (weights + acts), self.compute_time(part, adiv))
+        memory = part.memory_base_s + (weights + acts)
+        if copies is not None:
+            memory = memory + part.kv_attention_read_s * (copies - 1.0)
+        rest = np.maximum(memory, self.compute_time(part, adiv))
+        rest = self._if_kv_fits(part, copies, rest)
         return att2 + part.collective_2d_s, att1 + part.collective_1d_s, rest
+
+    def copies_of(self, part: PipelinePart, adiv):
+        """Copies of the attention KV cache on the layout of divisor ``adiv`` (§B13); None
+        without ``kv_replication`` (nothing to add)."""
+        if not self.assumptions.kv_replication:
+            return None
+        return self.kv_copies(part.tensor_degree / adiv)
+
+    @staticmethod
+    def with_copies(part: PipelinePart, copies) -> PipelinePart:
+        """The part with its attention KV reads made ``copies`` times (§B13): each rank of an
+        attention group wider than the KV heads reads the copy it holds."""
+        if copies is None:
+            return part
+        extra = part.kv_attention_read_s * (copies - 1.0)
+        ap = part.achievable
+        if ap is not None:
+            ap = dataclasses.replace(ap, kv_request_read_s=ap.kv_request_read_s * copies)
+        return dataclasses.replace(part, kv_read_s=part.kv_read_s + extra, achievable=ap)
+
+    def _if_kv_fits(self, part: PipelinePart, copies, seconds):
+        """``seconds`` where the part's resident KV with its copies fits (§B13), else inf."""
+        if copies is None or not np.any(np.asarray(part.kv_attention_bytes) > 0):
+            return seconds
+        ok = self._kv_room(part.gpus, part.kv_resident_bytes, part.kv_attention_bytes, copies)
+        return np.where(ok, seconds, np.inf)
 
     def latency_by_dims(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
         """(latency with 2-D tensor parallelism, latency with 1-D) for divisor ``adiv``."""
@@ -502,9 +558,10 @@ class StepModel:
         flag, or an array of flags per point)."""
         part = self.pipeline_part(N, B, S, context, p)
         coll_lat, coll_bw = self.collective_terms(part, adiv, two_d)
+        ok = self.fits(N, B, p, context, adiv)
+        part = self.with_copies(part, self.copies_of(part, adiv))
         if self.engine is not None:
             reads = self.attention_reads(part, adiv)
-            ok = self.fits(N, B, p, context)
             return self.engine.breakdown(part, adiv, coll_lat, coll_bw, reads, ok)
         aw, aa = self.attention_reads(part, adiv)
         weight_s = part.ff_weight_read_s + aw
@@ -514,7 +571,6 @@ class StepModel:
         compute = self.compute_time(part, adiv)
         memory_bound = memory >= compute
         total = self.kernel_s + coll_lat + coll_bw + np.maximum(memory, compute)
-        ok = self.fits(N, B, p, context)
         zero = np.zeros_like(np.asarray(total, dtype=float))
 
         def shown(x, keep=True):

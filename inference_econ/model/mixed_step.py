@@ -113,6 +113,7 @@ def mixed_step_work(
     )
     adiv, two_d = layout.attention_divisor, layout.two_d
     coll_lat, coll_bw = model.collective_terms(part, adiv, two_d)
+    part = model.with_copies(part, model.copies_of(part, adiv))  # §B13, as the step has them
     return model.engine.step_work(part, adiv, coll_lat, coll_bw, model.attention_reads(part, adiv))
 
 
@@ -140,14 +141,18 @@ def _mixed_part(
     base = model.pipeline_part(N, np.maximum(charged, 1.0), 1.0, 0.0, p)
     w, m = model.work, model.machine
     kv_bytes = w.kv_cache_bytes(decode_context, D) + w.kv_cache_bytes(prefill_context, R)
+    attention_kv = w.attention_kv_bytes(decode_context, D) + w.attention_kv_bytes(
+        prefill_context, R
+    )
     ctx_flop = w.flop(D, 1.0, decode_context)[1] + prefill_work.flop(R, chunk, prefill_context)[1]
     flop = base.flop + ctx_flop
     if charged is not tokens:  # the bubbles: time as charged, FLOP as done
         kv_bytes, flop = kv_bytes * scale, base.flop / scale + ctx_flop
-        ctx_flop = ctx_flop * scale
+        ctx_flop, attention_kv = ctx_flop * scale, attention_kv * scale
     part = dataclasses.replace(
         base,
         kv_read_s=kv_bytes / (N * m.hbm_bandwidth_bytes_per_s),
+        kv_attention_read_s=attention_kv / (N * m.hbm_bandwidth_bytes_per_s),
         ff_context_compute_s=base.ff_context_compute_s + ctx_flop / (N * m.attention_flop_per_s),
         flop=flop,
     )
@@ -235,7 +240,10 @@ class StepTable:
         self.compute_s = np.where(empty, 0.0, compute).tolist()
         self.flop = np.where(empty, 0.0, part.flop).tolist()
         work, machine = model.work, model.machine
-        self.kv_s = work.kv_bytes_per_position_per_layer / (N * machine.hbm_bandwidth_bytes_per_s)
+        copies = float(model.kv_copies(layout.attention_degree))  # §B13
+        self.kv_s = (
+            copies * work.kv_bytes_per_position_per_layer / (N * machine.hbm_bandwidth_bytes_per_s)
+        )
         self.attention_s = work.context_flop_per_position_per_layer / (
             N * machine.attention_flop_per_s
         )
@@ -251,6 +259,7 @@ class StepTable:
         T = np.arange(self.max_tokens + 1, dtype=float)
         part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
         lat, bw = model.collective_terms(part, adiv, layout.two_d)
+        part = model.with_copies(part, model.copies_of(part, adiv))  # §B13
         work = model.engine.step_work(part, adiv, lat, bw, model.attention_reads(part, adiv))
         alone = combine(
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
@@ -273,6 +282,7 @@ class StepTable:
         w, gpu = model.work, model.machine.gpu
         self.kv_s = (
             scale
+            * float(model.kv_copies(layout.attention_degree))  # §B13
             * w.kv_bytes_per_position_per_layer
             / (N * gpu.hbm_bandwidth_bytes_per_s * prof.kv_read_efficiency)
         )

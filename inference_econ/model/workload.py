@@ -124,6 +124,9 @@ class Workload:
     attention_bits: float | None = None
     #: The model's class for an engine's layouts (§F11): "mla", "moe" or "dense".
     model_class: str = "dense"
+    #: Ways the attention KV cache splits over attention tensor ranks (§B13): the KV heads
+    #: (GQA, MHA), one for MQA and MLA's shared latent; inf: never replicated.
+    kv_shards: float = math.inf
     #: Bytes per element of the expert dispatch (§B11): the GEMMs' activation operand where it
     #: is narrower than the activations (FP8 dispatch, with its block scales); None: the
     #: activations' bytes.
@@ -214,12 +217,22 @@ class Workload:
             total = total + g.layers * full
         return total
 
+    def attention_kv_bytes(self, context, batch):
+        """Bytes of the attention layers' KV cache of ``batch`` requests at ``context``."""
+        return self.kv_bytes_per_position_per_layer * self.layer_positions(context) * batch
+
     def kv_cache_bytes(self, context, batch):
         """KV-cache bytes of ``batch`` requests at context ``context``."""
-        cache = self.kv_bytes_per_position_per_layer * self.layer_positions(context) * batch
+        cache = self.attention_kv_bytes(context, batch)
         if self.recurrent_matrices:  # a fixed state per request (§C2)
             cache = cache + self.state_bytes_per_sequence * batch
         return cache
+
+    def kv_replication(self, attention_degree):
+        """How many copies of the attention KV cache an attention tensor group of this many
+        GPUs holds (§B13): ranks beyond the KV heads (one for MQA and MLA) each keep a copy,
+        max(1, degree / kv_shards). Data-parallel attention shards by request instead."""
+        return np.maximum(1.0, np.asarray(attention_degree, dtype=float) / self.kv_shards)
 
     def effective_context(self, context, tokens_per_pass):
         """Context charged to each token of a pass: n (paper) or n + (S - 1)/2."""
@@ -488,6 +501,7 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         attention_layers=arch.attention_layers,
         matmul_replication=assumptions.matmul_replication,
         model_class="mla" if att.kind == "mla" else "moe" if arch.is_moe else "dense",
+        kv_shards=1.0 if att.kind == "mla" else float(att.kv_heads),
         **formats,
         **mixers,
     )

@@ -112,13 +112,28 @@ def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch
     return float(tau[settled[0]])
 
 
+def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> float:
+    """Layer-positions of KV cache a layout holds: ``capacity`` over the copies its attention
+    group keeps (§B13)."""
+    return capacity / float(model.kv_copies(layout.attention_degree))
+
+
 def choose_layout(model, prefill_work, options, config, capacity, context, load) -> EngineLayout:
     """The layout that runs the offered load fastest (§E6)."""
     per_request = max(float(model.work.layer_positions(context)), 1.0)
-    batch = int(np.clip(capacity // per_request, 1, config.max_batch_requests))
+    # the KV cache holds fewer requests where attention keeps copies of it (§B13)
+    batches = [
+        int(
+            np.clip(
+                layout_capacity(model, capacity, lay) // per_request, 1, config.max_batch_requests
+            )
+        )
+        for lay in options
+    ]
     budget = config.step_token_budget
     steady = [
-        steady_step_s(model, prefill_work, lay, load, context, batch, budget) for lay in options
+        steady_step_s(model, prefill_work, lay, load, context, batch, budget)
+        for lay, batch in zip(options, batches)
     ]
     if math.isfinite(min(steady)):
         return options[int(np.argmin(steady))]
@@ -127,7 +142,7 @@ def choose_layout(model, prefill_work, options, config, capacity, context, load)
     per_request_s = [
         out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
         + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
-        for lay in options
+        for lay, batch in zip(options, batches)
     ]
     return options[int(np.argmin(per_request_s))]
 
@@ -234,4 +249,5 @@ def build_instance(
     table = StepTable(
         search.model, layout, max(config.step_token_budget, config.max_batch_requests)
     )
-    return Instance(setting, layout, config, table, search.model.work, search.capacity)
+    capacity = layout_capacity(search.model, search.capacity, layout)
+    return Instance(setting, layout, config, table, search.model.work, capacity)
