@@ -251,7 +251,9 @@ def _breakdown(times: StepTimes, ok, flop) -> Breakdown:
             np.where(gm, 0.0, times.gemm_compute_s) + np.where(am, 0.0, times.attention_compute_s)
         ),
         memory_time_s=shown(times.gemm_memory_s + times.kv_s + times.elementwise_s),
-        compute_time_s=shown(times.gemm_compute_s + times.attention_compute_s),
+        # the compute side in full: the GEMM kernels' own time, their fixed cost included
+        # (charged beside the reads, in the overheads part, but time the kernels run)
+        compute_time_s=shown(times.gemm_compute_s + times.gemm_fixed_s + times.attention_compute_s),
         weight_read_full_s=shown(times.gemm_weight_s),
         kv_read_full_s=shown(times.kv_s),
         activation_read_full_s=shown(

@@ -134,6 +134,8 @@ class StepTimes:
     gemm_memory_s: object
     gemm_weight_s: object
     gemm_compute_s: object
+    #: The GEMMs' fixed cost per kernel (§F2), part of ``overhead_s``.
+    gemm_fixed_s: object
     kv_s: object
     attention_compute_s: object
 
@@ -219,6 +221,7 @@ def combine(work: StepWork, terms) -> StepTimes:
         gemm_memory_s=scale * memory,
         gemm_weight_s=scale * weights,
         gemm_compute_s=scale * compute,
+        gemm_fixed_s=scale * gemm_fixed,
         kv_s=scale * kv,
         attention_compute_s=scale * attention,
     )

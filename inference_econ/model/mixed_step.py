@@ -136,7 +136,8 @@ def _mixed_part(
     tokens = D + P
     N, p = float(layout.gpus), float(layout.pipeline)
     chunk = np.where(R > 0, P / np.maximum(R, 1e-300), 0.0)  # tokens of each prompt's chunk
-    charged = pipeline_tokens(model, tokens, np.maximum(chunk, np.where(D > 0, 1.0, 0.0)), p)
+    largest = np.maximum(chunk, np.where(D > 0, 1.0, 0.0))
+    charged = pipeline_tokens(model, tokens, largest, p, D + R)
     scale = charged / np.maximum(tokens, 1.0)
     base = model.pipeline_part(N, np.maximum(charged, 1.0), 1.0, 0.0, p)
     w, m = model.work, model.machine
@@ -161,16 +162,19 @@ def _mixed_part(
     return part, tokens
 
 
-def pipeline_tokens(model: StepModel, tokens, largest, pipeline):
+def pipeline_tokens(model: StepModel, tokens, largest, pipeline, sequences):
     """Tokens a step over ``pipeline`` stages is charged for (docs/model.md §B12): its
-    ``tokens`` as p balanced micro-batches (the paper), or under ``pipeline_bubbles`` p times
-    its largest micro-batch, which holds at least its largest sequence (``largest`` tokens: a
-    prompt's chunk, or 1 for a decoding request). A step whose sequences cannot fill p
-    micro-batches then takes the time of that micro-batch crossing the stages one after
-    another; a lone prompt crosses them serially. ``tokens`` itself where nothing changes."""
+    ``tokens`` as p balanced micro-batches (the paper), or under ``pipeline_bubbles``, where
+    its ``sequences`` (decoding requests and prompt chunks) are fewer than the stages and so
+    cannot fill p micro-batches, p times its largest one, which holds its largest sequence
+    (``largest`` tokens: a prompt's chunk, or 1 for a decoding request): that micro-batch
+    crosses the stages one after another, and a lone prompt crosses them serially. With as
+    many sequences as stages an engine fills its micro-batches side by side (the paper's
+    balanced micro-batches). ``tokens`` itself where nothing changes."""
     if pipeline <= 1 or not model.assumptions.pipeline_bubbles:
         return tokens
-    return np.maximum(tokens, pipeline * np.asarray(largest, dtype=float))
+    few = np.asarray(sequences, dtype=float) < pipeline
+    return np.where(few, np.maximum(tokens, pipeline * np.asarray(largest, dtype=float)), tokens)
 
 
 def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N):
@@ -308,10 +312,12 @@ class StepTable:
                 "model/mixed_step.py: the achievable table no longer matches StepModel.latency"
             )
 
-    def _charged(self, tokens: int, largest: float = 1.0) -> tuple[int, float]:
-        """(row of the table, factor on the positions) of a step of ``tokens`` tokens whose
-        largest sequence has ``largest`` (§B12; the step itself without pipeline bubbles)."""
-        if not self.bubbles:
+    def _charged(self, tokens: int, largest: float = 1.0, sequences=None) -> tuple[int, float]:
+        """(row of the table, factor on the positions) of a step of ``tokens`` tokens in
+        ``sequences`` sequences (default: one per token) whose largest has ``largest`` tokens
+        (§B12; the step itself without pipeline bubbles, or with as many sequences as stages)."""
+        sequences = tokens if sequences is None else sequences
+        if not self.bubbles or sequences >= self.pipeline:
             return tokens, 1.0
         row = min(max(tokens, math.ceil(self.pipeline * largest - 1e-9)), self.max_tokens)
         return row, row / tokens
@@ -331,7 +337,7 @@ class StepTable:
         if tokens == 0:
             return 0.0
         r = tokens if requests is None else requests
-        row, scale = self._charged(tokens, largest)
+        row, scale = self._charged(tokens, largest, r)
         if scale != 1.0:
             kv_positions, attention_positions = kv_positions * scale, attention_positions * scale
         return (

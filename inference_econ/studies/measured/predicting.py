@@ -166,7 +166,9 @@ def _models(arch, gpu, bits, a: Assumptions):
 
 def candidates(row: MeasuredRow) -> list[Candidate]:
     """The layouts a row may have run: the one it states, else every tensor-parallel split of
-    its GPUs within a scale-up domain (MoE models with and without expert parallelism)."""
+    its GPUs within a scale-up domain (MoE models with and without expert parallelism, and
+    with and without data-parallel attention, which shards an MLA or few-KV-head cache that
+    tensor-parallel attention copies, docs/model.md §B13)."""
     moe = any(g.ffn.experts > 1 for g in row.arch.layer_groups)
     lay = row.layout
     if lay is not None:
@@ -182,7 +184,8 @@ def candidates(row: MeasuredRow) -> list[Candidate]:
         if tp > gpus or gpus % tp or (tp > domain and tp > 1):
             continue
         for ep in (False, True) if moe and tp > 1 else (False,):
-            out.append(Candidate(tp, 1, gpus // tp, False, ep))
+            for dp in (False, True) if moe and tp > 1 else (False,):
+                out.append(Candidate(tp, 1, gpus // tp, dp, ep))
     return out or [Candidate(gpus, 1, 1, False, False)]
 
 
