@@ -19,16 +19,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import plural
+from ..errors import SpecError, plural
 from ..specs.catalog import display_path
+from ..specs.inputs import read_json
 from ..studies.execution import run_cells
 from ..studies.study import (
-    CACHE_FORMAT,
     Cell,
     Study,
     expand,
     load_study,
     package_version,
+    payload_problem,
     study_from_dict,
     tables,
 )
@@ -67,13 +68,18 @@ class CellCache:
         return self.folder / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        """The payload of a finished cell, or None (a damaged file counts as missing)."""
-        try:
-            payload = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        """The payload of a finished cell, or None: a file that is missing, unreadable, not
+        a regular file, too large, or not a payload as ``compute_cell`` writes it (hand-edited,
+        damaged, of another format; ``studies.study.payload_problem``) counts as missing, and
+        the cell is computed again."""
+        path = self.path(key)
+        if not os.path.lexists(path):
             return None
-        ok = isinstance(payload, dict) and payload.get("format") == CACHE_FORMAT
-        return payload if ok and {"columns", "data"} <= set(payload) else None
+        try:
+            payload = read_json(path, remember=False)
+        except SpecError:
+            return None
+        return None if payload_problem(payload) else payload
 
     def put(self, key: str, payload: dict) -> None:
         write_atomic(self.path(key), json.dumps(payload, allow_nan=True))

@@ -22,6 +22,7 @@ from ..errors import SpecError, UnknownNameError, did_you_mean
 from ..settings import option
 from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
+from ..specs.inputs import csv_stream
 from ..specs.schema import check_number
 
 REQUIRED_COLUMNS = (
@@ -171,12 +172,7 @@ def load_observations(name_or_path: str | Path) -> tuple[Observation, ...]:
     """Read and validate an observations CSV (a path or a shipped name)."""
     path = find_observations(name_or_path)
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            return _read(csv.reader(fh), str(path))
-    except OSError as exc:
-        raise SpecError(str(path), "", f"cannot read the file: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise SpecError(str(path), "", "is not UTF-8 text", "save the CSV as UTF-8") from None
+        return _read(csv.reader(csv_stream(path)), str(path))
     except csv.Error as exc:
         raise SpecError(str(path), "", f"is not a valid CSV: {exc}", "check the quoting") from None
 

@@ -27,7 +27,7 @@ from ...model.economics import usd_per_mtok_at_throughput
 from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import resolve_system_name
 from ...specs.hardware import GPU, load_hardware
-from ...specs.inputs import read_text
+from ...specs.inputs import csv_stream, read_text
 from ...specs.schema import check_number
 from . import semantics as sem
 
@@ -97,7 +97,7 @@ class MeasuredRow:
 
 def _read_frame(path: Path) -> pd.DataFrame:
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df = pd.read_csv(csv_stream(path), dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise SpecError(str(path), "", "the file is empty", "give a header and rows") from None
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
