@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from . import settings as table
-from .errors import InfeasibleError, SpecError, warn
+from .errors import InfeasibleError, SpecError, short, warn
 from .model.assumptions import Assumptions, preset
 from .model.economics import flop_rates
 from .model.workload import compile_workload
@@ -55,8 +56,17 @@ def point(model, hardware=None, *, gpus, batch, **kwargs) -> pd.Series:
     $ per million tokens, MFU, the best layout and the latency breakdown.
 
     Keyword arguments are the settings of ``make_setting`` (context_tokens, weight_bits,
-    draft, ...; the table in ``inference_econ/settings.py``).
+    draft, ...; the table in ``inference_econ/settings.py``). ``gpus`` and ``batch`` are one
+    number each (``points`` takes many).
     """
+    for name, value in (("gpus", gpus), ("batch", batch)):
+        if np.ndim(value) > 0 and np.size(value) != 1:
+            raise SpecError(
+                "argument",
+                name,
+                f"is {short(value)}: point describes one configuration",
+                "give one number, or use ie.points for many",
+            )
     return evaluate(_setting(model, hardware, **kwargs), gpus, batch).iloc[0]
 
 
@@ -95,7 +105,8 @@ def study(
     Dask cluster (``dask="local"`` or a scheduler address) compute the cells; ``recompute``
     ignores the cache (after changing the model's code without changing the version).
     """
-    values = table.check_each({"jobs": jobs, "dask": dask})
+    values = table.check_each({"jobs": jobs, "dask": dask, "recompute": recompute})
+    table.check_needs({**values, "out": out, "cache_dir": cache_dir})
     return run_study(spec, out, values["jobs"], values["dask"], progress, cache_dir, recompute)
 
 

@@ -83,6 +83,8 @@ def typed_name(name: str, ctx: click.Context | None = None) -> str:
     if isinstance(param, click.Argument):
         return f"{param.human_readable_name} argument"
     if isinstance(param, click.Option):
+        if param.secondary_opts and ctx.params.get(param.name) is False:
+            return max(param.secondary_opts, key=len)  # --no-speculation as typed
         return max(param.opts, key=len)
     row = table.BY_NAME.get(name)
     return row.cli_flag if row is not None else name
@@ -251,6 +253,14 @@ def given(ctx: click.Context) -> set[str]:
     }
 
 
+def _flag_at_default(ctx: click.Context, name: str) -> bool:
+    """Whether ``name`` is an on/off option given at its default value."""
+    param = next((p for p in ctx.command.params if p.name == name), None)
+    return (
+        isinstance(param, click.Option) and param.is_flag and ctx.params.get(name) == param.default
+    )
+
+
 def searched(setting: str, by: str):
     """Decorator: with option ``by`` the command searches ``setting`` itself, so settings that
     need it (its rows' ``needs``) mean something without it (``capacity --gpus`` finds the
@@ -280,7 +290,9 @@ def _check_needs(ctx: click.Context) -> None:
     one given with an option it excludes (the table's ``excludes``, the command's
     ``excludes``), and a setting the command searches itself (``searched``): each would be
     silently ignored (docs/errors.md, "Combinations")."""
-    names = given(ctx)
+    names = {
+        n for n in given(ctx) if not _flag_at_default(ctx, n)
+    }  # --speculation, the default, changes nothing: only --no-speculation is given
     offered = {p.name for p in ctx.command.params}
     callback = ctx.command.callback
     for setting, by in getattr(callback, "searched", {}).items():

@@ -28,11 +28,7 @@ from .common import (
 )
 @options("jobs", "dask")
 @click.option("--html", is_flag=True, help="Also write the interactive report OUT/report.html.")
-@click.option(
-    "--recompute",
-    is_flag=True,
-    help="Compute every cell again, ignoring (and replacing) the cache.",
-)
+@options("recompute")
 @format_option
 @quiet_option
 @handle_errors

@@ -34,7 +34,7 @@ from ..studies.study import (
     tables,
 )
 from .files import write_atomic
-from .render import meta_lines
+from .render import csv_text
 
 TABLES = ("key_points", "frontiers")
 
@@ -177,8 +177,7 @@ def study_metadata(result: StudyResult) -> dict:
 def write_table(df: pd.DataFrame, stem: Path, progress=None, meta=None) -> list[Path]:
     """A table as CSV (after '#' lines saying what it was computed with, as every CSV of the
     toolkit), and as Parquet when pyarrow is installed."""
-    comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
-    written = [write_atomic(stem.with_suffix(".csv"), comments + df.to_csv(index=False))]
+    written = [write_atomic(stem.with_suffix(".csv"), csv_text(df, meta, float_format=None))]
     try:
         import pyarrow  # noqa: F401
     except ImportError:

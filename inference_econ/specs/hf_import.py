@@ -483,9 +483,23 @@ def _finish(data: dict, source: str, label: str) -> tuple[Architecture, str]:
     return arch, text
 
 
-def import_config(path: str | Path, name: str | None = None) -> tuple[Architecture, str]:
+def import_config(path, name: str | None = None) -> tuple[Architecture, str]:
     """Read a config.json (or a folder holding one, with its ``hf_quant_config.json`` if
-    any); return the validated Architecture and its YAML text."""
+    any), or take a config already parsed (a mapping); return the validated Architecture
+    and its YAML text."""
+    if name is not None and not isinstance(name, str):
+        raise SpecError("argument", "name", f"expected text, got {short(name)}", "write a string")
+    if isinstance(path, dict):
+        data = config_to_dict(path, "argument", name)
+        return _finish(data, "argument", "a parsed config")
+    if not isinstance(path, (str, os.PathLike)):
+        raise SpecError(
+            "argument",
+            "path",
+            f"expected the path of a config.json (or its folder) or a parsed config, got "
+            f"{short(path)}",
+            "give a path or a dict",
+        )
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"
