@@ -183,6 +183,9 @@ MAX_ITEMS = 64
 MAX_OBSERVED = 1e6
 #: Longest latency target or limit, in seconds (11.6 days).
 MAX_SECONDS = 1e6
+#: Work estimated to take longer than this many seconds (a study's cells, a load search) is
+#: refused with its estimate unless ``yes`` is given.
+CONFIRM_SECONDS = 600.0
 
 #: Every setting, in the order the command line lists them.
 SETTINGS: tuple[Option, ...] = (
@@ -923,8 +926,8 @@ SETTINGS: tuple[Option, ...] = (
         "yes",
         "flag",
         False,
-        "Run work estimated to take longer than a minute (a study, a capacity plan) instead of "
-        "refusing it with the estimate.",
+        "Run work estimated to take longer than ten minutes (a study's cells, a capacity "
+        "search) instead of refusing it with the estimate.",
         EXECUTION,
     ),
     # --- output ------------------------------------------------------------------------------

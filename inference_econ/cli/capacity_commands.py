@@ -162,6 +162,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
 )
 @options("instances", "prefill_gpus", "prefill_instances", "disaggregated", "max_gpus")
 @options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED)
+@options("yes")
 @figure_option
 @format_option
 @out_option

@@ -152,15 +152,29 @@ def handle_errors(fn):
                 _check_needs(ctx)
                 if "format" in kwargs:
                     kwargs["format"] = _table_format(ctx, kwargs["format"])
-                if "out" in kwargs and "out" not in _named_parameters(fn):
-                    return _printed_to(kwargs.pop("out"), fn, args, kwargs)
-                return fn(*args, **kwargs)
+                with _owned_folders(ctx):
+                    if "out" in kwargs and "out" not in _named_parameters(fn):
+                        return _printed_to(kwargs.pop("out"), fn, args, kwargs)
+                    return fn(*args, **kwargs)
             except BrokenPipeError:  # the reader of stdout went away (| head): nothing to say
                 sys.exit(1)
             except (InferenceEconError, OSError) as exc:
                 fail(exc)
 
     return wrapper
+
+
+def _owned_folders(ctx: click.Context) -> contextlib.ExitStack:
+    """Every output folder of the command (``OutputFolder``) as ``output.files.owned_folder``:
+    the command replaces there only the files it wrote before, never a user's own."""
+    from ..output.files import owned_folder
+
+    stack = contextlib.ExitStack()
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value is not None and isinstance(param.type, OutputFolder):
+            stack.enter_context(owned_folder(value))
+    return stack
 
 
 def _named_parameters(fn) -> set[str]:

@@ -121,7 +121,10 @@ def reproduce(what, assumptions, format, out, detail, html, observations, price_
     figure = load_scenario(PAPER_ITEMS[what]) if what.startswith("figure") else None
     _offers_used(figure, observations)
     if what == "all":
-        _reproduce_all(Path(out or "figures"), format, progress, assumptions, html)
+        from ..output.files import owned_folder
+
+        with owned_folder(out or "figures"):
+            _reproduce_all(Path(out or "figures"), format, progress, assumptions, html)
         return
     if what.startswith("figure"):
         folder = Path(out or "figures")

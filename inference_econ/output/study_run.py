@@ -22,7 +22,7 @@ import pandas as pd
 from ..errors import SpecError, plural
 from ..specs.catalog import display_path
 from ..specs.inputs import read_json
-from ..studies.execution import run_cells
+from ..studies.execution import check_work, run_cells
 from ..studies.study import (
     Cell,
     Study,
@@ -33,7 +33,7 @@ from ..studies.study import (
     study_from_dict,
     tables,
 )
-from .files import write_atomic
+from .files import check_owned, owned_folder, write_atomic
 from .render import csv_text
 
 TABLES = ("key_points", "frontiers")
@@ -102,16 +102,20 @@ def run_study(
     progress=None,
     cache_dir: str | os.PathLike | None = None,
     recompute: bool = False,
+    yes: bool = False,
 ) -> StudyResult:
     """Compute a study's cells (cached ones are read back) and write its tables to ``out_dir``.
 
     The cache lives in ``out_dir/cache`` unless ``cache_dir`` says otherwise; without either,
     nothing is cached; ``recompute`` ignores (and replaces) what is cached. Cells that fail are reported in ``failed`` (and as ``point == "failed"``
-    rows); the others are kept, so a rerun computes only what is missing.
+    rows); the others are kept, so a rerun computes only what is missing. The cells to compute
+    are estimated first: more than ``settings.CONFIRM_SECONDS`` is refused unless ``yes``.
     """
     study = as_study(spec)
     cells = expand(study)
     folder = Path(out_dir) if out_dir is not None else None
+    if folder is not None:  # a user's own file of an output's name: refused before the work
+        check_owned(folder, (*(f"{t}.csv" for t in TABLES), "study.json", "summary.png"))
     if cache_dir is None and folder is not None:
         cache_dir = folder / "cache"
     cache = CellCache(cache_dir) if cache_dir is not None else None
@@ -124,10 +128,11 @@ def run_study(
                 payloads[key] = found
     cached = len(payloads)
     todo = [c for k, c in distinct.items() if k not in payloads]
+    estimate = check_work(todo, jobs, study.name, yes)
     if progress:
         progress(
             f"{study.name}: {len(cells)} {plural(len(cells), 'cell')}, {cached} cached, {len(todo)} to compute"
-            + (f" on Dask ({dask})" if dask else f" with {jobs or 'all'} job(s)" if todo else "")
+            + (f" on Dask ({dask})" if dask and todo else f", {estimate}" if todo else "")
         )
     failed: dict[str, str] = {}
 
@@ -152,7 +157,8 @@ def run_study(
         elapsed_s={k: float(p.get("elapsed_s", 0.0)) for k, p in payloads.items()},
     )
     if folder is not None:
-        result.files += write_study(result, folder, progress)
+        with owned_folder(folder):
+            result.files += write_study(result, folder, progress)
     return result
 
 
