@@ -109,7 +109,13 @@ def study(
     estimate unless ``yes``.
     """
     values = table.check_each({"jobs": jobs, "dask": dask, "recompute": recompute, "yes": yes})
-    table.check_needs({**values, "out": out, "cache_dir": cache_dir})
+    if values["recompute"] and out is None and cache_dir is None:
+        raise SpecError(  # nothing is cached without a folder: recompute would be ignored
+            "argument",
+            "recompute",
+            "is given, but nothing is cached without an output folder: it would be ignored",
+            "give out (--out) or cache_dir too, or drop recompute",
+        )
     return run_study(
         spec, out, values["jobs"], values["dask"], progress, cache_dir, recompute, values["yes"]
     )

@@ -919,8 +919,6 @@ SETTINGS: tuple[Option, ...] = (
         False,
         "Compute every cell again, ignoring (and replacing) the cache.",
         EXECUTION,
-        # without an output folder or a cache folder nothing is cached: nothing to ignore
-        needs=("out", "cache_dir"),
     ),
     Option(
         "yes",

@@ -195,24 +195,19 @@ def owned_folder(folder: str | os.PathLike) -> Iterator[None]:
     """Write into an output folder without destroying a user's file: inside the block a file
     written directly in ``folder`` may replace only a file the toolkit wrote there before
     (named in the folder's manifest, ``MANIFEST``); a user's own file of the same name is
-    refused, and left as it is. Every name written is added to the manifest at the end (also
-    when the block fails: what was written is recorded). Nested blocks on one folder share
-    one record."""
+    refused, and left as it is. A new name enters the manifest before its file is written,
+    so a run killed at any moment leaves every file it wrote recorded. Nested blocks on one
+    folder share one record."""
     real = Path(os.path.realpath(os.fspath(folder)))
     outer = _OWNED.get() or {}
     if real in outer:
         yield
         return
-    state = {"known": _recorded(real), "written": set()}
-    token = _OWNED.set({**outer, real: state})
+    token = _OWNED.set({**outer, real: _recorded(real)})
     try:
         yield
     finally:
         _OWNED.reset(token)
-        if state["written"] - state["known"]:
-            names = sorted(state["known"] | state["written"])
-            text = json.dumps({"written_by": "inference-econ", "files": names}, indent=1)
-            write_atomic(real / MANIFEST, text + "\n")
 
 
 def check_owned(folder: str | os.PathLike, names: Iterable[str]) -> None:
@@ -237,18 +232,19 @@ def _check_owner(path: Path, known: set[str]) -> None:
 
 def _claim(path: str | os.PathLike) -> None:
     """Inside ``owned_folder``: refuse a file of that folder the toolkit did not write, and
-    record the name of one it writes."""
+    record a new name in the folder's manifest before the file is written."""
     owned = _OWNED.get()
     if not owned:
         return
     given = Path(os.fspath(path))
     folder = Path(os.path.realpath(given.parent))
-    state = owned.get(folder)
-    if state is None or given.name == MANIFEST:
+    known = owned.get(folder)
+    if known is None or given.name == MANIFEST or given.name in known:
         return
-    if given.name not in state["written"]:
-        _check_owner(folder / given.name, state["known"])
-    state["written"].add(given.name)
+    _check_owner(folder / given.name, known)
+    known.add(given.name)
+    text = json.dumps({"written_by": "inference-econ", "files": sorted(known)}, indent=1)
+    write_atomic(folder / MANIFEST, text + "\n")
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:

@@ -245,11 +245,13 @@ def safe_cell(value):
     """A cell of a CSV as spreadsheets may open it: text that starts with a formula character
     (``=1+1``, ``@SUM(A1)``, ``-2+3``, a tab) gets a leading single quote, so it is shown as
     text and never run (OWASP's rule); numbers, and text that is a plain number, stay as they
-    are; a non-finite number is blank (a value that does not exist)."""
+    are; a non-finite number is blank (a value that does not exist). A carriage return inside
+    text becomes a line feed, which the writer quotes (a bare one would end the row for
+    readers that take it as a line end)."""
     if isinstance(value, str):
         if value.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
-            return "'" + value
-        return value
+            value = "'" + value
+        return value.replace("\r\n", "\n").replace("\r", "\n")
     if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
         return None
     return value

@@ -356,7 +356,9 @@ def _row_prices(df: pd.DataFrame, price, source: str):
 def _overlay_column(df: pd.DataFrame, column: str, source: str) -> np.ndarray:
     """One numeric column, every value checked at once; the first bad one is reported with
     its row (the header is row 1) by the one checker of numbers (``check_number``)."""
-    values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float)
+    # as text: pandas keeps an integer too large for a float as a Python int, which
+    # to_numeric cannot convert (OverflowError); read as text it is inf, refused below
+    values = pd.to_numeric(df[column].astype(str), errors="coerce").to_numpy(dtype=float)
     bounds = OVERLAY_NUMBERS[column]
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) | (values <= bounds["minimum"]) | (values > bounds["maximum"])
