@@ -27,7 +27,7 @@ from .common import (
 
 def observations_option(fn):
     """--observations FILE|NAME and --price-basis: provider offers drawn on frontier figures."""
-    fn = option("price_basis")(fn)
+    fn = option("offer_price")(fn)
     return click.option(
         "--observations",
         help="Provider offers to draw on frontier figures: a CSV or a shipped name (paper-2025); "
@@ -87,7 +87,7 @@ def _target(ctx, param, value):
 @observations_option
 @quiet_option
 @handle_errors
-def reproduce(what, assumptions, format, out, detail, html, observations, price_basis, quiet):
+def reproduce(what, assumptions, format, out, detail, html, observations, offer_price, quiet):
     """Reproduce a table or figure of the paper (or all of them), beside the paper's numbers.
 
     TARGET is table-1 ... table-6, figure-1 ... figure-9 or all. Tables print ours beside the
@@ -134,7 +134,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, price_
             folder,
             progress=progress,
             observations=offers,
-            price_basis=price_basis,
+            offer_price=offer_price,
             assumptions=assumptions,
         )
         _left_out(result, offers)
@@ -221,7 +221,7 @@ def _reproduce_all(
 @observations_option
 @quiet_option
 @handle_errors
-def run(scenario, out, format, measured, html, observations, price_basis, quiet):
+def run(scenario, out, format, measured, html, observations, offer_price, quiet):
     """Run a scenario file: compute every curve, print its key points, write its figures.
 
     SCENARIO is a YAML file or the name of a shipped scenario (see 'list scenarios'). With
@@ -251,7 +251,7 @@ def run(scenario, out, format, measured, html, observations, price_basis, quiet)
         measured_csv=measured,
         progress=progress,
         observations=offers,
-        price_basis=price_basis,
+        offer_price=offer_price,
     )
     _left_out(result, offers)
     if html and result.fronts:
@@ -273,12 +273,12 @@ def run(scenario, out, format, measured, html, observations, price_basis, quiet)
 
 
 def _offers_used(scenario, observations) -> None:
-    """Refuse --observations or --price-basis where no offer is drawn, so they would be
-    ignored: a table scenario (or target), or --price-basis without any offers (neither
+    """Refuse --observations or --offer-price where no offer is drawn, so they would be
+    ignored: a table scenario (or target), or --offer-price without any offers (neither
     --observations nor the scenario's own ``observations``)."""
     ctx = click.get_current_context()
     names = given(ctx)
-    for name in ("observations", "price_basis"):
+    for name in ("observations", "offer_price"):
         if name not in names:
             continue
         flag = typed_name(name, ctx)
@@ -290,13 +290,12 @@ def _offers_used(scenario, observations) -> None:
                 "(a table, or 'reproduce all'): it would be ignored",
                 f"drop {flag}, or run a figure",
             )
-        if name == "price_basis" and "observations" not in names and not scenario.observations:
+        if name == "offer_price" and "observations" not in names and not scenario.observations:
             raise SpecError(
                 "command line",
                 flag,
                 "prices offers, but none are drawn: it would be ignored",
-                "give --observations FILE (or observations: in the scenario), or drop "
-                "--price-basis",
+                f"give --observations FILE (or observations: in the scenario), or drop {flag}",
             )
 
 

@@ -1,6 +1,6 @@
 """Where the YAML specs live, and finding one by name, alias or path.
 
-The folders ``hardware/``, ``models/``, ``scenarios/`` and ``engines/`` sit at the top of the repository and are
+The folders ``hardware/``, ``models/``, ``scenarios/``, ``engines/`` and ``costs/`` sit at the top of the repository and are
 copied into the wheel as ``inference_econ/_data/``; a source checkout reads the repository's
 folders, an installed wheel its bundled copy. ``INFERENCE_ECON_PATH`` (folders separated by
 ``os.pathsep``) adds user folders that hold their own ``hardware/``, ``models/`` or
@@ -23,7 +23,7 @@ from .inputs import read_text
 from .schema import Reader
 from .yamlfile import MAX_YAML_BYTES, load_yaml, parse_yaml
 
-KINDS = ("hardware", "models", "scenarios", "engines")
+KINDS = ("hardware", "models", "scenarios", "engines", "costs")
 
 
 def data_roots() -> tuple[Path, ...]:
@@ -227,6 +227,7 @@ def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
         "models": "model",
         "scenarios": "scenario",
         "engines": "engine profile",
+        "costs": "cost file",
     }[kind]
     also = f" (read as {tried!r})" if tried and tried != text else ""
     return UnknownNameError(

@@ -93,17 +93,7 @@ class _Engine:
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.ids) * (self.G + ahead))
         ctx = np.sort(np.asarray(self.base, dtype=float) + self.G)
-        ahead = np.asarray(ahead, dtype=float)
-        total = 0.0
-        cums = np.concatenate([[0.0], np.cumsum(ctx, dtype=float)])
-        for g in self.inst.work.groups:
-            full = cums[-1] + len(ctx) * ahead
-            if np.isfinite(g.window):  # Σ min(c + a, w) = Σ (c + a) - Σ max(0, c + a - w)
-                idx = np.searchsorted(ctx, g.window - ahead, side="right")
-                above = len(ctx) - idx
-                full = full - (cums[-1] - cums[idx] + above * (ahead - g.window))
-            total = total + g.layers * full
-        return total
+        return self.inst.work.layer_positions_of_many(ctx, ahead)
 
     def used(self) -> float:
         if not self.windowed:

@@ -119,7 +119,10 @@ def _read_frame(path: Path) -> pd.DataFrame:
 def load_measured(path: str | Path) -> list[MeasuredRow]:
     """Read, validate and resolve a measured CSV (one ``MeasuredRow`` per line)."""
     path = Path(path)
-    df = _read_frame(path)
+    from .tool_results import tool_frame  # benchmark tools' JSON results, by their content
+
+    df = tool_frame(path)
+    df = _read_frame(path) if df is None else df
     return [_row(path, i + 2, rec) for i, rec in enumerate(df.to_dict(orient="records"))]
 
 
