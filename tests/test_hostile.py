@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inference_econ.cli import main
+from inference_econ.cli import commands, main
 from inference_econ.specs import catalog
 
 SCALE = float(os.environ.get("IE_FUZZ_EXAMPLES", "0")) or None
@@ -464,16 +464,6 @@ def test_catalog_headers_parse_fast_only_when_they_cannot_hold_a_bomb():
 HUGE = "1" + "0" * 310  # more digits than a float holds
 
 
-def _leaf_commands(group=main, path=()):
-    import click
-
-    for name, command in sorted(group.commands.items()):
-        if isinstance(command, click.Group):
-            yield from _leaf_commands(command, (*path, name))
-        else:
-            yield (*path, name), command
-
-
 def _numeric_options():
     """(command path, flag) of every numeric option of every command."""
     import click
@@ -481,7 +471,7 @@ def _numeric_options():
     from inference_econ.cli.common import RawValue
 
     out = []
-    for path, command in _leaf_commands():
+    for path, command in commands():
         for p in command.params:
             kind = p.type
             if isinstance(p, click.Option) and (

@@ -508,6 +508,17 @@ def _click_option(row: table.Option, flag: str = "", default=..., required=None,
     )
 
 
+def checked(value, row: str, flag: str):
+    """The value of an option that is not a row of the table, checked by the row of the same
+    quantity (finite, within its bounds: one line and exit 2 otherwise); None stays None."""
+    if value is None:
+        return None
+    try:
+        return table.option(row).check(value, "command line", flag)
+    except SpecError as exc:
+        fail(exc)
+
+
 def _readable(value) -> str:
     """A default as --help shows it: 0.3333 (not 0.3333333333333333), 0 and 1 (not 0.0)."""
     if isinstance(value, float):
