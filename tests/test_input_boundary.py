@@ -193,6 +193,8 @@ def test_scenario_errors_keep_the_model_file_and_field(tmp_path):
         ("color: notacolor", "unknown colour 'notacolor'"),
         ("grid_points: .inf", "is inf"),
         ("hardware_scale: {hbm_bandwidth_bytes_per_s: 1e300}", "is inf"),
+        ("hardware_overrides: {name: [a, b]}", "hardware_overrides.name': expected text"),
+        ("model_overrides: {name: [a, b]}", "model_overrides.name': expected text"),
     ],
 )
 def test_malformed_scenario_values(tmp_path, curve, message):

@@ -246,10 +246,10 @@ def test_a_users_file_in_an_output_folder_is_never_replaced(tmp_path):
     folder = tmp_path / "study"
     folder.mkdir()
     (folder / "study.json").write_text("{}")
-    code, err = cli("study", spec, "--out", folder, "-q")  # refused before any cell is computed
+    code, err = cli("study", spec, "--out", folder, "--jobs", "1", "-q")  # refused before any work
     assert code == 2 and "study.json: exists" in err and not (folder / "cache").exists()
     (folder / "study.json").unlink()
-    assert cli("study", spec, "--out", folder, "-q")[0] == 0
+    assert cli("study", spec, "--out", folder, "--jobs", "1", "-q")[0] == 0
     keys = (folder / "key_points.csv").read_text()
     assert ",'=1+1," in keys and ",'@SUM(A1:A2)," in keys and ",=" not in keys
     before = (folder / "study.json").read_text()
