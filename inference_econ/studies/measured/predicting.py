@@ -176,13 +176,14 @@ def candidates(row: MeasuredRow) -> list[Candidate]:
             Candidate(lay.tensor, lay.pipeline, lay.replicas, lay.attention_dp, e) for e in options
         ]
     domain = max(1, row.gpu.scale_up_domain_gpus)
+    gpus = row.serving_gpus
     out = []
     for tp in (1, 2, 4, 8, 16, 32, 64, 72):
-        if tp > row.gpus or row.gpus % tp or (tp > domain and tp > 1):
+        if tp > gpus or gpus % tp or (tp > domain and tp > 1):
             continue
         for ep in (False, True) if moe and tp > 1 else (False,):
-            out.append(Candidate(tp, 1, row.gpus // tp, False, ep))
-    return out or [Candidate(row.gpus, 1, 1, False, False)]
+            out.append(Candidate(tp, 1, gpus // tp, False, ep))
+    return out or [Candidate(gpus, 1, 1, False, False)]
 
 
 def build_plan(rows, assumptions="paper", engine=None, profiles=load_engine) -> Plan:
@@ -192,7 +193,7 @@ def build_plan(rows, assumptions="paper", engine=None, profiles=load_engine) -> 
     plan = Plan(rows=list(rows), assumptions=base)
     groups: dict = {}
     for i, row in enumerate(plan.rows):
-        if row.kind != "end-to-end" or not row.resolved:
+        if row.kind != "end-to-end" or not row.resolved or not predictable(row):
             continue
         profile = None
         for j, cand in enumerate(candidates(row)):
@@ -359,7 +360,7 @@ def row_arrays(plan: Plan, pts: Points):
     """Per point: (scenario code, quantity, per-GPU divisor, output length, TPOT and TTFT
     limits) of its row, and the policy (rho, r99, ttft steps) of its row."""
     rows = [plan.rows[i] for i in pts.row]
-    per_gpu = np.array([r.gpus if r.metric.per_gpu else 1.0 for r in rows], float)
+    per_gpu = np.array([r.per_count for r in rows], float)
     n_out = np.array([r.lengths.output_mean for r in rows], float)
     lim = np.array([r.limits if r.limits else (np.inf, np.inf) for r in rows], float).reshape(-1, 2)
     pol = np.array([plan.policies[i] for i in pts.row], float).reshape(-1, 3)
@@ -433,6 +434,13 @@ _SERVER_CODES = [
     for s in ("server", "interactive")
     for q in ("throughput", "tpot", "tpot_p99", "ttft", "user_speed", "streams")
 ]
+
+
+def predictable(row: MeasuredRow) -> bool:
+    """Whether the model predicts the row's metric in its scenario (a row may read a metric,
+    such as a p99 TTFT, that no code below predicts yet: it is out of scope, not guessed)."""
+    code = f"{row.scenario}|{row.metric.quantity}"
+    return code in _KINDS or code in _SERVER_CODES
 
 
 def _codes(plan: Plan, pts: Points) -> np.ndarray:
@@ -579,6 +587,11 @@ def predict_rows(rows, assumptions="paper", engine=None) -> tuple[np.ndarray, li
             status[i] = why if why.startswith("infeasible") else f"infeasible: {why}"
     base = preset(assumptions)
     for i, row in enumerate(plan.rows):
+        if row.kind == "end-to-end" and row.resolved and not predictable(row):
+            status[i] = (
+                f"out of scope: the model does not predict {row.metric_text} "
+                f"in the {row.scenario} scenario"
+            )
         if row.kind == "micro" and row.resolved:
             predicted[i] = predict_micro(row, base, engine)
             nvls_row = row.metric.quantity == "busbw" and "nvls" in row.model_text.lower()
