@@ -164,7 +164,11 @@ EFFECTS = {
     "nccl_latency_model": "decode all-reduces are small and stay on LL, whose constants did not change",
     "nvls": "NVLS's 25 us latency loses to LL's ~15 us for decode-sized messages",
     "launch_latency_scale": "kernel launches are 1.3 ms of an 80-layer token: halving them speeds the fast end by ~10 %",
-    "all (refined)": "launches and DP attention dominate: ~10 % faster tops, much cheaper preference points, dearer long contexts",
+    "precision_formats": "Table 6's 4-bit weights carry NVFP4's scales (4.5 bits): 2 % dearer; attention at the KV format is a small share of these short contexts",
+    "expert_all_to_all": "the expert all-to-all spans every EP rank over the NICs: Mixtral and DeepSeek get dearer where expert parallelism crosses nodes (Table 3's preference point +24 %)",
+    "pipeline_bubbles": "decode steps hold at least p requests: no bubbles in these tables (prompts crossing pipelines alone change the load engine's layouts, not these frontiers)",
+    "kv_replication": "MLA's latent cache is copied on every tensor-parallel attention rank: the real DeepSeek-V3 at 32K is 6 % slower at its fastest",
+    "all (refined)": "launches and DP attention dominate: ~8 % faster tops, cheaper preference points; the expert all-to-all over NICs and the KV copies make long contexts dearer",
 }
 
 
