@@ -250,7 +250,6 @@ def test_calibration_is_plausible_and_writes_a_profile(fitted, tmp_path):
         "kv_read_efficiency": (0.5, 1.0),
         "gemm_efficiency_scale": (0.5, 1.2),
         "fp4_gemm_efficiency": (0.4, 1.0),
-        "pcie_card_gemm_efficiency": (0.4, 1.0),
         "server_throughput_fraction": (0.7, 1.0),
         "p99_tpot_ratio": (1.0, 2.0),
     }.items():

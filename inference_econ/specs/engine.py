@@ -96,13 +96,6 @@ TERMS: tuple[Term, ...] = (
         "grouped expert GEMMs (with token permutation) relative to dense GEMMs (§F2)",
     ),
     Term(
-        "pcie_card_gemm_efficiency",
-        "fraction",
-        0.05,
-        1.0,
-        "power-limited PCIe cards (interconnect: pcie) relative to the GEMM efficiency of their silicon (§F2)",
-    ),
-    Term(
         "attention_efficiency",
         "fraction",
         0.01,
@@ -247,6 +240,11 @@ TERMS: tuple[Term, ...] = (
     ),
 )
 BY_TERM = {t.name: t for t in TERMS}
+#: Model classes an engine's layouts are stated for, and the layout features beyond 1-D tensor
+#: parallelism (docs/model.md §F11): pipeline stages, expert parallelism, data-parallel
+#: attention inside an instance, 2-D tensor parallelism.
+MODEL_CLASSES = ("dense", "moe", "mla")
+LAYOUT_FEATURES = ("pipeline", "expert", "attention_data", "tensor_2d")
 #: How the KV-cache fraction is taken: of the memory left after the weights, or of all memory.
 FRACTION_OF = ("free", "total")
 
@@ -264,7 +262,6 @@ class EngineProfile:
     gemm_tile_tokens: int = 64
     fp4_gemm_efficiency: float = 0.8
     moe_gemm_efficiency: float = 0.8
-    pcie_card_gemm_efficiency: float = 0.8
     attention_efficiency: float = 0.5
     elementwise_passes: float = 10.0
     layer_overhead_s: float = 30e-6
@@ -286,6 +283,8 @@ class EngineProfile:
     server_throughput_fraction: float = 0.92
     p99_tpot_ratio: float = 1.2
     ttft_steps: float = 2.0
+    #: Layout features the engine runs, by model class (§F11); empty: every layout.
+    parallelism: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
     #: How the profile was made: data, fit error, command (free text per key).
@@ -307,6 +306,13 @@ class EngineProfile:
         """Every numeric term by name."""
         return {t.name: getattr(self, t.name) for t in TERMS}
 
+    def layout_features(self, model_class: str) -> frozenset[str]:
+        """The layout features the engine runs for a model class (§F11): every feature when
+        the profile states none, or none for a class it does not list."""
+        if not self.parallelism:
+            return frozenset(LAYOUT_FEATURES)
+        return frozenset(dict(self.parallelism).get(model_class, ()))
+
     def replace(self, **changes) -> EngineProfile:
         """A copy with some terms changed (checked against their bounds)."""
         values = _validated(changes, f"profile {self.name}")
@@ -321,6 +327,7 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         "description",
         "aliases",
         "kv_cache_fraction_of",
+        "parallelism",
         "standard_errors",
         "fit",
         "derive_from",
@@ -347,6 +354,8 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
             out[key] = tuple(str(a) for a in ([value] if isinstance(value, str) else value or ()))
         elif key == "standard_errors":
             out[key] = _standard_errors(value, source)
+        elif key == "parallelism":
+            out[key] = _parallelism(value, source)
         elif key == "fit":
             if not isinstance(value, Mapping):
                 raise SpecError(source, key, f"expected a mapping, got {value!r}")
@@ -354,6 +363,26 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         elif key != "derive_from":
             out[key] = str(value)
     return out
+
+
+def _parallelism(value: Any, source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{model class: [layout features]}`` checked against the known classes and features."""
+    if not isinstance(value, Mapping):
+        raise SpecError(
+            source, "parallelism", f"expected a mapping, got {value!r}", "e.g. {moe: [expert]}"
+        )
+    out = []
+    for cls, features in value.items():
+        if cls not in MODEL_CLASSES:
+            hint = did_you_mean(str(cls), MODEL_CLASSES) or f"one of {', '.join(MODEL_CLASSES)}"
+            raise SpecError(source, f"parallelism.{cls}", "unknown model class", hint)
+        listed = [features] if isinstance(features, str) else list(features or ())
+        for f in listed:
+            if f not in LAYOUT_FEATURES:
+                hint = did_you_mean(str(f), LAYOUT_FEATURES) or ", ".join(LAYOUT_FEATURES)
+                raise SpecError(source, f"parallelism.{cls}", f"unknown feature {f!r}", hint)
+        out.append((str(cls), tuple(str(f) for f in listed)))
+    return tuple(out)
 
 
 def _standard_errors(value: Any, source: str) -> tuple[tuple[str, float], ...]:

@@ -205,7 +205,8 @@ class _Engine:
             chunks.append((entry, take))
             taken += take
         T = D + taken
-        dt = self.table.time_s(T, kv, att, D + len(chunks))
+        largest = max((take for _, take in chunks), default=1)
+        dt = self.table.time_s(T, kv, att, D + len(chunks), largest)
         self._account(dt, D, T, att)
         self.prefill_s += dt - self.table.time_s(D, decode_q, decode_q)
         self.steps += 1

@@ -117,15 +117,6 @@ PRIORS = (
         "rows of mixture-of-experts models",
     ),
     Prior(
-        "pcie_card_gemm_efficiency",
-        0.75,
-        0.2,
-        0.3,
-        1.0,
-        "PCIe cards run the same silicon at 300-400 W instead of 700 W",
-        "rows on PCIe cards (H100 PCIe/NVL, L40S)",
-    ),
-    Prior(
         "attention_efficiency",
         0.45,
         0.20,

@@ -166,7 +166,9 @@ def _models(arch, gpu, bits, a: Assumptions):
 
 def candidates(row: MeasuredRow) -> list[Candidate]:
     """The layouts a row may have run: the one it states, else every tensor-parallel split of
-    its GPUs within a scale-up domain (MoE models with and without expert parallelism)."""
+    its GPUs within a scale-up domain (MoE models with and without expert parallelism, and
+    with and without data-parallel attention, which shards an MLA or few-KV-head cache that
+    tensor-parallel attention copies, docs/model.md §B13)."""
     moe = any(g.ffn.experts > 1 for g in row.arch.layer_groups)
     lay = row.layout
     if lay is not None:
@@ -182,7 +184,8 @@ def candidates(row: MeasuredRow) -> list[Candidate]:
         if tp > gpus or gpus % tp or (tp > domain and tp > 1):
             continue
         for ep in (False, True) if moe and tp > 1 else (False,):
-            out.append(Candidate(tp, 1, gpus // tp, False, ep))
+            for dp in (False, True) if moe and tp > 1 else (False,):
+                out.append(Candidate(tp, 1, gpus // tp, dp, ep))
     return out or [Candidate(gpus, 1, 1, False, False)]
 
 
@@ -606,7 +609,8 @@ def predict_micro(row: MeasuredRow, base: Assumptions, engine=None) -> float:
     ideal presets' bound is the datasheet (their sustained fractions are assumptions about
     whole models, not kernel limits); the achievable preset uses §F1-§F2 and §F6."""
     from ...model.collectives import ALLREDUCE, CollectiveCost, measured_protocols, protocols_for
-    from ...model.efficiency import best_gemm_efficiency, size_factor
+    from ...model.efficiency import size_factor
+    from ...model.machine import Machine
 
     gpu, q = row.gpu, row.metric.quantity
     prof = load_engine(engine or base.engine) if base.engine is not None else None
@@ -620,15 +624,15 @@ def predict_micro(row: MeasuredRow, base: Assumptions, engine=None) -> float:
         cost = CollectiveCost(np.array(R), np.array(float(nodes)), gpu, ALLREDUCE, protocols)
         seconds = float(cost.time(row.message_bytes))
         return row.message_bytes * 2.0 * (R - 1.0) / R / seconds / _scale(row.unit, "busbw")
-    if q == "gemm_flops":
-        peak = gpu.peak_flop_per_s(row.bits[0])
+    if q == "gemm_flops":  # the chip's own rate at the precision (a kernel, not a model)
+        machine = Machine.build(gpu, row.bits[0], base.replace(native_fp4=True))
         if prof is None:
-            return peak / _scale(row.unit, q)
-        eff = best_gemm_efficiency(gpu, row.bits[0])
+            return machine.peak_flop_per_s / _scale(row.unit, q)
+        rate = machine.gemm_rate
         if row.gemm_shape is not None:
             M, N, K = row.gemm_shape
-            eff = eff * float(size_factor(M * N * K, prof.gemm_half_volume))
-        return peak * eff / _scale(row.unit, q)
+            rate = rate * float(size_factor(M * N * K, prof.gemm_half_volume))
+        return rate / _scale(row.unit, q)
     bw = gpu.hbm_bandwidth_bytes_per_s * (1.0 if prof is None else prof.hbm_efficiency)
     return bw / _scale(row.unit, q)
 
