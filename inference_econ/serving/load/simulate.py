@@ -2,12 +2,20 @@
 
 The engine works in steps. Before each step its scheduler admits waiting requests first come,
 first served, while the batch has room (``max_batch_requests``) and the KV cache can hold the
-prompt. A step decodes one token for every running request and spends what is left of the step's
-token budget on prompt chunks (chunked prefill, first come first served); a prompt's last chunk
-emits its first token. When the cache cannot hold the next token of every running request, the
-request admitted last is preempted: its cache is dropped and it waits at the head of the queue,
-to be prefilled again with the tokens it had generated (recomputation, as vLLM does); no request
-is admitted until another one finishes.
+prompt (``recompute`` admission) or the whole request, prompt and output, on top of what every
+running request will reach (``no_evict``: TensorRT-LLM's guaranteed no-evict policy). A step
+decodes one token for every running request and spends what is left of the step's token budget
+on prompts: chunks of them (``chunked``), whole prompts while they fit (``whole``), or, with
+``separate`` prefill, whole prompts in steps of their own while decoding waits; first come first
+served, and a prompt's last token emits its first output token. When the cache cannot hold the
+next token of every running request (possible only under ``recompute``), the request admitted
+last is preempted: its cache is dropped and it waits at the head of the queue, to be prefilled
+again with the tokens it had generated (recomputation, as vLLM does); no request is admitted
+until another one finishes.
+
+Requests arrive at given times, or from ``clients`` closed-loop clients: each sends its next
+request the moment its last one finishes (a concurrency sweep: ``vllm bench serve
+--max-concurrency``, llmperf, InferenceMAX).
 
 Steps that only decode are simulated in vectorised runs: between two events (an arrival that
 could be admitted, a completion, a full cache) the batch does not change and each step's time
@@ -22,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import SpecError
 from ..setting import check_context
 from .arrivals import Arrivals
 from .engine import Instance
@@ -52,13 +61,20 @@ class RunRecord:
 class _Engine:
     """The scheduler's state between steps."""
 
-    def __init__(self, inst: Instance, arrivals: Arrivals, prefilled, progress) -> None:
+    def __init__(
+        self, inst: Instance, arrivals: Arrivals, prefilled, progress, clients=None
+    ) -> None:
         self.inst, self.table, self.cfg = inst, inst.table, inst.config
         self.cap = inst.kv_capacity
         self.windowed = inst.windowed
         self.layers = float(sum(g.layers for g in inst.work.groups))
         n = len(arrivals)
-        self.arr = arrivals.arrival_s.tolist()
+        self.clients = clients
+        if clients is None:
+            self.arr = arrivals.arrival_s.tolist()
+        else:  # the first ``clients`` requests at once, each next one when one finishes
+            self.released = min(int(clients), n)
+            self.arr = [0.0] * self.released + [np.inf] * (n - self.released)
         self.n_in = arrivals.prompt_tokens.astype(np.int64)
         self.n_out = arrivals.output_tokens.astype(np.int64)
         self.first = np.full(n, np.nan)
@@ -68,7 +84,11 @@ class _Engine:
         self.gen = np.where(prefilled, 1, 0).astype(np.int64)
         self.needs_prefill = ~np.asarray(prefilled, dtype=bool)  # a new, writable array
         peak = self.n_in + self.n_out - 1
-        self.rejected = np.asarray(inst.positions(peak), dtype=float) > self.cap
+        self.full = np.broadcast_to(np.asarray(inst.positions(peak), dtype=float), (n,))
+        self.rejected = self.full > self.cap
+        self.no_evict = self.cfg.admission == "no_evict"
+        self.committed = 0.0  # no_evict: layer-positions promised to the admitted requests
+        self.mode = self.cfg.prefill
         self.seq = np.zeros(n, dtype=np.int64)  # admission order
         self.admitted = 0
         self.n, self.next_arrival, self.done = n, 0, 0
@@ -105,6 +125,12 @@ class _Engine:
             total = total + g.layers * full
         return total
 
+    def growth(self) -> float:
+        """Layer-positions the decoding requests add in one step."""
+        if not self.windowed:
+            return self.layers * len(self.ids)
+        return float(self.decode_positions(1)) - float(self.decode_positions(0))
+
     def used(self) -> float:
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.ids) * self.G) + self.reserved
@@ -136,8 +162,15 @@ class _Engine:
                 return
             context = int(self.n_in[i] + self.gen[i] - (0 if self.needs_prefill[i] else 1))
             need = self.pos(context)
-            if self.used() + need > self.cap:
-                return
+            if self.no_evict:
+                if self.committed + self.full[i] > self.cap:
+                    return
+                self.committed += self.full[i]
+            elif (
+                self.used() + need + self.layers * (len(self.ids) + len(self.prefilling) + 1)
+                > self.cap
+            ):
+                return  # room for every running request's next token first (vLLM V1's order)
             self.waiting.popleft()
             self.admitted += 1
             self.admitted_at[i] = self.t
@@ -152,6 +185,8 @@ class _Engine:
         left = int(self.n_out[i] - self.gen[i])
         if left <= 0:
             self.finish[i] = self.t
+            if self.no_evict:
+                self.committed -= self.full[i]
             self._count_done(1)
             return
         self.ids.append(i)
@@ -178,6 +213,11 @@ class _Engine:
 
     def _count_done(self, count: int) -> None:
         self.done += count
+        if self.clients is not None:  # each finished request's client sends its next one now
+            for _ in range(count):
+                if self.released < self.n:
+                    self.arr[self.released] = self.t
+                    self.released += 1
         if self.progress is not None and self.done >= self.next_report:
             self.progress(self.done, self.n)
             self.next_report += max(1, self.n // 10)
@@ -189,25 +229,49 @@ class _Engine:
             return
         done = [k for k, e in enumerate(self.end) if e == G]
         for k in reversed(done):
-            self.finish[self.ids.pop(k)] = self.t
+            i = self.ids.pop(k)
+            self.finish[i] = self.t
             self.sum_base -= self.base.pop(k)
             self.end.pop(k)
+            if self.no_evict:
+                self.committed -= self.full[i]
         self.hold = False
         self._count_done(len(done))
 
     # --- steps -------------------------------------------------------------------------
-    def mixed_step(self, budget: int) -> bool:
-        """One step with prompt chunks; False if the cache had to make room first."""
-        D = len(self.ids)
-        growth = float(self.decode_positions(1)) - float(self.decode_positions(0))
-        if self.used() + growth > self.cap:
-            self.preempt()
+    def can_prefill(self, budget: int) -> bool:
+        """Whether the next step carries prompt tokens (``budget``: the step's token budget)."""
+        if not self.prefilling:
             return False
-        decode_q = float(self.decode_positions())
+        D = len(self.ids)
+        if self.mode == "chunked":
+            return budget > D
+        if self.mode == "whole":
+            first = self.prefilling[0]
+            return D == 0 or D + first[2] - first[1] <= budget
+        return True  # separate: prompts go first
+
+    def mixed_step(self, budget: int) -> bool:
+        """One step with prompt tokens (all of ``budget`` for them: the decoding requests'
+        tokens already taken out, except with separate prefill); False if the cache had to
+        make room first."""
+        separate = self.mode == "separate"
+        D = 0 if separate else len(self.ids)
+        if not separate:
+            if self.used() + self.growth() > self.cap:
+                self.preempt()
+                return False
+        decode_q = float(self.decode_positions()) if D else 0.0
         kv, att, taken = decode_q, decode_q, 0
         chunks = []
         for entry in self.prefilling:
-            take = min(entry[2] - entry[1], budget - taken)
+            left = entry[2] - entry[1]
+            if self.mode == "chunked":
+                take = min(left, budget - taken)
+            elif taken + left <= budget or (not chunks and D == 0):
+                take = left  # whole prompts; a lone prompt longer than the budget runs alone
+            else:
+                take = 0
             if take <= 0:
                 break
             kv += self.pos(entry[1])
@@ -216,12 +280,13 @@ class _Engine:
             taken += take
         T = D + taken
         dt = self.table.time_s(T, kv, att, D + len(chunks))
-        self._account(dt, D, T, att)
-        self.prefill_s += dt - self.table.time_s(D, decode_q, decode_q)
+        self._account(dt, D, T, att, decode=not separate)
+        self.prefill_s += dt - (self.table.time_s(D, decode_q, decode_q) if D else 0.0)
         self.steps += 1
         for entry, take in chunks:
             entry[1] += take
-        self._complete()
+        if not separate:
+            self._complete()
         while self.prefilling and self.prefilling[0][1] >= self.prefilling[0][2]:
             i, _, context = self.prefilling.pop(0)
             self.reserved -= self.pos(context)
@@ -232,9 +297,9 @@ class _Engine:
             self._join_decode(i, context)
         return True
 
-    def _account(self, dt: float, D: int, T: int, attended: float) -> None:
+    def _account(self, dt: float, D: int, T: int, attended: float, decode=True) -> None:
         self.t += dt
-        self.G += 1 if T else 0
+        self.G += 1 if (T and decode) else 0
         self.busy += dt
         self.batch_s += D * dt
         self.flop += self.table.flop[T] + self.table.attention_flop * attended
@@ -307,12 +372,12 @@ class _Engine:
             if D == 0 and not self.prefilling:
                 if self.waiting:
                     continue  # rejected requests were dropped; try the next one
-                if self.next_arrival >= self.n:
+                if self.next_arrival >= self.n or not np.isfinite(self.arr[self.next_arrival]):
                     return
                 self.t = max(self.t, self.arr[self.next_arrival])
                 continue
-            if self.prefilling and budget > D:
-                self.mixed_step(budget - D)
+            if self.can_prefill(budget):
+                self.mixed_step(budget if self.mode == "separate" else budget - D)
                 continue
             room = not self.waiting and not self.hold
             room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
@@ -324,18 +389,32 @@ def simulate(
     arrivals: Arrivals,
     prefilled=False,
     progress: Callable[[int, int], None] | None = None,
+    clients: int | None = None,
 ) -> RunRecord:
     """Serve ``arrivals`` on one engine instance. ``prefilled`` (bool or per request) marks
     requests that arrive with their prompt's KV cache and first token (a disaggregated decode
-    pool); ``progress(done, total)`` is called as requests finish."""
+    pool); ``progress(done, total)`` is called as requests finish. With ``clients``, the
+    arrival times are ignored: that many closed-loop clients send the requests in order, each
+    its next one when its last one finishes (the record holds the times they arrived)."""
     n = len(arrivals)
     if n:  # the longest request against the model's window
         longest = np.max(arrivals.prompt_tokens + arrivals.output_tokens)
         check_context(instance.setting.model, float(longest))
     flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
-    engine = _Engine(instance, arrivals, flags, progress)
+    if clients is not None and (
+        isinstance(clients, bool) or int(clients) != clients or clients < 1
+    ):
+        raise SpecError("argument", "concurrency", f"is {clients!r}", "a whole number >= 1")
+    engine = _Engine(instance, arrivals, flags, progress, clients)
     engine.run()
     finished = engine.finish[np.isfinite(engine.finish)]
+    if clients is not None:  # the times the clients sent them (NaN: never sent)
+        sent = np.asarray(engine.arr, dtype=float)
+        arrivals = Arrivals(
+            np.where(np.isfinite(sent), sent, np.nan),
+            arrivals.prompt_tokens,
+            arrivals.output_tokens,
+        )
     return RunRecord(
         arrivals=arrivals,
         first_token_s=engine.first,
