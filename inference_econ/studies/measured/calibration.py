@@ -507,6 +507,52 @@ def calibrate(
     )
 
 
+def prior_means() -> dict:
+    """Every term the fit can set, at its prior mean (an engine's own kernel factor at 1)."""
+    out = {p.term: p.mean for p in PRIORS}
+    out[ENGINE_PRIOR.term] = ENGINE_PRIOR.mean
+    return out
+
+
+def select_terms(problem, priors, older, newer, notes: list, say=lambda m: None) -> tuple:
+    """The terms kept by the time rule (docs/validation.md): fitted on the ``older`` fitted
+    rows, a term whose reset to its prior lowers the error on the ``newer`` fitted rows
+    (median plus 90th-percentile |predicted/measured - 1|) is not used. Terms are dropped one
+    at a time, the one whose reset helps most first, refitting the others on ``older`` after
+    each, until no reset helps. Returns the priors kept."""
+    older, newer = np.asarray(older, bool), np.asarray(newer, bool)
+    kept = list(priors)
+
+    def score(values) -> float:
+        pred = problem.predict(values, [p.key for p in kept])[0][newer]
+        e = np.abs(pred / problem.measured[newer] - 1.0)
+        e = np.where(np.isfinite(e), e, 10.0)
+        return float(np.median(e) + np.quantile(e, 0.9)) if len(e) else 0.0
+
+    values, _ = _fit(problem, tuple(kept), subset=older)
+    current = score(values)
+    while kept:
+        trials = []
+        for k, p in enumerate(kept):
+            reset = np.array(values, dtype=float)
+            reset[k] = p.mean
+            trials.append(score(reset))
+        k = int(np.argmin(trials))
+        if not trials[k] < current - 1e-6:
+            break
+        p = kept.pop(k)
+        notes.append(
+            f"{p.key}: not used, the time rule: fitted on the older rows it makes the newer "
+            f"ones worse than its prior ({current:.3f} against {trials[k]:.3f}, median + p90)"
+        )
+        say(f"time rule: {p.key} left at its prior {p.mean:g}")
+        if not kept:
+            break
+        values, _ = _fit(problem, tuple(kept), subset=older)
+        current = score(values)
+    return tuple(kept)
+
+
 def fit_terms(problem, notes: list, say, exclude=frozenset(), subset=None):
     """(priors, values, standard errors) of the terms the rows (``subset`` of the fitted rows:
     all by default) constrain: those enough rows depend on, fitted, then refitted without the
@@ -576,6 +622,25 @@ def apply_terms(profile: EngineProfile, keys, values, base_name: str) -> EngineP
     return profile.replace(**changes) if changes else profile
 
 
+def predict_file(problem, rows, keys, values):
+    """(predictions in SI units, layouts, statuses, engines) of any measured rows (another
+    file's: a held-out round) under the problem's fit: each row's engine profile with every
+    fitted term at its prior, the micro-benchmark terms, then ``values`` where they apply
+    (``apply_terms``). Rows whose engine is unknown keep their unresolved status."""
+    micro = {
+        k: v
+        for k, v in problem.base[problem.base_name].terms().items()
+        if k in {p.term for ps in MICRO_PRIORS.values() for p in ps}
+    }
+    engines = {}
+    for i, e in pr.resolve_engines(rows, ACHIEVABLE).items():
+        if isinstance(e, pr.RowEngine):
+            prof = e.profile.replace(**{**prior_means(), **micro})
+            e = dataclasses.replace(e, profile=apply_terms(prof, keys, values, problem.base_name))
+        engines[i] = e
+    return pr.predict_rows(rows, ACHIEVABLE, engines=engines)
+
+
 def predict_with(problem, index, keys, values) -> np.ndarray:
     """Predictions (SI) of the usable rows at ``index`` with every profile's terms set to
     ``values``: steady rows as closed forms, rows under load simulated."""
@@ -614,8 +679,8 @@ def _problem(
     profiles: dict = {}
 
     def adjusted(p: EngineProfile) -> EngineProfile:
-        if p.name not in profiles:
-            profiles[p.name] = p.replace(**collective) if collective else p
+        if p.name not in profiles:  # every fitted term at its prior: no earlier fit leaks in
+            profiles[p.name] = p.replace(**{**prior_means(), **collective})
         return profiles[p.name]
 
     usable, engines, unknown = [], [], 0

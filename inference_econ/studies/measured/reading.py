@@ -41,6 +41,8 @@ OPTIONAL = (
     "output_len",
     "notes",
     "engine",
+    "engine_version",
+    "platform",
     "scenario",
     "disaggregated",
     "source_group",
@@ -76,6 +78,9 @@ class MeasuredRow:
     batch_cap: float | None = None
     limits: tuple[float, float] | None = None
     engine: str | None = None
+    #: The engine's version and the software platform (cuda, rocm) where the row says them.
+    engine_version: str | None = None
+    platform: str | None = None
     disaggregated: bool = False
     #: Micro-benchmarks: message bytes (all-reduce) or GEMM shape (M, N, K; None: best shape).
     message_bytes: float | None = None
@@ -237,6 +242,8 @@ def _end_to_end(rec, base, metric, gpus, where) -> MeasuredRow:
         concurrency=concurrency,
         batch_cap=caps.get("server" if scenario in ("server", "interactive") else "offline"),
         engine=sem.engine_of(rec),
+        engine_version=sem.engine_version_of(rec),
+        platform=sem.platform_of_row(rec),
         disaggregated=_flag(rec.get("disaggregated")) or "disaggregat" in base["notes"].lower(),
     )
     if concurrency is not None:

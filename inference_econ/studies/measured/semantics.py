@@ -305,6 +305,29 @@ def engine_of(row: dict) -> str | None:
     return None
 
 
+_VERSION_AFTER = re.compile(
+    r"(?:vllm|sglang|tensorrt[- ]?llm|trt[- ]?llm)[\s:=v]*(\d+\.\d+(?:\.\d+)?(?:[.\w+-]*)?)",
+    re.IGNORECASE,
+)
+
+
+def engine_version_of(row: dict) -> str | None:
+    """The engine's version: the ``engine_version`` column, else the number written after the
+    engine's name in the notes or precision ("vLLM 0.4.3+rocm614" -> "0.4.3+rocm614")."""
+    given = str(row.get("engine_version") or "").strip()
+    if given and not is_missing(given):
+        return given
+    text = " ".join(str(row.get(k) or "") for k in ("engine", "notes", "precision"))
+    m = _VERSION_AFTER.search(text)
+    return m.group(1) if m else None
+
+
+def platform_of_row(row: dict) -> str | None:
+    """The ``platform`` column (cuda, rocm), lower-cased; None when not given."""
+    given = str(row.get("platform") or "").strip().lower()
+    return given if given and not is_missing(given) else None
+
+
 def unmodelled_of(row: dict) -> str | None:
     text = " ".join(str(row.get(k) or "") for k in ("precision", "notes", "model", "engine"))
     for pattern, what in UNMODELLED:
