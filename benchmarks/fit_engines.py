@@ -30,11 +30,16 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = "# --- fitted by benchmarks/fit_engines.py (everything below is rewritten) ---"
 
 
-def section(terms: dict, notes: list[str], rows: int) -> str:
-    """The YAML lines below the marker: ``terms`` {name: (value, how)}, then the fit."""
+def section(terms: dict, errors: dict, notes: list[str], rows: int) -> str:
+    """The YAML lines below the marker: ``terms`` {name: (value, how)}, the standard errors
+    of the fitted ones, then the fit."""
     lines = [MARKER]
     for key, (value, how) in terms.items():
         lines.append(f"{key}: {value:.5g}   # {how}")
+    mine = {k: e for k, e in errors.items() if k in terms}
+    if mine:
+        lines.append("standard_errors:")
+        lines += [f"  {k}: {e:.3g}" for k, e in mine.items()]
     lines += [
         "fit:",
         f'  data: "{TRAIN.relative_to(ROOT)}: {rows} end-to-end rows with status ok"',
@@ -53,12 +58,14 @@ def main() -> int:
     say = lambda m: print(m, file=sys.stderr)  # noqa: E731
     notes: list = []
     problem, micro = cal.prepare(TRAIN, "trtllm", say, notes)
-    keys, values = fit(problem, micro, notes, say)
+    keys, values, se = fit(problem, micro, notes, say)
     fitted = dict(zip(keys, np.asarray(values, float)))
+    errors = {k.rpartition(".")[2]: float(e) for k, e in zip(keys, se)}
     micro_terms = {k: v for k, v in micro.items() if "." not in k}
     shared = {}
     for k, v in micro_terms.items():
-        shared[k] = (v, f"fitted to micro-benchmarks, standard error {micro['se.' + k]:.2g}")
+        shared[k] = (v, "fitted to micro-benchmarks")
+        errors[k] = micro["se." + k]
     for p in cal.PRIORS:
         if p.key in micro_terms:
             continue
@@ -81,7 +88,16 @@ def main() -> int:
         if MARKER not in text:
             continue
         head = text.split(MARKER)[0].rstrip("\n") + "\n"
-        body = section(terms, notes if name == problem.base_name else [], len(problem.all_rows))
+        own = {
+            k: e
+            for k, e in errors.items()
+            if k in fitted or f"{name}.{k}" in fitted or k in micro_terms
+        }
+        if name != problem.base_name:
+            key = f"{name}.{cal.ENGINE_PRIOR.term}"
+            own = {cal.ENGINE_PRIOR.term: float(se[keys.index(key)])} if key in fitted else {}
+        notes_here = notes if name == problem.base_name else []
+        body = section(terms, own, notes_here, len(problem.all_rows))
         print(f"== {path.name}\n{body}")
         if not args.check:
             path.write_text(head + body)

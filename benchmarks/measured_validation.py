@@ -103,17 +103,17 @@ def time_masks(problem, subset=None):
 
 
 def fit(problem, micro, notes, say, subset=None):
-    """(keys, values) of a fit on ``subset`` of the fitted rows under the time rule (the terms
-    set by micro-benchmarks, ``micro``, stay as they are)."""
+    """(keys, values, standard errors) of a fit on ``subset`` of the fitted rows under the time
+    rule (the terms set by micro-benchmarks, ``micro``, stay as they are)."""
     exclude = {k for k in micro if "." not in k}
     priors, values, _ = cal.fit_terms(problem, notes, say, exclude=exclude, subset=subset)
     older, newer = time_masks(problem, subset)
     if older.any() and newer.any():
         priors = cal.select_terms(problem, priors, older, newer, notes, say)
     if not priors:
-        return [], np.zeros(0)
-    values, _ = cal._fit(problem, priors, subset=subset)
-    return [p.key for p in priors], values
+        return [], np.zeros(0), np.zeros(0)
+    values, errors = cal._fit(problem, priors, subset=subset)
+    return [p.key for p in priors], values, errors
 
 
 def prior_values(keys) -> np.ndarray:
@@ -191,7 +191,7 @@ def leave_one_source_out(problem, micro, say) -> np.ndarray:
         test = groups == name
         train = (problem.groups != name) & ~cal._duplicates(problem, test)
         say(f"leave one source out {k}: {name}")
-        keys, values = fit(problem, micro, [], lambda m: None, subset=train)
+        keys, values, _ = fit(problem, micro, [], lambda m: None, subset=train)
         index = np.flatnonzero(test)
         held[index] = cal.predict_with(problem, index, keys, values)
     return held
@@ -241,7 +241,7 @@ def main() -> int:
     t0 = time.process_time()
     notes: list = []
     problem, micro = cal.prepare(TRAIN, "trtllm", say, notes)
-    keys, values = fit(problem, micro, notes, say)
+    keys, values, errors = fit(problem, micro, notes, say)
     means = prior_values(keys)
 
     say("time split: predicting the newer rounds")
@@ -322,7 +322,10 @@ def main() -> int:
             title=f"Training file {TRAIN.name}: {len(train)} end-to-end rows with status ok",
         )
     )
-    terms = [{"term": k, "value": f"{v:.4g}"} for k, v in zip(keys, values)]
+    terms = [
+        {"term": k, "value": f"{v:.4g}", "standard error": f"{e:.2g}", "prior": f"{m:.4g}"}
+        for k, v, e, m in zip(keys, values, errors, means)
+    ]
     print(
         render(
             pd.DataFrame(terms),

@@ -7,7 +7,8 @@ running request will reach (``no_evict``: TensorRT-LLM's guaranteed no-evict pol
 decodes one token for every running request and spends what is left of the step's token budget
 on prompts: chunks of them (``chunked``), whole prompts while they fit (``whole``), or, with
 ``separate`` prefill, whole prompts in steps of their own while decoding waits; first come first
-served, and a prompt's last token emits its first output token. When the cache cannot hold the
+served (a prompt longer than the whole budget goes in chunks of it under every mode), and a
+prompt's last token emits its first output token. When the cache cannot hold the
 next token of every running request (possible only under ``recompute``), the request admitted
 last is preempted: its cache is dropped and it waits at the head of the queue, to be prefilled
 again with the tokens it had generated (recomputation, as vLLM does); no request is admitted
@@ -24,6 +25,7 @@ follows from the contexts, which all grow by one token per step.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,10 +97,11 @@ class _Engine:
         self.waiting: deque[int] = deque()
         self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
         self.reserved = 0.0  # KV layer-positions held by prompts being prefilled
-        # the decoding requests (plain lists: a batch is small and changes one at a time)
-        self.ids: list[int] = []
-        self.base: list[int] = []  # context - G
-        self.end: list[int] = []  # G once the request has all its tokens
+        # the decoding requests: request -> (context - G, G once it has all its tokens), the
+        # requests by the G they finish at, and a heap of those G (stale entries skipped)
+        self.running: dict[int, tuple[int, int]] = {}
+        self.by_end: dict[int, list[int]] = {}
+        self.ends: list[int] = []
         self.sum_base = 0
         self.G, self.t = 0, 0.0
         self.hold = False  # no admission after a preemption until a request finishes
@@ -111,8 +114,9 @@ class _Engine:
         """Σ over decoding requests of their layer-positions ``ahead`` steps from now
         (``ahead`` may be an array)."""
         if not self.windowed:
-            return self.layers * (self.sum_base + len(self.ids) * (self.G + ahead))
-        ctx = np.sort(np.asarray(self.base, dtype=float) + self.G)
+            return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
+        base = np.fromiter((b for b, _ in self.running.values()), float, len(self.running))
+        ctx = np.sort(base + self.G)
         ahead = np.asarray(ahead, dtype=float)
         total = 0.0
         cums = np.concatenate([[0.0], np.cumsum(ctx, dtype=float)])
@@ -128,12 +132,12 @@ class _Engine:
     def growth(self) -> float:
         """Layer-positions the decoding requests add in one step."""
         if not self.windowed:
-            return self.layers * len(self.ids)
+            return self.layers * len(self.running)
         return float(self.decode_positions(1)) - float(self.decode_positions(0))
 
     def used(self) -> float:
         if not self.windowed:
-            return self.layers * (self.sum_base + len(self.ids) * self.G) + self.reserved
+            return self.layers * (self.sum_base + len(self.running) * self.G) + self.reserved
         return float(self.decode_positions()) + self.reserved
 
     def pos(self, context) -> float:
@@ -150,7 +154,7 @@ class _Engine:
 
     def admit(self) -> None:
         limit = self.cfg.max_batch_requests
-        if self.hold and not self.ids and not self.prefilling:
+        if self.hold and not self.running and not self.prefilling:
             self.hold = False  # everything was preempted: start again
         while self.waiting and not self.hold:
             i = self.waiting[0]
@@ -158,7 +162,7 @@ class _Engine:
                 self.waiting.popleft()
                 self._count_done(1)
                 continue
-            if len(self.ids) + len(self.prefilling) >= limit:
+            if len(self.running) + len(self.prefilling) >= limit:
                 return
             context = int(self.n_in[i] + self.gen[i] - (0 if self.needs_prefill[i] else 1))
             need = self.pos(context)
@@ -167,7 +171,7 @@ class _Engine:
                     return
                 self.committed += self.full[i]
             elif (
-                self.used() + need + self.layers * (len(self.ids) + len(self.prefilling) + 1)
+                self.used() + need + self.layers * (len(self.running) + len(self.prefilling) + 1)
                 > self.cap
             ):
                 return  # room for every running request's next token first (vLLM V1's order)
@@ -189,23 +193,38 @@ class _Engine:
                 self.committed -= self.full[i]
             self._count_done(1)
             return
-        self.ids.append(i)
-        self.base.append(context - self.G)
-        self.end.append(self.G + left)
+        end = self.G + left
+        self.running[i] = (context - self.G, end)
+        self.by_end.setdefault(end, []).append(i)
+        heapq.heappush(self.ends, end)
         self.sum_base += context - self.G
+
+    def min_end(self) -> int:
+        """The G at which the next decoding request finishes."""
+        while self.ends[0] not in self.by_end:
+            heapq.heappop(self.ends)
+        return self.ends[0]
+
+    def _leave(self, i: int) -> None:
+        """Take request ``i`` out of the decoding batch."""
+        base, end = self.running.pop(i)
+        self.sum_base -= base
+        same = self.by_end[end]
+        same.remove(i)
+        if not same:
+            del self.by_end[end]
 
     def preempt(self) -> None:
         """Drop the cache of the request admitted last and put it back at the queue's head."""
         seq = self.seq
-        last = max(range(len(self.ids)), key=lambda k: seq[self.ids[k]], default=-1)
-        decode_seq = seq[self.ids[last]] if last >= 0 else -1
+        last = max(self.running, key=lambda k: seq[k], default=-1)
+        decode_seq = seq[last] if last >= 0 else -1
         if self.prefilling and seq[self.prefilling[-1][0]] > decode_seq:
             i, _, context = self.prefilling.pop()
             self.reserved -= self.pos(context)
         else:
-            i = self.ids.pop(last)
-            self.sum_base -= self.base.pop(last)
-            self.end.pop(last)
+            i = last
+            self._leave(i)
         self.preempted[i] += 1
         self.needs_prefill[i] = True
         self.waiting.appendleft(i)
@@ -225,14 +244,12 @@ class _Engine:
     def _complete(self) -> None:
         """Requests whose last token came out of the step just taken."""
         G = self.G
-        if not self.end or min(self.end) != G:
+        done = self.by_end.pop(G, None)
+        if not done:
             return
-        done = [k for k, e in enumerate(self.end) if e == G]
-        for k in reversed(done):
-            i = self.ids.pop(k)
+        for i in done:
+            self.sum_base -= self.running.pop(i)[0]
             self.finish[i] = self.t
-            self.sum_base -= self.base.pop(k)
-            self.end.pop(k)
             if self.no_evict:
                 self.committed -= self.full[i]
         self.hold = False
@@ -243,12 +260,12 @@ class _Engine:
         """Whether the next step carries prompt tokens (``budget``: the step's token budget)."""
         if not self.prefilling:
             return False
-        D = len(self.ids)
+        D = len(self.running)
         if self.mode == "chunked":
             return budget > D
         if self.mode == "whole":
-            first = self.prefilling[0]
-            return D == 0 or D + first[2] - first[1] <= budget
+            left = self.prefilling[0][2] - self.prefilling[0][1]
+            return D == 0 or D + left <= budget or (left > budget and budget > D)
         return True  # separate: prompts go first
 
     def mixed_step(self, budget: int) -> bool:
@@ -256,11 +273,10 @@ class _Engine:
         tokens already taken out, except with separate prefill); False if the cache had to
         make room first."""
         separate = self.mode == "separate"
-        D = 0 if separate else len(self.ids)
-        if not separate:
-            if self.used() + self.growth() > self.cap:
-                self.preempt()
-                return False
+        D = 0 if separate else len(self.running)
+        if not separate and self.used() + self.growth() > self.cap:
+            self.preempt()
+            return False
         decode_q = float(self.decode_positions()) if D else 0.0
         kv, att, taken = decode_q, decode_q, 0
         chunks = []
@@ -268,8 +284,10 @@ class _Engine:
             left = entry[2] - entry[1]
             if self.mode == "chunked":
                 take = min(left, budget - taken)
-            elif taken + left <= budget or (not chunks and D == 0):
-                take = left  # whole prompts; a lone prompt longer than the budget runs alone
+            elif taken + left <= budget:
+                take = left  # whole prompts
+            elif not chunks and left > self.cfg.step_token_budget:
+                take = budget  # a prompt that never fits whole: in chunks of the room left
             else:
                 take = 0
             if take <= 0:
@@ -308,8 +326,8 @@ class _Engine:
     def decode_run(self, admit_more: bool) -> None:
         """Decode-only steps until the next event: an arrival that could be admitted, a
         completion, or a full cache."""
-        D = len(self.ids)
-        k = min(self.end) - self.G
+        D = len(self.running)
+        k = self.min_end() - self.G
         deadline = (
             self.arr[self.next_arrival] - self.t
             if admit_more and self.next_arrival < self.n
@@ -368,7 +386,7 @@ class _Engine:
         while True:
             self.arrive()
             self.admit()
-            D = len(self.ids)
+            D = len(self.running)
             if D == 0 and not self.prefilling:
                 if self.waiting:
                     continue  # rejected requests were dropped; try the next one

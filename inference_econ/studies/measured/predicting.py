@@ -282,7 +282,10 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
                     f"{cand.label()}",
                 )
                 continue
-            loaded = row.scenario in LOADED and not (for_fit and row.scenario == "closed_loop")
+            # closed-loop rows are simulated, except for the fit (their steady state) and
+            # under the ideal engine (its bound: the fluid steady state, no scheduling losses)
+            steady_loop = for_fit or found.profile is None
+            loaded = row.scenario in LOADED and not (steady_loop and row.scenario == "closed_loop")
             if loaded or (row.scenario == "offline" and not _exact(model, row, cand, found)):
                 if for_fit and not loaded:
                     continue  # preemption shapes the run: no closed form to re-time
@@ -416,13 +419,15 @@ def _mean_step(plan, g: _Group, i, j, row, cand, B, users, budget, mode) -> None
     n = L.decode_context
     prompts = users / L.output_mean  # prompts arriving per decode step
     if mode == "separate":
-        k = max(1.0, math.floor(budget / L.input_mean))  # whole prompts per prefill step
+        k = budget / L.input_mean  # prompts per prefill step (whole, or chunks of a longer one)
+        k = max(1.0, math.floor(k)) if k >= 1.0 else k
         a = g.add(B, n, 0.0, 0.0, 0.0)
-        prefix = max(0.0, L.prefill_context - (L.input_mean - 1.0) / 2.0)
-        b = g.add(0.0, 0.0, k * L.input_mean, prefix, k)
+        chunk = min(L.input_mean, budget)
+        prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
+        b = g.add(0.0, 0.0, k * L.input_mean, prefix, max(k, 1.0))
         plan.points.append((i, j, B, cand.replicas, a, 1.0, b, prompts / k, 0))
         return
-    chunk = L.input_mean if mode == "whole" else min(L.input_mean, budget)
+    chunk = min(L.input_mean, budget)  # whole prompts, or chunks: the same mean step
     prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
     tokens = prompts * L.input_mean  # prompt tokens per step on average
     chunks = tokens / chunk

@@ -19,6 +19,7 @@ deviation is log-normal with that mean and deviation, one without is fixed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -166,14 +167,32 @@ def _count(case: LoadCase, slots: float, requests: int | None) -> int:
 
 
 def _offline(case: LoadCase, inst, requests) -> Outcome:
-    """Every request queued at t = 0 (MLPerf Offline): throughput over the run."""
+    """Every request queued at t = 0 (MLPerf Offline): the output tokens per second while the
+    engine is saturated - from the start until the last request is admitted, while a queue
+    waits (``saturated_rate``)."""
     n = _count(case, inst.config.max_batch_requests, requests)
     traffic = traffic_of(case, n)
     s = traffic.stream()
     record = simulate(inst, Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens))
     if record.rejected.all():
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
-    return _scaled(case, summarise(inst, record, traffic, Targets()))
+    result = summarise(inst, record, traffic, Targets())
+    return dataclasses.replace(
+        _scaled(case, result), throughput=case.replicas * saturated_rate(record)
+    )
+
+
+def saturated_rate(record) -> float:
+    """Output tokens per second from t = 0 to the last admission: each request's first token
+    when it came, its others spread evenly from its first token to its last."""
+    end = float(np.nanmax(record.admitted_s))
+    first, last = record.first_token_s, record.finish_s
+    n_out = record.arrivals.output_tokens.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(last > first, (end - first) / (last - first), 1.0)
+    share = np.where(np.isfinite(share), np.clip(share, 0.0, 1.0), 0.0)
+    done = np.where(first <= end, 1.0 + share * (n_out - 1.0), 0.0)
+    return float(np.sum(done) / end) if end > 0 else math.nan
 
 
 def _closed(case: LoadCase, inst, requests) -> Outcome:
