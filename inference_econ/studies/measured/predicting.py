@@ -631,7 +631,57 @@ class Comparison:
 def predict_rows(rows, assumptions="paper", engine=None, engines=None):
     """(predicted value, layout label, status, engine label) of every row, in SI units
     (seconds, tokens/s). ``engines`` gives rows their ``RowEngine`` (by index) instead of
-    resolving them (calibration's fitted profiles)."""
+    resolving them (calibration's fitted profiles). Rows that ask the same question (the same
+    configuration and metric, whatever their value or source) are predicted once."""
+    groups: dict = {}
+    for i, r in enumerate(rows):
+        given = None if engines is None else id(engines.get(i))
+        groups.setdefault((_question(r), given), []).append(i)
+    if len(groups) < len(rows):
+        first = [members[0] for members in groups.values()]
+        sub = (
+            None
+            if engines is None
+            else {k: engines[i] for k, i in enumerate(first) if i in engines}
+        )
+        once = _predict_distinct([rows[i] for i in first], assumptions, engine, sub)
+        out = (np.full(len(rows), np.nan), [""] * len(rows), [""] * len(rows), [""] * len(rows))
+        for k, members in enumerate(groups.values()):
+            for i in members:
+                out[0][i] = once[0][k]
+                for n in (1, 2, 3):
+                    out[n][i] = once[n][k]
+        return out
+    return _predict_distinct(rows, assumptions, engine, engines)
+
+
+def _question(r: MeasuredRow) -> tuple:
+    """What a row's prediction depends on (not its value, line, source or wording)."""
+    micro = (r.model_text, r.unit, r.message_bytes, r.gemm_shape) if r.kind == "micro" else ()
+    return (
+        r.kind,
+        r.status,
+        r.arch,
+        r.gpu,
+        r.bits,
+        r.gpus,
+        r.metric,
+        r.scenario,
+        r.layout,
+        r.lengths,
+        r.concurrency,
+        r.batch_cap,
+        r.limits,
+        r.engine,
+        getattr(r, "engine_version", None),
+        getattr(r, "platform", None),
+        r.disaggregated,
+        micro,
+    )
+
+
+def _predict_distinct(rows, assumptions, engine, engines):
+    """``predict_rows`` of rows that each ask their own question."""
     base = preset(assumptions)
     found = resolve_engines(rows, base, engine) if engines is None else engines
     plan = build_plan(rows, assumptions, engines=found)

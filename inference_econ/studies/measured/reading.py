@@ -122,10 +122,32 @@ def _read_frame(path: Path) -> pd.DataFrame:
 
 
 def load_measured(path: str | Path) -> list[MeasuredRow]:
-    """Read, validate and resolve a measured CSV (one ``MeasuredRow`` per line)."""
+    """Read, validate and resolve a measured CSV (one ``MeasuredRow`` per line). Rows that
+    differ only in their value are resolved once (a benchmark log repeats its
+    configurations): every value is still checked on its own line."""
     path = Path(path)
     df = _read_frame(path)
-    return [_row(path, i + 2, rec) for i, rec in enumerate(df.to_dict(orient="records"))]
+    columns = list(df.columns)
+    at = columns.index("value")
+    unit, metric = columns.index("unit"), columns.index("metric")
+    resolved: dict = {}
+    values: dict = {}  # (value, unit, metric) texts -> the checked value
+    out = []
+    for i, cells in enumerate(df.to_numpy(dtype=object).tolist()):
+        line = i + 2
+        texts = (cells[at], cells[unit], cells[metric])
+        if texts not in values:  # a bad value raises here, naming its own line
+            rec = dict(zip(columns, cells))
+            values[texts] = _value(rec, sem.metric_of(rec["metric"]), f"{path}, row {line}")
+        value = values[texts]
+        key = (tuple(cells[:at]), tuple(cells[at + 1 :]), value is None)
+        known = resolved.get(key)
+        if known is None:
+            known = resolved[key] = _row(path, line, dict(zip(columns, cells)))
+        row = object.__new__(MeasuredRow)  # the same resolution, this line's number and value
+        row.__dict__.update(known.__dict__, row=line, value=value)
+        out.append(row)
+    return out
 
 
 def _row(path: Path, line: int, rec: dict) -> MeasuredRow:
