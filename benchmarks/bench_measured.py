@@ -39,6 +39,12 @@ def fleet_log(n: int, seed: int = 0) -> pd.DataFrame:
     rows = fleet.sample(n, replace=True, random_state=seed).reset_index(drop=True)
     value = pd.to_numeric(rows.value, errors="coerce") * rng.uniform(0.9, 1.1, n)
     rows["value"] = value.map(lambda v: f"{v:.6g}")
+    # a log's lines are short: the system, the engine and the limits, not the provenance
+    rows["source"] = rows.source.str.extract(r"results/([^/]+)/")[0]
+    rows["precision"] = rows.precision.str.split().str[0]
+    engine = rows.notes.str.extract(r"^(TensorRT-LLM|vLLM)")[0].fillna("")
+    limits = rows.notes.str.extract(r"(constraints p99 TTFT<=\d+ms, p99 TPOT<=\d+ms)")[0]
+    rows["notes"] = engine + "; " + limits.fillna("")
     return rows
 
 

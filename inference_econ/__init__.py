@@ -85,6 +85,12 @@ _EXPORTS = {
     "max_load": ("api", "max_load"),
     "capacity": ("api", "capacity"),
     "load_frontier": ("api", "load_frontier"),
+    # power, owning and demand curves (docs/model.md Part G)
+    "demand_plan": ("api", "demand_plan"),
+    "DemandPlan": ("optimise.demand", "DemandPlan"),
+    "load_demand": ("serving.load.demand", "load_demand"),
+    "load_costs": ("specs.costs", "load_costs"),
+    "demand_figure": ("output.load_plots", "demand_figure"),
     "Targets": ("serving.load.targets", "Targets"),
     "Traffic": ("serving.load.arrivals", "Traffic"),
     "make_traffic": ("serving.load.arrivals", "make_traffic"),

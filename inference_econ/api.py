@@ -13,7 +13,7 @@ import pandas as pd
 from . import settings as table
 from .errors import InfeasibleError, SpecError, warn
 from .model.assumptions import Assumptions, preset
-from .model.economics import flop_rates
+from .model.machine import flop_rates, min_gpus
 from .model.workload import compile_workload
 from .optimise.frontier import Frontier
 from .optimise.method import Method, make_method
@@ -146,7 +146,7 @@ def model_summary(
         "sparsity": sparsity,
         "hardware": gpu.name,
         "hardware_file": display_path(gpu.source_file),
-        "min_gpus_for_weights": work.weights_total_bytes / gpu.hbm_capacity_bytes,
+        "min_gpus_for_weights": min_gpus(work.weights_total_bytes, gpu),
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
         "critical_batch": flop * work.bytes_per_weight / (2.0 * bw) * sparsity,
         # tokens of KV cache one GPU holds beside the weights (HBM, not the model's window)
@@ -389,6 +389,52 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     )
 
 
+def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, **kwargs):
+    """The cheapest mix of reserved and on-demand (or spot) capacity serving every hour of a
+    ``demand`` curve (a CSV path or a ``DemandCurve``) within the ``slo_*`` targets (docs/model.md
+    §G5): one knee search per GPU and instance size, then the reserved base that minimises the
+    period's cost. ``reserved_basis`` (default owned) and ``burst_basis`` (default on-demand)
+    price the two; ``spot_interruption_rate`` adds spot capacity. Returns a ``DemandPlan``."""
+    from .optimise.capacity import instance_sizes
+    from .optimise.demand import demand_plan as plan
+    from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
+    from .serving.load.demand import load_demand
+
+    curve = load_demand(demand)
+    kwargs = dict(kwargs)
+    for name in ("arrival_rate_per_s", "trace"):
+        if kwargs.get(name) is not None:
+            raise SpecError(
+                "argument",
+                name,
+                "is given with a demand curve, which sets the rate of every hour",
+                f"drop {name}",
+            )
+    kwargs["arrival_rate_per_s"] = curve.peak_per_s
+    costs, pue = kwargs.pop("costs", None), kwargs.get("pue")
+    problem, traffic, targets, config, v = _load_inputs(kwargs)
+    _need_targets(targets)
+    settings = _settings(model, hardware, problem)
+    cap = settings[0].max_gpus
+    searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
+    check_budget(traffic, searches * SIMULATIONS_PER_SEARCH, "the demand plan")
+    return plan(
+        settings,
+        traffic,
+        targets,
+        curve,
+        config,
+        v["reserved_basis"],
+        v["burst_basis"],
+        v["spot_interruption_rate"],
+        costs,
+        pue,
+        sizes,
+        cap,
+        progress,
+    )
+
+
 def load_frontier(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     """The deployments that serve ``arrival_rate_per_s`` within the ``slo_*`` targets: their
     Pareto frontier of speed per request against $ per million output tokens (``LoadFrontier``)."""
@@ -415,3 +461,116 @@ def _need_targets(targets) -> None:
             "give slo_ttft_p99_s, slo_tpot_p99_s or slo_e2e_p99_s: --slo-ttft-p99, --slo-tpot-p99"
             " or --slo-e2e-p99 on the command line",
         )
+
+
+# --- export: launch configurations and the benchmark that checks them -------------------------
+#: What an export can start from.
+EXPORT_PLANS = ("point", "frontier", "capacity", "disagg")
+#: Frontier points an export can pick by name (or ``speed``: the cheapest at that speed).
+FRONTIER_PICKS = ("fastest", "cheapest", "preference")
+
+
+def export(
+    model,
+    hardware=None,
+    *,
+    engine: str,
+    plan: str = "point",
+    gpus=None,
+    batch=None,
+    prompt_tokens=None,
+    output_tokens=None,
+    prefill_gpus=None,
+    pick: str | None = None,
+    speed=None,
+    max_model_len=None,
+    checkpoint=None,
+    progress=None,
+    **kwargs,
+):
+    """A configuration as the engine launches it (``output.launch.LaunchPlan``): a ``point``
+    (``gpus``, ``batch``), a ``frontier`` point (``pick`` fastest/cheapest/preference, or the
+    cheapest at ``speed`` tokens/s per request; whole layouts), a ``capacity`` plan (the load
+    settings and targets, ``disaggregated=True`` for pools) or a ``disagg`` plan (``gpus``,
+    ``batch``, ``prefill_gpus``), for ``engine`` (vllm, sglang, trtllm). Requests of
+    ``prompt_tokens`` in and ``output_tokens`` out (point, frontier, disagg). Every worker's
+    memory is checked under the engine's profile: one that does not fit is refused with its
+    numbers (``InfeasibleError``). Unless ``assumptions`` is given the figures are the
+    achievable preset's under ``engine``."""
+    from .output import launch
+    from .output.launch import ENGINES
+
+    if engine not in ENGINES:
+        from .errors import did_you_mean
+
+        raise SpecError(
+            "argument",
+            "engine",
+            f"no launch configuration for {engine!r}",
+            did_you_mean(str(engine), ENGINES) or f"choose {', '.join(ENGINES)}",
+        )
+    if plan not in EXPORT_PLANS:
+        raise SpecError(
+            "argument", "plan", f"unknown {plan!r}", f"choose {', '.join(EXPORT_PLANS)}"
+        )
+    kwargs.setdefault("assumptions", "achievable")
+    if kwargs["assumptions"] == "achievable":
+        kwargs.setdefault("engine", engine)
+    common = {"max_model_len": max_model_len, "checkpoint": checkpoint}
+    if plan == "capacity":
+        capacity_plan = globals()["capacity"](model, hardware, progress=progress, **kwargs)
+        _, traffic, _, config, _ = _load_inputs(
+            {k: v for k, v in kwargs.items() if k in table.names(table.LOAD)}
+        )
+        return launch.capacity_plan(capacity_plan, engine, traffic, config, **common)
+    for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):
+        if value is None:
+            raise SpecError(
+                "argument", name, "is missing", "give the request's prompt and output tokens"
+            )
+    table.check_each({"prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
+    context = float(prompt_tokens) + float(output_tokens) / 2.0  # decode's mean context (§B10)
+    setting = _setting(model, hardware, context_tokens=context, **kwargs)
+    if plan == "frontier":
+        if (pick is None) == (speed is None):
+            raise SpecError(
+                "argument",
+                "pick",
+                "give one of pick or speed",
+                f"pick {', '.join(FRONTIER_PICKS)}, or speed in tokens/s per request",
+            )
+        front = _frontier(
+            setting.replace(prompt_tokens=float(prompt_tokens)), make_method("discrete")
+        )
+        if speed is not None:
+            row = front.cheapest_at_speed(float(speed))
+            if row is None:
+                raise InfeasibleError(
+                    f"no configuration reaches {float(speed):g} tokens/s per request"
+                )
+            label = f"frontier (cheapest at {float(speed):g} tokens/s)"
+        elif pick in FRONTIER_PICKS:
+            row = {
+                "fastest": front.fastest,
+                "cheapest": front.cheapest,
+                "preference": front.preference_point,
+            }[pick]()
+            label = f"frontier ({pick})"
+        else:
+            raise SpecError(
+                "argument", "pick", f"unknown {pick!r}", f"choose {', '.join(FRONTIER_PICKS)}"
+            )
+        gpus, batch = row["gpus"], row["batch"]
+        return launch.point_plan(
+            setting, engine, gpus, batch, prompt_tokens, output_tokens, source=label, **common
+        )
+    for name, value in (("gpus", gpus), ("batch", batch)):
+        if value is None:
+            raise SpecError(
+                "argument", name, "is missing", f"a {plan} export needs --gpus and --batch"
+            )
+    if plan == "disagg":
+        return launch.disagg_plan(
+            setting, engine, gpus, batch, prompt_tokens, output_tokens, prefill_gpus, **common
+        )
+    return launch.point_plan(setting, engine, gpus, batch, prompt_tokens, output_tokens, **common)

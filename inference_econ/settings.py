@@ -22,6 +22,7 @@ from typing import Any
 
 from .errors import SpecError, did_you_mean, short
 from .model.assumptions import PRESETS
+from .specs.bases import DEFAULT_PRICE_BASIS, PRICE_BASES
 from .specs.schema import check_number
 
 PROBLEM = "problem"
@@ -362,6 +363,58 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         maximum=MAX_GPUS,
     ),
+    # --- prices, power and carbon (issue 26, issue 22 item 9; docs/model.md Part G) ----------
+    Option(
+        "price_basis",
+        "text",
+        DEFAULT_PRICE_BASIS,
+        "Kind of GPU-hour price: paper (the paper's discounted long-term rental), on-demand,"
+        " reserved-1y, reserved-3y, spot, market (as the hardware file lists them) or owned (the"
+        " cost of owning, from --costs).",
+        PROBLEM,
+        choices=PRICE_BASES,
+    ),
+    Option(
+        "costs",
+        "name",
+        None,
+        "Cost file of owning: purchase prices, depreciation, power price, PUE, hosting (a name"
+        " or a YAML file; default owned-2025).",
+        PROBLEM,
+        optional=True,
+    ),
+    Option(
+        "pue",
+        "number",
+        None,
+        "Power usage effectiveness: facility power over IT power (default: the cost file's).",
+        PROBLEM,
+        minimum=1,
+        maximum=5,
+        optional=True,
+    ),
+    Option(
+        "grid_intensity_g_per_kwh",
+        "number",
+        None,
+        "Carbon intensity of the grid, for gCO2 per million tokens.",
+        PROBLEM,
+        unit="gCO2/kWh",
+        minimum=0,
+        maximum=5000,
+        optional=True,
+        flag="--grid-intensity",
+        excludes=("grid_region",),
+    ),
+    Option(
+        "grid_region",
+        "text",
+        None,
+        "Carbon intensity of a named grid's published average: a country (France, FRA) or a"
+        " cloud region (gcp:us-central1); needs the carbon extra (CodeCarbon's data).",
+        PROBLEM,
+        optional=True,
+    ),
     # --- the method: how the frontier is searched --------------------------------------------
     Option(
         "discrete",
@@ -566,7 +619,7 @@ SETTINGS: tuple[Option, ...] = (
         flag="--price",
     ),
     Option(
-        "price_basis",
+        "offer_price",
         "text",
         "output",
         "Price compared with our cost: the output-token price, or input and output blended.",
@@ -697,7 +750,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         flag="--input-length",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "output_lengths",
@@ -707,7 +760,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         flag="--output-length",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "trace",
@@ -726,7 +779,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         choices=("poisson", "trace"),
         flag="--arrivals",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "requests",
@@ -737,7 +790,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="requests",
         minimum=10,
         maximum=10_000_000,
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option("seed", "integer", 0, "Seed of the random arrivals and lengths.", LOAD, minimum=0),
     Option(
@@ -751,7 +804,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-ttft-p99",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "slo_tpot_p99_s",
@@ -764,7 +817,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-tpot-p99",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "slo_e2e_p99_s",
@@ -777,7 +830,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--slo-e2e-p99",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "max_batch_requests",
@@ -789,7 +842,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=65536,
         flag="--max-batch",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "step_token_budget",
@@ -801,7 +854,49 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=1_000_000,
         flag="--step-tokens",
-        needs=("arrival_rate_per_s", "trace"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
+    ),
+    # --- capacity for a demand curve (issue 26; docs/model.md §G5) ---------------------------
+    Option(
+        "demand",
+        "text",
+        None,
+        "CSV of requests per second by hour (columns hour, requests_per_s): the cheapest mix of"
+        " reserved and on-demand (or spot) capacity meeting the targets at every hour.",
+        LOAD,
+        optional=True,
+        excludes=("arrival_rate_per_s", "trace"),
+    ),
+    Option(
+        "reserved_basis",
+        "text",
+        "owned",
+        "Price basis of the reserved capacity of a demand plan (owned, or a committed rate).",
+        LOAD,
+        choices=PRICE_BASES,
+        needs=("demand",),
+    ),
+    Option(
+        "burst_basis",
+        "text",
+        "on-demand",
+        "Price basis of the capacity a demand plan buys by the hour above its reserved base.",
+        LOAD,
+        choices=PRICE_BASES,
+        needs=("demand",),
+    ),
+    Option(
+        "spot_interruption_rate",
+        "number",
+        None,
+        "Also buy spot capacity (the hardware file's spot price) above the reserved base; this"
+        " share of it is lost to interruptions each hour and bought again.",
+        LOAD,
+        minimum=0,
+        maximum=0.99,
+        optional=True,
+        flag="--spot-interruption",
+        needs=("demand",),
     ),
     Option(
         "instances",

@@ -31,7 +31,10 @@ DATASHEETS = {
     "TPU-v6e": (32e9, 1638e9, {16: 918e12, 8: 1836e12}, 800e9, 200e9),
 }
 KINDS = {"MI": "full_mesh", "TP": "torus", "GB": "switch", "B3": "switch"}
-TPU_PRICES = {"TPU-v5e": 1.20, "TPU-v5p": 4.20, "TPU-v6e": 2.70}  # USD per chip-hour, list
+#: USD per chip-hour on Google's on-demand list, and on the paper basis (the paper's rule: the
+#: lowest long-term rate x 2/3; the v6e's 3-year commitment 1.22, docs/model.md §G1)
+TPU_PRICES = {"TPU-v5e": 1.20, "TPU-v5p": 4.20, "TPU-v6e": 2.70}
+TPU_PAPER_PRICES = {"TPU-v6e": 1.22 * 2 / 3}
 
 
 def test_every_new_part_is_listed():
@@ -57,8 +60,11 @@ def test_show_gives_the_datasheet_figures(name):
         assert shown["link_bandwidth_bytes_per_s"] == pytest.approx(link)
     elif kind == "pcie":
         assert shown["pcie_bandwidth_bytes_per_s"] == pytest.approx(link)
-    if name in TPU_PRICES:
-        assert shown["price_usd_per_hour"] == pytest.approx(TPU_PRICES[name])
+    if name in TPU_PRICES:  # every price carries its basis (issue 22 item 9)
+        assert shown["prices"]["on-demand"] == pytest.approx(TPU_PRICES[name])
+        assert shown["price_basis"] == "paper"
+    if name in TPU_PAPER_PRICES:
+        assert shown["price_usd_per_hour"] == pytest.approx(TPU_PAPER_PRICES[name], rel=1e-3)
 
 
 def test_fp4_and_fp6_run_at_their_own_rate_where_the_chip_has_one():

@@ -122,3 +122,29 @@ def test_user_guide_python_names_exist_and_its_setting_example_runs(monkeypatch)
     ((setting, method),) = searched
     assert setting.model.precision.weight_bits == 8 and setting.gpu.name == "H100-SXM"
     assert method.kind == "discrete" and scope["setting"] is setting
+
+
+#: The one home of each quantity a new attention kind or precision changes (issue 22): the
+#: recipe for adding a model feature must name each, and each must be defined where it says.
+HOMES = {
+    "model/workload.py": ("Workload.layer_positions", "Workload.layer_positions_of_many"),
+    "model/machine.py": ("Machine.gemm_rate", "usable_hbm_bytes", "min_gpus", "flop_rates"),
+    "model/latency.py": ("StepModel.free_hbm_bytes",),
+    "model/achievable.py": ("EngineStep.part", "EngineStep.step_work"),
+    "model/economics.py": ("usd_per_mtok", "priced_grid"),
+    "optimise/method.py": ("GRID_MAX_LOG2",),
+}
+
+
+def test_model_feature_recipe_names_every_home():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    recipe = text[text.index("## How to add a model feature") :]
+    recipe = recipe[: recipe.index("\n## ", 4)]
+    for file, names in HOMES.items():
+        source = (PACKAGE / file).read_text()
+        for name in names:
+            assert name.split(".")[-1] in recipe, f"the recipe does not name {file}:{name}"
+            for part in name.split("."):
+                assert re.search(
+                    rf"(def|class) {part}\b|^{part}\b\s*[:=]|^\s+{part}\s*[:=]", source, re.M
+                ), f"{file} has no {part}"

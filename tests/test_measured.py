@@ -88,11 +88,6 @@ def test_benchmark_names_resolve_through_the_catalog():
         ((), "the file is empty"),
         ((HEADER,), "header but no rows"),
         (("model,hardware,metric\nx,y,z",), "columns missing: n_gpus, value, unit"),
-        ((HEADER, ROW.replace(",2,TP2,", ",0,TP2,")), "n_gpus"),
-        ((HEADER, ROW.replace(",18.58,", ",0,")), "value"),
-        ((HEADER, ROW.replace("TP2", "TP2PP0")), "PP0"),
-        ((HEADER, ROW.replace("TP2", "TP3")), "uses 3 GPUs but the row has n_gpus 2"),
-        ((HEADER, ROW.replace(",1,5000,", ",-4,5000,")), "batch_or_concurrency"),
     ],
 )
 def test_bad_files_fail_with_one_line_and_exit_2(tmp_path, lines, field):
@@ -104,6 +99,23 @@ def test_bad_files_fail_with_one_line_and_exit_2(tmp_path, lines, field):
     result = CliRunner().invoke(main, ["compare-measured", str(path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.output.count("error:") == 1
+
+
+def test_an_impossible_number_is_the_rows_reason_not_the_files(tmp_path):
+    bad = {
+        ROW.replace(",2,TP2,", ",0,TP2,"): "n_gpus: is 0 in GPUs (expected a whole number >= 1)",
+        ROW.replace(",18.58,", ",0,"): "value: is 0 in ms (expected a number > 0)",
+        ROW.replace("TP2", "TP2PP0"): "parallelism: PP0 in 'TP2PP0' (degrees are >= 1)",
+        ROW.replace("TP2", "TP3"): "parallelism: 'TP3' uses 3 GPUs but the row has 2",
+        ROW.replace(",1,5000,", ",-4,5000,"): "batch_or_concurrency: is -4",
+    }
+    path = write(tmp_path, HEADER, *bad, ROW)
+    result = CliRunner().invoke(main, ["compare-measured", str(path), "--format", "csv"])
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    table = predicting.compare(path).table
+    for status, reason in zip(table.status, bad.values()):
+        assert status.startswith(f"unresolved: {reason}")
+    assert table.status.iloc[-1] == "ok" and np.isfinite(table.predicted.iloc[-1])
 
 
 def test_rows_the_toolkit_cannot_read_get_a_status(tmp_path):

@@ -14,6 +14,7 @@ from . import (
     catalog_commands,
     data_commands,
     decode_commands,
+    export_commands,
     infer_commands,
     scenario_commands,
     serving_commands,
@@ -49,6 +50,7 @@ for _module in (
     infer_commands,
     capacity_commands,
     study_commands,
+    export_commands,
 ):
     for _command in _module.COMMANDS:
         main.add_command(_command)

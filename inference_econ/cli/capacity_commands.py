@@ -10,6 +10,7 @@ import click
 
 from ..errors import SpecError
 from .common import (
+    PREFILL_SETTING_NAMES,
     FigureFile,
     Progress,
     emit,
@@ -25,8 +26,9 @@ from .common import (
     typed_name,
 )
 
-#: What is served (no speculative decoding, no fixed context: lengths come from the traffic).
-SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "engine")
+#: What is served (no speculative decoding, no fixed context: lengths come from the traffic):
+#: the settings of a prefill, prices and power included.
+SERVED = PREFILL_SETTING_NAMES
 TRAFFIC = (
     "arrival_rate_per_s",
     "input_lengths",
@@ -37,6 +39,8 @@ TRAFFIC = (
     "seed",
 )
 TARGETS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
+#: A demand curve and how its capacity is priced (docs/model.md §G5).
+DEMAND = ("demand", "reserved_basis", "burst_basis", "spot_interruption_rate")
 ENGINE = ("max_batch_requests", "step_token_budget")
 #: A simulation reports progress only when it is slow: at most one line per this many seconds.
 PROGRESS_EVERY_S = 2.0
@@ -161,17 +165,21 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     help="GPUs per instance of a given deployment: report the most load it holds.",
 )
 @options("instances", "prefill_gpus", "prefill_instances", "disaggregated", "max_gpus")
-@options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED)
+@options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED, *DEMAND)
 @figure_option
 @format_option
 @out_option
 @quiet_option
 @searched("arrival_rate_per_s", by="gpus")  # --gpus: the most load a deployment holds
+@searched("arrival_rate_per_s", by="demand")  # --demand: a rate for every hour
 @handle_errors
 def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **values):
     """The cheapest deployment (GPU, GPUs per instance, instances; with --disaggregated also
     prefill/decode pools) that serves --rate within the latency targets: its $ per million
-    tokens, GPUs, p99s and headroom. With --gpus: the most load that deployment holds.
+    tokens, GPUs, p99s and headroom. With --gpus: the most load that deployment holds. With
+    --demand FILE (requests/s by hour): the cheapest mix of reserved capacity (--reserved-basis,
+    default owned) and capacity bought by the hour (--burst-basis, default on-demand; spot with
+    --spot-interruption) that meets the targets at every hour.
 
     \b
     Example:  inference-econ capacity "Llama 3.3 70B" -H H100,H200 --weight-bits 8 --rate 20 \\
@@ -183,6 +191,11 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     say = Progress(quiet)
     kwargs = _load_kwargs(values)
     names = _gpus(hardware)
+    if kwargs.get("demand") is not None:
+        _demand(model, names, gpus, kwargs, figure, format, out, say)
+        return
+    for name in DEMAND[1:]:
+        kwargs.pop(name, None)
     if gpus is not None:
         if len(names) > 1:
             raise SpecError(
@@ -208,6 +221,71 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     emit(_plan_text(plan, format), out)
     if figure:
         _draw(figure, _chosen_curve(model, plan, kwargs, say), plan.rate_per_s)
+
+
+def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
+    """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
+    from .. import api
+    from ..output.render import meta_lines, render
+    from .decode_commands import vertical
+
+    for flag, given_value in (
+        ("--gpus", gpus),
+        ("--disaggregated", kwargs.pop("disaggregated", False)),
+    ):
+        if given_value:
+            raise SpecError(
+                "command line",
+                flag,
+                "does not apply to a demand plan (it searches instance sizes, co-located)",
+                f"drop {flag}",
+            )
+    for name in ("instances", "prefill_instances"):
+        kwargs.pop(name, None)
+    plan = api.demand_plan(model, names, progress=say, **kwargs)
+    summary = plan.summary()
+    meta = {**plan.setting.metadata(), "demand": plan.demand.source}
+    for key in ("price_basis", "price_usd_per_gpu_hour", "price_date", "context_tokens"):
+        meta.pop(key, None)  # the plan prices on its own two bases; contexts come from requests
+    title = (
+        f"Cheapest capacity for {plan.demand.describe()} within {plan.targets.describe()}: "
+        f"{plan.reserved_instances} x {plan.gpus_per_instance} {plan.setting.gpu.name} reserved "
+        f"({plan.prices.reserved_basis}), the rest {plan.prices.burst_basis}"
+    )
+    notes = [
+        f"Prices per GPU-hour: reserved ({plan.prices.reserved_basis}) ${plan.prices.reserved_usd:.3g}, "
+        f"by the hour ({plan.prices.burst_basis}) ${plan.prices.burst_usd:.3g}"
+        + (
+            f", spot ${plan.prices.spot_usd:.3g} losing {plan.interruption:.0%} an hour"
+            if plan.prices.spot_usd is not None
+            else ""
+        )
+        + ".",
+        f"One instance holds {plan.max_rate_per_instance:.4g} req/s within the targets "
+        "(capacity's knee search, once per GPU and size); each hour needs ceil(rate / that) instances.",
+        f"Compare: every hour on {plan.prices.burst_basis} ${plan.all_on_demand_usd:,.0f}; the "
+        f"reserved price for exactly the instances each hour uses ${plan.all_reserved_used_usd:,.0f}"
+        f" (a floor); reserving the peak ${plan.reserve_peak_usd:,.0f}.",
+        *plan.notes,
+    ]
+    if fmt in ("csv", "json"):
+        emit(render(plan.hourly(), fmt, title=title, notes=notes, meta=meta), out)
+    else:
+        head = vertical(summary, fmt, title)
+        body = render(
+            plan.candidates,
+            fmt,
+            title="Every candidate: its most load per instance and the cheapest plan with it",
+        )
+        gap = "\n" if fmt == "markdown" else ""
+        lines = notes + meta_lines(meta)
+        emit(head + "\n" + body + gap + "".join(f"{n}\n" for n in lines), out)
+    if figure:
+        from ..output.load_plots import demand_figure
+        from ..output.plots import save
+
+        for path in save(demand_figure(plan), *FigureFile.target(figure)):
+            click.echo(f"wrote {path}", err=True)
 
 
 def _chosen_curve(model, plan, kwargs, say):

@@ -506,6 +506,10 @@ def options(*names: str):
     return decorate
 
 
+#: How a configuration is priced (rented or owned) and what its power costs in carbon
+#: (docs/model.md Part G): every command that prices a GPU-hour takes them.
+PRICE_AND_ENERGY = ("price_basis", "costs", "pue", "grid_intensity_g_per_kwh", "grid_region")
+
 #: The settings of a serving problem that every decoding command takes.
 SETTING_NAMES = (
     "context_tokens",
@@ -522,6 +526,7 @@ SETTING_NAMES = (
     "pipeline",
     "assumptions",
     "engine",
+    *PRICE_AND_ENERGY,
 )
 
 hardware_option = click.option(
@@ -539,6 +544,7 @@ PREFILL_SETTING_NAMES = (
     "pipeline",
     "assumptions",
     "engine",
+    *PRICE_AND_ENERGY,
 )
 
 

@@ -23,7 +23,7 @@ PAPER_DRAFT = "Llama 3 8B"  # the paper's draft model (§4.1); studies/inverse/f
 def offer_options(fn):
     """OBSERVATIONS (a CSV or a shipped name), --provider/--model filters, or --speed/--price."""
     fn = options(
-        "observed_tokens_per_s", "observed_usd_per_mtok", "price_basis", "input_tokens_per_output"
+        "observed_tokens_per_s", "observed_usd_per_mtok", "offer_price", "input_tokens_per_output"
     )(fn)
     fn = click.option(
         "--model", "model", help="Only offers of this model (with --speed/--price: its model)."
@@ -228,7 +228,7 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
         grid_points=kwargs["grid_points"],
         **{k: kwargs[k] for k in keys},
     )
-    points, _ = overlay_points(chosen, kwargs["price_basis"], kwargs["input_tokens_per_output"])
+    points, _ = overlay_points(chosen, kwargs["offer_price"], kwargs["input_tokens_per_output"])
     # one colour per setting: dashed without speculation, solid with it
     styles = {
         label: ("dashed" if label.endswith("no speculation") else "solid") for label in fronts

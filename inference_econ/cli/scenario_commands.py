@@ -25,7 +25,7 @@ from .common import (
 
 def observations_option(fn):
     """--observations FILE|NAME and --price-basis: provider offers drawn on frontier figures."""
-    fn = option("price_basis")(fn)
+    fn = option("offer_price")(fn)
     return click.option(
         "--observations",
         help="Provider offers to draw on frontier figures: a CSV or a shipped name (paper-2025); "
@@ -85,7 +85,7 @@ def _target(ctx, param, value):
 @observations_option
 @quiet_option
 @handle_errors
-def reproduce(what, assumptions, format, out, detail, html, observations, price_basis, quiet):
+def reproduce(what, assumptions, format, out, detail, html, observations, offer_price, quiet):
     """Reproduce a table or figure of the paper (or all of them), beside the paper's numbers.
 
     TARGET is table-1 ... table-6, figure-1 ... figure-9 or all. Tables print ours beside the
@@ -125,7 +125,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, price_
             folder,
             progress=progress,
             observations=offers,
-            price_basis=price_basis,
+            offer_price=offer_price,
             assumptions=assumptions,
         )
         _left_out(result, offers)
@@ -212,7 +212,7 @@ def _reproduce_all(
 @observations_option
 @quiet_option
 @handle_errors
-def run(scenario, out, format, measured, html, observations, price_basis, quiet):
+def run(scenario, out, format, measured, html, observations, offer_price, quiet):
     """Run a scenario file: compute every curve, print its key points, write its figures.
 
     SCENARIO is a YAML file or the name of a shipped scenario (see 'list scenarios'). With
@@ -238,7 +238,7 @@ def run(scenario, out, format, measured, html, observations, price_basis, quiet)
         measured_csv=measured,
         progress=progress,
         observations=offers,
-        price_basis=price_basis,
+        offer_price=offer_price,
     )
     _left_out(result, offers)
     if html and result.fronts:

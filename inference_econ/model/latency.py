@@ -14,41 +14,31 @@ terms for the breakdown, so both paths charge exactly the same calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from ..specs.architecture import Architecture
 from ..specs.hardware import GPU
+from .achievable import AchievablePart, EngineStep
 from .assumptions import Assumptions
+from .breakdown import ADDITIVE_PARTS, BOUND_SHARE, FULL_READS, Breakdown, bound_label
 from .collectives import ALLTOALL, P2P, CollectiveCost
-from .efficiency import (
-    StepTimes,
-    StepWork,
-    best_gemm_efficiency,
-    combine,
-    eager_steps,
-    expert_imbalance,
-    is_power_limited_card,
-    tile_rounded,
-)
 from .machine import Machine
 from .workload import Workload, compile_workload
 
-#: The memory side by kind, in full whichever side binds (besides memory and compute time).
-FULL_READS = ("weight_read_full_s", "kv_read_full_s", "activation_read_full_s")
-
-#: Components of the latency breakdown that add up to the total, in display order.
-ADDITIVE_PARTS = (
-    "kernel_launch_s",
-    "collective_latency_s",
-    "collective_bandwidth_s",
-    "weight_read_s",
-    "kv_read_s",
-    "activation_read_s",
-    "arithmetic_s",
-)
+__all__ = [
+    "ADDITIVE_PARTS",
+    "BOUND_SHARE",
+    "FULL_READS",
+    "Breakdown",
+    "bound_label",
+    "CollectiveCalls",
+    "PipelinePart",
+    "StepModel",
+    "prefill_step_model",
+]
 
 
 @dataclass(frozen=True)
@@ -85,28 +75,6 @@ def total_terms_s(calls: tuple[CollectiveCalls, ...]):
         l_, b_ = c.terms_s()
         lat, bw = lat + l_, bw + b_
     return lat, bw
-
-
-@dataclass(frozen=True)
-class AchievablePart:
-    """The part of a step's ``StepWork`` that does not depend on the attention divisor, per
-    GPU of a stage, summed over the stages (docs/model.md §F1-§F7)."""
-
-    kv_request_read_s: object  # one cached position per request, all attention layers
-    #: The feed-forward activation function's traffic: a gated unit reads its two f-wide
-    #: rows and writes one (three passes; two without a gate), sharded over t.
-    activation_ff_s: object
-    logits_read_s: object
-    dense_gemm_s: object
-    dense_volume: object
-    expert_gemm_s: object
-    expert_volume: object
-    expert_imbalance: object
-    head_gemm_s: object
-    head_volume: object
-    attention_s: object  # attention-context arithmetic at the 16-bit peak
-    sequences: object  # requests (and prompts) of the step: per-sequence costs, logits
-    eager: object
 
 
 @dataclass(frozen=True)
@@ -152,57 +120,6 @@ class PipelinePart:
     def memory_base_s(self):
         """Memory time that does not depend on the attention divisor."""
         return self.kv_read_s + self.ff_weight_read_s + self.ff_activation_read_s
-
-
-@dataclass(frozen=True)
-class Breakdown:
-    """Where the time of one step goes, per configuration (arrays or scalars, seconds).
-
-    The parts in ``ADDITIVE_PARTS`` add up to ``latency_s``: the read and arithmetic parts
-    belong to whichever of memory and compute is binding (``bound_label`` names it); ``memory_time_s`` and
-    ``compute_time_s`` hold both sides in full, and the ``*_read_full_s`` parts the memory side
-    by kind whichever side binds (figures split the overlapped time with them).
-    """
-
-    latency_s: object
-    kernel_launch_s: object
-    collective_latency_s: object
-    collective_bandwidth_s: object
-    weight_read_s: object
-    kv_read_s: object
-    activation_read_s: object
-    arithmetic_s: object
-    memory_time_s: object
-    compute_time_s: object
-    weight_read_full_s: object
-    kv_read_full_s: object
-    activation_read_full_s: object
-    flop: object
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-#: ``bound`` names a side when it holds at least this share of the read and arithmetic parts.
-BOUND_SHARE = 0.9
-
-
-def bound_label(weight_read_s, kv_read_s, activation_read_s, arithmetic_s):
-    """What bounds a step, read off the breakdown parts it summarises (docs/model.md §A5):
-    ``memory`` when the reads hold at least ``BOUND_SHARE`` of the read and arithmetic time,
-    ``compute`` when arithmetic does, ``mixed`` otherwise (a speculative cycle whose
-    verification pass is compute-bound and whose draft passes are memory-bound; kernels of an
-    achievable step that bind on different sides), ``n/a`` where the step does not fit."""
-    reads = np.asarray(weight_read_s, dtype=float) + kv_read_s + activation_read_s
-    arithmetic = np.asarray(arithmetic_s, dtype=float)
-    both = reads + arithmetic
-    with np.errstate(invalid="ignore"):
-        label = np.where(
-            arithmetic <= (1.0 - BOUND_SHARE) * both,
-            "memory",
-            np.where(reads <= (1.0 - BOUND_SHARE) * both, "compute", "mixed"),
-        )
-    return np.where(np.isfinite(both), label, "n/a")
 
 
 def _divisors(n: int) -> list[int]:
@@ -275,8 +192,19 @@ class StepModel:
         self.kernel_s = work.layers * assumptions.kernels_per_layer * self.machine.launch_s
         #: The engine profile of the achievable preset (docs/model.md Part F), else None.
         self.profile = assumptions.profile()
-        if self.profile is not None:
-            self._init_achievable(gpu)
+        #: The engine step (model/achievable.py) under an engine profile, else None: the
+        #: roofline step of this class is then replaced by the engine's per-class times.
+        self.engine = (
+            None
+            if self.profile is None
+            else EngineStep(
+                work,
+                self.machine,
+                self.profile,
+                assumptions.attention_data_parallel,
+                expert_parallel_by_tokens,
+            )
+        )
         self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
         self.expert_parallel_by_tokens = expert_parallel_by_tokens
         self.weights_total_bytes = work.weights_total_bytes
@@ -312,20 +240,16 @@ class StepModel:
         # with room to spare: a count whose weights exactly fill HBM is not feasible (§A5)
         return (N * self.machine.usable_hbm_bytes > need) & (p <= np.minimum(N, B))
 
+    def free_hbm_bytes(self, N):
+        """Usable HBM of ``N`` GPUs left once the weights are in (§A5)."""
+        return N * self.machine.usable_hbm_bytes - self.weights_total_bytes
+
     def kv_capacity_bytes(self, N):
         """Bytes of KV cache ``N`` GPUs hold once the weights are in (§A5; §F8 under an engine
         profile: a fraction of the memory left, or of all memory, after its workspace)."""
-        free = N * self.machine.usable_hbm_bytes - self.weights_total_bytes
-        prof = self.profile
-        if prof is None:
-            return free
-        if prof.kv_cache_fraction_of == "free":
-            return prof.kv_cache_memory_fraction * np.maximum(free, 0.0)
-        hbm = self.machine.gpu.hbm_capacity_bytes
-        return (
-            N * (prof.kv_cache_memory_fraction * hbm - prof.activation_workspace_bytes_per_gpu)
-            - self.weights_total_bytes
-        )
+        if self.engine is None:
+            return self.free_hbm_bytes(N)
+        return self.engine.kv_capacity_bytes(N, self.weights_total_bytes)
 
     # --- the part that does not depend on the attention divisor ---------------------------
     def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:
@@ -338,8 +262,10 @@ class StepModel:
         ff_2d, ff_1d, shared = [], [], []
         ff_weight = 0.0
         ff_act = 0.0
+        splits = []
         for gi, g in enumerate(w.groups):
             e, t_ff = self._expert_split(gi, g, b, t, tokens, cache)
+            splits.append((e, t_ff))
             ff_2d += self._ff_calls(gi, g, t, t_ff, tokens, True, cache)
             ff_1d += self._ff_calls(gi, g, t, t_ff, tokens, False, cache)
             if g.experts > 1:
@@ -371,8 +297,8 @@ class StepModel:
             projection_compute_s=proj / (N * m.flop_per_s),
             flop=ff + ctx + proj,
             achievable=None
-            if self.profile is None
-            else self._achievable_part(B, S, context, p, t, tokens, cache),
+            if self.engine is None
+            else self.engine.part(B, p, t, tokens, splits, ctx),
         )
 
     def _expert_split(self, gi, g, b, t, tokens, cache: StepCache):
@@ -476,13 +402,21 @@ class StepModel:
 
     # --- a whole layout -------------------------------------------------------------------
     def _terms(self, part: PipelinePart, adiv, cache: StepCache, key):
-        """(2-D collectives, 1-D collectives, max(memory, compute)) seconds for ``adiv``; under
-        an engine profile (§F1) the third is every part of the step but the collectives."""
-        if self.profile is not None:
-            return self._achievable_terms(part, adiv, cache, key)
+        """(2-D collectives, 1-D collectives, the rest) seconds for ``adiv``: the rest is
+        max(memory, compute) of the roofline step, or under an engine profile every part of
+        the engine step but its collectives (§F1), the collectives then scaled by the
+        engine's step-time factor."""
         att2 = total_time_s(self.attention_calls(part, adiv, True, cache, key))
         att1 = total_time_s(self.attention_calls(part, adiv, False, cache, key))
-        weights, acts = self.attention_reads(part, adiv, cache, key)
+        reads = self.attention_reads(part, adiv, cache, key)
+        if self.engine is not None:
+            scale = self.engine.collective_scale
+            return (
+                scale * (att2 + part.collective_2d_s),
+                scale * (att1 + part.collective_1d_s),
+                self.engine.rest_s(part, adiv, reads),
+            )
+        weights, acts = reads
         rest = np.maximum(part.memory_base_s + (weights + acts), self.compute_time(part, adiv))
         return att2 + part.collective_2d_s, att1 + part.collective_1d_s, rest
 
@@ -522,9 +456,10 @@ class StepModel:
         flag, or an array of flags per point)."""
         part = self.pipeline_part(N, B, S, context, p)
         coll_lat, coll_bw = self.collective_terms(part, adiv, two_d)
-        if self.profile is not None:
-            times = combine(self.achievable_work(part, adiv, coll_lat, coll_bw), self.profile)
-            return self._achievable_breakdown(times, self.fits(N, B, p, context), part.flop)
+        if self.engine is not None:
+            reads = self.attention_reads(part, adiv)
+            ok = self.fits(N, B, p, context)
+            return self.engine.breakdown(part, adiv, coll_lat, coll_bw, reads, ok)
         aw, aa = self.attention_reads(part, adiv)
         weight_s = part.ff_weight_read_s + aw
         act_s = part.ff_activation_read_s + aa
@@ -555,182 +490,6 @@ class StepModel:
             activation_read_full_s=shown(act_s),
             flop=part.flop + zero,
         )
-
-    # --- achievable performance (docs/model.md Part F) ------------------------------------
-    def _init_achievable(self, gpu: GPU) -> None:
-        """Per-model constants of the achievable step: GEMM rates and shapes (§F2)."""
-        w, prof = self.work, self.profile
-        bits = w.weight_bits
-        peak = gpu.peak_flop_per_s(bits, self.assumptions.native_fp4)
-        self._gemm_rate = peak * best_gemm_efficiency(gpu, bits)
-        self._f16 = gpu.peak_flop_per_s(16)
-        eight = gpu.peak_flop_per_s(8) if bits < 8 else peak
-        self._fp4 = 1.0 if (bits <= 4 and peak > eight * (1 + 1e-9)) else 0.0
-        self._pcie = 1.0 if is_power_limited_card(gpu) else 0.0
-        mats = w.attention_matrices
-        self._attention_nk = sum(m * k for m, k in mats) / max(len(mats), 1)
-        self._projection_params = w.layers * w.attention_params_per_layer + w.extra_params
-        self._tile = float(prof.gemm_tile_tokens)
-
-    def _gemm(self, params, tokens, nk_per_gpu, t):
-        """(ideal seconds per GPU, volume M·N·K) of ``2·params·tokens`` FLOP over ``t`` GPUs,
-        the tokens rounded up to whole tiles (§F2)."""
-        rounded = tile_rounded(np.asarray(tokens, dtype=float), self._tile)
-        seconds = 2.0 * params * rounded / (t * self._gemm_rate)
-        return seconds, rounded * nk_per_gpu  # the work the padded kernel does
-
-    def _achievable_part(self, B, S, context, p, t, tokens, cache) -> AchievablePart:
-        """The divisor-independent work of §F1-§F7 for a pipeline degree."""
-        w, prof, bw = self.work, self.profile, self.machine.gpu.hbm_bandwidth_bytes_per_s
-        b = B / p
-        dense_s = dense_v = expert_s = expert_v = 0.0
-        imbalance = 1.0
-        f_rows = 0.0
-        for gi, g in enumerate(w.groups):
-            e, t_ff = self._expert_split(gi, g, b, t, tokens, cache)
-            per = (g.matrices_in + g.matrices_out) * w.d_model
-            passes = 1 + g.matrices_in  # read the input rows (gate and up), write one
-            f_rows = f_rows + passes * g.layers * g.d_ff * (
-                g.active + g.shared * g.shared_d_ff / g.d_ff
-            )
-            if g.shared:
-                sec, vol = self._gemm(
-                    g.layers * g.shared * per * g.shared_d_ff,
-                    tokens,
-                    w.d_model * g.shared_d_ff / t,
-                    t,
-                )
-                dense_s, dense_v = dense_s + sec, dense_v + sec * vol
-            if g.experts > 1:
-                picks = tokens * g.active / g.experts  # tokens of one expert (uniform routing)
-                sec, vol = self._gemm(
-                    g.layers * g.experts * per * g.d_ff, picks, w.d_model * g.d_ff / t_ff, t
-                )
-                expert_s, expert_v = expert_s + sec, expert_v + sec * vol
-                imbalance = expert_imbalance(
-                    tokens, g.active, g.experts, e, prof.expert_routing_skew
-                )
-            else:
-                sec, vol = self._gemm(g.layers * per * g.d_ff, tokens, w.d_model * g.d_ff / t, t)
-                dense_s, dense_v = dense_s + sec, dense_v + sec * vol
-        heads = b if self.expert_parallel_by_tokens else tokens  # positions sampled (§F2)
-        head_s, head_v = self._gemm(
-            w.vocab_size * w.d_model, heads, w.vocab_size * w.d_model / t, t
-        )
-        ctx = w.flop(B, S, context)[1]
-        return AchievablePart(
-            kv_request_read_s=w.kv_bytes_per_token * b / (t * bw),
-            activation_ff_s=2.0 * f_rows * tokens / (t * bw),  # BF16 rows
-            logits_read_s=12.0 * w.vocab_size * b / (t * bw),  # FP32 logits of each sequence
-            dense_gemm_s=dense_s,
-            dense_volume=_weighted(dense_v, dense_s),
-            expert_gemm_s=expert_s,
-            expert_volume=_weighted(expert_v, expert_s),
-            expert_imbalance=imbalance,
-            head_gemm_s=head_s,
-            head_volume=head_v,
-            attention_s=ctx / (p * t * self._f16),
-            sequences=b,
-            eager=eager_steps(tokens, prof.cuda_graph_max_batch),
-        )
-
-    def achievable_work(
-        self, part: PipelinePart, adiv, coll_lat, coll_bw, cache=NO_CACHE, key=None
-    ) -> StepWork:
-        """The ``StepWork`` of a layout with divisor ``adiv`` and the given collective seconds
-        (§F1): Part A's bytes in ideal seconds plus the per-class work of ``part.achievable``."""
-        w, ap = self.work, part.achievable
-        bw = self.machine.gpu.hbm_bandwidth_bytes_per_s
-        t = part.tensor_degree
-        dp = self.assumptions.attention_data_parallel
-        replicas = adiv if dp else 1.0
-        weights, acts = self.attention_reads(part, adiv, cache, key)
-        proj_s, proj_v = self._gemm(
-            self._projection_params * (1.0 if dp else adiv),
-            part.tokens / replicas,
-            self._attention_nk * adiv / t,
-            t / replicas,
-        )
-        rows = 2.0 * w.d_model * w.layers * part.tokens / replicas / bw  # BF16 d-wide rows
-        return StepWork(
-            weight_read_s=part.ff_weight_read_s + weights,
-            activation_read_s=part.ff_activation_read_s + acts + ap.activation_ff_s,
-            kv_read_s=part.kv_read_s,
-            kv_request_read_s=ap.kv_request_read_s,
-            elementwise_read_s=rows,
-            logits_read_s=ap.logits_read_s,
-            dense_gemm_s=ap.dense_gemm_s,
-            dense_volume=ap.dense_volume,
-            projection_gemm_s=proj_s,
-            projection_volume=proj_v,
-            head_gemm_s=ap.head_gemm_s,
-            head_volume=ap.head_volume,
-            expert_gemm_s=ap.expert_gemm_s,
-            expert_volume=ap.expert_volume,
-            expert_imbalance=ap.expert_imbalance,
-            attention_s=ap.attention_s,
-            collective_latency_s=coll_lat,
-            collective_bandwidth_s=coll_bw,
-            layers=float(w.layers),
-            sequences=ap.sequences,
-            eager=ap.eager,
-            fp4=self._fp4,
-            pcie_card=self._pcie,
-        )
-
-    def _achievable_terms(self, part: PipelinePart, adiv, cache: StepCache, key):
-        """(2-D collectives, 1-D collectives, the rest) seconds of §F1, each scaled by the
-        engine's step-time factor."""
-        times = combine(self.achievable_work(part, adiv, 0.0, 0.0, cache, key), self.profile)
-        scale = self.profile.step_time_scale
-        att2 = total_time_s(self.attention_calls(part, adiv, True, cache, key))
-        att1 = total_time_s(self.attention_calls(part, adiv, False, cache, key))
-        return (
-            scale * (att2 + part.collective_2d_s),
-            scale * (att1 + part.collective_1d_s),
-            times.total_s,
-        )
-
-    @staticmethod
-    def _achievable_breakdown(times: StepTimes, ok, flop) -> Breakdown:
-        """A ``Breakdown`` whose parts add up to the achievable step (§F1): engine overheads
-        as the launch part, elementwise traffic with the activations, each roofline's binding
-        side."""
-        gm, am = times.gemm_memory_bound, times.attention_memory_bound
-        zero = np.zeros_like(np.asarray(times.total_s, dtype=float))
-
-        def shown(x):
-            return np.where(ok, x + zero, np.nan)
-
-        return Breakdown(
-            latency_s=np.where(ok, times.total_s + zero, np.inf),
-            kernel_launch_s=shown(times.overhead_s),
-            collective_latency_s=shown(times.collective_latency_s),
-            collective_bandwidth_s=shown(times.collective_bandwidth_s),
-            weight_read_s=shown(np.where(gm, times.gemm_weight_s, 0.0)),
-            kv_read_s=shown(np.where(am, times.kv_s, 0.0)),
-            activation_read_s=shown(
-                np.where(gm, times.gemm_memory_s - times.gemm_weight_s, 0.0) + times.elementwise_s
-            ),
-            arithmetic_s=shown(
-                np.where(gm, 0.0, times.gemm_compute_s)
-                + np.where(am, 0.0, times.attention_compute_s)
-            ),
-            memory_time_s=shown(times.gemm_memory_s + times.kv_s + times.elementwise_s),
-            compute_time_s=shown(times.gemm_compute_s + times.attention_compute_s),
-            weight_read_full_s=shown(times.gemm_weight_s),
-            kv_read_full_s=shown(times.kv_s),
-            activation_read_full_s=shown(
-                times.gemm_memory_s - times.gemm_weight_s + times.elementwise_s
-            ),
-            flop=flop + zero,
-        )
-
-
-def _weighted(weighted_sum, weights):
-    """A volume averaged over classes by their seconds (0 where there is no work)."""
-    w = np.asarray(weights, dtype=float)
-    return np.where(w > 0.0, np.asarray(weighted_sum, dtype=float) / np.where(w > 0.0, w, 1.0), 0.0)
 
 
 def prefill_step_model(

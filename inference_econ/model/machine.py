@@ -10,17 +10,52 @@ import numpy as np
 from ..specs.hardware import GPU
 from .assumptions import Assumptions
 from .collectives import ALLREDUCE, CollectiveCost, Protocol, measured_protocols, protocols_for
-from .economics import flop_rates
-from .efficiency import best_gemm_efficiency
+from .efficiency import best_gemm_efficiency, is_power_limited_card
+
+
+def flop_rates(gpu: GPU, weight_bits: float, assumptions: Assumptions) -> tuple[float, float]:
+    """(peak, sustained) dense FLOP/s of matmuls with ``weight_bits`` weights (§A3).
+
+    A precision the chip lacks runs at the next wider one; without ``native_fp4`` 4-bit
+    weights run at the 8-bit rate even on chips with FP4 tensor cores (the paper's rule).
+    """
+    peak = gpu.peak_flop_per_s(weight_bits, assumptions.native_fp4)
+    return peak, peak * gpu.sustained_flop_fraction
+
+
+def usable_hbm_bytes(gpu: GPU, assumptions: Assumptions) -> float:
+    """HBM per GPU that weights and KV cache may fill: all of it less the preset's reserve
+    fraction (§A5, Part B), or under an engine profile all of it less the engine's workspace
+    (§F8)."""
+    profile = assumptions.profile()
+    if profile is not None:
+        return gpu.hbm_capacity_bytes - profile.activation_workspace_bytes_per_gpu
+    return gpu.hbm_capacity_bytes * (1.0 - assumptions.memory_reserve_fraction)
+
+
+def min_gpus(weights_bytes: float, gpu: GPU) -> float:
+    """The fewest GPUs whose datasheet HBM holds ``weights_bytes`` (§A7: the grid's start,
+    P·wb/HBM; a fraction of a GPU is allowed)."""
+    return weights_bytes / gpu.hbm_capacity_bytes
 
 
 @dataclass(frozen=True)
 class Machine:
-    """One GPU type at one weight precision under some assumptions (§A3)."""
+    """One GPU type at one weight precision under some assumptions (§A3, §F2): every FLOP
+    and GEMM rate of the precision is computed here, once."""
 
     gpu: GPU
     flop_per_s: float  # sustained, at the weight precision
     peak_flop_per_s: float  # uncapped, for MFU
+    #: The best-shape GEMM rate at the weight precision (peak times the measured best-shape
+    #: fraction, §F2): the ideal seconds of the engine step's GEMM classes are FLOP over it.
+    gemm_rate: float
+    #: The rate of attention arithmetic in the engine step (§F1: the 16-bit peak).
+    attention_flop_per_s: float
+    #: 4-bit weights that run at an FP4 rate above the FP8 one (§F2's FP4 term applies).
+    fp4_gemm: bool
+    #: A power-limited PCIe card (§F2's PCIe term applies).
+    pcie_card: bool
     hbm_bandwidth_bytes_per_s: float  # sustained
     usable_hbm_bytes: float
     node_gpus: float
@@ -35,43 +70,46 @@ class Machine:
         cls, gpu: GPU, weight_bits: float, assumptions: Assumptions, integer_layouts: bool = False
     ) -> Machine:
         peak, sustained = flop_rates(gpu, weight_bits, assumptions)
+        eight = gpu.peak_flop_per_s(8) if weight_bits < 8 else peak
+        rates = dict(
+            peak_flop_per_s=peak,
+            gemm_rate=peak * best_gemm_efficiency(gpu, weight_bits),
+            attention_flop_per_s=gpu.peak_flop_per_s(16),
+            fp4_gemm=bool(weight_bits <= 4 and peak > eight * (1 + 1e-9)),
+            pcie_card=is_power_limited_card(gpu),
+            usable_hbm_bytes=usable_hbm_bytes(gpu, assumptions),
+            node_gpus=float(gpu.scale_up_domain_gpus),
+            latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
+            integer_layouts=integer_layouts,
+        )
         profile = assumptions.profile()
         if profile is not None:
-            return cls._achievable(gpu, weight_bits, assumptions, profile, integer_layouts)
+            return cls._achievable(gpu, weight_bits, assumptions, profile, rates)
         return cls(
             gpu=gpu,
             flop_per_s=sustained,
-            peak_flop_per_s=peak,
             hbm_bandwidth_bytes_per_s=gpu.sustained_hbm_bandwidth_bytes_per_s,
-            usable_hbm_bytes=gpu.hbm_capacity_bytes * (1.0 - assumptions.memory_reserve_fraction),
-            node_gpus=float(gpu.scale_up_domain_gpus),
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
             protocols=protocols_for(
                 assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls, gpu
             ),
-            latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
-            integer_layouts=integer_layouts,
+            **rates,
         )
 
     @classmethod
-    def _achievable(cls, gpu, weight_bits, assumptions, profile, integer_layouts) -> Machine:
+    def _achievable(cls, gpu, weight_bits, assumptions, profile, rates) -> Machine:
         """The GPU under an engine profile (docs/model.md §F1): datasheet bandwidth (the
         profile's efficiencies apply per kernel class), the best-shape GEMM rate, the memory
         the engine leaves for weights and KV cache, no separate launch latency (the profile's
         overheads), and the measured collective curves (§F6)."""
-        peak = gpu.peak_flop_per_s(weight_bits, assumptions.native_fp4)
         gemm = best_gemm_efficiency(gpu, weight_bits) * profile.gemm_efficiency_scale
         return cls(
             gpu=gpu,
-            flop_per_s=peak * min(gemm, 1.0),
-            peak_flop_per_s=peak,
+            flop_per_s=rates["peak_flop_per_s"] * min(gemm, 1.0),
             hbm_bandwidth_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
-            usable_hbm_bytes=gpu.hbm_capacity_bytes - profile.activation_workspace_bytes_per_gpu,
-            node_gpus=float(gpu.scale_up_domain_gpus),
             launch_s=0.0,
             protocols=measured_protocols(gpu, assumptions.nvls, profile),
-            latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
-            integer_layouts=integer_layouts,
+            **rates,
         )
 
     def tensor_group(self, degree, two_d: bool):

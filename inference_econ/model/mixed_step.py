@@ -51,13 +51,8 @@ class EngineLayout:
 
 
 def layer_positions(work: Workload, context):
-    """Cached positions summed over the layers, Σ_g L_g·min(n, window_g): what one request's
-    KV cache holds (times the bytes per position per layer) and what one of its tokens attends
-    to (times the FLOP per position per layer)."""
-    total = 0.0
-    for g in work.groups:
-        total = total + g.layers * np.minimum(context, g.window)
-    return total
+    """``work.layer_positions(context)``: Σ_g L_g·min(n, window_g) (its home is ``Workload``)."""
+    return work.layer_positions(context)
 
 
 def mixed_step_s(
@@ -104,7 +99,7 @@ def mixed_step_work(
     """The ``StepWork`` of a mixed step under an engine profile (§F1): ``combine`` of it with
     the model's profile is ``mixed_step_s`` (for a non-empty step); calibration combines it
     with other trial terms."""
-    if model.profile is None:
+    if model.engine is None:
         raise ValueError("mixed_step_work needs a model under an engine profile (achievable)")
     part, _ = _mixed_part(
         model,
@@ -118,7 +113,7 @@ def mixed_step_work(
     )
     adiv, two_d = layout.attention_divisor, layout.two_d
     coll_lat, coll_bw = model.collective_terms(part, adiv, two_d)
-    return model.achievable_work(part, adiv, coll_lat, coll_bw)
+    return model.engine.step_work(part, adiv, coll_lat, coll_bw, model.attention_reads(part, adiv))
 
 
 def _mixed_part(
@@ -165,7 +160,7 @@ def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N):
         ap,
         kv_request_read_s=w.kv_bytes_per_token * seqs / (t * bw),
         logits_read_s=12.0 * w.vocab_size * seqs / (t * bw),
-        attention_s=ctx_flop / (N * model._f16),
+        attention_s=ctx_flop / (N * model.machine.attention_flop_per_s),
         sequences=seqs,
     )
     return dataclasses.replace(part, achievable=new)
@@ -188,7 +183,7 @@ class StepTable:
         #: (request_s) the attention roofline: 0 for the ideal presets (§F1, §F5).
         self.sequence_s = 0.0
         self.request_s = 0.0
-        if model.profile is not None:
+        if model.engine is not None:
             self._achievable(model)
             return
         N, p, adiv = float(layout.gpus), float(layout.pipeline), layout.attention_divisor
@@ -228,7 +223,7 @@ class StepTable:
         T = np.arange(self.max_tokens + 1, dtype=float)
         part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
         lat, bw = model.collective_terms(part, adiv, layout.two_d)
-        work = model.achievable_work(part, adiv, lat, bw)
+        work = model.engine.step_work(part, adiv, lat, bw, model.attention_reads(part, adiv))
         alone = combine(
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
             prof,
@@ -256,7 +251,7 @@ class StepTable:
         self.attention_s = (
             scale
             * w.context_flop_per_position_per_layer
-            / (N * model._f16 * prof.attention_efficiency)
+            / (N * model.machine.attention_flop_per_s * prof.attention_efficiency)
         )
         self.attention_flop = w.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * model.machine.peak_flop_per_s

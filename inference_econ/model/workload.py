@@ -172,12 +172,36 @@ class Workload:
         return float(sum(g.layers * g.state_bytes for g in self.groups))
 
     # --- KV cache and FLOP (§A2) ------------------------------------------------------------
-    def kv_cache_bytes(self, context, batch):
-        """KV-cache bytes of ``batch`` requests at context ``context``."""
+    def layer_positions(self, context):
+        """Cached positions summed over the layers, Σ_g L_g·min(n, window_g) (§A2, §B4): what
+        one request of context ``n`` caches (times the KV bytes per position per layer) and
+        what one of its tokens attends to (times the FLOP per position per layer). The one
+        place a layer's attention window enters the cost model."""
         total = 0.0
         for g in self.groups:
             total = total + g.layers * np.minimum(context, g.window)
-        cache = self.kv_bytes_per_position_per_layer * total * batch
+        return total
+
+    def layer_positions_of_many(self, contexts, ahead=0.0):
+        """Σ over requests of ``layer_positions(c + ahead)`` for the sorted array ``contexts``
+        (``ahead`` may be an array), in O(groups · log n): Σ min(c + a, w) = Σ (c + a) −
+        Σ max(0, c + a − w), the second sum over the requests past the window."""
+        ctx = np.asarray(contexts, dtype=float)
+        ahead = np.asarray(ahead, dtype=float)
+        cums = np.concatenate([[0.0], np.cumsum(ctx, dtype=float)])
+        total = 0.0
+        for g in self.groups:
+            full = cums[-1] + len(ctx) * ahead
+            if np.isfinite(g.window):
+                idx = np.searchsorted(ctx, g.window - ahead, side="right")
+                above = len(ctx) - idx
+                full = full - (cums[-1] - cums[idx] + above * (ahead - g.window))
+            total = total + g.layers * full
+        return total
+
+    def kv_cache_bytes(self, context, batch):
+        """KV-cache bytes of ``batch`` requests at context ``context``."""
+        cache = self.kv_bytes_per_position_per_layer * self.layer_positions(context) * batch
         if self.recurrent_matrices:  # a fixed state per request (§C2)
             cache = cache + self.state_bytes_per_sequence * batch
         return cache
@@ -193,10 +217,7 @@ class Workload:
         tokens = batch * tokens_per_pass
         ff = 2.0 * self.active_ff_params * tokens
         n = self.effective_context(context, tokens_per_pass)
-        positions = 0.0
-        for g in self.groups:
-            positions = positions + g.layers * np.minimum(n, g.window)
-        ctx = self.context_flop_per_position_per_layer * positions * tokens
+        ctx = self.context_flop_per_position_per_layer * self.layer_positions(n) * tokens
         if self.recurrent_matrices:  # the state update of recurrent layers (§C2)
             recurrent = sum(g.layers * g.recurrent_flop_per_token for g in self.groups)
             ctx = ctx + recurrent * tokens

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InfeasibleError, plural
+from ..model.machine import usable_hbm_bytes
 from ..model.workload import compile_workload
 from ..serving.load.arrivals import Traffic
 from ..serving.load.deployment import Deployment
@@ -36,8 +37,7 @@ def instance_sizes(setting: Setting, max_gpus: int | None = None) -> list[int]:
     """GPUs per instance worth trying: powers of two up to a node and whole multiples of a node,
     from the smallest that holds the weights (and room for a KV cache) up to four times it."""
     work = compile_workload(setting.model, setting.assumptions)
-    usable = setting.gpu.hbm_capacity_bytes * (1.0 - setting.assumptions.memory_reserve_fraction)
-    smallest = work.weights_total_bytes / usable
+    smallest = work.weights_total_bytes / usable_hbm_bytes(setting.gpu, setting.assumptions)
     node = setting.gpu.scale_up_domain_gpus
     sizes = [2**i for i in range(0, 12) if 2**i <= node] + [node * 2**j for j in range(1, 10)]
     top = max(node, 4 * smallest)
@@ -76,6 +76,10 @@ class CapacityPlan:
             "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
             "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
             "usd_per_mtok": r.usd_per_mtok,
+            "joules_per_output_token": r.joules_per_output_token,
+            "output_tokens_per_s_per_kw": r.output_tokens_per_s_per_kw,
+            "output_tokens_per_s_per_mw": r.output_tokens_per_s_per_mw,
+            "it_power_kw": r.it_power_kw,
             "rate_per_s": self.rate_per_s,
             "max_rate_per_s": self.max_rate_per_s,
             "load_headroom": self.load_headroom,
@@ -128,7 +132,7 @@ def _candidate(
     return row
 
 
-def _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
+def knee_rows(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
     """Rows for every GPU, instance size and kind (co-located; prefill and decode pools)."""
     kinds = [("deployment", targets)]
     if disaggregated:
@@ -228,7 +232,7 @@ def cheapest_deployment(
 ) -> CapacityPlan:
     """The cheapest deployment of any of ``settings`` (one per GPU) serving ``traffic`` within
     ``targets`` (module docstring). Raises ``InfeasibleError`` with the reasons if none does."""
-    rows = _knees(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress)
+    rows = knee_rows(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress)
     options = _options(rows)
     if not options:
         reasons = "; ".join(

@@ -16,6 +16,7 @@ from ..model.latency import expert_degree
 from ..model.layouts import Layout, within_budget
 from ..model.machine import square_split
 from ..serving.speculative import combine
+from .method import GRID_MAX_LOG2
 
 #: Whole nodes beyond one node: {1, 3, 5, 7} x 2^i nodes (four counts per doubling).
 NODE_MULTIPLIERS = (1, 3, 5, 7)
@@ -27,7 +28,7 @@ def divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def gpu_counts(min_gpus: float, node: int, max_gpus: int = 2**18) -> np.ndarray:
+def gpu_counts(min_gpus: float, node: int, max_gpus: int = 2**GRID_MAX_LOG2) -> np.ndarray:
     """Integer GPU counts: 1 … node, then whole nodes ({1,3,5,7}·2^i), from the first that fits."""
     within = np.arange(1, node + 1)
     nodes = [m * 2**i for i in range(0, 19) for m in NODE_MULTIPLIERS]
@@ -163,7 +164,7 @@ def evaluate(problem):
     s, d = problem.setting, problem.decoder
     counts = problem.within_cap(gpu_counts(problem.min_gpus, s.gpu.scale_up_domain_gpus))
     sparsity = max(g.sparsity for g in d.work.groups)
-    batches = batch_sizes(2.0 ** (18 + np.log2(sparsity)), problem.method.grid_points)
+    batches = batch_sizes(2.0 ** (GRID_MAX_LOG2 + np.log2(sparsity)), problem.method.grid_points)
     ctx, pipe = s.context_tokens, s.pipeline
     draft = None
     if d.draft is not None:
@@ -185,6 +186,27 @@ def evaluate(problem):
     )
     N, B = np.meshgrid(counts, batches)
     return N, B, latency, (layouts, draft)
+
+
+def whole_layouts(decoder, N, B):
+    """The best whole layouts of configurations (N, B) of one GPU count — what an engine
+    launches — as ``Decoder.layouts`` gives §A5's: ({S: Layout} of the target, {S: Layout} of
+    the draft or None)."""
+    s, d = decoder.setting, decoder
+    n = int(np.ravel(N)[0])
+    B = np.asarray(B, dtype=float)
+    ctx, pipe = s.context_tokens, s.pipeline
+    draft = None
+    if d.draft is not None:
+        head = s.spec.draft_architecture
+        draft = {
+            x: _search(d.draft, head, n, B, x, ctx, pipe, d.draft_terms) for x in d.draft_values()
+        }
+    target = {
+        g: _search(d.target, s.model, n, B, g, ctx, pipe, d.target_terms, d.budget(g, draft))
+        for g in d.gamma_values()
+    }
+    return target, draft
 
 
 def _flat(layout: Layout) -> Layout:

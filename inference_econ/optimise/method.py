@@ -17,6 +17,9 @@ from ..errors import SpecError
 KINDS = ("grid", "discrete", "exhaustive")
 
 
+#: The grid's ceiling (§A7): up to 2^18 GPUs, batches up to 2^(18 + log2 s) for sparsity s.
+GRID_MAX_LOG2 = 18
+
 #: The paper's range of a frontier: speeds from the fastest down to 1/100 of it (§A7).
 SPEED_RANGE = 100.0
 

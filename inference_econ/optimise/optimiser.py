@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..errors import SpecError
-from ..model.economics import usd_per_mtok
+from ..model.economics import priced_grid
 from ..model.layouts import Layout, best_latency
 from ..serving.decode import Decoder
 from ..serving.prefill import prefill_latency_s
@@ -27,10 +27,7 @@ from ..serving.speculative import combine
 from . import discrete as discrete_grid
 from .frontier import Frontier, pareto_indices
 from .grid import grid_latency
-from .method import GRID, SPEED_RANGE, Method
-
-GRID_MAX_LOG2 = 18  # §A7: up to 2^18 GPUs, batches up to 2^(18 + log2 s)
-
+from .method import GRID, GRID_MAX_LOG2, SPEED_RANGE, Method
 
 #: HBM per GPU that sets the step of the GPU-count axis: the paper's H100 (80 GB), so the paper's
 #: grids are reproduced on 80 GB parts and the axis does not move with a GPU's memory.
@@ -305,12 +302,11 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
     start = time.perf_counter()
     problem = Problem(setting, method)
     N, B, latency, layouts = problem.evaluate_grid()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cost = usd_per_mtok(N, latency, B, setting.gpu.price_usd_per_hour)
-        capped = B / latency > setting.max_throughput_tokens_per_s
+    cost = priced_grid(
+        N, latency, B, setting.gpu.price_usd_per_hour, setting.max_throughput_tokens_per_s
+    )
     if setting.max_gpus is not None:  # the first GPU count is kept on every axis: mask it
-        capped |= setting.max_gpus < N
-    cost = np.where(capped, np.inf, cost)
+        cost = np.where(setting.max_gpus < N, np.inf, cost)
     idx = pareto_indices(latency, cost)
     notes: list[str] = []
     if idx.size == 0:

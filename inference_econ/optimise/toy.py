@@ -8,14 +8,15 @@ import numpy as np
 import pandas as pd
 
 from ..model.assumptions import PAPER
-from ..model.economics import usd_per_mtok
+from ..model.economics import priced_grid, usd_per_mtok
+from ..model.machine import flop_rates, min_gpus
 from ..model.workload import compile_workload
 from ..serving.toy import grid_latency_s
 from ..specs.architecture import Architecture
 from ..specs.catalog import display_path
 from ..specs.hardware import GPU
 from .frontier import Frontier, pareto_indices
-from .method import SPEED_RANGE
+from .method import GRID_MAX_LOG2, SPEED_RANGE
 
 
 def toy_frontier(
@@ -35,21 +36,16 @@ def toy_frontier(
     s), MFU counts the FLOP of the active parameters, and the frontier keeps the paper's range
     (down to 1/100 of the fastest speed) unless ``all_points``."""
     work = compile_workload(arch, PAPER)
-    min_gpus = work.total_params * work.bytes_per_weight / gpu.hbm_capacity_bytes
+    start = min_gpus(work.weights_total_bytes, gpu)
     sparsity = max(g.sparsity for g in work.groups)
-    n = np.logspace(np.log2(min_gpus), 18, points, base=2)
-    b = np.logspace(0, 18 + np.log2(sparsity), points, base=2)
+    n = np.logspace(np.log2(start), GRID_MAX_LOG2, points, base=2)
+    b = np.logspace(0, GRID_MAX_LOG2 + np.log2(sparsity), points, base=2)
     N, B = np.meshgrid(n, b)
     latency = grid_latency_s(arch, gpu, N, B, context_tokens, allreduce_latency_s, base_latency_s)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cost = np.where(
-            B / latency > max_throughput_tokens_per_s,
-            np.inf,
-            usd_per_mtok(N, latency, B, gpu.price_usd_per_hour),
-        )
+    cost = priced_grid(N, latency, B, gpu.price_usd_per_hour, max_throughput_tokens_per_s)
     idx = pareto_indices(latency, cost)
     lat, n_sel, b_sel = latency.ravel()[idx], N.ravel()[idx], B.ravel()[idx]
-    peak = gpu.peak_flop_per_s(work.weight_bits)
+    peak = flop_rates(gpu, work.weight_bits, PAPER)[0]
     df = pd.DataFrame(
         {
             "tokens_per_s": 1.0 / lat,

@@ -108,3 +108,55 @@ def knee_label(result: MaxLoad) -> str:
     if not math.isfinite(result.max_rate_per_s) or result.max_rate_per_s <= 0:
         return f"no load meets {result.targets.describe()} ({result.knee.reason})"
     return f"{result.max_rate_per_s:.3g} req/s meets {result.targets.describe()}"
+
+
+def demand_figure(plan, title: str = ""):
+    """A demand plan hour by hour (docs/model.md §G5): the GPUs each hour uses as stacked
+    layers, the reserved base in use (dark blue) and idle (light blue) under the capacity bought
+    by the hour (on demand: orange; spot: green), with the demand in requests/s on a second
+    axis (black line)."""
+    hourly = plan.hourly()
+    n = plan.gpus_per_instance
+    hours = hourly["hour"].to_numpy()
+    fig, ax = plt.subplots(figsize=(9.0, 4.2))
+    in_use = hourly["reserved_in_use"].to_numpy()
+    layers = [
+        (in_use * n, "#1f4e79", f"reserved, in use ({plan.prices.reserved_basis})"),
+        ((plan.reserved_instances - in_use) * n, "#a9c4e0", "reserved, idle"),
+        (hourly["on_demand"].to_numpy() * n, "#dd8452", f"by the hour ({plan.prices.burst_basis})"),
+        (hourly["spot"].to_numpy() * n, "#55a868", "spot"),
+    ]
+    bottom = np.zeros(len(hours))
+    for values, colour, label in layers:
+        if values.any() or label.startswith("reserved, in"):
+            ax.bar(hours, values, bottom=bottom, width=1.0, align="edge", color=colour, label=label)
+            bottom = bottom + values
+    base = plan.reserved_instances * n
+    ax.axhline(base, color="#1f4e79", ls="--", lw=1.0, label=f"reserved base: {base} GPUs")
+    ax.set_xlabel("hour")
+    ax.set_ylabel(f"GPUs ({plan.setting.gpu.name}, {n} per instance)")
+    ax.set_xlim(hours[0], hours[-1] + 1)
+    rate_ax = ax.twinx()
+    rates = hourly["requests_per_s"].to_numpy()
+    rate_ax.step(
+        np.append(hours, hours[-1] + 1),
+        np.append(rates, rates[-1]),
+        where="post",
+        color="black",
+        lw=1.2,
+    )
+    rate_ax.set_ylabel("demand (requests/s, black line)")
+    rate_ax.set_ylim(0, None)
+    ax.set_ylim(0, None)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    summary = plan.summary()
+    ax.set_title(
+        wrap(
+            title
+            or f"{plan.setting.model.name} on {plan.setting.gpu.name}: {summary['total_usd']:,.0f} USD"
+            f" over {plan.hours} h (all {plan.prices.burst_basis}: {plan.all_on_demand_usd:,.0f} USD)"
+        ),
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig

@@ -206,6 +206,36 @@ def mfu_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None
     return fig
 
 
+def power_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None, pue=None):
+    """Cost ($/M output tokens) against output tokens/s per MW of facility power along each
+    frontier (docs/model.md §G2), both on log axes: a frontier point further right serves more
+    tokens from the same power; lower costs less."""
+    colors = colours(list(fronts), colors)
+    styles = styles or {}
+    fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
+    for label, front in fronts.items():
+        pts = front.points
+        if front.empty or "output_tokens_per_s_per_mw" not in pts:
+            continue
+        ax.plot(
+            pts["output_tokens_per_s_per_mw"],
+            pts["usd_per_mtok"],
+            label=label,
+            color=colors[label],
+            lw=1.8,
+            ls=styles.get(label, "solid"),
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(dollars))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    at = f" at PUE {pue:g}" if pue else ""
+    ax.set_xlabel(f"output tokens per second per MW of facility power{at}")
+    ax.set_ylabel("cost per million output tokens")
+    _finish(fig, ax, title)
+    return fig
+
+
 def breakdown_shares(points) -> dict[str, np.ndarray]:
     """Each part's share of the token latency along a frontier, for drawing.
 

@@ -38,6 +38,9 @@ HEADERS = {
     "draft_tokens": "draft",
     "latency_s": "latency_ms",
     "mfu": "MFU",
+    "joules_per_output_token": "J/tok",
+    "output_tokens_per_s_per_kw": "tok/s/kW",
+    "output_tokens_per_s_per_mw": "tok/s/MW",
 }
 
 

@@ -131,6 +131,11 @@ def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
         )
     if plot == "mfu":
         return plots.mfu_figure(fronts, scenario.title, colors, styles)
+    if plot == "power":
+        pue = {f.metadata.get("pue") for f in fronts.values() if not f.empty}
+        return plots.power_figure(
+            fronts, scenario.title, colors, styles, pue.pop() if len(pue) == 1 else None
+        )
     if plot == "breakdown":
         return plots.breakdown_figure(fronts, scenario.title)
     points = [m for m in scenario.measured if "params" in m]  # square-root-law
@@ -169,7 +174,7 @@ def curve_models(scenario: Scenario) -> list:
     ]
 
 
-def _observed(scenario: Scenario, observations, price_basis: str) -> list[dict]:
+def _observed(scenario: Scenario, observations, offer_price: str) -> list[dict]:
     """Provider offers (``studies/observations.py``) of the models the curves serve, each in
     the colour of the first curve that serves its model."""
     if observations is None:
@@ -179,7 +184,7 @@ def _observed(scenario: Scenario, observations, price_basis: str) -> list[dict]:
     if isinstance(observations, (str, Path)):
         observations = load_observations(observations)
     labels = [c.label for c in scenario.curves]
-    points = overlay_points(observations, price_basis, models=curve_models(scenario))[0]
+    points = overlay_points(observations, offer_price, models=curve_models(scenario))[0]
     return [{**p, "curve": labels[p["model_index"]]} for p in points]
 
 
@@ -191,13 +196,13 @@ def run_scenario(
     measured_csv: str | Path | None = None,
     progress=None,
     observations=None,
-    price_basis: str = "output",
+    offer_price: str = "output",
     assumptions: str | None = None,
 ) -> RunResult:
     """Compute every curve of a scenario; write its figures and tables into ``out_dir``.
 
     ``observations`` (a file, a shipped name or ``Observation`` objects) overlays the provider
-    offers of the curves' models on frontier figures, priced on ``price_basis``;
+    offers of the curves' models on frontier figures, priced on ``offer_price``;
     ``assumptions`` computes every curve under that preset instead of the file's own."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
@@ -237,7 +242,7 @@ def run_scenario(
         scenario,
         [{"label": label, **front.metadata} for label, front in result.fronts.items()],
     )
-    measured = _overlay(scenario, measured_csv) + _observed(scenario, observations, price_basis)
+    measured = _overlay(scenario, measured_csv) + _observed(scenario, observations, offer_price)
     for plot in scenario.plots:
         fig = _draw(scenario, plot, result.fronts, measured)
         result.figures[plot] = fig

@@ -26,7 +26,6 @@ import numpy as np
 from .. import settings as table
 from ..errors import InfeasibleError
 from ..model.latency import StepModel
-from ..model.workload import compile_workload
 from ..specs.schema import check_number
 from .prefill import chunk_time_s, prefill_model
 from .setting import Setting, check_context
@@ -41,15 +40,21 @@ class ChainCosts:
     model: StepModel
     gpus: float
     pipeline: bool
-    kv_bytes_per_position_per_layer: float
-    #: (layers, window) of each layer group; windows are inf unless sliding_windows is on.
-    layer_windows: tuple[tuple[int, float], ...]
     link_bytes_per_s: float
     link_latency_s: float
 
     @property
     def layers(self) -> int:
-        return sum(n for n, _ in self.layer_windows)
+        return self.model.work.layers
+
+    @property
+    def kv_bytes_per_position_per_layer(self) -> float:
+        return self.model.work.kv_bytes_per_position_per_layer
+
+    @property
+    def layer_windows(self) -> tuple[tuple[int, float], ...]:
+        """(layers, window) of each layer group; windows are inf unless sliding_windows is on."""
+        return tuple((g.layers, g.window) for g in self.model.work.groups)
 
     def compute_s(self, start, end):
         """Seconds for one device to prefill tokens [start, end) with [0, start) cached (the
@@ -64,8 +69,7 @@ class ChainCosts:
     def prefix_bytes(self, start):
         """KV-cache bytes of the prefix [0, start) that later tokens attend to: all of it in
         full-attention layers, its last ``window`` positions in sliding-window layers."""
-        positions = sum(n * np.minimum(start, w) for n, w in self.layer_windows)
-        return positions * self.kv_bytes_per_position_per_layer
+        return self.model.work.layer_positions(start) * self.kv_bytes_per_position_per_layer
 
     def receive_s(self, start):
         """Seconds to receive the keys and values of tokens [0, start) over the link."""
@@ -84,7 +88,6 @@ def chain_costs(
 ) -> ChainCosts:
     """Costs for a setting: each device is ``devices_gpus`` GPUs running the prefill step model
     of the setting's preset; the link defaults to the GPU's scale-out NIC (one direction)."""
-    work = compile_workload(setting.model, setting.assumptions)
     gpu = setting.gpu
     link = link_bytes_per_s if link_bytes_per_s is not None else gpu.nic_bandwidth_bytes_per_s
     check_number(link, "argument", "link_bytes_per_s", minimum=1e3, maximum=1e18, unit="bytes/s")
@@ -92,8 +95,6 @@ def chain_costs(
         model=prefill_model(setting),
         gpus=float(devices_gpus),
         pipeline=setting.pipeline,
-        kv_bytes_per_position_per_layer=work.kv_bytes_per_position_per_layer,
-        layer_windows=tuple((g.layers, g.window) for g in work.groups),
         link_bytes_per_s=float(link),
         link_latency_s=float(link_latency_s),
     )

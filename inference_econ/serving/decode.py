@@ -25,7 +25,9 @@ from ..model.latency import (
     expert_degree,
 )
 from ..model.layouts import Layout, best_layout
+from ..model.machine import min_gpus
 from ..model.workload import compile_workload
+from .energy import ENERGY_COLUMNS, energy_columns
 from .prefill import FirstToken
 from .setting import Setting, check_values
 from .speculative import combine, draft_labels, draft_tokens, target_tokens
@@ -41,8 +43,9 @@ LAYOUT_COLUMNS = [
     "draft_tokens",
 ]
 SUMMARY_COLUMNS = POINT_COLUMNS + LAYOUT_COLUMNS + ["mfu", "bound"]
-#: Everything that explains a point: its summary, latency and where the latency goes.
-DETAIL_COLUMNS = SUMMARY_COLUMNS + ["latency_s", *ADDITIVE_PARTS]
+#: Everything that explains a point: its summary, latency, where the latency goes and the
+#: energy it takes (docs/model.md §G2).
+DETAIL_COLUMNS = SUMMARY_COLUMNS + ["latency_s", *ADDITIVE_PARTS, *ENERGY_COLUMNS]
 #: Both sides of the roofline, besides the additive parts.
 SIDES = ("memory_time_s", "compute_time_s", *FULL_READS)
 
@@ -97,7 +100,7 @@ class Decoder:
         """The fewest GPUs whose HBM holds the target's weights (§A7's grid start; draft heads
         take memory too, which the capacity check charges, but the grid stays the target's so
         that settings with and without heads are compared on the same points)."""
-        return self.work.weights_total_bytes / self.setting.gpu.hbm_capacity_bytes
+        return min_gpus(self.work.weights_total_bytes, self.setting.gpu)
 
     def gamma_values(self) -> list[int]:
         """Target passes needed, tokens per request: 1 (no speculation) and every verification
@@ -231,6 +234,17 @@ class Decoder:
         df["bound"] = bound_label(
             bd.weight_read_s, bd.kv_read_s, bd.activation_read_s, bd.arithmetic_s
         )
+        energy = energy_columns(
+            s,
+            N,
+            B / latency,
+            latency,
+            bd.compute_time_s,
+            bd.memory_time_s,
+            bd.collective_bandwidth_s,
+        )
+        for name, values in energy.items():
+            df[name] = values
         return df
 
 

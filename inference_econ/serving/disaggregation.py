@@ -24,6 +24,7 @@ import pandas as pd
 
 from .. import settings as table
 from ..errors import SpecError, plural
+from ..model.economics import usd_per_mtok
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
 from .prefill import ENGINE_CHUNK_TOKENS, prefill
@@ -64,6 +65,7 @@ def compare(
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
     check_request_context(setting, float(prompt_tokens), float(output_tokens))
+    price = setting.gpu.price_usd_per_hour
     price_s = setting.gpu.price_usd_per_s
     row, layout, _, decoder, _ = instance_layout(
         setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0
@@ -112,7 +114,7 @@ def compare(
             "tokens_per_s": 1.0 / co_step,
             "gpu_s_per_request": co_gpu_s,
             "usd_per_request": co_gpu_s * price_s,
-            "usd_per_m_output_tokens_all_in": 1e6 * co_gpu_s * price_s / output_tokens,
+            "usd_per_m_output_tokens_all_in": usd_per_mtok(co_gpu_s, 1.0, output_tokens, price),
             "kv_transfer_s": 0.0,
             "prefill_pool_busy_fraction": math.nan,
             "decode_pool_busy_fraction": math.nan,
@@ -127,7 +129,7 @@ def compare(
             "tokens_per_s": 1.0 / step,
             "gpu_s_per_request": dis_gpu_s,
             "usd_per_request": dis_gpu_s * price_s,
-            "usd_per_m_output_tokens_all_in": 1e6 * dis_gpu_s * price_s / output_tokens,
+            "usd_per_m_output_tokens_all_in": usd_per_mtok(dis_gpu_s, 1.0, output_tokens, price),
             "kv_transfer_s": transfer,
             "prefill_pool_busy_fraction": pools.prefill_busy_fraction,
             "decode_pool_busy_fraction": pools.decode_busy_fraction,
@@ -149,7 +151,8 @@ def compare(
         f"the {n_p:g}-GPU prefill pool is busy {pools.prefill_busy_fraction:.0%} and the "
         f"{decode_gpus:g}-GPU decode pool {pools.decode_busy_fraction:.0%} of the time. Charging "
         f"idle time too: {pools.gpu_s_per_request:.3g} GPU-s, ${idle_usd:.3g} per request, "
-        f"${1e6 * idle_usd / output_tokens:.3g} per million output tokens (docs/model.md §B10).",
+        f"${usd_per_mtok(pools.gpu_s_per_request, 1.0, output_tokens, price):.3g} per million "
+        "output tokens (docs/model.md §B10).",
     )
     return df
 

@@ -27,6 +27,7 @@ from ..model.latency import (
 )
 from ..model.layouts import best_latency, best_layout, tp_dims
 from ..specs.schema import check_number
+from .energy import energy_columns
 from .setting import Setting, check_context
 
 
@@ -163,11 +164,7 @@ def chunk_plan(
     w = model.work
     empty = (np.array([]), np.array([]))
     if chunk_tokens is None:
-        free = (
-            gpus * model.machine.usable_hbm_bytes
-            - model.weights_total_bytes
-            - w.kv_cache_bytes(cached_tokens + new_tokens, batch)
-        )
+        free = model.free_hbm_bytes(gpus) - w.kv_cache_bytes(cached_tokens + new_tokens, batch)
         per_token = _activation_bytes_per_token(model) * batch
         if not free > per_token:
             return empty
@@ -197,8 +194,7 @@ def chunk_time_s(model: StepModel, gpus: float, pipeline: bool, cached, total) -
     (cached, total) at once (docs/model.md §B8, §B9)."""
     cached, total = np.broadcast_arrays(np.asarray(cached, float), np.asarray(total, float))
     new = total - cached
-    free = gpus * model.machine.usable_hbm_bytes - model.weights_total_bytes
-    free = free - model.work.kv_cache_bytes(total, 1.0)
+    free = model.free_hbm_bytes(gpus) - model.work.kv_cache_bytes(total, 1.0)
     room = free / _activation_bytes_per_token(model)
     one_pass = (np.floor(room) >= new) & (room > 1.0)
     out = np.full(cached.shape, np.inf)
@@ -325,4 +321,15 @@ def prefill(
     }
     reads = [row[k] for k in ("weight_read_s", "kv_read_s", "activation_read_s", "arithmetic_s")]
     row["bound"] = str(bound_label(*reads))
+    energy = energy_columns(
+        setting,
+        float(gpus),
+        row["tokens_per_s"],
+        latency,
+        row["compute_time_s"],
+        row["memory_time_s"],
+        row["collective_bandwidth_s"],
+    )
+    row["joules_per_input_token"] = float(energy["joules_per_output_token"])
+    row["it_power_w_per_gpu"] = float(energy["it_power_w_per_gpu"])
     return pd.Series(row)

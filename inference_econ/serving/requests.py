@@ -17,12 +17,22 @@ from .setting import Setting, check_context
 from .speculative import combine
 
 
-def instance_layout(setting: Setting, gpus: float, batch: float, context_tokens: float):
+def instance_layout(
+    setting: Setting,
+    gpus: float,
+    batch: float,
+    context_tokens: float,
+    search=None,
+):
     """The decode step of (gpus, batch) at a context, described, with the target's and the
-    draft's layouts: the layout the instance runs with."""
-    decoder = Decoder(setting.replace(context_tokens=float(context_tokens), prompt_tokens=None))
+    draft's layouts: the layout the instance runs with. ``search(decoder, N, B)`` finds the
+    layouts (default ``decoder.layouts``, §A5's grid; whole layouts for an export)."""
+    decoder = Decoder(
+        setting.replace(context_tokens=float(context_tokens), prompt_tokens=None),
+        search is not None,
+    )
     N, B = np.array([float(gpus)]), np.array([float(batch)])
-    target, draft = decoder.layouts(N, B)
+    target, draft = (search or Decoder.layouts)(decoder, N, B)
     row = decoder.describe(N, B, target, draft).iloc[0]
     draft_lat = {d: lay.latency_s for d, lay in draft.items()} if draft else None
     _, verify = combine({g: lay.latency_s for g, lay in target.items()}, draft_lat, setting.spec)
@@ -45,6 +55,7 @@ def request(
     output_tokens: float,
     prefill_batch: float | None = None,
     cached_fraction: float = 0.0,
+    search=None,
 ) -> pd.Series:
     """The request view at one configuration: time to first token, end-to-end latency, and
     what input and output tokens cost (and their ratio). The input price is per prompt token,
@@ -55,6 +66,7 @@ def request(
     of a response, n_in + n_out/2. A new prompt is prefilled on that layout as a serving engine
     does: as it arrives (``prefill_batch`` prompts together, default 1), in chunks of the
     engine's token budget (8192); the first decode step then runs at the prompt's length.
+    ``search`` finds the instance's layouts (``instance_layout``; whole ones for an export).
     """
     table.check_each(
         {
@@ -79,7 +91,9 @@ def request(
     cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
     n_in, n_out = float(prompt_tokens), float(output_tokens)
     check_request_context(setting, n_in, n_out)
-    dec, layout, draft, decoder, verify = instance_layout(setting, gpus, batch, n_in + n_out / 2.0)
+    dec, layout, draft, decoder, verify = instance_layout(
+        setting, gpus, batch, n_in + n_out / 2.0, search
+    )
     p, adiv, two = (
         float(layout.pipeline[0]),
         float(layout.attention_divisor[0]),

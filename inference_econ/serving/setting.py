@@ -46,6 +46,13 @@ class Setting:
     #: At most this many GPUs in a deployment (the frontier's instance; capacity's whole
     #: deployment); None: no cap.
     max_gpus: int | None = None
+    #: Facility power over IT power (None: the default cost file's, ``facility_pue``).
+    pue: float | None = None
+    #: Grams of CO2 per kWh of the grid, and where the figure comes from (None: not given).
+    grid_intensity_g_per_kwh: float | None = None
+    grid_source: str = ""
+    #: The cost file the ``owned`` price came from ("" for a rental basis).
+    costs_file: str = ""
 
     @property
     def precision(self) -> Precision:
@@ -67,6 +74,8 @@ class Setting:
             "model_file": display_path(self.model.source_file),
             "hardware": self.gpu.name,
             "hardware_file": display_path(self.gpu.source_file),
+            "price_basis": self.gpu.price_basis,
+            "price_usd_per_gpu_hour": float(self.gpu.price_usd_per_hour),
             "assumptions": self.assumptions.label,
             "weight_bits": float(p.weight_bits),
             "activation_bits": float(p.activation_bits),
@@ -95,11 +104,42 @@ class Setting:
             meta["ttft_max_s"] = float(self.ttft_max_s)
         if self.max_gpus is not None:
             meta["max_gpus"] = int(self.max_gpus)
+        if self.gpu.price_date:
+            meta["price_date"] = self.gpu.price_date
+        if self.costs_file:
+            meta["costs_file"] = self.costs_file
+        meta["pue"] = float(facility_pue(self))
+        if self.gpu.power is None:
+            meta["power"] = "not given in the hardware file: no energy figures"
+        if self.grid_intensity_g_per_kwh is not None:
+            meta["grid_intensity_g_per_kwh"] = float(self.grid_intensity_g_per_kwh)
+            if self.grid_source:
+                meta["grid_source"] = self.grid_source
         return meta
 
 
+def facility_pue(setting: Setting) -> float:
+    """The PUE a setting's facility runs at: its own, else the default cost file's (§G2)."""
+    if setting.pue is not None:
+        return setting.pue
+    from ..specs.costs import load_costs
+
+    return load_costs().pue
+
+
 #: Fields of a Setting built from several settings rather than copied from one.
-_BUILT = ("model", "gpu", "spec", "assumptions", "max_throughput_tokens_per_s", "engine")
+_BUILT = (
+    "model",
+    "gpu",
+    "spec",
+    "assumptions",
+    "max_throughput_tokens_per_s",
+    "engine",
+    "pue",
+    "grid_intensity_g_per_kwh",
+    "grid_source",
+    "costs_file",
+)
 
 
 def check_values(name: str, values, source: str = "argument") -> np.ndarray:
@@ -152,14 +192,52 @@ def make_setting(model, hardware, **options) -> Setting:
         for f in dataclasses.fields(Setting)
         if f.name in values and f.name not in _BUILT
     }
+    gpu, costs_file = price_gpu(
+        load_hardware(hardware), values["price_basis"], values["costs"], values["pue"]
+    )
+    grid, source = values["grid_intensity_g_per_kwh"], ""
+    if values["grid_region"] is not None:
+        from ..specs.grid import grid_intensity
+
+        found = grid_intensity(values["grid_region"])
+        grid, source = found.g_per_kwh, found.source
+    elif grid is not None:
+        source = "given"
     return Setting(
         model=arch,
-        gpu=load_hardware(hardware),
+        gpu=gpu,
         spec=spec,
         assumptions=assumptions,
         max_throughput_tokens_per_s=math.inf if cap is None else cap,
+        pue=values["pue"],
+        grid_intensity_g_per_kwh=grid,
+        grid_source=source,
+        costs_file=costs_file,
         **copied,
     )
+
+
+def price_gpu(gpu: GPU, basis: str, costs=None, pue: float | None = None) -> tuple[GPU, str]:
+    """``gpu`` priced on ``basis`` (docs/model.md §G1), and the cost file an ``owned`` price
+    came from ("" otherwise): a listed basis takes the hardware file's price there; ``owned``
+    computes it from the cost file (``costs``: a name, path or ``OwnedCosts``; default
+    owned-2025) at the PUE ``pue`` (default the file's)."""
+    from ..specs.hardware import priced
+
+    if basis != "owned":
+        if costs is not None:
+            raise SpecError(
+                "argument",
+                "costs",
+                f"is given with price basis {basis!r}, which does not read it",
+                "use --price-basis owned, or drop --costs",
+            )
+        return priced(gpu, basis), ""
+    from ..model.economics import owned_price
+    from ..specs.costs import load_costs
+
+    owned = load_costs(costs)
+    return priced(gpu, "owned", owned_price(gpu, owned, pue)), display_path(owned.source_file)
 
 
 def check_windows(model: Architecture, spec, tokens: float) -> None:

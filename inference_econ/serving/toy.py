@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.assumptions import PAPER, Assumptions
-from ..model.economics import flop_rates
+from ..model.machine import flop_rates
 from ..model.workload import compile_workload
 from ..specs.architecture import Architecture
 from ..specs.hardware import GPU

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import SpecError, did_you_mean, short
 from . import catalog
+from .bases import DEFAULT_PRICE_BASIS, LISTED_BASES
 from .inputs import record
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
@@ -28,6 +29,42 @@ from .yamlfile import load_yaml
 #: RCCL), ``pcie`` (cards on PCIe switches, optionally NVLink-bridged in small groups; NCCL
 #: over PCI) and ``torus`` (TPU ICI, 2-D or 3-D; ring per dimension).
 INTERCONNECTS = ("switch", "full_mesh", "pcie", "torus")
+
+#: Share of the dynamic power range (TDP - idle) a GPU draws while its HBM streams at the
+#: sustained bandwidth and its tensor cores rest (docs/model.md §G2): H200 decode steps, which
+#: saturate HBM, draw at most 300 W of the board's 700 W (Ma et al., "The Illusion of Power
+#: Capping in LLM Decode", arXiv 2605.11999, 2026) over an 80 W idle (Serial Alice GPU energy
+#: benchmark, H200 SXM, 2026): (300 - 80) / (700 - 80) = 0.35.
+MEMORY_ACTIVITY = 0.35
+
+
+@dataclass(frozen=True)
+class Price:
+    """One GPU-hour price on one basis, with when and where it was read."""
+
+    basis: str
+    usd_per_hour: float
+    date: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Power:
+    """What one accelerator draws (docs/model.md §G2): the board between ``idle_w`` (clocks up,
+    nothing running) and ``board_w`` (its power limit, TDP), and the rest of its server (CPUs,
+    memory, NICs, switches, fans) per GPU, ``host_w``, drawn whatever the GPU does.
+    ``memory_activity`` is the share of the board's dynamic range that streaming HBM at the
+    sustained bandwidth draws (tensor cores at the sustained rate draw all of it)."""
+
+    board_w: float
+    idle_w: float
+    host_w: float = 0.0
+    memory_activity: float = MEMORY_ACTIVITY
+
+    @property
+    def it_max_w(self) -> float:
+        """IT power of one GPU and its share of the server at full load (watts)."""
+        return self.board_w + self.host_w
 
 
 @dataclass(frozen=True)
@@ -75,6 +112,13 @@ class GPU:
     #: precision, as ``((bits, fraction), ...)`` (micro-benchmarks such as MAMF). Read only by
     #: the ``achievable`` preset (docs/model.md §F2); empty: not measured.
     gemm_efficiency: tuple[tuple[int, float], ...] = ()
+    #: The basis of ``price_usd_per_hour`` (``PRICE_BASES``) and the date it was read.
+    price_basis: str = DEFAULT_PRICE_BASIS
+    price_date: str = ""
+    #: The same GPU-hour on the file's other bases (docs/model.md §G1).
+    prices: tuple[Price, ...] = ()
+    #: Board and server power (docs/model.md §G2); None: the file gives none.
+    power: Power | None = None
     description: str = ""
     aliases: tuple[str, ...] = ()
     source_file: str = ""
@@ -145,8 +189,28 @@ class GPU:
     def price_usd_per_s(self) -> float:
         return self.price_usd_per_hour / 3600.0
 
+    @property
+    def price(self) -> Price:
+        """The price in use, with its basis and date."""
+        return Price(self.price_basis, self.price_usd_per_hour, self.price_date)
+
+    def price_on(self, basis: str) -> Price | None:
+        """This GPU's price on ``basis`` (None: the file lists none)."""
+        if basis == self.price_basis:
+            return self.price
+        return next((p for p in self.prices if p.basis == basis), None)
+
+    @property
+    def listed_bases(self) -> tuple[str, ...]:
+        """The bases this GPU has a price on, the one in use first."""
+        return (self.price_basis, *(p.basis for p in self.prices if p.basis != self.price_basis))
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
+        out["prices"] = {p.basis: p.usd_per_hour for p in self.prices}  # USD per hour
+        power = out.pop("power")
+        for key, value in (power or {}).items():
+            out[f"power_{key}"] = value
         out["flop_per_s"] = {bits: rate for bits, rate in self.flop_per_s}
         out["aliases"] = list(self.aliases)
         out["torus_dimensions"] = list(self.torus_dimensions)
@@ -274,6 +338,14 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
             out[key] = reader.text_list(key)
         elif key in ("name", "description", "source_file"):
             out[key] = reader.string(key)
+        elif key == "price_basis":
+            out[key] = reader.string(key, choices=LISTED_BASES)
+        elif key == "price_date":
+            out[key] = _date(value, source, key)
+        elif key == "prices":
+            out[key] = _prices(value, source)
+        elif key == "power":
+            out[key] = _power(value, source)
     if "link_bandwidth_bytes_per_s" in values:
         per_link = check_number(
             values["link_bandwidth_bytes_per_s"],
@@ -302,6 +374,102 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
             )
         out["nvlink_bandwidth_bytes_per_s"] = float(total)
     return out
+
+
+def _date(value: Any, source: str, field: str) -> str:
+    """A date as YYYY, YYYY-MM or YYYY-MM-DD (YAML reads the last as a date)."""
+    import datetime
+    import re
+
+    if isinstance(value, datetime.date):
+        return value.isoformat()[:10]
+    if isinstance(value, int) and not isinstance(value, bool) and 1900 <= value <= 2200:
+        return str(value)  # a year
+    if isinstance(value, str) and re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", value.strip()):
+        return value.strip()
+    raise SpecError(
+        source, field, f"expected a date, got {short(value)}", "write YYYY, YYYY-MM or YYYY-MM-DD"
+    )
+
+
+def _prices(value: Any, source: str) -> tuple[Price, ...]:
+    """``prices``: basis -> {usd_per_hour, date, source} (docs/model.md §G1)."""
+    if isinstance(value, (tuple, list)) and all(isinstance(p, Price) for p in value):
+        return tuple(value)  # a GPU's own prices (derive in Python)
+    if not isinstance(value, Mapping) or not value:
+        raise SpecError(
+            source,
+            "prices",
+            f"expected a mapping from price basis to a price, got {short(value)}",
+            "e.g. 'prices: {on-demand: {usd_per_hour: 3.99, date: 2026-01, source: ...}}'",
+        )
+    out = []
+    for basis, entry in value.items():
+        field = f"prices.{basis}"
+        if basis not in LISTED_BASES:
+            hint = did_you_mean(str(basis), LISTED_BASES)
+            raise SpecError(
+                source,
+                field,
+                "unknown price basis"
+                + (" (owned prices are computed from a cost file)" if basis == "owned" else ""),
+                f"{hint + ' ' if hint else ''}choose one of {', '.join(LISTED_BASES)}",
+            )
+        reader = Reader(entry, source, field)
+        price = reader.number("usd_per_hour", **_NUMERIC["price_usd_per_hour"])
+        date = _date(reader.raw("date"), source, f"{field}.date")
+        cite = reader.string("source")
+        reader.finish()
+        out.append(Price(str(basis), float(price), date, cite))
+    return tuple(out)
+
+
+def _power(value: Any, source: str) -> Power:
+    """``power``: board (TDP), idle and host watts per GPU (docs/model.md §G2)."""
+    if isinstance(value, Power):
+        value = dataclasses.asdict(value)
+    reader = Reader(value, source, "power")
+    watts = dict(minimum=0, exclusive_minimum=True, maximum=1e6, unit="W")
+    board = reader.number("board_w", **watts)
+    idle = reader.number("idle_w", minimum=0, maximum=1e6, unit="W")
+    host = reader.number("host_w", 0.0, minimum=0, maximum=1e6, unit="W")
+    activity = reader.number(
+        "memory_activity", MEMORY_ACTIVITY, minimum=0, exclusive_minimum=True, maximum=1
+    )
+    reader.finish()
+    if idle >= board:
+        raise SpecError(
+            source,
+            "power.idle_w",
+            f"is {idle:g} W, not below the board power {board:g} W",
+            "idle_w is the draw with nothing running, below board_w (TDP)",
+        )
+    return Power(float(board), float(idle), float(host), float(activity))
+
+
+def priced(gpu: GPU, basis: str, owned: Price | None = None) -> GPU:
+    """``gpu`` priced on ``basis`` (``PRICE_BASES``): its listed price there, or ``owned``
+    (computed by ``model.economics.owned_price`` from a cost file) for ``owned``. A GPU with
+    no price on the basis is refused, naming the bases it has (docs/model.md §G1)."""
+    if basis == gpu.price_basis and owned is None:
+        return gpu
+    price = owned if basis == "owned" else gpu.price_on(basis)
+    if price is None:
+        raise SpecError(
+            catalog.display_path(gpu.source_file) or gpu.name,
+            f"prices.{basis}",
+            f"{gpu.name} has no {basis} price (it lists {', '.join(gpu.listed_bases)})",
+            f"choose --price-basis {' or '.join(gpu.listed_bases)}, or add "
+            f"'prices: {{{basis}: {{usd_per_hour: ..., date: ..., source: ...}}}}' to its file",
+        )
+    others = tuple(p for p in (gpu.price, *gpu.prices) if p.basis != basis)
+    return dataclasses.replace(
+        gpu,
+        price_usd_per_hour=price.usd_per_hour,
+        price_basis=basis,
+        price_date=price.date,
+        prices=others,
+    )
 
 
 def _torus_dimensions(value: Any, source: str) -> tuple[int, ...]:

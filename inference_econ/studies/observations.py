@@ -70,7 +70,7 @@ class Observation:
         """Dollars per million tokens on a basis: ``output`` (the output-token price, what a
         decode frontier prices) or ``blended`` (input and output prices weighted
         ``input_per_output`` : 1, as Artificial Analysis blends them 3 : 1)."""
-        basis = option("price_basis").check(basis)
+        basis = option("offer_price").check(basis)
         if basis == "output":
             return self.usd_per_mtok_output
         r = option("input_tokens_per_output").check(input_per_output)

@@ -28,7 +28,7 @@ from ..specs.schema import Reader, check_number
 from ..specs.yamlfile import load_yaml
 
 REPORTS = ("fastest", "preference", "toy-optimum", "frontier")
-PLOTS = ("frontier", "mfu", "breakdown", "toy-frontier", "square-root-law")
+PLOTS = ("frontier", "mfu", "breakdown", "toy-frontier", "square-root-law", "power")
 PAPER_FIELDS = ("tokens_per_s", "usd_per_mtok", "gpus", "batch")
 LINESTYLES = ("solid", "dashed", "dotted", "dashdot")
 

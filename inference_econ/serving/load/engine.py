@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import InfeasibleError, SpecError
 from ...model.latency import StepModel, prefill_step_model
-from ...model.mixed_step import EngineLayout, StepTable, layer_positions, mixed_step_s
+from ...model.mixed_step import EngineLayout, StepTable, mixed_step_s
 from ...model.workload import Workload, compile_workload
 from ..setting import Setting
 
@@ -134,7 +134,7 @@ def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch
 
 def choose_layout(model, prefill_work, options, config, capacity, context, load) -> EngineLayout:
     """The layout that runs the offered load fastest (§E6)."""
-    per_request = max(float(layer_positions(model.work, context)), 1.0)
+    per_request = max(float(model.work.layer_positions(context)), 1.0)
     batch = int(np.clip(capacity // per_request, 1, config.max_batch_requests))
     budget = config.step_token_budget
     steady = [
@@ -178,7 +178,7 @@ class Instance:
         return any(math.isfinite(g.window) for g in self.work.groups)
 
     def positions(self, context):
-        return layer_positions(self.work, context)
+        return self.work.layer_positions(context)
 
     def max_requests_at(self, context: float) -> int:
         """How many requests of this context the KV cache holds (at least 1)."""

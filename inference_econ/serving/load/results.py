@@ -112,6 +112,14 @@ class LoadResult:
     setting: Setting | None = field(default=None, repr=False, compare=False)
     engine: EngineConfig | None = field(default=None, repr=False, compare=False)
     seed: int | None = None
+    #: Energy over the service window (docs/model.md §G2): IT energy per output token, output
+    #: tokens/s per kW of IT power and per MW of facility power, the deployment's IT power,
+    #: and with a grid intensity gCO2 per million output tokens (NaN: no power figures).
+    joules_per_output_token: float = math.nan
+    output_tokens_per_s_per_kw: float = math.nan
+    output_tokens_per_s_per_mw: float = math.nan
+    it_power_kw: float = math.nan
+    gco2_per_mtok: float | None = None
 
     def with_targets(self, targets: Targets) -> LoadResult:
         """The same run judged against other targets (goodput, headroom, whether met)."""
@@ -203,6 +211,10 @@ class LoadResult:
                 "usd_per_m_input_tokens": self.usd_per_m_input_tokens,
                 "usd_per_m_output_tokens": self.usd_per_m_output_tokens,
                 "usd_per_mtok": self.usd_per_mtok,
+                "joules_per_output_token": self.joules_per_output_token,
+                "output_tokens_per_s_per_kw": self.output_tokens_per_s_per_kw,
+                "output_tokens_per_s_per_mw": self.output_tokens_per_s_per_mw,
+                "it_power_kw": self.it_power_kw,
                 "stable": self.stable,
                 "meets_targets": self.meets_targets,
                 "requests": self.requests,
@@ -211,6 +223,8 @@ class LoadResult:
                 "targets": self.targets.describe(),
             }
         )
+        if self.gco2_per_mtok is not None:
+            out["gco2_per_mtok"] = self.gco2_per_mtok
         for name, value in self.headroom.items():
             out[f"{name}_headroom"] = value
         return out
@@ -411,6 +425,7 @@ def assemble(
         )
     if len(arrivals) < 1000:
         notes.append(f"only {len(arrivals)} requests per instance: p99 values are rough")
+    energy = _energy(instance.setting, total_gpus, n_out / window.seconds, busy_fraction, mfu)
     return LoadResult(
         model=instance.setting.model.name,
         hardware=instance.setting.gpu.name,
@@ -452,4 +467,29 @@ def assemble(
         setting=instance.setting,
         engine=instance.config,
         seed=seed,
+        **energy,
     )
+
+
+def _energy(setting: Setting, gpus: int, output_tokens_per_s: float, busy: float, mfu: float):
+    """The energy fields of a run (§G2) from what the engine measured: over the window the
+    tensor cores work ``mfu / sustained fraction`` of the time, HBM streams the rest of the
+    busy time, and the GPUs idle between steps."""
+    from ..energy import energy_columns
+
+    compute = min(mfu / setting.gpu.sustained_flop_fraction, busy)
+    cols = energy_columns(
+        setting, float(gpus), output_tokens_per_s, 1.0, compute, max(busy - compute, 0.0)
+    )
+    out = {
+        name: float(cols[name])
+        for name in (
+            "joules_per_output_token",
+            "output_tokens_per_s_per_kw",
+            "output_tokens_per_s_per_mw",
+        )
+    }
+    out["it_power_kw"] = float(cols["it_power_w_per_gpu"]) * gpus / 1e3
+    if "gco2_per_mtok" in cols:
+        out["gco2_per_mtok"] = float(cols["gco2_per_mtok"])
+    return out

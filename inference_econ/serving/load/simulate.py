@@ -116,18 +116,7 @@ class _Engine:
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
         base = np.fromiter((b for b, _ in self.running.values()), float, len(self.running))
-        ctx = np.sort(base + self.G)
-        ahead = np.asarray(ahead, dtype=float)
-        total = 0.0
-        cums = np.concatenate([[0.0], np.cumsum(ctx, dtype=float)])
-        for g in self.inst.work.groups:
-            full = cums[-1] + len(ctx) * ahead
-            if np.isfinite(g.window):  # Σ min(c + a, w) = Σ (c + a) - Σ max(0, c + a - w)
-                idx = np.searchsorted(ctx, g.window - ahead, side="right")
-                above = len(ctx) - idx
-                full = full - (cums[-1] - cums[idx] + above * (ahead - g.window))
-            total = total + g.layers * full
-        return total
+        return self.inst.work.layer_positions_of_many(np.sort(base + self.G), ahead)
 
     def growth(self) -> float:
         """Layer-positions the decoding requests add in one step."""

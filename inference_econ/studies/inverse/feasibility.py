@@ -109,7 +109,7 @@ def feasibility(
     acceptance: float = PAPER_ACCEPTANCE,
     max_draft_tokens: int = 5,
     criterion: str = "price",
-    price_basis: str = "output",
+    offer_price: str = "output",
     input_tokens_per_output: float = 3.0,
     context_tokens: float | None = None,
     grid_points: int = 100,
@@ -122,7 +122,7 @@ def feasibility(
     """
     criterion = table.option("criterion").check(criterion)
     acceptance = table.option("acceptance").check(acceptance)
-    r = read_offer(observed, model, price_basis, input_tokens_per_output, context_tokens)
+    r = read_offer(observed, model, offer_price, input_tokens_per_output, context_tokens)
     arch, price, speed, context = r.arch, r.price_usd_per_mtok, r.tokens_per_s, r.context_tokens
     chosen = variants(hardware, assumptions, weight_bits)
     rows = []
@@ -143,7 +143,7 @@ def feasibility(
             observed,
             arch.name,
             price,
-            price_basis,
+            offer_price,
             context,
             draft_name,
             max_draft_tokens,

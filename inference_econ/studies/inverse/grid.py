@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...model.economics import usd_per_mtok
+from ...model.economics import priced_grid
 from ...optimise.frontier import pareto_indices
 from ...optimise.method import Method
 from ...optimise.optimiser import Problem
@@ -54,9 +54,12 @@ class SpeedCostGrid:
         latency = self.latency_s(acceptance)
         with np.errstate(divide="ignore", invalid="ignore"):
             speed = np.where(np.isfinite(latency), 1.0 / latency, 0.0)
-            cost = usd_per_mtok(self.gpus, latency, self.batch, self.setting.gpu.price_usd_per_hour)
-            cost = np.where(
-                self.batch * speed > self.setting.max_throughput_tokens_per_s, np.inf, cost
+            cost = priced_grid(
+                self.gpus,
+                latency,
+                self.batch,
+                self.setting.gpu.price_usd_per_hour,
+                self.setting.max_throughput_tokens_per_s,
             )
         return speed, np.where(np.isfinite(cost), cost, np.inf)
 

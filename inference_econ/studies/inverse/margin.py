@@ -115,7 +115,7 @@ def margin(
     draft=PAPER_DRAFT,
     acceptance: float = PAPER_ACCEPTANCE,
     max_draft_tokens: int = 5,
-    price_basis: str = "output",
+    offer_price: str = "output",
     input_tokens_per_output: float = 3.0,
     context_tokens: float | None = None,
     grid_points: int = 100,
@@ -123,7 +123,7 @@ def margin(
     """The provider's price against our cost at the observed speed, for every variant with
     and without speculation (``draft=None``: without only), as markups (§D3)."""
     acceptance = table.option("acceptance").check(acceptance)
-    r = read_offer(observed, model, price_basis, input_tokens_per_output, context_tokens)
+    r = read_offer(observed, model, offer_price, input_tokens_per_output, context_tokens)
     arch, price, speed, context = r.arch, r.price_usd_per_mtok, r.tokens_per_s, r.context_tokens
     chosen = variants(hardware, assumptions, weight_bits)
     rows = []
@@ -144,7 +144,7 @@ def margin(
     draft_name = load_model(draft).name if draft is not None else None
     notes = (
         f"offer: {observed.label}, {speed:g} tok/s per request at {usd(price)} per million tokens "
-        f"({price_basis} price); model analysed: {arch.name}",
+        f"({offer_price} price); model analysed: {arch.name}",
         "markup = price / our cost at the observed speed; our cost is GPU rental at each GPU "
         "spec's price per hour (the paper's prices are long-term rental rates less a third for "
         "the cloud's own markup), decode only (prefill not charged), context "

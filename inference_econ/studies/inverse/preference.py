@@ -187,7 +187,7 @@ def fit_preference(
     context_tokens: float | None = None,
     log_speed_sd: float | None = None,
     grid_points: int = 100,
-    price_basis: str = "output",
+    offer_price: str = "output",
     input_tokens_per_output: float = 3.0,
 ) -> PreferenceFit:
     """Fit k of speed^k/price to observed offers of one or more models (§D4).
@@ -246,7 +246,7 @@ def fit_preference(
             c,
             g.cost_at_speed(o.tokens_per_s, alpha),
             k_hat,
-            o.price(price_basis, input_tokens_per_output),
+            o.price(offer_price, input_tokens_per_output),
         )
         for o, a, b, c, g in zip(observations, archs, bits, curves, grids)
     )

@@ -240,7 +240,7 @@ def implied_size(
     draft=PAPER_DRAFT,
     acceptance: float = PAPER_ACCEPTANCE,
     max_draft_tokens: int = 5,
-    price_basis: str = "output",
+    offer_price: str = "output",
     input_tokens_per_output: float = 3.0,
     context_tokens: float | None = None,
     grid_points: int = 100,
@@ -251,7 +251,7 @@ def implied_size(
     markup = table.option("markup").check(markup)
     acceptance = table.option("acceptance").check(acceptance)
     template = _template(family, experts, active_experts)
-    target_cost = observed.price(price_basis, input_tokens_per_output) / markup
+    target_cost = observed.price(offer_price, input_tokens_per_output) / markup
     speed = observed.tokens_per_s
     context = context_of(observed, context_tokens)
     modes = speculation_modes(acceptance, bool(draft))
@@ -273,12 +273,12 @@ def implied_size(
                 return math.log(cost / target_cost)
 
             rows.append(_solve(variant, label, log_gap, template, depth_exponent))
-    price = observed.price(price_basis, input_tokens_per_output)
+    price = observed.price(offer_price, input_tokens_per_output)
     notes = _notes(
         observed,
         template,
         price,
-        price_basis,
+        offer_price,
         markup,
         depth_exponent,
         draft,

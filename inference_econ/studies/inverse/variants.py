@@ -118,12 +118,12 @@ class Reading:
 
 
 def read_offer(
-    observed, model=None, price_basis="output", input_tokens_per_output=3.0, context_tokens=None
+    observed, model=None, offer_price="output", input_tokens_per_output=3.0, context_tokens=None
 ) -> Reading:
     """The ``Reading`` of an offer (``model`` overrides the observation's own)."""
     return Reading(
         resolve_model(observed, model),
-        observed.price(price_basis, input_tokens_per_output),
+        observed.price(offer_price, input_tokens_per_output),
         observed.tokens_per_s,
         context_of(observed, context_tokens),
     )

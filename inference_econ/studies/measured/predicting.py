@@ -243,16 +243,17 @@ def candidates(row: MeasuredRow) -> list[Candidate]:
             Candidate(lay.tensor, lay.pipeline, lay.replicas, lay.attention_dp, e) for e in options
         ]
     domain = max(1, row.gpu.scale_up_domain_gpus)
+    gpus = row.serving_gpus
     clients = row.concurrency if row.scenario == "closed_loop" else None
     out = []
     for tp in (1, 2, 4, 8, 16, 32, 64, 72):
-        if tp > row.gpus or row.gpus % tp or (tp > domain and tp > 1):
+        if tp > gpus or gpus % tp or (tp > domain and tp > 1):
             continue
-        if clients is not None and tp < row.gpus and clients % (row.gpus // tp):
+        if clients is not None and tp < gpus and clients % (gpus // tp):
             continue
         for ep in (False, True) if moe and tp > 1 else (False,):
-            out.append(Candidate(tp, 1, row.gpus // tp, False, ep))
-    return out or [Candidate(row.gpus, 1, 1, False, False)]
+            out.append(Candidate(tp, 1, gpus // tp, False, ep))
+    return out or [Candidate(gpus, 1, 1, False, False)]
 
 
 def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=False) -> Plan:
@@ -268,7 +269,7 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
     groups: dict = {}
     for i, row in enumerate(plan.rows):
         found = engines.get(i)
-        if not isinstance(found, RowEngine):
+        if not isinstance(found, RowEngine) or not predictable(row):
             continue
         plan.engines[i] = found
         for j, cand in enumerate(candidates(row)):
@@ -286,6 +287,9 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
             # under the ideal engine (its bound: the fluid steady state, no scheduling losses)
             steady_loop = for_fit or found.profile is None
             loaded = row.scenario in LOADED and not (steady_loop and row.scenario == "closed_loop")
+            code = f"{row.scenario}|{row.metric.quantity}"
+            if not loaded and code not in _KINDS:
+                continue  # no closed form (a closed-loop TTFT in the fit): left out
             if loaded or (row.scenario == "offline" and not _exact(model, row, cand, found)):
                 if for_fit and not loaded:
                     continue  # preemption shapes the run: no closed form to re-time
@@ -499,7 +503,7 @@ class Points:
 def row_arrays(plan: Plan, pts: Points):
     """Per point: the per-GPU divisor and the output length of its row."""
     rows = [plan.rows[i] for i in pts.row]
-    per_gpu = np.array([r.gpus if r.metric.per_gpu else 1.0 for r in rows], float)
+    per_gpu = np.array([r.per_count for r in rows], float)
     n_out = np.array([r.lengths.output_mean for r in rows], float)
     return per_gpu, n_out
 
@@ -559,6 +563,27 @@ def _code_points(plan: Plan, pts: Points) -> dict:
         )
         memo[key] = {c: np.flatnonzero(codes == c) for c in np.unique(codes)}
     return memo[key]
+
+
+#: What the load engine's runs measure, by quantity (``replay.Outcome.value``).
+LOAD_QUANTITIES = (
+    "throughput",
+    "tpot",
+    "tpot_p99",
+    "itl",
+    "ttft",
+    "ttft_p99",
+    "user_speed",
+    "streams",
+)
+
+
+def predictable(row: MeasuredRow) -> bool:
+    """Whether the model predicts the row's metric in its scenario: a steady state's closed
+    form (``_KINDS``), or a run of the load engine (a row may read a metric, such as a p90
+    TTFT, that neither predicts: it is out of scope, not guessed)."""
+    code = f"{row.scenario}|{row.metric.quantity}"
+    return code in _KINDS or (row.scenario in LOADED and row.metric.quantity in LOAD_QUANTITIES)
 
 
 def _cached_rows(plan: Plan, pts: Points):
@@ -710,6 +735,11 @@ def _predict_distinct(rows, assumptions, engine, engines):
         if not np.isfinite(predicted[i]) and plan.rows[i].ok:
             status[i] = why if why.startswith("infeasible") else f"infeasible: {why}"
     for i, row in enumerate(plan.rows):
+        if row.kind == "end-to-end" and row.resolved and not predictable(row):
+            status[i] = (
+                f"out of scope: the model does not predict {row.metric_text} "
+                f"in the {row.scenario} scenario"
+            )
         if row.kind == "micro" and row.resolved:
             predicted[i] = predict_micro(row, base, engine)
             nvls_row = row.metric.quantity == "busbw" and "nvls" in row.model_text.lower()
@@ -749,7 +779,7 @@ def _load_pairs(plan: Plan) -> dict:
     for i, cases in by_row.items():
         row = plan.rows[i]
         q = row.metric.quantity
-        per_gpu = float(row.gpus) if row.metric.per_gpu else 1.0
+        per_gpu = float(row.per_count)
         if row.scenario in ("server", "interactive") and len(cases) > 1:
             guesses = [(rp.estimate(c).throughput, j, c) for j, c in cases]
             top = max((g for g, _, _ in guesses if np.isfinite(g)), default=math.nan)

@@ -1,0 +1,173 @@
+"""Export: a chosen configuration written as the engine launches it, with the benchmark that
+checks it (docs/user-guide.md, "From a plan to a running engine and back")."""
+
+from __future__ import annotations
+
+import click
+
+from .capacity_commands import ENGINE, TARGETS, TRAFFIC, hardware_list
+from .common import (
+    OutputFolder,
+    Progress,
+    format_option,
+    given,
+    handle_errors,
+    option,
+    options,
+    quiet_option,
+)
+
+#: What is served (the engine is the export's --engine).
+SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "draft")
+
+
+@click.command(short_help="Write a plan as engine launch commands, configs and a benchmark.")
+@click.argument("model")
+@hardware_list
+@click.option(
+    "--engine",
+    "engine",
+    type=click.Choice(["vllm", "sglang", "trtllm"]),
+    required=True,
+    help="The engine to launch (its version is in the output); also the profile of the figures.",
+)
+@click.option(
+    "--plan",
+    "plan",
+    type=click.Choice(["point", "frontier", "capacity", "disagg"]),
+    default="point",
+    show_default=True,
+    help="What to export: a point (--gpus, --batch), a frontier point (--pick or --speed), "
+    "a capacity plan (--rate and targets; --disaggregated for pools) or a disagg plan "
+    "(--gpus, --batch, --prefill-gpus).",
+)
+@option("gpus", default=None, help="GPUs of the instance (decode worker for --plan disagg).")
+@option("batch", default=None, help="Requests running at once on the instance.")
+@option(
+    "prompt_tokens",
+    required=False,
+    default=None,
+    help="Input tokens per request (point, frontier, disagg).",
+)
+@option(
+    "output_tokens",
+    required=False,
+    default=None,
+    help="Output tokens per request (point, frontier, disagg).",
+)
+@options("prefill_gpus", "disaggregated", "max_gpus")
+@click.option(
+    "--pick",
+    type=click.Choice(["fastest", "cheapest", "preference"]),
+    help="Frontier point to export (--plan frontier).",
+)
+@click.option(
+    "--speed",
+    type=float,
+    help="Export the cheapest frontier point at this many tokens/s per request.",
+)
+@click.option(
+    "--max-model-len",
+    "max_model_len",
+    type=click.IntRange(min=1),
+    help="Longest request, tokens (default: the plan's longest, rounded up to 256).",
+)
+@click.option(
+    "--checkpoint",
+    help="Checkpoint the engine loads (default: the model file's Hugging Face source).",
+)
+@options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED)
+@click.option(
+    "--out",
+    type=OutputFolder(),
+    help="Folder to write launch.sh, the engine's files, benchmark.md and plan.json into.",
+)
+@format_option
+@quiet_option
+@handle_errors
+def export(model, hardware, engine, plan, out, format, quiet, **values):
+    """Write a configuration as what an engineer launches — vLLM, SGLang or TensorRT-LLM
+    command lines and files (disaggregated pools in NVIDIA Dynamo / sglang-router /
+    trtllm-serve form, a Kubernetes manifest for vLLM) — after checking that every worker's
+    weights, KV cache at the planned batch and context, and the engine's reserve fit its GPUs
+    (refused with the numbers otherwise), with the benchmark command that replays the plan's
+    load and the figures it expects.
+
+    \b
+    Example:  inference-econ export "Llama 3.3 70B" -H H100 --engine vllm --weight-bits 8 \\
+                  --gpus 8 --batch 64 --prompt-tokens 2000 --output-tokens 500
+    """
+    from .. import api
+    from ..output.benchmark_commands import benchmark_text
+    from ..output.engine_configs import render
+
+    names = [h.strip() for item in hardware for h in item.split(",") if h.strip()]
+    said = given(click.get_current_context())
+    # options at their defaults are left to the API (a load option means nothing without a
+    # capacity plan; the figures' preset defaults to achievable under --engine)
+    kwargs = {
+        k: v
+        for k, v in values.items()
+        if v is not None and (k in said or (plan == "capacity" and k not in SERVED))
+    }
+    picked = {
+        k: kwargs.pop(k, None)
+        for k in (
+            "gpus",
+            "batch",
+            "prompt_tokens",
+            "output_tokens",
+            "prefill_gpus",
+            "pick",
+            "speed",
+            "max_model_len",
+            "checkpoint",
+        )
+    }
+    result = api.export(
+        model, names if plan == "capacity" else names[0], engine=engine, plan=plan,
+        progress=Progress(quiet), **picked, **kwargs,
+    )  # fmt: skip
+    files = render(result)
+    files["benchmark.md"] = benchmark_text(result)
+    if out:
+        from pathlib import Path
+
+        from ..output.files import write_atomic
+
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            write_atomic(folder / name, text)
+        click.echo(f"wrote {', '.join(sorted(files))} into {out}", err=True)
+    if format in ("table", "markdown"):
+        click.echo(files["launch.sh"])
+        click.echo(files["benchmark.md"], nl=False)
+        return
+    click.echo(_workers_table(result, format), nl=False)
+
+
+def _workers_table(plan, fmt: str) -> str:
+    """One row per kind of worker: its layout, limits and memory per GPU (csv, json)."""
+    import json
+
+    import pandas as pd
+
+    from ..output.engine_configs import plan_record
+    from ..output.render import render
+
+    record = plan_record(plan)
+    rows = [
+        {k: v for k, v in w.items() if k != "memory_gb_per_gpu"}
+        | {f"{k}_gb_per_gpu": v for k, v in w["memory_gb_per_gpu"].items()}
+        for w in record["workers"]
+    ]
+    meta = {
+        k: record[k]
+        for k in ("engine", "engine_version", "source", "model", "hardware", "checkpoint")
+    }
+    meta["expected"] = json.dumps(record["expected"])
+    return render(pd.DataFrame(rows), fmt, title="Workers of the exported plan", meta=meta)
+
+
+COMMANDS = (export,)

@@ -1,0 +1,256 @@
+"""The engine step: one step of a layout as a serving engine's kernels run it (docs/model.md
+Part F).
+
+The roofline step (``latency.StepModel``: every kernel at the hardware's limits, one maximum of
+memory against arithmetic per step) and the engine step are two models over the same
+``Workload`` and ``Machine``. Both see the same layouts, bytes, FLOP and collective calls
+(``PipelinePart``); the engine step turns them into ``StepWork`` — the work of each kernel class
+in ideal seconds, with the shapes its efficiency depends on — and ``efficiency.combine``
+charges each class at the engine profile's efficiency and sums the classes. ``StepModel``
+holds an ``EngineStep`` when its assumptions name an engine and asks it for the step's time
+and breakdown; mixed steps (``mixed_step``) and calibration build ``StepWork`` through it too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .breakdown import Breakdown
+from .efficiency import (
+    StepTimes,
+    StepWork,
+    combine,
+    eager_steps,
+    expert_imbalance,
+    tile_rounded,
+)
+from .machine import Machine
+from .workload import Workload
+
+
+@dataclass(frozen=True)
+class AchievablePart:
+    """The part of a step's ``StepWork`` that does not depend on the attention divisor, per
+    GPU of a stage, summed over the stages (docs/model.md §F1-§F7)."""
+
+    kv_request_read_s: object  # one cached position per request, all attention layers
+    #: The feed-forward activation function's traffic: a gated unit reads its two f-wide
+    #: rows and writes one (three passes; two without a gate), sharded over t.
+    activation_ff_s: object
+    logits_read_s: object
+    dense_gemm_s: object
+    dense_volume: object
+    expert_gemm_s: object
+    expert_volume: object
+    expert_imbalance: object
+    head_gemm_s: object
+    head_volume: object
+    attention_s: object  # attention-context arithmetic at the machine's attention rate
+    sequences: object  # requests (and prompts) of the step: per-sequence costs, logits
+    eager: object
+
+
+class EngineStep:
+    """The engine step of one workload on one machine under an engine profile (§F1-§F8).
+
+    ``attention_data_parallel``: attention replicas each serve their share of the tokens
+    (§B1); ``expert_parallel_by_tokens``: a prefill pass, whose output head samples one
+    position per sequence rather than one per token (§F2).
+    """
+
+    def __init__(
+        self,
+        work: Workload,
+        machine: Machine,
+        profile,
+        attention_data_parallel: bool,
+        expert_parallel_by_tokens: bool = False,
+    ) -> None:
+        self.work = work
+        self.machine = machine
+        self.profile = profile
+        self.attention_data_parallel = attention_data_parallel
+        self.expert_parallel_by_tokens = expert_parallel_by_tokens
+        mats = work.attention_matrices
+        self.attention_nk = sum(m * k for m, k in mats) / max(len(mats), 1)
+        self.projection_params = work.layers * work.attention_params_per_layer + work.extra_params
+        self.tile = float(profile.gemm_tile_tokens)
+
+    # --- memory (§F8) ---------------------------------------------------------------------
+    def kv_capacity_bytes(self, N, weights_total_bytes):
+        """Bytes of KV cache ``N`` GPUs hold: a fraction of the memory left after the
+        weights, or of all memory after the engine's workspace, less the weights (§F8)."""
+        prof = self.profile
+        if prof.kv_cache_fraction_of == "free":
+            free = N * self.machine.usable_hbm_bytes - weights_total_bytes
+            return prof.kv_cache_memory_fraction * np.maximum(free, 0.0)
+        hbm = self.machine.gpu.hbm_capacity_bytes
+        return (
+            N * (prof.kv_cache_memory_fraction * hbm - prof.activation_workspace_bytes_per_gpu)
+            - weights_total_bytes
+        )
+
+    # --- work by kernel class (§F1-§F7) ---------------------------------------------------
+    def gemm(self, params, tokens, nk_per_gpu, t):
+        """(ideal seconds per GPU, volume M·N·K) of ``2·params·tokens`` FLOP over ``t`` GPUs,
+        the tokens rounded up to whole tiles (§F2)."""
+        rounded = tile_rounded(np.asarray(tokens, dtype=float), self.tile)
+        seconds = 2.0 * params * rounded / (t * self.machine.gemm_rate)
+        return seconds, rounded * nk_per_gpu  # the work the padded kernel does
+
+    def part(self, B, p, t, tokens, splits, context_flop) -> AchievablePart:
+        """The divisor-independent work of a pipeline degree (§F1-§F7): ``splits`` holds each
+        layer group's (expert degree, feed-forward tensor degree); ``context_flop`` is the
+        attention-context FLOP of the whole batch."""
+        w, prof, m = self.work, self.profile, self.machine
+        bw = m.gpu.hbm_bandwidth_bytes_per_s
+        b = B / p
+        dense_s = dense_v = expert_s = expert_v = 0.0
+        imbalance = 1.0
+        f_rows = 0.0
+        for g, (e, t_ff) in zip(w.groups, splits):
+            per = (g.matrices_in + g.matrices_out) * w.d_model
+            passes = 1 + g.matrices_in  # read the input rows (gate and up), write one
+            f_rows = f_rows + passes * g.layers * g.d_ff * (
+                g.active + g.shared * g.shared_d_ff / g.d_ff
+            )
+            if g.shared:
+                sec, vol = self.gemm(
+                    g.layers * g.shared * per * g.shared_d_ff,
+                    tokens,
+                    w.d_model * g.shared_d_ff / t,
+                    t,
+                )
+                dense_s, dense_v = dense_s + sec, dense_v + sec * vol
+            if g.experts > 1:
+                picks = tokens * g.active / g.experts  # tokens of one expert (uniform routing)
+                sec, vol = self.gemm(
+                    g.layers * g.experts * per * g.d_ff, picks, w.d_model * g.d_ff / t_ff, t
+                )
+                expert_s, expert_v = expert_s + sec, expert_v + sec * vol
+                imbalance = expert_imbalance(
+                    tokens, g.active, g.experts, e, prof.expert_routing_skew
+                )
+            else:
+                sec, vol = self.gemm(g.layers * per * g.d_ff, tokens, w.d_model * g.d_ff / t, t)
+                dense_s, dense_v = dense_s + sec, dense_v + sec * vol
+        heads = b if self.expert_parallel_by_tokens else tokens  # positions sampled (§F2)
+        head_s, head_v = self.gemm(w.vocab_size * w.d_model, heads, w.vocab_size * w.d_model / t, t)
+        return AchievablePart(
+            kv_request_read_s=w.kv_bytes_per_token * b / (t * bw),
+            activation_ff_s=2.0 * f_rows * tokens / (t * bw),  # BF16 rows
+            logits_read_s=12.0 * w.vocab_size * b / (t * bw),  # FP32 logits of each sequence
+            dense_gemm_s=dense_s,
+            dense_volume=_weighted(dense_v, dense_s),
+            expert_gemm_s=expert_s,
+            expert_volume=_weighted(expert_v, expert_s),
+            expert_imbalance=imbalance,
+            head_gemm_s=head_s,
+            head_volume=head_v,
+            attention_s=context_flop / (p * t * m.attention_flop_per_s),
+            sequences=b,
+            eager=eager_steps(tokens, prof.cuda_graph_max_batch),
+        )
+
+    def step_work(self, part, adiv, coll_lat, coll_bw, attention_reads) -> StepWork:
+        """The ``StepWork`` of a layout with divisor ``adiv`` and the given collective seconds
+        (§F1): Part A's bytes in ideal seconds (``part``'s and the attention reads of the
+        roofline step, ``attention_reads`` = (weights, activations)) plus the per-class work
+        of ``part.achievable``."""
+        w, ap = self.work, part.achievable
+        bw = self.machine.gpu.hbm_bandwidth_bytes_per_s
+        t = part.tensor_degree
+        dp = self.attention_data_parallel
+        replicas = adiv if dp else 1.0
+        weights, acts = attention_reads
+        proj_s, proj_v = self.gemm(
+            self.projection_params * (1.0 if dp else adiv),
+            part.tokens / replicas,
+            self.attention_nk * adiv / t,
+            t / replicas,
+        )
+        rows = 2.0 * w.d_model * w.layers * part.tokens / replicas / bw  # BF16 d-wide rows
+        return StepWork(
+            weight_read_s=part.ff_weight_read_s + weights,
+            activation_read_s=part.ff_activation_read_s + acts + ap.activation_ff_s,
+            kv_read_s=part.kv_read_s,
+            kv_request_read_s=ap.kv_request_read_s,
+            elementwise_read_s=rows,
+            logits_read_s=ap.logits_read_s,
+            dense_gemm_s=ap.dense_gemm_s,
+            dense_volume=ap.dense_volume,
+            projection_gemm_s=proj_s,
+            projection_volume=proj_v,
+            head_gemm_s=ap.head_gemm_s,
+            head_volume=ap.head_volume,
+            expert_gemm_s=ap.expert_gemm_s,
+            expert_volume=ap.expert_volume,
+            expert_imbalance=ap.expert_imbalance,
+            attention_s=ap.attention_s,
+            collective_latency_s=coll_lat,
+            collective_bandwidth_s=coll_bw,
+            layers=float(w.layers),
+            sequences=ap.sequences,
+            eager=ap.eager,
+            fp4=1.0 if self.machine.fp4_gemm else 0.0,
+            pcie_card=1.0 if self.machine.pcie_card else 0.0,
+        )
+
+    # --- time and breakdown ---------------------------------------------------------------
+    @property
+    def collective_scale(self) -> float:
+        """The engine's step-time factor, which scales collectives like every other part."""
+        return self.profile.step_time_scale
+
+    def rest_s(self, part, adiv, attention_reads):
+        """Seconds of every part of the step but its collectives (§F1)."""
+        return combine(self.step_work(part, adiv, 0.0, 0.0, attention_reads), self.profile).total_s
+
+    def breakdown(self, part, adiv, coll_lat, coll_bw, attention_reads, ok) -> Breakdown:
+        """A ``Breakdown`` whose parts add up to the engine step (§F1): engine overheads as
+        the launch part, elementwise traffic with the activations, each roofline's binding
+        side; ``ok`` marks the layouts that fit."""
+        times = combine(
+            self.step_work(part, adiv, coll_lat, coll_bw, attention_reads), self.profile
+        )
+        return _breakdown(times, ok, part.flop)
+
+
+def _breakdown(times: StepTimes, ok, flop) -> Breakdown:
+    """The ``Breakdown`` of an engine step's ``StepTimes``."""
+    gm, am = times.gemm_memory_bound, times.attention_memory_bound
+    zero = np.zeros_like(np.asarray(times.total_s, dtype=float))
+
+    def shown(x):
+        return np.where(ok, x + zero, np.nan)
+
+    return Breakdown(
+        latency_s=np.where(ok, times.total_s + zero, np.inf),
+        kernel_launch_s=shown(times.overhead_s),
+        collective_latency_s=shown(times.collective_latency_s),
+        collective_bandwidth_s=shown(times.collective_bandwidth_s),
+        weight_read_s=shown(np.where(gm, times.gemm_weight_s, 0.0)),
+        kv_read_s=shown(np.where(am, times.kv_s, 0.0)),
+        activation_read_s=shown(
+            np.where(gm, times.gemm_memory_s - times.gemm_weight_s, 0.0) + times.elementwise_s
+        ),
+        arithmetic_s=shown(
+            np.where(gm, 0.0, times.gemm_compute_s) + np.where(am, 0.0, times.attention_compute_s)
+        ),
+        memory_time_s=shown(times.gemm_memory_s + times.kv_s + times.elementwise_s),
+        compute_time_s=shown(times.gemm_compute_s + times.attention_compute_s),
+        weight_read_full_s=shown(times.gemm_weight_s),
+        kv_read_full_s=shown(times.kv_s),
+        activation_read_full_s=shown(
+            times.gemm_memory_s - times.gemm_weight_s + times.elementwise_s
+        ),
+        flop=flop + zero,
+    )
+
+
+def _weighted(weighted_sum, weights):
+    """A volume averaged over classes by their seconds (0 where there is no work)."""
+    w = np.asarray(weights, dtype=float)
+    return np.where(w > 0.0, np.asarray(weighted_sum, dtype=float) / np.where(w > 0.0, w, 1.0), 0.0)

@@ -1,0 +1,73 @@
+"""Where the time of one step goes: the breakdown both step models fill in (docs/model.md §A5,
+§F1), the parts that add up to the total and the label of what binds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+#: The memory side by kind, in full whichever side binds (besides memory and compute time).
+FULL_READS = ("weight_read_full_s", "kv_read_full_s", "activation_read_full_s")
+
+#: Components of the latency breakdown that add up to the total, in display order.
+ADDITIVE_PARTS = (
+    "kernel_launch_s",
+    "collective_latency_s",
+    "collective_bandwidth_s",
+    "weight_read_s",
+    "kv_read_s",
+    "activation_read_s",
+    "arithmetic_s",
+)
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where the time of one step goes, per configuration (arrays or scalars, seconds).
+
+    The parts in ``ADDITIVE_PARTS`` add up to ``latency_s``: the read and arithmetic parts
+    belong to whichever of memory and compute is binding (``bound_label`` names it); ``memory_time_s`` and
+    ``compute_time_s`` hold both sides in full, and the ``*_read_full_s`` parts the memory side
+    by kind whichever side binds (figures split the overlapped time with them).
+    """
+
+    latency_s: object
+    kernel_launch_s: object
+    collective_latency_s: object
+    collective_bandwidth_s: object
+    weight_read_s: object
+    kv_read_s: object
+    activation_read_s: object
+    arithmetic_s: object
+    memory_time_s: object
+    compute_time_s: object
+    weight_read_full_s: object
+    kv_read_full_s: object
+    activation_read_full_s: object
+    flop: object
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+#: ``bound`` names a side when it holds at least this share of the read and arithmetic parts.
+BOUND_SHARE = 0.9
+
+
+def bound_label(weight_read_s, kv_read_s, activation_read_s, arithmetic_s):
+    """What bounds a step, read off the breakdown parts it summarises (docs/model.md §A5):
+    ``memory`` when the reads hold at least ``BOUND_SHARE`` of the read and arithmetic time,
+    ``compute`` when arithmetic does, ``mixed`` otherwise (a speculative cycle whose
+    verification pass is compute-bound and whose draft passes are memory-bound; kernels of an
+    achievable step that bind on different sides), ``n/a`` where the step does not fit."""
+    reads = np.asarray(weight_read_s, dtype=float) + kv_read_s + activation_read_s
+    arithmetic = np.asarray(arithmetic_s, dtype=float)
+    both = reads + arithmetic
+    with np.errstate(invalid="ignore"):
+        label = np.where(
+            arithmetic <= (1.0 - BOUND_SHARE) * both,
+            "memory",
+            np.where(reads <= (1.0 - BOUND_SHARE) * both, "compute", "mixed"),
+        )
+    return np.where(np.isfinite(both), label, "n/a")

@@ -1,0 +1,259 @@
+"""Buying capacity for a demand curve (docs/model.md §G5): the cheapest mix of reserved capacity
+(owned or committed, paid every hour) and on-demand or spot capacity (paid by the hour it is
+used) that serves every hour of a demand curve within the latency targets.
+
+Each GPU and instance size gets its most load per instance from capacity's knee search
+(``capacity.knee_rows``: one search per size, not one per hour); hour ``h`` needs
+``k_h = ⌈rate_h / knee⌉`` instances. With ``R`` instances reserved at ``r`` per instance-hour and
+the rest bought at ``b`` per instance-hour, the period costs ``T·R·r + Σ_h b·max(0, k_h − R)``,
+a convex function of ``R``, minimised over every ``R`` from 0 to the peak. Spot capacity loses
+a share ``q`` of its instances to interruptions each hour, so covering ``e`` instances takes
+``⌈e / (1 − q)⌉`` of them: it is used for the excess when that is cheaper than on-demand.
+
+The plan never costs more than buying every hour on demand (``R = 0``) nor less than paying
+the reserved price for exactly the instances each hour uses (``Σ_h k_h·min(r, b)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InfeasibleError, SpecError
+from ..serving.load.arrivals import Traffic
+from ..serving.load.demand import DemandCurve
+from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
+from ..serving.load.targets import Targets
+from ..serving.setting import Setting, price_gpu
+from .capacity import knee_rows
+
+
+@dataclass(frozen=True)
+class Prices:
+    """What one GPU-hour costs reserved, on demand and on spot (None: no spot), with bases."""
+
+    reserved_usd: float
+    burst_usd: float
+    spot_usd: float | None
+    reserved_basis: str
+    burst_basis: str
+
+
+def hourly_plan(needed, gpus_per_instance: int, prices: Prices, interruption: float | None):
+    """The cheapest reserved base for ``needed`` instances per hour (module docstring): a dict
+    of the reserved count, the on-demand and spot instances bought each hour and the cost."""
+    k = np.asarray(needed, dtype=np.int64)
+    hours = len(k)
+    r = prices.reserved_usd * gpus_per_instance
+    b = prices.burst_usd * gpus_per_instance
+    use_spot = (
+        prices.spot_usd is not None
+        and interruption is not None
+        and prices.spot_usd * gpus_per_instance / (1.0 - interruption) < b
+    )
+    best = None
+    for base in range(int(k.max()) + 1):
+        excess = np.maximum(k - base, 0)
+        if use_spot:
+            spot = np.ceil(excess / (1.0 - interruption) - 1e-9).astype(np.int64)
+            demand = np.zeros_like(excess)
+        else:
+            spot, demand = np.zeros_like(excess), excess
+        cost = hours * base * r + b * demand.sum()
+        if use_spot:
+            cost += prices.spot_usd * gpus_per_instance * spot.sum()
+        if best is None or cost < best["total_usd"] - 1e-9:
+            best = {"reserved": base, "on_demand": demand, "spot": spot, "total_usd": float(cost)}
+    return best
+
+
+@dataclass(frozen=True)
+class DemandPlan:
+    """The cheapest capacity found for a demand curve, and every candidate."""
+
+    demand: DemandCurve
+    targets: Targets
+    setting: Setting
+    gpus_per_instance: int
+    max_rate_per_instance: float
+    needed: np.ndarray  # instances each hour
+    reserved_instances: int
+    on_demand: np.ndarray  # instances bought on demand each hour
+    spot: np.ndarray  # spot instances each hour
+    prices: Prices
+    interruption: float | None
+    total_usd: float
+    all_on_demand_usd: float
+    all_reserved_used_usd: float
+    reserve_peak_usd: float
+    output_tokens_per_request: float
+    candidates: pd.DataFrame
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def hours(self) -> int:
+        return len(self.needed)
+
+    @property
+    def output_tokens(self) -> float:
+        return float(np.sum(self.demand.requests_per_s) * 3600.0 * self.output_tokens_per_request)
+
+    def summary(self) -> pd.Series:
+        """The answer in one column."""
+        n = self.gpus_per_instance
+        return pd.Series(
+            {
+                "hardware": self.setting.gpu.name,
+                "gpus_per_instance": n,
+                "max_rate_per_instance": self.max_rate_per_instance,
+                "hours": self.hours,
+                "peak_instances": int(self.needed.max()),
+                "reserved_instances": self.reserved_instances,
+                "reserved_gpus": self.reserved_instances * n,
+                "on_demand_hours": int(np.count_nonzero(self.on_demand)),
+                "on_demand_instance_hours": int(self.on_demand.sum()),
+                "spot_instance_hours": int(self.spot.sum()),
+                "reserved_usd_per_gpu_hour": self.prices.reserved_usd,
+                "burst_usd_per_gpu_hour": self.prices.burst_usd,
+                "total_usd": self.total_usd,
+                "all_on_demand_usd": self.all_on_demand_usd,
+                "all_reserved_used_usd": self.all_reserved_used_usd,
+                "reserve_peak_usd": self.reserve_peak_usd,
+                "usd_per_mtok": self.total_usd / self.output_tokens * 1e6,
+                "reserved_basis": self.prices.reserved_basis,
+                "burst_basis": self.prices.burst_basis,
+            }
+        )
+
+    def hourly(self) -> pd.DataFrame:
+        """Hour by hour: demand, instances needed, reserved in use, on demand, spot."""
+        return pd.DataFrame(
+            {
+                "hour": self.demand.hours,
+                "requests_per_s": self.demand.requests_per_s,
+                "instances": self.needed,
+                "reserved_in_use": np.minimum(self.needed, self.reserved_instances),
+                "on_demand": self.on_demand,
+                "spot": self.spot,
+            }
+        )
+
+
+def plan_prices(
+    setting: Setting, reserved: str, burst: str, spot: bool, costs=None, pue=None
+) -> Prices:
+    """A setting's GPU-hour on the reserved and burst bases (and spot when asked for)."""
+    gpu = setting.gpu
+    r, _ = price_gpu(gpu, reserved, costs if reserved == "owned" else None, pue)
+    b, _ = price_gpu(gpu, burst, costs if burst == "owned" else None, pue)
+    s = price_gpu(gpu, "spot")[0].price_usd_per_hour if spot else None
+    return Prices(r.price_usd_per_hour, b.price_usd_per_hour, s, reserved, burst)
+
+
+def demand_plan(
+    settings: list[Setting],
+    traffic: Traffic,
+    targets: Targets,
+    demand: DemandCurve,
+    config: EngineConfig = DEFAULT_ENGINE,
+    reserved_basis: str = "owned",
+    burst_basis: str = "on-demand",
+    interruption: float | None = None,
+    costs=None,
+    pue: float | None = None,
+    sizes: list[int] | None = None,
+    max_gpus: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> DemandPlan:
+    """The cheapest plan (module docstring) over every GPU of ``settings`` and instance size;
+    ``traffic`` gives the request lengths (its rate is the demand's peak)."""
+    rows = knee_rows(settings, traffic, targets, config, sizes, None, False, progress)
+    output_tokens = float(np.mean(traffic.stream().output_tokens))
+    table, plans, notes = [], [], []
+    for row in rows:
+        setting, n, per = row["setting"], row["gpus_per_instance"], row["max_rate_per_instance"]
+        entry = {"hardware": setting.gpu.name, "gpus_per_instance": n, "layout": row["layout"]}
+        entry["max_rate_per_instance"] = per
+        if not per > 0:
+            table.append({**entry, "excluded": True, "note": row["note"]})
+            continue
+        try:
+            prices = plan_prices(
+                setting, reserved_basis, burst_basis, interruption is not None, costs, pue
+            )
+        except SpecError as exc:
+            table.append({**entry, "excluded": True, "note": exc.problem})
+            continue
+        needed = np.ceil(demand.requests_per_s / per - 1e-9).astype(np.int64)
+        if max_gpus is not None and needed.max() * n > max_gpus:
+            note = f"the peak needs {needed.max() * n} GPUs > --max-gpus {max_gpus}"
+            table.append({**entry, "excluded": True, "note": note})
+            continue
+        best = hourly_plan(needed, n, prices, interruption)
+        used = needed.sum() * n
+        cheapest = min(prices.reserved_usd, prices.burst_usd)
+        if interruption is not None and prices.spot_usd is not None:
+            cheapest = min(cheapest, prices.spot_usd / (1.0 - interruption))
+        plan = DemandPlan(
+            demand=demand,
+            targets=targets,
+            setting=setting,
+            gpus_per_instance=n,
+            max_rate_per_instance=per,
+            needed=needed,
+            reserved_instances=best["reserved"],
+            on_demand=best["on_demand"],
+            spot=best["spot"],
+            prices=prices,
+            interruption=interruption,
+            total_usd=best["total_usd"],
+            all_on_demand_usd=float(used * prices.burst_usd),
+            all_reserved_used_usd=float(used * cheapest),
+            reserve_peak_usd=float(len(needed) * needed.max() * n * prices.reserved_usd),
+            output_tokens_per_request=output_tokens,
+            candidates=pd.DataFrame(),
+        )
+        plans.append(plan)
+        table.append(
+            {
+                **entry,
+                "reserved_instances": best["reserved"],
+                "peak_instances": int(needed.max()),
+                "total_usd": best["total_usd"],
+                "all_on_demand_usd": plan.all_on_demand_usd,
+                "excluded": False,
+                "note": "",
+            }
+        )
+    if not plans:
+        reasons = "; ".join(
+            sorted(
+                {
+                    f"{r['hardware']} x{r['gpus_per_instance']}: {r['note']}"
+                    for r in table
+                    if r["note"]
+                }
+            )
+        )
+        raise InfeasibleError(
+            f"no capacity plan meets {targets.describe()} for {demand.describe()} ({reasons})"
+        )
+    best_plan = min(plans, key=lambda p: (p.total_usd, p.gpus_per_instance))
+    frame = pd.DataFrame(table).sort_values(["excluded", "total_usd"], kind="stable")
+    frame["chosen"] = [
+        r.hardware == best_plan.setting.gpu.name
+        and r.gpus_per_instance == best_plan.gpus_per_instance
+        for r in frame.itertuples()
+    ]
+    if interruption is not None and not best_plan.spot.any():
+        notes.append("spot capacity was offered but on-demand was cheaper per effective instance")
+    return _with(best_plan, frame.reset_index(drop=True), tuple(notes))
+
+
+def _with(plan: DemandPlan, candidates: pd.DataFrame, notes) -> DemandPlan:
+    import dataclasses
+
+    return dataclasses.replace(plan, candidates=candidates, notes=notes)

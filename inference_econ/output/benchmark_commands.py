@@ -1,0 +1,177 @@
+"""The benchmark that checks an exported plan: ``vllm bench serve`` and ``aiperf profile``
+command lines replaying the plan's load (its Poisson rate, or a closed loop of its batch),
+lengths and latency targets, with the plan's expected figures beside them (benchmark.md).
+
+The result files they write are read back by ``compare-measured`` and ``calibrate``
+(``studies.measured.tool_results``): vLLM's carries the plan through ``--metadata``; aiperf's
+is matched to the ``plan.json`` the export writes beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from .engine_configs import FRONT_PORT, parallelism
+from .launch import LaunchPlan, launch_flags
+
+#: Percentiles the benchmarks report (the plan's targets are p99s).
+PERCENTILES = "50,90,99"
+#: Where the commands write their results, relative to the export folder.
+RESULTS = "results"
+
+
+def _tool(name: str) -> dict:
+    return launch_flags()["benchmarks"][name]
+
+
+def _range_ratio(mean: float, sd: float) -> float:
+    """vLLM's random dataset draws lengths uniformly within mean x (1 ± r): the r whose
+    uniform spread has the plan's standard deviation (sd = r·mean/√3), below 1."""
+    if mean <= 0 or sd <= 0:
+        return 0.0
+    return round(min(math.sqrt(3.0) * sd / mean, 0.99), 3)
+
+
+def metadata(plan: LaunchPlan) -> dict:
+    """What a result row needs besides the measurement (the measured-results CSV's columns)."""
+    decode = [w for w in plan.workers if w.role in ("server", "decode")][0]
+    return {
+        "ie_model": plan.setting.model.name,
+        "ie_hardware": plan.setting.gpu.name,
+        "ie_n_gpus": plan.gpus,
+        "ie_parallelism": parallelism(decode) + (f" x{decode.count}" if decode.count > 1 else ""),
+        "ie_precision": _precision(plan),
+        "ie_engine": plan.engine,
+        "ie_engine_version": plan.version,
+        "ie_disaggregated": str(plan.disaggregated).lower(),
+        "ie_source": f"inference-econ export ({plan.source} plan)",
+    }
+
+
+def _precision(plan: LaunchPlan) -> str:
+    p = plan.setting.precision
+    w = {16: "BF16", 8: "FP8", 4: "FP4"}.get(int(round(p.weight_bits)), f"{p.weight_bits:g}-bit")
+    return w
+
+
+def vllm_bench(plan: LaunchPlan) -> list[str]:
+    """``vllm bench serve`` replaying the plan's load."""
+    t = _tool("vllm")
+    f = t["flags"]
+    load = plan.load
+    argv = [
+        *t["launch"],
+        f["model"], plan.checkpoint,
+        f["base_url"], f"http://localhost:{FRONT_PORT}",
+        f["dataset"], "random",
+        f["input_len"], str(int(round(load.input_mean))),
+        f["output_len"], str(int(round(load.output_mean))),
+        f["range_ratio"], f"{_range_ratio(load.input_mean, load.input_sd):g}",
+        f["requests"], str(load.requests),
+        f["ignore_eos"],
+        f["percentile_metrics"], "ttft,tpot,itl,e2el",
+        f["percentiles"], PERCENTILES,
+        f["seed"], "0",
+    ]  # fmt: skip
+    if load.rate_per_s is not None:
+        argv += [f["rate"], f"{load.rate_per_s:g}"]
+    else:
+        argv += [f["rate"], "inf", f["concurrency"], str(load.concurrency)]
+    goodput = _goodput(load, {"ttft": "ttft", "tpot": "tpot", "e2e": "e2el"}, ":")
+    if goodput:
+        argv += [f["goodput"], *goodput]
+    argv += [f["save"], f["result_dir"], RESULTS, f["result_file"], "vllm-bench.json"]
+    argv += [f["metadata"], *[f"{k}={v}" for k, v in metadata(plan).items()]]
+    return argv
+
+
+def aiperf_profile(plan: LaunchPlan) -> list[str]:
+    """``aiperf profile`` replaying the plan's load (streaming chat requests)."""
+    t = _tool("aiperf")
+    f = t["flags"]
+    load = plan.load
+    argv = [
+        *t["launch"],
+        f["model"], plan.checkpoint,
+        f["url"], f"http://localhost:{FRONT_PORT}",
+        f["endpoint"], "chat",
+        f["streaming"],
+        f["input_mean"], str(int(round(load.input_mean))),
+        f["input_sd"], str(int(round(load.input_sd))),
+        f["output_mean"], str(int(round(load.output_mean))),
+        f["output_sd"], str(int(round(load.output_sd))),
+        f["requests"], str(load.requests),
+        f["seed"], "0",
+    ]  # fmt: skip
+    if load.rate_per_s is not None:
+        argv += [f["rate"], f"{load.rate_per_s:g}", f["arrival"], "poisson"]
+    else:
+        argv += [f["concurrency"], str(load.concurrency)]
+    names = {"ttft": "time_to_first_token", "tpot": "inter_token_latency", "e2e": "request_latency"}
+    goodput = _goodput(load, names, ":")
+    if goodput:
+        argv += [f["goodput"], " ".join(goodput)]
+    argv += [f["artifact_dir"], f"{RESULTS}/aiperf"]
+    return argv
+
+
+def _goodput(load, names: dict, sep: str) -> list[str]:
+    """The targets as the tools take them (milliseconds)."""
+    pairs = (
+        ("ttft", load.slo_ttft_p99_s),
+        ("tpot", load.slo_tpot_p99_s),
+        ("e2e", load.slo_e2e_p99_s),
+    )
+    return [f"{names[k]}{sep}{v * 1e3:g}" for k, v in pairs if v is not None]
+
+
+def benchmark_text(plan: LaunchPlan) -> str:
+    """benchmark.md: the commands, the load they replay and the figures the plan expects."""
+    load = plan.load
+    how = (
+        f"a Poisson stream of {load.rate_per_s:g} requests/s"
+        if load.rate_per_s is not None
+        else f"a closed loop of {load.concurrency} clients"
+    )
+    targets = ", ".join(
+        f"p99 {k} <= {v * 1e3:g} ms"
+        for k, v in (
+            ("TTFT", load.slo_ttft_p99_s),
+            ("TPOT", load.slo_tpot_p99_s),
+            ("E2E", load.slo_e2e_p99_s),
+        )
+        if v is not None
+    )
+    lines = [
+        f"# Benchmark of the {plan.source} plan: {plan.setting.model.name} on {plan.gpus} x {plan.setting.gpu.name}, {plan.engine} {plan.version}",
+        "",
+        f"Load: {how}, {load.requests} requests, prompts {load.input_mean:.0f} tokens (sd {load.input_sd:.0f}), "
+        f"outputs {load.output_mean:.0f} tokens (sd {load.output_sd:.0f})"
+        + (f"; targets {targets}." if targets else "."),
+        "",
+        "```bash",
+        " ".join(shlex.quote(a) for a in vllm_bench(plan)),
+        "",
+        " ".join(shlex.quote(a) for a in aiperf_profile(plan)),
+        "```",
+        "",
+        "Read the results back (no hand-made CSV):",
+        "",
+        "```bash",
+        f"inference-econ compare-measured {RESULTS}/vllm-bench.json --assumptions achievable --engine {plan.engine}",
+        f"inference-econ compare-measured {RESULTS}/aiperf/profile_export_aiperf.json --assumptions achievable --engine {plan.engine}",
+        "# calibrate fits terms to many rows: run vllm bench serve at several --max-concurrency",
+        "# values with --append-result into one file (one run per line), then",
+        f"inference-econ calibrate {RESULTS}/vllm-bench.json --engine {plan.engine} --out my-{plan.engine}.yaml",
+        "```",
+        "",
+        "| expected | value |",
+        "|---|---|",
+        *[f"| {k} | {v:.4g} |" for k, v in plan.expected.items()],
+        "",
+        "Intervals of the expected figures: none yet (plan.json `intervals` is null until the "
+        "interval work lands).",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,448 @@
+"""A launch plan written as the engines take it: ``vllm serve`` (with NVIDIA Dynamo's workers
+and DynamoGraphDeployment manifest for Kubernetes), ``python -m sglang.launch_server`` (with
+sglang-router for prefill/decode pools), ``trtllm-serve`` with its extra LLM-API YAML (and
+``trtllm-serve disaggregated``). Every flag and field name comes from ``launch_flags.yaml``.
+
+``commands(plan)`` gives each worker's argument vector (what the tests check against the
+engines' own argument definitions); ``render(plan)`` the files an export writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+
+from ..errors import SpecError
+from .launch import LaunchPlan, Worker, engine_names
+
+#: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
+#: take the ports after it.
+FRONT_PORT = 8000
+#: Dynamo release whose workers and manifest the vLLM export writes (its vllm-runtime image
+#: runs vLLM 0.11; components/backends/vllm/deploy/disagg.yaml of ai-dynamo/dynamo 0.6.1).
+DYNAMO_VERSION = "0.6.1"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One process to start: its role, how many copies, the argument vector and the files it
+    reads (name -> text)."""
+
+    role: str
+    count: int
+    argv: tuple[str, ...]
+    files: dict = field(default_factory=dict)
+
+    def shell(self) -> str:
+        return " ".join(shlex.quote(a) for a in self.argv)
+
+
+def _kv_dtype(names: dict, plan: LaunchPlan) -> str:
+    bits = int(round(plan.setting.precision.bytes_per_kv_element * 8))
+    table = {int(k): v for k, v in names["kv_cache_dtype"].items()}
+    if bits not in table:
+        raise SpecError(
+            "argument",
+            "kv_cache_bits",
+            f"{bits}-bit KV cache",
+            f"{plan.engine} takes {sorted(table)} bits",
+        )
+    return str(table[bits])
+
+
+def _quantization(names: dict, plan: LaunchPlan) -> str | None:
+    bits = int(round(plan.setting.precision.weight_bits))
+    return {int(k): v for k, v in names.get("quantization", {}).items()}.get(bits)
+
+
+def _fraction(plan: LaunchPlan) -> str:
+    from ..specs.engine import load_engine
+
+    return f"{load_engine(plan.engine).kv_cache_memory_fraction:g}"
+
+
+def _port(i: int) -> int:
+    return FRONT_PORT + 1 + i
+
+
+def _fronted(plan: LaunchPlan) -> bool:
+    """Whether requests reach the workers through a front (pools, or several copies)."""
+    return plan.disaggregated or sum(w.count for w in plan.workers) > 1
+
+
+def _ports(plan: LaunchPlan) -> dict:
+    """The ports of every copy of every worker, in order (a lone server takes the front's)."""
+    if not _fronted(plan):
+        return {plan.workers[0].role: [FRONT_PORT]}
+    out, i = {}, 0
+    for w in plan.workers:
+        out[w.role] = [_port(i + k) for k in range(w.count)]
+        i += w.count
+    return out
+
+
+def _refuse_layout(plan: LaunchPlan, w: Worker, why: str):
+    raise SpecError(
+        "argument",
+        "layout",
+        f"{plan.engine} {plan.version} cannot run the {w.role} layout TP{w.tensor} PP{w.pipeline} "
+        f"attention-DP{w.attention_dp} EP{w.expert}: {why}",
+        "export for another engine, or plan with a layout it runs",
+    )
+
+
+def _limits(names: dict, plan: LaunchPlan, w: Worker) -> list[str]:
+    """The worker's batch, token budget, max model length, memory fraction, KV-cache type and
+    (online) quantization, as vLLM and SGLang take them."""
+    f = names["flags"]
+    out = [
+        f["max_batch"], str(w.batch),
+        f["token_budget"], str(w.token_budget),
+        f["max_model_len"], str(plan.max_model_len),
+        f["memory_fraction"], _fraction(plan),
+        f["kv_cache_dtype"], _kv_dtype(names, plan),
+    ]  # fmt: skip
+    quant = _quantization(names, plan)
+    return out + ([f["quantization"], quant] if quant else [])
+
+
+# --- vLLM (with Dynamo for pools and Kubernetes) -----------------------------------------------
+def _vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
+    names = engine_names("vllm")
+    f = names["flags"]
+    tp = w.tensor
+    args = []
+    if w.attention_dp > 1:
+        if w.expert <= 1:
+            _refuse_layout(plan, w, "attention data parallelism needs expert-parallel MoE layers")
+        tp = w.tensor // w.attention_dp
+        args += [f["data_attention"], str(w.attention_dp)]
+    args += [f["tensor"], str(tp), f["pipeline"], str(w.pipeline)]
+    if w.expert > 1:
+        args.append(f["expert_switch"])
+    args += _limits(names, plan, w)
+    if plan.speculation:
+        kind, draft, tokens = plan.speculation
+        spec = {"method": names["speculative_method"][kind], "num_speculative_tokens": int(tokens)}
+        if draft:
+            spec["model"] = draft
+        args += [f["speculative"], json.dumps(spec, separators=(",", ":"))]
+    return args
+
+
+def _vllm(plan: LaunchPlan) -> list[Command]:
+    names = engine_names("vllm")
+    ports = _ports(plan)
+    out = []
+    for w in plan.workers:
+        if plan.disaggregated:
+            argv = [
+                "python3",
+                "-m",
+                "dynamo.vllm",
+                "--model",
+                plan.checkpoint,
+                *_vllm_args(plan, w),
+            ]
+            if w.role == "prefill":
+                argv.append("--is-prefill-worker")
+        else:
+            argv = [*names["launch"], plan.checkpoint, *_vllm_args(plan, w)]
+            argv += [names["flags"]["port"], str(ports[w.role][0])]
+        out.append(Command(w.role, w.count, tuple(argv)))
+    if _fronted(plan):
+        front = ("python3", "-m", "dynamo.frontend")  # listens on its default port, 8000
+        out.insert(0, Command("frontend", 1, front))
+    return out
+
+
+def dynamo_manifest(plan: LaunchPlan) -> str:
+    """A DynamoGraphDeployment (Kubernetes) of the plan's vLLM workers."""
+    import yaml
+
+    name = "ie-" + "".join(
+        c if c.isalnum() else "-" for c in plan.setting.model.name.lower()
+    ).strip("-")
+    image = f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{DYNAMO_VERSION}"
+    services = {
+        "Frontend": {
+            "dynamoNamespace": name,
+            "componentType": "frontend",
+            "replicas": 1,
+            "extraPodSpec": {"mainContainer": {"image": image}},
+        }
+    }
+    for w in plan.workers:
+        key = {"prefill": "VllmPrefillWorker"}.get(w.role, "VllmDecodeWorker")
+        args = ["--model", plan.checkpoint, *_vllm_args(plan, w)]
+        if w.role == "prefill":
+            args.append("--is-prefill-worker")
+        service = {
+            "dynamoNamespace": name,
+            "envFromSecret": "hf-token-secret",
+            "componentType": "worker",
+            "replicas": w.count,
+            "resources": {"limits": {"gpu": str(w.gpus)}},
+            "extraPodSpec": {
+                "mainContainer": {
+                    "image": image,
+                    "workingDir": "/workspace/components/backends/vllm",
+                    "command": ["python3", "-m", "dynamo.vllm"],
+                    "args": args,
+                }
+            },
+        }
+        if w.role != "server":
+            service["subComponentType"] = w.role
+        services[key] = service
+    doc = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": name[:63]},
+        "spec": {"services": services},
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+# --- SGLang (with sglang-router for pools) -----------------------------------------------------
+def _sglang(plan: LaunchPlan) -> list[Command]:
+    names = engine_names("sglang")
+    f = names["flags"]
+    ports = _ports(plan)
+    out = []
+    for w in plan.workers:
+        if w.expert > 1 and w.expert != w.tensor:
+            _refuse_layout(plan, w, "its expert-parallel size equals the tensor-parallel size")
+        argv = [*names["launch"], names["model"], plan.checkpoint, f["tensor"], str(w.tensor)]
+        if w.pipeline > 1:
+            argv += [f["pipeline"], str(w.pipeline)]
+        if w.attention_dp > 1:
+            argv += [f["attention_dp_switch"], f["data_attention"], str(w.attention_dp)]
+        if w.expert > 1:
+            argv += [f["expert"], str(w.expert)]
+        argv += _limits(names, plan, w)
+        if plan.speculation:
+            kind, draft, tokens = plan.speculation
+            argv += [
+                f["spec_algorithm"], names["speculative_algorithm"][kind],
+                f["spec_steps"], str(tokens),
+                f["spec_topk"], "1",
+                f["spec_draft_tokens"], str(tokens + 1),
+            ]  # fmt: skip
+            if draft:
+                argv += [f["spec_draft_model"], draft]
+        if w.role != "server":
+            argv += [f["disagg_mode"], w.role, f["disagg_backend"], names["disagg_backend"]]
+        for port in ports[w.role]:
+            out.append(Command(w.role, 1, (*argv, f["host"], "0.0.0.0", f["port"], str(port))))
+    r = names["router"]
+    if plan.disaggregated:
+        argv = [*r["launch"], r["flags"]["pd"]]
+        for role in ("prefill", "decode"):
+            for port in ports[role]:
+                argv += [r["flags"][role], f"http://localhost:{port}"]
+    elif _fronted(plan):
+        argv = [
+            *r["launch"],
+            r["flags"]["workers"],
+            *[f"http://localhost:{p}" for p in ports["server"]],
+        ]
+    if _fronted(plan):
+        argv += [r["flags"]["host"], "0.0.0.0", r["flags"]["port"], str(FRONT_PORT)]
+        out.insert(0, Command("router", 1, tuple(argv)))
+    return out
+
+
+# --- TensorRT-LLM ------------------------------------------------------------------------------
+def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
+    """The extra LLM-API options (``--extra_llm_api_options``) of one worker."""
+    from ..specs.engine import load_engine
+
+    names = engine_names("trtllm")
+    api = names["llm_api"]
+    if 1 < w.attention_dp < w.tensor:
+        _refuse_layout(
+            plan, w, "its attention data parallelism spans the whole tensor group or none"
+        )
+    graphs = min(w.batch, load_engine("trtllm").cuda_graph_max_batch)
+    kv = names["kv_cache_config"]
+    out = {
+        api["kv_cache_dtype"]: _kv_dtype(names, plan),
+        api["attention_dp"]: w.attention_dp > 1,
+        api["cuda_graph"]: True,
+        api["cuda_graph_max_batch"]: int(graphs),
+        api["cuda_graph_padding"]: True,
+        api["chunked_prefill"]: True,
+        api["kv_cache"]: {kv["free_fraction"]: float(_fraction(plan)), kv["block_reuse"]: False},
+    }
+    if plan.speculation:
+        kind, draft, tokens = plan.speculation
+        spec = {"decoding_type": names["speculative_type"][kind]}
+        spec["num_nextn_predict_layers" if kind == "mtp" else "max_draft_len"] = int(tokens)
+        if draft:
+            spec["speculative_model"] = draft
+        out[api["speculative"]] = spec
+    if w.role != "server":
+        out[api["cache_transceiver"]] = {
+            names["cache_transceiver_config"]["buffer_tokens"]: plan.max_model_len
+        }
+    if w.role == "prefill":
+        out[api["overlap_off"]] = True
+    return out
+
+
+def _trtllm(plan: LaunchPlan) -> list[Command]:
+    import yaml
+
+    names = engine_names("trtllm")
+    f = names["flags"]
+    ports = _ports(plan)
+    out = []
+    for w in plan.workers:
+        file = f"trtllm-{w.role}.yaml"
+        argv = [
+            *names["launch"],
+            plan.checkpoint,
+            f["backend"],
+            "pytorch",
+            f["tensor"],
+            str(w.tensor),
+        ]
+        argv += [f["pipeline"], str(w.pipeline)]
+        if w.expert > 1:
+            argv += [f["expert"], str(w.expert)]
+        argv += [
+            f["max_batch"], str(w.batch),
+            f["token_budget"], str(w.token_budget),
+            f["max_model_len"], str(plan.max_model_len),
+            f["memory_fraction"], _fraction(plan),
+            f["extra"], file,
+        ]  # fmt: skip
+        options = yaml.safe_dump(trtllm_options(plan, w), sort_keys=False)
+        for port in ports[w.role]:
+            full = (*argv, f["host"], "0.0.0.0", f["port"], str(port))
+            out.append(Command(w.role, 1, full, {file: options}))
+    if plan.disaggregated:
+        config = {
+            "hostname": "localhost",
+            "port": FRONT_PORT,
+            "backend": "pytorch",
+            "context_servers": {
+                "num_instances": len(ports["prefill"]),
+                "urls": [f"localhost:{p}" for p in ports["prefill"]],
+            },
+            "generation_servers": {
+                "num_instances": len(ports["decode"]),
+                "urls": [f"localhost:{p}" for p in ports["decode"]],
+            },
+        }
+        files = {"trtllm-disagg.yaml": yaml.safe_dump(config, sort_keys=False)}
+        out.insert(
+            0,
+            Command(
+                "disaggregated server", 1, (*names["disaggregated"], "trtllm-disagg.yaml"), files
+            ),
+        )
+    return out
+
+
+def commands(plan: LaunchPlan) -> list[Command]:
+    """Every process of the plan, front first."""
+    return {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}[plan.engine](plan)
+
+
+def _header(plan: LaunchPlan) -> list[str]:
+    s = plan.setting
+    lines = [
+        f"{plan.engine} {plan.version}: {s.model.name} on {plan.gpus} x {s.gpu.name}, from a {plan.source} plan",
+        f"checkpoint {plan.checkpoint}; weights {s.precision.weight_bits:g}-bit, KV cache "
+        f"{s.precision.bytes_per_kv_element * 8:g}-bit; max model length {plan.max_model_len:,} tokens",
+        "memory check (the model's accounting under the engine's profile, docs/model.md §F8):",
+        *[f"  {w.count} x {w.memory.describe()}" for w in plan.workers],
+        *plan.notes,
+    ]
+    if plan.disaggregated and plan.engine == "vllm":
+        lines.append(
+            f"pools run as NVIDIA Dynamo {DYNAMO_VERSION} workers (dynamo.vllm takes vLLM's engine arguments)"
+        )
+    if any(c.count > 1 for c in commands(plan)) or plan.engine != "vllm":
+        lines.append("host names are localhost: give each copy its own node(s) and address")
+    quant = _quantization(engine_names(plan.engine), plan)
+    if s.precision.weight_bits < 16 and not quant:
+        lines.append(
+            f"{s.precision.weight_bits:g}-bit weights: serve a checkpoint quantized to them (the engine reads its format)"
+        )
+    return lines
+
+
+def launch_script(plan: LaunchPlan) -> str:
+    """A shell script of every process (each worker copy on its own node in practice)."""
+    lines = ["#!/bin/sh", *[f"# {h}" for h in _header(plan)]]
+    for c in commands(plan):
+        copies = f" (x{c.count})" if c.count > 1 else ""
+        lines += ["", f"# {c.role}{copies}", c.shell() + " &"]
+    lines += ["", "wait", ""]
+    return "\n".join(lines)
+
+
+def plan_record(plan: LaunchPlan) -> dict:
+    """The plan as data (plan.json): engine and version, workers with their memory, the load,
+    the expected figures, and the place for their intervals."""
+    return {
+        "engine": plan.engine,
+        "engine_version": plan.version,
+        "source": plan.source,
+        "model": plan.setting.model.name,
+        "checkpoint": plan.checkpoint,
+        "hardware": plan.setting.gpu.name,
+        "assumptions": plan.setting.assumptions.label,
+        "precision": plan.setting.precision.label(),
+        "max_model_len": plan.max_model_len,
+        "workers": [
+            {
+                "role": w.role,
+                "count": w.count,
+                "gpus": w.gpus,
+                "parallelism": parallelism(w),
+                "batch": w.batch,
+                "token_budget": w.token_budget,
+                "memory_gb_per_gpu": {
+                    "hbm": w.memory.hbm_bytes_per_gpu / 1e9,
+                    "weights": w.memory.weights_bytes_per_gpu / 1e9,
+                    "engine_reserve": w.memory.reserve_bytes_per_gpu / 1e9,
+                    "kv_cache": w.memory.kv_capacity_bytes_per_gpu / 1e9,
+                    "kv_needed_at_planned_batch": w.memory.kv_needed_bytes_per_gpu / 1e9,
+                },
+                "planned_batch": w.memory.batch,
+                "admitted_requests": w.memory.admitted_requests,
+            }
+            for w in plan.workers
+        ],
+        "load": plan.load.__dict__,
+        "expected": plan.expected,
+        # the expected figures' intervals: filled when the interval work lands (null: none yet)
+        "intervals": None,
+        "notes": list(plan.notes),
+    }
+
+
+def parallelism(w: Worker) -> str:
+    """The layout as the measured-results format writes it ("TP8", "TP4PP2", "TP8 (EP8, attn-DP)")."""
+    text = f"TP{w.tensor}" + (f"PP{w.pipeline}" if w.pipeline > 1 else "")
+    extra = [f"EP{w.expert}"] if w.expert > 1 else []
+    if w.attention_dp > 1:
+        extra.append("attn-DP")
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+def render(plan: LaunchPlan) -> dict:
+    """The files of an export: launch.sh, the engines' own files, the Kubernetes manifest
+    (vLLM through Dynamo), plan.json."""
+    files = {"launch.sh": launch_script(plan)}
+    for c in commands(plan):
+        files.update(c.files)
+    if plan.engine == "vllm":
+        files["k8s-dynamo.yaml"] = dynamo_manifest(plan)
+    files["plan.json"] = json.dumps(plan_record(plan), indent=1, default=float) + "\n"
+    return files

@@ -1,0 +1,439 @@
+"""What an export deploys: engine workers (role, count, GPUs, whole layout, batch and token
+limits), the load that checks them and the figures the plan expects — built from a point, a
+frontier point, a capacity plan or a disaggregated plan, each worker's memory checked against
+its engine's profile before anything is written (``serving.memory``).
+
+The engines' own command lines and files are rendered from a ``LaunchPlan`` by
+``output.engine_configs``; the benchmark that reproduces the load by ``output.benchmark_commands``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import InfeasibleError, SpecError
+from ..optimise.discrete import whole_layouts
+from ..serving.memory import MemoryCheck, check_worker, require_fit
+from ..serving.setting import Setting
+
+#: The engines an export writes for (the sections of launch_flags.yaml).
+ENGINES = ("vllm", "sglang", "trtllm")
+#: Lengths engines are configured in: max model length is rounded up to a multiple of this.
+LENGTH_STEP_TOKENS = 256
+
+
+@lru_cache(maxsize=1)
+def launch_flags() -> dict:
+    """The engines' and benchmark tools' names by concept (``launch_flags.yaml``)."""
+    from ..specs.yamlfile import load_yaml
+
+    return load_yaml(Path(__file__).with_name("launch_flags.yaml"))
+
+
+def engine_names(engine: str) -> dict:
+    """One engine's section of ``launch_flags.yaml`` (unknown engines refused)."""
+    data = launch_flags()["engines"]
+    if engine not in data:
+        raise SpecError(
+            "argument",
+            "engine",
+            f"no launch configuration for {engine!r}",
+            f"choose {', '.join(ENGINES)}",
+        )
+    return data[engine]
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One kind of engine worker: ``count`` copies of a ``gpus``-GPU instance."""
+
+    role: str  # "server" (prefill and decode together), "prefill" or "decode"
+    count: int
+    gpus: int
+    pipeline: int
+    tensor: int  # GPUs of one pipeline stage
+    attention_dp: int  # attention data-parallel ranks within the tensor group (1: none)
+    expert: int  # expert-parallel degree (1: none)
+    batch: int  # most running requests (max_num_seqs and its kin)
+    token_budget: int  # most tokens per step
+    memory: MemoryCheck
+
+
+@dataclass(frozen=True)
+class Load:
+    """The load a benchmark replays: lengths, and a Poisson rate or a closed-loop
+    concurrency, with the latency targets (seconds) and how many requests to send."""
+
+    input_mean: float
+    input_sd: float
+    output_mean: float
+    output_sd: float
+    requests: int
+    rate_per_s: float | None = None
+    concurrency: int | None = None
+    slo_ttft_p99_s: float | None = None
+    slo_tpot_p99_s: float | None = None
+    slo_e2e_p99_s: float | None = None
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Everything an export writes, and where it came from."""
+
+    source: str
+    setting: Setting
+    engine: str
+    checkpoint: str
+    workers: tuple[Worker, ...]
+    max_model_len: int
+    load: Load
+    #: The plan's own figures (seconds, tokens/s, $ per million tokens), by name.
+    expected: dict = field(default_factory=dict)
+    #: Speculation: (kind "draft" | "eagle" | "mtp", draft checkpoint or None, draft tokens).
+    speculation: tuple | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def version(self) -> str:
+        return str(engine_names(self.engine)["version"])
+
+    @property
+    def disaggregated(self) -> bool:
+        return any(w.role != "server" for w in self.workers)
+
+    @property
+    def gpus(self) -> int:
+        return sum(w.count * w.gpus for w in self.workers)
+
+
+def checkpoint_of(setting: Setting, given: str | None) -> str:
+    """The checkpoint an engine loads: the one given, else the Hugging Face repository the
+    model file names as its source ("org/name config.json"), else the model's name."""
+    if given:
+        return str(given)
+    first = str(setting.model.source or "").split()
+    if first and first[0].count("/") == 1:
+        return first[0]
+    return setting.model.name
+
+
+def _whole(value, what: str) -> int:
+    v = float(value)
+    if not math.isfinite(v) or abs(v - round(v)) > 1e-9 or v < 1:
+        raise SpecError(
+            "argument",
+            what,
+            f"is {v:g}, not a whole number of GPUs",
+            "engines run whole layouts: export a point of a discrete search (--discrete)",
+        )
+    return int(round(v))
+
+
+def layout_degrees(
+    setting: Setting, gpus, pipeline, tensor, attention
+) -> tuple[int, int, int, int]:
+    """(pipeline, tensor, attention DP ranks, expert degree) of a layout, whole or refused."""
+    n, p, t = (
+        _whole(gpus, "gpus"),
+        _whole(pipeline, "pipeline_degree"),
+        _whole(tensor, "tensor_degree"),
+    )
+    a = _whole(attention, "attention_degree")
+    if p * t != n or t % a:
+        raise SpecError(
+            "argument",
+            "layout",
+            f"PP{p} x TP{t} (attention TP{a}) is not a whole layout of {n} GPUs",
+            "export a point of a discrete search (--discrete)",
+        )
+    moe = any(g.ffn.experts > 1 for g in setting.model.layer_groups)
+    return p, t, t // a, t if moe else 1
+
+
+def round_length(tokens: float, window: int | None) -> int:
+    """A max model length: ``tokens`` rounded up to the engines' step, within the window."""
+    n = int(math.ceil(float(tokens) / LENGTH_STEP_TOKENS) * LENGTH_STEP_TOKENS)
+    return min(n, int(window)) if window else n
+
+
+def worker(
+    setting: Setting,
+    engine: str,
+    role: str,
+    count: int,
+    degrees: tuple[int, int, int, int],
+    batch: int,
+    token_budget: int,
+    context_tokens: float,
+    max_model_len: int,
+    check_batch: int | None = None,
+) -> Worker:
+    """A worker whose engine admits ``batch`` requests, its memory checked at ``check_batch``
+    (default ``batch``) requests of ``context_tokens``."""
+    p, t, dp, e = degrees
+    label = {"server": "instance", "prefill": "prefill worker", "decode": "decode worker"}[role]
+    planned = int(check_batch or batch)
+    memory = check_worker(setting, engine, p * t, planned, context_tokens, max_model_len, label)
+    return Worker(role, int(count), p * t, p, t, dp, e, int(batch), int(token_budget), memory)
+
+
+def finish(plan: LaunchPlan) -> LaunchPlan:
+    """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers)."""
+    require_fit([w.memory for w in plan.workers])
+    return plan
+
+
+def _speculation(setting: Setting, verify: int) -> tuple | None:
+    """(kind, draft checkpoint, draft tokens) of the chosen configuration, None without."""
+    spec = setting.spec
+    if spec is None or verify <= 1:
+        return None
+    draft = getattr(spec, "draft", None)
+    if draft is not None:
+        return ("draft", checkpoint_of(setting.replace(model=draft), None), verify - 1)
+    return (str(spec.kind), None, verify - 1)
+
+
+def _profile(engine: str):
+    from ..specs.engine import load_engine
+
+    return load_engine(engine)
+
+
+def point_plan(
+    setting: Setting,
+    engine: str,
+    gpus: float,
+    batch: float,
+    prompt_tokens: float,
+    output_tokens: float,
+    *,
+    source: str = "point",
+    max_model_len: int | None = None,
+    checkpoint: str | None = None,
+    requests: int | None = None,
+) -> LaunchPlan:
+    """One instance of ``gpus`` GPUs at ``batch`` requests of ``prompt_tokens`` in and
+    ``output_tokens`` out (the request view, docs/model.md §B10), checked by a closed loop of
+    ``batch`` clients."""
+    from ..serving.requests import request
+
+    row = request(setting, gpus, batch, prompt_tokens, output_tokens, search=whole_layouts)
+    degrees = layout_degrees(
+        setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
+    )
+    b = _whole(batch, "batch")
+    context = prompt_tokens + output_tokens / 2.0  # the decode step's mean context (§B10)
+    longest = max_model_len or round_length(
+        prompt_tokens + output_tokens, setting.model.max_context_tokens
+    )
+    prof = _profile(engine)
+    w = worker(setting, engine, "server", 1, degrees, b, prof.step_token_budget, context, longest)
+    step = float(row["decode_latency_s"])
+    expected = {
+        "ttft_s": float(row["ttft_s"]),
+        "tpot_s": step,
+        "e2e_latency_s": float(row["e2e_latency_s"]),
+        "output_tokens_per_s_per_request": 1.0 / step,
+        "output_tokens_per_s": b / step,
+        "usd_per_m_output_tokens": float(row["usd_per_m_output_tokens"]),
+        "usd_per_m_input_tokens": float(row["usd_per_m_input_tokens"]),
+    }
+    load = Load(
+        float(prompt_tokens),
+        0.0,
+        float(output_tokens),
+        0.0,
+        int(requests or max(10 * b, 200)),
+        concurrency=b,
+    )
+    plan = LaunchPlan(
+        source,
+        setting,
+        engine,
+        checkpoint_of(setting, checkpoint),
+        (w,),
+        longest,
+        load,
+        expected,
+        _speculation(setting, int(row["draft_tokens"])),
+        (
+            f"Expected figures: the {setting.assumptions.label} preset at batch {b} "
+            f"(closed loop of {b} clients, {prompt_tokens:g} in / {output_tokens:g} out).",
+        ),
+    )
+    return finish(plan)
+
+
+def capacity_plan(
+    capacity, engine: str, traffic, config, *, max_model_len=None, checkpoint=None
+) -> LaunchPlan:
+    """The deployment of a capacity plan (``optimise.capacity.CapacityPlan``): its instances
+    (or prefill and decode pools) in the layouts the simulation chose, checked at the plan's
+    Poisson rate and lengths against its targets."""
+    import numpy as np
+
+    from ..serving.load.deployment import instance_for, offered_load, reference_context
+
+    setting, d, r = capacity.setting, capacity.deployment, capacity.result
+    if setting.spec is not None:
+        raise SpecError(
+            "argument", "draft", "capacity plans do not model speculation", "drop --draft"
+        )
+    s = traffic.stream()
+    ctx = reference_context(traffic)
+    longest = max_model_len or round_length(
+        float(np.max(s.prompt_tokens + s.output_tokens)), setting.model.max_context_tokens
+    )
+    batch = max(1, int(math.ceil(r.mean_batch)))
+
+    prompt = float(np.mean(s.prompt_tokens))
+    prefill_batch = max(1, int(math.ceil(config.step_token_budget / prompt)))
+
+    def pool(role, gpus, count, load):
+        inst = instance_for(setting, gpus, config, ctx, load)
+        lay = inst.layout
+        attention = lay.tensor_degree / lay.attention_divisor
+        degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention)
+        # prompts in flight on a prefill worker: one step's budget of them, at their length
+        at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
+        cap, budget = config.max_batch_requests, config.step_token_budget
+        return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
+
+    if d.disaggregated:
+        workers = (
+            pool(
+                "prefill",
+                d.prefill_gpus_per_instance,
+                d.prefill_instances,
+                offered_load(traffic, d.prefill_instances, outputs=False),
+            ),
+            pool(
+                "decode",
+                d.gpus_per_instance,
+                d.instances,
+                offered_load(traffic, d.instances, prompts=False),
+            ),
+        )
+    else:
+        workers = (
+            pool("server", d.gpus_per_instance, d.instances, offered_load(traffic, d.instances)),
+        )
+    t = capacity.targets
+    load = Load(
+        float(np.mean(s.prompt_tokens)),
+        float(np.std(s.prompt_tokens)),
+        float(np.mean(s.output_tokens)),
+        float(np.std(s.output_tokens)),
+        int(traffic.requests),
+        rate_per_s=float(capacity.rate_per_s),
+        slo_ttft_p99_s=t.ttft_p99_s,
+        slo_tpot_p99_s=t.tpot_p99_s,
+        slo_e2e_p99_s=t.e2e_p99_s,
+    )
+    expected = {
+        "ttft_p50_s": r.ttft_s.p50,
+        "ttft_p99_s": r.ttft_s.p99,
+        "tpot_p50_s": r.tpot_s.p50,
+        "tpot_p99_s": r.tpot_s.p99,
+        "e2e_p99_s": r.e2e_s.p99,
+        "output_tokens_per_s": r.output_tokens_per_s,
+        "goodput_fraction": r.goodput_fraction,
+        "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
+        "max_rate_per_s": capacity.max_rate_per_s,
+    }
+    notes = (
+        f"Expected figures: the simulation of {d.describe()} {setting.gpu.name} at {capacity.rate_per_s:g} req/s "
+        f"({r.assumptions}); it holds {capacity.max_rate_per_s:.4g} req/s within {t.describe()}.",
+        f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
+        f"({ctx:,.0f} tokens); the engine's scheduler cap is {config.max_batch_requests} requests.",
+    )
+    ckpt = checkpoint_of(setting, checkpoint)
+    return finish(
+        LaunchPlan("capacity", setting, engine, ckpt, workers, longest, load, expected, None, notes)
+    )
+
+
+def disagg_plan(
+    setting: Setting,
+    engine: str,
+    gpus: float,
+    batch: float,
+    prompt_tokens: float,
+    output_tokens: float,
+    prefill_gpus: float | None = None,
+    *,
+    max_model_len: int | None = None,
+    checkpoint: str | None = None,
+    requests: int | None = None,
+) -> LaunchPlan:
+    """A decode worker of ``gpus`` GPUs at ``batch`` and as many prefill workers of
+    ``prefill_gpus`` as keep it fed (the pools' busy times, docs/model.md §B10)."""
+    from ..serving import disaggregation as dg
+    from ..serving.requests import request
+
+    row = request(setting, gpus, batch, prompt_tokens, output_tokens, search=whole_layouts)
+    b = _whole(batch, "batch")
+    n_p = _whole(prefill_gpus or gpus, "prefill_gpus")
+    longest = max_model_len or round_length(
+        prompt_tokens + output_tokens, setting.model.max_context_tokens
+    )
+    prof = _profile(engine)
+    decode_degrees = layout_degrees(
+        setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
+    )
+    decode = worker(
+        setting, engine, "decode", 1, decode_degrees, b, prof.step_token_budget,
+        prompt_tokens + output_tokens / 2.0, longest,
+    )  # fmt: skip
+    require_fit([decode.memory])  # a decode worker that does not fit has no pool balance
+    dis = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus).iloc[1]
+    ratio = float(dis["prefill_pool_busy_fraction"]) / float(dis["decode_pool_busy_fraction"])
+    if not math.isfinite(ratio):
+        raise InfeasibleError(
+            f"{setting.model.name} does not run {b} requests on {gpus:g} x {setting.gpu.name} "
+            "with a separate prefill pool (docs/model.md §B10)"
+        )
+    prefill_count = max(1, int(math.ceil(ratio - 1e-9)))
+    prefill_batch = max(1, int(math.ceil(16384 / prompt_tokens)))  # dg.compare's prompts per pass
+    moe = decode_degrees[3] > 1
+    workers = (
+        worker(
+            setting,
+            engine,
+            "prefill",
+            prefill_count,
+            (1, n_p, 1, n_p if moe else 1),
+            prefill_batch,
+            prof.step_token_budget,
+            prompt_tokens,
+            longest,
+        ),
+        decode,
+    )
+    load = Load(
+        float(prompt_tokens),
+        0.0,
+        float(output_tokens),
+        0.0,
+        int(requests or max(10 * b, 200)),
+        concurrency=b,
+    )
+    expected = {
+        "ttft_s": float(dis["ttft_s"]),
+        "tpot_s": float(dis["decode_latency_s"]),
+        "output_tokens_per_s_per_request": float(dis["tokens_per_s"]),
+        "output_tokens_per_s": b / float(dis["decode_latency_s"]),
+        "usd_per_m_output_tokens": float(dis["usd_per_m_output_tokens_all_in"]),
+    }
+    notes = (
+        f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
+        f"({ratio:.3g}; docs/model.md §B10).",
+    )
+    ckpt = checkpoint_of(setting, checkpoint)
+    return finish(
+        LaunchPlan("disagg", setting, engine, ckpt, workers, longest, load, expected, None, notes)
+    )

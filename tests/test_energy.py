@@ -1,0 +1,183 @@
+"""Power, energy per token, price bases, owning, carbon and capacity for a demand curve
+(issue 26, issue 22 item 9; docs/model.md Part G)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.errors import SpecError
+from inference_econ.model.power import board_power_w
+from inference_econ.optimise.demand import Prices, hourly_plan
+from inference_econ.serving.decode import evaluate
+from inference_econ.serving.prefill import prefill
+from inference_econ.serving.setting import make_setting
+from inference_econ.specs import catalog
+from inference_econ.specs.hardware import load_hardware
+
+DATA = Path(__file__).parent / "data"
+
+
+# --- price bases (issue 22 item 9) ------------------------------------------------------------
+@pytest.mark.parametrize("entry", catalog.entries("hardware"), ids=lambda e: e.name)
+def test_every_price_has_a_basis_a_date_and_every_part_power(entry):
+    gpu = load_hardware(entry.name)
+    assert gpu.price_basis == "paper"  # one basis in every shipped file: comparisons are fair
+    assert gpu.price_date[:2] == "20"
+    for price in gpu.prices:
+        assert price.date and price.source, price
+    assert 0 < gpu.power.idle_w < gpu.power.board_w and gpu.power.host_w > 0
+
+
+def test_a_basis_is_chosen_and_named_and_a_missing_one_refused():
+    rented = make_setting("Llama 3 70B", "H100", price_basis="on-demand")
+    assert rented.gpu.price_usd_per_hour == pytest.approx(3.99)  # Lambda, 8x H100 SXM
+    assert rented.metadata()["price_basis"] == "on-demand"
+    assert make_setting("Llama 3 70B", "H100-paper").gpu.price_usd_per_hour == 2.1
+    with pytest.raises(SpecError, match="H200-SXM has no on-demand price"):
+        make_setting("Llama 3 70B", "H200", price_basis="on-demand")
+    with pytest.raises(SpecError, match="does not read it"):
+        make_setting("Llama 3 70B", "H100", costs="owned-2025")
+
+
+def test_tpu_prices_are_on_the_papers_basis_by_default():
+    # the paper's rule on the lowest long-term rate: Trillium's 3-year commitment x 2/3
+    assert load_hardware("TPU-v6e").price_usd_per_hour == pytest.approx(1.22 * 2 / 3, rel=1e-3)
+    listed = make_setting("Llama 3 70B", "TPU-v6e", price_basis="on-demand").gpu
+    assert listed.price_usd_per_hour == 2.70
+
+
+def test_owned_price_by_hand():
+    # H100-SXM in costs/owned-2025.yaml: 35,000 USD, +15 % network and storage, 5 years;
+    # hosting 150 USD/kW-month of (700 + 575) W; electricity 0.082 USD/kWh x PUE 1.3 x 75 %
+    capital = 35_000 * 1.15 / (5 * 8760)
+    hosting = 150 * 1.275 * 12 / 8760
+    energy = 0.082 * 1.3 * 1.275 * 0.75
+    owned = make_setting("Llama 3 70B", "H100", price_basis="owned")
+    assert owned.gpu.price_usd_per_hour == pytest.approx(capital + hosting + energy)
+    assert owned.metadata()["costs_file"] == "costs/owned-2025.yaml"
+    at_pue = make_setting("Llama 3 70B", "H100", price_basis="owned", pue=1.1).gpu
+    assert at_pue.price_usd_per_hour == pytest.approx(capital + hosting + energy * 1.1 / 1.3)
+    with pytest.raises(SpecError, match="no purchase price for TPU-v6e"):
+        make_setting("Llama 3 70B", "TPU-v6e", price_basis="owned")
+
+
+# --- energy (docs/model.md §G2) ----------------------------------------------------------------
+def test_energy_columns_follow_from_the_breakdown_by_hand():
+    s = make_setting(
+        "Llama 3 70B", "H100-paper", weight_bits=8, pue=1.25, grid_intensity_g_per_kwh=400
+    )
+    row = evaluate(s, 8, 64).iloc[0]
+    p = s.gpu.power
+    a = (
+        row.compute_time_s + 0.35 * (row.memory_time_s + row.collective_bandwidth_s)
+    ) / row.latency_s
+    watts = p.idle_w + (p.board_w - p.idle_w) * min(a, 1.0) + p.host_w
+    joules = 8 * watts * row.latency_s / 64
+    assert row.joules_per_output_token == pytest.approx(joules)
+    assert row.output_tokens_per_s_per_kw == pytest.approx(1e3 / joules)
+    assert row.output_tokens_per_s_per_mw == pytest.approx(1e6 / (joules * 1.25))
+    assert row.gco2_per_mtok == pytest.approx(joules * 1e6 * 1.25 / 3.6e6 * 400)
+    # a compute-bound prefill runs at the power limit
+    assert prefill(s, 8, 8192, batch=8).it_power_w_per_gpu == pytest.approx(p.board_w + p.host_w)
+
+
+def _measured():
+    lines = (DATA / "mlenergy_v3_energy_per_token.csv").read_text().splitlines()
+    return list(csv.DictReader(line for line in lines if not line.startswith("#")))
+
+
+#: Stated error of the energy check: every row within 15 % (seen: -10 %, -9 %, +5 %; the power
+#: model's figures come from other sources than these rows: the achievable preset's speed error
+#: and the assumed idle power enter it; docs/model.md §G2).
+ENERGY_TOLERANCE = 0.15
+
+
+@pytest.mark.parametrize(
+    "row", _measured(), ids=lambda r: f"{r['model']}-{r['hardware']}-{r['batch']}"
+)
+def test_board_energy_per_output_token_against_mlenergy(row):
+    """GPU board energy per output token (NVML, as ML.ENERGY measures it): the decode step at
+    the mean context plus each request's prefill, under the achievable preset with vLLM's
+    profile, against ML.ENERGY Leaderboard v3.0 (vLLM 0.11.1)."""
+    s = make_setting(
+        row["model"],
+        row["hardware"],
+        weight_bits=float(row["weight_bits"]),
+        assumptions="achievable",
+        engine="vllm",
+    )
+    n, b = float(row["gpus"]), float(row["batch"])
+    inp, out = float(row["input_tokens"]), float(row["output_tokens"])
+    p = s.gpu.power
+    step = evaluate(s.replace(context_tokens=inp + out / 2), n, b).iloc[0]
+    decode = n * board_power_w(p, step.board_activity) * step.latency_s / b
+    pre = prefill(s, n, inp)
+    prompt = n * (pre.it_power_w_per_gpu - p.host_w) * pre.latency_s
+    predicted = decode + prompt / out
+    measured = float(row["joules_per_output_token"])
+    assert abs(predicted / measured - 1) <= ENERGY_TOLERANCE, (predicted, measured)
+
+
+# --- carbon -----------------------------------------------------------------------------------
+def test_a_named_grid_reads_codecarbons_published_average():
+    pytest.importorskip("codecarbon")
+    france = make_setting("Llama 3 8B", "H100", grid_region="France")
+    assert 20 < france.grid_intensity_g_per_kwh < 120  # nuclear and hydro: Ember ~56 g/kWh (2023)
+    assert "France" in france.grid_source
+    with pytest.raises(SpecError, match="no grid named"):
+        make_setting("Llama 3 8B", "H100", grid_region="Atlantis")
+
+
+# --- capacity for a demand curve (docs/model.md §G5) ------------------------------------------
+@pytest.mark.parametrize("spot", [None, 0.1])
+def test_the_plan_lies_between_all_reserved_and_all_on_demand(spot):
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        needed = rng.integers(0, 30, size=24)
+        r, b = rng.uniform(0.5, 3.0), rng.uniform(0.5, 6.0)
+        prices = Prices(r, b, rng.uniform(0.2, 2.0) if spot else None, "owned", "on-demand")
+        plan = hourly_plan(needed, 8, prices, spot)
+        eff = min(r, b) if not spot else min(r, b, prices.spot_usd / (1 - spot))
+        all_on_demand = needed.sum() * 8 * b
+        floor = needed.sum() * 8 * eff
+        assert floor - 1e-6 <= plan["total_usd"] <= all_on_demand + 1e-6
+        # every hour is covered
+        covered = plan["reserved"] + plan["on_demand"] + np.floor(plan["spot"] * (1 - (spot or 0)))
+        assert np.all(covered >= needed)
+
+
+def test_the_reserved_base_by_hand():
+    # 4 hours needing 1, 1, 1, 5 instances; reserved 1.0, on demand 3.0 per GPU-hour, 1 GPU
+    plan = hourly_plan([1, 1, 1, 5], 1, Prices(1.0, 3.0, None, "owned", "on-demand"), None)
+    # base 1: 4 + 4 x 3 = 16; base 2: 8 + 3 x 3 = 17; base 5: 20; base 0: 24
+    assert plan["reserved"] == 1 and plan["total_usd"] == pytest.approx(16.0)
+
+
+def test_capacity_demand_end_to_end(tmp_path):
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_s\n0,1\n1,4\n2,2\n3,oops\n4,8\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="jumps from 2 to 4"):
+        ie.demand_plan("Llama 3 8B", "H100", demand=curve, slo_tpot_p99_s=0.05)
+    curve.write_text("hour,requests_per_s\n0,1\n1,4\n2,2\n3,oops\n", encoding="utf-8")
+    with pytest.warns(Warning, match="line 5"):
+        plan = ie.demand_plan(
+            "Llama 3 8B",
+            "H100",
+            demand=curve,
+            weight_bits=8,
+            slo_tpot_p99_s=0.05,
+            input_lengths="500",
+            output_lengths="100",
+            requests=300,
+            sizes=[1],
+        )
+    s = plan.summary()
+    assert s.hours == 3 and s.total_usd <= s.all_on_demand_usd
+    assert s.total_usd >= s.all_reserved_used_usd - 1e-9
+    assert math.isfinite(s.usd_per_mtok) and s.reserved_basis == "owned"

@@ -1,0 +1,341 @@
+"""Exported launch configurations against the engines' own argument definitions (records in
+tests/data/engine_flags/, README.md there says where each came from), the memory check that
+refuses a worker which does not fit, and benchmark tools' result files read back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inference_econ import api
+from inference_econ.errors import InfeasibleError, SpecError
+from inference_econ.output import benchmark_commands as bc
+from inference_econ.output import engine_configs as ec
+from inference_econ.output.launch import launch_flags
+from inference_econ.serving.memory import check_worker
+from inference_econ.serving.setting import make_setting
+from inference_econ.studies.measured.reading import load_measured
+from inference_econ.studies.measured.tool_results import tool_frame
+
+DATA = Path(__file__).parent / "data"
+FLAGS = DATA / "engine_flags"
+RESULTS = DATA / "benchmark_results"
+LLAMA = dict(model="Llama 3.3 70B", hardware="H100", weight_bits=8)
+
+
+def record(name: str) -> dict:
+    return json.loads((FLAGS / name).read_text())
+
+
+@pytest.fixture(scope="module")
+def plans():
+    """Per engine: a dense point, an MoE point with attention data parallelism and MTP, a
+    draft-model point and a disaggregated plan (the layouts and options an export writes)."""
+    out = {}
+    for engine in ("vllm", "sglang", "trtllm"):
+        common = dict(engine=engine, prompt_tokens=2000, output_tokens=500)
+        dense = api.export(**LLAMA, **common, gpus=8, batch=64)
+        moe = api.export(
+            "DeepSeek-V3", "H200", **common, gpus=8, batch=4, weight_bits=8, draft_heads="mtp"
+        )
+        if engine == "trtllm":  # its attention data parallelism spans the tensor group or none
+            w = moe.workers[0]
+            moe = dataclasses.replace(moe, workers=(dataclasses.replace(w, attention_dp=w.tensor),))
+        draft = dataclasses.replace(
+            dense, speculation=("draft", "meta-llama/Llama-3.1-8B-Instruct", 3)
+        )
+        disagg = api.export(**LLAMA, **common, plan="disagg", gpus=8, batch=64, prefill_gpus=4)
+        out[engine] = [dense, moe, draft, disagg]
+    return out
+
+
+def check_argv(argv, flags: dict, start: int) -> list[str]:
+    """Every flag of ``argv[start:]`` is one the record has, a switch takes no value, a value
+    flag takes one (within its choices); returns the flags seen."""
+    seen, i = [], start
+    while i < len(argv):
+        flag = argv[i]
+        assert flag.startswith("--"), f"{flag!r} is not a flag (after {argv[i - 1]!r})"
+        assert flag in flags, f"{flag} is not an argument of {argv[:start]}"
+        entry = flags[flag]
+        seen.append(flag)
+        if entry.get("kind") == "switch":
+            i += 1
+            continue
+        values = []
+        i += 1
+        while i < len(argv) and not argv[i].startswith("--"):
+            values.append(argv[i])
+            i += 1
+        assert values, f"{flag} takes a value"
+        if "choices" in entry:
+            assert all(v in entry["choices"] for v in values), (
+                f"{flag} {values} not in {entry['choices']}"
+            )
+    return seen
+
+
+def test_vllm_flags_and_fields_are_vllm_0_11_arguments(plans):
+    rec, dynamo = record("vllm-0.11.0.json"), record("dynamo-0.6.1.json")
+    worker_flags = {
+        **rec["flags"],
+        **{
+            f: {"kind": "switch" if f == "--is-prefill-worker" else "value"}
+            for f in dynamo["worker"]["flags"]
+        },
+    }
+    seen = set()
+    for plan in plans["vllm"]:
+        assert plan.version == rec["version"] == "0.11.0"
+        for c in ec.commands(plan):
+            argv = list(c.argv)
+            if argv[:2] == ["vllm", "serve"]:
+                seen |= set(check_argv(argv, rec["flags"], 3))
+            elif argv[:3] == ["python3", "-m", "dynamo.vllm"]:
+                seen |= set(check_argv(argv, worker_flags, 3))
+            else:
+                assert tuple(argv) == tuple(dynamo["frontend"]["command"])
+            if "--speculative-config" in argv:
+                spec = json.loads(argv[argv.index("--speculative-config") + 1])
+                fields = rec["json_fields"]["--speculative-config"]
+                assert set(spec) <= set(fields["fields"]) and spec["method"] in fields["method"]
+    assert {
+        "--data-parallel-size",
+        "--enable-expert-parallel",
+        "--speculative-config",
+        "--is-prefill-worker",
+    } <= seen
+
+
+def test_vllm_kubernetes_manifest_is_dynamos_form(plans):
+    m = record("dynamo-0.6.1.json")["manifest"]
+    for plan in plans["vllm"]:
+        doc = yaml.safe_load(ec.dynamo_manifest(plan))
+        assert (doc["apiVersion"], doc["kind"]) == (m["apiVersion"], m["kind"])
+        for name, service in doc["spec"]["services"].items():
+            assert set(service) <= set(m["service_fields"]), name
+            assert service["componentType"] in m["component_types"]
+            assert service.get("subComponentType", "decode") in m["sub_component_types"]
+            assert set(service["extraPodSpec"]["mainContainer"]) <= set(m["container_fields"])
+        gpus = sum(
+            s["replicas"] * int(s.get("resources", {}).get("limits", {}).get("gpu", 0))
+            for s in doc["spec"]["services"].values()
+        )
+        assert gpus == plan.gpus
+
+
+def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans):
+    rec, router = record("sglang-0.5.3.json"), record("sglang-router-0.2.0.json")
+    seen = set()
+    for plan in plans["sglang"]:
+        for c in ec.commands(plan):
+            argv = list(c.argv)
+            if argv[:3] == ["python", "-m", "sglang.launch_server"]:
+                seen |= set(check_argv(argv, rec["flags"], 3))
+            else:
+                assert argv[:3] == ["python", "-m", "sglang_router.launch_router"]
+                seen |= set(check_argv(argv, router["flags"], 3))
+    assert {
+        "--enable-dp-attention",
+        "--ep-size",
+        "--speculative-algorithm",
+        "--disaggregation-mode",
+        "--pd-disaggregation",
+    } <= seen
+
+
+def test_trtllm_flags_and_llm_api_fields(plans):
+    rec = record("trtllm-fcd3f316.json")
+    api_fields = rec["llm_api"]
+    for plan in plans["trtllm"]:
+        for c in ec.commands(plan):
+            argv = list(c.argv)
+            if argv[1] == "disaggregated":
+                check_argv(argv, rec["disaggregated_flags"], 2)
+                config = yaml.safe_load(c.files[argv[-1]])
+                assert set(config) <= set(rec["disaggregated_config"]["top"]) | set(
+                    api_fields["TorchLlmArgs"]
+                )
+                for section in ("context_servers", "generation_servers"):
+                    assert set(config[section]) <= set(
+                        rec["disaggregated_config"]["servers"]
+                    ) | set(api_fields["TorchLlmArgs"])
+                    assert config[section]["num_instances"] == len(config[section]["urls"])
+                continue
+            check_argv(argv, rec["flags"], 2)
+            options = yaml.safe_load(c.files[argv[argv.index("--extra_llm_api_options") + 1]])
+            assert set(options) <= set(api_fields["TorchLlmArgs"])
+            assert set(options["kv_cache_config"]) <= set(api_fields["KvCacheConfig"])
+            assert set(options.get("cache_transceiver_config", {})) <= set(
+                api_fields["CacheTransceiverConfig"]
+            )
+            spec = options.get("speculative_config")
+            if spec:
+                assert spec["decoding_type"] in api_fields["speculative_config"]["decoding_type"]
+                assert set(spec) <= set(api_fields["speculative_config"][spec["decoding_type"]])
+
+
+def test_every_name_in_launch_flags_yaml_is_in_its_record():
+    data = launch_flags()
+    for engine, names in data["engines"].items():
+        rec = record(names["record"])
+        for concept, flag in names["flags"].items():
+            assert flag in rec["flags"], (engine, concept, flag)
+        if "router" in names:
+            router = record(names["router"]["record"])
+            assert set(names["router"]["flags"].values()) <= set(router["flags"])
+    trt = record(data["engines"]["trtllm"]["record"])
+    assert set(data["engines"]["trtllm"]["llm_api"].values()) <= set(trt["llm_api"]["TorchLlmArgs"])
+    for tool, names in data["benchmarks"].items():
+        assert set(names["flags"].values()) <= set(record(names["record"])["flags"]), tool
+
+
+def test_benchmark_commands_are_the_tools_arguments(plans):
+    vb, ai = record("vllm-bench-0.11.0.json"), record("aiperf-0.13.0.json")
+    for plan in plans["vllm"][::3]:
+        argv = bc.vllm_bench(plan)
+        check_argv(argv, vb["flags"], 3)
+        assert argv[argv.index("--max-concurrency") + 1] == str(plan.load.concurrency)
+        names = [a for a in bc.aiperf_profile(plan) if a.startswith("--")]
+        assert set(names) <= set(ai["flags"])
+
+
+def test_capacity_export_replays_the_plans_rate_and_targets():
+    plan = api.export(
+        "Llama 3.3 70B", "H200", weight_bits=8, engine="vllm", plan="capacity", arrival_rate_per_s=4.0, input_lengths="1000",
+        output_lengths="200", slo_ttft_p99_s=2.0, slo_tpot_p99_s=0.1, requests=200, max_gpus=2,
+    )  # fmt: skip
+    argv = bc.vllm_bench(plan)
+    assert argv[argv.index("--request-rate") + 1] == "4"
+    goodput = argv[argv.index("--goodput") + 1 : argv.index("--save-result")]
+    assert goodput == ["ttft:2000", "tpot:100"]
+    assert plan.expected["ttft_p99_s"] <= 2.0 and plan.max_model_len == 1280
+    assert json.loads(ec.render(plan)["plan.json"])["intervals"] is None
+
+
+def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
+    """aiconfigurator chose a vLLM decode worker of Kimi-K2.5 NVFP4 on 4 B200 at batch 96 per
+    rank (384 requests), ISL 8192 / OSL 1024, whose KV cache did not fit: vLLM admitted about
+    29 of them (ai-dynamo/aiconfigurator issue #1396, fixed by pull request #1423). The export
+    refuses it with the numbers."""
+    with pytest.raises(
+        InfeasibleError, match=r"decode worker on 4 GPUs .*batch 384.*lower the batch to"
+    ):
+        api.export(
+            "Kimi K2", "B200-HGX", engine="vllm", plan="disagg", gpus=4, batch=384,
+            prompt_tokens=8192, output_tokens=1024, prefill_gpus=4, weight_bits=4, kv_cache_bits=16,
+        )  # fmt: skip
+    s = make_setting("Kimi K2", "B200-HGX", weight_bits=4, kv_cache_bits=16)
+    c = check_worker(s, "vllm", 4, 384, 8192 + 512, 9216, "decode worker")
+    # by hand: 61 MLA layers x (512 latent + 64 rope) x 2 bytes = 70,272 B per token, at
+    # 8,704 tokens (prompt + half the output), over 4 GPUs
+    assert c.kv_per_request_bytes == pytest.approx(61 * 576 * 2 * 8704, rel=1e-9)
+    per_gpu = 384 * 61 * 576 * 2 * 8704 / 4
+    assert c.kv_needed_bytes_per_gpu == pytest.approx(per_gpu, rel=1e-9)
+    # vLLM: 0.9 of 180 GB, less 2 GB workspace, less the weights, is the KV cache
+    assert c.kv_capacity_bytes_per_gpu == pytest.approx(
+        0.9 * 180e9 - 2e9 - c.weights_bytes_per_gpu, rel=1e-9
+    )
+    assert (
+        c.admitted_requests
+        == int(c.kv_capacity_bytes_per_gpu // (c.kv_per_request_bytes / 4))
+        < 384
+    )
+    assert c.hbm_bytes_per_gpu == pytest.approx(
+        c.weights_bytes_per_gpu + c.reserve_bytes_per_gpu + c.kv_capacity_bytes_per_gpu
+    )
+
+
+def test_memory_check_refuses_a_max_model_len_no_kv_cache_holds():
+    """A prefill worker configured for 131,072-token requests without the memory for one
+    request's KV cache crash-loops at start (ai-dynamo/dynamo issue #10104, Llama 3.1 70B under
+    vLLM): refused. By hand: 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 327,680 B per
+    token, 42.9 GB for one request, against 0.9 x 80 GB - 2 GB - 35.3 GB of 4-bit weights."""
+    llama4 = dict(model="Llama 3.3 70B", hardware="H100", weight_bits=4)
+    with pytest.raises(
+        InfeasibleError, match="prefill worker on 1 GPU.*one request of 131,072 tokens"
+    ):
+        api.export(**llama4, engine="vllm", plan="disagg", gpus=2, batch=8, prompt_tokens=2000,
+                   output_tokens=500, prefill_gpus=1, max_model_len=131072)  # fmt: skip
+    c = check_worker(make_setting(**llama4), "vllm", 1, 1, 2000, 131072)
+    assert c.kv_capacity_bytes_per_gpu == pytest.approx(0.9 * 80e9 - 2e9 - c.weights_bytes_per_gpu)
+    assert 327_680 * 131072 > c.kv_capacity_bytes_per_gpu > 0 and not c.longest_fits
+
+
+def test_layouts_an_engine_cannot_run_are_refused(plans):
+    dense = plans["vllm"][0]
+    w = dataclasses.replace(dense.workers[0], attention_dp=2)
+    with pytest.raises(SpecError, match="attention data parallelism needs expert-parallel"):
+        ec.commands(dataclasses.replace(dense, workers=(w,)))
+    with pytest.raises(SpecError, match="point, frontier, capacity, disagg"):
+        api.export(**LLAMA, engine="vllm", plan="nope")
+
+
+# --- reading benchmark tools' result files ------------------------------------------------------
+def test_vllm_bench_files_read_as_measured_rows():
+    run = json.loads((RESULTS / "vllm-bench-concurrency.json").read_text())
+    df = tool_frame(RESULTS / "vllm-bench-concurrency.json")
+    by = dict(zip(df.metric, df.value.astype(float)))
+    assert by["throughput"] == pytest.approx(run["output_throughput"], rel=1e-5)
+    assert by["mean_TPOT"] == pytest.approx(run["mean_tpot_ms"], rel=1e-5)
+    assert set(df.batch_or_concurrency) == {"8"} and set(df.hardware) == {"H100-SXM"}
+    rate = json.loads((RESULTS / "vllm-bench-rate.json").read_text())
+    little = rate["request_throughput"] * rate["mean_e2el_ms"] / 1e3  # Little's law
+    c = float(tool_frame(RESULTS / "vllm-bench-rate.json").batch_or_concurrency.iloc[0])
+    assert c == pytest.approx(little, rel=1e-3)
+    rows = load_measured(RESULTS / "vllm-bench-sweep.json")
+    assert len(rows) == 18 and all(r.ok for r in rows)
+    assert sorted({r.concurrency for r in rows}) == [1, 2, 4, 8, 16, 32]
+
+
+def test_aiperf_files_read_with_the_plan_beside_them(tmp_path):
+    rows = load_measured(RESULTS / "aiperf-concurrency" / "profile_export_aiperf.json")
+    assert [r.metric_text for r in rows] == ["throughput", "mean_TPOT"] and all(r.ok for r in rows)
+    assert (
+        rows[0].gpu.name == "H100-SXM" and rows[0].layout.tensor == 8 and rows[0].concurrency == 8
+    )
+    data = json.loads((RESULTS / "aiperf-concurrency" / "profile_export_aiperf.json").read_text())
+    assert rows[0].value == pytest.approx(data["output_token_throughput"]["avg"], rel=1e-5)
+    alone = tmp_path / "profile_export_aiperf.json"
+    shutil.copy(RESULTS / "aiperf-rate" / "profile_export_aiperf.json", alone)
+    lone = load_measured(alone)
+    assert all(r.status.startswith("unresolved") and "not stated" in r.status for r in lone)
+
+
+def test_compare_measured_reads_a_result_file():
+    from inference_econ.studies.measured.predicting import compare
+
+    out = compare(RESULTS / "aiperf-rate" / "profile_export_aiperf.json", "achievable")
+    t = out.table
+    assert list(t.status) == ["ok", "ok"] and t.predicted.notna().all() and (t.predicted > 0).all()
+
+
+def test_a_json_that_is_no_tools_result_is_left_to_the_csv_reader(tmp_path):
+    other = tmp_path / "x.json"
+    other.write_text('{"a": 1}')
+    assert tool_frame(other) is None
+    with pytest.raises(SpecError):
+        load_measured(other)
+
+
+def test_export_command_writes_the_files_and_refuses_with_exit_1(tmp_path):
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    out = tmp_path / "plan"
+    args = ["export", "Llama 3.3 70B", "-H", "H100", "--engine", "sglang", "--weight-bits", "8"]
+    point = ["--gpus", "8", "--batch", "64", "--prompt-tokens", "2000", "--output-tokens", "500"]
+    r = CliRunner().invoke(main, [*args, *point, "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["benchmark.md", "launch.sh", "plan.json"]
+    assert "sglang 0.5.3" in (out / "launch.sh").read_text()
+    bad = ["--plan", "disagg", "--gpus", "1", "--batch", "8", "--prompt-tokens", "2000",
+           "--output-tokens", "500", "--prefill-gpus", "1"]  # fmt: skip
+    r = CliRunner().invoke(main, [*args[:6], "--weight-bits", "16", *bad])
+    assert r.exit_code == 1 and "memory check failed" in r.output
