@@ -166,6 +166,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
 )
 @options("instances", "prefill_gpus", "prefill_instances", "disaggregated", "max_gpus")
 @options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED, *DEMAND)
+@options("yes")
 @figure_option
 @format_option
 @out_option
