@@ -305,3 +305,17 @@ def test_batch_one_decode_is_memory_bound_under_an_engine():
     assert row.weight_read_s == pytest.approx(
         weights / load_engine("trtllm").hbm_efficiency, rel=0.05
     )
+
+
+def test_engine_step_table_counts_kv_copies_once():
+    """The load engine's step table under an engine profile with a per-request KV read
+    (trtllm: kv_request_positions > 0) on an attention group wider than the KV heads (Llama
+    3.1 405B, 8 KV heads, on 72 GPUs: 9 copies) equals StepModel.latency: the copies are
+    counted once (its build raised before the fix, as the table checks itself)."""
+    from inference_econ.model.mixed_step import StepTable
+
+    s = ie.make_setting("Llama 3.1 405B", "GB200-NVL72", assumptions="achievable", weight_bits=8)
+    model = StepModel(compile_workload(s.model, s.assumptions), s.gpu, s.assumptions)
+    assert model.profile.kv_request_positions > 0 and model.kv_copies(72.0) == 9.0
+    table = StepTable(model, EngineLayout(72, 1, 1.0, False), 64)
+    assert table.request_s > 0

@@ -263,6 +263,7 @@ class StepTable:
         T = np.arange(self.max_tokens + 1, dtype=float)
         part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
         lat, bw = model.collective_terms(part, adiv, layout.two_d)
+        plain = part  # StepModel.latency adds the copies itself: the check below uses this
         part = model.with_copies(part, model.copies_of(part, adiv))  # §B13
         work = model.engine.step_work(part, adiv, lat, bw, model.attention_reads(part, adiv))
         alone = combine(
@@ -297,7 +298,7 @@ class StepTable:
         )
         self.attention_flop = w.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * model.machine.peak_flop_per_s
-        lat2, lat1 = model.latency_by_dims(part, adiv)
+        lat2, lat1 = model.latency_by_dims(plain, adiv)
         expected = np.where(empty, 0.0, lat2 if layout.two_d else lat1)
         # time_s of each row as itself, no KV or attention positions, one request per token
         got = np.where(
