@@ -194,11 +194,28 @@ def test_discrete_expert_parallel_divides_experts():
 
 
 def test_dataframe_is_a_copy():
-    f1 = ie.frontier("Llama 3 8B", "H100-paper")
+    # the setting of conftest's llama70_8bit_frontier: a cached frontier, as the copy must be
+    f1 = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8)
     f1.points.loc[:, "gpus"] = -1
-    f2 = ie.frontier("Llama 3 8B", "H100-paper")
+    f2 = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8)
     assert (f2.points.gpus > 0).all()
     assert isinstance(f2.to_dataframe(), pd.DataFrame)
+
+
+def test_a_label_names_a_frontier_without_computing_it_again():
+    """``reproduce all`` computes one setting under several labels: the cache ignores the
+    label, and each frontier is still named by its own."""
+    from inference_econ.optimise import optimiser
+
+    setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
+    first = optimiser.frontier(setting.replace(label="first"), ie.Method())
+    before = optimiser._frontier_cached.cache_info()
+    second = optimiser.frontier(setting.replace(label="second"), ie.Method())
+    after = optimiser._frontier_cached.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
+    assert (first.label, second.label) == ("first", "second")
+    assert optimiser.frontier(setting, ie.Method()).label == "Llama 3 70B on H100-paper"
+    assert first.points.equals(second.points) and first.metadata == second.metadata
 
 
 @pytest.mark.parametrize(

@@ -286,11 +286,14 @@ def _executor():
 def frontier(setting: Setting, method: Method = GRID) -> Frontier:
     """The Pareto frontier of tokens/s per request vs $ per million tokens for a setting.
 
-    Results are cached per (setting, method); the returned frontier is a copy.
+    Results are cached per (setting, method), whatever the setting's label: the label only
+    names the result (``reproduce all`` computes one setting under several labels); the
+    returned frontier is a copy, named by ``setting.name``.
     """
-    cached = _frontier_cached(setting, method)
+    cached = _frontier_cached(setting.replace(label=""), method)
     return dataclasses.replace(
         cached,
+        label=setting.name,
         points=cached.points.copy(),
         notes=list(cached.notes),
         metadata=dict(cached.metadata),
