@@ -564,7 +564,7 @@ SETTINGS: tuple[Option, ...] = (
         "link_gb_per_s",
         "number",
         None,
-        "Link bandwidth between devices (default: the GPU's NIC).",
+        "Link bandwidth between devices (default: the NICs of a device's GPUs, one direction).",
         OPERATING,
         unit="GB/s",
         minimum=1e-6,

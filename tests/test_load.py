@@ -59,6 +59,8 @@ def test_step_table_is_the_mixed_step(model, preset, layout):
             int(d + p),
             float(d * layer_positions(w, nn) + (p > 0) * layer_positions(w, cc)),
             float(d * layer_positions(w, nn) + p * layer_positions(w, cc + (p - 1) / 2)),
+            int(d + (p > 0)),  # decoding requests and the prompt: the bubbles' sequences (§B12)
+            max(int(p), 1),  # the prompt's chunk
         )
         for d, nn, p, cc in zip(D, n, P, c)
     ]

@@ -113,7 +113,7 @@ def _candidates(model: StepModel, N, B, S, context, pipeline):
         a.pipeline_degrees_up_to_layers,
     )
     for p in degrees:
-        ok = model.fits(N, B, p, context)
+        ok = model.fits(N, B, p, context, adiv=None)  # KV copies: per divisor, in the step
         if not np.any(ok):
             continue
         part = model.pipeline_part(N, B, S, context, p)

@@ -104,7 +104,7 @@ def _search(
     for p in divisors(layers) if pipeline else [1]:
         if N % p:
             continue
-        ok = model.fits(float(N), B, float(p), context)
+        ok = model.fits(float(N), B, float(p), context, adiv=None)
         if not np.any(ok):
             continue
         t = N // p

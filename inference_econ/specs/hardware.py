@@ -113,6 +113,11 @@ class GPU:
     #: precision, as ``((bits, fraction), ...)`` (micro-benchmarks such as MAMF). Read only by
     #: the ``achievable`` preset (docs/model.md §F2); empty: not measured.
     gemm_efficiency: tuple[tuple[int, float], ...] = ()
+    #: The share of its datasheet tensor rate a power-limited part (a PCIe card at 300-600 W)
+    #: sustains in long GEMM-bound runs, measured on that part's own results (docs/model.md
+    #: §F2; 1: no derating, every part without its own measurement). Read only by the
+    #: ``achievable`` preset.
+    gemm_power_derating: float = 1.0
     #: The basis of ``price_usd_per_hour`` (``PRICE_BASES``) and the date it was read.
     price_basis: str = DEFAULT_PRICE_BASIS
     price_date: str = ""
@@ -240,6 +245,7 @@ _NUMERIC = {
     "sustained_hbm_bandwidth_fraction": dict(minimum=MIN_FRACTION, maximum=1),
     "kernel_launch_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
     "collective_latency_scale": dict(minimum=0, maximum=1e6),
+    "gemm_power_derating": dict(minimum=0.05, maximum=1),
 }
 #: Fields ``scale:`` may multiply (whole counts such as GPUs or links cannot be scaled).
 _SCALABLE = {k for k, v in _NUMERIC.items() if not v.get("integer")}
