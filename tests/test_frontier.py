@@ -1,5 +1,6 @@
 """Frontier extraction and the optimiser: invariants, brute force, speculation, discrete."""
 
+import collections
 import math
 
 import numpy as np
@@ -71,11 +72,36 @@ def test_threads_give_the_same_frontier(monkeypatch):
     one = optimiser._frontier_cached.__wrapped__(setting, method)
     monkeypatch.setenv("INFERENCE_ECON_THREADS", "2")
     assert optimiser._executor() is not None
+    monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())  # searched again
     two = optimiser._frontier_cached.__wrapped__(setting, method)
     assert one.points.equals(two.points)
     monkeypatch.setenv("INFERENCE_ECON_THREADS", "two")
     with pytest.raises(SpecError, match="INFERENCE_ECON_THREADS"):
         optimiser.search_threads()
+
+
+def test_acceptance_and_demand_cap_reuse_the_pass_latencies(monkeypatch):
+    """Pass latencies do not depend on the acceptance rate or the demand cap: a setting that
+    differs only there reuses them, and gets the frontier a search from scratch gives."""
+    from inference_econ.optimise import optimiser
+
+    searches = []
+    search = optimiser.Problem._pass_latencies
+    monkeypatch.setattr(
+        optimiser.Problem, "_pass_latencies", lambda *a: searches.append(1) or search(*a)
+    )
+    monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
+    method = ie.Method(grid_points=60)
+    base = ie.make_setting("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8)
+    optimiser._frontier_cached.__wrapped__(base, method)
+    other = base.replace(spec=base.spec.with_acceptance(0.3), max_throughput_tokens_per_s=1e5)
+    reused = optimiser._frontier_cached.__wrapped__(other, method)
+    assert len(searches) == 1
+    monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
+    fresh = optimiser._frontier_cached.__wrapped__(other, method)
+    assert len(searches) == 2 and reused.points.equals(fresh.points)
+    plain = optimiser._frontier_cached.__wrapped__(base.replace(spec=None), method)
+    assert len(searches) == 3 and (plain.points.draft_tokens == 1).all()
 
 
 def test_tighter_demand_cap_is_never_cheaper():
