@@ -91,7 +91,7 @@ def test_acceptance_and_demand_cap_reuse_the_pass_latencies(monkeypatch):
         optimiser.Problem, "_pass_latencies", lambda *a: searches.append(1) or search(*a)
     )
     monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
-    method = ie.Method(grid_points=60)
+    method = ie.Method(grid_points=30)
     base = ie.make_setting("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8)
     optimiser._frontier_cached.__wrapped__(base, method)
     other = base.replace(spec=base.spec.with_acceptance(0.3), max_throughput_tokens_per_s=1e5)
