@@ -24,7 +24,7 @@ def timed(fn, repeat: int) -> tuple[float, object]:
     """Median wall time of ``repeat`` cold runs (the frontier cache is cleared each time)."""
     times, result = [], None
     for _ in range(repeat):
-        optimiser._frontier_cached.cache_clear()
+        optimiser.clear_caches()
         start = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - start)

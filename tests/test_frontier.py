@@ -1,5 +1,6 @@
 """Frontier extraction and the optimiser: invariants, brute force, speculation, discrete."""
 
+import collections
 import math
 
 import numpy as np
@@ -71,11 +72,36 @@ def test_threads_give_the_same_frontier(monkeypatch):
     one = optimiser._frontier_cached.__wrapped__(setting, method)
     monkeypatch.setenv("INFERENCE_ECON_THREADS", "2")
     assert optimiser._executor() is not None
+    monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())  # searched again
     two = optimiser._frontier_cached.__wrapped__(setting, method)
     assert one.points.equals(two.points)
     monkeypatch.setenv("INFERENCE_ECON_THREADS", "two")
     with pytest.raises(SpecError, match="INFERENCE_ECON_THREADS"):
         optimiser.search_threads()
+
+
+def test_acceptance_and_demand_cap_reuse_the_pass_latencies(monkeypatch):
+    """Pass latencies do not depend on the acceptance rate or the demand cap: a setting that
+    differs only there reuses them, and gets the frontier a search from scratch gives."""
+    from inference_econ.optimise import optimiser
+
+    searches = []
+    search = optimiser.Problem._pass_latencies
+    monkeypatch.setattr(
+        optimiser.Problem, "_pass_latencies", lambda *a: searches.append(1) or search(*a)
+    )
+    monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
+    method = ie.Method(grid_points=30)
+    base = ie.make_setting("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8)
+    optimiser._frontier_cached.__wrapped__(base, method)
+    other = base.replace(spec=base.spec.with_acceptance(0.3), max_throughput_tokens_per_s=1e5)
+    reused = optimiser._frontier_cached.__wrapped__(other, method)
+    assert len(searches) == 1
+    monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
+    fresh = optimiser._frontier_cached.__wrapped__(other, method)
+    assert len(searches) == 2 and reused.points.equals(fresh.points)
+    plain = optimiser._frontier_cached.__wrapped__(base.replace(spec=None), method)
+    assert len(searches) == 3 and (plain.points.draft_tokens == 1).all()
 
 
 def test_tighter_demand_cap_is_never_cheaper():
@@ -194,11 +220,28 @@ def test_discrete_expert_parallel_divides_experts():
 
 
 def test_dataframe_is_a_copy():
-    f1 = ie.frontier("Llama 3 8B", "H100-paper")
+    # the setting of conftest's llama70_8bit_frontier: a cached frontier, as the copy must be
+    f1 = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8)
     f1.points.loc[:, "gpus"] = -1
-    f2 = ie.frontier("Llama 3 8B", "H100-paper")
+    f2 = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8)
     assert (f2.points.gpus > 0).all()
     assert isinstance(f2.to_dataframe(), pd.DataFrame)
+
+
+def test_a_label_names_a_frontier_without_computing_it_again():
+    """``reproduce all`` computes one setting under several labels: the cache ignores the
+    label, and each frontier is still named by its own."""
+    from inference_econ.optimise import optimiser
+
+    setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
+    first = optimiser.frontier(setting.replace(label="first"), ie.Method())
+    before = optimiser._frontier_cached.cache_info()
+    second = optimiser.frontier(setting.replace(label="second"), ie.Method())
+    after = optimiser._frontier_cached.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
+    assert (first.label, second.label) == ("first", "second")
+    assert optimiser.frontier(setting, ie.Method()).label == "Llama 3 70B on H100-paper"
+    assert first.points.equals(second.points) and first.metadata == second.metadata
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,12 @@ exact Pareto frontier and describes its points in full (layout, economics, break
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
 import os
+import threading
 import time
 
 import numpy as np
@@ -161,7 +163,33 @@ class Problem:
         """Pass latencies on the grid b_values x n_values before speculation combines them
         (§A5-§A6, §C3): ``({S: target pass at S tokens}, {S: draft pass} or None)``, every
         layout searched at every point; with a TTFT limit only the layouts within it (§B8).
-        They do not depend on the acceptance rate."""
+        They do not depend on the acceptance rate or the demand cap: settings that differ only
+        there share them (the last ``PASS_CACHE_SIZE`` grids are kept, read-only)."""
+        d = self.decoder
+        key = (
+            _pass_setting(self.setting),
+            self.method.discrete,
+            tuple(d.gamma_values()),
+            tuple(d.draft_values()),
+            np.asarray(n_values).tobytes(),
+            np.asarray(b_values).tobytes(),
+        )
+        with _PASS_LOCK:
+            if key in _PASSES:
+                _PASSES.move_to_end(key)
+                return _PASSES[key]
+        passes = self._pass_latencies(n_values, b_values)
+        for part in passes:
+            for arr in (part or {}).values():
+                if isinstance(arr, np.ndarray):
+                    arr.flags.writeable = False
+        with _PASS_LOCK:
+            _PASSES[key] = passes
+            while len(_PASSES) > PASS_CACHE_SIZE:
+                _PASSES.popitem(last=False)
+        return passes
+
+    def _pass_latencies(self, n_values, b_values):
         s, d = self.setting, self.decoder
         gammas = d.gamma_values()
         limited = self.ttft_limited
@@ -240,6 +268,27 @@ class Problem:
         return prefill_latency_s(self.setting, n_values, self.method.discrete)
 
 
+#: Pass latencies of the last few grids (a 400-point grid with a draft holds ~5 MB), keyed by
+#: ``_pass_setting``, the passes and the axes; ``clear_caches`` empties them.
+PASS_CACHE_SIZE = 4
+_PASSES: collections.OrderedDict = collections.OrderedDict()
+_PASS_LOCK = threading.Lock()
+
+
+def _pass_setting(setting: Setting) -> Setting:
+    """The setting as far as its pass latencies go: without its label, demand cap and
+    acceptance rate (they enter only in pricing and in ``combine``)."""
+    spec = setting.spec.with_acceptance(1.0) if setting.spec is not None else None
+    return setting.replace(label="", max_throughput_tokens_per_s=math.inf, spec=spec)
+
+
+def clear_caches() -> None:
+    """Forget every cached frontier and pass latency (benchmarks time the search itself)."""
+    _frontier_cached.cache_clear()
+    with _PASS_LOCK:
+        _PASSES.clear()
+
+
 def _float32_at_most(values):
     """The largest float32 values not above ``values`` (as float64)."""
     f32 = np.asarray(values).astype(np.float32)
@@ -286,11 +335,14 @@ def _executor():
 def frontier(setting: Setting, method: Method = GRID) -> Frontier:
     """The Pareto frontier of tokens/s per request vs $ per million tokens for a setting.
 
-    Results are cached per (setting, method); the returned frontier is a copy.
+    Results are cached per (setting, method), whatever the setting's label: the label only
+    names the result (``reproduce all`` computes one setting under several labels); the
+    returned frontier is a copy, named by ``setting.name``.
     """
-    cached = _frontier_cached(setting, method)
+    cached = _frontier_cached(setting.replace(label=""), method)
     return dataclasses.replace(
         cached,
+        label=setting.name,
         points=cached.points.copy(),
         notes=list(cached.notes),
         metadata=dict(cached.metadata),

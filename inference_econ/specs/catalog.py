@@ -28,7 +28,14 @@ KINDS = ("hardware", "models", "scenarios", "engines", "costs")
 
 def data_roots() -> tuple[Path, ...]:
     """Folders holding ``hardware/``, ``models/`` and ``scenarios/``, highest priority first."""
-    roots: list[Path] = list(_user_roots())
+    return _user_roots() + _package_roots()
+
+
+@cache
+def _package_roots() -> tuple[Path, ...]:
+    """The installed wheel's bundled copy and, in a source checkout, the repository (they do
+    not move while the package runs; ``clear_cache`` looks again)."""
+    roots: list[Path] = []
     package = Path(__file__).resolve().parent.parent  # inference_econ/
     bundled = package / "_data"
     if (bundled / "hardware").is_dir():
@@ -152,7 +159,22 @@ def _kind(kind: str) -> str:
 def entries(kind: str) -> tuple[Entry, ...]:
     """Every spec of one kind ("hardware", "models", "scenarios"), sorted by name."""
     _kind(kind)
-    return tuple(sorted(_index(kind, data_roots())[0], key=lambda e: e.name.lower()))
+    return _sorted_entries(kind, data_roots())
+
+
+@cache
+def _sorted_entries(kind: str, roots: tuple[Path, ...]) -> tuple[Entry, ...]:
+    return tuple(sorted(_index(kind, roots)[0], key=lambda e: e.name.lower()))
+
+
+@cache
+def _by_name(kind: str, roots: tuple[Path, ...]) -> dict[str, Entry]:
+    """Each normalised name and alias -> the first entry (by name) that has it."""
+    found: dict[str, Entry] = {}
+    for entry in _sorted_entries(kind, roots):
+        for text in (entry.name, *entry.aliases):
+            found.setdefault(_normalise(text), entry)
+    return found
 
 
 def skipped(kind: str) -> tuple[Skipped, ...]:
@@ -174,10 +196,7 @@ def _match(kind: str, text: str) -> Entry | None:
     wanted = _normalise(text)
     if not wanted:
         return None
-    for entry in entries(kind):
-        if _normalise(entry.name) == wanted or any(_normalise(a) == wanted for a in entry.aliases):
-            return entry
-    return None
+    return _by_name(_kind(kind), data_roots()).get(wanted)
 
 
 def _existing_file(text: str) -> Path | None:
@@ -398,5 +417,5 @@ display_sources_with(display_path)  # every error names spec files this way (err
 
 def clear_cache() -> None:
     """Forget the index (after files were added at run time, e.g. in tests)."""
-    _index.cache_clear()
-    _broken.cache_clear()
+    for cached in (_index, _broken, _sorted_entries, _by_name, _package_roots):
+        cached.cache_clear()
