@@ -749,7 +749,8 @@ SETTINGS: tuple[Option, ...] = (
         "Prompt tokens per request: N, uniform:LO:HI, lognormal:MEAN:SIGMA[:CAP] or trace.",
         LOAD,
         optional=True,
-        flag="--input-length",
+        # one name per concept: a request's prompt length is --prompt-tokens in every command
+        flag="--prompt-tokens",
         needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
@@ -759,7 +760,7 @@ SETTINGS: tuple[Option, ...] = (
         "Output tokens per request: N, uniform:LO:HI, lognormal:MEAN:SIGMA[:CAP] or trace.",
         LOAD,
         optional=True,
-        flag="--output-length",
+        flag="--output-tokens",
         needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(

@@ -317,7 +317,7 @@ def test_list_json_and_csv_say_what_they_list():
 
 
 def test_frontier_under_load_takes_the_trace_its_help_names(tmp_path):
-    """--rate's help says "or a trace rescaled" and --input-length trace said "give --trace":
+    """--rate's help says "or a trace rescaled" and --prompt-tokens trace said "give --trace":
     frontier has --trace now (the load is the trace; with --rate, rescaled to it)."""
     trace = tmp_path / "tr.csv"
     rows = "".join(f"{i * 0.05:.3f},500,50\n" for i in range(100))  # 20 requests/s

@@ -31,7 +31,7 @@ def invoke(*args):
 def test_options_that_need_another_are_refused_naming_both():
     """Load options without --rate used to be dropped silently by frontier (item 2)."""
     for args, line in [
-        (("--input-length", "1000"), "error: --input-length: needs --rate"),
+        (("--output-tokens", "1000"), "error: --output-tokens: needs --rate"),
         (("--requests", "100"), "error: --requests: needs --rate"),
         (("--slo-e2e-p99", "30"), "error: --slo-e2e-p99: needs --rate"),  # item 17: it exists
         (("--acceptance", "0.5"), "error: --acceptance: needs --draft or --draft-heads"),
@@ -55,7 +55,7 @@ def test_capacity_with_gpus_searches_the_rate(monkeypatch):
         raise InfeasibleError(f"reached the search with {sorted(kwargs)}")
 
     monkeypatch.setattr(api, "max_load", reached)
-    args = ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--input-length", 100]
+    args = ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--prompt-tokens", 100]
     code, _, err = invoke(*args, "--slo-ttft-p99", 1)
     assert code == 1 and "reached the search" in err and "input_lengths" in err
 
@@ -186,8 +186,8 @@ def test_load_outputs_state_what_they_were_computed_with():
 
     from inference_econ.cli import main
 
-    load = ["Llama 3 8B", "-H", "H100", "--requests", "100", "--input-length", "500"]
-    load += ["--output-length", "50"]
+    load = ["Llama 3 8B", "-H", "H100", "--requests", "100", "--prompt-tokens", "500"]
+    load += ["--output-tokens", "50"]
     out = CliRunner().invoke(
         main, ["simulate", *load, "--gpus", "1", "--rate", "5", "--format", "csv"]
     )
@@ -213,7 +213,7 @@ def test_capacity_of_a_given_deployment_refuses_disaggregated():
     from inference_econ.cli import main
 
     args = ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--disaggregated"]
-    args += ["--input-length", "500", "--output-length", "50", "--slo-tpot-p99", "0.05"]
+    args += ["--prompt-tokens", "500", "--output-tokens", "50", "--slo-tpot-p99", "0.05"]
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 2 and "--disaggregated" in out.stderr and "--prefill-gpus" in out.stderr
 
@@ -277,21 +277,15 @@ def test_out_writes_what_would_be_printed(tmp_path):
 
 def test_options_that_would_be_dropped_are_refused():
     """Each of these combinations used to drop an option without a word (item 7)."""
-    rate = ["--rate", 5, "--output-length", 100, "--slo-ttft-p99", 2]
+    rate = ["--rate", 5, "--output-tokens", 100, "--slo-ttft-p99", 2]
     for args, line in [
         (
-            [
-                "frontier",
-                "Llama 3 8B",
-                "-H",
-                "H100",
-                *rate,
-                "--input-length",
-                100,
-                "--prompt-tokens",
-                100000,
-            ],
-            "error: --prompt-tokens: cannot be given with --input-length",
+            ["frontier", "Llama 3 8B", "-H", "H100", *rate, "--input-length", 100],
+            "error: --input-length: was renamed --prompt-tokens",
+        ),
+        (
+            ["frontier", "Llama 3 8B", "-H", "H100", "--prompt-tokens", "uniform:10:20"],
+            "error: --prompt-tokens: uniform:10:20 is a distribution of prompt lengths",
         ),
         (
             ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, *rate],

@@ -131,10 +131,8 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
         _left_out(result, offers)
         if html:
             result.files.append(_report([result], folder / f"{what}.html", result.scenario.title))
-        click.echo(
-            render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
-            nl=False,
-        )
+        title, notes, meta = result.scenario.title, result.notes, result.metadata
+        click.echo(render(result.key_points, format, title=title, notes=notes, meta=meta), nl=False)
         click.echo(wrote_files(len(result.files), folder), err=True)
         return
     if html:
@@ -251,10 +249,8 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
             render(result.table[cols], format, title=result.scenario.title, meta=meta), nl=False
         )
     else:
-        click.echo(
-            render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
-            nl=False,
-        )
+        title, notes, meta = result.scenario.title, result.notes, result.metadata
+        click.echo(render(result.key_points, format, title=title, notes=notes, meta=meta), nl=False)
     if out:
         click.echo(wrote_files(len(result.files), out), err=True)
 

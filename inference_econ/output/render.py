@@ -1,9 +1,10 @@
 """Rendering results as text tables, CSV, JSON or Markdown, each stating what it was computed
 with (the ``meta`` of a result: model and GPU files, assumptions, precisions, context).
 
-CSV files carry that statement as ``#`` comment lines before the header, so
-``pandas.read_csv(path, comment="#")`` reads them; JSON puts it in a ``metadata`` object beside
-the ``rows``; text and Markdown tables end with a "Computed with" line.
+CSV files carry that statement, and the notes a table has, as ``#`` comment lines before the
+header, so ``pandas.read_csv(path, comment="#")`` reads them; JSON puts it in a ``metadata``
+object beside the ``rows`` (and the notes in ``notes``); text and Markdown tables end with
+their notes and a "Computed with" line.
 """
 
 from __future__ import annotations
@@ -246,8 +247,9 @@ def render(
     """Render a DataFrame as "table" (aligned text), "csv", "json" or "markdown", stating
     ``meta`` (what it was computed with) as the format allows."""
     fmt = option("format").check(fmt, "argument", "format")  # SpecError with a did-you-mean
-    if fmt == "csv":
-        comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
+    if fmt == "csv":  # what it was computed with, then the notes, as comment lines
+        lines = [*meta_lines(meta), *(str(n) for n in notes)]
+        comments = "".join(f"# {line.strip()}\n" for line in lines if line.strip())
         return comments + df.to_csv(index=False, float_format="%.10g")
     if fmt == "json":
         records = [

@@ -261,10 +261,13 @@ def check_context(model: Architecture, tokens: float, role: str = "") -> None:
         )
 
 
-def whole_batch_kv_note(setting: Setting, gpus: float, batch: float, context: float) -> str | None:
-    """A note when the whole batch's KV cache plus the weights exceed the instance's HBM while
-    the preset checks only one micro-batch's cache (the paper's check, docs/refinements.md:
-    kv_capacity_whole_batch); None when it fits or the preset checks the whole batch."""
+def whole_batch_kv_excess(setting: Setting, gpus, batch, context) -> np.ndarray | None:
+    """The weights plus the whole batch's KV cache over the instance's HBM, per configuration
+    (``gpus``, ``batch`` and ``context`` broadcast), under a preset that checks only one
+    micro-batch's cache (the paper's check, docs/refinements.md: kv_capacity_whole_batch);
+    None under a preset that checks the whole batch (it never prices such a configuration).
+    Above 1 the configuration's cache does not fit its GPUs: every output says so
+    (``whole_batch_kv_note``)."""
     from ..model.workload import compile_workload
 
     if setting.assumptions.kv_capacity_whole_batch:
@@ -275,14 +278,48 @@ def whole_batch_kv_note(setting: Setting, gpus: float, batch: float, context: fl
         weights += compile_workload(
             setting.spec.draft_architecture, setting.assumptions
         ).weights_total_bytes
-    kv = float(work.kv_cache_bytes(float(context), float(batch)))
-    hbm = float(gpus) * setting.gpu.hbm_capacity_bytes
-    if weights + kv <= hbm:
+    gpus, batch, context = np.broadcast_arrays(
+        np.asarray(gpus, dtype=float), np.asarray(batch, dtype=float), np.asarray(context, float)
+    )
+    kv = np.asarray(work.kv_cache_bytes(context, batch), dtype=float)
+    return (weights + kv) / (gpus * setting.gpu.hbm_capacity_bytes)
+
+
+def whole_batch_kv_note(setting: Setting, gpus, batch, context, what: str = "") -> str | None:
+    """The note every output carries when a configuration's whole-batch KV cache plus the
+    weights exceed its HBM (``whole_batch_kv_excess`` above 1); None when none does. One
+    configuration (scalars) is described in full; many (arrays: a frontier's points, ``what``
+    naming them) by how many exceed and the worst of them."""
+    excess = whole_batch_kv_excess(setting, gpus, batch, context)
+    if excess is None or not np.any(excess > 1.0):
         return None
+    from ..model.workload import compile_workload
+
+    work = compile_workload(setting.model, setting.assumptions)
+    gpus, batch, context = np.broadcast_arrays(
+        np.asarray(gpus, dtype=float), np.asarray(batch, dtype=float), np.asarray(context, float)
+    )
+    worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    n, b, ctx = float(gpus[worst]), float(batch[worst]), float(context[worst])
+    kv = float(work.kv_cache_bytes(ctx, b))
+    hbm = n * setting.gpu.hbm_capacity_bytes
+    weights = float(excess[worst]) * hbm - kv
+    if excess.size == 1:
+        described = (
+            f"the whole batch's KV cache ({b:g} x {ctx:,.0f} tokens, {kv / 1e9:,.0f} GB) plus the "
+            f"weights ({weights / 1e9:,.0f} GB) exceed the {hbm / 1e9:,.0f} GB of HBM on {n:g} x "
+            f"{setting.gpu.name}"
+        )
+    else:
+        over = int(np.count_nonzero(excess > 1.0))
+        described = (
+            f"at {over} of {excess.size} {what or 'configurations'} the whole batch's KV cache "
+            f"plus the weights exceed the GPUs' HBM, up to {float(excess[worst]):.3g} times (batch "
+            f"{b:,.0f} x {ctx:,.0f} tokens: {kv / 1e9:,.0f} GB of KV cache and {weights / 1e9:,.0f} "
+            f"GB of weights on {n:.4g} x {setting.gpu.name}, {hbm / 1e9:,.0f} GB)"
+        )
     return (
-        f"note: the whole batch's KV cache ({batch:g} x {context:,.0f} tokens, {kv / 1e9:,.0f} GB) "
-        f"plus the weights ({weights / 1e9:,.0f} GB) exceed the {hbm / 1e9:,.0f} GB of HBM on "
-        f"{gpus:g} x {setting.gpu.name}: the {setting.assumptions.name} preset checks only one "
+        f"note: {described}: the {setting.assumptions.name} preset checks only one "
         "micro-batch's cache, as the paper does; --assumptions refined checks the whole batch "
         "(kv_capacity_whole_batch, docs/refinements.md)"
     )
