@@ -88,7 +88,9 @@ def request(
     cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
     n_in, n_out = float(prompt_tokens), float(output_tokens)
     check_request_context(setting, n_in, n_out)
-    dec, layout, draft, decoder, verify = instance_layout(setting, gpus, batch, n_in + n_out / 2.0)
+    dec, layout, draft, decoder, verify = instance_layout(
+        setting, gpus, batch, n_in + n_out / 2.0, discrete
+    )
     p, adiv, two = (
         float(layout.pipeline[0]),
         float(layout.attention_divisor[0]),
