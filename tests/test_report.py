@@ -15,15 +15,6 @@ from inference_econ.cli import main
 
 plotly = pytest.importorskip("plotly")
 
-STUDY = """
-title: Report test
-axes:
-  model: [Llama 3 70B, Llama 3 8B]
-  hardware: [H100-paper, A100-paper, V100-paper]
-defaults: {grid_points: 60, weight_bits: 8}
-at_speeds: [50]
-"""
-
 SCENARIO = """
 title: Two GPUs
 plots: [frontier]
@@ -35,15 +26,12 @@ curves:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("report")
-    (folder / "s.yaml").write_text(textwrap.dedent(STUDY))
-    out = folder / "out"
-    ie.study(folder / "s.yaml", out, jobs=1)
-    html = folder / "report.html"
-    result = CliRunner().invoke(main, ["report", str(out), "--out", str(html)])
-    assert result.exit_code == 0, result.output
-    return html
+def report(help_example_runs):
+    """The report of examples/study.yaml (6 cells: Llama 3 70B and 8B, 8-bit weights, on the
+    paper's H100, A100 and V100; 60 x 60 grids) that the report example of --help wrote, from
+    the folder the study example wrote (conftest.help_example_runs)."""
+    folder, _ = help_example_runs
+    return folder / "study.html"
 
 
 def figure_json(text: str) -> dict:
@@ -96,16 +84,14 @@ def test_report_is_self_contained_with_a_trace_per_cell(report):
 
 
 def test_report_of_a_slice(report, tmp_path):
-    out = tmp_path / "slice.html"
-    folder = str(report.parent / "out")
-    args = ["report", folder, "--out", str(out), "--where", "hardware=H100-paper,V100-paper"]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
+    # the --help example: report out/study --out slice.html --where hardware=H100-paper,V100-paper
+    out = report.parent / "slice.html"
+    folder = str(report.parent / "out" / "study")
     fig = figure_json(out.read_text())
     assert [t["name"] for t in fig["data"]] == ["H100-paper", "V100-paper"] * 2
     assert "the slice hardware = H100-paper, V100-paper" in out.read_text()
     bad = CliRunner().invoke(
-        main, ["report", folder, "--out", str(out), "--where", "hardware=B300"]
+        main, ["report", folder, "--out", str(tmp_path / "bad.html"), "--where", "hardware=B300"]
     )
     assert bad.exit_code == 2 and "hardware has no value 'B300'" in bad.stderr
 
@@ -132,15 +118,14 @@ def test_hover_data_is_the_frontier(report):
     assert shares.sum() == pytest.approx(1.0, abs=1e-5)  # the parts add up to the latency
 
 
-def test_scenario_report_and_run_html(tmp_path):
+def test_scenario_report(tmp_path):
     path = tmp_path / "two.yaml"
     path.write_text(textwrap.dedent(SCENARIO))
     result = CliRunner().invoke(main, ["report", str(path), "--out", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     fig = figure_json((tmp_path / "r.html").read_text())
     assert [t["name"] for t in fig["data"]] == ["H100", "A100"]
-    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o"), "--html"])
-    assert result.exit_code == 0 and (tmp_path / "o" / "two.html").is_file()
+    # run --html writes the same report: the run example of --help (test_help_examples)
 
 
 def test_toy_frontiers_draw_without_layouts():

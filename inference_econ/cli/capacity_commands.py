@@ -151,9 +151,11 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     throughput, goodput, GPU utilisation and $ per million input and output tokens.
 
     \b
-    Example:  inference-econ simulate "Llama 3.3 70B" -H H100 --weight-bits 8 --gpus 8 \\
-                  --rate 20 --prompt-tokens lognormal:1000:0.8 --output-tokens lognormal:300:0.6 \\
-                  --slo-ttft-p99 2 --slo-tpot-p99 0.05
+    Examples:  inference-econ simulate "Llama 3.3 70B" -H H100 --weight-bits 8 --gpus 8 \\
+                   --rate 20 --prompt-tokens lognormal:1000:0.8 --output-tokens lognormal:300:0.6 \\
+                   --slo-ttft-p99 2 --slo-tpot-p99 0.05
+               inference-econ simulate "Llama 3.1 8B" -H H100 --gpus 1 --trace examples/trace.csv \\
+                   --arrivals poisson --rate 4
     """
     from .. import api
     from .decode_commands import vertical
@@ -204,9 +206,9 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     --spot-interruption) that meets the targets at every hour.
 
     \b
-    Example:  inference-econ capacity "Llama 3.3 70B" -H H100,H200 --weight-bits 8 --rate 20 \\
+    Example:  inference-econ capacity "Llama 3.1 8B" -H H100,H200 --rate 10 \\
                   --prompt-tokens lognormal:1000:0.8 --output-tokens lognormal:300:0.6 \\
-                  --slo-ttft-p99 2 --slo-tpot-p99 0.05
+                  --slo-ttft-p99 2 --slo-tpot-p99 0.05 --max-gpus 2 --requests 500
     """
     from .. import api
 

@@ -135,8 +135,9 @@ def frontier(
     within the targets (see 'capacity --help'); the load options need --rate or --trace.
 
     \b
-    Example:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 \\
-                  --draft "Llama 3 8B" --acceptance 0.8 --format csv --out llama.csv
+    Examples:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 --format csv \\
+                   --out llama.csv
+               inference-econ frontier "Llama 3 70B" -H H100 --discrete
     """
     import pandas as pd
 

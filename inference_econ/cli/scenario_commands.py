@@ -93,9 +93,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
     regenerates every table and figure into figures/.
 
     \b
-    Examples:  inference-econ reproduce table-3 --format csv
-               inference-econ reproduce table-5 --assumptions paper-table-5
-               inference-econ reproduce figure-9 --out /tmp/fig9
+    Examples:  inference-econ reproduce table-1 --format csv
                inference-econ reproduce all
     """
     from ..output.files import check_folder, check_output
@@ -217,7 +215,7 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
     --out the figures (PNG, SVG) and the key points (CSV, JSON, Markdown) go to that folder.
 
     \b
-    Example:  inference-econ run scenarios/hardware-generations.yaml --out out/ --html
+    Example:  inference-econ run examples/scenario.yaml --out out/ --html
     """
     from ..output.render import render
     from ..output.runner import run_scenario

@@ -157,7 +157,7 @@ def prices(model, hardware, contexts, format, **values):
     Decode at the frontier's preference point; prompts prefilled on the same GPUs.
 
     \b
-    Example:  inference-econ prices "Mistral Large 2" -H H100-paper --contexts 1000,100000
+    Example:  inference-econ prices "Llama 3 70B" -H H100-paper --weight-bits 8 --contexts 1000
     """
     import pandas as pd
 
