@@ -793,7 +793,15 @@ SETTINGS: tuple[Option, ...] = (
         maximum=10_000_000,
         needs=("arrival_rate_per_s", "trace", "demand"),
     ),
-    Option("seed", "integer", 0, "Seed of the random arrivals and lengths.", LOAD, minimum=0),
+    Option(
+        "seed",
+        "integer",
+        0,
+        "Seed of the random arrivals and lengths.",
+        LOAD,
+        minimum=0,
+        needs=("arrival_rate_per_s", "trace", "demand"),
+    ),
     Option(
         "slo_ttft_p99_s",
         "number",

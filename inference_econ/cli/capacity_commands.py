@@ -414,6 +414,8 @@ FRONTIER_OPTIONS = (
     "arrival_process",
     *TARGETS,
     "requests",
+    "seed",
+    *ENGINE,
 )
 
 

@@ -207,7 +207,8 @@ def feasibility(observations, provider, model, figure, format, out, **values):
 def _feasibility_figure(path, chosen, kwargs) -> None:
     from pathlib import Path
 
-    from ..output.plots import PALETTE, frontier_figure, save
+    from ..output.plots import frontier_figure, save
+    from ..output.style import PALETTE, line_style
     from ..studies.inverse.feasibility import frontiers
     from ..studies.observations import overlay_points
 
@@ -227,10 +228,8 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
         **{k: kwargs[k] for k in keys},
     )
     points, _ = overlay_points(chosen, kwargs["offer_price"], kwargs["input_tokens_per_output"])
-    # one colour per setting: dashed without speculation, solid with it
-    styles = {
-        label: ("dashed" if label.endswith("no speculation") else "solid") for label in fronts
-    }
+    # one colour per setting; speculation dashed, as in every figure (output/style.py)
+    styles = {label: line_style(not label.endswith("no speculation")) for label in fronts}
     settings = list(dict.fromkeys(label.rsplit(", ", 1)[0] for label in fronts))
     colors = {
         label: PALETTE[settings.index(label.rsplit(", ", 1)[0]) % len(PALETTE)] for label in fronts

@@ -145,10 +145,12 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
 
 
 def _report(results, path: Path, title: str) -> Path:
-    """The interactive report of scenario runs that drew frontiers, one section each."""
+    """The interactive report of scenario runs that drew figures (frontiers, or the paper's
+    square-root law), one section each; tables have none."""
     from ..output.report import scenario_section, write_report
 
-    sections = [scenario_section(r) for r in results if r.fronts]
+    drew = [r for r in results if r.fronts or any("params" in m for m in r.scenario.measured)]
+    sections = [scenario_section(r) for r in drew]
     return write_report(sections, path, title)
 
 

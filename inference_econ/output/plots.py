@@ -1,7 +1,8 @@
 """Figures: frontiers on a log-dollar axis, MFU along them, and where the time goes.
 
 Every function takes computed results (``Frontier`` objects keyed by label) and returns the
-matplotlib ``Figure``, so tests can inspect what was drawn and callers can save it. Figures
+matplotlib ``Figure``, so tests can inspect what was drawn and callers can save it. Colours,
+line styles and dollar ticks come from ``style``, which the HTML report reads too. Figures
 are saved as 200 dpi PNG and SVG; titles wrap to the figure's width, legends sit below the
 axes (never beside them, where they would squeeze the plot), every panel has both axis
 labels, and every frontier marks its preference point.
@@ -25,6 +26,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 from ..optimise.frontier import Frontier  # noqa: E402
 from ..serving.toy import square_root_law  # noqa: E402
 from .files import write_atomic  # noqa: E402
+from .style import DOLLAR_TICKS, PALETTE, colours, dollars  # noqa: E402
 
 #: Breakdown parts in stacking order, with their legend labels and colours. Reads and
 #: arithmetic overlap (the step takes the larger of the two): figures split their time in
@@ -46,27 +48,6 @@ OVERLAPPED = {
     "activation_read_s": "activation_read_full_s",
 }
 DPI = 200
-
-PALETTE = plt.get_cmap("tab10").colors
-
-
-def colours(labels, explicit=None) -> dict:
-    """One colour per curve, stable across the figures of a scenario."""
-    explicit = explicit or {}
-    return {
-        label: explicit.get(label) or PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)
-    }
-
-
-def dollars(value, _pos=None) -> str:
-    """Readable dollar tick labels: $0.05, $0.5, $5, $50, $5k."""
-    if value <= 0 or not math.isfinite(value):
-        return ""
-    if value >= 1000:
-        return f"${value / 1000:g}k"
-    if value >= 1:
-        return f"${value:g}"
-    return f"${value:.2g}"
 
 
 def wrap(title: str, width: int = 80) -> str:
@@ -178,7 +159,7 @@ def frontier_figure(
     _preference_marks(ax, marked, colors, preference_sampling)
     _scatter_groups(ax, measured, colors)
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=DOLLAR_TICKS))
     ax.yaxis.set_major_formatter(FuncFormatter(dollars))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
     ax.set_xlabel("tokens per second per request")

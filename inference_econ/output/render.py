@@ -241,6 +241,21 @@ def _json_meta(meta):
     return _json_value(meta)
 
 
+def table_cells(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+    """A table as people read it: (headers, the cells as text, which columns are numeric).
+    Durations in milliseconds, friendly headers (``HEADERS``), whole-valued columns without
+    decimals, other numbers with the decimals their magnitude calls for. The text and Markdown
+    tables and the HTML report's tables are all made of these."""
+    shown = _display(df)
+    whole = whole_columns(shown)
+    cells = [
+        [_whole(v) if w else _fmt_number(v) for v, w in zip(row, whole)]
+        for row in shown.itertuples(index=False)
+    ]
+    numeric = [pd.api.types.is_numeric_dtype(shown[c]) for c in shown.columns]
+    return [str(c) for c in shown.columns], cells, numeric
+
+
 def render(
     df: pd.DataFrame, fmt: str = "table", title: str = "", notes=(), meta: dict | None = None
 ) -> str:
@@ -259,13 +274,7 @@ def render(
         if notes:
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
-    shown = _display(df)
-    whole = whole_columns(shown)
-    cells = [
-        [_whole(v) if w else _fmt_number(v) for v, w in zip(row, whole)]
-        for row in shown.itertuples(index=False)
-    ]
-    headers = [str(c) for c in shown.columns]
+    headers, cells, numeric = table_cells(df)
     if fmt == "markdown":
         lines = []
         if title:
@@ -279,7 +288,6 @@ def render(
             lines += ["", described[0]] + [f"* {line.strip()}" for line in described[1:]]
         return "\n".join(lines) + "\n"
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    numeric = [pd.api.types.is_numeric_dtype(shown[c]) for c in shown.columns]
 
     def line(values):
         return "  ".join(

@@ -29,6 +29,7 @@ from ..studies.tables import columns_for, run_table, scenario_metadata
 from . import plots
 from .files import check_folder, write_atomic
 from .render import render
+from .style import line_style, speculates
 
 KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
 
@@ -125,10 +126,16 @@ def _write_tables(
     return written
 
 
+def curve_styles(scenario: Scenario) -> dict[str, str]:
+    """Each curve's line style: its own, else dashed when it decodes speculatively (one rule
+    for every figure and the report, ``output.style.line_style``)."""
+    return {c.label: line_style(speculates(c.fields), c.linestyle) for c in scenario.curves}
+
+
 def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
     """One figure of a scenario."""
     colors = {c.label: c.color for c in scenario.curves if c.color}
-    styles = {c.label: c.linestyle for c in scenario.curves}
+    styles = curve_styles(scenario)
     if plot in ("frontier", "toy-frontier"):
         max_speed = scenario.options.get("max_speed")
         return plots.frontier_figure(
