@@ -86,7 +86,9 @@ def run(kind: str, text: str, cwd: Path, timeout: float) -> tuple[int, float, fl
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="run only the examples containing these words")
-    parser.add_argument("--skip", action="append", default=[], help="skip examples with these words")
+    parser.add_argument(
+        "--skip", action="append", default=[], help="skip examples with these words"
+    )
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per example")
     parser.add_argument("--network", action="store_true", help="also run examples needing it")
     opts = parser.parse_args()

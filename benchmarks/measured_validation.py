@@ -22,6 +22,7 @@ from inference_econ.output.render import render
 from inference_econ.studies.measured import calibration as cal
 from inference_econ.studies.measured.predicting import compare
 from inference_econ.studies.measured.reading import load_measured
+from inference_econ.studies.measured.semantics import TIMES
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "benchmarks_train.csv"
 #: Prior weights the nested cross-validation chooses among (fixed before running it).
@@ -132,11 +133,15 @@ def main() -> int:
     if args.figure:
         from inference_econ.output.plots import measured_figure, save
 
-        table = t.assign(status="ok", source_group=t.source, predicted=t.held_out)
+        # the fit's values are in SI units: latencies in seconds, the rest tokens/s (streams)
+        quantity = t.metric.str.split().str[-1]
+        unit = np.where(
+            quantity.isin(TIMES), "s", np.where(quantity == "streams", "streams", "tok/s")
+        )
+        table = t.assign(status="ok", source_group=t.source, predicted=t.held_out, unit=unit)
         fig = measured_figure(
             table,
             title=f"Achievable preset, each source predicted by a fit on the others ({len(t)} rows)",
-            units="tokens/s; seconds for latencies",
         )
         stem = str(Path(args.figure).with_suffix(""))
         save(fig, stem, ("png",))

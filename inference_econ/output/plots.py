@@ -357,56 +357,92 @@ def tornado_figure(table, title: str):
     return fig
 
 
+def quantity(unit: str) -> str:
+    """The quantity a measured row's unit measures, and so the panel it is drawn in: values
+    of one panel share a dimension and a unit (``measured_figure``)."""
+    text = str(unit).strip()
+    first = text.split()[0] if text else ""
+    if first in ("ms", "s", "us"):
+        return f"latency ({first})"
+    if "tok/s" in text:
+        return "token rate (tok/s)"
+    return first or "value"
+
+
 def measured_figure(
     comparison,
     title: str | None = None,
     column: str = "predicted",
     kind: str = "end-to-end",
-    units: str = "the row's unit: tok/s, ms, ...",
+    units: str | None = None,
 ):
-    """Measured against predicted, log-log, one colour per source, for the rows with status
-    ok of one ``kind`` (end-to-end or micro; a ``studies.measured.predicting.Comparison``, or
-    a table with its columns); the diagonal and the 15 % and 35 % bands. ``column``: which
-    prediction to draw (``held_out`` for a calibration's left-out predictions)."""
+    """Measured against predicted, log-log, one panel per quantity (token rates, latencies in
+    ms, ...: never two units on one axis; ``quantity``), one colour per source, for the rows
+    with status ok of one ``kind`` (end-to-end or micro; a
+    ``studies.measured.predicting.Comparison``, or a table with its columns); the diagonal and
+    the 15 % and 35 % bands. ``column``: which prediction to draw (``held_out`` for a
+    calibration's left-out predictions); ``units``: how the values were converted, when they
+    were (the default: each row's own unit, which its panel names)."""
     table = getattr(comparison, "table", comparison)
     ok = table[(table["status"] == "ok") & np.isfinite(table[column]) & (table["measured"] > 0)]
     if "kind" in ok:
         ok = ok[ok["kind"] == kind]
-    fig, ax = plt.subplots(figsize=(11.0, 6.5))
+    panels = (
+        ok["unit"].map(quantity)
+        if "unit" in ok and units is None
+        else np.full(len(ok), units or "value")
+    )
+    names = sorted(set(panels), key=lambda q: -int((panels == q).sum())) or ["value"]
+    fig, axes = plt.subplots(
+        1, len(names), figsize=(5.0 * len(names) + 0.6, 7.2), squeeze=False, layout="constrained"
+    )
     groups = sorted(
         ok["source_group"].unique(), key=lambda g: -int((ok["source_group"] == g).sum())
     )
-    for i, group in enumerate(groups):
-        part = ok[ok["source_group"] == group]
-        ax.scatter(
-            part["measured"],
-            part[column],
-            s=18,
-            alpha=0.8,
-            color=PALETTE[i % len(PALETTE)],
-            marker="os^vD<>ph*"[(i // len(PALETTE)) % 10],
-            label=f"{wrap(_short_source(group), 48)} ({len(part)})",
+    style = {
+        g: dict(color=PALETTE[i % len(PALETTE)], marker="os^vD<>ph*"[(i // len(PALETTE)) % 10])
+        for i, g in enumerate(groups)
+    }
+    for ax, name in zip(axes[0], names):
+        part = ok[np.asarray(panels) == name]
+        for group in groups:
+            rows = part[part["source_group"] == group]
+            if len(rows):
+                ax.scatter(rows["measured"], rows[column], s=18, alpha=0.8, **style[group])
+        if len(part):
+            lo = 0.5 * float(min(part["measured"].min(), part[column].min()))
+            hi = 2.0 * float(max(part["measured"].max(), part[column].max()))
+            x = np.geomspace(lo, hi, 50)
+            ax.plot(x, x, color="black", lw=1.0)
+            for band, dash in ((0.15, "--"), (0.35, ":")):
+                ax.plot(x, x * (1 + band), color="grey", lw=0.8, ls=dash)
+                ax.plot(x, x * (1 - band), color="grey", lw=0.8, ls=dash)
+            ax.set_xlim(lo, hi)
+            ax.set_ylim(lo, hi)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"measured, {name}")
+        ax.set_ylabel(f"predicted, {name}")
+        ax.set_title(f"{name}: {len(part)} rows", fontsize=9)
+        ax.grid(True, which="both", alpha=0.2)
+        ax.set_aspect("equal")
+    handles = [
+        plt.Line2D(
+            [], [], ls="", markersize=5, label=wrap(f"{_short_source(g)} ({n})", 48), **style[g]
         )
-    if len(ok):
-        lo = 0.5 * float(min(ok["measured"].min(), ok[column].min()))
-        hi = 2.0 * float(max(ok["measured"].max(), ok[column].max()))
-        x = np.geomspace(lo, hi, 50)
-        ax.plot(x, x, color="black", lw=1.0, label="predicted = measured")
-        for band, style in ((0.15, "--"), (0.35, ":")):
-            ax.plot(x, x * (1 + band), color="grey", lw=0.8, ls=style, label=f"±{band:.0%}")
-            ax.plot(x, x * (1 - band), color="grey", lw=0.8, ls=style)
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(f"measured ({units})")
-    ax.set_ylabel("predicted")
+        for g, n in ((g, int((ok["source_group"] == g).sum())) for g in groups)
+    ]
+    handles += [
+        plt.Line2D([], [], color="black", lw=1.0, label="predicted = measured"),
+        plt.Line2D([], [], color="grey", lw=0.8, ls="--", label="±15%"),
+        plt.Line2D([], [], color="grey", lw=0.8, ls=":", label="±35%"),
+    ]
+    cols = max(1, min(3, int(fig.get_figwidth() // 3.4)))
+    fig.legend(handles=handles, loc="outside lower center", ncols=cols, fontsize=7, frameon=False)
     label = getattr(comparison, "assumptions", "")
-    ax.set_title(wrap(title or f"Measured against predicted ({label}), {len(ok)} rows", 90))
-    ax.grid(True, which="both", alpha=0.2)
-    ax.set_aspect("equal")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    fig.subplots_adjust(left=0.08, right=0.62, bottom=0.1, top=0.92)
+    fig.suptitle(
+        wrap(title or f"Measured against predicted ({label}), {len(ok)} rows", 100), fontsize=11
+    )
     return fig
 
 
