@@ -48,8 +48,9 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
     \b
     Example:  inference-econ study examples/study.yaml --out out/study --jobs 1
 
-    The 600-cell study of the README is scenarios/studies/accelerators-models.yaml; --jobs N
-    runs cells on N local processes, --dask local or --dask tcp://HOST:8786 on a Dask cluster.
+    The README's 600-cell study is the shipped study named studies/accelerators-models; --jobs
+    N runs cells on N local processes, --dask local or --dask tcp://HOST:8786 on a Dask
+    cluster.
     """
     import pandas as pd
 
