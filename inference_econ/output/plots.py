@@ -26,7 +26,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 from ..optimise.frontier import Frontier  # noqa: E402
 from ..serving.toy import square_root_law  # noqa: E402
 from .files import write_atomic  # noqa: E402
-from .style import DOLLAR_TICKS, PALETTE, colours, dollars  # noqa: E402
+from .style import DOLLAR_TICKS, LATENCY_TICKS, PALETTE, colours, dollars, parameters  # noqa: E402
 
 #: Breakdown parts in stacking order, with their legend labels and colours. Reads and
 #: arithmetic overlap (the step takes the larger of the two): figures split their time in
@@ -309,12 +309,10 @@ def square_root_figure(points: list[dict], title: str):
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=LATENCY_TICKS))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
-    ax.xaxis.set_major_formatter(
-        FuncFormatter(lambda v, _: f"{v / 1e12:g}T" if v >= 1e12 else f"{v / 1e9:g}B")
-    )
+    ax.xaxis.set_major_formatter(FuncFormatter(parameters))
     ax.set_xlabel("parameters")
     ax.set_ylabel("best token latency (ms)")
     _finish(fig, ax, title)

@@ -26,7 +26,19 @@ from ..serving.toy import square_root_law
 from ..specs.catalog import display_path
 from .files import write_atomic
 from .render import HEADERS, table_cells
-from .style import PALETTE, PLOTLY_DASH, colours, dollar_ticks, dollars, line_style, speculates
+from .style import (
+    DOLLAR_TICKS,
+    LATENCY_TICKS,
+    PALETTE,
+    PLOTLY_DASH,
+    colours,
+    dollar_ticks,
+    dollars,
+    line_style,
+    log_ticks,
+    parameters,
+    speculates,
+)
 
 #: Points shown per curve at most (evenly spaced along the line; key points always kept).
 MAX_POINTS = 80
@@ -293,11 +305,26 @@ def _law_figure(section: Section):
             hovertemplate="%{text}: %{x:.3s} parameters, %{y:.3g} ms<extra></extra>",
         )
     )
+    xs = log_ticks(grid.min(), grid.max(), DOLLAR_TICKS)
+    law = square_root_law(grid, params[0], latency[0])
+    ys = log_ticks(min(law.min(), latency.min()), max(law.max(), latency.max()), LATENCY_TICKS)
     fig.update_layout(
         template="plotly_white",
         title={"text": _title(section, ""), "font": {"size": 14}},
-        xaxis={"title": {"text": "parameters"}, "type": "log"},
-        yaxis={"title": {"text": "best token latency (ms)"}, "type": "log"},
+        xaxis={
+            "title": {"text": "parameters"},
+            "type": "log",
+            "tickmode": "array",
+            "tickvals": xs,
+            "ticktext": [parameters(v) for v in xs],
+        },
+        yaxis={
+            "title": {"text": "best token latency (ms)"},
+            "type": "log",
+            "tickmode": "array",
+            "tickvals": ys,
+            "ticktext": [f"{v:g}" for v in ys],
+        },
         height=560,
     )
     return fig

@@ -53,21 +53,33 @@ def dollars(value, _pos=None) -> str:
     return f"${value:.2g}"
 
 
-#: The ticks of a dollar axis in each decade (1, 2 and 5 times a power of ten).
+#: The ticks of a dollar axis in each decade (1, 2 and 5 times a power of ten), and of a
+#: latency axis in milliseconds (1, 2, 3, 5).
 DOLLAR_TICKS = (1.0, 2.0, 5.0)
+LATENCY_TICKS = (1.0, 2.0, 3.0, 5.0)
 
 
-def dollar_ticks(lo: float, hi: float) -> list[float]:
-    """The ticks of a log dollar axis from ``lo`` to ``hi``: 1, 2 and 5 times the powers of ten
-    in between (what the PNGs' ``LogLocator(subs=(1, 2, 5))`` gives), at least two."""
+def log_ticks(lo: float, hi: float, subs=DOLLAR_TICKS) -> list[float]:
+    """The ticks of a log axis from ``lo`` to ``hi``: ``subs`` times the powers of ten in
+    between (what matplotlib's ``LogLocator(subs=...)`` gives), at least two."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi <= 0:
         return []
     out = [
         m * 10.0**k
         for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
-        for m in DOLLAR_TICKS
+        for m in subs
         if lo <= m * 10.0**k <= hi
     ]
     if len(out) < 2:  # a narrow range: the powers of ten around it
         out = [10.0 ** math.floor(math.log10(lo)), 10.0 ** math.ceil(math.log10(hi))]
     return out
+
+
+def dollar_ticks(lo: float, hi: float) -> list[float]:
+    """The ticks of a log dollar axis: 1, 2 and 5 times the powers of ten (as the PNGs)."""
+    return log_ticks(lo, hi, DOLLAR_TICKS)
+
+
+def parameters(value, _pos=None) -> str:
+    """A parameter count as an axis reads it: 8B, 540B, 1T."""
+    return f"{value / 1e12:g}T" if value >= 1e12 else f"{value / 1e9:g}B"
