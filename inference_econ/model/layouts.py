@@ -145,25 +145,39 @@ def best_layout(
     ``per_layout(N, B, p, divisors)`` returns a (2-D, 1-D) pair of values per divisor;
     the chosen layout's value is kept, and with ``budget`` only layouts within it count."""
     N, B = _arrays(N, B)
-    best = np.full(N.shape, np.inf, dtype=N.dtype)
-    best_p = np.ones(N.shape)
-    best_a = np.ones(N.shape)
-    best_2d = np.ones(N.shape, dtype=bool)
-    best_v = None if per_layout is None else np.full(N.shape, np.inf)
+    best = _Best(N.shape, N.dtype, per_layout is not None)
     for p, adiv, ok, part in _candidates(model, N, B, S, context, pipeline):
         lat2, lat1 = model.latency_by_dims(part, adiv)
         values = per_layout(N, B, p, [adiv])[0] if per_layout is not None else None
         lat2, lat1 = within_budget(lat2, lat1, values, budget)
         for lat, two, j in ((lat2, True, 0), (lat1, False, 1)):
-            lat = np.where(ok, lat, np.inf)
-            better = lat < best
-            best = np.where(better, lat, best)
-            best_p = np.where(better, p, best_p)
-            best_a = np.where(better, adiv, best_a)
-            best_2d = np.where(better, two, best_2d)
-            if values is not None:
-                best_v = np.where(better, values[j], best_v)
-    return Layout(best, best_p, best_a, best_2d, best_v)
+            best.offer(np.where(ok, lat, np.inf), p, adiv, two, values, j)
+    return best.layout()
+
+
+class _Best:
+    """The fastest layout so far at every point, as candidate layouts are offered
+    (``best_layout`` and ``whole_layout``): its latency, pipeline degree, attention divisor,
+    1-D or 2-D, and its ``per_layout`` value."""
+
+    def __init__(self, shape, dtype=float, values: bool = False) -> None:
+        self.latency = np.full(shape, np.inf, dtype=dtype)
+        self.p, self.a = np.ones(shape), np.ones(shape)
+        self.two = np.ones(shape, dtype=bool)
+        self.value = np.full(shape, np.inf) if values else None
+
+    def offer(self, latency, p, adiv, two: bool, values=None, j: int = 0) -> None:
+        """A candidate's latency at every point: kept where it is faster than the best."""
+        better = latency < self.latency
+        self.latency = np.where(better, latency, self.latency)
+        self.p = np.where(better, p, self.p)
+        self.a = np.where(better, adiv, self.a)
+        self.two = np.where(better, two, self.two)
+        if values is not None:
+            self.value = np.where(better, values[j], self.value)
+
+    def layout(self) -> Layout:
+        return Layout(self.latency, self.p, self.a, self.two, self.value)
 
 
 # --- whole layouts (docs/model.md §B7): what an engine can launch on whole GPUs -------------
@@ -285,11 +299,7 @@ def whole_layout(
     array): what an engine can launch, by §B7's rules; ``per_layout`` and ``budget`` as in
     ``best_layout``, ``arch`` the architecture whose heads attention splits."""
     layers = model.work.layers
-    best = np.full(B.shape, np.inf)
-    best_p = np.ones(B.shape)
-    best_a = np.ones(B.shape)
-    best_two = np.ones(B.shape, dtype=bool)
-    best_v = None if per_layout is None else np.full(B.shape, np.inf)
+    best = _Best(B.shape, float, per_layout is not None)
     for p in divisors(layers) if pipeline else [1]:
         if N % p:
             continue
@@ -306,14 +316,6 @@ def whole_layout(
             values = per_layout(float(N), B, float(p), [adiv])[0] if per_layout else None
             lats = within_budget(*model.latency_by_dims(part, adiv), values, budget)
             for j, (lat, two) in enumerate(zip(lats, (True, False))):
-                if not attention_splits_evenly(model, t_at, two):
-                    continue
-                lat = np.where(even[two], lat, np.inf)
-                better = lat < best
-                best = np.where(better, lat, best)
-                best_p = np.where(better, p, best_p)
-                best_a = np.where(better, adiv, best_a)
-                best_two = np.where(better, two, best_two)
-                if values is not None:
-                    best_v = np.where(better, values[j], best_v)
-    return Layout(best, best_p, best_a, best_two, best_v)
+                if attention_splits_evenly(model, t_at, two):
+                    best.offer(np.where(even[two], lat, np.inf), p, adiv, two, values, j)
+    return best.layout()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.layouts import Layout, whole_layout
+from ..model.layouts import Layout
 from ..serving.speculative import combine
 from .method import GRID_MAX_LOG2
 
@@ -34,30 +34,16 @@ def batch_sizes(max_batch: float, points: int) -> np.ndarray:
     return np.unique(np.rint(np.logspace(0, np.log2(max_batch), points, base=2))).astype(float)
 
 
-def _columns(
-    model, arch, counts, batches, S, context, pipeline, per_layout=None, budget=None
-) -> Layout:
-    """The best layouts on the whole grid (rows = batches, columns = GPU counts)."""
-    cols = [
-        whole_layout(
-            model,
-            arch,
-            n,
-            batches,
-            S,
-            context,
-            pipeline,
-            per_layout,
-            budget[:, i] if np.ndim(budget) == 2 else budget,
-        )
-        for i, n in enumerate(counts.astype(int))
-    ]
+def _columns(layouts: list[Layout]) -> Layout:
+    """Layouts of one GPU count each (over the batches) side by side: rows = batches, columns =
+    GPU counts."""
+    values = [c.value for c in layouts]
     return Layout(
         *(
-            np.stack([getattr(c, name) for c in cols], axis=1)
+            np.stack([getattr(c, name) for c in layouts], axis=1)
             for name in ("latency_s", "pipeline", "attention_divisor", "two_d")
         ),
-        np.stack([c.value for c in cols], axis=1) if per_layout is not None else None,
+        None if any(v is None for v in values) else np.stack(values, axis=1),
     )
 
 
@@ -69,20 +55,13 @@ def evaluate(problem):
     counts = problem.within_cap(gpu_counts(problem.min_gpus, s.gpu.scale_up_domain_gpus))
     sparsity = max(g.sparsity for g in d.work.groups)
     batches = batch_sizes(2.0 ** (GRID_MAX_LOG2 + np.log2(sparsity)), problem.method.grid_points)
-    ctx, pipe = s.context_tokens, s.pipeline
+    # whole layouts one GPU count at a time (``Decoder.whole_layouts``, what a given
+    # configuration with --discrete gets), side by side
+    per_count = [d.whole_layouts(np.array([n]), batches) for n in counts]
+    layouts = {g: _columns([t[g] for t, _ in per_count]) for g in d.gamma_values()}
     draft = None
     if d.draft is not None:
-        head = s.spec.draft_architecture
-        draft = {
-            x: _columns(d.draft, head, counts, batches, x, ctx, pipe, d.draft_terms)
-            for x in d.draft_values()
-        }
-    layouts = {
-        g: _columns(
-            d.target, s.model, counts, batches, g, ctx, pipe, d.target_terms, d.budget(g, draft)
-        )
-        for g in d.gamma_values()
-    }
+        draft = {x: _columns([dr[x] for _, dr in per_count]) for x in d.draft_values()}
     latency, _ = combine(
         {g: v.latency_s for g, v in layouts.items()},
         {x: v.latency_s for x, v in draft.items()} if draft else None,
