@@ -244,9 +244,10 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
         result.files.append(_report([result], Path(out) / f"{name}.html", result.scenario.title))
     if result.table is not None:
         cols = list(result.table.attrs["columns"])
-        meta = result.table.attrs["metadata"]
+        meta, notes = result.table.attrs["metadata"], result.table.attrs["notes"]
+        title = result.scenario.title
         click.echo(
-            render(result.table[cols], format, title=result.scenario.title, meta=meta), nl=False
+            render(result.table[cols], format, title=title, notes=notes, meta=meta), nl=False
         )
     else:
         title, notes, meta = result.scenario.title, result.notes, result.metadata

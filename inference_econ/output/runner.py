@@ -236,7 +236,7 @@ def run_scenario(
                 result.table[columns_for(scenario)],
                 stem,
                 scenario.title,
-                scenario.notes,
+                result.table.attrs["notes"],
                 table_formats,
                 result.table.attrs["metadata"],
             )
