@@ -390,7 +390,7 @@ def measured_figure(
         if "unit" in ok and units is None
         else np.full(len(ok), units or "value")
     )
-    names = sorted(set(panels), key=lambda q: -int((panels == q).sum())) or ["value"]
+    names = sorted(set(panels), key=lambda q: (-int((panels == q).sum()), q)) or ["value"]
     fig, axes = plt.subplots(
         1, len(names), figsize=(5.0 * len(names) + 0.6, 7.2), squeeze=False, layout="constrained"
     )
