@@ -38,7 +38,9 @@ NEEDS = {
 
 def doc_examples(path: Path):
     """(where, kind, text) of each command line of the bash blocks and each ``$ `` line of a
-    plain block, and each Python block, of a Markdown file."""
+    plain block, and each Python block, of a Markdown file. A ``$ `` line whose printed
+    output starts with ``error:`` shows a refusal: its kind is ``refused`` (it must exit with
+    that one line, not succeed)."""
     text = path.read_text()
     for m in re.finditer(r"```(\w*)\n(.*?)```", text, re.S):
         lang, body = m.group(1), m.group(2)
@@ -46,16 +48,20 @@ def doc_examples(path: Path):
         if lang == "python":
             yield where, "python", body
             continue
-        for line in re.sub(r"\\\n\s*", " ", body).splitlines():
+        lines = re.sub(r"\\\n\s*", " ", body).splitlines()
+        for i, line in enumerate(lines):
             line = line.strip()
+            kind = "shell"
             if line.startswith("$ "):
                 line = line[2:]
+                shown = next((x for x in lines[i + 1 :] if not x.startswith("[")), "")
+                kind = "refused" if shown.strip().startswith("error:") else "shell"
             elif lang not in ("bash", "sh"):
                 continue
             if "inference-econ " not in line or line.startswith("#"):
                 continue
             line = "inference-econ " + line.split("inference-econ ", 1)[1]
-            yield where, "shell", re.split(r"\s+#\s", line)[0].strip()
+            yield where, kind, re.split(r"\s+#\s", line)[0].strip()
 
 
 def help_examples():
@@ -98,7 +104,7 @@ def main() -> int:
     examples = [e for doc in DOCS for e in doc_examples(doc)] + list(help_examples())
     failed = 0
     for where, kind, text in examples:
-        shown = text if kind == "shell" else f"python: {text.strip().splitlines()[0]} ..."
+        shown = text if kind != "python" else f"python: {text.strip().splitlines()[0]} ..."
         if opts.only and opts.only not in text or any(s in text for s in opts.skip):
             continue
         need = next((why for words, why in NEEDS.items() if words in text), None)
@@ -106,10 +112,15 @@ def main() -> int:
             print(f"{'needs':>6} {'':>7} {'':>7}  {where}: {shown}  ({need})", flush=True)
             continue
         code, cpu, wall, last = run(kind, text, clone, opts.timeout)
-        failed += code != 0
-        status = "ok" if code == 0 else f"exit {code}"
+        if kind == "refused":  # the documented refusal: one error line, exit 1 or 2
+            bad = code not in (1, 2) or not last.startswith("error:")
+            status = "exit 1" if bad else "refused"
+        else:
+            bad = code != 0
+            status = "ok" if code == 0 else f"exit {code}"
+        failed += bad
         print(f"{status:>6} {cpu:6.1f}s {wall:6.1f}s  {where}: {shown}", flush=True)
-        if code != 0:
+        if bad:
             print(f"{'':>23}{last}", flush=True)
     print(f"{failed} of the examples run failed")
     return 1 if failed else 0
