@@ -371,8 +371,8 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 1.6em; } h3 { font-size: 1.05em; }
 .scroll { max-height: 32em; overflow: auto; border: 1px solid #ddd; }
-table { border-collapse: collapse; font-size: 0.8em; }
-th, td { padding: 2px 6px; white-space: nowrap; }
+table { border-collapse: collapse; font-size: 0.75em; }
+th, td { padding: 1px 4px; white-space: nowrap; }
 td.num { text-align: right; } td.text { text-align: left; }
 th { position: sticky; top: 0; background: #f3f3f3; text-align: center; white-space: normal; }
 tr:nth-child(even) td { background: #fafafa; }
@@ -498,8 +498,9 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
         curves.append(
             Curve(name, pts.sort_values("tokens_per_s"), group, marks, dash=line_style(spec))
         )
-    axes = list(manifest["axes"])
-    table = _key_summary(keys, axes, manifest.get("at_speeds", []))
+    # the axes whose value varies among the cells shown (a slice's fixed ones are in its title)
+    axes = [a for a in manifest["axes"] if len({str(c["values"][a]) for c in cells}) > 1]
+    table = _key_summary(keys, axes or list(manifest["axes"]), manifest.get("at_speeds", []))
     real = continuous_note(keys[keys["feasible"].astype(bool)]) if len(keys) else None
     sliced = "; ".join(f"{a} = {', '.join(v)}" for a, v in (where or {}).items())
     return Section(
@@ -569,8 +570,8 @@ def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
     cost at each speed."""
     head = keys.drop_duplicates("cell").set_index("cell")[axes]
     out = head.copy()
-    pick = {
-        "fastest": ("tokens_per_s", "usd_per_mtok", "gpus", "batch"),
+    pick = {  # the fastest point's batch is about 1 and its GPUs say its size
+        "fastest": ("tokens_per_s", "usd_per_mtok", "gpus"),
         "preference": ("tokens_per_s", "usd_per_mtok", "gpus", "batch"),
         "cheapest": ("usd_per_mtok",),
     }
@@ -584,7 +585,8 @@ def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
         ].set_index("cell")
         out[f"$/Mtok at {speed:g} tok/s"] = sel["usd_per_mtok"]
     status = keys.groupby("cell")["note"].first()
-    out["note"] = status
+    if status.fillna("").astype(str).str.strip().any():  # a column of blanks would only widen
+        out["note"] = status
     return out.reset_index()
 
 
