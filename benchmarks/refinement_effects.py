@@ -117,6 +117,34 @@ REFINEMENTS = [
         "serving engines capture decode steps in CUDA graphs",
         "vLLM / SGLang CUDA graph capture",
     ),
+    (
+        "precision_formats",
+        True,
+        "GEMMs at the rate of both operands' formats, attention at the KV cache's, 4-bit weights with NVFP4's block scales (4.5 bits)",
+        "weight-only W8A16/W4A16 multiply in BF16; a 16-bit KV cache runs BF16 attention whatever the weights",
+        "NVIDIA datasheets (dense BF16/FP8/FP4 rates); NVIDIA NVFP4 and OCP MX formats",
+    ),
+    (
+        "expert_all_to_all",
+        True,
+        "expert dispatch and combine over every expert-parallel rank and each GPU's own NIC, FP8 dispatch, node-limited routing",
+        "the paper's min(k, e) ranks in one node are flat in EP and 8x too fast across nodes",
+        "DeepEP README (V1 tables); DeepSeek-V3 report §2.1.2",
+    ),
+    (
+        "pipeline_bubbles",
+        True,
+        "a step whose sequences cannot fill p micro-batches crosses the stages serially",
+        "a lone prompt is one sequence: balanced micro-batches charge a quarter of its time on 4 stages",
+        "docs/model.md §B12",
+    ),
+    (
+        "kv_replication",
+        True,
+        "an attention tensor group wider than the KV heads keeps copies of the KV cache (MLA: every rank)",
+        "engines replicate KV heads over the extra ranks; data-parallel attention shards by request",
+        "TensorRT-LLM parallel-strategy guide",
+    ),
 ]
 
 
@@ -136,7 +164,11 @@ EFFECTS = {
     "nccl_latency_model": "decode all-reduces are small and stay on LL, whose constants did not change",
     "nvls": "NVLS's 25 us latency loses to LL's ~15 us for decode-sized messages",
     "launch_latency_scale": "kernel launches are 1.3 ms of an 80-layer token: halving them speeds the fast end by ~10 %",
-    "all (refined)": "launches and DP attention dominate: ~10 % faster tops, much cheaper preference points, dearer long contexts",
+    "precision_formats": "Table 6's 4-bit weights carry NVFP4's scales (4.5 bits): 2 % dearer; attention at the KV format is a small share of these short contexts",
+    "expert_all_to_all": "the expert all-to-all spans every EP rank over the NICs: Mixtral and DeepSeek get dearer where expert parallelism crosses nodes (Table 3's preference point +24 %)",
+    "pipeline_bubbles": "decode steps hold at least p requests: no bubbles in these tables (prompts crossing pipelines alone change the load engine's layouts, not these frontiers)",
+    "kv_replication": "MLA's latent cache is copied on every tensor-parallel attention rank: the real DeepSeek-V3 at 32K is 6 % slower at its fastest",
+    "all (refined)": "launches and DP attention dominate: ~8 % faster tops, cheaper preference points; the expert all-to-all over NICs and the KV copies make long contexts dearer",
 }
 
 

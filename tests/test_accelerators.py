@@ -2,6 +2,7 @@
 found by benchmark system names, and never beaten by measured AMD results (docs/model.md §C1)."""
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -153,3 +154,89 @@ def test_amd_rows_stay_under_the_refined_bound(amd_rows):
     for _, row in amd_rows[amd_rows.metric == "TFLOPS"].iterrows():
         gpu = ie.load_hardware(row.hardware)
         assert row.value * 1e12 < gpu.peak_flop_per_s(16)
+
+
+# --- parts of the newer held-out file (MLPerf v5.1, v6.0, v6.1) ---------------------------------
+NEWER_ROWS = Path(__file__).parent / "data" / "benchmarks_test_mlperf_newer.csv"
+#: Every name the held-out file's hardware column gives each part, and figures checked by hand
+#: against the source the part's file cites for them.
+NEWER_PARTS = {
+    # ServeTheHome MI350 series table: 8 TB/s, MXFP8 4.6 PFLOPS (256 CU x 8,192 x 2.2 GHz)
+    "MI350X": (
+        ["AMD Instinct MI350X 288GB HBM3e"],
+        {"hbm_bandwidth_bytes_per_s": 8.0e12, "fp8": 4.6e15},
+    ),
+    # ServeTheHome: half an MI350X, 144 GB, 4 TB/s, MXFP8 2.3 PFLOPS, PCIe Gen5 x16 only
+    "MI350P": (["AMD Instinct MI350P"], {"hbm_capacity_bytes": 144e9, "fp8": 2.3e15}),
+    # 256-bit GDDR7 at 28 Gbps = 896 GB/s
+    "RTX-PRO-4500": (["NVIDIA RTX PRO 4500 Blackwell"], {"hbm_bandwidth_bytes_per_s": 896e9}),
+    # 128-bit GDDR6 at 14 Gbps = 224 GB/s; 170 INT8 TOPS
+    "Arc-Pro-B50": (
+        ["Intel(R) Arc Pro(R) B50"],
+        {"hbm_bandwidth_bytes_per_s": 224e9, "fp8": 170e12},
+    ),
+    # 192-bit GDDR6 at 19 Gbps = 456 GB/s; Intel's 197 INT8 TOPS
+    "Arc-Pro-B60": (
+        ["Intel(R) Arc Pro(R) B60"],
+        {"hbm_bandwidth_bytes_per_s": 456e9, "fp8": 197e12},
+    ),
+    # 256-bit GDDR6, 608 GB/s; 367 INT8 TOPS
+    "Arc-Pro-B70": (
+        ["Intel(R) Arc Pro(R) B70", "Intel(R) Arc(TM) Pro B70"],
+        {"hbm_bandwidth_bytes_per_s": 608e9, "fp8": 367e12},
+    ),
+    # one card = two B60 GPUs, as MLPerf counts it ("48 GB" per accelerator)
+    "Arc-Pro-B60-Dual": (
+        ["MS-Intel Arc Pro B60 Dual 48G Turbo", "[MAXSUN] MS-Intel Arc Pro B60 Dual 48G Turbo"],
+        {"hbm_capacity_bytes": 48e9, "hbm_bandwidth_bytes_per_s": 912e9},
+    ),
+    # MLPerf v6.1 NVIDIA system description: 288 GB HBM4, 72 GPUs in one NVLink domain
+    "VR200-NVL72": (
+        ["NVIDIA Vera Rubin", "NVIDIA VR200"],
+        {"hbm_capacity_bytes": 288e9, "scale_up_domain_gpus": 72},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def newer_hardware():
+    return set(pd.read_csv(NEWER_ROWS, usecols=["hardware"]).hardware)
+
+
+@pytest.mark.parametrize("name", sorted(NEWER_PARTS))
+def test_newer_parts_load_resolve_and_match_their_sources(name, newer_hardware):
+    texts, figures = NEWER_PARTS[name]
+    assert set(texts) <= newer_hardware  # the strings are the held-out file's own
+    for text in texts:
+        assert resolve_system_name(text).name == name, text
+    gpu = ie.load_hardware(name)
+    for field, value in figures.items():
+        got = gpu.peak_flop_per_s(8) if field == "fp8" else getattr(gpu, field)
+        assert got == pytest.approx(value, rel=0.01), field
+    assert gpu.price_basis == "paper" and gpu.power.board_w > gpu.power.idle_w
+
+
+def test_every_single_part_of_the_newer_file_resolves(newer_hardware):
+    """Only the mixed-GPU systems (several parts in one name) stay unresolved."""
+    unresolved = set()
+    for text in newer_hardware:
+        try:
+            resolve_system_name(text)
+        except ie.SpecError:
+            unresolved.add(text)
+    assert unresolved and all(re.search(r" \+ | and |\), AMD", t) for t in unresolved)
+
+
+def test_newer_parts_interconnects_and_precisions():
+    dual, b60 = ie.load_hardware("Arc-Pro-B60-Dual"), ie.load_hardware("Arc-Pro-B60")
+    assert dual.peak_flop_per_s(16) == pytest.approx(2 * b60.peak_flop_per_s(16))
+    assert dual.scale_up_domain_gpus == 4 and dual.pcie_bandwidth_bytes_per_s == 128e9
+    for name in ("Arc-Pro-B50", "Arc-Pro-B60", "Arc-Pro-B70"):  # no FP4 on Xe2 XMX
+        arc = ie.load_hardware(name)
+        assert arc.interconnect == "pcie" and arc.peak_flop_per_s(4) == arc.peak_flop_per_s(8)
+    assert ie.load_hardware("MI350X").interconnect == "full_mesh"
+    assert ie.load_hardware("MI350X").link_bandwidth_bytes_per_s == pytest.approx(153.6e9)
+    assert ie.load_hardware("MI350P").interconnect == "pcie"
+    rubin = ie.load_hardware("VR200-NVL72")
+    assert rubin.interconnect == "switch" and rubin.nvlink_bandwidth_bytes_per_s == 3.6e12
+    assert rubin.peak_flop_per_s(4) == pytest.approx(2.5e18 / 72)  # NVFP4 training, per rack

@@ -124,7 +124,7 @@ def test_step_table_equals_the_mixed_step(llama, layout):
         q = D * float(layer_positions(model.work, n))
         kv = q + (float(layer_positions(model.work, c)) if P else 0.0)
         att = q + (P * float(layer_positions(prefill, c + (P - 1) / 2)) if P else 0.0)
-        got = table.time_s(D + P, kv, att, D + (1 if P else 0))
+        got = table.time_s(D + P, kv, att, D + (1 if P else 0), max(P, 1))
         assert got == pytest.approx(direct, rel=1e-12)
 
 
@@ -223,8 +223,8 @@ def test_prefill_prices_and_context_parallel_take_an_engine(tmp_path):
     # exceed both engines' graphs); the chains' link transfers do not
     assert two["single_device_s"] == pytest.approx(2 * trt["single_device_s"], rel=1e-9)
     assert slow["single_device_s"] == pytest.approx(vllm * trt["single_device_s"], rel=1e-9)
-    for key in ("allgather_s", "kv_runahead_balanced_s"):
-        assert trt[key] < slow[key] < two[key] < 2 * trt[key], key
+    for key in ("ring_attention_s", "kv_runahead_balanced_s"):
+        assert trt[key] < slow[key] < two[key] <= 2 * trt[key] * (1 + 1e-9), key
     assert trt["single_device_s"] > 1.2 * paper["single_device_s"]  # below the ideal rate
     # prices: at the same preference point both prices are twice the reference engine's
     dear = price_ratio(

@@ -59,6 +59,8 @@ def test_step_table_is_the_mixed_step(model, preset, layout):
             int(d + p),
             float(d * layer_positions(w, nn) + (p > 0) * layer_positions(w, cc)),
             float(d * layer_positions(w, nn) + p * layer_positions(w, cc + (p - 1) / 2)),
+            int(d + (p > 0)),  # decoding requests and the prompt: the bubbles' sequences (§B12)
+            max(int(p), 1),  # the prompt's chunk
         )
         for d, nn, p, cc in zip(D, n, P, c)
     ]
@@ -350,7 +352,7 @@ def test_trace_file_is_validated(tmp_path):
         with pytest.raises(SpecError, match=needle) as err:
             load_trace(bad)
         assert str(bad) in str(err.value)
-    with pytest.raises(SpecError, match="no such trace"):
+    with pytest.raises(SpecError, match="no such file"):
         load_trace(tmp_path / "missing.csv")
 
 
@@ -650,7 +652,7 @@ def test_cli_frontier_under_load():
 def test_cli_bad_input_and_infeasible(tmp_path):
     for args, needle in [
         (("--prompt-tokens", "lognormal:abc:1"), "--prompt-tokens"),
-        (("--prompt-tokens", "100", "--trace", str(tmp_path / "none.csv")), "no such trace"),
+        (("--prompt-tokens", "100", "--trace", str(tmp_path / "none.csv")), "no such file"),
         (("--prompt-tokens", "100", "--rate", "-1"), "--rate"),
         (("--prompt-tokens", "100", "--slo-tpot-p99", "0"), "--slo-tpot-p99"),
     ]:

@@ -36,7 +36,7 @@ def wheel(tmp_path_factory):
 
 def test_wheel_contains_every_spec(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for folder in ("hardware", "models", "scenarios", "engines"):
+    for folder in ("hardware", "models", "scenarios", "engines", "datasets"):
         for path in (ROOT / folder).rglob("*.yaml"):
             inside = f"inference_econ/_data/{folder}/{path.relative_to(ROOT / folder).as_posix()}"
             assert inside in names, f"{inside} missing from the wheel"
@@ -52,6 +52,8 @@ def test_installed_package_finds_its_specs(wheel, tmp_path):
         "m = ie.load_model('DeepSeek-V3 (paper approximation)');"
         "s = ie.load_scenario('paper/table-2');"
         "o = ie.load_observations('paper-2025');"
+        "from inference_econ.studies.measured.semantics import benchmarks;"
+        "assert benchmarks()['llama3.1-405b'].input_mean == 9428.64;"
         "print(g.source_file); print(len(ie.list_specs('models'))); print(o[0].origin.split(',')[0])"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}

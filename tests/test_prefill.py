@@ -174,7 +174,6 @@ def test_kv_runahead_qualitative_results_of_the_paper():
     assert np.all(slow.speedup_kv_runahead <= fast.speedup_kv_runahead)  # shrinks on slow links
     single, equal = slow.single_device_s.iloc[0], slow.kv_runahead_equal_s.iloc[0]
     assert single / equal < 1.0  # short prompt, slow link, all 4 devices: slower than one
-    assert (fast.kv_runahead_balanced_s <= fast.allgather_s).all()
 
 
 def test_kv_runahead_device_time_has_one_hop_latency():
@@ -218,16 +217,18 @@ def test_disaggregation_trades_ttft_for_steady_decode():
     assert dis.decode_latency_s < co.decode_latency_s  # no prefill stalls
     assert dis.kv_transfer_s > 0 and dis.ttft_s > dis.kv_transfer_s
     assert dis.gpus == 16 and co.gpus == 8
-    # co-located: 8 GPUs x 500 steps of 26.2 ms (decode plus prefill stalls) / 64 requests; the
-    # stall already carries each request's own prefill, which must not be added again
-    assert co.decode_latency_s == pytest.approx(26.2e-3, rel=0.01)
+    # co-located: 8 GPUs x 500 steps of 24.0 ms (decode plus the prompts' chunks riding in the
+    # engine's steps, §B10; 26.2 ms when each prompt stopped the decodes) / 64 requests; the
+    # stall already carries each request's own prompt, which must not be added again
+    assert co.decode_latency_s == pytest.approx(24.04e-3, rel=0.01)
     assert co.gpu_s_per_request == pytest.approx(8 * 500 * co.decode_latency_s / 64, rel=1e-12)
-    assert co.gpu_s_per_request == pytest.approx(1.64, rel=0.01)
-    assert co.usd_per_m_output_tokens_all_in == pytest.approx(1.91, rel=0.01)
-    assert 1 - dis.gpu_s_per_request / co.gpu_s_per_request == pytest.approx(0.22, abs=0.01)
+    assert co.gpu_s_per_request == pytest.approx(1.50, rel=0.01)
+    assert co.usd_per_m_output_tokens_all_in == pytest.approx(1.75, rel=0.01)
+    # disaggregation saves 15 % (22 % against the stop-the-world baseline: overstated)
+    assert 1 - dis.gpu_s_per_request / co.gpu_s_per_request == pytest.approx(0.15, abs=0.01)
     # busy time only (perfect utilisation); at the decode pool's 64 / (500 x 13.2 ms) = 9.69
-    # req/s the prefill pool is busy 55 % of the time, and paying for its idle time too brings
-    # the disaggregated cost back to co-located's (1.65 against 1.64 GPU-s)
+    # req/s the prefill pool is busy 55 % of the time, and paying for its idle time too makes
+    # the disaggregated cost higher than co-located's (1.65 against 1.50 GPU-s)
     rate = 64 / (500 * dis.decode_latency_s)
     assert rate == pytest.approx(9.69, rel=0.01) and dis.decode_pool_busy_fraction == 1.0
     prefill_s = dis.gpu_s_per_request / 8 - 500 * dis.decode_latency_s / 64

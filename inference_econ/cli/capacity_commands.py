@@ -189,6 +189,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
 @options("instances", "prefill_gpus", "prefill_instances", "disaggregated", "max_gpus")
 @traffic_options
 @options(*TARGETS, *ENGINE, *SERVED, *DEMAND)
+@options("yes")
 @renamed_flags
 @figure_option
 @format_option

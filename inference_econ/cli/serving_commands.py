@@ -193,8 +193,8 @@ def prices(model, hardware, contexts, format, **values):
 def context_parallel(
     model, hardware, prompt_lengths, devices, device_gpus, link_gb_per_s, format, **values
 ):
-    """Context-parallel prefill of one prompt: all-gather against the KV-Runahead chain
-    (docs/model.md §B9).
+    """Context-parallel prefill of one prompt: load-balanced ring attention against the
+    KV-Runahead chain (docs/model.md §B9).
 
     Each device prefills its chunk with the step model of `prefill` (weights, the prefix's KV,
     overheads); a prompt whose weights plus KV cache do not fit one device is refused.

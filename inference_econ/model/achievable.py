@@ -79,13 +79,13 @@ class EngineStep:
         self.tile = float(profile.gemm_tile_tokens)
 
     # --- memory (§F8) ---------------------------------------------------------------------
-    def kv_capacity_bytes(self, N, weights_total_bytes):
+    def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes):
         """Bytes of KV cache ``N`` GPUs hold: a fraction of the memory left after the
-        weights, or of all memory after the engine's workspace, less the weights (§F8)."""
+        weights (``free_bytes``), or of all memory after the engine's workspace, less the
+        weights (§F8)."""
         prof = self.profile
         if prof.kv_cache_fraction_of == "free":
-            free = N * self.machine.usable_hbm_bytes - weights_total_bytes
-            return prof.kv_cache_memory_fraction * np.maximum(free, 0.0)
+            return prof.kv_cache_memory_fraction * np.maximum(free_bytes, 0.0)
         hbm = self.machine.gpu.hbm_capacity_bytes
         return (
             N * (prof.kv_cache_memory_fraction * hbm - prof.activation_workspace_bytes_per_gpu)
@@ -99,6 +99,20 @@ class EngineStep:
         rounded = tile_rounded(np.asarray(tokens, dtype=float), self.tile)
         seconds = 2.0 * params * rounded / (t * self.machine.gemm_rate)
         return seconds, rounded * nk_per_gpu  # the work the padded kernel does
+
+    def grouped_expert_gemm(self, g, tokens, e, t_ff, t, per_d_ff):
+        """(ideal seconds per GPU, volume) of a layer group's routed experts as one grouped
+        GEMM over the tokens actually routed (§F7): ``tokens`` tokens each choosing k of E
+        experts hit E·(1 − (1 − k/E)^T) distinct experts on average; each of them multiplies
+        its share of the T·k picks, padded to whole tiles, and an expert with no token costs
+        nothing. The volume is the whole group's on one GPU (its ``hit/e`` experts, each
+        split over ``t_ff`` tensor ranks): one kernel per layer, not one per expert."""
+        T = np.asarray(tokens, dtype=float)
+        hit = g.experts * -np.expm1(T * np.log1p(-g.active / g.experts))
+        picks = T * g.active / np.maximum(hit, 1e-300)  # tokens of each expert that is hit
+        rounded = hit * tile_rounded(picks, self.tile)
+        seconds = 2.0 * g.layers * per_d_ff * g.d_ff * rounded / (t * self.machine.gemm_rate)
+        return seconds, rounded / e * self.work.d_model * g.d_ff / t_ff
 
     def part(self, B, p, t, tokens, splits, context_flop) -> AchievablePart:
         """The divisor-independent work of a pipeline degree (§F1-§F7): ``splits`` holds each
@@ -125,10 +139,7 @@ class EngineStep:
                 )
                 dense_s, dense_v = dense_s + sec, dense_v + sec * vol
             if g.experts > 1:
-                picks = tokens * g.active / g.experts  # tokens of one expert (uniform routing)
-                sec, vol = self.gemm(
-                    g.layers * g.experts * per * g.d_ff, picks, w.d_model * g.d_ff / t_ff, t
-                )
+                sec, vol = self.grouped_expert_gemm(g, tokens, e, t_ff, t, per)
                 expert_s, expert_v = expert_s + sec, expert_v + sec * vol
                 imbalance = expert_imbalance(
                     tokens, g.active, g.experts, e, prof.expert_routing_skew
@@ -195,7 +206,7 @@ class EngineStep:
             sequences=ap.sequences,
             eager=ap.eager,
             fp4=1.0 if self.machine.fp4_gemm else 0.0,
-            pcie_card=1.0 if self.machine.pcie_card else 0.0,
+            power_derating=self.machine.gemm_power_derating,
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -240,7 +251,9 @@ def _breakdown(times: StepTimes, ok, flop) -> Breakdown:
             np.where(gm, 0.0, times.gemm_compute_s) + np.where(am, 0.0, times.attention_compute_s)
         ),
         memory_time_s=shown(times.gemm_memory_s + times.kv_s + times.elementwise_s),
-        compute_time_s=shown(times.gemm_compute_s + times.attention_compute_s),
+        # the compute side in full: the GEMM kernels' own time, their fixed cost included
+        # (charged beside the reads, in the overheads part, but time the kernels run)
+        compute_time_s=shown(times.gemm_compute_s + times.gemm_fixed_s + times.attention_compute_s),
         weight_read_full_s=shown(times.gemm_weight_s),
         kv_read_full_s=shown(times.kv_s),
         activation_read_full_s=shown(

@@ -82,6 +82,12 @@ class Assumptions:
     #: Attention replicas each serving B/a requests instead of the paper's attention divisor.
     attention_data_parallel: bool = False
 
+    #: GEMMs at the rate of the wider of the weights' element format and their activation
+    #: operand (W8A16 and W4A16 at the 16-bit rate), attention at the KV cache's format, and
+    #: 4-bit weights stored with their block scales (NVFP4: 4.5 bits; §B5). The paper: every
+    #: matmul at the weights' rate, 4-bit weights exactly 4 bits.
+    precision_formats: bool = False
+
     # --- collectives (§A4 / Part B) ---------------------------------------------------------
     #: NCCL latency table: "paper" (docs/model.md §A4), "nccl-2.20" (the same) or "nccl-2.23".
     nccl_latency_model: str = "paper"
@@ -91,6 +97,20 @@ class Assumptions:
     launch_latency_scale: float = 1.0
     #: Multiplier on every collective's latency terms (calibration, what-if).
     collective_latency_scale: float = 1.0
+
+    #: The expert dispatch and combine span every expert-parallel rank, each GPU's own NIC
+    #: carrying its remote share, with 8-bit dispatch where the expert GEMMs take 8-bit inputs
+    #: and node-limited routing in prefill (§B11). The paper: min(k, e) ranks in one node, the
+    #: inter-node term over all R ranks' NICs.
+    expert_all_to_all: bool = False
+    #: An attention tensor group wider than the KV heads keeps a copy of the KV cache per
+    #: extra rank (MLA's latent on every rank): memory and reads times the copies (§B13). The
+    #: paper: the cache spread evenly over all GPUs.
+    kv_replication: bool = False
+    #: Micro-batches scheduled through the pipeline stages: a step whose sequences cannot fill
+    #: p micro-batches (one long prompt) crosses the stages serially (§B12). The paper: p
+    #: balanced micro-batches of B/p tokens, whatever the tokens are.
+    pipeline_bubbles: bool = False
 
     # --- the paper's earlier code, which printed its Table 5 (docs/deviations.md) ----------
     #: 2-D matmul activations replicated t1 = max(1, √(m/k)·t) and t2 = max(1, √(k/m)·t) times
@@ -203,6 +223,10 @@ REFINED = Assumptions(
     nccl_latency_model="nccl-2.23",  # current NCCL tuning tables
     nvls=True,  # NVLink SHARP all-reduce inside an NVSwitch domain
     launch_latency_scale=0.5,  # CUDA graphs: ~2 us per kernel instead of ~4 us
+    precision_formats=True,  # GEMM rate of both operands, attention at the KV format, NVFP4 scales
+    expert_all_to_all=True,  # dispatch/combine over every EP rank and each GPU's NIC
+    pipeline_bubbles=True,  # a lone sequence crosses the pipeline stages serially
+    kv_replication=True,  # ranks beyond the KV heads keep copies of the cache
 )
 
 #: The earlier version of the paper's code, which printed the paper's Table 5: Part A with

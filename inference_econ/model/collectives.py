@@ -104,7 +104,11 @@ NVLS_BANDWIDTH_FACTOR = 5.0 / 6.0
 ALLREDUCE = "allreduce"
 ALLTOALL = "alltoall"
 P2P = "p2p"
-KINDS = (ALLREDUCE, ALLTOALL, P2P)
+#: The expert dispatch or combine of §B11: every rank sends straight to every other (one
+#: network hop, all sends at once); the bytes bound for the ranks of its own domain cross its
+#: links, the rest leave through its own NIC.
+EXPERT_ALLTOALL = "expert_alltoall"
+KINDS = (ALLREDUCE, ALLTOALL, P2P, EXPERT_ALLTOALL)
 
 
 def measured_protocols(gpu: GPU, nvls: bool, profile) -> tuple[Protocol, ...]:
@@ -182,6 +186,7 @@ class CollectiveCost:
         kind: str = ALLREDUCE,
         protocols: tuple[Protocol, ...] = PAPER_PROTOCOLS,
         latency_scale: float = 1.0,
+        inter_share=None,
     ) -> None:
         ranks = np.asarray(ranks)
         nodes = np.asarray(nodes)
@@ -190,9 +195,22 @@ class CollectiveCost:
         log_nodes = np.log2(np.maximum(nodes, 1.0))
         self.active = ranks > 1.0
         # seconds per byte before the protocol's bandwidth factor (§A4, §C1)
-        steps, intra = _inside_domains(gpu, ranks, nodes, per_node, kind)
-        inter = (nodes - 1.0) / (ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
-        if kind != ALLREDUCE:
+        direct = kind == EXPERT_ALLTOALL
+        steps, intra = _inside_domains(gpu, ranks, nodes, per_node, ALLTOALL if direct else kind)
+        if direct:
+            # §B11: a rank's bytes go to every rank alike, (G - 1)/R of them to the other ranks
+            # of its domain, over its links; ``inter_share`` of them (by default the (M - 1)/M
+            # bound for other domains) leave through its own NIC, at the NIC's one-way rate
+            intra = intra / np.maximum(nodes, 1.0)
+            share = (nodes - 1.0) / np.maximum(nodes, 1.0) if inter_share is None else inter_share
+            inter = share / gpu.nic_bandwidth_bytes_per_s
+            # every rank writes to all its peers at once: the latency of the flags of R/M
+            # peers gathered in log2(R/M) steps, and one network hop, not a ring's R/M - 1
+            steps = np.log2(np.maximum(ranks / np.maximum(nodes, 1.0), 1.0))
+            log_nodes = np.where(nodes > 1.0, 1.0, 0.0)
+        else:
+            inter = (nodes - 1.0) / (ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
+        if kind not in (ALLREDUCE, EXPERT_ALLTOALL):
             inter = inter / 2.0
         seconds_per_byte = np.maximum(intra, inter)
         # NVLS: an all-reduce inside one NVLink domain only; each byte once each way at the

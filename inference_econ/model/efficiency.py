@@ -41,7 +41,7 @@ def tile_rounded(tokens, tile: float):
 
 def size_factor(volume, half_volume):
     """Share of the best-shape efficiency a GEMM of ``volume`` = M·N·K per GPU reaches:
-    V / (V + V½) (§F2)."""
+    V / (V + V½) (§F2; in a step its fixed part is charged apart, ``gemm_compute_s``)."""
     v = np.maximum(np.asarray(volume, dtype=float), 0.0)
     return v / (v + half_volume)
 
@@ -98,8 +98,8 @@ class StepWork:
     eager: object
     #: 1 where 4-bit weights run at an FP4 rate, else 0.
     fp4: object
-    #: 1 on a power-limited PCIe card, else 0.
-    pcie_card: object
+    #: The part's own power derating of its GEMM rate (1: none; §F2).
+    power_derating: object
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -134,6 +134,8 @@ class StepTimes:
     gemm_memory_s: object
     gemm_weight_s: object
     gemm_compute_s: object
+    #: The GEMMs' fixed cost per kernel (§F2), part of ``overhead_s``.
+    gemm_fixed_s: object
     kv_s: object
     attention_compute_s: object
 
@@ -147,22 +149,31 @@ class StepTimes:
 
 
 def gemm_compute_s(work: StepWork, terms):
-    """Seconds of the step's GEMMs at their shape-dependent efficiency (§F2)."""
+    """(arithmetic seconds, fixed seconds) of the step's GEMMs (§F2).
+
+    A GEMM class of ideal seconds ``s`` and volume ``V`` per GPU at the shape-dependent
+    efficiency ``η·V/(V + V½)`` takes ``s/η + (s/η)·V½/V``: its arithmetic at the best-shape
+    efficiency, on the compute side of the GEMM roofline, and a fixed cost per kernel (ramp-up,
+    tail, prologue), ``2·V½/(η·F)``, which a kernel pays whether it streams its weights or
+    multiplies: it adds to the step, outside the roofline. So a decode GEMM of one token stays
+    memory-bound, its fixed cost beside its weight reads."""
     v_half = terms.gemm_half_volume
     base = terms.gemm_efficiency_scale * np.where(
         np.asarray(work.fp4) > 0, terms.fp4_gemm_efficiency, 1.0
     )
-    base = base * np.where(np.asarray(work.pcie_card) > 0, terms.pcie_card_gemm_efficiency, 1.0)
-    dense = (
-        _over(work.dense_gemm_s, size_factor(work.dense_volume, v_half))
-        + _over(work.projection_gemm_s, size_factor(work.projection_volume, v_half))
-        + _over(work.head_gemm_s, size_factor(work.head_volume, v_half))
+    base = base * work.power_derating
+    classes = (
+        (work.dense_gemm_s, work.dense_volume, 1.0),
+        (work.projection_gemm_s, work.projection_volume, 1.0),
+        (work.head_gemm_s, work.head_volume, 1.0),
+        (work.expert_gemm_s * work.expert_imbalance, work.expert_volume, terms.moe_gemm_efficiency),
     )
-    experts = _over(
-        work.expert_gemm_s * work.expert_imbalance,
-        size_factor(work.expert_volume, v_half) * terms.moe_gemm_efficiency,
-    )
-    return (dense + experts) / base
+    arithmetic = fixed = 0.0
+    for seconds, volume, efficiency in classes:
+        core = _over(seconds, base * efficiency)
+        arithmetic = arithmetic + core
+        fixed = fixed + _over(core * v_half, volume)
+    return arithmetic, fixed
 
 
 def _over(seconds, efficiency):
@@ -180,7 +191,7 @@ def combine(work: StepWork, terms) -> StepTimes:
     eta_w = terms.hbm_efficiency
     weights = work.weight_read_s / eta_w
     memory = weights + work.activation_read_s / eta_w
-    compute = gemm_compute_s(work, terms)
+    compute, gemm_fixed = gemm_compute_s(work, terms)
     kv = (work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s) / (
         terms.kv_read_efficiency
     )
@@ -190,6 +201,7 @@ def combine(work: StepWork, terms) -> StepTimes:
         work.layers * (terms.layer_overhead_s + work.eager * terms.eager_layer_overhead_s)
         + terms.step_overhead_s
         + terms.sequence_overhead_s * work.sequences
+        + gemm_fixed
     )
     scale = terms.step_time_scale
     total = scale * (
@@ -209,14 +221,10 @@ def combine(work: StepWork, terms) -> StepTimes:
         gemm_memory_s=scale * memory,
         gemm_weight_s=scale * weights,
         gemm_compute_s=scale * compute,
+        gemm_fixed_s=scale * gemm_fixed,
         kv_s=scale * kv,
         attention_compute_s=scale * attention,
     )
-
-
-def is_power_limited_card(gpu: GPU) -> bool:
-    """PCIe cards (interconnect ``pcie``) run their silicon at a lower power limit (§F2)."""
-    return gpu.interconnect == "pcie"
 
 
 def eager_steps(tokens, cuda_graph_max_batch: float):

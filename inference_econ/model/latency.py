@@ -14,17 +14,19 @@ terms for the breakdown, so both paths charge exactly the same calls.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from ..specs.architecture import Architecture
+from ..specs.engine import LAYOUT_FEATURES
 from ..specs.hardware import GPU
 from .achievable import AchievablePart, EngineStep
 from .assumptions import Assumptions
 from .breakdown import ADDITIVE_PARTS, BOUND_SHARE, FULL_READS, Breakdown, bound_label
-from .collectives import ALLTOALL, P2P, CollectiveCost
+from .collectives import ALLTOALL, EXPERT_ALLTOALL, P2P, CollectiveCost
 from .machine import Machine
 from .workload import Workload, compile_workload
 
@@ -99,6 +101,11 @@ class PipelinePart:
     flop: object
     #: The work the achievable preset charges per kernel class (§F1); None for the ideal.
     achievable: AchievablePart | None = None
+    #: §B13: the attention layers' part of ``kv_read_s``, and the KV bytes that must be
+    #: resident (all of them, and the attention layers' part), for copies beyond the KV heads.
+    kv_attention_read_s: object = 0.0
+    kv_resident_bytes: object = 0.0
+    kv_attention_bytes: object = 0.0
 
     def ff_calls(self, two_d: bool) -> tuple[CollectiveCalls, ...]:
         return self.ff_calls_2d if two_d else self.ff_calls_1d
@@ -187,8 +194,22 @@ class StepModel:
         self.work = work
         self.companion = companion
         self.companion_copies = companion_copies if companion is not None else 0
+        #: Layout features the engine runs for this model (§F11; every one without a profile).
+        profile = assumptions.profile()
+        self.features = (
+            frozenset(LAYOUT_FEATURES)
+            if profile is None
+            else profile.layout_features(work.model_class)
+        )
+        assumptions = engine_layouts(assumptions, self.features)
         self.assumptions = assumptions
-        self.machine = Machine.build(gpu, work.weight_bits, assumptions, integer_layouts)
+        self.machine = Machine.build(
+            gpu,
+            work.weight_bits if work.gemm_bits is None else work.gemm_bits,
+            assumptions,
+            integer_layouts,
+            work.attention_bits,
+        )
         self.kernel_s = work.layers * assumptions.kernels_per_layer * self.machine.launch_s
         #: The engine profile of the achievable preset (docs/model.md Part F), else None.
         self.profile = assumptions.profile()
@@ -214,31 +235,52 @@ class StepModel:
         # attention degrees dividing the heads, searched besides the paper's log grids
         aligned = assumptions.node_aligned_layouts
         self.extra_pipeline_degrees = (
-            tuple(d for d in _divisors(work.layers) if d > 1) if aligned else ()
+            tuple(d for d in _divisors(work.layers) if d > 1)
+            if aligned and "pipeline" in self.features
+            else ()
         )
         self.extra_attention_degrees = (
-            tuple(d for d in _divisors(int(work.tp_heads)) if d > 1) if aligned else ()
+            tuple(d for d in _divisors(int(work.tp_heads)) if d > 1)
+            if aligned and "attention_data" in self.features
+            else ()
         )
 
     # --- feasibility ----------------------------------------------------------------------
-    def fits(self, N, B, p, context):
+    def fits(self, N, B, p, context, adiv=1.0):
         """Weights plus KV cache fit in HBM with room to spare, and the pipeline is not deeper
         than N or B (§A5). A count whose weights exactly fill HBM has no room for anything else
-        and does not fit."""
-        w = self.work
+        and does not fit. With attention divisor ``adiv`` (1: attention tensor-parallel over
+        the whole stage) the KV copies of §B13 count too; ``adiv=None`` leaves them out (the
+        test every divisor must pass, before the divisors are searched)."""
         # in float64 whatever the search's precision: a point is feasible or not, exactly
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
+        kv, attention = self._resident_kv(B, p, context)
+        copies = 1.0 if adiv is None else self.kv_copies(N / p / adiv)
+        return self._kv_room(N, kv, attention, copies) & (p <= np.minimum(N, B))
+
+    def _resident_kv(self, B, p, context):
+        """(KV bytes that must be resident, the target's attention layers' part of them)."""
+        w = self.work
         kv_batch = B if self.assumptions.kv_capacity_whole_batch else B / p
-        if self.profile is not None:  # §F8: the KV cache the engine sets aside
-            kv = w.kv_cache_bytes(context, kv_batch)
-            if self.companion_copies:
-                kv = kv + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
-            return (kv <= self.kv_capacity_bytes(N)) & (p <= np.minimum(N, B))
-        need = self.weights_total_bytes + w.kv_cache_bytes(context, kv_batch)
+        kv = w.kv_cache_bytes(context, kv_batch)
         if self.companion_copies:
-            need = need + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
-        # with room to spare: a count whose weights exactly fill HBM is not feasible (§A5)
-        return (N * self.machine.usable_hbm_bytes > need) & (p <= np.minimum(N, B))
+            kv = kv + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
+        return kv, w.attention_kv_bytes(context, kv_batch)
+
+    def _kv_room(self, N, kv, attention, copies):
+        """Whether ``kv`` resident bytes, ``attention`` of them held ``copies`` times, fit:
+        in the engine's KV memory (§F8) or, with room to spare, beside the weights (§A5)."""
+        need = kv if np.all(np.asarray(copies) == 1.0) else kv + attention * (copies - 1.0)
+        if self.profile is not None:
+            return need <= self.kv_capacity_bytes(N)
+        return N * self.machine.usable_hbm_bytes > self.weights_total_bytes + need
+
+    def kv_copies(self, attention_degree):
+        """Copies of the attention KV cache over an attention tensor group (§B13): 1 without
+        ``kv_replication``."""
+        if not self.assumptions.kv_replication:
+            return 1.0
+        return self.work.kv_replication(attention_degree)
 
     def free_hbm_bytes(self, N):
         """Usable HBM of ``N`` GPUs left once the weights are in (§A5)."""
@@ -249,7 +291,7 @@ class StepModel:
         profile: a fraction of the memory left, or of all memory, after its workspace)."""
         if self.engine is None:
             return self.free_hbm_bytes(N)
-        return self.engine.kv_capacity_bytes(N, self.weights_total_bytes)
+        return self.engine.kv_capacity_bytes(N, self.free_hbm_bytes(N), self.weights_total_bytes)
 
     # --- the part that does not depend on the attention divisor ---------------------------
     def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:
@@ -269,7 +311,7 @@ class StepModel:
             ff_2d += self._ff_calls(gi, g, t, t_ff, tokens, True, cache)
             ff_1d += self._ff_calls(gi, g, t, t_ff, tokens, False, cache)
             if g.experts > 1:
-                shared.append(self._all_to_all(gi, g, e, t, tokens, cache))
+                shared += self._all_to_all(gi, g, e, t, tokens, cache)
             wt, ac = w.ff_bytes(g, tokens, t_ff)
             ff_weight = ff_weight + g.layers * wt
             ff_act = ff_act + g.layers * ac
@@ -280,6 +322,7 @@ class StepModel:
             )
         bw_total = N * m.hbm_bandwidth_bytes_per_s
         kv_batch = B if self.assumptions.kv_read_whole_batch else b
+        resident, attention_resident = self._resident_kv(B, p, context)
         ff, ctx, proj = w.flop(B, S, context)
         return PipelinePart(
             gpus=N,
@@ -291,15 +334,26 @@ class StepModel:
             ff_calls_1d=tuple(ff_1d),
             shared_calls=tuple(shared),
             kv_read_s=p * w.kv_cache_bytes(context, kv_batch) / bw_total,
+            kv_attention_read_s=p * w.attention_kv_bytes(context, kv_batch) / bw_total,
+            kv_resident_bytes=resident,
+            kv_attention_bytes=attention_resident,
             ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
-            ff_context_compute_s=(ff + ctx) / (N * m.flop_per_s),
+            ff_context_compute_s=self._ff_context_s(ff, ctx, N),
             projection_compute_s=proj / (N * m.flop_per_s),
             flop=ff + ctx + proj,
             achievable=None
             if self.engine is None
             else self.engine.part(B, p, t, tokens, splits, ctx),
         )
+
+    def _ff_context_s(self, ff_flop, ctx_flop, N):
+        """Seconds of feed-forward and attention-context FLOP over N GPUs: at one rate (the
+        paper's), or attention at its own (§B5)."""
+        m = self.machine
+        if m.attention_flop_per_s == m.flop_per_s:
+            return (ff_flop + ctx_flop) / (N * m.flop_per_s)
+        return ff_flop / (N * m.flop_per_s) + ctx_flop / (N * m.attention_flop_per_s)
 
     def _expert_split(self, gi, g, b, t, tokens, cache: StepCache):
         """(expert degree e, feed-forward tensor degree t_ff = max(1, t/e)) of a group (§A5)."""
@@ -323,18 +377,34 @@ class StepModel:
         ab = w.bytes_per_activation
         return [CollectiveCalls(cc, word * ab, tokens, g.layers) for word in words]
 
-    def _all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> CollectiveCalls:
-        """Dispatch and combine of a MoE group: two all-to-alls over r = min(k, e) ranks (§A5)."""
+    def _all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> list[CollectiveCalls]:
+        """Dispatch and combine of a MoE group. §A5: two all-to-alls over r = min(k, e) ranks.
+        §B11 (``expert_all_to_all``): over all e expert-parallel ranks on ⌈e/G⌉ nodes, each
+        token's k copies (one per chosen expert, as low-latency decode kernels send them; in
+        prefill one per destination node, forwarded inside it, within the node limit),
+        dispatched in the GEMMs' input format and combined in the activations'."""
         w, m = self.work, self.machine
-        r = np.minimum(g.active, e)
-        # §F7: an engine's dispatch and combine span the whole expert-parallel group
-        ranks = e if self.profile is not None else r
+        if not self.assumptions.expert_all_to_all:
+            r = np.minimum(g.active, e)
+            a2a = cache.get(
+                ("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
+            )
+            experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
+            per_token = w.d_model * experts * w.bytes_per_activation / t
+            return [CollectiveCalls(a2a, per_token, tokens, 2 * g.layers)]
+        nodes = np.ceil(e / m.node_gpus)
+        share = expert_remote_share(g, nodes) if self.expert_parallel_by_tokens else None
         a2a = cache.get(
-            ("a2a", gi), lambda: m.collective(ranks, np.ceil(ranks / m.node_gpus), ALLTOALL)
+            ("a2a", gi), lambda: m.collective(e, nodes, EXPERT_ALLTOALL, inter_share=share)
         )
-        experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
-        per_token = w.d_model * experts * w.bytes_per_activation / t
-        return CollectiveCalls(a2a, per_token, tokens, 2 * g.layers)
+        copies = w.d_model * g.active / t  # elements per token each GPU sends
+        dispatch = w.bytes_per_activation
+        if w.dispatch_bytes_per_element is not None:
+            dispatch = w.dispatch_bytes_per_element
+        return [
+            CollectiveCalls(a2a, copies * dispatch, tokens, g.layers),
+            CollectiveCalls(a2a, copies * w.bytes_per_activation, tokens, g.layers),
+        ]
 
     # --- the attention divisor ------------------------------------------------------------
     def attention_calls(
@@ -409,16 +479,48 @@ class StepModel:
         att2 = total_time_s(self.attention_calls(part, adiv, True, cache, key))
         att1 = total_time_s(self.attention_calls(part, adiv, False, cache, key))
         reads = self.attention_reads(part, adiv, cache, key)
+        copies = self.copies_of(part, adiv)
         if self.engine is not None:
             scale = self.engine.collective_scale
-            return (
-                scale * (att2 + part.collective_2d_s),
-                scale * (att1 + part.collective_1d_s),
-                self.engine.rest_s(part, adiv, reads),
-            )
+            two_d = scale * (att2 + part.collective_2d_s)
+            if "tensor_2d" not in self.features:  # §F11: no engine runs 2-D tensor parallelism
+                two_d = np.full(np.shape(two_d), np.inf)
+            rest = self.engine.rest_s(self.with_copies(part, copies), adiv, reads)
+            one_d = scale * (att1 + part.collective_1d_s)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest)
         weights, acts = reads
-        rest = np.maximum(part.memory_base_s + (weights + acts), self.compute_time(part, adiv))
+        memory = part.memory_base_s + (weights + acts)
+        if copies is not None:
+            memory = memory + part.kv_attention_read_s * (copies - 1.0)
+        rest = np.maximum(memory, self.compute_time(part, adiv))
+        rest = self._if_kv_fits(part, copies, rest)
         return att2 + part.collective_2d_s, att1 + part.collective_1d_s, rest
+
+    def copies_of(self, part: PipelinePart, adiv):
+        """Copies of the attention KV cache on the layout of divisor ``adiv`` (§B13); None
+        without ``kv_replication`` (nothing to add)."""
+        if not self.assumptions.kv_replication:
+            return None
+        return self.kv_copies(part.tensor_degree / adiv)
+
+    @staticmethod
+    def with_copies(part: PipelinePart, copies) -> PipelinePart:
+        """The part with its attention KV reads made ``copies`` times (§B13): each rank of an
+        attention group wider than the KV heads reads the copy it holds."""
+        if copies is None:
+            return part
+        extra = part.kv_attention_read_s * (copies - 1.0)
+        ap = part.achievable
+        if ap is not None:
+            ap = dataclasses.replace(ap, kv_request_read_s=ap.kv_request_read_s * copies)
+        return dataclasses.replace(part, kv_read_s=part.kv_read_s + extra, achievable=ap)
+
+    def _if_kv_fits(self, part: PipelinePart, copies, seconds):
+        """``seconds`` where the part's resident KV with its copies fits (§B13), else inf."""
+        if copies is None or not np.any(np.asarray(part.kv_attention_bytes) > 0):
+            return seconds
+        ok = self._kv_room(part.gpus, part.kv_resident_bytes, part.kv_attention_bytes, copies)
+        return np.where(ok, seconds, np.inf)
 
     def latency_by_dims(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
         """(latency with 2-D tensor parallelism, latency with 1-D) for divisor ``adiv``."""
@@ -456,9 +558,10 @@ class StepModel:
         flag, or an array of flags per point)."""
         part = self.pipeline_part(N, B, S, context, p)
         coll_lat, coll_bw = self.collective_terms(part, adiv, two_d)
+        ok = self.fits(N, B, p, context, adiv)
+        part = self.with_copies(part, self.copies_of(part, adiv))
         if self.engine is not None:
             reads = self.attention_reads(part, adiv)
-            ok = self.fits(N, B, p, context)
             return self.engine.breakdown(part, adiv, coll_lat, coll_bw, reads, ok)
         aw, aa = self.attention_reads(part, adiv)
         weight_s = part.ff_weight_read_s + aw
@@ -468,7 +571,6 @@ class StepModel:
         compute = self.compute_time(part, adiv)
         memory_bound = memory >= compute
         total = self.kernel_s + coll_lat + coll_bw + np.maximum(memory, compute)
-        ok = self.fits(N, B, p, context)
         zero = np.zeros_like(np.asarray(total, dtype=float))
 
         def shown(x, keep=True):
@@ -490,6 +592,41 @@ class StepModel:
             activation_read_full_s=shown(act_s),
             flop=part.flop + zero,
         )
+
+
+def engine_layouts(assumptions: Assumptions, features) -> Assumptions:
+    """The assumptions searched under an engine that runs only ``features`` (§F11): one
+    pipeline degree without "pipeline", one attention divisor without "attention_data", no
+    expert parallelism without "expert" (2-D tensor parallelism is refused in the step
+    itself); the assumptions unchanged when every feature is there."""
+    changes = {}
+    if "pipeline" not in features:
+        changes["pipeline_degree_count"] = 1
+    if "attention_data" not in features:
+        changes["attention_divisor_count"] = 1
+    if "expert" not in features:
+        changes["expert_parallel_min_batch_per_sparsity"] = NO_EXPERT_PARALLEL
+    return assumptions.replace(**changes) if changes else assumptions
+
+
+#: A minimum micro-batch per sparsity no batch reaches: expert parallelism never used.
+NO_EXPERT_PARALLEL = 1e6
+
+
+def expert_remote_share(g, nodes):
+    """Share of a token's k expert copies that cross the network when the kernel sends one
+    copy per destination node and forwards it inside the node (DeepEP's normal kernels, §B11):
+    the distinct other nodes its experts land on, M·(1 − (1 − 1/M)^k) nodes in all (uniform
+    routing) of which (M − 1)/M are remote, at most the node limit of node-limited routing
+    (a token's experts in ``groups_per_token`` of ``expert_groups`` groups, each group on
+    M / groups nodes), per copy."""
+    M = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    k = float(g.active)
+    distinct = M * (1.0 - (1.0 - 1.0 / M) ** k)
+    if g.groups_per_token:
+        limit = g.groups_per_token * np.maximum(M / g.expert_groups, 1.0)
+        distinct = np.minimum(distinct, limit)
+    return distinct * (M - 1.0) / M / k
 
 
 def prefill_step_model(

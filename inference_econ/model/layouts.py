@@ -119,7 +119,7 @@ def _candidates(model: StepModel, N, B, S, context, pipeline):
         a.pipeline_degrees_up_to_layers,
     )
     for p in degrees:
-        ok = model.fits(N, B, p, context)
+        ok = model.fits(N, B, p, context, adiv=None)  # KV copies: per divisor, in the step
         if not np.any(ok):
             continue
         part = model.pipeline_part(N, B, S, context, p)
@@ -303,7 +303,7 @@ def whole_layout(
     for p in divisors(layers) if pipeline else [1]:
         if N % p:
             continue
-        ok = model.fits(float(N), B, float(p), context)
+        ok = model.fits(float(N), B, float(p), context, adiv=None)
         if not np.any(ok):
             continue
         t = N // p

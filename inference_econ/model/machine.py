@@ -9,8 +9,15 @@ import numpy as np
 
 from ..specs.hardware import GPU
 from .assumptions import Assumptions
-from .collectives import ALLREDUCE, CollectiveCost, Protocol, measured_protocols, protocols_for
-from .efficiency import best_gemm_efficiency, is_power_limited_card
+from .collectives import (
+    ALLREDUCE,
+    EXPERT_ALLTOALL,
+    CollectiveCost,
+    Protocol,
+    measured_protocols,
+    protocols_for,
+)
+from .efficiency import best_gemm_efficiency
 
 
 def flop_rates(gpu: GPU, weight_bits: float, assumptions: Assumptions) -> tuple[float, float]:
@@ -50,12 +57,14 @@ class Machine:
     #: The best-shape GEMM rate at the weight precision (peak times the measured best-shape
     #: fraction, §F2): the ideal seconds of the engine step's GEMM classes are FLOP over it.
     gemm_rate: float
-    #: The rate of attention arithmetic in the engine step (§F1: the 16-bit peak).
+    #: The rate of attention arithmetic: sustained in the roofline step (the GEMMs' rate in
+    #: the paper, the KV cache format's under ``precision_formats``, §B5), peak in the engine
+    #: step (§F3, whose efficiency applies per class).
     attention_flop_per_s: float
     #: 4-bit weights that run at an FP4 rate above the FP8 one (§F2's FP4 term applies).
     fp4_gemm: bool
-    #: A power-limited PCIe card (§F2's PCIe term applies).
-    pcie_card: bool
+    #: The part's own power derating of its GEMM rate (§F2; 1: none).
+    gemm_power_derating: float
     hbm_bandwidth_bytes_per_s: float  # sustained
     usable_hbm_bytes: float
     node_gpus: float
@@ -64,19 +73,31 @@ class Machine:
     latency_scale: float
     #: Discrete layouts: 2-D splits into whole ranks (R divides the degree).
     integer_layouts: bool = False
+    #: The protocols of the expert dispatch and combine (§B11): an engine's expert-parallel
+    #: kernels (DeepEP, TensorRT-LLM's all-to-all) are its own, not the NCCL calls its profile
+    #: measures, so they keep the library's table unscaled; None: ``protocols``.
+    expert_protocols: tuple[Protocol, ...] | None = None
 
     @classmethod
     def build(
-        cls, gpu: GPU, weight_bits: float, assumptions: Assumptions, integer_layouts: bool = False
+        cls,
+        gpu: GPU,
+        weight_bits: float,
+        assumptions: Assumptions,
+        integer_layouts: bool = False,
+        attention_bits: float | None = None,
     ) -> Machine:
+        """The machine for GEMMs at ``weight_bits`` (the weights' format, or the format of
+        both operands under ``precision_formats``, §B5) and attention at ``attention_bits``
+        (None: the GEMMs' rate in the roofline step, the 16-bit peak in the engine step)."""
         peak, sustained = flop_rates(gpu, weight_bits, assumptions)
         eight = gpu.peak_flop_per_s(8) if weight_bits < 8 else peak
+        engine_attention = gpu.peak_flop_per_s(16 if attention_bits is None else attention_bits)
         rates = dict(
             peak_flop_per_s=peak,
             gemm_rate=peak * best_gemm_efficiency(gpu, weight_bits),
-            attention_flop_per_s=gpu.peak_flop_per_s(16),
             fp4_gemm=bool(weight_bits <= 4 and peak > eight * (1 + 1e-9)),
-            pcie_card=is_power_limited_card(gpu),
+            gemm_power_derating=gpu.gemm_power_derating,
             usable_hbm_bytes=usable_hbm_bytes(gpu, assumptions),
             node_gpus=float(gpu.scale_up_domain_gpus),
             latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,
@@ -84,10 +105,15 @@ class Machine:
         )
         profile = assumptions.profile()
         if profile is not None:
+            rates["attention_flop_per_s"] = engine_attention
             return cls._achievable(gpu, weight_bits, assumptions, profile, rates)
+        attention = (
+            sustained if attention_bits is None else flop_rates(gpu, attention_bits, assumptions)[1]
+        )
         return cls(
             gpu=gpu,
             flop_per_s=sustained,
+            attention_flop_per_s=attention,
             hbm_bandwidth_bytes_per_s=gpu.sustained_hbm_bandwidth_bytes_per_s,
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
             protocols=protocols_for(
@@ -109,6 +135,7 @@ class Machine:
             hbm_bandwidth_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
             launch_s=0.0,
             protocols=measured_protocols(gpu, assumptions.nvls, profile),
+            expert_protocols=protocols_for("nccl-2.23", False, gpu),
             **rates,
         )
 
@@ -134,9 +161,15 @@ class Machine:
             nodes = np.ceil(degree / self.node_gpus)
         return ranks, nodes
 
-    def collective(self, ranks, nodes, kind=ALLREDUCE) -> CollectiveCost:
-        """The cost structure of one kind of collective over (ranks, nodes) arrays (§A4)."""
-        return CollectiveCost(ranks, nodes, self.gpu, kind, self.protocols, self.latency_scale)
+    def collective(self, ranks, nodes, kind=ALLREDUCE, inter_share=None) -> CollectiveCost:
+        """The cost structure of one kind of collective over (ranks, nodes) arrays (§A4;
+        ``inter_share`` for the expert all-to-all of §B11)."""
+        protocols = self.protocols
+        if kind == EXPERT_ALLTOALL and self.expert_protocols is not None:
+            protocols = self.expert_protocols
+        return CollectiveCost(
+            ranks, nodes, self.gpu, kind, protocols, self.latency_scale, inter_share
+        )
 
 
 def square_split(n):

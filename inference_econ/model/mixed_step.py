@@ -113,6 +113,7 @@ def mixed_step_work(
     )
     adiv, two_d = layout.attention_divisor, layout.two_d
     coll_lat, coll_bw = model.collective_terms(part, adiv, two_d)
+    part = model.with_copies(part, model.copies_of(part, adiv))  # §B13, as the step has them
     return model.engine.step_work(part, adiv, coll_lat, coll_bw, model.attention_reads(part, adiv))
 
 
@@ -126,26 +127,54 @@ def _mixed_part(
     prefill_context,
     prefill_prompts,
 ):
-    """(PipelinePart of the mixed step, tokens) as §E1 defines the step."""
+    """(PipelinePart of the mixed step, tokens) as §E1 defines the step (with §B12's
+    pipeline bubbles: the step is charged ``pipeline_tokens`` tokens, its KV reads and
+    attention in proportion; its FLOP stay the tokens' own)."""
     D = np.asarray(decode_requests, dtype=float)
     P = np.asarray(prefill_tokens, dtype=float)
     R = (P > 0).astype(float) if prefill_prompts is None else np.asarray(prefill_prompts, float)
     tokens = D + P
     N, p = float(layout.gpus), float(layout.pipeline)
-    base = model.pipeline_part(N, np.maximum(tokens, 1.0), 1.0, 0.0, p)
-    w, m = model.work, model.machine
     chunk = np.where(R > 0, P / np.maximum(R, 1e-300), 0.0)  # tokens of each prompt's chunk
+    largest = np.maximum(chunk, np.where(D > 0, 1.0, 0.0))
+    charged = pipeline_tokens(model, tokens, largest, p, D + R)
+    scale = charged / np.maximum(tokens, 1.0)
+    base = model.pipeline_part(N, np.maximum(charged, 1.0), 1.0, 0.0, p)
+    w, m = model.work, model.machine
     kv_bytes = w.kv_cache_bytes(decode_context, D) + w.kv_cache_bytes(prefill_context, R)
+    attention_kv = w.attention_kv_bytes(decode_context, D) + w.attention_kv_bytes(
+        prefill_context, R
+    )
     ctx_flop = w.flop(D, 1.0, decode_context)[1] + prefill_work.flop(R, chunk, prefill_context)[1]
+    flop = base.flop + ctx_flop
+    if charged is not tokens:  # the bubbles: time as charged, FLOP as done
+        kv_bytes, flop = kv_bytes * scale, base.flop / scale + ctx_flop
+        ctx_flop, attention_kv = ctx_flop * scale, attention_kv * scale
     part = dataclasses.replace(
         base,
         kv_read_s=kv_bytes / (N * m.hbm_bandwidth_bytes_per_s),
-        ff_context_compute_s=base.ff_context_compute_s + ctx_flop / (N * m.flop_per_s),
-        flop=base.flop + ctx_flop,
+        kv_attention_read_s=attention_kv / (N * m.hbm_bandwidth_bytes_per_s),
+        ff_context_compute_s=base.ff_context_compute_s + ctx_flop / (N * m.attention_flop_per_s),
+        flop=flop,
     )
     if part.achievable is not None:
         part = _achievable_mixed(model, part, D + R, ctx_flop, N)
     return part, tokens
+
+
+def pipeline_tokens(model: StepModel, tokens, largest, pipeline, sequences):
+    """Tokens a step over ``pipeline`` stages is charged for (docs/model.md §B12): its
+    ``tokens`` as p balanced micro-batches (the paper), or under ``pipeline_bubbles``, where
+    its ``sequences`` (decoding requests and prompt chunks) are fewer than the stages and so
+    cannot fill p micro-batches, p times its largest one, which holds its largest sequence
+    (``largest`` tokens: a prompt's chunk, or 1 for a decoding request): that micro-batch
+    crosses the stages one after another, and a lone prompt crosses them serially. With as
+    many sequences as stages an engine fills its micro-batches side by side (the paper's
+    balanced micro-batches). ``tokens`` itself where nothing changes."""
+    if pipeline <= 1 or not model.assumptions.pipeline_bubbles:
+        return tokens
+    few = np.asarray(sequences, dtype=float) < pipeline
+    return np.where(few, np.maximum(tokens, pipeline * np.asarray(largest, dtype=float)), tokens)
 
 
 def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N):
@@ -179,6 +208,12 @@ class StepTable:
     def __init__(self, model: StepModel, layout: EngineLayout, max_tokens: int) -> None:
         self.layout = layout
         self.max_tokens = int(max_tokens)
+        #: §B12: a step is looked up at the tokens it is charged for (``pipeline_tokens``),
+        #: up to p times the most tokens of a step.
+        self.pipeline = int(layout.pipeline)
+        self.bubbles = layout.pipeline > 1 and model.assumptions.pipeline_bubbles
+        if self.bubbles:
+            self.max_tokens *= self.pipeline
         #: Seconds per request of the step outside (sequence_s) and on the memory side of
         #: (request_s) the attention roofline: 0 for the ideal presets (§F1, §F5).
         self.sequence_s = 0.0
@@ -209,8 +244,13 @@ class StepTable:
         self.compute_s = np.where(empty, 0.0, compute).tolist()
         self.flop = np.where(empty, 0.0, part.flop).tolist()
         work, machine = model.work, model.machine
-        self.kv_s = work.kv_bytes_per_position_per_layer / (N * machine.hbm_bandwidth_bytes_per_s)
-        self.attention_s = work.context_flop_per_position_per_layer / (N * machine.flop_per_s)
+        copies = float(model.kv_copies(layout.attention_degree))  # §B13
+        self.kv_s = (
+            copies * work.kv_bytes_per_position_per_layer / (N * machine.hbm_bandwidth_bytes_per_s)
+        )
+        self.attention_s = work.context_flop_per_position_per_layer / (
+            N * machine.attention_flop_per_s
+        )
         self.attention_flop = work.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * machine.peak_flop_per_s
 
@@ -223,6 +263,7 @@ class StepTable:
         T = np.arange(self.max_tokens + 1, dtype=float)
         part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
         lat, bw = model.collective_terms(part, adiv, layout.two_d)
+        part = model.with_copies(part, model.copies_of(part, adiv))  # §B13
         work = model.engine.step_work(part, adiv, lat, bw, model.attention_reads(part, adiv))
         alone = combine(
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
@@ -245,6 +286,7 @@ class StepTable:
         w, gpu = model.work, model.machine.gpu
         self.kv_s = (
             scale
+            * float(model.kv_copies(layout.attention_degree))  # §B13
             * w.kv_bytes_per_position_per_layer
             / (N * gpu.hbm_bandwidth_bytes_per_s * prof.kv_read_efficiency)
         )
@@ -257,27 +299,53 @@ class StepTable:
         self.peak_flop_per_s = N * model.machine.peak_flop_per_s
         lat2, lat1 = model.latency_by_dims(part, adiv)
         expected = np.where(empty, 0.0, lat2 if layout.two_d else lat1)
-        got = [self.time_s(int(x), 0.0, 0.0) for x in T]
+        # time_s of each row as itself, no KV or attention positions, one request per token
+        got = np.where(
+            empty,
+            0.0,
+            np.asarray(self.fixed_s)
+            + self.sequence_s * T
+            + np.maximum(np.asarray(self.memory_s) + self.request_s * T, self.compute_s),
+        )
         if not np.allclose(got, expected, rtol=1e-9, atol=0.0):
             raise RuntimeError(
                 "model/mixed_step.py: the achievable table no longer matches StepModel.latency"
             )
 
+    def _charged(self, tokens: int, largest: float = 1.0, sequences=None) -> tuple[int, float]:
+        """(row of the table, factor on the positions) of a step of ``tokens`` tokens in
+        ``sequences`` sequences (default: one per token) whose largest has ``largest`` tokens
+        (§B12; the step itself without pipeline bubbles, or with as many sequences as stages)."""
+        sequences = tokens if sequences is None else sequences
+        if not self.bubbles or sequences >= self.pipeline:
+            return tokens, 1.0
+        row = min(max(tokens, math.ceil(self.pipeline * largest - 1e-9)), self.max_tokens)
+        return row, row / tokens
+
     def time_s(
-        self, tokens: int, kv_positions: float, attention_positions: float, requests=None
+        self,
+        tokens: int,
+        kv_positions: float,
+        attention_positions: float,
+        requests=None,
+        largest: float = 1.0,
     ) -> float:
         """Seconds of one step (scalars; 0 for an empty step). ``requests``: the decoding
         requests and prompt chunks of the step (default: one per token), for the per-request
-        costs of an engine profile (§F1)."""
+        costs of an engine profile (§F1); ``largest``: the tokens of its largest prompt chunk
+        (1: decoding requests only), for the pipeline's bubbles (§B12)."""
         if tokens == 0:
             return 0.0
         r = tokens if requests is None else requests
+        row, scale = self._charged(tokens, largest, r)
+        if scale != 1.0:
+            kv_positions, attention_positions = kv_positions * scale, attention_positions * scale
         return (
-            self.fixed_s[tokens]
+            self.fixed_s[row]
             + self.sequence_s * r
             + max(
-                self.memory_s[tokens] + self.kv_s * kv_positions + self.request_s * r,
-                self.compute_s[tokens] + self.attention_s * attention_positions,
+                self.memory_s[row] + self.kv_s * kv_positions + self.request_s * r,
+                self.compute_s[row] + self.attention_s * attention_positions,
             )
         )
 
@@ -287,8 +355,10 @@ class StepTable:
         each step's time is the larger of two lines in the step index (memory and compute)."""
         if steps <= 0 or tokens == 0:
             return 0.0
-        u0 = self.memory_s[tokens] + self.kv_s * positions + self.request_s * tokens
-        v0 = self.compute_s[tokens] + self.attention_s * positions
+        row, scale = self._charged(tokens)
+        positions, growth = positions * scale, growth * scale
+        u0 = self.memory_s[row] + self.kv_s * positions + self.request_s * tokens
+        v0 = self.compute_s[row] + self.attention_s * positions
         du, dv = self.kv_s * growth, self.attention_s * growth
         d0, d1 = u0 - v0, du - dv  # memory minus compute at step j: d0 + d1·j
         if d1 == 0.0 or (d0 >= 0.0) == (d1 > 0.0):
@@ -300,7 +370,7 @@ class StepTable:
         first = (u0, du) if d0 >= 0.0 else (v0, dv)
         second = (v0, dv) if d0 >= 0.0 else (u0, du)
         return (
-            steps * (self.fixed_s[tokens] + self.sequence_s * tokens)
+            steps * (self.fixed_s[row] + self.sequence_s * tokens)
             + _line_sum(*first, 0, split)
             + _line_sum(*second, split, steps)
         )
@@ -308,12 +378,14 @@ class StepTable:
     def times_s(self, tokens: int, positions):
         """Seconds of decode-only steps of ``tokens`` requests whose KV layer-positions are the
         array ``positions`` (a decoding token attends to exactly what its request caches)."""
+        row, scale = self._charged(tokens)
+        positions = positions * scale
         return (
-            self.fixed_s[tokens]
+            self.fixed_s[row]
             + self.sequence_s * tokens
             + np.maximum(
-                self.memory_s[tokens] + self.kv_s * positions + self.request_s * tokens,
-                self.compute_s[tokens] + self.attention_s * positions,
+                self.memory_s[row] + self.kv_s * positions + self.request_s * tokens,
+                self.compute_s[row] + self.attention_s * positions,
             )
         )
 

@@ -61,6 +61,9 @@ class GroupWork:
     #: Recurrent mixers (§C2): state bytes per sequence and FLOP per token, per layer.
     state_bytes: float = 0.0
     recurrent_flop_per_token: float = 0.0
+    #: Node-limited routing (§B11): experts in groups, a token's in at most this many (0: any).
+    expert_groups: int = 1
+    groups_per_token: int = 0
 
     def routed_fraction_read(self, tokens):
         """Expected fraction of routed experts hit by ``tokens`` tokens (uniform routing, §A2)."""
@@ -113,6 +116,21 @@ class Workload:
     shared_embedding_params: float = 0.0
     #: 2-D activation replication rule: "clipped" (§A2) or the earlier "unclipped".
     matmul_replication: str = "clipped"
+    #: Bits of the format the GEMMs run at (§B5): the weights' (paper) or the wider of the
+    #: weights' element format and the activation operand (``precision_formats``); None: the
+    #: weights' bits.
+    gemm_bits: float | None = None
+    #: Bits of the format attention runs at (§B5: the KV cache's); None: the GEMMs' rate.
+    attention_bits: float | None = None
+    #: The model's class for an engine's layouts (§F11): "mla", "moe" or "dense".
+    model_class: str = "dense"
+    #: Ways the attention KV cache splits over attention tensor ranks (§B13): the KV heads
+    #: (GQA, MHA), one for MQA and MLA's shared latent; inf: never replicated.
+    kv_shards: float = math.inf
+    #: Bytes per element of the expert dispatch (§B11): the GEMMs' activation operand where it
+    #: is narrower than the activations (FP8 dispatch, with its block scales); None: the
+    #: activations' bytes.
+    dispatch_bytes_per_element: float | None = None
 
     # --- parameters (§A1) ------------------------------------------------------------------
     def ff_params_per_expert(self, g: GroupWork) -> float:
@@ -199,12 +217,22 @@ class Workload:
             total = total + g.layers * full
         return total
 
+    def attention_kv_bytes(self, context, batch):
+        """Bytes of the attention layers' KV cache of ``batch`` requests at ``context``."""
+        return self.kv_bytes_per_position_per_layer * self.layer_positions(context) * batch
+
     def kv_cache_bytes(self, context, batch):
         """KV-cache bytes of ``batch`` requests at context ``context``."""
-        cache = self.kv_bytes_per_position_per_layer * self.layer_positions(context) * batch
+        cache = self.attention_kv_bytes(context, batch)
         if self.recurrent_matrices:  # a fixed state per request (§C2)
             cache = cache + self.state_bytes_per_sequence * batch
         return cache
+
+    def kv_replication(self, attention_degree):
+        """How many copies of the attention KV cache an attention tensor group of this many
+        GPUs holds (§B13): ranks beyond the KV heads (one for MQA and MLA) each keep a copy,
+        max(1, degree / kv_shards). Data-parallel attention shards by request instead."""
+        return np.maximum(1.0, np.asarray(attention_degree, dtype=float) / self.kv_shards)
 
     def effective_context(self, context, tokens_per_pass):
         """Context charged to each token of a pass: n (paper) or n + (S - 1)/2."""
@@ -424,6 +452,8 @@ def _group_work(g, assumptions: Assumptions, d_model: int = 0, kv_bits: float = 
         window=window,
         state_bytes=float(state_bytes),
         recurrent_flop_per_token=float(recurrent_flop),
+        expert_groups=f.expert_groups,
+        groups_per_token=f.groups_per_token,
     )
 
 
@@ -432,6 +462,9 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
     numbers of §A1-§A2."""
     p = arch.precision
     wb, ab, kvb = p.bytes_per_weight, p.bytes_per_activation, p.bytes_per_kv_element
+    formats = precision_formats(p) if assumptions.precision_formats else {}
+    if formats:
+        wb = formats.pop("bytes_per_weight")
     params, matrices, heads_words, kv_layer, ctx_flop = _attention_shape(arch, assumptions, kvb)
     kv_bits = kvb * 8.0
     groups = tuple(_group_work(g, assumptions, arch.d_model, kv_bits) for g in arch.layer_groups)
@@ -467,8 +500,41 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         mean_context_over_pass=assumptions.mean_context_over_pass,
         attention_layers=arch.attention_layers,
         matmul_replication=assumptions.matmul_replication,
+        model_class="mla" if att.kind == "mla" else "moe" if arch.is_moe else "dense",
+        kv_shards=1.0 if att.kind == "mla" else float(att.kv_heads),
+        **formats,
         **mixers,
     )
+
+
+#: Bits of block scales per 4-bit weight: NVFP4 stores one FP8 scale per 16 values (0.5 bit;
+#: NVIDIA, "Introducing NVFP4", 2025); MXFP4 one 8-bit scale per 32 (0.25 bit; OCP MX spec
+#: v1.0), which a model file states as 4.25 bits.
+NVFP4_SCALE_BITS = 0.5
+#: Bytes of scales per element of an 8-bit dispatch: one FP32 scale per 128 values (DeepEP's
+#: FP8 dispatch; DeepSeek-V3's 1x128 activation tiles); a 4-bit one carries NVFP4's.
+FP8_DISPATCH_SCALE_BYTES = 4.0 / 128.0
+
+
+def precision_formats(p) -> dict:
+    """Workload fields of a precision read as formats (§B5, ``precision_formats``): 4-bit
+    weights stored with NVFP4's block scales (a fractional width such as MXFP4's 4.25 already
+    holds them); GEMMs at the wider of the weights' element format (4.25 -> 4) and their
+    activation operand; attention at the KV cache's format; the expert dispatch in the GEMMs'
+    activation format when it is narrower than the activations (§B11)."""
+    bits = p.weight_bits + (NVFP4_SCALE_BITS if p.weight_bits == 4 else 0.0)
+    element = float(math.floor(p.weight_bits + 1e-9))
+    operand = element if p.gemm_activation_bits is None else float(p.gemm_activation_bits)
+    dispatch = None
+    if operand < p.activation_bits:
+        scales = FP8_DISPATCH_SCALE_BYTES if operand >= 8 else NVFP4_SCALE_BITS / 8.0
+        dispatch = operand / 8.0 + scales
+    return {
+        "bytes_per_weight": bits / 8.0,
+        "gemm_bits": max(element, operand),
+        "attention_bits": p.bytes_per_kv_element * 8.0,
+        "dispatch_bytes_per_element": dispatch,
+    }
 
 
 def _hybrid_mixers(arch: Architecture, attention_params, attention_words) -> dict:

@@ -29,7 +29,7 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
     With ``per_layout`` (a value of each candidate layout, e.g. its time to first token) the
     value at the chosen layout is returned too, and ``budgets`` ({S: limit}) keeps only the
     layouts whose value is within the limit. Returns (latencies, values or None) per S."""
-    ok = model.fits(N_row, B_col, p, context)
+    ok = model.fits(N_row, B_col, p, context, adiv=None)  # KV copies: in the step (§B13)
     if not np.any(ok):
         return None
     cache = StepCache({})

@@ -175,7 +175,9 @@ def worker(
     p, t, dp, e = degrees
     label = {"server": "instance", "prefill": "prefill worker", "decode": "decode worker"}[role]
     planned = int(check_batch or batch)
-    memory = check_worker(setting, engine, p * t, planned, context_tokens, max_model_len, label)
+    memory = check_worker(
+        setting, engine, p * t, planned, context_tokens, max_model_len, label, max(int(dp), 1)
+    )
     return Worker(role, int(count), p * t, p, t, dp, e, int(batch), int(token_budget), memory)
 
 

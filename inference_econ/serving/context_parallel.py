@@ -7,8 +7,10 @@ prefix's KV reads, the per-pass overheads and the roofline of memory against ari
 does not fit where the weights plus its KV cache exceed the device's HBM. Two ways to give a
 device the earlier tokens' keys and values:
 
-* **all-gather** (sequence parallelism): equal chunks; after each layer every device gathers
-  all KV, synchronously, so the time is the slowest chunk plus L all-gathers of the whole KV;
+* **ring attention** (load-balanced context parallelism): the prompt is cut into 2D pieces and
+  device i takes pieces i and 2D − 1 − i, so every device prefills n/D tokens with the same
+  causal attention work; each layer the devices pass their keys and values round the ring,
+  behind their attention arithmetic, and only what the arithmetic does not hide is added;
 * **KV-Runahead**: a point-to-point chain; device i receives the accumulated KV of tokens
   [0, s_i) from device i − 1 and sends [0, e_i) on. Its time is its chunk plus receiving its
   prefix (one link latency and the prefix's bytes); the time to first token is the slowest
@@ -87,9 +89,14 @@ def chain_costs(
     link_latency_s: float = 10e-6,
 ) -> ChainCosts:
     """Costs for a setting: each device is ``devices_gpus`` GPUs running the prefill step model
-    of the setting's preset; the link defaults to the GPU's scale-out NIC (one direction)."""
+    of the setting's preset; the link defaults to the scale-out NICs of a device's GPUs (one
+    direction; each GPU sends its shard of the keys and values over its own NIC, §B9)."""
     gpu = setting.gpu
-    link = link_bytes_per_s if link_bytes_per_s is not None else gpu.nic_bandwidth_bytes_per_s
+    link = (
+        link_bytes_per_s
+        if link_bytes_per_s is not None
+        else float(devices_gpus) * gpu.nic_bandwidth_bytes_per_s
+    )
     check_number(link, "argument", "link_bytes_per_s", minimum=1e3, maximum=1e18, unit="bytes/s")
     return ChainCosts(
         model=prefill_model(setting),
@@ -197,19 +204,25 @@ def kv_runahead_ttft_s(
     return float(times.max()), bounds, times
 
 
-def allgather_ttft_s(costs: ChainCosts, tokens: float, devices: int) -> float:
-    """Sequence parallelism with a synchronous all-gather of the KV after every layer."""
-    bounds = np.asarray(equal_chunks(tokens, devices))
-    s, e = bounds[:-1], bounds[1:]
-    used = int(np.sum(e > s))
-    slowest = float(np.max(costs.compute_s(s[e > s], e[e > s])))
-    if used == 1:
-        return slowest
-    # every layer gathers the KV its tokens attend to: the whole prompt's, or the last
-    # ``window`` positions before each chunk in a sliding-window layer
-    gathered = float(costs.prefix_bytes(tokens)) / costs.link_bytes_per_s
-    latency = costs.layers * costs.link_latency_s * math.log2(used)
-    return slowest + latency + (used - 1) / used * gathered
+def ring_attention_ttft_s(costs: ChainCosts, tokens: float, devices: int) -> float:
+    """Load-balanced ring attention (context parallelism with keys and values passed round a
+    ring, as Llama 3 and "Context Parallelism for Scalable Million-Token Inference" (Yang et
+    al., 2024) run it; docs/model.md §B9): every device prefills n/D tokens whose attention is
+    1/D of the prompt's causal attention (pieces i and 2D − 1 − i of 2D), i.e. a pass of n/D
+    tokens at mean context n/2; each layer it receives the other D − 1 shards of keys and
+    values, (D − 1)/D of the prompt's, while it computes attention, so only the transfer its
+    attention arithmetic does not hide is added, plus one link latency per ring step."""
+    n, D = float(tokens), int(devices)
+    if D <= 1 or n <= D:
+        return float(costs.compute_s(0.0, n))
+    S = math.ceil(n / D)
+    start = max(n / 2.0 - S / 2.0, 0.0)  # a pass [start, start + S) has mean context n/2
+    compute = float(costs.compute_s(start, start + S))
+    w, m = costs.model.work, costs.model.machine
+    attention = float(w.flop(1.0, S, start)[1]) / (costs.gpus * m.attention_flop_per_s)
+    transfer = (D - 1) / D * float(costs.prefix_bytes(n)) / costs.link_bytes_per_s
+    latency = costs.layers * (D - 1) * costs.link_latency_s
+    return compute + max(transfer + latency - attention, 0.0)
 
 
 def compare(
@@ -219,7 +232,7 @@ def compare(
     link_bytes_per_s: float | None = None,
     devices_gpus: float = 1.0,
 ):
-    """Single device vs all-gather vs KV-Runahead (equal and balanced chunks), per prompt
+    """Single device vs ring attention vs KV-Runahead (equal and balanced chunks), per prompt
     length. Raises ``InfeasibleError`` when the weights and a prompt's KV cache do not fit on
     one device."""
     import pandas as pd
@@ -240,7 +253,7 @@ def compare(
             )
         equal, _, equal_times = kv_runahead_ttft_s(costs, tokens, devices, balanced=False)
         balanced, bounds, times = kv_runahead_ttft_s(costs, tokens, devices, balanced=True)
-        gather = allgather_ttft_s(costs, tokens, devices)
+        ring = ring_attention_ttft_s(costs, tokens, devices)
         chunks = np.diff(bounds)
         busy = equal_times[equal_times > 0]
         rows.append(
@@ -250,10 +263,10 @@ def compare(
                 "device_gpus": devices_gpus,
                 "link_gb_per_s": costs.link_bytes_per_s / 1e9,
                 "single_device_s": single,
-                "allgather_s": gather,
+                "ring_attention_s": ring,
                 "kv_runahead_equal_s": equal,
                 "kv_runahead_balanced_s": balanced,
-                "speedup_allgather": single / gather,
+                "speedup_ring_attention": single / ring,
                 "speedup_kv_runahead": single / balanced,
                 "chunk_tokens": ", ".join(f"{c:.0f}" for c in chunks[chunks > 0]),
                 "devices_used": int(np.sum(chunks > 0)),

@@ -234,7 +234,7 @@ class Decoder:
         moe = [g for g in self.work.groups if g.experts > 1]
         if moe:
             g0 = moe[0]
-            ep_min = s.assumptions.expert_parallel_min_batch_per_sparsity
+            ep_min = self.target.assumptions.expert_parallel_min_batch_per_sparsity
             expert = expert_degree(
                 b, t, g0.experts, ep_min * g0.sparsity, self.integer_layouts
             ) + np.zeros(N.shape)

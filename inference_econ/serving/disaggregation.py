@@ -25,9 +25,12 @@ import pandas as pd
 from .. import settings as table
 from ..errors import SpecError, plural
 from ..model.economics import usd_per_mtok
+from ..model.latency import prefill_step_model
+from ..model.mixed_step import EngineLayout, mixed_step_s
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
-from .prefill import ENGINE_CHUNK_TOKENS, prefill
+from .load.engine import DEFAULT_ENGINE
+from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
 from .setting import Setting, whole_batch_kv_note
 
@@ -79,24 +82,14 @@ def compare(
         float(layout.attention_divisor[0]),
         bool(layout.two_d[0]),
     )
-    N, B = np.array([float(decode_gpus)]), np.array([float(decode_batch)])
-    first = decoder.target.breakdown(
-        N, B, 1, float(prompt_tokens), *(np.array([x]) for x in on_layout)
+    # co-located: the load engine's step (§E1, as `simulate` runs it): each arriving prompt
+    # rides in the decode steps in chunks of the step's token budget, sharing their reads
+    prompt = colocated_prompt(
+        setting, decoder.target, on_layout, decode_gpus, decode_batch, prompt_tokens, output_tokens
     )
-    first_step = float(first.latency_s[0])
-
-    # co-located: each arriving prompt is prefilled alone on the decode instance's layout
-    solo = prefill(
-        setting,
-        decode_gpus,
-        prompt_tokens,
-        batch=1,
-        chunk_tokens=ENGINE_CHUNK_TOKENS,
-        layout=on_layout,
-    )
-    stall = decode_batch / output_tokens * solo.latency_s  # prefills per decode step x their time
-    co_step = step + stall
-    # the stall already charges every step for the prefills that arrive during it (B / n_out
+    stall = decode_batch / output_tokens * prompt.added_s
+    co_step = step + stall  # prompts per decode step x the time their chunks add to it
+    # the stall already charges every step for the prompts that arrive during it (B / n_out
     # per step): over a request's n_out steps that is its own prefill, so it is not added again
     co_gpu_s = decode_gpus * output_tokens * co_step / decode_batch
     # disaggregated: prompts batched on a prefill pool, KV shipped to the decode pool
@@ -104,6 +97,11 @@ def compare(
     batch_p = max(1.0, math.ceil(min_prefill_tokens / prompt_tokens))
     pooled = prefill(setting, n_p, prompt_tokens, batch=batch_p, discrete=discrete)
     transfer = kv_transfer_s(setting, prompt_tokens, min(n_p, decode_gpus))
+    N, B = np.array([float(decode_gpus)]), np.array([float(decode_batch)])
+    first = decoder.target.breakdown(
+        N, B, 1, float(prompt_tokens), *(np.array([x]) for x in on_layout)
+    )
+    first_step = float(first.latency_s[0])
     dis_gpu_s = n_p * pooled.latency_s / batch_p + decode_gpus * output_tokens * step / decode_batch
     pools = pool_balance(
         n_p, pooled.latency_s / batch_p, decode_gpus, output_tokens * step / decode_batch
@@ -112,7 +110,7 @@ def compare(
         {
             "serving": "co-located",
             "gpus": float(decode_gpus),
-            "ttft_s": solo.latency_s + first_step,
+            "ttft_s": prompt.ttft_s,
             "decode_latency_s": co_step,
             "tokens_per_s": 1.0 / co_step,
             "gpu_s_per_request": co_gpu_s,
@@ -164,6 +162,45 @@ def compare(
     df.attrs["notes"] += (kv,) if kv else ()
     df.attrs["decode_layout"] = row
     return df
+
+
+@dataclass(frozen=True)
+class ColocatedPrompt:
+    """The engine steps that carry one prompt's chunks beside a decode batch (seconds each),
+    and that batch's decode-only step."""
+
+    steps_s: np.ndarray
+    decode_s: float
+
+    @property
+    def ttft_s(self) -> float:
+        """From its first chunk to its first token: the step of the last chunk emits it."""
+        return float(np.sum(self.steps_s))
+
+    @property
+    def added_s(self) -> float:
+        """What its chunks add to the decode steps they ride in."""
+        return float(np.sum(self.steps_s - self.decode_s))
+
+
+def colocated_prompt(
+    setting: Setting, model, on_layout, gpus, batch, prompt_tokens, output_tokens
+) -> ColocatedPrompt:
+    """The steps of the load engine (docs/model.md §E1, `simulate`'s) that prefill one prompt
+    beside ``batch`` decoding requests on the decode layout ``on_layout`` (p, divisor, 2-D):
+    the prompt is cut into chunks of what the step's token budget leaves beside the decodes
+    (``DEFAULT_ENGINE.step_token_budget``), each a mixed step at the context already
+    prefilled."""
+    p, adiv, two = on_layout
+    layout = EngineLayout(gpus, p, adiv, two)
+    pre = prefill_step_model(setting.model, setting.gpu, setting.assumptions).work
+    room = max(DEFAULT_ENGINE.step_token_budget - batch, 1.0)
+    sizes = [size for size, _ in engine_chunks(float(prompt_tokens), room)]
+    done = np.concatenate([[0.0], np.cumsum(sizes)[:-1]])
+    context = float(prompt_tokens) + float(output_tokens) / 2.0
+    steps = mixed_step_s(model, pre, layout, batch, context, np.asarray(sizes), done)
+    decode = float(mixed_step_s(model, pre, layout, batch, context, 0.0))
+    return ColocatedPrompt(np.asarray(steps, dtype=float), decode)
 
 
 @dataclass(frozen=True)

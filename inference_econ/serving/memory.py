@@ -103,21 +103,32 @@ def check_worker(
     context_tokens: float,
     max_model_len: int,
     role: str = "server",
+    attention_dp: int = 1,
 ) -> MemoryCheck:
     """The memory of a worker of ``gpus`` GPUs serving ``batch`` requests at a mean context of
-    ``context_tokens`` (and one request as long as ``max_model_len``), under ``engine``."""
+    ``context_tokens`` (and one request as long as ``max_model_len``), under ``engine``, its
+    attention data-parallel over ``attention_dp`` replicas: an attention tensor group wider
+    than the KV heads keeps copies of the KV cache (docs/model.md §B13)."""
     model = engine_model(setting, engine)
     prof = model.profile
     work = model.work
     n = float(gpus)
+    copies = float(model.kv_copies(n / attention_dp))
+
+    def kv(context, requests):  # per GPU, the attention layers' cache with its copies
+        c, r = float(context), float(requests)
+        return float(work.kv_cache_bytes(c, r) + work.attention_kv_bytes(c, r) * (copies - 1)) / n
+
     hbm = float(setting.gpu.hbm_capacity_bytes)
     weights = float(model.weights_total_bytes) / n
     capacity = float(model.kv_capacity_bytes(n)) / n
-    needed = float(work.kv_cache_bytes(float(context_tokens), float(batch))) / n
-    per_request = float(work.kv_cache_bytes(float(context_tokens), 1.0)) / n
-    longest = float(work.kv_cache_bytes(float(max_model_len), 1.0)) / n
+    needed = kv(context_tokens, batch)
+    per_request = kv(context_tokens, 1.0)
+    longest = kv(max_model_len, 1.0)
     fits = bool(
-        model.fits(np.array([n]), np.array([float(batch)]), np.array([1.0]), context_tokens)[0]
+        model.fits(
+            np.array([n]), np.array([float(batch)]), np.array([1.0]), context_tokens, attention_dp
+        )[0]
     )
     admitted = int(capacity // per_request) if per_request > 0 and capacity > 0 else 0
     longest_fits = capacity > 0 and longest <= capacity

@@ -95,7 +95,7 @@ class FirstToken:
         out = [(0.0, 0.0) for _ in divisors]
         for S, context in self.chunks:
             part = model.pipeline_part(N, p, S, context, p)
-            ok = model.fits(N, p, p, context)
+            ok = model.fits(N, p, p, context, adiv=None)
             for j, adiv in enumerate(divisors):
                 c2, c1 = model.latency_by_dims(part, adiv)
                 out[j] = (
@@ -110,7 +110,7 @@ class FirstToken:
         not fit). ``cache`` is the decode model's (``StepCache``), keyed by divisor index."""
         pre = self._prefill_by_dims(self.prefill, N, p, divisors)
         part = self.decode.pipeline_part(N, B, 1, self.prompt_tokens, p, cache)
-        ok = self.decode.fits(N, B, p, self.prompt_tokens)
+        ok = self.decode.fits(N, B, p, self.prompt_tokens, adiv=None)
         out = []
         for j, adiv in enumerate(divisors):
             first2, first1 = self.decode.latency_by_dims(part, adiv, cache, j)

@@ -56,6 +56,9 @@ BOUNDS = {
     "weight_bits": dict(minimum=1, maximum=32, unit="bits"),
     "activation_bits": dict(minimum=1, maximum=32, unit="bits"),
     "kv_cache_bits": dict(minimum=1, maximum=32, unit="bits"),
+    "gemm_activation_bits": dict(minimum=1, maximum=32, unit="bits"),
+    "expert_groups": _whole(1, 2**16),
+    "groups_per_token": _whole(0, 2**16),
     "total": dict(minimum=0, exclusive_minimum=True, maximum=1e16, unit="parameters"),
     "active": dict(minimum=0, exclusive_minimum=True, maximum=1e16, unit="parameters"),
 }
@@ -80,14 +83,21 @@ def _check_fields(obj, names: tuple[str, ...], source: str = "") -> None:
 
 @dataclass(frozen=True)
 class Precision:
-    """Bits per weight, per activation (collectives, matmul I/O) and per KV-cache element."""
+    """Bits per weight, per activation (collectives, matmul I/O) and per KV-cache element, and
+    the format of the activations a GEMM multiplies (docs/model.md §B5)."""
 
     weight_bits: float = 16
     activation_bits: float = 16
     kv_cache_bits: float | None = None  # None: the activation precision (the paper's choice)
+    #: Bits of the activation operand of the GEMMs: 8 for W8A8 (FP8 deployments quantise the
+    #: activations on the fly), 16 for weight-only W8A16/W4A16 (AWQ, GPTQ, Marlin kernels), 4
+    #: for NVFP4 W4A4. None: the weights' element format (the paper's rule: a GEMM runs at the
+    #: weights' rate).
+    gemm_activation_bits: float | None = None
 
     def __post_init__(self) -> None:
-        _check_fields(self, ("weight_bits", "activation_bits", "kv_cache_bits"), "precision")
+        names = ("weight_bits", "activation_bits", "kv_cache_bits", "gemm_activation_bits")
+        _check_fields(self, names, "precision")
 
     @property
     def bytes_per_weight(self) -> float:
@@ -104,7 +114,8 @@ class Precision:
 
     def label(self) -> str:
         kv = "" if self.kv_cache_bits is None else f"/kv{self.kv_cache_bits:g}"
-        return f"w{self.weight_bits:g}a{self.activation_bits:g}{kv}"
+        gemm = "" if self.gemm_activation_bits is None else f"/gemm-a{self.gemm_activation_bits:g}"
+        return f"w{self.weight_bits:g}a{self.activation_bits:g}{kv}{gemm}"
 
 
 @dataclass(frozen=True)
@@ -160,9 +171,15 @@ class FeedForward:
     active_experts: int = 1
     shared_experts: int = 0
     shared_d_ff: int = 0  # 0: same width as a routed expert
+    #: Node-limited routing (DeepSeek-V3's n_group / topk_group): the routed experts form
+    #: ``expert_groups`` groups and a token chooses its experts in at most
+    #: ``groups_per_token`` of them (0: no limit).
+    expert_groups: int = 1
+    groups_per_token: int = 0
 
     def __post_init__(self) -> None:
         names = ("d_ff", "experts", "active_experts", "shared_experts", "shared_d_ff")
+        names += ("expert_groups", "groups_per_token")
         _check_fields(self, names, "ffn")
         for name in ("matrices_in", "matrices_out"):
             check_number(getattr(self, name), "ffn", name, **BOUNDS["matrices"])
@@ -284,7 +301,7 @@ class Architecture:
         return any(g.ffn.is_moe for g in self.layer_groups)
 
     def with_precision(
-        self, weight_bits=None, activation_bits=None, kv_cache_bits=None
+        self, weight_bits=None, activation_bits=None, kv_cache_bits=None, gemm_activation_bits=None
     ) -> Architecture:
         """The same architecture with some precisions replaced (None keeps the current one)."""
         p = self.precision
@@ -292,6 +309,7 @@ class Architecture:
             p.weight_bits if weight_bits is None else weight_bits,
             p.activation_bits if activation_bits is None else activation_bits,
             p.kv_cache_bits if kv_cache_bits is None else kv_cache_bits,
+            p.gemm_activation_bits if gemm_activation_bits is None else gemm_activation_bits,
         )
         return dataclasses.replace(self, precision=new)
 
@@ -400,7 +418,17 @@ def _ffn(r: Reader) -> FeedForward:
         active_experts=active,
         shared_experts=r.number("shared_experts", 0, **BOUNDS["shared_experts"]),
         shared_d_ff=r.number("shared_d_ff", 0, **BOUNDS["shared_d_ff"]),
+        expert_groups=r.number("expert_groups", 1, **BOUNDS["expert_groups"]),
+        groups_per_token=r.number("groups_per_token", 0, **BOUNDS["groups_per_token"]),
     )
+    if ffn.groups_per_token > ffn.expert_groups or ffn.expert_groups > ffn.experts:
+        raise SpecError(
+            r.source,
+            r.path("groups_per_token"),
+            f"{ffn.groups_per_token} of {ffn.expert_groups} expert groups for "
+            f"{ffn.experts} experts",
+            "at most expert_groups groups per token, at most one group per expert",
+        )
     r.finish()
     return ffn
 
@@ -466,6 +494,9 @@ def _precision(r: Reader | None) -> Precision:
         weight_bits=r.number("weight_bits", 16, **BOUNDS["weight_bits"]),
         activation_bits=r.number("activation_bits", 16, **BOUNDS["activation_bits"]),
         kv_cache_bits=r.number("kv_cache_bits", None, **BOUNDS["kv_cache_bits"]),
+        gemm_activation_bits=r.number(
+            "gemm_activation_bits", None, **BOUNDS["gemm_activation_bits"]
+        ),
     )
     r.finish()
     return p

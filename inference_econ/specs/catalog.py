@@ -240,8 +240,19 @@ def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
 
 # --- benchmark system names ------------------------------------------------------------------
 
-#: Words that name a vendor or product line, not a part.
-_VENDOR_WORDS = {"nvidia", "amd", "instinct", "google", "cloud", "tesla", "geforce"}
+#: Words that name a vendor or product line, or how the part is offered, not a part.
+_VENDOR_WORDS = {
+    "nvidia",
+    "amd",
+    "instinct",
+    "google",
+    "cloud",
+    "tesla",
+    "geforce",
+    "virtualized",
+    "virtualised",
+    "virtual",
+}
 #: Tokens that describe a configuration of a part rather than the part: memory size, power,
 #: AMD partition modes (NPS1, SPX), NVIDIA's custom thermal solution (CTS), memory kind,
 #: module form factor, a trailing count (x8).
@@ -253,7 +264,14 @@ _DECORATION = re.compile(
 _HOST = re.compile(
     r"epyc|xeon|aarch64|grace|x86|turin|genoa|sapphire|emerald|granite", re.IGNORECASE
 )
-_COUNT = re.compile(r"^\s*(\d+)\s*[x×]\s*(?=[a-z])|\s[x×](\d+)\s*$", re.IGNORECASE)
+_COUNT = re.compile(r"^\s*(\d+)\s*[x×]\s*(?=[a-z])|\s[x×]\s*(\d+)\s*$", re.IGNORECASE)
+#: A count in parentheses: "NVIDIA H200-SXM-141GB (x8)", "(8x)".
+_PAREN_COUNT = re.compile(r"\(\s*(?:[x×]\s*(\d+)|(\d+)\s*[x×])\s*\)", re.IGNORECASE)
+
+
+def is_host_part(text: str) -> bool:
+    """Whether a part of a system name describes the host (CPU), not an accelerator."""
+    return bool(_HOST.search(str(text)))
 
 
 @dataclass(frozen=True)
@@ -280,12 +298,14 @@ def system_name_candidates(text: str) -> tuple[list[str], int | None]:
     MLPerf-style names are ``<count>x<accelerator>_<count>x<host CPU>`` or vendor strings with
     memory, power and partition suffixes: parenthesised notes are dropped, the name is split at
     underscores, host parts are dropped, and from each remaining part a leading or trailing
-    count, vendor words and configuration tokens are removed ("AMD Instinct
+    count (also "(x8)" and "8x" inside the name), vendor words (and "Virtualized") and
+    configuration tokens are removed ("AMD Instinct
     MI300X-NPS1-SPX-192GB-750W" -> "MI300X"; "NVIDIA H200-SXM-141GB-CTS" -> "H200 SXM").
     Identifying words (SXM, PCIe, NVL) are kept, so "H100-NVL-94GB" never becomes "H100".
     """
+    found = _PAREN_COUNT.search(str(text))
+    count = int(found.group(1) or found.group(2)) if found else None
     cleaned = re.sub(r"\([^)]*\)", " ", str(text))
-    count = None
     out: list[str] = []
     for part in cleaned.split("_"):
         if not part.strip() or (_HOST.search(part) and out):
@@ -295,10 +315,14 @@ def system_name_candidates(text: str) -> tuple[list[str], int | None]:
             count = count or int(found.group(1) or found.group(2))
             part = _COUNT.sub(" ", part)
         tokens = [t for t in re.split(r"[\s\-]+", part) if t]
-        for t in tokens:  # "192GBx8": eight of them
-            per_gpu = re.match(r"^\d+(?:gb|gib)x(\d+)$", t, re.IGNORECASE)
+        for k, t in enumerate(tokens):
+            per_gpu = re.match(r"^\d+(?:gb|gib)x(\d+)$", t, re.IGNORECASE)  # "192GBx8": eight
             if per_gpu and count is None:
                 count = int(per_gpu.group(1))
+            leading = re.match(r"^(\d+)[x×]([a-z].*)$", t, re.IGNORECASE)  # "Virtualized 8xH200"
+            if leading:
+                count = count or int(leading.group(1))
+                tokens[k] = leading.group(2)
         kept = [t for t in tokens if t.lower() not in _VENDOR_WORDS and not _DECORATION.match(t)]
         for name in (" ".join(kept), part.strip()):
             if name and name not in out:

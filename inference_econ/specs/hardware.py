@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -112,6 +113,11 @@ class GPU:
     #: precision, as ``((bits, fraction), ...)`` (micro-benchmarks such as MAMF). Read only by
     #: the ``achievable`` preset (docs/model.md §F2); empty: not measured.
     gemm_efficiency: tuple[tuple[int, float], ...] = ()
+    #: The share of its datasheet tensor rate a power-limited part (a PCIe card at 300-600 W)
+    #: sustains in long GEMM-bound runs, measured on that part's own results (docs/model.md
+    #: §F2; 1: no derating, every part without its own measurement). Read only by the
+    #: ``achievable`` preset.
+    gemm_power_derating: float = 1.0
     #: The basis of ``price_usd_per_hour`` (``PRICE_BASES``) and the date it was read.
     price_basis: str = DEFAULT_PRICE_BASIS
     price_date: str = ""
@@ -220,6 +226,8 @@ class GPU:
 
 #: Bounds of the numeric fields: positive, finite and below figures no part comes near, so
 #: no product or quotient of them overflows (docs/errors.md).
+#: The smallest fraction of a datasheet figure a GPU may sustain.
+MIN_FRACTION = 0.05
 _NUMERIC = {
     "hbm_bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
     "hbm_capacity_bytes": dict(minimum=1e6, maximum=1e18, unit="bytes"),
@@ -231,10 +239,13 @@ _NUMERIC = {
     "pcie_bandwidth_bytes_per_s": dict(minimum=0, maximum=1e18, unit="bytes/s"),
     "nvlink_bridge_gpus": dict(minimum=1, maximum=2**20, integer=True, unit="GPUs"),
     "price_usd_per_hour": dict(minimum=1e-6, maximum=1e9, unit="USD/hour"),
-    "sustained_flop_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
-    "sustained_hbm_bandwidth_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
+    # fractions of a datasheet figure: at least 5 %, the floor of an engine profile's
+    # efficiencies (specs/engine.py), so no cost or latency is scaled towards infinity
+    "sustained_flop_fraction": dict(minimum=MIN_FRACTION, maximum=1),
+    "sustained_hbm_bandwidth_fraction": dict(minimum=MIN_FRACTION, maximum=1),
     "kernel_launch_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
     "collective_latency_scale": dict(minimum=0, maximum=1e6),
+    "gemm_power_derating": dict(minimum=0.05, maximum=1),
 }
 #: Fields ``scale:`` may multiply (whole counts such as GPUs or links cannot be scaled).
 _SCALABLE = {k for k, v in _NUMERIC.items() if not v.get("integer")}
@@ -274,7 +285,7 @@ def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
 
 
 def _fraction_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
-    """``gemm_efficiency``: weight bits -> measured fraction of the dense peak, in (0, 1]."""
+    """``gemm_efficiency``: weight bits -> measured fraction of the dense peak, in [0.05, 1]."""
     if not isinstance(value, Mapping) or not value:
         raise SpecError(
             source,
@@ -285,9 +296,7 @@ def _fraction_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     table = []
     for bits, fraction in value.items():
         b = check_number(bits, source, "gemm_efficiency", minimum=1, integer=True, unit="bits")
-        f = check_number(
-            fraction, source, f"gemm_efficiency.{b}", minimum=0, exclusive_minimum=True, maximum=1
-        )
+        f = check_number(fraction, source, f"gemm_efficiency.{b}", minimum=MIN_FRACTION, maximum=1)
         table.append((b, float(f)))
     return tuple(sorted(table))
 
@@ -569,8 +578,25 @@ def derive(
 
     >>> h100 = load_hardware("H100-SXM")
     >>> fast = derive(h100, name="H100 2x HBM", scale={"hbm_bandwidth_bytes_per_s": 2})
+
+    ``base`` may also be a GPU's name or file, as everywhere else.
     """
+    if isinstance(base, (str, os.PathLike)):
+        base = load_hardware(base)
+    elif not isinstance(base, GPU):
+        raise SpecError(
+            "argument", "base", f"expected a GPU or its name, got {short(base)}", "e.g. 'H100'"
+        )
     source = overrides.pop("source_file", None) or f"derived from {base.name}"
+    if name is not None and not isinstance(name, str):
+        raise SpecError(source, "name", f"expected text, got {short(name)}", "write a string")
+    if scale is not None and not isinstance(scale, Mapping):
+        raise SpecError(
+            source,
+            "scale",
+            f"expected a mapping of field: factor, got {short(scale)}",
+            "e.g. scale={'hbm_bandwidth_bytes_per_s': 2}",
+        )
     values = _validated(overrides, source, base)
     if scale:
         for key, factor in scale.items():

@@ -28,7 +28,7 @@ def _fields(kind: str) -> set[str]:
         return set(MODEL_FIELDS)
     if kind == "hardware":
         return {f.name for f in dataclasses.fields(GPU)} | {"scale", "link_bandwidth_bytes_per_s"}
-    return set(BY_TERM) | {"kv_cache_fraction_of", "standard_errors", "fit"}
+    return set(BY_TERM) | {"kv_cache_fraction_of", "parallelism", "standard_errors", "fit"}
 
 
 def _folder_kind(path: Path) -> str | None:

@@ -19,22 +19,51 @@ from ...errors import InfeasibleError, SpecError
 from ...model.latency import StepModel, prefill_step_model
 from ...model.mixed_step import EngineLayout, StepTable, mixed_step_s
 from ...model.workload import Workload, compile_workload
+from ...specs.engine import LAYOUT_FEATURES
 from ..setting import Setting
+
+#: How a scheduler admits a request (docs/model.md §E3): ``recompute`` when the KV cache holds
+#: its prompt, preempting the request admitted last when the cache fills (vLLM, SGLang);
+#: ``no_evict`` only when the cache holds its prompt and every token it will generate, on top
+#: of what the running requests will reach, so nothing is ever preempted (TensorRT-LLM's
+#: GUARANTEED_NO_EVICT).
+ADMISSIONS = ("recompute", "no_evict")
+#: How prompts share steps with decoding (§E3): ``chunked`` fills each step's token budget with
+#: prompt chunks next to the decoding requests (vLLM V1, SGLang); ``whole`` adds whole prompts
+#: next to the decoding requests while they fit the budget (TensorRT-LLM without chunked
+#: context); ``separate`` runs whole prompts in steps of their own while decoding waits (vLLM
+#: V0 without chunked prefill).
+PREFILL_MODES = ("chunked", "whole", "separate")
 
 
 @dataclass(frozen=True)
 class EngineConfig:
     """The scheduler's limits: concurrent requests (vLLM's ``max_num_seqs``) and tokens per
-    step, decode tokens plus prompt chunks (``max_num_batched_tokens``)."""
+    step, decode tokens plus prompt tokens (``max_num_batched_tokens``); how requests are
+    admitted (``ADMISSIONS``) and how prompts are scheduled (``PREFILL_MODES``)."""
 
     max_batch_requests: int = 256
     step_token_budget: int = 2048
+    admission: str = "recompute"
+    prefill: str = "chunked"
 
     def __post_init__(self) -> None:
         for name in ("max_batch_requests", "step_token_budget"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise SpecError("argument", name, f"is {value!r}", "expected a whole number >= 1")
+        for name, allowed in (("admission", ADMISSIONS), ("prefill", PREFILL_MODES)):
+            if getattr(self, name) not in allowed:
+                raise SpecError(
+                    "argument", name, f"is {getattr(self, name)!r}", f"one of {', '.join(allowed)}"
+                )
+
+    def describe(self) -> str:
+        """Such as "2048 requests, 8192 tokens per step, no_evict admission, whole prompts"."""
+        return (
+            f"{self.max_batch_requests} requests, {self.step_token_budget} tokens per step, "
+            f"{self.admission} admission, {self.prefill} prompts"
+        )
 
 
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.
@@ -45,15 +74,22 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def candidate_layouts(work: Workload, gpus: int, pipeline: bool = True) -> list[EngineLayout]:
-    """Every whole layout of an instance of ``gpus`` GPUs (§B7's rules)."""
+def candidate_layouts(
+    work: Workload, gpus: int, pipeline: bool = True, features=LAYOUT_FEATURES
+) -> list[EngineLayout]:
+    """Every whole layout of an instance of ``gpus`` GPUs (§B7's rules) that an engine with
+    these layout ``features`` runs (§F11)."""
     out = []
+    pipeline = pipeline and "pipeline" in features
     for p in _divisors(work.layers) if pipeline else [1]:
         if gpus % p:
             continue
         t = gpus // p
-        for t_at in (d for d in _divisors(t) if work.tp_heads % d == 0):
-            for two_d in (False, True) if t > 1 else (False,):
+        degrees = [d for d in _divisors(t) if work.tp_heads % d == 0]
+        if "attention_data" not in features:
+            degrees = [t] if t in degrees else degrees[-1:]
+        for t_at in degrees:
+            for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
                 out.append(EngineLayout(gpus, p, t / t_at, two_d))
     return out
 
@@ -104,13 +140,28 @@ def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch
     return float(tau[settled[0]])
 
 
+def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> float:
+    """Layer-positions of KV cache a layout holds: ``capacity`` over the copies its attention
+    group keeps (§B13)."""
+    return capacity / float(model.kv_copies(layout.attention_degree))
+
+
 def choose_layout(model, prefill_work, options, config, capacity, context, load) -> EngineLayout:
     """The layout that runs the offered load fastest (§E6)."""
     per_request = max(float(model.work.layer_positions(context)), 1.0)
-    batch = int(np.clip(capacity // per_request, 1, config.max_batch_requests))
+    # the KV cache holds fewer requests where attention keeps copies of it (§B13)
+    batches = [
+        int(
+            np.clip(
+                layout_capacity(model, capacity, lay) // per_request, 1, config.max_batch_requests
+            )
+        )
+        for lay in options
+    ]
     budget = config.step_token_budget
     steady = [
-        steady_step_s(model, prefill_work, lay, load, context, batch, budget) for lay in options
+        steady_step_s(model, prefill_work, lay, load, context, batch, budget)
+        for lay, batch in zip(options, batches)
     ]
     if math.isfinite(min(steady)):
         return options[int(np.argmin(steady))]
@@ -119,7 +170,7 @@ def choose_layout(model, prefill_work, options, config, capacity, context, load)
     per_request_s = [
         out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
         + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
-        for lay in options
+        for lay, batch in zip(options, batches)
     ]
     return options[int(np.argmin(per_request_s))]
 
@@ -204,7 +255,7 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
         gpus,
         model,
         prefill_step_model(setting.model, setting.gpu, a, True).work,
-        tuple(candidate_layouts(work, gpus, setting.pipeline)),
+        tuple(candidate_layouts(work, gpus, setting.pipeline, model.features)),
         free / work.kv_bytes_per_position_per_layer,
     )
 
@@ -226,4 +277,5 @@ def build_instance(
     table = StepTable(
         search.model, layout, max(config.step_token_budget, config.max_batch_requests)
     )
-    return Instance(setting, layout, config, table, search.model.work, search.capacity)
+    capacity = layout_capacity(search.model, search.capacity, layout)
+    return Instance(setting, layout, config, table, search.model.work, capacity)

@@ -4,10 +4,11 @@ The format (docs/user-guide.md, "Measured results: the CSV format") has the colu
 ``model, hardware, n_gpus, metric, value, unit`` and optionally ``source, precision,
 parallelism, batch_or_concurrency, input_len, output_len, notes, engine, scenario,
 disaggregated, source_group``. ``load_measured`` validates the file (a file that cannot be
-read, has no rows, misses a column or holds an impossible number is one clear error, exit 2)
-and resolves every row to a ``MeasuredRow`` with a status: ``ok``, ``derived: ...`` (a
-duplicate of another row), ``unresolved: ...`` (a name or a field the toolkit cannot read) or
-``out of scope: ...`` (a feature the model lacks). ``load_overlay_points`` reads the simpler
+read, has no rows or misses a column is one clear error, exit 2) and resolves every row to a
+``MeasuredRow`` with a status: ``ok``, ``derived: ...`` (a duplicate of another row, read with
+its parent's engine, layout and limits), ``unresolved: ...`` (a name or a field the toolkit
+cannot read, an impossible number: the reason, and the other rows go on) or ``out of scope:
+...`` (a feature the model lacks). ``load_overlay_points`` reads the simpler
 operating-point files overlaid on figures.
 """
 
@@ -25,9 +26,9 @@ import pandas as pd
 from ...errors import SpecError
 from ...model.economics import usd_per_mtok_at_throughput
 from ...specs.architecture import Architecture, load_model
-from ...specs.catalog import resolve_system_name
+from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.hardware import GPU, load_hardware
-from ...specs.inputs import read_text
+from ...specs.inputs import csv_stream, read_text
 from ...specs.schema import check_number
 from . import semantics as sem
 
@@ -43,11 +44,24 @@ OPTIONAL = (
     "engine",
     "scenario",
     "disaggregated",
+    "decode_gpus",
     "source_group",
 )
 #: Words a model name may carry that name no different model.
 SUFFIXES = ("instruct", "chat", "it", "hf", "base", "fp8", "bf16")
 OK = "ok"
+#: Columns a derived row takes from the row it is derived from when it does not state them.
+INHERITED = (
+    "parallelism",
+    "batch_or_concurrency",
+    "engine",
+    "scenario",
+    "disaggregated",
+    "decode_gpus",
+    "precision",
+)
+#: Columns that must agree between a derived row and its parent.
+_SAME_RUN = ("model", "hardware", "n_gpus", "input_len", "output_len")
 
 
 @dataclass(frozen=True)
@@ -75,8 +89,25 @@ class MeasuredRow:
     concurrency: float | None = None
     batch_cap: float | None = None
     limits: tuple[float, float] | None = None
+    #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
+    #: None: the row names no engine the toolkit knows.
     engine: str | None = None
+    #: The engine's version as the row writes it ("0.6", "0.17", "1.0.0rc4"; ".x" dropped;
+    #: None: not stated or a placeholder such as "0.0.0.dev1").
+    engine_version: str | None = None
+    #: The software platform: "cuda", "rocm" or "tpu" (from the text, else the GPU's vendor).
+    platform: str | None = None
     disaggregated: bool = False
+    #: Disaggregated rows: the GPUs of the row that decode (the rest prefill).
+    decode_gpus: int | None = None
+    #: What the value is per: "system", "gpu", "node" or "decode_gpu"; ``per_count`` is the
+    #: number of those the system has (the system's figure = value x per_count).
+    per: str = "system"
+    per_count: int = 1
+    #: A derived row: the line of the row it is derived from (its engine, layout and limits).
+    parent: int | None = None
+    #: The MLPerf benchmark the row belongs to (its dataset lengths and latency limits).
+    benchmark: str | None = None
     #: Micro-benchmarks: message bytes (all-reduce) or GEMM shape (M, N, K; None: best shape).
     message_bytes: float | None = None
     gemm_shape: tuple[float, float, float] | None = None
@@ -91,13 +122,19 @@ class MeasuredRow:
         return not self.status.startswith("unresolved")
 
     @property
+    def serving_gpus(self) -> int | None:
+        """The GPUs that produce the row's output tokens: the decode GPUs of a disaggregated
+        row, else all of them."""
+        return self.decode_gpus if self.disaggregated and self.decode_gpus else self.gpus
+
+    @property
     def setting_key(self) -> tuple:
         return (self.arch.name, self.gpu.name, self.bits)
 
 
 def _read_frame(path: Path) -> pd.DataFrame:
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df = pd.read_csv(csv_stream(path), dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise SpecError(str(path), "", "the file is empty", "give a header and rows") from None
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -117,20 +154,118 @@ def _read_frame(path: Path) -> pd.DataFrame:
 
 
 def load_measured(path: str | Path) -> list[MeasuredRow]:
-    """Read, validate and resolve a measured CSV (one ``MeasuredRow`` per line)."""
+    """Read, validate and resolve a measured CSV (one ``MeasuredRow`` per line). A file that
+    cannot be read, has no rows or misses a column is an error; a row that cannot be read
+    (a bad number, a layout that does not fit its GPUs) gets an ``unresolved`` status with the
+    field and the reason, and every other row goes on."""
     path = Path(path)
     from .tool_results import tool_frame  # benchmark tools' JSON results, by their content
 
     df = tool_frame(path)
-    df = _read_frame(path) if df is None else df
-    return [_row(path, i + 2, rec) for i, rec in enumerate(df.to_dict(orient="records"))]
+    records = (_read_frame(path) if df is None else df).to_dict(orient="records")
+    parents = _parents(records)
+    rows = []
+    resolved: dict = {}  # rows that differ only in their value are resolved once
+    for i, rec in enumerate(records):
+        parent = parents.get(i)
+        context = _context(rec, records[parent] if parent is not None else None)
+        line = None if parent is None else parent + 2
+        rows.append(_resolved_once(resolved, path, i + 2, context, line))
+    return rows
 
 
-def _row(path: Path, line: int, rec: dict) -> MeasuredRow:
-    """One record resolved; impossible numbers raise (exit 2), unknown names give a status."""
-    where = f"{path}, row {line}"
-    metric = sem.metric_of(rec["metric"])
-    base = dict(
+def _resolved_once(resolved: dict, path: Path, line: int, rec: dict, parent) -> MeasuredRow:
+    """``_row_or_reason``, shared by the rows that differ only in their value (a benchmark
+    log repeats its configurations): every value is still read on its own line."""
+    try:
+        value = _value(rec, sem.metric_of(rec["metric"]), f"{path}, row {line}")
+        key = (tuple((k, v) for k, v in rec.items() if k != "value"), parent, value is None)
+        known = resolved.get(key)
+    except (SpecError, TypeError):  # a bad value (its own reason) or an unhashable cell
+        return _row_or_reason(path, line, rec, parent)
+    if known is None:
+        known = resolved[key] = _row_or_reason(path, line, rec, parent)
+    if known.value is None and value is not None:  # unresolved before its value was read
+        return _row_or_reason(path, line, rec, parent)
+    row = object.__new__(MeasuredRow)  # the same resolution, this line's number and value
+    row.__dict__.update(known.__dict__, row=line, value=value)
+    return row
+
+
+def _derived(rec: dict) -> bool:
+    notes = str(rec.get("notes", "")).strip().lower()
+    return notes.startswith("derived") or "derived from" in notes
+
+
+def _parents(records: list[dict]) -> dict[int, int]:
+    """The row each derived row is derived from (index -> index): the row its notes name
+    ("derived from row 12"), else a row of the same source, model, hardware, GPUs and lengths
+    that is not derived and agrees with what the derived row states of ``INHERITED``: one whose
+    metric the notes name ("= 1000/mean_TPOT"), else the nearest."""
+    by_run: dict[tuple, list[int]] = {}
+    for i, rec in enumerate(records):
+        if not _derived(rec):
+            by_run.setdefault(_run_key(rec), []).append(i)
+    out = {}
+    for i, rec in enumerate(records):
+        if not _derived(rec):
+            continue
+        named = re.search(r"\b(?:row|line)\s*#?\s*(\d+)", str(rec.get("notes", "")), re.I)
+        if named and 0 <= int(named.group(1)) - 2 < len(records):
+            j = int(named.group(1)) - 2
+            if j != i and not _derived(records[j]):
+                out[i] = j
+                continue
+        stated = {c: str(rec[c]).strip() for c in INHERITED if not sem.is_missing(rec.get(c))}
+        fits = [
+            j
+            for j in by_run.get(_run_key(rec), ())
+            if all(str(records[j].get(c, "")).strip() == v for c, v in stated.items())
+        ]
+        if fits:
+            notes = str(rec.get("notes", "")).lower()
+            out[i] = min(
+                fits,
+                key=lambda j: (str(records[j]["metric"]).lower() not in notes, abs(j - i), j),
+            )
+    return out
+
+
+def _run_key(rec: dict) -> tuple:
+    return (sem.source_group(rec),) + tuple(str(rec.get(c, "")).strip() for c in _SAME_RUN)
+
+
+def _context(rec: dict, parent: dict | None) -> dict:
+    """The record a row is read from: a derived row takes the ``INHERITED`` columns it does
+    not state from its parent, and reads its notes followed by its parent's (engine, limits,
+    layout); ``_notes`` keeps its own."""
+    out = dict(rec)
+    out["_notes"] = str(rec.get("notes", ""))
+    out["_context"] = out["_notes"]
+    if parent is not None:
+        for column in INHERITED:
+            if sem.is_missing(out.get(column)) and not sem.is_missing(parent.get(column)):
+                out[column] = parent[column]
+        out["_context"] = f"{out['_notes']} ; {parent.get('notes', '')}"
+    return out
+
+
+def _row_or_reason(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
+    """One record resolved, or its reason: an error in one row never stops the file."""
+    try:
+        return _row(path, line, rec, parent)
+    except SpecError as exc:
+        at = f"{exc.field}: " if exc.field else ""
+        fix = f" ({exc.fix})" if exc.fix else ""
+        status = f"unresolved: {at}{exc.problem}{fix}"
+        return MeasuredRow(
+            status=status, value=None, kind="end-to-end", **_texts(line, rec, parent)
+        )
+
+
+def _texts(line: int, rec: dict, parent: int | None) -> dict:
+    """The fields of a row that are its text as written."""
+    return dict(
         row=line,
         source=str(rec.get("source", "")),
         group=sem.source_group(rec),
@@ -138,22 +273,38 @@ def _row(path: Path, line: int, rec: dict) -> MeasuredRow:
         hardware_text=str(rec["hardware"]),
         metric_text=str(rec["metric"]),
         unit=str(rec["unit"]),
-        notes=str(rec.get("notes", "")),
+        notes=rec["_notes"],
+        parent=parent,
     )
+
+
+def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
+    """One record resolved; names or fields the toolkit cannot read give a status."""
+    where = f"{path}, row {line}"
+    metric = sem.metric_of(rec["metric"])
+    base = _texts(line, rec, parent)
     value = _value(rec, metric, where)
     gpus = _gpus(rec["n_gpus"], where)
     kind = "micro" if (metric is not None and metric.micro) else "end-to-end"
     base.update(value=value, kind=kind, metric=metric, gpus=gpus)
-    problem = _problem(rec, metric, value, gpus)
+    problem = _problem(rec, metric, value)
     if problem:
         return MeasuredRow(status=f"unresolved: {problem}", **base)
-    gpu, why = _hardware(rec["hardware"])
+    gpu, count, why = _hardware(str(rec["hardware"]))
+    if gpus is None:
+        if count is None:
+            return MeasuredRow(
+                status=f"unresolved: n_gpus {str(rec['n_gpus'])!r} is not stated", **base
+            )
+        base["gpus"] = gpus = int(
+            check_number(count, where, "hardware", minimum=1, integer=True, unit="GPUs")
+        )
     if gpu is None:
         return MeasuredRow(status=f"unresolved: {why}", **base)
     base["gpu"] = gpu
     if kind == "micro":
         return _micro(rec, base, metric, where)
-    return _end_to_end(rec, base, metric, gpus, where)
+    return _end_to_end(rec, base, metric, gpus, count, where)
 
 
 def _value(rec: dict, metric, where: str) -> float | None:
@@ -174,34 +325,77 @@ def _gpus(raw, where: str) -> int | None:
     return int(check_number(value, where, "n_gpus", minimum=1, integer=True, unit="GPUs"))
 
 
-def _problem(rec: dict, metric, value, gpus) -> str:
+def _problem(rec: dict, metric, value) -> str:
     """Why a row cannot be resolved before names are looked up ("" if nothing)."""
     if metric is None:
         return f"metric {rec['metric']!r} is not one the toolkit reads (see docs/user-guide.md)"
     if value is None:
         return f"value {str(rec['value'])!r} is not a number"
-    if gpus is None:
-        return f"n_gpus {str(rec['n_gpus'])!r} is not stated"
     unit = str(rec["unit"]).lower()
     if "unclear" in unit or unit.endswith("?"):
         return f"unit {rec['unit']!r} is ambiguous"
-    if metric.quantity in sem.TIMES and unit.split()[0] not in ("ms", "s", "us"):
+    first = unit.split()[0] if unit.split() else ""
+    if sem.is_time(metric.quantity) and first not in ("ms", "s", "us"):
         return f"unit {rec['unit']!r} of a latency is not ms, s or us"
+    if not sem.is_time(metric.quantity) and not metric.micro and first in ("ms", "s", "us"):
+        return f"unit {rec['unit']!r} is a time but {rec['metric']!r} is not a latency"
     return ""
 
 
-def _hardware(text) -> tuple[GPU | None, str]:
-    if sem.is_missing(text) or re.search(r"undisclosed|not stated", str(text), re.I):
-        return None, f"hardware {str(text)!r} is not disclosed"
+#: Separators between the parts of a mixed system ("8xH100 + 8xH200", "H100, A100").
+_PARTS = re.compile(r"\s*(?:\+|&|;|,|\band\b|\swith\s|\s/\s)\s*", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1024)
+def _hardware(text: str) -> tuple[GPU | None, int | None, str]:
+    """(GPU, accelerator count the name gives, reason if no GPU). A system of more than one
+    kind of accelerator is ``heterogeneous``: the model has one GPU per row."""
+    raw = str(text).strip()
+    if sem.is_missing(text) or re.search(r"undisclosed|not stated", raw, re.I):
+        return None, None, f"hardware {raw!r} is not disclosed"
+    if re.search(r"heterogeneous|\bmixed\b", raw, re.I):
+        return None, None, f"heterogeneous: hardware {raw!r} mixes accelerators"
+    parts = [p.strip() for p in _PARTS.split(re.sub(r"\([^)]*\)", " ", raw)) if p.strip()]
+    kinds: dict[str, tuple[GPU, int | None]] = {}
+    unknown, others = [], []
+    for part in parts if len(parts) > 1 else ():
+        try:
+            gpu, count = _load_gpu(part)
+            kinds.setdefault(gpu.name, (gpu, count))
+        except SpecError:
+            others.append(part)
+            if not is_host_part(part) and _ACCELERATOR_WORD.search(part):
+                unknown.append(part)
+    if len(kinds) + len(unknown) > 1:
+        names = " and ".join([*sorted(kinds), *unknown])
+        return None, None, f"heterogeneous: hardware {raw!r} mixes {names}"
     try:
-        return _load_gpu(str(text).strip()), ""
+        gpu, count = _load_gpu(raw)
+        return gpu, count, ""
     except SpecError as exc:
-        return None, f"hardware {str(text)!r}: {exc.problem}"
+        if len(kinds) == 1 and all(is_host_part(p) for p in others):
+            gpu, count = next(iter(kinds.values()))  # one accelerator and its host CPUs
+            return gpu, count, ""
+        return None, None, f"hardware {raw!r}: {exc.problem}"
+
+
+#: Words that make an unknown part of a system name an accelerator (not a host or a count).
+_ACCELERATOR_WORD = re.compile(r"nvidia|\bamd\b|instinct|intel|gaudi|\barc\b|\btpu", re.I)
 
 
 @lru_cache(maxsize=512)
-def _load_gpu(text: str) -> GPU:
-    return load_hardware(resolve_system_name(text).path)
+def _load_gpu(text: str) -> tuple[GPU, int | None]:
+    system = resolve_system_name(text)
+    return load_hardware(system.path), system.accelerators
+
+
+@lru_cache(maxsize=256)
+def _engine_profile(name: str):
+    """The profile file an ``engine`` cell names; an unknown one is the row's error."""
+    try:
+        return find("engines", name)
+    except SpecError as exc:
+        raise SpecError("", "engine", exc.problem, exc.fix) from None
 
 
 @lru_cache(maxsize=512)
@@ -221,44 +415,134 @@ def resolve_model(name: str) -> Architecture:
     return load_model(str(name).strip())
 
 
-def _end_to_end(rec, base, metric, gpus, where) -> MeasuredRow:
+def _basis(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
+    """(what the value is per, how many of those the system has). The metric name and the unit
+    say it ("throughput_per_gpu", "output tok/s/GPU": the user guide's "/GPU" rule); they
+    must not disagree. A node is the accelerators the hardware name gives ("8xH200"), else the
+    GPU's scale-up domain of at most 8."""
+    if metric.quantity not in sem.DIVISIBLE:
+        return "system", 1
+    named, unit = metric.per, sem.basis_of_unit(rec["unit"])
+    if named and unit and named != unit:
+        raise SpecError(
+            "",
+            "unit",
+            f"{rec['unit']!r} says per {unit.replace('_', ' ')} but metric {rec['metric']!r} "
+            f"is per {named.replace('_', ' ')}",
+            "make the metric name and the unit agree",
+        )
+    per = named or unit or "system"
+    if per == "gpu":
+        return per, gpus
+    if per == "decode_gpu":
+        if decode_gpus is None:
+            raise SpecError(
+                "", "unit", "per decode GPU, but the row does not say which GPUs decode"
+            )
+        return per, decode_gpus
+    if per == "node":
+        node = count or (gpu.scale_up_domain_gpus if gpu.scale_up_domain_gpus <= 8 else None)
+        if node is None or gpus % node:
+            raise SpecError(
+                "",
+                "unit",
+                f"per node: a node of {gpu.name} has {node or 'an unstated number of'} GPUs "
+                f"and the row has {gpus}",
+                "name the count in the hardware ('8xH200') or give the figure per GPU",
+            )
+        return per, gpus // node
+    return per, 1
+
+
+def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     try:
         base["arch"] = resolve_model(base["model_text"])
     except SpecError as exc:
         return MeasuredRow(
             status=f"unresolved: model {base['model_text']!r}: {exc.problem}", **base
         )
+    context = rec["_context"]
+    text = " ".join(str(rec.get(k, "")) for k in ("model", "source", "input_len")) + context
+    benchmark = sem.benchmark_of(base["arch"].name, text)
     bits = sem.precision_of(rec.get("precision"))
-    scenario = sem.scenario_of(rec, metric)
-    concurrency, caps = sem.batch_of(rec.get("batch_or_concurrency"))
-    lengths = sem.lengths_of(rec.get("input_len", ""), rec.get("output_len", ""))
-    layout = sem.layout_of(rec.get("parallelism"), gpus, where)
+    scenario = sem.scenario_of(rec, metric, context)
+    concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
+    engine = sem.engine_of(rec, context, base["gpu"].description)
+    if engine.name is not None:
+        _engine_profile(engine.name)
+    disaggregated, decode_gpus, decode_text = sem.disaggregation_of(
+        rec, context, rec["unit"], gpus, where, scenario
+    )
+    serving = decode_gpus if disaggregated and decode_gpus else gpus
+    if decode_text:  # the decode instances' own cap ("max_batch_size 64")
+        cap = sem.batch_of("", scenario, decode_text)[1] or cap
+    layout = (
+        sem.layout_of(decode_text, serving, where)
+        if decode_text
+        else sem.row_layout(rec.get("parallelism"), context, scenario, serving, where)
+    )
+    per, per_count = _basis(rec, metric, gpus, count, base["gpu"], decode_gpus)
     base.update(
         bits=bits,
         scenario=scenario,
         layout=layout,
         concurrency=concurrency,
-        batch_cap=caps.get("server" if scenario in ("server", "interactive") else "offline"),
-        engine=sem.engine_of(rec),
-        disaggregated=_flag(rec.get("disaggregated")) or "disaggregat" in base["notes"].lower(),
+        batch_cap=cap,
+        engine=engine.name,
+        engine_version=engine.version,
+        platform=engine.platform,
+        disaggregated=disaggregated,
+        decode_gpus=decode_gpus,
+        per=per,
+        per_count=per_count,
+        benchmark=benchmark.name if benchmark is not None else None,
     )
-    if concurrency is not None:
-        check_number(concurrency, where, "batch_or_concurrency", minimum=1, unit="requests")
+    for given in (concurrency, cap):
+        if given is not None:
+            check_number(given, where, "batch_or_concurrency", minimum=1, unit="requests")
+    lengths = sem.lengths_of(rec.get("input_len", ""), rec.get("output_len", ""), benchmark)
     if not isinstance(lengths, sem.Lengths):
         return MeasuredRow(status=f"unresolved: {lengths}", **base)
     base["lengths"] = lengths
     problem = _scenario_problem(scenario, metric, concurrency, bits, rec)
+    if not problem and disaggregated and decode_gpus is None:
+        problem = (
+            "a disaggregated row must say which GPUs decode (a decode_gpus column, "
+            "'prefill: ...; decode: ...' in parallelism, or 'per decode GPU' when n_gpus "
+            "counts the decode GPUs only)"
+        )
     if problem:
         return MeasuredRow(status=f"unresolved: {problem}", **base)
     if scenario in ("server", "interactive"):
-        base["limits"] = sem.limits_of(base["notes"], scenario)
+        base["limits"] = sem.limits_of(context, scenario, benchmark)
+        if base["limits"] is None:
+            return MeasuredRow(
+                status=f"unresolved: a {scenario} row needs its latency limits (notes "
+                "'p99 TTFT<=2000ms, p99 TPOT<=200ms', or an MLPerf benchmark's)",
+                **base,
+            )
     status = OK
-    lacking = sem.unmodelled_of(rec)
+    lacking = sem.unmodelled_of(rec, context)
+    own = rec["_notes"].strip()
     if lacking:
         status = f"out of scope: uses {lacking}, which the model does not"
-    elif base["notes"].strip().lower().startswith("derived"):
-        status = f"derived: {base['notes'].strip()} (predicted, left out of summaries and fits)"
+    elif _derived(rec):
+        status = f"derived: {own} (predicted, left out of summaries and fits)"
     return MeasuredRow(status=status, **base)
+
+
+#: What each scenario can measure besides latencies (a metric outside it is unresolved).
+MEASURABLE = {
+    "offline": (*sem.RATES, "streams"),
+    "server": (*sem.RATES, "streams", "user_speed"),
+    "interactive": (*sem.RATES, "streams", "user_speed"),
+    "closed_loop": (*sem.RATES, "user_speed"),
+    "static": ("throughput",),
+    "single": ("ttft_single", "ttft"),
+    "prefill": ("input_throughput",),
+}
+#: Scenarios of many requests whose latencies (any statistic) a row may give.
+WITH_LATENCIES = ("server", "interactive", "closed_loop")
 
 
 def _scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
@@ -266,26 +550,15 @@ def _scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
         return f"precision {str(rec.get('precision', ''))!r} is not stated"
     if scenario is None:
         return "scenario not stated (give a scenario column, or a concurrency)"
-    if scenario not in sem.SCENARIOS or scenario == "micro":
-        return f"scenario {scenario!r} is not one of {', '.join(sem.SCENARIOS[:-1])}"
+    if scenario not in MEASURABLE:
+        return f"scenario {scenario!r} is not one of {', '.join(MEASURABLE)}"
     if scenario in ("closed_loop", "static") and concurrency is None:
         return f"a {scenario.replace('_', ' ')} row needs its concurrency (batch_or_concurrency)"
     q = metric.quantity
-    allowed = {
-        "offline": ("throughput", "streams"),
-        "server": ("throughput", "tpot", "tpot_p99", "ttft", "user_speed", "streams"),
-        "closed_loop": ("throughput", "tpot", "itl", "user_speed"),
-        "static": ("throughput",),
-        "single": ("ttft_single", "ttft"),
-    }
-    allowed["interactive"] = allowed["server"]
-    if q not in allowed[scenario]:
-        return f"metric {rec['metric']!r} is not modelled for the {scenario} scenario"
+    latency = scenario in WITH_LATENCIES and sem.is_time(q) and q != "ttft_single"
+    if q not in MEASURABLE[scenario] and not latency:
+        return f"metric {rec['metric']!r} is not read for the {scenario} scenario"
     return ""
-
-
-def _flag(text) -> bool:
-    return str(text or "").strip().lower() in ("1", "true", "yes", "y")
 
 
 def _micro(rec, base, metric, where) -> MeasuredRow:
@@ -359,7 +632,9 @@ def _row_prices(df: pd.DataFrame, price, source: str):
 def _overlay_column(df: pd.DataFrame, column: str, source: str) -> np.ndarray:
     """One numeric column, every value checked at once; the first bad one is reported with
     its row (the header is row 1) by the one checker of numbers (``check_number``)."""
-    values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float)
+    # as text: pandas keeps an integer too large for a float as a Python int, which
+    # to_numeric cannot convert (OverflowError); read as text it is inf, refused below
+    values = pd.to_numeric(df[column].astype(str), errors="coerce").to_numpy(dtype=float)
     bounds = OVERLAY_NUMBERS[column]
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) | (values <= bounds["minimum"]) | (values > bounds["maximum"])

@@ -1,0 +1,432 @@
+"""Reading real measured files (issue 21, item 2): per-scenario layouts and caps, attention data
+parallelism, derived rows, the "/GPU" unit rule, MLPerf dataset lengths and limits, metric
+names, hardware strings, engines and their versions, disaggregated rows, and a file whose
+unreadable rows never stop the others (docs/user-guide.md, "Measured results: the CSV format")."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference_econ.errors import SpecError
+from inference_econ.studies.measured import predicting
+from inference_econ.studies.measured import semantics as sem
+from inference_econ.studies.measured.reading import load_measured
+
+DATA = Path(__file__).parent / "data"
+V50 = DATA / "benchmarks_train_mlperf_v50.csv"  # MLPerf Inference v5.0, closed division
+ROOT = Path(__file__).parent.parent
+
+
+def v50_lines(*lines: int) -> list[str]:
+    """Lines of the MLPerf v5.0 file (1: its header), as written."""
+    import csv
+    import io
+
+    text = V50.read_text().splitlines(keepends=True)
+    records = list(csv.reader(io.StringIO("".join(text))))
+    out = []
+    for n in lines:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="").writerow(records[n - 1])
+        out.append(buf.getvalue())
+    return out
+
+
+def edited(line: str, header: str | None = None, **cells) -> tuple[str, str]:
+    """(line, header): a line of a file with that header (default: the v5.0 file's) with some
+    cells replaced by column name; a new column is added to both."""
+    import csv
+    import io
+
+    names = next(csv.reader(io.StringIO(header or v50_lines(1)[0])))
+    record = next(csv.reader(io.StringIO(line)))
+    for column, value in cells.items():
+        if column not in names:
+            names.append(column)
+            record.append("")
+        record[names.index(column)] = value
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(record)
+    return buf.getvalue(), ",".join(names)
+
+
+def write(tmp_path, rows, header=None, name="m.csv"):
+    header = header or v50_lines(1)[0]
+    path = tmp_path / name
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+# v5.0 lines 20-24: H200-SXM x8 Llama 2 70B Offline, Server (+TTFT), Interactive (line 26)
+OFFLINE, SERVER, SERVER_TTFT, INTERACTIVE = 20, 21, 22, 26
+
+
+# --- per-scenario layouts and caps --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, gpus, scenario, expected",
+    [
+        ("Off: TP2xPP2 x2; Server/Interactive: TP4 x2", 8, "offline", (2, 2, 2)),
+        ("Off: TP2xPP2 x2; Server/Interactive: TP4 x2", 8, "server", (4, 1, 2)),
+        ("Off: TP2xPP2 x2; Server/Interactive: TP4 x2", 8, "interactive", (4, 1, 2)),
+        ("Server: TP4 x18; Off: TP2xPP2", 72, "server", (4, 1, 18)),
+        ("Server: TP4 x18; Off: TP2xPP2", 72, "offline", (2, 2, 18)),
+        ("TP2 x4 instances", 8, "offline", (2, 1, 4)),
+        ("2x TP4", 8, "server", (4, 1, 2)),
+        ("DP2 TP4", 8, "server", (4, 1, 2)),
+        ("TP8", 16, "offline", (8, 1, 2)),
+    ],
+)
+def test_a_layout_per_scenario_is_the_rows_own(text, gpus, scenario, expected):
+    lay = sem.row_layout(text, "", scenario, gpus, "f.csv, row 2")
+    assert (lay.tensor, lay.pipeline, lay.replicas) == expected and lay.gpus == gpus
+
+
+def test_layouts_for_other_scenarios_only_leave_the_row_unresolved(tmp_path):
+    line, header = edited(v50_lines(INTERACTIVE)[0], parallelism="Server: TP4 x2; Off: TP2xPP2 x2")
+    offline, _ = edited(v50_lines(OFFLINE)[0], parallelism="Server: TP4 x2; Off: TP2xPP2 x2")
+    rows = load_measured(write(tmp_path, [line, offline], header))
+    assert rows[0].status == (
+        "unresolved: parallelism: 'Server: TP4 x2; Off: TP2xPP2 x2' names layouts for offline, "
+        "server only, not for this interactive row (give the row's own layout "
+        "(e.g. 'Server: TP4 x2; Offline: TP8'))"
+    )
+    assert rows[1].ok and rows[1].layout.label() == "2 x TP2 PP2"
+
+
+@pytest.mark.parametrize(
+    "text, scenario, concurrency, cap",
+    [
+        ("768 (Interactive)", "interactive", None, 768),
+        ("768 (Interactive)", "offline", None, None),
+        ("gpu_batch 512", "server", None, 512),
+        ("max batch 896 (Off) / 1024 (Server) per instance", "offline", None, 896),
+        ("max batch 896 (Off) / 1024 (Server) per instance", "server", None, 1024),
+        ("max batch 896 (Off) / 1024 (Server) per instance", "interactive", None, None),
+        ("Off: 2048; Server: 512; Interactive: 256", "interactive", None, 256),
+        ("512", "server", None, 512),  # MLPerf has no client concurrency: an engine cap
+        ("64", "closed_loop", 64, None),
+    ],
+)
+def test_caps_per_scenario(text, scenario, concurrency, cap):
+    assert sem.batch_of(text, scenario) == (concurrency, cap)
+
+
+def test_a_cap_in_the_notes():
+    assert sem.batch_of("n/a", "closed_loop", "vLLM 0.8.5 --max-num-seqs 256") == (None, 256)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TP8 attention-DP",
+        "TP8 attn-DP",
+        "TP8 DP-attention",
+        "TP8 dp-attention",
+        "TP8 DP8 attention",
+        "--tp 8 --dp 8 --enable-dp-attention",
+        "TP8 (EP8, DPA)",
+        "DEP8",
+    ],
+)
+def test_attention_data_parallelism_is_read(text):
+    lay = sem.layout_of(text, 8, "w")
+    assert lay.attention_dp and lay.tensor == 8 and lay.replicas == 1
+
+
+def test_data_parallel_replicas_are_not_attention_dp():
+    lay = sem.layout_of("DP2 TP4", 8, "w")
+    assert not lay.attention_dp and lay.replicas == 2
+    vllm = sem.layout_of(
+        "--tensor-parallel-size 4 --data-parallel-size 2 --enable-expert-parallel", 8, "w"
+    )
+    assert vllm.attention_dp and vllm.expert == 8 and vllm.gpus == 8
+
+
+# --- one unreadable row never stops the file ------------------------------------------------
+
+
+def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
+    good = v50_lines(OFFLINE, SERVER, SERVER_TTFT, INTERACTIVE)
+    header = v50_lines(1)[0] + ",engine"
+    good = [g + "," for g in good]
+    bad = {
+        "unresolved: n_gpus: is 0 in GPUs (expected a whole number >= 1)": dict(n_gpus="0"),
+        "unresolved: value: is 0": dict(value="0"),
+        "unresolved: parallelism: 'TP3' uses 3 GPUs but the row has 8": dict(parallelism="TP3"),
+        "unresolved: parallelism: PP0 in 'TP2PP0' (degrees are >= 1)": dict(parallelism="TP2PP0"),
+        "unresolved: parallelism: 'TP?' names a degree without its number": dict(parallelism="TP?"),
+        "unresolved: batch_or_concurrency: is -4": dict(batch_or_concurrency="-4"),
+        "unresolved: hardware: is 0 in GPUs": dict(hardware="0xH100", n_gpus="n/a"),
+        "unresolved: lengths '1e400' / '294.45' are not finite": dict(input_len="1e400"),
+        "unresolved: engine: no engine profile named 'nope'": dict(engine="nope"),
+    }
+    unreadable = [edited(good[0], header, **cells)[0] for cells in bad.values()]
+    mixed_rows = [
+        *unreadable[:4],
+        *(x for pair in zip(good, unreadable[4:]) for x in pair),
+        *unreadable[8:],
+    ]
+    clean = predicting.compare(write(tmp_path, good, header, "clean.csv"), "achievable").table
+    table = predicting.compare(write(tmp_path, mixed_rows, header, "mixed.csv"), "achievable").table
+    is_good = table.row.isin([mixed_rows.index(g) + 2 for g in good])
+    reasons = table.status[~is_good].tolist()
+    assert [s[: len(r)] for s, r in zip(reasons, bad)] == list(bad)
+    kept = table[is_good].reset_index(drop=True)
+    assert np.isfinite(kept.predicted).sum() == np.isfinite(clean.predicted).sum() >= 3
+    assert np.allclose(kept.predicted, clean.predicted, equal_nan=True)
+    assert (kept.status == clean.status).all()
+
+
+# --- derived rows, the /GPU rule, per node ---------------------------------------------------
+
+
+def test_derived_rows_take_their_parents_engine_layout_and_limits(tmp_path):
+    parent, header = edited(
+        v50_lines(SERVER)[0], parallelism="TP2 x4", batch_or_concurrency="gpu_batch 512"
+    )
+    derived = edited(
+        v50_lines(SERVER)[0],
+        metric="throughput_per_gpu",
+        unit="output tok/s/GPU",
+        value="4129.65",
+        notes="derived = total/n_gpus",
+        parallelism="n/a",
+    )[0]
+    named = edited(
+        v50_lines(SERVER)[0],
+        metric="per_user_decode_speed",
+        unit="tok/s/user",
+        value="5.42",
+        notes="derived from row 2: 1000/mean_TPOT",
+        parallelism="n/a",
+    )[0]
+    rows = load_measured(write(tmp_path, [parent, derived, named], header))
+    p, d, n = rows
+    assert p.engine == "trtllm" and p.limits == (2.0, 0.2) and p.batch_cap == 512
+    for row in (d, n):
+        assert row.status.startswith("derived:") and row.parent == 2
+        assert (row.engine, row.layout, row.limits, row.batch_cap, row.scenario) == (
+            p.engine,
+            p.layout,
+            p.limits,
+            p.batch_cap,
+            p.scenario,
+        )
+    assert d.per == "gpu" and d.per_count == 8
+
+
+def test_derived_rows_of_the_training_file_find_their_parents():
+    rows = {r.row: r for r in load_measured(DATA / "mlperf_v4.1_server.csv")}
+    derived = [r for r in rows.values() if r.status.startswith("derived")]
+    assert len(derived) == 153 and all(r.parent for r in derived)
+    speed = next(r for r in derived if r.metric.quantity == "user_speed")
+    assert rows[speed.parent].metric_text == "mean_TPOT"  # "derived = 1000/mean_TPOT"
+
+
+def test_a_per_gpu_unit_divides_the_prediction(tmp_path):
+    """The user guide's "/GPU" rule: a total throughput metric in "output tok/s/GPU" is per
+    GPU (a probe row came out 8x high before it was read)."""
+    total = v50_lines(OFFLINE)[0]
+    per_unit = edited(total, unit="output tok/s/GPU", value="4350.89")[0]
+    per_name = edited(total, metric="output_throughput_per_gpu", unit="tok/s", value="4350.89")[0]
+    clash = edited(total, metric="throughput_per_gpu", unit="output tok/s (system)")[0]
+    table = predicting.compare(write(tmp_path, [total, per_unit, per_name, clash]), "paper").table
+    assert table.predicted[1] == pytest.approx(table.predicted[0] / 8, rel=1e-12)
+    assert table.predicted[2] == pytest.approx(table.predicted[0] / 8, rel=1e-12)
+    assert table.status[3].startswith("unresolved: unit: 'output tok/s (system)' says per system")
+
+
+def test_per_node_input_throughput_is_read(tmp_path):
+    line, header = edited(
+        v50_lines(OFFLINE)[0],
+        hardware="8xH200",
+        n_gpus="16",
+        metric="prefill_input_throughput_per_node",
+        unit="input tok/s per node",
+        notes="TensorRT-LLM, prompts only",
+        scenario="prefill",
+    )
+    row = load_measured(write(tmp_path, [line], header))[0]
+    assert row.metric.quantity == "input_throughput" and row.scenario == "prefill"
+    assert (row.per, row.per_count) == ("node", 2)
+
+
+# --- MLPerf datasets and limits ----------------------------------------------------------
+
+
+def test_every_dataset_figure_has_a_source_comment():
+    number = re.compile(r"^\s*[\w]+:\s*(?:[-+0-9.eE]+|null|\{.*\})\s*(#.*)?$")
+    path = ROOT / "datasets" / "mlperf.yaml"
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if number.match(line):
+            assert "#" in line, f"mlperf.yaml:{i} has a figure without a comment: {line.strip()}"
+
+
+def test_dataset_contexts_agree_with_their_moments():
+    """E[n_in^2] / (2 E[n_in]) is (mean^2 + sd^2) / (2 mean): the YAML's prefill contexts,
+    computed from per-sample counts, must match its means and standard deviations."""
+    for b in sem.benchmarks().values():
+        if b.prefill_context is not None:
+            expected = (b.input_mean**2 + b.input_sd**2) / (2 * b.input_mean)
+            assert b.prefill_context == pytest.approx(expected, abs=0.01), b.name
+
+
+@pytest.mark.parametrize(
+    "model, input_text, output_text, expected",
+    [
+        ("Llama 2 70B", "OpenOrca 24576 samples", "n/a", (222.33, 294.45, 437.98, 177.31)),
+        ("Mixtral 8x7B", "OpenOrca+GSM8K+MBXP", "", (427.39, 144.84, 554.88, 340.03)),
+        ("Llama 3.1 405B", "n/a", "n/a", (9428.64, 684.68, 9585.12, 5591.44)),
+        ("DeepSeek-R1", "", "", (803.79, 3886.23, 5624.07, 504.25)),
+        ("Llama 3.1 8B", "CNN-DailyMail", "100", (870.73, 100.0, 920.73, 541.57)),
+        ("gpt-oss-120b", "1000", "n/a", (1000.0, 1278.2, 1639.1, 500.0)),
+    ],
+)
+def test_mlperf_dataset_lengths(model, input_text, output_text, expected):
+    bench = sem.benchmark_of(model, "MLPerf Inference v5.1")
+    got = sem.lengths_of(input_text, output_text, bench)
+    assert (got.input_mean, got.output_mean, got.decode_context, got.prefill_context) == (
+        pytest.approx(expected, abs=0.01)
+    )
+
+
+def test_unpublished_dataset_figures_leave_the_row_unresolved():
+    bench = sem.benchmark_of("Llama 3.1 8B", "mlcommons/inference_results_v5.1")
+    assert sem.lengths_of("n/a", "n/a", bench) == (
+        "the output mean of the MLPerf llama3.1-8b dataset is not published "
+        "(at most 128 new tokens): give output_len"
+    )
+    assert sem.benchmark_of("Llama 3.1 8B", "a vendor blog") is None
+
+
+def test_limits_come_from_the_notes_else_the_benchmark():
+    b405 = sem.benchmark_of("Llama 3.1 405B", "MLPerf")
+    assert sem.limits_of("", "server", b405) == (6.0, 0.175)
+    assert sem.limits_of("", "interactive", b405) == (4.5, 0.08)
+    assert sem.limits_of("p99 TTFT<=2000ms, p99 TPOT<=200ms", "server", b405) == (2.0, 0.2)
+    assert sem.limits_of("", "server", None) is None
+
+
+# --- metric names, hardware, engines ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, quantity, per",
+    [
+        ("output_throughput_per_gpu", "throughput", "gpu"),
+        ("interactivity", "user_speed", None),
+        ("per_user_output_speed", "user_speed", None),
+        ("output_speed_median", "user_speed", None),
+        ("prefill_input_throughput_per_gpu", "input_throughput", "gpu"),
+        ("input_throughput_per_node", "input_throughput", "node"),
+        ("Output token throughput (tok/s)", "throughput", None),
+        ("Total Token throughput (tok/s)", "total_throughput", None),
+        ("p99_TTFT", "ttft_p99", None),
+        ("median_TTFT", "ttft_median", None),
+        ("Median TPOT (ms)", "tpot", None),
+        ("ITL_mean", "itl", None),
+        ("throughput_per_gpu", "throughput", "gpu"),
+    ],
+)
+def test_metric_names(name, quantity, per):
+    assert sem.metric_of(name) == sem.Metric(quantity, per)
+
+
+def test_hardware_strings(tmp_path):
+    base = v50_lines(OFFLINE)[0]
+    lines = [
+        edited(base, hardware="Virtualized NVIDIA H200-SXM-141GB")[0],
+        edited(base, hardware="NVIDIA H200-SXM-141GB (x8)", n_gpus="n/a")[0],
+        edited(base, hardware="8xH200", n_gpus="n/a")[0],
+        edited(base, hardware="8xH100 + 8xH200", n_gpus="16")[0],
+        edited(base, hardware="NVIDIA H200-SXM-141GB, 2x Xeon Platinum 8480")[0],
+    ]
+    rows = load_measured(write(tmp_path, lines))
+    for row in (rows[0], rows[1], rows[2], rows[4]):
+        assert row.ok and row.gpu.name == "H200-SXM" and row.gpus == 8
+    assert rows[3].status == (
+        "unresolved: heterogeneous: hardware '8xH100 + 8xH200' mixes H100-SXM and H200-SXM"
+    )
+
+
+@pytest.mark.parametrize(
+    "notes, hardware, engine, expected",
+    [
+        ("vLLM 0.6.x", "H100 SXM", "", ("vllm", "0.6", "cuda")),
+        ("TensorRT-LLM 0.17", "NVIDIA H200-SXM-141GB", "", ("trtllm", "0.17", "cuda")),
+        ("TRT-LLM 1.0", "B200", "", ("trtllm", "1.0", "cuda")),
+        ("SGLang 0.4.6", "MI300X", "", ("sglang", "0.4.6", "rocm")),
+        ("vLLM 0.9.1 on ROCm 6.4", "MI325X", "", ("vllm", "0.9.1", "rocm")),
+        ("'vLLM 0.0.0.dev1+mlperf50'", "8xMI325X_2xEPYC_9575F", "", ("vllm", None, "rocm")),
+        ("TensorRT 10.8, CUDA 12.8", "H200", "", ("trtllm", None, "cuda")),
+        ("", "H100 SXM", "vllm@0.10", ("vllm", "0.10", "cuda")),
+        ("TGI 2.0", "H100 SXM", "", (None, None, "cuda")),
+    ],
+)
+def test_engine_version_and_platform(notes, hardware, engine, expected):
+    from inference_econ.studies.measured.reading import _hardware
+
+    gpu = _hardware(hardware)[0]
+    row = {"notes": notes, "hardware": hardware, "engine": engine}
+    got = sem.engine_of(row, notes, gpu.description)
+    assert (got.name, got.version, got.platform) == expected
+
+
+# --- disaggregated rows ------------------------------------------------------------------
+
+
+def test_disaggregated_rows_say_which_gpus_decode(tmp_path):
+    base, header = edited(v50_lines(OFFLINE)[0], disaggregated="true", decode_gpus="", n_gpus="24")
+    split = edited(base, header, parallelism="prefill: TP8 x1; decode: TP8 x2")[0]
+    per_decode = edited(
+        base, header, n_gpus="16", unit="output tok/s per decode GPU", parallelism="TP8"
+    )[0]
+    column = edited(base, header, decode_gpus="16")[0]
+    rows = load_measured(write(tmp_path, [split, per_decode, base, column], header))
+    assert rows[0].ok and rows[0].decode_gpus == 16 and rows[0].layout.label() == "2 x TP8"
+    assert rows[1].ok and (rows[1].decode_gpus, rows[1].per, rows[1].per_count) == (
+        16,
+        "decode_gpu",
+        16,
+    )
+    assert rows[2].status.startswith("unresolved: a disaggregated row must say which GPUs decode")
+    assert rows[3].ok and rows[3].decode_gpus == 16 and rows[3].serving_gpus == 16
+
+
+def test_a_row_of_an_unstated_layout_text_is_refused_in_semantics():
+    with pytest.raises(SpecError, match="context or sequence parallelism"):
+        sem.layout_of("CP2 TP4", 8, "w")
+
+
+def test_disaggregated_workers_described_in_the_notes():
+    """The held-out MLPerf file's wording: "2 prefill worker(s) of 4 GPUs each (tp 4, ...);
+    4 decode worker(s) of 16 GPUs each (tp 16, ep 16, attention data parallel, ...)"."""
+    notes = (
+        "disaggregated serving (NVIDIA Dynamo): 2 prefill worker(s) of 4 GPUs each (tp 4, ep 4, "
+        "attention data parallel, max_batch_size 128; a.yml); 4 decode worker(s) of 16 GPUs each "
+        "(tp 16, ep 16, attention data parallel, max_batch_size 64; b.yml); multi-node: 18 nodes "
+        "x 4 accelerators per node"
+    )
+    flag, decode, text = sem.disaggregation_of({}, notes, "tok/s", 72, "w", "interactive")
+    assert (flag, decode) == (True, 64)
+    lay = sem.layout_of(text, decode, "w")
+    assert (lay.tensor, lay.expert, lay.attention_dp, lay.replicas) == (16, 16, True, 4)
+    assert sem.batch_of("", "interactive", text) == (None, 64)
+
+
+def test_disaggregated_is_read_for_the_scenario_it_names():
+    notes = "colocated Offline/Server, while disaggregated Interactive used a KV transceiver"
+    assert not sem.disaggregation_of({}, notes, "tok/s", 72, "w", "offline")[0]
+    assert sem.disaggregation_of({}, notes, "tok/s", 72, "w", "interactive")[0]
+
+
+def test_notes_state_a_layout_only_by_label_or_launch_flags():
+    assert sem.notes_layout("multi-node: 18 nodes x 4 accelerators per node; tp 4") == ""
+    assert (
+        sem.notes_layout("vLLM 0.9 --tp 8 --enable-dp-attention") == "--tp 8 --enable-dp-attention"
+    )
+    assert sem.notes_layout("layout: TP4 x2; vLLM") == "TP4 x2"

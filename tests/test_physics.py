@@ -1,0 +1,307 @@
+"""Serving physics a practitioner checks (issue 22), each pinned to a public figure or a hand
+computation: MoE experts as one grouped GEMM, the expert all-to-all against DeepEP's tables,
+pipeline bubbles, precision formats, context-parallel NICs, the co-located baseline of
+``disagg``. Sources are stated beside each figure (docs/model.md §B5, §B9-§B12, §F7)."""
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.model.assumptions import ACHIEVABLE, PAPER, REFINED
+from inference_econ.model.latency import StepModel, expert_remote_share, prefill_step_model
+from inference_econ.model.mixed_step import EngineLayout, mixed_step_s
+from inference_econ.model.workload import compile_workload
+from inference_econ.serving import context_parallel as cp
+from inference_econ.serving import disaggregation as dis
+from inference_econ.serving.prefill import prefill
+from inference_econ.specs.engine import load_engine
+
+
+# --- §F7: routed experts as one grouped GEMM over the tokens actually routed -------------
+def test_grouped_expert_gemm_by_hand():
+    model = StepModel(
+        compile_workload(ie.load_model("DeepSeek-R1"), ACHIEVABLE),
+        ie.load_hardware("H200"),
+        ACHIEVABLE,
+    )
+    g, eng = model.work.groups[1], model.engine
+    per = (g.matrices_in + g.matrices_out) * model.work.d_model
+    # one token picks k = 8 of 256 experts: 8 experts hit, each a 64-token tile; none else
+    sec, vol = eng.grouped_expert_gemm(g, 1.0, 1.0, 8.0, 8.0, per)
+    assert sec == pytest.approx(
+        2 * g.layers * per * g.d_ff * 8 * 64 / (8 * model.machine.gemm_rate)
+    )
+    assert vol == pytest.approx(8 * 64 * model.work.d_model * g.d_ff / 8)
+    # 64 tokens: E·(1 − (1 − k/E)^T) = 222.3 experts hit, 2.3 picks each, one tile each
+    hit = 256 * (1 - (1 - 8 / 256) ** 64)
+    sec64, _ = eng.grouped_expert_gemm(g, 64.0, 1.0, 8.0, 8.0, per)
+    assert sec64 / sec == pytest.approx(hit / 8)
+
+
+def test_deepseek_r1_decode_against_sglang_on_8_h200():
+    """SemiAnalysis InferenceX issue #870 (2026-03): DeepSeek-R1-0528 FP8, SGLang 0.5.7, TP8,
+    8 x H200, 1024 in / 1024 out (mean context 1536): mean TPOT 12.8, 17.2, 25.6, 34.6 ms at
+    concurrency 8, 16, 32, 64. The decode step is within 25 % of each (the TPOT also carries
+    the prompts' chunks); before the grouped GEMM the batch-64 step was 89 ms."""
+    tpot = np.array([12.8, 17.2, 25.6, 34.6]) * 1e-3
+    pts = ie.points(
+        "DeepSeek-R1",
+        "H200",
+        gpus=8,
+        batch=[8, 16, 32, 64],
+        context_tokens=1536,
+        assumptions="achievable",
+    )
+    ratio = pts.latency_s.to_numpy() / tpot
+    assert np.all(np.abs(ratio - 1) <= 0.25), ratio
+
+
+# --- §B11: expert dispatch and combine against DeepEP ------------------------------------
+#: DeepEP (github.com/deepseek-ai/DeepEP), its V1 performance page legacy.md: low-latency kernels on H800 with one 400 Gb/s CX7 per GPU,
+#: 128 tokens per rank, hidden 7168, top-8, FP8 dispatch, BF16 combine: latency (µs) by EP.
+DEEPEP_LOW_LATENCY = {
+    8: (77, 114),
+    16: (118, 195),
+    32: (155, 273),
+    64: (173, 314),
+    128: (192, 369),
+    256: (194, 360),
+}
+#: The same page, normal kernels (4096 tokens per batch, top-4 groups, top-8 experts, FP8
+#: dispatch): RDMA bottleneck bandwidth of the dispatch, GB/s per GPU.
+DEEPEP_NORMAL_RDMA = {16: 43, 32: 58, 64: 51}
+
+
+@pytest.mark.parametrize("preset", [REFINED, ACHIEVABLE], ids=lambda a: a.name)
+def test_expert_all_to_all_reproduces_deepep(preset):
+    arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("H800")
+    model = StepModel(compile_workload(arch, preset), gpu, preset)
+    layers = model.work.groups[1].layers
+    for ep, (dispatch_us, combine_us) in DEEPEP_LOW_LATENCY.items():
+        part = model.pipeline_part(float(ep), 128.0 * ep, 1.0, 0.0, 1.0)
+        dispatch, combine = part.shared_calls[:2]
+        got = np.array([float(dispatch.time_s()), float(combine.time_s())]) / layers * 1e6
+        want = np.array([dispatch_us, combine_us])
+        assert np.all(got <= want), (ep, got)  # an ideal collective is a bound
+        if ep > 8:  # across nodes (the NICs): within 25 %
+            assert np.all(np.abs(got / want - 1) <= 0.25), (ep, got)
+        else:  # one node, NVLink only: the datasheet's 200 GB/s one way, where DeepEP's
+            # low-latency kernels move 98 GB/s (its normal kernels 153 GB/s)
+            assert np.all(got / want >= 0.65), (ep, got)
+    prefill = prefill_step_model(arch, gpu, preset)
+    g = prefill.work.groups[1]
+    for ep, rdma_gb_per_s in DEEPEP_NORMAL_RDMA.items():
+        dispatch = prefill.pipeline_part(float(ep), 1.0, 4096.0 * ep, 0.0, 1.0).shared_calls[0]
+        # bytes over RDMA: one FP8 copy (scales 4 B per 128) per remote node of a token
+        rdma = 4096 * 8 * 7168 * (1 + 4 / 128) * float(expert_remote_share(g, ep / 8))
+        bw = rdma / (float(dispatch.time_s()) / g.layers) / 1e9
+        assert bw == pytest.approx(rdma_gb_per_s, rel=0.25), (ep, bw)
+    # the paper's all-to-all is flat in EP: min(k, e) ranks in one node
+    paper = StepModel(compile_workload(arch, PAPER), gpu, PAPER)
+    flat = [
+        float(paper.pipeline_part(float(ep), 128.0 * ep, 1.0, 0.0, 1.0).shared_calls[0].time_s())
+        for ep in (8, 256)
+    ]
+    assert flat[1] == pytest.approx(flat[0], rel=0.05)
+
+
+# --- §B12: pipeline bubbles ----------------------------------------------------------------
+def test_a_lone_prompt_crosses_the_pipeline_serially():
+    """Llama 3.3 70B, FP8, on 4 x H100 as TP1 x PP4: one 726-token prompt passes the four
+    stages one after another, so it takes its whole arithmetic on one GPU: 2·P·726 FLOP at
+    the sustained FP8 rate (0.7 x 1,978.9 TFLOPS, NVIDIA H100 datasheet) = 74 ms. The paper's
+    balanced micro-batches charge a quarter of that."""
+
+    def step(preset, layout, D=0, P=726):
+        s = ie.make_setting("Llama 3.3 70B", "H100", assumptions=preset, weight_bits=8)
+        m = StepModel(compile_workload(s.model, s.assumptions), s.gpu, s.assumptions, True)
+        pre = prefill_step_model(s.model, s.gpu, s.assumptions, True).work
+        return float(mixed_step_s(m, pre, layout, D, 1000.0, P)), m
+
+    pp4 = EngineLayout(4, 4, 1.0, False)
+    serial, m = step("refined", pp4)
+    arithmetic = 2 * m.work.active_params * 726 / (0.7 * 1978.9e12)
+    assert arithmetic == pytest.approx(0.074, rel=0.02)
+    assert arithmetic <= serial <= 1.15 * arithmetic
+    assert step("paper", pp4)[0] < 0.5 * arithmetic
+    assert step("refined", EngineLayout(4, 1, 1.0, False))[0] < 0.5 * serial
+    # many sequences fill the stages: no bubble, the paper's balanced micro-batches
+    full = step("refined", pp4, D=400, P=0)[0]
+    ref = REFINED.replace(pipeline_bubbles=False)
+    s = ie.make_setting("Llama 3.3 70B", "H100", assumptions=ref, weight_bits=8)
+    m = StepModel(compile_workload(s.model, ref), s.gpu, ref, True)
+    pre = prefill_step_model(s.model, s.gpu, ref, True).work
+    assert full == pytest.approx(float(mixed_step_s(m, pre, pp4, 400, 1000.0, 0)), rel=1e-12)
+
+
+# --- §B5: precision formats ----------------------------------------------------------------
+def test_gemm_rate_keys_on_both_formats_and_attention_on_the_kv_format():
+    """NVIDIA H100 SXM datasheet, dense: BF16 989.4, FP8 1,978.9 TFLOPS. Weight-only W8A16 and
+    W4A16 run at the BF16 rate, W8A8 at FP8's; attention at the KV cache's format."""
+    h100, arch = ie.load_hardware("H100"), ie.load_model("Llama 3.3 70B")
+
+    def machine(preset=REFINED, **bits):
+        return StepModel(
+            compile_workload(arch.with_precision(**bits), preset), h100, preset
+        ).machine
+
+    sustained = h100.sustained_flop_fraction
+    assert machine(weight_bits=8).flop_per_s == pytest.approx(1978.9e12 * sustained, rel=1e-3)
+    for w in (8, 4):
+        m = machine(weight_bits=w, gemm_activation_bits=16)
+        assert m.flop_per_s == pytest.approx(989.4e12 * sustained, rel=1e-3)
+        assert machine(PAPER, weight_bits=w, gemm_activation_bits=16).flop_per_s > m.flop_per_s
+    assert machine(weight_bits=8).attention_flop_per_s == pytest.approx(
+        989.4e12 * sustained, rel=1e-3
+    )
+    fp8_kv = machine(weight_bits=8, kv_cache_bits=8)
+    assert fp8_kv.attention_flop_per_s == pytest.approx(fp8_kv.flop_per_s)
+    # a 131,072-token prefill with FP8 weights on 8 GPUs: GEMMs at FP8, attention at BF16
+    s = ie.make_setting("Llama 3.3 70B", "H100", assumptions="refined", weight_bits=8)
+    row = prefill(s, 8, 131072)
+    ff, ctx, proj = prefill_step_model(s.model, h100, REFINED).work.flop(1.0, 131072.0, 0.0)
+    hand = (ff + proj) / (8 * sustained * 1978.9e12) + ctx / (8 * sustained * 989.4e12)
+    assert row.compute_time_s == pytest.approx(hand, rel=0.01)
+    assert row.compute_time_s == pytest.approx(5.73, rel=0.01)
+
+
+def test_four_bit_weights_carry_their_block_scales():
+    arch = ie.load_model("Llama 3.3 70B")
+    nvfp4 = compile_workload(arch.with_precision(weight_bits=4), REFINED)
+    assert nvfp4.bytes_per_weight == 4.5 / 8  # one FP8 scale per 16 values (NVFP4)
+    assert compile_workload(arch.with_precision(weight_bits=4), PAPER).bytes_per_weight == 0.5
+    mxfp4 = compile_workload(arch.with_precision(weight_bits=4.25), REFINED)
+    assert mxfp4.bytes_per_weight == 4.25 / 8 and mxfp4.gemm_bits == 4  # MXFP4: FP4 rate
+    b200 = ie.load_hardware("B200")
+    assert StepModel(mxfp4, b200, REFINED).machine.peak_flop_per_s == b200.peak_flop_per_s(4)
+
+
+# --- §B9: context parallelism --------------------------------------------------------------
+def test_context_parallel_devices_use_all_their_nics():
+    """NVIDIA DGX H100 user guide: eight ConnectX-7 400 Gb/s NICs, one per GPU; a device of 8
+    GPUs sends its 43 GB prefix in 43e9 / (8 x 50e9) = 0.11 s, not the 0.86 s of one NIC."""
+    s = ie.make_setting("Llama 3.1 405B", "H100", assumptions="refined", weight_bits=8)
+    costs = cp.chain_costs(s, devices_gpus=8)
+    assert costs.link_bytes_per_s == 8 * 50e9
+    start = 43e9 / costs.kv_bytes_per_position_per_layer / costs.layers
+    assert costs.receive_s(start) == pytest.approx(0.1075 + 10e-6, rel=1e-6)
+    # ring attention: balanced pieces, the transfer behind the attention arithmetic
+    single = float(costs.compute_s(0.0, 200000.0))
+    ring = cp.ring_attention_ttft_s(costs, 200000.0, 4)
+    assert single / 4 < ring < single / 2
+
+
+# --- §B10: the co-located baseline is the load engine's step -------------------------------
+def test_disagg_colocated_baseline_is_the_chunked_mixed_step():
+    s = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
+    df = dis.compare(s, 4000, 500, 8, 64).set_index("serving")
+    co = df.loc["co-located"]
+    # stop-the-world prefill gave 26.2 ms per token; the engine's chunks share the steps
+    assert 0.020 < co.decode_latency_s < 0.0262
+    dis_step = df.loc["disaggregated"].decode_latency_s
+    layout_steps = dis.colocated_prompt(*_colocated_args(s))
+    assert co.decode_latency_s == pytest.approx(dis_step + 64 / 500 * layout_steps.added_s)
+    assert co.ttft_s == pytest.approx(layout_steps.ttft_s)
+
+
+def _colocated_args(s):
+    from inference_econ.serving.requests import instance_layout
+
+    _, lay, _, decoder, _ = instance_layout(s, 8, 64, 4250.0)
+    on = (float(lay.pipeline[0]), float(lay.attention_divisor[0]), bool(lay.two_d[0]))
+    return s, decoder.target, on, 8, 64, 4000, 500
+
+
+# --- §F2: a power derating per part, from that part's own results -------------------------
+def test_power_derating_is_per_part_and_h200_nvl_is_not_an_h100_pcie():
+    """MLPerf Inference v5.0 (tests/data/benchmarks_train_mlperf_v50.csv), Llama 2 70B
+    Offline, median throughput per GPU: H200-NVL 3,787 and H200-SXM 4,345 tok/s, a ratio of
+    0.87 (the shared PCIe term of before predicted 0.57). Parts without results of their own
+    (RTX PRO 6000) are not derated."""
+    measured = 3787.19 / 4345.40
+    tput = {
+        hw: ie.point(
+            "Llama 2 70B",
+            hw,
+            gpus=8,
+            batch=512,
+            context_tokens=370,
+            weight_bits=8,
+            kv_cache_bits=8,
+            assumptions="achievable",
+        ).throughput_tokens_per_s
+        for hw in ("H200-NVL", "H200-SXM")
+    }
+    assert tput["H200-NVL"] / tput["H200-SXM"] == pytest.approx(measured, rel=0.1)
+    deratings = {
+        n: ie.load_hardware(n).gemm_power_derating
+        for n in ("H100-PCIe", "H100-NVL", "L40S", "H200-NVL", "RTX-PRO-6000-BSE")
+    }
+    assert deratings["H100-PCIe"] < deratings["H100-NVL"] < deratings["H200-NVL"]
+    assert (
+        deratings["RTX-PRO-6000-BSE"] == 1.0
+        and ie.load_hardware("H100-SXM").gemm_power_derating == 1.0
+    )
+
+
+def test_b300_fp4_rate_is_nvidias_hgx_figure_not_gb300s():
+    """NVIDIA's 15 PFLOPS of dense NVFP4 per Blackwell Ultra GPU is the GB300 NVL72 part
+    (1,080 PFLOPS dense per 72 GPUs, GB300 NVL72 spec); HGX B300 runs its 8 GPUs at a lower
+    power and NVIDIA's HGX spec gives 105 PFLOPS dense per 8 (docs/model.md §A3)."""
+    assert ie.load_hardware("GB300").peak_flop_per_s(4) == pytest.approx(1080e15 / 72)
+    assert ie.load_hardware("B300").peak_flop_per_s(4) == pytest.approx(105e15 / 8)
+
+
+# --- §F11: the layouts an engine runs ------------------------------------------------------
+def test_an_engine_offers_only_the_layouts_it_runs():
+    """TensorRT-LLM and vLLM run data-parallel attention with MoE models only, and no engine
+    runs 2-D tensor parallelism (their parallelism guides; engines/*.yaml); refined is open."""
+    from inference_econ.errors import SpecError
+    from inference_econ.specs.engine import profile_from_dict
+
+    kw = dict(gpus=[8, 16], batch=[256, 512], context_tokens=2000)
+    for engine in ("trtllm", "vllm"):
+        dense = ie.points("Llama 3.3 70B", "H200", assumptions="achievable", engine=engine, **kw)
+        assert (dense.attention_degree == dense.tensor_degree).all()
+        assert (dense.tp_dims != "2D").all()
+    moe = ie.points("DeepSeek-R1", "H200", assumptions="achievable", **kw)
+    assert (moe.attention_degree < moe.tensor_degree).any()
+    assert load_engine("vllm").layout_features("dense") == {"pipeline"}
+    with pytest.raises(SpecError, match="unknown feature 'tensor_3d'"):
+        profile_from_dict({"name": "x", "parallelism": {"dense": ["tensor_3d"]}}, "x.yaml")
+
+
+# --- §B13: KV-cache copies across an attention group wider than the KV heads --------------
+def test_kv_cache_is_copied_beyond_the_kv_heads_and_sharded_by_attention_dp():
+    """MLA keeps one latent per token: every rank of a tensor-parallel attention group holds
+    the whole cache (TensorRT-LLM's parallel-strategy guide: "if num_heads < tensor_parallel_size,
+    the KV-cache is replicated on every GPU"); data-parallel attention partitions it by request."""
+    s = ie.make_setting("DeepSeek-R1", "H200", assumptions="refined", context_tokens=8000)
+    model = StepModel(compile_workload(s.model, s.assumptions), s.gpu, s.assumptions)
+    per_request = model.work.attention_kv_bytes(8000.0, 1.0)
+    free = float(model.free_hbm_bytes(8.0))
+
+    def most(adiv):  # the largest batch that fits on 8 GPUs, p = 1
+        B = np.arange(1.0, 4000.0)
+        return int(B[model.fits(8.0, B, 1.0, 8000.0, adiv)].max())
+
+    assert most(8.0) == pytest.approx(free / per_request, abs=1)  # DP attention: sharded
+    assert most(1.0) == pytest.approx(free / (8 * per_request), abs=1)  # TP8: 8 copies
+    assert most(None) == most(8.0)  # the test before the divisors are searched
+    paper = StepModel(compile_workload(s.model, PAPER), s.gpu, PAPER)
+    assert paper.kv_copies(8.0) == 1.0  # the paper spreads the cache over all GPUs
+    llama = compile_workload(ie.load_model("Llama 3 70B"), REFINED)
+    assert float(llama.kv_replication(8)) == 1.0 and float(llama.kv_replication(16)) == 2.0
+
+
+# --- §F2: a decode GEMM of one token stays memory-bound ------------------------------------
+def test_batch_one_decode_is_memory_bound_under_an_engine():
+    """A GEMM's fixed cost per kernel adds beside its weight reads, not in place of them:
+    Llama 3 70B, FP8, on 8 x H100 at batch 1 reads its weights (issue 27 item 7: the engine
+    step showed 0 ms of weight reads and called it compute-bound)."""
+    row = ie.point("Llama 3 70B", "H100", gpus=8, batch=1, weight_bits=8, assumptions="achievable")
+    assert row.bound == "memory" and row.arithmetic_s == 0.0
+    weights = 70.6e9 / 8 / 3.35e12  # one byte per weight over each GPU's datasheet bandwidth
+    assert row.weight_read_s == pytest.approx(
+        weights / load_engine("trtllm").hbm_efficiency, rel=0.05
+    )
