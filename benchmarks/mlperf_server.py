@@ -148,9 +148,9 @@ def main() -> int:
     parser.add_argument(
         "--requests", type=int, default=3000, help="requests simulated per instance"
     )
-    parser.add_argument("--input-length", default=INPUT, help=f"prompt lengths (default {INPUT})")
+    parser.add_argument("--prompt-tokens", default=INPUT, help=f"prompt lengths (default {INPUT})")
     parser.add_argument(
-        "--output-length", default=OUTPUT, help=f"output lengths (default {OUTPUT})"
+        "--output-tokens", default=OUTPUT, help=f"output lengths (default {OUTPUT})"
     )
     parser.add_argument(
         "--max-batch",
@@ -169,16 +169,16 @@ def main() -> int:
     df = table(
         args.assumptions,
         args.requests,
-        args.input_length,
-        args.output_length,
+        args.prompt_tokens,
+        args.output_tokens,
         engine,
         lambda m: print(m, file=sys.stderr),
     )
     command = "python benchmarks/mlperf_server.py " + " ".join(sys.argv[1:])
     notes = [
         f"Command: `{command.strip()}`",
-        f"Llama 2 70B, 8-bit weights and KV cache, `{args.assumptions}` assumptions; prompts {args.input_length}, "
-        f"outputs {args.output_length}; {args.requests} requests simulated per instance; at most "
+        f"Llama 2 70B, 8-bit weights and KV cache, `{args.assumptions}` assumptions; prompts {args.prompt_tokens}, "
+        f"outputs {args.output_tokens}; {args.requests} requests simulated per instance; at most "
         f"{args.max_batch} requests and {args.step_tokens} tokens per step.",
     ]
     print(

@@ -51,13 +51,15 @@ def _setting(model, hardware, **kwargs) -> Setting:
     return make_setting(model, hardware, **kwargs)
 
 
-def point(model, hardware=None, *, gpus, batch, **kwargs) -> pd.Series:
+def point(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> pd.Series:
     """One configuration (GPUs, batch) of a model on a GPU: latency, tokens/s per request,
     $ per million tokens, MFU, the best layout and the latency breakdown.
 
-    Keyword arguments are the settings of ``make_setting`` (context_tokens, weight_bits,
-    draft, ...; the table in ``inference_econ/settings.py``). ``gpus`` and ``batch`` are one
-    number each (``points`` takes many).
+    The layout is the best of the paper's continuous ones (real-valued degrees, docs/model.md
+    §A5), or with ``discrete=True`` the best whole one, as an engine launches it (§B7; whole
+    GPUs). Keyword arguments are the settings of ``make_setting`` (context_tokens,
+    weight_bits, draft, ...; the table in ``inference_econ/settings.py``). ``gpus`` and
+    ``batch`` are one number each (``points`` takes many).
     """
     for name, value in (("gpus", gpus), ("batch", batch)):
         if np.ndim(value) > 0 and np.size(value) != 1:
@@ -67,12 +69,14 @@ def point(model, hardware=None, *, gpus, batch, **kwargs) -> pd.Series:
                 f"is {short(value)}: point describes one configuration",
                 "give one number, or use ie.points for many",
             )
-    return evaluate(_setting(model, hardware, **kwargs), gpus, batch).iloc[0]
+    return points(model, hardware, gpus=gpus, batch=batch, discrete=discrete, **kwargs).iloc[0]
 
 
-def points(model, hardware=None, *, gpus, batch, **kwargs) -> pd.DataFrame:
-    """Many configurations at once (``gpus`` and ``batch`` broadcast against each other)."""
-    return evaluate(_setting(model, hardware, **kwargs), gpus, batch)
+def points(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> pd.DataFrame:
+    """Many configurations at once (``gpus`` and ``batch`` broadcast against each other), as
+    ``point``."""
+    discrete = table.option("discrete").check(discrete, "argument", "discrete")
+    return evaluate(_setting(model, hardware, **kwargs), gpus, batch, discrete)
 
 
 def frontier(model, hardware=None, **kwargs) -> Frontier:

@@ -778,7 +778,8 @@ SETTINGS: tuple[Option, ...] = (
         "Prompt tokens per request: N, uniform:LO:HI, lognormal:MEAN:SIGMA[:CAP] or trace.",
         LOAD,
         optional=True,
-        flag="--input-length",
+        # one name per concept: a request's prompt length is --prompt-tokens in every command
+        flag="--prompt-tokens",
         needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
@@ -788,7 +789,7 @@ SETTINGS: tuple[Option, ...] = (
         "Output tokens per request: N, uniform:LO:HI, lognormal:MEAN:SIGMA[:CAP] or trace.",
         LOAD,
         optional=True,
-        flag="--output-length",
+        flag="--output-tokens",
         needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
@@ -829,6 +830,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         minimum=0,
         maximum=2**32 - 1,
+        needs=("arrival_rate_per_s", "trace", "demand"),
     ),
     Option(
         "slo_ttft_p99_s",

@@ -1,5 +1,6 @@
 """Shared fixtures: the paper's settings, built once per test session."""
 
+import functools
 import os
 
 import pytest
@@ -35,3 +36,90 @@ def bound_agrees_with_parts():
         ]
 
     return check
+
+
+# --- every --help example, run as written (docs/user-guide.md; issue 27) -------------------------
+
+#: Examples another test runs in full, and the test: not run twice.
+RUN_ELSEWHERE = {
+    "reproduce all": "tests/test_figures.py::test_reproduce_all_regenerates_the_committed_outputs"
+}
+#: The Hub repository of the import-hf example, served by a stand-in huggingface_hub (CI has no
+#: network) with the repository's config.json, the file examples/config.json ships.
+HUB_EXAMPLE = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+@functools.cache
+def help_examples() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(command, arguments) of every example of every command's --help (subcommands too), in
+    an order they can run in: a study before the report of the folder it writes."""
+    import re
+    import shlex
+
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    found = []
+
+    def walk(command, path):
+        text = CliRunner().invoke(main, [*path, "--help"]).output
+        block = re.search(r"Examples?:(.*?)(?:\n\s*\n|\Z)", text, re.S)
+        lines = re.sub(r"\\\n\s*", " ", block.group(1)).splitlines() if block else []
+        for line in lines:
+            if line.strip().startswith("inference-econ "):
+                found.append((" ".join(path) or "inference-econ", tuple(shlex.split(line)[1:])))
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            walk(sub, [*path, name])
+
+    walk(main, [])
+    return tuple(sorted(found, key=lambda e: e[1][0] != "study"))  # the rest keep their order
+
+
+def _stand_in_hub(folder):
+    """A huggingface_hub whose one repository (``HUB_EXAMPLE``) holds examples/config.json."""
+    import shutil
+    import types
+
+    class EntryNotFoundError(Exception):  # the hub's name for a file a repository lacks
+        pass
+
+    def hf_hub_download(repo_id, filename, *, revision=None, **_):
+        if repo_id != HUB_EXAMPLE or filename != "config.json":
+            raise EntryNotFoundError(f"{repo_id}: no {filename} in the stand-in hub")
+        target = folder / "hub" / repo_id / filename
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return str(shutil.copy(folder / "examples" / "config.json", target))
+
+    return types.SimpleNamespace(hf_hub_download=hf_hub_download)
+
+
+@pytest.fixture(scope="session")
+def help_example_runs(tmp_path_factory):
+    """Every --help example run as written, once per session, from a folder laid out as a
+    fresh clone (the shipped examples/ and scenarios/, an empty models/ for what import-hf
+    writes) in one process: examples share its imports and the frontiers earlier ones
+    computed, and the report examples read the folder the study example wrote. Returns the
+    folder and {command line: click result}; RUN_ELSEWHERE's examples are left out."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    folder = tmp_path_factory.mktemp("fresh-clone")
+    for name in ("examples", "scenarios"):
+        (folder / name).symlink_to(root / name, target_is_directory=True)
+    (folder / "models").mkdir()
+    results = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.setitem(sys.modules, "huggingface_hub", _stand_in_hub(folder))
+        for _, args in help_examples():
+            line = shlex.join(args)
+            if line not in RUN_ELSEWHERE:
+                results[line] = CliRunner().invoke(main, list(args))
+    return folder, results

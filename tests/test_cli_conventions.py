@@ -13,11 +13,13 @@ import inference_econ as ie
 from inference_econ import api
 from inference_econ import settings as table
 from inference_econ.cli import commands, main
-from inference_econ.cli.common import OutputFile, wrote_files
+from inference_econ.cli.common import OutputFile, TableFile, wrote_files
 from inference_econ.errors import InfeasibleError, SpecError
 from inference_econ.model.layouts import tp_dims
 from inference_econ.output.render import first_sentence, render
 from inference_econ.specs import catalog
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 SMALL = ["frontier", "Llama 3 8B", "-H", "H100-paper", "--grid-points", "20", "-q"]
 
@@ -30,7 +32,7 @@ def invoke(*args):
 def test_options_that_need_another_are_refused_naming_both():
     """Load options without --rate used to be dropped silently by frontier (item 2)."""
     for args, line in [
-        (("--input-length", "1000"), "error: --input-length: needs --rate"),
+        (("--output-tokens", "1000"), "error: --output-tokens: needs --rate"),
         (("--requests", "100"), "error: --requests: needs --rate"),
         (("--slo-e2e-p99", "30"), "error: --slo-e2e-p99: needs --rate"),  # item 17: it exists
         (("--acceptance", "0.5"), "error: --acceptance: needs --draft or --draft-heads"),
@@ -54,7 +56,7 @@ def test_capacity_with_gpus_searches_the_rate(monkeypatch):
         raise InfeasibleError(f"reached the search with {sorted(kwargs)}")
 
     monkeypatch.setattr(api, "max_load", reached)
-    args = ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--input-length", 100]
+    args = ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--prompt-tokens", 100]
     code, _, err = invoke(*args, "--slo-ttft-p99", 1)
     assert code == 1 and "reached the search" in err and "input_lengths" in err
 
@@ -83,7 +85,7 @@ def test_max_gpus_caps_the_plain_frontier():
 def test_out_suffix_sets_the_format(tmp_path):
     code, _, _ = invoke(*SMALL, "--out", tmp_path / "f.json")
     payload = json.loads((tmp_path / "f.json").read_text())
-    assert code == 0 and list(payload) == ["title", "metadata", "rows"]
+    assert code == 0 and list(payload)[:3] == ["title", "metadata", "rows"]  # then "notes"
     invoke(*SMALL, "--out", tmp_path / "f.md")
     assert (tmp_path / "f.md").read_text().startswith("**Llama 3 8B on H100-paper**")
     invoke(*SMALL, "--format", "csv", "--out", tmp_path / "data.dat")  # --format decides
@@ -185,8 +187,8 @@ def test_load_outputs_state_what_they_were_computed_with():
 
     from inference_econ.cli import main
 
-    load = ["Llama 3 8B", "-H", "H100", "--requests", "100", "--input-length", "500"]
-    load += ["--output-length", "50"]
+    load = ["Llama 3 8B", "-H", "H100", "--requests", "100", "--prompt-tokens", "500"]
+    load += ["--output-tokens", "50"]
     out = CliRunner().invoke(
         main, ["simulate", *load, "--gpus", "1", "--rate", "5", "--format", "csv"]
     )
@@ -212,7 +214,7 @@ def test_capacity_of_a_given_deployment_refuses_disaggregated():
     from inference_econ.cli import main
 
     args = ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--disaggregated"]
-    args += ["--input-length", "500", "--output-length", "50", "--slo-tpot-p99", "0.05"]
+    args += ["--prompt-tokens", "500", "--output-tokens", "50", "--slo-tpot-p99", "0.05"]
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 2 and "--disaggregated" in out.stderr and "--prefill-gpus" in out.stderr
 
@@ -231,6 +233,21 @@ def test_every_command_with_format_has_out():
         words for words, cmd in _commands() if "format" in _names(cmd) and "out" not in _names(cmd)
     ]
     assert missing == []
+    # --out is the printed table's file (a TableFile) except where the README says otherwise
+    # (issue 27: "every table command takes --out" was untrue for five commands)
+    other = sorted(
+        words[-1]
+        for words, cmd in _commands()
+        if "format" in _names(cmd)
+        and not isinstance(next(p for p in cmd.params if p.name == "out").type, TableFile)
+    )
+    assert other == ["calibrate", "export", "import-hf", "reproduce", "run", "study"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (
+        "while `run`, `study`, `export` and `reproduce figure-N|all` write a folder with `--out DIR`"
+        in readme
+        and "`calibrate --out` and `import-hf --out` are the engine profile and the model" in readme
+    )
 
 
 def _names(cmd) -> set[str]:
@@ -270,21 +287,15 @@ def test_out_writes_what_would_be_printed(tmp_path):
 
 def test_options_that_would_be_dropped_are_refused():
     """Each of these combinations used to drop an option without a word (item 7)."""
-    rate = ["--rate", 5, "--output-length", 100, "--slo-ttft-p99", 2]
+    rate = ["--rate", 5, "--output-tokens", 100, "--slo-ttft-p99", 2]
     for args, line in [
         (
-            [
-                "frontier",
-                "Llama 3 8B",
-                "-H",
-                "H100",
-                *rate,
-                "--input-length",
-                100,
-                "--prompt-tokens",
-                100000,
-            ],
-            "error: --prompt-tokens: cannot be given with --input-length",
+            ["frontier", "Llama 3 8B", "-H", "H100", *rate, "--input-length", 100],
+            "error: --input-length: was renamed --prompt-tokens",
+        ),
+        (
+            ["frontier", "Llama 3 8B", "-H", "H100", "--prompt-tokens", "uniform:10:20"],
+            "error: --prompt-tokens: uniform:10:20 is a distribution of prompt lengths",
         ),
         (
             ["capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, *rate],

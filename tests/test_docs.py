@@ -12,7 +12,7 @@ from inference_econ.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PACKAGE = ROOT / "inference_econ"
-PREFIXES = "scenarios|tests|models|hardware|docs|benchmarks|figures|inference_econ"
+PREFIXES = "scenarios|tests|models|hardware|docs|benchmarks|figures|inference_econ|examples"
 PATH = re.compile(rf"(?<![\w/.-])((?:{PREFIXES})/[\w./-]*[\w/])")
 OUTPUT_FLAGS = re.compile(r"(?:^|\s)(?:-o|--out|--figure|--tornado)\s+$")
 #: Files a reader is told to create, and the wheel's copy of the data.

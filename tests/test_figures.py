@@ -183,3 +183,44 @@ def test_reproduce_all_regenerates_the_committed_outputs(tmp_path, monkeypatch):
     for name in sorted(made):
         if name.endswith((".csv", ".md", ".json")):
             assert (tmp_path / name).read_text() == (ROOT / "figures" / name).read_text(), name
+
+
+def test_measured_figure_never_mixes_units_on_an_axis():
+    # issue 27: tok/s and ms on one axis; each quantity is its own panel, labelled with its unit
+    import pandas as pd
+
+    from inference_econ.output.plots import measured_figure, quantity
+
+    rows = pd.DataFrame(
+        {
+            "status": "ok",
+            "kind": "end-to-end",
+            "source_group": ["a", "a", "b", "b"],
+            "unit": ["output tok/s (system)", "tok/s/user", "ms", "ms"],
+            "measured": [5000.0, 40.0, 25.0, 300.0],
+            "predicted": [5500.0, 38.0, 24.0, 330.0],
+        }
+    )
+    assert [quantity(u) for u in rows["unit"]] == ["token rate (tok/s)"] * 2 + ["latency (ms)"] * 2
+    fig = measured_figure(rows)
+    labels = [(ax.get_xlabel(), ax.get_title()) for ax in fig.axes]
+    assert labels == [  # the most rows first, then by name
+        ("measured, latency (ms)", "latency (ms): 2 rows"),
+        ("measured, token rate (tok/s)", "token rate (tok/s): 2 rows"),
+    ]
+    assert fig.axes[0].get_xlim()[1] < 1000 < fig.axes[1].get_xlim()[1]  # one unit per axis
+
+
+def test_study_heatmaps_have_a_colour_bar_in_the_metrics_units(help_example_runs):
+    import pandas as pd
+
+    from inference_econ.output.study_plots import summary_figure
+    from inference_econ.studies.study import load_study
+
+    folder, _ = help_example_runs  # examples/study.yaml, run by its --help example
+    keys = pd.read_csv(folder / "out" / "study" / "key_points.csv", comment="#")
+    fig = summary_figure(keys, load_study(folder / "examples" / "study.yaml"))
+    heatmap, bar = fig.axes  # one panel, and its colour bar
+    ticks = [t.get_text() for t in bar.get_yticklabels()]
+    assert ticks and all(t.startswith("$") for t in ticks), ticks
+    assert "$ per million tokens" in bar.get_ylabel()

@@ -275,7 +275,7 @@ def test_no_targets_claim_nothing_and_stability_is_reported(llama8b, tmp_path):
         "arrival_time_s,prompt_tokens,output_tokens\n"
         + "".join(f"{t:.6f},500,50\n" for t in stream.arrival_s)
     )
-    for source in (("--rate", "200", "--input-length", "500", "--output-length", "50"),
+    for source in (("--rate", "200", "--prompt-tokens", "500", "--output-tokens", "50"),
                    ("--trace", str(trace))):  # fmt: skip
         code, out, err = _run(
             "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--requests", "400", *source
@@ -567,7 +567,7 @@ def _run(*args):
     return result.exit_code, result.stdout, result.stderr
 
 
-LOAD = ("--input-length", "1000", "--output-length", "100", "--requests", "200")
+LOAD = ("--prompt-tokens", "1000", "--output-tokens", "100", "--requests", "200")
 
 
 def test_cli_simulate_and_capacity(tmp_path):
@@ -603,7 +603,8 @@ def test_cli_simulate_and_capacity(tmp_path):
         "--format",
         "csv",
     )
-    assert code == 0 and out.splitlines()[1].startswith("hardware,pool,gpus_per_instance")
+    header = next(line for line in out.splitlines() if not line.startswith("#"))
+    assert code == 0 and header.startswith("hardware,pool,gpus_per_instance")
     figure = tmp_path / "load.png"
     figure.write_bytes(b"an earlier figure")  # an output is replaced, not taken for an input
     code, out, _ = _run(
@@ -650,10 +651,10 @@ def test_cli_frontier_under_load():
 
 def test_cli_bad_input_and_infeasible(tmp_path):
     for args, needle in [
-        (("--input-length", "lognormal:abc:1"), "--input-length"),
-        (("--input-length", "100", "--trace", str(tmp_path / "none.csv")), "no such file"),
-        (("--input-length", "100", "--rate", "-1"), "--rate"),
-        (("--input-length", "100", "--slo-tpot-p99", "0"), "--slo-tpot-p99"),
+        (("--prompt-tokens", "lognormal:abc:1"), "--prompt-tokens"),
+        (("--prompt-tokens", "100", "--trace", str(tmp_path / "none.csv")), "no such file"),
+        (("--prompt-tokens", "100", "--rate", "-1"), "--rate"),
+        (("--prompt-tokens", "100", "--slo-tpot-p99", "0"), "--slo-tpot-p99"),
     ]:
         code, _, err = _run(
             "simulate",
@@ -664,7 +665,7 @@ def test_cli_bad_input_and_infeasible(tmp_path):
             "1",
             "--rate",
             "1",
-            "--output-length",
+            "--output-tokens",
             "10",
             *args,
         )
@@ -794,14 +795,14 @@ def test_load_work_too_large_is_refused_up_front_with_its_estimate():
 def test_simulate_where_no_request_fits_exits_1_and_a_partial_rejection_is_stated():
     code, out, err = _run(
         "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "5",
-        "--input-length", "1e6", "--output-length", "200", "--requests", "20",
+        "--prompt-tokens", "1e6", "--output-tokens", "200", "--requests", "20",
     )  # fmt: skip
     lines = [x for x in err.splitlines() if not x.startswith("warning: a context")]
     assert code == 1 and out == "" and len(lines) == 1
     assert lines[0].startswith("error: no request fits in one instance's KV cache: all 20")
     code, out, err = _run(
         "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "1",
-        "--input-length", "lognormal:100000:1.5", "--output-length", "20", "--requests", "20",
+        "--prompt-tokens", "lognormal:100000:1.5", "--output-tokens", "20", "--requests", "20",
     )  # fmt: skip
     fields = dict(re.findall(r"^(\w+)  +(.*)$", out, flags=re.M))
     assert code == 0 and 0 < int(fields["rejected"]) < 20
@@ -831,7 +832,7 @@ def test_a_burst_trace_has_no_rate_and_never_prints_inf(tmp_path):
 
 def test_overload_is_a_warning_and_a_note_in_every_format():
     args = ("simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "200")
-    args += ("--input-length", "500", "--output-length", "50", "--requests", "400")
+    args += ("--prompt-tokens", "500", "--output-tokens", "50", "--requests", "400")
     code, out, err = _run(*args)
     assert code == 0 and err.count("warning: the load outgrows the deployment") == 1
     assert "one instance serves every request" in out and "Poisson stream" not in out
@@ -846,7 +847,7 @@ def test_overload_is_a_warning_and_a_note_in_every_format():
 
 
 def test_load_outputs_state_bits_files_seed_and_the_frontier_cap():
-    load = ("--input-length", "500", "--output-length", "50", "--requests", "100")
+    load = ("--prompt-tokens", "500", "--output-tokens", "50", "--requests", "100")
     code, out, _ = _run(
         "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "5", "--weight-bits",
         "8", "--seed", "3", *load, "--format", "csv",

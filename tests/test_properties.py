@@ -105,17 +105,10 @@ def test_breakdown_adds_up_for_every_preset_mode_and_model(preset):
         assert_adds_up(Decoder(setting).describe(N, B), where + ", grid")
         dec = Decoder(setting, integer_layouts=True)
         counts = np.array([8.0, 24.0, 64.0, 512.0])
-        cols = {
-            g: discrete._columns(dec.target, setting.model, counts, batch, g, 4000.0, True)
-            for g in dec.gamma_values()
-        }
+        per_count = [dec.whole_layouts(np.array([n]), batch) for n in counts]
+        cols = {g: discrete._columns([t[g] for t, _ in per_count]) for g in dec.gamma_values()}
         dlay = (
-            {
-                x: discrete._columns(
-                    dec.draft, setting.spec.draft_architecture, counts, batch, x, 4000.0, True
-                )
-                for x in dec.draft_values()
-            }
+            {x: discrete._columns([d[x] for _, d in per_count]) for x in dec.draft_values()}
             if dec.draft
             else None
         )

@@ -2,6 +2,7 @@
 hover, and rendered by a real browser (Debian's headless Chromium, offline)."""
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -15,35 +16,24 @@ from inference_econ.cli import main
 
 plotly = pytest.importorskip("plotly")
 
-STUDY = """
-title: Report test
-axes:
-  model: [Llama 3 70B, Llama 3 8B]
-  hardware: [H100-paper, A100-paper, V100-paper]
-defaults: {grid_points: 60, weight_bits: 8}
-at_speeds: [50]
-"""
-
 SCENARIO = """
 title: Two GPUs
 plots: [frontier]
 defaults: {model: Llama 3 8B, weight_bits: 8, grid_points: 60}
 curves:
-  - {label: H100, hardware: H100-paper}
+  - {label: H100, hardware: H100-paper, color: darkred}
   - {label: A100, hardware: A100-paper}
+  - {label: H100 (spec.), hardware: H100-paper, draft: Llama 3 8B MQA, acceptance: 0.8}
 """
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("report")
-    (folder / "s.yaml").write_text(textwrap.dedent(STUDY))
-    out = folder / "out"
-    ie.study(folder / "s.yaml", out, jobs=1)
-    html = folder / "report.html"
-    result = CliRunner().invoke(main, ["report", str(out), "--out", str(html)])
-    assert result.exit_code == 0, result.output
-    return html
+def report(help_example_runs):
+    """The report of examples/study.yaml (6 cells: Llama 3 70B and 8B, 8-bit weights, on the
+    paper's H100, A100 and V100; 60 x 60 grids) that the report example of --help wrote, from
+    the folder the study example wrote (conftest.help_example_runs)."""
+    folder, _ = help_example_runs
+    return folder / "study.html"
 
 
 def figure_json(text: str) -> dict:
@@ -96,16 +86,14 @@ def test_report_is_self_contained_with_a_trace_per_cell(report):
 
 
 def test_report_of_a_slice(report, tmp_path):
-    out = tmp_path / "slice.html"
-    folder = str(report.parent / "out")
-    args = ["report", folder, "--out", str(out), "--where", "hardware=H100-paper,V100-paper"]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
+    # the --help example: report out/study --out slice.html --where hardware=H100-paper,V100-paper
+    out = report.parent / "slice.html"
+    folder = str(report.parent / "out" / "study")
     fig = figure_json(out.read_text())
     assert [t["name"] for t in fig["data"]] == ["H100-paper", "V100-paper"] * 2
     assert "the slice hardware = H100-paper, V100-paper" in out.read_text()
     bad = CliRunner().invoke(
-        main, ["report", folder, "--out", str(out), "--where", "hardware=B300"]
+        main, ["report", folder, "--out", str(tmp_path / "bad.html"), "--where", "hardware=B300"]
     )
     assert bad.exit_code == 2 and "hardware has no value 'B300'" in bad.stderr
 
@@ -132,15 +120,40 @@ def test_hover_data_is_the_frontier(report):
     assert shares.sum() == pytest.approx(1.0, abs=1e-5)  # the parts add up to the latency
 
 
-def test_scenario_report_and_run_html(tmp_path):
+def test_scenario_report(tmp_path):
     path = tmp_path / "two.yaml"
     path.write_text(textwrap.dedent(SCENARIO))
     result = CliRunner().invoke(main, ["report", str(path), "--out", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
-    fig = figure_json((tmp_path / "r.html").read_text())
-    assert [t["name"] for t in fig["data"]] == ["H100", "A100"]
-    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o"), "--html"])
-    assert result.exit_code == 0 and (tmp_path / "o" / "two.html").is_file()
+    text = (tmp_path / "r.html").read_text()
+    fig = figure_json(text)
+    assert [t["name"] for t in fig["data"]] == ["H100", "A100", "H100 (spec.)"]
+    # the PNG's colours and line styles (output/style.py): the curve's own colour, the
+    # palette's next, and speculation dashed
+    lines = [(t["line"]["color"], t["line"]["dash"]) for t in fig["data"]]
+    assert lines == [("#8b0000", "solid"), ("#ff7f0e", "solid"), ("#2ca02c", "dash")]
+    # a log dollar axis ticked at 1, 2, 5 x 10^k, every label with its dollar sign
+    y = fig["layout"]["yaxis"]
+    assert y["tickmode"] == "array" and all(t.startswith("$") for t in y["ticktext"])
+    assert {round(v / 10 ** math.floor(math.log10(v)), 6) for v in y["tickvals"]} == {1, 2, 5}
+    # the key points as the text tables print them: short headers, so that the table fits
+    table = text[text.index("<h3>Key points</h3>") :]
+    for header in ("<th>tok/s</th>", "<th>$/Mtok</th>", "<th>attn TP</th>", "<th>MFU</th>"):
+        assert header in table, header
+    assert "<th>attention_degree</th>" not in table
+    assert "real-valued GPUs, batches and degrees are the paper&#x27;s continuous model" in text
+    # run --html writes the same report: the run example of --help (test_help_examples)
+
+
+def test_the_combined_report_keeps_figure_2():
+    from inference_econ.output.report import render, scenario_section
+    from inference_econ.output.runner import run_scenario
+
+    text = render([scenario_section(run_scenario("paper/figure-2"))], "all")
+    fig = figure_json(text)
+    assert [t["name"] for t in fig["data"]][1] == "measured best latency"
+    assert fig["layout"]["xaxis"]["ticktext"][:3] == ["5B", "10B", "20B"]
+    assert "PaLM 540B" in text and "<th>measured_latency_ms</th>" in text
 
 
 def test_toy_frontiers_draw_without_layouts():
@@ -193,8 +206,8 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert 'class="main-svg"' in dom
     scatter = re.findall(r'class="trace scatter', dom)
     assert len(scatter) == 3  # the first view: three GPUs for Llama 3 70B
-    ticks = re.findall(r'class="ytick"[^>]*>.*?>(\$[^<]*)<', dom)
-    assert ticks and all(t.startswith("$") for t in ticks)
+    ticks = re.findall(r'class="ytick"[^>]*>.*?>([^<]*)<', dom)  # every label, minor ones too
+    assert len(ticks) >= 4 and all(t.startswith("$") for t in ticks), ticks
     assert "model: Llama 3 70B" in dom  # the menu shows the selected group
     hover = re.sub(r"<[^>]+>", " ", re.search(r'class="hovertext".*?</g>', dom, re.S).group(0))
     for words in ("H100-paper", "tokens/s per request", "GPUs", "PP", "TP", "EP", "draft tokens"):

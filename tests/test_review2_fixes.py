@@ -83,7 +83,7 @@ def test_context_window_warnings_cover_sweeps_drafts_and_default_drafts():
 
 def test_help_examples_fit_their_models_windows():
     # lognormal:1000:0.8 prompts reach ~18K tokens; context-parallel's default prompts 64K
-    for command, model in [("simulate", "Llama 3.3 70B"), ("capacity", "Llama 3.3 70B")]:
+    for command, model in [("simulate", "Llama 3.3 70B"), ("capacity", "Llama 3.1 8B")]:
         text = CliRunner().invoke(main, [command, "--help"]).output
         assert f'{command} "{model}"' in text
         assert load_model(model).max_context_tokens >= 100_000

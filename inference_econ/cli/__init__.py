@@ -31,13 +31,18 @@ from .common import Main
 def main():
     """How fast and how cheaply can a model be served on a GPU, and with which setup?
 
+    The terms of the outputs (critical batch, attention TP, EP, goodput, MFU, TTFT, TPOT, the
+    ideal bound and the expected figure) are defined in docs/glossary.md; the user guide is
+    docs/user-guide.md. Every command's --help has an example: the files they read ship in
+    examples/.
+
     \b
     Examples:
       inference-econ list models
       inference-econ show "Llama 3 70B"
       inference-econ point "Llama 3 70B" -H H100 --gpus 8 --batch 64 --weight-bits 8
-      inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 --draft "Llama 3 8B"
-      inference-econ reproduce table-2
+      inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8
+      inference-econ reproduce table-1
     """
 
 

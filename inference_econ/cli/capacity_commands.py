@@ -21,6 +21,7 @@ from .common import (
     options,
     out_option,
     quiet_option,
+    renamed_flags,
     searched,
     table_output,
     typed_name,
@@ -38,6 +39,23 @@ TRAFFIC = (
     "requests",
     "seed",
 )
+#: The request lengths: a load needs both unless a trace gives them, and help says so.
+LENGTHS = ("input_lengths", "output_lengths")
+
+
+def traffic_options(fn):
+    """The traffic of a load (``TRAFFIC``), the lengths marked required without --trace."""
+    from .. import settings as table
+
+    for name in reversed(TRAFFIC):
+        if name in LENGTHS:
+            row = table.option(name)
+            fn = option(name, help=f"{row.help}  [required unless --trace gives them]")(fn)
+        else:
+            fn = options(name)(fn)
+    return fn
+
+
 TARGETS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
 #: A demand curve and how its capacity is priced (docs/model.md §G5).
 DEMAND = ("demand", "reserved_basis", "burst_basis", "spot_interruption_rate")
@@ -122,7 +140,9 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
 )
 @option("gpus", help="GPUs per instance of the deployment.")
 @options("instances", "prefill_gpus", "prefill_instances")
-@options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED)
+@traffic_options
+@options(*TARGETS, *ENGINE, *SERVED)
+@renamed_flags
 @table_output
 @quiet_option
 @handle_errors
@@ -131,9 +151,11 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     throughput, goodput, GPU utilisation and $ per million input and output tokens.
 
     \b
-    Example:  inference-econ simulate "Llama 3.3 70B" -H H100 --weight-bits 8 --gpus 8 \\
-                  --rate 20 --input-length lognormal:1000:0.8 --output-length lognormal:300:0.6 \\
-                  --slo-ttft-p99 2 --slo-tpot-p99 0.05
+    Examples:  inference-econ simulate "Llama 3.3 70B" -H H100 --weight-bits 8 --gpus 8 \\
+                   --rate 20 --prompt-tokens lognormal:1000:0.8 --output-tokens lognormal:300:0.6 \\
+                   --slo-ttft-p99 2 --slo-tpot-p99 0.05
+               inference-econ simulate "Llama 3.1 8B" -H H100 --gpus 1 --trace examples/trace.csv \\
+                   --arrivals poisson --rate 4
     """
     from .. import api
     from .decode_commands import vertical
@@ -165,8 +187,10 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     help="GPUs per instance of a given deployment: report the most load it holds.",
 )
 @options("instances", "prefill_gpus", "prefill_instances", "disaggregated", "max_gpus")
-@options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED, *DEMAND)
+@traffic_options
+@options(*TARGETS, *ENGINE, *SERVED, *DEMAND)
 @options("yes")
+@renamed_flags
 @figure_option
 @format_option
 @out_option
@@ -183,9 +207,9 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     --spot-interruption) that meets the targets at every hour.
 
     \b
-    Example:  inference-econ capacity "Llama 3.3 70B" -H H100,H200 --weight-bits 8 --rate 20 \\
-                  --input-length lognormal:1000:0.8 --output-length lognormal:300:0.6 \\
-                  --slo-ttft-p99 2 --slo-tpot-p99 0.05
+    Example:  inference-econ capacity "Llama 3.1 8B" -H H100,H200 --rate 10 \\
+                  --prompt-tokens lognormal:1000:0.8 --output-tokens lognormal:300:0.6 \\
+                  --slo-ttft-p99 2 --slo-tpot-p99 0.05 --max-gpus 2 --requests 500
     """
     from .. import api
 
@@ -312,9 +336,9 @@ def _plan_text(plan, fmt: str) -> str:
         f"Cheapest deployment of {r.model} for {plan.rate_per_s:g} req/s within "
         f"{plan.targets.describe()}: {plan.deployment.describe()} {r.hardware}"
     )
+    if fmt in ("csv", "json"):  # one table: the candidates, the chosen rows with the plan's
+        return render(plan.to_dataframe(), fmt, title=title, notes=_notes(r), meta=r.metadata())
     shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
-    if fmt in ("csv", "json"):
-        return render(shown, fmt, title=title, notes=_notes(r), meta=r.metadata())
     from ..output.render import meta_lines
 
     head = vertical(plan.summary(), fmt, title)
@@ -383,15 +407,16 @@ def _max_load_text(result, fmt: str) -> str:
 
 #: Options the frontier command takes for deployments under load (``slo_frontier``): the load
 #: and the latency targets (the same targets as capacity and simulate); given without --rate
-#: they are refused (their rows' ``needs``).
+#: they are refused (their rows' ``needs``). The prompts' lengths are its --prompt-tokens.
 FRONTIER_OPTIONS = (
     "arrival_rate_per_s",
-    "input_lengths",
     "output_lengths",
     "trace",
     "arrival_process",
     *TARGETS,
     "requests",
+    "seed",
+    *ENGINE,
 )
 
 
@@ -413,9 +438,9 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
             "command line",
             "--context",
             "under load, contexts come from the request lengths",
-            "drop --context; give --input-length",
+            "drop --context; give --prompt-tokens",
         )
-    read = {*SERVED, "max_gpus", "prompt_tokens"}
+    read = {*SERVED, "max_gpus"}
     ignored = sorted(n for n in given(click.get_current_context()) & set(values) if n not in read)
     if ignored:
         flag = typed_name(ignored[0])
@@ -425,8 +450,6 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
             "does not apply to deployments under a load (--rate)",
             f"drop {flag}, or drop --rate",
         )
-    if load.get("input_lengths") is None and values.get("prompt_tokens") is not None:
-        load["input_lengths"] = f"{values['prompt_tokens']:g}"
     served = {k: v for k, v in values.items() if k in (*SERVED, "max_gpus") and v is not None}
     front = api.load_frontier(
         model, _gpus([hardware]), progress=Progress(), **served, **_load_kwargs(load)

@@ -73,7 +73,8 @@ def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bit
     or a YAML file of any of the three kinds (told apart by folder, derive_from or fields).
 
     \b
-    Example:  inference-econ show "DeepSeek-V3" -H H100
+    Examples:  inference-econ show "DeepSeek-V3" -H H100
+               inference-econ show examples/gpu.yaml
     """
     import pandas as pd
 
@@ -158,8 +159,8 @@ def import_hf(config, out, name, revision, format):
     quantization_config (or hf_quant_config.json), multimodal configs give their text_config.
 
     \b
-    Example:  inference-econ import-hf config.json -o models/my-model.yaml --name "My Model"
-              inference-econ import-hf deepseek-ai/DeepSeek-V3 -o models/dsv3.yaml
+    Examples:  inference-econ import-hf examples/config.json -o models/my-model.yaml --name "My Model"
+               inference-econ import-hf meta-llama/Llama-3.1-8B-Instruct -o models/llama-hub.yaml
     """
     from pathlib import Path
 

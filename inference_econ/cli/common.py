@@ -532,6 +532,72 @@ def option(name: str, **changes):
     return _click_option(table.option(name), **changes)
 
 
+def length_option(name: str, lengths: str, **changes):
+    """Decorator adding the one flag of a request length (row ``name``, e.g. --prompt-tokens,
+    a number) in a command that also serves loads, where the same flag gives a distribution of
+    lengths (row ``lengths``: ``input_lengths``, ``uniform:500:1500``). A value that reads as a
+    number is checked by ``name``'s row and is a float; any other is checked by ``lengths``'s
+    row and stays text. The command routes it (``frontier``, ``export``)."""
+    row = table.option(name)
+    dist = table.option(lengths)
+    if changes.get("help"):
+        row = dataclasses.replace(row, help=changes.pop("help"))
+    extra = " [tokens]" if row.unit == "tokens" else ""
+    forms = dist.help.split(": ", 1)[-1]  # "N, uniform:LO:HI, ... or trace."
+    help_text = f"{row.help}{extra} Under a load (--rate or --trace): {forms}"
+    required = changes.pop("required", False)
+
+    def check(ctx, param, value):
+        if value is None:
+            return None
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            number = False
+        else:
+            number = True
+        try:
+            if number:
+                return row.check(value, "command line", row.cli_flag)
+            return dist.check(value, "command line", row.cli_flag)
+        except SpecError as exc:
+            fail(exc)
+
+    return click.option(
+        row.cli_flag,
+        row.name,
+        type=RawValue("N|DIST"),
+        required=required,
+        callback=check,
+        help=help_text,
+    )
+
+
+#: Flags renamed so that one concept has one name across commands: refused with the new name
+#: (never silently taken), as docs/user-guide.md says.
+RENAMED_FLAGS = {"--input-length": "--prompt-tokens", "--output-length": "--output-tokens"}
+
+
+def renamed_flags(fn):
+    """Decorator adding the old names of renamed flags (``RENAMED_FLAGS``), hidden from help:
+    given, they stop with one line naming the new flag (exit 2)."""
+    for old, new in RENAMED_FLAGS.items():
+
+        def refuse(ctx, param, value, old=old, new=new):
+            if value is not None:
+                fail(
+                    SpecError(
+                        "command line",
+                        old,
+                        f"was renamed {new}, the name every command gives a request's length",
+                        f"write {new} {value}",
+                    )
+                )
+
+        fn = click.option(old, hidden=True, expose_value=False, callback=refuse)(fn)
+    return fn
+
+
 def options(*names: str):
     """Decorator adding the click options of some rows of the table, in the given order."""
 

@@ -49,7 +49,7 @@ def compare_measured(csv, assumptions, engine, figure, format, out):
     (paper, refined) a row that beats the prediction by more than 5 % is reported.
 
     \b
-    Example:  inference-econ compare-measured tests/data/measured_public_sample.csv --assumptions achievable
+    Example:  inference-econ compare-measured examples/measured-rows.csv --assumptions achievable
     """
     from ..output.render import render
     from ..specs.catalog import display_path
@@ -136,7 +136,7 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
     command takes as --engine FILE. Refuses (exit 1) when the rows cannot pin the terms.
 
     \b
-    Example:  inference-econ calibrate tests/data/benchmarks_train.csv -o my_trtllm.yaml
+    Example:  inference-econ calibrate examples/measured-rows.csv -o my-engine.yaml
     """
     import json
     import time
@@ -256,8 +256,9 @@ def sweep(
     slow, cheap tail): compare costs at --at-speed.
 
     \b
-    Examples:  inference-econ sweep "Llama 3 70B" -H H100-paper --param hbm_bandwidth --values 0.5,1,2,4
-               inference-econ sweep "Llama 3 70B" -H H100-paper --weight-bits 8 --tornado tornado.png
+    Examples:  inference-econ sweep "Llama 3 8B" -H H100-paper --grid-points 60 --param hbm_bandwidth \\
+                   --values 0.5,2
+               inference-econ sweep "Llama 3 8B" -H H100-paper --grid-points 60 --tornado tornado.png
     """
     from ..optimise.method import make_method
     from ..output.render import render

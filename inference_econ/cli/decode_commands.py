@@ -11,10 +11,12 @@ from .common import (
     emit,
     given,
     handle_errors,
+    length_option,
     make_setting,
     option,
     options,
     quiet_option,
+    renamed_flags,
     setting_options,
     table_output,
     typed_name,
@@ -24,19 +26,12 @@ from .common import (
 def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
     """One result as a field/value table, durations in milliseconds under ``_ms`` names (or
     one CSV/JSON row in seconds, under the API's names), with ``notes`` below it."""
-    import itertools
-
     import pandas as pd
 
     from ..output.render import format_number, is_duration, milliseconds_name, render
 
-    if fmt == "json":
+    if fmt in ("json", "csv"):
         return render(pd.DataFrame([series]), fmt, title=title, notes=notes, meta=meta)
-    if fmt == "csv":  # the "Computed with" line first, as in every CSV, then the notes
-        body = render(pd.DataFrame([series]), fmt, meta=meta).splitlines(keepends=True)
-        head = len(list(itertools.takewhile(lambda line: line.startswith("#"), body)))
-        comments = [f"# {note}\n" for note in notes]
-        return "".join(body[:head] + comments + body[head:])
     fields, values = [], []
     for key, value in series.items():
         if is_duration(key) and isinstance(value, (int, float)):
@@ -47,43 +42,76 @@ def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
     return render(table, fmt, title=title, notes=notes, meta=meta)
 
 
+#: The --discrete of a given configuration (point, request, disagg, prefill).
+discrete_option = option(
+    "discrete",
+    help="Whole layouts: degrees that divide the GPUs, layers, heads and widths, as an engine "
+    "launches them (docs/model.md §B7); else the paper's continuous, real-valued degrees.",
+)
+
+
+def layout_notes(rows, discrete: bool) -> list[str]:
+    """What a given configuration's output says about its layout: under the continuous model
+    (the default), that its real-valued figures are the paper's model, when any is real-valued
+    (``serving.decode.continuous_note``)."""
+    from ..serving.decode import continuous_note
+
+    note = None if discrete else continuous_note(rows)
+    return [note] if note else []
+
+
+def layout_meta(meta: dict, discrete: bool) -> dict:
+    """A given configuration's metadata, with the layouts it was searched over."""
+    return {**meta, "layouts": "whole (discrete, §B7)" if discrete else "continuous (§A5)"}
+
+
 @click.command(short_help="One configuration: speed, cost, layout and breakdown.")
 @click.argument("model")
 @setting_options
 @options("gpus", "batch")
+@discrete_option
 @table_output
 @handle_errors
-def point(model, hardware, gpus, batch, format, **values):
+def point(model, hardware, gpus, batch, discrete, format, **values):
     """One configuration: latency, tokens/s per request, $/Mtok, MFU, layout and breakdown.
 
     \b
-    Example:  inference-econ point "Llama 3 70B" -H H100 --gpus 8 --batch 64 --context 4096
+    Examples: inference-econ point "Llama 3 70B" -H H100 --gpus 8 --batch 64 --context 4096
+              inference-econ point "Mixtral 8x22B" -H H100 --gpus 8 --batch 64 --weight-bits 8 --discrete
     """
     import numpy as np
 
     from .. import api
+    from ..serving.decode import uneven
     from ..serving.setting import whole_batch_kv_note
 
     setting = make_setting(model, hardware, **values)
-    row = api.points(setting, gpus=gpus, batch=batch).iloc[0]
+    row = api.points(setting, gpus=gpus, batch=batch, discrete=discrete).iloc[0]
     if not np.isfinite(row["latency_s"]):
         raise InfeasibleError(
-            f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} with batch {batch:g} "
-            f"at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
+            (uneven(setting, gpus) if discrete else None)
+            or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} with batch "
+            f"{batch:g} at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
-    note = whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
-    notes = [note] if note else []
-    click.echo(vertical(row, format, title, setting.metadata(), notes), nl=False)
+    kv = whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
+    notes = [n for n in (kv,) if n] + layout_notes(row, discrete)
+    meta = layout_meta(setting.metadata(), discrete)
+    click.echo(vertical(row, format, title, meta, notes), nl=False)
 
 
 @click.command(short_help="The Pareto frontier of speed against cost.")
 @click.argument("model")
 @setting_options
 @options("max_throughput_tokens_per_s", "max_gpus", "discrete", "grid_points", "all_points")
-@option("prompt_tokens", help="Prompt length: adds each configuration's time to first token.")
+@length_option(
+    "prompt_tokens",
+    "input_lengths",
+    help="Prompt length: adds each configuration's time to first token.",
+)
 @option("ttft_max_s")
 @options(*FRONTIER_OPTIONS)  # deployments under load (docs/model.md §E6)
+@renamed_flags
 @click.option(
     "--rows",
     type=click.IntRange(min=1, max=1_000_000),
@@ -107,8 +135,9 @@ def frontier(
     within the targets (see 'capacity --help'); the load options need --rate or --trace.
 
     \b
-    Example:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 \\
-                  --draft "Llama 3 8B" --acceptance 0.8 --format csv --out llama.csv
+    Examples:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 --format csv \\
+                   --out llama.csv
+               inference-econ frontier "Llama 3 70B" -H H100 --discrete
     """
     import pandas as pd
 
@@ -119,6 +148,7 @@ def frontier(
     from .capacity_commands import slo_frontier
 
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
+    prompt = values["prompt_tokens"]
     if load["arrival_rate_per_s"] is not None or load["trace"] is not None:  # a load is given
         search = {"discrete", "grid_points", "all_points", "rows"} & given(
             click.get_current_context()
@@ -131,8 +161,19 @@ def frontier(
                 "applies to the frontier of one instance, not to deployments under a load",
                 f"drop {flag}, or drop --rate",
             )
+        values.pop("prompt_tokens")  # under a load: the prompts' lengths
+        load["input_lengths"] = (
+            prompt if prompt is None or isinstance(prompt, str) else f"{prompt:g}"
+        )
         emit(slo_frontier(model, hardware, values, load, format), out)
         return
+    if isinstance(prompt, str):
+        raise SpecError(
+            "command line",
+            "--prompt-tokens",
+            f"{prompt} is a distribution of prompt lengths, which describes a load",
+            "give --rate (or --trace) for deployments under a load, or one prompt length",
+        )
     setting = make_setting(model, hardware, **values)
     method = make_method(discrete=discrete, grid_points=grid_points, all_points=all_points)
     Progress(quiet, always=True)(f"searching {method.label} for {setting.name}")
@@ -146,9 +187,10 @@ def frontier(
         rows = 20
     if rows:
         df = _thin(df, rows)
+    notes = [*front.notes, *layout_notes(df, discrete)]
     if format != "table":
         title = setting.name if format in ("markdown", "json") else ""
-        emit(render(df, format, title=title, meta=front.metadata), out)
+        emit(render(df, format, title=title, notes=notes, meta=front.metadata), out)
         return
     shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in df]
     keys = pd.DataFrame(
@@ -170,6 +212,7 @@ def frontier(
         "table",
         title=f"{len(df)} points, slowest first"
         + (" (every point)" if len(df) == len(front) else " (--rows to change)"),
+        notes=notes,
         meta=front.metadata,
     )
     emit(head + "\n" + body, out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import SpecError
 from ..settings import MAX_TOKENS
 from .capacity_commands import ENGINE, TARGETS, TRAFFIC, hardware_list
 from .common import (
@@ -14,10 +15,17 @@ from .common import (
     format_option,
     given,
     handle_errors,
+    length_option,
     option,
     options,
     quiet_option,
+    renamed_flags,
+    typed_name,
 )
+
+#: The request lengths of a point (a number) and of a capacity plan's traffic (a number or a
+#: distribution): one flag each.
+LENGTHS = {"prompt_tokens": "input_lengths", "output_tokens": "output_lengths"}
 
 #: What is served (the engine is the export's --engine).
 SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "draft")
@@ -45,17 +53,15 @@ SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assump
 )
 @option("gpus", default=None, help="GPUs of the instance (decode worker for --plan disagg).")
 @option("batch", default=None, help="Requests running at once on the instance.")
-@option(
+@length_option(
     "prompt_tokens",
-    required=False,
-    default=None,
-    help="Input tokens per request (point, frontier, disagg).",
+    "input_lengths",
+    help="Input tokens per request (point, frontier, disagg; a capacity plan's traffic below).",
 )
-@option(
+@length_option(
     "output_tokens",
-    required=False,
-    default=None,
-    help="Output tokens per request (point, frontier, disagg).",
+    "output_lengths",
+    help="Output tokens per request (point, frontier, disagg; a capacity plan's traffic below).",
 )
 @options("prefill_gpus", "disaggregated", "max_gpus")
 @click.option(
@@ -80,7 +86,8 @@ SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assump
     "--checkpoint",
     help="Checkpoint the engine loads (default: the model file's Hugging Face source).",
 )
-@options(*TRAFFIC, *TARGETS, *ENGINE, *SERVED)
+@options(*(t for t in TRAFFIC if t not in LENGTHS.values()), *TARGETS, *ENGINE, *SERVED)
+@renamed_flags
 @click.option(
     "--out",
     type=OutputFolder(),
@@ -114,6 +121,18 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
         for k, v in values.items()
         if v is not None and (k in said or (plan == "capacity" and k not in SERVED))
     }
+    for name, lengths in LENGTHS.items():  # a capacity plan's traffic, or a point's request
+        value = kwargs.get(name)
+        if plan == "capacity" and value is not None:
+            kwargs[lengths] = kwargs.pop(name) if isinstance(value, str) else f"{value:g}"
+        elif isinstance(value, str):
+            flag = typed_name(name)
+            raise SpecError(
+                "command line",
+                flag,
+                f"{value} is a distribution of lengths, which describes a capacity plan's load",
+                "give one length, or --plan capacity with --rate",
+            )
     picked = {
         k: kwargs.pop(k, None)
         for k in (

@@ -185,9 +185,7 @@ def feasibility(observations, provider, model, figure, format, out, **values):
     outside otherwise (the acceptance rate speculation needs, or 'infeasible at any setting').
 
     \b
-    Examples:  inference-econ infer feasibility paper-2025 --model "Llama 3 70B"
-               inference-econ infer feasibility --model "Llama 3 70B" --speed 158 --price 0.9 \\
-                   -H H100-paper -H H200-paper --assumptions paper,refined --criterion speed
+    Example:  inference-econ infer feasibility paper-2025 --model "Llama 3 70B" --criterion speed
     """
     from ..studies.inverse.feasibility import feasibility as analyse
 
@@ -209,7 +207,8 @@ def feasibility(observations, provider, model, figure, format, out, **values):
 def _feasibility_figure(path, chosen, kwargs) -> None:
     from pathlib import Path
 
-    from ..output.plots import PALETTE, frontier_figure, save
+    from ..output.plots import frontier_figure, save
+    from ..output.style import PALETTE, line_style
     from ..studies.inverse.feasibility import frontiers
     from ..studies.observations import overlay_points
 
@@ -229,10 +228,8 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
         **{k: kwargs[k] for k in keys},
     )
     points, _ = overlay_points(chosen, kwargs["offer_price"], kwargs["input_tokens_per_output"])
-    # one colour per setting: dashed without speculation, solid with it
-    styles = {
-        label: ("dashed" if label.endswith("no speculation") else "solid") for label in fronts
-    }
+    # one colour per setting; speculation dashed, as in every figure (output/style.py)
+    styles = {label: line_style(not label.endswith("no speculation")) for label in fronts}
     settings = list(dict.fromkeys(label.rsplit(", ", 1)[0] for label in fronts))
     colors = {
         label: PALETTE[settings.index(label.rsplit(", ", 1)[0]) % len(PALETTE)] for label in fronts
@@ -255,8 +252,7 @@ def margin(observations, provider, model, format, out, **values):
     setting tried, and their range.
 
     \b
-    Example:  inference-econ infer margin paper-2025 --model "Llama 3 70B" \\
-                  -H H100-paper -H H200-paper --assumptions paper,refined --weight-bits 8,4
+    Example:  inference-econ infer margin paper-2025 --model "Llama 3 70B" --weight-bits 8,4
     """
     from ..studies.inverse.margin import margin as analyse
 
@@ -323,8 +319,8 @@ def size(observations, provider, model, format, out, **values):
     closed model's, typically) on the frontier, in every setting tried.
 
     \b
-    Example:  inference-econ infer size --model GPT-4.1 --speed 110 --price 8 \\
-                  --family "Llama 3 70B" --experts 16 --active-experts 2 --weight-bits 8
+    Example:  inference-econ infer size --model GPT-4.1 --speed 110 --price 8 --weight-bits 8 \\
+                  --no-speculation
     """
     from ..studies.inverse.size import implied_size
 

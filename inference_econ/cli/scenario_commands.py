@@ -95,9 +95,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
     regenerates every table and figure into figures/.
 
     \b
-    Examples:  inference-econ reproduce table-3 --format csv
-               inference-econ reproduce table-5 --assumptions paper-table-5
-               inference-econ reproduce figure-9 --out /tmp/fig9
+    Examples:  inference-econ reproduce table-1 --format csv
                inference-econ reproduce all
     """
     from ..output.files import check_folder, check_output
@@ -140,10 +138,8 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
         _left_out(result, offers)
         if html:
             result.files.append(_report([result], folder / f"{what}.html", result.scenario.title))
-        click.echo(
-            render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
-            nl=False,
-        )
+        title, notes, meta = result.scenario.title, result.notes, result.metadata
+        click.echo(render(result.key_points, format, title=title, notes=notes, meta=meta), nl=False)
         click.echo(wrote_files(len(result.files), folder), err=True)
         return
     if html:
@@ -158,10 +154,12 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
 
 
 def _report(results, path: Path, title: str) -> Path:
-    """The interactive report of scenario runs that drew frontiers, one section each."""
+    """The interactive report of scenario runs that drew figures (frontiers, or the paper's
+    square-root law), one section each; tables have none."""
     from ..output.report import scenario_section, write_report
 
-    sections = [scenario_section(r) for r in results if r.fronts]
+    drew = [r for r in results if r.fronts or any("params" in m for m in r.scenario.measured)]
+    sections = [scenario_section(r) for r in drew]
     return write_report(sections, path, title)
 
 
@@ -228,7 +226,7 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
     --out the figures (PNG, SVG) and the key points (CSV, JSON, Markdown) go to that folder.
 
     \b
-    Example:  inference-econ run scenarios/hardware-generations.yaml --out out/ --html
+    Example:  inference-econ run examples/scenario.yaml --out out/ --html
     """
     from ..output.render import render
     from ..output.runner import run_scenario
@@ -259,15 +257,14 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
         result.files.append(_report([result], Path(out) / f"{name}.html", result.scenario.title))
     if result.table is not None:
         cols = list(result.table.attrs["columns"])
-        meta = result.table.attrs["metadata"]
+        meta, notes = result.table.attrs["metadata"], result.table.attrs["notes"]
+        title = result.scenario.title
         click.echo(
-            render(result.table[cols], format, title=result.scenario.title, meta=meta), nl=False
+            render(result.table[cols], format, title=title, notes=notes, meta=meta), nl=False
         )
     else:
-        click.echo(
-            render(result.key_points, format, title=result.scenario.title, meta=result.metadata),
-            nl=False,
-        )
+        title, notes, meta = result.scenario.title, result.notes, result.metadata
+        click.echo(render(result.key_points, format, title=title, notes=notes, meta=meta), nl=False)
     if out:
         click.echo(wrote_files(len(result.files), out), err=True)
 

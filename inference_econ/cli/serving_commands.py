@@ -16,7 +16,7 @@ from .common import (
     request_setting_options,
     table_output,
 )
-from .decode_commands import vertical
+from .decode_commands import discrete_option, layout_meta, layout_notes, vertical
 
 
 @click.command(short_help="One prefill: latency, MFU and the price of input tokens.")
@@ -26,6 +26,7 @@ from .decode_commands import vertical
 @option("prompt_tokens", required=True, help="Tokens of each prompt prefilled.")
 @option("prefill_batch", flag="--batch", default=1.0, help="Prompts prefilled together.")
 @options("cached_fraction", "chunk_tokens")
+@discrete_option
 @table_output
 @handle_errors
 def prefill(
@@ -36,6 +37,7 @@ def prefill(
     prefill_batch,
     cached_fraction,
     chunk_tokens,
+    discrete,
     format,
     **values,
 ):
@@ -47,20 +49,31 @@ def prefill(
     import numpy as np
 
     from ..serving import prefill as pf
+    from ..serving.decode import uneven
 
     setting = make_setting(model, hardware, **values)
     prompt, batch = prompt_tokens, prefill_batch
     cached = pf.cached_prompt_tokens(prompt, cached_fraction)
     row = pf.prefill(
-        setting, gpus, prompt, batch=batch, cached_tokens=cached, chunk_tokens=chunk_tokens
+        setting,
+        gpus,
+        prompt,
+        batch=batch,
+        cached_tokens=cached,
+        chunk_tokens=chunk_tokens,
+        discrete=discrete,
     )
     if not np.isfinite(row.latency_s):
         raise InfeasibleError(
-            f"{setting.model.name}: {article(prompt)} {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
+            (uneven(setting, gpus) if discrete else None)
+            or (
+                f"{setting.model.name}: {article(prompt)} {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
+            )
         )
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
     notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]
-    click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
+    notes += layout_notes(row, discrete)
+    click.echo(vertical(row, format, title, layout_meta(_meta(setting), discrete), notes), nl=False)
 
 
 def _meta(setting) -> dict:
@@ -86,6 +99,7 @@ def request_options(fn):
     "1: each prompt as it arrives, in chunks of 8192 tokens, as vLLM and SGLang schedule them).",
 )
 @options("cached_fraction")
+@discrete_option
 @table_output
 @handle_errors
 def request(
@@ -97,6 +111,7 @@ def request(
     output_tokens,
     prefill_batch,
     cached_fraction,
+    discrete,
     format,
     **values,
 ):
@@ -108,21 +123,26 @@ def request(
     """
     import numpy as np
 
+    from ..serving.decode import uneven
     from ..serving.prefill import cache_note
     from ..serving.requests import request as view
     from ..serving.setting import whole_batch_kv_note
 
     setting = make_setting(model, hardware, **values)
-    row = view(setting, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction)
+    row = view(
+        setting, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction, discrete
+    )
     if not all(np.isfinite(v) for v in row.to_numpy() if isinstance(v, float)):
         raise InfeasibleError(
-            f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
+            (uneven(setting, gpus) if discrete else None)
+            or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
     # the decode step's mean context, n_in + n_out/2 (docs/model.md §B10)
     whole = whole_batch_kv_note(setting, gpus, batch, prompt_tokens + output_tokens / 2)
     notes = [n for n in (cache_note(prompt_tokens, cached_fraction), whole) if n]
-    click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
+    notes += layout_notes(row, discrete)
+    click.echo(vertical(row, format, title, layout_meta(_meta(setting), discrete), notes), nl=False)
 
 
 @click.command(short_help="Output/input token price ratio by context length.")
@@ -137,7 +157,7 @@ def prices(model, hardware, contexts, format, **values):
     Decode at the frontier's preference point; prompts prefilled on the same GPUs.
 
     \b
-    Example:  inference-econ prices "Mistral Large 2" -H H100-paper --contexts 1000,100000
+    Example:  inference-econ prices "Llama 3 70B" -H H100-paper --weight-bits 8 --contexts 1000
     """
     import pandas as pd
 
@@ -200,10 +220,20 @@ def context_parallel(
 @request_setting_options
 @request_options
 @options("prefill_gpus")
+@discrete_option
 @table_output
 @handle_errors
 def disagg(
-    model, hardware, gpus, batch, prompt_tokens, output_tokens, prefill_gpus, format, **values
+    model,
+    hardware,
+    gpus,
+    batch,
+    prompt_tokens,
+    output_tokens,
+    prefill_gpus,
+    discrete,
+    format,
+    **values,
 ):
     """Disaggregated prefill/decode pools against co-located serving, per request.
 
@@ -215,18 +245,21 @@ def disagg(
 
     from ..output.render import render
     from ..serving import disaggregation as dg
+    from ..serving.decode import uneven
 
     setting = make_setting(model, hardware, **values)
-    df = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus)
+    df = dg.compare(
+        setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus, discrete=discrete
+    )
     if not np.isfinite(df[["ttft_s", "gpu_s_per_request"]].to_numpy()).all():
         raise InfeasibleError(
-            f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request "
-            "mix (co-located or disaggregated)"
+            (uneven(setting, gpus) if discrete else None)
+            or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this "
+            "request mix (co-located or disaggregated)"
         )
-    notes = df.attrs["notes"] if format in ("table", "markdown", "json") else ()
-    click.echo(
-        render(df, format, title=df.attrs["note"], notes=notes, meta=_meta(setting)), nl=False
-    )
+    notes = [*df.attrs["notes"], *layout_notes(df.attrs["decode_layout"], discrete)]
+    meta = layout_meta(_meta(setting), discrete)
+    click.echo(render(df, format, title=df.attrs["note"], notes=notes, meta=meta), nl=False)
 
 
 COMMANDS = (prefill, request, prices, context_parallel, disagg)

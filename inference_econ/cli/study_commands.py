@@ -42,9 +42,11 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
     summary table (the best value per row and column of the summary figure).
 
     \b
-    Examples:  inference-econ study scenarios/studies/accelerators-models.yaml --out out/study
-               inference-econ study my-study.yaml --out out/s --jobs 2 --html
-               inference-econ study my-study.yaml --out out/s --dask tcp://scheduler:8786
+    Example:  inference-econ study examples/study.yaml --out out/study --jobs 1
+
+    The README's 600-cell study is the shipped study named studies/accelerators-models; --jobs
+    N runs cells on N local processes, --dask local or --dask tcp://HOST:8786 on a Dask
+    cluster.
     """
     import pandas as pd
 
@@ -138,8 +140,10 @@ def report(source, out, compare, max_points, where, quiet):
 
     \b
     Examples:  inference-econ report out/study --out study.html
-               inference-econ report out/study --out 8k.html --where context_tokens=8000
-               inference-econ report paper/figure-4 --out figure-4.html
+               inference-econ report out/study --out slice.html --where hardware=H100-paper,V100-paper
+
+    (out/study: the folder 'inference-econ study examples/study.yaml --out out/study' writes;
+    a scenario works the same: 'report paper/figure-4 --out figure-4.html'.)
     """
     from ..output.report import require_plotly, scenario_section, study_section, write_report
 

@@ -8,6 +8,10 @@ grid search of the optimiser (``optimise/grid.py``) computes the same minimum fa
 Both may take a ``per_layout`` function giving a value of every candidate layout (the time to
 first token on it, docs/model.md §B8): the value of the chosen layout is returned, and with a
 ``budget`` only layouts whose value is within it are candidates.
+
+``whole_layout`` is their twin on whole GPUs (§B7): degrees that divide the GPUs, the layers,
+the heads and the feed-forward widths, what an engine can launch (the discrete search, and a
+given configuration with ``discrete``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .latency import StepModel
+from ..errors import SpecError
+from .latency import StepModel, expert_degree
+from .machine import square_split
 
 
 def _arrays(N, B):
@@ -139,22 +145,177 @@ def best_layout(
     ``per_layout(N, B, p, divisors)`` returns a (2-D, 1-D) pair of values per divisor;
     the chosen layout's value is kept, and with ``budget`` only layouts within it count."""
     N, B = _arrays(N, B)
-    best = np.full(N.shape, np.inf, dtype=N.dtype)
-    best_p = np.ones(N.shape)
-    best_a = np.ones(N.shape)
-    best_2d = np.ones(N.shape, dtype=bool)
-    best_v = None if per_layout is None else np.full(N.shape, np.inf)
+    best = _Best(N.shape, N.dtype, per_layout is not None)
     for p, adiv, ok, part in _candidates(model, N, B, S, context, pipeline):
         lat2, lat1 = model.latency_by_dims(part, adiv)
         values = per_layout(N, B, p, [adiv])[0] if per_layout is not None else None
         lat2, lat1 = within_budget(lat2, lat1, values, budget)
         for lat, two, j in ((lat2, True, 0), (lat1, False, 1)):
-            lat = np.where(ok, lat, np.inf)
-            better = lat < best
-            best = np.where(better, lat, best)
-            best_p = np.where(better, p, best_p)
-            best_a = np.where(better, adiv, best_a)
-            best_2d = np.where(better, two, best_2d)
-            if values is not None:
-                best_v = np.where(better, values[j], best_v)
-    return Layout(best, best_p, best_a, best_2d, best_v)
+            best.offer(np.where(ok, lat, np.inf), p, adiv, two, values, j)
+    return best.layout()
+
+
+class _Best:
+    """The fastest layout so far at every point, as candidate layouts are offered
+    (``best_layout`` and ``whole_layout``): its latency, pipeline degree, attention divisor,
+    1-D or 2-D, and its ``per_layout`` value."""
+
+    def __init__(self, shape, dtype=float, values: bool = False) -> None:
+        self.latency = np.full(shape, np.inf, dtype=dtype)
+        self.p, self.a = np.ones(shape), np.ones(shape)
+        self.two = np.ones(shape, dtype=bool)
+        self.value = np.full(shape, np.inf) if values else None
+
+    def offer(self, latency, p, adiv, two: bool, values=None, j: int = 0) -> None:
+        """A candidate's latency at every point: kept where it is faster than the best."""
+        better = latency < self.latency
+        self.latency = np.where(better, latency, self.latency)
+        self.p = np.where(better, p, self.p)
+        self.a = np.where(better, adiv, self.a)
+        self.two = np.where(better, two, self.two)
+        if values is not None:
+            self.value = np.where(better, values[j], self.value)
+
+    def layout(self) -> Layout:
+        return Layout(self.latency, self.p, self.a, self.two, self.value)
+
+
+# --- whole layouts (docs/model.md §B7): what an engine can launch on whole GPUs -------------
+
+
+def is_whole(values) -> np.ndarray:
+    """Which values (GPU counts, degrees, batches) are whole numbers: a whole layout
+    (``whole_layout``) needs whole GPUs, and outputs say when a configuration's figures are
+    the continuous model's real-valued ones (§A5)."""
+    values = np.asarray(values, dtype=float)
+    return values == np.round(values)
+
+
+def check_whole_gpus(gpus) -> None:
+    """Whole layouts need whole GPUs: refuse a real-valued count."""
+    values = np.asarray(gpus, dtype=float)
+    if not np.all(is_whole(values)):
+        bad = float(values.ravel()[np.flatnonzero(~is_whole(values.ravel()))[0]])
+        raise SpecError(
+            "argument",
+            "gpus",
+            f"is {bad:g}; whole layouts (discrete) lay out whole GPUs",
+            "give a whole number of GPUs, or leave discrete off for the continuous model",
+        )
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of a positive integer, ascending."""
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def attention_degrees(arch, t: int) -> list[int]:
+    """Attention tensor degrees allowed for tensor degree ``t``: divisors of t that divide the
+    KV heads (or the query heads when there is a single KV head or MLA)."""
+    att = arch.attention
+    heads = att.kv_heads if (att.kind != "mla" and att.kv_heads > 1) else att.query_heads
+    return [d for d in divisors(t) if heads % d == 0]
+
+
+def _sides(degree: int) -> tuple[int, int]:
+    """The two sides (R, degree/R) of the whole 2-D split of a tensor degree (§B7)."""
+    r = int(square_split(degree))
+    return r, degree // r
+
+
+def _divides(degree: int, *widths) -> bool:
+    return all(int(w) % degree == 0 for w in widths)
+
+
+def ff_splits_evenly(model, t: int, micro_batch, two_d: bool):
+    """Where (per micro-batch) the feed-forward tensor degree t_ff = t/e divides every
+    feed-forward width it splits, e being the expert degree at that micro-batch; for 2-D both
+    sides of the split divide the model width and the feed-forward widths."""
+    w = model.work
+    ok = np.ones(np.shape(micro_batch), dtype=bool)
+    ep_min = model.assumptions.expert_parallel_min_batch_per_sparsity
+    for g in w.groups:
+        widths = (g.d_ff, g.shared_d_ff) if g.shared else (g.d_ff,)
+        e = expert_degree(micro_batch, float(t), g.experts, ep_min * g.sparsity, integer=True)
+        e = np.broadcast_to(np.asarray(e, dtype=float), ok.shape)
+        for value in np.unique(e):
+            t_ff = max(1, int(round(t / value)))
+            if two_d:
+                good = all(_divides(side, w.d_model, *widths) for side in _sides(t_ff))
+            else:
+                good = _divides(t_ff, *widths)
+            if not good:
+                ok &= e != value
+    return ok
+
+
+def attention_splits_evenly(model, t_at: int, two_d: bool) -> bool:
+    """Attention on t_at GPUs splits the heads (attention_degrees); in 2-D both sides of the
+    split also divide the model width and the heads."""
+    if not two_d:
+        return True
+    return all(_divides(side, model.work.d_model, model.work.tp_heads) for side in _sides(t_at))
+
+
+def splits_evenly(model, gpus: int, pipeline: bool = True) -> bool:
+    """Whether some whole layout of ``gpus`` GPUs splits the model evenly by §B7's rules
+    (a pipeline degree dividing the layers and the GPUs, a feed-forward tensor degree dividing
+    every feed-forward width, attention on one GPU at least), whatever the memory."""
+    for p in divisors(model.work.layers) if pipeline else [1]:
+        if gpus % p == 0 and any(
+            ff_splits_evenly(model, gpus // p, 1.0, two).all() for two in (False, True)
+        ):
+            return True
+    return False
+
+
+def uneven_reason(model, arch_name: str, gpus: float, pipeline: bool = True) -> str | None:
+    """Why ``gpus`` whole GPUs have no layout for a model, when it is that none splits it
+    evenly (``splits_evenly``), with the nearest counts that do; None otherwise (then memory or
+    a limit is the reason)."""
+    if not np.all(is_whole(gpus)) or splits_evenly(model, int(gpus), pipeline):
+        return None
+    n = int(gpus)
+    near = [m for m in range(max(1, n - 4), n + 5) if m != n and splits_evenly(model, m, pipeline)]
+    listed = (
+        ", ".join(map(str, near[:-1])) + f" or {near[-1]}"
+        if len(near) > 1
+        else "".join(map(str, near))
+    )
+    return (
+        f"no whole layout of {n} GPUs splits {arch_name} evenly: pipeline degrees divide its "
+        f"{model.work.layers} layers and the GPUs, tensor degrees every feed-forward width "
+        "(docs/model.md §B7)"
+        + (f"; {listed} GPUs do" if near else "")
+        + "; without --discrete the continuous model lays out any count"
+    )
+
+
+def whole_layout(
+    model, arch, N: int, B, S, context, pipeline: bool, per_layout=None, budget=None
+) -> Layout:
+    """The best whole layout of ``N`` GPUs (a whole number) for every batch in ``B`` (an
+    array): what an engine can launch, by §B7's rules; ``per_layout`` and ``budget`` as in
+    ``best_layout``, ``arch`` the architecture whose heads attention splits."""
+    layers = model.work.layers
+    best = _Best(B.shape, float, per_layout is not None)
+    for p in divisors(layers) if pipeline else [1]:
+        if N % p:
+            continue
+        ok = model.fits(float(N), B, float(p), context, adiv=None)
+        if not np.any(ok):
+            continue
+        t = N // p
+        even = {two: ok & ff_splits_evenly(model, t, B / p, two) for two in (True, False)}
+        if not (even[True].any() or even[False].any()):
+            continue
+        part = model.pipeline_part(float(N), B, S, context, float(p))
+        for t_at in attention_degrees(arch, t):
+            adiv = float(t // t_at)
+            values = per_layout(float(N), B, float(p), [adiv])[0] if per_layout else None
+            lats = within_budget(*model.latency_by_dims(part, adiv), values, budget)
+            for j, (lat, two) in enumerate(zip(lats, (True, False))):
+                if attention_splits_evenly(model, t_at, two):
+                    best.offer(np.where(even[two], lat, np.inf), p, adiv, two, values, j)
+    return best.layout()

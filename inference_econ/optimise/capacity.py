@@ -95,8 +95,21 @@ class CapacityPlan:
 
     def to_dataframe(self) -> pd.DataFrame:
         """Every candidate (GPU x instance size, and pools), cheapest first; ``chosen`` marks
-        the answer."""
-        return self.candidates
+        the answer, whose rows also carry the plan's figures at the full load (``summary``:
+        its deployment, prices per million tokens, p99s and headroom; blank on the others; its
+        GPUs and $/hour as ``plan_gpus`` and ``plan_usd_per_hour``, which count every pool and
+        any instance added when the full load missed a target)."""
+        table = self.candidates.copy()
+        summary = self.summary()
+        for name in summary.index:
+            if name in ("hardware", "layout"):  # the chosen rows' own
+                continue
+            value = summary[name]
+            blank = math.nan if isinstance(value, (int, float)) else None
+            table[f"plan_{name}" if name in table.columns else name] = [
+                value if chosen else blank for chosen in table["chosen"]
+            ]
+        return table
 
 
 def _candidate(
@@ -190,18 +203,15 @@ def _verify(setting, deployment: Deployment, traffic, targets, config):
 
 def _options(rows: list[dict]) -> list[tuple[float, int, Setting, Deployment]]:
     """(cost per hour, GPUs, setting, deployment) of every complete option: each co-located
-    size, and per GPU the cheapest prefill pool with the cheapest decode pool."""
+    size, and per GPU the cheapest prefill pool with the cheapest decode pool; cheapest first,
+    and among options of the same price the one that holds the most load (the most headroom),
+    then the fewest GPUs."""
     out = []
     for r in rows:
         if r["pool"] == "deployment" and not r["excluded"]:
-            out.append(
-                (
-                    r["usd_per_hour"],
-                    r["gpus"],
-                    r["setting"],
-                    Deployment(r["gpus_per_instance"], r["instances"]),
-                )
-            )
+            held = r["instances"] * r["max_rate_per_instance"]
+            deployment = Deployment(r["gpus_per_instance"], r["instances"])
+            out.append((r["usd_per_hour"], held, r["gpus"], r["setting"], deployment))
     by_gpu: dict[str, dict[str, dict]] = {}
     for r in rows:
         if r["pool"] != "deployment" and not r["excluded"]:
@@ -214,10 +224,15 @@ def _options(rows: list[dict]) -> list[tuple[float, int, Setting, Deployment]]:
             deployment = Deployment(
                 d["gpus_per_instance"], d["instances"], p["gpus_per_instance"], p["instances"]
             )
-            out.append(
-                (p["usd_per_hour"] + d["usd_per_hour"], deployment.gpus, d["setting"], deployment)
+            held = min(
+                d["instances"] * d["max_rate_per_instance"],
+                p["instances"] * p["max_rate_per_instance"],
             )
-    return sorted(out, key=lambda o: (o[0], o[1], o[3].disaggregated))
+            cost = p["usd_per_hour"] + d["usd_per_hour"]
+            out.append((cost, held, deployment.gpus, d["setting"], deployment))
+    # a price is a sum of GPU-hours at one price: round off the last bits before comparing
+    out.sort(key=lambda o: (round(o[0], 9), -o[1], o[2], o[4].disaggregated))
+    return [(cost, gpus, setting, deployment) for cost, _, gpus, setting, deployment in out]
 
 
 def cheapest_deployment(
@@ -272,8 +287,10 @@ def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.Dat
     table = pd.DataFrame([{k: v for k, v in r.items() if k != "setting"} for r in rows])
     for name in ("instances", "gpus"):
         table[name] = table[name].astype("Int64")
-    table = table.sort_values(["excluded", "usd_per_hour", "gpus"], kind="stable")
-    table = table.reset_index(drop=True)
+    # the order of ``_options``: cheapest, then the most load held, then the fewest GPUs
+    table["held"] = -table["instances"].astype(float) * table["max_rate_per_instance"]
+    table = table.sort_values(["excluded", "usd_per_hour", "held", "gpus"], kind="stable")
+    table = table.drop(columns="held").reset_index(drop=True)
     size = {
         "deployment": deployment.gpus_per_instance,
         "decode": deployment.gpus_per_instance,

@@ -46,11 +46,12 @@ class Method:
 
     @property
     def label(self) -> str:
-        """How outputs name the method: "grid 400 x 400", "discrete", "exhaustive 60 x 60"."""
+        """How outputs name the method: "continuous grid 400 x 400" (real-valued GPUs, batches
+        and degrees, §A5), "discrete (400 batch sizes)", "continuous exhaustive 60 x 60"."""
         base = (
             f"discrete ({self.grid_points} batch sizes)"
             if self.discrete
-            else f"{self.kind} {self.grid_points} x {self.grid_points}"
+            else f"continuous {self.kind} {self.grid_points} x {self.grid_points}"
         )
         return base if self.all_points else f"{base}, speeds from fastest/{SPEED_RANGE:g}"
 

@@ -24,7 +24,7 @@ from ..model.economics import priced_grid
 from ..model.layouts import Layout, best_latency
 from ..serving.decode import Decoder
 from ..serving.prefill import prefill_latency_s
-from ..serving.setting import Setting
+from ..serving.setting import Setting, whole_batch_kv_note
 from ..serving.speculative import combine
 from . import discrete as discrete_grid
 from .frontier import Frontier, pareto_indices
@@ -382,6 +382,10 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
             speed = points["tokens_per_s"].to_numpy()
             points = points[speed >= speed.max() / SPEED_RANGE * (1 - 1e-12)]
         points = points.sort_values("tokens_per_s", kind="stable").reset_index(drop=True)
+        kv = whole_batch_kv_note(
+            setting, points["gpus"], points["batch"], setting.context_tokens, "frontier points"
+        )
+        notes += [kv] if kv else []
     return Frontier(
         label=setting.name,
         points=points,

@@ -15,7 +15,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import InfeasibleError, SpecError
-from ..optimise.discrete import whole_layouts
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 
@@ -223,7 +222,7 @@ def point_plan(
     ``batch`` clients."""
     from ..serving.requests import request
 
-    row = request(setting, gpus, batch, prompt_tokens, output_tokens, search=whole_layouts)
+    row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     degrees = layout_degrees(
         setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
     )
@@ -377,7 +376,7 @@ def disagg_plan(
     from ..serving import disaggregation as dg
     from ..serving.requests import request
 
-    row = request(setting, gpus, batch, prompt_tokens, output_tokens, search=whole_layouts)
+    row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     b = _whole(batch, "batch")
     n_p = _whole(prefill_gpus or gpus, "prefill_gpus")
     longest = max_model_len or round_length(
@@ -392,7 +391,9 @@ def disagg_plan(
         prompt_tokens + output_tokens / 2.0, longest,
     )  # fmt: skip
     require_fit([decode.memory])  # a decode worker that does not fit has no pool balance
-    dis = dg.compare(setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus).iloc[1]
+    dis = dg.compare(
+        setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus, discrete=True
+    ).iloc[1]
     ratio = float(dis["prefill_pool_busy_fraction"]) / float(dis["decode_pool_busy_fraction"])
     if not math.isfinite(ratio):
         raise InfeasibleError(

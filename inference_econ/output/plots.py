@@ -1,7 +1,8 @@
 """Figures: frontiers on a log-dollar axis, MFU along them, and where the time goes.
 
 Every function takes computed results (``Frontier`` objects keyed by label) and returns the
-matplotlib ``Figure``, so tests can inspect what was drawn and callers can save it. Figures
+matplotlib ``Figure``, so tests can inspect what was drawn and callers can save it. Colours,
+line styles and dollar ticks come from ``style``, which the HTML report reads too. Figures
 are saved as 200 dpi PNG and SVG; titles wrap to the figure's width, legends sit below the
 axes (never beside them, where they would squeeze the plot), every panel has both axis
 labels, and every frontier marks its preference point.
@@ -25,6 +26,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 from ..optimise.frontier import Frontier  # noqa: E402
 from ..serving.toy import square_root_law  # noqa: E402
 from .files import write_atomic  # noqa: E402
+from .style import DOLLAR_TICKS, LATENCY_TICKS, PALETTE, colours, dollars, parameters  # noqa: E402
 
 #: Breakdown parts in stacking order, with their legend labels and colours. Reads and
 #: arithmetic overlap (the step takes the larger of the two): figures split their time in
@@ -46,27 +48,6 @@ OVERLAPPED = {
     "activation_read_s": "activation_read_full_s",
 }
 DPI = 200
-
-PALETTE = plt.get_cmap("tab10").colors
-
-
-def colours(labels, explicit=None) -> dict:
-    """One colour per curve, stable across the figures of a scenario."""
-    explicit = explicit or {}
-    return {
-        label: explicit.get(label) or PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)
-    }
-
-
-def dollars(value, _pos=None) -> str:
-    """Readable dollar tick labels: $0.05, $0.5, $5, $50, $5k."""
-    if value <= 0 or not math.isfinite(value):
-        return ""
-    if value >= 1000:
-        return f"${value / 1000:g}k"
-    if value >= 1:
-        return f"${value:g}"
-    return f"${value:.2g}"
 
 
 def wrap(title: str, width: int = 80) -> str:
@@ -178,7 +159,7 @@ def frontier_figure(
     _preference_marks(ax, marked, colors, preference_sampling)
     _scatter_groups(ax, measured, colors)
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=DOLLAR_TICKS))
     ax.yaxis.set_major_formatter(FuncFormatter(dollars))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
     ax.set_xlabel("tokens per second per request")
@@ -328,12 +309,10 @@ def square_root_figure(points: list[dict], title: str):
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=LATENCY_TICKS))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
-    ax.xaxis.set_major_formatter(
-        FuncFormatter(lambda v, _: f"{v / 1e12:g}T" if v >= 1e12 else f"{v / 1e9:g}B")
-    )
+    ax.xaxis.set_major_formatter(FuncFormatter(parameters))
     ax.set_xlabel("parameters")
     ax.set_ylabel("best token latency (ms)")
     _finish(fig, ax, title)
@@ -376,56 +355,92 @@ def tornado_figure(table, title: str):
     return fig
 
 
+def quantity(unit: str) -> str:
+    """The quantity a measured row's unit measures, and so the panel it is drawn in: values
+    of one panel share a dimension and a unit (``measured_figure``)."""
+    text = str(unit).strip()
+    first = text.split()[0] if text else ""
+    if first in ("ms", "s", "us"):
+        return f"latency ({first})"
+    if "tok/s" in text:
+        return "token rate (tok/s)"
+    return first or "value"
+
+
 def measured_figure(
     comparison,
     title: str | None = None,
     column: str = "predicted",
     kind: str = "end-to-end",
-    units: str = "the row's unit: tok/s, ms, ...",
+    units: str | None = None,
 ):
-    """Measured against predicted, log-log, one colour per source, for the rows with status
-    ok of one ``kind`` (end-to-end or micro; a ``studies.measured.predicting.Comparison``, or
-    a table with its columns); the diagonal and the 15 % and 35 % bands. ``column``: which
-    prediction to draw (``held_out`` for a calibration's left-out predictions)."""
+    """Measured against predicted, log-log, one panel per quantity (token rates, latencies in
+    ms, ...: never two units on one axis; ``quantity``), one colour per source, for the rows
+    with status ok of one ``kind`` (end-to-end or micro; a
+    ``studies.measured.predicting.Comparison``, or a table with its columns); the diagonal and
+    the 15 % and 35 % bands. ``column``: which prediction to draw (``held_out`` for a
+    calibration's left-out predictions); ``units``: how the values were converted, when they
+    were (the default: each row's own unit, which its panel names)."""
     table = getattr(comparison, "table", comparison)
     ok = table[(table["status"] == "ok") & np.isfinite(table[column]) & (table["measured"] > 0)]
     if "kind" in ok:
         ok = ok[ok["kind"] == kind]
-    fig, ax = plt.subplots(figsize=(11.0, 6.5))
+    panels = (
+        ok["unit"].map(quantity)
+        if "unit" in ok and units is None
+        else np.full(len(ok), units or "value")
+    )
+    names = sorted(set(panels), key=lambda q: (-int((panels == q).sum()), q)) or ["value"]
+    fig, axes = plt.subplots(
+        1, len(names), figsize=(5.0 * len(names) + 0.6, 7.2), squeeze=False, layout="constrained"
+    )
     groups = sorted(
         ok["source_group"].unique(), key=lambda g: -int((ok["source_group"] == g).sum())
     )
-    for i, group in enumerate(groups):
-        part = ok[ok["source_group"] == group]
-        ax.scatter(
-            part["measured"],
-            part[column],
-            s=18,
-            alpha=0.8,
-            color=PALETTE[i % len(PALETTE)],
-            marker="os^vD<>ph*"[(i // len(PALETTE)) % 10],
-            label=f"{wrap(_short_source(group), 48)} ({len(part)})",
+    style = {
+        g: dict(color=PALETTE[i % len(PALETTE)], marker="os^vD<>ph*"[(i // len(PALETTE)) % 10])
+        for i, g in enumerate(groups)
+    }
+    for ax, name in zip(axes[0], names):
+        part = ok[np.asarray(panels) == name]
+        for group in groups:
+            rows = part[part["source_group"] == group]
+            if len(rows):
+                ax.scatter(rows["measured"], rows[column], s=18, alpha=0.8, **style[group])
+        if len(part):
+            lo = 0.5 * float(min(part["measured"].min(), part[column].min()))
+            hi = 2.0 * float(max(part["measured"].max(), part[column].max()))
+            x = np.geomspace(lo, hi, 50)
+            ax.plot(x, x, color="black", lw=1.0)
+            for band, dash in ((0.15, "--"), (0.35, ":")):
+                ax.plot(x, x * (1 + band), color="grey", lw=0.8, ls=dash)
+                ax.plot(x, x * (1 - band), color="grey", lw=0.8, ls=dash)
+            ax.set_xlim(lo, hi)
+            ax.set_ylim(lo, hi)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"measured, {name}")
+        ax.set_ylabel(f"predicted, {name}")
+        ax.set_title(f"{name}: {len(part)} rows", fontsize=9)
+        ax.grid(True, which="both", alpha=0.2)
+        ax.set_aspect("equal")
+    handles = [
+        plt.Line2D(
+            [], [], ls="", markersize=5, label=wrap(f"{_short_source(g)} ({n})", 48), **style[g]
         )
-    if len(ok):
-        lo = 0.5 * float(min(ok["measured"].min(), ok[column].min()))
-        hi = 2.0 * float(max(ok["measured"].max(), ok[column].max()))
-        x = np.geomspace(lo, hi, 50)
-        ax.plot(x, x, color="black", lw=1.0, label="predicted = measured")
-        for band, style in ((0.15, "--"), (0.35, ":")):
-            ax.plot(x, x * (1 + band), color="grey", lw=0.8, ls=style, label=f"±{band:.0%}")
-            ax.plot(x, x * (1 - band), color="grey", lw=0.8, ls=style)
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(f"measured ({units})")
-    ax.set_ylabel("predicted")
+        for g, n in ((g, int((ok["source_group"] == g).sum())) for g in groups)
+    ]
+    handles += [
+        plt.Line2D([], [], color="black", lw=1.0, label="predicted = measured"),
+        plt.Line2D([], [], color="grey", lw=0.8, ls="--", label="±15%"),
+        plt.Line2D([], [], color="grey", lw=0.8, ls=":", label="±35%"),
+    ]
+    cols = max(1, min(3, int(fig.get_figwidth() // 3.4)))
+    fig.legend(handles=handles, loc="outside lower center", ncols=cols, fontsize=7, frameon=False)
     label = getattr(comparison, "assumptions", "")
-    ax.set_title(wrap(title or f"Measured against predicted ({label}), {len(ok)} rows", 90))
-    ax.grid(True, which="both", alpha=0.2)
-    ax.set_aspect("equal")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    fig.subplots_adjust(left=0.08, right=0.62, bottom=0.1, top=0.92)
+    fig.suptitle(
+        wrap(title or f"Measured against predicted ({label}), {len(ok)} rows", 100), fontsize=11
+    )
     return fig
 
 

@@ -1,9 +1,10 @@
 """Rendering results as text tables, CSV, JSON or Markdown, each stating what it was computed
 with (the ``meta`` of a result: model and GPU files, assumptions, precisions, context).
 
-CSV files carry that statement as ``#`` comment lines before the header, so
-``pandas.read_csv(path, comment="#")`` reads them; JSON puts it in a ``metadata`` object beside
-the ``rows``; text and Markdown tables end with a "Computed with" line.
+CSV files carry that statement, and the notes a table has, as ``#`` comment lines before the
+header, so ``pandas.read_csv(path, comment="#")`` reads them; JSON puts it in a ``metadata``
+object beside the ``rows`` (and the notes in ``notes``); text and Markdown tables end with
+their notes and a "Computed with" line.
 """
 
 from __future__ import annotations
@@ -276,11 +277,30 @@ def csv_cells(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def csv_text(df: pd.DataFrame, meta: dict | None = None, float_format: str | None = "%.10g") -> str:
+def csv_text(
+    df: pd.DataFrame, meta: dict | None = None, float_format: str | None = "%.10g", notes=()
+) -> str:
     """The one CSV writer of the toolkit: '#' lines stating what the table was computed with,
-    then the table with ``csv_cells`` (no formula can start a cell, no infinity is printed)."""
-    comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
+    and its notes (what the text table prints under it), then the table with ``csv_cells`` (no
+    formula can start a cell, no infinity is printed)."""
+    lines = [*meta_lines(meta), *(str(n) for n in notes)]
+    comments = "".join(f"# {line.strip()}\n" for line in lines if line.strip())
     return comments + csv_cells(df).to_csv(index=False, float_format=float_format)
+
+
+def table_cells(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+    """A table as people read it: (headers, the cells as text, which columns are numeric).
+    Durations in milliseconds, friendly headers (``HEADERS``), whole-valued columns without
+    decimals, other numbers with the decimals their magnitude calls for. The text and Markdown
+    tables and the HTML report's tables are all made of these."""
+    shown = _display(df)
+    whole = whole_columns(shown)
+    cells = [
+        [_whole(v) if w else _fmt_number(v) for v, w in zip(row, whole)]
+        for row in shown.itertuples(index=False)
+    ]
+    numeric = [pd.api.types.is_numeric_dtype(shown[c]) for c in shown.columns]
+    return [str(c) for c in shown.columns], cells, numeric
 
 
 def render(
@@ -289,8 +309,8 @@ def render(
     """Render a DataFrame as "table" (aligned text), "csv", "json" or "markdown", stating
     ``meta`` (what it was computed with) as the format allows."""
     fmt = option("format").check(fmt, "argument", "format")  # SpecError with a did-you-mean
-    if fmt == "csv":
-        return csv_text(df, meta)
+    if fmt == "csv":  # what it was computed with, then the notes, as comment lines
+        return csv_text(df, meta, notes=notes)
     if fmt == "json":
         records = [
             {k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")
@@ -299,13 +319,7 @@ def render(
         if notes:
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
-    shown = _display(df)
-    whole = whole_columns(shown)
-    cells = [
-        [_whole(v) if w else _fmt_number(v) for v, w in zip(row, whole)]
-        for row in shown.itertuples(index=False)
-    ]
-    headers = [str(c) for c in shown.columns]
+    headers, cells, numeric = table_cells(df)
     if fmt == "markdown":
         lines = []
         if title:
@@ -319,7 +333,6 @@ def render(
             lines += ["", described[0]] + [f"* {line.strip()}" for line in described[1:]]
         return "\n".join(lines) + "\n"
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    numeric = [pd.api.types.is_numeric_dtype(shown[c]) for c in shown.columns]
 
     def line(values):
         return "  ".join(

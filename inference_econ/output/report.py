@@ -24,10 +24,26 @@ import pandas as pd
 
 from ..errors import SpecError, short
 from ..model.latency import ADDITIVE_PARTS
+from ..serving.decode import continuous_note
+from ..serving.toy import square_root_law
 from ..specs.catalog import display_path
 from ..specs.inputs import read_bytes, read_json, read_text
 from ..specs.schema import Reader, check_number
 from .files import write_atomic
+from .render import HEADERS, table_cells
+from .style import (
+    DOLLAR_TICKS,
+    LATENCY_TICKS,
+    PALETTE,
+    PLOTLY_DASH,
+    colours,
+    dollar_ticks,
+    dollars,
+    line_style,
+    log_ticks,
+    parameters,
+    speculates,
+)
 
 #: Points shown per curve at most (evenly spaced along the line; key points always kept).
 MAX_POINTS = 80
@@ -52,21 +68,20 @@ LAYOUT = (
     ("attention_degree", "attention ", ".3g"),
     ("draft_tokens", "draft tokens ", ".0f"),
 )
-PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-)  # fmt: skip
 
 
 @dataclass
 class Curve:
-    """One frontier to draw: its legend name, its selector group and its points."""
+    """One frontier to draw: its legend name, its selector group and its points, in the colour
+    and line style the PNG figures give it (``style``; None: the palette's, by name)."""
 
     name: str
     points: pd.DataFrame
     group: str = ""
     #: key point name -> its tokens/s per request (marked on the curve)
     marks: dict = field(default_factory=dict)
+    color: str | None = None
+    dash: str = "solid"
 
 
 @dataclass
@@ -79,6 +94,8 @@ class Section:
     assumptions: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
     description: str = ""
     notes: list[str] = field(default_factory=list)
+    #: A square-root-law section (the paper's Figure 2): measured best latencies, no frontiers.
+    law: list[dict] = field(default_factory=list)
 
 
 def require_plotly():
@@ -156,16 +173,19 @@ def _text(points: pd.DataFrame):
 def figure(section: Section, max_points: int = MAX_POINTS):
     """The plotly figure of a section: one trace per curve, a selector over groups."""
     _, go = require_plotly()
+    if section.law and not section.curves:
+        return _law_figure(section)
     fig = go.Figure()
     groups = list(dict.fromkeys(c.group for c in section.curves))
     first = groups[0] if groups else ""
-    colours: dict[str, str] = {}
+    by_name: dict[str, str] = {}
     for curve in section.curves:
         pts = curve.points
         if len(pts) == 0:
             continue
         pts = thin(pts, curve.marks.values(), max_points)
-        colour = colours.setdefault(curve.name, PALETTE[len(colours) % len(PALETTE)])
+        colour = curve.color or by_name.get(curve.name) or PALETTE[len(by_name) % len(PALETTE)]
+        by_name.setdefault(curve.name, colour)
         data, template = _hover(pts)
         speeds = pts["tokens_per_s"].to_numpy()
         marked = np.isin(speeds, list(curve.marks.values()))
@@ -176,7 +196,7 @@ def figure(section: Section, max_points: int = MAX_POINTS):
                 mode="lines+markers",
                 name=curve.name,
                 legendgroup=curve.name,
-                line={"color": colour, "width": 2},
+                line={"color": colour, "width": 2, "dash": PLOTLY_DASH[curve.dash]},
                 marker={"size": np.where(marked, 10, 4).tolist(), "color": colour},
                 customdata=data,
                 text=_text(pts),
@@ -235,13 +255,82 @@ def figure(section: Section, max_points: int = MAX_POINTS):
         yaxis={
             "title": {"text": "cost per million output tokens"},
             "type": "log",
-            "tickprefix": "$",
+            **_dollar_axis([c.points for c in section.curves]),
         },
         legend={"title": {"text": "click to hide or show"}},
         hoverlabel={"align": "left"},
         updatemenus=menus,
         margin={"t": 130},
         height=640,
+    )
+    return fig
+
+
+def _dollar_axis(tables) -> dict:
+    """A log dollar axis ticked as the PNGs are (``style.dollar_ticks``: 1, 2 and 5 times the
+    powers of ten, labelled by ``style.dollars``), over every curve's range, so that no tick,
+    minor ones included, lacks its dollar sign."""
+    values = np.concatenate(
+        [t["usd_per_mtok"].to_numpy(dtype=float) for t in tables if len(t)] or [np.array([])]
+    )
+    values = values[np.isfinite(values) & (values > 0)]
+    if not values.size:
+        return {"tickprefix": "$"}
+    ticks = dollar_ticks(values.min() / 1.5, values.max() * 1.5)
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [dollars(v) for v in ticks]}
+
+
+def _law_figure(section: Section):
+    """The square-root law of a section (paper Figure 2): measured best latencies against
+    parameters on log-log axes, the law through the smallest model dashed, as the PNG draws."""
+    _, go = require_plotly()
+    params = np.array([p["params"] for p in section.law], dtype=float)
+    latency = np.array([p["latency_ms"] for p in section.law], dtype=float)
+    grid = np.logspace(np.log10(params.min() / 2), np.log10(params.max() * 2), 50)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=grid,
+            y=square_root_law(grid, params[0], latency[0]),
+            mode="lines",
+            name="square-root law through the smallest model",
+            line={"color": "gray", "dash": "dash"},
+            hovertemplate="%{x:.3s} parameters: %{y:.3g} ms<extra>square-root law</extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=params,
+            y=latency,
+            mode="markers+text",
+            name="measured best latency",
+            text=[p.get("label", "") for p in section.law],
+            textposition="bottom right",
+            marker={"color": "black", "size": 9},
+            hovertemplate="%{text}: %{x:.3s} parameters, %{y:.3g} ms<extra></extra>",
+        )
+    )
+    xs = log_ticks(grid.min(), grid.max(), DOLLAR_TICKS)
+    law = square_root_law(grid, params[0], latency[0])
+    ys = log_ticks(min(law.min(), latency.min()), max(law.max(), latency.max()), LATENCY_TICKS)
+    fig.update_layout(
+        template="plotly_white",
+        title={"text": _title(section, ""), "font": {"size": 14}},
+        xaxis={
+            "title": {"text": "parameters"},
+            "type": "log",
+            "tickmode": "array",
+            "tickvals": xs,
+            "ticktext": [parameters(v) for v in xs],
+        },
+        yaxis={
+            "title": {"text": "best token latency (ms)"},
+            "type": "log",
+            "tickmode": "array",
+            "tickvals": ys,
+            "ticktext": [f"{v:g}" for v in ys],
+        },
+        height=560,
     )
     return fig
 
@@ -263,8 +352,21 @@ def _title(section: Section, group: str) -> str:
 
 
 def _table(df: pd.DataFrame, max_rows: int | None = None) -> str:
+    """An HTML table, its cells as the text tables print them (``render.table_cells``: short
+    headers, milliseconds, whole numbers without decimals), so that it fits the page."""
     shown = df if max_rows is None else df.head(max_rows)
-    text = shown.to_html(index=False, border=0, na_rep="", float_format=lambda v: f"{v:.4g}")
+    headers, cells, numeric = table_cells(shown.reset_index(drop=True))
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td class='{'num' if n else 'text'}'>{html.escape(v)}</td>"
+            for v, n in zip(row, numeric)
+        )
+        + "</tr>"
+        for row in cells
+    )
+    text = f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
     if max_rows is not None and len(df) > max_rows:
         text += f"<p>First {max_rows} of {len(df)} rows.</p>"
     return text
@@ -274,9 +376,10 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 1.6em; } h3 { font-size: 1.05em; }
 .scroll { max-height: 32em; overflow: auto; border: 1px solid #ddd; }
-table { border-collapse: collapse; font-size: 0.8em; }
-th, td { padding: 2px 6px; text-align: right; white-space: nowrap; }
-th { position: sticky; top: 0; background: #f3f3f3; }
+table { border-collapse: collapse; font-size: 0.75em; }
+th, td { padding: 1px 4px; white-space: nowrap; }
+td.num { text-align: right; } td.text { text-align: left; }
+th { position: sticky; top: 0; background: #f3f3f3; text-align: center; white-space: normal; }
 tr:nth-child(even) td { background: #fafafa; }
 .note { color: #555; font-size: 0.9em; }
 """
@@ -304,15 +407,16 @@ def render(sections: list[Section], title: str, max_points: int = MAX_POINTS) ->
         )
         shown = sum(min(len(c.points), max_points) for c in section.curves)
         total = sum(len(c.points) for c in section.curves)
-        body.append(
-            "<p class='note'>Each line is a Pareto frontier (no point is both faster and cheaper "
-            "than another); large markers are its key points. Hover a point for its layout and "
-            "where its latency goes; the menu picks a group of curves, the legend hides or shows "
-            f"one. {shown} of {total} frontier points are drawn (at most {max_points} per curve, "
-            "evenly spaced along the line, key points always). The table below lists the key points "
-            "only: every frontier point is in a study's frontiers table (study --out) or, for one "
-            "curve, in frontier --all-points.</p>"
-        )
+        if section.curves:
+            body.append(
+                "<p class='note'>Each line is a Pareto frontier (no point is both faster and cheaper "
+                "than another); large markers are its key points. Hover a point for its layout and "
+                "where its latency goes; the menu picks a group of curves, the legend hides or shows "
+                f"one. {shown} of {total} frontier points are drawn (at most {max_points} per curve, "
+                "evenly spaced along the line, key points always). The table below lists the key points "
+                "only: every frontier point is in a study's frontiers table (study --out) or, for one "
+                "curve, in frontier --all-points.</p>"
+            )
         for note in section.notes:
             body.append(f"<p class='note'>{html.escape(note)}</p>")
         body.append("<h3>Key points</h3>")
@@ -385,9 +489,15 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
         }
         name = str(values[compare]) if len(varying) > 1 else cell["label"]
         group = " · ".join(f"{a}: {values[a]}" for a in grouping)
-        curves.append(Curve(name, pts.sort_values("tokens_per_s"), group, marks))
-    axes = list(manifest["axes"])
-    table = _key_summary(keys, axes, manifest.get("at_speeds", []))
+        rows = keys[keys["cell"] == cell["cell"]]
+        spec = speculates(rows.iloc[0].to_dict()) if len(rows) else False
+        curves.append(
+            Curve(name, pts.sort_values("tokens_per_s"), group, marks, dash=line_style(spec))
+        )
+    # the axes whose value varies among the cells shown (a slice's fixed ones are in its title)
+    axes = [a for a in manifest["axes"] if len({str(c["values"][a]) for c in cells}) > 1]
+    table = _key_summary(keys, axes or list(manifest["axes"]), manifest.get("at_speeds", []))
+    real = continuous_note(keys[keys["feasible"].astype(bool)]) if len(keys) else None
     sliced = "; ".join(f"{a} = {', '.join(v)}" for a, v in (where or {}).items())
     return Section(
         title=manifest["title"] + (f" (the slice {sliced})" if sliced else ""),
@@ -403,7 +513,8 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
                 if manifest.get("complete", True)
                 else "INCOMPLETE: some cells failed, see study.json."
             )
-        ],
+        ]
+        + ([real] if real else []),
     )
 
 
@@ -536,22 +647,23 @@ def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
     cost at each speed."""
     head = keys.drop_duplicates("cell").set_index("cell")[axes]
     out = head.copy()
-    pick = {
-        "fastest": ("tokens_per_s", "usd_per_mtok", "gpus", "batch"),
+    pick = {  # the fastest point's batch is about 1 and its GPUs say its size
+        "fastest": ("tokens_per_s", "usd_per_mtok", "gpus"),
         "preference": ("tokens_per_s", "usd_per_mtok", "gpus", "batch"),
         "cheapest": ("usd_per_mtok",),
     }
     for point, cols in pick.items():
         sel = keys[keys["point"] == point].set_index("cell")
-        for col in cols:
-            out[f"{point} {col}"] = sel[col]
+        for col in cols:  # short headers, as the text tables print them
+            out[f"{point} {HEADERS.get(col, col)}"] = sel[col]
     for speed in speeds:
         sel = keys[
             (keys["point"] == "at_speed") & (keys["target_tokens_per_s"] == speed)
         ].set_index("cell")
-        out[f"usd_per_mtok at {speed:g} tok/s"] = sel["usd_per_mtok"]
+        out[f"$/Mtok at {speed:g} tok/s"] = sel["usd_per_mtok"]
     status = keys.groupby("cell")["note"].first()
-    out["note"] = status
+    if status.fillna("").astype(str).str.strip().any():  # a column of blanks would only widen
+        out["note"] = status
     return out.reset_index()
 
 
@@ -599,10 +711,13 @@ def _short(value) -> str:
 
 
 def scenario_section(result) -> Section:
-    """The section of a scenario run (``output.runner.RunResult``)."""
+    """The section of a scenario run (``output.runner.RunResult``): its frontiers in the
+    colours and line styles of its PNG figures, or its square-root law (paper Figure 2)."""
     import dataclasses
 
     scenario = result.scenario
+    palette = colours(list(result.fronts), {c.label: c.color for c in scenario.curves})
+    dashes = {c.label: line_style(speculates(c.fields), c.linestyle) for c in scenario.curves}
     curves = []
     for label, front in result.fronts.items():
         marks = {}
@@ -613,7 +728,8 @@ def scenario_section(result) -> Section:
                     "tokens_per_s"
                 ],
             }
-        curves.append(Curve(label, front.points.sort_values("tokens_per_s"), "", marks))
+        points = front.points.sort_values("tokens_per_s")
+        curves.append(Curve(label, points, "", marks, palette[label], dashes.get(label, "solid")))
     presets, gpus, models = {}, {}, {}
     for curve in scenario.curves:
         if curve.toy is not None:
@@ -657,5 +773,7 @@ def scenario_section(result) -> Section:
         key_table=result.key_points if result.key_points is not None else pd.DataFrame(),
         assumptions=assumptions,
         notes=[f"Scenario {scenario.name} ({display_path(scenario.source)})."]
-        + list(scenario.notes),
+        + list(scenario.notes)
+        + list(result.notes),
+        law=[m for m in scenario.measured if "params" in m],
     )

@@ -18,7 +18,7 @@ from ..errors import InfeasibleError, SpecError
 from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
 from ..optimise.toy import toy_frontier
-from ..serving.decode import SUMMARY_COLUMNS
+from ..serving.decode import SUMMARY_COLUMNS, continuous_note
 from ..serving.toy import square_root_law
 from ..specs.architecture import load_model
 from ..specs.hardware import load_hardware
@@ -29,6 +29,7 @@ from ..studies.tables import columns_for, run_table, scenario_metadata
 from . import plots
 from .files import check_folder, owned_folder, write_atomic
 from .render import render
+from .style import line_style, speculates
 
 KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
 
@@ -45,6 +46,17 @@ class RunResult:
     files: list[Path] = field(default_factory=list)
     #: What every curve was computed with (``studies.tables.scenario_metadata``).
     metadata: dict = field(default_factory=dict)
+    #: What the key points' tables say under them (``key_point_notes``).
+    notes: list[str] = field(default_factory=list)
+
+
+def key_point_notes(fronts: dict[str, Frontier], key_points: pd.DataFrame) -> list[str]:
+    """The notes of a scenario's key points: each curve's frontier notes (a whole-batch KV
+    cache beyond the HBM, ``serving.setting.whole_batch_kv_note``) and, when a key point has
+    real-valued GPUs, batches or degrees, that they are the continuous model's."""
+    notes = [f"{label}: {note}" for label, f in fronts.items() if not f.empty for note in f.notes]
+    continuous = continuous_note(key_points) if key_points is not None else None
+    return notes + ([continuous] if continuous else [])
 
 
 def curve_frontier(curve) -> Frontier:
@@ -114,10 +126,16 @@ def _write_tables(
     return written
 
 
+def curve_styles(scenario: Scenario) -> dict[str, str]:
+    """Each curve's line style: its own, else dashed when it decodes speculatively (one rule
+    for every figure and the report, ``output.style.line_style``)."""
+    return {c.label: line_style(speculates(c.fields), c.linestyle) for c in scenario.curves}
+
+
 def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
     """One figure of a scenario."""
     colors = {c.label: c.color for c in scenario.curves if c.color}
-    styles = {c.label: c.linestyle for c in scenario.curves}
+    styles = curve_styles(scenario)
     if plot in ("frontier", "toy-frontier"):
         max_speed = scenario.options.get("max_speed")
         return plots.frontier_figure(
@@ -230,7 +248,7 @@ def _run(
                 result.table[columns_for(scenario)],
                 stem,
                 scenario.title,
-                scenario.notes,
+                result.table.attrs["notes"],
                 table_formats,
                 result.table.attrs["metadata"],
             )
@@ -260,9 +278,15 @@ def _run(
         result.figures[plot] = fig
         if stem is not None:
             result.files += plots.save(fig, stem.parent / f"{stem.name}-{plot}", formats)
+    result.notes = key_point_notes(result.fronts, result.key_points)
     if stem is not None and not result.key_points.empty:
         points_stem = stem.parent / f"{stem.name}-points"
         result.files += _write_tables(
-            result.key_points, points_stem, scenario.title, (), table_formats, result.metadata
+            result.key_points,
+            points_stem,
+            scenario.title,
+            result.notes,
+            table_formats,
+            result.metadata,
         )
     return result

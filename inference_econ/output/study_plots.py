@@ -11,8 +11,10 @@ import math
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
-from .plots import plt, save, wrap
+from .plots import plt, save, title_width, wrap
+from .style import dollar_ticks, dollars
 
 __all__ = ["infeasible_note", "summary_figure", "summary_table", "save"]
 
@@ -138,7 +140,7 @@ def summary_figure(key_points: pd.DataFrame, study):
                 if sel.any():
                     grid[i, j] = best.loc[sel, column].iloc[0]
         shown = np.where(np.isfinite(grid), np.log10(np.where(grid > 0, grid, np.nan)), np.nan)
-        ax.imshow(shown, cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1, aspect="auto")
+        image = ax.imshow(shown, cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1, aspect="auto")
         for i in range(len(rows)):
             finite = np.isfinite(grid[i])
             winner = (np.nanargmax if higher else np.nanargmin)(grid[i]) if finite.any() else -1
@@ -176,6 +178,15 @@ def summary_figure(key_points: pd.DataFrame, study):
             ax.set_title(f"{s['panels']} = {panel}", fontsize=9)
     for ax in axes.ravel()[len(panels) :]:
         ax.set_visible(False)
+    # one colour scale for every panel (log10 of the value): its bar reads in the value's units
+    bar = fig.colorbar(image, ax=axes.ravel()[: len(panels)].tolist(), shrink=0.9, pad=0.02)
+    label = dollars if not higher else (lambda v, _=None: f"{v:,.4g}")
+    ticks = dollar_ticks(10.0**lo, 10.0**hi) if hi > lo else [10.0**lo]
+    bar.set_ticks(np.log10(ticks))
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: label(10.0**v)))
+    bar.set_label(wrap(meaning, 40), fontsize=8)
+    bar.ax.tick_params(labelsize=7)
     note = f"{meaning}; framed: the best in each row; n/a: excluded or out of reach"
-    fig.suptitle(wrap(study.title, 110) + "\n" + wrap(note, 130), fontsize=10)
+    width = title_width(fig, 10)
+    fig.suptitle(wrap(study.title, width) + "\n" + wrap(note, width), fontsize=10)
     return fig

@@ -24,7 +24,14 @@ from ..model.latency import (
     bound_label,
     expert_degree,
 )
-from ..model.layouts import Layout, best_layout
+from ..model.layouts import (
+    Layout,
+    best_layout,
+    check_whole_gpus,
+    is_whole,
+    uneven_reason,
+    whole_layout,
+)
 from ..model.machine import min_gpus
 from ..model.workload import compile_workload
 from .energy import ENERGY_COLUMNS, energy_columns
@@ -125,6 +132,29 @@ class Decoder:
         target = {
             g: best_layout(
                 self.target, N, B, g, ctx, pipe, self.target_terms, self.budget(g, draft)
+            )
+            for g in self.gamma_values()
+        }
+        return target, draft
+
+    def whole_layouts(self, N, B) -> tuple[dict[int, Layout], dict[int, Layout] | None]:
+        """The best whole layouts of configurations (N, B) of one whole GPU count (§B7: what
+        an engine launches), as ``layouts`` gives §A5's; the decoder is built with
+        ``integer_layouts``."""
+        s = self.setting
+        n = int(np.ravel(N)[0])
+        B = np.asarray(B, dtype=float)
+        ctx, pipe = s.context_tokens, s.pipeline
+        draft = None
+        if self.draft is not None:
+            head = s.spec.draft_architecture
+            draft = {
+                x: whole_layout(self.draft, head, n, B, x, ctx, pipe, self.draft_terms)
+                for x in self.draft_values()
+            }
+        target = {
+            g: whole_layout(
+                self.target, s.model, n, B, g, ctx, pipe, self.target_terms, self.budget(g, draft)
             )
             for g in self.gamma_values()
         }
@@ -291,9 +321,36 @@ def _scatter(out: Breakdown | None, sel, part: Breakdown) -> Breakdown:
     return out
 
 
-def evaluate(setting: Setting, gpus, batch) -> pd.DataFrame:
+def uneven(setting: Setting, gpus) -> str | None:
+    """Why no whole layout of ``gpus`` GPUs serves the setting when it is that none splits the
+    model evenly (``model.layouts.uneven_reason``); None otherwise."""
+    target = Decoder(setting, integer_layouts=True).target
+    return uneven_reason(target, setting.model.name, float(gpus), setting.pipeline)
+
+
+#: What every output of configurations with real-valued figures says (``continuous_note``).
+CONTINUOUS_NOTE = (
+    "note: real-valued GPUs, batches and degrees are the paper's continuous model "
+    "(docs/model.md §A5); discrete (--discrete, or discrete: true in a scenario) gives whole "
+    "ones, a layout an engine can launch (§B7)"
+)
+
+
+def continuous_note(rows) -> str | None:
+    """``CONTINUOUS_NOTE`` when a described configuration (a row) or a table of them has a
+    GPU count, batch or degree that is not a whole number; None otherwise."""
+    frame = rows.to_frame().T if isinstance(rows, pd.Series) else rows
+    cols = [c for c in ("gpus", "batch", *LAYOUT_COLUMNS[:4]) if c in frame.columns]
+    values = pd.to_numeric(frame[cols].stack(), errors="coerce").to_numpy(dtype=float)
+    real = np.isfinite(values) & ~is_whole(np.where(np.isfinite(values), values, 0.0))
+    return CONTINUOUS_NOTE if real.any() else None
+
+
+def evaluate(setting: Setting, gpus, batch, discrete: bool = False) -> pd.DataFrame:
     """Latency, speed, cost, MFU, layout and breakdown of given (GPUs, batch) configurations
-    (``gpus`` and ``batch`` broadcast against each other)."""
+    (``gpus`` and ``batch`` broadcast against each other), each at its best layout: §A5's
+    continuous ones (the paper's model, real-valued degrees), or with ``discrete`` the whole
+    layouts of §B7 (whole GPUs; what an engine launches)."""
     gpus, batch = check_values("gpus", gpus), check_values("batch", batch)
     try:
         gpus, batch = np.broadcast_arrays(gpus, batch)
@@ -304,4 +361,16 @@ def evaluate(setting: Setting, gpus, batch) -> pd.DataFrame:
             f"{gpus.size} values do not pair with the {batch.size} values of batch",
             "give as many of each, or one of either",
         ) from None
-    return Decoder(setting).describe(gpus, batch)
+    if not discrete:
+        return Decoder(setting).describe(gpus, batch)
+    check_whole_gpus(gpus)
+    N = np.asarray(gpus, dtype=float).ravel()
+    B = np.asarray(batch, dtype=float).ravel()
+    decoder = Decoder(setting, integer_layouts=True)
+    parts, order = [], []
+    for n in np.unique(N):  # whole layouts are searched one GPU count at a time
+        at = np.flatnonzero(n == N)
+        parts.append(decoder.describe(N[at], B[at], *decoder.whole_layouts(N[at], B[at])))
+        order.append(at)
+    df = pd.concat(parts, ignore_index=True)
+    return df.iloc[np.argsort(np.concatenate(order), kind="stable")].reset_index(drop=True)

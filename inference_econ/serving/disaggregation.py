@@ -32,7 +32,7 @@ from ..specs.schema import check_number
 from .load.engine import DEFAULT_ENGINE
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
-from .setting import Setting
+from .setting import Setting, whole_batch_kv_note
 
 
 def kv_transfer_s(
@@ -53,8 +53,11 @@ def compare(
     decode_batch: float,
     prefill_gpus: float | None = None,
     min_prefill_tokens: float = 16384,
+    discrete: bool = False,
 ) -> pd.DataFrame:
-    """Co-located against disaggregated serving of one request mix at a decode configuration."""
+    """Co-located against disaggregated serving of one request mix at a decode configuration:
+    the decode instance at §A5's continuous layout, or with ``discrete`` a whole one (§B7), and
+    so the prefill pool's passes. ``attrs["decode_layout"]`` is the decode instance's row."""
     table.check_each(
         {
             "prompt_tokens": prompt_tokens,
@@ -71,7 +74,7 @@ def compare(
     price = setting.gpu.price_usd_per_hour
     price_s = setting.gpu.price_usd_per_s
     row, layout, _, decoder, _ = instance_layout(
-        setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0
+        setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0, discrete
     )
     step = row.latency_s
     on_layout = (
@@ -92,7 +95,7 @@ def compare(
     # disaggregated: prompts batched on a prefill pool, KV shipped to the decode pool
     n_p = float(prefill_gpus or decode_gpus)
     batch_p = max(1.0, math.ceil(min_prefill_tokens / prompt_tokens))
-    pooled = prefill(setting, n_p, prompt_tokens, batch=batch_p)
+    pooled = prefill(setting, n_p, prompt_tokens, batch=batch_p, discrete=discrete)
     transfer = kv_transfer_s(setting, prompt_tokens, min(n_p, decode_gpus))
     N, B = np.array([float(decode_gpus)]), np.array([float(decode_batch)])
     first = decoder.target.breakdown(
@@ -152,6 +155,12 @@ def compare(
         f"${usd_per_mtok(pools.gpu_s_per_request, 1.0, output_tokens, price):.3g} per million "
         "output tokens (docs/model.md §B10).",
     )
+    # both pools' decode instance: the whole batch at the decode step's mean context (§B10)
+    kv = whole_batch_kv_note(
+        setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0
+    )
+    df.attrs["notes"] += (kv,) if kv else ()
+    df.attrs["decode_layout"] = row
     return df
 
 

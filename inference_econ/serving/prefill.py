@@ -25,7 +25,7 @@ from ..model.latency import (
     bound_label,
     prefill_step_model,
 )
-from ..model.layouts import best_latency, best_layout, tp_dims
+from ..model.layouts import best_latency, best_layout, check_whole_gpus, tp_dims, whole_layout
 from ..specs.schema import check_number
 from .energy import energy_columns
 from .setting import Setting, check_context
@@ -258,6 +258,7 @@ def prefill(
     cached_tokens: float = 0.0,
     chunk_tokens: float | None = None,
     layout: tuple[float, float, bool] | None = None,
+    discrete: bool = False,
 ) -> pd.Series:
     """One prefill of ``batch`` prompts of ``prompt_tokens`` on ``gpus`` GPUs: latency, MFU,
     the layout of its largest pass, the breakdown summed over its chunks, and the price of
@@ -266,29 +267,38 @@ def prefill(
     token (``usd_per_m_computed_input_tokens``; cached tokens are read, not computed). Every
     pass is evaluated at once (arrays over the passes).
 
-    Without ``layout`` every pass takes its best layout with the ``batch`` prompts in flight.
+    Without ``layout`` every pass takes its best layout with the ``batch`` prompts in flight:
+    §A5's continuous one, or with ``discrete`` a whole one (§B7; whole GPUs).
     With ``layout = (pipeline degree p, attention divisor, 2-D)`` the prefill runs on that
     layout (an instance's own): the batch's prompts are one micro-batch passing the p stages,
     so p such batches are in flight (B = batch·p) and the latency is the time of one.
     """
     _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens)
     check_context(setting.model, float(prompt_tokens))
-    model = prefill_model(setting)
+    whole = layout is None and discrete
+    if whole:
+        check_whole_gpus(gpus)
+    model = prefill_model(setting, integer_layouts=whole)
     new = float(prompt_tokens) - float(cached_tokens)
     in_flight = float(batch) * (layout[0] if layout else 1.0)
     S, context = chunk_plan(model, gpus, in_flight, new, float(cached_tokens), chunk_tokens)
     N, B = np.full(S.shape, float(gpus)), np.full(S.shape, in_flight)
     parts = dict.fromkeys((*ADDITIVE_PARTS, "memory_time_s", "compute_time_s"), 0.0)
     latency, flop, chosen = math.inf, 0.0, layout
+    found = True  # a searched layout exists for every pass
     if S.size:
         if layout is None:
-            lay = best_layout(model, N, B, S, context, setting.pipeline)
+            if whole:  # whole GPUs: whole degrees, what an engine launches (§B7)
+                lay = whole_layout(model, setting.model, int(gpus), B, S, context, setting.pipeline)
+            else:
+                lay = best_layout(model, N, B, S, context, setting.pipeline)
             p, adiv, two = lay.pipeline, lay.attention_divisor, lay.two_d
+            found = bool(np.all(np.isfinite(lay.latency_s)))
         else:
             p, adiv = np.full(S.shape, layout[0]), np.full(S.shape, layout[1])
             two = np.full(S.shape, bool(layout[2]))
         bd = model.breakdown(N, B, S, context, p, adiv, two)
-        if np.all(np.isfinite(bd.latency_s)):
+        if found and np.all(np.isfinite(bd.latency_s)):
             for key in parts:
                 parts[key] = float(np.sum(getattr(bd, key)))
             latency = float(np.sum(bd.latency_s))

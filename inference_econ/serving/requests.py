@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import settings as table
 from ..errors import SpecError
-from ..model.layouts import tp_dims
+from ..model.layouts import check_whole_gpus, tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
 from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
 from .setting import Setting, check_context
@@ -18,21 +18,18 @@ from .speculative import combine
 
 
 def instance_layout(
-    setting: Setting,
-    gpus: float,
-    batch: float,
-    context_tokens: float,
-    search=None,
+    setting: Setting, gpus: float, batch: float, context_tokens: float, discrete: bool = False
 ):
     """The decode step of (gpus, batch) at a context, described, with the target's and the
-    draft's layouts: the layout the instance runs with. ``search(decoder, N, B)`` finds the
-    layouts (default ``decoder.layouts``, §A5's grid; whole layouts for an export)."""
+    draft's layouts: the layout the instance runs with, §A5's continuous one or with
+    ``discrete`` a whole one (§B7: what an engine launches; an export's)."""
+    if discrete:
+        check_whole_gpus(gpus)
     decoder = Decoder(
-        setting.replace(context_tokens=float(context_tokens), prompt_tokens=None),
-        search is not None,
+        setting.replace(context_tokens=float(context_tokens), prompt_tokens=None), discrete
     )
     N, B = np.array([float(gpus)]), np.array([float(batch)])
-    target, draft = (search or Decoder.layouts)(decoder, N, B)
+    target, draft = decoder.whole_layouts(N, B) if discrete else decoder.layouts(N, B)
     row = decoder.describe(N, B, target, draft).iloc[0]
     draft_lat = {d: lay.latency_s for d, lay in draft.items()} if draft else None
     _, verify = combine({g: lay.latency_s for g, lay in target.items()}, draft_lat, setting.spec)
@@ -55,7 +52,7 @@ def request(
     output_tokens: float,
     prefill_batch: float | None = None,
     cached_fraction: float = 0.0,
-    search=None,
+    discrete: bool = False,
 ) -> pd.Series:
     """The request view at one configuration: time to first token, end-to-end latency, and
     what input and output tokens cost (and their ratio). The input price is per prompt token,
@@ -66,7 +63,7 @@ def request(
     of a response, n_in + n_out/2. A new prompt is prefilled on that layout as a serving engine
     does: as it arrives (``prefill_batch`` prompts together, default 1), in chunks of the
     engine's token budget (8192); the first decode step then runs at the prompt's length.
-    ``search`` finds the instance's layouts (``instance_layout``; whole ones for an export).
+    ``discrete``: the instance's layout is a whole one (``instance_layout``).
     """
     table.check_each(
         {
@@ -92,7 +89,7 @@ def request(
     n_in, n_out = float(prompt_tokens), float(output_tokens)
     check_request_context(setting, n_in, n_out)
     dec, layout, draft, decoder, verify = instance_layout(
-        setting, gpus, batch, n_in + n_out / 2.0, search
+        setting, gpus, batch, n_in + n_out / 2.0, discrete
     )
     p, adiv, two = (
         float(layout.pipeline[0]),

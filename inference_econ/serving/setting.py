@@ -261,28 +261,70 @@ def check_context(model: Architecture, tokens: float, role: str = "") -> None:
         )
 
 
-def whole_batch_kv_note(setting: Setting, gpus: float, batch: float, context: float) -> str | None:
-    """A note when the whole batch's KV cache plus the weights exceed the instance's HBM while
-    the preset checks only one micro-batch's cache (the paper's check, docs/refinements.md:
-    kv_capacity_whole_batch); None when it fits or the preset checks the whole batch."""
+def whole_batch_kv_excess(setting: Setting, gpus, batch, context) -> np.ndarray | None:
+    """What the capacity check would need over what it may fill, if it counted the whole
+    batch's KV cache, per configuration (``gpus``, ``batch`` and ``context`` broadcast): the
+    weights it charges (the target's, and draft heads' with their cache; a draft model's memory
+    is charged to no one, §A6) plus every request's KV cache, over the GPUs' usable HBM (§A5).
+    None under a preset that checks the whole batch (``kv_capacity_whole_batch``), which never
+    prices such a configuration; under the paper's check of one micro-batch's cache a value
+    above 1 is a configuration whose cache does not fit its GPUs, and every output says so
+    (``whole_batch_kv_note``)."""
+    from ..model.machine import usable_hbm_bytes
     from ..model.workload import compile_workload
 
-    if setting.assumptions.kv_capacity_whole_batch:
+    a = setting.assumptions
+    if a.kv_capacity_whole_batch:
+        return None
+    work = compile_workload(setting.model, a)
+    gpus, batch, context = np.broadcast_arrays(
+        np.asarray(gpus, dtype=float), np.asarray(batch, dtype=float), np.asarray(context, float)
+    )
+    need = work.weights_total_bytes + np.asarray(work.kv_cache_bytes(context, batch), float)
+    companion, copies = setting.spec.resident(a) if setting.spec is not None else (None, 0)
+    if copies:  # draft heads live beside the target, with their own cache
+        need = need + copies * (
+            companion.weights_total_bytes + companion.kv_cache_bytes(context, batch)
+        )
+    return need / (gpus * usable_hbm_bytes(setting.gpu, a))
+
+
+def whole_batch_kv_note(setting: Setting, gpus, batch, context, what: str = "") -> str | None:
+    """The note every output carries when a configuration's whole-batch KV cache plus the
+    weights exceed its HBM (``whole_batch_kv_excess`` above 1); None when none does. One
+    configuration (scalars) is described in full; many (arrays: a frontier's points, ``what``
+    naming them) by how many exceed and the worst of them."""
+    from ..model.machine import usable_hbm_bytes
+    from ..model.workload import compile_workload
+
+    excess = whole_batch_kv_excess(setting, gpus, batch, context)
+    if excess is None or not np.any(excess > 1.0):
         return None
     work = compile_workload(setting.model, setting.assumptions)
-    weights = work.weights_total_bytes
-    if setting.spec is not None and setting.spec.draft_architecture is not None:
-        weights += compile_workload(
-            setting.spec.draft_architecture, setting.assumptions
-        ).weights_total_bytes
-    kv = float(work.kv_cache_bytes(float(context), float(batch)))
-    hbm = float(gpus) * setting.gpu.hbm_capacity_bytes
-    if weights + kv <= hbm:
-        return None
+    gpus, batch, context = np.broadcast_arrays(
+        np.asarray(gpus, dtype=float), np.asarray(batch, dtype=float), np.asarray(context, float)
+    )
+    worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    n, b, ctx = float(gpus[worst]), float(batch[worst]), float(context[worst])
+    kv = float(work.kv_cache_bytes(ctx, b))
+    hbm = n * usable_hbm_bytes(setting.gpu, setting.assumptions)
+    weights = float(excess[worst]) * hbm - kv
+    if excess.size == 1:
+        described = (
+            f"the whole batch's KV cache ({b:g} x {ctx:,.0f} tokens, {kv / 1e9:,.0f} GB) plus the "
+            f"weights ({weights / 1e9:,.0f} GB) exceed the {hbm / 1e9:,.0f} GB of HBM on {n:g} x "
+            f"{setting.gpu.name}"
+        )
+    else:
+        over = int(np.count_nonzero(excess > 1.0))
+        described = (
+            f"at {over} of {excess.size} {what or 'configurations'} the whole batch's KV cache "
+            f"plus the weights exceed the GPUs' HBM, up to {float(excess[worst]):.3g} times (batch "
+            f"{b:,.0f} x {ctx:,.0f} tokens: {kv / 1e9:,.0f} GB of KV cache and {weights / 1e9:,.0f} "
+            f"GB of weights on {n:.4g} x {setting.gpu.name}, {hbm / 1e9:,.0f} GB)"
+        )
     return (
-        f"note: the whole batch's KV cache ({batch:g} x {context:,.0f} tokens, {kv / 1e9:,.0f} GB) "
-        f"plus the weights ({weights / 1e9:,.0f} GB) exceed the {hbm / 1e9:,.0f} GB of HBM on "
-        f"{gpus:g} x {setting.gpu.name}: the {setting.assumptions.name} preset checks only one "
+        f"note: {described}: the {setting.assumptions.name} preset checks only one "
         "micro-batch's cache, as the paper does; --assumptions refined checks the whole batch "
         "(kv_capacity_whole_batch, docs/refinements.md)"
     )

@@ -41,7 +41,9 @@ class Curve:
     fields: dict
     paper: dict = field(default_factory=dict)
     color: str | None = None
-    linestyle: str = "solid"
+    #: The curve's own line style; without one, figures draw speculative decoding dashed
+    #: (``output.style.line_style``).
+    linestyle: str | None = None
     toy: dict | None = None
     source: str = ""
 
@@ -268,7 +270,7 @@ def _curve(item: Any, defaults: Mapping[str, Any], source: str, index: int) -> C
         check_number(value, where, f"paper.{key}", minimum=0, exclusive_minimum=True)
     toy = _toy(r.mapping("toy", None), where)
     color = _color(r.string("color", None), where, "color")
-    linestyle = r.string("linestyle", "solid", choices=LINESTYLES)
+    linestyle = r.string("linestyle", None, choices=LINESTYLES)
     r.string("label", "")
     r.finish()
     fields = {k: merged[k] for k in CURVE_KEYS if k in merged and merged[k] is not None}

@@ -15,6 +15,8 @@ import pandas as pd
 
 from ..optimise.optimiser import frontier
 from ..serving import toy
+from ..serving.decode import continuous_note
+from ..serving.setting import whole_batch_kv_note
 from ..specs.architecture import load_model
 from ..specs.catalog import display_path
 from .scenario import Scenario, load_scenario
@@ -95,7 +97,7 @@ def run_table(
     if isinstance(scenario, str):
         scenario = load_scenario(PAPER_TABLES.get(scenario, scenario))
     scenario = scenario.with_assumptions(assumptions)
-    rows, curves = [], []
+    rows, curves, notes = [], [], list(scenario.notes)
     for i, curve in enumerate(scenario.curves):
         if progress:
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
@@ -109,6 +111,9 @@ def run_table(
             else:
                 point = front.preference_point(sampling=scenario.preference_sampling)
             row = point.to_dict()
+            setting = curve.setting()
+            kv = whole_batch_kv_note(setting, row["gpus"], row["batch"], setting.context_tokens)
+            notes += [f"{curve.label}: {kv}"] if kv else []
         row["label"] = curve.label
         for key, value in curve.paper.items():
             row["paper_" + key] = value
@@ -122,7 +127,8 @@ def run_table(
     out = df[first + rest]
     out.attrs["title"] = scenario.title
     out.attrs["columns"] = first
-    out.attrs["notes"] = list(scenario.notes)
+    real = continuous_note(out[[c for c in out.columns if not c.startswith("paper_")]])
+    out.attrs["notes"] = notes + ([real] if real else [])
     out.attrs["metadata"] = scenario_metadata(scenario, curves)
     return out
 

@@ -1,0 +1,105 @@
+"""Every example of every command's --help runs as written on a fresh clone (issue 27): the
+files they read ship in examples/ (examples/README.md says where each comes from). The examples
+run once per session, in one process (conftest.help_example_runs); this file checks them."""
+
+import json
+import shlex
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import HUB_EXAMPLE, RUN_ELSEWHERE, help_examples
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.model.workload import compile_workload
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_command_has_an_example():
+    with_examples = {where for where, _ in help_examples()}
+    commands = [[]] + [[c] for c in sorted(main.commands)]
+    commands += [["infer", c] for c in sorted(main.commands["infer"].commands)]
+    for path in commands:
+        result = CliRunner().invoke(main, [*path, "--help"])
+        assert result.exit_code == 0 and "Usage" in result.output
+        assert (" ".join(path) or "inference-econ") in with_examples, path
+
+
+def test_every_help_example_runs(help_example_runs):
+    _, results = help_example_runs
+    lines = {shlex.join(args) for _, args in help_examples()}
+    assert set(results) | set(RUN_ELSEWHERE) == lines and len(lines) >= 35
+    failed = {line: r.output for line, r in results.items() if r.exit_code != 0}
+    assert not failed, failed
+    # an example is an example of what to do: none runs a model beyond its context window
+    warned = {line: r.stderr for line, r in results.items() if "exceeds the window" in r.stderr}
+    assert not warned, warned
+    for line, test in RUN_ELSEWHERE.items():  # run in full by that test, with its checks
+        path, name = test.split("::")
+        source = (ROOT / path).read_text()
+        body = source[source.index(f"def {name}(") :]
+        assert json.dumps(shlex.split(line))[1:-1] in body, (line, test)
+
+
+def test_help_examples_say_what_they_computed(help_example_runs):
+    folder, results = help_example_runs
+
+    def out(prefix):
+        return next(r.stdout for line, r in results.items() if line.startswith(prefix))
+
+    # the paper's Table 1 as CSV, ours beside the paper's; Tables 4 and 6 as committed (which
+    # test_figures regenerates byte for byte)
+    rows = [x for x in out("reproduce table-1 --format csv").splitlines() if x[:1] != "#"]
+    assert rows[0] == "label,tokens_per_s,gpus,paper_tokens_per_s,paper_gpus"
+    assert rows[1].startswith("Llama 3 8B,965.9") and rows[1].endswith(",966,11")
+    for name, header in [
+        ("table-4", "label,tokens_per_s,gpus,paper_tokens_per_s,paper_gpus"),
+        (
+            "table-6",
+            "label,tokens_per_s,usd_per_mtok,gpus,batch,paper_tokens_per_s,paper_usd_per_mtok,"
+            "paper_gpus,paper_batch",
+        ),
+    ]:
+        committed = (ROOT / "figures" / f"{name}.csv").read_text().splitlines()
+        assert [x for x in committed if not x.startswith("#")][0] == header, name
+    # the tornado chart and its table state the precision and the speed costs are compared at
+    tornado = out("sweep 'Llama 3 8B' -H H100-paper --grid-points 60 --tornado")
+    assert (folder / "tornado.png").stat().st_size > 10_000 and "hbm_bandwidth" in tornado
+    title = tornado.splitlines()[0]
+    assert "16-bit weights" in title and "tok/s per request (half the fastest)" in title
+    swept = out("sweep 'Llama 3 8B' -H H100-paper --grid-points 60 --param").splitlines()
+    assert swept[1].split()[:2] == ["parameter", "value"] and len(swept) >= 5
+
+    # the shipped config.json imports as the shipped Llama 3.1 8B, from a file and the Hub
+    def params(arch):
+        return compile_workload(arch, ie.preset("paper")).total_params
+
+    shipped = params(ie.load_model("Llama 3.1 8B"))
+    for name in ("my-model.yaml", "llama-hub.yaml"):
+        arch = ie.load_model(str(folder / "models" / name))
+        assert params(arch) == shipped and arch.max_context_tokens == 131072
+    assert HUB_EXAMPLE in (folder / "models" / "llama-hub.yaml").read_text()
+    # calibrate wrote a profile the achievable preset takes; run --html wrote its report
+    engine = str(folder / "my-engine.yaml")
+    assert (
+        ie.point("Llama 3 8B", "H100", gpus=1, batch=8, assumptions="achievable", engine=engine)[
+            "tokens_per_s"
+        ]
+        > 0
+    )
+    html = (folder / "out" / "scenario.html").read_text()
+    for label in ("H100 SXM", "H200 SXM", "H100 with 2x HBM bandwidth"):
+        assert f'"name":"{label}"' in html, label
+
+
+@pytest.mark.parametrize("name", ["config.json", "trace.csv", "measured-rows.csv"])
+def test_example_inputs_say_where_they_come_from(name):
+    readme = (ROOT / "examples" / "README.md").read_text()
+    assert f"`{name}`" in readme
+    if name.endswith(".csv"):
+        assert len(pd.read_csv(ROOT / "examples" / name)) > 5
+    else:
+        assert json.loads((ROOT / "examples" / name).read_text())["model_type"] == "llama"
