@@ -79,8 +79,8 @@ def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
     code, out = run("show", str(engine), "--format", "json")
     row = json.loads(out)["rows"][0]
     assert code == 0 and row["step_time_scale"] == 1.3 and row["derived_from"] == "trtllm"
-    code, out = run("show", "vllm", "--format", "json")
-    fitted = load_engine("vllm").step_time_scale  # its own fitted value, not trtllm's 1.0
+    code, out = run("show", "vllm-v0-rocm", "--format", "json")
+    fitted = load_engine("vllm-v0-rocm").step_time_scale  # vLLM 0.4.3 on ROCm, fitted
     assert code == 0 and json.loads(out)["rows"][0]["step_time_scale"] == pytest.approx(fitted)
     assert fitted != 1.0
     model = tmp_path / "model.yaml"
