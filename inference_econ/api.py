@@ -359,8 +359,7 @@ def _deployment(
             )
     other = None
     if v.get("prefill_hardware") is not None:
-        other = _settings(model, [v["prefill_hardware"]], problem)[0]
-        other = dataclasses.replace(other, spec=None)
+        other = _on_gpu(model, setting, v["prefill_hardware"], problem)
         if other.gpu == setting.gpu:
             other = None
     gpus = table.option("gpus").check(gpus)
@@ -383,6 +382,20 @@ def _deployment(
             "give a smaller deployment, or drop max_gpus",
         )
     return d
+
+
+def _on_gpu(model, setting: Setting, name, problem: dict) -> Setting:
+    """``setting`` on another GPU (a prefill pool's: no speculation), priced on the same
+    basis; ``model`` as the caller gave it (a name, or a Setting)."""
+    from .serving.setting import price_gpu
+    from .specs.hardware import load_hardware
+
+    if isinstance(model, Setting):
+        gpu, _ = price_gpu(
+            load_hardware(name), setting.gpu.price_basis, setting.costs_file or None, setting.pue
+        )
+        return dataclasses.replace(setting, gpu=gpu, spec=None)
+    return dataclasses.replace(_settings(model, [name], problem)[0], spec=None)
 
 
 def _whole_gpus(value: float) -> int:
@@ -517,7 +530,12 @@ def _pool_settings(model, names, problem: dict, default: list, prefill: bool) ->
         return default
     items = names.split(",") if isinstance(names, str) else list(names)
     items = [n.strip() if isinstance(n, str) else n for n in items if n != ""]
-    out = _settings(model, items, problem)
+    if isinstance(model, Setting):
+        out = [
+            dataclasses.replace(_on_gpu(model, model, n, problem), spec=model.spec) for n in items
+        ]
+    else:
+        out = _settings(model, items, problem)
     if prefill:
         out = [dataclasses.replace(s, spec=None) for s in out]
     elif out[0].spec is not None:

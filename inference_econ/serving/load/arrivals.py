@@ -304,8 +304,8 @@ class Traffic:
             if math.isfinite(self.trace.rate_per_s):
                 times = times * (self.trace.rate_per_s / rate)
             rows = np.arange(len(times))
-            if share < 1:
-                unit = self.trace.session_id if self.trace.session_id is not None else None
+            if share < 1:  # whole sessions to a group (its router keeps them there)
+                unit = self.trace.session_id if group > 1 else None
                 rows = rows[_thin(pick_rng, len(times), share, unit)]
             times = times[rows]
         else:
