@@ -439,7 +439,7 @@ def _redundancy_notes(plan) -> list[str]:
         f"{u:.3%} of the time; {base} holds {red.expected_max_rate_per_s:.4g} req/s on average "
         f"(against {plan.max_rate_per_s:.4g} with every instance up) and has an instance down "
         f"{red.degraded_probability:.2%} of the time.",
-        f"N+1: {red.deployment.describe()} {plan.setting.gpu.name} for "
+        f"N+1: {red.deployment.describe()} {red.setting.gpu.name} for "
         f"${red.result.usd_per_hour:,.4g}/h (${red.extra_usd_per_hour:,.4g}/h more, "
         f"{red.extra_usd_per_hour / red.base_usd_per_hour:+.0%}; ${red.result.usd_per_mtok:.3g} "
         f"per million output tokens at this load); simulated at the full load with {down}; more "

@@ -28,6 +28,7 @@ from ..serving.load.failures import Failures, expected_capacity
 from ..serving.load.results import LoadResult
 from ..serving.load.targets import Targets
 from ..serving.setting import Setting
+from ..serving.speculative import SpecDecoding
 from .frontier import pareto_indices
 from .load_search import Knee, knee_of, run_at
 
@@ -108,6 +109,16 @@ class CapacityPlan:
         return self.candidates
 
 
+def _spec_label(setting: Setting) -> str:
+    """The candidates table's speculation column: none, the draft model, or the heads."""
+    spec = setting.spec
+    if spec is None:
+        return "none"
+    if isinstance(spec, SpecDecoding):
+        return f"draft {spec.draft.name}"
+    return f"{spec.kind} heads"
+
+
 def _candidate(
     setting: Setting, kind: str, size: int, knee: Knee, rate: float, max_gpus: int | None
 ) -> dict:
@@ -119,7 +130,7 @@ def _candidate(
     row = {
         "hardware": setting.gpu.name,
         "pool": kind,
-        "speculation": setting.spec.describe() if setting.spec is not None else "none",
+        "speculation": _spec_label(setting),
         "gpus_per_instance": size,
         "layout": at.layout if at else "",
         "max_rate_per_instance": per if per > 0 else math.nan,
@@ -306,7 +317,7 @@ def cheapest_deployment(
     )
     if failures is not None:
         plan = dataclasses.replace(
-            plan, redundancy=n_plus_one(plan, traffic, config, failures, progress)
+            plan, redundancy=n_plus_one(plan, traffic, config, failures, progress, rows)
         )
     return plan
 
@@ -434,6 +445,8 @@ class Redundancy:
     cheapest plan loses, the plan with one more instance per pool (N+1) verified by
     simulation with one instance down, and what that redundancy costs."""
 
+    #: The N+1 plan's setting (its GPU may differ from the cheapest plan's).
+    setting: Setting
     failures: Failures
     #: (pool, instances, GPUs per instance, share of time each instance is down) of the plan.
     pools: tuple[tuple[str, int, int, float], ...]
@@ -463,7 +476,7 @@ class Redundancy:
             "instance_unavailability": max(u for *_, u in self.pools),
             "expected_max_rate_per_s": self.expected_max_rate_per_s,
             "degraded_probability": self.degraded_probability,
-            "n_plus_one_deployment": self.deployment.describe(),
+            "n_plus_one_deployment": f"{self.deployment.describe()} {self.setting.gpu.name}",
             "n_plus_one_usd_per_hour": self.result.usd_per_hour,
             "n_plus_one_usd_per_mtok": self.result.usd_per_mtok,
             "redundancy_usd_per_hour": self.extra_usd_per_hour,
@@ -481,11 +494,30 @@ def _grow(d: Deployment, pool: str, by: int) -> Deployment:
 
 
 def n_plus_one(
-    plan: CapacityPlan, traffic: Traffic, config: EngineConfig, failures: Failures, progress=None
+    plan: CapacityPlan,
+    traffic: Traffic,
+    config: EngineConfig,
+    failures: Failures,
+    progress=None,
+    rows: list[dict] | None = None,
 ) -> Redundancy:
     """Size ``plan`` for failures (§E11): one more instance in each pool, then more while a
-    simulation at the full load with one instance of a pool down misses a target."""
+    simulation at the full load with one instance of a pool down misses a target. A
+    co-located plan takes the candidate (``rows``: GPU and instance size) whose instances plus
+    one cost least: smaller instances make cheaper spares."""
     d, s, targets = plan.deployment, plan.setting, plan.targets
+    if not d.disaggregated and rows:
+        best = min(
+            (r for r in rows if r["pool"] == "deployment" and not r["excluded"] and r["instances"]),
+            key=lambda r: (
+                (r["instances"] + 1) * r["gpus_per_instance"] * r["setting"].gpu.price_usd_per_hour,
+                r["setting"] is not s or r["gpus_per_instance"] != d.gpus_per_instance,
+            ),
+        )
+        s = best["setting"]
+        d = Deployment(best["gpus_per_instance"], max(best["instances"], 1))
+        if (s, d.gpus_per_instance) == (plan.setting, plan.deployment.gpus_per_instance):
+            d = plan.deployment  # the plan's own, as verified
     kinds = ("prefill", "decode") if d.disaggregated else ("decode",)
     n1 = d
     for kind in kinds:
@@ -506,7 +538,10 @@ def n_plus_one(
     if progress:
         progress(f"N+1: {n1.describe()} {s.gpu.name}, checked with one instance down")
     full = run_at("deployment", s, n1, traffic, config).with_targets(targets)
+    n1_setting = s
     # what the cheapest plan holds over time: each pool's instances at what one holds
+    d = plan.deployment
+    kinds = ("prefill", "decode") if d.disaggregated else ("decode",)
     chosen = plan.candidates[plan.candidates["chosen"]]
     each = {r.pool: r.max_rate_per_instance for r in chosen.itertuples()}
     sizes = {
@@ -523,12 +558,10 @@ def n_plus_one(
         "decode": (n1.instances, n1.gpus_per_instance),
         "prefill": (n1.prefill_instances, n1.prefill_gpus_per_instance),
     }
-    spare = {
-        "decode": n1.instances - d.instances,
-        "prefill": n1.prefill_instances - d.prefill_instances,
-    }
-    covered = math.prod(1.0 - failures.more_down_than(spare[k], *extra[k]) for k in kinds)
+    # verified with one instance of a pool down: more than one down at once is not covered
+    covered = math.prod(1.0 - failures.more_down_than(1, *extra[k]) for k in kinds)
     return Redundancy(
+        setting=n1_setting,
         failures=failures,
         pools=pools,
         expected_max_rate_per_s=mean,

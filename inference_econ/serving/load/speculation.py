@@ -147,7 +147,9 @@ def draft_engine(
 ) -> DraftEngine:
     """The draft side of an instance of ``gpus`` GPUs: the draft (or one head) on the same
     GPUs in its fastest one-token layout, tensor-parallel without pipeline stages (engines run
-    the draft tensor-parallel beside the target: vLLM's draft_tensor_parallel_size)."""
+    the draft tensor-parallel beside the target: vLLM's draft_tensor_parallel_size); under an
+    engine profile its passes carry no step overhead of their own (the engine schedules the
+    step once)."""
     from .engine import candidate_layouts
 
     work = spec.draft_workload(assumptions)
@@ -160,6 +162,10 @@ def draft_engine(
         if best is None or t < best[0]:
             best = (t, lay, table)
     _, layout, table = best
+    if model.profile is not None:  # its passes run inside the target's engine step, whose
+        # scheduling and input preparation (§F5's step overhead) the target's table holds
+        once = model.profile.step_time_scale * model.profile.step_overhead_s
+        table.fixed_s = [x - once if x > 0.0 else 0.0 for x in table.fixed_s]
     cycles = tuple(spec.cycles())
     return DraftEngine(
         spec,
