@@ -19,35 +19,16 @@ import numpy as np
 from inference_econ.serving.load.arrivals import make_traffic
 from inference_econ.serving.load.deployment import Deployment, simulate_deployment
 from inference_econ.serving.load.engine import EngineConfig, build_instance
-from inference_econ.serving.load.prefix_cache import PrefixCache
+from inference_econ.serving.load.prefix_cache import che_check
 from inference_econ.serving.load.routing import ROUTERS, Router
 from inference_econ.serving.load.simulate import simulate_group
 from inference_econ.serving.setting import make_setting
 
 
 def che() -> None:
-    rng = np.random.default_rng(1)
-    n, size, room = 200, 32, 50
-    p = 1.0 / np.arange(1, n + 1) ** 0.8
-    p /= p.sum()
-    cache = PrefixCache(lambda a, b: float(b - a))
-    hits = 0
-    for t, k in enumerate(rng.choice(n, 40000, p=p)):
-        seg = ((("p", int(k)), size),)
-        nodes = cache.lookup(seg)
-        if nodes:
-            hits += t >= 10000
-            cache.pin(nodes, t)
-        else:
-            nodes = cache.insert(seg, None, t)
-        cache.release(nodes, t)
-        cache.evict(cache.cached - room * size)
-    lo, hi = 0.0, 1e7
-    for _ in range(100):
-        T = (lo + hi) / 2
-        lo, hi = (T, hi) if np.sum(1 - np.exp(-p * T)) < room else (lo, T)
-    theory = np.sum(p * (1 - np.exp(-p * T)))
-    print(f"1. LRU hit ratio {hits / 30000:.4f}; Che's approximation {theory:.4f}")
+    zipf = 1.0 / np.arange(1, 201) ** 0.8
+    simulated, theory = che_check(zipf, 32, 50, 40000, 10000, seed=1)
+    print(f"1. LRU hit ratio {simulated:.4f}; Che's approximation {theory:.4f}")
 
 
 def queues() -> None:

@@ -15,7 +15,7 @@ from inference_econ.serving.load.arrivals import Arrivals, load_trace, make_traf
 from inference_econ.serving.load.deployment import Deployment, simulate_deployment
 from inference_econ.serving.load.engine import EngineConfig, build_instance
 from inference_econ.serving.load.failures import Failures, expected_capacity
-from inference_econ.serving.load.prefix_cache import BLOCK_TOKENS, PrefixCache
+from inference_econ.serving.load.prefix_cache import BLOCK_TOKENS, che_check
 from inference_econ.serving.load.routing import Router
 from inference_econ.serving.load.simulate import simulate, simulate_group
 from inference_econ.serving.load.targets import Targets
@@ -88,27 +88,9 @@ def test_by_batch_schedule_is_never_slower_than_plain_decoding_at_its_batch(eagl
 def test_lru_prefix_cache_matches_ches_approximation():
     """200 prefixes of 32 tokens requested with Zipf(0.8) popularity, a cache of 50 of them:
     the hit ratio is Che's approximation for LRU (Che, Tung and Wang 2002), within 0.02."""
-    rng = np.random.default_rng(1)
-    n, size, room = 200, 32, 50
-    p = 1.0 / np.arange(1, n + 1) ** 0.8
-    p /= p.sum()
-    cache = PrefixCache(lambda a, b: float(b - a))
-    hits = 0
-    for t, k in enumerate(rng.choice(n, 40000, p=p)):
-        seg = ((("p", int(k)), size),)
-        nodes = cache.lookup(seg)
-        if nodes:
-            hits += t >= 10000
-            cache.pin(nodes, t)
-        else:
-            nodes = cache.insert(seg, None, t)
-        cache.release(nodes, t)
-        cache.evict(cache.cached - room * size)
-    lo, hi = 0.0, 1e7  # Che: sum(1 - exp(-p T)) = room, hit = sum p (1 - exp(-p T))
-    for _ in range(100):
-        T = (lo + hi) / 2
-        lo, hi = (T, hi) if np.sum(1 - np.exp(-p * T)) < room else (lo, T)
-    assert hits / 30000 == pytest.approx(np.sum(p * (1 - np.exp(-p * T))), abs=0.02)
+    zipf = 1.0 / np.arange(1, 201) ** 0.8
+    simulated, che = che_check(zipf, 32, 50, 40000, 10000, seed=1)
+    assert simulated == pytest.approx(che, abs=0.02)
 
 
 def test_shared_system_prompt_hits_in_whole_blocks(llama8b):

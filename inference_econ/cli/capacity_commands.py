@@ -11,6 +11,7 @@ import click
 from ..errors import SpecError
 from .common import (
     PREFILL_SETTING_NAMES,
+    SPECULATION_SETTING_NAMES,
     FigureFile,
     Progress,
     emit,
@@ -28,15 +29,7 @@ from .common import (
 
 #: What is served (no fixed context: lengths come from the traffic): the settings of a
 #: prefill, prices and power included, and speculative decoding (docs/model.md §E8).
-SPECULATION = (
-    "draft",
-    "acceptance",
-    "max_draft_tokens",
-    "draft_heads",
-    "acceptance_by_position",
-    "tree_branching",
-    "eagle_layers",
-)
+SPECULATION = SPECULATION_SETTING_NAMES
 SERVED = PREFILL_SETTING_NAMES + SPECULATION
 TRAFFIC = (
     "arrival_rate_per_s",

@@ -136,3 +136,30 @@ class PrefixCache:
             if p.parent is not None and not p.pins and not p.children:
                 heapq.heappush(heap, (p.last, next(self._order), p))
         return freed
+
+
+def che_check(popularity, size: int, room: int, requests: int, warm: int, seed: int = 0):
+    """(simulated, Che) hit ratio of this cache under independent requests for prefixes of
+    ``size`` tokens with the given ``popularity`` and room for ``room`` of them (docs/model.md
+    §E9): the cache replayed over ``requests`` draws (hits counted after ``warm``), and Che's
+    approximation for LRU (Che, Tung and Wang 2002): ``Σ_i (1 − e^(−p_i·T)) = room``, hit
+    ratio ``Σ_i p_i (1 − e^(−p_i·T))``."""
+    import numpy as np
+    from scipy.optimize import brentq
+
+    p = np.asarray(popularity, dtype=float) / np.sum(popularity)
+    rng = np.random.default_rng(seed)
+    cache = PrefixCache(lambda a, b: float(b - a))
+    hits = 0
+    for t, k in enumerate(rng.choice(len(p), requests, p=p)):
+        segment = ((("p", int(k)), size),)
+        nodes = cache.lookup(segment)
+        if nodes:
+            hits += t >= warm
+            cache.pin(nodes, t)
+        else:
+            nodes = cache.insert(segment, None, t)
+        cache.release(nodes, t)
+        cache.evict(cache.cached - room * size)
+    T = brentq(lambda x: np.sum(1.0 - np.exp(-p * x)) - room, 0.0, 1e12)
+    return hits / (requests - warm), float(np.sum(p * (1.0 - np.exp(-p * T))))
