@@ -150,12 +150,25 @@ class LoadResult:
         if self.setting is not None:
             meta = {k: v for k, v in self.setting.metadata().items() if k != "context_tokens"}
         meta.update(traffic=self.traffic, targets=self.targets.describe())
-        meta["requests_per_instance"] = self.requests
+        if self.instances_simulated > 1:  # a group behind a router (§E10)
+            meta["requests_simulated"] = self.requests
+            meta["instances_simulated"] = self.instances_simulated
+        else:
+            meta["requests_per_instance"] = self.requests
         if self.seed is not None:
             meta["seed"] = self.seed
-        if self.engine is not None:
-            meta["max_batch_requests"] = self.engine.max_batch_requests
-            meta["step_token_budget"] = self.engine.step_token_budget
+        e = self.engine
+        if e is not None:
+            meta["max_batch_requests"] = e.max_batch_requests
+            meta["step_token_budget"] = e.step_token_budget
+            if e.router != "random":
+                meta["router"] = e.router
+            if not e.prefix_caching:
+                meta["prefix_caching"] = False
+            if self.setting is not None and self.setting.spec is not None:
+                meta["speculation_schedule"] = e.speculation_schedule
+                if e.speculation_max_batch is not None:
+                    meta["speculation_max_batch"] = e.speculation_max_batch
         return meta
 
     @property
