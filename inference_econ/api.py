@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -307,9 +309,20 @@ def _load_inputs(kwargs: dict, need_rate: bool = True):
         v["arrival_process"],
         v["requests"],
         v["seed"],
+        v["shared_prefix_tokens"],
+        v["shared_prefixes"],
+        v["session_turns"],
+        v["think_time_s"],
     )
     targets = Targets(v["slo_ttft_p99_s"], v["slo_tpot_p99_s"], v["slo_e2e_p99_s"])
-    config = EngineConfig(v["max_batch_requests"], v["step_token_budget"])
+    config = EngineConfig(
+        v["max_batch_requests"],
+        v["step_token_budget"],
+        speculation_max_batch=v["speculation_max_batch"],
+        speculation_schedule=v["speculation_schedule"],
+        prefix_caching=v["prefix_caching"],
+        router=v["router"],
+    )
     return kwargs, traffic, targets, config, v
 
 
@@ -323,15 +336,45 @@ def _settings(model, hardware, problem: dict) -> list[Setting]:
     return [_setting(model, h, **problem) for h in names]
 
 
-def _deployment(setting, gpus, instances, prefill_gpus=None, prefill_instances=None):
-    """The given deployment, within the setting's cap on GPUs (``max_gpus``)."""
+def _deployment(
+    setting,
+    gpus,
+    instances,
+    prefill_gpus=None,
+    prefill_instances=None,
+    v=None,
+    model=None,
+    problem=None,
+):
+    """The given deployment, within the setting's cap on GPUs (``max_gpus``); ``v`` the load
+    settings (a prefill pool on other GPUs: ``prefill_hardware``)."""
     from .serving.load.deployment import Deployment
 
+    v = v or {}
+    for name in ("decode_hardware", "failures"):
+        if v.get(name):
+            raise SpecError(
+                "argument",
+                name,
+                "applies to a capacity search; a given deployment's GPUs are its hardware"
+                if name == "decode_hardware"
+                else "sizes a searched plan; a given deployment has nothing to size",
+                f"drop {name}",
+            )
+    other = None
+    if v.get("prefill_hardware") is not None:
+        other = _on_gpu(model, setting, v["prefill_hardware"], problem)
+        if other.gpu == setting.gpu:
+            other = None
     gpus = table.option("gpus").check(gpus)
     if prefill_gpus is not None or prefill_instances is not None:
         prefill_gpus = table.option("prefill_gpus").check(prefill_gpus or gpus)
         d = Deployment(
-            _whole_gpus(gpus), instances, _whole_gpus(prefill_gpus), prefill_instances or 1
+            _whole_gpus(gpus),
+            instances,
+            _whole_gpus(prefill_gpus),
+            prefill_instances or 1,
+            other,
         )
     else:
         d = Deployment(_whole_gpus(gpus), instances)
@@ -343,6 +386,20 @@ def _deployment(setting, gpus, instances, prefill_gpus=None, prefill_instances=N
             "give a smaller deployment, or drop max_gpus",
         )
     return d
+
+
+def _on_gpu(model, setting: Setting, name, problem: dict) -> Setting:
+    """``setting`` on another GPU (a prefill pool's: no speculation), priced on the same
+    basis; ``model`` as the caller gave it (a name, or a Setting)."""
+    from .serving.setting import price_gpu
+    from .specs.hardware import load_hardware
+
+    if isinstance(model, Setting):
+        gpu, _ = price_gpu(
+            load_hardware(name), setting.gpu.price_basis, setting.costs_file or None, setting.pue
+        )
+        return dataclasses.replace(setting, gpu=gpu, spec=None)
+    return dataclasses.replace(_settings(model, [name], problem)[0], spec=None)
 
 
 def _whole_gpus(value: float) -> int:
@@ -366,7 +423,9 @@ def simulate_load(
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     setting = _settings(model, hardware, problem)[0]
-    d = _deployment(setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"])
+    d = _deployment(
+        setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"], v, model, problem
+    )
     check_budget(traffic, 2 if d.disaggregated else 1, "simulate", _yes(yes))
     result = simulate_deployment(setting, d, traffic, targets, config, progress)
     if result.requests and result.rejected >= result.requests:
@@ -400,7 +459,9 @@ def max_load(
     problem, traffic, targets, config, v = _load_inputs(kwargs, need_rate=False)
     _need_targets(targets)
     setting = _settings(model, hardware, problem)[0]
-    d = _deployment(setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"])
+    d = _deployment(
+        setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"], v, model, problem
+    )
     pools = 2 if d.disaggregated else 1
     check_budget(
         traffic, pools * SIMULATIONS_PER_SEARCH + curve_points, "the load search", _yes(yes)
@@ -410,22 +471,80 @@ def max_load(
 
 def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kwargs):
     """The cheapest deployment (GPU, instance size, instances; with ``disaggregated=True``
-    also separate prefill and decode pools) serving ``arrival_rate_per_s`` within the ``slo_*``
-    targets. ``hardware`` may be a list of GPUs. Returns a ``CapacityPlan``. Like every load
-    search, work estimated at more than ten minutes is refused unless ``yes``."""
+    also separate prefill and decode pools, on ``prefill_hardware`` and ``decode_hardware``
+    when given) serving ``arrival_rate_per_s`` within the ``slo_*`` targets. ``hardware`` may
+    be a list of GPUs; with a draft (or draft heads) every GPU is searched with and without
+    speculation; with ``failures=True`` the plan also holds the targets with one instance down
+    (``plan.redundancy``). Returns a ``CapacityPlan``. Like every load search, work estimated
+    at more than ten minutes is refused unless ``yes``."""
     from .optimise.capacity import cheapest_deployment, instance_sizes
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
+    from .serving.load.failures import Failures
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)
     settings = _settings(model, hardware, problem)
+    if settings[0].spec is not None:  # with and without speculation
+        settings = settings + [dataclasses.replace(s, spec=None) for s in settings]
+    pools = None
+    if v["prefill_hardware"] is not None or v["decode_hardware"] is not None:
+        if not v["disaggregated"]:
+            raise SpecError(
+                "argument",
+                "prefill_hardware" if v["prefill_hardware"] else "decode_hardware",
+                "sets the GPUs of a disaggregated deployment's pools",
+                "give disaggregated=True (--disaggregated)",
+            )
+        bare = [dataclasses.replace(s, spec=None) for s in _settings(model, hardware, problem)]
+        pools = (
+            _pool_settings(model, v["prefill_hardware"], problem, bare, prefill=True),
+            _pool_settings(model, v["decode_hardware"], problem, settings, prefill=False),
+        )
     cap = settings[0].max_gpus
     searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
-    searches *= 3 if v["disaggregated"] else 1  # co-located, prefill and decode pools per size
-    check_budget(traffic, searches * SIMULATIONS_PER_SEARCH + 1, "the capacity search", _yes(yes))
-    return cheapest_deployment(
-        settings, traffic, targets, config, v["disaggregated"], sizes, cap, progress
+    if pools is None:
+        searches *= 3 if v["disaggregated"] else 1  # co-located, prefill and decode pools
+    else:
+        searches += sum(len(sizes or instance_sizes(s, cap)) for s in pools[0] + pools[1])
+    check_budget(
+        traffic,
+        searches * SIMULATIONS_PER_SEARCH + 1 + (4 if v["failures"] else 0),
+        "the capacity search",
+        _yes(yes),
     )
+    failures = Failures(v["gpu_mtbf_hours"], v["repair_hours"]) if v["failures"] else None
+    return cheapest_deployment(
+        settings,
+        traffic,
+        targets,
+        config,
+        v["disaggregated"],
+        sizes,
+        cap,
+        progress,
+        pools=pools,
+        failures=failures,
+    )
+
+
+def _pool_settings(model, names, problem: dict, default: list, prefill: bool) -> list:
+    """The settings of one pool's GPUs (``names``: comma-separated text or a list; None: the
+    deployment's own); a prefill pool does not speculate (it emits one token)."""
+    if names is None:
+        return default
+    items = names.split(",") if isinstance(names, str) else list(names)
+    items = [n.strip() if isinstance(n, str) else n for n in items if n != ""]
+    if isinstance(model, Setting):
+        out = [
+            dataclasses.replace(_on_gpu(model, model, n, problem), spec=model.spec) for n in items
+        ]
+    else:
+        out = _settings(model, items, problem)
+    if prefill:
+        out = [dataclasses.replace(s, spec=None) for s in out]
+    elif out[0].spec is not None:
+        out = out + [dataclasses.replace(s, spec=None) for s in out]
+    return out
 
 
 def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=False, **kwargs):
@@ -450,6 +569,14 @@ def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=
                 f"drop {name}",
             )
     kwargs["arrival_rate_per_s"] = curve.peak_per_s
+    for name in ("failures", "prefill_hardware", "decode_hardware", "router"):
+        if kwargs.get(name) not in (None, False, "random"):
+            raise SpecError(
+                "argument",
+                name,
+                "does not apply to a demand plan (one instance size searched per hour, co-located)",
+                f"drop {name}",
+            )
     costs, pue = kwargs.pop("costs", None), kwargs.get("pue")
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)

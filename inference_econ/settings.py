@@ -898,6 +898,157 @@ SETTINGS: tuple[Option, ...] = (
         flag="--step-tokens",
         needs=("arrival_rate_per_s", "trace", "demand"),
     ),
+    # --- production serving (issue 25; docs/model.md §E8-§E11) -------------------------------
+    Option(
+        "speculation_max_batch",
+        "integer",
+        None,
+        "Engine: switch speculation off above this many running requests (vLLM"
+        " disable_by_batch_size, TensorRT-LLM max_concurrency; default: never).",
+        LOAD,
+        unit="requests",
+        minimum=1,
+        maximum=65536,
+        optional=True,
+        flag="--spec-max-batch",
+        needs=("draft", "draft_heads"),
+    ),
+    Option(
+        "speculation_schedule",
+        "text",
+        "fixed",
+        "Engine: speculate with the longest draft (--max-draft) at every batch (fixed, as vLLM"
+        " and SGLang), or with the fastest draft length at each batch (by_batch, as TensorRT-LLM's"
+        " draft_len_schedule).",
+        LOAD,
+        choices=("fixed", "by_batch"),
+        flag="--spec-schedule",
+        needs=("draft", "draft_heads"),
+    ),
+    Option(
+        "prefix_caching",
+        "flag",
+        True,
+        "Engine: keep finished prompts' and answers' KV cache in the memory the running requests"
+        " leave (LRU) and reuse it for prompts that start with them (vLLM, SGLang default).",
+        LOAD,
+    ),
+    Option(
+        "shared_prefix_tokens",
+        "integer",
+        None,
+        "Traffic: every prompt starts with a shared system prompt of this many tokens"
+        " (--input-length is then the rest of the prompt).",
+        LOAD,
+        unit="tokens",
+        minimum=1,
+        maximum=10_000_000,
+        optional=True,
+        flag="--shared-prefix",
+        needs=("arrival_rate_per_s", "demand"),
+    ),
+    Option(
+        "shared_prefixes",
+        "integer",
+        1,
+        "Traffic: how many different shared system prompts there are (each session or request"
+        " starts with one, at random).",
+        LOAD,
+        minimum=1,
+        maximum=1_000_000,
+        needs=("shared_prefix_tokens",),
+    ),
+    Option(
+        "session_turns",
+        "integer",
+        1,
+        "Traffic: requests per session; each next one is sent after the answer before it (plus"
+        " --think-time) and its prompt holds every earlier turn (--input-length: each new"
+        " message).",
+        LOAD,
+        unit="requests",
+        minimum=1,
+        maximum=1000,
+        flag="--turns",
+        needs=("arrival_rate_per_s", "demand"),
+    ),
+    Option(
+        "think_time_s",
+        "number",
+        0.0,
+        "Traffic: mean time (exponential) between an answer and the session's next request.",
+        LOAD,
+        unit="seconds",
+        minimum=0,
+        maximum=MAX_SECONDS,
+        flag="--think-time",
+        needs=("session_turns",),
+    ),
+    Option(
+        "router",
+        "text",
+        "random",
+        "How the load balancer sends requests to the instances: random, round_robin,"
+        " least_outstanding, or prefix_aware (consistent hashing of the session or shared"
+        " prefix, with bounded loads).",
+        LOAD,
+        choices=("random", "round_robin", "least_outstanding", "prefix_aware"),
+        needs=("arrival_rate_per_s", "trace", "demand"),
+    ),
+    Option(
+        "prefill_hardware",
+        "text",
+        None,
+        "Disaggregated serving: GPUs of the prefill pool (names, comma-separated; default:"
+        " --hardware).",
+        LOAD,
+        optional=True,
+        needs=("disaggregated", "prefill_gpus"),
+    ),
+    Option(
+        "decode_hardware",
+        "text",
+        None,
+        "Disaggregated serving: GPUs of the decode pool (names, comma-separated; default:"
+        " --hardware).",
+        LOAD,
+        optional=True,
+        needs=("disaggregated",),
+    ),
+    Option(
+        "failures",
+        "flag",
+        False,
+        "Capacity: price the expected capacity lost to GPU failures and add the instances that"
+        " hold the targets with one instance (a GPU's whole parallel group) down (N+1).",
+        LOAD,
+    ),
+    Option(
+        "gpu_mtbf_hours",
+        "number",
+        50_000.0,
+        "Mean time between failures of one GPU, hours (default: Llama 3's 419 unexpected"
+        " interruptions in 54 days on 16,384 H100s).",
+        LOAD,
+        unit="hours",
+        minimum=1,
+        maximum=1e9,
+        flag="--gpu-mtbf",
+        needs=("failures",),
+    ),
+    Option(
+        "repair_hours",
+        "number",
+        24.0,
+        "Hours an instance stays down after one of its GPUs fails (an assumption: give yours).",
+        LOAD,
+        unit="hours",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=1e6,
+        flag="--repair-time",
+        needs=("failures",),
+    ),
     # --- capacity for a demand curve (issue 26; docs/model.md §G5) ---------------------------
     Option(
         "demand",

@@ -357,8 +357,6 @@ def test_trace_file_is_validated(tmp_path):
 
 
 def test_refusals(llama8b):
-    with pytest.raises(SpecError, match="speculative"):
-        build_instance(make_setting("Llama 3 70B", "H100", draft="Llama 3 8B"), 8)
     with pytest.raises(InfeasibleError, match="no room"):
         build_instance(make_setting("Llama 3 70B", "H100"), 1)
     with pytest.raises(SpecError, match="arrival_rate_per_s"):

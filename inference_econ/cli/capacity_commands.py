@@ -11,6 +11,7 @@ import click
 from ..errors import SpecError
 from .common import (
     PREFILL_SETTING_NAMES,
+    SPECULATION_SETTING_NAMES,
     FigureFile,
     Progress,
     emit,
@@ -27,9 +28,10 @@ from .common import (
     typed_name,
 )
 
-#: What is served (no speculative decoding, no fixed context: lengths come from the traffic):
-#: the settings of a prefill, prices and power included.
-SERVED = PREFILL_SETTING_NAMES
+#: What is served (no fixed context: lengths come from the traffic): the settings of a
+#: prefill, prices and power included, and speculative decoding (docs/model.md §E8).
+SPECULATION = SPECULATION_SETTING_NAMES
+SERVED = PREFILL_SETTING_NAMES + SPECULATION
 TRAFFIC = (
     "arrival_rate_per_s",
     "input_lengths",
@@ -38,6 +40,10 @@ TRAFFIC = (
     "arrival_process",
     "requests",
     "seed",
+    "shared_prefix_tokens",
+    "shared_prefixes",
+    "session_turns",
+    "think_time_s",
 )
 #: The request lengths: a load needs both unless a trace gives them, and help says so.
 LENGTHS = ("input_lengths", "output_lengths")
@@ -59,7 +65,16 @@ def traffic_options(fn):
 TARGETS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
 #: A demand curve and how its capacity is priced (docs/model.md §G5).
 DEMAND = ("demand", "reserved_basis", "burst_basis", "spot_interruption_rate")
-ENGINE = ("max_batch_requests", "step_token_budget")
+ENGINE = (
+    "max_batch_requests",
+    "step_token_budget",
+    "speculation_max_batch",
+    "speculation_schedule",
+    "prefix_caching",
+    "router",
+)
+#: A capacity plan's pools on other GPUs, and sizing it for failures (docs/model.md §E11).
+PLAN = ("prefill_hardware", "decode_hardware", "failures", "gpu_mtbf_hours", "repair_hours")
 #: A simulation reports progress only when it is slow: at most one line per this many seconds.
 PROGRESS_EVERY_S = 2.0
 
@@ -87,8 +102,21 @@ def _gpus(hardware) -> list[str]:
 
 
 def _load_kwargs(values: dict) -> dict:
-    """The options of a command as keyword arguments of the API (None: not given)."""
-    return {k: v for k, v in values.items() if v is not None}
+    """The options of a command as keyword arguments of the API (None: not given). The
+    speculation options, and options that mean something only beside another one, are passed
+    only when given: the API refuses them alone (``--acceptance`` without ``--draft``)."""
+    from .. import settings as table
+
+    ctx = click.get_current_context(silent=True)
+    default = click.core.ParameterSource.DEFAULT
+
+    def at_default(name: str) -> bool:
+        if ctx is None or ctx.get_parameter_source(name) != default:
+            return False
+        row = table.BY_NAME.get(name)
+        return name in SPECULATION or (row is not None and bool(row.needs))
+
+    return {k: v for k, v in values.items() if v is not None and not at_default(k)}
 
 
 def _notes(result, extra=()) -> list[str]:
@@ -99,13 +127,47 @@ def _notes(result, extra=()) -> list[str]:
         if result.window is not None
         else ""
     )
+    simulated = (
+        f"Requests simulated: {result.requests} on {result.instances_simulated} instances together"
+        if result.instances_simulated > 1
+        else f"Requests simulated per instance: {result.requests}"
+    )
     lines = [
         f"Assumptions: {_preset_text(result.assumptions)}; traffic: {result.traffic}.",
-        f"Requests simulated per instance: {result.requests}; {_sharing(result)}.{window}",
+        f"{simulated}; {_sharing(result)}.{window}",
+        *_realism_notes(result),
         *extra,
         *result.notes,
     ]
     return list(dict.fromkeys(lines))  # a plan's notes repeat its result's
+
+
+def _realism_notes(result) -> list[str]:
+    """What speculation and the prefix cache did in the run (expected figures of the
+    simulation, like its latencies: docs/model.md §E8, §E9)."""
+    out = []
+    s = result.setting
+    if s is not None and s.spec is not None:
+        share = result.speculative_step_fraction
+        when = f"; it speculated in {share:.0%} of the decode steps" if share is not None else ""
+        engine = result.engine
+        off = (
+            f", off above {engine.speculation_max_batch} running requests"
+            if engine is not None and engine.speculation_max_batch
+            else ""
+        )
+        schedule = engine.speculation_schedule if engine is not None else "fixed"
+        out.append(
+            f"Speculation (simulated, expected figure): {s.spec.describe()}; {schedule} "
+            f"draft length{off}{when} (docs/model.md §E8)."
+        )
+    if result.prefix_hit_rate is not None:
+        out.append(
+            f"Prefix cache (simulated, expected figure): {result.prefix_hit_rate:.1%} of the "
+            "prompt tokens admitted in the service window were found cached and not prefilled "
+            "(docs/model.md §E9)."
+        )
+    return out
 
 
 def _sharing(result) -> str:
@@ -114,6 +176,14 @@ def _sharing(result) -> str:
     pools = result.prefill_instances > 0
     if result.instances == 1 and not pools:
         return "one instance serves every request"
+    if result.instances_simulated > 1:
+        router = result.router.replace("_", " ")
+        return f"a {router} router sends each request to one of them (docs/model.md §E10)" + (
+            f"; they stand for all {result.instances}, each group of "
+            f"{result.instances_simulated} seeing its share of the load"
+            if result.instances > result.instances_simulated
+            else ""
+        )
     if trace:
         each = "each sees every trace row with probability 1 / instances, at its time"
     else:
@@ -139,7 +209,7 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
     "--hardware", "-H", required=True, help="GPU name, alias or YAML file (see 'list hardware')."
 )
 @option("gpus", help="GPUs per instance of the deployment.")
-@options("instances", "prefill_gpus", "prefill_instances")
+@options("instances", "prefill_gpus", "prefill_instances", "prefill_hardware")
 @traffic_options
 @options(*TARGETS, *ENGINE, *SERVED)
 @renamed_flags
@@ -188,7 +258,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
 )
 @options("instances", "prefill_gpus", "prefill_instances", "disaggregated", "max_gpus")
 @traffic_options
-@options(*TARGETS, *ENGINE, *SERVED, *DEMAND)
+@options(*TARGETS, *ENGINE, *SERVED, *DEMAND, *PLAN)
 @options("yes")
 @renamed_flags
 @figure_option
@@ -359,12 +429,39 @@ def _plan_text(plan, fmt: str) -> str:
         [
             f"Headroom: the deployment holds {plan.max_rate_per_s:.4g} req/s within the targets ({plan.load_headroom:+.0%} over the load)."
         ]
+        + _redundancy_notes(plan)
         + why
         + list(plan.notes),
     )
     gap = "\n" if fmt == "markdown" else ""
     lines = notes + meta_lines(r.metadata())
     return head + "\n" + body + gap + "".join(f"{n}\n" for n in lines)
+
+
+def _redundancy_notes(plan) -> list[str]:
+    """capacity --failures: what failures cost the plan and what N+1 costs (expected figures
+    of the failure model of docs/model.md §E11 and of the simulations)."""
+    red = plan.redundancy
+    if red is None:
+        return []
+    base = plan.deployment.describe()
+    down = "; ".join(
+        f"{label}: p99 TTFT {r.ttft_s.p99:.3g} s, p99 TPOT {r.tpot_s.p99 * 1e3:.3g} ms, "
+        + ("meets the targets" if r.meets_targets else "misses a target")
+        for label, r in red.one_down
+    )
+    u = max(x for *_, x in red.pools)
+    return [
+        f"Failures (expected figures): {red.failures.describe()}: each instance is down "
+        f"{u:.3%} of the time; {base} holds {red.expected_max_rate_per_s:.4g} req/s on average "
+        f"(against {plan.max_rate_per_s:.4g} with every instance up) and has an instance down "
+        f"{red.degraded_probability:.2%} of the time.",
+        f"N+1: {red.deployment.describe()} {red.setting.gpu.name} for "
+        f"${red.result.usd_per_hour:,.4g}/h (${red.extra_usd_per_hour:,.4g}/h more, "
+        f"{red.extra_usd_per_hour / red.base_usd_per_hour:+.0%}; ${red.result.usd_per_mtok:.3g} "
+        f"per million output tokens at this load); simulated at the full load with {down}; more "
+        f"instances down than it covers {red.shortfall_probability:.2g} of the time.",
+    ]
 
 
 def _max_load_text(result, fmt: str) -> str:
@@ -426,13 +523,6 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
     from .. import api
     from ..output.render import render
 
-    if values.get("draft") is not None:
-        raise SpecError(
-            "command line",
-            "--draft",
-            "serving under load does not model speculative decoding",
-            "drop --draft",
-        )
     if values.get("context_tokens"):
         raise SpecError(
             "command line",
@@ -440,8 +530,9 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
             "under load, contexts come from the request lengths",
             "drop --context; give --prompt-tokens",
         )
-    read = {*SERVED, "max_gpus"}
-    ignored = sorted(n for n in given(click.get_current_context()) & set(values) if n not in read)
+    read = {*SERVED, "max_gpus", "prompt_tokens"}
+    named = given(click.get_current_context())
+    ignored = sorted(n for n in named & set(values) if n not in read)
     if ignored:
         flag = typed_name(ignored[0])
         raise SpecError(
@@ -450,7 +541,13 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
             "does not apply to deployments under a load (--rate)",
             f"drop {flag}, or drop --rate",
         )
-    served = {k: v for k, v in values.items() if k in (*SERVED, "max_gpus") and v is not None}
+    if load.get("input_lengths") is None and values.get("prompt_tokens") is not None:
+        load["input_lengths"] = f"{values['prompt_tokens']:g}"
+    served = {
+        k: v
+        for k, v in values.items()
+        if k in (*SERVED, "max_gpus") and v is not None and (k not in SPECULATION or k in named)
+    }
     front = api.load_frontier(
         model, _gpus([hardware]), progress=Progress(), **served, **_load_kwargs(load)
     )

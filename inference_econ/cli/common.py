@@ -613,12 +613,8 @@ def options(*names: str):
 #: (docs/model.md Part G): every command that prices a GPU-hour takes them.
 PRICE_AND_ENERGY = ("price_basis", "costs", "pue", "grid_intensity_g_per_kwh", "grid_region")
 
-#: The settings of a serving problem that every decoding command takes.
-SETTING_NAMES = (
-    "context_tokens",
-    "weight_bits",
-    "activation_bits",
-    "kv_cache_bits",
+#: Speculative decoding: a draft model or draft heads (docs/model.md §A6, §C3, §E8).
+SPECULATION_SETTING_NAMES = (
     "draft",
     "acceptance",
     "max_draft_tokens",
@@ -626,6 +622,14 @@ SETTING_NAMES = (
     "acceptance_by_position",
     "tree_branching",
     "eagle_layers",
+)
+#: The settings of a serving problem that every decoding command takes.
+SETTING_NAMES = (
+    "context_tokens",
+    "weight_bits",
+    "activation_bits",
+    "kv_cache_bits",
+    *SPECULATION_SETTING_NAMES,
     "pipeline",
     "assumptions",
     "engine",

@@ -350,17 +350,29 @@ class StepTable:
             )
         )
 
-    def run_time_s(self, tokens: int, positions: float, growth: float, steps: int) -> float:
-        """Seconds of ``steps`` decode-only steps of ``tokens`` requests whose KV
+    def run_time_s(
+        self,
+        tokens: int,
+        positions: float,
+        growth: float,
+        steps: int,
+        requests=None,
+        attention: float = 1.0,
+    ) -> float:
+        """Seconds of ``steps`` decode-only steps of ``tokens`` tokens whose KV
         layer-positions start at ``positions`` and grow by ``growth`` per step, in closed form:
-        each step's time is the larger of two lines in the step index (memory and compute)."""
+        each step's time is the larger of two lines in the step index (memory and compute).
+        ``requests``: the sequences of the step (default: one per token); ``attention``: the
+        tokens each sequence's cache is attended by (a verification of ``v`` tokens per
+        request reads the cache once and attends to it ``v`` times, §E8)."""
         if steps <= 0 or tokens == 0:
             return 0.0
-        row, scale = self._charged(tokens)
+        r = tokens if requests is None else requests
+        row, scale = self._charged(tokens, tokens / r, r)
         positions, growth = positions * scale, growth * scale
-        u0 = self.memory_s[row] + self.kv_s * positions + self.request_s * tokens
-        v0 = self.compute_s[row] + self.attention_s * positions
-        du, dv = self.kv_s * growth, self.attention_s * growth
+        u0 = self.memory_s[row] + self.kv_s * positions + self.request_s * r
+        v0 = self.compute_s[row] + self.attention_s * attention * positions
+        du, dv = self.kv_s * growth, self.attention_s * attention * growth
         d0, d1 = u0 - v0, du - dv  # memory minus compute at step j: d0 + d1·j
         if d1 == 0.0 or (d0 >= 0.0) == (d1 > 0.0):
             split = steps  # one side binds throughout
@@ -371,22 +383,24 @@ class StepTable:
         first = (u0, du) if d0 >= 0.0 else (v0, dv)
         second = (v0, dv) if d0 >= 0.0 else (u0, du)
         return (
-            steps * (self.fixed_s[row] + self.sequence_s * tokens)
+            steps * (self.fixed_s[row] + self.sequence_s * r)
             + _line_sum(*first, 0, split)
             + _line_sum(*second, split, steps)
         )
 
-    def times_s(self, tokens: int, positions):
-        """Seconds of decode-only steps of ``tokens`` requests whose KV layer-positions are the
-        array ``positions`` (a decoding token attends to exactly what its request caches)."""
-        row, scale = self._charged(tokens)
+    def times_s(self, tokens: int, positions, requests=None, attention: float = 1.0):
+        """Seconds of decode-only steps of ``tokens`` tokens whose KV layer-positions are the
+        array ``positions`` (a decoding token attends to exactly what its request caches;
+        ``requests`` and ``attention`` as in ``run_time_s``)."""
+        r = tokens if requests is None else requests
+        row, scale = self._charged(tokens, tokens / r, r)
         positions = positions * scale
         return (
             self.fixed_s[row]
-            + self.sequence_s * tokens
+            + self.sequence_s * r
             + np.maximum(
-                self.memory_s[row] + self.kv_s * positions + self.request_s * tokens,
-                self.compute_s[row] + self.attention_s * positions,
+                self.memory_s[row] + self.kv_s * positions + self.request_s * r,
+                self.compute_s[row] + self.attention_s * attention * positions,
             )
         )
 

@@ -10,6 +10,7 @@ a target, one more instance is added until it does not.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,9 +24,11 @@ from ..model.workload import compile_workload
 from ..serving.load.arrivals import Traffic
 from ..serving.load.deployment import Deployment
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
+from ..serving.load.failures import Failures, expected_capacity
 from ..serving.load.results import LoadResult
 from ..serving.load.targets import Targets
 from ..serving.setting import Setting
+from ..serving.speculative import SpecDecoding
 from .frontier import pareto_indices
 from .load_search import Knee, knee_of, run_at
 
@@ -58,6 +61,8 @@ class CapacityPlan:
     max_rate_per_s: float
     candidates: pd.DataFrame
     notes: tuple[str, ...] = field(default=())
+    #: The plan sized for failures (``capacity --failures``), else None.
+    redundancy: Redundancy | None = None
 
     @property
     def load_headroom(self) -> float:
@@ -91,6 +96,11 @@ class CapacityPlan:
             "mfu": r.mfu,
             "assumptions": r.assumptions,
         }
+        for name in ("prefix_hit_rate", "speculative_step_fraction"):
+            if getattr(r, name) is not None:
+                row[name] = getattr(r, name)
+        if self.redundancy is not None:
+            row.update(self.redundancy.summary())
         return pd.Series(row)
 
     def to_dataframe(self) -> pd.DataFrame:
@@ -112,6 +122,16 @@ class CapacityPlan:
         return table
 
 
+def _spec_label(setting: Setting) -> str:
+    """The candidates table's speculation column: none, the draft model, or the heads."""
+    spec = setting.spec
+    if spec is None:
+        return "none"
+    if isinstance(spec, SpecDecoding):
+        return f"draft {spec.draft.name}"
+    return f"{spec.kind} heads"
+
+
 def _candidate(
     setting: Setting, kind: str, size: int, knee: Knee, rate: float, max_gpus: int | None
 ) -> dict:
@@ -123,6 +143,7 @@ def _candidate(
     row = {
         "hardware": setting.gpu.name,
         "pool": kind,
+        "speculation": _spec_label(setting),
         "gpus_per_instance": size,
         "layout": at.layout if at else "",
         "max_rate_per_instance": per if per > 0 else math.nan,
@@ -145,19 +166,34 @@ def _candidate(
     return row
 
 
-def knee_rows(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress):
-    """Rows for every GPU, instance size and kind (co-located; prefill and decode pools)."""
-    kinds = [("deployment", targets)]
-    if disaggregated:
-        kinds += [
-            ("prefill", Targets(ttft_p99_s=targets.ttft_p99_s)),
-            ("decode", Targets(tpot_p99_s=targets.tpot_p99_s)),
-        ]
+def knee_rows(
+    settings,
+    traffic,
+    targets,
+    config,
+    sizes,
+    max_gpus,
+    disaggregated,
+    progress,
+    pools: tuple[list, list] | None = None,
+):
+    """Rows for every GPU, instance size and kind (co-located; prefill and decode pools, on
+    the GPUs of ``pools`` = (prefill settings, decode settings) when given, else on each)."""
+    limits = {
+        "deployment": targets,
+        "prefill": Targets(ttft_p99_s=targets.ttft_p99_s),
+        "decode": Targets(tpot_p99_s=targets.tpot_p99_s),
+    }
+    kinds = ["deployment"] + (["prefill", "decode"] if disaggregated and pools is None else [])
+    plan = [(s, kinds) for s in settings]
+    if disaggregated and pools is not None:
+        plan += [(s, ["prefill"]) for s in pools[0]] + [(s, ["decode"]) for s in pools[1]]
     rate = traffic.offered_rate_per_s
     rows = []
-    for s in settings:
+    for s, which in plan:
         for n in sizes or instance_sizes(s, max_gpus):
-            for kind, limit in kinds:
+            for kind in which:
+                limit = limits[kind]
                 knee = knee_of(kind, s, Deployment(n, 1), traffic, limit, config)
                 row = _candidate(s, kind, n, knee, rate, max_gpus)
                 rows.append(row)
@@ -201,28 +237,34 @@ def _verify(setting, deployment: Deployment, traffic, targets, config):
     return deployment, result
 
 
-def _options(rows: list[dict]) -> list[tuple[float, int, Setting, Deployment]]:
+def _options(rows: list[dict], mixed: bool = False) -> list[tuple[float, int, Setting, Deployment]]:
     """(cost per hour, GPUs, setting, deployment) of every complete option: each co-located
-    size, and per GPU the cheapest prefill pool with the cheapest decode pool; cheapest first,
-    and among options of the same price the one that holds the most load (the most headroom),
-    then the fewest GPUs."""
+    size, and per GPU (and speculation) the cheapest prefill pool with the cheapest decode
+    pool (with ``mixed`` pools, of any GPU each); cheapest first, and among options of the same
+    price the one that holds the most load (the most headroom), then the fewest GPUs."""
     out = []
     for r in rows:
         if r["pool"] == "deployment" and not r["excluded"]:
             held = r["instances"] * r["max_rate_per_instance"]
             deployment = Deployment(r["gpus_per_instance"], r["instances"])
             out.append((r["usd_per_hour"], held, r["gpus"], r["setting"], deployment))
-    by_gpu: dict[str, dict[str, dict]] = {}
+    by_gpu: dict[tuple, dict[str, dict]] = {}
     for r in rows:
         if r["pool"] != "deployment" and not r["excluded"]:
-            best = by_gpu.setdefault(r["hardware"], {}).get(r["pool"])
+            key = ("any", r["speculation"]) if mixed else (r["hardware"], r["speculation"])
+            best = by_gpu.setdefault(key, {}).get(r["pool"])
             if best is None or r["usd_per_hour"] < best["usd_per_hour"]:
-                by_gpu[r["hardware"]][r["pool"]] = r
+                by_gpu[key][r["pool"]] = r
     for pools in by_gpu.values():
         if {"prefill", "decode"} <= set(pools):
             p, d = pools["prefill"], pools["decode"]
+            other = p["setting"] if p["setting"] is not d["setting"] else None
             deployment = Deployment(
-                d["gpus_per_instance"], d["instances"], p["gpus_per_instance"], p["instances"]
+                d["gpus_per_instance"],
+                d["instances"],
+                p["gpus_per_instance"],
+                p["instances"],
+                other,
             )
             held = min(
                 d["instances"] * d["max_rate_per_instance"],
@@ -244,11 +286,18 @@ def cheapest_deployment(
     sizes: list[int] | None = None,
     max_gpus: int | None = None,
     progress: Callable[[str], None] | None = None,
+    pools: tuple[list, list] | None = None,
+    failures: Failures | None = None,
 ) -> CapacityPlan:
-    """The cheapest deployment of any of ``settings`` (one per GPU) serving ``traffic`` within
-    ``targets`` (module docstring). Raises ``InfeasibleError`` with the reasons if none does."""
-    rows = knee_rows(settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress)
-    options = _options(rows)
+    """The cheapest deployment of any of ``settings`` (one per GPU, with and without
+    speculation when it is given) serving ``traffic`` within ``targets`` (module docstring);
+    with ``pools`` (prefill settings, decode settings) the pools of a disaggregated deployment
+    may run on different GPUs; with ``failures``, the plan that holds the targets with one
+    instance down (``n_plus_one``). Raises ``InfeasibleError`` with the reasons if none does."""
+    rows = knee_rows(
+        settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress, pools
+    )
+    options = _options(rows, mixed=pools is not None)
     if not options:
         reasons = "; ".join(
             sorted(
@@ -269,7 +318,7 @@ def cheapest_deployment(
     if not result.meets_targets:
         notes.append(f"still misses a target after {MAX_BUMPS} more instances")
     table = _table(rows, setting, deployment)
-    return CapacityPlan(
+    plan = CapacityPlan(
         rate_per_s=traffic.offered_rate_per_s,
         targets=targets,
         deployment=deployment,
@@ -279,47 +328,61 @@ def cheapest_deployment(
         candidates=table,
         notes=tuple(notes),
     )
+    if failures is not None:
+        plan = dataclasses.replace(
+            plan, redundancy=n_plus_one(plan, traffic, config, failures, progress, rows)
+        )
+    return plan
 
 
 def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.DataFrame:
     """The candidates, cheapest first and the excluded ones last, with the chosen pools marked
-    (instances and GPUs are blank where no load meets the targets)."""
+    (instances and GPUs are blank where no load meets the targets; the speculation column only
+    where speculation was searched)."""
+    d = deployment
+    wanted = {
+        "deployment": (setting, d.gpus_per_instance),
+        "decode": (setting, d.gpus_per_instance),
+        "prefill": (d.prefill_setting or setting, d.prefill_gpus_per_instance),
+    }
+    pools = ("prefill", "decode") if d.disaggregated else ("deployment",)
+    chosen = [
+        r["pool"] in pools
+        and r["setting"] is wanted[r["pool"]][0]
+        and r["gpus_per_instance"] == wanted[r["pool"]][1]
+        for r in rows
+    ]
     table = pd.DataFrame([{k: v for k, v in r.items() if k != "setting"} for r in rows])
+    table["chosen"] = chosen
+    if set(table["speculation"]) == {"none"}:
+        table = table.drop(columns=["speculation"])
     for name in ("instances", "gpus"):
         table[name] = table[name].astype("Int64")
     # the order of ``_options``: cheapest, then the most load held, then the fewest GPUs
     table["held"] = -table["instances"].astype(float) * table["max_rate_per_instance"]
     table = table.sort_values(["excluded", "usd_per_hour", "held", "gpus"], kind="stable")
-    table = table.drop(columns="held").reset_index(drop=True)
-    size = {
-        "deployment": deployment.gpus_per_instance,
-        "decode": deployment.gpus_per_instance,
-        "prefill": deployment.prefill_gpus_per_instance,
-    }
-    wanted = ("prefill", "decode") if deployment.disaggregated else ("deployment",)
-    table["chosen"] = [
-        r.hardware == setting.gpu.name and r.pool in wanted and r.gpus_per_instance == size[r.pool]
-        for r in table.itertuples()
-    ]
-    return table
+    return table.drop(columns="held").reset_index(drop=True)
 
 
 def _per_instance_rate(rows, setting, deployment: Deployment) -> float:
     """The most load the deployment holds: its instances times what one holds (for a
     disaggregated one, the scarcer of its two pools)."""
 
-    def per(pool, size):
+    def per(pool, size, s=setting):
         return next(
             r["max_rate_per_instance"]
             for r in rows
-            if r["setting"] is setting and r["pool"] == pool and r["gpus_per_instance"] == size
+            if r["setting"] is s and r["pool"] == pool and r["gpus_per_instance"] == size
         )
 
     if not deployment.disaggregated:
         return deployment.instances * per("deployment", deployment.gpus_per_instance)
     return min(
         deployment.instances * per("decode", deployment.gpus_per_instance),
-        deployment.prefill_instances * per("prefill", deployment.prefill_gpus_per_instance),
+        deployment.prefill_instances
+        * per(
+            "prefill", deployment.prefill_gpus_per_instance, deployment.prefill_setting or setting
+        ),
     )
 
 
@@ -389,3 +452,139 @@ def load_frontier(
         meta["hardware"] = ", ".join(s.gpu.name for s in settings)
         meta.pop("hardware_file", None)
     return LoadFrontier(rate, targets, points, every, meta)
+
+
+@dataclass(frozen=True)
+class Redundancy:
+    """A capacity plan sized for failures (docs/model.md §E11): the expected capacity the
+    cheapest plan loses, the plan with one more instance per pool (N+1) verified by
+    simulation with one instance down, and what that redundancy costs."""
+
+    #: The N+1 plan's setting (its GPU may differ from the cheapest plan's).
+    setting: Setting
+    failures: Failures
+    #: (pool, instances, GPUs per instance, share of time each instance is down) of the plan.
+    pools: tuple[tuple[str, int, int, float], ...]
+    #: Expected requests/s the cheapest plan holds over time, and the share of time it has
+    #: an instance down (below the capacity it was verified at).
+    expected_max_rate_per_s: float
+    degraded_probability: float
+    deployment: Deployment
+    #: The N+1 plan at the full load, and with one instance of each pool down.
+    result: LoadResult
+    one_down: tuple[tuple[str, LoadResult], ...]
+    #: The probability that more instances are down than the N+1 plan was verified without.
+    shortfall_probability: float
+    extra_usd_per_hour: float
+    base_usd_per_hour: float
+
+    @property
+    def holds(self) -> bool:
+        """Every one-instance-down simulation meets the targets."""
+        return all(r.meets_targets for _, r in self.one_down)
+
+    def summary(self) -> dict:
+        """The failure figures of the plan, for its summary column (expected figures)."""
+        return {
+            "gpu_mtbf_hours": self.failures.gpu_mtbf_hours,
+            "repair_hours": self.failures.repair_hours,
+            "instance_unavailability": max(u for *_, u in self.pools),
+            "expected_max_rate_per_s": self.expected_max_rate_per_s,
+            "degraded_probability": self.degraded_probability,
+            "n_plus_one_deployment": f"{self.deployment.describe()} {self.setting.gpu.name}",
+            "n_plus_one_usd_per_hour": self.result.usd_per_hour,
+            "n_plus_one_usd_per_mtok": self.result.usd_per_mtok,
+            "redundancy_usd_per_hour": self.extra_usd_per_hour,
+            "redundancy_cost_fraction": self.extra_usd_per_hour / self.base_usd_per_hour,
+            "n_plus_one_holds_one_down": self.holds,
+            "n_plus_one_shortfall_probability": self.shortfall_probability,
+        }
+
+
+def _grow(d: Deployment, pool: str, by: int) -> Deployment:
+    """The deployment with ``by`` more instances in ``pool`` ("decode": the main pool)."""
+    if pool == "prefill":
+        return dataclasses.replace(d, prefill_instances=d.prefill_instances + by)
+    return dataclasses.replace(d, instances=d.instances + by)
+
+
+def n_plus_one(
+    plan: CapacityPlan,
+    traffic: Traffic,
+    config: EngineConfig,
+    failures: Failures,
+    progress=None,
+    rows: list[dict] | None = None,
+) -> Redundancy:
+    """Size ``plan`` for failures (§E11): one more instance in each pool, then more while a
+    simulation at the full load with one instance of a pool down misses a target. A
+    co-located plan takes the candidate (``rows``: GPU and instance size) whose instances plus
+    one cost least: smaller instances make cheaper spares."""
+    d, s, targets = plan.deployment, plan.setting, plan.targets
+    if not d.disaggregated and rows:
+        best = min(
+            (r for r in rows if r["pool"] == "deployment" and not r["excluded"] and r["instances"]),
+            key=lambda r: (
+                (r["instances"] + 1) * r["gpus_per_instance"] * r["setting"].gpu.price_usd_per_hour,
+                r["setting"] is not s or r["gpus_per_instance"] != d.gpus_per_instance,
+            ),
+        )
+        s = best["setting"]
+        d = Deployment(best["gpus_per_instance"], max(best["instances"], 1))
+        if (s, d.gpus_per_instance) == (plan.setting, plan.deployment.gpus_per_instance):
+            d = plan.deployment  # the plan's own, as verified
+    kinds = ("prefill", "decode") if d.disaggregated else ("decode",)
+    n1 = d
+    for kind in kinds:
+        n1 = _grow(n1, kind, 1)
+    for _ in range(MAX_BUMPS + 1):
+        one_down = tuple(
+            (
+                f"one {kind} instance down" if d.disaggregated else "one instance down",
+                run_at("deployment", s, _grow(n1, kind, -1), traffic, config).with_targets(targets),
+            )
+            for kind in kinds
+        )
+        failing = [k for k, (_, r) in zip(kinds, one_down) if not r.meets_targets]
+        if not failing:
+            break
+        for kind in failing:
+            n1 = _grow(n1, kind, 1)
+    if progress:
+        progress(f"N+1: {n1.describe()} {s.gpu.name}, checked with one instance down")
+    full = run_at("deployment", s, n1, traffic, config).with_targets(targets)
+    n1_setting = s
+    # what the cheapest plan holds over time: each pool's instances at what one holds
+    d = plan.deployment
+    kinds = ("prefill", "decode") if d.disaggregated else ("decode",)
+    chosen = plan.candidates[plan.candidates["chosen"]]
+    each = {r.pool: r.max_rate_per_instance for r in chosen.itertuples()}
+    sizes = {
+        "decode": (d.instances, d.gpus_per_instance, each.get("decode", each.get("deployment"))),
+        "prefill": (d.prefill_instances, d.prefill_gpus_per_instance, each.get("prefill")),
+    }
+    pools = tuple(
+        (kind if d.disaggregated else "deployment", n, g, failures.unavailability(g))
+        for kind, (n, g, _) in ((k, sizes[k]) for k in kinds)
+    )
+    mean, _, _ = expected_capacity([sizes[k] for k in kinds], failures)
+    up = math.prod(float(failures.down(n, g)[0]) for n, g, _ in (sizes[k] for k in kinds))
+    extra = {
+        "decode": (n1.instances, n1.gpus_per_instance),
+        "prefill": (n1.prefill_instances, n1.prefill_gpus_per_instance),
+    }
+    # verified with one instance of a pool down: more than one down at once is not covered
+    covered = math.prod(1.0 - failures.more_down_than(1, *extra[k]) for k in kinds)
+    return Redundancy(
+        setting=n1_setting,
+        failures=failures,
+        pools=pools,
+        expected_max_rate_per_s=mean,
+        degraded_probability=1.0 - up,
+        deployment=n1,
+        result=full,
+        one_down=one_down,
+        shortfall_probability=1.0 - covered,
+        extra_usd_per_hour=full.usd_per_hour - plan.result.usd_per_hour,
+        base_usd_per_hour=plan.result.usd_per_hour,
+    )

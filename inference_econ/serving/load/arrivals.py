@@ -7,10 +7,21 @@ A trace is a CSV file with a header and one row per request:
     0.000,812,240
     0.173,95,61
 
-Rows may come in any order (they are sorted by arrival); other columns are ignored. A deployment
-of ``K`` instances behind a load balancer that sends each request to a random instance gives
-every instance a thinned stream: a Poisson process of rate ``rate / K``, or each trace row with
-probability ``1 / K``. One instance is simulated; the others see statistically the same load.
+Rows may come in any order (they are sorted by arrival); other columns are ignored, but three
+optional ones describe what prompts share (§E9): ``session_id`` (the rows of one conversation:
+a row's prompt continues the previous row's prompt and answer when it is at least that long),
+``prefix_id`` and ``prefix_tokens`` (a shared system prompt the prompt starts with). A
+deployment of ``K`` instances behind a load balancer that sends each request to a random
+instance gives every instance a thinned stream: a Poisson process of rate ``rate / K``, or each
+trace row with probability ``1 / K``. One instance is simulated; the others see statistically
+the same load. Other routers, and sessions, are simulated on a group of instances at once
+(``routing``).
+
+Synthetic traffic may share prefixes too: every prompt starts with one of ``shared_prefixes``
+system prompts of ``shared_prefix_tokens`` tokens, and with ``session_turns`` turns a session's
+next request is sent a think time (exponential, mean ``think_time_s``) after its previous answer
+and its prompt holds every earlier turn, prompts and answers; ``--input-length`` is then the
+new message of each turn.
 """
 
 from __future__ import annotations
@@ -28,16 +39,55 @@ from ...specs.schema import check_number
 from .lengths import MAX_TOKENS, Lengths, parse_lengths
 
 TRACE_COLUMNS = ("arrival_time_s", "prompt_tokens", "output_tokens")
+#: Optional trace columns of shared prefixes and sessions (§E9).
+SHARING_COLUMNS = ("session_id", "prefix_id", "prefix_tokens")
 PROCESSES = ("poisson", "trace")
+
+
+@dataclass(frozen=True, eq=False)
+class Sharing:
+    """What the prompts of a stream share (§E9), one entry per request: the segments its
+    prompt is made of (``((key, tokens), ...)``, the reusable ones first: a prefix the cache
+    may hold), the key its answer is cached under (None: never reused), the request that
+    follows it in its session (-1: none) with the think time before it is sent, and the key a
+    prefix-aware router hashes (the session, else the shared prefix; -1: none)."""
+
+    segments: tuple
+    answer_keys: tuple
+    follows: np.ndarray
+    think_s: np.ndarray
+    route_keys: np.ndarray
+
+    @property
+    def sessions(self) -> bool:
+        """Some request is sent only when an earlier one finishes."""
+        return bool((self.follows >= 0).any())
+
+    def take(self, rows: np.ndarray) -> Sharing:
+        """The entries of ``rows`` (whole sessions), followers renumbered."""
+        rows = np.asarray(rows, dtype=np.int64)
+        where = np.full(len(self.follows), -1, dtype=np.int64)
+        where[rows] = np.arange(len(rows))
+        nxt = self.follows[rows]
+        return Sharing(
+            tuple(self.segments[r] for r in rows),
+            tuple(self.answer_keys[r] for r in rows),
+            np.where(nxt >= 0, where[np.maximum(nxt, 0)], -1),
+            self.think_s[rows],
+            self.route_keys[rows],
+        )
 
 
 @dataclass(frozen=True)
 class Arrivals:
-    """The requests of one engine instance, sorted by arrival time (seconds, tokens)."""
+    """The requests of one engine instance (or of a group of them), sorted by arrival time
+    (seconds, tokens); requests sent only when an earlier one of their session finishes come
+    last, with NaN arrival times (``sharing.follows``)."""
 
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
+    sharing: Sharing | None = None
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -51,6 +101,15 @@ class Trace:
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
+    #: The optional sharing columns (-1, or 0 tokens, where a row gives none).
+    session_id: np.ndarray | None = None
+    prefix_id: np.ndarray | None = None
+    prefix_tokens: np.ndarray | None = None
+
+    @property
+    def shares(self) -> bool:
+        """The trace gives sessions or shared prefixes."""
+        return self.session_id is not None or self.prefix_id is not None
 
     @property
     def rate_per_s(self) -> float:
@@ -92,8 +151,13 @@ def load_trace(path) -> Trace:
                 "missing column",
                 f"the header must name {', '.join(TRACE_COLUMNS)}",
             )
+        extra = [c for c in SHARING_COLUMNS if c in (reader.fieldnames or [])]
+        if ("prefix_id" in extra) != ("prefix_tokens" in extra):
+            have, lack = ("prefix_id", "prefix_tokens")[:: 1 if "prefix_id" in extra else -1]
+            raise SpecError(source, lack, "missing column", f"{have} needs {lack}")
         rows = [
             [_cell(row, c, source, i, c != "arrival_time_s") for c in TRACE_COLUMNS]
+            + [_id_cell(row, c, source, i) for c in extra]
             for i, row in enumerate(reader, start=2)
         ]
     except csv.Error as exc:
@@ -101,9 +165,45 @@ def load_trace(path) -> Trace:
     if len(rows) < 2:
         raise SpecError(source, "", f"has {len(rows)} request rows", "a trace needs at least 2")
     data = np.asarray(rows, dtype=float)
+    if "prefix_tokens" in extra:
+        col = 3 + extra.index("prefix_tokens")
+        over = np.flatnonzero(data[:, col] > data[:, 1])
+        if over.size:
+            raise SpecError(
+                f"{source}: line {int(over[0]) + 2}",
+                "prefix_tokens",
+                f"is {data[over[0], col]:g}, more than the prompt's {data[over[0], 1]:g} tokens",
+                "a shared prefix is part of the prompt",
+            )
     order = np.argsort(data[:, 0], kind="stable")
     data = data[order]
-    return Trace(source, data[:, 0], data[:, 1].astype(np.int64), data[:, 2].astype(np.int64))
+    cols = {c: data[:, 3 + k].astype(np.int64) for k, c in enumerate(extra)}
+    return Trace(
+        source,
+        data[:, 0],
+        data[:, 1].astype(np.int64),
+        data[:, 2].astype(np.int64),
+        cols.get("session_id"),
+        cols.get("prefix_id"),
+        cols.get("prefix_tokens"),
+    )
+
+
+#: Largest session or prefix id a trace may give (ids are whole numbers; blank: none).
+MAX_ID = 2**53  # exact as a float
+
+
+def _id_cell(row: dict, column: str, path: str, line: int) -> float:
+    """A sharing cell: a whole number >= 0, blank for none (-1; 0 tokens of prefix)."""
+    text = (row.get(column) or "").strip()
+    if not text:
+        return 0.0 if column == "prefix_tokens" else -1.0
+    bounds = (
+        dict(minimum=0, maximum=MAX_TOKENS, integer=True, unit="tokens")
+        if column == "prefix_tokens"
+        else dict(minimum=0, maximum=MAX_ID, integer=True)
+    )
+    return float(check_number(text, f"{path}: line {line}", column, **bounds))
 
 
 @dataclass(frozen=True)
@@ -119,6 +219,11 @@ class Traffic:
     process: str = "poisson"
     requests: int = 10_000
     seed: int = 0
+    #: Shared prefixes and sessions of synthetic traffic (module docstring, §E9).
+    shared_prefix_tokens: int = 0
+    shared_prefixes: int = 1
+    session_turns: int = 1
+    think_time_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.process not in PROCESSES:
@@ -141,6 +246,26 @@ class Traffic:
                 )
             if lengths is not None and lengths.kind == "trace" and self.trace is None:
                 raise SpecError("argument", name, "'trace' needs a trace file", "give --trace")
+        synthetic = self.shared_prefix_tokens > 0 or self.session_turns > 1
+        if synthetic and self.process == "trace":
+            raise SpecError(
+                "argument",
+                "shared_prefix_tokens" if self.shared_prefix_tokens else "session_turns",
+                "describes synthetic traffic; a trace's rows give their own sharing",
+                "add session_id, prefix_id and prefix_tokens columns to the trace, or drop it",
+            )
+
+    @property
+    def shares(self) -> bool:
+        """Prompts share prefixes or belong to sessions (§E9)."""
+        if self.process == "trace":
+            return self.trace.shares
+        return self.shared_prefix_tokens > 0 or self.session_turns > 1
+
+    @property
+    def sessions(self) -> bool:
+        """Some requests are sent only after an earlier answer (synthetic multi-turn)."""
+        return self.process != "trace" and self.session_turns > 1
 
     @property
     def simulated_requests(self) -> int:
@@ -158,28 +283,84 @@ class Traffic:
         """The same traffic at another total rate (a trace's times are rescaled)."""
         return replace(self, rate_per_s=float(rate_per_s))
 
-    def stream(self, instances: int = 1) -> Arrivals:
-        """The requests one of ``instances`` instances receives under random load balancing."""
+    def stream(self, instances: int = 1, group: int = 1) -> Arrivals:
+        """The requests ``group`` of ``instances`` instances receive together under random
+        load balancing: a Poisson stream of ``group / instances`` of the rate and ``group``
+        times ``requests`` requests (whole sessions), or each trace row (each trace session)
+        with that probability."""
         gaps_rng, pick_rng, in_rng, out_rng = (
             np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)
         )
         rate = self.offered_rate_per_s
+        share = group / instances
+        if self.sessions or self.shared_prefix_tokens > 0:
+            return self._synthetic(
+                rate * share, int(self.requests) * group, (gaps_rng, pick_rng, in_rng, out_rng)
+            )
         rows = None
+        count = int(self.requests) * group
         if self.process == "trace":
             times = self.trace.arrival_s - self.trace.arrival_s[0]
             if math.isfinite(self.trace.rate_per_s):
                 times = times * (self.trace.rate_per_s / rate)
             rows = np.arange(len(times))
-            if instances > 1:
-                rows = rows[pick_rng.random(len(times)) < 1.0 / instances]
+            if share < 1:  # whole sessions to a group (its router keeps them there)
+                unit = self.trace.session_id if group > 1 else None
+                rows = rows[_thin(pick_rng, len(times), share, unit)]
             times = times[rows]
         else:
-            times = np.cumsum(gaps_rng.exponential(1.0, self.requests)) / (rate / instances)
+            times = np.cumsum(gaps_rng.exponential(1.0, count)) / (rate * share)
             if self.trace is not None:  # Poisson arrivals, lengths of random trace rows
-                rows = pick_rng.integers(0, len(self.trace.arrival_s), self.requests)
+                rows = pick_rng.integers(0, len(self.trace.arrival_s), count)
         prompt = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, len(times))
         output = self._lengths(self.output_lengths, "output_tokens", rows, out_rng, len(times))
-        return Arrivals(np.asarray(times, dtype=float), prompt, output)
+        sharing = None
+        if self.process == "trace" and self.trace.shares:
+            sharing = _trace_sharing(self.trace, rows, prompt, output)
+        return Arrivals(np.asarray(times, dtype=float), prompt, output, sharing)
+
+    def _synthetic(self, rate: float, count: int, rngs) -> Arrivals:
+        """Synthetic shared prefixes and sessions (module docstring): sessions start as a
+        Poisson process of ``rate / session_turns``; the first turns come first in the
+        stream, by arrival, the later turns after them (sent when the turn before finishes)."""
+        gaps_rng, pick_rng, in_rng, out_rng = rngs
+        turns = int(self.session_turns)
+        sessions = max(1, math.ceil(count / turns))
+        n = sessions * turns
+        starts = np.cumsum(gaps_rng.exponential(1.0, sessions)) / (rate / turns)
+        rows = None if self.trace is None else pick_rng.integers(0, len(self.trace.arrival_s), n)
+        new = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, n)
+        out = self._lengths(self.output_lengths, "output_tokens", rows, out_rng, n)
+        sys = int(self.shared_prefix_tokens)
+        prefix = pick_rng.integers(0, max(int(self.shared_prefixes), 1), sessions)
+        think = gaps_rng.exponential(1.0, n) * float(self.think_time_s)
+        # request (s, k) is row s + k·sessions: first turns first, in order of arrival
+        new = new.reshape(turns, sessions)
+        out = out.reshape(turns, sessions)
+        history = np.cumsum(new + out, axis=0) - out  # the prompt after the prefix, by turn
+        prompt = (sys + history).reshape(-1)
+        segments, answers = [], []
+        for k in range(turns):
+            for s in range(sessions):
+                segs = [(("p", int(prefix[s])), sys)] if sys else []
+                for j in range(k):
+                    segs += [(("u", s, j), int(new[j, s])), (("a", s, j), int(out[j, s]))]
+                segs.append((("u", s, k), int(new[k, s])))
+                segments.append(tuple(segs))
+                answers.append(("a", s, k) if k + 1 < turns else None)
+        index = np.arange(n)
+        follows = np.where(index + sessions < n, index + sessions, -1)
+        keys = np.tile(np.arange(sessions), turns) if turns > 1 else np.repeat(prefix, 1)
+        arrival = np.full(n, np.nan)
+        arrival[:sessions] = starts
+        sharing = Sharing(
+            tuple(segments),
+            tuple(answers),
+            follows.astype(np.int64),
+            np.where(index >= sessions, think, 0.0),
+            np.asarray(keys, dtype=np.int64),
+        )
+        return Arrivals(arrival, prompt.astype(np.int64), out.reshape(-1).astype(np.int64), sharing)
 
     def _lengths(self, lengths: Lengths | None, column: str, rows, rng, count: int):
         """The trace rows' own lengths (no distribution, or ``trace``: prompt and output of a
@@ -209,7 +390,27 @@ class Traffic:
             )
         prompt = self.input_lengths.describe() if self.input_lengths else "from the trace"
         output = self.output_lengths.describe() if self.output_lengths else "from the trace"
-        return f"{arrivals}; prompts {prompt}; outputs {output}"
+        shared = ""
+        if self.shared_prefix_tokens:
+            which = (
+                f"one of {self.shared_prefixes} system prompts"
+                if self.shared_prefixes > 1
+                else "a system prompt"
+            )
+            shared = f"; every prompt starts with {which} of {self.shared_prefix_tokens} tokens"
+        if self.session_turns > 1:
+            think = (
+                f", each sent {self.think_time_s:g} s (mean, exponential) after the answer before it"
+                if self.think_time_s
+                else ", each sent as the answer before it ends"
+            )
+            shared += (
+                f"; sessions of {self.session_turns} turns whose prompts hold every earlier "
+                f"turn{think}; prompt lengths are each turn's new message"
+            )
+        if self.process == "trace" and self.trace.shares:
+            shared = "; sessions and shared prefixes from the trace's columns"
+        return f"{arrivals}; prompts {prompt}; outputs {output}{shared}"
 
 
 def make_traffic(
@@ -220,6 +421,10 @@ def make_traffic(
     process=None,
     requests: int = 10_000,
     seed: int = 0,
+    shared_prefix_tokens=None,
+    shared_prefixes=None,
+    session_turns=None,
+    think_time_s=None,
 ) -> Traffic:
     """A ``Traffic`` from plain values: lengths as text (``lengths.parse_lengths``), a trace as a
     path; the arrival process defaults to the trace's when a trace is given, else Poisson."""
@@ -236,4 +441,54 @@ def make_traffic(
         process=process or ("trace" if tr is not None else "poisson"),
         requests=int(requests),
         seed=int(seed),
+        shared_prefix_tokens=int(shared_prefix_tokens or 0),
+        shared_prefixes=int(shared_prefixes or 1),
+        session_turns=int(session_turns or 1),
+        think_time_s=float(think_time_s or 0.0),
+    )
+
+
+def _thin(rng: np.random.Generator, n: int, share: float, unit=None) -> np.ndarray:
+    """Rows kept with probability ``share``: each row alone, or whole sessions (``unit``:
+    each row's session, -1 for a row of none)."""
+    if unit is None:
+        return rng.random(n) < share
+    units = np.where(unit >= 0, unit, -1 - np.arange(n))
+    _, inverse = np.unique(units, return_inverse=True)
+    return (rng.random(int(inverse.max()) + 1) < share)[inverse]
+
+
+def _trace_sharing(trace: Trace, rows, prompt, output) -> Sharing:
+    """The segments of a trace's rows (module docstring): a row of a session continues the
+    session's previous row, its prompt and its answer, when its prompt holds both and at
+    least one token more; otherwise it starts again from its shared prefix."""
+    n = len(rows)
+    sid = trace.session_id[rows] if trace.session_id is not None else np.full(n, -1)
+    pid = trace.prefix_id[rows] if trace.prefix_id is not None else np.full(n, -1)
+    ptok = trace.prefix_tokens[rows] if trace.prefix_tokens is not None else np.zeros(n)
+    last: dict = {}
+    segments, answers = [], []
+    for k in range(n):
+        p, o, s = int(prompt[k]), int(output[k]), int(sid[k])
+        head = int(min(ptok[k], p)) if pid[k] >= 0 else 0
+        base = [(("p", int(pid[k])), head)] if head else []
+        prev = last.get(s) if s >= 0 else None
+        if prev is not None and p - prev[1] - prev[2] >= 1:
+            chain, pp, po, turn = prev
+            turn += 1
+            segs = chain + [(("a", s, turn - 1), po), (("u", s, turn), p - pp - po)]
+        else:
+            turn = 0 if prev is None else prev[3] + 1
+            segs = base + ([(("u", s, turn), p - head)] if s >= 0 and p > head else [])
+        if s >= 0:
+            last[s] = (segs, p, o, turn)
+        segments.append(tuple(segs))
+        answers.append(("a", s, turn) if s >= 0 else None)
+    keys = np.where(sid >= 0, sid, pid)
+    return Sharing(
+        tuple(segments),
+        tuple(answers),
+        np.full(n, -1, dtype=np.int64),
+        np.zeros(n),
+        np.asarray(keys, dtype=np.int64),
     )

@@ -1,5 +1,6 @@
-"""A deployment under load: instances of one size behind a random load balancer, optionally with
-a separate prefill pool (docs/model.md §E3, §E5), simulated and summarised."""
+"""A deployment under load: instances of one size behind a load balancer (random by default,
+§E10), optionally with a separate prefill pool, on the same GPUs or others (docs/model.md §E3,
+§E5), simulated and summarised."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from .engine import (
     layout_search,
 )
 from .results import LoadResult, RequestLatencies, assemble, summarise
-from .simulate import simulate
+from .routing import GROUP, Router
+from .simulate import simulate, simulate_group
 from .targets import NO_TARGETS, Targets
 
 
@@ -40,6 +42,8 @@ class Deployment:
     instances: int = 1
     prefill_gpus_per_instance: int = 0
     prefill_instances: int = 0
+    #: The prefill pool's setting when its GPUs differ from the decode pool's (None: the same).
+    prefill_setting: Setting | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus_per_instance", "instances"):
@@ -72,6 +76,8 @@ class Deployment:
         if not self.disaggregated:
             return main
         pre = f"{self.prefill_instances} x {self.prefill_gpus_per_instance} {plural(self.prefill_gpus_per_instance, 'GPU')}"
+        if self.prefill_setting is not None:
+            pre += f" {self.prefill_setting.gpu.name}"
         return f"prefill {pre} + decode {main}"
 
 
@@ -136,15 +142,23 @@ def simulate_deployment(
     requests (docs/model.md §E3) and the deployment's rates are that share times the instances."""
     if deployment.disaggregated:
         return simulate_disaggregated(setting, deployment, traffic, targets, config, progress)
+    K = deployment.instances
     inst = instance_for(
         setting,
         deployment.gpus_per_instance,
         config,
         reference_context(traffic),
-        offered_load(traffic, deployment.instances),
+        offered_load(traffic, K),
     )
-    record = simulate(inst, traffic.stream(deployment.instances), progress=progress)
-    return summarise(inst, record, traffic, targets, deployment.instances)
+    if K > 1 and (config.router != "random" or traffic.sessions):
+        g = min(K, GROUP)  # the instances simulated together (§E10)
+        arrivals = traffic.stream(K, g)
+        keys = arrivals.sharing.route_keys if arrivals.sharing is not None else None
+        route = Router(config.router, g, keys, traffic.seed)
+        record = simulate_group([inst] * g, arrivals, route, progress)
+        return summarise(inst, record, traffic, targets, K, scale=K / g)
+    record = simulate(inst, traffic.stream(K), progress=progress)
+    return summarise(inst, record, traffic, targets, K)
 
 
 def simulate_disaggregated(
@@ -160,18 +174,28 @@ def simulate_disaggregated(
     instance, whose arrivals are each request's arrival plus its prefill-pool delay and the
     transfer. The two pools' delays are taken as independent."""
     d = deployment
+    if traffic.sessions:
+        raise SpecError(
+            "argument",
+            "session_turns",
+            "multi-turn sessions are simulated on co-located instances only",
+            "drop the prefill pool, or give session_turns 1",
+        )
     ctx = reference_context(traffic)
+    pre_setting = d.prefill_setting or setting
     pre_load = offered_load(traffic, d.prefill_instances, outputs=False)
-    pre = instance_for(setting, d.prefill_gpus_per_instance, config, ctx, pre_load)
+    pre = instance_for(pre_setting, d.prefill_gpus_per_instance, config, ctx, pre_load)
     dec_load = offered_load(traffic, d.instances, prompts=False)
     dec = instance_for(setting, d.gpus_per_instance, config, ctx, dec_load)
     ps = traffic.stream(d.prefill_instances)
-    prompts_only = Arrivals(ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens))
+    prompts_only = Arrivals(
+        ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens), ps.sharing
+    )
     pre_run = simulate(pre, prompts_only)
     pool_ttft = pre_run.first_token_s - ps.arrival_s
     s = traffic.stream(d.instances)
     ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
-    moved = kv_transfer_s(setting, s.prompt_tokens.astype(float), min(pre.gpus, dec.gpus))
+    moved = _moved_s(setting, pre_setting, s.prompt_tokens.astype(float), pre.gpus, dec.gpus)
     ready = s.arrival_s + ttft + moved
     order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
     handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
@@ -185,8 +209,18 @@ def simulate_disaggregated(
     lat = RequestLatencies(ttft, np.where(s.output_tokens > 1, tpot, np.nan), finish - s.arrival_s)
     window = float(np.nanmax(finish)) if np.isfinite(finish).any() else 1e-12
     pre_gpus = d.prefill_gpus_per_instance * d.prefill_instances
+    dec_gpus = d.gpus_per_instance * d.instances
     peak = d.prefill_instances * pre.table.peak_flop_per_s + d.instances * dec.table.peak_flop_per_s
     flop = d.prefill_instances * pre_run.flop + d.instances * dec_run.flop
+    pools = None
+    pre_cost = pre_gpus * pre_setting.gpu.price_usd_per_hour
+    share = pre_gpus / d.gpus
+    if d.prefill_setting is not None:
+        pools = ((pre_setting, pre_gpus), (setting, dec_gpus))
+        share = pre_cost / (pre_cost + dec_gpus * setting.gpu.price_usd_per_hour)
+    cached = None
+    if pre_run.cached_tokens is not None:  # the prefill pool's cache, request by request
+        cached = pre_run.cached_tokens[np.arange(len(s)) % len(pre_run.cached_tokens)]
     return assemble(
         dec,
         lat,
@@ -198,7 +232,7 @@ def simulate_disaggregated(
         gpus=(d.gpus_per_instance, d.instances, d.prefill_gpus_per_instance, d.prefill_instances),
         window_s=window,
         admitted_s=admitted,
-        input_share=pre_gpus / d.gpus,
+        input_share=share,
         rejected=int(pre_run.rejected.sum() + dec_run.rejected.sum()),
         preemptions=int(pre_run.preemptions.sum() + dec_run.preemptions.sum()),
         busy_fraction=dec_run.busy_s / window,
@@ -208,7 +242,19 @@ def simulate_disaggregated(
         layout=f"prefill [{pre.layout.describe()}] + decode [{dec.layout.describe()}]",
         seed=traffic.seed,
         notes=("prefill and decode pools: their delays are taken as independent",),
+        cached_tokens=cached,
+        pools=pools,
     )
+
+
+def _moved_s(decode: Setting, prefill: Setting, prompt_tokens, pre_gpus: int, dec_gpus: int):
+    """Seconds to move each request's KV cache from the prefill pool to the decode pool over
+    the NICs of the fewer GPUs, at the slower side's bandwidth (§B10, §E5)."""
+    gpus = min(pre_gpus, dec_gpus)
+    moved = kv_transfer_s(decode, prompt_tokens, gpus)
+    if prefill is decode:
+        return moved
+    return np.maximum(moved, kv_transfer_s(prefill, prompt_tokens, gpus))
 
 
 def simulate_prefill_pool(

@@ -21,6 +21,7 @@ from ...model.mixed_step import EngineLayout, StepTable, mixed_step_s
 from ...model.workload import Workload, compile_workload
 from ...specs.engine import LAYOUT_FEATURES
 from ..setting import Setting
+from .speculation import DraftEngine, draft_engine, resident_draft
 
 #: How a scheduler admits a request (docs/model.md §E3): ``recompute`` when the KV cache holds
 #: its prompt, preempting the request admitted last when the cache fills (vLLM, SGLang);
@@ -46,13 +47,33 @@ class EngineConfig:
     step_token_budget: int = 2048
     admission: str = "recompute"
     prefill: str = "chunked"
+    #: Speculation (with a draft or draft heads, §E8): switched off above this many running
+    #: requests (None: never), and how the cycle is chosen (``speculation.SPEC_SCHEDULES``).
+    speculation_max_batch: int | None = None
+    speculation_schedule: str = "fixed"
+    #: Keep the KV cache of finished prompts and answers in the memory the running requests
+    #: leave, and reuse it for prompts that start with them (§E9).
+    prefix_caching: bool = True
+    #: How the deployment's load balancer sends requests to its instances
+    #: (``routing.ROUTERS``, §E10).
+    router: str = "random"
 
     def __post_init__(self) -> None:
-        for name in ("max_batch_requests", "step_token_budget"):
+        from .routing import check_router
+        from .speculation import SPEC_SCHEDULES
+
+        check_router(self.router)
+        for name in ("max_batch_requests", "step_token_budget", "speculation_max_batch"):
             value = getattr(self, name)
+            if value is None and name == "speculation_max_batch":
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise SpecError("argument", name, f"is {value!r}", "expected a whole number >= 1")
-        for name, allowed in (("admission", ADMISSIONS), ("prefill", PREFILL_MODES)):
+        for name, allowed in (
+            ("admission", ADMISSIONS),
+            ("prefill", PREFILL_MODES),
+            ("speculation_schedule", SPEC_SCHEDULES),
+        ):
             if getattr(self, name) not in allowed:
                 raise SpecError(
                     "argument", name, f"is {getattr(self, name)!r}", f"one of {', '.join(allowed)}"
@@ -63,6 +84,7 @@ class EngineConfig:
         return (
             f"{self.max_batch_requests} requests, {self.step_token_budget} tokens per step, "
             f"{self.admission} admission, {self.prefill} prompts"
+            + ("" if self.prefix_caching else ", no prefix cache")
         )
 
 
@@ -184,8 +206,11 @@ class Instance:
     config: EngineConfig
     table: StepTable
     work: Workload
-    #: KV-cache capacity in layer-positions (one cached token in one layer).
+    #: KV-cache capacity in layer-positions (one cached token in one layer; with a draft, a
+    #: target layer-position and its share of the draft's cache).
     kv_capacity: float
+    #: The draft side when the setting speculates (§E8), else None.
+    draft: DraftEngine | None = None
 
     @property
     def gpus(self) -> int:
@@ -229,34 +254,35 @@ class LayoutSearch:
 def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
     """Compile ``setting`` for an instance of ``gpus`` GPUs; refuses what the simulator cannot
     model and instances the weights do not fit."""
-    if setting.spec is not None:
-        raise SpecError(
-            "argument",
-            "draft",
-            "serving under load does not model speculative decoding",
-            "drop --draft",
-        )
     if isinstance(gpus, bool) or int(gpus) != gpus or gpus < 1:
         raise SpecError(
             "argument", "gpus", f"is {gpus!r}", "an instance has a whole number of GPUs >= 1"
         )
     gpus = int(gpus)
     a = setting.assumptions
-    model = StepModel(compile_workload(setting.model, a), setting.gpu, a, integer_layouts=True)
-    work = model.work
+    work = compile_workload(setting.model, a)
+    companion, copies = (None, 0) if setting.spec is None else resident_draft(setting.spec, a)
+    model = StepModel(
+        work, setting.gpu, a, integer_layouts=True, companion=companion, companion_copies=copies
+    )
     free = model.kv_capacity_bytes(gpus)
     if free <= 0 or work.kv_bytes_per_position_per_layer <= 0:
+        with_draft = " and its draft's" if copies else ""
         raise InfeasibleError(
-            f"{setting.model.name} ({model.weights_total_bytes / 1e9:.1f} GB of weights) leaves no room for a KV "
+            f"{setting.model.name} ({model.weights_total_bytes / 1e9:.1f} GB of weights{with_draft}) leaves no room for a KV "
             f"cache on {gpus} x {setting.gpu.name} ({model.machine.usable_hbm_bytes / 1e9:.1f} GB usable each)"
         )
+    per_position = work.kv_bytes_per_position_per_layer
+    if copies:  # each cached token also holds the draft's cache (§E8)
+        layers = sum(g.layers for g in work.groups)
+        per_position += copies * companion.kv_bytes_per_token / layers
     return LayoutSearch(
         setting,
         gpus,
         model,
         prefill_step_model(setting.model, setting.gpu, a, True).work,
         tuple(candidate_layouts(work, gpus, setting.pipeline, model.features)),
-        free / work.kv_bytes_per_position_per_layer,
+        free / per_position,
     )
 
 
@@ -274,8 +300,21 @@ def build_instance(
     search = search or layout_search(setting, gpus)
     if layout is None:
         layout = search.choose(config, reference_context, load)
-    table = StepTable(
-        search.model, layout, max(config.step_token_budget, config.max_batch_requests)
-    )
+    max_tokens = max(config.step_token_budget, config.max_batch_requests)
+    table = StepTable(search.model, layout, max_tokens)
     capacity = layout_capacity(search.model, search.capacity, layout)
-    return Instance(setting, layout, config, table, search.model.work, capacity)
+    draft = None
+    if setting.spec is not None:
+        draft = draft_engine(
+            setting.spec,
+            setting.gpu,
+            setting.assumptions,
+            gpus,
+            sum(g.layers for g in search.model.work.groups),
+            config.step_token_budget,
+            max_tokens,
+            config.speculation_schedule,
+            config.speculation_max_batch,
+            reference_context,
+        )
+    return Instance(setting, layout, config, table, search.model.work, capacity, draft)

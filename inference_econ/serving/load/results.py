@@ -120,6 +120,14 @@ class LoadResult:
     output_tokens_per_s_per_mw: float = math.nan
     it_power_kw: float = math.nan
     gco2_per_mtok: float | None = None
+    #: Prompt tokens served from the prefix cache over the prompt tokens of the requests
+    #: admitted in the service window (§E9; None: the prompts share nothing).
+    prefix_hit_rate: float | None = None
+    #: Share of the decode steps that speculated (§E8; None: no draft).
+    speculative_step_fraction: float | None = None
+    #: How requests reach the instances (§E10) and how many were simulated together.
+    router: str = "random"
+    instances_simulated: int = 1
 
     def with_targets(self, targets: Targets) -> LoadResult:
         """The same run judged against other targets (goodput, headroom, whether met)."""
@@ -142,12 +150,25 @@ class LoadResult:
         if self.setting is not None:
             meta = {k: v for k, v in self.setting.metadata().items() if k != "context_tokens"}
         meta.update(traffic=self.traffic, targets=self.targets.describe())
-        meta["requests_per_instance"] = self.requests
+        if self.instances_simulated > 1:  # a group behind a router (§E10)
+            meta["requests_simulated"] = self.requests
+            meta["instances_simulated"] = self.instances_simulated
+        else:
+            meta["requests_per_instance"] = self.requests
         if self.seed is not None:
             meta["seed"] = self.seed
-        if self.engine is not None:
-            meta["max_batch_requests"] = self.engine.max_batch_requests
-            meta["step_token_budget"] = self.engine.step_token_budget
+        e = self.engine
+        if e is not None:
+            meta["max_batch_requests"] = e.max_batch_requests
+            meta["step_token_budget"] = e.step_token_budget
+            if e.router != "random":
+                meta["router"] = e.router
+            if not e.prefix_caching:
+                meta["prefix_caching"] = False
+            if self.setting is not None and self.setting.spec is not None:
+                meta["speculation_schedule"] = e.speculation_schedule
+                if e.speculation_max_batch is not None:
+                    meta["speculation_max_batch"] = e.speculation_max_batch
         return meta
 
     @property
@@ -225,6 +246,12 @@ class LoadResult:
         )
         if self.gco2_per_mtok is not None:
             out["gco2_per_mtok"] = self.gco2_per_mtok
+        if self.prefix_hit_rate is not None:
+            out["prefix_hit_rate"] = self.prefix_hit_rate
+        if self.speculative_step_fraction is not None:
+            out["speculative_step_fraction"] = self.speculative_step_fraction
+        if self.instances > 1:
+            out["router"] = self.router
         for name, value in self.headroom.items():
             out[f"{name}_headroom"] = value
         return out
@@ -289,6 +316,8 @@ class Window:
     input_tokens: float
     output_tokens: float
     backlog_growth: float
+    opens_s: float = 0.0
+    closes_s: float = math.inf
 
     @classmethod
     def of(cls, arrivals, lat: RequestLatencies, run_s: float, admitted_s) -> Window:
@@ -309,6 +338,8 @@ class Window:
             input_tokens=float(arrivals.prompt_tokens[started].sum()),
             output_tokens=float(started.sum() + np.sum((arrivals.output_tokens - 1) * weight)),
             backlog_growth=backlog_growth(arrivals, lat),
+            opens_s=float(lo),
+            closes_s=float(hi),
         )
 
     @staticmethod
@@ -338,8 +369,11 @@ def summarise(
     targets: Targets,
     instances: int = 1,
     rate_per_s: float | None = None,
+    scale: float | None = None,
 ) -> LoadResult:
-    """Latency distributions, rates, utilisation and prices of one simulated run (§E4)."""
+    """Latency distributions, rates, utilisation and prices of one simulated run (§E4): one
+    instance of ``instances``, or a group (``record.instances``) whose rates count ``scale``
+    times in the deployment."""
     window = max(record.end_s, 1e-12)
     return assemble(
         instance,
@@ -349,7 +383,7 @@ def summarise(
         traffic=traffic.describe(),
         rate_per_s=float(rate_per_s if rate_per_s is not None else traffic.offered_rate_per_s),
         seed=traffic.seed,
-        scale=instances,
+        scale=instances if scale is None else scale,
         gpus=(instance.gpus, instances, 0, 0),
         window_s=window,
         admitted_s=record.admitted_s,
@@ -360,6 +394,14 @@ def summarise(
         mfu=record.flop / (instance.table.peak_flop_per_s * window),
         mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
         peak_kv_fraction=record.peak_kv_fraction,
+        cached_tokens=record.cached_tokens,
+        speculative_step_fraction=(
+            record.spec_steps / record.decode_steps
+            if instance.draft is not None and record.decode_steps
+            else None
+        ),
+        router=instance.config.router,
+        instances_simulated=record.instances,
     )
 
 
@@ -385,12 +427,19 @@ def assemble(
     layout: str | None = None,
     notes: tuple[str, ...] = (),
     seed: int | None = None,
+    cached_tokens: np.ndarray | None = None,
+    speculative_step_fraction: float | None = None,
+    router: str = "random",
+    instances_simulated: int = 1,
+    pools: tuple | None = None,
 ) -> LoadResult:
     """A ``LoadResult`` from per-request latencies of ``arrivals`` (the requests of one
     simulated instance, whose rates count ``scale`` times in the deployment; ``admitted_s``
     when each entered the engine that finished it) and the deployment's GPU time over its
     service window (``Window``; the whole run of ``window_s`` when it is too short),
-    ``input_share`` of which went to prompt tokens."""
+    ``input_share`` of which went to prompt tokens. ``cached_tokens``: each request's prompt
+    tokens found in the prefix cache (§E9); ``pools``: ``((setting, GPUs), ...)`` of a
+    deployment whose pools run on different GPUs, priced and powered each on its own."""
     done = np.isfinite(lat.e2e_s)
     window = Window.of(arrivals, lat, window_s, admitted_s)
     good = targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s)
@@ -399,6 +448,8 @@ def assemble(
     per_instance, count, prefill_per_instance, prefill_count = gpus
     total_gpus = per_instance * count + prefill_per_instance * prefill_count
     price = instance.setting.gpu.price_usd_per_hour
+    if pools is not None:  # the deployment's cost per GPU-hour, pool by pool
+        price = sum(s.gpu.price_usd_per_hour * n for s, n in pools) / total_gpus
     gpu_s = total_gpus * window.seconds
 
     def dollars(seconds, tokens):
@@ -425,10 +476,27 @@ def assemble(
         )
     if len(arrivals) < 1000:
         notes.append(f"only {len(arrivals)} requests per instance: p99 values are rough")
-    energy = _energy(instance.setting, total_gpus, n_out / window.seconds, busy_fraction, mfu)
+    energy = (
+        _energy(instance.setting, total_gpus, n_out / window.seconds, busy_fraction, mfu)
+        if pools is None
+        else _pools_energy(pools, n_out / window.seconds, busy_fraction, mfu)
+    )
+    hit = None
+    if cached_tokens is not None:
+        a = np.asarray(arrivals.arrival_s, dtype=float)
+        judged = np.isfinite(cached_tokens) & (a >= window.opens_s) & (a <= window.closes_s)
+        if not judged.any():
+            judged = np.isfinite(cached_tokens)
+        prompts = float(np.sum(arrivals.prompt_tokens[judged]))
+        hit = float(np.sum(cached_tokens[judged]) / prompts) if prompts else 0.0
+    hardware = instance.setting.gpu.name
+    if pools is not None and len({s.gpu.name for s, _ in pools}) > 1:
+        hardware = " + ".join(
+            f"{s.gpu.name} ({role})" for (s, _), role in zip(pools, ("prefill", "decode"))
+        )
     return LoadResult(
         model=instance.setting.model.name,
-        hardware=instance.setting.gpu.name,
+        hardware=hardware,
         assumptions=instance.setting.assumptions.label,
         layout=layout or instance.layout.describe(),
         gpus_per_instance=per_instance,
@@ -467,8 +535,27 @@ def assemble(
         setting=instance.setting,
         engine=instance.config,
         seed=seed,
+        prefix_hit_rate=hit,
+        speculative_step_fraction=speculative_step_fraction,
+        router=router,
+        instances_simulated=instances_simulated,
         **energy,
     )
+
+
+def _pools_energy(pools, output_tokens_per_s: float, busy: float, mfu: float) -> dict:
+    """The energy fields of a deployment whose pools run on different GPUs: each pool's power
+    at the run's busy time and MFU, added (per output token, per kW and per MW alike)."""
+    parts = [_energy(s, n, output_tokens_per_s, busy, mfu) for s, n in pools]
+    out = {
+        "joules_per_output_token": sum(p["joules_per_output_token"] for p in parts),
+        "it_power_kw": sum(p["it_power_kw"] for p in parts),
+    }
+    for name in ("output_tokens_per_s_per_kw", "output_tokens_per_s_per_mw"):
+        out[name] = 1.0 / sum(1.0 / p[name] for p in parts)
+    if all("gco2_per_mtok" in p for p in parts):
+        out["gco2_per_mtok"] = sum(p["gco2_per_mtok"] for p in parts)
+    return out
 
 
 def _energy(setting: Setting, gpus: int, output_tokens_per_s: float, busy: float, mfu: float):

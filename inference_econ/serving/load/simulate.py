@@ -26,6 +26,7 @@ follows from the contexts, which all grow by one token per step.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from ...errors import SpecError
 from ..setting import check_context
 from .arrivals import Arrivals
 from .engine import Instance
+from .prefix_cache import PrefixCache
 
 #: Longest run of decode steps evaluated at once (bounds the arrays).
 RUN_STEPS = 4096
@@ -58,76 +60,134 @@ class RunRecord:
     end_s: float  # when the last request finished
     batch_seconds: float  # Σ decoding requests × step time (for the mean batch)
     peak_kv_fraction: float  # largest share of the KV cache in use
+    #: Prompt tokens each request's first admission found in the prefix cache (None: the
+    #: prompts share nothing, §E9).
+    cached_tokens: np.ndarray | None = None
+    spec_steps: int = 0  # decode steps that speculated (§E8)
+    decode_steps: int = 0  # steps with decoding requests
+    instances: int = 1  # instances simulated (busy, prefill, FLOP and batch are per instance)
 
 
-class _Engine:
-    """The scheduler's state between steps."""
+#: Completions are exact to this many tokens of progress (speculation advances by fractions).
+_EPS = 1e-9
 
-    def __init__(
-        self, inst: Instance, arrivals: Arrivals, prefilled, progress, clients=None
-    ) -> None:
-        self.inst, self.table, self.cfg = inst, inst.table, inst.config
-        self.cap = inst.kv_capacity
-        self.windowed = inst.windowed
-        self.layers = float(sum(g.layers for g in inst.work.groups))
+
+class _Requests:
+    """Per-request state shared by every engine of a simulation (each request is served by
+    one engine: a group of instances writes into the same arrays)."""
+
+    def __init__(self, arrivals: Arrivals, prefilled, full, cap) -> None:
         n = len(arrivals)
-        self.clients = clients
-        if clients is None:
-            self.arr = arrivals.arrival_s.tolist()
-        else:  # the first ``clients`` requests at once, each next one when one finishes
-            self.released = min(int(clients), n)
-            self.arr = [0.0] * self.released + [np.inf] * (n - self.released)
+        self.n = n
         self.n_in = arrivals.prompt_tokens.astype(np.int64)
         self.n_out = arrivals.output_tokens.astype(np.int64)
         self.first = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
         self.admitted_at = np.full(n, np.nan)
+        self.sent = np.asarray(arrivals.arrival_s, dtype=float).copy()
         self.preempted = np.zeros(n, dtype=np.int64)
+        self.cached = np.full(n, np.nan)  # prompt tokens its first admission found cached
         self.gen = np.where(prefilled, 1, 0).astype(np.int64)
         self.needs_prefill = ~np.asarray(prefilled, dtype=bool)  # a new, writable array
-        peak = self.n_in + self.n_out - 1
-        self.full = np.broadcast_to(np.asarray(inst.positions(peak), dtype=float), (n,))
-        self.rejected = self.full > self.cap
+        self.full = np.broadcast_to(np.asarray(full, dtype=float), (n,))
+        self.rejected = self.full > cap
+        self.seq = np.zeros(n, dtype=np.int64)  # admission order
+        self.sharing = arrivals.sharing
+        self.done = 0
+
+
+class _Engine:
+    """The scheduler's state between steps.
+
+    Decoding requests are kept by the progress at which they end: ``G`` counts the tokens
+    every running request has gained since the engine started (one per step, or a cycle's
+    expected tokens when it speculates, §E8), a request's context is its base plus ``G``.
+    """
+
+    def __init__(
+        self,
+        inst: Instance,
+        req: _Requests,
+        progress,
+        clients=None,
+        order=None,
+        on_finish=None,
+    ) -> None:
+        self.inst, self.table, self.cfg = inst, inst.table, inst.config
+        self.req = req
+        self.cap = inst.kv_capacity
+        self.windowed = inst.windowed
+        self.layers = float(sum(g.layers for g in inst.work.groups))
+        n = req.n
+        self.clients = clients
+        #: Requests this engine receives at known times, in order (``order``), and those it
+        #: receives later (a session's next turn, a router's push) on a heap.
+        self.order = [] if order is None else order
+        if (
+            clients is not None
+        ):  # the first ``clients`` requests at once, each next one when one finishes
+            self.released = min(int(clients), len(self.order))
+            self.arr = [0.0] * self.released + [np.inf] * (len(self.order) - self.released)
+            req.sent[self.order] = np.nan
+            req.sent[self.order[: self.released]] = 0.0
+        else:
+            self.arr = req.sent[self.order].tolist() if len(self.order) else []
+        self.late: list[tuple[float, int]] = []
+        self.on_finish = on_finish
         self.no_evict = self.cfg.admission == "no_evict"
         self.committed = 0.0  # no_evict: layer-positions promised to the admitted requests
         self.mode = self.cfg.prefill
-        self.seq = np.zeros(n, dtype=np.int64)  # admission order
         self.admitted = 0
-        self.n, self.next_arrival, self.done = n, 0, 0
+        self.next_arrival = 0
         self.waiting: deque[int] = deque()
         self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
         self.reserved = 0.0  # KV layer-positions held by prompts being prefilled
         # the decoding requests: request -> (context - G, G once it has all its tokens), the
         # requests by the G they finish at, and a heap of those G (stale entries skipped)
-        self.running: dict[int, tuple[int, int]] = {}
-        self.by_end: dict[int, list[int]] = {}
-        self.ends: list[int] = []
-        self.sum_base = 0
-        self.G, self.t = 0, 0.0
+        self.running: dict[int, tuple[float, float]] = {}
+        self.by_end: dict[float, list[int]] = {}
+        self.ends: list[float] = []
+        self.sum_base = 0.0
+        self.G, self.t = 0.0, 0.0
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
-        self.steps = 0
+        self.steps = self.spec_steps = self.decode_steps = 0
         self.progress, self.next_report = progress, max(1, n // 10)
+        # speculation (§E8): the cycle at each batch, and the reference positions it is chosen at
+        self.draft = inst.draft
+        if self.draft is not None:
+            self.q_ref = float(inst.positions(self.draft.context))
+        # the prefix cache (§E9): only where prompts share segments
+        self.cache = None
+        self.chain: dict[int, list] = {}
+        if inst.config.prefix_caching and req.sharing is not None:
+            pos = self.pos
+            self.cache = PrefixCache(lambda a, b: pos(b) - pos(a))
 
     # --- the KV cache ------------------------------------------------------------------
     def decode_positions(self, ahead=0):
-        """Σ over decoding requests of their layer-positions ``ahead`` steps from now
+        """Σ over decoding requests of their layer-positions ``ahead`` tokens from now
         (``ahead`` may be an array)."""
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
         base = np.fromiter((b for b, _ in self.running.values()), float, len(self.running))
         return self.inst.work.layer_positions_of_many(np.sort(base + self.G), ahead)
 
-    def growth(self) -> float:
-        """Layer-positions the decoding requests add in one step."""
+    def growth(self, per_step: float = 1.0) -> float:
+        """Layer-positions the decoding requests add in one step of ``per_step`` tokens."""
         if not self.windowed:
-            return self.layers * len(self.running)
-        return float(self.decode_positions(1)) - float(self.decode_positions(0))
+            return self.layers * len(self.running) * per_step
+        return float(self.decode_positions(per_step)) - float(self.decode_positions(0))
+
+    def held(self) -> float:
+        """Layer-positions held outside the decoding requests' contexts: prompts being
+        prefilled, less the copies of shared prefixes stored once (§E9)."""
+        return self.reserved - (self.cache.shared if self.cache is not None else 0.0)
 
     def used(self) -> float:
         if not self.windowed:
-            return self.layers * (self.sum_base + len(self.running) * self.G) + self.reserved
-        return float(self.decode_positions()) + self.reserved
+            return self.layers * (self.sum_base + len(self.running) * self.G) + self.held()
+        return float(self.decode_positions()) + self.held()
 
     def pos(self, context) -> float:
         """Layer-positions one request of this context holds."""
@@ -135,30 +195,78 @@ class _Engine:
             return self.layers * context
         return float(self.inst.positions(context))
 
-    # --- admission and preemption ------------------------------------------------------
-    def arrive(self) -> None:
-        while self.next_arrival < self.n and self.arr[self.next_arrival] <= self.t:
-            self.waiting.append(self.next_arrival)
-            self.next_arrival += 1
+    def trim(self) -> None:
+        """Evict cached prefixes the running requests need the memory of (§E9)."""
+        c = self.cache
+        if c is not None and c.cached > 0.0:
+            over = self.used() + c.cached - self.cap
+            if over > 0.0:
+                c.evict(over)
 
+    # --- speculation ---------------------------------------------------------------------
+    def cycle(self, D: int):
+        """The speculative cycle of a step with ``D`` decoding requests (None: none)."""
+        if self.draft is None or D == 0:
+            return None
+        return self.draft.cycle_at(self.table, D, self.q_ref)
+
+    def advance(self, D: int) -> float:
+        """Tokens each decoding request gains per step at batch ``D``."""
+        c = self.cycle(D)
+        return 1.0 if c is None else c.expected_tokens
+
+    # --- arrivals ----------------------------------------------------------------------
+    def next_time(self) -> float:
+        """When the next request reaches this engine (inf: none known)."""
+        a = self.arr[self.next_arrival] if self.next_arrival < len(self.arr) else np.inf
+        return min(a, self.late[0][0]) if self.late else a
+
+    def push(self, i: int, at: float) -> None:
+        """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""
+        heapq.heappush(self.late, (at, i))
+
+    def arrive(self) -> None:
+        arr, order, late = self.arr, self.order, self.late
+        while True:
+            a = arr[self.next_arrival] if self.next_arrival < len(arr) else np.inf
+            b = late[0][0] if late else np.inf
+            if min(a, b) > self.t:
+                return
+            if a <= b:
+                self.waiting.append(order[self.next_arrival])
+                self.next_arrival += 1
+            else:
+                self.waiting.append(heapq.heappop(late)[1])
+
+    def outstanding(self) -> int:
+        """Requests routed here and not finished (a router's measure of load)."""
+        return len(self.waiting) + len(self.prefilling) + len(self.running) + len(self.late)
+
+    # --- admission and preemption ------------------------------------------------------
     def admit(self) -> None:
+        r = self.req
         limit = self.cfg.max_batch_requests
         if self.hold and not self.running and not self.prefilling:
             self.hold = False  # everything was preempted: start again
         while self.waiting and not self.hold:
             i = self.waiting[0]
-            if self.rejected[i]:
+            if r.rejected[i]:
                 self.waiting.popleft()
-                self._count_done(1)
+                self._count_done(1, i)
                 continue
             if len(self.running) + len(self.prefilling) >= limit:
                 return
-            context = int(self.n_in[i] + self.gen[i] - (0 if self.needs_prefill[i] else 1))
+            context = int(r.n_in[i] + r.gen[i] - (0 if r.needs_prefill[i] else 1))
             need = self.pos(context)
+            nodes, hit = (), 0
+            if self.cache is not None and r.needs_prefill[i]:
+                nodes = self.cache.lookup(r.sharing.segments[i])
+                hit = self.cache.hit_tokens(nodes, r.n_in[i])
+                need -= self.cache.held_by_others(nodes)  # stored once
             if self.no_evict:
-                if self.committed + self.full[i] > self.cap:
+                if self.committed + r.full[i] > self.cap:
                     return
-                self.committed += self.full[i]
+                self.committed += r.full[i]
             elif (
                 self.used() + need + self.layers * (len(self.running) + len(self.prefilling) + 1)
                 > self.cap
@@ -166,21 +274,26 @@ class _Engine:
                 return  # room for every running request's next token first (vLLM V1's order)
             self.waiting.popleft()
             self.admitted += 1
-            self.admitted_at[i] = self.t
-            self.seq[i] = self.admitted
-            if self.needs_prefill[i]:
-                self.prefilling.append([i, 0, context])
-                self.reserved += need
+            r.admitted_at[i] = self.t
+            r.seq[i] = self.admitted
+            if self.cache is not None and r.needs_prefill[i]:
+                self.cache.pin(nodes, self.t)
+                self.chain[i] = list(nodes)
+                if np.isnan(r.cached[i]):
+                    r.cached[i] = hit
+            if r.needs_prefill[i]:
+                self.prefilling.append([i, hit, context])
+                self.reserved += self.pos(context)
             else:  # arrives with its prompt's cache (disaggregated decode)
                 self._join_decode(i, context)
+        self.trim()
 
     def _join_decode(self, i: int, context: int) -> None:
-        left = int(self.n_out[i] - self.gen[i])
+        r = self.req
+        left = int(r.n_out[i] - r.gen[i])
         if left <= 0:
-            self.finish[i] = self.t
-            if self.no_evict:
-                self.committed -= self.full[i]
-            self._count_done(1)
+            self._finished(i)
+            self._count_done(1, i)
             return
         end = self.G + left
         self.running[i] = (context - self.G, end)
@@ -188,24 +301,27 @@ class _Engine:
         heapq.heappush(self.ends, end)
         self.sum_base += context - self.G
 
-    def min_end(self) -> int:
+    def min_end(self) -> float:
         """The G at which the next decoding request finishes."""
         while self.ends[0] not in self.by_end:
             heapq.heappop(self.ends)
         return self.ends[0]
 
-    def _leave(self, i: int) -> None:
-        """Take request ``i`` out of the decoding batch."""
+    def _leave(self, i: int) -> float:
+        """Take request ``i`` out of the decoding batch; its context."""
         base, end = self.running.pop(i)
         self.sum_base -= base
         same = self.by_end[end]
         same.remove(i)
         if not same:
             del self.by_end[end]
+        return base + self.G
 
     def preempt(self) -> None:
-        """Drop the cache of the request admitted last and put it back at the queue's head."""
-        seq = self.seq
+        """Drop the cache of the request admitted last and put it back at the queue's head,
+        with the tokens it has generated (they are prefilled again)."""
+        r = self.req
+        seq = r.seq
         last = max(self.running, key=lambda k: seq[k], default=-1)
         decode_seq = seq[last] if last >= 0 else -1
         if self.prefilling and seq[self.prefilling[-1][0]] > decode_seq:
@@ -213,43 +329,80 @@ class _Engine:
             self.reserved -= self.pos(context)
         else:
             i = last
-            self._leave(i)
-        self.preempted[i] += 1
-        self.needs_prefill[i] = True
+            context = self._leave(i)
+            r.gen[i] = max(int(r.gen[i]), int(context + _EPS) - int(r.n_in[i]) + 1)
+        if self.cache is not None and i in self.chain:  # its prefix stays cached
+            self.cache.release(self.chain.pop(i), self.t)
+        r.preempted[i] += 1
+        r.needs_prefill[i] = True
         self.waiting.appendleft(i)
         self.hold = True
 
-    def _count_done(self, count: int) -> None:
-        self.done += count
+    def _finished(self, i: int) -> None:
+        r = self.req
+        r.finish[i] = self.t
+        if self.no_evict:
+            self.committed -= r.full[i]
+        if self.cache is not None and i in self.chain:
+            nodes = self.chain.pop(i)
+            key = r.sharing.answer_keys[i]
+            if key is not None:  # the answer: the next turn's prompt starts with it
+                nodes += self.cache.insert(((key, int(r.n_out[i])),), nodes[-1], self.t)
+            self.cache.release(nodes, self.t)
+
+    def _count_done(self, count: int, i: int) -> None:
+        r = self.req
+        r.done += count
         if self.clients is not None:  # each finished request's client sends its next one now
             for _ in range(count):
-                if self.released < self.n:
+                if self.released < len(self.order):
                     self.arr[self.released] = self.t
+                    r.sent[self.order[self.released]] = self.t
                     self.released += 1
-        if self.progress is not None and self.done >= self.next_report:
-            self.progress(self.done, self.n)
-            self.next_report += max(1, self.n // 10)
+        if r.sharing is not None:
+            nxt = int(r.sharing.follows[i])
+            if nxt >= 0:  # the session's next turn, a think time after this answer
+                at = self.t + float(r.sharing.think_s[nxt])
+                r.sent[nxt] = at
+                if self.on_finish is not None:
+                    self.on_finish(nxt, at)
+                else:
+                    self.push(nxt, at)
+        if self.progress is not None and r.done >= self.next_report:
+            self.progress(r.done, r.n)
+            self.next_report += max(1, r.n // 10)
 
     def _complete(self) -> None:
         """Requests whose last token came out of the step just taken."""
-        G = self.G
-        done = self.by_end.pop(G, None)
-        if not done:
-            return
-        for i in done:
-            self.sum_base -= self.running.pop(i)[0]
-            self.finish[i] = self.t
-            if self.no_evict:
-                self.committed -= self.full[i]
-        self.hold = False
-        self._count_done(len(done))
+        while self.ends:
+            end = self.ends[0]
+            if end not in self.by_end:
+                heapq.heappop(self.ends)
+                continue
+            if end > self.G + _EPS:
+                return
+            heapq.heappop(self.ends)
+            done = self.by_end.pop(end)
+            for i in done:
+                self.sum_base -= self.running.pop(i)[0]
+                self._finished(i)
+            self.hold = False
+            for i in done:
+                self._count_done(1, i)
 
     # --- steps -------------------------------------------------------------------------
+    def decode_tokens(self) -> int:
+        """Tokens the decoding requests take of the next step's budget (a speculative cycle
+        verifies several per request)."""
+        D = len(self.running)
+        c = self.cycle(D)
+        return D if c is None else D * c.verify_tokens
+
     def can_prefill(self, budget: int) -> bool:
         """Whether the next step carries prompt tokens (``budget``: the step's token budget)."""
         if not self.prefilling:
             return False
-        D = len(self.running)
+        D = self.decode_tokens()
         if self.mode == "chunked":
             return budget > D
         if self.mode == "whole":
@@ -261,13 +414,17 @@ class _Engine:
         """One step with prompt tokens (all of ``budget`` for them: the decoding requests'
         tokens already taken out, except with separate prefill); False if the cache had to
         make room first."""
+        r = self.req
         separate = self.mode == "separate"
         D = 0 if separate else len(self.running)
-        if not separate and self.used() + self.growth() > self.cap:
+        c = self.cycle(D)
+        E = 1.0 if c is None else c.expected_tokens
+        v = 1 if c is None else c.verify_tokens
+        if not separate and self.used() + self.growth(E) > self.cap:
             self.preempt()
             return False
         decode_q = float(self.decode_positions()) if D else 0.0
-        kv, att, taken = decode_q, decode_q, 0
+        kv, att, taken = decode_q, v * decode_q, 0
         chunks = []
         for entry in self.prefilling:
             left = entry[2] - entry[1]
@@ -285,11 +442,18 @@ class _Engine:
             att += take * self.pos(entry[1] + (take - 1) / 2.0)
             chunks.append((entry, take))
             taken += take
-        T = D + taken
-        largest = max((take for _, take in chunks), default=1)
+        T = D * v + taken
+        largest = max(max((take for _, take in chunks), default=1), v if D else 1)
         dt = self.table.time_s(T, kv, att, D + len(chunks), largest)
-        self._account(dt, D, T, att, decode=not separate)
-        self.prefill_s += dt - (self.table.time_s(D, decode_q, decode_q) if D else 0.0)
+        alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v) if D else 0.0
+        flop = self.table.flop[T] + self.table.attention_flop * att
+        if self.draft is not None:
+            extra, extra_flop, decode_extra = self._draft_work(D, c, chunks, taken)
+            dt += extra
+            alone += decode_extra
+            flop += extra_flop
+        self._account(dt, D, flop, E if (T and not separate and D) else 0.0, c)
+        self.prefill_s += dt - alone
         self.steps += 1
         for entry, take in chunks:
             entry[1] += take
@@ -298,98 +462,213 @@ class _Engine:
         while self.prefilling and self.prefilling[0][1] >= self.prefilling[0][2]:
             i, _, context = self.prefilling.pop(0)
             self.reserved -= self.pos(context)
-            self.gen[i] += 1
-            self.needs_prefill[i] = False
-            if np.isnan(self.first[i]):
-                self.first[i] = self.t
+            r.gen[i] += 1
+            r.needs_prefill[i] = False
+            if np.isnan(r.first[i]):
+                r.first[i] = self.t
+            if self.cache is not None and i in self.chain:  # its prompt's segments are cached
+                segs = r.sharing.segments[i]
+                held = self.chain[i]
+                self.chain[i] = held + self.cache.insert(
+                    segs[len(held) :], held[-1] if held else None, self.t
+                )
             self._join_decode(i, context)
+        self.trim()
         return True
 
-    def _account(self, dt: float, D: int, T: int, attended: float, decode=True) -> None:
+    def _draft_work(self, D: int, c, chunks, taken: int):
+        """(seconds, FLOP, seconds without the prompt chunks) the draft adds to a mixed
+        step: its passes for the decoding requests when the step speculates, and its own
+        prefill of the prompt chunks (its cache follows the target's, §E8)."""
+        d = self.draft
+        tab = d.table
+        seconds = flop = decode_only = 0.0
+        if c is not None:
+            ctx = self.sum_base + D * self.G
+            qd = d.draft_positions(ctx)
+            for tokens, count in c.draft_passes:
+                s = tab.time_s(D * tokens, qd, tokens * qd, D, tokens)
+                seconds += count * s
+                decode_only += count * s
+                flop += count * (tab.flop[D * tokens] + tab.attention_flop * tokens * qd)
+        if taken:
+            kv = sum(d.layers * e[1] for e, _ in chunks)
+            att = sum(take * d.layers * (e[1] + (take - 1) / 2.0) for e, take in chunks)
+            largest = max(take for _, take in chunks)
+            seconds += tab.time_s(taken, kv, att, len(chunks), largest)
+            flop += tab.flop[taken] + tab.attention_flop * att
+        return seconds, flop, decode_only
+
+    def _account(self, dt: float, D: int, flop: float, advance: float, c=None) -> None:
         self.t += dt
-        self.G += 1 if (T and decode) else 0
+        self.G += advance
         self.busy += dt
         self.batch_s += D * dt
-        self.flop += self.table.flop[T] + self.table.attention_flop * attended
+        self.flop += flop
+        if D:
+            self.decode_steps += 1
+            self.spec_steps += c is not None
         self.peak = max(self.peak, self.used() / self.cap)
 
-    def decode_run(self, admit_more: bool) -> None:
+    def decode_run(self, admit_more: bool, horizon: float = np.inf) -> None:
         """Decode-only steps until the next event: an arrival that could be admitted, a
-        completion, or a full cache."""
+        completion, or a full cache (and no later than ``horizon`` when requests may be
+        admitted: a router's next arrival)."""
         D = len(self.running)
-        k = self.min_end() - self.G
-        deadline = (
-            self.arr[self.next_arrival] - self.t
-            if admit_more and self.next_arrival < self.n
-            else None
-        )
+        c = self.cycle(D)
+        E = 1.0 if c is None else c.expected_tokens
+        k = max(1, math.ceil((self.min_end() - self.G) / E - _EPS))
+        deadline = min(self.next_time(), horizon) - self.t if admit_more else None
+        if deadline is not None and not math.isfinite(deadline):
+            deadline = None
         if self.windowed:
-            k, span, attended, after = self._run_arrays(D, min(k, RUN_STEPS), deadline)
+            k, span, attended, after, flop = self._run_arrays(D, min(k, RUN_STEPS), deadline, c)
         else:
-            k, span, attended, after = self._run_closed(D, k, deadline)
+            k, span, attended, after, flop = self._run_closed(D, k, deadline, c)
         if k == 0:
             self.preempt()
             return
         self.t += span
-        self.G += k
+        self.G += k * E
         self.busy += span
         self.batch_s += D * span
-        self.flop += k * self.table.flop[D] + self.table.attention_flop * attended
+        self.flop += flop
         self.steps += k
-        self.peak = max(self.peak, (after + self.reserved) / self.cap)
+        self.decode_steps += k
+        self.spec_steps += k if c is not None else 0
+        self.peak = max(self.peak, (after + self.held()) / self.cap)
         self._complete()
+        self.trim()
 
-    def _run_closed(self, D: int, k: int, deadline):
-        """(steps, seconds, Σ positions attended, positions after) of a run of at most ``k``
-        steps, in closed form: the positions grow by the same amount every step."""
+    def _run_time(self, D: int, q0: float, growth: float, k: int, c) -> float:
+        if c is None:
+            return self.table.run_time_s(D, q0, growth, k)
+        E = c.expected_tokens
+        s0 = self.sum_base + D * self.G
+        return self.draft.run_s(self.table, D, q0, growth, s0, D * E, k, c)
+
+    def _run_flop(self, D: int, k: int, attended: float, c) -> float:
+        """FLOP of ``k`` decode steps whose positions attended sum to ``attended``."""
+        tab = self.table
+        if c is None:
+            return k * tab.flop[D] + tab.attention_flop * attended
+        v = c.verify_tokens
+        flop = k * tab.flop[D * v] + tab.attention_flop * v * attended
+        d = self.draft
+        ratio = d.layers / self.layers
+        for tokens, count in c.draft_passes:
+            flop += count * (
+                k * d.table.flop[D * tokens] + d.table.attention_flop * tokens * ratio * attended
+            )
+        return flop
+
+    def _run_closed(self, D: int, k: int, deadline, c):
+        """(steps, seconds, Σ positions attended, positions after, FLOP) of a run of at most
+        ``k`` steps, in closed form: the positions grow by the same amount every step."""
+        E = 1.0 if c is None else c.expected_tokens
         q0 = self.layers * (self.sum_base + D * self.G)
-        growth = self.layers * D
-        k = min(k, int((self.cap - self.reserved - q0) // growth))
+        growth = self.layers * D * E
+        k = min(k, int((self.cap - self.held() - q0) // growth))
         if k <= 0:
-            return 0, 0.0, 0.0, q0
-        run = self.table.run_time_s
-        if deadline is not None and run(D, q0, growth, k) > deadline:
+            return 0, 0.0, 0.0, q0, 0.0
+        if deadline is not None and self._run_time(D, q0, growth, k, c) > deadline:
             lo, hi = 1, k  # the first step count whose run reaches the arrival
             while lo < hi:
                 mid = (lo + hi) // 2
-                if run(D, q0, growth, mid) >= deadline:
+                if self._run_time(D, q0, growth, mid, c) >= deadline:
                     hi = mid
                 else:
                     lo = mid + 1
             k = lo
         attended = k * q0 + growth * k * (k - 1) / 2.0
-        return k, run(D, q0, growth, k), attended, q0 + growth * k
+        span = self._run_time(D, q0, growth, k, c)
+        return k, span, attended, q0 + growth * k, self._run_flop(D, k, attended, c)
 
-    def _run_arrays(self, D: int, k: int, deadline):
+    def _run_arrays(self, D: int, k: int, deadline, c):
         """The same for models with sliding windows, one array element per step."""
-        q = self.decode_positions(np.arange(k + 1))
-        k = min(k, int(np.searchsorted(q[1:] + self.reserved, self.cap, side="right")))
+        E = 1.0 if c is None else c.expected_tokens
+        q = self.decode_positions(E * np.arange(k + 1))
+        k = min(k, int(np.searchsorted(q[1:] + self.held(), self.cap, side="right")))
         if k == 0:
-            return 0, 0.0, 0.0, float(q[0])
-        cum = np.cumsum(self.table.times_s(D, q[:k]))
+            return 0, 0.0, 0.0, float(q[0]), 0.0
+        if c is None:
+            times = self.table.times_s(D, q[:k])
+        else:
+            v, d = c.verify_tokens, self.draft
+            times = self.table.times_s(D * v, q[:k], D, v)
+            ctx = self.sum_base + D * (self.G + E * np.arange(k))
+            qd = d.draft_positions(ctx)
+            for tokens, count in c.draft_passes:
+                times = times + count * d.table.times_s(D * tokens, qd, D, tokens)
+        cum = np.cumsum(times)
         if deadline is not None:
             k = min(k, int(np.searchsorted(cum, deadline)) + 1)
-        return k, float(cum[k - 1]), float(q[:k].sum()), float(q[k])
+        attended = float(q[:k].sum())
+        return k, float(cum[k - 1]), attended, float(q[k]), self._run_flop(D, k, attended, c)
+
+    def iterate(self, horizon: float = np.inf) -> bool:
+        """One turn of the scheduler: admit, then one step with prompt tokens or a run of
+        decode steps. False when there is nothing to do before ``horizon``."""
+        self.arrive()
+        self.admit()
+        D = len(self.running)
+        if D == 0 and not self.prefilling:
+            if self.waiting:
+                return True  # rejected requests were dropped; try the next one
+            nxt = self.next_time()
+            if not math.isfinite(nxt) or nxt > horizon:
+                return False
+            self.t = max(self.t, nxt)
+            return True
+        budget = self.cfg.step_token_budget
+        if self.can_prefill(budget):
+            self.mixed_step(budget if self.mode == "separate" else budget - self.decode_tokens())
+            return True
+        room = not self.waiting and not self.hold
+        room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
+        self.decode_run(room, horizon)
+        return True
 
     def run(self) -> None:
-        budget = self.cfg.step_token_budget
-        while True:
-            self.arrive()
-            self.admit()
-            D = len(self.running)
-            if D == 0 and not self.prefilling:
-                if self.waiting:
-                    continue  # rejected requests were dropped; try the next one
-                if self.next_arrival >= self.n or not np.isfinite(self.arr[self.next_arrival]):
-                    return
-                self.t = max(self.t, self.arr[self.next_arrival])
-                continue
-            if self.can_prefill(budget):
-                self.mixed_step(budget if self.mode == "separate" else budget - D)
-                continue
-            room = not self.waiting and not self.hold
-            room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
-            self.decode_run(room)
+        while self.iterate():
+            pass
+
+
+def _record(engines, req: _Requests, arrivals: Arrivals) -> RunRecord:
+    """What the engines measured: per request, and per instance on average."""
+    g = len(engines)
+    finished = req.finish[np.isfinite(req.finish)]
+    sent = np.where(np.isfinite(req.sent), req.sent, np.nan)
+    arrivals = Arrivals(sent, arrivals.prompt_tokens, arrivals.output_tokens, arrivals.sharing)
+    return RunRecord(
+        arrivals=arrivals,
+        first_token_s=req.first,
+        finish_s=req.finish,
+        admitted_s=req.admitted_at,
+        preemptions=req.preempted,
+        rejected=req.rejected,
+        busy_s=sum(e.busy for e in engines) / g,
+        prefill_s=sum(e.prefill_s for e in engines) / g,
+        flop=sum(e.flop for e in engines) / g,
+        steps=sum(e.steps for e in engines),
+        end_s=float(finished.max()) if finished.size else 0.0,
+        batch_seconds=sum(e.batch_s for e in engines) / g,
+        peak_kv_fraction=max(e.peak for e in engines),
+        cached_tokens=req.cached if req.sharing is not None else None,
+        spec_steps=sum(e.spec_steps for e in engines),
+        decode_steps=sum(e.decode_steps for e in engines),
+        instances=g,
+    )
+
+
+def _checked(instance: Instance, arrivals: Arrivals, prefilled) -> _Requests:
+    n = len(arrivals)
+    if n:  # the longest request against the model's window
+        longest = np.max(arrivals.prompt_tokens + arrivals.output_tokens)
+        check_context(instance.setting.model, float(longest))
+    flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
+    peak = arrivals.prompt_tokens.astype(np.int64) + arrivals.output_tokens - 1
+    return _Requests(arrivals, flags, instance.positions(peak), instance.kv_capacity)
 
 
 def simulate(
@@ -403,38 +682,65 @@ def simulate(
     requests that arrive with their prompt's KV cache and first token (a disaggregated decode
     pool); ``progress(done, total)`` is called as requests finish. With ``clients``, the
     arrival times are ignored: that many closed-loop clients send the requests in order, each
-    its next one when its last one finishes (the record holds the times they arrived)."""
-    n = len(arrivals)
-    if n:  # the longest request against the model's window
-        longest = np.max(arrivals.prompt_tokens + arrivals.output_tokens)
-        check_context(instance.setting.model, float(longest))
-    flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
+    its next one when its last one finishes (the record holds the times they arrived). A
+    session's later turns are sent when the turn before them finishes (``arrivals.sharing``)."""
     if clients is not None and (
         isinstance(clients, bool) or int(clients) != clients or clients < 1
     ):
         raise SpecError("argument", "concurrency", f"is {clients!r}", "a whole number >= 1")
-    engine = _Engine(instance, arrivals, flags, progress, clients)
+    req = _checked(instance, arrivals, prefilled)
+    if clients is not None:
+        order = list(range(req.n))
+    else:
+        order = np.flatnonzero(np.isfinite(req.sent)).tolist()
+    engine = _Engine(instance, req, progress, clients, order)
     engine.run()
-    finished = engine.finish[np.isfinite(engine.finish)]
-    if clients is not None:  # the times the clients sent them (NaN: never sent)
-        sent = np.asarray(engine.arr, dtype=float)
-        arrivals = Arrivals(
-            np.where(np.isfinite(sent), sent, np.nan),
-            arrivals.prompt_tokens,
-            arrivals.output_tokens,
-        )
-    return RunRecord(
-        arrivals=arrivals,
-        first_token_s=engine.first,
-        finish_s=engine.finish,
-        admitted_s=engine.admitted_at,
-        preemptions=engine.preempted,
-        rejected=engine.rejected,
-        busy_s=engine.busy,
-        prefill_s=engine.prefill_s,
-        flop=engine.flop,
-        steps=engine.steps,
-        end_s=float(finished.max()) if finished.size else 0.0,
-        batch_seconds=engine.batch_s,
-        peak_kv_fraction=engine.peak,
-    )
+    return _record([engine], req, arrivals)
+
+
+def simulate_group(
+    instances: list[Instance],
+    arrivals: Arrivals,
+    route: Callable,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunRecord:
+    """Serve ``arrivals`` on a group of instances behind a router (docs/model.md §E10):
+    ``route(engines, request, time)`` picks the engine each request goes to when it arrives
+    (a session's later turns arrive when the turn before them finishes). The engines run in
+    time order, the one furthest behind first; a request routed to an engine in the middle of
+    a run of decode steps joins it at the end of that run, as it would at the end of a step."""
+    req = _checked(instances[0], arrivals, False)
+    pending: list[tuple[float, int]] = []
+
+    def follow(i: int, at: float) -> None:
+        heapq.heappush(pending, (at, i))
+
+    engines = [_Engine(inst, req, None, on_finish=follow) for inst in instances]
+    for i in np.flatnonzero(np.isfinite(req.sent)):
+        pending.append((float(req.sent[i]), int(i)))
+    heapq.heapify(pending)
+    active = [False] * len(engines)
+    step = max(1, req.n // 10)
+    report = step
+    while True:
+        a = pending[0][0] if pending else np.inf
+        busy = [k for k, on in enumerate(active) if on]
+        k = min(busy, key=lambda j: engines[j].t, default=-1)
+        if k >= 0 and engines[k].t < a:
+            active[k] = engines[k].iterate(a)
+            if progress is not None and req.done >= report:
+                progress(req.done, req.n)
+                report += step
+            continue
+        if not pending:
+            if k < 0:
+                break
+            active[k] = engines[k].iterate(np.inf)
+            continue
+        at, i = heapq.heappop(pending)
+        j = route(engines, i, at)
+        engines[j].push(i, at)
+        if not active[j]:
+            engines[j].t = max(engines[j].t, at)
+            active[j] = True
+    return _record(engines, req, arrivals)

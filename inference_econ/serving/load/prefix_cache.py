@@ -1,0 +1,165 @@
+"""The prefix cache of one engine instance (docs/model.md §E9).
+
+Prompts are sequences of *segments*: a shared system prompt, the turns of a conversation so far
+(each user message and each answer), the new message. The cache is a tree of segments (a
+radix tree whose edges are whole segments, as SGLang's RadixAttention keeps token runs and
+vLLM's automatic prefix caching keeps chains of block hashes): a request whose prompt starts
+with a chain of cached segments reuses their KV cache and prefills only the rest, counted in
+whole blocks of ``BLOCK_TOKENS`` tokens (vLLM caches full blocks only) and never the prompt's
+last token (its logits are needed).
+
+Memory: a segment a running request holds is part of that request's cache; if several running
+requests hold it, it is stored once (``shared`` counts the copies not stored). A segment no
+running request holds stays cached in the memory the running requests leave, and is evicted,
+least recently used first and leaves before their parents, when they need it (vLLM evicts its
+free blocks in LRU order; SGLang evicts radix-tree leaves by LRU).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+#: Tokens per KV block: a hit counts whole blocks (vLLM's default block_size of 16 tokens).
+BLOCK_TOKENS = 16
+
+
+class Node:
+    """One cached segment: its key, where it starts in the prompt, its tokens and the KV
+    layer-positions it holds; how many running requests hold it and when it was last used."""
+
+    __slots__ = ("key", "parent", "children", "start", "tokens", "positions", "pins", "last")
+
+    def __init__(self, key, parent, start: int, tokens: int, positions: float) -> None:
+        self.key, self.parent, self.children = key, parent, {}
+        self.start, self.tokens, self.positions = start, tokens, positions
+        self.pins, self.last = 0, 0.0
+
+
+class PrefixCache:
+    """The tree of cached segments of one instance and its memory (module docstring).
+
+    ``positions(start, end)`` gives the KV layer-positions of the tokens ``start`` to ``end``
+    of a prompt (the engine's own rule, sliding windows included)."""
+
+    def __init__(self, positions) -> None:
+        self.positions = positions
+        self.root = Node(None, None, 0, 0, 0.0)
+        #: Layer-positions of the segments no running request holds (evictable).
+        self.cached = 0.0
+        #: Layer-positions held by more than one running request, beyond the first copy.
+        self.shared = 0.0
+        self._heap: list = []
+        self._order = itertools.count()
+
+    # --- looking up -----------------------------------------------------------------------
+    def lookup(self, segments) -> list[Node]:
+        """The cached nodes the prompt's segments start with, root first."""
+        node, out = self.root, []
+        for key, _ in segments:
+            node = node.children.get(key)
+            if node is None:
+                break
+            out.append(node)
+        return out
+
+    @staticmethod
+    def hit_tokens(nodes: list[Node], prompt_tokens: int) -> int:
+        """Prompt tokens a request skips: the matched segments in whole blocks, at most all
+        but the prompt's last token."""
+        if not nodes:
+            return 0
+        matched = nodes[-1].start + nodes[-1].tokens
+        usable = min(matched, int(prompt_tokens) - 1)
+        return max(0, usable - usable % BLOCK_TOKENS)
+
+    @staticmethod
+    def held_by_others(nodes: list[Node]) -> float:
+        """Layer-positions of these nodes already held by running requests (stored once)."""
+        return sum(n.positions for n in nodes if n.pins)
+
+    # --- holding and releasing ------------------------------------------------------------
+    def pin(self, nodes, t: float) -> None:
+        """A running request holds these nodes."""
+        for n in nodes:
+            if n.pins:
+                self.shared += n.positions
+            else:
+                self.cached -= n.positions
+            n.pins += 1
+            n.last = t
+
+    def insert(self, segments, parent: Node | None, t: float) -> list[Node]:
+        """Nodes for ``segments`` under ``parent`` (default the root), held by the request
+        that computed them (a node another request inserted meanwhile is held as a hit)."""
+        node = parent or self.root
+        out = []
+        for key, tokens in segments:
+            child = node.children.get(key)
+            if child is None:
+                start = node.start + node.tokens
+                child = Node(key, node, start, int(tokens), self.positions(start, start + tokens))
+                node.children[key] = child
+                child.pins, child.last = 1, t
+            else:
+                self.pin((child,), t)
+            out.append(child)
+            node = child
+        return out
+
+    def release(self, nodes, t: float) -> None:
+        """A request stops holding these nodes (it finished or was preempted): those no
+        running request holds any more stay cached, evictable."""
+        for n in nodes:
+            n.pins -= 1
+            n.last = max(n.last, t)
+            if n.pins:
+                self.shared -= n.positions
+            else:
+                self.cached += n.positions
+                if not n.children:
+                    heapq.heappush(self._heap, (n.last, next(self._order), n))
+
+    def evict(self, excess: float) -> float:
+        """Evict least recently used leaves no running request holds until ``excess``
+        layer-positions are free (or nothing is left to evict); returns what was freed."""
+        freed = 0.0
+        heap = self._heap
+        while freed < excess and heap:
+            last, _, n = heapq.heappop(heap)
+            if n.pins or n.children or n.parent is None or last != n.last:
+                continue  # held again, no longer a leaf, evicted or used since
+            del n.parent.children[n.key]
+            freed += n.positions
+            self.cached -= n.positions
+            p, n.parent = n.parent, None
+            if p.parent is not None and not p.pins and not p.children:
+                heapq.heappush(heap, (p.last, next(self._order), p))
+        return freed
+
+
+def che_check(popularity, size: int, room: int, requests: int, warm: int, seed: int = 0):
+    """(simulated, Che) hit ratio of this cache under independent requests for prefixes of
+    ``size`` tokens with the given ``popularity`` and room for ``room`` of them (docs/model.md
+    §E9): the cache replayed over ``requests`` draws (hits counted after ``warm``), and Che's
+    approximation for LRU (Che, Tung and Wang 2002): ``Σ_i (1 − e^(−p_i·T)) = room``, hit
+    ratio ``Σ_i p_i (1 − e^(−p_i·T))``."""
+    import numpy as np
+    from scipy.optimize import brentq
+
+    p = np.asarray(popularity, dtype=float) / np.sum(popularity)
+    rng = np.random.default_rng(seed)
+    cache = PrefixCache(lambda a, b: float(b - a))
+    hits = 0
+    for t, k in enumerate(rng.choice(len(p), requests, p=p)):
+        segment = ((("p", int(k)), size),)
+        nodes = cache.lookup(segment)
+        if nodes:
+            hits += t >= warm
+            cache.pin(nodes, t)
+        else:
+            nodes = cache.insert(segment, None, t)
+        cache.release(nodes, t)
+        cache.evict(cache.cached - room * size)
+    T = brentq(lambda x: np.sum(1.0 - np.exp(-p * x)) - room, 0.0, 1e12)
+    return hits / (requests - warm), float(np.sum(p * (1.0 - np.exp(-p * T))))

@@ -1,0 +1,246 @@
+"""Serving as it runs in production (docs/model.md §E8-§E11): speculation under load, the
+prefix cache, sessions, routers, pools on different GPUs and failures, against closed forms
+(the run's cycle times summed step by step, Che's LRU approximation, Pollaczek-Khinchine, the
+binomial) and the acceptance criteria of issue 25."""
+
+import math
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.errors import SpecError
+from inference_econ.optimise.capacity import _options
+from inference_econ.serving.load.arrivals import Arrivals, load_trace, make_traffic
+from inference_econ.serving.load.deployment import Deployment, simulate_deployment
+from inference_econ.serving.load.engine import EngineConfig, build_instance
+from inference_econ.serving.load.failures import Failures, expected_capacity
+from inference_econ.serving.load.prefix_cache import BLOCK_TOKENS, che_check
+from inference_econ.serving.load.routing import Router
+from inference_econ.serving.load.simulate import simulate, simulate_group
+from inference_econ.serving.load.targets import Targets
+from inference_econ.serving.setting import make_setting
+
+
+@pytest.fixture(scope="module")
+def llama8b():
+    return make_setting("Llama 3 8B", "H100")
+
+
+@pytest.fixture(scope="module")
+def eagle():
+    return make_setting(
+        "Llama 3 8B", "H100", draft_heads="eagle", acceptance=0.8, max_draft_tokens=4
+    )
+
+
+# --- speculation under load (§E8) ------------------------------------------------------------
+def test_light_load_tpot_is_the_cycle_time_over_its_tokens(eagle):
+    """One request alone: every decode step is the fixed cycle (verification of 4 tokens and 3
+    head passes) at contexts growing by E = 1 + 0.8 + 0.8² + 0.8³ tokens a step, and the
+    answer takes ceil(199 / E) steps: the run's closed form equals the steps summed one by
+    one."""
+    inst = build_instance(eagle, 1, EngineConfig(), 600)
+    d = inst.draft
+    c = d.fixed_cycle
+    assert c.verify_tokens == 4 and c.expected_tokens == pytest.approx(2.952)
+    rec = simulate(inst, Arrivals(np.zeros(1), np.array([500]), np.array([200])))
+    E, steps = c.expected_tokens, math.ceil(199 / c.expected_tokens)
+    by_hand = sum(
+        d.cycle_s(inst.table, 1, float(inst.positions(500 + E * j)), 500 + E * j, c)
+        for j in range(steps)
+    )
+    assert rec.finish_s[0] - rec.first_token_s[0] == pytest.approx(by_hand, rel=1e-9)
+    assert rec.spec_steps == rec.decode_steps == steps
+
+
+def test_speculation_pays_at_low_load_and_never_beyond_the_switch_off_batch(llama8b, eagle):
+    config = EngineConfig(speculation_max_batch=8)
+    assert all(
+        build_instance(eagle, 1, config, 600).draft.cycle_at(None, D, 0.0) is None
+        for D in (9, 64, 256)
+    )
+    light = make_traffic(0.5, "500", "200", requests=300, seed=0)
+    plain = simulate_deployment(llama8b, Deployment(1), light, config=config)
+    spec = simulate_deployment(eagle, Deployment(1), light, config=config)
+    assert spec.tpot_s.mean < 0.6 * plain.tpot_s.mean and spec.speculative_step_fraction == 1.0
+    heavy = make_traffic(60, "500", "200", requests=1500, seed=0)
+    plain = simulate_deployment(llama8b, Deployment(1), heavy, config=config)
+    spec = simulate_deployment(eagle, Deployment(1), heavy, config=config)
+    assert spec.mean_batch > 8 and spec.speculative_step_fraction < 0.05
+    assert spec.tpot_s.mean >= plain.tpot_s.mean * (1 - 1e-3)  # never faster beyond it
+    assert spec.output_tokens_per_s <= plain.output_tokens_per_s * (1 + 1e-3)
+
+
+def test_by_batch_schedule_is_never_slower_than_plain_decoding_at_its_batch(eagle):
+    inst = build_instance(eagle, 1, EngineConfig(speculation_schedule="by_batch"), 600)
+    q1 = float(inst.positions(600))
+    for D in (1, 16, 128, 256):
+        c = inst.draft.cycle_at(inst.table, D, q1)
+        plain = inst.table.time_s(D, D * q1, D * q1, D)
+        if c is not None:
+            spec = inst.draft.cycle_s(inst.table, D, D * q1, D * 600.0, c) / c.expected_tokens
+            assert spec < plain
+    assert inst.draft.cycle_at(inst.table, 1, q1) is not None  # it pays alone
+
+
+# --- the prefix cache (§E9) ------------------------------------------------------------------
+def test_lru_prefix_cache_matches_ches_approximation():
+    """200 prefixes of 32 tokens requested with Zipf(0.8) popularity, a cache of 50 of them:
+    the hit ratio is Che's approximation for LRU (Che, Tung and Wang 2002), within 0.02."""
+    zipf = 1.0 / np.arange(1, 201) ** 0.8
+    simulated, che = che_check(zipf, 32, 50, 40000, 10000, seed=1)
+    assert simulated == pytest.approx(che, abs=0.02)
+
+
+def test_shared_system_prompt_hits_in_whole_blocks(llama8b):
+    """With room for every prefix, each prompt after the first finds its 1,000-token system
+    prompt (62 blocks of 16: 992 tokens) cached: TTFT is then the prefill of the rest."""
+    t = make_traffic(2, "200", "20", requests=200, seed=0, shared_prefix_tokens=1000)
+    r = simulate_deployment(llama8b, Deployment(1), t)
+    assert r.prefix_hit_rate == pytest.approx(1000 // BLOCK_TOKENS * BLOCK_TOKENS / 1200)
+    off = simulate_deployment(llama8b, Deployment(1), t, config=EngineConfig(prefix_caching=False))
+    assert off.prefix_hit_rate == 0.0 and r.ttft_s.p50 < 0.5 * off.ttft_s.p50
+
+
+def test_sessions_wait_for_the_answer_before_and_hold_every_turn(llama8b):
+    t = make_traffic(
+        1, "100", "50", requests=30, seed=0, session_turns=3, think_time_s=2.0
+    )  # 10 sessions of 3 turns
+    s = t.stream()
+    assert len(s) == 30 and np.isnan(s.arrival_s[10:]).all()
+    assert s.prompt_tokens[20] == 100 + 50 + 100 + 50 + 100  # every earlier turn, and the new
+    rec = simulate(build_instance(llama8b, 1), s)
+    follows = s.sharing.follows
+    for i in np.flatnonzero(follows >= 0):
+        assert rec.arrivals.arrival_s[follows[i]] >= rec.finish_s[i]
+    hit = rec.cached_tokens[10:].sum() / s.prompt_tokens[10:].sum()
+    assert hit > 0.4  # the earlier turns are found (whole blocks of them)
+
+
+# --- routers (§E10) --------------------------------------------------------------------------
+def test_random_router_of_two_servers_is_two_md1_queues_and_jsq_waits_less(llama8b):
+    """One request at a time per instance, one-token answers: a random router splits Poisson
+    arrivals into two M/D/1 queues at rho = 0.5 (Pollaczek-Khinchine); least-outstanding
+    waits less."""
+    inst = build_instance(llama8b, 1, EngineConfig(max_batch_requests=1), 1000)
+    service = inst.table.time_s(1000, 0.0, 1000 * float(inst.positions(999 / 2)))
+    rate = 2 * 0.5 / service
+    s = make_traffic(rate, "1000", "1", requests=4000, seed=0).stream(2, 2)
+    wait = {}
+    for policy in ("random", "least_outstanding"):
+        rec = simulate_group([inst, inst], s, Router(policy, 2, None, 0))
+        wait[policy] = (rec.first_token_s - s.arrival_s - service).mean()
+    theory = (rate / 2) * service**2 / (2 * (1 - 0.5))
+    assert wait["random"] == pytest.approx(theory, rel=0.08)
+    assert wait["least_outstanding"] < 0.75 * wait["random"]
+
+
+def test_prefix_aware_routing_hits_no_less_than_random_on_a_session_trace(llama8b, tmp_path):
+    rng = np.random.default_rng(0)
+    lines, t = (
+        ["arrival_time_s,prompt_tokens,output_tokens,session_id,prefix_id,prefix_tokens"],
+        0.0,
+    )
+    for s in range(120):
+        prompt, t0 = 1500 + int(rng.integers(50, 300)), t
+        for turn in range(4):
+            out = int(rng.integers(50, 200))
+            lines.append(f"{t0 + 3 * turn:.3f},{prompt},{out},{s},{s % 3},1500")
+            prompt += out + int(rng.integers(20, 200))
+        t += 0.25
+    path = tmp_path / "sessions.csv"
+    path.write_text("\n".join(lines) + "\n")
+    trace = load_trace(path)
+    assert trace.shares and trace.session_id is not None
+    hit = {}
+    for router in ("random", "prefix_aware"):
+        r = ie.simulate_load(llama8b, gpus=1, instances=4, trace=str(path), router=router)
+        assert r.instances_simulated == (1 if router == "random" else 4)
+        hit[router] = r.prefix_hit_rate
+    assert hit["prefix_aware"] >= hit["random"] + 0.05
+
+
+# --- pools on different GPUs (§E5) -----------------------------------------------------------
+def test_mixed_gpu_pools_cost_what_their_parts_cost(llama8b):
+    r = ie.simulate_load(
+        llama8b,
+        gpus=1,
+        instances=3,
+        prefill_gpus=1,
+        prefill_instances=2,
+        prefill_hardware="H200",
+        arrival_rate_per_s=4,
+        input_lengths="2000",
+        output_lengths="100",
+        requests=400,
+    )
+    h100 = llama8b.gpu.price_usd_per_hour
+    h200 = make_setting("Llama 3 8B", "H200").gpu.price_usd_per_hour
+    assert h100 != h200 and r.usd_per_hour == pytest.approx(3 * h100 + 2 * h200)
+    assert "H200" in r.hardware and "H100" in r.hardware
+    seconds = r.window.seconds
+    spent = r.usd_per_hour * seconds / 3600
+    assert r.usd_per_mtok * r.output_tokens_per_s * seconds / 1e6 == pytest.approx(spent)
+    assert (
+        r.usd_per_m_input_tokens * r.input_tokens_per_s
+        + r.usd_per_m_output_tokens * r.output_tokens_per_s
+    ) * seconds / 1e6 == pytest.approx(spent)
+
+
+def test_capacity_pairs_the_cheapest_pools_across_gpus(llama8b):
+    other = make_setting("Llama 3 8B", "H200")
+    row = dict(excluded=False, speculation="none", note="")
+    rows = [
+        dict(row, hardware="H100-SXM", pool="prefill", gpus_per_instance=1, instances=4,
+             gpus=4, usd_per_hour=9.0, setting=llama8b),
+        dict(row, hardware="H200-SXM", pool="prefill", gpus_per_instance=1, instances=2,
+             gpus=2, usd_per_hour=6.0, setting=other),
+        dict(row, hardware="H100-SXM", pool="decode", gpus_per_instance=1, instances=2,
+             gpus=2, usd_per_hour=4.0, setting=llama8b),
+        dict(row, hardware="H200-SXM", pool="decode", gpus_per_instance=1, instances=2,
+             gpus=2, usd_per_hour=6.0, setting=other),
+    ]  # fmt: skip
+    cost, _, setting, d = _options(rows, mixed=True)[0]
+    assert cost == 10.0 and setting is llama8b and d.prefill_setting is other
+    assert _options(rows)[0][0] == 12.0  # the same GPU for both pools: H200's 6 + 6
+
+
+# --- failures (§E11) -------------------------------------------------------------------------
+def test_failure_model_closed_forms():
+    f = Failures(50_000.0, 24.0)
+    lam = 8 / 50_000.0
+    assert f.unavailability(8) == pytest.approx(lam * 24 / (1 + lam * 24))
+    u = f.unavailability(8)
+    assert f.more_down_than(1, 10, 8) == pytest.approx(1 - (1 - u) ** 10 - 10 * u * (1 - u) ** 9)
+    mean, _, _ = expected_capacity([(10, 8, 2.0)], f)
+    assert mean == pytest.approx(20.0 * (1 - u))
+    with pytest.raises(SpecError, match="repair_hours"):
+        Failures(50_000.0, 0.0)
+
+
+def test_n_plus_one_plan_holds_the_targets_with_one_instance_down(llama8b):
+    plan = ie.capacity(
+        llama8b,
+        sizes=[1],
+        arrival_rate_per_s=20,
+        input_lengths="1000",
+        output_lengths="100",
+        slo_ttft_p99_s=1.0,
+        slo_tpot_p99_s=0.02,
+        requests=400,
+        failures=True,
+        repair_hours=48,
+    )
+    red = plan.redundancy
+    n1 = red.deployment
+    assert n1.instances == plan.deployment.instances + 1 and red.holds
+    traffic = make_traffic(20, "1000", "100", requests=400)
+    down = simulate_deployment(
+        llama8b, Deployment(1, n1.instances - 1), traffic, Targets(1.0, 0.02)
+    )
+    assert down.meets_targets
+    assert red.extra_usd_per_hour == pytest.approx(llama8b.gpu.price_usd_per_hour)
+    u = Failures(50_000.0, 48.0).unavailability(1)
+    assert red.summary()["instance_unavailability"] == pytest.approx(u)
+    assert red.expected_max_rate_per_s == pytest.approx(plan.max_rate_per_s * (1 - u))
