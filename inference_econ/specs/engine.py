@@ -3,15 +3,22 @@
 
 A profile is a set of named, physically meaningful efficiency terms (the fraction of HBM
 bandwidth weights stream at, the GEMM efficiency curve, per-layer and per-step overheads, the
-collective curves, the scheduling policy of a serving benchmark) plus the engine's own limits
-(batch, token budget, CUDA-graph sizes, KV-cache memory fraction). Only the ``achievable``
-preset reads it. A profile can ``derive_from`` another and override some terms (that is what
-``inference-econ calibrate`` writes); every fitted term may carry a standard error.
+collective curves) plus the engine's own scheduler (its default batch and token budget, by GPU
+class; how it admits requests and schedules prompts), CUDA-graph sizes and KV-cache memory
+fraction. Only the ``achievable`` preset reads the efficiency terms. A profile can
+``derive_from`` another and override some terms (that is what ``inference-econ calibrate``
+writes); every fitted term may carry a standard error.
+
+A profile describes one engine (``engine``: its family, e.g. ``vllm``) over a range of its
+versions (``versions``: ``"<0.8"``, ``">=1.0"``; empty: every version) on a platform
+(``platform``: ``cuda``, ``rocm`` or ``any``). ``select_engine`` picks the profile of an engine,
+a version and a platform (``vllm@0.10`` on the command line).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -224,31 +231,38 @@ TERMS: tuple[Term, ...] = (
         "the engine's default most tokens per step: decode tokens plus prompt chunks (§F9)",
         True,
     ),
-    Term(
-        "server_throughput_fraction",
-        "fraction",
-        0.05,
-        1.0,
-        "benchmark Server scenario: throughput over the continuous-batching rate at the admitted batch (§F9)",
-    ),
-    Term(
-        "p99_tpot_ratio",
-        "factor",
-        1.0,
-        10.0,
-        "benchmark Server scenario: 99th-percentile over mean time per output token (§F9)",
-    ),
-    Term(
-        "ttft_steps",
-        "steps",
-        0.5,
-        100.0,
-        "benchmark Server scenario: mean time to first token in mean decode steps (§F9)",
-    ),
 )
 BY_TERM = {t.name: t for t in TERMS}
 #: How the KV-cache fraction is taken: of the memory left after the weights, or of all memory.
 FRACTION_OF = ("free", "total")
+
+
+#: Platforms a profile runs on.
+PLATFORMS = ("cuda", "rocm", "any")
+#: How a scheduler admits requests and schedules prompts (serving.load.engine reads them).
+ADMISSIONS = ("recompute", "no_evict")
+PREFILL_MODES = ("chunked", "whole", "separate")
+
+
+@dataclass(frozen=True)
+class SchedulerLimits:
+    """An engine's default batch and token budget where it differs by GPU or benchmark: on
+    GPUs of at least ``min_hbm_gb`` GB whose name contains none of ``not_gpus``, for offline
+    runs only (``offline`` True), served ones only (False) or both (None)."""
+
+    max_batch_requests: int
+    step_token_budget: int
+    min_hbm_gb: float = 0.0
+    not_gpus: tuple[str, ...] = ()
+    offline: bool | None = None
+
+    def applies(self, gpu, offline: bool) -> bool:
+        name = gpu.name.lower()
+        return (
+            gpu.hbm_capacity_bytes >= self.min_hbm_gb * 1e9
+            and not any(g.lower() in name for g in self.not_gpus)
+            and (self.offline is None or self.offline == offline)
+        )
 
 
 @dataclass(frozen=True)
@@ -283,9 +297,18 @@ class EngineProfile:
     activation_workspace_bytes_per_gpu: float = 2e9
     max_batch_requests: int = 2048
     step_token_budget: int = 8192
-    server_throughput_fraction: float = 0.92
-    p99_tpot_ratio: float = 1.2
-    ttft_steps: float = 2.0
+    #: The engine this profile describes (its family: trtllm, vllm, sglang; empty: the name),
+    #: the range of its versions ("" every version) and the platform (cuda, rocm or any).
+    engine: str = ""
+    versions: str = ""
+    platform: str = "any"
+    #: How the scheduler admits requests and schedules prompts (serving.load.engine.ADMISSIONS
+    #: and PREFILL_MODES: recompute or no_evict; chunked, whole or separate).
+    admission: str = "recompute"
+    prefill: str = "chunked"
+    #: The engine's default batch and token budget on some GPUs or benchmarks (first match;
+    #: otherwise max_batch_requests and step_token_budget).
+    limits: tuple[SchedulerLimits, ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
     #: How the profile was made: data, fit error, command (free text per key).
@@ -299,6 +322,19 @@ class EngineProfile:
 
     def value(self, name: str) -> float:
         return getattr(self, name)
+
+    @property
+    def family(self) -> str:
+        """The engine this profile describes (its ``engine``, else its name)."""
+        return self.engine or self.name
+
+    def scheduler_limits(self, gpu, offline: bool) -> tuple[int, int]:
+        """(max_batch_requests, step_token_budget) the engine defaults to on ``gpu`` for an
+        offline run (``offline``) or a served one: the first of ``limits`` that applies."""
+        for rule in self.limits:
+            if rule.applies(gpu, offline):
+                return rule.max_batch_requests, rule.step_token_budget
+        return self.max_batch_requests, self.step_token_budget
 
     def standard_error(self, name: str) -> float | None:
         return dict(self.standard_errors).get(name)
@@ -321,6 +357,12 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         "description",
         "aliases",
         "kv_cache_fraction_of",
+        "engine",
+        "versions",
+        "platform",
+        "admission",
+        "prefill",
+        "limits",
         "standard_errors",
         "fit",
         "derive_from",
@@ -343,6 +385,17 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
                     source, key, f"unknown value {value!r}", f"choose {' or '.join(FRACTION_OF)}"
                 )
             out[key] = value
+        elif key in CHOICES:
+            if value not in CHOICES[key]:
+                raise SpecError(
+                    source, key, f"unknown value {value!r}", f"choose {', '.join(CHOICES[key])}"
+                )
+            out[key] = value
+        elif key == "versions":
+            out[key] = str(value).strip()
+            version_range(out[key], source)  # a bad range fails when the file is read
+        elif key == "limits":
+            out[key] = _limits(value, source)
         elif key == "aliases":
             out[key] = tuple(str(a) for a in ([value] if isinstance(value, str) else value or ()))
         elif key == "standard_errors":
@@ -354,6 +407,66 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         elif key != "derive_from":
             out[key] = str(value)
     return out
+
+
+#: Fields that take one of a few words.
+CHOICES = {"platform": PLATFORMS, "admission": ADMISSIONS, "prefill": PREFILL_MODES}
+
+
+def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
+    """The ``limits`` list: mappings of max_batch_requests, step_token_budget and the
+    conditions min_hbm_gb, not_gpus, offline."""
+    if not isinstance(value, list):
+        raise SpecError(source, "limits", f"expected a list, got {value!r}")
+    out = []
+    for k, item in enumerate(value):
+        where = f"limits[{k}]"
+        if not isinstance(item, Mapping):
+            raise SpecError(source, where, f"expected a mapping, got {item!r}")
+        extra = set(item) - {
+            "max_batch_requests",
+            "step_token_budget",
+            "min_hbm_gb",
+            "not_gpus",
+            "offline",
+        }
+        if extra:
+            raise SpecError(
+                source, f"{where}.{sorted(extra)[0]}", "unknown field", "see engines/vllm.yaml"
+            )
+        numbers = {}
+        for key in ("max_batch_requests", "step_token_budget"):
+            if key not in item:
+                raise SpecError(source, f"{where}.{key}", "is missing", "give the engine's default")
+            t = BY_TERM[key]
+            numbers[key] = int(
+                check_number(
+                    item[key],
+                    source,
+                    f"{where}.{key}",
+                    minimum=t.minimum,
+                    maximum=t.maximum,
+                    integer=True,
+                )
+            )
+        gb = float(
+            check_number(
+                item.get("min_hbm_gb", 0), source, f"{where}.min_hbm_gb", minimum=0, maximum=1e5
+            )
+        )
+        offline = item.get("offline")
+        if offline is not None and not isinstance(offline, bool):
+            raise SpecError(
+                source, f"{where}.offline", f"is {offline!r}", "true, false or leave it out"
+            )
+        not_gpus = item.get("not_gpus", ())
+        not_gpus = (not_gpus,) if isinstance(not_gpus, str) else tuple(str(g) for g in not_gpus)
+        out.append(
+            SchedulerLimits(
+                numbers["max_batch_requests"], numbers["step_token_budget"], gb, not_gpus, offline
+            )
+        )
+    return tuple(out)
 
 
 def _standard_errors(value: Any, source: str) -> tuple[tuple[str, float], ...]:
@@ -431,3 +544,98 @@ def profile_yaml(profile: EngineProfile, base: str, header: list[str], fitted: d
         for key, text in fit.items():
             lines.append(f"  {key}: {json.dumps(text)}")
     return "\n".join(lines) + "\n"
+
+
+# --- versions and the choice of a profile -------------------------------------------------------
+
+_VERSION = re.compile(r"^\s*v?(\d+(?:\.\d+){0,3})")
+_BOUND = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
+
+
+def parse_version(text) -> tuple[int, ...] | None:
+    """The release numbers of a version ("0.4.3+rocm614" -> (0, 4, 3); "v1.0.0rc2" -> (1, 0,
+    0)); None when there is none, or for 0.0.0 (a development build's placeholder, as
+    "0.0.0.dev1+mlperf50")."""
+    if text is None:
+        return None
+    m = _VERSION.match(str(text))
+    if not m:
+        return None
+    parts = tuple(int(p) for p in m.group(1).split("."))
+    return None if not any(parts) else parts
+
+
+def version_range(text: str, source: str = "argument") -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The bounds of a ``versions`` range (">=0.8", "<1.0", ">=0.6,<0.8"; "" for all)."""
+    out = []
+    for part in filter(None, (p.strip() for p in str(text).split(","))):
+        m = _BOUND.match(part)
+        version = parse_version(m.group(2)) if m else None
+        if version is None:
+            raise SpecError(
+                source, "versions", f"cannot read {part!r}", 'write bounds such as ">=0.8,<1.0"'
+            )
+        out.append((m.group(1), version))
+    return tuple(out)
+
+
+def _cmp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = max(len(a), len(b))
+    a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
+    return (a > b) - (a < b)
+
+
+def in_range(version: tuple[int, ...], text: str) -> bool:
+    """Whether ``version`` lies within a ``versions`` range."""
+    ok = {">=": (0, 1), "<=": (-1, 0), "==": (0,), ">": (1,), "<": (-1,)}
+    return all(_cmp(version, bound) in ok[op] for op, bound in version_range(text))
+
+
+def open_ended(text: str) -> bool:
+    """A range without an upper bound (the newest versions)."""
+    return not any(op in ("<", "<=", "==") for op, _ in version_range(text))
+
+
+@lru_cache(maxsize=1)
+def _profiles() -> tuple[EngineProfile, ...]:
+    return tuple(load_engine(e.path) for e in catalog.entries("engines"))
+
+
+def split_engine(text: str) -> tuple[str, str | None]:
+    """``vllm@0.10`` -> ("vllm", "0.10"); a name or path without "@" -> (it, None)."""
+    name, at, version = str(text).partition("@")
+    return name.strip(), (version.strip() or None) if at else None
+
+
+def select_engine(engine, version=None, platform=None) -> EngineProfile:
+    """The profile of ``engine`` (a family, a profile name or alias, a path or a profile; or
+    "family@version") at ``version`` on ``platform`` (cuda, rocm; None: any). Among the
+    profiles of the engine's family, those for the platform come before those for any, and the
+    one whose range holds the version is taken; a version not stated (or unreadable) takes
+    the newest range. A path or a name without a version and without other profiles of its
+    family is that profile. Unknown engines raise (``UnknownNameError``)."""
+    if isinstance(engine, EngineProfile):
+        return engine
+    text, at = split_engine(engine)
+    version = at if at is not None else version
+    named = load_engine(text)
+    family = [p for p in _profiles() if p.family == named.family]
+    if named not in family and at is None:
+        return named  # a file of its own (calibrate's output), not one of the catalog's
+    v = parse_version(version)
+    for where in ((platform,) if platform else ()) + ("any",):
+        options = [p for p in family if p.platform == where]
+        if v is not None:
+            hits = [p for p in options if in_range(v, p.versions)]
+        else:
+            hits = [p for p in options if open_ended(p.versions)]
+        if hits:
+            return hits[0]
+    versions = ", ".join(f"{p.name} ({p.versions or 'all'}, {p.platform})" for p in family)
+    raise SpecError(
+        "argument",
+        "engine",
+        f"no {named.family} profile for version {version or '(not stated)'} on "
+        f"{platform or 'any platform'}",
+        f"the {named.family} profiles are {versions}",
+    )

@@ -21,20 +21,48 @@ from ...model.mixed_step import EngineLayout, StepTable, mixed_step_s
 from ...model.workload import Workload, compile_workload
 from ..setting import Setting
 
+#: How a scheduler admits a request (docs/model.md §E3): ``recompute`` when the KV cache holds
+#: its prompt, preempting the request admitted last when the cache fills (vLLM, SGLang);
+#: ``no_evict`` only when the cache holds its prompt and every token it will generate, on top
+#: of what the running requests will reach, so nothing is ever preempted (TensorRT-LLM's
+#: GUARANTEED_NO_EVICT).
+ADMISSIONS = ("recompute", "no_evict")
+#: How prompts share steps with decoding (§E3): ``chunked`` fills each step's token budget with
+#: prompt chunks next to the decoding requests (vLLM V1, SGLang); ``whole`` adds whole prompts
+#: next to the decoding requests while they fit the budget (TensorRT-LLM without chunked
+#: context); ``separate`` runs whole prompts in steps of their own while decoding waits (vLLM
+#: V0 without chunked prefill).
+PREFILL_MODES = ("chunked", "whole", "separate")
+
 
 @dataclass(frozen=True)
 class EngineConfig:
     """The scheduler's limits: concurrent requests (vLLM's ``max_num_seqs``) and tokens per
-    step, decode tokens plus prompt chunks (``max_num_batched_tokens``)."""
+    step, decode tokens plus prompt tokens (``max_num_batched_tokens``); how requests are
+    admitted (``ADMISSIONS``) and how prompts are scheduled (``PREFILL_MODES``)."""
 
     max_batch_requests: int = 256
     step_token_budget: int = 2048
+    admission: str = "recompute"
+    prefill: str = "chunked"
 
     def __post_init__(self) -> None:
         for name in ("max_batch_requests", "step_token_budget"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise SpecError("argument", name, f"is {value!r}", "expected a whole number >= 1")
+        for name, allowed in (("admission", ADMISSIONS), ("prefill", PREFILL_MODES)):
+            if getattr(self, name) not in allowed:
+                raise SpecError(
+                    "argument", name, f"is {getattr(self, name)!r}", f"one of {', '.join(allowed)}"
+                )
+
+    def describe(self) -> str:
+        """Such as "2048 requests, 8192 tokens per step, no_evict admission, whole prompts"."""
+        return (
+            f"{self.max_batch_requests} requests, {self.step_token_budget} tokens per step, "
+            f"{self.admission} admission, {self.prefill} prompts"
+        )
 
 
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.

@@ -2,12 +2,21 @@
 
 The engine works in steps. Before each step its scheduler admits waiting requests first come,
 first served, while the batch has room (``max_batch_requests``) and the KV cache can hold the
-prompt. A step decodes one token for every running request and spends what is left of the step's
-token budget on prompt chunks (chunked prefill, first come first served); a prompt's last chunk
-emits its first token. When the cache cannot hold the next token of every running request, the
-request admitted last is preempted: its cache is dropped and it waits at the head of the queue,
-to be prefilled again with the tokens it had generated (recomputation, as vLLM does); no request
-is admitted until another one finishes.
+prompt (``recompute`` admission) or the whole request, prompt and output, on top of what every
+running request will reach (``no_evict``: TensorRT-LLM's guaranteed no-evict policy). A step
+decodes one token for every running request and spends what is left of the step's token budget
+on prompts: chunks of them (``chunked``), whole prompts while they fit (``whole``), or, with
+``separate`` prefill, whole prompts in steps of their own while decoding waits; first come first
+served (a prompt longer than the whole budget goes in chunks of it under every mode), and a
+prompt's last token emits its first output token. When the cache cannot hold the
+next token of every running request (possible only under ``recompute``), the request admitted
+last is preempted: its cache is dropped and it waits at the head of the queue, to be prefilled
+again with the tokens it had generated (recomputation, as vLLM does); no request is admitted
+until another one finishes.
+
+Requests arrive at given times, or from ``clients`` closed-loop clients: each sends its next
+request the moment its last one finishes (a concurrency sweep: ``vllm bench serve
+--max-concurrency``, llmperf, InferenceMAX).
 
 Steps that only decode are simulated in vectorised runs: between two events (an arrival that
 could be admitted, a completion, a full cache) the batch does not change and each step's time
@@ -16,12 +25,14 @@ follows from the contexts, which all grow by one token per step.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import SpecError
 from ..setting import check_context
 from .arrivals import Arrivals
 from .engine import Instance
@@ -52,13 +63,20 @@ class RunRecord:
 class _Engine:
     """The scheduler's state between steps."""
 
-    def __init__(self, inst: Instance, arrivals: Arrivals, prefilled, progress) -> None:
+    def __init__(
+        self, inst: Instance, arrivals: Arrivals, prefilled, progress, clients=None
+    ) -> None:
         self.inst, self.table, self.cfg = inst, inst.table, inst.config
         self.cap = inst.kv_capacity
         self.windowed = inst.windowed
         self.layers = float(sum(g.layers for g in inst.work.groups))
         n = len(arrivals)
-        self.arr = arrivals.arrival_s.tolist()
+        self.clients = clients
+        if clients is None:
+            self.arr = arrivals.arrival_s.tolist()
+        else:  # the first ``clients`` requests at once, each next one when one finishes
+            self.released = min(int(clients), n)
+            self.arr = [0.0] * self.released + [np.inf] * (n - self.released)
         self.n_in = arrivals.prompt_tokens.astype(np.int64)
         self.n_out = arrivals.output_tokens.astype(np.int64)
         self.first = np.full(n, np.nan)
@@ -68,17 +86,22 @@ class _Engine:
         self.gen = np.where(prefilled, 1, 0).astype(np.int64)
         self.needs_prefill = ~np.asarray(prefilled, dtype=bool)  # a new, writable array
         peak = self.n_in + self.n_out - 1
-        self.rejected = np.asarray(inst.positions(peak), dtype=float) > self.cap
+        self.full = np.broadcast_to(np.asarray(inst.positions(peak), dtype=float), (n,))
+        self.rejected = self.full > self.cap
+        self.no_evict = self.cfg.admission == "no_evict"
+        self.committed = 0.0  # no_evict: layer-positions promised to the admitted requests
+        self.mode = self.cfg.prefill
         self.seq = np.zeros(n, dtype=np.int64)  # admission order
         self.admitted = 0
         self.n, self.next_arrival, self.done = n, 0, 0
         self.waiting: deque[int] = deque()
         self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
         self.reserved = 0.0  # KV layer-positions held by prompts being prefilled
-        # the decoding requests (plain lists: a batch is small and changes one at a time)
-        self.ids: list[int] = []
-        self.base: list[int] = []  # context - G
-        self.end: list[int] = []  # G once the request has all its tokens
+        # the decoding requests: request -> (context - G, G once it has all its tokens), the
+        # requests by the G they finish at, and a heap of those G (stale entries skipped)
+        self.running: dict[int, tuple[int, int]] = {}
+        self.by_end: dict[int, list[int]] = {}
+        self.ends: list[int] = []
         self.sum_base = 0
         self.G, self.t = 0, 0.0
         self.hold = False  # no admission after a preemption until a request finishes
@@ -91,13 +114,19 @@ class _Engine:
         """Σ over decoding requests of their layer-positions ``ahead`` steps from now
         (``ahead`` may be an array)."""
         if not self.windowed:
-            return self.layers * (self.sum_base + len(self.ids) * (self.G + ahead))
-        ctx = np.sort(np.asarray(self.base, dtype=float) + self.G)
-        return self.inst.work.layer_positions_of_many(ctx, ahead)
+            return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
+        base = np.fromiter((b for b, _ in self.running.values()), float, len(self.running))
+        return self.inst.work.layer_positions_of_many(np.sort(base + self.G), ahead)
+
+    def growth(self) -> float:
+        """Layer-positions the decoding requests add in one step."""
+        if not self.windowed:
+            return self.layers * len(self.running)
+        return float(self.decode_positions(1)) - float(self.decode_positions(0))
 
     def used(self) -> float:
         if not self.windowed:
-            return self.layers * (self.sum_base + len(self.ids) * self.G) + self.reserved
+            return self.layers * (self.sum_base + len(self.running) * self.G) + self.reserved
         return float(self.decode_positions()) + self.reserved
 
     def pos(self, context) -> float:
@@ -114,7 +143,7 @@ class _Engine:
 
     def admit(self) -> None:
         limit = self.cfg.max_batch_requests
-        if self.hold and not self.ids and not self.prefilling:
+        if self.hold and not self.running and not self.prefilling:
             self.hold = False  # everything was preempted: start again
         while self.waiting and not self.hold:
             i = self.waiting[0]
@@ -122,12 +151,19 @@ class _Engine:
                 self.waiting.popleft()
                 self._count_done(1)
                 continue
-            if len(self.ids) + len(self.prefilling) >= limit:
+            if len(self.running) + len(self.prefilling) >= limit:
                 return
             context = int(self.n_in[i] + self.gen[i] - (0 if self.needs_prefill[i] else 1))
             need = self.pos(context)
-            if self.used() + need > self.cap:
-                return
+            if self.no_evict:
+                if self.committed + self.full[i] > self.cap:
+                    return
+                self.committed += self.full[i]
+            elif (
+                self.used() + need + self.layers * (len(self.running) + len(self.prefilling) + 1)
+                > self.cap
+            ):
+                return  # room for every running request's next token first (vLLM V1's order)
             self.waiting.popleft()
             self.admitted += 1
             self.admitted_at[i] = self.t
@@ -142,25 +178,42 @@ class _Engine:
         left = int(self.n_out[i] - self.gen[i])
         if left <= 0:
             self.finish[i] = self.t
+            if self.no_evict:
+                self.committed -= self.full[i]
             self._count_done(1)
             return
-        self.ids.append(i)
-        self.base.append(context - self.G)
-        self.end.append(self.G + left)
+        end = self.G + left
+        self.running[i] = (context - self.G, end)
+        self.by_end.setdefault(end, []).append(i)
+        heapq.heappush(self.ends, end)
         self.sum_base += context - self.G
+
+    def min_end(self) -> int:
+        """The G at which the next decoding request finishes."""
+        while self.ends[0] not in self.by_end:
+            heapq.heappop(self.ends)
+        return self.ends[0]
+
+    def _leave(self, i: int) -> None:
+        """Take request ``i`` out of the decoding batch."""
+        base, end = self.running.pop(i)
+        self.sum_base -= base
+        same = self.by_end[end]
+        same.remove(i)
+        if not same:
+            del self.by_end[end]
 
     def preempt(self) -> None:
         """Drop the cache of the request admitted last and put it back at the queue's head."""
         seq = self.seq
-        last = max(range(len(self.ids)), key=lambda k: seq[self.ids[k]], default=-1)
-        decode_seq = seq[self.ids[last]] if last >= 0 else -1
+        last = max(self.running, key=lambda k: seq[k], default=-1)
+        decode_seq = seq[last] if last >= 0 else -1
         if self.prefilling and seq[self.prefilling[-1][0]] > decode_seq:
             i, _, context = self.prefilling.pop()
             self.reserved -= self.pos(context)
         else:
-            i = self.ids.pop(last)
-            self.sum_base -= self.base.pop(last)
-            self.end.pop(last)
+            i = last
+            self._leave(i)
         self.preempted[i] += 1
         self.needs_prefill[i] = True
         self.waiting.appendleft(i)
@@ -168,6 +221,11 @@ class _Engine:
 
     def _count_done(self, count: int) -> None:
         self.done += count
+        if self.clients is not None:  # each finished request's client sends its next one now
+            for _ in range(count):
+                if self.released < self.n:
+                    self.arr[self.released] = self.t
+                    self.released += 1
         if self.progress is not None and self.done >= self.next_report:
             self.progress(self.done, self.n)
             self.next_report += max(1, self.n // 10)
@@ -175,29 +233,52 @@ class _Engine:
     def _complete(self) -> None:
         """Requests whose last token came out of the step just taken."""
         G = self.G
-        if not self.end or min(self.end) != G:
+        done = self.by_end.pop(G, None)
+        if not done:
             return
-        done = [k for k, e in enumerate(self.end) if e == G]
-        for k in reversed(done):
-            self.finish[self.ids.pop(k)] = self.t
-            self.sum_base -= self.base.pop(k)
-            self.end.pop(k)
+        for i in done:
+            self.sum_base -= self.running.pop(i)[0]
+            self.finish[i] = self.t
+            if self.no_evict:
+                self.committed -= self.full[i]
         self.hold = False
         self._count_done(len(done))
 
     # --- steps -------------------------------------------------------------------------
+    def can_prefill(self, budget: int) -> bool:
+        """Whether the next step carries prompt tokens (``budget``: the step's token budget)."""
+        if not self.prefilling:
+            return False
+        D = len(self.running)
+        if self.mode == "chunked":
+            return budget > D
+        if self.mode == "whole":
+            left = self.prefilling[0][2] - self.prefilling[0][1]
+            return D == 0 or D + left <= budget or (left > budget and budget > D)
+        return True  # separate: prompts go first
+
     def mixed_step(self, budget: int) -> bool:
-        """One step with prompt chunks; False if the cache had to make room first."""
-        D = len(self.ids)
-        growth = float(self.decode_positions(1)) - float(self.decode_positions(0))
-        if self.used() + growth > self.cap:
+        """One step with prompt tokens (all of ``budget`` for them: the decoding requests'
+        tokens already taken out, except with separate prefill); False if the cache had to
+        make room first."""
+        separate = self.mode == "separate"
+        D = 0 if separate else len(self.running)
+        if not separate and self.used() + self.growth() > self.cap:
             self.preempt()
             return False
-        decode_q = float(self.decode_positions())
+        decode_q = float(self.decode_positions()) if D else 0.0
         kv, att, taken = decode_q, decode_q, 0
         chunks = []
         for entry in self.prefilling:
-            take = min(entry[2] - entry[1], budget - taken)
+            left = entry[2] - entry[1]
+            if self.mode == "chunked":
+                take = min(left, budget - taken)
+            elif taken + left <= budget:
+                take = left  # whole prompts
+            elif not chunks and left > self.cfg.step_token_budget:
+                take = budget  # a prompt that never fits whole: in chunks of the room left
+            else:
+                take = 0
             if take <= 0:
                 break
             kv += self.pos(entry[1])
@@ -206,12 +287,13 @@ class _Engine:
             taken += take
         T = D + taken
         dt = self.table.time_s(T, kv, att, D + len(chunks))
-        self._account(dt, D, T, att)
-        self.prefill_s += dt - self.table.time_s(D, decode_q, decode_q)
+        self._account(dt, D, T, att, decode=not separate)
+        self.prefill_s += dt - (self.table.time_s(D, decode_q, decode_q) if D else 0.0)
         self.steps += 1
         for entry, take in chunks:
             entry[1] += take
-        self._complete()
+        if not separate:
+            self._complete()
         while self.prefilling and self.prefilling[0][1] >= self.prefilling[0][2]:
             i, _, context = self.prefilling.pop(0)
             self.reserved -= self.pos(context)
@@ -222,9 +304,9 @@ class _Engine:
             self._join_decode(i, context)
         return True
 
-    def _account(self, dt: float, D: int, T: int, attended: float) -> None:
+    def _account(self, dt: float, D: int, T: int, attended: float, decode=True) -> None:
         self.t += dt
-        self.G += 1 if T else 0
+        self.G += 1 if (T and decode) else 0
         self.busy += dt
         self.batch_s += D * dt
         self.flop += self.table.flop[T] + self.table.attention_flop * attended
@@ -233,8 +315,8 @@ class _Engine:
     def decode_run(self, admit_more: bool) -> None:
         """Decode-only steps until the next event: an arrival that could be admitted, a
         completion, or a full cache."""
-        D = len(self.ids)
-        k = min(self.end) - self.G
+        D = len(self.running)
+        k = self.min_end() - self.G
         deadline = (
             self.arr[self.next_arrival] - self.t
             if admit_more and self.next_arrival < self.n
@@ -293,16 +375,16 @@ class _Engine:
         while True:
             self.arrive()
             self.admit()
-            D = len(self.ids)
+            D = len(self.running)
             if D == 0 and not self.prefilling:
                 if self.waiting:
                     continue  # rejected requests were dropped; try the next one
-                if self.next_arrival >= self.n:
+                if self.next_arrival >= self.n or not np.isfinite(self.arr[self.next_arrival]):
                     return
                 self.t = max(self.t, self.arr[self.next_arrival])
                 continue
-            if self.prefilling and budget > D:
-                self.mixed_step(budget - D)
+            if self.can_prefill(budget):
+                self.mixed_step(budget if self.mode == "separate" else budget - D)
                 continue
             room = not self.waiting and not self.hold
             room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
@@ -314,18 +396,32 @@ def simulate(
     arrivals: Arrivals,
     prefilled=False,
     progress: Callable[[int, int], None] | None = None,
+    clients: int | None = None,
 ) -> RunRecord:
     """Serve ``arrivals`` on one engine instance. ``prefilled`` (bool or per request) marks
     requests that arrive with their prompt's KV cache and first token (a disaggregated decode
-    pool); ``progress(done, total)`` is called as requests finish."""
+    pool); ``progress(done, total)`` is called as requests finish. With ``clients``, the
+    arrival times are ignored: that many closed-loop clients send the requests in order, each
+    its next one when its last one finishes (the record holds the times they arrived)."""
     n = len(arrivals)
     if n:  # the longest request against the model's window
         longest = np.max(arrivals.prompt_tokens + arrivals.output_tokens)
         check_context(instance.setting.model, float(longest))
     flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
-    engine = _Engine(instance, arrivals, flags, progress)
+    if clients is not None and (
+        isinstance(clients, bool) or int(clients) != clients or clients < 1
+    ):
+        raise SpecError("argument", "concurrency", f"is {clients!r}", "a whole number >= 1")
+    engine = _Engine(instance, arrivals, flags, progress, clients)
     engine.run()
     finished = engine.finish[np.isfinite(engine.finish)]
+    if clients is not None:  # the times the clients sent them (NaN: never sent)
+        sent = np.asarray(engine.arr, dtype=float)
+        arrivals = Arrivals(
+            np.where(np.isfinite(sent), sent, np.nan),
+            arrivals.prompt_tokens,
+            arrivals.output_tokens,
+        )
     return RunRecord(
         arrivals=arrivals,
         first_token_s=engine.first,

@@ -10,8 +10,14 @@ bring below most of its prior's spread, keeps the base profile's value; too few 
 terms left is refused. Every fold of leave-one-source-out validation refits on the other
 sources, without rows that duplicate a held-out one, and predicts the held-out source.
 
-The steps of every row are built once (``predicting.Plan``); each trial of the terms only
-re-times them (``efficiency.combine``), and a Jacobian's trials are evaluated together.
+The fit uses the rows whose prediction is a closed form of step times (offline runs whose
+steady state is exact, static batches, batch-1 TTFT, closed-loop rows as their steady state):
+their steps are built once (``predicting.Plan``), each trial of the terms only re-times them
+(``efficiency.combine``), and a Jacobian's trials are evaluated together. Rows that run under
+load (Server, Interactive, closed loop) are predicted by the load engine with the fitted
+profiles and enter the reported errors - in sample, priors only and left out - but not the
+fit: their latencies come out of the simulated schedule, never from fitted scheduling terms.
+Rows whose engine is not known are left out (they would borrow another engine's profile).
 """
 
 from __future__ import annotations
@@ -170,64 +176,30 @@ PRIORS = (
         "sampling and bookkeeping per sequence per step",
         "large-batch rows",
     ),
-    Prior(
-        "server_throughput_fraction",
-        0.9,
-        0.1,
-        0.5,
-        1.0,
-        "a Server run keeps the batch below its steady maximum (Poisson arrivals)",
-        "Server throughput rows",
-    ),
-    Prior(
-        "p99_tpot_ratio",
-        1.3,
-        0.3,
-        1.0,
-        3.0,
-        "99th-percentile over mean time per output token under Poisson load",
-        "Server p99 TPOT rows",
-    ),
-    Prior(
-        "ttft_steps",
-        2.0,
-        1.5,
-        0.5,
-        20.0,
-        "time to first token: a wait for the next step plus the prompt's own step",
-        "Server TTFT rows",
-    ),
-    Prior(
-        "step_time_scale",
-        1.0,
-        0.3,
-        0.3,
-        3.0,
-        "another engine's kernels against the reference engine's",
-        "rows served by vLLM",
-        "vllm",
-    ),
-    Prior(
-        "ttft_steps",
-        3.0,
-        2.0,
-        0.5,
-        20.0,
-        "vLLM 0.4 runs prompts in their own steps before decoding resumes",
-        "Server TTFT rows served by vLLM",
-        "vllm",
-    ),
-    Prior(
-        "step_time_scale",
-        1.0,
-        0.3,
-        0.3,
-        3.0,
-        "another engine's kernels against the reference engine's",
-        "rows served by SGLang",
-        "sglang",
-    ),
 )
+#: A term every engine profile but the reference (the one fitted, ``--engine``) has its own
+#: value of, fitted to the rows it serves: its kernels (engine, version, platform) against the
+#: reference engine's.
+ENGINE_PRIOR = Prior(
+    "step_time_scale",
+    1.0,
+    0.3,
+    0.3,
+    3.0,
+    "another engine's (version's, platform's) kernels against the reference engine's",
+    "rows served by the profile",
+)
+
+
+def engine_priors(engines, base_name: str) -> tuple[Prior, ...]:
+    """``ENGINE_PRIOR`` for every profile of ``engines`` but ``base_name``."""
+    return tuple(
+        dataclasses.replace(ENGINE_PRIOR, engine=e, rows=f"rows served by {e}")
+        for e in sorted(set(engines))
+        if e and e != base_name
+    )
+
+
 #: Priors of the collective terms, fitted to all-reduce micro-benchmarks (§F6).
 COLLECTIVE_PRIORS: tuple = (
     Prior(
@@ -308,7 +280,7 @@ class Calibration:
         for t in self.terms:
             if not t.fitted or (t.prior.engine not in (None, self.engine)):
                 continue
-            if t.prior.engine is None and _engine_specific(t.prior.term, self.engine):
+            if t.prior.engine is None and _engine_specific(t.prior.term, self.engine, self.engine):
                 continue
             values[t.prior.term] = t.value
             errors[t.prior.term] = t.standard_error
@@ -328,9 +300,9 @@ class Calibration:
         }
 
 
-def _engine_specific(term: str, engine: str) -> bool:
-    """Whether ``engine`` has its own prior for ``term`` (then the shared value is not its)."""
-    return any(p.engine == engine and p.term == term for p in PRIORS)
+def _engine_specific(term: str, engine: str, base_name: str) -> bool:
+    """Whether ``engine`` has its own value of ``term`` (then the shared value is not its)."""
+    return term == ENGINE_PRIOR.term and engine != base_name
 
 
 # --- the trials -------------------------------------------------------------------------------
@@ -352,6 +324,12 @@ class _Problem:
     point_engine: np.ndarray
     row_pos: dict = field(default_factory=dict)  # plan row index -> position in pts.rows
     base_name: str = "trtllm"
+    #: Every usable row (end-to-end, ok, its engine known), fitted or not, with its engine and
+    #: measured value (SI): what the reported errors cover.
+    all_rows: list = field(default_factory=list)
+    all_engines: list = field(default_factory=list)
+    all_measured: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    all_groups: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: Weight of one prior against one row (``PRIOR_WEIGHT``; nested cross-validation varies it).
     prior_weight: float = PRIOR_WEIGHT
     _memo: dict = field(default_factory=dict)
@@ -363,7 +341,7 @@ class _Problem:
             engines = self.step_engine if level == "step" else self.point_engine
             values = {e: self.base[e].value(term) for e in set(engines)}
             base = np.array([values[e] for e in engines], float)
-            own = [e for e in self.base if _engine_specific(term, e)]
+            own = [e for e in self.base if _engine_specific(term, e, self.base_name)]
             masks = []
             for k, key in enumerate(keys):
                 engine, _, name = key.rpartition(".")
@@ -379,8 +357,7 @@ class _Problem:
         theta = np.atleast_2d(theta)
         terms = _Terms(self, theta, keys)
         seconds = combine(self.work, terms).total_s
-        policy = terms.policy()
-        value, score = pr.metrics(self.plan, self.points, seconds, policy)
+        value, score = pr.metrics(self.plan, self.points, seconds)
         best, _ = pr.best_per_row(self.points, value, score)
         return best[:, [self.row_pos[i] for i in self.rows]]
 
@@ -408,12 +385,6 @@ class _Terms:
         if term not in BY_TERM:
             raise AttributeError(term)
         return self._per(term, "step")
-
-    def policy(self):
-        return tuple(
-            self._per(t, "point")
-            for t in ("server_throughput_fraction", "p99_tpot_ratio", "ttft_steps")
-        )
 
 
 def _residuals(problem: _Problem, theta, keys, priors) -> np.ndarray:
@@ -485,40 +456,47 @@ def calibrate(
     say = progress or (lambda message: None)
     notes: list = []
     problem, micro = prepare(path, engine, say, notes)
-    priors = _usable_priors(problem, notes, say, exclude={k for k in micro if "." not in k})
-    say(f"fitting {len(priors)} terms to {len(problem.rows)} rows")
-    values, errors = _fit(problem, priors)
-    priors, values, errors = _drop_unconstrained(problem, priors, values, errors, notes, say)
+    fixed = {k: v for k, v in micro.items() if "." not in k}
+    priors, values, errors = fit_terms(problem, notes, say, exclude=set(fixed))
     keys = [p.key for p in priors]
-    fitted = problem.predict(values, keys)[0]
-    prior_pred = problem.predict(np.array([p.mean for p in priors]), keys)[0]
-    groups = (
-        problem.groups if split == "source" else np.array([publication(g) for g in problem.groups])
-    )
-    held, by_source, dropped = np.full(len(problem.rows), np.nan), [], 0
+    means = np.array([p.mean for p in priors])
+    say("predicting every row with the fitted terms and with the priors")
+    everything = np.arange(len(problem.all_rows))
+    fitted = predict_with(problem, everything, keys, values)
+    prior_pred = predict_with(problem, everything, keys, means)
+    groups = problem.all_groups
+    if split == "publication":
+        groups = np.array([publication(g) for g in groups])
+    held, by_source, dropped = np.full(len(groups), np.nan), [], 0
     if holdout and len(set(groups)) > 1:
         held, by_source, dropped = leave_one_out(problem, priors, values, groups, say)
     import pandas as pd
 
+    fit_set = set(problem.rows)
     pred_table = pd.DataFrame(
         {
-            "row": [problem.plan.rows[i].row for i in problem.rows],
-            "source": problem.groups,
-            "measured": problem.measured,
+            "row": [r.row for r in problem.all_rows],
+            "source": problem.all_groups,
+            "scenario": [r.scenario for r in problem.all_rows],
+            "quantity": [r.metric.quantity for r in problem.all_rows],
+            "fitted_row": [k in fit_set for k in range(len(problem.all_rows))],
+            "measured": problem.all_measured,
             "prior": prior_pred,
             "fitted": fitted,
             "held_out": held,
         }
     )
-    fixed = {k: v for k, v in micro.items() if "." not in k}
+    m = problem.all_measured
     return Calibration(
         engine=problem.base_name,
-        terms=_term_table(priors, values, errors, keys, notes, fixed),
-        rows=len(problem.rows),
+        terms=_term_table(
+            priors, values, errors, keys, notes, fixed, problem.step_engine, problem.base_name
+        ),
+        rows=len(problem.all_rows),
         sources=tuple(sorted(set(groups))),
-        in_sample=_errors(fitted / problem.measured - 1.0),
-        prior_only=_errors(prior_pred / problem.measured - 1.0),
-        held_out=_errors(held / problem.measured - 1.0),
+        in_sample=_errors(fitted / m - 1.0),
+        prior_only=_errors(prior_pred / m - 1.0),
+        held_out=_errors(held / m - 1.0),
         by_source=tuple(by_source),
         predictions=pred_table,
         dropped_duplicates=dropped,
@@ -529,6 +507,62 @@ def calibrate(
     )
 
 
+def prior_means() -> dict:
+    """Every term the fit can set, at its prior mean (an engine's own kernel factor at 1)."""
+    out = {p.term: p.mean for p in PRIORS}
+    out[ENGINE_PRIOR.term] = ENGINE_PRIOR.mean
+    return out
+
+
+def select_terms(problem, priors, older, newer, notes: list, say=lambda m: None) -> tuple:
+    """The terms kept by the time rule (docs/validation.md): fitted on the ``older`` fitted
+    rows, a term whose reset to its prior lowers the error on the ``newer`` fitted rows
+    (median plus 90th-percentile |predicted/measured - 1|) is not used. Terms are dropped one
+    at a time, the one whose reset helps most first, refitting the others on ``older`` after
+    each, until no reset helps. Returns the priors kept."""
+    older, newer = np.asarray(older, bool), np.asarray(newer, bool)
+    kept = list(priors)
+
+    def score(values) -> float:
+        pred = problem.predict(values, [p.key for p in kept])[0][newer]
+        e = np.abs(pred / problem.measured[newer] - 1.0)
+        e = np.where(np.isfinite(e), e, 10.0)
+        return float(np.median(e) + np.quantile(e, 0.9)) if len(e) else 0.0
+
+    values, _ = _fit(problem, tuple(kept), subset=older)
+    current = score(values)
+    while kept:
+        trials = []
+        for k, p in enumerate(kept):
+            reset = np.array(values, dtype=float)
+            reset[k] = p.mean
+            trials.append(score(reset))
+        k = int(np.argmin(trials))
+        if not trials[k] < current - 1e-6:
+            break
+        p = kept.pop(k)
+        notes.append(
+            f"{p.key}: not used, the time rule: fitted on the older rows it makes the newer "
+            f"ones worse than its prior ({current:.3f} against {trials[k]:.3f}, median + p90)"
+        )
+        say(f"time rule: {p.key} left at its prior {p.mean:g}")
+        if not kept:
+            break
+        values, _ = _fit(problem, tuple(kept), subset=older)
+        current = score(values)
+    return tuple(kept)
+
+
+def fit_terms(problem, notes: list, say, exclude=frozenset(), subset=None):
+    """(priors, values, standard errors) of the terms the rows (``subset`` of the fitted rows:
+    all by default) constrain: those enough rows depend on, fitted, then refitted without the
+    ones the rows do not pin down (§F10)."""
+    priors = _usable_priors(problem, notes, say, exclude=exclude, subset=subset)
+    say(f"fitting {len(priors)} terms to {len(problem.rows)} rows")
+    values, errors = _fit(problem, priors, subset=subset)
+    return _drop_unconstrained(problem, priors, values, errors, notes, say, subset=subset)
+
+
 def prepare(path, engine: str, say, notes: list):
     """(the rows' ``_Problem`` with the micro-benchmark terms set, those terms) of a file."""
     say(f"reading {path}")
@@ -536,7 +570,7 @@ def prepare(path, engine: str, say, notes: list):
     base = load_engine(engine)
     micro = _fit_micro(rows, base, notes, say)
     say("building the steps of every row")
-    problem = _problem(rows, base, {k: v for k, v in micro.items() if "." not in k})
+    problem = _problem(rows, base, {k: v for k, v in micro.items() if "." not in k}, notes)
     if len(problem.rows) == 0:
         raise InfeasibleError(
             f"{path}: no end-to-end row with status ok to fit (run compare-measured to see why)"
@@ -544,25 +578,83 @@ def prepare(path, engine: str, say, notes: list):
     return problem, micro
 
 
-def leave_one_out(problem, priors, values, groups, say=lambda m: None, subset=None):
-    """(held-out predictions, per-group errors, rows dropped as duplicates): every group of
-    ``subset`` (default: all rows) predicted by a fit on the others without their duplicates."""
+def leave_one_out(problem, priors, values, groups, say=lambda m: None):
+    """(held-out predictions of every usable row, per-group errors, fitted rows dropped as
+    duplicates): each group of ``groups`` (one per usable row) predicted by a fit on the fitted
+    rows of the other groups, without rows that repeat one of the group's rows."""
     keys = [p.key for p in priors]
-    subset = np.ones(len(groups), bool) if subset is None else subset
     held = np.full(len(groups), np.nan)
+    fit_groups = groups[problem.rows] if len(problem.rows) else np.array([])
     by_group, dropped = [], 0
-    names = sorted(set(groups[subset]))
+    names = sorted(set(groups))
     for k, name in enumerate(names, 1):
-        test = (groups == name) & subset
-        train = subset & ~test & ~_duplicates(problem, test)
-        dropped += int((subset & ~test).sum() - train.sum())
+        test = groups == name
+        train = (fit_groups != name) & ~_duplicates(problem, test)
+        dropped += int((fit_groups != name).sum() - train.sum())
         say(f"leaving out {k}/{len(names)}: {name} ({int(test.sum())} rows)")
         v, _ = _fit(problem, priors, subset=train, x0=values)
-        held[test] = problem.predict(v, keys)[0][test]
-        by_group.append(
-            (name, int(test.sum()), *_errors(held[test] / problem.measured[test] - 1.0).values())
-        )
+        index = np.flatnonzero(test)
+        held[index] = predict_with(problem, index, keys, v)
+        m = problem.all_measured[index]
+        by_group.append((name, len(index), *_errors(held[index] / m - 1.0).values()))
     return held, by_group, dropped
+
+
+def profiles_with(problem, keys, values) -> dict:
+    """Every engine profile of the problem with fitted terms ``values`` (by ``keys``): the
+    shared terms, except those a profile has its own value of, and its own terms."""
+    out = {}
+    for name, base in problem.base.items():
+        out[name] = apply_terms(base, keys, values, problem.base_name)
+    return out
+
+
+def apply_terms(profile: EngineProfile, keys, values, base_name: str) -> EngineProfile:
+    """``profile`` with the fitted terms that apply to it (shared ones unless it has its own
+    value of the term; its own ones, keyed "name.term")."""
+    changes = {}
+    for key, value in zip(keys, np.asarray(values, float)):
+        engine, _, term = key.rpartition(".")
+        if engine == profile.name or (
+            not engine and not _engine_specific(term, profile.name, base_name)
+        ):
+            changes[term] = float(value)
+    return profile.replace(**changes) if changes else profile
+
+
+def predict_file(problem, rows, keys, values):
+    """(predictions in SI units, layouts, statuses, engines) of any measured rows (another
+    file's: a held-out round) under the problem's fit: each row's engine profile with every
+    fitted term at its prior, the micro-benchmark terms, then ``values`` where they apply
+    (``apply_terms``). Rows whose engine is unknown keep their unresolved status."""
+    micro = {
+        k: v
+        for k, v in problem.base[problem.base_name].terms().items()
+        if k in {p.term for ps in MICRO_PRIORS.values() for p in ps}
+    }
+    engines = {}
+    for i, e in pr.resolve_engines(rows, ACHIEVABLE).items():
+        if isinstance(e, pr.RowEngine):
+            prof = e.profile.replace(**{**prior_means(), **micro})
+            e = dataclasses.replace(e, profile=apply_terms(prof, keys, values, problem.base_name))
+        engines[i] = e
+    return pr.predict_rows(rows, ACHIEVABLE, engines=engines)
+
+
+def predict_with(problem, index, keys, values) -> np.ndarray:
+    """Predictions (SI) of the usable rows at ``index`` with every profile's terms set to
+    ``values``: steady rows as closed forms, rows under load simulated."""
+    index = np.asarray(index, dtype=int)
+    if not len(index):
+        return np.zeros(0)
+    profiles = profiles_with(problem, keys, values)
+    rows = [problem.all_rows[k] for k in index]
+    engines = {}
+    for n, k in enumerate(index):
+        e = problem.all_engines[k]
+        engines[n] = dataclasses.replace(e, profile=profiles[e.profile.name])
+    predicted, *_ = pr.predict_rows(rows, ACHIEVABLE, engines=engines)
+    return predicted
 
 
 def _errors(e) -> dict:
@@ -578,35 +670,49 @@ def _errors(e) -> dict:
     }
 
 
-def _problem(rows: list[MeasuredRow], base: EngineProfile, collective: dict) -> _Problem:
-    """The steps of every usable row under the base profiles (with the fitted collective
-    terms), built once; rows that name no engine are the base engine's."""
+def _problem(
+    rows: list[MeasuredRow], base: EngineProfile, collective: dict, notes: list | None = None
+) -> _Problem:
+    """The usable rows (end-to-end, status ok, engine known) with their engines' profiles (with
+    the fitted collective terms), and the steps of the ones the fit uses, built once.
+    ``base`` is the reference profile: every other profile gets its own kernel factor."""
     profiles: dict = {}
 
-    def profile(name):
-        if name not in profiles:
-            p = load_engine(name)
-            profiles[name] = p.replace(**collective) if collective else p
-        return profiles[name]
+    def adjusted(p: EngineProfile) -> EngineProfile:
+        if p.name not in profiles:  # every fitted term at its prior: no earlier fit leaks in
+            profiles[p.name] = p.replace(**{**prior_means(), **collective})
+        return profiles[p.name]
 
-    usable = [
-        r if r.engine else dataclasses.replace(r, engine=base.name)
-        for r in rows
-        if r.kind == "end-to-end" and r.ok
-    ]
-    plan = pr.build_plan(usable, ACHIEVABLE, engine=None, profiles=profile)
+    usable, engines, unknown = [], [], 0
+    for r in rows:
+        if r.kind != "end-to-end" or not r.ok:
+            continue
+        e = pr.row_engine(r, ACHIEVABLE)
+        if not isinstance(e, pr.RowEngine):
+            unknown += 1
+            continue
+        usable.append(r)
+        engines.append(dataclasses.replace(e, profile=adjusted(e.profile)))
+    if unknown and notes is not None:
+        notes.append(
+            f"{unknown} row(s) left out: no profile of the engine they name (or none named)"
+        )
+    adjusted(base)
+    plan = pr.build_plan(usable, ACHIEVABLE, engines=dict(enumerate(engines)), for_fit=True)
     pts = pr.Points.of(plan)
     work = plan.step_work()
     fit_rows = [int(i) for i in pts.rows]
     row_pos = {int(i): k for k, i in enumerate(pts.rows)}
-    measured = np.array([_si(plan.rows[i]) for i in fit_rows])
-    groups = np.array([plan.rows[i].group for i in fit_rows])
+    all_measured = np.array([_si(r) for r in usable])
+    all_groups = np.array([r.group for r in usable])
+    measured = all_measured[fit_rows] if fit_rows else np.zeros(0)
+    groups = all_groups[fit_rows] if fit_rows else np.array([])
     counts = {g: int((groups == g).sum()) for g in set(groups)}
     w = np.array([1.0 / math.sqrt(counts[g]) for g in groups])
-    w = w / math.sqrt(np.mean(w**2))
+    w = w / math.sqrt(np.mean(w**2)) if len(w) else w
     step_engine = np.array(plan.step_engines())
-    point_engine = np.array([plan.engines[i] for i in pts.row])
-    by_name = {p.name: p for p in profiles.values()}
+    point_engine = np.array([plan.engines[i].profile.name for i in pts.row])
+    by_name = dict(profiles)
     return _Problem(
         plan,
         pts,
@@ -619,6 +725,11 @@ def _problem(rows: list[MeasuredRow], base: EngineProfile, collective: dict) -> 
         step_engine,
         point_engine,
         row_pos=row_pos,
+        base_name=base.name,
+        all_rows=usable,
+        all_engines=engines,
+        all_measured=all_measured,
+        all_groups=all_groups,
     )
 
 
@@ -626,13 +737,13 @@ def _si(row: MeasuredRow) -> float:
     return row.value * pr._unit_scale(row)
 
 
-def _usable_priors(problem: _Problem, notes: list, say, exclude=frozenset()) -> tuple:
-    """The priors of terms at least ``MIN_ROWS_PER_TERM`` rows depend on (engine terms only
-    for engines in the data); refuses when too few rows are left for them."""
+def _usable_priors(problem: _Problem, notes: list, say, exclude=frozenset(), subset=None):
+    """The priors of terms at least ``MIN_ROWS_PER_TERM`` rows (of ``subset``) depend on (an
+    engine's own terms for each profile in the data but the reference); refuses when too few
+    rows are left for them."""
+    mask = np.ones(len(problem.rows), bool) if subset is None else np.asarray(subset, bool)
     engines = set(problem.step_engine)
-    cands = [
-        p for p in PRIORS if (p.engine is None or p.engine in engines) and p.term not in exclude
-    ]
+    cands = [p for p in PRIORS + engine_priors(engines, problem.base_name) if p.term not in exclude]
     keys = [p.key for p in cands]
     x = np.array([p.mean for p in cands])
     h = 0.05
@@ -640,7 +751,7 @@ def _usable_priors(problem: _Problem, notes: list, say, exclude=frozenset()) -> 
     trials = np.vstack(
         [x] + [np.where(np.arange(len(x)) == k, trials[1], x) for k in range(len(x))]
     )
-    pred = np.log(problem.predict(trials, keys))
+    pred = np.log(problem.predict(trials, keys))[:, mask]
     steps = np.log(trials[1:][np.arange(len(x)), np.arange(len(x))] / np.where(x == 0, 1.0, x))
     steps = np.where(x == 0, h, steps)
     sens = np.abs((pred[1:] - pred[0]) / steps[:, None])
@@ -655,19 +766,20 @@ def _usable_priors(problem: _Problem, notes: list, say, exclude=frozenset()) -> 
                 f"{p.key}: not fitted, {n} row(s) depend on it (needs {MIN_ROWS_PER_TERM}: {p.rows})"
             )
     need = len(usable) + 2
-    if len(problem.rows) < need:
+    have = int(mask.sum())
+    if have < need:
         kinds = "; ".join(sorted({p.rows for p in usable}))
         raise InfeasibleError(
-            f"{len(problem.rows)} usable rows cannot fit {len(usable)} terms: calibrate needs "
-            f"at least {need}, {need - len(problem.rows)} more ({kinds})"
+            f"{have} usable rows cannot fit {len(usable)} terms: calibrate needs "
+            f"at least {need}, {need - have} more ({kinds})"
         )
     return tuple(usable)
 
 
-def _drop_unconstrained(problem, priors, values, errors, notes, say):
+def _drop_unconstrained(problem, priors, values, errors, notes, say, subset=None):
     """Refit without the terms the rows do not pin down: a term whose standard error is as
     large as its value, or whose information comes mostly from its prior (§F10)."""
-    share = _data_share(problem, priors, values)
+    share = _data_share(problem, priors, values, subset)
     weak = [
         k
         for k, p in enumerate(priors)
@@ -682,17 +794,18 @@ def _drop_unconstrained(problem, priors, values, errors, notes, say):
             f"{share[k]:.0%} of its information from the data; needs more {p.rows}"
         )
     keep = [p for k, p in enumerate(priors) if k not in weak]
-    if len(problem.rows) < len(keep) + 2 or not keep:
+    have = len(problem.rows) if subset is None else int(np.sum(subset))
+    if have < len(keep) + 2 or not keep:
         raise InfeasibleError(
             f"the rows constrain only {len(keep)} terms; calibrate needs more varied rows"
         )
     say(f"refitting the {len(keep)} terms the rows constrain")
     x0 = np.array([values[k] for k, _ in enumerate(priors) if k not in weak])
-    values, errors = _fit(problem, tuple(keep), x0=x0)
+    values, errors = _fit(problem, tuple(keep), subset=subset, x0=x0)
     return tuple(keep), values, errors
 
 
-def _data_share(problem, priors, values) -> np.ndarray:
+def _data_share(problem, priors, values, subset=None) -> np.ndarray:
     """Per term, the share of its information (the diagonal of JᵀJ in prior-SD units) that
     comes from the rows rather than from its prior."""
     keys = [p.key for p in priors]
@@ -700,28 +813,34 @@ def _data_share(problem, priors, values) -> np.ndarray:
     h = 1e-3 * np.maximum(np.abs(values / sd), 1.0) * sd
     trials = np.vstack([values, values + np.diag(h)])
     r = _residuals(problem, trials, keys, priors)[:, : len(problem.rows)]
+    if subset is not None:
+        r = r[:, np.asarray(subset, bool)]
     J = (r[1:] - r[0]) / (h / sd)[:, None]
     data = np.sum(np.where(np.isfinite(J), J, 0.0) ** 2, axis=1)
     return data / (data + problem.prior_weight**2)
 
 
 def _duplicates(problem: _Problem, test: np.ndarray) -> np.ndarray:
-    """Training rows that repeat a held-out row (same system, metric and value)."""
-    key = [
-        (r.arch.name, r.gpu.name, r.gpus, r.metric.quantity, r.scenario, round(r.value, 6))
-        for r in (problem.plan.rows[i] for i in problem.rows)
-    ]
-    held = {k for k, t in zip(key, test) if t}
-    return np.array([k in held for k in key])
+    """Fitted rows that repeat a held-out row (``test``: a mask over the usable rows) - the
+    same system, metric and value."""
+
+    def key(r):
+        return (r.arch.name, r.gpu.name, r.gpus, r.metric.quantity, r.scenario, round(r.value, 6))
+
+    held = {key(r) for r, t in zip(problem.all_rows, test) if t}
+    return np.array([key(problem.all_rows[i]) in held for i in problem.rows], dtype=bool)
 
 
-def _term_table(priors, values, errors, keys, notes, micro=()) -> tuple:
+def _term_table(priors, values, errors, keys, notes, micro=(), engines=(), base_name="") -> tuple:
     """Fitted terms, then the others with why not (terms set by micro-benchmarks left out:
     ``Calibration.micro`` holds them)."""
     out = [TermFit(p.key, float(v), float(e), p, True) for p, v, e in zip(priors, values, errors)]
     fitted = {p.key for p in priors} | set(micro)
     micro_terms = [p for ps in MICRO_PRIORS.values() for p in ps]
-    for p in PRIORS + tuple(q for q in micro_terms if q not in PRIORS):
+    own = tuple(
+        p for p in engine_priors(engines, base_name) if p.key not in {q.key for q in priors}
+    )
+    for p in PRIORS + tuple(q for q in micro_terms if q not in PRIORS) + own:
         if p.key not in fitted:
             note = next((n for n in notes if n.startswith(p.key + ":")), "")
             if not note and p.engine:
@@ -776,7 +895,9 @@ def calibrated_yaml(result: Calibration, base: EngineProfile, name: str | None =
         for t in result.terms
         if t.fitted
         and t.prior.engine in (None, result.engine)
-        and not (t.prior.engine is None and _engine_specific(t.prior.term, result.engine))
+        and not (
+            t.prior.engine is None and _engine_specific(t.prior.term, result.engine, result.engine)
+        )
     }
     header = [
         f"Calibrated by 'inference-econ calibrate' on {result.source}: {result.rows} rows,",

@@ -1,40 +1,106 @@
 """Predicting measured rows: every row's benchmark replayed on the model (docs/model.md §F9).
 
-A row becomes a set of engine steps: continuous batching at the largest batch the KV cache
-(and the engine's cap) allows for an offline run; the largest batch whose predicted latencies
-meet the limits for a Server run; the running users of a closed-loop sweep; a static batch
-(one prefill, then decode); one prompt for a batch-1 time to first token. Prompts are
-prefilled in chunks that share a step's one weight read with the decoding requests (§E1).
-Where the row does not state its layout, every tensor-parallel split of its GPUs is tried and
-the best kept (the operator tunes it). Steps are grouped by model, GPU, precision and layout
-and evaluated as arrays, so a file of many rows costs a few hundred array evaluations.
+Each row runs on the engine it names (``select_engine``: its family, version and platform;
+the ideal engine under ``paper`` and ``refined``), whose scheduler limits and policies are
+the engine's own defaults (or the row's stated caps). Rows whose benchmark is a steady state
+are closed forms of step times: an offline run at the batch the engine settles at (where that
+steady state is exact), a static batch (one prefill, then decode), one prompt for a batch-1
+time to first token. Rows that run under load - Server and Interactive at the most load
+their limits allow, closed-loop concurrency, and offline runs shaped by preemption - are
+simulated on the load engine (``replay``). Where a row does not state its layout, every
+tensor-parallel split of its GPUs is tried and the best kept (the operator tunes it).
 
-``Plan`` holds the steps and how each row's metric follows from their times, so calibration
-can re-time the same steps under other efficiency terms without rebuilding them.
+``Plan`` holds the steady rows' steps and how each metric follows from their times, so
+calibration can re-time the same steps under other efficiency terms without rebuilding them;
+steps are grouped by model, GPU, precision and layout and evaluated as arrays. Rows are
+predicted once per configuration: a file of many rows that repeat configurations costs what
+its distinct configurations cost.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
+from ...errors import SpecError
 from ...model.assumptions import Assumptions, preset
 from ...model.efficiency import StepWork, concatenate
 from ...model.latency import StepModel, prefill_step_model
 from ...model.mixed_step import EngineLayout, mixed_step_s, mixed_step_work
 from ...model.workload import compile_workload
-from ...specs.engine import load_engine
+from ...serving.load.engine import EngineConfig
+from ...serving.setting import Setting
+from ...specs.engine import EngineProfile, load_engine, select_engine, split_engine
+from . import replay as rp
 from .reading import MeasuredRow
 
-#: Batch sizes tried per layout for a Server row (log-spaced up to the capacity).
-SERVER_GRID = 20
 #: Metrics where a larger prediction is better (throughputs, speeds); the rest are times.
 HIGHER = ("throughput", "user_speed", "streams")
-#: Ideal engines (paper, refined): no scheduling losses.
-IDEAL_POLICY = (1.0, 1.0, 1.0)
+#: Quantities measured in time (the row's unit is ms, s or us).
+TIMES = ("tpot", "tpot_p99", "itl", "ttft", "ttft_p99", "ttft_single")
+#: Scenarios simulated on the load engine; the others are steady states.
+LOADED = ("server", "interactive", "closed_loop")
+#: Scenarios an engine runs as offline work (vLLM's LLM class defaults); the rest are served.
+OFFLINE_SCENARIOS = ("offline", "static")
+#: The ideal engine of the paper and refined presets: every request the KV cache holds may
+#: run (at most 16,384), 8,192 tokens per step, prompts in chunks next to decoding.
+IDEAL_ENGINE = EngineConfig(16384, 8192, "recompute", "chunked")
+
+
+@dataclass(frozen=True)
+class RowEngine:
+    """The engine a row runs on: its profile (None: the ideal engine), its scheduler and how
+    the output names it."""
+
+    profile: EngineProfile | None
+    config: EngineConfig
+    label: str
+
+
+def platform_of(gpu) -> str:
+    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...), CUDA otherwise."""
+    return "rocm" if gpu.name.upper().startswith("MI") else "cuda"
+
+
+def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | str:
+    """The engine of a row under ``base``, or the status saying why there is none: under the
+    achievable preset the row's engine (or ``engine``, a name, "family@version", a path or a
+    profile) at the row's version on its platform; never another engine's profile."""
+    offline = row.scenario in OFFLINE_SCENARIOS
+    cap = int(row.batch_cap) if row.batch_cap else None
+    if base.engine is None:
+        return RowEngine(
+            None, dataclasses.replace(IDEAL_ENGINE, max_batch_requests=cap or 16384), "ideal"
+        )
+    name = engine if engine is not None else row.engine
+    if name is None:
+        return (
+            "unresolved: engine unknown (the row names no serving engine: give an engine "
+            "column, or --engine NAME)"
+        )
+    version = getattr(row, "engine_version", None)
+    platform = getattr(row, "platform", None) or platform_of(row.gpu)
+    try:
+        prof = select_engine(name, version, platform)
+    except SpecError as exc:
+        return f"unresolved: engine {_name(name)!r}: {exc.problem}"
+    batch, budget = prof.scheduler_limits(row.gpu, offline)
+    config = EngineConfig(cap or batch, budget, prof.admission, prof.prefill)
+    label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
+    return RowEngine(prof, config, label)
+
+
+def resolve_engines(rows, base: Assumptions, engine=None) -> dict:
+    """``row_engine`` of every resolved end-to-end row, by row index."""
+    return {
+        i: row_engine(r, base, engine)
+        for i, r in enumerate(rows)
+        if r.kind == "end-to-end" and r.resolved
+    }
 
 
 @dataclass(frozen=True)
@@ -96,7 +162,8 @@ class _Group:
 
 @dataclass
 class Plan:
-    """Every predictable row's candidate steps and how its metric follows from them."""
+    """Every predictable row's candidate steps (steady rows) or simulated cases (rows under
+    load), and how its metric follows from them."""
 
     rows: list
     assumptions: Assumptions
@@ -105,8 +172,9 @@ class Plan:
     #: weight b, grid position); steps as (group index, index in the group).
     points: list = field(default_factory=list)
     candidates: dict = field(default_factory=dict)  # (row index, candidate index) -> Candidate
-    policies: dict = field(default_factory=dict)  # row index -> (rho, r99, ttft steps)
-    engines: dict = field(default_factory=dict)  # row index -> profile name ("" ideal)
+    engines: dict = field(default_factory=dict)  # row index -> RowEngine
+    #: (row index, candidate index) -> replay.LoadCase: the pairs simulated on the load engine.
+    load: dict = field(default_factory=dict)
     infeasible: dict = field(default_factory=dict)  # row index -> reason
 
     @property
@@ -146,11 +214,8 @@ class Plan:
 NEVER_EXPERT_PARALLEL = 1e6
 
 
-def _assumptions_for(base: Assumptions, row: MeasuredRow, engine, expert_parallel: bool, profiles):
-    a = base
-    if base.engine is not None:
-        name = engine or row.engine or base.engine
-        a = a.replace(engine=profiles(name) if isinstance(name, str) else name)
+def _assumptions_for(base: Assumptions, profile, expert_parallel: bool) -> Assumptions:
+    a = base if profile is None else base.replace(engine=profile)
     if not expert_parallel:  # experts stay whole on every GPU: never split them (§A5)
         a = a.replace(expert_parallel_min_batch_per_sparsity=NEVER_EXPERT_PARALLEL)
     return a
@@ -166,7 +231,9 @@ def _models(arch, gpu, bits, a: Assumptions):
 
 def candidates(row: MeasuredRow) -> list[Candidate]:
     """The layouts a row may have run: the one it states, else every tensor-parallel split of
-    its GPUs within a scale-up domain (MoE models with and without expert parallelism)."""
+    its GPUs within a scale-up domain (MoE models with and without expert parallelism). A
+    closed-loop row's clients are spread evenly over its instances: splits whose instances do
+    not divide them are left out (one instance of all the GPUs always remains)."""
     moe = any(g.ffn.experts > 1 for g in row.arch.layer_groups)
     lay = row.layout
     if lay is not None:
@@ -177,45 +244,66 @@ def candidates(row: MeasuredRow) -> list[Candidate]:
         ]
     domain = max(1, row.gpu.scale_up_domain_gpus)
     gpus = row.serving_gpus
+    clients = row.concurrency if row.scenario == "closed_loop" else None
     out = []
     for tp in (1, 2, 4, 8, 16, 32, 64, 72):
         if tp > gpus or gpus % tp or (tp > domain and tp > 1):
+            continue
+        if clients is not None and tp < gpus and clients % (gpus // tp):
             continue
         for ep in (False, True) if moe and tp > 1 else (False,):
             out.append(Candidate(tp, 1, gpus // tp, False, ep))
     return out or [Candidate(gpus, 1, 1, False, False)]
 
 
-def build_plan(rows, assumptions="paper", engine=None, profiles=load_engine) -> Plan:
-    """The steps of every resolved end-to-end row (status ok, derived or out of scope).
-    ``engine`` overrides the rows' engines; ``profiles`` loads a profile by name."""
+def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=False) -> Plan:
+    """The steps (steady rows) and load cases (rows under load) of every resolved end-to-end
+    row whose engine is known. ``engine`` overrides the rows' engines; ``engines`` gives each
+    row's ``RowEngine`` (by row index) instead. ``for_fit``: closed-loop rows as their steady
+    state (calibration re-times it; ``tests/test_measured.py`` checks it against the
+    simulation), and offline rows without an exact steady state left out."""
     base = preset(assumptions)
     plan = Plan(rows=list(rows), assumptions=base)
+    if engines is None:
+        engines = resolve_engines(plan.rows, base, engine)
     groups: dict = {}
     for i, row in enumerate(plan.rows):
-        if row.kind != "end-to-end" or not row.resolved or not predictable(row):
+        found = engines.get(i)
+        if not isinstance(found, RowEngine) or not predictable(row):
             continue
-        profile = None
+        plan.engines[i] = found
         for j, cand in enumerate(candidates(row)):
-            a = _assumptions_for(base, row, engine, cand.expert_parallel, profiles)
+            a = _assumptions_for(base, found.profile, cand.expert_parallel)
             model, prefill = _models(row.arch, row.gpu, row.bits, a)
-            profile = model.profile
+            if _capacity(model, row, cand) < 1.0:
+                gb = model.weights_total_bytes / 1e9
+                plan.infeasible.setdefault(
+                    i,
+                    f"infeasible: {gb:.0f} GB of weights leave no room for the KV cache on "
+                    f"{cand.label()}",
+                )
+                continue
+            # closed-loop rows are simulated, except for the fit (their steady state) and
+            # under the ideal engine (its bound: the fluid steady state, no scheduling losses)
+            steady_loop = for_fit or found.profile is None
+            loaded = row.scenario in LOADED and not (steady_loop and row.scenario == "closed_loop")
+            code = f"{row.scenario}|{row.metric.quantity}"
+            if not loaded and code not in _KINDS:
+                continue  # no closed form (a closed-loop TTFT in the fit): left out
+            if loaded or (row.scenario == "offline" and not _exact(model, row, cand, found)):
+                if for_fit and not loaded:
+                    continue  # preemption shapes the run: no closed form to re-time
+                plan.load[(i, j)] = _case(row, cand, a, found.config)
+                plan.candidates[(i, j)] = cand
+                continue
             layout = EngineLayout(
                 cand.gpus, cand.pipeline, cand.tensor if cand.attention_dp else 1.0
             )
             key = (id(model), layout)
             if key not in groups:
                 groups[key] = _Group(model, prefill, layout, index=len(groups))
-            if _add_points(plan, groups[key], i, j, row, cand, model):
+            if _add_points(plan, groups[key], i, j, row, cand, model, found.config):
                 plan.candidates[(i, j)] = cand
-        plan.policies[i] = (
-            IDEAL_POLICY
-            if profile is None
-            else (profile.server_throughput_fraction, profile.p99_tpot_ratio, profile.ttft_steps)
-        )
-        plan.engines[i] = profile.name if profile is not None else ""
-        if not any(k[0] == i for k in plan.candidates):
-            plan.infeasible.setdefault(i, "no layout of its GPUs holds the weights and a KV cache")
     offset = 0
     for g in groups.values():
         g.offset = offset
@@ -224,27 +312,74 @@ def build_plan(rows, assumptions="paper", engine=None, profiles=load_engine) -> 
     return plan
 
 
-def _capacity(model: StepModel, row: MeasuredRow, cand: Candidate) -> float:
-    """Requests one instance holds at the row's mean decode context (§F8)."""
-    per_request = float(model.work.kv_cache_bytes(row.lengths.decode_context, 1.0))
+def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfig):
+    """The load-engine case of a row on a candidate layout."""
+    L = row.lengths
+    sd_in, sd_out = length_sds(L)
+    clients = None
+    if row.scenario == "closed_loop":
+        clients = max(1, int(round(row.concurrency / cand.replicas)))
+    setting = Setting(row.arch.with_precision(*row.bits), row.gpu, assumptions=a)
+    return rp.LoadCase(
+        setting,
+        cand.tensor,
+        cand.pipeline,
+        cand.replicas,
+        cand.attention_dp,
+        config,
+        (float(L.input_mean), sd_in),
+        (float(L.output_mean), sd_out),
+        row.scenario,
+        tuple(row.limits) if row.limits else None,
+        clients,
+        bool(row.disaggregated),
+    )
+
+
+def length_sds(L) -> tuple[float, float]:
+    """Standard deviations of prompt and output lengths, recovered from a ``Lengths``'s
+    contexts (E[n_in²] = 2·n_in·prefill_context; E[n_out²] = 2·n_out·(decode_context − n_in))."""
+    var_in = 2.0 * L.input_mean * L.prefill_context - L.input_mean**2
+    var_out = 2.0 * L.output_mean * (L.decode_context - L.input_mean) - L.output_mean**2
+    tidy = lambda v, m: math.sqrt(v) if v > 1e-6 * m * m else 0.0  # noqa: E731
+    return tidy(var_in, L.input_mean), tidy(var_out, L.output_mean)
+
+
+def _capacity(model: StepModel, row: MeasuredRow, cand: Candidate, context=None) -> float:
+    """Requests one instance holds at a context (default: the row's mean decode context, the
+    time-weighted context of a running request; §F8)."""
+    ctx = row.lengths.decode_context if context is None else context
+    per_request = float(model.work.kv_cache_bytes(ctx, 1.0))
     room = float(model.kv_capacity_bytes(float(cand.gpus)))
     return room / per_request if per_request > 0 else math.inf
 
 
-def _add_points(plan: Plan, g: _Group, i: int, j: int, row, cand, model) -> bool:
-    """The points of one row and candidate layout; False if the layout cannot serve it."""
-    cap = _capacity(model, row, cand)
-    prof = model.profile
-    engine_cap = row.batch_cap or (prof.max_batch_requests if prof is not None else math.inf)
-    budget = float(prof.step_token_budget) if prof is not None else math.inf
+def _steady_batch(model, row, cand, found: RowEngine) -> float:
+    """The batch a saturated engine settles at: its batch limit, or what the KV cache holds -
+    at the time-weighted decode context (recompute admission, and the ideal engine), or of
+    whole requests, prompt and output, weighted by their time in the batch (no_evict
+    admission: E[(n_in + n_out)·n_out]/E[n_out] = 2·decode_context − n_in)."""
     L = row.lengths
-    if cap < 1.0:
-        gb = model.weights_total_bytes / 1e9
-        plan.infeasible.setdefault(
-            i,
-            f"infeasible: {gb:.0f} GB of weights leave no room for the KV cache on {cand.label()}",
-        )
-        return False
+    if found.config.admission == "no_evict":
+        held = _capacity(model, row, cand, 2.0 * L.decode_context - L.input_mean)
+    else:
+        held = _capacity(model, row, cand)
+    return min(held, float(found.config.max_batch_requests))
+
+
+def _exact(model, row, cand, found: RowEngine) -> bool:
+    """Whether an offline row's steady state is exact: nothing is ever preempted (the ideal
+    engine's fluid bound, no_evict admission, or a batch limit the KV cache never reaches)."""
+    if found.profile is None or found.config.admission == "no_evict":
+        return True
+    return _capacity(model, row, cand) >= found.config.max_batch_requests
+
+
+def _add_points(plan: Plan, g: _Group, i: int, j: int, row, cand, model, found) -> bool:
+    """The points of one steady row and candidate layout; False if it cannot serve it."""
+    config = found if isinstance(found, EngineConfig) else found
+    budget = float(config.step_token_budget)
+    L = row.lengths
     s = row.scenario
     q = row.metric.quantity
     if s == "single":
@@ -264,40 +399,49 @@ def _add_points(plan: Plan, g: _Group, i: int, j: int, row, cand, model) -> bool
         b = g.add(B, L.input_mean + L.output_mean / 2.0, 0.0, 0.0, 0.0)
         plan.points.append((i, j, B, cand.replicas, a, 1.0, b, max(L.output_mean - 1.0, 0.0), 0))
         return True
-    top = min(cap, engine_cap)
+    found_engine = plan.engines[i]
+    top = _steady_batch(model, row, cand, found_engine)
     if s == "closed_loop":
         B = min(row.concurrency / cand.replicas, top)
         users = B if q == "throughput" else max(B - 1.0, 0.0)
-        _mean_step(plan, g, i, j, row, cand, B, users, budget, 0)
+        _mean_step(plan, g, i, j, row, cand, B, users, budget, config.prefill)
         return True
-    if s == "offline":
-        _mean_step(plan, g, i, j, row, cand, top, top, budget, 0)
-        return True
-    for k, B in enumerate(np.geomspace(1.0, max(top, 1.0), SERVER_GRID)):
-        _mean_step(plan, g, i, j, row, cand, float(B), float(B), budget, k)
+    _mean_step(plan, g, i, j, row, cand, top, top, budget, config.prefill)  # offline
     return True
 
 
-def _mean_step(plan, g: _Group, i, j, row, cand, B, users, budget, k) -> None:
+def _mean_step(plan, g: _Group, i, j, row, cand, B, users, budget, mode) -> None:
     """A point whose time is the mean step of ``B`` decoding requests while the prompts of
     ``users`` arriving requests are prefilled (§F9): prompts per step users/n_out, in chunks
-    of min(n_in, budget) tokens; fewer than one chunk a step is a mixture of decode-only
-    steps and steps with one chunk. Disaggregated rows prefill elsewhere."""
+    of min(n_in, budget) tokens (whole prompts under ``whole``); fewer than one chunk a step is
+    a mixture of decode-only steps and steps with one chunk. Under ``separate`` prefill the
+    prompts run in steps of their own, as many whole prompts as the budget holds, while
+    decoding waits. Disaggregated rows prefill elsewhere."""
     L = row.lengths
     if row.disaggregated:
         users = 0.0
     n = L.decode_context
-    chunk = min(L.input_mean, budget)
+    prompts = users / L.output_mean  # prompts arriving per decode step
+    if mode == "separate":
+        k = budget / L.input_mean  # prompts per prefill step (whole, or chunks of a longer one)
+        k = max(1.0, math.floor(k)) if k >= 1.0 else k
+        a = g.add(B, n, 0.0, 0.0, 0.0)
+        chunk = min(L.input_mean, budget)
+        prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
+        b = g.add(0.0, 0.0, k * L.input_mean, prefix, max(k, 1.0))
+        plan.points.append((i, j, B, cand.replicas, a, 1.0, b, prompts / k, 0))
+        return
+    chunk = min(L.input_mean, budget)  # whole prompts, or chunks: the same mean step
     prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
-    tokens = users * L.input_mean / L.output_mean  # prompt tokens per step on average
+    tokens = prompts * L.input_mean  # prompt tokens per step on average
     chunks = tokens / chunk
     if chunks >= 1.0:
         a = g.add(B, n, tokens, prefix, chunks)
-        plan.points.append((i, j, B, cand.replicas, a, 1.0, a, 0.0, k))
+        plan.points.append((i, j, B, cand.replicas, a, 1.0, a, 0.0, 0))
         return
     a = g.add(B, n, 0.0, 0.0, 0.0)
     b = g.add(B, n, chunk, prefix, 1.0)
-    plan.points.append((i, j, B, cand.replicas, a, 1.0 - chunks, b, chunks, k))
+    plan.points.append((i, j, B, cand.replicas, a, 1.0 - chunks, b, chunks, 0))
 
 
 # --- from step times to metrics ---------------------------------------------------------------
@@ -357,30 +501,23 @@ class Points:
 
 
 def row_arrays(plan: Plan, pts: Points):
-    """Per point: (scenario code, quantity, per-GPU divisor, output length, TPOT and TTFT
-    limits) of its row, and the policy (rho, r99, ttft steps) of its row."""
+    """Per point: the per-GPU divisor and the output length of its row."""
     rows = [plan.rows[i] for i in pts.row]
     per_gpu = np.array([r.per_count for r in rows], float)
     n_out = np.array([r.lengths.output_mean for r in rows], float)
-    lim = np.array([r.limits if r.limits else (np.inf, np.inf) for r in rows], float).reshape(-1, 2)
-    pol = np.array([plan.policies[i] for i in pts.row], float).reshape(-1, 3)
-    return per_gpu, n_out, lim, pol
+    return per_gpu, n_out
 
 
-def metrics(plan: Plan, pts: Points, seconds, policy=None):
-    """(value, score) per (row, layout) pair: the row's predicted metric and what the operator
-    maximises (throughput, or minus the latency). ``seconds``: step times, 1-D or trials x
-    steps; ``policy``: (rho, r99, ttft steps) arrays per point (trials x points) overriding
-    the rows' engines' values. Server pairs without an admissible batch get NaN."""
+def metrics(plan: Plan, pts: Points, seconds):
+    """(value, score) per (row, layout) pair of the steady rows: the row's predicted metric
+    and what the operator maximises (throughput, or minus the latency). ``seconds``: step
+    times, 1-D or trials x steps."""
     S = np.asarray(seconds, dtype=float)
     t = pts.wa * S[..., pts.a] + pts.wb * S[..., pts.b]
-    per_gpu, n_out, lim, pol = _cached_rows(plan, pts)
-    rho, r99, kt = policy if policy is not None else (pol[:, 0], pol[:, 1], pol[:, 2])
+    per_gpu, n_out = _cached_rows(plan, pts)
     value = np.full(t.shape, np.nan)
     score = np.full(t.shape, -np.inf)
     for code, idx in _code_points(plan, pts).items():
-        if code in _SERVER_CODES:
-            continue
         ti = t[..., idx]
         thr = pts.replicas[idx] * pts.batch[idx] / ti
         kind = _KINDS.get(code)
@@ -399,14 +536,11 @@ def metrics(plan: Plan, pts: Points, seconds, policy=None):
             sc = val
         value[..., idx] = val
         score[..., idx] = sc
-    server = np.isin(_codes(plan, pts), _SERVER_CODES)
-    if server.any():
-        value, score = _server(plan, pts, t, value, score, server, rho, r99, kt, lim)
     value = value / per_gpu
     return _reduce_pairs(pts, value, score)
 
 
-#: How each non-server (scenario, quantity) follows from a point's time.
+#: How each steady (scenario, quantity) follows from a point's time.
 _KINDS = {
     "offline|throughput": "throughput",
     "offline|streams": "streams",
@@ -424,32 +558,32 @@ def _code_points(plan: Plan, pts: Points) -> dict:
     key = ("code_points", id(pts))
     memo = plan.__dict__.setdefault("_memo", {})
     if key not in memo:
-        codes = _codes(plan, pts)
+        codes = np.array(
+            [f"{plan.rows[i].scenario}|{plan.rows[i].metric.quantity}" for i in pts.row]
+        )
         memo[key] = {c: np.flatnonzero(codes == c) for c in np.unique(codes)}
     return memo[key]
 
 
-_SERVER_CODES = [
-    f"{s}|{q}"
-    for s in ("server", "interactive")
-    for q in ("throughput", "tpot", "tpot_p99", "ttft", "user_speed", "streams")
-]
+#: What the load engine's runs measure, by quantity (``replay.Outcome.value``).
+LOAD_QUANTITIES = (
+    "throughput",
+    "tpot",
+    "tpot_p99",
+    "itl",
+    "ttft",
+    "ttft_p99",
+    "user_speed",
+    "streams",
+)
 
 
 def predictable(row: MeasuredRow) -> bool:
-    """Whether the model predicts the row's metric in its scenario (a row may read a metric,
-    such as a p99 TTFT, that no code below predicts yet: it is out of scope, not guessed)."""
+    """Whether the model predicts the row's metric in its scenario: a steady state's closed
+    form (``_KINDS``), or a run of the load engine (a row may read a metric, such as a p90
+    TTFT, that neither predicts: it is out of scope, not guessed)."""
     code = f"{row.scenario}|{row.metric.quantity}"
-    return code in _KINDS or code in _SERVER_CODES
-
-
-def _codes(plan: Plan, pts: Points) -> np.ndarray:
-    key = ("codes", id(pts))
-    if key not in plan.__dict__.setdefault("_memo", {}):
-        plan._memo[key] = np.array(
-            [f"{plan.rows[i].scenario}|{plan.rows[i].metric.quantity}" for i in pts.row]
-        )
-    return plan._memo[key]
+    return code in _KINDS or (row.scenario in LOADED and row.metric.quantity in LOAD_QUANTITIES)
 
 
 def _cached_rows(plan: Plan, pts: Points):
@@ -457,50 +591,6 @@ def _cached_rows(plan: Plan, pts: Points):
     if key not in plan.__dict__.setdefault("_memo", {}):
         plan._memo[key] = row_arrays(plan, pts)
     return plan._memo[key]
-
-
-def _server(plan, pts, t, value, score, server, rho, r99, kt, lim):
-    """Server rows (§F9). Along each layout's grid of batches (B rising, step time t(B)
-    rising), the engine runs the largest batch whose p99 TPOT (r99·t/rho) and mean TTFT
-    (k·t/rho) meet the limits, at most the capacity, found by interpolating between grid
-    points; it serves rho·replicas·B/t, and a request sees a mean TPOT of t/rho (Little's
-    law at that batch: rho is the share of the batch's rate a Poisson-loaded server keeps)."""
-    idx = np.flatnonzero(server).reshape(-1, SERVER_GRID)
-    first = idx[:, 0]
-    T = t[..., idx]
-    B = np.broadcast_to(pts.batch[idx], T.shape)
-    r = _at(rho, first)
-    p99 = _at(r99, first)
-    k = _at(kt, first)
-    t_max = np.minimum(lim[first, 1] * r / p99, lim[first, 0] * r / k)  # step-time limit
-    ok = t_max[..., None] >= T
-    last = SERVER_GRID - 1 - np.argmax(ok[..., ::-1], axis=-1)  # last admissible point
-    none = ~ok.any(axis=-1)
-    nxt = np.minimum(last + 1, SERVER_GRID - 1)
-    t0, t1 = (np.take_along_axis(T, i[..., None], -1)[..., 0] for i in (last, nxt))
-    b0, b1 = (np.take_along_axis(B, i[..., None], -1)[..., 0] for i in (last, nxt))
-    frac = np.where(t1 > t0, np.clip((t_max - t0) / np.where(t1 > t0, t1 - t0, 1.0), 0, 1), 0.0)
-    t_op = np.where(last == SERVER_GRID - 1, t0, t0 + frac * (t1 - t0))
-    b_op = np.where(last == SERVER_GRID - 1, b0, b0 + frac * (b1 - b0))
-    thr = r * pts.replicas[first] * b_op / t_op
-    tpot = t_op / r
-    q = np.array([plan.rows[i].metric.quantity for i in pts.row[first]])
-    val = np.select(
-        [q == "throughput", q == "tpot", q == "tpot_p99", q == "ttft", q == "user_speed"],
-        [thr, tpot, p99 * tpot, k * tpot, 1.0 / tpot],
-        default=thr * tpot,
-    )
-    value = np.where(server, np.nan, value)
-    score = np.where(server, -np.inf, score)
-    value[..., first] = np.where(none, np.nan, val)
-    score[..., first] = np.where(none, -np.inf, thr)
-    return value, score
-
-
-def _at(x, positions):
-    """``x`` (a scalar, per point or trials x points) at some points."""
-    x = np.asarray(x, dtype=float)
-    return x if (x.ndim == 0 or x.shape[-1] == 1) else x[..., positions]
 
 
 def _reduce_pairs(pts: Points, value, score):
@@ -563,29 +653,87 @@ class Comparison:
     source: str
 
 
-def predict_rows(rows, assumptions="paper", engine=None) -> tuple[np.ndarray, list, list]:
-    """(predicted value, layout label, status) of every row, in the rows' units."""
-    plan = build_plan(rows, assumptions, engine)
-    predicted = np.full(len(plan.rows), np.nan)
-    labels = [""] * len(plan.rows)
+def predict_rows(rows, assumptions="paper", engine=None, engines=None):
+    """(predicted value, layout label, status, engine label) of every row, in SI units
+    (seconds, tokens/s). ``engines`` gives rows their ``RowEngine`` (by index) instead of
+    resolving them (calibration's fitted profiles). Rows that ask the same question (the same
+    configuration and metric, whatever their value or source) are predicted once."""
+    groups: dict = {}
+    for i, r in enumerate(rows):
+        given = None if engines is None else id(engines.get(i))
+        groups.setdefault((_question(r), given), []).append(i)
+    if len(groups) < len(rows):
+        first = [members[0] for members in groups.values()]
+        sub = (
+            None
+            if engines is None
+            else {k: engines[i] for k, i in enumerate(first) if i in engines}
+        )
+        once = _predict_distinct([rows[i] for i in first], assumptions, engine, sub)
+        out = (np.full(len(rows), np.nan), [""] * len(rows), [""] * len(rows), [""] * len(rows))
+        for k, members in enumerate(groups.values()):
+            for i in members:
+                out[0][i] = once[0][k]
+                for n in (1, 2, 3):
+                    out[n][i] = once[n][k]
+        return out
+    return _predict_distinct(rows, assumptions, engine, engines)
+
+
+def _question(r: MeasuredRow) -> tuple:
+    """What a row's prediction depends on (not its value, line, source or wording)."""
+    micro = (r.model_text, r.unit, r.message_bytes, r.gemm_shape) if r.kind == "micro" else ()
+    return (
+        r.kind,
+        r.status,
+        r.arch,
+        r.gpu,
+        r.bits,
+        r.gpus,
+        r.metric,
+        r.scenario,
+        r.layout,
+        r.lengths,
+        r.concurrency,
+        r.batch_cap,
+        r.limits,
+        r.engine,
+        getattr(r, "engine_version", None),
+        getattr(r, "platform", None),
+        r.disaggregated,
+        micro,
+    )
+
+
+def _predict_distinct(rows, assumptions, engine, engines):
+    """``predict_rows`` of rows that each ask their own question."""
+    base = preset(assumptions)
+    found = resolve_engines(rows, base, engine) if engines is None else engines
+    plan = build_plan(rows, assumptions, engines=found)
+    n = len(plan.rows)
+    predicted = np.full(n, np.nan)
+    labels = [""] * n
     status = [r.status for r in plan.rows]
-    if plan.points:
-        pts = Points.of(plan)
-        pair_value, pair_score = metrics(plan, pts, plan.step_seconds())
-        value, hit = best_per_row(pts, pair_value, pair_score)
-        for k, i in enumerate(pts.rows):
-            predicted[i] = value[k]
-            lo = pts.row_start[k]
-            hi = pts.row_start[k + 1] if k + 1 < len(pts.row_start) else len(pts.pair_start)
-            chosen = [p for p in range(lo, hi) if hit[p]]
-            if chosen:
-                labels[i] = plan.candidates[(i, int(pts.pair_cand[chosen[0]]))].label()
-            if not np.isfinite(value[k]) and plan.rows[i].ok:
-                status[i] = "infeasible: no batch meets the row's latency limits on any layout"
+    labels_engine = [""] * n
+    for i, e in found.items():
+        if isinstance(e, RowEngine):
+            labels_engine[i] = e.label if base.engine is not None else ""
+        elif plan.rows[i].ok or plan.rows[i].status.startswith("derived"):
+            status[i] = e
+    best: dict = {}  # row -> (score, value, candidate index, note)
+    for (i, j), (value, score) in _steady_pairs(plan).items():
+        _keep(best, i, j, value, score)
+    for (i, j), (value, score, note) in _load_pairs(plan).items():
+        _keep(best, i, j, value, score, note)
+    for i, (_, value, j, note) in best.items():
+        predicted[i] = value
+        if np.isfinite(value):
+            labels[i] = plan.candidates[(i, j)].label()
+        elif plan.rows[i].ok:
+            status[i] = note or "infeasible: no layout serves the row"
     for i, why in plan.infeasible.items():
         if not np.isfinite(predicted[i]) and plan.rows[i].ok:
             status[i] = why if why.startswith("infeasible") else f"infeasible: {why}"
-    base = preset(assumptions)
     for i, row in enumerate(plan.rows):
         if row.kind == "end-to-end" and row.resolved and not predictable(row):
             status[i] = (
@@ -597,7 +745,60 @@ def predict_rows(rows, assumptions="paper", engine=None) -> tuple[np.ndarray, li
             nvls_row = row.metric.quantity == "busbw" and "nvls" in row.model_text.lower()
             if base.engine is None and nvls_row and not base.nvls:
                 status[i] = f"out of scope: uses NVLS, which the {base.name} preset does not"
-    return predicted, labels, status
+    return predicted, labels, status, labels_engine
+
+
+def _keep(best: dict, i, j, value, score, note="") -> None:
+    old = best.get(i)
+    finite = np.isfinite(value) and np.isfinite(score)
+    if old is None or (finite and (not np.isfinite(old[1]) or score > old[0])):
+        best[i] = (score if finite else -np.inf, value if finite else np.nan, j, note)
+
+
+def _steady_pairs(plan: Plan) -> dict:
+    """(row, candidate) -> (value, score) of the steady rows."""
+    if not plan.points:
+        return {}
+    pts = Points.of(plan)
+    value, score = metrics(plan, pts, plan.step_seconds())
+    return {
+        (int(i), int(j)): (float(v), float(s))
+        for i, j, v, s in zip(pts.pair_row, pts.pair_cand, value, score)
+    }
+
+
+def _load_pairs(plan: Plan) -> dict:
+    """(row, candidate) -> (value, score, note) of the rows under load. A Server or
+    Interactive row simulates the candidate layouts whose steady-state estimate is within
+    ``replay.RANKING_SHARE`` of the best one's (rows with the same case share every
+    simulation)."""
+    by_row: dict = {}
+    for (i, j), case in plan.load.items():
+        by_row.setdefault(i, []).append((j, case))
+    out = {}
+    for i, cases in by_row.items():
+        row = plan.rows[i]
+        q = row.metric.quantity
+        per_gpu = float(row.per_count)
+        if row.scenario in ("server", "interactive") and len(cases) > 1:
+            guesses = [(rp.estimate(c).throughput, j, c) for j, c in cases]
+            top = max((g for g, _, _ in guesses if np.isfinite(g)), default=math.nan)
+            if np.isfinite(top):
+                cases = [(j, c) for g, j, c in guesses if g >= rp.RANKING_SHARE * top]
+        for j, case in cases:
+            o = rp.replay(case)
+            value = o.value(q) / per_gpu
+            if (
+                q in ("tpot", "itl", "tpot_p99", "ttft", "ttft_p99")
+                and row.scenario == "closed_loop"
+            ):
+                score = -o.tpot
+            elif q == "user_speed" and row.scenario == "closed_loop":
+                score = 1.0 / o.tpot if o.tpot > 0 else -math.inf
+            else:
+                score = o.throughput
+            out[(i, j)] = (value, score if o.ok else -math.inf, o.note)
+    return out
 
 
 def predict_micro(row: MeasuredRow, base: Assumptions, engine=None) -> float:
@@ -609,7 +810,10 @@ def predict_micro(row: MeasuredRow, base: Assumptions, engine=None) -> float:
     from ...model.efficiency import best_gemm_efficiency, size_factor
 
     gpu, q = row.gpu, row.metric.quantity
-    prof = load_engine(engine or base.engine) if base.engine is not None else None
+    # micro-benchmarks measure kernels and libraries, not a scheduler: the terms of the profile
+    # given (or the preset's) whatever the platform
+    name = split_engine(engine)[0] if isinstance(engine, str) else engine
+    prof = None if base.engine is None else load_engine(name or base.engine)
     if q == "busbw":
         R = float(row.gpus)
         nodes = math.ceil(R / gpu.scale_up_domain_gpus)
@@ -642,13 +846,7 @@ def _scale(unit: str, quantity: str) -> float:
 def _unit_scale(row: MeasuredRow) -> float:
     """The row's unit in the model's (seconds, tokens/s): 1e-3 for ms."""
     u = row.unit.strip().lower().split()[0] if row.unit.strip() else ""
-    if row.metric is not None and row.metric.quantity in (
-        "tpot",
-        "tpot_p99",
-        "itl",
-        "ttft",
-        "ttft_single",
-    ):
+    if row.metric is not None and row.metric.quantity in TIMES:
         return {"ms": 1e-3, "us": 1e-6, "s": 1.0}.get(u, 1.0)
     return 1.0
 
@@ -671,10 +869,13 @@ def compare(path, assumptions="paper", engine=None):
             "use --assumptions achievable with --engine",
         )
     if engine is not None:
-        load_engine(engine)  # a bad name or file fails before any work
-    predicted, labels, status = predict_rows(rows, base, engine)
+        select_engine(engine)  # a bad name, version or file fails before any work
+    predicted, labels, status, engines = predict_rows(rows, base, engine)
     table = pd.DataFrame.from_records(
-        [_record(r, predicted[i], labels[i], status[i], base, engine) for i, r in enumerate(rows)]
+        [
+            _record(r, predicted[i], labels[i], status[i], base, engines[i])
+            for i, r in enumerate(rows)
+        ]
     )
     label = base.name
     if base.engine is not None:
@@ -682,7 +883,7 @@ def compare(path, assumptions="paper", engine=None):
     return Comparison(table, summarise(table), label, _name(engine) if engine else "", str(path))
 
 
-def _record(r: MeasuredRow, predicted, layout, status, base, engine) -> dict:
+def _record(r: MeasuredRow, predicted, layout, status, base, engine: str) -> dict:
     """One output row: the prediction in the row's unit, the error and the bound check."""
     pred = predicted / _unit_scale(r) if np.isfinite(predicted) else math.nan
     measured = r.value if r.value is not None else math.nan
@@ -700,7 +901,6 @@ def _record(r: MeasuredRow, predicted, layout, status, base, engine) -> dict:
         and np.isfinite(error)
         and (error < -tol / (1 + tol) if higher else error > tol)
     )
-    achievable_row = base.engine is not None and r.kind == "end-to-end"
     return {
         "row": r.row,
         "source": r.source,
@@ -717,7 +917,7 @@ def _record(r: MeasuredRow, predicted, layout, status, base, engine) -> dict:
         "status": status,
         "kind": r.kind,
         "layout": layout,
-        "engine": _name(engine or r.engine or base.engine) if achievable_row else "",
+        "engine": engine,
         "beats_bound": bool(beats),
     }
 

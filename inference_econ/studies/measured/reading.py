@@ -165,12 +165,31 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
     records = (_read_frame(path) if df is None else df).to_dict(orient="records")
     parents = _parents(records)
     rows = []
+    resolved: dict = {}  # rows that differ only in their value are resolved once
     for i, rec in enumerate(records):
         parent = parents.get(i)
         context = _context(rec, records[parent] if parent is not None else None)
         line = None if parent is None else parent + 2
-        rows.append(_row_or_reason(path, i + 2, context, line))
+        rows.append(_resolved_once(resolved, path, i + 2, context, line))
     return rows
+
+
+def _resolved_once(resolved: dict, path: Path, line: int, rec: dict, parent) -> MeasuredRow:
+    """``_row_or_reason``, shared by the rows that differ only in their value (a benchmark
+    log repeats its configurations): every value is still read on its own line."""
+    try:
+        value = _value(rec, sem.metric_of(rec["metric"]), f"{path}, row {line}")
+        key = (tuple((k, v) for k, v in rec.items() if k != "value"), parent, value is None)
+        known = resolved.get(key)
+    except (SpecError, TypeError):  # a bad value (its own reason) or an unhashable cell
+        return _row_or_reason(path, line, rec, parent)
+    if known is None:
+        known = resolved[key] = _row_or_reason(path, line, rec, parent)
+    if known.value is None and value is not None:  # unresolved before its value was read
+        return _row_or_reason(path, line, rec, parent)
+    row = object.__new__(MeasuredRow)  # the same resolution, this line's number and value
+    row.__dict__.update(known.__dict__, row=line, value=value)
+    return row
 
 
 def _derived(rec: dict) -> bool:

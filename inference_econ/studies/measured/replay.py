@@ -1,0 +1,269 @@
+"""Benchmarks replayed on the load engine (docs/model.md §F9): every latency of a Server,
+Interactive or closed-loop row, and the throughput of a run whose steady state is not exact,
+comes out of a simulated schedule (serving/load: chunked or whole prompts batched with
+decoding, queueing, the batch that actually forms), never from the row's limits.
+
+* **Server / Interactive**: the most Poisson load whose p99 TTFT and p99 TPOT meet the row's
+  limits (the load search of ``optimise.load_search``, as ``capacity`` runs it); throughput,
+  mean and p99 TTFT and TPOT are those of the run at that load.
+* **Closed loop**: ``C`` clients, each sending its next request when its last one finishes
+  (``simulate(..., clients=C)``), spread evenly over the row's instances.
+* **Offline** (when the steady state is not exact: recompute admission with a batch the KV
+  cache bounds, where preemption shapes the run): every request queued at t = 0, the
+  throughput over the run.
+
+A case (``LoadCase``) is everything a prediction depends on; rows with the same case share
+one simulation. Lengths are drawn the same way every time (seeded): a length with a standard
+deviation is log-normal with that mean and deviation, one without is fixed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ...errors import InfeasibleError
+from ...model.mixed_step import EngineLayout
+from ...optimise.load_search import find_knee
+from ...serving.load.arrivals import Arrivals, Traffic
+from ...serving.load.engine import EngineConfig, build_instance, layout_search
+from ...serving.load.lengths import Lengths
+from ...serving.load.results import summarise
+from ...serving.load.simulate import simulate
+from ...serving.load.targets import Targets
+from ...serving.setting import Setting
+
+#: Requests one instance serves in a Server run of the load search: enough for the run's
+#: middle arrival to come ``FILL_TIMES`` times the time a request spends in the engine after
+#: the first (the engine has filled by then: the keep-up test of §E4 compares the requests in
+#: the system there and at the last arrival), within these bounds (p99s from at least 2,000
+#: requests: the 20th-largest value).
+SERVER_REQUESTS = (2000, 12000)
+FILL_TIMES = 3.0
+#: Layouts of a Server row are simulated when their steady-state estimate is at least this
+#: share of the best layout's (the others are left out: ``estimate``).
+RANKING_SHARE = 0.8
+#: Closed-loop and offline runs: this many requests per client or per running request, within
+#: the bounds below (enough to reach the steady state several times over).
+PER_SLOT = 6
+MIN_REQUESTS, MAX_REQUESTS = 400, 16000
+#: Seed of every replayed run (the same draws for every row and every layout).
+SEED = 0
+
+
+@dataclass(frozen=True)
+class LoadCase:
+    """One benchmark configuration on one candidate layout: what its simulation depends on."""
+
+    setting: Setting
+    tensor: int
+    pipeline: int
+    replicas: int
+    attention_dp: bool
+    config: EngineConfig
+    #: Prompt and output lengths: (mean, standard deviation) each, tokens.
+    prompt: tuple[float, float]
+    output: tuple[float, float]
+    scenario: str
+    limits: tuple[float, float] | None = None  # (p99 TTFT, p99 TPOT) seconds
+    clients: int | None = None  # closed loop: clients per instance
+    prefilled: bool = False  # disaggregated: the prompt's cache arrives from elsewhere
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a replayed run measures, for the whole system (all replicas): output tokens/s,
+    mean and p99 TPOT and TTFT (seconds), requests in flight; or why there is none."""
+
+    throughput: float = math.nan
+    tpot: float = math.nan
+    tpot_p99: float = math.nan
+    ttft: float = math.nan
+    ttft_p99: float = math.nan
+    streams: float = math.nan
+    rate_per_s: float = math.nan
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return math.isfinite(self.throughput) and self.throughput > 0
+
+    def value(self, quantity: str) -> float:
+        """The metric of a row's quantity (rows' units: seconds, tokens/s)."""
+        return {
+            "throughput": self.throughput,
+            "tpot": self.tpot,
+            "itl": self.tpot,
+            "tpot_p99": self.tpot_p99,
+            "ttft": self.ttft,
+            "ttft_p99": self.ttft_p99,
+            "user_speed": 1.0 / self.tpot if self.tpot > 0 else math.nan,
+            "streams": self.streams,
+        }.get(quantity, math.nan)
+
+
+def lengths_of(mean: float, sd: float, cap: float) -> Lengths:
+    """A fixed length, or a log-normal one of this mean and standard deviation (at most
+    ``cap`` tokens)."""
+    if sd <= 0 or mean <= 1:
+        return Lengths("fixed", float(max(1, round(mean))))
+    sigma = math.sqrt(math.log1p((sd / mean) ** 2))
+    return Lengths("lognormal", float(mean), float(max(cap, mean)), min(sigma, 4.0))
+
+
+def traffic_of(case: LoadCase, requests: int, rate: float = 1.0) -> Traffic:
+    """The case's requests: seeded lengths; Poisson arrivals at ``rate`` (unused by offline and
+    closed-loop runs)."""
+    window = case.setting.model.max_context_tokens or math.inf
+    out_cap = case.output[0] + 4.0 * case.output[1]
+    prompt = lengths_of(*case.prompt, cap=max(window - out_cap, 1.0))
+    output = lengths_of(*case.output, cap=max(window - case.prompt[0], 1.0))
+    return Traffic(rate, prompt, output, requests=int(requests), seed=SEED)
+
+
+@lru_cache(maxsize=256)
+def instance(case: LoadCase):
+    """The engine instance of a case (cached: the cases of a row's metrics share it)."""
+    gpus = case.tensor * case.pipeline
+    layout = EngineLayout(gpus, case.pipeline, float(case.tensor) if case.attention_dp else 1.0)
+    search = layout_search(case.setting, gpus)
+    return build_instance(case.setting, gpus, case.config, layout=layout, search=search)
+
+
+@lru_cache(maxsize=4096)
+def replay(case: LoadCase, requests: int | None = None) -> Outcome:
+    """The outcome of a case (``requests`` per instance: the scenario's own count by default)."""
+    try:
+        inst = instance(case)
+    except InfeasibleError as exc:
+        return Outcome(note=f"infeasible: {exc}")
+    if case.scenario in ("server", "interactive"):
+        return _server(case, inst, requests)
+    if case.scenario == "closed_loop":
+        return _closed(case, inst, requests)
+    return _offline(case, inst, requests)
+
+
+def _scaled(case: LoadCase, result, rate: float = math.nan) -> Outcome:
+    """A run of one instance as the whole system's figures (``replicas`` instances)."""
+    r = case.replicas
+    return Outcome(
+        throughput=r * result.output_tokens_per_s,
+        tpot=result.tpot_s.mean,
+        tpot_p99=result.tpot_s.p99,
+        ttft=result.ttft_s.mean,
+        ttft_p99=result.ttft_s.p99,
+        streams=r * result.mean_batch,
+        rate_per_s=rate,
+    )
+
+
+def _count(case: LoadCase, slots: float, requests: int | None) -> int:
+    return int(requests or np.clip(PER_SLOT * slots, MIN_REQUESTS, MAX_REQUESTS))
+
+
+def _offline(case: LoadCase, inst, requests) -> Outcome:
+    """Every request queued at t = 0 (MLPerf Offline): the output tokens per second while the
+    engine is saturated - from the start until the last request is admitted, while a queue
+    waits (``saturated_rate``)."""
+    n = _count(case, inst.config.max_batch_requests, requests)
+    traffic = traffic_of(case, n)
+    s = traffic.stream()
+    record = simulate(inst, Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens))
+    if record.rejected.all():
+        return Outcome(note="infeasible: no request fits in the KV cache of an instance")
+    result = summarise(inst, record, traffic, Targets())
+    return dataclasses.replace(
+        _scaled(case, result), throughput=case.replicas * saturated_rate(record)
+    )
+
+
+def saturated_rate(record) -> float:
+    """Output tokens per second from t = 0 to the last admission: each request's first token
+    when it came, its others spread evenly from its first token to its last."""
+    end = float(np.nanmax(record.admitted_s))
+    first, last = record.first_token_s, record.finish_s
+    n_out = record.arrivals.output_tokens.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(last > first, (end - first) / (last - first), 1.0)
+    share = np.where(np.isfinite(share), np.clip(share, 0.0, 1.0), 0.0)
+    done = np.where(first <= end, 1.0 + share * (n_out - 1.0), 0.0)
+    return float(np.sum(done) / end) if end > 0 else math.nan
+
+
+def _closed(case: LoadCase, inst, requests) -> Outcome:
+    """``clients`` closed-loop clients per instance."""
+    n = _count(case, case.clients, requests)
+    traffic = traffic_of(case, n)
+    s = traffic.stream()
+    record = simulate(inst, s, prefilled=case.prefilled, clients=case.clients)
+    if record.rejected.all():
+        return Outcome(note="infeasible: no request fits in the KV cache of an instance")
+    return _scaled(case, summarise(inst, record, traffic, Targets()))
+
+
+def _server(case: LoadCase, inst, requests) -> Outcome:
+    """The most Poisson load (requests/s of the whole system) whose p99 TTFT and TPOT meet the
+    limits, searched as ``capacity`` searches it from the steady-state estimate, and the run
+    at that load."""
+    ttft, tpot = case.limits
+    targets = Targets(ttft_p99_s=ttft, tpot_p99_s=tpot)
+    est = estimate(case, inst)
+    if requests is None:  # 2 x FILL_TIMES x (requests in the engine) per instance
+        held = 2.0 * FILL_TIMES * est.rate_per_s / case.replicas * case.output[0] * est.tpot
+        requests = int(np.clip(held, *SERVER_REQUESTS))
+    traffic = traffic_of(case, requests)
+
+    def probe(rate: float):
+        t = traffic.at_rate(rate)
+        record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled)
+        return summarise(inst, record, t, Targets())  # one instance's rates
+
+    knee = find_knee(probe, targets, float(f"{0.8 * est.rate_per_s:.3g}"))
+    at = knee.at_max
+    if at is None or knee.max_rate_per_s <= 0:
+        return Outcome(note=f"infeasible: no load meets the row's limits ({knee.reason})")
+    return _scaled(case, at, knee.max_rate_per_s)
+
+
+def estimate(case: LoadCase, inst=None) -> Outcome:
+    """A steady-state estimate of a served case (no simulation): the largest batch whose mean
+    step - decoding requests at the mean context plus the prompts that replace them, spread
+    over the steps - stays within the TPOT limit (or the largest the scheduler and the KV cache
+    allow), and its throughput. It ranks a row's layouts and starts the load search; no
+    prediction is read from it."""
+    if inst is None:
+        try:
+            inst = instance(case)
+        except InfeasibleError as exc:
+            return Outcome(note=f"infeasible: {exc}")
+    n_in, n_out = case.prompt[0], max(case.output[0], 1.0)
+    ctx = n_in + n_out / 2.0
+    per = float(inst.positions(ctx))
+    if case.config.admission == "no_evict":
+        held = inst.kv_capacity / max(float(inst.positions(n_in + n_out)), 1.0)
+    else:
+        held = inst.kv_capacity / max(per, 1.0)
+    top = max(1.0, min(float(case.config.max_batch_requests), held))
+    limit = case.limits[1] if case.limits else math.inf
+    best = None
+    for B in np.unique(np.geomspace(1.0, top, 32).round()):
+        prompts = 0.0 if case.prefilled else B * n_in / n_out
+        tokens = int(min(B + prompts, inst.table.max_tokens))
+        q = B * per
+        chunks = B / n_out if prompts else 0.0
+        att = q + prompts * float(inst.positions(n_in / 2.0))
+        t = inst.table.time_s(tokens, q + chunks * 0.0, att, B + chunks)
+        if best is None or t <= limit:
+            best = (B, t)
+        if t > limit:
+            break
+    B, t = best
+    rate = case.replicas * B / (n_out * t)
+    return Outcome(
+        throughput=rate * n_out, tpot=t, tpot_p99=t, streams=case.replicas * B, rate_per_s=rate
+    )

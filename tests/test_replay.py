@@ -1,0 +1,184 @@
+"""Benchmarks replayed on the load engine (docs/model.md §F9): latencies come out of the
+simulated schedule and depend on the hardware; no time to first token beats the prompt's own
+prefill; the steady-state shortcut the fit uses agrees with the simulation; versioned engine
+profiles; closed-loop clients and the engines' admission policies (§E3). Small request counts:
+every simulation here takes milliseconds."""
+
+import math
+
+import numpy as np
+import pytest
+
+from inference_econ.model.assumptions import preset
+from inference_econ.serving.load.arrivals import Arrivals
+from inference_econ.serving.load.engine import EngineConfig, build_instance
+from inference_econ.serving.load.simulate import simulate
+from inference_econ.serving.prefill import prefill_latency_s
+from inference_econ.serving.setting import make_setting
+from inference_econ.specs.catalog import resolve_system_name
+from inference_econ.specs.engine import load_engine, select_engine
+from inference_econ.specs.hardware import load_hardware
+from inference_econ.studies.measured import predicting as pr
+from inference_econ.studies.measured import replay as rp
+from inference_econ.studies.measured.reading import load_measured
+
+HEADER = (
+    "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+    "output_len,metric,value,unit,notes,scenario"
+)
+#: A Server row of Llama 3.1 8B (MLPerf's limits written in the notes), on one GPU.
+SERVER = (
+    "s,Llama-3.1-8B,FP8,{gpu},1,TP1,n/a,1000,200,{metric},{value},{unit},"
+    '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=100ms",server'
+)
+
+
+@pytest.fixture
+def small_runs(monkeypatch):
+    """Server runs of 300 requests per instance (the search's resolution is unchanged)."""
+    monkeypatch.setattr(rp, "SERVER_REQUESTS", (300, 300))
+    rp.replay.cache_clear()
+    yield
+    rp.replay.cache_clear()
+
+
+def rows_of(tmp_path, *lines):
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, *lines]) + "\n")
+    return load_measured(path)
+
+
+def test_server_latencies_depend_on_the_gpus_bandwidth(tmp_path, small_runs):
+    """The same Server row on H100 (3.35 TB/s) and H200 (4.8 TB/s, the same compute): the
+    simulated TPOT differs, and the faster memory serves more at the knee."""
+    rows = rows_of(
+        tmp_path,
+        SERVER.format(gpu="H100 SXM", metric="mean_TPOT", value=50, unit="ms"),
+        SERVER.format(gpu="H200 SXM", metric="mean_TPOT", value=50, unit="ms"),
+        SERVER.format(gpu="H100 SXM", metric="throughput_total", value=9000, unit="tok/s"),
+        SERVER.format(gpu="H200 SXM", metric="throughput_total", value=9000, unit="tok/s"),
+    )
+    predicted, _, status, engines = pr.predict_rows(rows, "achievable")
+    assert status == ["ok"] * 4 and engines[0].startswith("trtllm")
+    tpot_h100, tpot_h200, thr_h100, thr_h200 = predicted
+    assert abs(tpot_h200 / tpot_h100 - 1.0) > 0.02  # not one constant whatever the GPU
+    assert tpot_h100 < 0.1 and tpot_h200 < 0.1  # the p99 limit holds, so the mean is below it
+    assert thr_h200 > thr_h100
+
+
+def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
+    """Every simulated request's TTFT is at least its prompt's pass alone on the instance, and
+    the row's predicted mean TTFT at least ``prefill`` of the mean prompt on its GPUs (the
+    fastest layout: a lower bound)."""
+    rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="mean_TTFT", value=90, unit="ms"))
+    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    row = rows[0]
+    setting = make_setting(
+        "Llama 3.1 8B",
+        "H100-SXM",
+        weight_bits=8,
+        kv_cache_bits=8,
+        prompt_tokens=1000,
+        assumptions="achievable",
+        engine=select_engine("trtllm", None, "cuda"),
+    )
+    alone = float(prefill_latency_s(setting, [1], integer_layouts=True)[0])
+    assert status[0] == "ok" and predicted[0] >= alone > 0
+    plan = pr.build_plan(rows, "achievable")
+    case = next(iter(plan.load.values()))
+    inst = rp.instance(case)
+    stream = rp.traffic_of(case, 300, rate=40.0).stream()
+    rec = simulate(inst, stream)
+    n = stream.prompt_tokens
+    lone = np.array(
+        [inst.table.time_s(int(k), 0.0, k * float(inst.positions((k - 1) / 2.0)), 1) for k in n]
+    )
+    ttft = rec.first_token_s - stream.arrival_s
+    assert np.all(ttft >= lone * (1 - 1e-9))
+
+
+def test_steady_state_shortcut_equals_the_simulation(tmp_path):
+    """The closed forms of offline and closed-loop rows (docs/model.md §F9: what the fit
+    re-times) against the load engine's runs of the same rows (Llama 3.1 8B on one H100 as
+    TensorRT-LLM, prompts 1000 (sd 400), outputs 200 (sd 80) tokens): a closed-loop sweep of
+    64 clients within 2 %; an offline run within 5 % - the closed form leaves out the
+    reservation a prompt holds while it waits for its step (no-evict admission)."""
+    lengths = "1000 mean (sd 400),200 mean (sd 80)"
+    line = (
+        "s,Llama-3.1-8B,FP8,H100 SXM,1,TP1,{c},"
+        + lengths
+        + ",throughput_total,1,tok/s,TensorRT-LLM,{s}"
+    )
+    rows = rows_of(
+        tmp_path, line.format(c="max load", s="offline"), line.format(c=64, s="closed_loop")
+    )
+    fit_plan = pr.build_plan(rows, "achievable", for_fit=True)
+    steady, _ = pr.metrics(fit_plan, pr.Points.of(fit_plan), fit_plan.step_seconds())
+    plan = pr.build_plan(rows, "achievable")
+    assert list(plan.load) == [(1, 0)]  # the offline row's steady state is used as it is
+    found = plan.engines[0]
+    a = pr._assumptions_for(preset("achievable"), found.profile, False)
+    offline = pr._case(rows[0], plan.candidates[(0, 0)], a, found.config)
+    assert rp.replay(offline, 2000).throughput == pytest.approx(steady[0], rel=0.05)
+    assert rp.replay(plan.load[(1, 0)], 640).throughput == pytest.approx(steady[1], rel=0.02)
+
+
+def test_engine_profiles_by_version_platform_and_gpu():
+    """vLLM before and after its V1 engine, on ROCm; TensorRT-LLM 0.x and 1.x; defaults by GPU
+    class; an unknown version takes the newest range; another engine is never borrowed."""
+    assert select_engine("vllm", "0.4.3+rocm614", "rocm").name == "vllm-v0-rocm"
+    assert select_engine("vllm@0.10", None, "cuda").name == "vllm"
+    assert select_engine("vLLM", None, "rocm").name == "vllm-rocm"
+    assert select_engine("TensorRT-LLM", "0.17.0", "cuda").name == "trtllm-0"
+    assert select_engine("NIM", None, "cuda").name == "trtllm"
+    with pytest.raises(Exception, match="no trtllm profile"):
+        select_engine("trtllm", None, "rocm")
+    vllm, v0, trt = load_engine("vllm"), load_engine("vllm-v0"), load_engine("trtllm")
+    h100, a100, l40s = (
+        load_hardware(resolve_system_name(g).path) for g in ("H100-SXM", "A100-SXM-80GB", "L40S")
+    )
+    assert vllm.scheduler_limits(h100, offline=False) == (1024, 8192)
+    assert vllm.scheduler_limits(h100, offline=True) == (1024, 16384)
+    assert vllm.scheduler_limits(a100, offline=False) == (256, 2048)  # A100 keeps the small ones
+    assert vllm.scheduler_limits(l40s, offline=True) == (256, 8192)
+    assert v0.scheduler_limits(h100, offline=False) == (256, 4096) and v0.prefill == "separate"
+    assert (trt.admission, vllm.admission) == ("no_evict", "recompute")
+
+
+def test_a_row_without_an_engine_says_so(tmp_path):
+    rows = rows_of(
+        tmp_path,
+        "s,Llama-3.1-8B,FP8,H100 SXM,1,TP1,8,1000,200,throughput_total,900,tok/s,,closed_loop",
+    )
+    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    assert status[0].startswith("unresolved: engine unknown") and math.isnan(predicted[0])
+    predicted, _, status, _ = pr.predict_rows(rows, "refined")  # the ideal engine needs none
+    assert status[0] == "ok" and predicted[0] > 0
+
+
+def test_closed_loop_clients_and_admission_policies():
+    """C clients keep at most C requests in the engine and send each next one when one
+    finishes; no-evict admission never preempts where recompute admission must; separate
+    prefill stops decoding while a prompt runs."""
+    setting = make_setting("Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
+    n = 40
+    arrivals = Arrivals(np.zeros(n), np.full(n, 300), np.full(n, 60))
+    inst = build_instance(setting, 1, EngineConfig(64, 2048))
+    rec = simulate(inst, arrivals, clients=4)
+    sent, done = rec.arrivals.arrival_s, rec.finish_s
+    assert np.all(sent[:4] == 0) and np.all(np.isfinite(done))
+    for t in sent[4:]:  # each later request arrives exactly when an earlier one finished
+        assert np.any(np.isclose(done, t, rtol=0, atol=1e-12))
+    in_flight = [np.sum((sent <= t) & (done > t)) for t in np.unique(sent)]
+    assert max(in_flight) <= 4
+    small = lambda config: type(inst)(  # noqa: E731 - a cache of 3,200 tokens (32 layers)
+        inst.setting, inst.layout, config, inst.table, inst.work, 32 * 3200.0
+    )
+    burst = Arrivals(np.zeros(12), np.full(12, 200), np.full(12, 400))
+    assert simulate(small(EngineConfig(64, 2048)), burst).preemptions.sum() > 0
+    safe = simulate(small(EngineConfig(64, 2048, "no_evict")), burst)
+    assert safe.preemptions.sum() == 0 and np.all(np.isfinite(safe.finish_s))
+    two = Arrivals(np.array([0.0, 0.05]), np.array([200, 1500]), np.array([400, 10]))
+    sep = simulate(small(EngineConfig(64, 2048, prefill="separate")), two)
+    mixed = simulate(small(EngineConfig(64, 2048)), two)
+    assert sep.finish_s[0] > mixed.finish_s[0]  # decoding waited for the second prompt's step
