@@ -4,8 +4,8 @@ Side by side, throughput rows and latency rows apart:
 
 * **time split** (the headline): every term fitted to the training file (MLPerf Inference v4.1
   and the vendor tables: ``tests/data/benchmarks_train.csv``), every row of the newer rounds
-  predicted (MLPerf Inference v5.0: ``tests/data/benchmarks_train_mlperf_v50.csv``; any newer
-  round's file listed in ``TESTS`` that exists);
+  predicted (MLPerf Inference v5.0: ``tests/data/benchmarks_train_mlperf_v50.csv``; v5.1, v6.0
+  and v6.1: ``tests/data/benchmarks_test_mlperf_newer.csv``);
 * **priors only**: no fit, on the same rows;
 * **in sample**: the training rows predicted by the fit to all of them;
 * **leave one source out**: each training source predicted by a fit on the others.
@@ -47,11 +47,10 @@ from inference_econ.studies.measured.reading import load_measured
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 TRAIN = DATA / "benchmarks_train.csv"
-#: Newer rounds, oldest first (files that do not exist yet are skipped).
+#: Newer rounds, oldest first: MLPerf Inference v5.0; v5.1, v6.0 and v6.1 (tests/data/README.md).
 TESTS = (
     DATA / "benchmarks_train_mlperf_v50.csv",
-    DATA / "benchmarks_test_mlperf_v51.csv",
-    DATA / "benchmarks_test_mlperf_v60.csv",
+    DATA / "benchmarks_test_mlperf_newer.csv",
 )
 #: When each training source was published (year-month; how it is known). The newest is held
 #: out by the time rule.

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
+from inference_econ.specs.engine import load_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,8 +79,10 @@ def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
     code, out = run("show", str(engine), "--format", "json")
     row = json.loads(out)["rows"][0]
     assert code == 0 and row["step_time_scale"] == 1.3 and row["derived_from"] == "trtllm"
-    code, out = run("show", "vllm", "--format", "json")
-    assert code == 0 and json.loads(out)["rows"][0]["step_time_scale"] == pytest.approx(1.4476)
+    code, out = run("show", "vllm-v0-rocm", "--format", "json")
+    fitted = load_engine("vllm-v0-rocm").step_time_scale  # vLLM 0.4.3 on ROCm, fitted
+    assert code == 0 and json.loads(out)["rows"][0]["step_time_scale"] == pytest.approx(fitted)
+    assert fitted != 1.0
     model = tmp_path / "model.yaml"
     model.write_text((ROOT / "models" / "llama-3-8b.yaml").read_text())
     code, out = run("show", str(model), "--format", "json")

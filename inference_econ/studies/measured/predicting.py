@@ -701,6 +701,9 @@ def _question(r: MeasuredRow) -> tuple:
         getattr(r, "engine_version", None),
         getattr(r, "platform", None),
         r.disaggregated,
+        r.decode_gpus,
+        r.per,
+        r.per_count,
         micro,
     )
 
