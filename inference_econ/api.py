@@ -288,9 +288,11 @@ def _load_inputs(kwargs: dict, need_rate: bool = True):
 
 
 def _settings(model, hardware, problem: dict) -> list[Setting]:
-    """One setting per GPU (``hardware`` a name, a GPU, or a list of them)."""
+    """One setting per GPU (``hardware`` a name, a GPU, or a list of them), under the preset
+    of serving under load unless ``assumptions`` is given (``settings.LOAD_ASSUMPTIONS``)."""
     if isinstance(model, Setting):
         return [_setting(model, None, **problem)]
+    problem = {"assumptions": table.LOAD_ASSUMPTIONS, **problem}
     names = hardware if isinstance(hardware, (list, tuple)) else [hardware]
     if not names:
         raise SpecError("argument", "hardware", "is empty", "give at least one GPU")
@@ -374,8 +376,9 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     """The cheapest deployment (GPU, instance size, instances; with ``disaggregated=True``
     also separate prefill and decode pools) serving ``arrival_rate_per_s`` within the ``slo_*``
     targets. ``hardware`` may be a list of GPUs. Returns a ``CapacityPlan``."""
-    from .optimise.capacity import cheapest_deployment, instance_sizes
+    from .optimise.capacity import cheapest_deployment, instance_sizes, with_odds
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
+    from .serving.intervals import ideal
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     _need_targets(targets)
@@ -383,10 +386,24 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     cap = settings[0].max_gpus
     searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
     searches *= 3 if v["disaggregated"] else 1  # co-located, prefill and decode pools per size
-    check_budget(traffic, searches * SIMULATIONS_PER_SEARCH + 1, "the capacity search")
-    return cheapest_deployment(
+    expected = settings[0].assumptions.achievable
+    runs = 2 if expected else 1  # the expected plan and the ideal bound beside it
+    check_budget(traffic, runs * (searches * SIMULATIONS_PER_SEARCH + 1), "the capacity search")
+    plan = cheapest_deployment(
         settings, traffic, targets, config, v["disaggregated"], sizes, cap, progress
     )
+    if not expected:
+        return plan
+    bounds = [ideal(s) for s in settings]
+    if progress:
+        progress(f"the ideal bound beside it ({bounds[0].assumptions.label} preset)")
+    try:
+        bound = cheapest_deployment(
+            bounds, traffic, targets, config, v["disaggregated"], sizes, cap, progress
+        )
+    except InfeasibleError as exc:
+        bound = str(exc)
+    return with_odds(plan, v["confidence"], bound)
 
 
 def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, **kwargs):

@@ -47,6 +47,21 @@ def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
     return render(table, fmt, title=title, notes=notes, meta=meta)
 
 
+def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
+    """``vertical`` for a result computed under ``setting``: a first line saying whether its
+    figures are expected (an engine profile) or an ideal bound; expected figures with their
+    80 % and 90 % intervals as ranges (CSV and JSON: their ``_low80`` ... columns), and a line
+    when the case is outside what the data covers."""
+    from ..output.ranges import ranged
+    from ..serving.intervals import coverage_note, figures_line
+
+    line = figures_line(setting)
+    notes = [*filter(None, [coverage_note(setting)]), *notes]
+    if fmt in ("csv", "json"):
+        return vertical(row, fmt, title, meta, [line, *notes])
+    return line + "\n" + vertical(ranged(row), fmt, title, meta, notes)
+
+
 @click.command(short_help="One configuration: speed, cost, layout and breakdown.")
 @click.argument("model")
 @setting_options
@@ -74,7 +89,7 @@ def point(model, hardware, gpus, batch, format, **values):
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
     note = whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
     notes = [note] if note else []
-    click.echo(vertical(row, format, title, setting.metadata(), notes), nl=False)
+    click.echo(stated(row, format, title, setting, setting.metadata(), notes), nl=False)
 
 
 @click.command(short_help="The Pareto frontier of speed against cost.")
@@ -114,8 +129,10 @@ def frontier(
 
     from ..optimise.method import make_method
     from ..optimise.optimiser import frontier as compute
+    from ..output.ranges import ranged_columns
     from ..output.render import render
     from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
+    from ..serving.intervals import coverage_note, figures_line, interval_columns
     from .capacity_commands import slo_frontier
 
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
@@ -146,33 +163,39 @@ def frontier(
         rows = 20
     if rows:
         df = _thin(df, rows)
+    line = figures_line(setting)
+    notes = [n for n in (coverage_note(setting),) if n]
     if format != "table":
         title = setting.name if format in ("markdown", "json") else ""
-        emit(render(df, format, title=title, meta=front.metadata), out)
+        emit(render(df, format, title=title, meta=front.metadata, notes=[line, *notes]), out)
         return
     shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in df]
+    shown += [c for n in shown for c in interval_columns(n) if c in df]
+    key_columns = SUMMARY_COLUMNS + [c for n in SUMMARY_COLUMNS for c in interval_columns(n)]
+    key_columns = [c for c in key_columns if c in df]
     keys = pd.DataFrame(
         [
-            front.fastest()[SUMMARY_COLUMNS].rename("fastest"),
-            front.preference_point()[SUMMARY_COLUMNS].rename("preference (speed^3/price)"),
-            front.cheapest()[SUMMARY_COLUMNS].rename("cheapest"),
+            front.fastest()[key_columns].rename("fastest"),
+            front.preference_point()[key_columns].rename("preference (speed^3/price)"),
+            front.cheapest()[key_columns].rename("cheapest"),
         ]
     )
     keys.insert(0, "point", keys.index)
     head = render(
-        keys,
+        ranged_columns(keys),
         "table",
         title=f"{setting.name}: {len(front)} frontier points, assumptions: "
         f"{setting.assumptions.label} ({front.elapsed_s:.2f} s)",
     )
     body = render(
-        df[shown],
+        ranged_columns(df[shown]),
         "table",
         title=f"{len(df)} points, slowest first"
         + (" (every point)" if len(df) == len(front) else " (--rows to change)"),
         meta=front.metadata,
+        notes=notes,
     )
-    emit(head + "\n" + body, out)
+    emit(line + "\n" + head + "\n" + body, out)
 
 
 def _thin(df, rows: int):

@@ -16,7 +16,7 @@ from .common import (
     request_setting_options,
     table_output,
 )
-from .decode_commands import vertical
+from .decode_commands import stated
 
 
 @click.command(short_help="One prefill: latency, MFU and the price of input tokens.")
@@ -60,7 +60,7 @@ def prefill(
         )
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
     notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]
-    click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
+    click.echo(stated(row, format, title, setting, _meta(setting), notes), nl=False)
 
 
 def _meta(setting) -> dict:
@@ -122,7 +122,7 @@ def request(
     # the decode step's mean context, n_in + n_out/2 (docs/model.md §B10)
     whole = whole_batch_kv_note(setting, gpus, batch, prompt_tokens + output_tokens / 2)
     notes = [n for n in (cache_note(prompt_tokens, cached_fraction), whole) if n]
-    click.echo(vertical(row, format, title, _meta(setting), notes), nl=False)
+    click.echo(stated(row, format, title, setting, _meta(setting), notes), nl=False)
 
 
 @click.command(short_help="Output/input token price ratio by context length.")

@@ -397,6 +397,19 @@ def measured_figure(
     )
     for i, group in enumerate(groups):
         part = ok[ok["source_group"] == group]
+        if f"{column}_low90" in part:  # expected figures: their 90 % intervals as bars
+            ax.errorbar(
+                part["measured"],
+                part[column],
+                yerr=[
+                    part[column] - part[f"{column}_low90"],
+                    part[f"{column}_high90"] - part[column],
+                ],
+                fmt="none",
+                ecolor=PALETTE[i % len(PALETTE)],
+                alpha=0.25,
+                lw=0.8,
+            )
         ax.scatter(
             part["measured"],
             part[column],

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...model.economics import usd_per_mtok
+from ..intervals import load_intervals
 from ..setting import Setting
 from .arrivals import Traffic
 from .engine import EngineConfig, Instance
@@ -227,6 +228,7 @@ class LoadResult:
             out["gco2_per_mtok"] = self.gco2_per_mtok
         for name, value in self.headroom.items():
             out[f"{name}_headroom"] = value
+        out.update(load_intervals(self))  # an expected figure's interval (§F11)
         return out
 
     def to_dataframe(self) -> pd.DataFrame:
