@@ -54,7 +54,9 @@ def measured(path: Path = DATA) -> pd.DataFrame:
         gpu=df["hardware"].map(_gpu),
         n_gpus=df["n_gpus"].astype(int),
         value=df["value"].astype(float),
-        engine=[engine_of(r) or "trtllm" for r in df.to_dict(orient="records")],
+        engine=[
+            getattr(engine_of(r), "name", None) or "trtllm" for r in df.to_dict(orient="records")
+        ],
     )
     return df[["source", "hardware", "gpu", "n_gpus", "value", "engine"]].rename(
         columns={"value": "measured"}

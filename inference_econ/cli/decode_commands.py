@@ -7,6 +7,7 @@ import click
 from ..errors import InfeasibleError, SpecError
 from .capacity_commands import FRONTIER_OPTIONS
 from .common import (
+    FigureFile,
     Progress,
     emit,
     given,
@@ -105,11 +106,17 @@ def point(model, hardware, gpus, batch, format, **values):
     help="Show this many points, evenly spaced in speed (default: every point, but 20 for "
     "the text table on screen).",
 )
+@click.option(
+    "--figure",
+    type=FigureFile(),
+    help="Also draw the frontier (.png, .svg, ...): under an engine profile the expected "
+    "frontier with its 80 % and 90 % bands and the ideal bound dashed.",
+)
 @table_output
 @quiet_option
 @handle_errors
 def frontier(
-    model, hardware, discrete, grid_points, all_points, rows, format, out, quiet, **values
+    model, hardware, discrete, grid_points, all_points, rows, figure, format, out, quiet, **values
 ):
     """The Pareto frontier of tokens/s per request vs $ per million tokens.
 
@@ -148,6 +155,13 @@ def frontier(
                 "applies to the frontier of one instance, not to deployments under a load",
                 f"drop {flag}, or drop --rate",
             )
+        if figure:
+            raise SpecError(
+                "command line",
+                "--figure",
+                "draws the frontier of one instance, not deployments under a load",
+                "drop --figure, or drop --rate",
+            )
         emit(slo_frontier(model, hardware, values, load, format), out)
         return
     setting = make_setting(model, hardware, **values)
@@ -158,6 +172,8 @@ def frontier(
         raise InfeasibleError(
             f"{setting.name}: no feasible configuration ({'; '.join(front.notes)})"
         )
+    if figure:
+        _frontier_figure(setting, method, front, figure)
     df = front.to_dataframe()
     if rows is None and format == "table" and not out:  # a screenful; a file gets every point
         rows = 20
@@ -196,6 +212,25 @@ def frontier(
         notes=notes,
     )
     emit(line + "\n" + head + "\n" + body, out)
+
+
+def _frontier_figure(setting, method, front, figure: str) -> None:
+    """The frontier drawn: under an engine profile with its bands and the ideal bound's
+    frontier (the same setting without the engine) dashed."""
+    from ..optimise.optimiser import frontier as compute
+    from ..output.plots import frontier_figure, save
+    from ..serving.intervals import expected, ideal
+
+    label = setting.assumptions.label
+    fronts = {f"expected ({label})" if expected(setting) else f"ideal bound ({label})": front}
+    styles = {}
+    if expected(setting):
+        bound = ideal(setting)
+        name = f"ideal bound ({bound.assumptions.label})"
+        fronts[name], styles[name] = compute(bound, method), "dashed"
+    title = f"{setting.name}: cost against speed per request"
+    for path in save(frontier_figure(fronts, title, styles=styles), *FigureFile.target(figure)):
+        click.echo(f"wrote {path}", err=True)
 
 
 def _thin(df, rows: int):

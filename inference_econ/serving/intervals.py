@@ -15,8 +15,9 @@ Pooling (stated in the table's ``rule``): a stratum with fewer calibration resid
 table's ``min_rows`` is not in the table; a lookup drops, in turn, one node/many, then
 memory/compute, then dense/MoE, then seen/unseen, down to the kind alone. A case whose GPU or
 model family the fit never saw (outside coverage) takes the seen interval widened by the
-table's ``unseen_widening`` (each log-quantile multiplied by it), or the unseen stratum's
-interval where that is wider; the output says so in one line (``coverage_note``).
+table's ``unseen_widening`` (its log-width multiplied by it about the middle of its 90 %
+interval), or the unseen stratum's where that is wider at an end; the output says so in one
+line (``coverage_note``).
 
 Ideal-bound figures (the ``paper`` and ``refined`` presets) have no interval: they are bounds.
 """
@@ -139,11 +140,12 @@ class Band:
     rows: int
 
     def widened(self, factor: float) -> Band:
+        """The band with its log-width multiplied by ``factor`` about the middle of its 90 %
+        interval."""
+        mid = (self.q05 + self.q95) / 2.0
+        q = [mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)]
         return Band(
-            self.q05 * factor,
-            self.q10 * factor,
-            self.q90 * factor,
-            self.q95 * factor,
+            *q,
             f"{self.source}, widened x{factor:g} (outside coverage)",
             self.rows,
         )
@@ -454,7 +456,7 @@ def coverage_note(setting: Setting) -> str | None:
     )
     return (
         f"Outside coverage: the {what} never measured in the engine profiles' fitting data; "
-        f"intervals widened x{t.unseen_widening:g} in log terms (docs/model.md §F11)."
+        f"intervals {t.unseen_widening:g} x as wide in log terms (docs/model.md §F11)."
     )
 
 
