@@ -274,7 +274,7 @@ def main() -> int:
     res = with_strata(res, gpus, families)
     cal, test = res[res.file == CALIBRATION], res[res.file == TEST]
     if args.write:
-        mapping = table_mapping(cal, gpus, models, len(cal), Path(args.residuals).name)
+        mapping = table_mapping(cal, gpus, models, len(cal), args.residuals)
         text = yaml.safe_dump(mapping, sort_keys=False, width=100, allow_unicode=True)
         TABLE.parent.mkdir(exist_ok=True)
         TABLE.write_text(HEADER + text)

@@ -146,7 +146,7 @@ class Band:
         q = [mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)]
         return Band(
             *q,
-            f"{self.source}, widened x{factor:g} (outside coverage)",
+            f"{self.source}, {factor:g} x as wide (outside coverage)",
             self.rows,
         )
 
