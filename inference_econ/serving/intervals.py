@@ -7,7 +7,7 @@ predicted that the shipped table ``intervals/achievable.yaml`` holds for the fig
 *stratum*: its kind (``throughput``, ``TPOT``, ``TTFT``), the model's architecture (dense or
 MoE), what bounds the step (memory or compute), one node or many, and whether the GPU and the
 model family were in the data the profiles were fitted to (``seen``). The table is written by
-``benchmarks/interval_tables.py`` from residuals the fit never saw (fit on the training file,
+``benchmarks/interval_coverage.py --write`` from residuals the fit never saw (fit on the training file,
 residuals on the next publication round); its coverage is measured on later rounds still
 (``benchmarks/interval_coverage.py``, docs/validation.md).
 
