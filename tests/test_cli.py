@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
+from inference_econ.settings import LOAD_ASSUMPTIONS
 from inference_econ.specs.engine import load_engine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -277,8 +278,9 @@ def test_help_is_complete_and_plain():
         params = {p.name: p for p in command.params}
         if name != "report report":  # report writes an HTML file and prints no table
             assert "format" in params, f"{name} prints a table without --format"
-        if "assumptions" in params:  # one default preset everywhere: the paper's
-            assert params["assumptions"].default in (None, "paper"), name
+        if "assumptions" in params:  # the paper's preset, but expected figures under load
+            load = name.split()[0] in ("simulate", "capacity")
+            assert params["assumptions"].default in ((LOAD_ASSUMPTIONS,) if load else (None, "paper")), name
     code, text = run("prefill", "--help")
     for flag in ("--draft", "--acceptance", "--max-draft", "--context"):
         assert flag not in text
