@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from . import settings as table
-from .errors import InfeasibleError, SpecError, warn
+from .errors import InfeasibleError, SpecError, short, warn
 from .model.assumptions import Assumptions, preset
 from .model.machine import flop_rates, min_gpus
 from .model.workload import compile_workload
@@ -55,8 +56,17 @@ def point(model, hardware=None, *, gpus, batch, **kwargs) -> pd.Series:
     $ per million tokens, MFU, the best layout and the latency breakdown.
 
     Keyword arguments are the settings of ``make_setting`` (context_tokens, weight_bits,
-    draft, ...; the table in ``inference_econ/settings.py``).
+    draft, ...; the table in ``inference_econ/settings.py``). ``gpus`` and ``batch`` are one
+    number each (``points`` takes many).
     """
+    for name, value in (("gpus", gpus), ("batch", batch)):
+        if np.ndim(value) > 0 and np.size(value) != 1:
+            raise SpecError(
+                "argument",
+                name,
+                f"is {short(value)}: point describes one configuration",
+                "give one number, or use ie.points for many",
+            )
     return evaluate(_setting(model, hardware, **kwargs), gpus, batch).iloc[0]
 
 
@@ -84,6 +94,7 @@ def study(
     progress=None,
     cache_dir=None,
     recompute: bool = False,
+    yes: bool = False,
 ) -> StudyResult:
     """Every cell of a study: ``.key_points`` (one row per cell x key point) and ``.frontiers``
     (one row per cell x frontier point), tidy DataFrames with a column per axis.
@@ -93,10 +104,21 @@ def study(
     figure are written there and finished cells are cached in ``out/cache`` (or ``cache_dir``),
     so a rerun computes only what changed. ``jobs`` local processes (default: the cores) or a
     Dask cluster (``dask="local"`` or a scheduler address) compute the cells; ``recompute``
-    ignores the cache (after changing the model's code without changing the version).
+    ignores the cache (after changing the model's code without changing the version). Cells
+    estimated to take more than ten minutes (``settings.CONFIRM_SECONDS``) are refused with the
+    estimate unless ``yes``.
     """
-    values = table.check_each({"jobs": jobs, "dask": dask})
-    return run_study(spec, out, values["jobs"], values["dask"], progress, cache_dir, recompute)
+    values = table.check_each({"jobs": jobs, "dask": dask, "recompute": recompute, "yes": yes})
+    if values["recompute"] and out is None and cache_dir is None:
+        raise SpecError(  # nothing is cached without a folder: recompute would be ignored
+            "argument",
+            "recompute",
+            "is given, but nothing is cached without an output folder: it would be ignored",
+            "give out (--out) or cache_dir too, or drop recompute",
+        )
+    return run_study(
+        spec, out, values["jobs"], values["dask"], progress, cache_dir, recompute, values["yes"]
+    )
 
 
 def model_summary(
@@ -329,7 +351,9 @@ def _whole_gpus(value: float) -> int:
     return int(value)
 
 
-def simulate_load(model, hardware=None, *, gpus, prefill_gpus=None, progress=None, **kwargs):
+def simulate_load(
+    model, hardware=None, *, gpus, prefill_gpus=None, progress=None, yes=False, **kwargs
+):
     """One deployment under one load (docs/model.md Part E): ``instances`` instances of
     ``gpus`` GPUs (with ``prefill_gpus`` x ``prefill_instances`` a separate prefill pool)
     serving ``arrival_rate_per_s`` requests/s of ``input_lengths`` / ``output_lengths`` (or a
@@ -341,7 +365,7 @@ def simulate_load(model, hardware=None, *, gpus, prefill_gpus=None, progress=Non
     problem, traffic, targets, config, v = _load_inputs(kwargs)
     setting = _settings(model, hardware, problem)[0]
     d = _deployment(setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"])
-    check_budget(traffic, 2 if d.disaggregated else 1, "simulate")
+    check_budget(traffic, 2 if d.disaggregated else 1, "simulate", _yes(yes))
     result = simulate_deployment(setting, d, traffic, targets, config, progress)
     if result.requests and result.rejected >= result.requests:
         raise InfeasibleError(
@@ -356,7 +380,15 @@ def simulate_load(model, hardware=None, *, gpus, prefill_gpus=None, progress=Non
 
 
 def max_load(
-    model, hardware=None, *, gpus, prefill_gpus=None, curve_points=8, progress=None, **kwargs
+    model,
+    hardware=None,
+    *,
+    gpus,
+    prefill_gpus=None,
+    curve_points=8,
+    progress=None,
+    yes=False,
+    **kwargs,
 ):
     """The most requests/s a given deployment serves within the ``slo_*`` targets, with the
     latency percentiles along a sweep of load (a ``MaxLoad``; ``to_dataframe()`` for the curve)."""
@@ -368,14 +400,20 @@ def max_load(
     setting = _settings(model, hardware, problem)[0]
     d = _deployment(setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"])
     pools = 2 if d.disaggregated else 1
-    check_budget(traffic, pools * SIMULATIONS_PER_SEARCH + curve_points, "the load search")
+    check_budget(
+        traffic, pools * SIMULATIONS_PER_SEARCH + curve_points, "the load search", _yes(yes)
+    )
     return search(setting, d, traffic, targets, config, curve_points, progress)
 
 
-def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
+def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kwargs):
     """The cheapest deployment (GPU, instance size, instances; with ``disaggregated=True``
     also separate prefill and decode pools) serving ``arrival_rate_per_s`` within the ``slo_*``
-    targets. ``hardware`` may be a list of GPUs. Returns a ``CapacityPlan``."""
+    targets. ``hardware`` may be a list of GPUs. Returns a ``CapacityPlan``: under an engine
+    profile (the default, ``settings.LOAD_ASSUMPTIONS``) the expected plan, with ``confident``
+    (the plan for the targets to hold at the pessimistic end of the ``confidence`` interval)
+    and ``bound`` (the ideal bound's plan) beside it (docs/model.md §F11). Like every load
+    search, work estimated at more than ten minutes is refused unless ``yes``."""
     from .optimise.capacity import cheapest_deployment, instance_sizes, with_odds
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from .serving.intervals import ideal
@@ -388,7 +426,8 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     searches *= 3 if v["disaggregated"] else 1  # co-located, prefill and decode pools per size
     expected = settings[0].assumptions.achievable
     runs = 2 if expected else 1  # the expected plan and the ideal bound beside it
-    check_budget(traffic, runs * (searches * SIMULATIONS_PER_SEARCH + 1), "the capacity search")
+    work = runs * (searches * SIMULATIONS_PER_SEARCH + 1)
+    check_budget(traffic, work, "the capacity search", _yes(yes))
     plan = cheapest_deployment(
         settings, traffic, targets, config, v["disaggregated"], sizes, cap, progress
     )
@@ -406,7 +445,7 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     return with_odds(plan, v["confidence"], bound)
 
 
-def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, **kwargs):
+def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=False, **kwargs):
     """The cheapest mix of reserved and on-demand (or spot) capacity serving every hour of a
     ``demand`` curve (a CSV path or a ``DemandCurve``) within the ``slo_*`` targets (docs/model.md
     §G5): one knee search per GPU and instance size, then the reserved base that minimises the
@@ -434,7 +473,7 @@ def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, **kw
     settings = _settings(model, hardware, problem)
     cap = settings[0].max_gpus
     searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
-    check_budget(traffic, searches * SIMULATIONS_PER_SEARCH, "the demand plan")
+    check_budget(traffic, searches * SIMULATIONS_PER_SEARCH, "the demand plan", _yes(yes))
     return plan(
         settings,
         traffic,
@@ -452,7 +491,7 @@ def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, **kw
     )
 
 
-def load_frontier(model, hardware=None, *, sizes=None, progress=None, **kwargs):
+def load_frontier(model, hardware=None, *, sizes=None, progress=None, yes=False, **kwargs):
     """The deployments that serve ``arrival_rate_per_s`` within the ``slo_*`` targets: their
     Pareto frontier of speed per request against $ per million output tokens (``LoadFrontier``)."""
     from .optimise.capacity import COUNT_MULTIPLES, instance_sizes
@@ -465,8 +504,13 @@ def load_frontier(model, hardware=None, *, sizes=None, progress=None, **kwargs):
     cap = settings[0].max_gpus
     searches = sum(len(sizes or instance_sizes(s, cap)) for s in settings)
     per_size = SIMULATIONS_PER_SEARCH + len(COUNT_MULTIPLES)
-    check_budget(traffic, searches * per_size, "the load frontier")
+    check_budget(traffic, searches * per_size, "the load frontier", _yes(yes))
     return search(settings, traffic, targets, config, sizes, cap, progress)
+
+
+def _yes(value) -> bool:
+    """The ``yes`` setting checked (a flag): run work past the estimate's bound."""
+    return table.option("yes").check(value)
 
 
 def _need_targets(targets) -> None:

@@ -72,6 +72,18 @@ class Option:
     def required(self) -> bool:
         return self.default is REQUIRED
 
+    @property
+    def bounds(self) -> dict[str, Any]:
+        """The row's bounds and unit as ``specs.schema.check_number`` takes them, for a value
+        of the same quantity read elsewhere (a CSV column, a dataclass field)."""
+        return dict(
+            minimum=self.minimum,
+            maximum=self.maximum,
+            exclusive_minimum=self.exclusive_minimum,
+            integer=self.kind == "integer",
+            unit=self.unit,
+        )
+
     def check(self, value: Any, source: str = "argument", field: str | None = None) -> Any:
         """The value validated and normalised (numbers finite and in range, text in choices)."""
         field = field or self.name
@@ -172,6 +184,14 @@ MAX_ITEMS = 64
 #: preset's, trtllm unless --engine says otherwise), each with its interval; the ideal bound
 #: is asked for with --assumptions refined (docs/model.md §F11).
 LOAD_ASSUMPTIONS = "achievable"
+#: Largest observed speed (tokens/s), price ($/Mtok), blend ratio or markup: far beyond any
+#: offer (the fastest APIs serve a few thousand tokens/s), so every ratio of them stays finite.
+MAX_OBSERVED = 1e6
+#: Longest latency target or limit, in seconds (11.6 days).
+MAX_SECONDS = 1e6
+#: Work estimated to take longer than this many seconds (a study's cells, a load search) is
+#: refused with its estimate unless ``yes`` is given.
+CONFIRM_SECONDS = 600.0
 
 #: Every setting, in the order the command line lists them.
 SETTINGS: tuple[Option, ...] = (
@@ -350,7 +370,7 @@ SETTINGS: tuple[Option, ...] = (
         exclusive_minimum=True,
         optional=True,
         flag="--ttft-max",
-        maximum=1e6,
+        maximum=MAX_SECONDS,
         no_limit=True,
         needs=("prompt_tokens",),
     ),
@@ -608,6 +628,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens/s",
         minimum=0,
         exclusive_minimum=True,
+        maximum=MAX_OBSERVED,
         optional=True,
         flag="--speed",
     ),
@@ -620,6 +641,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="$/Mtok",
         minimum=0,
         exclusive_minimum=True,
+        maximum=MAX_OBSERVED,
         optional=True,
         flag="--price",
     ),
@@ -639,6 +661,7 @@ SETTINGS: tuple[Option, ...] = (
         OPERATING,
         unit="tokens",
         minimum=0,
+        maximum=MAX_OBSERVED,
         flag="--blend-ratio",
     ),
     Option(
@@ -666,6 +689,8 @@ SETTINGS: tuple[Option, ...] = (
         True,
         "Also try speculative decoding with the draft model.",
         OPERATING,
+        # --no-speculation tries no draft: a draft, acceptance or draft length would be ignored
+        excludes=("draft", "acceptance", "max_draft_tokens"),
     ),
     Option(
         "criterion",
@@ -685,6 +710,8 @@ SETTINGS: tuple[Option, ...] = (
         OPERATING,
         minimum=0,
         exclusive_minimum=True,
+        # a factor of e^10 (22,000) either way: beyond it no speed says anything about k
+        maximum=10,
         optional=True,
     ),
     Option(
@@ -732,6 +759,7 @@ SETTINGS: tuple[Option, ...] = (
         OPERATING,
         minimum=0,
         exclusive_minimum=True,
+        maximum=MAX_OBSERVED,
     ),
     # --- serving under load (docs/model.md Part E): traffic, targets, engine, deployment ------
     Option(
@@ -741,8 +769,9 @@ SETTINGS: tuple[Option, ...] = (
         "Requests per second offered to the whole deployment (Poisson, or a trace rescaled).",
         LOAD,
         unit="requests/s",
-        minimum=0,
-        exclusive_minimum=True,
+        # one request in about 17 minutes: simulated times stay within 1e10 s (10 million
+        # requests), exact to microseconds, so latencies keep their digits
+        minimum=1e-3,
         maximum=1e9,
         optional=True,
         flag="--rate",
@@ -797,7 +826,15 @@ SETTINGS: tuple[Option, ...] = (
         maximum=10_000_000,
         needs=("arrival_rate_per_s", "trace", "demand"),
     ),
-    Option("seed", "integer", 0, "Seed of the random arrivals and lengths.", LOAD, minimum=0),
+    Option(
+        "seed",
+        "integer",
+        0,
+        "Seed of the random arrivals and lengths.",
+        LOAD,
+        minimum=0,
+        maximum=2**32 - 1,
+    ),
     Option(
         "slo_ttft_p99_s",
         "number",
@@ -807,6 +844,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="seconds",
         minimum=0,
         exclusive_minimum=True,
+        maximum=MAX_SECONDS,
         optional=True,
         flag="--slo-ttft-p99",
         needs=("arrival_rate_per_s", "trace", "demand"),
@@ -820,6 +858,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="seconds",
         minimum=0,
         exclusive_minimum=True,
+        maximum=MAX_SECONDS,
         optional=True,
         flag="--slo-tpot-p99",
         needs=("arrival_rate_per_s", "trace", "demand"),
@@ -833,6 +872,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="seconds",
         minimum=0,
         exclusive_minimum=True,
+        maximum=MAX_SECONDS,
         optional=True,
         flag="--slo-e2e-p99",
         needs=("arrival_rate_per_s", "trace", "demand"),
@@ -951,6 +991,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens/s per request",
         minimum=0,
         exclusive_minimum=True,
+        maximum=1e9,
         optional=True,
     ),
     Option(
@@ -961,6 +1002,7 @@ SETTINGS: tuple[Option, ...] = (
         OPERATING,
         minimum=0,
         exclusive_minimum=True,
+        maximum=100,
     ),
     Option(
         "jobs",
@@ -980,6 +1022,21 @@ SETTINGS: tuple[Option, ...] = (
         "Run the cells on a Dask cluster: a scheduler address, or 'local' for a local cluster.",
         EXECUTION,
         optional=True,
+    ),
+    Option(
+        "recompute",
+        "flag",
+        False,
+        "Compute every cell again, ignoring (and replacing) the cache.",
+        EXECUTION,
+    ),
+    Option(
+        "yes",
+        "flag",
+        False,
+        "Run work estimated to take longer than ten minutes (a study's cells, a capacity "
+        "search) instead of refusing it with the estimate.",
+        EXECUTION,
     ),
     # --- output ------------------------------------------------------------------------------
     Option(
@@ -1078,10 +1135,23 @@ def conflicts(given: Iterable[str]) -> list[tuple[Option, str]]:
     return out
 
 
+def given_names(values: Mapping[str, Any]) -> list[str]:
+    """The settings of ``values`` that are given: not None, and a flag not at its default
+    (``speculation=True`` changes nothing; ``speculation=False`` turns speculation off, which
+    its row's ``excludes`` are about)."""
+    out = []
+    for key, value in values.items():
+        row = BY_NAME.get(key)
+        if value is None or (row is not None and row.kind == "flag" and value == row.default):
+            continue
+        out.append(key)
+    return out
+
+
 def check_needs(values: Mapping[str, Any], source: str = "argument") -> None:
     """Refuse a setting given (not None) without any of the settings it needs, or with one
     it excludes: it would be silently ignored (docs/errors.md, "Combinations")."""
-    given = [k for k, v in values.items() if v is not None]
+    given = given_names(values)
     for row, could in unmet_needs(given):
         names = " or ".join(could)
         raise SpecError(

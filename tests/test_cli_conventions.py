@@ -5,7 +5,6 @@ defaults in --help, JSON objects, the provenance of spec files, TP dims at TP 1.
 import json
 import re
 
-import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -13,7 +12,7 @@ from click.testing import CliRunner
 import inference_econ as ie
 from inference_econ import api
 from inference_econ import settings as table
-from inference_econ.cli import main
+from inference_econ.cli import commands, main
 from inference_econ.cli.common import OutputFile, wrote_files
 from inference_econ.errors import InfeasibleError, SpecError
 from inference_econ.model.layouts import tp_dims
@@ -224,13 +223,7 @@ def test_capacity_of_a_given_deployment_refuses_disaggregated():
 # --- the second new-user review (items 7, 12, 21, 24, 26) -----------------------------------
 
 
-def _commands(group=main, path=()):
-    """Every command of the command line, with the words that call it."""
-    for name, cmd in sorted(group.commands.items()):
-        if isinstance(cmd, click.Group):
-            yield from _commands(cmd, (*path, name))
-        else:
-            yield (*path, name), cmd
+_commands = commands  # every command of the command line, with the words that call it
 
 
 def test_every_command_with_format_has_out():

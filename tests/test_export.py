@@ -333,7 +333,10 @@ def test_export_command_writes_the_files_and_refuses_with_exit_1(tmp_path):
     point = ["--gpus", "8", "--batch", "64", "--prompt-tokens", "2000", "--output-tokens", "500"]
     r = CliRunner().invoke(main, [*args, *point, "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["benchmark.md", "launch.sh", "plan.json"]
+    # and the folder's record of what the tool wrote (output/files.MANIFEST)
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".inference-econ-files.json", "benchmark.md", "launch.sh", "plan.json"
+    ]  # fmt: skip
     assert "sglang 0.5.3" in (out / "launch.sh").read_text()
     bad = ["--plan", "disagg", "--gpus", "1", "--batch", "8", "--prompt-tokens", "2000",
            "--output-tokens", "500", "--prefill-gpus", "1"]  # fmt: skip

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inference_econ.cli import main
+from inference_econ.cli import commands, main
 from inference_econ.specs import catalog
 
 SCALE = float(os.environ.get("IE_FUZZ_EXAMPLES", "0")) or None
@@ -45,6 +45,8 @@ def fuzz(examples: int):
 
 #: Columns holding a speed, a cost or a time: never NaN text, infinite or negative.
 MEASURE = re.compile(r"(tokens_per_s|usd|latency|_s$|ttft|speedup|mfu)")
+#: Columns of text a user names (a curve's label may be "nan").
+TEXT = re.compile(r"(label|name|note|model|offer|provider|curve|hardware|source|value)")
 
 
 def invoke(args, input_bytes=None):
@@ -74,17 +76,18 @@ def check_numbers(out: str, described: str) -> None:
     lines = out.splitlines(keepends=True)
     body = "".join(lines[next((i for i, x in enumerate(lines) if not x.startswith("#")), 0) :])
     try:  # after the '#' lines that state what the output was computed with
-        df = pd.read_csv(io.StringIO(body))
+        df = pd.read_csv(io.StringIO(body), keep_default_na=False)  # cells as printed
     except (pd.errors.ParserError, pd.errors.EmptyDataError):
         return
     if {"field", "value"} <= set(df.columns):  # a vertical point/prefill/request table
         df = pd.DataFrame([dict(zip(df["field"], df["value"]))])
     for column in df.columns:
+        if not TEXT.search(str(column)):  # a number column never prints inf or nan
+            text = df[column].astype(str).str.strip().str.lower()
+            assert not text.isin(["inf", "-inf", "nan", "infinity"]).any(), (column, described)
         if not MEASURE.search(str(column)):
             continue
         values = pd.to_numeric(df[column], errors="coerce")
-        text = df[column].astype(str).str.strip().str.lower()
-        assert not text.isin(["inf", "-inf", "nan", "infinity"]).any(), (column, described)
         assert not (values < 0).any(), (column, described)
         assert not values.isin([math.inf, -math.inf]).any(), (column, described)
 
@@ -457,3 +460,172 @@ def test_catalog_headers_parse_fast_only_when_they_cannot_hold_a_bomb():
         catalog._parse_header(lol, "bomb.yaml")
     with pytest.raises(SpecError, match="twice"):
         catalog._parse_header("name: &n a\nname: *n\n", "dup.yaml")
+
+
+# --- round 3: huge integers everywhere, FIFOs and devices, formula strings ----------------
+
+HUGE = "1" + "0" * 310  # more digits than a float holds
+
+
+def _numeric_options():
+    """(command path, flag) of every numeric option of every command."""
+    import click
+
+    from inference_econ.cli.common import RawValue
+
+    out = []
+    for path, command in commands():
+        for p in command.params:
+            kind = p.type
+            if isinstance(p, click.Option) and (
+                (isinstance(kind, RawValue) and kind.name in ("NUMBER", "INTEGER", "LIST"))
+                or isinstance(kind, (click.types.IntParamType, click.types.FloatParamType))
+            ):
+                out.append((path, max(p.opts, key=len)))
+    return out
+
+
+NUMERIC_OPTIONS = _numeric_options()
+
+
+def test_huge_integers_in_every_numeric_option_are_one_line():
+    """Every numeric option of every command (about 160): a 311-digit integer is refused as
+    the option is read (given first, before anything else runs), one line naming it."""
+    assert len(NUMERIC_OPTIONS) > 100
+    runner = CliRunner()
+    for path, flag in NUMERIC_OPTIONS:
+        result = runner.invoke(main, [*path, flag, HUGE])
+        described = f"{path} {flag}: exit {result.exit_code}: {result.output[-300:]}"
+        assert (
+            result.exit_code == 2
+            and not isinstance(result.exception, Exception)
+            or (isinstance(result.exception, SystemExit))
+        ), described
+        errors = [x for x in result.stderr.splitlines() if x.startswith("error: ")]
+        assert result.exit_code == 2 and len(errors) == 1 and flag in errors[0], described
+
+
+HUGE_VALUES = st.one_of(
+    st.integers(min_value=309, max_value=5000).map(lambda n: "1" + "0" * n),
+    st.integers(min_value=309, max_value=400).map(lambda n: "-" + "9" * n),
+    st.integers(min_value=309, max_value=400).map(lambda n: "+1_" + "0" * n),
+    st.sampled_from(["1e400", "-1e400", "0." + "0" * 400 + "1", "1" + "0" * 5000 + ".5"]),
+)
+
+
+@fuzz(15)
+@given(st.data())
+def test_huge_numbers_in_options_files_and_overlays(tmp_path_factory, data):
+    """Huge numbers of every spelling: in an option of a command that runs, in a field of a
+    spec file (an integer YAML cannot hold as a float), and in an overlay CSV."""
+    value = data.draw(HUGE_VALUES, label="value")
+    where = data.draw(st.sampled_from(["option", "file", "overlay"]), label="where")
+    folder = tmp_path_factory.mktemp("h")
+    if where == "option":
+        name = data.draw(st.sampled_from(sorted(COMMANDS)), label="command")
+        base, options = COMMANDS[name]
+        option = data.draw(st.sampled_from(options), label="option")
+        assert invoke(with_value(base, option, value))[0] == 2
+    elif where == "file":
+        kind = data.draw(st.sampled_from(["hardware", "model", "scenario", "hf"]), label="kind")
+        spec = json.loads(json.dumps(SPECS[kind]))
+        path = data.draw(st.sampled_from(paths(spec)), label="field")
+        node = spec
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = "@@HUGE@@"
+        text = json.dumps(spec) if kind == "hf" else yaml.safe_dump(spec, sort_keys=False)
+        text = text.replace("'@@HUGE@@'", value).replace('"@@HUGE@@"', value)
+        suffix = ".json" if kind == "hf" else ".yaml"
+        assert invoke(file_run(kind, write(folder, f"{kind}{suffix}", text)))[0] in (0, 2)
+    else:
+        one = {**SCENARIO, "plots": ["frontier"], "curves": SCENARIO["curves"][:1]}
+        scenario = write(folder, "s.yaml", yaml.safe_dump(one))
+        csv = write(folder, "m.csv", f"label,tokens_per_s,usd_per_mtok\na,{value},1\n")
+        assert invoke(["run", scenario, "--measured", csv, "--format", "csv", "-q"])[0] == 2
+
+
+def _file_inputs(folder):
+    """Every file a command reads, as a function of the path given: (name, args)."""
+    scenario = write(
+        folder, "ok.yaml", yaml.safe_dump({**SCENARIO, "curves": SCENARIO["curves"][:1]})
+    )
+    p = ["--gpus", "1", "--batch", "1"]
+    return {
+        "hardware": lambda f: ["point", MODEL, "-H", f, *p],
+        "model": lambda f: ["point", f, "-H", "H100-paper", *p],
+        "draft": lambda f: ["point", MODEL, "-H", "H100-paper", *p, "--draft", f],
+        "engine": lambda f: ["point", MODEL, "-H", "H100-paper", *p, "--engine", f],
+        "show": lambda f: ["show", f],
+        "scenario": lambda f: ["run", f, "-q"],
+        "study": lambda f: ["study", f, "-q"],
+        "hf config": lambda f: ["import-hf", f],
+        "observations": lambda f: ["infer", "margin", f],
+        "measured": lambda f: ["compare-measured", f],
+        "calibration": lambda f: ["calibrate", f],
+        "overlay": lambda f: ["run", scenario, "--measured", f, "-q"],
+        "trace": lambda f: ["simulate", MODEL, "-H", "H100-paper", "--gpus", "1", "--trace", f],
+    }
+
+
+def test_fifos_devices_and_folders_holding_them_for_every_file_input(tmp_path):
+    """A FIFO (which would wait for a writer), /dev/zero (which never ends) and a folder whose
+    config.json or study.json is one, for every kind of file a command reads: one line and
+    exit 2 at once, never a hang (an alarm fails the test instead)."""
+    import signal
+
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    csv_fifo = tmp_path / "pipe.csv"
+    os.mkfifo(csv_fifo)
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    os.mkfifo(hf / "config.json")
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "study.json").symlink_to("/dev/zero")
+    cases = [(name, run(f)) for name, run in _file_inputs(tmp_path).items()
+             for f in (str(fifo), str(csv_fifo), "/dev/zero")]  # fmt: skip
+    cases += [
+        ("hf folder", ["import-hf", str(hf)]),
+        ("report", ["report", str(study), "--out", str(tmp_path / "r.html")]),
+    ]
+
+    def hang(*_):
+        raise TimeoutError("a reader blocked")
+
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(60)
+    try:
+        for name, args in cases:
+            assert invoke(args)[0] == 2, (name, args)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+FORMULAS = st.tuples(st.sampled_from(["=", "+", "-", "@", "\t", "\r"]), st.text(max_size=12)).map(
+    "".join
+)
+
+
+@fuzz(40)
+@given(FORMULAS, st.floats(allow_nan=True, allow_infinity=True))
+def test_formula_strings_never_start_a_csv_cell(name, number):
+    """The one CSV writer (output/render.csv_text): text that a spreadsheet would run as a
+    formula starts with a quote; numbers stay numbers; a non-finite number is blank."""
+    import csv as csvlib
+
+    from inference_econ.output.render import csv_text
+
+    df = pd.DataFrame({"label": [name, "plain"], name: [number, 2.5], "n": ["-3", "+4e2"]})
+    rows = list(csvlib.reader(io.StringIO(csv_text(df), newline="")))
+    for row in rows:
+        for cell in row:
+            risky = cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+            assert not risky or re.fullmatch(r"[+-][\d.e+-]+", cell), (cell, rows)
+    plain = re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", name)  # "-3": a number
+    shown = (name if plain else "'" + name).replace("\r\n", "\n").replace("\r", "\n")
+    assert rows[0][1] == shown and rows[1][0] == shown
+    assert rows[2] == ["plain", "2.5", "+4e2"] and rows[1][2] == "-3"
+    assert rows[1][1] == ("" if not math.isfinite(number) else rows[1][1])

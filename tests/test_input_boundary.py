@@ -4,6 +4,7 @@ once, with one exception type (SpecError) naming the file, the field and the fix
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
@@ -192,6 +193,8 @@ def test_scenario_errors_keep_the_model_file_and_field(tmp_path):
         ("color: notacolor", "unknown colour 'notacolor'"),
         ("grid_points: .inf", "is inf"),
         ("hardware_scale: {hbm_bandwidth_bytes_per_s: 1e300}", "is inf"),
+        ("hardware_overrides: {name: [a, b]}", "hardware_overrides.name': expected text"),
+        ("model_overrides: {name: [a, b]}", "model_overrides.name': expected text"),
     ],
 )
 def test_malformed_scenario_values(tmp_path, curve, message):
@@ -348,3 +351,174 @@ def test_an_overlay_per_gpu_is_priced_row_by_row_when_the_curves_gpus_differ(tmp
     csv.write_text("tokens_per_s,tokens_per_s_per_gpu,hardware\n60,1000,H1OO\n")
     with pytest.raises(SpecError, match="row 2: hardware"):
         _overlay(scenario, csv)
+
+
+# --- round 3: every reader behind the boundary, huge numbers, wrong shapes ------------------
+
+
+def test_huge_whole_numbers_are_infinite_never_an_overflow():
+    from fractions import Fraction
+
+    huge = "1" + "0" * 310
+    for value in (huge, "-" + huge, "+" + "9" * 5000, 10**400, Fraction(10**400, 3)):
+        with pytest.raises(SpecError, match="expected a whole number >= 1 and <= 1048576"):
+            check_number(value, "f.yaml", "gpus", minimum=1, maximum=2**20, integer=True)
+    assert check_number("1" + "0" * 20, "f", "x") == 10**20  # whole numbers a float holds
+
+
+def test_readers_refuse_fifos_devices_and_large_files_before_reading(tmp_path):
+    from inference_econ.specs.inputs import read_bytes, read_json
+
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "FIFO"), ("/dev/zero", "device"), (tmp_path, "directory")):
+        with pytest.raises(SpecError, match=kind):
+            read_bytes(path)
+    big = tmp_path / "big.csv"
+    with open(big, "wb") as fh:
+        fh.truncate(230 * 2**20)  # sparse: 230 MB that take no disk
+    start = time.process_time()
+    with pytest.raises(SpecError, match="is 230 MB, larger than the 64 MB read"):
+        read_bytes(big)
+    assert time.process_time() - start < 0.1
+    bad = tmp_path / "c.json"
+    for text, message in (("{", "line 1"), ("[" * 100_000 + "]" * 100_000, "nested")):
+        bad.write_text(text)
+        with pytest.raises(SpecError, match=f"not valid JSON.*{message}"):
+            read_json(bad)
+
+
+def test_trace_observation_and_hardware_numbers_are_bounded(tmp_path):
+    from inference_econ.serving.load.arrivals import load_trace
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_time_s,prompt_tokens,output_tokens\n0,10,10\n1e308,10,10\n")
+    with pytest.raises(SpecError, match=r"line 3: field 'arrival_time_s'.*<= 1e\+09"):
+        load_trace(trace)
+    gpu = tmp_path / "g.yaml"
+    for field in ("sustained_flop_fraction: 1.0e-300", "gemm_efficiency: {16: 1.0e-300}"):
+        gpu.write_text(f"name: G\nderive_from: H100-paper\n{field}\n")
+        with pytest.raises(SpecError, match=r">= 0\.05"):
+            ie.load_hardware(gpu)
+    with pytest.raises(SpecError, match="tokens_per_s"):
+        ie.observation(1e308, 1.0)
+    from inference_econ.settings import option
+
+    for name, value in (("arrival_rate_per_s", 1e-15), ("log_speed_sd", 1e308), ("seed", 2**64)):
+        with pytest.raises(SpecError, match=name):
+            option(name).check(value)
+
+
+def test_api_arguments_of_the_wrong_type_are_one_clear_error():
+    h100 = ie.load_hardware("H100")
+    hf = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
+          "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 4,
+          "vocab_size": 32000}  # fmt: skip
+    assert ie.derive("H100", name="x").name == "x"  # a GPU's name, as everywhere
+    assert ie.import_hf_config(hf, name="From a dict")[0].layers == 8  # a parsed config
+    for call, field in (
+        (lambda: ie.derive(h100, scale=[2]), "scale"),
+        (lambda: ie.derive(h100, name=["a"]), "name"),
+        (lambda: ie.derive(5), "base"),
+        (lambda: ie.import_hf_config(5), "path"),
+        (lambda: ie.margin([1, 2]), "observed"),
+        (lambda: ie.implied_size(3.0), "observed"),
+        (lambda: ie.fit_preference([1]), "observations"),
+        (lambda: ie.point("Llama 3 8B", "H100-paper", gpus=[8, 16], batch=8), "gpus"),
+        (lambda: ie.study({"title": "t", "axes": {"model": ["Llama 3 8B"]}}, recompute=True),
+         "recompute"),
+    ):  # fmt: skip
+        with pytest.raises(SpecError) as e:
+            call()
+        assert e.value.field == field, e.value
+
+
+def test_a_damaged_cache_counts_as_missing_and_a_wrong_study_json_is_one_error(tmp_path):
+    import json
+
+    from inference_econ.output.report import read_manifest
+    from inference_econ.output.study_run import CellCache
+    from inference_econ.studies.study import compute_cell
+
+    cache = CellCache(tmp_path / "cache")
+    setting = ie.make_setting("Llama 3 8B", "H100-paper")
+    good = compute_cell(setting, ie.Method(kind="grid", grid_points=8))
+    cache.put("ab12", good)
+    assert cache.get("ab12")["data"] == good["data"]
+    negative = json.loads(json.dumps(good))
+    negative["data"][0][0] = -5.0  # a hand-edited speed
+    for bad in ([], {"format": 2}, {**good, "columns": "x"}, {**good, "data": [[1]]}, negative,
+                {**good, "columns": good["columns"][1:] + ["x"]}):  # fmt: skip
+        cache.put("ab12", bad)
+        assert cache.get("ab12") is None, bad
+    path = tmp_path / "study.json"
+    for bad, field in (([], ""), ({"title": "t"}, "source"),
+                       ({"title": "t", "source": "s", "package_version": "1", "axes": []}, "axes")):  # fmt: skip
+        path.write_text(json.dumps(bad))
+        with pytest.raises(SpecError) as e:
+            read_manifest(path)
+        assert e.value.field == field and "study.json" in e.value.source
+
+
+def test_offers_faster_than_the_frontier_are_blank_not_inf():
+    """`paper-2025 --no-speculation`: Fireworks' 158 tok/s on Llama 3 70B is beyond the
+    frontier's fastest point, so no k explains it: blank, with the note saying why."""
+    result = CliRunner().invoke(
+        main,
+        [
+            "infer",
+            "preference",
+            "paper-2025",
+            "--no-speculation",
+            "--grid-points",
+            "16",
+            "--format",
+            "csv",
+        ],  # fmt: skip
+    )
+    assert result.exit_code == 0 and "inf" not in result.stdout
+    row = next(x for x in result.stdout.splitlines() if x.startswith("Fireworks,Llama 3 70B"))
+    assert row.split(",")[4] == "" and row.split(",")[8] == ""  # implied_k, usd_per_mtok
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["infer", "margin", "paper-2025", "--no-speculation", "--draft", "Llama 3 8B"],
+         "--no-speculation: cannot be given with --draft"),
+        (["infer", "size", "paper-2025", "--acceptance", "0.6", "--no-speculation"],
+         "--no-speculation: cannot be given with --acceptance"),
+        (["show", "H100", "--weight-bits", "8"], "'H100' is a GPU: it would be ignored"),
+        (["study", "x.yaml", "--recompute"], "--recompute: is given, but nothing is cached"),
+        (["run", "paper/table-1", "--observations", "paper-2025"], "no figure is drawn"),
+        (["infer", "margin", "--speed", "50", "--price", "1e308"], "--price: is 1e+308"),
+        (["infer", "feasibility", "--speed", "1e308"], "--speed: is 1e+308"),
+        (["simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "1e-15"], "--rate"),
+    ],
+)  # fmt: skip
+def test_ignored_and_out_of_range_options_are_refused(args, message):
+    code, err = cli(*args)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_work_past_ten_minutes_needs_yes(monkeypatch):
+    from inference_econ import settings
+    from inference_econ.optimise import load_search
+    from inference_econ.serving.load.arrivals import make_traffic
+    from inference_econ.studies import execution
+    from inference_econ.studies.study import expand, study_from_dict
+
+    cells = expand(study_from_dict({"title": "t", "axes": {"model": ["Llama 3 8B"]},
+                                    "defaults": {"hardware": "H100-paper", "grid_points": 100}}))  # fmt: skip
+    # one cell of a 100 x 100 grid: 0.2 s + 1e4 points x 1.5e-5 s = 0.35 s of CPU
+    assert execution.cell_seconds(cells[0]) == pytest.approx(0.35)
+    monkeypatch.setattr(settings, "CONFIRM_SECONDS", 0.1)
+    with pytest.raises(SpecError, match=r"t: 1 cell to compute, about 0 s with 1 job") as e:
+        execution.check_work(cells, 1, "t")
+    assert "--yes" in e.value.fix
+    assert execution.check_work(cells, 1, "t", yes=True).startswith("about 0 s")
+    traffic = make_traffic(1.0, 1000, 100, requests=10_000_000)
+    with pytest.raises(SpecError, match="about 24,300 s") as e:
+        load_search.check_budget(traffic, 81, "the capacity search")
+    assert "give --yes" in e.value.fix
+    load_search.check_budget(traffic, 81, "the capacity search", yes=True)  # runs when asked

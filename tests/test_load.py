@@ -350,7 +350,7 @@ def test_trace_file_is_validated(tmp_path):
         with pytest.raises(SpecError, match=needle) as err:
             load_trace(bad)
         assert str(bad) in str(err.value)
-    with pytest.raises(SpecError, match="no such trace"):
+    with pytest.raises(SpecError, match="no such file"):
         load_trace(tmp_path / "missing.csv")
 
 
@@ -651,7 +651,7 @@ def test_cli_frontier_under_load():
 def test_cli_bad_input_and_infeasible(tmp_path):
     for args, needle in [
         (("--input-length", "lognormal:abc:1"), "--input-length"),
-        (("--input-length", "100", "--trace", str(tmp_path / "none.csv")), "no such trace"),
+        (("--input-length", "100", "--trace", str(tmp_path / "none.csv")), "no such file"),
         (("--input-length", "100", "--rate", "-1"), "--rate"),
         (("--input-length", "100", "--slo-tpot-p99", "0"), "--slo-tpot-p99"),
     ]:

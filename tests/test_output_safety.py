@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from inference_econ.cli import main
 from inference_econ.errors import SpecError
-from inference_econ.output.files import write_atomic
+from inference_econ.output.files import MANIFEST, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -193,7 +193,7 @@ def test_an_interrupted_run_leaves_no_partial_files(tmp_path, sig):
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:  # until the first file appears
-        if out.is_dir() and any(out.iterdir()):
+        if out.is_dir() and any(p.name != MANIFEST for p in out.iterdir()):
             break
         time.sleep(0.005)
     proc.send_signal(sig)
@@ -201,5 +201,59 @@ def test_an_interrupted_run_leaves_no_partial_files(tmp_path, sig):
     if sig == signal.SIGINT and proc.returncode != 0:  # 0: it finished before the signal
         assert proc.returncode == 130 and b"Traceback" not in err, err
     names = sorted(p.name for p in out.iterdir())
-    assert names and not [n for n in names if n.startswith(".")], names
+    # no temporary file; the folder's record of what the tool wrote is whole and names them
+    assert names and not [n for n in names if n.startswith(".") and n != MANIFEST], names
+    assert set(names) - {MANIFEST} <= set(json.loads((out / MANIFEST).read_text())["files"])
     assert all(complete(out / n) for n in names), names
+
+
+# --- output folders: a manifest of what the tool wrote -------------------------------------
+
+TINY_STUDY = """\
+title: Tiny
+axes:
+  model: [Llama 3 8B]
+  precision:
+    - {label: "=1+1", weight_bits: 16}
+    - {label: "@SUM(A1:A2)", weight_bits: 8}
+defaults: {hardware: H100-paper, grid_points: 8}
+"""
+
+
+def test_a_users_file_in_an_output_folder_is_never_replaced(tmp_path):
+    """run --out and study --out replace only files the tool wrote there (its manifest),
+    never a user's own file of an output's name; names that look like formulas start CSV
+    cells quoted (OWASP); a report never overwrites the study it reads, even by symlink."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SMALL.replace("plots: [frontier, mfu, breakdown]", "plots: []")
+                        .replace("label: A", "label: '=HYPERLINK(\"x\")'"))  # fmt: skip
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "s-points.csv").write_text("mine\n")
+    code, err = cli("run", scenario, "--out", out, "-q")
+    assert (
+        code == 2 and "did not write it" in err and (out / "s-points.csv").read_text() == "mine\n"
+    )
+    (out / "s-points.csv").unlink()
+    for _ in range(2):  # the second run replaces what the first wrote
+        assert cli("run", scenario, "--out", out, "-q")[0] == 0
+    points = (out / "s-points.csv").read_text()
+    assert '\n"\'=HYPERLINK(""x"")",' in points and "\n=" not in points
+    assert "s-points.csv" in json.loads((out / MANIFEST).read_text())["files"]
+
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY_STUDY)
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "study.json").write_text("{}")
+    code, err = cli("study", spec, "--out", folder, "--jobs", "1", "-q")  # refused before any work
+    assert code == 2 and "study.json: exists" in err and not (folder / "cache").exists()
+    (folder / "study.json").unlink()
+    assert cli("study", spec, "--out", folder, "--jobs", "1", "-q")[0] == 0
+    keys = (folder / "key_points.csv").read_text()
+    assert ",'=1+1," in keys and ",'@SUM(A1:A2)," in keys and ",=" not in keys
+    before = (folder / "study.json").read_text()
+    (folder / "r.html").symlink_to("study.json")
+    code, err = cli("report", folder, "--out", folder / "r.html")
+    assert code == 2 and "is an input of this command" in err
+    assert (folder / "study.json").read_text() == before

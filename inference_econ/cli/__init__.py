@@ -58,3 +58,12 @@ for _module in (
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def commands(group: click.Group | None = None, path: tuple[str, ...] = ()):
+    """Every command of the command line, with the words that call it (``("infer", "margin")``)."""
+    for name, command in sorted((group or main).commands.items()):
+        if isinstance(command, click.Group):
+            yield from commands(command, (*path, name))
+        else:
+            yield (*path, name), command

@@ -210,6 +210,7 @@ def _odds_notes(result) -> list[str]:
 @options(*TRAFFIC, *TARGETS, *ENGINE)
 @served_options
 @options(*DEMAND, "confidence")
+@options("yes")
 @figure_option
 @format_option
 @out_option
@@ -235,6 +236,15 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     say = Progress(quiet)
     kwargs = _load_kwargs(values)
     names = _gpus(hardware)
+    if "confidence" in given(click.get_current_context()) and (
+        gpus is not None or kwargs.get("demand") is not None
+    ):
+        raise SpecError(
+            "command line",
+            "--confidence",
+            "sizes a searched plan; with --gpus or --demand there is none to size",
+            "drop --confidence",
+        )
     if kwargs.get("demand") is not None:
         _demand(model, names, gpus, kwargs, figure, format, out, say)
         return

@@ -5,7 +5,16 @@ from __future__ import annotations
 import click
 
 from ..errors import SpecError, short
-from .common import OutputFile, emit, handle_errors, option, options, table_output
+from .common import (
+    OutputFile,
+    emit,
+    given,
+    handle_errors,
+    option,
+    options,
+    table_output,
+    typed_name,
+)
 
 
 @click.command("list", short_help="List the shipped models, GPUs, scenarios or engines.")
@@ -75,6 +84,19 @@ def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bit
         weight_bits=weight_bits, activation_bits=activation_bits, kv_cache_bits=kv_cache_bits
     )
     kind = api.spec_kind(name)
+    if kind != "models":  # the options describe a model: for a GPU or a profile, ignored
+        ctx = click.get_current_context()
+        model_only = ("hardware", "assumptions", "weight_bits", "activation_bits", "kv_cache_bits")
+        extra = [n for n in model_only if n in given(ctx)]
+        if extra:
+            flag = typed_name(extra[0], ctx)
+            what = "a GPU" if kind == "hardware" else "an engine profile"
+            raise SpecError(
+                "command line",
+                flag,
+                f"sets a model's figures, but {short(name)} is {what}: it would be ignored",
+                f"drop {flag}",
+            )
     if kind == "models":  # errors about --hardware or the model file are reported as they are
         info = api.model_summary(name, hardware, assumptions, **bits)
     elif kind == "hardware":

@@ -83,6 +83,8 @@ def typed_name(name: str, ctx: click.Context | None = None) -> str:
     if isinstance(param, click.Argument):
         return f"{param.human_readable_name} argument"
     if isinstance(param, click.Option):
+        if param.secondary_opts and ctx.params.get(param.name) is False:
+            return max(param.secondary_opts, key=len)  # --no-speculation as typed
         return max(param.opts, key=len)
     row = table.BY_NAME.get(name)
     return row.cli_flag if row is not None else name
@@ -150,15 +152,29 @@ def handle_errors(fn):
                 _check_needs(ctx)
                 if "format" in kwargs:
                     kwargs["format"] = _table_format(ctx, kwargs["format"])
-                if "out" in kwargs and "out" not in _named_parameters(fn):
-                    return _printed_to(kwargs.pop("out"), fn, args, kwargs)
-                return fn(*args, **kwargs)
+                with _owned_folders(ctx):
+                    if "out" in kwargs and "out" not in _named_parameters(fn):
+                        return _printed_to(kwargs.pop("out"), fn, args, kwargs)
+                    return fn(*args, **kwargs)
             except BrokenPipeError:  # the reader of stdout went away (| head): nothing to say
                 sys.exit(1)
             except (InferenceEconError, OSError) as exc:
                 fail(exc)
 
     return wrapper
+
+
+def _owned_folders(ctx: click.Context) -> contextlib.ExitStack:
+    """Every output folder of the command (``OutputFolder``) as ``output.files.owned_folder``:
+    the command replaces there only the files it wrote before, never a user's own."""
+    from ..output.files import owned_folder
+
+    stack = contextlib.ExitStack()
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value is not None and isinstance(param.type, OutputFolder):
+            stack.enter_context(owned_folder(value))
+    return stack
 
 
 def _named_parameters(fn) -> set[str]:
@@ -251,6 +267,14 @@ def given(ctx: click.Context) -> set[str]:
     }
 
 
+def _flag_at_default(ctx: click.Context, name: str) -> bool:
+    """Whether ``name`` is an on/off option given at its default value."""
+    param = next((p for p in ctx.command.params if p.name == name), None)
+    return (
+        isinstance(param, click.Option) and param.is_flag and ctx.params.get(name) == param.default
+    )
+
+
 def searched(setting: str, by: str):
     """Decorator: with option ``by`` the command searches ``setting`` itself, so settings that
     need it (its rows' ``needs``) mean something without it (``capacity --gpus`` finds the
@@ -280,7 +304,9 @@ def _check_needs(ctx: click.Context) -> None:
     one given with an option it excludes (the table's ``excludes``, the command's
     ``excludes``), and a setting the command searches itself (``searched``): each would be
     silently ignored (docs/errors.md, "Combinations")."""
-    names = given(ctx)
+    names = {
+        n for n in given(ctx) if not _flag_at_default(ctx, n)
+    }  # --speculation, the default, changes nothing: only --no-speculation is given
     offered = {p.name for p in ctx.command.params}
     callback = ctx.command.callback
     for setting, by in getattr(callback, "searched", {}).items():
@@ -480,6 +506,17 @@ def _click_option(row: table.Option, flag: str = "", default=..., required=None,
         callback=check,
         help=help_text,
     )
+
+
+def checked(value, row: str, flag: str):
+    """The value of an option that is not a row of the table, checked by the row of the same
+    quantity (finite, within its bounds: one line and exit 2 otherwise); None stays None."""
+    if value is None:
+        return None
+    try:
+        return table.option(row).check(value, "command line", flag)
+    except SpecError as exc:
+        fail(exc)
 
 
 def _readable(value) -> str:

@@ -102,7 +102,7 @@ def point(model, hardware, gpus, batch, format, **values):
 @options(*FRONTIER_OPTIONS)  # deployments under load (docs/model.md §E6)
 @click.option(
     "--rows",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=1_000_000),
     help="Show this many points, evenly spaced in speed (default: every point, but 20 for "
     "the text table on screen).",
 )

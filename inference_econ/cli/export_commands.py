@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import click
 
+from ..settings import MAX_TOKENS
 from .capacity_commands import ENGINE, TARGETS, TRAFFIC, hardware_list
 from .common import (
     OutputFolder,
     Progress,
+    checked,
     format_option,
     given,
     handle_errors,
@@ -64,12 +66,14 @@ SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assump
 @click.option(
     "--speed",
     type=float,
+    # the bounds of at_speed, the same quantity (finite: 1e400 is refused, never inf)
+    callback=lambda ctx, param, value: checked(value, "at_speed", "--speed"),
     help="Export the cheapest frontier point at this many tokens/s per request.",
 )
 @click.option(
     "--max-model-len",
     "max_model_len",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=int(MAX_TOKENS)),
     help="Longest request, tokens (default: the plan's longest, rounded up to 256).",
 )
 @click.option(

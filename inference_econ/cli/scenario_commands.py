@@ -15,10 +15,12 @@ from .common import (
     emit,
     fail,
     format_option,
+    given,
     handle_errors,
     option,
     quiet_option,
     resolve_format,
+    typed_name,
     wrote_files,
 )
 
@@ -114,8 +116,15 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
         from ..output.report import require_plotly
 
         require_plotly()  # fail before the run if plotly is missing
+    from ..studies.scenario import load_scenario
+
+    figure = load_scenario(PAPER_ITEMS[what]) if what.startswith("figure") else None
+    _offers_used(figure, observations)
     if what == "all":
-        _reproduce_all(Path(out or "figures"), format, progress, assumptions, html)
+        from ..output.files import owned_folder
+
+        with owned_folder(out or "figures"):
+            _reproduce_all(Path(out or "figures"), format, progress, assumptions, html)
         return
     if what.startswith("figure"):
         folder = Path(out or "figures")
@@ -230,7 +239,11 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
         from ..output.report import require_plotly
 
         require_plotly()
+    from ..studies.scenario import load_scenario
+
     progress = Progress(quiet)
+    scenario = load_scenario(scenario)
+    _offers_used(scenario, observations)
     offers = _load_observations(observations)
     result = run_scenario(
         scenario,
@@ -257,6 +270,33 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
         )
     if out:
         click.echo(wrote_files(len(result.files), out), err=True)
+
+
+def _offers_used(scenario, observations) -> None:
+    """Refuse --observations or --offer-price where no offer is drawn, so they would be
+    ignored: a table scenario (or target), or --offer-price without any offers (neither
+    --observations nor the scenario's own ``observations``)."""
+    ctx = click.get_current_context()
+    names = given(ctx)
+    for name in ("observations", "offer_price"):
+        if name not in names:
+            continue
+        flag = typed_name(name, ctx)
+        if scenario is None or scenario.kind == "table":
+            raise SpecError(
+                "command line",
+                flag,
+                "offers are drawn on frontier figures, and no figure is drawn with offers here "
+                "(a table, or 'reproduce all'): it would be ignored",
+                f"drop {flag}, or run a figure",
+            )
+        if name == "offer_price" and "observations" not in names and not scenario.observations:
+            raise SpecError(
+                "command line",
+                flag,
+                "prices offers, but none are drawn: it would be ignored",
+                f"give --observations FILE (or observations: in the scenario), or drop {flag}",
+            )
 
 
 def _load_observations(name):

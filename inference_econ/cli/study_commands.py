@@ -28,15 +28,11 @@ from .common import (
 )
 @options("jobs", "dask")
 @click.option("--html", is_flag=True, help="Also write the interactive report OUT/report.html.")
-@click.option(
-    "--recompute",
-    is_flag=True,
-    help="Compute every cell again, ignoring (and replacing) the cache.",
-)
+@options("recompute", "yes")
 @format_option
 @quiet_option
 @handle_errors
-def study(file, out, jobs, dask, html, recompute, format, quiet):
+def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
     """Run a study: every combination of its axes' values, each cell's frontier and key points.
 
     FILE is a study YAML (or the name of a shipped one, see 'list scenarios'). With --out the
@@ -66,7 +62,9 @@ def study(file, out, jobs, dask, html, recompute, format, quiet):
         require_plotly()  # fail before the long run if plotly is missing
     progress = Progress(quiet)
     try:
-        result = run(file, out, jobs=jobs, dask=dask, progress=progress, recompute=recompute)
+        result = run(
+            file, out, jobs=jobs, dask=dask, progress=progress, recompute=recompute, yes=yes
+        )
     except KeyboardInterrupt:
         kept = f"finished cells are cached in {out}/cache: " if out else ""
         click.echo(f"interrupted: {kept}rerun the same command to resume", err=True)

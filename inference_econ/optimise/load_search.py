@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .. import settings as table
 from ..errors import SpecError
 from ..serving.load.arrivals import Traffic
 from ..serving.load.deployment import (
@@ -47,18 +48,18 @@ SECONDS_PER_REQUEST = 3e-5
 BYTES_PER_REQUEST = 300.0
 #: Simulations one load search takes (its lattice, refinement and curve; about 15 measured).
 SIMULATIONS_PER_SEARCH = 20
-#: Longest estimated simulation work accepted (as ``GRID_MAX_SECONDS`` for frontier grids).
-LOAD_MAX_SECONDS = 600.0
+#: Longest estimated simulation work run without ``yes`` (``settings.CONFIRM_SECONDS``).
+LOAD_MAX_SECONDS = table.CONFIRM_SECONDS
 
 
-def check_budget(traffic: Traffic, simulations: int, what: str) -> None:
-    """Refuse, before it starts, load work estimated to take more than ``LOAD_MAX_SECONDS`` or
-    half the memory available (the estimate and the largest request count that would do in
-    the message)."""
+def check_budget(traffic: Traffic, simulations: int, what: str, yes: bool = False) -> None:
+    """Refuse, before it starts, load work estimated to take more than ``LOAD_MAX_SECONDS``
+    (unless ``yes``) or half the memory available (always): the estimate and the largest
+    request count that would do in the message."""
     n = traffic.simulated_requests
     seconds = n * simulations * SECONDS_PER_REQUEST
     memory = GRID_MEMORY_SHARE * available_memory_bytes()
-    if seconds <= LOAD_MAX_SECONDS and n * BYTES_PER_REQUEST <= memory:
+    if (seconds <= LOAD_MAX_SECONDS or yes) and n * BYTES_PER_REQUEST <= memory:
         return
     fits = int(
         min(LOAD_MAX_SECONDS / (simulations * SECONDS_PER_REQUEST), memory / BYTES_PER_REQUEST)
@@ -70,7 +71,8 @@ def check_budget(traffic: Traffic, simulations: int, what: str) -> None:
         f"{what} simulates {n:,} requests about {simulations:,} times: about {seconds:,.0f} s "
         f"and {n * BYTES_PER_REQUEST / 1e9:.2g} GB (limits {LOAD_MAX_SECONDS:.0f} s and "
         f"{memory / 1e9:.2g} GB)",
-        f"use a trace of at most {fits:,} rows" if trace else f"use requests <= {fits:,}",
+        (f"use a trace of at most {fits:,} rows" if trace else f"use requests <= {fits:,}")
+        + ("" if n * BYTES_PER_REQUEST > memory else ", or give --yes (yes=True) to run it"),
     )
 
 

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import errno
 import functools
+import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ..errors import SpecError
@@ -166,13 +170,92 @@ def _existing_parent(path: Path) -> Path:
     return parent
 
 
+#: The record of an output folder: the names of the files the toolkit wrote there.
+MANIFEST = ".inference-econ-files.json"
+#: Output folders being written, by their real path: the names recorded and those written.
+_OWNED: ContextVar[dict | None] = ContextVar("inference_econ_owned", default=None)
+
+
+def _recorded(folder: Path) -> set[str]:
+    """The names a folder's manifest records (none when it has none, or an unreadable one:
+    then no existing file counts as the toolkit's)."""
+    path = folder / MANIFEST
+    if not os.path.lexists(path):
+        return set()
+    try:
+        data = inputs.read_json(path, remember=False)
+    except SpecError:
+        return set()
+    files = data.get("files") if isinstance(data, dict) else None
+    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
+
+
+@contextmanager
+def owned_folder(folder: str | os.PathLike) -> Iterator[None]:
+    """Write into an output folder without destroying a user's file: inside the block a file
+    written directly in ``folder`` may replace only a file the toolkit wrote there before
+    (named in the folder's manifest, ``MANIFEST``); a user's own file of the same name is
+    refused, and left as it is. A new name enters the manifest before its file is written,
+    so a run killed at any moment leaves every file it wrote recorded. Nested blocks on one
+    folder share one record."""
+    real = Path(os.path.realpath(os.fspath(folder)))
+    outer = _OWNED.get() or {}
+    if real in outer:
+        yield
+        return
+    token = _OWNED.set({**outer, real: _recorded(real)})
+    try:
+        yield
+    finally:
+        _OWNED.reset(token)
+
+
+def check_owned(folder: str | os.PathLike, names: Iterable[str]) -> None:
+    """Refuse, before anything is computed, names a run will write in ``folder`` that hold a
+    file the toolkit did not write there (``owned_folder``)."""
+    real = Path(os.path.realpath(os.fspath(folder)))
+    known = _recorded(real)
+    for name in names:
+        _check_owner(real / name, known)
+
+
+def _check_owner(path: Path, known: set[str]) -> None:
+    if os.path.lexists(path) and path.name not in known:
+        raise SpecError(
+            str(path),
+            "",
+            "exists, and inference-econ did not write it here (it is not in "
+            f"{MANIFEST}): replacing it would destroy it",
+            "move it away, or write to another folder",
+        )
+
+
+def _claim(path: str | os.PathLike) -> None:
+    """Inside ``owned_folder``: refuse a file of that folder the toolkit did not write, and
+    record a new name in the folder's manifest before the file is written."""
+    owned = _OWNED.get()
+    if not owned:
+        return
+    given = Path(os.fspath(path))
+    folder = Path(os.path.realpath(given.parent))
+    known = owned.get(folder)
+    if known is None or given.name == MANIFEST or given.name in known:
+        return
+    _check_owner(folder / given.name, known)
+    known.add(given.name)
+    text = json.dumps({"written_by": "inference-econ", "files": sorted(known)}, indent=1)
+    write_atomic(folder / MANIFEST, text + "\n")
+
+
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
     """Write a file so that readers see the old content or the new, never half of it.
 
     Follows symlinks (the link stays and its target is replaced), keeps an existing file's
-    mode, refuses non-regular targets and inputs of the running command; returns ``path``.
+    mode, refuses non-regular targets and inputs of the running command, and inside
+    ``owned_folder`` a file the toolkit did not write; returns ``path``.
     """
     check_output(path)
+    _claim(path)
     target = _target(path)
     payload = data if isinstance(data, bytes) else data.encode("utf-8")
     try:

@@ -53,10 +53,8 @@ def _fmt_number(value) -> str:
         return str(int(value))
     if isinstance(value, (float, np.floating)):
         v = float(value)
-        if math.isnan(v):
+        if not math.isfinite(v):  # a value that does not exist (docs/errors.md)
             return ""
-        if math.isinf(v):
-            return "inf"
         # the magnitude after rounding to three digits picks the decimals, so 0.9998 prints
         # as 1.00 like 1.0 does (not 1.000), and 99.996 as 100.0
         a = abs(float(f"{v:.3g}"))
@@ -240,6 +238,51 @@ def _json_meta(meta):
     return _json_value(meta)
 
 
+#: Characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: Text that is a plain number ("-1.5", "+3e8"): spreadsheets read it as the number it is.
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def safe_cell(value):
+    """A cell of a CSV as spreadsheets may open it: text that starts with a formula character
+    (``=1+1``, ``@SUM(A1)``, ``-2+3``, a tab) gets a leading single quote, so it is shown as
+    text and never run (OWASP's rule); numbers, and text that is a plain number, stay as they
+    are; a non-finite number is blank (a value that does not exist). A carriage return inside
+    text becomes a line feed, which the writer quotes (a bare one would end the row for
+    readers that take it as a line end)."""
+    if isinstance(value, str):
+        if value.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+            value = "'" + value
+        return value.replace("\r\n", "\n").replace("\r", "\n")
+    if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
+        return None
+    return value
+
+
+def csv_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` ready for a CSV file: headers and text cells through ``safe_cell``, infinities
+    blank (NaN already is)."""
+    out = df.copy()
+    out.columns = [safe_cell(str(c)) for c in df.columns]
+    for i in range(out.shape[1]):
+        column = out.iloc[:, i]
+        if pd.api.types.is_float_dtype(column):
+            values = column.to_numpy(dtype=float)
+            if not np.isfinite(values[~np.isnan(values)]).all():
+                out.isetitem(i, column.where(np.isfinite(values)))
+        elif column.dtype == object or pd.api.types.is_string_dtype(column):
+            out.isetitem(i, column.map(safe_cell))
+    return out
+
+
+def csv_text(df: pd.DataFrame, meta: dict | None = None, float_format: str | None = "%.10g") -> str:
+    """The one CSV writer of the toolkit: '#' lines stating what the table was computed with,
+    then the table with ``csv_cells`` (no formula can start a cell, no infinity is printed)."""
+    comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
+    return comments + csv_cells(df).to_csv(index=False, float_format=float_format)
+
+
 def render(
     df: pd.DataFrame, fmt: str = "table", title: str = "", notes=(), meta: dict | None = None
 ) -> str:
@@ -247,8 +290,7 @@ def render(
     ``meta`` (what it was computed with) as the format allows."""
     fmt = option("format").check(fmt, "argument", "format")  # SpecError with a did-you-mean
     if fmt == "csv":
-        comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
-        return comments + df.to_csv(index=False, float_format="%.10g")
+        return csv_text(df, meta)
     if fmt == "json":
         records = [
             {k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")

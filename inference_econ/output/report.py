@@ -10,18 +10,23 @@ extra (``inference-econ[html]``); everything interactive is plotly's own, no Jav
 from __future__ import annotations
 
 import html
+import io
 import itertools
 import json
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..errors import SpecError
+from ..errors import SpecError, short
 from ..model.latency import ADDITIVE_PARTS
 from ..specs.catalog import display_path
+from ..specs.inputs import read_bytes, read_json, read_text
+from ..specs.schema import Reader, check_number
 from .files import write_atomic
 
 #: Points shown per curve at most (evenly spaced along the line; key points always kept).
@@ -373,16 +378,7 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
     tables): one curve per cell, the selector over every axis but ``compare``. ``where``
     (axis -> values, as text) keeps only the cells with those values: a slice of the study."""
     folder = Path(folder)
-    path = folder / "study.json"
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SpecError(
-            str(path),
-            "",
-            f"cannot read a study's output here ({exc})",
-            "run 'inference-econ study FILE --out DIR' first",
-        ) from None
+    manifest = read_manifest(folder / "study.json")
     keys, fronts = _read(folder, "key_points"), _read(folder, "frontiers")
     varying = _varying(manifest)
     if compare is None:
@@ -433,23 +429,104 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
     )
 
 
+def read_manifest(path: Path) -> dict:
+    """A study's ``study.json`` through the input boundary, checked for the shape the report
+    reads (``output.study_run.manifest`` writes it): anything else is one error naming the
+    file and the field, never a traceback from deep inside the report."""
+    fix = "run 'inference-econ study FILE --out DIR' first"
+    if not os.path.lexists(path):
+        raise SpecError(str(path), "", "cannot read a study's output here (no study.json)", fix)
+    data = read_json(path)
+    where = str(path)
+    top = Reader(data, where)
+    for key in ("title", "source", "package_version"):
+        top.string(key)
+    top.string("description", "")
+    axes = top.mapping("axes")
+    if not axes:
+        raise SpecError(where, "axes", "is empty", fix)
+    for name, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise SpecError(
+                where, f"axes.{name}", f"expected a list of values, got {short(values)}", fix
+            )
+    cells = top.raw("cells")
+    if not isinstance(cells, list) or not cells:
+        raise SpecError(where, "cells", f"expected a list of cells, got {short(cells)}", fix)
+    for i, cell in enumerate(cells):
+        item = Reader(cell, where, f"cells.{i}")
+        item.number("cell", minimum=0, integer=True)
+        item.string("label")
+        values = item.mapping("values")
+        missing = [a for a in axes if a not in values]
+        if missing:
+            raise SpecError(where, f"cells.{i}.values", f"has no value of axis {missing[0]!r}", fix)
+    speeds = top.raw("at_speeds", [])
+    if not isinstance(speeds, list):
+        raise SpecError(where, "at_speeds", f"expected a list of speeds, got {short(speeds)}", fix)
+    for i, speed in enumerate(speeds):
+        check_number(speed, where, f"at_speeds.{i}", minimum=0, exclusive_minimum=True)
+    top.boolean("complete", True)
+    for key in ("assumptions", "hardware", "models"):
+        for name, value in (top.mapping(key, {}) or {}).items():
+            if not isinstance(value, Mapping):
+                raise SpecError(
+                    where, f"{key}.{name}", f"expected a mapping, got {short(value)}", fix
+                )
+    return data
+
+
+#: The largest table of a study's folder read back (the tool's own output, larger than the
+#: inputs a user gives: a frontier row per cell and point).
+MAX_TABLE_BYTES = 2**31
+#: Columns the report reads from a study's key-point table.
+KEY_COLUMNS = (
+    "cell", "point", "target_tokens_per_s", "feasible", "note",
+    "tokens_per_s", "usd_per_mtok", "gpus", "batch",
+)  # fmt: skip
+
+
 def _read(folder: Path, name: str) -> pd.DataFrame:
-    """A table of a study's folder: Parquet when pyarrow can read it (faster), else CSV."""
+    """A table of a study's folder, through the input boundary: Parquet when pyarrow can read
+    it (faster), else CSV; the key points must have the columns the report reads."""
     parquet = folder / f"{name}.parquet"
-    if parquet.is_file():
+    df = None
+    if os.path.isfile(parquet):
         try:
-            return pd.read_parquet(parquet)
+            df = pd.read_parquet(io.BytesIO(read_bytes(parquet, MAX_TABLE_BYTES)))
         except ImportError:
             pass
-    path = folder / f"{name}.csv"
-    try:
-        with open(path, encoding="utf-8") as fh:  # first, '#' lines: what it was computed with
-            skip = sum(1 for _ in itertools.takewhile(lambda line: line.startswith("#"), fh))
-        return pd.read_csv(path, keep_default_na=False, na_values=[""], skiprows=skip)
-    except OSError as exc:
+        except (ValueError, OSError) as exc:  # pyarrow's errors derive from these
+            raise SpecError(
+                str(parquet), "", f"cannot read the table ({exc})", "rerun the study"
+            ) from None
+    if df is None:
+        path = folder / f"{name}.csv"
+        if not os.path.lexists(path):
+            raise SpecError(str(folder), name, "the table is missing", "rerun the study")
+        text = read_text(path, MAX_TABLE_BYTES)
+        # first, '#' lines: what the table was computed with
+        skip = sum(1 for _ in itertools.takewhile(lambda x: x.startswith("#"), text.splitlines()))
+        try:
+            df = pd.read_csv(
+                io.StringIO(text), keep_default_na=False, na_values=[""], skiprows=skip
+            )
+        except (ValueError, pd.errors.ParserError) as exc:
+            raise SpecError(
+                str(path), "", f"cannot read the table ({exc})", "rerun the study"
+            ) from None
+    if name == "key_points":
+        missing = [c for c in KEY_COLUMNS if c not in df.columns]
+        if missing:
+            raise SpecError(str(folder / name), missing[0], "column missing", "rerun the study")
+        df["feasible"] = df["feasible"].astype(str).str.lower().isin(["true", "1", "yes"])
+        for column in ("tokens_per_s", "usd_per_mtok", "gpus", "batch", "target_tokens_per_s"):
+            df[column] = pd.to_numeric(df[column], errors="coerce")
+    elif len(df) and not {"cell", "tokens_per_s", "usd_per_mtok"} <= set(df.columns):
         raise SpecError(
-            str(folder), name, f"cannot read the table ({exc})", "rerun the study"
-        ) from None
+            str(folder / name), "", "is not a study's frontier table", "rerun the study"
+        )
+    return df
 
 
 def _slice(manifest: dict, where: dict) -> list[dict]:

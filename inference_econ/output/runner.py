@@ -27,7 +27,7 @@ from ..studies.observations import load_observations, overlay_points
 from ..studies.scenario import Scenario, load_scenario
 from ..studies.tables import columns_for, run_table, scenario_metadata
 from . import plots
-from .files import check_folder, write_atomic
+from .files import check_folder, owned_folder, write_atomic
 from .render import render
 
 KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
@@ -206,8 +206,20 @@ def run_scenario(
     ``assumptions`` computes every curve under that preset instead of the file's own."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
-    if out_dir is not None:
-        check_folder(out_dir)  # before anything is computed
+    if out_dir is None:
+        return _run(scenario, None, formats, table_formats, measured_csv, progress, observations,
+                    offer_price, assumptions)  # fmt: skip
+    check_folder(out_dir)  # before anything is computed
+    with owned_folder(out_dir):  # a user's own file of an output's name is never replaced
+        return _run(scenario, out_dir, formats, table_formats, measured_csv, progress,
+                    observations, offer_price, assumptions)  # fmt: skip
+
+
+def _run(
+    scenario, out_dir, formats, table_formats, measured_csv, progress, observations, offer_price,
+    assumptions,
+) -> RunResult:  # fmt: skip
+    """``run_scenario`` once the scenario is loaded and its folder checked."""
     scenario = scenario.with_assumptions(assumptions)
     result = RunResult(scenario)
     stem = Path(out_dir) / Path(scenario.name).name if out_dir is not None else None

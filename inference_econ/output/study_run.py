@@ -19,21 +19,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import plural
+from ..errors import SpecError, plural
 from ..specs.catalog import display_path
-from ..studies.execution import run_cells
+from ..specs.inputs import read_json
+from ..studies.execution import check_work, run_cells
 from ..studies.study import (
-    CACHE_FORMAT,
     Cell,
     Study,
     expand,
     load_study,
     package_version,
+    payload_problem,
     study_from_dict,
     tables,
 )
-from .files import write_atomic
-from .render import meta_lines
+from .files import check_owned, owned_folder, write_atomic
+from .render import csv_text
 
 TABLES = ("key_points", "frontiers")
 
@@ -67,13 +68,18 @@ class CellCache:
         return self.folder / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        """The payload of a finished cell, or None (a damaged file counts as missing)."""
-        try:
-            payload = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        """The payload of a finished cell, or None: a file that is missing, unreadable, not
+        a regular file, too large, or not a payload as ``compute_cell`` writes it (hand-edited,
+        damaged, of another format; ``studies.study.payload_problem``) counts as missing, and
+        the cell is computed again."""
+        path = self.path(key)
+        if not os.path.lexists(path):
             return None
-        ok = isinstance(payload, dict) and payload.get("format") == CACHE_FORMAT
-        return payload if ok and {"columns", "data"} <= set(payload) else None
+        try:
+            payload = read_json(path, remember=False)
+        except SpecError:
+            return None
+        return None if payload_problem(payload) else payload
 
     def put(self, key: str, payload: dict) -> None:
         write_atomic(self.path(key), json.dumps(payload, allow_nan=True))
@@ -96,16 +102,20 @@ def run_study(
     progress=None,
     cache_dir: str | os.PathLike | None = None,
     recompute: bool = False,
+    yes: bool = False,
 ) -> StudyResult:
     """Compute a study's cells (cached ones are read back) and write its tables to ``out_dir``.
 
     The cache lives in ``out_dir/cache`` unless ``cache_dir`` says otherwise; without either,
     nothing is cached; ``recompute`` ignores (and replaces) what is cached. Cells that fail are reported in ``failed`` (and as ``point == "failed"``
-    rows); the others are kept, so a rerun computes only what is missing.
+    rows); the others are kept, so a rerun computes only what is missing. The cells to compute
+    are estimated first: more than ``settings.CONFIRM_SECONDS`` is refused unless ``yes``.
     """
     study = as_study(spec)
     cells = expand(study)
     folder = Path(out_dir) if out_dir is not None else None
+    if folder is not None:  # a user's own file of an output's name: refused before the work
+        check_owned(folder, (*(f"{t}.csv" for t in TABLES), "study.json", "summary.png"))
     if cache_dir is None and folder is not None:
         cache_dir = folder / "cache"
     cache = CellCache(cache_dir) if cache_dir is not None else None
@@ -118,10 +128,11 @@ def run_study(
                 payloads[key] = found
     cached = len(payloads)
     todo = [c for k, c in distinct.items() if k not in payloads]
+    estimate = check_work(todo, jobs, study.name, yes)
     if progress:
         progress(
             f"{study.name}: {len(cells)} {plural(len(cells), 'cell')}, {cached} cached, {len(todo)} to compute"
-            + (f" on Dask ({dask})" if dask else f" with {jobs or 'all'} job(s)" if todo else "")
+            + (f" on Dask ({dask})" if dask and todo else f", {estimate}" if todo else "")
         )
     failed: dict[str, str] = {}
 
@@ -146,7 +157,8 @@ def run_study(
         elapsed_s={k: float(p.get("elapsed_s", 0.0)) for k, p in payloads.items()},
     )
     if folder is not None:
-        result.files += write_study(result, folder, progress)
+        with owned_folder(folder):
+            result.files += write_study(result, folder, progress)
     return result
 
 
@@ -171,8 +183,7 @@ def study_metadata(result: StudyResult) -> dict:
 def write_table(df: pd.DataFrame, stem: Path, progress=None, meta=None) -> list[Path]:
     """A table as CSV (after '#' lines saying what it was computed with, as every CSV of the
     toolkit), and as Parquet when pyarrow is installed."""
-    comments = "".join(f"# {line.strip()}\n" for line in meta_lines(meta))
-    written = [write_atomic(stem.with_suffix(".csv"), comments + df.to_csv(index=False))]
+    written = [write_atomic(stem.with_suffix(".csv"), csv_text(df, meta, float_format=None))]
     try:
         import pyarrow  # noqa: F401
     except ImportError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -220,6 +221,8 @@ class GPU:
 
 #: Bounds of the numeric fields: positive, finite and below figures no part comes near, so
 #: no product or quotient of them overflows (docs/errors.md).
+#: The smallest fraction of a datasheet figure a GPU may sustain.
+MIN_FRACTION = 0.05
 _NUMERIC = {
     "hbm_bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
     "hbm_capacity_bytes": dict(minimum=1e6, maximum=1e18, unit="bytes"),
@@ -231,8 +234,10 @@ _NUMERIC = {
     "pcie_bandwidth_bytes_per_s": dict(minimum=0, maximum=1e18, unit="bytes/s"),
     "nvlink_bridge_gpus": dict(minimum=1, maximum=2**20, integer=True, unit="GPUs"),
     "price_usd_per_hour": dict(minimum=1e-6, maximum=1e9, unit="USD/hour"),
-    "sustained_flop_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
-    "sustained_hbm_bandwidth_fraction": dict(minimum=0, exclusive_minimum=True, maximum=1),
+    # fractions of a datasheet figure: at least 5 %, the floor of an engine profile's
+    # efficiencies (specs/engine.py), so no cost or latency is scaled towards infinity
+    "sustained_flop_fraction": dict(minimum=MIN_FRACTION, maximum=1),
+    "sustained_hbm_bandwidth_fraction": dict(minimum=MIN_FRACTION, maximum=1),
     "kernel_launch_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
     "collective_latency_scale": dict(minimum=0, maximum=1e6),
 }
@@ -274,7 +279,7 @@ def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
 
 
 def _fraction_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
-    """``gemm_efficiency``: weight bits -> measured fraction of the dense peak, in (0, 1]."""
+    """``gemm_efficiency``: weight bits -> measured fraction of the dense peak, in [0.05, 1]."""
     if not isinstance(value, Mapping) or not value:
         raise SpecError(
             source,
@@ -285,9 +290,7 @@ def _fraction_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     table = []
     for bits, fraction in value.items():
         b = check_number(bits, source, "gemm_efficiency", minimum=1, integer=True, unit="bits")
-        f = check_number(
-            fraction, source, f"gemm_efficiency.{b}", minimum=0, exclusive_minimum=True, maximum=1
-        )
+        f = check_number(fraction, source, f"gemm_efficiency.{b}", minimum=MIN_FRACTION, maximum=1)
         table.append((b, float(f)))
     return tuple(sorted(table))
 
@@ -569,8 +572,25 @@ def derive(
 
     >>> h100 = load_hardware("H100-SXM")
     >>> fast = derive(h100, name="H100 2x HBM", scale={"hbm_bandwidth_bytes_per_s": 2})
+
+    ``base`` may also be a GPU's name or file, as everywhere else.
     """
+    if isinstance(base, (str, os.PathLike)):
+        base = load_hardware(base)
+    elif not isinstance(base, GPU):
+        raise SpecError(
+            "argument", "base", f"expected a GPU or its name, got {short(base)}", "e.g. 'H100'"
+        )
     source = overrides.pop("source_file", None) or f"derived from {base.name}"
+    if name is not None and not isinstance(name, str):
+        raise SpecError(source, "name", f"expected text, got {short(name)}", "write a string")
+    if scale is not None and not isinstance(scale, Mapping):
+        raise SpecError(
+            source,
+            "scale",
+            f"expected a mapping of field: factor, got {short(scale)}",
+            "e.g. scale={'hbm_bandwidth_bytes_per_s': 2}",
+        )
     values = _validated(overrides, source, base)
     if scale:
         for key, factor in scale.items():

@@ -13,15 +13,16 @@ wrong model. Repositories are read with ``huggingface_hub`` (``pip install
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..errors import SpecError
+from ..errors import SpecError, short
 from .architecture import Architecture, architecture_from_dict
+from .inputs import read_json
 from .schema import check_number
 
 #: Fields every importer understands or deliberately ignores (they do not affect the cost).
@@ -465,20 +466,13 @@ def _gemma_model(cfg: dict, source: str) -> dict:
 
 
 def _read_json(path: Path, required: bool = True) -> dict | None:
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        if not required:
-            return None
-        raise SpecError(str(path), "", "cannot read the file: no such file") from None
-    except OSError as exc:
-        raise SpecError(str(path), "", f"cannot read the file: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise SpecError(str(path), "", f"not valid JSON at line {exc.lineno}: {exc.msg}") from None
-    except ValueError as exc:  # e.g. a bare NaN or Infinity the JSON reader cannot place
-        raise SpecError(str(path), "", f"not valid JSON: {exc}") from None
+    """A config file through the input boundary (a regular file, at most 64 MB, UTF-8 JSON);
+    None for an optional file that is not there."""
+    if not required and not os.path.lexists(path):
+        return None
+    cfg = read_json(path)
     if not isinstance(cfg, dict):
-        raise SpecError(str(path), "", "expected a JSON object")
+        raise SpecError(str(path), "", f"expected a JSON object, got {short(cfg)}")
     return cfg
 
 
@@ -489,9 +483,23 @@ def _finish(data: dict, source: str, label: str) -> tuple[Architecture, str]:
     return arch, text
 
 
-def import_config(path: str | Path, name: str | None = None) -> tuple[Architecture, str]:
+def import_config(path, name: str | None = None) -> tuple[Architecture, str]:
     """Read a config.json (or a folder holding one, with its ``hf_quant_config.json`` if
-    any); return the validated Architecture and its YAML text."""
+    any), or take a config already parsed (a mapping); return the validated Architecture
+    and its YAML text."""
+    if name is not None and not isinstance(name, str):
+        raise SpecError("argument", "name", f"expected text, got {short(name)}", "write a string")
+    if isinstance(path, dict):
+        data = config_to_dict(path, "argument", name)
+        return _finish(data, "argument", "a parsed config")
+    if not isinstance(path, (str, os.PathLike)):
+        raise SpecError(
+            "argument",
+            "path",
+            f"expected the path of a config.json (or its folder) or a parsed config, got "
+            f"{short(path)}",
+            "give a path or a dict",
+        )
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"

@@ -9,12 +9,15 @@ same command, whatever path or symlink names it (docs/errors.md).
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from ..errors import SpecError
 
@@ -75,11 +78,31 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of a regular input file of at most ``limit`` bytes; recorded as an input."""
+def read_bytes(
+    path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: bool = True
+) -> bytes:
+    """The bytes of a regular input file of at most ``limit`` bytes; recorded as an input
+    (unless ``remember`` is false: a file the command itself may replace, such as a cached
+    cell).
+
+    The file is opened without blocking and checked on the open descriptor, so a FIFO (which
+    would wait for a writer), a device (``/dev/zero`` never ends) or a directory is refused at
+    once, even one swapped in after a check by name; the size limit holds before anything is
+    read, and again while reading (a file that grows)."""
     path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        st = os.stat(path)
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise SpecError(
+            str(path), "", "cannot read the file: no such file", "check the path"
+        ) from None
+    except OSError as exc:
+        raise SpecError(str(path), "", f"cannot read the file: {exc.strerror}") from None
+    except ValueError:  # a NUL in the path
+        raise SpecError(str(path), "", "is not a valid path", "give the path of a file") from None
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise SpecError(
                 str(path), "", f"is {kind_of(st.st_mode)}", "give the path of a regular file"
@@ -88,29 +111,67 @@ def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
             raise SpecError(
                 str(path),
                 "",
-                f"is {st.st_size / 2**20:.0f} MB, larger than the {limit / 2**20:.0f} MB read",
+                f"is {_megabytes(st.st_size)}, larger than the {_megabytes(limit)} read",
                 "input files are small text files; check the path",
             )
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, 2**24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as exc:
         raise SpecError(str(path), "", f"cannot read the file: {exc.strerror}") from None
-    if len(data) > limit:
-        raise SpecError(str(path), "", f"is larger than the {limit / 2**20:.0f} MB read")
-    record(path)
-    return data
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise SpecError(str(path), "", f"is larger than the {_megabytes(limit)} read")
+    if remember:
+        record(path)
+    return b"".join(chunks)
 
 
-def read_text(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> str:
-    """A regular input file decoded as UTF-8 (a byte-order mark is dropped)."""
-    data = read_bytes(path, limit)
+def _megabytes(size: float) -> str:
+    """A size as a message says it: 230 MB, 0.5 MB."""
+    return f"{size / 2**20:.{0 if size >= 2**20 else 1}f} MB"
+
+
+def decode(data: bytes, source: str) -> str:
+    """Bytes of an input decoded as UTF-8 (a byte-order mark is dropped); anything else is one
+    error naming the byte and the line."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise SpecError(
-            str(path),
+            source,
             "",
             f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line})",
             "save the file as UTF-8",
         ) from None
+
+
+def read_text(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: bool = True) -> str:
+    """A regular input file decoded as UTF-8 (a byte-order mark is dropped)."""
+    return decode(read_bytes(path, limit, remember), str(path))
+
+
+def read_json(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: bool = True) -> Any:
+    """A regular input file parsed as JSON; a syntax error, or nesting too deep for the
+    parser, is one error naming the file and the line. The caller checks the shape."""
+    text = read_text(path, limit, remember)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(str(path), "", f"not valid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise SpecError(str(path), "", "not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise SpecError(str(path), "", f"not valid JSON: {str(exc)[:120]}") from None
+
+
+def csv_stream(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> io.StringIO:
+    """A regular input file as a text stream for ``csv`` or ``pandas.read_csv`` (newlines kept
+    as written, so quoted cells may hold them)."""
+    return io.StringIO(read_text(path, limit), newline="")

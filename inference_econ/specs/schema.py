@@ -207,8 +207,15 @@ def _as_number(value: Any) -> float | int | None:
         return None
     if isinstance(value, str):
         text = value.strip().replace("_", "")
+        digits = text.lstrip("+-")
+        if digits.isascii() and digits.isdigit() and len(text) - len(digits) <= 1:
+            # a whole number of any length: beyond a float's range it is infinite (refused
+            # by the caller as such), never an OverflowError or Python's digit limit
+            if len(digits.lstrip("0")) > 300:
+                return -math.inf if text.startswith("-") else math.inf
+            return int(text)
         try:
-            return int(text) if text.lstrip("+-").isdigit() else float(text)
+            return float(text)
         except (ValueError, OverflowError):
             return None
     if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy scalars
@@ -220,7 +227,9 @@ def _as_number(value: Any) -> float | int | None:
     if isinstance(value, numbers.Real):
         try:
             return float(value)
-        except (OverflowError, ValueError):
+        except OverflowError:  # a Fraction beyond a float's range
+            return math.inf if value > 0 else -math.inf
+        except ValueError:
             return None
     return None
 

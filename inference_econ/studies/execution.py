@@ -13,7 +13,8 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from ..errors import SpecError
+from .. import settings as table
+from ..errors import SpecError, plural
 from .study import Cell, compute_cell
 
 #: Seconds between two progress lines (the last cell always gets one).
@@ -23,6 +24,56 @@ CONNECT_TIMEOUT = "20s"
 
 Done = Callable[[Cell, dict], None]
 Failed = Callable[[Cell, str], None]
+
+
+#: CPU seconds of one cell: a fixed part (compiling the model, key points) plus a part per grid
+#: point, times ``DRAFT_FACTOR`` with speculation (one pass per draft length). Fitted to cells
+#: of grid 16, 50, 100 and 200 (Llama 3 8B paper, DeepSeek-V3 refined, Llama 3.3 70B refined
+#: with a draft: 0.05-3.0 s each, in one process on the 2-core development machine) and
+#: rounded up: the estimate is an upper bound for the paper preset, within 20 % for refined.
+CELL_BASE_SECONDS = 0.2
+CELL_SECONDS_PER_POINT = 1.5e-5
+DRAFT_FACTOR = 4.0
+
+
+def cell_seconds(cell: Cell) -> float:
+    """Estimated CPU seconds of one cell (``CELL_BASE_SECONDS`` and the rest)."""
+    points = float(cell.method.grid_points) ** 2
+    draft = cell.setting.spec is not None
+    return (CELL_BASE_SECONDS + CELL_SECONDS_PER_POINT * points) * (DRAFT_FACTOR if draft else 1)
+
+
+def check_work(cells: Sequence[Cell], jobs: int | None, what: str, yes: bool = False) -> str:
+    """The estimated time of computing ``cells`` on ``jobs`` processes, as a phrase; above
+    ``settings.CONFIRM_SECONDS`` refused with the estimate unless ``yes`` (docs/errors.md)."""
+    if not cells:
+        return "nothing to compute"
+    jobs = default_jobs() if jobs is None else int(jobs)
+    cpu = sum(cell_seconds(c) for c in cells)
+    seconds = cpu / max(1, min(jobs, len(cells)))
+    phrase = (
+        f"about {_duration(seconds)} with {jobs} {plural(jobs, 'job')} "
+        f"({_duration(cpu)} of CPU, {cpu / len(cells):.2g} s per cell)"
+    )
+    if seconds > table.CONFIRM_SECONDS and not yes:
+        raise SpecError(
+            "argument",
+            "yes",
+            f"{what}: {len(cells):,} {plural(len(cells), 'cell')} to compute, {phrase}, more "
+            f"than the {_duration(table.CONFIRM_SECONDS)} run without asking",
+            "give --yes (yes=True in Python) to run it, or fewer cells, a coarser grid_points "
+            "or more --jobs",
+        )
+    return phrase
+
+
+def _duration(seconds: float) -> str:
+    """3 s, 14 minutes, 2.5 hours."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds / 3600:.1f} hours"
 
 
 def default_jobs() -> int:

@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SpecError, UnknownNameError, did_you_mean
+from ..errors import SpecError, UnknownNameError, did_you_mean, short
 from ..settings import option
 from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
+from ..specs.inputs import csv_stream
 from ..specs.schema import check_number
 
 REQUIRED_COLUMNS = (
@@ -61,6 +62,14 @@ class Observation:
     notes: str = ""
     origin: str = "argument"
 
+    def __post_init__(self) -> None:
+        """An observation built in Python is checked like a row of a file: speeds and prices
+        within the bounds of the settings that give them on the command line."""
+        for name in _NUMBERS:
+            value = getattr(self, name)
+            if value is not None or name in _REQUIRED_NUMBERS:
+                check_number(value, self.origin, name, **bounds(name))
+
     @property
     def label(self) -> str:
         date = f", {self.date}" if self.date else ""
@@ -96,6 +105,38 @@ class Observation:
             return _key(self.model) in {_key(arch.name), *map(_key, arch.aliases)}
 
 
+#: Numeric fields of an observation and the settings whose bounds they take.
+_NUMBERS = {
+    "tokens_per_s": "observed_tokens_per_s",
+    "usd_per_mtok_input": "observed_usd_per_mtok",
+    "usd_per_mtok_output": "observed_usd_per_mtok",
+    "context_tokens": "context_tokens",
+    "weight_bits": "weight_bits",
+}
+_REQUIRED_NUMBERS = ("tokens_per_s", "usd_per_mtok_input", "usd_per_mtok_output")
+
+
+def bounds(name: str) -> dict:
+    """The bounds of an observation's numeric field (an input price may be 0: free input)."""
+    out = option(_NUMBERS[name]).bounds
+    if name == "usd_per_mtok_input":
+        out["exclusive_minimum"] = False
+    return out
+
+
+def as_observation(value, field: str = "observed") -> Observation:
+    """``value`` if it is an Observation; anything else is one clear error."""
+    if isinstance(value, Observation):
+        return value
+    raise SpecError(
+        "argument",
+        field,
+        f"expected an Observation, got {short(value)}",
+        "build one with ie.observation(tokens_per_s, usd_per_mtok, model=...) or take one "
+        "from ie.load_observations(...)",
+    )
+
+
 def _key(text: str) -> str:
     return "".join(ch for ch in str(text).lower() if ch.isalnum())
 
@@ -112,19 +153,17 @@ def observation(
 ) -> Observation:
     """One observation from numbers (``usd_per_mtok`` is the output price; the input price
     defaults to it)."""
-    speed = check_number(
-        tokens_per_s, "argument", "tokens_per_s", minimum=0, exclusive_minimum=True
-    )
-    out = check_number(usd_per_mtok, "argument", "usd_per_mtok", minimum=0, exclusive_minimum=True)
+    speed = check_number(tokens_per_s, "argument", "tokens_per_s", **bounds("tokens_per_s"))
+    out = check_number(usd_per_mtok, "argument", "usd_per_mtok", **bounds("usd_per_mtok_output"))
     inp = out if usd_per_mtok_input is None else usd_per_mtok_input
-    inp = check_number(inp, "argument", "usd_per_mtok_input", minimum=0)
+    inp = check_number(inp, "argument", "usd_per_mtok_input", **bounds("usd_per_mtok_input"))
     if context_tokens is not None:
         context_tokens = float(
-            check_number(context_tokens, "argument", "context_tokens", minimum=0)
+            check_number(context_tokens, "argument", "context_tokens", **bounds("context_tokens"))
         )
     if weight_bits is not None:
         weight_bits = float(
-            check_number(weight_bits, "argument", "weight_bits", minimum=1, maximum=32)
+            check_number(weight_bits, "argument", "weight_bits", **bounds("weight_bits"))
         )
     return Observation(
         provider=str(provider),
@@ -171,12 +210,7 @@ def load_observations(name_or_path: str | Path) -> tuple[Observation, ...]:
     """Read and validate an observations CSV (a path or a shipped name)."""
     path = find_observations(name_or_path)
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            return _read(csv.reader(fh), str(path))
-    except OSError as exc:
-        raise SpecError(str(path), "", f"cannot read the file: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise SpecError(str(path), "", "is not UTF-8 text", "save the CSV as UTF-8") from None
+        return _read(csv.reader(csv_stream(path)), str(path))
     except csv.Error as exc:
         raise SpecError(str(path), "", f"is not a valid CSV: {exc}", "check the quoting") from None
 
@@ -237,37 +271,23 @@ def _observation(cells: dict, where: str) -> Observation:
             raise SpecError(where, column, "is empty", f"give the {column.replace('_', ' ')}")
         return value
 
-    def number(column, unit, minimum=0.0, exclusive=True, maximum=None, required=True):
+    def number(column, unit, required=True):
         value = cells.get(column, "")
         if not value:
             if required:
                 raise SpecError(where, column, "is empty", f"give a number in {unit}")
             return None
-        return float(
-            check_number(
-                value,
-                where,
-                column,
-                minimum=minimum,
-                maximum=maximum,
-                exclusive_minimum=exclusive,
-                unit=unit,
-            )
-        )
+        return float(check_number(value, where, column, **{**bounds(column), "unit": unit}))
 
     return Observation(
         provider=text("provider"),
         model=text("model"),
         date=_check_date(text("date"), where, "date"),
         tokens_per_s=number("tokens_per_s", "tokens/s per request"),
-        usd_per_mtok_input=number(
-            "usd_per_mtok_input", "$ per million input tokens", exclusive=False
-        ),
+        usd_per_mtok_input=number("usd_per_mtok_input", "$ per million input tokens"),
         usd_per_mtok_output=number("usd_per_mtok_output", "$ per million output tokens"),
-        context_tokens=number("context_tokens", "tokens", exclusive=False, required=False),
-        weight_bits=number(
-            "weight_bits", "bits", minimum=1, exclusive=False, maximum=32, required=False
-        ),
+        context_tokens=number("context_tokens", "tokens", required=False),
+        weight_bits=number("weight_bits", "bits", required=False),
         source=cells.get("source", ""),
         notes=cells.get("notes", ""),
         origin=where,

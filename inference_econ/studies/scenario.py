@@ -202,7 +202,10 @@ def _override_model(arch, overrides: Mapping[str, Any], where: str):
             node[int(parts[-1])] = value
         else:
             node[parts[-1]] = value
-    data["name"] = f"{data.get('name', arch.name)} (what-if)"
+    name = data.get("name", arch.name)
+    if not isinstance(name, str):
+        raise SpecError(where, "model_overrides.name", f"expected text, got {short(name)}", "")
+    data["name"] = f"{name} (what-if)"
     return architecture_from_dict(data, f"{where}: model_overrides on {catalog.display_path(path)}")
 
 

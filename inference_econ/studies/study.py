@@ -454,6 +454,51 @@ def compute_cell(setting: Setting, method: Method) -> dict:
     }
 
 
+#: Columns of a payload whose every value is a finite positive number (a frontier point).
+PAYLOAD_MEASURES = ("tokens_per_s", "usd_per_mtok", "gpus", "batch")
+
+
+def payload_problem(payload: Any) -> str:
+    """Why ``payload`` is not a cell as ``compute_cell`` writes it ('' when it is one): the
+    cache reads files a user may have edited, so a wrong shape, a missing column, text where
+    a number goes, or a negative or infinite speed, cost or count makes it count as missing."""
+    if not isinstance(payload, Mapping) or payload.get("format") != CACHE_FORMAT:
+        return f"not a cell payload of format {CACHE_FORMAT}"
+    columns, data = payload.get("columns"), payload.get("data")
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        return "columns is not a list of names"
+    if len(set(columns)) != len(columns) or not set(PAYLOAD_MEASURES) <= set(columns):
+        return f"columns must name {', '.join(PAYLOAD_MEASURES)} once each"
+    if not isinstance(data, list) or not all(
+        isinstance(row, list) and len(row) == len(columns) for row in data
+    ):
+        return f"data is not a list of rows of {len(columns)} values"
+    if not isinstance(payload.get("label", ""), str) or not isinstance(
+        payload.get("notes", []), list
+    ):
+        return "label or notes of the wrong type"
+    elapsed = payload.get("elapsed_s", 0.0)
+    if isinstance(elapsed, bool) or not isinstance(elapsed, (int, float)) or not elapsed >= 0:
+        return "elapsed_s is not a time"
+    for row in data:
+        for value in row:
+            if isinstance(value, bool) or value is None:
+                continue
+            if isinstance(value, (int, float)) and not value >= 0 and not math.isnan(value):
+                return f"a negative value ({value:g})"
+            if not isinstance(value, (int, float, str)):
+                return "a value that is neither a number nor text"
+    for name in PAYLOAD_MEASURES:
+        i = columns.index(name)
+        values = [row[i] for row in data]
+        if not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf
+            for v in values
+        ):
+            return f"{name} holds a value that is not a finite positive number"
+    return ""
+
+
 def payload_frontier(payload: Mapping) -> Frontier:
     """The frontier a payload holds."""
     points = pd.DataFrame(payload["data"], columns=payload["columns"])

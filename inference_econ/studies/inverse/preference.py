@@ -11,6 +11,7 @@ interval a profile likelihood (docs/model.md §D4).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,7 @@ import pandas as pd
 from ... import settings as table
 from ...errors import InfeasibleError, SpecError, plural
 from ...optimise.frontier import Frontier
-from ..observations import Observation
+from ..observations import Observation, as_observation
 from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT
 from .grid import speed_cost_grid
 from .variants import Variant, context_of, hardware_names, preset_names, setting_for
@@ -197,7 +198,11 @@ def fit_preference(
     the draft model at ``acceptance`` (``draft=None``: no speculation). ``log_speed_sd`` is the
     noise of an observed ln(speed); by default it is estimated from the residuals.
     """
-    observations = tuple(observations)
+    if isinstance(observations, Observation):
+        observations = (observations,)
+    if isinstance(observations, (str, bytes)) or not isinstance(observations, Iterable):
+        observations = (observations,)  # refused, as anything else, by as_observation
+    observations = tuple(as_observation(o, "observations") for o in observations)
     if not observations:
         raise SpecError(
             "argument", "observations", "none given", "give at least one observed offer"

@@ -25,7 +25,7 @@ from ...model.assumptions import preset
 from ...model.workload import compile_workload
 from ...specs.architecture import Architecture, load_model
 from ...specs.schema import check_number
-from ..observations import Observation
+from ..observations import Observation, as_observation
 from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT, usd
 from .variants import Variant, context_of, speculation_modes, variant_grids, variants
 
@@ -248,6 +248,7 @@ def implied_size(
     """The total and active parameter counts of a family that put an offer on the frontier,
     for every variant with and without speculation (§D5). ``markup`` is the assumed price /
     cost (1: sold at our cost, so the sizes are upper bounds)."""
+    observed = as_observation(observed)
     markup = table.option("markup").check(markup)
     acceptance = table.option("acceptance").check(acceptance)
     template = _template(family, experts, active_experts)

@@ -18,6 +18,7 @@ from ...serving.setting import Setting, make_setting
 from ...serving.speculative import SpecDecoding, check_draft
 from ...specs.architecture import Architecture, load_model
 from ...specs.hardware import load_hardware
+from ..observations import as_observation
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def read_offer(
     observed, model=None, offer_price="output", input_tokens_per_output=3.0, context_tokens=None
 ) -> Reading:
     """The ``Reading`` of an offer (``model`` overrides the observation's own)."""
+    observed = as_observation(observed)
     return Reading(
         resolve_model(observed, model),
         observed.price(offer_price, input_tokens_per_output),

@@ -28,7 +28,7 @@ from ...model.economics import usd_per_mtok_at_throughput
 from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.hardware import GPU, load_hardware
-from ...specs.inputs import read_text
+from ...specs.inputs import csv_stream, read_text
 from ...specs.schema import check_number
 from . import semantics as sem
 
@@ -134,7 +134,7 @@ class MeasuredRow:
 
 def _read_frame(path: Path) -> pd.DataFrame:
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df = pd.read_csv(csv_stream(path), dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise SpecError(str(path), "", "the file is empty", "give a header and rows") from None
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -632,7 +632,9 @@ def _row_prices(df: pd.DataFrame, price, source: str):
 def _overlay_column(df: pd.DataFrame, column: str, source: str) -> np.ndarray:
     """One numeric column, every value checked at once; the first bad one is reported with
     its row (the header is row 1) by the one checker of numbers (``check_number``)."""
-    values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float)
+    # as text: pandas keeps an integer too large for a float as a Python int, which
+    # to_numeric cannot convert (OverflowError); read as text it is inf, refused below
+    values = pd.to_numeric(df[column].astype(str), errors="coerce").to_numpy(dtype=float)
     bounds = OVERLAY_NUMBERS[column]
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) | (values <= bounds["minimum"]) | (values > bounds["maximum"])
