@@ -282,7 +282,7 @@ def list_specs(kind: str) -> pd.DataFrame:
 
 
 # --- serving under load (docs/model.md Part E) -------------------------------------------------
-def _load_inputs(kwargs: dict, need_rate: bool = True):
+def _load_inputs(kwargs: dict, need_rate: bool = True, sized: bool = False):
     """Keyword arguments into (problem settings, Traffic, Targets, EngineConfig, other load
     settings), each checked against the table of settings. Without ``need_rate`` (a search
     sets the rate) a missing rate is a placeholder."""
@@ -290,6 +290,13 @@ def _load_inputs(kwargs: dict, need_rate: bool = True):
     from .serving.load.engine import EngineConfig
     from .serving.load.targets import Targets
 
+    if not sized and kwargs.get("confidence") is not None:
+        raise SpecError(
+            "argument",
+            "confidence",
+            "sizes a capacity plan; this function plans none",
+            "drop confidence, or call capacity",
+        )
     kwargs = dict(kwargs)
     given = {k: kwargs.pop(k) for k in table.names(table.LOAD) if k in kwargs}
     v = table.check(given, [table.LOAD])
@@ -418,7 +425,7 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from .serving.intervals import ideal
 
-    problem, traffic, targets, config, v = _load_inputs(kwargs)
+    problem, traffic, targets, config, v = _load_inputs(kwargs, sized=True)
     _need_targets(targets)
     settings = _settings(model, hardware, problem)
     cap = settings[0].max_gpus
@@ -581,7 +588,7 @@ def export(
     if plan == "capacity":
         capacity_plan = globals()["capacity"](model, hardware, progress=progress, **kwargs)
         _, traffic, _, config, _ = _load_inputs(
-            {k: v for k, v in kwargs.items() if k in table.names(table.LOAD)}
+            {k: v for k, v in kwargs.items() if k in table.names(table.LOAD)}, sized=True
         )
         return launch.capacity_plan(capacity_plan, engine, traffic, config, **common)
     for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):

@@ -323,10 +323,11 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         f" (a floor); reserving the peak ${plan.reserve_peak_usd:,.0f}.",
         *plan.notes,
     ]
+    line = _first_line(plan.setting)
     if fmt in ("csv", "json"):
-        emit(render(plan.hourly(), fmt, title=title, notes=notes, meta=meta), out)
+        emit(render(plan.hourly(), fmt, title=title, notes=[line, *notes], meta=meta), out)
     else:
-        head = vertical(summary, fmt, title)
+        head = line + "\n" + vertical(summary, fmt, title)
         body = render(
             plan.candidates,
             fmt,
@@ -437,9 +438,13 @@ def _confident_notes(plan) -> list[str]:
 
 
 def _max_load_text(result, fmt: str) -> str:
+    from ..output.ranges import ranged_columns
     from ..output.render import render
+    from ..serving.intervals import coverage_note, figures_line, held_intervals, interval_columns
 
     df = result.to_dataframe()
+    first = result.at_max or result.curve[0]
+    line = figures_line(first.setting if first.setting is not None else first.assumptions)
     cols = [
         "rate_per_s",
         "ttft_p50_s",
@@ -454,16 +459,23 @@ def _max_load_text(result, fmt: str) -> str:
         "meets_targets",
         "knee",
     ]
+    cols += [c for n in cols for c in interval_columns(n) if c in df]
     if fmt in ("csv", "json"):
-        first = result.at_max or result.curve[0]
-        return render(df, fmt, title="Latency against load", meta=first.metadata())
+        return render(df, fmt, title="Latency against load", meta=first.metadata(), notes=[line])
     at = result.at_max
     if at is None:
         title = f"No load meets {result.targets.describe()} on {result.deployment.describe()}: {result.knee.reason}"
-        return render(df[cols], fmt, title=title, meta=result.curve[0].metadata())
+        table = ranged_columns(df[cols])
+        return line + "\n" + render(table, fmt, title=title, meta=result.curve[0].metadata())
+    held = held_intervals(at, result.max_rate_per_s)
+    span = (
+        f" (90 %: {held['max_rate_per_s_low90']:.4g}-{held['max_rate_per_s_high90']:.4g})"
+        if held
+        else ""
+    )
     title = (
         f"{at.model} on {result.deployment.describe()} {at.hardware} ({at.layout}) holds "
-        f"{result.max_rate_per_s:.4g} req/s = {at.output_tokens_per_s:,.0f} output tokens/s within {result.targets.describe()}"
+        f"{result.max_rate_per_s:.4g} req/s{span} = {at.output_tokens_per_s:,.0f} output tokens/s within {result.targets.describe()}"
     )
     notes = _notes(
         at,
@@ -471,7 +483,9 @@ def _max_load_text(result, fmt: str) -> str:
             f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_mtok:.3g} all-in per million output tokens; MFU {at.mfu:.1%}."
         ],
     )
-    return render(df[cols], fmt, title=title, notes=notes, meta=at.metadata())
+    notes = [*filter(None, [coverage_note(at.setting)] if at.setting else []), *notes]
+    table = ranged_columns(df[cols])
+    return line + "\n" + render(table, fmt, title=title, notes=notes, meta=at.metadata())
 
 
 #: Options the frontier command takes for deployments under load (``slo_frontier``): the load

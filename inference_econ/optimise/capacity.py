@@ -24,10 +24,9 @@ from ..model.workload import compile_workload
 from ..serving.intervals import (
     FIGURES,
     LEVELS,
-    figure_intervals,
+    held_intervals,
     ideal,
     inverse_intervals,
-    load_bound,
     load_intervals,
 )
 from ..serving.load.arrivals import Traffic
@@ -167,12 +166,7 @@ class CapacityPlan:
 
     def intervals(self) -> dict:
         """The interval of the load the deployment holds (a throughput figure)."""
-        r = self.result
-        bound = _bound_of(self.setting, r)
-        per = {"max_rate_per_s": self.max_rate_per_s}
-        return figure_intervals(
-            per, ["max_rate_per_s"], self.setting, self.deployment.gpus_per_instance, bound
-        )
+        return held_intervals(self.result, self.max_rate_per_s)
 
     def plans(self) -> pd.DataFrame:
         """The expected plan (the headline), the plan sized for the confidence level and the
@@ -430,12 +424,6 @@ def _per_instance_rate(rows, setting, deployment: Deployment) -> float:
         deployment.instances * per("decode", deployment.gpus_per_instance),
         deployment.prefill_instances * per("prefill", deployment.prefill_gpus_per_instance),
     )
-
-
-def _bound_of(setting: Setting, result: LoadResult) -> str:
-    out = result.output_tokens_per_s
-    ratio = result.input_tokens_per_s / out if out > 0 else 0.0
-    return load_bound(setting, result.mean_batch, ratio)
 
 
 def with_odds(

@@ -386,6 +386,19 @@ def load_intervals(result) -> dict:
     return figure_intervals(row, names, setting, result.gpus_per_instance, bound)
 
 
+def held_intervals(result, max_rate_per_s: float) -> dict:
+    """The interval columns of ``max_rate_per_s``, the load a deployment holds within its
+    targets (a throughput figure), read at ``result``, its run at that load; {} for a bound."""
+    setting = result.setting
+    if setting is None or not expected(setting):
+        return {}
+    out = result.output_tokens_per_s
+    ratio = result.input_tokens_per_s / out if out > 0 else 0.0
+    bound = load_bound(setting, result.mean_batch, ratio)
+    values = {"max_rate_per_s": max_rate_per_s}
+    return figure_intervals(values, ["max_rate_per_s"], setting, result.gpus_per_instance, bound)
+
+
 def figure_intervals(values: dict, names, setting: Setting, gpus, bound: str) -> dict:
     """The interval columns of single figures ``values[name]`` for ``names``: one instance
     of ``gpus`` GPUs whose steps are ``bound``-bound."""
