@@ -280,7 +280,9 @@ def test_help_is_complete_and_plain():
             assert "format" in params, f"{name} prints a table without --format"
         if "assumptions" in params:  # the paper's preset, but expected figures under load
             load = name.split()[0] in ("simulate", "capacity")
-            assert params["assumptions"].default in ((LOAD_ASSUMPTIONS,) if load else (None, "paper")), name
+            assert params["assumptions"].default in (
+                (LOAD_ASSUMPTIONS,) if load else (None, "paper")
+            ), name
     code, text = run("prefill", "--help")
     for flag in ("--draft", "--acceptance", "--max-draft", "--context"):
         assert flag not in text
