@@ -148,3 +148,33 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
             assert odds.deployment.instances == max(plan.deployment.instances, want)
     with pytest.raises(ie.SpecError, match="confidence"):
         with_odds(plan, 0.95)
+
+
+def test_every_command_says_bound_or_expected_first_and_shows_ranges():
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    def run(*args):
+        result = CliRunner().invoke(main, [str(a) for a in args])
+        return result.exit_code, result.stdout, result.stderr
+
+    point = ("point", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--batch", 16)
+    code, out, _ = run(*point)
+    assert code == 0 and out.startswith("Ideal bound: paper preset") and "80 %:" not in out
+    code, out, _ = run(*point, "--assumptions", "achievable")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("Expected figures: achievable preset, engine")
+    speed = next(x for x in lines if x.startswith("tokens_per_s "))
+    assert "(80 %: " in speed and "; 90 %: " in speed  # the figure with its ranges
+    code, out, _ = run(*point, "--assumptions", "achievable", "--format", "csv")
+    header = next(x for x in out.splitlines() if not x.startswith("#"))
+    assert code == 0 and "tokens_per_s_low80,tokens_per_s_high80" in header
+    prefill = ("prefill", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--prompt-tokens", 2000)
+    code, out, _ = run(*prefill, "--assumptions", "achievable", "--format", "json")
+    assert code == 0 and "latency_s_high90" in out and "Expected figures" in out
+    capacity = ("capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--input-length", 100)
+    code, _, err = run(*capacity, "--slo-tpot-p99", 0.05, "--confidence", 0.8)
+    assert code == 2 and "--confidence" in err and "drop --confidence" in err
+    with pytest.raises(ie.SpecError, match="confidence"):
+        ie.simulate_load("Llama 3 8B", "H100", gpus=1, arrival_rate_per_s=1, confidence=0.9)

@@ -58,6 +58,9 @@ def prefill(
         raise InfeasibleError(
             f"{setting.model.name}: {article(prompt)} {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
         )
+    from ..serving.intervals import PREFILL_FIGURES, series_intervals
+
+    row = series_intervals(row, setting, float(gpus), row["bound"], PREFILL_FIGURES)
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
     notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]
     click.echo(stated(row, format, title, setting, _meta(setting), notes), nl=False)

@@ -73,6 +73,16 @@ FIGURES: dict[str, tuple[str, int]] = {
     "usd_per_m_input_tokens": ("throughput", -1),
     "usd_per_m_output_tokens": ("throughput", -1),
 }
+#: The figures of one prefill (``prefill``): its time is a time to first token; its speed in
+#: prompt tokens/s is the inverse, and its price per input token is proportional to its time.
+PREFILL_FIGURES: dict[str, tuple[str, int]] = {
+    "latency_s": ("TTFT", 1),
+    "tokens_per_s": ("TTFT", -1),
+    "usd_per_m_input_tokens": ("TTFT", 1),
+}
+#: The figures of a request (``request``): its prompt's prefill and input price are a time to
+#: first token's; the rest as ``FIGURES``.
+REQUEST_FIGURES = {**FIGURES, "prefill_s": ("TTFT", 1), "usd_per_m_input_tokens": ("TTFT", 1)}
 #: Figures of a run under load whose intervals are its latencies'; its rates and prices
 #: carry the throughput interval only when the deployment does not keep up (then they are its
 #: capacity; a deployment that keeps up serves the offered load, and whether it would still
@@ -399,12 +409,13 @@ def held_intervals(result, max_rate_per_s: float) -> dict:
     return figure_intervals(values, ["max_rate_per_s"], setting, result.gpus_per_instance, bound)
 
 
-def figure_intervals(values: dict, names, setting: Setting, gpus, bound: str) -> dict:
-    """The interval columns of single figures ``values[name]`` for ``names``: one instance
-    of ``gpus`` GPUs whose steps are ``bound``-bound."""
+def figure_intervals(values: dict, names, setting: Setting, gpus, bound: str, figures=None) -> dict:
+    """The interval columns of single figures ``values[name]`` for ``names`` (kinds from
+    ``figures``, default ``FIGURES``): one instance of ``gpus`` GPUs whose steps are
+    ``bound``-bound."""
     out = {}
     for name in names:
-        kind, orientation = FIGURES[name]
+        kind, orientation = (FIGURES if figures is None else figures)[name]
         band = bands(setting, kind, [gpus], [bound])
         ends = limits([values[name]], orientation, band)
         for column, (_, v) in zip(interval_columns(name), _ordered(ends)):
@@ -412,13 +423,14 @@ def figure_intervals(values: dict, names, setting: Setting, gpus, bound: str) ->
     return out
 
 
-def series_intervals(row: pd.Series, setting: Setting, gpus, bound: str) -> pd.Series:
-    """One result (``request``'s view) with the interval entries of its figures, each after
-    its figure; unchanged for a bound."""
+def series_intervals(row: pd.Series, setting: Setting, gpus, bound: str, figures=None) -> pd.Series:
+    """One result (``request``'s view; ``prefill``'s with ``figures=PREFILL_FIGURES``) with
+    the interval entries of its figures, each after its figure; unchanged for a bound."""
     if not expected(setting):
         return row
-    names = [n for n in row.index if n in FIGURES]
-    ends = figure_intervals(row.to_dict(), names, setting, gpus, bound)
+    figures = FIGURES if figures is None else figures
+    names = [n for n in row.index if n in figures]
+    ends = figure_intervals(row.to_dict(), names, setting, gpus, bound, figures)
     out = {}
     for key, value in row.items():
         out[key] = value

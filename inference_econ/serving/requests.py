@@ -12,7 +12,7 @@ from .. import settings as table
 from ..errors import SpecError
 from ..model.layouts import tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
-from .intervals import series_intervals
+from .intervals import REQUEST_FIGURES, series_intervals
 from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
 from .setting import Setting, check_context
 from .speculative import combine
@@ -156,4 +156,4 @@ def request(
             "decode_bound": dec.bound,
         }
     )
-    return series_intervals(row, setting, float(gpus), dec.bound)  # expected: §F11
+    return series_intervals(row, setting, float(gpus), dec.bound, REQUEST_FIGURES)  # §F11
