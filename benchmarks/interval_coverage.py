@@ -91,9 +91,13 @@ def with_strata(res: pd.DataFrame, gpus: set, families: set) -> pd.DataFrame:
 
 def percentiles(r: np.ndarray, lows, highs) -> np.ndarray:
     """Conformal percentiles (crepes' predictive system on residuals r, at a prediction of 0)."""
+    import warnings
+
     from crepes import ConformalPredictiveSystem
 
     cps = ConformalPredictiveSystem().fit(r)
+    # a level beyond what the rows resolve is infinite: crepes warns and says so in the value
+    warnings.filterwarnings("ignore", "the no. of calibration examples", UserWarning)
     return cps.predict(
         np.zeros(1), lower_percentiles=list(lows), higher_percentiles=list(highs), smoothing=False
     )[0]
