@@ -9,7 +9,9 @@ For each GPU and GPU count the measured rows name, every split of the GPUs into 
 (1, 2, 4 or 8 GPUs each, tensor-parallel; the load balanced at random) is searched for the most
 load that meets p99 TTFT <= 2 s and p99 TPOT <= 200 ms (Server) and 450 ms / 40 ms
 (Interactive); the best split is reported. System names resolve through the catalog; under the
-achievable preset each system runs the engine its row names (vLLM on MI300X, else TensorRT-LLM).
+achievable preset each system runs the kernel terms of the engine profile its row names (vLLM
+0.4.3 on ROCm on MI300X, else TensorRT-LLM), with this script's scheduler for every system (below):
+``compare-measured`` replays the same rows with each engine's own scheduler instead.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from inference_econ.optimise.load_search import knee_of
 from inference_econ.output.render import render
 from inference_econ.serving.load.targets import MLPERF_INTERACTIVE, MLPERF_SERVER
 from inference_econ.specs.catalog import resolve_system_name
+from inference_econ.specs.engine import select_engine
 from inference_econ.studies.measured.semantics import engine_of
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "mlperf_v4.1_server.csv"
@@ -45,6 +48,13 @@ def _gpu(name: str) -> str | None:
         return None
 
 
+def _profile(row: dict) -> str:
+    """The engine profile of a row: its engine at its version on its platform (TensorRT-LLM
+    when it names none)."""
+    text = engine_of(row)
+    return select_engine(text.name or "trtllm", text.version, text.platform or "cuda").name
+
+
 def measured(path: Path = DATA) -> pd.DataFrame:
     """Llama 2 70B Server rows: one per system, with measured output tokens/s and the engine
     the row names (vLLM on the MI300X systems, TensorRT-LLM elsewhere)."""
@@ -54,9 +64,7 @@ def measured(path: Path = DATA) -> pd.DataFrame:
         gpu=df["hardware"].map(_gpu),
         n_gpus=df["n_gpus"].astype(int),
         value=df["value"].astype(float),
-        engine=[
-            getattr(engine_of(r), "name", None) or "trtllm" for r in df.to_dict(orient="records")
-        ],
+        engine=[_profile(r) for r in df.to_dict(orient="records")],
     )
     return df[["source", "hardware", "gpu", "n_gpus", "value", "engine"]].rename(
         columns={"value": "measured"}

@@ -190,7 +190,9 @@ def test_achievable_errors_on_the_training_rows(achievable):
     nim = summary[(summary.by == "source") & (summary.name == "docs.nvidia.com/nim")].iloc[0]
     assert nim.median_abs_error < 0.15
     table = achievable.table
-    amd = table[(table.hardware == "MI300X") & (table.status == "ok") & (table.kind == "end-to-end")]
+    amd = table[
+        (table.hardware == "MI300X") & (table.status == "ok") & (table.kind == "end-to-end")
+    ]
     assert set(amd.engine) == {"vllm-v0-rocm"}  # vLLM 0.4.3+rocm614: before V1, on ROCm
 
 

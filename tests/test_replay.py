@@ -72,7 +72,6 @@ def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
     fastest layout: a lower bound)."""
     rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="mean_TTFT", value=90, unit="ms"))
     predicted, _, status, _ = pr.predict_rows(rows, "achievable")
-    row = rows[0]
     setting = make_setting(
         "Llama 3.1 8B",
         "H100-SXM",
