@@ -202,35 +202,12 @@ def leave_one_source_out(problem, micro, say) -> np.ndarray:
 
 
 def regime(table: pd.DataFrame) -> pd.DataFrame:
-    """Per row: dense or MoE, memory- or compute-bound (the tokens of a step per instance
-    against the GPU's ridge point: FLOP/s per weight byte read, at the row's precision), one
-    node or many."""
-    out = []
-    for _, t in table.iterrows():
-        r = t["_row"]
-        moe = any(g.ffn.experts > 1 for g in r.arch.layer_groups)
-        gpu = r.gpu
-        ridge = (
-            gpu.peak_flop_per_s(r.bits[0])
-            * (r.bits[0] / 8.0)
-            / (2.0 * gpu.hbm_bandwidth_bytes_per_s)
-        )
-        L = r.lengths
-        if r.scenario == "single":
-            tokens = L.input_mean
-        elif r.scenario == "static":
-            tokens = (r.concurrency or 1.0) * (L.input_mean + L.output_mean) / L.output_mean
-        elif r.scenario == "closed_loop":
-            tokens = (r.concurrency or 1.0) * (1.0 + L.input_mean / L.output_mean)
-        else:  # offline and served rows: the engine's batch, about a thousand requests per node
-            tokens = 512.0 * (1.0 + L.input_mean / L.output_mean)
-        out.append(
-            {
-                "architecture": "MoE" if moe else "dense",
-                "bound": "compute" if tokens >= ridge else "memory",
-                "nodes": "one node" if r.gpus <= gpu.scale_up_domain_gpus else "many nodes",
-            }
-        )
+    """Per row: dense or MoE, memory- or compute-bound, one node or many: the rule the shipped
+    intervals are looked up by (``studies/measured/intervals.regime``)."""
+    from inference_econ.studies.measured.intervals import regime as of_row
+
+    names = ("architecture", "bound", "nodes")
+    out = [dict(zip(names, of_row(t["_row"]))) for _, t in table.iterrows()]
     return pd.DataFrame(out, index=table.index)
 
 

@@ -288,7 +288,7 @@ def list_specs(kind: str) -> pd.DataFrame:
 
 
 # --- serving under load (docs/model.md Part E) -------------------------------------------------
-def _load_inputs(kwargs: dict, need_rate: bool = True):
+def _load_inputs(kwargs: dict, need_rate: bool = True, sized: bool = False):
     """Keyword arguments into (problem settings, Traffic, Targets, EngineConfig, other load
     settings), each checked against the table of settings. Without ``need_rate`` (a search
     sets the rate) a missing rate is a placeholder."""
@@ -296,6 +296,13 @@ def _load_inputs(kwargs: dict, need_rate: bool = True):
     from .serving.load.engine import EngineConfig
     from .serving.load.targets import Targets
 
+    if not sized and kwargs.get("confidence") is not None:
+        raise SpecError(
+            "argument",
+            "confidence",
+            "sizes a capacity plan; this function plans none",
+            "drop confidence, or call capacity",
+        )
     kwargs = dict(kwargs)
     given = {k: kwargs.pop(k) for k in table.names(table.LOAD) if k in kwargs}
     v = table.check(given, [table.LOAD])
@@ -327,9 +334,11 @@ def _load_inputs(kwargs: dict, need_rate: bool = True):
 
 
 def _settings(model, hardware, problem: dict) -> list[Setting]:
-    """One setting per GPU (``hardware`` a name, a GPU, or a list of them)."""
+    """One setting per GPU (``hardware`` a name, a GPU, or a list of them), under the preset
+    of serving under load unless ``assumptions`` is given (``settings.LOAD_ASSUMPTIONS``)."""
     if isinstance(model, Setting):
         return [_setting(model, None, **problem)]
+    problem = {"assumptions": table.LOAD_ASSUMPTIONS, **problem}
     names = hardware if isinstance(hardware, (list, tuple)) else [hardware]
     if not names:
         raise SpecError("argument", "hardware", "is empty", "give at least one GPU")
@@ -475,13 +484,17 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
     when given) serving ``arrival_rate_per_s`` within the ``slo_*`` targets. ``hardware`` may
     be a list of GPUs; with a draft (or draft heads) every GPU is searched with and without
     speculation; with ``failures=True`` the plan also holds the targets with one instance down
-    (``plan.redundancy``). Returns a ``CapacityPlan``. Like every load search, work estimated
+    (``plan.redundancy``). Returns a ``CapacityPlan``: under an engine profile (the default,
+    ``settings.LOAD_ASSUMPTIONS``) the expected plan, with ``confident`` (the plan for the
+    targets to hold at the pessimistic end of the ``confidence`` interval) and ``bound`` (the
+    ideal bound's plan) beside it (docs/model.md §F12). Like every load search, work estimated
     at more than ten minutes is refused unless ``yes``."""
-    from .optimise.capacity import cheapest_deployment, instance_sizes
+    from .optimise.capacity import cheapest_deployment, instance_sizes, with_odds
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
+    from .serving.intervals import ideal
     from .serving.load.failures import Failures
 
-    problem, traffic, targets, config, v = _load_inputs(kwargs)
+    problem, traffic, targets, config, v = _load_inputs(kwargs, sized=True)
     _need_targets(targets)
     settings = _settings(model, hardware, problem)
     if settings[0].spec is not None:  # with and without speculation
@@ -506,14 +519,12 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
         searches *= 3 if v["disaggregated"] else 1  # co-located, prefill and decode pools
     else:
         searches += sum(len(sizes or instance_sizes(s, cap)) for s in pools[0] + pools[1])
-    check_budget(
-        traffic,
-        searches * SIMULATIONS_PER_SEARCH + 1 + (4 if v["failures"] else 0),
-        "the capacity search",
-        _yes(yes),
-    )
+    expected = settings[0].assumptions.achievable
+    runs = 2 if expected else 1  # the expected plan and the ideal bound beside it
+    work = runs * (searches * SIMULATIONS_PER_SEARCH + 1) + (4 if v["failures"] else 0)
+    check_budget(traffic, work, "the capacity search", _yes(yes))
     failures = Failures(v["gpu_mtbf_hours"], v["repair_hours"]) if v["failures"] else None
-    return cheapest_deployment(
+    plan = cheapest_deployment(
         settings,
         traffic,
         targets,
@@ -525,6 +536,27 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
         pools=pools,
         failures=failures,
     )
+    if not expected:
+        return plan
+    bounds = [ideal(s) for s in settings]
+    bound_pools = None if pools is None else tuple([ideal(s) for s in p] for p in pools)
+    if progress:
+        progress(f"the ideal bound beside it ({bounds[0].assumptions.label} preset)")
+    try:
+        bound = cheapest_deployment(
+            bounds,
+            traffic,
+            targets,
+            config,
+            v["disaggregated"],
+            sizes,
+            cap,
+            progress,
+            pools=bound_pools,
+        )
+    except InfeasibleError as exc:
+        bound = str(exc)
+    return with_odds(plan, v["confidence"], bound)
 
 
 def _pool_settings(model, names, problem: dict, default: list, prefill: bool) -> list:
@@ -691,7 +723,7 @@ def export(
     if plan == "capacity":
         capacity_plan = globals()["capacity"](model, hardware, progress=progress, **kwargs)
         _, traffic, _, config, _ = _load_inputs(
-            {k: v for k, v in kwargs.items() if k in table.names(table.LOAD)}
+            {k: v for k, v in kwargs.items() if k in table.names(table.LOAD)}, sized=True
         )
         return launch.capacity_plan(capacity_plan, engine, traffic, config, **common)
     for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):

@@ -179,6 +179,11 @@ MAX_GPUS = 2**20
 MAX_TOKENS = 1e12
 #: Most values of a list setting (each is a computation of its own).
 MAX_ITEMS = 64
+#: The preset of serving under load (simulate, capacity, frontier --rate and their API
+#: functions): their figures are expected ones, under an engine profile (the achievable
+#: preset's, trtllm unless --engine says otherwise), each with its interval; the ideal bound
+#: is asked for with --assumptions refined (docs/model.md §F12).
+LOAD_ASSUMPTIONS = "achievable"
 #: Largest observed speed (tokens/s), price ($/Mtok), blend ratio or markup: far beyond any
 #: offer (the fastest APIs serve a few thousand tokens/s), so every ratio of them stays finite.
 MAX_OBSERVED = 1e6
@@ -325,7 +330,7 @@ SETTINGS: tuple[Option, ...] = (
     Option(
         "assumptions",
         "text",
-        "paper",
+        "paper",  # serving under load: LOAD_ASSUMPTIONS
         "Assumption preset (docs/model.md: paper is the paper's model, refined every refinement,"
         " achievable every kernel at a serving engine's efficiency).",
         PROBLEM,
@@ -1118,6 +1123,16 @@ SETTINGS: tuple[Option, ...] = (
         False,
         "Also consider separate prefill and decode pools.",
         LOAD,
+    ),
+    Option(
+        "confidence",
+        "number",
+        0.9,
+        "Also size the plan for the targets to hold at the pessimistic end of this interval of"
+        " the expected figures (0.8 or 0.9; docs/model.md §F12).",
+        LOAD,
+        minimum=0.8,
+        maximum=0.9,
     ),
     # --- studies (issue 16): key points of every cell, and how the cells are run --------------
     Option(

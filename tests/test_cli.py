@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
+from inference_econ.settings import LOAD_ASSUMPTIONS
 from inference_econ.specs.engine import load_engine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,8 +249,11 @@ def test_help_is_complete_and_plain():
         params = {p.name: p for p in command.params}
         if name != "report report":  # report writes an HTML file and prints no table
             assert "format" in params, f"{name} prints a table without --format"
-        if "assumptions" in params:  # one default preset everywhere: the paper's
-            assert params["assumptions"].default in (None, "paper"), name
+        if "assumptions" in params:  # the paper's preset, but expected figures under load
+            load = name.split()[0] in ("simulate", "capacity")
+            assert params["assumptions"].default in (
+                (LOAD_ASSUMPTIONS,) if load else (None, "paper")
+            ), name
     code, text = run("prefill", "--help")
     for flag in ("--draft", "--acceptance", "--max-draft", "--context"):
         assert flag not in text
@@ -301,8 +305,10 @@ def test_frontier_under_load_takes_the_trace_its_help_names(tmp_path):
     for extra, rate in (((), "20 req/s"), (("--rate", "40"), "40 req/s")):
         result = CliRunner().invoke(main, [*args, *extra])
         assert result.exit_code == 0, result.output
-        first, header, *points = result.stdout.splitlines()
-        assert f"arrivals of trace {trace.name}, {rate}" in first, first
+        lines = result.stdout.splitlines()
+        comments = [x for x in lines if x.startswith("#")]
+        header, *points = [x for x in lines if not x.startswith("#")]
+        assert any(f"arrivals of trace {trace.name}, {rate}" in x for x in comments), comments
         assert header.startswith("tokens_per_s,usd_per_mtok") and len(points) == 1
         assert 0 < float(points[0].split(",")[header.split(",").index("tpot_p99_s")]) <= 0.03
 

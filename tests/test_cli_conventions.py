@@ -86,6 +86,7 @@ def test_out_suffix_sets_the_format(tmp_path):
     code, _, _ = invoke(*SMALL, "--out", tmp_path / "f.json")
     payload = json.loads((tmp_path / "f.json").read_text())
     assert code == 0 and list(payload)[:3] == ["title", "metadata", "rows"]  # then "notes"
+    assert payload["notes"][0].startswith("Ideal bound: paper preset")  # what the figures are
     invoke(*SMALL, "--out", tmp_path / "f.md")
     assert (tmp_path / "f.md").read_text().startswith("**Llama 3 8B on H100-paper**")
     invoke(*SMALL, "--format", "csv", "--out", tmp_path / "data.dat")  # --format decides
@@ -193,18 +194,20 @@ def test_load_outputs_state_what_they_were_computed_with():
         main, ["simulate", *load, "--gpus", "1", "--rate", "5", "--format", "csv"]
     )
     assert out.exit_code == 0, out.output
-    first = out.stdout.splitlines()[0]
-    assert first.startswith(
+    first, *comments = [x for x in out.stdout.splitlines() if x.startswith("#")]
+    assert first.startswith(  # serving under load: expected figures by default
         "# Computed with: Llama 3 8B (models/llama-3-8b.yaml) on H100-SXM "
-        "(hardware/h100_sxm.yaml); assumptions paper; 16-bit weights"
+        "(hardware/h100_sxm.yaml); assumptions achievable, engine trtllm; 16-bit weights"
     )
     assert "5 req/s" in first and "requests_per_instance 100" in first and "seed 0" in first
-    assert out.stdout.splitlines()[1] == "# only 100 requests per instance: p99 values are rough"
+    assert comments[0].startswith("# Expected figures: achievable preset, engine profile trtllm")
+    assert "# only 100 requests per instance: p99 values are rough" in comments
     args = ["capacity", *load, "--rate", "5", "--slo-tpot-p99", "0.05", "--format", "json"]
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 0, out.output
     meta = json.loads(out.stdout)["metadata"]
-    assert meta["targets"] == "p99 TPOT <= 50 ms" and meta["assumptions"] == "paper"
+    assert meta["targets"] == "p99 TPOT <= 50 ms"
+    assert meta["assumptions"] == "achievable, engine trtllm"
 
 
 def test_capacity_of_a_given_deployment_refuses_disaggregated():

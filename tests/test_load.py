@@ -583,7 +583,8 @@ def test_cli_simulate_and_capacity(tmp_path):
         "1",
     )
     assert code == 0 and "ttft_p99_ms" in out and "usd_per_m_output_tokens" in out
-    assert "Assumptions: paper preset" in out
+    assert out.startswith("Expected figures: achievable preset, engine profile trtllm")
+    assert "Assumptions: achievable preset, engine trtllm" in out
     code, out, _ = _run(
         "capacity",
         "Llama 3 8B",
@@ -783,8 +784,9 @@ def test_load_work_too_large_is_refused_up_front_with_its_estimate():
             slo_tpot_p99_s=0.05,
         )
     text = str(err.value)
-    assert "10,000,000 requests about 81 times: about 24,300 s" in text  # 4 sizes x 20 + 1
-    assert "use requests <= 246,913" in text
+    # 4 sizes x 20 + 1, twice: the expected plan and the ideal bound beside it
+    assert "10,000,000 requests about 162 times: about 48,600 s" in text
+    assert "use requests <= 123,456" in text
     traffic = make_traffic(5, "1000", "200", requests=10_000)
     check_budget(traffic, 81, "the capacity search")  # the default passes (about 24 s)
     check_budget(make_traffic(5, "1000", "200", requests=1_000_000), 1, "simulate")
@@ -813,7 +815,7 @@ def test_a_burst_trace_has_no_rate_and_never_prints_inf(tmp_path):
     base = ("simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--trace", str(trace))
     code, out, _ = _run(*base)
     fields = dict(re.findall(r"^(\w+)  +(.*)$", out, flags=re.M))
-    assert code == 0 and "inf" not in out.lower() and "all at once" in out.splitlines()[0]
+    assert code == 0 and "inf" not in out.lower() and "all at once" in out.splitlines()[1]
     assert "rate_per_s" not in fields or fields["rate_per_s"] in ("", "nan")
     assert "every request arrives at once" in out
     code, out, _ = _run(*base, "--format", "json")

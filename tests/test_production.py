@@ -190,7 +190,7 @@ def test_mixed_gpu_pools_cost_what_their_parts_cost(llama8b):
 
 def test_capacity_pairs_the_cheapest_pools_across_gpus(llama8b):
     other = make_setting("Llama 3 8B", "H200")
-    row = dict(excluded=False, speculation="none", note="")
+    row = dict(excluded=False, speculation="none", note="", max_rate_per_instance=5.0)
     rows = [
         dict(row, hardware="H100-SXM", pool="prefill", gpus_per_instance=1, instances=4,
              gpus=4, usd_per_hour=9.0, setting=llama8b),

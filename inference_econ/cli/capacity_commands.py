@@ -78,6 +78,18 @@ PLAN = ("prefill_hardware", "decode_hardware", "failures", "gpu_mtbf_hours", "re
 #: A simulation reports progress only when it is slow: at most one line per this many seconds.
 PROGRESS_EVERY_S = 2.0
 
+
+def served_options(fn):
+    """The settings of what is served, the preset defaulting to serving under load's
+    (``settings.LOAD_ASSUMPTIONS``: expected figures under an engine profile)."""
+    from ..settings import LOAD_ASSUMPTIONS
+
+    for name in reversed(SERVED):
+        changes = {"default": LOAD_ASSUMPTIONS} if name == "assumptions" else {}
+        fn = option(name, **changes)(fn)
+    return fn
+
+
 hardware_list = click.option(
     "--hardware",
     "-H",
@@ -211,7 +223,8 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
 @option("gpus", help="GPUs per instance of the deployment.")
 @options("instances", "prefill_gpus", "prefill_instances", "prefill_hardware")
 @traffic_options
-@options(*TARGETS, *ENGINE, *SERVED)
+@options(*TARGETS, *ENGINE)
+@served_options
 @renamed_flags
 @table_output
 @quiet_option
@@ -228,7 +241,6 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
                    --arrivals poisson --rate 4
     """
     from .. import api
-    from .decode_commands import vertical
 
     say = Progress(quiet, every_s=PROGRESS_EVERY_S)
     result = api.simulate_load(
@@ -239,13 +251,43 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
         progress=lambda done, total: say(f"{done}/{total} requests served"),
         **_load_kwargs(values),
     )
+    from .decode_commands import stated
+
     row = result.to_dataframe().iloc[0]
     if result.meets_targets is None and format in ("table", "markdown"):
         row["meets_targets"] = "n/a (no targets)"
     rate = f"{result.rate_per_s:g} req/s" if math.isfinite(result.rate_per_s) else "all at once"
     title = f"{result.model} on {result.layout} x {result.instances} ({result.hardware}), {rate}"
     notes = _notes(result) if format in ("table", "markdown") else list(result.notes)
-    click.echo(vertical(row, format, title, result.metadata(), notes), nl=False)
+    notes = [*_odds_notes(result), *notes]
+    click.echo(stated(row, format, title, result.setting, result.metadata(), notes), nl=False)
+
+
+def _first_line(setting) -> str:
+    """Whether the figures are expected (an engine profile, with intervals) or a bound."""
+    from ..serving.intervals import figures_line
+
+    return figures_line(setting)
+
+
+def _odds_notes(result) -> list[str]:
+    """Under an engine profile: what the intervals cover, and a line when the case is
+    outside what the data covers."""
+    from ..serving.intervals import expected
+
+    setting = result.setting
+    if setting is None or not expected(setting):
+        return []
+    lines = [
+        "Intervals: where a measured run lands, 80 % and 90 % of the time (out-of-sample error "
+        "of the engine profiles, docs/validation.md); "
+        + (
+            "rates and prices are the offered load's (capacity --confidence sizes for it)."
+            if result.stable
+            else "the deployment does not keep up: its rates and prices are its capacity."
+        )
+    ]
+    return lines
 
 
 @click.command(short_help="The cheapest deployment that meets latency targets at a load.")
@@ -258,7 +300,9 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
 )
 @options("instances", "prefill_gpus", "prefill_instances", "disaggregated", "max_gpus")
 @traffic_options
-@options(*TARGETS, *ENGINE, *SERVED, *DEMAND, *PLAN)
+@options(*TARGETS, *ENGINE)
+@served_options
+@options(*DEMAND, *PLAN, "confidence")
 @options("yes")
 @renamed_flags
 @figure_option
@@ -286,11 +330,21 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     say = Progress(quiet)
     kwargs = _load_kwargs(values)
     names = _gpus(hardware)
+    if "confidence" in given(click.get_current_context()) and (
+        gpus is not None or kwargs.get("demand") is not None
+    ):
+        raise SpecError(
+            "command line",
+            "--confidence",
+            "sizes a searched plan; with --gpus or --demand there is none to size",
+            "drop --confidence",
+        )
     if kwargs.get("demand") is not None:
         _demand(model, names, gpus, kwargs, figure, format, out, say)
         return
     for name in DEMAND[1:]:
         kwargs.pop(name, None)
+    confidence = kwargs.pop("confidence", None)
     if gpus is not None:
         if len(names) > 1:
             raise SpecError(
@@ -312,7 +366,7 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
         return
     for name in ("instances", "prefill_instances"):  # without --gpus: at their defaults
         kwargs.pop(name, None)  # (given, they need --gpus: the table's ``needs``)
-    plan = api.capacity(model, names, progress=say, **kwargs)
+    plan = api.capacity(model, names, progress=say, confidence=confidence, **kwargs)
     emit(_plan_text(plan, format), out)
     if figure:
         _draw(figure, _chosen_curve(model, plan, kwargs, say), plan.rate_per_s)
@@ -335,7 +389,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
                 "does not apply to a demand plan (it searches instance sizes, co-located)",
                 f"drop {flag}",
             )
-    for name in ("instances", "prefill_instances"):
+    for name in ("instances", "prefill_instances", "confidence"):
         kwargs.pop(name, None)
     plan = api.demand_plan(model, names, progress=say, **kwargs)
     summary = plan.summary()
@@ -363,10 +417,11 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         f" (a floor); reserving the peak ${plan.reserve_peak_usd:,.0f}.",
         *plan.notes,
     ]
+    line = _first_line(plan.setting)
     if fmt in ("csv", "json"):
-        emit(render(plan.hourly(), fmt, title=title, notes=notes, meta=meta), out)
+        emit(render(plan.hourly(), fmt, title=title, notes=[line, *notes], meta=meta), out)
     else:
-        head = vertical(summary, fmt, title)
+        head = line + "\n" + vertical(summary, fmt, title)
         body = render(
             plan.candidates,
             fmt,
@@ -406,12 +461,21 @@ def _plan_text(plan, fmt: str) -> str:
         f"Cheapest deployment of {r.model} for {plan.rate_per_s:g} req/s within "
         f"{plan.targets.describe()}: {plan.deployment.describe()} {r.hardware}"
     )
+    first = _plan_line(plan)
     if fmt in ("csv", "json"):  # one table: the candidates, the chosen rows with the plan's
-        return render(plan.to_dataframe(), fmt, title=title, notes=_notes(r), meta=r.metadata())
+        notes = [first, *_odds_notes(r), *_notes(r)]
+        return render(plan.to_dataframe(), fmt, title=title, notes=notes, meta=r.metadata())
     shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
+    from ..output.ranges import ranged
     from ..output.render import meta_lines
 
-    head = vertical(plan.summary(), fmt, title)
+    head = first + "\n" + vertical(ranged(plan.summary()), fmt, title)
+    if plan.confident is not None:
+        head += "\n" + render(
+            plan.plans(),
+            fmt,
+            title="The plans side by side ($/Mtok all-in per output token at the offered load)",
+        )
     why = [
         f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): "
         + ("excluded, " if row.excluded else "")
@@ -430,9 +494,13 @@ def _plan_text(plan, fmt: str) -> str:
             f"Headroom: the deployment holds {plan.max_rate_per_s:.4g} req/s within the targets ({plan.load_headroom:+.0%} over the load)."
         ]
         + _redundancy_notes(plan)
+        + _confident_notes(plan)
         + why
         + list(plan.notes),
     )
+    from ..serving.intervals import coverage_note
+
+    notes = [*filter(None, [coverage_note(plan.setting)]), *_odds_notes(r), *notes]
     gap = "\n" if fmt == "markdown" else ""
     lines = notes + meta_lines(r.metadata())
     return head + "\n" + body + gap + "".join(f"{n}\n" for n in lines)
@@ -464,10 +532,40 @@ def _redundancy_notes(plan) -> list[str]:
     ]
 
 
+def _plan_line(plan) -> str:
+    """The first line of a capacity plan: which plan is the headline, and what is beside it."""
+    if plan.confident is None:
+        return _first_line(plan.setting)
+    c = plan.confident
+    return (
+        f"Headline: the expected deployment ({plan.result.assumptions}), with 80 % and 90 % "
+        f"intervals; beside it the plan for the targets to hold at the {c.level} % interval's "
+        f"pessimistic end (--confidence {c.level / 100:g}) and the ideal bound "
+        f"({plan.setting_bound()} preset, what a perfect engine would reach)."
+    )
+
+
+def _confident_notes(plan) -> list[str]:
+    c = plan.confident
+    if c is None:
+        return []
+    text = (
+        f"At {c.level} % confidence: one instance may hold as little as {c.factor:.2f} x the "
+        f"expected load (the low end of the {c.level} % interval of the load it holds), so the "
+        f"targets hold at {plan.rate_per_s:g} req/s with {c.deployment.describe()} "
+        f"(${c.usd_per_hour:,.2f} an hour, ${c.usd_per_mtok:.3g} per million output tokens)."
+    )
+    return [text + (f" ({c.note})" if c.note else "")]
+
+
 def _max_load_text(result, fmt: str) -> str:
+    from ..output.ranges import ranged_columns
     from ..output.render import render
+    from ..serving.intervals import coverage_note, figures_line, held_intervals, interval_columns
 
     df = result.to_dataframe()
+    first = result.at_max or result.curve[0]
+    line = figures_line(first.setting if first.setting is not None else first.assumptions)
     cols = [
         "rate_per_s",
         "ttft_p50_s",
@@ -482,16 +580,23 @@ def _max_load_text(result, fmt: str) -> str:
         "meets_targets",
         "knee",
     ]
+    cols += [c for n in cols for c in interval_columns(n) if c in df]
     if fmt in ("csv", "json"):
-        first = result.at_max or result.curve[0]
-        return render(df, fmt, title="Latency against load", meta=first.metadata())
+        return render(df, fmt, title="Latency against load", meta=first.metadata(), notes=[line])
     at = result.at_max
     if at is None:
         title = f"No load meets {result.targets.describe()} on {result.deployment.describe()}: {result.knee.reason}"
-        return render(df[cols], fmt, title=title, meta=result.curve[0].metadata())
+        table = ranged_columns(df[cols])
+        return line + "\n" + render(table, fmt, title=title, meta=result.curve[0].metadata())
+    held = held_intervals(at, result.max_rate_per_s)
+    span = (
+        f" (90 %: {held['max_rate_per_s_low90']:.4g}-{held['max_rate_per_s_high90']:.4g})"
+        if held
+        else ""
+    )
     title = (
         f"{at.model} on {result.deployment.describe()} {at.hardware} ({at.layout}) holds "
-        f"{result.max_rate_per_s:.4g} req/s = {at.output_tokens_per_s:,.0f} output tokens/s within {result.targets.describe()}"
+        f"{result.max_rate_per_s:.4g} req/s{span} = {at.output_tokens_per_s:,.0f} output tokens/s within {result.targets.describe()}"
     )
     notes = _notes(
         at,
@@ -499,7 +604,9 @@ def _max_load_text(result, fmt: str) -> str:
             f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_mtok:.3g} all-in per million output tokens; MFU {at.mfu:.1%}."
         ],
     )
-    return render(df[cols], fmt, title=title, notes=notes, meta=at.metadata())
+    notes = [*filter(None, [coverage_note(at.setting)] if at.setting else []), *notes]
+    table = ranged_columns(df[cols])
+    return line + "\n" + render(table, fmt, title=title, notes=notes, meta=at.metadata())
 
 
 #: Options the frontier command takes for deployments under load (``slo_frontier``): the load
@@ -548,6 +655,8 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
         for k, v in values.items()
         if k in (*SERVED, "max_gpus") and v is not None and (k not in SPECULATION or k in named)
     }
+    if "assumptions" not in named:
+        served.pop("assumptions", None)  # serving under load's own default (expected figures)
     front = api.load_frontier(
         model, _gpus([hardware]), progress=Progress(), **served, **_load_kwargs(load)
     )
@@ -565,17 +674,23 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
         "usd_per_m_output_tokens",
         "mfu",
     ]
+    from ..output.ranges import ranged_columns
+    from ..serving.intervals import figures_line, interval_columns
+
+    cols += [c for n in cols for c in interval_columns(n) if c in front.points]
     df = front.points[cols]
     first = front.points.iloc[0]
     meta = front.metadata()
+    line = figures_line(first["assumptions"])
     if fmt in ("csv", "json"):
-        return render(df, fmt, meta=meta)
+        return render(df, fmt, meta=meta, notes=[line])
+    df = ranged_columns(df)
     title = (
         f"{len(df)} deployments on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
         f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, $/Mtok all-in per output token"
     )
     notes = [f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}."]
-    return render(df, fmt, title=title, notes=notes, meta=meta)
+    return line + "\n" + render(df, fmt, title=title, notes=notes, meta=meta)
 
 
 COMMANDS = (simulate, capacity)

@@ -51,7 +51,9 @@ def compare_measured(csv, assumptions, engine, figure, format, out):
     \b
     Example:  inference-econ compare-measured examples/measured-rows.csv --assumptions achievable
     """
+    from ..output.ranges import ranged_columns
     from ..output.render import render
+    from ..serving.intervals import figures_line
     from ..specs.catalog import display_path
     from ..studies.measured import predicting as ms
 
@@ -66,10 +68,12 @@ def compare_measured(csv, assumptions, engine, figure, format, out):
     click.echo(_status_line(table), err=True)
     shown = table  # CSV and JSON: every column of the Python table (docs/user-guide.md)
     if format in ("table", "markdown"):  # the columns a reader scans
-        shown = table.drop(columns=["source_group", "kind", "beats_bound"])
+        shown = ranged_columns(table.drop(columns=["source_group", "kind", "beats_bound"]))
     if format == "table":
         shown = shown.drop(columns=["source"])
     label = result.assumptions
+    line = figures_line(label)
+    click.echo(line, err=format in ("csv", "json") or bool(out))
     meta = {
         "measured_rows": display_path(csv),
         "assumptions": assumptions,

@@ -7,6 +7,7 @@ import click
 from ..errors import InfeasibleError, SpecError
 from .capacity_commands import FRONTIER_OPTIONS
 from .common import (
+    FigureFile,
     Progress,
     emit,
     given,
@@ -65,6 +66,21 @@ def layout_meta(meta: dict, discrete: bool) -> dict:
     return {**meta, "layouts": "whole (discrete, §B7)" if discrete else "continuous (§A5)"}
 
 
+def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
+    """``vertical`` for a result computed under ``setting``: a first line saying whether its
+    figures are expected (an engine profile) or an ideal bound; expected figures with their
+    80 % and 90 % intervals as ranges (CSV and JSON: their ``_low80`` ... columns), and a line
+    when the case is outside what the data covers."""
+    from ..output.ranges import ranged
+    from ..serving.intervals import coverage_note, figures_line
+
+    line = figures_line(setting)
+    notes = [*filter(None, [coverage_note(setting)]), *notes]
+    if fmt in ("csv", "json"):
+        return vertical(row, fmt, title, meta, [line, *notes])
+    return line + "\n" + vertical(ranged(row), fmt, title, meta, notes)
+
+
 @click.command(short_help="One configuration: speed, cost, layout and breakdown.")
 @click.argument("model")
 @setting_options
@@ -97,7 +113,7 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
     kv = whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
     notes = [n for n in (kv,) if n] + layout_notes(row, discrete)
     meta = layout_meta(setting.metadata(), discrete)
-    click.echo(vertical(row, format, title, meta, notes), nl=False)
+    click.echo(stated(row, format, title, setting, meta, notes), nl=False)
 
 
 @click.command(short_help="The Pareto frontier of speed against cost.")
@@ -118,11 +134,17 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
     help="Show this many points, evenly spaced in speed (default: every point, but 20 for "
     "the text table on screen).",
 )
+@click.option(
+    "--figure",
+    type=FigureFile(),
+    help="Also draw the frontier (.png, .svg, ...): under an engine profile the expected "
+    "frontier with its 80 % and 90 % bands and the ideal bound dashed.",
+)
 @table_output
 @quiet_option
 @handle_errors
 def frontier(
-    model, hardware, discrete, grid_points, all_points, rows, format, out, quiet, **values
+    model, hardware, discrete, grid_points, all_points, rows, figure, format, out, quiet, **values
 ):
     """The Pareto frontier of tokens/s per request vs $ per million tokens.
 
@@ -143,8 +165,10 @@ def frontier(
 
     from ..optimise.method import make_method
     from ..optimise.optimiser import frontier as compute
+    from ..output.ranges import ranged_columns
     from ..output.render import render
     from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
+    from ..serving.intervals import coverage_note, figures_line, interval_columns
     from .capacity_commands import slo_frontier
 
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
@@ -160,6 +184,13 @@ def frontier(
                 flag,
                 "applies to the frontier of one instance, not to deployments under a load",
                 f"drop {flag}, or drop --rate",
+            )
+        if figure:
+            raise SpecError(
+                "command line",
+                "--figure",
+                "draws the frontier of one instance, not deployments under a load",
+                "drop --figure, or drop --rate",
             )
         values.pop("prompt_tokens")  # under a load: the prompts' lengths
         load["input_lengths"] = (
@@ -182,40 +213,66 @@ def frontier(
         raise InfeasibleError(
             f"{setting.name}: no feasible configuration ({'; '.join(front.notes)})"
         )
+    if figure:
+        _frontier_figure(setting, method, front, figure)
     df = front.to_dataframe()
     if rows is None and format == "table" and not out:  # a screenful; a file gets every point
         rows = 20
     if rows:
         df = _thin(df, rows)
-    notes = [*front.notes, *layout_notes(df, discrete)]
+    line = figures_line(setting)
+    notes = [n for n in (coverage_note(setting),) if n]
+    notes += [*front.notes, *layout_notes(df, discrete)]
     if format != "table":
         title = setting.name if format in ("markdown", "json") else ""
-        emit(render(df, format, title=title, notes=notes, meta=front.metadata), out)
+        emit(render(df, format, title=title, meta=front.metadata, notes=[line, *notes]), out)
         return
     shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in df]
+    shown += [c for n in shown for c in interval_columns(n) if c in df]
+    key_columns = SUMMARY_COLUMNS + [c for n in SUMMARY_COLUMNS for c in interval_columns(n)]
+    key_columns = [c for c in key_columns if c in df]
     keys = pd.DataFrame(
         [
-            front.fastest()[SUMMARY_COLUMNS].rename("fastest"),
-            front.preference_point()[SUMMARY_COLUMNS].rename("preference (speed^3/price)"),
-            front.cheapest()[SUMMARY_COLUMNS].rename("cheapest"),
+            front.fastest()[key_columns].rename("fastest"),
+            front.preference_point()[key_columns].rename("preference (speed^3/price)"),
+            front.cheapest()[key_columns].rename("cheapest"),
         ]
     )
     keys.insert(0, "point", keys.index)
     head = render(
-        keys,
+        ranged_columns(keys),
         "table",
         title=f"{setting.name}: {len(front)} frontier points, assumptions: "
         f"{setting.assumptions.label} ({front.elapsed_s:.2f} s)",
     )
     body = render(
-        df[shown],
+        ranged_columns(df[shown]),
         "table",
         title=f"{len(df)} points, slowest first"
         + (" (every point)" if len(df) == len(front) else " (--rows to change)"),
-        notes=notes,
         meta=front.metadata,
+        notes=notes,
     )
-    emit(head + "\n" + body, out)
+    emit(line + "\n" + head + "\n" + body, out)
+
+
+def _frontier_figure(setting, method, front, figure: str) -> None:
+    """The frontier drawn: under an engine profile with its bands and the ideal bound's
+    frontier (the same setting without the engine) dashed."""
+    from ..optimise.optimiser import frontier as compute
+    from ..output.plots import frontier_figure, save
+    from ..serving.intervals import expected, ideal
+
+    label = setting.assumptions.label
+    fronts = {f"expected ({label})" if expected(setting) else f"ideal bound ({label})": front}
+    styles = {}
+    if expected(setting):
+        bound = ideal(setting)
+        name = f"ideal bound ({bound.assumptions.label})"
+        fronts[name], styles[name] = compute(bound, method), "dashed"
+    title = f"{setting.name}: cost against speed per request"
+    for path in save(frontier_figure(fronts, title, styles=styles), *FigureFile.target(figure)):
+        click.echo(f"wrote {path}", err=True)
 
 
 def _thin(df, rows: int):

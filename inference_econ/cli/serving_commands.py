@@ -16,7 +16,7 @@ from .common import (
     request_setting_options,
     table_output,
 )
-from .decode_commands import discrete_option, layout_meta, layout_notes, vertical
+from .decode_commands import discrete_option, layout_meta, layout_notes, stated
 
 
 @click.command(short_help="One prefill: latency, MFU and the price of input tokens.")
@@ -70,10 +70,15 @@ def prefill(
                 f"{setting.model.name}: {article(prompt)} {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
             )
         )
+    from ..serving.intervals import PREFILL_FIGURES, series_intervals
+
+    row = series_intervals(row, setting, float(gpus), row["bound"], PREFILL_FIGURES)
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
     notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]
     notes += layout_notes(row, discrete)
-    click.echo(vertical(row, format, title, layout_meta(_meta(setting), discrete), notes), nl=False)
+    click.echo(
+        stated(row, format, title, setting, layout_meta(_meta(setting), discrete), notes), nl=False
+    )
 
 
 def _meta(setting) -> dict:
@@ -142,7 +147,9 @@ def request(
     whole = whole_batch_kv_note(setting, gpus, batch, prompt_tokens + output_tokens / 2)
     notes = [n for n in (cache_note(prompt_tokens, cached_fraction), whole) if n]
     notes += layout_notes(row, discrete)
-    click.echo(vertical(row, format, title, layout_meta(_meta(setting), discrete), notes), nl=False)
+    click.echo(
+        stated(row, format, title, setting, layout_meta(_meta(setting), discrete), notes), nl=False
+    )
 
 
 @click.command(short_help="Output/input token price ratio by context length.")

@@ -18,9 +18,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import InfeasibleError, plural
+from ..errors import InfeasibleError, SpecError, plural
 from ..model.machine import usable_hbm_bytes
 from ..model.workload import compile_workload
+from ..serving.intervals import (
+    FIGURES,
+    LEVELS,
+    held_intervals,
+    ideal,
+    inverse_intervals,
+    load_intervals,
+)
 from ..serving.load.arrivals import Traffic
 from ..serving.load.deployment import Deployment
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
@@ -49,8 +57,28 @@ def instance_sizes(setting: Setting, max_gpus: int | None = None) -> list[int]:
 
 
 @dataclass(frozen=True)
+class Confident:
+    """The expected plan sized for the targets to hold at the pessimistic end of the
+    ``level`` % interval of the load one instance holds (docs/model.md §F12): the same GPU and
+    instance size, ``⌈rate / (max rate per instance x factor)⌉`` instances and never fewer
+    than the expected plan's."""
+
+    level: int
+    deployment: Deployment
+    #: Measured over predicted load at the interval's pessimistic end (its low end).
+    factor: float
+    #: The load the deployment holds within the targets at that end, requests/s.
+    max_rate_per_s: float
+    usd_per_hour: float
+    usd_per_mtok: float
+    note: str
+
+
+@dataclass(frozen=True)
 class CapacityPlan:
-    """The cheapest deployment found, simulated at the full load, and every candidate."""
+    """The cheapest deployment found, simulated at the full load, and every candidate. Under
+    an engine profile it is the expected plan, with ``confident`` (the plan sized for an
+    interval's pessimistic end) and ``bound`` (the ideal bound's plan, or why there is none)."""
 
     rate_per_s: float
     targets: Targets
@@ -63,6 +91,8 @@ class CapacityPlan:
     notes: tuple[str, ...] = field(default=())
     #: The plan sized for failures (``capacity --failures``), else None.
     redundancy: Redundancy | None = None
+    confident: Confident | None = None
+    bound: CapacityPlan | str | None = None
 
     @property
     def load_headroom(self) -> float:
@@ -101,7 +131,96 @@ class CapacityPlan:
                 row[name] = getattr(r, name)
         if self.redundancy is not None:
             row.update(self.redundancy.summary())
+        if self.confident is not None:
+            for key, value in self._odds().items():
+                figure = key.rsplit("_", 1)[0]  # "ttft_p99_s_low80" -> "ttft_p99_s"
+                if figure not in FIGURES or figure in row:  # the intervals of shown figures
+                    row[key] = value
         return pd.Series(row)
+
+    def _odds(self) -> dict:
+        """The intervals of the expected figures, the confident plan and the ideal bound's."""
+        r, c = self.result, self.confident
+        bound = self.setting_bound()
+        out = {**self.intervals(), **load_intervals(r)}
+        out.update(
+            {
+                "confidence": c.level / 100,
+                f"deployment_at_{c.level}": c.deployment.describe(),
+                f"gpus_at_{c.level}": c.deployment.gpus,
+                f"usd_per_hour_at_{c.level}": c.usd_per_hour,
+                f"usd_per_mtok_at_{c.level}": c.usd_per_mtok,
+                f"max_rate_per_s_at_{c.level}": c.max_rate_per_s,
+            }
+        )
+        b = self.bound if isinstance(self.bound, CapacityPlan) else None
+        out.update(
+            {
+                "bound_assumptions": bound,
+                "bound_hardware": b.result.hardware if b else None,
+                "bound_deployment": b.deployment.describe() if b else None,
+                "bound_gpus": b.deployment.gpus if b else None,
+                "bound_usd_per_hour": b.result.usd_per_hour if b else math.nan,
+                "bound_usd_per_mtok": b.result.usd_per_mtok if b else math.nan,
+                "bound_max_rate_per_s": b.max_rate_per_s if b else math.nan,
+            }
+        )
+        return out
+
+    def setting_bound(self) -> str:
+        """The ideal bound's preset, as results name it."""
+        if isinstance(self.bound, CapacityPlan):
+            return self.bound.result.assumptions
+        return ideal(self.setting).assumptions.label
+
+    def intervals(self) -> dict:
+        """The interval of the load the deployment holds (a throughput figure)."""
+        return held_intervals(self.result, self.max_rate_per_s)
+
+    def plans(self) -> pd.DataFrame:
+        """The expected plan (the headline), the plan sized for the confidence level and the
+        ideal bound's, one row each (only the first under an ideal preset)."""
+        r = self.result
+        rows = [
+            {
+                "plan": f"expected ({r.assumptions}; the headline)",
+                "hardware": r.hardware,
+                "deployment": self.deployment.describe(),
+                "gpus": self.deployment.gpus,
+                "usd_per_hour": r.usd_per_hour,
+                "usd_per_mtok": r.usd_per_mtok,
+                "max_rate_per_s": self.max_rate_per_s,
+            }
+        ]
+        c = self.confident
+        if c is not None:
+            rows.append(
+                {
+                    "plan": f"{c.level} % confidence (the interval's pessimistic end)",
+                    "hardware": r.hardware,
+                    "deployment": c.deployment.describe(),
+                    "gpus": c.deployment.gpus,
+                    "usd_per_hour": c.usd_per_hour,
+                    "usd_per_mtok": c.usd_per_mtok,
+                    "max_rate_per_s": c.max_rate_per_s,
+                }
+            )
+        b = self.bound
+        if isinstance(b, CapacityPlan):
+            rows.append(
+                {
+                    "plan": f"ideal bound ({b.result.assumptions}; no interval)",
+                    "hardware": b.result.hardware,
+                    "deployment": b.deployment.describe(),
+                    "gpus": b.deployment.gpus,
+                    "usd_per_hour": b.result.usd_per_hour,
+                    "usd_per_mtok": b.result.usd_per_mtok,
+                    "max_rate_per_s": b.max_rate_per_s,
+                }
+            )
+        elif isinstance(b, str):
+            rows.append({"plan": f"ideal bound ({self.setting_bound()}): {b}"})
+        return pd.DataFrame(rows)
 
     def to_dataframe(self) -> pd.DataFrame:
         """Every candidate (GPU x instance size, and pools), cheapest first; ``chosen`` marks
@@ -386,6 +505,48 @@ def _per_instance_rate(rows, setting, deployment: Deployment) -> float:
     )
 
 
+def with_odds(
+    plan: CapacityPlan, confidence: float = 0.9, bound: CapacityPlan | str | None = None
+) -> CapacityPlan:
+    """The expected ``plan`` with its confident plan (the targets held at the pessimistic
+    end of the ``confidence`` interval of the load an instance holds; ``Confident``) and the
+    ideal ``bound`` beside it. ``confidence`` is 0.8 or 0.9 (the levels the intervals have)."""
+    level = int(round(100 * confidence))
+    if level not in LEVELS:
+        raise SpecError(
+            "argument",
+            "confidence",
+            f"is {confidence:g}",
+            f"choose {' or '.join(f'{v / 100:g}' for v in LEVELS)} (the interval levels)",
+        )
+    d, r = plan.deployment, plan.result
+    ends = plan.intervals()
+    factor = min(1.0, ends[f"max_rate_per_s_low{level}"] / plan.max_rate_per_s)
+    note = ""
+    if d.disaggregated:
+        pools = (d.instances, d.prefill_instances)
+        scaled = [max(k, math.ceil(k / factor - 1e-9)) for k in pools]
+        deployment = Deployment(
+            d.gpus_per_instance,
+            scaled[0],
+            d.prefill_gpus_per_instance,
+            scaled[1],
+            d.prefill_setting,
+        )
+        grow = deployment.gpus / d.gpus
+    else:
+        per = plan.max_rate_per_s / d.instances * factor
+        count = max(d.instances, math.ceil(plan.rate_per_s / per - 1e-9))
+        deployment = Deployment(d.gpus_per_instance, count)
+        grow = count / d.instances
+    if factor >= 1.0:
+        note = "the interval's low end is above the expected figure: the expected plan stands"
+    usd = r.usd_per_hour * grow
+    held = plan.max_rate_per_s * factor * grow
+    confident = Confident(level, deployment, factor, held, usd, r.usd_per_mtok * grow, note)
+    return dataclasses.replace(plan, confident=confident, bound=bound)
+
+
 @dataclass(frozen=True)
 class LoadFrontier:
     """Deployments that serve a load within the targets: per-request speed (1 / mean TPOT)
@@ -433,7 +594,9 @@ def load_frontier(
                     continue
                 r = run_at("deployment", s, Deployment(n, k), traffic, config).with_targets(targets)
                 if r.meets_targets:
-                    rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **r.row()})
+                    row = r.row()
+                    speed = inverse_intervals(row, "tpot_mean_s", "tokens_per_s")
+                    rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **speed, **row})
                     meta = meta or r.metadata()
             if progress:
                 progress(

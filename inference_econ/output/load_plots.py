@@ -52,6 +52,16 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
                 color=colour,
                 label=text,
             )
+        if f"{name}_p99_s_low90" in df:  # expected figures: p99's 90 % interval, shaded
+            ax.fill_between(
+                rate,
+                df[f"{name}_p99_s_low90"] * scale,
+                df[f"{name}_p99_s_high90"] * scale,
+                color=STATS[-1][-1],
+                alpha=0.12,
+                lw=0,
+                label="p99: 90 % interval",
+            )
         if name in limits:
             ax.axhline(
                 limits[name] * scale,

@@ -124,6 +124,26 @@ def _scatter_groups(ax, points, colors=None) -> None:
         )
 
 
+def _bands(ax, fronts: dict[str, Frontier], colors: dict) -> None:
+    """Under an engine profile, each frontier's 80 % and 90 % intervals of the price at each
+    speed, shaded in its colour (docs/model.md §F12)."""
+    for label, front in fronts.items():
+        pts = front.points
+        if front.empty or "usd_per_mtok_low90" not in pts:
+            continue
+        x = pts["tokens_per_s"]
+        for level, alpha in ((90, 0.12), (80, 0.18)):
+            ax.fill_between(
+                x,
+                pts[f"usd_per_mtok_low{level}"],
+                pts[f"usd_per_mtok_high{level}"],
+                color=colors[label],
+                alpha=alpha,
+                lw=0,
+                label=f"{label}: {level} % interval",
+            )
+
+
 def _preference_marks(ax, fronts: dict[str, Frontier], colors: dict, sampling=None) -> None:
     """A star in the curve's colour at each curve's preference point (max speed^3/price), and
     one neutral legend entry for them all."""
@@ -133,6 +153,24 @@ def _preference_marks(ax, fronts: dict[str, Frontier], colors: dict, sampling=No
         if front.empty:
             continue
         point = front.preference_point(sampling=sampling)
+        if "usd_per_mtok_low90" in point:  # an expected point: its 90 % intervals both ways
+            ax.errorbar(
+                [point["tokens_per_s"]],
+                [point["usd_per_mtok"]],
+                xerr=[
+                    [point["tokens_per_s"] - point["tokens_per_s_low90"]],
+                    [point["tokens_per_s_high90"] - point["tokens_per_s"]],
+                ],
+                yerr=[
+                    [point["usd_per_mtok"] - point["usd_per_mtok_low90"]],
+                    [point["usd_per_mtok_high90"] - point["usd_per_mtok"]],
+                ],
+                fmt="none",
+                ecolor=colors[label],
+                lw=1.0,
+                capsize=3,
+                zorder=5,
+            )
         ax.scatter([point["tokens_per_s"]], [point["usd_per_mtok"]], color=colors[label], **star)
         drawn = True
     if drawn:  # an empty scatter: a legend entry without a point
@@ -154,6 +192,7 @@ def frontier_figure(
     colors = colours(list(fronts), colors)
     styles = styles or {}
     fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
+    _bands(ax, fronts, colors)
     _lines(ax, fronts, "usd_per_mtok", colors, styles)
     marked = {k: v for k, v in fronts.items() if k not in not_frontiers}
     _preference_marks(ax, marked, colors, preference_sampling)
@@ -405,8 +444,22 @@ def measured_figure(
         part = ok[np.asarray(panels) == name]
         for group in groups:
             rows = part[part["source_group"] == group]
-            if len(rows):
-                ax.scatter(rows["measured"], rows[column], s=18, alpha=0.8, **style[group])
+            if not len(rows):
+                continue
+            if f"{column}_low90" in rows:  # expected figures: their 90 % intervals as bars
+                ax.errorbar(
+                    rows["measured"],
+                    rows[column],
+                    yerr=[
+                        rows[column] - rows[f"{column}_low90"],
+                        rows[f"{column}_high90"] - rows[column],
+                    ],
+                    fmt="none",
+                    ecolor=style[group]["color"],
+                    alpha=0.25,
+                    lw=0.8,
+                )
+            ax.scatter(rows["measured"], rows[column], s=18, alpha=0.8, **style[group])
         if len(part):
             lo = 0.5 * float(min(part["measured"].min(), part[column].min()))
             hi = 2.0 * float(max(part["measured"].max(), part[column].max()))

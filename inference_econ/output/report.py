@@ -186,6 +186,28 @@ def figure(section: Section, max_points: int = MAX_POINTS):
         pts = thin(pts, curve.marks.values(), max_points)
         colour = curve.color or by_name.get(curve.name) or PALETTE[len(by_name) % len(PALETTE)]
         by_name.setdefault(curve.name, colour)
+        if "usd_per_mtok_low90" in pts:  # expected figures: the 90 % interval, shaded
+            x = pts["tokens_per_s"].to_numpy()
+            fig.add_trace(
+                go.Scatter(
+                    x=np.concatenate([x, x[::-1]]),
+                    y=np.concatenate(
+                        [
+                            pts["usd_per_mtok_low90"].to_numpy(),
+                            pts["usd_per_mtok_high90"].to_numpy()[::-1],
+                        ]
+                    ),
+                    fill="toself",
+                    fillcolor=colour,
+                    opacity=0.15,
+                    line={"width": 0},
+                    hoverinfo="skip",
+                    name=f"{curve.name}: 90 % interval",
+                    legendgroup=curve.name,
+                    visible=curve.group == first,
+                    meta=curve.group,
+                )
+            )
         data, template = _hover(pts)
         speeds = pts["tokens_per_s"].to_numpy()
         marked = np.isin(speeds, list(curve.marks.values()))

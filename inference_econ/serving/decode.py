@@ -35,6 +35,7 @@ from ..model.layouts import (
 from ..model.machine import min_gpus
 from ..model.workload import compile_workload
 from .energy import ENERGY_COLUMNS, energy_columns
+from .intervals import add_intervals
 from .prefill import FirstToken
 from .setting import Setting, check_values
 from .speculative import combine, draft_labels, draft_tokens, target_tokens
@@ -182,7 +183,8 @@ class Decoder:
         if self.first is not None:
             df["ttft_s"] = self._ttft(N, B, verify, chosen, draft_layouts)
         first = [c for c in DETAIL_COLUMNS if c in df] + (["ttft_s"] if "ttft_s" in df else [])
-        return df[first + [c for c in df.columns if c not in first]]
+        df = df[first + [c for c in df.columns if c not in first]]
+        return add_intervals(df, self.setting)  # expected figures' intervals (§F12)
 
     def _ttft(self, N, B, verify, chosen: Layout, draft_layouts):
         """Time to first token on the chosen layouts, plus the draft's prefill where the

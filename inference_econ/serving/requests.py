@@ -12,6 +12,7 @@ from .. import settings as table
 from ..errors import SpecError
 from ..model.layouts import check_whole_gpus, tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
+from .intervals import REQUEST_FIGURES, series_intervals
 from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
 from .setting import Setting, check_context
 from .speculative import combine
@@ -119,7 +120,7 @@ def request(
     ttft = pre.latency_s + draft_s + first_s
     out_cost = dec.usd_per_mtok
     in_cost = pre.usd_per_m_input_tokens  # per prompt token: a prefix cache makes it cheaper
-    return pd.Series(
+    row = pd.Series(
         {
             "prompt_tokens": n_in,
             "output_tokens": n_out,
@@ -152,3 +153,4 @@ def request(
             "decode_bound": dec.bound,
         }
     )
+    return series_intervals(row, setting, float(gpus), dec.bound, REQUEST_FIGURES)  # §F12

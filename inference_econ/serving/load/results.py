@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...model.economics import usd_per_mtok
+from ..intervals import load_intervals
 from ..setting import Setting
 from .arrivals import Traffic
 from .engine import EngineConfig, Instance
@@ -254,6 +255,7 @@ class LoadResult:
             out["router"] = self.router
         for name, value in self.headroom.items():
             out[f"{name}_headroom"] = value
+        out.update(load_intervals(self))  # an expected figure's interval (§F12)
         return out
 
     def to_dataframe(self) -> pd.DataFrame:
@@ -270,6 +272,9 @@ WARMUP = 0.1
 #: most this many times those at the middle arrival, plus ``BACKLOG_SLACK`` (§E4).
 BACKLOG_GROWTH = 1.3
 BACKLOG_SLACK = 10
+#: ... plus this many standard deviations of a steady count (its square root): a 200-request
+#: run at a quarter of the knee otherwise reads a chance swing from 17 to 34 as growth.
+BACKLOG_SIGMAS = 3.0
 
 
 def verdict(targets: Targets, p99: dict, rejected: int, growth: float) -> bool | None:
@@ -281,8 +286,8 @@ def verdict(targets: Targets, p99: dict, rejected: int, growth: float) -> bool |
 
 
 def backlog_growth(arrivals, lat: RequestLatencies) -> float:
-    """(requests in the system at the last arrival − ``BACKLOG_SLACK``) / (those at the middle
-    arrival): about 1 when the deployment keeps up, about 2 when the load outgrows it. A run
+    """(requests in the system at the last arrival − ``BACKLOG_SLACK`` − ``BACKLOG_SIGMAS``
+    √(those at the middle arrival)) / (those at the middle arrival): about 1 when the deployment keeps up, about 2 when the load outgrows it. A run
     too short to fill the engine by its middle arrival also looks like growth (conservative)."""
     a = np.sort(arrivals.arrival_s)
     done = np.isfinite(lat.e2e_s)  # rejected requests never enter the system
@@ -294,7 +299,10 @@ def backlog_growth(arrivals, lat: RequestLatencies) -> float:
         arrived = np.searchsorted(a, t, side="right") * done.mean()
         return arrived - np.searchsorted(finish, t, side="right")
 
-    return float((in_system(a[-1]) - BACKLOG_SLACK) / max(in_system(a[len(a) // 2]), 1.0))
+    middle = max(in_system(a[len(a) // 2]), 1.0)
+    # a steady count fluctuates about its mean like a Poisson count: allow three of its sigmas
+    noise = BACKLOG_SIGMAS * math.sqrt(middle)
+    return float((in_system(a[-1]) - BACKLOG_SLACK - noise) / middle)
 
 
 @dataclass(frozen=True)

@@ -862,6 +862,7 @@ def compare(path, assumptions="paper", engine=None):
     """Every row of a measured CSV with the model's prediction: ``Comparison``."""
     import pandas as pd
 
+    from .intervals import add_intervals
     from .reading import load_measured
 
     rows = load_measured(path)
@@ -887,6 +888,7 @@ def compare(path, assumptions="paper", engine=None):
     label = base.name
     if base.engine is not None:
         label += f", engine {_name(engine)}" if engine else ", each row's engine"
+        table = add_intervals(table, rows)  # expected figures' intervals (§F12)
     return Comparison(table, summarise(table), label, _name(engine) if engine else "", str(path))
 
 

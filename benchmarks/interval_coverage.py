@@ -1,0 +1,331 @@
+"""Prediction intervals of expected figures: the shipped table and its measured coverage
+(docs/model.md §F12, docs/validation.md).
+
+A nested time split, fixed before any coverage was looked at:
+
+* the engine profiles are fitted to the training file (``benchmarks/fit_engines.py``);
+* the interval widths are **calibrated** on the residuals of the next round, which the fit never
+  saw (MLPerf Inference v5.0, ``tests/data/benchmarks_train_mlperf_v50.csv``);
+* their **coverage is measured** on the rounds after it, which neither the fit nor the
+  calibration saw (MLPerf Inference v5.1, v6.0, v6.1,
+  ``tests/data/benchmarks_test_mlperf_newer.csv``).
+
+The residuals come from ``benchmarks/measured_validation.py --residuals FILE`` (one row per
+predicted figure: file, kind, regime, GPU, model, predicted, measured). Per stratum (kind of
+figure; dense/MoE; memory/compute-bound; one node/many; GPU and model family seen in the fit or
+not) a split-conformal predictive system (``crepes``, Mondrian by stratum, no smoothing) gives
+the 5th, 10th, 90th and 95th percentiles of log(measured/predicted); strata with fewer than
+``MIN_ROWS`` calibration residuals pool upward (serving/intervals.py: ``POOLING``).
+
+    pip install -e ".[fit]"          # crepes: used here only; the runtime reads the table
+    python benchmarks/measured_validation.py --no-loso --residuals residuals.csv
+    python benchmarks/interval_coverage.py residuals.csv --write --figure docs/img/interval-reliability.png
+
+``--write`` rewrites ``intervals/achievable.yaml`` from the calibration rows; without it the
+shipped table is read and only the coverage is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+import inference_econ as ie
+from inference_econ.output.render import render
+from inference_econ.serving import intervals as iv
+from inference_econ.specs.architecture import load_model
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = ROOT / "intervals" / "achievable.yaml"
+CALIBRATION = "benchmarks_train_mlperf_v50.csv"
+TEST = "benchmarks_test_mlperf_newer.csv"
+#: Fewest calibration residuals a stratum needs (the 5th percentile of a conformal set is
+#: finite from 19 rows; 30 leaves a margin).
+MIN_ROWS = 30
+#: Outside coverage (a GPU or model family the fit never saw), each log-quantile of the seen
+#: interval is multiplied by this (fixed before coverage was measured).
+UNSEEN_WIDENING = 1.5
+#: Quantities stated as rates (the others are times); each kind is stated in one orientation:
+#: throughput as a rate, TPOT and TTFT as times (serving/intervals.py).
+RATES = {"throughput", "streams", "user_speed"}
+PERCENTILES = (5, 10, 90, 95)
+#: The publication round of a test row, from its source ("inference_results_v5.1/...").
+ROUND = re.compile(r"v(\d+\.\d+)")
+#: Nominal levels of the reliability curve, percent.
+CURVE = (10, 20, 30, 40, 50, 60, 70, 80, 90)
+
+
+def oriented(res: pd.DataFrame) -> np.ndarray:
+    """log(measured/predicted) of each residual row, in its kind's orientation."""
+    rate = res.quantity.isin(RATES).to_numpy()
+    want_rate = (res.kind == "throughput").to_numpy()
+    sign = np.where(rate == want_rate, 1.0, -1.0)
+    return -res.log_residual.to_numpy() * sign
+
+
+def with_strata(res: pd.DataFrame, gpus: set, families: set) -> pd.DataFrame:
+    """The residual rows with ``seen`` (GPU and model family in the fit) and ``r``."""
+    cache: dict = {}
+
+    def fam(name):
+        if name not in cache:
+            try:
+                cache[name] = iv.family(load_model(name))
+            except ie.SpecError:  # a model the catalog lacks: no family, never seen
+                cache[name] = None
+        return cache[name]
+
+    out = res.copy()
+    out["seen"] = res.gpu.isin(gpus) & res.model.map(fam).isin(families)
+    out["r"] = oriented(res)
+    return out
+
+
+def percentiles(r: np.ndarray, lows, highs) -> np.ndarray:
+    """Conformal percentiles (crepes' predictive system on residuals r, at a prediction of 0)."""
+    import warnings
+
+    from crepes import ConformalPredictiveSystem
+
+    cps = ConformalPredictiveSystem().fit(r)
+    # a level beyond what the rows resolve is infinite: crepes warns and says so in the value
+    warnings.filterwarnings("ignore", "the no. of calibration examples", UserWarning)
+    return cps.predict(
+        np.zeros(1), lower_percentiles=list(lows), higher_percentiles=list(highs), smoothing=False
+    )[0]
+
+
+def strata_entries(cal: pd.DataFrame, lows=(5, 10), highs=(90, 95)) -> list[dict]:
+    """Every stratum, at every pooling level, with at least MIN_ROWS calibration residuals."""
+    entries = []
+    for dropped in range(len(iv.POOLING) + 1):
+        kept = list(iv.POOLING[dropped:])
+        for key, part in cal.groupby(["kind", *kept], sort=True):
+            if len(part) < MIN_ROWS:
+                continue
+            key = key if isinstance(key, tuple) else (key,)
+            entry = {"kind": key[0]}
+            for dim, value in zip(kept, key[1:]):
+                entry[dim] = bool(value) if dim == "seen" else str(value)
+            q = percentiles(part.r.to_numpy(), lows, highs)
+            names = [f"q{p:02d}" for p in PERCENTILES]
+            entry.update({n: round(float(v), 4) for n, v in zip(names, q)})
+            entry["rows"] = len(part)
+            entries.append(entry)
+    return entries
+
+
+def table_mapping(cal, gpus, models, n_cal, residuals_file, lows=(5, 10), highs=(90, 95)):
+    return {
+        "provenance": {
+            "fit": "engine profiles fitted to tests/data/benchmarks_train.csv "
+            "(benchmarks/fit_engines.py)",
+            "calibration": f"out-of-sample residuals of tests/data/{CALIBRATION} (MLPerf "
+            f"Inference v5.0): {n_cal} figures",
+            "coverage": f"measured on tests/data/{TEST} (MLPerf Inference v5.1, v6.0, v6.1): "
+            "docs/validation.md",
+            "method": "split-conformal predictive system (crepes), Mondrian by stratum, "
+            "no smoothing; quantiles of log(measured / predicted)",
+            "command": "python benchmarks/measured_validation.py --no-loso --residuals "
+            f"{residuals_file} && python benchmarks/interval_coverage.py {residuals_file} --write",
+            "date": datetime.date.today().isoformat(),
+        },
+        "min_rows": MIN_ROWS,
+        "unseen_widening": UNSEEN_WIDENING,
+        "fitted_gpus": sorted(gpus),
+        "fitted_models": sorted(models),
+        "strata": strata_entries(cal, lows, highs),
+    }
+
+
+HEADER = """\
+# Prediction intervals of the achievable preset's expected figures (docs/model.md §F12).
+# Quantiles q05..q95 of log(measured / predicted), a rate for throughput and a time for TPOT
+# and TTFT (units: natural log of a ratio), by stratum; a missing dimension is pooled.
+# Written by benchmarks/interval_coverage.py --write (everything below is rewritten).
+"""
+
+
+def fitted_sets(res: pd.DataFrame) -> tuple[set, set]:
+    """GPUs and models of the fitting data, from the table (or, with --write, the fit)."""
+    from inference_econ.studies.measured import calibration as cal
+
+    notes: list = []
+    problem, _ = cal.prepare(
+        ROOT / "tests" / "data" / "benchmarks_train.csv",
+        "trtllm",
+        lambda m: print(m, file=sys.stderr),
+        notes,
+    )
+    return {r.gpu.name for r in problem.all_rows}, {r.arch.name for r in problem.all_rows}
+
+
+def coverage(test: pd.DataFrame, table: iv.IntervalTable) -> pd.DataFrame:
+    """Each test row with its interval's ends (in the row's orientation) and whether it holds."""
+    rows = []
+    for t in test.itertuples():
+        band = table.band(iv.Stratum(t.kind, t.architecture, t.bound, t.nodes, bool(t.seen)))
+        round_ = ROUND.search(str(t.source))
+        out = {
+            "kind": t.kind,
+            "seen": t.seen,
+            "stratum": band.source,
+            "round": f"v{round_.group(1)}" if round_ else "?",
+        }
+        for level in iv.LEVELS:
+            lo_q, hi_q = (getattr(band, q) for q in iv.QUANTILES[level])
+            out[f"in{level}"] = lo_q <= t.r <= hi_q
+            out[f"below{level}"] = t.r < lo_q
+            out[f"above{level}"] = t.r > hi_q
+            out[f"width{level}"] = np.exp(hi_q) - np.exp(lo_q)
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def summary(cov: pd.DataFrame) -> pd.DataFrame:
+    parts = [("all", cov)]
+    parts += [(f"kind {k}", g) for k, g in cov.groupby("kind")]
+    parts += [(f"round {k}", g) for k, g in cov.groupby("round")]
+    parts += [(f"round {r}, {k}", g) for (r, k), g in cov.groupby(["round", "kind"])]
+    parts += [
+        ("GPU and model family seen in the fit", cov[cov.seen]),
+        ("outside coverage (widened)", cov[~cov.seen]),
+    ]
+    rows = []
+    for name, g in parts:
+        if not len(g):
+            continue
+        rows.append(
+            {
+                "figures": name,
+                "rows": len(g),
+                "in 80 % interval": f"{g.in80.mean():.1%}",
+                "in 90 % interval": f"{g.in90.mean():.1%}",
+                "below its low end": f"{g.below90.mean():.1%}",
+                "above its high end": f"{g.above90.mean():.1%}",
+                "median width 80 %": f"{g.width80.median():.2f}",
+                "median width 90 %": f"{g.width90.median():.2f}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def reliability(cal, test, gpus, models, n_cal, path) -> pd.DataFrame:
+    """Observed coverage on the test rows at each nominal level of ``CURVE``, by kind, each
+    level's table built by the same rule from the calibration rows."""
+    rows = []
+    for level in CURVE:
+        lo, hi = (100 - level) / 2, (100 + level) / 2
+        mapping = table_mapping(cal, gpus, models, n_cal, "", lows=(lo, lo), highs=(hi, hi))
+        tab = iv.parse_table(mapping, "reliability")
+        cov = coverage(test, tab)  # q05..q95 all hold this level's ends
+        for kind, g in [("all", cov), *cov.groupby("kind")]:
+            rows.append({"nominal": level, "kind": kind, "observed": g.in90.mean()})
+    return pd.DataFrame(rows)
+
+
+def draw(curve: pd.DataFrame, path: str, n_test: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 5.4), layout="constrained")
+    ax.plot([0, 100], [0, 100], color="grey", ls="--", lw=1, label="perfect calibration")
+    for kind, g in curve.groupby("kind", sort=False):
+        lw = 2.4 if kind == "all" else 1.4
+        ax.plot(g.nominal, 100 * g.observed, marker="o", lw=lw, label=kind)
+    ax.axhspan(85, 95, xmin=0.85, xmax=0.95, color="tab:green", alpha=0.25, label="goal at 90 %")
+    ax.set_xlabel("nominal interval level, %")
+    ax.set_ylabel("measured results inside the interval, %")
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 100)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize=9)
+    ax.set_title(
+        f"Interval reliability on {n_test} newer MLPerf figures\n"
+        "(calibrated on v5.0, measured on v5.1-v6.1)",
+        fontsize=10,
+    )
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("residuals", help="measured_validation.py --residuals output (CSV)")
+    parser.add_argument("--write", action="store_true", help=f"rewrite {TABLE.relative_to(ROOT)}")
+    parser.add_argument("--figure", help="draw the reliability curve here")
+    parser.add_argument("--format", default="markdown", choices=("table", "markdown"))
+    args = parser.parse_args()
+    t0 = time.process_time()
+    res = pd.read_csv(args.residuals)
+    res = res[np.isfinite(res.log_residual)]
+    if args.write:
+        gpus, models = fitted_sets(res)
+    else:
+        data = yaml.safe_load(TABLE.read_text())
+        gpus, models = set(data["fitted_gpus"]), set(data["fitted_models"])
+    families = {iv.family(load_model(m)) for m in models}
+    res = with_strata(res, gpus, families)
+    cal, test = res[res.file == CALIBRATION], res[res.file == TEST]
+    if args.write:
+        mapping = table_mapping(cal, gpus, models, len(cal), args.residuals)
+        text = yaml.safe_dump(mapping, sort_keys=False, width=100, allow_unicode=True)
+        TABLE.parent.mkdir(exist_ok=True)
+        TABLE.write_text(HEADER + text)
+        print(f"wrote {TABLE.relative_to(ROOT)}", file=sys.stderr)
+        table = iv.parse_table(mapping, str(TABLE))
+    else:
+        table = iv.parse_table(yaml.safe_load(TABLE.read_text()), str(TABLE))
+    print(f"Command: python benchmarks/interval_coverage.py {' '.join(sys.argv[1:])}\n")
+    print(
+        f"Calibration: {len(cal)} figures of {CALIBRATION}; test: {len(test)} figures of {TEST} "
+        f"({int((~test.seen).sum())} outside coverage); table {table.path}\n"
+    )
+    cov = coverage(test, table)
+    print(
+        render(
+            summary(cov),
+            args.format,
+            title="Coverage on results neither the fit nor the calibration saw",
+        )
+    )
+    by = cov.groupby("stratum").agg(
+        rows=("in90", "size"), in80=("in80", "mean"), in90=("in90", "mean")
+    )
+    by = by.reset_index().assign(
+        in80=lambda d: d.in80.map("{:.1%}".format), in90=lambda d: d.in90.map("{:.1%}".format)
+    )
+    print(render(by, args.format, title="By the table entry each figure took"))
+    shipped = pd.DataFrame(
+        [
+            {
+                "stratum": b.source,
+                "calibration rows": b.rows,
+                "80 %": f"x{np.exp(b.q10):.2f} .. x{np.exp(b.q90):.2f}",
+                "90 %": f"x{np.exp(b.q05):.2f} .. x{np.exp(b.q95):.2f}",
+            }
+            for b in table.strata.values()
+        ]
+    )
+    print(render(shipped, args.format, title="The table: measured / predicted at each level"))
+    if args.figure:
+        curve = reliability(cal, test, gpus, models, len(cal), args.figure)
+        draw(curve, args.figure, len(test))
+    print(
+        f"CPU: {time.process_time() - t0:.0f} s (PYTHONDONTWRITEBYTECODE=1: no compiled bytecode)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Expected figures with their intervals as the text tables show them (docs/model.md §F12): a
+range beside each figure; CSV and JSON keep the ``*_low80/_high80/_low90/_high90`` columns."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..serving.intervals import LEVELS, interval_columns
+from .render import HEADERS, format_number, is_duration, milliseconds_name
+
+
+def _figures(names) -> list[str]:
+    """The figures among ``names`` whose four interval columns are there too."""
+    names = list(names)
+    return [n for n in names if all(c in names for c in interval_columns(n))]
+
+
+def _text(value, key: str) -> str:
+    scale = 1e3 if is_duration(key) else 1.0
+    return format_number(value * scale)
+
+
+def ranged(series: pd.Series) -> pd.Series:
+    """One result (a field/value table) with each figure's intervals in its value:
+    ``20.9 (80 %: 17.3-24.6; 90 %: 16.1-26.0)``, durations in milliseconds as the table shows
+    them; the interval entries themselves left out."""
+    figures = _figures(series.index)
+    if not figures:
+        return series
+    drop = {c for n in figures for c in interval_columns(n)}
+    out = {}
+    for key, value in series.items():
+        if key in drop:
+            continue
+        if key in figures and isinstance(value, (int, float)):
+            ends = [series[c] for c in interval_columns(key)]
+            parts = [
+                f"{level} %: {_text(ends[2 * i], key)}-{_text(ends[2 * i + 1], key)}"
+                for i, level in enumerate(LEVELS)
+            ]
+            name = milliseconds_name(key) if is_duration(key) else key
+            out[name] = f"{_text(value, key)} ({'; '.join(parts)})"
+        else:
+            out[key] = value
+    return pd.Series(out, dtype=object)
+
+
+def ranged_columns(df: pd.DataFrame, level: int = 90) -> pd.DataFrame:
+    """A wide table with one ``<figure> <level> %`` column of ranges after each figure that has
+    intervals, and the interval columns left out."""
+    figures = _figures(df.columns)
+    if not figures:
+        return df
+    i = LEVELS.index(level)
+    out = df.drop(columns=[c for n in figures for c in interval_columns(n)])
+    for name in figures:
+        low, high = interval_columns(name)[2 * i : 2 * i + 2]
+        text = [f"{_text(a, name)}-{_text(b, name)}" for a, b in zip(df[low], df[high])]
+        shown = HEADERS.get(name, milliseconds_name(name) if is_duration(name) else name)
+        out.insert(out.columns.get_loc(name) + 1, f"{shown} {level} %", text)
+    return out

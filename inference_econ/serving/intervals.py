@@ -1,0 +1,507 @@
+"""Prediction intervals of expected figures (docs/model.md §F12): how far from the figure a
+measured run lands, read from the out-of-sample error of the engine profiles.
+
+An expected figure (one computed under an engine profile: the ``achievable`` preset) carries an
+80 % and a 90 % interval. The interval is the figure times the quantiles of measured over
+predicted that the shipped table ``intervals/achievable.yaml`` holds for the figure's
+*stratum*: its kind (``throughput``, ``TPOT``, ``TTFT``), the model's architecture (dense or
+MoE), what bounds the step (memory or compute), one node or many, and whether the GPU and the
+model family were in the data the profiles were fitted to (``seen``). The table is written by
+``benchmarks/interval_coverage.py --write`` from residuals the fit never saw (fit on the training file,
+residuals on the next publication round); its coverage is measured on later rounds still
+(``benchmarks/interval_coverage.py``, docs/validation.md).
+
+Pooling (stated in the table's ``rule``): a stratum with fewer calibration residuals than the
+table's ``min_rows`` is not in the table; a lookup drops, in turn, one node/many, then
+memory/compute, then dense/MoE, then seen/unseen, down to the kind alone. A case whose GPU or
+model family the fit never saw (outside coverage) takes the seen interval widened by the
+table's ``unseen_widening`` (its log-width multiplied by it about the middle of its 90 %
+interval), or the unseen stratum's where that is wider at an end; the output says so in one
+line (``coverage_note``).
+
+Ideal-bound figures (the ``paper`` and ``refined`` presets) have no interval: they are bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SpecError
+from .setting import Setting
+
+#: The interval levels every expected figure carries, percent.
+LEVELS = (80, 90)
+#: Kinds of figure, each in the orientation its residuals are stated in: a rate for
+#: throughput, a time for TPOT and TTFT.
+KINDS = ("throughput", "TPOT", "TTFT")
+#: Stratum dimensions, in the order a sparse stratum drops them (pools upward).
+POOLING = ("nodes", "bound", "architecture", "seen")
+#: The quantiles of measured/predicted the table holds: (low, high) per level.
+QUANTILES = {80: ("q10", "q90"), 90: ("q05", "q95")}
+
+#: Columns that carry an interval: (kind, +1 where the column is in the kind's orientation,
+#: -1 where it is its inverse: a speed per request is 1/TPOT, a price per token is the GPUs'
+#: price over the throughput).
+FIGURES: dict[str, tuple[str, int]] = {
+    # one configuration (point, frontier, request)
+    "tokens_per_s": ("TPOT", -1),
+    "latency_s": ("TPOT", 1),
+    "usd_per_mtok": ("throughput", -1),
+    "throughput_tokens_per_s": ("throughput", 1),
+    "tokens_per_s_per_gpu": ("throughput", 1),
+    "ttft_s": ("TTFT", 1),
+    "tpot_s": ("TPOT", 1),
+    "e2e_s": ("TPOT", 1),
+    # serving under load (simulate, capacity)
+    **{f"ttft_{s}_s": ("TTFT", 1) for s in ("mean", "p50", "p90", "p99")},
+    **{f"tpot_{s}_s": ("TPOT", 1) for s in ("mean", "p50", "p90", "p99")},
+    **{f"e2e_{s}_s": ("TPOT", 1) for s in ("mean", "p50", "p90", "p99")},
+    "decode_latency_s": ("TPOT", 1),
+    "e2e_latency_s": ("TPOT", 1),
+    "usd_per_request": ("throughput", -1),
+    "max_rate_per_s": ("throughput", 1),
+    "max_rate_per_instance": ("throughput", 1),
+    "output_tokens_per_s": ("throughput", 1),
+    "input_tokens_per_s": ("throughput", 1),
+    "throughput_requests_per_s": ("throughput", 1),
+    "usd_per_m_input_tokens": ("throughput", -1),
+    "usd_per_m_output_tokens": ("throughput", -1),
+}
+#: The figures of one prefill (``prefill``): its time is a time to first token; its speed in
+#: prompt tokens/s is the inverse, and its price per input token is proportional to its time.
+PREFILL_FIGURES: dict[str, tuple[str, int]] = {
+    "latency_s": ("TTFT", 1),
+    "tokens_per_s": ("TTFT", -1),
+    "usd_per_m_input_tokens": ("TTFT", 1),
+}
+#: The figures of a request (``request``): its prompt's prefill and input price are a time to
+#: first token's; the rest as ``FIGURES``.
+REQUEST_FIGURES = {**FIGURES, "prefill_s": ("TTFT", 1), "usd_per_m_input_tokens": ("TTFT", 1)}
+#: Figures of a run under load whose intervals are its latencies'; its rates and prices
+#: carry the throughput interval only when the deployment does not keep up (then they are its
+#: capacity; a deployment that keeps up serves the offered load, and whether it would still
+#: keep up is what ``capacity --confidence`` answers).
+LOAD_LATENCIES = tuple(
+    f"{m}_{s}_s" for m in ("ttft", "tpot", "e2e") for s in ("mean", "p50", "p90", "p99")
+)
+LOAD_RATES = (
+    "throughput_requests_per_s",
+    "input_tokens_per_s",
+    "output_tokens_per_s",
+    "usd_per_m_input_tokens",
+    "usd_per_m_output_tokens",
+    "usd_per_mtok",
+)
+
+
+#: What a benchmark row's quantity is (docs/model.md §F9): its kind, and +1 where it is stated
+#: in the kind's orientation, -1 where it is the inverse (a speed per user is 1/TPOT).
+QUANTITIES: dict[str, tuple[str, int]] = {
+    "throughput": ("throughput", 1),
+    "streams": ("throughput", 1),
+    "tpot": ("TPOT", 1),
+    "tpot_p99": ("TPOT", 1),
+    "itl": ("TPOT", 1),
+    "user_speed": ("TPOT", -1),
+    "ttft": ("TTFT", 1),
+    "ttft_p99": ("TTFT", 1),
+    "ttft_single": ("TTFT", 1),
+}
+
+
+def interval_columns(name: str) -> list[str]:
+    """The interval columns of a figure: ``name_low80, name_high80, name_low90, name_high90``."""
+    return [f"{name}_{end}{level}" for level in LEVELS for end in ("low", "high")]
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """Where a figure sits: its kind and regime, and whether the fit saw its GPU and model."""
+
+    kind: str
+    architecture: str = "dense"
+    bound: str = "compute"
+    nodes: str = "one node"
+    seen: bool = True
+
+    def key(self, dropped: int = 0) -> tuple:
+        """The table key with the first ``dropped`` dimensions of ``POOLING`` pooled."""
+        kept = POOLING[dropped:]
+        values = {**self.__dict__, "seen": "seen" if self.seen else "unseen"}
+        return (self.kind, *(values[d] if d in kept else "*" for d in POOLING))
+
+
+@dataclass(frozen=True)
+class Band:
+    """Quantiles of measured/predicted (natural logs, in the kind's orientation) of a stratum,
+    and which table entry gave them."""
+
+    q05: float
+    q10: float
+    q90: float
+    q95: float
+    source: str
+    rows: int
+
+    def widened(self, factor: float) -> Band:
+        """The band with its log-width multiplied by ``factor`` about the middle of its 90 %
+        interval."""
+        mid = (self.q05 + self.q95) / 2.0
+        q = [mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)]
+        return Band(
+            *q,
+            f"{self.source}, {factor:g} x as wide (outside coverage)",
+            self.rows,
+        )
+
+    def envelope(self, other: Band) -> Band:
+        return Band(
+            min(self.q05, other.q05),
+            min(self.q10, other.q10),
+            max(self.q90, other.q90),
+            max(self.q95, other.q95),
+            f"{self.source} or {other.source}, the wider",
+            max(self.rows, other.rows),
+        )
+
+
+@dataclass(frozen=True)
+class IntervalTable:
+    """The shipped table: quantiles by stratum and what it was made from."""
+
+    strata: dict
+    min_rows: int
+    unseen_widening: float
+    fitted_gpus: frozenset
+    fitted_models: frozenset
+    provenance: dict
+    path: str
+
+    def band(self, stratum: Stratum) -> Band:
+        """The quantiles of ``stratum``, pooled upward and widened outside coverage."""
+        if stratum.seen:
+            return self._pooled(stratum)
+        seen = self._pooled(Stratum(**{**stratum.__dict__, "seen": True}))
+        band = seen.widened(self.unseen_widening)
+        unseen = self._pooled(stratum, stop=len(POOLING) - 1)
+        return band.envelope(unseen) if unseen is not None else band
+
+    def _pooled(self, stratum: Stratum, stop: int | None = None) -> Band | None:
+        last = len(POOLING) if stop is None else stop
+        for dropped in range(last + 1):
+            entry = self.strata.get(stratum.key(dropped))
+            if entry is not None:
+                return entry
+        if stop is not None:
+            return None
+        raise SpecError(self.path, "strata", f"has no entry for {stratum.kind}", "refit the table")
+
+    def seen(self, setting: Setting) -> tuple[bool, bool]:
+        """(GPU measured in the fitting data, model family measured in it)."""
+        return setting.gpu.name in self.fitted_gpus, family(setting.model) in self.fitted_models
+
+
+def family(arch) -> tuple:
+    """A model's family for coverage: its shape (layers, width, query and KV heads, experts);
+    Llama 3.3 70B and Llama 3.1 70B are one family, Llama 3.1 8B another."""
+    experts = max(g.ffn.experts for g in arch.layer_groups)
+    a = arch.attention
+    return (arch.layers, arch.d_model, a.query_heads, a.kv_heads, experts)
+
+
+def _table_path() -> Path:
+    from ..specs.catalog import data_roots
+
+    found = (r / "intervals" / "achievable.yaml" for r in data_roots())
+    path = next((p for p in found if p.is_file()), None)
+    if path is None:
+        raise SpecError("intervals/achievable.yaml", "", "is missing", "reinstall the package")
+    return path
+
+
+@lru_cache(maxsize=1)
+def table() -> IntervalTable:
+    """The shipped interval table (``intervals/achievable.yaml``)."""
+    from ..specs.yamlfile import load_yaml
+
+    path = _table_path()
+    return parse_table(load_yaml(path), str(path))
+
+
+def parse_table(data: dict, source: str) -> IntervalTable:
+    """An interval table from its YAML mapping (``source`` names it in errors)."""
+    from ..specs.architecture import load_model
+    from ..specs.schema import check_number
+
+    strata = {}
+    for i, s in enumerate(data.get("strata") or ()):
+        where = f"strata[{i}]"
+        kind = s.get("kind")
+        if kind not in KINDS:
+            raise SpecError(source, f"{where}.kind", f"is {kind!r}", f"one of {KINDS}")
+        q = {
+            k: float(check_number(s.get(k), source, f"{where}.{k}", unit="log ratio"))
+            for k in ("q05", "q10", "q90", "q95")
+        }
+        if not q["q05"] <= q["q10"] <= q["q90"] <= q["q95"]:
+            raise SpecError(source, where, "quantiles out of order", "refit the table")
+        dims = tuple(str(s.get(d, "*")) if d != "seen" else _seen_key(s.get(d)) for d in POOLING)
+        label = ", ".join(v for v in dims if v != "*") or "all"
+        strata[(kind, *dims)] = Band(**q, source=f"{kind}: {label}", rows=int(s.get("rows", 0)))
+    models = set()
+    for name in data.get("fitted_models") or ():
+        try:
+            models.add(family(load_model(name)))
+        except SpecError:
+            continue  # a model the catalog no longer has: nothing can match it
+    return IntervalTable(
+        strata,
+        int(data.get("min_rows", 0)),
+        float(data.get("unseen_widening", 1.0)),
+        frozenset(data.get("fitted_gpus") or ()),
+        frozenset(models),
+        dict(data.get("provenance") or {}),
+        source,
+    )
+
+
+def _seen_key(value) -> str:
+    if value in (None, "*"):
+        return "*"
+    return "seen" if value else "unseen"
+
+
+def expected(setting: Setting) -> bool:
+    """Whether the setting's figures are expected (an engine profile) rather than bounds."""
+    return setting.assumptions.achievable
+
+
+def bound_of_tokens(setting: Setting, tokens_per_step) -> np.ndarray:
+    """Memory- or compute-bound by the tokens a step processes (``bound_on``)."""
+    return bound_on(setting.gpu, setting.model.precision.weight_bits, tokens_per_step)
+
+
+def bound_on(gpu, weight_bits: float, tokens_per_step) -> np.ndarray:
+    """Memory- or compute-bound, by the tokens a step processes against the GPU's ridge point
+    (FLOP/s per weight byte read, at the weights' precision): the rule the residuals are
+    labelled with (``studies.measured.intervals.regime``)."""
+    bits = float(weight_bits)
+    ridge = gpu.peak_flop_per_s(bits) * (bits / 8.0) / (2.0 * gpu.hbm_bandwidth_bytes_per_s)
+    return np.where(np.asarray(tokens_per_step, dtype=float) >= ridge, "compute", "memory")
+
+
+def bands(setting: Setting, kind: str, gpus, bound) -> list[Band]:
+    """The band of each configuration of ``setting`` (``stratum_bands``)."""
+    return stratum_bands(setting.model, setting.gpu, kind, gpus, bound)
+
+
+def stratum_bands(arch, gpu, kind: str, gpus, bound) -> list[Band]:
+    """The band of each configuration of a model on a GPU (``gpus`` and ``bound`` arrays of
+    one length; a bound other than memory or compute, such as ``mixed``, counts as compute)."""
+    t = table()
+    seen = gpu.name in t.fitted_gpus and family(arch) in t.fitted_models
+    moe = "MoE" if any(g.ffn.experts > 1 for g in arch.layer_groups) else "dense"
+    gpus = np.asarray(gpus, dtype=float)
+    nodes = np.atleast_1d(np.where(gpus <= gpu.scale_up_domain_gpus, "one node", "many nodes"))
+    bounds = np.atleast_1d(np.where(np.asarray(bound) == "memory", "memory", "compute"))
+    nodes, bounds = np.broadcast_arrays(nodes, bounds)
+    found: dict[tuple, Band] = {}
+    out = []
+    for b, n in zip(bounds, nodes):
+        key = (str(b), str(n))
+        if key not in found:
+            found[key] = t.band(Stratum(kind, moe, key[0], key[1], seen))
+        out.append(found[key])
+    return out
+
+
+def limits(values, orientation: int, chosen: list[Band]) -> dict[str, np.ndarray]:
+    """{"low80": ..., "high80": ..., "low90": ..., "high90": ...} of figures ``values``, one
+    band per value."""
+    v = np.asarray(values, dtype=float)
+    out = {}
+    for level in LEVELS:
+        lo_name, hi_name = QUANTILES[level]
+        lo = np.array([getattr(b, lo_name) for b in chosen], dtype=float)
+        hi = np.array([getattr(b, hi_name) for b in chosen], dtype=float)
+        if orientation < 0:
+            lo, hi = -hi, -lo
+        out[f"low{level}"], out[f"high{level}"] = v * np.exp(lo), v * np.exp(hi)
+    return out
+
+
+def add_intervals(
+    df: pd.DataFrame, setting: Setting, bound=None, gpus=None, columns=None
+) -> pd.DataFrame:
+    """``df`` with the interval columns of every figure of ``FIGURES`` it has (``columns``:
+    only those), for rows of ``setting`` under an engine profile; unchanged for a bound.
+    ``bound`` and ``gpus`` default to the table's ``bound`` and ``gpus`` columns."""
+    if not expected(setting) or df.empty:
+        return df
+    n = len(df)
+    bound = df["bound"].to_numpy() if bound is None else np.broadcast_to(bound, n)
+    gpus = df["gpus"].to_numpy() if gpus is None else np.broadcast_to(gpus, n)
+    out = df.copy()
+    for name in [c for c in (columns or FIGURES) if c in df]:
+        kind, orientation = FIGURES[name]
+        ends = limits(df[name], orientation, bands(setting, kind, gpus, bound))
+        for column, (_, values) in zip(interval_columns(name), _ordered(ends)):
+            out[column] = values
+    return out
+
+
+def interval_keys() -> list[str]:
+    """The keys of ``limits`` in column order: low80, high80, low90, high90."""
+    return [f"{e}{level}" for level in LEVELS for e in ("low", "high")]
+
+
+def _ordered(ends: dict) -> list:
+    return [(k, ends[k]) for k in interval_keys()]
+
+
+def load_bound(setting: Setting, mean_batch: float, input_per_output: float) -> str:
+    """Memory- or compute-bound for a run under load: the tokens of its mean step (the mean
+    batch of decoding requests, each with its share of prompt tokens) against the ridge."""
+    tokens = mean_batch * (1.0 + input_per_output) if math.isfinite(mean_batch) else 0.0
+    return str(bound_of_tokens(setting, tokens))
+
+
+def load_intervals(result) -> dict:
+    """The interval columns of a run under load (a ``LoadResult``): its latencies, and its
+    rates and prices when it does not keep up (``LOAD_RATES``); {} for an ideal bound."""
+    setting = result.setting
+    if setting is None or not expected(setting):
+        return {}
+    row = {
+        f"{m}_{s}_s": getattr(getattr(result, f"{m}_s"), s)
+        for m in ("ttft", "tpot", "e2e")
+        for s in ("mean", "p50", "p90", "p99")
+    }
+    names = list(LOAD_LATENCIES)
+    if not result.stable:
+        names += LOAD_RATES
+        row.update({n: getattr(result, n) for n in LOAD_RATES})
+    ratio = (
+        result.input_tokens_per_s / result.output_tokens_per_s
+        if result.output_tokens_per_s > 0
+        else 0.0
+    )
+    bound = load_bound(setting, result.mean_batch, ratio)
+    return figure_intervals(row, names, setting, result.gpus_per_instance, bound)
+
+
+def held_intervals(result, max_rate_per_s: float) -> dict:
+    """The interval columns of ``max_rate_per_s``, the load a deployment holds within its
+    targets (a throughput figure), read at ``result``, its run at that load; {} for a bound."""
+    setting = result.setting
+    if setting is None or not expected(setting):
+        return {}
+    out = result.output_tokens_per_s
+    ratio = result.input_tokens_per_s / out if out > 0 else 0.0
+    bound = load_bound(setting, result.mean_batch, ratio)
+    values = {"max_rate_per_s": max_rate_per_s}
+    return figure_intervals(values, ["max_rate_per_s"], setting, result.gpus_per_instance, bound)
+
+
+def figure_intervals(values: dict, names, setting: Setting, gpus, bound: str, figures=None) -> dict:
+    """The interval columns of single figures ``values[name]`` for ``names`` (kinds from
+    ``figures``, default ``FIGURES``): one instance of ``gpus`` GPUs whose steps are
+    ``bound``-bound."""
+    out = {}
+    for name in names:
+        kind, orientation = (FIGURES if figures is None else figures)[name]
+        band = bands(setting, kind, [gpus], [bound])
+        ends = limits([values[name]], orientation, band)
+        for column, (_, v) in zip(interval_columns(name), _ordered(ends)):
+            out[column] = float(v[0])
+    return out
+
+
+def series_intervals(row: pd.Series, setting: Setting, gpus, bound: str, figures=None) -> pd.Series:
+    """One result (``request``'s view; ``prefill``'s with ``figures=PREFILL_FIGURES``) with
+    the interval entries of its figures, each after its figure; unchanged for a bound."""
+    if not expected(setting):
+        return row
+    figures = FIGURES if figures is None else figures
+    names = [n for n in row.index if n in figures]
+    ends = figure_intervals(row.to_dict(), names, setting, gpus, bound, figures)
+    out = {}
+    for key, value in row.items():
+        out[key] = value
+        for column in interval_columns(key) if key in names else ():
+            out[column] = ends[column]
+    return pd.Series(out)
+
+
+def inverse_intervals(row: dict, source: str, name: str) -> dict:
+    """The interval columns of ``name`` = 1 / ``source`` (a speed per request from its mean
+    time per output token), from those of ``source`` in ``row``; {} if it has none."""
+    have = interval_columns(source)
+    if not all(c in row for c in have):
+        return {}
+    ends = [row[c] for c in have]  # low80, high80, low90, high90
+    inverse = [1.0 / ends[1], 1.0 / ends[0], 1.0 / ends[3], 1.0 / ends[2]]
+    return dict(zip(interval_columns(name), inverse))
+
+
+def ideal(setting: Setting) -> Setting:
+    """The setting's ideal bound: the same modelling choices with no engine profile (the
+    achievable preset's bound is the refined preset)."""
+    import dataclasses
+
+    a = setting.assumptions
+    if not a.achievable:
+        return setting
+    name = "refined" if a.name == "achievable" else a.name
+    return setting.replace(assumptions=dataclasses.replace(a, name=name, engine=None))
+
+
+def coverage_note(setting: Setting) -> str | None:
+    """One line when the setting is outside what the data covers (its GPU or model family
+    never measured in the fitting data): the intervals are widened, and by what rule."""
+    if not expected(setting):
+        return None
+    t = table()
+    gpu_seen, model_seen = t.seen(setting)
+    if gpu_seen and model_seen:
+        return None
+    what = " and ".join(
+        w
+        for w, s in (
+            (f"GPU {setting.gpu.name}", gpu_seen),
+            (f"model family of {setting.model.name}", model_seen),
+        )
+        if not s
+    )
+    return (
+        f"Outside coverage: the {what} never measured in the engine profiles' fitting data; "
+        f"intervals {t.unseen_widening:g} x as wide in log terms (docs/model.md §F12)."
+    )
+
+
+def figures_line(setting_or_label) -> str:
+    """The first line of every command's output: whether its figures are an ideal bound or
+    expected, under which preset and engine profile."""
+    label = setting_or_label
+    if isinstance(setting_or_label, Setting):
+        label = setting_or_label.assumptions.label
+    name, _, rest = str(label).partition(", ")
+    if rest.startswith("engine ") or name == "achievable":
+        if rest.startswith("engine "):
+            engine = f"engine profile {rest.split(' ')[1]}"
+        else:
+            engine = rest or "engine profile trtllm"
+        return (
+            f"Expected figures: {name} preset, {engine}; 80 % and 90 % intervals from "
+            "out-of-sample error (docs/validation.md)."
+        )
+    return (
+        f"Ideal bound: {label} preset (what a perfect engine would reach; no interval). "
+        "Expected figures: --assumptions achievable."
+    )

@@ -1,0 +1,180 @@
+"""Intervals of expected figures (docs/model.md §F12): the shipped table, pooling and the
+outside-coverage rule, the interval columns of every command, and capacity's plans."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import inference_econ as ie
+from inference_econ.output.ranges import ranged, ranged_columns
+from inference_econ.serving import intervals as iv
+from inference_econ.serving.setting import make_setting
+
+#: A small table: two levels of one kind, an unseen stratum, a widening of 1.5 (quantiles
+#: of log(measured / predicted)).
+SMALL = {
+    "min_rows": 30,
+    "unseen_widening": 1.5,
+    "fitted_gpus": ["H100-SXM"],
+    "fitted_models": ["Llama 3 8B"],
+    "strata": [
+        {"kind": "throughput", "q05": -0.4, "q10": -0.3, "q90": 0.1, "q95": 0.2, "rows": 300},
+        {
+            "kind": "throughput",
+            "architecture": "dense",
+            "bound": "compute",
+            "seen": True,
+            **{"q05": -0.2, "q10": -0.1, "q90": 0.05, "q95": 0.1, "rows": 80},
+        },
+        {
+            "kind": "throughput",
+            "architecture": "dense",
+            "seen": False,
+            **{"q05": -0.5, "q10": -0.2, "q90": 0.0, "q95": 0.1, "rows": 40},
+        },
+    ],
+}
+
+
+def test_a_sparse_stratum_pools_upward_and_outside_coverage_widens():
+    t = iv.parse_table(SMALL, "small")
+    # the compute-bound dense stratum is in the table (nodes pooled: '*')
+    b = t.band(iv.Stratum("throughput", "dense", "compute", "many nodes", True))
+    assert (b.q05, b.q95) == (-0.2, 0.1) and b.rows == 80
+    # memory-bound is not: pooled up to the kind alone (no dense-seen entry without a bound)
+    b = t.band(iv.Stratum("throughput", "dense", "memory", "one node", True))
+    assert (b.q05, b.q10, b.q90, b.q95) == (-0.4, -0.3, 0.1, 0.2)
+    # unseen: the seen interval 1.5 x as wide about the middle of its 90 % interval (-0.05),
+    # or the unseen stratum's where wider: -0.275, -0.125, 0.1, 0.175 against -0.5, -0.2, 0, 0.1
+    b = t.band(iv.Stratum("throughput", "dense", "compute", "one node", False))
+    assert (b.q05, b.q10, b.q90, b.q95) == pytest.approx((-0.5, -0.2, 0.1, 0.175))
+    with pytest.raises(ie.SpecError, match="no entry for TTFT"):
+        t.band(iv.Stratum("TTFT"))
+
+
+def test_the_shipped_table_covers_every_kind_with_ordered_quantiles():
+    t = iv.table()
+    assert t.provenance["command"].startswith("python benchmarks/measured_validation.py")
+    assert "benchmarks_train_mlperf_v50.csv" in t.provenance["calibration"]
+    for kind in iv.KINDS:
+        b = t.band(iv.Stratum(kind, "MoE", "memory", "many nodes", True))  # pools to the kind
+        assert b.q05 <= b.q10 < 0.0 < b.q90 <= b.q95 and b.rows >= t.min_rows
+    assert "H100-SXM" in t.fitted_gpus and t.unseen_widening > 1.0
+
+
+def test_expected_points_carry_intervals_and_bounds_none():
+    expected = make_setting("Llama 3.3 70B", "H100", assumptions="achievable", weight_bits=8)
+    df = ie.points(expected, gpus=8, batch=np.array([1.0, 64.0]))
+    for name in ("tokens_per_s", "usd_per_mtok", "latency_s"):
+        low80, high80, low90, high90 = (df[c].to_numpy() for c in iv.interval_columns(name))
+        assert (low90 <= low80).all() and (low80 < high80).all() and (high80 <= high90).all()
+    # a speed per request is 1 / the time per token: its interval is the inverse one
+    assert np.allclose(df["tokens_per_s_low90"] * df["latency_s_high90"], 1.0)
+    assert np.allclose(df["tokens_per_s_high80"] * df["latency_s_low80"], 1.0)
+    bound = ie.points("Llama 3.3 70B", "H100", gpus=8, batch=64.0, weight_bits=8)
+    assert not any(c.endswith("_low90") for c in bound.columns)  # a bound has no interval
+    assert iv.figures_line(expected).startswith("Expected figures: achievable preset, engine")
+    assert iv.figures_line("paper").startswith("Ideal bound: paper preset")
+
+
+def test_outside_coverage_is_said_in_one_line():
+    seen = make_setting("Llama 3.3 70B", "H100", assumptions="achievable")
+    assert iv.coverage_note(seen) is None  # Llama 3.1/3.3 70B: one family, measured
+    unseen = make_setting("Llama 3.3 70B", "H20", assumptions="achievable")
+    note = iv.coverage_note(unseen)
+    assert note.startswith("Outside coverage: the GPU H20 never measured") and "\n" not in note
+    assert "1.5 x as wide" in note
+    assert iv.coverage_note(make_setting("Llama 3.3 70B", "H20")) is None  # a bound
+
+
+def test_text_tables_show_ranges():
+    row = pd.Series(
+        {"ttft_s": 0.5, **dict(zip(iv.interval_columns("ttft_s"), [0.4, 0.6, 0.3, 0.9]))}
+    )
+    assert ranged(row).to_dict() == {"ttft_ms": "500 (80 %: 400-600; 90 %: 300-900)"}
+    df = pd.DataFrame([row.to_dict()])
+    assert list(ranged_columns(df).iloc[0]) == [0.5, "300-900"]
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """A small expected capacity plan (Llama 3 8B on one H100 per instance)."""
+    return ie.capacity(
+        "Llama 3 8B",
+        "H100",
+        sizes=[1],
+        arrival_rate_per_s=12,
+        input_lengths="500",
+        output_lengths="50",
+        requests=300,
+        slo_tpot_p99_s=0.05,
+    )
+
+
+def test_capacity_answers_expected_confident_and_bound(plan):
+    s = plan.summary()
+    assert s["assumptions"] == "achievable, engine trtllm" and s["bound_assumptions"] == "refined"
+    c, b = plan.confident, plan.bound
+    assert c.level == 90 and 0 < c.factor <= 1.0
+    assert c.deployment.instances >= plan.deployment.instances
+    # the targets hold at the pessimistic end: what the instances hold there covers the load
+    assert c.max_rate_per_s >= plan.rate_per_s
+    assert s["max_rate_per_s_low90"] == pytest.approx(plan.max_rate_per_s * c.factor)
+    assert b.result.assumptions == "refined" and b.max_rate_per_s >= plan.rate_per_s
+    rows = plan.plans()
+    assert list(rows["plan"].str.split(" ").str[0]) == ["expected", "90", "ideal"]
+
+
+@pytest.mark.parametrize("low", [-0.9, -0.3, -0.01, 0.2])
+def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, monkeypatch):
+    """Whatever the interval says (even a low end above the figure), the plan sized for
+    confidence has at least the expected plan's instances, GPUs and price."""
+    from inference_econ.optimise.capacity import with_odds
+
+    table = {**SMALL, "fitted_gpus": ["H100-SXM"], "strata": [dict(SMALL["strata"][0])]}
+    table["strata"][0].update(q05=low, q10=low, q90=max(low, 0.3), q95=max(low, 0.3))
+    monkeypatch.setattr(iv, "table", lambda: iv.parse_table(table, "test"))
+    for level in (0.8, 0.9):
+        odds = with_odds(plan, level).confident
+        assert odds.deployment.gpus >= plan.deployment.gpus
+        assert odds.usd_per_hour >= plan.result.usd_per_hour
+        assert odds.max_rate_per_s >= plan.rate_per_s * min(1.0, math.exp(low)) - 1e-9
+        if low < 0:
+            want = math.ceil(plan.rate_per_s / (plan.max_rate_per_s * math.exp(low)) - 1e-9)
+            assert odds.deployment.instances == max(plan.deployment.instances, want)
+    with pytest.raises(ie.SpecError, match="confidence"):
+        with_odds(plan, 0.95)
+
+
+def test_every_command_says_bound_or_expected_first_and_shows_ranges():
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    def run(*args):
+        result = CliRunner().invoke(main, [str(a) for a in args])
+        return result.exit_code, result.stdout, result.stderr
+
+    point = ("point", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--batch", 16)
+    code, out, _ = run(*point)
+    assert code == 0 and out.startswith("Ideal bound: paper preset") and "80 %:" not in out
+    code, out, _ = run(*point, "--assumptions", "achievable")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("Expected figures: achievable preset, engine")
+    speed = next(x for x in lines if x.startswith("tokens_per_s "))
+    assert "(80 %: " in speed and "; 90 %: " in speed  # the figure with its ranges
+    code, out, _ = run(*point, "--assumptions", "achievable", "--format", "csv")
+    header = next(x for x in out.splitlines() if not x.startswith("#"))
+    assert code == 0 and "tokens_per_s_low80,tokens_per_s_high80" in header
+    prefill = ("prefill", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--prompt-tokens", 2000)
+    code, out, _ = run(*prefill, "--assumptions", "achievable", "--format", "json")
+    assert code == 0 and "latency_s_high90" in out and "Expected figures" in out
+    capacity = ("capacity", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--prompt-tokens", 100)
+    code, _, err = run(*capacity, "--slo-tpot-p99", 0.05, "--confidence", 0.8)
+    assert code == 2 and "--confidence" in err and "drop --confidence" in err
+    with pytest.raises(ie.SpecError, match="confidence"):
+        ie.simulate_load("Llama 3 8B", "H100", gpus=1, arrival_rate_per_s=1, confidence=0.9)
