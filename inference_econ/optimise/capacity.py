@@ -38,8 +38,21 @@ from ..serving.load.targets import Targets
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
 from .frontier import pareto_indices
-from .load_search import Knee, knee_of, run_at
+from .load_search import (
+    SCREEN_MARGIN,
+    SCREEN_REFINE,
+    SCREEN_REQUESTS,
+    Knee,
+    find_knee,
+    knee_of,
+    lattice_start,
+    probe_for,
+    run_at,
+)
 
+#: Full simulations testing whether a screened candidate can beat the plan (``screened_rows``)
+#: before it is searched in full.
+SCREEN_TESTS = 2
 #: Extra instances tried when the cheapest count misses a target at the full load.
 MAX_BUMPS = 8
 
@@ -317,17 +330,127 @@ def knee_rows(
                 row = _candidate(s, kind, n, knee, rate, max_gpus)
                 rows.append(row)
                 if progress:
-                    held = (
-                        f"{knee.max_rate_per_s:.4g} req/s each -> {row['instances']} "
-                        f"{plural(row['instances'], 'instance')}"
-                        if row["instances"]
-                        else "no load meets the targets"
-                    )
-                    excluded = " (excluded)" if row["excluded"] and row["instances"] else ""
                     progress(
-                        f"{s.gpu.name}, {kind} instances of {n} {plural(n, 'GPU')}: {held}{excluded}"
+                        f"{s.gpu.name}, {kind} instances of {n} {plural(n, 'GPU')}: "
+                        f"{_held_text(knee, row)}"
                     )
     return rows
+
+
+def _held_text(knee: Knee, row: dict) -> str:
+    """What one instance holds, for the progress line of a search."""
+    if not row["instances"]:
+        return "no load meets the targets"
+    excluded = " (excluded)" if row["excluded"] else ""
+    count = row["instances"]
+    return f"{knee.max_rate_per_s:.4g} req/s each -> {count} {plural(count, 'instance')}{excluded}"
+
+
+def screens(traffic: Traffic, disaggregated: bool, pools, failures) -> bool:
+    """Whether ``cheapest_deployment`` screens with short searches (``screened_rows``): for
+    co-located plans without failures, of synthetic traffic of at least four short probes."""
+    return (
+        not disaggregated
+        and pools is None
+        and failures is None
+        and traffic.process != "trace"
+        and traffic.simulated_requests >= 4 * SCREEN_REQUESTS
+    )
+
+
+def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress) -> list[dict]:
+    """The rows of ``knee_rows`` (co-located only) in two passes (docs/model.md §E6): a short
+    search of every GPU and instance size (probes of ``SCREEN_REQUESTS`` requests on the full
+    search's lattice, ``SCREEN_REFINE`` bisections), then, while the option that ranks first
+    with every short answer taken ``SCREEN_MARGIN`` times higher was not searched in full, the
+    full search of it (begun at its short answer). The first option is then one searched in
+    full, ranked against what the others could at best hold; a candidate not searched in full
+    keeps its short answer, and ``probe_requests`` says which each row has."""
+    rate = traffic.offered_rate_per_s
+    short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
+    # [setting, size, short knee, full knee or None, a rate it holds less than, tests of it]
+    found = []
+    for s in settings:
+        for n in sizes or instance_sizes(s, max_gpus):
+            d = Deployment(n, 1)
+            start = lattice_start("deployment", s, d, traffic, config)
+            probe = probe_for("deployment", s, d, short, config)
+            knee = find_knee(probe, targets, start, refine=SCREEN_REFINE)
+            found.append([s, n, knee, None, math.inf, 0])
+            if progress:
+                row = _candidate(s, "deployment", n, knee, rate, max_gpus)
+                progress(
+                    f"{s.gpu.name}, deployment instances of {n} {plural(n, 'GPU')}: "
+                    f"{_held_text(knee, row)} (short probes of {SCREEN_REQUESTS} requests)"
+                )
+    while True:
+        hopes = [_candidate(f[0], "deployment", f[1], _hope(f), rate, max_gpus) for f in found]
+        options = _options(hopes)
+        if not options:
+            break
+        first = _found(found, options[0])
+        if first[3] is not None:
+            break
+        s, n, short_knee = first[:3]
+        d = Deployment(n, 1)
+        sure = _options([h for h, f in zip(hopes, found) if f[3] is not None])
+        if sure:
+            x = _to_beat(sure[0], _found(found, sure[0]), n, s, rate, max_gpus)
+        else:  # the instances it hopes for hold the load
+            x = rate / options[0][3].instances
+        if x is not None and first[5] < SCREEN_TESTS:
+            first[5] += 1
+            probe = run_at("deployment", s, d, traffic.at_rate(x), config)
+            if not probe.with_targets(targets).meets_targets:
+                first[4] = x  # holds less than x: never better than the plan searched in full
+                continue
+        first[3] = knee_of(
+            "deployment", s, d, traffic, targets, config, near=short_knee.max_rate_per_s
+        )
+        if progress:
+            row = _candidate(s, "deployment", n, first[3], rate, max_gpus)
+            progress(
+                f"{s.gpu.name}, deployment instances of {n} {plural(n, 'GPU')}: "
+                f"{_held_text(first[3], row)}"
+            )
+    rows = []
+    for s, n, short_knee, full, *_ in found:
+        row = _candidate(s, "deployment", n, full or short_knee, rate, max_gpus)
+        row["probe_requests"] = traffic.simulated_requests if full else SCREEN_REQUESTS
+        rows.append(row)
+    return rows
+
+
+def _hope(found: list) -> Knee:
+    """The most a candidate may hold: its full search's answer, else its short one taken
+    ``SCREEN_MARGIN`` times higher, and below a rate a full simulation saw it fail."""
+    _, _, short, full, below, _ = found
+    if full is not None:
+        return full
+    rate = min(short.max_rate_per_s * SCREEN_MARGIN, below * (1 - 1e-6))
+    return Knee(rate, (), short.reason)
+
+
+def _found(found: list, option: tuple) -> list:
+    """The entry of ``found`` behind an option of ``_options``."""
+    _, _, setting, deployment = option
+    return next(f for f in found if f[0] is setting and f[1] == deployment.gpus_per_instance)
+
+
+def _to_beat(option: tuple, entry: list, size: int, setting: Setting, rate: float, max_gpus):
+    """The least load one instance of ``size`` GPUs of ``setting`` must hold for its option to
+    rank at least level with ``option`` (fully searched): the most instances at no higher
+    price, and more load held at the same price. None when no instance count is that cheap."""
+    cost, _, _, deployment = option
+    held = deployment.instances * entry[3].max_rate_per_s
+    each = size * setting.gpu.price_usd_per_hour
+    count = math.floor(round(cost / each, 9))
+    if count < 1 or (max_gpus is not None and count * size > max_gpus):
+        return None
+    need = rate / count
+    if math.isclose(count * each, cost, rel_tol=1e-9):
+        need = max(need, held / count)
+    return need
 
 
 def _verify(setting, deployment: Deployment, traffic, targets, config):
@@ -407,15 +530,21 @@ def cheapest_deployment(
     progress: Callable[[str], None] | None = None,
     pools: tuple[list, list] | None = None,
     failures: Failures | None = None,
+    screen: bool = True,
 ) -> CapacityPlan:
     """The cheapest deployment of any of ``settings`` (one per GPU, with and without
     speculation when it is given) serving ``traffic`` within ``targets`` (module docstring);
     with ``pools`` (prefill settings, decode settings) the pools of a disaggregated deployment
     may run on different GPUs; with ``failures``, the plan that holds the targets with one
-    instance down (``n_plus_one``). Raises ``InfeasibleError`` with the reasons if none does."""
-    rows = knee_rows(
-        settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress, pools
-    )
+    instance down (``n_plus_one``). Raises ``InfeasibleError`` with the reasons if none does.
+    ``screen``: search in two passes where ``screens`` allows (``screened_rows``: the same
+    plan in a fraction of the work); False searches every candidate in full."""
+    if screen and screens(traffic, disaggregated, pools, failures):
+        rows = screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
+    else:
+        rows = knee_rows(
+            settings, traffic, targets, config, sizes, max_gpus, disaggregated, progress, pools
+        )
     options = _options(rows, mixed=pools is not None)
     if not options:
         reasons = "; ".join(

@@ -37,6 +37,13 @@ from .optimiser import GRID_MEMORY_SHARE, available_memory_bytes
 RATIO = math.sqrt(2.0)
 WALK_STEPS = 16  # up to 2^8 = 256 times the start either way
 REFINE_STEPS = 5
+#: Screening (``capacity``): requests of a short probe, its bisections, and how far above a
+#: short search's answer the full one may lie (a short run fills less and sees fewer long
+#: requests; its answer is also up to 2^(1/8) coarse). On the user guide's walk-through the
+#: short answers were 0.96-1.38 times the full ones (``benchmarks/bench_capacity.py``).
+SCREEN_REQUESTS = 500
+SCREEN_REFINE = 2
+SCREEN_MARGIN = 1.25
 #: What is simulated: the whole deployment, or one pool of a disaggregated one alone.
 KINDS = ("deployment", "prefill", "decode")
 
@@ -114,10 +121,18 @@ class Knee:
 
 
 def find_knee(
-    probe: Callable[[float], LoadResult], targets: Targets, start: float, progress=None
+    probe: Callable[[float], LoadResult],
+    targets: Targets,
+    start: float,
+    progress=None,
+    near: float | None = None,
+    refine: int = REFINE_STEPS,
 ) -> Knee:
     """The largest rate whose simulation meets ``targets`` (module docstring); ``probe(rate)``
-    simulates at a total rate. 0 when even ``start / 256`` fails."""
+    simulates at a total rate. 0 when even ``start / 256`` fails. ``near`` (a guess of the
+    answer) begins the walk at the lattice point at or below it instead of at ``start``: the
+    lattice is the same, so where the verdicts are monotone in the rate the answer is too, in
+    fewer simulations. ``refine`` bisections of the last interval (5: about 1 % in rate)."""
     seen: dict[float, LoadResult] = {}
 
     def ok(rate: float) -> bool:
@@ -132,6 +147,9 @@ def find_knee(
 
     lattice = [start * RATIO**i for i in range(-WALK_STEPS, WALK_STEPS + 1)]
     i = WALK_STEPS
+    if near is not None and near > 0:
+        below = [j for j, rate in enumerate(lattice) if rate <= near * (1 + 1e-9)]
+        i = below[-1] if below else 0
     if ok(lattice[i]):
         while i + 1 < len(lattice) and ok(lattice[i + 1]):
             i += 1
@@ -140,13 +158,14 @@ def find_knee(
         lo, hi = lattice[i], lattice[i + 1]
     else:
         while True:
-            if i == 0 or _unloaded(seen, lattice[i : i + 3]):
+            # (only from the start down: above it a saturated engine's p99s barely move too)
+            if i == 0 or (i <= WALK_STEPS and _unloaded(seen, lattice[i : i + 3])):
                 return _knee(0.0, seen, _why_not(seen[lattice[i]], targets))
             if ok(lattice[i - 1]):
                 break
             i -= 1
         lo, hi = lattice[i - 1], lattice[i]
-    for _ in range(REFINE_STEPS):
+    for _ in range(refine):
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     return _knee(lo, seen)
@@ -197,14 +216,24 @@ def knee_of(
     targets: Targets,
     config: EngineConfig,
     progress=None,
+    near: float | None = None,
+    refine: int = REFINE_STEPS,
 ) -> Knee:
-    """``find_knee`` for a deployment or one pool, started at its steady-state estimate."""
+    """``find_knee`` for a deployment or one pool on the lattice started at its steady-state
+    estimate (``near`` and ``refine``: ``find_knee``)."""
+    start = lattice_start(kind, setting, deployment, traffic, config)
+    probe = probe_for(kind, setting, deployment, traffic, config)
+    return find_knee(probe, targets, start, progress, near, refine)
+
+
+@functools.lru_cache(maxsize=256)
+def lattice_start(
+    kind: str, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
+) -> float:
+    """Where a load search's lattice starts: 0.7 times the steady-state estimate, rounded."""
     pool = {"prefill": "prefill", "decode": "decode"}.get(kind, "both")
     start = 0.7 * rate_estimate(setting, deployment, traffic, config, pool)
-    start = float(f"{start:.3g}")  # a round start: the lattice is easy to read
-    return find_knee(
-        probe_for(kind, setting, deployment, traffic, config), targets, start, progress
-    )
+    return float(f"{start:.3g}")  # a round start: the lattice is easy to read
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,54 @@
+"""The screened capacity search (optimise/capacity.py ``screened_rows``: short searches of
+every candidate, full searches only of those that can still be the plan) finds the plan the
+full search of every candidate finds: the same GPU, deployment, load held and price."""
+
+import pytest
+
+import inference_econ.optimise.capacity as capacity
+from inference_econ.optimise import load_search
+from inference_econ.serving.load.arrivals import make_traffic
+from inference_econ.serving.load.targets import Targets
+from inference_econ.serving.setting import make_setting
+
+# small asks: probes of 50 requests screen searches of 200 (the CLI: 500 of 10,000)
+ASKS = [
+    (30, "lognormal:1000:0.8", "lognormal:200:0.6", Targets(2.0, 0.05)),
+    (12, "lognormal:3000:0.5", "lognormal:300:0.5", Targets(1.0, 0.03)),
+]
+
+
+@pytest.fixture(scope="module")
+def settings():
+    return [make_setting("Llama 3 8B", "H100"), make_setting("Llama 3 8B", "H200")]
+
+
+@pytest.mark.parametrize("rate, prompts, outputs, targets", ASKS)
+def test_screened_search_finds_the_full_searchs_plan(
+    settings, monkeypatch, rate, prompts, outputs, targets
+):
+    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    simulated = []
+    run = load_search.simulate_deployment
+
+    def counted(setting, deployment, traffic, *args):
+        simulated.append(traffic.requests)
+        return run(setting, deployment, traffic, *args)
+
+    monkeypatch.setattr(load_search, "simulate_deployment", counted)
+    traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
+    assert capacity.screens(traffic, False, None, None)
+    load_search.run_at.cache_clear()
+    full = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], screen=False)
+    simulated_full = simulated.count(200)
+    load_search.run_at.cache_clear()
+    simulated.clear()
+    fast = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2])
+    assert fast.setting.gpu.name == full.setting.gpu.name
+    assert fast.deployment == full.deployment
+    assert fast.max_rate_per_s == full.max_rate_per_s  # bit for bit: the same lattice and probes
+    assert fast.result.usd_per_mtok == full.result.usd_per_mtok
+    assert fast.result.ttft_s == full.result.ttft_s
+    chosen = fast.candidates[fast.candidates["chosen"]]
+    assert chosen["probe_requests"].tolist() == [200]
+    assert set(fast.candidates["probe_requests"]) <= {50, 200}
+    assert set(simulated) == {50, 200} and simulated.count(200) < simulated_full
