@@ -1,0 +1,111 @@
+"""CPU time of ``capacity`` on the user guide's walk-through, paired against a baseline
+(issue 28: the goal is <= 3 s with the same plan as the full search).
+
+Each run is a whole process (``python -m inference_econ.cli``), its CPU time (user + system)
+read from ``resource.getrusage(RUSAGE_CHILDREN)``. The baseline is the code at ``--baseline``
+(a git ref, default ``main``), exported with ``git archive`` to a temporary folder and run from
+there. Both are measured twice: as this machine runs them (``PYTHONDONTWRITEBYTECODE=1``: the
+package is compiled on every start) and with compiled bytecode (a warm ``PYTHONPYCACHEPREFIX``
+cache). The plans (the "plans side by side" table) of the two are compared line by line.
+
+    python benchmarks/bench_capacity.py [--baseline main] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WALK_THROUGH = [
+    "capacity",
+    "Llama 3.3 70B",
+    "-H",
+    "H100,H200",
+    "--weight-bits",
+    "8",
+    "--rate",
+    "20",
+    "--prompt-tokens",
+    "lognormal:1000:0.8",
+    "--output-tokens",
+    "lognormal:300:0.6",
+    "--slo-ttft-p99",
+    "2",
+    "--slo-tpot-p99",
+    "0.05",
+]
+GOAL_S = 3.0
+
+
+def run(tree: Path, args: list[str], compiled: bool, cache: str) -> tuple[float, str]:
+    """(CPU seconds, stdout) of one run of the command line in a new process from ``tree``."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    if compiled:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = cache
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(
+        [sys.executable, "-m", "inference_econ.cli", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        env=env,
+    ).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), out
+
+
+def plans(text: str) -> list[str]:
+    """The lines of the "plans side by side" table."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("The plans side by side"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    return lines[start:end]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default="main", help="git ref of the code compared")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "baseline"
+        base.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.baseline], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        trees = {f"baseline ({args.baseline})": base, "this tree": ROOT}
+        print(f"capacity, the user guide's walk-through (goal <= {GOAL_S:g} s CPU)")
+        print(f"{'code':28s} {'bytecode':>22s} {'CPU s':>7s}")
+        outputs = {}
+        for name, tree in trees.items():
+            for compiled in (False, True):
+                cache = str(Path(tmp) / f"pycache-{len(outputs)}")
+                if compiled:
+                    run(tree, ["--help"], True, cache)  # compile once; not counted
+                times = []
+                for _ in range(args.repeat):
+                    seconds, out = run(tree, WALK_THROUGH, compiled, cache)
+                    times.append(seconds)
+                outputs[name] = out
+                mode = "compiled (warm cache)" if compiled else "not written (machine)"
+                print(f"{name:28s} {mode:>22s} {statistics.median(times):7.2f}")
+        a, b = (plans(out) for out in outputs.values())
+        print("same plans:", "yes" if a == b else "NO")
+        if a != b:
+            print("\n".join(["baseline:", *a, "this tree:", *b]))
+
+
+if __name__ == "__main__":
+    main()
