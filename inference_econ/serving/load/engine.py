@@ -147,7 +147,11 @@ def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch
         return math.inf
     # one grid for every layout and every limit: a limit only decides whether the settled
     # step time is allowed, never where it falls (so a larger limit cannot move a choice)
-    tau = _TAU_GRID[floor <= _TAU_GRID]
+    # (step times above ``top`` are refused whatever they solve: the grid stops there, and
+    # the first settled step time is the one of the whole grid when it is allowed)
+    tau = _TAU_GRID[(floor <= _TAU_GRID) & (top >= _TAU_GRID)]
+    if not tau.size:
+        return math.inf
     decoding = np.maximum(per_step * tau, 1.0)
     # prompts arrive in chunks of up to ``budget`` tokens: a share of the steps carries one
     # (the step time is not linear in the prompt tokens of a step, so spreading them evenly

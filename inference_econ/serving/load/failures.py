@@ -21,7 +21,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
 
 from ... import settings as table
 
@@ -48,10 +47,14 @@ class Failures:
 
     def down(self, instances: int, gpus: int) -> np.ndarray:
         """P(k instances down), k = 0 … ``instances``."""
+        from scipy.stats import binom  # 0.7 s of CPU to import: only where failures are sized
+
         return binom.pmf(np.arange(int(instances) + 1), int(instances), self.unavailability(gpus))
 
     def more_down_than(self, spare: int, instances: int, gpus: int) -> float:
         """P(more than ``spare`` of ``instances`` instances down at once)."""
+        from scipy.stats import binom
+
         return float(binom.sf(int(spare), int(instances), self.unavailability(gpus)))
 
     def describe(self) -> str:
