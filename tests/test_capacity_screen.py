@@ -52,3 +52,25 @@ def test_screened_search_finds_the_full_searchs_plan(
     assert chosen["probe_requests"].tolist() == [200]
     assert set(fast.candidates["probe_requests"]) <= {50, 200}
     assert set(simulated) == {50, 200} and simulated.count(200) < simulated_full
+
+
+def test_a_search_from_a_guess_finds_the_full_searchs_answer():
+    """On a monotone made-up curve (p99 TTFT 1 s per req/s) ``find_knee_from`` gives
+    ``find_knee``'s answer to the bit from guesses 20 % off either way, in fewer simulations
+    when the guess is close; below the start it hands over to ``find_knee``."""
+    from test_load import _Curve
+
+    for limit in (1.7, 3.0, 9.5):
+        targets = Targets(ttft_p99_s=limit)
+        full = load_search.find_knee(_Curve, targets, start=1.3)
+        for guess in (0.8 * limit, limit, 1.2 * limit):
+            fast = load_search.find_knee_from(_Curve, targets, 1.3, guess)
+            assert fast.max_rate_per_s == full.max_rate_per_s
+        close = load_search.find_knee_from(_Curve, targets, 1.3, full.max_rate_per_s)
+        assert len(close.evaluated) == 2 < len(full.evaluated)
+    below = load_search.find_knee_from(_Curve, Targets(ttft_p99_s=0.5), 1.3, 0.5)
+    assert (
+        below.max_rate_per_s
+        == load_search.find_knee(_Curve, Targets(ttft_p99_s=0.5), 1.3).max_rate_per_s
+    )
+    assert 0.49 < below.max_rate_per_s <= 0.5

@@ -44,6 +44,7 @@ from .load_search import (
     SCREEN_REQUESTS,
     Knee,
     find_knee,
+    find_knee_from,
     knee_of,
     lattice_start,
     probe_for,
@@ -364,8 +365,9 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
     search's lattice, ``SCREEN_REFINE`` bisections), then, while the option that ranks first
     with every short answer taken ``SCREEN_MARGIN`` times higher was not searched in full, the
     full search of it (begun at its short answer). The first option is then one searched in
-    full, ranked against what the others could at best hold; a candidate not searched in full
-    keeps its short answer, and ``probe_requests`` says which each row has."""
+    full (``find_knee_from``, from its short answer bisected to the full grid), ranked against
+    what the others could at best hold; a candidate not searched in full keeps its short
+    answer, and ``probe_requests`` says which each row has."""
     rate = traffic.offered_rate_per_s
     short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
     # [setting, size, short knee, full knee or None, a rate it holds less than, tests of it]
@@ -404,9 +406,12 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
             if not probe.with_targets(targets).meets_targets:
                 first[4] = x  # holds less than x: never better than the plan searched in full
                 continue
-        first[3] = knee_of(
-            "deployment", s, d, traffic, targets, config, near=short_knee.max_rate_per_s
-        )
+        # the short search bisected to the full one's grid guesses its answer
+        start = lattice_start("deployment", s, d, traffic, config)
+        short_probe = probe_for("deployment", s, d, short, config)
+        guess = find_knee(short_probe, targets, start, near=short_knee.max_rate_per_s)
+        probe = probe_for("deployment", s, d, traffic, config)
+        first[3] = find_knee_from(probe, targets, start, guess.max_rate_per_s or x or rate)
         if progress:
             row = _candidate(s, "deployment", n, first[3], rate, max_gpus)
             progress(

@@ -145,7 +145,7 @@ def find_knee(
                 )
         return seen[rate].meets_targets
 
-    lattice = [start * RATIO**i for i in range(-WALK_STEPS, WALK_STEPS + 1)]
+    lattice = _lattice(start)
     i = WALK_STEPS
     if near is not None and near > 0:
         below = [j for j, rate in enumerate(lattice) if rate <= near * (1 + 1e-9)]
@@ -169,6 +169,77 @@ def find_knee(
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     return _knee(lo, seen)
+
+
+def _lattice(start: float) -> list[float]:
+    return [start * RATIO**i for i in range(-WALK_STEPS, WALK_STEPS + 1)]
+
+
+def grid_rate(start: float, index: int) -> float:
+    """The rate ``find_knee`` answers when its answer is point ``index`` of the refined grid
+    (``2^REFINE_STEPS`` points per lattice interval, from ``start / 256``): the same float,
+    bisected the same way."""
+    lattice = _lattice(start)
+    j, m = divmod(index, 2**REFINE_STEPS)
+    if j + 1 >= len(lattice):
+        return lattice[-1] * 2.0 ** (index - (len(lattice) - 1) * 2**REFINE_STEPS)
+    lo, hi = lattice[j], lattice[j + 1]
+    for bit in reversed(range(REFINE_STEPS)):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if m >> bit & 1 else (lo, mid)
+    return lo
+
+
+def grid_index(start: float, rate: float) -> int:
+    """The refined grid's last point at or below ``rate`` (0 below the lattice)."""
+    lattice = _lattice(start)
+    j = max([i for i, r in enumerate(lattice[:-1]) if r <= rate * (1 + 1e-12)], default=0)
+    lo, hi, m = lattice[j], lattice[j + 1], 0
+    for _ in range(REFINE_STEPS):
+        mid = math.sqrt(lo * hi)
+        up = mid <= rate * (1 + 1e-12)
+        lo, hi, m = (mid, hi, 2 * m + 1) if up else (lo, mid, 2 * m)
+    return j * 2**REFINE_STEPS + m
+
+
+def find_knee_from(
+    probe: Callable[[float], LoadResult], targets: Targets, start: float, guess: float
+) -> Knee:
+    """``find_knee``'s answer found from a good ``guess`` of it: a galloping search on the
+    refined grid from the guess for the point that meets the targets next to one that does
+    not. Where the verdicts are monotone in the rate that point is ``find_knee``'s answer
+    (its walk up from ``start`` holds up to it and fails just above; every bisection agrees),
+    in about 2 + 2·log2(grid points the guess is off) simulations instead of 7 or more. An
+    answer below ``start`` or at the lattice's top is left to ``find_knee`` (begun near it),
+    whose walk down and top differ."""
+    seen: dict[float, LoadResult] = {}
+
+    def ok(index: int) -> bool:
+        rate = grid_rate(start, index)
+        if rate not in seen:
+            seen[rate] = probe(rate).with_targets(targets)
+        return bool(seen[rate].meets_targets)
+
+    first, top = WALK_STEPS * 2**REFINE_STEPS, 2 * WALK_STEPS * 2**REFINE_STEPS
+    lo, hi, step = None, None, 1
+    at = min(max(grid_index(start, guess), first), top - 1)
+    while lo is None or hi is None:
+        if at < first or at >= top:
+            break
+        if ok(at):
+            lo = at
+            if hi is None:
+                at, step = at + step, 2 * step
+        else:
+            hi = at
+            if lo is None:
+                at, step = at - step, 2 * step
+    if lo is None or hi is None:
+        return find_knee(probe, targets, start, near=guess)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return _knee(grid_rate(start, lo), seen)
 
 
 def _unloaded(seen: dict, rates) -> bool:
