@@ -3,10 +3,11 @@
 
 Each run is a whole process (``python -m inference_econ.cli``), its CPU time (user + system)
 read from ``resource.getrusage(RUSAGE_CHILDREN)``. The baseline is the code at ``--baseline``
-(a git ref, default ``main``), exported with ``git archive`` to a temporary folder and run from
-there. Both are measured twice: as this machine runs them (``PYTHONDONTWRITEBYTECODE=1``: the
-package is compiled on every start) and with compiled bytecode (a warm ``PYTHONPYCACHEPREFIX``
-cache). The plans (the "plans side by side" table) of the two are compared line by line.
+(a git ref, default ``main``), exported with ``git archive`` to a temporary folder; this tree's
+tracked files are copied to another, and each runs from its folder. Both are measured twice: as
+this machine runs them (``PYTHONDONTWRITEBYTECODE=1``: the package is compiled on every start)
+and with compiled bytecode (``compileall`` first, in the temporary folder; the installed
+libraries have theirs). The plans (the "plans side by side" table) are compared line by line.
 
     python benchmarks/bench_capacity.py [--baseline main] [--repeat 1]
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,14 +46,19 @@ WALK_THROUGH = [
 GOAL_S = 3.0
 
 
-def run(tree: Path, args: list[str], compiled: bool, cache: str) -> tuple[float, str]:
-    """(CPU seconds, stdout) of one run of the command line in a new process from ``tree``."""
+def environment(tree: Path, compiled: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree))
+    env.pop("PYTHONPYCACHEPREFIX", None)
     if compiled:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = cache
     else:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run(tree: Path, args: list[str], compiled: bool) -> tuple[float, str]:
+    """(CPU seconds, stdout) of one run of the command line in a new process from ``tree``."""
+    env = environment(tree, compiled)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, "-m", "inference_econ.cli", *args],
@@ -85,18 +92,30 @@ def main() -> None:
             ["git", "-C", str(ROOT), "archive", args.baseline], check=True, capture_output=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-        trees = {f"baseline ({args.baseline})": base, "this tree": ROOT}
+        here = Path(tmp) / "here"
+        files = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files", "-z"], check=True, capture_output=True
+        ).stdout.split(b"\0")
+        for name in filter(None, files):
+            target = here / name.decode()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if (ROOT / name.decode()).is_file():
+                shutil.copy2(ROOT / name.decode(), target)
+        trees = {f"baseline ({args.baseline})": base, "this tree": here}
         print(f"capacity, the user guide's walk-through (goal <= {GOAL_S:g} s CPU)")
         print(f"{'code':28s} {'bytecode':>22s} {'CPU s':>7s}")
         outputs = {}
         for name, tree in trees.items():
             for compiled in (False, True):
-                cache = str(Path(tmp) / f"pycache-{len(outputs)}")
-                if compiled:
-                    run(tree, ["--help"], True, cache)  # compile once; not counted
+                if compiled:  # compile once; not counted
+                    subprocess.run(
+                        [sys.executable, "-m", "compileall", "-q", str(tree / "inference_econ")],
+                        check=True,
+                        env=environment(tree, True),
+                    )
                 times = []
                 for _ in range(args.repeat):
-                    seconds, out = run(tree, WALK_THROUGH, compiled, cache)
+                    seconds, out = run(tree, WALK_THROUGH, compiled)
                     times.append(seconds)
                 outputs[name] = out
                 mode = "compiled (warm cache)" if compiled else "not written (machine)"

@@ -400,14 +400,17 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
             x = _to_beat(sure[0], _found(found, sure[0]), n, s, rate, max_gpus)
         else:  # the instances it hopes for hold the load
             x = rate / options[0][3].instances
-        if x is not None and first[5] < SCREEN_TESTS:
+        start = lattice_start("deployment", s, d, traffic, config)
+        # a test needs the short search's answer below x: a full simulation failing where the
+        # short search held is too little to go on (verdicts are not always monotone in the
+        # rate: under speculation one may fail below a rate that holds), so search in full
+        if x is not None and x > short_knee.max_rate_per_s and first[5] < SCREEN_TESTS:
             first[5] += 1
             probe = run_at("deployment", s, d, traffic.at_rate(x), config)
             if not probe.with_targets(targets).meets_targets:
                 first[4] = x  # holds less than x: never better than the plan searched in full
                 continue
         # the short search bisected to the full one's grid guesses its answer
-        start = lattice_start("deployment", s, d, traffic, config)
         short_probe = probe_for("deployment", s, d, short, config)
         guess = find_knee(short_probe, targets, start, near=short_knee.max_rate_per_s)
         probe = probe_for("deployment", s, d, traffic, config)
@@ -419,8 +422,17 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
                 f"{_held_text(first[3], row)}"
             )
     rows = []
-    for s, n, short_knee, full, *_ in found:
-        row = _candidate(s, "deployment", n, full or short_knee, rate, max_gpus)
+    for s, n, short_knee, full, below, _ in found:
+        knee = full or short_knee
+        if full is None and below <= short_knee.max_rate_per_s:
+            # a full simulation failed below the short answer: the full answer is lower
+            knee = Knee(
+                below * (1 - 1e-6),
+                (),
+                f"holds less than {below:.4g} req/s (a full simulation there misses a target; "
+                f"short probes: {short_knee.max_rate_per_s:.4g})",
+            )
+        row = _candidate(s, "deployment", n, knee, rate, max_gpus)
         row["probe_requests"] = traffic.simulated_requests if full else SCREEN_REQUESTS
         rows.append(row)
     return rows
