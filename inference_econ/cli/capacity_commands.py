@@ -251,7 +251,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
         progress=lambda done, total: say(f"{done}/{total} requests served"),
         **_load_kwargs(values),
     )
-    from .decode_commands import stated
+    from .common import stated
 
     row = result.to_dataframe().iloc[0]
     if result.meets_targets is None and format in ("table", "markdown"):
@@ -376,7 +376,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
     from .. import api
     from ..output.render import meta_lines, render
-    from .decode_commands import vertical
+    from .common import vertical
 
     for flag, given_value in (
         ("--gpus", gpus),
@@ -454,7 +454,7 @@ def _chosen_curve(model, plan, kwargs, say):
 
 def _plan_text(plan, fmt: str) -> str:
     from ..output.render import render
-    from .decode_commands import vertical
+    from .common import vertical
 
     r = plan.result
     title = (

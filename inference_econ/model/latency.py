@@ -129,8 +129,10 @@ class PipelinePart:
         return self.kv_read_s + self.ff_weight_read_s + self.ff_activation_read_s
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def divisors(n: int) -> list[int]:
+    """The divisors of a positive integer, ascending."""
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
 
 
 def expert_degree(b, t, experts, min_micro_batch, integer=False):
@@ -235,12 +237,12 @@ class StepModel:
         # attention degrees dividing the heads, searched besides the paper's log grids
         aligned = assumptions.node_aligned_layouts
         self.extra_pipeline_degrees = (
-            tuple(d for d in _divisors(work.layers) if d > 1)
+            tuple(d for d in divisors(work.layers) if d > 1)
             if aligned and "pipeline" in self.features
             else ()
         )
         self.extra_attention_degrees = (
-            tuple(d for d in _divisors(int(work.tp_heads)) if d > 1)
+            tuple(d for d in divisors(int(work.tp_heads)) if d > 1)
             if aligned and "attention_data" in self.features
             else ()
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecError
-from .latency import StepModel, expert_degree
+from .latency import StepModel, divisors, expert_degree
 from .machine import square_split
 
 
@@ -202,12 +202,6 @@ def check_whole_gpus(gpus) -> None:
             f"is {bad:g}; whole layouts (discrete) lay out whole GPUs",
             "give a whole number of GPUs, or leave discrete off for the continuous model",
         )
-
-
-def divisors(n: int) -> list[int]:
-    """The divisors of a positive integer, ascending."""
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
 
 
 def attention_degrees(arch, t: int) -> list[int]:

@@ -17,9 +17,8 @@ import numpy as np
 
 from ...errors import InfeasibleError, SpecError
 from ...model.latency import StepModel, prefill_step_model
-from ...model.mixed_step import EngineLayout, StepTable, mixed_step_s
+from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
 from ...model.workload import Workload, compile_workload
-from ...specs.engine import LAYOUT_FEATURES
 from ..setting import Setting
 from .speculation import DraftEngine, draft_engine, resident_draft
 
@@ -90,30 +89,6 @@ class EngineConfig:
 
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.
 DEFAULT_ENGINE = EngineConfig()
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def candidate_layouts(
-    work: Workload, gpus: int, pipeline: bool = True, features=LAYOUT_FEATURES
-) -> list[EngineLayout]:
-    """Every whole layout of an instance of ``gpus`` GPUs (§B7's rules) that an engine with
-    these layout ``features`` runs (§F11)."""
-    out = []
-    pipeline = pipeline and "pipeline" in features
-    for p in _divisors(work.layers) if pipeline else [1]:
-        if gpus % p:
-            continue
-        t = gpus // p
-        degrees = [d for d in _divisors(t) if work.tp_heads % d == 0]
-        if "attention_data" not in features:
-            degrees = [t] if t in degrees else degrees[-1:]
-        for t_at in degrees:
-            for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
-                out.append(EngineLayout(gpus, p, t / t_at, two_d))
-    return out
 
 
 @dataclass(frozen=True)

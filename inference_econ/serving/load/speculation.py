@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ...model.assumptions import Assumptions
 from ...model.latency import StepModel
-from ...model.mixed_step import EngineLayout, StepTable
+from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts
 from ...model.workload import Workload
 from ...specs.hardware import GPU
 from ..speculative import Cycle, DraftHeads, SpecDecoding
@@ -150,7 +150,6 @@ def draft_engine(
     the draft tensor-parallel beside the target: vLLM's draft_tensor_parallel_size); under an
     engine profile its passes carry no step overhead of their own (the engine schedules the
     step once)."""
-    from .engine import candidate_layouts
 
     work = spec.draft_workload(assumptions)
     model = StepModel(work, gpu, assumptions, integer_layouts=True)
