@@ -24,6 +24,7 @@ from .optimise.optimiser import frontier as _frontier
 from .output.study_run import StudyResult, run_study
 from .serving.decode import evaluate
 from .serving.setting import Setting, make_setting
+from .serving.toy import critical_batch
 from .specs import catalog
 from .specs.architecture import Architecture, load_model
 from .specs.catalog import display_path
@@ -176,7 +177,7 @@ def model_summary(
         "hardware_file": display_path(gpu.source_file),
         "min_gpus_for_weights": min_gpus(work.weights_total_bytes, gpu),
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
-        "critical_batch": flop * work.bytes_per_weight / (2.0 * bw) * sparsity,
+        "critical_batch": critical_batch(work.bytes_per_weight, bw, flop) * sparsity,
         # tokens of KV cache one GPU holds beside the weights (HBM, not the model's window)
         "kv_tokens_beside_weights_one_gpu": max(
             0.0, gpu.hbm_capacity_bytes - work.weights_total_bytes

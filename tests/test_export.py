@@ -235,18 +235,15 @@ def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
     # by hand: 61 MLA layers x (512 latent + 64 rope) x 2 bytes = 70,272 B per token, at
     # 8,704 tokens (prompt + half the output); MLA's one latent cannot be split over the 4
     # tensor-parallel ranks, so each holds a copy (docs/model.md §B13): 4 copies in all
-    assert c.kv_per_request_bytes == pytest.approx(4 * 61 * 576 * 2 * 8704, rel=1e-9)
+    per_request = c.kv_needed_bytes_per_gpu * c.gpus / c.batch
+    assert per_request == pytest.approx(4 * 61 * 576 * 2 * 8704, rel=1e-9)
     per_gpu = 384 * 61 * 576 * 2 * 8704
     assert c.kv_needed_bytes_per_gpu == pytest.approx(per_gpu, rel=1e-9)
     # vLLM: 0.9 of 180 GB, less 2 GB workspace, less the weights, is the KV cache
     assert c.kv_capacity_bytes_per_gpu == pytest.approx(
         0.9 * 180e9 - 2e9 - c.weights_bytes_per_gpu, rel=1e-9
     )
-    assert (
-        c.admitted_requests
-        == int(c.kv_capacity_bytes_per_gpu // (c.kv_per_request_bytes / 4))
-        < 384
-    )
+    assert c.admitted_requests == int(c.kv_capacity_bytes_per_gpu // (per_request / 4)) < 384
     # vLLM admitted about 29; with the copies the check admits 25 (207 when it spread the cache)
     assert 20 <= c.admitted_requests <= 35
     assert c.hbm_bytes_per_gpu == pytest.approx(

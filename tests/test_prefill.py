@@ -190,7 +190,7 @@ def test_kv_runahead_device_time_has_one_hop_latency():
 def test_context_parallel_honours_sliding_windows():
     windowed = ie.make_setting("gpt-oss-120b", "H100", assumptions="refined")
     costs = cp.chain_costs(windowed)
-    groups = dict((w, n) for n, w in costs.layer_windows)
+    groups = {g.window: g.layers for g in costs.model.work.groups}
     window = min(groups)
     assert np.isfinite(window) and np.isinf(max(groups))
     # the prefix a device receives: all of it from full layers, the last `window` positions

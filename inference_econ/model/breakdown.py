@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,9 +46,6 @@ class Breakdown:
     kv_read_full_s: object
     activation_read_full_s: object
     flop: object
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 #: ``bound`` names a side when it holds at least this share of the read and arithmetic parts.

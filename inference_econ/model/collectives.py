@@ -272,13 +272,6 @@ class CollectiveCost:
         return lat, bw, choice
 
 
-def collective_time(
-    ranks, nodes, nbytes, gpu: GPU, kind: str = ALLREDUCE, protocols=PAPER_PROTOCOLS
-):
-    """Seconds of one collective of ``nbytes`` bytes over ``ranks`` ranks on ``nodes`` nodes."""
-    return CollectiveCost(ranks, nodes, gpu, kind, protocols).time(nbytes)
-
-
 # --- inside one scale-up domain, by interconnect (docs/model.md §C1) --------------------------
 
 

@@ -534,11 +534,6 @@ class StepModel:
         c2, c1, rest = self._terms(part, adiv, cache, key)
         return self.kernel_s + np.minimum(c2, c1) + rest
 
-    def prefers_2d(self, part: PipelinePart, adiv):
-        """Where 2-D tensor parallelism is at least as fast as 1-D for divisor ``adiv``."""
-        c2, c1, _ = self._terms(part, adiv, NO_CACHE, None)
-        return c2 <= c1
-
     def collective_terms(self, part: PipelinePart, adiv, two_d):
         """(latency, bandwidth) seconds of every collective of a step; ``two_d`` may be an
         array choosing 2-D or 1-D tensor parallelism per point."""

@@ -19,21 +19,10 @@ from ..specs.architecture import Architecture
 from .assumptions import Assumptions
 
 
-def matmul_io_bytes(
-    m, k, tokens, tp, bytes_per_weight, bytes_per_activation, replication="clipped"
-):
-    """HBM bytes of an ``m x k`` matmul over ``tokens`` under tensor parallelism ``tp`` (§A2).
-
-    2-D partitioning: inputs replicated ``t1`` times, outputs ``tp / t1`` times, with
-    ``t1 = clip(sqrt(m tp / k), 1, tp)``. Returns (weight bytes, activation bytes).
-    """
-    return m * k * bytes_per_weight, matmul_activation_bytes_per_token(
-        m, k, tp, bytes_per_activation, replication
-    ) * tokens
-
-
 def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replication="clipped"):
-    """Activation bytes per token of ``matmul_io_bytes``: t1·k + (tp/t1)·m elements, or with
+    """HBM activation bytes per token of an ``m x k`` matmul under tensor parallelism ``tp``
+    (§A2). 2-D partitioning replicates the inputs t1 times and the outputs tp/t1 times,
+    t1 = clip(sqrt(m·tp/k), 1, tp): t1·k + (tp/t1)·m elements, or with
     the paper's earlier ``"unclipped"`` rule t1·k + t2·m, t1 = max(1, √(m/k)·tp),
     t2 = max(1, √(k/m)·tp) (the ``paper-table-5`` preset)."""
     if replication == "unclipped":

@@ -235,14 +235,9 @@ def expected_tokens(acceptance: float, draft_tokens: int) -> float:
     return (1.0 - acceptance**draft_tokens) / (1.0 - acceptance)
 
 
-def per_token_latency(target_pass_s, draft_pass_s, acceptance: float, draft_tokens: int):
-    """Seconds per generated token of one draft-model cycle: (T_γ + γ·D) / E[tokens] (paper
-    Eq. 46)."""
-    return (target_pass_s + draft_tokens * draft_pass_s) / expected_tokens(acceptance, draft_tokens)
-
-
 def cycle_latency(cycle: Cycle, target_passes: dict, draft_passes: dict):
-    """Seconds per generated token of one cycle: (T_verify + Σ n·D_s) / expected tokens."""
+    """Seconds per generated token of one cycle: (T_verify + Σ n·D_s) / expected tokens (the
+    paper's Eq. 46, (T_γ + γ·D) / E[tokens], for a draft model's cycle)."""
     total = target_passes[cycle.verify_tokens]
     for tokens, count in cycle.draft_passes:
         total = total + count * draft_passes[tokens]

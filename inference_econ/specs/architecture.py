@@ -146,11 +146,6 @@ class Attention:
             _check_fields(self, ("kv_lora_rank",), "attention")
 
     @property
-    def group_size(self) -> float:
-        """Query heads per KV head (``g`` in docs/model.md)."""
-        return self.query_heads / self.kv_heads
-
-    @property
     def kv_vectors(self) -> float:
         """Keys and values counted together (``kv = 2H/g``, §A1)."""
         return 2.0 * self.kv_heads

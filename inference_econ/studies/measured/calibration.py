@@ -223,9 +223,6 @@ PRIOR_WEIGHT = 0.15
 MIN_ROWS_PER_TERM = 3
 #: A row depends on a term when d log(prediction) / d log(term) exceeds this.
 SENSITIVITY = 0.02
-#: A fitted term whose standard error stays above this share of its prior SD is not
-#: constrained by the data: it keeps the base value.
-UNCONSTRAINED = 0.7
 #: Residual of a row the trial terms cannot serve (no admissible batch).
 FAIL = math.log(3.0)
 

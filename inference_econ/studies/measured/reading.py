@@ -127,10 +127,6 @@ class MeasuredRow:
         row, else all of them."""
         return self.decode_gpus if self.disaggregated and self.decode_gpus else self.gpus
 
-    @property
-    def setting_key(self) -> tuple:
-        return (self.arch.name, self.gpu.name, self.bits)
-
 
 def _read_frame(path: Path) -> pd.DataFrame:
     try:
