@@ -286,6 +286,7 @@ class StepTable:
         lat, bw = model.collective_terms(part, adiv, layout.two_d)
         plain = part  # StepModel.latency adds the copies itself: the check below uses this
         part = model.with_copies(part, model.copies_of(part, adiv))  # §B13
+        assert model.engine is not None, "a step table is built under an engine profile"
         work = model.engine.step_work(part, adiv, lat, bw, model.attention_reads(part, adiv))
         alone = combine(
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
@@ -297,9 +298,9 @@ class StepTable:
         per = combine(one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)), prof)
         scale = prof.step_time_scale
         self.sequence_s = float(scale * prof.sequence_overhead_s / p) + float(
-            (per.elementwise_s - alone.elementwise_s)[1]
+            np.asarray(per.elementwise_s - alone.elementwise_s)[1]
         )
-        self.request_s = float(per.kv_s[1])
+        self.request_s = float(np.asarray(per.kv_s)[1])
         empty = T == 0
         self.fixed_s = np.where(empty, 0.0, alone.total_s).tolist()
         self.memory_s = [0.0] * len(T)

@@ -30,7 +30,7 @@ from ..serving.intervals import (
     load_intervals,
 )
 from ..serving.load.arrivals import Traffic
-from ..serving.load.deployment import Deployment
+from ..serving.load.deployment import Deployment, Pool
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
 from ..serving.load.failures import Failures, expected_capacity
 from ..serving.load.results import LoadResult
@@ -141,6 +141,7 @@ class CapacityPlan:
     def _odds(self) -> dict:
         """The intervals of the expected figures, the confident plan and the ideal bound's."""
         r, c = self.result, self.confident
+        assert c is not None, "odds are stated for a plan with a confident level"
         bound = self.setting_bound()
         out = {**self.intervals(), **load_intervals(r)}
         out.update(
@@ -298,13 +299,15 @@ def knee_rows(
 ):
     """Rows for every GPU, instance size and kind (co-located; prefill and decode pools, on
     the GPUs of ``pools`` = (prefill settings, decode settings) when given, else on each)."""
-    limits = {
+    limits: dict[Pool, Targets] = {
         "deployment": targets,
         "prefill": Targets(ttft_p99_s=targets.ttft_p99_s),
         "decode": Targets(tpot_p99_s=targets.tpot_p99_s),
     }
-    kinds = ["deployment"] + (["prefill", "decode"] if disaggregated and pools is None else [])
-    plan = [(s, kinds) for s in settings]
+    kinds: list[Pool] = ["deployment"]
+    if disaggregated and pools is None:
+        kinds += ["prefill", "decode"]
+    plan: list[tuple[Setting, list[Pool]]] = [(s, kinds) for s in settings]
     if disaggregated and pools is not None:
         plan += [(s, ["prefill"]) for s in pools[0]] + [(s, ["decode"]) for s in pools[1]]
     rate = traffic.offered_rate_per_s
@@ -582,7 +585,8 @@ def load_frontier(
     """Every instance size with ``K`` instances, from the fewest that meet the targets up to 8
     times as many (more instances: smaller batches, faster tokens, higher price)."""
     rate = traffic.offered_rate_per_s
-    rows, meta = [], {}
+    rows: list = []
+    meta: dict = {}
     for s in settings:
         for n in sizes or instance_sizes(s, max_gpus):
             knee = knee_of("deployment", s, Deployment(n, 1), traffic, targets, config)
@@ -664,7 +668,7 @@ class Redundancy:
         }
 
 
-def _grow(d: Deployment, pool: str, by: int) -> Deployment:
+def _grow(d: Deployment, pool: Pool, by: int) -> Deployment:
     """The deployment with ``by`` more instances in ``pool`` ("decode": the main pool)."""
     if pool == "prefill":
         return dataclasses.replace(d, prefill_instances=d.prefill_instances + by)
@@ -696,7 +700,7 @@ def n_plus_one(
         d = Deployment(best["gpus_per_instance"], max(best["instances"], 1))
         if (s, d.gpus_per_instance) == (plan.setting, plan.deployment.gpus_per_instance):
             d = plan.deployment  # the plan's own, as verified
-    kinds = ("prefill", "decode") if d.disaggregated else ("decode",)
+    kinds: tuple[Pool, ...] = ("prefill", "decode") if d.disaggregated else ("decode",)
     n1 = d
     for kind in kinds:
         n1 = _grow(n1, kind, 1)

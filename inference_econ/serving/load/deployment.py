@@ -8,6 +8,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -30,6 +31,11 @@ from .results import LoadResult, RequestLatencies, assemble, summarise
 from .routing import GROUP, Router
 from .simulate import simulate, simulate_group
 from .targets import NO_TARGETS, Targets
+
+#: What one load simulation serves (docs/model.md §E3-§E5): a whole deployment, or its prefill
+#: or its decode pool alone.
+Pool = Literal["deployment", "prefill", "decode"]
+POOLS: tuple[Pool, ...] = get_args(Pool)
 
 
 @dataclass(frozen=True)
@@ -324,7 +330,7 @@ def rate_estimate(
     deployment: Deployment,
     traffic: Traffic,
     config=DEFAULT_ENGINE,
-    pool: str = "both",
+    pool: Pool = "deployment",
 ) -> float:
     """A rough steady-state capacity of the deployment, requests/s (where a load search starts):
     decode at the largest batch the cache and the scheduler allow, plus prefill in full

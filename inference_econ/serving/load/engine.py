@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,21 +20,12 @@ from ...errors import InfeasibleError, SpecError
 from ...model.latency import StepModel, prefill_step_model
 from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
 from ...model.workload import Workload, compile_workload
+from ...specs.engine import ADMISSIONS, PREFILL_MODES, Admission, PrefillMode
 from ..setting import Setting
-from .speculation import DraftEngine, draft_engine, resident_draft
+from .speculation import DraftEngine, SpecSchedule, draft_engine, resident_draft
 
-#: How a scheduler admits a request (docs/model.md §E3): ``recompute`` when the KV cache holds
-#: its prompt, preempting the request admitted last when the cache fills (vLLM, SGLang);
-#: ``no_evict`` only when the cache holds its prompt and every token it will generate, on top
-#: of what the running requests will reach, so nothing is ever preempted (TensorRT-LLM's
-#: GUARANTEED_NO_EVICT).
-ADMISSIONS = ("recompute", "no_evict")
-#: How prompts share steps with decoding (§E3): ``chunked`` fills each step's token budget with
-#: prompt chunks next to the decoding requests (vLLM V1, SGLang); ``whole`` adds whole prompts
-#: next to the decoding requests while they fit the budget (TensorRT-LLM without chunked
-#: context); ``separate`` runs whole prompts in steps of their own while decoding waits (vLLM
-#: V0 without chunked prefill).
-PREFILL_MODES = ("chunked", "whole", "separate")
+if TYPE_CHECKING:
+    from .routing import RouterPolicy
 
 
 @dataclass(frozen=True)
@@ -44,18 +36,18 @@ class EngineConfig:
 
     max_batch_requests: int = 256
     step_token_budget: int = 2048
-    admission: str = "recompute"
-    prefill: str = "chunked"
+    admission: Admission = "recompute"
+    prefill: PrefillMode = "chunked"
     #: Speculation (with a draft or draft heads, §E8): switched off above this many running
     #: requests (None: never), and how the cycle is chosen (``speculation.SPEC_SCHEDULES``).
     speculation_max_batch: int | None = None
-    speculation_schedule: str = "fixed"
+    speculation_schedule: SpecSchedule = "fixed"
     #: Keep the KV cache of finished prompts and answers in the memory the running requests
     #: leave, and reuse it for prompts that start with them (§E9).
     prefix_caching: bool = True
     #: How the deployment's load balancer sends requests to its instances
     #: (``routing.ROUTERS``, §E10).
-    router: str = "random"
+    router: RouterPolicy = "random"
 
     def __post_init__(self) -> None:
         from .routing import check_router
@@ -248,7 +240,7 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
             f"cache on {gpus} x {setting.gpu.name} ({model.machine.usable_hbm_bytes / 1e9:.1f} GB usable each)"
         )
     per_position = work.kv_bytes_per_position_per_layer
-    if copies:  # each cached token also holds the draft's cache (§E8)
+    if companion is not None and copies:  # each cached token also holds the draft's cache (§E8)
         layers = sum(g.layers for g in work.groups)
         per_position += copies * companion.kv_bytes_per_token / layers
     return LayoutSearch(
