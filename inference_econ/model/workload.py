@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import SpecError
 from ..specs.architecture import Architecture
 from ..specs.engine import ModelClass
-from .assumptions import Assumptions, MlaDecode
+from .assumptions import Assumptions, MatmulReplication, MlaDecode
 
 
 def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replication="clipped"):
@@ -106,7 +106,7 @@ class Workload:
     #: target's output head, §C3): computed and read, but not resident again.
     shared_embedding_params: float = 0.0
     #: 2-D activation replication rule: "clipped" (§A2) or the earlier "unclipped".
-    matmul_replication: str = "clipped"
+    matmul_replication: MatmulReplication = "clipped"
     #: Bits of the format the GEMMs run at (§B5): the weights' (paper) or the wider of the
     #: weights' element format and the activation operand (``precision_formats``); None: the
     #: weights' bits.

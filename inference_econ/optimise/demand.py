@@ -30,6 +30,7 @@ from ..serving.load.demand import DemandCurve
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
 from ..serving.load.targets import Targets
 from ..serving.setting import Setting, price_gpu
+from ..specs.bases import PriceBasis
 from .capacity import knee_rows
 
 
@@ -40,8 +41,8 @@ class Prices:
     reserved_usd: float
     burst_usd: float
     spot_usd: float | None
-    reserved_basis: str
-    burst_basis: str
+    reserved_basis: PriceBasis
+    burst_basis: PriceBasis
 
 
 def hourly_plan(needed, gpus_per_instance: int, prices: Prices, interruption: float | None):
@@ -147,7 +148,7 @@ class DemandPlan:
 
 
 def plan_prices(
-    setting: Setting, reserved: str, burst: str, spot: bool, costs=None, pue=None
+    setting: Setting, reserved: PriceBasis, burst: PriceBasis, spot: bool, costs=None, pue=None
 ) -> Prices:
     """A setting's GPU-hour on the reserved and burst bases (and spot when asked for)."""
     gpu = setting.gpu
@@ -163,8 +164,8 @@ def demand_plan(
     targets: Targets,
     demand: DemandCurve,
     config: EngineConfig = DEFAULT_ENGINE,
-    reserved_basis: str = "owned",
-    burst_basis: str = "on-demand",
+    reserved_basis: PriceBasis = "owned",
+    burst_basis: PriceBasis = "on-demand",
     interruption: float | None = None,
     costs=None,
     pue: float | None = None,

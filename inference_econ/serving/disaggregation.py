@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -210,7 +211,7 @@ class PoolBalance:
     GPU-seconds per request when both are paid for all the time (docs/model.md §B10)."""
 
     rate_per_s: float
-    bottleneck: str
+    bottleneck: Literal["prefill", "decode"]  # the pool that sets the rate
     prefill_busy_fraction: float
     decode_busy_fraction: float
     gpu_s_per_request: float
