@@ -2,6 +2,7 @@
 round a longer loop), and the command line starts without numpy."""
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -40,8 +41,10 @@ def layer_of(module: str) -> int:
     return LAYERS[head]
 
 
+@functools.cache
 def imports_of(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute module) of every import in a file, including inside functions."""
+    """(line, absolute module) of every import in a file, including inside functions (parsed
+    once per file: the layer and cycle checks share it)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = (
         module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
@@ -135,7 +138,7 @@ def test_a_cycle_is_caught():
     loop = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(loop) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
-    graph = import_graph(MODULES)
+    graph = {k: set(v) for k, v in import_graph(MODULES).items()}
     graph["inference_econ.cli.common"].add("inference_econ.cli.decode_commands")
     assert find_cycle(graph) is not None
 
