@@ -454,6 +454,26 @@ def test_capacity_reports_the_answer_and_every_candidate(llama8b):
         )
 
 
+def test_capacity_skips_instance_sizes_the_weights_do_not_fit():
+    """Under the engine profile (the load default), an instance size whose 16-bit weights
+    leave no room for a KV cache (Llama 3.3 70B: 141 GB on one 80 GB H100) raised
+    InfeasibleError for the whole plan; it is a candidate excluded with the reason."""
+    plan = ie.capacity(
+        "Llama 3.3 70B",
+        "H100",
+        arrival_rate_per_s=2,
+        input_lengths="1000",
+        output_lengths="100",
+        slo_tpot_p99_s=0.1,
+        requests=100,
+        sizes=[1, 2],
+    )
+    assert plan.setting.assumptions.achievable and plan.deployment.gpus_per_instance == 2
+    one = plan.candidates.set_index("gpus_per_instance").loc[1]
+    assert one["excluded"] and not one["chosen"] and math.isnan(one["max_rate_per_instance"])
+    assert "141.1 GB of weights) leaves no room for a KV cache on 1 x H100-SXM" in one["note"]
+
+
 def test_excluded_candidates_are_marked_not_priced_at_infinity(llama8b):
     """A size that meets the targets at no load has no instance count, GPUs or price (blank,
     not 0 and inf); one that needs more than --max-gpus keeps its real figures. Both are

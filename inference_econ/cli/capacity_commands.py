@@ -624,9 +624,10 @@ FRONTIER_OPTIONS = (
 )
 
 
-def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
+def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: bool = False) -> str:
     """The frontier of deployments serving a load within targets, as the frontier command
-    prints it (``frontier --rate R --slo-ttft-p99 T --slo-tpot-p99 P``)."""
+    prints it (``frontier --rate R --slo-ttft-p99 T --slo-tpot-p99 P``); ``quiet``: no
+    progress lines."""
     from .. import api
     from ..output.render import render
 
@@ -658,7 +659,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
     if "assumptions" not in named:
         served.pop("assumptions", None)  # serving under load's own default (expected figures)
     front = api.load_frontier(
-        model, _gpus([hardware]), progress=Progress(), **served, **_load_kwargs(load)
+        model, _gpus([hardware]), progress=Progress(quiet), **served, **_load_kwargs(load)
     )
     cols = [
         "tokens_per_s",
