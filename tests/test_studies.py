@@ -343,6 +343,7 @@ def test_study_command_prints_the_summary(tiny_file, tiny_run):
     assert said[0].startswith(f"# Computed with: study Tiny study ({tiny_file})")
     assert "axes model: Llama 3 70B, Llama 3 8B; hardware: H100-paper, A100-paper" in said[0]
     assert "grid_points 60" in said[0]
+    assert said[1].startswith("# Ideal bound: paper preset")  # not expected figures
     lines = lines[len(said) :]
     header = "precision,model,hardware,cheapest_usd_per_mtok_at_50_tokens_per_s"
     assert lines[0] == header and len(lines) == 6
