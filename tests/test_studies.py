@@ -423,7 +423,9 @@ def test_infeasible_cells_show_as_na_with_a_note(tmp_path):
     args = ["study", str(path), "--out", out, "--jobs", "1", "-q"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    rows = {ln.split()[0]: ln.split()[-1] for ln in result.stdout.splitlines()[3:5]}
+    lines = result.stdout.splitlines()  # after the line saying the figures are a bound:
+    assert lines[0].startswith("Ideal bound: paper preset")
+    rows = {ln.split()[0]: ln.split()[-1] for ln in lines[4:6]}
     assert rows["DeepSeek-V3"] == "n/a" and float(rows["Llama"].lstrip("$")) > 0, result.stdout
     assert "n/a: no feasible configuration in 1 of 2 rows" in result.stdout
     assert "8.35 GPUs" in result.stdout and "2 cells: 2 computed" in result.stderr
