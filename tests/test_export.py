@@ -323,6 +323,26 @@ def test_a_json_that_is_no_tools_result_is_left_to_the_csv_reader(tmp_path):
         load_measured(other)
 
 
+def test_a_result_file_nested_too_deeply_is_one_clear_line(tmp_path):
+    """tool_results read JSON with a bare json.loads: a deeply nested file (one object, or a
+    line of an appended file) was a RecursionError traceback; the input boundary's reader
+    makes it one line naming the file (and the line), exit 2."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    one, appended = tmp_path / "one.json", tmp_path / "appended.json"
+    one.write_text(deep)
+    appended.write_text('{"completed": 1}\n' + deep + "\n")
+    for path, field in ((one, ""), (appended, "field 'line 2': ")):
+        result = CliRunner().invoke(main, ["compare-measured", str(path)])
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"error: {path}: {field}not valid JSON: nested too deeply (flatten the file)\n"
+        )
+
+
 def test_export_command_writes_the_files_and_refuses_with_exit_1(tmp_path):
     from click.testing import CliRunner
 

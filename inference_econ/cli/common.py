@@ -433,6 +433,22 @@ class OutputFolder(click.ParamType):
         return value
 
 
+def stated_table(df, fmt: str, under, title: str = "", meta=None, notes=()) -> str:
+    """A table whose first line says whether its figures are an ideal bound or expected
+    (``serving.intervals.figures_line``; CSV and JSON: the first note), as every command
+    states it. ``under``: the setting or preset label the figures were computed under, or
+    several (a study's cells): one line for each kind of figure."""
+    from ..output.render import render
+    from ..serving.intervals import figures_line
+
+    labels = under if isinstance(under, (list, tuple)) else [under]
+    lines = list(dict.fromkeys(figures_line(u) for u in labels))
+    line = lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines)
+    if fmt in ("csv", "json"):
+        return render(df, fmt, title=title, meta=meta, notes=[line, *notes])
+    return line + "\n" + render(df, fmt, title=title, meta=meta, notes=list(notes))
+
+
 def emit(text: str, out: str | None) -> None:
     """Print ``text``, or write it to ``out`` atomically (output/files.py: never over an
     input of the command, a symlink's target replaced, the file's mode kept)."""

@@ -162,7 +162,7 @@ def frontier(
         load["input_lengths"] = (
             prompt if prompt is None or isinstance(prompt, str) else f"{prompt:g}"
         )
-        emit(slo_frontier(model, hardware, values, load, format), out)
+        emit(slo_frontier(model, hardware, values, load, format, quiet), out)
         return
     if isinstance(prompt, str):
         raise SpecError(

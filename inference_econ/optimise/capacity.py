@@ -316,7 +316,10 @@ def knee_rows(
         for n in sizes or instance_sizes(s, max_gpus):
             for kind in which:
                 limit = limits[kind]
-                knee = knee_of(kind, s, Deployment(n, 1), traffic, limit, config)
+                try:
+                    knee = knee_of(kind, s, Deployment(n, 1), traffic, limit, config)
+                except InfeasibleError as exc:  # the engine's memory: the weights do not fit
+                    knee = Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
                 row = _candidate(s, kind, n, knee, rate, max_gpus)
                 rows.append(row)
                 if progress:
@@ -325,6 +328,8 @@ def knee_rows(
                         f"{plural(row['instances'], 'instance')}"
                         if row["instances"]
                         else "no load meets the targets"
+                        if knee.evaluated
+                        else knee.reason
                     )
                     excluded = " (excluded)" if row["excluded"] and row["instances"] else ""
                     progress(

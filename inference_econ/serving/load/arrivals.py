@@ -34,7 +34,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from ...errors import SpecError
+from ...errors import SpecError, plural
 from ...specs.inputs import csv_stream
 from ...specs.schema import check_number
 from .lengths import MAX_TOKENS, Lengths, parse_lengths
@@ -252,8 +252,28 @@ class Traffic:
     shared_prefixes: int = 1
     session_turns: int = 1
     think_time_s: float = 0.0
+    #: A closed loop (``simulate --concurrency``): this many clients over the deployment, each
+    #: sending its next request when its last one finishes; no arrival rate is offered.
+    clients: int | None = None
 
     def __post_init__(self) -> None:
+        if self.clients is not None:
+            if self.rate_per_s is not None or self.trace is not None:
+                raise SpecError(
+                    "argument",
+                    "concurrency",
+                    "sets a closed loop of clients, whose requests are sent as earlier ones "
+                    "finish: an arrival rate or a trace's arrival times would be ignored",
+                    "give concurrency, or arrival_rate_per_s / trace",
+                )
+            if (
+                isinstance(self.clients, bool)
+                or int(self.clients) != self.clients
+                or self.clients < 1
+            ):
+                raise SpecError(
+                    "argument", "concurrency", f"is {self.clients!r}", "a whole number >= 1"
+                )
         if self.process not in PROCESSES:
             raise SpecError(
                 "argument", "arrival_process", f"unknown {self.process!r}", "poisson or trace"
@@ -262,7 +282,11 @@ class Traffic:
             raise SpecError(
                 "argument", "arrival_process", "'trace' needs a trace file", "give --trace"
             )
-        if self.process == "poisson" and not (self.rate_per_s and self.rate_per_s > 0):
+        if (
+            self.process == "poisson"
+            and self.clients is None
+            and not (self.rate_per_s and self.rate_per_s > 0)
+        ):
             raise SpecError(
                 "argument", "arrival_rate_per_s", "is missing", "give --rate (requests/s)"
             )
@@ -310,9 +334,12 @@ class Traffic:
 
     @property
     def offered_rate_per_s(self) -> float:
-        """Total requests per second offered to the deployment."""
+        """Total requests per second offered to the deployment (NaN for a closed loop: its
+        clients send as fast as they are served)."""
         if self.rate_per_s:
             return float(self.rate_per_s)
+        if self.clients is not None:
+            return math.nan
         return self._trace.rate_per_s
 
     def at_rate(self, rate_per_s: float) -> Traffic:
@@ -327,7 +354,8 @@ class Traffic:
         gaps_rng, pick_rng, in_rng, out_rng = (
             np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)
         )
-        rate = self.offered_rate_per_s
+        # a closed loop's clients send the requests in order: their arrival times are unused
+        rate = 1.0 if self.clients is not None else self.offered_rate_per_s
         share = group / instances
         if self.sessions or self.shared_prefix_tokens > 0:
             return self._synthetic(
@@ -419,6 +447,8 @@ class Traffic:
                 else ", all at once"
             )
             arrivals = f"arrivals of trace {name}{rate}"
+        elif self.clients is not None:
+            arrivals = f"closed loop of {self.clients} {plural(self.clients, 'client')}"
         else:
             arrivals = (
                 f"Poisson arrivals, {self.rate_per_s:.4g} req/s"
@@ -462,6 +492,7 @@ def make_traffic(
     shared_prefixes=None,
     session_turns=None,
     think_time_s=None,
+    concurrency=None,
 ) -> Traffic:
     """A ``Traffic`` from plain values: lengths as text (``lengths.parse_lengths``), a trace as a
     path; the arrival process defaults to the trace's when a trace is given, else Poisson.
@@ -487,6 +518,9 @@ def make_traffic(
         Turns per session: each prompt holds the earlier turns (§E9).
     think_time_s : float or None
         Mean seconds between an answer and the next turn.
+    concurrency : int or None
+        A closed loop of that many clients instead of arrivals: each sends its next request
+        when its last one finishes.
 
     Returns
     -------
@@ -505,6 +539,13 @@ def make_traffic(
     >>> t.describe()
     'Poisson arrivals, 2 req/s; prompts log-normal (mean 1000 tokens, sigma 0.8); outputs 256 tokens'
     """
+    if concurrency is not None and process is not None:
+        raise SpecError(
+            "argument",
+            "arrival_process",
+            "sets arrival times; a closed loop's clients send as earlier requests finish",
+            "drop arrival_process, or concurrency",
+        )
     tr = load_trace(trace) if trace is not None else None
     return Traffic(
         rate_per_s=None if rate_per_s is None else float(rate_per_s),
@@ -522,6 +563,7 @@ def make_traffic(
         shared_prefixes=int(shared_prefixes or 1),
         session_turns=int(session_turns or 1),
         think_time_s=float(think_time_s or 0.0),
+        clients=None if concurrency is None else int(concurrency),
     )
 
 
