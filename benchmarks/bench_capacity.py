@@ -25,11 +25,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WALK_THROUGH = [
-    "capacity",
-    "Llama 3.3 70B",
-    "-H",
-    "H100,H200",
+#: The guide's traffic and TTFT target, shared by its examples.
+TRAFFIC = [
     "--weight-bits",
     "8",
     "--rate",
@@ -40,37 +37,11 @@ WALK_THROUGH = [
     "lognormal:300:0.6",
     "--slo-ttft-p99",
     "2",
-    "--slo-tpot-p99",
-    "0.05",
 ]
-SPECULATION = [
-    "capacity",
-    "Llama 3.3 70B",
-    "-H",
-    "H100",
-    "--weight-bits",
-    "8",
-    "--rate",
-    "20",
-    "--prompt-tokens",
-    "lognormal:1000:0.8",
-    "--output-tokens",
-    "lognormal:300:0.6",
-    "--slo-ttft-p99",
-    "2",
-    "--slo-tpot-p99",
-    "0.02",
-    "--draft-heads",
-    "eagle",
-    "--acceptance",
-    "0.7",
-    "--max-draft",
-    "4",
-    "--spec-max-batch",
-    "32",
-    "--requests",
-    "2000",
-]
+WALK_THROUGH = ["capacity", "Llama 3.3 70B", "-H", "H100,H200", *TRAFFIC, "--slo-tpot-p99", "0.05"]
+SPECULATION = ["capacity", "Llama 3.3 70B", "-H", "H100", *TRAFFIC, "--slo-tpot-p99", "0.02"]
+SPECULATION += ["--draft-heads", "eagle", "--acceptance", "0.7", "--max-draft", "4"]
+SPECULATION += ["--spec-max-batch", "32", "--requests", "2000"]
 COMMANDS = {
     "the walk-through (goal <= 3 s)": WALK_THROUGH,
     "the speculation example (2,000 requests)": SPECULATION,

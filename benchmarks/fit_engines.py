@@ -5,8 +5,8 @@ their fitted sections (docs/model.md Part F, §F10; docs/validation.md).
     python benchmarks/fit_engines.py --check    # print the fit, change nothing
 
 The terms are fitted as ``benchmarks/measured_validation.py`` fits them for its time split:
-the priors of ``inference_econ/studies/measured/calibration.py`` (PRIORS: the values written
-here never feed a later fit), the micro-benchmark terms first, then the time rule (a term that
+the priors of ``priors/calibration.yaml`` (``calibration.PRIORS``: the values written here
+never feed a later fit), the micro-benchmark terms first, then the time rule (a term that
 makes the newest training source worse than its prior when fitted on the older ones is left at
 its prior). The reference profile (trtllm) gets every shared term - fitted, or its prior - so
 the shipped profiles are exactly what the validation evaluated; every other profile of an

@@ -24,6 +24,7 @@ from .optimise.optimiser import frontier as _frontier
 from .output.study_run import StudyResult, run_study
 from .serving.decode import evaluate
 from .serving.setting import Setting, make_setting
+from .serving.toy import critical_batch
 from .specs import catalog
 from .specs.architecture import Architecture, load_model
 from .specs.catalog import display_path
@@ -176,7 +177,7 @@ def model_summary(
         "hardware_file": display_path(gpu.source_file),
         "min_gpus_for_weights": min_gpus(work.weights_total_bytes, gpu),
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
-        "critical_batch": flop * work.bytes_per_weight / (2.0 * bw) * sparsity,
+        "critical_batch": critical_batch(work.bytes_per_weight, bw, flop) * sparsity,
         # tokens of KV cache one GPU holds beside the weights (HBM, not the model's window)
         "kv_tokens_beside_weights_one_gpu": max(
             0.0, gpu.hbm_capacity_bytes - work.weights_total_bytes
@@ -288,10 +289,13 @@ def list_specs(kind: str) -> pd.DataFrame:
 
 
 # --- serving under load (docs/model.md Part E) -------------------------------------------------
-def _load_inputs(kwargs: dict, need_rate: bool = True, sized: bool = False):
+def _load_inputs(
+    kwargs: dict, need_rate: bool = True, sized: bool = False, closed_loop: bool = False
+):
     """Keyword arguments into (problem settings, Traffic, Targets, EngineConfig, other load
     settings), each checked against the table of settings. Without ``need_rate`` (a search
-    sets the rate) a missing rate is a placeholder."""
+    sets the rate) a missing rate is a placeholder; ``closed_loop``: ``concurrency`` (clients
+    instead of a rate) is taken, which only a simulation of one deployment runs."""
     from .serving.load.arrivals import make_traffic
     from .serving.load.engine import EngineConfig
     from .serving.load.targets import Targets
@@ -306,6 +310,14 @@ def _load_inputs(kwargs: dict, need_rate: bool = True, sized: bool = False):
     kwargs = dict(kwargs)
     given = {k: kwargs.pop(k) for k in table.names(table.LOAD) if k in kwargs}
     v = table.check(given, [table.LOAD])
+    if v["concurrency"] is not None and not closed_loop:
+        raise SpecError(
+            "argument",
+            "concurrency",
+            "sets a closed loop of clients, which only simulate_load runs (a search or plan "
+            "finds the most Poisson load)",
+            "drop concurrency, or call simulate_load",
+        )
     if not need_rate and v["arrival_rate_per_s"] is None and v["trace"] is None:
         v["arrival_rate_per_s"] = 1.0
     traffic = make_traffic(
@@ -320,6 +332,7 @@ def _load_inputs(kwargs: dict, need_rate: bool = True, sized: bool = False):
         v["shared_prefixes"],
         v["session_turns"],
         v["think_time_s"],
+        v["concurrency"],
     )
     targets = Targets(v["slo_ttft_p99_s"], v["slo_tpot_p99_s"], v["slo_e2e_p99_s"])
     config = EngineConfig(
@@ -425,12 +438,13 @@ def simulate_load(
     """One deployment under one load (docs/model.md Part E): ``instances`` instances of
     ``gpus`` GPUs (with ``prefill_gpus`` x ``prefill_instances`` a separate prefill pool)
     serving ``arrival_rate_per_s`` requests/s of ``input_lengths`` / ``output_lengths`` (or a
-    ``trace``). Returns a ``LoadResult``: TTFT, TPOT and end-to-end distributions, throughput,
+    ``trace``; or a closed loop of ``concurrency`` clients, each sending its next request when
+    its last one finishes). Returns a ``LoadResult``: TTFT, TPOT and end-to-end distributions, throughput,
     goodput against the ``slo_*`` targets, utilisation and $ per million tokens."""
     from .optimise.load_search import check_budget
     from .serving.load.deployment import simulate_deployment
 
-    problem, traffic, targets, config, v = _load_inputs(kwargs)
+    problem, traffic, targets, config, v = _load_inputs(kwargs, closed_loop=True)
     setting = _settings(model, hardware, problem)[0]
     d = _deployment(
         setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"], v, model, problem

@@ -777,6 +777,20 @@ SETTINGS: tuple[Option, ...] = (
         flag="--rate",
     ),
     Option(
+        "concurrency",
+        "integer",
+        None,
+        "Closed loop instead of --rate: this many clients, each sending its next request when"
+        " its last one finishes (vllm bench serve --max-concurrency), spread evenly over the"
+        " instances.",
+        LOAD,
+        unit="clients",
+        minimum=1,
+        maximum=1_000_000,
+        optional=True,
+        excludes=("arrival_rate_per_s", "trace", "arrival_process"),
+    ),
+    Option(
         "input_lengths",
         "text",
         None,
@@ -785,7 +799,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         # one name per concept: a request's prompt length is --prompt-tokens in every command
         flag="--prompt-tokens",
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "output_lengths",
@@ -795,7 +809,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         flag="--output-tokens",
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "trace",
@@ -825,7 +839,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="requests",
         minimum=10,
         maximum=10_000_000,
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "seed",
@@ -835,7 +849,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         minimum=0,
         maximum=2**32 - 1,
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "slo_ttft_p99_s",
@@ -849,7 +863,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=MAX_SECONDS,
         optional=True,
         flag="--slo-ttft-p99",
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "slo_tpot_p99_s",
@@ -863,7 +877,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=MAX_SECONDS,
         optional=True,
         flag="--slo-tpot-p99",
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "slo_e2e_p99_s",
@@ -877,7 +891,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=MAX_SECONDS,
         optional=True,
         flag="--slo-e2e-p99",
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "max_batch_requests",
@@ -889,7 +903,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=65536,
         flag="--max-batch",
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "step_token_budget",
@@ -901,7 +915,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=1_000_000,
         flag="--step-tokens",
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     # --- production serving (issue 25; docs/model.md §E8-§E11) -------------------------------
     Option(
@@ -998,7 +1012,7 @@ SETTINGS: tuple[Option, ...] = (
         " prefix, with bounded loads).",
         LOAD,
         choices=("random", "round_robin", "least_outstanding", "prefix_aware"),
-        needs=("arrival_rate_per_s", "trace", "demand"),
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
     ),
     Option(
         "prefill_hardware",

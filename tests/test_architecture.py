@@ -1,6 +1,8 @@
-"""The package's layers import only downward, and the command line starts without numpy."""
+"""The package's layers import only downward, no two modules import each other (directly or
+round a longer loop), and the command line starts without numpy."""
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -39,8 +41,10 @@ def layer_of(module: str) -> int:
     return LAYERS[head]
 
 
+@functools.cache
 def imports_of(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute module) of every import in a file, including inside functions."""
+    """(line, absolute module) of every import in a file, including inside functions (parsed
+    once per file: the layer and cycle checks share it)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = (
         module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
@@ -84,6 +88,59 @@ def test_a_higher_import_is_caught(tmp_path):
     fake = PACKAGE / "model" / "latency.py"
     imports = imports_of(fake) + [(1, "inference_econ.optimise.optimiser")]
     assert any(layer_of(t) > layer_of(module_name(fake)) for _, t in imports)
+
+
+def import_graph(paths) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (inside functions too). ``from pkg import x``
+    where ``x`` is not a module counts as an import of ``pkg`` (its ``__init__``)."""
+    modules = {module_name(p): p for p in paths}
+    graph = {}
+    for name, path in modules.items():
+        graph[name] = set()
+        for _, target in imports_of(path):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` as [a, b, ..., a], or None (depth-first search)."""
+    done, path, on_path = set(), [], {}
+
+    def visit(node):
+        on_path[node] = len(path)
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in on_path:
+                return path[on_path[nxt] :] + [nxt]
+            if nxt not in done and (found := visit(nxt)):
+                return found
+        path.pop()
+        del on_path[node]
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        if start not in done and (found := visit(start)):
+            return found
+    return None
+
+
+def test_no_import_cycles():
+    cycle = find_cycle(import_graph(MODULES))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_a_cycle_is_caught():
+    # the check itself: a loop of three modules, and the two-module loop the CLI once had
+    loop = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(loop) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    graph = {k: set(v) for k, v in import_graph(MODULES).items()}
+    graph["inference_econ.cli.common"].add("inference_econ.cli.decode_commands")
+    assert find_cycle(graph) is not None
 
 
 def test_the_command_line_loads_without_the_numeric_stack():

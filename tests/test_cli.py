@@ -296,7 +296,8 @@ def test_list_json_and_csv_say_what_they_list():
 
 def test_frontier_under_load_takes_the_trace_its_help_names(tmp_path):
     """--rate's help says "or a trace rescaled" and --prompt-tokens trace said "give --trace":
-    frontier has --trace now (the load is the trace; with --rate, rescaled to it)."""
+    frontier has --trace now (the load is the trace; with --rate, rescaled to it). -q printed
+    the load search's progress all the same."""
     trace = tmp_path / "tr.csv"
     rows = "".join(f"{i * 0.05:.3f},500,50\n" for i in range(100))  # 20 requests/s
     trace.write_text("arrival_time_s,prompt_tokens,output_tokens\n" + rows)
@@ -305,6 +306,7 @@ def test_frontier_under_load_takes_the_trace_its_help_names(tmp_path):
     for extra, rate in (((), "20 req/s"), (("--rate", "40"), "40 req/s")):
         result = CliRunner().invoke(main, [*args, *extra])
         assert result.exit_code == 0, result.output
+        assert result.stderr == ""  # -q silences the load search's progress too
         lines = result.stdout.splitlines()
         comments = [x for x in lines if x.startswith("#")]
         header, *points = [x for x in lines if not x.startswith("#")]

@@ -9,8 +9,12 @@ from inference_econ.model.collectives import (
     ALLTOALL,
     P2P,
     CollectiveCost,
-    collective_time,
 )
+
+
+def collective_time(ranks, nodes, nbytes, gpu, kind=ALLREDUCE):
+    """Seconds of one collective, as the step model prices it (``CollectiveCost.time``)."""
+    return CollectiveCost(ranks, nodes, gpu, kind).time(nbytes)
 
 
 @pytest.fixture(scope="module")

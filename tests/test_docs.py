@@ -148,3 +148,52 @@ def test_model_feature_recipe_names_every_home():
                 assert re.search(
                     rf"(def|class) {part}\b|^{part}\b\s*[:=]|^\s+{part}\s*[:=]", source, re.M
                 ), f"{file} has no {part}"
+
+
+#: The public functions of model/, serving/ and optimise/ that ``inference_econ`` exports.
+CORE_EXPORTS = sorted(
+    name
+    for name, (module, _) in __import__("inference_econ")._EXPORTS.items()
+    if module.split(".")[0] in ("model", "serving", "optimise") and name[0].islower()
+)
+
+
+@pytest.mark.parametrize("name", CORE_EXPORTS)
+def test_public_core_functions_have_numpydoc_docstrings(name, monkeypatch):
+    # Parameters (every argument of the signature), Returns and Examples sections, and the
+    # examples give the output they show (run from the repository's root, as they say)
+    import doctest
+    import inspect
+
+    import inference_econ as ie
+
+    func = getattr(ie, name)
+    doc = inspect.getdoc(func) or ""
+    for section in ("Parameters\n----------", "Returns\n-------", "Examples\n--------"):
+        assert section in doc, f"{name}: no {section.splitlines()[0]} section"
+    described = doc.split("Parameters\n----------", 1)[1].split("\n\n", 1)[0]
+    documented = set(re.findall(r"^(?:\*\*)?(\w+)(?:,| :|$)", described, re.M))
+    documented |= set(re.findall(r"^\w+, (\w+)", described, re.M))
+    missing = set(inspect.signature(func).parameters) - documented
+    assert not missing, f"{name}: parameters not described: {sorted(missing)}"
+    monkeypatch.chdir(ROOT)
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(verbose=False)
+    for test in finder.find(func, name, globs={}):
+        runner.run(test)
+    assert runner.failures == 0, f"{name}: an example does not give the output it shows"
+
+
+def test_the_test_index_names_every_module_and_existing_files():
+    index = (ROOT / "tests" / "README.md").read_text()
+    rows = set(re.findall(r"^\| `([\w/*]+)` \|", index, re.M))
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            continue
+        module = "/".join(parts)
+        covered = module in rows or any(
+            r.endswith("/*") and module.startswith(r[:-1]) for r in rows
+        )
+        assert covered, f"tests/README.md: no row for {module}"
+    for name in set(re.findall(r"`(test_\w+\.py)`", index)):
+        assert (ROOT / "tests" / name).is_file(), f"tests/README.md names a missing {name}"

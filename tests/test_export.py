@@ -235,18 +235,15 @@ def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
     # by hand: 61 MLA layers x (512 latent + 64 rope) x 2 bytes = 70,272 B per token, at
     # 8,704 tokens (prompt + half the output); MLA's one latent cannot be split over the 4
     # tensor-parallel ranks, so each holds a copy (docs/model.md §B13): 4 copies in all
-    assert c.kv_per_request_bytes == pytest.approx(4 * 61 * 576 * 2 * 8704, rel=1e-9)
+    per_request = c.kv_needed_bytes_per_gpu * c.gpus / c.batch
+    assert per_request == pytest.approx(4 * 61 * 576 * 2 * 8704, rel=1e-9)
     per_gpu = 384 * 61 * 576 * 2 * 8704
     assert c.kv_needed_bytes_per_gpu == pytest.approx(per_gpu, rel=1e-9)
     # vLLM: 0.9 of 180 GB, less 2 GB workspace, less the weights, is the KV cache
     assert c.kv_capacity_bytes_per_gpu == pytest.approx(
         0.9 * 180e9 - 2e9 - c.weights_bytes_per_gpu, rel=1e-9
     )
-    assert (
-        c.admitted_requests
-        == int(c.kv_capacity_bytes_per_gpu // (c.kv_per_request_bytes / 4))
-        < 384
-    )
+    assert c.admitted_requests == int(c.kv_capacity_bytes_per_gpu // (per_request / 4)) < 384
     # vLLM admitted about 29; with the copies the check admits 25 (207 when it spread the cache)
     assert 20 <= c.admitted_requests <= 35
     assert c.hbm_bytes_per_gpu == pytest.approx(
@@ -324,6 +321,26 @@ def test_a_json_that_is_no_tools_result_is_left_to_the_csv_reader(tmp_path):
     assert tool_frame(other) is None
     with pytest.raises(SpecError):
         load_measured(other)
+
+
+def test_a_result_file_nested_too_deeply_is_one_clear_line(tmp_path):
+    """tool_results read JSON with a bare json.loads: a deeply nested file (one object, or a
+    line of an appended file) was a RecursionError traceback; the input boundary's reader
+    makes it one line naming the file (and the line), exit 2."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    one, appended = tmp_path / "one.json", tmp_path / "appended.json"
+    one.write_text(deep)
+    appended.write_text('{"completed": 1}\n' + deep + "\n")
+    for path, field in ((one, ""), (appended, "field 'line 2': ")):
+        result = CliRunner().invoke(main, ["compare-measured", str(path)])
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"error: {path}: {field}not valid JSON: nested too deeply (flatten the file)\n"
+        )
 
 
 def test_export_command_writes_the_files_and_refuses_with_exit_1(tmp_path):

@@ -117,8 +117,9 @@ def test_tighter_demand_cap_is_never_cheaper():
 
 
 def test_speculation_never_hurts_and_zero_acceptance_is_plain(bound_agrees_with_parts):
-    # whole frontiers: each one's own speed range would cut them at different speeds
-    whole = dict(all_points=True)
+    # whole frontiers: each one's own speed range would cut them at different speeds; a
+    # 200-point grid (a quarter of the default's CPU) shows the same: a speed-up of 1.39
+    whole = dict(all_points=True, grid_points=200)
     plain = ie.frontier("Llama 3 70B", "H100-paper", **whole)
     spec = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8, **whole)
     none = ie.frontier("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.0, **whole)
@@ -127,9 +128,9 @@ def test_speculation_never_hurts_and_zero_acceptance_is_plain(bound_agrees_with_
     assert (none.points["draft_tokens"] == 1).all()
     assert none.fastest().tokens_per_s == pytest.approx(plain.fastest().tokens_per_s)
     # every row's bound agrees with its breakdown: verification and draft passes that bind on
-    # different sides make a mixed cycle (87 of the 743 points)
+    # different sides make a mixed cycle (54 of the 434 points; 87 of 743 on 400 points)
     assert all(bound_agrees_with_parts(row) for row in spec.points.itertuples())
-    assert (spec.points.bound == "mixed").sum() > 50
+    assert (spec.points.bound == "mixed").mean() > 0.1
 
 
 def test_frontier_api():

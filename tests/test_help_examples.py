@@ -68,10 +68,10 @@ def test_help_examples_say_what_they_computed(help_example_runs):
     # the tornado chart and its table state the precision and the speed costs are compared at
     tornado = out("sweep 'Llama 3 8B' -H H100-paper --grid-points 60 --tornado")
     assert (folder / "tornado.png").stat().st_size > 10_000 and "hbm_bandwidth" in tornado
-    title = tornado.splitlines()[0]
+    title = tornado.splitlines()[1]  # after the line saying the figures are an ideal bound
     assert "16-bit weights" in title and "tok/s per request (half the fastest)" in title
     swept = out("sweep 'Llama 3 8B' -H H100-paper --grid-points 60 --param").splitlines()
-    assert swept[1].split()[:2] == ["parameter", "value"] and len(swept) >= 5
+    assert swept[2].split()[:2] == ["parameter", "value"] and len(swept) >= 6
 
     # the shipped config.json imports as the shipped Llama 3.1 8B, from a file and the Hub
     def params(arch):
@@ -103,3 +103,26 @@ def test_example_inputs_say_where_they_come_from(name):
         assert len(pd.read_csv(ROOT / "examples" / name)) > 5
     else:
         assert json.loads((ROOT / "examples" / name).read_text())["model_type"] == "llama"
+
+
+def test_table_commands_say_first_whether_figures_are_a_bound_or_expected(help_example_runs):
+    """disagg, sweep, prices and study printed no line saying whether their figures are an
+    ideal bound or expected (point, frontier, simulate, capacity do: figures_line); CSV and
+    JSON carry it as their first note."""
+    _, results = help_example_runs
+    bound = "Ideal bound: paper preset (what a perfect engine would reach; no interval)."
+    for command in ("disagg", "sweep", "prices", "study"):
+        runs = {line: r for line, r in results.items() if line.split()[0] == command}
+        assert runs, command
+        for line, r in runs.items():
+            assert r.stdout.startswith(bound), (line, r.stdout[:200])
+    args = ["disagg", "Llama 3 70B", "-H", "H100", "--weight-bits", "8", "--gpus", "8"]
+    args += ["--batch", "64", "--prompt-tokens", "4000", "--output-tokens", "500"]
+    expected = CliRunner().invoke(main, [*args, "--assumptions", "achievable", "--format", "json"])
+    assert json.loads(expected.stdout)["notes"][0].startswith(
+        "Expected figures: achievable preset, engine profile trtllm; 80 % and 90 % intervals"
+    )
+    csv = CliRunner().invoke(main, [*args, "--format", "csv"]).stdout.splitlines()
+    assert csv[0].startswith("# Computed with:") and csv[1] == f"# {bound} " + (
+        "Expected figures: --assumptions achievable."
+    )

@@ -333,12 +333,25 @@ def test_infer_commands():
         ),
         (("infer", "preference", "paper-2025", "-H", "H100-paper", "-H", "A100-paper"), "one GPU"),
         (("infer", "feasibility", "--speed", "158", "--price", "0.9"), "add --model"),
+        # the blend ratio weighs input prices: on the output price it was silently ignored
+        (("infer", "margin", "paper-2025", "--blend-ratio", "3"), "--offer-price blended"),
     ],
 )
 def test_infer_bad_input_is_one_line_and_exit_2(args, word):
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 2, result.output
     assert word in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_blend_ratio_is_refused_on_the_output_price():
+    """docs/user-guide.md: --blend-ratio weighs input tokens in the blended price; with the
+    output price it changed nothing, silently. The API refuses it too."""
+    offer = load_observations("paper-2025")[0]
+    with pytest.raises(SpecError, match="input_tokens_per_output.*offer_price='blended'"):
+        offer.price("output", 2.0)
+    blended = (offer.usd_per_mtok_input + offer.usd_per_mtok_output) / 2
+    assert offer.price("blended", 1.0) == pytest.approx(blended)
+    assert offer.price("output") == offer.usd_per_mtok_output
 
 
 def test_offers_on_a_figure_take_the_colour_of_their_models_curve():

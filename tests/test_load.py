@@ -5,6 +5,7 @@ capacity search."""
 import dataclasses
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +26,8 @@ from inference_econ.serving.load.simulate import simulate
 from inference_econ.serving.load.targets import Targets
 from inference_econ.serving.prefill import prefill
 from inference_econ.serving.setting import make_setting
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 @pytest.fixture(scope="module")
@@ -452,6 +455,55 @@ def test_capacity_reports_the_answer_and_every_candidate(llama8b):
             requests=200,
             sizes=[1],
         )
+
+
+def test_simulate_runs_a_closed_loop_of_clients():
+    """simulate --concurrency C: C clients, each sending its next request when its last one
+    finishes (the load engine had them; simulate had no option). Little's law holds: the
+    rate the clients reach is C over the mean end-to-end latency; over K instances each
+    holds C/K requests at most. Refused with a rate or a trace, and by the searches."""
+    load = dict(input_lengths="1000", output_lengths="100", requests=100)
+    one = ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, concurrency=8, **load)
+    assert one.traffic.startswith("closed loop of 8 clients") and one.stable
+    assert one.rate_per_s == pytest.approx(8 / one.e2e_s.mean, rel=0.01)
+    assert 6 < one.mean_batch <= 8 and one.rate_per_s == one.throughput_requests_per_s
+    two = ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, instances=2, concurrency=8, **load)
+    assert 3 < two.mean_batch <= 4 and two.rate_per_s == pytest.approx(8 / two.e2e_s.mean, rel=0.01)
+    with pytest.raises(SpecError, match="concurrency.*arrival rate or a trace"):
+        ie.simulate_load(
+            "Llama 3.1 8B", "H100", gpus=1, concurrency=8, arrival_rate_per_s=2, **load
+        )
+    with pytest.raises(SpecError, match="concurrency.*only simulate_load"):
+        ie.capacity("Llama 3.1 8B", "H100", concurrency=8, slo_tpot_p99_s=0.1, **load)
+    args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--concurrency", "8"]
+    args += ["--prompt-tokens", "1000", "--output-tokens", "100"]
+    for extra, said in (
+        (["--rate", "2"], "--concurrency: cannot be given with --rate"),
+        (["--trace", str(EXAMPLES / "trace.csv")], "--concurrency: cannot be given with --trace"),
+        (["--instances", "3"], "--concurrency: 8 clients do not spread evenly over 3 instances"),
+    ):
+        code, _, err = _run(*args, *extra)
+        assert code == 2 and err.startswith(f"error: {said}") and err.count("\n") == 1, err
+
+
+def test_capacity_skips_instance_sizes_the_weights_do_not_fit():
+    """Under the engine profile (the load default), an instance size whose 16-bit weights
+    leave no room for a KV cache (Llama 3.3 70B: 141 GB on one 80 GB H100) raised
+    InfeasibleError for the whole plan; it is a candidate excluded with the reason."""
+    plan = ie.capacity(
+        "Llama 3.3 70B",
+        "H100",
+        arrival_rate_per_s=2,
+        input_lengths="1000",
+        output_lengths="100",
+        slo_tpot_p99_s=0.1,
+        requests=100,
+        sizes=[1, 2],
+    )
+    assert plan.setting.assumptions.achievable and plan.deployment.gpus_per_instance == 2
+    one = plan.candidates.set_index("gpus_per_instance").loc[1]
+    assert one["excluded"] and not one["chosen"] and math.isnan(one["max_rate_per_instance"])
+    assert "141.1 GB of weights) leaves no room for a KV cache on 1 x H100-SXM" in one["note"]
 
 
 def test_excluded_candidates_are_marked_not_priced_at_infinity(llama8b):

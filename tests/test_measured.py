@@ -344,3 +344,23 @@ def test_calibrate_json_is_one_object(fitted, monkeypatch):
     csv = CliRunner().invoke(main, ["calibrate", str(TRAIN), "--no-holdout", "--format", "csv"])
     assert "median / p90" not in csv.stdout and "median / p90" in csv.stderr
     assert csv.stdout.startswith("# Computed with:") and "benchmarks_train.csv" in csv.stdout
+
+
+def test_the_priors_are_data_with_units_and_sources(tmp_path):
+    # priors/calibration.yaml holds every prior of the fit; each states its term's unit (as
+    # specs/engine.py's TERMS give it) and its source, and a wrong unit is refused by field
+    groups = calibration.load_priors()
+    assert {p.term for p in groups["terms"]} >= {"hbm_efficiency", "gemm_half_volume"}
+    hbm = next(p for p in groups["terms"] if p.term == "hbm_efficiency")
+    assert (hbm.mean, hbm.sd, hbm.lower, hbm.upper) == (0.85, 0.10, 0.5, 0.95)
+    assert "BabelStream" in hbm.source
+    assert groups["engine"][0].term == "step_time_scale"
+    shipped = Path(calibration.__file__).parents[3] / "priors" / "calibration.yaml"
+    text = shipped.read_text()
+    bad = tmp_path / "priors.yaml"
+    bad.write_text(text.replace("unit: seconds", "unit: milliseconds", 1))
+    with pytest.raises(ie.SpecError, match=r"priors.yaml.*terms.layer_overhead_s.unit"):
+        calibration.load_priors(bad)
+    bad.write_text(text.replace("mean: 0.85", "mean: 0.99", 1))  # above its upper bound 0.95
+    with pytest.raises(ie.SpecError, match=r"terms.hbm_efficiency.*lower <= mean <= upper"):
+        calibration.load_priors(bad)

@@ -36,7 +36,7 @@ def wheel(tmp_path_factory):
 
 def test_wheel_contains_every_spec(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for folder in ("hardware", "models", "scenarios", "engines", "datasets"):
+    for folder in ("hardware", "models", "scenarios", "engines", "datasets", "priors"):
         for path in (ROOT / folder).rglob("*.yaml"):
             inside = f"inference_econ/_data/{folder}/{path.relative_to(ROOT / folder).as_posix()}"
             assert inside in names, f"{inside} missing from the wheel"

@@ -189,11 +189,17 @@ def test_cuda_graphs_cut_launch_time():
 
 
 def test_gb200_nvl72_scale_up_domain_beats_hgx_b200():
-    from inference_econ.output.runner import curve_frontier
+    from inference_econ.optimise.method import make_method
+    from inference_econ.optimise.optimiser import frontier
     from inference_econ.studies.scenario import load_scenario
 
-    # the scenario's frontiers (its figures are not needed here)
-    fronts = {c.label: curve_frontier(c) for c in load_scenario("gb200-nvl72-vs-hgx-b200").curves}
+    # the scenario's curves (its figures are not needed here) on a 100-point grid: the
+    # scenario's 400 points give the same fastest points and expert degree and costs within
+    # 3 % (measured), at a seventh of the CPU
+    fronts = {
+        c.label: frontier(c.setting(), make_method(grid_points=100))
+        for c in load_scenario("gb200-nvl72-vs-hgx-b200").curves
+    }
     nvl = fronts["Llama 3.1 405B on GB200 NVL72"]
     hgx = fronts["Llama 3.1 405B on HGX B200"]
     assert nvl.fastest().tokens_per_s > 1.2 * hgx.fastest().tokens_per_s

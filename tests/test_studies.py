@@ -343,6 +343,7 @@ def test_study_command_prints_the_summary(tiny_file, tiny_run):
     assert said[0].startswith(f"# Computed with: study Tiny study ({tiny_file})")
     assert "axes model: Llama 3 70B, Llama 3 8B; hardware: H100-paper, A100-paper" in said[0]
     assert "grid_points 60" in said[0]
+    assert said[1].startswith("# Ideal bound: paper preset")  # not expected figures
     lines = lines[len(said) :]
     header = "precision,model,hardware,cheapest_usd_per_mtok_at_50_tokens_per_s"
     assert lines[0] == header and len(lines) == 6
@@ -422,7 +423,9 @@ def test_infeasible_cells_show_as_na_with_a_note(tmp_path):
     args = ["study", str(path), "--out", out, "--jobs", "1", "-q"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    rows = {ln.split()[0]: ln.split()[-1] for ln in result.stdout.splitlines()[3:5]}
+    lines = result.stdout.splitlines()  # after the line saying the figures are a bound:
+    assert lines[0].startswith("Ideal bound: paper preset")
+    rows = {ln.split()[0]: ln.split()[-1] for ln in lines[4:6]}
     assert rows["DeepSeek-V3"] == "n/a" and float(rows["Llama"].lstrip("$")) > 0, result.stdout
     assert "n/a: no feasible configuration in 1 of 2 rows" in result.stdout
     assert "8.35 GPUs" in result.stdout and "2 cells: 2 computed" in result.stderr

@@ -4,7 +4,7 @@ import pytest
 
 import inference_econ as ie
 from inference_econ.model.assumptions import PAPER
-from inference_econ.model.workload import compile_workload, matmul_io_bytes
+from inference_econ.model.workload import compile_workload, matmul_activation_bytes_per_token
 
 
 def work(name, **bits):
@@ -45,21 +45,20 @@ def test_kv_cache_bytes_per_token():
     assert work("Llama 3 70B", kv_cache_bits=8).kv_bytes_per_token == 16 * 128 * 80
 
 
-def test_matmul_io_bytes_2d_partitioning():
+def test_matmul_activation_bytes_2d_partitioning():
     # m = k: t1 = sqrt(t); inputs and outputs each replicated sqrt(t) times
-    w, a = matmul_io_bytes(1000.0, 1000.0, 10.0, 16.0, 2.0, 2.0)
-    assert w == 1000 * 1000 * 2
-    assert a == pytest.approx(4 * 1000 * 10 * 2 + 4 * 1000 * 10 * 2)
+    a = matmul_activation_bytes_per_token(1000.0, 1000.0, 16.0, 2.0)
+    assert a == pytest.approx(4 * 1000 * 2 + 4 * 1000 * 2)
     # t = 1: inputs and outputs read once
-    _, a1 = matmul_io_bytes(300.0, 200.0, 5.0, 1.0, 1.0, 2.0)
-    assert a1 == pytest.approx((200 + 300) * 5 * 2)
+    a1 = matmul_activation_bytes_per_token(300.0, 200.0, 1.0, 2.0)
+    assert a1 == pytest.approx((200 + 300) * 2)
 
 
-def test_matmul_io_bytes_of_the_papers_earlier_code():
+def test_matmul_activation_bytes_of_the_papers_earlier_code():
     # paper-table-5: t1 = max(1, sqrt(m/k)·t), t2 = max(1, sqrt(k/m)·t), unclipped
-    _, a = matmul_io_bytes(4000.0, 1000.0, 10.0, 16.0, 2.0, 2.0, "unclipped")
-    assert a == pytest.approx((2 * 16 * 1000 + 0.5 * 16 * 4000) * 10 * 2)
-    _, a = matmul_io_bytes(100.0, 10000.0, 1.0, 2.0, 2.0, 2.0, "unclipped")
+    a = matmul_activation_bytes_per_token(4000.0, 1000.0, 16.0, 2.0, "unclipped")
+    assert a == pytest.approx((2 * 16 * 1000 + 0.5 * 16 * 4000) * 2)
+    a = matmul_activation_bytes_per_token(100.0, 10000.0, 2.0, 2.0, "unclipped")
     assert a == pytest.approx((1 * 10000 + 20 * 100) * 2)  # t1 = max(1, 0.1·2) = 1
     # the whole batch's KV inside p·(...) and all k experts in the all-to-all bytes
     p5 = ie.preset("paper-table-5")

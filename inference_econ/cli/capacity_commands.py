@@ -188,6 +188,8 @@ def _sharing(result) -> str:
     pools = result.prefill_instances > 0
     if result.instances == 1 and not pools:
         return "one instance serves every request"
+    if result.traffic.startswith("closed loop"):
+        return "the clients are spread evenly over them"
     if result.instances_simulated > 1:
         router = result.router.replace("_", " ")
         return f"a {router} router sends each request to one of them (docs/model.md §E10)" + (
@@ -223,6 +225,7 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
 @option("gpus", help="GPUs per instance of the deployment.")
 @options("instances", "prefill_gpus", "prefill_instances", "prefill_hardware")
 @traffic_options
+@options("concurrency")  # a closed loop of clients instead of arrivals
 @options(*TARGETS, *ENGINE)
 @served_options
 @renamed_flags
@@ -239,6 +242,8 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
                    --slo-ttft-p99 2 --slo-tpot-p99 0.05
                inference-econ simulate "Llama 3.1 8B" -H H100 --gpus 1 --trace examples/trace.csv \\
                    --arrivals poisson --rate 4
+               inference-econ simulate "Llama 3.1 8B" -H H100 --gpus 1 --concurrency 16 \\
+                   --prompt-tokens 1000 --output-tokens 200 --requests 200
     """
     from .. import api
 
@@ -251,12 +256,14 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
         progress=lambda done, total: say(f"{done}/{total} requests served"),
         **_load_kwargs(values),
     )
-    from .decode_commands import stated
+    from .common import stated
 
     row = result.to_dataframe().iloc[0]
     if result.meets_targets is None and format in ("table", "markdown"):
         row["meets_targets"] = "n/a (no targets)"
     rate = f"{result.rate_per_s:g} req/s" if math.isfinite(result.rate_per_s) else "all at once"
+    if values.get("concurrency") is not None:  # a closed loop: the rate is the one it reached
+        rate = f"{result.traffic.split(';')[0]} ({result.rate_per_s:.4g} req/s reached)"
     title = f"{result.model} on {result.layout} x {result.instances} ({result.hardware}), {rate}"
     notes = _notes(result) if format in ("table", "markdown") else list(result.notes)
     notes = [*_odds_notes(result), *notes]
@@ -282,7 +289,9 @@ def _odds_notes(result) -> list[str]:
         "Intervals: where a measured run lands, 80 % and 90 % of the time (out-of-sample error "
         "of the engine profiles, docs/validation.md); "
         + (
-            "rates and prices are the offered load's (capacity --confidence sizes for it)."
+            "rates and prices are the ones the clients reach."
+            if result.traffic.startswith("closed loop")
+            else "rates and prices are the offered load's (capacity --confidence sizes for it)."
             if result.stable
             else "the deployment does not keep up: its rates and prices are its capacity."
         )
@@ -376,7 +385,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
     from .. import api
     from ..output.render import meta_lines, render
-    from .decode_commands import vertical
+    from .common import vertical
 
     for flag, given_value in (
         ("--gpus", gpus),
@@ -454,7 +463,7 @@ def _chosen_curve(model, plan, kwargs, say):
 
 def _plan_text(plan, fmt: str) -> str:
     from ..output.render import render
-    from .decode_commands import vertical
+    from .common import vertical
 
     r = plan.result
     title = (
@@ -624,9 +633,10 @@ FRONTIER_OPTIONS = (
 )
 
 
-def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
+def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: bool = False) -> str:
     """The frontier of deployments serving a load within targets, as the frontier command
-    prints it (``frontier --rate R --slo-ttft-p99 T --slo-tpot-p99 P``)."""
+    prints it (``frontier --rate R --slo-ttft-p99 T --slo-tpot-p99 P``); ``quiet``: no
+    progress lines."""
     from .. import api
     from ..output.render import render
 
@@ -658,7 +668,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
     if "assumptions" not in named:
         served.pop("assumptions", None)  # serving under load's own default (expected figures)
     front = api.load_frontier(
-        model, _gpus([hardware]), progress=Progress(), **served, **_load_kwargs(load)
+        model, _gpus([hardware]), progress=Progress(quiet), **served, **_load_kwargs(load)
     )
     cols = [
         "tokens_per_s",

@@ -433,6 +433,22 @@ class OutputFolder(click.ParamType):
         return value
 
 
+def stated_table(df, fmt: str, under, title: str = "", meta=None, notes=()) -> str:
+    """A table whose first line says whether its figures are an ideal bound or expected
+    (``serving.intervals.figures_line``; CSV and JSON: the first note), as every command
+    states it. ``under``: the setting or preset label the figures were computed under, or
+    several (a study's cells): one line for each kind of figure."""
+    from ..output.render import render
+    from ..serving.intervals import figures_line
+
+    labels = under if isinstance(under, (list, tuple)) else [under]
+    lines = list(dict.fromkeys(figures_line(u) for u in labels))
+    line = lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines)
+    if fmt in ("csv", "json"):
+        return render(df, fmt, title=title, meta=meta, notes=[line, *notes])
+    return line + "\n" + render(df, fmt, title=title, meta=meta, notes=list(notes))
+
+
 def emit(text: str, out: str | None) -> None:
     """Print ``text``, or write it to ``out`` atomically (output/files.py: never over an
     input of the command, a symlink's target replaced, the file's mode kept)."""
@@ -701,3 +717,37 @@ def make_setting(model, hardware, **values):
         default = click.core.ParameterSource.DEFAULT
         values = {k: v for k, v in values.items() if ctx.get_parameter_source(k) != default}
     return build(model, hardware, **values)
+
+
+def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
+    """One result as a field/value table, durations in milliseconds under ``_ms`` names (or
+    one CSV/JSON row in seconds, under the API's names), with ``notes`` below it."""
+    import pandas as pd
+
+    from ..output.render import format_number, is_duration, milliseconds_name, render
+
+    if fmt in ("json", "csv"):
+        return render(pd.DataFrame([series]), fmt, title=title, notes=notes, meta=meta)
+    fields, values = [], []
+    for key, value in series.items():
+        if is_duration(key) and isinstance(value, (int, float)):
+            key, value = milliseconds_name(key), value * 1e3
+        fields.append(key)
+        values.append(format_number(value))
+    table = pd.DataFrame({"field": fields, "value": values})
+    return render(table, fmt, title=title, notes=notes, meta=meta)
+
+
+def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
+    """``vertical`` for a result computed under ``setting``: a first line saying whether its
+    figures are expected (an engine profile) or an ideal bound; expected figures with their
+    80 % and 90 % intervals as ranges (CSV and JSON: their ``_low80`` ... columns), and a line
+    when the case is outside what the data covers."""
+    from ..output.ranges import ranged
+    from ..serving.intervals import coverage_note, figures_line
+
+    line = figures_line(setting)
+    notes = [*filter(None, [coverage_note(setting)]), *notes]
+    if fmt in ("csv", "json"):
+        return vertical(row, fmt, title, meta, [line, *notes])
+    return line + "\n" + vertical(ranged(row), fmt, title, meta, notes)

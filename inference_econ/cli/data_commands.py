@@ -21,6 +21,7 @@ from .common import (
     out_option,
     quiet_option,
     setting_options,
+    stated_table,
     table_output,
 )
 
@@ -265,7 +266,6 @@ def sweep(
                inference-econ sweep "Llama 3 8B" -H H100-paper --grid-points 60 --tornado tornado.png
     """
     from ..optimise.method import make_method
-    from ..output.render import render
     from ..studies import sensitivity as sens
 
     setting = make_setting(model, hardware, **settings)
@@ -280,7 +280,7 @@ def sweep(
         result = sens.elasticities(setting, at_speed=speed, progress=progress, method=method)
         meta["at_speed_tokens_per_s"] = speed
         title = tornado_title(setting, speed, at_speed is None)
-        click.echo(render(result, format, title=title, meta=meta), nl=False)
+        click.echo(stated_table(result, format, setting, title, meta), nl=False)
         stem, fmts = FigureFile.target(tornado)
         save(tornado_figure(result, title), stem, fmts)
         click.echo(f"wrote {tornado}", err=True)
@@ -291,7 +291,8 @@ def sweep(
         )
     progress(f"base frontier of {setting.name}")
     result = sens.sweep(setting, parameter, list(values), at_speed, progress, method)
-    click.echo(render(result, format, title=f"{parameter}: {setting.name}", meta=meta), nl=False)
+    title = f"{parameter}: {setting.name}"
+    click.echo(stated_table(result, format, setting, title, meta), nl=False)
 
 
 COMMANDS = (compare_measured, calibrate, sweep)

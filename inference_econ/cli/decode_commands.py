@@ -19,29 +19,10 @@ from .common import (
     quiet_option,
     renamed_flags,
     setting_options,
+    stated,
     table_output,
     typed_name,
 )
-
-
-def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
-    """One result as a field/value table, durations in milliseconds under ``_ms`` names (or
-    one CSV/JSON row in seconds, under the API's names), with ``notes`` below it."""
-    import pandas as pd
-
-    from ..output.render import format_number, is_duration, milliseconds_name, render
-
-    if fmt in ("json", "csv"):
-        return render(pd.DataFrame([series]), fmt, title=title, notes=notes, meta=meta)
-    fields, values = [], []
-    for key, value in series.items():
-        if is_duration(key) and isinstance(value, (int, float)):
-            key, value = milliseconds_name(key), value * 1e3
-        fields.append(key)
-        values.append(format_number(value))
-    table = pd.DataFrame({"field": fields, "value": values})
-    return render(table, fmt, title=title, notes=notes, meta=meta)
-
 
 #: The --discrete of a given configuration (point, request, disagg, prefill).
 discrete_option = option(
@@ -64,21 +45,6 @@ def layout_notes(rows, discrete: bool) -> list[str]:
 def layout_meta(meta: dict, discrete: bool) -> dict:
     """A given configuration's metadata, with the layouts it was searched over."""
     return {**meta, "layouts": "whole (discrete, §B7)" if discrete else "continuous (§A5)"}
-
-
-def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
-    """``vertical`` for a result computed under ``setting``: a first line saying whether its
-    figures are expected (an engine profile) or an ideal bound; expected figures with their
-    80 % and 90 % intervals as ranges (CSV and JSON: their ``_low80`` ... columns), and a line
-    when the case is outside what the data covers."""
-    from ..output.ranges import ranged
-    from ..serving.intervals import coverage_note, figures_line
-
-    line = figures_line(setting)
-    notes = [*filter(None, [coverage_note(setting)]), *notes]
-    if fmt in ("csv", "json"):
-        return vertical(row, fmt, title, meta, [line, *notes])
-    return line + "\n" + vertical(ranged(row), fmt, title, meta, notes)
 
 
 @click.command(short_help="One configuration: speed, cost, layout and breakdown.")
@@ -196,7 +162,7 @@ def frontier(
         load["input_lengths"] = (
             prompt if prompt is None or isinstance(prompt, str) else f"{prompt:g}"
         )
-        emit(slo_frontier(model, hardware, values, load, format), out)
+        emit(slo_frontier(model, hardware, values, load, format, quiet), out)
         return
     if isinstance(prompt, str):
         raise SpecError(

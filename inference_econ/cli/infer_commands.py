@@ -11,6 +11,7 @@ from .common import (
     FigureFile,
     emit,
     format_option,
+    given,
     handle_errors,
     option,
     options,
@@ -55,8 +56,11 @@ hardware_list = click.option(
 def offers(observations, provider, model, values: dict, sized: bool = False):
     """The selected offers: rows of a file, or the one given by --speed and --price (which
     need --model, except for ``sized``: a closed model is sized whatever its name)."""
-    from ..studies.observations import load_observations, observation, select
+    from ..studies.observations import check_blend, load_observations, observation, select
 
+    ctx = click.get_current_context()
+    blend = "input_tokens_per_output" in given(ctx)
+    check_blend(values["offer_price"], blend, "command line", "--offer-price blended")
     speed = values.pop("observed_tokens_per_s")
     price = values.pop("observed_usd_per_mtok")
     if observations and (speed is not None or price is not None):

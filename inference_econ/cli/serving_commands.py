@@ -14,9 +14,11 @@ from .common import (
     options,
     prefill_setting_options,
     request_setting_options,
+    stated,
+    stated_table,
     table_output,
 )
-from .decode_commands import discrete_option, layout_meta, layout_notes, stated
+from .decode_commands import discrete_option, layout_meta, layout_notes
 
 
 @click.command(short_help="One prefill: latency, MFU and the price of input tokens.")
@@ -168,7 +170,6 @@ def prices(model, hardware, contexts, format, **values):
     """
     import pandas as pd
 
-    from ..output.render import render
     from ..studies.prices import price_ratio
 
     setting = make_setting(model, hardware, **values)  # checks the options before any work
@@ -176,10 +177,8 @@ def prices(model, hardware, contexts, format, **values):
     rows = [price_ratio(model, hardware, c, **given) for c in contexts]
     meta = setting.metadata()
     del meta["context_tokens"]  # one per row
-    click.echo(
-        render(pd.DataFrame(rows), format, title="Output/input token price ratio", meta=meta),
-        nl=False,
-    )
+    title = "Output/input token price ratio"
+    click.echo(stated_table(pd.DataFrame(rows), format, setting, title, meta), nl=False)
 
 
 @click.command("context-parallel", short_help="Context-parallel prefill (KV-Runahead).")
@@ -250,7 +249,6 @@ def disagg(
     """
     import numpy as np
 
-    from ..output.render import render
     from ..serving import disaggregation as dg
     from ..serving.decode import uneven
 
@@ -266,7 +264,7 @@ def disagg(
         )
     notes = [*df.attrs["notes"], *layout_notes(df.attrs["decode_layout"], discrete)]
     meta = layout_meta(_meta(setting), discrete)
-    click.echo(render(df, format, title=df.attrs["note"], notes=notes, meta=meta), nl=False)
+    click.echo(stated_table(df, format, setting, df.attrs["note"], meta, notes), nl=False)
 
 
 COMMANDS = (prefill, request, prices, context_parallel, disagg)

@@ -15,6 +15,7 @@ from .common import (
     handle_errors,
     options,
     quiet_option,
+    stated_table,
     wrote_files,
 )
 
@@ -52,7 +53,6 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
 
     from ..api import study as run
     from ..errors import plural
-    from ..output.render import render
     from ..output.study_plots import infeasible_note, summary_table
     from ..output.study_run import study_metadata
 
@@ -80,9 +80,8 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
     notes = [note] if note else []
     if note and format == "csv":
         click.echo(note, err=True)
-    click.echo(
-        render(best, format, title=title, notes=notes, meta=study_metadata(result)), nl=False
-    )
+    under = [c.setting for c in result.cells]
+    click.echo(stated_table(best, format, under, title, study_metadata(result), notes), nl=False)
     cells = len(result.cells)
     click.echo(
         f"{cells} {plural(cells, 'cell')}: {result.computed} computed, {result.cached} from the cache"

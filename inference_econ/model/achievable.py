@@ -27,6 +27,7 @@ from .efficiency import (
     tile_rounded,
 )
 from .machine import Machine
+from .values import Flags, Floats
 from .workload import Workload
 
 
@@ -35,21 +36,21 @@ class AchievablePart:
     """The part of a step's ``StepWork`` that does not depend on the attention divisor, per
     GPU of a stage, summed over the stages (docs/model.md §F1-§F7)."""
 
-    kv_request_read_s: object  # one cached position per request, all attention layers
+    kv_request_read_s: Floats  # one cached position per request, all attention layers
     #: The feed-forward activation function's traffic: a gated unit reads its two f-wide
     #: rows and writes one (three passes; two without a gate), sharded over t.
-    activation_ff_s: object
-    logits_read_s: object
-    dense_gemm_s: object
-    dense_volume: object
-    expert_gemm_s: object
-    expert_volume: object
-    expert_imbalance: object
-    head_gemm_s: object
-    head_volume: object
-    attention_s: object  # attention-context arithmetic at the machine's attention rate
-    sequences: object  # requests (and prompts) of the step: per-sequence costs, logits
-    eager: object
+    activation_ff_s: Floats
+    logits_read_s: Floats
+    dense_gemm_s: Floats
+    dense_volume: Floats
+    expert_gemm_s: Floats
+    expert_volume: Floats
+    expert_imbalance: Floats
+    head_gemm_s: Floats
+    head_volume: Floats
+    attention_s: Floats  # attention-context arithmetic at the machine's attention rate
+    sequences: Floats  # requests (and prompts) of the step: per-sequence costs, logits
+    eager: Flags
 
 
 class EngineStep:

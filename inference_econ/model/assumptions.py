@@ -12,11 +12,26 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from ..errors import SpecError, did_you_mean, short
 from ..specs.schema import check_number
 
-_NUMBERS = {
+if TYPE_CHECKING:
+    from ..specs.engine import EngineProfile
+
+#: The shipped presets (``PRESETS``, docs/model.md Parts A, B and F).
+PresetName = Literal["paper", "refined", "achievable", "paper-table-5"]
+#: How MLA attention is decoded (§B3; ``workload.mla_decode_costs``).
+MlaDecode = Literal["decompressed", "compressed", "absorbed"]
+#: Which NCCL tuning tables price collective latencies (§B9; ``collectives.NVLS_LATENCY_S``).
+NcclLatencyModel = Literal["paper", "nccl-2.20", "nccl-2.23"]
+#: How a 2-D tensor-parallel matmul replicates its activations (§A2; "unclipped": the paper's
+#: earlier code, the ``paper-table-5`` preset).
+MatmulReplication = Literal["clipped", "unclipped"]
+
+_NUMBERS: dict[str, dict[str, Any]] = {
     "pipeline_degree_count": dict(minimum=1, maximum=64, integer=True),
     "attention_divisor_count": dict(minimum=1, maximum=64, integer=True),
     "kernels_per_layer": dict(minimum=0, maximum=1000, integer=True),
@@ -26,9 +41,9 @@ _NUMBERS = {
     "collective_latency_scale": dict(minimum=0, maximum=1e6),
 }
 _CHOICES = {
-    "mla_decode": ("decompressed", "compressed", "absorbed"),
-    "nccl_latency_model": ("paper", "nccl-2.20", "nccl-2.23"),
-    "matmul_replication": ("clipped", "unclipped"),
+    "mla_decode": get_args(MlaDecode),
+    "nccl_latency_model": get_args(NcclLatencyModel),
+    "matmul_replication": get_args(MatmulReplication),
 }
 
 
@@ -70,7 +85,7 @@ class Assumptions:
     #: MLA with every matrix and the rope key in the cache (paper: docs/model.md §A1 formulas).
     mla_full: bool = False
     #: MLA decode implementation when ``mla_full``: "decompressed", "compressed", "absorbed".
-    mla_decode: str = "absorbed"
+    mla_decode: MlaDecode = "absorbed"
     #: Count tied input/output embeddings once (paper: always 2·V·d).
     tied_embeddings_once: bool = False
     #: Cached positions of a sliding-window layer are min(n, window) (paper: n).
@@ -90,7 +105,7 @@ class Assumptions:
 
     # --- collectives (§A4 / Part B) ---------------------------------------------------------
     #: NCCL latency table: "paper" (docs/model.md §A4), "nccl-2.20" (the same) or "nccl-2.23".
-    nccl_latency_model: str = "paper"
+    nccl_latency_model: NcclLatencyModel = "paper"
     #: Use NVLink SHARP all-reduce on GPUs that have it.
     nvls: bool = False
     #: Multiplier on the per-kernel launch latency (CUDA graphs: well below 1).
@@ -115,7 +130,7 @@ class Assumptions:
     # --- the paper's earlier code, which printed its Table 5 (docs/deviations.md) ----------
     #: 2-D matmul activations replicated t1 = max(1, √(m/k)·t) and t2 = max(1, √(k/m)·t) times
     #: ("unclipped") instead of t1 = clip(√(m·t/k), 1, t) and t/t1 ("clipped", §A2).
-    matmul_replication: str = "clipped"
+    matmul_replication: MatmulReplication = "clipped"
     #: Pipeline degrees log-spaced up to L rather than min(B, L) (§A5).
     pipeline_degrees_up_to_layers: bool = False
     #: All-to-all bytes carry all k active experts of a token rather than min(k, e) (§A5).
@@ -128,7 +143,7 @@ class Assumptions:
     #: Engine efficiency profile (a name such as "trtllm", a YAML path or an ``EngineProfile``):
     #: every kernel class at the engine's measured or fitted efficiency instead of the ideal
     #: roofline (docs/model.md Part F). None: the ideal bound of Parts A and B.
-    engine: object = None
+    engine: str | Path | EngineProfile | None = None
 
     def __post_init__(self) -> None:
         """Every field checked: numbers finite and in range (counts bounded, so no loop over
@@ -170,7 +185,7 @@ class Assumptions:
         if self.engine is not None:
             engine = self.engine if isinstance(self.engine, str) else self.engine.name
             name = f"{self.name}, engine {engine}"
-        base = PRESETS.get(self.name)
+        base = PRESETS.get(cast(PresetName, self.name))  # None: not a preset's name
         if base is None:
             return name
         changed = [
@@ -245,7 +260,7 @@ PAPER_TABLE_5 = Assumptions(
 #: Part F): the engine profile ``trtllm`` unless ``engine`` says otherwise.
 ACHIEVABLE = dataclasses.replace(REFINED, name="achievable", engine="trtllm")
 
-PRESETS: dict[str, Assumptions] = {
+PRESETS: dict[PresetName, Assumptions] = {
     "paper": PAPER,
     "refined": REFINED,
     "achievable": ACHIEVABLE,
@@ -254,11 +269,37 @@ PRESETS: dict[str, Assumptions] = {
 
 
 def preset(name: str | Assumptions) -> Assumptions:
-    """Look up a named preset ("paper", "refined", "achievable", "paper-table-5")."""
+    """Look up a named preset of the cost model's assumptions.
+
+    Parameters
+    ----------
+    name : str or Assumptions
+        "paper" (docs/model.md Part A), "refined" (every refinement of Part B), "achievable"
+        (Part B at a serving engine's efficiencies, Part F) or "paper-table-5" (the paper's
+        earlier code); an ``Assumptions`` is returned as it is.
+
+    Returns
+    -------
+    Assumptions
+        The preset (frozen; ``.replace(field=value)`` makes a variant).
+
+    Raises
+    ------
+    SpecError
+        No preset has that name (the message suggests the nearest).
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> ie.preset("refined").nvls
+    True
+    >>> ie.preset("paper").exact_sparsity
+    False
+    """
     if isinstance(name, Assumptions):
         return name
     try:
-        return PRESETS[name]
+        return PRESETS[cast(PresetName, name)]  # a user's string: a miss is reported below
     except (KeyError, TypeError):
         hint = did_you_mean(str(name), PRESETS)
         raise SpecError(

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
+
+from .values import Floats
 
 #: The memory side by kind, in full whichever side binds (besides memory and compute time).
 FULL_READS = ("weight_read_full_s", "kv_read_full_s", "activation_read_full_s")
@@ -32,25 +35,26 @@ class Breakdown:
     by kind whichever side binds (figures split the overlapped time with them).
     """
 
-    latency_s: object
-    kernel_launch_s: object
-    collective_latency_s: object
-    collective_bandwidth_s: object
-    weight_read_s: object
-    kv_read_s: object
-    activation_read_s: object
-    arithmetic_s: object
-    memory_time_s: object
-    compute_time_s: object
-    weight_read_full_s: object
-    kv_read_full_s: object
-    activation_read_full_s: object
-    flop: object
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    latency_s: Floats
+    kernel_launch_s: Floats
+    collective_latency_s: Floats
+    collective_bandwidth_s: Floats
+    weight_read_s: Floats
+    kv_read_s: Floats
+    activation_read_s: Floats
+    arithmetic_s: Floats
+    memory_time_s: Floats
+    compute_time_s: Floats
+    weight_read_full_s: Floats
+    kv_read_full_s: Floats
+    activation_read_full_s: Floats
+    flop: Floats
 
 
+#: What bounds a step (``bound_label``): its reads, its arithmetic, both, or nothing (the step
+#: does not fit).
+Bound = Literal["memory", "compute", "mixed", "n/a"]
+BOUNDS: tuple[Bound, ...] = get_args(Bound)
 #: ``bound`` names a side when it holds at least this share of the read and arithmetic parts.
 BOUND_SHARE = 0.9
 

@@ -14,11 +14,13 @@ torus (a ring per dimension). Across domains every kind uses the NICs as in §A4
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
 from ..errors import SpecError
 from ..specs.hardware import GPU
+from .assumptions import NcclLatencyModel
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ NCCL_2_23_PROTOCOLS = (
     Protocol("Simple", 1.0, 4.0e-6, 14e-6, 8.4e-6),
 )
 
-LATENCY_MODELS: dict[str, tuple[Protocol, ...]] = {
+LATENCY_MODELS: dict[NcclLatencyModel, tuple[Protocol, ...]] = {
     "paper": PAPER_PROTOCOLS,
     "nccl-2.20": PAPER_PROTOCOLS,
     "nccl-2.23": NCCL_2_23_PROTOCOLS,
@@ -67,7 +69,7 @@ LATENCY_MODELS: dict[str, tuple[Protocol, ...]] = {
 
 #: §C1, PCIe cards: NCCL's PCI hop latencies (tree rows of ``hwLat[PCI]``: LL 1.0 µs, Simple
 #: 28 µs in 2.20-2.22 and 4.0 µs from 2.23); LL128 is only enabled over NVLink, so it is absent.
-PCIE_LATENCY_MODELS: dict[str, tuple[Protocol, ...]] = {
+PCIE_LATENCY_MODELS: dict[NcclLatencyModel, tuple[Protocol, ...]] = {
     "paper": (
         Protocol("LL", 0.5, 1.0e-6, 5e-6, 6.8e-6),
         Protocol("Simple", 1.0, 28e-6, 28e-6, 0.0),
@@ -98,17 +100,22 @@ TORUS_NETWORK_HOP_S = 28e-6
 
 #: NVLS latency inside one NVLink domain (hwLat[NVLINK][NVLS][Simple]): 23 us in 2.20, 25 us
 #: in 2.23; busBw ratio 5/6 of the link. Bandwidth: each byte crosses NVLink once each way.
-NVLS_LATENCY_S = {"paper": 23e-6, "nccl-2.20": 23e-6, "nccl-2.23": 25e-6}
+NVLS_LATENCY_S: dict[NcclLatencyModel, float] = {
+    "paper": 23e-6,
+    "nccl-2.20": 23e-6,
+    "nccl-2.23": 25e-6,
+}
 NVLS_BANDWIDTH_FACTOR = 5.0 / 6.0
 
-ALLREDUCE = "allreduce"
-ALLTOALL = "alltoall"
-P2P = "p2p"
-#: The expert dispatch or combine of §B11: every rank sends straight to every other (one
-#: network hop, all sends at once); the bytes bound for the ranks of its own domain cross its
-#: links, the rest leave through its own NIC.
-EXPERT_ALLTOALL = "expert_alltoall"
-KINDS = (ALLREDUCE, ALLTOALL, P2P, EXPERT_ALLTOALL)
+#: The collectives a step runs; "expert_alltoall" is the expert dispatch or combine of §B11:
+#: every rank sends straight to every other (one network hop, all sends at once); the bytes
+#: bound for the ranks of its own domain cross its links, the rest leave through its own NIC.
+CollectiveKind = Literal["allreduce", "alltoall", "p2p", "expert_alltoall"]
+ALLREDUCE: CollectiveKind = "allreduce"
+ALLTOALL: CollectiveKind = "alltoall"
+P2P: CollectiveKind = "p2p"
+EXPERT_ALLTOALL: CollectiveKind = "expert_alltoall"
+KINDS: tuple[CollectiveKind, ...] = get_args(CollectiveKind)
 
 
 def measured_protocols(gpu: GPU, nvls: bool, profile) -> tuple[Protocol, ...]:
@@ -142,7 +149,9 @@ def measured_protocols(gpu: GPU, nvls: bool, profile) -> tuple[Protocol, ...]:
     )
 
 
-def protocols_for(model: str, nvls: bool = False, gpu: GPU | None = None) -> tuple[Protocol, ...]:
+def protocols_for(
+    model: NcclLatencyModel, nvls: bool = False, gpu: GPU | None = None
+) -> tuple[Protocol, ...]:
     """The protocols of a latency model, plus NVLS when the GPUs and assumptions allow it.
 
     With ``gpu``, its interconnect chooses the library's table (§C1): NCCL's (switch), NCCL's
@@ -162,7 +171,7 @@ def protocols_for(model: str, nvls: bool = False, gpu: GPU | None = None) -> tup
         return PCIE_LATENCY_MODELS[model]
     if kind == "full_mesh":
         return RCCL_MESH_PROTOCOLS
-    if kind == "torus":
+    if kind == "torus" and gpu is not None:
         return (Protocol("ICI ring", 1.0, gpu.link_latency_s, TORUS_NETWORK_HOP_S, 0.0),)
     if nvls:
         protocols = protocols + (
@@ -183,7 +192,7 @@ class CollectiveCost:
         ranks,
         nodes,
         gpu: GPU,
-        kind: str = ALLREDUCE,
+        kind: CollectiveKind = ALLREDUCE,
         protocols: tuple[Protocol, ...] = PAPER_PROTOCOLS,
         latency_scale: float = 1.0,
         inter_share=None,
@@ -272,17 +281,10 @@ class CollectiveCost:
         return lat, bw, choice
 
 
-def collective_time(
-    ranks, nodes, nbytes, gpu: GPU, kind: str = ALLREDUCE, protocols=PAPER_PROTOCOLS
-):
-    """Seconds of one collective of ``nbytes`` bytes over ``ranks`` ranks on ``nodes`` nodes."""
-    return CollectiveCost(ranks, nodes, gpu, kind, protocols).time(nbytes)
-
-
 # --- inside one scale-up domain, by interconnect (docs/model.md §C1) --------------------------
 
 
-def _inside_domains(gpu: GPU, ranks, nodes, per_node, kind: str):
+def _inside_domains(gpu: GPU, ranks, nodes, per_node, kind: CollectiveKind):
     """(latency steps, seconds per byte) of one collective inside the scale-up domains.
 
     ``per_node = R/M - 1``: the other ranks of a domain. The steps multiply each protocol's
@@ -347,7 +349,7 @@ def torus_group_shape(chips, dimensions: tuple[int, ...]):
     return -np.sort(-sides, axis=0), k
 
 
-def _torus(gpu: GPU, chips, kind: str):
+def _torus(gpu: GPU, chips, kind: CollectiveKind):
     """(latency steps, seconds per byte) on a torus: a bidirectional ring per dimension.
 
     All-reduce: the data is split over the ``k`` active dimensions and each share goes

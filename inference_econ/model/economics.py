@@ -14,11 +14,6 @@ from ..specs.hardware import GPU, Price
 SECONDS_PER_HOUR = 3600.0
 
 
-def gpu_seconds_per_token(gpus, latency_s, batch):
-    """GPU-seconds one token costs: N·latency/B (§A7)."""
-    return gpus * latency_s / batch
-
-
 def usd_per_mtok(gpus, latency_s, tokens_per_step, price_usd_per_hour):
     """$ per million tokens when ``gpus`` GPUs produce ``tokens_per_step`` tokens every
     ``latency_s`` seconds (§A7: 1e6·N·latency/B·price/3600)."""

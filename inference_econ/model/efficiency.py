@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ..specs.hardware import GPU
+from .values import Flags, Floats
 
 #: Best-shape GEMM efficiency of a part without a measurement: the median of the catalog's
 #: measured parts (H100, H200, B200, GB200, A100, MI300X, MI325X, MI355X: 0.51-0.87; §F2).
@@ -71,35 +72,35 @@ class StepWork:
     16-bit peak. Collectives are already in seconds (§F6). Arrays broadcast.
     """
 
-    weight_read_s: object
-    activation_read_s: object
-    kv_read_s: object
+    weight_read_s: Floats
+    activation_read_s: Floats
+    kv_read_s: Floats
     #: One cached position per request, all attention layers: times ``kv_request_positions``.
-    kv_request_read_s: object
+    kv_request_read_s: Floats
     #: One pass over a d-wide BF16 row per token and layer (and the f-wide rows): times
     #: ``elementwise_passes``.
-    elementwise_read_s: object
-    logits_read_s: object
-    dense_gemm_s: object
-    dense_volume: object
-    projection_gemm_s: object
-    projection_volume: object
-    head_gemm_s: object
-    head_volume: object
-    expert_gemm_s: object
-    expert_volume: object
-    expert_imbalance: object
-    attention_s: object
-    collective_latency_s: object
-    collective_bandwidth_s: object
-    layers: object
-    sequences: object
+    elementwise_read_s: Floats
+    logits_read_s: Floats
+    dense_gemm_s: Floats
+    dense_volume: Floats
+    projection_gemm_s: Floats
+    projection_volume: Floats
+    head_gemm_s: Floats
+    head_volume: Floats
+    expert_gemm_s: Floats
+    expert_volume: Floats
+    expert_imbalance: Floats
+    attention_s: Floats
+    collective_latency_s: Floats
+    collective_bandwidth_s: Floats
+    layers: Floats
+    sequences: Floats
     #: 1 where the step runs without CUDA graphs, else 0.
-    eager: object
+    eager: Flags
     #: 1 where 4-bit weights run at an FP4 rate, else 0.
-    fp4: object
+    fp4: Floats
     #: The part's own power derating of its GEMM rate (1: none; §F2).
-    power_derating: object
+    power_derating: Floats
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -126,18 +127,18 @@ class StepTimes:
     arithmetic), decode attention another, and the rest add. ``total_s`` is their sum, times
     the engine's ``step_time_scale``; every part below is already scaled."""
 
-    total_s: object
-    overhead_s: object
-    collective_latency_s: object
-    collective_bandwidth_s: object
-    elementwise_s: object
-    gemm_memory_s: object
-    gemm_weight_s: object
-    gemm_compute_s: object
+    total_s: Floats
+    overhead_s: Floats
+    collective_latency_s: Floats
+    collective_bandwidth_s: Floats
+    elementwise_s: Floats
+    gemm_memory_s: Floats
+    gemm_weight_s: Floats
+    gemm_compute_s: Floats
     #: The GEMMs' fixed cost per kernel (§F2), part of ``overhead_s``.
-    gemm_fixed_s: object
-    kv_s: object
-    attention_compute_s: object
+    gemm_fixed_s: Floats
+    kv_s: Floats
+    attention_compute_s: Floats
 
     @property
     def gemm_memory_bound(self):

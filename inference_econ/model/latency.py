@@ -28,6 +28,7 @@ from .assumptions import Assumptions
 from .breakdown import ADDITIVE_PARTS, BOUND_SHARE, FULL_READS, Breakdown, bound_label
 from .collectives import ALLTOALL, EXPERT_ALLTOALL, P2P, CollectiveCost
 from .machine import Machine
+from .values import Floats
 from .workload import Workload, compile_workload
 
 __all__ = [
@@ -48,9 +49,9 @@ class CollectiveCalls:
     """``calls`` identical collectives in one step, each moving ``bytes_per_token · tokens``."""
 
     cost: CollectiveCost
-    bytes_per_token: object
-    tokens: object
-    calls: object
+    bytes_per_token: Floats
+    tokens: Floats
+    calls: Floats
 
     def time_s(self):
         """Seconds of all the calls, best protocol per point."""
@@ -83,29 +84,29 @@ def total_terms_s(calls: tuple[CollectiveCalls, ...]):
 class PipelinePart:
     """What a step costs for one pipeline degree, before the attention divisor is chosen."""
 
-    gpus: object  # N
-    pipeline: object  # p
-    micro_batch: object  # b = B / p
-    tensor_degree: object  # t = N / p
-    tokens: object  # b · S
+    gpus: Floats  # N
+    pipeline: Floats  # p
+    micro_batch: Floats  # b = B / p
+    tensor_degree: Floats  # t = N / p
+    tokens: Floats  # b · S
     #: Feed-forward reductions with 2-D and with 1-D tensor parallelism.
     ff_calls_2d: tuple[CollectiveCalls, ...]
     ff_calls_1d: tuple[CollectiveCalls, ...]
     #: Calls that do not depend on the tensor dimensions: MoE all-to-alls, pipeline sends.
     shared_calls: tuple[CollectiveCalls, ...]
-    kv_read_s: object
-    ff_weight_read_s: object
-    ff_activation_read_s: object
-    ff_context_compute_s: object  # feed-forward and attention-context FLOP, whole batch
-    projection_compute_s: object  # attention projections and embeddings, whole batch
-    flop: object
+    kv_read_s: Floats
+    ff_weight_read_s: Floats
+    ff_activation_read_s: Floats
+    ff_context_compute_s: Floats  # feed-forward and attention-context FLOP, whole batch
+    projection_compute_s: Floats  # attention projections and embeddings, whole batch
+    flop: Floats
     #: The work the achievable preset charges per kernel class (§F1); None for the ideal.
     achievable: AchievablePart | None = None
     #: §B13: the attention layers' part of ``kv_read_s``, and the KV bytes that must be
     #: resident (all of them, and the attention layers' part), for copies beyond the KV heads.
-    kv_attention_read_s: object = 0.0
-    kv_resident_bytes: object = 0.0
-    kv_attention_bytes: object = 0.0
+    kv_attention_read_s: Floats = 0.0
+    kv_resident_bytes: Floats = 0.0
+    kv_attention_bytes: Floats = 0.0
 
     def ff_calls(self, two_d: bool) -> tuple[CollectiveCalls, ...]:
         return self.ff_calls_2d if two_d else self.ff_calls_1d
@@ -129,8 +130,10 @@ class PipelinePart:
         return self.kv_read_s + self.ff_weight_read_s + self.ff_activation_read_s
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def divisors(n: int) -> list[int]:
+    """The divisors of a positive integer, ascending."""
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
 
 
 def expert_degree(b, t, experts, min_micro_batch, integer=False):
@@ -229,18 +232,18 @@ class StepModel:
         self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
         self.expert_parallel_by_tokens = expert_parallel_by_tokens
         self.weights_total_bytes = work.weights_total_bytes
-        if self.companion_copies:
+        if companion is not None and self.companion_copies:
             self.weights_total_bytes += self.companion_copies * companion.weights_total_bytes
         # node-aligned layouts (§B7): whole pipeline degrees dividing the layers and whole
         # attention degrees dividing the heads, searched besides the paper's log grids
         aligned = assumptions.node_aligned_layouts
         self.extra_pipeline_degrees = (
-            tuple(d for d in _divisors(work.layers) if d > 1)
+            tuple(d for d in divisors(work.layers) if d > 1)
             if aligned and "pipeline" in self.features
             else ()
         )
         self.extra_attention_degrees = (
-            tuple(d for d in _divisors(int(work.tp_heads)) if d > 1)
+            tuple(d for d in divisors(int(work.tp_heads)) if d > 1)
             if aligned and "attention_data" in self.features
             else ()
         )
@@ -263,7 +266,7 @@ class StepModel:
         w = self.work
         kv_batch = B if self.assumptions.kv_capacity_whole_batch else B / p
         kv = w.kv_cache_bytes(context, kv_batch)
-        if self.companion_copies:
+        if self.companion is not None and self.companion_copies:
             kv = kv + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
         return kv, w.attention_kv_bytes(context, kv_batch)
 
@@ -422,7 +425,7 @@ class StepModel:
             cc = cache.get(("att", key, two_d), lambda: m.collective(ranks, nodes))
             if two_d:
                 par = t_at / ranks
-                words = (w.d_model / par, w.attention_heads_words / par)
+                words: tuple[Floats, ...] = (w.d_model / par, w.attention_heads_words / par)
             else:
                 words = (w.d_model,)
             # with attention data parallelism each of the a replicas reduces only its share
@@ -532,11 +535,6 @@ class StepModel:
         c2, c1, rest = self._terms(part, adiv, cache, key)
         return self.kernel_s + np.minimum(c2, c1) + rest
 
-    def prefers_2d(self, part: PipelinePart, adiv):
-        """Where 2-D tensor parallelism is at least as fast as 1-D for divisor ``adiv``."""
-        c2, c1, _ = self._terms(part, adiv, NO_CACHE, None)
-        return c2 <= c1
-
     def collective_terms(self, part: PipelinePart, adiv, two_d):
         """(latency, bandwidth) seconds of every collective of a step; ``two_d`` may be an
         array choosing 2-D or 1-D tensor parallelism per point."""
@@ -599,7 +597,7 @@ def engine_layouts(assumptions: Assumptions, features) -> Assumptions:
     pipeline degree without "pipeline", one attention divisor without "attention_data", no
     expert parallelism without "expert" (2-D tensor parallelism is refused in the step
     itself); the assumptions unchanged when every feature is there."""
-    changes = {}
+    changes: dict[str, float] = {}
     if "pipeline" not in features:
         changes["pipeline_degree_count"] = 1
     if "attention_data" not in features:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecError
-from .latency import StepModel, expert_degree
+from .latency import StepModel, divisors, expert_degree
 from .machine import square_split
 
 
@@ -60,13 +60,14 @@ def attention_divisors(t, count: int, extra_degrees=()):
 class Layout:
     """The best layout at each of some points (arrays): its latency, pipeline degree,
     attention divisor, whether tensor parallelism is 2-D, and the ``per_layout`` value of the
-    chosen layout (None when none was asked for)."""
+    chosen layout (None when none was asked for; a layout that only carries values, such as a
+    draft's prefill times, leaves the others None)."""
 
-    latency_s: object
-    pipeline: object
-    attention_divisor: object
-    two_d: object
-    value: object = None
+    latency_s: np.ndarray | None
+    pipeline: np.ndarray | None
+    attention_divisor: np.ndarray | None
+    two_d: np.ndarray | None
+    value: np.ndarray | None = None
 
     def tp_dims(self, gpus):
         """How tensor parallelism splits the matrices at each point: "1D", "2D", or "-" where
@@ -164,7 +165,7 @@ class _Best:
         self.latency = np.full(shape, np.inf, dtype=dtype)
         self.p, self.a = np.ones(shape), np.ones(shape)
         self.two = np.ones(shape, dtype=bool)
-        self.value = np.full(shape, np.inf) if values else None
+        self.value: np.ndarray | None = np.full(shape, np.inf) if values else None
 
     def offer(self, latency, p, adiv, two: bool, values=None, j: int = 0) -> None:
         """A candidate's latency at every point: kept where it is faster than the best."""
@@ -173,7 +174,7 @@ class _Best:
         self.p = np.where(better, p, self.p)
         self.a = np.where(better, adiv, self.a)
         self.two = np.where(better, two, self.two)
-        if values is not None:
+        if values is not None and self.value is not None:
             self.value = np.where(better, values[j], self.value)
 
     def layout(self) -> Layout:
@@ -202,12 +203,6 @@ def check_whole_gpus(gpus) -> None:
             f"is {bad:g}; whole layouts (discrete) lay out whole GPUs",
             "give a whole number of GPUs, or leave discrete off for the continuous model",
         )
-
-
-def divisors(n: int) -> list[int]:
-    """The divisors of a positive integer, ascending."""
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
 
 
 def attention_degrees(arch, t: int) -> list[int]:
@@ -314,7 +309,8 @@ def whole_layout(
         for t_at in attention_degrees(arch, t):
             adiv = float(t // t_at)
             values = per_layout(float(N), B, float(p), [adiv])[0] if per_layout else None
-            lats = within_budget(*model.latency_by_dims(part, adiv), values, budget)
+            lat2, lat1 = model.latency_by_dims(part, adiv)
+            lats = within_budget(lat2, lat1, values, budget)
             for j, (lat, two) in enumerate(zip(lats, (True, False))):
                 if attention_splits_evenly(model, t_at, two):
                     best.offer(np.where(even[two], lat, np.inf), p, adiv, two, values, j)

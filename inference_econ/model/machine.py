@@ -4,6 +4,7 @@ tensor-parallel group on it (docs/model.md §A3, §A5)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ class Machine:
         peak, sustained = flop_rates(gpu, weight_bits, assumptions)
         eight = gpu.peak_flop_per_s(8) if weight_bits < 8 else peak
         engine_attention = gpu.peak_flop_per_s(16 if attention_bits is None else attention_bits)
-        rates = dict(
+        rates: dict[str, Any] = dict(
             peak_flop_per_s=peak,
             gemm_rate=peak * best_gemm_efficiency(gpu, weight_bits),
             fp4_gemm=bool(weight_bits <= 4 and peak > eight * (1 + 1e-9)),

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import plural
+from ..specs.engine import LAYOUT_FEATURES
 from .efficiency import StepWork, combine
-from .latency import StepModel, total_time_s
+from .latency import StepModel, divisors, total_time_s
 from .workload import Workload
 
 
@@ -48,6 +49,26 @@ class EngineLayout:
             f"{self.gpus} {plural(self.gpus, 'GPU')}: TP{self.tensor_degree} "
             f"(attention TP{self.attention_degree:g}), PP{self.pipeline}{dims}"
         )
+
+
+def candidate_layouts(
+    work: Workload, gpus: int, pipeline: bool = True, features=LAYOUT_FEATURES
+) -> list[EngineLayout]:
+    """Every whole layout of an instance of ``gpus`` GPUs (§B7's rules) that an engine with
+    these layout ``features`` runs (§F11)."""
+    out = []
+    pipeline = pipeline and "pipeline" in features
+    for p in divisors(work.layers) if pipeline else [1]:
+        if gpus % p:
+            continue
+        t = gpus // p
+        degrees = [d for d in divisors(t) if work.tp_heads % d == 0]
+        if "attention_data" not in features:
+            degrees = [t] if t in degrees else degrees[-1:]
+        for t_at in degrees:
+            for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
+                out.append(EngineLayout(gpus, p, t / t_at, two_d))
+    return out
 
 
 def layer_positions(work: Workload, context):
@@ -265,6 +286,7 @@ class StepTable:
         lat, bw = model.collective_terms(part, adiv, layout.two_d)
         plain = part  # StepModel.latency adds the copies itself: the check below uses this
         part = model.with_copies(part, model.copies_of(part, adiv))  # §B13
+        assert model.engine is not None, "a step table is built under an engine profile"
         work = model.engine.step_work(part, adiv, lat, bw, model.attention_reads(part, adiv))
         alone = combine(
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
@@ -276,9 +298,9 @@ class StepTable:
         per = combine(one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)), prof)
         scale = prof.step_time_scale
         self.sequence_s = float(scale * prof.sequence_overhead_s / p) + float(
-            (per.elementwise_s - alone.elementwise_s)[1]
+            np.asarray(per.elementwise_s - alone.elementwise_s)[1]
         )
-        self.request_s = float(per.kv_s[1])
+        self.request_s = float(np.asarray(per.kv_s)[1])
         empty = T == 0
         self.fixed_s = np.where(empty, 0.0, alone.total_s).tolist()
         self.memory_s = [0.0] * len(T)

@@ -11,29 +11,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import get_args
 
 import numpy as np
 
 from ..errors import SpecError
 from ..specs.architecture import Architecture
-from .assumptions import Assumptions
-
-
-def matmul_io_bytes(
-    m, k, tokens, tp, bytes_per_weight, bytes_per_activation, replication="clipped"
-):
-    """HBM bytes of an ``m x k`` matmul over ``tokens`` under tensor parallelism ``tp`` (§A2).
-
-    2-D partitioning: inputs replicated ``t1`` times, outputs ``tp / t1`` times, with
-    ``t1 = clip(sqrt(m tp / k), 1, tp)``. Returns (weight bytes, activation bytes).
-    """
-    return m * k * bytes_per_weight, matmul_activation_bytes_per_token(
-        m, k, tp, bytes_per_activation, replication
-    ) * tokens
+from ..specs.engine import ModelClass
+from .assumptions import Assumptions, MatmulReplication, MlaDecode
 
 
 def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replication="clipped"):
-    """Activation bytes per token of ``matmul_io_bytes``: t1·k + (tp/t1)·m elements, or with
+    """HBM activation bytes per token of an ``m x k`` matmul under tensor parallelism ``tp``
+    (§A2). 2-D partitioning replicates the inputs t1 times and the outputs tp/t1 times,
+    t1 = clip(sqrt(m·tp/k), 1, tp): t1·k + (tp/t1)·m elements, or with
     the paper's earlier ``"unclipped"`` rule t1·k + t2·m, t1 = max(1, √(m/k)·tp),
     t2 = max(1, √(k/m)·tp) (the ``paper-table-5`` preset)."""
     if replication == "unclipped":
@@ -115,7 +106,7 @@ class Workload:
     #: target's output head, §C3): computed and read, but not resident again.
     shared_embedding_params: float = 0.0
     #: 2-D activation replication rule: "clipped" (§A2) or the earlier "unclipped".
-    matmul_replication: str = "clipped"
+    matmul_replication: MatmulReplication = "clipped"
     #: Bits of the format the GEMMs run at (§B5): the weights' (paper) or the wider of the
     #: weights' element format and the activation operand (``precision_formats``); None: the
     #: weights' bits.
@@ -123,7 +114,7 @@ class Workload:
     #: Bits of the format attention runs at (§B5: the KV cache's); None: the GEMMs' rate.
     attention_bits: float | None = None
     #: The model's class for an engine's layouts (§F11): "mla", "moe" or "dense".
-    model_class: str = "dense"
+    model_class: ModelClass = "dense"
     #: Ways the attention KV cache splits over attention tensor ranks (§B13): the KV heads
     #: (GQA, MHA), one for MQA and MLA's shared latent; inf: never replicated.
     kv_shards: float = math.inf
@@ -330,7 +321,7 @@ class Workload:
         return self.unembedding_bytes + self.extra_params * self.bytes_per_weight
 
 
-MLA_DECODES = ("decompressed", "compressed", "absorbed")
+MLA_DECODES = get_args(MlaDecode)
 
 
 def mla_decode_costs(heads, nope_dim, rope_dim, value_dim, latent_dim, implementation):
@@ -370,7 +361,11 @@ def _attention_shape(arch: Architecture, a: Assumptions, kv_bytes: float):
         kv = 2.0 * H  # g = 1 (§A1)
         if not a.mla_full:
             params = 2 * c * d + cq * d + kv * dh * c + H * dh * cq + H * dh * d
-            matrices = (((c + cq), d), ((H + kv) * dh, (c + cq)), (d, H * dh))
+            matrices: tuple[tuple[float, float], ...] = (
+                ((c + cq), d),
+                ((H + kv) * dh, (c + cq)),
+                (d, H * dh),
+            )
             return params, matrices, (H + kv) * dh, c * kv_bytes, 4.0 * c * H
         r, v = att.rope_head_dim, att.v_dim
         # Down-projections (query latent, KV latent and rope key fused), the two
@@ -397,7 +392,12 @@ def recurrent_mixer_shape(mixer, d_model: int):
     K = mixer.conv_kernel
     if mixer.kind == "mamba":
         inner, n, rank = mixer.inner, mixer.state_dim, mixer.dt_rank
-        matrices = ((2 * inner, d_model), (rank + 2 * n, inner), (inner, rank), (d_model, inner))
+        matrices: tuple[tuple[float, float], ...] = (
+            (2 * inner, d_model),
+            (rank + 2 * n, inner),
+            (inner, rank),
+            (d_model, inner),
+        )
         # convolution taps and bias, step bias, A (inner x n), D
         other = inner * K + inner + inner + inner * n + inner
         state = inner * n + (K - 1) * inner

@@ -30,7 +30,7 @@ from ..serving.intervals import (
     load_intervals,
 )
 from ..serving.load.arrivals import Traffic
-from ..serving.load.deployment import Deployment
+from ..serving.load.deployment import Deployment, Pool
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
 from ..serving.load.failures import Failures, expected_capacity
 from ..serving.load.results import LoadResult
@@ -155,6 +155,7 @@ class CapacityPlan:
     def _odds(self) -> dict:
         """The intervals of the expected figures, the confident plan and the ideal bound's."""
         r, c = self.result, self.confident
+        assert c is not None, "odds are stated for a plan with a confident level"
         bound = self.setting_bound()
         out = {**self.intervals(), **load_intervals(r)}
         out.update(
@@ -312,13 +313,15 @@ def knee_rows(
 ):
     """Rows for every GPU, instance size and kind (co-located; prefill and decode pools, on
     the GPUs of ``pools`` = (prefill settings, decode settings) when given, else on each)."""
-    limits = {
+    limits: dict[Pool, Targets] = {
         "deployment": targets,
         "prefill": Targets(ttft_p99_s=targets.ttft_p99_s),
         "decode": Targets(tpot_p99_s=targets.tpot_p99_s),
     }
-    kinds = ["deployment"] + (["prefill", "decode"] if disaggregated and pools is None else [])
-    plan = [(s, kinds) for s in settings]
+    kinds: list[Pool] = ["deployment"]
+    if disaggregated and pools is None:
+        kinds += ["prefill", "decode"]
+    plan: list[tuple[Setting, list[Pool]]] = [(s, kinds) for s in settings]
     if disaggregated and pools is not None:
         plan += [(s, ["prefill"]) for s in pools[0]] + [(s, ["decode"]) for s in pools[1]]
     rate = traffic.offered_rate_per_s
@@ -327,7 +330,10 @@ def knee_rows(
         for n in sizes or instance_sizes(s, max_gpus):
             for kind in which:
                 limit = limits[kind]
-                knee = knee_of(kind, s, Deployment(n, 1), traffic, limit, config)
+                try:
+                    knee = knee_of(kind, s, Deployment(n, 1), traffic, limit, config)
+                except InfeasibleError as exc:  # the engine's memory: the weights do not fit
+                    knee = Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
                 row = _candidate(s, kind, n, knee, rate, max_gpus)
                 rows.append(row)
                 if progress:
@@ -341,7 +347,7 @@ def knee_rows(
 def _held_text(knee: Knee, row: dict) -> str:
     """What one instance holds, for the progress line of a search."""
     if not row["instances"]:
-        return "no load meets the targets"
+        return "no load meets the targets" if knee.evaluated else knee.reason
     excluded = " (excluded)" if row["excluded"] else ""
     count = row["instances"]
     return f"{knee.max_rate_per_s:.4g} req/s each -> {count} {plural(count, 'instance')}{excluded}"
@@ -375,9 +381,12 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
     for s in settings:
         for n in sizes or instance_sizes(s, max_gpus):
             d = Deployment(n, 1)
-            start = lattice_start("deployment", s, d, traffic, config)
-            probe = probe_for("deployment", s, d, short, config)
-            knee = find_knee(probe, targets, start, refine=SCREEN_REFINE)
+            try:
+                start = lattice_start("deployment", s, d, traffic, config)
+                probe = probe_for("deployment", s, d, short, config)
+                knee = find_knee(probe, targets, start, refine=SCREEN_REFINE)
+            except InfeasibleError as exc:  # the engine's memory: the weights do not fit
+                knee = Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
             found.append([s, n, knee, None, math.inf, 0])
             if progress:
                 row = _candidate(s, "deployment", n, knee, rate, max_gpus)
@@ -414,12 +423,13 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
         short_probe = probe_for("deployment", s, d, short, config)
         guess = find_knee(short_probe, targets, start, near=short_knee.max_rate_per_s)
         probe = probe_for("deployment", s, d, traffic, config)
-        first[3] = find_knee_from(probe, targets, start, guess.max_rate_per_s or x or rate)
+        searched = find_knee_from(probe, targets, start, guess.max_rate_per_s or x or rate)
+        first[3] = searched
         if progress:
-            row = _candidate(s, "deployment", n, first[3], rate, max_gpus)
+            row = _candidate(s, "deployment", n, searched, rate, max_gpus)
             progress(
                 f"{s.gpu.name}, deployment instances of {n} {plural(n, 'GPU')}: "
-                f"{_held_text(first[3], row)}"
+                f"{_held_text(searched, row)}"
             )
     rows = []
     for s, n, short_knee, full, below, _ in found:
@@ -728,7 +738,8 @@ def load_frontier(
     """Every instance size with ``K`` instances, from the fewest that meet the targets up to 8
     times as many (more instances: smaller batches, faster tokens, higher price)."""
     rate = traffic.offered_rate_per_s
-    rows, meta = [], {}
+    rows: list = []
+    meta: dict = {}
     for s in settings:
         for n in sizes or instance_sizes(s, max_gpus):
             knee = knee_of("deployment", s, Deployment(n, 1), traffic, targets, config)
@@ -810,7 +821,7 @@ class Redundancy:
         }
 
 
-def _grow(d: Deployment, pool: str, by: int) -> Deployment:
+def _grow(d: Deployment, pool: Pool, by: int) -> Deployment:
     """The deployment with ``by`` more instances in ``pool`` ("decode": the main pool)."""
     if pool == "prefill":
         return dataclasses.replace(d, prefill_instances=d.prefill_instances + by)
@@ -842,7 +853,7 @@ def n_plus_one(
         d = Deployment(best["gpus_per_instance"], max(best["instances"], 1))
         if (s, d.gpus_per_instance) == (plan.setting, plan.deployment.gpus_per_instance):
             d = plan.deployment  # the plan's own, as verified
-    kinds = ("prefill", "decode") if d.disaggregated else ("decode",)
+    kinds: tuple[Pool, ...] = ("prefill", "decode") if d.disaggregated else ("decode",)
     n1 = d
     for kind in kinds:
         n1 = _grow(n1, kind, 1)

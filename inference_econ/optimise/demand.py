@@ -16,8 +16,10 @@ the reserved price for exactly the instances each hour uses (``Σ_h k_h·min(r, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +30,7 @@ from ..serving.load.demand import DemandCurve
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
 from ..serving.load.targets import Targets
 from ..serving.setting import Setting, price_gpu
+from ..specs.bases import PriceBasis
 from .capacity import knee_rows
 
 
@@ -38,8 +41,8 @@ class Prices:
     reserved_usd: float
     burst_usd: float
     spot_usd: float | None
-    reserved_basis: str
-    burst_basis: str
+    reserved_basis: PriceBasis
+    burst_basis: PriceBasis
 
 
 def hourly_plan(needed, gpus_per_instance: int, prices: Prices, interruption: float | None):
@@ -54,17 +57,19 @@ def hourly_plan(needed, gpus_per_instance: int, prices: Prices, interruption: fl
         and interruption is not None
         and prices.spot_usd * gpus_per_instance / (1.0 - interruption) < b
     )
-    best = None
+    spot_usd = prices.spot_usd if prices.spot_usd is not None else math.inf
+    keep = 1.0 - interruption if interruption is not None else 0.0  # used only with use_spot
+    best: dict[str, Any] | None = None
     for base in range(int(k.max()) + 1):
         excess = np.maximum(k - base, 0)
         if use_spot:
-            spot = np.ceil(excess / (1.0 - interruption) - 1e-9).astype(np.int64)
+            spot = np.ceil(excess / keep - 1e-9).astype(np.int64)
             demand = np.zeros_like(excess)
         else:
             spot, demand = np.zeros_like(excess), excess
         cost = hours * base * r + b * demand.sum()
         if use_spot:
-            cost += prices.spot_usd * gpus_per_instance * spot.sum()
+            cost += spot_usd * gpus_per_instance * spot.sum()
         if best is None or cost < best["total_usd"] - 1e-9:
             best = {"reserved": base, "on_demand": demand, "spot": spot, "total_usd": float(cost)}
     return best
@@ -143,7 +148,7 @@ class DemandPlan:
 
 
 def plan_prices(
-    setting: Setting, reserved: str, burst: str, spot: bool, costs=None, pue=None
+    setting: Setting, reserved: PriceBasis, burst: PriceBasis, spot: bool, costs=None, pue=None
 ) -> Prices:
     """A setting's GPU-hour on the reserved and burst bases (and spot when asked for)."""
     gpu = setting.gpu
@@ -159,8 +164,8 @@ def demand_plan(
     targets: Targets,
     demand: DemandCurve,
     config: EngineConfig = DEFAULT_ENGINE,
-    reserved_basis: str = "owned",
-    burst_basis: str = "on-demand",
+    reserved_basis: PriceBasis = "owned",
+    burst_basis: PriceBasis = "on-demand",
     interruption: float | None = None,
     costs=None,
     pue: float | None = None,

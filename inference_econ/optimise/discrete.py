@@ -38,12 +38,13 @@ def _columns(layouts: list[Layout]) -> Layout:
     """Layouts of one GPU count each (over the batches) side by side: rows = batches, columns =
     GPU counts."""
     values = [c.value for c in layouts]
+    known = [v for v in values if v is not None]
     return Layout(
-        *(
-            np.stack([getattr(c, name) for c in layouts], axis=1)
+        **{
+            name: np.stack([getattr(c, name) for c in layouts], axis=1)
             for name in ("latency_s", "pipeline", "attention_divisor", "two_d")
-        ),
-        None if any(v is None for v in values) else np.stack(values, axis=1),
+        },
+        value=None if any(v is None for v in values) else np.stack(known, axis=1),
     )
 
 
@@ -73,11 +74,11 @@ def evaluate(problem):
 
 def _flat(layout: Layout) -> Layout:
     return Layout(
-        *(
-            np.ravel(x)
-            for x in (layout.latency_s, layout.pipeline, layout.attention_divisor, layout.two_d)
-        ),
-        None if layout.value is None else np.ravel(layout.value),
+        **{
+            name: np.ravel(np.asarray(getattr(layout, name)))
+            for name in ("latency_s", "pipeline", "attention_divisor", "two_d")
+        },
+        value=None if layout.value is None else np.ravel(layout.value),
     )
 
 

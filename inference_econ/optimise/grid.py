@@ -9,10 +9,13 @@ across the tokens per pass; blocks run on a thread pool in float32.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..model.latency import StepCache, StepModel
 from ..model.layouts import attention_divisors, within_budget
+from ..model.values import Floats
 
 
 def _row_blocks(b_rows, thresholds):
@@ -36,24 +39,24 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
     divisors = attention_divisors(
         N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
     )
+    out: list[tuple[np.ndarray, Floats | None]] = []
     if per_layout is None:
-        out = []
         for S in S_values:
             part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
-            best = None
-            for j, adiv in enumerate(divisors):
-                lat = model.latency(part, adiv, cache=cache, key=j)
-                best = lat if best is None else np.minimum(best, lat)
-            out.append((np.where(ok, best, np.inf), None))
+            lats = [
+                model.latency(part, adiv, cache=cache, key=j) for j, adiv in enumerate(divisors)
+            ]
+            out.append((np.where(ok, functools.reduce(np.minimum, lats), np.inf), None))
         return out
     values = per_layout(N_row, B_col, p, divisors, cache)
-    out = []
     for S in S_values:
         part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
         budget = (budgets or {}).get(S)
-        best, best_v = np.inf, np.inf
+        best: Floats = np.inf
+        best_v: Floats = np.inf
         for j, adiv in enumerate(divisors):
-            lats = within_budget(*model.latency_by_dims(part, adiv, cache, j), values[j], budget)
+            lat2, lat1 = model.latency_by_dims(part, adiv, cache, j)
+            lats = within_budget(lat2, lat1, values[j], budget)
             for lat, value in zip(lats, values[j]):
                 better = lat < best
                 best = np.where(better, lat, best)

@@ -23,6 +23,7 @@ from ..errors import SpecError
 from ..serving.load.arrivals import Traffic
 from ..serving.load.deployment import (
     Deployment,
+    Pool,
     rate_estimate,
     simulate_decode_pool,
     simulate_deployment,
@@ -85,7 +86,7 @@ def check_budget(traffic: Traffic, simulations: int, what: str, yes: bool = Fals
 
 @functools.lru_cache(maxsize=256)
 def run_at(
-    kind: str, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
+    kind: Pool, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
 ) -> LoadResult:
     """One simulation without targets (cached: searches under several targets share it)."""
     if kind == "prefill":
@@ -143,7 +144,7 @@ def find_knee(
                 progress(
                     f"{rate:.4g} req/s: p99 TTFT {r.ttft_s.p99:.3g} s, p99 TPOT {r.tpot_s.p99 * 1e3:.3g} ms"
                 )
-        return seen[rate].meets_targets
+        return bool(seen[rate].meets_targets)  # judged against targets: never None
 
     lattice = _lattice(start)
     i = WALK_STEPS
@@ -273,14 +274,14 @@ def _why_not(result: LoadResult, targets: Targets) -> str:
 
 
 def probe_for(
-    kind: str, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
+    kind: Pool, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
 ):
     """``probe(rate)`` simulating ``kind`` ("deployment", "prefill", "decode") at a rate."""
     return lambda rate: run_at(kind, setting, deployment, traffic.at_rate(rate), config)
 
 
 def knee_of(
-    kind: str,
+    kind: Pool,
     setting: Setting,
     deployment: Deployment,
     traffic: Traffic,
@@ -299,11 +300,10 @@ def knee_of(
 
 @functools.lru_cache(maxsize=256)
 def lattice_start(
-    kind: str, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
+    kind: Pool, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
 ) -> float:
     """Where a load search's lattice starts: 0.7 times the steady-state estimate, rounded."""
-    pool = {"prefill": "prefill", "decode": "decode"}.get(kind, "both")
-    start = 0.7 * rate_estimate(setting, deployment, traffic, config, pool)
+    start = 0.7 * rate_estimate(setting, deployment, traffic, config, kind)
     return float(f"{start:.3g}")  # a round start: the lattice is easy to read
 
 
@@ -348,6 +348,6 @@ def max_load(
     knee = knee_of("deployment", setting, deployment, traffic, targets, config, progress)
     centre = knee.max_rate_per_s or (knee.evaluated[0].rate_per_s if knee.evaluated else 1.0)
     probe = probe_for("deployment", setting, deployment, traffic, config)
-    rates = centre * np.geomspace(0.15, 1.5, curve_points) if curve_points else []
+    rates = centre * np.geomspace(0.15, 1.5, curve_points) if curve_points else np.empty(0)
     curve = tuple(probe(float(r)).with_targets(targets) for r in rates)
     return MaxLoad(deployment, targets, knee, curve, traffic.describe(with_rate=False))

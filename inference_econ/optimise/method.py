@@ -10,11 +10,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, cast, get_args
 
 from .. import settings as table
 from ..errors import SpecError
 
-KINDS = ("grid", "discrete", "exhaustive")
+#: How the frontier is searched: the paper's grid, whole deployable layouts, or every layout.
+MethodKind = Literal["grid", "discrete", "exhaustive"]
+KINDS: tuple[MethodKind, ...] = get_args(MethodKind)
 
 
 #: The grid's ceiling (§A7): up to 2^18 GPUs, batches up to 2^(18 + log2 s) for sparsity s.
@@ -29,7 +32,7 @@ class Method:
     """A search method, the points per axis of its grid, and whether the frontier keeps its
     slow tail below the paper's range (fastest/100 to fastest)."""
 
-    kind: str = "grid"
+    kind: MethodKind = "grid"
     grid_points: int = 400
     all_points: bool = False
 
@@ -65,7 +68,8 @@ def make_method(method: str | Method | None = None, **options) -> Method:
     if isinstance(method, Method) and not options:
         return method
     values = table.check(options, [table.METHOD])
-    kind = method.kind if isinstance(method, Method) else (method or "grid")
+    # a name is checked by Method itself
+    kind = method.kind if isinstance(method, Method) else cast(MethodKind, method or "grid")
     if values["discrete"]:
         if kind not in ("grid", "discrete"):
             raise SpecError(

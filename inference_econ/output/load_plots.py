@@ -113,13 +113,6 @@ def _tick(value: float, _pos=None) -> str:
     return f"{value:g}" if round(mantissa, 6) in (1.0, 2.0, 3.0, 5.0) else ""
 
 
-def knee_label(result: MaxLoad) -> str:
-    """The knee in words, for captions."""
-    if not math.isfinite(result.max_rate_per_s) or result.max_rate_per_s <= 0:
-        return f"no load meets {result.targets.describe()} ({result.knee.reason})"
-    return f"{result.max_rate_per_s:.3g} req/s meets {result.targets.describe()}"
-
-
 def demand_figure(plan, title: str = ""):
     """A demand plan hour by hour (docs/model.md §G5): the GPUs each hour uses as stacked
     layers, the reserved base in use (dark blue) and idle (light blue) under the capacity bought

@@ -19,8 +19,6 @@ import pandas as pd
 from ..errors import plural
 from ..settings import option
 
-FORMATS = option("format").choices
-
 #: Friendlier headers for the text and Markdown tables.
 HEADERS = {
     "tokens_per_s": "tok/s",

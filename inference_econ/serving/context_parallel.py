@@ -53,11 +53,6 @@ class ChainCosts:
     def kv_bytes_per_position_per_layer(self) -> float:
         return self.model.work.kv_bytes_per_position_per_layer
 
-    @property
-    def layer_windows(self) -> tuple[tuple[int, float], ...]:
-        """(layers, window) of each layer group; windows are inf unless sliding_windows is on."""
-        return tuple((g.layers, g.window) for g in self.model.work.groups)
-
     def compute_s(self, start, end):
         """Seconds for one device to prefill tokens [start, end) with [0, start) cached (the
         step model of ``prefill``; inf where it does not fit, 0 for no tokens). Vectorised."""

@@ -147,7 +147,7 @@ class Decoder:
         B = np.asarray(B, dtype=float)
         ctx, pipe = s.context_tokens, s.pipeline
         draft = None
-        if self.draft is not None:
+        if self.draft is not None and s.spec is not None:
             head = s.spec.draft_architecture
             draft = {
                 x: whole_layout(self.draft, head, n, B, x, ctx, pipe, self.draft_terms)
@@ -189,10 +189,12 @@ class Decoder:
     def _ttft(self, N, B, verify, chosen: Layout, draft_layouts):
         """Time to first token on the chosen layouts, plus the draft's prefill where the
         chosen cycle speculates."""
-        ttft = self.first.target_s(N, B, chosen) if chosen.value is None else chosen.value
+        first = self.first
+        assert first is not None, "a decoder asked for first tokens is built with its prompts"
+        ttft = first.target_s(N, B, chosen) if chosen.value is None else chosen.value
         prefill = draft_prefill_layout(draft_layouts)
         if prefill is not None:
-            pre = self.first.draft_s(N, B, prefill) if prefill.value is None else prefill.value
+            pre = first.draft_s(N, B, prefill) if prefill.value is None else prefill.value
             ttft = ttft + np.where(verify > 1, pre, 0.0)
         return ttft
 
@@ -200,7 +202,8 @@ class Decoder:
         """The breakdown per generated token of the chosen cycle at every point: the target's
         verification pass and the cycle's draft passes, divided by the tokens a cycle yields."""
         ctx = self.setting.context_tokens
-        cycles = {c.verify_tokens: c for c in self.setting.spec.cycles()} if self.draft else {}
+        spec, draft = self.setting.spec, self.draft
+        cycles = {c.verify_tokens: c for c in spec.cycles()} if draft and spec else {}
         out = None
         for g, lay in layouts.items():
             sel = verify == g
@@ -219,7 +222,8 @@ class Decoder:
                 drafts = []
                 for tokens, count in cycles[g].draft_passes:
                     d = draft_layouts[tokens].select(sel)
-                    bd = self.draft.breakdown(
+                    assert draft is not None  # cycles come from a draft
+                    bd = draft.breakdown(
                         N[sel], B[sel], tokens, ctx, d.pipeline, d.attention_divisor, d.two_d
                     )
                     drafts.append((count, bd))
@@ -293,8 +297,10 @@ def chosen_layout(layouts: dict[int, Layout], verify) -> Layout:
     value = np.full(shape, np.inf) if known else None
     for g, lay in layouts.items():
         sel = verify == g
-        p[sel], a[sel], two[sel] = lay.pipeline[sel], lay.attention_divisor[sel], lay.two_d[sel]
-        if known:
+        p[sel] = np.asarray(lay.pipeline)[sel]
+        a[sel] = np.asarray(lay.attention_divisor)[sel]
+        two[sel] = np.asarray(lay.two_d)[sel]
+        if value is not None:
             value[sel] = np.asarray(lay.value)[sel]
     return Layout(None, p, a, two, value)
 

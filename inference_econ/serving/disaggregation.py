@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from ..errors import SpecError, plural
 from ..model.economics import usd_per_mtok
 from ..model.latency import prefill_step_model
 from ..model.mixed_step import EngineLayout, mixed_step_s
+from ..model.values import Floats
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
 from .load.engine import DEFAULT_ENGINE
@@ -36,10 +38,10 @@ from .setting import Setting, whole_batch_kv_note
 
 
 def kv_transfer_s(
-    setting: Setting, prompt_tokens: float, gpus: float, latency_s: float = 20e-6
-) -> float:
+    setting: Setting, prompt_tokens: Floats, gpus: float, latency_s: float = 20e-6
+) -> Floats:
     """Seconds to move one request's KV cache between pools: each of ``gpus`` GPUs sends its
-    shard over its own NIC."""
+    shard over its own NIC (per request, for an array of prompt lengths)."""
     work = compile_workload(setting.model, setting.assumptions)
     nbytes = work.kv_cache_bytes(prompt_tokens, 1.0)
     return latency_s + nbytes / (max(gpus, 1.0) * setting.gpu.nic_bandwidth_bytes_per_s)
@@ -209,7 +211,7 @@ class PoolBalance:
     GPU-seconds per request when both are paid for all the time (docs/model.md §B10)."""
 
     rate_per_s: float
-    bottleneck: str
+    bottleneck: Literal["prefill", "decode"]  # the pool that sets the rate
     prefill_busy_fraction: float
     decode_busy_fraction: float
     gpu_s_per_request: float

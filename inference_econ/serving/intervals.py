@@ -28,18 +28,21 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal, cast, get_args, overload
 
 import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
+from ..model.breakdown import Bound
 from .setting import Setting
 
 #: The interval levels every expected figure carries, percent.
 LEVELS = (80, 90)
 #: Kinds of figure, each in the orientation its residuals are stated in: a rate for
 #: throughput, a time for TPOT and TTFT.
-KINDS = ("throughput", "TPOT", "TTFT")
+FigureKind = Literal["throughput", "TPOT", "TTFT"]
+KINDS: tuple[FigureKind, ...] = get_args(FigureKind)
 #: Stratum dimensions, in the order a sparse stratum drops them (pools upward).
 POOLING = ("nodes", "bound", "architecture", "seen")
 #: The quantiles of measured/predicted the table holds: (low, high) per level.
@@ -48,7 +51,7 @@ QUANTILES = {80: ("q10", "q90"), 90: ("q05", "q95")}
 #: Columns that carry an interval: (kind, +1 where the column is in the kind's orientation,
 #: -1 where it is its inverse: a speed per request is 1/TPOT, a price per token is the GPUs'
 #: price over the throughput).
-FIGURES: dict[str, tuple[str, int]] = {
+FIGURES: dict[str, tuple[FigureKind, int]] = {
     # one configuration (point, frontier, request)
     "tokens_per_s": ("TPOT", -1),
     "latency_s": ("TPOT", 1),
@@ -75,14 +78,18 @@ FIGURES: dict[str, tuple[str, int]] = {
 }
 #: The figures of one prefill (``prefill``): its time is a time to first token; its speed in
 #: prompt tokens/s is the inverse, and its price per input token is proportional to its time.
-PREFILL_FIGURES: dict[str, tuple[str, int]] = {
+PREFILL_FIGURES: dict[str, tuple[FigureKind, int]] = {
     "latency_s": ("TTFT", 1),
     "tokens_per_s": ("TTFT", -1),
     "usd_per_m_input_tokens": ("TTFT", 1),
 }
 #: The figures of a request (``request``): its prompt's prefill and input price are a time to
 #: first token's; the rest as ``FIGURES``.
-REQUEST_FIGURES = {**FIGURES, "prefill_s": ("TTFT", 1), "usd_per_m_input_tokens": ("TTFT", 1)}
+REQUEST_FIGURES: dict[str, tuple[FigureKind, int]] = {
+    **FIGURES,
+    "prefill_s": ("TTFT", 1),
+    "usd_per_m_input_tokens": ("TTFT", 1),
+}
 #: Figures of a run under load whose intervals are its latencies'; its rates and prices
 #: carry the throughput interval only when the deployment does not keep up (then they are its
 #: capacity; a deployment that keeps up serves the offered load, and whether it would still
@@ -124,9 +131,9 @@ def interval_columns(name: str) -> list[str]:
 class Stratum:
     """Where a figure sits: its kind and regime, and whether the fit saw its GPU and model."""
 
-    kind: str
+    kind: FigureKind
     architecture: str = "dense"
-    bound: str = "compute"
+    bound: Bound = "compute"
     nodes: str = "one node"
     seen: bool = True
 
@@ -153,9 +160,14 @@ class Band:
         """The band with its log-width multiplied by ``factor`` about the middle of its 90 %
         interval."""
         mid = (self.q05 + self.q95) / 2.0
-        q = [mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)]
+        q05, q10, q90, q95 = (
+            mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)
+        )
         return Band(
-            *q,
+            q05,
+            q10,
+            q90,
+            q95,
             f"{self.source}, {factor:g} x as wide (outside coverage)",
             self.rows,
         )
@@ -192,6 +204,10 @@ class IntervalTable:
         unseen = self._pooled(stratum, stop=len(POOLING) - 1)
         return band.envelope(unseen) if unseen is not None else band
 
+    @overload
+    def _pooled(self, stratum: Stratum, stop: None = None) -> Band: ...
+    @overload
+    def _pooled(self, stratum: Stratum, stop: int) -> Band | None: ...
     def _pooled(self, stratum: Stratum, stop: int | None = None) -> Band | None:
         last = len(POOLING) if stop is None else stop
         for dropped in range(last + 1):
@@ -253,7 +269,8 @@ def parse_table(data: dict, source: str) -> IntervalTable:
             raise SpecError(source, where, "quantiles out of order", "refit the table")
         dims = tuple(str(s.get(d, "*")) if d != "seen" else _seen_key(s.get(d)) for d in POOLING)
         label = ", ".join(v for v in dims if v != "*") or "all"
-        strata[(kind, *dims)] = Band(**q, source=f"{kind}: {label}", rows=int(s.get("rows", 0)))
+        key = (kind, *dims)
+        strata[key] = Band(**q, source=f"{kind}: {label}", rows=int(s.get("rows", 0)))
     models = set()
     for name in data.get("fitted_models") or ():
         try:
@@ -296,12 +313,12 @@ def bound_on(gpu, weight_bits: float, tokens_per_step) -> np.ndarray:
     return np.where(np.asarray(tokens_per_step, dtype=float) >= ridge, "compute", "memory")
 
 
-def bands(setting: Setting, kind: str, gpus, bound) -> list[Band]:
+def bands(setting: Setting, kind: FigureKind, gpus, bound) -> list[Band]:
     """The band of each configuration of ``setting`` (``stratum_bands``)."""
     return stratum_bands(setting.model, setting.gpu, kind, gpus, bound)
 
 
-def stratum_bands(arch, gpu, kind: str, gpus, bound) -> list[Band]:
+def stratum_bands(arch, gpu, kind: FigureKind, gpus, bound) -> list[Band]:
     """The band of each configuration of a model on a GPU (``gpus`` and ``bound`` arrays of
     one length; a bound other than memory or compute, such as ``mixed``, counts as compute)."""
     t = table()
@@ -316,7 +333,7 @@ def stratum_bands(arch, gpu, kind: str, gpus, bound) -> list[Band]:
     for b, n in zip(bounds, nodes):
         key = (str(b), str(n))
         if key not in found:
-            found[key] = t.band(Stratum(kind, moe, key[0], key[1], seen))
+            found[key] = t.band(Stratum(kind, moe, cast(Bound, key[0]), key[1], seen))
         out.append(found[key])
     return out
 

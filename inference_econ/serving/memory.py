@@ -47,10 +47,6 @@ class MemoryCheck:
     longest_fits: bool
     fits: bool
 
-    @property
-    def kv_per_request_bytes(self) -> float:
-        return self.kv_needed_bytes_per_gpu * self.gpus / max(self.batch, 1)
-
     def describe(self) -> str:
         """The numbers on one line, per GPU."""
         head = f"{self.role} on {self.gpus} {plural(self.gpus, 'GPU')} ({self.engine}), per GPU: "

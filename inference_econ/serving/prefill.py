@@ -26,6 +26,7 @@ from ..model.latency import (
     prefill_step_model,
 )
 from ..model.layouts import best_latency, best_layout, check_whole_gpus, tp_dims, whole_layout
+from ..model.values import Floats
 from ..specs.schema import check_number
 from .energy import energy_columns
 from .setting import Setting, check_context
@@ -77,6 +78,10 @@ class FirstToken:
 
     def __init__(self, setting: Setting, decode: StepModel, integer_layouts: bool = False):
         a = setting.assumptions
+        if setting.prompt_tokens is None:
+            raise SpecError(
+                "argument", "prompt_tokens", "is needed for a time to first token", "give it"
+            )
         self.prompt_tokens = float(setting.prompt_tokens)
         self.chunks = engine_chunks(self.prompt_tokens)
         self.decode = decode
@@ -92,7 +97,7 @@ class FirstToken:
         """[(2-D, 1-D) seconds] per attention divisor of one prompt through the layout: p
         prompts in flight, one per micro-batch, is one prompt passing the p stages (§A5),
         chunk after chunk."""
-        out = [(0.0, 0.0) for _ in divisors]
+        out: list[tuple[Floats, Floats]] = [(0.0, 0.0) for _ in divisors]
         for S, context in self.chunks:
             part = model.pipeline_part(N, p, S, context, p)
             ok = model.fits(N, p, p, context, adiv=None)
@@ -122,6 +127,7 @@ class FirstToken:
     def draft_by_dims(self, N, B, p, divisors, cache=None):
         """[(2-D, 1-D) seconds] of the draft model's prefill on its layouts (p, adiv)."""
         zero = np.zeros(np.broadcast_shapes(np.shape(N), np.shape(B)))
+        assert self.draft_prefill is not None, "asked only of a setting with a draft"
         return [
             (v2 + zero, v1 + zero)
             for v2, v1 in self._prefill_by_dims(self.draft_prefill, N, p, divisors)
@@ -272,6 +278,38 @@ def prefill(
     With ``layout = (pipeline degree p, attention divisor, 2-D)`` the prefill runs on that
     layout (an instance's own): the batch's prompts are one micro-batch passing the p stages,
     so p such batches are in flight (B = batch·p) and the latency is the time of one.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem (``make_setting``).
+    gpus : float
+        GPUs of the instance (whole with ``discrete``).
+    prompt_tokens : float
+        Tokens of each prompt.
+    batch : float
+        Prompts prefilled together.
+    cached_tokens : float
+        Tokens of each prompt read from a prefix cache instead of computed.
+    chunk_tokens : float or None
+        The engine's token budget per pass (None: the whole prompt in one pass).
+    layout : tuple of (float, float, bool) or None
+        (pipeline degree, attention divisor, 2-D tensor parallelism) to run on; None: the best.
+    discrete : bool
+        Whole layouts (§B7) instead of §A5's continuous degrees.
+
+    Returns
+    -------
+    pandas.Series
+        ``latency_s``, ``tokens_per_s``, ``usd_per_m_input_tokens``, ``mfu``, the layout and
+        the breakdown of the prefill.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> s = ie.make_setting("Llama 3 70B", "H100", weight_bits=8, context_tokens=8192)
+    >>> round(float(ie.prefill_pass(s, gpus=8, prompt_tokens=8192)["latency_s"]), 2)
+    0.21
     """
     _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens)
     check_context(setting.model, float(prompt_tokens))
@@ -292,8 +330,9 @@ def prefill(
                 lay = whole_layout(model, setting.model, int(gpus), B, S, context, setting.pipeline)
             else:
                 lay = best_layout(model, N, B, S, context, setting.pipeline)
-            p, adiv, two = lay.pipeline, lay.attention_divisor, lay.two_d
-            found = bool(np.all(np.isfinite(lay.latency_s)))
+            p, adiv = np.asarray(lay.pipeline), np.asarray(lay.attention_divisor)
+            two = np.asarray(lay.two_d)
+            found = bool(np.all(np.isfinite(np.asarray(lay.latency_s))))
         else:
             p, adiv = np.full(S.shape, layout[0]), np.full(S.shape, layout[1])
             two = np.full(S.shape, bool(layout[2]))

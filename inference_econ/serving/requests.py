@@ -65,6 +65,39 @@ def request(
     does: as it arrives (``prefill_batch`` prompts together, default 1), in chunks of the
     engine's token budget (8192); the first decode step then runs at the prompt's length.
     ``discrete``: the instance's layout is a whole one (``instance_layout``).
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem (``make_setting``).
+    gpus : float
+        GPUs of the instance.
+    batch : float
+        Requests decoding together.
+    prompt_tokens : float
+        Tokens of each prompt.
+    output_tokens : float
+        Tokens of each response.
+    prefill_batch : float or None
+        Prompts prefilled together (None: one).
+    cached_fraction : float
+        Share of each prompt read from a prefix cache, 0 to 1.
+    discrete : bool
+        Whole layouts (§B7).
+
+    Returns
+    -------
+    pandas.Series
+        ``ttft_s``, ``e2e_s``, the input and output prices and their ratio, the layout and the
+        decode speed of the request.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> s = ie.make_setting("Llama 3 70B", "H100", weight_bits=8, context_tokens=8192)
+    >>> r = ie.request_view(s, gpus=8, batch=64, prompt_tokens=8192, output_tokens=1024)
+    >>> round(float(r["ttft_s"]), 3)
+    0.224
     """
     table.check_each(
         {
@@ -105,8 +138,9 @@ def request(
     first = decoder.target.breakdown(N, B, 1, n_in, *(np.array([x]) for x in on_layout))
     first_s = float(first.latency_s[0])
     draft_s = 0.0
-    if draft is not None and verify > 1:
-        d = draft_prefill_layout(draft).select(0)
+    prefill_layout = draft_prefill_layout(draft) if draft is not None else None
+    if prefill_layout is not None and setting.spec is not None and verify > 1:
+        d = prefill_layout.select(0)
         draft_pre = prefill(
             setting.replace(model=setting.spec.draft_architecture),
             gpus,
@@ -114,7 +148,11 @@ def request(
             pb,
             cached,
             chunk_tokens=ENGINE_CHUNK_TOKENS,
-            layout=(float(d.pipeline), float(d.attention_divisor), bool(d.two_d)),
+            layout=(
+                float(np.asarray(d.pipeline)),
+                float(np.asarray(d.attention_divisor)),
+                bool(np.asarray(d.two_d)),
+            ),
         )
         draft_s = draft_pre.latency_s
     ttft = pre.latency_s + draft_s + first_s

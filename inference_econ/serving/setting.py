@@ -163,9 +163,41 @@ def check_values(name: str, values, source: str = "argument") -> np.ndarray:
 
 
 def make_setting(model, hardware, **options) -> Setting:
-    """Build a Setting from names or objects; every keyword is a ``problem`` row of the table
-    of settings (context_tokens, weight_bits, draft, acceptance, assumptions, ...). A row whose
-    name is a field of Setting is copied into it as validated."""
+    """Build the problem of a search: what is served, on what, under which assumptions.
+
+    Parameters
+    ----------
+    model : str or Architecture
+        A model's name or alias (``inference-econ list models``), a YAML path, or an
+        ``Architecture``.
+    hardware : str or GPU
+        A GPU's name or alias (``inference-econ list hardware``), a YAML path, or a ``GPU``.
+    **options
+        Any ``problem`` row of the table of settings (``inference_econ.settings``):
+        ``context_tokens``, ``prompt_tokens``, ``weight_bits``, ``kv_cache_bits``, ``draft``,
+        ``acceptance``, ``assumptions`` (a preset name or ``Assumptions``), ``engine``,
+        ``price_basis`` and the others; each is checked against the row's bounds, and a row
+        whose name is a field of ``Setting`` is copied into it.
+
+    Returns
+    -------
+    Setting
+        The frozen problem: model at its precision, GPU with its price, assumptions,
+        speculation and the operating options.
+
+    Raises
+    ------
+    SpecError
+        An unknown option (with a did-you-mean), a value out of bounds, an option given without
+        the one it needs, or a model or GPU that cannot be found.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> s = ie.make_setting("Llama 3 70B", "H100", weight_bits=8, context_tokens=8192)
+    >>> s.gpu.name, s.assumptions.name, s.context_tokens
+    ('H100-SXM', 'paper', 8192.0)
+    """
     assumptions = options.pop("assumptions", None)
     engine = options.get("engine")
     if isinstance(engine, os.PathLike):
@@ -282,7 +314,7 @@ def whole_batch_kv_excess(setting: Setting, gpus, batch, context) -> np.ndarray 
     )
     need = work.weights_total_bytes + np.asarray(work.kv_cache_bytes(context, batch), float)
     companion, copies = setting.spec.resident(a) if setting.spec is not None else (None, 0)
-    if copies:  # draft heads live beside the target, with their own cache
+    if companion is not None and copies:  # draft heads live beside the target, with their cache
         need = need + copies * (
             companion.weights_total_bytes + companion.kv_cache_bytes(context, batch)
         )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -33,7 +34,8 @@ from ..model.workload import Workload, compile_workload
 from ..specs.architecture import Architecture, FeedForward, LayerGroup
 
 #: Kinds of draft heads (``draft_heads`` setting).
-HEAD_KINDS = ("mtp", "eagle")
+HeadKind = Literal["mtp", "eagle"]
+HEAD_KINDS: tuple[HeadKind, ...] = get_args(HeadKind)
 #: Largest verification pass a tree may ask for, tokens per request.
 MAX_TREE_TOKENS = 4096
 
@@ -111,7 +113,7 @@ class DraftHeads:
     (``max_draft_tokens``; 0 tries none).
     """
 
-    kind: str
+    kind: HeadKind
     head: Architecture
     projection_params: float
     copies: int
@@ -235,14 +237,9 @@ def expected_tokens(acceptance: float, draft_tokens: int) -> float:
     return (1.0 - acceptance**draft_tokens) / (1.0 - acceptance)
 
 
-def per_token_latency(target_pass_s, draft_pass_s, acceptance: float, draft_tokens: int):
-    """Seconds per generated token of one draft-model cycle: (T_γ + γ·D) / E[tokens] (paper
-    Eq. 46)."""
-    return (target_pass_s + draft_tokens * draft_pass_s) / expected_tokens(acceptance, draft_tokens)
-
-
 def cycle_latency(cycle: Cycle, target_passes: dict, draft_passes: dict):
-    """Seconds per generated token of one cycle: (T_verify + Σ n·D_s) / expected tokens."""
+    """Seconds per generated token of one cycle: (T_verify + Σ n·D_s) / expected tokens (the
+    paper's Eq. 46, (T_γ + γ·D) / E[tokens], for a draft model's cycle)."""
     total = target_passes[cycle.verify_tokens]
     for tokens, count in cycle.draft_passes:
         total = total + count * draft_passes[tokens]
@@ -299,7 +296,37 @@ def draft_labels(spec, verify):
 
 
 def mtp_heads(model: Architecture, acceptance, max_depth: int = 5, branching: int = 1):
-    """The multi-token prediction modules a model ships (its ``mtp:`` block) as draft heads."""
+    """The multi-token prediction modules a model ships (its ``mtp:`` block) as draft heads
+    (docs/model.md §C3).
+
+    Parameters
+    ----------
+    model : Architecture
+        The target model; it must have an ``mtp:`` block.
+    acceptance : float or sequence of float
+        Top-1 acceptance at depths 1, 2, ... (the last value repeats).
+    max_depth : int
+        Deepest draft tried (a cycle yields at most ``max_depth + 1`` tokens).
+    branching : int
+        Candidates per depth (1: a chain; more: a tree verified in one pass).
+
+    Returns
+    -------
+    DraftHeads
+        Heads of kind "mtp", one resident copy per module.
+
+    Raises
+    ------
+    SpecError
+        The model has no multi-token prediction modules.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> heads = ie.mtp_heads(ie.load_model("DeepSeek-V3"), 0.8)
+    >>> heads.kind, heads.copies, heads.max_depth
+    ('mtp', 1, 5)
+    """
     mtp = model.mtp
     if mtp is None:
         raise SpecError(
@@ -326,7 +353,33 @@ def eagle_head(
 ):
     """An EAGLE-style head: ``layers`` decoder layers with the target's attention and a dense
     feed-forward block (the target's first dense one; for an all-MoE target, one as wide as a
-    token's active experts), and an input projection of 2·d x d (§C3)."""
+    token's active experts), and an input projection of 2·d x d (§C3).
+
+    Parameters
+    ----------
+    model : Architecture
+        The target model the head drafts for.
+    acceptance : float or sequence of float
+        Top-1 acceptance at depths 1, 2, ... (the last value repeats).
+    max_depth : int
+        Deepest draft tried.
+    branching : int
+        Candidates per depth (1: a chain; more: a tree verified in one pass).
+    layers : int
+        Decoder layers of the head.
+
+    Returns
+    -------
+    DraftHeads
+        One head of kind "eagle".
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> head = ie.eagle_head(ie.load_model("Llama 3 70B"), (0.8, 0.6))
+    >>> head.kind, head.acceptance
+    ('eagle', (0.8, 0.6))
+    """
     dense = next((g.ffn for g in model.layer_groups if not g.ffn.is_moe), None)
     if dense is None:
         f = model.layer_groups[-1].ffn

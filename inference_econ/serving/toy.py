@@ -36,16 +36,6 @@ class ToyResult:
         return 1.0 / self.latency_s
 
 
-def single_device_latency_s(
-    params: float, bytes_per_weight: float, batch, bandwidth_bytes_per_s: float, flop_per_s: float
-):
-    """Eq. 1: token latency of one device serving ``batch`` requests (short context)."""
-    return np.maximum(
-        bytes_per_weight * params / bandwidth_bytes_per_s,
-        2.0 * params * np.asarray(batch, dtype=float) / flop_per_s,
-    )
-
-
 def critical_batch(
     bytes_per_weight: float, bandwidth_bytes_per_s: float, flop_per_s: float
 ) -> float:

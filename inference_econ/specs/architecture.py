@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..errors import SpecError, short
 from . import catalog
@@ -25,7 +25,11 @@ from .yamlfile import load_yaml
 
 ACTIVATIONS = {"swiglu": (2, 1), "geglu": (2, 1), "gelu": (1, 1), "relu": (1, 1), "mlp": (1, 1)}
 #: Recurrent mixers a layer group may use instead of attention (docs/model.md §C2).
-MIXERS = ("mamba", "gated_deltanet")
+#: Recurrent mixers a layer group may use instead of attention (docs/model.md §C2).
+MixerKind = Literal["mamba", "gated_deltanet"]
+MIXERS: tuple[MixerKind, ...] = get_args(MixerKind)
+#: How attention is stored: grouped-query (MHA and MQA are its two ends) or MLA (§B3).
+AttentionKind = Literal["gqa", "mla"]
 
 
 def _whole(minimum: int, maximum: int, unit: str = "") -> dict:
@@ -127,7 +131,7 @@ class Attention:
     ``c``, ``q_lora_rank`` the query latent ``cq`` (0: no query compression).
     """
 
-    kind: str
+    kind: AttentionKind
     query_heads: int
     kv_heads: int
     head_dim: int
@@ -144,11 +148,6 @@ class Attention:
         _check_fields(self, (*names, "value_head_dim"), "attention")
         if self.kind == "mla":
             _check_fields(self, ("kv_lora_rank",), "attention")
-
-    @property
-    def group_size(self) -> float:
-        """Query heads per KV head (``g`` in docs/model.md)."""
-        return self.query_heads / self.kv_heads
 
     @property
     def kv_vectors(self) -> float:
@@ -205,7 +204,7 @@ class RecurrentMixer:
       ``value_head_dim`` values, a ``conv_kernel``-tap convolution on q, k and v.
     """
 
-    kind: str
+    kind: MixerKind
     conv_kernel: int
     inner: int = 0
     state_dim: int = 0

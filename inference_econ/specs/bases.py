@@ -11,8 +11,11 @@ uses one basis and says which.
 
 from __future__ import annotations
 
-PRICE_BASES = ("paper", "on-demand", "reserved-1y", "reserved-3y", "spot", "market", "owned")
+from typing import Literal, get_args
+
+PriceBasis = Literal["paper", "on-demand", "reserved-1y", "reserved-3y", "spot", "market", "owned"]
+PRICE_BASES: tuple[PriceBasis, ...] = get_args(PriceBasis)
 #: Bases a hardware file lists (``owned`` is computed from a cost file, never listed).
 LISTED_BASES = PRICE_BASES[:-1]
 #: The basis of a file's ``price_usd_per_hour`` when it does not say (docs/user-guide.md).
-DEFAULT_PRICE_BASIS = "paper"
+DEFAULT_PRICE_BASIS: PriceBasis = "paper"

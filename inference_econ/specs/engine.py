@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..errors import SpecError, did_you_mean
 from . import catalog
@@ -229,17 +229,31 @@ BY_TERM = {t.name: t for t in TERMS}
 #: Model classes an engine's layouts are stated for, and the layout features beyond 1-D tensor
 #: parallelism (docs/model.md §F11): pipeline stages, expert parallelism, data-parallel
 #: attention inside an instance, 2-D tensor parallelism.
-MODEL_CLASSES = ("dense", "moe", "mla")
+ModelClass = Literal["dense", "moe", "mla"]
+MODEL_CLASSES: tuple[ModelClass, ...] = get_args(ModelClass)
 LAYOUT_FEATURES = ("pipeline", "expert", "attention_data", "tensor_2d")
 #: How the KV-cache fraction is taken: of the memory left after the weights, or of all memory.
-FRACTION_OF = ("free", "total")
+FractionOf = Literal["free", "total"]
+FRACTION_OF: tuple[FractionOf, ...] = get_args(FractionOf)
 
 
 #: Platforms a profile runs on.
-PLATFORMS = ("cuda", "rocm", "any")
-#: How a scheduler admits requests and schedules prompts (serving.load.engine reads them).
-ADMISSIONS = ("recompute", "no_evict")
-PREFILL_MODES = ("chunked", "whole", "separate")
+Platform = Literal["cuda", "rocm", "any"]
+PLATFORMS: tuple[Platform, ...] = get_args(Platform)
+#: How a scheduler admits a request (docs/model.md §E3; serving.load.engine runs it):
+#: ``recompute`` when the KV cache holds its prompt, preempting the request admitted last when
+#: the cache fills (vLLM, SGLang); ``no_evict`` only when the cache holds its prompt and every
+#: token it will generate, on top of what the running requests will reach, so nothing is ever
+#: preempted (TensorRT-LLM's GUARANTEED_NO_EVICT).
+Admission = Literal["recompute", "no_evict"]
+ADMISSIONS: tuple[Admission, ...] = get_args(Admission)
+#: How prompts share steps with decoding (§E3): ``chunked`` fills each step's token budget with
+#: prompt chunks next to the decoding requests (vLLM V1, SGLang); ``whole`` adds whole prompts
+#: next to the decoding requests while they fit the budget (TensorRT-LLM without chunked
+#: context); ``separate`` runs whole prompts in steps of their own while decoding waits (vLLM
+#: V0 without chunked prefill).
+PrefillMode = Literal["chunked", "whole", "separate"]
+PREFILL_MODES: tuple[PrefillMode, ...] = get_args(PrefillMode)
 
 
 @dataclass(frozen=True)
@@ -290,7 +304,7 @@ class EngineProfile:
     collective_bandwidth_efficiency: float = 1.0
     expert_routing_skew: float = 1.0
     kv_cache_memory_fraction: float = 0.9
-    kv_cache_fraction_of: str = "free"
+    kv_cache_fraction_of: FractionOf = "free"
     activation_workspace_bytes_per_gpu: float = 2e9
     max_batch_requests: int = 2048
     step_token_budget: int = 8192
@@ -300,11 +314,11 @@ class EngineProfile:
     #: the range of its versions ("" every version) and the platform (cuda, rocm or any).
     engine: str = ""
     versions: str = ""
-    platform: str = "any"
-    #: How the scheduler admits requests and schedules prompts (serving.load.engine.ADMISSIONS
-    #: and PREFILL_MODES: recompute or no_evict; chunked, whole or separate).
-    admission: str = "recompute"
-    prefill: str = "chunked"
+    platform: Platform = "any"
+    #: How the scheduler admits requests and schedules prompts (``ADMISSIONS`` and
+    #: ``PREFILL_MODES``: recompute or no_evict; chunked, whole or separate).
+    admission: Admission = "recompute"
+    prefill: PrefillMode = "chunked"
     #: The engine's default batch and token budget on some GPUs or benchmarks (first match;
     #: otherwise max_batch_requests and step_token_budget).
     limits: tuple[SchedulerLimits, ...] = ()
@@ -342,7 +356,7 @@ class EngineProfile:
         """Every numeric term by name."""
         return {t.name: getattr(self, t.name) for t in TERMS}
 
-    def layout_features(self, model_class: str) -> frozenset[str]:
+    def layout_features(self, model_class: ModelClass) -> frozenset[str]:
         """The layout features the engine runs for a model class (§F11): every feature when
         the profile states none, or none for a class it does not list."""
         if not self.parallelism:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..errors import SpecError, did_you_mean, short
 from . import catalog
@@ -29,7 +29,9 @@ from .yamlfile import load_yaml
 #: where the spec allows it), ``full_mesh`` (one point-to-point link per GPU pair, AMD xGMI;
 #: RCCL), ``pcie`` (cards on PCIe switches, optionally NVLink-bridged in small groups; NCCL
 #: over PCI) and ``torus`` (TPU ICI, 2-D or 3-D; ring per dimension).
-INTERCONNECTS = ("switch", "full_mesh", "pcie", "torus")
+#: How a scale-up domain is wired (docs/model.md §C1).
+Interconnect = Literal["switch", "full_mesh", "pcie", "torus"]
+INTERCONNECTS: tuple[Interconnect, ...] = get_args(Interconnect)
 
 #: Share of the dynamic power range (TDP - idle) a GPU draws while its HBM streams at the
 #: sustained bandwidth and its tensor cores rest (docs/model.md §G2): H200 decode steps, which
@@ -95,7 +97,7 @@ class GPU:
     #: Multiplier on NCCL latencies for this system (1: the tuning model; fitted by calibration).
     collective_latency_scale: float = 1.0
     #: How the scale-up domain is wired (``INTERCONNECTS``; docs/model.md §C1).
-    interconnect: str = "switch"
+    interconnect: Interconnect = "switch"
     #: Point-to-point links per GPU (full mesh, torus); their bandwidths add up to
     #: ``nvlink_bandwidth_bytes_per_s``.
     links_per_gpu: int = 0

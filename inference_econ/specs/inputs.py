@@ -157,18 +157,31 @@ def read_text(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: b
     return decode(read_bytes(path, limit, remember), str(path))
 
 
-def read_json(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: bool = True) -> Any:
-    """A regular input file parsed as JSON; a syntax error, or nesting too deep for the
-    parser, is one error naming the file and the line. The caller checks the shape."""
-    text = read_text(path, limit, remember)
+class NotJSON(SpecError):
+    """Text that is not JSON at all (a syntax error), as opposed to JSON the parser cannot
+    take (nested too deeply, an integer of too many digits): a reader that also accepts other
+    formats tries them on this one only."""
+
+
+def parse_json(text: str, source: str, field: str = "") -> Any:
+    """JSON text of ``source`` parsed; a syntax error (``NotJSON``), nesting too deep for the
+    parser or a number Python cannot convert is one error naming the source and the line. The
+    caller checks the shape."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SpecError(str(path), "", f"not valid JSON at line {exc.lineno}: {exc.msg}") from None
+        raise NotJSON(source, field, f"not valid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
-        raise SpecError(str(path), "", "not valid JSON: nested too deeply") from None
+        raise SpecError(
+            source, field, "not valid JSON: nested too deeply", "flatten the file"
+        ) from None
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise SpecError(str(path), "", f"not valid JSON: {str(exc)[:120]}") from None
+        raise SpecError(source, field, f"not valid JSON: {str(exc)[:120]}") from None
+
+
+def read_json(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: bool = True) -> Any:
+    """A regular input file parsed as JSON (``parse_json``). The caller checks the shape."""
+    return parse_json(read_text(path, limit, remember), str(path))
 
 
 def csv_stream(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> io.StringIO:

@@ -19,8 +19,6 @@ from .yamlfile import load_yaml
 FILE_KINDS = ("models", "hardware", "engines")
 #: Fields every kind has: they say nothing about which one a file is.
 _SHARED = {"name", "aliases", "description", "source", "derive_from", "source_file"}
-#: What each kind is called in messages.
-NOUNS = {"models": "model", "hardware": "GPU", "engines": "engine profile"}
 
 
 def _fields(kind: str) -> set[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
 from ..errors import SpecError, did_you_mean, short
@@ -248,8 +247,3 @@ def _range_hint(minimum, maximum, exclusive_minimum: bool, integer: bool) -> str
     if maximum is not None:
         parts.append(f"<= {_bound(maximum)}")
     return f"expected {kind} {' and '.join(parts)}" if parts else ""
-
-
-def field_names(cls) -> tuple[str, ...]:
-    """Names of a dataclass's fields, for override validation."""
-    return tuple(f.name for f in fields(cls))

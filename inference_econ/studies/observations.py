@@ -80,6 +80,7 @@ class Observation:
         decode frontier prices) or ``blended`` (input and output prices weighted
         ``input_per_output`` : 1, as Artificial Analysis blends them 3 : 1)."""
         basis = option("offer_price").check(basis)
+        check_blend(basis, input_per_output != option("input_tokens_per_output").default)
         if basis == "output":
             return self.usd_per_mtok_output
         r = option("input_tokens_per_output").check(input_per_output)
@@ -114,6 +115,22 @@ _NUMBERS = {
     "weight_bits": "weight_bits",
 }
 _REQUIRED_NUMBERS = ("tokens_per_s", "usd_per_mtok_input", "usd_per_mtok_output")
+
+
+def check_blend(
+    basis: str, ratio_given: bool, source: str = "argument", blended: str = "offer_price='blended'"
+) -> None:
+    """Refuse a blend ratio given with the ``output`` price basis, which weighs no input price
+    (the ratio would be silently ignored; docs/user-guide.md: ``--blend-ratio`` is for
+    ``blended``). ``blended`` is how the caller's user asks for the blended basis."""
+    if ratio_given and basis != "blended":
+        raise SpecError(
+            source,
+            "input_tokens_per_output",
+            "weighs input prices into a blended offer price, but offers are compared on their "
+            "output price",
+            f"give {blended}, or leave the ratio out",
+        )
 
 
 def bounds(name: str) -> dict:

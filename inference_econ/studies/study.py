@@ -58,7 +58,6 @@ AXIS_HINTS = {
     "presets": "assumptions",
     "drafts": "draft",
 }
-KEY_POINTS = ("fastest", "cheapest", "preference", "at_speed")
 SUMMARY_METRICS = ("cost_at_speed", "preference_cost", "cheapest_cost", "fastest_speed")
 
 

@@ -30,10 +30,11 @@ import csv
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Literal, get_args
 
 import numpy as np
 
-from ...errors import SpecError
+from ...errors import SpecError, plural
 from ...specs.inputs import csv_stream
 from ...specs.schema import check_number
 from .lengths import MAX_TOKENS, Lengths, parse_lengths
@@ -41,7 +42,9 @@ from .lengths import MAX_TOKENS, Lengths, parse_lengths
 TRACE_COLUMNS = ("arrival_time_s", "prompt_tokens", "output_tokens")
 #: Optional trace columns of shared prefixes and sessions (§E9).
 SHARING_COLUMNS = ("session_id", "prefix_id", "prefix_tokens")
-PROCESSES = ("poisson", "trace")
+#: How requests arrive: a Poisson stream, or a trace file's times.
+ArrivalProcess = Literal["poisson", "trace"]
+PROCESSES: tuple[ArrivalProcess, ...] = get_args(ArrivalProcess)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +130,7 @@ def _cell(row: dict, column: str, path: str, line: int, integer: bool) -> float:
     """One cell of a trace, checked by the one number checker (specs/schema.py)."""
     where = f"{path}: line {line}"
     text = (row.get(column) or "").strip()
+    bounds: dict[str, Any]
     if integer:
         bounds = dict(minimum=1, maximum=MAX_TOKENS, integer=True, unit="tokens")
     else:
@@ -137,7 +141,31 @@ def _cell(row: dict, column: str, path: str, line: int, integer: bool) -> float:
 def load_trace(path) -> Trace:
     """Read and validate a trace CSV (columns ``arrival_time_s``, ``prompt_tokens``,
     ``output_tokens``) through the input boundary (a regular UTF-8 file of bounded size);
-    errors name the file, the line and the column."""
+    errors name the file, the line and the column.
+
+    Parameters
+    ----------
+    path : str or path
+        The CSV; optional columns ``session_id``, ``prefix_id`` and ``prefix_tokens`` give
+        sessions and shared prefixes (§E9).
+
+    Returns
+    -------
+    Trace
+        Arrival times, prompt and output tokens (arrays), and the sharing columns if given.
+
+    Raises
+    ------
+    SpecError
+        An unreadable file, a missing column, or no readable row.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> trace = ie.load_trace("examples/trace.csv")  # from the repository's root
+    >>> len(trace.arrival_s), round(trace.rate_per_s, 2)
+    (174, 3.2)
+    """
     if isinstance(path, Trace):
         return path
     source = str(path)
@@ -216,7 +244,7 @@ class Traffic:
     input_lengths: Lengths | None = None
     output_lengths: Lengths | None = None
     trace: Trace | None = None
-    process: str = "poisson"
+    process: ArrivalProcess = "poisson"
     requests: int = 10_000
     seed: int = 0
     #: Shared prefixes and sessions of synthetic traffic (module docstring, §E9).
@@ -224,8 +252,28 @@ class Traffic:
     shared_prefixes: int = 1
     session_turns: int = 1
     think_time_s: float = 0.0
+    #: A closed loop (``simulate --concurrency``): this many clients over the deployment, each
+    #: sending its next request when its last one finishes; no arrival rate is offered.
+    clients: int | None = None
 
     def __post_init__(self) -> None:
+        if self.clients is not None:
+            if self.rate_per_s is not None or self.trace is not None:
+                raise SpecError(
+                    "argument",
+                    "concurrency",
+                    "sets a closed loop of clients, whose requests are sent as earlier ones "
+                    "finish: an arrival rate or a trace's arrival times would be ignored",
+                    "give concurrency, or arrival_rate_per_s / trace",
+                )
+            if (
+                isinstance(self.clients, bool)
+                or int(self.clients) != self.clients
+                or self.clients < 1
+            ):
+                raise SpecError(
+                    "argument", "concurrency", f"is {self.clients!r}", "a whole number >= 1"
+                )
         if self.process not in PROCESSES:
             raise SpecError(
                 "argument", "arrival_process", f"unknown {self.process!r}", "poisson or trace"
@@ -234,7 +282,11 @@ class Traffic:
             raise SpecError(
                 "argument", "arrival_process", "'trace' needs a trace file", "give --trace"
             )
-        if self.process == "poisson" and not (self.rate_per_s and self.rate_per_s > 0):
+        if (
+            self.process == "poisson"
+            and self.clients is None
+            and not (self.rate_per_s and self.rate_per_s > 0)
+        ):
             raise SpecError(
                 "argument", "arrival_rate_per_s", "is missing", "give --rate (requests/s)"
             )
@@ -256,10 +308,18 @@ class Traffic:
             )
 
     @property
+    def _trace(self) -> Trace:
+        """The trace of the "trace" process (its presence is checked when the traffic is
+        made)."""
+        if self.trace is None:
+            raise SpecError("argument", "trace", "no trace file given", "give --trace")
+        return self.trace
+
+    @property
     def shares(self) -> bool:
         """Prompts share prefixes or belong to sessions (§E9)."""
         if self.process == "trace":
-            return self.trace.shares
+            return self._trace.shares
         return self.shared_prefix_tokens > 0 or self.session_turns > 1
 
     @property
@@ -270,14 +330,17 @@ class Traffic:
     @property
     def simulated_requests(self) -> int:
         """Requests one simulation serves at most: every trace row, or ``requests``."""
-        return len(self.trace.arrival_s) if self.process == "trace" else int(self.requests)
+        return len(self._trace.arrival_s) if self.process == "trace" else int(self.requests)
 
     @property
     def offered_rate_per_s(self) -> float:
-        """Total requests per second offered to the deployment."""
+        """Total requests per second offered to the deployment (NaN for a closed loop: its
+        clients send as fast as they are served)."""
         if self.rate_per_s:
             return float(self.rate_per_s)
-        return self.trace.rate_per_s
+        if self.clients is not None:
+            return math.nan
+        return self._trace.rate_per_s
 
     def at_rate(self, rate_per_s: float) -> Traffic:
         """The same traffic at another total rate (a trace's times are rescaled)."""
@@ -291,7 +354,8 @@ class Traffic:
         gaps_rng, pick_rng, in_rng, out_rng = (
             np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)
         )
-        rate = self.offered_rate_per_s
+        # a closed loop's clients send the requests in order: their arrival times are unused
+        rate = 1.0 if self.clients is not None else self.offered_rate_per_s
         share = group / instances
         if self.sessions or self.shared_prefix_tokens > 0:
             return self._synthetic(
@@ -300,12 +364,13 @@ class Traffic:
         rows = None
         count = int(self.requests) * group
         if self.process == "trace":
-            times = self.trace.arrival_s - self.trace.arrival_s[0]
-            if math.isfinite(self.trace.rate_per_s):
-                times = times * (self.trace.rate_per_s / rate)
+            trace = self._trace
+            times = trace.arrival_s - trace.arrival_s[0]
+            if math.isfinite(trace.rate_per_s):
+                times = times * (trace.rate_per_s / rate)
             rows = np.arange(len(times))
             if share < 1:  # whole sessions to a group (its router keeps them there)
-                unit = self.trace.session_id if group > 1 else None
+                unit = trace.session_id if group > 1 else None
                 rows = rows[_thin(pick_rng, len(times), share, unit)]
             times = times[rows]
         else:
@@ -315,8 +380,8 @@ class Traffic:
         prompt = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, len(times))
         output = self._lengths(self.output_lengths, "output_tokens", rows, out_rng, len(times))
         sharing = None
-        if self.process == "trace" and self.trace.shares:
-            sharing = _trace_sharing(self.trace, rows, prompt, output)
+        if self.process == "trace" and self._trace.shares:
+            sharing = _trace_sharing(self._trace, rows, prompt, output)
         return Arrivals(np.asarray(times, dtype=float), prompt, output, sharing)
 
     def _synthetic(self, rate: float, count: int, rngs) -> Arrivals:
@@ -342,7 +407,7 @@ class Traffic:
         segments, answers = [], []
         for k in range(turns):
             for s in range(sessions):
-                segs = [(("p", int(prefix[s])), sys)] if sys else []
+                segs: list[tuple[tuple, int]] = [(("p", int(prefix[s])), sys)] if sys else []
                 for j in range(k):
                     segs += [(("u", s, j), int(new[j, s])), (("a", s, j), int(out[j, s]))]
                 segs.append((("u", s, k), int(new[k, s])))
@@ -372,7 +437,7 @@ class Traffic:
     def describe(self, with_rate: bool = True) -> str:
         """The traffic in words (arrivals, prompt and output lengths)."""
         if self.process == "trace":
-            name = Path(self.trace.path).name
+            name = Path(self._trace.path).name
             offered = self.offered_rate_per_s
             rate = (
                 ""
@@ -382,6 +447,8 @@ class Traffic:
                 else ", all at once"
             )
             arrivals = f"arrivals of trace {name}{rate}"
+        elif self.clients is not None:
+            arrivals = f"closed loop of {self.clients} {plural(self.clients, 'client')}"
         else:
             arrivals = (
                 f"Poisson arrivals, {self.rate_per_s:.4g} req/s"
@@ -408,7 +475,7 @@ class Traffic:
                 f"; sessions of {self.session_turns} turns whose prompts hold every earlier "
                 f"turn{think}; prompt lengths are each turn's new message"
             )
-        if self.process == "trace" and self.trace.shares:
+        if self.process == "trace" and self._trace.shares:
             shared = "; sessions and shared prefixes from the trace's columns"
         return f"{arrivals}; prompts {prompt}; outputs {output}{shared}"
 
@@ -425,9 +492,60 @@ def make_traffic(
     shared_prefixes=None,
     session_turns=None,
     think_time_s=None,
+    concurrency=None,
 ) -> Traffic:
     """A ``Traffic`` from plain values: lengths as text (``lengths.parse_lengths``), a trace as a
-    path; the arrival process defaults to the trace's when a trace is given, else Poisson."""
+    path; the arrival process defaults to the trace's when a trace is given, else Poisson.
+
+    Parameters
+    ----------
+    rate_per_s : float or None
+        Total requests per second (a trace's own rate when None).
+    input_lengths, output_lengths : str or None
+        Prompt and output lengths: "1000", "uniform:500:1500", "lognormal:1000:0.8[:cap]" or
+        "trace" (the trace's own).
+    trace : str or path or None
+        A trace CSV (``load_trace``).
+    process : {"poisson", "trace"} or None
+        How requests arrive (None: the trace's times when a trace is given, else Poisson).
+    requests : int
+        Requests one simulation serves (synthetic arrivals).
+    seed : int
+        Seed of every random draw.
+    shared_prefix_tokens, shared_prefixes : int or None
+        A system prompt of that many tokens, one of that many distinct ones (§E9).
+    session_turns : int or None
+        Turns per session: each prompt holds the earlier turns (§E9).
+    think_time_s : float or None
+        Mean seconds between an answer and the next turn.
+    concurrency : int or None
+        A closed loop of that many clients instead of arrivals: each sends its next request
+        when its last one finishes.
+
+    Returns
+    -------
+    Traffic
+        The checked traffic.
+
+    Raises
+    ------
+    SpecError
+        A length that does not parse, an unreadable trace, or options that contradict.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> t = ie.make_traffic(rate_per_s=2, input_lengths="lognormal:1000:0.8", output_lengths="256")
+    >>> t.describe()
+    'Poisson arrivals, 2 req/s; prompts log-normal (mean 1000 tokens, sigma 0.8); outputs 256 tokens'
+    """
+    if concurrency is not None and process is not None:
+        raise SpecError(
+            "argument",
+            "arrival_process",
+            "sets arrival times; a closed loop's clients send as earlier requests finish",
+            "drop arrival_process, or concurrency",
+        )
     tr = load_trace(trace) if trace is not None else None
     return Traffic(
         rate_per_s=None if rate_per_s is None else float(rate_per_s),
@@ -445,6 +563,7 @@ def make_traffic(
         shared_prefixes=int(shared_prefixes or 1),
         session_turns=int(session_turns or 1),
         think_time_s=float(think_time_s or 0.0),
+        clients=None if concurrency is None else int(concurrency),
     )
 
 

@@ -47,7 +47,35 @@ class DemandCurve:
 
 
 def load_demand(path) -> DemandCurve:
-    """Read and check a demand CSV (module docstring)."""
+    r"""Read and check a demand CSV (module docstring).
+
+    Parameters
+    ----------
+    path : str or path or DemandCurve
+        The CSV (columns ``hour`` and ``requests_per_s``); a ``DemandCurve`` is returned as it
+        is.
+
+    Returns
+    -------
+    DemandCurve
+        Requests per second in each consecutive hour.
+
+    Raises
+    ------
+    SpecError
+        A missing column, no readable row, or a gap in the hours (unreadable rows are reported
+        as warnings and skipped).
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> path = Path(tempfile.mkdtemp()) / "demand.csv"
+    >>> _ = path.write_text("hour,requests_per_s\n0,2.5\n1,4.0\n")
+    >>> ie.load_demand(path).peak_per_s
+    4.0
+    """
     if isinstance(path, DemandCurve):
         return path
     source = str(path)

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -30,6 +31,11 @@ from .results import LoadResult, RequestLatencies, assemble, summarise
 from .routing import GROUP, Router
 from .simulate import simulate, simulate_group
 from .targets import NO_TARGETS, Targets
+
+#: What one load simulation serves (docs/model.md §E3-§E5): a whole deployment, or its prefill
+#: or its decode pool alone.
+Pool = Literal["deployment", "prefill", "decode"]
+POOLS: tuple[Pool, ...] = get_args(Pool)
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,8 @@ def simulate_deployment(
 ) -> LoadResult:
     """Serve the traffic on the deployment: one instance is simulated with its share of the
     requests (docs/model.md §E3) and the deployment's rates are that share times the instances."""
+    if traffic.clients is not None:
+        return _closed_loop(setting, deployment, traffic, targets, config, progress)
     if deployment.disaggregated:
         return simulate_disaggregated(setting, deployment, traffic, targets, config, progress)
     K = deployment.instances
@@ -159,6 +167,40 @@ def simulate_deployment(
         return summarise(inst, record, traffic, targets, K, scale=K / g)
     record = simulate(inst, traffic.stream(K), progress=progress)
     return summarise(inst, record, traffic, targets, K)
+
+
+def _closed_loop(setting, deployment, traffic, targets, config, progress) -> LoadResult:
+    """A closed loop (``traffic.clients``): the clients spread evenly over the instances, each
+    instance simulated with its share sending its requests in order, each client its next one
+    when its last one finishes (docs/model.md §E3); the rate is the one the run reaches."""
+    K, C = deployment.instances, traffic.clients
+    refuse = None
+    if deployment.disaggregated:
+        refuse = "a closed loop is simulated on co-located instances", "drop the prefill pool"
+    elif C % K:
+        refuse = f"{C} clients do not spread evenly over {K} instances", "give a multiple"
+    elif K > 1 and (config.router != "random" or traffic.sessions):
+        refuse = "a closed loop is simulated per instance (random router, no sessions)", ""
+    if refuse:
+        raise SpecError("argument", "concurrency", *refuse)
+    inst = instance_for(
+        setting,
+        deployment.gpus_per_instance,
+        config,
+        reference_context(traffic),
+        offered_load(traffic, K),  # no rate: the layout fastest when saturated
+    )
+    record = simulate(inst, traffic.stream(K), progress=progress, clients=C // K)
+    result = summarise(inst, record, traffic, targets, K, rate_per_s=0.0)  # set below
+    return dataclasses.replace(
+        result,
+        rate_per_s=result.throughput_requests_per_s,
+        notes=(
+            *result.notes,
+            f"closed loop: {C // K} clients per instance; the rate is the one they reach, and "
+            "the layout is the one fastest when saturated",
+        ),
+    )
 
 
 def simulate_disaggregated(
@@ -324,7 +366,7 @@ def rate_estimate(
     deployment: Deployment,
     traffic: Traffic,
     config=DEFAULT_ENGINE,
-    pool: str = "both",
+    pool: Pool = "deployment",
 ) -> float:
     """A rough steady-state capacity of the deployment, requests/s (where a load search starts):
     decode at the largest batch the cache and the scheduler allow, plus prefill in full

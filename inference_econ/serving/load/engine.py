@@ -12,29 +12,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import InfeasibleError, SpecError
 from ...model.latency import StepModel, prefill_step_model
-from ...model.mixed_step import EngineLayout, StepTable, mixed_step_s
+from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
 from ...model.workload import Workload, compile_workload
-from ...specs.engine import LAYOUT_FEATURES
+from ...specs.engine import ADMISSIONS, PREFILL_MODES, Admission, PrefillMode
 from ..setting import Setting
-from .speculation import DraftEngine, draft_engine, resident_draft
+from .speculation import DraftEngine, SpecSchedule, draft_engine, resident_draft
 
-#: How a scheduler admits a request (docs/model.md §E3): ``recompute`` when the KV cache holds
-#: its prompt, preempting the request admitted last when the cache fills (vLLM, SGLang);
-#: ``no_evict`` only when the cache holds its prompt and every token it will generate, on top
-#: of what the running requests will reach, so nothing is ever preempted (TensorRT-LLM's
-#: GUARANTEED_NO_EVICT).
-ADMISSIONS = ("recompute", "no_evict")
-#: How prompts share steps with decoding (§E3): ``chunked`` fills each step's token budget with
-#: prompt chunks next to the decoding requests (vLLM V1, SGLang); ``whole`` adds whole prompts
-#: next to the decoding requests while they fit the budget (TensorRT-LLM without chunked
-#: context); ``separate`` runs whole prompts in steps of their own while decoding waits (vLLM
-#: V0 without chunked prefill).
-PREFILL_MODES = ("chunked", "whole", "separate")
+if TYPE_CHECKING:
+    from .routing import RouterPolicy
 
 
 @dataclass(frozen=True)
@@ -45,18 +36,18 @@ class EngineConfig:
 
     max_batch_requests: int = 256
     step_token_budget: int = 2048
-    admission: str = "recompute"
-    prefill: str = "chunked"
+    admission: Admission = "recompute"
+    prefill: PrefillMode = "chunked"
     #: Speculation (with a draft or draft heads, §E8): switched off above this many running
     #: requests (None: never), and how the cycle is chosen (``speculation.SPEC_SCHEDULES``).
     speculation_max_batch: int | None = None
-    speculation_schedule: str = "fixed"
+    speculation_schedule: SpecSchedule = "fixed"
     #: Keep the KV cache of finished prompts and answers in the memory the running requests
     #: leave, and reuse it for prompts that start with them (§E9).
     prefix_caching: bool = True
     #: How the deployment's load balancer sends requests to its instances
     #: (``routing.ROUTERS``, §E10).
-    router: str = "random"
+    router: RouterPolicy = "random"
 
     def __post_init__(self) -> None:
         from .routing import check_router
@@ -90,30 +81,6 @@ class EngineConfig:
 
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.
 DEFAULT_ENGINE = EngineConfig()
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def candidate_layouts(
-    work: Workload, gpus: int, pipeline: bool = True, features=LAYOUT_FEATURES
-) -> list[EngineLayout]:
-    """Every whole layout of an instance of ``gpus`` GPUs (§B7's rules) that an engine with
-    these layout ``features`` runs (§F11)."""
-    out = []
-    pipeline = pipeline and "pipeline" in features
-    for p in _divisors(work.layers) if pipeline else [1]:
-        if gpus % p:
-            continue
-        t = gpus // p
-        degrees = [d for d in _divisors(t) if work.tp_heads % d == 0]
-        if "attention_data" not in features:
-            degrees = [t] if t in degrees else degrees[-1:]
-        for t_at in degrees:
-            for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
-                out.append(EngineLayout(gpus, p, t / t_at, two_d))
-    return out
 
 
 @dataclass(frozen=True)
@@ -277,7 +244,7 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
             f"cache on {gpus} x {setting.gpu.name} ({model.machine.usable_hbm_bytes / 1e9:.1f} GB usable each)"
         )
     per_position = work.kv_bytes_per_position_per_layer
-    if copies:  # each cached token also holds the draft's cache (§E8)
+    if companion is not None and copies:  # each cached token also holds the draft's cache (§E8)
         layers = sum(g.layers for g in work.groups)
         per_position += copies * companion.kv_bytes_per_token / layers
     return LayoutSearch(

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
 from ...errors import SpecError
 from ...specs.schema import check_number
 
-KINDS = ("fixed", "uniform", "lognormal", "trace")
+LengthsKind = Literal["fixed", "uniform", "lognormal", "trace"]
+KINDS: tuple[LengthsKind, ...] = get_args(LengthsKind)
 #: Longest length accepted, tokens (a guard against typos such as 1e12).
 MAX_TOKENS = 10_000_000
 EXAMPLES = "1000, uniform:500:1500, lognormal:1000:0.8, lognormal:1000:0.8:4096 or trace"
@@ -29,7 +31,7 @@ EXAMPLES = "1000, uniform:500:1500, lognormal:1000:0.8, lognormal:1000:0.8:4096 
 class Lengths:
     """A distribution of token counts per request."""
 
-    kind: str
+    kind: LengthsKind
     low: float = 0.0  # fixed: the length; uniform: the lowest; lognormal: the mean
     high: float = 0.0  # uniform: the highest; lognormal: the cap (inf for none)
     sigma: float = 0.0  # lognormal: standard deviation of the log

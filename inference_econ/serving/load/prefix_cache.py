@@ -31,7 +31,8 @@ class Node:
     __slots__ = ("key", "parent", "children", "start", "tokens", "positions", "pins", "last")
 
     def __init__(self, key, parent, start: int, tokens: int, positions: float) -> None:
-        self.key, self.parent, self.children = key, parent, {}
+        self.key, self.parent = key, parent
+        self.children: dict[tuple, Node] = {}
         self.start, self.tokens, self.positions = start, tokens, positions
         self.pins, self.last = 0, 0.0
 
@@ -57,10 +58,11 @@ class PrefixCache:
         """The cached nodes the prompt's segments start with, root first."""
         node, out = self.root, []
         for key, _ in segments:
-            node = node.children.get(key)
-            if node is None:
+            child = node.children.get(key)
+            if child is None:
                 break
-            out.append(node)
+            out.append(child)
+            node = child
         return out
 
     @staticmethod

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ...errors import InfeasibleError
 from ...model.economics import usd_per_mtok
 from ..intervals import load_intervals
 from ..setting import Setting
 from .arrivals import Traffic
 from .engine import EngineConfig, Instance
+from .routing import RouterPolicy
 from .simulate import RunRecord
 from .targets import Targets
 
@@ -127,14 +129,17 @@ class LoadResult:
     #: Share of the decode steps that speculated (§E8; None: no draft).
     speculative_step_fraction: float | None = None
     #: How requests reach the instances (§E10) and how many were simulated together.
-    router: str = "random"
+    router: RouterPolicy = "random"
     instances_simulated: int = 1
 
     def with_targets(self, targets: Targets) -> LoadResult:
         """The same run judged against other targets (goodput, headroom, whether met)."""
-        lat = self.latencies
+        lat, w = self.latencies, self.window
+        if lat is None or w is None:
+            raise InfeasibleError(
+                "this load result keeps no per-request latencies to judge other targets by"
+            )
         good = targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s)
-        w = self.window
         return dataclasses.replace(
             self,
             targets=targets,
@@ -147,7 +152,11 @@ class LoadResult:
         """What the run was computed with, for the ``#`` lines of a CSV, JSON's metadata and
         the text's "Computed with" line: model and GPU (names and files), preset, precisions,
         traffic, targets, requests, seed and the engine's limits."""
-        meta = {"model": self.model, "hardware": self.hardware, "assumptions": self.assumptions}
+        meta: dict[str, object] = {
+            "model": self.model,
+            "hardware": self.hardware,
+            "assumptions": self.assumptions,
+        }
         if self.setting is not None:
             meta = {k: v for k, v in self.setting.metadata().items() if k != "context_tokens"}
         meta.update(traffic=self.traffic, targets=self.targets.describe())
@@ -437,7 +446,7 @@ def assemble(
     seed: int | None = None,
     cached_tokens: np.ndarray | None = None,
     speculative_step_fraction: float | None = None,
-    router: str = "random",
+    router: RouterPolicy = "random",
     instances_simulated: int = 1,
     pools: tuple | None = None,
 ) -> LoadResult:

@@ -21,12 +21,14 @@ instances serving their share of the load (whole sessions), the others seeing th
 from __future__ import annotations
 
 import math
+from typing import Literal, get_args
 
 import numpy as np
 
 from ...errors import SpecError
 
-ROUTERS = ("random", "round_robin", "least_outstanding", "prefix_aware")
+RouterPolicy = Literal["random", "round_robin", "least_outstanding", "prefix_aware"]
+ROUTERS: tuple[RouterPolicy, ...] = get_args(RouterPolicy)
 #: Most instances simulated together; a larger deployment is simulated as groups of this many
 #: serving their share of the load (join-the-shortest-queue gains little beyond a few queues).
 GROUP = 8
@@ -38,7 +40,8 @@ LOAD_BOUND = 1.25
 VIRTUAL_NODES = 64
 
 
-def check_router(name: str) -> str:
+def check_router(name: str) -> RouterPolicy:
+    """``name`` as a router policy, or a SpecError naming the policies."""
     if name not in ROUTERS:
         raise SpecError("argument", "router", f"unknown router {name!r}", ", ".join(ROUTERS))
     return name
@@ -55,7 +58,7 @@ def _mix(x: int) -> int:
 class Router:
     """``router(engines, request, time)`` -> the index of the engine the request goes to."""
 
-    def __init__(self, policy: str, instances: int, keys=None, seed: int = 0) -> None:
+    def __init__(self, policy: RouterPolicy, instances: int, keys=None, seed: int = 0) -> None:
         self.policy = check_router(policy)
         self.k = int(instances)
         self.keys = keys  # each request's routing key (-1: none), for prefix_aware

@@ -35,9 +35,10 @@ import numpy as np
 
 from ...errors import SpecError
 from ..setting import check_context
-from .arrivals import Arrivals
+from .arrivals import Arrivals, Sharing
 from .engine import Instance
-from .prefix_cache import PrefixCache
+from .prefix_cache import Node, PrefixCache
+from .speculation import DraftEngine
 
 #: Longest run of decode steps evaluated at once (bounds the arrays).
 RUN_STEPS = 4096
@@ -70,6 +71,13 @@ class RunRecord:
 
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 _EPS = 1e-9
+
+
+def _sharing(requests) -> Sharing:
+    """The prompts' sharing of requests a prefix cache serves (a cache is made only for them)."""
+    if requests.sharing is None:
+        raise RuntimeError("a prefix cache serving requests without shared prefixes")
+    return requests.sharing
 
 
 class _Requests:
@@ -258,9 +266,10 @@ class _Engine:
                 return
             context = int(r.n_in[i] + r.gen[i] - (0 if r.needs_prefill[i] else 1))
             need = self.pos(context)
-            nodes, hit = (), 0
+            nodes: list[Node] = []
+            hit = 0
             if self.cache is not None and r.needs_prefill[i]:
-                nodes = self.cache.lookup(r.sharing.segments[i])
+                nodes = self.cache.lookup(_sharing(r).segments[i])
                 hit = self.cache.hit_tokens(nodes, r.n_in[i])
                 need -= self.cache.held_by_others(nodes)  # stored once
             if self.no_evict:
@@ -345,7 +354,7 @@ class _Engine:
             self.committed -= r.full[i]
         if self.cache is not None and i in self.chain:
             nodes = self.chain.pop(i)
-            key = r.sharing.answer_keys[i]
+            key = _sharing(r).answer_keys[i]
             if key is not None:  # the answer: the next turn's prompt starts with it
                 nodes += self.cache.insert(((key, int(r.n_out[i])),), nodes[-1], self.t)
             self.cache.release(nodes, self.t)
@@ -425,7 +434,7 @@ class _Engine:
             return False
         decode_q = float(self.decode_positions()) if D else 0.0
         kv, att, taken = decode_q, v * decode_q, 0
-        chunks = []
+        chunks: list[tuple[list, int]] = []
         for entry in self.prefilling:
             left = entry[2] - entry[1]
             if self.mode == "chunked":
@@ -467,7 +476,7 @@ class _Engine:
             if np.isnan(r.first[i]):
                 r.first[i] = self.t
             if self.cache is not None and i in self.chain:  # its prompt's segments are cached
-                segs = r.sharing.segments[i]
+                segs = _sharing(r).segments[i]
                 held = self.chain[i]
                 self.chain[i] = held + self.cache.insert(
                     segs[len(held) :], held[-1] if held else None, self.t
@@ -476,11 +485,18 @@ class _Engine:
         self.trim()
         return True
 
+    @property
+    def _draft(self) -> DraftEngine:
+        """The draft engine of a speculating step (a cycle is chosen only with one, §E8)."""
+        if self.draft is None:
+            raise RuntimeError("a speculative cycle on an instance without a draft")
+        return self.draft
+
     def _draft_work(self, D: int, c, chunks, taken: int):
         """(seconds, FLOP, seconds without the prompt chunks) the draft adds to a mixed
         step: its passes for the decoding requests when the step speculates, and its own
         prefill of the prompt chunks (its cache follows the target's, §E8)."""
-        d = self.draft
+        d = self._draft
         tab = d.table
         seconds = flop = decode_only = 0.0
         if c is not None:
@@ -545,7 +561,7 @@ class _Engine:
             return self.table.run_time_s(D, q0, growth, k)
         E = c.expected_tokens
         s0 = self.sum_base + D * self.G
-        return self.draft.run_s(self.table, D, q0, growth, s0, D * E, k, c)
+        return self._draft.run_s(self.table, D, q0, growth, s0, D * E, k, c)
 
     def _run_flop(self, D: int, k: int, attended: float, c) -> float:
         """FLOP of ``k`` decode steps whose positions attended sum to ``attended``."""
@@ -554,7 +570,7 @@ class _Engine:
             return k * tab.flop[D] + tab.attention_flop * attended
         v = c.verify_tokens
         flop = k * tab.flop[D * v] + tab.attention_flop * v * attended
-        d = self.draft
+        d = self._draft
         ratio = d.layers / self.layers
         for tokens, count in c.draft_passes:
             flop += count * (
@@ -594,7 +610,7 @@ class _Engine:
         if c is None:
             times = self.table.times_s(D, q[:k])
         else:
-            v, d = c.verify_tokens, self.draft
+            v, d = c.verify_tokens, self._draft
             times = self.table.times_s(D * v, q[:k], D, v)
             ctx = self.sum_base + D * (self.G + E * np.arange(k))
             qd = d.draft_positions(ctx)
@@ -716,8 +732,7 @@ def simulate_group(
         heapq.heappush(pending, (at, i))
 
     engines = [_Engine(inst, req, None, on_finish=follow) for inst in instances]
-    for i in np.flatnonzero(np.isfinite(req.sent)):
-        pending.append((float(req.sent[i]), int(i)))
+    pending += [(float(req.sent[i]), int(i)) for i in np.flatnonzero(np.isfinite(req.sent))]
     heapq.heapify(pending)
     active = [False] * len(engines)
     step = max(1, req.n // 10)

@@ -27,16 +27,21 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Literal, get_args, overload
 
+import numpy as np
+
+from ...errors import InfeasibleError
 from ...model.assumptions import Assumptions
 from ...model.latency import StepModel
-from ...model.mixed_step import EngineLayout, StepTable
+from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts
 from ...model.workload import Workload
 from ...specs.hardware import GPU
 from ..speculative import Cycle, DraftHeads, SpecDecoding
 
 #: How the engine picks its cycle at a batch (module docstring).
-SPEC_SCHEDULES = ("fixed", "by_batch")
+SpecSchedule = Literal["fixed", "by_batch"]
+SPEC_SCHEDULES: tuple[SpecSchedule, ...] = get_args(SpecSchedule)
 
 
 def resident_draft(spec, assumptions: Assumptions) -> tuple[Workload, int]:
@@ -62,7 +67,7 @@ class DraftEngine:
     #: Layers of the target, for the draft's positions from the target's (no windows).
     target_layers: float
     cycles: tuple[Cycle, ...]
-    schedule: str
+    schedule: SpecSchedule
     max_batch: int | None
     budget: int
     #: The context the ``by_batch`` choice compares cycles at (the instance's reference).
@@ -83,7 +88,11 @@ class DraftEngine:
         off = f", off above {self.max_batch} running requests" if self.max_batch else ""
         return f"{self.spec.describe()}; {how}{off}"
 
-    def draft_positions(self, contexts_sum: float) -> float:
+    @overload
+    def draft_positions(self, contexts_sum: float) -> float: ...
+    @overload
+    def draft_positions(self, contexts_sum: np.ndarray) -> np.ndarray: ...
+    def draft_positions(self, contexts_sum):
         """The draft's KV layer-positions for a sum of contexts (its windows ignored)."""
         return self.layers * contexts_sum
 
@@ -141,7 +150,7 @@ def draft_engine(
     target_layers: float,
     budget: int,
     max_tokens: int,
-    schedule: str,
+    schedule: SpecSchedule,
     max_batch: int | None,
     context: float,
 ) -> DraftEngine:
@@ -150,7 +159,6 @@ def draft_engine(
     the draft tensor-parallel beside the target: vLLM's draft_tensor_parallel_size); under an
     engine profile its passes carry no step overhead of their own (the engine schedules the
     step once)."""
-    from .engine import candidate_layouts
 
     work = spec.draft_workload(assumptions)
     model = StepModel(work, gpu, assumptions, integer_layouts=True)
@@ -161,6 +169,8 @@ def draft_engine(
         t = table.time_s(1, q, q, 1)
         if best is None or t < best[0]:
             best = (t, lay, table)
+    if best is None:
+        raise InfeasibleError(f"no layout runs the draft {spec.describe()} on {gpus} GPUs")
     _, layout, table = best
     if model.profile is not None:  # its passes run inside the target's engine step, whose
         # scheduling and input preparation (§F5's step overhead) the target's table holds

@@ -56,11 +56,6 @@ class Targets:
         names = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "end-to-end"}
         return ", ".join(f"p99 {names[k]} <= {_ms(v)}" for k, v in self.limits.items())
 
-    def tighter_than(self, other: Targets) -> bool:
-        """Every limit of ``other`` is also here, at most as large."""
-        mine, theirs = self.limits, other.limits
-        return all(k in mine and mine[k] <= v for k, v in theirs.items())
-
 
 def _ms(seconds: float) -> str:
     if not math.isfinite(seconds):

@@ -19,7 +19,6 @@ import pandas as pd
 
 from ... import settings as table
 from ...errors import InfeasibleError, SpecError, plural
-from ...optimise.frontier import Frontier
 from ..observations import Observation, as_observation
 from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT
 from .grid import speed_cost_grid
@@ -44,13 +43,6 @@ class PreferenceCurve:
     knots_k: np.ndarray  # 0, then the segments' slopes (strictly increasing)
 
     @classmethod
-    def from_frontier(cls, front: Frontier) -> PreferenceCurve:
-        pts = front.points.sort_values("tokens_per_s")
-        return cls.from_points(
-            pts["tokens_per_s"].to_numpy(float), pts["usd_per_mtok"].to_numpy(float)
-        )
-
-    @classmethod
     def from_points(cls, tokens_per_s, usd_per_mtok) -> PreferenceCurve:
         """From a frontier's points (speed ascending, cost ascending)."""
         x, y = _lower_hull(np.log(tokens_per_s), np.log(usd_per_mtok))
@@ -63,10 +55,6 @@ class PreferenceCurve:
         return cls(
             x=x, knots_x=np.concatenate([[x[0]], mid]), knots_k=np.concatenate([[0.0], slopes])
         )
-
-    @property
-    def fastest_log_speed(self) -> float:
-        return float(self.x[-1])
 
     def log_speed_at(self, k) -> np.ndarray:
         """ln of the speed that maximises speed^k/cost (vectorised over k)."""

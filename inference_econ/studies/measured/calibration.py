@@ -3,7 +3,7 @@
 The achievable preset's terms (§F1-§F9) are fitted by weighted least squares on log(predicted /
 measured) with a robust loss (scipy ``least_squares``, soft L1), each source weighing √n in
 total, and a weak Gaussian prior on every term from physics or micro-benchmarks (``PRIORS``,
-never from the rows being fitted). Collective terms are fitted first to all-reduce
+never from the rows being fitted; ``priors/calibration.yaml``). Collective terms are fitted first to all-reduce
 micro-benchmarks when the file has them. Only terms the rows constrain are fitted: a term on
 which fewer than ``MIN_ROWS_PER_TERM`` rows depend, or whose standard error the data do not
 bring below most of its prior's spread, keeps the base profile's value; too few rows for the
@@ -26,10 +26,11 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from ...errors import InfeasibleError, SpecError
+from ...errors import InfeasibleError, SpecError, did_you_mean
 from ...model.assumptions import ACHIEVABLE
 from ...model.efficiency import StepWork, combine
 from ...specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
@@ -57,129 +58,87 @@ class Prior:
         return f"{self.engine}.{self.term}" if self.engine else self.term
 
 
+#: The file of the priors (in the package's data; docs/model.md §F10).
+PRIORS_FILE = ("priors", "calibration.yaml")
+#: The groups of that file: terms every engine shares, the term each engine but the reference
+#: has its own value of, and the collective terms fitted to micro-benchmarks first.
+PRIOR_GROUPS = ("terms", "engine", "collectives")
+_PRIOR_FIELDS = ("mean", "sd", "lower", "upper", "unit", "source", "rows")
+
+
+def load_priors(path: str | Path | None = None) -> dict[str, tuple[Prior, ...]]:
+    """The priors of the fitted terms, by group (``PRIOR_GROUPS``), from the shipped
+    ``priors/calibration.yaml`` (or ``path``): physics and micro-benchmarks, set before any fit.
+    Each term's unit must be its unit in ``specs.engine.TERMS``, its mean inside its bounds and
+    its SD positive; errors name the file and the field."""
+    from ...specs.catalog import data_roots
+    from ...specs.schema import check_number
+    from ...specs.yamlfile import load_yaml
+
+    if path is None:
+        found = (r.joinpath(*PRIORS_FILE) for r in data_roots())
+        path = next((p for p in found if p.is_file()), None)
+        if path is None:
+            raise SpecError("/".join(PRIORS_FILE), "", "is missing", "reinstall the package")
+    source = str(path)
+    data = load_yaml(Path(path))
+    out = {}
+    for group in PRIOR_GROUPS:
+        entries = data.get(group)
+        if not isinstance(entries, dict) or not entries:
+            raise SpecError(source, group, "is missing or empty", "give a mapping of term: prior")
+        priors = []
+        for term, spec in entries.items():
+            where = f"{group}.{term}"
+            if term not in BY_TERM:
+                hint = did_you_mean(str(term), sorted(BY_TERM))
+                raise SpecError(source, where, "is not an efficiency term", hint or "")
+            if not isinstance(spec, dict):
+                raise SpecError(source, where, "is not a mapping", "give mean, sd, lower, upper...")
+            unknown = sorted(set(spec) - set(_PRIOR_FIELDS))
+            missing = [k for k in _PRIOR_FIELDS if k not in spec]
+            if unknown or missing:
+                bad = unknown[0] if unknown else missing[0]
+                raise SpecError(
+                    source,
+                    f"{where}.{bad}",
+                    "is not a field of a prior" if unknown else "is missing",
+                    f"give {', '.join(_PRIOR_FIELDS)}",
+                )
+            unit = BY_TERM[term].unit
+            if spec["unit"] != unit:
+                raise SpecError(
+                    source, f"{where}.unit", f"is {spec['unit']!r}", f"the term is in {unit}"
+                )
+            n = {
+                k: float(check_number(spec[k], source, f"{where}.{k}", unit=unit))
+                for k in ("mean", "sd", "lower", "upper")
+            }
+            if not (n["lower"] <= n["mean"] <= n["upper"] and n["sd"] > 0):
+                raise SpecError(
+                    source, where, "needs lower <= mean <= upper and sd > 0", "fix the figures"
+                )
+            for k in ("source", "rows"):
+                if not isinstance(spec[k], str) or not spec[k].strip():
+                    raise SpecError(source, f"{where}.{k}", "is empty", "say where it comes from")
+            priors.append(
+                Prior(
+                    term, n["mean"], n["sd"], n["lower"], n["upper"], spec["source"], spec["rows"]
+                )
+            )
+        out[group] = tuple(priors)
+    if len(out["engine"]) != 1:
+        raise SpecError(source, "engine", "holds more than one term", "give step_time_scale only")
+    return out
+
+
+_PRIORS = load_priors()
 #: Priors of the fitted terms: physics and micro-benchmarks, set before any fit.
-PRIORS = (
-    Prior(
-        "hbm_efficiency",
-        0.85,
-        0.10,
-        0.5,
-        0.95,
-        "BabelStream copy/triad reach 0.84-0.89 of datasheet HBM on H100/H200 (Azure ND v5 micro-benchmarks)",
-        "every end-to-end row",
-    ),
-    Prior(
-        "kv_read_efficiency",
-        0.75,
-        0.20,
-        0.2,
-        0.95,
-        "paged decode-attention kernels reach 60-90 % of HBM bandwidth at long context (FlashInfer, FlashMLA reports)",
-        "rows with long contexts or large batches",
-    ),
-    Prior(
-        "kv_request_positions",
-        64.0,
-        128.0,
-        0.0,
-        4096.0,
-        "a decode-attention kernel's fixed cost per request: launch tail and split-K reduction, of the order of a 64-token block",
-        "rows with many short requests",
-    ),
-    Prior(
-        "gemm_efficiency_scale",
-        0.85,
-        0.20,
-        0.3,
-        1.2,
-        "model GEMMs against the best-shape micro-benchmark (cuBLASLt shapes 8192^3-16384^3 reach 0.92-0.98 of it)",
-        "prefill-heavy and large-batch rows",
-    ),
-    Prior(
-        "gemm_half_volume",
-        4.4e9,
-        4.4e9,
-        1e7,
-        1e11,
-        "cuBLASLt FP8 1024^3 on H100 reaches 0.19 of its best-shape efficiency (Azure ND H100 v5 micro-benchmark): V1/2 = 4.4e9",
-        "rows whose GEMMs are small per GPU",
-    ),
-    Prior(
-        "fp4_gemm_efficiency",
-        0.8,
-        0.2,
-        0.3,
-        1.0,
-        "FP4 GEMMs reach a lower share of their doubled peak than FP8 (block-scale overheads)",
-        "rows with 4-bit weights on chips with an FP4 rate",
-    ),
-    Prior(
-        "moe_gemm_efficiency",
-        0.8,
-        0.2,
-        0.3,
-        1.0,
-        "grouped expert GEMMs with token permutation against dense GEMMs",
-        "rows of mixture-of-experts models",
-    ),
-    Prior(
-        "attention_efficiency",
-        0.45,
-        0.20,
-        0.1,
-        0.9,
-        "FlashAttention-2/3 reach 35-75 % of the 16-bit peak",
-        "rows with long prompts",
-    ),
-    Prior(
-        "elementwise_passes",
-        12.0,
-        4.0,
-        2.0,
-        40.0,
-        "two norms (read, write: 4 passes), two residual adds (3 each), rotary embedding and the attention output (about 2): about 12 passes over a token's d-wide row per layer",
-        "large-batch rows",
-    ),
-    Prior(
-        "layer_overhead_s",
-        20e-6,
-        20e-6,
-        0.0,
-        150e-6,
-        "gaps between the ~10 kernels of a layer inside a CUDA graph: a few microseconds each",
-        "small-batch rows",
-    ),
-    Prior(
-        "step_overhead_s",
-        1e-3,
-        1e-3,
-        0.0,
-        20e-3,
-        "scheduling and input preparation of a step: of the order of a millisecond in Python engines",
-        "small-batch rows",
-    ),
-    Prior(
-        "sequence_overhead_s",
-        4e-6,
-        4e-6,
-        0.0,
-        60e-6,
-        "sampling and bookkeeping per sequence per step",
-        "large-batch rows",
-    ),
-)
+PRIORS = _PRIORS["terms"]
 #: A term every engine profile but the reference (the one fitted, ``--engine``) has its own
 #: value of, fitted to the rows it serves: its kernels (engine, version, platform) against the
 #: reference engine's.
-ENGINE_PRIOR = Prior(
-    "step_time_scale",
-    1.0,
-    0.3,
-    0.3,
-    3.0,
-    "another engine's (version's, platform's) kernels against the reference engine's",
-    "rows served by the profile",
-)
+ENGINE_PRIOR = _PRIORS["engine"][0]
 
 
 def engine_priors(engines, base_name: str) -> tuple[Prior, ...]:
@@ -192,26 +151,7 @@ def engine_priors(engines, base_name: str) -> tuple[Prior, ...]:
 
 
 #: Priors of the collective terms, fitted to all-reduce micro-benchmarks (§F6).
-COLLECTIVE_PRIORS: tuple = (
-    Prior(
-        "collective_latency_scale",
-        1.5,
-        1.0,
-        0.1,
-        10.0,
-        "NCCL-tests latencies include a launch outside CUDA graphs",
-        "all-reduce micro-benchmarks",
-    ),
-    Prior(
-        "collective_bandwidth_efficiency",
-        0.8,
-        0.3,
-        0.1,
-        1.5,
-        "NCCL reaches most of its tuning model's bus bandwidth",
-        "all-reduce micro-benchmarks",
-    ),
-)
+COLLECTIVE_PRIORS = _PRIORS["collectives"]
 #: Terms fitted to micro-benchmarks first, by the quantity the rows measure (§F6: all-reduce
 #: bus bandwidth; §F1: streaming bandwidth); with such rows the end-to-end fit keeps them fixed.
 MICRO_PRIORS = {"busbw": COLLECTIVE_PRIORS, "stream": (PRIORS[0],)}
@@ -223,9 +163,6 @@ PRIOR_WEIGHT = 0.15
 MIN_ROWS_PER_TERM = 3
 #: A row depends on a term when d log(prediction) / d log(term) exceeds this.
 SENSITIVITY = 0.02
-#: A fitted term whose standard error stays above this share of its prior SD is not
-#: constrained by the data: it keeps the base value.
-UNCONSTRAINED = 0.7
 #: Residual of a row the trial terms cannot serve (no admissible batch).
 FAIL = math.log(3.0)
 

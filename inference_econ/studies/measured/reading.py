@@ -127,10 +127,6 @@ class MeasuredRow:
         row, else all of them."""
         return self.decode_gpus if self.disaggregated and self.decode_gpus else self.gpus
 
-    @property
-    def setting_key(self) -> tuple:
-        return (self.arch.name, self.gpu.name, self.bits)
-
 
 def _read_frame(path: Path) -> pd.DataFrame:
     try:
@@ -162,7 +158,11 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
     from .tool_results import tool_frame  # benchmark tools' JSON results, by their content
 
     df = tool_frame(path)
-    records = (_read_frame(path) if df is None else df).to_dict(orient="records")
+    frame = _read_frame(path) if df is None else df
+    # columns as Python lists, then rows: DataFrame.to_dict boxes every cell of an Arrow
+    # string column one by one (a third of the time of a 100,000-row log)
+    columns = [frame[c].tolist() for c in frame.columns]
+    records = [dict(zip(frame.columns, cells)) for cells in zip(*columns)]
     parents = _parents(records)
     rows = []
     resolved: dict = {}  # rows that differ only in their value are resolved once

@@ -21,7 +21,6 @@ second x mean end-to-end latency (the notes of each row say so).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -29,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import SpecError
-from ...specs.inputs import read_text
+from ...specs.inputs import NotJSON, parse_json, read_json, read_text
 
 #: How far up from a result file a plan.json is looked for (aiperf writes into a subfolder).
 PLAN_LEVELS = 3
@@ -72,22 +71,23 @@ def tool_frame(path) -> pd.DataFrame | None:
 
 
 def _json_runs(text: str, path: Path):
-    """One JSON object, or one per line (vLLM's --append-result); None: not JSON objects."""
+    """One JSON object, or one per line (vLLM's --append-result); None: not JSON objects.
+    JSON the parser cannot take (nested too deeply) is one error (``inputs.parse_json``)."""
     try:
-        data = json.loads(text)
+        data = parse_json(text, str(path))
         return [data] if isinstance(data, dict) else None
-    except json.JSONDecodeError:
+    except NotJSON:
         pass
     runs = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
+            data = parse_json(line, str(path), f"line {n}")
+        except NotJSON:
             if not runs:
                 return None
-            raise SpecError(str(path), f"line {n}", f"is not JSON: {exc.msg}", "") from None
+            raise
         if not isinstance(data, dict):
             return None
         runs.append(data)
@@ -124,8 +124,8 @@ def _plan_context(path: Path) -> dict:
         plan = folder / "plan.json"
         if plan.is_file():
             try:
-                data = json.loads(read_text(plan))
-            except (json.JSONDecodeError, SpecError):
+                data = read_json(plan)
+            except SpecError:
                 return {}
             if not isinstance(data, dict) or "engine_version" not in data:
                 return {}
