@@ -366,36 +366,34 @@ def screens(traffic: Traffic, disaggregated: bool, pools, failures) -> bool:
 
 
 def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress) -> list[dict]:
-    """The rows of ``knee_rows`` (co-located only) in two passes (docs/model.md §E6): a short
-    search of every GPU and instance size (probes of ``SCREEN_REQUESTS`` requests on the full
-    search's lattice, ``SCREEN_REFINE`` bisections), then, while the option that ranks first
-    with every short answer taken ``SCREEN_MARGIN`` times higher was not searched in full, the
-    full search of it (begun at its short answer). The first option is then one searched in
-    full (``find_knee_from``, from its short answer bisected to the full grid), ranked against
-    what the others could at best hold; a candidate not searched in full keeps its short
-    answer, and ``probe_requests`` says which each row has."""
+    """The rows of ``knee_rows`` (co-located only), searched where they can matter (docs/model.md
+    §E6). Until the option that ranks first was searched in full, with what each candidate can
+    at best hold (not searched: any load, one instance; searched short, with probes of
+    ``SCREEN_REQUESTS`` requests on the full search's lattice and ``SCREEN_REFINE`` bisections:
+    its answer taken ``SCREEN_MARGIN`` times higher): search it short if it was not, else test
+    it with a full simulation or search it in full (``find_knee_from``, from its short answer
+    bisected to the full grid). A candidate not searched in full keeps its short answer (a
+    ``probe_requests`` column says which), and one whose single instance costs more than the
+    plan is not searched at all (excluded, with that reason)."""
     rate = traffic.offered_rate_per_s
     short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
-    # [setting, size, short knee, full knee or None, a rate it holds less than, tests of it]
-    found = []
-    for s in settings:
-        for n in sizes or instance_sizes(s, max_gpus):
-            d = Deployment(n, 1)
-            try:
-                start = lattice_start("deployment", s, d, traffic, config)
-                probe = probe_for("deployment", s, d, short, config)
-                knee = find_knee(probe, targets, start, refine=SCREEN_REFINE)
-            except InfeasibleError as exc:  # the engine's memory: the weights do not fit
-                knee = Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
-            found.append([s, n, knee, None, math.inf, 0])
-            if progress:
-                row = _candidate(s, "deployment", n, knee, rate, max_gpus)
-                progress(
-                    f"{s.gpu.name}, deployment instances of {n} {plural(n, 'GPU')}: "
-                    f"{_held_text(knee, row)} (short probes of {SCREEN_REQUESTS} requests)"
-                )
+    # [setting, size, short knee or None, full knee or None, a rate it holds less than, tests]
+    found: list[list] = [
+        [s, n, None, None, math.inf, 0]
+        for s in settings
+        for n in sizes or instance_sizes(s, max_gpus)
+    ]
+
+    def said(s, n, knee, how=""):
+        if progress:
+            row = _candidate(s, "deployment", n, knee, rate, max_gpus)
+            progress(
+                f"{s.gpu.name}, deployment instances of {n} {plural(n, 'GPU')}: "
+                f"{_held_text(knee, row)}{how}"
+            )
+
     while True:
-        hopes = [_candidate(f[0], "deployment", f[1], _hope(f), rate, max_gpus) for f in found]
+        hopes = [_hope_row(f, rate, max_gpus) for f in found]
         options = _options(hopes)
         if not options:
             break
@@ -404,6 +402,15 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
             break
         s, n, short_knee = first[:3]
         d = Deployment(n, 1)
+        if short_knee is None:
+            try:
+                start = lattice_start("deployment", s, d, traffic, config)
+                probe = probe_for("deployment", s, d, short, config)
+                first[2] = find_knee(probe, targets, start, refine=SCREEN_REFINE)
+            except InfeasibleError as exc:  # the engine's memory: the weights do not fit
+                first[2] = Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
+            said(s, n, first[2], f" (short probes of {SCREEN_REQUESTS} requests)")
+            continue
         sure = _options([h for h, f in zip(hopes, found) if f[3] is not None])
         if sure:
             x = _to_beat(sure[0], _found(found, sure[0]), n, s, rate, max_gpus)
@@ -425,14 +432,25 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
         probe = probe_for("deployment", s, d, traffic, config)
         searched = find_knee_from(probe, targets, start, guess.max_rate_per_s or x or rate)
         first[3] = searched
-        if progress:
-            row = _candidate(s, "deployment", n, searched, rate, max_gpus)
-            progress(
-                f"{s.gpu.name}, deployment instances of {n} {plural(n, 'GPU')}: "
-                f"{_held_text(searched, row)}"
-            )
+        said(s, n, searched)
+    plan = options[0][0] if options else math.nan
     rows = []
     for s, n, short_knee, full, below, _ in found:
+        if short_knee is None:
+            row = _candidate(s, "deployment", n, Knee(0.0, (), ""), rate, max_gpus)
+            row["note"] = (
+                f"not searched: needs {n} GPUs > --max-gpus {max_gpus}"
+                if max_gpus is not None and n > max_gpus
+                else f"not searched: one instance costs ${n * s.gpu.price_usd_per_hour:,.2f} an "
+                f"hour, more than the plan's ${plan:,.2f}"
+            )
+            row["probe_requests"] = 0
+            rows.append(row)
+            if progress:
+                progress(
+                    f"{s.gpu.name}, deployment instances of {n} {plural(n, 'GPU')}: {row['note']}"
+                )
+            continue
         knee = full or short_knee
         if full is None and below <= short_knee.max_rate_per_s:
             # a full simulation failed below the short answer: the full answer is lower
@@ -446,6 +464,17 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
         row["probe_requests"] = traffic.simulated_requests if full else SCREEN_REQUESTS
         rows.append(row)
     return rows
+
+
+def _hope_row(found: list, rate: float, max_gpus) -> dict:
+    """A candidate's row with the most it may hold (``_hope``); one never searched may hold
+    any load: one instance, and more load held than any searched one."""
+    s, n, short = found[:3]
+    if short is not None:
+        return _candidate(s, "deployment", n, _hope(found), rate, max_gpus)
+    row = _candidate(s, "deployment", n, Knee(rate, (), ""), rate, max_gpus)
+    row["max_rate_per_instance"] = math.inf
+    return row
 
 
 def _hope(found: list) -> Knee:
