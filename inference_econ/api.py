@@ -503,7 +503,7 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
     targets to hold at the pessimistic end of the ``confidence`` interval) and ``bound`` (the
     ideal bound's plan) beside it (docs/model.md §F12). Like every load search, work estimated
     at more than ten minutes is refused unless ``yes``."""
-    from .optimise.capacity import cheapest_deployment, instance_sizes, with_odds
+    from .optimise.capacity import cheapest_deployment, confident_plan, instance_sizes
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from .serving.intervals import ideal
     from .serving.load.failures import Failures
@@ -570,7 +570,7 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
         )
     except InfeasibleError as exc:
         bound = str(exc)
-    return with_odds(plan, v["confidence"], bound)
+    return confident_plan(plan, v["confidence"], bound, settings, traffic, config, progress)
 
 
 def _pool_settings(model, names, problem: dict, default: list, prefill: bool) -> list:

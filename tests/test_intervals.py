@@ -150,6 +150,40 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
         with_odds(plan, 0.95)
 
 
+def test_the_confident_plan_may_take_another_size_when_it_needs_fewer_spares(plan):
+    """The confident plan is the cheapest at every candidate's own low end, not only the
+    expected plan scaled up: a 2-GPU instance that holds 2.4 x the load needs no spare at
+    90 %, where the 1-GPU plan near its limit needs a second instance (review of the capacity
+    walk-through: 2 x 8 H100s at $33.60 where 3 x 4 cost $25.20)."""
+    import dataclasses
+
+    import pandas as pd
+
+    from inference_econ.optimise.capacity import with_odds
+
+    near = dataclasses.replace(plan, rate_per_s=0.99 * plan.max_rate_per_s)  # at its limit
+    setting = near.setting
+    base = with_odds(near, 0.9).confident
+    assert base.deployment.instances == 2  # scaled: one spare
+    price = setting.gpu.price_usd_per_hour
+    row = {c: None for c in near.candidates.columns}
+    row.update(
+        hardware=setting.gpu.name, pool="deployment", gpus_per_instance=2, instances=1, gpus=2,
+        max_rate_per_instance=2.4 * near.rate_per_s, usd_per_hour=2 * price, excluded=False,
+        chosen=False,
+    )  # fmt: skip
+    if "probe_requests" in row:
+        row["probe_requests"] = near.candidates["probe_requests"].max()
+    table = pd.concat([near.candidates, pd.DataFrame([row])], ignore_index=True)
+    wider = dataclasses.replace(near, candidates=table)
+    c = with_odds(wider, 0.9, None, [setting]).confident
+    # the same price (two GPUs either way), more load held at the low end: one 2-GPU instance
+    assert c.deployment.gpus_per_instance == 2 and c.deployment.instances == 1
+    assert c.usd_per_hour == pytest.approx(base.usd_per_hour)
+    assert c.max_rate_per_s > base.max_rate_per_s >= near.rate_per_s
+    assert with_odds(wider, 0.9).confident == base  # without the settings: scaled as before
+
+
 def test_every_command_says_bound_or_expected_first_and_shows_ranges():
     from click.testing import CliRunner
 

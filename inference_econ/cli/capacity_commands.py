@@ -561,7 +561,8 @@ def _confident_notes(plan) -> list[str]:
     text = (
         f"At {c.level} % confidence: one instance may hold as little as {c.factor:.2f} x the "
         f"expected load (the low end of the {c.level} % interval of the load it holds), so the "
-        f"targets hold at {plan.rate_per_s:g} req/s with {c.deployment.describe()} "
+        f"targets hold at {plan.rate_per_s:g} req/s with {c.deployment.describe()}"
+        f"{' ' + c.hardware if c.hardware else ''} "
         f"(${c.usd_per_hour:,.2f} an hour, ${c.usd_per_mtok:.3g} per million output tokens)."
     )
     return [text + (f" ({c.note})" if c.note else "")]

@@ -72,10 +72,11 @@ def instance_sizes(setting: Setting, max_gpus: int | None = None) -> list[int]:
 
 @dataclass(frozen=True)
 class Confident:
-    """The expected plan sized for the targets to hold at the pessimistic end of the
-    ``level`` % interval of the load one instance holds (docs/model.md §F12): the same GPU and
-    instance size, ``⌈rate / (max rate per instance x factor)⌉`` instances and never fewer
-    than the expected plan's."""
+    """The cheapest plan whose targets hold at the pessimistic end of the ``level`` %
+    interval of the load one instance holds (docs/model.md §F12): of every co-located
+    candidate searched in full, ``⌈rate / (max rate per instance x factor)⌉`` instances (never
+    fewer than it needs at the expected figure), the expected plan's own included; never
+    cheaper than the expected plan."""
 
     level: int
     deployment: Deployment
@@ -86,6 +87,8 @@ class Confident:
     usd_per_hour: float
     usd_per_mtok: float
     note: str
+    #: Its GPU (None: the expected plan's).
+    hardware: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,8 @@ class CapacityPlan:
         out.update(
             {
                 "confidence": c.level / 100,
-                f"deployment_at_{c.level}": c.deployment.describe(),
+                f"deployment_at_{c.level}": c.deployment.describe()
+                + (f" {c.hardware}" if c.hardware else ""),
                 f"gpus_at_{c.level}": c.deployment.gpus,
                 f"usd_per_hour_at_{c.level}": c.usd_per_hour,
                 f"usd_per_mtok_at_{c.level}": c.usd_per_mtok,
@@ -212,7 +216,7 @@ class CapacityPlan:
             rows.append(
                 {
                     "plan": f"{c.level} % confidence (the interval's pessimistic end)",
-                    "hardware": r.hardware,
+                    "hardware": c.hardware or r.hardware,
                     "deployment": c.deployment.describe(),
                     "gpus": c.deployment.gpus,
                     "usd_per_hour": c.usd_per_hour,
@@ -691,11 +695,17 @@ def _per_instance_rate(rows, setting, deployment: Deployment) -> float:
 
 
 def with_odds(
-    plan: CapacityPlan, confidence: float = 0.9, bound: CapacityPlan | str | None = None
+    plan: CapacityPlan,
+    confidence: float = 0.9,
+    bound: CapacityPlan | str | None = None,
+    settings: list[Setting] | None = None,
 ) -> CapacityPlan:
     """The expected ``plan`` with its confident plan (the targets held at the pessimistic
     end of the ``confidence`` interval of the load an instance holds; ``Confident``) and the
-    ideal ``bound`` beside it. ``confidence`` is 0.8 or 0.9 (the levels the intervals have)."""
+    ideal ``bound`` beside it. ``confidence`` is 0.8 or 0.9 (the levels the intervals have).
+    With the searched ``settings``, every co-located candidate searched in full is sized at
+    its own interval's low end and the cheapest is taken (another size or GPU may need fewer
+    extra instances than the expected plan's); without, the expected plan's is scaled."""
     level = int(round(100 * confidence))
     if level not in LEVELS:
         raise SpecError(
@@ -728,8 +738,117 @@ def with_odds(
         note = "the interval's low end is above the expected figure: the expected plan stands"
     usd = r.usd_per_hour * grow
     held = plan.max_rate_per_s * factor * grow
+    best = (usd, -held, deployment.gpus)
     confident = Confident(level, deployment, factor, held, usd, r.usd_per_mtok * grow, note)
+    if not d.disaggregated and settings:
+        for option in _confident_options(plan, level, settings):
+            c_usd, c_held, c_deployment, c_factor, hardware, _ = option
+            key = (c_usd, -c_held, c_deployment.gpus)
+            if c_usd >= r.usd_per_hour - 1e-9 and key < best:
+                best = key
+                mtok = r.usd_per_mtok * c_usd / r.usd_per_hour
+                same = (
+                    hardware == r.hardware and c_deployment.gpus_per_instance == d.gpus_per_instance
+                )
+                confident = Confident(
+                    level, c_deployment, c_factor, c_held, c_usd, mtok, "",
+                    None if same else hardware,
+                )  # fmt: skip
     return dataclasses.replace(plan, confident=confident, bound=bound)
+
+
+def _confident_options(
+    plan: CapacityPlan, level: int, settings: list[Setting], include_short: bool = False
+):
+    """(usd per hour, load held at the low end, deployment, factor, GPU, searched in full) of
+    each co-located candidate other than the plan's own (those only screened by a short search
+    too with ``include_short``), sized at its interval's low end (the stratum of its size, at
+    the plan's memory- or compute-bound regime)."""
+    from ..serving.intervals import figure_intervals, load_bound
+
+    r, d = plan.result, plan.deployment
+    table = plan.candidates
+    if "pool" not in table or table.empty:
+        return
+    full = table["probe_requests"].max() if "probe_requests" in table else None
+    out = r.output_tokens_per_s
+    regime = load_bound(plan.setting, r.mean_batch, r.input_tokens_per_s / out if out > 0 else 0)
+    for row in table.itertuples():
+        if row.pool != "deployment" or row.excluded or not row.instances:
+            continue
+        short = full is not None and row.probe_requests != full
+        if short and (row.probe_requests == 0 or not include_short):
+            continue  # a short search's figure is too rough to size a plan on
+        if row.hardware == r.hardware and row.gpus_per_instance == d.gpus_per_instance:
+            continue  # the plan's own, scaled from its verified figures above
+        per = float(row.max_rate_per_instance)
+        if not (per > 0 and math.isfinite(per)):
+            continue
+        spec = getattr(row, "speculation", "none")
+        setting = next(
+            (s for s in settings if s.gpu.name == row.hardware and _spec_label(s) == spec), None
+        )
+        if setting is None:
+            continue
+        ends = figure_intervals(
+            {"max_rate_per_s": per}, ["max_rate_per_s"], setting, row.gpus_per_instance, regime
+        )
+        if not ends:
+            continue
+        factor = min(1.0, ends[f"max_rate_per_s_low{level}"] / per)
+        count = max(int(row.instances), math.ceil(plan.rate_per_s / (per * factor) - 1e-9))
+        price = float(row.usd_per_hour) / float(row.gpus)
+        usd = count * row.gpus_per_instance * price
+        deployment = Deployment(row.gpus_per_instance, count)
+        yield usd, per * factor * count, deployment, factor, row.hardware, not short
+
+
+def confident_plan(
+    plan: CapacityPlan,
+    confidence: float,
+    bound: CapacityPlan | str | None,
+    settings: list[Setting],
+    traffic: Traffic,
+    config: EngineConfig = DEFAULT_ENGINE,
+    progress: Callable[[str], None] | None = None,
+) -> CapacityPlan:
+    """``with_odds`` over every co-located candidate, where a candidate that only a short
+    search screened and that would make a cheaper confident plan is first searched in full
+    (its row updated), until the cheapest confident plan rests on full searches."""
+    level = int(round(100 * confidence))
+    for _ in range(len(plan.candidates)):
+        odds = with_odds(plan, confidence, bound, settings)
+        if level not in LEVELS or odds.confident is None or plan.deployment.disaggregated:
+            return odds
+        cheaper = [
+            o
+            for o in _confident_options(plan, level, settings, include_short=True)
+            if not o[5] and o[0] < odds.confident.usd_per_hour - 1e-9
+        ]
+        if not cheaper:
+            return odds
+        _, _, deployment, _, hardware, _ = min(cheaper, key=lambda o: (o[0], -o[1]))
+        size = deployment.gpus_per_instance
+        setting = next(s for s in settings if s.gpu.name == hardware)
+        if progress:
+            progress(f"{hardware} x{size}: searched in full for the confident plan")
+        knee = knee_of("deployment", setting, Deployment(size, 1), traffic, plan.targets, config)
+        table = plan.candidates.copy()
+        at = (table["hardware"] == hardware) & (table["gpus_per_instance"] == size)
+        at &= table["pool"] == "deployment"
+        per = knee.max_rate_per_s
+        table.loc[at, "probe_requests"] = table["probe_requests"].max()
+        if per > 0:
+            count = math.ceil(plan.rate_per_s / per - 1e-9)
+            table.loc[at, "max_rate_per_instance"] = per
+            table.loc[at, "instances"] = count
+            table.loc[at, "gpus"] = count * size
+            table.loc[at, "usd_per_hour"] = count * size * setting.gpu.price_usd_per_hour
+        else:
+            table.loc[at, "excluded"] = True
+            table.loc[at, "note"] = knee.reason
+        plan = dataclasses.replace(plan, candidates=table)
+    return with_odds(plan, confidence, bound, settings)
 
 
 @dataclass(frozen=True)
