@@ -215,7 +215,13 @@ def test_capacity_export_replays_the_plans_rate_and_targets():
     goodput = argv[argv.index("--goodput") + 1 : argv.index("--save-result")]
     assert goodput == ["ttft:2000", "tpot:100"]
     assert plan.expected["ttft_p99_s"] <= 2.0 and plan.max_model_len == 1280
-    assert json.loads(ec.render(plan)["plan.json"])["intervals"] is None
+    ends = json.loads(ec.render(plan)["plan.json"])["intervals"]  # expected: with intervals
+    for name in ("ttft_p99_s", "tpot_p99_s"):
+        lo90, lo80, hi80, hi90 = (
+            ends[f"{name}_{k}"] for k in ("low90", "low80", "high80", "high90")
+        )
+        assert 0 < lo90 <= lo80 < hi80 <= hi90
+    assert "Intervals of the expected figures (80 % and 90 %" in bc.benchmark_text(plan)
 
 
 def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():

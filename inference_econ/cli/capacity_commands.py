@@ -270,11 +270,11 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     click.echo(stated(row, format, title, result.setting, result.metadata(), notes), nl=False)
 
 
-def _first_line(setting) -> str:
+def _first_line(setting, intervals: bool = True) -> str:
     """Whether the figures are expected (an engine profile, with intervals) or a bound."""
     from ..serving.intervals import figures_line
 
-    return figures_line(setting)
+    return figures_line(setting, intervals)
 
 
 def _odds_notes(result) -> list[str]:
@@ -426,7 +426,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         f" (a floor); reserving the peak ${plan.reserve_peak_usd:,.0f}.",
         *plan.notes,
     ]
-    line = _first_line(plan.setting)
+    line = _first_line(plan.setting, intervals=False)  # a demand plan prints no interval
     if fmt in ("csv", "json"):
         emit(render(plan.hourly(), fmt, title=title, notes=[line, *notes], meta=meta), out)
     else:

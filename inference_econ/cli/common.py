@@ -442,7 +442,7 @@ def stated_table(df, fmt: str, under, title: str = "", meta=None, notes=()) -> s
     from ..serving.intervals import figures_line
 
     labels = under if isinstance(under, (list, tuple)) else [under]
-    lines = list(dict.fromkeys(figures_line(u) for u in labels))
+    lines = list(dict.fromkeys(figures_line(u, intervals=False) for u in labels))
     line = lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines)
     if fmt in ("csv", "json"):
         return render(df, fmt, title=title, meta=meta, notes=[line, *notes])

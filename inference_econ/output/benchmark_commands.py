@@ -170,8 +170,19 @@ def benchmark_text(plan: LaunchPlan) -> str:
         "|---|---|",
         *[f"| {k} | {v:.4g} |" for k, v in plan.expected.items()],
         "",
-        "Intervals of the expected figures: none yet (plan.json `intervals` is null until the "
-        "interval work lands).",
+        (
+            "Intervals of the expected figures (80 % and 90 %, from out-of-sample error: "
+            "docs/validation.md in the project): "
+            + "; ".join(
+                f"{k} {plan.intervals[f'{k}_low80']:.4g}-{plan.intervals[f'{k}_high80']:.4g} "
+                f"(90 %: {plan.intervals[f'{k}_low90']:.4g}-{plan.intervals[f'{k}_high90']:.4g})"
+                for k in plan.expected
+                if f"{k}_low80" in plan.intervals
+            )
+            + "."
+            if plan.intervals
+            else "Intervals of the expected figures: none, under an ideal preset (a bound)."
+        ),
         "",
     ]
     return "\n".join(lines)

@@ -421,8 +421,8 @@ def plan_record(plan: LaunchPlan) -> dict:
         ],
         "load": plan.load.__dict__,
         "expected": plan.expected,
-        # the expected figures' intervals: filled when the interval work lands (null: none yet)
-        "intervals": None,
+        # the expected figures' 80 % and 90 % intervals (null under an ideal preset: a bound)
+        "intervals": plan.intervals or None,
         "notes": list(plan.notes),
     }
 

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import InfeasibleError, SpecError
+from ..serving.intervals import interval_keys, load_intervals
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 
@@ -94,6 +95,9 @@ class LaunchPlan:
     #: Speculation: (kind "draft" | "eagle" | "mtp", draft checkpoint or None, draft tokens).
     speculation: tuple | None = None
     notes: tuple[str, ...] = ()
+    #: The expected figures' 80 % and 90 % intervals (``name_low80`` ...; docs/model.md §F12),
+    #: by name; empty under an ideal preset (a bound has none).
+    intervals: dict = field(default_factory=dict)
 
     @property
     def version(self) -> str:
@@ -251,6 +255,19 @@ def point_plan(
         int(requests or max(10 * b, 200)),
         concurrency=b,
     )
+    named = {  # the request view's figure behind each expected figure
+        "ttft_s": "ttft_s",
+        "tpot_s": "decode_latency_s",
+        "e2e_latency_s": "e2e_latency_s",
+        "usd_per_m_output_tokens": "usd_per_m_output_tokens",
+        "usd_per_m_input_tokens": "usd_per_m_input_tokens",
+    }
+    ends = {
+        f"{name}_{key}": float(row[f"{source}_{key}"])
+        for name, source in named.items()
+        for key in interval_keys()
+        if f"{source}_{key}" in row.index
+    }
     plan = LaunchPlan(
         source,
         setting,
@@ -265,6 +282,7 @@ def point_plan(
             f"Expected figures: the {setting.assumptions.label} preset at batch {b} "
             f"(closed loop of {b} clients, {prompt_tokens:g} in / {output_tokens:g} out).",
         ),
+        ends,
     )
     return finish(plan)
 
@@ -354,7 +372,19 @@ def capacity_plan(
     )
     ckpt = checkpoint_of(setting, checkpoint)
     return finish(
-        LaunchPlan("capacity", setting, engine, ckpt, workers, longest, load, expected, None, notes)
+        LaunchPlan(
+            "capacity",
+            setting,
+            engine,
+            ckpt,
+            workers,
+            longest,
+            load,
+            expected,
+            None,
+            notes,
+            {k: float(v) for k, v in load_intervals(r).items() if k.rsplit("_", 1)[0] in expected},
+        )  # fmt: skip
     )
 
 

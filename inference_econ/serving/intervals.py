@@ -502,9 +502,10 @@ def coverage_note(setting: Setting) -> str | None:
     )
 
 
-def figures_line(setting_or_label) -> str:
+def figures_line(setting_or_label, intervals: bool = True) -> str:
     """The first line of every command's output: whether its figures are an ideal bound or
-    expected, under which preset and engine profile."""
+    expected, under which preset and engine profile (``intervals``: whether the output shows
+    the expected figures' intervals; a table without them says where to find them)."""
     label = setting_or_label
     if isinstance(setting_or_label, Setting):
         label = setting_or_label.assumptions.label
@@ -514,6 +515,11 @@ def figures_line(setting_or_label) -> str:
             engine = f"engine profile {rest.split(' ')[1]}"
         else:
             engine = rest or "engine profile trtllm"
+        if not intervals:
+            return (
+                f"Expected figures: {name} preset, {engine}; this table leaves out their 80 % and "
+                "90 % intervals (out-of-sample error: docs/validation.md)."
+            )
         return (
             f"Expected figures: {name} preset, {engine}; 80 % and 90 % intervals from "
             "out-of-sample error (docs/validation.md)."
