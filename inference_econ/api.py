@@ -320,6 +320,17 @@ def _load_inputs(
         )
     if not need_rate and v["arrival_rate_per_s"] is None and v["trace"] is None:
         v["arrival_rate_per_s"] = 1.0
+    if not closed_loop and v["trace"] is None:
+        from .optimise.load_search import SEARCH_MIN_REQUESTS
+
+        if v["requests"] < SEARCH_MIN_REQUESTS:
+            raise SpecError(
+                "argument",
+                "requests",
+                f"is {v['requests']}: a search reads p99s, which need at least "
+                f"{SEARCH_MIN_REQUESTS} requests per run",
+                f"give at least {SEARCH_MIN_REQUESTS} requests; the default is 10,000",
+            )
     traffic = make_traffic(
         v["arrival_rate_per_s"],
         v["input_lengths"],

@@ -923,3 +923,16 @@ def test_disagg_says_one_gpu():
     )  # fmt: skip
     assert code == 0 and "decode on 1 GPU at batch 8; prefill pool 1 GPU, 17 prompts" in out
     assert "1 GPUs" not in out
+
+
+def test_a_search_refuses_runs_too_short_for_a_p99():
+    """10 requests never fill an engine: every rate looked held (a review found 54,528 req/s
+    on one H100). A search needs 100 requests a run; simulating one deployment does not."""
+    base = ("Llama 3 8B", "-H", "H100", "--prompt-tokens", "100", "--output-tokens", "100")
+    code, _, err = _run(
+        "capacity", *base, "--rate", "4", "--slo-tpot-p99", "0.05", "--requests", "10"
+    )
+    assert code == 2 and "--requests" in err and "at least 100" in err
+    with pytest.raises(ie.SpecError, match="at least 100"):
+        ie.max_load("Llama 3 8B", "H100", gpus=1, input_lengths="100", output_lengths="100",
+                    slo_tpot_p99_s=0.05, requests=99)  # fmt: skip

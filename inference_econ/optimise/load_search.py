@@ -45,6 +45,10 @@ REFINE_STEPS = 5
 SCREEN_REQUESTS = 500
 SCREEN_REFINE = 2
 SCREEN_MARGIN = 1.25
+#: The fewest requests a search simulates per probe: a p99 needs at least 100 requests, and a
+#: shorter run never fills an engine, so any rate looks held (10 requests "held" 54,528 req/s
+#: on one H100).
+SEARCH_MIN_REQUESTS = 100
 #: What is simulated: the whole deployment, or one pool of a disaggregated one alone.
 KINDS = ("deployment", "prefill", "decode")
 
