@@ -689,6 +689,7 @@ def prefill_setting_options(fn):
 
 format_option = options("format")
 out_option = click.option(
+    "-o",
     "--out",
     type=TableFile(),
     help="Write to this file (atomically); .csv, .json or .md sets the format.",

@@ -32,7 +32,7 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 
 
 @click.command("compare-measured", short_help="Hold the model against measured benchmarks.")
-@click.argument("csv", type=click.Path(exists=True, dir_okay=False))
+@click.argument("csv", type=click.Path())
 @options("assumptions", "engine")
 @click.option(
     "--figure",
@@ -108,7 +108,7 @@ def _status_line(table) -> str:
 
 
 @click.command(short_help="Fit the achievable preset's efficiencies to measured rows.")
-@click.argument("csv", type=click.Path(exists=True, dir_okay=False))
+@click.argument("csv", type=click.Path())
 @click.option(
     "--engine",
     default="trtllm",
