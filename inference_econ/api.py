@@ -549,35 +549,22 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
     work = runs * (searches * SIMULATIONS_PER_SEARCH + 1) + (4 if v["failures"] else 0)
     check_budget(traffic, work, "the capacity search", _yes(yes))
     failures = Failures(v["gpu_mtbf_hours"], v["repair_hours"]) if v["failures"] else None
-    plan = cheapest_deployment(
-        settings,
-        traffic,
-        targets,
-        config,
-        v["disaggregated"],
-        sizes,
-        cap,
-        progress,
-        pools=pools,
-        failures=failures,
-    )
+
+    def search(candidates, pools, failures=None):
+        return cheapest_deployment(
+            candidates, traffic, targets, config, v["disaggregated"], sizes, cap, progress,
+            pools=pools, failures=failures,
+        )  # fmt: skip
+
+    plan = search(settings, pools, failures)
     if not expected:
         return plan
     bounds = [ideal(s) for s in settings]
-    bound_pools = None if pools is None else tuple([ideal(s) for s in p] for p in pools)
     if progress:
         progress(f"the ideal bound beside it ({bounds[0].assumptions.label} preset)")
-    try:
-        bound = cheapest_deployment(
-            bounds,
-            traffic,
-            targets,
-            config,
-            v["disaggregated"],
-            sizes,
-            cap,
-            progress,
-            pools=bound_pools,
+    try:  # the same search under the ideal preset (no failures: a bound)
+        bound = search(
+            bounds, None if pools is None else tuple([ideal(s) for s in p] for p in pools)
         )
     except InfeasibleError as exc:
         bound = str(exc)
