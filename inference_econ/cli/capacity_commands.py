@@ -474,7 +474,7 @@ def _plan_text(plan, fmt: str) -> str:
         head += "\n" + render(
             plan.plans(),
             fmt,
-            title="The plans side by side ($/Mtok all-in per output token at the offered load)",
+            title="The plans side by side (all-in $ per million output tokens at the offered load)",
         )
     why = [
         f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): "
@@ -526,8 +526,8 @@ def _redundancy_notes(plan) -> list[str]:
         f"{red.degraded_probability:.2%} of the time.",
         f"N+1: {red.deployment.describe()} {red.setting.gpu.name} for "
         f"${red.result.usd_per_hour:,.4g}/h (${red.extra_usd_per_hour:,.4g}/h more, "
-        f"{red.extra_usd_per_hour / red.base_usd_per_hour:+.0%}; ${red.result.usd_per_mtok:.3g} "
-        f"per million output tokens at this load); simulated at the full load with {down}; more "
+        f"{red.extra_usd_per_hour / red.base_usd_per_hour:+.0%}; ${red.result.usd_per_m_output_tokens_all_in:.3g} "
+        f"all-in per million output tokens at this load); simulated at the full load with {down}; more "
         f"instances down than it covers {red.shortfall_probability:.2g} of the time.",
     ]
 
@@ -553,7 +553,7 @@ def _confident_notes(plan) -> list[str]:
         f"At {c.level} % confidence: one instance may hold as little as {c.factor:.2f} x the "
         f"expected load (the low end of the {c.level} % interval of the load it holds), so the "
         f"targets hold at {plan.rate_per_s:g} req/s with {c.deployment.describe()} "
-        f"(${c.usd_per_hour:,.2f} an hour, ${c.usd_per_mtok:.3g} per million output tokens)."
+        f"(${c.usd_per_hour:,.2f} an hour, ${c.usd_per_m_output_tokens_all_in:.3g} all-in per million output tokens)."
     )
     return [text + (f" ({c.note})" if c.note else "")]
 
@@ -576,7 +576,7 @@ def _max_load_text(result, fmt: str) -> str:
         "output_tokens_per_s",
         "goodput_fraction",
         "mfu",
-        "usd_per_mtok",
+        "usd_per_m_output_tokens_all_in",
         "meets_targets",
         "knee",
     ]
@@ -601,7 +601,7 @@ def _max_load_text(result, fmt: str) -> str:
     notes = _notes(
         at,
         [
-            f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_mtok:.3g} all-in per million output tokens; MFU {at.mfu:.1%}."
+            f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_m_output_tokens_all_in:.3g} all-in per million output tokens (at {at.input_tokens_per_output_token:.3g} input tokens per output token); MFU {at.mfu:.1%}."
         ],
     )
     notes = [*filter(None, [coverage_note(at.setting)] if at.setting else []), *notes]
@@ -662,7 +662,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
     )
     cols = [
         "tokens_per_s",
-        "usd_per_mtok",
+        "usd_per_m_output_tokens_all_in",
         "gpus",
         "gpus_per_instance",
         "instances",
@@ -672,6 +672,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
         "e2e_p99_s",
         "usd_per_m_input_tokens",
         "usd_per_m_output_tokens",
+        "input_tokens_per_output_token",
         "mfu",
     ]
     from ..output.ranges import ranged_columns
@@ -687,7 +688,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
     df = ranged_columns(df)
     title = (
         f"{len(df)} deployments on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
-        f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, $/Mtok all-in per output token"
+        f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, all-in $ per million output tokens"
     )
     notes = [f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}."]
     return line + "\n" + render(df, fmt, title=title, notes=notes, meta=meta)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..columns import ALL_IN
 from ..errors import InfeasibleError, SpecError, plural
 from ..model.machine import usable_hbm_bytes
 from ..model.workload import compile_workload
@@ -70,7 +71,8 @@ class Confident:
     #: The load the deployment holds within the targets at that end, requests/s.
     max_rate_per_s: float
     usd_per_hour: float
-    usd_per_mtok: float
+    #: All-in $ per million output tokens (columns.ALL_IN).
+    usd_per_m_output_tokens_all_in: float
     note: str
 
 
@@ -110,7 +112,8 @@ class CapacityPlan:
             "usd_per_hour": r.usd_per_hour,
             "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
             "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
-            "usd_per_mtok": r.usd_per_mtok,
+            "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
+            "input_tokens_per_output_token": r.input_tokens_per_output_token,
             "joules_per_output_token": r.joules_per_output_token,
             "output_tokens_per_s_per_kw": r.output_tokens_per_s_per_kw,
             "output_tokens_per_s_per_mw": r.output_tokens_per_s_per_mw,
@@ -149,7 +152,7 @@ class CapacityPlan:
                 f"deployment_at_{c.level}": c.deployment.describe(),
                 f"gpus_at_{c.level}": c.deployment.gpus,
                 f"usd_per_hour_at_{c.level}": c.usd_per_hour,
-                f"usd_per_mtok_at_{c.level}": c.usd_per_mtok,
+                f"usd_per_m_output_tokens_all_in_at_{c.level}": c.usd_per_m_output_tokens_all_in,
                 f"max_rate_per_s_at_{c.level}": c.max_rate_per_s,
             }
         )
@@ -161,7 +164,9 @@ class CapacityPlan:
                 "bound_deployment": b.deployment.describe() if b else None,
                 "bound_gpus": b.deployment.gpus if b else None,
                 "bound_usd_per_hour": b.result.usd_per_hour if b else math.nan,
-                "bound_usd_per_mtok": b.result.usd_per_mtok if b else math.nan,
+                "bound_usd_per_m_output_tokens_all_in": (
+                    b.result.usd_per_m_output_tokens_all_in if b else math.nan
+                ),
                 "bound_max_rate_per_s": b.max_rate_per_s if b else math.nan,
             }
         )
@@ -188,7 +193,7 @@ class CapacityPlan:
                 "deployment": self.deployment.describe(),
                 "gpus": self.deployment.gpus,
                 "usd_per_hour": r.usd_per_hour,
-                "usd_per_mtok": r.usd_per_mtok,
+                "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
                 "max_rate_per_s": self.max_rate_per_s,
             }
         ]
@@ -201,7 +206,7 @@ class CapacityPlan:
                     "deployment": c.deployment.describe(),
                     "gpus": c.deployment.gpus,
                     "usd_per_hour": c.usd_per_hour,
-                    "usd_per_mtok": c.usd_per_mtok,
+                    "usd_per_m_output_tokens_all_in": c.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": c.max_rate_per_s,
                 }
             )
@@ -214,7 +219,7 @@ class CapacityPlan:
                     "deployment": b.deployment.describe(),
                     "gpus": b.deployment.gpus,
                     "usd_per_hour": b.result.usd_per_hour,
-                    "usd_per_mtok": b.result.usd_per_mtok,
+                    "usd_per_m_output_tokens_all_in": b.result.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": b.max_rate_per_s,
                 }
             )
@@ -543,7 +548,9 @@ def with_odds(
         note = "the interval's low end is above the expected figure: the expected plan stands"
     usd = r.usd_per_hour * grow
     held = plan.max_rate_per_s * factor * grow
-    confident = Confident(level, deployment, factor, held, usd, r.usd_per_mtok * grow, note)
+    confident = Confident(
+        level, deployment, factor, held, usd, r.usd_per_m_output_tokens_all_in * grow, note
+    )
     return dataclasses.replace(plan, confident=confident, bound=bound)
 
 
@@ -607,7 +614,7 @@ def load_frontier(
     if not rows:
         raise InfeasibleError(f"no deployment meets {targets.describe()} at {rate:g} req/s")
     every = pd.DataFrame(rows)
-    keep = pareto_indices(1.0 / every["tokens_per_s"].to_numpy(), every["usd_per_mtok"].to_numpy())
+    keep = pareto_indices(1.0 / every["tokens_per_s"].to_numpy(), every[ALL_IN].to_numpy())
     points = every.iloc[np.sort(keep)].sort_values("tokens_per_s").reset_index(drop=True)
     if max_gpus is not None:
         meta["max_gpus"] = int(max_gpus)
@@ -656,7 +663,7 @@ class Redundancy:
             "degraded_probability": self.degraded_probability,
             "n_plus_one_deployment": f"{self.deployment.describe()} {self.setting.gpu.name}",
             "n_plus_one_usd_per_hour": self.result.usd_per_hour,
-            "n_plus_one_usd_per_mtok": self.result.usd_per_mtok,
+            "n_plus_one_usd_per_m_output_tokens_all_in": self.result.usd_per_m_output_tokens_all_in,
             "redundancy_usd_per_hour": self.extra_usd_per_hour,
             "redundancy_cost_fraction": self.extra_usd_per_hour / self.base_usd_per_hour,
             "n_plus_one_holds_one_down": self.holds,

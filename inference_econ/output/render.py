@@ -16,6 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..columns import HEADERS as PRICE_HEADERS
 from ..errors import plural
 from ..settings import option
 
@@ -24,7 +25,7 @@ FORMATS = option("format").choices
 #: Friendlier headers for the text and Markdown tables.
 HEADERS = {
     "tokens_per_s": "tok/s",
-    "usd_per_mtok": "$/Mtok",
+    **PRICE_HEADERS,  # the cost vocabulary's (inference_econ/columns.py)
     "gpus": "GPUs",
     "batch": "batch",
     "paper_tokens_per_s": "paper tok/s",
