@@ -36,6 +36,9 @@ EXECUTION = "execution"
 #: A required option has no default.
 REQUIRED = object()
 
+#: The command (and API functions) of the inverse analyses, as ``command_defaults`` name it.
+INFER = "infer"
+
 
 @dataclass(frozen=True)
 class Option:
@@ -63,6 +66,10 @@ class Option:
     #: Settings that cannot be given with this one: both would set the same thing, so one of
     #: them would be silently ignored (docs/errors.md, "Combinations"); see ``conflicts``.
     excludes: tuple[str, ...] = ()
+    #: Defaults of particular commands that differ from ``default``, each for a reason stated
+    #: beside the row (``(("infer", 100),)``): every default a command or API function shows
+    #: comes from here (``default(name, command)``), never from a signature.
+    command_defaults: tuple[tuple[str, Any], ...] = ()
 
     @property
     def cli_flag(self) -> str:
@@ -199,8 +206,15 @@ SETTINGS: tuple[Option, ...] = (
     Option(
         "context_tokens",
         "number",
-        0.0,
-        "Tokens already in the KV cache of every request.",
+        # A context a deployment has (issue 27 item 3): 0 read no KV cache and let the cheapest
+        # point batch 5,000-17,000 requests. 1,000 tokens is the paper's own middle context
+        # (Figure 7's "Context of 1K tokens") and the order of MLPerf's chat benchmarks'
+        # decode contexts (datasets/mlperf.yaml: 438 and 555 tokens for Llama 2 70B and
+        # Mixtral 8x7B; 9,585 for Llama 3.1 405B's long-context set). Paper tables and figures
+        # that use an empty context say context_tokens: 0 in their scenario files.
+        1000.0,
+        "Tokens already in the KV cache of every request (default 1,000: the paper's Figure 7 "
+        "middle context; 0 reads no KV cache, as the paper's short-context tables do).",
         PROBLEM,
         unit="tokens",
         minimum=0,
@@ -250,6 +264,8 @@ SETTINGS: tuple[Option, ...] = (
         "Draft model for speculative decoding (a name or a YAML file).",
         PROBLEM,
         optional=True,
+        # the inverse analyses try the paper's draft model (§4.1) unless told otherwise
+        command_defaults=((INFER, "Llama 3 8B"),),
     ),
     Option(
         "acceptance",
@@ -330,11 +346,13 @@ SETTINGS: tuple[Option, ...] = (
     Option(
         "assumptions",
         "text",
-        "paper",  # serving under load: LOAD_ASSUMPTIONS
+        "paper",
         "Assumption preset (docs/model.md: paper is the paper's model, refined every refinement,"
         " achievable every kernel at a serving engine's efficiency).",
         PROBLEM,
         choices=tuple(PRESETS),
+        # serving under load gives expected figures (LOAD_ASSUMPTIONS)
+        command_defaults=(("simulate", LOAD_ASSUMPTIONS), ("capacity", LOAD_ASSUMPTIONS)),
     ),
     # --- achievable performance (issue 13; docs/model.md Part F) ---------------------------
     Option(
@@ -345,6 +363,8 @@ SETTINGS: tuple[Option, ...] = (
         " YAML (such as calibrate writes); default trtllm.",
         PROBLEM,
         optional=True,
+        # calibrate fits the terms of a profile: rows naming no engine are TensorRT-LLM's
+        command_defaults=(("calibrate", "trtllm"),),
     ),
     Option(
         "prompt_tokens",
@@ -456,6 +476,10 @@ SETTINGS: tuple[Option, ...] = (
         METHOD,
         minimum=4,
         maximum=2000,
+        # the inverse analyses read every offer off every variant's frontier, with and without
+        # speculation, and bisect model sizes on it: 100 points per axis keep an analysis to
+        # seconds (docs/model.md Part D)
+        command_defaults=((INFER, 100),),
     ),
     # --- trust pass (issue 11): the frontier's range ------------------------------------------
     Option(
@@ -497,6 +521,8 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens",
         minimum=1,
         maximum=MAX_TOKENS,
+        # the price ratio (prices, §4.3) prices answers of 512 tokens unless told
+        command_defaults=(("prices", 512.0),),
     ),
     Option(
         "prefill_batch",
@@ -508,6 +534,9 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         optional=True,
         maximum=1e9,
+        # the prefill command's --batch: one prompt unless told (request and disagg batch as
+        # many prompts as fill the engine's chunk when it is not given)
+        command_defaults=(("prefill", 1.0),),
     ),
     Option(
         "cached_fraction",
@@ -1209,6 +1238,13 @@ _ORDER = {o.name: i for i, o in enumerate(SETTINGS)}
 def option(name: str) -> Option:
     """The row of one setting."""
     return BY_NAME[name]
+
+
+def default(name: str, command: str | None = None) -> Any:
+    """The default of a setting, in ``command`` if that command has its own (the row's
+    ``command_defaults``): the one home of every default an API function or command shows."""
+    row = BY_NAME[name]
+    return dict(row.command_defaults).get(command, row.default)
 
 
 def names(*layers: str) -> tuple[str, ...]:

@@ -393,9 +393,11 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         kwargs.pop(name, None)
     plan = api.demand_plan(model, names, progress=say, **kwargs)
     summary = plan.summary()
-    meta = {**plan.setting.metadata(), "demand": plan.demand.source}
-    for key in ("price_basis", "price_usd_per_gpu_hour", "price_date", "context_tokens"):
-        meta.pop(key, None)  # the plan prices on its own two bases; contexts come from requests
+    from ..serving.setting import requests_metadata
+
+    meta = {**requests_metadata(plan.setting), "demand": plan.demand.source}
+    for key in ("price_basis", "price_usd_per_gpu_hour", "price_date"):
+        meta.pop(key, None)  # the plan prices on its own two bases
     title = (
         f"Cheapest capacity for {plan.demand.describe()} within {plan.targets.describe()}: "
         f"{plan.reserved_instances} x {plan.gpus_per_instance} {plan.setting.gpu.name} reserved "
@@ -630,7 +632,8 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
     from .. import api
     from ..output.render import render
 
-    if values.get("context_tokens"):
+    named = given(click.get_current_context())
+    if "context_tokens" in named:  # given: the default is a decode context, unread under load
         raise SpecError(
             "command line",
             "--context",
@@ -638,7 +641,6 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str) -> str:
             "drop --context; give --prompt-tokens",
         )
     read = {*SERVED, "max_gpus", "prompt_tokens"}
-    named = given(click.get_current_context())
     ignored = sorted(n for n in named & set(values) if n not in read)
     if ignored:
         flag = typed_name(ignored[0])

@@ -526,9 +526,12 @@ def _readable(value) -> str:
     return str(value)
 
 
-def option(name: str, **changes):
+def option(name: str, command: str | None = None, **changes):
     """Decorator adding the click option of one row of the table, with changes for this
-    command (``flag``, ``default``, ``required``, ``help``)."""
+    command (``flag``, ``required``, ``help``); its default is the table's, in ``command``
+    if the row has one there (``settings.default``)."""
+    if command is not None:
+        changes["default"] = table.default(name, command)
     return _click_option(table.option(name), **changes)
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ...model.economics import usd_per_mtok
 from ..intervals import load_intervals
-from ..setting import Setting
+from ..setting import Setting, requests_metadata
 from .arrivals import Traffic
 from .engine import EngineConfig, Instance
 from .simulate import RunRecord
@@ -151,7 +151,7 @@ class LoadResult:
         traffic, targets, requests, seed and the engine's limits."""
         meta = {"model": self.model, "hardware": self.hardware, "assumptions": self.assumptions}
         if self.setting is not None:
-            meta = {k: v for k, v in self.setting.metadata().items() if k != "context_tokens"}
+            meta = requests_metadata(self.setting)
         meta.update(traffic=self.traffic, targets=self.targets.describe())
         if self.instances_simulated > 1:  # a group behind a router (§E10)
             meta["requests_simulated"] = self.requests

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ... import settings as table
 from ...errors import InfeasibleError, SpecError
 from ...model.assumptions import ACHIEVABLE
 from ...model.efficiency import StepWork, combine
@@ -433,7 +434,7 @@ SPLITS = ("source", "publication")
 
 def calibrate(
     path,
-    engine: str = "trtllm",
+    engine: str = table.default("engine", "calibrate"),
     holdout: bool = True,
     progress=None,
     split: str = "source",
