@@ -70,6 +70,10 @@ class Option:
     #: beside the row (``(("infer", 100),)``): every default a command or API function shows
     #: comes from here (``default(name, command)``), never from a signature.
     command_defaults: tuple[tuple[str, Any], ...] = ()
+    #: The settings a command takes together (``group(name)``): ``speculation``, ``price``
+    #: (price basis and power), ``traffic``, ``target``, ``engine``, ``demand``, ``plan``. A
+    #: command lists a group, so a new row of the group joins every command that takes it.
+    group: str = ""
 
     @property
     def cli_flag(self) -> str:
@@ -266,6 +270,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         # the inverse analyses try the paper's draft model (§4.1) unless told otherwise
         command_defaults=((INFER, "Llama 3 8B"),),
+        group="speculation",
     ),
     Option(
         "acceptance",
@@ -276,6 +281,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=0,
         maximum=1,
         needs=("draft", "draft_heads"),
+        group="speculation",
     ),
     Option(
         "max_draft_tokens",
@@ -290,6 +296,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=64,
         flag="--max-draft",
         needs=("draft", "draft_heads"),
+        group="speculation",
     ),
     Option(
         "draft_weight_bits",
@@ -309,6 +316,7 @@ SETTINGS: tuple[Option, ...] = (
         PROBLEM,
         optional=True,
         choices=("mtp", "eagle"),
+        group="speculation",
     ),
     Option(
         "acceptance_by_position",
@@ -320,6 +328,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=0,
         maximum=1,
         optional=True,
+        group="speculation",
     ),
     Option(
         "tree_branching",
@@ -330,6 +339,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens",
         minimum=1,
         maximum=16,
+        group="speculation",
     ),
     Option(
         "eagle_layers",
@@ -341,6 +351,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=8,
         needs=("draft_heads",),
+        group="speculation",
     ),
     Option("pipeline", "flag", True, "Allow pipeline parallelism.", PROBLEM),
     Option(
@@ -418,6 +429,7 @@ SETTINGS: tuple[Option, ...] = (
         " cost of owning, from --costs).",
         PROBLEM,
         choices=PRICE_BASES,
+        group="price",
     ),
     Option(
         "costs",
@@ -427,6 +439,7 @@ SETTINGS: tuple[Option, ...] = (
         " or a YAML file; default owned-2025).",
         PROBLEM,
         optional=True,
+        group="price",
     ),
     Option(
         "pue",
@@ -437,6 +450,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=5,
         optional=True,
+        group="price",
     ),
     Option(
         "grid_intensity_g_per_kwh",
@@ -450,6 +464,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--grid-intensity",
         excludes=("grid_region",),
+        group="price",
     ),
     Option(
         "grid_region",
@@ -459,6 +474,7 @@ SETTINGS: tuple[Option, ...] = (
         " cloud region (gcp:us-central1); needs the carbon extra (CodeCarbon's data).",
         PROBLEM,
         optional=True,
+        group="price",
     ),
     # --- the method: how the frontier is searched --------------------------------------------
     Option(
@@ -804,6 +820,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1e9,
         optional=True,
         flag="--rate",
+        group="traffic",
     ),
     Option(
         "input_lengths",
@@ -815,6 +832,7 @@ SETTINGS: tuple[Option, ...] = (
         # one name per concept: a request's prompt length is --prompt-tokens in every command
         flag="--prompt-tokens",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="traffic",
     ),
     Option(
         "output_lengths",
@@ -825,6 +843,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--output-tokens",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="traffic",
     ),
     Option(
         "trace",
@@ -833,6 +852,7 @@ SETTINGS: tuple[Option, ...] = (
         "CSV of requests (columns arrival_time_s, prompt_tokens, output_tokens).",
         LOAD,
         optional=True,
+        group="traffic",
     ),
     Option(
         "arrival_process",
@@ -844,6 +864,7 @@ SETTINGS: tuple[Option, ...] = (
         choices=("poisson", "trace"),
         flag="--arrivals",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="traffic",
     ),
     Option(
         "requests",
@@ -855,6 +876,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=10,
         maximum=10_000_000,
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="traffic",
     ),
     Option(
         "seed",
@@ -865,6 +887,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=0,
         maximum=2**32 - 1,
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="traffic",
     ),
     Option(
         "slo_ttft_p99_s",
@@ -879,6 +902,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--slo-ttft-p99",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="target",
     ),
     Option(
         "slo_tpot_p99_s",
@@ -893,6 +917,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--slo-tpot-p99",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="target",
     ),
     Option(
         "slo_e2e_p99_s",
@@ -907,6 +932,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--slo-e2e-p99",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="target",
     ),
     Option(
         "max_batch_requests",
@@ -919,6 +945,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=65536,
         flag="--max-batch",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="engine",
     ),
     Option(
         "step_token_budget",
@@ -931,6 +958,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1_000_000,
         flag="--step-tokens",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="engine",
     ),
     # --- production serving (issue 25; docs/model.md §E8-§E11) -------------------------------
     Option(
@@ -946,6 +974,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--spec-max-batch",
         needs=("draft", "draft_heads"),
+        group="engine",
     ),
     Option(
         "speculation_schedule",
@@ -958,6 +987,7 @@ SETTINGS: tuple[Option, ...] = (
         choices=("fixed", "by_batch"),
         flag="--spec-schedule",
         needs=("draft", "draft_heads"),
+        group="engine",
     ),
     Option(
         "prefix_caching",
@@ -966,6 +996,7 @@ SETTINGS: tuple[Option, ...] = (
         "Engine: keep finished prompts' and answers' KV cache in the memory the running requests"
         " leave (LRU) and reuse it for prompts that start with them (vLLM, SGLang default).",
         LOAD,
+        group="engine",
     ),
     Option(
         "shared_prefix_tokens",
@@ -980,6 +1011,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--shared-prefix",
         needs=("arrival_rate_per_s", "demand"),
+        group="traffic",
     ),
     Option(
         "shared_prefixes",
@@ -991,6 +1023,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=1_000_000,
         needs=("shared_prefix_tokens",),
+        group="traffic",
     ),
     Option(
         "session_turns",
@@ -1005,6 +1038,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1000,
         flag="--turns",
         needs=("arrival_rate_per_s", "demand"),
+        group="traffic",
     ),
     Option(
         "think_time_s",
@@ -1017,6 +1051,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=MAX_SECONDS,
         flag="--think-time",
         needs=("session_turns",),
+        group="traffic",
     ),
     Option(
         "router",
@@ -1028,6 +1063,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         choices=("random", "round_robin", "least_outstanding", "prefix_aware"),
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="engine",
     ),
     Option(
         "prefill_hardware",
@@ -1038,6 +1074,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         needs=("disaggregated", "prefill_gpus"),
+        group="plan",
     ),
     Option(
         "decode_hardware",
@@ -1048,6 +1085,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         needs=("disaggregated",),
+        group="plan",
     ),
     Option(
         "failures",
@@ -1056,6 +1094,7 @@ SETTINGS: tuple[Option, ...] = (
         "Capacity: price the expected capacity lost to GPU failures and add the instances that"
         " hold the targets with one instance (a GPU's whole parallel group) down (N+1).",
         LOAD,
+        group="plan",
     ),
     Option(
         "gpu_mtbf_hours",
@@ -1069,6 +1108,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1e9,
         flag="--gpu-mtbf",
         needs=("failures",),
+        group="plan",
     ),
     Option(
         "repair_hours",
@@ -1082,6 +1122,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1e6,
         flag="--repair-time",
         needs=("failures",),
+        group="plan",
     ),
     # --- capacity for a demand curve (issue 26; docs/model.md §G5) ---------------------------
     Option(
@@ -1093,6 +1134,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         excludes=("arrival_rate_per_s", "trace"),
+        group="demand",
     ),
     Option(
         "reserved_basis",
@@ -1102,6 +1144,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         choices=PRICE_BASES,
         needs=("demand",),
+        group="demand",
     ),
     Option(
         "burst_basis",
@@ -1111,6 +1154,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         choices=PRICE_BASES,
         needs=("demand",),
+        group="demand",
     ),
     Option(
         "spot_interruption_rate",
@@ -1124,6 +1168,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--spot-interruption",
         needs=("demand",),
+        group="demand",
     ),
     Option(
         "instances",
@@ -1245,6 +1290,14 @@ def default(name: str, command: str | None = None) -> Any:
     ``command_defaults``): the one home of every default an API function or command shows."""
     row = BY_NAME[name]
     return dict(row.command_defaults).get(command, row.default)
+
+
+def group(name: str) -> tuple[str, ...]:
+    """The settings of one group (``Option.group``), in table order."""
+    found = tuple(o.name for o in SETTINGS if o.group == name)
+    if not found:
+        raise KeyError(f"no settings in group {name!r}")
+    return found
 
 
 def names(*layers: str) -> tuple[str, ...]:

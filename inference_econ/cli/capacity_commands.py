@@ -8,6 +8,7 @@ import math
 
 import click
 
+from .. import settings as table
 from ..errors import SpecError
 from .common import (
     PREFILL_SETTING_NAMES,
@@ -32,19 +33,7 @@ from .common import (
 #: prefill, prices and power included, and speculative decoding (docs/model.md §E8).
 SPECULATION = SPECULATION_SETTING_NAMES
 SERVED = PREFILL_SETTING_NAMES + SPECULATION
-TRAFFIC = (
-    "arrival_rate_per_s",
-    "input_lengths",
-    "output_lengths",
-    "trace",
-    "arrival_process",
-    "requests",
-    "seed",
-    "shared_prefix_tokens",
-    "shared_prefixes",
-    "session_turns",
-    "think_time_s",
-)
+TRAFFIC = table.group("traffic")
 #: The request lengths: a load needs both unless a trace gives them, and help says so.
 LENGTHS = ("input_lengths", "output_lengths")
 
@@ -62,19 +51,12 @@ def traffic_options(fn):
     return fn
 
 
-TARGETS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
+TARGETS = table.group("target")
 #: A demand curve and how its capacity is priced (docs/model.md §G5).
-DEMAND = ("demand", "reserved_basis", "burst_basis", "spot_interruption_rate")
-ENGINE = (
-    "max_batch_requests",
-    "step_token_budget",
-    "speculation_max_batch",
-    "speculation_schedule",
-    "prefix_caching",
-    "router",
-)
+DEMAND = table.group("demand")
+ENGINE = table.group("engine")
 #: A capacity plan's pools on other GPUs, and sizing it for failures (docs/model.md §E11).
-PLAN = ("prefill_hardware", "decode_hardware", "failures", "gpu_mtbf_hours", "repair_hours")
+PLAN = table.group("plan")
 #: A simulation reports progress only when it is slow: at most one line per this many seconds.
 PROGRESS_EVERY_S = 2.0
 
