@@ -16,7 +16,8 @@ command line can build its help without importing the numeric stack.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -1290,6 +1291,46 @@ def default(name: str, command: str | None = None) -> Any:
     ``command_defaults``): the one home of every default an API function or command shows."""
     row = BY_NAME[name]
     return dict(row.command_defaults).get(command, row.default)
+
+
+#: The Python type of each kind of setting, as a generated signature states it.
+_ANNOTATIONS = {
+    "number": "float",
+    "integer": "int",
+    "numbers": "str | list[float]",
+    "flag": "bool",
+    "text": "str",
+    "name": "str",
+}
+
+
+def takes(*layers: str, command: str | None = None) -> Callable:
+    """Decorator: the function's signature lists, after its own parameters, every setting of
+    ``layers`` as a keyword-only parameter with the table's default (``command``'s own where
+    it has one), so ``help()`` and editors show what it takes. The function still receives
+    them in ``**kwargs`` and checks them against the table as before; the signature is
+    generated from the table, so it cannot drift from it."""
+
+    def wrap(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        taken = {p.name for p in own}
+        extra = []
+        for row in SETTINGS:
+            if row.layer not in layers or row.name in taken:
+                continue
+            value = None if row.required else default(row.name, command)
+            kind = _ANNOTATIONS.get(row.kind, "Any")
+            annotation = f"{kind} | None" if row.optional or value is None else kind
+            extra.append(
+                inspect.Parameter(
+                    row.name, inspect.Parameter.KEYWORD_ONLY, default=value, annotation=annotation
+                )
+            )
+        fn.__signature__ = sig.replace(parameters=own + extra)
+        return fn
+
+    return wrap
 
 
 def group(name: str) -> tuple[str, ...]:

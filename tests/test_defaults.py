@@ -172,3 +172,17 @@ def test_every_problem_setting_is_stated_in_the_metadata(tmp_path):
         before = make_setting("Llama 3 70B", "H100", **base).metadata()
         after = make_setting("Llama 3 70B", "H100", **base, **{name: value}).metadata()
         assert after != before, name
+
+
+def test_the_api_signatures_list_the_settings_they_take():
+    """help(ie.frontier) lists its parameters (on main it showed only **kwargs): the
+    signature is generated from the table, so it lists every setting with its default."""
+    import inspect
+
+    params = inspect.signature(ie.frontier).parameters
+    assert set(table.names(table.PROBLEM, table.METHOD)) <= set(params)
+    assert params["grid_points"].default == 400 and params["context_tokens"].default == 1000.0
+    load = inspect.signature(ie.capacity).parameters
+    assert set(table.names(table.LOAD)) <= set(load)
+    assert load["assumptions"].default == table.LOAD_ASSUMPTIONS  # the command's own default
+    assert "gpus" in inspect.signature(ie.point).parameters  # its own parameters stay
