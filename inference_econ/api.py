@@ -54,6 +54,7 @@ def _setting(model, hardware, **kwargs) -> Setting:
     return make_setting(model, hardware, **kwargs)
 
 
+@table.takes(table.PROBLEM)
 def point(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> pd.Series:
     """One configuration (GPUs, batch) of a model on a GPU: latency, tokens/s per request,
     $ per million tokens, MFU, the best layout and the latency breakdown.
@@ -75,6 +76,7 @@ def point(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs
     return points(model, hardware, gpus=gpus, batch=batch, discrete=discrete, **kwargs).iloc[0]
 
 
+@table.takes(table.PROBLEM)
 def points(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> pd.DataFrame:
     """Many configurations at once (``gpus`` and ``batch`` broadcast against each other), as
     ``point``."""
@@ -82,13 +84,39 @@ def points(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwarg
     return evaluate(_setting(model, hardware, **kwargs), gpus, batch, discrete)
 
 
-def frontier(model, hardware=None, **kwargs) -> Frontier:
-    """The Pareto frontier of tokens/s per request vs $ per million tokens.
+@table.takes(table.PROBLEM, table.METHOD)
+def frontier(model, hardware=None, *, method=None, **kwargs) -> Frontier:
+    """The Pareto frontier of tokens/s per request against the decode-only price.
 
-    Keyword arguments are settings (as ``point``) and the search method: ``method`` ("grid",
-    "discrete", "exhaustive" or a ``Method``), ``discrete=True``, ``grid_points``.
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        A model name, alias or YAML file (``ie.list_specs("models")``), a loaded
+        ``Architecture``, or a whole ``Setting`` (then no other setting may be given).
+    hardware : str or GPU, optional
+        A GPU name, alias or YAML file (``ie.list_specs("hardware")``); not with a Setting.
+    method : {"grid", "discrete", "exhaustive"} or Method, optional
+        How the frontier is searched (default the paper's continuous grid, docs/model.md §A7).
+    **settings
+        Every setting of what is served and of the search, each a keyword-only parameter of
+        this signature with the table's default (``inference_econ/settings.py``):
+        ``context_tokens``, ``weight_bits``, ``draft``, ``assumptions``, ``grid_points``, ...
+
+    Returns
+    -------
+    Frontier
+        The frontier's points (``to_dataframe()``; ``usd_per_mtok`` is the decode-only price,
+        inference_econ/columns.py), with ``fastest()``, ``cheapest()``,
+        ``preference_point(k)`` and ``cheapest_at_speed(v)``.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> f = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8, grid_points=60)
+    >>> f.fastest()["tokens_per_s"] > f.cheapest()["tokens_per_s"]
+    True
     """
-    problem, method, options = _split(kwargs)
+    problem, method, options = _split({"method": method, **kwargs})
     return _frontier(_setting(model, hardware, **problem), make_method(method, **options))
 
 
@@ -443,6 +471,7 @@ def _whole_gpus(value: float) -> int:
     return int(value)
 
 
+@table.takes(table.PROBLEM, table.LOAD, command="simulate")
 def simulate_load(
     model, hardware=None, *, gpus, prefill_gpus=None, progress=None, yes=False, **kwargs
 ):
@@ -474,6 +503,7 @@ def simulate_load(
     return result
 
 
+@table.takes(table.PROBLEM, table.LOAD, command="simulate")
 def max_load(
     model,
     hardware=None,
@@ -503,6 +533,7 @@ def max_load(
     return search(setting, d, traffic, targets, config, curve_points, progress)
 
 
+@table.takes(table.PROBLEM, table.LOAD, command="capacity")
 def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kwargs):
     """The cheapest deployment (GPU, instance size, instances; with ``disaggregated=True``
     also separate prefill and decode pools, on ``prefill_hardware`` and ``decode_hardware``
@@ -591,6 +622,7 @@ def _pool_settings(model, names, problem: dict, default: list, prefill: bool) ->
     return out
 
 
+@table.takes(table.PROBLEM, table.LOAD, command="capacity")
 def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=False, **kwargs):
     """The cheapest mix of reserved and on-demand (or spot) capacity serving every hour of a
     ``demand`` curve (a CSV path or a ``DemandCurve``) within the ``slo_*`` targets (docs/model.md
@@ -645,6 +677,7 @@ def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=
     )
 
 
+@table.takes(table.PROBLEM, table.LOAD, command="simulate")
 def load_frontier(model, hardware=None, *, sizes=None, progress=None, yes=False, **kwargs):
     """The deployments that serve ``arrival_rate_per_s`` within the ``slo_*`` targets: their
     Pareto frontier of speed per request against $ per million output tokens (``LoadFrontier``)."""

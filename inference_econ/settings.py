@@ -16,7 +16,8 @@ command line can build its help without importing the numeric stack.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,9 @@ EXECUTION = "execution"
 
 #: A required option has no default.
 REQUIRED = object()
+
+#: The command (and API functions) of the inverse analyses, as ``command_defaults`` name it.
+INFER = "infer"
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,14 @@ class Option:
     #: Settings that cannot be given with this one: both would set the same thing, so one of
     #: them would be silently ignored (docs/errors.md, "Combinations"); see ``conflicts``.
     excludes: tuple[str, ...] = ()
+    #: Defaults of particular commands that differ from ``default``, each for a reason stated
+    #: beside the row (``(("infer", 100),)``): every default a command or API function shows
+    #: comes from here (``default(name, command)``), never from a signature.
+    command_defaults: tuple[tuple[str, Any], ...] = ()
+    #: The settings a command takes together (``group(name)``): ``speculation``, ``price``
+    #: (price basis and power), ``traffic``, ``target``, ``engine``, ``demand``, ``plan``. A
+    #: command lists a group, so a new row of the group joins every command that takes it.
+    group: str = ""
 
     @property
     def cli_flag(self) -> str:
@@ -199,8 +211,15 @@ SETTINGS: tuple[Option, ...] = (
     Option(
         "context_tokens",
         "number",
-        0.0,
-        "Tokens already in the KV cache of every request.",
+        # A context a deployment has (issue 27 item 3): 0 read no KV cache and let the cheapest
+        # point batch 5,000-17,000 requests. 1,000 tokens is the paper's own middle context
+        # (Figure 7's "Context of 1K tokens") and the order of MLPerf's chat benchmarks'
+        # decode contexts (datasets/mlperf.yaml: 438 and 555 tokens for Llama 2 70B and
+        # Mixtral 8x7B; 9,585 for Llama 3.1 405B's long-context set). Paper tables and figures
+        # that use an empty context say context_tokens: 0 in their scenario files.
+        1000.0,
+        "Tokens already in the KV cache of every request (default 1,000: the paper's Figure 7 "
+        "middle context; 0 reads no KV cache, as the paper's short-context tables do).",
         PROBLEM,
         unit="tokens",
         minimum=0,
@@ -250,6 +269,9 @@ SETTINGS: tuple[Option, ...] = (
         "Draft model for speculative decoding (a name or a YAML file).",
         PROBLEM,
         optional=True,
+        # the inverse analyses try the paper's draft model (§4.1) unless told otherwise
+        command_defaults=((INFER, "Llama 3 8B"),),
+        group="speculation",
     ),
     Option(
         "acceptance",
@@ -260,6 +282,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=0,
         maximum=1,
         needs=("draft", "draft_heads"),
+        group="speculation",
     ),
     Option(
         "max_draft_tokens",
@@ -274,6 +297,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=64,
         flag="--max-draft",
         needs=("draft", "draft_heads"),
+        group="speculation",
     ),
     Option(
         "draft_weight_bits",
@@ -293,6 +317,7 @@ SETTINGS: tuple[Option, ...] = (
         PROBLEM,
         optional=True,
         choices=("mtp", "eagle"),
+        group="speculation",
     ),
     Option(
         "acceptance_by_position",
@@ -304,6 +329,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=0,
         maximum=1,
         optional=True,
+        group="speculation",
     ),
     Option(
         "tree_branching",
@@ -314,6 +340,7 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens",
         minimum=1,
         maximum=16,
+        group="speculation",
     ),
     Option(
         "eagle_layers",
@@ -325,16 +352,19 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=8,
         needs=("draft_heads",),
+        group="speculation",
     ),
     Option("pipeline", "flag", True, "Allow pipeline parallelism.", PROBLEM),
     Option(
         "assumptions",
         "text",
-        "paper",  # serving under load: LOAD_ASSUMPTIONS
+        "paper",
         "Assumption preset (docs/model.md: paper is the paper's model, refined every refinement,"
         " achievable every kernel at a serving engine's efficiency).",
         PROBLEM,
         choices=tuple(PRESETS),
+        # serving under load gives expected figures (LOAD_ASSUMPTIONS)
+        command_defaults=(("simulate", LOAD_ASSUMPTIONS), ("capacity", LOAD_ASSUMPTIONS)),
     ),
     # --- achievable performance (issue 13; docs/model.md Part F) ---------------------------
     Option(
@@ -345,6 +375,8 @@ SETTINGS: tuple[Option, ...] = (
         " YAML (such as calibrate writes); default trtllm.",
         PROBLEM,
         optional=True,
+        # calibrate fits the terms of a profile: rows naming no engine are TensorRT-LLM's
+        command_defaults=(("calibrate", "trtllm"),),
     ),
     Option(
         "prompt_tokens",
@@ -398,6 +430,7 @@ SETTINGS: tuple[Option, ...] = (
         " cost of owning, from --costs).",
         PROBLEM,
         choices=PRICE_BASES,
+        group="price",
     ),
     Option(
         "costs",
@@ -407,6 +440,7 @@ SETTINGS: tuple[Option, ...] = (
         " or a YAML file; default owned-2025).",
         PROBLEM,
         optional=True,
+        group="price",
     ),
     Option(
         "pue",
@@ -417,6 +451,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=5,
         optional=True,
+        group="price",
     ),
     Option(
         "grid_intensity_g_per_kwh",
@@ -430,6 +465,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--grid-intensity",
         excludes=("grid_region",),
+        group="price",
     ),
     Option(
         "grid_region",
@@ -439,6 +475,7 @@ SETTINGS: tuple[Option, ...] = (
         " cloud region (gcp:us-central1); needs the carbon extra (CodeCarbon's data).",
         PROBLEM,
         optional=True,
+        group="price",
     ),
     # --- the method: how the frontier is searched --------------------------------------------
     Option(
@@ -456,6 +493,10 @@ SETTINGS: tuple[Option, ...] = (
         METHOD,
         minimum=4,
         maximum=2000,
+        # the inverse analyses read every offer off every variant's frontier, with and without
+        # speculation, and bisect model sizes on it: 100 points per axis keep an analysis to
+        # seconds (docs/model.md Part D)
+        command_defaults=((INFER, 100),),
     ),
     # --- trust pass (issue 11): the frontier's range ------------------------------------------
     Option(
@@ -497,6 +538,8 @@ SETTINGS: tuple[Option, ...] = (
         unit="tokens",
         minimum=1,
         maximum=MAX_TOKENS,
+        # the price ratio (prices, §4.3) prices answers of 512 tokens unless told
+        command_defaults=(("prices", 512.0),),
     ),
     Option(
         "prefill_batch",
@@ -508,6 +551,9 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         optional=True,
         maximum=1e9,
+        # the prefill command's --batch: one prompt unless told (request and disagg batch as
+        # many prompts as fill the engine's chunk when it is not given)
+        command_defaults=(("prefill", 1.0),),
     ),
     Option(
         "cached_fraction",
@@ -775,6 +821,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1e9,
         optional=True,
         flag="--rate",
+        group="traffic",
     ),
     Option(
         "concurrency",
@@ -800,6 +847,7 @@ SETTINGS: tuple[Option, ...] = (
         # one name per concept: a request's prompt length is --prompt-tokens in every command
         flag="--prompt-tokens",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="traffic",
     ),
     Option(
         "output_lengths",
@@ -810,6 +858,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--output-tokens",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="traffic",
     ),
     Option(
         "trace",
@@ -818,6 +867,7 @@ SETTINGS: tuple[Option, ...] = (
         "CSV of requests (columns arrival_time_s, prompt_tokens, output_tokens).",
         LOAD,
         optional=True,
+        group="traffic",
     ),
     Option(
         "arrival_process",
@@ -829,6 +879,7 @@ SETTINGS: tuple[Option, ...] = (
         choices=("poisson", "trace"),
         flag="--arrivals",
         needs=("arrival_rate_per_s", "trace", "demand"),
+        group="traffic",
     ),
     Option(
         "requests",
@@ -840,6 +891,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=10,
         maximum=10_000_000,
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="traffic",
     ),
     Option(
         "seed",
@@ -850,6 +902,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=0,
         maximum=2**32 - 1,
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="traffic",
     ),
     Option(
         "slo_ttft_p99_s",
@@ -864,6 +917,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--slo-ttft-p99",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="target",
     ),
     Option(
         "slo_tpot_p99_s",
@@ -878,6 +932,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--slo-tpot-p99",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="target",
     ),
     Option(
         "slo_e2e_p99_s",
@@ -892,6 +947,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--slo-e2e-p99",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="target",
     ),
     Option(
         "max_batch_requests",
@@ -904,6 +960,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=65536,
         flag="--max-batch",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="engine",
     ),
     Option(
         "step_token_budget",
@@ -916,6 +973,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1_000_000,
         flag="--step-tokens",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="engine",
     ),
     # --- production serving (issue 25; docs/model.md §E8-§E11) -------------------------------
     Option(
@@ -931,6 +989,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--spec-max-batch",
         needs=("draft", "draft_heads"),
+        group="engine",
     ),
     Option(
         "speculation_schedule",
@@ -943,6 +1002,7 @@ SETTINGS: tuple[Option, ...] = (
         choices=("fixed", "by_batch"),
         flag="--spec-schedule",
         needs=("draft", "draft_heads"),
+        group="engine",
     ),
     Option(
         "prefix_caching",
@@ -951,6 +1011,7 @@ SETTINGS: tuple[Option, ...] = (
         "Engine: keep finished prompts' and answers' KV cache in the memory the running requests"
         " leave (LRU) and reuse it for prompts that start with them (vLLM, SGLang default).",
         LOAD,
+        group="engine",
     ),
     Option(
         "shared_prefix_tokens",
@@ -965,6 +1026,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--shared-prefix",
         needs=("arrival_rate_per_s", "demand"),
+        group="traffic",
     ),
     Option(
         "shared_prefixes",
@@ -976,6 +1038,7 @@ SETTINGS: tuple[Option, ...] = (
         minimum=1,
         maximum=1_000_000,
         needs=("shared_prefix_tokens",),
+        group="traffic",
     ),
     Option(
         "session_turns",
@@ -990,6 +1053,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1000,
         flag="--turns",
         needs=("arrival_rate_per_s", "demand"),
+        group="traffic",
     ),
     Option(
         "think_time_s",
@@ -1002,6 +1066,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=MAX_SECONDS,
         flag="--think-time",
         needs=("session_turns",),
+        group="traffic",
     ),
     Option(
         "router",
@@ -1013,6 +1078,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         choices=("random", "round_robin", "least_outstanding", "prefix_aware"),
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="engine",
     ),
     Option(
         "prefill_hardware",
@@ -1023,6 +1089,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         needs=("disaggregated", "prefill_gpus"),
+        group="plan",
     ),
     Option(
         "decode_hardware",
@@ -1033,6 +1100,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         needs=("disaggregated",),
+        group="plan",
     ),
     Option(
         "failures",
@@ -1041,6 +1109,7 @@ SETTINGS: tuple[Option, ...] = (
         "Capacity: price the expected capacity lost to GPU failures and add the instances that"
         " hold the targets with one instance (a GPU's whole parallel group) down (N+1).",
         LOAD,
+        group="plan",
     ),
     Option(
         "gpu_mtbf_hours",
@@ -1054,6 +1123,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1e9,
         flag="--gpu-mtbf",
         needs=("failures",),
+        group="plan",
     ),
     Option(
         "repair_hours",
@@ -1067,6 +1137,7 @@ SETTINGS: tuple[Option, ...] = (
         maximum=1e6,
         flag="--repair-time",
         needs=("failures",),
+        group="plan",
     ),
     # --- capacity for a demand curve (issue 26; docs/model.md §G5) ---------------------------
     Option(
@@ -1078,6 +1149,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         optional=True,
         excludes=("arrival_rate_per_s", "trace"),
+        group="demand",
     ),
     Option(
         "reserved_basis",
@@ -1087,6 +1159,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         choices=PRICE_BASES,
         needs=("demand",),
+        group="demand",
     ),
     Option(
         "burst_basis",
@@ -1096,6 +1169,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         choices=PRICE_BASES,
         needs=("demand",),
+        group="demand",
     ),
     Option(
         "spot_interruption_rate",
@@ -1109,6 +1183,7 @@ SETTINGS: tuple[Option, ...] = (
         optional=True,
         flag="--spot-interruption",
         needs=("demand",),
+        group="demand",
     ),
     Option(
         "instances",
@@ -1223,6 +1298,61 @@ _ORDER = {o.name: i for i, o in enumerate(SETTINGS)}
 def option(name: str) -> Option:
     """The row of one setting."""
     return BY_NAME[name]
+
+
+def default(name: str, command: str | None = None) -> Any:
+    """The default of a setting, in ``command`` if that command has its own (the row's
+    ``command_defaults``): the one home of every default an API function or command shows."""
+    row = BY_NAME[name]
+    return dict(row.command_defaults).get(command, row.default)
+
+
+#: The Python type of each kind of setting, as a generated signature states it.
+_ANNOTATIONS = {
+    "number": "float",
+    "integer": "int",
+    "numbers": "str | list[float]",
+    "flag": "bool",
+    "text": "str",
+    "name": "str",
+}
+
+
+def takes(*layers: str, command: str | None = None) -> Callable:
+    """Decorator: the function's signature lists, after its own parameters, every setting of
+    ``layers`` as a keyword-only parameter with the table's default (``command``'s own where
+    it has one), so ``help()`` and editors show what it takes. The function still receives
+    them in ``**kwargs`` and checks them against the table as before; the signature is
+    generated from the table, so it cannot drift from it."""
+
+    def wrap(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        taken = {p.name for p in own}
+        extra = []
+        for row in SETTINGS:
+            if row.layer not in layers or row.name in taken:
+                continue
+            value = None if row.required else default(row.name, command)
+            kind = _ANNOTATIONS.get(row.kind, "Any")
+            annotation = f"{kind} | None" if row.optional or value is None else kind
+            extra.append(
+                inspect.Parameter(
+                    row.name, inspect.Parameter.KEYWORD_ONLY, default=value, annotation=annotation
+                )
+            )
+        fn.__signature__ = sig.replace(parameters=own + extra)
+        return fn
+
+    return wrap
+
+
+def group(name: str) -> tuple[str, ...]:
+    """The settings of one group (``Option.group``), in table order."""
+    found = tuple(o.name for o in SETTINGS if o.group == name)
+    if not found:
+        raise KeyError(f"no settings in group {name!r}")
+    return found
 
 
 def names(*layers: str) -> tuple[str, ...]:

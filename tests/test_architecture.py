@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "inference_econ"
 #: Layer of each top-level part of the package (docs/architecture.md), lowest first.
 LAYERS = {
     "errors": 0,
+    "columns": 0,
     "specs": 1,
     "model": 2,
     "settings": 3,

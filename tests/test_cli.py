@@ -311,7 +311,7 @@ def test_frontier_under_load_takes_the_trace_its_help_names(tmp_path):
         comments = [x for x in lines if x.startswith("#")]
         header, *points = [x for x in lines if not x.startswith("#")]
         assert any(f"arrivals of trace {trace.name}, {rate}" in x for x in comments), comments
-        assert header.startswith("tokens_per_s,usd_per_mtok") and len(points) == 1
+        assert header.startswith("tokens_per_s,usd_per_m_output_tokens_all_in") and len(points) == 1
         assert 0 < float(points[0].split(",")[header.split(",").index("tpot_p99_s")]) <= 0.03
 
 

@@ -186,4 +186,4 @@ def test_capacity_demand_end_to_end(tmp_path):
     s = plan.summary()
     assert s.hours == 3 and s.total_usd <= s.all_on_demand_usd
     assert s.total_usd >= s.all_reserved_used_usd - 1e-9
-    assert math.isfinite(s.usd_per_mtok) and s.reserved_basis == "owned"
+    assert math.isfinite(s.usd_per_m_output_tokens_all_in) and s.reserved_basis == "owned"

@@ -228,10 +228,12 @@ def test_preference_exponent_is_recovered(k):
 
 
 def test_preference_profile_and_single_point():
-    front = ie.frontier("Llama 3 70B", "H100-paper", grid_points=GRID)
+    # the paper's empty context: on this coarse grid a 1,000-token context recovers k = 3.35
+    # (3.03 at 200 points per axis), the empty one 3.20 (2.92)
+    front = ie.frontier("Llama 3 70B", "H100-paper", grid_points=GRID, context_tokens=0)
     speed = front.preference_point(k=3)["tokens_per_s"]
     one = ie.fit_preference([ie.observation(speed, 1.0, "Llama 3 70B")], draft=None,
-                            grid_points=GRID)  # fmt: skip
+                            grid_points=GRID, context_tokens=0)  # fmt: skip
     assert one.k == pytest.approx(3, abs=0.3) and one.interval is None
     assert any("log_speed_sd" in n for n in one.notes)
     profile = one.profile

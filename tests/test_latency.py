@@ -49,6 +49,7 @@ def test_bound_label_is_read_off_the_breakdown(bound_agrees_with_parts):
         batch=[278.262115, 1, 64, 2000, 131.379288],
         weight_bits=8,
         draft="Llama 3 8B",
+        context_tokens=0,  # the review's row: the paper's empty context
     )
     assert list(df.draft_tokens) == [3, 5, 4, 1, 4]
     assert list(df.bound) == ["mixed", "memory", "memory", "memory", "mixed"]
@@ -71,7 +72,7 @@ def test_bound_label_is_read_off_the_breakdown(bound_agrees_with_parts):
 def test_single_gpu_by_hand():
     # Llama 3 8B, 1 GPU, batch 1: kernels 4·32·4 µs + weights read at 75 % of 3.3 TB/s; the
     # input embedding is a lookup, so HBM reads count V·d once (A2) while P counts 2·V·d
-    row = ie.point("Llama 3 8B", "H100-paper", gpus=1, batch=1)
+    row = ie.point("Llama 3 8B", "H100-paper", gpus=1, batch=1, context_tokens=0)  # no KV reads
     w = ie.model_summary("Llama 3 8B")["weights_total_bytes"] - 128256 * 4096 * 2
     assert row.collective_latency_s == 0 and row.pipeline_degree == 1
     assert row.kernel_launch_s == pytest.approx(4 * 32 * 4e-6)
@@ -82,7 +83,7 @@ def test_single_gpu_by_hand():
 
 
 def test_long_context_adds_kv_reads():
-    short = ie.point("Llama 3 70B", "H100-paper", gpus=8, batch=16, weight_bits=8)
+    short = ie.point("Llama 3 70B", "H100-paper", gpus=8, batch=16, weight_bits=8, context_tokens=0)
     long = ie.point(
         "Llama 3 70B", "H100-paper", gpus=8, batch=16, weight_bits=8, context_tokens=10000
     )

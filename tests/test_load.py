@@ -143,7 +143,9 @@ def test_throughput_never_exceeds_the_steady_batch_frontier(llama8b):
     steady = ie.points(llama8b.replace(context_tokens=20.0), gpus=1, batch=np.arange(1, 1025))
     best = (steady["batch"] / steady["latency_s"]).max()
     assert 0.6 * best < r.output_tokens_per_s < best  # close to it, never above
-    assert r.usd_per_mtok > steady["usd_per_mtok"].min()
+    assert (
+        r.usd_per_m_output_tokens_all_in > steady["usd_per_mtok"].min()
+    )  # all-in above the decode-only floor
 
 
 # --- memory: admission and preemption -----------------------------------------------------------
@@ -224,7 +226,7 @@ def test_result_accounting(llama8b):
     assert r.input_tokens_per_s == pytest.approx(10000, rel=0.05)
     assert r.stable and r.backlog_growth < 1.3
     # all-in cost per output token: the deployment's dollars over its output tokens
-    assert r.usd_per_mtok == pytest.approx(
+    assert r.usd_per_m_output_tokens_all_in == pytest.approx(
         1e6 * r.usd_per_hour / 3600 / r.output_tokens_per_s, rel=1e-9
     )
     assert r.usd_per_m_input_tokens < r.usd_per_m_output_tokens
@@ -253,7 +255,11 @@ def test_saturated_engine_serves_at_its_own_pace(llama8b):
     assert base.throughput_requests_per_s == pytest.approx(38.6, rel=0.02)  # 166 at a time
     for r in runs:
         assert not r.stable and r.meets_targets is None and r.busy_fraction > 0.99
-        for name in ("throughput_requests_per_s", "output_tokens_per_s", "usd_per_mtok"):
+        for name in (
+            "throughput_requests_per_s",
+            "output_tokens_per_s",
+            "usd_per_m_output_tokens_all_in",
+        ):
             assert getattr(r, name) == pytest.approx(getattr(base, name), rel=0.01), name
         # 100 tokens per answer; every request served is good when there are no targets
         assert r.output_tokens_per_s == pytest.approx(100 * r.throughput_requests_per_s, rel=0.01)
@@ -441,7 +447,7 @@ def test_capacity_reports_the_answer_and_every_candidate(llama8b):
         sizes=[1, 2],
     )
     s = plan.summary()
-    assert s["gpus"] == plan.deployment.gpus and s["usd_per_mtok"] > 0
+    assert s["gpus"] == plan.deployment.gpus and s["usd_per_m_output_tokens_all_in"] > 0
     assert {"ttft_headroom", "tpot_headroom", "load_headroom"} <= set(s.index)
     df = plan.to_dataframe()
     assert df["usd_per_hour"].is_monotonic_increasing
@@ -697,7 +703,10 @@ def test_cli_frontier_under_load():
     assert code == 0
     df = __import__("pandas").read_csv(__import__("io").StringIO(out), comment="#")
     assert len(df) >= 2 and (df["tpot_p99_s"] <= 0.03).all() and (df["ttft_p99_s"] <= 1).all()
-    assert df["tokens_per_s"].is_monotonic_increasing and df["usd_per_mtok"].is_monotonic_increasing
+    assert (
+        df["tokens_per_s"].is_monotonic_increasing
+        and df["usd_per_m_output_tokens_all_in"].is_monotonic_increasing
+    )
 
 
 def test_cli_bad_input_and_infeasible(tmp_path):

@@ -153,13 +153,17 @@ def test_capacity_csv_and_json_carry_the_chosen_plan():
     chosen = table[table["chosen"]].iloc[0]
     code2, text, _ = cli(*args)
     assert code == code2 == 0
-    for name in ("usd_per_m_input_tokens", "usd_per_m_output_tokens", "usd_per_mtok"):
+    for name in (
+        "usd_per_m_input_tokens",
+        "usd_per_m_output_tokens",
+        "usd_per_m_output_tokens_all_in",
+    ):
         shown = float(text.split(f"\n{name} ")[1].split()[0].replace(",", ""))
         assert chosen[name] == pytest.approx(shown, rel=1e-3), name  # the text table's figure
     for name in ("ttft_p99_s", "tpot_p99_s", "e2e_p99_s", "load_headroom", "deployment"):
         assert name in table and not pd.isna(chosen[name]), name
     assert (
-        math.isnan(table[~table["chosen"]]["usd_per_mtok"].iloc[0])
+        math.isnan(table[~table["chosen"]]["usd_per_m_output_tokens_all_in"].iloc[0])
         if (~table["chosen"]).any()
         else True
     )

@@ -14,7 +14,7 @@ from inference_econ.serving import disaggregation as disagg
 from inference_econ.serving import prefill, requests
 from inference_econ.studies import prices
 
-LLAMA = ie.make_setting("Llama 3 70B", "H100-paper")
+LLAMA = ie.make_setting("Llama 3 70B", "H100-paper", context_tokens=0)  # the paper's (§5.1)
 
 
 @pytest.mark.parametrize("tokens", [2000, 8000, 32000])

@@ -181,7 +181,10 @@ def test_mixed_gpu_pools_cost_what_their_parts_cost(llama8b):
     assert "H200" in r.hardware and "H100" in r.hardware
     seconds = r.window.seconds
     spent = r.usd_per_hour * seconds / 3600
-    assert r.usd_per_mtok * r.output_tokens_per_s * seconds / 1e6 == pytest.approx(spent)
+    assert (
+        r.usd_per_m_output_tokens_all_in * r.output_tokens_per_s * seconds / 1e6
+        == pytest.approx(spent)
+    )
     assert (
         r.usd_per_m_input_tokens * r.input_tokens_per_s
         + r.usd_per_m_output_tokens * r.output_tokens_per_s

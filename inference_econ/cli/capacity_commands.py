@@ -8,6 +8,7 @@ import math
 
 import click
 
+from .. import settings as table
 from ..errors import SpecError
 from .common import (
     PREFILL_SETTING_NAMES,
@@ -32,19 +33,7 @@ from .common import (
 #: prefill, prices and power included, and speculative decoding (docs/model.md §E8).
 SPECULATION = SPECULATION_SETTING_NAMES
 SERVED = PREFILL_SETTING_NAMES + SPECULATION
-TRAFFIC = (
-    "arrival_rate_per_s",
-    "input_lengths",
-    "output_lengths",
-    "trace",
-    "arrival_process",
-    "requests",
-    "seed",
-    "shared_prefix_tokens",
-    "shared_prefixes",
-    "session_turns",
-    "think_time_s",
-)
+TRAFFIC = table.group("traffic")
 #: The request lengths: a load needs both unless a trace gives them, and help says so.
 LENGTHS = ("input_lengths", "output_lengths")
 
@@ -62,19 +51,12 @@ def traffic_options(fn):
     return fn
 
 
-TARGETS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
+TARGETS = table.group("target")
 #: A demand curve and how its capacity is priced (docs/model.md §G5).
-DEMAND = ("demand", "reserved_basis", "burst_basis", "spot_interruption_rate")
-ENGINE = (
-    "max_batch_requests",
-    "step_token_budget",
-    "speculation_max_batch",
-    "speculation_schedule",
-    "prefix_caching",
-    "router",
-)
+DEMAND = table.group("demand")
+ENGINE = table.group("engine")
 #: A capacity plan's pools on other GPUs, and sizing it for failures (docs/model.md §E11).
-PLAN = ("prefill_hardware", "decode_hardware", "failures", "gpu_mtbf_hours", "repair_hours")
+PLAN = table.group("plan")
 #: A simulation reports progress only when it is slow: at most one line per this many seconds.
 PROGRESS_EVERY_S = 2.0
 
@@ -402,9 +384,11 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         kwargs.pop(name, None)
     plan = api.demand_plan(model, names, progress=say, **kwargs)
     summary = plan.summary()
-    meta = {**plan.setting.metadata(), "demand": plan.demand.source}
-    for key in ("price_basis", "price_usd_per_gpu_hour", "price_date", "context_tokens"):
-        meta.pop(key, None)  # the plan prices on its own two bases; contexts come from requests
+    from ..serving.setting import requests_metadata
+
+    meta = {**requests_metadata(plan.setting), "demand": plan.demand.source}
+    for key in ("price_basis", "price_usd_per_gpu_hour", "price_date"):
+        meta.pop(key, None)  # the plan prices on its own two bases
     title = (
         f"Cheapest capacity for {plan.demand.describe()} within {plan.targets.describe()}: "
         f"{plan.reserved_instances} x {plan.gpus_per_instance} {plan.setting.gpu.name} reserved "
@@ -483,7 +467,7 @@ def _plan_text(plan, fmt: str) -> str:
         head += "\n" + render(
             plan.plans(),
             fmt,
-            title="The plans side by side ($/Mtok all-in per output token at the offered load)",
+            title="The plans side by side (all-in $ per million output tokens at the offered load)",
         )
     why = [
         f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): "
@@ -535,8 +519,8 @@ def _redundancy_notes(plan) -> list[str]:
         f"{red.degraded_probability:.2%} of the time.",
         f"N+1: {red.deployment.describe()} {red.setting.gpu.name} for "
         f"${red.result.usd_per_hour:,.4g}/h (${red.extra_usd_per_hour:,.4g}/h more, "
-        f"{red.extra_usd_per_hour / red.base_usd_per_hour:+.0%}; ${red.result.usd_per_mtok:.3g} "
-        f"per million output tokens at this load); simulated at the full load with {down}; more "
+        f"{red.extra_usd_per_hour / red.base_usd_per_hour:+.0%}; ${red.result.usd_per_m_output_tokens_all_in:.3g} "
+        f"all-in per million output tokens at this load); simulated at the full load with {down}; more "
         f"instances down than it covers {red.shortfall_probability:.2g} of the time.",
     ]
 
@@ -563,7 +547,8 @@ def _confident_notes(plan) -> list[str]:
         f"expected load (the low end of the {c.level} % interval of the load it holds), so the "
         f"targets hold at {plan.rate_per_s:g} req/s with {c.deployment.describe()}"
         f"{' ' + c.hardware if c.hardware else ''} "
-        f"(${c.usd_per_hour:,.2f} an hour, ${c.usd_per_mtok:.3g} per million output tokens)."
+        f"(${c.usd_per_hour:,.2f} an hour, ${c.usd_per_m_output_tokens_all_in:.3g} all-in per "
+        "million output tokens)."
     )
     return [text + (f" ({c.note})" if c.note else "")]
 
@@ -586,7 +571,7 @@ def _max_load_text(result, fmt: str) -> str:
         "output_tokens_per_s",
         "goodput_fraction",
         "mfu",
-        "usd_per_mtok",
+        "usd_per_m_output_tokens_all_in",
         "meets_targets",
         "knee",
     ]
@@ -611,7 +596,7 @@ def _max_load_text(result, fmt: str) -> str:
     notes = _notes(
         at,
         [
-            f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_mtok:.3g} all-in per million output tokens; MFU {at.mfu:.1%}."
+            f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_m_output_tokens_all_in:.3g} all-in per million output tokens (at {at.input_tokens_per_output_token:.3g} input tokens per output token); MFU {at.mfu:.1%}."
         ],
     )
     notes = [*filter(None, [coverage_note(at.setting)] if at.setting else []), *notes]
@@ -641,7 +626,8 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
     from .. import api
     from ..output.render import render
 
-    if values.get("context_tokens"):
+    named = given(click.get_current_context())
+    if "context_tokens" in named:  # given: the default is a decode context, unread under load
         raise SpecError(
             "command line",
             "--context",
@@ -649,7 +635,6 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
             "drop --context; give --prompt-tokens",
         )
     read = {*SERVED, "max_gpus", "prompt_tokens"}
-    named = given(click.get_current_context())
     ignored = sorted(n for n in named & set(values) if n not in read)
     if ignored:
         flag = typed_name(ignored[0])
@@ -673,7 +658,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
     )
     cols = [
         "tokens_per_s",
-        "usd_per_mtok",
+        "usd_per_m_output_tokens_all_in",
         "gpus",
         "gpus_per_instance",
         "instances",
@@ -683,6 +668,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
         "e2e_p99_s",
         "usd_per_m_input_tokens",
         "usd_per_m_output_tokens",
+        "input_tokens_per_output_token",
         "mfu",
     ]
     from ..output.ranges import ranged_columns
@@ -698,7 +684,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
     df = ranged_columns(df)
     title = (
         f"{len(df)} deployments on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
-        f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, $/Mtok all-in per output token"
+        f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, all-in $ per million output tokens"
     )
     notes = [f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}."]
     return line + "\n" + render(df, fmt, title=title, notes=notes, meta=meta)

@@ -542,9 +542,12 @@ def _readable(value) -> str:
     return str(value)
 
 
-def option(name: str, **changes):
+def option(name: str, command: str | None = None, **changes):
     """Decorator adding the click option of one row of the table, with changes for this
-    command (``flag``, ``default``, ``required``, ``help``)."""
+    command (``flag``, ``required``, ``help``); its default is the table's, in ``command``
+    if the row has one there (``settings.default``)."""
+    if command is not None:
+        changes["default"] = table.default(name, command)
     return _click_option(table.option(name), **changes)
 
 
@@ -627,18 +630,10 @@ def options(*names: str):
 
 #: How a configuration is priced (rented or owned) and what its power costs in carbon
 #: (docs/model.md Part G): every command that prices a GPU-hour takes them.
-PRICE_AND_ENERGY = ("price_basis", "costs", "pue", "grid_intensity_g_per_kwh", "grid_region")
+PRICE_AND_ENERGY = table.group("price")
 
 #: Speculative decoding: a draft model or draft heads (docs/model.md §A6, §C3, §E8).
-SPECULATION_SETTING_NAMES = (
-    "draft",
-    "acceptance",
-    "max_draft_tokens",
-    "draft_heads",
-    "acceptance_by_position",
-    "tree_branching",
-    "eagle_layers",
-)
+SPECULATION_SETTING_NAMES = table.group("speculation")
 #: The settings of a serving problem that every decoding command takes.
 SETTING_NAMES = (
     "context_tokens",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .. import settings as table
 from ..errors import SpecError
 from .common import (
     FigureFile,
@@ -111,7 +112,7 @@ def _status_line(table) -> str:
 @click.argument("csv", type=click.Path())
 @click.option(
     "--engine",
-    default="trtllm",
+    default=table.default("engine", "calibrate"),
     show_default=True,
     help="Profile whose terms are fitted: rows naming no engine are this engine's; the file "
     "written derives from it (a name or a profile YAML).",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from ..errors import SpecError
+from ..settings import INFER
 from .common import (
     FigureFile,
     emit,
@@ -17,8 +18,6 @@ from .common import (
     options,
     out_option,
 )
-
-PAPER_DRAFT = "Llama 3 8B"  # the paper's draft model (§4.1); studies/inverse/feasibility.py
 
 
 def offer_options(fn):
@@ -36,8 +35,8 @@ def offer_options(fn):
 def variant_options(fn):
     """The settings tried: GPUs, presets, precisions, speculation, context and grid."""
     fn = options("context_tokens", "speculation", "acceptance", "max_draft_tokens")(fn)
-    fn = option("draft", default=PAPER_DRAFT)(fn)
-    fn = option("grid_points", default=100)(fn)
+    fn = option("draft", INFER)(fn)
+    fn = option("grid_points", INFER)(fn)
     fn = options("candidate_weight_bits", "candidate_assumptions")(fn)
     return hardware_list(fn)
 
@@ -273,8 +272,8 @@ def margin(observations, provider, model, format, out, **values):
 @options(
     "assumptions", "weight_bits", "context_tokens", "speculation", "acceptance", "max_draft_tokens"
 )
-@option("draft", default=PAPER_DRAFT)
-@option("grid_points", default=100)
+@option("draft", INFER)
+@option("grid_points", INFER)
 @options("log_speed_sd")
 @format_option
 @out_option

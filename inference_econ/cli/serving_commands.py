@@ -26,7 +26,7 @@ from .decode_commands import discrete_option, layout_meta, layout_notes
 @prefill_setting_options
 @option("gpus")
 @option("prompt_tokens", required=True, help="Tokens of each prompt prefilled.")
-@option("prefill_batch", flag="--batch", default=1.0, help="Prompts prefilled together.")
+@option("prefill_batch", "prefill", flag="--batch", help="Prompts prefilled together.")
 @options("cached_fraction", "chunk_tokens")
 @discrete_option
 @table_output
@@ -85,7 +85,9 @@ def prefill(
 
 def _meta(setting) -> dict:
     """What a prefill or request result was computed with (its contexts are its own)."""
-    return {k: v for k, v in setting.metadata().items() if k != "context_tokens"}
+    from ..serving.setting import requests_metadata
+
+    return requests_metadata(setting)
 
 
 def request_options(fn):
@@ -217,7 +219,7 @@ def context_parallel(
         setting, list(prompt_lengths), devices, link_bytes_per_s=link, devices_gpus=device_gpus
     )
     title = "Context-parallel prefill: time to first token and speed-up"
-    meta = {k: v for k, v in setting.metadata().items() if k != "context_tokens"}
+    meta = _meta(setting)
     click.echo(render(df, format, title=title, meta=meta), nl=False)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..columns import ALL_IN
 from ..errors import InfeasibleError, SpecError, plural
 from ..model.machine import usable_hbm_bytes
 from ..model.workload import compile_workload
@@ -85,7 +86,8 @@ class Confident:
     #: The load the deployment holds within the targets at that end, requests/s.
     max_rate_per_s: float
     usd_per_hour: float
-    usd_per_mtok: float
+    #: All-in $ per million output tokens (columns.ALL_IN).
+    usd_per_m_output_tokens_all_in: float
     note: str
     #: Its GPU (None: the expected plan's).
     hardware: str | None = None
@@ -127,7 +129,8 @@ class CapacityPlan:
             "usd_per_hour": r.usd_per_hour,
             "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
             "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
-            "usd_per_mtok": r.usd_per_mtok,
+            "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
+            "input_tokens_per_output_token": r.input_tokens_per_output_token,
             "joules_per_output_token": r.joules_per_output_token,
             "output_tokens_per_s_per_kw": r.output_tokens_per_s_per_kw,
             "output_tokens_per_s_per_mw": r.output_tokens_per_s_per_mw,
@@ -168,7 +171,7 @@ class CapacityPlan:
                 + (f" {c.hardware}" if c.hardware else ""),
                 f"gpus_at_{c.level}": c.deployment.gpus,
                 f"usd_per_hour_at_{c.level}": c.usd_per_hour,
-                f"usd_per_mtok_at_{c.level}": c.usd_per_mtok,
+                f"usd_per_m_output_tokens_all_in_at_{c.level}": c.usd_per_m_output_tokens_all_in,
                 f"max_rate_per_s_at_{c.level}": c.max_rate_per_s,
             }
         )
@@ -180,7 +183,9 @@ class CapacityPlan:
                 "bound_deployment": b.deployment.describe() if b else None,
                 "bound_gpus": b.deployment.gpus if b else None,
                 "bound_usd_per_hour": b.result.usd_per_hour if b else math.nan,
-                "bound_usd_per_mtok": b.result.usd_per_mtok if b else math.nan,
+                "bound_usd_per_m_output_tokens_all_in": (
+                    b.result.usd_per_m_output_tokens_all_in if b else math.nan
+                ),
                 "bound_max_rate_per_s": b.max_rate_per_s if b else math.nan,
             }
         )
@@ -207,7 +212,7 @@ class CapacityPlan:
                 "deployment": self.deployment.describe(),
                 "gpus": self.deployment.gpus,
                 "usd_per_hour": r.usd_per_hour,
-                "usd_per_mtok": r.usd_per_mtok,
+                "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
                 "max_rate_per_s": self.max_rate_per_s,
             }
         ]
@@ -220,7 +225,7 @@ class CapacityPlan:
                     "deployment": c.deployment.describe(),
                     "gpus": c.deployment.gpus,
                     "usd_per_hour": c.usd_per_hour,
-                    "usd_per_mtok": c.usd_per_mtok,
+                    "usd_per_m_output_tokens_all_in": c.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": c.max_rate_per_s,
                 }
             )
@@ -233,7 +238,7 @@ class CapacityPlan:
                     "deployment": b.deployment.describe(),
                     "gpus": b.deployment.gpus,
                     "usd_per_hour": b.result.usd_per_hour,
-                    "usd_per_mtok": b.result.usd_per_mtok,
+                    "usd_per_m_output_tokens_all_in": b.result.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": b.max_rate_per_s,
                 }
             )
@@ -739,14 +744,16 @@ def with_odds(
     usd = r.usd_per_hour * grow
     held = plan.max_rate_per_s * factor * grow
     best = (usd, -held, deployment.gpus)
-    confident = Confident(level, deployment, factor, held, usd, r.usd_per_mtok * grow, note)
+    confident = Confident(
+        level, deployment, factor, held, usd, r.usd_per_m_output_tokens_all_in * grow, note
+    )
     if not d.disaggregated and settings:
         for option in _confident_options(plan, level, settings):
             c_usd, c_held, c_deployment, c_factor, hardware, _ = option
             key = (c_usd, -c_held, c_deployment.gpus)
             if c_usd >= r.usd_per_hour - 1e-9 and key < best:
                 best = key
-                mtok = r.usd_per_mtok * c_usd / r.usd_per_hour
+                mtok = r.usd_per_m_output_tokens_all_in * c_usd / r.usd_per_hour
                 same = (
                     hardware == r.hardware and c_deployment.gpus_per_instance == d.gpus_per_instance
                 )
@@ -912,7 +919,7 @@ def load_frontier(
     if not rows:
         raise InfeasibleError(f"no deployment meets {targets.describe()} at {rate:g} req/s")
     every = pd.DataFrame(rows)
-    keep = pareto_indices(1.0 / every["tokens_per_s"].to_numpy(), every["usd_per_mtok"].to_numpy())
+    keep = pareto_indices(1.0 / every["tokens_per_s"].to_numpy(), every[ALL_IN].to_numpy())
     points = every.iloc[np.sort(keep)].sort_values("tokens_per_s").reset_index(drop=True)
     if max_gpus is not None:
         meta["max_gpus"] = int(max_gpus)
@@ -961,7 +968,7 @@ class Redundancy:
             "degraded_probability": self.degraded_probability,
             "n_plus_one_deployment": f"{self.deployment.describe()} {self.setting.gpu.name}",
             "n_plus_one_usd_per_hour": self.result.usd_per_hour,
-            "n_plus_one_usd_per_mtok": self.result.usd_per_mtok,
+            "n_plus_one_usd_per_m_output_tokens_all_in": self.result.usd_per_m_output_tokens_all_in,
             "redundancy_usd_per_hour": self.extra_usd_per_hour,
             "redundancy_cost_fraction": self.extra_usd_per_hour / self.base_usd_per_hour,
             "n_plus_one_holds_one_down": self.holds,

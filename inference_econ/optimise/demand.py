@@ -127,7 +127,7 @@ class DemandPlan:
                 "all_on_demand_usd": self.all_on_demand_usd,
                 "all_reserved_used_usd": self.all_reserved_used_usd,
                 "reserve_peak_usd": self.reserve_peak_usd,
-                "usd_per_mtok": self.total_usd / self.output_tokens * 1e6,
+                "usd_per_m_output_tokens_all_in": self.total_usd / self.output_tokens * 1e6,
                 "reserved_basis": self.prices.reserved_basis,
                 "burst_basis": self.prices.burst_basis,
             }

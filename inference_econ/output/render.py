@@ -16,13 +16,14 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..columns import HEADERS as PRICE_HEADERS
 from ..errors import plural
 from ..settings import option
 
 #: Friendlier headers for the text and Markdown tables.
 HEADERS = {
     "tokens_per_s": "tok/s",
-    "usd_per_mtok": "$/Mtok",
+    **PRICE_HEADERS,  # the cost vocabulary's (inference_econ/columns.py)
     "gpus": "GPUs",
     "batch": "batch",
     "paper_tokens_per_s": "paper tok/s",
@@ -184,7 +185,11 @@ def describe_setting(meta: dict) -> str:
             bits.append(f"{_bits(m.pop('kv_cache_bits'))} KV cache")
         items.append(", ".join(bits))
     if "context_tokens" in m:
-        items.append(f"context {format_number(float(m.pop('context_tokens')))} tokens")
+        context = m.pop("context_tokens")
+        if isinstance(context, str):  # the requests' own contexts (serving.setting)
+            items.append(f"context {context}")
+        else:
+            items.append(f"context {format_number(float(context))} tokens")
     if "max_gpus" in m:
         cap = m.pop("max_gpus")
         items.append(f"at most {format_number(cap)} {plural(cap, 'GPU')}")

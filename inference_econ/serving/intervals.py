@@ -75,6 +75,7 @@ FIGURES: dict[str, tuple[FigureKind, int]] = {
     "throughput_requests_per_s": ("throughput", 1),
     "usd_per_m_input_tokens": ("throughput", -1),
     "usd_per_m_output_tokens": ("throughput", -1),
+    "usd_per_m_output_tokens_all_in": ("throughput", -1),
 }
 #: The figures of one prefill (``prefill``): its time is a time to first token; its speed in
 #: prompt tokens/s is the inverse, and its price per input token is proportional to its time.
@@ -103,7 +104,7 @@ LOAD_RATES = (
     "output_tokens_per_s",
     "usd_per_m_input_tokens",
     "usd_per_m_output_tokens",
-    "usd_per_mtok",
+    "usd_per_m_output_tokens_all_in",
 )
 
 

@@ -260,7 +260,7 @@ def prefill(
     setting: Setting,
     gpus: float,
     prompt_tokens: float,
-    batch: float = 1.0,
+    batch: float = table.default("prefill_batch", "prefill"),
     cached_tokens: float = 0.0,
     chunk_tokens: float | None = None,
     layout: tuple[float, float, bool] | None = None,

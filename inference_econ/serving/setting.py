@@ -31,7 +31,7 @@ class Setting:
 
     model: Architecture
     gpu: GPU
-    context_tokens: float = 0.0
+    context_tokens: float = table.option("context_tokens").default  # the table's default
     max_throughput_tokens_per_s: float = math.inf
     pipeline: bool = True
     #: Speculation: a draft model (§A6) or draft heads (§C3).
@@ -115,7 +115,34 @@ class Setting:
             meta["grid_intensity_g_per_kwh"] = float(self.grid_intensity_g_per_kwh)
             if self.grid_source:
                 meta["grid_source"] = self.grid_source
+        # any other setting the table copies into a Setting, when it is not at the table's
+        # default: a new row is stated here without being listed (tests/test_defaults.py
+        # checks that every problem row changes the metadata when given)
+        for row in table.SETTINGS:
+            if row.layer != table.PROBLEM or row.name in meta or row.name not in _STATED:
+                continue
+            value = getattr(self, row.name)
+            if value is not None and value != row.default and value != math.inf:
+                meta[row.name] = value
         return meta
+
+
+#: The context a result states when its requests bring their own (prefill, request, disagg,
+#: context-parallel prefill, runs under load): the setting's ``context_tokens`` is not read.
+REQUESTS_CONTEXT = (
+    "each request's own (its prompt, then its prompt and the tokens it has generated)"
+)
+
+
+def requests_metadata(setting: Setting) -> dict:
+    """``setting.metadata()`` of a result whose requests bring their own contexts: it states
+    that (``REQUESTS_CONTEXT``) instead of the setting's unread ``context_tokens``."""
+    return {**setting.metadata(), "context_tokens": REQUESTS_CONTEXT}
+
+
+#: The fields of a Setting its metadata states from the table (the label names the result:
+#: it is the title of its curve or table, not a setting it was computed with).
+_STATED = {f.name for f in dataclasses.fields(Setting)} - {"label"}
 
 
 def facility_pue(setting: Setting) -> float:

@@ -201,8 +201,9 @@ class DraftHeads:
     def describe(self) -> str:
         acc = ", ".join(f"{a:g}" for a in self.acceptance)
         tree = f", top-{self.branching} tree" if self.branching > 1 else ""
+        layers = f", {self.head.layers} decoder layers each" if self.head.layers > 1 else ""
         return (
-            f"{self.kind} heads ({self.head.name}), acceptance by depth {acc}{tree}, up to "
+            f"{self.kind} heads ({self.head.name}{layers}), acceptance by depth {acc}{tree}, up to "
             f"{self.max_depth + 1} tokens per cycle (depth {self.max_depth})"
         )
 

@@ -20,7 +20,7 @@ def price_ratio(
     hardware,
     context_tokens: float,
     prompt_tokens: float | None = None,
-    output_tokens: float = 512,
+    output_tokens: float = table.default("output_tokens", "prices"),
     min_prefill_tokens: float = 8192,
     method: Method = GRID,
     **kwargs,

@@ -17,7 +17,7 @@ import pandas as pd
 from ...errors import InfeasibleError
 from ...model.economics import usd_per_mtok
 from ..intervals import load_intervals
-from ..setting import Setting
+from ..setting import Setting, requests_metadata
 from .arrivals import Traffic
 from .engine import EngineConfig, Instance
 from .routing import RouterPolicy
@@ -96,7 +96,9 @@ class LoadResult:
     usd_per_hour: float
     usd_per_m_input_tokens: float
     usd_per_m_output_tokens: float
-    usd_per_mtok: float  # all-in: the deployment's cost per million output tokens
+    #: All-in: the deployment's whole cost per million output tokens (columns.ALL_IN), at the
+    #: traffic's input:output ratio (``input_tokens_per_output_token``).
+    usd_per_m_output_tokens_all_in: float
     #: Every limited p99 within its limit, nothing rejected, and the deployment keeps up; None
     #: when there are no targets (``stable`` says whether it keeps up).
     meets_targets: bool | None
@@ -158,7 +160,7 @@ class LoadResult:
             "assumptions": self.assumptions,
         }
         if self.setting is not None:
-            meta = {k: v for k, v in self.setting.metadata().items() if k != "context_tokens"}
+            meta = requests_metadata(self.setting)
         meta.update(traffic=self.traffic, targets=self.targets.describe())
         if self.instances_simulated > 1:  # a group behind a router (§E10)
             meta["requests_simulated"] = self.requests
@@ -198,6 +200,14 @@ class LoadResult:
             self.gpus_per_instance * self.instances
             + self.prefill_gpus_per_instance * self.prefill_instances
         )
+
+    @property
+    def input_tokens_per_output_token(self) -> float:
+        """The traffic's input:output token ratio, at which the all-in price blends the input
+        and output prices (columns.RATIO)."""
+        if not self.output_tokens_per_s > 0:
+            return math.nan
+        return self.input_tokens_per_s / self.output_tokens_per_s
 
     @property
     def p99(self) -> dict[str, float]:
@@ -241,7 +251,8 @@ class LoadResult:
                 "usd_per_hour": self.usd_per_hour,
                 "usd_per_m_input_tokens": self.usd_per_m_input_tokens,
                 "usd_per_m_output_tokens": self.usd_per_m_output_tokens,
-                "usd_per_mtok": self.usd_per_mtok,
+                "usd_per_m_output_tokens_all_in": self.usd_per_m_output_tokens_all_in,
+                "input_tokens_per_output_token": self.input_tokens_per_output_token,
                 "joules_per_output_token": self.joules_per_output_token,
                 "output_tokens_per_s_per_kw": self.output_tokens_per_s_per_kw,
                 "output_tokens_per_s_per_mw": self.output_tokens_per_s_per_mw,
@@ -540,7 +551,7 @@ def assemble(
         usd_per_hour=total_gpus * price,
         usd_per_m_input_tokens=dollars(gpu_s * input_share, n_in),
         usd_per_m_output_tokens=dollars(gpu_s * (1.0 - input_share), n_out),
-        usd_per_mtok=dollars(gpu_s, n_out),
+        usd_per_m_output_tokens_all_in=dollars(gpu_s, n_out),
         meets_targets=verdict(targets, {m: s.p99 for m, s in stats.items()}, rejected, growth),
         notes=tuple(notes),
         backlog_growth=growth,

@@ -15,13 +15,8 @@ import pandas as pd
 
 from ... import settings as table
 from ...errors import plural
-from ...specs.architecture import load_model
 from ..observations import Observation
-from .variants import Variant, context_of, read_offer, resolve_model, variant_grids, variants
-
-#: The paper's draft model and acceptance rate (the paper, §4.1: Llama 3 8B at α = 0.8).
-PAPER_DRAFT = "Llama 3 8B"
-PAPER_ACCEPTANCE = 0.8
+from .variants import InverseOptions, Variant, context_of, resolve_model
 
 
 @dataclass(frozen=True)
@@ -101,55 +96,65 @@ def _reached(cost: float | None) -> float:
 
 def feasibility(
     observed: Observation,
-    model=None,
-    hardware=("H100-paper",),
-    assumptions="paper",
-    weight_bits="16,8,4",
-    draft=PAPER_DRAFT,
-    acceptance: float = PAPER_ACCEPTANCE,
-    max_draft_tokens: int = 5,
-    criterion: str = "price",
-    offer_price: str = "output",
-    input_tokens_per_output: float = 3.0,
-    context_tokens: float | None = None,
-    grid_points: int = 100,
+    options: InverseOptions | None = None,
+    *,
+    criterion: str = table.default("criterion", table.INFER),
+    **settings,
 ) -> FeasibilityResult:
     """Which settings put an observed offer on or inside the model's frontier (§D2).
 
-    ``model`` defaults to the observation's; ``draft=None`` tries no speculation. With
-    ``criterion="price"`` an offer is feasible when our cost at its speed is within its
-    price; with ``"speed"`` when its speed is reached at all (the paper's reading, §4).
+    Parameters
+    ----------
+    observed : Observation
+        The offer (``ie.observation`` or a row of ``ie.load_observations``).
+    options : InverseOptions, optional
+        The settings tried (GPUs, presets, precisions, draft, grid...); ``settings`` given as
+        keywords (``weight_bits="8"``, ``draft=None``) replace its fields.
+    criterion : {"price", "speed"}
+        ``"price"``: feasible when our cost at the offer's speed is within its price;
+        ``"speed"``: when its speed is reached at all (the paper's reading, §4).
+
+    Returns
+    -------
+    FeasibilityResult
+        A row per variant, the verdicts and their summary.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> offer = ie.observation(100, 1.0, "Llama 3 70B")
+    >>> ie.feasibility(offer, weight_bits="8", draft=None, grid_points=30).rows[0].feasible
+    True
     """
+    o = InverseOptions.of(options, **settings)
     criterion = table.option("criterion").check(criterion)
-    acceptance = table.option("acceptance").check(acceptance)
-    r = read_offer(observed, model, offer_price, input_tokens_per_output, context_tokens)
+    r = o.read(observed)
     arch, price, speed, context = r.arch, r.price_usd_per_mtok, r.tokens_per_s, r.context_tokens
-    chosen = variants(hardware, assumptions, weight_bits)
-    rows = []
-    for variant, grid in variant_grids(arch, chosen, draft, max_draft_tokens, context, grid_points):
-        rows.append(_row(variant, grid, speed, price, acceptance, criterion))
-    rows = tuple(rows)
-    draft_name = None if draft is None else load_model(draft).name
+    rows = tuple(
+        _row(variant, grid, speed, price, o.acceptance, criterion)
+        for variant, grid in o.grids(arch, context)
+    )
+    draft_name = o.draft_name
     return FeasibilityResult(
         observation=observed,
         model=arch.name,
         price_usd_per_mtok=price,
         criterion=criterion,
         draft=draft_name,
-        acceptance=acceptance,
+        acceptance=o.acceptance,
         rows=rows,
-        summary=_summary(rows, acceptance, draft_name is not None, criterion),
+        summary=_summary(rows, o.acceptance, draft_name is not None, criterion),
         notes=_notes(
             observed,
             arch.name,
             price,
-            offer_price,
+            o.offer_price,
             context,
             draft_name,
-            max_draft_tokens,
+            o.max_draft_tokens,
             rows,
             criterion,
-            grid_points,
+            o.grid_points,
         ),
     )
 
@@ -307,34 +312,37 @@ def _notes(observed, model, price, basis, context, draft, max_draft, rows, crite
     )
 
 
-def frontiers(
-    observed: Observation,
-    model=None,
-    hardware=("H100-paper",),
-    assumptions="paper",
-    weight_bits="16,8,4",
-    draft=PAPER_DRAFT,
-    acceptance: float = PAPER_ACCEPTANCE,
-    max_draft_tokens: int = 5,
-    context_tokens: float | None = None,
-    grid_points: int = 100,
-) -> dict:
-    """The frontier of every variant, without speculation and (with a draft) at
-    ``acceptance``, labelled for a figure: what ``feasibility`` compares the offer with."""
+def frontiers(observed: Observation, options: InverseOptions | None = None, **settings) -> dict:
+    """The frontier of every variant, without speculation and (with a draft) at its
+    acceptance, labelled for a figure: what ``feasibility`` compares the offer with.
+
+    Parameters
+    ----------
+    observed : Observation
+        The offer whose model (and context) the frontiers are of.
+    options : InverseOptions, optional
+        The settings tried; keywords replace its fields, as in ``feasibility``.
+
+    Returns
+    -------
+    dict
+        ``{label: Frontier}``, one per variant and speculation mode.
+    """
 
     from ...optimise.method import Method
     from ...optimise.optimiser import frontier
     from .variants import setting_for
 
-    arch = resolve_model(observed, model)
-    context = context_of(observed, context_tokens)
-    method = Method(grid_points=table.option("grid_points").check(grid_points))
+    o = InverseOptions.of(options, **settings)
+    arch = resolve_model(observed, o.model)
+    context = context_of(observed, o.context_tokens)
+    method = Method(grid_points=o.grid_points)
     out = {}
-    for variant in variants(hardware, assumptions, weight_bits):
-        plain = setting_for(arch, variant, None, max_draft_tokens, context)
+    for variant in o.variants():
+        plain = setting_for(arch, variant, None, o.max_draft_tokens, context)
         out[f"{variant.label}, no speculation"] = frontier(plain, method)
-        if draft is not None:
-            spec = setting_for(arch, variant, draft, max_draft_tokens, context)
-            spec = spec.replace(spec=spec.spec.with_acceptance(acceptance))
-            out[f"{variant.label}, α = {acceptance:.2f}"] = frontier(spec, method)
+        if o.draft is not None:
+            spec = setting_for(arch, variant, o.draft, o.max_draft_tokens, context)
+            spec = spec.replace(spec=spec.spec.with_acceptance(o.acceptance))
+            out[f"{variant.label}, α = {o.acceptance:.2f}"] = frontier(spec, method)
     return out

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ... import settings as table
 from ...errors import plural
-from ...specs.architecture import load_model
 from ..observations import Observation
-from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT, usd
-from .variants import Variant, read_offer, speculation_modes, variant_grids, variants
+from .feasibility import usd
+from .variants import InverseOptions, Variant, speculation_modes
 
 
 @dataclass(frozen=True)
@@ -107,27 +105,38 @@ class MarginResult:
 
 
 def margin(
-    observed: Observation,
-    model=None,
-    hardware=("H100-paper",),
-    assumptions="paper",
-    weight_bits="16,8,4",
-    draft=PAPER_DRAFT,
-    acceptance: float = PAPER_ACCEPTANCE,
-    max_draft_tokens: int = 5,
-    offer_price: str = "output",
-    input_tokens_per_output: float = 3.0,
-    context_tokens: float | None = None,
-    grid_points: int = 100,
+    observed: Observation, options: InverseOptions | None = None, **settings
 ) -> MarginResult:
     """The provider's price against our cost at the observed speed, for every variant with
-    and without speculation (``draft=None``: without only), as markups (§D3)."""
-    acceptance = table.option("acceptance").check(acceptance)
-    r = read_offer(observed, model, offer_price, input_tokens_per_output, context_tokens)
+    and without speculation (``draft=None``: without only), as markups (§D3).
+
+    Parameters
+    ----------
+    observed : Observation
+        The offer.
+    options : InverseOptions, optional
+        The settings tried; keywords (``weight_bits="8"``, ``assumptions="paper,refined"``)
+        replace its fields.
+
+    Returns
+    -------
+    MarginResult
+        A row per variant and speculation mode: our cost and the markup over it.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> offer = ie.observation(100, 1.0, "Llama 3 70B")
+    >>> ie.margin(offer, weight_bits="8", draft=None, grid_points=30).rows[0].markup > 1
+    True
+    """
+    o = InverseOptions.of(options, **settings)
+    acceptance, max_draft_tokens = o.acceptance, o.max_draft_tokens
+    offer_price, grid_points = o.offer_price, o.grid_points
+    r = o.read(observed)
     arch, price, speed, context = r.arch, r.price_usd_per_mtok, r.tokens_per_s, r.context_tokens
-    chosen = variants(hardware, assumptions, weight_bits)
     rows = []
-    for variant, grid in variant_grids(arch, chosen, draft, max_draft_tokens, context, grid_points):
+    for variant, grid in o.grids(arch, context):
         modes = speculation_modes(acceptance, grid.speculative)
         for alpha, label in modes:
             cost = grid.cost_at_speed(speed, alpha)
@@ -141,7 +150,7 @@ def margin(
                     markup=price / cost if math.isfinite(cost) else None,
                 )
             )
-    draft_name = load_model(draft).name if draft is not None else None
+    draft_name = o.draft_name
     notes = (
         f"offer: {observed.label}, {speed:g} tok/s per request at {usd(price)} per million tokens "
         f"({offer_price} price); model analysed: {arch.name}",

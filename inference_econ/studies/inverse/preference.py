@@ -20,9 +20,15 @@ import pandas as pd
 from ... import settings as table
 from ...errors import InfeasibleError, SpecError, plural
 from ..observations import Observation, as_observation
-from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT
 from .grid import speed_cost_grid
-from .variants import Variant, context_of, hardware_names, preset_names, setting_for
+from .variants import (
+    InverseOptions,
+    Variant,
+    context_of,
+    hardware_names,
+    preset_names,
+    setting_for,
+)
 
 #: Confidence level of the interval.
 CONFIDENCE = 0.95
@@ -167,25 +173,42 @@ def _upper(hi: float) -> str:
 
 def fit_preference(
     observations,
-    hardware: str = "H100-paper",
-    assumptions: str = "paper",
+    options: InverseOptions | None = None,
+    *,
     weight_bits: float | None = None,
-    draft=PAPER_DRAFT,
-    acceptance: float = PAPER_ACCEPTANCE,
-    max_draft_tokens: int = 5,
-    context_tokens: float | None = None,
     log_speed_sd: float | None = None,
-    grid_points: int = 100,
-    offer_price: str = "output",
-    input_tokens_per_output: float = 3.0,
+    **settings,
 ) -> PreferenceFit:
     """Fit k of speed^k/price to observed offers of one or more models (§D4).
 
-    Each offer's frontier is its model on ``hardware`` under one preset, at the offer's own
-    weight precision if its row gives one (else ``weight_bits``, else the model file's), with
-    the draft model at ``acceptance`` (``draft=None``: no speculation). ``log_speed_sd`` is the
-    noise of an observed ln(speed); by default it is estimated from the residuals.
+    Parameters
+    ----------
+    observations : Observation or sequence of Observation
+        The offers, of one model or several.
+    options : InverseOptions, optional
+        The settings (keywords replace its fields): one GPU (``hardware``) and one preset
+        (``assumptions``); the draft model at ``acceptance`` (``draft=None``: no speculation).
+    weight_bits : float, optional
+        The precision of an offer whose row gives none (else the model file's).
+    log_speed_sd : float, optional
+        The noise of an observed ln(speed); by default estimated from the residuals.
+
+    Returns
+    -------
+    PreferenceFit
+        ``k``, its 95 % profile-likelihood interval and each offer's point.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> fit = ie.fit_preference(ie.load_observations("paper-2025"), grid_points=60)
+    >>> 1 < fit.k < 5
+    True
     """
+    opts = InverseOptions.of(options, **settings)
+    draft, acceptance, max_draft_tokens = opts.draft, opts.acceptance, opts.max_draft_tokens
+    grid_points, offer_price = opts.grid_points, opts.offer_price
+    input_tokens_per_output = opts.input_tokens_per_output
     if isinstance(observations, Observation):
         observations = (observations,)
     if isinstance(observations, (str, bytes)) or not isinstance(observations, Iterable):
@@ -195,20 +218,18 @@ def fit_preference(
         raise SpecError(
             "argument", "observations", "none given", "give at least one observed offer"
         )
-    gpu = _one(hardware_names(hardware), "hardware")
-    preset = _one(preset_names(assumptions), "assumptions")
-    acceptance = table.option("acceptance").check(acceptance)
+    gpu = _one(hardware_names(opts.hardware), "hardware")
+    preset = _one(preset_names(opts.assumptions), "assumptions")
     if weight_bits is not None:
         weight_bits = table.option("weight_bits").check(weight_bits)
     if log_speed_sd is not None:
         log_speed_sd = table.option("log_speed_sd").check(log_speed_sd)
-    grid_points = table.option("grid_points").check(grid_points)
     alpha = acceptance if draft is not None else None
     curves, grids, archs, bits = [], [], [], []
     for obs in observations:
         arch = obs.architecture()
         b = obs.weight_bits or weight_bits or arch.precision.weight_bits
-        context = context_of(obs, context_tokens)
+        context = context_of(obs, opts.context_tokens)
         setting = setting_for(
             arch, Variant(gpu, preset, float(b)), draft, max_draft_tokens, context
         )

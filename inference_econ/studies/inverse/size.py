@@ -26,8 +26,11 @@ from ...model.workload import compile_workload
 from ...specs.architecture import Architecture, load_model
 from ...specs.schema import check_number
 from ..observations import Observation, as_observation
-from .feasibility import PAPER_ACCEPTANCE, PAPER_DRAFT, usd
-from .variants import Variant, context_of, speculation_modes, variant_grids, variants
+from .feasibility import usd
+from .variants import InverseOptions, Variant, context_of, speculation_modes
+
+#: The architecture family scaled unless told (the settings table's default).
+FAMILY = table.default("family")
 
 #: Sizes searched, in parameters.
 SIZE_BOUNDS = (1e8, 1e15)
@@ -97,12 +100,12 @@ def _shape(template: Architecture, layers: int, width: float) -> Architecture:
 
 
 def scaled_architecture(
-    family="Llama 3 70B",
+    family: str | Architecture = FAMILY,
     total_params: float = 70e9,
-    depth_exponent: float = 1 / 3,
+    depth_exponent: float = table.default("depth_exponent"),
     experts: int | None = None,
     active_experts: int | None = None,
-    assumptions="paper",
+    assumptions: str = table.default("assumptions"),
 ) -> Architecture:
     """The family's template scaled to ``total_params`` parameters (§D5).
 
@@ -229,35 +232,59 @@ class SizeResult:
 
 def implied_size(
     observed: Observation,
-    family="Llama 3 70B",
+    options: InverseOptions | None = None,
+    *,
+    family: str | Architecture = FAMILY,
     experts: int | None = None,
     active_experts: int | None = None,
-    depth_exponent: float = 1 / 3,
-    markup: float = 1.0,
-    hardware=("H100-paper",),
-    assumptions="paper",
-    weight_bits="16,8,4",
-    draft=PAPER_DRAFT,
-    acceptance: float = PAPER_ACCEPTANCE,
-    max_draft_tokens: int = 5,
-    offer_price: str = "output",
-    input_tokens_per_output: float = 3.0,
-    context_tokens: float | None = None,
-    grid_points: int = 100,
+    depth_exponent: float = table.default("depth_exponent"),
+    markup: float = table.default("markup"),
+    **settings,
 ) -> SizeResult:
     """The total and active parameter counts of a family that put an offer on the frontier,
-    for every variant with and without speculation (§D5). ``markup`` is the assumed price /
-    cost (1: sold at our cost, so the sizes are upper bounds)."""
+    for every variant with and without speculation (§D5).
+
+    Parameters
+    ----------
+    observed : Observation
+        The offer (typically a closed model's: its name need not be a model file).
+    options : InverseOptions, optional
+        The settings tried; keywords (``weight_bits="8"``, ``draft=None``) replace its fields.
+    family : str or Architecture
+        The architecture template scaled (default Llama 3 70B).
+    experts, active_experts : int, optional
+        Make the template a mixture of experts.
+    depth_exponent : float
+        Layers grow as parameters to this power; widths take the rest.
+    markup : float
+        The assumed price / cost (1: sold at our cost, so the sizes are upper bounds).
+
+    Returns
+    -------
+    SizeResult
+        A row per variant and speculation mode: the implied size and its shape.
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> offer = ie.observation(110, 8, "GPT-4.1")
+    >>> r = ie.implied_size(offer, weight_bits="8", draft=None, grid_points=30)
+    >>> r.rows[0].total_params > 1e9
+    True
+    """
+    opts = InverseOptions.of(options, **settings)
+    draft, acceptance, context_tokens = opts.draft, opts.acceptance, opts.context_tokens
+    offer_price, input_tokens_per_output = opts.offer_price, opts.input_tokens_per_output
+    grid_points = opts.grid_points
     observed = as_observation(observed)
     markup = table.option("markup").check(markup)
-    acceptance = table.option("acceptance").check(acceptance)
     template = _template(family, experts, active_experts)
     target_cost = observed.price(offer_price, input_tokens_per_output) / markup
     speed = observed.tokens_per_s
     context = context_of(observed, context_tokens)
     modes = speculation_modes(acceptance, bool(draft))
     rows = []
-    for variant in variants(hardware, assumptions, weight_bits):
+    for variant in opts.variants():
         for alpha, label in modes:
 
             def log_gap(log_p, variant=variant, alpha=alpha):
@@ -265,9 +292,7 @@ def implied_size(
                     template, math.exp(log_p), depth_exponent, None, None, variant.assumptions
                 )
                 use_draft = draft if alpha is not None else None
-                ((_, grid),) = variant_grids(
-                    arch, (variant,), use_draft, max_draft_tokens, context, grid_points
-                )
+                ((_, grid),) = opts.grids(arch, context, (variant,), use_draft)
                 cost = grid.cost_at_speed(speed, alpha)
                 if not math.isfinite(cost):  # too slow: larger than any finite gap, still ordered
                     return 50.0 + math.log(speed / max(grid.fastest_tokens_per_s(alpha), 1e-9))

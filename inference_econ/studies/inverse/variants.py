@@ -7,9 +7,11 @@ of a variant: every variant is evaluated with and without it (``grid.SpeedCostGr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
 
 from ... import settings as table
 from ...errors import SpecError, did_you_mean
@@ -67,7 +69,11 @@ def hardware_names(value: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(load_hardware(h).name for h in items))
 
 
-def variants(hardware, assumptions="paper", weight_bits="16,8,4") -> tuple[Variant, ...]:
+def variants(
+    hardware,
+    assumptions: str | Iterable[str] = table.default("candidate_assumptions"),
+    weight_bits: str | Iterable[float] = table.default("candidate_weight_bits"),
+) -> tuple[Variant, ...]:
     """Every combination of the GPUs, presets and precisions given (validated)."""
     bits = table.option("candidate_weight_bits").check(weight_bits, field="weight_bits")
     return tuple(
@@ -82,8 +88,8 @@ def setting_for(
     arch: Architecture,
     variant: Variant,
     draft=None,
-    max_draft_tokens: int = 5,
-    context_tokens: float = 0.0,
+    max_draft_tokens: int = table.default("max_draft_tokens"),
+    context_tokens: float = table.default("context_tokens"),
 ) -> Setting:
     """The serving setting of a variant, with a draft model (a name or an ``Architecture``)
     for speculation if one is given; the acceptance rate is chosen later (``grid``)."""
@@ -119,7 +125,11 @@ class Reading:
 
 
 def read_offer(
-    observed, model=None, offer_price="output", input_tokens_per_output=3.0, context_tokens=None
+    observed,
+    model=None,
+    offer_price: str = table.default("offer_price"),
+    input_tokens_per_output: float = table.default("input_tokens_per_output"),
+    context_tokens=None,
 ) -> Reading:
     """The ``Reading`` of an offer (``model`` overrides the observation's own)."""
     observed = as_observation(observed)
@@ -143,7 +153,8 @@ def resolve_model(observed, model=None) -> Architecture:
 
 
 def context_of(observed, context_tokens=None) -> float:
-    """The observation's context if it states one, else ``context_tokens`` (default 0)."""
+    """The observation's context if it states one, else ``context_tokens`` (by default the
+    table's)."""
     if observed.context_tokens is not None:
         return observed.context_tokens
     return table.option("context_tokens").check(context_tokens)
@@ -153,9 +164,9 @@ def variant_grids(
     arch: Architecture,
     chosen: tuple[Variant, ...],
     draft=None,
-    max_draft_tokens: int = 5,
-    context_tokens: float = 0.0,
-    grid_points: int = 100,
+    max_draft_tokens: int = table.default("max_draft_tokens"),
+    context_tokens: float = table.default("context_tokens"),
+    grid_points: int = table.default("grid_points", table.INFER),
 ):
     """``(variant, SpeedCostGrid)`` for every variant (with the draft's passes if given)."""
     from .grid import speed_cost_grid
@@ -178,3 +189,121 @@ def variant_grids(
         )
         for v in chosen
     ]
+
+
+#: The GPU the inverse analyses try unless told: the paper's H100 (§4).
+PAPER_HARDWARE = ("H100-paper",)
+
+
+@dataclass(frozen=True)
+class InverseOptions:
+    """The settings every inverse analysis tries (docs/model.md Part D), shared by
+    ``feasibility``, ``frontiers``, ``margin``, ``fit_preference`` and ``implied_size``.
+
+    Parameters
+    ----------
+    model : str or Architecture, optional
+        The model analysed; by default each offer's own.
+    hardware : str or sequence of str
+        GPUs tried (default the paper's H100).
+    assumptions : str or sequence of str
+        Assumption presets tried (comma-separated text or a list).
+    weight_bits : str or sequence of float
+        Weight precisions tried (``"16,8,4"``).
+    draft : str or Architecture or None
+        Draft model for speculation (default the paper's, Llama 3 8B); None tries none.
+    acceptance : float
+        The draft's acceptance rate.
+    max_draft_tokens : int
+        Longest draft tried.
+    offer_price : {"output", "blended"}
+        The offer's price compared with our cost.
+    input_tokens_per_output : float
+        Input tokens per output token of a blended price.
+    context_tokens : float, optional
+        Context when an offer states none (default the table's).
+    grid_points : int
+        Points per axis of each variant's grid (the ``infer`` default of the table, 100).
+
+    Every default is the settings table's (``settings.default(name, "infer")``).
+
+    Examples
+    --------
+    >>> from inference_econ.studies.inverse.variants import InverseOptions
+    >>> InverseOptions.of(weight_bits="8", grid_points=60).grid_points
+    60
+    """
+
+    model: Any = None
+    hardware: Any = PAPER_HARDWARE
+    assumptions: Any = table.default("candidate_assumptions", table.INFER)
+    weight_bits: Any = table.default("candidate_weight_bits", table.INFER)
+    draft: Any = table.default("draft", table.INFER)
+    acceptance: float = table.default("acceptance", table.INFER)
+    max_draft_tokens: int = table.default("max_draft_tokens", table.INFER)
+    offer_price: str = table.default("offer_price", table.INFER)
+    input_tokens_per_output: float = table.default("input_tokens_per_output", table.INFER)
+    context_tokens: float | None = None
+    grid_points: int = table.default("grid_points", table.INFER)
+
+    @classmethod
+    def of(cls, options: InverseOptions | None = None, **settings) -> InverseOptions:
+        """``options`` (default: every default) with ``settings`` in place of its fields,
+        each checked against the table; an unknown name is refused with a did-you-mean."""
+        base = cls() if options is None else options
+        if not isinstance(base, cls):
+            raise SpecError(
+                "argument",
+                "options",
+                f"expected InverseOptions, got {type(base).__name__}",
+                "pass InverseOptions(...) or the settings as keywords",
+            )
+        known = [f.name for f in dataclasses.fields(cls)]
+        for key in settings:
+            if key not in known:
+                hint = did_you_mean(str(key), known)
+                raise SpecError(
+                    "argument", str(key), "unknown setting", hint or f"known: {', '.join(known)}"
+                )
+        return dataclasses.replace(base, **settings).checked()
+
+    def checked(self) -> InverseOptions:
+        """The options with their numbers and choices validated by the table's rows."""
+        return dataclasses.replace(
+            self,
+            acceptance=table.option("acceptance").check(self.acceptance),
+            max_draft_tokens=table.option("max_draft_tokens").check(self.max_draft_tokens),
+            offer_price=table.option("offer_price").check(self.offer_price),
+            input_tokens_per_output=table.option("input_tokens_per_output").check(
+                self.input_tokens_per_output
+            ),
+            grid_points=table.option("grid_points").check(self.grid_points),
+        )
+
+    def read(self, observed) -> Reading:
+        """What the analyses read off an offer under these options (``read_offer``)."""
+        return read_offer(
+            observed, self.model, self.offer_price, self.input_tokens_per_output,
+            self.context_tokens,
+        )  # fmt: skip
+
+    def variants(self) -> tuple[Variant, ...]:
+        """Every GPU x preset x precision tried."""
+        return variants(self.hardware, self.assumptions, self.weight_bits)
+
+    def grids(self, arch: Architecture, context: float, chosen=None, draft=...):
+        """``(variant, SpeedCostGrid)`` of every variant tried (``chosen``: those only; ``draft``:
+        another draft than the options', None for none)."""
+        return variant_grids(
+            arch,
+            self.variants() if chosen is None else chosen,
+            self.draft if draft is ... else draft,
+            self.max_draft_tokens,
+            context,
+            self.grid_points,
+        )
+
+    @property
+    def draft_name(self) -> str | None:
+        """The draft model's name, None without speculation."""
+        return None if self.draft is None else load_model(self.draft).name

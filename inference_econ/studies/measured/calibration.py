@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import settings as table
 from ...errors import InfeasibleError, SpecError, did_you_mean
 from ...model.assumptions import ACHIEVABLE
 from ...model.efficiency import StepWork, combine
@@ -370,7 +371,7 @@ SPLITS = ("source", "publication")
 
 def calibrate(
     path,
-    engine: str = "trtllm",
+    engine: str = table.default("engine", "calibrate"),
     holdout: bool = True,
     progress=None,
     split: str = "source",
