@@ -46,7 +46,7 @@ def test_screened_search_finds_the_full_searchs_plan(
     assert fast.setting.gpu.name == full.setting.gpu.name
     assert fast.deployment == full.deployment
     assert fast.max_rate_per_s == full.max_rate_per_s  # bit for bit: the same lattice and probes
-    assert fast.result.usd_per_mtok == full.result.usd_per_mtok
+    assert fast.result.usd_per_m_output_tokens_all_in == full.result.usd_per_m_output_tokens_all_in
     assert fast.result.ttft_s == full.result.ttft_s
     chosen = fast.candidates[fast.candidates["chosen"]]
     assert chosen["probe_requests"].tolist() == [200]

@@ -945,3 +945,17 @@ def test_a_search_refuses_runs_too_short_for_a_p99():
     with pytest.raises(ie.SpecError, match="at least 100"):
         ie.max_load("Llama 3 8B", "H100", gpus=1, input_lengths="100", output_lengths="100",
                     slo_tpot_p99_s=0.05, requests=99)  # fmt: skip
+
+
+def test_a_prompt_that_fills_the_cache_to_its_last_position_is_served(llama8b):
+    """A one-token answer whose prompt fills the KV cache exactly fits at its peak, so it is
+    not rejected; an empty engine must take it (a prefill pool under the ideal bound waited
+    forever for room for a next token it never needs)."""
+    inst = build_instance(llama8b, 1, EngineConfig(max_batch_requests=4), 1000)
+    layers = float(inst.positions(1))
+    prompt = int(inst.kv_capacity // layers)  # positions(prompt) <= cap < positions(prompt + 1)
+    assert inst.positions(prompt) <= inst.kv_capacity < inst.positions(prompt + 1)
+    one = np.ones(3, dtype=np.int64)
+    record = simulate(inst, Arrivals(np.array([0.0, 0.1, 0.2]), prompt * one, one))
+    assert np.isfinite(record.first_token_s).all()  # all three served, one after another
+    assert np.all(np.diff(record.first_token_s) > 0)

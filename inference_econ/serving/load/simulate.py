@@ -276,11 +276,14 @@ class _Engine:
                 if self.committed + r.full[i] > self.cap:
                     return
                 self.committed += r.full[i]
-            elif (
+            elif (self.running or self.prefilling) and (
                 self.used() + need + self.layers * (len(self.running) + len(self.prefilling) + 1)
                 > self.cap
             ):
-                return  # room for every running request's next token first (vLLM V1's order)
+                # room for every running request's next token first (vLLM V1's order); an
+                # empty engine takes any request that fits at its peak (``rejected`` holds the
+                # others): one whose prompt fills the cache to its last position waited forever
+                return
             self.waiting.popleft()
             self.admitted += 1
             r.admitted_at[i] = self.t
