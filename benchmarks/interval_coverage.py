@@ -362,7 +362,8 @@ def main() -> int:
     )
     print(
         f"Software drift: {drift[0]:+.4f} log per round on throughput's high end, from {drift[1]} "
-        f"(GPU, model, scenario) results in MLPerf v4.1 and v5.0; shipped as of {as_of}\n"
+        f"(GPU, model, scenario) results in MLPerf v4.1 and v5.0, to {as_of}; the table read "
+        f"{'carries' if table.drift else 'does not carry'} it\n"
     )
     cov = coverage(test, table)
     print(
