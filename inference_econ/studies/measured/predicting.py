@@ -787,8 +787,10 @@ def _steady_pairs(plan: Plan) -> dict:
 def _load_pairs(plan: Plan) -> dict:
     """(row, candidate) -> (value, score, note) of the rows under load. A Server or
     Interactive row simulates the candidate layouts whose steady-state estimate is within
-    ``replay.RANKING_SHARE`` of the best one's (rows with the same case share every
-    simulation)."""
+    ``replay.RANKING_SHARE`` of the best one's, and always the one that prefills a prompt
+    fastest (the widest tensor-parallel instance: the estimate ranks decode throughput and
+    cannot see the TTFT limit, which long prompts make bind first on narrower instances);
+    rows with the same case share every simulation."""
     by_row: dict = {}
     for (i, j), case in plan.load.items():
         by_row.setdefault(i, []).append((j, case))
@@ -801,7 +803,11 @@ def _load_pairs(plan: Plan) -> dict:
             guesses = [(rp.estimate(c).throughput, j, c) for j, c in cases]
             top = max((g for g, _, _ in guesses if np.isfinite(g)), default=math.nan)
             if np.isfinite(top):
-                cases = [(j, c) for g, j, c in guesses if g >= rp.RANKING_SHARE * top]
+                widest = max(c.tensor for _, c in cases)
+                wide = [(g, j) for g, j, c in guesses if c.tensor == widest and np.isfinite(g)]
+                keep = {j for g, j, _ in guesses if g >= rp.RANKING_SHARE * top}
+                keep |= {max(wide)[1]} if wide else set()
+                cases = [(j, c) for j, c in cases if j in keep]
         for j, case in cases:
             o = rp.replay(case)
             value = o.value(q) / per_gpu
