@@ -7,9 +7,9 @@ at 350 W throttles far more than H200 NVL at 600 W). For each part the derating 
 in [0.30, 1.00] (steps of 0.01) whose achievable-preset predictions of that part's end-to-end
 rows (status ok) have the smallest median |log(predicted/measured)|; the engine profiles'
 other terms stay as fitted (``benchmarks/fit_engines.py``). The rows are the training file's
-where the part has any; a part only the newer MLPerf v5.0 file holds (H200 NVL) is fitted to
-those, which are then in-sample for it in the time split. A part without rows of its own gets
-no derating (1.0).
+only, as for every fitted term: the newer rounds stay out of sample in the time split. A part
+without rows of its own there gets no derating (1.0): H200 NVL (600 W against the SXM's 700 W)
+was fitted to its MLPerf v5.0 rows before, which put them in sample.
 
     python benchmarks/fit_power_derating.py            # print the fit
     python benchmarks/fit_power_derating.py --write    # also set the hardware files' values
@@ -29,10 +29,8 @@ from inference_econ.studies.measured.predicting import _unit_scale, predict_rows
 from inference_econ.studies.measured.reading import load_measured
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = [
-    ROOT / "tests" / "data" / "benchmarks_train.csv",
-    ROOT / "tests" / "data" / "benchmarks_train_mlperf_v50.csv",
-]
+#: The fitting data: the training file only (the time split's held-out rounds never enter).
+DATA = [ROOT / "tests" / "data" / "benchmarks_train.csv"]
 #: The power-limited parts of the catalog: hardware file -> GPU name.
 PARTS = {
     "h100_nvl.yaml": "H100-NVL",
@@ -76,6 +74,13 @@ def write(file: str, value: float, rows: int, where: str, before: float, after: 
         f"end-to-end rows (tests/data/{where}) by benchmarks/fit_power_derating.py: median "
         f"|log error| {before:.3f} without, {after:.3f} with it"
     )
+    if not rows:
+        if not re.search(r"^gemm_power_derating:.*$", text, re.M):
+            return  # no derating stated: 1.0 already
+        line = (
+            "gemm_power_derating: 1.00              # no end-to-end rows of its own in "
+            f"tests/data/{DATA[0].name}: no derating (benchmarks/fit_power_derating.py)"
+        )
     if re.search(r"^gemm_power_derating:.*$", text, re.M):
         text = re.sub(r"^gemm_power_derating:.*$", line, text, flags=re.M)
     else:
@@ -97,6 +102,8 @@ def main() -> int:
         )
         if not mine:
             print(f"| {name} | 0 | 1 (no data of its own) | | |")
+            if args.write:
+                write(file, 1.0, 0, "", 0.0, 0.0)
             continue
         value, after, before = fit(mine)
         print(f"| {name} | {len(mine)} ({where}) | {value:.2f} | {after:.3f} | {before:.3f} |")

@@ -56,6 +56,19 @@ def test_a_sparse_stratum_pools_upward_and_outside_coverage_widens():
         t.band(iv.Stratum("TTFT"))
 
 
+def test_software_drift_raises_the_high_end_by_rounds_and_a_bad_drift_is_refused():
+    drifting = {**SMALL, "drift": {"throughput": {"log_per_round": 0.08, "rounds": 3}}}
+    t = iv.parse_table(drifting, "small")
+    s = iv.Stratum("throughput", "dense", "compute", "one node", True)
+    # the table's own rounds (3): high end 0.05 + 0.24, 0.1 + 0.24; the low end stays
+    b = t.band(s)
+    assert (b.q05, b.q10, b.q90, b.q95) == pytest.approx((-0.2, -0.1, 0.29, 0.34))
+    assert t.band(s, rounds=1).q95 == pytest.approx(0.18)  # a figure one round later
+    assert t.band(s, rounds=0) == iv.parse_table(SMALL, "small").band(s)
+    with pytest.raises(ie.SpecError, match=r"drift.throughput.log_per_round"):
+        iv.parse_table({**SMALL, "drift": {"throughput": {"log_per_round": 9, "rounds": 1}}}, "x")
+
+
 def test_the_shipped_table_covers_every_kind_with_ordered_quantiles():
     t = iv.table()
     assert t.provenance["command"].startswith("python benchmarks/measured_validation.py")

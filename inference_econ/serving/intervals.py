@@ -19,13 +19,18 @@ table's ``unseen_widening`` (its log-width multiplied by it about the middle of 
 interval), or the unseen stratum's where that is wider at an end; the output says so in one
 line (``coverage_note``).
 
+Software drift (the table's ``drift``): engines keep getting faster after the rounds the
+widths were calibrated on, so a kind's high end is raised by ``log_per_round`` for each
+publication round from the calibration round to the table's ``as_of_round`` (measured on the
+two rounds before the calibration, never on the rounds coverage is measured on).
+
 Ideal-bound figures (the ``paper`` and ``refined`` presets) have no interval: they are bounds.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, cast, get_args, overload
@@ -173,6 +178,21 @@ class Band:
             self.rows,
         )
 
+    def drifted(self, shift: float) -> Band:
+        """The band with its high end raised by ``shift`` (a log ratio; its low end lowered
+        where ``shift`` is negative): software drift since the calibration round."""
+        if shift == 0.0:
+            return self
+        up, down = max(shift, 0.0), min(shift, 0.0)
+        return Band(
+            self.q05 + down,
+            self.q10 + down,
+            self.q90 + up,
+            self.q95 + up,
+            f"{self.source}, drift {shift:+.3f}",
+            self.rows,
+        )
+
     def envelope(self, other: Band) -> Band:
         return Band(
             min(self.q05, other.q05),
@@ -195,15 +215,21 @@ class IntervalTable:
     fitted_models: frozenset
     provenance: dict
     path: str
+    #: kind -> (log ratio per publication round, rounds from calibration to the table's date)
+    drift: dict = field(default_factory=dict)
 
-    def band(self, stratum: Stratum) -> Band:
-        """The quantiles of ``stratum``, pooled upward and widened outside coverage."""
+    def band(self, stratum: Stratum, rounds: float | None = None) -> Band:
+        """The quantiles of ``stratum``, pooled upward, widened outside coverage and moved by
+        the kind's software drift over ``rounds`` publication rounds after the calibration
+        round (default: the table's, up to the round it was written in)."""
+        per_round, as_of = self.drift.get(stratum.kind, (0.0, 0.0))
+        shift = per_round * (as_of if rounds is None else rounds)
         if stratum.seen:
-            return self._pooled(stratum)
+            return self._pooled(stratum).drifted(shift)
         seen = self._pooled(Stratum(**{**stratum.__dict__, "seen": True}))
         band = seen.widened(self.unseen_widening)
         unseen = self._pooled(stratum, stop=len(POOLING) - 1)
-        return band.envelope(unseen) if unseen is not None else band
+        return (band.envelope(unseen) if unseen is not None else band).drifted(shift)
 
     @overload
     def _pooled(self, stratum: Stratum, stop: None = None) -> Band: ...
@@ -272,6 +298,20 @@ def parse_table(data: dict, source: str) -> IntervalTable:
         label = ", ".join(v for v in dims if v != "*") or "all"
         key = (kind, *dims)
         strata[key] = Band(**q, source=f"{kind}: {label}", rows=int(s.get("rows", 0)))
+    drift = {}
+    for kind, d in (data.get("drift") or {}).items():
+        where = f"drift.{kind}"
+        if kind not in KINDS or not isinstance(d, dict):
+            raise SpecError(
+                source, where, "is not a kind's drift", f"a mapping under one of {KINDS}"
+            )
+        drift[kind] = tuple(
+            float(check_number(d.get(k), source, f"{where}.{k}", minimum=lo, maximum=hi, unit=u))
+            for k, lo, hi, u in (
+                ("log_per_round", -1.0, 1.0, "log ratio"),
+                ("rounds", 0.0, 20.0, "rounds"),
+            )
+        )
     models = set()
     for name in data.get("fitted_models") or ():
         try:
@@ -286,6 +326,7 @@ def parse_table(data: dict, source: str) -> IntervalTable:
         frozenset(models),
         dict(data.get("provenance") or {}),
         source,
+        drift,
     )
 
 

@@ -10,6 +10,7 @@ the load outgrows every layout, the one that serves the most requests per second
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -69,6 +70,19 @@ class EngineConfig:
                 raise SpecError(
                     "argument", name, f"is {getattr(self, name)!r}", f"one of {', '.join(allowed)}"
                 )
+
+    def per_instance(self, ranks: int) -> EngineConfig:
+        """The limits of an instance that runs ``ranks`` data-parallel attention ranks: each
+        rank schedules its own requests (TensorRT-LLM's ``max_batch_size`` and
+        ``max_num_tokens`` and vLLM's ``max_num_seqs`` hold per rank), so the instance holds
+        ``ranks`` times the requests and prompt tokens of one."""
+        if ranks <= 1:
+            return self
+        return dataclasses.replace(
+            self,
+            max_batch_requests=int(self.max_batch_requests * ranks),
+            step_token_budget=int(self.step_token_budget * ranks),
+        )
 
     def describe(self) -> str:
         """Such as "2048 requests, 8192 tokens per step, no_evict admission, whole prompts"."""

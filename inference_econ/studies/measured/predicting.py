@@ -61,6 +61,16 @@ class RowEngine:
     label: str
 
 
+def for_layout(found: RowEngine, cand: Candidate) -> RowEngine:
+    """A row's engine on a candidate layout: with data-parallel attention each of the
+    ``cand.tensor`` ranks schedules its own requests, so a stated cap or an engine default is
+    per rank (``EngineConfig.per_instance``; a cap per instance would be contradicted by
+    measured runs holding more requests than it). The ideal engine is left as it is."""
+    if found.profile is None or not cand.attention_dp:
+        return found
+    return dataclasses.replace(found, config=found.config.per_instance(cand.tensor))
+
+
 def platform_of(gpu) -> str:
     """The software platform of a GPU: ROCm on AMD Instinct parts (MI...), CUDA otherwise."""
     return "rocm" if gpu.name.upper().startswith("MI") else "cuda"
@@ -274,8 +284,9 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
         found = engines.get(i)
         if not isinstance(found, RowEngine) or not predictable(row):
             continue
-        plan.engines[i] = found
+        plan.engines[i] = row_found = found
         for j, cand in enumerate(candidates(row)):
+            found = for_layout(row_found, cand)
             a = _assumptions_for(base, found.profile, cand.expert_parallel)
             model, prefill = _models(row.arch, row.gpu, row.bits, a)
             if _capacity(model, row, cand) < 1.0:
@@ -305,7 +316,7 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
             key = (id(model), layout)
             if key not in groups:
                 groups[key] = _Group(model, prefill, layout, index=len(groups))
-            if _add_points(plan, groups[key], i, j, row, cand, model, found.config):
+            if _add_points(plan, groups[key], i, j, row, cand, model, found):
                 plan.candidates[(i, j)] = cand
     offset = 0
     for g in groups.values():
@@ -379,8 +390,9 @@ def _exact(model, row, cand, found: RowEngine) -> bool:
 
 
 def _add_points(plan: Plan, g: _Group, i: int, j: int, row, cand, model, found) -> bool:
-    """The points of one steady row and candidate layout; False if it cannot serve it."""
-    config = found if isinstance(found, EngineConfig) else found
+    """The points of one steady row and candidate layout (``found``: the row's engine on it);
+    False if it cannot serve it."""
+    config = found.config
     budget = float(config.step_token_budget)
     L = row.lengths
     s = row.scenario
@@ -402,8 +414,7 @@ def _add_points(plan: Plan, g: _Group, i: int, j: int, row, cand, model, found) 
         b = g.add(B, L.input_mean + L.output_mean / 2.0, 0.0, 0.0, 0.0)
         plan.points.append((i, j, B, cand.replicas, a, 1.0, b, max(L.output_mean - 1.0, 0.0), 0))
         return True
-    found_engine = plan.engines[i]
-    top = _steady_batch(model, row, cand, found_engine)
+    top = _steady_batch(model, row, cand, found)
     if s == "closed_loop":
         B = min(row.concurrency / cand.replicas, top)
         users = B if q == "throughput" else max(B - 1.0, 0.0)
@@ -776,8 +787,10 @@ def _steady_pairs(plan: Plan) -> dict:
 def _load_pairs(plan: Plan) -> dict:
     """(row, candidate) -> (value, score, note) of the rows under load. A Server or
     Interactive row simulates the candidate layouts whose steady-state estimate is within
-    ``replay.RANKING_SHARE`` of the best one's (rows with the same case share every
-    simulation)."""
+    ``replay.RANKING_SHARE`` of the best one's, and always the one that prefills a prompt
+    fastest (the widest tensor-parallel instance: the estimate ranks decode throughput and
+    cannot see the TTFT limit, which long prompts make bind first on narrower instances);
+    rows with the same case share every simulation."""
     by_row: dict = {}
     for (i, j), case in plan.load.items():
         by_row.setdefault(i, []).append((j, case))
@@ -790,7 +803,11 @@ def _load_pairs(plan: Plan) -> dict:
             guesses = [(rp.estimate(c).throughput, j, c) for j, c in cases]
             top = max((g for g, _, _ in guesses if np.isfinite(g)), default=math.nan)
             if np.isfinite(top):
-                cases = [(j, c) for g, j, c in guesses if g >= rp.RANKING_SHARE * top]
+                widest = max(c.tensor for _, c in cases)
+                wide = [(g, j) for g, j, c in guesses if c.tensor == widest and np.isfinite(g)]
+                keep = {j for g, j, _ in guesses if g >= rp.RANKING_SHARE * top}
+                keep |= {max(wide)[1]} if wide else set()
+                cases = [(j, c) for j, c in cases if j in keep]
         for j, case in cases:
             o = rp.replay(case)
             value = o.value(q) / per_gpu
