@@ -481,6 +481,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         if decode_text
         else sem.row_layout(rec.get("parallelism"), context, scenario, serving, where)
     )
+    cap = sem.instance_cap(cap, layout, engine.name)
     per, per_count = _basis(rec, metric, gpus, count, base["gpu"], decode_gpus)
     base.update(
         bits=bits,

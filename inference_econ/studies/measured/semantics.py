@@ -567,6 +567,25 @@ def batch_of(text, scenario: str | None, notes: str = "") -> tuple[float | None,
     return concurrency, cap
 
 
+#: Engines whose batch cap counts the requests of one attention data-parallel rank, not of the
+#: whole instance: TensorRT-LLM's ``max_batch_size`` (each attention-DP rank runs its own
+#: executor and scheduler; its DeepSeek-R1 guide runs ``--max_batch_size 384`` at concurrency
+#: 3072 on TP8 EP8 with attention DP; ai-dynamo/dynamo#11982) and vLLM's ``--max-num-seqs``
+#: (an engine core, with its own scheduler, per data-parallel rank; vllm-project/vllm#13923).
+#: SGLang's ``--max-running-requests`` is the instance's (its scheduler divides it by the DP
+#: size), as is any engine not listed here.
+CAP_PER_ATTENTION_RANK = ("trtllm", "vllm")
+
+
+def instance_cap(cap: float | None, layout: Layout | None, engine: str | None) -> float | None:
+    """The batch cap of one instance, from the cap a row states: times the attention
+    data-parallel ranks (the instance's tensor degree) where the row's layout runs attention
+    data parallel on an engine whose cap is per rank (``CAP_PER_ATTENTION_RANK``)."""
+    if cap is None or layout is None or not layout.attention_dp:
+        return cap
+    return cap * layout.tensor if engine in CAP_PER_ATTENTION_RANK else cap
+
+
 # --- limits -------------------------------------------------------------------------------------
 
 _LIMIT = re.compile(
