@@ -49,6 +49,12 @@ OFFLINE_SCENARIOS = ("offline", "static")
 #: The ideal engine of the paper and refined presets: every request the KV cache holds may
 #: run (at most 16,384), 8,192 tokens per step, prompts in chunks next to decoding.
 IDEAL_ENGINE = EngineConfig(16384, 8192, "recompute", "chunked")
+#: Tokens per step the ideal engine tries on a row under latency limits (Server, Interactive),
+#: keeping the best, as an operator tunes ``max_num_batched_tokens`` (``max_num_tokens``): a
+#: step of 8,192 prompt tokens can outlast the TPOT limit by itself on a slow GPU (Llama 3.1
+#: 8B in FP8 on an H200 NVL: ~0.12 s of arithmetic against 0.1 s), which then caps the load,
+#: while smaller chunks keep decoding within it.
+IDEAL_STEP_BUDGETS = (512, 2048, 8192)
 
 
 @dataclass(frozen=True)
@@ -106,13 +112,15 @@ def resolve_engines(rows, base: Assumptions, engine=None) -> dict:
 @dataclass(frozen=True)
 class Candidate:
     """One layout tried for a row: instances of ``gpus`` GPUs (tensor x pipeline),
-    ``replicas`` of them, attention data parallel or not, expert parallel or not."""
+    ``replicas`` of them, attention data parallel or not, expert parallel or not; under the
+    ideal engine, a row under load also tries its tokens per step (None: the engine's)."""
 
     tensor: int
     pipeline: int
     replicas: int
     attention_dp: bool
     expert_parallel: bool
+    step_token_budget: int | None = None
 
     @property
     def gpus(self) -> int:
@@ -124,7 +132,10 @@ class Candidate:
             text += " EP"
         if self.attention_dp:
             text += " attn-DP"
-        return f"{self.replicas} x {text}" if self.replicas > 1 else text
+        text = f"{self.replicas} x {text}" if self.replicas > 1 else text
+        if self.step_token_budget is not None:
+            text += f", {self.step_token_budget} tokens/step"
+        return text
 
 
 @dataclass
@@ -275,7 +286,14 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
         if not isinstance(found, RowEngine) or not predictable(row):
             continue
         plan.engines[i] = found
-        for j, cand in enumerate(candidates(row)):
+        options = candidates(row)
+        if found.profile is None and row.scenario in ("server", "interactive"):
+            options = [
+                dataclasses.replace(c, step_token_budget=b)
+                for c in options
+                for b in IDEAL_STEP_BUDGETS
+            ]
+        for j, cand in enumerate(options):
             a = _assumptions_for(base, found.profile, cand.expert_parallel)
             model, prefill = _models(row.arch, row.gpu, row.bits, a)
             if _capacity(model, row, cand) < 1.0:
@@ -322,6 +340,8 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
     clients = None
     if row.scenario == "closed_loop":
         clients = max(1, int(round(row.concurrency / cand.replicas)))
+    if cand.step_token_budget is not None:
+        config = dataclasses.replace(config, step_token_budget=cand.step_token_budget)
     setting = Setting(row.arch.with_precision(*row.bits), row.gpu, assumptions=a)
     return rp.LoadCase(
         setting,
