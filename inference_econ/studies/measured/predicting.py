@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...errors import SpecError
+from ...errors import InfeasibleError, SpecError
 from ...model.assumptions import Assumptions, preset
 from ...model.efficiency import StepWork, concatenate
 from ...model.latency import StepModel, prefill_step_model
@@ -287,12 +287,6 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
             continue
         plan.engines[i] = found
         options = candidates(row)
-        if found.profile is None and row.scenario in ("server", "interactive"):
-            options = [
-                dataclasses.replace(c, step_token_budget=b)
-                for c in options
-                for b in IDEAL_STEP_BUDGETS
-            ]
         for j, cand in enumerate(options):
             a = _assumptions_for(base, found.profile, cand.expert_parallel)
             model, prefill = _models(row.arch, row.gpu, row.bits, a)
@@ -314,8 +308,13 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
             if loaded or (row.scenario == "offline" and not _exact(model, row, cand, found)):
                 if for_fit and not loaded:
                     continue  # preemption shapes the run: no closed form to re-time
-                plan.load[(i, j)] = _case(row, cand, a, found.config)
+                plan.load[(i, j)] = case = _case(row, cand, a, found.config)
                 plan.candidates[(i, j)] = cand
+                if found.profile is None and row.scenario in ("server", "interactive"):
+                    for k, b in enumerate(_smaller_budgets(case), start=1):
+                        tuned = dataclasses.replace(cand, step_token_budget=b)
+                        plan.load[(i, j + k * len(options))] = _case(row, tuned, a, found.config)
+                        plan.candidates[(i, j + k * len(options))] = tuned
                 continue
             layout = EngineLayout(
                 cand.gpus, cand.pipeline, cand.tensor if cand.attention_dp else 1.0
@@ -357,6 +356,25 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         clients,
         bool(row.disaggregated),
     )
+
+
+def _smaller_budgets(case) -> tuple[int, ...]:
+    """The smaller tokens per step the ideal engine tries on a row under limits
+    (``IDEAL_STEP_BUDGETS``): only where a step carrying one full prompt chunk of its own
+    budget would outlast the row's TPOT limit by itself (elsewhere a smaller step cannot
+    raise the load the limits allow)."""
+    budget = int(case.config.step_token_budget)
+    if not case.limits:
+        return ()
+    try:
+        inst = rp.instance(case)
+    except InfeasibleError:
+        return ()
+    chunk = float(min(case.prompt[0], budget))
+    attention = budget * float(inst.positions(chunk / 2.0))
+    if inst.table.time_s(budget, 0.0, attention, 1, chunk) <= case.limits[1]:
+        return ()
+    return tuple(b for b in IDEAL_STEP_BUDGETS if b < budget)
 
 
 def length_sds(L) -> tuple[float, float]:
