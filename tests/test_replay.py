@@ -203,9 +203,9 @@ def test_with_attention_dp_the_engines_limits_are_per_rank(tmp_path):
     found = pr.row_engine(r, preset("achievable"))
     (cand,) = pr.candidates(r)
     assert found.config.max_batch_requests == 512
-    assert pr.for_layout(found, cand).config.max_batch_requests == 4096
+    assert pr.for_layout(found, cand, r).config.max_batch_requests == 4096
     tp = pr.Candidate(8, 1, 1, False, True)  # tensor-parallel attention: one scheduler
-    assert pr.for_layout(found, tp) is found
+    assert pr.for_layout(found, tp, r) is found
 
 
 def test_the_layout_that_prefills_fastest_is_always_simulated(tmp_path, monkeypatch):
