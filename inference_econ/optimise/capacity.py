@@ -747,7 +747,7 @@ def with_odds(
     confident = Confident(
         level, deployment, factor, held, usd, r.usd_per_m_output_tokens_all_in * grow, note
     )
-    if not d.disaggregated and settings:
+    if settings:  # a disaggregated plan's confident one may be co-located, and vice versa
         for option in _confident_options(plan, level, settings):
             c_usd, c_held, c_deployment, c_factor, hardware, _ = option
             key = (c_usd, -c_held, c_deployment.gpus)
@@ -755,7 +755,9 @@ def with_odds(
                 best = key
                 mtok = r.usd_per_m_output_tokens_all_in * c_usd / r.usd_per_hour
                 same = (
-                    hardware == r.hardware and c_deployment.gpus_per_instance == d.gpus_per_instance
+                    not d.disaggregated
+                    and hardware == r.hardware
+                    and c_deployment.gpus_per_instance == d.gpus_per_instance
                 )
                 confident = Confident(
                     level, c_deployment, c_factor, c_held, c_usd, mtok, "",
@@ -786,7 +788,8 @@ def _confident_options(
         short = full is not None and row.probe_requests != full
         if short and (row.probe_requests == 0 or not include_short):
             continue  # a short search's figure is too rough to size a plan on
-        if row.hardware == r.hardware and row.gpus_per_instance == d.gpus_per_instance:
+        own = row.hardware == r.hardware and row.gpus_per_instance == d.gpus_per_instance
+        if own and not d.disaggregated:
             continue  # the plan's own, scaled from its verified figures above
         per = float(row.max_rate_per_instance)
         if not (per > 0 and math.isfinite(per)):
@@ -825,7 +828,7 @@ def confident_plan(
     level = int(round(100 * confidence))
     for _ in range(len(plan.candidates)):
         odds = with_odds(plan, confidence, bound, settings)
-        if level not in LEVELS or odds.confident is None or plan.deployment.disaggregated:
+        if level not in LEVELS or odds.confident is None:
             return odds
         cheaper = [
             o
