@@ -208,6 +208,13 @@ def _profile(engine: str):
     return load_engine(engine)
 
 
+def _step_budget(engine: str, gpu) -> int:
+    """The engine's default tokens per step on this GPU for a served (online) run: vLLM V1
+    takes 8,192 on GPUs of 70 GiB or more but the A100 and 2,048 elsewhere (its profile's
+    scheduler rules), where the profile's base figure is the latter."""
+    return int(_profile(engine).scheduler_limits(gpu, offline=False)[1])
+
+
 def point_plan(
     setting: Setting,
     engine: str,
@@ -235,8 +242,7 @@ def point_plan(
     longest = max_model_len or round_length(
         prompt_tokens + output_tokens, setting.model.max_context_tokens
     )
-    prof = _profile(engine)
-    w = worker(setting, engine, "server", 1, degrees, b, prof.step_token_budget, context, longest)
+    w = worker(setting, engine, "server", 1, degrees, b, _step_budget(engine, setting.gpu), context, longest)
     step = float(row["decode_latency_s"])
     expected = {
         "ttft_s": float(row["ttft_s"]),
@@ -412,12 +418,11 @@ def disagg_plan(
     longest = max_model_len or round_length(
         prompt_tokens + output_tokens, setting.model.max_context_tokens
     )
-    prof = _profile(engine)
     decode_degrees = layout_degrees(
         setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
     )
     decode = worker(
-        setting, engine, "decode", 1, decode_degrees, b, prof.step_token_budget,
+        setting, engine, "decode", 1, decode_degrees, b, _step_budget(engine, setting.gpu),
         prompt_tokens + output_tokens / 2.0, longest,
     )  # fmt: skip
     require_fit([decode.memory])  # a decode worker that does not fit has no pool balance
@@ -441,7 +446,7 @@ def disagg_plan(
             prefill_count,
             (1, n_p, 1, n_p if moe else 1),
             prefill_batch,
-            prof.step_token_budget,
+            _step_budget(engine, setting.gpu),
             prompt_tokens,
             longest,
         ),
