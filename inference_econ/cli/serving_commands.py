@@ -265,6 +265,11 @@ def disagg(
             "request mix (co-located or disaggregated)"
         )
     notes = [*df.attrs["notes"], *layout_notes(df.attrs["decode_layout"], discrete)]
+    if setting.assumptions.achievable:
+        notes.append(
+            "No interval on kv_transfer_s (the KV cache over the link at its bandwidth, not an "
+            "engine step) or on the busy fractions (ratios of two figures of one kind)."
+        )
     meta = layout_meta(_meta(setting), discrete)
     click.echo(stated_table(df, format, setting, df.attrs["note"], meta, notes), nl=False)
 
