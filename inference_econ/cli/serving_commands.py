@@ -180,7 +180,15 @@ def prices(model, hardware, contexts, format, **values):
     meta = setting.metadata()
     del meta["context_tokens"]  # one per row
     title = "Output/input token price ratio"
-    click.echo(stated_table(pd.DataFrame(rows), format, setting, title, meta), nl=False)
+    notes = (
+        [
+            "No interval on the MFUs (as `point` and `prefill` give none) or on the price ratio "
+            "(a ratio of a throughput figure to a TTFT figure, whose errors are not paired)."
+        ]
+        if setting.assumptions.achievable
+        else []
+    )
+    click.echo(stated_table(pd.DataFrame(rows), format, setting, title, meta, notes), nl=False)
 
 
 @click.command("context-parallel", short_help="Context-parallel prefill (KV-Runahead).")
