@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InfeasibleError, SpecError
+from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
 from ..serving.load.arrivals import Traffic
 from ..serving.load.demand import DemandCurve
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
-from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
 from ..serving.load.targets import Targets
 from ..serving.setting import Setting, price_gpu
 from ..specs.bases import PriceBasis

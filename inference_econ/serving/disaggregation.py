@@ -31,8 +31,8 @@ from ..model.mixed_step import EngineLayout, mixed_step_s
 from ..model.values import Floats
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
-from .load.engine import DEFAULT_ENGINE
 from .intervals import add_intervals
+from .load.engine import DEFAULT_ENGINE
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
 from .setting import Setting, whole_batch_kv_note
