@@ -285,10 +285,9 @@ def sweep(
         # of the interval table (throughput, TPOT, TTFT) is its error, so it carries none
         notes = (
             [
-                "No interval on the elasticities: each is a ratio of two changes of one expected "
-                "figure, whose errors largely cancel; the interval table's kinds (throughput, "
-                "TPOT, TTFT) are errors of figures, not of their ratios. The figures themselves: "
-                "sweep --param."
+                "No interval on the elasticities: each is a ratio of changes of one expected "
+                "figure, and the interval table (throughput, TPOT, TTFT) holds errors of figures, "
+                "not of their changes. The figures with their intervals: sweep --param."
             ]
             if setting.assumptions.achievable
             else []
