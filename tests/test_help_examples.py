@@ -120,7 +120,7 @@ def test_table_commands_say_first_whether_figures_are_a_bound_or_expected(help_e
     args += ["--batch", "64", "--prompt-tokens", "4000", "--output-tokens", "500"]
     expected = CliRunner().invoke(main, [*args, "--assumptions", "achievable", "--format", "json"])
     assert json.loads(expected.stdout)["notes"][0].startswith(
-        "Expected figures: achievable preset, engine profile trtllm; this table leaves out"
+        "Expected figures: achievable preset, engine profile trtllm; 80 % and 90 % intervals"
     )
     csv = CliRunner().invoke(main, [*args, "--format", "csv"]).stdout.splitlines()
     assert csv[0].startswith("# Computed with:") and csv[1] == f"# {bound} " + (

@@ -252,11 +252,11 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     click.echo(stated(row, format, title, result.setting, result.metadata(), notes), nl=False)
 
 
-def _first_line(setting, intervals: bool = True) -> str:
+def _first_line(setting) -> str:
     """Whether the figures are expected (an engine profile, with intervals) or a bound."""
     from ..serving.intervals import figures_line
 
-    return figures_line(setting, intervals)
+    return figures_line(setting)
 
 
 def _odds_notes(result) -> list[str]:
@@ -366,7 +366,9 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
 def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
     from .. import api
+    from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines, render
+    from ..serving.intervals import coverage_note
     from .common import vertical
 
     for flag, given_value in (
@@ -403,20 +405,29 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
             else ""
         )
         + ".",
-        f"One instance holds {plan.max_rate_per_instance:.4g} req/s within the targets "
-        "(capacity's knee search, once per GPU and size); each hour needs ceil(rate / that) instances.",
+        f"One instance holds {plan.max_rate_per_instance:.4g} req/s within the targets"
+        + _held_range(plan.held)
+        + " (capacity's knee search, once per GPU and size); each hour needs ceil(rate / that) "
+        "instances"
+        + (
+            "; the instances' and the cost's intervals are the plans for the ends of the held "
+            "load's (instances_low80 ... columns)."
+            if plan.held
+            else "."
+        ),
         f"Compare: every hour on {plan.prices.burst_basis} ${plan.all_on_demand_usd:,.0f}; the "
         f"reserved price for exactly the instances each hour uses ${plan.all_reserved_used_usd:,.0f}"
         f" (a floor); reserving the peak ${plan.reserve_peak_usd:,.0f}.",
         *plan.notes,
     ]
-    line = _first_line(plan.setting, intervals=False)  # a demand plan prints no interval
+    line = _first_line(plan.setting)
+    notes = [*filter(None, [coverage_note(plan.setting)]), *notes]
     if fmt in ("csv", "json"):
         emit(render(plan.hourly(), fmt, title=title, notes=[line, *notes], meta=meta), out)
     else:
-        head = line + "\n" + vertical(summary, fmt, title)
+        head = line + "\n" + vertical(ranged(summary), fmt, title)
         body = render(
-            plan.candidates,
+            ranged_columns(plan.candidates),
             fmt,
             title="Every candidate: its most load per instance and the cheapest plan with it",
         )
@@ -429,6 +440,16 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
 
         for path in save(demand_figure(plan), *FigureFile.target(figure)):
             click.echo(f"wrote {path}", err=True)
+
+
+def _held_range(held: dict) -> str:
+    """`` (80 %: a-b; 90 %: c-d)`` of a held load's interval columns, or "" for a bound."""
+    from ..serving.intervals import interval_columns
+
+    ends = [held.get(c) for c in interval_columns("max_rate_per_instance")]
+    if any(e is None for e in ends):
+        return ""
+    return f" (80 %: {ends[0]:.4g}-{ends[1]:.4g}; 90 %: {ends[2]:.4g}-{ends[3]:.4g})"
 
 
 def _chosen_curve(model, plan, kwargs, say):

@@ -433,20 +433,29 @@ class OutputFolder(click.ParamType):
         return value
 
 
-def stated_table(df, fmt: str, under, title: str = "", meta=None, notes=()) -> str:
+def stated_table(
+    df, fmt: str, under, title: str = "", meta=None, notes=(), intervals: bool = True
+) -> str:
     """A table whose first line says whether its figures are an ideal bound or expected
     (``serving.intervals.figures_line``; CSV and JSON: the first note), as every command
     states it. ``under``: the setting or preset label the figures were computed under, or
-    several (a study's cells): one line for each kind of figure."""
+    several (a study's cells): one line for each kind of figure. Expected figures' intervals
+    are ranges in a text table (``output.ranges.ranged_columns``) and their ``_low80`` ...
+    columns in CSV and JSON; ``intervals=False``: the table has none (its line says so)."""
+    from ..output.ranges import ranged_columns
     from ..output.render import render
-    from ..serving.intervals import figures_line
+    from ..serving.intervals import coverage_note, figures_line
+    from ..serving.setting import Setting
 
     labels = under if isinstance(under, (list, tuple)) else [under]
-    lines = list(dict.fromkeys(figures_line(u, intervals=False) for u in labels))
+    lines = list(dict.fromkeys(figures_line(u, intervals) for u in labels))
+    covered = (coverage_note(u) for u in labels if isinstance(u, Setting) and intervals)
+    notes = [*dict.fromkeys(n for n in covered if n), *notes]
     line = lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines)
     if fmt in ("csv", "json"):
         return render(df, fmt, title=title, meta=meta, notes=[line, *notes])
-    return line + "\n" + render(df, fmt, title=title, meta=meta, notes=list(notes))
+    shown = ranged_columns(df)
+    return line + "\n" + render(shown, fmt, title=title, meta=meta, notes=list(notes))
 
 
 def emit(text: str, out: str | None) -> None:

@@ -281,7 +281,20 @@ def sweep(
         result = sens.elasticities(setting, at_speed=speed, progress=progress, method=method)
         meta["at_speed_tokens_per_s"] = speed
         title = tornado_title(setting, speed, at_speed is None)
-        click.echo(stated_table(result, format, setting, title, meta), nl=False)
+        # an elasticity is a dimensionless ratio of log changes of one expected figure: no kind
+        # of the interval table (throughput, TPOT, TTFT) is its error, so it carries none
+        notes = (
+            [
+                "No interval on the elasticities: each is a ratio of changes of one expected "
+                "figure, and the interval table (throughput, TPOT, TTFT) holds errors of figures, "
+                "not of their changes. The figures with their intervals: sweep --param."
+            ]
+            if setting.assumptions.achievable
+            else []
+        )
+        expected = setting.assumptions.achievable
+        table = stated_table(result, format, setting, title, meta, notes, intervals=not expected)
+        click.echo(table, nl=False)
         stem, fmts = FigureFile.target(tornado)
         save(tornado_figure(result, title), stem, fmts)
         click.echo(f"wrote {tornado}", err=True)

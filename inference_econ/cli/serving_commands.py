@@ -180,7 +180,15 @@ def prices(model, hardware, contexts, format, **values):
     meta = setting.metadata()
     del meta["context_tokens"]  # one per row
     title = "Output/input token price ratio"
-    click.echo(stated_table(pd.DataFrame(rows), format, setting, title, meta), nl=False)
+    notes = (
+        [
+            "No interval on the MFUs (as `point` and `prefill` give none) or on the price ratio "
+            "(a ratio of a throughput figure to a TTFT figure, whose errors are not paired)."
+        ]
+        if setting.assumptions.achievable
+        else []
+    )
+    click.echo(stated_table(pd.DataFrame(rows), format, setting, title, meta, notes), nl=False)
 
 
 @click.command("context-parallel", short_help="Context-parallel prefill (KV-Runahead).")
@@ -265,6 +273,11 @@ def disagg(
             "request mix (co-located or disaggregated)"
         )
     notes = [*df.attrs["notes"], *layout_notes(df.attrs["decode_layout"], discrete)]
+    if setting.assumptions.achievable:
+        notes.append(
+            "No interval on kv_transfer_s (the KV cache over the link at its bandwidth, not an "
+            "engine step) or on the busy fractions (ratios of two figures of one kind)."
+        )
     meta = layout_meta(_meta(setting), discrete)
     click.echo(stated_table(df, format, setting, df.attrs["note"], meta, notes), nl=False)
 

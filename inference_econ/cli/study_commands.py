@@ -71,10 +71,10 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
         kept = f"finished cells are cached in {out}/cache: " if out else ""
         click.echo(f"interrupted: {kept}rerun the same command to resume", err=True)
         sys.exit(130)
-    best, meaning = summary_table(result.key_points, result.study)
+    best, meaning = summary_table(result.key_points, result.study, intervals=True)
     title = f"{result.study.title}: {meaning}"
     note = infeasible_note(best, result.key_points)
-    value = best.columns[-1]
+    value = best.attrs["value"]
     if format in ("table", "markdown"):  # CSV and JSON keep the empty value (null)
         best[value] = [("n/a" if pd.isna(v) else v) for v in best[value]]
     notes = [note] if note else []

@@ -296,6 +296,8 @@ def _candidate(
         "excluded": per <= 0,
         "note": knee.reason,
         "setting": setting,
+        # the held load's intervals (§F12; {} for a bound), for plans built on it (--demand)
+        "held": held_intervals(at, per) if at is not None and per > 0 else {},
     }
     if per > 0:
         count = math.ceil(rate / per - 1e-9)
@@ -665,7 +667,9 @@ def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.Dat
         and r["gpus_per_instance"] == wanted[r["pool"]][1]
         for r in rows
     ]
-    table = pd.DataFrame([{k: v for k, v in r.items() if k != "setting"} for r in rows])
+    table = pd.DataFrame(
+        [{k: v for k, v in r.items() if k not in ("setting", "held")} for r in rows]
+    )
     table["chosen"] = chosen
     if set(table["speculation"]) == {"none"}:
         table = table.drop(columns=["speculation"])

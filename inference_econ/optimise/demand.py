@@ -12,6 +12,11 @@ a share ``q`` of its instances to interruptions each hour, so covering ``e`` ins
 
 The plan never costs more than buying every hour on demand (``R = 0``) nor less than paying
 the reserved price for exactly the instances each hour uses (``Σ_h k_h·min(r, b)``).
+
+Under an engine profile the load one instance holds is an expected figure with its 80 % and
+90 % intervals (docs/model.md §F12); the instances each hour needs and the plan's cost at each
+end of them are the same plan made for that end's load (the pessimistic end of the load is the
+high end of the instances and the cost).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InfeasibleError, SpecError
+from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
 from ..serving.load.arrivals import Traffic
 from ..serving.load.demand import DemandCurve
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
@@ -75,6 +81,15 @@ def hourly_plan(needed, gpus_per_instance: int, prices: Prices, interruption: fl
     return best
 
 
+def instances_needed(requests_per_s, max_rate_per_instance: float) -> np.ndarray:
+    """The instances each hour needs: ``⌈rate_h / knee⌉``."""
+    return np.ceil(np.asarray(requests_per_s) / max_rate_per_instance - 1e-9).astype(np.int64)
+
+
+#: An end of an interval of the held load -> the end of the instances and costs it gives.
+_OPPOSITE = {"low80": "high80", "high80": "low80", "low90": "high90", "high90": "low90"}
+
+
 @dataclass(frozen=True)
 class DemandPlan:
     """The cheapest capacity found for a demand curve, and every candidate."""
@@ -97,6 +112,20 @@ class DemandPlan:
     output_tokens_per_request: float
     candidates: pd.DataFrame
     notes: tuple[str, ...] = field(default=())
+    #: The interval columns of ``max_rate_per_instance`` (§F12; {} for an ideal bound).
+    held: dict = field(default_factory=dict)
+
+    def ends(self) -> dict[str, tuple[np.ndarray, float]]:
+        """At each end of the instances' interval (low80, high80, low90, high90): the
+        instances each hour needs and the cheapest plan's cost, made for the held load at the
+        opposite end; {} for an ideal bound."""
+        out = {}
+        for key, column in zip(interval_keys(), interval_columns("max_rate_per_instance")):
+            if column in self.held and self.held[column] > 0:
+                needed = instances_needed(self.demand.requests_per_s, self.held[column])
+                plan = hourly_plan(needed, self.gpus_per_instance, self.prices, self.interruption)
+                out[_OPPOSITE[key]] = (needed, float(plan["total_usd"]))
+        return out
 
     @property
     def hours(self) -> int:
@@ -130,11 +159,26 @@ class DemandPlan:
                 "usd_per_m_output_tokens_all_in": self.total_usd / self.output_tokens * 1e6,
                 "reserved_basis": self.prices.reserved_basis,
                 "burst_basis": self.prices.burst_basis,
+                **self.held,
+                **self._cost_intervals(),
             }
         )
 
+    def _cost_intervals(self) -> dict:
+        ends = self.ends()
+        out = {}
+        for name, scale in (
+            ("total_usd", 1.0),
+            ("usd_per_m_output_tokens_all_in", 1e6 / self.output_tokens),
+        ):
+            for key, column in zip(interval_keys(), interval_columns(name)):
+                if key in ends:
+                    out[column] = ends[key][1] * scale
+        return out
+
     def hourly(self) -> pd.DataFrame:
         """Hour by hour: demand, instances needed, reserved in use, on demand, spot."""
+        ends = self.ends()
         return pd.DataFrame(
             {
                 "hour": self.demand.hours,
@@ -143,6 +187,11 @@ class DemandPlan:
                 "reserved_in_use": np.minimum(self.needed, self.reserved_instances),
                 "on_demand": self.on_demand,
                 "spot": self.spot,
+                **{
+                    column: ends[key][0]
+                    for key, column in zip(interval_keys(), interval_columns("instances"))
+                    if key in ends
+                },
             }
         )
 
@@ -182,6 +231,8 @@ def demand_plan(
         setting, n, per = row["setting"], row["gpus_per_instance"], row["max_rate_per_instance"]
         entry = {"hardware": setting.gpu.name, "gpus_per_instance": n, "layout": row["layout"]}
         entry["max_rate_per_instance"] = per
+        held = renamed_intervals(row["held"], "max_rate_per_s", "max_rate_per_instance")
+        entry.update(held)  # its intervals (§F12)
         if not per > 0:
             table.append({**entry, "excluded": True, "note": row["note"]})
             continue
@@ -192,7 +243,7 @@ def demand_plan(
         except SpecError as exc:
             table.append({**entry, "excluded": True, "note": exc.problem})
             continue
-        needed = np.ceil(demand.requests_per_s / per - 1e-9).astype(np.int64)
+        needed = instances_needed(demand.requests_per_s, per)
         if max_gpus is not None and needed.max() * n > max_gpus:
             note = f"the peak needs {needed.max() * n} GPUs > --max-gpus {max_gpus}"
             table.append({**entry, "excluded": True, "note": note})
@@ -220,6 +271,7 @@ def demand_plan(
             reserve_peak_usd=float(len(needed) * needed.max() * n * prices.reserved_usd),
             output_tokens_per_request=output_tokens,
             candidates=pd.DataFrame(),
+            held=held,
         )
         plans.append(plan)
         table.append(

@@ -55,7 +55,10 @@ def ranged_columns(df: pd.DataFrame, level: int = 90) -> pd.DataFrame:
     out = df.drop(columns=[c for n in figures for c in interval_columns(n)])
     for name in figures:
         low, high = interval_columns(name)[2 * i : 2 * i + 2]
-        text = [f"{_text(a, name)}-{_text(b, name)}" for a, b in zip(df[low], df[high])]
+        text = [
+            f"{_text(a, name)}-{_text(b, name)}" if pd.notna(a) and pd.notna(b) else ""
+            for a, b in zip(df[low], df[high])
+        ]  # blank where the figure is (a cell with no feasible point, or an ideal bound's)
         shown = HEADERS.get(name, milliseconds_name(name) if is_duration(name) else name)
         out.insert(out.columns.get_loc(name) + 1, f"{shown} {level} %", text)
     return out

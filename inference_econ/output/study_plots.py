@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
+from ..serving.intervals import interval_columns
 from .plots import plt, save, title_width, wrap
 from .style import dollar_ticks, dollars
 
@@ -51,10 +52,14 @@ METRICS = {
 }
 
 
-def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
+def summary_table(
+    key_points: pd.DataFrame, study, intervals: bool = False
+) -> tuple[pd.DataFrame, str]:
     """The best value per (panel, row, column) of the summary, and what the value means. The
     value's column is named by what it is (``cheapest_usd_per_mtok_at_50_tokens_per_s``: the
-    lowest $/Mtok among configurations at least that fast), the last column of the table."""
+    lowest $/Mtok among configurations at least that fast), the last column of the table;
+    ``intervals``: the chosen key point's interval columns after it (an expected figure's,
+    docs/model.md §F12; blank for an ideal bound's). ``attrs["value"]`` names the value."""
     s = study.summary
     point, column, higher, text, name = METRICS[s["metric"]]
     df = key_points[(key_points["point"] == point) & key_points["feasible"]]
@@ -67,12 +72,20 @@ def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
     axes = list(dict.fromkeys(axes))
     if column not in df:  # no cell has a feasible configuration
         df = df.assign(**{column: np.nan})
-    df = df[axes + [column]].dropna()
-    best = df.groupby(axes, sort=False)[column].agg("max" if higher else "min").reset_index()
+    ends = [c for c in interval_columns(column) if c in df] if intervals else []
+    df = df[axes + [column] + ends].dropna(subset=axes + [column]).reset_index(drop=True)
+    # the best key point of each group (its value, and its intervals where it has them)
+    chosen = df.groupby(axes, sort=False)[column].agg("idxmax" if higher else "idxmin")
+    best = df.loc[chosen.to_numpy()].reset_index(drop=True)
     # every combination the study computed keeps its row: NaN (n/a) where nothing is feasible
     every = key_points[axes].drop_duplicates().reset_index(drop=True)
     best = every.merge(best, on=axes, how="left")
-    best = best.rename(columns={column: name.format(speed=target)})
+    value = name.format(speed=target)
+    renamed = dict(zip(interval_columns(column), interval_columns(value)))
+    best = best.rename(columns={column: value, **renamed})
+    if ends and best[renamed[ends[0]]].isna().all():  # no cell's figure is expected
+        best = best.drop(columns=[renamed[c] for c in ends])
+    best.attrs["value"] = value
     others = [a for a in study.axis_names if a not in axes and _varies(study, a)]
     meaning = text.format(speed=speed)
     if others:
@@ -82,7 +95,7 @@ def summary_table(key_points: pd.DataFrame, study) -> tuple[pd.DataFrame, str]:
 
 def infeasible_note(best: pd.DataFrame, key_points: pd.DataFrame) -> str:
     """A line saying which summary rows are n/a and why (the first reason of a cell), or ""."""
-    missing = int(best.iloc[:, -1].isna().sum())
+    missing = int(best[best.attrs.get("value", best.columns[-1])].isna().sum())
     if not missing:
         return ""
     reasons = key_points.loc[~key_points["feasible"].astype(bool), "note"]

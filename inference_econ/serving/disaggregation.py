@@ -31,6 +31,7 @@ from ..model.mixed_step import EngineLayout, mixed_step_s
 from ..model.values import Floats
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
+from .intervals import add_intervals
 from .load.engine import DEFAULT_ENGINE
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
@@ -140,7 +141,9 @@ def compare(
             "usd_per_request_idle_charged": pools.gpu_s_per_request * price_s,
         },
     ]
-    df = pd.DataFrame(rows)
+    # expected figures' intervals (§F12), in the decode instance's stratum: TTFT for the time
+    # to first token, TPOT for the decode step and speed, throughput for GPU time and prices
+    df = add_intervals(pd.DataFrame(rows), setting, bound=row["bound"], gpus=float(decode_gpus))
     df.attrs["note"] = (
         f"{setting.model.name} on {setting.gpu.name}: {prompt_tokens:g} prompt + {output_tokens:g} output tokens; "
         f"decode on {decode_gpus:g} {plural(decode_gpus, 'GPU')} at batch {decode_batch:g}; prefill pool "

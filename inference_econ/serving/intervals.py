@@ -81,6 +81,10 @@ FIGURES: dict[str, tuple[FigureKind, int]] = {
     "usd_per_m_input_tokens": ("throughput", -1),
     "usd_per_m_output_tokens": ("throughput", -1),
     "usd_per_m_output_tokens_all_in": ("throughput", -1),
+    # disaggregated against co-located serving (disagg): GPU time and price per request
+    "gpu_s_per_request": ("throughput", -1),
+    "gpu_s_per_request_idle_charged": ("throughput", -1),
+    "usd_per_request_idle_charged": ("throughput", -1),
 }
 #: The figures of one prefill (``prefill``): its time is a time to first token; its speed in
 #: prompt tokens/s is the inverse, and its price per input token is proportional to its time.
@@ -507,6 +511,16 @@ def inverse_intervals(row: dict, source: str, name: str) -> dict:
     ends = [row[c] for c in have]  # low80, high80, low90, high90
     inverse = [1.0 / ends[1], 1.0 / ends[0], 1.0 / ends[3], 1.0 / ends[2]]
     return dict(zip(interval_columns(name), inverse))
+
+
+def renamed_intervals(row, source: str, name: str) -> dict:
+    """The interval columns of ``source`` in ``row`` (a mapping or a Series) under ``name``:
+    a figure taken from another result (a sweep's cheapest $/Mtok from its frontier's
+    cheapest point); {} if ``source`` has none there (an ideal bound)."""
+    have = interval_columns(source)
+    if row is None or not all(c in row for c in have):
+        return {}
+    return {new: float(row[old]) for old, new in zip(have, interval_columns(name))}
 
 
 def ideal(setting: Setting) -> Setting:

@@ -10,6 +10,7 @@ from .. import settings as table
 from ..errors import InfeasibleError, article
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
+from ..serving.intervals import PREFILL_FIGURES, renamed_intervals, series_intervals
 from ..serving.prefill import prefill
 from ..serving.setting import make_setting
 from ..specs.schema import check_number
@@ -44,6 +45,9 @@ def price_ratio(
             f"{setting.name} at context {context_tokens:g}: {article(prompt)} {prompt:g}-token prefill does not fit "
             f"on the {point.gpus:.3g} GPUs of the decode preference point"
         )
+    # expected figures' intervals (§F12): the decode point's from its frontier, the input
+    # price a prefill time's (TTFT); the ratio of the two kinds has none
+    pre = series_intervals(pre, setting, point.gpus, pre["bound"], PREFILL_FIGURES)
     return pd.Series(
         {
             "model": setting.model.name,
@@ -59,5 +63,8 @@ def price_ratio(
             "prefill_mfu": pre.mfu,
             "usd_per_m_input_tokens": pre.usd_per_m_input_tokens,
             "output_to_input_price_ratio": point.usd_per_mtok / pre.usd_per_m_input_tokens,
+            **renamed_intervals(point, "tokens_per_s", "decode_tokens_per_s"),
+            **renamed_intervals(point, "usd_per_mtok", "usd_per_m_output_tokens"),
+            **renamed_intervals(pre, "usd_per_m_input_tokens", "usd_per_m_input_tokens"),
         }
     )

@@ -17,6 +17,7 @@ from .. import settings as table
 from ..errors import SpecError, did_you_mean, short
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
+from ..serving.intervals import renamed_intervals
 from ..serving.setting import Setting, check_windows
 from ..specs.hardware import derive
 from ..specs.schema import check_number
@@ -132,6 +133,16 @@ def sweep(
         # nothing feasible, or the speed out of reach: no number (blank), never inf
         fastest = front.fastest() if not front.empty else None
         cost = float(front.cost_at_speed(at_speed)) if not front.empty else math.nan
+        # expected figures' intervals (§F12): those of the frontier points they are read from
+        # (the point cost_at_speed reads is the cheapest at least that fast)
+        at = front.cheapest_at_speed(at_speed) if math.isfinite(cost) else None
+        cheapest = front.cheapest() if not front.empty else None
+        ends = {
+            **renamed_intervals(fastest, "tokens_per_s", "fastest_tokens_per_s"),
+            **renamed_intervals(fastest, "latency_s", "fastest_latency_s"),
+            **renamed_intervals(at, "usd_per_mtok", "usd_per_mtok_at_speed"),
+            **renamed_intervals(cheapest, "usd_per_mtok", "cheapest_usd_per_mtok"),
+        }
         rows.append(
             {
                 "parameter": parameter,
@@ -143,6 +154,7 @@ def sweep(
                 "cheapest_usd_per_mtok": front.cheapest().usd_per_mtok
                 if not front.empty
                 else math.nan,
+                **ends,
             }
         )
     return pd.DataFrame(rows)

@@ -1,0 +1,124 @@
+"""Issue 23: disagg, sweep, prices, study and capacity --demand print every expected figure with
+its 80 % and 90 % intervals under an engine profile (CSV columns, ranges in text), and none
+under the paper preset (an ideal bound). Searches are kept small (a coarse grid, one instance
+size): the intervals do not depend on the search's resolution."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from inference_econ.cli import main
+from inference_econ.serving.intervals import interval_columns
+
+EXPECTED = "Expected figures: achievable preset, engine profile trtllm; 80 % and 90 % intervals"
+#: Figures whose intervals are plans for the ends of a held load (whole instances): they may
+#: coincide at both ends; every other figure's interval is a band of positive width.
+STEPPED = {"instances", "total_usd", "usd_per_m_output_tokens_all_in"}
+
+
+def _commands(tmp_path, assumptions: str) -> dict[str, list]:
+    study = tmp_path / f"study-{assumptions}.yaml"
+    study.write_text(
+        "title: t\naxes:\n  model: [Llama 3 8B]\n  hardware: [H100]\n"
+        f"defaults: {{grid_points: 8, weight_bits: 8, assumptions: {assumptions}}}\n"
+        "at_speeds: [50]\n",
+        encoding="utf-8",
+    )
+    demand = tmp_path / "day.csv"  # one 1-GPU instance holds ~56 req/s: 1, then 2 instances
+    demand.write_text("hour,requests_per_s\n0,2\n1,30\n2,90\n", encoding="utf-8")
+    given = ["--assumptions", assumptions]
+    model = ["Llama 3 8B", "-H", "H100"]
+    return {
+        "disagg": ["disagg", *model, "--gpus", 1, "--batch", 8, "--prompt-tokens", 500]
+        + ["--output-tokens", 100, *given],
+        "prices": ["prices", *model, "--contexts", 1000, *given],
+        "sweep": ["sweep", *model, "--grid-points", 8, "--param", "hbm_bandwidth", "--values", 2]
+        + ["-q", *given],
+        "study": ["study", study, "-q"],
+        "capacity --demand": ["capacity", *model, "--weight-bits", 8, "--demand", demand]
+        + ["--slo-tpot-p99", 0.05, "--prompt-tokens", 500, "--output-tokens", 100]
+        + ["--requests", 100, "-q", *given],
+    }
+
+
+#: Figures each command must give intervals (CSV columns) under an engine profile.
+FIGURES = {
+    "disagg": ["ttft_s", "decode_latency_s", "tokens_per_s", "gpu_s_per_request"]
+    + ["usd_per_request", "usd_per_m_output_tokens_all_in", "usd_per_request_idle_charged"],
+    "prices": ["decode_tokens_per_s", "usd_per_m_output_tokens", "usd_per_m_input_tokens"],
+    "sweep": ["fastest_tokens_per_s", "fastest_latency_s", "usd_per_mtok_at_speed"]
+    + ["cheapest_usd_per_mtok"],
+    "study": ["cheapest_usd_per_mtok_at_50_tokens_per_s"],
+    "capacity --demand": ["instances"],
+}
+
+
+@pytest.fixture
+def small(monkeypatch):
+    """Coarse searches: prices' frontier on an 8 x 8 grid, demand plans of 1-GPU instances."""
+    from inference_econ.optimise import capacity
+    from inference_econ.optimise.method import make_method
+    from inference_econ.studies import prices
+
+    coarse = make_method(grid_points=8)
+    real = prices.frontier
+    monkeypatch.setattr(prices, "frontier", lambda setting, method: real(setting, coarse))
+    monkeypatch.setattr(capacity, "instance_sizes", lambda setting, max_gpus: [1])
+
+
+def _run(args) -> tuple[str, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.stdout, result.stderr
+
+
+def _table(csv: str) -> tuple[list[str], pd.DataFrame]:
+    notes = [x[2:] for x in csv.splitlines() if x.startswith("# ")]
+    body = "\n".join(x for x in csv.splitlines() if not x.startswith("#"))
+    return notes, pd.read_csv(io.StringIO(body))
+
+
+def test_every_expected_figure_has_its_interval_and_a_bound_none(tmp_path, small):
+    achievable, paper = _commands(tmp_path, "achievable"), _commands(tmp_path, "paper")
+    for name, args in achievable.items():
+        notes, df = _table(_run([*args, "--format", "csv"])[0])
+        assert EXPECTED in "\n".join(notes), (name, notes[:3])
+        assert not any("leaves out" in n for n in notes), name
+        for figure in FIGURES[name]:
+            ends = interval_columns(figure)
+            assert set(ends) <= set(df.columns), (name, figure)
+            values = df[[figure, *ends]].dropna().to_numpy(dtype=float)
+            assert len(values), (name, figure)
+            v, low80, high80, low90, high90 = values.T
+            assert (v > 0).all() and (low90 > 0).all(), (name, figure)
+            assert (low90 <= low80).all() and (high80 <= high90).all(), (name, figure)
+            narrow = (low80 <= high80) if figure in STEPPED else (low80 < high80)
+            assert narrow.all(), (name, figure)
+            if figure in STEPPED:  # a plan at the pessimistic end needs at least as much
+                assert (low90 <= v).all() and (v <= high90).all(), (name, figure)
+    for name, args in paper.items():
+        notes, df = _table(_run([*args, "--format", "csv"])[0])
+        assert notes[1].startswith("Ideal bound: paper preset"), (name, notes[:2])
+        assert not [c for c in df.columns if c.endswith(("_low80", "_high90"))], name
+
+
+def test_text_tables_show_the_ranges_and_the_plan_its_odds(tmp_path, small):
+    commands = _commands(tmp_path, "achievable")
+    out, _ = _run(commands["disagg"])
+    assert out.startswith(EXPECTED) and "ttft_ms 90 %" in out and "tok/s 90 %" in out
+    out, _ = _run(commands["capacity --demand"])
+    lines = out.splitlines()
+    assert lines[0].startswith(EXPECTED)
+    held = next(x for x in lines if x.startswith("max_rate_per_instance "))
+    cost = next(x for x in lines if x.startswith("total_usd "))
+    assert "(80 %: " in held and "; 90 %: " in held and "(80 %: " in cost
+    assert "max_rate_per_instance 90 %" in out  # the candidates' column of ranges
+    # the held load's 90 % range as printed brackets its 80 % range
+    lo80, hi80, lo90, hi90 = (
+        float(x) for x in held.split("(80 %: ")[1].rstrip(")").replace("; 90 %: ", "-").split("-")
+    )
+    assert lo90 <= lo80 < hi80 <= hi90
