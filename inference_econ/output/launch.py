@@ -242,7 +242,17 @@ def point_plan(
     longest = max_model_len or round_length(
         prompt_tokens + output_tokens, setting.model.max_context_tokens
     )
-    w = worker(setting, engine, "server", 1, degrees, b, _step_budget(engine, setting.gpu), context, longest)
+    w = worker(
+        setting,
+        engine,
+        "server",
+        1,
+        degrees,
+        b,
+        _step_budget(engine, setting.gpu),
+        context,
+        longest,
+    )
     step = float(row["decode_latency_s"])
     expected = {
         "ttft_s": float(row["ttft_s"]),
