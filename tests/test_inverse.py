@@ -408,3 +408,25 @@ def test_max_draft_with_the_default_draft():
     assert ok.exit_code == 0, ok.output
     one = CliRunner().invoke(main, [*args, "--max-draft", "1"])
     assert one.exit_code == 2 and "means no speculation" in one.stderr
+
+
+@pytest.mark.parametrize("command", ["feasibility", "margin"])
+def test_computed_with_states_the_context_the_figures_used(tmp_path, command):
+    """An offer's own context_tokens wins over --context (and the default): the cost note and
+    the "Computed with" line state the context the figures used, 0 here, not the option's."""
+    path = tmp_path / "offers.csv"
+    path.write_text(
+        HEADER.strip() + ",context_tokens\nA,Llama 3 70B,2024-08,100,1,1,0\n", encoding="utf-8"
+    )
+    fast = ["--weight-bits", "8", "--no-speculation", "--grid-points", "8"]
+    text = run("infer", command, str(path), *fast)[1]
+    cost_note = next(line for line in text.splitlines() if "decode only" in line)
+    assert "context 0 tokens" in cost_note
+    computed = next(line for line in text.splitlines() if line.startswith("Computed with:"))
+    assert "context 0 tokens;" in computed and "1,000" not in computed
+    # a second offer stating none is computed at --context: each offer's context is stated
+    path.write_text(path.read_text() + "B,Llama 3 70B,2024-08,100,1,1,\n", encoding="utf-8")
+    both = run("infer", command, str(path), *fast, "--context", "2000")[1]
+    assert "context 2000 tokens" in both
+    offers = "0 tokens (A: Llama 3 70B, 2024-08), 2,000 tokens (B: Llama 3 70B, 2024-08)"
+    assert f"context per offer: {offers};" in both

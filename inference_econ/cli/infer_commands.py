@@ -97,9 +97,11 @@ def settings_tried(values: dict) -> dict:
     return out
 
 
-def inputs(observations, provider, model, kwargs: dict) -> dict:
+def inputs(observations, provider, model, kwargs: dict, used: dict | None = None) -> dict:
     """What an inverse analysis was computed with, for render(meta=...): the offers (the file,
-    its filters, or the one given) and every setting tried, lists joined as text."""
+    its filters, or the one given) and every setting tried, lists joined as text. ``used``
+    maps each offer's label to the context its figures were computed at (the offer's own, else
+    --context): the context stated is that, not the option's value."""
     from ..specs.catalog import display_path
     from ..studies.observations import find_observations
 
@@ -117,6 +119,8 @@ def inputs(observations, provider, model, kwargs: dict) -> dict:
         if isinstance(value, (list, tuple)):
             value = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
         meta[tried.get(key, key)] = value
+    if used is not None:
+        meta["context_tokens"] = context_used(used)
     if kwargs.get("draft") is None:
         meta["speculation"] = "off"
         for key in ("acceptance", "max_draft_tokens"):
@@ -124,6 +128,19 @@ def inputs(observations, provider, model, kwargs: dict) -> dict:
     else:
         meta["draft_model"] = meta.pop("draft")
     return meta
+
+
+def context_used(used: dict):
+    """The context of the figures: one number when every offer was computed at the same,
+    else each offer's (``{label: tokens}``)."""
+    from ..output.render import format_number
+
+    values = set(used.values())
+    if len(values) == 1:
+        return values.pop()
+    return "per offer: " + ", ".join(
+        f"{format_number(float(v))} tokens ({label})" for label, v in used.items()
+    )
 
 
 def _print(frames, fmt, title, blocks, out, meta=None):
@@ -147,15 +164,17 @@ def _print(frames, fmt, title, blocks, out, meta=None):
 
 
 def _each(chosen, analyse, kwargs, lines, drop=()):
-    """Run an analysis on every offer: its table (with an offer column) and its text lines."""
-    frames, blocks = [], []
+    """Run an analysis on every offer: its table (with an offer column), its text lines, and
+    the context its figures were computed at (``{label: tokens}``, for ``inputs``)."""
+    frames, blocks, used = [], [], {}
     for obs in chosen:
         result = analyse(obs, **kwargs)
         df = result.to_dataframe().drop(columns=list(drop))
         df.insert(0, "offer", obs.label)
         frames.append(df)
         blocks.append(lines(result))
-    return frames, blocks
+        used[obs.label] = result.context_tokens
+    return frames, blocks, used
 
 
 @click.group(short_help="What observed API speeds and prices imply.")
@@ -200,8 +219,8 @@ def feasibility(observations, provider, model, figure, format, out, **values):
         return ["", *verdicts, "", *result.summary, "", *result.notes]
 
     drop = ("verdict",) if format in ("table", "markdown") else ()
-    frames, blocks = _each(chosen, analyse, kwargs, lines, drop)
-    meta = inputs(observations, provider, model, kwargs)
+    frames, blocks, used = _each(chosen, analyse, kwargs, lines, drop)
+    meta = inputs(observations, provider, model, kwargs, used)
     _print(frames, format, "Feasibility", blocks, out, meta)
     if figure:
         _feasibility_figure(figure, chosen, kwargs)
@@ -261,8 +280,8 @@ def margin(observations, provider, model, format, out, **values):
 
     chosen = offers(observations, provider, model, values)
     kwargs = settings_tried(values)
-    frames, blocks = _each(chosen, analyse, kwargs, lambda r: ["", r.summary, "", *r.notes])
-    meta = inputs(observations, provider, model, kwargs)
+    frames, blocks, used = _each(chosen, analyse, kwargs, lambda r: ["", r.summary, "", *r.notes])
+    meta = inputs(observations, provider, model, kwargs, used)
     _print(frames, format, "Markup over GPU rental", blocks, out, meta)
 
 
@@ -298,7 +317,8 @@ def preference(observations, provider, model, hardware, format, out, **values):
     kwargs = settings_tried(values)
     fit = fit_preference(chosen, hardware=hardware[0], **kwargs)
     df = fit.to_dataframe()
-    meta = inputs(observations, provider, model, {"hardware": hardware[0], **kwargs})
+    used = {p.observation.label: p.context_tokens for p in fit.points}
+    meta = inputs(observations, provider, model, {"hardware": hardware[0], **kwargs}, used)
     title = f"Preference exponent: {fit.summary}"
     if format in ("csv", "json"):
         lo, hi = fit.interval if fit.interval else (None, None)
@@ -329,8 +349,10 @@ def size(observations, provider, model, format, out, **values):
 
     chosen = offers(observations, provider, model, values, sized=True)
     kwargs = settings_tried(values)
-    frames, blocks = _each(chosen, implied_size, kwargs, lambda r: ["", r.summary, "", *r.notes])
-    meta = inputs(observations, provider, model, kwargs)
+    frames, blocks, used = _each(
+        chosen, implied_size, kwargs, lambda r: ["", r.summary, "", *r.notes]
+    )
+    meta = inputs(observations, provider, model, kwargs, used)
     _print(frames, format, "Implied model size", blocks, out, meta)
 
 

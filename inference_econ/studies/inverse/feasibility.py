@@ -51,6 +51,9 @@ class FeasibilityResult:
     criterion: str
     draft: str | None
     acceptance: float
+    context_tokens: (
+        float  # the context the figures were computed at (the offer's, else the option's)
+    )
     rows: tuple[FeasibilityRow, ...]
     summary: tuple[str, ...]
     notes: tuple[str, ...]
@@ -142,6 +145,7 @@ def feasibility(
         criterion=criterion,
         draft=draft_name,
         acceptance=o.acceptance,
+        context_tokens=context,
         rows=rows,
         summary=_summary(rows, o.acceptance, draft_name is not None, criterion),
         notes=_notes(

@@ -42,6 +42,9 @@ class MarginResult:
     observation: Observation
     model: str
     price_usd_per_mtok: float
+    context_tokens: (
+        float  # the context the figures were computed at (the offer's, else the option's)
+    )
     rows: tuple[MarginRow, ...]
     notes: tuple[str, ...]
 
@@ -164,4 +167,4 @@ def margin(
             else "no speculation tried"
         ),
     )
-    return MarginResult(observed, arch.name, price, tuple(rows), notes)
+    return MarginResult(observed, arch.name, price, context, tuple(rows), notes)

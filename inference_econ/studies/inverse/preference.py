@@ -120,6 +120,9 @@ class PreferencePoint:
     speed_at_k3_tokens_per_s: float
     cost_usd_per_mtok: float
     markup: float | None
+    context_tokens: (
+        float  # the context its frontier was computed at (the offer's, else the option's)
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,6 +264,7 @@ def fit_preference(
             g.cost_at_speed(o.tokens_per_s, alpha),
             k_hat,
             o.price(offer_price, input_tokens_per_output),
+            g.setting.context_tokens,
         )
         for o, a, b, c, g in zip(observations, archs, bits, curves, grids)
     )
@@ -362,7 +366,7 @@ def _edge(curves, x_obs, ks, inside_i, outside_i, threshold) -> float:
     return float(brentq(g, a, b, xtol=1e-6))
 
 
-def _point(obs, arch, bits, curve, cost, k_hat, price) -> PreferencePoint:
+def _point(obs, arch, bits, curve, cost, k_hat, price, context) -> PreferencePoint:
     fitted = math.exp(float(curve.log_speed_at(k_hat)))
     return PreferencePoint(
         observation=obs,
@@ -374,6 +378,7 @@ def _point(obs, arch, bits, curve, cost, k_hat, price) -> PreferencePoint:
         speed_at_k3_tokens_per_s=math.exp(float(curve.log_speed_at(3.0))),
         cost_usd_per_mtok=cost,
         markup=price / cost if math.isfinite(cost) else None,
+        context_tokens=context,
     )
 
 

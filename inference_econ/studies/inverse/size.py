@@ -179,6 +179,9 @@ class SizeResult:
     price_usd_per_mtok: float
     markup: float
     depth_exponent: float
+    context_tokens: (
+        float  # the context the figures were computed at (the offer's, else the option's)
+    )
     rows: tuple[SizeRow, ...]
     notes: tuple[str, ...]
 
@@ -312,7 +315,9 @@ def implied_size(
         context,
         grid_points,
     )
-    return SizeResult(observed, template.name, price, markup, depth_exponent, tuple(rows), notes)
+    return SizeResult(
+        observed, template.name, price, markup, depth_exponent, context, tuple(rows), notes
+    )
 
 
 def _solve(variant, label, log_gap, template, depth_exponent) -> SizeRow:
