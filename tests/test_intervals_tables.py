@@ -6,6 +6,7 @@ size): the intervals do not depend on the search's resolution."""
 from __future__ import annotations
 
 import io
+import math
 
 import pandas as pd
 import pytest
@@ -122,3 +123,29 @@ def test_text_tables_show_the_ranges_and_the_plan_its_odds(tmp_path, small):
         float(x) for x in held.split("(80 %: ")[1].rstrip(")").replace("; 90 %: ", "-").split("-")
     )
     assert lo90 <= lo80 < hi80 <= hi90
+
+
+def test_context_parallel_states_its_figures_and_gives_ttft_intervals():
+    """context-parallel's times are times to first token: under an engine profile each carries
+    the TTFT stratum's interval (a 1,000-token prefill is compute-bound on an H100), the
+    speed-ups none; its first line (CSV: first note) says expected or ideal bound."""
+    import inference_econ as ie
+    from inference_econ.serving.intervals import stratum_bands
+
+    args = ["context-parallel", "Llama 3 8B", "-H", "H100", "--devices", 2]
+    args += ["--prompt-tokens", 1000]
+    notes, df = _table(_run([*args, "--assumptions", "achievable", "--format", "csv"])[0])
+    assert notes[1].startswith(EXPECTED), notes[:2]
+    (band,) = stratum_bands(
+        ie.load_model("Llama 3 8B"), ie.load_hardware("H100"), "TTFT", [2], ["compute"]
+    )
+    for figure in ("single_device_s", "ring_attention_s", "kv_runahead_balanced_s"):
+        v, low80, high80, low90, high90 = df[[figure, *interval_columns(figure)]].iloc[0]
+        assert low90 < low80 < v < high80 < high90, figure
+        assert high80 / v == pytest.approx(math.exp(band.q90), rel=1e-9), figure
+        assert low90 / v == pytest.approx(math.exp(band.q05), rel=1e-9), figure
+    assert not [c for c in df.columns if c.startswith("speedup") and c.endswith("_low80")]
+    out = _run([*args, "--assumptions", "achievable"])[0]
+    assert out.startswith(EXPECTED) and "single_device_ms 90 %" in out
+    out = _run(args)[0]
+    assert out.startswith("Ideal bound: paper preset") and "90 %" not in out.splitlines()[2]

@@ -218,7 +218,6 @@ def context_parallel(
     \b
     Example:  inference-econ context-parallel "Llama 3.1 8B" -H A100-paper --devices 4 --link-gb-per-s 12.5
     """
-    from ..output.render import render
     from ..serving import context_parallel as cp
 
     link = None if link_gb_per_s is None else link_gb_per_s * 1e9
@@ -227,8 +226,40 @@ def context_parallel(
         setting, list(prompt_lengths), devices, link_bytes_per_s=link, devices_gpus=device_gpus
     )
     title = "Context-parallel prefill: time to first token and speed-up"
-    meta = _meta(setting)
-    click.echo(render(df, format, title=title, meta=meta), nl=False)
+    notes = []
+    if setting.assumptions.achievable:
+        df = _chain_intervals(df, setting, devices, device_gpus)
+        notes.append(
+            "Intervals: each time is a time to first token's (one device's on its GPUs, a "
+            "chain's on all its devices' GPUs, compute- or memory-bound by its tokens per "
+            "device); none on the speed-ups (ratios of two times of one prompt, whose errors are "
+            "paired) or on equal_chunks_spread (a ratio of two devices' times)."
+        )
+    click.echo(stated_table(df, format, setting, title, _meta(setting), notes), nl=False)
+
+
+def _chain_intervals(df, setting, devices: int, device_gpus: float):
+    """``df`` (``context_parallel.compare``) with the interval columns of its times to first
+    token: one device's on ``device_gpus`` GPUs, a chain's on every device's."""
+    import pandas as pd
+
+    from ..serving.intervals import (
+        CHAIN_FIGURES,
+        CONTEXT_PARALLEL_FIGURES,
+        bound_of_tokens,
+        series_intervals,
+    )
+
+    single = {k: v for k, v in CONTEXT_PARALLEL_FIGURES.items() if k not in CHAIN_FIGURES}
+    chain = {k: CONTEXT_PARALLEL_FIGURES[k] for k in CHAIN_FIGURES}
+    rows = []
+    for _, row in df.iterrows():
+        tokens = float(row["prompt_tokens"])
+        alone = str(bound_of_tokens(setting, tokens))
+        row = series_intervals(row, setting, device_gpus, alone, single)
+        shared = str(bound_of_tokens(setting, tokens / devices))
+        rows.append(series_intervals(row, setting, devices * device_gpus, shared, chain))
+    return pd.DataFrame(rows).reset_index(drop=True)
 
 
 @click.command(short_help="Prefill/decode pools against co-located serving.")

@@ -93,6 +93,15 @@ PREFILL_FIGURES: dict[str, tuple[FigureKind, int]] = {
     "tokens_per_s": ("TTFT", -1),
     "usd_per_m_input_tokens": ("TTFT", 1),
 }
+#: The figures of a context-parallel prefill (``context-parallel``): each is the time to first
+#: token of one prompt, on one device or on the chain (``CHAIN_FIGURES``: on all its devices).
+CONTEXT_PARALLEL_FIGURES: dict[str, tuple[FigureKind, int]] = {
+    "single_device_s": ("TTFT", 1),
+    "ring_attention_s": ("TTFT", 1),
+    "kv_runahead_equal_s": ("TTFT", 1),
+    "kv_runahead_balanced_s": ("TTFT", 1),
+}
+CHAIN_FIGURES = ("ring_attention_s", "kv_runahead_equal_s", "kv_runahead_balanced_s")
 #: The figures of a request (``request``): its prompt's prefill and input price are a time to
 #: first token's; the rest as ``FIGURES``.
 REQUEST_FIGURES: dict[str, tuple[FigureKind, int]] = {
