@@ -108,6 +108,9 @@ def main() -> int:
         shown = text if kind != "python" else f"python: {text.strip().splitlines()[0]} ..."
         if opts.only and opts.only not in text or any(s in text for s in opts.skip):
             continue
+        if kind != "python" and re.search(r"\s\.\.\.(\s|$)", text):
+            print(f"{'part':>6} {'':>7} {'':>7}  {where}: {shown}  (an excerpt: ... elides flags)")
+            continue
         need = next((why for words, why in NEEDS.items() if re.search(words, text)), None)
         if need and not opts.network:
             print(f"{'needs':>6} {'':>7} {'':>7}  {where}: {shown}  ({need})", flush=True)
