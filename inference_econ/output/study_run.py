@@ -255,6 +255,7 @@ def _model_facts(arch) -> dict:
 def write_study(result: StudyResult, folder: Path, progress=None) -> list[Path]:
     """The tables, ``study.json`` and the summary figure of a study, into ``folder``."""
     from . import study_plots
+    from .plots import save
 
     meta = study_metadata(result)
     written = write_table(result.key_points, folder / "key_points", progress, meta)
@@ -262,7 +263,7 @@ def write_study(result: StudyResult, folder: Path, progress=None) -> list[Path]:
     text = json.dumps(_plain(manifest(result)), indent=1, allow_nan=False)
     written.append(write_atomic(folder / "study.json", text + "\n"))
     fig = study_plots.summary_figure(result.key_points, result.study)
-    written += study_plots.save(fig, folder / "summary", ("png",))
+    written += save(fig, folder / "summary", ("png",))
     return written
 
 

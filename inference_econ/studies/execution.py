@@ -5,22 +5,34 @@ to ``on_done`` in the calling process as soon as it arrives, so whatever finishe
 caller caches it) when a worker, the cluster or the run itself fails. Local processes use the
 standard library's ``ProcessPoolExecutor`` (spawned, so workers start clean); a cluster uses
 ``dask.distributed`` (its scheduler retries the tasks of a worker that dies).
+
+Workers stay warm: each imports the package once and is sent batches of cells (``batches``),
+a few seconds of work each, cells that share their pass latencies (they differ only in the
+acceptance rate or the demand cap) side by side in one batch, so the optimiser's cache serves
+them. Each cell's search runs on one thread: the processes use the cores.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .. import settings as table
 from ..errors import SpecError, plural
-from .study import Cell, compute_cell
+from .study import Cell, compute_cell, pass_group
 
 #: Seconds between two progress lines (the last cell always gets one).
 PROGRESS_EVERY_S = 2.0
 #: How long to wait for a Dask scheduler before giving up.
 CONNECT_TIMEOUT = "20s"
+#: Estimated CPU seconds of one batch of cells sent to a worker at most (a lost batch loses
+#: this much work; shorter batches pay more for sending and collecting).
+BATCH_SECONDS = 3.0
+#: Batches per worker at least, where there are cells enough (so the workers finish together).
+BATCHES_PER_WORKER = 4
 
 Done = Callable[[Cell, dict], None]
 Failed = Callable[[Cell, str], None]
@@ -109,6 +121,63 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def batches(cells: Sequence[Cell], workers: int) -> list[list[Cell]]:
+    """``cells`` cut into batches for ``workers`` workers: cells that share their pass
+    latencies (``study.pass_group``) side by side, in the study's order otherwise; each batch
+    at most ``BATCH_SECONDS`` of estimated CPU and at most 1 / ``BATCHES_PER_WORKER`` of a
+    worker's share, so that a few batches go to each worker."""
+    groups: dict = {}
+    for cell in cells:
+        groups.setdefault(pass_group(cell.setting), []).append(cell)
+    ordered = [c for group in groups.values() for c in group]
+    total = sum(cell_seconds(c) for c in ordered)
+    limit = min(BATCH_SECONDS, total / max(1, workers * BATCHES_PER_WORKER))
+    out: list[list[Cell]] = []
+    current: list[Cell] = []
+    spent = 0.0
+    for cell in ordered:
+        cost = cell_seconds(cell)
+        if current and spent + cost > limit:
+            out.append(current)
+            current, spent = [], 0.0
+        current.append(cell)
+        spent += cost
+    if current:
+        out.append(current)
+    return out
+
+
+def compute_batch(items: Sequence[tuple]) -> list[tuple[dict | None, str]]:
+    """The cells of a batch ((setting, method) pairs) on one search thread, in a worker:
+    ``(payload, "")`` for each, or ``(None, reason)`` for a cell that raised (one bad cell
+    does not lose the others of its batch)."""
+    out: list[tuple[dict | None, str]] = []
+    with one_search_thread():
+        for setting, method in items:
+            try:
+                out.append((compute_cell(setting, method), ""))
+            except Exception as exc:  # reported for this cell; the batch goes on
+                out.append((None, _error(exc)))
+    return out
+
+
+@contextlib.contextmanager
+def one_search_thread() -> Iterator[None]:
+    """Each cell's grid search on one thread while the block runs (cells are independent:
+    one thread costs the least CPU per cell, and the processes use the cores)."""
+    from ..optimise.optimiser import THREADS_VARIABLE
+
+    before = os.environ.get(THREADS_VARIABLE)
+    os.environ[THREADS_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(THREADS_VARIABLE, None)
+        else:
+            os.environ[THREADS_VARIABLE] = before
+
+
 def run_cells(
     cells: Sequence[Cell],
     on_done: Done,
@@ -126,24 +195,39 @@ def run_cells(
     if dask is not None:
         _run_dask(cells, tracker, dask, jobs, progress)
     elif min(jobs, len(cells)) <= 1:
-        for cell in cells:
-            try:
-                payload = compute_cell(cell.setting, cell.method)
-            except Exception as exc:  # one bad cell must not lose the others
-                tracker.finished(cell, None, _error(exc))
-            else:
-                tracker.finished(cell, payload)
+        with one_search_thread():
+            for cell in cells:
+                try:
+                    payload = compute_cell(cell.setting, cell.method)
+                except Exception as exc:  # one bad cell must not lose the others
+                    tracker.finished(cell, None, _error(exc))
+                else:
+                    tracker.finished(cell, payload)
     else:
         _run_processes(cells, tracker, min(jobs, len(cells)))
 
 
+def _finish_batch(tracker: _Tracker, batch: Sequence[Cell], result=None, error: str = "") -> None:
+    """Hand each cell of a finished batch on (all of them failed with ``error`` if it raised)."""
+    for i, cell in enumerate(batch):
+        payload, why = result[i] if result is not None else (None, error)
+        tracker.finished(cell, payload, why)
+
+
+def _items(batch: Sequence[Cell]) -> list[tuple]:
+    return [(c.setting, c.method) for c in batch]
+
+
 def _one_search_thread() -> None:
     """A worker process searches its grid on one thread: the processes use the cores."""
-    os.environ["INFERENCE_ECON_THREADS"] = "1"
+    from ..optimise.optimiser import THREADS_VARIABLE
+
+    os.environ[THREADS_VARIABLE] = "1"
 
 
 def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:
-    """Local worker processes; a dead worker fails only the cells not finished yet."""
+    """Local worker processes, each sent batches of cells; a dead worker fails only the cells
+    not finished yet."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -151,15 +235,15 @@ def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=context, initializer=_one_search_thread
     ) as pool:
-        futures = {pool.submit(compute_cell, c.setting, c.method): c for c in cells}
+        futures = {pool.submit(compute_batch, _items(b)): b for b in batches(cells, jobs)}
         try:
             for future in as_completed(futures):
                 try:
-                    payload = future.result()
+                    result = future.result()
                 except Exception as exc:
-                    tracker.finished(futures[future], None, _error(exc))
+                    _finish_batch(tracker, futures[future], error=_error(exc))
                 else:
-                    tracker.finished(futures[future], payload)
+                    _finish_batch(tracker, futures[future], result)
         except BaseException:
             for future in futures:
                 future.cancel()
@@ -194,30 +278,34 @@ def _client(address: str, jobs: int):
 
 
 def _run_dask(cells: Sequence[Cell], tracker: _Tracker, address, jobs: int, progress) -> None:
-    """Cells as Dask tasks, collected as they complete (a lost worker's tasks are retried by
-    the scheduler; a cell that keeps failing is reported and the others are kept)."""
+    """Batches of cells as Dask tasks, collected as they complete (a lost worker's tasks are
+    retried by the scheduler; a cell that keeps failing is reported and the others are kept)."""
     from distributed import as_completed
 
     client, cluster = _client(address, jobs)
     try:
+        workers = len(client.scheduler_info().get("workers", {}))
         if progress:
-            workers = len(client.scheduler_info().get("workers", {}))
             progress(f"Dask cluster at {client.scheduler.address}: {workers} workers")
         futures = {
-            client.submit(
-                compute_cell, c.setting, c.method, key=f"inference-econ-cell-{c.key}", pure=False
-            ): c
-            for c in cells
+            client.submit(compute_batch, _items(b), key=_batch_key(b), pure=False): b
+            for b in batches(cells, max(workers, 1))
         }
         for future in as_completed(futures):
             try:
-                payload = future.result()
+                result = future.result()
             except Exception as exc:
-                tracker.finished(futures[future], None, _error(exc))
+                _finish_batch(tracker, futures[future], error=_error(exc))
             else:
-                tracker.finished(futures[future], payload)
+                _finish_batch(tracker, futures[future], result)
             future.release()
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _batch_key(batch: Sequence[Cell]) -> str:
+    """A Dask task key naming a batch by its cells' keys."""
+    digest = hashlib.sha256("".join(c.key for c in batch).encode()).hexdigest()[:24]
+    return f"inference-econ-cells-{len(batch)}-{digest}"
