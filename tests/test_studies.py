@@ -255,10 +255,27 @@ def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
         assert len(list((tmp_path / "cache").rglob("*.json"))) == 4  # the others are kept
         monkeypatch.setattr(execution, "compute_cell", real)
         result = CliRunner().invoke(main, [*args, cluster.scheduler_address])
-    assert result.exit_code == 0, result.output
-    assert "1 computed, 4 from the cache" in result.stderr
+        assert result.exit_code == 0, result.output
+        assert "1 computed, 4 from the cache" in result.stderr
+        for name in ("key_points.csv", "frontiers.csv"):
+            assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
+        # an interrupted run's cache: two cells deleted, the rerun computes those two only
+        cached = sorted((tmp_path / "cache").rglob("*.json"))
+        for path in cached[1:3]:
+            path.unlink()
+        resumed = CliRunner().invoke(main, [*args, cluster.scheduler_address])
+        assert resumed.exit_code == 0 and "2 computed, 3 from the cache" in resumed.stderr
+        assert sorted((tmp_path / "cache").rglob("*.json")) == cached
     for name in ("key_points.csv", "frontiers.csv"):
         assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
+    # each cell the cluster computed is the frontier a direct call gives, value for value
+    from inference_econ.optimise.optimiser import clear_caches
+
+    clear_caches()  # the in-process workers' searches are not reused
+    for cell in expand(load_study(tiny_file))[::2]:
+        payload = study_run.CellCache(tmp_path / "cache").get(cell.key)
+        got = study_module.payload_frontier(payload).points
+        pd.testing.assert_frame_equal(got, ie.frontier(cell.setting, method=cell.method).points)
     # --dask local starts (and stops) a LocalCluster of --jobs workers; threads here, to keep
     # the test fast (the command line's cluster has worker processes)
     made, real_cluster = [], distributed.LocalCluster
@@ -277,6 +294,49 @@ def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
         {"n_workers": 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
     ]
     assert (local / "key_points.csv").read_bytes() == (tiny_run[1] / "key_points.csv").read_bytes()
+
+
+def test_batches_keep_cells_sharing_passes_together_and_split_the_work():
+    from inference_econ.studies import execution
+
+    data = {
+        "title": "t",
+        "axes": {
+            "hardware": ["H100-paper", "A100-paper", "V100-paper"],
+            "acceptance": [0.5, 0.7, 0.9],
+            "context_tokens": [1000, 8000],
+        },
+        "defaults": {"model": "Llama 3 70B", "draft": "Llama 3 8B", "grid_points": 40},
+    }
+    cells = expand(study_from_dict(data))
+    assert len(cells) == 18
+    cost = execution.cell_seconds(cells[0])  # every cell's estimate is the same
+    group = {k: study_module.pass_group(c.setting) for c in cells for k in [c.key]}
+    assert len(set(group.values())) == 6  # the 3 acceptance rates of a GPU and context share
+    for workers in (1, 2, 3, 50):
+        made = execution.batches(cells, workers)
+        limit = min(execution.BATCH_SECONDS, 18 * cost / (4 * workers))
+        assert sorted(c.key for b in made for c in b) == sorted(c.key for c in cells)
+        assert all(len(b) * cost <= limit * (1 + 1e-12) or len(b) == 1 for b in made)
+        per_batch = int(limit / cost * (1 + 1e-12))
+        if per_batch >= 3:  # a group fits in a batch: never split
+            assert all(len({group[c.key] for c in b}) * 3 == len(b) for b in made)
+            assert len(made) == 6 // (per_batch // 3) + (6 % (per_batch // 3) > 0)
+        else:  # a group is cut into batches of per_batch cells, in order
+            assert (
+                [len(b) for b in made] == [per_batch, 3 - per_batch] * 6
+                if per_batch == 2
+                else [1] * 18
+            )
+            assert all(len({group[c.key] for c in b}) == 1 for b in made)
+
+
+def test_the_summary_table_does_not_import_matplotlib():
+    code = (
+        "import sys; import inference_econ.output.study_plots, inference_econ.output.study_run; "
+        "assert 'matplotlib' not in sys.modules, 'imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_unreachable_scheduler_is_one_line(tiny_file, monkeypatch):

@@ -26,6 +26,7 @@ from ..studies.execution import check_work, run_cells
 from ..studies.study import (
     Cell,
     Study,
+    compact_payload,
     expand,
     load_study,
     package_version,
@@ -125,7 +126,7 @@ def run_study(
         for key in distinct:
             found = cache.get(key)
             if found is not None:
-                payloads[key] = found
+                payloads[key] = compact_payload(found)
     cached = len(payloads)
     todo = [c for k, c in distinct.items() if k not in payloads]
     estimate = check_work(todo, jobs, study.name, yes)
@@ -137,9 +138,9 @@ def run_study(
     failed: dict[str, str] = {}
 
     def done(cell: Cell, payload: dict) -> None:
-        payloads[cell.key] = payload
         if cache is not None:
             cache.put(cell.key, payload)
+        payloads[cell.key] = compact_payload(payload)  # kept until the tables are made
 
     def lost(cell: Cell, reason: str) -> None:
         failed[cell.key] = reason

@@ -9,16 +9,15 @@ standard library's ``ProcessPoolExecutor`` (spawned, so workers start clean); a 
 Workers stay warm: each imports the package once and is sent batches of cells (``batches``),
 a few seconds of work each, cells that share their pass latencies (they differ only in the
 acceptance rate or the demand cap) side by side in one batch, so the optimiser's cache serves
-them. Each cell's search runs on one thread: the processes use the cores.
+them. A worker process searches on one thread: the processes use the cores.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from .. import settings as table
 from ..errors import SpecError, plural
@@ -122,60 +121,53 @@ def _error(exc: BaseException) -> str:
 
 
 def batches(cells: Sequence[Cell], workers: int) -> list[list[Cell]]:
-    """``cells`` cut into batches for ``workers`` workers: cells that share their pass
-    latencies (``study.pass_group``) side by side, in the study's order otherwise; each batch
-    at most ``BATCH_SECONDS`` of estimated CPU and at most 1 / ``BATCHES_PER_WORKER`` of a
-    worker's share, so that a few batches go to each worker."""
+    """``cells`` cut into batches for ``workers`` workers, in the study's order: each batch at
+    most ``BATCH_SECONDS`` of estimated CPU and at most 1 / ``BATCHES_PER_WORKER`` of a
+    worker's share (so that a few go to each worker), and cells that share their pass
+    latencies (``study.pass_group``) in one batch unless together they are more than that."""
     groups: dict = {}
     for cell in cells:
         groups.setdefault(pass_group(cell.setting), []).append(cell)
-    ordered = [c for group in groups.values() for c in group]
-    total = sum(cell_seconds(c) for c in ordered)
+    total = sum(cell_seconds(c) for c in cells)
     limit = min(BATCH_SECONDS, total / max(1, workers * BATCHES_PER_WORKER))
     out: list[list[Cell]] = []
     current: list[Cell] = []
     spent = 0.0
-    for cell in ordered:
-        cost = cell_seconds(cell)
+    for group in groups.values():
+        cost = sum(cell_seconds(c) for c in group)
         if current and spent + cost > limit:
             out.append(current)
             current, spent = [], 0.0
-        current.append(cell)
-        spent += cost
+        if cost <= limit:
+            current += group
+            spent += cost
+            continue
+        for cell in group:  # a group too big for one batch: its cells in order
+            if current and spent + cell_seconds(cell) > limit:
+                out.append(current)
+                current, spent = [], 0.0
+            current.append(cell)
+            spent += cell_seconds(cell)
     if current:
         out.append(current)
     return out
 
 
 def compute_batch(items: Sequence[tuple]) -> list[tuple[dict | None, str]]:
-    """The cells of a batch ((setting, method) pairs) on one search thread, in a worker:
-    ``(payload, "")`` for each, or ``(None, reason)`` for a cell that raised (one bad cell
-    does not lose the others of its batch)."""
+    """The cells of a batch ((setting, method) pairs), in a worker: ``(payload, "")`` for
+    each, or ``(None, reason)`` for a cell that raised (one bad cell does not lose the others
+    of its batch). A worker process searches on one thread: the processes use the cores."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:  # a worker process, not this one
+        _one_search_thread()
     out: list[tuple[dict | None, str]] = []
-    with one_search_thread():
-        for setting, method in items:
-            try:
-                out.append((compute_cell(setting, method), ""))
-            except Exception as exc:  # reported for this cell; the batch goes on
-                out.append((None, _error(exc)))
+    for setting, method in items:
+        try:
+            out.append((compute_cell(setting, method), ""))
+        except Exception as exc:  # reported for this cell; the batch goes on
+            out.append((None, _error(exc)))
     return out
-
-
-@contextlib.contextmanager
-def one_search_thread() -> Iterator[None]:
-    """Each cell's grid search on one thread while the block runs (cells are independent:
-    one thread costs the least CPU per cell, and the processes use the cores)."""
-    from ..optimise.optimiser import THREADS_VARIABLE
-
-    before = os.environ.get(THREADS_VARIABLE)
-    os.environ[THREADS_VARIABLE] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(THREADS_VARIABLE, None)
-        else:
-            os.environ[THREADS_VARIABLE] = before
 
 
 def run_cells(
@@ -195,14 +187,13 @@ def run_cells(
     if dask is not None:
         _run_dask(cells, tracker, dask, jobs, progress)
     elif min(jobs, len(cells)) <= 1:
-        with one_search_thread():
-            for cell in cells:
-                try:
-                    payload = compute_cell(cell.setting, cell.method)
-                except Exception as exc:  # one bad cell must not lose the others
-                    tracker.finished(cell, None, _error(exc))
-                else:
-                    tracker.finished(cell, payload)
+        for cell in cells:
+            try:
+                payload = compute_cell(cell.setting, cell.method)
+            except Exception as exc:  # one bad cell must not lose the others
+                tracker.finished(cell, None, _error(exc))
+            else:
+                tracker.finished(cell, payload)
     else:
         _run_processes(cells, tracker, min(jobs, len(cells)))
 

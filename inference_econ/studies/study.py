@@ -514,9 +514,22 @@ def payload_problem(payload: Any) -> str:
 
 
 def payload_frontier(payload: Mapping) -> Frontier:
-    """The frontier a payload holds."""
-    points = pd.DataFrame(payload["data"], columns=payload["columns"])
+    """The frontier a payload (or a ``compact_payload``) holds."""
+    if "frame" in payload:
+        points = payload["frame"]
+    else:
+        points = pd.DataFrame(payload["data"], columns=payload["columns"])
     return Frontier(payload.get("label", ""), points, notes=list(payload.get("notes", [])))
+
+
+def compact_payload(payload: Mapping) -> dict:
+    """A payload with its rows as a frame instead of lists of Python values (a quarter of the
+    memory): what a study keeps of each finished cell until it makes its tables."""
+    if "frame" in payload:
+        return dict(payload)
+    out = {k: v for k, v in payload.items() if k != "data"}
+    out["frame"] = pd.DataFrame(payload["data"], columns=payload["columns"])
+    return out
 
 
 def key_points(front: Frontier, at_speeds=(), k: float = 3.0) -> pd.DataFrame:
