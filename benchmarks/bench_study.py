@@ -9,7 +9,7 @@
 ``--repeats`` times), a one-cell study first (imports, specs, matplotlib and pyarrow loaded),
 then the slice (by default context_tokens=8000, precision=FP8: 50 cells) with ``--jobs 1`` into
 an empty folder, and prints its CPU seconds per cell (the whole ``run_study``: searches, cache,
-tables, files, figure) and the searches' share of it (``compute_cell`` alone, caches cleared).
+tables, files, figure) and the searches' share of it (its ``compute_cell`` calls).
 
 ``--cells N`` runs a study of about N cells: the worked study with N / 150 contexts from 1,000
 to 128,000 tokens in place of its four (each a full cell of the worked study's kind), from an
@@ -104,26 +104,31 @@ def _warm(args) -> None:
 
 
 def _warm_worker(name: str, only: list[str]) -> None:
-    """In a fresh process of one checkout: the warm-up study, then the slice, timed."""
+    """In a fresh process of one checkout: the warm-up study, then the slice, timed; the CPU
+    of its ``compute_cell`` calls (the searches) is summed as they run."""
     from inference_econ.optimise.optimiser import clear_caches
     from inference_econ.output.study_run import run_study
-    from inference_econ.studies.study import compute_cell, expand
+    from inference_econ.studies import execution
+
+    real, search = execution.compute_cell, [0.0]
+
+    def timed(setting, method):
+        cpu0 = time.process_time()
+        try:
+            return real(setting, method)
+        finally:
+            search[0] += time.process_time() - cpu0
 
     with tempfile.TemporaryDirectory() as tmp:
         run_study(_slice(name, WARMUP), Path(tmp) / "warmup", jobs=1, yes=True)
         study = _slice(name, only)
         clear_caches()
+        execution.compute_cell = timed
         cpu0 = time.process_time()
         result = run_study(study, Path(tmp) / "run", jobs=1, yes=True)
         cpu = time.process_time() - cpu0
         assert result.computed == len(result.cells) and not result.failed
-        clear_caches()
-        cells = expand(study)
-        cpu0 = time.process_time()
-        for cell in cells:
-            compute_cell(cell.setting, cell.method)
-        search = time.process_time() - cpu0
-    print(json.dumps({"cells": len(cells), "cpu_s": cpu, "search_cpu_s": search}))
+    print(json.dumps({"cells": len(result.cells), "cpu_s": cpu, "search_cpu_s": search[0]}))
 
 
 # --- a study at scale --------------------------------------------------------------------------

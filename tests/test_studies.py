@@ -499,3 +499,27 @@ def test_infeasible_cells_show_as_na_with_a_note(tmp_path):
     result = CliRunner().invoke(main, ["study", str(only), "--jobs", "1", "-q"])
     assert result.exit_code == 0 and "H100      n/a" in result.stdout, result.output
     assert "1 cell: 1 computed" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        (-1, "a negative value (-1)"),
+        (-float("inf"), "a negative value (-inf)"),
+        (-(10**400), "a negative value (below -1e300)"),  # was an OverflowError
+        ({"a": 1}, "a value that is neither a number nor text"),
+        (None, ""),
+        (float("nan"), ""),
+        (10**400, ""),
+        ("text", ""),
+    ],
+)
+def test_a_hand_edited_cached_value_is_checked(tiny_run, value, problem):
+    import json
+
+    result, out = tiny_run
+    payload = study_run.CellCache(out / "cache").get(result.cells[0].key)
+    assert study_module.payload_problem(payload) == ""
+    columns = payload["columns"]
+    payload["data"][1][columns.index("mfu")] = value  # not one of the frontier's measures
+    assert study_module.payload_problem(json.loads(json.dumps(payload))) == problem

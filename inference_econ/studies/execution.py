@@ -37,14 +37,16 @@ Done = Callable[[Cell, dict], None]
 Failed = Callable[[Cell, str], None]
 
 
-#: CPU seconds of one cell: a fixed part (compiling the model, key points) plus a part per grid
-#: point, times ``DRAFT_FACTOR`` with speculation (one pass per draft length). Fitted to cells
-#: of grid 16, 50, 100 and 200 (Llama 3 8B paper, DeepSeek-V3 refined, Llama 3.3 70B refined
-#: with a draft: 0.05-3.0 s each, in one process on the 2-core development machine) and
-#: rounded up: the estimate is an upper bound for the paper preset, within 20 % for refined.
-CELL_BASE_SECONDS = 0.2
-CELL_SECONDS_PER_POINT = 1.5e-5
-DRAFT_FACTOR = 4.0
+#: CPU seconds of one cell: a fixed part (compiling the model, describing the frontier's
+#: points, key points, caching and tabling the cell) plus a part per grid point, times
+#: ``DRAFT_FACTOR`` with speculation (one pass per draft length). Fitted to the means of 16
+#: cells without and 8 with a draft of the worked study at grids of 50 and 100 (refined
+#: preset, one search thread, 2026-11-23 on the 2-core development machine: 0.185 / 0.262 s
+#: and 0.76 / 1.21 s), with 0.02 s for the study's own work a cell (``bench_study.py
+#: --warm``); the paper preset's cells take less (an upper bound for them).
+CELL_BASE_SECONDS = 0.19
+CELL_SECONDS_PER_POINT = 1.0e-5
+DRAFT_FACTOR = 4.5
 
 
 def cell_seconds(cell: Cell) -> float:
