@@ -136,19 +136,15 @@ def _warm_worker(name: str, only: list[str]) -> None:
 
 def _scale(args) -> None:
     from inference_econ.output.study_run import run_study
-    from inference_econ.specs import catalog
-    from inference_econ.specs.yamlfile import load_yaml
     from inference_econ.studies.study import expand, study_from_dict
 
-    path = catalog.find("scenarios", args.study)
-    data = load_yaml(path)
+    path, data = _sliced(args.study, args.only)
     per_context = len(expand(study_from_dict(data, str(path), path.stem))) // len(
         data["axes"]["context_tokens"]
     )
     count = max(1, math.ceil(args.cells / per_context))
     contexts = sorted({round(1000 * 128 ** (i / max(count - 1, 1))) for i in range(count)})
     data["axes"]["context_tokens"] = contexts
-    data["summary"] = {**data.get("summary", {}), "panels": "precision"}
     study = study_from_dict(data, str(path), f"{path.stem}-{len(contexts)}-contexts")
     jobs = int(args.jobs or 2)
     folder = Path(tempfile.mkdtemp(prefix="bench-study-scale-"))
@@ -248,9 +244,16 @@ def _job_counts(args) -> None:
 
 def _slice(name: str, only: list[str]):
     """The study, or the slice of it where each AXIS=VALUE of ``only`` keeps one value."""
+    from inference_econ.studies.study import study_from_dict
+
+    path, data = _sliced(name, only)
+    return study_from_dict(data, str(path), path.stem)
+
+
+def _sliced(name: str, only: list[str]):
+    """(path, parsed study) of ``_slice``."""
     from inference_econ.specs import catalog
     from inference_econ.specs.yamlfile import load_yaml
-    from inference_econ.studies.study import study_from_dict
 
     path = catalog.find("scenarios", name)
     data = load_yaml(path)
@@ -275,7 +278,7 @@ def _slice(name: str, only: list[str]):
     data["exclude"] = rules or None
     # the summary's axes must stay axes with the values left
     data["summary"] = {k: v for k, v in data.get("summary", {}).items() if k in ("metric", "speed")}
-    return study_from_dict(data, str(path), path.stem)
+    return path, data
 
 
 def _cpu() -> float:
