@@ -60,11 +60,20 @@ def main() -> None:
     parser.add_argument("--cells", type=int, help="run a study of about this many cells")
     parser.add_argument("--dask", help="with --cells: a Dask scheduler address, or 'local'")
     parser.add_argument("--rerun", action="store_true", help="with --cells: time a cached rerun")
+    parser.add_argument(
+        "--machinery",
+        action="store_true",
+        help="with --cells: the study's own work only (each search replaced by a copy of one "
+        "of 10 real cells' payloads), in one process, paired with --against",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--machinery-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return _warm_worker(args.study, json.loads(args.worker))
-    if args.warm:
+    if args.machinery_worker:
+        return _machinery_worker(args.study, json.loads(args.machinery_worker))
+    if args.warm or args.machinery:
         return _warm(args)
     if args.cells:
         return _scale(args)
@@ -84,8 +93,11 @@ def _warm(args) -> None:
         for name, tree in trees.items():  # alternately: the machine's load is shared
             env = {**os.environ, "PYTHONPATH": str(tree)}
             env.pop("INFERENCE_ECON_THREADS", None)
+            job = ["--worker", json.dumps(only)]
+            if args.machinery:
+                job = ["--machinery-worker", json.dumps([args.cells or 2000, args.only])]
             out = subprocess.run(
-                [sys.executable, __file__, "--study", args.study, "--worker", json.dumps(only)],
+                [sys.executable, __file__, "--study", args.study, *job],
                 env=env,
                 cwd=tree,
                 capture_output=True,
@@ -94,6 +106,16 @@ def _warm(args) -> None:
             )
             runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
             print(name, runs[name][-1], file=sys.stderr)
+    if args.machinery:
+        print(
+            f"the study's own work, {args.cells or 2000} cells asked, searches replaced, --jobs 1"
+        )
+        print(f"{'checkout':<40} {'cells':>5} {'CPU s/cell':>10} {'peak MB':>8}")
+        for name, rs in runs.items():
+            per = statistics.median(r["cpu_s"] / r["cells"] for r in rs)
+            peak = max(r["peak_mb"] for r in rs)
+            print(f"{name:<40} {rs[0]['cells']:>5} {per:>10.4f} {peak:>8.0f}")
+        return
     print(f"study {args.study}, slice {' '.join(only)}, --jobs 1, warm (after a one-cell study)")
     print(f"{'checkout':<40} {'cells':>5} {'CPU s/cell':>10} {'searches':>9} {'the rest':>9}")
     for name, rs in runs.items():
@@ -131,21 +153,46 @@ def _warm_worker(name: str, only: list[str]) -> None:
     print(json.dumps({"cells": len(result.cells), "cpu_s": cpu, "search_cpu_s": search[0]}))
 
 
+def _machinery_worker(name: str, job: list) -> None:
+    """In a fresh process of one checkout: a study of about ``cells`` cells whose searches
+    return copies of 10 real cells' payloads: what the study itself costs (expanding, the
+    cache, key points, tables, files) and its peak memory."""
+    import copy
+
+    from inference_econ.output.study_run import run_study
+    from inference_econ.studies import execution
+    from inference_econ.studies.study import compute_cell, expand
+
+    cells, only = job
+    study = _scale_study(name, only, cells)
+    real = [compute_cell(c.setting, c.method) for c in expand(_slice(name, WARMUP))]
+    real += [compute_cell(c.setting, c.method) for c in expand(_slice(name, SLICE))[:8]]
+    count = [0]
+
+    def canned(setting, method):
+        count[0] += 1
+        return copy.deepcopy(real[count[0] % len(real)])
+
+    execution.compute_cell = canned
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu0 = time.process_time()
+        result = run_study(study, Path(tmp) / "run", jobs=1, yes=True)
+        cpu = time.process_time() - cpu0
+    assert result.computed == len(result.cells)
+    peak = _rss_mb(resource.RUSAGE_SELF)
+    print(json.dumps({"cells": len(result.cells), "cpu_s": cpu, "peak_mb": peak}))
+
+
 # --- a study at scale --------------------------------------------------------------------------
 
 
 def _scale(args) -> None:
     from inference_econ.output.study_run import run_study
-    from inference_econ.studies.study import expand, study_from_dict
+    from inference_econ.studies.study import expand
 
-    path, data = _sliced(args.study, args.only)
-    per_context = len(expand(study_from_dict(data, str(path), path.stem))) // len(
-        data["axes"]["context_tokens"]
-    )
-    count = max(1, math.ceil(args.cells / per_context))
-    contexts = sorted({round(1000 * 128 ** (i / max(count - 1, 1))) for i in range(count)})
-    data["axes"]["context_tokens"] = contexts
-    study = study_from_dict(data, str(path), f"{path.stem}-{len(contexts)}-contexts")
+    study = _scale_study(args.study, args.only, args.cells)
+    contexts = next(a.labels for a in study.axes if a.name == "context_tokens")
+    per_context = len(expand(study)) // len(contexts)
     jobs = int(args.jobs or 2)
     folder = Path(tempfile.mkdtemp(prefix="bench-study-scale-"))
     last = [0.0]
@@ -183,6 +230,21 @@ def _scale(args) -> None:
     if args.keep:
         shutil.copytree(folder, args.keep)  # fails rather than overwrite an existing folder
     shutil.rmtree(folder)
+
+
+def _scale_study(name: str, only: list[str], cells: int):
+    """The study (or its slice) with about ``cells`` cells: N contexts from 1,000 to 128,000
+    tokens in place of its own."""
+    from inference_econ.studies.study import expand, study_from_dict
+
+    path, data = _sliced(name, only)
+    per_context = len(expand(study_from_dict(data, str(path), path.stem))) // len(
+        data["axes"]["context_tokens"]
+    )
+    count = max(1, math.ceil(cells / per_context))
+    contexts = sorted({round(1000 * 128 ** (i / max(count - 1, 1))) for i in range(count)})
+    data["axes"]["context_tokens"] = contexts
+    return study_from_dict(data, str(path), f"{path.stem}-{len(contexts)}-contexts")
 
 
 def _rss_mb(who: int) -> float:

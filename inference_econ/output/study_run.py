@@ -35,7 +35,7 @@ from ..studies.study import (
     tables,
 )
 from .files import check_owned, owned_folder, write_atomic
-from .render import csv_text
+from .render import csv_chunks
 
 TABLES = ("key_points", "frontiers")
 
@@ -146,7 +146,9 @@ def run_study(
         failed[cell.key] = reason
 
     run_cells(todo, done, lost, jobs=jobs, dask=dask, progress=progress)
+    elapsed = {k: float(p.get("elapsed_s", 0.0)) for k, p in payloads.items()}
     key_points, frontiers = tables(study, cells, payloads, failed)
+    payloads.clear()  # the tables hold the frontiers now
     result = StudyResult(
         study,
         cells,
@@ -155,7 +157,7 @@ def run_study(
         computed=len(todo) - len(failed),
         cached=cached,
         failed=failed,
-        elapsed_s={k: float(p.get("elapsed_s", 0.0)) for k, p in payloads.items()},
+        elapsed_s=elapsed,
     )
     if folder is not None:
         with owned_folder(folder):
@@ -184,7 +186,7 @@ def study_metadata(result: StudyResult) -> dict:
 def write_table(df: pd.DataFrame, stem: Path, progress=None, meta=None) -> list[Path]:
     """A table as CSV (after '#' lines saying what it was computed with, as every CSV of the
     toolkit), and as Parquet when pyarrow is installed."""
-    written = [write_atomic(stem.with_suffix(".csv"), csv_text(df, meta, float_format=None))]
+    written = [write_atomic(stem.with_suffix(".csv"), csv_chunks(df, meta, float_format=None))]
     try:
         import pyarrow  # noqa: F401
     except ImportError:
