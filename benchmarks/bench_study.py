@@ -157,8 +157,6 @@ def _machinery_worker(name: str, job: list) -> None:
     """In a fresh process of one checkout: a study of about ``cells`` cells whose searches
     return copies of 10 real cells' payloads: what the study itself costs (expanding, the
     cache, key points, tables, files) and its peak memory."""
-    import copy
-
     from inference_econ.output.study_run import run_study
     from inference_econ.studies import execution
     from inference_econ.studies.study import compute_cell, expand
@@ -171,7 +169,7 @@ def _machinery_worker(name: str, job: list) -> None:
 
     def canned(setting, method):
         count[0] += 1
-        return copy.deepcopy(real[count[0] % len(real)])
+        return dict(real[count[0] % len(real)])  # the study never changes a payload
 
     execution.compute_cell = canned
     with tempfile.TemporaryDirectory() as tmp:
