@@ -523,3 +523,24 @@ def test_a_hand_edited_cached_value_is_checked(tiny_run, value, problem):
     columns = payload["columns"]
     payload["data"][1][columns.index("mfu")] = value  # not one of the frontier's measures
     assert study_module.payload_problem(json.loads(json.dumps(payload))) == problem
+
+
+def test_frontier_csv_in_chunks_is_the_same_bytes(tiny_run, tmp_path):
+    from inference_econ.output.files import write_atomic
+    from inference_econ.output.render import csv_chunks, csv_text
+
+    frontiers = tiny_run[0].frontiers.copy()
+    frontiers.loc[7, "mfu"] = float("inf")  # written blank
+    frontiers.loc[len(frontiers) - 1, "bound"] = "=cmd"  # a formula is defused
+    whole = csv_text(frontiers, {"study": "t"}, float_format=None).encode()
+    assert ",=cmd" not in whole.decode() and "inf" not in whole.decode()
+    for rows in (1, 7, len(frontiers) - 1, len(frontiers), 50_000):
+        chunks = list(csv_chunks(frontiers, {"study": "t"}, float_format=None, rows=rows))
+        assert b"".join(chunks) == whole
+        assert len(chunks) == -(-len(frontiers) // rows)
+    path = write_atomic(tmp_path / "f.csv", csv_chunks(frontiers, {"study": "t"}, None, rows=5))
+    assert path.read_bytes() == whole
+    # the study's own file is that text
+    assert (tiny_run[1] / "frontiers.csv").read_bytes() == csv_text(
+        tiny_run[0].frontiers, study_run.study_metadata(tiny_run[0]), float_format=None
+    ).encode()
