@@ -255,10 +255,27 @@ def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
         assert len(list((tmp_path / "cache").rglob("*.json"))) == 4  # the others are kept
         monkeypatch.setattr(execution, "compute_cell", real)
         result = CliRunner().invoke(main, [*args, cluster.scheduler_address])
-    assert result.exit_code == 0, result.output
-    assert "1 computed, 4 from the cache" in result.stderr
+        assert result.exit_code == 0, result.output
+        assert "1 computed, 4 from the cache" in result.stderr
+        for name in ("key_points.csv", "frontiers.csv"):
+            assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
+        # an interrupted run's cache: two cells deleted, the rerun computes those two only
+        cached = sorted((tmp_path / "cache").rglob("*.json"))
+        for path in cached[1:3]:
+            path.unlink()
+        resumed = CliRunner().invoke(main, [*args, cluster.scheduler_address])
+        assert resumed.exit_code == 0 and "2 computed, 3 from the cache" in resumed.stderr
+        assert sorted((tmp_path / "cache").rglob("*.json")) == cached
     for name in ("key_points.csv", "frontiers.csv"):
         assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
+    # each cell the cluster computed is the frontier a direct call gives, value for value
+    from inference_econ.optimise.optimiser import clear_caches
+
+    clear_caches()  # the in-process workers' searches are not reused
+    for cell in expand(load_study(tiny_file))[::2]:
+        payload = study_run.CellCache(tmp_path / "cache").get(cell.key)
+        got = study_module.payload_frontier(payload).points
+        pd.testing.assert_frame_equal(got, ie.frontier(cell.setting, method=cell.method).points)
     # --dask local starts (and stops) a LocalCluster of --jobs workers; threads here, to keep
     # the test fast (the command line's cluster has worker processes)
     made, real_cluster = [], distributed.LocalCluster
@@ -277,6 +294,42 @@ def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
         {"n_workers": 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
     ]
     assert (local / "key_points.csv").read_bytes() == (tiny_run[1] / "key_points.csv").read_bytes()
+
+
+def test_batches_keep_cells_sharing_passes_together_and_split_the_work():
+    from inference_econ.studies import execution
+
+    data = {
+        "title": "t",
+        "axes": {
+            "hardware": ["H100-paper", "A100-paper", "V100-paper"],
+            "acceptance": [0.5, 0.7, 0.9],
+            "context_tokens": [1000, 8000],
+        },
+        "defaults": {"model": "Llama 3 70B", "draft": "Llama 3 8B", "grid_points": 40},
+    }
+    cells = expand(study_from_dict(data))
+    assert len(cells) == 18
+    # every cell: (0.19 s + 1600 points x 1e-5 s) x 4.5 with a draft = 0.927 s of CPU
+    assert execution.cell_seconds(cells[0]) == pytest.approx(0.927)
+    group = {c.key: study_module.pass_group(c.setting) for c in cells}
+    assert len(set(group.values())) == 6  # the 3 acceptance rates of a GPU and context share
+    # 1 worker: batches of at most min(3 s, 16.7 s / 4): one group (2.8 s) each, never split;
+    # 2 workers: at most 16.7 / 8 = 2.09 s: a group cut into 2 cells and 1; 3: one cell each
+    for workers, sizes in ((1, [3] * 6), (2, [2, 1] * 6), (3, [1] * 18), (50, [1] * 18)):
+        made = execution.batches(cells, workers)
+        assert [len(b) for b in made] == sizes
+        assert all(len({group[c.key] for c in b}) == 1 for b in made)
+        assert [c.key for b in made for c in b] == [c.key for c in sorted(cells, key=lambda c: (
+            list(group.values()).index(group[c.key]), c.index))]  # fmt: skip
+
+
+def test_the_summary_table_does_not_import_matplotlib():
+    code = (
+        "import sys; import inference_econ.output.study_plots, inference_econ.output.study_run; "
+        "assert 'matplotlib' not in sys.modules, 'imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_unreachable_scheduler_is_one_line(tiny_file, monkeypatch):
@@ -439,3 +492,48 @@ def test_infeasible_cells_show_as_na_with_a_note(tmp_path):
     result = CliRunner().invoke(main, ["study", str(only), "--jobs", "1", "-q"])
     assert result.exit_code == 0 and "H100      n/a" in result.stdout, result.output
     assert "1 cell: 1 computed" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        (-1, "a negative value (-1)"),
+        (-float("inf"), "a negative value (-inf)"),
+        (-(10**400), "a negative value (below -1e300)"),  # was an OverflowError
+        ({"a": 1}, "a value that is neither a number nor text"),
+        (None, ""),
+        (float("nan"), ""),
+        (10**400, ""),
+        ("text", ""),
+    ],
+)
+def test_a_hand_edited_cached_value_is_checked(tiny_run, value, problem):
+    import json
+
+    result, out = tiny_run
+    payload = study_run.CellCache(out / "cache").get(result.cells[0].key)
+    assert study_module.payload_problem(payload) == ""
+    columns = payload["columns"]
+    payload["data"][1][columns.index("mfu")] = value  # not one of the frontier's measures
+    assert study_module.payload_problem(json.loads(json.dumps(payload))) == problem
+
+
+def test_frontier_csv_in_chunks_is_the_same_bytes(tiny_run, tmp_path):
+    from inference_econ.output.files import write_atomic
+    from inference_econ.output.render import csv_chunks, csv_text
+
+    frontiers = tiny_run[0].frontiers.copy()
+    frontiers.loc[7, "mfu"] = float("inf")  # written blank
+    frontiers.loc[len(frontiers) - 1, "bound"] = "=cmd"  # a formula is defused
+    whole = csv_text(frontiers, {"study": "t"}, float_format=None).encode()
+    assert ",=cmd" not in whole.decode() and "inf" not in whole.decode()
+    for rows in (1, 7, len(frontiers) - 1, len(frontiers), 50_000):
+        chunks = list(csv_chunks(frontiers, {"study": "t"}, float_format=None, rows=rows))
+        assert b"".join(chunks) == whole
+        assert len(chunks) == -(-len(frontiers) // rows)
+    path = write_atomic(tmp_path / "f.csv", csv_chunks(frontiers, {"study": "t"}, None, rows=5))
+    assert path.read_bytes() == whole
+    # the study's own file is that text
+    assert (tiny_run[1] / "frontiers.csv").read_bytes() == csv_text(
+        tiny_run[0].frontiers, study_run.study_metadata(tiny_run[0]), float_format=None
+    ).encode()

@@ -247,17 +247,21 @@ def _claim(path: str | os.PathLike) -> None:
     write_atomic(folder / MANIFEST, text + "\n")
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
+def write_atomic(path: str | os.PathLike, data: str | bytes | Iterable[bytes]) -> Path:
     """Write a file so that readers see the old content or the new, never half of it.
 
     Follows symlinks (the link stays and its target is replaced), keeps an existing file's
     mode, refuses non-regular targets and inputs of the running command, and inside
-    ``owned_folder`` a file the toolkit did not write; returns ``path``.
+    ``owned_folder`` a file the toolkit did not write; returns ``path``. ``data`` may be
+    chunks of bytes (written as they come: a large file is never all in memory).
     """
     check_output(path)
     _claim(path)
     target = _target(path)
-    payload = data if isinstance(data, bytes) else data.encode("utf-8")
+    if isinstance(data, str):
+        payload: bytes | Iterable[bytes] = data.encode("utf-8")
+    else:
+        payload = data
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
@@ -266,7 +270,8 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
         mode = 0o666 & ~umask
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        if not _write_unnamed(target, payload, mode):
+        # chunks are read once: straight to a named temporary file
+        if not isinstance(payload, bytes) or not _write_unnamed(target, payload, mode):
             _write_named(target, payload, mode)
     except OSError as exc:
         raise _os_error(path, exc) from None
@@ -330,7 +335,7 @@ def _libc():
         return None
 
 
-def _write_named(target: Path, payload: bytes, mode: int) -> None:
+def _write_named(target: Path, payload: bytes | Iterable[bytes], mode: int) -> None:
     """Elsewhere: a named temporary file beside the target, renamed over it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -346,10 +351,11 @@ def _write_named(target: Path, payload: bytes, mode: int) -> None:
         raise
 
 
-def _write_all(fd: int, payload: bytes) -> None:
-    view = memoryview(payload)
-    while view:
-        view = view[os.write(fd, view) :]
+def _write_all(fd: int, payload: bytes | Iterable[bytes]) -> None:
+    for chunk in [payload] if isinstance(payload, bytes) else payload:
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def _free_name(target: Path) -> str:

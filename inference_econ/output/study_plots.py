@@ -11,13 +11,10 @@ import math
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter
 
 from ..serving.intervals import interval_columns
-from .plots import plt, save, title_width, wrap
-from .style import dollar_ticks, dollars
 
-__all__ = ["infeasible_note", "summary_figure", "summary_table", "save"]
+__all__ = ["infeasible_note", "summary_figure", "summary_table"]
 
 #: metric -> (key point, column, higher is better, description, the summary's column name)
 METRICS = {
@@ -119,6 +116,12 @@ def _labels(study, name: str | None) -> list:
 
 def summary_figure(key_points: pd.DataFrame, study):
     """Heatmaps of the summary metric: panels side by side, the best column of a row framed."""
+    # matplotlib is imported when a figure is drawn: the summary table needs none (0.4 s)
+    from matplotlib.ticker import FuncFormatter
+
+    from .plots import plt, title_width, wrap
+    from .style import dollar_ticks, dollars
+
     s = study.summary
     best, meaning = summary_table(key_points, study)
     column, higher = best.columns[-1], METRICS[s["metric"]][2]

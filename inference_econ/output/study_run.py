@@ -26,6 +26,7 @@ from ..studies.execution import check_work, run_cells
 from ..studies.study import (
     Cell,
     Study,
+    compact_payload,
     expand,
     load_study,
     package_version,
@@ -34,7 +35,7 @@ from ..studies.study import (
     tables,
 )
 from .files import check_owned, owned_folder, write_atomic
-from .render import csv_text
+from .render import csv_chunks
 
 TABLES = ("key_points", "frontiers")
 
@@ -125,7 +126,7 @@ def run_study(
         for key in distinct:
             found = cache.get(key)
             if found is not None:
-                payloads[key] = found
+                payloads[key] = compact_payload(found)
     cached = len(payloads)
     todo = [c for k, c in distinct.items() if k not in payloads]
     estimate = check_work(todo, jobs, study.name, yes)
@@ -137,15 +138,17 @@ def run_study(
     failed: dict[str, str] = {}
 
     def done(cell: Cell, payload: dict) -> None:
-        payloads[cell.key] = payload
         if cache is not None:
             cache.put(cell.key, payload)
+        payloads[cell.key] = compact_payload(payload)  # kept until the tables are made
 
     def lost(cell: Cell, reason: str) -> None:
         failed[cell.key] = reason
 
     run_cells(todo, done, lost, jobs=jobs, dask=dask, progress=progress)
+    elapsed = {k: float(p.get("elapsed_s", 0.0)) for k, p in payloads.items()}
     key_points, frontiers = tables(study, cells, payloads, failed)
+    payloads.clear()  # the tables hold the frontiers now
     result = StudyResult(
         study,
         cells,
@@ -154,7 +157,7 @@ def run_study(
         computed=len(todo) - len(failed),
         cached=cached,
         failed=failed,
-        elapsed_s={k: float(p.get("elapsed_s", 0.0)) for k, p in payloads.items()},
+        elapsed_s=elapsed,
     )
     if folder is not None:
         with owned_folder(folder):
@@ -183,7 +186,7 @@ def study_metadata(result: StudyResult) -> dict:
 def write_table(df: pd.DataFrame, stem: Path, progress=None, meta=None) -> list[Path]:
     """A table as CSV (after '#' lines saying what it was computed with, as every CSV of the
     toolkit), and as Parquet when pyarrow is installed."""
-    written = [write_atomic(stem.with_suffix(".csv"), csv_text(df, meta, float_format=None))]
+    written = [write_atomic(stem.with_suffix(".csv"), csv_chunks(df, meta, float_format=None))]
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -255,6 +258,7 @@ def _model_facts(arch) -> dict:
 def write_study(result: StudyResult, folder: Path, progress=None) -> list[Path]:
     """The tables, ``study.json`` and the summary figure of a study, into ``folder``."""
     from . import study_plots
+    from .plots import save
 
     meta = study_metadata(result)
     written = write_table(result.key_points, folder / "key_points", progress, meta)
@@ -262,7 +266,7 @@ def write_study(result: StudyResult, folder: Path, progress=None) -> list[Path]:
     text = json.dumps(_plain(manifest(result)), indent=1, allow_nan=False)
     written.append(write_atomic(folder / "study.json", text + "\n"))
     fig = study_plots.summary_figure(result.key_points, result.study)
-    written += study_plots.save(fig, folder / "summary", ("png",))
+    written += save(fig, folder / "summary", ("png",))
     return written
 
 

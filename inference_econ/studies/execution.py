@@ -5,35 +5,48 @@ to ``on_done`` in the calling process as soon as it arrives, so whatever finishe
 caller caches it) when a worker, the cluster or the run itself fails. Local processes use the
 standard library's ``ProcessPoolExecutor`` (spawned, so workers start clean); a cluster uses
 ``dask.distributed`` (its scheduler retries the tasks of a worker that dies).
+
+Workers stay warm: each imports the package once and is sent batches of cells (``batches``),
+a few seconds of work each, cells that share their pass latencies (they differ only in the
+acceptance rate or the demand cap) side by side in one batch, so the optimiser's cache serves
+them. A worker process searches on one thread: the processes use the cores.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable, Sequence
 
 from .. import settings as table
 from ..errors import SpecError, plural
-from .study import Cell, compute_cell
+from .study import Cell, compute_cell, pass_group
 
 #: Seconds between two progress lines (the last cell always gets one).
 PROGRESS_EVERY_S = 2.0
 #: How long to wait for a Dask scheduler before giving up.
 CONNECT_TIMEOUT = "20s"
+#: Estimated CPU seconds of one batch of cells sent to a worker at most (a lost batch loses
+#: this much work; shorter batches pay more for sending and collecting).
+BATCH_SECONDS = 3.0
+#: Batches per worker at least, where there are cells enough (so the workers finish together).
+BATCHES_PER_WORKER = 4
 
 Done = Callable[[Cell, dict], None]
 Failed = Callable[[Cell, str], None]
 
 
-#: CPU seconds of one cell: a fixed part (compiling the model, key points) plus a part per grid
-#: point, times ``DRAFT_FACTOR`` with speculation (one pass per draft length). Fitted to cells
-#: of grid 16, 50, 100 and 200 (Llama 3 8B paper, DeepSeek-V3 refined, Llama 3.3 70B refined
-#: with a draft: 0.05-3.0 s each, in one process on the 2-core development machine) and
-#: rounded up: the estimate is an upper bound for the paper preset, within 20 % for refined.
-CELL_BASE_SECONDS = 0.2
-CELL_SECONDS_PER_POINT = 1.5e-5
-DRAFT_FACTOR = 4.0
+#: CPU seconds of one cell: a fixed part (compiling the model, describing the frontier's
+#: points, key points, caching and tabling the cell) plus a part per grid point, times
+#: ``DRAFT_FACTOR`` with speculation (one pass per draft length). Fitted to the means of 16
+#: cells without and 8 with a draft of the worked study at grids of 50 and 100 (refined
+#: preset, one search thread, 2026-11-23 on the 2-core development machine: 0.185 / 0.262 s
+#: and 0.76 / 1.21 s), with 0.02 s for the study's own work a cell (``bench_study.py
+#: --warm``); the paper preset's cells take less (an upper bound for them).
+CELL_BASE_SECONDS = 0.19
+CELL_SECONDS_PER_POINT = 1.0e-5
+DRAFT_FACTOR = 4.5
 
 
 def cell_seconds(cell: Cell) -> float:
@@ -109,6 +122,56 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def batches(cells: Sequence[Cell], workers: int) -> list[list[Cell]]:
+    """``cells`` cut into batches for ``workers`` workers, in the study's order: each batch at
+    most ``BATCH_SECONDS`` of estimated CPU and at most 1 / ``BATCHES_PER_WORKER`` of a
+    worker's share (so that a few go to each worker), and cells that share their pass
+    latencies (``study.pass_group``) in one batch unless together they are more than that."""
+    groups: dict = {}
+    for cell in cells:
+        groups.setdefault(pass_group(cell.setting), []).append(cell)
+    total = sum(cell_seconds(c) for c in cells)
+    limit = min(BATCH_SECONDS, total / max(1, workers * BATCHES_PER_WORKER))
+    out: list[list[Cell]] = []
+    current: list[Cell] = []
+    spent = 0.0
+    for group in groups.values():
+        cost = sum(cell_seconds(c) for c in group)
+        if current and spent + cost > limit:
+            out.append(current)
+            current, spent = [], 0.0
+        if cost <= limit:
+            current += group
+            spent += cost
+            continue
+        for cell in group:  # a group too big for one batch: its cells in order
+            if current and spent + cell_seconds(cell) > limit:
+                out.append(current)
+                current, spent = [], 0.0
+            current.append(cell)
+            spent += cell_seconds(cell)
+    if current:
+        out.append(current)
+    return out
+
+
+def compute_batch(items: Sequence[tuple]) -> list[tuple[dict | None, str]]:
+    """The cells of a batch ((setting, method) pairs), in a worker: ``(payload, "")`` for
+    each, or ``(None, reason)`` for a cell that raised (one bad cell does not lose the others
+    of its batch). A worker process searches on one thread: the processes use the cores."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:  # a worker process, not this one
+        _one_search_thread()
+    out: list[tuple[dict | None, str]] = []
+    for setting, method in items:
+        try:
+            out.append((compute_cell(setting, method), ""))
+        except Exception as exc:  # reported for this cell; the batch goes on
+            out.append((None, _error(exc)))
+    return out
+
+
 def run_cells(
     cells: Sequence[Cell],
     on_done: Done,
@@ -137,13 +200,27 @@ def run_cells(
         _run_processes(cells, tracker, min(jobs, len(cells)))
 
 
+def _finish_batch(tracker: _Tracker, batch: Sequence[Cell], result=None, error: str = "") -> None:
+    """Hand each cell of a finished batch on (all of them failed with ``error`` if it raised)."""
+    for i, cell in enumerate(batch):
+        payload, why = result[i] if result is not None else (None, error)
+        tracker.finished(cell, payload, why)
+
+
+def _items(batch: Sequence[Cell]) -> list[tuple]:
+    return [(c.setting, c.method) for c in batch]
+
+
 def _one_search_thread() -> None:
     """A worker process searches its grid on one thread: the processes use the cores."""
-    os.environ["INFERENCE_ECON_THREADS"] = "1"
+    from ..optimise.optimiser import THREADS_VARIABLE
+
+    os.environ[THREADS_VARIABLE] = "1"
 
 
 def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:
-    """Local worker processes; a dead worker fails only the cells not finished yet."""
+    """Local worker processes, each sent batches of cells; a dead worker fails only the cells
+    not finished yet."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -151,15 +228,15 @@ def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=context, initializer=_one_search_thread
     ) as pool:
-        futures = {pool.submit(compute_cell, c.setting, c.method): c for c in cells}
+        futures = {pool.submit(compute_batch, _items(b)): b for b in batches(cells, jobs)}
         try:
             for future in as_completed(futures):
                 try:
-                    payload = future.result()
+                    result = future.result()
                 except Exception as exc:
-                    tracker.finished(futures[future], None, _error(exc))
+                    _finish_batch(tracker, futures[future], error=_error(exc))
                 else:
-                    tracker.finished(futures[future], payload)
+                    _finish_batch(tracker, futures[future], result)
         except BaseException:
             for future in futures:
                 future.cancel()
@@ -194,30 +271,34 @@ def _client(address: str, jobs: int):
 
 
 def _run_dask(cells: Sequence[Cell], tracker: _Tracker, address, jobs: int, progress) -> None:
-    """Cells as Dask tasks, collected as they complete (a lost worker's tasks are retried by
-    the scheduler; a cell that keeps failing is reported and the others are kept)."""
+    """Batches of cells as Dask tasks, collected as they complete (a lost worker's tasks are
+    retried by the scheduler; a cell that keeps failing is reported and the others are kept)."""
     from distributed import as_completed
 
     client, cluster = _client(address, jobs)
     try:
+        workers = len(client.scheduler_info().get("workers", {}))
         if progress:
-            workers = len(client.scheduler_info().get("workers", {}))
             progress(f"Dask cluster at {client.scheduler.address}: {workers} workers")
         futures = {
-            client.submit(
-                compute_cell, c.setting, c.method, key=f"inference-econ-cell-{c.key}", pure=False
-            ): c
-            for c in cells
+            client.submit(compute_batch, _items(b), key=_batch_key(b), pure=False): b
+            for b in batches(cells, max(workers, 1))
         }
         for future in as_completed(futures):
             try:
-                payload = future.result()
+                result = future.result()
             except Exception as exc:
-                tracker.finished(futures[future], None, _error(exc))
+                _finish_batch(tracker, futures[future], error=_error(exc))
             else:
-                tracker.finished(futures[future], payload)
+                _finish_batch(tracker, futures[future], result)
             future.release()
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _batch_key(batch: Sequence[Cell]) -> str:
+    """A Dask task key naming a batch by its cells' keys."""
+    digest = hashlib.sha256("".join(c.key for c in batch).encode()).hexdigest()[:24]
+    return f"inference-econ-cells-{len(batch)}-{digest}"
