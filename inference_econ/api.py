@@ -43,6 +43,14 @@ def _split(kwargs: dict) -> tuple[dict, Method | str | None, dict]:
 
 def _setting(model, hardware, **kwargs) -> Setting:
     if isinstance(model, Setting):
+        if hardware is not None:
+            # ie.frontier(setting, method) would otherwise drop the method without a word
+            raise SpecError(
+                "argument",
+                "hardware",
+                f"is {short(hardware)}, given together with a Setting (which has its GPU)",
+                "pass only the Setting; a search method goes by keyword: method=...",
+            )
         if kwargs:
             raise SpecError(
                 "argument",

@@ -117,6 +117,9 @@ def test_garbage_through_the_api_is_refused():
         prefill.prefill(setting, 8, 1000, chunk_tokens=0)
     with pytest.raises(SpecError, match="passes"):
         prefill.prefill(setting, 8, 1e9, chunk_tokens=1)  # a billion passes: refused up front
+    # a Setting carries its GPU: a second positional (a method, say) was silently dropped
+    with pytest.raises(SpecError, match="hardware.*together with a Setting.*method="):
+        ie.frontier(setting, ie.Method("discrete", grid_points=20))
 
 
 def test_head_dim_zero_and_heads_beyond_d_model(tmp_path):
