@@ -61,6 +61,51 @@ def test_fast_search_matches_brute_force_on_a_coarse_grid():
         assert domination_factor(fast, brute) <= 1.005
 
 
+@pytest.mark.parametrize(
+    "model, hardware, kwargs",
+    [
+        ("Llama 3 70B", "H100-paper", dict(weight_bits=8)),
+        ("Llama 3 70B", "H100-paper", dict(weight_bits=8, draft="Llama 3 8B", acceptance=0.8)),
+        ("Mixtral 8x22B", "H100-paper", dict(assumptions="paper-table-5")),
+        ("Llama 3 8B", "H100", dict(weight_bits=4, context_tokens=8000)),
+        ("Llama 3 70B", "H100", dict(assumptions="achievable")),
+        # the per-layout path: layouts within a TTFT limit, a draft, mixture of experts
+        (
+            "Mixtral 8x22B",
+            "H100-paper",
+            dict(prompt_tokens=1000, ttft_max_s=0.5, draft="Llama 3 8B"),
+        ),
+    ],
+)
+def test_search_on_the_feasible_window_is_the_full_search_bit_for_bit(
+    model, hardware, kwargs, monkeypatch
+):
+    """Each block of the fast search is evaluated only on the rectangle of its feasible points
+    (``grid._window``, docs/model.md "The search"): every pass latency is the same, bit for
+    bit, as evaluating the whole block."""
+    from inference_econ.optimise import grid, optimiser
+
+    setting = ie.make_setting(model, hardware, **kwargs)
+    problem = optimiser.Problem(setting, ie.Method(grid_points=60))
+    n_values, b_values = problem.continuous_axes()
+    windowed = problem._pass_latencies(n_values, b_values)
+    calls, window = [], grid._window
+
+    def whole(ok):
+        calls.append(window(ok))
+        return slice(0, ok.shape[0]), slice(0, ok.shape[1])
+
+    monkeypatch.setattr(grid, "_window", whole)
+    full = problem._pass_latencies(n_values, b_values)
+    # the window does cut some blocks here (else this test would compare a thing with itself)
+    assert any(r.stop - r.start < 60 or c.stop - c.start < 60 for r, c in calls)
+    for part_w, part_f in zip(windowed, full):
+        assert (part_w is None) == (part_f is None)
+        for S in part_w or {}:
+            assert part_w[S].dtype == part_f[S].dtype
+            assert np.array_equal(part_w[S], part_f[S]), S
+
+
 def test_threads_give_the_same_frontier(monkeypatch):
     """The suite runs the grid on one thread (conftest); two threads must give the very same
     frontier, and a bad thread count is one clear error."""

@@ -29,12 +29,20 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
     """Minimum latency over attention divisors and 1-D/2-D TP for one pipeline degree, for
     each tokens-per-pass value in ``S_values`` (the collective structures are shared).
 
-    With ``per_layout`` (a value of each candidate layout, e.g. its time to first token) the
+    Returns None if no point of the block is feasible, else ``(rows, cols, out)``: the
+    slices of the block (``window``) its results ``out`` cover, every point outside them
+    infeasible. With ``per_layout`` (a value of each candidate layout, e.g. its time to first token) the
     value at the chosen layout is returned too, and ``budgets`` ({S: limit}) keeps only the
     layouts whose value is within the limit. Returns (latencies, values or None) per S."""
     ok = model.fits(N_row, B_col, p, context, adiv=None)  # KV copies: in the step (§B13)
     if not np.any(ok):
         return None
+    # only the rectangle of the block holding its feasible points is evaluated (``window``)
+    rows, cols = _window(ok)
+    ok = ok[rows, cols]
+    N_row, B_col = N_row[:, cols], B_col[rows]
+    p = p if np.ndim(p) == 0 else p[rows]
+    budgets = {S: v if np.ndim(v) < 2 else v[rows, cols] for S, v in (budgets or {}).items()}
     cache = StepCache({})
     divisors = attention_divisors(
         N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
@@ -47,11 +55,11 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
                 model.latency(part, adiv, cache=cache, key=j) for j, adiv in enumerate(divisors)
             ]
             out.append((np.where(ok, functools.reduce(np.minimum, lats), np.inf), None))
-        return out
+        return rows, cols, out
     values = per_layout(N_row, B_col, p, divisors, cache)
     for S in S_values:
         part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
-        budget = (budgets or {}).get(S)
+        budget = budgets.get(S)
         best: Floats = np.inf
         best_v: Floats = np.inf
         for j, adiv in enumerate(divisors):
@@ -62,7 +70,26 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
                 best = np.where(better, lat, best)
                 best_v = np.where(better, value, best_v)
         out.append((np.where(ok, best, np.inf), best_v))
-    return out
+    return rows, cols, out
+
+
+def _window(ok) -> tuple[slice, slice]:
+    """The smallest (rows, columns) rectangle of the mask ``ok`` holding all its True points.
+
+    Evaluating a block only there is exact: every point outside is infeasible, and the block
+    gives it inf whatever its layouts' latencies (``_block_min`` masks with ``ok``); every
+    quantity of the search is elementwise over the points (broadcast over rows and columns),
+    so a point's value does not depend on which others are computed with it. On the paper's
+    grid the low GPU counts, where the weights and KV cache do not fit or the pipeline degree
+    exceeds the GPUs, are 20-50 % of a block.
+    """
+    ok = np.broadcast_to(ok, np.shape(ok))
+    any_row = np.flatnonzero(ok.any(axis=1))
+    any_col = np.flatnonzero(ok.any(axis=0))
+    return (
+        slice(int(any_row[0]), int(any_row[-1]) + 1),
+        slice(int(any_col[0]), int(any_col[-1]) + 1),
+    )
 
 
 def _pipeline_blocks(model: StepModel, b_values, pipeline: bool):
@@ -145,9 +172,11 @@ def grid_latency(
     for rows, block in results:
         if block is None:
             continue
-        for b, v, (lat, value) in zip(best, vals, block):
+        sub_rows, cols, parts = block
+        where = (slice(rows.start + sub_rows.start, rows.start + sub_rows.stop), cols)
+        for b, v, (lat, value) in zip(best, vals, parts):
             if value is not None:
-                better = lat < b[rows]
-                v[rows] = np.where(better, value, v[rows])
-            np.minimum(b[rows], lat, out=b[rows])
+                better = lat < b[where]
+                v[where] = np.where(better, value, v[where])
+            np.minimum(b[where], lat, out=b[where])
     return (best, vals) if per_layout is not None else best
