@@ -50,6 +50,7 @@ from .load_search import (
     lattice_start,
     probe_for,
     run_at,
+    run_until,
 )
 
 #: Full simulations testing whether a screened candidate can beat the plan (``screened_rows``)
@@ -417,7 +418,8 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
             try:
                 start = lattice_start("deployment", s, d, traffic, config)
                 probe = probe_for("deployment", s, d, short, config)
-                first[2] = find_knee(probe, targets, start, refine=SCREEN_REFINE)
+                early = probe_for("deployment", s, d, short, config, targets)
+                first[2] = find_knee(probe, targets, start, refine=SCREEN_REFINE, early=early)
             except InfeasibleError as exc:  # the engine's memory: the weights do not fit
                 first[2] = Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
             said(s, n, first[2], f" (short probes of {SCREEN_REQUESTS} requests)")
@@ -433,15 +435,13 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
         # rate: under speculation one may fail below a rate that holds), so search in full
         if x is not None and x > short_knee.max_rate_per_s and first[5] < SCREEN_TESTS:
             first[5] += 1
-            probe = run_at("deployment", s, d, traffic.at_rate(x), config)
+            probe = run_until("deployment", s, d, traffic.at_rate(x), config, targets)
             if not probe.with_targets(targets).meets_targets:
                 first[4] = x  # holds less than x: never better than the plan searched in full
                 continue
-        # the short search bisected to the full one's grid guesses its answer
-        short_probe = probe_for("deployment", s, d, short, config)
-        guess = find_knee(short_probe, targets, start, near=short_knee.max_rate_per_s)
-        probe = probe_for("deployment", s, d, traffic, config)
-        searched = find_knee_from(probe, targets, start, guess.max_rate_per_s or x or rate)
+        searched = _full_search(
+            s, d, traffic, targets, config, short_knee.max_rate_per_s, x or rate
+        )
         first[3] = searched
         said(s, n, searched)
     plan = options[0][0] if options else math.nan
@@ -475,6 +475,28 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
         row["probe_requests"] = traffic.simulated_requests if full else SCREEN_REQUESTS
         rows.append(row)
     return rows
+
+
+def _full_search(
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    targets: Targets,
+    config: EngineConfig,
+    short_answer: float,
+    otherwise: float,
+) -> Knee:
+    """The full search of a candidate that a short one screened (answer ``short_answer``):
+    the short search bisected to the full one's grid guesses the answer (``otherwise`` when
+    nothing held), and ``find_knee_from`` finds it from there; failing runs stop early."""
+    short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
+    start = lattice_start("deployment", setting, deployment, traffic, config)
+    short_probe = probe_for("deployment", setting, deployment, short, config)
+    short_early = probe_for("deployment", setting, deployment, short, config, targets)
+    guess = find_knee(short_probe, targets, start, near=short_answer, early=short_early)
+    probe = probe_for("deployment", setting, deployment, traffic, config)
+    early = probe_for("deployment", setting, deployment, traffic, config, targets)
+    return find_knee_from(probe, targets, start, guess.max_rate_per_s or otherwise, early)
 
 
 def _hope_row(found: list, rate: float, max_gpus) -> dict:
@@ -846,10 +868,18 @@ def confident_plan(
         setting = next(s for s in settings if s.gpu.name == hardware)
         if progress:
             progress(f"{hardware} x{size}: searched in full for the confident plan")
-        knee = knee_of("deployment", setting, Deployment(size, 1), traffic, plan.targets, config)
         table = plan.candidates.copy()
         at = (table["hardware"] == hardware) & (table["gpus_per_instance"] == size)
         at &= table["pool"] == "deployment"
+        short = float(table.loc[at, "max_rate_per_instance"].iloc[0])
+        if screens(traffic, False, None, None) and short > 0:  # from its short answer
+            knee = _full_search(
+                setting, Deployment(size, 1), traffic, plan.targets, config, short, short
+            )
+        else:
+            knee = knee_of(
+                "deployment", setting, Deployment(size, 1), traffic, plan.targets, config
+            )
         per = knee.max_rate_per_s
         table.loc[at, "probe_requests"] = table["probe_requests"].max()
         if per > 0:

@@ -143,9 +143,12 @@ def simulate_deployment(
     targets: Targets = NO_TARGETS,
     config: EngineConfig = DEFAULT_ENGINE,
     progress: Callable[[int, int], None] | None = None,
+    stop: Targets | None = None,
 ) -> LoadResult:
     """Serve the traffic on the deployment: one instance is simulated with its share of the
-    requests (docs/model.md §E3) and the deployment's rates are that share times the instances."""
+    requests (docs/model.md §E3) and the deployment's rates are that share times the instances.
+    ``stop``: end the run once it certainly misses these targets (``simulate``; the result's
+    ``stopped_for`` says so), where one instance is simulated alone with open-loop arrivals."""
     if traffic.clients is not None:
         return _closed_loop(setting, deployment, traffic, targets, config, progress)
     if deployment.disaggregated:
@@ -165,8 +168,12 @@ def simulate_deployment(
         route = Router(config.router, g, keys, traffic.seed)
         record = simulate_group([inst] * g, arrivals, route, progress)
         return summarise(inst, record, traffic, targets, K, scale=K / g)
-    record = simulate(inst, traffic.stream(K), progress=progress)
-    return summarise(inst, record, traffic, targets, K)
+    limits = stop.limits if stop is not None and not stop.empty else None
+    record = simulate(inst, traffic.stream(K), progress=progress, stop=limits)
+    result = summarise(inst, record, traffic, targets, K)
+    if not record.stopped:
+        return result
+    return dataclasses.replace(result, stopped_for=stop, meets_targets=None if targets.empty else False)
 
 
 def _closed_loop(setting, deployment, traffic, targets, config, progress) -> LoadResult:
