@@ -30,17 +30,17 @@ def test_screened_search_finds_the_full_searchs_plan(
     simulated = []
     run = load_search.simulate_deployment
 
-    def counted(setting, deployment, traffic, *args):
+    def counted(setting, deployment, traffic, *args, **kwargs):
         simulated.append(traffic.requests)
-        return run(setting, deployment, traffic, *args)
+        return run(setting, deployment, traffic, *args, **kwargs)
 
     monkeypatch.setattr(load_search, "simulate_deployment", counted)
     traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
     assert capacity.screens(traffic, False, None, None)
-    load_search.run_at.cache_clear()
+    load_search.clear_runs()
     full = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], screen=False)
     simulated_full = simulated.count(200)
-    load_search.run_at.cache_clear()
+    load_search.clear_runs()
     simulated.clear()
     fast = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2])
     assert fast.setting.gpu.name == full.setting.gpu.name

@@ -173,7 +173,9 @@ def simulate_deployment(
     result = summarise(inst, record, traffic, targets, K)
     if not record.stopped:
         return result
-    return dataclasses.replace(result, stopped_for=stop, meets_targets=None if targets.empty else False)
+    return dataclasses.replace(
+        result, stopped_for=stop, meets_targets=None if targets.empty else False
+    )
 
 
 def _closed_loop(setting, deployment, traffic, targets, config, progress) -> LoadResult:

@@ -278,17 +278,19 @@ class _Engine:
         heapq.heappush(self.late, (at, i))
 
     def arrive(self) -> None:
-        arr, order, late = self.arr, self.order, self.late
+        arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
+        t, j, n = self.t, self.next_arrival, len(arr)
         while True:
-            a = arr[self.next_arrival] if self.next_arrival < len(arr) else np.inf
+            a = arr[j] if j < n else np.inf
             b = late[0][0] if late else np.inf
-            if min(a, b) > self.t:
-                return
+            if min(a, b) > t:
+                break
             if a <= b:
-                self.waiting.append(order[self.next_arrival])
-                self.next_arrival += 1
+                waiting.append(order[j])
+                j += 1
             else:
-                self.waiting.append(heapq.heappop(late)[1])
+                waiting.append(heapq.heappop(late)[1])
+        self.next_arrival = j
 
     def outstanding(self) -> int:
         """Requests routed here and not finished (a router's measure of load)."""
@@ -355,11 +357,16 @@ class _Engine:
             self._finished(i)
             self._count_done(1, i)
             return
-        end = self.G + left
-        self.running[i] = (context - self.G, end)
-        self.by_end.setdefault(end, []).append(i)
+        G = self.G
+        end = G + left
+        self.running[i] = (context - G, end)
+        same = self.by_end.get(end)
+        if same is None:
+            self.by_end[end] = [i]
+        else:
+            same.append(i)
         heapq.heappush(self.ends, end)
-        self.sum_base += context - self.G
+        self.sum_base += context - G
 
     def min_end(self) -> float:
         """The G at which the next decoding request finishes."""
@@ -450,12 +457,23 @@ class _Engine:
                 return
             heapq.heappop(self.ends)
             done = self.by_end.pop(end)
-            for i in done:
-                self.sum_base -= self.running.pop(i)[0]
-                self._finished(i)
+            running = self.running
+            r = self.req
+            if self.no_evict or self.cache is not None or r.watch is not None:
+                for i in done:
+                    self.sum_base -= running.pop(i)[0]
+                    self._finished(i)
+            else:  # ``_finished`` has only the finish time to note
+                finish, t = r.finish, self.t
+                for i in done:
+                    self.sum_base -= running.pop(i)[0]
+                    finish[i] = t
             self.hold = False
-            for i in done:
-                self._count_done(1, i)
+            if self.clients is None and r.sharing is None and self.progress is None:
+                r.done += len(done)  # ``_count_done`` has nothing else to do
+            else:
+                for i in done:
+                    self._count_done(1, i)
 
     # --- steps -------------------------------------------------------------------------
     def decode_tokens(self) -> int:
@@ -675,17 +693,32 @@ class _Engine:
         k = min(k, int((self.cap - self.held() - q0) // growth))
         if k <= 0:
             return 0, 0.0, 0.0, q0, 0.0
-        if deadline is not None and self._run_time(D, q0, growth, k, c) > deadline:
-            lo, hi = 1, k  # the first step count whose run reaches the arrival
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self._run_time(D, q0, growth, mid, c) >= deadline:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            k = lo
+        if c is None:
+            table = self.table
+
+            def run(steps: int) -> float:
+                return table.run_time_s(D, q0, growth, steps)
+        else:
+
+            def run(steps: int) -> float:
+                return self._run_time(D, q0, growth, steps, c)
+
+        span = None  # the run's seconds, once known
+        if deadline is not None:
+            span = run(k)
+            if span > deadline:
+                lo, hi = 1, k  # the first step count whose run reaches the arrival
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    seconds = run(mid)
+                    if seconds >= deadline:
+                        hi, span = mid, seconds
+                    else:
+                        lo = mid + 1
+                k = lo
+        if span is None:
+            span = run(k)
         attended = k * q0 + growth * k * (k - 1) / 2.0
-        span = self._run_time(D, q0, growth, k, c)
         return k, span, attended, q0 + growth * k, self._run_flop(D, k, attended, c)
 
     def _run_arrays(self, D: int, k: int, deadline, c):
@@ -725,9 +758,23 @@ class _Engine:
             self.t = max(self.t, nxt)
             return True
         budget = self.cfg.step_token_budget
-        if self.can_prefill(budget):
-            self.mixed_step(budget if self.mode == "separate" else budget - self.decode_tokens())
-            return True
+        if self.draft is not None:
+            if self.can_prefill(budget):
+                separate = self.mode == "separate"
+                self.mixed_step(budget if separate else budget - self.decode_tokens())
+                return True
+        elif self.prefilling:  # ``can_prefill``, the decoding requests taking a token each
+            mode, first = self.mode, self.prefilling[0]
+            if mode == "chunked":
+                go = budget > D
+            elif mode == "whole":
+                left = first[2] - first[1]
+                go = D == 0 or D + left <= budget or (left > budget and budget > D)
+            else:
+                go = True
+            if go:
+                self.mixed_step(budget if mode == "separate" else budget - D)
+                return True
         room = not self.waiting and not self.hold
         room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
         self.decode_run(room, horizon)
