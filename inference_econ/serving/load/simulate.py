@@ -72,6 +72,8 @@ class RunRecord:
     stopped: bool = False
 
 
+#: No prefix-cache nodes (a request admitted without a prefix cache).
+NO_NODES: list = []
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 _EPS = 1e-9
 
@@ -109,6 +111,13 @@ class _Watch:
     def _need(n: int) -> int:
         """Values above a limit that put the p99 of ``n`` values above it."""
         return n - math.floor(0.99 * (n - 1)) + 1 if n > 0 else 1 << 62
+
+    def finished(self, i: int, t: float, first: float, n_out: int) -> None:
+        """Request ``i`` (first token at ``first``, ``n_out`` output tokens) finished at ``t``."""
+        if n_out > 1 and not math.isnan(first) and (t - first) / (n_out - 1) > self.tpot:
+            self.count(1)
+        if t - self.sent[i] > self.e2e:
+            self.count(2)
 
     def count(self, metric: int) -> None:
         """One more request broke the limit of ``metric`` (0 TTFT, 1 TPOT, 2 end-to-end)."""
@@ -283,7 +292,7 @@ class _Engine:
         while True:
             a = arr[j] if j < n else np.inf
             b = late[0][0] if late else np.inf
-            if min(a, b) > t:
+            if a > t and b > t:  # min(a, b) > t
                 break
             if a <= b:
                 waiting.append(order[j])
@@ -315,9 +324,9 @@ class _Engine:
             if len(running) + len(prefilling) >= limit:
                 return
             prefill = needs_prefill[i]
-            context = int(n_in[i] + gen[i] - (0 if prefill else 1))
+            context = n_in[i] + gen[i] - (0 if prefill else 1)  # Python ints
             need = layers * context if plain else self.pos(context)
-            nodes: list[Node] = []
+            nodes: list[Node] = NO_NODES
             hit = 0
             if cache is not None and prefill:
                 nodes = cache.lookup(_sharing(r).segments[i])
@@ -348,7 +357,8 @@ class _Engine:
                 self.reserved += layers * context if plain else self.pos(context)
             else:  # arrives with its prompt's cache (disaggregated decode)
                 self._join_decode(i, context)
-        self.trim()
+        if cache is not None:
+            self.trim()
 
     def _join_decode(self, i: int, context: int) -> None:
         r = self.req
@@ -408,13 +418,8 @@ class _Engine:
     def _finished(self, i: int) -> None:
         r = self.req
         r.finish[i] = self.t
-        w = r.watch
-        if w is not None:
-            first, n_out = r.first[i], r.n_out[i]
-            if n_out > 1 and not math.isnan(first) and (self.t - first) / (n_out - 1) > w.tpot:
-                w.count(1)
-            if self.t - w.sent[i] > w.e2e:
-                w.count(2)
+        if r.watch is not None:
+            r.watch.finished(i, self.t, r.first[i], r.n_out[i])
         if self.no_evict:
             self.committed -= r.full[i]
         if self.cache is not None and i in self.chain:
@@ -459,15 +464,19 @@ class _Engine:
             done = self.by_end.pop(end)
             running = self.running
             r = self.req
-            if self.no_evict or self.cache is not None or r.watch is not None:
+            if self.cache is not None:
                 for i in done:
                     self.sum_base -= running.pop(i)[0]
                     self._finished(i)
-            else:  # ``_finished`` has only the finish time to note
-                finish, t = r.finish, self.t
+            else:  # ``_finished`` without a prefix cache, inline
+                finish, t, w, full, no_evict = r.finish, self.t, r.watch, r.full, self.no_evict
                 for i in done:
                     self.sum_base -= running.pop(i)[0]
                     finish[i] = t
+                    if w is not None:
+                        w.finished(i, t, r.first[i], r.n_out[i])
+                    if no_evict:
+                        self.committed -= full[i]
             self.hold = False
             if self.clients is None and r.sharing is None and self.progress is None:
                 r.done += len(done)  # ``_count_done`` has nothing else to do
@@ -569,24 +578,38 @@ class _Engine:
             entry[1] += take
         if not separate:
             self._complete()
-        first, gen, needs_prefill = r.first, r.gen, r.needs_prefill
+        first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
+        w, cache, t, G = r.watch, self.cache, self.t, self.G
+        by_end, ends = self.by_end, self.ends
         while prefilling and prefilling[0][1] >= prefilling[0][2]:
             i, _, context = prefilling.pop(0)
             self.reserved -= layers * context if plain else pos(context)
             gen[i] += 1
             needs_prefill[i] = False
             if math.isnan(first[i]):
-                first[i] = self.t
-                w = r.watch
-                if w is not None and self.t - w.sent[i] > w.ttft:
+                first[i] = t
+                if w is not None and t - w.sent[i] > w.ttft:
                     w.count(0)
-            if self.cache is not None and i in self.chain:  # its prompt's segments are cached
+            if cache is not None and i in self.chain:  # its prompt's segments are cached
                 segs = _sharing(r).segments[i]
                 held = self.chain[i]
-                self.chain[i] = held + self.cache.insert(
+                self.chain[i] = held + cache.insert(
                     segs[len(held) :], held[-1] if held else None, self.t
                 )
-            self._join_decode(i, context)
+            left = n_out[i] - gen[i]  # ``_join_decode``, inline (once per request)
+            if left <= 0:  # its first token was its last
+                self._finished(i)
+                self._count_done(1, i)
+                continue
+            end = G + left
+            running[i] = (context - G, end)
+            same = by_end.get(end)
+            if same is None:
+                by_end[end] = [i]
+            else:
+                same.append(i)
+            heapq.heappush(ends, end)
+            self.sum_base += context - G
         if self.cache is not None:
             self.trim()
         return True
@@ -630,7 +653,12 @@ class _Engine:
         if D:
             self.decode_steps += 1
             self.spec_steps += c is not None
-        self.peak = max(self.peak, self.used() / self.cap)
+        if self.windowed:
+            used = self.used()
+        else:  # ``used``, inline
+            used = self.layers * (self.sum_base + len(self.running) * self.G) + self.held()
+        if used / self.cap > self.peak:
+            self.peak = used / self.cap
 
     def decode_run(self, admit_more: bool, horizon: float = np.inf) -> None:
         """Decode-only steps until the next event: an arrival that could be admitted, a
