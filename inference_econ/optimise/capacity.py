@@ -44,6 +44,7 @@ from .load_search import (
     SCREEN_REFINE,
     SCREEN_REQUESTS,
     Knee,
+    hopeless_for,
     find_knee,
     find_knee_from,
     knee_of,
@@ -419,7 +420,10 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
                 start = lattice_start("deployment", s, d, traffic, config)
                 probe = probe_for("deployment", s, d, short, config)
                 early = probe_for("deployment", s, d, short, config, targets)
-                first[2] = find_knee(probe, targets, start, refine=SCREEN_REFINE, early=early)
+                hopeless = hopeless_for("deployment", s, d)
+                first[2] = find_knee(
+                    probe, targets, start, refine=SCREEN_REFINE, early=early, hopeless=hopeless
+                )
             except InfeasibleError as exc:  # the engine's memory: the weights do not fit
                 first[2] = Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
             said(s, n, first[2], f" (short probes of {SCREEN_REQUESTS} requests)")

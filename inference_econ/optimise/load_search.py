@@ -26,6 +26,7 @@ from ..serving.load.deployment import (
     Deployment,
     Pool,
     rate_estimate,
+    rejects_alike,
     simulate_decode_pool,
     simulate_deployment,
     simulate_prefill_pool,
@@ -188,6 +189,7 @@ def find_knee(
     near: float | None = None,
     refine: int = REFINE_STEPS,
     early: Callable[[float], LoadResult] | None = None,
+    hopeless: Callable[[LoadResult], bool] | None = None,
 ) -> Knee:
     """The largest rate whose simulation meets ``targets`` (module docstring); ``probe(rate)``
     simulates at a total rate. 0 when even ``start / 256`` fails. ``near`` (a guess of the
@@ -196,7 +198,10 @@ def find_knee(
     fewer simulations. ``refine`` bisections of the last interval (5: about 1 % in rate).
     ``early(rate)``: the same simulation, stopped once it certainly misses ``targets``
     (``run_until``), used once a rate has held: from then on only verdicts are read (the walk
-    down, which reads the p99s of failing runs, comes before any rate holds)."""
+    down, which reads the p99s of failing runs, comes before any rate holds).
+    ``hopeless(result)``: a failing run says every load fails alike (``rejects_alike``: the
+    same requests never fit at any load), so the walk down ends there with the reason it
+    would have ended with."""
     seen: dict[float, LoadResult] = {}
     held = [False]
 
@@ -226,7 +231,11 @@ def find_knee(
     else:
         while True:
             # (only from the start down: above it a saturated engine's p99s barely move too)
-            if i == 0 or (i <= WALK_STEPS and _unloaded(seen, lattice[i : i + 3])):
+            if (
+                i == 0
+                or (i <= WALK_STEPS and _unloaded(seen, lattice[i : i + 3]))
+                or (hopeless is not None and hopeless(seen[lattice[i]]))
+            ):
                 return _knee(0.0, seen, _why_not(seen[lattice[i]], targets))
             if ok(lattice[i - 1]):
                 break
@@ -383,7 +392,19 @@ def knee_of(
     early = None
     if stop_early and progress is None:
         early = probe_for(kind, setting, deployment, traffic, config, targets)
-    return find_knee(probe, targets, start, progress, near, refine, early)
+    hopeless = hopeless_for(kind, setting, deployment) if stop_early else None
+    return find_knee(probe, targets, start, progress, near, refine, early, hopeless)
+
+
+def hopeless_for(kind: Pool, setting: Setting, deployment: Deployment):
+    """``find_knee``'s ``hopeless`` for one instance of a deployment (None for pools and
+    groups): a run that rejected requests, where every layout the instance may take holds the
+    same KV cache (``rejects_alike``), rejects the same requests at every load."""
+    if kind != "deployment" or deployment.disaggregated or deployment.instances != 1:
+        return None
+    if not rejects_alike(setting, deployment.gpus_per_instance):
+        return None
+    return lambda result: result.rejected > 0
 
 
 @functools.lru_cache(maxsize=256)

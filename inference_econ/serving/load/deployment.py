@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from ...errors import SpecError, plural
+from ...errors import InfeasibleError, SpecError, plural
 from ...model.mixed_step import EngineLayout
 from ..disaggregation import kv_transfer_s
 from ..setting import Setting
@@ -25,6 +25,7 @@ from .engine import (
     LayoutSearch,
     OfferedLoad,
     build_instance,
+    layout_capacity,
     layout_search,
 )
 from .results import LoadResult, RequestLatencies, assemble, summarise
@@ -121,6 +122,18 @@ def _instance_with(
     setting: Setting, gpus: int, config: EngineConfig, context: float, layout: EngineLayout
 ) -> Instance:
     return build_instance(setting, gpus, config, context, layout, search=_search(setting, gpus))
+
+
+def rejects_alike(setting: Setting, gpus: int) -> bool:
+    """Whether every layout an instance of ``gpus`` GPUs may take holds the same KV cache: a
+    request that never fits in one never fits in any, whatever load chose the layout (the
+    requests' lengths are drawn the same at every load). False where the weights do not fit."""
+    try:
+        search = _search(setting, gpus)
+    except InfeasibleError:
+        return False
+    held = {layout_capacity(search.model, search.capacity, lay) for lay in search.options}
+    return len(held) == 1
 
 
 def instance_for(

@@ -204,7 +204,8 @@ class _Engine:
         self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
         self.reserved = 0.0  # KV layer-positions held by prompts being prefilled
         # the decoding requests: request -> (context - G, G once it has all its tokens), the
-        # requests by the G they finish at, and a heap of those G (stale entries skipped)
+        # requests by the G they finish at, and a heap of those G (each pushed when it first
+        # has a request; stale entries skipped)
         self.running: dict[int, tuple[float, float]] = {}
         self.by_end: dict[float, list[int]] = {}
         self.ends: list[float] = []
@@ -371,11 +372,11 @@ class _Engine:
         end = G + left
         self.running[i] = (context - G, end)
         same = self.by_end.get(end)
-        if same is None:
+        if same is None:  # a new end: on the heap once
             self.by_end[end] = [i]
+            heapq.heappush(self.ends, end)
         else:
             same.append(i)
-        heapq.heappush(self.ends, end)
         self.sum_base += context - G
 
     def min_end(self) -> float:
@@ -604,11 +605,11 @@ class _Engine:
             end = G + left
             running[i] = (context - G, end)
             same = by_end.get(end)
-            if same is None:
+            if same is None:  # a new end: on the heap once
                 by_end[end] = [i]
+                heapq.heappush(ends, end)
             else:
                 same.append(i)
-            heapq.heappush(ends, end)
             self.sum_base += context - G
         if self.cache is not None:
             self.trim()
