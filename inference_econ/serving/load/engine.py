@@ -174,19 +174,17 @@ def choose_layout(
     model, prefill_work, options, config, capacity, context, load, floors=None
 ) -> EngineLayout:
     """The layout that runs the offered load fastest (§E6); ``floors`` keeps each layout's
-    ``_floor_s`` by context (a load search chooses at many loads)."""
+    ``_floor_s`` by context, and the choice when saturated (a load search chooses at many
+    loads)."""
     floors = {} if floors is None else floors
     for lay in options:
         if (lay, context) not in floors:
             floors[lay, context] = _floor_s(model, prefill_work, lay, context)
     per_request = max(float(model.work.layer_positions(context)), 1.0)
     # the KV cache holds fewer requests where attention keeps copies of it (§B13)
-    batches = [
-        int(
-            np.clip(
-                layout_capacity(model, capacity, lay) // per_request, 1, config.max_batch_requests
-            )
-        )
+    top = config.max_batch_requests
+    batches = [  # np.clip(held, 1, top), in floats
+        int(min(max(layout_capacity(model, capacity, lay) // per_request, 1.0), float(top)))
         for lay in options
     ]
     budget = config.step_token_budget
@@ -196,14 +194,18 @@ def choose_layout(
     ]
     if math.isfinite(min(steady)):
         return options[int(np.argmin(steady))]
-    # saturated: decode at the largest batch plus prompts in full chunks, per request
+    # saturated: decode at the largest batch plus prompts in full chunks, per request (the
+    # same at every rate: kept with the floors)
     P, out = max(load.prompt_tokens, 0.0), max(load.output_tokens, 1.0)
-    per_request_s = [
-        out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
-        + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
-        for lay, batch in zip(options, batches)
-    ]
-    return options[int(np.argmin(per_request_s))]
+    key = ("saturated", context, P, out, budget, config.max_batch_requests, tuple(options))
+    if key not in floors:
+        per_request_s = [
+            out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
+            + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
+            for lay, batch in zip(options, batches)
+        ]
+        floors[key] = options[int(np.argmin(per_request_s))]
+    return floors[key]
 
 
 @dataclass(frozen=True, eq=False)
