@@ -88,7 +88,10 @@ def _sharing(requests) -> Sharing:
 class _Watch:
     """The latency limits a run is stopped at (``simulate``'s ``stop``): it counts the requests
     whose time to first token, time per output token or end-to-end latency breaks its limit as
-    each becomes known, and says when so many do that the p99 is certainly above the limit.
+    each becomes known, and says when so many do that the p99 is certainly above the limit. A
+    time to first token is known to break its limit once the limit has passed since the request
+    arrived (``overdue``: its first token came late, or is still to come); the others at the
+    request's last token.
 
     A p99 is ``np.percentile``'s linear interpolation at the virtual index 0.99 (n - 1) of the
     n measured values sorted: at least the value at its floor ``k``, which exceeds the limit
@@ -106,6 +109,25 @@ class _Watch:
         many = fresh & (np.asarray(req.n_out) > 1)  # a time per output token
         self.left = [self._need(int(m.sum())) for m in (fresh, many, fits)]
         self.certain = not fits.all()
+        # the requests with a first token of their own, by arrival (``overdue``)
+        fresh_ids = np.flatnonzero(fresh) if math.isfinite(self.ttft) else np.empty(0, int)
+        self.by_arrival = fresh_ids[np.argsort(req.sent[fresh_ids], kind="stable")].tolist()
+        self.next = 0
+
+    def overdue(self, t: float, first: list) -> None:
+        """Count the requests whose TTFT limit has passed by ``t`` since they arrived: each whose
+        first token came after it, or has not come (it comes after ``t``), breaks it."""
+        queue, sent, limit = self.by_arrival, self.sent, self.ttft
+        j = self.next
+        while j < len(queue):
+            i = queue[j]
+            if not t - sent[i] > limit:
+                break
+            f = first[i]
+            if math.isnan(f) or f - sent[i] > limit:
+                self.count(0)
+            j += 1
+        self.next = j
 
     @staticmethod
     def _need(n: int) -> int:
@@ -580,7 +602,7 @@ class _Engine:
         if not separate:
             self._complete()
         first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
-        w, cache, t, G = r.watch, self.cache, self.t, self.G
+        cache, t, G = self.cache, self.t, self.G
         by_end, ends = self.by_end, self.ends
         while prefilling and prefilling[0][1] >= prefilling[0][2]:
             i, _, context = prefilling.pop(0)
@@ -589,8 +611,6 @@ class _Engine:
             needs_prefill[i] = False
             if math.isnan(first[i]):
                 first[i] = t
-                if w is not None and t - w.sent[i] > w.ttft:
-                    w.count(0)
             if cache is not None and i in self.chain:  # its prompt's segments are cached
                 segs = _sharing(r).segments[i]
                 held = self.chain[i]
@@ -666,7 +686,7 @@ class _Engine:
         completion, or a full cache (and no later than ``horizon`` when requests may be
         admitted: a router's next arrival)."""
         D = len(self.running)
-        c = self.cycle(D)
+        c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
         k = max(1, math.ceil((self.min_end() - self.G) / E - _EPS))
         deadline = min(self.next_time(), horizon) - self.t if admit_more else None
@@ -687,9 +707,12 @@ class _Engine:
         self.steps += k
         self.decode_steps += k
         self.spec_steps += k if c is not None else 0
-        self.peak = max(self.peak, (after + self.held()) / self.cap)
+        peak = (after + self.held()) / self.cap
+        if peak > self.peak:  # max(self.peak, peak)
+            self.peak = peak
         self._complete()
-        self.trim()
+        if self.cache is not None:
+            self.trim()
 
     def _run_time(self, D: int, q0: float, growth: float, k: int, c) -> float:
         if c is None:
@@ -816,8 +839,9 @@ class _Engine:
             while self.iterate():
                 pass
             return True
+        first = self.req.first
         while not w.certain and self.iterate():
-            pass
+            w.overdue(self.t, first)
         return not w.certain
 
 
