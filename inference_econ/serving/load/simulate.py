@@ -594,7 +594,20 @@ class _Engine:
             dt += extra
             alone += decode_extra
             flop += extra_flop
-        self._account(dt, D, flop, E if (T and not separate and D) else 0.0, c)
+        advance = E if (T and not separate and D) else 0.0
+        if c is None and plain:  # ``_account``, inline
+            self.t += dt
+            self.G += advance
+            self.busy += dt
+            self.batch_s += D * dt
+            self.flop += flop
+            if D:
+                self.decode_steps += 1
+            used = layers * (self.sum_base + len(running) * self.G) + self.held()
+            if used / self.cap > self.peak:
+                self.peak = used / self.cap
+        else:
+            self._account(dt, D, flop, advance, c)
         self.prefill_s += dt - alone
         self.steps += 1
         for entry, take in chunks:
@@ -798,8 +811,14 @@ class _Engine:
     def iterate(self, horizon: float = np.inf) -> bool:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
         decode steps. False when there is nothing to do before ``horizon``."""
-        self.arrive()
-        self.admit()
+        arr, j, late, t = self.arr, self.next_arrival, self.late, self.t
+        a = arr[j] if j < len(arr) else np.inf
+        if not (a > t and (late[0][0] if late else np.inf) > t):  # something has arrived
+            self.arrive()
+        if self.waiting or self.cache is not None:
+            self.admit()
+        elif self.hold and not self.running and not self.prefilling:
+            self.hold = False  # ``admit`` with no one waiting
         D = len(self.running)
         if D == 0 and not self.prefilling:
             if self.waiting:
