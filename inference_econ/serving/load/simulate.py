@@ -136,9 +136,11 @@ class _Watch:
 
     def finished(self, i: int, t: float, first: float, n_out: int) -> None:
         """Request ``i`` (first token at ``first``, ``n_out`` output tokens) finished at ``t``."""
-        if n_out > 1 and not math.isnan(first) and (t - first) / (n_out - 1) > self.tpot:
+        tpot = self.tpot
+        many = tpot < math.inf and n_out > 1 and not math.isnan(first)
+        if many and (t - first) / (n_out - 1) > tpot:
             self.count(1)
-        if t - self.sent[i] > self.e2e:
+        if self.e2e < math.inf and t - self.sent[i] > self.e2e:
             self.count(2)
 
     def count(self, metric: int) -> None:
