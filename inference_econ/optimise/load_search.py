@@ -58,8 +58,10 @@ KINDS = ("deployment", "prefill", "decode")
 #: CPU seconds per simulated request, rounded up (``python benchmarks/bench_load.py`` and a run
 #: of 1,000,000 requests: 23 s, 2.3e-5 s each, on the 2-core development machine).
 SECONDS_PER_REQUEST = 3e-5
-#: Peak bytes per simulated request (the same run: 247 MB; rounded up).
-BYTES_PER_REQUEST = 300.0
+#: Peak bytes per simulated request, rounded up: the scheduler keeps its per-request state in
+#: Python lists (``simulate``), 363 bytes a request (``simulate "Llama 3 8B" -H H100 --gpus 1
+#: --rate 20 --requests 400000``: 271 MB peak, 126 MB with 1,000 requests).
+BYTES_PER_REQUEST = 450.0
 #: Simulations one load search takes (its lattice, refinement and curve; about 15 measured).
 SIMULATIONS_PER_SEARCH = 20
 #: Longest estimated simulation work run without ``yes`` (``settings.CONFIRM_SECONDS``).
