@@ -690,7 +690,13 @@ def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.Dat
         table = table.drop(columns=["speculation"])
     for name in ("instances", "gpus"):
         table[name] = table[name].astype("Int64")
-    # the order of ``_options``: cheapest, then the most load held, then the fewest GPUs
+    return _ranked(table)
+
+
+def _ranked(table: pd.DataFrame) -> pd.DataFrame:
+    """The candidates in the order of ``_options``: cheapest, then the most load held, then
+    the fewest GPUs; the excluded ones last."""
+    table = table.copy()
     table["held"] = -table["instances"].astype(float) * table["max_rate_per_instance"]
     table = table.sort_values(["excluded", "usd_per_hour", "held", "gpus"], kind="stable")
     return table.drop(columns="held").reset_index(drop=True)
@@ -885,7 +891,7 @@ def confident_plan(
         for name in ("usd_per_hour", "excluded", "note"):
             table.loc[at, name] = row[name]
         table.loc[at, "probe_requests"] = SCREEN_REQUESTS if requests is None else requests
-        plan = dataclasses.replace(plan, candidates=table)
+        plan = dataclasses.replace(plan, candidates=_ranked(table))
     return with_odds(plan, confidence, bound, settings)
 
 
