@@ -46,10 +46,12 @@ from .load_search import (
     Knee,
     find_knee,
     find_knee_from,
+    hopeless_for,
     knee_of,
     lattice_start,
     probe_for,
     run_at,
+    run_until,
 )
 
 #: Full simulations testing whether a screened candidate can beat the plan (``screened_rows``)
@@ -387,7 +389,6 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
     ``probe_requests`` column says which), and one whose single instance costs more than the
     plan is not searched at all (excluded, with that reason)."""
     rate = traffic.offered_rate_per_s
-    short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
     # [setting, size, short knee or None, full knee or None, a rate it holds less than, tests]
     found: list[list] = [
         [s, n, None, None, math.inf, 0]
@@ -414,12 +415,7 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
         s, n, short_knee = first[:3]
         d = Deployment(n, 1)
         if short_knee is None:
-            try:
-                start = lattice_start("deployment", s, d, traffic, config)
-                probe = probe_for("deployment", s, d, short, config)
-                first[2] = find_knee(probe, targets, start, refine=SCREEN_REFINE)
-            except InfeasibleError as exc:  # the engine's memory: the weights do not fit
-                first[2] = Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
+            first[2] = _short_search(s, d, traffic, targets, config)
             said(s, n, first[2], f" (short probes of {SCREEN_REQUESTS} requests)")
             continue
         sure = _options([h for h, f in zip(hopes, found) if f[3] is not None])
@@ -427,21 +423,18 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
             x = _to_beat(sure[0], _found(found, sure[0]), n, s, rate, max_gpus)
         else:  # the instances it hopes for hold the load
             x = rate / options[0][3].instances
-        start = lattice_start("deployment", s, d, traffic, config)
         # a test needs the short search's answer below x: a full simulation failing where the
         # short search held is too little to go on (verdicts are not always monotone in the
         # rate: under speculation one may fail below a rate that holds), so search in full
         if x is not None and x > short_knee.max_rate_per_s and first[5] < SCREEN_TESTS:
             first[5] += 1
-            probe = run_at("deployment", s, d, traffic.at_rate(x), config)
+            probe = run_until("deployment", s, d, traffic.at_rate(x), config, targets)
             if not probe.with_targets(targets).meets_targets:
                 first[4] = x  # holds less than x: never better than the plan searched in full
                 continue
-        # the short search bisected to the full one's grid guesses its answer
-        short_probe = probe_for("deployment", s, d, short, config)
-        guess = find_knee(short_probe, targets, start, near=short_knee.max_rate_per_s)
-        probe = probe_for("deployment", s, d, traffic, config)
-        searched = find_knee_from(probe, targets, start, guess.max_rate_per_s or x or rate)
+        searched = _full_search(
+            s, d, traffic, targets, config, short_knee.max_rate_per_s, x or rate
+        )
         first[3] = searched
         said(s, n, searched)
     plan = options[0][0] if options else math.nan
@@ -475,6 +468,28 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
         row["probe_requests"] = traffic.simulated_requests if full else SCREEN_REQUESTS
         rows.append(row)
     return rows
+
+
+def _full_search(
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    targets: Targets,
+    config: EngineConfig,
+    short_answer: float,
+    otherwise: float,
+) -> Knee:
+    """The full search of a candidate that a short one screened (answer ``short_answer``):
+    the short search bisected to the full one's grid guesses the answer (``otherwise`` when
+    nothing held), and ``find_knee_from`` finds it from there; failing runs stop early."""
+    short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
+    start = lattice_start("deployment", setting, deployment, traffic, config)
+    short_probe = probe_for("deployment", setting, deployment, short, config)
+    short_early = probe_for("deployment", setting, deployment, short, config, targets)
+    guess = find_knee(short_probe, targets, start, near=short_answer, early=short_early)
+    probe = probe_for("deployment", setting, deployment, traffic, config)
+    early = probe_for("deployment", setting, deployment, traffic, config, targets)
+    return find_knee_from(probe, targets, start, guess.max_rate_per_s or otherwise, early)
 
 
 def _hope_row(found: list, rate: float, max_gpus) -> dict:
@@ -675,7 +690,13 @@ def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.Dat
         table = table.drop(columns=["speculation"])
     for name in ("instances", "gpus"):
         table[name] = table[name].astype("Int64")
-    # the order of ``_options``: cheapest, then the most load held, then the fewest GPUs
+    return _ranked(table)
+
+
+def _ranked(table: pd.DataFrame) -> pd.DataFrame:
+    """The candidates in the order of ``_options``: cheapest, then the most load held, then
+    the fewest GPUs; the excluded ones last."""
+    table = table.copy()
     table["held"] = -table["instances"].astype(float) * table["max_rate_per_instance"]
     table = table.sort_values(["excluded", "usd_per_hour", "held", "gpus"], kind="stable")
     return table.drop(columns="held").reset_index(drop=True)
@@ -753,7 +774,7 @@ def with_odds(
     )
     if settings:  # a disaggregated plan's confident one may be co-located, and vice versa
         for option in _confident_options(plan, level, settings):
-            c_usd, c_held, c_deployment, c_factor, hardware, _ = option
+            c_usd, c_held, c_deployment, c_factor, hardware = option
             key = (c_usd, -c_held, c_deployment.gpus)
             if c_usd >= r.usd_per_hour - 1e-9 and key < best:
                 best = key
@@ -770,13 +791,10 @@ def with_odds(
     return dataclasses.replace(plan, confident=confident, bound=bound)
 
 
-def _confident_options(
-    plan: CapacityPlan, level: int, settings: list[Setting], include_short: bool = False
-):
-    """(usd per hour, load held at the low end, deployment, factor, GPU, searched in full) of
-    each co-located candidate other than the plan's own (those only screened by a short search
-    too with ``include_short``), sized at its interval's low end (the stratum of its size, at
-    the plan's memory- or compute-bound regime)."""
+def _confident_options(plan: CapacityPlan, level: int, settings: list[Setting]):
+    """(usd per hour, load held at the low end, deployment, factor, GPU) of each co-located
+    candidate searched in full other than the plan's own, sized at its interval's low end (the
+    stratum of its size, at the plan's memory- or compute-bound regime)."""
     from ..serving.intervals import figure_intervals, load_bound
 
     r, d = plan.result, plan.deployment
@@ -789,8 +807,7 @@ def _confident_options(
     for row in table.itertuples():
         if row.pool != "deployment" or row.excluded or not row.instances:
             continue
-        short = full is not None and row.probe_requests != full
-        if short and (row.probe_requests == 0 or not include_short):
+        if full is not None and row.probe_requests != full:
             continue  # a short search's figure is too rough to size a plan on
         own = row.hardware == r.hardware and row.gpus_per_instance == d.gpus_per_instance
         if own and not d.disaggregated:
@@ -814,7 +831,7 @@ def _confident_options(
         price = float(row.usd_per_hour) / float(row.gpus)
         usd = count * row.gpus_per_instance * price
         deployment = Deployment(row.gpus_per_instance, count)
-        yield usd, per * factor * count, deployment, factor, row.hardware, not short
+        yield usd, per * factor * count, deployment, factor, row.hardware
 
 
 def confident_plan(
@@ -826,43 +843,120 @@ def confident_plan(
     config: EngineConfig = DEFAULT_ENGINE,
     progress: Callable[[str], None] | None = None,
 ) -> CapacityPlan:
-    """``with_odds`` over every co-located candidate, where a candidate that only a short
-    search screened and that would make a cheaper confident plan is first searched in full
-    (its row updated), until the cheapest confident plan rests on full searches."""
+    """``with_odds`` over every co-located candidate searched in full, where a candidate not
+    searched in full that could make a confident plan as cheap (``_confident_hopes``) is first
+    searched: short if it was not searched at all, in full once its short answer still hopes
+    (its row updated); until the cheapest confident plan rests on full searches and no other
+    candidate can match it (the confident plan of every candidate searched in full)."""
     level = int(round(100 * confidence))
-    for _ in range(len(plan.candidates)):
+    max_gpus = settings[0].max_gpus if settings else None
+    for _ in range(2 * len(plan.candidates) + 1):
         odds = with_odds(plan, confidence, bound, settings)
         if level not in LEVELS or odds.confident is None:
             return odds
-        cheaper = [
-            o
-            for o in _confident_options(plan, level, settings, include_short=True)
-            if not o[5] and o[0] < odds.confident.usd_per_hour - 1e-9
+        # a short-searched candidate as cheap on its short answer; a never-searched one whose
+        # single instance is no dearer (ties rank by the load held)
+        bar = odds.confident.usd_per_hour
+        hopes = [
+            h
+            for h in _confident_hopes(plan, level, settings)
+            if h[0] < bar - 1e-9 or (h[3] is None and h[0] <= bar + 1e-9)
         ]
-        if not cheaper:
+        if not hopes:
             return odds
-        _, _, deployment, _, hardware, _ = min(cheaper, key=lambda o: (o[0], -o[1]))
-        size = deployment.gpus_per_instance
-        setting = next(s for s in settings if s.gpu.name == hardware)
-        if progress:
-            progress(f"{hardware} x{size}: searched in full for the confident plan")
-        knee = knee_of("deployment", setting, Deployment(size, 1), traffic, plan.targets, config)
-        table = plan.candidates.copy()
-        at = (table["hardware"] == hardware) & (table["gpus_per_instance"] == size)
-        at &= table["pool"] == "deployment"
-        per = knee.max_rate_per_s
-        table.loc[at, "probe_requests"] = table["probe_requests"].max()
-        if per > 0:
-            count = math.ceil(plan.rate_per_s / per - 1e-9)
-            table.loc[at, "max_rate_per_instance"] = per
-            table.loc[at, "instances"] = count
-            table.loc[at, "gpus"] = count * size
-            table.loc[at, "usd_per_hour"] = count * size * setting.gpu.price_usd_per_hour
+        _, setting, size, short = min(hopes, key=lambda h: (h[0], h[2]))
+        d = Deployment(size, 1)
+        rate = plan.rate_per_s
+        full = int(plan.candidates["probe_requests"].max())
+        if short is None:  # never searched: a short search first
+            if progress:
+                progress(f"{setting.gpu.name} x{size}: searched short for the confident plan")
+            knee = _short_search(setting, d, traffic, plan.targets, config)
+            row, requests = _candidate(setting, "deployment", size, knee, rate, max_gpus), None
         else:
-            table.loc[at, "excluded"] = True
-            table.loc[at, "note"] = knee.reason
-        plan = dataclasses.replace(plan, candidates=table)
+            if progress:
+                progress(f"{setting.gpu.name} x{size}: searched in full for the confident plan")
+            if short > 0:  # from its short answer
+                knee = _full_search(setting, d, traffic, plan.targets, config, short, short)
+            else:
+                knee = knee_of("deployment", setting, d, traffic, plan.targets, config)
+            row, requests = _candidate(setting, "deployment", size, knee, rate, max_gpus), full
+        table = plan.candidates.copy()
+        at = (table["hardware"] == setting.gpu.name) & (table["gpus_per_instance"] == size)
+        at &= table["pool"] == "deployment"
+        if "speculation" in table:
+            at &= table["speculation"] == _spec_label(setting)
+        for name in ("layout", "max_rate_per_instance", "instances", "gpus"):
+            table.loc[at, name] = row[name]
+        for name in ("usd_per_hour", "excluded", "note"):
+            table.loc[at, name] = row[name]
+        table.loc[at, "probe_requests"] = SCREEN_REQUESTS if requests is None else requests
+        plan = dataclasses.replace(plan, candidates=_ranked(table))
     return with_odds(plan, confidence, bound, settings)
+
+
+def _short_search(setting, deployment, traffic, targets, config) -> Knee:
+    """A candidate's short search (``screened_rows``): probes of ``SCREEN_REQUESTS`` requests
+    on the full search's lattice, ``SCREEN_REFINE`` bisections."""
+    short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
+    try:
+        start = lattice_start("deployment", setting, deployment, traffic, config)
+    except InfeasibleError as exc:  # the engine's memory: the weights do not fit
+        return Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
+    probe = probe_for("deployment", setting, deployment, short, config)
+    early = probe_for("deployment", setting, deployment, short, config, targets)
+    hopeless = hopeless_for("deployment", setting, deployment)
+    try:
+        return find_knee(
+            probe, targets, start, refine=SCREEN_REFINE, early=early, hopeless=hopeless
+        )
+    except InfeasibleError as exc:
+        return Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
+
+
+def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
+    """($/hour, setting, GPUs per instance, short answer or None) of each co-located candidate
+    not searched in full: the confident plan it would make. One searched short is sized on its
+    short answer at its interval's low end (a screen: the full answer may differ, as the short
+    one does by 0.92-1.31 times on the user guide's walk-through); one never searched (one
+    instance cost more than the expected plan) costs at least one instance, and is searched
+    short first. Those past ``--max-gpus`` are left out."""
+    from ..serving.intervals import figure_intervals, load_bound
+
+    table = plan.candidates
+    if "probe_requests" not in table or "pool" not in table or table.empty:
+        return
+    full = table["probe_requests"].max()
+    r = plan.result
+    out = r.output_tokens_per_s
+    regime = load_bound(plan.setting, r.mean_batch, r.input_tokens_per_s / out if out > 0 else 0)
+    max_gpus = settings[0].max_gpus if settings else None
+    for row in table.itertuples():
+        if row.pool != "deployment" or row.probe_requests == full:
+            continue
+        size = int(row.gpus_per_instance)
+        if max_gpus is not None and size > max_gpus:
+            continue
+        spec = getattr(row, "speculation", "none")
+        setting = next(
+            (s for s in settings if s.gpu.name == row.hardware and _spec_label(s) == spec), None
+        )
+        if setting is None:
+            continue
+        each = size * setting.gpu.price_usd_per_hour
+        if row.probe_requests == 0:
+            yield each, setting, size, None
+            continue
+        short = float(row.max_rate_per_instance)
+        if not (short > 0 and math.isfinite(short)):
+            continue  # no load held in the short search: screened out, as ``_hope`` does
+        per = short
+        ends = figure_intervals({"max_rate_per_s": per}, ["max_rate_per_s"], setting, size, regime)
+        factor = min(1.0, ends[f"max_rate_per_s_low{level}"] / per) if ends else 1.0
+        count = max(1, math.ceil(plan.rate_per_s / (per * factor) - 1e-9))
+        if max_gpus is not None and count * size > max_gpus:
+            continue
+        yield count * each, setting, size, short
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from ..serving.load.deployment import (
     Deployment,
     Pool,
     rate_estimate,
+    rejects_alike,
     simulate_decode_pool,
     simulate_deployment,
     simulate_prefill_pool,
@@ -56,8 +58,10 @@ KINDS = ("deployment", "prefill", "decode")
 #: CPU seconds per simulated request, rounded up (``python benchmarks/bench_load.py`` and a run
 #: of 1,000,000 requests: 23 s, 2.3e-5 s each, on the 2-core development machine).
 SECONDS_PER_REQUEST = 3e-5
-#: Peak bytes per simulated request (the same run: 247 MB; rounded up).
-BYTES_PER_REQUEST = 300.0
+#: Peak bytes per simulated request, rounded up: the scheduler keeps its per-request state in
+#: Python lists (``simulate``), 363 bytes a request (``simulate "Llama 3 8B" -H H100 --gpus 1
+#: --rate 20 --requests 400000``: 271 MB peak, 126 MB with 1,000 requests).
+BYTES_PER_REQUEST = 450.0
 #: Simulations one load search takes (its lattice, refinement and curve; about 15 measured).
 SIMULATIONS_PER_SEARCH = 20
 #: Longest estimated simulation work run without ``yes`` (``settings.CONFIRM_SECONDS``).
@@ -88,20 +92,74 @@ def check_budget(traffic: Traffic, simulations: int, what: str, yes: bool = Fals
     )
 
 
-@functools.lru_cache(maxsize=256)
+#: Simulations kept (``run_at``, ``run_until``): searches under several targets, the
+#: expected plan's search and its check at the full load, and rows of a measured file that ask
+#: the same question share them.
+RUNS_KEPT = 256
+_RUNS: OrderedDict[tuple, LoadResult] = OrderedDict()
+
+
+def clear_runs() -> None:
+    """Forget the simulations kept (tests count simulations from a clean start)."""
+    _RUNS.clear()
+
+
+def _kept(key: tuple) -> LoadResult | None:
+    hit = _RUNS.get(key)
+    if hit is not None:
+        _RUNS.move_to_end(key)
+    return hit
+
+
+def _keep(key: tuple, result: LoadResult) -> LoadResult:
+    _RUNS[key] = result
+    _RUNS.move_to_end(key)
+    while len(_RUNS) > RUNS_KEPT:
+        _RUNS.popitem(last=False)
+    return result
+
+
 def run_at(
     kind: Pool, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
 ) -> LoadResult:
-    """One simulation without targets (cached: searches under several targets share it)."""
+    """One whole simulation without targets (kept: searches under several targets share it)."""
+    key = (kind, setting, deployment, traffic, config)
+    hit = _kept(key)
+    if hit is not None and hit.stopped_for is None:
+        return hit
     if kind == "prefill":
-        return simulate_prefill_pool(
+        result = simulate_prefill_pool(
             setting, deployment.gpus_per_instance, deployment.instances, traffic, Targets(), config
         )
-    if kind == "decode":
-        return simulate_decode_pool(
+    elif kind == "decode":
+        result = simulate_decode_pool(
             setting, deployment.gpus_per_instance, deployment.instances, traffic, Targets(), config
         )
-    return simulate_deployment(setting, deployment, traffic, Targets(), config)
+    else:
+        result = simulate_deployment(setting, deployment, traffic, Targets(), config)
+    return _keep(key, result)
+
+
+def run_until(
+    kind: Pool,
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    config: EngineConfig,
+    targets: Targets,
+) -> LoadResult:
+    """``run_at`` for a verdict under ``targets``: a deployment's run ends as soon as it
+    certainly misses them (``simulate_deployment``'s ``stop``: a p99 certainly above its
+    limit). The verdict is the whole run's; a stopped run's other figures are not (its
+    ``stopped_for``), and it is kept for the same question only."""
+    key = (kind, setting, deployment, traffic, config)
+    hit = _kept(key)
+    if hit is not None and hit.stopped_for in (None, targets):
+        return hit
+    if kind != "deployment" or targets.empty:
+        return run_at(kind, setting, deployment, traffic, config)
+    result = simulate_deployment(setting, deployment, traffic, Targets(), config, stop=targets)
+    return _keep(key, result)
 
 
 @dataclass(frozen=True)
@@ -132,17 +190,28 @@ def find_knee(
     progress=None,
     near: float | None = None,
     refine: int = REFINE_STEPS,
+    early: Callable[[float], LoadResult] | None = None,
+    hopeless: Callable[[LoadResult], bool] | None = None,
 ) -> Knee:
     """The largest rate whose simulation meets ``targets`` (module docstring); ``probe(rate)``
     simulates at a total rate. 0 when even ``start / 256`` fails. ``near`` (a guess of the
     answer) begins the walk at the lattice point at or below it instead of at ``start``: the
     lattice is the same, so where the verdicts are monotone in the rate the answer is too, in
-    fewer simulations. ``refine`` bisections of the last interval (5: about 1 % in rate)."""
+    fewer simulations. ``refine`` bisections of the last interval (5: about 1 % in rate).
+    ``early(rate)``: the same simulation, stopped once it certainly misses ``targets``
+    (``run_until``), used once a rate has held: from then on only verdicts are read (the walk
+    down, which reads the p99s of failing runs, comes before any rate holds).
+    ``hopeless(result)``: a failing run says every load fails alike (``rejects_alike``: the
+    same requests never fit at any load), so the walk down ends there with the reason it
+    would have ended with."""
     seen: dict[float, LoadResult] = {}
+    held = [False]
 
     def ok(rate: float) -> bool:
         if rate not in seen:
-            seen[rate] = probe(rate).with_targets(targets)
+            run = early if early is not None and held[0] else probe
+            seen[rate] = run(rate).with_targets(targets)
+            held[0] = held[0] or bool(seen[rate].meets_targets)
             if progress:
                 r = seen[rate]
                 progress(
@@ -164,7 +233,11 @@ def find_knee(
     else:
         while True:
             # (only from the start down: above it a saturated engine's p99s barely move too)
-            if i == 0 or (i <= WALK_STEPS and _unloaded(seen, lattice[i : i + 3])):
+            if (
+                i == 0
+                or (i <= WALK_STEPS and _unloaded(seen, lattice[i : i + 3]))
+                or (hopeless is not None and hopeless(seen[lattice[i]]))
+            ):
                 return _knee(0.0, seen, _why_not(seen[lattice[i]], targets))
             if ok(lattice[i - 1]):
                 break
@@ -208,7 +281,11 @@ def grid_index(start: float, rate: float) -> int:
 
 
 def find_knee_from(
-    probe: Callable[[float], LoadResult], targets: Targets, start: float, guess: float
+    probe: Callable[[float], LoadResult],
+    targets: Targets,
+    start: float,
+    guess: float,
+    early: Callable[[float], LoadResult] | None = None,
 ) -> Knee:
     """``find_knee``'s answer found from a good ``guess`` of it: a galloping search on the
     refined grid from the guess for the point that meets the targets next to one that does
@@ -216,13 +293,15 @@ def find_knee_from(
     (its walk up from ``start`` holds up to it and fails just above; every bisection agrees),
     in about 2 + 2·log2(grid points the guess is off) simulations instead of 7 or more. An
     answer below ``start`` or at the lattice's top is left to ``find_knee`` (begun near it),
-    whose walk down and top differ."""
+    whose walk down and top differ. ``early``: ``find_knee``'s; only verdicts are read here,
+    so every probe may stop early."""
     seen: dict[float, LoadResult] = {}
+    run = early or probe
 
     def ok(index: int) -> bool:
         rate = grid_rate(start, index)
         if rate not in seen:
-            seen[rate] = probe(rate).with_targets(targets)
+            seen[rate] = run(rate).with_targets(targets)
         return bool(seen[rate].meets_targets)
 
     first, top = WALK_STEPS * 2**REFINE_STEPS, 2 * WALK_STEPS * 2**REFINE_STEPS
@@ -240,7 +319,7 @@ def find_knee_from(
             if lo is None:
                 at, step = at - step, 2 * step
     if lo is None or hi is None:
-        return find_knee(probe, targets, start, near=guess)
+        return find_knee(probe, targets, start, near=guess, early=early)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
@@ -278,9 +357,19 @@ def _why_not(result: LoadResult, targets: Targets) -> str:
 
 
 def probe_for(
-    kind: Pool, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
+    kind: Pool,
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    config: EngineConfig,
+    until: Targets | None = None,
 ):
-    """``probe(rate)`` simulating ``kind`` ("deployment", "prefill", "decode") at a rate."""
+    """``probe(rate)`` simulating ``kind`` ("deployment", "prefill", "decode") at a rate (with
+    ``until``: stopped once it certainly misses those targets, ``run_until``)."""
+    if until is not None:
+        return lambda rate: run_until(
+            kind, setting, deployment, traffic.at_rate(rate), config, until
+        )
     return lambda rate: run_at(kind, setting, deployment, traffic.at_rate(rate), config)
 
 
@@ -294,12 +383,30 @@ def knee_of(
     progress=None,
     near: float | None = None,
     refine: int = REFINE_STEPS,
+    stop_early: bool = True,
 ) -> Knee:
     """``find_knee`` for a deployment or one pool on the lattice started at its steady-state
-    estimate (``near`` and ``refine``: ``find_knee``)."""
+    estimate (``near`` and ``refine``: ``find_knee``). With ``stop_early`` (unless ``progress``
+    reports each run) a failing run above a rate that held stops once its verdict is certain:
+    the answer is the same, but such runs in ``evaluated`` are partial (``stopped_for``)."""
     start = lattice_start(kind, setting, deployment, traffic, config)
     probe = probe_for(kind, setting, deployment, traffic, config)
-    return find_knee(probe, targets, start, progress, near, refine)
+    early = None
+    if stop_early and progress is None:
+        early = probe_for(kind, setting, deployment, traffic, config, targets)
+    hopeless = hopeless_for(kind, setting, deployment) if stop_early else None
+    return find_knee(probe, targets, start, progress, near, refine, early, hopeless)
+
+
+def hopeless_for(kind: Pool, setting: Setting, deployment: Deployment):
+    """``find_knee``'s ``hopeless`` for one instance of a deployment (None for pools and
+    groups): a run that rejected requests, where every layout the instance may take holds the
+    same KV cache (``rejects_alike``), rejects the same requests at every load."""
+    if kind != "deployment" or deployment.disaggregated or deployment.instances != 1:
+        return None
+    if not rejects_alike(setting, deployment.gpus_per_instance):
+        return None
+    return lambda result: result.rejected > 0
 
 
 @functools.lru_cache(maxsize=256)
@@ -349,7 +456,10 @@ def max_load(
 ) -> MaxLoad:
     """The most requests/s ``deployment`` serves within ``targets`` (§E6), and the latency
     percentiles at ``curve_points`` loads from 15 % to 150 % of it."""
-    knee = knee_of("deployment", setting, deployment, traffic, targets, config, progress)
+    # every run of the search is shown (the figure, the table): whole runs only
+    knee = knee_of(
+        "deployment", setting, deployment, traffic, targets, config, progress, stop_early=False
+    )
     centre = knee.max_rate_per_s or (knee.evaluated[0].rate_per_s if knee.evaluated else 1.0)
     probe = probe_for("deployment", setting, deployment, traffic, config)
     rates = centre * np.geomspace(0.15, 1.5, curve_points) if curve_points else np.empty(0)

@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from ...errors import SpecError, plural
+from ...errors import InfeasibleError, SpecError, plural
 from ...model.mixed_step import EngineLayout
 from ..disaggregation import kv_transfer_s
 from ..setting import Setting
@@ -25,6 +25,7 @@ from .engine import (
     LayoutSearch,
     OfferedLoad,
     build_instance,
+    layout_capacity,
     layout_search,
 )
 from .results import LoadResult, RequestLatencies, assemble, summarise
@@ -123,6 +124,18 @@ def _instance_with(
     return build_instance(setting, gpus, config, context, layout, search=_search(setting, gpus))
 
 
+def rejects_alike(setting: Setting, gpus: int) -> bool:
+    """Whether every layout an instance of ``gpus`` GPUs may take holds the same KV cache: a
+    request that never fits in one never fits in any, whatever load chose the layout (the
+    requests' lengths are drawn the same at every load). False where the weights do not fit."""
+    try:
+        search = _search(setting, gpus)
+    except InfeasibleError:
+        return False
+    held = {layout_capacity(search.model, search.capacity, lay) for lay in search.options}
+    return len(held) == 1
+
+
 def instance_for(
     setting: Setting,
     gpus: int,
@@ -143,9 +156,12 @@ def simulate_deployment(
     targets: Targets = NO_TARGETS,
     config: EngineConfig = DEFAULT_ENGINE,
     progress: Callable[[int, int], None] | None = None,
+    stop: Targets | None = None,
 ) -> LoadResult:
     """Serve the traffic on the deployment: one instance is simulated with its share of the
-    requests (docs/model.md §E3) and the deployment's rates are that share times the instances."""
+    requests (docs/model.md §E3) and the deployment's rates are that share times the instances.
+    ``stop``: end the run once it certainly misses these targets (``simulate``; the result's
+    ``stopped_for`` says so), where one instance is simulated alone with open-loop arrivals."""
     if traffic.clients is not None:
         return _closed_loop(setting, deployment, traffic, targets, config, progress)
     if deployment.disaggregated:
@@ -165,8 +181,14 @@ def simulate_deployment(
         route = Router(config.router, g, keys, traffic.seed)
         record = simulate_group([inst] * g, arrivals, route, progress)
         return summarise(inst, record, traffic, targets, K, scale=K / g)
-    record = simulate(inst, traffic.stream(K), progress=progress)
-    return summarise(inst, record, traffic, targets, K)
+    limits = stop.limits if stop is not None and not stop.empty else None
+    record = simulate(inst, traffic.stream(K), progress=progress, stop=limits)
+    result = summarise(inst, record, traffic, targets, K)
+    if not record.stopped:
+        return result
+    return dataclasses.replace(
+        result, stopped_for=stop, meets_targets=None if targets.empty else False
+    )
 
 
 def _closed_loop(setting, deployment, traffic, targets, config, progress) -> LoadResult:

@@ -114,14 +114,18 @@ SATURATED = OfferedLoad(math.inf, 1024.0, 256.0)
 _TAU_GRID = np.geomspace(1e-5, 100.0, 3230)
 
 
-def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch_cap, budget):
+def steady_step_s(
+    model, prefill_work, layout, load: OfferedLoad, context, batch_cap, budget, floor=None
+):
     """The mean step time of ``layout`` once the offered load has settled (§E6), inf when the
     load outgrows it: the smallest step time tau with step(lam·O·tau requests decoding,
-    lam·P·tau prompt tokens) <= tau, found on a geometric grid of tau."""
+    lam·P·tau prompt tokens) <= tau, found on a geometric grid of tau. ``floor``: the step
+    time of one request decoding at the context (``_floor_s``; computed when not given)."""
     lam, P, out = load.rate_per_s, load.prompt_tokens, load.output_tokens
     if not math.isfinite(lam):
         return math.inf
-    floor = float(mixed_step_s(model, prefill_work, layout, 1.0, context, 0.0))
+    if floor is None:
+        floor = _floor_s(model, prefill_work, layout, context)
     per_step = lam * max(out, 1.0)
     top = min(batch_cap / per_step, budget / (lam * (max(out, 1.0) + P))) if lam > 0 else floor
     if top < floor:
@@ -138,13 +142,26 @@ def steady_step_s(model, prefill_work, layout, load: OfferedLoad, context, batch
     # (the step time is not linear in the prompt tokens of a step, so spreading them evenly
     # over every step would flatter layouts that are slow on a chunk)
     share = np.minimum(lam * P * tau / budget, 1.0) if P > 0 else np.zeros_like(tau)
-    step = (1.0 - share) * mixed_step_s(
-        model, prefill_work, layout, decoding, context, 0.0
-    ) + share * mixed_step_s(model, prefill_work, layout, decoding, context, float(budget))
+    # the steps without and with a chunk in one evaluation (the model is elementwise)
+    both = mixed_step_s(
+        model,
+        prefill_work,
+        layout,
+        np.concatenate([decoding, decoding]),
+        context,
+        np.repeat([0.0, float(budget)], tau.size),
+    )
+    step = (1.0 - share) * both[: tau.size] + share * both[tau.size :]
     settled = np.flatnonzero(step <= tau * (1 + 1e-9))
     if not settled.size or tau[settled[0]] > top:
         return math.inf  # the load outgrows the layout's batch or token limit
     return float(tau[settled[0]])
+
+
+def _floor_s(model, prefill_work, layout, context) -> float:
+    """Seconds of a step of one request decoding at ``context``: the least a settled step
+    takes (``steady_step_s``)."""
+    return float(mixed_step_s(model, prefill_work, layout, 1.0, context, 0.0))
 
 
 def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> float:
@@ -153,33 +170,42 @@ def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> 
     return capacity / float(model.kv_copies(layout.attention_degree))
 
 
-def choose_layout(model, prefill_work, options, config, capacity, context, load) -> EngineLayout:
-    """The layout that runs the offered load fastest (§E6)."""
+def choose_layout(
+    model, prefill_work, options, config, capacity, context, load, floors=None
+) -> EngineLayout:
+    """The layout that runs the offered load fastest (§E6); ``floors`` keeps each layout's
+    ``_floor_s`` by context, and the choice when saturated (a load search chooses at many
+    loads)."""
+    floors = {} if floors is None else floors
+    for lay in options:
+        if (lay, context) not in floors:
+            floors[lay, context] = _floor_s(model, prefill_work, lay, context)
     per_request = max(float(model.work.layer_positions(context)), 1.0)
     # the KV cache holds fewer requests where attention keeps copies of it (§B13)
-    batches = [
-        int(
-            np.clip(
-                layout_capacity(model, capacity, lay) // per_request, 1, config.max_batch_requests
-            )
-        )
+    top = config.max_batch_requests
+    batches = [  # np.clip(held, 1, top), in floats
+        int(min(max(layout_capacity(model, capacity, lay) // per_request, 1.0), float(top)))
         for lay in options
     ]
     budget = config.step_token_budget
     steady = [
-        steady_step_s(model, prefill_work, lay, load, context, batch, budget)
+        steady_step_s(model, prefill_work, lay, load, context, batch, budget, floors[lay, context])
         for lay, batch in zip(options, batches)
     ]
     if math.isfinite(min(steady)):
         return options[int(np.argmin(steady))]
-    # saturated: decode at the largest batch plus prompts in full chunks, per request
+    # saturated: decode at the largest batch plus prompts in full chunks, per request (the
+    # same at every rate: kept with the floors)
     P, out = max(load.prompt_tokens, 0.0), max(load.output_tokens, 1.0)
-    per_request_s = [
-        out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
-        + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
-        for lay, batch in zip(options, batches)
-    ]
-    return options[int(np.argmin(per_request_s))]
+    key = ("saturated", context, P, out, budget, config.max_batch_requests, tuple(options))
+    if key not in floors:
+        per_request_s = [
+            out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
+            + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
+            for lay, batch in zip(options, batches)
+        ]
+        floors[key] = options[int(np.argmin(per_request_s))]
+    return floors[key]
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,10 +255,19 @@ class LayoutSearch:
     prefill_work: Workload
     options: tuple
     capacity: float
+    #: Each layout's least step time by context (``choose_layout``'s ``floors``).
+    floors: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def choose(self, config: EngineConfig, context: float, load: OfferedLoad) -> EngineLayout:
         return choose_layout(
-            self.model, self.prefill_work, self.options, config, self.capacity, context, load
+            self.model,
+            self.prefill_work,
+            self.options,
+            config,
+            self.capacity,
+            context,
+            load,
+            self.floors,
         )
 
 

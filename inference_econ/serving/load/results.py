@@ -133,10 +133,18 @@ class LoadResult:
     #: How requests reach the instances (§E10) and how many were simulated together.
     router: RouterPolicy = "random"
     instances_simulated: int = 1
+    #: The targets a run was stopped at once it certainly missed them (``simulate``'s
+    #: ``stop``; None: the run is whole). Its figures cover the requests served by then, and
+    #: it is judged only against those targets (``with_targets``).
+    stopped_for: Targets | None = None
 
     def with_targets(self, targets: Targets) -> LoadResult:
         """The same run judged against other targets (goodput, headroom, whether met)."""
         lat, w = self.latencies, self.window
+        if self.stopped_for is not None and targets != self.stopped_for:
+            raise InfeasibleError(
+                "this run stopped once it missed its targets: it is judged only against those"
+            )
         if lat is None or w is None:
             raise InfeasibleError(
                 "this load result keeps no per-request latencies to judge other targets by"
@@ -147,7 +155,8 @@ class LoadResult:
             targets=targets,
             goodput_requests_per_s=self.scale * np.sum(w.weight * good) / w.seconds,
             goodput_fraction=w.share(good),
-            meets_targets=verdict(targets, self.p99, self.rejected, self.backlog_growth),
+            meets_targets=self.stopped_for is None
+            and verdict(targets, self.p99, self.rejected, self.backlog_growth),
         )
 
     def metadata(self) -> dict:

@@ -67,8 +67,13 @@ class RunRecord:
     spec_steps: int = 0  # decode steps that speculated (§E8)
     decode_steps: int = 0  # steps with decoding requests
     instances: int = 1  # instances simulated (busy, prefill, FLOP and batch are per instance)
+    #: The run stopped once it certainly missed its targets (``simulate``'s ``stop``): the
+    #: requests not finished by then have no finish time.
+    stopped: bool = False
 
 
+#: No prefix-cache nodes (a request admitted without a prefix cache).
+NO_NODES: list = []
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 _EPS = 1e-9
 
@@ -80,28 +85,100 @@ def _sharing(requests) -> Sharing:
     return requests.sharing
 
 
+class _Watch:
+    """The latency limits a run is stopped at (``simulate``'s ``stop``): it counts the requests
+    whose time to first token, time per output token or end-to-end latency breaks its limit as
+    each becomes known, and says when so many do that the p99 is certainly above the limit. A
+    time to first token is known to break its limit once the limit has passed since the request
+    arrived (``overdue``: its first token came late, or is still to come); the others at the
+    request's last token.
+
+    A p99 is ``np.percentile``'s linear interpolation at the virtual index 0.99 (n - 1) of the
+    n measured values sorted: at least the value at its floor ``k``, which exceeds the limit
+    once ``n - k`` values do. One more value is asked for, so that the rounding of the index
+    cannot matter. A run with a request that never fits is certain at once (``verdict``)."""
+
+    def __init__(self, limits: dict[str, float], req: _Requests, prefilled) -> None:
+        inf = math.inf
+        self.ttft = limits.get("ttft", inf)
+        self.tpot = limits.get("tpot", inf)
+        self.e2e = limits.get("e2e", inf)
+        self.sent = req.sent.tolist()  # open loop: the arrival times
+        fits = ~req.rejected_mask
+        fresh = fits & ~np.asarray(prefilled, dtype=bool)  # a first token of its own
+        many = fresh & (np.asarray(req.n_out) > 1)  # a time per output token
+        self.left = [self._need(int(m.sum())) for m in (fresh, many, fits)]
+        self.certain = not fits.all()
+        # the requests with a first token of their own, by arrival (``overdue``)
+        fresh_ids = np.flatnonzero(fresh) if math.isfinite(self.ttft) else np.empty(0, int)
+        self.by_arrival = fresh_ids[np.argsort(req.sent[fresh_ids], kind="stable")].tolist()
+        self.next = 0
+
+    def overdue(self, t: float, first: list) -> None:
+        """Count the requests whose TTFT limit has passed by ``t`` since they arrived: each whose
+        first token came after it, or has not come (it comes after ``t``), breaks it."""
+        queue, sent, limit = self.by_arrival, self.sent, self.ttft
+        j = self.next
+        while j < len(queue):
+            i = queue[j]
+            if not t - sent[i] > limit:
+                break
+            f = first[i]
+            if math.isnan(f) or f - sent[i] > limit:
+                self.count(0)
+            j += 1
+        self.next = j
+
+    @staticmethod
+    def _need(n: int) -> int:
+        """Values above a limit that put the p99 of ``n`` values above it."""
+        return n - math.floor(0.99 * (n - 1)) + 1 if n > 0 else 1 << 62
+
+    def finished(self, i: int, t: float, first: float, n_out: int) -> None:
+        """Request ``i`` (first token at ``first``, ``n_out`` output tokens) finished at ``t``."""
+        tpot = self.tpot
+        many = tpot < math.inf and n_out > 1 and not math.isnan(first)
+        if many and (t - first) / (n_out - 1) > tpot:
+            self.count(1)
+        if self.e2e < math.inf and t - self.sent[i] > self.e2e:
+            self.count(2)
+
+    def count(self, metric: int) -> None:
+        """One more request broke the limit of ``metric`` (0 TTFT, 1 TPOT, 2 end-to-end)."""
+        self.left[metric] -= 1
+        if self.left[metric] <= 0:
+            self.certain = True
+
+
 class _Requests:
     """Per-request state shared by every engine of a simulation (each request is served by
-    one engine: a group of instances writes into the same arrays)."""
+    one engine: a group of instances writes into the same arrays). The scheduler reads and
+    writes one request at a time, so the state is held in Python lists (a list's element is
+    read several times faster than a numpy array's; the values are the same floats and
+    integers) and turned into arrays for the record (``_record``)."""
 
     def __init__(self, arrivals: Arrivals, prefilled, full, cap) -> None:
         n = len(arrivals)
         self.n = n
-        self.n_in = arrivals.prompt_tokens.astype(np.int64)
-        self.n_out = arrivals.output_tokens.astype(np.int64)
-        self.first = np.full(n, np.nan)
-        self.finish = np.full(n, np.nan)
-        self.admitted_at = np.full(n, np.nan)
+        self.n_in = arrivals.prompt_tokens.astype(np.int64).tolist()
+        self.n_out = arrivals.output_tokens.astype(np.int64).tolist()
+        self.first = [math.nan] * n
+        self.finish = [math.nan] * n
+        self.admitted_at = [math.nan] * n
         self.sent = np.asarray(arrivals.arrival_s, dtype=float).copy()
-        self.preempted = np.zeros(n, dtype=np.int64)
-        self.cached = np.full(n, np.nan)  # prompt tokens its first admission found cached
-        self.gen = np.where(prefilled, 1, 0).astype(np.int64)
-        self.needs_prefill = ~np.asarray(prefilled, dtype=bool)  # a new, writable array
-        self.full = np.broadcast_to(np.asarray(full, dtype=float), (n,))
-        self.rejected = self.full > cap
-        self.seq = np.zeros(n, dtype=np.int64)  # admission order
+        self.preempted = [0] * n
+        self.cached = [math.nan] * n  # prompt tokens its first admission found cached
+        flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
+        self.gen = flags.astype(np.int64).tolist()
+        self.needs_prefill = (~flags).tolist()
+        full = np.broadcast_to(np.asarray(full, dtype=float), (n,))
+        self.full = full.tolist()
+        self.rejected_mask = full > cap
+        self.rejected = self.rejected_mask.tolist()
+        self.seq = [0] * n  # admission order
         self.sharing = arrivals.sharing
         self.done = 0
+        self.watch: _Watch | None = None
 
 
 class _Engine:
@@ -151,7 +228,8 @@ class _Engine:
         self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
         self.reserved = 0.0  # KV layer-positions held by prompts being prefilled
         # the decoding requests: request -> (context - G, G once it has all its tokens), the
-        # requests by the G they finish at, and a heap of those G (stale entries skipped)
+        # requests by the G they finish at, and a heap of those G (each pushed when it first
+        # has a request; stale entries skipped)
         self.running: dict[int, tuple[float, float]] = {}
         self.by_end: dict[float, list[int]] = {}
         self.ends: list[float] = []
@@ -234,17 +312,19 @@ class _Engine:
         heapq.heappush(self.late, (at, i))
 
     def arrive(self) -> None:
-        arr, order, late = self.arr, self.order, self.late
+        arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
+        t, j, n = self.t, self.next_arrival, len(arr)
         while True:
-            a = arr[self.next_arrival] if self.next_arrival < len(arr) else np.inf
+            a = arr[j] if j < n else np.inf
             b = late[0][0] if late else np.inf
-            if min(a, b) > self.t:
-                return
+            if a > t and b > t:  # min(a, b) > t
+                break
             if a <= b:
-                self.waiting.append(order[self.next_arrival])
-                self.next_arrival += 1
+                waiting.append(order[j])
+                j += 1
             else:
-                self.waiting.append(heapq.heappop(late)[1])
+                waiting.append(heapq.heappop(late)[1])
+        self.next_arrival = j
 
     def outstanding(self) -> int:
         """Requests routed here and not finished (a router's measure of load)."""
@@ -254,51 +334,56 @@ class _Engine:
     def admit(self) -> None:
         r = self.req
         limit = self.cfg.max_batch_requests
-        if self.hold and not self.running and not self.prefilling:
+        running, prefilling, waiting = self.running, self.prefilling, self.waiting
+        if self.hold and not running and not prefilling:
             self.hold = False  # everything was preempted: start again
-        while self.waiting and not self.hold:
-            i = self.waiting[0]
-            if r.rejected[i]:
-                self.waiting.popleft()
+        rejected, n_in, gen, needs_prefill = r.rejected, r.n_in, r.gen, r.needs_prefill
+        cache, layers, cap = self.cache, self.layers, self.cap
+        plain = not self.windowed  # a request's layer-positions: layers x its context
+        while waiting and not self.hold:
+            i = waiting[0]
+            if rejected[i]:
+                waiting.popleft()
                 self._count_done(1, i)
                 continue
-            if len(self.running) + len(self.prefilling) >= limit:
+            if len(running) + len(prefilling) >= limit:
                 return
-            context = int(r.n_in[i] + r.gen[i] - (0 if r.needs_prefill[i] else 1))
-            need = self.pos(context)
-            nodes: list[Node] = []
+            prefill = needs_prefill[i]
+            context = n_in[i] + gen[i] - (0 if prefill else 1)  # Python ints
+            need = layers * context if plain else self.pos(context)
+            nodes: list[Node] = NO_NODES
             hit = 0
-            if self.cache is not None and r.needs_prefill[i]:
-                nodes = self.cache.lookup(_sharing(r).segments[i])
-                hit = self.cache.hit_tokens(nodes, r.n_in[i])
-                need -= self.cache.held_by_others(nodes)  # stored once
+            if cache is not None and prefill:
+                nodes = cache.lookup(_sharing(r).segments[i])
+                hit = cache.hit_tokens(nodes, n_in[i])
+                need -= cache.held_by_others(nodes)  # stored once
             if self.no_evict:
-                if self.committed + r.full[i] > self.cap:
+                if self.committed + r.full[i] > cap:
                     return
                 self.committed += r.full[i]
-            elif (self.running or self.prefilling) and (
-                self.used() + need + self.layers * (len(self.running) + len(self.prefilling) + 1)
-                > self.cap
+            elif (running or prefilling) and (
+                self.used() + need + layers * (len(running) + len(prefilling) + 1) > cap
             ):
                 # room for every running request's next token first (vLLM V1's order); an
                 # empty engine takes any request that fits at its peak (``rejected`` holds the
                 # others): one whose prompt fills the cache to its last position waited forever
                 return
-            self.waiting.popleft()
+            waiting.popleft()
             self.admitted += 1
             r.admitted_at[i] = self.t
             r.seq[i] = self.admitted
-            if self.cache is not None and r.needs_prefill[i]:
-                self.cache.pin(nodes, self.t)
+            if cache is not None and prefill:
+                cache.pin(nodes, self.t)
                 self.chain[i] = list(nodes)
-                if np.isnan(r.cached[i]):
+                if math.isnan(r.cached[i]):
                     r.cached[i] = hit
-            if r.needs_prefill[i]:
-                self.prefilling.append([i, hit, context])
-                self.reserved += self.pos(context)
+            if prefill:
+                prefilling.append([i, hit, context])
+                self.reserved += layers * context if plain else self.pos(context)
             else:  # arrives with its prompt's cache (disaggregated decode)
                 self._join_decode(i, context)
-        self.trim()
+        if cache is not None:
+            self.trim()
 
     def _join_decode(self, i: int, context: int) -> None:
         r = self.req
@@ -307,11 +392,16 @@ class _Engine:
             self._finished(i)
             self._count_done(1, i)
             return
-        end = self.G + left
-        self.running[i] = (context - self.G, end)
-        self.by_end.setdefault(end, []).append(i)
-        heapq.heappush(self.ends, end)
-        self.sum_base += context - self.G
+        G = self.G
+        end = G + left
+        self.running[i] = (context - G, end)
+        same = self.by_end.get(end)
+        if same is None:  # a new end: on the heap once
+            self.by_end[end] = [i]
+            heapq.heappush(self.ends, end)
+        else:
+            same.append(i)
+        self.sum_base += context - G
 
     def min_end(self) -> float:
         """The G at which the next decoding request finishes."""
@@ -353,6 +443,8 @@ class _Engine:
     def _finished(self, i: int) -> None:
         r = self.req
         r.finish[i] = self.t
+        if r.watch is not None:
+            r.watch.finished(i, self.t, r.first[i], r.n_out[i])
         if self.no_evict:
             self.committed -= r.full[i]
         if self.cache is not None and i in self.chain:
@@ -395,12 +487,27 @@ class _Engine:
                 return
             heapq.heappop(self.ends)
             done = self.by_end.pop(end)
-            for i in done:
-                self.sum_base -= self.running.pop(i)[0]
-                self._finished(i)
+            running = self.running
+            r = self.req
+            if self.cache is not None:
+                for i in done:
+                    self.sum_base -= running.pop(i)[0]
+                    self._finished(i)
+            else:  # ``_finished`` without a prefix cache, inline
+                finish, t, w, full, no_evict = r.finish, self.t, r.watch, r.full, self.no_evict
+                for i in done:
+                    self.sum_base -= running.pop(i)[0]
+                    finish[i] = t
+                    if w is not None:
+                        w.finished(i, t, r.first[i], r.n_out[i])
+                    if no_evict:
+                        self.committed -= full[i]
             self.hold = False
-            for i in done:
-                self._count_done(1, i)
+            if self.clients is None and r.sharing is None and self.progress is None:
+                r.done += len(done)  # ``_count_done`` has nothing else to do
+            else:
+                for i in done:
+                    self._count_done(1, i)
 
     # --- steps -------------------------------------------------------------------------
     def decode_tokens(self) -> int:
@@ -427,20 +534,36 @@ class _Engine:
         tokens already taken out, except with separate prefill); False if the cache had to
         make room first."""
         r = self.req
-        separate = self.mode == "separate"
-        D = 0 if separate else len(self.running)
-        c = self.cycle(D)
+        mode = self.mode
+        separate = mode == "separate"
+        running, prefilling = self.running, self.prefilling
+        D = 0 if separate else len(running)
+        c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
         v = 1 if c is None else c.verify_tokens
-        if not separate and self.used() + self.growth(E) > self.cap:
+        plain = not self.windowed  # a context's layer-positions: layers x the context
+        layers = self.layers
+        if plain:
+            q = layers * (self.sum_base + len(running) * self.G)  # decode_positions()
+            if not separate and q + self.held() + layers * len(running) * E > self.cap:
+                self.preempt()
+                return False
+        elif not separate and self.used() + self.growth(E) > self.cap:
             self.preempt()
             return False
-        decode_q = float(self.decode_positions()) if D else 0.0
+        if not D:
+            decode_q = 0.0
+        elif plain:
+            decode_q = float(layers * (self.sum_base + len(running) * (self.G + 0)))
+        else:
+            decode_q = float(self.decode_positions())
         kv, att, taken = decode_q, v * decode_q, 0
         chunks: list[tuple[list, int]] = []
-        for entry in self.prefilling:
+        largest = 1
+        pos = self.pos
+        for entry in prefilling:
             left = entry[2] - entry[1]
-            if self.mode == "chunked":
+            if mode == "chunked":
                 take = min(left, budget - taken)
             elif taken + left <= budget:
                 take = left  # whole prompts
@@ -450,42 +573,81 @@ class _Engine:
                 take = 0
             if take <= 0:
                 break
-            kv += self.pos(entry[1])
-            att += take * self.pos(entry[1] + (take - 1) / 2.0)
+            done = entry[1]
+            if plain:
+                kv += layers * done
+                att += take * (layers * (done + (take - 1) / 2.0))
+            else:
+                kv += pos(done)
+                att += take * pos(done + (take - 1) / 2.0)
             chunks.append((entry, take))
             taken += take
+            if take > largest:
+                largest = take
         T = D * v + taken
-        largest = max(max((take for _, take in chunks), default=1), v if D else 1)
-        dt = self.table.time_s(T, kv, att, D + len(chunks), largest)
-        alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v) if D else 0.0
-        flop = self.table.flop[T] + self.table.attention_flop * att
+        if D and v > largest:
+            largest = v
+        table = self.table
+        dt = table.time_s(T, kv, att, D + len(chunks), largest)
+        alone = table.time_s(D * v, decode_q, v * decode_q, D, v) if D else 0.0
+        flop = table.flop[T] + table.attention_flop * att
         if self.draft is not None:
             extra, extra_flop, decode_extra = self._draft_work(D, c, chunks, taken)
             dt += extra
             alone += decode_extra
             flop += extra_flop
-        self._account(dt, D, flop, E if (T and not separate and D) else 0.0, c)
+        advance = E if (T and not separate and D) else 0.0
+        if c is None and plain:  # ``_account``, inline
+            self.t += dt
+            self.G += advance
+            self.busy += dt
+            self.batch_s += D * dt
+            self.flop += flop
+            if D:
+                self.decode_steps += 1
+            used = layers * (self.sum_base + len(running) * self.G) + self.held()
+            if used / self.cap > self.peak:
+                self.peak = used / self.cap
+        else:
+            self._account(dt, D, flop, advance, c)
         self.prefill_s += dt - alone
         self.steps += 1
         for entry, take in chunks:
             entry[1] += take
         if not separate:
             self._complete()
-        while self.prefilling and self.prefilling[0][1] >= self.prefilling[0][2]:
-            i, _, context = self.prefilling.pop(0)
-            self.reserved -= self.pos(context)
-            r.gen[i] += 1
-            r.needs_prefill[i] = False
-            if np.isnan(r.first[i]):
-                r.first[i] = self.t
-            if self.cache is not None and i in self.chain:  # its prompt's segments are cached
+        first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
+        cache, t, G = self.cache, self.t, self.G
+        by_end, ends = self.by_end, self.ends
+        while prefilling and prefilling[0][1] >= prefilling[0][2]:
+            i, _, context = prefilling.pop(0)
+            self.reserved -= layers * context if plain else pos(context)
+            gen[i] += 1
+            needs_prefill[i] = False
+            if math.isnan(first[i]):
+                first[i] = t
+            if cache is not None and i in self.chain:  # its prompt's segments are cached
                 segs = _sharing(r).segments[i]
                 held = self.chain[i]
-                self.chain[i] = held + self.cache.insert(
+                self.chain[i] = held + cache.insert(
                     segs[len(held) :], held[-1] if held else None, self.t
                 )
-            self._join_decode(i, context)
-        self.trim()
+            left = n_out[i] - gen[i]  # ``_join_decode``, inline (once per request)
+            if left <= 0:  # its first token was its last
+                self._finished(i)
+                self._count_done(1, i)
+                continue
+            end = G + left
+            running[i] = (context - G, end)
+            same = by_end.get(end)
+            if same is None:  # a new end: on the heap once
+                by_end[end] = [i]
+                heapq.heappush(ends, end)
+            else:
+                same.append(i)
+            self.sum_base += context - G
+        if self.cache is not None:
+            self.trim()
         return True
 
     @property
@@ -527,14 +689,19 @@ class _Engine:
         if D:
             self.decode_steps += 1
             self.spec_steps += c is not None
-        self.peak = max(self.peak, self.used() / self.cap)
+        if self.windowed:
+            used = self.used()
+        else:  # ``used``, inline
+            used = self.layers * (self.sum_base + len(self.running) * self.G) + self.held()
+        if used / self.cap > self.peak:
+            self.peak = used / self.cap
 
     def decode_run(self, admit_more: bool, horizon: float = np.inf) -> None:
         """Decode-only steps until the next event: an arrival that could be admitted, a
         completion, or a full cache (and no later than ``horizon`` when requests may be
         admitted: a router's next arrival)."""
         D = len(self.running)
-        c = self.cycle(D)
+        c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
         k = max(1, math.ceil((self.min_end() - self.G) / E - _EPS))
         deadline = min(self.next_time(), horizon) - self.t if admit_more else None
@@ -555,9 +722,12 @@ class _Engine:
         self.steps += k
         self.decode_steps += k
         self.spec_steps += k if c is not None else 0
-        self.peak = max(self.peak, (after + self.held()) / self.cap)
+        peak = (after + self.held()) / self.cap
+        if peak > self.peak:  # max(self.peak, peak)
+            self.peak = peak
         self._complete()
-        self.trim()
+        if self.cache is not None:
+            self.trim()
 
     def _run_time(self, D: int, q0: float, growth: float, k: int, c) -> float:
         if c is None:
@@ -590,17 +760,32 @@ class _Engine:
         k = min(k, int((self.cap - self.held() - q0) // growth))
         if k <= 0:
             return 0, 0.0, 0.0, q0, 0.0
-        if deadline is not None and self._run_time(D, q0, growth, k, c) > deadline:
-            lo, hi = 1, k  # the first step count whose run reaches the arrival
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self._run_time(D, q0, growth, mid, c) >= deadline:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            k = lo
+        if c is None:
+            table = self.table
+
+            def run(steps: int) -> float:
+                return table.run_time_s(D, q0, growth, steps)
+        else:
+
+            def run(steps: int) -> float:
+                return self._run_time(D, q0, growth, steps, c)
+
+        span = None  # the run's seconds, once known
+        if deadline is not None:
+            span = run(k)
+            if span > deadline:
+                lo, hi = 1, k  # the first step count whose run reaches the arrival
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    seconds = run(mid)
+                    if seconds >= deadline:
+                        hi, span = mid, seconds
+                    else:
+                        lo = mid + 1
+                k = lo
+        if span is None:
+            span = run(k)
         attended = k * q0 + growth * k * (k - 1) / 2.0
-        span = self._run_time(D, q0, growth, k, c)
         return k, span, attended, q0 + growth * k, self._run_flop(D, k, attended, c)
 
     def _run_arrays(self, D: int, k: int, deadline, c):
@@ -628,8 +813,14 @@ class _Engine:
     def iterate(self, horizon: float = np.inf) -> bool:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
         decode steps. False when there is nothing to do before ``horizon``."""
-        self.arrive()
-        self.admit()
+        arr, j, late, t = self.arr, self.next_arrival, self.late, self.t
+        a = arr[j] if j < len(arr) else np.inf
+        if not (a > t and (late[0][0] if late else np.inf) > t):  # something has arrived
+            self.arrive()
+        if self.waiting or self.cache is not None:
+            self.admit()
+        elif self.hold and not self.running and not self.prefilling:
+            self.hold = False  # ``admit`` with no one waiting
         D = len(self.running)
         if D == 0 and not self.prefilling:
             if self.waiting:
@@ -640,32 +831,55 @@ class _Engine:
             self.t = max(self.t, nxt)
             return True
         budget = self.cfg.step_token_budget
-        if self.can_prefill(budget):
-            self.mixed_step(budget if self.mode == "separate" else budget - self.decode_tokens())
-            return True
+        if self.draft is not None:
+            if self.can_prefill(budget):
+                separate = self.mode == "separate"
+                self.mixed_step(budget if separate else budget - self.decode_tokens())
+                return True
+        elif self.prefilling:  # ``can_prefill``, the decoding requests taking a token each
+            mode, first = self.mode, self.prefilling[0]
+            if mode == "chunked":
+                go = budget > D
+            elif mode == "whole":
+                left = first[2] - first[1]
+                go = D == 0 or D + left <= budget or (left > budget and budget > D)
+            else:
+                go = True
+            if go:
+                self.mixed_step(budget if mode == "separate" else budget - D)
+                return True
         room = not self.waiting and not self.hold
         room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
         self.decode_run(room, horizon)
         return True
 
-    def run(self) -> None:
-        while self.iterate():
-            pass
+    def run(self) -> bool:
+        """Serve every request; False when a watch (``_Watch``) stopped the run first."""
+        w = self.req.watch
+        if w is None:
+            while self.iterate():
+                pass
+            return True
+        first = self.req.first
+        while not w.certain and self.iterate():
+            w.overdue(self.t, first)
+        return not w.certain
 
 
-def _record(engines, req: _Requests, arrivals: Arrivals) -> RunRecord:
+def _record(engines, req: _Requests, arrivals: Arrivals, stopped: bool = False) -> RunRecord:
     """What the engines measured: per request, and per instance on average."""
     g = len(engines)
-    finished = req.finish[np.isfinite(req.finish)]
+    finish = np.array(req.finish, dtype=float)
+    finished = finish[np.isfinite(finish)]
     sent = np.where(np.isfinite(req.sent), req.sent, np.nan)
     arrivals = Arrivals(sent, arrivals.prompt_tokens, arrivals.output_tokens, arrivals.sharing)
     return RunRecord(
         arrivals=arrivals,
-        first_token_s=req.first,
-        finish_s=req.finish,
-        admitted_s=req.admitted_at,
-        preemptions=req.preempted,
-        rejected=req.rejected,
+        first_token_s=np.array(req.first, dtype=float),
+        finish_s=finish,
+        admitted_s=np.array(req.admitted_at, dtype=float),
+        preemptions=np.array(req.preempted, dtype=np.int64),
+        rejected=req.rejected_mask,
         busy_s=sum(e.busy for e in engines) / g,
         prefill_s=sum(e.prefill_s for e in engines) / g,
         flop=sum(e.flop for e in engines) / g,
@@ -673,10 +887,11 @@ def _record(engines, req: _Requests, arrivals: Arrivals) -> RunRecord:
         end_s=float(finished.max()) if finished.size else 0.0,
         batch_seconds=sum(e.batch_s for e in engines) / g,
         peak_kv_fraction=max(e.peak for e in engines),
-        cached_tokens=req.cached if req.sharing is not None else None,
+        cached_tokens=np.array(req.cached, dtype=float) if req.sharing is not None else None,
         spec_steps=sum(e.spec_steps for e in engines),
         decode_steps=sum(e.decode_steps for e in engines),
         instances=g,
+        stopped=stopped,
     )
 
 
@@ -696,13 +911,18 @@ def simulate(
     prefilled=False,
     progress: Callable[[int, int], None] | None = None,
     clients: int | None = None,
+    stop: dict[str, float] | None = None,
 ) -> RunRecord:
     """Serve ``arrivals`` on one engine instance. ``prefilled`` (bool or per request) marks
     requests that arrive with their prompt's KV cache and first token (a disaggregated decode
     pool); ``progress(done, total)`` is called as requests finish. With ``clients``, the
     arrival times are ignored: that many closed-loop clients send the requests in order, each
     its next one when its last one finishes (the record holds the times they arrived). A
-    session's later turns are sent when the turn before them finishes (``arrivals.sharing``)."""
+    session's later turns are sent when the turn before them finishes (``arrivals.sharing``).
+    ``stop`` (p99 limits by metric, ``Targets.limits``) ends the run as soon as it certainly
+    misses one of them (``_Watch``; the record says ``stopped``): a load search's verdict
+    without the rest of a failing run. It applies to open-loop arrivals without sessions (the
+    others run in full)."""
     if clients is not None and (
         isinstance(clients, bool) or int(clients) != clients or clients < 1
     ):
@@ -712,9 +932,12 @@ def simulate(
         order = list(range(req.n))
     else:
         order = np.flatnonzero(np.isfinite(req.sent)).tolist()
+    sessions = arrivals.sharing is not None and bool(np.any(arrivals.sharing.follows >= 0))
+    if stop is not None and clients is None and not sessions:
+        req.watch = _Watch(stop, req, prefilled)
     engine = _Engine(instance, req, progress, clients, order)
-    engine.run()
-    return _record([engine], req, arrivals)
+    finished = engine.run()
+    return _record([engine], req, arrivals, stopped=not finished)
 
 
 def simulate_group(

@@ -161,8 +161,9 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
     frame = _read_frame(path) if df is None else df
     # columns as Python lists, then rows: DataFrame.to_dict boxes every cell of an Arrow
     # string column one by one (a third of the time of a 100,000-row log)
+    names = list(frame.columns)  # once: iterating an Arrow-backed index is slow
     columns = [frame[c].tolist() for c in frame.columns]
-    records = [dict(zip(frame.columns, cells)) for cells in zip(*columns)]
+    records = [dict(zip(names, cells)) for cells in zip(*columns)]
     parents = _parents(records)
     rows = []
     resolved: dict = {}  # rows that differ only in their value are resolved once
@@ -202,13 +203,16 @@ def _parents(records: list[dict]) -> dict[int, int]:
     ("derived from row 12"), else a row of the same source, model, hardware, GPUs and lengths
     that is not derived and agrees with what the derived row states of ``INHERITED``: one whose
     metric the notes name ("= 1000/mean_TPOT"), else the nearest."""
+    derived = [_derived(rec) for rec in records]
+    if not any(derived):  # a log of measured rows only (a fleet's): nothing to look up
+        return {}
     by_run: dict[tuple, list[int]] = {}
     for i, rec in enumerate(records):
-        if not _derived(rec):
+        if not derived[i]:
             by_run.setdefault(_run_key(rec), []).append(i)
     out = {}
     for i, rec in enumerate(records):
-        if not _derived(rec):
+        if not derived[i]:
             continue
         named = re.search(r"\b(?:row|line)\s*#?\s*(\d+)", str(rec.get("notes", "")), re.I)
         if named and 0 <= int(named.group(1)) - 2 < len(records):

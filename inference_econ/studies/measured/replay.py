@@ -218,12 +218,21 @@ def _server(case: LoadCase, inst, requests) -> Outcome:
         requests = int(np.clip(held, *SERVER_REQUESTS))
     traffic = traffic_of(case, requests)
 
-    def probe(rate: float):
+    def probe(rate: float, stop: Targets | None = None):
         t = traffic.at_rate(rate)
-        record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled)
-        return summarise(inst, record, t, Targets())  # one instance's rates
+        limits = None if stop is None else stop.limits
+        record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled, stop=limits)
+        result = summarise(inst, record, t, Targets())  # one instance's rates
+        return dataclasses.replace(result, stopped_for=stop) if record.stopped else result
 
-    knee = find_knee(probe, targets, float(f"{0.8 * est.rate_per_s:.3g}"))
+    # a failing run above a load that held stops once it certainly misses the limits: only
+    # its verdict is read, and that is the whole run's
+    knee = find_knee(
+        probe,
+        targets,
+        float(f"{0.8 * est.rate_per_s:.3g}"),
+        early=lambda rate: probe(rate, targets),
+    )
     at = knee.at_max
     if at is None or knee.max_rate_per_s <= 0:
         return Outcome(note=f"infeasible: no load meets the row's limits ({knee.reason})")
