@@ -333,7 +333,7 @@ def _load_inputs(
     sets the rate) a missing rate is a placeholder; ``closed_loop``: ``concurrency`` (clients
     instead of a rate) is taken, which only a simulation of one deployment runs."""
     from .serving.load.arrivals import make_traffic
-    from .serving.load.engine import EngineConfig
+    from .serving.load.engine import DEFAULT_ENGINE, EngineConfig
     from .serving.load.targets import Targets
 
     if not sized and kwargs.get("confidence") is not None:
@@ -382,9 +382,12 @@ def _load_inputs(
         v["concurrency"],
     )
     targets = Targets(v["slo_ttft_p99_s"], v["slo_tpot_p99_s"], v["slo_e2e_p99_s"])
+    # limits not given are the engine profile's own on each GPU (``engine_config``), and so
+    # are its admission and prompt scheduling; the ideal engine's are DEFAULT_ENGINE's
+    limits = ("max_batch_requests", "step_token_budget")
     config = EngineConfig(
-        v["max_batch_requests"],
-        v["step_token_budget"],
+        *(v[name] if v[name] is not None else getattr(DEFAULT_ENGINE, name) for name in limits),
+        engine_own=(*(n for n in limits if v[n] is None), "admission", "prefill"),
         speculation_max_batch=v["speculation_max_batch"],
         speculation_schedule=v["speculation_schedule"],
         prefix_caching=v["prefix_caching"],

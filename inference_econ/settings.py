@@ -952,12 +952,15 @@ SETTINGS: tuple[Option, ...] = (
     Option(
         "max_batch_requests",
         "integer",
-        256,
-        "Engine: most requests batched at once (vLLM max_num_seqs).",
+        None,
+        "Engine: most requests batched at once (vLLM max_num_seqs; default: the engine"
+        " profile's own on the GPU, e.g. TensorRT-LLM 2,048, vLLM V1 256-1,024 by GPU memory;"
+        " 256 for the ideal engine).",
         LOAD,
         unit="requests",
         minimum=1,
         maximum=65536,
+        optional=True,
         flag="--max-batch",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
         group="engine",
@@ -965,12 +968,15 @@ SETTINGS: tuple[Option, ...] = (
     Option(
         "step_token_budget",
         "integer",
-        2048,
-        "Engine: most tokens per step, decode plus prompt chunks (vLLM max_num_batched_tokens).",
+        None,
+        "Engine: most tokens per step, decode plus prompt chunks (vLLM max_num_batched_tokens;"
+        " default: the engine profile's own on the GPU, e.g. TensorRT-LLM 8,192, vLLM V1"
+        " 2,048-8,192 by GPU memory; 2,048 for the ideal engine).",
         LOAD,
         unit="tokens",
         minimum=1,
         maximum=1_000_000,
+        optional=True,
         flag="--step-tokens",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
         group="engine",

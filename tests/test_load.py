@@ -468,7 +468,9 @@ def test_simulate_runs_a_closed_loop_of_clients():
     finishes (the load engine had them; simulate had no option). Little's law holds: the
     rate the clients reach is C over the mean end-to-end latency; over K instances each
     holds C/K requests at most. Refused with a rate or a trace, and by the searches."""
-    load = dict(input_lengths="1000", output_lengths="100", requests=100)
+    # 400 requests: whole prompts (TensorRT-LLM's default, the load preset's engine) make the
+    # window of a 100-request run too short for Little's law to hold within 1 %
+    load = dict(input_lengths="1000", output_lengths="100", requests=400)
     one = ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, concurrency=8, **load)
     assert one.traffic.startswith("closed loop of 8 clients") and one.stable
     assert one.rate_per_s == pytest.approx(8 / one.e2e_s.mean, rel=0.01)
@@ -959,3 +961,42 @@ def test_a_prompt_that_fills_the_cache_to_its_last_position_is_served(llama8b):
     record = simulate(inst, Arrivals(np.array([0.0, 0.1, 0.2]), prompt * one, one))
     assert np.isfinite(record.first_token_s).all()  # all three served, one after another
     assert np.all(np.diff(record.first_token_s) > 0)
+
+
+def test_load_commands_run_the_engine_profiles_own_scheduler():
+    """simulate and capacity run one engine model with compare-measured's replay: under an
+    engine profile an instance takes the engine's own limits on its GPU (TensorRT-LLM: 2,048
+    requests, 8,192 tokens per step, no eviction, whole prompts; vLLM V1 on an H100: 1,024 and
+    8,192, recompute, chunked: engines/*.yaml with their sources), a limit the user gives
+    stays theirs, and the ideal engine keeps 256 / 2,048. Where the engine's limits hold per
+    data-parallel attention rank, an attention-DP layout holds ``ranks`` times as many."""
+    from inference_econ.model.mixed_step import EngineLayout
+    from inference_econ.serving.load.engine import EngineConfig, engine_config
+
+    load = dict(input_lengths="1000", output_lengths="100", requests=100, arrival_rate_per_s=2)
+    trt = ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, assumptions="achievable", **load)
+    assert (trt.engine.max_batch_requests, trt.engine.step_token_budget) == (2048, 8192)
+    assert (trt.engine.admission, trt.engine.prefill) == ("no_evict", "whole")
+    vllm = ie.simulate_load(
+        "Llama 3.1 8B", "H100", gpus=1, assumptions="achievable", engine="vllm", **load
+    )
+    assert (vllm.engine.max_batch_requests, vllm.engine.step_token_budget) == (1024, 8192)
+    assert (vllm.engine.admission, vllm.engine.prefill) == ("recompute", "chunked")
+    mine = ie.simulate_load(
+        "Llama 3.1 8B",
+        "H100",
+        gpus=1,
+        assumptions="achievable",
+        engine="vllm",
+        max_batch_requests=64,
+        **load,
+    )
+    assert (mine.engine.max_batch_requests, mine.engine.step_token_budget) == (64, 8192)
+    ideal = ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, assumptions="paper", **load)
+    assert (ideal.engine.max_batch_requests, ideal.engine.step_token_budget) == (256, 2048)
+    # per attention rank: TensorRT-LLM's limits are a rank's, SGLang's the instance's
+    own = EngineConfig(engine_own=("max_batch_requests", "step_token_budget"))
+    dp4 = EngineLayout(8, 1, 4.0)
+    for engine, batch in (("trtllm", 4 * 2048), ("sglang", 1024)):
+        setting = ie.make_setting("DeepSeek-V3", "H200", assumptions="achievable", engine=engine)
+        assert engine_config(own, setting).on_layout(dp4).max_batch_requests == batch

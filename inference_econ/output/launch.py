@@ -326,16 +326,18 @@ def capacity_plan(
     batch = max(1, int(math.ceil(r.mean_batch)))
 
     prompt = float(np.mean(s.prompt_tokens))
-    prefill_batch = max(1, int(math.ceil(config.step_token_budget / prompt)))
 
     def pool(role, gpus, count, load):
         inst = instance_for(setting, gpus, config, ctx, load)
+        # the instance's own limits: the engine's defaults on the GPU, per attention rank
+        # where the engine's hold per rank (``engine_config``)
+        cap, budget = inst.config.max_batch_requests, inst.config.step_token_budget
+        prefill_batch = max(1, int(math.ceil(budget / prompt)))
         lay = inst.layout
         attention = lay.tensor_degree / lay.attention_divisor
         degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention)
         # prompts in flight on a prefill worker: one step's budget of them, at their length
         at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
-        cap, budget = config.max_batch_requests, config.step_token_budget
         return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
 
     if d.disaggregated:
@@ -384,7 +386,7 @@ def capacity_plan(
         f"Expected figures: the simulation of {d.describe()} {setting.gpu.name} at {capacity.rate_per_s:g} req/s "
         f"({r.assumptions}); it holds {capacity.max_rate_per_s:.4g} req/s within {t.describe()}.",
         f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
-        f"({ctx:,.0f} tokens); the engine's scheduler cap is {config.max_batch_requests} requests.",
+        f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests.",
     )
     ckpt = checkpoint_of(setting, checkpoint)
     return finish(

@@ -30,6 +30,15 @@ from . import catalog
 from .schema import check_number
 from .yamlfile import load_yaml
 
+#: Engines whose scheduler limits hold per data-parallel attention rank, not per instance:
+#: TensorRT-LLM's ``max_batch_size`` and ``max_num_tokens`` (each attention-DP rank runs its
+#: own executor and scheduler; its DeepSeek-R1 guide runs ``--max_batch_size 384`` at
+#: concurrency 3072 on TP8 EP8 with attention DP; ai-dynamo/dynamo#11982) and vLLM's
+#: ``--max-num-seqs`` (an engine core, with its own scheduler, per data-parallel rank;
+#: vllm-project/vllm#13923). SGLang's ``--max-running-requests`` is the instance's (its
+#: scheduler divides it by the DP size), as is any engine not listed here.
+LIMITS_PER_ATTENTION_RANK = ("trtllm", "vllm")
+
 
 @dataclass(frozen=True)
 class Term:

@@ -402,10 +402,10 @@ def rate_estimate(
         setting, deployment.gpus_per_instance, config, reference_context(traffic), saturated
     )
     ctx = prompt + output / 2.0
-    batch = min(config.max_batch_requests, inst.max_requests_at(ctx))
+    batch = min(inst.config.max_batch_requests, inst.max_requests_at(ctx))
     q = batch * float(inst.positions(ctx))
     decode_s = output * inst.table.time_s(batch, q, q) / batch
-    chunk = config.step_token_budget
+    chunk = inst.config.step_token_budget
     attended = chunk * float(inst.positions(chunk / 2.0))
     prefill_s = prompt * inst.table.time_s(chunk, 0.0, attended, 1) / chunk
     per_request = {"prefill": prefill_s, "decode": decode_s}.get(pool, prefill_s + decode_s)

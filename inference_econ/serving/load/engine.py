@@ -21,7 +21,13 @@ from ...errors import InfeasibleError, SpecError
 from ...model.latency import StepModel, prefill_step_model
 from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
 from ...model.workload import Workload, compile_workload
-from ...specs.engine import ADMISSIONS, PREFILL_MODES, Admission, PrefillMode
+from ...specs.engine import (
+    ADMISSIONS,
+    LIMITS_PER_ATTENTION_RANK,
+    PREFILL_MODES,
+    Admission,
+    PrefillMode,
+)
 from ..setting import Setting
 from .speculation import DraftEngine, SpecSchedule, draft_engine, resident_draft
 
@@ -49,6 +55,13 @@ class EngineConfig:
     #: How the deployment's load balancer sends requests to its instances
     #: (``routing.ROUTERS``, §E10).
     router: RouterPolicy = "random"
+    #: Limits to take from the setting's engine profile, its own defaults on the GPU
+    #: (``engine_config``): any of ``ENGINE_OWN``; those not named are this config's (a user's
+    #: ``--max-batch``). Without an engine profile (the ideal engine) nothing is taken.
+    engine_own: tuple[str, ...] = ()
+    #: Whether the limits hold per data-parallel attention rank (set from the engine profile's
+    #: family, ``specs.engine.LIMITS_PER_ATTENTION_RANK``; ``on_layout``).
+    per_attention_rank: bool = False
 
     def __post_init__(self) -> None:
         from .routing import check_router
@@ -61,6 +74,11 @@ class EngineConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise SpecError("argument", name, f"is {value!r}", "expected a whole number >= 1")
+        for name in self.engine_own:
+            if name not in ENGINE_OWN:
+                raise SpecError(
+                    "argument", "engine_own", f"names {name!r}", f"any of {', '.join(ENGINE_OWN)}"
+                )
         for name, allowed in (
             ("admission", ADMISSIONS),
             ("prefill", PREFILL_MODES),
@@ -84,6 +102,12 @@ class EngineConfig:
             step_token_budget=int(self.step_token_budget * ranks),
         )
 
+    def on_layout(self, layout: EngineLayout) -> EngineConfig:
+        """The limits of an instance in ``layout``: ``per_instance`` of its data-parallel
+        attention ranks where the engine's limits hold per rank, else these."""
+        ranks = int(round(layout.attention_divisor))
+        return self.per_instance(ranks) if self.per_attention_rank and ranks > 1 else self
+
     def describe(self) -> str:
         """Such as "2048 requests, 8192 tokens per step, no_evict admission, whole prompts"."""
         return (
@@ -95,6 +119,34 @@ class EngineConfig:
 
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.
 DEFAULT_ENGINE = EngineConfig()
+#: What an engine profile sets of an instance's scheduler (``EngineConfig.engine_own``).
+ENGINE_OWN = ("max_batch_requests", "step_token_budget", "admission", "prefill")
+
+
+def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
+    """The scheduler an instance of ``setting`` runs (docs/model.md §E1): under an engine
+    profile, the limits ``config.engine_own`` names are the profile's own defaults on the
+    setting's GPU for a served load (``EngineProfile.scheduler_limits``; TensorRT-LLM 2,048
+    requests and 8,192 tokens per step without eviction, whole prompts; vLLM V1's by GPU
+    memory), and whether they hold per attention rank is the engine's; under the ideal engine
+    (no profile), ``config`` as it is. The same rule as the replay of measured rows, so that
+    ``simulate``, ``capacity`` and ``compare-measured`` run one engine model."""
+    prof = setting.assumptions.profile()
+    if prof is None:
+        return config
+    batch, budget = prof.scheduler_limits(setting.gpu, offline=False)
+    own = {
+        "max_batch_requests": int(batch),
+        "step_token_budget": int(budget),
+        "admission": prof.admission,
+        "prefill": prof.prefill,
+    }
+    return dataclasses.replace(
+        config,
+        **{name: own[name] for name in config.engine_own},
+        engine_own=(),
+        per_attention_rank=prof.family in LIMITS_PER_ATTENTION_RANK,
+    )
 
 
 @dataclass(frozen=True)
@@ -181,28 +233,34 @@ def choose_layout(
         if (lay, context) not in floors:
             floors[lay, context] = _floor_s(model, prefill_work, lay, context)
     per_request = max(float(model.work.layer_positions(context)), 1.0)
+    # each layout's limits (per attention rank where the engine's are, ``on_layout``)
+    configs = [config.on_layout(lay) for lay in options]
     # the KV cache holds fewer requests where attention keeps copies of it (§B13)
-    top = config.max_batch_requests
     batches = [  # np.clip(held, 1, top), in floats
-        int(min(max(layout_capacity(model, capacity, lay) // per_request, 1.0), float(top)))
-        for lay in options
+        int(
+            min(
+                max(layout_capacity(model, capacity, lay) // per_request, 1.0),
+                float(cfg.max_batch_requests),
+            )
+        )
+        for lay, cfg in zip(options, configs)
     ]
-    budget = config.step_token_budget
+    budgets = [cfg.step_token_budget for cfg in configs]
     steady = [
         steady_step_s(model, prefill_work, lay, load, context, batch, budget, floors[lay, context])
-        for lay, batch in zip(options, batches)
+        for lay, batch, budget in zip(options, batches, budgets)
     ]
     if math.isfinite(min(steady)):
         return options[int(np.argmin(steady))]
     # saturated: decode at the largest batch plus prompts in full chunks, per request (the
     # same at every rate: kept with the floors)
     P, out = max(load.prompt_tokens, 0.0), max(load.output_tokens, 1.0)
-    key = ("saturated", context, P, out, budget, config.max_batch_requests, tuple(options))
+    key = ("saturated", context, P, out, tuple(budgets), tuple(batches), tuple(options))
     if key not in floors:
         per_request_s = [
             out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
             + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
-            for lay, batch in zip(options, batches)
+            for lay, batch, budget in zip(options, batches, budgets)
         ]
         floors[key] = options[int(np.argmin(per_request_s))]
     return floors[key]
@@ -263,7 +321,7 @@ class LayoutSearch:
             self.model,
             self.prefill_work,
             self.options,
-            config,
+            engine_config(config, self.setting),
             self.capacity,
             context,
             load,
@@ -320,6 +378,7 @@ def build_instance(
     search = search or layout_search(setting, gpus)
     if layout is None:
         layout = search.choose(config, reference_context, load)
+    config = engine_config(config, setting).on_layout(layout)
     max_tokens = max(config.step_token_budget, config.max_batch_requests)
     table = StepTable(search.model, layout, max_tokens)
     capacity = layout_capacity(search.model, search.capacity, layout)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ...errors import SpecError
+from ...specs.engine import LIMITS_PER_ATTENTION_RANK
 
 # --- metrics ----------------------------------------------------------------------------------
 
@@ -568,13 +569,8 @@ def batch_of(text, scenario: str | None, notes: str = "") -> tuple[float | None,
 
 
 #: Engines whose batch cap counts the requests of one attention data-parallel rank, not of the
-#: whole instance: TensorRT-LLM's ``max_batch_size`` (each attention-DP rank runs its own
-#: executor and scheduler; its DeepSeek-R1 guide runs ``--max_batch_size 384`` at concurrency
-#: 3072 on TP8 EP8 with attention DP; ai-dynamo/dynamo#11982) and vLLM's ``--max-num-seqs``
-#: (an engine core, with its own scheduler, per data-parallel rank; vllm-project/vllm#13923).
-#: SGLang's ``--max-running-requests`` is the instance's (its scheduler divides it by the DP
-#: size), as is any engine not listed here (``predicting.for_layout`` applies it).
-CAP_PER_ATTENTION_RANK = ("trtllm", "vllm")
+#: whole instance (the engine's own rule, with its sources: ``specs.engine``).
+CAP_PER_ATTENTION_RANK = LIMITS_PER_ATTENTION_RANK
 
 
 # --- limits -------------------------------------------------------------------------------------
