@@ -15,6 +15,7 @@ from inference_econ.errors import SpecError
 from inference_econ.model.power import board_power_w
 from inference_econ.optimise.demand import Prices, hourly_plan
 from inference_econ.serving.decode import evaluate
+from inference_econ.serving.intervals import POWER_PREDICTED_OVER_MEASURED
 from inference_econ.serving.prefill import prefill
 from inference_econ.serving.setting import make_setting
 from inference_econ.specs import catalog
@@ -97,7 +98,7 @@ def _measured():
 #: watts, every row low: the activity rule counts HBM streaming at ``memory_activity`` 0.35 of
 #: the dynamic range and launch gaps at idle, and vLLM 0.11.1 keeps an H100 at 64-99 % of its
 #: 700 W; docs/model.md §G2).
-POWER_LOW, POWER_HIGH = 0.60, 1.10
+POWER_LOW, POWER_HIGH = POWER_PREDICTED_OVER_MEASURED  # one home: the energy intervals' band
 
 
 @pytest.mark.parametrize(

@@ -149,3 +149,90 @@ def test_context_parallel_states_its_figures_and_gives_ttft_intervals():
     assert out.startswith(EXPECTED) and "single_device_ms 90 %" in out
     out = _run(args)[0]
     assert out.startswith("Ideal bound: paper preset") and "90 %" not in out.splitlines()[2]
+
+
+#: Numeric columns that are not predictions: the configuration asked for or chosen (GPUs,
+#: batch, degrees, lengths, counts of the simulated schedule), inputs (prices per hour, the
+#: input:output ratio of the offered load) and, for a run that keeps up, the offered load's
+#: rates and prices (the note says so; ``capacity --confidence`` sizes for them).
+NOT_PREDICTED = {
+    "gpus",
+    "batch",
+    "pipeline_degree",
+    "tensor_degree",
+    "attention_degree",
+    "expert_degree",
+    "draft_tokens",
+    "micro_batch",
+    "prompt_tokens",
+    "output_tokens",
+    "cached_fraction",
+    "cached_tokens",
+    "computed_tokens",
+    "chunks",
+    "prefill_batch",
+    "gpus_per_instance",
+    "instances",
+    "prefill_gpus_per_instance",
+    "prefill_instances",
+    "rate_per_s",
+    "preemptions",
+    "rejected",
+    "requests",
+    "usd_per_hour",
+    "input_tokens_per_output_token",
+    "goodput_fraction",
+}
+#: A run that keeps up serves the offered load: its rates, prices and MFU are that load's.
+OFFERED = {
+    "throughput_requests_per_s",
+    "input_tokens_per_s",
+    "output_tokens_per_s",
+    "goodput_requests_per_s",
+    "usd_per_m_input_tokens",
+    "usd_per_m_output_tokens",
+    "usd_per_m_output_tokens_all_in",
+    "mfu",
+    "usd_per_request",
+}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["point", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--batch", 16],
+        ["prefill", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--prompt-tokens", 2000],
+        ["request", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--batch", 16]
+        + ["--prompt-tokens", 2000, "--output-tokens", 200],
+        ["simulate", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--rate", 2, "--requests", 100]
+        + ["--prompt-tokens", 500, "--output-tokens", 100],
+    ],
+    ids=lambda a: a[0],
+)
+def test_no_expected_figure_of_one_result_is_bare(args):
+    """Every numeric figure point, prefill, request and simulate print under an engine profile
+    carries its four interval columns, MFU, the breakdown's parts, energy, power and the price
+    ratio among them (issue 23), each ordered and around its figure where the figure is
+    positive; nothing but the configuration, the inputs and the offered load's rates is bare."""
+    notes, df = _table(_run([*args, "--assumptions", "achievable", "--format", "csv"])[0])
+    assert EXPECTED in "\n".join(notes)
+    row = df.iloc[0]
+    ends = {c for c in df.columns if c.rsplit("_", 1)[-1] in ("low80", "high80", "low90", "high90")}
+    figures = [
+        c
+        for c in df.columns
+        if c not in ends
+        and pd.api.types.is_numeric_dtype(df[c])
+        and not pd.api.types.is_bool_dtype(df[c])
+        and pd.notna(row[c])
+    ]
+    excused = NOT_PREDICTED | (OFFERED if args[0] == "simulate" else set())
+    bare = [c for c in figures if c not in excused and interval_columns(c)[0] not in df]
+    assert not bare, bare
+    for c in figures:
+        if interval_columns(c)[0] in df and row[c] > 0:
+            low80, high80, low90, high90 = (float(row[e]) for e in interval_columns(c))
+            assert low90 <= low80 <= high80 <= high90, c
+            assert low90 <= row[c] <= high90, c
+    for c in [c for c in figures if c.endswith(("mfu", "_fraction"))]:
+        assert all(float(row[e]) <= 1.0 for e in interval_columns(c) if e in df), c

@@ -273,7 +273,9 @@ def _odds_notes(result) -> list[str]:
         + (
             "rates and prices are the ones the clients reach."
             if result.traffic.startswith("closed loop")
-            else "rates and prices are the offered load's (capacity --confidence sizes for it)."
+            else "rates, prices and MFU are the offered load's (capacity --confidence sizes for it); "
+            "energy and power carry the throughput's band and the power model's (§F12); "
+            "counts of the simulated schedule (preemptions, rejections, goodput share) none."
             if result.stable
             else "the deployment does not keep up: its rates and prices are its capacity."
         )

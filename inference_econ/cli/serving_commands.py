@@ -72,9 +72,11 @@ def prefill(
                 f"{setting.model.name}: {article(prompt)} {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
             )
         )
-    from ..serving.intervals import PREFILL_FIGURES, series_intervals
+    from ..serving.intervals import PREFILL_COMPOSED, PREFILL_FIGURES, series_intervals
 
-    row = series_intervals(row, setting, float(gpus), row["bound"], PREFILL_FIGURES)
+    row = series_intervals(
+        row, setting, float(gpus), row["bound"], PREFILL_FIGURES, PREFILL_COMPOSED
+    )
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
     notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]
     notes += layout_notes(row, discrete)
@@ -182,8 +184,9 @@ def prices(model, hardware, contexts, format, **values):
     title = "Output/input token price ratio"
     notes = (
         [
-            "No interval on the MFUs (as `point` and `prefill` give none) or on the price ratio "
-            "(a ratio of a throughput figure to a TTFT figure, whose errors are not paired)."
+            "The price ratio's interval divides each end of the output price's by the opposite "
+            "end of the input price's (a throughput figure over a TTFT figure, whose errors "
+            "are not paired): propagated, wider than either."
         ]
         if setting.assumptions.achievable
         else []

@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
-from ..model.breakdown import Bound
+from ..model.breakdown import ADDITIVE_PARTS, FULL_READS, Bound
+from ..model.power import board_power_w, it_power_w
 from .setting import Setting
 
 #: The interval levels every expected figure carries, percent.
@@ -86,12 +87,56 @@ FIGURES: dict[str, tuple[FigureKind, int]] = {
     "gpu_s_per_request_idle_charged": ("throughput", -1),
     "usd_per_request_idle_charged": ("throughput", -1),
 }
+#: The breakdown of a step (``model.breakdown``) carries the step's interval (its time per
+#: output token), scaled to each part: the parts add up to the step, and the measured error of
+#: a step is not attributed to its parts (no benchmark publishes them).
+FIGURES.update({name: ("TPOT", 1) for name in (*ADDITIVE_PARTS, *FULL_READS)})
+FIGURES.update({"memory_time_s": ("TPOT", 1), "compute_time_s": ("TPOT", 1)})
+#: MFU is the work of the tokens a configuration serves per second over its peak: at a fixed
+#: work per token it moves with the throughput, and so does its interval.
+FIGURES["mfu"] = ("throughput", 1)
+#: A run under load: the requests in the engine (Little's law: at a given rate, the time each
+#: spends there), the share of time it steps and of the KV cache it fills grow with its time
+#: per output token, and carry that interval (the shares at most 1).
+FIGURES.update({n: ("TPOT", 1) for n in ("mean_batch", "busy_fraction", "peak_kv_fraction")})
+
+#: The power model's stated error (docs/model.md §G2): predicted over measured board watts,
+#: from its check against ML.ENERGY v3.0's measured power (Llama 3.1 8B/70B/405B on H100,
+#: vLLM 0.11.1: 0.67-0.98 seen on 20 rows, every one low), widened to 0.60-1.10 for so few
+#: rows of one GPU and one engine (``tests/test_energy.py`` holds the model to it). Too few
+#: rows to calibrate quantiles: the band serves both levels and is stated, not measured for
+#: coverage.
+POWER_PREDICTED_OVER_MEASURED = (0.60, 1.10)
+#: Energy and power figures: their intervals propagate the throughput's band and the power
+#: band, each term (kind, orientation), their log ends added (the errors are not assumed to
+#: cancel: conservative). ``board_activity`` takes the power band through §G2's relation.
+COMPOSED: dict[str, tuple[tuple[str, int], ...]] = {
+    "joules_per_output_token": (("power", 1), ("throughput", -1)),
+    "output_tokens_per_s_per_kw": (("throughput", 1), ("power", -1)),
+    "output_tokens_per_s_per_mw": (("throughput", 1), ("power", -1)),
+    "gco2_per_mtok": (("power", 1), ("throughput", -1)),
+    "it_power_w_per_gpu": (("power", 1),),
+    "it_power_kw": (("power", 1),),
+}
+#: Every figure of one configuration with an interval, simple or composed.
+ACTIVITY = "board_activity"
+
 #: The figures of one prefill (``prefill``): its time is a time to first token; its speed in
 #: prompt tokens/s is the inverse, and its price per input token is proportional to its time.
 PREFILL_FIGURES: dict[str, tuple[FigureKind, int]] = {
     "latency_s": ("TTFT", 1),
     "tokens_per_s": ("TTFT", -1),
+    "computed_tokens_per_s": ("TTFT", -1),
     "usd_per_m_input_tokens": ("TTFT", 1),
+    "usd_per_m_computed_input_tokens": ("TTFT", 1),
+    # a prefill's work is fixed: its MFU moves as its speed, its parts as its time
+    "mfu": ("TTFT", -1),
+    **{name: ("TTFT", 1) for name in (*ADDITIVE_PARTS, "memory_time_s", "compute_time_s")},
+}
+#: A prefill's energy per input token: the power band and the prefill time's.
+PREFILL_COMPOSED: dict[str, tuple[tuple[str, int], ...]] = {
+    "joules_per_input_token": (("power", 1), ("TTFT", 1)),
+    "it_power_w_per_gpu": (("power", 1),),
 }
 #: The figures of a context-parallel prefill (``context-parallel``): each is the time to first
 #: token of one prompt, on one device or on the chain (``CHAIN_FIGURES``: on all its devices).
@@ -107,7 +152,12 @@ CHAIN_FIGURES = ("ring_attention_s", "kv_runahead_equal_s", "kv_runahead_balance
 REQUEST_FIGURES: dict[str, tuple[FigureKind, int]] = {
     **FIGURES,
     "prefill_s": ("TTFT", 1),
+    "draft_prefill_s": ("TTFT", 1),
+    "first_step_s": ("TPOT", 1),
     "usd_per_m_input_tokens": ("TTFT", 1),
+    "usd_per_m_computed_input_tokens": ("TTFT", 1),
+    "prefill_mfu": ("TTFT", -1),
+    "decode_mfu": ("throughput", 1),
 }
 #: Figures of a run under load whose intervals are its latencies'; its rates and prices
 #: carry the throughput interval only when the deployment does not keep up (then they are its
@@ -117,6 +167,8 @@ LOAD_LATENCIES = tuple(
     f"{m}_{s}_s" for m in ("ttft", "tpot", "e2e") for s in ("mean", "p50", "p90", "p99")
 )
 LOAD_RATES = (
+    "mfu",
+    "goodput_requests_per_s",
     "throughput_requests_per_s",
     "input_tokens_per_s",
     "output_tokens_per_s",
@@ -124,6 +176,10 @@ LOAD_RATES = (
     "usd_per_m_output_tokens",
     "usd_per_m_output_tokens_all_in",
 )
+
+
+#: Figures of a run under load that follow its time per output token (``FIGURES``).
+LOAD_OCCUPANCY = ("mean_batch", "busy_fraction", "peak_kv_fraction")
 
 
 #: What a benchmark row's quantity is (docs/model.md §F9): its kind, and +1 where it is stated
@@ -408,6 +464,105 @@ def limits(values, orientation: int, chosen: list[Band]) -> dict[str, np.ndarray
     return out
 
 
+def _power_log_band() -> tuple[float, float]:
+    """(low, high) of log(measured / predicted) watts: the power band in a figure's terms."""
+    low, high = POWER_PREDICTED_OVER_MEASURED
+    return math.log(1.0 / high), math.log(1.0 / low)
+
+
+def composed_limits(terms, values, setting: Setting, gpus, bound) -> dict[str, np.ndarray]:
+    """``limits`` of a figure whose error is that of several (``COMPOSED``): each term's log
+    ends, flipped where its orientation is -1, added end to end."""
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    gpus, bound = np.broadcast_to(gpus, n), np.broadcast_to(bound, n)
+    low = {level: np.zeros(n) for level in LEVELS}
+    high = {level: np.zeros(n) for level in LEVELS}
+    for kind, orientation in terms:
+        chosen = None if kind == "power" else bands(setting, cast(FigureKind, kind), gpus, bound)
+        for level in LEVELS:
+            if chosen is None:
+                lo, hi = (np.full(n, e) for e in _power_log_band())
+            else:
+                lo_name, hi_name = QUANTILES[level]
+                lo = np.array([getattr(b, lo_name) for b in chosen], dtype=float)
+                hi = np.array([getattr(b, hi_name) for b in chosen], dtype=float)
+            if orientation < 0:
+                lo, hi = -hi, -lo
+            low[level] += lo
+            high[level] += hi
+    out = {}
+    for level in LEVELS:
+        out[f"low{level}"], out[f"high{level}"] = v * np.exp(low[level]), v * np.exp(high[level])
+    return out
+
+
+def activity_limits(values, setting: Setting) -> dict[str, np.ndarray]:
+    """``limits`` of the boards' activity (§G2's ``a``): the board watts it gives, moved by
+    the power band and read back as an activity (0 to 1); blank without a power model."""
+    p = setting.gpu.power
+    a = np.asarray(values, dtype=float)
+    if p is None:
+        return {k: np.full(a.shape, np.nan) for k in interval_keys()}
+    watts = board_power_w(p, a)
+    span = p.board_w - p.idle_w
+    low, high = POWER_PREDICTED_OVER_MEASURED
+    out = {}
+    for level in LEVELS:
+        for end, ratio in (("low", 1.0 / high), ("high", 1.0 / low)):
+            out[f"{end}{level}"] = np.clip((watts * ratio - p.idle_w) / span, 0.0, 1.0)
+    return out
+
+
+def activity_of_watts(values, setting: Setting) -> np.ndarray:
+    """The boards' activity at IT watts per GPU ``values`` (§G2, inverted)."""
+    p = setting.gpu.power
+    if p is None:
+        return np.full(np.shape(values), np.nan)
+    board = np.asarray(values, dtype=float) - p.host_w
+    return np.clip((board - p.idle_w) / (p.board_w - p.idle_w), 0.0, 1.0)
+
+
+def figure_limits(
+    name: str, values, setting: Setting, gpus, bound, figures=None, composed=None
+) -> dict[str, np.ndarray]:
+    """The interval ends (``limits``) of figure ``name``, one per value: a kind's band
+    (``figures``, default ``FIGURES``), a composition (``composed``, default ``COMPOSED``)
+    or the activity."""
+    figures = FIGURES if figures is None else figures
+    composed = COMPOSED if composed is None else composed
+    if name in figures:
+        kind, orientation = figures[name]
+        n = np.size(values)
+        ends = limits(
+            values,
+            orientation,
+            bands(setting, kind, np.broadcast_to(gpus, n), np.broadcast_to(bound, n)),
+        )
+        if name.endswith(("mfu", "_fraction")):  # at most the peak, the whole
+            ends = {k: np.minimum(v, 1.0) for k, v in ends.items()}
+        return ends
+    if name == "it_power_w_per_gpu":  # the band is the board's; the server's share stays
+        power = setting.gpu.power
+        ends = activity_limits(activity_of_watts(values, setting), setting)
+        return {k: v if power is None else it_power_w(power, v) for k, v in ends.items()}
+    if name in composed:
+        return composed_limits(composed[name], values, setting, gpus, bound)
+    if name == ACTIVITY:
+        return activity_limits(values, setting)
+    raise KeyError(name)
+
+
+def has_interval(name: str, figures=None, composed=None) -> bool:
+    """Whether figure ``name`` carries an interval under an engine profile."""
+    figures = FIGURES if figures is None else figures
+    return (
+        name in figures
+        or name in (COMPOSED if composed is None else composed)
+        or (name == ACTIVITY)
+    )
+
+
 def add_intervals(
     df: pd.DataFrame, setting: Setting, bound=None, gpus=None, columns=None
 ) -> pd.DataFrame:
@@ -420,9 +575,9 @@ def add_intervals(
     bound = df["bound"].to_numpy() if bound is None else np.broadcast_to(bound, n)
     gpus = df["gpus"].to_numpy() if gpus is None else np.broadcast_to(gpus, n)
     out = df.copy()
-    for name in [c for c in (columns or FIGURES) if c in df]:
-        kind, orientation = FIGURES[name]
-        ends = limits(df[name], orientation, bands(setting, kind, gpus, bound))
+    names = columns or [c for c in df.columns if has_interval(c)]
+    for name in [c for c in names if c in df]:
+        ends = figure_limits(name, df[name].to_numpy(dtype=float), setting, gpus, bound)
         for column, (_, values) in zip(interval_columns(name), _ordered(ends)):
             out[column] = values
     return out
@@ -455,10 +610,18 @@ def load_intervals(result) -> dict:
         for m in ("ttft", "tpot", "e2e")
         for s in ("mean", "p50", "p90", "p99")
     }
-    names = list(LOAD_LATENCIES)
+    names = [*LOAD_LATENCIES, *LOAD_OCCUPANCY]
+    row.update({n: getattr(result, n) for n in LOAD_OCCUPANCY})
     if not result.stable:
         names += LOAD_RATES
         row.update({n: getattr(result, n) for n in LOAD_RATES})
+    # energy and power: a slower engine that keeps up is busier, so they carry the throughput
+    # band and the power model's whether the deployment keeps up or not (``COMPOSED``)
+    for name in COMPOSED:
+        value = getattr(result, name, None)
+        if value is not None and math.isfinite(value):
+            names.append(name)
+            row[name] = value
     ratio = (
         result.input_tokens_per_s / result.output_tokens_per_s
         if result.output_tokens_per_s > 0
@@ -481,28 +644,29 @@ def held_intervals(result, max_rate_per_s: float) -> dict:
     return figure_intervals(values, ["max_rate_per_s"], setting, result.gpus_per_instance, bound)
 
 
-def figure_intervals(values: dict, names, setting: Setting, gpus, bound: str, figures=None) -> dict:
+def figure_intervals(
+    values: dict, names, setting: Setting, gpus, bound: str, figures=None, composed=None
+) -> dict:
     """The interval columns of single figures ``values[name]`` for ``names`` (kinds from
     ``figures``, default ``FIGURES``): one instance of ``gpus`` GPUs whose steps are
     ``bound``-bound."""
     out = {}
     for name in names:
-        kind, orientation = (FIGURES if figures is None else figures)[name]
-        band = bands(setting, kind, [gpus], [bound])
-        ends = limits([values[name]], orientation, band)
+        ends = figure_limits(name, [values[name]], setting, [gpus], [bound], figures, composed)
         for column, (_, v) in zip(interval_columns(name), _ordered(ends)):
             out[column] = float(v[0])
     return out
 
 
-def series_intervals(row: pd.Series, setting: Setting, gpus, bound: str, figures=None) -> pd.Series:
+def series_intervals(
+    row: pd.Series, setting: Setting, gpus, bound: str, figures=None, composed=None
+) -> pd.Series:
     """One result (``request``'s view; ``prefill``'s with ``figures=PREFILL_FIGURES``) with
     the interval entries of its figures, each after its figure; unchanged for a bound."""
     if not expected(setting):
         return row
-    figures = FIGURES if figures is None else figures
-    names = [n for n in row.index if n in figures]
-    ends = figure_intervals(row.to_dict(), names, setting, gpus, bound, figures)
+    names = [n for n in row.index if has_interval(n, figures, composed)]
+    ends = figure_intervals(row.to_dict(), names, setting, gpus, bound, figures, composed)
     out = {}
     for key, value in row.items():
         out[key] = value
@@ -520,6 +684,18 @@ def inverse_intervals(row: dict, source: str, name: str) -> dict:
     ends = [row[c] for c in have]  # low80, high80, low90, high90
     inverse = [1.0 / ends[1], 1.0 / ends[0], 1.0 / ends[3], 1.0 / ends[2]]
     return dict(zip(interval_columns(name), inverse))
+
+
+def ratio_intervals(row, numerator: str, denominator: str, name: str) -> dict:
+    """The interval columns of ``name`` = ``numerator`` / ``denominator`` from theirs in
+    ``row``, end against opposite end (their errors are not assumed paired: conservative);
+    {} where either has none (an ideal bound)."""
+    top, bottom = interval_columns(numerator), interval_columns(denominator)
+    if row is None or not all(c in row for c in (*top, *bottom)):
+        return {}
+    t, b = [float(row[c]) for c in top], [float(row[c]) for c in bottom]
+    ends = [t[0] / b[1], t[1] / b[0], t[2] / b[3], t[3] / b[2]]  # low80 high80 low90 high90
+    return dict(zip(interval_columns(name), ends))
 
 
 def renamed_intervals(row, source: str, name: str) -> dict:

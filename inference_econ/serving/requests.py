@@ -12,7 +12,7 @@ from .. import settings as table
 from ..errors import SpecError
 from ..model.layouts import check_whole_gpus, tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
-from .intervals import REQUEST_FIGURES, series_intervals
+from .intervals import REQUEST_FIGURES, ratio_intervals, series_intervals
 from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
 from .setting import Setting, check_context
 from .speculative import combine
@@ -191,4 +191,8 @@ def request(
             "decode_bound": dec.bound,
         }
     )
-    return series_intervals(row, setting, float(gpus), dec.bound, REQUEST_FIGURES)  # §F12
+    row = series_intervals(row, setting, float(gpus), dec.bound, REQUEST_FIGURES)  # §F12
+    ratio = ratio_intervals(  # the two prices' intervals, end against opposite end
+        row, "usd_per_m_output_tokens", "usd_per_m_input_tokens", "output_to_input_price_ratio"
+    )
+    return pd.concat([row, pd.Series(ratio, dtype=float)]) if ratio else row

@@ -10,7 +10,13 @@ from .. import settings as table
 from ..errors import InfeasibleError, article
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
-from ..serving.intervals import PREFILL_FIGURES, renamed_intervals, series_intervals
+from ..serving.intervals import (
+    PREFILL_COMPOSED,
+    PREFILL_FIGURES,
+    ratio_intervals,
+    renamed_intervals,
+    series_intervals,
+)
 from ..serving.prefill import prefill
 from ..serving.setting import make_setting
 from ..specs.schema import check_number
@@ -46,9 +52,11 @@ def price_ratio(
             f"on the {point.gpus:.3g} GPUs of the decode preference point"
         )
     # expected figures' intervals (§F12): the decode point's from its frontier, the input
-    # price a prefill time's (TTFT); the ratio of the two kinds has none
-    pre = series_intervals(pre, setting, point.gpus, pre["bound"], PREFILL_FIGURES)
-    return pd.Series(
+    # price a prefill time's (TTFT); the ratio's from both, end against opposite end
+    pre = series_intervals(
+        pre, setting, point.gpus, pre["bound"], PREFILL_FIGURES, PREFILL_COMPOSED
+    )
+    out = pd.Series(
         {
             "model": setting.model.name,
             "hardware": setting.gpu.name,
@@ -66,5 +74,11 @@ def price_ratio(
             **renamed_intervals(point, "tokens_per_s", "decode_tokens_per_s"),
             **renamed_intervals(point, "usd_per_mtok", "usd_per_m_output_tokens"),
             **renamed_intervals(pre, "usd_per_m_input_tokens", "usd_per_m_input_tokens"),
+            **renamed_intervals(point, "mfu", "decode_mfu"),
+            **renamed_intervals(pre, "mfu", "prefill_mfu"),
         }
     )
+    ratio = ratio_intervals(
+        out, "usd_per_m_output_tokens", "usd_per_m_input_tokens", "output_to_input_price_ratio"
+    )
+    return pd.concat([out, pd.Series(ratio, dtype=float)]) if ratio else out
