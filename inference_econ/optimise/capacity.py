@@ -25,6 +25,7 @@ from ..model.workload import compile_workload
 from ..serving.intervals import (
     FIGURES,
     LEVELS,
+    headroom_intervals,
     held_intervals,
     ideal,
     inverse_intervals,
@@ -166,6 +167,7 @@ class CapacityPlan:
         assert c is not None, "odds are stated for a plan with a confident level"
         bound = self.setting_bound()
         out = {**self.intervals(), **load_intervals(r)}
+        out.update(headroom_intervals(out, self.rate_per_s, r.targets.limits))
         out.update(
             {
                 "confidence": c.level / 100,

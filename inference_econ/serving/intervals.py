@@ -622,13 +622,22 @@ def load_intervals(result) -> dict:
         if value is not None and math.isfinite(value):
             names.append(name)
             row[name] = value
+    power = None
+    if "it_power_kw" in names and result.gpus > 0:  # within the GPUs' idle and full draw
+        names.remove("it_power_kw")
+        power = row.pop("it_power_kw") * 1e3 / result.gpus
     ratio = (
         result.input_tokens_per_s / result.output_tokens_per_s
         if result.output_tokens_per_s > 0
         else 0.0
     )
     bound = load_bound(setting, result.mean_batch, ratio)
-    return figure_intervals(row, names, setting, result.gpus_per_instance, bound)
+    out = figure_intervals(row, names, setting, result.gpus_per_instance, bound)
+    if power is not None:
+        ends = figure_limits("it_power_w_per_gpu", [power], setting, [1.0], [bound])
+        kw = {k: float(v[0]) * result.gpus / 1e3 for k, v in ends.items()}
+        out.update(zip(interval_columns("it_power_kw"), [kw[k] for k in interval_keys()]))
+    return out
 
 
 def held_intervals(result, max_rate_per_s: float) -> dict:
@@ -696,6 +705,24 @@ def ratio_intervals(row, numerator: str, denominator: str, name: str) -> dict:
     t, b = [float(row[c]) for c in top], [float(row[c]) for c in bottom]
     ends = [t[0] / b[1], t[1] / b[0], t[2] / b[3], t[3] / b[2]]  # low80 high80 low90 high90
     return dict(zip(interval_columns(name), ends))
+
+
+def headroom_intervals(row, rate_per_s: float, limits: dict[str, float]) -> dict:
+    """The interval columns of a plan's headrooms from those of the figures they are read
+    from in ``row``: ``load_headroom`` = max rate / offered rate − 1, and ``<m>_headroom`` =
+    1 − p99 / limit for each limit (``ttft``, ``tpot``, ``e2e``: the p99's high end is the
+    headroom's low end; below 0 the target would be missed there); {} for a bound."""
+    out: dict[str, float] = {}
+    held = interval_columns("max_rate_per_s")
+    if all(c in row for c in held):
+        ends = [float(row[c]) / rate_per_s - 1.0 for c in held]
+        out.update(zip(interval_columns("load_headroom"), ends))
+    for name, limit in limits.items():
+        p99 = interval_columns(f"{name}_p99_s")
+        if all(c in row for c in p99):
+            e = [1.0 - float(row[c]) / limit for c in p99]  # low80 high80 low90 high90 of p99
+            out.update(zip(interval_columns(f"{name}_headroom"), [e[1], e[0], e[3], e[2]]))
+    return out
 
 
 def renamed_intervals(row, source: str, name: str) -> dict:
