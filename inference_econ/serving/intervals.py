@@ -79,6 +79,7 @@ FIGURES: dict[str, tuple[FigureKind, int]] = {
     "output_tokens_per_s": ("throughput", 1),
     "input_tokens_per_s": ("throughput", 1),
     "throughput_requests_per_s": ("throughput", 1),
+    "goodput_requests_per_s": ("throughput", 1),
     "usd_per_m_input_tokens": ("throughput", -1),
     "usd_per_m_output_tokens": ("throughput", -1),
     "usd_per_m_output_tokens_all_in": ("throughput", -1),
