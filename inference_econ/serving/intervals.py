@@ -103,7 +103,7 @@ FIGURES.update({n: ("TPOT", 1) for n in ("mean_batch", "busy_fraction", "peak_kv
 
 #: The power model's stated error (docs/model.md §G2): predicted over measured board watts,
 #: from its check against ML.ENERGY v3.0's measured power (Llama 3.1 8B/70B/405B on H100,
-#: vLLM 0.11.1: 0.67-0.98 seen on its 16 rows, every one low), widened to 0.60-1.10 for so few
+#: vLLM 0.11.1: 0.67-0.98 seen on its 8 rows, every one low), widened to 0.60-1.10 for so few
 #: rows of one GPU and one engine (``tests/test_energy.py`` holds the model to it). Too few
 #: rows to calibrate quantiles: the band serves both levels and is stated, not measured for
 #: coverage.
