@@ -225,6 +225,26 @@ def test_the_ideal_engine_tunes_its_step_budget_under_latency_limits(tmp_path):
     assert bound.ok and bound.throughput > 1.3 * rows[0].value
 
 
+def test_pcie_cards_are_bounded_with_their_precision_and_pipeline_splits(tmp_path):
+    """MLPerf v6.0 Intel 1-node-4x-BMG-B60, Llama 2 70B Offline: 1,697.66 tok/s. The results
+    table says INT8 weights; Intel's code runs GPTQ INT4 weights with INT8 activations and an
+    FP8 KV cache (closed/Intel/src/llama2-70b-99.9/pytorch-xpu/model_init/llama2-70b/
+    init_env_shared: Llama-2-70b-chat-hf-gptq-w4g-1kv-fp8, VLLM_XPU_USE_W4A8=1) on TP1 x PP4.
+    Read as INT8 and searched over tensor splits only, the refined bound was 1,233 (beaten
+    1.38x); with the code's formats and pipeline splits on PCIe cards it holds."""
+    lines = (DATA / "benchmarks_test_mlperf_newer.csv").read_text().splitlines()
+    (line,) = [t for t in lines if "1-node-4x-BMG-B60/llama2-70b-99.9/Offline" in t]
+    (row,) = load_measured(write(tmp_path, lines[0], line))
+    assert row.ok and row.value == 1697.66 and row.bits == (4, 16, 8)
+    tensor_only = predicting.candidates(row)
+    assert {c.pipeline for c in tensor_only} == {1}
+    assert {c.pipeline for c in predicting.candidates(row, ideal=True)} == {1, 2, 4}
+    table = predicting.compare(write(tmp_path, lines[0], line, name="b60.csv"), "refined").table
+    ok = table.iloc[0]
+    assert ok.status == "ok" and not ok.beats_bound and "PP" in ok.layout
+    assert 0.9 < ok.measured / ok.predicted < 1.05
+
+
 def test_nim_sample_against_the_paper_bound():
     """Issue 11: the old compare printed speed_ratio 1.02 for the two queueing rows (its
     prefill charge, a batch-1 pass with a full weight read per arriving request, made the

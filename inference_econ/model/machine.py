@@ -41,10 +41,12 @@ def usable_hbm_bytes(gpu: GPU, assumptions: Assumptions) -> float:
     return gpu.hbm_capacity_bytes * (1.0 - assumptions.memory_reserve_fraction)
 
 
-def min_gpus(weights_bytes: float, gpu: GPU) -> float:
+def min_gpus(weights_bytes: float, gpu: GPU, assumptions: Assumptions | None = None) -> float:
     """The fewest GPUs whose datasheet HBM holds ``weights_bytes`` (§A7: the grid's start,
-    P·wb/HBM; a fraction of a GPU is allowed)."""
-    return weights_bytes / gpu.hbm_capacity_bytes
+    P·wb/HBM; a fraction of a GPU is allowed); with ``assumptions``, whose usable HBM
+    (``usable_hbm_bytes``) does."""
+    hbm = gpu.hbm_capacity_bytes if assumptions is None else usable_hbm_bytes(gpu, assumptions)
+    return weights_bytes / hbm
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..columns import ALL_IN
 from ..errors import InfeasibleError, SpecError, plural
-from ..model.machine import usable_hbm_bytes
+from ..model.machine import min_gpus
 from ..model.workload import compile_workload
 from ..serving.intervals import (
     FIGURES,
@@ -66,7 +66,7 @@ def instance_sizes(setting: Setting, max_gpus: int | None = None) -> list[int]:
     """GPUs per instance worth trying: powers of two up to a node and whole multiples of a node,
     from the smallest that holds the weights (and room for a KV cache) up to four times it."""
     work = compile_workload(setting.model, setting.assumptions)
-    smallest = work.weights_total_bytes / usable_hbm_bytes(setting.gpu, setting.assumptions)
+    smallest = min_gpus(work.weights_total_bytes, setting.gpu, setting.assumptions)
     node = setting.gpu.scale_up_domain_gpus
     sizes = [2**i for i in range(0, 12) if 2**i <= node] + [node * 2**j for j in range(1, 10)]
     top = max(node, 4 * smallest)

@@ -8,7 +8,8 @@ steady state is exact), a static batch (one prefill, then decode), one prompt fo
 time to first token. Rows that run under load - Server and Interactive at the most load
 their limits allow, closed-loop concurrency, and offline runs shaped by preemption - are
 simulated on the load engine (``replay``). Where a row does not state its layout, every
-tensor-parallel split of its GPUs is tried and the best kept (the operator tunes it).
+tensor-parallel split of its GPUs (under the ideal engine on PCIe cards, tensor x pipeline)
+is tried and the best kept (the operator tunes it).
 
 ``Plan`` holds the steady rows' steps and how each metric follows from their times, so
 calibration can re-time the same steps under other efficiency terms without rebuilding them;
@@ -266,10 +267,11 @@ def _models(arch, gpu, bits, a: Assumptions):
     return model, prefill_step_model(arch, gpu, a, True).work
 
 
-def candidates(row: MeasuredRow) -> list[Candidate]:
+def candidates(row: MeasuredRow, ideal: bool = False) -> list[Candidate]:
     """The layouts a row may have run: the one it states, else every tensor-parallel split of
-    its GPUs within a scale-up domain (MoE models with and without expert parallelism, and
-    with and without data-parallel attention, which shards an MLA or few-KV-head cache that
+    its GPUs within a scale-up domain, and under the bound's engine (``ideal``) on cards
+    without a GPU-to-GPU link every tensor x pipeline split (MoE models with and without
+    expert parallelism, and with and without data-parallel attention, which shards an MLA or few-KV-head cache that
     tensor-parallel attention copies, docs/model.md §B13). A closed-loop row's clients are
     spread evenly over its instances: splits whose instances do not divide them are left out
     (one instance of all the GPUs always remains)."""
@@ -284,16 +286,26 @@ def candidates(row: MeasuredRow) -> list[Candidate]:
     domain = max(1, row.gpu.scale_up_domain_gpus)
     gpus = row.serving_gpus
     clients = row.concurrency if row.scenario == "closed_loop" else None
+    # cards whose every collective crosses PCIe are also split by pipeline stages, which send
+    # one activation point to point instead of two all-reduces a layer (Intel's MLPerf v6.0
+    # Arc Pro B60 Llama 2 70B runs: TP1 x PP4 Offline, TP1 x PP2 Server, docs/validation.md)
+    depths = PIPELINE_DEPTHS if ideal and row.gpu.interconnect == "pcie" else (1,)
     out = []
     for tp in (1, 2, 4, 8, 16, 32, 64, 72):
-        if tp > gpus or gpus % tp or (tp > domain and tp > 1):
-            continue
-        if clients is not None and tp < gpus and clients % (gpus // tp):
-            continue
-        for ep in (False, True) if moe and tp > 1 else (False,):
-            for dp in (False, True) if moe and tp > 1 else (False,):
-                out.append(Candidate(tp, 1, gpus // tp, dp, ep))
+        for pp in depths:
+            n = tp * pp
+            if n > gpus or gpus % n or (n > domain and n > 1):
+                continue
+            if clients is not None and n < gpus and clients % (gpus // n):
+                continue
+            for ep in (False, True) if moe and tp > 1 else (False,):
+                for dp in (False, True) if moe and tp > 1 else (False,):
+                    out.append(Candidate(tp, pp, gpus // n, dp, ep))
     return out or [Candidate(gpus, 1, 1, False, False)]
+
+
+#: Pipeline depths tried for a row on PCIe cards that does not state its layout.
+PIPELINE_DEPTHS = (1, 2, 4, 8)
 
 
 def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=False) -> Plan:
@@ -312,7 +324,7 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
         if not isinstance(found, RowEngine) or not predictable(row):
             continue
         plan.engines[i] = row_found = found
-        options = candidates(row)
+        options = candidates(row, ideal=row_found.profile is None)
         for j, cand in enumerate(options):
             found = for_layout(row_found, cand, row)
             a = _assumptions_for(base, found.profile, cand.expert_parallel)

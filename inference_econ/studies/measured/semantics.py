@@ -1001,14 +1001,22 @@ PRECISIONS = {
 }
 
 
+#: A KV-cache format stated in a precision cell ("INT4 (...; KV cache fp8)"): it overrides the
+#: weight format's default (an INT4 deployment with an FP8 cache, as Intel's MLPerf v6.0 Arc one).
+_KV_FORMAT = re.compile(r"kv[ _-]cache[ _:=-]*(fp8|int8|fp16|bf16)\b", re.I)
+_KV_BITS = {"fp8": 8, "int8": 8, "fp16": 16, "bf16": 16}
+
+
 def precision_of(text) -> tuple[float, float, float] | None:
     """Bits of a precision cell ("FP8", "FP8 e4m3", "FP8 likely (TRT-LLM)"); None when it is
-    not stated or only guessed ("n/a", "BF16?")."""
+    not stated or only guessed ("n/a", "BF16?"). A stated "KV cache fp8" sets the cache's bits."""
     raw = str(text or "")
     for m in re.finditer(r"(nvfp4|mxfp4|bf16|fp16|fp32|fp8|int8|fp4|int4|awq)(\?)?", raw, re.I):
         if m.group(2):
             return None
-        return PRECISIONS[m.group(1).lower()]
+        weight, activation, kv = PRECISIONS[m.group(1).lower()]
+        stated = _KV_FORMAT.search(raw)
+        return weight, activation, _KV_BITS[stated.group(1).lower()] if stated else kv
     return None
 
 
