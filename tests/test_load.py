@@ -1000,3 +1000,6 @@ def test_load_commands_run_the_engine_profiles_own_scheduler():
     for engine, batch in (("trtllm", 4 * 2048), ("sglang", 1024)):
         setting = ie.make_setting("DeepSeek-V3", "H200", assumptions="achievable", engine=engine)
         assert engine_config(own, setting).on_layout(dp4).max_batch_requests == batch
+    # limits stated per instance (the replay spreads a row's over its ranks itself) stay so
+    stated = EngineConfig(512, 8192, per_attention_rank=False)
+    assert engine_config(stated, setting).on_layout(dp4).max_batch_requests == 512

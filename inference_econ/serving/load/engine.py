@@ -59,9 +59,10 @@ class EngineConfig:
     #: (``engine_config``): any of ``ENGINE_OWN``; those not named are this config's (a user's
     #: ``--max-batch``). Without an engine profile (the ideal engine) nothing is taken.
     engine_own: tuple[str, ...] = ()
-    #: Whether the limits hold per data-parallel attention rank (set from the engine profile's
-    #: family, ``specs.engine.LIMITS_PER_ATTENTION_RANK``; ``on_layout``).
-    per_attention_rank: bool = False
+    #: Whether the limits hold per data-parallel attention rank (``on_layout``); None: as the
+    #: engine profile's family has them (``specs.engine.LIMITS_PER_ATTENTION_RANK``), False
+    #: for limits already stated per instance (the replay's, ``predicting.for_layout``).
+    per_attention_rank: bool | None = None
 
     def __post_init__(self) -> None:
         from .routing import check_router
@@ -145,7 +146,9 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
         config,
         **{name: own[name] for name in config.engine_own},
         engine_own=(),
-        per_attention_rank=prof.family in LIMITS_PER_ATTENTION_RANK,
+        per_attention_rank=prof.family in LIMITS_PER_ATTENTION_RANK
+        if config.per_attention_rank is None
+        else config.per_attention_rank,
     )
 
 

@@ -122,7 +122,10 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     except SpecError as exc:
         return f"unresolved: engine {_name(name)!r}: {exc.problem}"
     batch, budget = prof.scheduler_limits(row.gpu, offline)
-    config = EngineConfig(cap or batch, budget, prof.admission, prof.prefill)
+    # per instance: ``for_layout`` spreads it over attention ranks itself
+    config = EngineConfig(
+        cap or batch, budget, prof.admission, prof.prefill, per_attention_rank=False
+    )
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
     return RowEngine(prof, config, label)
 
