@@ -3,6 +3,7 @@ parallelism, derived rows, the "/GPU" unit rule, MLPerf dataset lengths and limi
 names, hardware strings, engines and their versions, disaggregated rows, and a file whose
 unreadable rows never stop the others (docs/user-guide.md, "Measured results: the CSV format")."""
 
+import math
 import re
 from pathlib import Path
 
@@ -284,6 +285,9 @@ def test_dataset_contexts_agree_with_their_moments():
         ("DeepSeek-R1", "", "", (803.79, 3886.23, 5624.07, 504.25)),
         ("Llama 3.1 8B", "CNN-DailyMail", "100", (870.73, 100.0, 920.73, 541.57)),
         ("gpt-oss-120b", "1000", "n/a", (1000.0, 1278.2, 1639.1, 500.0)),
+        # the published mean 5011 and the sd of the log-normal through it and the median 4593:
+        # decode 5011 + 1278.2/2; prefill (5011^2 + 2186^2) / (2 x 5011)
+        ("gpt-oss-120b", "n/a", "n/a", (5011.0, 1278.2, 5650.1, 2982.31)),
     ],
 )
 def test_mlperf_dataset_lengths(model, input_text, output_text, expected):
@@ -292,6 +296,20 @@ def test_mlperf_dataset_lengths(model, input_text, output_text, expected):
     assert (got.input_mean, got.output_mean, got.decode_context, got.prefill_context) == (
         pytest.approx(expected, abs=0.01)
     )
+
+
+def test_gpt_oss_input_sd_reproduces_the_published_quartiles():
+    """The gpt-oss-120b performance set publishes its input lengths' mean (5011), median (4593)
+    and quartiles (3492, 6046) as a figure, not per-sample counts: the YAML's sd is the
+    log-normal's through the mean and median, whose quartiles must land within 1 % of the
+    published ones."""
+    b = sem.benchmarks()["gpt-oss-120b"]
+    sigma = math.sqrt(math.log1p((b.input_sd / b.input_mean) ** 2))
+    median = b.input_mean * math.exp(-(sigma**2) / 2)
+    assert median == pytest.approx(4593, rel=0.002)
+    z = 0.6745  # the standard normal's upper quartile
+    assert median * math.exp(-z * sigma) == pytest.approx(3492, rel=0.01)
+    assert median * math.exp(z * sigma) == pytest.approx(6046, rel=0.01)
 
 
 def test_unpublished_dataset_figures_leave_the_row_unresolved():

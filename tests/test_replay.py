@@ -5,6 +5,7 @@ profiles; closed-loop clients and the engines' admission policies (§E3). Small 
 every simulation here takes milliseconds."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from inference_econ.studies.measured import predicting as pr
 from inference_econ.studies.measured import replay as rp
 from inference_econ.studies.measured.reading import load_measured
 
+DATA = Path(__file__).resolve().parent / "data"
 HEADER = (
     "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
     "output_len,metric,value,unit,notes,scenario"
@@ -227,3 +229,34 @@ def test_the_layout_that_prefills_fastest_is_always_simulated(tmp_path, monkeypa
     widest = max(c.tensor for c in plan.load.values())
     assert widest == 8 and any(c.tensor == 8 for c in simulated)
     assert len(simulated) < len(plan.load) or len(plan.load) <= 2
+
+
+def test_a_server_load_is_held_by_its_p99s_over_the_run(tmp_path, monkeypatch):
+    """MLPerf LoadGen judges a Server run by its p99 TTFT and TPOT over at least ten minutes
+    (``mlperf.conf``: ``*.Server.min_duration = 600000``), not by whether the engine's batch is
+    still growing. MLPerf v4.1 Mixtral 8x7B Server on one GH200 (NVIDIA, TensorRT-LLM; the
+    training file, tests/data/benchmarks_train.csv) measured mean TPOT 145.48 ms, p99 TPOT
+    190.03 ms and mean TTFT 245.1 ms at 7,450 tok/s: submitters load the engine until a limit
+    nearly binds. Judged by the keep-up test of a shorter run, the knee stopped where the
+    batch was still filling (mean TPOT 85 ms, p99 122 ms); judged as LoadGen does, a p99 limit
+    is what breaks just above it."""
+    train = (DATA / "benchmarks_train.csv").read_text().splitlines()
+    lines = [ln for ln in train if "GH200-144GB_aarch64x1_TRT/mixtral-8x7b/Server" in ln]
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([train[0], *lines]) + "\n")
+    rows = load_measured(path)
+    seen = []
+    search = rp.find_knee
+    monkeypatch.setattr(rp, "find_knee", lambda *a, **k: seen.append(search(*a, **k)) or seen[-1])
+    rp.replay.cache_clear()
+    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    rp.replay.cache_clear()
+    got = {r.metric_text: p for r, p, s in zip(rows, predicted, status) if s == "ok"}
+    assert got["mean_TPOT"] == pytest.approx(0.14548, rel=0.25)
+    assert got["p99_TPOT"] == pytest.approx(0.19003, rel=0.15)
+    assert got["throughput_total"] == pytest.approx(7450.27, rel=0.15)
+    for knee in seen:  # just above each knee a p99 breaks its limit (2 s TTFT, 200 ms TPOT)
+        above = [r for r in knee.evaluated if r.rate_per_s > knee.max_rate_per_s]
+        if above:
+            r = min(above, key=lambda r: r.rate_per_s)
+            assert r.ttft_s.p99 > 2.0 or r.tpot_s.p99 > 0.2
