@@ -473,9 +473,12 @@ def _plan_text(plan, fmt: str) -> str:
     from .common import vertical
 
     r = plan.result
+    # pools on different GPUs: the deployment names the prefill pool's, the decode pool's here
+    mixed = plan.deployment.prefill_setting is not None
+    hardware = plan.setting.gpu.name if mixed else r.hardware
     title = (
         f"Cheapest deployment of {r.model} for {plan.rate_per_s:g} req/s within "
-        f"{plan.targets.describe()}: {plan.deployment.describe()} {r.hardware}"
+        f"{plan.targets.describe()}: {plan.deployment.describe()} {hardware}"
     )
     first = _plan_line(plan)
     if fmt in ("csv", "json"):  # one table: the candidates, the chosen rows with the plan's
