@@ -269,6 +269,14 @@ class CapacityPlan:
         return table
 
 
+def _row_setting(settings, row):
+    """The setting a candidate row was searched with (its GPU and speculation), or None."""
+    spec = getattr(row, "speculation", "none")
+    return next(
+        (s for s in settings if s.gpu.name == row.hardware and _spec_label(s) == spec), None
+    )
+
+
 def _spec_label(setting: Setting) -> str:
     """The candidates table's speculation column: none, the draft model, or the heads."""
     spec = setting.spec
@@ -817,10 +825,7 @@ def _confident_options(plan: CapacityPlan, level: int, settings: list[Setting]):
         per = float(row.max_rate_per_instance)
         if not (per > 0 and math.isfinite(per)):
             continue
-        spec = getattr(row, "speculation", "none")
-        setting = next(
-            (s for s in settings if s.gpu.name == row.hardware and _spec_label(s) == spec), None
-        )
+        setting = _row_setting(settings, row)
         if setting is None:
             continue
         ends = figure_intervals(
@@ -939,10 +944,7 @@ def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
         size = int(row.gpus_per_instance)
         if max_gpus is not None and size > max_gpus:
             continue
-        spec = getattr(row, "speculation", "none")
-        setting = next(
-            (s for s in settings if s.gpu.name == row.hardware and _spec_label(s) == spec), None
-        )
+        setting = _row_setting(settings, row)
         if setting is None:
             continue
         each = size * setting.gpu.price_usd_per_hour
