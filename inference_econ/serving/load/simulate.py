@@ -113,6 +113,9 @@ class _Watch:
         fresh_ids = np.flatnonzero(fresh) if math.isfinite(self.ttft) else np.empty(0, int)
         self.by_arrival = fresh_ids[np.argsort(req.sent[fresh_ids], kind="stable")].tolist()
         self.next = 0
+        #: when the next request by arrival came (inf: none left): the scheduler calls
+        #: ``overdue`` only once ``t - next_sent > ttft`` (its first test), not every turn
+        self.next_sent = self.sent[self.by_arrival[0]] if self.by_arrival else inf
 
     def overdue(self, t: float, first: list) -> None:
         """Count the requests whose TTFT limit has passed by ``t`` since they arrived: each whose
@@ -128,20 +131,24 @@ class _Watch:
                 self.count(0)
             j += 1
         self.next = j
+        self.next_sent = sent[queue[j]] if j < len(queue) else math.inf
 
     @staticmethod
     def _need(n: int) -> int:
         """Values above a limit that put the p99 of ``n`` values above it."""
         return n - math.floor(0.99 * (n - 1)) + 1 if n > 0 else 1 << 62
 
-    def finished(self, i: int, t: float, first: float, n_out: int) -> None:
-        """Request ``i`` (first token at ``first``, ``n_out`` output tokens) finished at ``t``."""
-        tpot = self.tpot
-        many = tpot < math.inf and n_out > 1 and not math.isnan(first)
-        if many and (t - first) / (n_out - 1) > tpot:
-            self.count(1)
-        if self.e2e < math.inf and t - self.sent[i] > self.e2e:
-            self.count(2)
+    def finished(self, done, t: float, first: list, n_out: list) -> None:
+        """The requests ``done`` finished at ``t`` (``first``: first-token times; ``n_out``:
+        output tokens; per request). A time per output token exists for a request with a
+        first token and more than one output token (a NaN first token compares false)."""
+        tpot, e2e = self.tpot, self.e2e
+        for i in done:
+            n = n_out[i]
+            if n > 1 and (t - first[i]) / (n - 1) > tpot:  # never true when tpot is inf
+                self.count(1)
+            if e2e < math.inf and t - self.sent[i] > e2e:
+                self.count(2)
 
     def count(self, metric: int) -> None:
         """One more request broke the limit of ``metric`` (0 TTFT, 1 TPOT, 2 end-to-end)."""
@@ -444,7 +451,7 @@ class _Engine:
         r = self.req
         r.finish[i] = self.t
         if r.watch is not None:
-            r.watch.finished(i, self.t, r.first[i], r.n_out[i])
+            r.watch.finished((i,), self.t, r.first, r.n_out)
         if self.no_evict:
             self.committed -= r.full[i]
         if self.cache is not None and i in self.chain:
@@ -494,14 +501,14 @@ class _Engine:
                     self.sum_base -= running.pop(i)[0]
                     self._finished(i)
             else:  # ``_finished`` without a prefix cache, inline
-                finish, t, w, full, no_evict = r.finish, self.t, r.watch, r.full, self.no_evict
+                finish, t, full, no_evict = r.finish, self.t, r.full, self.no_evict
                 for i in done:
                     self.sum_base -= running.pop(i)[0]
                     finish[i] = t
-                    if w is not None:
-                        w.finished(i, t, r.first[i], r.n_out[i])
                     if no_evict:
                         self.committed -= full[i]
+                if r.watch is not None:
+                    r.watch.finished(done, t, r.first, r.n_out)
             self.hold = False
             if self.clients is None and r.sharing is None and self.progress is None:
                 r.done += len(done)  # ``_count_done`` has nothing else to do
@@ -862,7 +869,8 @@ class _Engine:
             return True
         first = self.req.first
         while not w.certain and self.iterate():
-            w.overdue(self.t, first)
+            if self.t - w.next_sent > w.ttft:  # ``overdue``'s first test
+                w.overdue(self.t, first)
         return not w.certain
 
 

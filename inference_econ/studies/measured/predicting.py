@@ -38,7 +38,7 @@ from ...serving.setting import Setting
 from ...specs.engine import EngineProfile, load_engine, select_engine, split_engine
 from . import replay as rp
 from . import semantics as sem
-from .reading import MeasuredRow
+from .reading import SHARED, MeasuredRow
 
 #: Metrics where a larger prediction is better (throughputs, speeds); the rest are times.
 HIGHER = ("throughput", "user_speed", "streams")
@@ -742,9 +742,17 @@ def predict_rows(rows, assumptions="paper", engine=None, engines=None):
     resolving them (calibration's fitted profiles). Rows that ask the same question (the same
     configuration and metric, whatever their value or source) are predicted once."""
     groups: dict = {}
+    asked: dict = {}  # question -> its number
+    shared: dict = {}  # id of a shared resolution's token -> its question's number
     for i, r in enumerate(rows):
         given = None if engines is None else id(engines.get(i))
-        groups.setdefault((_question(r), given), []).append(i)
+        token = r.__dict__.get(SHARED)  # alive while ``rows`` is: its id is its own
+        number = None if token is None else shared.get(id(token))
+        if number is None:  # hashing a question's specs is the slow part: once per token
+            number = asked.setdefault(_question(r), len(asked))
+            if token is not None:
+                shared[id(token)] = number
+        groups.setdefault((number, given), []).append(i)
     if len(groups) < len(rows):
         first = [members[0] for members in groups.values()]
         sub = (

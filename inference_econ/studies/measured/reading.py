@@ -175,6 +175,10 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
     return rows
 
 
+#: Attribute of the rows ``_resolved_once`` made from one resolution: a token they share.
+SHARED = "_shared_resolution"
+
+
 def _resolved_once(resolved: dict, path: Path, line: int, rec: dict, parent) -> MeasuredRow:
     """``_row_or_reason``, shared by the rows that differ only in their value (a benchmark
     log repeats its configurations): every value is still read on its own line."""
@@ -186,6 +190,9 @@ def _resolved_once(resolved: dict, path: Path, line: int, rec: dict, parent) -> 
         return _row_or_reason(path, line, rec, parent)
     if known is None:
         known = resolved[key] = _row_or_reason(path, line, rec, parent)
+        # a token the rows of this resolution share: everything but their line and value
+        # is the same, so what is derived from the rest (``predicting._question``) is too
+        known.__dict__[SHARED] = object()
     if known.value is None and value is not None:  # unresolved before its value was read
         return _row_or_reason(path, line, rec, parent)
     row = object.__new__(MeasuredRow)  # the same resolution, this line's number and value
@@ -316,7 +323,7 @@ def _value(rec: dict, metric, where: str) -> float | None:
     separated by "/" (BabelStream's copy / triad / dot) give the middle one (triad)."""
     raw = str(rec["value"]).strip()
     parts = [sem.number(p) for p in raw.split("/")] if "/" in raw else [sem.number(raw)]
-    if any(p is None for p in parts):
+    if None in parts:
         return None
     value = parts[len(parts) // 2]
     return check_number(value, where, "value", minimum=0, exclusive_minimum=True, unit=rec["unit"])
