@@ -16,7 +16,7 @@ import pandas as pd
 from . import settings as table
 from .errors import InfeasibleError, SpecError, short, warn
 from .model.assumptions import Assumptions, preset
-from .model.machine import flop_rates, min_gpus
+from .model.machine import flop_rates, min_gpus, usable_hbm_bytes
 from .model.workload import compile_workload
 from .optimise.frontier import Frontier
 from .optimise.method import Method, make_method
@@ -214,9 +214,10 @@ def model_summary(
         "min_gpus_for_weights": min_gpus(work.weights_total_bytes, gpu),
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
         "critical_batch": critical_batch(work.bytes_per_weight, bw, flop) * sparsity,
-        # tokens of KV cache one GPU holds beside the weights (HBM, not the model's window)
+        # tokens of KV cache one GPU holds beside the weights, in the HBM the assumptions
+        # let weights and KV fill (§A5's reserve, §F8's workspace; not the model's window)
         "kv_tokens_beside_weights_one_gpu": max(
-            0.0, gpu.hbm_capacity_bytes - work.weights_total_bytes
+            0.0, usable_hbm_bytes(gpu, a) - work.weights_total_bytes
         )
         / work.kv_bytes_per_token,
     }

@@ -104,3 +104,8 @@ def test_show_model_states_its_window_apart_from_the_kv_tokens_one_gpu_holds():
         (80e9 - eight["weights_total_bytes"]) / 131072
     )
     assert eight["kv_tokens_beside_weights_one_gpu"] == pytest.approx(487_800, rel=1e-3)
+    # the refined preset keeps 10 % of HBM for activations (§A5): (0.9 x 80e9 - weights) / KV
+    refined = api.model_summary("Llama 3 8B", "H100-paper", "refined")
+    assert refined["kv_tokens_beside_weights_one_gpu"] == pytest.approx(
+        (0.9 * 80e9 - eight["weights_total_bytes"]) / 131072
+    )

@@ -555,15 +555,12 @@ class _Engine:
             if not separate and q + self.held() + layers * len(running) * E > self.cap:
                 self.preempt()
                 return False
-        elif not separate and self.used() + self.growth(E) > self.cap:
-            self.preempt()
-            return False
-        if not D:
-            decode_q = 0.0
-        elif plain:
-            decode_q = float(layers * (self.sum_base + len(running) * (self.G + 0)))
+            decode_q = q if D else 0.0  # a float: ``layers`` is
         else:
-            decode_q = float(self.decode_positions())
+            if not separate and self.used() + self.growth(E) > self.cap:
+                self.preempt()
+                return False
+            decode_q = float(self.decode_positions()) if D else 0.0
         kv, att, taken = decode_q, v * decode_q, 0
         chunks: list[tuple[list, int]] = []
         largest = 1
