@@ -178,9 +178,8 @@ class Knee:
         return hits[0] if hits else None
 
     def to_dataframe(self) -> pd.DataFrame:
-        df = pd.concat([r.to_dataframe() for r in self.evaluated], ignore_index=True)
-        df["knee"] = df["rate_per_s"] == self.max_rate_per_s
-        return df
+        df = pd.DataFrame([r.row() for r in self.evaluated])  # one frame: not fragmented
+        return df.assign(knee=df["rate_per_s"] == self.max_rate_per_s)
 
 
 def find_knee(
@@ -440,9 +439,8 @@ class MaxLoad:
     def to_dataframe(self) -> pd.DataFrame:
         """One row per simulated load, sorted by rate; ``knee`` marks the maximum."""
         results = {r.rate_per_s: r for r in (*self.knee.evaluated, *self.curve)}
-        df = pd.concat([results[k].to_dataframe() for k in sorted(results)], ignore_index=True)
-        df["knee"] = df["rate_per_s"] == self.max_rate_per_s
-        return df
+        df = pd.DataFrame([results[k].row() for k in sorted(results)])  # not fragmented
+        return df.assign(knee=df["rate_per_s"] == self.max_rate_per_s)
 
 
 def max_load(
