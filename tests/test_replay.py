@@ -39,9 +39,9 @@ SERVER = (
 def small_runs(monkeypatch):
     """Server runs of 300 requests per instance (the search's resolution is unchanged)."""
     monkeypatch.setattr(rp, "SERVER_REQUESTS", (300, 300))
-    rp.replay.cache_clear()
+    rp.clear()
     yield
-    rp.replay.cache_clear()
+    rp.clear()
 
 
 def rows_of(tmp_path, *lines):
@@ -223,8 +223,9 @@ def test_the_layout_that_prefills_fastest_is_always_simulated(tmp_path, monkeypa
     path = tmp_path / "rows.csv"
     path.write_text(f"{HEADER}\n{row}\n")
     plan = pr.build_plan(load_measured(path), "achievable")
-    simulated = []
-    monkeypatch.setattr(rp, "replay", lambda case: simulated.append(case) or rp.Outcome())
+    simulated = []  # the cases whose load search walks (``bracket``)
+    monkeypatch.setattr(rp, "bracket", lambda case: simulated.append(case) or (0.0, math.inf))
+    monkeypatch.setattr(rp, "replay", lambda case: rp.Outcome())
     pr._load_pairs(plan)
     widest = max(c.tensor for c in plan.load.values())
     assert widest == 8 and any(c.tensor == 8 for c in simulated)
@@ -248,9 +249,9 @@ def test_a_server_load_is_held_by_its_p99s_over_the_run(tmp_path, monkeypatch):
     seen = []
     search = rp.find_knee
     monkeypatch.setattr(rp, "find_knee", lambda *a, **k: seen.append(search(*a, **k)) or seen[-1])
-    rp.replay.cache_clear()
+    rp.clear()
     predicted, _, status, _ = pr.predict_rows(rows, "achievable")
-    rp.replay.cache_clear()
+    rp.clear()
     got = {r.metric_text: p for r, p, s in zip(rows, predicted, status) if s == "ok"}
     assert got["mean_TPOT"] == pytest.approx(0.14548, rel=0.25)
     assert got["p99_TPOT"] == pytest.approx(0.19003, rel=0.15)
@@ -260,3 +261,30 @@ def test_a_server_load_is_held_by_its_p99s_over_the_run(tmp_path, monkeypatch):
         if above:
             r = min(above, key=lambda r: r.rate_per_s)
             assert r.ttft_s.p99 > 2.0 or r.tpot_s.p99 > 0.2
+
+
+def test_a_layout_is_bisected_only_where_it_can_be_the_rows_best(tmp_path, small_runs, monkeypatch):
+    """A Server row's layouts walk their load searches first (``replay.bracket``: the highest
+    load held, the lowest failed above it); one whose failed load is below another's held
+    load by ``BRACKET_MARGIN`` serves less whatever its bisections find, so they are not
+    run. Llama 2 70B at 8 bits on 8 x L40S (MLPerf's Server limits): TP8 fails 1.36 req/s
+    where 4 x TP2 held 1.72; the row's prediction and layout are those of the search that
+    bisects every layout."""
+    row = (
+        "s,Llama-2-70b,FP8,L40S,8,n/a,n/a,1000,300,throughput,700,tokens/s,"
+        '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=200ms",server'
+    )
+    plan = pr.build_plan(rows_of(tmp_path, row), "achievable")
+    pruned = pr._load_pairs(plan)
+    for c in plan.load.values():  # each search's answer lies in its walk's bracket
+        lo, hi = rp.bracket(c)
+        assert lo <= rp.replay(c).rate_per_s < hi
+    monkeypatch.setattr(rp, "BRACKET_MARGIN", math.inf)  # every layout bisected
+    full = pr._load_pairs(plan)
+    assert set(pruned) < set(full)
+    best = max(full, key=lambda k: full[k][1])
+    assert best in pruned and pruned[best] == full[best]
+    held = rp.bracket(plan.load[best])[0]
+    for k in set(full) - set(pruned):
+        assert plan.load[k].tensor == 8
+        assert rp.bracket(plan.load[k])[1] * 1.05 <= held

@@ -867,7 +867,9 @@ def _load_pairs(plan: Plan) -> dict:
     ``replay.RANKING_SHARE`` of the best one's, and always the one that prefills a prompt
     fastest (the widest tensor-parallel instance: the estimate ranks decode throughput and
     cannot see the TTFT limit, which long prompts make bind first on narrower instances);
-    rows with the same case share every simulation."""
+    of those, a layout whose load search's walk failed a load that another's held, less
+    ``replay.BRACKET_MARGIN``, is not bisected (``replay.bracket``: it serves less and cannot
+    be the row's best); rows with the same case share every simulation."""
     by_row: dict = {}
     for (i, j), case in plan.load.items():
         by_row.setdefault(i, []).append((j, case))
@@ -885,6 +887,14 @@ def _load_pairs(plan: Plan) -> dict:
                 keep = {j for g, j, _ in guesses if g >= rp.RANKING_SHARE * top}
                 keep |= {max(wide)[1]} if wide else set()
                 cases = [(j, c) for j, c in cases if j in keep]
+            if len(cases) > 1:  # walk each search; bisect only where the answer can win
+                found = {j: rp.bracket(c) for j, c in cases}
+                held = max(lo for lo, _ in found.values())
+                cases = [
+                    (j, c)
+                    for j, c in cases
+                    if not (held > 0 and found[j][1] * rp.BRACKET_MARGIN <= held)
+                ]
         for j, case in cases:
             o = rp.replay(case)
             value = o.value(q) / per_gpu

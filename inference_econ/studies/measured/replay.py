@@ -28,7 +28,7 @@ import numpy as np
 
 from ...errors import InfeasibleError
 from ...model.mixed_step import EngineLayout
-from ...optimise.load_search import find_knee
+from ...optimise.load_search import REFINE_STEPS, find_knee
 from ...serving.load.arrivals import Arrivals, Traffic
 from ...serving.load.engine import EngineConfig, build_instance, layout_search
 from ...serving.load.lengths import Lengths
@@ -55,6 +55,15 @@ SERVER_DURATION_S = 600.0
 #: Layouts of a Server row are simulated when their steady-state estimate is at least this
 #: share of the best layout's (the others are left out: ``estimate``).
 RANKING_SHARE = 0.8
+#: A layout of a Server row is dropped after its load search's walk (``bracket``) when the
+#: lowest load it failed at is below another layout's highest held load by this factor: its
+#: answer lies below the failed load, the other's above the held one, so it serves at least
+#: this much less load - more than a run's steady window can blur - and cannot be the row's
+#: best layout. Its bisections (five of its seven runs) are not run.
+BRACKET_MARGIN = 1.05
+#: Runs of the Server load searches kept (``_run``): the walk of ``bracket`` and the search of
+#: ``replay`` share them.
+RUNS_KEPT = 512
 #: Closed-loop and offline runs: this many requests per client or per running request, within
 #: the bounds below (enough to reach the steady state several times over).
 PER_SLOT = 6
@@ -236,6 +245,15 @@ def _server(case: LoadCase, inst, requests) -> Outcome:
     """The most Poisson load (requests/s of the whole system) whose p99 TTFT and TPOT meet the
     limits, searched as ``capacity`` searches it from the steady-state estimate, and the run
     at that load."""
+    knee = _search(case, inst, requests)
+    at = knee.at_max
+    if at is None or knee.max_rate_per_s <= 0:
+        return Outcome(note=f"infeasible: no load meets the row's limits ({knee.reason})")
+    return _scaled(case, at, knee.max_rate_per_s)
+
+
+def _search(case: LoadCase, inst, requests, refine: int = REFINE_STEPS):
+    """``_server``'s load search (``refine`` bisections after the walk; 0: the walk alone)."""
     ttft, tpot = case.limits
     targets = Targets(ttft_p99_s=ttft, tpot_p99_s=tpot)
     est = estimate(case, inst)
@@ -243,28 +261,62 @@ def _server(case: LoadCase, inst, requests) -> Outcome:
         rate = est.rate_per_s / case.replicas
         held = 2.0 * FILL_TIMES * rate * case.output[0] * est.tpot
         requests = int(np.clip(max(held, rate * SERVER_DURATION_S), *SERVER_REQUESTS))
-    traffic = traffic_of(case, requests)
-
-    def probe(rate: float, stop: Targets | None = None):
-        t = traffic.at_rate(rate)
-        limits = None if stop is None else stop.limits
-        record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled, stop=limits)
-        # one instance's rates, judged as MLPerf LoadGen judges a run (``MLPerfRun``)
-        result = MLPerfRun.of(summarise(inst, record, t, Targets()))
-        return dataclasses.replace(result, stopped_for=stop) if record.stopped else result
-
     # a failing run above a load that held stops once it certainly misses the limits: only
     # its verdict is read, and that is the whole run's
-    knee = find_knee(
-        probe,
+    return find_knee(
+        lambda rate: _run(case, inst, requests, rate, None),
         targets,
         float(f"{0.8 * est.rate_per_s:.3g}"),
-        early=lambda rate: probe(rate, targets),
+        early=lambda rate: _run(case, inst, requests, rate, targets),
+        refine=refine,
     )
-    at = knee.at_max
-    if at is None or knee.max_rate_per_s <= 0:
-        return Outcome(note=f"infeasible: no load meets the row's limits ({knee.reason})")
-    return _scaled(case, at, knee.max_rate_per_s)
+
+
+_RUNS: dict[tuple, LoadResult] = {}
+
+
+def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None) -> LoadResult:
+    """One run of a Server search at ``rate`` (kept: ``bracket`` and ``replay`` share it),
+    stopped once it certainly misses ``stop``; a whole run answers for a stopped one."""
+    whole = (case, requests, rate, None)
+    hit = _RUNS.get(whole) if stop is None else _RUNS.get(whole, _RUNS.get(whole[:3] + (stop,)))
+    if hit is not None:
+        return hit
+    t = traffic_of(case, requests).at_rate(rate)
+    limits = None if stop is None else stop.limits
+    record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled, stop=limits)
+    # one instance's rates, judged as MLPerf LoadGen judges a run (``MLPerfRun``)
+    result = MLPerfRun.of(summarise(inst, record, t, Targets()))
+    if record.stopped:
+        result = dataclasses.replace(result, stopped_for=stop)
+    key = whole if not record.stopped else whole[:3] + (stop,)
+    _RUNS[key] = result
+    while len(_RUNS) > RUNS_KEPT:
+        del _RUNS[next(iter(_RUNS))]
+    return result
+
+
+def clear() -> None:
+    """Forget every outcome, bracket and run kept (tests that change the module's settings)."""
+    replay.cache_clear()
+    bracket.cache_clear()
+    _RUNS.clear()
+
+
+@lru_cache(maxsize=4096)
+def bracket(case: LoadCase) -> tuple[float, float]:
+    """(the highest load held, the lowest load failed above it) of a Server case's load search
+    after its walk, requests/s of the whole system (0 held: none; inf failed: the largest load
+    searched still holds; (0, 0): the case is infeasible). ``replay`` then bisects between
+    them with the same runs."""
+    try:
+        inst = instance(case)
+    except InfeasibleError:
+        return 0.0, 0.0
+    knee = _search(case, inst, None, refine=0)
+    lo = knee.max_rate_per_s
+    failed = [r.rate_per_s for r in knee.evaluated if r.rate_per_s > lo and not r.meets_targets]
+    return lo, min(failed, default=math.inf)
 
 
 def estimate(case: LoadCase, inst=None) -> Outcome:
