@@ -119,8 +119,8 @@ class Outcome:
 
 
 def lengths_of(mean: float, sd: float, cap: float) -> Lengths:
-    """A fixed length, or a log-normal one of this mean and standard deviation (at most
-    ``cap`` tokens)."""
+    """A fixed length, or a log-normal one of this mean and standard deviation, truncated at
+    ``cap`` tokens with its mean kept (``serving.load.lengths.truncated_mu``)."""
     if sd <= 0 or mean <= 1:
         return Lengths("fixed", float(max(1, round(mean))))
     sigma = math.sqrt(math.log1p((sd / mean) ** 2))
