@@ -309,6 +309,18 @@ def test_progress_lines_are_throttled(monkeypatch):
 
 
 # --- inputs -----------------------------------------------------------------------------------------
+def test_truncated_log_normal_keeps_its_mean_by_hand():
+    """A log-normal of mu = 7, sigma = 0.5 truncated at its median e^7 has the mean
+    exp(7 + 0.125) Phi(-0.5) / Phi(0) = 1242.65 x 0.308538 / 0.5 = 766.81 tokens: the mu that
+    gives that mean under that cap is 7; with no cap it is ln(mean) - sigma^2/2."""
+    from inference_econ.serving.load.lengths import truncated_mu
+
+    assert truncated_mu(766.81, 0.5, math.exp(7.0)) == pytest.approx(7.0, abs=1e-4)
+    assert truncated_mu(1000.0, 0.5) == pytest.approx(math.log(1000.0) - 0.125, abs=1e-12)
+    assert truncated_mu(1000.0, 0.5, 1e9) == truncated_mu(1000.0, 0.5)  # a cap too far out
+    assert truncated_mu(1000.0, 0.5, 1000.0) == pytest.approx(math.log(1000.0))  # all at the cap
+
+
 def test_lengths_parse_and_draw():
     rng = np.random.default_rng(0)
     assert parse_lengths("300").draw(rng, 3).tolist() == [300, 300, 300]
@@ -316,7 +328,11 @@ def test_lengths_parse_and_draw():
     assert u.min() == 10 and u.max() == 20
     ln = parse_lengths("lognormal:1000:0.5").draw(rng, 200000)
     assert ln.mean() == pytest.approx(1000, rel=0.01)
-    assert parse_lengths("lognormal:1000:1.5:4000").draw(rng, 10000).max() == 4000
+    capped = parse_lengths("lognormal:1000:1.5:4000").draw(rng, 200000)
+    assert capped.max() <= 4000 and capped.mean() == pytest.approx(1000, rel=0.01)  # mean kept
+    assert parse_lengths("lognormal:1000:0.8:4096").describe() == (
+        "log-normal (mean 1000 tokens, sigma 0.8, at most 4096)"
+    )
     for bad in (
         "",
         "-5",

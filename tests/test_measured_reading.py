@@ -3,6 +3,7 @@ parallelism, derived rows, the "/GPU" unit rule, MLPerf dataset lengths and limi
 names, hardware strings, engines and their versions, disaggregated rows, and a file whose
 unreadable rows never stop the others (docs/user-guide.md, "Measured results: the CSV format")."""
 
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -448,3 +449,116 @@ def test_notes_state_a_layout_only_by_label_or_launch_flags():
         sem.notes_layout("vLLM 0.9 --tp 8 --enable-dp-attention") == "--tp 8 --enable-dp-attention"
     )
     assert sem.notes_layout("layout: TP4 x2; vLLM") == "TP4 x2"
+
+
+# --- dataset maxima: lengths truncated at the longest sample ------------------------------------
+
+
+def test_405b_prompts_truncated_at_the_longest_sample_reproduce_its_99th_percentile():
+    """The Llama 3.1 405B dataset's prompts ([dash] per-sample counts: mean 9428.64, sd 4066.94,
+    p99 18955, max 19988 tokens). The log-normal of that mean and sd, unbounded, puts its 99th
+    percentile at 22,633 tokens, past the longest prompt; truncated at 19,988 with its mean
+    kept (``truncated_mu``), at 18,885: within 0.4 % of the dataset's.
+
+    By hand: sigma = sqrt(ln(1 + (4066.94/9428.64)^2)) = sqrt(ln 1.186058) = 0.413075;
+    unbounded mu = ln 9428.64 - sigma^2/2 = 9.066192, p99 = exp(mu + 2.32635 sigma) = 22,633."""
+    from scipy.special import ndtr, ndtri
+
+    from inference_econ.serving.load.lengths import Lengths, truncated_mu
+
+    b = sem.benchmarks()["llama3.1-405b"]
+    assert (b.input_max, b.output_max) == (19988.0, 1830.0)
+    sigma = math.sqrt(math.log1p((b.input_sd / b.input_mean) ** 2))
+    assert sigma == pytest.approx(0.413075, abs=1e-6)
+    plain = math.log(b.input_mean) - sigma**2 / 2
+    assert plain == pytest.approx(9.066192, abs=1e-6)
+    assert math.exp(plain + 2.32635 * sigma) == pytest.approx(22633, rel=1e-4)
+    mu = truncated_mu(b.input_mean, sigma, b.input_max)
+    below = ndtr((math.log(b.input_max) - mu) / sigma)
+    p99 = math.exp(mu + sigma * ndtri(0.99 * below))
+    assert p99 == pytest.approx(18955, rel=0.005)
+    # the truncated mean, integrated numerically, is the published mean
+    from scipy.integrate import quad
+
+    def pdf(x: float) -> float:
+        return math.exp(-((math.log(x) - mu) ** 2) / (2 * sigma**2)) / (
+            x * sigma * math.sqrt(2 * math.pi)
+        )
+
+    mass = quad(pdf, 0, b.input_max, limit=200)[0]
+    assert quad(lambda x: x * pdf(x), 0, b.input_max, limit=200)[0] / mass == pytest.approx(
+        b.input_mean, rel=1e-6
+    )
+    draws = Lengths("lognormal", b.input_mean, b.input_max, sigma).draw(
+        np.random.default_rng(0), 100_000
+    )
+    assert draws.max() <= 19988 and draws.mean() == pytest.approx(b.input_mean, rel=0.005)
+    assert np.percentile(draws, 99) == pytest.approx(18955, rel=0.01)
+
+
+def test_a_rows_mlperf_lengths_carry_the_datasets_maxima_into_the_replayed_run():
+    b405 = sem.benchmark_of("Llama 3.1 405B", "MLPerf")
+    for cells in (("n/a", "n/a"), ("9428.64 mean (sd 4066.94)", "655.7 mean (sd 260.8)")):
+        got = sem.lengths_of(*cells, b405)
+        assert (got.input_max, got.output_max) == (19988.0, 1830.0)
+    # a stated mean above the dataset's longest sample is not that dataset's: no bound
+    got = sem.lengths_of("30000 mean (sd 100)", "n/a", b405)
+    assert (got.input_max, got.output_max) == (math.inf, 1830.0)
+    assert sem.lengths_of("2000", "500", None).input_max == math.inf
+    # the replayed traffic is drawn under the bound
+    from inference_econ.studies.measured import replay as rp
+
+    case = rp.LoadCase(
+        None, 8, 1, 1, False, None, (9428.64, 4066.94), (684.68, 260.78), "offline",
+        maxima=(19988.0, 1830.0),
+    )  # fmt: skip
+
+    class Model:  # traffic_of reads only the model's context window
+        max_context_tokens = 131072
+
+    class Setting:
+        model = Model()
+
+    s = rp.traffic_of(dataclasses.replace(case, setting=Setting()), 4000).stream()
+    assert s.prompt_tokens.max() <= 19988 and s.output_tokens.max() <= 1830
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ("    input_max_tokens: 100", "the longest input (100 tokens) is below the mean (222.33"),
+        ("    input_max_tokens: -5", "input_max_tokens"),
+        ("    input_max_tokens: lots", "input_max_tokens"),
+    ],
+)
+def test_a_bad_dataset_maximum_is_one_line_naming_file_and_field(
+    tmp_path, monkeypatch, line, problem
+):
+    """A maximum below its mean, negative or not a number: one line naming the file, the field
+    and the fix; the rows that need the dataset are unresolved with it, as for its other
+    figures."""
+    text = (ROOT / "datasets" / "mlperf.yaml").read_text()
+    text = re.sub(r"^    input_max_tokens: 1021 .*$", line, text, count=1, flags=re.MULTILINE)
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "mlperf.yaml").write_text(text)
+    monkeypatch.setenv("INFERENCE_ECON_PATH", str(tmp_path))
+    sem.benchmarks.cache_clear()
+    try:
+        with pytest.raises(SpecError) as info:
+            sem.benchmarks()
+        message = str(info.value)
+        assert "mlperf.yaml" in message and "benchmarks.llama2-70b.input_max_tokens" in message
+        assert problem in message and "\n" not in message
+        from click.testing import CliRunner
+
+        from inference_econ.cli import main
+
+        path = tmp_path / "one.csv"
+        path.write_text("\n".join(v50_lines(1, 2)) + "\n")
+        # as every dataset figure: the rows of the file say why they cannot be predicted
+        result = CliRunner().invoke(main, ["compare-measured", str(path), "--format", "csv"])
+        assert result.exit_code == 0 and "Traceback" not in result.output
+        assert "unresolved: benchmarks.llama2-70b.input_max_tokens" in result.output
+    finally:
+        monkeypatch.delenv("INFERENCE_ECON_PATH")
+        sem.benchmarks.cache_clear()

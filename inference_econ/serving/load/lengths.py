@@ -5,7 +5,9 @@ A length is written as text, the same in the API, scenario files and on the comm
 * ``1000`` - every request has 1000 tokens;
 * ``uniform:500:1500`` - whole numbers drawn uniformly from 500 to 1500;
 * ``lognormal:1000:0.8`` - log-normal with mean 1000 tokens and log-standard deviation 0.8,
-  rounded, at least 1; ``lognormal:1000:0.8:4096`` also caps it at 4096;
+  rounded, at least 1; ``lognormal:1000:0.8:4096`` is the log-normal truncated at 4096 tokens
+  (no draw above it, as a dataset's longest sample bounds its lengths) whose mean is still 1000
+  (``truncated_mu``);
 * ``trace`` - the lengths of the requests of a trace file, drawn at random (empirical).
 """
 
@@ -43,9 +45,17 @@ class Lengths:
         if self.kind == "uniform":
             return rng.integers(int(self.low), int(self.high) + 1, count)
         if self.kind == "lognormal":
-            mu = math.log(self.low) - self.sigma**2 / 2.0  # so that the mean is ``low``
-            x = np.rint(rng.lognormal(mu, self.sigma, count))
-            return np.clip(x, 1, min(self.high, MAX_TOKENS)).astype(np.int64)
+            cap = min(self.high, MAX_TOKENS)
+            z = rng.standard_normal(count)  # rng.lognormal's own draws: exp(mu + sigma z)
+            mu = truncated_mu(self.low, self.sigma, cap)
+            if math.isfinite(cap):  # the same draws, by inverse CDF, on the truncated law
+                from scipy.special import ndtr, ndtri
+
+                below = float(ndtr((math.log(cap) - mu) / self.sigma))  # P(X <= cap)
+                if below < 1.0:
+                    z = ndtri(ndtr(z) * below)
+            x = np.rint(np.exp(mu + self.sigma * z))
+            return np.clip(x, 1, cap).astype(np.int64)
         if empirical is None or len(empirical) == 0:
             raise SpecError("argument", "lengths", "'trace' needs a trace file", "give --trace")
         return np.asarray(empirical, dtype=np.int64)[rng.integers(0, len(empirical), count)]
@@ -59,6 +69,40 @@ class Lengths:
             cap = f", at most {self.high:g}" if math.isfinite(self.high) else ""
             return f"log-normal (mean {self.low:g} tokens, sigma {self.sigma:g}{cap})"
         return "from the trace"
+
+
+def truncated_mu(mean: float, sigma: float, cap: float = math.inf) -> float:
+    """The log-mean ``mu`` of a log-normal of log-standard deviation ``sigma`` truncated at
+    ``cap`` (no mass above it) whose mean is ``mean`` tokens.
+
+    Untruncated, ``mu = ln(mean) - sigma²/2``. Truncated at ``c``, the mean is
+    ``exp(mu + sigma²/2) Φ((ln c - mu - sigma²)/sigma) / Φ((ln c - mu)/sigma)``, which rises
+    with ``mu`` towards ``c``; the root is found by Brent's method (scipy). A cap at or below
+    the mean leaves no such law: ``mu = ln(cap)`` then (every draw is the cap).
+
+    >>> round(truncated_mu(1000.0, 0.5), 4)  # ln 1000 - 0.125
+    6.7828
+    """
+    plain = math.log(mean) - sigma**2 / 2.0
+    if not math.isfinite(cap):
+        return plain
+    if cap <= mean:
+        return math.log(cap)
+    from scipy.optimize import brentq
+    from scipy.special import log_ndtr
+
+    top = math.log(cap)
+
+    def excess(mu: float) -> float:  # ln(truncated mean) - ln(mean)
+        a, b = (top - mu - sigma**2) / sigma, (top - mu) / sigma
+        return mu + sigma**2 / 2.0 + float(log_ndtr(a) - log_ndtr(b)) - math.log(mean)
+
+    if excess(plain) >= -1e-12:  # the cap is too far out to move the mean
+        return plain
+    high = plain + sigma
+    while excess(high) < 0.0:
+        high += 2.0 * sigma
+    return float(brentq(excess, plain, high, xtol=1e-12))
 
 
 def parse_lengths(text, source: str = "argument", field: str = "lengths") -> Lengths:

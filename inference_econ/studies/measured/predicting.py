@@ -397,6 +397,7 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         tuple(row.limits) if row.limits else None,
         clients,
         bool(row.disaggregated),
+        (float(L.input_max), float(L.output_max)),
     )
 
 

@@ -14,7 +14,9 @@ decoding, queueing, the batch that actually forms), never from the row's limits.
 
 A case (``LoadCase``) is everything a prediction depends on; rows with the same case share
 one simulation. Lengths are drawn the same way every time (seeded): a length with a standard
-deviation is log-normal with that mean and deviation, one without is fixed.
+deviation is log-normal with that mean and deviation, truncated at the dataset's longest sample
+where it is known (its mean kept: ``serving.load.lengths``) and at the model's context window,
+one without is fixed.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class LoadCase:
     limits: tuple[float, float] | None = None  # (p99 TTFT, p99 TPOT) seconds
     clients: int | None = None  # closed loop: clients per instance
     prefilled: bool = False  # disaggregated: the prompt's cache arrives from elsewhere
+    #: Longest prompt and output of the row's dataset, tokens (inf: not known).
+    maxima: tuple[float, float] = (math.inf, math.inf)
 
 
 @dataclass(frozen=True)
@@ -124,8 +128,8 @@ class Outcome:
 
 
 def lengths_of(mean: float, sd: float, cap: float) -> Lengths:
-    """A fixed length, or a log-normal one of this mean and standard deviation (at most
-    ``cap`` tokens)."""
+    """A fixed length, or a log-normal one of this mean and standard deviation, truncated at
+    ``cap`` tokens with its mean kept (``serving.load.lengths.truncated_mu``)."""
     if sd <= 0 or mean <= 1:
         return Lengths("fixed", float(max(1, round(mean))))
     sigma = math.sqrt(math.log1p((sd / mean) ** 2))
@@ -137,8 +141,8 @@ def traffic_of(case: LoadCase, requests: int, rate: float = 1.0) -> Traffic:
     closed-loop runs)."""
     window = case.setting.model.max_context_tokens or math.inf
     out_cap = case.output[0] + 4.0 * case.output[1]
-    prompt = lengths_of(*case.prompt, cap=max(window - out_cap, 1.0))
-    output = lengths_of(*case.output, cap=max(window - case.prompt[0], 1.0))
+    prompt = lengths_of(*case.prompt, cap=min(max(window - out_cap, 1.0), case.maxima[0]))
+    output = lengths_of(*case.output, cap=min(max(window - case.prompt[0], 1.0), case.maxima[1]))
     return Traffic(rate, prompt, output, requests=int(requests), seed=SEED)
 
 

@@ -7,6 +7,7 @@ reader turns it into the row's ``unresolved`` status) or returns the reason as t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -224,6 +225,10 @@ class Lengths:
     #: Mean causal context of a prompt token: E[n_in²] / (2 E[n_in]).
     prefill_context: float
     label: str
+    #: Longest prompt and output, tokens (a dataset's longest sample; inf: unbounded). A
+    #: replayed run draws its lengths from log-normals truncated there (serving/load/lengths).
+    input_max: float = math.inf
+    output_max: float = math.inf
 
 
 def uniform_lengths(n_in: float, n_out: float, sd_in: float = 0.0, sd_out: float = 0.0) -> Lengths:
@@ -252,6 +257,7 @@ class Benchmark:
     samples: int
     input_mean: float | None
     input_sd: float | None
+    input_max: float | None
     output_mean: float | None
     output_sd: float | None
     output_max: float | None
@@ -272,12 +278,15 @@ class Benchmark:
             self.decode_context,
             self.prefill_context,
             f"MLPerf {self.name} dataset ({self.dataset})",
+            self.input_max or math.inf,
+            self.output_max or math.inf,
         )
 
 
 _LENGTH_FIELDS = {
     "input_mean": "input_mean_tokens",
     "input_sd": "input_sd_tokens",
+    "input_max": "input_max_tokens",
     "output_mean": "output_mean_tokens",
     "output_sd": "output_sd_tokens",
     "output_max": "output_max_tokens",
@@ -310,6 +319,15 @@ def benchmarks() -> dict[str, Benchmark]:
                     check_number(value, str(path), f"{where}.{field}", minimum=0, unit="tokens")
                 )
             )
+        for side in ("input", "output"):
+            top, mean = figures[f"{side}_max"], figures[f"{side}_mean"]
+            if top is not None and mean is not None and top < mean:
+                raise SpecError(
+                    str(path),
+                    f"{where}.{side}_max_tokens",
+                    f"the longest {side} ({top:g} tokens) is below the mean ({mean:g} tokens)",
+                    f"give the dataset's longest {side} in tokens, at least {side}_mean_tokens",
+                )
         limits = []
         for scenario, pair in (spec.get("limits") or {}).items():
             ttft = check_number(pair["ttft_p99_s"], str(path), f"{where}.limits", minimum=0)
@@ -378,7 +396,14 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
         )
     mean_in, sd_in = row_in or (data.input_mean, data.input_sd or 0.0)
     mean_out, sd_out = row_out or (data.output_mean, data.output_sd or 0.0)
-    return uniform_lengths(max(mean_in, 1.0), mean_out, sd_in, sd_out)
+    # the dataset's longest sample bounds its lengths, stated in the row or taken from the
+    # dataset (a stated mean above it is not that dataset's: no bound)
+    top_in, top_out = data.input_max or math.inf, data.output_max or math.inf
+    return dataclasses.replace(
+        uniform_lengths(max(mean_in, 1.0), mean_out, sd_in, sd_out),
+        input_max=top_in if mean_in <= top_in else math.inf,
+        output_max=top_out if mean_out <= top_out else math.inf,
+    )
 
 
 def _mean_sd(text) -> tuple[float, float] | None:
