@@ -68,7 +68,7 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
     from ..serving.setting import whole_batch_kv_note
 
     setting = make_setting(model, hardware, **values)
-    row = api.points(setting, gpus=gpus, batch=batch, discrete=discrete).iloc[0]
+    row = api.point_fields(setting, gpus=gpus, batch=batch, discrete=discrete)  # no pandas
     if not np.isfinite(row["latency_s"]):
         raise InfeasibleError(
             (uneven(setting, gpus) if discrete else None)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InfeasibleError, SpecError, short
 from ..specs.schema import check_number
+
+if TYPE_CHECKING:  # a Frontier holds a DataFrame; importing this module needs no pandas
+    import pandas as pd
 
 
 def pareto_indices(latency_s, cost):

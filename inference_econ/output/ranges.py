@@ -3,10 +3,13 @@ range beside each figure; CSV and JSON keep the ``*_low80/_high80/_low90/_high90
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..serving.intervals import LEVELS, interval_columns
 from .render import HEADERS, format_number, is_duration, milliseconds_name
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _figures(names) -> list[str]:
@@ -20,11 +23,12 @@ def _text(value, key: str) -> str:
     return format_number(value * scale)
 
 
-def ranged(series: pd.Series) -> pd.Series:
+def ranged(series):
     """One result (a field/value table) with each figure's intervals in its value:
     ``20.9 (80 %: 17.3-24.6; 90 %: 16.1-26.0)``, durations in milliseconds as the table shows
-    them; the interval entries themselves left out."""
-    figures = _figures(series.index)
+    them; the interval entries themselves left out. A Series, or a dict (then a dict: no
+    pandas)."""
+    figures = _figures(series.keys())
     if not figures:
         return series
     drop = {c for n in figures for c in interval_columns(n)}
@@ -42,12 +46,18 @@ def ranged(series: pd.Series) -> pd.Series:
             out[name] = f"{_text(value, key)} ({'; '.join(parts)})"
         else:
             out[key] = value
+    if isinstance(series, dict):
+        return out
+    import pandas as pd
+
     return pd.Series(out, dtype=object)
 
 
 def ranged_columns(df: pd.DataFrame, level: int = 90) -> pd.DataFrame:
     """A wide table with one ``<figure> <level> %`` column of ranges after each figure that has
     intervals, and the interval columns left out."""
+    import pandas as pd
+
     figures = _figures(df.columns)
     if not figures:
         return df
