@@ -3,13 +3,12 @@ range beside each figure; CSV and JSON keep the ``*_low80/_high80/_low90/_high90
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+
+import numpy as np
 
 from ..serving.intervals import LEVELS, interval_columns
-from .render import HEADERS, format_number, is_duration, milliseconds_name
-
-if TYPE_CHECKING:
-    import pandas as pd
+from .render import HEADERS, format_number, is_duration, is_na, milliseconds_name
 
 
 def _figures(names) -> list[str]:
@@ -53,22 +52,40 @@ def ranged(series):
     return pd.Series(out, dtype=object)
 
 
-def ranged_columns(df: pd.DataFrame, level: int = 90) -> pd.DataFrame:
+def ranged_columns(df, level: int = 90):
     """A wide table with one ``<figure> <level> %`` column of ranges after each figure that has
-    intervals, and the interval columns left out."""
-    import pandas as pd
-
-    figures = _figures(df.columns)
+    intervals, and the interval columns left out. A DataFrame, or a dict of 1-D arrays (then a
+    dict, without pandas: the ``frontier`` command's text table)."""
+    figures = _figures(df.keys())
     if not figures:
         return df
     i = LEVELS.index(level)
-    out = df.drop(columns=[c for n in figures for c in interval_columns(n)])
+    dropped = {c for n in figures for c in interval_columns(n)}
+    ranges = {}
     for name in figures:
         low, high = interval_columns(name)[2 * i : 2 * i + 2]
         text = [
-            f"{_text(a, name)}-{_text(b, name)}" if pd.notna(a) and pd.notna(b) else ""
+            f"{_text(a, name)}-{_text(b, name)}" if _present(a) and _present(b) else ""
             for a, b in zip(df[low], df[high])
         ]  # blank where the figure is (a cell with no feasible point, or an ideal bound's)
         shown = HEADERS.get(name, milliseconds_name(name) if is_duration(name) else name)
-        out.insert(out.columns.get_loc(name) + 1, f"{shown} {level} %", text)
+        ranges[name] = (f"{shown} {level} %", text)
+    if isinstance(df, dict):
+        out = {}
+        for name, values in df.items():
+            if name not in dropped:
+                out[name] = values
+            if name in ranges:
+                out[ranges[name][0]] = np.array(ranges[name][1], dtype=str)
+        return out
+    out = df.drop(columns=list(dropped))
+    for name, (column, text) in ranges.items():
+        out.insert(out.columns.get_loc(name) + 1, column, text)
     return out
+
+
+def _present(value) -> bool:
+    """Not missing (``pd.notna`` of a cell): neither None, pandas' NA nor NaN."""
+    if value is None or is_na(value):
+        return False
+    return not (isinstance(value, (float, np.floating)) and math.isnan(value))

@@ -51,14 +51,14 @@ HEADERS = {
 }
 
 
-def _is_na(value) -> bool:
+def is_na(value) -> bool:
     """Is ``value`` pandas' missing value (never, while pandas is not imported)?"""
     pandas = sys.modules.get("pandas")
     return pandas is not None and value is pandas.NA
 
 
 def _fmt_number(value) -> str:
-    if value is None or _is_na(value):
+    if value is None or is_na(value):
         return ""
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
@@ -239,7 +239,7 @@ def meta_lines(meta: dict | None) -> list[str]:
 
 
 def _json_value(value):
-    if _is_na(value):
+    if is_na(value):
         return None
     if isinstance(value, (np.floating, float)):
         v = float(value)
@@ -359,6 +359,37 @@ def render(
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
     return render_cells(*table_cells(df), fmt, title, notes, meta)
+
+
+def column_cells(columns: dict) -> tuple[list[str], list[list[str]], list[bool]]:
+    """``table_cells`` of a table given as {column: 1-D numpy array}, without pandas: the
+    same headers and text (a numpy kind stands for the DataFrame's dtype: floats "f",
+    numbers "biufc")."""
+    headers, texts, numeric = [], [], []
+    for name, values in columns.items():
+        values = np.asarray(values)
+        number = values.dtype.kind in "biufc"
+        if is_duration(name) and number:
+            values = values * 1e3
+        headers.append(
+            str(HEADERS.get(name, milliseconds_name(name) if is_duration(name) else name))
+        )
+        finite = values[np.isfinite(values)] if values.dtype.kind == "f" else None
+        whole = (
+            finite is not None
+            and finite.size > 0
+            and bool(np.all(finite == np.round(finite)) and np.all(np.abs(finite) < 1e15))
+        )
+        texts.append([_whole(v) if whole else _fmt_number(v) for v in values.tolist()])
+        numeric.append(number)
+    return headers, [list(row) for row in zip(*texts)], numeric
+
+
+def render_columns(
+    columns: dict, fmt: str = "table", title: str = "", notes=(), meta: dict | None = None
+) -> str:
+    """``render``'s text or Markdown table of {column: 1-D array}, without pandas."""
+    return render_cells(*column_cells(columns), fmt, title, notes, meta)
 
 
 #: The cells ``row_text`` writes without pandas; a row with any other goes through ``render``.

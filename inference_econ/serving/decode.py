@@ -365,11 +365,12 @@ CONTINUOUS_NOTE = (
 
 def continuous_note(rows) -> str | None:
     """``CONTINUOUS_NOTE`` when a described configuration (a row: a Series or a dict) or a
-    table of them has a GPU count, batch or degree that is not a whole number; None
-    otherwise."""
+    table of them (a DataFrame, or a dict of arrays) has a GPU count, batch or degree that is
+    not a whole number; None otherwise."""
     names = ("gpus", "batch", *LAYOUT_COLUMNS[:4])
-    if isinstance(rows, dict):  # a row without pandas (issue 28)
-        values = np.array([_number(rows[c]) for c in names if c in rows], dtype=float)
+    if isinstance(rows, dict):  # without pandas (issue 28)
+        cells = [np.asarray(rows[c]).ravel().tolist() for c in names if c in rows]
+        values = np.array([_number(v) for column in cells for v in column], dtype=float)
     else:
         import pandas as pd
 

@@ -1,9 +1,12 @@
-"""The ``point`` command's pandas-free path (issue 28) against the general pandas one.
+"""The ``point`` and ``frontier`` commands' pandas-free paths (issue 28) against the general
+pandas ones.
 
 ``api.point_fields`` (a dict, no pandas) must hold what ``api.point`` (a Series) holds, and the
 text, CSV and JSON written from the dict (``output.render.row_text``, ``cli.common.vertical``)
-must be the bytes the DataFrame renderer writes, on the paper preset, an engine profile (with
-intervals), whole layouts, MoE and speculation.
+must be the bytes the DataFrame renderer writes; a frontier's columns
+(``optimiser.frontier_columns``) must be ``Frontier.points`` and their text table the one the
+DataFrame path writes; on the paper preset, an engine profile (with intervals), whole layouts,
+MoE and speculation.
 """
 
 from __future__ import annotations
@@ -119,3 +122,77 @@ def test_point_command_does_not_import_pandas():
     assert out.returncode == 0, out.stderr
     assert "tokens_per_s                75.29" in out.stdout
     assert out.stdout.rstrip().endswith("ok")
+
+
+FRONTIER_CASES = [
+    dict(model="Llama 3 70B", hardware="H100-paper", weight_bits=8),
+    dict(model="Llama 3 70B", hardware="H100", assumptions="achievable"),
+    dict(model="Llama 3 70B", hardware="H100-paper", draft="Llama 3 8B", acceptance=0.8),
+    dict(model="Mixtral 8x22B", hardware="H100", weight_bits=8, discrete=True),
+]
+
+
+def _old_frontier_text(setting, front, rows, discrete):
+    """The frontier command's text table as the DataFrame path wrote it before issue 28."""
+    from inference_econ.cli.decode_commands import layout_notes
+    from inference_econ.output.ranges import ranged_columns
+    from inference_econ.serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
+    from inference_econ.serving.intervals import interval_columns
+
+    df = front.to_dataframe()
+    if len(df) > rows:
+        speeds = np.log(df["tokens_per_s"].to_numpy())
+        targets = np.linspace(speeds.min(), speeds.max(), rows)
+        df = df.iloc[np.unique([int(np.argmin(np.abs(speeds - t))) for t in targets])]
+    notes = [*front.notes, *layout_notes(df, discrete)]
+    shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in df]
+    shown += [c for n in shown for c in interval_columns(n) if c in df]
+    key_columns = SUMMARY_COLUMNS + [c for n in SUMMARY_COLUMNS for c in interval_columns(n)]
+    key_columns = [c for c in key_columns if c in df]
+    keys = pd.DataFrame(
+        [
+            front.fastest()[key_columns].rename("fastest"),
+            front.preference_point()[key_columns].rename("preference (speed^3/price)"),
+            front.cheapest()[key_columns].rename("cheapest"),
+        ]
+    )
+    keys.insert(0, "point", keys.index)
+    head = render(
+        ranged_columns(keys),
+        "table",
+        title=f"{setting.name}: {len(front)} frontier points, assumptions: "
+        f"{setting.assumptions.label} ({front.elapsed_s:.2f} s)",
+    )
+    body = render(
+        ranged_columns(df[shown]),
+        "table",
+        title=f"{len(df)} points, slowest first"
+        + (" (every point)" if len(df) == len(front) else " (--rows to change)"),
+        meta=front.metadata,
+        notes=notes,
+    )
+    return head + "\n" + body
+
+
+@pytest.mark.parametrize("case", FRONTIER_CASES, ids=lambda c: "-".join(map(str, c.values())))
+def test_frontier_columns_and_text_are_the_pandas_path(case):
+    from inference_econ.cli.decode_commands import _frontier_text, _thin, layout_notes
+    from inference_econ.optimise.optimiser import frontier, frontier_columns
+
+    case = dict(case)
+    discrete = case.pop("discrete", False)
+    setting = ie.make_setting(case.pop("model"), case.pop("hardware"), **case)
+    method = ie.Method(grid_points=80, kind="discrete" if discrete else "grid")
+    table = frontier_columns(setting, method)
+    front = frontier(setting, method)
+    assert len(table) == len(front) > 10
+    pd.testing.assert_frame_equal(pd.DataFrame(table.columns), front.points, check_exact=True)
+    with pytest.raises(ValueError):  # the cached columns cannot be changed by a caller
+        table.columns["gpus"][0] = 1.0
+    front.elapsed_s = table.elapsed_s  # the title's seconds: the same search
+    for rows in (7, 10_000):
+        columns = _thin(table.columns, rows)
+        notes = [*table.notes, *layout_notes(columns, discrete)]
+        assert _frontier_text(setting, table, columns, notes) == _old_frontier_text(
+            setting, front, rows, discrete
+        )
