@@ -18,9 +18,6 @@ from .errors import InfeasibleError, SpecError, short, warn
 from .model.assumptions import Assumptions, preset
 from .model.machine import flop_rates, min_gpus, usable_hbm_bytes
 from .model.workload import compile_workload
-from .optimise.frontier import Frontier
-from .optimise.method import Method, make_method
-from .optimise.optimiser import frontier as _frontier
 from .serving.decode import evaluate, evaluate_columns
 from .serving.setting import Setting, make_setting
 from .serving.toy import critical_batch
@@ -32,6 +29,8 @@ from .specs.hardware import GPU, load_hardware
 if TYPE_CHECKING:  # imported on first use: a point is computed and printed without them
     import pandas as pd
 
+    from .optimise.frontier import Frontier
+    from .optimise.method import Method
     from .output.study_run import StudyResult
 
 
@@ -150,7 +149,10 @@ def frontier(model, hardware=None, *, method=None, **kwargs) -> Frontier:
     True
     """
     problem, method, options = _split({"method": method, **kwargs})
-    return _frontier(_setting(model, hardware, **problem), make_method(method, **options))
+    from .optimise.method import make_method
+    from .optimise.optimiser import frontier as search
+
+    return search(_setting(model, hardware, **problem), make_method(method, **options))
 
 
 def study(
@@ -828,9 +830,10 @@ def export(
                 "give one of pick or speed",
                 f"pick {', '.join(FRONTIER_PICKS)}, or speed in tokens/s per request",
             )
-        front = _frontier(
-            setting.replace(prompt_tokens=float(prompt_tokens)), make_method("discrete")
-        )
+        from .optimise.method import make_method
+        from .optimise.optimiser import frontier as search
+
+        front = search(setting.replace(prompt_tokens=float(prompt_tokens)), make_method("discrete"))
         if speed is not None:
             row = front.cheapest_at_speed(float(speed))
             if row is None:
