@@ -65,6 +65,14 @@ def _setting(model, hardware, **kwargs) -> Setting:
     return make_setting(model, hardware, **kwargs)
 
 
+def _frontier(setting: Setting, method: Method) -> Frontier:
+    """``optimise.optimiser.frontier``, imported on first use: ``point`` needs none of
+    ``optimise/`` (issue 28)."""
+    from .optimise.optimiser import frontier
+
+    return frontier(setting, method)
+
+
 def _scalar(value):
     """A cell of ``point_fields`` as a row of ``points`` holds it: text as ``str``."""
     return str(value) if isinstance(value, np.str_) else value
@@ -150,9 +158,8 @@ def frontier(model, hardware=None, *, method=None, **kwargs) -> Frontier:
     """
     problem, method, options = _split({"method": method, **kwargs})
     from .optimise.method import make_method
-    from .optimise.optimiser import frontier as search
 
-    return search(_setting(model, hardware, **problem), make_method(method, **options))
+    return _frontier(_setting(model, hardware, **problem), make_method(method, **options))
 
 
 def study(
@@ -831,9 +838,10 @@ def export(
                 f"pick {', '.join(FRONTIER_PICKS)}, or speed in tokens/s per request",
             )
         from .optimise.method import make_method
-        from .optimise.optimiser import frontier as search
 
-        front = search(setting.replace(prompt_tokens=float(prompt_tokens)), make_method("discrete"))
+        front = _frontier(
+            setting.replace(prompt_tokens=float(prompt_tokens)), make_method("discrete")
+        )
         if speed is not None:
             row = front.cheapest_at_speed(float(speed))
             if row is None:
