@@ -9,26 +9,29 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from . import settings as table
 from .errors import InfeasibleError, SpecError, short, warn
 from .model.assumptions import Assumptions, preset
 from .model.machine import flop_rates, min_gpus, usable_hbm_bytes
 from .model.workload import compile_workload
-from .optimise.frontier import Frontier
-from .optimise.method import Method, make_method
-from .optimise.optimiser import frontier as _frontier
-from .output.study_run import StudyResult, run_study
-from .serving.decode import evaluate
+from .serving.decode import evaluate, evaluate_columns
 from .serving.setting import Setting, make_setting
 from .serving.toy import critical_batch
 from .specs import catalog
 from .specs.architecture import Architecture, load_model
 from .specs.catalog import display_path
 from .specs.hardware import GPU, load_hardware
+
+if TYPE_CHECKING:  # imported on first use: a point is computed and printed without them
+    import pandas as pd
+
+    from .optimise.frontier import Frontier
+    from .optimise.method import Method
+    from .output.study_run import StudyResult
 
 
 def _split(kwargs: dict) -> tuple[dict, Method | str | None, dict]:
@@ -62,6 +65,31 @@ def _setting(model, hardware, **kwargs) -> Setting:
     return make_setting(model, hardware, **kwargs)
 
 
+def _frontier(setting: Setting, method: Method) -> Frontier:
+    """``optimise.optimiser.frontier``, imported on first use: ``point`` needs none of
+    ``optimise/`` (issue 28)."""
+    from .optimise.optimiser import frontier
+
+    return frontier(setting, method)
+
+
+def _scalar(value):
+    """A cell of ``point_fields`` as a row of ``points`` holds it: text as ``str``."""
+    return str(value) if isinstance(value, np.str_) else value
+
+
+def _one_configuration(gpus, batch) -> None:
+    """``point`` describes one configuration: one number each of ``gpus`` and ``batch``."""
+    for name, value in (("gpus", gpus), ("batch", batch)):
+        if np.ndim(value) > 0 and np.size(value) != 1:
+            raise SpecError(
+                "argument",
+                name,
+                f"is {short(value)}: point describes one configuration",
+                "give one number, or use ie.points for many",
+            )
+
+
 @table.takes(table.PROBLEM)
 def point(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> pd.Series:
     """One configuration (GPUs, batch) of a model on a GPU: latency, tokens/s per request,
@@ -73,14 +101,7 @@ def point(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs
     weight_bits, draft, ...; the table in ``inference_econ/settings.py``). ``gpus`` and
     ``batch`` are one number each (``points`` takes many).
     """
-    for name, value in (("gpus", gpus), ("batch", batch)):
-        if np.ndim(value) > 0 and np.size(value) != 1:
-            raise SpecError(
-                "argument",
-                name,
-                f"is {short(value)}: point describes one configuration",
-                "give one number, or use ie.points for many",
-            )
+    _one_configuration(gpus, batch)
     return points(model, hardware, gpus=gpus, batch=batch, discrete=discrete, **kwargs).iloc[0]
 
 
@@ -90,6 +111,17 @@ def points(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwarg
     ``point``."""
     discrete = table.option("discrete").check(discrete, "argument", "discrete")
     return evaluate(_setting(model, hardware, **kwargs), gpus, batch, discrete)
+
+
+@table.takes(table.PROBLEM)
+def point_fields(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> dict:
+    """``point`` as a dict {column: value} (numpy scalars), computed without pandas: what
+    the ``point`` command prints (issue 28: it starts in a third of a second). ``gpus`` and
+    ``batch`` are one number each."""
+    _one_configuration(gpus, batch)
+    discrete = table.option("discrete").check(discrete, "argument", "discrete")
+    columns = evaluate_columns(_setting(model, hardware, **kwargs), gpus, batch, discrete)
+    return {name: _scalar(values[0]) for name, values in columns.items()}
 
 
 @table.takes(table.PROBLEM, table.METHOD)
@@ -125,6 +157,8 @@ def frontier(model, hardware=None, *, method=None, **kwargs) -> Frontier:
     True
     """
     problem, method, options = _split({"method": method, **kwargs})
+    from .optimise.method import make_method
+
     return _frontier(_setting(model, hardware, **problem), make_method(method, **options))
 
 
@@ -159,6 +193,8 @@ def study(
             "is given, but nothing is cached without an output folder: it would be ignored",
             "give out (--out) or cache_dir too, or drop recompute",
         )
+    from .output.study_run import run_study
+
     return run_study(
         spec, out, values["jobs"], values["dask"], progress, cache_dir, recompute, values["yes"]
     )
@@ -322,6 +358,8 @@ def list_specs(kind: str) -> pd.DataFrame:
         }
         for e in catalog.entries(kind)
     ]
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=["name", "aliases", "description", "file"])
 
 
@@ -799,6 +837,8 @@ def export(
                 "give one of pick or speed",
                 f"pick {', '.join(FRONTIER_PICKS)}, or speed in tokens/s per request",
             )
+        from .optimise.method import make_method
+
         front = _frontier(
             setting.replace(prompt_tokens=float(prompt_tokens)), make_method("discrete")
         )

@@ -725,22 +725,26 @@ def make_setting(model, hardware, **values):
 
 
 def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
-    """One result as a field/value table, durations in milliseconds under ``_ms`` names (or
-    one CSV/JSON row in seconds, under the API's names), with ``notes`` below it."""
-    import pandas as pd
+    """One result (a Series, or a dict: then without pandas) as a field/value table,
+    durations in milliseconds under ``_ms`` names (or one CSV/JSON row in seconds, under the
+    API's names), with ``notes`` below it."""
+    from ..output.render import (
+        format_number,
+        is_duration,
+        milliseconds_name,
+        render_cells,
+        row_text,
+    )
 
-    from ..output.render import format_number, is_duration, milliseconds_name, render
-
+    fmt = table.option("format").check(fmt, "argument", "format")
     if fmt in ("json", "csv"):
-        return render(pd.DataFrame([series]), fmt, title=title, notes=notes, meta=meta)
-    fields, values = [], []
+        return row_text(dict(series.items()), fmt, title=title, notes=notes, meta=meta)
+    cells = []
     for key, value in series.items():
         if is_duration(key) and isinstance(value, (int, float)):
             key, value = milliseconds_name(key), value * 1e3
-        fields.append(key)
-        values.append(format_number(value))
-    table = pd.DataFrame({"field": fields, "value": values})
-    return render(table, fmt, title=title, notes=notes, meta=meta)
+        cells.append([key, format_number(value)])
+    return render_cells(["field", "value"], cells, [False, False], fmt, title, notes, meta)
 
 
 def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:

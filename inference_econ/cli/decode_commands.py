@@ -68,7 +68,7 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
     from ..serving.setting import whole_batch_kv_note
 
     setting = make_setting(model, hardware, **values)
-    row = api.points(setting, gpus=gpus, batch=batch, discrete=discrete).iloc[0]
+    row = api.point_fields(setting, gpus=gpus, batch=batch, discrete=discrete)  # no pandas
     if not np.isfinite(row["latency_s"]):
         raise InfeasibleError(
             (uneven(setting, gpus) if discrete else None)
@@ -127,14 +127,11 @@ def frontier(
                    --out llama.csv
                inference-econ frontier "Llama 3 70B" -H H100 --discrete
     """
-    import pandas as pd
-
     from ..optimise.method import make_method
     from ..optimise.optimiser import frontier as compute
-    from ..output.ranges import ranged_columns
+    from ..optimise.optimiser import frontier_columns
     from ..output.render import render
-    from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
-    from ..serving.intervals import coverage_note, figures_line, interval_columns
+    from ..serving.intervals import coverage_note, figures_line
     from .capacity_commands import slo_frontier
 
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
@@ -174,52 +171,65 @@ def frontier(
     setting = make_setting(model, hardware, **values)
     method = make_method(discrete=discrete, grid_points=grid_points, all_points=all_points)
     Progress(quiet, always=True)(f"searching {method.label} for {setting.name}")
-    front = compute(setting, method)
-    if front.empty:
+    table = frontier_columns(setting, method)  # its points as arrays: no pandas yet
+    if len(table) == 0:
         raise InfeasibleError(
-            f"{setting.name}: no feasible configuration ({'; '.join(front.notes)})"
+            f"{setting.name}: no feasible configuration ({'; '.join(table.notes)})"
         )
     if figure:
-        _frontier_figure(setting, method, front, figure)
-    df = front.to_dataframe()
+        _frontier_figure(setting, method, compute(setting, method), figure)
     if rows is None and format == "table" and not out:  # a screenful; a file gets every point
         rows = 20
-    if rows:
-        df = _thin(df, rows)
+    columns = _thin(table.columns, rows) if rows else table.columns
     line = figures_line(setting)
     notes = [n for n in (coverage_note(setting),) if n]
-    notes += [*front.notes, *layout_notes(df, discrete)]
-    if format != "table":
-        title = setting.name if format in ("markdown", "json") else ""
-        emit(render(df, format, title=title, meta=front.metadata, notes=[line, *notes]), out)
+    notes += [*table.notes, *layout_notes(columns, discrete)]
+    if format == "table":
+        emit(line + "\n" + _frontier_text(setting, table, columns, notes), out)
         return
-    shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in df]
-    shown += [c for n in shown for c in interval_columns(n) if c in df]
+    import pandas as pd
+
+    df = pd.DataFrame(columns)  # the points shown, as Frontier.to_dataframe() has them
+    title = setting.name if format in ("markdown", "json") else ""
+    emit(render(df, format, title=title, meta=table.metadata, notes=[line, *notes]), out)
+
+
+def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:
+    """The text table of a frontier (its key points, then ``columns``, the points shown),
+    written without pandas (issue 28)."""
+    import numpy as np
+
+    from ..output.ranges import ranged_columns
+    from ..output.render import render_columns
+    from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
+    from ..serving.intervals import interval_columns
+
+    shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in columns]
+    shown += [c for n in shown for c in interval_columns(n) if c in columns]
     key_columns = SUMMARY_COLUMNS + [c for n in SUMMARY_COLUMNS for c in interval_columns(n)]
-    key_columns = [c for c in key_columns if c in df]
-    keys = pd.DataFrame(
-        [
-            front.fastest()[key_columns].rename("fastest"),
-            front.preference_point()[key_columns].rename("preference (speed^3/price)"),
-            front.cheapest()[key_columns].rename("cheapest"),
-        ]
-    )
-    keys.insert(0, "point", keys.index)
-    head = render(
+    key_columns = [c for c in key_columns if c in columns]
+    at = table.key_indices()
+    names = {"fastest": "fastest", "preference": "preference (speed^3/price)"}
+    names["cheapest"] = "cheapest"
+    index = [at[k] for k in names]
+    keys = {"point": np.array(list(names.values()))}
+    keys.update({c: table.columns[c][index] for c in key_columns})
+    head = render_columns(
         ranged_columns(keys),
         "table",
-        title=f"{setting.name}: {len(front)} frontier points, assumptions: "
-        f"{setting.assumptions.label} ({front.elapsed_s:.2f} s)",
+        title=f"{setting.name}: {len(table)} frontier points, assumptions: "
+        f"{setting.assumptions.label} ({table.elapsed_s:.2f} s)",
     )
-    body = render(
-        ranged_columns(df[shown]),
+    count = len(columns["tokens_per_s"])
+    body = render_columns(
+        ranged_columns({c: columns[c] for c in shown}),
         "table",
-        title=f"{len(df)} points, slowest first"
-        + (" (every point)" if len(df) == len(front) else " (--rows to change)"),
-        meta=front.metadata,
+        title=f"{count} points, slowest first"
+        + (" (every point)" if count == len(table) else " (--rows to change)"),
+        meta=table.metadata,
         notes=notes,
     )
-    emit(line + "\n" + head + "\n" + body, out)
+    return head + "\n" + body
 
 
 def _frontier_figure(setting, method, front, figure: str) -> None:
@@ -241,16 +251,16 @@ def _frontier_figure(setting, method, front, figure: str) -> None:
         click.echo(f"wrote {path}", err=True)
 
 
-def _thin(df, rows: int):
-    """About ``rows`` points, evenly spaced in log speed."""
+def _thin(columns: dict, rows: int) -> dict:
+    """About ``rows`` points ({column: array}), evenly spaced in log speed."""
     import numpy as np
 
-    if len(df) <= rows:
-        return df
-    speeds = np.log(df["tokens_per_s"].to_numpy())
+    if len(columns["tokens_per_s"]) <= rows:
+        return columns
+    speeds = np.log(columns["tokens_per_s"])
     targets = np.linspace(speeds.min(), speeds.max(), rows)
     idx = np.unique([int(np.argmin(np.abs(speeds - t))) for t in targets])
-    return df.iloc[idx]
+    return {name: values[idx] for name, values in columns.items()}
 
 
 COMMANDS = (point, frontier)

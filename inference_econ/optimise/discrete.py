@@ -83,8 +83,15 @@ def _flat(layout: Layout) -> Layout:
 
 
 def describe(problem, N, B, layouts, idx):
-    """The frontier rows of the discrete search, with the layouts it found."""
+    """The frontier rows of the discrete search, with the layouts it found (a DataFrame)."""
+    import pandas as pd
+
+    return pd.DataFrame(describe_columns(problem, N, B, layouts, idx))
+
+
+def describe_columns(problem, N, B, layouts, idx):
+    """``describe`` as {column: array} (``Decoder.describe_columns``), without pandas."""
     per_gamma, draft = layouts
     pick = {g: _flat(v).select(idx) for g, v in per_gamma.items()}
     dpick = {x: _flat(v).select(idx) for x, v in draft.items()} if draft is not None else None
-    return problem.decoder.describe(N.ravel()[idx], B.ravel()[idx], pick, dpick)
+    return problem.decoder.describe_columns(N.ravel()[idx], B.ravel()[idx], pick, dpick)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InfeasibleError, SpecError, short
 from ..specs.schema import check_number
+
+if TYPE_CHECKING:  # a Frontier holds a DataFrame; importing this module needs no pandas
+    import pandas as pd
 
 
 def pareto_indices(latency_s, cost):
@@ -48,6 +51,57 @@ def paper_sampled_indices(latency_s, count: int = 1000, decades: float = 2.0):
     thresholds = latency_s.min() * np.logspace(0, decades, count)
     pos = np.searchsorted(latency_s, thresholds, side="right") - 1
     return np.unique(pos[pos >= 0])
+
+
+def preference_scores(tokens_per_s, usd_per_mtok, k: float = 3.0):
+    """log(speed^k / price) of each point (paper Eq. 45): the preference point maximises it."""
+    return np.log(np.asarray(tokens_per_s)) * k - np.log(np.asarray(usd_per_mtok))
+
+
+@dataclass(frozen=True, eq=False)
+class FrontierColumns:
+    """A frontier's points as {column: 1-D array} (the columns of ``Frontier``, slowest
+    first), with what ``Frontier`` says about them: what the optimiser computes before a
+    DataFrame is made, and what the ``frontier`` command prints from, without pandas
+    (issue 28). ``Frontier`` is the same with its points in a DataFrame."""
+
+    label: str
+    columns: dict
+    grid_points: int = 0
+    elapsed_s: float = 0.0
+    notes: tuple[str, ...] = ()
+    metadata: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.columns["tokens_per_s"])
+
+    def row(self, i: int) -> dict:
+        """The point at position ``i`` as {column: value}."""
+        return {name: values[i] for name, values in self.columns.items()}
+
+    def key_indices(self) -> dict[str, int]:
+        """Positions of the fastest point, the preference point (speed^3/price) and the
+        cheapest, as ``Frontier.fastest``, ``preference_point`` and ``cheapest`` pick them
+        (the first of equal ones)."""
+        speed, price = self.columns["tokens_per_s"], self.columns["usd_per_mtok"]
+        return {
+            "fastest": int(np.argmax(speed)),
+            "preference": int(np.argmax(preference_scores(speed, price))),
+            "cheapest": int(np.argmin(price)),
+        }
+
+    def to_frontier(self) -> Frontier:
+        """The same frontier with its points in a DataFrame."""
+        import pandas as pd
+
+        return Frontier(
+            label=self.label,
+            points=pd.DataFrame(self.columns),
+            grid_points=self.grid_points,
+            elapsed_s=self.elapsed_s,
+            notes=list(self.notes),
+            metadata=dict(self.metadata),
+        )
 
 
 @dataclass(eq=False)
@@ -112,7 +166,7 @@ class Frontier:
             raise SpecError(
                 "argument", "sampling", f"unknown sampling {short(sampling)}", "use None or 'paper'"
             )
-        score = np.log(pts["tokens_per_s"].to_numpy()) * k - np.log(pts["usd_per_mtok"].to_numpy())
+        score = preference_scores(pts["tokens_per_s"].to_numpy(), pts["usd_per_mtok"].to_numpy(), k)
         return pts.iloc[int(np.argmax(score))]
 
     def cheapest_at_speed(self, tokens_per_s: float) -> pd.Series | None:

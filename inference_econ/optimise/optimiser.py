@@ -27,7 +27,7 @@ from ..serving.prefill import prefill_latency_s
 from ..serving.setting import Setting, whole_batch_kv_note
 from ..serving.speculative import combine
 from . import discrete as discrete_grid
-from .frontier import Frontier, pareto_indices
+from .frontier import Frontier, FrontierColumns, pareto_indices
 from .grid import grid_latency
 from .method import GRID, GRID_MAX_LOG2, SPEED_RANGE, Method
 
@@ -285,6 +285,7 @@ def _pass_setting(setting: Setting) -> Setting:
 def clear_caches() -> None:
     """Forget every cached frontier and pass latency (benchmarks time the search itself)."""
     _frontier_cached.cache_clear()
+    _columns_cached.cache_clear()
     with _PASS_LOCK:
         _PASSES.clear()
 
@@ -349,8 +350,32 @@ def frontier(setting: Setting, method: Method = GRID) -> Frontier:
     )
 
 
+def frontier_columns(setting: Setting, method: Method = GRID) -> FrontierColumns:
+    """``frontier`` with its points as arrays, without pandas (the ``frontier`` command's
+    text table, issue 28); cached alike, named by ``setting.name``."""
+    return dataclasses.replace(
+        _columns_cached(setting.replace(label=""), method), label=setting.name
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def _frontier_cached(setting: Setting, method: Method) -> Frontier:
+    return _search(setting, method).to_frontier()
+
+
+@functools.lru_cache(maxsize=256)
+def _columns_cached(setting: Setting, method: Method) -> FrontierColumns:
+    return _search(setting, method)
+
+
+def _rows(columns: dict, index) -> dict:
+    """The rows ``index`` (positions, or a mask) of a table of columns."""
+    return {name: values[index] for name, values in columns.items()}
+
+
+def _search(setting: Setting, method: Method) -> FrontierColumns:
+    """The frontier of ``setting`` (its pass latencies from ``Problem.pass_latencies``'s
+    cache when it has them)."""
     start = time.perf_counter()
     problem = Problem(setting, method)
     N, B, latency, layouts = problem.evaluate_grid()
@@ -363,35 +388,37 @@ def _frontier_cached(setting: Setting, method: Method) -> Frontier:
     notes: list[str] = []
     if idx.size == 0:
         notes.append(_why_empty(problem, N[0]))
-        points = problem.decoder.describe(np.array([]), np.array([]))
+        points = problem.decoder.describe_columns(np.array([]), np.array([]))
     else:
         if layouts is not None:
-            points = discrete_grid.describe(problem, N, B, layouts, idx)
+            points = discrete_grid.describe_columns(problem, N, B, layouts, idx)
         else:
-            points = problem.decoder.describe(N.ravel()[idx], B.ravel()[idx])
+            points = problem.decoder.describe_columns(N.ravel()[idx], B.ravel()[idx])
         # the search ran in float32; keep what is Pareto-optimal in the float64 description
         # (and, with a TTFT limit, within it there too)
-        described_cost = points["usd_per_mtok"].to_numpy()
+        described_cost = points["usd_per_mtok"]
         if setting.ttft_max_s is not None:
             described_cost = np.where(
-                points["ttft_s"].to_numpy() <= setting.ttft_max_s, described_cost, np.inf
+                points["ttft_s"] <= setting.ttft_max_s, described_cost, np.inf
             )
-        keep = pareto_indices(points["latency_s"].to_numpy(), described_cost)
-        points = points.iloc[np.sort(keep)]
+        keep = pareto_indices(points["latency_s"], described_cost)
+        points = _rows(points, np.sort(keep))
         if not method.all_points:  # the paper's range: down to 1/100 of the fastest speed
-            speed = points["tokens_per_s"].to_numpy()
-            points = points[speed >= speed.max() / SPEED_RANGE * (1 - 1e-12)]
-        points = points.sort_values("tokens_per_s", kind="stable").reset_index(drop=True)
+            speed = points["tokens_per_s"]
+            points = _rows(points, speed >= speed.max() / SPEED_RANGE * (1 - 1e-12))
+        points = _rows(points, np.argsort(points["tokens_per_s"], kind="stable"))
         kv = whole_batch_kv_note(
             setting, points["gpus"], points["batch"], setting.context_tokens, "frontier points"
         )
         notes += [kv] if kv else []
-    return Frontier(
+    for values in points.values():  # shared by every caller of the cache: read-only
+        values.flags.writeable = False
+    return FrontierColumns(
         label=setting.name,
-        points=points,
+        columns=points,
         grid_points=int(np.size(N)),
         elapsed_s=time.perf_counter() - start,
-        notes=notes,
+        notes=tuple(notes),
         metadata={**setting.metadata(), "method": method.label},
     )
 

@@ -3,10 +3,12 @@ range beside each figure; CSV and JSON keep the ``*_low80/_high80/_low90/_high90
 
 from __future__ import annotations
 
-import pandas as pd
+import math
+
+import numpy as np
 
 from ..serving.intervals import LEVELS, interval_columns
-from .render import HEADERS, format_number, is_duration, milliseconds_name
+from .render import HEADERS, format_number, is_duration, is_na, milliseconds_name
 
 
 def _figures(names) -> list[str]:
@@ -20,11 +22,12 @@ def _text(value, key: str) -> str:
     return format_number(value * scale)
 
 
-def ranged(series: pd.Series) -> pd.Series:
+def ranged(series):
     """One result (a field/value table) with each figure's intervals in its value:
     ``20.9 (80 %: 17.3-24.6; 90 %: 16.1-26.0)``, durations in milliseconds as the table shows
-    them; the interval entries themselves left out."""
-    figures = _figures(series.index)
+    them; the interval entries themselves left out. A Series, or a dict (then a dict: no
+    pandas)."""
+    figures = _figures(series.keys())
     if not figures:
         return series
     drop = {c for n in figures for c in interval_columns(n)}
@@ -42,23 +45,47 @@ def ranged(series: pd.Series) -> pd.Series:
             out[name] = f"{_text(value, key)} ({'; '.join(parts)})"
         else:
             out[key] = value
+    if isinstance(series, dict):
+        return out
+    import pandas as pd
+
     return pd.Series(out, dtype=object)
 
 
-def ranged_columns(df: pd.DataFrame, level: int = 90) -> pd.DataFrame:
+def ranged_columns(df, level: int = 90):
     """A wide table with one ``<figure> <level> %`` column of ranges after each figure that has
-    intervals, and the interval columns left out."""
-    figures = _figures(df.columns)
+    intervals, and the interval columns left out. A DataFrame, or a dict of 1-D arrays (then a
+    dict, without pandas: the ``frontier`` command's text table)."""
+    figures = _figures(df.keys())
     if not figures:
         return df
     i = LEVELS.index(level)
-    out = df.drop(columns=[c for n in figures for c in interval_columns(n)])
+    dropped = {c for n in figures for c in interval_columns(n)}
+    ranges = {}
     for name in figures:
         low, high = interval_columns(name)[2 * i : 2 * i + 2]
         text = [
-            f"{_text(a, name)}-{_text(b, name)}" if pd.notna(a) and pd.notna(b) else ""
+            f"{_text(a, name)}-{_text(b, name)}" if _present(a) and _present(b) else ""
             for a, b in zip(df[low], df[high])
         ]  # blank where the figure is (a cell with no feasible point, or an ideal bound's)
         shown = HEADERS.get(name, milliseconds_name(name) if is_duration(name) else name)
-        out.insert(out.columns.get_loc(name) + 1, f"{shown} {level} %", text)
+        ranges[name] = (f"{shown} {level} %", text)
+    if isinstance(df, dict):
+        out = {}
+        for name, values in df.items():
+            if name not in dropped:
+                out[name] = values
+            if name in ranges:
+                out[ranges[name][0]] = np.array(ranges[name][1], dtype=str)
+        return out
+    out = df.drop(columns=list(dropped))
+    for name, (column, text) in ranges.items():
+        out.insert(out.columns.get_loc(name) + 1, column, text)
     return out
+
+
+def _present(value) -> bool:
+    """Not missing (``pd.notna`` of a cell): neither None, pandas' NA nor NaN."""
+    if value is None or is_na(value):
+        return False
+    return not (isinstance(value, (float, np.floating)) and math.isnan(value))

@@ -9,17 +9,23 @@ their notes and a "Computed with" line.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..columns import HEADERS as PRICE_HEADERS
 from ..errors import plural
 from ..settings import option
+
+if TYPE_CHECKING:  # imported where a DataFrame is rendered: a point's output needs none
+    import pandas as pd
 
 #: Friendlier headers for the text and Markdown tables.
 HEADERS = {
@@ -45,8 +51,14 @@ HEADERS = {
 }
 
 
+def is_na(value) -> bool:
+    """Is ``value`` pandas' missing value (never, while pandas is not imported)?"""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and value is pandas.NA
+
+
 def _fmt_number(value) -> str:
-    if value is None or value is pd.NA:
+    if value is None or is_na(value):
         return ""
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
@@ -87,6 +99,8 @@ def whole_columns(df: pd.DataFrame) -> list[bool]:
     """Per column: is it a float column whose every finite value is a whole number (GPUs and
     batches of discrete layouts, counts)? Text and Markdown tables print those without
     decimals, and other columns with the decimals their magnitude calls for."""
+    import pandas as pd
+
     out = []
     for i in range(df.shape[1]):
         values = df.iloc[:, i]
@@ -124,6 +138,8 @@ def is_duration(column: str) -> bool:
 
 def _display(df: pd.DataFrame) -> pd.DataFrame:
     """Scale seconds to milliseconds for reading; keep everything else."""
+    import pandas as pd
+
     out = df.copy()
     for col in out.columns:
         if is_duration(col) and pd.api.types.is_numeric_dtype(out[col]):
@@ -223,7 +239,7 @@ def meta_lines(meta: dict | None) -> list[str]:
 
 
 def _json_value(value):
-    if value is pd.NA:
+    if is_na(value):
         return None
     if isinstance(value, (np.floating, float)):
         v = float(value)
@@ -268,6 +284,8 @@ def safe_cell(value):
 def csv_cells(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` ready for a CSV file: headers and text cells through ``safe_cell``, infinities
     blank (NaN already is)."""
+    import pandas as pd
+
     out = df.copy()
     out.columns = [safe_cell(str(c)) for c in df.columns]
     for i in range(out.shape[1]):
@@ -312,6 +330,8 @@ def table_cells(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool
     Durations in milliseconds, friendly headers (``HEADERS``), whole-valued columns without
     decimals, other numbers with the decimals their magnitude calls for. The text and Markdown
     tables and the HTML report's tables are all made of these."""
+    import pandas as pd
+
     shown = _display(df)
     whole = whole_columns(shown)
     cells = [
@@ -338,7 +358,96 @@ def render(
         if notes:
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
-    headers, cells, numeric = table_cells(df)
+    return render_cells(*table_cells(df), fmt, title, notes, meta)
+
+
+def column_cells(columns: dict) -> tuple[list[str], list[list[str]], list[bool]]:
+    """``table_cells`` of a table given as {column: 1-D numpy array}, without pandas: the
+    same headers and text (a numpy kind stands for the DataFrame's dtype: floats "f",
+    numbers "biufc")."""
+    headers, texts, numeric = [], [], []
+    for name, values in columns.items():
+        values = np.asarray(values)
+        number = values.dtype.kind in "biufc"
+        if is_duration(name) and number:
+            values = values * 1e3
+        headers.append(
+            str(HEADERS.get(name, milliseconds_name(name) if is_duration(name) else name))
+        )
+        finite = values[np.isfinite(values)] if values.dtype.kind == "f" else None
+        whole = (
+            finite is not None
+            and finite.size > 0
+            and bool(np.all(finite == np.round(finite)) and np.all(np.abs(finite) < 1e15))
+        )
+        texts.append([_whole(v) if whole else _fmt_number(v) for v in values.tolist()])
+        numeric.append(number)
+    return headers, [list(row) for row in zip(*texts)], numeric
+
+
+def render_columns(
+    columns: dict, fmt: str = "table", title: str = "", notes=(), meta: dict | None = None
+) -> str:
+    """``render``'s text or Markdown table of {column: 1-D array}, without pandas."""
+    return render_cells(*column_cells(columns), fmt, title, notes, meta)
+
+
+#: The cells ``row_text`` writes without pandas; a row with any other goes through ``render``.
+_PLAIN = (str, bool, np.bool_, int, np.integer, float, np.floating, type(None))
+
+
+def row_text(row: dict, fmt: str, title: str = "", notes=(), meta: dict | None = None) -> str:
+    """One row {column: value} as ``render(pd.DataFrame([row]), fmt, ...)`` writes it in
+    CSV or JSON, without pandas when every value is text, a number or None (issue 28: the
+    ``point`` command's output); the same bytes (tests/test_fast_output.py compares them)."""
+    if fmt not in ("csv", "json") or not all(isinstance(v, _PLAIN) for v in row.values()):
+        import pandas as pd
+
+        return render(pd.DataFrame([row]), fmt, title=title, notes=notes, meta=meta)
+    if fmt == "json":
+        payload = {
+            "title": title,
+            "metadata": _json_meta(meta or {}),
+            "rows": [{k: _json_value(v) for k, v in row.items()}],
+        }
+        if notes:
+            payload["notes"] = list(notes)
+        return json.dumps(payload, indent=2) + "\n"
+    lines = [*meta_lines(meta), *(str(n) for n in notes)]
+    comments = "".join(f"# {line.strip()}\n" for line in lines if line.strip())
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")  # pandas' to_csv: the same dialect
+    writer.writerow([safe_cell(str(c)) for c in row])
+    writer.writerow([_csv_value(v) for v in row.values()])
+    return comments + buffer.getvalue()
+
+
+def _csv_value(value) -> str:
+    """A cell as ``csv_text`` writes a one-row table's: floats as %.10g, blank when missing
+    or not finite, text through ``safe_cell``."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return f"{v:.10g}" if math.isfinite(v) else ""  # pandas float_format="%.10g"
+    return safe_cell(value)
+
+
+def render_cells(
+    headers: list[str],
+    cells: list[list[str]],
+    numeric: list[bool],
+    fmt: str = "table",
+    title: str = "",
+    notes=(),
+    meta: dict | None = None,
+) -> str:
+    """``render``'s "table" or "markdown" of a table given as text (``table_cells``):
+    numeric columns right-aligned; what a table of a few fields prints without pandas."""
     if fmt == "markdown":
         lines = []
         if title:

@@ -10,9 +10,10 @@ these columns are the same for the API, the command line and every table.
 from __future__ import annotations
 
 import dataclasses
+import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import SpecError
 from ..model.economics import mfu, usd_per_mtok
@@ -35,10 +36,13 @@ from ..model.layouts import (
 from ..model.machine import min_gpus
 from ..model.workload import compile_workload
 from .energy import ENERGY_COLUMNS, energy_columns
-from .intervals import add_intervals
+from .intervals import column_intervals
 from .prefill import FirstToken
 from .setting import Setting, check_values
 from .speculative import combine, draft_labels, draft_tokens, target_tokens
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Columns that say what a configuration is and what it achieves, in display order.
 POINT_COLUMNS = ["tokens_per_s", "usd_per_mtok", "gpus", "batch"]
@@ -167,6 +171,13 @@ class Decoder:
         ``layouts`` ({S: Layout}) and ``draft_layouts`` ({S: Layout}) give the layouts when
         they are already known (discrete search); otherwise the search of §A5 finds them.
         """
+        import pandas as pd  # on first use: ``describe_columns`` needs none (issue 28)
+
+        return pd.DataFrame(self.describe_columns(N, B, layouts, draft_layouts))
+
+    def describe_columns(self, N, B, layouts=None, draft_layouts=None) -> dict[str, np.ndarray]:
+        """``describe``'s table as {column: 1-D array}, in its order, without pandas (the
+        ``point`` command's output path, issue 28)."""
         N = np.atleast_1d(np.asarray(N, dtype=float))
         B = np.atleast_1d(np.asarray(B, dtype=float))
         if layouts is None:
@@ -181,10 +192,11 @@ class Decoder:
         chosen = chosen_layout(layouts, verify)
         df = self._frame(N, B, latency, draft_labels(self.setting.spec, verify), chosen, bd)
         if self.first is not None:
-            df["ttft_s"] = self._ttft(N, B, verify, chosen, draft_layouts)
+            df["ttft_s"] = np.broadcast_to(self._ttft(N, B, verify, chosen, draft_layouts), N.shape)
         first = [c for c in DETAIL_COLUMNS if c in df] + (["ttft_s"] if "ttft_s" in df else [])
-        df = df[first + [c for c in df.columns if c not in first]]
-        return add_intervals(df, self.setting)  # expected figures' intervals (§F12)
+        df = {c: df[c] for c in first + [c for c in df if c not in first]}
+        df.update(column_intervals(df, len(N), self.setting))  # expected figures' (§F12)
+        return df
 
     def _ttft(self, N, B, verify, chosen: Layout, draft_layouts):
         """Time to first token on the chosen layouts, plus the draft's prefill where the
@@ -231,7 +243,7 @@ class Decoder:
             out = _scatter(out, sel, part)
         return out if out is not None else _empty_breakdown(N.shape)
 
-    def _frame(self, N, B, latency, gamma, layout: Layout, bd: Breakdown) -> pd.DataFrame:
+    def _frame(self, N, B, latency, gamma, layout: Layout, bd: Breakdown) -> dict:
         s = self.setting
         p = layout.pipeline
         t = N / p
@@ -247,7 +259,7 @@ class Decoder:
         flop = self.work.total_flop(B, 1, s.context_tokens)
         parts = {name: getattr(bd, name) for name in (*ADDITIVE_PARTS, *SIDES)}
         with np.errstate(divide="ignore", invalid="ignore"):
-            df = pd.DataFrame(
+            df = _columns(
                 {
                     "tokens_per_s": 1.0 / latency,
                     "usd_per_mtok": usd_per_mtok(N, latency, B, s.gpu.price_usd_per_hour),
@@ -265,10 +277,12 @@ class Decoder:
                     "throughput_tokens_per_s": B / latency,
                     "tokens_per_s_per_gpu": B / latency / N,
                     **parts,
-                }
+                },
+                N.shape,
             )
-        df["bound"] = bound_label(
-            bd.weight_read_s, bd.kv_read_s, bd.activation_read_s, bd.arithmetic_s
+        df["bound"] = np.broadcast_to(
+            bound_label(bd.weight_read_s, bd.kv_read_s, bd.activation_read_s, bd.arithmetic_s),
+            N.shape,
         )
         energy = energy_columns(
             s,
@@ -279,9 +293,14 @@ class Decoder:
             bd.memory_time_s,
             bd.collective_bandwidth_s,
         )
-        for name, values in energy.items():
-            df[name] = values
+        df.update(_columns(energy, N.shape))
         return df
+
+
+def _columns(values: dict, shape) -> dict[str, np.ndarray]:
+    """{name: array of ``shape``}: scalars broadcast, as a DataFrame built from ``values``
+    holds them."""
+    return {k: np.broadcast_to(np.asarray(v), shape) for k, v in values.items()}
 
 
 def draft_prefill_layout(draft_layouts: dict[int, Layout] | None) -> Layout | None:
@@ -345,13 +364,29 @@ CONTINUOUS_NOTE = (
 
 
 def continuous_note(rows) -> str | None:
-    """``CONTINUOUS_NOTE`` when a described configuration (a row) or a table of them has a
-    GPU count, batch or degree that is not a whole number; None otherwise."""
-    frame = rows.to_frame().T if isinstance(rows, pd.Series) else rows
-    cols = [c for c in ("gpus", "batch", *LAYOUT_COLUMNS[:4]) if c in frame.columns]
-    values = pd.to_numeric(frame[cols].stack(), errors="coerce").to_numpy(dtype=float)
+    """``CONTINUOUS_NOTE`` when a described configuration (a row: a Series or a dict) or a
+    table of them (a DataFrame, or a dict of arrays) has a GPU count, batch or degree that is
+    not a whole number; None otherwise."""
+    names = ("gpus", "batch", *LAYOUT_COLUMNS[:4])
+    if isinstance(rows, dict):  # without pandas (issue 28)
+        cells = [np.asarray(rows[c]).ravel().tolist() for c in names if c in rows]
+        values = np.array([_number(v) for column in cells for v in column], dtype=float)
+    else:
+        import pandas as pd
+
+        frame = rows.to_frame().T if isinstance(rows, pd.Series) else rows
+        cols = [c for c in names if c in frame.columns]
+        values = pd.to_numeric(frame[cols].stack(), errors="coerce").to_numpy(dtype=float)
     real = np.isfinite(values) & ~is_whole(np.where(np.isfinite(values), values, 0.0))
     return CONTINUOUS_NOTE if real.any() else None
+
+
+def _number(value) -> float:
+    """A cell as ``pd.to_numeric(errors="coerce")`` reads it: a number, else NaN."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def evaluate(setting: Setting, gpus, batch, discrete: bool = False) -> pd.DataFrame:
@@ -359,6 +394,13 @@ def evaluate(setting: Setting, gpus, batch, discrete: bool = False) -> pd.DataFr
     (``gpus`` and ``batch`` broadcast against each other), each at its best layout: §A5's
     continuous ones (the paper's model, real-valued degrees), or with ``discrete`` the whole
     layouts of §B7 (whole GPUs; what an engine launches)."""
+    import pandas as pd  # on first use: ``evaluate_columns`` needs none (issue 28)
+
+    return pd.DataFrame(evaluate_columns(setting, gpus, batch, discrete))
+
+
+def evaluate_columns(setting: Setting, gpus, batch, discrete: bool = False) -> dict:
+    """``evaluate``'s table as {column: 1-D array}, in its order, without pandas."""
     gpus, batch = check_values("gpus", gpus), check_values("batch", batch)
     try:
         gpus, batch = np.broadcast_arrays(gpus, batch)
@@ -370,7 +412,7 @@ def evaluate(setting: Setting, gpus, batch, discrete: bool = False) -> pd.DataFr
             "give as many of each, or one of either",
         ) from None
     if not discrete:
-        return Decoder(setting).describe(gpus, batch)
+        return Decoder(setting).describe_columns(gpus, batch)
     check_whole_gpus(gpus)
     N = np.asarray(gpus, dtype=float).ravel()
     B = np.asarray(batch, dtype=float).ravel()
@@ -378,7 +420,8 @@ def evaluate(setting: Setting, gpus, batch, discrete: bool = False) -> pd.DataFr
     parts, order = [], []
     for n in np.unique(N):  # whole layouts are searched one GPU count at a time
         at = np.flatnonzero(n == N)
-        parts.append(decoder.describe(N[at], B[at], *decoder.whole_layouts(N[at], B[at])))
+        layouts = decoder.whole_layouts(N[at], B[at])
+        parts.append(decoder.describe_columns(N[at], B[at], *layouts))
         order.append(at)
-    df = pd.concat(parts, ignore_index=True)
-    return df.iloc[np.argsort(np.concatenate(order), kind="stable")].reset_index(drop=True)
+    rank = np.argsort(np.concatenate(order), kind="stable")
+    return {c: np.concatenate([part[c] for part in parts])[rank] for c in parts[0]}

@@ -33,15 +33,17 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, cast, get_args, overload
+from typing import TYPE_CHECKING, Literal, cast, get_args, overload
 
 import numpy as np
-import pandas as pd
 
 from ..errors import SpecError
 from ..model.breakdown import ADDITIVE_PARTS, FULL_READS, Bound
 from ..model.power import board_power_w, it_power_w
 from .setting import Setting
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The interval levels every expected figure carries, percent.
 LEVELS = (80, 90)
@@ -572,15 +574,29 @@ def add_intervals(
     ``bound`` and ``gpus`` default to the table's ``bound`` and ``gpus`` columns."""
     if not expected(setting) or df.empty:
         return df
-    n = len(df)
-    bound = df["bound"].to_numpy() if bound is None else np.broadcast_to(bound, n)
-    gpus = df["gpus"].to_numpy() if gpus is None else np.broadcast_to(gpus, n)
     out = df.copy()
-    names = columns or [c for c in df.columns if has_interval(c)]
-    for name in [c for c in names if c in df]:
-        ends = figure_limits(name, df[name].to_numpy(dtype=float), setting, gpus, bound)
-        for column, (_, values) in zip(interval_columns(name), _ordered(ends)):
-            out[column] = values
+    for column, values in column_intervals(df, len(df), setting, bound, gpus, columns).items():
+        out[column] = values
+    return out
+
+
+def column_intervals(
+    columns, n: int, setting: Setting, bound=None, gpus=None, names=None
+) -> dict[str, np.ndarray]:
+    """The interval columns (in ``add_intervals``' order) of ``n`` rows given as ``columns``
+    (a DataFrame or a dict of equal-length arrays, issue 28's pandas-free path); {} for a
+    bound. ``names``: only those figures."""
+    if not expected(setting) or n == 0:
+        return {}
+    bound = np.asarray(columns["bound"]) if bound is None else np.broadcast_to(bound, n)
+    gpus = np.asarray(columns["gpus"]) if gpus is None else np.broadcast_to(gpus, n)
+    out: dict[str, np.ndarray] = {}
+    names = names or [c for c in columns if has_interval(c)]
+    for name in [c for c in names if c in columns]:
+        values = np.asarray(columns[name], dtype=float)
+        ends = figure_limits(name, values, setting, gpus, bound)
+        for column, (_, limits) in zip(interval_columns(name), _ordered(ends)):
+            out[column] = limits
     return out
 
 
@@ -682,6 +698,8 @@ def series_intervals(
         out[key] = value
         for column in interval_columns(key) if key in names else ():
             out[column] = ends[column]
+    import pandas as pd  # on first use (issue 28)
+
     return pd.Series(out)
 
 

@@ -11,9 +11,9 @@ read.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .. import settings as table
 from ..errors import SpecError
@@ -30,6 +30,9 @@ from ..model.values import Floats
 from ..specs.schema import check_number
 from .energy import energy_columns
 from .setting import Setting, check_context
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def prefill_model(setting: Setting, integer_layouts: bool = False) -> StepModel:
@@ -381,4 +384,6 @@ def prefill(
     )
     row["joules_per_input_token"] = float(energy["joules_per_output_token"])
     row["it_power_w_per_gpu"] = float(energy["it_power_w_per_gpu"])
+    import pandas as pd  # on first use: a point's output needs no pandas (issue 28)
+
     return pd.Series(row)
