@@ -7,14 +7,20 @@ read from ``resource.getrusage(RUSAGE_CHILDREN)``. The baseline is the code at `
 tracked files are copied to another, and each runs from its folder. Both are measured twice: as
 this machine runs them (``PYTHONDONTWRITEBYTECODE=1``: the package is compiled on every start)
 and with compiled bytecode (``compileall`` first, in the temporary folder; the installed
-libraries have theirs). The plans (the "plans side by side" table) are compared line by line.
+libraries have theirs). The plans (the "plans side by side" table) are compared line by line,
+and the whole printed text too.
 
-    python benchmarks/bench_capacity.py [--baseline main] [--repeat 1]
+``--breakdown`` prints where this tree's walk-through spends its CPU instead (one in-process
+run): the simulations by requests simulated (runs, of them stopped once they certainly missed
+a target, CPU seconds), and within them the choice of each instance's layout.
+
+    python benchmarks/bench_capacity.py [--baseline main] [--repeat 1] [--breakdown]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -82,11 +88,76 @@ def plans(text: str) -> list[str]:
     return lines[start:end]
 
 
+#: Run in a new process from the tree (``python -c``): the walk-through with its simulations and
+#: layout choices timed (``--breakdown``); a JSON line on stderr.
+BREAKDOWN = """
+import json, sys, time
+from collections import defaultdict
+from inference_econ.optimise import load_search
+from inference_econ.serving.load import deployment
+from inference_econ.cli import main
+runs = defaultdict(lambda: [0, 0, 0.0])
+layout = [0, 0.0]
+simulate, instance_for = load_search.simulate_deployment, deployment.instance_for
+def timed(setting, d, traffic, *args, **kwargs):
+    start = time.process_time()
+    result = simulate(setting, d, traffic, *args, **kwargs)
+    row = runs[traffic.simulated_requests]
+    row[0] += 1
+    row[1] += result.stopped_for is not None
+    row[2] += time.process_time() - start
+    return result
+def chosen(*args, **kwargs):
+    start = time.process_time()
+    try:
+        return instance_for(*args, **kwargs)
+    finally:
+        layout[0] += 1
+        layout[1] += time.process_time() - start
+load_search.simulate_deployment = timed
+deployment.instance_for = chosen
+start = time.process_time()
+try:
+    main(sys.argv[1:], standalone_mode=False)
+finally:
+    total = time.process_time() - start
+    print(json.dumps({"runs": runs, "layout": layout, "total": total}), file=sys.stderr)
+"""
+
+
+def breakdown(tree: Path) -> None:
+    """Where the walk-through spends its CPU, in this tree (``--breakdown``)."""
+    err = subprocess.run(
+        [sys.executable, "-c", BREAKDOWN, *WALK_THROUGH],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        env=environment(tree, False),
+    ).stderr
+    got = json.loads(err.strip().splitlines()[-1])
+    print("the walk-through in this tree, one run in process, CPU seconds")
+    print(f"{'requests simulated':>18s} {'runs':>5s} {'stopped':>8s} {'CPU s':>7s}")
+    for n, (count, stopped, seconds) in sorted(got["runs"].items(), key=lambda kv: int(kv[0])):
+        print(f"{int(n):>18,d} {count:>5d} {stopped:>8d} {seconds:7.2f}")
+    count, seconds = got["layout"]
+    print(
+        f"choosing instances' layouts ({count} choices, in these runs and the lattices' starts): {seconds:.2f}"
+    )
+    print(f"the command after the imports of the CLI: {got['total']:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="main", help="git ref of the code compared")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--breakdown", action="store_true", help="where this tree's walk-through spends its CPU"
+    )
     args = parser.parse_args()
+    if args.breakdown:
+        breakdown(ROOT)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "baseline"
         base.mkdir()
@@ -133,6 +204,8 @@ def main() -> None:
             print(f"{what:42s} same plans: {'yes' if a == b else 'NO'}")
             if a != b:
                 print("\n".join(["baseline:", *a, "this tree:", *b]))
+            same = len(set(outputs.values())) == 1
+            print(f"{what:42s} the same text, every line: {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":
