@@ -532,15 +532,21 @@ def simulate_load(
     its last one finishes). Returns a ``LoadResult``: TTFT, TPOT and end-to-end distributions, throughput,
     goodput against the ``slo_*`` targets, utilisation and $ per million tokens."""
     from .optimise.load_search import check_budget
-    from .serving.load.deployment import simulate_deployment
+    from .serving.intervals import expected, interval_keys
+    from .serving.load.deployment import count_intervals, simulate_deployment
 
     problem, traffic, targets, config, v = _load_inputs(kwargs, closed_loop=True)
     setting = _settings(model, hardware, problem)[0]
     d = _deployment(
         setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"], v, model, problem
     )
-    check_budget(traffic, 2 if d.disaggregated else 1, "simulate", _yes(yes))
+    runs = 2 if d.disaggregated else 1
+    runs += len(interval_keys()) if expected(setting) else 0  # the counts' interval ends
+    check_budget(traffic, runs, "simulate", _yes(yes))
     result = simulate_deployment(setting, d, traffic, targets, config, progress)
+    ends = count_intervals(setting, d, traffic, targets, config, result)
+    if ends:
+        result = dataclasses.replace(result, count_ends=tuple(ends.items()))
     if result.requests and result.rejected >= result.requests:
         raise InfeasibleError(
             f"no request fits in one instance's KV cache: all {result.requests} requests "

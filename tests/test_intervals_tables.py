@@ -176,12 +176,9 @@ NOT_PREDICTED = {
     "prefill_gpus_per_instance",
     "prefill_instances",
     "rate_per_s",
-    "preemptions",
-    "rejected",
     "requests",
     "usd_per_hour",
     "input_tokens_per_output_token",
-    "goodput_fraction",
 }
 #: A run that keeps up serves the offered load: its rates, prices and MFU are that load's.
 OFFERED = {
@@ -236,3 +233,52 @@ def test_no_expected_figure_of_one_result_is_bare(args):
             assert low90 <= row[c] <= high90, c
     for c in [c for c in figures if c.endswith(("mfu", "_fraction"))]:
         assert all(float(row[e]) <= 1.0 for e in interval_columns(c) if e in df), c
+
+
+def test_simulated_counts_carry_the_runs_at_the_step_times_ends():
+    """Preemptions, rejections and the share within the targets (§F12): an engine whose every
+    step takes twice as long serves Poisson arrivals at rate r on exactly the schedule this
+    engine serves at 2r, on a clock twice as slow (a power of two: the same floats, halved),
+    so the count at a band end k is the run at k r. Checked here on the step table itself; the
+    vLLM run below preempts, and its counts' intervals hold the run's own count."""
+    import copy
+    import dataclasses
+
+    import numpy as np
+
+    from inference_econ.serving.load.arrivals import Traffic
+    from inference_econ.serving.load.deployment import instance_for, offered_load, reference_context
+    from inference_econ.serving.load.engine import ENGINE_OWN, EngineConfig, engine_config
+    from inference_econ.serving.load.lengths import parse_lengths
+    from inference_econ.serving.load.simulate import simulate
+    from inference_econ.serving.setting import make_setting
+
+    setting = make_setting(
+        "Llama 3.3 70B", "H100", weight_bits=8, assumptions="achievable", engine="vllm"
+    )
+    config = engine_config(EngineConfig(engine_own=ENGINE_OWN), setting)
+    traffic = Traffic(
+        3.0, parse_lengths("lognormal:2000:0.8"), parse_lengths("lognormal:800:0.6"), requests=400
+    )
+    inst = instance_for(setting, 2, config, reference_context(traffic), offered_load(traffic, 1))
+    slow = copy.copy(inst.table)
+    for name in ("fixed_s", "memory_s", "compute_s"):
+        setattr(slow, name, [2.0 * t for t in getattr(inst.table, name)])
+    for name in ("sequence_s", "request_s", "kv_s", "attention_s"):
+        setattr(slow, name, 2.0 * getattr(inst.table, name))
+    slowed = simulate(dataclasses.replace(inst, table=slow), traffic.stream())
+    faster = simulate(inst, traffic.at_rate(6.0).stream())
+    assert slowed.preemptions.sum() > 0
+    assert np.array_equal(slowed.preemptions, faster.preemptions)
+    assert np.array_equal(slowed.finish_s, 2.0 * faster.finish_s, equal_nan=True)
+
+    args = ["simulate", "Llama 3.3 70B", "-H", "H100", "--gpus", 2, "--weight-bits", 8]
+    args += ["--rate", 3, "--requests", 400, "--prompt-tokens", "lognormal:2000:0.8"]
+    args += ["--output-tokens", "lognormal:800:0.6", "--engine", "vllm", "--format", "csv"]
+    _, df = _table(_run([*args, "--slo-ttft-p99", 2, "--slo-tpot-p99", 0.08])[0])
+    row = df.iloc[0]
+    assert row["preemptions"] > 0
+    for name in ("preemptions", "rejected", "goodput_fraction"):
+        low80, high80, low90, high90 = (float(row[c]) for c in interval_columns(name))
+        assert low90 <= low80 <= row[name] <= high80 <= high90, name
+    assert float(row["preemptions_low90"]) < float(row["preemptions_high90"])

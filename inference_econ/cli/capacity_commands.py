@@ -275,7 +275,14 @@ def _odds_notes(result) -> list[str]:
             if result.traffic.startswith("closed loop")
             else "rates, prices and MFU are the offered load's (capacity --confidence sizes for it); "
             "energy and power carry the throughput's band and the power model's (§F12); "
-            "counts of the simulated schedule (preemptions, rejections, goodput share) none."
+            + (
+                "counts of the simulated schedule (preemptions, rejections, goodput share) "
+                "are those of runs whose every step takes the time per output token's ends "
+                "(§F12)."
+                if result.count_ends
+                else "counts of the simulated schedule (preemptions, rejections, goodput share) "
+                "none: sessions, routers and disaggregated pools are not rerun at the ends."
+            )
             if result.stable
             else "the deployment does not keep up: its rates and prices are its capacity."
         )

@@ -32,7 +32,7 @@ from ..serving.intervals import (
     load_intervals,
 )
 from ..serving.load.arrivals import Traffic
-from ..serving.load.deployment import Deployment, Pool
+from ..serving.load.deployment import Deployment, Pool, count_intervals
 from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
 from ..serving.load.failures import Failures, expected_capacity
 from ..serving.load.results import LoadResult
@@ -166,7 +166,7 @@ class CapacityPlan:
         r, c = self.result, self.confident
         assert c is not None, "odds are stated for a plan with a confident level"
         bound = self.setting_bound()
-        out = {**self.intervals(), **load_intervals(r)}
+        out = {**self.intervals(), **load_intervals(r), **dict(r.count_ends)}
         out.update(headroom_intervals(out, self.rate_per_s, r.targets.limits))
         out.update(
             {
@@ -653,6 +653,9 @@ def cheapest_deployment(
         )
     _, _, setting, deployment = options[0]
     deployment, result = _verify(setting, deployment, traffic, targets, config)
+    ends = count_intervals(setting, deployment, traffic, targets, config, result)
+    if ends:  # the plan's simulated counts at the step time's ends (§F12)
+        result = dataclasses.replace(result, count_ends=tuple(ends.items()))
     per = _per_instance_rate(rows, setting, deployment)
     notes = list(result.notes)
     if not result.meets_targets:

@@ -4,6 +4,7 @@ range beside each figure; CSV and JSON keep the ``*_low80/_high80/_low90/_high90
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def ranged(series):
     for key, value in series.items():
         if key in drop:
             continue
-        if key in figures and isinstance(value, (int, float)):
+        if key in figures and isinstance(value, numbers.Real) and not isinstance(value, bool):
             ends = [series[c] for c in interval_columns(key)]
             parts = [
                 f"{level} %: {_text(ends[2 * i], key)}-{_text(ends[2 * i + 1], key)}"

@@ -15,6 +15,7 @@ import numpy as np
 from ...errors import InfeasibleError, SpecError, plural
 from ...model.mixed_step import EngineLayout
 from ..disaggregation import kv_transfer_s
+from ..intervals import interval_columns, interval_keys, load_intervals
 from ..setting import Setting
 from .arrivals import Arrivals, Traffic
 from .engine import (
@@ -147,6 +148,102 @@ def instance_for(
     fastest (§E6; instances are cached: searches reuse them)."""
     layout = _search(setting, gpus).choose(config, context, load)
     return _instance_with(setting, gpus, config, context, layout)
+
+
+#: The counts of a simulated schedule that carry an interval (``count_intervals``).
+COUNTS = ("preemptions", "rejected", "goodput_fraction")
+
+
+def _scaled_targets(targets: Targets, factor: float) -> Targets:
+    """The targets read on a clock running ``factor`` times faster."""
+
+    def per(t: float | None) -> float | None:
+        return None if t is None else t / factor
+
+    return Targets(
+        ttft_p99_s=per(targets.ttft_p99_s),
+        tpot_p99_s=per(targets.tpot_p99_s),
+        e2e_p99_s=per(targets.e2e_p99_s),
+    )
+
+
+def count_intervals(
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    targets: Targets,
+    config: EngineConfig,
+    result: LoadResult,
+) -> dict[str, float]:
+    """The interval columns of a run's simulated counts - preemptions, rejected requests and
+    the share of requests within the targets (docs/model.md §F12) - under an engine profile;
+    {} for an ideal bound, a stopped run, or a run this rule does not cover.
+
+    The engine's step times are uncertain by the band of its time per output token
+    (``load_intervals``: the run's mean TPOT at each interval end over its value, ``k``). An
+    engine whose every step takes ``k`` times as long serves Poisson arrivals at rate ``r``
+    on exactly the schedule this engine serves at ``k r``, on a clock ``k`` times slower:
+    each end is that run (the same instance and draws), its counts as they are and its
+    latencies judged against the targets divided by ``k``. A closed loop has no clock of its
+    own (clients wait for answers), so its counts are its own at every end. Sessions, a
+    router other than random, and disaggregated pools are not covered ({})."""
+    ends = load_intervals(result)
+    tpot = result.tpot_s.mean
+    have = interval_columns("tpot_mean_s")
+    if result.stopped_for is not None or not all(c in ends for c in have) or not tpot > 0:
+        return {}
+    if traffic.clients is not None:  # scale-free: the same schedule on a slower clock
+        out = {}
+        for name in ("preemptions", "rejected"):
+            out.update(dict.fromkeys(interval_columns(name), float(getattr(result, name))))
+        for column, k in zip(have, (ends[c] / tpot for c in have)):
+            judged = (
+                result.with_targets(_scaled_targets(targets, k)) if not targets.empty else result
+            )
+            out[column.replace("tpot_mean_s", "goodput_fraction")] = judged.goodput_fraction
+        return _ordered_counts(out, result, interval_columns)
+    K = deployment.instances
+    if (
+        deployment.disaggregated
+        or traffic.sessions
+        or traffic.shared_prefix_tokens > 0
+        or (K > 1 and config.router != "random")
+    ):
+        return {}
+    inst = instance_for(
+        setting,
+        deployment.gpus_per_instance,
+        config,
+        reference_context(traffic),
+        offered_load(traffic, K),
+    )
+    out = {}
+    for key, column in zip(interval_keys(), have):
+        k = ends[column] / tpot
+        faster = traffic.at_rate(traffic.offered_rate_per_s * k)  # a trace: its times / k
+        record = simulate(inst, faster.stream(K))
+        run = summarise(inst, record, faster, _scaled_targets(targets, k), K)
+        for name in COUNTS:
+            out[f"{name}_{key}"] = float(getattr(run, name))
+    return _ordered_counts(out, result, interval_columns)
+
+
+def _ordered_counts(out: dict, result: LoadResult, interval_columns) -> dict[str, float]:
+    """Each count's interval from the runs at the step time's ends (``out``: by the step
+    time's end): at each level the least and the most of those runs and the run itself (a
+    slower engine preempts more and keeps fewer requests within the targets), the 90 %
+    interval holding the 80 %."""
+    ordered: dict[str, float] = {}
+    for name in COUNTS:
+        columns = interval_columns(name)
+        if not all(c in out for c in columns):
+            continue
+        v = [out[c] for c in columns]  # at the step time's low80 high80 low90 high90
+        own = float(getattr(result, name))
+        low80, high80 = min(v[0], v[1], own), max(v[0], v[1], own)
+        low90, high90 = min(v[2], v[3], low80), max(v[2], v[3], high80)
+        ordered.update(zip(columns, (low80, high80, low90, high90)))
+    return ordered
 
 
 def simulate_deployment(

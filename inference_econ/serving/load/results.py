@@ -137,6 +137,9 @@ class LoadResult:
     #: ``stop``; None: the run is whole). Its figures cover the requests served by then, and
     #: it is judged only against those targets (``with_targets``).
     stopped_for: Targets | None = None
+    #: The interval columns of the simulated counts (``deployment.count_intervals``: runs at
+    #: the ends of the step time's band), as (column, value) pairs; () where none was run.
+    count_ends: tuple[tuple[str, float], ...] = ()
 
     def with_targets(self, targets: Targets) -> LoadResult:
         """The same run judged against other targets (goodput, headroom, whether met)."""
@@ -285,6 +288,7 @@ class LoadResult:
         for name, value in self.headroom.items():
             out[f"{name}_headroom"] = value
         out.update(load_intervals(self))  # an expected figure's interval (§F12)
+        out.update(self.count_ends)
         return out
 
     def to_dataframe(self) -> pd.DataFrame:
