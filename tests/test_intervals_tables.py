@@ -128,7 +128,7 @@ def test_text_tables_show_the_ranges_and_the_plan_its_odds(tmp_path, small):
 def test_context_parallel_states_its_figures_and_gives_ttft_intervals():
     """context-parallel's times are times to first token: under an engine profile each carries
     the TTFT stratum's interval (a 1,000-token prefill is compute-bound on an H100), the
-    speed-ups none; its first line (CSV: first note) says expected or ideal bound."""
+    speed-ups their times' paired ends; its first line (CSV: first note) says expected or ideal bound."""
     import inference_econ as ie
     from inference_econ.serving.intervals import stratum_bands
 
@@ -144,7 +144,21 @@ def test_context_parallel_states_its_figures_and_gives_ttft_intervals():
         assert low90 < low80 < v < high80 < high90, figure
         assert high80 / v == pytest.approx(math.exp(band.q90), rel=1e-9), figure
         assert low90 / v == pytest.approx(math.exp(band.q05), rel=1e-9), figure
-    assert not [c for c in df.columns if c.startswith("speedup") and c.endswith("_low80")]
+    # a speed-up's interval pairs its two times' same ends (§F12): in one stratum the engine's
+    # error cancels, and the interval is the speed-up itself
+    row = df.iloc[0]
+    for speedup, chained in (
+        ("speedup_ring_attention", "ring_attention_s"),
+        ("speedup_kv_runahead", "kv_runahead_balanced_s"),
+    ):
+        low80, high80, low90, high90 = (float(row[c]) for c in interval_columns(speedup))
+        assert low90 <= low80 <= row[speedup] <= high80 <= high90
+        ends = [
+            row[c] / row[t]
+            for c, t in zip(interval_columns("single_device_s"), interval_columns(chained))
+        ]
+        assert low90 == pytest.approx(min(*ends, row[speedup]), rel=1e-8)
+        assert high90 == pytest.approx(max(*ends, row[speedup]), rel=1e-8)
     out = _run([*args, "--assumptions", "achievable"])[0]
     assert out.startswith(EXPECTED) and "single_device_ms 90 %" in out
     out = _run(args)[0]
@@ -282,3 +296,29 @@ def test_simulated_counts_carry_the_runs_at_the_step_times_ends():
         low80, high80, low90, high90 = (float(row[c]) for c in interval_columns(name))
         assert low90 <= low80 <= row[name] <= high80 <= high90, name
     assert float(row["preemptions_low90"]) < float(row["preemptions_high90"])
+
+
+def test_elasticities_carry_their_runs_paired_ends():
+    """An elasticity under an engine profile takes each run's figure at the same end of its
+    own interval (§F12): the price's elasticity of speed is exactly 0 with a zero-width
+    interval, the price's elasticity of cost exactly 1, and every interval holds its value.
+    (Independent ends gave the first one +-1.6.)"""
+    import inference_econ as ie
+    from inference_econ.studies import sensitivity
+
+    setting = ie.make_setting("Llama 3 8B", "H100", assumptions="achievable")
+    coarse = ie.Method(grid_points=60)
+    df = sensitivity.elasticities(setting, ["price", "hbm_bandwidth"], method=coarse)
+    price = df.set_index("parameter").loc["price"]
+    for end in interval_columns("fastest_speed_elasticity"):
+        assert price[end] == 0.0
+    for end in interval_columns("cost_at_speed_elasticity"):
+        assert price[end] == pytest.approx(1.0, abs=1e-12)
+    for _, row in df.iterrows():
+        for name in ("fastest_speed_elasticity", "cost_at_speed_elasticity"):
+            low80, high80, low90, high90 = (row[c] for c in interval_columns(name))
+            assert low90 <= low80 <= row[name] <= high80 <= high90, (row.parameter, name)
+    bound = sensitivity.elasticities(
+        ie.make_setting("Llama 3 8B", "H100", assumptions="refined"), ["price"], method=coarse
+    )
+    assert not [c for c in bound.columns if c.endswith("_low80")]  # an ideal bound: none

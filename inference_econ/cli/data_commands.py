@@ -281,19 +281,17 @@ def sweep(
         result = sens.elasticities(setting, at_speed=speed, progress=progress, method=method)
         meta["at_speed_tokens_per_s"] = speed
         title = tornado_title(setting, speed, at_speed is None)
-        # an elasticity is a dimensionless ratio of log changes of one expected figure: no kind
-        # of the interval table (throughput, TPOT, TTFT) is its error, so it carries none
         notes = (
             [
-                "No interval on the elasticities: each is a ratio of changes of one expected "
-                "figure, and the interval table (throughput, TPOT, TTFT) holds errors of figures, "
-                "not of their changes. The figures with their intervals: sweep --param."
+                "Elasticities' intervals: each run's figure at the same end of its own interval "
+                "(one engine's error at the same quantile in both runs): where both runs fall in "
+                "one stratum of the interval table the error cancels and the elasticity is exact "
+                "(docs/model.md §F12). The figures with their intervals: sweep --param."
             ]
             if setting.assumptions.achievable
             else []
         )
-        expected = setting.assumptions.achievable
-        table = stated_table(result, format, setting, title, meta, notes, intervals=not expected)
+        table = stated_table(result, format, setting, title, meta, notes)
         click.echo(table, nl=False)
         stem, fmts = FigureFile.target(tornado)
         save(tornado_figure(result, title), stem, fmts)

@@ -235,8 +235,9 @@ def context_parallel(
         notes.append(
             "Intervals: each time is a time to first token's (one device's on its GPUs, a "
             "chain's on all its devices' GPUs, compute- or memory-bound by its tokens per "
-            "device); none on the speed-ups (ratios of two times of one prompt, whose errors are "
-            "paired) or on equal_chunks_spread (a ratio of two devices' times)."
+            "device); a speed-up's and equal_chunks_spread's are the ratios of their times at "
+            "the same end of each one's interval (one engine's error at the same quantile: "
+            "exact where both times fall in one stratum, §F12)."
         )
     click.echo(stated_table(df, format, setting, title, _meta(setting), notes), nl=False)
 
@@ -250,6 +251,8 @@ def _chain_intervals(df, setting, devices: int, device_gpus: float):
         CHAIN_FIGURES,
         CONTEXT_PARALLEL_FIGURES,
         bound_of_tokens,
+        interval_columns,
+        paired_ratio_intervals,
         series_intervals,
     )
 
@@ -261,7 +264,17 @@ def _chain_intervals(df, setting, devices: int, device_gpus: float):
         alone = str(bound_of_tokens(setting, tokens))
         row = series_intervals(row, setting, device_gpus, alone, single)
         shared = str(bound_of_tokens(setting, tokens / devices))
-        rows.append(series_intervals(row, setting, devices * device_gpus, shared, chain))
+        row = series_intervals(row, setting, devices * device_gpus, shared, chain).to_dict()
+        for name, chained in (
+            ("speedup_ring_attention", "ring_attention_s"),
+            ("speedup_kv_runahead", "kv_runahead_balanced_s"),
+        ):
+            row.update(paired_ratio_intervals(row, "single_device_s", chained, name))
+        # one chain's devices, each in the chain's stratum: their error cancels in the spread
+        row.update(
+            dict.fromkeys(interval_columns("equal_chunks_spread"), row["equal_chunks_spread"])
+        )
+        rows.append(row)
     return pd.DataFrame(rows).reset_index(drop=True)
 
 
@@ -309,8 +322,10 @@ def disagg(
     notes = [*df.attrs["notes"], *layout_notes(df.attrs["decode_layout"], discrete)]
     if setting.assumptions.achievable:
         notes.append(
-            "No interval on kv_transfer_s (the KV cache over the link at its bandwidth, not an "
-            "engine step) or on the busy fractions (ratios of two figures of one kind)."
+            "kv_transfer_s is an ideal bound, not an expected figure: the KV cache over each "
+            "GPU's NIC at its datasheet bandwidth (no engine step, so no interval). The busy "
+            "fractions' intervals put the prefill pool's time per request at the ends of a "
+            "prompt's band and the decode pool's at a step's, at opposite ends (§F12)."
         )
     meta = layout_meta(_meta(setting), discrete)
     click.echo(stated_table(df, format, setting, df.attrs["note"], meta, notes), nl=False)

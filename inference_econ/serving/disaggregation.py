@@ -31,7 +31,7 @@ from ..model.mixed_step import EngineLayout, mixed_step_s
 from ..model.values import Floats
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
-from .intervals import add_intervals
+from .intervals import LEVELS, add_intervals, expected, figure_limits
 from .load.engine import DEFAULT_ENGINE
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
@@ -144,6 +144,9 @@ def compare(
     # expected figures' intervals (§F12), in the decode instance's stratum: TTFT for the time
     # to first token, TPOT for the decode step and speed, throughput for GPU time and prices
     df = add_intervals(pd.DataFrame(rows), setting, bound=row["bound"], gpus=float(decode_gpus))
+    prefill_s, decode_s = pooled.latency_s / batch_p, output_tokens * step / decode_batch
+    for name, ends in busy_intervals(setting, row["bound"], decode_gpus, prefill_s, decode_s):
+        df.loc[1, name] = ends
     df.attrs["note"] = (
         f"{setting.model.name} on {setting.gpu.name}: {prompt_tokens:g} prompt + {output_tokens:g} output tokens; "
         f"decode on {decode_gpus:g} {plural(decode_gpus, 'GPU')} at batch {decode_batch:g}; prefill pool "
@@ -218,6 +221,31 @@ class PoolBalance:
     prefill_busy_fraction: float
     decode_busy_fraction: float
     gpu_s_per_request: float
+
+
+def busy_intervals(setting: Setting, bound: str, gpus: float, prefill_s: float, decode_s: float):
+    """(column, value) pairs of the interval ends of the pools' busy fractions under an engine
+    profile (docs/model.md §F12; none for an ideal bound): the prefill pool's time per request
+    at the ends of a prompt's band (TTFT) and the decode pool's at those of a step's (TPOT),
+    each fraction at the opposite ends (the errors of the two kinds are not assumed paired)
+    and the value itself between them."""
+    if not expected(setting):
+        return []
+    out = []
+    ends_p = figure_limits("ttft_s", [prefill_s], setting, [gpus], [bound])
+    ends_d = figure_limits("decode_latency_s", [decode_s], setting, [gpus], [bound])
+    nominal = pool_balance(1.0, prefill_s, 1.0, decode_s)
+    for level in LEVELS:
+        p_lo, p_hi = float(ends_p[f"low{level}"][0]), float(ends_p[f"high{level}"][0])
+        d_lo, d_hi = float(ends_d[f"low{level}"][0]), float(ends_d[f"high{level}"][0])
+        least = pool_balance(1.0, p_lo, 1.0, d_hi)  # a fast prefill beside a slow decode
+        most = pool_balance(1.0, p_hi, 1.0, d_lo)
+        for pool in ("prefill", "decode"):
+            name = f"{pool}_pool_busy_fraction"
+            values = [getattr(b, f"{pool}_busy_fraction") for b in (least, most, nominal)]
+            out.append((f"{name}_low{level}", min(values)))
+            out.append((f"{name}_high{level}", max(values)))
+    return out
 
 
 def pool_balance(

@@ -726,6 +726,21 @@ def ratio_intervals(row, numerator: str, denominator: str, name: str) -> dict:
     return dict(zip(interval_columns(name), ends))
 
 
+def paired_ratio_intervals(row, numerator: str, denominator: str, name: str) -> dict:
+    """The interval columns of ``name`` = ``numerator`` / ``denominator``, two figures of one
+    engine and one prompt, each at the same end of its own interval (the engine's error at the
+    same quantile in both: where they fall in one stratum it cancels, and the ratio is exact),
+    between the least and the most of those and the ratio itself; {} where either has none."""
+    top, bottom = interval_columns(numerator), interval_columns(denominator)
+    if row is None or not all(c in row for c in (*top, *bottom)):
+        return {}
+    value = float(row[numerator]) / float(row[denominator])
+    e = [float(row[t]) / float(row[b]) for t, b in zip(top, bottom)]
+    low80, high80 = min(e[0], e[1], value), max(e[0], e[1], value)
+    low90, high90 = min(e[2], e[3], low80), max(e[2], e[3], high80)
+    return dict(zip(interval_columns(name), (low80, high80, low90, high90)))
+
+
 def headroom_intervals(row, rate_per_s: float, limits: dict[str, float]) -> dict:
     """The interval columns of a plan's headrooms from those of the figures they are read
     from in ``row``: ``load_headroom`` = max rate / offered rate − 1, and ``<m>_headroom`` =

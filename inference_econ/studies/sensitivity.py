@@ -17,7 +17,7 @@ from .. import settings as table
 from ..errors import SpecError, did_you_mean, short
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
-from ..serving.intervals import renamed_intervals
+from ..serving.intervals import interval_columns, renamed_intervals
 from ..serving.setting import Setting, check_windows
 from ..specs.hardware import derive
 from ..specs.schema import check_number
@@ -189,13 +189,35 @@ def elasticities(
         df = sweep(setting, p, [0.5, 2.0], at_speed, method=method)
         speed = np.log(df.fastest_tokens_per_s.to_numpy())
         cost = np.log(df.usd_per_mtok_at_speed.to_numpy())
-        rows.append(
-            {
-                "parameter": p,
-                "description": PARAMETERS[p][1],
-                "fastest_speed_elasticity": (speed[1] - speed[0]) / np.log(4.0),
-                "cost_at_speed_elasticity": (cost[1] - cost[0]) / np.log(4.0),
-                "at_speed_tokens_per_s": float(at_speed),
-            }
-        )
+        row = {
+            "parameter": p,
+            "description": PARAMETERS[p][1],
+            "fastest_speed_elasticity": (speed[1] - speed[0]) / np.log(4.0),
+            "cost_at_speed_elasticity": (cost[1] - cost[0]) / np.log(4.0),
+            "at_speed_tokens_per_s": float(at_speed),
+        }
+        row.update(_paired_elasticity(df, "fastest_tokens_per_s", "fastest_speed_elasticity", row))
+        row.update(_paired_elasticity(df, "usd_per_mtok_at_speed", "cost_at_speed_elasticity", row))
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _paired_elasticity(df: pd.DataFrame, figure: str, name: str, row: dict) -> dict:
+    """The interval columns of an elasticity between the two runs of ``df`` (x0.5, x2) under
+    an engine profile (docs/model.md §F12): each run's ``figure`` at the same end of its own
+    interval (one engine's error, at the same quantile in both runs: where both fall in one
+    stratum of the interval table it cancels, and the elasticity is exact), between the
+    least and the most of those and the value; {} for an ideal bound."""
+    have = interval_columns(figure)
+    if not all(c in df for c in have):
+        return {}
+    value = row[name]
+    ends = []
+    for c in have:  # low80 high80 low90 high90 of the figure, in each run
+        a, b = (float(x) for x in df[c].to_numpy()[:2])
+        ends.append((np.log(b) - np.log(a)) / np.log(4.0) if a > 0 and b > 0 else math.nan)
+    if not all(math.isfinite(e) for e in ends):
+        return {}
+    low80, high80 = min(ends[0], ends[1], value), max(ends[0], ends[1], value)
+    low90, high90 = min(ends[2], ends[3], low80), max(ends[2], ends[3], high80)
+    return dict(zip(interval_columns(name), (low80, high80, low90, high90)))
