@@ -170,7 +170,7 @@ def _sharing(result) -> str:
     pools = result.prefill_instances > 0
     if result.instances == 1 and not pools:
         return "one instance serves every request"
-    if result.traffic.startswith("closed loop"):
+    if result.closed_loop:
         return "the clients are spread evenly over them"
     if result.instances_simulated > 1:
         router = result.router.replace("_", " ")
@@ -272,7 +272,7 @@ def _odds_notes(result) -> list[str]:
         "of the engine profiles, docs/validation.md); "
         + (
             "rates and prices are the ones the clients reach."
-            if result.traffic.startswith("closed loop")
+            if result.closed_loop
             else "rates, prices and MFU are the offered load's (capacity --confidence sizes for it); "
             "energy and power carry the throughput's band and the power model's (§F12); "
             + (

@@ -165,7 +165,8 @@ REQUEST_FIGURES: dict[str, tuple[FigureKind, int]] = {
 #: Figures of a run under load whose intervals are its latencies'; its rates and prices
 #: carry the throughput interval only when the deployment does not keep up (then they are its
 #: capacity; a deployment that keeps up serves the offered load, and whether it would still
-#: keep up is what ``capacity --confidence`` answers).
+#: keep up is what ``capacity --confidence`` answers) or its clients wait for their answers (a
+#: closed loop: the rates are the ones the engine reaches).
 LOAD_LATENCIES = tuple(
     f"{m}_{s}_s" for m in ("ttft", "tpot", "e2e") for s in ("mean", "p50", "p90", "p99")
 )
@@ -629,7 +630,7 @@ def load_intervals(result) -> dict:
     }
     names = [*LOAD_LATENCIES, *LOAD_OCCUPANCY]
     row.update({n: getattr(result, n) for n in LOAD_OCCUPANCY})
-    if not result.stable:
+    if not result.stable or result.closed_loop:  # rates the engine reaches: expected
         names += LOAD_RATES
         row.update({n: getattr(result, n) for n in LOAD_RATES})
     # energy and power: a slower engine that keeps up is busier, so they carry the throughput
@@ -650,6 +651,14 @@ def load_intervals(result) -> dict:
     )
     bound = load_bound(setting, result.mean_batch, ratio)
     out = figure_intervals(row, names, setting, result.gpus_per_instance, bound)
+    if result.closed_loop and math.isfinite(result.rate_per_s):  # the rate the clients reach
+        reached = {"rate_per_s": FIGURES["throughput_requests_per_s"]}
+        values = {"rate_per_s": result.rate_per_s}
+        out.update(
+            figure_intervals(
+                values, ["rate_per_s"], setting, result.gpus_per_instance, bound, reached
+            )
+        )
     if power is not None:
         ends = figure_limits("it_power_w_per_gpu", [power], setting, [1.0], [bound])
         kw = {k: float(v[0]) * result.gpus / 1e3 for k, v in ends.items()}

@@ -234,6 +234,10 @@ def _id_cell(row: dict, column: str, path: str, line: int) -> float:
     return float(check_number(text, f"{path}: line {line}", column, **bounds))
 
 
+#: How a closed loop's traffic is described (``Traffic.describe``; ``LoadResult.closed_loop``).
+CLOSED_LOOP = "closed loop"
+
+
 @dataclass(frozen=True)
 class Traffic:
     """The offered load: an arrival process at a total rate, prompt and output lengths, how
@@ -448,7 +452,7 @@ class Traffic:
             )
             arrivals = f"arrivals of trace {name}{rate}"
         elif self.clients is not None:
-            arrivals = f"closed loop of {self.clients} {plural(self.clients, 'client')}"
+            arrivals = f"{CLOSED_LOOP} of {self.clients} {plural(self.clients, 'client')}"
         else:
             arrivals = (
                 f"Poisson arrivals, {self.rate_per_s:.4g} req/s"

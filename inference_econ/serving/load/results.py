@@ -18,7 +18,7 @@ from ...errors import InfeasibleError
 from ...model.economics import usd_per_mtok
 from ..intervals import load_intervals
 from ..setting import Setting, requests_metadata
-from .arrivals import Traffic
+from .arrivals import CLOSED_LOOP, Traffic
 from .engine import EngineConfig, Instance
 from .routing import RouterPolicy
 from .simulate import RunRecord
@@ -199,6 +199,12 @@ class LoadResult:
     def overloaded_note(self) -> str | None:
         """The note saying the load outgrows the deployment, if it does."""
         return next((n for n in self.notes if n.startswith(OVERLOAD)), None)
+
+    @property
+    def closed_loop(self) -> bool:
+        """Clients send their next request when their last one finishes: the rates are the
+        ones they reach (the engine's), not an offered load's."""
+        return self.traffic.startswith(CLOSED_LOOP)
 
     @property
     def stable(self) -> bool:
