@@ -256,12 +256,9 @@ def test_no_expected_figure_of_one_result_is_bare(args):
 def test_simulated_counts_carry_the_runs_at_the_step_times_ends():
     """Preemptions, rejections and the share within the targets (§F12): an engine whose every
     step takes twice as long serves Poisson arrivals at rate r on exactly the schedule this
-    engine serves at 2r, on a clock twice as slow (a power of two: the same floats, halved),
-    so the count at a band end k is the run at k r. Checked here on the step table itself; the
-    vLLM run below preempts, and its counts' intervals hold the run's own count."""
-    import copy
-    import dataclasses
-
+    engine serves at 2r, on a clock twice as slow (a power of two: the same floats, halved):
+    ``Instance.slowed`` scales every time term of the step table. The vLLM run below
+    preempts, and its counts' intervals hold the run's own count."""
     import numpy as np
 
     from inference_econ.serving.load.arrivals import Traffic
@@ -279,12 +276,7 @@ def test_simulated_counts_carry_the_runs_at_the_step_times_ends():
         3.0, parse_lengths("lognormal:2000:0.8"), parse_lengths("lognormal:800:0.6"), requests=400
     )
     inst = instance_for(setting, 2, config, reference_context(traffic), offered_load(traffic, 1))
-    slow = copy.copy(inst.table)
-    for name in ("fixed_s", "memory_s", "compute_s"):
-        setattr(slow, name, [2.0 * t for t in getattr(inst.table, name)])
-    for name in ("sequence_s", "request_s", "kv_s", "attention_s"):
-        setattr(slow, name, 2.0 * getattr(inst.table, name))
-    slowed = simulate(dataclasses.replace(inst, table=slow), traffic.stream())
+    slowed = simulate(inst.slowed(2.0), traffic.stream())  # every step twice as long
     faster = simulate(inst, traffic.at_rate(6.0).stream())
     assert slowed.preemptions.sum() > 0
     assert np.array_equal(slowed.preemptions, faster.preemptions)

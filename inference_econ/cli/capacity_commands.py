@@ -281,7 +281,7 @@ def _odds_notes(result) -> list[str]:
                 "(§F12)."
                 if result.count_ends
                 else "counts of the simulated schedule (preemptions, rejections, goodput share) "
-                "none: sessions, routers and disaggregated pools are not rerun at the ends."
+                "none: the run stopped once it missed its targets."
             )
             if result.stable
             else "the deployment does not keep up: its rates and prices are its capacity."

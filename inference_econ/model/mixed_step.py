@@ -11,6 +11,7 @@ table look-ups and a ``max``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -334,6 +335,17 @@ class StepTable:
             raise RuntimeError(
                 "model/mixed_step.py: the achievable table no longer matches StepModel.latency"
             )
+
+    def slowed(self, factor: float) -> StepTable:
+        """The same table with every step ``factor`` times as long: each time term scaled (the
+        FLOP and the layout unchanged), for an engine at an end of its step time's interval
+        (docs/model.md §F12)."""
+        out = copy.copy(self)
+        for name in ("fixed_s", "memory_s", "compute_s"):
+            setattr(out, name, [factor * t for t in getattr(self, name)])
+        for name in ("sequence_s", "request_s", "kv_s", "attention_s"):
+            setattr(out, name, factor * getattr(self, name))
+        return out
 
     def _charged(self, tokens: int, largest: float = 1.0, sequences=None) -> tuple[int, float]:
         """(row of the table, factor on the positions) of a step of ``tokens`` tokens in

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -147,24 +149,28 @@ def instance_for(
     """The engine instance of a setting on ``gpus`` GPUs, in the layout that runs ``load``
     fastest (§E6; instances are cached: searches reuse them)."""
     layout = _search(setting, gpus).choose(config, context, load)
-    return _instance_with(setting, gpus, config, context, layout)
+    inst = _instance_with(setting, gpus, config, context, layout)
+    factor = _SLOWER.get()
+    return inst if factor == 1.0 else inst.slowed(factor)
 
 
 #: The counts of a simulated schedule that carry an interval (``count_intervals``).
 COUNTS = ("preemptions", "rejected", "goodput_fraction")
+#: Every engine step of the instances ``instance_for`` builds takes this many times as long
+#: (``slower_engines``; 1: the engine as modelled).
+_SLOWER: ContextVar[float] = ContextVar("slower", default=1.0)
 
 
-def _scaled_targets(targets: Targets, factor: float) -> Targets:
-    """The targets read on a clock running ``factor`` times faster."""
-
-    def per(t: float | None) -> float | None:
-        return None if t is None else t / factor
-
-    return Targets(
-        ttft_p99_s=per(targets.ttft_p99_s),
-        tpot_p99_s=per(targets.tpot_p99_s),
-        e2e_p99_s=per(targets.e2e_p99_s),
-    )
+@contextmanager
+def slower_engines(factor: float):
+    """Within it, every instance ``instance_for`` builds runs each step ``factor`` times as
+    long (``Instance.slowed``; its layout chosen as the engine's own): the engine at an end of
+    its step time's interval, every path of ``simulate_deployment`` alike."""
+    token = _SLOWER.set(float(factor))
+    try:
+        yield
+    finally:
+        _SLOWER.reset(token)
 
 
 def count_intervals(
@@ -177,52 +183,22 @@ def count_intervals(
 ) -> dict[str, float]:
     """The interval columns of a run's simulated counts - preemptions, rejected requests and
     the share of requests within the targets (docs/model.md §F12) - under an engine profile;
-    {} for an ideal bound, a stopped run, or a run this rule does not cover.
+    {} for an ideal bound or a stopped run.
 
     The engine's step times are uncertain by the band of its time per output token
-    (``load_intervals``: the run's mean TPOT at each interval end over its value, ``k``). An
-    engine whose every step takes ``k`` times as long serves Poisson arrivals at rate ``r``
-    on exactly the schedule this engine serves at ``k r``, on a clock ``k`` times slower:
-    each end is that run (the same instance and draws), its counts as they are and its
-    latencies judged against the targets divided by ``k``. A closed loop has no clock of its
-    own (clients wait for answers), so its counts are its own at every end. Sessions, a
-    router other than random, and disaggregated pools are not covered ({})."""
+    (``load_intervals``: the run's mean TPOT at each interval end over its value, ``k``): each
+    end is the same deployment and traffic (the same draws) simulated with every engine step
+    ``k`` times as long (``slower_engines``), and its counts are read as they come; a link's
+    transfer between pools is not an engine step and keeps its time."""
     ends = load_intervals(result)
     tpot = result.tpot_s.mean
     have = interval_columns("tpot_mean_s")
     if result.stopped_for is not None or not all(c in ends for c in have) or not tpot > 0:
         return {}
-    if traffic.clients is not None:  # scale-free: the same schedule on a slower clock
-        out = {}
-        for name in ("preemptions", "rejected"):
-            out.update(dict.fromkeys(interval_columns(name), float(getattr(result, name))))
-        for column, k in zip(have, (ends[c] / tpot for c in have)):
-            judged = (
-                result.with_targets(_scaled_targets(targets, k)) if not targets.empty else result
-            )
-            out[column.replace("tpot_mean_s", "goodput_fraction")] = judged.goodput_fraction
-        return _ordered_counts(out, result, interval_columns)
-    K = deployment.instances
-    if (
-        deployment.disaggregated
-        or traffic.sessions
-        or traffic.shared_prefix_tokens > 0
-        or (K > 1 and config.router != "random")
-    ):
-        return {}
-    inst = instance_for(
-        setting,
-        deployment.gpus_per_instance,
-        config,
-        reference_context(traffic),
-        offered_load(traffic, K),
-    )
     out = {}
     for key, column in zip(interval_keys(), have):
-        k = ends[column] / tpot
-        faster = traffic.at_rate(traffic.offered_rate_per_s * k)  # a trace: its times / k
-        record = simulate(inst, faster.stream(K))
-        run = summarise(inst, record, faster, _scaled_targets(targets, k), K)
+        with slower_engines(ends[column] / tpot):
+            run = simulate_deployment(setting, deployment, traffic, targets, config)
         for name in COUNTS:
             out[f"{name}_{key}"] = float(getattr(run, name))
     return _ordered_counts(out, result, interval_columns)

@@ -300,6 +300,14 @@ class Instance:
     def positions(self, context):
         return self.work.layer_positions(context)
 
+    def slowed(self, factor: float) -> Instance:
+        """The same instance with every step of its engine (and its draft's) ``factor`` times
+        as long (``StepTable.slowed``); the KV cache and the scheduler unchanged."""
+        draft = self.draft
+        if draft is not None:
+            draft = dataclasses.replace(draft, table=draft.table.slowed(factor))
+        return dataclasses.replace(self, table=self.table.slowed(factor), draft=draft)
+
     def max_requests_at(self, context: float) -> int:
         """How many requests of this context the KV cache holds (at least 1)."""
         return max(1, int(self.kv_capacity // max(float(self.positions(context)), 1.0)))
