@@ -712,14 +712,28 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
     first = front.points.iloc[0]
     meta = front.metadata()
     line = figures_line(first["assumptions"])
+    odds = (
+        [
+            "Intervals: where a measured run lands, 80 % and 90 % of the time (out-of-sample "
+            "error of the engine profiles, docs/validation.md); prices, the input:output ratio "
+            "and MFU are the offered load's, which every deployment here serves within the "
+            "targets (whether it still would at the intervals' pessimistic end is what "
+            "capacity --confidence answers)."
+        ]
+        if any(c.endswith("_low80") for c in df.columns)
+        else []
+    )
     if fmt in ("csv", "json"):
-        return render(df, fmt, meta=meta, notes=[line])
+        return render(df, fmt, meta=meta, notes=[line, *odds])
     df = ranged_columns(df)
     title = (
         f"{len(df)} deployments on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
         f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, all-in $ per million output tokens"
     )
-    notes = [f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}."]
+    notes = [
+        *odds,
+        f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}.",
+    ]
     return line + "\n" + render(df, fmt, title=title, notes=notes, meta=meta)
 
 
