@@ -4,6 +4,7 @@ prefill; the steady-state shortcut the fit uses agrees with the simulation; vers
 profiles; closed-loop clients and the engines' admission policies (§E3). Small request counts:
 every simulation here takes milliseconds."""
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -288,3 +289,32 @@ def test_a_layout_is_bisected_only_where_it_can_be_the_rows_best(tmp_path, small
     for k in set(full) - set(pruned):
         assert plan.load[k].tensor == 8
         assert rp.bracket(plan.load[k])[1] * 1.05 <= held
+
+
+def test_a_server_run_issues_at_least_the_benchmarks_samples(tmp_path):
+    """MLPerf's LLM benchmarks run their latency scenarios in equal-issue mode (LoadGen's
+    mlperf.conf: ``llama3_1-405b.*.sample_concatenate_permutation = 1``): a Server run issues
+    every one of the performance set's samples equally often, at least
+    ``performance_sample_count_override`` = 8,313 requests for Llama 3.1 405B, hours at its
+    load, where 600 s of arrivals are about 250. Each instance's run holds its share."""
+    row = (
+        "mlcommons/inference_results_v5.0/closed/X/results/Y/llama3.1-405b/Server,"
+        "Llama-3.1-405B-Instruct,FP8,H200,8,TP8,n/a,n/a,n/a,throughput,291.37,tokens/s,"
+        '"TensorRT-LLM; constraints p99 TTFT<=6000ms, p99 TPOT<=175ms",server'
+    )
+    plan = pr.build_plan(rows_of(tmp_path, row), "achievable")
+    (case,) = plan.load.values()
+    assert case.issued == 8313 and case.replicas == 1
+    est = rp.estimate(case)
+    assert est.rate_per_s * rp.SERVER_DURATION_S < 2000  # ten minutes of arrivals: far fewer
+    assert rp.server_requests(case, est) == 8313
+    split = dataclasses.replace(case, tensor=4, replicas=2)  # two instances share the run
+    assert rp.server_requests(split, est) == 4156  # 8,313 / 2, whole requests
+    other = pr.build_plan(
+        rows_of(
+            tmp_path,
+            SERVER.format(gpu="H100 SXM", metric="throughput_total", value=9000, unit="tok/s"),
+        ),
+        "achievable",
+    )
+    assert all(c.issued == 0 for c in other.load.values())  # not an MLPerf dataset's row

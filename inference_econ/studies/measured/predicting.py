@@ -398,6 +398,7 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         clients,
         bool(row.disaggregated),
         (float(L.input_max), float(L.output_max)),
+        int(L.issued),
     )
 
 

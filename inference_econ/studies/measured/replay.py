@@ -42,13 +42,17 @@ from ...serving.setting import Setting
 #: Requests one instance serves in a Server run of the load search: enough for the run's
 #: middle arrival to come ``FILL_TIMES`` times the time a request spends in the engine after
 #: the first (the engine has filled by then: the keep-up test of §E4 compares the requests in
-#: the system there and at the last arrival), and at least the arrivals of
-#: ``SERVER_DURATION_S`` at the estimated rate, within these bounds (p99s from at least 2,000
-#: requests: the 20th-largest value; at most ``SERVER_REQUESTS[1]`` for the CPU it costs).
+#: the system there and at the last arrival), at least the arrivals of ``SERVER_DURATION_S``
+#: at the estimated rate, and at least its share of the requests the benchmark's run issues
+#: (``LoadCase.issued``), within these bounds (p99s from at least 2,000 requests: the
+#: 20th-largest value; at most ``SERVER_REQUESTS[1]`` for the CPU it costs).
 SERVER_REQUESTS = (2000, 24000)
 FILL_TIMES = 3.0
 #: An MLPerf Server run lasts at least 10 minutes (LoadGen's ``mlperf.conf``:
-#: ``*.Server.min_duration = 600000`` ms) and its p99s are taken over the whole run. Near its
+#: ``*.Server.min_duration = 600000`` ms) and issues every sample of the benchmark's
+#: performance set equally often (``sample_concatenate_permutation = 1`` for the LLM
+#: benchmarks: at least ``performance_sample_count_override`` requests, ``LoadCase.issued``;
+#: 8,313 for Llama 3.1 405B, hours at its load), and its p99s are taken over the whole run. Near its
 #: most load a compute-bound engine fills slowly: the batch grows until its slower steps match
 #: the arrivals, so a short run judges a load the benchmark holds as one the engine cannot keep
 #: up with, and reads its latencies before the batch has formed. A load is held when the run's
@@ -93,6 +97,9 @@ class LoadCase:
     prefilled: bool = False  # disaggregated: the prompt's cache arrives from elsewhere
     #: Longest prompt and output of the row's dataset, tokens (inf: not known).
     maxima: tuple[float, float] = (math.inf, math.inf)
+    #: Requests the benchmark's Server run issues at least, whole system (its performance
+    #: sample count in MLPerf's equal-issue mode; 0: not known).
+    issued: int = 0
 
 
 @dataclass(frozen=True)
@@ -261,10 +268,8 @@ def _search(case: LoadCase, inst, requests, refine: int = REFINE_STEPS):
     ttft, tpot = case.limits
     targets = Targets(ttft_p99_s=ttft, tpot_p99_s=tpot)
     est = estimate(case, inst)
-    if requests is None:  # 2 x FILL_TIMES x (requests in the engine) per instance, or longer
-        rate = est.rate_per_s / case.replicas
-        held = 2.0 * FILL_TIMES * rate * case.output[0] * est.tpot
-        requests = int(np.clip(max(held, rate * SERVER_DURATION_S), *SERVER_REQUESTS))
+    if requests is None:
+        requests = server_requests(case, est)
     # a failing run above a load that held stops once it certainly misses the limits: only
     # its verdict is read, and that is the whole run's
     return find_knee(
@@ -274,6 +279,17 @@ def _search(case: LoadCase, inst, requests, refine: int = REFINE_STEPS):
         early=lambda rate: _run(case, inst, requests, rate, targets),
         refine=refine,
     )
+
+
+def server_requests(case: LoadCase, est: Outcome) -> int:
+    """Requests one instance serves in a Server run of ``case`` (``SERVER_REQUESTS``): 2 x
+    ``FILL_TIMES`` x the requests in the engine at the estimated load, its arrivals over
+    ``SERVER_DURATION_S``, or its share of the requests the benchmark issues, the most of
+    them, within the bounds."""
+    rate = est.rate_per_s / case.replicas
+    held = 2.0 * FILL_TIMES * rate * case.output[0] * est.tpot
+    issued = case.issued / case.replicas  # the benchmark's own run, this instance's share
+    return int(np.clip(max(held, rate * SERVER_DURATION_S, issued), *SERVER_REQUESTS))
 
 
 _RUNS: dict[tuple, LoadResult] = {}

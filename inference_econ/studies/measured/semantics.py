@@ -229,6 +229,10 @@ class Lengths:
     #: replayed run draws its lengths from log-normals truncated there (serving/load/lengths).
     input_max: float = math.inf
     output_max: float = math.inf
+    #: Requests a LoadGen Server run of the benchmark issues at least: its performance sample
+    #: count, each sample issued equally often (``sample_concatenate_permutation``: MLPerf's
+    #: equal-issue mode for its LLM latency scenarios); 0 where no benchmark says.
+    issued: int = 0
 
 
 def uniform_lengths(n_in: float, n_out: float, sd_in: float = 0.0, sd_out: float = 0.0) -> Lengths:
@@ -280,6 +284,7 @@ class Benchmark:
             f"MLPerf {self.name} dataset ({self.dataset})",
             self.input_max or math.inf,
             self.output_max or math.inf,
+            self.samples,
         )
 
 
@@ -403,6 +408,7 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
         uniform_lengths(max(mean_in, 1.0), mean_out, sd_in, sd_out),
         input_max=top_in if mean_in <= top_in else math.inf,
         output_max=top_out if mean_out <= top_out else math.inf,
+        issued=data.samples,
     )
 
 
