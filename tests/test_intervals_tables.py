@@ -318,3 +318,20 @@ def test_elasticities_carry_their_runs_paired_ends():
         ie.make_setting("Llama 3 8B", "H100", assumptions="refined"), ["price"], method=coarse
     )
     assert not [c for c in bound.columns if c.endswith("_low80")]  # an ideal bound: none
+
+
+def test_disagg_busy_fractions_carry_opposite_ends_and_the_transfer_is_a_bound():
+    """The pools' busy fractions divide a prompt's pass (TTFT band) by a request's decode
+    steps (TPOT band): each at the opposite ends of the two, nested and around its value;
+    kv_transfer_s is the NIC at its datasheet bandwidth, an ideal bound that says so."""
+    args = ["disagg", "Llama 3 70B", "-H", "H100", "--gpus", 8, "--batch", 32]
+    args += ["--prompt-tokens", 4000, "--output-tokens", 300, "--assumptions", "achievable"]
+    notes, df = _table(_run([*args, "--format", "csv"])[0])
+    row = df[df.serving == "disaggregated"].iloc[0]
+    for pool in ("prefill", "decode"):
+        name = f"{pool}_pool_busy_fraction"
+        low80, high80, low90, high90 = (float(row[c]) for c in interval_columns(name))
+        assert 0.0 < low90 <= low80 <= row[name] <= high80 <= high90 <= 1.0, name
+        assert low90 < row[name] or row[name] == 1.0  # the bands are not paired: no cancelling
+    assert "kv_transfer_s_low80" not in df.columns
+    assert "kv_transfer_s is an ideal bound" in _run(args)[0]

@@ -31,7 +31,14 @@ from ..model.mixed_step import EngineLayout, mixed_step_s
 from ..model.values import Floats
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
-from .intervals import LEVELS, add_intervals, expected, figure_limits
+from .intervals import (
+    LEVELS,
+    add_intervals,
+    expected,
+    figure_limits,
+    interval_columns,
+    nested_ends,
+)
 from .load.engine import DEFAULT_ENGINE
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
@@ -231,20 +238,21 @@ def busy_intervals(setting: Setting, bound: str, gpus: float, prefill_s: float, 
     and the value itself between them."""
     if not expected(setting):
         return []
-    out = []
     ends_p = figure_limits("ttft_s", [prefill_s], setting, [gpus], [bound])
     ends_d = figure_limits("decode_latency_s", [decode_s], setting, [gpus], [bound])
+    runs = [  # low80 high80 low90 high90: the prefill at that end, the decode at the other
+        pool_balance(
+            1.0, float(ends_p[f"{end}{level}"][0]), 1.0, float(ends_d[f"{other}{level}"][0])
+        )
+        for level in LEVELS
+        for end, other in (("low", "high"), ("high", "low"))
+    ]
     nominal = pool_balance(1.0, prefill_s, 1.0, decode_s)
-    for level in LEVELS:
-        p_lo, p_hi = float(ends_p[f"low{level}"][0]), float(ends_p[f"high{level}"][0])
-        d_lo, d_hi = float(ends_d[f"low{level}"][0]), float(ends_d[f"high{level}"][0])
-        least = pool_balance(1.0, p_lo, 1.0, d_hi)  # a fast prefill beside a slow decode
-        most = pool_balance(1.0, p_hi, 1.0, d_lo)
-        for pool in ("prefill", "decode"):
-            name = f"{pool}_pool_busy_fraction"
-            values = [getattr(b, f"{pool}_busy_fraction") for b in (least, most, nominal)]
-            out.append((f"{name}_low{level}", min(values)))
-            out.append((f"{name}_high{level}", max(values)))
+    out = []
+    for pool in ("prefill", "decode"):
+        field = f"{pool}_busy_fraction"
+        ends = nested_ends([getattr(b, field) for b in runs], getattr(nominal, field))
+        out += list(zip(interval_columns(f"{pool}_pool_busy_fraction"), ends))
     return out
 
 

@@ -735,6 +735,16 @@ def ratio_intervals(row, numerator: str, denominator: str, name: str) -> dict:
     return dict(zip(interval_columns(name), ends))
 
 
+def nested_ends(at_ends, value: float) -> tuple[float, float, float, float]:
+    """(low80, high80, low90, high90) of a figure propagated through a rerun or a ratio:
+    ``at_ends`` its values with the engine at its step time's (or figures') low80, high80,
+    low90 and high90 ends, in any order of size. Each level spans the least and the most of
+    its two ends and the figure itself, and the 90 % interval holds the 80 %."""
+    a = [float(x) for x in at_ends]
+    low80, high80 = min(a[0], a[1], value), max(a[0], a[1], value)
+    return low80, high80, min(a[2], a[3], low80), max(a[2], a[3], high80)
+
+
 def paired_ratio_intervals(row, numerator: str, denominator: str, name: str) -> dict:
     """The interval columns of ``name`` = ``numerator`` / ``denominator``, two figures of one
     engine and one prompt, each at the same end of its own interval (the engine's error at the
@@ -744,10 +754,8 @@ def paired_ratio_intervals(row, numerator: str, denominator: str, name: str) -> 
     if row is None or not all(c in row for c in (*top, *bottom)):
         return {}
     value = float(row[numerator]) / float(row[denominator])
-    e = [float(row[t]) / float(row[b]) for t, b in zip(top, bottom)]
-    low80, high80 = min(e[0], e[1], value), max(e[0], e[1], value)
-    low90, high90 = min(e[2], e[3], low80), max(e[2], e[3], high80)
-    return dict(zip(interval_columns(name), (low80, high80, low90, high90)))
+    ends = [float(row[t]) / float(row[b]) for t, b in zip(top, bottom)]
+    return dict(zip(interval_columns(name), nested_ends(ends, value)))
 
 
 def headroom_intervals(row, rate_per_s: float, limits: dict[str, float]) -> dict:

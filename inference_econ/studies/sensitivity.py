@@ -17,7 +17,7 @@ from .. import settings as table
 from ..errors import SpecError, did_you_mean, short
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
-from ..serving.intervals import interval_columns, renamed_intervals
+from ..serving.intervals import interval_columns, nested_ends, renamed_intervals
 from ..serving.setting import Setting, check_windows
 from ..specs.hardware import derive
 from ..specs.schema import check_number
@@ -218,6 +218,4 @@ def _paired_elasticity(df: pd.DataFrame, figure: str, name: str, row: dict) -> d
         ends.append((np.log(b) - np.log(a)) / np.log(4.0) if a > 0 and b > 0 else math.nan)
     if not all(math.isfinite(e) for e in ends):
         return {}
-    low80, high80 = min(ends[0], ends[1], value), max(ends[0], ends[1], value)
-    low90, high90 = min(ends[2], ends[3], low80), max(ends[2], ends[3], high80)
-    return dict(zip(interval_columns(name), (low80, high80, low90, high90)))
+    return dict(zip(interval_columns(name), nested_ends(ends, value)))

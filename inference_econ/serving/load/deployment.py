@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import InfeasibleError, SpecError, plural
 from ...model.mixed_step import EngineLayout
 from ..disaggregation import kv_transfer_s
-from ..intervals import interval_columns, interval_keys, load_intervals
+from ..intervals import interval_columns, interval_keys, load_intervals, nested_ends
 from ..setting import Setting
 from .arrivals import Arrivals, Traffic
 from .engine import (
@@ -201,24 +201,18 @@ def count_intervals(
             run = simulate_deployment(setting, deployment, traffic, targets, config)
         for name in COUNTS:
             out[f"{name}_{key}"] = float(getattr(run, name))
-    return _ordered_counts(out, result, interval_columns)
+    return _ordered_counts(out, result)
 
 
-def _ordered_counts(out: dict, result: LoadResult, interval_columns) -> dict[str, float]:
-    """Each count's interval from the runs at the step time's ends (``out``: by the step
-    time's end): at each level the least and the most of those runs and the run itself (a
-    slower engine preempts more and keeps fewer requests within the targets), the 90 %
-    interval holding the 80 %."""
+def _ordered_counts(out: dict, result: LoadResult) -> dict[str, float]:
+    """Each count's interval from its runs at the step time's ends (``out``, by end) and its
+    own value (``nested_ends``: a slower engine may preempt more or fewer)."""
     ordered: dict[str, float] = {}
     for name in COUNTS:
         columns = interval_columns(name)
-        if not all(c in out for c in columns):
-            continue
-        v = [out[c] for c in columns]  # at the step time's low80 high80 low90 high90
-        own = float(getattr(result, name))
-        low80, high80 = min(v[0], v[1], own), max(v[0], v[1], own)
-        low90, high90 = min(v[2], v[3], low80), max(v[2], v[3], high80)
-        ordered.update(zip(columns, (low80, high80, low90, high90)))
+        if all(c in out for c in columns):
+            ends = nested_ends([out[c] for c in columns], float(getattr(result, name)))
+            ordered.update(zip(columns, ends))
     return ordered
 
 
