@@ -268,7 +268,8 @@ def test_a_layout_is_bisected_only_where_it_can_be_the_rows_best(tmp_path, small
     """A Server row's layouts walk their load searches first (``replay.bracket``: the highest
     load held, the lowest failed above it); one whose failed load is below another's held
     load by ``BRACKET_MARGIN`` serves less whatever its bisections find, so they are not
-    run. Llama 2 70B at 8 bits on 8 x L40S (MLPerf's Server limits): TP8 fails 1.36 req/s
+    run; one that fails at once below another's held load less the margin is not walked at
+    all. Llama 2 70B at 8 bits on 8 x L40S (MLPerf's Server limits): TP8 fails 1.36 req/s
     where 4 x TP2 held 1.72; the row's prediction and layout are those of the search that
     bisects every layout."""
     row = (
@@ -276,7 +277,14 @@ def test_a_layout_is_bisected_only_where_it_can_be_the_rows_best(tmp_path, small
         '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=200ms",server'
     )
     plan = pr.build_plan(rows_of(tmp_path, row), "achievable")
+    walked = []
+    bracket = rp.bracket
+    monkeypatch.setattr(rp, "bracket", lambda c: walked.append(c) or bracket(c))
     pruned = pr._load_pairs(plan)
+    monkeypatch.setattr(rp, "bracket", bracket)
+    # the layouts ranked after the first are asked first whether they fail below its held load
+    # less the margin (``fails_at``: one run); TP8 does, so it is not even walked
+    assert all(c.tensor != 8 for c in walked) and len(walked) < len(plan.load)
     for c in plan.load.values():  # each search's answer lies in its walk's bracket
         lo, hi = rp.bracket(c)
         assert lo <= rp.replay(c).rate_per_s < hi

@@ -890,12 +890,17 @@ def _load_pairs(plan: Plan) -> dict:
                 keep |= {max(wide)[1]} if wide else set()
                 cases = [(j, c) for j, c in cases if j in keep]
             if len(cases) > 1:  # walk each search; bisect only where the answer can win
-                found = {j: rp.bracket(c) for j, c in cases}
-                held = max(lo for lo, _ in found.values())
+                found: dict = {}
+                held = 0.0  # the most load a walked layout held
+                for j, c in sorted(cases, key=lambda jc: -rp.estimate(jc[1]).throughput):
+                    if held > 0 and rp.fails_at(c, held / rp.BRACKET_MARGIN):
+                        continue  # it fails below what another held: one run, not a walk
+                    found[j] = rp.bracket(c)
+                    held = max(held, found[j][0])
                 cases = [
                     (j, c)
                     for j, c in cases
-                    if not (held > 0 and found[j][1] * rp.BRACKET_MARGIN <= held)
+                    if j in found and not (held > 0 and found[j][1] * rp.BRACKET_MARGIN <= held)
                 ]
         for j, case in cases:
             o = rp.replay(case)

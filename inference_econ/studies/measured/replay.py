@@ -30,7 +30,7 @@ import numpy as np
 
 from ...errors import InfeasibleError
 from ...model.mixed_step import EngineLayout
-from ...optimise.load_search import REFINE_STEPS, find_knee
+from ...optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
 from ...serving.load.arrivals import Arrivals, Traffic
 from ...serving.load.engine import EngineConfig, build_instance, layout_search
 from ...serving.load.lengths import Lengths
@@ -314,6 +314,26 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     while len(_RUNS) > RUNS_KEPT:
         del _RUNS[next(iter(_RUNS))]
     return result
+
+
+def fails_at(case: LoadCase, rate: float) -> bool:
+    """Whether a Server case's run at the point of its search's rate grid at or below
+    ``rate`` (requests/s of the whole system) misses the row's limits: one run, stopped once
+    its verdict is certain and kept for the search, which reads it if it comes there. Where
+    the verdicts are monotone in the rate, the case holds no load at or above that point."""
+    try:
+        inst = instance(case)
+    except InfeasibleError:
+        return True
+    ttft, tpot = case.limits
+    targets = Targets(ttft_p99_s=ttft, tpot_p99_s=tpot)
+    est = estimate(case, inst)
+    start = float(f"{0.8 * est.rate_per_s:.3g}")
+    point = grid_rate(start, grid_index(start, rate))
+    if point > rate * (1 + 1e-12):  # below the grid's first point: nothing to judge
+        return False
+    run = _run(case, inst, server_requests(case, est), point, targets)
+    return not run.with_targets(targets).meets_targets
 
 
 def clear() -> None:
