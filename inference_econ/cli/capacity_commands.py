@@ -492,7 +492,7 @@ def _plan_text(plan, fmt: str) -> str:
         notes = [first, *_odds_notes(r), *_notes(r)]
         return render(plan.to_dataframe(), fmt, title=title, notes=notes, meta=r.metadata())
     shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
-    from ..output.ranges import ranged
+    from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines
 
     head = first + "\n" + vertical(ranged(plan.summary()), fmt, title)
@@ -510,7 +510,7 @@ def _plan_text(plan, fmt: str) -> str:
         if row.note
     ]
     body = render(
-        shown,
+        ranged_columns(shown),
         fmt,
         title="Every candidate: the most load one instance holds within the targets, and the instances the load needs",
     )
