@@ -220,8 +220,13 @@ OFFERED = {
         # a closed loop's rates and prices are the ones the engine reaches: expected figures
         ["simulate", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--concurrency", 8]
         + ["--requests", 100, "--prompt-tokens", 500, "--output-tokens", 100],
+        # sessions: the prompt cache's hit rate is the simulated schedule's, rerun at the ends
+        ["simulate", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--rate", 4, "--requests", 100]
+        + ["--prompt-tokens", 500, "--output-tokens", 100, "--turns", 3],
     ],
-    ids=lambda a: a[0] + ("-closed-loop" if "--concurrency" in a else ""),
+    ids=lambda a: (
+        a[0] + ("-closed-loop" if "--concurrency" in a else "-sessions" if "--turns" in a else "")
+    ),
 )
 def test_no_expected_figure_of_one_result_is_bare(args):
     """Every numeric figure point, prefill, request and simulate print under an engine profile
@@ -241,6 +246,8 @@ def test_no_expected_figure_of_one_result_is_bare(args):
         and pd.notna(row[c])
     ]
     offered = args[0] == "simulate" and "--concurrency" not in args
+    if "--turns" in args:
+        assert "prefix_hit_rate" in df
     excused = NOT_PREDICTED | (OFFERED if offered else set())
     bare = [c for c in figures if c not in excused and interval_columns(c)[0] not in df]
     assert not bare, bare

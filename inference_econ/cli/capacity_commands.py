@@ -276,11 +276,11 @@ def _odds_notes(result) -> list[str]:
             else "rates, prices and MFU are the offered load's (capacity --confidence sizes for it); "
             "energy and power carry the throughput's band and the power model's (§F12); "
             + (
-                "counts of the simulated schedule (preemptions, rejections, goodput share) "
+                "counts and shares of the simulated schedule (preemptions, rejections, goodput share, prefix hit rate, speculative steps) "
                 "are those of runs whose every step takes the time per output token's ends "
                 "(§F12)."
                 if result.count_ends
-                else "counts of the simulated schedule (preemptions, rejections, goodput share) "
+                else "counts and shares of the simulated schedule (preemptions, rejections, goodput share, prefix hit rate, speculative steps) "
                 "none: the run stopped once it missed its targets."
             )
             if result.stable
