@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from inference_econ.cli import main
 from inference_econ.serving.intervals import interval_columns
 
+ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = "Expected figures: achievable preset, engine profile trtllm; 80 % and 90 % intervals"
 #: Figures whose intervals are plans for the ends of a held load (whole instances): they may
 #: coincide at both ends; every other figure's interval is a band of positive width.
@@ -325,3 +327,29 @@ def test_elasticities_carry_their_runs_paired_ends():
         ie.make_setting("Llama 3 8B", "H100", assumptions="refined"), ["price"], method=coarse
     )
     assert not [c for c in bound.columns if c.endswith("_low80")]  # an ideal bound: none
+
+
+def test_a_scenarios_key_points_carry_their_intervals(tmp_path):
+    """``run`` under an engine profile (issue 23): the key points' speed, price and MFU carry
+    their intervals (ordered, around the figure; MFU at most 1), and the first line says the
+    figures are expected; under an ideal-bound preset the line says bound and no interval
+    column appears."""
+    text = (ROOT / "examples" / "scenario.yaml").read_text()
+    for preset, want in (("achievable", EXPECTED), ("refined", "Ideal bound: refined preset")):
+        scenario = tmp_path / f"{preset}.yaml"
+        scenario.write_text(
+            text.replace("assumptions: refined", f"assumptions: {preset}").replace(
+                "grid_points: 60", "grid_points: 20"
+            )
+        )
+        notes, df = _table(_run(["run", str(scenario), "--format", "csv"])[0])
+        assert want in "\n".join(notes)
+        shown = ["tokens_per_s", "usd_per_mtok", "mfu"]
+        if preset == "refined":
+            assert not [c for c in df.columns if c.endswith("_low80")]
+            continue
+        for name in shown:
+            low80, high80, low90, high90 = (df[c] for c in interval_columns(name))
+            assert (low90 <= low80).all() and (low80 <= high80).all() and (high80 <= high90).all()
+            assert (low90 <= df[name]).all() and (df[name] <= high90).all(), name
+        assert (df["mfu_high90"] <= 1.0).all()
