@@ -353,3 +353,19 @@ def test_a_scenarios_key_points_carry_their_intervals(tmp_path):
             assert (low90 <= low80).all() and (low80 <= high80).all() and (high80 <= high90).all()
             assert (low90 <= df[name]).all() and (df[name] <= high90).all(), name
         assert (df["mfu_high90"] <= 1.0).all()
+
+
+def test_disaggregated_pools_busy_fractions_carry_intervals_and_the_transfer_is_a_bound():
+    """``disagg`` under an engine profile (issue 23): each pool's busy fraction carries ordered
+    ends around it, at most 1; the KV transfer (a NIC at its datasheet bandwidth, no engine
+    step) has no interval and a note labels it an ideal bound."""
+    args = ["disagg", "Llama 3 70B", "-H", "H100", "--weight-bits", 8, "--gpus", 8]
+    args += ["--batch", 64, "--prompt-tokens", 4000, "--output-tokens", 500]
+    notes, df = _table(_run([*args, "--assumptions", "achievable", "--format", "csv"])[0])
+    assert any("kv_transfer_s is an ideal bound" in n for n in notes)
+    assert "kv_transfer_s_low80" not in df
+    row = df[df["serving"] == "disaggregated"].iloc[0]
+    for name in ("prefill_pool_busy_fraction", "decode_pool_busy_fraction"):
+        low80, high80, low90, high90 = (float(row[c]) for c in interval_columns(name))
+        assert low90 <= low80 <= row[name] <= high80 <= high90 <= 1.0, name
+        assert low90 < row[name]  # a real interval, not the figure restated
