@@ -216,11 +216,17 @@ def test_capacity_export_replays_the_plans_rate_and_targets():
     assert goodput == ["ttft:2000", "tpot:100"]
     assert plan.expected["ttft_p99_s"] <= 2.0 and plan.max_model_len == 1280
     ends = json.loads(ec.render(plan)["plan.json"])["intervals"]  # expected: with intervals
-    for name in ("ttft_p99_s", "tpot_p99_s"):
+    for name in ("ttft_p99_s", "tpot_p99_s", "max_rate_per_s"):
         lo90, lo80, hi80, hi90 = (
             ends[f"{name}_{k}"] for k in ("low90", "low80", "high80", "high90")
         )
         assert 0 < lo90 <= lo80 < hi80 <= hi90
+        assert lo90 <= plan.expected[name] <= hi90
+    # the held load's interval and the simulated share within the targets (issue 23); the
+    # offered load's rate and price carry none, and a note says so
+    assert "goodput_fraction_low90" in ends
+    assert "output_tokens_per_s_low80" not in ends
+    assert any("offered load's" in n for n in plan.notes)
     assert "Intervals of the expected figures (80 % and 90 %" in bc.benchmark_text(plan)
 
 
@@ -368,3 +374,21 @@ def test_export_command_writes_the_files_and_refuses_with_exit_1(tmp_path):
            "--output-tokens", "500", "--prefill-gpus", "1"]  # fmt: skip
     r = CliRunner().invoke(main, [*args[:6], "--weight-bits", "16", *bad])
     assert r.exit_code == 1 and "memory check failed" in r.output
+
+
+def test_point_and_disagg_exports_give_every_expected_figure_its_interval(plans):
+    """Issue 23: under an engine profile every figure a point or disaggregated plan states
+    carries ordered ends around it - the speeds from the time per output token's, swapped
+    (1 / TPOT per request, the batch's over it) - and the disaggregated plan its pools' own."""
+    dense, disagg = plans["vllm"][0], plans["vllm"][3]
+    for plan in (dense, disagg):
+        for name, value in plan.expected.items():
+            lo90, lo80, hi80, hi90 = (
+                plan.intervals[f"{name}_{k}"] for k in ("low90", "low80", "high80", "high90")
+            )
+            assert lo90 <= lo80 <= value <= hi80 <= hi90, name
+            assert lo90 < hi90, name
+        speed = "output_tokens_per_s_per_request"
+        assert plan.intervals[f"{speed}_low80"] == pytest.approx(
+            1.0 / plan.intervals["tpot_s_high80"]
+        )

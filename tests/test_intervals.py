@@ -142,6 +142,30 @@ def test_capacity_answers_expected_confident_and_bound(plan):
     assert list(rows["plan"].str.split(" ").str[0]) == ["expected", "90", "ideal"]
 
 
+def test_every_candidate_and_count_of_a_plan_carries_its_interval(plan):
+    """Issue 23: each candidate's most load one instance holds is an expected figure (a
+    throughput read from its own run at that load): its interval columns are its held load's
+    (``held_intervals``), the chosen row's equal to the plan's; the summary shows each
+    simulated count beside its ends (never the ends alone), low <= count <= high."""
+    table = plan.to_dataframe()
+    ends = iv.interval_columns("max_rate_per_instance")
+    assert all(c in table for c in ends)
+    kept = table[~table["excluded"].astype(bool)]
+    assert not kept.empty
+    for row in kept.itertuples():
+        low80, high80, low90, high90 = (getattr(row, c) for c in ends)
+        assert low90 <= low80 <= row.max_rate_per_instance <= high80 <= high90
+    chosen = table[table["chosen"]].iloc[0]
+    s = plan.summary()
+    assert [chosen[c] for c in ends] == pytest.approx(
+        [s[c] for c in iv.interval_columns("max_rate_per_s")]
+    )
+    for count in ("preemptions", "rejected"):
+        low80, high80, low90, high90 = (s[c] for c in iv.interval_columns(count))
+        assert count in s and low90 <= low80 <= high80 <= high90
+        assert low90 <= s[count] <= high90
+
+
 @pytest.mark.parametrize("low", [-0.9, -0.3, -0.01, 0.2])
 def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, monkeypatch):
     """Whatever the interval says (even a low end above the figure), the plan sized for

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from inference_econ.cli import main
 from inference_econ.serving.intervals import interval_columns
 
+ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = "Expected figures: achievable preset, engine profile trtllm; 80 % and 90 % intervals"
 #: Figures whose intervals are plans for the ends of a held load (whole instances): they may
 #: coincide at both ends; every other figure's interval is a band of positive width.
@@ -220,8 +222,13 @@ OFFERED = {
         # a closed loop's rates and prices are the ones the engine reaches: expected figures
         ["simulate", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--concurrency", 8]
         + ["--requests", 100, "--prompt-tokens", 500, "--output-tokens", 100],
+        # sessions: the prompt cache's hit rate is the simulated schedule's, rerun at the ends
+        ["simulate", "Llama 3 8B", "-H", "H100", "--gpus", 1, "--rate", 4, "--requests", 100]
+        + ["--prompt-tokens", 500, "--output-tokens", 100, "--turns", 3],
     ],
-    ids=lambda a: a[0] + ("-closed-loop" if "--concurrency" in a else ""),
+    ids=lambda a: (
+        a[0] + ("-closed-loop" if "--concurrency" in a else "-sessions" if "--turns" in a else "")
+    ),
 )
 def test_no_expected_figure_of_one_result_is_bare(args):
     """Every numeric figure point, prefill, request and simulate print under an engine profile
@@ -241,6 +248,8 @@ def test_no_expected_figure_of_one_result_is_bare(args):
         and pd.notna(row[c])
     ]
     offered = args[0] == "simulate" and "--concurrency" not in args
+    if "--turns" in args:
+        assert "prefix_hit_rate" in df
     excused = NOT_PREDICTED | (OFFERED if offered else set())
     bare = [c for c in figures if c not in excused and interval_columns(c)[0] not in df]
     assert not bare, bare
@@ -320,18 +329,43 @@ def test_elasticities_carry_their_runs_paired_ends():
     assert not [c for c in bound.columns if c.endswith("_low80")]  # an ideal bound: none
 
 
-def test_disagg_busy_fractions_carry_opposite_ends_and_the_transfer_is_a_bound():
-    """The pools' busy fractions divide a prompt's pass (TTFT band) by a request's decode
-    steps (TPOT band): each at the opposite ends of the two, nested and around its value;
-    kv_transfer_s is the NIC at its datasheet bandwidth, an ideal bound that says so."""
-    args = ["disagg", "Llama 3 70B", "-H", "H100", "--gpus", 8, "--batch", 32]
-    args += ["--prompt-tokens", 4000, "--output-tokens", 300, "--assumptions", "achievable"]
-    notes, df = _table(_run([*args, "--format", "csv"])[0])
-    row = df[df.serving == "disaggregated"].iloc[0]
-    for pool in ("prefill", "decode"):
-        name = f"{pool}_pool_busy_fraction"
+def test_a_scenarios_key_points_carry_their_intervals(tmp_path):
+    """``run`` under an engine profile (issue 23): the key points' speed, price and MFU carry
+    their intervals (ordered, around the figure; MFU at most 1), and the first line says the
+    figures are expected; under an ideal-bound preset the line says bound and no interval
+    column appears."""
+    text = (ROOT / "examples" / "scenario.yaml").read_text()
+    for preset, want in (("achievable", EXPECTED), ("refined", "Ideal bound: refined preset")):
+        scenario = tmp_path / f"{preset}.yaml"
+        scenario.write_text(
+            text.replace("assumptions: refined", f"assumptions: {preset}").replace(
+                "grid_points: 60", "grid_points: 20"
+            )
+        )
+        notes, df = _table(_run(["run", str(scenario), "--format", "csv"])[0])
+        assert want in "\n".join(notes)
+        shown = ["tokens_per_s", "usd_per_mtok", "mfu"]
+        if preset == "refined":
+            assert not [c for c in df.columns if c.endswith("_low80")]
+            continue
+        for name in shown:
+            low80, high80, low90, high90 = (df[c] for c in interval_columns(name))
+            assert (low90 <= low80).all() and (low80 <= high80).all() and (high80 <= high90).all()
+            assert (low90 <= df[name]).all() and (df[name] <= high90).all(), name
+        assert (df["mfu_high90"] <= 1.0).all()
+
+
+def test_disaggregated_pools_busy_fractions_carry_intervals_and_the_transfer_is_a_bound():
+    """``disagg`` under an engine profile (issue 23): each pool's busy fraction carries ordered
+    ends around it, at most 1; the KV transfer (a NIC at its datasheet bandwidth, no engine
+    step) has no interval and a note labels it an ideal bound."""
+    args = ["disagg", "Llama 3 70B", "-H", "H100", "--weight-bits", 8, "--gpus", 8]
+    args += ["--batch", 64, "--prompt-tokens", 4000, "--output-tokens", 500]
+    notes, df = _table(_run([*args, "--assumptions", "achievable", "--format", "csv"])[0])
+    assert any("kv_transfer_s is an ideal bound" in n for n in notes)
+    assert "kv_transfer_s_low80" not in df
+    row = df[df["serving"] == "disaggregated"].iloc[0]
+    for name in ("prefill_pool_busy_fraction", "decode_pool_busy_fraction"):
         low80, high80, low90, high90 = (float(row[c]) for c in interval_columns(name))
-        assert 0.0 < low90 <= low80 <= row[name] <= high80 <= high90 <= 1.0, name
-        assert low90 < row[name] or row[name] == 1.0  # the bands are not paired: no cancelling
-    assert "kv_transfer_s_low80" not in df.columns
-    assert "kv_transfer_s is an ideal bound" in _run(args)[0]
+        assert low90 <= low80 <= row[name] <= high80 <= high90 <= 1.0, name
+        assert low90 < row[name]  # a real interval, not the figure restated

@@ -276,11 +276,11 @@ def _odds_notes(result) -> list[str]:
             else "rates, prices and MFU are the offered load's (capacity --confidence sizes for it); "
             "energy and power carry the throughput's band and the power model's (§F12); "
             + (
-                "counts of the simulated schedule (preemptions, rejections, goodput share) "
+                "counts and shares of the simulated schedule (preemptions, rejections, goodput share, prefix hit rate, speculative steps) "
                 "are those of runs whose every step takes the time per output token's ends "
                 "(§F12)."
                 if result.count_ends
-                else "counts of the simulated schedule (preemptions, rejections, goodput share) "
+                else "counts and shares of the simulated schedule (preemptions, rejections, goodput share, prefix hit rate, speculative steps) "
                 "none: the run stopped once it missed its targets."
             )
             if result.stable
@@ -492,7 +492,7 @@ def _plan_text(plan, fmt: str) -> str:
         notes = [first, *_odds_notes(r), *_notes(r)]
         return render(plan.to_dataframe(), fmt, title=title, notes=notes, meta=r.metadata())
     shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
-    from ..output.ranges import ranged
+    from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines
 
     head = first + "\n" + vertical(ranged(plan.summary()), fmt, title)
@@ -510,7 +510,7 @@ def _plan_text(plan, fmt: str) -> str:
         if row.note
     ]
     body = render(
-        shown,
+        ranged_columns(shown),
         fmt,
         title="Every candidate: the most load one instance holds within the targets, and the instances the load needs",
     )

@@ -20,6 +20,7 @@ from .common import (
     option,
     quiet_option,
     resolve_format,
+    stated_table,
     typed_name,
     wrote_files,
 )
@@ -139,7 +140,11 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
         if html:
             result.files.append(_report([result], folder / f"{what}.html", result.scenario.title))
         title, notes, meta = result.scenario.title, result.notes, result.metadata
-        click.echo(render(result.key_points, format, title=title, notes=notes, meta=meta), nl=False)
+        if result.labels:  # ideal bound or expected, each figure's interval as a range
+            text = stated_table(result.key_points, format, result.labels, title, meta, notes)
+        else:  # the Section 2 toy model's curves (or measured law points) state no preset
+            text = render(result.key_points, format, title=title, notes=notes, meta=meta)
+        click.echo(text, nl=False)
         click.echo(wrote_files(len(result.files), folder), err=True)
         return
     if html:
@@ -264,7 +269,11 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
         )
     else:
         title, notes, meta = result.scenario.title, result.notes, result.metadata
-        click.echo(render(result.key_points, format, title=title, notes=notes, meta=meta), nl=False)
+        if result.labels:  # ideal bound or expected, each figure's interval as a range
+            text = stated_table(result.key_points, format, result.labels, title, meta, notes)
+        else:  # the Section 2 toy model's curves (or measured law points) state no preset
+            text = render(result.key_points, format, title=title, notes=notes, meta=meta)
+        click.echo(text, nl=False)
     if out:
         click.echo(wrote_files(len(result.files), out), err=True)
 

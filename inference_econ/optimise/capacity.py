@@ -28,6 +28,7 @@ from ..serving.intervals import (
     headroom_intervals,
     held_intervals,
     ideal,
+    interval_columns,
     inverse_intervals,
     load_intervals,
 )
@@ -149,6 +150,8 @@ class CapacityPlan:
             "mfu": r.mfu,
             "assumptions": r.assumptions,
         }
+        for name in {k.rsplit("_", 1)[0] for k, _ in r.count_ends} - set(row):
+            row[name] = getattr(r, name)  # a count with its ends: the count beside them
         for name in ("prefix_hit_rate", "speculative_step_fraction"):
             if getattr(r, name) is not None:
                 row[name] = getattr(r, name)
@@ -698,12 +701,31 @@ def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.Dat
     table = pd.DataFrame(
         [{k: v for k, v in r.items() if k not in ("setting", "held")} for r in rows]
     )
+    _held_columns(table, rows)
     table["chosen"] = chosen
     if set(table["speculation"]) == {"none"}:
         table = table.drop(columns=["speculation"])
     for name in ("instances", "gpus"):
         table[name] = table[name].astype("Int64")
     return _ranked(table)
+
+
+def _held_columns(table: pd.DataFrame, rows: list[dict], at=None) -> None:
+    """Put the interval columns of each candidate's ``max_rate_per_instance`` (its held load's,
+    §F12, ``held_intervals``) into ``table`` (its rows ``at``, default all, one per
+    ``rows``): blank for an excluded candidate; none at all under an ideal bound."""
+    names = interval_columns("max_rate_per_instance")
+    if not any(r["held"] for r in rows):
+        return
+    ends = [[r["held"].get(c, math.nan) for c in interval_columns("max_rate_per_s")] for r in rows]
+    for i, name in enumerate(names):
+        if name not in table:
+            table[name] = math.nan
+        values = [e[i] for e in ends]
+        if at is None:
+            table[name] = values
+        else:
+            table.loc[at, name] = values[0]
 
 
 def _ranked(table: pd.DataFrame) -> pd.DataFrame:
@@ -900,6 +922,7 @@ def confident_plan(
             table.loc[at, name] = row[name]
         for name in ("usd_per_hour", "excluded", "note"):
             table.loc[at, name] = row[name]
+        _held_columns(table, [row], at)
         table.loc[at, "probe_requests"] = SCREEN_REQUESTS if requests is None else requests
         plan = dataclasses.replace(plan, candidates=_ranked(table))
     return with_odds(plan, confidence, bound, settings)

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import InfeasibleError, SpecError
-from ..serving.intervals import interval_keys, load_intervals
+from ..serving.intervals import interval_columns, interval_keys, inverse_intervals, load_intervals
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 
@@ -284,6 +284,7 @@ def point_plan(
         for key in interval_keys()
         if f"{source}_{key}" in row.index
     }
+    ends.update(_speeds(ends, "tpot_s", b))
     plan = LaunchPlan(
         source,
         setting,
@@ -301,6 +302,15 @@ def point_plan(
         ends,
     )
     return finish(plan)
+
+
+def _speeds(ends: dict, tpot: str, batch: int) -> dict:
+    """The interval columns of the speeds a time per output token ``tpot`` gives: per
+    request 1 / it, and ``batch`` requests' output tokens per second (its ends, swapped);
+    {} where it has none (a bound)."""
+    per = inverse_intervals(ends, tpot, "output_tokens_per_s_per_request")
+    whole = {c: batch * v for c, v in zip(interval_columns("output_tokens_per_s"), per.values())}
+    return {**per, **whole} if per else {}
 
 
 def capacity_plan(
@@ -388,6 +398,12 @@ def capacity_plan(
         f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
         f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests.",
     )
+    if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
+        notes += (
+            "output_tokens_per_s and usd_per_m_output_tokens are the offered load's (a "
+            "deployment that keeps up serves it), so they carry no interval; the others do "
+            "(§F12).",
+        )
     ckpt = checkpoint_of(setting, checkpoint)
     return finish(
         LaunchPlan(
@@ -401,7 +417,15 @@ def capacity_plan(
             expected,
             None,
             notes,
-            {k: float(v) for k, v in load_intervals(r).items() if k.rsplit("_", 1)[0] in expected},
+            {
+                k: float(v)
+                for k, v in {
+                    **load_intervals(r),
+                    **dict(r.count_ends),
+                    **capacity.intervals(),
+                }.items()
+                if k.rsplit("_", 1)[0] in expected
+            },
         )  # fmt: skip
     )
 
@@ -484,6 +508,28 @@ def disagg_plan(
         f"({ratio:.3g}; docs/model.md §B10).",
     )
     ckpt = checkpoint_of(setting, checkpoint)
+    named = {  # the disaggregated row's figure behind each expected figure (§F12)
+        "ttft_s": "ttft_s",
+        "tpot_s": "decode_latency_s",
+        "output_tokens_per_s_per_request": "tokens_per_s",
+        "usd_per_m_output_tokens": "usd_per_m_output_tokens_all_in",
+    }
+    ends = {
+        f"{name}_{key}": float(dis[f"{source}_{key}"])
+        for name, source in named.items()
+        for key in interval_keys()
+        if f"{source}_{key}" in dis.index
+    }
+    if ends:
+        speeds = _speeds(ends, "tpot_s", b)
+        ends.update(
+            zip(
+                interval_columns("output_tokens_per_s"),
+                [speeds[c] for c in interval_columns("output_tokens_per_s")],
+            )
+        )
     return finish(
-        LaunchPlan("disagg", setting, engine, ckpt, workers, longest, load, expected, None, notes)
+        LaunchPlan(
+            "disagg", setting, engine, ckpt, workers, longest, load, expected, None, notes, ends
+        )
     )

@@ -19,6 +19,7 @@ from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
 from ..optimise.toy import toy_frontier
 from ..serving.decode import SUMMARY_COLUMNS, continuous_note
+from ..serving.intervals import figures_line, interval_columns
 from ..serving.toy import square_root_law
 from ..specs.architecture import load_model
 from ..specs.hardware import load_hardware
@@ -48,6 +49,16 @@ class RunResult:
     metadata: dict = field(default_factory=dict)
     #: What the key points' tables say under them (``key_point_notes``).
     notes: list[str] = field(default_factory=list)
+    #: The presets the curves were computed under (``key_point_labels``): whether the key
+    #: points are expected figures (with intervals) or ideal bounds.
+    labels: list[str] = field(default_factory=list)
+
+
+def key_point_labels(fronts: dict[str, Frontier]) -> list[str]:
+    """The preset labels of the curves (``achievable, engine trtllm``, ``refined``, ...),
+    once each; none for a Section 2 toy curve, whose frontier states no preset."""
+    found = (f.metadata.get("assumptions") for f in fronts.values())
+    return list(dict.fromkeys(str(a) for a in found if a))
 
 
 def key_point_notes(fronts: dict[str, Frontier], key_points: pd.DataFrame) -> list[str]:
@@ -94,7 +105,10 @@ def key_points(fronts: dict[str, Frontier], sampling: str | None = None) -> pd.D
             row = {"curve": label, "point": name, **point.to_dict()}
             rows.append(row)
     df = pd.DataFrame(rows)
-    return df[[c for c in KEY_COLUMNS if c in df.columns]]
+    columns = [c for c in KEY_COLUMNS if c in df.columns]
+    # expected figures keep their intervals (§F12; blank on an ideal bound's rows)
+    columns += [c for n in columns for c in interval_columns(n) if c in df.columns]
+    return df[columns]
 
 
 def law_points(points: list[dict]) -> pd.DataFrame:
@@ -279,13 +293,15 @@ def _run(
         if stem is not None:
             result.files += plots.save(fig, stem.parent / f"{stem.name}-{plot}", formats)
     result.notes = key_point_notes(result.fronts, result.key_points)
+    result.labels = key_point_labels(result.fronts)
     if stem is not None and not result.key_points.empty:
         points_stem = stem.parent / f"{stem.name}-points"
+        stated = list(dict.fromkeys(figures_line(label) for label in result.labels))
         result.files += _write_tables(
             result.key_points,
             points_stem,
             scenario.title,
-            result.notes,
+            [*stated, *result.notes],
             table_formats,
             result.metadata,
         )

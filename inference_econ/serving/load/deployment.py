@@ -154,8 +154,11 @@ def instance_for(
     return inst if factor == 1.0 else inst.slowed(factor)
 
 
-#: The counts of a simulated schedule that carry an interval (``count_intervals``).
+#: The counts of a simulated schedule that carry an interval (``count_intervals``), and the
+#: shares a run has only on some paths (None otherwise: prompt caching, speculation), which
+#: depend on the schedule as well (what the cache still holds, how full the batches are).
 COUNTS = ("preemptions", "rejected", "goodput_fraction")
+SCHEDULE_SHARES = ("prefix_hit_rate", "speculative_step_fraction")
 #: Every engine step of the instances ``instance_for`` builds takes this many times as long
 #: (``slower_engines``; 1: the engine as modelled).
 _SLOWER: ContextVar[float] = ContextVar("slower", default=1.0)
@@ -181,8 +184,9 @@ def count_intervals(
     config: EngineConfig,
     result: LoadResult,
 ) -> dict[str, float]:
-    """The interval columns of a run's simulated counts - preemptions, rejected requests and
-    the share of requests within the targets (docs/model.md §F12) - under an engine profile;
+    """The interval columns of a run's simulated counts - preemptions, rejected requests, the
+    share of requests within the targets, and where the run has them the prompt cache's hit
+    rate and the share of speculative steps (docs/model.md §F12) - under an engine profile;
     {} for an ideal bound or a stopped run.
 
     The engine's step times are uncertain by the band of its time per output token
@@ -199,16 +203,22 @@ def count_intervals(
     for key, column in zip(interval_keys(), have):
         with slower_engines(ends[column] / tpot):
             run = simulate_deployment(setting, deployment, traffic, targets, config)
-        for name in COUNTS:
+        for name in _counted(result):
             out[f"{name}_{key}"] = float(getattr(run, name))
     return _ordered_counts(out, result)
+
+
+def _counted(result: LoadResult) -> list[str]:
+    """The schedule's figures ``count_intervals`` gives ends: ``COUNTS``, and those of
+    ``SCHEDULE_SHARES`` the run has."""
+    return [*COUNTS, *(n for n in SCHEDULE_SHARES if getattr(result, n, None) is not None)]
 
 
 def _ordered_counts(out: dict, result: LoadResult) -> dict[str, float]:
     """Each count's interval from its runs at the step time's ends (``out``, by end) and its
     own value (``nested_ends``: a slower engine may preempt more or fewer)."""
     ordered: dict[str, float] = {}
-    for name in COUNTS:
+    for name in _counted(result):
         columns = interval_columns(name)
         if all(c in out for c in columns):
             ends = nested_ends([out[c] for c in columns], float(getattr(result, name)))
