@@ -15,7 +15,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import InfeasibleError, SpecError
-from ..serving.intervals import interval_columns, interval_keys, inverse_intervals, load_intervals
+from ..serving.intervals import (
+    interval_columns,
+    inverse_intervals,
+    load_intervals,
+    renamed_intervals,
+)
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 
@@ -278,12 +283,7 @@ def point_plan(
         "usd_per_m_output_tokens": "usd_per_m_output_tokens",
         "usd_per_m_input_tokens": "usd_per_m_input_tokens",
     }
-    ends = {
-        f"{name}_{key}": float(row[f"{source}_{key}"])
-        for name, source in named.items()
-        for key in interval_keys()
-        if f"{source}_{key}" in row.index
-    }
+    ends = _renamed_ends(row, named)
     ends.update(_speeds(ends, "tpot_s", b))
     plan = LaunchPlan(
         source,
@@ -302,6 +302,15 @@ def point_plan(
         ends,
     )
     return finish(plan)
+
+
+def _renamed_ends(row, named: dict[str, str]) -> dict[str, float]:
+    """The interval columns of each plan figure ``name`` from those of the figure ``source`` of
+    ``row`` it states (``named``: name -> source; none where the row has none, an ideal bound)."""
+    ends: dict[str, float] = {}
+    for name, source in named.items():
+        ends.update(renamed_intervals(row, source, name))
+    return ends
 
 
 def _speeds(ends: dict, tpot: str, batch: int) -> dict:
@@ -514,12 +523,7 @@ def disagg_plan(
         "output_tokens_per_s_per_request": "tokens_per_s",
         "usd_per_m_output_tokens": "usd_per_m_output_tokens_all_in",
     }
-    ends = {
-        f"{name}_{key}": float(dis[f"{source}_{key}"])
-        for name, source in named.items()
-        for key in interval_keys()
-        if f"{source}_{key}" in dis.index
-    }
+    ends = _renamed_ends(dis, named)
     if ends:
         speeds = _speeds(ends, "tpot_s", b)
         ends.update(
