@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from inference_econ.cli import main
+from inference_econ.serving.decode import LAYOUT_COLUMNS
 from inference_econ.serving.intervals import interval_columns
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,17 +169,12 @@ def test_context_parallel_states_its_figures_and_gives_ttft_intervals():
 
 
 #: Numeric columns that are not predictions: the configuration asked for or chosen (GPUs,
-#: batch, degrees, lengths, counts of the simulated schedule), inputs (prices per hour, the
-#: input:output ratio of the offered load) and, for a run that keeps up, the offered load's
-#: rates and prices (the note says so; ``capacity --confidence`` sizes for them).
+#: batch, the layout's degrees, lengths, instances) and inputs (prices per hour, the
+#: input:output ratio of the offered load); for a run that keeps up, ``OFFERED`` below.
 NOT_PREDICTED = {
     "gpus",
     "batch",
-    "pipeline_degree",
-    "tensor_degree",
-    "attention_degree",
-    "expert_degree",
-    "draft_tokens",
+    *LAYOUT_COLUMNS,
     "micro_batch",
     "prompt_tokens",
     "output_tokens",

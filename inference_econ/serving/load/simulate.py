@@ -601,19 +601,7 @@ class _Engine:
             alone += decode_extra
             flop += extra_flop
         advance = E if (T and not separate and D) else 0.0
-        if c is None and plain:  # ``_account``, inline
-            self.t += dt
-            self.G += advance
-            self.busy += dt
-            self.batch_s += D * dt
-            self.flop += flop
-            if D:
-                self.decode_steps += 1
-            used = layers * (self.sum_base + len(running) * self.G) + self.held()
-            if used / self.cap > self.peak:
-                self.peak = used / self.cap
-        else:
-            self._account(dt, D, flop, advance, c)
+        self._account(dt, D, flop, advance, c)
         self.prefill_s += dt - alone
         self.steps += 1
         for entry, take in chunks:
