@@ -326,3 +326,61 @@ def test_a_server_run_issues_at_least_the_benchmarks_samples(tmp_path):
         "achievable",
     )
     assert all(c.issued == 0 for c in other.load.values())  # not an MLPerf dataset's row
+
+
+def test_an_mlperf_row_runs_tensorrt_llm_under_the_harness_scheduler(tmp_path):
+    """MLPerf Inference runs TensorRT-LLM through NVIDIA's harness, which chunks prompts
+    (``enable_chunked_context``); the engine's own default is whole prompts (the admission
+    stays GUARANTEED_NO_EVICT: engines/trtllm.yaml says why). The same row without MLPerf in
+    its text keeps the defaults, and a profile that states no harness (vLLM) keeps its own
+    scheduler on an MLPerf row."""
+    mlperf = (
+        "mlcommons/inference_results_v5.0/closed/NVIDIA/results/x,"
+        "Llama-3.1-405B-Instruct (MLPerf v5.0 llama3.1-405b Server),FP8,H200,8,TP8,n/a,"
+        "{L},{O},throughput,291.37,tokens/s,{engine},server"
+    )
+    lengths = dict(L="9428.64 mean (sd 4066.94)", O="647.5 mean (sd 260.8)")
+    path = tmp_path / "rows.csv"
+    lines = [
+        mlperf.format(engine="TensorRT-LLM", **lengths),
+        mlperf.format(engine="TensorRT-LLM", **lengths)
+        .replace("mlcommons/inference_results_v5.0/closed/NVIDIA/results/x", "lab")
+        .replace(" (MLPerf v5.0 llama3.1-405b Server)", ""),
+        mlperf.format(engine="vLLM", **lengths),
+    ]
+    path.write_text(HEADER + "\n" + "\n".join(lines) + "\n")
+    harness, own, vllm = load_measured(path)
+    assert harness.benchmark and own.benchmark is None
+    base = preset("achievable")
+    found = pr.row_engine(harness, base)
+    assert (found.config.prefill, found.config.admission) == ("chunked", "no_evict")
+    assert "mlperf harness" in found.label
+    trt = load_engine("trtllm")
+    assert pr.row_engine(own, base).config.prefill == trt.prefill == "whole"
+    v = pr.row_engine(vllm, base)
+    assert (v.config.prefill, v.config.admission) == (v.profile.prefill, v.profile.admission)
+    assert "harness" not in v.label
+
+
+def test_whole_prompts_wait_for_room_in_the_step_where_chunks_do_not():
+    """Without chunked context a prompt joins a step only whole, within the token budget with
+    the decoding requests: a 2,000-token prompt behind 100 decoding requests under a budget of
+    2,048 waits until at most 48 of them are left (head-of-line blocking, the TTFT tail of long
+    prompts); chunked, it starts on the next step."""
+    setting = make_setting("Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
+    n = 100
+    prompt = np.r_[np.full(n, 10), 2000]
+    output = np.r_[np.linspace(20, 400, n).round(), 5]
+    arrivals = Arrivals(np.r_[np.zeros(n), 0.5], prompt, output)
+    ttft = {}
+    for mode in ("whole", "chunked"):
+        inst = build_instance(setting, 1, EngineConfig(256, 2048, "no_evict", mode))
+        rec = simulate(inst, arrivals)
+        ttft[mode] = rec.first_token_s[-1] - 0.5
+        if mode == "whole":  # it went once at most 48 decoders were left
+            left = np.sum(
+                (rec.first_token_s[:n] < rec.first_token_s[-1])
+                & (rec.finish_s[:n] > rec.first_token_s[-1])
+            )
+            assert left <= 48
+    assert ttft["chunked"] < 0.1 < ttft["whole"]

@@ -331,6 +331,11 @@ class EngineProfile:
     #: The engine's default batch and token budget on some GPUs or benchmarks (first match;
     #: otherwise max_batch_requests and step_token_budget).
     limits: tuple[SchedulerLimits, ...] = ()
+    #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
+    #: than the engine's defaults: (benchmark, ((field, value), ...)) with the fields
+    #: ``admission`` and ``prefill`` (e.g. MLPerf Inference's harness for TensorRT-LLM
+    #: chunks prompts and packs the batch, preempting when the cache fills).
+    harnesses: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
     #: How the profile was made: data, fit error, command (free text per key).
@@ -357,6 +362,12 @@ class EngineProfile:
             if rule.applies(gpu, offline):
                 return rule.max_batch_requests, rule.step_token_budget
         return self.max_batch_requests, self.step_token_budget
+
+    def scheduler_policy(self, harness: str | None = None) -> tuple[Admission, PrefillMode]:
+        """(admission, prefill) the engine runs with under a benchmark's ``harness`` (one of
+        ``HARNESSES``; None: the engine's own defaults)."""
+        changes = dict(dict(self.harnesses).get(harness, ())) if harness else {}
+        return changes.get("admission", self.admission), changes.get("prefill", self.prefill)
 
     def standard_error(self, name: str) -> float | None:
         return dict(self.standard_errors).get(name)
@@ -393,6 +404,7 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         "admission",
         "prefill",
         "limits",
+        "harnesses",
         "standard_errors",
         "fit",
         "derive_from",
@@ -426,6 +438,8 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
             version_range(out[key], source)  # a bad range fails when the file is read
         elif key == "limits":
             out[key] = _limits(value, source)
+        elif key == "harnesses":
+            out[key] = _harnesses(value, source)
         elif key == "aliases":
             out[key] = tuple(str(a) for a in ([value] if isinstance(value, str) else value or ()))
         elif key == "standard_errors":
@@ -521,6 +535,46 @@ def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
     return tuple(out)
 
 
+#: Benchmark harnesses a profile can say it runs under (``EngineProfile.harnesses``).
+HARNESSES = ("mlperf",)
+
+
+def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """The ``harnesses`` mapping: {benchmark: {admission: ..., prefill: ...}}."""
+    if not isinstance(value, Mapping):
+        raise SpecError(
+            source,
+            "harnesses",
+            f"expected a mapping, got {value!r}",
+            "e.g. {mlperf: {prefill: chunked}}",
+        )
+    out = []
+    for name, changes in value.items():
+        where = f"harnesses.{name}"
+        if name not in HARNESSES:
+            raise SpecError(
+                source, where, "unknown benchmark harness", f"one of {', '.join(HARNESSES)}"
+            )
+        if not isinstance(changes, Mapping) or not changes:
+            raise SpecError(
+                source, where, f"expected a mapping, got {changes!r}", "e.g. {prefill: chunked}"
+            )
+        fields = []
+        for key, word in changes.items():
+            if key not in ("admission", "prefill"):
+                raise SpecError(source, f"{where}.{key}", "unknown field", "admission or prefill")
+            if word not in CHOICES[key]:
+                raise SpecError(
+                    source,
+                    f"{where}.{key}",
+                    f"unknown value {word!r}",
+                    f"choose {', '.join(CHOICES[key])}",
+                )
+            fields.append((str(key), str(word)))
+        out.append((str(name), tuple(fields)))
+    return tuple(out)
+
+
 def _standard_errors(value: Any, source: str) -> tuple[tuple[str, float], ...]:
     if not isinstance(value, Mapping):
         raise SpecError(source, "standard_errors", f"expected a mapping, got {value!r}")
@@ -553,6 +607,9 @@ def profile_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Engine
         values["standard_errors"] = tuple(errors.items())
         values["derived_from"] = base.name
         values.setdefault("aliases", ())
+        if values.get("engine", base.engine) != base.engine:
+            # another engine's profile: a harness's flags are the base engine's own
+            values.setdefault("harnesses", ())
         return dataclasses.replace(base, _cache={}, **values)
     if "name" not in values:
         raise SpecError(source, "name", "is missing", "give the engine profile a name")

@@ -122,11 +122,14 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     except SpecError as exc:
         return f"unresolved: engine {_name(name)!r}: {exc.problem}"
     batch, budget = prof.scheduler_limits(row.gpu, offline)
+    # an MLPerf row runs the engine under the benchmark's harness, with its scheduler flags
+    harness = "mlperf" if row.benchmark and "mlperf" in dict(prof.harnesses) else None
+    admission, prefill = prof.scheduler_policy(harness)
     # per instance: ``for_layout`` spreads it over attention ranks itself
-    config = EngineConfig(
-        cap or batch, budget, prof.admission, prof.prefill, per_attention_rank=False
-    )
+    config = EngineConfig(cap or batch, budget, admission, prefill, per_attention_rank=False)
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
+    if harness:
+        label += f", {harness} harness ({prefill} prompts, {admission} admission)"
     return RowEngine(prof, config, label)
 
 
