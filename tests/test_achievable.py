@@ -154,6 +154,17 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
         profile_from_dict({"name": "x", "hbm_efficiency": 1.5}, "x.yaml")
     with pytest.raises(ie.SpecError, match="did you mean 'hbm_efficiency'"):
         profile_from_dict({"name": "x", "hbm_eficiency": 0.8}, "x.yaml")
+    assert load_engine("trtllm").scheduler_policy("mlperf") == ("no_evict", "chunked")
+    assert load_engine("trtllm-0").scheduler_policy("mlperf") == ("no_evict", "chunked")
+    assert load_engine("vllm").harnesses == ()  # another engine: not the base's harness
+    for bad, says in (
+        ({"nvidia": {"prefill": "chunked"}}, r"harnesses\.nvidia.*unknown benchmark harness"),
+        ({"mlperf": {"prefill": "sometimes"}}, r"harnesses\.mlperf\.prefill.*'sometimes'"),
+        ({"mlperf": {"step_token_budget": 2048}}, r"harnesses\.mlperf\.step_token_budget"),
+        ({"mlperf": {}}, r"harnesses\.mlperf.*expected a mapping"),
+    ):
+        with pytest.raises(ie.SpecError, match=says):
+            profile_from_dict({"name": "x", "harnesses": bad}, "x.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nkv_cache_fraction_of: most\n")
     result = CliRunner().invoke(

@@ -333,8 +333,8 @@ class EngineProfile:
     limits: tuple[SchedulerLimits, ...] = ()
     #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
     #: than the engine's defaults: (benchmark, ((field, value), ...)) with the fields
-    #: ``admission`` and ``prefill`` (e.g. MLPerf Inference's harness for TensorRT-LLM
-    #: chunks prompts and packs the batch, preempting when the cache fills).
+    #: ``admission`` and ``prefill`` (e.g. MLPerf Inference's harness runs TensorRT-LLM with
+    #: chunked prompts, the engine's default being whole ones).
     harnesses: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
