@@ -241,6 +241,10 @@ class _Engine:
         self.by_end: dict[float, list[int]] = {}
         self.ends: list[float] = []
         self.sum_base = 0.0
+        # the decoding requests' bases sorted (windowed models), and the change of the batch
+        # they were sorted at: ``decode_positions`` sorts again only when it has changed
+        self.changes = 0
+        self.sorted_at, self.sorted_bases = -1, np.empty(0)
         self.G, self.t = 0.0, 0.0
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
@@ -263,8 +267,11 @@ class _Engine:
         (``ahead`` may be an array)."""
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
-        base = np.fromiter((b for b, _ in self.running.values()), float, len(self.running))
-        return self.inst.work.layer_positions_of_many(np.sort(base + self.G), ahead)
+        if self.sorted_at != self.changes:
+            base = np.fromiter((b for b, _ in self.running.values()), float, len(self.running))
+            self.sorted_bases, self.sorted_at = np.sort(base), self.changes
+        # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
+        return self.inst.work.layer_positions_of_many(self.sorted_bases + self.G, ahead)
 
     def growth(self, per_step: float = 1.0) -> float:
         """Layer-positions the decoding requests add in one step of ``per_step`` tokens."""
@@ -402,6 +409,7 @@ class _Engine:
         G = self.G
         end = G + left
         self.running[i] = (context - G, end)
+        self.changes += 1
         same = self.by_end.get(end)
         if same is None:  # a new end: on the heap once
             self.by_end[end] = [i]
@@ -419,6 +427,7 @@ class _Engine:
     def _leave(self, i: int) -> float:
         """Take request ``i`` out of the decoding batch; its context."""
         base, end = self.running.pop(i)
+        self.changes += 1
         self.sum_base -= base
         same = self.by_end[end]
         same.remove(i)
@@ -495,6 +504,7 @@ class _Engine:
             heapq.heappop(self.ends)
             done = self.by_end.pop(end)
             running = self.running
+            self.changes += 1
             r = self.req
             if self.cache is not None:
                 for i in done:
@@ -631,6 +641,7 @@ class _Engine:
                 continue
             end = G + left
             running[i] = (context - G, end)
+            self.changes += 1
             same = by_end.get(end)
             if same is None:  # a new end: on the heap once
                 by_end[end] = [i]
