@@ -351,3 +351,37 @@ def test_wording_counts_and_single_messages():
     assert said.endswith("acceptance 0.8, up to 1 draft token")
     listing = CliRunner().invoke(main, ["--help"]).stdout
     assert "show              A model's, a GPU's or an engine profile's figures." in listing
+
+
+def test_the_command_line_process_tunes_glibc_malloc_and_nothing_else(monkeypatch):
+    """``tune_allocator`` (issue 28): on Linux it sets glibc's mmap threshold, trim threshold
+    and top pad (mallopt parameters -3, -1, -2) to the module's values, once per command;
+    elsewhere, or without ``mallopt`` (not glibc), it does nothing and raises nothing."""
+    import ctypes
+
+    from inference_econ.cli import common
+
+    calls = []
+
+    class Libc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    monkeypatch.setattr(common.sys, "platform", "linux")
+    common.tune_allocator()
+    assert calls == [(-3, 32 * 2**20), (-1, 128 * 2**20), (-2, 64 * 2**20)]
+    assert common.MALLOC_MMAP_THRESHOLD_BYTES > 400 * 400 * 4  # a float32 block of the grid
+    calls.clear()
+    monkeypatch.setattr(common.sys, "platform", "darwin")
+    common.tune_allocator()
+    assert calls == []
+    monkeypatch.setattr(common.sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: object())  # a libc without mallopt
+    common.tune_allocator()
+    assert calls == []
+    # a command runs it before anything else
+    monkeypatch.setattr(common, "tune_allocator", lambda: calls.append("tuned"))
+    result = CliRunner().invoke(main, ["list", "models"])
+    assert result.exit_code == 0 and calls == ["tuned"]
