@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ from .speculation import DraftEngine
 
 #: Longest run of decode steps evaluated at once (bounds the arrays).
 RUN_STEPS = 4096
+#: A decoding request's base (its context less G) from its ``running`` entry.
+_BASE = operator.itemgetter(0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,7 +271,7 @@ class _Engine:
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
         if self.sorted_at != self.changes:
-            base = np.fromiter((b for b, _ in self.running.values()), float, len(self.running))
+            base = np.fromiter(map(_BASE, self.running.values()), float, len(self.running))
             self.sorted_bases, self.sorted_at = np.sort(base), self.changes
         # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
         return self.inst.work.layer_positions_of_many(self.sorted_bases + self.G, ahead)
