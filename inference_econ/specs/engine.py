@@ -552,9 +552,8 @@ def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, str
     for name, changes in value.items():
         where = f"harnesses.{name}"
         if name not in HARNESSES:
-            raise SpecError(
-                source, where, "unknown benchmark harness", f"one of {', '.join(HARNESSES)}"
-            )
+            hint = did_you_mean(str(name), HARNESSES) or f"one of {', '.join(HARNESSES)}"
+            raise SpecError(source, where, "unknown benchmark harness", hint)
         if not isinstance(changes, Mapping) or not changes:
             raise SpecError(
                 source, where, f"expected a mapping, got {changes!r}", "e.g. {prefill: chunked}"
