@@ -3,6 +3,8 @@ computation: MoE experts as one grouped GEMM, the expert all-to-all against Deep
 pipeline bubbles, precision formats, context-parallel NICs, the co-located baseline of
 ``disagg``. Sources are stated beside each figure (docs/model.md §B5, §B9-§B12, §F7)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -163,6 +165,44 @@ def test_gemm_rate_keys_on_both_formats_and_attention_on_the_kv_format():
     hand = (ff + proj) / (8 * sustained * 1978.9e12) + ctx / (8 * sustained * 989.4e12)
     assert row.compute_time_s == pytest.approx(hand, rel=0.01)
     assert row.compute_time_s == pytest.approx(5.73, rel=0.01)
+
+
+def test_an_expert_only_checkpoint_keeps_its_other_weights_in_their_own_format():
+    """gpt-oss-120b as released (its config and TensorRT-LLM's gpt_oss README): MXFP4 routed
+    experts (4.25 bits) beside BF16 attention, router and embeddings, ~65 GB; on Blackwell the
+    experts' GEMMs take MXFP8 activations (the FP8 rate: B200 datasheet, dense, 4.5 PFLOPS)
+    and the other GEMMs run at BF16's (2.25 PFLOPS), each at its measured best-shape share."""
+    from inference_econ.model.efficiency import best_gemm_efficiency
+
+    oss = ie.load_model("gpt-oss-120b")
+    experts = 36 * 128 * 3 * 2880 * 2880  # layers x experts x (gate, up, down) x d x f
+    for preset in (PAPER, REFINED, ACHIEVABLE):
+        w = compile_workload(oss, preset)
+        assert w.routed_expert_params == experts
+        hand = experts * 4.25 / 8 + (w.total_params - experts) * 2.0
+        assert w.weights_total_bytes == pytest.approx(hand, rel=1e-12)
+        assert w.weights_total_bytes == pytest.approx(65.14e9, rel=1e-3)
+    b200 = ie.load_hardware("B200")
+    m = StepModel(compile_workload(oss, ACHIEVABLE), b200, ACHIEVABLE).machine
+    assert m.gemm_rate == pytest.approx(4500e12 * best_gemm_efficiency(b200, 8), rel=1e-9)
+    assert m.dense_gemm_rate == pytest.approx(2250e12 * best_gemm_efficiency(b200, 16), rel=1e-9)
+    assert not m.fp4_gemm
+    # the same experts with every weight in one format: the same rate for every class
+    one = compile_workload(dataclasses.replace(oss, precision=ie.Precision(4.25, 16)), ACHIEVABLE)
+    assert one.weights_total_bytes == pytest.approx(one.total_params * 4.25 / 8, rel=1e-12)
+    m1 = StepModel(one, b200, ACHIEVABLE).machine
+    assert m1.dense_gemm_rate == m1.gemm_rate and m1.fp4_gemm
+
+
+def test_dense_weight_bits_is_refused_on_a_model_without_routed_experts():
+    from inference_econ.specs import catalog
+    from inference_econ.specs.architecture import architecture_from_dict
+    from inference_econ.specs.yamlfile import load_yaml
+
+    data = load_yaml(catalog.find("models", "Llama 3.3 70B"))
+    data["precision"] = {"weight_bits": 4, "dense_weight_bits": 16}
+    with pytest.raises(ie.SpecError, match="precision.dense_weight_bits.*without routed experts"):
+        architecture_from_dict(data, "llama.yaml")
 
 
 def test_four_bit_weights_carry_their_block_scales():

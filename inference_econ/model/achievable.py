@@ -95,10 +95,11 @@ class EngineStep:
 
     # --- work by kernel class (§F1-§F7) ---------------------------------------------------
     def gemm(self, params, tokens, nk_per_gpu, t):
-        """(ideal seconds per GPU, volume M·N·K) of ``2·params·tokens`` FLOP over ``t`` GPUs,
-        the tokens rounded up to whole tiles (§F2)."""
+        """(ideal seconds per GPU, volume M·N·K) of ``2·params·tokens`` FLOP over ``t`` GPUs
+        of weights outside the routed experts (at their format's rate, §B5), the tokens
+        rounded up to whole tiles (§F2)."""
         rounded = tile_rounded(np.asarray(tokens, dtype=float), self.tile)
-        seconds = 2.0 * params * rounded / (t * self.machine.gemm_rate)
+        seconds = 2.0 * params * rounded / (t * self.machine.dense_gemm_rate)
         return seconds, rounded * nk_per_gpu  # the work the padded kernel does
 
     def grouped_expert_gemm(self, g, tokens, e, t_ff, t, per_d_ff):

@@ -212,6 +212,7 @@ class StepModel:
             assumptions,
             integer_layouts,
             work.attention_bits,
+            work.dense_gemm_bits,
         )
         self.kernel_s = work.layers * assumptions.kernels_per_layer * self.machine.launch_s
         #: The engine profile of the achievable preset (docs/model.md Part F), else None.

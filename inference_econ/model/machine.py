@@ -60,6 +60,11 @@ class Machine:
     #: The best-shape GEMM rate at the weight precision (peak times the measured best-shape
     #: fraction, §F2): the ideal seconds of the engine step's GEMM classes are FLOP over it.
     gemm_rate: float
+    #: The best-shape rate of the GEMMs outside the routed experts (attention projections,
+    #: output head, dense and shared feed-forward), at their own weights' format where a
+    #: checkpoint quantises only its experts (§B5); else ``gemm_rate``. The engine step's
+    #: classes use it; the roofline step's one compute rate is the experts' (a bound).
+    dense_gemm_rate: float
     #: The rate of attention arithmetic: sustained in the roofline step (the GEMMs' rate in
     #: the paper, the KV cache format's under ``precision_formats``, §B5), peak in the engine
     #: step (§F3, whose efficiency applies per class).
@@ -89,16 +94,26 @@ class Machine:
         assumptions: Assumptions,
         integer_layouts: bool = False,
         attention_bits: float | None = None,
+        dense_bits: float | None = None,
     ) -> Machine:
         """The machine for GEMMs at ``weight_bits`` (the weights' format, or the format of
         both operands under ``precision_formats``, §B5) and attention at ``attention_bits``
-        (None: the GEMMs' rate in the roofline step, the 16-bit peak in the engine step)."""
+        (None: the GEMMs' rate in the roofline step, the 16-bit peak in the engine step);
+        ``dense_bits``: the format of the GEMMs outside the routed experts where it differs
+        (``Workload.dense_gemm_bits``; None: ``weight_bits``)."""
         peak, sustained = flop_rates(gpu, weight_bits, assumptions)
         eight = gpu.peak_flop_per_s(8) if weight_bits < 8 else peak
         engine_attention = gpu.peak_flop_per_s(16 if attention_bits is None else attention_bits)
+        gemm_rate = peak * best_gemm_efficiency(gpu, weight_bits)
+        if dense_bits is None:
+            dense_rate = gemm_rate
+        else:
+            dense_peak = flop_rates(gpu, dense_bits, assumptions)[0]
+            dense_rate = dense_peak * best_gemm_efficiency(gpu, dense_bits)
         rates: dict[str, Any] = dict(
             peak_flop_per_s=peak,
-            gemm_rate=peak * best_gemm_efficiency(gpu, weight_bits),
+            gemm_rate=gemm_rate,
+            dense_gemm_rate=dense_rate,
             fp4_gemm=bool(weight_bits <= 4 and peak > eight * (1 + 1e-9)),
             gemm_power_derating=gpu.gemm_power_derating,
             usable_hbm_bytes=usable_hbm_bytes(gpu, assumptions),

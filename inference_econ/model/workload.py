@@ -122,6 +122,18 @@ class Workload:
     #: is narrower than the activations (FP8 dispatch, with its block scales); None: the
     #: activations' bytes.
     dispatch_bytes_per_element: float | None = None
+    #: Bytes per weight outside the routed experts (attention, router, embeddings, shared
+    #: experts, dense layers) where the checkpoint stores them in another format than its
+    #: experts (``Precision.dense_weight_bits``, §B5); None: ``bytes_per_weight``.
+    dense_bytes_per_weight: float | None = None
+    #: Bits of the format those weights' GEMMs run at; None: ``gemm_bits``.
+    dense_gemm_bits: float | None = None
+
+    @property
+    def dense_weight_bytes(self) -> float:
+        """Bytes per weight outside the routed experts."""
+        d = self.dense_bytes_per_weight
+        return self.bytes_per_weight if d is None else d
 
     # --- parameters (§A1) ------------------------------------------------------------------
     def ff_params_per_expert(self, g: GroupWork) -> float:
@@ -165,9 +177,23 @@ class Workload:
         )
 
     @property
+    def routed_expert_params(self) -> float:
+        """Parameters of every routed expert of every layer."""
+        return sum(
+            g.layers * g.experts * self.ff_params_per_expert(g)
+            for g in self.groups
+            if g.experts > 1
+        )
+
+    @property
     def weights_total_bytes(self) -> float:
-        """Bytes of the weights that must be resident (shared embeddings left out, §C3)."""
-        return (self.total_params - self.shared_embedding_params) * self.bytes_per_weight
+        """Bytes of the weights that must be resident (shared embeddings left out, §C3): the
+        routed experts in their format, the rest in theirs (§B5)."""
+        resident = self.total_params - self.shared_embedding_params
+        if self.dense_bytes_per_weight is None:
+            return resident * self.bytes_per_weight
+        experts = self.routed_expert_params
+        return experts * self.bytes_per_weight + (resident - experts) * self.dense_weight_bytes
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -262,20 +288,19 @@ class Workload:
         per_token = matmul_activation_bytes_per_token(
             self.d_model, g.d_ff, tp, self.bytes_per_activation, self.matmul_replication
         )
-        w = self.d_model * g.d_ff * self.bytes_per_weight
         if g.experts > 1:
             frac = g.routed_fraction_read(tokens) * (g.experts * mats)
-            weights = frac * w
+            weights = frac * (self.d_model * g.d_ff * self.bytes_per_weight)
             acts = frac * (per_token * (tokens / g.sparsity))
         else:
-            weights = mats * w
+            weights = mats * (self.d_model * g.d_ff * self.dense_weight_bytes)
             acts = (mats * per_token) * tokens
         if g.shared:
             shared_per_token = matmul_activation_bytes_per_token(
                 self.d_model, g.shared_d_ff, tp, self.bytes_per_activation, self.matmul_replication
             )
             weights = (
-                weights + g.shared * mats * self.d_model * g.shared_d_ff * self.bytes_per_weight
+                weights + g.shared * mats * self.d_model * g.shared_d_ff * self.dense_weight_bytes
             )
             acts = acts + (g.shared * mats * shared_per_token) * tokens
         return weights, acts
@@ -299,18 +324,18 @@ class Workload:
     @property
     def attention_matrix_weight_bytes(self) -> float:
         """Weight bytes of one layer's attention matrices (averaged over a hybrid's layers)."""
-        total = sum(m * k for m, k in self.attention_matrices) * self.bytes_per_weight
+        total = sum(m * k for m, k in self.attention_matrices) * self.dense_weight_bytes
         if self.recurrent_matrices:
             total = (
                 total * self.attention_share
                 + sum(share * m * k for m, k, share in self.recurrent_matrices)
-                * self.bytes_per_weight
+                * self.dense_weight_bytes
             )
         return total
 
     @property
     def unembedding_bytes(self) -> float:
-        return self.vocab_size * self.d_model * self.bytes_per_weight
+        return self.vocab_size * self.d_model * self.dense_weight_bytes
 
     @property
     def output_weight_bytes(self) -> float:
@@ -318,7 +343,7 @@ class Workload:
         matrices of a draft head (§A2, §C3)."""
         if not self.extra_matrices:
             return self.unembedding_bytes
-        return self.unembedding_bytes + self.extra_params * self.bytes_per_weight
+        return self.unembedding_bytes + self.extra_params * self.dense_weight_bytes
 
 
 MLA_DECODES = get_args(MlaDecode)
@@ -465,6 +490,8 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
     formats = precision_formats(p) if assumptions.precision_formats else {}
     if formats:
         wb = formats.pop("bytes_per_weight")
+    elif p.dense_weight_bits is not None:  # the checkpoint's bytes in every preset
+        formats = {"dense_bytes_per_weight": p.dense_weight_bits / 8.0}
     params, matrices, heads_words, kv_layer, ctx_flop = _attention_shape(arch, assumptions, kvb)
     kv_bits = kvb * 8.0
     groups = tuple(_group_work(g, assumptions, arch.d_model, kv_bits) for g in arch.layer_groups)
@@ -521,20 +548,33 @@ def precision_formats(p) -> dict:
     weights stored with NVFP4's block scales (a fractional width such as MXFP4's 4.25 already
     holds them); GEMMs at the wider of the weights' element format (4.25 -> 4) and their
     activation operand; attention at the KV cache's format; the expert dispatch in the GEMMs'
-    activation format when it is narrower than the activations (§B11)."""
-    bits = p.weight_bits + (NVFP4_SCALE_BITS if p.weight_bits == 4 else 0.0)
-    element = float(math.floor(p.weight_bits + 1e-9))
+    activation format when it is narrower than the activations (§B11). A checkpoint that
+    quantises only its experts (``dense_weight_bits``) stores and multiplies its other weights
+    in their own format by the same rules."""
+    bits, element = _stored_bits(p.weight_bits)
     operand = element if p.gemm_activation_bits is None else float(p.gemm_activation_bits)
     dispatch = None
     if operand < p.activation_bits:
         scales = FP8_DISPATCH_SCALE_BYTES if operand >= 8 else NVFP4_SCALE_BITS / 8.0
         dispatch = operand / 8.0 + scales
-    return {
+    out = {
         "bytes_per_weight": bits / 8.0,
         "gemm_bits": max(element, operand),
         "attention_bits": p.bytes_per_kv_element * 8.0,
         "dispatch_bytes_per_element": dispatch,
     }
+    if p.dense_weight_bits is not None:
+        dense, dense_element = _stored_bits(p.dense_weight_bits)
+        out["dense_bytes_per_weight"] = dense / 8.0
+        out["dense_gemm_bits"] = max(dense_element, operand)
+    return out
+
+
+def _stored_bits(weight_bits: float) -> tuple[float, float]:
+    """(bits stored per weight, bits of its element format) of a weight format: 4-bit weights
+    carry NVFP4's block scales; a fractional width (MXFP4's 4.25) holds its own."""
+    bits = weight_bits + (NVFP4_SCALE_BITS if weight_bits == 4 else 0.0)
+    return bits, float(math.floor(weight_bits + 1e-9))
 
 
 def _hybrid_mixers(arch: Architecture, attention_params, attention_words) -> dict:

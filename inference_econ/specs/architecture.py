@@ -61,6 +61,7 @@ BOUNDS = {
     "activation_bits": dict(minimum=1, maximum=32, unit="bits"),
     "kv_cache_bits": dict(minimum=1, maximum=32, unit="bits"),
     "gemm_activation_bits": dict(minimum=1, maximum=32, unit="bits"),
+    "dense_weight_bits": dict(minimum=1, maximum=32, unit="bits"),
     "expert_groups": _whole(1, 2**16),
     "groups_per_token": _whole(0, 2**16),
     "total": dict(minimum=0, exclusive_minimum=True, maximum=1e16, unit="parameters"),
@@ -98,9 +99,19 @@ class Precision:
     #: for NVFP4 W4A4. None: the weights' element format (the paper's rule: a GEMM runs at the
     #: weights' rate).
     gemm_activation_bits: float | None = None
+    #: Bits of the weights outside the routed experts (attention, router, embeddings, shared
+    #: experts and dense layers) of a checkpoint that quantises only its experts: gpt-oss's
+    #: MXFP4 experts beside BF16 everywhere else. None: ``weight_bits`` (one format).
+    dense_weight_bits: float | None = None
 
     def __post_init__(self) -> None:
-        names = ("weight_bits", "activation_bits", "kv_cache_bits", "gemm_activation_bits")
+        names = (
+            "weight_bits",
+            "activation_bits",
+            "kv_cache_bits",
+            "gemm_activation_bits",
+            "dense_weight_bits",
+        )
         _check_fields(self, names, "precision")
 
     @property
@@ -119,7 +130,8 @@ class Precision:
     def label(self) -> str:
         kv = "" if self.kv_cache_bits is None else f"/kv{self.kv_cache_bits:g}"
         gemm = "" if self.gemm_activation_bits is None else f"/gemm-a{self.gemm_activation_bits:g}"
-        return f"w{self.weight_bits:g}a{self.activation_bits:g}{kv}{gemm}"
+        dense = "" if self.dense_weight_bits is None else f"/dense-w{self.dense_weight_bits:g}"
+        return f"w{self.weight_bits:g}a{self.activation_bits:g}{kv}{gemm}{dense}"
 
 
 @dataclass(frozen=True)
@@ -309,6 +321,7 @@ class Architecture:
             p.activation_bits if activation_bits is None else activation_bits,
             p.kv_cache_bits if kv_cache_bits is None else kv_cache_bits,
             p.gemm_activation_bits if gemm_activation_bits is None else gemm_activation_bits,
+            p.dense_weight_bits,
         )
         return dataclasses.replace(self, precision=new)
 
@@ -496,6 +509,7 @@ def _precision(r: Reader | None) -> Precision:
         gemm_activation_bits=r.number(
             "gemm_activation_bits", None, **BOUNDS["gemm_activation_bits"]
         ),
+        dense_weight_bits=r.number("dense_weight_bits", None, **BOUNDS["dense_weight_bits"]),
     )
     r.finish()
     return p
@@ -586,6 +600,13 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
         max_context_tokens=r.number("max_context_tokens", None, **BOUNDS["max_context_tokens"]),
     )
     r.finish()
+    if arch.precision.dense_weight_bits is not None and not arch.is_moe:
+        raise SpecError(
+            source,
+            "precision.dense_weight_bits",
+            "is set on a model without routed experts (every weight is then a dense one)",
+            "weight_bits alone",
+        )
     return arch
 
 

@@ -15,6 +15,7 @@ operating-point files overlaid on figures.
 from __future__ import annotations
 
 import io
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -475,7 +476,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     context = rec["_context"]
     text = " ".join(str(rec.get(k, "")) for k in ("model", "source", "input_len")) + context
     benchmark = sem.benchmark_of(base["arch"].name, text)
-    bits = sem.precision_of(rec.get("precision"))
+    bits = _as_released(sem.precision_of(rec.get("precision")), base["arch"])
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
     engine = sem.engine_of(rec, context, base["gpu"].description)
@@ -570,6 +571,19 @@ def _scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
     if q not in MEASURABLE[scenario] and not latency:
         return f"metric {rec['metric']!r} is not read for the {scenario} scenario"
     return ""
+
+
+def _as_released(bits, arch):
+    """A row's precision (weight, activation, KV bits) on a model whose checkpoint stores its
+    weights in a format of the same element width keeps that format's exact width: "FP4" on
+    gpt-oss is its released MXFP4 (4.25 bits; its BF16 non-expert weights and MXFP8 GEMM
+    operand are the model file's and stay, ``Architecture.with_precision``)."""
+    if bits is None:
+        return None
+    released = arch.precision.weight_bits
+    if released != bits[0] and math.floor(released + 1e-9) == math.floor(bits[0] + 1e-9):
+        return (released, *bits[1:])
+    return bits
 
 
 def _micro(rec, base, metric, where) -> MeasuredRow:
