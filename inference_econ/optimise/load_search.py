@@ -279,12 +279,38 @@ def grid_index(start: float, rate: float) -> int:
     return j * 2**REFINE_STEPS + m
 
 
+def grid_at_least(start: float, rate: float) -> int | None:
+    """The refined grid's first point at or above ``rate`` (``grid_rate``), None outside the
+    lattice. A search's answer is a point of this grid (or 0), so where the verdicts are
+    monotone in the rate it is at least ``rate`` exactly when a run at that point holds: a
+    test there answers the same question as one at ``rate``, and its run is one the search
+    may reuse."""
+    lattice = _lattice(start)
+    if not lattice[0] <= rate <= lattice[-1]:
+        return None
+    index = grid_index(start, rate)
+    while grid_rate(start, index) < rate:
+        index += 1
+    while index > 0 and grid_rate(start, index - 1) >= rate:
+        index -= 1
+    return index
+
+
+def grid_at_most(start: float, rate: float) -> int | None:
+    """The refined grid's last point at or below ``rate``, None outside the lattice."""
+    above = grid_at_least(start, rate)
+    if above is None:
+        return None
+    return above if grid_rate(start, above) == rate else above - 1
+
+
 def find_knee_from(
     probe: Callable[[float], LoadResult],
     targets: Targets,
     start: float,
     guess: float,
     early: Callable[[float], LoadResult] | None = None,
+    held: float | None = None,
 ) -> Knee:
     """``find_knee``'s answer found from a good ``guess`` of it: a galloping search on the
     refined grid from the guess for the point that meets the targets next to one that does
@@ -293,7 +319,9 @@ def find_knee_from(
     in about 2 + 2·log2(grid points the guess is off) simulations instead of 7 or more. An
     answer below ``start`` or at the lattice's top is left to ``find_knee`` (begun near it),
     whose walk down and top differ. ``early``: ``find_knee``'s; only verdicts are read here,
-    so every probe may stop early."""
+    so every probe may stop early. ``held``: a rate a simulation of the same size held at
+    (the answer is at least the grid point at or below it, unsimulated; the walk starts
+    above it)."""
     seen: dict[float, LoadResult] = {}
     run = early or probe
 
@@ -306,6 +334,10 @@ def find_knee_from(
     first, top = WALK_STEPS * 2**REFINE_STEPS, 2 * WALK_STEPS * 2**REFINE_STEPS
     lo, hi, step = None, None, 1
     at = min(max(grid_index(start, guess), first), top - 1)
+    if held is not None:
+        floor = grid_at_most(start, held)
+        if floor is not None and first <= floor < top - 1:
+            lo, at = floor, max(at, floor + 1)
     while lo is None or hi is None:
         if at < first or at >= top:
             break
@@ -322,6 +354,8 @@ def find_knee_from(
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    if grid_rate(start, lo) not in seen and not ok(lo):  # ``held``'s point: its own run
+        return find_knee(probe, targets, start, near=guess, early=early)
     return _knee(grid_rate(start, lo), seen)
 
 
