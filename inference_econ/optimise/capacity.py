@@ -967,9 +967,7 @@ def confident_plan(
             if progress:
                 progress(f"{setting.gpu.name} x{size}: searched in full for the confident plan")
             if short > 0:  # from its short answer
-                knee = _full_search(
-                    setting, d, traffic, plan.targets, config, short, short, holds
-                )
+                knee = _full_search(setting, d, traffic, plan.targets, config, short, short, holds)
             else:
                 knee = knee_of("deployment", setting, d, traffic, plan.targets, config)
             row, requests = _candidate(setting, "deployment", size, knee, rate, max_gpus), full
@@ -997,8 +995,8 @@ def _confident_need(plan: CapacityPlan, level: int, setting, size: int, bar: flo
         count = min(count, max_gpus // size)
     if count < 1:
         return None
-    return plan.rate_per_s / (_confident_factor(plan, level, setting, size, 1.0) * count) * (
-        1 - 1e-6
+    return (
+        plan.rate_per_s / (_confident_factor(plan, level, setting, size, 1.0) * count) * (1 - 1e-6)
     )
 
 
