@@ -442,9 +442,13 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
             x = rate / options[0][3].instances
         # a test needs the short search's answer below x: a full simulation failing where the
         # short search held is too little to go on (verdicts are not always monotone in the
-        # rate: under speculation one may fail below a rate that holds), so search in full
+        # rate: under speculation one may fail below a rate that holds), so search in full;
+        # without speculation, a one-instance plan's own check at the offered load is run
+        # first (needed if it is the plan; its search then starts above it)
         holds = None
-        if x is not None and x > short_knee.max_rate_per_s and first[5] < SCREEN_TESTS:
+        below = x is not None and x > short_knee.max_rate_per_s
+        check = x == rate and s.spec is None
+        if (below or check) and first[5] < SCREEN_TESTS:
             first[5] += 1
             # at the offered load itself where that is the check of a plan of one instance
             held, tested, most = _test(s, d, traffic, targets, config, x, on_grid=x != rate)
