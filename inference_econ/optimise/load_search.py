@@ -321,7 +321,7 @@ def find_knee_from(
     whose walk down and top differ. ``early``: ``find_knee``'s; only verdicts are read here,
     so every probe may stop early. ``held``: a rate a simulation of the same size held at
     (the answer is at least the grid point at or below it, unsimulated; the walk starts
-    above it)."""
+    above it, two points up when the guess is no higher)."""
     seen: dict[float, LoadResult] = {}
     run = early or probe
 
@@ -336,8 +336,12 @@ def find_knee_from(
     at = min(max(grid_index(start, guess), first), top - 1)
     if held is not None:
         floor = grid_at_most(start, held)
-        if floor is not None and first <= floor < top - 1:
-            lo, at = floor, max(at, floor + 1)
+        if floor is not None and first <= floor < top - 2:
+            # the walk up from it begins two points above (the one just above lies within
+            # 1.1 % of a rate that held: it would hold but for a knee in between)
+            lo = floor
+            if at <= floor + 1:
+                at, step = floor + 2, 2
     while lo is None or hi is None:
         if at < first or at >= top:
             break
