@@ -502,14 +502,17 @@ def _full_search(
     """The full search of a candidate that a short one screened (answer ``short_answer``):
     the short search bisected to the full one's grid guesses the answer (``otherwise`` when
     nothing held), and ``find_knee_from`` finds it from there; failing runs stop early.
-    ``holds``: a rate a full simulation held at (``_test``; ``find_knee_from``'s ``held``)."""
-    short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
+    ``holds``: a rate a full simulation held at (``_test``; ``find_knee_from``'s ``held``);
+    a short answer at or below it is taken as it is (the search starts above ``holds``)."""
     start = lattice_start("deployment", setting, deployment, traffic, config)
+    probe = probe_for("deployment", setting, deployment, traffic, config)
+    early = probe_for("deployment", setting, deployment, traffic, config, targets)
+    if holds is not None and 0 < short_answer <= holds:
+        return find_knee_from(probe, targets, start, short_answer, early, held=holds)
+    short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
     short_probe = probe_for("deployment", setting, deployment, short, config)
     short_early = probe_for("deployment", setting, deployment, short, config, targets)
     guess = find_knee(short_probe, targets, start, near=short_answer, early=short_early)
-    probe = probe_for("deployment", setting, deployment, traffic, config)
-    early = probe_for("deployment", setting, deployment, traffic, config, targets)
     guess_rate = guess.max_rate_per_s or otherwise
     return find_knee_from(probe, targets, start, guess_rate, early, held=holds)
 
