@@ -503,11 +503,12 @@ def _full_search(
     the short search bisected to the full one's grid guesses the answer (``otherwise`` when
     nothing held), and ``find_knee_from`` finds it from there; failing runs stop early.
     ``holds``: a rate a full simulation held at (``_test``; ``find_knee_from``'s ``held``);
-    a short answer at or below it is taken as it is (the search starts above ``holds``)."""
+    then the short answer is taken as it is (the bracket's lower end is known: bisecting the
+    short probes further would only move where the search begins, for three more runs)."""
     start = lattice_start("deployment", setting, deployment, traffic, config)
     probe = probe_for("deployment", setting, deployment, traffic, config)
     early = probe_for("deployment", setting, deployment, traffic, config, targets)
-    if holds is not None and 0 < short_answer <= holds:
+    if holds is not None and short_answer > 0:
         return find_knee_from(probe, targets, start, short_answer, early, held=holds)
     short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
     short_probe = probe_for("deployment", setting, deployment, short, config)
