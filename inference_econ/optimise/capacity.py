@@ -502,18 +502,14 @@ def _full_search(
     """The full search of a candidate that a short one screened (answer ``short_answer``):
     the short search bisected to the full one's grid guesses the answer (``otherwise`` when
     nothing held), and ``find_knee_from`` finds it from there; failing runs stop early.
-    ``holds``: a rate a full simulation held at (``_test``; ``find_knee_from``'s ``held``);
-    then the short answer is taken as it is (the bracket's lower end is known: bisecting the
-    short probes further would only move where the search begins, for three more runs)."""
-    start = lattice_start("deployment", setting, deployment, traffic, config)
-    probe = probe_for("deployment", setting, deployment, traffic, config)
-    early = probe_for("deployment", setting, deployment, traffic, config, targets)
-    if holds is not None and short_answer > 0:
-        return find_knee_from(probe, targets, start, short_answer, early, held=holds)
+    ``holds``: a rate a full simulation held at (``_test``; ``find_knee_from``'s ``held``)."""
     short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
+    start = lattice_start("deployment", setting, deployment, traffic, config)
     short_probe = probe_for("deployment", setting, deployment, short, config)
     short_early = probe_for("deployment", setting, deployment, short, config, targets)
     guess = find_knee(short_probe, targets, start, near=short_answer, early=short_early)
+    probe = probe_for("deployment", setting, deployment, traffic, config)
+    early = probe_for("deployment", setting, deployment, traffic, config, targets)
     guess_rate = guess.max_rate_per_s or otherwise
     return find_knee_from(probe, targets, start, guess_rate, early, held=holds)
 
@@ -1021,13 +1017,15 @@ def _confident_factor(plan: CapacityPlan, level: int, setting, size: int, per: f
 
 
 def _confident_test(setting: Setting, short: float | None, need: float) -> bool:
-    """Whether ``confident_plan`` tests a candidate at ``need`` before searching it: where a
-    miss is likely (its short answer, if any, under ``SCREEN_MARGIN`` times ``need``), and
-    under speculation only above a short answer (as ``screened_rows``: a full simulation
-    failing where the short search held is too little to go on there)."""
-    if setting.spec is not None:
-        return short is not None and need > short
-    return short is None or short < need * SCREEN_MARGIN
+    """Whether ``confident_plan`` tests a candidate at ``need`` before searching it: one never
+    searched (without speculation: a miss spares its short search and its full one), or one
+    whose short answer is below ``need`` (as ``screened_rows``: a full simulation failing
+    where the short search held is too little to go on; and below its short answer a test
+    mostly holds, for nothing, where the short answer's own guess finds the full answer in
+    about two runs)."""
+    if short is None:
+        return setting.spec is None
+    return need > short
 
 
 def _ruled_out(plan, setting, size, short, tested, most, level, max_gpus) -> CapacityPlan:

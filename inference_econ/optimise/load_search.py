@@ -320,8 +320,9 @@ def find_knee_from(
     answer below ``start`` or at the lattice's top is left to ``find_knee`` (begun near it),
     whose walk down and top differ. ``early``: ``find_knee``'s; only verdicts are read here,
     so every probe may stop early. ``held``: a rate a simulation of the same size held at
-    (the answer is at least the grid point at or below it, unsimulated; the walk starts
-    above it, two points up when the guess is no higher)."""
+    (the answer is at least the grid point at or below it, unsimulated: a walk down from the
+    guess stops there; a guess no higher than the point above it starts the walk two points
+    above it)."""
     seen: dict[float, LoadResult] = {}
     run = early or probe
 
@@ -334,16 +335,20 @@ def find_knee_from(
     first, top = WALK_STEPS * 2**REFINE_STEPS, 2 * WALK_STEPS * 2**REFINE_STEPS
     lo, hi, step = None, None, 1
     at = min(max(grid_index(start, guess), first), top - 1)
+    known = None  # a grid point that holds, unsimulated (``held``)
     if held is not None:
         floor = grid_at_most(start, held)
         if floor is not None and first <= floor < top - 2:
-            # the walk up from it begins two points above (the one just above lies within
-            # 1.1 % of a rate that held: it would hold but for a knee in between)
-            lo = floor
+            known = floor
             if at <= floor + 1:
-                at, step = floor + 2, 2
+                # the walk up from it begins two points above (the one just above lies
+                # within 1.1 % of a rate that held: it would hold but for a knee in between)
+                lo, at, step = floor, floor + 2, 2
     while lo is None or hi is None:
         if at < first or at >= top:
+            break
+        if known is not None and lo is None and at <= known:
+            lo = known  # the walk down reached the point known to hold
             break
         if ok(at):
             lo = at
