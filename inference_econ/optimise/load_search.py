@@ -321,7 +321,8 @@ def find_knee_from(
     whose walk down and top differ. ``early``: ``find_knee``'s; only verdicts are read here,
     so every probe may stop early. ``held``: a rate a simulation of the same size held at
     (the answer is at least the grid point at or below it, unsimulated: a walk down from the
-    guess stops there; a guess no higher than the point above it starts the walk two points
+    guess stops there, and a run that missed its targets by far (``_far_above``) bisects
+    down to it at once; a guess no higher than the point above it starts the walk two points
     above it)."""
     seen: dict[float, LoadResult] = {}
     run = early or probe
@@ -356,6 +357,9 @@ def find_knee_from(
                 at, step = at + step, 2 * step
         else:
             hi = at
+            if lo is None and known is not None and _far_above(seen[grid_rate(start, at)]):
+                lo = known  # far above the answer: bisect down to the point known to hold
+                break
             if lo is None:
                 at, step = at - step, 2 * step
     if lo is None or hi is None:
@@ -366,6 +370,16 @@ def find_knee_from(
     if grid_rate(start, lo) not in seen and not ok(lo):  # ``held``'s point: its own run
         return find_knee(probe, targets, start, near=guess, early=early)
     return _knee(grid_rate(start, lo), seen)
+
+
+def _far_above(result: LoadResult) -> bool:
+    """A run stopped before it had served half its requests (``run_until``): it missed its
+    targets by far, so the answer lies well below it (a run near the answer stops late, or
+    not at all)."""
+    lat = getattr(result, "latencies", None)
+    if getattr(result, "stopped_for", None) is None or lat is None or not len(lat.ttft_s):
+        return False
+    return float(np.mean(np.isfinite(lat.ttft_s))) < 0.5
 
 
 def _unloaded(seen: dict, rates) -> bool:
