@@ -157,3 +157,40 @@ def test_the_confident_plan_rules_a_candidate_out_with_one_full_simulation(setti
     count = math.floor((bar + 1e-9) / settings[1].gpu.price_usd_per_hour)
     factor = capacity._confident_factor(plan, 90, settings[1], 1, 1.0)
     assert tested[0][2] == pytest.approx(rate / (factor * count), rel=1e-5)
+
+
+def test_a_run_far_above_the_answer_bisects_down_to_the_rate_that_held():
+    """A made-up curve whose runs above 10 req/s stop early (having served 5 % of their
+    requests above 12 req/s, 80 % up to there): from a guess of 20 req/s and a run that held
+    at 6 req/s, ``find_knee_from`` bisects between them at once (its second run is their grid
+    midpoint, not the point below the guess) and gives ``find_knee``'s answer."""
+    import dataclasses
+
+    import numpy as np
+    from test_load import _Curve
+
+    @dataclasses.dataclass
+    class Stopping(_Curve):
+        @property
+        def stopped_for(self):
+            return None if self.rate_per_s <= 10.0 else self.targets
+
+        @property
+        def latencies(self):
+            served = 5 if self.rate_per_s > 12.0 else 80
+            ttft = np.r_[np.ones(served), np.full(100 - served, np.nan)]
+            return dataclasses.make_dataclass("Lat", ["ttft_s"])(ttft)
+
+        @property
+        def meets_targets(self):
+            return self.rate_per_s <= 10.0
+
+    targets, start = Targets(ttft_p99_s=10.0), 1.3
+    full = load_search.find_knee(Stopping, targets, start)
+    fast = load_search.find_knee_from(Stopping, targets, start, 20.0, held=6.0)
+    assert fast.max_rate_per_s == full.max_rate_per_s
+    rates = [r.rate_per_s for r in fast.evaluated]
+    guess = load_search.grid_at_most(start, 20.0)
+    known = load_search.grid_at_most(start, 6.0)
+    assert load_search.grid_rate(start, (known + guess) // 2) in rates
+    assert load_search.grid_rate(start, guess - 1) not in rates
