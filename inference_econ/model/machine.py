@@ -152,6 +152,15 @@ class Machine:
         whole ranks (discrete layouts) R is the larger side of the most nearly square split,
         never below √degree, and the nodes scale with it. 1-D: R = degree on ⌈degree/node⌉.
         """
+        if np.ndim(degree):
+            return self._tensor_group(degree, two_d)
+        key = (type(degree), degree, bool(two_d))  # one layout's: kept, as ``collective``'s
+        group = self._collectives.get(key)
+        if group is None:
+            group = self._collectives[key] = self._tensor_group(degree, two_d)
+        return group
+
+    def _tensor_group(self, degree, two_d: bool):
         if two_d and self.integer_layouts:
             ranks = square_split(degree)
             nodes = np.clip(
