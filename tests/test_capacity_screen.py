@@ -2,6 +2,8 @@
 every candidate, full searches only of those that can still be the plan) finds the plan the
 full search of every candidate finds: the same GPU, deployment, load held and price."""
 
+import math
+
 import pytest
 
 import inference_econ.optimise.capacity as capacity
@@ -97,3 +99,98 @@ def test_a_search_from_a_guess_finds_the_full_searchs_answer():
         == load_search.find_knee(_Curve, Targets(ttft_p99_s=0.5), 1.3).max_rate_per_s
     )
     assert 0.49 < below.max_rate_per_s <= 0.5
+
+
+def test_a_search_from_a_rate_that_held_finds_the_full_searchs_answer():
+    """``find_knee_from`` told of a rate a run held at (``held``: the walk starts above the
+    grid point at or below it, unsimulated) gives ``find_knee``'s answer on the monotone
+    made-up curve, with the answer's own run among those evaluated, in fewer simulations
+    than from the guess alone when the guess lies far below; ``grid_at_least`` is the grid's
+    first point at or above a rate."""
+    from test_load import _Curve
+
+    start = 1.3
+    for rate in (0.2, 1.3, 2.71828, 40.0):
+        at = load_search.grid_at_least(start, rate)
+        assert load_search.grid_rate(start, at) >= rate > load_search.grid_rate(start, at - 1)
+    assert load_search.grid_at_least(start, start * 300) is None  # above the lattice
+    for limit in (1.7, 3.0, 9.5):
+        targets = Targets(ttft_p99_s=limit)
+        full = load_search.find_knee(_Curve, targets, start=start)
+        for held in (0.9 * limit, full.max_rate_per_s, 0.5 * limit):
+            fast = load_search.find_knee_from(_Curve, targets, start, 0.5 * limit, held=held)
+            assert fast.max_rate_per_s == full.max_rate_per_s
+            assert fast.at_max is not None and fast.at_max.rate_per_s == full.max_rate_per_s
+        guessed = load_search.find_knee_from(_Curve, targets, start, 0.5 * limit)
+        told = load_search.find_knee_from(_Curve, targets, start, 0.5 * limit, held=0.95 * limit)
+        assert len(told.evaluated) < len(guessed.evaluated)
+
+
+def test_the_confident_plan_rules_a_candidate_out_with_one_full_simulation(settings, monkeypatch):
+    """On the first ask the fast search's confident plan tests H200 x 1 (never searched in full)
+    at the least load that could make a confident plan as cheap; the run misses a target, so
+    it is neither searched short nor in full, its row says why, and the confident plan is the
+    one every candidate searched in full gives (the parametrized test above)."""
+    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    rate, prompts, outputs, targets = ASKS[0]
+    traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
+    load_search.clear_runs()
+    plan = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2])
+    before = plan.candidates.set_index(["hardware", "gpus_per_instance"])
+    needs = []
+    test = capacity._test
+    monkeypatch.setattr(
+        capacity,
+        "_test",
+        lambda *a, **k: needs.append((a[0].gpu.name, a[1], a[5])) or test(*a, **k),
+    )
+    odds = capacity.confident_plan(plan, 0.9, None, settings, traffic)
+    after = odds.candidates.set_index(["hardware", "gpus_per_instance"])
+    row = after.loc[("H200-SXM", 1)]
+    assert "misses a target" in row["note"]
+    assert row["probe_requests"] == before.loc[("H200-SXM", 1), "probe_requests"] < 200
+    tested = [n for n in needs if n[0] == "H200-SXM" and n[1].gpus_per_instance == 1]
+    assert len(tested) == 1
+    # the load it was tested at: what one instance must hold at the 90 % low end for the
+    # cheapest count no dearer than the confident plan
+    bar = odds.confident.usd_per_hour
+    count = math.floor((bar + 1e-9) / settings[1].gpu.price_usd_per_hour)
+    factor = capacity._confident_factor(plan, 90, settings[1], 1, 1.0)
+    assert tested[0][2] == pytest.approx(rate / (factor * count), rel=1e-5)
+
+
+def test_a_run_far_above_the_answer_bisects_down_to_the_rate_that_held():
+    """A made-up curve whose runs above 10 req/s stop early (having served 5 % of their
+    requests above 12 req/s, 80 % up to there): from a guess of 20 req/s and a run that held
+    at 6 req/s, ``find_knee_from`` bisects between them at once (its second run is their grid
+    midpoint, not the point below the guess) and gives ``find_knee``'s answer."""
+    import dataclasses
+
+    import numpy as np
+    from test_load import _Curve
+
+    @dataclasses.dataclass
+    class Stopping(_Curve):
+        @property
+        def stopped_for(self):
+            return None if self.rate_per_s <= 10.0 else self.targets
+
+        @property
+        def latencies(self):
+            served = 5 if self.rate_per_s > 12.0 else 80
+            ttft = np.r_[np.ones(served), np.full(100 - served, np.nan)]
+            return dataclasses.make_dataclass("Lat", ["ttft_s"])(ttft)
+
+        @property
+        def meets_targets(self):
+            return self.rate_per_s <= 10.0
+
+    targets, start = Targets(ttft_p99_s=10.0), 1.3
+    full = load_search.find_knee(Stopping, targets, start)
+    fast = load_search.find_knee_from(Stopping, targets, start, 20.0, held=6.0)
+    assert fast.max_rate_per_s == full.max_rate_per_s
+    rates = [r.rate_per_s for r in fast.evaluated]
+    guess = load_search.grid_at_most(start, 20.0)
+    known = load_search.grid_at_most(start, 6.0)
+    assert load_search.grid_rate(start, (known + guess) // 2) in rates
+    assert load_search.grid_rate(start, guess - 1) not in rates

@@ -1019,3 +1019,28 @@ def test_load_commands_run_the_engine_profiles_own_scheduler():
     # limits stated per instance (the replay spreads a row's over its ranks itself) stay so
     stated = EngineConfig(512, 8192, per_attention_rank=False)
     assert engine_config(stated, setting).on_layout(dp4).max_batch_requests == 512
+
+
+def test_a_cap_far_out_moves_nothing_without_scipys_root():
+    """A cap 9 standard deviations of the log or more above the log-mean moves neither the
+    log-mean (``truncated_mu``'s root test, ln of the truncated mean over the mean, is above
+    -1e-15 there) nor the draws (P(X <= cap) is 1.0 in floats): the short cut that skips
+    scipy there gives what the full computation gives."""
+    from scipy.special import log_ndtr, ndtr
+
+    from inference_econ.serving.load.lengths import NEGLIGIBLE, Lengths, truncated_mu
+
+    for mean, sigma in ((1000.0, 0.8), (300.0, 0.6), (50.0, 2.0), (4000.0, 4.0)):
+        plain = math.log(mean) - sigma**2 / 2.0
+        for extra in (0.0, 1e-9, 0.5):
+            top = plain + sigma**2 + (NEGLIGIBLE + extra) * sigma
+            a, b = (top - plain - sigma**2) / sigma, (top - plain) / sigma
+            excess = plain + sigma**2 / 2.0 + float(log_ndtr(a) - log_ndtr(b)) - math.log(mean)
+            assert excess >= -1e-12  # the full computation keeps the plain log-mean too
+            assert float(ndtr(b)) == 1.0  # and redraws nothing
+            assert truncated_mu(mean, sigma, math.exp(top)) == plain
+    # the CLI's default cap (MAX_TOKENS) on the user guide's lengths: the uncapped draws
+    capped = Lengths("lognormal", 1000.0, math.inf, 0.8).draw(np.random.default_rng(3), 1000)
+    z = np.random.default_rng(3).standard_normal(1000)
+    plain = np.clip(np.rint(np.exp(math.log(1000.0) - 0.8**2 / 2.0 + 0.8 * z)), 1, None)
+    assert capped.tolist() == plain.astype(np.int64).tolist()

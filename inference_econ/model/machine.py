@@ -3,7 +3,7 @@ tensor-parallel group on it (docs/model.md §A3, §A5)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,9 @@ class Machine:
     #: kernels (DeepEP, TensorRT-LLM's all-to-all) are its own, not the NCCL calls its profile
     #: measures, so they keep the library's table unscaled; None: ``protocols``.
     expert_protocols: tuple[Protocol, ...] | None = None
+    #: ``collective``'s costs over one (ranks, nodes) pair, kept: a load search chooses an
+    #: instance's layout at every rate it simulates, each time over the same few groups.
+    _collectives: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def build(
@@ -164,6 +167,15 @@ class Machine:
         whole ranks (discrete layouts) R is the larger side of the most nearly square split,
         never below √degree, and the nodes scale with it. 1-D: R = degree on ⌈degree/node⌉.
         """
+        if np.ndim(degree):
+            return self._tensor_group(degree, two_d)
+        key = (type(degree), degree, bool(two_d))  # one layout's: kept, as ``collective``'s
+        group = self._collectives.get(key)
+        if group is None:
+            group = self._collectives[key] = self._tensor_group(degree, two_d)
+        return group
+
+    def _tensor_group(self, degree, two_d: bool):
         if two_d and self.integer_layouts:
             ranks = square_split(degree)
             nodes = np.clip(
@@ -185,9 +197,25 @@ class Machine:
         protocols = self.protocols
         if kind == EXPERT_ALLTOALL and self.expert_protocols is not None:
             protocols = self.expert_protocols
-        return CollectiveCost(
-            ranks, nodes, self.gpu, kind, protocols, self.latency_scale, inter_share
+        if np.ndim(ranks) or np.ndim(nodes) or (inter_share is not None and np.ndim(inter_share)):
+            return CollectiveCost(
+                ranks, nodes, self.gpu, kind, protocols, self.latency_scale, inter_share
+            )
+        # one pair: the same cost every time it is asked for (its arrays are only read)
+        key = (
+            float(ranks),
+            float(nodes),
+            kind,
+            None if inter_share is None else float(inter_share),
         )
+        cost = self._collectives.get(key)
+        if cost is None:
+            cost = CollectiveCost(
+                float(ranks), float(nodes), self.gpu, kind, protocols, self.latency_scale,
+                None if inter_share is None else float(inter_share),
+            )  # fmt: skip
+            self._collectives[key] = cost
+        return cost
 
 
 def square_split(n):

@@ -48,6 +48,8 @@ from .load_search import (
     Knee,
     find_knee,
     find_knee_from,
+    grid_at_least,
+    grid_rate,
     hopeless_for,
     knee_of,
     lattice_start,
@@ -150,8 +152,9 @@ class CapacityPlan:
             "mfu": r.mfu,
             "assumptions": r.assumptions,
         }
-        for name in {k.rsplit("_", 1)[0] for k, _ in r.count_ends} - set(row):
-            row[name] = getattr(r, name)  # a count with its ends: the count beside them
+        for name in dict.fromkeys(k.rsplit("_", 1)[0] for k, _ in r.count_ends):
+            if name not in row:  # a count with its ends: the count beside them (their order)
+                row[name] = getattr(r, name)
         for name in ("prefix_hit_rate", "speculative_step_fraction"):
             if getattr(r, name) is not None:
                 row[name] = getattr(r, name)
@@ -402,9 +405,10 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
     ``probe_requests`` column says which), and one whose single instance costs more than the
     plan is not searched at all (excluded, with that reason)."""
     rate = traffic.offered_rate_per_s
-    # [setting, size, short knee or None, full knee or None, a rate it holds less than, tests]
+    # [setting, size, short knee or None, full knee or None, the most it may hold, tests,
+    #  the rate a full simulation missed a target at]
     found: list[list] = [
-        [s, n, None, None, math.inf, 0]
+        [s, n, None, None, math.inf, 0, math.nan]
         for s in settings
         for n in sizes or instance_sizes(s, max_gpus)
     ]
@@ -438,21 +442,28 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
             x = rate / options[0][3].instances
         # a test needs the short search's answer below x: a full simulation failing where the
         # short search held is too little to go on (verdicts are not always monotone in the
-        # rate: under speculation one may fail below a rate that holds), so search in full
-        if x is not None and x > short_knee.max_rate_per_s and first[5] < SCREEN_TESTS:
+        # rate: under speculation one may fail below a rate that holds), so search in full;
+        # without speculation, a one-instance plan's own check at the offered load is run
+        # first (needed if it is the plan; its search then starts above it)
+        holds = None
+        below = x is not None and x > short_knee.max_rate_per_s
+        check = x == rate and s.spec is None
+        if (below or check) and first[5] < SCREEN_TESTS:
             first[5] += 1
-            probe = run_until("deployment", s, d, traffic.at_rate(x), config, targets)
-            if not probe.with_targets(targets).meets_targets:
-                first[4] = x  # holds less than x: never better than the plan searched in full
+            # at the offered load itself where that is the check of a plan of one instance
+            held, tested, most = _test(s, d, traffic, targets, config, x, on_grid=x != rate)
+            if not held:  # holds less than x: never better than the plan searched in full
+                first[4], first[6] = most, tested
                 continue
+            holds = tested
         searched = _full_search(
-            s, d, traffic, targets, config, short_knee.max_rate_per_s, x or rate
+            s, d, traffic, targets, config, short_knee.max_rate_per_s, x or rate, holds
         )
         first[3] = searched
         said(s, n, searched)
     plan = options[0][0] if options else math.nan
     rows = []
-    for s, n, short_knee, full, below, _ in found:
+    for s, n, short_knee, full, most, _, tested in found:
         if short_knee is None:
             row = _candidate(s, "deployment", n, Knee(0.0, (), ""), rate, max_gpus)
             row["note"] = (
@@ -469,14 +480,9 @@ def screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
                 )
             continue
         knee = full or short_knee
-        if full is None and below <= short_knee.max_rate_per_s:
+        if full is None and most < short_knee.max_rate_per_s:
             # a full simulation failed below the short answer: the full answer is lower
-            knee = Knee(
-                below * (1 - 1e-6),
-                (),
-                f"holds less than {below:.4g} req/s (a full simulation there misses a target; "
-                f"short probes: {short_knee.max_rate_per_s:.4g})",
-            )
+            knee = _at_most(most, tested, short_knee)
         row = _candidate(s, "deployment", n, knee, rate, max_gpus)
         row["probe_requests"] = traffic.simulated_requests if full else SCREEN_REQUESTS
         rows.append(row)
@@ -491,10 +497,12 @@ def _full_search(
     config: EngineConfig,
     short_answer: float,
     otherwise: float,
+    holds: float | None = None,
 ) -> Knee:
     """The full search of a candidate that a short one screened (answer ``short_answer``):
     the short search bisected to the full one's grid guesses the answer (``otherwise`` when
-    nothing held), and ``find_knee_from`` finds it from there; failing runs stop early."""
+    nothing held), and ``find_knee_from`` finds it from there; failing runs stop early.
+    ``holds``: a rate a full simulation held at (``_test``; ``find_knee_from``'s ``held``)."""
     short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
     start = lattice_start("deployment", setting, deployment, traffic, config)
     short_probe = probe_for("deployment", setting, deployment, short, config)
@@ -502,7 +510,37 @@ def _full_search(
     guess = find_knee(short_probe, targets, start, near=short_answer, early=short_early)
     probe = probe_for("deployment", setting, deployment, traffic, config)
     early = probe_for("deployment", setting, deployment, traffic, config, targets)
-    return find_knee_from(probe, targets, start, guess.max_rate_per_s or otherwise, early)
+    guess_rate = guess.max_rate_per_s or otherwise
+    return find_knee_from(probe, targets, start, guess_rate, early, held=holds)
+
+
+def _test(setting, deployment, traffic, targets, config, need: float, on_grid: bool = True):
+    """Whether one instance holds at least ``need`` requests/s, from one full simulation
+    (stopped once it certainly misses the targets): (held, the rate simulated, the most the
+    instance may hold when it did not). With ``on_grid`` the run is at the search grid's
+    first point at or above ``need`` (``grid_at_least``: the same verdict where verdicts are
+    monotone in the rate, and a run the candidate's full search reuses); else at ``need``
+    (the offered load: the run that checks a plan of one such instance). When it misses a
+    target, the search's answer is at most the grid point below the rate simulated."""
+    start = lattice_start("deployment", setting, deployment, traffic, config)
+    at = grid_at_least(start, need) if on_grid else None
+    rate = need if at is None else grid_rate(start, at)
+    run = run_until("deployment", setting, deployment, traffic.at_rate(rate), config, targets)
+    if run.with_targets(targets).meets_targets:
+        return True, rate, math.inf
+    at = grid_at_least(start, rate)
+    most = rate * (1 - 1e-6) if at is None else (grid_rate(start, at - 1) if at > 0 else 0.0)
+    return False, rate, most
+
+
+def _at_most(most: float, tested: float, short: Knee) -> Knee:
+    """A candidate's knee known only from above (``_test``), and from its short search."""
+    return Knee(
+        most,
+        (),
+        f"holds at most {most:.4g} req/s (a full simulation at {tested:.4g} misses a target; "
+        f"short probes: {short.max_rate_per_s:.4g})",
+    )
 
 
 def _hope_row(found: list, rate: float, max_gpus) -> dict:
@@ -518,11 +556,12 @@ def _hope_row(found: list, rate: float, max_gpus) -> dict:
 
 def _hope(found: list) -> Knee:
     """The most a candidate may hold: its full search's answer, else its short one taken
-    ``SCREEN_MARGIN`` times higher, and below a rate a full simulation saw it fail."""
-    _, _, short, full, below, _ = found
+    ``SCREEN_MARGIN`` times higher, and no more than a full simulation's miss allows
+    (``_test``)."""
+    _, _, short, full, most, *_ = found
     if full is not None:
         return full
-    rate = min(short.max_rate_per_s * SCREEN_MARGIN, below * (1 - 1e-6))
+    rate = min(short.max_rate_per_s * SCREEN_MARGIN, most)
     return Knee(rate, (), short.reason)
 
 
@@ -879,10 +918,15 @@ def confident_plan(
     searched in full that could make a confident plan as cheap (``_confident_hopes``) is first
     searched: short if it was not searched at all, in full once its short answer still hopes
     (its row updated); until the cheapest confident plan rests on full searches and no other
-    candidate can match it (the confident plan of every candidate searched in full)."""
+    candidate can match it (the confident plan of every candidate searched in full). Before
+    either, where a miss is likely (``_confident_test``), one full simulation tests whether
+    it holds the least load that could make such a plan (``_confident_need``): one that
+    misses a target there rules the candidate out (monotone verdicts: the full search's
+    answer lies below it), its row saying so."""
     level = int(round(100 * confidence))
     max_gpus = settings[0].max_gpus if settings else None
-    for _ in range(2 * len(plan.candidates) + 1):
+    ruled_out: set[tuple] = set()
+    for _ in range(3 * len(plan.candidates) + 1):
         odds = with_odds(plan, confidence, bound, settings)
         if level not in LEVELS or odds.confident is None:
             return odds
@@ -892,7 +936,8 @@ def confident_plan(
         hopes = [
             h
             for h in _confident_hopes(plan, level, settings)
-            if h[0] < bar - 1e-9 or (h[3] is None and h[0] <= bar + 1e-9)
+            if (h[0] < bar - 1e-9 or (h[3] is None and h[0] <= bar + 1e-9))
+            and (h[1], h[2]) not in ruled_out
         ]
         if not hopes:
             return odds
@@ -900,6 +945,23 @@ def confident_plan(
         d = Deployment(size, 1)
         rate = plan.rate_per_s
         full = int(plan.candidates["probe_requests"].max())
+        need = _confident_need(plan, level, setting, size, bar, max_gpus)
+        holds = None
+        if need is not None and _confident_test(setting, short, need):
+            try:
+                held, tested, most = _test(setting, d, traffic, plan.targets, config, need)
+            except InfeasibleError:  # the weights do not fit: the short search says so
+                held, tested, most = True, None, math.inf
+            if not held:
+                ruled_out.add((setting, size))
+                if progress:
+                    progress(
+                        f"{setting.gpu.name} x{size}: a full simulation at {tested:.4g} req/s "
+                        "misses a target: no confident plan as cheap"
+                    )
+                plan = _ruled_out(plan, setting, size, short, tested, most, level, max_gpus)
+                continue
+            holds = tested
         if short is None:  # never searched: a short search first
             if progress:
                 progress(f"{setting.gpu.name} x{size}: searched short for the confident plan")
@@ -909,15 +971,12 @@ def confident_plan(
             if progress:
                 progress(f"{setting.gpu.name} x{size}: searched in full for the confident plan")
             if short > 0:  # from its short answer
-                knee = _full_search(setting, d, traffic, plan.targets, config, short, short)
+                knee = _full_search(setting, d, traffic, plan.targets, config, short, short, holds)
             else:
                 knee = knee_of("deployment", setting, d, traffic, plan.targets, config)
             row, requests = _candidate(setting, "deployment", size, knee, rate, max_gpus), full
         table = plan.candidates.copy()
-        at = (table["hardware"] == setting.gpu.name) & (table["gpus_per_instance"] == size)
-        at &= table["pool"] == "deployment"
-        if "speculation" in table:
-            at &= table["speculation"] == _spec_label(setting)
+        at = _row_at(table, setting, size)
         for name in ("layout", "max_rate_per_instance", "instances", "gpus"):
             table.loc[at, name] = row[name]
         for name in ("usd_per_hour", "excluded", "note"):
@@ -926,6 +985,81 @@ def confident_plan(
         table.loc[at, "probe_requests"] = SCREEN_REQUESTS if requests is None else requests
         plan = dataclasses.replace(plan, candidates=_ranked(table))
     return with_odds(plan, confidence, bound, settings)
+
+
+def _confident_need(plan: CapacityPlan, level: int, setting, size: int, bar: float, max_gpus):
+    """The least load one instance of ``size`` GPUs of ``setting`` must hold for its plan at
+    ``level`` % confidence (``_confident_options``: as many instances as the interval's low
+    end needs) to cost no more than ``bar`` $/hour: the most instances at that price, each
+    holding its share at the low end; taken a millionth lower (rounding). None when no
+    instance count is that cheap."""
+    each = size * setting.gpu.price_usd_per_hour
+    count = math.floor((bar + 1e-9) / each)
+    if max_gpus is not None:
+        count = min(count, max_gpus // size)
+    if count < 1:
+        return None
+    return (
+        plan.rate_per_s / (_confident_factor(plan, level, setting, size, 1.0) * count) * (1 - 1e-6)
+    )
+
+
+def _confident_factor(plan: CapacityPlan, level: int, setting, size: int, per: float) -> float:
+    """The low end of the ``level`` % interval of the load ``per`` an instance of ``size``
+    GPUs holds, over ``per`` (at most 1; the stratum of its size at the plan's regime)."""
+    from ..serving.intervals import figure_intervals, load_bound
+
+    r = plan.result
+    out = r.output_tokens_per_s
+    regime = load_bound(plan.setting, r.mean_batch, r.input_tokens_per_s / out if out > 0 else 0)
+    ends = figure_intervals({"max_rate_per_s": per}, ["max_rate_per_s"], setting, size, regime)
+    return min(1.0, ends[f"max_rate_per_s_low{level}"] / per) if ends else 1.0
+
+
+def _confident_test(setting: Setting, short: float | None, need: float) -> bool:
+    """Whether ``confident_plan`` tests a candidate at ``need`` before searching it: one never
+    searched (without speculation: a miss spares its short search and its full one), or one
+    whose short answer is below ``need`` (as ``screened_rows``: a full simulation failing
+    where the short search held is too little to go on; and below its short answer a test
+    mostly holds, for nothing, where the short answer's own guess finds the full answer in
+    about two runs)."""
+    if short is None:
+        return setting.spec is None
+    return need > short
+
+
+def _ruled_out(plan, setting, size, short, tested, most, level, max_gpus) -> CapacityPlan:
+    """``plan`` with the row of a candidate ``confident_plan`` ruled out by a full
+    simulation at ``tested`` req/s: never searched, its note says why; searched short, its
+    answer is capped at ``most`` (``_at_most``) where that is lower."""
+    table = plan.candidates.copy()
+    at = _row_at(table, setting, size)
+    why = (
+        f"a full simulation at {tested:.4g} req/s misses a target: its plan at {level} % "
+        "confidence costs more than the plan's"
+    )
+    if short is None:
+        table.loc[at, "note"] = f"not searched: {why}"
+    elif most < short:
+        knee = _at_most(most, tested, Knee(short, ()))
+        row = _candidate(setting, "deployment", size, knee, plan.rate_per_s, max_gpus)
+        for name in ("layout", "max_rate_per_instance", "instances", "gpus"):
+            table.loc[at, name] = row[name]
+        for name in ("usd_per_hour", "excluded", "note"):
+            table.loc[at, name] = row[name]
+        _held_columns(table, [row], at)
+    else:
+        table.loc[at, "note"] = why
+    return dataclasses.replace(plan, candidates=_ranked(table))
+
+
+def _row_at(table: pd.DataFrame, setting: Setting, size: int):
+    """The co-located candidate row of ``setting`` (its GPU and speculation) and ``size``."""
+    at = (table["hardware"] == setting.gpu.name) & (table["gpus_per_instance"] == size)
+    at &= table["pool"] == "deployment"
+    if "speculation" in table:
+        at &= table["speculation"] == _spec_label(setting)
+    return at
 
 
 def _short_search(setting, deployment, traffic, targets, config) -> Knee:
@@ -954,15 +1088,10 @@ def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
     one does by 0.92-1.31 times on the user guide's walk-through); one never searched (one
     instance cost more than the expected plan) costs at least one instance, and is searched
     short first. Those past ``--max-gpus`` are left out."""
-    from ..serving.intervals import figure_intervals, load_bound
-
     table = plan.candidates
     if "probe_requests" not in table or "pool" not in table or table.empty:
         return
     full = table["probe_requests"].max()
-    r = plan.result
-    out = r.output_tokens_per_s
-    regime = load_bound(plan.setting, r.mean_batch, r.input_tokens_per_s / out if out > 0 else 0)
     max_gpus = settings[0].max_gpus if settings else None
     for row in table.itertuples():
         if row.pool != "deployment" or row.probe_requests == full:
@@ -981,8 +1110,7 @@ def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
         if not (short > 0 and math.isfinite(short)):
             continue  # no load held in the short search: screened out, as ``_hope`` does
         per = short
-        ends = figure_intervals({"max_rate_per_s": per}, ["max_rate_per_s"], setting, size, regime)
-        factor = min(1.0, ends[f"max_rate_per_s_low{level}"] / per) if ends else 1.0
+        factor = _confident_factor(plan, level, setting, size, per)
         count = max(1, math.ceil(plan.rate_per_s / (per * factor) - 1e-9))
         if max_gpus is not None and count * size > max_gpus:
             continue

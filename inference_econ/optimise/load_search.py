@@ -279,12 +279,38 @@ def grid_index(start: float, rate: float) -> int:
     return j * 2**REFINE_STEPS + m
 
 
+def grid_at_least(start: float, rate: float) -> int | None:
+    """The refined grid's first point at or above ``rate`` (``grid_rate``), None outside the
+    lattice. A search's answer is a point of this grid (or 0), so where the verdicts are
+    monotone in the rate it is at least ``rate`` exactly when a run at that point holds: a
+    test there answers the same question as one at ``rate``, and its run is one the search
+    may reuse."""
+    lattice = _lattice(start)
+    if not lattice[0] <= rate <= lattice[-1]:
+        return None
+    index = grid_index(start, rate)
+    while grid_rate(start, index) < rate:
+        index += 1
+    while index > 0 and grid_rate(start, index - 1) >= rate:
+        index -= 1
+    return index
+
+
+def grid_at_most(start: float, rate: float) -> int | None:
+    """The refined grid's last point at or below ``rate``, None outside the lattice."""
+    above = grid_at_least(start, rate)
+    if above is None:
+        return None
+    return above if grid_rate(start, above) == rate else above - 1
+
+
 def find_knee_from(
     probe: Callable[[float], LoadResult],
     targets: Targets,
     start: float,
     guess: float,
     early: Callable[[float], LoadResult] | None = None,
+    held: float | None = None,
 ) -> Knee:
     """``find_knee``'s answer found from a good ``guess`` of it: a galloping search on the
     refined grid from the guess for the point that meets the targets next to one that does
@@ -293,7 +319,11 @@ def find_knee_from(
     in about 2 + 2·log2(grid points the guess is off) simulations instead of 7 or more. An
     answer below ``start`` or at the lattice's top is left to ``find_knee`` (begun near it),
     whose walk down and top differ. ``early``: ``find_knee``'s; only verdicts are read here,
-    so every probe may stop early."""
+    so every probe may stop early. ``held``: a rate a simulation of the same size held at
+    (the answer is at least the grid point at or below it, unsimulated: a walk down from the
+    guess stops there, and a run that missed its targets by far (``_far_above``) bisects
+    down to it at once; a guess no higher than the point above it starts the walk two points
+    above it)."""
     seen: dict[float, LoadResult] = {}
     run = early or probe
 
@@ -306,8 +336,20 @@ def find_knee_from(
     first, top = WALK_STEPS * 2**REFINE_STEPS, 2 * WALK_STEPS * 2**REFINE_STEPS
     lo, hi, step = None, None, 1
     at = min(max(grid_index(start, guess), first), top - 1)
+    known = None  # a grid point that holds, unsimulated (``held``)
+    if held is not None:
+        floor = grid_at_most(start, held)
+        if floor is not None and first <= floor < top - 2:
+            known = floor
+            if at <= floor + 1:
+                # the walk up from it begins two points above (the one just above lies
+                # within 1.1 % of a rate that held: it would hold but for a knee in between)
+                lo, at, step = floor, floor + 2, 2
     while lo is None or hi is None:
         if at < first or at >= top:
+            break
+        if known is not None and lo is None and at <= known:
+            lo = known  # the walk down reached the point known to hold
             break
         if ok(at):
             lo = at
@@ -315,6 +357,9 @@ def find_knee_from(
                 at, step = at + step, 2 * step
         else:
             hi = at
+            if lo is None and known is not None and _far_above(seen[grid_rate(start, at)]):
+                lo = known  # far above the answer: bisect down to the point known to hold
+                break
             if lo is None:
                 at, step = at - step, 2 * step
     if lo is None or hi is None:
@@ -322,7 +367,19 @@ def find_knee_from(
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    if grid_rate(start, lo) not in seen and not ok(lo):  # ``held``'s point: its own run
+        return find_knee(probe, targets, start, near=guess, early=early)
     return _knee(grid_rate(start, lo), seen)
+
+
+def _far_above(result: LoadResult) -> bool:
+    """A run stopped before it had served half its requests (``run_until``): it missed its
+    targets by far, so the answer lies well below it (a run near the answer stops late, or
+    not at all)."""
+    lat = getattr(result, "latencies", None)
+    if getattr(result, "stopped_for", None) is None or lat is None or not len(lat.ttft_s):
+        return False
+    return float(np.mean(np.isfinite(lat.ttft_s))) < 0.5
 
 
 def _unloaded(seen: dict, rates) -> bool:

@@ -26,6 +26,10 @@ LengthsKind = Literal["fixed", "uniform", "lognormal", "trace"]
 KINDS: tuple[LengthsKind, ...] = get_args(LengthsKind)
 #: Longest length accepted, tokens (a guard against typos such as 1e12).
 MAX_TOKENS = 10_000_000
+#: Standard deviations of the log past which a cap moves nothing: the normal tail there,
+#: 1.1e-19, is below half a float's spacing at 1.0 (the mass kept rounds to 1.0, and the
+#: log-mean moves by less than 1e-15).
+NEGLIGIBLE = 9.0
 EXAMPLES = "1000, uniform:500:1500, lognormal:1000:0.8, lognormal:1000:0.8:4096 or trace"
 
 
@@ -48,7 +52,9 @@ class Lengths:
             cap = min(self.high, MAX_TOKENS)
             z = rng.standard_normal(count)  # rng.lognormal's own draws: exp(mu + sigma z)
             mu = truncated_mu(self.low, self.sigma, cap)
-            if math.isfinite(cap):  # the same draws, by inverse CDF, on the truncated law
+            # the same draws, by inverse CDF, on the truncated law (a cap NEGLIGIBLE
+            # standard deviations out leaves P(X <= cap) at 1.0 in floats: nothing to redraw)
+            if math.isfinite(cap) and (math.log(cap) - mu) / self.sigma < NEGLIGIBLE:
                 from scipy.special import ndtr, ndtri
 
                 below = float(ndtr((math.log(cap) - mu) / self.sigma))  # P(X <= cap)
@@ -88,10 +94,10 @@ def truncated_mu(mean: float, sigma: float, cap: float = math.inf) -> float:
         return plain
     if cap <= mean:
         return math.log(cap)
-    from scipy.optimize import brentq
-    from scipy.special import log_ndtr
-
     top = math.log(cap)
+    if (top - plain - sigma**2) / sigma >= NEGLIGIBLE:
+        return plain  # excess(plain) below is > -1e-15 there (no scipy import: 0.1 s)
+    from scipy.special import log_ndtr
 
     def excess(mu: float) -> float:  # ln(truncated mean) - ln(mean)
         a, b = (top - mu - sigma**2) / sigma, (top - mu) / sigma
@@ -99,6 +105,8 @@ def truncated_mu(mean: float, sigma: float, cap: float = math.inf) -> float:
 
     if excess(plain) >= -1e-12:  # the cap is too far out to move the mean
         return plain
+    from scipy.optimize import brentq  # here: 0.3 s to import, and most caps never need it
+
     high = plain + sigma
     while excess(high) < 0.0:
         high += 2.0 * sigma
