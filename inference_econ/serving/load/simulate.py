@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import SpecError
+from ...model.mixed_step import StepTable
 from ..setting import check_context
 from .arrivals import Arrivals, Sharing
 from .engine import Instance
@@ -45,6 +46,8 @@ from .speculation import DraftEngine
 RUN_STEPS = 4096
 #: A decoding request's base (its context less G) from its ``running`` entry.
 _BASE = operator.itemgetter(0)
+#: ``math.inf`` read as a module global (``np.inf`` is the same float, one look-up more).
+_INF = math.inf
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,6 +82,22 @@ class RunRecord:
 NO_NODES: list = []
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 _EPS = 1e-9
+
+
+def _step_terms(table: StepTable) -> tuple:
+    """What ``StepTable.time_s`` reads, by row (steps' tokens) and per position or request:
+    ``_Engine.mixed_step`` evaluates it itself where there are no pipeline bubbles."""
+    return (
+        table.fixed_s,
+        table.memory_s,
+        table.compute_s,
+        table.sequence_s,
+        table.request_s,
+        table.kv_s,
+        table.attention_s,
+        table.flop,
+        table.attention_flop,
+    )
 
 
 def _sharing(requests) -> Sharing:
@@ -227,9 +246,17 @@ class _Engine:
             req.sent[self.order[: self.released]] = 0.0
         else:
             self.arr = req.sent[self.order].tolist() if len(self.order) else []
+        #: ``arr`` ends with an inf (no one else arrives): ``arr[next_arrival]`` is always the
+        #: next known arrival time, without a test of the index on every turn
+        self.arr.append(_INF)
         self.late: list[tuple[float, int]] = []
         self.on_finish = on_finish
         self.no_evict = self.cfg.admission == "no_evict"
+        self.budget, self.limit = self.cfg.step_token_budget, self.cfg.max_batch_requests
+        #: A step's time is ``table.time_s``, written out in ``mixed_step`` where the table has
+        #: no pipeline bubbles (§B12): the terms it reads, fetched once (``_step_terms``).
+        self.bubbles = inst.table.bubbles
+        self.terms = _step_terms(inst.table)
         self.committed = 0.0  # no_evict: layer-positions promised to the admitted requests
         self.mode = self.cfg.prefill
         self.admitted = 0
@@ -321,7 +348,7 @@ class _Engine:
     # --- arrivals ----------------------------------------------------------------------
     def next_time(self) -> float:
         """When the next request reaches this engine (inf: none known)."""
-        a = self.arr[self.next_arrival] if self.next_arrival < len(self.arr) else np.inf
+        a = self.arr[self.next_arrival]  # inf past the last (``arr``'s end)
         return min(a, self.late[0][0]) if self.late else a
 
     def push(self, i: int, at: float) -> None:
@@ -330,10 +357,16 @@ class _Engine:
 
     def arrive(self) -> None:
         arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
-        t, j, n = self.t, self.next_arrival, len(arr)
+        t, j = self.t, self.next_arrival
+        if not late:  # only known arrivals (nearly every run): those due, in order
+            while arr[j] <= t:  # ``arr`` ends with an inf
+                waiting.append(order[j])
+                j += 1
+            self.next_arrival = j
+            return
         while True:
-            a = arr[j] if j < n else np.inf
-            b = late[0][0] if late else np.inf
+            a = arr[j]
+            b = late[0][0] if late else _INF
             if a > t and b > t:  # min(a, b) > t
                 break
             if a <= b:
@@ -349,15 +382,24 @@ class _Engine:
 
     # --- admission and preemption ------------------------------------------------------
     def admit(self) -> None:
-        r = self.req
-        limit = self.cfg.max_batch_requests
         running, prefilling, waiting = self.running, self.prefilling, self.waiting
-        if self.hold and not running and not prefilling:
-            self.hold = False  # everything was preempted: start again
+        if self.hold:  # nothing is admitted after a preemption until a request finishes ...
+            if not running and not prefilling:
+                self.hold = False  # ... or everything was preempted: start again
+            elif self.cache is not None:
+                self.trim()
+                return
+            else:
+                return
+        if self.no_evict and self.cache is None:
+            self._admit_no_evict()
+            return
+        r = self.req
+        limit = self.limit
         rejected, n_in, gen, needs_prefill = r.rejected, r.n_in, r.gen, r.needs_prefill
         cache, layers, cap = self.cache, self.layers, self.cap
         plain = not self.windowed  # a request's layer-positions: layers x its context
-        while waiting and not self.hold:
+        while waiting:
             i = waiting[0]
             if rejected[i]:
                 waiting.popleft()
@@ -401,6 +443,53 @@ class _Engine:
                 self._join_decode(i, context)
         if cache is not None:
             self.trim()
+
+    def _admit_no_evict(self) -> None:
+        """``admit`` under ``no_evict`` without a prefix cache (TensorRT-LLM's policy; most
+        measured runs): first come first served while the batch has room and each request's
+        peak fits beside those promised. About one request is admitted per step, so the state
+        it reads and writes is held in locals, written back at the end."""
+        r = self.req
+        running, prefilling, waiting = self.running, self.prefilling, self.waiting
+        rejected, n_in, gen, needs_prefill, full = (
+            r.rejected,
+            r.n_in,
+            r.gen,
+            r.needs_prefill,
+            r.full,
+        )
+        admitted_at, seq, t = r.admitted_at, r.seq, self.t
+        layers, cap, limit = self.layers, self.cap, self.limit
+        plain = not self.windowed  # a request's layer-positions: layers x its context
+        committed, admitted, reserved = self.committed, self.admitted, self.reserved
+        batch = len(running) + len(prefilling)
+        while waiting:
+            i = waiting[0]
+            if rejected[i]:
+                waiting.popleft()
+                self._count_done(1, i)
+                continue
+            if batch >= limit:
+                break
+            peak = full[i]
+            if committed + peak > cap:
+                break
+            committed += peak
+            waiting.popleft()
+            admitted += 1
+            admitted_at[i] = t
+            seq[i] = admitted
+            if needs_prefill[i]:
+                context = n_in[i] + gen[i]  # Python ints
+                prefilling.append([i, 0, context])
+                reserved += layers * context if plain else self.pos(context)
+                batch += 1
+            else:  # arrives with its prompt's cache (disaggregated decode)
+                self.committed = committed  # ``_finished`` releases a request's peak
+                self._join_decode(i, n_in[i] + gen[i] - 1)
+                committed = self.committed
+                batch = len(running) + len(prefilling)
+        self.committed, self.admitted, self.reserved = committed, admitted, reserved
 
     def _join_decode(self, i: int, context: int) -> None:
         r = self.req
@@ -556,16 +645,18 @@ class _Engine:
         r = self.req
         mode = self.mode
         separate = mode == "separate"
-        running, prefilling = self.running, self.prefilling
-        D = 0 if separate else len(running)
+        running, prefilling, cache = self.running, self.prefilling, self.cache
+        n_running = len(running)
+        D = 0 if separate else n_running
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
         v = 1 if c is None else c.verify_tokens
         plain = not self.windowed  # a context's layer-positions: layers x the context
         layers = self.layers
         if plain:
-            q = layers * (self.sum_base + len(running) * self.G)  # decode_positions()
-            if not separate and q + self.held() + layers * len(running) * E > self.cap:
+            q = layers * (self.sum_base + n_running * self.G)  # decode_positions()
+            held = self.reserved if cache is None else self.held()  # held(), without a cache
+            if not separate and q + held + layers * n_running * E > self.cap:
                 self.preempt()
                 return False
             decode_q = q if D else 0.0  # a float: ``layers`` is
@@ -578,19 +669,21 @@ class _Engine:
         chunks: list[tuple[list, int]] = []
         largest = 1
         pos = self.pos
+        chunked = mode == "chunked"
         for entry in prefilling:
-            left = entry[2] - entry[1]
-            if mode == "chunked":
-                take = min(left, budget - taken)
+            done = entry[1]
+            left = entry[2] - done
+            if chunked:
+                room = budget - taken
+                take = room if room < left else left  # min(left, room)
             elif taken + left <= budget:
                 take = left  # whole prompts
-            elif not chunks and left > self.cfg.step_token_budget:
+            elif not chunks and left > self.budget:
                 take = budget  # a prompt that never fits whole: in chunks of the room left
             else:
                 take = 0
             if take <= 0:
                 break
-            done = entry[1]
             if plain:
                 kv += layers * done
                 att += take * (layers * (done + (take - 1) / 2.0))
@@ -604,10 +697,26 @@ class _Engine:
         T = D * v + taken
         if D and v > largest:
             largest = v
-        table = self.table
-        dt = table.time_s(T, kv, att, D + len(chunks), largest)
-        alone = table.time_s(D * v, decode_q, v * decode_q, D, v) if D else 0.0
-        flop = table.flop[T] + table.attention_flop * att
+        if c is None and not self.bubbles and T:
+            # ``table.time_s`` of the step and of its decoding requests alone, written out:
+            # nearly every step of a run comes here, and the two calls (with ``_charged``'s)
+            # were a fifth of the simulator's time. Without pipeline bubbles a step is looked
+            # up at its own tokens; the same terms in the same order, so the same floats.
+            fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
+            R = D + len(chunks)
+            u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
+            dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
+            if D:
+                u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
+                alone = fixed[D] + seq_s * D + (w if w > u else u)
+            else:
+                alone = 0.0
+            flop = flops[T] + att_flop * att
+        else:
+            table = self.table
+            dt = table.time_s(T, kv, att, D + len(chunks), largest)
+            alone = table.time_s(D * v, decode_q, v * decode_q, D, v) if D else 0.0
+            flop = table.flop[T] + table.attention_flop * att
         if self.draft is not None:
             extra, extra_flop, decode_extra = self._draft_work(D, c, chunks, taken)
             dt += extra
@@ -619,23 +728,23 @@ class _Engine:
         self.steps += 1
         for entry, take in chunks:
             entry[1] += take
-        if not separate:
+        G, ends = self.G, self.ends
+        if not separate and ends and ends[0] <= G + _EPS:  # ``_complete``'s first test
             self._complete()
         first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
-        cache, t, G = self.cache, self.t, self.G
-        by_end, ends = self.by_end, self.ends
+        t, by_end = self.t, self.by_end
         while prefilling and prefilling[0][1] >= prefilling[0][2]:
             i, _, context = prefilling.pop(0)
             self.reserved -= layers * context if plain else pos(context)
             gen[i] += 1
             needs_prefill[i] = False
-            if math.isnan(first[i]):
+            if first[i] != first[i]:  # NaN: its first token
                 first[i] = t
             if cache is not None and i in self.chain:  # its prompt's segments are cached
                 segs = _sharing(r).segments[i]
-                held = self.chain[i]
-                self.chain[i] = held + cache.insert(
-                    segs[len(held) :], held[-1] if held else None, self.t
+                held_nodes = self.chain[i]
+                self.chain[i] = held_nodes + cache.insert(
+                    segs[len(held_nodes) :], held_nodes[-1] if held_nodes else None, self.t
                 )
             left = n_out[i] - gen[i]  # ``_join_decode``, inline (once per request)
             if left <= 0:  # its first token was its last
@@ -652,7 +761,7 @@ class _Engine:
             else:
                 same.append(i)
             self.sum_base += context - G
-        if self.cache is not None:
+        if cache is not None:
             self.trim()
         return True
 
@@ -695,10 +804,10 @@ class _Engine:
         if D:
             self.decode_steps += 1
             self.spec_steps += c is not None
-        if self.windowed:
+        if self.windowed or self.cache is not None:
             used = self.used()
-        else:  # ``used``, inline
-            used = self.layers * (self.sum_base + len(self.running) * self.G) + self.held()
+        else:  # ``used``, inline (``held`` is ``reserved`` without a prefix cache)
+            used = self.layers * (self.sum_base + len(self.running) * self.G) + self.reserved
         if used / self.cap > self.peak:
             self.peak = used / self.cap
 
@@ -819,34 +928,36 @@ class _Engine:
     def iterate(self, horizon: float = np.inf) -> bool:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
         decode steps. False when there is nothing to do before ``horizon``."""
-        arr, j, late, t = self.arr, self.next_arrival, self.late, self.t
-        a = arr[j] if j < len(arr) else np.inf
-        if not (a > t and (late[0][0] if late else np.inf) > t):  # something has arrived
+        late, t = self.late, self.t
+        # something has arrived (``arr`` ends with an inf)
+        if self.arr[self.next_arrival] <= t or (late and late[0][0] <= t):
             self.arrive()
-        if self.waiting or self.cache is not None:
+        running, prefilling, waiting = self.running, self.prefilling, self.waiting
+        if waiting or self.cache is not None:
             self.admit()
-        elif self.hold and not self.running and not self.prefilling:
+        elif self.hold and not running and not prefilling:
             self.hold = False  # ``admit`` with no one waiting
-        D = len(self.running)
-        if D == 0 and not self.prefilling:
-            if self.waiting:
+        D = len(running)
+        if D == 0 and not prefilling:
+            if waiting:
                 return True  # rejected requests were dropped; try the next one
             nxt = self.next_time()
             if not math.isfinite(nxt) or nxt > horizon:
                 return False
             self.t = max(self.t, nxt)
             return True
-        budget = self.cfg.step_token_budget
+        budget = self.budget
         if self.draft is not None:
             if self.can_prefill(budget):
                 separate = self.mode == "separate"
                 self.mixed_step(budget if separate else budget - self.decode_tokens())
                 return True
-        elif self.prefilling:  # ``can_prefill``, the decoding requests taking a token each
-            mode, first = self.mode, self.prefilling[0]
+        elif prefilling:  # ``can_prefill``, the decoding requests taking a token each
+            mode = self.mode
             if mode == "chunked":
                 go = budget > D
             elif mode == "whole":
+                first = prefilling[0]
                 left = first[2] - first[1]
                 go = D == 0 or D + left <= budget or (left > budget and budget > D)
             else:
@@ -854,8 +965,7 @@ class _Engine:
             if go:
                 self.mixed_step(budget if mode == "separate" else budget - D)
                 return True
-        room = not self.waiting and not self.hold
-        room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
+        room = not waiting and not self.hold and D + len(prefilling) < self.limit
         self.decode_run(room, horizon)
         return True
 
