@@ -31,6 +31,7 @@ import operator
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -143,17 +144,17 @@ class _Watch:
         """Count the requests whose TTFT limit has passed by ``t`` since they arrived: each whose
         first token came after it, or has not come (it comes after ``t``), breaks it."""
         queue, sent, limit = self.by_arrival, self.sent, self.ttft
-        j = self.next
-        while j < len(queue):
+        j, n = self.next, len(queue)
+        while j < n:
             i = queue[j]
             if not t - sent[i] > limit:
                 break
             f = first[i]
-            if math.isnan(f) or f - sent[i] > limit:
+            if f != f or f - sent[i] > limit:  # NaN: no first token yet
                 self.count(0)
             j += 1
         self.next = j
-        self.next_sent = sent[queue[j]] if j < len(queue) else math.inf
+        self.next_sent = sent[queue[j]] if j < n else math.inf
 
     @staticmethod
     def _need(n: int) -> int:
@@ -586,29 +587,30 @@ class _Engine:
 
     def _complete(self) -> None:
         """Requests whose last token came out of the step just taken."""
-        while self.ends:
-            end = self.ends[0]
-            if end not in self.by_end:
-                heapq.heappop(self.ends)
+        ends, by_end, running, r = self.ends, self.by_end, self.running, self.req
+        while ends:
+            end = ends[0]
+            if end not in by_end:
+                heapq.heappop(ends)
                 continue
             if end > self.G + _EPS:
                 return
-            heapq.heappop(self.ends)
-            done = self.by_end.pop(end)
-            running = self.running
+            heapq.heappop(ends)
+            done = by_end.pop(end)
             self.changes += 1
-            r = self.req
             if self.cache is not None:
                 for i in done:
                     self.sum_base -= running.pop(i)[0]
                     self._finished(i)
-            else:  # ``_finished`` without a prefix cache, inline
+            else:  # ``_finished`` without a prefix cache, inline, the sums in locals
                 finish, t, full, no_evict = r.finish, self.t, r.full, self.no_evict
+                sum_base, committed = self.sum_base, self.committed
                 for i in done:
-                    self.sum_base -= running.pop(i)[0]
+                    sum_base -= running.pop(i)[0]
                     finish[i] = t
                     if no_evict:
-                        self.committed -= full[i]
+                        committed -= full[i]
+                self.sum_base, self.committed = sum_base, committed
                 if r.watch is not None:
                     r.watch.finished(done, t, r.first, r.n_out)
             self.hold = False
@@ -666,7 +668,12 @@ class _Engine:
                 return False
             decode_q = float(self.decode_positions()) if D else 0.0
         kv, att, taken = decode_q, v * decode_q, 0
-        chunks: list[tuple[list, int]] = []
+        # the prompts' chunks, from the head of the queue: (tokens prefilled before, tokens
+        # taken) of each for the draft's own prefill; each prompt's progress is written at once
+        # (nothing reads it before the step's end)
+        chunks: list[tuple[int, int]] = []
+        drafted = self.draft is not None
+        n_chunks = 0
         largest = 1
         pos = self.pos
         chunked = mode == "chunked"
@@ -678,7 +685,7 @@ class _Engine:
                 take = room if room < left else left  # min(left, room)
             elif taken + left <= budget:
                 take = left  # whole prompts
-            elif not chunks and left > self.budget:
+            elif not n_chunks and left > self.budget:
                 take = budget  # a prompt that never fits whole: in chunks of the room left
             else:
                 take = 0
@@ -690,7 +697,10 @@ class _Engine:
             else:
                 kv += pos(done)
                 att += take * pos(done + (take - 1) / 2.0)
-            chunks.append((entry, take))
+            entry[1] = done + take
+            if drafted:
+                chunks.append((done, take))
+            n_chunks += 1
             taken += take
             if take > largest:
                 largest = take
@@ -703,7 +713,7 @@ class _Engine:
             # were a fifth of the simulator's time. Without pipeline bubbles a step is looked
             # up at its own tokens; the same terms in the same order, so the same floats.
             fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
-            R = D + len(chunks)
+            R = D + n_chunks
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
             if D:
@@ -714,7 +724,7 @@ class _Engine:
             flop = flops[T] + att_flop * att
         else:
             table = self.table
-            dt = table.time_s(T, kv, att, D + len(chunks), largest)
+            dt = table.time_s(T, kv, att, D + n_chunks, largest)
             alone = table.time_s(D * v, decode_q, v * decode_q, D, v) if D else 0.0
             flop = table.flop[T] + table.attention_flop * att
         if self.draft is not None:
@@ -726,16 +736,21 @@ class _Engine:
         self._account(dt, D, flop, advance, c)
         self.prefill_s += dt - alone
         self.steps += 1
-        for entry, take in chunks:
-            entry[1] += take
         G, ends = self.G, self.ends
         if not separate and ends and ends[0] <= G + _EPS:  # ``_complete``'s first test
             self._complete()
+        # the prompts prefilled to their end, from the head of the queue: each decodes now
+        n = 0
+        while n < len(prefilling) and prefilling[n][1] >= prefilling[n][2]:
+            n += 1
+        prefilled = prefilling[:n]
+        del prefilling[:n]
         first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
         t, by_end = self.t, self.by_end
-        while prefilling and prefilling[0][1] >= prefilling[0][2]:
-            i, _, context = prefilling.pop(0)
-            self.reserved -= layers * context if plain else pos(context)
+        # the engine's sums in locals, written back after the loop (the calls in it read none)
+        reserved, sum_base, changes = self.reserved, self.sum_base, self.changes
+        for i, _, context in prefilled:
+            reserved -= layers * context if plain else pos(context)
             gen[i] += 1
             needs_prefill[i] = False
             if first[i] != first[i]:  # NaN: its first token
@@ -753,14 +768,15 @@ class _Engine:
                 continue
             end = G + left
             running[i] = (context - G, end)
-            self.changes += 1
+            changes += 1
             same = by_end.get(end)
             if same is None:  # a new end: on the heap once
                 by_end[end] = [i]
                 heapq.heappush(ends, end)
             else:
                 same.append(i)
-            self.sum_base += context - G
+            sum_base += context - G
+        self.reserved, self.sum_base, self.changes = reserved, sum_base, changes
         if cache is not None:
             self.trim()
         return True
@@ -775,7 +791,8 @@ class _Engine:
     def _draft_work(self, D: int, c, chunks, taken: int):
         """(seconds, FLOP, seconds without the prompt chunks) the draft adds to a mixed
         step: its passes for the decoding requests when the step speculates, and its own
-        prefill of the prompt chunks (its cache follows the target's, §E8)."""
+        prefill of the prompt chunks, ``chunks`` (tokens prefilled before the step, tokens
+        taken) of each prompt (its cache follows the target's, §E8)."""
         d = self._draft
         tab = d.table
         seconds = flop = decode_only = 0.0
@@ -788,8 +805,8 @@ class _Engine:
                 decode_only += count * s
                 flop += count * (tab.flop[D * tokens] + tab.attention_flop * tokens * qd)
         if taken:
-            kv = sum(d.layers * e[1] for e, _ in chunks)
-            att = sum(take * d.layers * (e[1] + (take - 1) / 2.0) for e, take in chunks)
+            kv = sum(d.layers * done for done, _ in chunks)
+            att = sum(take * d.layers * (done + (take - 1) / 2.0) for done, take in chunks)
             largest = max(take for _, take in chunks)
             seconds += tab.time_s(taken, kv, att, len(chunks), largest)
             flop += tab.flop[taken] + tab.attention_flop * att
@@ -844,7 +861,7 @@ class _Engine:
         if self.cache is not None:
             self.trim()
 
-    def _run_time(self, D: int, q0: float, growth: float, k: int, c) -> float:
+    def _run_time(self, D: int, q0: float, growth: float, k: int, c=None) -> float:
         if c is None:
             return self.table.run_time_s(D, q0, growth, k)
         E = c.expected_tokens
@@ -872,18 +889,15 @@ class _Engine:
         E = 1.0 if c is None else c.expected_tokens
         q0 = self.layers * (self.sum_base + D * self.G)
         growth = self.layers * D * E
-        k = min(k, int((self.cap - self.held() - q0) // growth))
+        held = self.reserved if self.cache is None else self.held()  # held(), without a cache
+        k = min(k, int((self.cap - held - q0) // growth))
         if k <= 0:
             return 0, 0.0, 0.0, q0, 0.0
+        # the seconds of a run of ``steps`` steps
         if c is None:
-            table = self.table
-
-            def run(steps: int) -> float:
-                return table.run_time_s(D, q0, growth, steps)
+            run = partial(self.table.run_time_s, D, q0, growth)
         else:
-
-            def run(steps: int) -> float:
-                return self._run_time(D, q0, growth, steps, c)
+            run = partial(self._run_time, D, q0, growth, c=c)
 
         span = None  # the run's seconds, once known
         if deadline is not None:
