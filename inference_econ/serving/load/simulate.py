@@ -465,18 +465,15 @@ class _Engine:
         committed, admitted, reserved = self.committed, self.admitted, self.reserved
         batch = len(running) + len(prefilling)
         while waiting:
-            i = waiting[0]
+            i = waiting.popleft()
             if rejected[i]:
-                waiting.popleft()
                 self._count_done(1, i)
                 continue
-            if batch >= limit:
-                break
             peak = full[i]
-            if committed + peak > cap:
+            if batch >= limit or committed + peak > cap:
+                waiting.appendleft(i)  # it waits for room, at the head of the queue
                 break
             committed += peak
-            waiting.popleft()
             admitted += 1
             admitted_at[i] = t
             seq[i] = admitted
@@ -820,7 +817,8 @@ class _Engine:
         self.flop += flop
         if D:
             self.decode_steps += 1
-            self.spec_steps += c is not None
+            if c is not None:
+                self.spec_steps += 1
         if self.windowed or self.cache is not None:
             used = self.used()
         else:  # ``used``, inline (``held`` is ``reserved`` without a prefix cache)
@@ -854,7 +852,8 @@ class _Engine:
         self.steps += k
         self.decode_steps += k
         self.spec_steps += k if c is not None else 0
-        peak = (after + self.held()) / self.cap
+        held = self.reserved if self.cache is None else self.held()  # held(), without a cache
+        peak = (after + held) / self.cap
         if peak > self.peak:  # max(self.peak, peak)
             self.peak = peak
         self._complete()
