@@ -725,7 +725,7 @@ class _Engine:
         # (nothing reads it before the step's end)
         chunks: list[tuple[int, int]] = []
         drafted = self.draft is not None
-        n_chunks = 0
+        n_chunks = n_done = 0
         largest = 1
         pos = self.pos
         chunked = mode == "chunked"
@@ -752,6 +752,8 @@ class _Engine:
             entry[1] = done + take
             if drafted:
                 chunks.append((done, take))
+            if take == left and n_done == n_chunks:  # prefilled to its end, as all before it
+                n_done += 1
             n_chunks += 1
             taken += take
             if take > largest:
@@ -791,8 +793,9 @@ class _Engine:
         G, ends = self.G, self.ends
         if not separate and ends and ends[0] <= G + _EPS:  # ``_complete``'s first test
             self._complete()
-        # the prompts prefilled to their end, from the head of the queue: each decodes now
-        n = 0
+        # the prompts prefilled to their end, from the head of the queue: each decodes now (the
+        # chunks counted them; the test goes on past them as the scheduler's rule is written)
+        n = n_done
         while n < len(prefilling) and prefilling[n][1] >= prefilling[n][2]:
             n += 1
         prefilled = prefilling[:n]
@@ -803,9 +806,11 @@ class _Engine:
         reserved, sum_base, changes = self.reserved, self.sum_base, self.changes
         for i, _, context in prefilled:
             reserved -= layers * context if plain else pos(context)
-            gen[i] += 1
+            g = gen[i] + 1
+            gen[i] = g
             needs_prefill[i] = False
-            if first[i] != first[i]:  # NaN: its first token
+            f = first[i]
+            if f != f:  # NaN: its first token
                 first[i] = t
             if cache is not None and i in self.chain:  # its prompt's segments are cached
                 segs = _sharing(r).segments[i]
@@ -813,13 +818,13 @@ class _Engine:
                 self.chain[i] = held_nodes + cache.insert(
                     segs[len(held_nodes) :], held_nodes[-1] if held_nodes else None, self.t
                 )
-            left = n_out[i] - gen[i]  # ``_join_decode``, inline (once per request)
+            left = n_out[i] - g  # ``_join_decode``, inline (once per request)
             if left <= 0:  # its first token was its last
                 self._finished(i)
                 self._count_done(1, i)
                 continue
-            end = G + left
-            running[i] = (context - G, end)
+            end, base = G + left, context - G
+            running[i] = (base, end)
             changes += 1
             same = by_end.get(end)
             if same is None:  # a new end: on the heap once
@@ -827,7 +832,7 @@ class _Engine:
                 heapq.heappush(ends, end)
             else:
                 same.append(i)
-            sum_base += context - G
+            sum_base += base
         self.reserved, self.sum_base, self.changes = reserved, sum_base, changes
         if cache is not None:
             self.trim()
