@@ -254,6 +254,7 @@ class _Engine:
         "on_finish",
         "order",
         "peak",
+        "pipeline",
         "prefill_s",
         "prefilling",
         "progress",
@@ -311,7 +312,7 @@ class _Engine:
         self.budget, self.limit = self.cfg.step_token_budget, self.cfg.max_batch_requests
         #: A step's time is ``table.time_s``, written out in ``mixed_step`` where the table has
         #: no pipeline bubbles (§B12): the terms it reads, fetched once (``_step_terms``).
-        self.bubbles = inst.table.bubbles
+        self.bubbles, self.pipeline = inst.table.bubbles, inst.table.pipeline
         self.terms = _step_terms(inst.table)
         self.committed = 0.0  # no_evict: layer-positions promised to the admitted requests
         self.mode = self.cfg.prefill
@@ -761,26 +762,27 @@ class _Engine:
         T = D * v + taken
         if D and v > largest:
             largest = v
-        if c is None and not self.bubbles and T:
-            # ``table.time_s`` of the step and of its decoding requests alone, written out:
-            # nearly every step of a run comes here, and the two calls (with ``_charged``'s)
-            # were a fifth of the simulator's time. Without pipeline bubbles a step is looked
-            # up at its own tokens; the same terms in the same order, so the same floats.
-            fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
-            R = D + n_chunks
+        R = D + n_chunks  # the step's sequences: decoding requests and prompt chunks
+        # ``table.time_s`` of the step and of its decoding requests alone, written out where
+        # it looks a step up at its own tokens: without pipeline bubbles, or with as many
+        # sequences as stages (``StepTable._charged``, §B12). Nearly every step comes here,
+        # and the two calls (with ``_charged``'s) were a fifth of the simulator's time; the
+        # same terms in the same order, so the same floats.
+        fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
+        own = not self.bubbles
+        if c is None and T and (own or R >= self.pipeline):
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
-            if D:
-                u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
-                alone = fixed[D] + seq_s * D + (w if w > u else u)
-            else:
-                alone = 0.0
-            flop = flops[T] + att_flop * att
         else:
-            table = self.table
-            dt = table.time_s(T, kv, att, D + n_chunks, largest)
-            alone = table.time_s(D * v, decode_q, v * decode_q, D, v) if D else 0.0
-            flop = table.flop[T] + table.attention_flop * att
+            dt = self.table.time_s(T, kv, att, R, largest)
+        if not D:
+            alone = 0.0
+        elif c is None and (own or D >= self.pipeline):
+            u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
+            alone = fixed[D] + seq_s * D + (w if w > u else u)
+        else:
+            alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v)
+        flop = flops[T] + att_flop * att
         if self.draft is not None:
             extra, extra_flop, decode_extra = self._draft_work(D, c, chunks, taken)
             dt += extra
