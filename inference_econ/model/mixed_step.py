@@ -418,11 +418,15 @@ class StepTable:
         else:  # compute binds until d0 + d1·j >= 0
             split = min(steps, math.ceil(-d0 / d1))
         if d0 >= 0.0:  # memory first, then compute
-            first = _line_sum(u0, du, 0, split) if split else 0.0
-            second = _line_sum(v0, dv, split, steps) if split < steps else 0.0
+            a, da, b, db = u0, du, v0, dv
         else:
-            first = _line_sum(v0, dv, 0, split) if split else 0.0
-            second = _line_sum(u0, du, split, steps) if split < steps else 0.0
+            a, da, b, db = v0, dv, u0, du
+        # Σ_{j=lo}^{hi-1} (start + slope·j) = n·start + slope·(lo + hi - 1)·n/2 (n = hi - lo) over
+        # steps [0, split) of the first line and [split, steps) of the second, written out (the
+        # simulator calls this for every run of decode steps)
+        first = split * a + da * (split - 1) * split / 2.0 if split > 0 else 0.0
+        n = steps - split
+        second = n * b + db * (split + steps - 1) * n / 2.0 if n > 0 else 0.0
         return steps * (self.fixed_s[row] + self.sequence_s * r) + first + second
 
     def times_s(self, tokens: int, positions, requests=None, attention: float = 1.0):
@@ -440,9 +444,3 @@ class StepTable:
                 self.compute_s[row] + self.attention_s * attention * positions,
             )
         )
-
-
-def _line_sum(start: float, slope: float, lo: int, hi: int) -> float:
-    """Σ_{j=lo}^{hi-1} (start + slope·j)."""
-    n = hi - lo
-    return n * start + slope * (lo + hi - 1) * n / 2.0 if n > 0 else 0.0

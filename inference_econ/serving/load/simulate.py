@@ -478,7 +478,14 @@ class _Engine:
                     return
                 self.committed += r.full[i]
             elif (running or prefilling) and (
-                self.used() + need + layers * (len(running) + len(prefilling) + 1) > cap
+                (
+                    layers * (self.sum_base + len(running) * self.G) + self.reserved
+                    if plain and cache is None  # ``used``, inline (``held`` is ``reserved``)
+                    else self.used()
+                )
+                + need
+                + layers * (len(running) + len(prefilling) + 1)
+                > cap
             ):
                 # room for every running request's next token first (vLLM V1's order); an
                 # empty engine takes any request that fits at its peak (``rejected`` holds the
@@ -770,14 +777,14 @@ class _Engine:
         # same terms in the same order, so the same floats.
         fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
         own = not self.bubbles
-        if c is None and T and (own or R >= self.pipeline):
+        if c is None and T and (own or self.pipeline <= R):
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
         else:
             dt = self.table.time_s(T, kv, att, R, largest)
         if not D:
             alone = 0.0
-        elif c is None and (own or D >= self.pipeline):
+        elif c is None and (own or self.pipeline <= D):
             u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
             alone = fixed[D] + seq_s * D + (w if w > u else u)
         else:
