@@ -413,14 +413,10 @@ class _Engine:
         heapq.heappush(self.late, (at, i))
 
     def arrive(self) -> None:
+        """The requests that have arrived by now join the queue, in the order they arrived
+        (``iterate`` takes those at known times itself when no others are due)."""
         arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
         t, j = self.t, self.next_arrival
-        if not late:  # only known arrivals (nearly every run): those due, in order
-            while arr[j] <= t:  # ``arr`` ends with an inf
-                waiting.append(order[j])
-                j += 1
-            self.next_arrival = j
-            return
         while True:
             a = arr[j]
             b = late[0][0] if late else _INF
@@ -925,7 +921,9 @@ class _Engine:
         peak = (after + held) / self.cap
         if peak > self.peak:  # max(self.peak, peak)
             self.peak = peak
-        self._complete()
+        ends = self.ends
+        if ends and ends[0] <= self.G + _EPS:  # ``_complete``'s first test
+            self._complete()
         if self.cache is not None:
             self.trim()
 
@@ -1011,10 +1009,17 @@ class _Engine:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
         decode steps. False when there is nothing to do before ``horizon``."""
         late, t = self.late, self.t
-        # something has arrived (``arr`` ends with an inf)
-        if self.arr[self.next_arrival] <= t or (late and late[0][0] <= t):
-            self.arrive()
         running, prefilling, waiting = self.running, self.prefilling, self.waiting
+        arr, j = self.arr, self.next_arrival
+        if late:
+            if arr[j] <= t or late[0][0] <= t:  # something has arrived
+                self.arrive()
+        elif arr[j] <= t:  # only requests at known times (nearly every run): those due, in order
+            order = self.order
+            while arr[j] <= t:  # ``arr`` ends with an inf
+                waiting.append(order[j])
+                j += 1
+            self.next_arrival = j
         if waiting or self.cache is not None:
             self.admit()
         elif self.hold and not running and not prefilling:
