@@ -166,12 +166,16 @@ class _Watch:
         output tokens; per request). A time per output token exists for a request with a
         first token and more than one output token (a NaN first token compares false)."""
         tpot, e2e = self.tpot, self.e2e
-        for i in done:
-            n = n_out[i]
-            if n > 1 and (t - first[i]) / (n - 1) > tpot:  # never true when tpot is inf
-                self.count(1)
-            if e2e < math.inf and t - self.sent[i] > e2e:
-                self.count(2)
+        if tpot < math.inf:  # (a time per output token is never above an infinite limit)
+            for i in done:
+                n = n_out[i]
+                if n > 1 and (t - first[i]) / (n - 1) > tpot:
+                    self.count(1)
+        if e2e < math.inf:
+            sent = self.sent
+            for i in done:
+                if t - sent[i] > e2e:
+                    self.count(2)
 
     def count(self, metric: int) -> None:
         """One more request broke the limit of ``metric`` (0 TTFT, 1 TPOT, 2 end-to-end)."""
