@@ -44,9 +44,10 @@ def cases():
     ideal = make_setting("Llama 3 8B", "H100")
     ach = make_setting("Llama 3 8B", "H100", assumptions="achievable")
     vllm = make_setting("Llama 3 8B", "H100", assumptions="achievable", engine="vllm")
-    lengths = ("lognormal:1000:0.8", "lognormal:250:0.6")
-    busy = make_traffic(30, *lengths, requests=800, seed=3).stream()
-    heavy = make_traffic(60, *lengths, requests=800, seed=5).stream()
+    lengths = ("lognormal:1000:0.8:4000", "lognormal:250:0.6:1000")
+    busy = make_traffic(30, *lengths, requests=2000, seed=3).stream()
+    heavy = make_traffic(60, *lengths, requests=2000, seed=5).stream()
+    light = make_traffic(10, *lengths, requests=2000, seed=4).stream()
     out: list = []
 
     def add(name, setting, arrivals, config=None, gpus=1, layout=None, cap=None, **kw):
@@ -67,9 +68,10 @@ def cases():
     add("achievable vllm", vllm, heavy)
     add("ideal batch limit 16", ideal, busy, EngineConfig(max_batch_requests=16))
     add("ideal budget 512", ideal, heavy, EngineConfig(step_token_budget=512))
-    for limits in ({"ttft": 0.5, "tpot": 0.03}, {"ttft": 2.0, "e2e": 8.0}, {"tpot": 0.02}):
-        add(f"achievable stop {limits}", ach, heavy, stop=limits)
-        add(f"achievable stop {limits}, small cache", ach, heavy, cap=0.05, stop=limits)
+    for limits in ({"ttft": 0.5, "tpot": 0.03}, {"ttft": 2.0, "e2e": 30.0}, {"tpot": 0.02}):
+        for arrivals, load in ((light, "10 req/s"), (busy, "30 req/s")):
+            add(f"achievable stop {limits}, {load}", ach, arrivals, stop=limits)
+        add(f"achievable stop {limits}, small cache", ach, busy, cap=0.05, stop=limits)
     add("ideal 16 clients", ideal, busy, clients=16)
     add("ideal 64 clients, small cache", ideal, busy, cap=0.05, clients=64)
     add("ideal prefilled (decode pool)", ideal, heavy, prefilled=True)
@@ -105,6 +107,18 @@ def cases():
         gpus=8,
         layout=EngineLayout(8, 2, 2.0, True),
     )
+    big_ach = make_setting("Llama 3.3 70B", "H100", assumptions="achievable", weight_bits=8)
+    for prefill in ("whole", "chunked"):
+        for rate in (3, 12):
+            add(
+                f"70B achievable, 4 pipeline stages, {prefill}, {rate} req/s, stop",
+                big_ach,
+                make_traffic(rate, *lengths, requests=600, seed=rate).stream(),
+                EngineConfig(prefill=prefill, admission="no_evict"),
+                gpus=8,
+                layout=EngineLayout(8, 4, 1.0, False),
+                stop={"ttft": 2.0, "tpot": 0.05},
+            )
     shared = make_traffic(10, "200", "50", requests=600, seed=0, shared_prefix_tokens=1000)
     add("prefix cache, shared prefixes", ideal, shared.stream())
     add("prefix cache, shared prefixes, small cache", ideal, shared.stream(), cap=0.01)
