@@ -129,7 +129,7 @@ class _Watch:
         self.sent = req.sent.tolist()  # open loop: the arrival times
         fits = ~req.rejected_mask
         fresh = fits & ~np.asarray(prefilled, dtype=bool)  # a first token of its own
-        many = fresh & (np.asarray(req.n_out) > 1)  # a time per output token
+        many = fresh & (req.output_tokens > 1)  # a time per output token
         self.left = [self._need(int(m.sum())) for m in (fresh, many, fits)]
         self.certain = not fits.all()
         # the requests with a first token of their own, by arrival (``overdue``)
@@ -195,7 +195,8 @@ class _Requests:
         n = len(arrivals)
         self.n = n
         self.n_in = arrivals.prompt_tokens.astype(np.int64).tolist()
-        self.n_out = arrivals.output_tokens.astype(np.int64).tolist()
+        self.output_tokens = arrivals.output_tokens.astype(np.int64)  # (the watch's)
+        self.n_out = self.output_tokens.tolist()
         self.first = [math.nan] * n
         self.finish = [math.nan] * n
         self.admitted_at = [math.nan] * n
@@ -203,8 +204,11 @@ class _Requests:
         self.preempted = [0] * n
         self.cached = [math.nan] * n  # prompt tokens its first admission found cached
         flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
-        self.gen = flags.astype(np.int64).tolist()
-        self.needs_prefill = (~flags).tolist()
+        if flags.any():
+            self.gen = flags.astype(np.int64).tolist()
+            self.needs_prefill = (~flags).tolist()
+        else:  # none prefilled (nearly every run): the same lists, without numpy's
+            self.gen, self.needs_prefill = [0] * n, [True] * n
         full = np.broadcast_to(np.asarray(full, dtype=float), (n,))
         self.full = full.tolist()
         self.rejected_mask = full > cap
@@ -297,16 +301,17 @@ class _Engine:
         self.clients = clients
         #: Requests this engine receives at known times, in order (``order``), and those it
         #: receives later (a session's next turn, a router's push) on a heap.
-        self.order = [] if order is None else order
+        idx = np.asarray([] if order is None else order, dtype=np.intp)  # an array or a list
+        self.order = idx.tolist()
         if (
             clients is not None
         ):  # the first ``clients`` requests at once, each next one when one finishes
             self.released = min(int(clients), len(self.order))
             self.arr = [0.0] * self.released + [np.inf] * (len(self.order) - self.released)
-            req.sent[self.order] = np.nan
-            req.sent[self.order[: self.released]] = 0.0
+            req.sent[idx] = np.nan
+            req.sent[idx[: self.released]] = 0.0
         else:
-            self.arr = req.sent[self.order].tolist() if len(self.order) else []
+            self.arr = req.sent[idx].tolist()
         #: ``arr`` ends with an inf (no one else arrives): ``arr[next_arrival]`` is always the
         #: next known arrival time, without a test of the index on every turn
         self.arr.append(_INF)
@@ -1077,16 +1082,17 @@ class _Engine:
 def _record(engines, req: _Requests, arrivals: Arrivals, stopped: bool = False) -> RunRecord:
     """What the engines measured: per request, and per instance on average."""
     g = len(engines)
-    finish = np.array(req.finish, dtype=float)
+    n = req.n  # (``np.fromiter`` reads a list of known length faster than ``np.array``)
+    finish = np.fromiter(req.finish, float, n)
     finished = finish[np.isfinite(finish)]
     sent = np.where(np.isfinite(req.sent), req.sent, np.nan)
     arrivals = Arrivals(sent, arrivals.prompt_tokens, arrivals.output_tokens, arrivals.sharing)
     return RunRecord(
         arrivals=arrivals,
-        first_token_s=np.array(req.first, dtype=float),
+        first_token_s=np.fromiter(req.first, float, n),
         finish_s=finish,
-        admitted_s=np.array(req.admitted_at, dtype=float),
-        preemptions=np.array(req.preempted, dtype=np.int64),
+        admitted_s=np.fromiter(req.admitted_at, float, n),
+        preemptions=np.fromiter(req.preempted, np.int64, n),
         rejected=req.rejected_mask,
         busy_s=sum(e.busy for e in engines) / g,
         prefill_s=sum(e.prefill_s for e in engines) / g,
@@ -1095,7 +1101,7 @@ def _record(engines, req: _Requests, arrivals: Arrivals, stopped: bool = False) 
         end_s=float(finished.max()) if finished.size else 0.0,
         batch_seconds=sum(e.batch_s for e in engines) / g,
         peak_kv_fraction=max(e.peak for e in engines),
-        cached_tokens=np.array(req.cached, dtype=float) if req.sharing is not None else None,
+        cached_tokens=np.fromiter(req.cached, float, n) if req.sharing is not None else None,
         spec_steps=sum(e.spec_steps for e in engines),
         decode_steps=sum(e.decode_steps for e in engines),
         instances=g,
@@ -1137,9 +1143,9 @@ def simulate(
         raise SpecError("argument", "concurrency", f"is {clients!r}", "a whole number >= 1")
     req = _checked(instance, arrivals, prefilled)
     if clients is not None:
-        order = list(range(req.n))
+        order = np.arange(req.n)
     else:
-        order = np.flatnonzero(np.isfinite(req.sent)).tolist()
+        order = np.flatnonzero(np.isfinite(req.sent))
     sessions = arrivals.sharing is not None and bool(np.any(arrivals.sharing.follows >= 0))
     if stop is not None and clients is None and not sessions:
         req.watch = _Watch(stop, req, prefilled)
