@@ -14,6 +14,10 @@ routers over a group of instances. Every array of every ``RunRecord`` is compare
 ``np.array_equal`` (NaN equal to NaN) and every other field with ``==``. It prints each
 case's CPU seconds in each tree (the simulations only, after the instances are built) and exits
 1 if any record differs. It is a check of the code, not a test: the suite does not run it.
+
+Each tree runs with ``PYTHONPATH`` set to it: ``python benchmarks/<script>.py`` alone imports
+the installed package (the script's folder, not the working directory, leads ``sys.path``),
+so a benchmark of a worktree's code needs ``PYTHONPATH=.`` too.
 """
 
 from __future__ import annotations
