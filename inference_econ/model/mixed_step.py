@@ -402,11 +402,14 @@ class StepTable:
         if steps <= 0 or tokens == 0:
             return 0.0
         r = tokens if requests is None else requests
-        row, scale = self._charged(tokens, tokens / r, r)
-        positions, growth = positions * scale, growth * scale
-        u0 = self.memory_s[row] + self.kv_s * positions + self.request_s * r
-        v0 = self.compute_s[row] + self.attention_s * attention * positions
-        du, dv = self.kv_s * growth, self.attention_s * attention * growth
+        row = tokens
+        if self.bubbles and r < self.pipeline:  # ``_charged``'s test: the only case it scales
+            row, scale = self._charged(tokens, tokens / r, r)
+            positions, growth = positions * scale, growth * scale
+        kv_s, at_s = self.kv_s, self.attention_s * attention
+        u0 = self.memory_s[row] + kv_s * positions + self.request_s * r
+        v0 = self.compute_s[row] + at_s * positions
+        du, dv = kv_s * growth, at_s * growth
         d0, d1 = u0 - v0, du - dv  # memory minus compute at step j: d0 + d1·j
         if d1 == 0.0 or (d0 >= 0.0) == (d1 > 0.0):
             split = steps  # one side binds throughout
@@ -414,13 +417,17 @@ class StepTable:
             split = min(steps, math.floor(-d0 / d1) + 1)
         else:  # compute binds until d0 + d1·j >= 0
             split = min(steps, math.ceil(-d0 / d1))
-        first = (u0, du) if d0 >= 0.0 else (v0, dv)
-        second = (v0, dv) if d0 >= 0.0 else (u0, du)
-        return (
-            steps * (self.fixed_s[row] + self.sequence_s * r)
-            + _line_sum(*first, 0, split)
-            + _line_sum(*second, split, steps)
-        )
+        if d0 >= 0.0:  # memory first, then compute
+            a, da, b, db = u0, du, v0, dv
+        else:
+            a, da, b, db = v0, dv, u0, du
+        # Σ_{j=lo}^{hi-1} (start + slope·j) = n·start + slope·(lo + hi - 1)·n/2 (n = hi - lo) over
+        # steps [0, split) of the first line and [split, steps) of the second, written out (the
+        # simulator calls this for every run of decode steps)
+        first = split * a + da * (split - 1) * split / 2.0 if split > 0 else 0.0
+        n = steps - split
+        second = n * b + db * (split + steps - 1) * n / 2.0 if n > 0 else 0.0
+        return steps * (self.fixed_s[row] + self.sequence_s * r) + first + second
 
     def times_s(self, tokens: int, positions, requests=None, attention: float = 1.0):
         """Seconds of decode-only steps of ``tokens`` tokens whose KV layer-positions are the
@@ -437,9 +444,3 @@ class StepTable:
                 self.compute_s[row] + self.attention_s * attention * positions,
             )
         )
-
-
-def _line_sum(start: float, slope: float, lo: int, hi: int) -> float:
-    """Σ_{j=lo}^{hi-1} (start + slope·j)."""
-    n = hi - lo
-    return n * start + slope * (lo + hi - 1) * n / 2.0 if n > 0 else 0.0

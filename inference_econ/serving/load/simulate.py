@@ -31,10 +31,12 @@ import operator
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from ...errors import SpecError
+from ...model.mixed_step import StepTable
 from ..setting import check_context
 from .arrivals import Arrivals, Sharing
 from .engine import Instance
@@ -45,6 +47,8 @@ from .speculation import DraftEngine
 RUN_STEPS = 4096
 #: A decoding request's base (its context less G) from its ``running`` entry.
 _BASE = operator.itemgetter(0)
+#: ``math.inf`` read as a module global (``np.inf`` is the same float, one look-up more).
+_INF = math.inf
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,6 +85,22 @@ NO_NODES: list = []
 _EPS = 1e-9
 
 
+def _step_terms(table: StepTable) -> tuple:
+    """What ``StepTable.time_s`` reads, by row (steps' tokens) and per position or request:
+    ``_Engine.mixed_step`` evaluates it itself where there are no pipeline bubbles."""
+    return (
+        table.fixed_s,
+        table.memory_s,
+        table.compute_s,
+        table.sequence_s,
+        table.request_s,
+        table.kv_s,
+        table.attention_s,
+        table.flop,
+        table.attention_flop,
+    )
+
+
 def _sharing(requests) -> Sharing:
     """The prompts' sharing of requests a prefix cache serves (a cache is made only for them)."""
     if requests.sharing is None:
@@ -109,7 +129,7 @@ class _Watch:
         self.sent = req.sent.tolist()  # open loop: the arrival times
         fits = ~req.rejected_mask
         fresh = fits & ~np.asarray(prefilled, dtype=bool)  # a first token of its own
-        many = fresh & (np.asarray(req.n_out) > 1)  # a time per output token
+        many = fresh & (req.output_tokens > 1)  # a time per output token
         self.left = [self._need(int(m.sum())) for m in (fresh, many, fits)]
         self.certain = not fits.all()
         # the requests with a first token of their own, by arrival (``overdue``)
@@ -124,17 +144,17 @@ class _Watch:
         """Count the requests whose TTFT limit has passed by ``t`` since they arrived: each whose
         first token came after it, or has not come (it comes after ``t``), breaks it."""
         queue, sent, limit = self.by_arrival, self.sent, self.ttft
-        j = self.next
-        while j < len(queue):
+        j, n = self.next, len(queue)
+        while j < n:
             i = queue[j]
             if not t - sent[i] > limit:
                 break
             f = first[i]
-            if math.isnan(f) or f - sent[i] > limit:
+            if f != f or f - sent[i] > limit:  # NaN: no first token yet
                 self.count(0)
             j += 1
         self.next = j
-        self.next_sent = sent[queue[j]] if j < len(queue) else math.inf
+        self.next_sent = sent[queue[j]] if j < n else math.inf
 
     @staticmethod
     def _need(n: int) -> int:
@@ -146,12 +166,16 @@ class _Watch:
         output tokens; per request). A time per output token exists for a request with a
         first token and more than one output token (a NaN first token compares false)."""
         tpot, e2e = self.tpot, self.e2e
-        for i in done:
-            n = n_out[i]
-            if n > 1 and (t - first[i]) / (n - 1) > tpot:  # never true when tpot is inf
-                self.count(1)
-            if e2e < math.inf and t - self.sent[i] > e2e:
-                self.count(2)
+        if tpot < math.inf:  # (a time per output token is never above an infinite limit)
+            for i in done:
+                n = n_out[i]
+                if n > 1 and (t - first[i]) / (n - 1) > tpot:
+                    self.count(1)
+        if e2e < math.inf:
+            sent = self.sent
+            for i in done:
+                if t - sent[i] > e2e:
+                    self.count(2)
 
     def count(self, metric: int) -> None:
         """One more request broke the limit of ``metric`` (0 TTFT, 1 TPOT, 2 end-to-end)."""
@@ -171,7 +195,8 @@ class _Requests:
         n = len(arrivals)
         self.n = n
         self.n_in = arrivals.prompt_tokens.astype(np.int64).tolist()
-        self.n_out = arrivals.output_tokens.astype(np.int64).tolist()
+        self.output_tokens = arrivals.output_tokens.astype(np.int64)  # (the watch's)
+        self.n_out = self.output_tokens.tolist()
         self.first = [math.nan] * n
         self.finish = [math.nan] * n
         self.admitted_at = [math.nan] * n
@@ -179,8 +204,11 @@ class _Requests:
         self.preempted = [0] * n
         self.cached = [math.nan] * n  # prompt tokens its first admission found cached
         flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
-        self.gen = flags.astype(np.int64).tolist()
-        self.needs_prefill = (~flags).tolist()
+        if flags.any():
+            self.gen = flags.astype(np.int64).tolist()
+            self.needs_prefill = (~flags).tolist()
+        else:  # none prefilled (nearly every run): the same lists, without numpy's
+            self.gen, self.needs_prefill = [0] * n, [True] * n
         full = np.broadcast_to(np.asarray(full, dtype=float), (n,))
         self.full = full.tolist()
         self.rejected_mask = full > cap
@@ -198,6 +226,62 @@ class _Engine:
     every running request has gained since the engine started (one per step, or a cycle's
     expected tokens when it speculates, §E8), a request's context is its base plus ``G``.
     """
+
+    #: Slots, not a __dict__: the scheduler reads and writes its state several times a step,
+    #: and a slot is read faster than an entry of a dict of this many attributes (more than
+    #: the 30 a class's instances share their keys for).
+    __slots__ = (
+        "G",
+        "admitted",
+        "arr",
+        "batch_s",
+        "bubbles",
+        "budget",
+        "busy",
+        "by_end",
+        "cache",
+        "cap",
+        "cfg",
+        "chain",
+        "changes",
+        "clients",
+        "committed",
+        "decode_steps",
+        "draft",
+        "ends",
+        "flop",
+        "hold",
+        "inst",
+        "late",
+        "layers",
+        "limit",
+        "mode",
+        "next_arrival",
+        "next_report",
+        "no_evict",
+        "on_finish",
+        "order",
+        "peak",
+        "pipeline",
+        "prefill_s",
+        "prefilling",
+        "progress",
+        "q_ref",
+        "released",
+        "req",
+        "reserved",
+        "running",
+        "sorted_at",
+        "sorted_bases",
+        "spec_steps",
+        "steps",
+        "sum_base",
+        "t",
+        "table",
+        "terms",
+        "waiting",
+        "windowed",
+    )
 
     def __init__(
         self,
@@ -217,19 +301,28 @@ class _Engine:
         self.clients = clients
         #: Requests this engine receives at known times, in order (``order``), and those it
         #: receives later (a session's next turn, a router's push) on a heap.
-        self.order = [] if order is None else order
+        idx = np.asarray([] if order is None else order, dtype=np.intp)  # an array or a list
+        self.order = idx.tolist()
         if (
             clients is not None
         ):  # the first ``clients`` requests at once, each next one when one finishes
             self.released = min(int(clients), len(self.order))
             self.arr = [0.0] * self.released + [np.inf] * (len(self.order) - self.released)
-            req.sent[self.order] = np.nan
-            req.sent[self.order[: self.released]] = 0.0
+            req.sent[idx] = np.nan
+            req.sent[idx[: self.released]] = 0.0
         else:
-            self.arr = req.sent[self.order].tolist() if len(self.order) else []
+            self.arr = req.sent[idx].tolist()
+        #: ``arr`` ends with an inf (no one else arrives): ``arr[next_arrival]`` is always the
+        #: next known arrival time, without a test of the index on every turn
+        self.arr.append(_INF)
         self.late: list[tuple[float, int]] = []
         self.on_finish = on_finish
         self.no_evict = self.cfg.admission == "no_evict"
+        self.budget, self.limit = self.cfg.step_token_budget, self.cfg.max_batch_requests
+        #: A step's time is ``table.time_s``, written out in ``mixed_step`` where the table has
+        #: no pipeline bubbles (§B12): the terms it reads, fetched once (``_step_terms``).
+        self.bubbles, self.pipeline = inst.table.bubbles, inst.table.pipeline
+        self.terms = _step_terms(inst.table)
         self.committed = 0.0  # no_evict: layer-positions promised to the admitted requests
         self.mode = self.cfg.prefill
         self.admitted = 0
@@ -321,7 +414,7 @@ class _Engine:
     # --- arrivals ----------------------------------------------------------------------
     def next_time(self) -> float:
         """When the next request reaches this engine (inf: none known)."""
-        a = self.arr[self.next_arrival] if self.next_arrival < len(self.arr) else np.inf
+        a = self.arr[self.next_arrival]  # inf past the last (``arr``'s end)
         return min(a, self.late[0][0]) if self.late else a
 
     def push(self, i: int, at: float) -> None:
@@ -329,11 +422,13 @@ class _Engine:
         heapq.heappush(self.late, (at, i))
 
     def arrive(self) -> None:
+        """The requests that have arrived by now join the queue, in the order they arrived
+        (``iterate`` takes those at known times itself when no others are due)."""
         arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
-        t, j, n = self.t, self.next_arrival, len(arr)
+        t, j = self.t, self.next_arrival
         while True:
-            a = arr[j] if j < n else np.inf
-            b = late[0][0] if late else np.inf
+            a = arr[j]
+            b = late[0][0] if late else _INF
             if a > t and b > t:  # min(a, b) > t
                 break
             if a <= b:
@@ -349,15 +444,24 @@ class _Engine:
 
     # --- admission and preemption ------------------------------------------------------
     def admit(self) -> None:
-        r = self.req
-        limit = self.cfg.max_batch_requests
         running, prefilling, waiting = self.running, self.prefilling, self.waiting
-        if self.hold and not running and not prefilling:
-            self.hold = False  # everything was preempted: start again
+        if self.hold:  # nothing is admitted after a preemption until a request finishes ...
+            if not running and not prefilling:
+                self.hold = False  # ... or everything was preempted: start again
+            elif self.cache is not None:
+                self.trim()
+                return
+            else:
+                return
+        if self.no_evict and self.cache is None:
+            self._admit_no_evict()
+            return
+        r = self.req
+        limit = self.limit
         rejected, n_in, gen, needs_prefill = r.rejected, r.n_in, r.gen, r.needs_prefill
         cache, layers, cap = self.cache, self.layers, self.cap
         plain = not self.windowed  # a request's layer-positions: layers x its context
-        while waiting and not self.hold:
+        while waiting:
             i = waiting[0]
             if rejected[i]:
                 waiting.popleft()
@@ -379,7 +483,14 @@ class _Engine:
                     return
                 self.committed += r.full[i]
             elif (running or prefilling) and (
-                self.used() + need + layers * (len(running) + len(prefilling) + 1) > cap
+                (
+                    layers * (self.sum_base + len(running) * self.G) + self.reserved
+                    if plain and cache is None  # ``used``, inline (``held`` is ``reserved``)
+                    else self.used()
+                )
+                + need
+                + layers * (len(running) + len(prefilling) + 1)
+                > cap
             ):
                 # room for every running request's next token first (vLLM V1's order); an
                 # empty engine takes any request that fits at its peak (``rejected`` holds the
@@ -401,6 +512,50 @@ class _Engine:
                 self._join_decode(i, context)
         if cache is not None:
             self.trim()
+
+    def _admit_no_evict(self) -> None:
+        """``admit`` under ``no_evict`` without a prefix cache (TensorRT-LLM's policy; most
+        measured runs): first come first served while the batch has room and each request's
+        peak fits beside those promised. About one request is admitted per step, so the state
+        it reads and writes is held in locals, written back at the end."""
+        r = self.req
+        running, prefilling, waiting = self.running, self.prefilling, self.waiting
+        rejected, n_in, gen, needs_prefill, full = (
+            r.rejected,
+            r.n_in,
+            r.gen,
+            r.needs_prefill,
+            r.full,
+        )
+        admitted_at, seq, t = r.admitted_at, r.seq, self.t
+        layers, cap, limit = self.layers, self.cap, self.limit
+        plain = not self.windowed  # a request's layer-positions: layers x its context
+        committed, admitted, reserved = self.committed, self.admitted, self.reserved
+        batch = len(running) + len(prefilling)
+        while waiting:
+            i = waiting.popleft()
+            if rejected[i]:
+                self._count_done(1, i)
+                continue
+            peak = full[i]
+            if batch >= limit or committed + peak > cap:
+                waiting.appendleft(i)  # it waits for room, at the head of the queue
+                break
+            committed += peak
+            admitted += 1
+            admitted_at[i] = t
+            seq[i] = admitted
+            if needs_prefill[i]:
+                context = n_in[i] + gen[i]  # Python ints
+                prefilling.append([i, 0, context])
+                reserved += layers * context if plain else self.pos(context)
+                batch += 1
+            else:  # arrives with its prompt's cache (disaggregated decode)
+                self.committed = committed  # ``_finished`` releases a request's peak
+                self._join_decode(i, n_in[i] + gen[i] - 1)
+                committed = self.committed
+                batch = len(running) + len(prefilling)
+        self.committed, self.admitted, self.reserved = committed, admitted, reserved
 
     def _join_decode(self, i: int, context: int) -> None:
         r = self.req
@@ -497,29 +652,30 @@ class _Engine:
 
     def _complete(self) -> None:
         """Requests whose last token came out of the step just taken."""
-        while self.ends:
-            end = self.ends[0]
-            if end not in self.by_end:
-                heapq.heappop(self.ends)
+        ends, by_end, running, r = self.ends, self.by_end, self.running, self.req
+        while ends:
+            end = ends[0]
+            if end not in by_end:
+                heapq.heappop(ends)
                 continue
             if end > self.G + _EPS:
                 return
-            heapq.heappop(self.ends)
-            done = self.by_end.pop(end)
-            running = self.running
+            heapq.heappop(ends)
+            done = by_end.pop(end)
             self.changes += 1
-            r = self.req
             if self.cache is not None:
                 for i in done:
                     self.sum_base -= running.pop(i)[0]
                     self._finished(i)
-            else:  # ``_finished`` without a prefix cache, inline
+            else:  # ``_finished`` without a prefix cache, inline, the sums in locals
                 finish, t, full, no_evict = r.finish, self.t, r.full, self.no_evict
+                sum_base, committed = self.sum_base, self.committed
                 for i in done:
-                    self.sum_base -= running.pop(i)[0]
+                    sum_base -= running.pop(i)[0]
                     finish[i] = t
                     if no_evict:
-                        self.committed -= full[i]
+                        committed -= full[i]
+                self.sum_base, self.committed = sum_base, committed
                 if r.watch is not None:
                     r.watch.finished(done, t, r.first, r.n_out)
             self.hold = False
@@ -556,16 +712,18 @@ class _Engine:
         r = self.req
         mode = self.mode
         separate = mode == "separate"
-        running, prefilling = self.running, self.prefilling
-        D = 0 if separate else len(running)
+        running, prefilling, cache = self.running, self.prefilling, self.cache
+        n_running = len(running)
+        D = 0 if separate else n_running
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
         v = 1 if c is None else c.verify_tokens
         plain = not self.windowed  # a context's layer-positions: layers x the context
         layers = self.layers
         if plain:
-            q = layers * (self.sum_base + len(running) * self.G)  # decode_positions()
-            if not separate and q + self.held() + layers * len(running) * E > self.cap:
+            q = layers * (self.sum_base + n_running * self.G)  # decode_positions()
+            held = self.reserved if cache is None else self.held()  # held(), without a cache
+            if not separate and q + held + layers * n_running * E > self.cap:
                 self.preempt()
                 return False
             decode_q = q if D else 0.0  # a float: ``layers`` is
@@ -575,39 +733,68 @@ class _Engine:
                 return False
             decode_q = float(self.decode_positions()) if D else 0.0
         kv, att, taken = decode_q, v * decode_q, 0
-        chunks: list[tuple[list, int]] = []
+        # the prompts' chunks, from the head of the queue: (tokens prefilled before, tokens
+        # taken) of each for the draft's own prefill; each prompt's progress is written at once
+        # (nothing reads it before the step's end)
+        chunks: list[tuple[int, int]] = []
+        drafted = self.draft is not None
+        n_chunks = n_done = 0
         largest = 1
         pos = self.pos
+        chunked = mode == "chunked"
         for entry in prefilling:
-            left = entry[2] - entry[1]
-            if mode == "chunked":
-                take = min(left, budget - taken)
+            done = entry[1]
+            left = entry[2] - done
+            if chunked:
+                room = budget - taken
+                take = room if room < left else left  # min(left, room)
             elif taken + left <= budget:
                 take = left  # whole prompts
-            elif not chunks and left > self.cfg.step_token_budget:
+            elif not n_chunks and left > self.budget:
                 take = budget  # a prompt that never fits whole: in chunks of the room left
             else:
                 take = 0
             if take <= 0:
                 break
-            done = entry[1]
             if plain:
                 kv += layers * done
                 att += take * (layers * (done + (take - 1) / 2.0))
             else:
                 kv += pos(done)
                 att += take * pos(done + (take - 1) / 2.0)
-            chunks.append((entry, take))
+            entry[1] = done + take
+            if drafted:
+                chunks.append((done, take))
+            if take == left and n_done == n_chunks:  # prefilled to its end, as all before it
+                n_done += 1
+            n_chunks += 1
             taken += take
             if take > largest:
                 largest = take
         T = D * v + taken
         if D and v > largest:
             largest = v
-        table = self.table
-        dt = table.time_s(T, kv, att, D + len(chunks), largest)
-        alone = table.time_s(D * v, decode_q, v * decode_q, D, v) if D else 0.0
-        flop = table.flop[T] + table.attention_flop * att
+        R = D + n_chunks  # the step's sequences: decoding requests and prompt chunks
+        # ``table.time_s`` of the step and of its decoding requests alone, written out where
+        # it looks a step up at its own tokens: without pipeline bubbles, or with as many
+        # sequences as stages (``StepTable._charged``, §B12). Nearly every step comes here,
+        # and the two calls (with ``_charged``'s) were a fifth of the simulator's time; the
+        # same terms in the same order, so the same floats.
+        fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
+        own = not self.bubbles
+        if c is None and T and (own or self.pipeline <= R):
+            u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
+            dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
+        else:
+            dt = self.table.time_s(T, kv, att, R, largest)
+        if not D:
+            alone = 0.0
+        elif c is None and (own or self.pipeline <= D):
+            u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
+            alone = fixed[D] + seq_s * D + (w if w > u else u)
+        else:
+            alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v)
+        flop = flops[T] + att_flop * att
         if self.draft is not None:
             extra, extra_flop, decode_extra = self._draft_work(D, c, chunks, taken)
             dt += extra
@@ -617,42 +804,51 @@ class _Engine:
         self._account(dt, D, flop, advance, c)
         self.prefill_s += dt - alone
         self.steps += 1
-        for entry, take in chunks:
-            entry[1] += take
-        if not separate:
+        G, ends = self.G, self.ends
+        if not separate and ends and ends[0] <= G + _EPS:  # ``_complete``'s first test
             self._complete()
+        # the prompts prefilled to their end, from the head of the queue: each decodes now (the
+        # chunks counted them; the test goes on past them as the scheduler's rule is written)
+        n = n_done
+        while n < len(prefilling) and prefilling[n][1] >= prefilling[n][2]:
+            n += 1
+        prefilled = prefilling[:n]
+        del prefilling[:n]
         first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
-        cache, t, G = self.cache, self.t, self.G
-        by_end, ends = self.by_end, self.ends
-        while prefilling and prefilling[0][1] >= prefilling[0][2]:
-            i, _, context = prefilling.pop(0)
-            self.reserved -= layers * context if plain else pos(context)
-            gen[i] += 1
+        t, by_end = self.t, self.by_end
+        # the engine's sums in locals, written back after the loop (the calls in it read none)
+        reserved, sum_base, changes = self.reserved, self.sum_base, self.changes
+        for i, _, context in prefilled:
+            reserved -= layers * context if plain else pos(context)
+            g = gen[i] + 1
+            gen[i] = g
             needs_prefill[i] = False
-            if math.isnan(first[i]):
+            f = first[i]
+            if f != f:  # NaN: its first token
                 first[i] = t
             if cache is not None and i in self.chain:  # its prompt's segments are cached
                 segs = _sharing(r).segments[i]
-                held = self.chain[i]
-                self.chain[i] = held + cache.insert(
-                    segs[len(held) :], held[-1] if held else None, self.t
+                held_nodes = self.chain[i]
+                self.chain[i] = held_nodes + cache.insert(
+                    segs[len(held_nodes) :], held_nodes[-1] if held_nodes else None, self.t
                 )
-            left = n_out[i] - gen[i]  # ``_join_decode``, inline (once per request)
+            left = n_out[i] - g  # ``_join_decode``, inline (once per request)
             if left <= 0:  # its first token was its last
                 self._finished(i)
                 self._count_done(1, i)
                 continue
-            end = G + left
-            running[i] = (context - G, end)
-            self.changes += 1
+            end, base = G + left, context - G
+            running[i] = (base, end)
+            changes += 1
             same = by_end.get(end)
             if same is None:  # a new end: on the heap once
                 by_end[end] = [i]
                 heapq.heappush(ends, end)
             else:
                 same.append(i)
-            self.sum_base += context - G
-        if self.cache is not None:
+            sum_base += base
+        self.reserved, self.sum_base, self.changes = reserved, sum_base, changes
+        if cache is not None:
             self.trim()
         return True
 
@@ -666,7 +862,8 @@ class _Engine:
     def _draft_work(self, D: int, c, chunks, taken: int):
         """(seconds, FLOP, seconds without the prompt chunks) the draft adds to a mixed
         step: its passes for the decoding requests when the step speculates, and its own
-        prefill of the prompt chunks (its cache follows the target's, §E8)."""
+        prefill of the prompt chunks, ``chunks`` (tokens prefilled before the step, tokens
+        taken) of each prompt (its cache follows the target's, §E8)."""
         d = self._draft
         tab = d.table
         seconds = flop = decode_only = 0.0
@@ -679,8 +876,8 @@ class _Engine:
                 decode_only += count * s
                 flop += count * (tab.flop[D * tokens] + tab.attention_flop * tokens * qd)
         if taken:
-            kv = sum(d.layers * e[1] for e, _ in chunks)
-            att = sum(take * d.layers * (e[1] + (take - 1) / 2.0) for e, take in chunks)
+            kv = sum(d.layers * done for done, _ in chunks)
+            att = sum(take * d.layers * (done + (take - 1) / 2.0) for done, take in chunks)
             largest = max(take for _, take in chunks)
             seconds += tab.time_s(taken, kv, att, len(chunks), largest)
             flop += tab.flop[taken] + tab.attention_flop * att
@@ -694,11 +891,12 @@ class _Engine:
         self.flop += flop
         if D:
             self.decode_steps += 1
-            self.spec_steps += c is not None
-        if self.windowed:
+            if c is not None:
+                self.spec_steps += 1
+        if self.windowed or self.cache is not None:
             used = self.used()
-        else:  # ``used``, inline
-            used = self.layers * (self.sum_base + len(self.running) * self.G) + self.held()
+        else:  # ``used``, inline (``held`` is ``reserved`` without a prefix cache)
+            used = self.layers * (self.sum_base + len(self.running) * self.G) + self.reserved
         if used / self.cap > self.peak:
             self.peak = used / self.cap
 
@@ -728,14 +926,17 @@ class _Engine:
         self.steps += k
         self.decode_steps += k
         self.spec_steps += k if c is not None else 0
-        peak = (after + self.held()) / self.cap
+        held = self.reserved if self.cache is None else self.held()  # held(), without a cache
+        peak = (after + held) / self.cap
         if peak > self.peak:  # max(self.peak, peak)
             self.peak = peak
-        self._complete()
+        ends = self.ends
+        if ends and ends[0] <= self.G + _EPS:  # ``_complete``'s first test
+            self._complete()
         if self.cache is not None:
             self.trim()
 
-    def _run_time(self, D: int, q0: float, growth: float, k: int, c) -> float:
+    def _run_time(self, D: int, q0: float, growth: float, k: int, c=None) -> float:
         if c is None:
             return self.table.run_time_s(D, q0, growth, k)
         E = c.expected_tokens
@@ -763,18 +964,15 @@ class _Engine:
         E = 1.0 if c is None else c.expected_tokens
         q0 = self.layers * (self.sum_base + D * self.G)
         growth = self.layers * D * E
-        k = min(k, int((self.cap - self.held() - q0) // growth))
+        held = self.reserved if self.cache is None else self.held()  # held(), without a cache
+        k = min(k, int((self.cap - held - q0) // growth))
         if k <= 0:
             return 0, 0.0, 0.0, q0, 0.0
+        # the seconds of a run of ``steps`` steps
         if c is None:
-            table = self.table
-
-            def run(steps: int) -> float:
-                return table.run_time_s(D, q0, growth, steps)
+            run = partial(self.table.run_time_s, D, q0, growth)
         else:
-
-            def run(steps: int) -> float:
-                return self._run_time(D, q0, growth, steps, c)
+            run = partial(self._run_time, D, q0, growth, c=c)
 
         span = None  # the run's seconds, once known
         if deadline is not None:
@@ -819,34 +1017,43 @@ class _Engine:
     def iterate(self, horizon: float = np.inf) -> bool:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
         decode steps. False when there is nothing to do before ``horizon``."""
-        arr, j, late, t = self.arr, self.next_arrival, self.late, self.t
-        a = arr[j] if j < len(arr) else np.inf
-        if not (a > t and (late[0][0] if late else np.inf) > t):  # something has arrived
-            self.arrive()
-        if self.waiting or self.cache is not None:
+        late, t = self.late, self.t
+        running, prefilling, waiting = self.running, self.prefilling, self.waiting
+        arr, j = self.arr, self.next_arrival
+        if late:
+            if arr[j] <= t or late[0][0] <= t:  # something has arrived
+                self.arrive()
+        elif arr[j] <= t:  # only requests at known times (nearly every run): those due, in order
+            order = self.order
+            while arr[j] <= t:  # ``arr`` ends with an inf
+                waiting.append(order[j])
+                j += 1
+            self.next_arrival = j
+        if waiting or self.cache is not None:
             self.admit()
-        elif self.hold and not self.running and not self.prefilling:
+        elif self.hold and not running and not prefilling:
             self.hold = False  # ``admit`` with no one waiting
-        D = len(self.running)
-        if D == 0 and not self.prefilling:
-            if self.waiting:
+        D = len(running)
+        if D == 0 and not prefilling:
+            if waiting:
                 return True  # rejected requests were dropped; try the next one
             nxt = self.next_time()
             if not math.isfinite(nxt) or nxt > horizon:
                 return False
             self.t = max(self.t, nxt)
             return True
-        budget = self.cfg.step_token_budget
+        budget = self.budget
         if self.draft is not None:
             if self.can_prefill(budget):
                 separate = self.mode == "separate"
                 self.mixed_step(budget if separate else budget - self.decode_tokens())
                 return True
-        elif self.prefilling:  # ``can_prefill``, the decoding requests taking a token each
-            mode, first = self.mode, self.prefilling[0]
+        elif prefilling:  # ``can_prefill``, the decoding requests taking a token each
+            mode = self.mode
             if mode == "chunked":
                 go = budget > D
             elif mode == "whole":
+                first = prefilling[0]
                 left = first[2] - first[1]
                 go = D == 0 or D + left <= budget or (left > budget and budget > D)
             else:
@@ -854,8 +1061,7 @@ class _Engine:
             if go:
                 self.mixed_step(budget if mode == "separate" else budget - D)
                 return True
-        room = not self.waiting and not self.hold
-        room = room and D + len(self.prefilling) < self.cfg.max_batch_requests
+        room = not waiting and not self.hold and D + len(prefilling) < self.limit
         self.decode_run(room, horizon)
         return True
 
@@ -876,16 +1082,17 @@ class _Engine:
 def _record(engines, req: _Requests, arrivals: Arrivals, stopped: bool = False) -> RunRecord:
     """What the engines measured: per request, and per instance on average."""
     g = len(engines)
-    finish = np.array(req.finish, dtype=float)
+    n = req.n  # (``np.fromiter`` reads a list of known length faster than ``np.array``)
+    finish = np.fromiter(req.finish, float, n)
     finished = finish[np.isfinite(finish)]
     sent = np.where(np.isfinite(req.sent), req.sent, np.nan)
     arrivals = Arrivals(sent, arrivals.prompt_tokens, arrivals.output_tokens, arrivals.sharing)
     return RunRecord(
         arrivals=arrivals,
-        first_token_s=np.array(req.first, dtype=float),
+        first_token_s=np.fromiter(req.first, float, n),
         finish_s=finish,
-        admitted_s=np.array(req.admitted_at, dtype=float),
-        preemptions=np.array(req.preempted, dtype=np.int64),
+        admitted_s=np.fromiter(req.admitted_at, float, n),
+        preemptions=np.fromiter(req.preempted, np.int64, n),
         rejected=req.rejected_mask,
         busy_s=sum(e.busy for e in engines) / g,
         prefill_s=sum(e.prefill_s for e in engines) / g,
@@ -894,7 +1101,7 @@ def _record(engines, req: _Requests, arrivals: Arrivals, stopped: bool = False) 
         end_s=float(finished.max()) if finished.size else 0.0,
         batch_seconds=sum(e.batch_s for e in engines) / g,
         peak_kv_fraction=max(e.peak for e in engines),
-        cached_tokens=np.array(req.cached, dtype=float) if req.sharing is not None else None,
+        cached_tokens=np.fromiter(req.cached, float, n) if req.sharing is not None else None,
         spec_steps=sum(e.spec_steps for e in engines),
         decode_steps=sum(e.decode_steps for e in engines),
         instances=g,
@@ -936,9 +1143,9 @@ def simulate(
         raise SpecError("argument", "concurrency", f"is {clients!r}", "a whole number >= 1")
     req = _checked(instance, arrivals, prefilled)
     if clients is not None:
-        order = list(range(req.n))
+        order = np.arange(req.n)
     else:
-        order = np.flatnonzero(np.isfinite(req.sent)).tolist()
+        order = np.flatnonzero(np.isfinite(req.sent))
     sessions = arrivals.sharing is not None and bool(np.any(arrivals.sharing.follows >= 0))
     if stop is not None and clients is None and not sessions:
         req.watch = _Watch(stop, req, prefilled)
