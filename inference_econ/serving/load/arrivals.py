@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -377,10 +378,14 @@ class Traffic:
                 unit = trace.session_id if group > 1 else None
                 rows = rows[_thin(pick_rng, len(times), share, unit)]
             times = times[rows]
+        elif self.trace is None:  # the draws at unit rate and the lengths: kept across rates
+            unit, prompt, output = _poisson_draws(
+                self.seed, count, self.input_lengths, self.output_lengths
+            )
+            return Arrivals(unit / (rate * share), prompt, output, None)
         else:
             times = np.cumsum(gaps_rng.exponential(1.0, count)) / (rate * share)
-            if self.trace is not None:  # Poisson arrivals, lengths of random trace rows
-                rows = pick_rng.integers(0, len(self.trace.arrival_s), count)
+            rows = pick_rng.integers(0, len(self.trace.arrival_s), count)
         prompt = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, len(times))
         output = self._lengths(self.output_lengths, "output_tokens", rows, out_rng, len(times))
         sharing = None
@@ -569,6 +574,23 @@ def make_traffic(
         think_time_s=float(think_time_s or 0.0),
         clients=None if concurrency is None else int(concurrency),
     )
+
+
+@lru_cache(maxsize=64)
+def _poisson_draws(seed: int, count: int, input_lengths: Lengths, output_lengths: Lengths):
+    """(arrival times at a total rate of one request per second, prompt and output lengths) of
+    ``Traffic.stream``'s Poisson requests without a trace, the same draws whatever the rate:
+    a load search simulates one traffic at many rates, and drawing its lengths (a truncated
+    log-normal's inverse CDF) cost more than a short run. The arrays are read-only."""
+    gaps_rng, _, in_rng, out_rng = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4)
+    )
+    unit = np.cumsum(gaps_rng.exponential(1.0, count))
+    prompt = input_lengths.draw(in_rng, count)
+    output = output_lengths.draw(out_rng, count)
+    for a in (unit, prompt, output):
+        a.flags.writeable = False
+    return unit, prompt, output
 
 
 def _thin(rng: np.random.Generator, n: int, share: float, unit=None) -> np.ndarray:
