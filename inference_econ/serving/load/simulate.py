@@ -37,6 +37,7 @@ import numpy as np
 
 from ...errors import SpecError
 from ...model.mixed_step import StepTable
+from ...specs.collector import gc_paused
 from ..setting import check_context
 from .arrivals import Arrivals, Sharing
 from .engine import Instance
@@ -1150,7 +1151,8 @@ def simulate(
     if stop is not None and clients is None and not sessions:
         req.watch = _Watch(stop, req, prefilled)
     engine = _Engine(instance, req, progress, clients, order)
-    finished = engine.run()
+    with gc_paused():  # its per-request lists and tuples make no cycles
+        finished = engine.run()
     return _record([engine], req, arrivals, stopped=not finished)
 
 

@@ -28,6 +28,7 @@ from ...errors import SpecError
 from ...model.economics import usd_per_mtok_at_throughput
 from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import find, is_host_part, resolve_system_name
+from ...specs.collector import gc_paused
 from ...specs.hardware import GPU, load_hardware
 from ...specs.inputs import csv_stream, read_text
 from ...specs.schema import check_number
@@ -165,14 +166,18 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
     names = list(frame.columns)  # once: iterating an Arrow-backed index is slow
     columns = [frame[c].tolist() for c in frame.columns]
     records = [dict(zip(names, cells)) for cells in zip(*columns)]
+    # each row's cells but its value, zipped at C speed: with its parent's line they say
+    # which resolution it shares (a derived row's context is its own cells and its parent's)
+    others = list(zip(*(c for name, c in zip(names, columns) if name != "value")))
     parents = _parents(records)
     rows = []
     resolved: dict = {}  # rows that differ only in their value are resolved once
-    for i, rec in enumerate(records):
-        parent = parents.get(i)
-        context = _context(rec, records[parent] if parent is not None else None)
-        line = None if parent is None else parent + 2
-        rows.append(_resolved_once(resolved, path, i + 2, context, line))
+    with gc_paused():
+        for i, rec in enumerate(records):
+            parent = parents.get(i)
+            line = None if parent is None else parent + 2
+            key = (others[i], line)
+            rows.append(_resolved_once(resolved, path, i + 2, rec, records, parent, key))
     return rows
 
 
@@ -180,22 +185,32 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
 SHARED = "_shared_resolution"
 
 
-def _resolved_once(resolved: dict, path: Path, line: int, rec: dict, parent) -> MeasuredRow:
+def _resolved_once(
+    resolved: dict, path: Path, line: int, rec: dict, records: list, parent, key: tuple
+) -> MeasuredRow:
     """``_row_or_reason``, shared by the rows that differ only in their value (a benchmark
-    log repeats its configurations): every value is still read on its own line."""
-    try:
+    log repeats its configurations): every value is still read on its own line. ``parent``:
+    the index of the row ``rec`` is derived from in ``records`` (None: none); ``key``: its
+    cells but the value and its parent's line, which decide the rest of its reading."""
+    inherited = None if parent is None else parent + 2
+
+    def read() -> MeasuredRow:  # the row's context (its parent's columns) only when read
+        context = _context(rec, records[parent] if parent is not None else None)
+        return _row_or_reason(path, line, context, inherited)
+
+    try:  # the value and the metric are the row's own (not inherited)
         value = _value(rec, sem.metric_of(rec["metric"]), f"{path}, row {line}")
-        key = (tuple((k, v) for k, v in rec.items() if k != "value"), parent, value is None)
+        key = (key, value is None)
         known = resolved.get(key)
     except (SpecError, TypeError):  # a bad value (its own reason) or an unhashable cell
-        return _row_or_reason(path, line, rec, parent)
+        return read()
     if known is None:
-        known = resolved[key] = _row_or_reason(path, line, rec, parent)
+        known = resolved[key] = read()
         # a token the rows of this resolution share: everything but their line and value
         # is the same, so what is derived from the rest (``predicting._question``) is too
         known.__dict__[SHARED] = object()
     if known.value is None and value is not None:  # unresolved before its value was read
-        return _row_or_reason(path, line, rec, parent)
+        return read()
     row = object.__new__(MeasuredRow)  # the same resolution, this line's number and value
     row.__dict__.update(known.__dict__, row=line, value=value)
     return row
@@ -323,6 +338,14 @@ def _value(rec: dict, metric, where: str) -> float | None:
     """The measured value: a positive number, or None (text: unresolved). Several values
     separated by "/" (BabelStream's copy / triad / dot) give the middle one (triad)."""
     raw = str(rec["value"]).strip()
+    if "/" not in raw:  # most rows: one plain number, which ``check_number`` passes as it is
+        try:
+            plain = float(raw)
+        except ValueError:
+            pass
+        else:
+            if 0.0 < plain < math.inf:
+                return plain
     parts = [sem.number(p) for p in raw.split("/")] if "/" in raw else [sem.number(raw)]
     if None in parts:
         return None
