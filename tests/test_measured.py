@@ -443,3 +443,39 @@ def test_the_priors_are_data_with_units_and_sources(tmp_path):
     bad.write_text(text.replace("mean: 0.85", "mean: 0.99", 1))  # above its upper bound 0.95
     with pytest.raises(ie.SpecError, match=r"terms.hbm_efficiency.*lower <= mean <= upper"):
         calibration.load_priors(bad)
+
+
+def test_the_collector_is_left_as_it_was_after_a_pause_or_a_freeze():
+    """``specs.collector``: the cyclic collector is off in a paused block and as it was after
+    (on, off, or after an error); a frozen block leaves out what lived before it and thaws it,
+    and a freeze the process made itself is kept."""
+    import gc
+
+    from inference_econ.specs.collector import gc_frozen, gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), gc_paused():
+        raise ValueError("inside")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert gc.get_freeze_count() == 0
+    with gc_frozen():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        kept = gc.get_freeze_count()
+        with gc_frozen():
+            pass
+        assert gc.get_freeze_count() == kept
+    finally:
+        gc.unfreeze()
