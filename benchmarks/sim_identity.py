@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_cli import extract
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,10 +194,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "baseline"
         base.mkdir()
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", args.baseline], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        extract(args.baseline, base)  # the committed tree (bench_cli's: git archive)
         got = {}
         for label, tree in ((f"baseline ({args.baseline})", base), ("this tree", ROOT)):
             out = Path(tmp) / f"{len(got)}.pkl"
