@@ -171,7 +171,8 @@ def test_an_expert_only_checkpoint_keeps_its_other_weights_in_their_own_format()
     """gpt-oss-120b as released (its config and TensorRT-LLM's gpt_oss README): MXFP4 routed
     experts (4.25 bits) beside BF16 attention, router and embeddings, ~65 GB; on Blackwell the
     experts' GEMMs take MXFP8 activations (the FP8 rate: B200 datasheet, dense, 4.5 PFLOPS)
-    and the other GEMMs run at BF16's (2.25 PFLOPS), each at its measured best-shape share."""
+    and the other GEMMs run at BF16's (2.25 PFLOPS), each at its measured best-shape share;
+    on Hopper every GEMM runs in BF16."""
     from inference_econ.model.efficiency import best_gemm_efficiency
 
     oss = ie.load_model("gpt-oss-120b")
@@ -187,6 +188,17 @@ def test_an_expert_only_checkpoint_keeps_its_other_weights_in_their_own_format()
     assert m.gemm_rate == pytest.approx(4500e12 * best_gemm_efficiency(b200, 8), rel=1e-9)
     assert m.dense_gemm_rate == pytest.approx(2250e12 * best_gemm_efficiency(b200, 16), rel=1e-9)
     assert not m.fp4_gemm
+    # a chip without 4-bit tensor cores has no MXFP8 x MXFP4 instruction: the engines
+    # dequantise the experts into BF16 GEMMs (H200 datasheet, dense BF16 989.4 TFLOPS)
+    h200 = ie.load_hardware("H200")
+    mh = StepModel(compile_workload(oss, ACHIEVABLE), h200, ACHIEVABLE).machine
+    assert mh.peak_flop_per_s == pytest.approx(989.4e12, rel=1e-4)
+    assert mh.gemm_rate == mh.dense_gemm_rate
+    # an integer 4-bit format with an 8-bit operand (W4A8, AWQ's) keeps the FP8 rate there
+    w4a8 = compile_workload(ie.load_model("Llama 3.3 70B").with_precision(4, 16, 8, 8), REFINED)
+    assert StepModel(w4a8, h200, REFINED).machine.peak_flop_per_s == pytest.approx(
+        1978.9e12, rel=1e-4
+    )
     # the same experts with every weight in one format: the same rate for every class
     one = compile_workload(dataclasses.replace(oss, precision=ie.Precision(4.25, 16)), ACHIEVABLE)
     assert one.weights_total_bytes == pytest.approx(one.total_params * 4.25 / 8, rel=1e-12)

@@ -27,7 +27,7 @@ from .achievable import AchievablePart, EngineStep
 from .assumptions import Assumptions
 from .breakdown import ADDITIVE_PARTS, BOUND_SHARE, FULL_READS, Breakdown, bound_label
 from .collectives import ALLTOALL, EXPERT_ALLTOALL, P2P, CollectiveCost
-from .machine import Machine
+from .machine import Machine, mx_gemm_bits
 from .values import Floats
 from .workload import Workload, compile_workload
 
@@ -208,7 +208,9 @@ class StepModel:
         self.assumptions = assumptions
         self.machine = Machine.build(
             gpu,
-            work.weight_bits if work.gemm_bits is None else work.gemm_bits,
+            work.weight_bits
+            if work.gemm_bits is None
+            else mx_gemm_bits(gpu, work.weight_bits, work.gemm_bits),
             assumptions,
             integer_layouts,
             work.attention_bits,

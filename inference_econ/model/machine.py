@@ -3,6 +3,7 @@ tensor-parallel group on it (docs/model.md §A3, §A5)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,18 @@ def flop_rates(gpu: GPU, weight_bits: float, assumptions: Assumptions) -> tuple[
     """
     peak = gpu.peak_flop_per_s(weight_bits, assumptions.native_fp4)
     return peak, peak * gpu.sustained_flop_fraction
+
+
+def mx_gemm_bits(gpu: GPU, weight_bits: float, gemm_bits: float) -> float:
+    """The format a GEMM of MX-format weights runs at (§B5): a fractional width (MXFP4's 4.25
+    bits, with its scales) taking an 8-bit activation operand multiplies MXFP8 x MXFP4 on
+    tensor cores with 4-bit operands (Blackwell, CDNA4); a chip without them has no such
+    instruction, and the engines dequantise the weights into BF16 GEMMs (TensorRT-LLM's
+    TRITON MoE backend on Hopper, its gpt_oss README). Any other format: ``gemm_bits``."""
+    mx = weight_bits != math.floor(weight_bits) and weight_bits < 8 and gemm_bits == 8
+    if mx and not gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9):
+        return 16.0
+    return gemm_bits
 
 
 def usable_hbm_bytes(gpu: GPU, assumptions: Assumptions) -> float:
