@@ -356,18 +356,25 @@ class Traffic:
         load balancing: a Poisson stream of ``group / instances`` of the rate and ``group``
         times ``requests`` requests (whole sessions), or each trace row (each trace session)
         with that probability."""
-        gaps_rng, pick_rng, in_rng, out_rng = (
-            np.random.default_rng(s) for s in np.random.SeedSequence(self.seed).spawn(4)
-        )
         # a closed loop's clients send the requests in order: their arrival times are unused
         rate = 1.0 if self.clients is not None else self.offered_rate_per_s
         share = group / instances
+        count = int(self.requests) * group
+        if (
+            self.process != "trace"
+            and self.trace is None
+            and not (self.sessions or self.shared_prefix_tokens > 0)
+        ):  # the draws at unit rate and the lengths: kept across rates
+            unit, prompt, output = _poisson_draws(
+                self.seed, count, self.input_lengths, self.output_lengths
+            )
+            return Arrivals(unit / (rate * share), prompt, output, None)
+        gaps_rng, pick_rng, in_rng, out_rng = _generators(self.seed)
         if self.sessions or self.shared_prefix_tokens > 0:
             return self._synthetic(
                 rate * share, int(self.requests) * group, (gaps_rng, pick_rng, in_rng, out_rng)
             )
         rows = None
-        count = int(self.requests) * group
         if self.process == "trace":
             trace = self._trace
             times = trace.arrival_s - trace.arrival_s[0]
@@ -378,12 +385,7 @@ class Traffic:
                 unit = trace.session_id if group > 1 else None
                 rows = rows[_thin(pick_rng, len(times), share, unit)]
             times = times[rows]
-        elif self.trace is None:  # the draws at unit rate and the lengths: kept across rates
-            unit, prompt, output = _poisson_draws(
-                self.seed, count, self.input_lengths, self.output_lengths
-            )
-            return Arrivals(unit / (rate * share), prompt, output, None)
-        else:
+        else:  # Poisson arrivals, lengths of random trace rows
             times = np.cumsum(gaps_rng.exponential(1.0, count)) / (rate * share)
             rows = pick_rng.integers(0, len(self.trace.arrival_s), count)
         prompt = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, len(times))
@@ -576,15 +578,19 @@ def make_traffic(
     )
 
 
+def _generators(seed: int) -> tuple[np.random.Generator, ...]:
+    """The four independent streams of a traffic's draws: arrival gaps, picks (trace rows,
+    shared prefixes), prompt lengths and output lengths."""
+    return tuple(np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
+
+
 @lru_cache(maxsize=64)
 def _poisson_draws(seed: int, count: int, input_lengths: Lengths, output_lengths: Lengths):
     """(arrival times at a total rate of one request per second, prompt and output lengths) of
     ``Traffic.stream``'s Poisson requests without a trace, the same draws whatever the rate:
     a load search simulates one traffic at many rates, and drawing its lengths (a truncated
     log-normal's inverse CDF) cost more than a short run. The arrays are read-only."""
-    gaps_rng, _, in_rng, out_rng = (
-        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4)
-    )
+    gaps_rng, _, in_rng, out_rng = _generators(seed)
     unit = np.cumsum(gaps_rng.exponential(1.0, count))
     prompt = input_lengths.draw(in_rng, count)
     output = output_lengths.draw(out_rng, count)
