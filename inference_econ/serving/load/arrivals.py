@@ -387,7 +387,7 @@ class Traffic:
             times = times[rows]
         else:  # Poisson arrivals, lengths of random trace rows
             times = np.cumsum(gaps_rng.exponential(1.0, count)) / (rate * share)
-            rows = pick_rng.integers(0, len(self.trace.arrival_s), count)
+            rows = pick_rng.integers(0, len(self._trace.arrival_s), count)
         prompt = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, len(times))
         output = self._lengths(self.output_lengths, "output_tokens", rows, out_rng, len(times))
         sharing = None
