@@ -69,11 +69,13 @@ class CollectiveCalls:
 
 
 def total_time_s(calls: tuple[CollectiveCalls, ...]):
-    """Seconds of a list of collective calls (0.0 for none)."""
-    total = 0.0
+    """Seconds of a list of collective calls (0.0 for none). The first call's times are the
+    start of the sum (0.0 + t is t: times are never -0.0), one operation fewer on the grid."""
+    total = None
     for c in calls:
-        total = total + c.time_s()
-    return total
+        t = c.time_s()
+        total = t if total is None else total + t
+    return 0.0 if total is None else total
 
 
 def total_terms_s(calls: tuple[CollectiveCalls, ...]):
