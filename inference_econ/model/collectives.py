@@ -258,7 +258,6 @@ class CollectiveCost:
             self.latency.append(np.where(self.active, lat, 0.0) if inactive else lat)
             self.per_byte.append(np.where(self.active, per_byte, 0.0) if inactive else per_byte)
         self.protocols = protocols
-        self._last_calls: tuple | None = None
 
     def time(self, nbytes):
         """Total seconds of one call moving ``nbytes`` (best protocol, 0 for one rank)."""
@@ -268,28 +267,23 @@ class CollectiveCost:
             best = t if best is None else np.minimum(best, t)
         return best
 
-    def time_linear(self, bytes_per_token, tokens, calls=1.0):
+    def time_linear(self, bytes_per_token, tokens, calls=1.0, scaled=None):
         """``calls * time(bytes_per_token * tokens)``, with the factors that do not depend on
-        ``tokens`` folded first (fewer operations on the whole grid)."""
+        ``tokens`` folded first (fewer operations on the whole grid). ``scaled``: this cost's
+        ``scaled(calls)``, when the caller has it from a call with the same count."""
         best = None
-        for lat, per_byte in zip(*self._times(calls)):
+        for lat, per_byte in zip(*(scaled or self.scaled(calls))):
             t = lat + (per_byte * bytes_per_token) * tokens
             best = t if best is None else np.minimum(best, t)
         return best
 
-    def _times(self, calls):
-        """(calls · latency, calls · per_byte) per protocol, the last kept for the next call:
-        2-D tensor parallelism reduces two tensors with the same calls on the same ranks."""
-        key = float(calls) if np.ndim(calls) == 0 else None
-        if key is not None and self._last_calls is not None and self._last_calls[0] == key:
-            return self._last_calls[1]
-        scaled = (
+    def scaled(self, calls) -> tuple[list, list]:
+        """([calls · latency], [calls · per_byte]) per protocol (``time_linear``'s first
+        operations: 2-D tensor parallelism reduces two tensors with the same calls)."""
+        return (
             [calls * lat for lat in self.latency],
             [calls * per_byte for per_byte in self.per_byte],
         )
-        if key is not None:
-            self._last_calls = (key, scaled)
-        return scaled
 
     def folded(self, bytes_per_token, calls=1.0) -> tuple:
         """The factors of ``time_linear`` that do not depend on the tokens, per protocol:

@@ -70,12 +70,25 @@ class CollectiveCalls:
 
 def total_time_s(calls: tuple[CollectiveCalls, ...]):
     """Seconds of a list of collective calls (0.0 for none). The first call's times are the
-    start of the sum (0.0 + t is t: times are never -0.0), one operation fewer on the grid."""
+    start of the sum (0.0 + t is t: times are never -0.0), and consecutive calls of one cost
+    and count share its scaled factors (``CollectiveCost.scaled``): fewer grid operations,
+    the same numbers."""
     total = None
+    shared = None  # (cost, calls, its scaled factors) of the last call timed unfolded
     for c in calls:
-        t = c.time_s()
+        if c.folded is not None:
+            t = c.time_s()
+        else:
+            if not (shared and shared[0] is c.cost and _same_count(shared[1], c.calls)):
+                shared = (c.cost, c.calls, c.cost.scaled(c.calls))
+            t = c.cost.time_linear(c.bytes_per_token, c.tokens, c.calls, shared[2])
         total = t if total is None else total + t
     return 0.0 if total is None else total
+
+
+def _same_count(a, b) -> bool:
+    """Whether two call counts are the same number (arrays never count as the same)."""
+    return np.ndim(a) == 0 and np.ndim(b) == 0 and a == b
 
 
 def total_terms_s(calls: tuple[CollectiveCalls, ...]):
