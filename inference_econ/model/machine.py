@@ -206,20 +206,26 @@ class Machine:
             group = self._collectives[key] = self._tensor_group(degree, two_d)
         return group
 
+    def nodes_spanned(self, degree):
+        """Nodes a group of ``degree`` GPUs spans, ⌈degree / node⌉, with a degree that is a
+        whole number of nodes up to rounding (t / (t / 16) = 16.000000000000004) taken as
+        that number, not one node more."""
+        return np.ceil(np.asarray(degree) / self.node_gpus - 1e-9)
+
     def _tensor_group(self, degree, two_d: bool):
         if two_d and self.integer_layouts:
             ranks = square_split(degree)
             nodes = np.clip(
-                np.sqrt(np.ceil(degree / self.node_gpus)) * ranks / np.sqrt(degree),
+                np.sqrt(self.nodes_spanned(degree)) * ranks / np.sqrt(degree),
                 1.0,
                 np.maximum(ranks, 1.0),
             )
         elif two_d:
             ranks = np.sqrt(degree)
-            nodes = np.sqrt(np.ceil(degree / self.node_gpus))
+            nodes = np.sqrt(self.nodes_spanned(degree))
         else:
             ranks = degree
-            nodes = np.ceil(degree / self.node_gpus)
+            nodes = self.nodes_spanned(degree)
         return ranks, nodes
 
     def collective(self, ranks, nodes, kind=ALLREDUCE, inter_share=None) -> CollectiveCost:
