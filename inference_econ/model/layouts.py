@@ -146,6 +146,8 @@ def best_layout(
     ``per_layout(N, B, p, divisors)`` returns a (2-D, 1-D) pair of values per divisor;
     the chosen layout's value is kept, and with ``budget`` only layouts within it count."""
     N, B = _arrays(N, B)
+    if per_layout is None and N.dtype == np.float64 and 0 < N.size <= STACKED_POINTS_MAX:
+        return _best_layout_stacked(model, N, B, S, context, pipeline)
     best = _Best(N.shape, N.dtype, per_layout is not None)
     for p, adiv, ok, part in _candidates(model, N, B, S, context, pipeline):
         lat2, lat1 = model.latency_by_dims(part, adiv)
@@ -153,6 +155,50 @@ def best_layout(
         lat2, lat1 = within_budget(lat2, lat1, values, budget)
         for lat, two, j in ((lat2, True, 0), (lat1, False, 1)):
             best.offer(np.where(ok, lat, np.inf), p, adiv, two, values, j)
+    return best.layout()
+
+
+#: Points up to which ``best_layout`` evaluates a pipeline degree's attention divisors in one
+#: stacked array (divisors x points) rather than one at a time; more points go one at a time
+#: (the stacked arrays of a 400 x 400 reference grid would take hundreds of MB).
+STACKED_POINTS_MAX = 20_000
+
+
+def _best_layout_stacked(model: StepModel, N, B, S, context, pipeline) -> Layout:
+    """``best_layout`` without ``per_layout``, in float64, the attention divisors of each
+    pipeline degree evaluated at once as a stacked (divisors, points) array: the same
+    candidates in the same order, every quantity elementwise, so the same layouts bit for bit
+    (tests/test_layouts_stacked.py), with a Python call per pipeline degree rather than per
+    candidate (describing a frontier's few hundred points was ~0.07 s a search, issue 28)."""
+    a = model.assumptions
+    degrees = pipeline_degrees(
+        B,
+        model.work.layers,
+        a.pipeline_degree_count,
+        pipeline,
+        model.extra_pipeline_degrees,
+        a.pipeline_degrees_up_to_layers,
+    )
+    best = _Best(N.shape, N.dtype)
+    for p in degrees:
+        ok = model.fits(N, B, p, context, adiv=None)
+        if not np.any(ok):
+            continue
+        part = model.pipeline_part(N, B, S, context, p)
+        divisors_ = np.stack(
+            attention_divisors(N / p, a.attention_divisor_count, model.extra_attention_degrees)
+        )
+        lat2, lat1 = model.latency_by_dims(part, divisors_)
+        # candidates in best_layout's order: each divisor with 2-D, then 1-D
+        shape = divisors_.shape
+        lats = np.stack([np.broadcast_to(lat2, shape), np.broadcast_to(lat1, shape)], axis=1)
+        lats = lats.reshape(-1, *N.shape)
+        lats = np.where(ok & ~np.isnan(lats), lats, np.inf)  # NaN never wins, as in offer
+        first = np.argmin(lats, axis=0)  # the first of the fastest, as offer keeps it
+        pick = first[None]
+        latency = np.take_along_axis(lats, pick, axis=0)[0]
+        adiv = np.take_along_axis(divisors_, (first // 2)[None], axis=0)[0]
+        best.offer(latency, p, adiv, first % 2 == 0)
     return best.layout()
 
 
