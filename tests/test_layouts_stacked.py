@@ -1,5 +1,6 @@
-"""``best_layout`` evaluates a pipeline degree's attention divisors as one stacked array
-(``layouts._best_layout_stacked``, issue 28): the same layouts, bit for bit, as offering each
+"""``best_layout`` evaluates a pipeline degree's attention divisors as one stacked array, and
+``best_layouts`` shares a pipeline degree's collective structures across the tokens per pass
+(``layouts._best_layouts_stacked``, issue 28): the same layouts, bit for bit, as offering each
 candidate in turn, and so the same frontiers and study cells."""
 
 import numpy as np
@@ -48,6 +49,9 @@ def test_stacked_divisors_give_the_layouts_of_one_candidate_at_a_time(
     d, ctx, pipe = problem.decoder, setting.context_tokens, setting.pipeline
     passes = [(d.target, S) for S in d.gamma_values()]
     passes += [(d.draft, S) for S in d.draft_values()] if d.draft is not None else []
+    shared = {id(d.target): layouts.best_layouts(d.target, N, B, d.gamma_values(), ctx, pipe)}
+    if d.draft is not None:
+        shared[id(d.draft)] = layouts.best_layouts(d.draft, N, B, d.draft_values(), ctx, pipe)
     for model_, S in passes:
         stacked = layouts.best_layout(model_, N, B, S, ctx, pipe)
         with monkeypatch.context() as m:
@@ -56,6 +60,7 @@ def test_stacked_divisors_give_the_layouts_of_one_candidate_at_a_time(
         for field in ("latency_s", "pipeline", "attention_divisor", "two_d"):
             a, b = getattr(stacked, field), getattr(one_by_one, field)
             assert a.dtype == b.dtype and np.array_equal(a, b), (field, S)
+            assert np.array_equal(getattr(shared[id(model_)][S], field), b), (field, S)
         # not a comparison of trivial layouts: some points fit, on several pipeline degrees
         # and divisors
         finite = np.isfinite(stacked.latency_s)
@@ -89,3 +94,33 @@ def test_a_study_cell_is_the_same_with_either_path(monkeypatch):
     assert len(fast["data"]) > 100
     assert fast["columns"] == slow["columns"]
     assert fast["data"] == slow["data"]  # NaN-free numeric rows compare exactly
+
+
+@pytest.mark.parametrize(
+    "model, hardware, kwargs",
+    [
+        ("DeepSeek-V3", "H200-SXM", dict(weight_bits=8, assumptions="refined")),
+        ("Llama 3 70B", "H100-paper", dict(weight_bits=8)),
+    ],
+)
+def test_stacked_prefill_layouts_with_tokens_and_contexts_per_point(
+    model, hardware, kwargs, monkeypatch
+):
+    """A prefill's chunks (``serving.prefill``): tokens per pass and context differ at each
+    point, and expert parallelism follows the tokens."""
+    from inference_econ.serving.prefill import prefill_model
+
+    setting = ie.make_setting(model, hardware, **kwargs)
+    step = prefill_model(setting)
+    assert step.expert_parallel_by_tokens
+    rng = np.random.default_rng(7)
+    N = 2.0 ** rng.uniform(0, 9, 300)
+    B = np.round(2.0 ** rng.uniform(0, 6, 300))
+    S = np.round(2.0 ** rng.uniform(7, 13, 300))
+    context = np.round(2.0 ** rng.uniform(8, 15, 300))
+    stacked = layouts.best_layout(step, N, B, S, context, True)
+    monkeypatch.setattr(layouts, "STACKED_POINTS_MAX", 0)
+    one_by_one = layouts.best_layout(step, N, B, S, context, True)
+    for field in ("latency_s", "pipeline", "attention_divisor", "two_d"):
+        assert np.array_equal(getattr(stacked, field), getattr(one_by_one, field)), field
+    assert 0 < np.isfinite(stacked.latency_s).sum() < 300
