@@ -145,6 +145,13 @@ REFINEMENTS = [
         "engines replicate KV heads over the extra ranks; data-parallel attention shards by request",
         "TensorRT-LLM parallel-strategy guide",
     ),
+    (
+        "measured_hbm_bandwidth",
+        True,
+        "HBM streamed at a streaming kernel's measured bandwidth (H100 SXM 0.949, H200 0.933 of the datasheet; 0.95 elsewhere), not 75 %",
+        "an ideal bound cannot be slower than a measured kernel",
+        "Azure AI benchmarking guide (STREAM on ND H100 v5, ND H200 v5)",
+    ),
 ]
 
 

@@ -15,18 +15,22 @@ from inference_econ.specs.catalog import resolve_system_name
 
 AMD_ROWS = Path(__file__).parent / "data" / "benchmarks_amd.csv"
 
-# Datasheet figures, dense: HBM bytes, HBM bytes/s, {bits: peak FLOP/s}, scale-up bandwidth per
-# GPU (both directions), per-link bandwidth (mesh/torus) or PCIe bandwidth, price per hour
+# Datasheet figures, dense: HBM bytes as the device reports them (nvidia-smi's memory.total:
+# 81,559 MiB on an H100 PCIe, 143,771 on an H200, 275,040 on a B300, 284,208 on a GB300, 46,068
+# on an L40S, 97,887 on an RTX PRO 6000; rocm-smi's 206,141,652,992 bytes on an MI300X; 256 and
+# 288 GiB on the MI325X and MI355X by the same rule; each hardware file cites its reading),
+# HBM bytes/s, {bits: peak FLOP/s}, scale-up bandwidth per GPU (both directions), per-link
+# bandwidth (mesh/torus) or PCIe bandwidth, price per hour
 DATASHEETS = {
-    "MI300X": (192e9, 5.3e12, {16: 1307.4e12, 8: 2614.9e12}, 896e9, 128e9),
-    "MI325X": (256e9, 6.0e12, {16: 1307.4e12, 8: 2614.9e12}, 896e9, 128e9),
-    "MI355X": (288e9, 8.0e12, {16: 2.5e15, 8: 5.0e15, 6: 10e15, 4: 10e15}, 1075.2e9, 153.6e9),
-    "GB300-NVL72": (288e9, 8.0e12, {16: 2.5e15, 8: 5e15, 6: 5e15, 4: 15e15}, 1.8e12, None),
-    "B300-HGX": (270e9, 8.0e12, {16: 2.25e15, 8: 4.5e15, 4: 13.125e15}, 1.8e12, None),
-    "H200-NVL": (141e9, 4.8e12, {16: 1671e12 / 2, 8: 3341e12 / 2}, 900e9, 128e9),
-    "H100-PCIe": (80e9, 2.0e12, {16: 1513e12 / 2, 8: 3026e12 / 2}, 600e9, 128e9),
-    "L40S": (48e9, 864e9, {16: 362.05e12, 8: 733e12}, 0.0, 64e9),
-    "RTX-PRO-6000-BSE": (96e9, 1.597e12, {4: 4000e12 / 2}, 0.0, 128e9),
+    "MI300X": (206141652992, 5.3e12, {16: 1307.4e12, 8: 2614.9e12}, 896e9, 128e9),
+    "MI325X": (256 * 2**30, 6.0e12, {16: 1307.4e12, 8: 2614.9e12}, 896e9, 128e9),
+    "MI355X": (288 * 2**30, 8.0e12, {16: 2.5e15, 8: 5.0e15, 6: 10e15, 4: 10e15}, 1075.2e9, 153.6e9),
+    "GB300-NVL72": (284208 * 2**20, 8.0e12, {16: 2.5e15, 8: 5e15, 6: 5e15, 4: 15e15}, 1.8e12, None),
+    "B300-HGX": (275040 * 2**20, 8.0e12, {16: 2.25e15, 8: 4.5e15, 4: 13.125e15}, 1.8e12, None),
+    "H200-NVL": (143771 * 2**20, 4.8e12, {16: 1671e12 / 2, 8: 3341e12 / 2}, 900e9, 128e9),
+    "H100-PCIe": (81559 * 2**20, 2.0e12, {16: 1513e12 / 2, 8: 3026e12 / 2}, 600e9, 128e9),
+    "L40S": (46068 * 2**20, 864e9, {16: 362.05e12, 8: 733e12}, 0.0, 64e9),
+    "RTX-PRO-6000-BSE": (97887 * 2**20, 1.597e12, {4: 4000e12 / 2}, 0.0, 128e9),
     "TPU-v5e": (16e9, 819e9, {16: 197e12, 8: 393e12}, 400e9, 100e9),
     "TPU-v5p": (95e9, 2765e9, {16: 459e12, 8: 918e12}, 1200e9, 200e9),
     "TPU-v6e": (32e9, 1638e9, {16: 918e12, 8: 1836e12}, 800e9, 200e9),

@@ -164,7 +164,8 @@ def test_no_measured_row_beats_the_ideal_bound(preset, paper, steady):
     assert len(offline) >= 100 and (offline.measured <= 1.05 * offline.predicted).all()
     # the closest: TensorRT-LLM's FP4 rows on B200 (paper: FP4 at the FP8 rate)
     top = (offline.measured / offline.predicted).max()
-    assert top < 1.05 and (top > 0.95 if preset == "paper" else top > 0.9)
+    # refined streams HBM at a measured kernel's 0.95 of the datasheet, not 0.75 (§B14)
+    assert top < 1.05 and (top > 0.95 if preset == "paper" else top > 0.85)
 
 
 #: TensorRT-LLM's DeepSeek-R1 guide (docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_
@@ -252,8 +253,14 @@ def test_nim_sample_against_the_paper_bound():
     table = predicting.compare(SAMPLE, "paper").table
     assert (table.status == "ok").all()
     ratio = table.measured / table.predicted  # ITL: measured / bound >= 1
-    assert (ratio >= 1.0).all() and ratio.max() < 1.2
-    assert table.predicted[5] == pytest.approx(91.9, abs=1.0)  # concurrency 250 (queueing)
+    # concurrency 250 (the row says it queues): the ideal engine's cache, all of the two
+    # H100s' 81,559 MiB less the weights, holds 117 requests at 5,000 + 250 tokens, more than
+    # NIM's engine (920 tok/s x 93.2 ms = 86 at once), so its ITL is no bound and not judged
+    queued = table.layout.str.contains("the cache holds 117 of 250 clients at once", regex=False)
+    assert queued.tolist() == [False] * 5 + [True, False]
+    assert not table.beats_bound.any()
+    assert (ratio[~queued] >= 1.0).all() and ratio.max() < 1.2
+    assert table.predicted[4] == pytest.approx(89.1, abs=1.0)  # concurrency 100, all held
 
 
 # --- the achievable preset ----------------------------------------------------------------------

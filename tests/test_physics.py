@@ -371,3 +371,55 @@ def test_engine_step_table_counts_kv_copies_once():
     assert model.profile.kv_request_positions > 0 and model.kv_copies(72.0) == 9.0
     table = StepTable(model, EngineLayout(72, 1, 1.0, False), 64)
     assert table.request_s > 0
+
+
+# --- §A3, §B14: the memory a device reports, and HBM read at a measured kernel's bandwidth -------
+def test_hbm_capacity_is_what_the_device_reports():
+    """nvidia-smi's memory.total: 81,559 MiB on an H100 80GB, 143,771 on an H200, 183,359 on a
+    B200; the paper's own cards keep its decimal 80 GB (docs/model.md §A3)."""
+    mib = 2**20
+    for name, total in (("H100", 81559 * mib), ("H200", 143771 * mib), ("B200", 183359 * mib)):
+        assert ie.load_hardware(name).hbm_capacity_bytes == total, name
+    assert ie.load_hardware("H100-paper").hbm_capacity_bytes == 80e9
+    # an engine's KV cache is sized from those bytes: TensorRT-LLM's 0.9 of what the weights
+    # and its 2 GB workspace leave on two H200s (Llama 3.3 70B as released, 16-bit)
+    model = StepModel(
+        compile_workload(ie.load_model("Llama 3.3 70B"), ACHIEVABLE),
+        ie.load_hardware("H200"),
+        ACHIEVABLE,
+    )
+    weights = model.work.weights_total_bytes
+    expected = 0.9 * (2 * (143771 * mib - 2e9) - weights)
+    assert float(model.kv_capacity_bytes(2.0)) == pytest.approx(expected)
+
+
+def test_roofline_reads_hbm_at_the_measured_stream_bandwidth():
+    """STREAM dot reaches 3.18 of the H100 SXM's 3.35 TB/s (Azure ND H100 v5): under
+    ``refined`` the roofline step reads HBM there, the paper at its 75 %; a part without a
+    measurement takes the catalog's best, and a memory-bound step's weight reads shrink by
+    the ratio (docs/model.md §B14)."""
+    from inference_econ.model.machine import (
+        DEFAULT_STREAM_BANDWIDTH_FRACTION,
+        Machine,
+        roofline_hbm_fraction,
+    )
+    from inference_econ.specs.catalog import entries
+
+    h100, rtx = ie.load_hardware("H100"), ie.load_hardware("RTX-PRO-6000-BSE")
+    assert roofline_hbm_fraction(h100, PAPER) == 0.75
+    assert roofline_hbm_fraction(h100, REFINED) == pytest.approx(3.18 / 3.35, abs=1e-3)
+    assert roofline_hbm_fraction(rtx, REFINED) == DEFAULT_STREAM_BANDWIDTH_FRACTION
+    measured = [ie.load_hardware(e.name).stream_bandwidth_fraction for e in entries("hardware")]
+    assert DEFAULT_STREAM_BANDWIDTH_FRACTION >= max(measured) > 0.9  # a bound takes the best
+    assert Machine.build(h100, 8, REFINED).hbm_bandwidth_bytes_per_s == pytest.approx(
+        0.949 * 3.35e12
+    )
+    # Llama 3 70B, FP8, batch 1 on 8 H100s, whole layouts (memory-bound): its weight reads
+    kw = dict(gpus=8, batch=1, weight_bits=8, discrete=True)
+    rows = {
+        name: ie.point("Llama 3 70B", "H100", assumptions=a, **kw)
+        for name, a in (("paper", PAPER), ("measured", PAPER.replace(measured_hbm_bandwidth=True)))
+    }
+    assert rows["measured"].bound == "memory"
+    ratio = rows["paper"].weight_read_s / rows["measured"].weight_read_s
+    assert ratio == pytest.approx(0.949 / 0.75, rel=1e-6)

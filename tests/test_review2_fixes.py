@@ -47,7 +47,7 @@ def test_point_notes_a_whole_batch_kv_cache_beyond_hbm_under_the_paper_preset():
     assert big.exit_code == 0, big.output
     # 64 x 100,000 tokens x 327,680 B = 2,097 GB, weights 141 GB, 8 x 80 GB of HBM
     assert (
-        "(64 x 100,000 tokens, 2,097 GB) plus the weights (141 GB) exceed the 640 GB" in big.output
+        "(64 x 100,000 tokens, 2,097 GB) plus the weights (141 GB) exceed the 684 GB" in big.output
     )
     small = CliRunner().invoke(main, [*args, "--context", "1000", "--format", "csv"])
     assert small.exit_code == 0 and "whole batch" not in small.output

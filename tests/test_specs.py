@@ -70,7 +70,9 @@ def test_paper_hardware_is_derived_from_the_datasheet():
     text = (ROOT / "hardware" / "paper" / "h100_paper.yaml").read_text()
     assert "derive_from: H100-SXM" in text
     datasheet, paper = ie.load_hardware("H100-SXM"), ie.load_hardware("H100-paper")
-    assert paper.hbm_capacity_bytes == datasheet.hbm_capacity_bytes  # inherited
+    assert paper.nic_bandwidth_bytes_per_s == datasheet.nic_bandwidth_bytes_per_s  # inherited
+    # the paper's decimal 80 GB; the device reports 81,559 MiB (docs/model.md §A3)
+    assert paper.hbm_capacity_bytes == 80e9 and datasheet.hbm_capacity_bytes == 81559 * 2**20
     assert paper.hbm_bandwidth_bytes_per_s == 3.3e12 != datasheet.hbm_bandwidth_bytes_per_s
 
 

@@ -96,6 +96,10 @@ class Assumptions:
     native_fp4: bool = False
     #: Attention replicas each serving B/a requests instead of the paper's attention divisor.
     attention_data_parallel: bool = False
+    #: The roofline step streams HBM at the best read bandwidth a streaming kernel measured on
+    #: the part (the catalog's best where the part has no measurement), as an ideal bound must
+    #: (§B14). The paper: 75 % of the datasheet, its assumption about whole models.
+    measured_hbm_bandwidth: bool = False
 
     #: GEMMs at the rate of the wider of the weights' element format and their activation
     #: operand (W8A16 and W4A16 at the 16-bit rate), attention at the KV cache's format, and
@@ -235,6 +239,7 @@ REFINED = Assumptions(
     sliding_windows=True,  # local layers cache only their window
     native_fp4=True,  # Blackwell runs FP4 matmuls at the FP4 rate
     attention_data_parallel=True,  # DP attention as DeepSeek / SGLang deploy it
+    measured_hbm_bandwidth=True,  # HBM at a streaming kernel's measured bandwidth, not 75 %
     nccl_latency_model="nccl-2.23",  # current NCCL tuning tables
     nvls=True,  # NVLink SHARP all-reduce inside an NVSwitch domain
     launch_latency_scale=0.5,  # CUDA graphs: ~2 us per kernel instead of ~4 us

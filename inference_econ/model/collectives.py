@@ -226,16 +226,19 @@ class CollectiveCost:
         # one-way NVLink rate (twice the paper's all-reduce bus bandwidth)
         protocols = tuple(p for p in protocols if not (p.switch or p.custom) or kind == ALLREDUCE)
         switch_ok = nodes <= 1.0
-        switch_per_byte = (
-            (ranks - 1.0) / ranks / (2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
-        )
-        # one rank (or a fraction of one GPU) communicates with nobody: zero cost
+        # one rank (or a fraction of one GPU) communicates with nobody: zero cost. On arrays
+        # (the grid search) the operations that cannot change a value are skipped (a factor
+        # of exactly 1, a mask that keeps every point): the same numbers, less work.
+        arrays = np.ndim(self.active) > 0
+        inactive = not arrays or not bool(self.active.all())
         self.latency = []
         self.per_byte = []
         for p in protocols:
             if p.switch:
                 lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
-                per_byte = switch_per_byte / p.bandwidth_factor
+                per_byte = (
+                    (ranks - 1.0) / ranks / (2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
+                ) / p.bandwidth_factor
             elif p.custom:  # §F6: the engine's kernel, over the domain's own links
                 lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
                 per_byte = seconds_per_byte / p.bandwidth_factor
@@ -243,10 +246,17 @@ class CollectiveCost:
                     per_byte = per_byte * ranks / 2.0
             else:
                 hop = steps * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s
-                lat = latency_scale * (hops * hop + p.base_latency_s)
-                per_byte = seconds_per_byte / p.bandwidth_factor
-            self.latency.append(np.where(self.active, lat, 0.0))
-            self.per_byte.append(np.where(self.active, per_byte, 0.0))
+                lat = hops * hop if hops != 1.0 or not arrays else hop
+                lat = lat + p.base_latency_s
+                if latency_scale != 1.0 or not arrays:
+                    lat = latency_scale * lat
+                per_byte = (
+                    seconds_per_byte / p.bandwidth_factor
+                    if p.bandwidth_factor != 1.0 or not arrays
+                    else seconds_per_byte
+                )
+            self.latency.append(np.where(self.active, lat, 0.0) if inactive else lat)
+            self.per_byte.append(np.where(self.active, per_byte, 0.0) if inactive else per_byte)
         self.protocols = protocols
 
     def time(self, nbytes):
@@ -257,12 +267,40 @@ class CollectiveCost:
             best = t if best is None else np.minimum(best, t)
         return best
 
-    def time_linear(self, bytes_per_token, tokens, calls=1.0):
+    def time_linear(self, bytes_per_token, tokens, calls=1.0, scaled=None):
         """``calls * time(bytes_per_token * tokens)``, with the factors that do not depend on
-        ``tokens`` folded first (fewer operations on the whole grid)."""
+        ``tokens`` folded first (fewer operations on the whole grid). ``scaled``: this cost's
+        ``scaled(calls)``, when the caller has it from a call with the same count."""
         best = None
-        for lat, per_byte in zip(self.latency, self.per_byte):
-            t = calls * lat + (calls * per_byte * bytes_per_token) * tokens
+        for lat, per_byte in zip(*(scaled or self.scaled(calls))):
+            t = lat + (per_byte * bytes_per_token) * tokens
+            best = t if best is None else np.minimum(best, t)
+        return best
+
+    def scaled(self, calls) -> tuple[list, list]:
+        """([calls · latency], [calls · per_byte]) per protocol (``time_linear``'s first
+        operations: 2-D tensor parallelism reduces two tensors with the same calls)."""
+        return (
+            [calls * lat for lat in self.latency],
+            [calls * per_byte for per_byte in self.per_byte],
+        )
+
+    def folded(self, bytes_per_token, calls=1.0) -> tuple:
+        """The factors of ``time_linear`` that do not depend on the tokens, per protocol:
+        ``(calls * latency, calls * per_byte * bytes_per_token)`` (a search over several tokens
+        per pass computes them once; ``time_folded`` finishes the sum)."""
+        return tuple(
+            (calls * lat, calls * per_byte * bytes_per_token)
+            for lat, per_byte in zip(self.latency, self.per_byte)
+        )
+
+    @staticmethod
+    def time_folded(folded: tuple, tokens):
+        """``time_linear`` from its ``folded`` factors: the same operations, so the same
+        numbers."""
+        best = None
+        for lat, per_token in folded:
+            t = lat + per_token * tokens
             best = t if best is None else np.minimum(best, t)
         return best
 

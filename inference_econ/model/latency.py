@@ -52,9 +52,14 @@ class CollectiveCalls:
     bytes_per_token: Floats
     tokens: Floats
     calls: Floats
+    #: ``cost.folded(bytes_per_token, calls)`` when a search shares it across the tokens per
+    #: pass (``StepCache.fold``), else None.
+    folded: tuple | None = None
 
     def time_s(self):
         """Seconds of all the calls, best protocol per point."""
+        if self.folded is not None:
+            return self.cost.time_folded(self.folded, self.tokens)
         return self.cost.time_linear(self.bytes_per_token, self.tokens, self.calls)
 
     def terms_s(self):
@@ -64,11 +69,26 @@ class CollectiveCalls:
 
 
 def total_time_s(calls: tuple[CollectiveCalls, ...]):
-    """Seconds of a list of collective calls (0.0 for none)."""
-    total = 0.0
+    """Seconds of a list of collective calls (0.0 for none). The first call's times are the
+    start of the sum (0.0 + t is t: times are never -0.0), and consecutive calls of one cost
+    and count share its scaled factors (``CollectiveCost.scaled``): fewer grid operations,
+    the same numbers."""
+    total = None
+    shared = None  # (cost, calls, its scaled factors) of the last call timed unfolded
     for c in calls:
-        total = total + c.time_s()
-    return total
+        if c.folded is not None:
+            t = c.time_s()
+        else:
+            if not (shared and shared[0] is c.cost and _same_count(shared[1], c.calls)):
+                shared = (c.cost, c.calls, c.cost.scaled(c.calls))
+            t = c.cost.time_linear(c.bytes_per_token, c.tokens, c.calls, shared[2])
+        total = t if total is None else total + t
+    return 0.0 if total is None else total
+
+
+def _same_count(a, b) -> bool:
+    """Whether two call counts are the same number (arrays never count as the same)."""
+    return np.ndim(a) == 0 and np.ndim(b) == 0 and a == b
 
 
 def total_terms_s(calls: tuple[CollectiveCalls, ...]):
@@ -160,10 +180,23 @@ def expert_degree(b, t, experts, min_micro_batch, integer=False):
 
 class StepCache:
     """Values computed once per block of points and pipeline degree, reused across the tokens
-    per pass ``S`` and the attention divisors (``None`` as the store: no caching)."""
+    per pass ``S`` and the attention divisors (``None`` as the store: no caching).
 
-    def __init__(self, store: dict | None = None) -> None:
+    With ``fold`` (a search over several tokens per pass) each collective call's factors that
+    do not depend on the tokens are kept too (``CollectiveCost.folded``)."""
+
+    def __init__(self, store: dict | None = None, fold: bool = False) -> None:
         self.store = store
+        self.fold = fold and store is not None
+
+    def calls(self, key: tuple, cost, bytes_per_token, tokens, calls) -> CollectiveCalls:
+        """``CollectiveCalls(cost, bytes_per_token, tokens, calls)``, its folded factors kept
+        under ``key`` when folding (``key`` names the call within the block: the same cost,
+        bytes per token and calls for every tokens per pass)."""
+        folded = None
+        if self.fold:
+            folded = self.get(("fold",) + key, lambda: cost.folded(bytes_per_token, calls))
+        return CollectiveCalls(cost, bytes_per_token, tokens, calls, folded)
 
     def get(self, key: tuple, make):
         if self.store is None:
@@ -323,9 +356,8 @@ class StepModel:
             ff_act = ff_act + g.layers * ac
         if np.any(np.asarray(p) > 1.0):  # p - 1 sends between stages (2 ranks on 2 nodes)
             p2p = m.collective(2.0, 2.0, P2P)
-            shared.append(
-                CollectiveCalls(p2p, w.d_model * w.bytes_per_activation / t, tokens, p - 1.0)
-            )
+            per_token = cache.get(("p2p",), lambda: w.d_model * w.bytes_per_activation / t)
+            shared.append(cache.calls(("p2p",), p2p, per_token, tokens, p - 1.0))
         bw_total = N * m.hbm_bandwidth_bytes_per_s
         kv_batch = B if self.assumptions.kv_read_whole_batch else b
         resident, attention_resident = self._resident_kv(B, p, context)
@@ -374,14 +406,21 @@ class StepModel:
         """The feed-forward reductions of a group: every active expert's output is reduced,
         shared experts too (§A5, §B2); 2-D also reduces the inner activations."""
         w, m = self.work, self.machine
-        ranks, nodes = m.tensor_group(t_ff, two_d)
-        cc = cache.get(("ff", gi, two_d), lambda: m.collective(ranks, nodes))
-        per_rank = (g.active + g.shared) / (t / ranks)
-        words = [per_rank * g.matrices_out * w.d_model]
-        if two_d:
-            words.insert(0, per_rank * g.matrices_in * g.d_ff)
-        ab = w.bytes_per_activation
-        return [CollectiveCalls(cc, word * ab, tokens, g.layers) for word in words]
+
+        def structure():  # what does not depend on the tokens: kept for the block
+            ranks, nodes = m.tensor_group(t_ff, two_d)
+            cc = cache.get(("ff", gi, two_d), lambda: m.collective(ranks, nodes))
+            per_rank = (g.active + g.shared) / (t / ranks)
+            words = [per_rank * g.matrices_out * w.d_model]
+            if two_d:
+                words.insert(0, per_rank * g.matrices_in * g.d_ff)
+            return cc, [word * w.bytes_per_activation for word in words]
+
+        cc, per_token = cache.get(("ff_calls", gi, two_d), structure)
+        return [
+            cache.calls(("ff", gi, two_d, i), cc, x, tokens, g.layers)
+            for i, x in enumerate(per_token)
+        ]
 
     def _all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> list[CollectiveCalls]:
         """Dispatch and combine of a MoE group. §A5: two all-to-alls over r = min(k, e) ranks.
@@ -396,20 +435,27 @@ class StepModel:
                 ("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
             )
             experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
-            per_token = w.d_model * experts * w.bytes_per_activation / t
-            return [CollectiveCalls(a2a, per_token, tokens, 2 * g.layers)]
+            per_token = cache.get(
+                ("a2a_bytes", gi), lambda: w.d_model * experts * w.bytes_per_activation / t
+            )
+            return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * g.layers)]
         nodes = np.ceil(e / m.node_gpus)
         share = expert_remote_share(g, nodes) if self.expert_parallel_by_tokens else None
         a2a = cache.get(
             ("a2a", gi), lambda: m.collective(e, nodes, EXPERT_ALLTOALL, inter_share=share)
         )
-        copies = w.d_model * g.active / t  # elements per token each GPU sends
         dispatch = w.bytes_per_activation
         if w.dispatch_bytes_per_element is not None:
             dispatch = w.dispatch_bytes_per_element
+
+        def bytes_per_token():
+            copies = w.d_model * g.active / t  # elements per token each GPU sends
+            return copies * dispatch, copies * w.bytes_per_activation
+
+        sent, combined = cache.get(("a2a_bytes", gi), bytes_per_token)
         return [
-            CollectiveCalls(a2a, copies * dispatch, tokens, g.layers),
-            CollectiveCalls(a2a, copies * w.bytes_per_activation, tokens, g.layers),
+            cache.calls(("a2a", gi, 0), a2a, sent, tokens, g.layers),
+            cache.calls(("a2a", gi, 1), a2a, combined, tokens, g.layers),
         ]
 
     # --- the attention divisor ------------------------------------------------------------
@@ -422,8 +468,11 @@ class StepModel:
         dp = self.assumptions.attention_data_parallel
         ab = w.bytes_per_activation
         calls = []
-        t_at = part.tensor_degree / adiv
-        if not np.all(t_at <= 1.0):  # one rank per attention group: no reductions
+
+        def structure():  # what does not depend on the tokens: kept for the block
+            t_at = part.tensor_degree / adiv
+            if np.all(t_at <= 1.0):  # one rank per attention group: no reductions
+                return None
             ranks, nodes = m.tensor_group(t_at, two_d)
             cc = cache.get(("att", key, two_d), lambda: m.collective(ranks, nodes))
             if two_d:
@@ -431,19 +480,36 @@ class StepModel:
                 words: tuple[Floats, ...] = (w.d_model / par, w.attention_heads_words / par)
             else:
                 words = (w.d_model,)
+            return cc, [word * ab for word in words]
+
+        reductions = cache.get(("att_calls", key, two_d), structure)
+        if reductions is not None:
+            cc, per_token = reductions
             # with attention data parallelism each of the a replicas reduces only its share
             tokens = part.tokens / adiv if dp else part.tokens
-            calls += [CollectiveCalls(cc, word * ab, tokens, w.layers) for word in words]
+            calls += [
+                cache.calls(("att", key, two_d, i), cc, x, tokens, w.layers)
+                for i, x in enumerate(per_token)
+            ]
         if dp and self.dense_layers and np.any(np.asarray(adiv) > 1.0):
             # dense feed-forward blocks are tensor-parallel over all t GPUs: gather the
             # replicas' tokens before them and scatter after (two all-to-alls over a ranks)
-            nodes = np.clip(np.ceil(part.tensor_degree / m.node_gpus), 1.0, adiv)
-            redistribute = cache.get(
-                ("redistribute", key), lambda: m.collective(adiv, nodes, ALLTOALL)
-            )
-            per_token = w.d_model * ab / part.tensor_degree
+            def gather():
+                nodes = np.clip(np.ceil(part.tensor_degree / m.node_gpus), 1.0, adiv)
+                redistribute = cache.get(
+                    ("redistribute", key), lambda: m.collective(adiv, nodes, ALLTOALL)
+                )
+                return redistribute, w.d_model * ab / part.tensor_degree
+
+            redistribute, per_token_dense = cache.get(("redistribute_calls", key), gather)
             calls.append(
-                CollectiveCalls(redistribute, per_token, part.tokens, 2 * self.dense_layers)
+                cache.calls(
+                    ("redistribute", key),
+                    redistribute,
+                    per_token_dense,
+                    part.tokens,
+                    2 * self.dense_layers,
+                )
             )
         return tuple(calls)
 

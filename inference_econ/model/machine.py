@@ -32,6 +32,23 @@ def flop_rates(gpu: GPU, weight_bits: float, assumptions: Assumptions) -> tuple[
     return peak, peak * gpu.sustained_flop_fraction
 
 
+#: HBM read bandwidth as a fraction of the datasheet for a part without a streaming
+#: measurement under ``measured_hbm_bandwidth``: the best the catalog's parts measured (H100
+#: SXM, STREAM dot 3.18 of 3.35 TB/s; H200 4.48 of 4.8), since an ideal bound takes the best.
+DEFAULT_STREAM_BANDWIDTH_FRACTION = 0.95
+
+
+def roofline_hbm_fraction(gpu: GPU, assumptions: Assumptions) -> float:
+    """The share of its datasheet HBM bandwidth the roofline step streams at (§A3, §B14): the
+    part's sustained fraction (the paper's 75 %), or under ``measured_hbm_bandwidth`` what a
+    streaming kernel measured on it (``DEFAULT_STREAM_BANDWIDTH_FRACTION`` where nothing
+    was), never below the sustained fraction."""
+    if not assumptions.measured_hbm_bandwidth:
+        return gpu.sustained_hbm_bandwidth_fraction
+    measured = gpu.stream_bandwidth_fraction or DEFAULT_STREAM_BANDWIDTH_FRACTION
+    return max(measured, gpu.sustained_hbm_bandwidth_fraction)
+
+
 def mx_gemm_bits(gpu: GPU, weight_bits: float, gemm_bits: float) -> float:
     """The format a GEMM of MX-format weights runs at (§B5): a fractional width (MXFP4's 4.25
     bits, with its scales) taking an 8-bit activation operand multiplies MXFP8 x MXFP4 on
@@ -148,7 +165,8 @@ class Machine:
             gpu=gpu,
             flop_per_s=sustained,
             attention_flop_per_s=attention,
-            hbm_bandwidth_bytes_per_s=gpu.sustained_hbm_bandwidth_bytes_per_s,
+            hbm_bandwidth_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s
+            * roofline_hbm_fraction(gpu, assumptions),
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
             protocols=protocols_for(
                 assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls, gpu

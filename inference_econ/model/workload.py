@@ -31,7 +31,8 @@ def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replicatio
         t1 = np.maximum(1.0, np.sqrt(m / k) * tp)
         t2 = np.maximum(1.0, np.sqrt(k / m) * tp)
         return (t1 * k + t2 * m) * bytes_per_activation
-    t1 = np.clip(np.sqrt(m * tp / k), 1.0, np.maximum(tp, 1.0))
+    # clip(x, 1, max(tp, 1)) as the two operations clip stands for (without its dispatch)
+    t1 = np.minimum(np.maximum(np.sqrt(m * tp / k), 1.0), np.maximum(tp, 1.0))
     return (t1 * k + (tp / t1) * m) * bytes_per_activation
 
 

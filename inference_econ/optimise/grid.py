@@ -3,8 +3,9 @@
 ``grid_latency`` computes, on an outer grid of batches x GPU counts, the same minimum over
 layouts as ``model.layouts.best_layout``, with less work: rows with B >= L share their pipeline
 degrees, rows are split where expert parallelism switches on, so quantities that depend on the
-tensor degree are computed once per column; the collective structures of a block are shared
-across the tokens per pass; blocks run on a thread pool in float32.
+tensor degree are computed once per column; the collective structures of a block, and each
+collective call's factors that do not depend on the tokens, are shared across the tokens per
+pass; blocks run on a thread pool in float32.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ import numpy as np
 from ..model.latency import StepCache, StepModel
 from ..model.layouts import attention_divisors, within_budget
 from ..model.values import Floats
+
+#: Whether a block computes each collective call's factors that do not depend on the tokens
+#: per pass once for all its passes (``StepCache.fold``): the same operations on the same
+#: numbers, so the same latencies bit for bit (tests/test_search_exact.py compares both).
+FOLD_PASSES = True
 
 
 def _row_blocks(b_rows, thresholds):
@@ -43,7 +49,7 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
     N_row, B_col = N_row[:, cols], B_col[rows]
     p = p if np.ndim(p) == 0 else p[rows]
     budgets = {S: v if np.ndim(v) < 2 else v[rows, cols] for S, v in (budgets or {}).items()}
-    cache = StepCache({})
+    cache = StepCache({}, fold=FOLD_PASSES and len(S_values) > 1)
     divisors = attention_divisors(
         N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
     )

@@ -91,6 +91,10 @@ class GPU:
     #: Fractions of peak that can be sustained (paper §4: 70 % FLOP/s, 75 % HBM on H100).
     sustained_flop_fraction: float = 1.0
     sustained_hbm_bandwidth_fraction: float = 1.0
+    #: Measured read bandwidth of a streaming kernel (STREAM's dot: two arrays read, nothing
+    #: written) as a fraction of ``hbm_bandwidth_bytes_per_s``; 0: not measured. Read by the
+    #: ``measured_hbm_bandwidth`` refinement (docs/model.md §B14).
+    stream_bandwidth_fraction: float = 0.0
     kernel_launch_latency_s: float = 4e-6
     #: NVLink SHARP (in-switch reductions): lower all-reduce latency and traffic (Part B).
     nvls: bool = False
@@ -245,6 +249,7 @@ _NUMERIC = {
     # efficiencies (specs/engine.py), so no cost or latency is scaled towards infinity
     "sustained_flop_fraction": dict(minimum=MIN_FRACTION, maximum=1),
     "sustained_hbm_bandwidth_fraction": dict(minimum=MIN_FRACTION, maximum=1),
+    "stream_bandwidth_fraction": dict(minimum=0, maximum=1),  # 0: not measured
     "kernel_launch_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
     "collective_latency_scale": dict(minimum=0, maximum=1e6),
     "gemm_power_derating": dict(minimum=0.05, maximum=1),

@@ -220,6 +220,9 @@ class Plan:
     #: (row index, candidate index) -> replay.LoadCase: the pairs simulated on the load engine.
     load: dict = field(default_factory=dict)
     infeasible: dict = field(default_factory=dict)  # row index -> reason
+    #: (row index, candidate index) -> requests the cache holds at once, of a closed loop's
+    #: more clients: its per-token latencies depend on that count (``QUEUED``).
+    queued: dict = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -490,7 +493,10 @@ def _add_points(plan: Plan, g: _Group, i: int, j: int, row, cand, model, found) 
         return True
     top = _steady_batch(model, row, cand, found)
     if s == "closed_loop":
-        B = min(row.concurrency / cand.replicas, top)
+        clients = row.concurrency / cand.replicas
+        B = min(clients, top)
+        if top < clients:  # the rest wait: latencies depend on how many the cache holds
+            plan.queued[(i, j)] = B * cand.replicas
         users = B if q == "throughput" else max(B - 1.0, 0.0)
         _mean_step(plan, g, i, j, row, cand, B, users, budget, config.prefill)
         return True
@@ -709,6 +715,10 @@ def best_per_row(pts: Points, pair_value, pair_score):
 
 # --- predicting a file ------------------------------------------------------------------------
 
+#: A closed-loop layout whose KV cache holds fewer requests than the loop has clients says so
+#: in its label: the rest queue, and its per-token latencies depend on how many it holds, which
+#: an ideal engine (all its memory for the cache) may exceed - only its throughput is a bound.
+QUEUED = " (the cache holds "
 #: Metrics of a scenario that the ideal presets bound (a real system can only be slower).
 BOUNDED = (
     "offline|throughput",
@@ -828,6 +838,9 @@ def _predict_distinct(rows, assumptions, engine, engines):
         predicted[i] = value
         if np.isfinite(value):
             labels[i] = plan.candidates[(i, j)].label()
+            if (i, j) in plan.queued:
+                held = plan.queued[(i, j)]
+                labels[i] += f"{QUEUED}{held:.0f} of {plan.rows[i].concurrency:g} clients at once)"
         elif plan.rows[i].ok:
             status[i] = note or "infeasible: no layout serves the row"
     for i, why in plan.infeasible.items():
@@ -1032,7 +1045,12 @@ def _table(rows, predicted, labels, status, base, engines):
             if r.metric is None or not (over[i] or under[i]):
                 continue
             q = r.metric.quantity
-            if f"{r.scenario}|{q}" in BOUNDED and not status[i].startswith("out of scope"):
+            queued = r.scenario == "closed_loop" and q != "throughput" and QUEUED in labels[i]
+            if (
+                f"{r.scenario}|{q}" in BOUNDED
+                and not status[i].startswith("out of scope")
+                and not queued
+            ):
                 beats[i] = under[i] if q in HIGHER + ("busbw", "gemm_flops", "stream") else over[i]
     columns = {
         "row": [r.row for r in rows],
