@@ -1,6 +1,7 @@
 """Studies: per-cell CPU warm (paired against another checkout), a study at scale, job counts.
 
     python benchmarks/bench_study.py --warm --against /path/to/main   # CPU per cell, warm, paired
+    python benchmarks/bench_study.py --warm --parts --against /path/to/main  # the searches' parts
     python benchmarks/bench_study.py --cells 2000 --dask local --jobs 2  # scale: cells/s, memory
     python benchmarks/bench_study.py --jobs 1,2                         # the worked study, cold
     python benchmarks/bench_study.py --only context_tokens=8000         # a slice: one value of an axis
@@ -10,6 +11,9 @@
 then the slice (by default context_tokens=8000, precision=FP8: 50 cells) with ``--jobs 1`` into
 an empty folder, and prints its CPU seconds per cell (the whole ``run_study``: searches, cache,
 tables, files, figure) and the searches' share of it (its ``compute_cell`` calls).
+
+``--warm --parts`` times the slice's searches alone (``compute_cell``, one thread), cells
+without and with a draft apart, and of them describing the frontiers' points.
 
 ``--cells N`` runs a study of about N cells: the worked study with N / 150 contexts from 1,000
 to 128,000 tokens in place of its four (each a full cell of the worked study's kind), from an
@@ -66,11 +70,20 @@ def main() -> None:
         help="with --cells: the study's own work only (each search replaced by a copy of one "
         "of 10 real cells' payloads), in one process, paired with --against",
     )
+    parser.add_argument(
+        "--parts",
+        action="store_true",
+        help="with --warm: the searches alone on one thread, cells without and with a draft, "
+        "and of them describing the frontier's points",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--parts-worker", help=argparse.SUPPRESS)
     parser.add_argument("--machinery-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return _warm_worker(args.study, json.loads(args.worker))
+    if args.parts_worker:
+        return _parts_worker(args.study, json.loads(args.parts_worker))
     if args.machinery_worker:
         return _machinery_worker(args.study, json.loads(args.machinery_worker))
     if args.warm or args.machinery:
@@ -94,6 +107,8 @@ def _warm(args) -> None:
             env = {**os.environ, "PYTHONPATH": str(tree)}
             env.pop("INFERENCE_ECON_THREADS", None)
             job = ["--worker", json.dumps(only)]
+            if args.parts:
+                job = ["--parts-worker", json.dumps(only)]
             if args.machinery:
                 job = ["--machinery-worker", json.dumps([args.cells or 2000, args.only])]
             out = subprocess.run(
@@ -115,6 +130,19 @@ def _warm(args) -> None:
             per = statistics.median(r["cpu_s"] / r["cells"] for r in rs)
             peak = max(r["peak_mb"] for r in rs)
             print(f"{name:<40} {rs[0]['cells']:>5} {per:>10.4f} {peak:>8.0f}")
+        return
+    if args.parts:
+        print(f"study {args.study}, slice {' '.join(only)}: compute_cell alone, one thread, warm")
+        print(f"{'checkout':<40} {'cells':>9} {'CPU s/cell':>10} {'describing':>10}")
+        for name, rs in runs.items():
+            for kind in ("no draft", "draft"):
+                if not rs[0][kind]["cells"]:
+                    continue
+                per = statistics.median(r[kind]["cpu_s"] / r[kind]["cells"] for r in rs)
+                desc = statistics.median(r[kind]["describe_s"] / r[kind]["cells"] for r in rs)
+                label = f"{rs[0][kind]['cells']} {kind}"
+                print(f"{name:<40} {label:>9} {per:>10.3f} {desc:>10.3f}")
+        print(f"medians of {args.repeats} runs each, CPU seconds of the process")
         return
     print(f"study {args.study}, slice {' '.join(only)}, --jobs 1, warm (after a one-cell study)")
     print(f"{'checkout':<40} {'cells':>5} {'CPU s/cell':>10} {'searches':>9} {'the rest':>9}")
@@ -151,6 +179,41 @@ def _warm_worker(name: str, only: list[str]) -> None:
         cpu = time.process_time() - cpu0
         assert result.computed == len(result.cells) and not result.failed
     print(json.dumps({"cells": len(result.cells), "cpu_s": cpu, "search_cpu_s": search[0]}))
+
+
+def _parts_worker(name: str, only: list[str]) -> None:
+    """In a fresh process of one checkout, on one search thread: the warm-up cell, then each
+    cell of the slice by ``compute_cell`` alone, timed apart for cells without and with a
+    draft, and the CPU of describing their frontiers' points (``Decoder.describe_columns``)."""
+    os.environ["INFERENCE_ECON_THREADS"] = "1"
+    from inference_econ.optimise.optimiser import clear_caches
+    from inference_econ.serving import decode
+    from inference_econ.studies.study import compute_cell, expand
+
+    for cell in expand(_slice(name, WARMUP)):
+        compute_cell(cell.setting, cell.method)
+    cells = expand(_slice(name, only))
+    clear_caches()
+    describing, real = [0.0], decode.Decoder.describe_columns
+
+    def timed(self, *args, **kwargs):
+        cpu0 = time.process_time()
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            describing[0] += time.process_time() - cpu0
+
+    decode.Decoder.describe_columns = timed
+    out = {}
+    for kind in ("no draft", "draft"):
+        chosen = [c for c in cells if (c.setting.spec is not None) == (kind == "draft")]
+        describing[0] = 0.0
+        cpu0 = time.process_time()
+        for cell in chosen:
+            compute_cell(cell.setting, cell.method)
+        cpu = time.process_time() - cpu0
+        out[kind] = {"cells": len(chosen), "cpu_s": cpu, "describe_s": describing[0]}
+    print(json.dumps(out))
 
 
 def _machinery_worker(name: str, job: list) -> None:

@@ -305,6 +305,31 @@ def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
     assert again.exit_code == 0 and "0 computed, 5 from the cache" in again.stderr, again.stderr
 
 
+def test_cells_in_this_process_search_on_one_thread(tiny_file, monkeypatch):
+    """``--jobs 1`` computes its cells here on one search thread, as a worker process does
+    (a 100 x 100 grid costs ~1/3 more CPU on two), unless INFERENCE_ECON_THREADS says
+    otherwise; the variable is left as it was."""
+    from inference_econ.optimise.optimiser import THREADS_VARIABLE, search_threads
+    from inference_econ.studies import execution
+
+    threads = []
+
+    def searched(setting, method):
+        threads.append(search_threads())
+        return {"elapsed_s": 0.0}
+
+    monkeypatch.setattr(execution, "compute_cell", searched)
+    monkeypatch.setattr(execution.os, "cpu_count", lambda: 4)  # the default would be 4
+    cells = expand(load_study(tiny_file))[:2]
+    monkeypatch.delenv(THREADS_VARIABLE, raising=False)
+    assert search_threads() == 4
+    execution.run_cells(cells, lambda c, p: None, lambda c, r: None, jobs=1)
+    assert threads == [1, 1] and THREADS_VARIABLE not in os.environ
+    monkeypatch.setenv(THREADS_VARIABLE, "3")
+    execution.run_cells(cells, lambda c, p: None, lambda c, r: None, jobs=1)
+    assert threads[2:] == [3, 3] and os.environ[THREADS_VARIABLE] == "3"
+
+
 def test_batches_keep_cells_sharing_passes_together_and_split_the_work():
     from inference_econ.studies import execution
 

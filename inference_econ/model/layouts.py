@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecError
-from .latency import StepModel, divisors, expert_degree
+from .latency import NO_CACHE, StepCache, StepModel, divisors, expert_degree
 from .machine import square_split
 
 
@@ -146,6 +146,8 @@ def best_layout(
     ``per_layout(N, B, p, divisors)`` returns a (2-D, 1-D) pair of values per divisor;
     the chosen layout's value is kept, and with ``budget`` only layouts within it count."""
     N, B = _arrays(N, B)
+    if _stackable(N, per_layout):
+        return _best_layouts_stacked(model, N, B, [S], context, pipeline)[0]
     best = _Best(N.shape, N.dtype, per_layout is not None)
     for p, adiv, ok, part in _candidates(model, N, B, S, context, pipeline):
         lat2, lat1 = model.latency_by_dims(part, adiv)
@@ -154,6 +156,70 @@ def best_layout(
         for lat, two, j in ((lat2, True, 0), (lat1, False, 1)):
             best.offer(np.where(ok, lat, np.inf), p, adiv, two, values, j)
     return best.layout()
+
+
+#: Points up to which ``best_layout`` evaluates a pipeline degree's attention divisors in one
+#: stacked array (divisors x points) rather than one at a time; more points go one at a time
+#: (the stacked arrays of a 400 x 400 reference grid would take hundreds of MB).
+STACKED_POINTS_MAX = 20_000
+
+
+def best_layouts(model: StepModel, N, B, S_values, context=0.0, pipeline=True) -> dict:
+    """``best_layout`` (without ``per_layout``) for each tokens per pass in ``S_values``, as
+    {S: Layout}: the same layouts, with the collective structures of a pipeline degree, which
+    do not depend on S, built once for all of them (as the grid search shares them)."""
+    N, B = _arrays(N, B)
+    S_values = list(S_values)
+    if _stackable(N, None):
+        return dict(zip(S_values, _best_layouts_stacked(model, N, B, S_values, context, pipeline)))
+    return {S: best_layout(model, N, B, S, context, pipeline) for S in S_values}
+
+
+def _stackable(N, per_layout) -> bool:
+    """Whether ``_best_layouts_stacked`` serves: float64 points, not too many, no values."""
+    return per_layout is None and N.dtype == np.float64 and 0 < N.size <= STACKED_POINTS_MAX
+
+
+def _best_layouts_stacked(model: StepModel, N, B, S_values, context, pipeline) -> list[Layout]:
+    """``best_layout`` without ``per_layout``, in float64, for each S of ``S_values``, the
+    attention divisors of each pipeline degree evaluated at once as a stacked (divisors,
+    points) array: the same candidates in the same order, every quantity elementwise, so the
+    same layouts bit for bit (tests/test_layouts_stacked.py), with a Python call per pipeline
+    degree rather than per candidate (describing a worked-study cell's few hundred points
+    took 0.05 s that way, 0.3 s with a draft; now 0.023 / 0.064 s, issue 28)."""
+    a = model.assumptions
+    degrees = pipeline_degrees(
+        B,
+        model.work.layers,
+        a.pipeline_degree_count,
+        pipeline,
+        model.extra_pipeline_degrees,
+        a.pipeline_degrees_up_to_layers,
+    )
+    bests = [_Best(N.shape, N.dtype) for _ in S_values]
+    for p in degrees:
+        ok = model.fits(N, B, p, context, adiv=None)
+        if not np.any(ok):
+            continue
+        divisors_ = np.stack(
+            attention_divisors(N / p, a.attention_divisor_count, model.extra_attention_degrees)
+        )
+        # the collective structures do not depend on S, unless expert parallelism follows
+        # the tokens of a pass (prefill): then nothing is shared
+        cache = NO_CACHE if model.expert_parallel_by_tokens else StepCache({})
+        for S, best in zip(S_values, bests):
+            part = model.pipeline_part(N, B, S, context, p, cache=cache)
+            lat2, lat1 = model.latency_by_dims(part, divisors_, cache, "stacked")
+            # candidates in best_layout's order: each divisor with 2-D, then 1-D
+            shape = divisors_.shape
+            lats = np.stack([np.broadcast_to(lat2, shape), np.broadcast_to(lat1, shape)], axis=1)
+            lats = lats.reshape(-1, *N.shape)
+            lats = np.where(ok & ~np.isnan(lats), lats, np.inf)  # NaN never wins, as in offer
+            first = np.argmin(lats, axis=0)  # the first of the fastest, as offer keeps it
+            latency = np.take_along_axis(lats, first[None], axis=0)[0]
+            adiv = np.take_along_axis(divisors_, (first // 2)[None], axis=0)[0]
+            best.offer(latency, p, adiv, first % 2 == 0)
+    return [best.layout() for best in bests]
 
 
 class _Best:

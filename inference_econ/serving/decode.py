@@ -28,6 +28,7 @@ from ..model.latency import (
 from ..model.layouts import (
     Layout,
     best_layout,
+    best_layouts,
     check_whole_gpus,
     is_whole,
     uneven_reason,
@@ -128,6 +129,11 @@ class Decoder:
         with a TTFT limit, the best among the layouts within it (§B8)."""
         s = self.setting
         ctx, pipe = s.context_tokens, s.pipeline
+        if self.first is None:  # no per-layout values: every pass's layouts at once
+            draft = None
+            if self.draft is not None:
+                draft = best_layouts(self.draft, N, B, self.draft_values(), ctx, pipe)
+            return best_layouts(self.target, N, B, self.gamma_values(), ctx, pipe), draft
         draft = None
         if self.draft is not None:
             draft = {

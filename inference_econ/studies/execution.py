@@ -14,6 +14,7 @@ them. A worker process searches on one thread: the processes use the cores.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -189,13 +190,14 @@ def run_cells(
     if dask is not None:
         _run_dask(cells, tracker, dask, jobs, progress)
     elif min(jobs, len(cells)) <= 1:
-        for cell in cells:
-            try:
-                payload = compute_cell(cell.setting, cell.method)
-            except Exception as exc:  # one bad cell must not lose the others
-                tracker.finished(cell, None, _error(exc))
-            else:
-                tracker.finished(cell, payload)
+        with _searching_on_one_thread():
+            for cell in cells:
+                try:
+                    payload = compute_cell(cell.setting, cell.method)
+                except Exception as exc:  # one bad cell must not lose the others
+                    tracker.finished(cell, None, _error(exc))
+                else:
+                    tracker.finished(cell, payload)
     else:
         _run_processes(cells, tracker, min(jobs, len(cells)))
 
@@ -216,6 +218,23 @@ def _one_search_thread() -> None:
     from ..optimise.optimiser import THREADS_VARIABLE
 
     os.environ[THREADS_VARIABLE] = "1"
+
+
+@contextlib.contextmanager
+def _searching_on_one_thread():
+    """Cells computed in this process search on one thread, as a worker's do, unless
+    ``INFERENCE_ECON_THREADS`` says otherwise: a study's grids are small (100 x 100 in the
+    worked study), and two threads cost ~1/3 more CPU a cell for a little less wall time."""
+    from ..optimise.optimiser import THREADS_VARIABLE
+
+    if os.environ.get(THREADS_VARIABLE, "").strip():
+        yield
+        return
+    os.environ[THREADS_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(THREADS_VARIABLE, None)
 
 
 def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:

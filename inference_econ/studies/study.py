@@ -31,7 +31,7 @@ from .. import settings as table
 from ..errors import SpecError, did_you_mean
 from ..optimise.frontier import Frontier
 from ..optimise.method import Method
-from ..optimise.optimiser import _pass_setting, frontier
+from ..optimise.optimiser import _pass_setting, frontier_columns
 from ..serving.decode import DETAIL_COLUMNS
 from ..serving.setting import Setting
 from ..specs import catalog
@@ -441,15 +441,15 @@ def cell_key(setting: Setting, method: Method, version: str | None = None) -> st
 def compute_cell(setting: Setting, method: Method) -> dict:
     """A cell's frontier as a JSON-ready payload (what workers return and the cache stores)."""
     start = time.perf_counter()
-    front = frontier(setting, method)
-    points = front.points
+    front = frontier_columns(setting, method)  # no DataFrame made and taken apart again
+    columns = front.columns
     return {
         "format": CACHE_FORMAT,
         "label": setting.label,
         "notes": list(front.notes),
         "elapsed_s": time.perf_counter() - start,
-        "columns": [str(c) for c in points.columns],
-        "data": _rows(points),
+        "columns": [str(c) for c in columns],
+        "data": _column_rows(columns),
     }
 
 
@@ -458,6 +458,15 @@ def pass_group(setting: Setting) -> Setting:
     in the acceptance rate, the demand cap or the label) share them when run one after the
     other in one process (the optimiser keeps the last few)."""
     return _pass_setting(setting)
+
+
+def _column_rows(columns: Mapping[str, np.ndarray]) -> list[list]:
+    """The rows of a table of columns (1-D arrays) as lists of Python values, as ``_rows``
+    gives those of the same table as a frame; other dtypes than numbers, flags and text go
+    through pandas."""
+    if not all(np.asarray(v).dtype.kind in "fiubU" for v in columns.values()):
+        return _rows(pd.DataFrame(dict(columns)))
+    return [list(row) for row in zip(*(np.asarray(v).tolist() for v in columns.values()))]
 
 
 def _rows(points: pd.DataFrame) -> list[list]:
