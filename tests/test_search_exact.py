@@ -176,3 +176,17 @@ def test_collective_cost_shortcuts_change_no_number(kind, scale):
                     t = calls * lat + (calls * pb * 3.0) * tokens
                     want = t if want is None else np.minimum(want, t)
                 assert np.array_equal(got, want)
+
+
+def test_a_whole_number_of_nodes_up_to_rounding_spans_that_many():
+    """A degree of 16.000000000000004 (a divisor t / (t / 16) in double precision): a 16-GPU group spans 2 nodes of 8, not 3
+    (docs/model.md, the search); a group of 17 spans 3, and 8.5 GPUs span 2."""
+    import inference_econ as ie
+    from inference_econ.model.assumptions import REFINED
+    from inference_econ.model.machine import Machine
+
+    m = Machine.build(ie.load_hardware("H100"), 8, REFINED)
+    degree = 16.000000000000004  # the brute force's t_at on a 60 x 60 refined grid
+    assert degree > 16.0 and m.tensor_group(degree, False)[1] == 2.0
+    groups = m.tensor_group(np.array([16.0, 17.0, 8.5, 8.0]), False)[1]
+    assert groups.tolist() == [2.0, 3.0, 2.0, 1.0]
