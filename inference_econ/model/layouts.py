@@ -108,10 +108,10 @@ def within_budget(lat2, lat1, values, budget):
     return np.where(v2 <= budget, lat2, np.inf), np.where(v1 <= budget, lat1, np.inf)
 
 
-def _candidates(model: StepModel, N, B, S, context, pipeline):
-    """Every (p, adiv, feasible mask, pipeline part) of §A5 at the points (N, B)."""
+def _degrees(model: StepModel, B, pipeline):
+    """The pipeline degrees §A5 searches at batches ``B`` under the model's assumptions."""
     a = model.assumptions
-    degrees = pipeline_degrees(
+    return pipeline_degrees(
         B,
         model.work.layers,
         a.pipeline_degree_count,
@@ -119,13 +119,18 @@ def _candidates(model: StepModel, N, B, S, context, pipeline):
         model.extra_pipeline_degrees,
         a.pipeline_degrees_up_to_layers,
     )
+
+
+def _candidates(model: StepModel, N, B, S, context, pipeline):
+    """Every (p, adiv, feasible mask, pipeline part) of §A5 at the points (N, B)."""
+    degrees = _degrees(model, B, pipeline)
     for p in degrees:
         ok = model.fits(N, B, p, context, adiv=None)  # KV copies: per divisor, in the step
         if not np.any(ok):
             continue
         part = model.pipeline_part(N, B, S, context, p)
         for adiv in attention_divisors(
-            N / p, a.attention_divisor_count, model.extra_attention_degrees
+            N / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
         ):
             yield p, adiv, ok, part
 
@@ -187,22 +192,16 @@ def _best_layouts_stacked(model: StepModel, N, B, S_values, context, pipeline) -
     same layouts bit for bit (tests/test_layouts_stacked.py), with a Python call per pipeline
     degree rather than per candidate (describing a worked-study cell's few hundred points
     took 0.05 s that way, 0.3 s with a draft; now 0.023 / 0.064 s, issue 28)."""
-    a = model.assumptions
-    degrees = pipeline_degrees(
-        B,
-        model.work.layers,
-        a.pipeline_degree_count,
-        pipeline,
-        model.extra_pipeline_degrees,
-        a.pipeline_degrees_up_to_layers,
-    )
+    degrees = _degrees(model, B, pipeline)
     bests = [_Best(N.shape, N.dtype) for _ in S_values]
     for p in degrees:
         ok = model.fits(N, B, p, context, adiv=None)
         if not np.any(ok):
             continue
         divisors_ = np.stack(
-            attention_divisors(N / p, a.attention_divisor_count, model.extra_attention_degrees)
+            attention_divisors(
+                N / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
+            )
         )
         # the collective structures do not depend on S, unless expert parallelism follows
         # the tokens of a pass (prefill): then nothing is shared
