@@ -157,7 +157,21 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
     assert load_engine("trtllm").scheduler_policy("mlperf") == ("no_evict", "chunked")
     assert load_engine("trtllm-0").scheduler_policy("mlperf") == ("no_evict", "chunked")
     assert load_engine("vllm").harnesses == ()  # another engine: not the base's harness
+    # AMD's MLPerf harness: 9 decode steps per schedule, whole prompts, on V0 engines only
+    rocm = load_engine("vllm-rocm")
+    assert rocm.scheduler_policy("mlperf") == ("recompute", "separate")
+    assert rocm.harness_scheduler_steps("mlperf") == 9 and rocm.harness_scheduler_steps() == 1
+    stated = (None, "0.9.0.2.dev108", "0.22.0", "0.4.3+rocm614")
+    assert [rocm.harness_applies("mlperf", v) for v in stated] == [True, True, False, False]
+    assert not load_engine("vllm").harness_applies("mlperf", None)
+    # the configurations read are Llama 2 70B's and Mixtral 8x7B's: another model keeps V1's
+    assert rocm.harness_applies("mlperf", None, "Mixtral 8x7B")
+    assert not rocm.harness_applies("mlperf", None, "gpt-oss-120b")
     for bad, says in (
+        ({"mlperf": {"scheduler_steps": 0}}, r"harnesses\.mlperf\.scheduler_steps.*>= 1"),
+        ({"mlperf": {"scheduler_steps": 2.5}}, r"harnesses\.mlperf\.scheduler_steps"),
+        ({"mlperf": {"versions": "newest"}}, r"harnesses\.mlperf.*versions.*'newest'"),
+        ({"mlperf": {"models": [3]}}, r"harnesses\.mlperf\.models.*list of model names"),
         ({"nvidia": {"prefill": "chunked"}}, r"harnesses\.nvidia.*unknown benchmark harness"),
         ({"mlperf": {"prefill": "sometimes"}}, r"harnesses\.mlperf\.prefill.*'sometimes'"),
         ({"mlperf": {"step_token_budget": 2048}}, r"harnesses\.mlperf\.step_token_budget"),

@@ -1044,3 +1044,47 @@ def test_a_cap_far_out_moves_nothing_without_scipys_root():
     z = np.random.default_rng(3).standard_normal(1000)
     plain = np.clip(np.rint(np.exp(math.log(1000.0) - 0.8**2 / 2.0 + 0.8 * z)), 1, None)
     assert capped.tolist() == plain.astype(np.int64).tolist()
+
+
+# --- multi-step scheduling (§E1) ----------------------------------------------------------------
+@pytest.mark.parametrize("steps", [1, 4, 8])
+def test_an_arrival_waits_for_the_window_of_decode_steps_to_end(llama8b, steps):
+    """vLLM V0's ``num_scheduler_steps``: a prompt that arrives while one request decodes is
+    prefilled only when the window of ``steps`` decode steps in flight ends, so its prefill
+    starts after the first multiple of ``steps`` decode steps past its arrival (2.5 steps after
+    the first request's first token: 3 steps with one-step scheduling, 4 or 8 with windows)."""
+    config = EngineConfig(prefill="separate", scheduler_steps=steps)
+    inst = build_instance(llama8b, 1, config)
+    alone = simulate(inst, Arrivals(np.zeros(1), np.array([100]), np.array([50])))
+    step = (alone.finish_s[0] - alone.first_token_s[0]) / 49  # 49 decode steps at batch 1
+    t0 = alone.first_token_s[0]
+    rec = simulate(
+        inst, Arrivals(np.array([0.0, t0 + 2.5 * step]), np.full(2, 100), np.full(2, 50))
+    )
+    assert rec.first_token_s[0] == t0
+    start = rec.first_token_s[1] - prefill(llama8b, 1, 100).latency_s  # its prompt's step alone
+    k = (start - t0) / step
+    assert k == pytest.approx(steps * math.ceil(3 / steps), abs=0.01)
+    # an engine with nothing to do schedules an arrival at once, whatever its window
+    idle = simulate(inst, Arrivals(np.array([5.0]), np.array([100]), np.array([50])))
+    assert idle.first_token_s[0] - 5.0 == pytest.approx(t0, rel=1e-12)
+
+
+def test_windows_of_decode_steps_lengthen_ttft_not_throughput(llama8b):
+    """The same Poisson load with 9-step windows (AMD's MLPerf harness): an arrival waits for
+    the window in flight, so the mean TTFT grows by more than a quarter of a window of decode
+    steps and less than a whole one (a prompt's step ends a window early), while the output
+    rate stays within 3 %."""
+    traffic = make_traffic(20, "500", "200", requests=3000, seed=2)
+    one, nine = (
+        simulate_deployment(
+            llama8b,
+            Deployment(1),
+            traffic,
+            config=EngineConfig(max_batch_requests=512, prefill="separate", scheduler_steps=n),
+        )
+        for n in (1, 9)
+    )
+    extra = (nine.ttft_s.mean - one.ttft_s.mean) / one.tpot_s.mean
+    assert 9 / 4 < extra < 9
+    assert nine.output_tokens_per_s == pytest.approx(one.output_tokens_per_s, rel=0.03)

@@ -384,3 +384,26 @@ def test_whole_prompts_wait_for_room_in_the_step_where_chunks_do_not():
             )
             assert left <= 48
     assert ttft["chunked"] < 0.1 < ttft["whole"]
+
+
+def test_an_mlperf_row_on_rocm_runs_vllm_in_windows_of_decode_steps(tmp_path):
+    """AMD's MLPerf harness runs vLLM V0 with 9 decode steps per schedule and whole prompts
+    (engines/vllm-rocm.yaml cites its configs): an MI300X MLPerf row with a V0-capable or
+    unstated vLLM version runs so, one on vLLM 0.22 (no V0 engine left) keeps V1's own
+    scheduler, and an arrival's TTFT includes the window it waits for."""
+    row = (
+        "mlcommons/inference_results_v5.1/closed/AMD/results/x,"
+        "Llama-2-70B-chat (MLPerf v5.1 llama2-70b-99 Server),FP8,MI300X,8,TP1 x8,n/a,"
+        "1000,300,throughput,24000,tokens/s,{engine},server"
+    )
+    path = tmp_path / "rows.csv"
+    engines = ("vLLM", "vLLM 0.9.0.2.dev108+g71faa1880", "vLLM 0.22.0")
+    path.write_text(HEADER + "\n" + "\n".join(row.format(engine=e) for e in engines) + "\n")
+    base = preset("achievable")
+    unstated, old, new = (pr.row_engine(r, base) for r in load_measured(path))
+    for found in (unstated, old):
+        assert found.profile.name == "vllm-rocm"
+        assert (found.config.prefill, found.config.scheduler_steps) == ("separate", 9)
+        assert "9 decode steps per schedule" in found.label
+    assert (new.config.prefill, new.config.scheduler_steps) == ("chunked", 1)
+    assert "harness" not in new.label

@@ -233,6 +233,15 @@ TERMS: tuple[Term, ...] = (
         "the engine's default most tokens per step: decode tokens plus prompt chunks (§F9)",
         True,
     ),
+    Term(
+        "scheduler_steps",
+        "steps",
+        1.0,
+        1024.0,
+        "decode steps per scheduler call (vLLM V0's num_scheduler_steps): requests are "
+        "admitted only between such windows (§F9)",
+        True,
+    ),
 )
 BY_TERM = {t.name: t for t in TERMS}
 #: Model classes an engine's layouts are stated for, and the layout features beyond 1-D tensor
@@ -317,6 +326,7 @@ class EngineProfile:
     activation_workspace_bytes_per_gpu: float = 2e9
     max_batch_requests: int = 2048
     step_token_budget: int = 8192
+    scheduler_steps: int = 1
     #: Layout features the engine runs, by model class (§F11); empty: every layout.
     parallelism: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: The engine this profile describes (its family: trtllm, vllm, sglang; empty: the name),
@@ -333,9 +343,9 @@ class EngineProfile:
     limits: tuple[SchedulerLimits, ...] = ()
     #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
     #: than the engine's defaults: (benchmark, ((field, value), ...)) with the fields
-    #: ``admission`` and ``prefill`` (e.g. MLPerf Inference's harness runs TensorRT-LLM with
-    #: chunked prompts, the engine's default being whole ones).
-    harnesses: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    #: ``admission``, ``prefill`` and ``scheduler_steps`` (e.g. MLPerf Inference's harness runs
+    #: TensorRT-LLM with chunked prompts, the engine's default being whole ones).
+    harnesses: tuple[tuple[str, tuple[tuple[str, str | int], ...]], ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
     #: How the profile was made: data, fit error, command (free text per key).
@@ -368,6 +378,25 @@ class EngineProfile:
         ``HARNESSES``; None: the engine's own defaults)."""
         changes = dict(dict(self.harnesses).get(harness, ())) if harness else {}
         return changes.get("admission", self.admission), changes.get("prefill", self.prefill)
+
+    def harness_applies(self, harness: str, version: str | None, model: str | None = None) -> bool:
+        """Whether the profile names ``harness`` and it sets the scheduler on the engine at
+        ``version`` (a version not stated or unreadable: it does) for ``model`` (a model's
+        name; None: any)."""
+        if harness not in dict(self.harnesses):
+            return False
+        changes = dict(dict(self.harnesses)[harness])
+        bounds, models = changes.get("versions"), changes.get("models")
+        if models and model is not None and model not in str(models).split("|"):
+            return False
+        parsed = parse_version(str(version)) if version else None
+        return not bounds or parsed is None or in_range(parsed, str(bounds))
+
+    def harness_scheduler_steps(self, harness: str | None = None) -> int:
+        """Decode steps per scheduler call under a benchmark's ``harness`` (None: the
+        engine's own, ``scheduler_steps``)."""
+        changes = dict(dict(self.harnesses).get(harness, ())) if harness else {}
+        return int(changes.get("scheduler_steps", self.scheduler_steps))
 
     def standard_error(self, name: str) -> float | None:
         return dict(self.standard_errors).get(name)
@@ -539,8 +568,13 @@ def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
 HARNESSES = ("mlperf",)
 
 
-def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
-    """The ``harnesses`` mapping: {benchmark: {admission: ..., prefill: ...}}."""
+def _harnesses(
+    value: Any, source: str
+) -> tuple[tuple[str, tuple[tuple[str, str | int], ...]], ...]:
+    """The ``harnesses`` mapping: {benchmark: {admission: ..., prefill: ...,
+    scheduler_steps: ..., versions: ..., models: [...]}} (``versions``: the engine versions
+    the harness sets these on, ``models`` the benchmark models it does so for; a row outside
+    them runs the engine's own defaults)."""
     if not isinstance(value, Mapping):
         raise SpecError(
             source,
@@ -558,10 +592,42 @@ def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, str
             raise SpecError(
                 source, where, f"expected a mapping, got {changes!r}", "e.g. {prefill: chunked}"
             )
-        fields = []
+        fields: list[tuple[str, str | int]] = []
         for key, word in changes.items():
+            if key == "models":  # the benchmark models whose harness configurations say so
+                names = [word] if isinstance(word, str) else list(word or ())
+                if not names or not all(isinstance(n, str) and n.strip() for n in names):
+                    raise SpecError(
+                        source,
+                        f"{where}.{key}",
+                        f"expected a list of model names, got {word!r}",
+                        'e.g. ["Llama 2 70B"]',
+                    )
+                fields.append((key, "|".join(n.strip() for n in names)))
+                continue
+            if key == "versions":  # the engine versions the harness runs them this way on
+                version_range(str(word), f"{source}: {where}")
+                fields.append((key, str(word).strip()))
+                continue
+            if key == "scheduler_steps":
+                t = BY_TERM[key]
+                steps = check_number(
+                    word,
+                    source,
+                    f"{where}.{key}",
+                    minimum=t.minimum,
+                    maximum=t.maximum,
+                    integer=True,
+                )
+                fields.append((key, int(steps)))
+                continue
             if key not in ("admission", "prefill"):
-                raise SpecError(source, f"{where}.{key}", "unknown field", "admission or prefill")
+                raise SpecError(
+                    source,
+                    f"{where}.{key}",
+                    "unknown field",
+                    "admission, prefill, scheduler_steps, versions or models",
+                )
             if word not in CHOICES[key]:
                 raise SpecError(
                     source,

@@ -59,6 +59,10 @@ class EngineConfig:
     #: (``engine_config``): any of ``ENGINE_OWN``; those not named are this config's (a user's
     #: ``--max-batch``). Without an engine profile (the ideal engine) nothing is taken.
     engine_own: tuple[str, ...] = ()
+    #: Decode steps the engine runs per scheduler call (vLLM V0's ``num_scheduler_steps``,
+    #: "multi-step scheduling"): requests are admitted and prompts scheduled only between
+    #: windows of this many decode steps, so an arrival waits for its window to end (§E1).
+    scheduler_steps: int = 1
     #: Whether the limits hold per data-parallel attention rank (``on_layout``); None: as the
     #: engine profile's family has them (``specs.engine.LIMITS_PER_ATTENTION_RANK``), False
     #: for limits already stated per instance (the replay's, ``predicting.for_layout``).
@@ -69,7 +73,12 @@ class EngineConfig:
         from .speculation import SPEC_SCHEDULES
 
         check_router(self.router)
-        for name in ("max_batch_requests", "step_token_budget", "speculation_max_batch"):
+        for name in (
+            "max_batch_requests",
+            "step_token_budget",
+            "speculation_max_batch",
+            "scheduler_steps",
+        ):
             value = getattr(self, name)
             if value is None and name == "speculation_max_batch":
                 continue
@@ -115,13 +124,14 @@ class EngineConfig:
             f"{self.max_batch_requests} requests, {self.step_token_budget} tokens per step, "
             f"{self.admission} admission, {self.prefill} prompts"
             + ("" if self.prefix_caching else ", no prefix cache")
+            + (f", {self.scheduler_steps} steps per schedule" if self.scheduler_steps > 1 else "")
         )
 
 
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.
 DEFAULT_ENGINE = EngineConfig()
 #: What an engine profile sets of an instance's scheduler (``EngineConfig.engine_own``).
-ENGINE_OWN = ("max_batch_requests", "step_token_budget", "admission", "prefill")
+ENGINE_OWN = ("max_batch_requests", "step_token_budget", "admission", "prefill", "scheduler_steps")
 
 
 def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
@@ -141,6 +151,7 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
         "step_token_budget": int(budget),
         "admission": prof.admission,
         "prefill": prof.prefill,
+        "scheduler_steps": int(prof.scheduler_steps),
     }
     return dataclasses.replace(
         config,

@@ -263,6 +263,7 @@ class _Engine:
         "on_finish",
         "order",
         "peak",
+        "phase",
         "pipeline",
         "prefill_s",
         "prefilling",
@@ -281,6 +282,7 @@ class _Engine:
         "table",
         "terms",
         "waiting",
+        "window",
         "windowed",
     )
 
@@ -326,6 +328,9 @@ class _Engine:
         self.terms = _step_terms(inst.table)
         self.committed = 0.0  # no_evict: layer-positions promised to the admitted requests
         self.mode = self.cfg.prefill
+        #: multi-step scheduling (``EngineConfig.scheduler_steps``): decode steps per
+        #: scheduler call, and those taken of the current window (0: at a scheduling point)
+        self.window, self.phase = int(self.cfg.scheduler_steps), 0
         self.admitted = 0
         self.next_arrival = 0
         self.waiting: deque[int] = deque()
@@ -849,6 +854,7 @@ class _Engine:
                 same.append(i)
             sum_base += base
         self.reserved, self.sum_base, self.changes = reserved, sum_base, changes
+        self.phase = 0  # a step with prompt tokens is a scheduler call of its own
         if cache is not None:
             self.trim()
         return True
@@ -912,6 +918,10 @@ class _Engine:
         deadline = min(self.next_time(), horizon) - self.t if admit_more else None
         if deadline is not None and not math.isfinite(deadline):
             deadline = None
+        window = self.window
+        if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
+            k = min(k, window - self.phase)
+            deadline = None
         if self.windowed:
             k, span, attended, after, flop = self._run_arrays(D, min(k, RUN_STEPS), deadline, c)
         else:
@@ -927,6 +937,8 @@ class _Engine:
         self.steps += k
         self.decode_steps += k
         self.spec_steps += k if c is not None else 0
+        if window > 1:
+            self.phase = (self.phase + k) % window
         held = self.reserved if self.cache is None else self.held()  # held(), without a cache
         peak = (after + held) / self.cap
         if peak > self.peak:  # max(self.peak, peak)
@@ -1030,7 +1042,11 @@ class _Engine:
                 waiting.append(order[j])
                 j += 1
             self.next_arrival = j
-        if waiting or self.cache is not None:
+        if self.phase and not running and not prefilling:
+            self.phase = 0  # an idle engine schedules at once
+        if self.phase:
+            pass  # inside a window of decode steps: nothing is scheduled until it ends
+        elif waiting or self.cache is not None:
             self.admit()
         elif self.hold and not running and not prefilling:
             self.hold = False  # ``admit`` with no one waiting

@@ -123,13 +123,23 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         return f"unresolved: engine {_name(name)!r}: {exc.problem}"
     batch, budget = prof.scheduler_limits(row.gpu, offline)
     # an MLPerf row runs the engine under the benchmark's harness, with its scheduler flags
-    harness = "mlperf" if row.benchmark and "mlperf" in dict(prof.harnesses) else None
+    model = row.arch.name if row.arch is not None else None
+    harness = "mlperf" if row.benchmark and prof.harness_applies("mlperf", version, model) else None
     admission, prefill = prof.scheduler_policy(harness)
+    steps = prof.harness_scheduler_steps(harness)
     # per instance: ``for_layout`` spreads it over attention ranks itself
-    config = EngineConfig(cap or batch, budget, admission, prefill, per_attention_rank=False)
+    config = EngineConfig(
+        cap or batch,
+        budget,
+        admission,
+        prefill,
+        scheduler_steps=steps,
+        per_attention_rank=False,
+    )
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
     if harness:
-        label += f", {harness} harness ({prefill} prompts, {admission} admission)"
+        multi = f", {steps} decode steps per schedule" if steps > 1 else ""
+        label += f", {harness} harness ({prefill} prompts, {admission} admission{multi})"
     return RowEngine(prof, config, label)
 
 
