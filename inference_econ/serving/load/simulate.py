@@ -910,7 +910,8 @@ class _Engine:
     def decode_run(self, admit_more: bool, horizon: float = np.inf) -> None:
         """Decode-only steps until the next event: an arrival that could be admitted, a
         completion, or a full cache (and no later than ``horizon`` when requests may be
-        admitted: a router's next arrival)."""
+        admitted: a router's next arrival). With multi-step scheduling (``window`` > 1) the
+        run ends at its window's end or a completion instead: nothing is admitted before."""
         D = len(self.running)
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
