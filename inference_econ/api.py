@@ -424,9 +424,16 @@ def _load_inputs(
     # limits not given are the engine profile's own on each GPU (``engine_config``), and so
     # are its admission and prompt scheduling; the ideal engine's are DEFAULT_ENGINE's
     limits = ("max_batch_requests", "step_token_budget")
+    steps = v.get("scheduler_steps")
     config = EngineConfig(
         *(v[name] if v[name] is not None else getattr(DEFAULT_ENGINE, name) for name in limits),
-        engine_own=(*(n for n in limits if v[n] is None), "admission", "prefill"),
+        engine_own=(
+            *(n for n in limits if v[n] is None),
+            "admission",
+            "prefill",
+            *(() if steps is not None else ("scheduler_steps",)),
+        ),
+        scheduler_steps=steps if steps is not None else DEFAULT_ENGINE.scheduler_steps,
         speculation_max_batch=v["speculation_max_batch"],
         speculation_schedule=v["speculation_schedule"],
         prefix_caching=v["prefix_caching"],
@@ -816,6 +823,16 @@ def export(
     if plan not in EXPORT_PLANS:
         raise SpecError(
             "argument", "plan", f"unknown {plan!r}", f"choose {', '.join(EXPORT_PLANS)}"
+        )
+    if kwargs.get("scheduler_steps") not in (None, 1):
+        # the engine versions an export targets (output/launch_flags.yaml) have no multi-step
+        # scheduling: vLLM removed it with its V0 engine in 0.11
+        raise SpecError(
+            "argument",
+            "scheduler_steps",
+            f"is {kwargs['scheduler_steps']}: the engines an export targets (vLLM 0.11, "
+            "SGLang, TensorRT-LLM) schedule every step",
+            "drop --scheduler-steps to export",
         )
     kwargs.setdefault("assumptions", "achievable")
     if kwargs["assumptions"] == "achievable":

@@ -981,6 +981,22 @@ SETTINGS: tuple[Option, ...] = (
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
         group="engine",
     ),
+    Option(
+        "scheduler_steps",
+        "integer",
+        None,
+        "Engine: decode steps per scheduler call (vLLM V0's num_scheduler_steps, multi-step"
+        " scheduling): requests are admitted and prompts scheduled only between windows of"
+        " this many steps (default: the engine profile's own, 1 for every shipped profile).",
+        LOAD,
+        unit="steps",
+        minimum=1,
+        maximum=1024,
+        optional=True,
+        flag="--scheduler-steps",
+        needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),
+        group="engine",
+    ),
     # --- production serving (issue 25; docs/model.md §E8-§E11) -------------------------------
     Option(
         "speculation_max_batch",

@@ -379,6 +379,11 @@ def test_export_command_writes_the_files_and_refuses_with_exit_1(tmp_path):
            "--output-tokens", "500", "--prefill-gpus", "1"]  # fmt: skip
     r = CliRunner().invoke(main, [*args[:6], "--weight-bits", "16", *bad])
     assert r.exit_code == 1 and "memory check failed" in r.output
+    # multi-step scheduling: no engine version an export targets has it (vLLM dropped it with V0)
+    load = ["--plan", "capacity", "--rate", "5", "--slo-ttft-p99", "1", "--scheduler-steps", "9"]
+    r = CliRunner().invoke(main, [*args, *load, "--out", str(tmp_path / "multi")])
+    assert r.exit_code == 2 and "--scheduler-steps" in r.output and "drop" in r.output
+    assert not (tmp_path / "multi").exists()
 
 
 def test_point_and_disagg_exports_give_every_expected_figure_its_interval(plans):

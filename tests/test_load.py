@@ -3,6 +3,7 @@ theory and the steady-batch model, memory admission and preemption, determinism,
 capacity search."""
 
 import dataclasses
+import json
 import math
 import re
 from pathlib import Path
@@ -1088,3 +1089,42 @@ def test_windows_of_decode_steps_lengthen_ttft_not_throughput(llama8b):
     extra = (nine.ttft_s.mean - one.ttft_s.mean) / one.tpot_s.mean
     assert 9 / 4 < extra < 9
     assert nine.output_tokens_per_s == pytest.approx(one.output_tokens_per_s, rel=0.03)
+
+
+def test_cli_scheduler_steps_lengthen_ttft_and_are_stated():
+    """``--scheduler-steps 9`` (multi-step scheduling) on the same load: the mean TTFT grows by
+    more than two decode steps, the output rate stays within 1 %, the run's metadata states the
+    window; 0 steps is refused with the flag named."""
+    runs = {}
+    for n in ("1", "9"):
+        code, out, _ = _run(
+            "simulate",
+            "Llama 3 8B",
+            "-H",
+            "H100",
+            "--gpus",
+            "1",
+            "--rate",
+            "20",
+            "--prompt-tokens",
+            "500",
+            "--output-tokens",
+            "200",
+            "--requests",
+            "2000",
+            "--scheduler-steps",
+            n,
+            "--format",
+            "json",
+        )
+        assert code == 0
+        runs[n] = json.loads(out)
+    one, nine = (runs[n]["rows"][0] for n in ("1", "9"))
+    assert nine["ttft_mean_s"] > one["ttft_mean_s"] + 2 * one["tpot_mean_s"]
+    assert nine["output_tokens_per_s"] == pytest.approx(one["output_tokens_per_s"], rel=0.01)
+    assert runs["9"]["metadata"]["scheduler_steps"] == 9
+    assert "scheduler_steps" not in runs["1"]["metadata"]
+    code, _, err = _run(
+        "simulate", "Llama 3 8B", "-H", "H100", "--rate", "5", "--scheduler-steps", "0"
+    )
+    assert code == 2 and "--scheduler-steps" in err and ">= 1" in err

@@ -185,6 +185,8 @@ class LoadResult:
         if e is not None:
             meta["max_batch_requests"] = e.max_batch_requests
             meta["step_token_budget"] = e.step_token_budget
+            if e.scheduler_steps > 1:
+                meta["scheduler_steps"] = e.scheduler_steps
             if e.router != "random":
                 meta["router"] = e.router
             if not e.prefix_caching:
