@@ -1095,28 +1095,11 @@ def test_cli_scheduler_steps_lengthen_ttft_and_are_stated():
     """``--scheduler-steps 9`` (multi-step scheduling) on the same load: the mean TTFT grows by
     more than two decode steps, the output rate stays within 1 %, the run's metadata states the
     window; 0 steps is refused with the flag named."""
+    one_gpu = ("simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "20")
+    lengths = ("--prompt-tokens", "500", "--output-tokens", "200", "--requests", "2000")
     runs = {}
     for n in ("1", "9"):
-        code, out, _ = _run(
-            "simulate",
-            "Llama 3 8B",
-            "-H",
-            "H100",
-            "--gpus",
-            "1",
-            "--rate",
-            "20",
-            "--prompt-tokens",
-            "500",
-            "--output-tokens",
-            "200",
-            "--requests",
-            "2000",
-            "--scheduler-steps",
-            n,
-            "--format",
-            "json",
-        )
+        code, out, _ = _run(*one_gpu, *lengths, "--scheduler-steps", n, "--format", "json")
         assert code == 0
         runs[n] = json.loads(out)
     one, nine = (runs[n]["rows"][0] for n in ("1", "9"))
