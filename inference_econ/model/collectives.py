@@ -216,7 +216,7 @@ class CollectiveCost:
             # every rank writes to all its peers at once: the latency of the flags of R/M
             # peers gathered in log2(R/M) steps, and one network hop, not a ring's R/M - 1
             steps = np.log2(np.maximum(ranks / np.maximum(nodes, 1.0), 1.0))
-            log_nodes = np.where(nodes > 1.0, 1.0, 0.0)
+            log_nodes = np.where(nodes > 1.0, 1.0, 0.0).astype(np.result_type(nodes, 1.0))
         else:
             inter = (nodes - 1.0) / (ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
         if kind not in (ALLREDUCE, EXPERT_ALLTOALL):
@@ -233,14 +233,16 @@ class CollectiveCost:
         inactive = not arrays or not bool(self.active.all())
         self.latency = []
         self.per_byte = []
+        # a flat latency keeps the precision of the ranks (single in the grid search)
+        flat = np.result_type(ranks, nodes, 1.0)
         for p in protocols:
             if p.switch:
-                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
+                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf).astype(flat)
                 per_byte = (
                     (ranks - 1.0) / ranks / (2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
                 ) / p.bandwidth_factor
             elif p.custom:  # §F6: the engine's kernel, over the domain's own links
-                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
+                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf).astype(flat)
                 per_byte = seconds_per_byte / p.bandwidth_factor
                 if p.one_shot:
                     per_byte = per_byte * ranks / 2.0
@@ -255,8 +257,12 @@ class CollectiveCost:
                     if p.bandwidth_factor != 1.0 or not arrays
                     else seconds_per_byte
                 )
-            self.latency.append(np.where(self.active, lat, 0.0) if inactive else lat)
-            self.per_byte.append(np.where(self.active, per_byte, 0.0) if inactive else per_byte)
+            lat = np.where(self.active, lat, 0.0) if inactive else lat
+            per_byte = np.where(self.active, per_byte, 0.0) if inactive else per_byte
+            if not arrays:  # Python floats: they leave a single-precision search single
+                lat, per_byte = float(lat), float(per_byte)
+            self.latency.append(lat)
+            self.per_byte.append(per_byte)
         self.protocols = protocols
 
     def time(self, nbytes):

@@ -431,6 +431,7 @@ class StepModel:
         w, m = self.work, self.machine
         if not self.assumptions.expert_all_to_all:
             r = np.minimum(g.active, e)
+            r = float(r) if np.ndim(r) == 0 else r  # a numpy float64 would make the search double
             a2a = cache.get(
                 ("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
             )
@@ -556,14 +557,15 @@ class StepModel:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
             if "tensor_2d" not in self.features:  # §F11: no engine runs 2-D tensor parallelism
-                two_d = np.full(np.shape(two_d), np.inf)
+                two_d = np.full(np.shape(two_d), np.inf, dtype=np.result_type(two_d, 1.0))
             rest = self.engine.rest_s(self.with_copies(part, copies), adiv, reads)
             one_d = scale * (att1 + part.collective_1d_s)
             return two_d, one_d, self._if_kv_fits(part, copies, rest)
         weights, acts = reads
         memory = part.memory_base_s + (weights + acts)
-        if copies is not None:
-            memory = memory + part.kv_attention_read_s * (copies - 1.0)
+        if copies is not None:  # in the search's precision (the fit below in double)
+            extra = np.asarray(copies, dtype=np.result_type(memory, 1.0)) - 1.0
+            memory = memory + part.kv_attention_read_s * extra
         rest = np.maximum(memory, self.compute_time(part, adiv))
         rest = self._if_kv_fits(part, copies, rest)
         return att2 + part.collective_2d_s, att1 + part.collective_1d_s, rest

@@ -212,11 +212,14 @@ class Workload:
         """Cached positions summed over the layers, Σ_g L_g·min(n, window_g) (§A2, §B4): what
         one request of context ``n`` caches (times the KV bytes per position per layer) and
         what one of its tokens attends to (times the FLOP per position per layer). The one
-        place a layer's attention window enters the cost model."""
+        place a layer's attention window enters the cost model. A scalar context gives a
+        Python float, which leaves the precision of the arrays it multiplies as it is (a
+        numpy float64 would make the single-precision grid search double precision,
+        docs/model.md "The search")."""
         total = 0.0
         for g in self.groups:
             total = total + g.layers * np.minimum(context, g.window)
-        return total
+        return float(total) if np.ndim(total) == 0 else total
 
     def layer_positions_of_many(self, contexts, ahead=0.0):
         """Σ over requests of ``layer_positions(c + ahead)`` for the sorted array ``contexts``

@@ -18,6 +18,13 @@ from ..model.latency import StepCache, StepModel
 from ..model.layouts import attention_divisors, within_budget
 from ..model.values import Floats
 
+#: Relative margin within which the frontier's candidates are taken from the single-precision
+#: search (``frontier.near_pareto_indices``), to be described in double precision: twice the
+#: search's relative error and more (docs/model.md "The search": rounding ~40 single-precision
+#: operations deep is < 3e-6; the largest error measured against the double-precision brute
+#: force, 1.5e-5, is a node count rounded the other way at N ~ 2e5 GPUs).
+SEARCH_MARGIN = 1e-4
+
 #: Whether a block computes each collective call's factors that do not depend on the tokens
 #: per pass once for all its passes (``StepCache.fold``): the same operations on the same
 #: numbers, so the same latencies bit for bit (tests/test_search_exact.py compares both).
