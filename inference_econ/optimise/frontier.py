@@ -52,20 +52,18 @@ def near_pareto_indices(latency_s, cost, rtol: float, dominators=None):
     shape = np.shape(latency_s)
     latency_s = np.asarray(latency_s, dtype=float).ravel()
     cost = np.asarray(cost, dtype=float).ravel()
-    ok = np.isfinite(latency_s) & np.isfinite(cost)
-    idx = np.flatnonzero(ok)
-    if idx.size == 0:
-        return idx
-    able = ok if dominators is None else ok & np.broadcast_to(dominators, shape).ravel()
-    beat = np.flatnonzero(able)
-    order = beat[np.argsort(latency_s[beat], kind="stable")]
-    scaled = latency_s[order] * (1.0 + rtol)  # ascending, as the latencies
-    cheapest = np.minimum.accumulate(cost[order] * (1.0 + rtol))
+    idx = np.flatnonzero(np.isfinite(latency_s) & np.isfinite(cost))
+    idx = idx[np.argsort(latency_s[idx], kind="stable")]  # fastest first
+    lat, price = latency_s[idx], cost[idx]
+    able = slice(None) if dominators is None else np.broadcast_to(dominators, shape).ravel()[idx]
+    scaled = lat[able] * (1.0 + rtol)  # ascending, as the latencies
+    cheapest = np.minimum.accumulate(price[able] * (1.0 + rtol))
     # for each point, the cheapest dominator whose latency times 1 + rtol is not above its own
-    count = np.searchsorted(scaled, latency_s[idx], side="right")
-    best = np.where(count > 0, cheapest[np.maximum(count - 1, 0)], np.inf)
-    keep = idx[~(best <= cost[idx])]
-    return keep[np.lexsort((cost[keep], latency_s[keep]))]
+    count = np.searchsorted(scaled, lat, side="right")
+    best = np.full(lat.shape, np.inf)
+    best[count > 0] = cheapest[count[count > 0] - 1]
+    keep = np.flatnonzero(~(best <= price))
+    return idx[keep[np.lexsort((price[keep], lat[keep]))]]
 
 
 def paper_sampled_indices(latency_s, count: int = 1000, decades: float = 2.0):
