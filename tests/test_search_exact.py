@@ -277,3 +277,52 @@ def test_fast_frontier_is_the_brute_force_frontier_with_a_draft_and_a_cap(name):
     assert len(fast) > 10
     for column in fast.columns:
         assert fast[column].equals(brute[column]), column
+
+
+def test_in_place_arithmetic_gives_the_same_numbers():
+    """``values.add_into`` and its kin write into the caller's new array only when it has the
+    result's shape and type (else they return a new one, never widening or narrowing a
+    precision), and give every number bit for bit as the plain expression."""
+    from inference_econ.model.values import (
+        add_into,
+        affine_minimum,
+        maximum_into,
+        minimum_into,
+        multiply_into,
+        zero_where,
+    )
+
+    rng = np.random.default_rng(7)
+    row = rng.uniform(1e-6, 1e-3, (1, 50)).astype(np.float32)
+    col = rng.uniform(1.0, 1e4, (40, 1)).astype(np.float32)
+    grid32 = rng.uniform(1e-6, 1e-3, (40, 50)).astype(np.float32)
+    cases = [
+        (np.add, add_into),
+        (np.multiply, multiply_into),
+        (np.minimum, minimum_into),
+        (np.maximum, maximum_into),
+    ]
+    for plain, into in cases:
+        for owned, other, written in [
+            (grid32, row, True),
+            (grid32, 2.5, True),
+            (grid32, grid32.astype(float), False),  # float64: a double-precision result
+            (grid32, np.float64(2.5), False),  # a numpy float64 is double precision too
+            (row, grid32, False),  # a smaller array cannot hold the result
+        ]:
+            want = plain(owned, other)
+            mine = owned.copy()
+            got = into(mine, other)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+            assert (got is mine) == written
+    idle = grid32 < 3e-4
+    mine = grid32.copy()
+    got = zero_where(mine, idle)
+    assert got is mine and np.array_equal(got, np.where(~idle, grid32, 0.0))
+    pairs = [(row * k, row / k) for k in (1.0, 3.0, 0.3)]
+    want = np.minimum(
+        np.minimum(*[a + b * col for a, b in pairs[:2]]), pairs[2][0] + pairs[2][1] * col
+    )
+    got = affine_minimum(pairs, col)
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    assert affine_minimum([(1.0, 2.0), (0.5, 3.0)], 2.0) == min(1.0 + 2.0 * 2.0, 0.5 + 3.0 * 2.0)

@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import SpecError
 from ..specs.hardware import GPU
 from .assumptions import NcclLatencyModel
+from .values import add_into, affine_minimum, multiply_into, zero_where
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,7 @@ class CollectiveCost:
         # of exactly 1, a mask that keeps every point): the same numbers, less work.
         arrays = np.ndim(self.active) > 0
         inactive = not arrays or not bool(self.active.all())
+        idle = ~self.active if inactive else None
         self.latency = []
         self.per_byte = []
         # a flat latency keeps the precision of the ranks (single in the grid search)
@@ -247,18 +249,24 @@ class CollectiveCost:
                 if p.one_shot:
                     per_byte = per_byte * ranks / 2.0
             else:
-                hop = steps * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s
-                lat = hops * hop if hops != 1.0 or not arrays else hop
-                lat = lat + p.base_latency_s
+                # each operation in place on the new array it made (the same numbers)
+                hop = add_into(steps * p.intra_hop_latency_s, log_nodes * p.inter_hop_latency_s)
+                lat = multiply_into(hop, hops) if hops != 1.0 or not arrays else hop
+                lat = add_into(lat, p.base_latency_s)
                 if latency_scale != 1.0 or not arrays:
-                    lat = latency_scale * lat
+                    lat = multiply_into(lat, latency_scale)
                 per_byte = (
                     seconds_per_byte / p.bandwidth_factor
                     if p.bandwidth_factor != 1.0 or not arrays
                     else seconds_per_byte
                 )
-            lat = np.where(self.active, lat, 0.0) if inactive else lat
-            per_byte = np.where(self.active, per_byte, 0.0) if inactive else per_byte
+            if inactive:  # lat is a new array; per_byte may be ``seconds_per_byte`` itself
+                lat = zero_where(lat, idle)
+                per_byte = (
+                    np.where(self.active, per_byte, 0.0)
+                    if per_byte is seconds_per_byte
+                    else zero_where(per_byte, idle)
+                )
             if not arrays:  # Python floats: they leave a single-precision search single
                 lat, per_byte = float(lat), float(per_byte)
             self.latency.append(lat)
@@ -277,11 +285,8 @@ class CollectiveCost:
         """``calls * time(bytes_per_token * tokens)``, with the factors that do not depend on
         ``tokens`` folded first (fewer operations on the whole grid). ``scaled``: this cost's
         ``scaled(calls)``, when the caller has it from a call with the same count."""
-        best = None
-        for lat, per_byte in zip(*(scaled or self.scaled(calls))):
-            t = lat + (per_byte * bytes_per_token) * tokens
-            best = t if best is None else np.minimum(best, t)
-        return best
+        lat, per_byte = scaled or self.scaled(calls)
+        return affine_minimum(zip(lat, [pb * bytes_per_token for pb in per_byte]), tokens)
 
     def scaled(self, calls) -> tuple[list, list]:
         """([calls · latency], [calls · per_byte]) per protocol (``time_linear``'s first
@@ -304,11 +309,7 @@ class CollectiveCost:
     def time_folded(folded: tuple, tokens):
         """``time_linear`` from its ``folded`` factors: the same operations, so the same
         numbers."""
-        best = None
-        for lat, per_token in folded:
-            t = lat + per_token * tokens
-            best = t if best is None else np.minimum(best, t)
-        return best
+        return affine_minimum(folded, tokens)
 
     def terms(self, nbytes):
         """(latency seconds, bandwidth seconds, protocol index) of the best protocol."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..model.latency import StepCache, StepModel
 from ..model.layouts import attention_divisors, within_budget
-from ..model.values import Floats
+from ..model.values import Floats, minimum_into
 
 #: Relative margin within which the frontier's candidates are taken from the single-precision
 #: search (``frontier.near_pareto_indices``), to be described in double precision: twice the
@@ -67,7 +67,7 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
             lats = [
                 model.latency(part, adiv, cache=cache, key=j) for j, adiv in enumerate(divisors)
             ]
-            out.append((np.where(ok, functools.reduce(np.minimum, lats), np.inf), None))
+            out.append((np.where(ok, functools.reduce(minimum_into, lats), np.inf), None))
         return rows, cols, out
     values = per_layout(N_row, B_col, p, divisors, cache)
     for S in S_values:
