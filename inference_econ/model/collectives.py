@@ -21,7 +21,14 @@ import numpy as np
 from ..errors import SpecError
 from ..specs.hardware import GPU
 from .assumptions import NcclLatencyModel
-from .values import add_into, affine_minimum, multiply_into, zero_where
+from .values import (
+    add_into,
+    affine_minimum,
+    divide_into,
+    maximum_into,
+    multiply_into,
+    zero_where,
+)
 
 
 @dataclass(frozen=True)
@@ -201,8 +208,9 @@ class CollectiveCost:
         ranks = np.asarray(ranks)
         nodes = np.asarray(nodes)
         hops = 2.0 if kind == ALLREDUCE else 1.0
-        per_node = ranks / nodes - 1.0
-        log_nodes = np.log2(np.maximum(nodes, 1.0))
+        per_node = add_into(ranks / nodes, -1.0)  # in place on new arrays: the same numbers
+        log_nodes = np.maximum(nodes, 1.0)
+        log_nodes = np.log2(log_nodes, out=log_nodes if type(log_nodes) is np.ndarray else None)
         self.active = ranks > 1.0
         # seconds per byte before the protocol's bandwidth factor (§A4, §C1)
         direct = kind == EXPERT_ALLTOALL
@@ -219,10 +227,10 @@ class CollectiveCost:
             steps = np.log2(np.maximum(ranks / np.maximum(nodes, 1.0), 1.0))
             log_nodes = np.where(nodes > 1.0, 1.0, 0.0).astype(np.result_type(nodes, 1.0))
         else:
-            inter = (nodes - 1.0) / (ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
+            inter = divide_into(nodes - 1.0, ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
         if kind not in (ALLREDUCE, EXPERT_ALLTOALL):
-            inter = inter / 2.0
-        seconds_per_byte = np.maximum(intra, inter)
+            inter = divide_into(inter, 2.0)
+        seconds_per_byte = maximum_into(intra, inter)
         # NVLS: an all-reduce inside one NVLink domain only; each byte once each way at the
         # one-way NVLink rate (twice the paper's all-reduce bus bandwidth)
         protocols = tuple(p for p in protocols if not (p.switch or p.custom) or kind == ALLREDUCE)
@@ -341,15 +349,14 @@ def _inside_domains(gpu: GPU, ranks, nodes, per_node, kind: CollectiveKind):
         return _torus(gpu, ranks / nodes, kind)
     if fabric == "switch":
         # §A4 as the paper writes it (kept operation for operation)
-        intra = (
-            nodes
-            * np.maximum(0.0, per_node)
-            / (ranks * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
+        intra = divide_into(
+            multiply_into(np.maximum(per_node, 0.0), nodes),  # nodes · max(0, R/M - 1)
+            ranks * gpu.intra_node_allreduce_bandwidth_bytes_per_s,
         )
     else:
         intra = nodes * np.maximum(0.0, per_node) / (ranks * _bus_bandwidth(gpu, per_node))
     if kind != ALLREDUCE:
-        intra = intra / 2.0
+        intra = divide_into(intra, 2.0)
     return per_node, intra
 
 

@@ -66,6 +66,14 @@ def zero_where(owned, mask):
     return np.where(mask, 0.0, owned)
 
 
+def divide_into(owned, other):
+    """``owned / other``, written into ``owned`` as ``add_into`` does."""
+    if _into(owned, other):
+        owned /= other
+        return owned
+    return owned / other
+
+
 def maximum_into(owned, other):
     """``np.maximum(owned, other)``, written into ``owned`` as ``add_into`` does."""
     if _into(owned, other):

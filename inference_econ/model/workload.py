@@ -19,6 +19,7 @@ from ..errors import SpecError
 from ..specs.architecture import Architecture
 from ..specs.engine import ModelClass
 from .assumptions import Assumptions, MatmulReplication, MlaDecode
+from .values import add_into, divide_into, maximum_into, minimum_into, multiply_into
 
 
 def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replication="clipped"):
@@ -31,9 +32,13 @@ def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replicatio
         t1 = np.maximum(1.0, np.sqrt(m / k) * tp)
         t2 = np.maximum(1.0, np.sqrt(k / m) * tp)
         return (t1 * k + t2 * m) * bytes_per_activation
-    # clip(x, 1, max(tp, 1)) as the two operations clip stands for (without its dispatch)
-    t1 = np.minimum(np.maximum(np.sqrt(m * tp / k), 1.0), np.maximum(tp, 1.0))
-    return (t1 * k + (tp / t1) * m) * bytes_per_activation
+    # clip(x, 1, max(tp, 1)) as the two operations clip stands for (without its dispatch);
+    # each operation in place on the new array it made (the same numbers)
+    t1 = divide_into(m * tp, k)
+    t1 = np.sqrt(t1, out=t1 if type(t1) is np.ndarray else None)
+    t1 = minimum_into(maximum_into(t1, 1.0), np.maximum(tp, 1.0))
+    both = add_into(t1 * k, multiply_into(tp / t1, m))
+    return multiply_into(both, bytes_per_activation)
 
 
 @dataclass(frozen=True)
@@ -314,8 +319,11 @@ class Workload:
         over the layers for a hybrid, §C2)."""
         per_token = 0.0
         for m, k in self.attention_matrices:
-            per_token = per_token + matmul_activation_bytes_per_token(
-                m, k, tp, self.bytes_per_activation, self.matmul_replication
+            per_token = add_into(
+                per_token,
+                matmul_activation_bytes_per_token(
+                    m, k, tp, self.bytes_per_activation, self.matmul_replication
+                ),
             )
         if self.recurrent_matrices:
             per_token = per_token * self.attention_share
