@@ -21,11 +21,13 @@ def _into(owned, other) -> bool:
     if type(other) in (float, int):  # a Python number takes the array's type (NEP 50)
         return True
     if type(other) is np.ndarray:
+        if other.dtype != owned.dtype and np.promote_types(owned.dtype, other.dtype) != owned.dtype:
+            return False
         big, small = owned.shape, other.shape
-        return (
-            len(small) <= len(big)
-            and all(s in (1, b) for b, s in zip(big[::-1], small[::-1]))
-            and np.promote_types(owned.dtype, other.dtype) == owned.dtype
+        if small == big or not small:
+            return True
+        return len(small) <= len(big) and all(
+            this in (1, size) for size, this in zip(big[::-1], small[::-1])
         )
     return owned.shape == np.broadcast_shapes(owned.shape, np.shape(other)) and (
         owned.dtype == np.result_type(owned, other)
