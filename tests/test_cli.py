@@ -385,3 +385,33 @@ def test_the_command_line_process_tunes_glibc_malloc_and_nothing_else(monkeypatc
     monkeypatch.setattr(common, "tune_allocator", lambda: calls.append("tuned"))
     result = CliRunner().invoke(main, ["list", "models"])
     assert result.exit_code == 0 and calls == ["tuned"]
+
+
+def test_a_command_loads_only_its_own_module():
+    """The table of command modules names every command of every module (``--help`` lists
+    all 21), and running ``point`` imports no other command's module (issue 28: the command
+    line's start-up is part of what a user waits for)."""
+    import importlib
+
+    from inference_econ.cli import COMMAND_MODULES
+
+    modules = sorted(set(COMMAND_MODULES.values()))
+    found = {
+        command.name: module
+        for module in modules
+        for command in importlib.import_module(f"inference_econ.cli.{module}").COMMANDS
+    }
+    assert found == COMMAND_MODULES and len(found) == 21
+    assert sorted(main.commands) == sorted(COMMAND_MODULES)
+    code = (
+        "import sys; from inference_econ.cli import main;"
+        "sys.argv = ['x', 'point', 'Llama 3 70B', '-H', 'H100-paper', '--gpus', '8', '--batch',"
+        " '64', '--format', 'csv'];"
+        "import atexit; atexit.register(lambda: print(sorted(m.split('.')[-1] for m in"
+        " sys.modules if m.endswith('_commands')), file=sys.stderr)); main()"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    # decode_commands takes the load options of ``frontier`` from capacity_commands
+    assert out.stderr.strip().splitlines()[-1] == "['capacity_commands', 'decode_commands']"
+    assert "latency" in out.stdout

@@ -133,7 +133,7 @@ def _reference_cost(ranks, nodes, gpu, kind, protocols, latency_scale):
         intra = intra / np.maximum(nodes, 1.0)
         inter = (nodes - 1.0) / np.maximum(nodes, 1.0) / gpu.nic_bandwidth_bytes_per_s
         steps = np.log2(np.maximum(ranks / np.maximum(nodes, 1.0), 1.0))
-        log_nodes = np.where(nodes > 1.0, 1.0, 0.0)
+        log_nodes = np.where(nodes > 1.0, 1.0, 0.0).astype(nodes.dtype)  # the search's precision
     else:
         inter = (nodes - 1.0) / (ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
     if kind not in (ALLREDUCE, EXPERT_ALLTOALL):
@@ -190,3 +190,139 @@ def test_a_whole_number_of_nodes_up_to_rounding_spans_that_many():
     assert degree > 16.0 and m.tensor_group(degree, False)[1] == 2.0
     groups = m.tensor_group(np.array([16.0, 17.0, 8.5, 8.0]), False)[1]
     assert groups.tolist() == [2.0, 3.0, 2.0, 1.0]
+
+
+def test_near_pareto_indices_by_hand():
+    """A point is a candidate unless another beats it by more than the margin in both
+    latency and cost; only ``dominators`` may leave a point out."""
+    from inference_econ.optimise.frontier import near_pareto_indices, pareto_indices
+
+    lat = np.array([1.0, 1.05, 1.2, 2.0, 2.0005, 3.0, np.inf])
+    cost = np.array([5.0, 4.0, 5.5, 2.0, 2.0005, 1.0, 0.1])
+    # 2 is beaten by 0 (20 % faster, 10 % cheaper); 4 is within 1e-3 of 3 in both
+    assert list(pareto_indices(lat, cost)) == [0, 1, 3, 5]
+    assert list(near_pareto_indices(lat, cost, 1e-3)) == [0, 1, 3, 4, 5]
+    # 0 beats 2 by 20 % and 10 % (1.0 · 1.1 <= 1.2 and 5.0 · 1.1 <= 5.5): out at 0.1, in at 0.2
+    assert list(near_pareto_indices(lat, cost, 0.1)) == [0, 1, 3, 4, 5]
+    assert list(near_pareto_indices(lat, cost, 0.2)) == [0, 1, 2, 3, 4, 5]
+    # at 1e-4, 3 beats 4 (2.0 · 1.0001 <= 2.0005); not as a dominator (e.g. over the demand
+    # cap), 3 is a candidate itself but leaves 4 in
+    assert list(near_pareto_indices(lat, cost, 1e-4)) == [0, 1, 3, 5]
+    able = np.array([True, True, True, False, True, True, True])
+    assert list(near_pareto_indices(lat, cost, 1e-4, able)) == [0, 1, 3, 4, 5]
+
+
+def test_candidates_within_the_error_hold_the_exact_frontier():
+    """Values known within a relative error e: the candidates at margin 2.01e hold every
+    point of the exact frontier, whatever the error's sign at each point (random cases with
+    many near ties)."""
+    from inference_econ.optimise.frontier import near_pareto_indices, pareto_indices
+
+    rng = np.random.default_rng(28)
+    e = 1e-5
+    for _ in range(200):
+        lat = np.round(rng.uniform(1.0, 2.0, 300), 4)  # many ties and near ties
+        cost = np.round(3.0 - lat + rng.uniform(0.0, 0.01, 300), 4)
+        noisy = [x * (1.0 + rng.uniform(-e, e, x.shape)) for x in (lat, cost)]
+        exact = set(pareto_indices(lat, cost).tolist())
+        candidates = near_pareto_indices(*noisy, 2.01 * e)
+        assert exact <= set(candidates.tolist())
+        assert list(candidates) == sorted(candidates, key=lambda i: (noisy[0][i], noisy[1][i]))
+        # the exact frontier of the candidates is the exact frontier
+        again = candidates[pareto_indices(lat[candidates], cost[candidates])]
+        assert set(again.tolist()) == exact
+
+
+@pytest.mark.parametrize("name", ["dense-draft", "moe-table-5-draft", "achievable-draft"])
+def test_single_precision_search_is_within_its_margin(name):
+    """Every pass latency of the single-precision search is within half the margin of the
+    brute force's double-precision value (docs/model.md "The search"), and the search stays
+    single precision throughout (a float64 term would make it double: slower)."""
+    from inference_econ.model.layouts import best_latency
+
+    setting = _setting(name)
+    problem = optimiser.Problem(setting, ie.Method(grid_points=24))
+    n_values, b_values = problem.continuous_axes()
+    target, draft = problem._pass_latencies(n_values, b_values)
+    N, B = np.meshgrid(n_values, b_values)
+    d = problem.decoder
+    worst = 0.0
+    for model, passes in ((d.target, target), (d.draft, draft or {})):
+        for S, fast in passes.items():
+            exact = best_latency(model, N, B, S, setting.context_tokens, setting.pipeline)
+            assert fast.dtype == np.float32
+            assert np.array_equal(np.isfinite(fast), np.isfinite(exact))
+            ok = np.isfinite(exact)
+            worst = max(worst, float(np.max(np.abs(fast[ok] / exact[ok] - 1.0))))
+    assert 1e-8 < worst < grid.SEARCH_MARGIN / 2
+    part = d.target.pipeline_part(
+        n_values[None, :].astype(np.float32), b_values[:, None].astype(np.float32), 1, 4000.0, 2.0
+    )
+    for field in ("kv_read_s", "ff_weight_read_s", "ff_context_compute_s", "collective_1d_s"):
+        assert getattr(part, field).dtype == np.float32, field
+
+
+@pytest.mark.parametrize("name", ["dense-draft", "dense-capped"])
+def test_fast_frontier_is_the_brute_force_frontier_with_a_draft_and_a_cap(name):
+    """The candidates within the margin, described in double precision and kept under the
+    demand cap there, give the brute-force frontier on a 24 x 24 grid, every column equal."""
+    if name == "dense-capped":
+        setting = ie.make_setting(
+            "Llama 3 70B", "H100-paper", weight_bits=8, max_throughput_tokens_per_s=3e4
+        )
+    else:
+        setting = _setting(name)
+    fast = ie.frontier(setting, grid_points=24).points
+    brute = ie.frontier(setting, method="exhaustive", grid_points=24).points
+    assert len(fast) > 10
+    for column in fast.columns:
+        assert fast[column].equals(brute[column]), column
+
+
+def test_in_place_arithmetic_gives_the_same_numbers():
+    """``values.add_into`` and its kin write into the caller's new array only when it has the
+    result's shape and type (else they return a new one, never widening or narrowing a
+    precision), and give every number bit for bit as the plain expression."""
+    from inference_econ.model.values import (
+        add_into,
+        affine_minimum,
+        maximum_into,
+        minimum_into,
+        multiply_into,
+        zero_where,
+    )
+
+    rng = np.random.default_rng(7)
+    row = rng.uniform(1e-6, 1e-3, (1, 50)).astype(np.float32)
+    col = rng.uniform(1.0, 1e4, (40, 1)).astype(np.float32)
+    grid32 = rng.uniform(1e-6, 1e-3, (40, 50)).astype(np.float32)
+    cases = [
+        (np.add, add_into),
+        (np.multiply, multiply_into),
+        (np.minimum, minimum_into),
+        (np.maximum, maximum_into),
+    ]
+    for plain, into in cases:
+        for owned, other, written in [
+            (grid32, row, True),
+            (grid32, 2.5, True),
+            (grid32, grid32.astype(float), False),  # float64: a double-precision result
+            (grid32, np.float64(2.5), False),  # a numpy float64 is double precision too
+            (row, grid32, False),  # a smaller array cannot hold the result
+        ]:
+            want = plain(owned, other)
+            mine = owned.copy()
+            got = into(mine, other)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+            assert (got is mine) == written
+    idle = grid32 < 3e-4
+    mine = grid32.copy()
+    got = zero_where(mine, idle)
+    assert got is mine and np.array_equal(got, np.where(~idle, grid32, 0.0))
+    pairs = [(row * k, row / k) for k in (1.0, 3.0, 0.3)]
+    want = np.minimum(
+        np.minimum(*[a + b * col for a, b in pairs[:2]]), pairs[2][0] + pairs[2][1] * col
+    )
+    got = affine_minimum(pairs, col)
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    assert affine_minimum([(1.0, 2.0), (0.5, 3.0)], 2.0) == min(1.0 + 2.0 * 2.0, 0.5 + 3.0 * 2.0)

@@ -7,20 +7,72 @@ lives in a module named after what it is about; options come from the table of s
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, MutableMapping
+
 import click
 
-from . import (
-    capacity_commands,
-    catalog_commands,
-    data_commands,
-    decode_commands,
-    export_commands,
-    infer_commands,
-    scenario_commands,
-    serving_commands,
-    study_commands,
-)
 from .common import Main
+
+#: Each command's module (``--help`` lists the commands sorted by name). A command's
+#: module is imported when the command runs, or when every command is listed (``--help``,
+#: ``commands()``): ``frontier`` and ``point`` load no other command's options (issue 28).
+#: ``tests/test_cli.py`` checks this table against each module's ``COMMANDS``.
+COMMAND_MODULES = {
+    "list": "catalog_commands",
+    "show": "catalog_commands",
+    "import-hf": "catalog_commands",
+    "point": "decode_commands",
+    "frontier": "decode_commands",
+    "reproduce": "scenario_commands",
+    "run": "scenario_commands",
+    "prefill": "serving_commands",
+    "request": "serving_commands",
+    "prices": "serving_commands",
+    "context-parallel": "serving_commands",
+    "disagg": "serving_commands",
+    "compare-measured": "data_commands",
+    "calibrate": "data_commands",
+    "sweep": "data_commands",
+    "infer": "infer_commands",
+    "simulate": "capacity_commands",
+    "capacity": "capacity_commands",
+    "study": "study_commands",
+    "report": "study_commands",
+    "export": "export_commands",
+}
+
+
+class _Commands(MutableMapping):
+    """The group's commands by name, each module imported on first use of one of its
+    commands (click asks ``get`` for the command it runs, and iterates the names to list
+    them)."""
+
+    def __init__(self, modules: dict[str, str]) -> None:
+        self._modules = dict(modules)
+        self._loaded: dict[str, click.Command] = {}
+
+    def _load(self, module: str) -> None:
+        for command in importlib.import_module(f"{__name__}.{module}").COMMANDS:
+            self._loaded.setdefault(command.name, command)
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded and name in self._modules:
+            self._load(self._modules[name])
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._modules.pop(name, None)
+        del self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._modules, *self._loaded]))
+
+    def __len__(self) -> int:
+        return len(set(self._modules) | set(self._loaded))
 
 
 @click.group(
@@ -46,19 +98,7 @@ def main():
     """
 
 
-for _module in (
-    catalog_commands,
-    decode_commands,
-    scenario_commands,
-    serving_commands,
-    data_commands,
-    infer_commands,
-    capacity_commands,
-    study_commands,
-    export_commands,
-):
-    for _command in _module.COMMANDS:
-        main.add_command(_command)
+main.commands = _Commands(COMMAND_MODULES)
 
 
 if __name__ == "__main__":  # pragma: no cover

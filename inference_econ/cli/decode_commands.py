@@ -259,7 +259,8 @@ def _thin(columns: dict, rows: int) -> dict:
         return columns
     speeds = np.log(columns["tokens_per_s"])
     targets = np.linspace(speeds.min(), speeds.max(), rows)
-    idx = np.unique([int(np.argmin(np.abs(speeds - t))) for t in targets])
+    # sorted() of a set, not np.unique: that imports numpy.ma (8 ms of a 0.7 s command)
+    idx = np.array(sorted({int(np.argmin(np.abs(speeds - t))) for t in targets}), dtype=int)
     return {name: values[idx] for name, values in columns.items()}
 
 

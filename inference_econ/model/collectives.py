@@ -21,6 +21,14 @@ import numpy as np
 from ..errors import SpecError
 from ..specs.hardware import GPU
 from .assumptions import NcclLatencyModel
+from .values import (
+    add_into,
+    affine_minimum,
+    divide_into,
+    maximum_into,
+    multiply_into,
+    zero_where,
+)
 
 
 @dataclass(frozen=True)
@@ -200,8 +208,9 @@ class CollectiveCost:
         ranks = np.asarray(ranks)
         nodes = np.asarray(nodes)
         hops = 2.0 if kind == ALLREDUCE else 1.0
-        per_node = ranks / nodes - 1.0
-        log_nodes = np.log2(np.maximum(nodes, 1.0))
+        per_node = add_into(ranks / nodes, -1.0)  # in place on new arrays: the same numbers
+        log_nodes = np.maximum(nodes, 1.0)
+        log_nodes = np.log2(log_nodes, out=log_nodes if type(log_nodes) is np.ndarray else None)
         self.active = ranks > 1.0
         # seconds per byte before the protocol's bandwidth factor (§A4, §C1)
         direct = kind == EXPERT_ALLTOALL
@@ -216,12 +225,12 @@ class CollectiveCost:
             # every rank writes to all its peers at once: the latency of the flags of R/M
             # peers gathered in log2(R/M) steps, and one network hop, not a ring's R/M - 1
             steps = np.log2(np.maximum(ranks / np.maximum(nodes, 1.0), 1.0))
-            log_nodes = np.where(nodes > 1.0, 1.0, 0.0)
+            log_nodes = np.where(nodes > 1.0, 1.0, 0.0).astype(np.result_type(nodes, 1.0))
         else:
-            inter = (nodes - 1.0) / (ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
+            inter = divide_into(nodes - 1.0, ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
         if kind not in (ALLREDUCE, EXPERT_ALLTOALL):
-            inter = inter / 2.0
-        seconds_per_byte = np.maximum(intra, inter)
+            inter = divide_into(inter, 2.0)
+        seconds_per_byte = maximum_into(intra, inter)
         # NVLS: an all-reduce inside one NVLink domain only; each byte once each way at the
         # one-way NVLink rate (twice the paper's all-reduce bus bandwidth)
         protocols = tuple(p for p in protocols if not (p.switch or p.custom) or kind == ALLREDUCE)
@@ -231,32 +240,45 @@ class CollectiveCost:
         # of exactly 1, a mask that keeps every point): the same numbers, less work.
         arrays = np.ndim(self.active) > 0
         inactive = not arrays or not bool(self.active.all())
+        idle = ~self.active if inactive else None
         self.latency = []
         self.per_byte = []
+        # a flat latency keeps the precision of the ranks (single in the grid search)
+        flat = np.result_type(ranks, nodes, 1.0)
         for p in protocols:
             if p.switch:
-                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
+                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf).astype(flat)
                 per_byte = (
                     (ranks - 1.0) / ranks / (2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
                 ) / p.bandwidth_factor
             elif p.custom:  # §F6: the engine's kernel, over the domain's own links
-                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf)
+                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf).astype(flat)
                 per_byte = seconds_per_byte / p.bandwidth_factor
                 if p.one_shot:
                     per_byte = per_byte * ranks / 2.0
             else:
-                hop = steps * p.intra_hop_latency_s + log_nodes * p.inter_hop_latency_s
-                lat = hops * hop if hops != 1.0 or not arrays else hop
-                lat = lat + p.base_latency_s
+                # each operation in place on the new array it made (the same numbers)
+                hop = add_into(steps * p.intra_hop_latency_s, log_nodes * p.inter_hop_latency_s)
+                lat = multiply_into(hop, hops) if hops != 1.0 or not arrays else hop
+                lat = add_into(lat, p.base_latency_s)
                 if latency_scale != 1.0 or not arrays:
-                    lat = latency_scale * lat
+                    lat = multiply_into(lat, latency_scale)
                 per_byte = (
                     seconds_per_byte / p.bandwidth_factor
                     if p.bandwidth_factor != 1.0 or not arrays
                     else seconds_per_byte
                 )
-            self.latency.append(np.where(self.active, lat, 0.0) if inactive else lat)
-            self.per_byte.append(np.where(self.active, per_byte, 0.0) if inactive else per_byte)
+            if inactive:  # lat is a new array; per_byte may be ``seconds_per_byte`` itself
+                lat = zero_where(lat, idle)
+                per_byte = (
+                    np.where(self.active, per_byte, 0.0)
+                    if per_byte is seconds_per_byte
+                    else zero_where(per_byte, idle)
+                )
+            if not arrays:  # Python floats: they leave a single-precision search single
+                lat, per_byte = float(lat), float(per_byte)
+            self.latency.append(lat)
+            self.per_byte.append(per_byte)
         self.protocols = protocols
 
     def time(self, nbytes):
@@ -271,11 +293,8 @@ class CollectiveCost:
         """``calls * time(bytes_per_token * tokens)``, with the factors that do not depend on
         ``tokens`` folded first (fewer operations on the whole grid). ``scaled``: this cost's
         ``scaled(calls)``, when the caller has it from a call with the same count."""
-        best = None
-        for lat, per_byte in zip(*(scaled or self.scaled(calls))):
-            t = lat + (per_byte * bytes_per_token) * tokens
-            best = t if best is None else np.minimum(best, t)
-        return best
+        lat, per_byte = scaled or self.scaled(calls)
+        return affine_minimum(zip(lat, [pb * bytes_per_token for pb in per_byte]), tokens)
 
     def scaled(self, calls) -> tuple[list, list]:
         """([calls · latency], [calls · per_byte]) per protocol (``time_linear``'s first
@@ -298,11 +317,7 @@ class CollectiveCost:
     def time_folded(folded: tuple, tokens):
         """``time_linear`` from its ``folded`` factors: the same operations, so the same
         numbers."""
-        best = None
-        for lat, per_token in folded:
-            t = lat + per_token * tokens
-            best = t if best is None else np.minimum(best, t)
-        return best
+        return affine_minimum(folded, tokens)
 
     def terms(self, nbytes):
         """(latency seconds, bandwidth seconds, protocol index) of the best protocol."""
@@ -334,15 +349,14 @@ def _inside_domains(gpu: GPU, ranks, nodes, per_node, kind: CollectiveKind):
         return _torus(gpu, ranks / nodes, kind)
     if fabric == "switch":
         # §A4 as the paper writes it (kept operation for operation)
-        intra = (
-            nodes
-            * np.maximum(0.0, per_node)
-            / (ranks * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
+        intra = divide_into(
+            multiply_into(np.maximum(per_node, 0.0), nodes),  # nodes · max(0, R/M - 1)
+            ranks * gpu.intra_node_allreduce_bandwidth_bytes_per_s,
         )
     else:
         intra = nodes * np.maximum(0.0, per_node) / (ranks * _bus_bandwidth(gpu, per_node))
     if kind != ALLREDUCE:
-        intra = intra / 2.0
+        intra = divide_into(intra, 2.0)
     return per_node, intra
 
 

@@ -28,7 +28,7 @@ from .assumptions import Assumptions
 from .breakdown import ADDITIVE_PARTS, BOUND_SHARE, FULL_READS, Breakdown, bound_label
 from .collectives import ALLTOALL, EXPERT_ALLTOALL, P2P, CollectiveCost
 from .machine import Machine, mx_gemm_bits
-from .values import Floats
+from .values import Floats, add_into, maximum_into, minimum_into
 from .workload import Workload, compile_workload
 
 __all__ = [
@@ -82,7 +82,7 @@ def total_time_s(calls: tuple[CollectiveCalls, ...]):
             if not (shared and shared[0] is c.cost and _same_count(shared[1], c.calls)):
                 shared = (c.cost, c.calls, c.cost.scaled(c.calls))
             t = c.cost.time_linear(c.bytes_per_token, c.tokens, c.calls, shared[2])
-        total = t if total is None else total + t
+        total = t if total is None else add_into(total, t)  # each call's times are new arrays
     return 0.0 if total is None else total
 
 
@@ -138,11 +138,11 @@ class PipelinePart:
     @cached_property
     def collective_2d_s(self):
         """Feed-forward and shared collectives with 2-D tensor parallelism (seconds)."""
-        return total_time_s(self.ff_calls_2d) + self.shared_collective_s
+        return add_into(total_time_s(self.ff_calls_2d), self.shared_collective_s)
 
     @cached_property
     def collective_1d_s(self):
-        return total_time_s(self.ff_calls_1d) + self.shared_collective_s
+        return add_into(total_time_s(self.ff_calls_1d), self.shared_collective_s)
 
     @cached_property
     def memory_base_s(self):
@@ -431,6 +431,7 @@ class StepModel:
         w, m = self.work, self.machine
         if not self.assumptions.expert_all_to_all:
             r = np.minimum(g.active, e)
+            r = float(r) if np.ndim(r) == 0 else r  # a numpy float64 would make the search double
             a2a = cache.get(
                 ("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
             )
@@ -535,12 +536,9 @@ class StepModel:
     def compute_time(self, part: PipelinePart, adiv):
         """Arithmetic seconds: projections run a times under the paper's divisor (§A5), once
         with attention data parallelism (§B1)."""
-        proj = (
-            part.projection_compute_s
-            if self.assumptions.attention_data_parallel
-            else part.projection_compute_s * adiv
-        )
-        return part.ff_context_compute_s + proj
+        if self.assumptions.attention_data_parallel:
+            return part.ff_context_compute_s + part.projection_compute_s
+        return add_into(part.projection_compute_s * adiv, part.ff_context_compute_s)
 
     # --- a whole layout -------------------------------------------------------------------
     def _terms(self, part: PipelinePart, adiv, cache: StepCache, key):
@@ -556,17 +554,18 @@ class StepModel:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
             if "tensor_2d" not in self.features:  # §F11: no engine runs 2-D tensor parallelism
-                two_d = np.full(np.shape(two_d), np.inf)
+                two_d = np.full(np.shape(two_d), np.inf, dtype=np.result_type(two_d, 1.0))
             rest = self.engine.rest_s(self.with_copies(part, copies), adiv, reads)
             one_d = scale * (att1 + part.collective_1d_s)
             return two_d, one_d, self._if_kv_fits(part, copies, rest)
-        weights, acts = reads
-        memory = part.memory_base_s + (weights + acts)
-        if copies is not None:
-            memory = memory + part.kv_attention_read_s * (copies - 1.0)
-        rest = np.maximum(memory, self.compute_time(part, adiv))
+        weights, acts = reads  # the activations' times are a new array: summed into it
+        memory = add_into(add_into(acts, weights), part.memory_base_s)
+        if copies is not None:  # in the search's precision (the fit below in double)
+            extra = np.asarray(copies, dtype=np.result_type(memory, 1.0)) - 1.0
+            memory = add_into(memory, part.kv_attention_read_s * extra)
+        rest = maximum_into(memory, self.compute_time(part, adiv))
         rest = self._if_kv_fits(part, copies, rest)
-        return att2 + part.collective_2d_s, att1 + part.collective_1d_s, rest
+        return add_into(att2, part.collective_2d_s), add_into(att1, part.collective_1d_s), rest
 
     def copies_of(self, part: PipelinePart, adiv):
         """Copies of the attention KV cache on the layout of divisor ``adiv`` (§B13); None
@@ -601,8 +600,8 @@ class StepModel:
 
     def latency(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
         """Latency of divisor ``adiv``, the better of 1-D and 2-D (no feasibility check)."""
-        c2, c1, rest = self._terms(part, adiv, cache, key)
-        return self.kernel_s + np.minimum(c2, c1) + rest
+        c2, c1, rest = self._terms(part, adiv, cache, key)  # new arrays: combined in place
+        return add_into(add_into(minimum_into(c2, c1), self.kernel_s), rest)
 
     def collective_terms(self, part: PipelinePart, adiv, two_d):
         """(latency, bandwidth) seconds of every collective of a step; ``two_d`` may be an

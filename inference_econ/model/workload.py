@@ -19,6 +19,7 @@ from ..errors import SpecError
 from ..specs.architecture import Architecture
 from ..specs.engine import ModelClass
 from .assumptions import Assumptions, MatmulReplication, MlaDecode
+from .values import add_into, divide_into, maximum_into, minimum_into, multiply_into
 
 
 def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replication="clipped"):
@@ -31,9 +32,13 @@ def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replicatio
         t1 = np.maximum(1.0, np.sqrt(m / k) * tp)
         t2 = np.maximum(1.0, np.sqrt(k / m) * tp)
         return (t1 * k + t2 * m) * bytes_per_activation
-    # clip(x, 1, max(tp, 1)) as the two operations clip stands for (without its dispatch)
-    t1 = np.minimum(np.maximum(np.sqrt(m * tp / k), 1.0), np.maximum(tp, 1.0))
-    return (t1 * k + (tp / t1) * m) * bytes_per_activation
+    # clip(x, 1, max(tp, 1)) as the two operations clip stands for (without its dispatch);
+    # each operation in place on the new array it made (the same numbers)
+    t1 = divide_into(m * tp, k)
+    t1 = np.sqrt(t1, out=t1 if type(t1) is np.ndarray else None)
+    t1 = minimum_into(maximum_into(t1, 1.0), np.maximum(tp, 1.0))
+    both = add_into(t1 * k, multiply_into(tp / t1, m))
+    return multiply_into(both, bytes_per_activation)
 
 
 @dataclass(frozen=True)
@@ -212,11 +217,14 @@ class Workload:
         """Cached positions summed over the layers, Σ_g L_g·min(n, window_g) (§A2, §B4): what
         one request of context ``n`` caches (times the KV bytes per position per layer) and
         what one of its tokens attends to (times the FLOP per position per layer). The one
-        place a layer's attention window enters the cost model."""
+        place a layer's attention window enters the cost model. A scalar context gives a
+        Python float, which leaves the precision of the arrays it multiplies as it is (a
+        numpy float64 would make the single-precision grid search double precision,
+        docs/model.md "The search")."""
         total = 0.0
         for g in self.groups:
             total = total + g.layers * np.minimum(context, g.window)
-        return total
+        return float(total) if np.ndim(total) == 0 else total
 
     def layer_positions_of_many(self, contexts, ahead=0.0):
         """Σ over requests of ``layer_positions(c + ahead)`` for the sorted array ``contexts``
@@ -311,8 +319,11 @@ class Workload:
         over the layers for a hybrid, §C2)."""
         per_token = 0.0
         for m, k in self.attention_matrices:
-            per_token = per_token + matmul_activation_bytes_per_token(
-                m, k, tp, self.bytes_per_activation, self.matmul_replication
+            per_token = add_into(
+                per_token,
+                matmul_activation_bytes_per_token(
+                    m, k, tp, self.bytes_per_activation, self.matmul_replication
+                ),
             )
         if self.recurrent_matrices:
             per_token = per_token * self.attention_share

@@ -38,6 +38,34 @@ def pareto_indices(latency_s, cost):
     return order[keep]
 
 
+def near_pareto_indices(latency_s, cost, rtol: float, dominators=None):
+    """Indices of the points that no point beats by more than a factor ``1 + rtol`` in both
+    latency and cost, fastest first (ties by cost; non-finite points are ignored).
+
+    The candidates of a frontier computed from values known only within a relative error
+    ``e`` of the exact ones: if every value (latency and cost) is within ``e`` and
+    ``(1 + rtol)(1 - e) > 1 + e``, a point left out is beaten in both by another point on the
+    exact values, strictly, so it is not on the exact frontier; the exact frontier is then
+    ``pareto_indices`` of the candidates described exactly. ``dominators`` (a mask) limits
+    the points allowed to leave others out (those certainly feasible).
+    """
+    shape = np.shape(latency_s)
+    latency_s = np.asarray(latency_s, dtype=float).ravel()
+    cost = np.asarray(cost, dtype=float).ravel()
+    idx = np.flatnonzero(np.isfinite(latency_s) & np.isfinite(cost))
+    idx = idx[np.argsort(latency_s[idx], kind="stable")]  # fastest first
+    lat, price = latency_s[idx], cost[idx]
+    able = slice(None) if dominators is None else np.broadcast_to(dominators, shape).ravel()[idx]
+    scaled = lat[able] * (1.0 + rtol)  # ascending, as the latencies
+    cheapest = np.minimum.accumulate(price[able] * (1.0 + rtol))
+    # for each point, the cheapest dominator whose latency times 1 + rtol is not above its own
+    count = np.searchsorted(scaled, lat, side="right")
+    best = np.full(lat.shape, np.inf)
+    best[count > 0] = cheapest[count[count > 0] - 1]
+    keep = np.flatnonzero(~(best <= price))
+    return idx[keep[np.lexsort((price[keep], lat[keep]))]]
+
+
 def paper_sampled_indices(latency_s, count: int = 1000, decades: float = 2.0):
     """Frontier points the paper's code would have found (sorted by latency, fastest first).
 

@@ -16,7 +16,14 @@ import numpy as np
 
 from ..model.latency import StepCache, StepModel
 from ..model.layouts import attention_divisors, within_budget
-from ..model.values import Floats
+from ..model.values import Floats, minimum_into
+
+#: Relative margin within which the frontier's candidates are taken from the single-precision
+#: search (``frontier.near_pareto_indices``), to be described in double precision: twice the
+#: search's relative error and more (docs/model.md "The search": rounding ~40 single-precision
+#: operations deep is < 3e-6; the largest error measured against the double-precision brute
+#: force, 1.5e-5, is a node count rounded the other way at N ~ 2e5 GPUs).
+SEARCH_MARGIN = 1e-4
 
 #: Whether a block computes each collective call's factors that do not depend on the tokens
 #: per pass once for all its passes (``StepCache.fold``): the same operations on the same
@@ -60,7 +67,7 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
             lats = [
                 model.latency(part, adiv, cache=cache, key=j) for j, adiv in enumerate(divisors)
             ]
-            out.append((np.where(ok, functools.reduce(np.minimum, lats), np.inf), None))
+            out.append((np.where(ok, functools.reduce(minimum_into, lats), np.inf), None))
         return rows, cols, out
     values = per_layout(N_row, B_col, p, divisors, cache)
     for S in S_values:

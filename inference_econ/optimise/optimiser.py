@@ -27,8 +27,8 @@ from ..serving.prefill import prefill_latency_s
 from ..serving.setting import Setting, whole_batch_kv_note
 from ..serving.speculative import combine
 from . import discrete as discrete_grid
-from .frontier import Frontier, FrontierColumns, pareto_indices
-from .grid import grid_latency
+from .frontier import Frontier, FrontierColumns, near_pareto_indices, pareto_indices
+from .grid import SEARCH_MARGIN, grid_latency
 from .method import GRID, GRID_MAX_LOG2, SPEED_RANGE, Method
 
 #: HBM per GPU that sets the step of the GPU-count axis: the paper's H100 (80 GB), so the paper's
@@ -154,6 +154,11 @@ class Problem:
         keep = counts <= cap
         keep[:1] = True
         return counts[keep]
+
+    @property
+    def single_precision(self) -> bool:
+        """Whether the grid's latencies come from the single-precision search (``grid``)."""
+        return not self.method.discrete and self.method.kind != "exhaustive"
 
     @property
     def ttft_limited(self) -> bool:
@@ -379,12 +384,20 @@ def _search(setting: Setting, method: Method) -> FrontierColumns:
     start = time.perf_counter()
     problem = Problem(setting, method)
     N, B, latency, layouts = problem.evaluate_grid()
-    cost = priced_grid(
-        N, latency, B, setting.gpu.price_usd_per_hour, setting.max_throughput_tokens_per_s
-    )
+    price, cap = setting.gpu.price_usd_per_hour, setting.max_throughput_tokens_per_s
+    single = problem.single_precision
+    margin = 1.0 + SEARCH_MARGIN
+    # the single-precision search's latencies are within its error of the exact ones: a point
+    # within the margin of the demand cap may be under it
+    cost = priced_grid(N, latency, B, price, cap * margin if single else cap)
     if setting.max_gpus is not None:  # the first GPU count is kept on every axis: mask it
         cost = np.where(setting.max_gpus < N, np.inf, cost)
-    idx = pareto_indices(latency, cost)
+    if single:  # every point the exact values may leave on the frontier (``SEARCH_MARGIN``)
+        with np.errstate(divide="ignore"):
+            surely_under_cap = B / latency <= cap / margin
+        idx = near_pareto_indices(latency, cost, SEARCH_MARGIN, surely_under_cap)
+    else:
+        idx = pareto_indices(latency, cost)
     notes: list[str] = []
     if idx.size == 0:
         notes.append(_why_empty(problem, N[0]))
@@ -395,8 +408,10 @@ def _search(setting: Setting, method: Method) -> FrontierColumns:
         else:
             points = problem.decoder.describe_columns(N.ravel()[idx], B.ravel()[idx])
         # the search ran in float32; keep what is Pareto-optimal in the float64 description
-        # (and, with a TTFT limit, within it there too)
-        described_cost = points["usd_per_mtok"]
+        # (under the demand cap there, and with a TTFT limit within it there too)
+        described_cost = np.where(
+            points["batch"] / points["latency_s"] > cap, np.inf, points["usd_per_mtok"]
+        )
         if setting.ttft_max_s is not None:
             described_cost = np.where(
                 points["ttft_s"] <= setting.ttft_max_s, described_cost, np.inf
