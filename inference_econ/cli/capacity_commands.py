@@ -637,21 +637,6 @@ def _max_load_text(result, fmt: str) -> str:
     return line + "\n" + render(table, fmt, title=title, notes=notes, meta=at.metadata())
 
 
-#: Options the frontier command takes for deployments under load (``slo_frontier``): the load
-#: and the latency targets (the same targets as capacity and simulate); given without --rate
-#: they are refused (their rows' ``needs``). The prompts' lengths are its --prompt-tokens.
-FRONTIER_OPTIONS = (
-    "arrival_rate_per_s",
-    "output_lengths",
-    "trace",
-    "arrival_process",
-    *TARGETS,
-    "requests",
-    "seed",
-    *ENGINE,
-)
-
-
 def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: bool = False) -> str:
     """The frontier of deployments serving a load within targets, as the frontier command
     prints it (``frontier --rate R --slo-ttft-p99 T --slo-tpot-p99 P``); ``quiet``: no

@@ -787,10 +787,15 @@ def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
     80 % and 90 % intervals as ranges (CSV and JSON: their ``_low80`` ... columns), and a line
     when the case is outside what the data covers."""
     from ..output.ranges import ranged
-    from ..serving.intervals import coverage_note, figures_line
+    from ..serving.figure_labels import expected, figures_line
 
     line = figures_line(setting)
-    notes = [*filter(None, [coverage_note(setting)]), *notes]
+    cover = None
+    if expected(setting):  # the interval table's code only for expected figures
+        from ..serving.intervals import coverage_note
+
+        cover = coverage_note(setting)
+    notes = [*filter(None, [cover]), *notes]
     if fmt in ("csv", "json"):
         return vertical(row, fmt, title, meta, [line, *notes])
     return line + "\n" + vertical(ranged(row), fmt, title, meta, notes)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .. import settings as setting_table
 from ..errors import InfeasibleError, SpecError
-from .capacity_commands import FRONTIER_OPTIONS
 from .common import (
     FigureFile,
     Progress,
@@ -22,6 +22,22 @@ from .common import (
     stated,
     table_output,
     typed_name,
+)
+
+#: Options the frontier command takes for deployments under load (``capacity_commands.
+#: slo_frontier``): the load and the latency targets (the same targets as capacity and
+#: simulate); given without --rate they are refused (their rows' ``needs``). The prompts'
+#: lengths are its --prompt-tokens. Named here, from the table of settings, so that a plain
+#: frontier does not load the load commands' module (issue 28).
+FRONTIER_OPTIONS = (
+    "arrival_rate_per_s",
+    "output_lengths",
+    "trace",
+    "arrival_process",
+    *setting_table.group("target"),
+    "requests",
+    "seed",
+    *setting_table.group("engine"),
 )
 
 #: The --discrete of a given configuration (point, request, disagg, prefill).
@@ -131,8 +147,7 @@ def frontier(
     from ..optimise.optimiser import frontier as compute
     from ..optimise.optimiser import frontier_columns
     from ..output.render import render
-    from ..serving.intervals import coverage_note, figures_line
-    from .capacity_commands import slo_frontier
+    from ..serving.figure_labels import expected, figures_line
 
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
     prompt = values["prompt_tokens"]
@@ -159,6 +174,8 @@ def frontier(
         load["input_lengths"] = (
             prompt if prompt is None or isinstance(prompt, str) else f"{prompt:g}"
         )
+        from .capacity_commands import slo_frontier  # the load commands' module: only here
+
         emit(slo_frontier(model, hardware, values, load, format, quiet), out)
         return
     if isinstance(prompt, str):
@@ -182,7 +199,11 @@ def frontier(
         rows = 20
     columns = _thin(table.columns, rows) if rows else table.columns
     line = figures_line(setting)
-    notes = [n for n in (coverage_note(setting),) if n]
+    notes: list[str] = []
+    if expected(setting):  # the interval table's code only for expected figures
+        from ..serving.intervals import coverage_note
+
+        notes += [n for n in (coverage_note(setting),) if n]
     notes += [*table.notes, *layout_notes(columns, discrete)]
     if format == "table":
         emit(line + "\n" + _frontier_text(setting, table, columns, notes), out)
@@ -202,7 +223,7 @@ def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:
     from ..output.ranges import ranged_columns
     from ..output.render import render_columns
     from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
-    from ..serving.intervals import interval_columns
+    from ..serving.figure_labels import interval_columns
 
     shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in columns]
     shown += [c for n in shown for c in interval_columns(n) if c in columns]

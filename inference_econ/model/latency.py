@@ -17,19 +17,22 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..specs.architecture import Architecture
-from ..specs.engine import LAYOUT_FEATURES
+from ..specs.features import LAYOUT_FEATURES
 from ..specs.hardware import GPU
-from .achievable import AchievablePart, EngineStep
 from .assumptions import Assumptions
 from .breakdown import ADDITIVE_PARTS, BOUND_SHARE, FULL_READS, Breakdown, bound_label
 from .collectives import ALLTOALL, EXPERT_ALLTOALL, P2P, CollectiveCost
 from .machine import Machine, mx_gemm_bits
 from .values import Floats, add_into, maximum_into, minimum_into
 from .workload import Workload, compile_workload
+
+if TYPE_CHECKING:
+    from .achievable import AchievablePart, EngineStep
 
 __all__ = [
     "ADDITIVE_PARTS",
@@ -254,17 +257,17 @@ class StepModel:
         self.profile = assumptions.profile()
         #: The engine step (model/achievable.py) under an engine profile, else None: the
         #: roofline step of this class is then replaced by the engine's per-class times.
-        self.engine = (
-            None
-            if self.profile is None
-            else EngineStep(
+        self.engine: EngineStep | None = None
+        if self.profile is not None:  # the ideal presets never load model/achievable.py
+            from .achievable import EngineStep
+
+            self.engine = EngineStep(
                 work,
                 self.machine,
                 self.profile,
                 assumptions.attention_data_parallel,
                 expert_parallel_by_tokens,
             )
-        )
         self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
         self.expert_parallel_by_tokens = expert_parallel_by_tokens
         self.weights_total_bytes = work.weights_total_bytes

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import plural
-from ..specs.engine import LAYOUT_FEATURES
+from ..specs.features import LAYOUT_FEATURES
 from .efficiency import StepWork, combine
 from .latency import StepModel, divisors, total_time_s
 from .workload import Workload

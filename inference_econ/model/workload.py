@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..specs.architecture import Architecture
-from ..specs.engine import ModelClass
+from ..specs.features import ModelClass
 from .assumptions import Assumptions, MatmulReplication, MlaDecode
 from .values import add_into, divide_into, maximum_into, minimum_into, multiply_into
 

@@ -23,10 +23,8 @@ from ..errors import SpecError
 from ..model.economics import priced_grid
 from ..model.layouts import Layout, best_latency
 from ..serving.decode import Decoder
-from ..serving.prefill import prefill_latency_s
 from ..serving.setting import Setting, whole_batch_kv_note
 from ..serving.speculative import combine
-from . import discrete as discrete_grid
 from .frontier import Frontier, FrontierColumns, near_pareto_indices, pareto_indices
 from .grid import SEARCH_MARGIN, grid_latency
 from .method import GRID, GRID_MAX_LOG2, SPEED_RANGE, Method
@@ -133,6 +131,8 @@ class Problem:
         N = gpu_lattice(self.decoder.target.weights_total_bytes, self.min_gpus, n)
         B = np.logspace(0, GRID_MAX_LOG2 + np.log2(s), n, base=2)
         if self.setting.assumptions.node_aligned_layouts:
+            from . import discrete as discrete_grid
+
             whole = discrete_grid.gpu_counts(self.min_gpus, self.setting.gpu.scale_up_domain_gpus)
             N = np.unique(np.concatenate([N, whole[(whole >= N[0]) & (whole <= N[-1])]]))
         cap = self.setting.max_gpus
@@ -255,7 +255,9 @@ class Problem:
 
     def evaluate_grid(self):
         """(N, B, latency, known layouts or None) on the method's grid (rows = batches)."""
-        if self.method.discrete:
+        if self.method.discrete:  # whole layouts: optimise/discrete.py, loaded only then
+            from . import discrete as discrete_grid
+
             return discrete_grid.evaluate(self)
         n_values, b_values = self.continuous_axes()
         a, t = self.setting.assumptions, self.decoder.target
@@ -270,6 +272,8 @@ class Problem:
 
     def prefill_latency(self, n_values):
         """Prefill of one prompt on each GPU count, for the time to first token."""
+        from ..serving.prefill import prefill_latency_s  # only with a prompt length
+
         return prefill_latency_s(self.setting, n_values, self.method.discrete)
 
 
@@ -404,6 +408,8 @@ def _search(setting: Setting, method: Method) -> FrontierColumns:
         points = problem.decoder.describe_columns(np.array([]), np.array([]))
     else:
         if layouts is not None:
+            from . import discrete as discrete_grid
+
             points = discrete_grid.describe_columns(problem, N, B, layouts, idx)
         else:
             points = problem.decoder.describe_columns(N.ravel()[idx], B.ravel()[idx])

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ..serving.intervals import LEVELS, interval_columns
+from ..serving.figure_labels import LEVELS, interval_columns
 from .render import HEADERS, format_number, is_duration, is_na, milliseconds_name
 
 

@@ -37,13 +37,14 @@ from ..model.layouts import (
 from ..model.machine import min_gpus
 from ..model.workload import compile_workload
 from .energy import ENERGY_COLUMNS, energy_columns
-from .intervals import column_intervals
-from .prefill import FirstToken
+from .figure_labels import expected
 from .setting import Setting, check_values
 from .speculative import combine, draft_labels, draft_tokens, target_tokens
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .prefill import FirstToken
 
 #: Columns that say what a configuration is and what it achieves, in display order.
 POINT_COLUMNS = ["tokens_per_s", "usd_per_mtok", "gpus", "batch"]
@@ -81,11 +82,11 @@ class Decoder:
         if spec is not None:
             self.draft = StepModel(spec.draft_workload(a), setting.gpu, a, integer_layouts)
         #: Time to first token on each configuration's own layout, with a prompt length (§B8).
-        self.first = (
-            FirstToken(setting, self.target, integer_layouts)
-            if setting.prompt_tokens is not None
-            else None
-        )
+        self.first: FirstToken | None = None
+        if setting.prompt_tokens is not None:  # serving/prefill.py is loaded only then
+            from .prefill import FirstToken
+
+            self.first = FirstToken(setting, self.target, integer_layouts)
 
     @property
     def target_terms(self):
@@ -201,7 +202,10 @@ class Decoder:
             df["ttft_s"] = np.broadcast_to(self._ttft(N, B, verify, chosen, draft_layouts), N.shape)
         first = [c for c in DETAIL_COLUMNS if c in df] + (["ttft_s"] if "ttft_s" in df else [])
         df = {c: df[c] for c in first + [c for c in df if c not in first]}
-        df.update(column_intervals(df, len(N), self.setting))  # expected figures' (§F12)
+        if expected(self.setting):  # expected figures' intervals (§F12); a bound has none
+            from .intervals import column_intervals
+
+            df.update(column_intervals(df, len(N), self.setting))
         return df
 
     def _ttft(self, N, B, verify, chosen: Layout, draft_layouts):

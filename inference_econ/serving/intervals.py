@@ -40,13 +40,16 @@ import numpy as np
 from ..errors import SpecError
 from ..model.breakdown import ADDITIVE_PARTS, FULL_READS, Bound
 from ..model.power import board_power_w, it_power_w
+from .figure_labels import LEVELS as LEVELS
+from .figure_labels import expected as expected
+from .figure_labels import figures_line as figures_line
+from .figure_labels import interval_columns as interval_columns
+from .figure_labels import interval_keys as interval_keys
 from .setting import Setting
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The interval levels every expected figure carries, percent.
-LEVELS = (80, 90)
 #: Kinds of figure, each in the orientation its residuals are stated in: a rate for
 #: throughput, a time for TPOT and TTFT.
 FigureKind = Literal["throughput", "TPOT", "TTFT"]
@@ -199,11 +202,6 @@ QUANTITIES: dict[str, tuple[str, int]] = {
     "ttft_p99": ("TTFT", 1),
     "ttft_single": ("TTFT", 1),
 }
-
-
-def interval_columns(name: str) -> list[str]:
-    """The interval columns of a figure: ``name_low80, name_high80, name_low90, name_high90``."""
-    return [f"{name}_{end}{level}" for level in LEVELS for end in ("low", "high")]
 
 
 @dataclass(frozen=True)
@@ -409,11 +407,6 @@ def _seen_key(value) -> str:
     return "seen" if value else "unseen"
 
 
-def expected(setting: Setting) -> bool:
-    """Whether the setting's figures are expected (an engine profile) rather than bounds."""
-    return setting.assumptions.achievable
-
-
 def bound_of_tokens(setting: Setting, tokens_per_step) -> np.ndarray:
     """Memory- or compute-bound by the tokens a step processes (``bound_on``)."""
     return bound_on(setting.gpu, setting.model.precision.weight_bits, tokens_per_step)
@@ -599,11 +592,6 @@ def column_intervals(
         for column, (_, limits) in zip(interval_columns(name), _ordered(ends)):
             out[column] = limits
     return out
-
-
-def interval_keys() -> list[str]:
-    """The keys of ``limits`` in column order: low80, high80, low90, high90."""
-    return [f"{e}{level}" for level in LEVELS for e in ("low", "high")]
 
 
 def _ordered(ends: dict) -> list:
@@ -818,32 +806,4 @@ def coverage_note(setting: Setting) -> str | None:
     return (
         f"Outside coverage: the {what} never measured in the engine profiles' fitting data; "
         f"intervals {t.unseen_widening:g} x as wide in log terms (docs/model.md §F12)."
-    )
-
-
-def figures_line(setting_or_label, intervals: bool = True) -> str:
-    """The first line of every command's output: whether its figures are an ideal bound or
-    expected, under which preset and engine profile (``intervals``: whether the output shows
-    the expected figures' intervals; a table without them says where to find them)."""
-    label = setting_or_label
-    if isinstance(setting_or_label, Setting):
-        label = setting_or_label.assumptions.label
-    name, _, rest = str(label).partition(", ")
-    if rest.startswith("engine ") or name == "achievable":
-        if rest.startswith("engine "):
-            engine = f"engine profile {rest.split(' ')[1]}"
-        else:
-            engine = rest or "engine profile trtllm"
-        if not intervals:
-            return (
-                f"Expected figures: {name} preset, {engine}; this table leaves out their 80 % and "
-                "90 % intervals (out-of-sample error: docs/validation.md)."
-            )
-        return (
-            f"Expected figures: {name} preset, {engine}; 80 % and 90 % intervals from "
-            "out-of-sample error (docs/validation.md)."
-        )
-    return (
-        f"Ideal bound: {label} preset (what a perfect engine would reach; no interval). "
-        "Expected figures: --assumptions achievable."
     )

@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args
 
 from ..errors import SpecError, did_you_mean
 from . import catalog
+from .features import LAYOUT_FEATURES, MODEL_CLASSES, ModelClass
 from .schema import check_number
 from .yamlfile import load_yaml
 
@@ -244,12 +245,6 @@ TERMS: tuple[Term, ...] = (
     ),
 )
 BY_TERM = {t.name: t for t in TERMS}
-#: Model classes an engine's layouts are stated for, and the layout features beyond 1-D tensor
-#: parallelism (docs/model.md §F11): pipeline stages, expert parallelism, data-parallel
-#: attention inside an instance, 2-D tensor parallelism.
-ModelClass = Literal["dense", "moe", "mla"]
-MODEL_CLASSES: tuple[ModelClass, ...] = get_args(ModelClass)
-LAYOUT_FEATURES = ("pipeline", "expert", "attention_data", "tensor_2d")
 #: How the KV-cache fraction is taken: of the memory left after the weights, or of all memory.
 FractionOf = Literal["free", "total"]
 FRACTION_OF: tuple[FractionOf, ...] = get_args(FractionOf)

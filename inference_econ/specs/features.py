@@ -1,0 +1,16 @@
+"""The model classes an engine profile states its layouts for, and the layout features beyond
+1-D tensor parallelism (docs/model.md §F11), in plain Python so that the roofline model reads
+them without loading the engine-profile module (``specs/engine.py``; issue 28: a frontier
+under an ideal preset loads no engine profile).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+#: Model classes an engine's layouts are stated for.
+ModelClass = Literal["dense", "moe", "mla"]
+MODEL_CLASSES: tuple[ModelClass, ...] = get_args(ModelClass)
+#: Layout features beyond 1-D tensor parallelism: pipeline stages, expert parallelism,
+#: data-parallel attention inside an instance, 2-D tensor parallelism.
+LAYOUT_FEATURES = ("pipeline", "expert", "attention_data", "tensor_2d")
