@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,6 +154,39 @@ def test_yaml_loader_refuses_duplicates_tags_bombs_and_depth():
     # what YAML users rely on still works: anchors, merge keys, a byte-order mark
     data = parse_yaml("base: &b {x: 1, y: 2}\nc:\n  <<: *b\n  x: 3\n", "f.yaml")
     assert data["c"] == {"x": 3, "y": 2}
+
+
+def test_yaml_fast_path_reads_what_the_strict_loader_reads():
+    """libyaml parses the texts within ``yamlfile._plain``'s bounds (issue 28): every YAML
+    file of the repository reads the same (types and order: ``repr``) through it as through
+    the strict loader, nearly all of them take it, and texts outside the bounds or with an
+    error get the strict loader's own answer."""
+    import yaml
+
+    from inference_econ.specs.inputs import read_text
+    from inference_econ.specs.yamlfile import FAST_LOADER, StrictLoader, _plain
+
+    root = Path(__file__).resolve().parent.parent
+    files = [p for p in root.rglob("*.yaml") if ".git" not in p.parts]
+    texts = [read_text(p, 4 * 2**20) for p in files]
+    plain = [t for t in texts if _plain(t)]
+    assert len(files) >= 100 and len(plain) >= 0.9 * len(files)
+    for text in plain:
+        fast = yaml.load(text, Loader=FAST_LOADER)  # noqa: S506 - a CSafeLoader subclass
+        assert repr(fast) == repr(yaml.load(text, Loader=StrictLoader))  # noqa: S506
+    # nesting: a deep block (prefix over the bound) is the strict loader's, refused or read
+    deep = "a:\n" + "".join(" " * i + f"k{i}:\n" for i in range(1, 70)) + " " * 70 + "v"
+    assert not _plain(deep) and not _plain("- " * 40 + "x")
+    with pytest.raises(SpecError, match="line 64: nested deeper than 64 levels"):
+        parse_yaml(deep, "f.yaml")
+    nested: object = "x"
+    for _ in range(40):
+        nested = [nested]
+    assert parse_yaml("- " * 40 + "x", "f.yaml") == nested
+    # an error libyaml finds is reported by the strict loader, with its message and line
+    assert _plain("a: 1\nb: [1, 2\n")
+    with pytest.raises(SpecError, match="line 3: expected ',' or ']', but got '<stream end>'"):
+        parse_yaml("a: 1\nb: [1, 2\n", "f.yaml")
 
 
 def test_files_are_utf8_regular_and_small(tmp_path):
