@@ -420,7 +420,7 @@ def test_a_command_loads_only_its_own_module():
 #: Modules a frontier of ideal-bound figures does without (issue 28: each would be compiled on
 #: every start, as this machine writes no bytecode): the load commands, the engine profiles and
 #: their step model, the interval table, prefill (no --prompt-tokens), whole layouts (no
-#: --discrete), pandas and the figures.
+#: --discrete), the output files' checks (no --out), pandas and the figures.
 FRONTIER_SKIPS = (
     "inference_econ.cli.capacity_commands",
     "inference_econ.specs.engine",
@@ -428,17 +428,18 @@ FRONTIER_SKIPS = (
     "inference_econ.serving.intervals",
     "inference_econ.serving.prefill",
     "inference_econ.optimise.discrete",
+    "inference_econ.output.files",
     "pandas",
     "matplotlib",
 )
 
 
-def test_a_plain_frontier_loads_only_what_it_uses():
+def test_a_plain_frontier_loads_only_what_it_uses(tmp_path):
     """A plain frontier (benchmarks/bench_cli.py's command, on a smaller model) imports none
     of ``FRONTIER_SKIPS``, and the same command under the achievable preset, with a prompt
-    length and whole layouts does load the engine profile, its step model, the interval
-    table, prefill and the discrete search: the modules are needed there, so the first check
-    can fail."""
+    length, whole layouts and a text file to write does load the engine profile, its step
+    model, the interval table, prefill, the discrete search and the output files' checks: the
+    modules are needed there, so the first check can fail."""
     code = (
         "import sys; from inference_econ.cli import main; sys.argv = ['x', *sys.argv[1:]];"
         "import atexit; atexit.register(lambda: print(sorted(m for m in sys.modules),"
@@ -452,11 +453,12 @@ def test_a_plain_frontier_loads_only_what_it_uses():
     loaded = ast.literal_eval(out.stderr.strip().splitlines()[-1])
     assert "inference_econ.optimise.optimiser" in loaded and "Ideal bound" in out.stdout
     assert [m for m in FRONTIER_SKIPS if m in loaded] == []
-    more = ["--assumptions", "achievable", "--prompt-tokens", "1000", "--discrete"]
+    more = ["--assumptions", "achievable", "--prompt-tokens", "1000", "--discrete", "--out"]
+    more.append(str(tmp_path / "frontier.txt"))
     out = subprocess.run(
         [sys.executable, "-c", code, *plain, *more], capture_output=True, text=True, cwd=ROOT
     )
     assert out.returncode == 0, out.stderr
     loaded = ast.literal_eval(out.stderr.strip().splitlines()[-1])
-    assert [m for m in FRONTIER_SKIPS if m in loaded] == list(FRONTIER_SKIPS[1:6])
-    assert "Expected figures" in out.stdout
+    assert [m for m in FRONTIER_SKIPS if m in loaded] == list(FRONTIER_SKIPS[1:7])
+    assert "Expected figures" in (tmp_path / "frontier.txt").read_text()

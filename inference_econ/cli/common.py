@@ -201,12 +201,12 @@ def handle_errors(fn):
 def _owned_folders(ctx: click.Context) -> contextlib.ExitStack:
     """Every output folder of the command (``OutputFolder``) as ``output.files.owned_folder``:
     the command replaces there only the files it wrote before, never a user's own."""
-    from ..output.files import owned_folder
-
     stack = contextlib.ExitStack()
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
         if value is not None and isinstance(param.type, OutputFolder):
+            from ..output.files import owned_folder  # only with an output folder
+
             stack.enter_context(owned_folder(value))
     return stack
 
@@ -264,7 +264,6 @@ def warnings_once():
 def _check_outputs(ctx: click.Context) -> None:
     """Record the files named on the command line as inputs; refuse an output that is one
     of them, or that another output of the command also names."""
-    from ..output.files import check_output
     from ..specs import inputs
 
     outputs = []
@@ -279,6 +278,8 @@ def _check_outputs(ctx: click.Context) -> None:
     seen = {}
     for param, value in outputs:
         if isinstance(param.type, OutputFile):
+            from ..output.files import check_output  # only with an output file
+
             check_output(value, f"--{param.name}")
             key = inputs.identity(value) or str(Path(value).resolve())
             if key in seen:
