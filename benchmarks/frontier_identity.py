@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -22,45 +23,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: name: (model, hardware, make_setting keywords)
+#: The exactness tests' settings (tests/search_settings.py) and three more: name: (model,
+#: hardware, make_setting keywords).
 SETTINGS = {
-    "dense": ("Llama 3 70B", "H100-paper", dict(weight_bits=8)),
-    "dense-draft": (
-        "Llama 3 70B",
-        "H100-paper",
-        dict(weight_bits=8, draft="Llama 3 8B", acceptance=0.8),
-    ),
-    "moe-table-5-draft": (
-        "Mixtral 8x22B",
-        "H100-paper",
-        dict(assumptions="paper-table-5", draft="Llama 3 8B", context_tokens=4000),
-    ),
-    "mla-mtp-refined": (
-        "DeepSeek-V3",
-        "H200-SXM",
-        dict(assumptions="refined", draft_heads="mtp", max_draft_tokens=2, context_tokens=32000),
-    ),
-    "sliding-windows-capped": (
-        "gpt-oss-120b",
-        "B200",
-        dict(
-            assumptions="refined",
-            weight_bits=4,
-            context_tokens=8000,
-            max_gpus=64,
-            max_throughput_tokens_per_s=2e5,
-        ),
-    ),
-    "achievable-draft": (
-        "Llama 3.3 70B",
-        "H100-SXM",
-        dict(assumptions="achievable", draft="Llama 3.1 8B", acceptance=0.7),
-    ),
-    "ttft-draft": (
-        "Mixtral 8x22B",
-        "H100-paper",
-        dict(prompt_tokens=1000, ttft_max_s=0.5, draft="Llama 3 8B", context_tokens=2000),
-    ),
+    **runpy.run_path(str(ROOT / "tests" / "search_settings.py"))["SETTINGS"],
     "refined-cell": (
         "Llama 3.3 70B",
         "H100-SXM",
@@ -69,7 +35,7 @@ SETTINGS = {
     "dense-capped": (
         "Llama 3 70B",
         "H100-paper",
-        dict(weight_bits=8, max_throughput_tokens_per_s=3e4),
+        dict(weight_bits=8, max_throughput_tokens_per_s=30000.0),
     ),
     "moe-refined": ("DeepSeek-V3", "H200-SXM", dict(assumptions="refined", context_tokens=4000)),
 }

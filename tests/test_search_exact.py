@@ -8,6 +8,7 @@ column; the fast frontier is also compared with the brute-force loop over every 
 
 import numpy as np
 import pytest
+from search_settings import SETTINGS  # tests/ is on the path under pytest
 
 import inference_econ as ie
 from inference_econ.model.collectives import (
@@ -19,48 +20,6 @@ from inference_econ.model.collectives import (
     protocols_for,
 )
 from inference_econ.optimise import grid, optimiser
-
-#: Dense, mixture of experts, MLA with MTP heads, sliding windows, the engine preset, drafts,
-#: a TTFT limit (the per-layout path), a demand cap and a GPU cap.
-SETTINGS = {
-    "dense": ("Llama 3 70B", "H100-paper", dict(weight_bits=8)),
-    "dense-draft": (
-        "Llama 3 70B",
-        "H100-paper",
-        dict(weight_bits=8, draft="Llama 3 8B", acceptance=0.8),
-    ),
-    "moe-table-5-draft": (
-        "Mixtral 8x22B",
-        "H100-paper",
-        dict(assumptions="paper-table-5", draft="Llama 3 8B", context_tokens=4000),
-    ),
-    "mla-mtp-refined": (
-        "DeepSeek-V3",
-        "H200-SXM",
-        dict(assumptions="refined", draft_heads="mtp", max_draft_tokens=2, context_tokens=32000),
-    ),
-    "sliding-windows-capped": (
-        "gpt-oss-120b",
-        "B200",
-        dict(
-            assumptions="refined",
-            weight_bits=4,
-            context_tokens=8000,
-            max_gpus=64,
-            max_throughput_tokens_per_s=2e5,
-        ),
-    ),
-    "achievable-draft": (
-        "Llama 3.3 70B",
-        "H100-SXM",
-        dict(assumptions="achievable", draft="Llama 3.1 8B", acceptance=0.7),
-    ),
-    "ttft-draft": (
-        "Mixtral 8x22B",
-        "H100-paper",
-        dict(prompt_tokens=1000, ttft_max_s=0.5, draft="Llama 3 8B", context_tokens=2000),
-    ),
-}
 
 
 def _setting(name):
