@@ -372,7 +372,7 @@ def _load_inputs(
     sets the rate) a missing rate is a placeholder; ``closed_loop``: ``concurrency`` (clients
     instead of a rate) is taken, which only a simulation of one deployment runs."""
     from .serving.load.arrivals import make_traffic
-    from .serving.load.engine import DEFAULT_ENGINE, EngineConfig
+    from .serving.load.engine import EngineConfig
     from .serving.load.targets import Targets
 
     if not sized and kwargs.get("confidence") is not None:
@@ -423,17 +423,10 @@ def _load_inputs(
     targets = Targets(v["slo_ttft_p99_s"], v["slo_tpot_p99_s"], v["slo_e2e_p99_s"])
     # limits not given are the engine profile's own on each GPU (``engine_config``), and so
     # are its admission and prompt scheduling; the ideal engine's are DEFAULT_ENGINE's
-    limits = ("max_batch_requests", "step_token_budget")
-    steps = v.get("scheduler_steps")
+    limits = ("max_batch_requests", "step_token_budget", "scheduler_steps")
     config = EngineConfig(
-        *(v[name] if v[name] is not None else getattr(DEFAULT_ENGINE, name) for name in limits),
-        engine_own=(
-            *(n for n in limits if v[n] is None),
-            "admission",
-            "prefill",
-            *(() if steps is not None else ("scheduler_steps",)),
-        ),
-        scheduler_steps=steps if steps is not None else DEFAULT_ENGINE.scheduler_steps,
+        **{name: v[name] for name in limits if v[name] is not None},
+        engine_own=(*(n for n in limits if v[n] is None), "admission", "prefill"),
         speculation_max_batch=v["speculation_max_batch"],
         speculation_schedule=v["speculation_schedule"],
         prefix_caching=v["prefix_caching"],

@@ -340,7 +340,7 @@ class EngineProfile:
     #: than the engine's defaults: (benchmark, ((field, value), ...)) with the fields
     #: ``admission``, ``prefill`` and ``scheduler_steps`` (e.g. MLPerf Inference's harness runs
     #: TensorRT-LLM with chunked prompts, the engine's default being whole ones).
-    harnesses: tuple[tuple[str, tuple[tuple[str, str | int], ...]], ...] = ()
+    harnesses: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
     #: How the profile was made: data, fit error, command (free text per key).
@@ -368,10 +368,14 @@ class EngineProfile:
                 return rule.max_batch_requests, rule.step_token_budget
         return self.max_batch_requests, self.step_token_budget
 
+    def _harness(self, harness: str | None) -> dict:
+        """The fields ``harness`` sets ({} for None or a harness the profile does not name)."""
+        return dict(dict(self.harnesses).get(harness, ())) if harness else {}
+
     def scheduler_policy(self, harness: str | None = None) -> tuple[Admission, PrefillMode]:
         """(admission, prefill) the engine runs with under a benchmark's ``harness`` (one of
         ``HARNESSES``; None: the engine's own defaults)."""
-        changes = dict(dict(self.harnesses).get(harness, ())) if harness else {}
+        changes = self._harness(harness)
         return changes.get("admission", self.admission), changes.get("prefill", self.prefill)
 
     def harness_applies(self, harness: str, version: str | None, model: str | None = None) -> bool:
@@ -380,9 +384,9 @@ class EngineProfile:
         name; None: any)."""
         if harness not in dict(self.harnesses):
             return False
-        changes = dict(dict(self.harnesses)[harness])
+        changes = self._harness(harness)
         bounds, models = changes.get("versions"), changes.get("models")
-        if models and model is not None and model not in str(models).split("|"):
+        if models and model is not None and model not in models:
             return False
         parsed = parse_version(str(version)) if version else None
         return not bounds or parsed is None or in_range(parsed, str(bounds))
@@ -390,8 +394,7 @@ class EngineProfile:
     def harness_scheduler_steps(self, harness: str | None = None) -> int:
         """Decode steps per scheduler call under a benchmark's ``harness`` (None: the
         engine's own, ``scheduler_steps``)."""
-        changes = dict(dict(self.harnesses).get(harness, ())) if harness else {}
-        return int(changes.get("scheduler_steps", self.scheduler_steps))
+        return int(self._harness(harness).get("scheduler_steps", self.scheduler_steps))
 
     def standard_error(self, name: str) -> float | None:
         return dict(self.standard_errors).get(name)
@@ -563,9 +566,7 @@ def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
 HARNESSES = ("mlperf",)
 
 
-def _harnesses(
-    value: Any, source: str
-) -> tuple[tuple[str, tuple[tuple[str, str | int], ...]], ...]:
+def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
     """The ``harnesses`` mapping: {benchmark: {admission: ..., prefill: ...,
     scheduler_steps: ..., versions: ..., models: [...]}} (``versions``: the engine versions
     the harness sets these on, ``models`` the benchmark models it does so for; a row outside
@@ -587,7 +588,7 @@ def _harnesses(
             raise SpecError(
                 source, where, f"expected a mapping, got {changes!r}", "e.g. {prefill: chunked}"
             )
-        fields: list[tuple[str, str | int]] = []
+        fields: list[tuple[str, Any]] = []
         for key, word in changes.items():
             if key == "models":  # the benchmark models whose harness configurations say so
                 names = [word] if isinstance(word, str) else list(word or ())
@@ -598,7 +599,7 @@ def _harnesses(
                         f"expected a list of model names, got {word!r}",
                         'e.g. ["Llama 2 70B"]',
                     )
-                fields.append((key, "|".join(n.strip() for n in names)))
+                fields.append((key, tuple(n.strip() for n in names)))
                 continue
             if key == "versions":  # the engine versions the harness runs them this way on
                 version_range(str(word), f"{source}: {where}")

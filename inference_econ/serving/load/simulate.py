@@ -916,13 +916,14 @@ class _Engine:
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
         k = max(1, math.ceil((self.min_end() - self.G) / E - _EPS))
-        deadline = min(self.next_time(), horizon) - self.t if admit_more else None
-        if deadline is not None and not math.isfinite(deadline):
-            deadline = None
         window = self.window
         if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
             k = min(k, window - self.phase)
             deadline = None
+        else:
+            deadline = min(self.next_time(), horizon) - self.t if admit_more else None
+            if deadline is not None and not math.isfinite(deadline):
+                deadline = None
         if self.windowed:
             k, span, attended, after, flop = self._run_arrays(D, min(k, RUN_STEPS), deadline, c)
         else:
