@@ -99,7 +99,7 @@ def _divisor_groups(divisors, area: int) -> list[tuple[int, ...]]:
     """The attention divisors of a block in groups, each evaluated as one stacked array: all
     of them at once when the stacked array (divisors x the block's ``area`` points) has at
     most ``STACK_ELEMENTS`` elements, else one by one."""
-    one_by_one = [(j,) for j in range(len(divisors))]
+    one_by_one: list[tuple[int, ...]] = [(j,) for j in range(len(divisors))]
     if not STACK_DIVISORS or len(divisors) * area > STACK_ELEMENTS:
         return one_by_one
     shape = np.shape(divisors[0])  # they broadcast from the tensor degrees: one shape
