@@ -63,6 +63,50 @@ def test_folded_passes_are_the_full_search_bit_for_bit(name, monkeypatch):
             assert np.array_equal(front.columns[column], values), column
 
 
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_stacked_divisors_are_the_search_one_by_one_bit_for_bit(name, monkeypatch):
+    """Evaluating a small block's attention divisors as one stacked array
+    (``grid.STACK_DIVISORS``) gives every pass latency bit for bit as one divisor at a time;
+    on a 30 x 30 grid every block is stacked, and with a lower ``STACK_ELEMENTS`` only the
+    smaller blocks are."""
+    setting = _setting(name)
+    problem = optimiser.Problem(setting, ie.Method(grid_points=30))
+    n_values, b_values = problem.continuous_axes()
+    target = problem.decoder.target
+    several = target.assumptions.attention_divisor_count + len(target.extra_attention_degrees)
+    group_min, default = grid._group_min, grid.STACK_ELEMENTS
+    for limit in (default, 3000) if name == "dense-draft" else (default,):
+        monkeypatch.setattr(grid, "STACK_ELEMENTS", limit)
+        stacked = []
+        for stack in (True, False):
+            monkeypatch.setattr(grid, "STACK_DIVISORS", stack)
+            calls: list = []
+            monkeypatch.setattr(grid, "_group_min", _counted(group_min, calls))
+            stacked.append((problem._pass_latencies(n_values, b_values), calls))
+        (fast, groups), (full, singles) = stacked
+        assert all(len(g) == 1 for g in singles)
+        # one divisor (table 5's preset, the engine's), or a TTFT limit's per-layout search:
+        # nothing to stack, and the same search
+        if several > 1 and not problem.ttft_limited:
+            assert any(len(g) > 1 for g in groups)  # the stacked path ran
+            assert (limit < default) == any(len(g) == 1 for g in groups)
+        for a, b in zip(fast, full):
+            assert (a is None) == (b is None)
+            for S in b or {}:
+                assert a[S].dtype == b[S].dtype
+                assert np.array_equal(a[S], b[S]), (limit, S)
+
+
+def _counted(group_min, calls):
+    """``grid._group_min`` recording each group of divisors it evaluates."""
+
+    def counted(model, part, divisors, group, cache):
+        calls.append(group)
+        return group_min(model, part, divisors, group, cache)
+
+    return counted
+
+
 @pytest.mark.parametrize("name", ["mla-mtp-refined", "sliding-windows-capped"])
 def test_fast_frontier_is_the_brute_force_frontier(name):
     """On a 24 x 24 grid the fast search's frontier is the brute-force loop's (every layout at

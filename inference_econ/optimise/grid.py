@@ -5,7 +5,8 @@ layouts as ``model.layouts.best_layout``, with less work: rows with B >= L share
 degrees, rows are split where expert parallelism switches on, so quantities that depend on the
 tensor degree are computed once per column; the collective structures of a block, and each
 collective call's factors that do not depend on the tokens, are shared across the tokens per
-pass; blocks run on a thread pool in float32.
+pass; a small block's attention divisors are evaluated as one stacked array; blocks run on a
+thread pool in float32.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ SEARCH_MARGIN = 1e-4
 #: per pass once for all its passes (``StepCache.fold``): the same operations on the same
 #: numbers, so the same latencies bit for bit (tests/test_search_exact.py compares both).
 FOLD_PASSES = True
+
+#: Whether a block's attention divisors are evaluated stacked, several to one array
+#: (``_divisor_groups``): fewer, larger operations on small blocks (a study's 100 x 100 grid),
+#: the same numbers bit for bit (tests/test_search_exact.py compares both).
+STACK_DIVISORS = True
+#: The most elements of a stacked array (divisors x points): an operation costs about twice as
+#: much per element above ~128,000 single-precision elements on the benchmarks' machine.
+STACK_ELEMENTS = 1 << 18
 
 
 def _row_blocks(b_rows, thresholds):
@@ -62,11 +71,11 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
     )
     out: list[tuple[np.ndarray, Floats | None]] = []
     if per_layout is None:
+        area = (rows.stop - rows.start) * (cols.stop - cols.start)
+        groups = _divisor_groups(divisors, area)
         for S in S_values:
             part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
-            lats = [
-                model.latency(part, adiv, cache=cache, key=j) for j, adiv in enumerate(divisors)
-            ]
+            lats = [_group_min(model, part, divisors, group, cache) for group in groups]
             out.append((np.where(ok, functools.reduce(minimum_into, lats), np.inf), None))
         return rows, cols, out
     values = per_layout(N_row, B_col, p, divisors, cache)
@@ -84,6 +93,31 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
                 best_v = np.where(better, value, best_v)
         out.append((np.where(ok, best, np.inf), best_v))
     return rows, cols, out
+
+
+def _divisor_groups(divisors, area: int) -> list[tuple[int, ...]]:
+    """The attention divisors of a block in groups, each evaluated as one stacked array: all
+    of them at once when the stacked array (divisors x the block's ``area`` points) has at
+    most ``STACK_ELEMENTS`` elements, else one by one."""
+    one_by_one: list[tuple[int, ...]] = [(j,) for j in range(len(divisors))]
+    if not STACK_DIVISORS or len(divisors) * area > STACK_ELEMENTS:
+        return one_by_one
+    shape = np.shape(divisors[0])  # they broadcast from the tensor degrees: one shape
+    if any(np.shape(d) != shape for d in divisors):
+        return one_by_one
+    return [tuple(range(len(divisors)))]
+
+
+def _group_min(model: StepModel, part, divisors, group: tuple[int, ...], cache: StepCache):
+    """The least latency over a group of attention divisors (``_divisor_groups``). A group of
+    several is one stacked array (divisors x the block's points): every quantity of a step is
+    elementwise, so each slice holds the same numbers as that divisor alone, and the minimum
+    over the slices is the same as taken one by one (docs/model.md "The search")."""
+    if len(group) == 1:
+        return model.latency(part, divisors[group[0]], cache=cache, key=group[0])
+    adiv = np.stack([divisors[j] for j in group])  # (divisors, rows or 1, columns)
+    lat = model.latency(part, adiv, cache=cache, key=("stack",) + group)
+    return np.minimum.reduce(lat, axis=0) if np.ndim(lat) == adiv.ndim else lat
 
 
 def _window(ok) -> tuple[slice, slice]:
