@@ -386,6 +386,83 @@ def test_whole_prompts_wait_for_room_in_the_step_where_chunks_do_not():
     assert ttft["chunked"] < 0.1 < ttft["whole"]
 
 
+def test_a_chunk_that_does_not_end_its_prompt_is_a_whole_number_of_kv_blocks():
+    """TensorRT-LLM's first-come-first-served chunking rounds a chunk that does not end its
+    prompt down to whole KV-cache blocks (32 tokens; microBatchScheduler.cpp): alone under a
+    100-token budget a 400-token prompt goes in chunks of 96, 96, 96, 96 and 16 (five steps)
+    where chunks of any size take 100 x 4 (four). Behind 70 decoding requests the room left,
+    30 tokens, holds no block: the prompt waits until two of them have finished, where
+    unrounded chunks start it on the next step."""
+    setting = make_setting("Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
+    alone = Arrivals(np.zeros(1), np.array([400]), np.array([1]))
+    steps = {}
+    for unit in (1, 32):
+        inst = build_instance(
+            setting, 1, EngineConfig(256, 100, "no_evict", "chunked", chunk_unit_tokens=unit)
+        )
+        steps[unit] = simulate(inst, alone).steps
+    assert steps == {1: 4, 32: 5}
+    n = 70
+    prompt = np.r_[np.full(n, 1), 400]
+    output = np.r_[np.linspace(100, 400, n).round(), 1]
+    arrivals = Arrivals(np.r_[np.zeros(n), 0.05], prompt, output)
+    for unit in (1, 32):
+        inst = build_instance(
+            setting, 1, EngineConfig(256, 100, "no_evict", "chunked", chunk_unit_tokens=unit)
+        )
+        rec = simulate(inst, arrivals)
+        second_finish = np.sort(rec.finish_s[:n])[1]
+        assert np.all(rec.first_token_s[:n] < 0.05)  # the 70 decode when the prompt arrives
+        if unit == 32:
+            assert rec.first_token_s[-1] > second_finish
+        else:
+            assert rec.first_token_s[-1] < second_finish
+
+
+def test_an_mlperf_llama_2_70b_row_runs_the_harness_budget_of_its_gpu_and_scenario(tmp_path):
+    """NVIDIA's harness builds the engine with its own batch and token budget (engines/
+    trtllm.yaml counts the configurations): MLPerf Llama 2 70B Interactive on H200 runs 512
+    requests and 256 tokens per step, Server on B200 2,048 and 3,584; Llama 3.1 8B, whose
+    configurations are not stated there, the engine's 2,048 and 8,192; chunks in 32-token
+    blocks either way, and the label says which budget ran."""
+    row = (
+        "mlcommons/inference_results_v5.1/closed/NVIDIA/results/x,"
+        "{model} (MLPerf v5.1 {bench} {scenario}),FP8,{gpu},8,TP1 x8,n/a,"
+        "222.33 mean (sd 171.50),294.45,throughput,20000,tokens/s,TensorRT-LLM,{sc}"
+    )
+    lines = [
+        row.format(
+            model="Llama-2-70B-chat",
+            bench="llama2-70b-99",
+            scenario="Interactive",
+            gpu="H200 SXM",
+            sc="interactive",
+        ),
+        row.format(
+            model="Llama-2-70B-chat",
+            bench="llama2-70b-99",
+            scenario="Server",
+            gpu="B200",
+            sc="server",
+        ),
+        row.format(
+            model="Llama-3.1-8B-Instruct",
+            bench="llama3.1-8b",
+            scenario="Server",
+            gpu="B200",
+            sc="server",
+        ),
+    ]
+    h200, b200, small = rows_of(tmp_path, *lines)
+    base = preset("achievable")
+    found = [pr.row_engine(r, base) for r in (h200, b200, small)]
+    limits = [(f.config.max_batch_requests, f.config.step_token_budget) for f in found]
+    assert limits == [(512, 256), (2048, 3584), (2048, 8192)]
+    assert all(f.config.chunk_unit_tokens == 32 for f in found)
+    assert "512 requests and 256 tokens per step" in found[0].label
+    assert "tokens per step" not in found[2].label
+
+
 def test_an_mlperf_row_on_rocm_runs_vllm_in_windows_of_decode_steps(tmp_path):
     """AMD's MLPerf harness runs vLLM V0 with 9 decode steps per schedule and whole prompts
     (engines/vllm-rocm.yaml cites its configs): an MI300X MLPerf row with a V0-capable or
