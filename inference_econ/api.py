@@ -426,12 +426,7 @@ def _load_inputs(
     limits = ("max_batch_requests", "step_token_budget", "scheduler_steps")
     config = EngineConfig(
         **{name: v[name] for name in limits if v[name] is not None},
-        engine_own=(
-            *(n for n in limits if v[n] is None),
-            "admission",
-            "prefill",
-            "chunk_unit_tokens",
-        ),
+        engine_own=(*(n for n in limits if v[n] is None), "admission", "prefill"),
         speculation_max_batch=v["speculation_max_batch"],
         speculation_schedule=v["speculation_schedule"],
         prefix_caching=v["prefix_caching"],

@@ -138,39 +138,6 @@ def test_batched_prefill_shares_one_weight_read(llama):
     assert ten < chunk  # ten short prompts attend to less than one long one
 
 
-def test_nvidias_mlperf_harness_sets_the_batch_and_token_budget_by_gpu_and_scenario():
-    """engines/trtllm.yaml states the Llama 2 70B budgets of NVIDIA's MLPerf v5.1 harness
-    configurations (gpu_batch_size and max_num_tokens; counted in the file's comments): the
-    first rule that matches the GPU, scenario, model and round; none outside them (the
-    engine's own 2,048 requests and 8,192 tokens hold), and none without the harness."""
-    from inference_econ.specs.catalog import resolve_system_name
-    from inference_econ.specs.hardware import load_hardware
-
-    gpu = {
-        g: load_hardware(resolve_system_name(g).path)
-        for g in ("H200-SXM", "H200-NVL", "B200-HGX", "GB200-NVL72", "GH200-144GB", "H100-SXM")
-    }
-    trt = load_engine("trtllm")
-    llama = "Llama 2 70B"
-    assert trt.harness_limits("mlperf", gpu["H200-SXM"], "interactive", llama) == (512, 256)
-    assert trt.harness_limits("mlperf", gpu["H200-NVL"], "interactive", llama) == (512, 256)
-    assert trt.harness_limits("mlperf", gpu["H200-SXM"], "server", llama) == (2048, 1536)
-    assert trt.harness_limits("mlperf", gpu["H200-SXM"], "offline", llama) == (2048, 1536)
-    assert trt.harness_limits("mlperf", gpu["B200-HGX"], "interactive", llama) == (768, 768)
-    assert trt.harness_limits("mlperf", gpu["GB200-NVL72"], "server", llama) == (2048, 3584)
-    # GH200's Offline config was read (v5.0), its Interactive one was not; nor any H100 SXM one
-    assert trt.harness_limits("mlperf", gpu["GH200-144GB"], "offline", llama) == (2048, 1536)
-    assert trt.harness_limits("mlperf", gpu["GH200-144GB"], "interactive", llama) is None
-    assert trt.harness_limits("mlperf", gpu["H100-SXM"], "server", llama) is None
-    assert trt.harness_limits("mlperf", gpu["B200-HGX"], "server", "Llama 3.1 8B") is None
-    assert trt.harness_limits(None, gpu["B200-HGX"], "server", llama) is None
-    # the rounds read: v5.0 and v5.1 (v4.1 set other batches); a round not stated takes them
-    h200 = gpu["H200-SXM"]
-    assert trt.harness_limits("mlperf", h200, "server", llama, "5.1") == (2048, 1536)
-    assert trt.harness_limits("mlperf", h200, "server", llama, "4.1") is None
-    assert trt.chunk_unit_tokens == 32 and load_engine("vllm").chunk_unit_tokens == 1
-
-
 def test_engine_profiles_load_derive_and_refuse(tmp_path):
     from inference_econ.specs import catalog
 
@@ -209,34 +176,9 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
         ({"mlperf": {"prefill": "sometimes"}}, r"harnesses\.mlperf\.prefill.*'sometimes'"),
         ({"mlperf": {"step_token_budget": 2048}}, r"harnesses\.mlperf\.step_token_budget"),
         ({"mlperf": {}}, r"harnesses\.mlperf.*expected a mapping"),
-        ({"mlperf": {"limits": {"gpus": "B200"}}}, r"harnesses\.mlperf\.limits.*expected a list"),
-        (
-            {
-                "mlperf": {
-                    "limits": [
-                        {"max_batch_requests": 8, "step_token_budget": 8, "scenarios": ["batch"]}
-                    ]
-                }
-            },
-            r"harnesses\.mlperf\.limits\[0\]\.scenarios.*unknown scenario 'batch'",
-        ),
-        (
-            {"mlperf": {"limits": [{"max_batch_requests": 8, "step_token_budget": 0}]}},
-            r"harnesses\.mlperf\.limits\[0\]\.step_token_budget.*>= 1",
-        ),
-        (
-            {
-                "mlperf": {
-                    "limits": [{"max_batch_requests": 8, "step_token_budget": 8, "gpus": [7]}]
-                }
-            },
-            r"harnesses\.mlperf\.limits\[0\]\.gpus.*list of names",
-        ),
     ):
         with pytest.raises(ie.SpecError, match=says):
             profile_from_dict({"name": "x", "harnesses": bad}, "x.yaml")
-    with pytest.raises(ie.SpecError, match=r"chunk_unit_tokens.*>= 1"):
-        profile_from_dict({"name": "x", "chunk_unit_tokens": 0}, "x.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nkv_cache_fraction_of: most\n")
     result = CliRunner().invoke(

@@ -243,15 +243,6 @@ TERMS: tuple[Term, ...] = (
         "admitted only between such windows (§F9)",
         True,
     ),
-    Term(
-        "chunk_unit_tokens",
-        "tokens",
-        1.0,
-        65536.0,
-        "a prompt chunk that does not end its prompt is a multiple of this many tokens "
-        "(TensorRT-LLM: the KV-cache block) (§E3, §F9)",
-        True,
-    ),
 )
 BY_TERM = {t.name: t for t in TERMS}
 #: How the KV-cache fraction is taken: of the memory left after the weights, or of all memory.
@@ -281,41 +272,21 @@ PREFILL_MODES: tuple[PrefillMode, ...] = get_args(PrefillMode)
 @dataclass(frozen=True)
 class SchedulerLimits:
     """An engine's default batch and token budget where it differs by GPU or benchmark: on
-    GPUs of at least ``min_hbm_gb`` GB whose name contains none of ``not_gpus`` (and one of
-    ``gpus``, when given), for offline runs only (``offline`` True), served ones only (False)
-    or both (None); under a benchmark's harness also by its scenario (``scenarios``: server,
-    interactive, offline; empty: every one) and model (``models``: names; empty: every one)."""
+    GPUs of at least ``min_hbm_gb`` GB whose name contains none of ``not_gpus``, for offline
+    runs only (``offline`` True), served ones only (False) or both (None)."""
 
     max_batch_requests: int
     step_token_budget: int
     min_hbm_gb: float = 0.0
     not_gpus: tuple[str, ...] = ()
     offline: bool | None = None
-    gpus: tuple[str, ...] = ()
-    scenarios: tuple[str, ...] = ()
-    models: tuple[str, ...] = ()
-    #: The benchmark's publication rounds (a version range, ">=5.0"; "": every round) whose
-    #: configurations set these; a row whose round is not stated takes them.
-    rounds: str = ""
 
-    def applies(
-        self,
-        gpu,
-        offline: bool,
-        scenario: str | None = None,
-        model: str | None = None,
-        round_: str | None = None,
-    ) -> bool:
+    def applies(self, gpu, offline: bool) -> bool:
         name = gpu.name.lower()
-        parsed = parse_version(round_) if round_ else None
         return (
             gpu.hbm_capacity_bytes >= self.min_hbm_gb * 1e9
             and not any(g.lower() in name for g in self.not_gpus)
-            and (not self.gpus or any(g.lower() in name for g in self.gpus))
             and (self.offline is None or self.offline == offline)
-            and (not self.scenarios or scenario in self.scenarios)
-            and (not self.models or model in self.models)
-            and (not self.rounds or parsed is None or in_range(parsed, self.rounds))
         )
 
 
@@ -351,7 +322,6 @@ class EngineProfile:
     max_batch_requests: int = 2048
     step_token_budget: int = 8192
     scheduler_steps: int = 1
-    chunk_unit_tokens: int = 1
     #: Layout features the engine runs, by model class (§F11); empty: every layout.
     parallelism: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: The engine this profile describes (its family: trtllm, vllm, sglang; empty: the name),
@@ -368,9 +338,8 @@ class EngineProfile:
     limits: tuple[SchedulerLimits, ...] = ()
     #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
     #: than the engine's defaults: (benchmark, ((field, value), ...)) with the fields
-    #: ``admission``, ``prefill``, ``scheduler_steps`` and ``limits`` (its batch and token
-    #: budget by GPU, scenario and model, ``SchedulerLimits``; e.g. MLPerf Inference's harness
-    #: runs TensorRT-LLM with chunked prompts, the engine's default being whole ones).
+    #: ``admission``, ``prefill`` and ``scheduler_steps`` (e.g. MLPerf Inference's harness runs
+    #: TensorRT-LLM with chunked prompts, the engine's default being whole ones).
     harnesses: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
@@ -421,24 +390,6 @@ class EngineProfile:
             return False
         parsed = parse_version(str(version)) if version else None
         return not bounds or parsed is None or in_range(parsed, str(bounds))
-
-    def harness_limits(
-        self,
-        harness: str | None,
-        gpu,
-        scenario: str,
-        model: str | None,
-        round_: str | None = None,
-    ) -> tuple[int, int] | None:
-        """(max_batch_requests, step_token_budget) a benchmark's ``harness`` sets on ``gpu``
-        for a row of ``scenario`` (server, interactive, offline) and ``model`` in the
-        benchmark's publication ``round_`` ("5.1"; None: not stated): the first of its
-        ``limits`` that applies; None where it sets none (the engine's own hold)."""
-        offline = scenario == "offline"
-        for rule in self._harness(harness).get("limits", ()):
-            if rule.applies(gpu, offline, scenario, model, round_):
-                return rule.max_batch_requests, rule.step_token_budget
-        return None
 
     def harness_scheduler_steps(self, harness: str | None = None) -> int:
         """Decode steps per scheduler call under a benchmark's ``harness`` (None: the
@@ -555,29 +506,14 @@ def _parallelism(value: Any, source: str) -> tuple[tuple[str, tuple[str, ...]], 
 CHOICES = {"platform": PLATFORMS, "admission": ADMISSIONS, "prefill": PREFILL_MODES}
 
 
-#: Scenarios a harness's limits can be stated for (``SchedulerLimits.scenarios``).
-LIMIT_SCENARIOS = ("server", "interactive", "offline")
-
-
-def _names(item: Mapping, key: str, source: str, where: str) -> tuple[str, ...]:
-    """A limits rule's list of names (one name or a list of non-empty strings)."""
-    value = item.get(key, ())
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, (list, tuple)) or not all(
-        isinstance(n, str) and n.strip() for n in names
-    ):
-        raise SpecError(source, f"{where}.{key}", f"expected a list of names, got {value!r}")
-    return tuple(n.strip() for n in names)
-
-
-def _limits(value: Any, source: str, field_name: str = "limits") -> tuple[SchedulerLimits, ...]:
+def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
     """The ``limits`` list: mappings of max_batch_requests, step_token_budget and the
-    conditions min_hbm_gb, not_gpus, gpus, offline, scenarios, models, rounds."""
+    conditions min_hbm_gb, not_gpus, offline."""
     if not isinstance(value, list):
-        raise SpecError(source, field_name, f"expected a list, got {value!r}")
+        raise SpecError(source, "limits", f"expected a list, got {value!r}")
     out = []
     for k, item in enumerate(value):
-        where = f"{field_name}[{k}]"
+        where = f"limits[{k}]"
         if not isinstance(item, Mapping):
             raise SpecError(source, where, f"expected a mapping, got {item!r}")
         extra = set(item) - {
@@ -585,11 +521,7 @@ def _limits(value: Any, source: str, field_name: str = "limits") -> tuple[Schedu
             "step_token_budget",
             "min_hbm_gb",
             "not_gpus",
-            "gpus",
             "offline",
-            "scenarios",
-            "models",
-            "rounds",
         }
         if extra:
             raise SpecError(
@@ -620,29 +552,11 @@ def _limits(value: Any, source: str, field_name: str = "limits") -> tuple[Schedu
             raise SpecError(
                 source, f"{where}.offline", f"is {offline!r}", "true, false or leave it out"
             )
-        scenarios = _names(item, "scenarios", source, where)
-        for sc in scenarios:
-            if sc not in LIMIT_SCENARIOS:
-                raise SpecError(
-                    source,
-                    f"{where}.scenarios",
-                    f"unknown scenario {sc!r}",
-                    f"any of {', '.join(LIMIT_SCENARIOS)}",
-                )
-        rounds = str(item.get("rounds", "")).strip()
-        if rounds:
-            version_range(rounds, f"{source}: {where}.rounds")
+        not_gpus = item.get("not_gpus", ())
+        not_gpus = (not_gpus,) if isinstance(not_gpus, str) else tuple(str(g) for g in not_gpus)
         out.append(
             SchedulerLimits(
-                numbers["max_batch_requests"],
-                numbers["step_token_budget"],
-                gb,
-                _names(item, "not_gpus", source, where),
-                offline,
-                _names(item, "gpus", source, where),
-                scenarios,
-                _names(item, "models", source, where),
-                rounds,
+                numbers["max_batch_requests"], numbers["step_token_budget"], gb, not_gpus, offline
             )
         )
     return tuple(out)
@@ -654,8 +568,7 @@ HARNESSES = ("mlperf",)
 
 def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
     """The ``harnesses`` mapping: {benchmark: {admission: ..., prefill: ...,
-    scheduler_steps: ..., limits: [...], versions: ..., models: [...]}} (``limits``: as a
-    profile's ``limits``, also by ``scenarios`` and ``models``; ``versions``: the engine versions
+    scheduler_steps: ..., versions: ..., models: [...]}} (``versions``: the engine versions
     the harness sets these on, ``models`` the benchmark models it does so for; a row outside
     them runs the engine's own defaults)."""
     if not isinstance(value, Mapping):
@@ -692,9 +605,6 @@ def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, Any
                 version_range(str(word), f"{source}: {where}")
                 fields.append((key, str(word).strip()))
                 continue
-            if key == "limits":  # the batch and token budget the harness's configurations set
-                fields.append((key, _limits(word, source, f"{where}.limits")))
-                continue
             if key == "scheduler_steps":
                 t = BY_TERM[key]
                 steps = check_number(
@@ -712,7 +622,7 @@ def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, Any
                     source,
                     f"{where}.{key}",
                     "unknown field",
-                    "admission, prefill, scheduler_steps, limits, versions or models",
+                    "admission, prefill, scheduler_steps, versions or models",
                 )
             if word not in CHOICES[key]:
                 raise SpecError(

@@ -63,9 +63,6 @@ class EngineConfig:
     #: "multi-step scheduling"): requests are admitted and prompts scheduled only between
     #: windows of this many decode steps, so an arrival waits for its window to end (§E1).
     scheduler_steps: int = 1
-    #: A prompt chunk that does not end its prompt is a multiple of this many tokens (the
-    #: room left is rounded down to it): TensorRT-LLM's chunk unit, one KV-cache block (§E3).
-    chunk_unit_tokens: int = 1
     #: Whether the limits hold per data-parallel attention rank (``on_layout``); None: as the
     #: engine profile's family has them (``specs.engine.LIMITS_PER_ATTENTION_RANK``), False
     #: for limits already stated per instance (the replay's, ``predicting.for_layout``).
@@ -81,7 +78,6 @@ class EngineConfig:
             "step_token_budget",
             "speculation_max_batch",
             "scheduler_steps",
-            "chunk_unit_tokens",
         ):
             value = getattr(self, name)
             if value is None and name == "speculation_max_batch":
@@ -129,25 +125,13 @@ class EngineConfig:
             f"{self.admission} admission, {self.prefill} prompts"
             + ("" if self.prefix_caching else ", no prefix cache")
             + (f", {self.scheduler_steps} steps per schedule" if self.scheduler_steps > 1 else "")
-            + (
-                f", chunks in units of {self.chunk_unit_tokens} tokens"
-                if self.chunk_unit_tokens > 1 and self.prefill == "chunked"
-                else ""
-            )
         )
 
 
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.
 DEFAULT_ENGINE = EngineConfig()
 #: What an engine profile sets of an instance's scheduler (``EngineConfig.engine_own``).
-ENGINE_OWN = (
-    "max_batch_requests",
-    "step_token_budget",
-    "admission",
-    "prefill",
-    "scheduler_steps",
-    "chunk_unit_tokens",
-)
+ENGINE_OWN = ("max_batch_requests", "step_token_budget", "admission", "prefill", "scheduler_steps")
 
 
 def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
@@ -168,7 +152,6 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
         "admission": prof.admission,
         "prefill": prof.prefill,
         "scheduler_steps": int(prof.scheduler_steps),
-        "chunk_unit_tokens": int(prof.chunk_unit_tokens),
     }
     return dataclasses.replace(
         config,

@@ -5,9 +5,7 @@ first served, while the batch has room (``max_batch_requests``) and the KV cache
 prompt (``recompute`` admission) or the whole request, prompt and output, on top of what every
 running request will reach (``no_evict``: TensorRT-LLM's guaranteed no-evict policy). A step
 decodes one token for every running request and spends what is left of the step's token budget
-on prompts: chunks of them (``chunked``; a chunk that does not end its prompt is a multiple
-of ``chunk_unit_tokens``, TensorRT-LLM's KV-cache block), whole prompts while they fit
-(``whole``), or, with
+on prompts: chunks of them (``chunked``), whole prompts while they fit (``whole``), or, with
 ``separate`` prefill, whole prompts in steps of their own while decoding waits; first come first
 served (a prompt longer than the whole budget goes in chunks of it under every mode), and a
 prompt's last token emits its first output token. When the cache cannot hold the
@@ -240,7 +238,6 @@ class _Engine:
         "batch_s",
         "bubbles",
         "budget",
-        "unit",
         "busy",
         "by_end",
         "cache",
@@ -325,8 +322,6 @@ class _Engine:
         self.on_finish = on_finish
         self.no_evict = self.cfg.admission == "no_evict"
         self.budget, self.limit = self.cfg.step_token_budget, self.cfg.max_batch_requests
-        #: the chunk unit is at most the budget (TensorRT-LLM caps it at max_num_tokens)
-        self.unit = min(int(self.cfg.chunk_unit_tokens), int(self.budget))
         #: A step's time is ``table.time_s``, written out in ``mixed_step`` where the table has
         #: no pipeline bubbles (§B12): the terms it reads, fetched once (``_step_terms``).
         self.bubbles, self.pipeline = inst.table.bubbles, inst.table.pipeline
@@ -709,9 +704,8 @@ class _Engine:
         if not self.prefilling:
             return False
         D = self.decode_tokens()
-        if self.mode == "chunked":  # room for a whole unit, or for the rest of the first prompt
-            room = budget - D
-            return room >= self.unit or room >= self.prefilling[0][2] - self.prefilling[0][1] > 0
+        if self.mode == "chunked":
+            return budget > D
         if self.mode == "whole":
             left = self.prefilling[0][2] - self.prefilling[0][1]
             return D == 0 or D + left <= budget or (left > budget and budget > D)
@@ -754,16 +748,12 @@ class _Engine:
         largest = 1
         pos = self.pos
         chunked = mode == "chunked"
-        unit = self.unit
         for entry in prefilling:
             done = entry[1]
             left = entry[2] - done
             if chunked:
                 room = budget - taken
-                if room < left:  # a chunk that does not end its prompt: whole units of it
-                    take = room - room % unit
-                else:
-                    take = left
+                take = room if room < left else left  # min(left, room)
             elif taken + left <= budget:
                 take = left  # whole prompts
             elif not n_chunks and left > self.budget:
@@ -1079,9 +1069,8 @@ class _Engine:
                 return True
         elif prefilling:  # ``can_prefill``, the decoding requests taking a token each
             mode = self.mode
-            if mode == "chunked":  # ``can_prefill``: a whole unit, or the first prompt's rest
-                room = budget - D
-                go = room >= self.unit or room >= prefilling[0][2] - prefilling[0][1] > 0
+            if mode == "chunked":
+                go = budget > D
             elif mode == "whole":
                 first = prefilling[0]
                 left = first[2] - first[1]

@@ -127,11 +127,6 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     harness = "mlperf" if row.benchmark and prof.harness_applies("mlperf", version, model) else None
     admission, prefill = prof.scheduler_policy(harness)
     steps = prof.harness_scheduler_steps(harness)
-    # the batch and token budget the harness's configurations set for this GPU and scenario
-    round_ = sem.mlperf_round(row.source, row.model_text)
-    set_by_harness = prof.harness_limits(harness, row.gpu, row.scenario, model, round_)
-    if set_by_harness is not None:
-        batch, budget = set_by_harness
     # per instance: ``for_layout`` spreads it over attention ranks itself
     config = EngineConfig(
         cap or batch,
@@ -139,16 +134,12 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         admission,
         prefill,
         scheduler_steps=steps,
-        chunk_unit_tokens=int(prof.chunk_unit_tokens),
         per_attention_rank=False,
     )
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
     if harness:
         multi = f", {steps} decode steps per schedule" if steps > 1 else ""
-        limits = (
-            f", {batch} requests and {budget} tokens per step" if set_by_harness is not None else ""
-        )
-        label += f", {harness} harness ({prefill} prompts, {admission} admission{multi}{limits})"
+        label += f", {harness} harness ({prefill} prompts, {admission} admission{multi})"
     return RowEngine(prof, config, label)
 
 

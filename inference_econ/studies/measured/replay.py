@@ -362,8 +362,8 @@ def bracket(case: LoadCase) -> tuple[float, float]:
 def estimate(case: LoadCase, inst=None) -> Outcome:
     """A steady-state estimate of a served case (no simulation): the largest batch whose mean
     step - decoding requests at the mean context plus the prompts that replace them, spread
-    over the steps - stays within the TPOT limit (or the largest the scheduler, its token
-    budget and the KV cache allow), and its throughput. It ranks a row's layouts and starts the load search; no
+    over the steps - stays within the TPOT limit (or the largest the scheduler and the KV cache
+    allow), and its throughput. It ranks a row's layouts and starts the load search; no
     prediction is read from it."""
     if inst is None:
         try:
@@ -378,10 +378,6 @@ def estimate(case: LoadCase, inst=None) -> Outcome:
     else:
         held = inst.kv_capacity / max(per, 1.0)
     top = max(1.0, min(float(case.config.max_batch_requests), held))
-    if not case.prefilled and case.config.prefill != "separate":
-        # prompts share the steps: B decoding tokens and B·n_in/n_out prompt tokens per step
-        # within the step's token budget (the scheduler never runs more)
-        top = max(1.0, min(top, case.config.step_token_budget / (1.0 + n_in / n_out)))
     limit = case.limits[1] if case.limits else math.inf
     best = None
     for B in np.unique(np.geomspace(1.0, top, 32).round()):

@@ -360,20 +360,6 @@ def benchmark_of(model_name: str, text: str) -> Benchmark | None:
     return next((b for b in benchmarks().values() if b.model == model_name), None)
 
 
-_ROUND = re.compile(r"(?:inference_results_v|MLPerf(?: Inference)? v)(\d+\.\d+)", re.IGNORECASE)
-
-
-def mlperf_round(*texts: str) -> str | None:
-    """The MLPerf Inference round a row was published in ("5.1"), from its source
-    ("mlcommons/inference_results_v5.1/...") or its text ("MLPerf v5.1 ..."); None if none
-    says."""
-    for text in texts:
-        found = _ROUND.search(str(text or ""))
-        if found:
-            return found.group(1)
-    return None
-
-
 def _named_dataset(text) -> Benchmark | None:
     """The benchmark whose dataset an input_len cell names (the longest name that matches)."""
     flat = str(text).lower().replace(" ", "")
