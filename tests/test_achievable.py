@@ -158,15 +158,29 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
     assert load_engine("trtllm-0").scheduler_policy("mlperf") == ("no_evict", "chunked")
     assert load_engine("vllm").harnesses == ()  # another engine: not the base's harness
     # AMD's MLPerf harness: 9 decode steps per schedule, whole prompts, on V0 engines only
-    rocm = load_engine("vllm-rocm")
-    assert rocm.scheduler_policy("mlperf") == ("recompute", "separate")
-    assert rocm.harness_scheduler_steps("mlperf") == 9 and rocm.harness_scheduler_steps() == 1
+    rocm, l2 = load_engine("vllm-rocm"), "Llama 2 70B"
+    assert rocm.scheduler_policy("mlperf", None, l2) == ("recompute", "separate")
+    assert rocm.harness_scheduler_steps("mlperf", None, l2) == 9
+    assert rocm.harness_scheduler_steps() == 1
     stated = (None, "0.9.0.2.dev108", "0.22.0", "0.4.3+rocm614")
-    assert [rocm.harness_applies("mlperf", v) for v in stated] == [True, True, False, False]
-    assert not load_engine("vllm").harness_applies("mlperf", None)
-    # the configurations read are Llama 2 70B's and Mixtral 8x7B's: another model keeps V1's
+    assert [rocm.harness_applies("mlperf", v, l2) for v in stated] == [True, True, False, False]
+    assert not load_engine("vllm").harness_applies("mlperf", None, l2)
+    # the configurations read are Llama 2 70B's and Mixtral 8x7B's: another model keeps V1's,
+    # and so does a model not named
     assert rocm.harness_applies("mlperf", None, "Mixtral 8x7B")
     assert not rocm.harness_applies("mlperf", None, "gpt-oss-120b")
+    assert not rocm.harness_applies("mlperf", None)
+    assert rocm.scheduler_policy("mlperf", None, "gpt-oss-120b") == ("recompute", "chunked")
+    # NVIDIA's harness: chunked prompts, but whole ones for DeepSeek-R1 (its configurations'
+    # enable_chunked_context False); the first entry that holds applies
+    trt = load_engine("trtllm")
+    assert trt.scheduler_policy("mlperf", "1.0", "DeepSeek-R1") == ("no_evict", "whole")
+    assert trt.scheduler_policy("mlperf", "1.0", "Llama 2 70B") == ("no_evict", "chunked")
+    assert len(dict(trt.harnesses)["mlperf"]) == 2
+    prof = profile_from_dict(
+        {"name": "x", "harnesses": {"mlperf": [{"prefill": "whole", "versions": "<1"}]}}, "x.yaml"
+    )
+    assert prof.harness_applies("mlperf", "0.9") and not prof.harness_applies("mlperf", "1.2")
     for bad, says in (
         ({"mlperf": {"scheduler_steps": 0}}, r"harnesses\.mlperf\.scheduler_steps.*>= 1"),
         ({"mlperf": {"scheduler_steps": 2.5}}, r"harnesses\.mlperf\.scheduler_steps"),
@@ -176,6 +190,8 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
         ({"mlperf": {"prefill": "sometimes"}}, r"harnesses\.mlperf\.prefill.*'sometimes'"),
         ({"mlperf": {"step_token_budget": 2048}}, r"harnesses\.mlperf\.step_token_budget"),
         ({"mlperf": {}}, r"harnesses\.mlperf.*expected a mapping"),
+        ({"mlperf": [{"prefill": "whole"}, 3]}, r"harnesses\.mlperf\[1\].*expected a mapping"),
+        ({"mlperf": [{"prefill": "often"}]}, r"harnesses\.mlperf\[0\]\.prefill.*'often'"),
     ):
         with pytest.raises(ie.SpecError, match=says):
             profile_from_dict({"name": "x", "harnesses": bad}, "x.yaml")

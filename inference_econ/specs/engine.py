@@ -337,10 +337,12 @@ class EngineProfile:
     #: otherwise max_batch_requests and step_token_budget).
     limits: tuple[SchedulerLimits, ...] = ()
     #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
-    #: than the engine's defaults: (benchmark, ((field, value), ...)) with the fields
-    #: ``admission``, ``prefill`` and ``scheduler_steps`` (e.g. MLPerf Inference's harness runs
-    #: TensorRT-LLM with chunked prompts, the engine's default being whole ones).
-    harnesses: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    #: than the engine's defaults: (benchmark, (entry, ...)), each entry ((field, value), ...)
+    #: with the fields ``admission``, ``prefill`` and ``scheduler_steps`` and the ``versions``
+    #: and ``models`` it holds for; the first entry that holds for a run applies (e.g. MLPerf
+    #: Inference's harness runs TensorRT-LLM with chunked prompts, the engine's default being
+    #: whole ones, but DeepSeek-R1 with whole prompts).
+    harnesses: tuple[tuple[str, tuple[tuple[tuple[str, Any], ...], ...]], ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
     #: How the profile was made: data, fit error, command (free text per key).
@@ -368,33 +370,47 @@ class EngineProfile:
                 return rule.max_batch_requests, rule.step_token_budget
         return self.max_batch_requests, self.step_token_budget
 
-    def _harness(self, harness: str | None) -> dict:
-        """The fields ``harness`` sets ({} for None or a harness the profile does not name)."""
-        return dict(dict(self.harnesses).get(harness, ())) if harness else {}
-
-    def scheduler_policy(self, harness: str | None = None) -> tuple[Admission, PrefillMode]:
-        """(admission, prefill) the engine runs with under a benchmark's ``harness`` (one of
-        ``HARNESSES``; None: the engine's own defaults)."""
-        changes = self._harness(harness)
-        return changes.get("admission", self.admission), changes.get("prefill", self.prefill)
+    def harness_fields(
+        self, harness: str | None, version: str | None = None, model: str | None = None
+    ) -> dict | None:
+        """The fields ``harness`` sets on the engine at ``version`` (not stated or unreadable:
+        any) for ``model`` (a model's name; None: not known, so only an entry for every model
+        holds): its first entry that holds for them, or None where the profile names no such
+        harness or none of its entries holds."""
+        if not harness:
+            return None
+        parsed = parse_version(str(version)) if version else None
+        for entry in dict(self.harnesses).get(harness, ()):
+            fields = dict(entry)
+            bounds, models = fields.get("versions"), fields.get("models")
+            if models and model not in models:
+                continue
+            if bounds and parsed is not None and not in_range(parsed, str(bounds)):
+                continue
+            return fields
+        return None
 
     def harness_applies(self, harness: str, version: str | None, model: str | None = None) -> bool:
-        """Whether the profile names ``harness`` and it sets the scheduler on the engine at
-        ``version`` (a version not stated or unreadable: it does) for ``model`` (a model's
-        name; None: any)."""
-        if harness not in dict(self.harnesses):
-            return False
-        changes = self._harness(harness)
-        bounds, models = changes.get("versions"), changes.get("models")
-        if models and model is not None and model not in models:
-            return False
-        parsed = parse_version(str(version)) if version else None
-        return not bounds or parsed is None or in_range(parsed, str(bounds))
+        """Whether the profile names ``harness`` and one of its entries sets the scheduler on
+        the engine at ``version`` (a version not stated or unreadable: it does) for ``model``
+        (``harness_fields``)."""
+        return self.harness_fields(harness, version, model) is not None
 
-    def harness_scheduler_steps(self, harness: str | None = None) -> int:
-        """Decode steps per scheduler call under a benchmark's ``harness`` (None: the
-        engine's own, ``scheduler_steps``)."""
-        return int(self._harness(harness).get("scheduler_steps", self.scheduler_steps))
+    def scheduler_policy(
+        self, harness: str | None = None, version: str | None = None, model: str | None = None
+    ) -> tuple[Admission, PrefillMode]:
+        """(admission, prefill) the engine runs with under a benchmark's ``harness`` (one of
+        ``HARNESSES``; None: the engine's own defaults) for ``version`` and ``model``."""
+        changes = self.harness_fields(harness, version, model) or {}
+        return changes.get("admission", self.admission), changes.get("prefill", self.prefill)
+
+    def harness_scheduler_steps(
+        self, harness: str | None = None, version: str | None = None, model: str | None = None
+    ) -> int:
+        """Decode steps per scheduler call under a benchmark's ``harness`` for ``version`` and
+        ``model`` (None: the engine's own, ``scheduler_steps``)."""
+        changes = self.harness_fields(harness, version, model) or {}
+        return int(changes.get("scheduler_steps", self.scheduler_steps))
 
     def standard_error(self, name: str) -> float | None:
         return dict(self.standard_errors).get(name)
@@ -566,11 +582,12 @@ def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
 HARNESSES = ("mlperf",)
 
 
-def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
-    """The ``harnesses`` mapping: {benchmark: {admission: ..., prefill: ...,
-    scheduler_steps: ..., versions: ..., models: [...]}} (``versions``: the engine versions
-    the harness sets these on, ``models`` the benchmark models it does so for; a row outside
-    them runs the engine's own defaults)."""
+def _harnesses(value: Any, source: str) -> tuple:
+    """The ``harnesses`` mapping: {benchmark: entry or [entry, ...]}, an entry {admission: ...,
+    prefill: ..., scheduler_steps: ..., versions: ..., models: [...]} (``versions``: the engine
+    versions the harness sets these on, ``models`` the benchmark models it does so for; the
+    first entry that holds for a run applies, and a run none holds for runs the engine's own
+    defaults)."""
     if not isinstance(value, Mapping):
         raise SpecError(
             source,
@@ -579,61 +596,72 @@ def _harnesses(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, Any
             "e.g. {mlperf: {prefill: chunked}}",
         )
     out = []
-    for name, changes in value.items():
+    for name, entries in value.items():
         where = f"harnesses.{name}"
         if name not in HARNESSES:
             hint = did_you_mean(str(name), HARNESSES) or f"one of {', '.join(HARNESSES)}"
             raise SpecError(source, where, "unknown benchmark harness", hint)
-        if not isinstance(changes, Mapping) or not changes:
-            raise SpecError(
-                source, where, f"expected a mapping, got {changes!r}", "e.g. {prefill: chunked}"
+        if isinstance(entries, list) and entries:
+            parsed = tuple(
+                _harness_entry(e, source, f"{where}[{k}]") for k, e in enumerate(entries)
             )
-        fields: list[tuple[str, Any]] = []
-        for key, word in changes.items():
-            if key == "models":  # the benchmark models whose harness configurations say so
-                names = [word] if isinstance(word, str) else list(word or ())
-                if not names or not all(isinstance(n, str) and n.strip() for n in names):
-                    raise SpecError(
-                        source,
-                        f"{where}.{key}",
-                        f"expected a list of model names, got {word!r}",
-                        'e.g. ["Llama 2 70B"]',
-                    )
-                fields.append((key, tuple(n.strip() for n in names)))
-                continue
-            if key == "versions":  # the engine versions the harness runs them this way on
-                version_range(str(word), f"{source}: {where}")
-                fields.append((key, str(word).strip()))
-                continue
-            if key == "scheduler_steps":
-                t = BY_TERM[key]
-                steps = check_number(
-                    word,
-                    source,
-                    f"{where}.{key}",
-                    minimum=t.minimum,
-                    maximum=t.maximum,
-                    integer=True,
-                )
-                fields.append((key, int(steps)))
-                continue
-            if key not in ("admission", "prefill"):
-                raise SpecError(
-                    source,
-                    f"{where}.{key}",
-                    "unknown field",
-                    "admission, prefill, scheduler_steps, versions or models",
-                )
-            if word not in CHOICES[key]:
-                raise SpecError(
-                    source,
-                    f"{where}.{key}",
-                    f"unknown value {word!r}",
-                    f"choose {', '.join(CHOICES[key])}",
-                )
-            fields.append((str(key), str(word)))
-        out.append((str(name), tuple(fields)))
+        else:
+            parsed = (_harness_entry(entries, source, where),)
+        out.append((str(name), parsed))
     return tuple(out)
+
+
+def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, Any], ...]:
+    """One entry of a harness (``_harnesses``): its fields, checked."""
+    if not isinstance(changes, Mapping) or not changes:
+        raise SpecError(
+            source, where, f"expected a mapping, got {changes!r}", "e.g. {prefill: chunked}"
+        )
+    fields: list[tuple[str, Any]] = []
+    for key, word in changes.items():
+        if key == "models":  # the benchmark models whose harness configurations say so
+            names = [word] if isinstance(word, str) else list(word or ())
+            if not names or not all(isinstance(n, str) and n.strip() for n in names):
+                raise SpecError(
+                    source,
+                    f"{where}.{key}",
+                    f"expected a list of model names, got {word!r}",
+                    'e.g. ["Llama 2 70B"]',
+                )
+            fields.append((key, tuple(n.strip() for n in names)))
+            continue
+        if key == "versions":  # the engine versions the harness runs them this way on
+            version_range(str(word), f"{source}: {where}")
+            fields.append((key, str(word).strip()))
+            continue
+        if key == "scheduler_steps":
+            t = BY_TERM[key]
+            steps = check_number(
+                word,
+                source,
+                f"{where}.{key}",
+                minimum=t.minimum,
+                maximum=t.maximum,
+                integer=True,
+            )
+            fields.append((key, int(steps)))
+            continue
+        if key not in ("admission", "prefill"):
+            raise SpecError(
+                source,
+                f"{where}.{key}",
+                "unknown field",
+                "admission, prefill, scheduler_steps, versions or models",
+            )
+        if word not in CHOICES[key]:
+            raise SpecError(
+                source,
+                f"{where}.{key}",
+                f"unknown value {word!r}",
+                f"choose {', '.join(CHOICES[key])}",
+            )
+        fields.append((str(key), str(word)))
+    return tuple(fields)
 
 
 def _standard_errors(value: Any, source: str) -> tuple[tuple[str, float], ...]:

@@ -125,8 +125,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     # an MLPerf row runs the engine under the benchmark's harness, with its scheduler flags
     model = row.arch.name if row.arch is not None else None
     harness = "mlperf" if row.benchmark and prof.harness_applies("mlperf", version, model) else None
-    admission, prefill = prof.scheduler_policy(harness)
-    steps = prof.harness_scheduler_steps(harness)
+    admission, prefill = prof.scheduler_policy(harness, version, model)
+    steps = prof.harness_scheduler_steps(harness, version, model)
     # per instance: ``for_layout`` spreads it over attention ranks itself
     config = EngineConfig(
         cap or batch,
