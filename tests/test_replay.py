@@ -69,6 +69,27 @@ def test_server_latencies_depend_on_the_gpus_bandwidth(tmp_path, small_runs):
     assert thr_h200 > thr_h100
 
 
+def test_a_server_row_is_read_a_little_below_the_most_load_held(tmp_path, small_runs):
+    """A Server row's figures come from a run at ``SUBMITTED_LOAD_SHARE`` of the most load its
+    search held (a submitter's target rate sits below the knee, where the p99 TTFT is
+    ill-conditioned): the same requests at that rate, so it carries no more load than the knee
+    and meets the row's limits."""
+    rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="p99_TTFT", value=900, unit="ms"))
+    plan = pr.build_plan(rows, "achievable")
+    case = next(iter(plan.load.values()))
+    inst = rp.instance(case)
+    knee = rp._search(case, inst, None)
+    got = rp.replay(case)
+    assert case.load_share == rp.SUBMITTED_LOAD_SHARE and 0 < case.load_share < 1
+    bound = pr.build_plan(rows, "refined")  # the ideal bound: at the most load held
+    assert {c.load_share for c in bound.load.values()} == {1.0}
+    assert got.rate_per_s == pytest.approx(rp.SUBMITTED_LOAD_SHARE * knee.max_rate_per_s, rel=1e-12)
+    at_knee = rp._scaled(case, knee.at_max, knee.max_rate_per_s)
+    assert got.ttft_p99 < at_knee.ttft_p99  # the same draws, each arriving a little later
+    assert got.ttft_p99 <= 2.0 and got.tpot_p99 <= 0.1  # the row's limits hold there
+    assert got.throughput <= at_knee.throughput
+
+
 def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
     """Every simulated request's TTFT is at least its prompt's pass alone on the instance, and
     the row's predicted mean TTFT at least ``prefill`` of the mean prompt on its GPUs (the
@@ -287,7 +308,7 @@ def test_a_layout_is_bisected_only_where_it_can_be_the_rows_best(tmp_path, small
     assert all(c.tensor != 8 for c in walked) and len(walked) < len(plan.load)
     for c in plan.load.values():  # each search's answer lies in its walk's bracket
         lo, hi = rp.bracket(c)
-        assert lo <= rp.replay(c).rate_per_s < hi
+        assert lo * c.load_share <= rp.replay(c).rate_per_s < hi
     monkeypatch.setattr(rp, "BRACKET_MARGIN", math.inf)  # every layout bisected
     full = pr._load_pairs(plan)
     assert set(pruned) < set(full)
