@@ -265,7 +265,9 @@ class MLPerfRun(LoadResult):
 
     def with_targets(self, targets: Targets) -> LoadResult:
         judged = LoadResult.with_targets(self, targets)
-        held = targets.met(judged.p99) and judged.rejected == 0
+        # a run stopped once it certainly missed the targets fails, whatever the p99s of the
+        # requests it served before the stop
+        held = judged.stopped_for is None and targets.met(judged.p99) and judged.rejected == 0
         return dataclasses.replace(judged, meets_targets=None if targets.empty else held)
 
 
