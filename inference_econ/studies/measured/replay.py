@@ -68,8 +68,8 @@ SERVER_DURATION_S = 600.0
 #: submitter cannot run there either: its target rate has to pass a run whose work varies by
 #: about the spread of the mean request, ``cv / sqrt(samples)`` (output lengths' coefficient of
 #: variation near 1 over 24,576 samples: 0.6 %), so it is set a little below the most load held.
-#: Chosen on the older rounds only (the training file's and MLPerf v5.0's Server and
-#: Interactive rows: median |error| 0.145 at 1, 0.133 at 0.995, 0.153 at 0.99, 0.187 at 0.98;
+#: Chosen on the older rounds only (the training file's and MLPerf v5.0's 416 Server and
+#: Interactive rows: median |error| 0.145 at 1, 0.137 at 0.995, 0.154 at 0.99, 0.195 at 0.98;
 #: docs/model.md §F9) before the newer rounds were predicted with it.
 SUBMITTED_LOAD_SHARE = 0.995
 #: Layouts of a Server row are simulated when their steady-state estimate is at least this
