@@ -15,6 +15,7 @@ from inference_econ.model.assumptions import preset
 from inference_econ.serving.load.arrivals import Arrivals
 from inference_econ.serving.load.engine import EngineConfig, build_instance
 from inference_econ.serving.load.simulate import simulate
+from inference_econ.serving.load.targets import Targets
 from inference_econ.serving.prefill import prefill_latency_s
 from inference_econ.serving.setting import make_setting
 from inference_econ.specs.catalog import resolve_system_name
@@ -67,6 +68,46 @@ def test_server_latencies_depend_on_the_gpus_bandwidth(tmp_path, small_runs):
     assert abs(tpot_h200 / tpot_h100 - 1.0) > 0.02  # not one constant whatever the GPU
     assert tpot_h100 < 0.1 and tpot_h200 < 0.1  # the p99 limit holds, so the mean is below it
     assert thr_h200 > thr_h100
+
+
+def test_a_server_row_is_read_a_little_below_the_most_load_held(tmp_path, small_runs):
+    """A Server row's figures come from a run at ``SUBMITTED_LOAD_SHARE`` of the most load its
+    search held (a submitter's target rate sits below the knee, where the p99 TTFT is
+    ill-conditioned): the same requests at that rate, so it carries no more load than the knee
+    and meets the row's limits."""
+    rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="p99_TTFT", value=900, unit="ms"))
+    plan = pr.build_plan(rows, "achievable")
+    case = next(iter(plan.load.values()))
+    inst = rp.instance(case)
+    knee = rp._search(case, inst, None)
+    got = rp.replay(case)
+    assert case.load_share == rp.SUBMITTED_LOAD_SHARE and 0 < case.load_share < 1
+    bound = pr.build_plan(rows, "refined")  # the ideal bound: at the most load held
+    assert {c.load_share for c in bound.load.values()} == {1.0}
+    assert got.rate_per_s == pytest.approx(rp.SUBMITTED_LOAD_SHARE * knee.max_rate_per_s, rel=1e-12)
+    at_knee = rp._scaled(case, knee.at_max, knee.max_rate_per_s)
+    assert got.ttft_p99 < at_knee.ttft_p99  # the same draws, each arriving a little later
+    assert got.ttft_p99 <= 2.0 and got.tpot_p99 <= 0.1  # the row's limits hold there
+    assert got.throughput <= at_knee.throughput
+
+
+def test_a_stopped_server_run_never_holds_its_load(tmp_path, small_runs):
+    """A Server run stopped once it certainly missed the limits fails, whatever the p99s of
+    the requests it had served (they may still meet the limits: the requests that break them
+    are still waiting); the load search's answer is always a whole run. Before this was so,
+    MLPerf v5.1 Llama 2 70B Server on 8 H200 (ASUSTeK ESC N8) was read at a load whose whole
+    run has a p99 TTFT of 2.46 s against the 2 s limit (1.96 s over the stopped part)."""
+    rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="p99_TTFT", value=900, unit="ms"))
+    case = next(iter(pr.build_plan(rows, "achievable").load.values()))
+    inst = rp.instance(case)
+    targets = Targets(ttft_p99_s=2.0, tpot_p99_s=0.1)
+    knee = rp._search(case, inst, None)
+    assert knee.at_max.stopped_for is None and knee.at_max.with_targets(targets).meets_targets
+    assert all(not r.meets_targets for r in knee.evaluated if r.stopped_for is not None)
+    held = knee.at_max.with_targets(targets)
+    assert held.p99["ttft"] <= 2.0 and held.p99["tpot"] <= 0.1
+    cut = dataclasses.replace(held, stopped_for=targets)  # the same p99s, from a stopped run
+    assert cut.with_targets(targets).meets_targets is False
 
 
 def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
@@ -287,7 +328,7 @@ def test_a_layout_is_bisected_only_where_it_can_be_the_rows_best(tmp_path, small
     assert all(c.tensor != 8 for c in walked) and len(walked) < len(plan.load)
     for c in plan.load.values():  # each search's answer lies in its walk's bracket
         lo, hi = rp.bracket(c)
-        assert lo <= rp.replay(c).rate_per_s < hi
+        assert lo * c.load_share <= rp.replay(c).rate_per_s < hi
     monkeypatch.setattr(rp, "BRACKET_MARGIN", math.inf)  # every layout bisected
     full = pr._load_pairs(plan)
     assert set(pruned) < set(full)

@@ -415,6 +415,8 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         bool(row.disaggregated),
         (float(L.input_max), float(L.output_max)),
         int(L.issued),
+        # an expected figure is read where a submitter runs; the bound at its most load
+        rp.SUBMITTED_LOAD_SHARE if a.engine is not None else 1.0,
     )
 
 
