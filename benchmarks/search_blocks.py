@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import runpy
 import statistics
 import sys
 import time
@@ -32,12 +33,11 @@ import inference_econ as ie  # noqa: E402
 from inference_econ.cli.common import tune_allocator  # noqa: E402
 from inference_econ.optimise import grid, optimiser  # noqa: E402
 
+#: The searches timed: name: (model, hardware, make_setting keywords). A study's cell is
+#: frontier_identity.py's "refined-cell" (one home for it).
+_IDENTITY = runpy.run_path(str(Path(__file__).with_name("frontier_identity.py")))["SETTINGS"]
 SETTINGS = {
-    "refined-cell": (
-        "Llama 3.3 70B",
-        "H100-SXM",
-        dict(assumptions="refined", context_tokens=8000, weight_bits=8),
-    ),
+    "refined-cell": _IDENTITY["refined-cell"],
     "refined-draft": (
         "Llama 3.1 405B",
         "A100-SXM",
