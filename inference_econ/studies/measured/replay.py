@@ -70,7 +70,7 @@ SERVER_DURATION_S = 600.0
 #: variation near 1 over 24,576 samples: 0.6 %), so it is set a little below the most load held.
 #: Chosen on the older rounds only (the training file's and MLPerf v5.0's 416 Server and
 #: Interactive rows: median |error| 0.145 at 1, 0.137 at 0.995, 0.154 at 0.99, 0.195 at 0.98;
-#: docs/model.md §F9) before the newer rounds were predicted with it.
+#: ``benchmarks/server_share.py``, docs/model.md §F9) before the newer rounds were predicted with it.
 SUBMITTED_LOAD_SHARE = 0.995
 #: Layouts of a Server row are simulated when their steady-state estimate is at least this
 #: share of the best layout's (the others are left out: ``estimate``).
@@ -276,13 +276,13 @@ def _server(case: LoadCase, inst, requests) -> Outcome:
     limits, searched as ``capacity`` searches it from the steady-state estimate, and the run
     at ``case.load_share`` of that load (the same requests and draws; ``SUBMITTED_LOAD_SHARE``
     for an expected figure, the most load itself for the ideal bound)."""
+    if requests is None:
+        requests = server_requests(case, estimate(case, inst))
     knee = _search(case, inst, requests)
     if knee.at_max is None or knee.max_rate_per_s <= 0:
         return Outcome(note=f"infeasible: no load meets the row's limits ({knee.reason})")
     if case.load_share == 1.0:
         return _scaled(case, knee.at_max, knee.max_rate_per_s)
-    if requests is None:
-        requests = server_requests(case, estimate(case, inst))
     rate = case.load_share * knee.max_rate_per_s
     return _scaled(case, _run(case, inst, requests, rate, None), rate)
 
