@@ -176,6 +176,10 @@ def test_engine_profiles_by_version_platform_and_gpu():
     assert select_engine("NIM", None, "cuda").name == "trtllm"
     with pytest.raises(Exception, match="no trtllm profile"):
         select_engine("trtllm", None, "rocm")
+    # no platform: any platform's profile (compare-measured checks --engine trtllm this way
+    # before reading rows, and the default engine must pass its own check)
+    assert select_engine("trtllm").name == "trtllm"
+    assert select_engine("trtllm@0.17").name == "trtllm-0"
     vllm, v0, trt = load_engine("vllm"), load_engine("vllm-v0"), load_engine("trtllm")
     h100, a100, l40s = (
         load_hardware(resolve_system_name(g).path) for g in ("H100-SXM", "A100-SXM-80GB", "L40S")

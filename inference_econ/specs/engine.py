@@ -821,8 +821,9 @@ def select_engine(engine, version=None, platform=None) -> EngineProfile:
     if named not in family and at is None:
         return named  # a file of its own (calibrate's output), not one of the catalog's
     v = parse_version(version)
-    for where in ((platform,) if platform else ()) + ("any",):
-        options = [p for p in family if p.platform == where]
+    # a platform not given (a name checked before any row is read) admits every platform
+    for where in (platform, "any") if platform else ("any", None):
+        options = [p for p in family if where is None or p.platform == where]
         if v is not None:
             hits = [p for p in options if in_range(v, p.versions)]
         else:
