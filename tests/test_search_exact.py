@@ -97,6 +97,58 @@ def test_stacked_divisors_are_the_search_one_by_one_bit_for_bit(name, monkeypatc
                 assert np.array_equal(a[S], b[S]), (limit, S)
 
 
+#: Settings whose KV copies over wide attention groups (§B13, the refined and achievable
+#: presets) leave some layouts without room (the fit that ``_if_kv_fits`` keeps per block).
+KV_COPIES = {"mla-mtp-refined", "sliding-windows-capped", "achievable-draft"}
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_each_pass_is_the_search_of_its_tokens_alone_bit_for_bit(name, monkeypatch):
+    """A search over several tokens per pass shares per block what does not depend on them
+    (the collective structures and their folded factors, the KV copies of each divisor, their
+    reads and whether they fit): each pass is bit for bit the search of its tokens alone, and
+    the search recomputing the copies, reads and fit for every pass and divisor."""
+    from inference_econ.model.latency import StepCache, StepModel
+
+    setting = _setting(name)
+    problem = optimiser.Problem(setting, ie.Method(grid_points=30))
+    n_values, b_values = problem.continuous_axes()
+    S_values = [1, 3]
+    short: list = []
+    kv_room, get = StepModel._kv_room, StepCache.get
+
+    def counted(self, N, kv, attention, copies):
+        ok = kv_room(self, N, kv, attention, copies)
+        if np.ndim(copies) and not np.all(ok):
+            short.append(np.shape(ok))
+        return ok
+
+    def uncached(self, key, make):
+        return make() if key[0] in ("copies", "copies_read", "kv_fits") else get(self, key, make)
+
+    monkeypatch.setattr(StepModel, "_kv_room", counted)
+    models = [problem.decoder.target] + [m for m in [problem.decoder.draft] if m is not None]
+    for model in models:
+        args = (model, n_values, b_values)
+        for stack in (True, False):
+            monkeypatch.setattr(grid, "STACK_DIVISORS", stack)
+            start = len(short)
+            together = grid.grid_latency(*args, S_values, setting.context_tokens, setting.pipeline)
+            calls = len(short) - start
+            for S, shared in zip(S_values if stack else (), together):
+                alone = grid.grid_latency(*args, [S], setting.context_tokens, setting.pipeline)[0]
+                assert shared.dtype == alone.dtype
+                assert np.array_equal(shared, alone), S
+            # the fit of the copies ran once per block and divisor group, not once per pass
+            assert len(short) - start - calls == (len(S_values) * calls if stack else 0)
+            monkeypatch.setattr(StepCache, "get", uncached)
+            every = grid.grid_latency(*args, S_values, setting.context_tokens, setting.pipeline)
+            monkeypatch.setattr(StepCache, "get", get)
+            for S, shared, full in zip(S_values, together, every):
+                assert np.array_equal(shared, full), (stack, S)
+    assert bool(short) == (name in KV_COPIES)
+
+
 def _counted(group_min, calls):
     """``grid._group_min`` recording each group of divisors it evaluates."""
 

@@ -552,7 +552,9 @@ class StepModel:
         att2 = total_time_s(self.attention_calls(part, adiv, True, cache, key))
         att1 = total_time_s(self.attention_calls(part, adiv, False, cache, key))
         reads = self.attention_reads(part, adiv, cache, key)
-        copies = self.copies_of(part, adiv)
+        # the KV copies, their reads and whether they fit do not depend on the tokens per
+        # pass: kept for the block (``cache``), the same numbers for every S
+        copies = cache.get(("copies", key), lambda: self.copies_of(part, adiv))
         if self.engine is not None:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
@@ -560,14 +562,19 @@ class StepModel:
                 two_d = np.full(np.shape(two_d), np.inf, dtype=np.result_type(two_d, 1.0))
             rest = self.engine.rest_s(self.with_copies(part, copies), adiv, reads)
             one_d = scale * (att1 + part.collective_1d_s)
-            return two_d, one_d, self._if_kv_fits(part, copies, rest)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest, cache, key)
         weights, acts = reads  # the activations' times are a new array: summed into it
         memory = add_into(add_into(acts, weights), part.memory_base_s)
         if copies is not None:  # in the search's precision (the fit below in double)
-            extra = np.asarray(copies, dtype=np.result_type(memory, 1.0)) - 1.0
-            memory = add_into(memory, part.kv_attention_read_s * extra)
+            dtype = np.result_type(memory, 1.0)
+
+            def copies_read():
+                extra = np.asarray(copies, dtype=dtype) - 1.0
+                return part.kv_attention_read_s * extra
+
+            memory = add_into(memory, cache.get(("copies_read", key, dtype.str), copies_read))
         rest = maximum_into(memory, self.compute_time(part, adiv))
-        rest = self._if_kv_fits(part, copies, rest)
+        rest = self._if_kv_fits(part, copies, rest, cache, key)
         return add_into(att2, part.collective_2d_s), add_into(att1, part.collective_1d_s), rest
 
     def copies_of(self, part: PipelinePart, adiv):
@@ -589,11 +596,24 @@ class StepModel:
             ap = dataclasses.replace(ap, kv_request_read_s=ap.kv_request_read_s * copies)
         return dataclasses.replace(part, kv_read_s=part.kv_read_s + extra, achievable=ap)
 
-    def _if_kv_fits(self, part: PipelinePart, copies, seconds):
-        """``seconds`` where the part's resident KV with its copies fits (§B13), else inf."""
+    def _if_kv_fits(
+        self, part: PipelinePart, copies, seconds, cache: StepCache = NO_CACHE, key=None
+    ):
+        """``seconds`` where the part's resident KV with its copies fits (§B13), else inf.
+        The fit does not depend on the tokens per pass: kept for the block (``cache``), and
+        None when every point fits (nothing to mask)."""
         if copies is None or not np.any(np.asarray(part.kv_attention_bytes) > 0):
             return seconds
-        ok = self._kv_room(part.gpus, part.kv_resident_bytes, part.kv_attention_bytes, copies)
+
+        def fit():
+            ok = self._kv_room(
+                part.gpus, part.kv_resident_bytes, part.kv_attention_bytes, copies
+            )
+            return None if np.all(ok) else ok
+
+        ok = cache.get(("kv_fits", key), fit)
+        if ok is None:
+            return seconds
         return np.where(ok, seconds, np.inf)
 
     def latency_by_dims(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
