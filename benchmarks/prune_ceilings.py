@@ -37,9 +37,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # this checkout's package
 sys.path.insert(0, str(HERE))
 
+import bench_study  # noqa: E402
 import numpy as np  # noqa: E402
 
-import bench_study  # noqa: E402
 from inference_econ.model import collectives, values  # noqa: E402
 from inference_econ.optimise import grid  # noqa: E402
 from inference_econ.optimise.optimiser import Problem  # noqa: E402

@@ -606,9 +606,7 @@ class StepModel:
             return seconds
 
         def fit():
-            ok = self._kv_room(
-                part.gpus, part.kv_resident_bytes, part.kv_attention_bytes, copies
-            )
+            ok = self._kv_room(part.gpus, part.kv_resident_bytes, part.kv_attention_bytes, copies)
             return None if np.all(ok) else ok
 
         ok = cache.get(("kv_fits", key), fit)
