@@ -103,50 +103,60 @@ KV_COPIES = {"mla-mtp-refined", "sliding-windows-capped", "achievable-draft"}
 
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-def test_each_pass_is_the_search_of_its_tokens_alone_bit_for_bit(name, monkeypatch):
-    """A search over several tokens per pass shares per block what does not depend on them
-    (the collective structures and their folded factors, the KV copies of each divisor, their
-    reads and whether they fit): each pass is bit for bit the search of its tokens alone, and
-    the search recomputing the copies, reads and fit for every pass and divisor."""
+def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
+    """A block computes the KV copies of each attention divisor, their reads and whether they
+    fit (§B13) once for all its tokens per pass, and skips the fit where the most copies fit
+    at every feasible point: each pass is bit for bit the search of its tokens alone, and the
+    search recomputing them for every pass and divisor and masking every point. The settings
+    with copies that do not fit somewhere (``KV_COPIES``) do less of that work."""
     from inference_econ.model.latency import StepCache, StepModel
 
     setting = _setting(name)
     problem = optimiser.Problem(setting, ie.Method(grid_points=30))
     n_values, b_values = problem.continuous_axes()
     S_values = [1, 3]
-    short: list = []
+    work = {"masks": 0, "points": 0}
     kv_room, get = StepModel._kv_room, StepCache.get
 
     def counted(self, N, kv, attention, copies):
         ok = kv_room(self, N, kv, attention, copies)
-        if np.ndim(copies) and not np.all(ok):
-            short.append(np.shape(ok))
+        if np.ndim(copies):
+            work["masks"] += not np.all(ok)
+            work["points"] += np.size(ok)
         return ok
 
     def uncached(self, key, make):
         return make() if key[0] in ("copies", "copies_read", "kv_fits") else get(self, key, make)
 
+    def search(model, S_values, shortcuts=True):
+        if not shortcuts:
+            monkeypatch.setattr(StepCache, "get", uncached)
+            monkeypatch.setattr(
+                grid, "StepCache", lambda store, fold, feasible: StepCache(store, fold)
+            )
+        before = work["points"]
+        try:
+            args = (model, n_values, b_values, S_values, setting.context_tokens)
+            return grid.grid_latency(*args, setting.pipeline), work["points"] - before
+        finally:
+            monkeypatch.setattr(StepCache, "get", get)
+            monkeypatch.setattr(grid, "StepCache", StepCache)
+
     monkeypatch.setattr(StepModel, "_kv_room", counted)
     models = [problem.decoder.target] + [m for m in [problem.decoder.draft] if m is not None]
     for model in models:
-        args = (model, n_values, b_values)
         for stack in (True, False):
             monkeypatch.setattr(grid, "STACK_DIVISORS", stack)
-            start = len(short)
-            together = grid.grid_latency(*args, S_values, setting.context_tokens, setting.pipeline)
-            calls = len(short) - start
-            for S, shared in zip(S_values if stack else (), together):
-                alone = grid.grid_latency(*args, [S], setting.context_tokens, setting.pipeline)[0]
-                assert shared.dtype == alone.dtype
-                assert np.array_equal(shared, alone), S
-            # the fit of the copies ran once per block and divisor group, not once per pass
-            assert len(short) - start - calls == (len(S_values) * calls if stack else 0)
-            monkeypatch.setattr(StepCache, "get", uncached)
-            every = grid.grid_latency(*args, S_values, setting.context_tokens, setting.pipeline)
-            monkeypatch.setattr(StepCache, "get", get)
-            for S, shared, full in zip(S_values, together, every):
+            together, points = search(model, S_values)
+            reference, every = search(model, S_values, shortcuts=False)
+            assert (points < every) == (name in KV_COPIES)
+            for S, shared, full in zip(S_values, together, reference):
+                assert shared.dtype == full.dtype
                 assert np.array_equal(shared, full), (stack, S)
-    assert bool(short) == (name in KV_COPIES)
+                if stack:
+                    alone, _ = search(model, [S])
+                    assert np.array_equal(shared, alone[0]), S
+    assert (work["masks"] > 0) == (name in KV_COPIES)
 
 
 def _counted(group_min, calls):

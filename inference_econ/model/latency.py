@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -188,9 +188,13 @@ class StepCache:
     With ``fold`` (a search over several tokens per pass) each collective call's factors that
     do not depend on the tokens are kept too (``CollectiveCost.folded``)."""
 
-    def __init__(self, store: dict | None = None, fold: bool = False) -> None:
+    def __init__(self, store: dict | None = None, fold: bool = False, feasible=None) -> None:
         self.store = store
         self.fold = fold and store is not None
+        #: The block's feasible points, when its caller sets every other point's latency to
+        #: inf whatever the step gives there (the grid search): ``_if_kv_fits`` need not mask
+        #: the others.
+        self.feasible = feasible if store is not None else None
 
     def calls(self, key: tuple, cost, bytes_per_token, tokens, calls) -> CollectiveCalls:
         """``CollectiveCalls(cost, bytes_per_token, tokens, calls)``, its folded factors kept
@@ -606,7 +610,17 @@ class StepModel:
             return seconds
 
         def fit():
-            ok = self._kv_room(part.gpus, part.kv_resident_bytes, part.kv_attention_bytes, copies)
+            room = partial(
+                self._kv_room, part.gpus, part.kv_resident_bytes, part.kv_attention_bytes
+            )
+            if cache.feasible is not None:
+                # the most copies any divisor makes are the whole stage's (t_at = t, the
+                # divisor 1): where they fit at every point the block keeps, so do every
+                # divisor's (docs/model.md "The search"), and nothing need be masked
+                most = room(self.kv_copies(part.tensor_degree))
+                if np.all(most | ~cache.feasible):
+                    return None
+            ok = room(copies)
             return None if np.all(ok) else ok
 
         ok = cache.get(("kv_fits", key), fit)
