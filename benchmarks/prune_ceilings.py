@@ -18,7 +18,11 @@ worked study's 8K FP8 slice (``bench_study.py``'s slice, every ``--step``-th cel
   (a target pass of S tokens is no faster than one of 1, at every layout), so where that floor
   is not below ``T_1`` (no speculation) the pass of S tokens cannot be chosen and need not be
   searched. Printed per draft cell and S: the share of the feasible points where the floor is
-  below ``T_1`` (the pass is needed), and the rectangle holding them; and below the final best.
+  below ``T_1`` (the pass is needed), and the rectangle holding them; and below the final best;
+* describing: the frontier's candidates are described in double precision, every pipeline
+  degree's divisors at once (``layouts._best_layouts_stacked``). A (pipeline degree, pass)
+  whose layouts are the fastest at no candidate could be skipped if the search told which.
+  Printed: the share of those evaluations that are the fastest somewhere.
 
     python benchmarks/prune_ceilings.py [--step 3] [--rows 10]
 """
@@ -40,7 +44,7 @@ sys.path.insert(0, str(HERE))
 import bench_study  # noqa: E402
 import numpy as np  # noqa: E402
 
-from inference_econ.model import collectives, values  # noqa: E402
+from inference_econ.model import collectives, layouts, values  # noqa: E402
 from inference_econ.optimise import grid  # noqa: E402
 from inference_econ.optimise.optimiser import Problem  # noqa: E402
 from inference_econ.serving.speculative import combine, cycle_latency  # noqa: E402
@@ -90,13 +94,30 @@ def main() -> None:
             counts[f"area{k}"] += sum(rectangle(sub[a:b]) for a, b in zip(edges[:-1], edges[1:]))
         return rows, cols
 
+    real_offer, real_describe = layouts._Best.offer, layouts._best_layouts_stacked
+    offered: list = []
+
+    def offer(self, latency, *args, **kwargs):
+        offered.append((self, np.array(latency)))
+        return real_offer(self, latency, *args, **kwargs)
+
+    def describe(*args, **kwargs):
+        offered.clear()
+        out = real_describe(*args, **kwargs)
+        for best, latency in offered:
+            counts["described"] += 1
+            counts["fastest"] += bool(np.any(latency == best.latency))
+        return out
+
     collectives.affine_minimum, grid._window = protocols, window
+    layouts._Best.offer, layouts._best_layouts_stacked = offer, describe
     cpu = time.process_time()
     try:
         for cell in cells:
             compute_cell(cell.setting, cell.method)
     finally:
         collectives.affine_minimum, grid._window = real_minimum, real_window
+        layouts._Best.offer, layouts._best_layouts_stacked = real_offer, real_describe
     print(f"{len(cells)} cells of the 8K FP8 slice ({time.process_time() - cpu:.0f} s of CPU)")
     print(
         "protocols: (protocol, point) evaluations whose protocol is the least somewhere: "
@@ -107,6 +128,10 @@ def main() -> None:
         f"rows: feasible {counts['feasible'] / counts['area']:.1%} of the rectangles' points; "
         f"rectangles of 2 row chunks {counts['area2'] / counts['area']:.1%}, "
         f"of 4 {counts['area4'] / counts['area']:.1%}"
+    )
+    print(
+        "describing: (pipeline degree, pass) evaluations fastest at some candidate: "
+        f"{counts['fastest']} of {counts['described']}"
     )
     print("speculation: feasible points where a cycle's floor is below T_1 (rectangle) / best")
     for cell in cells:
