@@ -130,6 +130,8 @@ class PipelinePart:
     kv_attention_read_s: Floats = 0.0
     kv_resident_bytes: Floats = 0.0
     kv_attention_bytes: Floats = 0.0
+    #: The context (tokens) its KV figures are for.
+    context: Floats = 0.0
 
     def ff_calls(self, two_d: bool) -> tuple[CollectiveCalls, ...]:
         return self.ff_calls_2d if two_d else self.ff_calls_1d
@@ -382,6 +384,7 @@ class StepModel:
             kv_attention_read_s=p * w.attention_kv_bytes(context, kv_batch) / bw_total,
             kv_resident_bytes=resident,
             kv_attention_bytes=attention_resident,
+            context=context,
             ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
             ff_context_compute_s=self._ff_context_s(ff, ctx, N),
@@ -557,8 +560,13 @@ class StepModel:
         att1 = total_time_s(self.attention_calls(part, adiv, False, cache, key))
         reads = self.attention_reads(part, adiv, cache, key)
         # the KV copies, their reads and whether they fit do not depend on the tokens per
-        # pass: kept for the block (``cache``), the same numbers for every S
+        # pass: kept for the block (``cache``), the same numbers for every S; the reads and
+        # the fit depend on the context (a TTFT's first step shares the block's cache at the
+        # prompt's length), kept for each context given as one number
         copies = cache.get(("copies", key), lambda: self.copies_of(part, adiv))
+        kv_cache, kv_key = (
+            (cache, (key, float(part.context))) if np.ndim(part.context) == 0 else (NO_CACHE, key)
+        )
         if self.engine is not None:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
@@ -566,7 +574,7 @@ class StepModel:
                 two_d = np.full(np.shape(two_d), np.inf, dtype=np.result_type(two_d, 1.0))
             rest = self.engine.rest_s(self.with_copies(part, copies), adiv, reads)
             one_d = scale * (att1 + part.collective_1d_s)
-            return two_d, one_d, self._if_kv_fits(part, copies, rest, cache, key)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         weights, acts = reads  # the activations' times are a new array: summed into it
         memory = add_into(add_into(acts, weights), part.memory_base_s)
         if copies is not None:  # in the search's precision (the fit below in double)
@@ -576,9 +584,10 @@ class StepModel:
                 extra = np.asarray(copies, dtype=dtype) - 1.0
                 return part.kv_attention_read_s * extra
 
-            memory = add_into(memory, cache.get(("copies_read", key, dtype.str), copies_read))
+            read = kv_cache.get(("copies_read", kv_key, dtype.str), copies_read)
+            memory = add_into(memory, read)
         rest = maximum_into(memory, self.compute_time(part, adiv))
-        rest = self._if_kv_fits(part, copies, rest, cache, key)
+        rest = self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         return add_into(att2, part.collective_2d_s), add_into(att1, part.collective_1d_s), rest
 
     def copies_of(self, part: PipelinePart, adiv):
