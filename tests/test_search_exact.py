@@ -97,6 +97,93 @@ def test_stacked_divisors_are_the_search_one_by_one_bit_for_bit(name, monkeypatc
                 assert np.array_equal(a[S], b[S]), (limit, S)
 
 
+#: A TTFT limit under the refined preset: each block's first decode step at the prompt's
+#: length (the TTFT) shares the block's cache with the passes at the setting's context.
+TTFT_REFINED = (
+    "Llama 3.3 70B",
+    "H100-SXM",
+    dict(
+        assumptions="refined",
+        context_tokens=8000,
+        weight_bits=8,
+        prompt_tokens=2000,
+        ttft_max_s=1.0,
+    ),
+)
+#: Settings whose KV copies over wide attention groups (§B13, the refined and achievable
+#: presets) leave some layouts without room (the fit that ``_if_kv_fits`` keeps per block).
+KV_COPIES = {"mla-mtp-refined", "sliding-windows-capped", "achievable-draft", "ttft-refined"}
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS) + ["ttft-refined"])
+def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
+    """A block computes the KV copies of each attention divisor, their reads and whether they
+    fit (§B13) once for all its tokens per pass (and each context: a TTFT's first step), and
+    skips the fit where the most copies fit at every feasible point: each pass is bit for bit
+    the search of its tokens alone, and the search recomputing them for every pass and divisor
+    and masking every point. The settings with copies that do not fit somewhere
+    (``KV_COPIES``) do less of that work."""
+    from inference_econ.model.latency import StepCache, StepModel
+
+    model_name, hardware, kwargs = TTFT_REFINED if name == "ttft-refined" else SETTINGS[name]
+    setting = ie.make_setting(model_name, hardware, **kwargs)
+    problem = optimiser.Problem(setting, ie.Method(grid_points=20))
+    n_values, b_values = problem.continuous_axes()
+    S_values = [1, 3]
+    work = {"masks": 0, "points": 0}
+    kv_room, get = StepModel._kv_room, StepCache.get
+
+    def counted(self, N, kv, attention, copies):
+        ok = kv_room(self, N, kv, attention, copies)
+        if np.ndim(copies):
+            work["masks"] += not np.all(ok)
+            work["points"] += np.size(ok)
+        return ok
+
+    def uncached(self, key, make):
+        return make() if key[0] in ("copies", "copies_read", "kv_fits") else get(self, key, make)
+
+    def search(run, shortcuts=True):
+        if not shortcuts:
+            monkeypatch.setattr(StepCache, "get", uncached)
+            monkeypatch.setattr(
+                grid, "StepCache", lambda store, fold, feasible: StepCache(store, fold)
+            )
+        before = work["points"]
+        try:
+            return run(), work["points"] - before
+        finally:
+            monkeypatch.setattr(StepCache, "get", get)
+            monkeypatch.setattr(grid, "StepCache", StepCache)
+
+    def passes(model, S_values):
+        args = (model, n_values, b_values, S_values, setting.context_tokens)
+        return lambda: grid.grid_latency(*args, setting.pipeline)
+
+    monkeypatch.setattr(StepModel, "_kv_room", counted)
+    models = [problem.decoder.target] + [m for m in [problem.decoder.draft] if m is not None]
+    for model in models:
+        for stack in (True, False):
+            monkeypatch.setattr(grid, "STACK_DIVISORS", stack)
+            together, points = search(passes(model, S_values))
+            reference, every = search(passes(model, S_values), shortcuts=False)
+            assert (points < every) == (name in KV_COPIES)
+            for S, shared, full in zip(S_values, together, reference):
+                assert shared.dtype == full.dtype
+                assert np.array_equal(shared, full), (stack, S)
+                if stack:
+                    alone, _ = search(passes(model, [S]))
+                    assert np.array_equal(shared, alone[0]), S
+    assert (work["masks"] > 0) == (name in KV_COPIES)
+    if problem.ttft_limited:  # the layouts within the limit: their TTFT shares the cache
+        fast, _ = search(lambda: problem._pass_latencies(n_values, b_values))
+        full, _ = search(lambda: problem._pass_latencies(n_values, b_values), shortcuts=False)
+        for a, b in zip(fast, full):
+            assert (a is None) == (b is None)
+            for S in b or {}:
+                assert np.array_equal(a[S], b[S]), S
+
+
 def _counted(group_min, calls):
     """``grid._group_min`` recording each group of divisors it evaluates."""
 

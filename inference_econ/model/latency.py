@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -130,6 +130,8 @@ class PipelinePart:
     kv_attention_read_s: Floats = 0.0
     kv_resident_bytes: Floats = 0.0
     kv_attention_bytes: Floats = 0.0
+    #: The context (tokens) its KV figures are for.
+    context: Floats = 0.0
 
     def ff_calls(self, two_d: bool) -> tuple[CollectiveCalls, ...]:
         return self.ff_calls_2d if two_d else self.ff_calls_1d
@@ -188,9 +190,13 @@ class StepCache:
     With ``fold`` (a search over several tokens per pass) each collective call's factors that
     do not depend on the tokens are kept too (``CollectiveCost.folded``)."""
 
-    def __init__(self, store: dict | None = None, fold: bool = False) -> None:
+    def __init__(self, store: dict | None = None, fold: bool = False, feasible=None) -> None:
         self.store = store
         self.fold = fold and store is not None
+        #: The block's feasible points, when its caller sets every other point's latency to
+        #: inf whatever the step gives there (the grid search): ``_if_kv_fits`` need not mask
+        #: the others.
+        self.feasible = feasible if store is not None else None
 
     def calls(self, key: tuple, cost, bytes_per_token, tokens, calls) -> CollectiveCalls:
         """``CollectiveCalls(cost, bytes_per_token, tokens, calls)``, its folded factors kept
@@ -378,6 +384,7 @@ class StepModel:
             kv_attention_read_s=p * w.attention_kv_bytes(context, kv_batch) / bw_total,
             kv_resident_bytes=resident,
             kv_attention_bytes=attention_resident,
+            context=context,
             ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
             ff_context_compute_s=self._ff_context_s(ff, ctx, N),
@@ -552,7 +559,14 @@ class StepModel:
         att2 = total_time_s(self.attention_calls(part, adiv, True, cache, key))
         att1 = total_time_s(self.attention_calls(part, adiv, False, cache, key))
         reads = self.attention_reads(part, adiv, cache, key)
-        copies = self.copies_of(part, adiv)
+        # the KV copies, their reads and whether they fit do not depend on the tokens per
+        # pass: kept for the block (``cache``), the same numbers for every S; the reads and
+        # the fit depend on the context (a TTFT's first step shares the block's cache at the
+        # prompt's length), kept for each context given as one number
+        copies = cache.get(("copies", key), lambda: self.copies_of(part, adiv))
+        kv_cache, kv_key = (
+            (cache, (key, float(part.context))) if np.ndim(part.context) == 0 else (NO_CACHE, key)
+        )
         if self.engine is not None:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
@@ -560,14 +574,20 @@ class StepModel:
                 two_d = np.full(np.shape(two_d), np.inf, dtype=np.result_type(two_d, 1.0))
             rest = self.engine.rest_s(self.with_copies(part, copies), adiv, reads)
             one_d = scale * (att1 + part.collective_1d_s)
-            return two_d, one_d, self._if_kv_fits(part, copies, rest)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         weights, acts = reads  # the activations' times are a new array: summed into it
         memory = add_into(add_into(acts, weights), part.memory_base_s)
         if copies is not None:  # in the search's precision (the fit below in double)
-            extra = np.asarray(copies, dtype=np.result_type(memory, 1.0)) - 1.0
-            memory = add_into(memory, part.kv_attention_read_s * extra)
+            dtype = np.result_type(memory, 1.0)
+
+            def copies_read():
+                extra = np.asarray(copies, dtype=dtype) - 1.0
+                return part.kv_attention_read_s * extra
+
+            read = kv_cache.get(("copies_read", kv_key, dtype.str), copies_read)
+            memory = add_into(memory, read)
         rest = maximum_into(memory, self.compute_time(part, adiv))
-        rest = self._if_kv_fits(part, copies, rest)
+        rest = self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         return add_into(att2, part.collective_2d_s), add_into(att1, part.collective_1d_s), rest
 
     def copies_of(self, part: PipelinePart, adiv):
@@ -589,11 +609,32 @@ class StepModel:
             ap = dataclasses.replace(ap, kv_request_read_s=ap.kv_request_read_s * copies)
         return dataclasses.replace(part, kv_read_s=part.kv_read_s + extra, achievable=ap)
 
-    def _if_kv_fits(self, part: PipelinePart, copies, seconds):
-        """``seconds`` where the part's resident KV with its copies fits (§B13), else inf."""
+    def _if_kv_fits(
+        self, part: PipelinePart, copies, seconds, cache: StepCache = NO_CACHE, key=None
+    ):
+        """``seconds`` where the part's resident KV with its copies fits (§B13), else inf.
+        The fit does not depend on the tokens per pass: kept for the block (``cache``), and
+        None when every point fits (nothing to mask)."""
         if copies is None or not np.any(np.asarray(part.kv_attention_bytes) > 0):
             return seconds
-        ok = self._kv_room(part.gpus, part.kv_resident_bytes, part.kv_attention_bytes, copies)
+
+        def fit():
+            room = partial(
+                self._kv_room, part.gpus, part.kv_resident_bytes, part.kv_attention_bytes
+            )
+            if cache.feasible is not None:
+                # the most copies any divisor makes are the whole stage's (t_at = t, the
+                # divisor 1): where they fit at every point the block keeps, so do every
+                # divisor's (docs/model.md "The search"), and nothing need be masked
+                most = room(self.kv_copies(part.tensor_degree))
+                if np.all(most | ~cache.feasible):
+                    return None
+            ok = room(copies)
+            return None if np.all(ok) else ok
+
+        ok = cache.get(("kv_fits", key), fit)
+        if ok is None:
+            return seconds
         return np.where(ok, seconds, np.inf)
 
     def latency_by_dims(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):

@@ -65,7 +65,7 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
     N_row, B_col = N_row[:, cols], B_col[rows]
     p = p if np.ndim(p) == 0 else p[rows]
     budgets = {S: v if np.ndim(v) < 2 else v[rows, cols] for S, v in (budgets or {}).items()}
-    cache = StepCache({}, fold=FOLD_PASSES and len(S_values) > 1)
+    cache = StepCache({}, fold=FOLD_PASSES and len(S_values) > 1, feasible=ok)
     divisors = attention_divisors(
         N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
     )
