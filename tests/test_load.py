@@ -22,8 +22,8 @@ from inference_econ.serving.load.arrivals import Arrivals, load_trace, make_traf
 from inference_econ.serving.load.deployment import Deployment, simulate_deployment
 from inference_econ.serving.load.engine import EngineConfig, build_instance
 from inference_econ.serving.load.lengths import parse_lengths
-from inference_econ.serving.load.results import summarise
-from inference_econ.serving.load.simulate import simulate
+from inference_econ.serving.load.results import Percentiles, RequestLatencies, summarise
+from inference_econ.serving.load.simulate import RunRecord, simulate
 from inference_econ.serving.load.targets import Targets
 from inference_econ.serving.prefill import prefill
 from inference_econ.serving.setting import make_setting
@@ -107,6 +107,38 @@ def test_closed_form_run_time_is_the_sum_of_its_steps(llama8b):
     growth = cross[0] / 100
     q = q0 + growth * np.arange(300)
     assert t.run_time_s(D, q0, growth, 300) == pytest.approx(t.times_s(D, q).sum(), rel=1e-12)
+
+
+# --- what a run measures, as MLPerf LoadGen measures it (§F9) ------------------------------------
+def test_request_latencies_are_loadgens_ttft_and_tpot():
+    """LoadGen's TPOT of a query is (latency - first-token latency) / (tokens - 1), both from the
+    query's scheduled time, a one-token query has none, and mean TPOT is the mean over queries,
+    not over tokens (mlcommons/inference loadgen/logging.cc ``RecordSampleCompletion``,
+    results.cc ``time_per_output_token_mean``; docs/model.md §F9)."""
+    a = Arrivals(np.array([0.0, 1.0, 2.0]), np.array([100, 100, 100]), np.array([2, 11, 1]))
+    record = RunRecord(
+        arrivals=a,
+        first_token_s=np.array([0.5, 1.2, 2.3]),
+        finish_s=np.array([0.7, 2.2, 2.3]),
+        admitted_s=np.array([0.0, 1.0, 2.0]),
+        preemptions=np.zeros(3),
+        rejected=np.zeros(3, dtype=bool),
+        busy_s=0.0,
+        prefill_s=0.0,
+        flop=0.0,
+        steps=0,
+        end_s=2.3,
+        batch_seconds=0.0,
+        peak_kv_fraction=0.0,
+    )
+    lat = RequestLatencies.of(record)
+    # by hand: TTFT 0.5, 0.2, 0.3 s; TPOT (0.7 - 0.5) / 1 = 0.2 s and (2.2 - 1.2) / 10 = 0.1 s
+    np.testing.assert_allclose(lat.ttft_s, [0.5, 0.2, 0.3])
+    np.testing.assert_allclose(lat.tpot_s[:2], [0.2, 0.1])
+    assert np.isnan(lat.tpot_s[2])
+    # the mean over queries (0.15 s), not the token-weighted 1.2 s / 11 tokens = 0.109 s
+    assert Percentiles.of(lat.tpot_s).mean == pytest.approx(0.15)
+    assert Percentiles.of(lat.ttft_s).mean == pytest.approx(1.0 / 3.0)
 
 
 # --- the simulator against theory (§E3) ---------------------------------------------------------
