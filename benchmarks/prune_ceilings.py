@@ -43,21 +43,13 @@ sys.path.insert(0, str(HERE))
 
 import bench_study  # noqa: E402
 import numpy as np  # noqa: E402
+from search_bounds import rectangle  # noqa: E402  (this folder: its one home)
 
 from inference_econ.model import collectives, layouts, values  # noqa: E402
 from inference_econ.optimise import grid  # noqa: E402
 from inference_econ.optimise.optimiser import Problem  # noqa: E402
 from inference_econ.serving.speculative import combine, cycle_latency  # noqa: E402
 from inference_econ.studies.study import compute_cell, expand  # noqa: E402
-
-
-def rectangle(mask) -> int:
-    """Points in the smallest rectangle holding every True point of ``mask``."""
-    if not mask.any():
-        return 0
-    rows = np.flatnonzero(mask.any(axis=1))
-    cols = np.flatnonzero(mask.any(axis=0))
-    return int((rows[-1] - rows[0] + 1) * (cols[-1] - cols[0] + 1))
 
 
 def main() -> None:
