@@ -157,3 +157,23 @@ def test_balancing_is_a_harness_field_of_deepseek_r1_under_mlperf():
         )
     with pytest.raises(SpecError, match="adp_balancing"):
         EngineConfig(adp_balancing=(2, 0))
+
+
+def test_each_request_goes_to_the_least_loaded_rank(dsv3):
+    """TensorRT-LLM's assignment (``_balance_requests_across_ranks``): among the ranks with
+    fewer active requests than max(ceil((active + 1) / 8), the most on a rank), the fewest
+    prompt tokens. Prompts of 500, 400, ..., 800 tokens fill ranks 0-7 one each (the count
+    rule); a 50-token ninth joins rank 4 (100 tokens, the fewest; every rank may take a second);
+    a 60-token tenth rank 3 (200 tokens: rank 4 holds two, the most a rank may)."""
+    from inference_econ.serving.load.simulate import _checked, _Engine
+
+    inst = _instance(dsv3)
+    prompts = [500, 400, 300, 200, 100, 600, 700, 800, 50, 60]
+    n = len(prompts)
+    arrivals = Arrivals(np.zeros(n), np.asarray(prompts, np.int64), np.full(n, 10, np.int64))
+    engine = _Engine(inst, _checked(inst, arrivals, False), None, order=np.arange(n))
+    engine.waiting.extend(range(n))
+    engine.admit()
+    assert engine.rank_of == [0, 1, 2, 3, 4, 5, 6, 7, 4, 3]
+    assert engine.act_n == [1, 1, 1, 2, 2, 1, 1, 1]
+    assert engine.act_tok == [500, 400, 300, 260, 150, 600, 700, 800]

@@ -159,8 +159,10 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
     profile, the limits ``config.engine_own`` names are the profile's own defaults on the
     setting's GPU for a served load (``EngineProfile.scheduler_limits``; TensorRT-LLM 2,048
     requests and 8,192 tokens per step without eviction, whole prompts; vLLM V1's by GPU
-    memory), and whether they hold per attention rank is the engine's; under the ideal engine
-    (no profile), ``config`` as it is. The same rule as the replay of measured rows, so that
+    memory), whether they hold per attention rank is the engine's, and the attention ranks of
+    a data-parallel layout schedule their own requests (``rank_scheduling``, unless ``config``
+    says otherwise); under the ideal engine (no profile), ``config`` as it is (its ranks
+    pooled). The same rule as the replay of measured rows, so that
     ``simulate``, ``capacity`` and ``compare-measured`` run one engine model."""
     prof = setting.assumptions.profile()
     if prof is None:
