@@ -970,6 +970,7 @@ class _Engine:
         if not self.prefilling:
             return plan, taken
         closed = [False] * ranks
+        shut = 0  # ranks closed: when every one is, no later prompt can go
         rank_of, gen = self.rank_of, self.gen_n
         separate, chunked = self.mode == "separate", self.mode == "chunked"
         for entry in self.prefilling:
@@ -988,6 +989,9 @@ class _Engine:
                 take = 0
             if take <= 0:
                 closed[r] = True  # the rank's step is full: its later prompts wait
+                shut += 1
+                if shut == ranks:
+                    break
                 continue
             plan.append((entry, take))
             taken[r] += take
