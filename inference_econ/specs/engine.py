@@ -338,8 +338,8 @@ class EngineProfile:
     limits: tuple[SchedulerLimits, ...] = ()
     #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
     #: than the engine's defaults: (benchmark, (entry, ...)), each entry ((field, value), ...)
-    #: with the fields ``admission``, ``prefill`` and ``scheduler_steps`` and the ``versions``
-    #: and ``models`` it holds for; the first entry that holds for a run applies (e.g. MLPerf
+    #: with the fields ``admission``, ``prefill``, ``scheduler_steps`` and the attention-DP
+    #: balancing (``ADP_BALANCING``) and the ``versions`` and ``models`` it holds for; the first entry that holds for a run applies (e.g. MLPerf
     #: Inference's harness runs TensorRT-LLM with chunked prompts, the engine's default being
     #: whole ones, but DeepSeek-R1 with whole prompts).
     harnesses: tuple[tuple[str, tuple[tuple[tuple[str, Any], ...], ...]], ...] = ()
@@ -411,6 +411,16 @@ class EngineProfile:
         ``model`` (None: the engine's own, ``scheduler_steps``)."""
         changes = self.harness_fields(harness, version, model) or {}
         return int(changes.get("scheduler_steps", self.scheduler_steps))
+
+    def harness_adp_balancing(
+        self, harness: str | None = None, version: str | None = None, model: str | None = None
+    ) -> tuple[int, int] | None:
+        """(batching wait, timeout) steps of the attention-DP balancing under a benchmark's
+        ``harness`` for ``version`` and ``model`` (``ADP_BALANCING``); None: no balancing."""
+        changes = self.harness_fields(harness, version, model) or {}
+        if ADP_BALANCING[0] not in changes:
+            return None
+        return int(changes[ADP_BALANCING[0]]), int(changes[ADP_BALANCING[1]])
 
     def standard_error(self, name: str) -> float | None:
         return dict(self.standard_errors).get(name)
@@ -580,6 +590,10 @@ def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
 
 #: Benchmark harnesses a profile can say it runs under (``EngineProfile.harnesses``).
 HARNESSES = ("mlperf",)
+#: A harness entry's TensorRT-LLM attention-DP balancing (``AttentionDpConfig``: batching wait
+#: and timeout, steps; both or neither, neither: off, the engine's default ``enable_balance``
+#: False), as the harness's configurations name them (docs/model.md §F9, "Attention DP").
+ADP_BALANCING = ("adp_balancing_batching_wait_iters", "adp_balancing_timeout_iters")
 
 
 def _harnesses(value: Any, source: str) -> tuple:
@@ -617,6 +631,12 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
         raise SpecError(
             source, where, f"expected a mapping, got {changes!r}", "e.g. {prefill: chunked}"
         )
+    given = [k for k in ADP_BALANCING if k in changes]
+    if len(given) == 1:
+        missing = next(k for k in ADP_BALANCING if k not in changes)
+        raise SpecError(
+            source, f"{where}.{missing}", "is missing", f"{given[0]} needs it (both or neither)"
+        )
     fields: list[tuple[str, Any]] = []
     for key, word in changes.items():
         if key == "models":  # the benchmark models whose harness configurations say so
@@ -633,6 +653,17 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
         if key == "versions":  # the engine versions the harness runs them this way on
             version_range(str(word), f"{source}: {where}")
             fields.append((key, str(word).strip()))
+            continue
+        if key in ADP_BALANCING:  # TensorRT-LLM's attention-DP balancing, its flags' names
+            steps = check_number(
+                word,
+                source,
+                f"{where}.{key}",
+                minimum=0 if key == ADP_BALANCING[0] else 1,
+                maximum=100000,
+                integer=True,
+            )
+            fields.append((key, int(steps)))
             continue
         if key == "scheduler_steps":
             t = BY_TERM[key]
@@ -651,7 +682,8 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
                 source,
                 f"{where}.{key}",
                 "unknown field",
-                "admission, prefill, scheduler_steps, versions or models",
+                f"admission, prefill, scheduler_steps, {', '.join(ADP_BALANCING)}, versions "
+                "or models",
             )
         if word not in CHOICES[key]:
             raise SpecError(

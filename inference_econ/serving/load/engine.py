@@ -67,6 +67,16 @@ class EngineConfig:
     #: engine profile's family has them (``specs.engine.LIMITS_PER_ATTENTION_RANK``), False
     #: for limits already stated per instance (the replay's, ``predicting.for_layout``).
     per_attention_rank: bool | None = None
+    #: Whether each data-parallel attention rank of the layout schedules its own requests
+    #: (docs/model.md §F9, "Attention DP"): an admitted request goes to the least-loaded rank
+    #: and a step lasts as long as its busiest rank's prompt work (``simulate``); None: as the
+    #: engine profile (``engine_config``: every engine profile; the ideal engine pools them).
+    rank_scheduling: bool | None = None
+    #: TensorRT-LLM's attention-DP balancing (``adp_balancing_batching_wait_iters``,
+    #: ``adp_balancing_timeout_iters``): prompts are held until every rank has one, at most the
+    #: timeout's steps, and when every rank also decodes, for the batching wait's steps first;
+    #: None: off (TensorRT-LLM's ``AttentionDpConfig.enable_balance`` default False).
+    adp_balancing: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         from .routing import check_router
@@ -84,6 +94,16 @@ class EngineConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise SpecError("argument", name, f"is {value!r}", "expected a whole number >= 1")
+        if self.adp_balancing is not None:
+            given = tuple(self.adp_balancing)
+            whole = [isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in given]
+            if len(given) != 2 or not all(whole) or given[0] < 0 or given[1] < 1:
+                raise SpecError(
+                    "argument",
+                    "adp_balancing",
+                    f"is {self.adp_balancing!r}",
+                    "(batching wait steps >= 0, timeout steps >= 1), or None for no balancing",
+                )
         for name in self.engine_own:
             if name not in ENGINE_OWN:
                 raise SpecError(
@@ -139,8 +159,10 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
     profile, the limits ``config.engine_own`` names are the profile's own defaults on the
     setting's GPU for a served load (``EngineProfile.scheduler_limits``; TensorRT-LLM 2,048
     requests and 8,192 tokens per step without eviction, whole prompts; vLLM V1's by GPU
-    memory), and whether they hold per attention rank is the engine's; under the ideal engine
-    (no profile), ``config`` as it is. The same rule as the replay of measured rows, so that
+    memory), whether they hold per attention rank is the engine's, and the attention ranks of
+    a data-parallel layout schedule their own requests (``rank_scheduling``, unless ``config``
+    says otherwise); under the ideal engine (no profile), ``config`` as it is (its ranks
+    pooled). The same rule as the replay of measured rows, so that
     ``simulate``, ``capacity`` and ``compare-measured`` run one engine model."""
     prof = setting.assumptions.profile()
     if prof is None:
@@ -160,6 +182,7 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
         per_attention_rank=prof.family in LIMITS_PER_ATTENTION_RANK
         if config.per_attention_rank is None
         else config.per_attention_rank,
+        rank_scheduling=True if config.rank_scheduling is None else config.rank_scheduling,
     )
 
 
@@ -402,6 +425,10 @@ def build_instance(
         layout = search.choose(config, reference_context, load)
     config = engine_config(config, setting).on_layout(layout)
     max_tokens = max(config.step_token_budget, config.max_batch_requests)
+    if config.rank_scheduling and layout.attention_divisor > 1:
+        # a step is looked up at its decoding requests plus the ranks times its busiest rank's
+        # prompt tokens (``simulate``): at most the batch plus the token budget
+        max_tokens = config.step_token_budget + config.max_batch_requests
     table = StepTable(search.model, layout, max_tokens)
     capacity = layout_capacity(search.model, search.capacity, layout)
     draft = None

@@ -233,6 +233,10 @@ class _Engine:
     #: the 30 a class's instances share their keys for).
     __slots__ = (
         "G",
+        "act_n",
+        "act_tok",
+        "adp_batch",
+        "adp_wait",
         "admitted",
         "arr",
         "batch_s",
@@ -251,6 +255,7 @@ class _Engine:
         "draft",
         "ends",
         "flop",
+        "gen_n",
         "hold",
         "inst",
         "late",
@@ -268,7 +273,12 @@ class _Engine:
         "prefill_s",
         "prefilling",
         "progress",
+        "balancing",
         "q_ref",
+        "rank_budget",
+        "rank_limit",
+        "rank_of",
+        "ranks",
         "released",
         "req",
         "reserved",
@@ -362,6 +372,24 @@ class _Engine:
         if inst.config.prefix_caching and req.sharing is not None:
             pos = self.pos
             self.cache = PrefixCache(lambda a, b: pos(b) - pos(a))
+        # data-parallel attention ranks that schedule their own requests (§F9, "Attention DP"):
+        # 1 where the engine pools them (the ideal engine), speculates (not modelled per rank)
+        # or has one attention group
+        ranks = int(round(inst.layout.attention_divisor))
+        if not self.cfg.rank_scheduling or self.draft is not None or ranks < 2:
+            ranks = 1
+        self.ranks = ranks
+        if ranks > 1:
+            #: each request's rank (-1: none); per rank its active requests (prefilling and
+            #: decoding), their prompt tokens and its decoding requests
+            self.rank_of = [-1] * n
+            self.act_n, self.act_tok, self.gen_n = [0] * ranks, [0] * ranks, [0] * ranks
+            #: a rank's share of the instance's limits (each rank's own, ``per_instance``)
+            self.rank_budget = max(1, self.budget // ranks)
+            self.rank_limit = max(1, self.limit // ranks)
+            #: TensorRT-LLM's balancing (wait, timeout steps; None: off) and its two counters
+            self.balancing = self.cfg.adp_balancing
+            self.adp_wait = self.adp_batch = 0
 
     # --- the KV cache ------------------------------------------------------------------
     def decode_positions(self, ahead=0):
@@ -504,6 +532,8 @@ class _Engine:
                 return
             waiting.popleft()
             self.admitted += 1
+            if self.ranks > 1:
+                self._assign(i)
             r.admitted_at[i] = self.t
             r.seq[i] = self.admitted
             if cache is not None and prefill:
@@ -538,6 +568,7 @@ class _Engine:
         plain = not self.windowed  # a request's layer-positions: layers x its context
         committed, admitted, reserved = self.committed, self.admitted, self.reserved
         batch = len(running) + len(prefilling)
+        assign = self._assign if self.ranks > 1 else None
         while waiting:
             i = waiting.popleft()
             if rejected[i]:
@@ -551,6 +582,8 @@ class _Engine:
             admitted += 1
             admitted_at[i] = t
             seq[i] = admitted
+            if assign is not None:
+                assign(i)
             if needs_prefill[i]:
                 context = n_in[i] + gen[i]  # Python ints
                 prefilling.append([i, 0, context])
@@ -567,9 +600,13 @@ class _Engine:
         r = self.req
         left = int(r.n_out[i] - r.gen[i])
         if left <= 0:
+            if self.ranks > 1:
+                self._rank_done(i, False)
             self._finished(i)
             self._count_done(1, i)
             return
+        if self.ranks > 1:
+            self.gen_n[self.rank_of[i]] += 1
         G = self.G
         end = G + left
         self.running[i] = (context - G, end)
@@ -581,6 +618,30 @@ class _Engine:
         else:
             same.append(i)
         self.sum_base += context - G
+
+    def _assign(self, i: int) -> None:
+        """Put admitted request ``i`` on a data-parallel attention rank as TensorRT-LLM's
+        executor request queue does (``_schedule_attention_dp_requests``,
+        ``_balance_requests_across_ranks``): among the ranks holding fewer active requests than
+        ``max(ceil((active + 1) / ranks), most on a rank)``, the one whose active requests have
+        the fewest prompt tokens (then the fewest requests, then the lowest rank)."""
+        n, tok, ranks = self.act_n, self.act_tok, self.ranks
+        expected = max(-(-(sum(n) + 1) // ranks), max(n))
+        r = min((tok[k], n[k], k) for k in range(ranks) if n[k] < expected)[2]
+        self.rank_of[i] = r
+        n[r] += 1
+        tok[r] += self.req.n_in[i]
+
+    def _rank_done(self, i: int, decoding: bool) -> None:
+        """Request ``i`` leaves its rank (finished or preempted); ``decoding``: it was decoding."""
+        r = self.rank_of[i]
+        if r < 0:
+            return
+        self.rank_of[i] = -1
+        self.act_n[r] -= 1
+        self.act_tok[r] -= self.req.n_in[i]
+        if decoding:
+            self.gen_n[r] -= 1
 
     def min_end(self) -> float:
         """The G at which the next decoding request finishes."""
@@ -609,10 +670,14 @@ class _Engine:
         if self.prefilling and seq[self.prefilling[-1][0]] > decode_seq:
             i, _, context = self.prefilling.pop()
             self.reserved -= self.pos(context)
+            if self.ranks > 1:
+                self._rank_done(i, False)
         else:
             i = last
             context = self._leave(i)
             r.gen[i] = max(int(r.gen[i]), int(context + _EPS) - int(r.n_in[i]) + 1)
+            if self.ranks > 1:
+                self._rank_done(i, True)
         if self.cache is not None and i in self.chain:  # its prefix stays cached
             self.cache.release(self.chain.pop(i), self.t)
         r.preempted[i] += 1
@@ -669,6 +734,9 @@ class _Engine:
             heapq.heappop(ends)
             done = by_end.pop(end)
             self.changes += 1
+            if self.ranks > 1:
+                for i in done:
+                    self._rank_done(i, True)
             if self.cache is not None:
                 for i in done:
                     self.sum_base -= running.pop(i)[0]
@@ -715,7 +783,6 @@ class _Engine:
         """One step with prompt tokens (all of ``budget`` for them: the decoding requests'
         tokens already taken out, except with separate prefill); False if the cache had to
         make room first."""
-        r = self.req
         mode = self.mode
         separate = mode == "separate"
         running, prefilling, cache = self.running, self.prefilling, self.cache
@@ -820,6 +887,18 @@ class _Engine:
             n += 1
         prefilled = prefilling[:n]
         del prefilling[:n]
+        self._join_prefilled(prefilled, G)
+        self.phase = 0  # a step with prompt tokens is a scheduler call of its own
+        if cache is not None:
+            self.trim()
+        return True
+
+    def _join_prefilled(self, prefilled: list, G: float) -> None:
+        """The prompts ``prefilled`` to their end by the step just taken (``G`` after it): each
+        emits its first token and decodes, or finishes if that was its last."""
+        r, cache, layers, pos = self.req, self.cache, self.layers, self.pos
+        plain = not self.windowed
+        running, ends, ranked = self.running, self.ends, self.ranks > 1
         first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
         t, by_end = self.t, self.by_end
         # the engine's sums in locals, written back after the loop (the calls in it read none)
@@ -840,9 +919,13 @@ class _Engine:
                 )
             left = n_out[i] - g  # ``_join_decode``, inline (once per request)
             if left <= 0:  # its first token was its last
+                if ranked:
+                    self._rank_done(i, False)
                 self._finished(i)
                 self._count_done(1, i)
                 continue
+            if ranked:
+                self.gen_n[self.rank_of[i]] += 1
             end, base = G + left, context - G
             running[i] = (base, end)
             changes += 1
@@ -854,7 +937,164 @@ class _Engine:
                 same.append(i)
             sum_base += base
         self.reserved, self.sum_base, self.changes = reserved, sum_base, changes
-        self.phase = 0  # a step with prompt tokens is a scheduler call of its own
+
+    # --- data-parallel attention ranks (§F9, "Attention DP") --------------------------------
+    def _rank_turn(self, D: int, horizon: float) -> bool:
+        """``iterate``'s step where the attention ranks schedule their own requests: the prompt
+        chunks each rank takes (``_rank_plan``), released or held by the balancing
+        (``_balance``); a step with them (``_rank_step``), else decode-only steps (one at a
+        time while prompts are held: the balancing decides again every step)."""
+        plan, taken = self._rank_plan()
+        release = True
+        all_gen = min(self.gen_n) > 0
+        if self.balancing is not None:
+            release = self._balance(min(taken) > 0, all_gen)
+        if plan and release:
+            self._rank_step(plan, taken)
+            return True
+        room = not self.waiting and not self.hold and D + len(self.prefilling) < self.limit
+        before = self.steps
+        self.decode_run(room, horizon, 1 if plan else 0)
+        if self.balancing is not None and not plan:
+            self._balance_idle(self.steps - before - 1, all_gen)
+        return True
+
+    def _rank_plan(self) -> tuple[list, list]:
+        """([(prefilling entry, tokens it takes)], prompt tokens per rank) of the next step:
+        each rank's scheduler takes its own prompts first come, first served into its share of
+        the token budget beside its decoding requests (``rank_budget``; its ``max_num_tokens``),
+        as the pooled step takes them into the whole budget (``mixed_step``)."""
+        ranks, budget = self.ranks, self.rank_budget
+        taken = [0] * ranks
+        plan: list = []
+        if not self.prefilling:
+            return plan, taken
+        closed = [False] * ranks
+        shut = 0  # ranks closed: when every one is, no later prompt can go
+        rank_of, gen = self.rank_of, self.gen_n
+        separate, chunked = self.mode == "separate", self.mode == "chunked"
+        for entry in self.prefilling:
+            r = rank_of[entry[0]]
+            if closed[r]:
+                continue
+            left = entry[2] - entry[1]
+            room = budget - taken[r] - (0 if separate else gen[r])
+            if chunked:
+                take = min(left, room)
+            elif left <= room:
+                take = left  # whole prompts
+            elif not taken[r] and left > budget:
+                take = room  # a prompt that never fits whole: in chunks of the room left
+            else:
+                take = 0
+            if take <= 0:
+                closed[r] = True  # the rank's step is full: its later prompts wait
+                shut += 1
+                if shut == ranks:
+                    break
+                continue
+            plan.append((entry, take))
+            taken[r] += take
+        return plan, taken
+
+    def _balance(self, all_ctx: bool, all_gen: bool) -> bool:
+        """One step of TensorRT-LLM's attention-DP balancing (py_executor
+        ``_balance_adp_requests``): whether the prompts the ranks scheduled go into this step.
+        When every rank has a prompt and room for it (fewer decoding requests than its batch),
+        they go, after ``wait`` steps held if every rank also decodes; otherwise they are held
+        until ``timeout`` steps have been counted (the count runs on decode-only steps too) or
+        some rank has nothing to decode."""
+        wait, timeout = self.balancing  # type: ignore[misc]
+        if all_ctx and max(self.gen_n) < self.rank_limit:
+            self.adp_wait = 0
+            if all_gen:
+                if self.adp_batch < wait:
+                    self.adp_batch += 1
+                    return False
+                self.adp_batch = 0
+            return True
+        self.adp_wait += 1
+        if self.adp_wait >= timeout or not all_gen:
+            self.adp_wait = 0
+            return True
+        return False
+
+    def _balance_idle(self, steps: int, all_gen: bool) -> None:
+        """The balancing's count over ``steps`` more decode-only steps without prompts
+        (``_balance`` of each: its count wraps at the timeout, or restarts while some rank has
+        nothing to decode)."""
+        if steps <= 0:
+            return
+        timeout = self.balancing[1]  # type: ignore[index]
+        self.adp_wait = (self.adp_wait + steps) % timeout if all_gen else 0
+
+    def _rank_step(self, plan: list, taken: list) -> bool:
+        """One step with the prompt chunks of ``plan`` (``_rank_plan``) on an instance whose
+        ranks schedule their own requests. Every step is synchronous across the ranks (the
+        expert layers exchange tokens in every layer), so it lasts as long as its busiest
+        rank's: the pooled step (``mixed_step``) with the decoding requests as they are and the
+        prompt work of the rank with the most prompt tokens on every rank (its tokens, chunks,
+        cache reads and attention times the ranks). Its FLOP are the work done. False if the
+        cache had to make room first."""
+        separate = self.mode == "separate"
+        running, prefilling, cache = self.running, self.prefilling, self.cache
+        n_running = len(running)
+        D = 0 if separate else n_running
+        plain = not self.windowed
+        layers, pos = self.layers, self.pos
+        if plain:
+            q = layers * (self.sum_base + n_running * self.G)
+            held = self.reserved if cache is None else self.held()
+            if not separate and q + held + layers * n_running > self.cap:
+                self.preempt()
+                return False
+            decode_q = q if D else 0.0
+        else:
+            if not separate and self.used() + self.growth(1.0) > self.cap:
+                self.preempt()
+                return False
+            decode_q = float(self.decode_positions()) if D else 0.0
+        ranks, rank_of = self.ranks, self.rank_of
+        kv, att, chunks = [0.0] * ranks, [0.0] * ranks, [0] * ranks
+        attended, largest, total = 0.0, 1, 0
+        for entry, take in plan:
+            done, r = entry[1], rank_of[entry[0]]
+            if plain:
+                kv[r] += layers * done
+                a = take * (layers * (done + (take - 1) / 2.0))
+            else:
+                kv[r] += pos(done)
+                a = take * pos(done + (take - 1) / 2.0)
+            att[r] += a
+            attended += a
+            chunks[r] += 1
+            entry[1] = done + take
+            total += take
+            if take > largest:
+                largest = take
+        b = max(range(ranks), key=taken.__getitem__)  # the busiest rank (the first of them)
+        table = self.table
+        dt = table.time_s(
+            D + ranks * taken[b],
+            decode_q + ranks * kv[b],
+            decode_q + ranks * att[b],
+            D + ranks * chunks[b],
+            largest,
+        )
+        alone = table.time_s(D, decode_q, decode_q, D, 1) if D else 0.0
+        flop = table.flop[D + total] + table.attention_flop * (decode_q + attended)
+        self._account(dt, D, flop, 1.0 if D else 0.0)
+        self.prefill_s += dt - alone
+        self.steps += 1
+        G, ends = self.G, self.ends
+        if not separate and ends and ends[0] <= G + _EPS:  # ``_complete``'s first test
+            self._complete()
+        # each rank's prompts prefilled to their end (a rank's may finish behind another's)
+        prefilled = [e for e in prefilling if e[1] >= e[2]]
+        if prefilled:
+            prefilling[:] = [e for e in prefilling if e[1] < e[2]]
+        self._join_prefilled(prefilled, G)
+        self.phase = 0
         if cache is not None:
             self.trim()
         return True
@@ -907,15 +1147,18 @@ class _Engine:
         if used / self.cap > self.peak:
             self.peak = used / self.cap
 
-    def decode_run(self, admit_more: bool, horizon: float = np.inf) -> None:
+    def decode_run(self, admit_more: bool, horizon: float = np.inf, most: int = 0) -> None:
         """Decode-only steps until the next event: an arrival that could be admitted, a
         completion, or a full cache (and no later than ``horizon`` when requests may be
-        admitted: a router's next arrival). With multi-step scheduling (``window`` > 1) the
-        run ends at its window's end or a completion instead: nothing is admitted before."""
+        admitted: a router's next arrival), at most ``most`` of them (0: no limit). With
+        multi-step scheduling (``window`` > 1) the run ends at its window's end or a
+        completion instead: nothing is admitted before."""
         D = len(self.running)
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
         k = max(1, math.ceil((self.min_end() - self.G) / E - _EPS))
+        if most:
+            k = min(k, most)
         window = self.window
         if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
             k = min(k, window - self.phase)
@@ -1061,6 +1304,8 @@ class _Engine:
                 return False
             self.t = max(self.t, nxt)
             return True
+        if self.ranks > 1:
+            return self._rank_turn(D, horizon)
         budget = self.budget
         if self.draft is not None:
             if self.can_prefill(budget):

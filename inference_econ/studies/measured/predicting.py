@@ -127,7 +127,9 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     harness = "mlperf" if row.benchmark and prof.harness_applies("mlperf", version, model) else None
     admission, prefill = prof.scheduler_policy(harness, version, model)
     steps = prof.harness_scheduler_steps(harness, version, model)
-    # per instance: ``for_layout`` spreads it over attention ranks itself
+    balancing = prof.harness_adp_balancing(harness, version, model)
+    # per instance: ``for_layout`` spreads it over attention ranks itself; with attention DP
+    # each rank schedules its own requests (``EngineConfig.rank_scheduling``)
     config = EngineConfig(
         cap or batch,
         budget,
@@ -135,10 +137,14 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         prefill,
         scheduler_steps=steps,
         per_attention_rank=False,
+        rank_scheduling=True,
+        adp_balancing=balancing,
     )
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
     if harness:
         multi = f", {steps} decode steps per schedule" if steps > 1 else ""
+        if balancing is not None:
+            multi += f", attention-DP balancing {balancing[0]}/{balancing[1]} steps"
         label += f", {harness} harness ({prefill} prompts, {admission} admission{multi})"
     return RowEngine(prof, config, label)
 

@@ -1,0 +1,179 @@
+"""Attention data parallelism as TensorRT-LLM schedules it (docs/model.md §F9, "Attention DP"):
+each rank schedules its own requests, a step lasts as long as its busiest rank's, and the
+attention-DP balancing holds prompts until every rank has one. Hand-computed cases on the
+step table of an 8-rank DeepSeek-V3 instance."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from inference_econ.errors import SpecError
+from inference_econ.model.mixed_step import EngineLayout
+from inference_econ.serving.load.arrivals import Arrivals
+from inference_econ.serving.load.engine import EngineConfig, build_instance, layout_search
+from inference_econ.serving.load.simulate import simulate
+from inference_econ.serving.setting import make_setting
+from inference_econ.specs.engine import load_engine, profile_from_dict
+
+R = 8  # attention ranks: TP8 with attention DP8
+#: 512 requests and 3,456 tokens per step per rank (NVIDIA's MLPerf DeepSeek-R1 Server
+#: configuration), whole prompts, no eviction, limits stated for the instance
+BASE = EngineConfig(
+    R * 512, R * 3456, "no_evict", "whole", per_attention_rank=False, rank_scheduling=True
+)
+
+
+@pytest.fixture(scope="module")
+def dsv3():
+    setting = make_setting("DeepSeek-V3", "H200", assumptions="achievable", engine="trtllm")
+    return setting, layout_search(setting, R)
+
+
+def _instance(dsv3, **changes):
+    setting, search = dsv3
+    config = dataclasses.replace(BASE, **changes)
+    return build_instance(setting, R, config, layout=EngineLayout(R, 1, float(R)), search=search)
+
+
+def _run(inst, sent, prompt, output):
+    n = len(sent)
+    arrivals = Arrivals(
+        np.asarray(sent, float),
+        np.full(n, prompt, dtype=np.int64),
+        np.asarray(np.broadcast_to(output, (n,)), dtype=np.int64),
+    )
+    return simulate(inst, arrivals)
+
+
+def _layers(inst) -> float:
+    return float(sum(g.layers for g in inst.work.groups))
+
+
+def _prompt_attention(inst, tokens: int) -> float:
+    """Layer-positions a whole prompt of ``tokens`` attends to (the simulator's sum)."""
+    return tokens * (_layers(inst) * (tokens - 1) / 2.0)
+
+
+def test_a_lone_prompt_costs_its_step_what_one_on_every_rank_would(dsv3):
+    """One 800-token prompt on one rank of 8: the step waits for that rank, so it costs what 8
+    such prompts, one per rank, cost the pooled step: 6,400 prompt tokens in 8 chunks, not
+    800 in one. Its time to first token is that step, on the ranked instance alone and with
+    all 8 prompts at once (one per rank: the least-loaded rank takes each), and equals the
+    pooled engine's step of 8 prompts."""
+    ranked, pooled = _instance(dsv3), _instance(dsv3, rank_scheduling=False)
+    att = _prompt_attention(ranked, 800)
+    step = ranked.table.time_s(R * 800, 0.0, R * att, R, 800)
+    lone = _run(ranked, [0.0], 800, 1)
+    assert lone.first_token_s[0] == pytest.approx(step, rel=1e-12)
+    eight = _run(ranked, [0.0] * R, 800, 1)
+    assert eight.first_token_s == pytest.approx(np.full(R, step), rel=1e-12)
+    assert _run(pooled, [0.0] * R, 800, 1).first_token_s == pytest.approx(eight.first_token_s)
+    # the pooled engine charges the lone prompt its own tokens only: several times less
+    alone = pooled.table.time_s(800, 0.0, att, 1, 800)
+    assert _run(pooled, [0.0], 800, 1).first_token_s[0] == pytest.approx(alone, rel=1e-12)
+    assert step > 3.0 * alone
+
+
+def _decode_s(inst, context_sum: float) -> float:
+    """One decode step of ``R`` requests whose contexts sum to ``context_sum``."""
+    q = _layers(inst) * context_sum
+    return inst.table.time_s(R, q, q, R, 1)
+
+
+def test_balancing_holds_a_lone_prompt_until_the_timeout(dsv3):
+    """TensorRT-LLM's balancing (batching wait 2, timeout 6 steps): 8 prompts of 100 tokens at
+    t = 0 go at once (no rank decodes yet), one per rank. A ninth arriving during that step
+    lands on rank 0; the other ranks have no prompt and every rank decodes, so it is held: the
+    count reaches 1, 2, ..., 5 on five decode steps and 6 on the sixth turn, which releases it.
+    Its first token comes after the first step, five decode steps of the 8 requests (contexts
+    100 + j each) and its own step beside them; without balancing right after the first step.
+    The run takes 5 more steps, the held ones."""
+    P, out = 100, 50
+    att = _prompt_attention(_instance(dsv3), P)
+    sent = [0.0] * R + [1e-9]
+    on, off = _instance(dsv3, adp_balancing=(2, 6)), _instance(dsv3)
+    held, free = _run(on, sent, P, out), _run(off, sent, P, out)
+    first = on.table.time_s(R * P, 0.0, R * att, R, P)
+    L = _layers(on)
+    assert free.first_token_s[:R] == pytest.approx(np.full(R, first), rel=1e-12)
+    assert held.first_token_s[:R] == pytest.approx(np.full(R, first), rel=1e-12)
+
+    # its own step: 8 decoding requests and its 100-token prompt on every rank
+    def own(steps_before: int) -> float:
+        q = L * (R * P + R * steps_before)
+        return on.table.time_s(R + R * P, q, q + R * att, R + R, P)
+
+    assert free.first_token_s[R] == pytest.approx(first + own(0), rel=1e-12)
+    waited = sum(_decode_s(on, R * P + R * j) for j in range(5))
+    assert held.first_token_s[R] == pytest.approx(first + waited + own(5), rel=1e-9)
+    assert held.steps - free.steps == 5
+    assert held.admitted_s[R] == free.admitted_s[R] == pytest.approx(first, rel=1e-12)
+
+
+def test_balancing_waits_its_batching_steps_when_every_rank_has_a_prompt(dsv3):
+    """Eight more prompts arriving during the first step land one per rank: every rank has a
+    prompt and decodes, so they wait the batching wait's 2 steps and go on the third turn
+    (the count 1, 2, then released): 2 steps later than without balancing."""
+    P, out = 100, 50
+    sent = [0.0] * R + [1e-9] * R
+    on, off = _instance(dsv3, adp_balancing=(2, 6)), _instance(dsv3)
+    held, free = _run(on, sent, P, out), _run(off, sent, P, out)
+    assert held.steps - free.steps == 2
+    first = on.table.time_s(R * P, 0.0, R * _prompt_attention(on, P), R, P)
+    late = held.first_token_s[R:] - free.first_token_s[R:]
+    waited = sum(_decode_s(on, R * P + R * j) for j in range(2))
+    assert late == pytest.approx(np.full(R, waited), rel=1e-3)  # (its step at 2 more tokens)
+    assert held.first_token_s[R:].min() > first + waited
+
+
+def test_without_rank_scheduling_nothing_changes_and_ranks_pool(dsv3):
+    """The ideal engine pools the ranks (no ``rank_scheduling``): its runs are the pooled
+    engine's, and balancing needs ranks of their own (a pooled instance ignores it)."""
+    pooled = _instance(dsv3, rank_scheduling=False)
+    balanced = _instance(dsv3, rank_scheduling=False, adp_balancing=(2, 6))
+    sent = np.linspace(0.0, 2.0, 40)
+    a, b = _run(pooled, sent, 700, 30), _run(balanced, sent, 700, 30)
+    assert np.array_equal(a.first_token_s, b.first_token_s)
+    assert np.array_equal(a.finish_s, b.finish_s)
+
+
+def test_balancing_is_a_harness_field_of_deepseek_r1_under_mlperf():
+    """engines/trtllm.yaml: NVIDIA's MLPerf DeepSeek-R1 configurations set the balancing 2/6;
+    other models and the engine itself run without it (TensorRT-LLM's default off); a harness
+    entry with only one of the two steps is refused naming the field."""
+    prof = load_engine("trtllm")
+    assert prof.harness_adp_balancing("mlperf", None, "DeepSeek-R1") == (2, 6)
+    assert prof.harness_adp_balancing("mlperf", None, "Llama 2 70B") is None
+    assert prof.harness_adp_balancing(None, None, "DeepSeek-R1") is None
+    with pytest.raises(SpecError, match="adp_balancing_timeout_iters"):
+        profile_from_dict(
+            {
+                "name": "x",
+                "harnesses": {
+                    "mlperf": {"prefill": "whole", "adp_balancing_batching_wait_iters": 2}
+                },
+            }
+        )
+    with pytest.raises(SpecError, match="adp_balancing"):
+        EngineConfig(adp_balancing=(2, 0))
+
+
+def test_each_request_goes_to_the_least_loaded_rank(dsv3):
+    """TensorRT-LLM's assignment (``_balance_requests_across_ranks``): among the ranks with
+    fewer active requests than max(ceil((active + 1) / 8), the most on a rank), the fewest
+    prompt tokens. Prompts of 500, 400, ..., 800 tokens fill ranks 0-7 one each (the count
+    rule); a 50-token ninth joins rank 4 (100 tokens, the fewest; every rank may take a second);
+    a 60-token tenth rank 3 (200 tokens: rank 4 holds two, the most a rank may)."""
+    from inference_econ.serving.load.simulate import _checked, _Engine
+
+    inst = _instance(dsv3)
+    prompts = [500, 400, 300, 200, 100, 600, 700, 800, 50, 60]
+    n = len(prompts)
+    arrivals = Arrivals(np.zeros(n), np.asarray(prompts, np.int64), np.full(n, 10, np.int64))
+    engine = _Engine(inst, _checked(inst, arrivals, False), None, order=np.arange(n))
+    engine.waiting.extend(range(n))
+    engine.admit()
+    assert engine.rank_of == [0, 1, 2, 3, 4, 5, 6, 7, 4, 3]
+    assert engine.act_n == [1, 1, 1, 2, 2, 1, 1, 1]
+    assert engine.act_tok == [500, 400, 300, 260, 150, 600, 700, 800]
