@@ -176,7 +176,7 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
     trt = load_engine("trtllm")
     assert trt.scheduler_policy("mlperf", "1.0", "DeepSeek-R1") == ("no_evict", "whole")
     assert trt.scheduler_policy("mlperf", "1.0", "Llama 2 70B") == ("no_evict", "chunked")
-    assert len(dict(trt.harnesses)["mlperf"]) == 2
+    assert len(dict(trt.harnesses)["mlperf"]) == 3  # DeepSeek-R1 Server, DeepSeek-R1, the rest
     prof = profile_from_dict(
         {"name": "x", "harnesses": {"mlperf": [{"prefill": "whole", "versions": "<1"}]}}, "x.yaml"
     )

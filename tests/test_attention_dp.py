@@ -139,11 +139,20 @@ def test_without_rank_scheduling_nothing_changes_and_ranks_pool(dsv3):
 
 
 def test_balancing_is_a_harness_field_of_deepseek_r1_under_mlperf():
-    """engines/trtllm.yaml: NVIDIA's MLPerf DeepSeek-R1 configurations set the balancing 2/6;
-    other models and the engine itself run without it (TensorRT-LLM's default off); a harness
-    entry with only one of the two steps is refused naming the field."""
+    """engines/trtllm.yaml: most MLPerf DeepSeek-R1 configurations of a scenario set the
+    balancing 3/9 (Server) and 2/6 (Interactive); other models and the engine itself run
+    without it (TensorRT-LLM's default off); a harness entry with only one of the two steps,
+    or an unknown scenario, is refused naming the field."""
     prof = load_engine("trtllm")
+    assert prof.harness_adp_balancing("mlperf", None, "DeepSeek-R1", "server") == (3, 9)
+    assert prof.harness_adp_balancing("mlperf", None, "DeepSeek-R1", "interactive") == (2, 6)
+    # a scenario not known takes only an entry for every scenario
     assert prof.harness_adp_balancing("mlperf", None, "DeepSeek-R1") == (2, 6)
+    assert prof.scheduler_policy("mlperf", None, "DeepSeek-R1", "server") == ("no_evict", "whole")
+    with pytest.raises(SpecError, match="scenarios"):
+        profile_from_dict(
+            {"name": "x", "harnesses": {"mlperf": {"prefill": "whole", "scenarios": ["batch"]}}}
+        )
     assert prof.harness_adp_balancing("mlperf", None, "Llama 2 70B") is None
     assert prof.harness_adp_balancing(None, None, "DeepSeek-R1") is None
     with pytest.raises(SpecError, match="adp_balancing_timeout_iters"):

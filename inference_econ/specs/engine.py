@@ -339,7 +339,8 @@ class EngineProfile:
     #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
     #: than the engine's defaults: (benchmark, (entry, ...)), each entry ((field, value), ...)
     #: with the fields ``admission``, ``prefill``, ``scheduler_steps`` and the attention-DP
-    #: balancing (``ADP_BALANCING``) and the ``versions`` and ``models`` it holds for; the first entry that holds for a run applies (e.g. MLPerf
+    #: balancing (``ADP_BALANCING``) and the ``versions``, ``models`` and ``scenarios`` it
+    #: holds for; the first entry that holds for a run applies (e.g. MLPerf
     #: Inference's harness runs TensorRT-LLM with chunked prompts, the engine's default being
     #: whole ones, but DeepSeek-R1 with whole prompts).
     harnesses: tuple[tuple[str, tuple[tuple[tuple[str, Any], ...], ...]], ...] = ()
@@ -371,12 +372,17 @@ class EngineProfile:
         return self.max_batch_requests, self.step_token_budget
 
     def harness_fields(
-        self, harness: str | None, version: str | None = None, model: str | None = None
+        self,
+        harness: str | None,
+        version: str | None = None,
+        model: str | None = None,
+        scenario: str | None = None,
     ) -> dict | None:
         """The fields ``harness`` sets on the engine at ``version`` (not stated or unreadable:
         any) for ``model`` (a model's name; None: not known, so only an entry for every model
-        holds): its first entry that holds for them, or None where the profile names no such
-        harness or none of its entries holds."""
+        holds) in ``scenario`` (one of ``HARNESS_SCENARIOS``; None: not known, so only an entry
+        for every scenario holds): its first entry that holds for them, or None where the
+        profile names no such harness or none of its entries holds."""
         if not harness:
             return None
         parsed = parse_version(str(version)) if version else None
@@ -385,39 +391,61 @@ class EngineProfile:
             bounds, models = fields.get("versions"), fields.get("models")
             if models and model not in models:
                 continue
+            if fields.get("scenarios") and scenario not in fields["scenarios"]:
+                continue
             if bounds and parsed is not None and not in_range(parsed, str(bounds)):
                 continue
             return fields
         return None
 
-    def harness_applies(self, harness: str, version: str | None, model: str | None = None) -> bool:
+    def harness_applies(
+        self,
+        harness: str,
+        version: str | None,
+        model: str | None = None,
+        scenario: str | None = None,
+    ) -> bool:
         """Whether the profile names ``harness`` and one of its entries sets the scheduler on
         the engine at ``version`` (a version not stated or unreadable: it does) for ``model``
-        (``harness_fields``)."""
-        return self.harness_fields(harness, version, model) is not None
+        in ``scenario`` (``harness_fields``)."""
+        return self.harness_fields(harness, version, model, scenario) is not None
 
     def scheduler_policy(
-        self, harness: str | None = None, version: str | None = None, model: str | None = None
+        self,
+        harness: str | None = None,
+        version: str | None = None,
+        model: str | None = None,
+        scenario: str | None = None,
     ) -> tuple[Admission, PrefillMode]:
         """(admission, prefill) the engine runs with under a benchmark's ``harness`` (one of
-        ``HARNESSES``; None: the engine's own defaults) for ``version`` and ``model``."""
-        changes = self.harness_fields(harness, version, model) or {}
+        ``HARNESSES``; None: the engine's own defaults) for ``version``, ``model`` and
+        ``scenario``."""
+        changes = self.harness_fields(harness, version, model, scenario) or {}
         return changes.get("admission", self.admission), changes.get("prefill", self.prefill)
 
     def harness_scheduler_steps(
-        self, harness: str | None = None, version: str | None = None, model: str | None = None
+        self,
+        harness: str | None = None,
+        version: str | None = None,
+        model: str | None = None,
+        scenario: str | None = None,
     ) -> int:
-        """Decode steps per scheduler call under a benchmark's ``harness`` for ``version`` and
-        ``model`` (None: the engine's own, ``scheduler_steps``)."""
-        changes = self.harness_fields(harness, version, model) or {}
+        """Decode steps per scheduler call under a benchmark's ``harness`` for ``version``,
+        ``model`` and ``scenario`` (None: the engine's own, ``scheduler_steps``)."""
+        changes = self.harness_fields(harness, version, model, scenario) or {}
         return int(changes.get("scheduler_steps", self.scheduler_steps))
 
     def harness_adp_balancing(
-        self, harness: str | None = None, version: str | None = None, model: str | None = None
+        self,
+        harness: str | None = None,
+        version: str | None = None,
+        model: str | None = None,
+        scenario: str | None = None,
     ) -> tuple[int, int] | None:
         """(batching wait, timeout) steps of the attention-DP balancing under a benchmark's
-        ``harness`` for ``version`` and ``model`` (``ADP_BALANCING``); None: no balancing."""
-        changes = self.harness_fields(harness, version, model) or {}
+        ``harness`` for ``version``, ``model`` and ``scenario`` (``ADP_BALANCING``); None: no
+        balancing."""
+        changes = self.harness_fields(harness, version, model, scenario) or {}
         if ADP_BALANCING[0] not in changes:
             return None
         return int(changes[ADP_BALANCING[0]]), int(changes[ADP_BALANCING[1]])
@@ -590,6 +618,8 @@ def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
 
 #: Benchmark harnesses a profile can say it runs under (``EngineProfile.harnesses``).
 HARNESSES = ("mlperf",)
+#: The scenarios a harness entry can be restricted to (``scenarios``: MLPerf Inference's).
+HARNESS_SCENARIOS = ("offline", "server", "interactive")
 #: A harness entry's TensorRT-LLM attention-DP balancing (``AttentionDpConfig``: batching wait
 #: and timeout, steps; both or neither, neither: off, the engine's default ``enable_balance``
 #: False), as the harness's configurations name them (docs/model.md §F9, "Attention DP").
@@ -650,6 +680,17 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
                 )
             fields.append((key, tuple(n.strip() for n in names)))
             continue
+        if key == "scenarios":  # the benchmark scenarios whose configurations say so
+            names = [word] if isinstance(word, str) else list(word or ())
+            if not names or not all(n in HARNESS_SCENARIOS for n in names):
+                raise SpecError(
+                    source,
+                    f"{where}.{key}",
+                    f"expected a list of scenarios, got {word!r}",
+                    f"any of {', '.join(HARNESS_SCENARIOS)}",
+                )
+            fields.append((key, tuple(names)))
+            continue
         if key == "versions":  # the engine versions the harness runs them this way on
             version_range(str(word), f"{source}: {where}")
             fields.append((key, str(word).strip()))
@@ -682,8 +723,8 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
                 source,
                 f"{where}.{key}",
                 "unknown field",
-                f"admission, prefill, scheduler_steps, {', '.join(ADP_BALANCING)}, versions "
-                "or models",
+                f"admission, prefill, scheduler_steps, {', '.join(ADP_BALANCING)}, versions, "
+                "models or scenarios",
             )
         if word not in CHOICES[key]:
             raise SpecError(

@@ -124,10 +124,12 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     batch, budget = prof.scheduler_limits(row.gpu, offline)
     # an MLPerf row runs the engine under the benchmark's harness, with its scheduler flags
     model = row.arch.name if row.arch is not None else None
-    harness = "mlperf" if row.benchmark and prof.harness_applies("mlperf", version, model) else None
-    admission, prefill = prof.scheduler_policy(harness, version, model)
-    steps = prof.harness_scheduler_steps(harness, version, model)
-    balancing = prof.harness_adp_balancing(harness, version, model)
+    sc = row.scenario
+    mlperf = row.benchmark and prof.harness_applies("mlperf", version, model, sc)
+    harness = "mlperf" if mlperf else None
+    admission, prefill = prof.scheduler_policy(harness, version, model, sc)
+    steps = prof.harness_scheduler_steps(harness, version, model, sc)
+    balancing = prof.harness_adp_balancing(harness, version, model, sc)
     # per instance: ``for_layout`` spreads it over attention ranks itself; with attention DP
     # each rank schedules its own requests (``EngineConfig.rank_scheduling``)
     config = EngineConfig(
