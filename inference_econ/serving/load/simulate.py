@@ -779,6 +779,24 @@ class _Engine:
             return D == 0 or D + left <= budget or (left > budget and budget > D)
         return True  # separate: prompts go first
 
+    def _room_for_prompts(self, separate: bool, D: int, E: float) -> float | None:
+        """Before a step with prompt tokens: the decoding requests' layer-positions read by it
+        (``decode_positions``; 0 without decoding requests in the step), or None if the cache
+        had to make room first (a request preempted) for their ``E`` tokens each."""
+        n_running = len(self.running)
+        if not self.windowed:  # a context's layer-positions: layers x the context
+            layers = self.layers
+            q = layers * (self.sum_base + n_running * self.G)  # decode_positions()
+            held = self.reserved if self.cache is None else self.held()  # held(), no cache
+            if not separate and q + held + layers * n_running * E > self.cap:
+                self.preempt()
+                return None
+            return q if D else 0.0  # a float: ``layers`` is
+        if not separate and self.used() + self.growth(E) > self.cap:
+            self.preempt()
+            return None
+        return float(self.decode_positions()) if D else 0.0
+
     def mixed_step(self, budget: int) -> bool:
         """One step with prompt tokens (all of ``budget`` for them: the decoding requests'
         tokens already taken out, except with separate prefill); False if the cache had to
@@ -793,18 +811,9 @@ class _Engine:
         v = 1 if c is None else c.verify_tokens
         plain = not self.windowed  # a context's layer-positions: layers x the context
         layers = self.layers
-        if plain:
-            q = layers * (self.sum_base + n_running * self.G)  # decode_positions()
-            held = self.reserved if cache is None else self.held()  # held(), without a cache
-            if not separate and q + held + layers * n_running * E > self.cap:
-                self.preempt()
-                return False
-            decode_q = q if D else 0.0  # a float: ``layers`` is
-        else:
-            if not separate and self.used() + self.growth(E) > self.cap:
-                self.preempt()
-                return False
-            decode_q = float(self.decode_positions()) if D else 0.0
+        decode_q = self._room_for_prompts(separate, D, E)
+        if decode_q is None:
+            return False
         kv, att, taken = decode_q, v * decode_q, 0
         # the prompts' chunks, from the head of the queue: (tokens prefilled before, tokens
         # taken) of each for the draft's own prefill; each prompt's progress is written at once
@@ -1042,18 +1051,9 @@ class _Engine:
         D = 0 if separate else n_running
         plain = not self.windowed
         layers, pos = self.layers, self.pos
-        if plain:
-            q = layers * (self.sum_base + n_running * self.G)
-            held = self.reserved if cache is None else self.held()
-            if not separate and q + held + layers * n_running > self.cap:
-                self.preempt()
-                return False
-            decode_q = q if D else 0.0
-        else:
-            if not separate and self.used() + self.growth(1.0) > self.cap:
-                self.preempt()
-                return False
-            decode_q = float(self.decode_positions()) if D else 0.0
+        decode_q = self._room_for_prompts(separate, D, 1.0)
+        if decode_q is None:
+            return False
         ranks, rank_of = self.ranks, self.rank_of
         kv, att, chunks = [0.0] * ranks, [0.0] * ranks, [0] * ranks
         attended, largest, total = 0.0, 1, 0
