@@ -452,3 +452,39 @@ def test_an_mlperf_row_on_rocm_runs_vllm_in_windows_of_decode_steps(tmp_path):
         assert "9 decode steps per schedule" in found.label
     assert (new.config.prefill, new.config.scheduler_steps) == ("chunked", 1)
     assert "harness" not in new.label
+
+
+#: A disaggregated Server row of Llama 3.1 8B: one prefill GPU, one decode GPU.
+DISAGGREGATED = (
+    "s,Llama-3.1-8B,FP8,H100 SXM,2,prefill: TP1 x1; decode: TP1 x1,n/a,1000,200,{metric},"
+    '{value},{unit},"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<={tpot}ms",server'
+)
+
+
+def test_a_disaggregated_server_row_meets_its_tpot_limit_on_the_decode_gpus(
+    tmp_path, small_runs
+):
+    """The decode GPUs of a disaggregated Server row are replayed with each first token handed
+    over at its arrival: their TPOT runs from there, so the load search holds the row's TPOT
+    limit (a tighter limit serves less; before, no prefilled request had a TPOT and every
+    load passed, the throughput being the saturated one whatever the limit), and the TTFT,
+    the prefill pool's, is out of scope rather than a guess."""
+    row = lambda metric, value, unit, tpot: DISAGGREGATED.format(  # noqa: E731
+        metric=metric, value=value, unit=unit, tpot=tpot
+    )
+    rows = rows_of(
+        tmp_path,
+        row("throughput_total", 9000, "tok/s", 100),
+        row("throughput_total", 9000, "tok/s", 10),
+        row("p99_TPOT", 50, "ms", 100),
+        row("p99_TPOT", 8, "ms", 10),
+        row("mean_TTFT", 300, "ms", 100),
+    )
+    assert all(r.disaggregated and r.decode_gpus == 1 for r in rows)
+    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    assert status[:4] == ["ok"] * 4
+    loose, tight, p99_loose, p99_tight = predicted[:4]
+    assert tight < 0.9 * loose  # the TPOT limit binds on the decode GPUs
+    assert 0.0 < p99_loose <= 0.100 and 0.0 < p99_tight <= 0.010
+    assert status[4].startswith("out of scope: the TTFT of a disaggregated row")
+    assert math.isnan(predicted[4])

@@ -692,6 +692,11 @@ LOAD_QUANTITIES = (
 )
 
 
+def ttft_of(row: MeasuredRow) -> bool:
+    """Whether the row measures a time to first token (mean or a percentile)."""
+    return row.metric.quantity in ("ttft", "ttft_p99")
+
+
 def predictable(row: MeasuredRow) -> bool:
     """Whether the model predicts the row's metric in its scenario: a steady state's closed
     form (``_KINDS``), or a run of the load engine (a row may read a metric, such as a p90
@@ -871,6 +876,12 @@ def _predict_distinct(rows, assumptions, engine, engines):
             status[i] = (
                 f"out of scope: the model does not predict {row.metric_text} "
                 f"in the {row.scenario} scenario"
+            )
+        elif row.kind == "end-to-end" and row.resolved and row.disaggregated and ttft_of(row):
+            predicted[i] = np.nan  # the decode pool's replay hands each first token over
+            status[i] = (
+                "out of scope: the TTFT of a disaggregated row is its prefill pool's, which "
+                "the replay does not simulate (it replays the decode GPUs)"
             )
         if row.kind == "micro" and row.resolved:
             predicted[i] = predict_micro(row, base, engine)
