@@ -461,9 +461,7 @@ DISAGGREGATED = (
 )
 
 
-def test_a_disaggregated_server_row_meets_its_tpot_limit_on_the_decode_gpus(
-    tmp_path, small_runs
-):
+def test_a_disaggregated_server_row_meets_its_tpot_limit_on_the_decode_gpus(tmp_path, small_runs):
     """The decode GPUs of a disaggregated Server row are replayed with each first token handed
     over at its arrival: their TPOT runs from there, so the load search holds the row's TPOT
     limit (a tighter limit serves less; before, no prefilled request had a TPOT and every
