@@ -454,20 +454,25 @@ def test_an_mlperf_row_on_rocm_runs_vllm_in_windows_of_decode_steps(tmp_path):
     assert "harness" not in new.label
 
 
-#: A disaggregated Server row of Llama 3.1 8B: one prefill GPU, one decode GPU.
+#: A disaggregated Server row of Llama 3.1 8B: one prefill GPU and one decode GPU, or its
+#: decode GPU alone (the row says no more).
 DISAGGREGATED = (
     "s,Llama-3.1-8B,FP8,H100 SXM,2,prefill: TP1 x1; decode: TP1 x1,n/a,1000,200,{metric},"
     '{value},{unit},"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<={tpot}ms",server'
 )
+DECODE_ONLY = (
+    "s,Llama-3.1-8B,FP8,H100 SXM,1,TP1,n/a,1000,200,{metric},{value},{unit} per decode GPU,"
+    '"TensorRT-LLM, disaggregated; constraints p99 TTFT<=2000ms, p99 TPOT<={tpot}ms",server'
+)
 
 
-def test_a_disaggregated_server_row_meets_its_tpot_limit_on_the_decode_gpus(tmp_path, small_runs):
-    """The decode GPUs of a disaggregated Server row are replayed with each first token handed
-    over at its arrival: their TPOT runs from there, so the load search holds the row's TPOT
-    limit (a tighter limit serves less; before, no prefilled request had a TPOT and every
-    load passed, the throughput being the saturated one whatever the limit), and the TTFT,
-    the prefill pool's, is out of scope rather than a guess."""
-    row = lambda metric, value, unit, tpot: DISAGGREGATED.format(  # noqa: E731
+def test_a_disaggregated_row_decodes_within_its_tpot_limit(tmp_path, small_runs):
+    """The decode GPUs of a disaggregated Server row whose prefill pool is not stated are
+    replayed with each first token handed over at its arrival: their TPOT runs from there, so
+    the load search holds the row's TPOT limit (a tighter limit serves less; before, no
+    prefilled request had a TPOT and every load passed, the throughput being the saturated one
+    whatever the limit), and the TTFT, the prefill pool's, is out of scope, not a guess."""
+    row = lambda metric, value, unit, tpot: DECODE_ONLY.format(  # noqa: E731
         metric=metric, value=value, unit=unit, tpot=tpot
     )
     rows = rows_of(
@@ -478,7 +483,7 @@ def test_a_disaggregated_server_row_meets_its_tpot_limit_on_the_decode_gpus(tmp_
         row("p99_TPOT", 8, "ms", 10),
         row("mean_TTFT", 300, "ms", 100),
     )
-    assert all(r.disaggregated and r.decode_gpus == 1 for r in rows)
+    assert all(r.disaggregated and r.decode_gpus == 1 and r.prefill_layout is None for r in rows)
     predicted, _, status, _ = pr.predict_rows(rows, "achievable")
     assert status[:4] == ["ok"] * 4
     loose, tight, p99_loose, p99_tight = predicted[:4]
@@ -486,3 +491,34 @@ def test_a_disaggregated_server_row_meets_its_tpot_limit_on_the_decode_gpus(tmp_
     assert 0.0 < p99_loose <= 0.100 and 0.0 < p99_tight <= 0.010
     assert status[4].startswith("out of scope: the TTFT of a disaggregated row")
     assert math.isnan(predicted[4])
+
+
+def test_a_disaggregated_row_with_its_prefill_pool_is_replayed_through_it(tmp_path, small_runs):
+    """A row that states its prefill instances is replayed through them, as ``simulate``
+    serves a disaggregated deployment: each prompt is prefilled on the prefill GPU (its first
+    token), its KV cache sent to the decode GPU. Its TTFT is then predicted and is never
+    below the prompt's own prefill on the prefill instance; its TPOT meets the limit."""
+    row = lambda metric, value, unit: DISAGGREGATED.format(  # noqa: E731
+        metric=metric, value=value, unit=unit, tpot=100
+    )
+    rows = rows_of(
+        tmp_path,
+        row("mean_TTFT", 300, "ms"),
+        row("p99_TPOT", 50, "ms"),
+        row("throughput_total", 9000, "tok/s"),
+    )
+    assert rows[0].prefill_layout.label() == "TP1" and rows[0].decode_gpus == 1
+    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    assert status == ["ok"] * 3
+    ttft, p99_tpot, throughput = predicted
+    setting = make_setting(
+        "Llama 3.1 8B",
+        "H100-SXM",
+        weight_bits=8,
+        kv_cache_bits=8,
+        prompt_tokens=1000,
+        assumptions="achievable",
+        engine=select_engine("trtllm", None, "cuda"),
+    )
+    alone = float(prefill_latency_s(setting, [1], integer_layouts=True)[0])
+    assert ttft >= alone > 0 and 0.0 < p99_tpot <= 0.100 and throughput > 0

@@ -425,7 +425,17 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         int(L.issued),
         # an expected figure is read where a submitter runs; the bound at its most load
         rp.SUBMITTED_LOAD_SHARE if a.engine is not None else 1.0,
+        _prefill_pool(row),
     )
+
+
+def _prefill_pool(row: MeasuredRow):
+    """(tensor, pipeline, replicas, attention DP) of a disaggregated Server or Interactive
+    row's prefill instances where the row states them (None: the decode GPUs alone)."""
+    pool = row.prefill_layout
+    if not row.disaggregated or pool is None or row.scenario not in ("server", "interactive"):
+        return None
+    return (pool.tensor, pool.pipeline, pool.replicas, bool(pool.attention_dp))
 
 
 def _smaller_budgets(case) -> tuple[int, ...]:
@@ -833,6 +843,7 @@ def _question(r: MeasuredRow) -> tuple:
         getattr(r, "platform", None),
         r.disaggregated,
         r.decode_gpus,
+        r.prefill_layout,
         r.per,
         r.per_count,
         micro,
@@ -877,11 +888,17 @@ def _predict_distinct(rows, assumptions, engine, engines):
                 f"out of scope: the model does not predict {row.metric_text} "
                 f"in the {row.scenario} scenario"
             )
-        elif row.kind == "end-to-end" and row.resolved and row.disaggregated and ttft_of(row):
+        elif (
+            row.kind == "end-to-end"
+            and row.resolved
+            and row.disaggregated
+            and ttft_of(row)
+            and _prefill_pool(row) is None
+        ):
             predicted[i] = np.nan  # the decode pool's replay hands each first token over
             status[i] = (
                 "out of scope: the TTFT of a disaggregated row is its prefill pool's, which "
-                "the replay does not simulate (it replays the decode GPUs)"
+                "the row does not state (its decode GPUs are replayed alone)"
             )
         if row.kind == "micro" and row.resolved:
             predicted[i] = predict_micro(row, base, engine)

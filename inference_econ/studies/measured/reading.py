@@ -102,6 +102,8 @@ class MeasuredRow:
     disaggregated: bool = False
     #: Disaggregated rows: the GPUs of the row that decode (the rest prefill).
     decode_gpus: int | None = None
+    #: Disaggregated rows: the prefill instances, where the row states them.
+    prefill_layout: sem.Layout | None = None
     #: What the value is per: "system", "gpu", "node" or "decode_gpu"; ``per_count`` is the
     #: number of those the system has (the system's figure = value x per_count).
     per: str = "system"
@@ -509,6 +511,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         rec, context, rec["unit"], gpus, where, scenario
     )
     serving = decode_gpus if disaggregated and decode_gpus else gpus
+    prefill_layout = sem.prefill_pool_of(rec, context, where) if disaggregated else None
     if decode_text:  # the decode instances' own cap ("max_batch_size 64")
         cap = sem.batch_of("", scenario, decode_text)[1] or cap
     layout = (
@@ -528,6 +531,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         platform=engine.platform,
         disaggregated=disaggregated,
         decode_gpus=decode_gpus,
+        prefill_layout=prefill_layout,
         per=per,
         per_count=per_count,
         benchmark=benchmark.name if benchmark is not None else None,

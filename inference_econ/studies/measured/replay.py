@@ -33,6 +33,7 @@ import numpy as np
 from ...errors import InfeasibleError
 from ...model.mixed_step import EngineLayout
 from ...optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
+from ...serving.disaggregation import kv_transfer_s
 from ...serving.load.arrivals import Arrivals, Traffic
 from ...serving.load.engine import EngineConfig, build_instance, layout_search
 from ...serving.load.lengths import Lengths
@@ -117,6 +118,10 @@ class LoadCase:
     #: Share of the most load held at which a Server or Interactive row's figures are read
     #: (``SUBMITTED_LOAD_SHARE`` for an expected figure; 1 for the ideal bound).
     load_share: float = 1.0
+    #: A disaggregated row's prefill instances (tensor, pipeline, replicas, attention DP) when
+    #: it states them: each prompt is prefilled there (its first token) and its KV cache sent
+    #: to the decode instances (None: the decode instances alone, first tokens handed over).
+    prefill: tuple[int, int, int, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -345,8 +350,11 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     t = traffic_of(case, requests).at_rate(rate)
     # (a prefilled request's TPOT starts at its arrival, read after the run: no early stop)
     limits = None if stop is None or case.prefilled else stop.limits
-    record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled, stop=limits)
-    if case.prefilled:
+    if case.prefill is not None:
+        record = _through_prefill_pool(case, inst, t)
+    else:
+        record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled, stop=limits)
+    if case.prefilled and case.prefill is None:
         record = handed_first_tokens(record)
     # one instance's rates, judged as MLPerf LoadGen judges a run (``MLPerfRun``)
     result = MLPerfRun.of(summarise(inst, record, t, Targets()))
@@ -357,6 +365,43 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     while len(_RUNS) > RUNS_KEPT:
         del _RUNS[next(iter(_RUNS))]
     return result
+
+
+@lru_cache(maxsize=64)
+def _prefill_instance(case: LoadCase):
+    """A prefill instance of a disaggregated case (``LoadCase.prefill``)."""
+    tensor, pipeline, _, attention_dp = case.prefill
+    gpus = tensor * pipeline
+    layout = EngineLayout(gpus, pipeline, float(tensor) if attention_dp else 1.0)
+    search = layout_search(case.setting, gpus)
+    return build_instance(case.setting, gpus, case.config, layout=layout, search=search)
+
+
+def _through_prefill_pool(case: LoadCase, inst, traffic: Traffic):
+    """One decode instance's run record of a disaggregated case whose prefill pool is given,
+    as ``serving.load.deployment.simulate_disaggregated`` serves a deployment (docs/model.md
+    §E5): a prefill instance serves its share of the prompts and emits each first token; the
+    KV cache crosses the network (``kv_transfer_s`` over the fewer GPUs); the decode instance's
+    arrivals are each request's arrival plus that delay. The two pools' delays are taken as
+    independent. The record's arrivals are the requests' own and their first tokens the
+    prefill pool's, so its TTFT and TPOT are LoadGen's."""
+    pre = _prefill_instance(case)
+    ps = traffic.stream(case.prefill[2])
+    prompts_only = Arrivals(ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens))
+    pool_ttft = simulate(pre, prompts_only).first_token_s - ps.arrival_s
+    s = traffic.stream(case.replicas)
+    ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
+    moved = kv_transfer_s(case.setting, s.prompt_tokens.astype(float), min(pre.gpus, inst.gpus))
+    ready = s.arrival_s + ttft + moved
+    order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
+    handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
+    record = simulate(inst, handed, prefilled=True)
+    sent = s.arrival_s[order]
+    return dataclasses.replace(
+        record,
+        arrivals=Arrivals(sent, handed.prompt_tokens, handed.output_tokens),
+        first_token_s=sent + ttft[order],
+    )
 
 
 def fails_at(case: LoadCase, rate: float) -> bool:

@@ -859,18 +859,7 @@ def disaggregation_of(
     ``n_gpus`` counts the decode GPUs only); None when it does not say."""
     flag = str(row.get("disaggregated") or "").strip().lower() in ("1", "true", "yes", "y")
     parallelism = "" if is_missing(row.get("parallelism")) else str(row.get("parallelism"))
-    roles: dict[str, str] = {}
-    sizes: dict[str, int] = {}
-    for segment in re.split(r"\s*[;|]\s*", parallelism):
-        m = _ROLE.match(segment)
-        if m:
-            role = "prefill" if m.group(1).lower() in ("prefill", "context", "ctx") else "decode"
-            roles[role] = m.group(2)
-    for m in _WORKERS.finditer(context):
-        role = "prefill" if m.group("role").lower() in ("prefill", "context", "ctx") else "decode"
-        layout = (m.group("layout") or "").split(";")[0]
-        roles.setdefault(role, f"{layout} x{m.group('count')}")
-        sizes[role] = int(m.group("count")) * int(m.group("gpus"))
+    roles, sizes = _roles(parallelism, context)
     disaggregated = flag or bool(roles) or _says_disaggregated(context, scenario)
     if not disaggregated:
         return False, None, None
@@ -898,6 +887,36 @@ def disaggregation_of(
             "give each part's degrees and replicas (e.g. 'prefill: TP4 x2; decode: TP8 x1')",
         )
     return True, None, None
+
+
+def _roles(parallelism: str, context: str) -> tuple[dict[str, str], dict[str, int]]:
+    """The prefill and decode parts a row states, ({role: layout text}, {role: GPUs}): from
+    its parallelism ("prefill: TP4 x2; decode: TP8") or its notes' workers ("2 prefill
+    worker(s) of 4 GPUs each (tp 4, ...)")."""
+    roles: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    for segment in re.split(r"\s*[;|]\s*", parallelism):
+        m = _ROLE.match(segment)
+        if m:
+            role = "prefill" if m.group(1).lower() in ("prefill", "context", "ctx") else "decode"
+            roles[role] = m.group(2)
+    for m in _WORKERS.finditer(context):
+        role = "prefill" if m.group("role").lower() in ("prefill", "context", "ctx") else "decode"
+        layout = (m.group("layout") or "").split(";")[0]
+        roles.setdefault(role, f"{layout} x{m.group('count')}")
+        sizes[role] = int(m.group("count")) * int(m.group("gpus"))
+    return roles, sizes
+
+
+def prefill_pool_of(row: dict, context: str, where: str) -> Layout | None:
+    """The prefill instances a disaggregated row states ("prefill: TP4 x2" in its
+    parallelism, or its notes' prefill workers), or None where it does not say."""
+    parallelism = "" if is_missing(row.get("parallelism")) else str(row.get("parallelism"))
+    roles, sizes = _roles(parallelism, context)
+    if "prefill" not in roles:
+        return None
+    text = roles["prefill"]
+    return layout_of(text, sizes.get("prefill") or _instance_gpus(text, where), where)
 
 
 def _instance_gpus(text: str, where: str) -> int:
