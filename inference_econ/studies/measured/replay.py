@@ -38,7 +38,8 @@ from ...serving.load.arrivals import Arrivals, Traffic
 from ...serving.load.engine import EngineConfig, build_instance, layout_search
 from ...serving.load.lengths import Lengths
 from ...serving.load.results import LoadResult, summarise
-from ...serving.load.simulate import simulate
+from ...serving.load.routing import GROUP, Router
+from ...serving.load.simulate import simulate, simulate_group
 from ...serving.load.targets import Targets
 from ...serving.setting import Setting
 
@@ -367,6 +368,10 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     return result
 
 
+#: How a disaggregated row's prompts reach its prefill instances (``_through_prefill_pool``).
+PREFILL_ROUTER = "least_outstanding"
+
+
 @lru_cache(maxsize=64)
 def _prefill_instance(case: LoadCase):
     """A prefill instance of a disaggregated case (``LoadCase.prefill``)."""
@@ -382,13 +387,23 @@ def _through_prefill_pool(case: LoadCase, inst, traffic: Traffic):
     as ``serving.load.deployment.simulate_disaggregated`` serves a deployment (docs/model.md
     §E5): a prefill instance serves its share of the prompts and emits each first token; the
     KV cache crosses the network (``kv_transfer_s`` over the fewer GPUs); the decode instance's
-    arrivals are each request's arrival plus that delay. The two pools' delays are taken as
-    independent. The record's arrivals are the requests' own and their first tokens the
+    arrivals are each request's arrival plus that delay. The prefill instances take the
+    prompts from one queue, each the next when it has room (Dynamo's prefill workers pull
+    remote prefill requests from one queue: its "Architecture Flow", v0.7-v0.8), simulated as
+    up to ``GROUP`` instances behind a join-the-shortest-queue router (``PREFILL_ROUTER``).
+    The two pools' delays are taken as independent. The record's arrivals are the requests' own and their first tokens the
     prefill pool's, so its TTFT and TPOT are LoadGen's."""
     pre = _prefill_instance(case)
-    ps = traffic.stream(case.prefill[2])
+    k = case.prefill[2]
+    g = min(k, GROUP)  # prefill instances simulated together behind the pool's queue
+    ps = traffic.stream(k, g)
     prompts_only = Arrivals(ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens))
-    pool_ttft = simulate(pre, prompts_only).first_token_s - ps.arrival_s
+    if g > 1:
+        route = Router(PREFILL_ROUTER, g, None, traffic.seed)
+        pool_run = simulate_group([pre] * g, prompts_only, route)
+    else:
+        pool_run = simulate(pre, prompts_only)
+    pool_ttft = pool_run.first_token_s - ps.arrival_s
     s = traffic.stream(case.replicas)
     ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
     moved = kv_transfer_s(case.setting, s.prompt_tokens.astype(float), min(pre.gpus, inst.gpus))
