@@ -652,6 +652,20 @@ def test_disaggregated_deployment(llama8b):
     assert r.usd_per_hour == co.usd_per_hour
 
 
+def test_a_prefill_pool_behind_a_router_queues_less_than_random_shares(llama8b):
+    """A prefill pool of four instances: with ``--router least_outstanding`` each prompt goes
+    to the instance with the fewest outstanding (simulated together, §E10), which at the same
+    load waits less than four random shares (join-the-shortest-queue); the default is the
+    random split, and the result says which."""
+    t = make_traffic(30, "lognormal:3000:0.8", "lognormal:200:0.6", requests=800, seed=0)
+    d = Deployment(1, 2, 1, 4)
+    rand = simulate_deployment(llama8b, d, t)
+    jsq = simulate_deployment(llama8b, d, t, config=EngineConfig(router="least_outstanding"))
+    assert rand.router == "random" and jsq.router == "least_outstanding"
+    assert jsq.ttft_s.p99 < 0.8 * rand.ttft_s.p99 and jsq.ttft_s.mean < rand.ttft_s.mean
+    assert abs(jsq.tpot_s.p50 / rand.tpot_s.p50 - 1.0) < 0.1  # the decode side alike
+
+
 def test_summarise_is_what_the_result_reports(llama8b):
     inst = build_instance(llama8b, 1)
     t = make_traffic(5, "100", "10", requests=200, seed=0)

@@ -32,8 +32,8 @@ from .engine import (
     layout_search,
 )
 from .results import LoadResult, RequestLatencies, assemble, summarise
-from .routing import GROUP, Router
-from .simulate import simulate, simulate_group
+from .routing import GROUP, Router, RouterPolicy
+from .simulate import RunRecord, simulate, simulate_group
 from .targets import NO_TARGETS, Targets
 
 #: What one load simulation serves (docs/model.md §E3-§E5): a whole deployment, or its prefill
@@ -328,19 +328,18 @@ def simulate_disaggregated(
     pre = instance_for(pre_setting, d.prefill_gpus_per_instance, config, ctx, pre_load)
     dec_load = offered_load(traffic, d.instances, prompts=False)
     dec = instance_for(setting, d.gpus_per_instance, config, ctx, dec_load)
-    ps = traffic.stream(d.prefill_instances)
-    prompts_only = Arrivals(
-        ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens), ps.sharing
+    hand = prefill_handoff(
+        pre,
+        pre_setting,
+        setting,
+        dec.gpus,
+        traffic,
+        d.prefill_instances,
+        d.instances,
+        config.router,
     )
-    pre_run = simulate(pre, prompts_only)
-    pool_ttft = pre_run.first_token_s - ps.arrival_s
-    s = traffic.stream(d.instances)
-    ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
-    moved = _moved_s(setting, pre_setting, s.prompt_tokens.astype(float), pre.gpus, dec.gpus)
-    ready = s.arrival_s + ttft + moved
-    order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
-    handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
-    dec_run = simulate(dec, handed, prefilled=True, progress=progress)
+    pre_run, s, ttft, order = hand.prefill_run, hand.stream, hand.ttft_s, hand.order
+    dec_run = simulate(dec, hand.handed, prefilled=True, progress=progress)
     finish = np.full(len(s), np.nan)
     finish[order] = dec_run.finish_s
     admitted = np.full(len(s), np.nan)
@@ -382,10 +381,71 @@ def simulate_disaggregated(
         peak_kv_fraction=dec_run.peak_kv_fraction,
         layout=f"prefill [{pre.layout.describe()}] + decode [{dec.layout.describe()}]",
         seed=traffic.seed,
-        notes=("prefill and decode pools: their delays are taken as independent",),
+        notes=(
+            "prefill and decode pools: their delays are taken as independent",
+            *(
+                (
+                    f"the {config.router} router sends the prompts among the prefill instances; "
+                    "each decode instance is simulated with its random share",
+                )
+                if config.router != "random" and d.prefill_instances > 1
+                else ()
+            ),
+        ),
+        router=config.router if d.prefill_instances > 1 else "random",
         cached_tokens=cached,
         pools=pools,
     )
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A prefill pool's work for one decode instance (``prefill_handoff``): the prefill run,
+    the decode instance's requests (``stream``, as they arrived), each one's TTFT from the
+    pool, and the requests in the order they reach the decode instance (``handed``, at their
+    arrival plus the pool's delay and the KV cache's transfer; ``order`` indexes ``stream``)."""
+
+    prefill_run: RunRecord
+    stream: Arrivals
+    ttft_s: np.ndarray
+    order: np.ndarray
+    handed: Arrivals
+
+
+def prefill_handoff(
+    pre: Instance,
+    pre_setting: Setting,
+    dec_setting: Setting,
+    dec_gpus: int,
+    traffic: Traffic,
+    prefill_instances: int,
+    decode_instances: int,
+    router: RouterPolicy = "random",
+) -> Handoff:
+    """The prefill pool's first tokens and the requests it hands one decode instance (§E5):
+    its instances serve the prompts (one alone with its random share, or up to ``GROUP``
+    behind ``router``, §E10), each emits a first token, and the KV cache crosses the NICs to
+    the decode instance. The two pools' delays are taken as independent."""
+    k = int(prefill_instances)
+    g = min(k, GROUP) if router != "random" else 1
+    ps = traffic.stream(k, g)
+    prompts_only = Arrivals(
+        ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens), ps.sharing
+    )
+    if g > 1:
+        keys = ps.sharing.route_keys if ps.sharing is not None else None
+        pre_run = simulate_group([pre] * g, prompts_only, Router(router, g, keys, traffic.seed))
+    else:
+        pre_run = simulate(pre, prompts_only)
+    pool_ttft = pre_run.first_token_s - ps.arrival_s
+    s = traffic.stream(decode_instances)
+    ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
+    prompts = s.prompt_tokens.astype(float)
+    moved = _moved_s(dec_setting, pre_setting, prompts, pre.gpus, dec_gpus)
+    ready = s.arrival_s + ttft + moved
+    order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
+    handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
+    return Handoff(pre_run, s, ttft, order, handed)
 
 
 def _moved_s(decode: Setting, prefill: Setting, prompt_tokens, pre_gpus: int, dec_gpus: int):

@@ -35,11 +35,12 @@ from ...model.mixed_step import EngineLayout
 from ...optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
 from ...serving.disaggregation import kv_transfer_s
 from ...serving.load.arrivals import Arrivals, Traffic
+from ...serving.load.deployment import prefill_handoff
 from ...serving.load.engine import EngineConfig, build_instance, layout_search
 from ...serving.load.lengths import Lengths
 from ...serving.load.results import LoadResult, summarise
-from ...serving.load.routing import GROUP, Router
-from ...serving.load.simulate import simulate, simulate_group
+from ...serving.load.routing import RouterPolicy
+from ...serving.load.simulate import simulate
 from ...serving.load.targets import Targets
 from ...serving.setting import Setting
 
@@ -228,7 +229,7 @@ def _offline(case: LoadCase, inst, requests) -> Outcome:
         inst, Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens), prefilled=case.prefilled
     )
     if case.prefilled:
-        record = handed_first_tokens(record)
+        record = handed_first_tokens(case, inst, record)
     if record.rejected.all():
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
     result = summarise(inst, record, traffic, Targets())
@@ -237,14 +238,18 @@ def _offline(case: LoadCase, inst, requests) -> Outcome:
     )
 
 
-def handed_first_tokens(record):
-    """A decode pool's run record with each prefilled request's first token at its arrival
-    there: the prefill pool delivered it then, so its TPOT runs from that arrival (MLPerf
-    LoadGen's (last - first token) / (tokens - 1), with the KV cache's transfer and the
-    prefill pool's own time left to the TTFT, which this replay does not simulate)."""
-    first = record.first_token_s
-    handed = np.where(np.isnan(first), record.arrivals.arrival_s, first)
-    return dataclasses.replace(record, first_token_s=handed)
+def handed_first_tokens(case: LoadCase, inst, record):
+    """A decode instance's run record whose prefilled requests got their first token from a
+    prefill instance of the same size, the KV cache's transfer before they arrived (as
+    ``simulate_decode_pool`` reads a decode pool, §E5): each one's arrival and first token
+    are moved back by that transfer, so its TPOT is LoadGen's (last - first token) / (tokens
+    - 1), and its TTFT, the prefill pool's, is not simulated (zero here)."""
+    a = record.arrivals
+    moved = kv_transfer_s(case.setting, a.prompt_tokens.astype(float), inst.gpus)
+    sent = a.arrival_s - moved
+    first = np.where(np.isnan(record.first_token_s), sent, record.first_token_s)
+    arrivals = dataclasses.replace(a, arrival_s=sent)
+    return dataclasses.replace(record, arrivals=arrivals, first_token_s=first)
 
 
 def saturated_rate(record) -> float:
@@ -267,7 +272,7 @@ def _closed(case: LoadCase, inst, requests) -> Outcome:
     s = traffic.stream()
     record = simulate(inst, s, prefilled=case.prefilled, clients=case.clients)
     if case.prefilled:
-        record = handed_first_tokens(record)
+        record = handed_first_tokens(case, inst, record)
     if record.rejected.all():
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
     return _scaled(case, summarise(inst, record, traffic, Targets()))
@@ -356,7 +361,7 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     else:
         record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled, stop=limits)
     if case.prefilled and case.prefill is None:
-        record = handed_first_tokens(record)
+        record = handed_first_tokens(case, inst, record)
     # one instance's rates, judged as MLPerf LoadGen judges a run (``MLPerfRun``)
     result = MLPerfRun.of(summarise(inst, record, t, Targets()))
     if record.stopped:
@@ -368,8 +373,9 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     return result
 
 
-#: How a disaggregated row's prompts reach its prefill instances (``_through_prefill_pool``).
-PREFILL_ROUTER = "least_outstanding"
+#: How a disaggregated row's prompts reach its prefill instances (``_through_prefill_pool``):
+#: the shortest queue, as workers pulling from one queue take them.
+PREFILL_ROUTER: RouterPolicy = "least_outstanding"
 
 
 @lru_cache(maxsize=64)
@@ -384,38 +390,30 @@ def _prefill_instance(case: LoadCase):
 
 def _through_prefill_pool(case: LoadCase, inst, traffic: Traffic):
     """One decode instance's run record of a disaggregated case whose prefill pool is given,
-    as ``serving.load.deployment.simulate_disaggregated`` serves a deployment (docs/model.md
-    §E5): a prefill instance serves its share of the prompts and emits each first token; the
-    KV cache crosses the network (``kv_transfer_s`` over the fewer GPUs); the decode instance's
-    arrivals are each request's arrival plus that delay. The prefill instances take the
-    prompts from one queue, each the next when it has room (Dynamo's prefill workers pull
-    remote prefill requests from one queue: its "Architecture Flow", v0.7-v0.8), simulated as
-    up to ``GROUP`` instances behind a join-the-shortest-queue router (``PREFILL_ROUTER``).
-    The two pools' delays are taken as independent. The record's arrivals are the requests' own and their first tokens the
-    prefill pool's, so its TTFT and TPOT are LoadGen's."""
+    as ``simulate`` serves a disaggregated deployment (``deployment.prefill_handoff``,
+    docs/model.md §E5). The prefill instances take the prompts from one queue, each the next
+    when it has room (Dynamo's prefill workers pull remote prefill requests from one queue: its
+    "Architecture Flow", v0.7-v0.8), simulated as up to ``GROUP`` instances behind a
+    join-the-shortest-queue router (``PREFILL_ROUTER``). The record's arrivals are the
+    requests' own and their first tokens the prefill pool's, so its TTFT and TPOT are
+    LoadGen's."""
     pre = _prefill_instance(case)
-    k = case.prefill[2]
-    g = min(k, GROUP)  # prefill instances simulated together behind the pool's queue
-    ps = traffic.stream(k, g)
-    prompts_only = Arrivals(ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens))
-    if g > 1:
-        route = Router(PREFILL_ROUTER, g, None, traffic.seed)
-        pool_run = simulate_group([pre] * g, prompts_only, route)
-    else:
-        pool_run = simulate(pre, prompts_only)
-    pool_ttft = pool_run.first_token_s - ps.arrival_s
-    s = traffic.stream(case.replicas)
-    ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
-    moved = kv_transfer_s(case.setting, s.prompt_tokens.astype(float), min(pre.gpus, inst.gpus))
-    ready = s.arrival_s + ttft + moved
-    order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
-    handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
-    record = simulate(inst, handed, prefilled=True)
-    sent = s.arrival_s[order]
+    hand = prefill_handoff(
+        pre,
+        case.setting,
+        case.setting,
+        inst.gpus,
+        traffic,
+        case.prefill[2],
+        case.replicas,
+        PREFILL_ROUTER,
+    )
+    record = simulate(inst, hand.handed, prefilled=True)
+    sent = hand.stream.arrival_s[hand.order]
     return dataclasses.replace(
         record,
-        arrivals=Arrivals(sent, handed.prompt_tokens, handed.output_tokens),
-        first_token_s=sent + ttft[order],
+        arrivals=Arrivals(sent, hand.handed.prompt_tokens, hand.handed.output_tokens),
+        first_token_s=sent + hand.ttft_s[hand.order],
     )
 
 
