@@ -186,3 +186,54 @@ def test_each_request_goes_to_the_least_loaded_rank(dsv3):
     assert engine.rank_of == [0, 1, 2, 3, 4, 5, 6, 7, 4, 3]
     assert engine.act_n == [1, 1, 1, 2, 2, 1, 1, 1]
     assert engine.act_tok == [500, 400, 300, 260, 150, 600, 700, 800]
+
+
+# --- choosing a layout with ranks that schedule their own requests ----------------------------
+
+
+def test_busiest_rank_tokens_hand_computed():
+    """``busiest_rank_tokens``: N ~ Poisson(n) chunks a step, each to the least-loaded rank,
+    charged ``ranks`` times the busiest rank's ceil(N / ranks) chunks."""
+    from math import ceil, exp, factorial
+
+    from inference_econ.serving.load.engine import busiest_rank_tokens
+
+    def by_hand(n, chunk, ranks):
+        terms = (exp(-n) * n**k / factorial(k) * ceil(k / ranks) for k in range(60))
+        return ranks * chunk * sum(terms)
+
+    got = busiest_rank_tokens(np.array([0.01, 1.2, 6.0]), 1000, 8192, 2)
+    assert np.allclose(got, [by_hand(n, 1000, 2) for n in (0.01, 1.2, 6.0)], rtol=1e-9)
+    assert abs(got[1] - 1654.64) < 0.01  # 2 x 1000 x E[ceil(N/2)], N ~ Poisson(1.2)
+    # one rank: the prompt tokens themselves; prompts longer than a rank's budget: its chunks
+    assert np.allclose(busiest_rank_tokens(np.array([0.5, 3.0]), 1000, 8192, 1), [500, 3000])
+    long = busiest_rank_tokens(np.array([0.1]), 10000, 4096, 4)[0]
+    assert abs(long - by_hand(0.1 * 10000 / 4096, 4096, 4)) < 1e-6
+    # few prompts: nearly ranks times the pooled tokens; many: nearly the pooled tokens
+    assert 1.98 < busiest_rank_tokens(np.array([0.01]), 1000, 8192, 2)[0] / 10 < 2.0
+    assert busiest_rank_tokens(np.array([64.0]), 1000, 8192, 2)[0] / 64000 < 1.01
+
+
+def test_a_load_chooses_the_layout_its_ranks_run_fastest(dsv3):
+    """``simulate``'s layout for an offered load (``LayoutSearch.choose``, §E6) counts each
+    data-parallel attention layout's busiest rank, as the simulation charges it: at 8 requests
+    per second of 1,000-token prompts, DeepSeek-V3 on 8 H200 takes no attention DP (pooled
+    ranks made 2 ranks look fastest), and the chosen layout has the lowest simulated mean TPOT
+    of the four."""
+    from inference_econ.serving.load.arrivals import make_traffic
+    from inference_econ.serving.load.engine import DEFAULT_ENGINE, OfferedLoad
+    from inference_econ.serving.load.results import summarise
+    from inference_econ.serving.load.targets import Targets
+
+    setting, _ = dsv3
+    search = layout_search(setting, R)
+    chosen = search.choose(DEFAULT_ENGINE, 1300.0, OfferedLoad(8.0, 1000.0, 300.0))
+    assert chosen.attention_divisor == 1.0
+    traffic = make_traffic(8, "lognormal:1000:0.8", "lognormal:300:0.6", requests=600, seed=0)
+    tpot = {}
+    for lay in search.options:
+        inst = build_instance(setting, R, layout=lay, search=search)
+        record = simulate(inst, traffic.stream())
+        tpot[lay.attention_divisor] = summarise(inst, record, traffic, Targets()).tpot_s.mean
+    assert set(tpot) == {1.0, 2.0, 4.0, 8.0}
+    assert min(tpot, key=tpot.get) == chosen.attention_divisor

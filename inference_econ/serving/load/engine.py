@@ -204,12 +204,15 @@ _TAU_GRID = np.geomspace(1e-5, 100.0, 3230)
 
 
 def steady_step_s(
-    model, prefill_work, layout, load: OfferedLoad, context, batch_cap, budget, floor=None
+    model, prefill_work, layout, load: OfferedLoad, context, batch_cap, budget, floor=None, ranks=1
 ):
     """The mean step time of ``layout`` once the offered load has settled (§E6), inf when the
     load outgrows it: the smallest step time tau with step(lam·O·tau requests decoding,
     lam·P·tau prompt tokens) <= tau, found on a geometric grid of tau. ``floor``: the step
-    time of one request decoding at the context (``_floor_s``; computed when not given)."""
+    time of one request decoding at the context (``_floor_s``; computed when not given).
+    ``ranks``: data-parallel attention ranks that schedule their own requests (§F9 "Attention
+    DP"), each with its share of the prompts and of the budget: a step lasts as long as its
+    busiest rank's: its prompt work counts ``ranks`` times (``busiest_rank_tokens``)."""
     lam, P, out = load.rate_per_s, load.prompt_tokens, load.output_tokens
     if not math.isfinite(lam):
         return math.inf
@@ -231,6 +234,8 @@ def steady_step_s(
     # (the step time is not linear in the prompt tokens of a step, so spreading them evenly
     # over every step would flatter layouts that are slow on a chunk)
     share = np.minimum(lam * P * tau / budget, 1.0) if P > 0 else np.zeros_like(tau)
+    if ranks > 1 and P > 0:
+        share = np.minimum(busiest_rank_tokens(lam * tau, P, budget / ranks, ranks) / budget, 1.0)
     # the steps without and with a chunk in one evaluation (the model is elementwise)
     both = mixed_step_s(
         model,
@@ -245,6 +250,25 @@ def steady_step_s(
     if not settled.size or tau[settled[0]] > top:
         return math.inf  # the load outgrows the layout's batch or token limit
     return float(tau[settled[0]])
+
+
+def busiest_rank_tokens(prompts, prompt_tokens, rank_budget, ranks):
+    """Prompt tokens a step charges on average when ``ranks`` attention ranks each take their
+    own prompts (``simulate``'s ``_rank_step``): ``ranks`` times the busiest rank's. The
+    prompts arriving per step (``prompts``, an array; a Poisson count), in chunks of
+    min(prompt, ``rank_budget``) tokens, each go to the least-loaded rank (TensorRT-LLM's
+    ``_balance_requests_across_ranks``), so the busiest rank takes ceil(N / ranks) of the N
+    chunks: E[ceil(N / ranks)] = sum over j >= 0 of P(N > j·ranks). One rank: the prompt
+    tokens themselves."""
+    chunk = float(min(prompt_tokens, rank_budget))
+    n = np.asarray(prompts, dtype=float) * prompt_tokens / chunk  # chunks per step
+    top = float(np.max(n, initial=0.0))
+    k = np.arange(1, int(np.ceil(top + 12.0 * np.sqrt(top) + 12.0)))
+    # P(N <= k) from the Poisson terms e^-n n^k / k!, built up in k
+    first = np.exp(-n)[:, None]
+    cdf = np.cumsum(np.hstack([first, np.cumprod(n[:, None] / k[None, :], axis=1) * first]), 1)
+    most = np.sum(1.0 - cdf[:, ::ranks], axis=1)  # P(N > j·ranks), j = 0, 1, ...
+    return ranks * chunk * most
 
 
 def _floor_s(model, prefill_work, layout, context) -> float:
@@ -283,9 +307,13 @@ def choose_layout(
         for lay, cfg in zip(options, configs)
     ]
     budgets = [cfg.step_token_budget for cfg in configs]
+    # the ranks of a data-parallel attention layout schedule their own requests (``simulate``)
+    ranks = [int(round(lay.attention_divisor)) if config.rank_scheduling else 1 for lay in options]
     steady = [
-        steady_step_s(model, prefill_work, lay, load, context, batch, budget, floors[lay, context])
-        for lay, batch, budget in zip(options, batches, budgets)
+        steady_step_s(
+            model, prefill_work, lay, load, context, batch, budget, floors[lay, context], r
+        )
+        for lay, batch, budget, r in zip(options, batches, budgets, ranks)
     ]
     if math.isfinite(min(steady)):
         return options[int(np.argmin(steady))]
