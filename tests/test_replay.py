@@ -110,12 +110,9 @@ def test_a_stopped_server_run_never_holds_its_load(tmp_path, small_runs):
     assert cut.with_targets(targets).meets_targets is False
 
 
-def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
-    """Every simulated request's TTFT is at least its prompt's pass alone on the instance, and
-    the row's predicted mean TTFT at least ``prefill`` of the mean prompt on its GPUs (the
-    fastest layout: a lower bound)."""
-    rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="mean_TTFT", value=90, unit="ms"))
-    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+def lone_prompt_prefill_s() -> float:
+    """``prefill`` of the SERVER rows' 1,000-token prompt alone on one H100 under TensorRT-LLM
+    (its fastest layout there: a lower bound on any TTFT of that prompt)."""
     setting = make_setting(
         "Llama 3.1 8B",
         "H100-SXM",
@@ -125,7 +122,16 @@ def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
         assumptions="achievable",
         engine=select_engine("trtllm", None, "cuda"),
     )
-    alone = float(prefill_latency_s(setting, [1], integer_layouts=True)[0])
+    return float(prefill_latency_s(setting, [1], integer_layouts=True)[0])
+
+
+def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
+    """Every simulated request's TTFT is at least its prompt's pass alone on the instance, and
+    the row's predicted mean TTFT at least ``prefill`` of the mean prompt on its GPUs (the
+    fastest layout: a lower bound)."""
+    rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="mean_TTFT", value=90, unit="ms"))
+    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    alone = lone_prompt_prefill_s()
     assert status[0] == "ok" and predicted[0] >= alone > 0
     plan = pr.build_plan(rows, "achievable")
     case = next(iter(plan.load.values()))
@@ -511,14 +517,5 @@ def test_a_disaggregated_row_with_its_prefill_pool_is_replayed_through_it(tmp_pa
     predicted, _, status, _ = pr.predict_rows(rows, "achievable")
     assert status == ["ok"] * 3
     ttft, p99_tpot, throughput = predicted
-    setting = make_setting(
-        "Llama 3.1 8B",
-        "H100-SXM",
-        weight_bits=8,
-        kv_cache_bits=8,
-        prompt_tokens=1000,
-        assumptions="achievable",
-        engine=select_engine("trtllm", None, "cuda"),
-    )
-    alone = float(prefill_latency_s(setting, [1], integer_layouts=True)[0])
+    alone = lone_prompt_prefill_s()
     assert ttft >= alone > 0 and 0.0 < p99_tpot <= 0.100 and throughput > 0
