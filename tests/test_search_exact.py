@@ -97,6 +97,42 @@ def test_stacked_divisors_are_the_search_one_by_one_bit_for_bit(name, monkeypatc
                 assert np.array_equal(a[S], b[S]), (limit, S)
 
 
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_tokens_at_the_points_change_no_pass(name, monkeypatch):
+    """The tokens of a pass filled in at every point of a block (``StepCache.at_points``, for
+    divisors taken one by one) give every pass latency bit for bit as the tokens broadcast
+    from their column of the grid; the search does fill them in, and not for stacked
+    divisors."""
+    from inference_econ.model.latency import StepCache
+
+    setting = _setting(name)
+    problem = optimiser.Problem(setting, ie.Method(grid_points=30))
+    n_values, b_values = problem.continuous_axes()
+    at_points = StepCache.at_points
+    filled = {True: 0, False: 0}
+
+    def counted(self, x):
+        out = at_points(self, x)
+        filled[grid.STACK_DIVISORS] += out is not x
+        return out
+
+    for stack in (True, False):
+        monkeypatch.setattr(grid, "STACK_DIVISORS", stack)
+        searches = []
+        for fill in (True, False):
+            monkeypatch.setattr(StepCache, "at_points", counted if fill else lambda self, x: x)
+            searches.append(problem._pass_latencies(n_values, b_values))
+        for a, b in zip(*searches):
+            assert (a is None) == (b is None)
+            for S in b or {}:
+                assert a[S].dtype == b[S].dtype
+                assert np.array_equal(a[S], b[S]), (stack, S)
+    target = problem.decoder.target
+    several = target.assumptions.attention_divisor_count + len(target.extra_attention_degrees)
+    assert filled[False] > 0
+    assert filled[True] == 0 or several == 1 or problem.ttft_limited
+
+
 #: A TTFT limit under the refined preset: each block's first decode step at the prompt's
 #: length (the TTFT) shares the block's cache with the passes at the setting's context.
 TTFT_REFINED = (
@@ -147,7 +183,7 @@ def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
         if not shortcuts:
             monkeypatch.setattr(StepCache, "get", uncached)
             monkeypatch.setattr(
-                grid, "StepCache", lambda store, fold, feasible: StepCache(store, fold)
+                grid, "StepCache", lambda store, fold, feasible, **_: StepCache(store, fold)
             )
         before = work["points"]
         try:

@@ -257,9 +257,18 @@ class CollectiveCost:
                 if p.one_shot:
                     per_byte = per_byte * ranks / 2.0
             else:
-                # each operation in place on the new array it made (the same numbers)
-                hop = add_into(steps * p.intra_hop_latency_s, log_nodes * p.inter_hop_latency_s)
-                lat = multiply_into(hop, hops) if hops != 1.0 or not arrays else hop
+                # each operation in place on the new array it made (the same numbers); on
+                # arrays the all-reduce's 2 hops scale the constants: (s·2a + l·2b) is
+                # 2·(s·a + l·b) bit for bit, a power of two scaling exactly (docs/model.md
+                # "The search"), one operation less on the array per protocol
+                doubled = arrays and hops == 2.0
+                factor = 2.0 if doubled else 1.0
+                lat = add_into(
+                    steps * (factor * p.intra_hop_latency_s),
+                    log_nodes * (factor * p.inter_hop_latency_s),
+                )
+                if not doubled and (hops != 1.0 or not arrays):
+                    lat = multiply_into(lat, hops)
                 lat = add_into(lat, p.base_latency_s)
                 if latency_scale != 1.0 or not arrays:
                     lat = multiply_into(lat, latency_scale)

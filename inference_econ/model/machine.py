@@ -191,15 +191,17 @@ class Machine:
             **rates,
         )
 
-    def tensor_group(self, degree, two_d: bool):
+    def tensor_group(self, degree, two_d: bool, spanned=None):
         """(ranks R, nodes M) of a tensor-parallel group of ``degree`` GPUs (§A5).
 
         2-D: R = √degree ranks on √⌈degree/node⌉ nodes (degree/R parallel reductions); with
         whole ranks (discrete layouts) R is the larger side of the most nearly square split,
         never below √degree, and the nodes scale with it. 1-D: R = degree on ⌈degree/node⌉.
+        ``spanned``: ``nodes_spanned(degree)`` of an array of degrees when the caller has it
+        (the 2-D and 1-D groups of one degree share it; it is only read).
         """
         if np.ndim(degree):
-            return self._tensor_group(degree, two_d)
+            return self._tensor_group(degree, two_d, spanned)
         key = (type(degree), degree, bool(two_d))  # one layout's: kept, as ``collective``'s
         group = self._collectives.get(key)
         if group is None:
@@ -212,20 +214,22 @@ class Machine:
         that number, not one node more."""
         return np.ceil(np.asarray(degree) / self.node_gpus - 1e-9)
 
-    def _tensor_group(self, degree, two_d: bool):
+    def _tensor_group(self, degree, two_d: bool, spanned=None):
+        if spanned is None:
+            spanned = self.nodes_spanned(degree)
         if two_d and self.integer_layouts:
             ranks = square_split(degree)
             nodes = np.clip(
-                np.sqrt(self.nodes_spanned(degree)) * ranks / np.sqrt(degree),
+                np.sqrt(spanned) * ranks / np.sqrt(degree),
                 1.0,
                 np.maximum(ranks, 1.0),
             )
         elif two_d:
             ranks = np.sqrt(degree)
-            nodes = np.sqrt(self.nodes_spanned(degree))
+            nodes = np.sqrt(spanned)
         else:
             ranks = degree
-            nodes = self.nodes_spanned(degree)
+            nodes = spanned
         return ranks, nodes
 
     def collective(self, ranks, nodes, kind=ALLREDUCE, inter_share=None) -> CollectiveCost:
