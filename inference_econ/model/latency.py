@@ -579,10 +579,12 @@ class StepModel:
         act_scale = scale / adiv if self.assumptions.attention_data_parallel else scale
         per_token = cache.get(
             ("att_io", key),
-            lambda: w.attention_activation_bytes_per_token(
-                self.attention_degree(part, adiv, cache, key)
-            )
-            * act_scale,
+            lambda: (
+                w.attention_activation_bytes_per_token(
+                    self.attention_degree(part, adiv, cache, key)
+                )
+                * act_scale
+            ),
         )
         weights = cache.get(("att_w", key), lambda: w.attention_matrix_weight_bytes * scale)
         return weights, per_token * cache.at_points(part.tokens)
