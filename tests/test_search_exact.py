@@ -338,6 +338,40 @@ def test_near_pareto_indices_by_hand():
     assert list(near_pareto_indices(lat, cost, 1e-4, able)) == [0, 1, 3, 4, 5]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_near_pareto_prefilter_changes_no_candidate(seed, monkeypatch):
+    """Removing first the points a sample's candidates beat (``PREFILTER_POINTS``) gives the
+    same candidates in the same order as sorting every point: random grids with ties,
+    points within the margin of each other, infinite values and points not allowed to beat
+    others; and it removes points before the sort."""
+    from inference_econ.optimise import frontier
+
+    rng = np.random.default_rng(seed)
+    n = 30_000
+    lat = np.round(rng.lognormal(0.0, 1.0, n), 3)  # rounded: many equal latencies
+    cost = np.round(2.0 / lat * rng.lognormal(0.0, 0.3, n), 3)
+    close = rng.choice(n, 500, replace=False)  # pairs within 1e-5 of each other
+    lat[close[:250]], cost[close[:250]] = lat[close[250:]] * (1 + 1e-5), cost[close[250:]]
+    lat[rng.choice(n, 300)] = np.inf
+    cost[rng.choice(n, 300)] = np.inf
+    able = rng.random(n) > 0.2 if seed % 2 else None
+    sorted_rows = []
+    real = frontier._beaten_by_a_sample_removed
+
+    def counted(*args):
+        out = real(*args)
+        sorted_rows.append(len(out))
+        return out
+
+    monkeypatch.setattr(frontier, "_beaten_by_a_sample_removed", counted)
+    got = frontier.near_pareto_indices(lat, cost, 1e-4, able)
+    monkeypatch.setattr(frontier, "PREFILTER_POINTS", 10**9)
+    want = frontier.near_pareto_indices(lat, cost, 1e-4, able)
+    assert np.array_equal(got, want)
+    assert len(want) > 20
+    assert sorted_rows and sorted_rows[0] < n / 4
+
+
 def test_candidates_within_the_error_hold_the_exact_frontier():
     """Values known within a relative error e: the candidates at margin 2.01e hold every
     point of the exact frontier, whatever the error's sign at each point (random cases with
