@@ -210,7 +210,7 @@ class StepCache:
         operation of a row of the grid (a collective's factors) with a column costs about
         twice one of a row with a whole array, as numpy iterates such a pair row by row
         (docs/model.md "The search")."""
-        if not self.points or type(x) is not np.ndarray:
+        if not self.points or self.feasible is None or type(x) is not np.ndarray:
             return x
         shape = np.shape(self.feasible)
         if x.shape == shape or np.broadcast_shapes(x.shape, shape) != shape:
