@@ -304,6 +304,25 @@ def test_collective_cost_shortcuts_change_no_number(kind, scale):
                 assert np.array_equal(got, want)
 
 
+def test_collective_cost_where_changes_no_point_it_holds():
+    """Given ``where`` (the points whose costs matter: the grid search's feasible ones),
+    ``CollectiveCost`` gives every point it holds the full formula's latency and seconds per
+    byte, single ranks included (zero), and skips zeroing single ranks only outside it."""
+    gpu = ie.load_hardware("H100-paper")
+    protocols = protocols_for("paper", False, gpu)
+    ranks = np.geomspace(0.5, 4096.0, 97).astype(np.float32)[None, :] * np.ones((3, 1), np.float32)
+    nodes = np.ceil(ranks / 8.0)
+    full = CollectiveCost(ranks, nodes, gpu, ALLREDUCE, protocols)
+    for where in (ranks > 1.0, ranks > 0.7, np.ones(ranks.shape, bool)):
+        part = CollectiveCost(ranks, nodes, gpu, ALLREDUCE, protocols, where=where)
+        for got, want in zip(part.latency + part.per_byte, full.latency + full.per_byte):
+            assert got.dtype == want.dtype
+            assert np.array_equal(got[where], want[where])
+        skipped = not np.any(where & (ranks <= 1.0))
+        same = all(np.array_equal(g, w) for g, w in zip(part.latency, full.latency))
+        assert same != skipped  # the single ranks outside ``where`` keep their formula's value
+
+
 def test_a_whole_number_of_nodes_up_to_rounding_spans_that_many():
     """A degree of 16.000000000000004 (a divisor t / (t / 16) in double precision): a 16-GPU group spans 2 nodes of 8, not 3
     (docs/model.md, the search); a group of 17 spans 3, and 8.5 GPUs span 2."""

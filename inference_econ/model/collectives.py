@@ -204,7 +204,11 @@ class CollectiveCost:
         protocols: tuple[Protocol, ...] = PAPER_PROTOCOLS,
         latency_scale: float = 1.0,
         inter_share=None,
+        where=None,
     ) -> None:
+        """``where``: the points whose costs matter, when the caller gives every other point
+        an infinite latency whatever its collectives cost (the grid search's feasible
+        points): single ranks elsewhere need not be given their zero cost."""
         ranks = np.asarray(ranks)
         nodes = np.asarray(nodes)
         hops = 2.0 if kind == ALLREDUCE else 1.0
@@ -240,6 +244,8 @@ class CollectiveCost:
         # of exactly 1, a mask that keeps every point): the same numbers, less work.
         arrays = np.ndim(self.active) > 0
         inactive = not arrays or not bool(self.active.all())
+        if inactive and arrays and where is not None:
+            inactive = bool(np.any(where & ~self.active))
         idle = ~self.active if inactive else None
         self.latency = []
         self.per_byte = []

@@ -445,7 +445,9 @@ class StepModel:
         def structure():  # what does not depend on the tokens: kept for the block
             spanned = cache.get(("ff_nodes", gi), lambda: m.nodes_spanned(t_ff))  # 2-D and 1-D
             ranks, nodes = m.tensor_group(t_ff, two_d, spanned)
-            cc = cache.get(("ff", gi, two_d), lambda: m.collective(ranks, nodes))
+            cc = cache.get(
+                ("ff", gi, two_d), lambda: m.collective(ranks, nodes, where=cache.feasible)
+            )
             per_rank = (g.active + g.shared) / (t / ranks)
             words = [per_rank * g.matrices_out * w.d_model]
             if two_d:
@@ -512,7 +514,9 @@ class StepModel:
             if spanned is None:  # one rank per attention group: no reductions
                 return None
             ranks, nodes = m.tensor_group(t_at, two_d, spanned)
-            cc = cache.get(("att", key, two_d), lambda: m.collective(ranks, nodes))
+            cc = cache.get(
+                ("att", key, two_d), lambda: m.collective(ranks, nodes, where=cache.feasible)
+            )
             if two_d:
                 par = t_at / ranks
                 words: tuple[Floats, ...] = (w.d_model / par, w.attention_heads_words / par)

@@ -232,15 +232,18 @@ class Machine:
             nodes = spanned
         return ranks, nodes
 
-    def collective(self, ranks, nodes, kind=ALLREDUCE, inter_share=None) -> CollectiveCost:
+    def collective(
+        self, ranks, nodes, kind=ALLREDUCE, inter_share=None, where=None
+    ) -> CollectiveCost:
         """The cost structure of one kind of collective over (ranks, nodes) arrays (§A4;
-        ``inter_share`` for the expert all-to-all of §B11)."""
+        ``inter_share`` for the expert all-to-all of §B11; ``where``: the points whose costs
+        matter, as ``CollectiveCost`` takes it, for arrays)."""
         protocols = self.protocols
         if kind == EXPERT_ALLTOALL and self.expert_protocols is not None:
             protocols = self.expert_protocols
         if np.ndim(ranks) or np.ndim(nodes) or (inter_share is not None and np.ndim(inter_share)):
             return CollectiveCost(
-                ranks, nodes, self.gpu, kind, protocols, self.latency_scale, inter_share
+                ranks, nodes, self.gpu, kind, protocols, self.latency_scale, inter_share, where
             )
         # one pair: the same cost every time it is asked for (its arrays are only read)
         key = (
