@@ -355,8 +355,9 @@ def test_wording_counts_and_single_messages():
 
 
 def test_the_command_line_process_tunes_glibc_malloc_and_nothing_else(monkeypatch):
-    """``tune_allocator`` (issue 28): on Linux it sets glibc's mmap threshold, trim threshold
-    and top pad (mallopt parameters -3, -1, -2) to the module's values, once per command;
+    """``tune_allocator`` (issue 28): on Linux it sets glibc's mmap threshold, trim threshold,
+    top pad and arena count (mallopt parameters -3, -1, -2, -8) to the module's values, the
+    search's threads sharing one heap, once per command;
     elsewhere, or without ``mallopt`` (not glibc), it does nothing and raises nothing."""
     import ctypes
 
@@ -372,7 +373,7 @@ def test_the_command_line_process_tunes_glibc_malloc_and_nothing_else(monkeypatc
     monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
     monkeypatch.setattr(common.sys, "platform", "linux")
     common.tune_allocator()
-    assert calls == [(-3, 32 * 2**20), (-1, 128 * 2**20), (-2, 64 * 2**20)]
+    assert calls == [(-3, 32 * 2**20), (-1, 128 * 2**20), (-2, 64 * 2**20), (-8, 1)]
     assert common.MALLOC_MMAP_THRESHOLD_BYTES > 400 * 400 * 4  # a float32 block of the grid
     calls.clear()
     monkeypatch.setattr(common.sys, "platform", "darwin")

@@ -97,6 +97,42 @@ def test_stacked_divisors_are_the_search_one_by_one_bit_for_bit(name, monkeypatc
                 assert np.array_equal(a[S], b[S]), (limit, S)
 
 
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_tokens_at_the_points_change_no_pass(name, monkeypatch):
+    """The tokens of a pass filled in at every point of a block (``StepCache.at_points``, for
+    divisors taken one by one) give every pass latency bit for bit as the tokens broadcast
+    from their column of the grid; the search does fill them in, and not for stacked
+    divisors."""
+    from inference_econ.model.latency import StepCache
+
+    setting = _setting(name)
+    problem = optimiser.Problem(setting, ie.Method(grid_points=30))
+    n_values, b_values = problem.continuous_axes()
+    at_points = StepCache.at_points
+    filled = {True: 0, False: 0}
+
+    def counted(self, x):
+        out = at_points(self, x)
+        filled[grid.STACK_DIVISORS] += out is not x
+        return out
+
+    for stack in (True, False):
+        monkeypatch.setattr(grid, "STACK_DIVISORS", stack)
+        searches = []
+        for fill in (True, False):
+            monkeypatch.setattr(StepCache, "at_points", counted if fill else lambda self, x: x)
+            searches.append(problem._pass_latencies(n_values, b_values))
+        for a, b in zip(*searches):
+            assert (a is None) == (b is None)
+            for S in b or {}:
+                assert a[S].dtype == b[S].dtype
+                assert np.array_equal(a[S], b[S]), (stack, S)
+    target = problem.decoder.target
+    several = target.assumptions.attention_divisor_count + len(target.extra_attention_degrees)
+    assert filled[False] > 0
+    assert filled[True] == 0 or several == 1 or problem.ttft_limited
+
+
 #: A TTFT limit under the refined preset: each block's first decode step at the prompt's
 #: length (the TTFT) shares the block's cache with the passes at the setting's context.
 TTFT_REFINED = (
@@ -147,7 +183,7 @@ def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
         if not shortcuts:
             monkeypatch.setattr(StepCache, "get", uncached)
             monkeypatch.setattr(
-                grid, "StepCache", lambda store, fold, feasible: StepCache(store, fold)
+                grid, "StepCache", lambda store, fold, feasible, **_: StepCache(store, fold)
             )
         before = work["points"]
         try:
@@ -268,6 +304,25 @@ def test_collective_cost_shortcuts_change_no_number(kind, scale):
                 assert np.array_equal(got, want)
 
 
+def test_collective_cost_where_changes_no_point_it_holds():
+    """Given ``where`` (the points whose costs matter: the grid search's feasible ones),
+    ``CollectiveCost`` gives every point it holds the full formula's latency and seconds per
+    byte, single ranks included (zero), and skips zeroing single ranks only outside it."""
+    gpu = ie.load_hardware("H100-paper")
+    protocols = protocols_for("paper", False, gpu)
+    ranks = np.geomspace(0.5, 4096.0, 97).astype(np.float32)[None, :] * np.ones((3, 1), np.float32)
+    nodes = np.ceil(ranks / 8.0)
+    full = CollectiveCost(ranks, nodes, gpu, ALLREDUCE, protocols)
+    for where in (ranks > 1.0, ranks > 0.7, np.ones(ranks.shape, bool)):
+        part = CollectiveCost(ranks, nodes, gpu, ALLREDUCE, protocols, where=where)
+        for got, want in zip(part.latency + part.per_byte, full.latency + full.per_byte):
+            assert got.dtype == want.dtype
+            assert np.array_equal(got[where], want[where])
+        skipped = not np.any(where & (ranks <= 1.0))
+        same = all(np.array_equal(g, w) for g, w in zip(part.latency, full.latency))
+        assert same != skipped  # the single ranks outside ``where`` keep their formula's value
+
+
 def test_a_whole_number_of_nodes_up_to_rounding_spans_that_many():
     """A degree of 16.000000000000004 (a divisor t / (t / 16) in double precision): a 16-GPU group spans 2 nodes of 8, not 3
     (docs/model.md, the search); a group of 17 spans 3, and 8.5 GPUs span 2."""
@@ -300,6 +355,40 @@ def test_near_pareto_indices_by_hand():
     assert list(near_pareto_indices(lat, cost, 1e-4)) == [0, 1, 3, 5]
     able = np.array([True, True, True, False, True, True, True])
     assert list(near_pareto_indices(lat, cost, 1e-4, able)) == [0, 1, 3, 4, 5]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_near_pareto_prefilter_changes_no_candidate(seed, monkeypatch):
+    """Removing first the points a sample's candidates beat (``PREFILTER_POINTS``) gives the
+    same candidates in the same order as sorting every point: random grids with ties,
+    points within the margin of each other, infinite values and points not allowed to beat
+    others; and it removes points before the sort."""
+    from inference_econ.optimise import frontier
+
+    rng = np.random.default_rng(seed)
+    n = 30_000
+    lat = np.round(rng.lognormal(0.0, 1.0, n), 3)  # rounded: many equal latencies
+    cost = np.round(2.0 / lat * rng.lognormal(0.0, 0.3, n), 3)
+    close = rng.choice(n, 500, replace=False)  # pairs within 1e-5 of each other
+    lat[close[:250]], cost[close[:250]] = lat[close[250:]] * (1 + 1e-5), cost[close[250:]]
+    lat[rng.choice(n, 300)] = np.inf
+    cost[rng.choice(n, 300)] = np.inf
+    able = rng.random(n) > 0.2 if seed % 2 else None
+    sorted_rows = []
+    real = frontier._beaten_by_a_sample_removed
+
+    def counted(*args):
+        out = real(*args)
+        sorted_rows.append(len(out))
+        return out
+
+    monkeypatch.setattr(frontier, "_beaten_by_a_sample_removed", counted)
+    got = frontier.near_pareto_indices(lat, cost, 1e-4, able)
+    monkeypatch.setattr(frontier, "PREFILTER_POINTS", 10**9)
+    want = frontier.near_pareto_indices(lat, cost, 1e-4, able)
+    assert np.array_equal(got, want)
+    assert len(want) > 20
+    assert sorted_rows and sorted_rows[0] < n / 4
 
 
 def test_candidates_within_the_error_hold_the_exact_frontier():

@@ -204,7 +204,11 @@ class CollectiveCost:
         protocols: tuple[Protocol, ...] = PAPER_PROTOCOLS,
         latency_scale: float = 1.0,
         inter_share=None,
+        where=None,
     ) -> None:
+        """``where``: the points whose costs matter, when the caller gives every other point
+        an infinite latency whatever its collectives cost (the grid search's feasible
+        points): single ranks elsewhere need not be given their zero cost."""
         ranks = np.asarray(ranks)
         nodes = np.asarray(nodes)
         hops = 2.0 if kind == ALLREDUCE else 1.0
@@ -240,6 +244,8 @@ class CollectiveCost:
         # of exactly 1, a mask that keeps every point): the same numbers, less work.
         arrays = np.ndim(self.active) > 0
         inactive = not arrays or not bool(self.active.all())
+        if inactive and arrays and where is not None:
+            inactive = bool(np.any(where & ~self.active))
         idle = ~self.active if inactive else None
         self.latency = []
         self.per_byte = []
@@ -257,9 +263,18 @@ class CollectiveCost:
                 if p.one_shot:
                     per_byte = per_byte * ranks / 2.0
             else:
-                # each operation in place on the new array it made (the same numbers)
-                hop = add_into(steps * p.intra_hop_latency_s, log_nodes * p.inter_hop_latency_s)
-                lat = multiply_into(hop, hops) if hops != 1.0 or not arrays else hop
+                # each operation in place on the new array it made (the same numbers); on
+                # arrays the all-reduce's 2 hops scale the constants: (s·2a + l·2b) is
+                # 2·(s·a + l·b) bit for bit, a power of two scaling exactly (docs/model.md
+                # "The search"), one operation less on the array per protocol
+                doubled = arrays and hops == 2.0
+                factor = 2.0 if doubled else 1.0
+                lat = add_into(
+                    steps * (factor * p.intra_hop_latency_s),
+                    log_nodes * (factor * p.inter_hop_latency_s),
+                )
+                if not doubled and (hops != 1.0 or not arrays):
+                    lat = multiply_into(lat, hops)
                 lat = add_into(lat, p.base_latency_s)
                 if latency_scale != 1.0 or not arrays:
                     lat = multiply_into(lat, latency_scale)

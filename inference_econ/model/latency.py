@@ -190,22 +190,47 @@ class StepCache:
     With ``fold`` (a search over several tokens per pass) each collective call's factors that
     do not depend on the tokens are kept too (``CollectiveCost.folded``)."""
 
-    def __init__(self, store: dict | None = None, fold: bool = False, feasible=None) -> None:
+    def __init__(
+        self, store: dict | None = None, fold: bool = False, feasible=None, points: bool = False
+    ) -> None:
         self.store = store
         self.fold = fold and store is not None
         #: The block's feasible points, when its caller sets every other point's latency to
         #: inf whatever the step gives there (the grid search): ``_if_kv_fits`` need not mask
         #: the others.
         self.feasible = feasible if store is not None else None
+        #: Whether ``at_points`` fills the tokens in at the points (``feasible``'s shape).
+        self.points = points and self.feasible is not None
+        self._points: tuple | None = None  # the last array ``at_points`` filled, and its source
+
+    def at_points(self, x):
+        """``x`` (the tokens of a pass, a column of the grid) broadcast to the block's points
+        as one contiguous array, kept while the same ``x`` is asked for again; ``x`` itself
+        off the grid search or when it already has the points' shape. The same numbers: an
+        operation of a row of the grid (a collective's factors) with a column costs about
+        twice one of a row with a whole array, as numpy iterates such a pair row by row
+        (docs/model.md "The search")."""
+        if not self.points or self.feasible is None or type(x) is not np.ndarray:
+            return x
+        shape = np.shape(self.feasible)
+        if x.shape == shape or np.broadcast_shapes(x.shape, shape) != shape:
+            return x
+        if self._points is not None and self._points[0] is x:
+            return self._points[1]
+        full = np.empty(shape, dtype=x.dtype)
+        full[...] = x
+        self._points = (x, full)
+        return full
 
     def calls(self, key: tuple, cost, bytes_per_token, tokens, calls) -> CollectiveCalls:
         """``CollectiveCalls(cost, bytes_per_token, tokens, calls)``, its folded factors kept
         under ``key`` when folding (``key`` names the call within the block: the same cost,
-        bytes per token and calls for every tokens per pass)."""
+        bytes per token and calls for every tokens per pass); the tokens at the block's
+        points (``at_points``)."""
         folded = None
         if self.fold:
             folded = self.get(("fold",) + key, lambda: cost.folded(bytes_per_token, calls))
-        return CollectiveCalls(cost, bytes_per_token, tokens, calls, folded)
+        return CollectiveCalls(cost, bytes_per_token, self.at_points(tokens), calls, folded)
 
     def get(self, key: tuple, make):
         if self.store is None:
@@ -418,8 +443,11 @@ class StepModel:
         w, m = self.work, self.machine
 
         def structure():  # what does not depend on the tokens: kept for the block
-            ranks, nodes = m.tensor_group(t_ff, two_d)
-            cc = cache.get(("ff", gi, two_d), lambda: m.collective(ranks, nodes))
+            spanned = cache.get(("ff_nodes", gi), lambda: m.nodes_spanned(t_ff))  # 2-D and 1-D
+            ranks, nodes = m.tensor_group(t_ff, two_d, spanned)
+            cc = cache.get(
+                ("ff", gi, two_d), lambda: m.collective(ranks, nodes, where=cache.feasible)
+            )
             per_rank = (g.active + g.shared) / (t / ranks)
             words = [per_rank * g.matrices_out * w.d_model]
             if two_d:
@@ -481,11 +509,14 @@ class StepModel:
         calls = []
 
         def structure():  # what does not depend on the tokens: kept for the block
-            t_at = part.tensor_degree / adiv
-            if np.all(t_at <= 1.0):  # one rank per attention group: no reductions
+            t_at = self.attention_degree(part, adiv, cache, key)
+            spanned = cache.get(("att_nodes", key), lambda: self._nodes_spanned(t_at))
+            if spanned is None:  # one rank per attention group: no reductions
                 return None
-            ranks, nodes = m.tensor_group(t_at, two_d)
-            cc = cache.get(("att", key, two_d), lambda: m.collective(ranks, nodes))
+            ranks, nodes = m.tensor_group(t_at, two_d, spanned)
+            cc = cache.get(
+                ("att", key, two_d), lambda: m.collective(ranks, nodes, where=cache.feasible)
+            )
             if two_d:
                 par = t_at / ranks
                 words: tuple[Floats, ...] = (w.d_model / par, w.attention_heads_words / par)
@@ -524,6 +555,20 @@ class StepModel:
             )
         return tuple(calls)
 
+    @staticmethod
+    def attention_degree(part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
+        """The attention tensor degree ``t_at = t / adiv`` of divisor ``adiv`` (§A5), kept for
+        the block (the 2-D and 1-D groups and the attention reads share it; only read)."""
+        return cache.get(("t_at", key), lambda: part.tensor_degree / adiv)
+
+    def _nodes_spanned(self, t_at):
+        """The nodes an attention group of ``t_at`` GPUs spans (``Machine.nodes_spanned``),
+        or None where every group is one rank (no reductions): shared by the 2-D and 1-D
+        groups of a divisor."""
+        if np.all(t_at <= 1.0):
+            return None
+        return self.machine.nodes_spanned(t_at)
+
     def attention_reads(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
         """(weight, activation) read seconds of attention for divisor ``adiv``.
 
@@ -538,10 +583,15 @@ class StepModel:
         act_scale = scale / adiv if self.assumptions.attention_data_parallel else scale
         per_token = cache.get(
             ("att_io", key),
-            lambda: w.attention_activation_bytes_per_token(part.tensor_degree / adiv) * act_scale,
+            lambda: (
+                w.attention_activation_bytes_per_token(
+                    self.attention_degree(part, adiv, cache, key)
+                )
+                * act_scale
+            ),
         )
         weights = cache.get(("att_w", key), lambda: w.attention_matrix_weight_bytes * scale)
-        return weights, per_token * part.tokens
+        return weights, per_token * cache.at_points(part.tokens)
 
     def compute_time(self, part: PipelinePart, adiv):
         """Arithmetic seconds: projections run a times under the paper's divisor (§A5), once

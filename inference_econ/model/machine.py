@@ -191,15 +191,17 @@ class Machine:
             **rates,
         )
 
-    def tensor_group(self, degree, two_d: bool):
+    def tensor_group(self, degree, two_d: bool, spanned=None):
         """(ranks R, nodes M) of a tensor-parallel group of ``degree`` GPUs (§A5).
 
         2-D: R = √degree ranks on √⌈degree/node⌉ nodes (degree/R parallel reductions); with
         whole ranks (discrete layouts) R is the larger side of the most nearly square split,
         never below √degree, and the nodes scale with it. 1-D: R = degree on ⌈degree/node⌉.
+        ``spanned``: ``nodes_spanned(degree)`` of an array of degrees when the caller has it
+        (the 2-D and 1-D groups of one degree share it; it is only read).
         """
         if np.ndim(degree):
-            return self._tensor_group(degree, two_d)
+            return self._tensor_group(degree, two_d, spanned)
         key = (type(degree), degree, bool(two_d))  # one layout's: kept, as ``collective``'s
         group = self._collectives.get(key)
         if group is None:
@@ -212,31 +214,36 @@ class Machine:
         that number, not one node more."""
         return np.ceil(np.asarray(degree) / self.node_gpus - 1e-9)
 
-    def _tensor_group(self, degree, two_d: bool):
+    def _tensor_group(self, degree, two_d: bool, spanned=None):
+        if spanned is None:
+            spanned = self.nodes_spanned(degree)
         if two_d and self.integer_layouts:
             ranks = square_split(degree)
             nodes = np.clip(
-                np.sqrt(self.nodes_spanned(degree)) * ranks / np.sqrt(degree),
+                np.sqrt(spanned) * ranks / np.sqrt(degree),
                 1.0,
                 np.maximum(ranks, 1.0),
             )
         elif two_d:
             ranks = np.sqrt(degree)
-            nodes = np.sqrt(self.nodes_spanned(degree))
+            nodes = np.sqrt(spanned)
         else:
             ranks = degree
-            nodes = self.nodes_spanned(degree)
+            nodes = spanned
         return ranks, nodes
 
-    def collective(self, ranks, nodes, kind=ALLREDUCE, inter_share=None) -> CollectiveCost:
+    def collective(
+        self, ranks, nodes, kind=ALLREDUCE, inter_share=None, where=None
+    ) -> CollectiveCost:
         """The cost structure of one kind of collective over (ranks, nodes) arrays (§A4;
-        ``inter_share`` for the expert all-to-all of §B11)."""
+        ``inter_share`` for the expert all-to-all of §B11; ``where``: the points whose costs
+        matter, as ``CollectiveCost`` takes it, for arrays)."""
         protocols = self.protocols
         if kind == EXPERT_ALLTOALL and self.expert_protocols is not None:
             protocols = self.expert_protocols
         if np.ndim(ranks) or np.ndim(nodes) or (inter_share is not None and np.ndim(inter_share)):
             return CollectiveCost(
-                ranks, nodes, self.gpu, kind, protocols, self.latency_scale, inter_share
+                ranks, nodes, self.gpu, kind, protocols, self.latency_scale, inter_share, where
             )
         # one pair: the same cost every time it is asked for (its arrays are only read)
         key = (

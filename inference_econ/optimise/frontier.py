@@ -53,9 +53,12 @@ def near_pareto_indices(latency_s, cost, rtol: float, dominators=None):
     latency_s = np.asarray(latency_s, dtype=float).ravel()
     cost = np.asarray(cost, dtype=float).ravel()
     idx = np.flatnonzero(np.isfinite(latency_s) & np.isfinite(cost))
+    able_all = None if dominators is None else np.broadcast_to(dominators, shape).ravel()
+    if idx.size > PREFILTER_POINTS:
+        idx = _beaten_by_a_sample_removed(latency_s, cost, rtol, idx, able_all)
     idx = idx[np.argsort(latency_s[idx], kind="stable")]  # fastest first
     lat, price = latency_s[idx], cost[idx]
-    able = slice(None) if dominators is None else np.broadcast_to(dominators, shape).ravel()[idx]
+    able = slice(None) if able_all is None else able_all[idx]
     scaled = lat[able] * (1.0 + rtol)  # ascending, as the latencies
     cheapest = np.minimum.accumulate(price[able] * (1.0 + rtol))
     # for each point, the cheapest dominator whose latency times 1 + rtol is not above its own
@@ -64,6 +67,38 @@ def near_pareto_indices(latency_s, cost, rtol: float, dominators=None):
     best[count > 0] = cheapest[count[count > 0] - 1]
     keep = np.flatnonzero(~(best <= price))
     return idx[keep[np.lexsort((price[keep], lat[keep]))]]
+
+
+#: Above this many points ``near_pareto_indices`` first removes the points beaten by the
+#: candidates of an evenly spread sample (``_beaten_by_a_sample_removed``), then sorts the rest.
+PREFILTER_POINTS = 20_000
+#: Every how many-th point the sample takes.
+PREFILTER_STRIDE = 16
+
+
+def _beaten_by_a_sample_removed(latency_s, cost, rtol: float, idx, able):
+    """The points of ``idx`` (ascending) that no candidate of a sample of them beats by more
+    than ``1 + rtol`` in both (the test of ``near_pareto_indices``), in the same order.
+
+    Exact: a point removed here is removed by ``near_pareto_indices`` too (the sample's
+    candidates are points allowed to beat others), and a removed point beats no remaining
+    point that the point which removed it does not beat as well (``q`` beaten by ``d`` and
+    beating ``x``: fl(d·(1 + r)) ≤ q ≤ fl(q·(1 + r)) ≤ x, costs alike), so the rest keeps
+    every dominator it needs. On the 400 x 400 grid a sort of 144,000 latencies, most of
+    the extraction's time, becomes one of a few thousand.
+    """
+    sample = idx[::PREFILTER_STRIDE]
+    if able is not None:
+        sample = sample[able[sample]]
+    anchors = near_pareto_indices(latency_s[sample], cost[sample], rtol)
+    if anchors.size == 0:
+        return idx
+    anchors = sample[anchors]  # fastest first: their scaled latencies ascend
+    scaled = latency_s[anchors] * (1.0 + rtol)
+    cheapest = np.minimum.accumulate(cost[anchors] * (1.0 + rtol))
+    count = np.searchsorted(scaled, latency_s[idx], side="right")
+    best = np.where(count > 0, cheapest[np.maximum(count - 1, 0)], np.inf)
+    return idx[~(best <= cost[idx])]
 
 
 def paper_sampled_indices(latency_s, count: int = 1000, decades: float = 2.0):

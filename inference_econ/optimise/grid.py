@@ -65,14 +65,21 @@ def _block_min(model: StepModel, N_row, B_col, p, S_values, context, per_layout=
     N_row, B_col = N_row[:, cols], B_col[rows]
     p = p if np.ndim(p) == 0 else p[rows]
     budgets = {S: v if np.ndim(v) < 2 else v[rows, cols] for S, v in (budgets or {}).items()}
-    cache = StepCache({}, fold=FOLD_PASSES and len(S_values) > 1, feasible=ok)
     divisors = attention_divisors(
         N_row / p, model.assumptions.attention_divisor_count, model.extra_attention_degrees
     )
+    area = (rows.stop - rows.start) * (cols.stop - cols.start)
+    groups = _divisor_groups(divisors, area) if per_layout is None else []
+    # the tokens of a pass filled in at every point for the divisors taken one by one
+    # (``StepCache.at_points``); a stacked group's arrays are small, where it does not pay
+    cache = StepCache(
+        {},
+        fold=FOLD_PASSES and len(S_values) > 1,
+        feasible=ok,
+        points=all(len(group) == 1 for group in groups),
+    )
     out: list[tuple[np.ndarray, Floats | None]] = []
     if per_layout is None:
-        area = (rows.stop - rows.start) * (cols.stop - cols.start)
-        groups = _divisor_groups(divisors, area)
         for S in S_values:
             part = model.pipeline_part(N_row, B_col, S, context, p, cache=cache)
             lats = [_group_min(model, part, divisors, group, cache) for group in groups]
