@@ -327,6 +327,33 @@ def test_compare_measured_csv_and_summary(tmp_path):
     assert "median_abs_error" in result.output and fig.stat().st_size > 10_000
 
 
+def test_offline_steady_batch_is_held_to_the_step_token_budget(tmp_path):
+    """A step's token budget counts its decoding requests as well as its prompt tokens
+    (TensorRT-LLM ``max_num_tokens``): with gpt-oss-120b's MLPerf lengths (5,011 in, 1,278.2
+    out) and 2,048 tokens a step, D·(1 + 5011/1278.2) <= 2048 holds D to 2048·1278.2/6289.2 =
+    416.2 requests decoding (by hand), below the 952 a B200's cache holds; every step of the
+    plan then carries at most 2,048 tokens. Before, the budget only sized the prompt chunks,
+    so 8,192 and 2,048 tokens gave the same throughput."""
+    assert predicting.budget_batch(2048.0, 5011.0, 1278.2, True) == pytest.approx(416.2, abs=0.05)
+    assert predicting.budget_batch(2048.0, 5011.0, 1278.2, False) == 2048.0  # prompts apart
+    row = (
+        "probe,gpt-oss-120b (MLPerf v6.0 gpt-oss-120b Offline),MXFP4 experts,"
+        "NVIDIA B200-SXM-180GB,8,TP1,n/a,5011,1278.2,throughput_total,1,output tok/s (system),"
+        "TensorRT-LLM"
+    )
+    rows = load_measured(write(tmp_path, HEADER, row))
+    small = dataclasses.replace(load_engine("trtllm"), step_token_budget=2048)
+    batches = {}
+    for name, prof in (("default", load_engine("trtllm")), ("small", small)):
+        plan = predicting.build_plan(rows, "achievable", engine=prof)
+        for g in plan.groups:  # TP1 with and without expert parallelism (the same here)
+            D, _, P, _, _ = g.arrays()
+            assert name == "default" or np.all(D + P <= 2048 + 1e-6)
+        batches[name] = predicting.Points.of(plan).batch[0]
+    assert batches["small"] == pytest.approx(416.2, abs=0.05)
+    assert batches["default"] == pytest.approx(952.1, abs=0.5)  # the B200's cache binds
+
+
 # --- calibration --------------------------------------------------------------------------------
 
 

@@ -479,13 +479,34 @@ def _steady_batch(model, row, cand, found: RowEngine) -> float:
     """The batch a saturated engine settles at: its batch limit, or what the KV cache holds -
     at the time-weighted decode context (recompute admission, and the ideal engine), or of
     whole requests, prompt and output, weighted by their time in the batch (no_evict
-    admission: E[(n_in + n_out)·n_out]/E[n_out] = 2·decode_context − n_in)."""
+    admission: E[(n_in + n_out)·n_out]/E[n_out] = 2·decode_context − n_in) - or what the
+    step token budget sustains (``budget_batch``)."""
     L = row.lengths
     if found.config.admission == "no_evict":
         held = _capacity(model, row, cand, 2.0 * L.decode_context - L.input_mean)
     else:
         held = _capacity(model, row, cand)
-    return min(held, float(found.config.max_batch_requests))
+    budget = budget_batch(
+        float(found.config.step_token_budget),
+        L.input_mean,
+        L.output_mean,
+        found.config.prefill != "separate" and not row.disaggregated,
+    )
+    return min(held, float(found.config.max_batch_requests), budget)
+
+
+def budget_batch(budget: float, n_in: float, n_out: float, mixed: bool) -> float:
+    """The most requests a saturated engine keeps decoding when every step holds at most
+    ``budget`` tokens (docs/model.md §F9). A step's budget counts its decoding requests' tokens
+    as well as its prompt tokens (TensorRT-LLM's ``max_num_tokens``, vLLM's
+    ``max_num_batched_tokens``), so where prompts share the steps (``mixed``: whole or chunked
+    prefill) ``D`` decoding requests, finishing D/n_out a step, need D·n_in/n_out prompt tokens a
+    step beside their own D: D·(n_out + n_in)/n_out <= budget, the load engine's steady bound
+    (``serving/load/engine.py``, ``steady_step_s``). Prompts in steps of their own (or
+    prefilled elsewhere): D <= budget."""
+    if not mixed:
+        return budget
+    return budget * max(n_out, 1.0) / (max(n_out, 1.0) + n_in)
 
 
 def _exact(model, row, cand, found: RowEngine) -> bool:
@@ -537,7 +558,8 @@ def _add_points(plan: Plan, g: _Group, i: int, j: int, row, cand, model, found) 
 def _mean_step(plan, g: _Group, i, j, row, cand, B, users, budget, mode) -> None:
     """A point whose time is the mean step of ``B`` decoding requests while the prompts of
     ``users`` arriving requests are prefilled (§F9): prompts per step users/n_out, in chunks
-    of min(n_in, budget) tokens (whole prompts under ``whole``); fewer than one chunk a step is
+    of min(n_in, budget - B) tokens, what the budget leaves beside the decoding requests
+    (whole prompts under ``whole``); fewer than one chunk a step is
     a mixture of decode-only steps and steps with one chunk. Under ``separate`` prefill the
     prompts run in steps of their own, as many whole prompts as the budget holds, while
     decoding waits. Disaggregated rows prefill elsewhere."""
@@ -555,7 +577,9 @@ def _mean_step(plan, g: _Group, i, j, row, cand, B, users, budget, mode) -> None
         b = g.add(0.0, 0.0, k * L.input_mean, prefix, max(k, 1.0))
         plan.points.append((i, j, B, cand.replicas, a, 1.0, b, prompts / k, 0))
         return
-    chunk = min(L.input_mean, budget)  # whole prompts, or chunks: the same mean step
+    # whole prompts, or chunks of what the budget leaves beside the decoding requests
+    room = budget - B if mode == "chunked" and not row.disaggregated else budget
+    chunk = min(L.input_mean, max(room, 1.0))
     prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
     tokens = prompts * L.input_mean  # prompt tokens per step on average
     chunks = tokens / chunk
