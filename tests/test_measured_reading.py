@@ -416,6 +416,18 @@ def test_disaggregated_rows_say_which_gpus_decode(tmp_path):
     assert rows[3].ok and rows[3].decode_gpus == 16 and rows[3].serving_gpus == 16
 
 
+def test_a_disaggregated_part_without_degrees_leaves_its_row_unresolved(tmp_path):
+    """'prefill: TPx x1' states no degrees: that row is unresolved, naming the part and the
+    fix (before, a traceback stopped the whole file), and the file's other rows are read."""
+    base, header = edited(v50_lines(OFFLINE)[0], n_gpus="24")
+    bad = edited(base, header, parallelism="prefill: TPx x1; decode: TP8 x2")[0]
+    good = edited(base, header, parallelism="prefill: TP8 x1; decode: TP8 x2")[0]
+    rows = load_measured(write(tmp_path, [bad, good], header))
+    assert rows[0].status.startswith("unresolved: parallelism: 'TPx x1': the prefill part")
+    assert "give each part's degrees and replicas" in rows[0].status
+    assert rows[1].ok and rows[1].decode_gpus == 16 and rows[1].prefill_layout.label() == "TP8"
+
+
 def test_a_row_of_an_unstated_layout_text_is_refused_in_semantics():
     with pytest.raises(SpecError, match="context or sequence parallelism"):
         sem.layout_of("CP2 TP4", 8, "w")

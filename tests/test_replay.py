@@ -521,3 +521,19 @@ def test_a_disaggregated_row_with_its_prefill_pool_is_replayed_through_it(tmp_pa
     ttft, p99_tpot, throughput = predicted
     alone = lone_prompt_prefill_s()
     assert ttft >= alone > 0 and 0.0 < p99_tpot <= 0.100 and throughput > 0
+
+
+def test_a_prefill_pool_that_cannot_hold_the_model_leaves_only_its_row_infeasible(tmp_path):
+    """Llama 3.1 405B's 405.8 GB of weights on one H100 prefill instance: that row is
+    infeasible, saying so, and the file's other rows are predicted (before, the error
+    stopped the whole file)."""
+    rows = rows_of(
+        tmp_path,
+        "s,Llama-3.1-405B,FP8,H100 SXM,9,prefill: TP1 x1; decode: TP8 x1,n/a,1000,200,"
+        'mean_TTFT,900,ms,"TensorRT-LLM; constraints p99 TTFT<=6000ms, p99 TPOT<=175ms",server',
+        DISAGGREGATED.format(metric="p99_TPOT", value=50, unit="ms", tpot=100),
+    )
+    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    assert status[0].startswith("infeasible: its prefill instances: Llama 3.1 405B")
+    assert "leaves no room for a KV cache on 1 x H100-SXM" in status[0]
+    assert math.isnan(predicted[0]) and status[1] == "ok" and 0 < predicted[1] <= 0.100

@@ -183,7 +183,13 @@ def instance(case: LoadCase):
     gpus = case.tensor * case.pipeline
     layout = EngineLayout(gpus, case.pipeline, float(case.tensor) if case.attention_dp else 1.0)
     search = layout_search(case.setting, gpus)
-    return build_instance(case.setting, gpus, case.config, layout=layout, search=search)
+    inst = build_instance(case.setting, gpus, case.config, layout=layout, search=search)
+    if case.prefill is not None:
+        try:  # a prefill pool that cannot hold the model makes the case infeasible, not the file
+            _prefill_instance(case)
+        except InfeasibleError as exc:
+            raise InfeasibleError(f"its prefill instances: {exc}") from exc
+    return inst
 
 
 @lru_cache(maxsize=4096)

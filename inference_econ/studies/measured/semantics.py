@@ -875,9 +875,17 @@ def disaggregation_of(
         return True, gpus, roles.get("decode")
     if "decode" in roles:
         span = {r: sizes.get(r) or _instance_gpus(text, where) for r, text in roles.items()}
-        decode = layout_of(roles["decode"], span["decode"], where)
-        prefill = roles.get("prefill")
-        prefill_gpus = layout_of(prefill, span["prefill"], where).gpus if prefill else 0
+        parts = {r: layout_of(text, span[r], where) for r, text in roles.items()}
+        for role, part in parts.items():
+            if part is None:
+                raise SpecError(
+                    where,
+                    "parallelism",
+                    f"{roles[role]!r}: the {role} part states no degrees",
+                    "give each part's degrees and replicas (e.g. 'prefill: TP4 x2; decode: TP8 x1')",
+                )
+        decode = parts["decode"]
+        prefill_gpus = parts["prefill"].gpus if "prefill" in parts else 0
         if decode is not None and decode.gpus + prefill_gpus == gpus:
             return True, decode.gpus, roles["decode"]
         raise SpecError(
