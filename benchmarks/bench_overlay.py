@@ -13,6 +13,7 @@ and CPU seconds.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,8 +22,10 @@ import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
-from inference_econ.cli import main as cli
-from inference_econ.studies.measured.reading import load_overlay_points
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from inference_econ.cli import main as cli  # noqa: E402
+from inference_econ.studies.measured.reading import load_overlay_points  # noqa: E402
 
 
 def timed(fn):

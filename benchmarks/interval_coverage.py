@@ -48,10 +48,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-import inference_econ as ie
-from inference_econ.output.render import render
-from inference_econ.serving import intervals as iv
-from inference_econ.specs.architecture import load_model
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+import inference_econ as ie  # noqa: E402
+from inference_econ.output.render import render  # noqa: E402
+from inference_econ.serving import intervals as iv  # noqa: E402
+from inference_econ.specs.architecture import load_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "intervals" / "achievable.yaml"

@@ -14,15 +14,20 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 
-from inference_econ.serving.load.arrivals import make_traffic
-from inference_econ.serving.load.deployment import Deployment, simulate_deployment
-from inference_econ.serving.load.engine import EngineConfig, build_instance
-from inference_econ.serving.load.prefix_cache import che_check
-from inference_econ.serving.load.routing import ROUTERS, Router
-from inference_econ.serving.load.simulate import simulate_group
-from inference_econ.serving.setting import make_setting
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from inference_econ.serving.load.arrivals import make_traffic  # noqa: E402
+from inference_econ.serving.load.deployment import Deployment, simulate_deployment  # noqa: E402
+from inference_econ.serving.load.engine import EngineConfig, build_instance  # noqa: E402
+from inference_econ.serving.load.prefix_cache import che_check  # noqa: E402
+from inference_econ.serving.load.routing import ROUTERS, Router  # noqa: E402
+from inference_econ.serving.load.simulate import simulate_group  # noqa: E402
+from inference_econ.serving.setting import make_setting  # noqa: E402
 
 
 def che() -> None:

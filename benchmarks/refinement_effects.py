@@ -8,14 +8,17 @@ long-context figures, one refinement at a time on top of the `paper` preset, the
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-import inference_econ as ie
-from inference_econ.model.assumptions import PAPER, REFINED
-from inference_econ.studies.scenario import load_scenario
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+import inference_econ as ie  # noqa: E402
+from inference_econ.model.assumptions import PAPER, REFINED  # noqa: E402
+from inference_econ.studies.scenario import load_scenario  # noqa: E402
 
 #: (field, value, what it changes, why, source) — the documentation of each refinement.
 REFINEMENTS = [

@@ -14,10 +14,15 @@ requests. ShareGPT-like lengths (prompts log-normal, mean 300 tokens, sigma 0.9;
 
 from __future__ import annotations
 
-from inference_econ.serving.load.arrivals import make_traffic
-from inference_econ.serving.load.deployment import Deployment, simulate_deployment
-from inference_econ.serving.load.engine import EngineConfig
-from inference_econ.serving.setting import make_setting
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from inference_econ.serving.load.arrivals import make_traffic  # noqa: E402
+from inference_econ.serving.load.deployment import Deployment, simulate_deployment  # noqa: E402
+from inference_econ.serving.load.engine import EngineConfig  # noqa: E402
+from inference_econ.serving.setting import make_setting  # noqa: E402
 
 RATES = (1.0, 2.0, 4.0, 8.0, 16.0)
 ACCEPTANCES = (0.6, 0.7, 0.8)

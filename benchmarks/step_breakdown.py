@@ -23,9 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from inference_econ.model.efficiency import StepWork, combine
-from inference_econ.studies.measured import predicting as pr
-from inference_econ.studies.measured.reading import load_measured
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
+from inference_econ.studies.measured import predicting as pr  # noqa: E402
+from inference_econ.studies.measured.reading import load_measured  # noqa: E402
 
 TRAIN = Path(__file__).resolve().parent.parent / "tests" / "data" / "benchmarks_train.csv"
 
