@@ -13,6 +13,7 @@ from inference_econ.model.assumptions import ACHIEVABLE, PAPER
 from inference_econ.model.collectives import ALLREDUCE, CollectiveCost, measured_protocols
 from inference_econ.model.efficiency import expert_imbalance, size_factor, tile_rounded
 from inference_econ.model.latency import ADDITIVE_PARTS, StepModel, prefill_step_model
+from inference_econ.model.machine import Machine
 from inference_econ.model.mixed_step import (
     EngineLayout,
     StepTable,
@@ -65,6 +66,22 @@ def test_custom_allreduce_by_hand():
     assert float(across.time(X)) == np.inf  # the engine's kernels stay inside one NVLink domain
     pcie = measured_protocols(ie.load_hardware("L40S"), True, prof)
     assert not any(p.custom for p in pcie)
+
+
+def test_trtllm_allreduce_by_hand_against_aiconfigurator():
+    """The trtllm profile's whole all-reduce charge on 8 H100s (every protocol, the fastest),
+    by hand at 3.6 us and 50 % of the 450 GB/s one-way NVLink (docs/model.md §F6): 1 KB goes
+    one-shot, 3.6 + 7·1024/225e3 us; 4 MB two-shot, 7.2 + 1.75·4194304/225e3 us (NCCL's
+    protocols and NVLS start at 30-50 us there). Measured (AIConfigurator, TensorRT-LLM
+    1.3.0rc20, h100_sxm custom_allreduce_perf.parquet at commit 095f58a5): 3.17 and 51.9 us;
+    the earlier 6 us / 0.8 charged 6.03 and 32.4 us (1.9x and 0.62x)."""
+    machine = Machine.build(ie.load_hardware("H100-SXM"), 8, ACHIEVABLE)
+    cost = machine.collective(8.0, 1.0)
+    one_kb, four_mb = float(cost.time(1024.0)), float(cost.time(4194304.0))
+    assert one_kb == pytest.approx(3.6e-6 + 7 * 1024 / 225e9, rel=1e-9)
+    assert four_mb == pytest.approx(7.2e-6 + 1.75 * 4194304 / 225e9, rel=1e-9)
+    assert one_kb == pytest.approx(3.17e-6, rel=0.3)
+    assert four_mb == pytest.approx(51.9e-6, rel=0.3)
 
 
 def test_measured_nccl_curve_matches_the_micro_benchmarks():

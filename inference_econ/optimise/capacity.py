@@ -1083,11 +1083,12 @@ def _short_search(setting, deployment, traffic, targets, config) -> Knee:
 
 def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
     """($/hour, setting, GPUs per instance, short answer or None) of each co-located candidate
-    not searched in full: the confident plan it would make. One searched short is sized on its
-    short answer at its interval's low end (a screen: the full answer may differ, as the short
-    one does by 0.92-1.31 times on the user guide's walk-through); one never searched (one
-    instance cost more than the expected plan) costs at least one instance, and is searched
-    short first. Those past ``--max-gpus`` are left out."""
+    not searched in full: the confident plan it would make. One searched short is sized on the
+    most its full answer may be, its short answer ``SCREEN_MARGIN`` times higher (as ``_hope``
+    takes it: short answers were 0.92-1.31 times the full ones on the user guide's
+    walk-through), at that load's interval's low end; one never searched (one instance cost
+    more than the expected plan) costs at least one instance, and is searched short first.
+    Those past ``--max-gpus`` are left out."""
     table = plan.candidates
     if "probe_requests" not in table or "pool" not in table or table.empty:
         return
@@ -1109,7 +1110,7 @@ def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
         short = float(row.max_rate_per_instance)
         if not (short > 0 and math.isfinite(short)):
             continue  # no load held in the short search: screened out, as ``_hope`` does
-        per = short
+        per = short * SCREEN_MARGIN
         factor = _confident_factor(plan, level, setting, size, per)
         count = max(1, math.ceil(plan.rate_per_s / (per * factor) - 1e-9))
         if max_gpus is not None and count * size > max_gpus:
