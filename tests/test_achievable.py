@@ -11,7 +11,12 @@ import inference_econ as ie
 from inference_econ.cli import main
 from inference_econ.model.assumptions import ACHIEVABLE, PAPER
 from inference_econ.model.collectives import ALLREDUCE, CollectiveCost, measured_protocols
-from inference_econ.model.efficiency import expert_imbalance, size_factor, tile_rounded
+from inference_econ.model.efficiency import (
+    expected_expert_rows,
+    expert_imbalance,
+    size_factor,
+    tile_rounded,
+)
 from inference_econ.model.latency import ADDITIVE_PARTS, StepModel, prefill_step_model
 from inference_econ.model.machine import Machine
 from inference_econ.model.mixed_step import (
@@ -34,6 +39,74 @@ def test_gemm_efficiency_curve_by_hand():
     # the GPU file's measured best shape: MAMF BF16 794.5 of 989.4 TFLOPS on H100
     assert ie.load_hardware("H100-SXM").best_gemm_efficiency(16) == pytest.approx(0.803)
     assert ie.load_hardware("B200").best_gemm_efficiency(4) == pytest.approx(0.763)  # FP8's
+
+
+def test_expected_expert_rows_by_hand():
+    """§F7: each expert pads its own binomial load to whole tiles, not the mean load."""
+    # 3 tokens x 2 of 8 experts: n ~ Bin(3, 1/4), P(n = 0..3) = 27, 27, 9, 1 (/64); 2-token
+    # tiles: ceil(n/2) = 0, 1, 1, 2, so E = (27 + 9 + 2)/64 and the rows 8 x 2 x 38/64 = 9.5
+    assert expected_expert_rows(3, 2, 8, 2) == pytest.approx(9.5)
+    # (the padded mean gave 9.25: 4.625 experts hit, 1.30 picks each, one 2-token tile each)
+    # 64-token tiles: only the experts hit cost anything, one tile each, 8 x 64 x 37/64
+    assert expected_expert_rows(3, 2, 8, 64) == pytest.approx(296.0)
+    # a fractional mean token count: the j = 0 term is the distinct experts hit, 1 - (1 - p)^T
+    assert expected_expert_rows(0.5, 8, 256, 64) == pytest.approx(
+        256 * 64 * (1 - (1 - 8 / 256) ** 0.5)
+    )
+    # many tokens: each expert's residue mod the tile is about uniform, (64 - 1)/2 rows of
+    # padding an expert: 1e5 x 8 + 256 x 31.5 = 808,064
+    assert expected_expert_rows(1e5, 8, 256, 64) == pytest.approx(808_064, rel=1e-6)
+    assert expected_expert_rows(0, 8, 256, 64) == 0.0
+    grid = np.array([[1.0, 2.0], [3.0, 0.0]])
+    assert expected_expert_rows(grid, 2, 8, 64).shape == (2, 2)
+
+
+def test_expected_expert_rows_when_every_expert_takes_its_exact_share():
+    # k = E: every expert takes all T tokens, so the rows are E whole-tile-rounded T
+    tokens = np.array([0.0, 1.0, 64.0, 65.0, 8283.0])
+    assert expected_expert_rows(tokens, 8, 8, 64) == pytest.approx(8 * tile_rounded(tokens, 64))
+    # tiles of one token: no padding, exactly T·k
+    assert expected_expert_rows(tokens, 4, 128, 1) == pytest.approx(tokens * 4)
+
+
+@pytest.mark.parametrize(
+    "tokens, active, experts",
+    [
+        (1, 8, 256),
+        (64, 8, 256),
+        (700, 2, 8),
+        (2048, 2, 8),
+        (8192, 4, 128),
+        (8283, 4, 128),
+        (21844, 2, 8),  # σ just below the 64-token tile: the window of tails
+        (21846, 2, 8),  # σ just above it: T·k + E·(tile − 1)/2
+        (100_000, 8, 256),
+        (140_000, 8, 256),
+    ],
+)
+def test_expected_expert_rows_agree_with_the_binomial_sum(tokens, active, experts):
+    """Both ways of summing (the window of tails, and the uniform residue where σ >= tile)
+    against the whole sum over every load, to 1e-10."""
+    from scipy.stats import binom
+
+    n = np.arange(tokens + 1)
+    whole = experts * 64 * np.sum(binom.pmf(n, tokens, active / experts) * np.ceil(n / 64))
+    assert expected_expert_rows(tokens, active, experts, 64) == pytest.approx(whole, rel=1e-10)
+
+
+def test_expected_expert_rows_grow_with_the_tokens():
+    """More tokens are never less padded work, fractional counts included, and there is no
+    saw-tooth: gpt-oss-120b (4 of 128) at 8,283 tokens pads 1.6 % more than at 8,192, where
+    the padded mean gave 320 rows an expert hit against 256 (+25 %)."""
+    tokens = np.linspace(0.0, 20_000.0, 80_001)
+    rows = expected_expert_rows(tokens, 4, 128, 64)
+    assert np.all(np.diff(rows) >= 0.0)
+    assert np.all(rows >= 4 * tokens)  # never below the picks themselves
+    # Mixtral (2 of 8) across σ = 64 at 21,845 tokens, where the sum changes form
+    tokens = np.linspace(20_000.0, 24_000.0, 16_001)
+    assert np.all(np.diff(expected_expert_rows(tokens, 2, 8, 64)) > 0.0)
+    ratio = expected_expert_rows(8283, 4, 128, 64) / expected_expert_rows(8192, 4, 128, 64)
+    assert ratio == pytest.approx(1.016, abs=0.001)
 
 
 def test_expert_imbalance_by_hand():

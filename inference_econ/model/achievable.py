@@ -23,6 +23,7 @@ from .efficiency import (
     StepWork,
     combine,
     eager_steps,
+    expected_expert_rows,
     expert_imbalance,
     tile_rounded,
 )
@@ -105,16 +106,13 @@ class EngineStep:
     def grouped_expert_gemm(self, g, tokens, e, t_ff, t, per_d_ff):
         """(ideal seconds per GPU, volume) of a layer group's routed experts as one grouped
         GEMM over the tokens actually routed (§F7): ``tokens`` tokens each choosing k of E
-        experts hit E·(1 − (1 − k/E)^T) distinct experts on average; each of them multiplies
-        its share of the T·k picks, padded to whole tiles, and an expert with no token costs
-        nothing. The volume is the whole group's on one GPU (its ``hit/e`` experts, each
-        split over ``t_ff`` tensor ranks): one kernel per layer, not one per expert."""
-        T = np.asarray(tokens, dtype=float)
-        hit = g.experts * -np.expm1(T * np.log1p(-g.active / g.experts))
-        picks = T * g.active / np.maximum(hit, 1e-300)  # tokens of each expert that is hit
-        rounded = hit * tile_rounded(picks, self.tile)
-        seconds = 2.0 * g.layers * per_d_ff * g.d_ff * rounded / (t * self.machine.gemm_rate)
-        return seconds, rounded / e * self.work.d_model * g.d_ff / t_ff
+        experts give each expert a binomial load, which it pads to whole tiles; an expert with
+        no token costs nothing (``expected_expert_rows``). The volume is the whole group's on
+        one GPU (its share ``1/e`` of the rows, each expert split over ``t_ff`` tensor ranks):
+        one kernel per layer, not one per expert."""
+        rows = expected_expert_rows(tokens, g.active, g.experts, self.tile)
+        seconds = 2.0 * g.layers * per_d_ff * g.d_ff * rows / (t * self.machine.gemm_rate)
+        return seconds, rows / e * self.work.d_model * g.d_ff / t_ff
 
     def part(self, B, p, t, tokens, splits, context_flop) -> AchievablePart:
         """The divisor-independent work of a pipeline degree (§F1-§F7): ``splits`` holds each

@@ -40,6 +40,53 @@ def tile_rounded(tokens, tile: float):
     return np.ceil(np.maximum(t, 0.0) / tile - 1e-9) * tile
 
 
+#: Half-width of the window of tiles summed exactly in ``expected_expert_rows``, in units of
+#: (standard deviation + 1) of an expert's load: by Bennett's inequality each tile left out is
+#: within exp(-30) ≈ 1e-13 of 1 below the window and of 0 above it (§F7).
+_TAIL_WIDTH = 8.0
+
+
+def expected_expert_rows(tokens, active: int, experts: int, tile: float):
+    """Expected rows of a grouped expert GEMM in which each expert pads its own tokens to whole
+    tiles (§F7): ``tokens`` T tokens each choosing ``active`` k of ``experts`` E uniformly, an
+    expert's load is n ~ Binomial(T, k/E), and the rows are E·tile·E[ceil(n/tile)]; an expert
+    with no token costs nothing.
+
+    E[ceil(n/tile)] = Σ_j P(n > j·tile), each term the binomial tail I_p(m + 1, T − m) at
+    m = floor(j·tile) (scipy's regularised incomplete beta, which also takes a fractional mean
+    token count T: the j = 0 term is the distinct experts hit, 1 − (1 − k/E)^T), summed in a
+    window of ±8·(σ + 1) loads about the mean, σ² = T·p·(1 − p). Where σ ≥ tile an expert's
+    load modulo the tile is uniform to within exp(−2π²σ²/tile²) ≈ 3e-9 (the binomial's
+    characteristic function at 2π/tile), so it pads (tile − 1)/2 rows on average: the rows are
+    T·k + E·(tile − 1)/2 there, to below 1e-7 rows an expert. Arrays of T broadcast; T·k with
+    tiles of one token or fewer."""
+    T = np.maximum(np.asarray(tokens, dtype=float), 0.0)
+    p = active / experts
+    if tile <= 1:
+        return T * active
+    sd = np.sqrt(T * p * (1.0 - p))
+    rows = T * active + experts * (tile - 1.0) / 2.0  # residues uniform (σ ≥ tile)
+    near = sd < tile
+    if not np.any(near):
+        return rows
+    from scipy.special import betainc  # 0.3 s to import: only where experts are routed
+
+    t = T[near]
+    mean = t * p
+    reach = _TAIL_WIDTH * (sd[near] + 1.0)
+    lo = np.maximum(np.floor((mean - reach) / tile), 0.0)  # tiles every expert fills surely
+    count = (np.ceil(np.minimum(mean + reach, t) / tile) - lo).astype(np.int64) + 1
+    owner = np.repeat(np.arange(t.size), count)  # one entry per (token count, tile) pair
+    j = lo[owner] + np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    m = np.floor(j * tile + 1e-9)
+    b = t[owner] - m  # P(n > m) = 0 where m >= T
+    tail = np.where(b > 0.0, betainc(m + 1.0, np.maximum(b, 1e-300), p), 0.0)
+    tiles = lo + np.bincount(owner, weights=tail, minlength=t.size)
+    rows = np.array(rows, dtype=float)  # a writable copy, 0-d for a scalar
+    rows[near] = experts * tile * tiles
+    return rows
+
+
 def size_factor(volume, half_volume):
     """Share of the best-shape efficiency a GEMM of ``volume`` = M·N·K per GPU reaches:
     V / (V + V½) (§F2; in a step its fixed part is charged apart, ``gemm_compute_s``)."""
