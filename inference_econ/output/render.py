@@ -57,17 +57,26 @@ def is_na(value) -> bool:
     return pandas is not None and value is pandas.NA
 
 
+#: From here on a number prints in scientific notation (3.3e+15) in every table: its digits
+#: past the fourth say nothing, and a typo such as 1e308 would otherwise print 309 of them.
+HUGE = 1e15
+
+
 def _fmt_number(value) -> str:
     if value is None or is_na(value):
         return ""
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)):
-        return str(int(value))
+        if abs(int(value)) < HUGE:
+            return str(int(value))
+        value = float(value) if abs(int(value)) < 1e308 else math.inf
     if isinstance(value, (float, np.floating)):
         v = float(value)
         if not math.isfinite(v):  # a value that does not exist (docs/errors.md)
             return ""
+        if abs(v) >= HUGE:  # 1e+308 (a measured file's typo), never 309 digits with commas
+            return f"{v:.4g}"
         # the magnitude after rounding to three digits picks the decimals, so 0.9998 prints
         # as 1.00 like 1.0 does (not 1.000), and 99.996 as 100.0
         a = abs(float(f"{v:.3g}"))
@@ -161,8 +170,10 @@ def format_number(value) -> str:
         value, (int, float, np.integer, np.floating)
     ):
         return _fmt_number(value)
+    if isinstance(value, (int, np.integer)):
+        return _fmt_number(value)
     v = float(value)
-    if not math.isfinite(v) or isinstance(value, (int, np.integer)):
+    if not math.isfinite(v):
         return _fmt_number(value)
     if abs(v) >= 1e9:
         return f"{v:.4g}"

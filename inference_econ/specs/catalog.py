@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import SpecError, UnknownNameError, did_you_mean, display_sources_with, short
-from .inputs import read_text
+from .inputs import kind_of, read_text
 from .schema import Reader
 from .yamlfile import MAX_YAML_BYTES, load_yaml, parse_yaml
 
@@ -225,9 +225,22 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
         return entry.path
     if candidate is not None:
         return _given_as(candidate, text)
+    _refuse_other_files(text, looks_like_path)
     if kind == "hardware":
         return resolve_system_name(text).entry.path
     raise _unknown(kind, text)
+
+
+def _refuse_other_files(text: str, looks_like_path: bool) -> None:
+    """A name that is no spec but names a device, a FIFO or (written as a path) a directory
+    is that error ("/dev/null: is a device"), not "no model named '/dev/null'"."""
+    try:
+        mode = Path(text).expanduser().stat().st_mode
+    except (OSError, ValueError, RuntimeError):
+        return
+    kind = kind_of(mode)
+    if kind != "a directory" or looks_like_path:
+        raise SpecError(text, "", f"is {kind}", "give the path of a regular YAML file")
 
 
 def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
