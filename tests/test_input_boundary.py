@@ -601,10 +601,10 @@ def test_work_past_ten_minutes_needs_yes(monkeypatch):
     # one cell of a 100 x 100 grid: 0.19 s + 1e4 points x 1e-5 s = 0.29 s of CPU
     assert execution.cell_seconds(cells[0]) == pytest.approx(0.29)
     monkeypatch.setattr(settings, "CONFIRM_SECONDS", 0.1)
-    with pytest.raises(SpecError, match=r"t: 1 cell to compute, about 0 s with 1 job") as e:
+    with pytest.raises(SpecError, match=r"t: 1 cell to compute, about 0.29 s with 1 job") as e:
         execution.check_work(cells, 1, "t")
     assert "--yes" in e.value.fix
-    assert execution.check_work(cells, 1, "t", yes=True).startswith("about 0 s")
+    assert execution.check_work(cells, 1, "t", yes=True).startswith("about 0.29 s")
     traffic = make_traffic(1.0, 1000, 100, requests=10_000_000)
     with pytest.raises(SpecError, match="about 24,300 s") as e:
         load_search.check_budget(traffic, 81, "the capacity search")
