@@ -143,7 +143,11 @@ def _is_count(field: str) -> bool:
 @click.option(
     "-o", "--out", type=OutputFile(), help="Write the model YAML here (default: print it)."
 )
-@click.option("--name", help="Model name (default: the repository or _name_or_path).")
+@click.option(
+    "--name",
+    help="Model name (default: the Hub repository, else the config's _name_or_path, else the "
+    "folder that holds config.json: examples/config.json would be named 'examples').",
+)
 @click.option("--revision", help="Hub repository revision: a branch, tag or commit.")
 @option(
     "format",
