@@ -3,6 +3,7 @@ another option, --out's suffix and --format, errors naming what was typed, whole
 defaults in --help, JSON objects, the provenance of spec files, TP dims at TP 1."""
 
 import json
+import os
 import re
 
 import pandas as pd
@@ -173,6 +174,24 @@ def test_spec_files_are_named_by_where_they_come_from(tmp_path, monkeypatch):
         catalog.clear_cache()
     assert shown == str(mine.resolve())  # a user's file in full: it never looks shipped
     assert setting.metadata()["hardware_file"] == str(mine.resolve())
+
+
+def test_list_warns_of_a_search_path_entry_it_reads_nothing_from(tmp_path, monkeypatch):
+    """A typo in INFERENCE_ECON_PATH, or the hardware/ folder itself named, was silent: the
+    user's GPUs were just missing from list and -H."""
+    (tmp_path / "hardware").mkdir()
+    paths = [tmp_path / "typo", tmp_path / "hardware", tmp_path]
+    monkeypatch.setenv("INFERENCE_ECON_PATH", os.pathsep.join(str(p) for p in paths))
+    catalog.clear_cache()
+    try:
+        code, _, err = invoke("list", "hardware")
+    finally:
+        monkeypatch.delenv("INFERENCE_ECON_PATH")
+        catalog.clear_cache()
+    assert code == 0 and err.count("warning: INFERENCE_ECON_PATH") == 2, err
+    assert f"'{tmp_path / 'typo'}' is not a folder: nothing is read from it" in err
+    assert f"'{tmp_path / 'hardware'}' holds none of hardware/, models/" in err
+    assert "(name the folder above those)" in err and f"'{tmp_path}'" not in err
 
 
 def test_every_needed_setting_exists():

@@ -49,6 +49,8 @@ def list_cmd(kind, format):
     click.echo(render(df, format, title=title, meta=meta), nl=False)
     for skipped in catalog.skipped(kind):
         click.echo(f"warning: skipped {skipped.problem}", err=True)
+    for unread in catalog.unread_user_roots():
+        click.echo(f"warning: {unread}", err=True)
 
 
 @click.command(short_help="A model's, a GPU's or an engine profile's figures.")

@@ -387,6 +387,25 @@ def _user_roots() -> tuple[Path, ...]:
     )
 
 
+def unread_user_roots() -> tuple[str, ...]:
+    """Why an INFERENCE_ECON_PATH entry gives nothing, one sentence each: a path that is not a
+    folder (a typo), or a folder without any of the kinds' subfolders (``hardware/`` itself
+    named instead of the folder above it). ``list`` warns with them."""
+    out = []
+    for root in _user_roots():
+        if not root.is_dir():
+            out.append(
+                f"INFERENCE_ECON_PATH: {str(root)!r} is not a folder: nothing is read from it"
+            )
+        elif not any((root / kind).is_dir() for kind in KINDS):
+            folders = ", ".join(f"{k}/" for k in KINDS)
+            out.append(
+                f"INFERENCE_ECON_PATH: {str(root)!r} holds none of {folders}: nothing is read "
+                "from it (name the folder above those)"
+            )
+    return tuple(out)
+
+
 #: The files users named by a path (resolved path -> the text they gave), for display_path.
 _GIVEN: dict[Path, str] = {}
 
