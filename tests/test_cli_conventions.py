@@ -159,6 +159,19 @@ def test_tp_dims_only_where_tensor_parallel():
     assert row["tp_dims"] in ("1D", "2D")
 
 
+def test_a_csv_cell_of_nothing_split_reads_as_the_api_gives_it():
+    """The CSV guard against formulas wrote tp_dims '-' (one GPU) as "'-": pandas then read
+    a value the table, the JSON and the API never give."""
+    import io
+
+    code, out, _ = invoke(
+        "point", "Llama 3 8B", "-H", "H100-paper", "--gpus", 1, "--batch", 8, "--format", "csv"
+    )
+    row = pd.read_csv(io.StringIO(out), comment="#").iloc[0]
+    api_row = ie.point("Llama 3 8B", "H100-paper", gpus=1, batch=8)
+    assert code == 0 and row["tp_dims"] == api_row["tp_dims"] == "-"
+
+
 def test_spec_files_are_named_by_where_they_come_from(tmp_path, monkeypatch):
     assert ie.hardware_summary("H100")["file"] == "hardware/h100_sxm.yaml"  # shipped: relative
     (tmp_path / "hardware").mkdir()

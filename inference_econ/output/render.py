@@ -272,15 +272,17 @@ def _json_meta(meta):
 
 #: Characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-#: Text that is a plain number ("-1.5", "+3e8"): spreadsheets read it as the number it is.
-_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+#: Text that is a plain number ("-1.5", "+3e8"): spreadsheets read it as the number it is;
+#: and a lone "-" (``tp_dims`` where nothing is split), which holds no formula to run.
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|-")
 
 
 def safe_cell(value):
     """A cell of a CSV as spreadsheets may open it: text that starts with a formula character
     (``=1+1``, ``@SUM(A1)``, ``-2+3``, a tab) gets a leading single quote, so it is shown as
     text and never run (OWASP's rule); numbers, and text that is a plain number, stay as they
-    are; a non-finite number is blank (a value that does not exist). A carriage return inside
+    are, and so does a lone ``-`` (the same cell as the table, JSON and API give); a
+    non-finite number is blank (a value that does not exist). A carriage return inside
     text becomes a line feed, which the writer quotes (a bare one would end the row for
     readers that take it as a line end)."""
     if isinstance(value, str):
