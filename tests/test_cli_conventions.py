@@ -5,6 +5,7 @@ defaults in --help, JSON objects, the provenance of spec files, TP dims at TP 1.
 import json
 import os
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -157,6 +158,22 @@ def test_tp_dims_only_where_tensor_parallel():
     assert code == 0 and re.search(r"^tp_dims +- *$", out, re.M)
     row = ie.point("Llama 3 8B", "H100-paper", gpus=8, batch=8)
     assert row["tp_dims"] in ("1D", "2D")
+
+
+def test_yaml_outputs_refuse_a_suffix_of_another_format(tmp_path):
+    """import-hf -o model.json and calibrate -o cal.csv wrote YAML under those names: a file
+    that a JSON or CSV reader then fails on, or takes for what it is not."""
+    examples = Path(__file__).parent.parent / "examples"
+    for args in [
+        ("import-hf", examples / "config.json", "-o", tmp_path / "model.json"),
+        ("calibrate", examples / "measured-rows.csv", "-o", tmp_path / "cal.csv"),
+    ]:
+        code, _, err = invoke(*args)
+        suffix = Path(str(args[-1])).suffix
+        assert code == 2 and f"cannot be written as '{suffix}' (use one of .yaml, .yml)" in err
+        assert not Path(str(args[-1])).exists()
+    code, _, _ = invoke("import-hf", examples / "config.json", "-o", tmp_path / "m.yml")
+    assert code == 0 and (tmp_path / "m.yml").read_text().startswith("# Imported from")
 
 
 def test_a_csv_cell_of_nothing_split_reads_as_the_api_gives_it():

@@ -3,6 +3,7 @@ achievable preset's errors, calibration (docs/model.md Part F, docs/user-guide.m
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -388,6 +389,9 @@ def test_calibration_is_plausible_and_writes_a_profile(fitted, tmp_path):
     assert fitted.in_sample["median"] < fitted.prior_only["median"]
     out = tmp_path / "mine.yaml"
     out.write_text(calibration.calibrated_yaml(fitted, load_engine("trtllm"), "mine"))
+    text = out.read_text()  # fitted without a holdout: it said "left out by source nan / nan"
+    assert not re.search(r"\bnan\b", text) and "left out by source not run." in text
+    assert 'leave_one_source_out: "not run"' in text
     prof = load_engine(out)
     assert prof.name == "mine" and prof.derived_from == "trtllm"
     assert prof.gemm_efficiency_scale == pytest.approx(

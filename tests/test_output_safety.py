@@ -91,7 +91,11 @@ def test_an_input_of_the_command_is_never_overwritten(tmp_path):
         assert code == 2 and "is an input of this command" in err, (out, err)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
-    code, err = cli("import-hf", config, "-o", config)
+    code, err = cli("import-hf", config, "-o", config)  # a YAML output's suffix is .yaml
+    assert code == 2 and "cannot be written as '.json'" in err
+    as_yaml = tmp_path / "config.yaml"
+    as_yaml.symlink_to(config)
+    code, err = cli("import-hf", config, "-o", as_yaml)
     assert code == 2 and "is an input of this command" in err
     assert model.read_text() == before and json.loads(config.read_text())["hidden_size"] == 64
 

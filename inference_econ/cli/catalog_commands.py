@@ -143,7 +143,10 @@ def _is_count(field: str) -> bool:
 @click.command("import-hf", short_help="Import a Hugging Face model config as a model YAML.")
 @click.argument("config")
 @click.option(
-    "-o", "--out", type=OutputFile(), help="Write the model YAML here (default: print it)."
+    "-o",
+    "--out",
+    type=OutputFile(("yaml", "yml")),
+    help="Write the model YAML here (default: print it).",
 )
 @click.option(
     "--name",
