@@ -136,6 +136,20 @@ def test_a_read_only_folder_or_file_is_refused(tmp_path):
     assert code == 2 and target.read_text() == "keep\n"
 
 
+def test_a_read_only_file_is_refused_even_for_root(tmp_path):
+    """Run as root (as on the development machine), --out replaced a 0444 file: root's
+    writes pass every permission check, so the file's own mode is read."""
+    target = tmp_path / "mine.csv"
+    target.write_text("keep\n")
+    target.chmod(0o444)
+    code, err = cli(*FRONTIER, "--out", target)
+    assert code == 2 and target.read_text() == "keep\n"
+    assert "is read-only: replacing it would destroy it (make it writable (chmod u+w)" in err
+    target.chmod(0o644)
+    code, err = cli(*FRONTIER, "--out", target)
+    assert code == 0 and target.read_text().startswith("# Computed with")
+
+
 def test_figure_suffix_and_folders_are_checked_before_anything_is_written(tmp_path):
     start = time.process_time()
     code, err = cli("sweep", "Llama 3 8B", "-H", "H100-paper", "--tornado", tmp_path / "t.txt")
