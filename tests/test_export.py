@@ -291,6 +291,17 @@ def test_layouts_an_engine_cannot_run_are_refused(plans):
         ec.commands(dataclasses.replace(dense, workers=(w,)))
     with pytest.raises(SpecError, match="point, frontier, capacity, disagg"):
         api.export(**LLAMA, engine="vllm", plan="nope")
+    # a batch counts requests: it said "--batch: is 2.5, not a whole number of GPUs"
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    for plan in (["--plan", "point"], ["--plan", "disagg", "--prefill-gpus", "2"]):
+        r = CliRunner().invoke(main, ["export", "Llama 3 8B", "-H", "H100", "--engine", "vllm",
+                                      "--gpus", "2", "--batch", "2.5", "--prompt-tokens", "100",
+                                      "--output-tokens", "10", *plan])  # fmt: skip
+        assert r.exit_code == 2 and r.output.startswith("error: --batch: is 2.5"), r.output
+        assert "whole number of requests" in r.output and "GPUs" not in r.output, r.output
 
 
 # --- reading benchmark tools' result files ------------------------------------------------------
