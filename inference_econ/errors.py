@@ -87,12 +87,15 @@ def short(value, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for messages about values of any size.
 
     ``reprlib`` stops at a few levels and items, so a huge (or alias-expanded) value is never
-    rendered in full; floats (numpy's too) print as ``inf``, ``nan``, ``1e-300``.
+    rendered in full; floats (numpy's too) print as ``inf``, ``nan``, ``1e-300``, and whole
+    numbers of 16 digits or more as floats do (``1e+308``).
     """
     item = getattr(value, "item", None)
     if callable(item) and getattr(value, "ndim", None) == 0:
         value = item()  # numpy scalars as the plain numbers they hold
-    if isinstance(value, float):
+    if isinstance(value, float) or (
+        isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15
+    ):  # a huge whole number (1e308 read as a count) as 1e+308, not 300 digits cut short
         try:
             return f"{float(value):g}"
         except (TypeError, ValueError, OverflowError):

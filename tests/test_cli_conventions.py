@@ -3,7 +3,9 @@ another option, --out's suffix and --format, errors naming what was typed, whole
 defaults in --help, JSON objects, the provenance of spec files, TP dims at TP 1."""
 
 import json
+import os
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -158,6 +160,35 @@ def test_tp_dims_only_where_tensor_parallel():
     assert row["tp_dims"] in ("1D", "2D")
 
 
+def test_yaml_outputs_refuse_a_suffix_of_another_format(tmp_path):
+    """import-hf -o model.json and calibrate -o cal.csv wrote YAML under those names: a file
+    that a JSON or CSV reader then fails on, or takes for what it is not."""
+    examples = Path(__file__).parent.parent / "examples"
+    for args in [
+        ("import-hf", examples / "config.json", "-o", tmp_path / "model.json"),
+        ("calibrate", examples / "measured-rows.csv", "-o", tmp_path / "cal.csv"),
+    ]:
+        code, _, err = invoke(*args)
+        suffix = Path(str(args[-1])).suffix
+        assert code == 2 and f"cannot be written as '{suffix}' (use one of .yaml, .yml)" in err
+        assert not Path(str(args[-1])).exists()
+    code, _, _ = invoke("import-hf", examples / "config.json", "-o", tmp_path / "m.yml")
+    assert code == 0 and (tmp_path / "m.yml").read_text().startswith("# Imported from")
+
+
+def test_a_csv_cell_of_nothing_split_reads_as_the_api_gives_it():
+    """The CSV guard against formulas wrote tp_dims '-' (one GPU) as "'-": pandas then read
+    a value the table, the JSON and the API never give."""
+    import io
+
+    code, out, _ = invoke(
+        "point", "Llama 3 8B", "-H", "H100-paper", "--gpus", 1, "--batch", 8, "--format", "csv"
+    )
+    row = pd.read_csv(io.StringIO(out), comment="#").iloc[0]
+    api_row = ie.point("Llama 3 8B", "H100-paper", gpus=1, batch=8)
+    assert code == 0 and row["tp_dims"] == api_row["tp_dims"] == "-"
+
+
 def test_spec_files_are_named_by_where_they_come_from(tmp_path, monkeypatch):
     assert ie.hardware_summary("H100")["file"] == "hardware/h100_sxm.yaml"  # shipped: relative
     (tmp_path / "hardware").mkdir()
@@ -173,6 +204,24 @@ def test_spec_files_are_named_by_where_they_come_from(tmp_path, monkeypatch):
         catalog.clear_cache()
     assert shown == str(mine.resolve())  # a user's file in full: it never looks shipped
     assert setting.metadata()["hardware_file"] == str(mine.resolve())
+
+
+def test_list_warns_of_a_search_path_entry_it_reads_nothing_from(tmp_path, monkeypatch):
+    """A typo in INFERENCE_ECON_PATH, or the hardware/ folder itself named, was silent: the
+    user's GPUs were just missing from list and -H."""
+    (tmp_path / "hardware").mkdir()
+    paths = [tmp_path / "typo", tmp_path / "hardware", tmp_path]
+    monkeypatch.setenv("INFERENCE_ECON_PATH", os.pathsep.join(str(p) for p in paths))
+    catalog.clear_cache()
+    try:
+        code, _, err = invoke("list", "hardware")
+    finally:
+        monkeypatch.delenv("INFERENCE_ECON_PATH")
+        catalog.clear_cache()
+    assert code == 0 and err.count("warning: INFERENCE_ECON_PATH") == 2, err
+    assert f"'{tmp_path / 'typo'}' is not a folder: nothing is read from it" in err
+    assert f"'{tmp_path / 'hardware'}' holds none of hardware/, models/" in err
+    assert "(name the folder above those)" in err and f"'{tmp_path}'" not in err
 
 
 def test_every_needed_setting_exists():

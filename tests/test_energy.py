@@ -184,3 +184,15 @@ def test_capacity_demand_end_to_end(tmp_path):
     assert s.hours == 3 and s.total_usd <= s.all_on_demand_usd
     assert s.total_usd >= s.all_reserved_used_usd - 1e-9
     assert math.isfinite(s.usd_per_m_output_tokens_all_in) and s.reserved_basis == "owned"
+
+
+def test_a_demand_curve_counts_its_hours_in_words(tmp_path):
+    from inference_econ.serving.load.demand import load_demand
+
+    curve = tmp_path / "d.csv"
+    curve.write_text("hour,requests_per_s\n0,10\n", encoding="utf-8")
+    assert load_demand(curve).describe() == (  # was "1 hours of demand"
+        f"1 hour of demand from {curve} (mean 10 req/s, peak 10 req/s)"
+    )
+    curve.write_text("hour,requests_per_s\n0,10\n1,30\n", encoding="utf-8")
+    assert load_demand(curve).describe().startswith("2 hours of demand from")

@@ -291,6 +291,17 @@ def test_layouts_an_engine_cannot_run_are_refused(plans):
         ec.commands(dataclasses.replace(dense, workers=(w,)))
     with pytest.raises(SpecError, match="point, frontier, capacity, disagg"):
         api.export(**LLAMA, engine="vllm", plan="nope")
+    # a batch counts requests: it said "--batch: is 2.5, not a whole number of GPUs"
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    for plan in (["--plan", "point"], ["--plan", "disagg", "--prefill-gpus", "2"]):
+        r = CliRunner().invoke(main, ["export", "Llama 3 8B", "-H", "H100", "--engine", "vllm",
+                                      "--gpus", "2", "--batch", "2.5", "--prompt-tokens", "100",
+                                      "--output-tokens", "10", *plan])  # fmt: skip
+        assert r.exit_code == 2 and r.output.startswith("error: --batch: is 2.5"), r.output
+        assert "whole number of requests" in r.output and "GPUs" not in r.output, r.output
 
 
 # --- reading benchmark tools' result files ------------------------------------------------------
@@ -336,7 +347,11 @@ def test_a_json_that_is_no_tools_result_is_left_to_the_csv_reader(tmp_path):
     other = tmp_path / "x.json"
     other.write_text('{"a": 1}')
     assert tool_frame(other) is None
-    with pytest.raises(SpecError):
+    # it was "cannot read the CSV: Error tokenizing data. C error: ..." with no fix
+    with pytest.raises(SpecError, match="is JSON, but not a result of vllm bench serve or aiperf"):
+        load_measured(other)
+    other.write_text('{\n "model_type": "llama",\n "hidden_size": 4096\n}\n')  # a config.json
+    with pytest.raises(SpecError, match="give a measured CSV"):
         load_measured(other)
 
 

@@ -623,8 +623,8 @@ def test_formula_strings_never_start_a_csv_cell(name, number):
     for row in rows:
         for cell in row:
             risky = cell.startswith(("=", "+", "-", "@", "\t", "\r"))
-            assert not risky or re.fullmatch(r"[+-][\d.e+-]+", cell), (cell, rows)
-    plain = re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", name)  # "-3": a number
+            assert not risky or re.fullmatch(r"[+-][\d.e+-]+|-", cell), (cell, rows)
+    plain = re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|-", name)  # "-3", "-"
     shown = (name if plain else "'" + name).replace("\r\n", "\n").replace("\r", "\n")
     assert rows[0][1] == shown and rows[1][0] == shown
     assert rows[2] == ["plain", "2.5", "+4e2"] and rows[1][2] == "-3"

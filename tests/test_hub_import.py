@@ -209,6 +209,17 @@ def test_name_comes_from_name_or_path_not_model_type(tmp_path):
     assert import_config(path)[0].name == "Llama-3.1-8B"
 
 
+def test_without_name_or_path_the_name_is_the_folders_and_help_says_so(tmp_path):
+    """The help said "default: the repository or _name_or_path"; a local config without
+    _name_or_path takes its folder's name (the guide's examples/config.json: 'examples')."""
+    folder = tmp_path / "Mistral-7B-v0.3"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(LLAMA_8B))
+    assert import_config(folder / "config.json")[0].name == "Mistral-7B-v0.3"
+    text = " ".join(CliRunner().invoke(main, ["import-hf", "--help"]).output.split())
+    assert "else the folder that holds config.json" in text
+
+
 @pytest.mark.parametrize(
     "field, value, words",
     [

@@ -83,6 +83,57 @@ def test_messages_truncate_values():
     assert short([[1] * 1000] * 1000).count("1") < 40
 
 
+def test_huge_whole_numbers_print_as_a_reader_wrote_them():
+    """1e308 in a field of whole numbers (a trace's prompt_tokens, --prompt-tokens, a model's
+    layers) became int(1e308), printed as '100000000000000001...4885715430223118336'."""
+    with pytest.raises(SpecError) as e:
+        check_number("1e308", "t.csv", "prompt_tokens", minimum=1, maximum=1e7, integer=True)
+    assert "is 1e+308 (expected a whole number >= 1 and <= 1e+07)" in str(e.value)
+    assert short(int(1e308)) == "1e+308" and short(-(10**20)) == "-1e+20"
+    assert short(2**40) == "1099511627776" and short(10**15 - 1) == "999999999999999"
+    assert short(10**400).startswith("1000")  # beyond a float: cut short, never an error
+    code, err = cli("simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "1",
+                    "--prompt-tokens", "1e308", "--output-tokens", "10")  # fmt: skip
+    assert code == 2 and "--prompt-tokens (tokens): is 1e+308 in tokens" in err
+
+
+def test_tables_print_huge_numbers_in_scientific_notation():
+    """A measured value of 1e308 printed 309 digits with thousands separators."""
+    import pandas as pd
+
+    from inference_econ.output.render import format_number, render
+
+    df = pd.DataFrame({"value": [1e308, 7007.0], "n_gpus": [10**20, 8]})
+    text = render(df)
+    assert "1e+308" in text and "1e+20" in text and "7,007" in text and len(text) < 200
+    assert format_number(1e308) == "1e+308" and format_number(10**400) == ""
+    assert format_number(32_000) == "32000" and format_number(3.3e12) == "3.3e+12"
+
+
+def test_a_device_fifo_or_folder_named_as_a_spec_is_that_error(tmp_path):
+    """run, study, show and -H given /dev/null or a FIFO said "no scenario named '/dev/null'"."""
+    fifo = tmp_path / "s.yaml"
+    os.mkfifo(fifo)
+    for args, problem in [
+        (("run", "/dev/null"), "/dev/null: is a device (give the path of a regular YAML file)"),
+        (("study", fifo, "--out", tmp_path / "o"), f"{fifo}: is a FIFO (named pipe)"),
+        (("show", "/dev/null"), "/dev/null: is a device"),
+        (
+            ("point", "Llama 3 8B", "-H", f"{tmp_path}/", "--gpus", "1", "--batch", "1"),
+            f"{tmp_path}/: is a directory",
+        ),  # fmt: skip
+    ]:
+        code, err = cli(*args)
+        assert code == 2 and problem in err and "no scenario" not in err, err
+
+
+def test_an_empty_yaml_file_says_it_is_empty(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("# a comment only\n")
+    with pytest.raises(SpecError, match="has no fields .the file is empty or only comments."):
+        load_yaml(path)  # was: "expected a mapping of fields at the top level, got None"
+
+
 def test_settings_rows_give_bounds_and_units():
     with pytest.raises(SpecError, match=r"in requests.*>= 1 and <= 1e\+09"):
         ie.point("Llama 3 70B", "H100-paper", gpus=8, batch=0.5)
@@ -550,10 +601,10 @@ def test_work_past_ten_minutes_needs_yes(monkeypatch):
     # one cell of a 100 x 100 grid: 0.19 s + 1e4 points x 1e-5 s = 0.29 s of CPU
     assert execution.cell_seconds(cells[0]) == pytest.approx(0.29)
     monkeypatch.setattr(settings, "CONFIRM_SECONDS", 0.1)
-    with pytest.raises(SpecError, match=r"t: 1 cell to compute, about 0 s with 1 job") as e:
+    with pytest.raises(SpecError, match=r"t: 1 cell to compute, about 0.29 s with 1 job") as e:
         execution.check_work(cells, 1, "t")
     assert "--yes" in e.value.fix
-    assert execution.check_work(cells, 1, "t", yes=True).startswith("about 0 s")
+    assert execution.check_work(cells, 1, "t", yes=True).startswith("about 0.29 s")
     traffic = make_traffic(1.0, 1000, 100, requests=10_000_000)
     with pytest.raises(SpecError, match="about 24,300 s") as e:
         load_search.check_budget(traffic, 81, "the capacity search")

@@ -3,6 +3,7 @@ achievable preset's errors, calibration (docs/model.md Part F, docs/user-guide.m
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +105,9 @@ def test_bad_files_fail_with_one_line_and_exit_2(tmp_path, lines, field):
 
 def test_an_impossible_number_is_the_rows_reason_not_the_files(tmp_path):
     bad = {
-        ROW.replace(",2,TP2,", ",0,TP2,"): "n_gpus: is 0 in GPUs (expected a whole number >= 1)",
+        ROW.replace(
+            ",2,TP2,", ",0,TP2,"
+        ): "n_gpus: is 0 in GPUs (expected a whole number >= 1 and <= 1048576)",
         ROW.replace(",18.58,", ",0,"): "value: is 0 in ms (expected a number > 0)",
         ROW.replace("TP2", "TP2PP0"): "parallelism: PP0 in 'TP2PP0' (degrees are >= 1)",
         ROW.replace("TP2", "TP3"): "parallelism: 'TP3' uses 3 GPUs but the row has 2",
@@ -386,6 +389,9 @@ def test_calibration_is_plausible_and_writes_a_profile(fitted, tmp_path):
     assert fitted.in_sample["median"] < fitted.prior_only["median"]
     out = tmp_path / "mine.yaml"
     out.write_text(calibration.calibrated_yaml(fitted, load_engine("trtllm"), "mine"))
+    text = out.read_text()  # fitted without a holdout: it said "left out by source nan / nan"
+    assert not re.search(r"\bnan\b", text) and "left out by source not run." in text
+    assert 'leave_one_source_out: "not run"' in text
     prof = load_engine(out)
     assert prof.name == "mine" and prof.derived_from == "trtllm"
     assert prof.gemm_efficiency_scale == pytest.approx(

@@ -151,12 +151,15 @@ def test_data_parallel_replicas_are_not_attention_dp():
 # --- one unreadable row never stops the file ------------------------------------------------
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # 1e308 GPUs overflowed numpy's products
 def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
     good = v50_lines(OFFLINE, SERVER, SERVER_TTFT, INTERACTIVE)
     header = v50_lines(1)[0] + ",engine"
     good = [g + "," for g in good]
     bad = {
-        "unresolved: n_gpus: is 0 in GPUs (expected a whole number >= 1)": dict(n_gpus="0"),
+        "unresolved: n_gpus: is 0 in GPUs (expected a whole number >= 1 and <= 1048576)": dict(
+            n_gpus="0"
+        ),
         "unresolved: value: is 0": dict(value="0"),
         "unresolved: parallelism: 'TP3' uses 3 GPUs but the row has 8": dict(parallelism="TP3"),
         "unresolved: parallelism: PP0 in 'TP2PP0' (degrees are >= 1)": dict(parallelism="TP2PP0"),
@@ -165,6 +168,15 @@ def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
         "unresolved: hardware: is 0 in GPUs": dict(hardware="0xH100", n_gpus="n/a"),
         "unresolved: lengths '1e400' / '294.45' are not finite": dict(input_len="1e400"),
         "unresolved: engine: no engine profile named 'nope'": dict(engine="nope"),
+        # typos beyond any real count: were an overflowing product ('infeasible: no layout')
+        # and a KV cache of 1e308 tokens ('infeasible: ... no room for the KV cache')
+        "unresolved: n_gpus: is 1e+308 in GPUs (expected a whole number >= 1 and <= 1048576)": (
+            dict(n_gpus="1e308")
+        ),
+        "unresolved: lengths '1e308' / '294.45': more than 1e+12 tokens": dict(input_len="1e308"),
+        "unresolved: lengths '222' / '2e12': more than 1e+12 tokens": dict(
+            input_len="222", output_len="2e12"
+        ),
     }
     unreadable = [edited(good[0], header, **cells)[0] for cells in bad.values()]
     mixed_rows = [
@@ -181,6 +193,15 @@ def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
     assert np.isfinite(kept.predicted).sum() == np.isfinite(clean.predicted).sum() >= 3
     assert np.allclose(kept.predicted, clean.predicted, equal_nan=True)
     assert (kept.status == clean.status).all()
+
+
+def test_a_row_with_more_cells_than_the_header_names_its_line_and_the_fix(tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("model,hardware,n_gpus,metric,value,unit\na,b,1,m,2,u\nx,y,1,2,3,4,5,6\n")
+    with pytest.raises(SpecError) as e:
+        load_measured(path)
+    assert "Expected 6 fields in line 3, saw 8" in str(e.value)
+    assert e.value.fix == "quote cells that hold commas; every row has the header's columns"
 
 
 # --- derived rows, the /GPU rule, per node ---------------------------------------------------

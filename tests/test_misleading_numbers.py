@@ -98,6 +98,15 @@ def test_point_says_its_degrees_are_continuous_or_lays_out_whole_ones():
         "point", "Llama 3 8B", "-H", "H100", "--gpus", 2.5, "--batch", 4, "--discrete"
     )
     assert code == 2 and err.startswith("error: --gpus: is 2.5; whole layouts")
+    # a batch of 8.5 requests was laid out and printed as "batch 8.5" under "whole layouts"
+    lengths = {"point": (), "prefill": ("--prompt-tokens", 100)}
+    for command in ("point", "request", "disagg", "prefill"):
+        code, _, err = cli(command, "Llama 3 8B", "-H", "H100", "--gpus", 2, "--batch", 8.5,
+                           "--discrete", *lengths.get(command, ("--prompt-tokens", 100,
+                                                               "--output-tokens", 10)))  # fmt: skip
+        assert code == 2 and err.startswith(
+            "error: --batch: is 8.5; whole layouts (discrete) lay out whole requests"
+        ), (command, err)
 
 
 def test_request_prefill_and_disagg_take_discrete_too():

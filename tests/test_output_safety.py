@@ -91,7 +91,11 @@ def test_an_input_of_the_command_is_never_overwritten(tmp_path):
         assert code == 2 and "is an input of this command" in err, (out, err)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
-    code, err = cli("import-hf", config, "-o", config)
+    code, err = cli("import-hf", config, "-o", config)  # a YAML output's suffix is .yaml
+    assert code == 2 and "cannot be written as '.json'" in err
+    as_yaml = tmp_path / "config.yaml"
+    as_yaml.symlink_to(config)
+    code, err = cli("import-hf", config, "-o", as_yaml)
     assert code == 2 and "is an input of this command" in err
     assert model.read_text() == before and json.loads(config.read_text())["hidden_size"] == 64
 
@@ -130,6 +134,20 @@ def test_a_read_only_folder_or_file_is_refused(tmp_path):
     target.chmod(0o400)
     code, err = cli(*FRONTIER, "--out", target)
     assert code == 2 and target.read_text() == "keep\n"
+
+
+def test_a_read_only_file_is_refused_even_for_root(tmp_path):
+    """Run as root (as on the development machine), --out replaced a 0444 file: root's
+    writes pass every permission check, so the file's own mode is read."""
+    target = tmp_path / "mine.csv"
+    target.write_text("keep\n")
+    target.chmod(0o444)
+    code, err = cli(*FRONTIER, "--out", target)
+    assert code == 2 and target.read_text() == "keep\n"
+    assert "is read-only: replacing it would destroy it (make it writable (chmod u+w)" in err
+    target.chmod(0o644)
+    code, err = cli(*FRONTIER, "--out", target)
+    assert code == 0 and target.read_text().startswith("# Computed with")
 
 
 def test_figure_suffix_and_folders_are_checked_before_anything_is_written(tmp_path):

@@ -49,6 +49,8 @@ def list_cmd(kind, format):
     click.echo(render(df, format, title=title, meta=meta), nl=False)
     for skipped in catalog.skipped(kind):
         click.echo(f"warning: skipped {skipped.problem}", err=True)
+    for unread in catalog.unread_user_roots():
+        click.echo(f"warning: {unread}", err=True)
 
 
 @click.command(short_help="A model's, a GPU's or an engine profile's figures.")
@@ -141,9 +143,16 @@ def _is_count(field: str) -> bool:
 @click.command("import-hf", short_help="Import a Hugging Face model config as a model YAML.")
 @click.argument("config")
 @click.option(
-    "-o", "--out", type=OutputFile(), help="Write the model YAML here (default: print it)."
+    "-o",
+    "--out",
+    type=OutputFile(("yaml", "yml")),
+    help="Write the model YAML here (default: print it).",
 )
-@click.option("--name", help="Model name (default: the repository or _name_or_path).")
+@click.option(
+    "--name",
+    help="Model name (default: the Hub repository, else the config's _name_or_path, else the "
+    "folder that holds config.json: examples/config.json would be named 'examples').",
+)
 @click.option("--revision", help="Hub repository revision: a branch, tag or commit.")
 @option(
     "format",

@@ -132,7 +132,10 @@ def _status_line(table) -> str:
     help="Name of the calibrated profile (default: '<engine> (calibrated)').",
 )
 @click.option(
-    "-o", "--out", type=OutputFile(), help="Write the calibrated engine profile YAML here."
+    "-o",
+    "--out",
+    type=OutputFile(("yaml", "yml")),
+    help="Write the calibrated engine profile YAML here.",
 )
 @format_option
 @handle_errors

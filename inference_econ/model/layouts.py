@@ -259,14 +259,23 @@ def is_whole(values) -> np.ndarray:
 
 def check_whole_gpus(gpus) -> None:
     """Whole layouts need whole GPUs: refuse a real-valued count."""
-    values = np.asarray(gpus, dtype=float)
+    _check_whole(gpus, "gpus", "GPUs")
+
+
+def check_whole_batch(batch) -> None:
+    """Whole layouts serve whole requests: refuse a real-valued batch (8.5 requests)."""
+    _check_whole(batch, "batch", "requests")
+
+
+def _check_whole(values, field: str, noun: str) -> None:
+    values = np.asarray(values, dtype=float)
     if not np.all(is_whole(values)):
         bad = float(values.ravel()[np.flatnonzero(~is_whole(values.ravel()))[0]])
         raise SpecError(
             "argument",
-            "gpus",
-            f"is {bad:g}; whole layouts (discrete) lay out whole GPUs",
-            "give a whole number of GPUs, or leave discrete off for the continuous model",
+            field,
+            f"is {bad:g}; whole layouts (discrete) lay out whole {noun}",
+            f"give a whole number of {noun}, or leave discrete off for the continuous model",
         )
 
 

@@ -138,6 +138,13 @@ def check_output(
             f"is an input of this command ({same}): writing it would destroy it",
             "write the output to another file",
         )
+    if st is not None and not st.st_mode & 0o222:  # root writes through permissions
+        raise SpecError(
+            where,
+            "",
+            "is read-only: replacing it would destroy it",
+            "make it writable (chmod u+w) to replace it, or write elsewhere",
+        )
     folder = _existing_parent(target)
     if not os.path.isdir(folder):
         raise SpecError(where, "", f"cannot be created: {folder} is not a folder")

@@ -128,13 +128,17 @@ def checkpoint_of(setting: Setting, given: str | None) -> str:
     return setting.model.name
 
 
+#: What a whole number of each checked value counts (a batch is requests, not GPUs).
+_OF = {"gpus": " of GPUs", "prefill_gpus": " of GPUs", "batch": " of requests"}
+
+
 def _whole(value, what: str) -> int:
     v = float(value)
     if not math.isfinite(v) or abs(v - round(v)) > 1e-9 or v < 1:
         raise SpecError(
             "argument",
             what,
-            f"is {v:g}, not a whole number of GPUs",
+            f"is {v:g}, not a whole number{_OF.get(what, '')}",
             "engines run whole layouts: export a point of a discrete search (--discrete)",
         )
     return int(round(v))

@@ -57,17 +57,26 @@ def is_na(value) -> bool:
     return pandas is not None and value is pandas.NA
 
 
+#: From here on a number prints in scientific notation (3.3e+15) in every table: its digits
+#: past the fourth say nothing, and a typo such as 1e308 would otherwise print 309 of them.
+HUGE = 1e15
+
+
 def _fmt_number(value) -> str:
     if value is None or is_na(value):
         return ""
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)):
-        return str(int(value))
+        if abs(int(value)) < HUGE:
+            return str(int(value))
+        value = float(value) if abs(int(value)) < 1e308 else math.inf
     if isinstance(value, (float, np.floating)):
         v = float(value)
         if not math.isfinite(v):  # a value that does not exist (docs/errors.md)
             return ""
+        if abs(v) >= HUGE:  # 1e+308 (a measured file's typo), never 309 digits with commas
+            return f"{v:.4g}"
         # the magnitude after rounding to three digits picks the decimals, so 0.9998 prints
         # as 1.00 like 1.0 does (not 1.000), and 99.996 as 100.0
         a = abs(float(f"{v:.3g}"))
@@ -161,8 +170,10 @@ def format_number(value) -> str:
         value, (int, float, np.integer, np.floating)
     ):
         return _fmt_number(value)
+    if isinstance(value, (int, np.integer)):
+        return _fmt_number(value)
     v = float(value)
-    if not math.isfinite(v) or isinstance(value, (int, np.integer)):
+    if not math.isfinite(v):
         return _fmt_number(value)
     if abs(v) >= 1e9:
         return f"{v:.4g}"
@@ -261,15 +272,17 @@ def _json_meta(meta):
 
 #: Characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-#: Text that is a plain number ("-1.5", "+3e8"): spreadsheets read it as the number it is.
-_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+#: Text that is a plain number ("-1.5", "+3e8"): spreadsheets read it as the number it is;
+#: and a lone "-" (``tp_dims`` where nothing is split), which holds no formula to run.
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|-")
 
 
 def safe_cell(value):
     """A cell of a CSV as spreadsheets may open it: text that starts with a formula character
     (``=1+1``, ``@SUM(A1)``, ``-2+3``, a tab) gets a leading single quote, so it is shown as
     text and never run (OWASP's rule); numbers, and text that is a plain number, stay as they
-    are; a non-finite number is blank (a value that does not exist). A carriage return inside
+    are, and so does a lone ``-`` (the same cell as the table, JSON and API give); a
+    non-finite number is blank (a value that does not exist). A carriage return inside
     text becomes a line feed, which the writer quotes (a bare one would end the row for
     readers that take it as a line end)."""
     if isinstance(value, str):

@@ -29,6 +29,7 @@ from ..model.layouts import (
     Layout,
     best_layout,
     best_layouts,
+    check_whole_batch,
     check_whole_gpus,
     is_whole,
     uneven_reason,
@@ -424,6 +425,7 @@ def evaluate_columns(setting: Setting, gpus, batch, discrete: bool = False) -> d
     if not discrete:
         return Decoder(setting).describe_columns(gpus, batch)
     check_whole_gpus(gpus)
+    check_whole_batch(batch)
     N = np.asarray(gpus, dtype=float).ravel()
     B = np.asarray(batch, dtype=float).ravel()
     decoder = Decoder(setting, integer_layouts=True)

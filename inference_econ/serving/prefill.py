@@ -25,7 +25,14 @@ from ..model.latency import (
     bound_label,
     prefill_step_model,
 )
-from ..model.layouts import best_latency, best_layout, check_whole_gpus, tp_dims, whole_layout
+from ..model.layouts import (
+    best_latency,
+    best_layout,
+    check_whole_batch,
+    check_whole_gpus,
+    tp_dims,
+    whole_layout,
+)
 from ..model.values import Floats
 from ..specs.schema import check_number
 from .energy import energy_columns
@@ -319,6 +326,7 @@ def prefill(
     whole = layout is None and discrete
     if whole:
         check_whole_gpus(gpus)
+        check_whole_batch(batch)
     model = prefill_model(setting, integer_layouts=whole)
     new = float(prompt_tokens) - float(cached_tokens)
     in_flight = float(batch) * (layout[0] if layout else 1.0)

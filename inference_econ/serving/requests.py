@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import settings as table
 from ..errors import SpecError
-from ..model.layouts import check_whole_gpus, tp_dims
+from ..model.layouts import check_whole_batch, check_whole_gpus, tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
 from .intervals import REQUEST_FIGURES, ratio_intervals, series_intervals
 from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
@@ -26,6 +26,7 @@ def instance_layout(
     ``discrete`` a whole one (§B7: what an engine launches; an export's)."""
     if discrete:
         check_whole_gpus(gpus)
+        check_whole_batch(batch)
     decoder = Decoder(
         setting.replace(context_tokens=float(context_tokens), prompt_tokens=None), discrete
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import SpecError, UnknownNameError, did_you_mean, display_sources_with, short
-from .inputs import read_text
+from .inputs import kind_of, read_text
 from .schema import Reader
 from .yamlfile import MAX_YAML_BYTES, load_yaml, parse_yaml
 
@@ -225,9 +225,22 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
         return entry.path
     if candidate is not None:
         return _given_as(candidate, text)
+    _refuse_other_files(text, looks_like_path)
     if kind == "hardware":
         return resolve_system_name(text).entry.path
     raise _unknown(kind, text)
+
+
+def _refuse_other_files(text: str, looks_like_path: bool) -> None:
+    """A name that is no spec but names a device, a FIFO or (written as a path) a directory
+    is that error ("/dev/null: is a device"), not "no model named '/dev/null'"."""
+    try:
+        mode = Path(text).expanduser().stat().st_mode
+    except (OSError, ValueError, RuntimeError):
+        return
+    kind = kind_of(mode)
+    if kind != "a directory" or looks_like_path:
+        raise SpecError(text, "", f"is {kind}", "give the path of a regular YAML file")
 
 
 def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
@@ -372,6 +385,25 @@ def _user_roots() -> tuple[Path, ...]:
         for extra in os.environ.get("INFERENCE_ECON_PATH", "").split(os.pathsep)
         if extra.strip()
     )
+
+
+def unread_user_roots() -> tuple[str, ...]:
+    """Why an INFERENCE_ECON_PATH entry gives nothing, one sentence each: a path that is not a
+    folder (a typo), or a folder without any of the kinds' subfolders (``hardware/`` itself
+    named instead of the folder above it). ``list`` warns with them."""
+    out = []
+    for root in _user_roots():
+        if not root.is_dir():
+            out.append(
+                f"INFERENCE_ECON_PATH: {str(root)!r} is not a folder: nothing is read from it"
+            )
+        elif not any((root / kind).is_dir() for kind in KINDS):
+            folders = ", ".join(f"{k}/" for k in KINDS)
+            out.append(
+                f"INFERENCE_ECON_PATH: {str(root)!r} holds none of {folders}: nothing is read "
+                "from it (name the folder above those)"
+            )
+    return tuple(out)
 
 
 #: The files users named by a path (resolved path -> the text they gave), for display_path.

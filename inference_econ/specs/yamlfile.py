@@ -162,6 +162,13 @@ def parse_yaml(text: str, source: str):
 def load_yaml(path: Path) -> dict:
     """Parse a YAML file (UTF-8, a regular file) into a mapping; errors name the file and line."""
     data = parse_yaml(read_text(path, MAX_YAML_BYTES), str(path))
+    if data is None:
+        raise SpecError(
+            str(path),
+            "",
+            "has no fields (the file is empty or only comments)",
+            "write its fields as YAML, one 'field: value' a line",
+        )
     if not isinstance(data, dict):
         raise SpecError(
             str(path), "", f"expected a mapping of fields at the top level, got {short(data)}"

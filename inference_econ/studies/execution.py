@@ -82,7 +82,9 @@ def check_work(cells: Sequence[Cell], jobs: int | None, what: str, yes: bool = F
 
 
 def _duration(seconds: float) -> str:
-    """3 s, 14 minutes, 2.5 hours."""
+    """0.29 s, 3.4 s, 14 minutes, 2.5 hours (a cell of 0.29 s was "about 0 s")."""
+    if seconds < 10:
+        return f"{seconds:.2g} s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import SpecError, warn
+from ...errors import SpecError, plural, warn
 from ...specs.inputs import read_text
 
 COLUMNS = ("hour", "requests_per_s")
@@ -41,7 +41,8 @@ class DemandCurve:
 
     def describe(self) -> str:
         return (
-            f"{len(self.hours)} hours of demand from {self.source} (mean "
+            f"{len(self.hours)} {plural(len(self.hours), 'hour')} of demand from {self.source} "
+            f"(mean "
             f"{self.requests_per_s.mean():.4g} req/s, peak {self.peak_per_s:.4g} req/s)"
         )
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import settings as table
-from ...errors import InfeasibleError, SpecError, did_you_mean
+from ...errors import InfeasibleError, SpecError, did_you_mean, plural
 from ...model.assumptions import ACHIEVABLE
 from ...model.efficiency import StepWork, combine
 from ...specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
@@ -222,11 +222,25 @@ class Calibration:
 
     def fit_summary(self) -> dict:
         return {
-            "data": f"{self.source}: {self.rows} end-to-end rows with status ok, {len(self.sources)} sources",
-            "leave_one_source_out": f"median |error| {self.held_out['median']:.3f}, p90 {self.held_out['p90']:.3f}",
+            "data": f"{self.source}: {self.rows} end-to-end rows with status ok, "
+            f"{plural_count(len(self.sources), 'source')}",
+            "leave_one_source_out": _pair(self.held_out, ", ", "median |error| ", "p90 "),
             "in_sample": f"median |error| {self.in_sample['median']:.3f}, p90 {self.in_sample['p90']:.3f}",
             "command": f"inference-econ calibrate {self.source} --engine {self.engine}",
         }
+
+
+def plural_count(count: int, noun: str) -> str:
+    """ "1 source", "3 sources"."""
+    return f"{count} {plural(count, noun)}"
+
+
+def _pair(errors: dict, sep: str, median: str = "", p90: str = "") -> str:
+    """A median and p90 error as a profile's file states them; "not run" when no source was
+    left out (one source, or --no-holdout), never "nan"."""
+    if not (math.isfinite(errors["median"]) and math.isfinite(errors["p90"])):
+        return "not run"
+    return f"{median}{errors['median']:.3f}{sep}{p90}{errors['p90']:.3f}"
 
 
 def _engine_specific(term: str, engine: str, base_name: str) -> bool:
@@ -830,8 +844,8 @@ def calibrated_yaml(result: Calibration, base: EngineProfile, name: str | None =
     }
     header = [
         f"Calibrated by 'inference-econ calibrate' on {result.source}: {result.rows} rows,",
-        f"{len(result.sources)} sources; median / p90 |predicted / measured - 1|: in sample "
-        f"{result.in_sample['median']:.3f} / {result.in_sample['p90']:.3f}, left out by source "
-        f"{result.held_out['median']:.3f} / {result.held_out['p90']:.3f}.",
+        f"{plural_count(len(result.sources), 'source')}; median / p90 |predicted / measured - 1|: "
+        f"in sample {result.in_sample['median']:.3f} / {result.in_sample['p90']:.3f}, left out by "
+        f"source {_pair(result.held_out, ' / ')}.",
     ]
     return profile_yaml(prof, base.name, header, fitted)

@@ -26,6 +26,7 @@ import pandas as pd
 
 from ...errors import SpecError
 from ...model.economics import usd_per_mtok_at_throughput
+from ...settings import MAX_GPUS
 from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.collector import gc_paused
@@ -138,7 +139,12 @@ def _read_frame(path: Path) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise SpecError(str(path), "", "the file is empty", "give a header and rows") from None
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise SpecError(str(path), "", f"cannot read the CSV: {exc}") from None
+        raise SpecError(
+            str(path),
+            "",
+            f"cannot read the CSV: {str(exc).strip()}",
+            "quote cells that hold commas; every row has the header's columns",
+        ) from None
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
@@ -162,6 +168,14 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
     from .tool_results import tool_frame  # benchmark tools' JSON results, by their content
 
     df = tool_frame(path)
+    if df is None and read_text(path).lstrip()[:1] in ("{", "["):
+        raise SpecError(  # JSON, but no tool's result: not "columns missing" of a CSV
+            str(path),
+            "",
+            "is JSON, but not a result of vllm bench serve or aiperf",
+            "give a measured CSV (docs/user-guide.md, 'Measured results') or one of those "
+            "tools' result files",
+        )
     frame = _read_frame(path) if df is None else df
     # columns as Python lists, then rows: DataFrame.to_dict boxes every cell of an Arrow
     # string column one by one (a third of the time of a 100,000-row log)
@@ -326,7 +340,9 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
                 status=f"unresolved: n_gpus {str(rec['n_gpus'])!r} is not stated", **base
             )
         base["gpus"] = gpus = int(
-            check_number(count, where, "hardware", minimum=1, integer=True, unit="GPUs")
+            check_number(
+                count, where, "hardware", minimum=1, maximum=MAX_GPUS, integer=True, unit="GPUs"
+            )
         )
     if gpu is None:
         return MeasuredRow(status=f"unresolved: {why}", **base)
@@ -359,7 +375,9 @@ def _gpus(raw, where: str) -> int | None:
     value = sem.number(raw)
     if value is None:
         return None
-    return int(check_number(value, where, "n_gpus", minimum=1, integer=True, unit="GPUs"))
+    return int(
+        check_number(value, where, "n_gpus", minimum=1, maximum=MAX_GPUS, integer=True, unit="GPUs")
+    )
 
 
 def _problem(rec: dict, metric, value) -> str:

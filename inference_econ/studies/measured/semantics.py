@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ...errors import SpecError
+from ...settings import MAX_TOKENS
 from ...specs.engine import LIMITS_PER_ATTENTION_RANK
 
 # --- metrics ----------------------------------------------------------------------------------
@@ -377,6 +378,11 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
     stated = [v for pair in (_mean_sd(input_text), _mean_sd(output_text)) if pair for v in pair]
     if not all(math.isfinite(v) for v in stated):
         return f"lengths {str(input_text)!r} / {str(output_text)!r} are not finite numbers"
+    if any(v > MAX_TOKENS for v in (*stated, n_in or 0.0, n_out or 0.0)):
+        return (
+            f"lengths {str(input_text)!r} / {str(output_text)!r}: more than {MAX_TOKENS:g} "
+            "tokens a request (check input_len and output_len)"
+        )
     if n_in is not None and n_out is not None:
         if n_in < 0 or n_out <= 0:
             return f"lengths {input_text!r} / {output_text!r} are not positive"
