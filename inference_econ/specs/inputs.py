@@ -211,7 +211,7 @@ def csv_rows(
     try:
         start = 1
         for cells in reader:
-            if any(c.strip() for c in cells) and not (
+            if (cells and cells[0].strip() or any(c.strip() for c in cells)) and not (
                 comments and cells[0].lstrip().startswith("#")
             ):
                 if header is None:
