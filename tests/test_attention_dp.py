@@ -69,10 +69,12 @@ def test_a_lone_prompt_costs_its_step_what_one_on_every_rank_would(dsv3):
     eight = _run(ranked, [0.0] * R, 800, 1)
     assert eight.first_token_s == pytest.approx(np.full(R, step), rel=1e-12)
     assert _run(pooled, [0.0] * R, 800, 1).first_token_s == pytest.approx(eight.first_token_s)
-    # the pooled engine charges the lone prompt its own tokens only: several times less
+    # the pooled engine charges the lone prompt its own tokens only: several times less (2.98
+    # under the fitted terms of 2026-11-23, 3.05 before; the weight reads and fixed costs are
+    # shared, so less than the 8 times the tokens)
     alone = pooled.table.time_s(800, 0.0, att, 1, 800)
     assert _run(pooled, [0.0], 800, 1).first_token_s[0] == pytest.approx(alone, rel=1e-12)
-    assert step > 3.0 * alone
+    assert step > 2.5 * alone
 
 
 def _decode_s(inst, context_sum: float) -> float:
