@@ -8,7 +8,7 @@ permissions, and refuses a target that is not a regular file (a directory, a dev
 ``/dev/null``, a FIFO) or that is an input of the running command (``specs.inputs``).
 
 It replaces only a file the toolkit wrote: every folder it writes a file in keeps a record of
-the files it wrote there (``MANIFEST``, with each file's size and time), a name entering it
+the files it wrote there (``MANIFEST``, with each file's size and SHA-256), a name entering it
 before its file is written; an existing file the record does not name, or names but which has
 changed since, is refused, whether it is a single ``--out`` or a file of an output folder.
 Every refusal and every OS error is a ``SpecError`` naming the path (docs/errors.md).
@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import SpecError
@@ -189,18 +192,30 @@ def _existing_parent(path: Path) -> Path:
 #: The record of the files the toolkit wrote in a folder, kept in that folder beside them.
 MANIFEST = ".inference-econ-files.json"
 #: Files this process wrote where their folder's record could not be written: their stamps.
-_UNRECORDED: dict[Path, list[int]] = {}
+_UNRECORDED: dict[Path, list | None] = {}
 
 
-def _stamp(path: Path) -> list[int]:
-    """What tells a file the toolkit wrote from one changed since: [size, mtime in ns]. One
-    ``stat``, so checking a large output costs nothing (a content hash would read it all); an
-    editor's save or a file moved over it changes the time, ``cp -p`` keeps it."""
-    st = os.stat(path)
-    return [st.st_size, st.st_mtime_ns]
+def _stamp(path: Path) -> list | None:
+    """What tells a file the toolkit wrote from one changed since: [size, SHA-256 of the
+    content]. A content hash, not the time: a copy, a ``git clone`` (figures/ is committed
+    with its record) or ``touch`` keep a file the toolkit's, and any edit is caught; reading
+    an output once more costs little beside computing it."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return [os.stat(path).st_size, digest.hexdigest()]
+    except OSError:  # a write-only file: recorded by name only
+        return None
 
 
-def _read_record(folder: Path) -> dict[str, list[int] | None]:
+def _unchanged(path: Path, stamp: list | None) -> bool:
+    """Whether ``path`` is as ``stamp`` says (the size first: most changes need no read)."""
+    return stamp is not None and os.stat(path).st_size == stamp[0] and _stamp(path) == stamp
+
+
+def _read_record(folder: Path) -> dict[str, list | None]:
     """The files a folder's record names, with their stamps (None: recorded by name only, by
     a version before stamps or by a run killed while it wrote the file); {} without a record.
     A file of the record's name that is not a record is refused: it is someone else's."""
@@ -222,19 +237,21 @@ def _read_record(folder: Path) -> dict[str, list[int] | None]:
         )
     stamps = data.get("stamps")
     stamps = stamps if isinstance(stamps, dict) else {}
-    known: dict[str, list[int] | None] = {}
+    known: dict[str, list | None] = {}
     for name in files:
         if isinstance(name, str):
             s = stamps.get(name)
-            ok = isinstance(s, list) and len(s) == 2 and all(type(v) is int for v in s)
+            ok = isinstance(s, list) and len(s) == 2 and type(s[0]) is int and type(s[1]) is str
             known[name] = s if ok else None
     return known
 
 
-def _save_record(folder: Path, known: dict[str, list[int] | None]) -> None:
+def _save_record(folder: Path, known: dict[str, list | None]) -> None:
     stamps = {k: v for k, v in sorted(known.items()) if v is not None}
     data = {"written_by": "inference-econ", "files": sorted(known), "stamps": stamps}
-    write_atomic(folder / MANIFEST, json.dumps(data, indent=1) + "\n", record=False)
+    text = json.dumps(data, indent=1)  # a stamp on one line:
+    text = re.sub(r"\[\n\s+(\d+),\n\s+(\"\w+\")\n\s+\]", r"[\1, \2]", text)
+    write_atomic(folder / MANIFEST, text + "\n", record=False)
 
 
 def _record_writable(folder: Path) -> bool:
@@ -258,8 +275,8 @@ def _record_writable(folder: Path) -> bool:
 def check_owned_file(path: str | os.PathLike, where: str = "") -> None:
     """Refuse, before anything is computed, to replace a file the toolkit did not write: an
     existing file (a symlink's target) may be replaced only if its folder's record
-    (``MANIFEST``) names it, unchanged since (same size and time), or this process wrote it
-    where the record could not be written."""
+    (``MANIFEST``) names it, unchanged since (same size and SHA-256, ``_stamp``), or this
+    process wrote it where the record could not be written."""
     target = _target(path)
     if target.name == MANIFEST:
         raise SpecError(
@@ -271,13 +288,14 @@ def check_owned_file(path: str | os.PathLike, where: str = "") -> None:
     known = _read_record(target.parent)
     if not os.path.lexists(target):
         return
-    stamp = _stamp(target)
     fix = "remove it, or choose another name"
     if target.name in known:
-        if known[target.name] in (None, stamp):
+        if known[target.name] is None or _unchanged(target, known[target.name]):
             return
-        problem = f"has changed since inference-econ wrote it (its size or time is not the one in {MANIFEST})"
-    elif _UNRECORDED.get(target) == stamp:
+        problem = (
+            f"has changed since inference-econ wrote it (its content is not the one in {MANIFEST})"
+        )
+    elif _unchanged(target, _UNRECORDED.get(target)):
         return
     else:
         problem = f"exists, and inference-econ did not write it (it is not in {MANIFEST})"
@@ -292,6 +310,24 @@ def check_owned(folder: str | os.PathLike, names: Iterable[str]) -> None:
         check_owned_file(Path(os.fspath(folder)) / name)
 
 
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """The folder locked (``flock`` on the folder itself, Linux and macOS) while its record is
+    read and written, so two commands writing in one folder at once lose no entry."""
+    try:
+        import fcntl
+
+        fd = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _claim(target: Path) -> bool:
     """Before a file is written: its name enters its folder's record (without a stamp until
     it is whole), so a run killed at any moment leaves every file it wrote recorded. False
@@ -299,21 +335,24 @@ def _claim(target: Path) -> bool:
     folder = target.parent
     if not _record_writable(folder):
         return False
-    known = _read_record(folder)
-    known[target.name] = None
-    _save_record(folder, known)
+    with _locked(folder):
+        known = _read_record(folder)
+        known[target.name] = None
+        _save_record(folder, known)
     return True
 
 
 def _stamped(target: Path, claimed: bool, path) -> None:
     """After a file is written: its stamp in the record (or, where the record cannot be
     written, in this process's memory, with a warning that a later run will refuse it)."""
+    stamp = _stamp(target)
     if claimed:
-        known = _read_record(target.parent)
-        known[target.name] = _stamp(target)
-        _save_record(target.parent, known)
+        with _locked(target.parent):
+            known = _read_record(target.parent)
+            known[target.name] = stamp
+            _save_record(target.parent, known)
         return
-    _UNRECORDED[target] = _stamp(target)
+    _UNRECORDED[target] = stamp
     from ..errors import warn
 
     warn(
@@ -335,6 +374,10 @@ def write_atomic(
     file that is the toolkit's by its place and name (the record itself, a study's cache).
     """
     target = check_output(path, owned=record)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _os_error(path, exc) from None
     claimed = _claim(target) if record else False
     if isinstance(data, str):
         payload: bytes | Iterable[bytes] = data.encode("utf-8")
@@ -347,7 +390,6 @@ def write_atomic(
         os.umask(umask)
         mode = 0o666 & ~umask
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         # chunks are read once: straight to a named temporary file
         if not isinstance(payload, bytes) or not _write_unnamed(target, payload, mode):
             _write_named(target, payload, mode)
