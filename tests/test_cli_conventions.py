@@ -321,7 +321,8 @@ def test_out_writes_what_would_be_printed(tmp_path):
     assert code == 0 and "\n| name | aliases |" in (tmp_path / "m.md").read_text()
     code, _, err = invoke(*point, "--format", "csv", "--out", tmp_path / "q.json")
     assert code == 2 and "'.json' is json, but --format is csv" in err
-    (tmp_path / "keep.csv").write_text("mine\n")
+    # a failed command leaves the file as it was (p.csv: the tool's own, so it may replace it;
+    # a user's own file is refused before anything runs: test_output_safety)
     code, _, err = invoke(
         "point",
         "Llama 3 70B",
@@ -332,9 +333,9 @@ def test_out_writes_what_would_be_printed(tmp_path):
         "--batch",
         1,
         "--out",
-        tmp_path / "keep.csv",
+        tmp_path / "p.csv",
     )
-    assert code == 1 and "does not fit" in err and (tmp_path / "keep.csv").read_text() == "mine\n"
+    assert code == 1 and "does not fit" in err and (tmp_path / "p.csv").read_text() == printed
 
 
 def test_options_that_would_be_dropped_are_refused():

@@ -768,7 +768,10 @@ def test_cli_simulate_and_capacity(tmp_path):
     header = next(line for line in out.splitlines() if not line.startswith("#"))
     assert code == 0 and header.startswith("hardware,pool,gpus_per_instance")
     figure = tmp_path / "load.png"
-    figure.write_bytes(b"an earlier figure")  # an output is replaced, not taken for an input
+    from inference_econ.output.files import write_atomic
+
+    # an earlier output (the tool's own: a user's file is refused) is replaced, not an input
+    write_atomic(figure, b"an earlier figure")
     code, out, _ = _run(
         "capacity",
         "Llama 3 8B",

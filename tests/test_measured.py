@@ -19,6 +19,7 @@ from inference_econ.studies.measured.reading import load_measured
 
 DATA = Path(__file__).parent / "data"
 TRAIN = DATA / "benchmarks_train.csv"  # the project's validation set (590 public results)
+TRT = load_engine("trtllm")
 SAMPLE = DATA / "measured_public_sample.csv"  # NIM Llama 3.3 70B on 2 x H100 (7 rows)
 HEADER = "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len,metric,value,unit,notes"
 ROW = "s,Llama-3.3-70B,FP8,H100 SXM,2,TP2,1,5000,500,ITL_mean,18.58,ms,"
@@ -288,10 +289,21 @@ def test_achievable_errors_on_the_training_rows(achievable):
 def test_engine_override_and_refusals(tmp_path):
     base = predicting.compare(SAMPLE, "achievable")
     v0 = predicting.compare(SAMPLE, "achievable", "vllm@0.6")
-    assert set(base.table.engine) == {"trtllm (version not stated)"}
+    # the rows state no TensorRT-LLM version, so not its runtime either: their host work is
+    # charged (§F5), which the 1.x profile's PyTorch backend would hide
+    assert set(base.table.engine) == {"trtllm (version not stated), host overheads charged"}
+    assert load_engine("trtllm").host_overhead_exposed == 0.0
     assert set(v0.table.engine) == {"vllm-v0"} and v0.engine == "vllm@0.6"
-    # concurrency 1: one request, the same steps under both (the kernel terms are shared)
+    # concurrency 1: one request, the same steps under both (the kernel terms are shared, and
+    # vLLM V0 waits for its host work as the unknown runtime does)
     assert v0.table.predicted[0] == pytest.approx(base.table.predicted[0], rel=1e-6)
+    # the same row stated as TensorRT-LLM 1.0: the PyTorch backend's overlap scheduler hides a
+    # step's host work, 1 ms + 4 us for its one sequence (the row's time in ms)
+    v1 = predicting.compare(SAMPLE, "achievable", "trtllm@1.0")
+    assert set(v1.table.engine) == {"trtllm"}
+    prof = load_engine("trtllm")
+    host_ms = 1e3 * (prof.step_overhead_s + prof.sequence_overhead_s)
+    assert v1.table.predicted[0] == pytest.approx(base.table.predicted[0] - host_ms, rel=1e-6)
     # many users: vLLM V0 runs prompts in steps of their own (the scheduler shows)
     assert abs(v0.table.predicted[4] / base.table.predicted[4] - 1.0) > 0.05
     with pytest.raises(ie.SpecError, match="does not apply to the 'paper' preset"):
@@ -430,6 +442,27 @@ def test_held_out_rows_never_duplicate_fitted_ones(tmp_path):
     problem = calibration._problem(load_measured(path), load_engine("trtllm"), {})
     test = problem.all_groups == "docs.nvidia.com/nim"
     assert test.sum() == 7 and calibration._duplicates(problem, test).sum() == 14
+
+
+def test_the_fit_keeps_each_rows_runtime(tmp_path):
+    """The fit's closed forms charge the host overheads by each row's runtime (§F5), as the
+    predictions do: the NIM rows state no TensorRT-LLM version (charged), their twins say
+    TensorRT-LLM 1.0 (the PyTorch backend hides them). At concurrency 1 the ITL differs by one
+    step's host work at the priors, 1 ms + 4 us for the one sequence, by hand."""
+    text = SAMPLE.read_text().splitlines()
+    twin = [line.replace('"docs.nvidia.com/nim', '"TensorRT-LLM 1.0 lab, nim') for line in text[1:]]
+    problem = calibration._problem(load_measured(write(tmp_path, *text, *twin)), TRT, {})
+    exposed = [e.profile.host_overhead_exposed for e in problem.all_engines]
+    assert exposed == [1.0] * 7 + [0.0] * 7
+    keys = [p.key for p in calibration.PRIORS]
+    x = np.array([p.mean for p in calibration.PRIORS])
+    closed = problem.predict(x[None, :], keys)[0]
+    assert closed[0] - closed[7] == pytest.approx(1e-3 + 4e-6, rel=1e-9)  # ITL, seconds
+    assert calibration.prior_means()["step_overhead_s"] == 1e-3
+    assert calibration.prior_means()["sequence_overhead_s"] == 4e-6
+    # the rows' own predictions (concurrency 1: no queueing) agree with the closed forms
+    direct = calibration.predict_with(problem, [0, 7], keys, x)
+    assert direct == pytest.approx(closed[[0, 7]], rel=1e-5)
 
 
 def test_compare_measured_csv_has_the_documented_columns_and_its_inputs(tmp_path):

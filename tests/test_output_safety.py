@@ -3,6 +3,7 @@ devices, folders, inputs of the same command, unwritable places, interruptions."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -32,7 +33,7 @@ def cli(*args):
 
 def test_a_symlink_is_followed_and_kept(tmp_path):
     real = tmp_path / "real.csv"
-    real.write_text("old\n")
+    write_atomic(real, "old\n")  # the tool's own file (a user's would be refused)
     link = tmp_path / "link.csv"
     link.symlink_to(real)
     code, _ = cli(*FRONTIER, "--out", link)
@@ -43,7 +44,7 @@ def test_a_symlink_is_followed_and_kept(tmp_path):
 
 def test_an_existing_file_keeps_its_mode(tmp_path):
     target = tmp_path / "private.csv"
-    target.write_text("old\n")
+    write_atomic(target, "old\n")  # the tool's own file: a mode change keeps it the tool's
     target.chmod(0o600)
     assert cli(*FRONTIER, "--out", target)[0] == 0
     assert stat.S_IMODE(target.stat().st_mode) == 0o600 and target.read_text() != "old\n"
@@ -140,7 +141,7 @@ def test_a_read_only_file_is_refused_even_for_root(tmp_path):
     """Run as root (as on the development machine), --out replaced a 0444 file: root's
     writes pass every permission check, so the file's own mode is read."""
     target = tmp_path / "mine.csv"
-    target.write_text("keep\n")
+    write_atomic(target, "keep\n")  # the tool's own (a user's file is refused: see below)
     target.chmod(0o444)
     code, err = cli(*FRONTIER, "--out", target)
     assert code == 2 and target.read_text() == "keep\n"
@@ -168,7 +169,7 @@ def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path):
     for text in ("first\n", "second\n" * 1000):
         write_atomic(target, text)
         assert target.read_text() == text
-    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST, "out.txt"]
 
 
 # --- interruptions -----------------------------------------------------------------------
@@ -275,3 +276,163 @@ def test_a_users_file_in_an_output_folder_is_never_replaced(tmp_path):
     code, err = cli("report", folder, "--out", folder / "r.html")
     assert code == 2 and "is an input of this command" in err
     assert (folder / "study.json").read_text() == before
+
+
+# --- single files: the same record as output folders -------------------------------------
+
+EXAMPLES = ROOT / "examples"
+PRECIOUS = "precious\n"
+
+
+def users_file(path: Path) -> Path:
+    path.write_text(PRECIOUS)
+    return path
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [
+        lambda d: [*FRONTIER, "--out", d / "mine.csv"],  # a table's --out (cli/common)
+        lambda d: [*FRONTIER, "--figure", d / "mine.png"],  # a figure (FigureFile)
+        lambda d: ["import-hf", EXAMPLES / "config.json", "-o", d / "mine.yaml"],
+        lambda d: ["calibrate", EXAMPLES / "measured-rows.csv", "-o", d / "mine.yaml"],
+        lambda d: ["reproduce", "table-1", "--out", d / "mine.csv"],  # a file or a folder
+        lambda d: ["report", d, "--out", d / "mine.html"],
+    ],
+    ids=["table", "figure", "import-hf", "calibrate", "reproduce", "report"],
+)
+def test_a_users_file_is_refused_by_every_writer_before_any_work(tmp_path, writer):
+    """`echo precious > mine.csv; frontier ... --out mine.csv` replaced the user's file: a
+    single file is replaced only if the tool wrote it (its folder's record, files.MANIFEST),
+    checked before anything is computed."""
+    args = writer(tmp_path)
+    mine = users_file(Path(args[-1]))
+    start = time.process_time()
+    code, err = cli(*args)
+    assert code == 2 and time.process_time() - start < 1, err
+    assert f"{mine}: exists, and inference-econ did not write it (it is not in {MANIFEST})" in err
+    assert "(remove it, or choose another name; a file an earlier version wrote" in err
+    assert mine.read_text() == PRECIOUS and not (tmp_path / MANIFEST).exists()
+
+
+def test_export_refuses_a_users_file_in_its_folder(tmp_path):
+    out = tmp_path / "plan"
+    out.mkdir()
+    users_file(out / "launch.sh")
+    args = ["export", "Llama 3 8B", "-H", "H100", "--engine", "vllm", "--gpus", "1"]
+    code, err = cli(*args, "--batch", "8", "--prompt-tokens", "1000", "--output-tokens", "100",
+                    "--out", out)  # fmt: skip
+    assert code == 2 and "launch.sh: exists, and inference-econ did not write it" in err, err
+    assert (out / "launch.sh").read_text() == PRECIOUS
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [
+        lambda d: [*FRONTIER, "--out", d / "t.csv"],
+        lambda d: ["import-hf", EXAMPLES / "config.json", "-o", d / "m.yaml"],
+    ],  # calibrate -o and the figures write through the same write_atomic (1 s CPU more)
+    ids=["table", "import-hf"],
+)
+def test_a_second_run_replaces_its_own_file_but_not_one_changed_since(tmp_path, writer):
+    args = writer(tmp_path)
+    out = Path(args[-1])
+    for _ in range(2):
+        code, err = cli(*args)
+        assert code == 0, err
+    record = json.loads((tmp_path / MANIFEST).read_text())
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    assert record["files"] == [out.name]
+    assert record["stamps"] == {out.name: [out.stat().st_size, digest]}
+    os.utime(out, (0, 0))  # touched, or copied without its time: still the tool's
+    assert cli(*args)[0] == 0
+    text = out.read_text()
+    for edited in (text + "# my note\n", text[:-2] + "x\n"):  # the user edits it: theirs now
+        out.write_text(edited)
+        code, err = cli(*args)
+        assert code == 2 and f"{out}: has changed since inference-econ wrote it" in err, err
+        assert out.read_text() == edited
+    out.unlink()
+    assert cli(*args)[0] == 0
+
+
+def test_a_symlink_to_a_users_file_is_refused_by_its_target(tmp_path):
+    """The record is kept beside the file a symlink points to, keyed on that file."""
+    (tmp_path / "data").mkdir()
+    mine = users_file(tmp_path / "data" / "mine.csv")
+    link = tmp_path / "link.csv"
+    link.symlink_to(mine)
+    code, err = cli(*FRONTIER, "--out", link)
+    assert code == 2 and f"--out {link}: exists, and inference-econ did not write it" in err
+    assert mine.read_text() == PRECIOUS
+    mine.unlink()
+    assert cli(*FRONTIER, "--out", tmp_path / "data" / "mine.csv")[0] == 0
+    assert cli(*FRONTIER, "--out", link)[0] == 0 and link.is_symlink()
+    assert json.loads((tmp_path / "data" / MANIFEST).read_text())["files"] == ["mine.csv"]
+    assert not (tmp_path / MANIFEST).exists()
+
+
+def test_a_record_of_names_only_is_trusted_and_a_foreign_record_refused(tmp_path):
+    """A folder an earlier version wrote (names, no stamps) keeps working; a file of the
+    record's name that is not a record is the user's, refused and kept; so is --out of it."""
+    (tmp_path / "t.csv").write_text("an earlier run's table\n")
+    (tmp_path / MANIFEST).write_text('{"written_by": "inference-econ", "files": ["t.csv"]}')
+    assert cli(*FRONTIER, "--out", tmp_path / "t.csv")[0] == 0
+    assert (tmp_path / "t.csv").read_text().startswith("# Computed with")
+    other = tmp_path / "other"
+    other.mkdir()
+    users_file(other / MANIFEST)
+    code, err = cli(*FRONTIER, "--out", other / "t.csv")
+    assert code == 2 and "is not inference-econ's record of the files it wrote" in err
+    assert (other / MANIFEST).read_text() == PRECIOUS and not (other / "t.csv").exists()
+    code, err = cli(*FRONTIER, "--out", tmp_path / MANIFEST)
+    assert code == 2 and "is the name of inference-econ's record" in err
+
+
+def test_a_record_that_cannot_be_written(tmp_path, monkeypatch):
+    """A read-only record (or another user's in a shared folder such as /tmp): a new file is
+    written, with a warning that a later run will refuse it; a user's file is refused."""
+    from inference_econ.output import files
+
+    record = tmp_path / MANIFEST
+    record.write_text('{"written_by": "inference-econ", "files": []}')
+    record.chmod(0o444)
+    out = tmp_path / "t.csv"
+    code, err = cli(*FRONTIER, "--out", out)
+    assert code == 0 and out.read_text().startswith("# Computed with"), err
+    assert f"warning: {out}: written, but {record} cannot be written to record it" in err
+    assert cli(*FRONTIER, "--out", out)[0] == 0  # the same process wrote it: it may again
+    monkeypatch.setattr(files, "_UNRECORDED", {})  # a later run
+    before = out.read_text()
+    code, err = cli(*FRONTIER, "--out", out)
+    assert code == 2 and "did not write it" in err and out.read_text() == before
+    assert json.loads(record.read_text())["files"] == []
+    users_file(tmp_path / "mine.csv")
+    code, err = cli(*FRONTIER, "--out", tmp_path / "mine.csv")
+    assert (
+        code == 2 and "did not write it" in err and (tmp_path / "mine.csv").read_text() == PRECIOUS
+    )
+
+
+def test_the_record_is_written_before_the_file(tmp_path, monkeypatch):
+    """A run killed while it writes leaves the file's name recorded (without a stamp: taken
+    as the tool's), so the next run replaces it."""
+    from inference_econ.output import files
+
+    out = tmp_path / "t.csv"
+
+    unnamed = files._write_unnamed
+
+    def killed(target, *args):
+        if target.name == "t.csv":
+            raise KeyboardInterrupt
+        return unnamed(target, *args)
+
+    monkeypatch.setattr(files, "_write_unnamed", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(out, "x\n")
+    assert json.loads((tmp_path / MANIFEST).read_text())["files"] == ["t.csv"]
+    out.write_text("half\n")  # what an interrupted write could have left
+    monkeypatch.undo()
+    write_atomic(out, "whole\n")
+    assert out.read_text() == "whole\n"

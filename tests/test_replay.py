@@ -415,6 +415,46 @@ def test_an_mlperf_row_runs_tensorrt_llm_under_the_harness_scheduler(tmp_path):
     assert "harness" not in v.label
 
 
+def test_a_row_runs_the_runtime_its_harness_or_version_names(tmp_path):
+    """The host overheads a step waits for follow the runtime (docs/model.md §F5): NVIDIA's
+    MLPerf harness builds TensorRT engines (its C++ executor waits for the host work) for
+    Llama 3.1 405B and runs DeepSeek-R1 on the PyTorch backend (its overlap scheduler hides
+    it), whatever the round; outside a harness TensorRT-LLM 1.x runs the PyTorch backend and
+    0.x TensorRT engines, and a row stating no version runs a runtime not known: charged."""
+    mlperf = (
+        "mlcommons/inference_results_v5.1/closed/NVIDIA/results/x,"
+        "{model} (MLPerf v5.1 {bench} Server),FP8,B200,8,TP8,n/a,"
+        "2000,600,throughput,3000,tokens/s,{engine},server"
+    )
+    l405 = dict(model="Llama-3.1-405B-Instruct", bench="llama3.1-405b")
+    r1 = dict(model="DeepSeek-R1", bench="deepseek-r1")
+    lab = "lab,Llama-3.1-405B-Instruct,FP8,B200,8,TP8,n/a,2000,600,throughput,3000,tokens/s,{engine},server"
+    lines = [
+        mlperf.format(engine="TensorRT-LLM", **l405),
+        mlperf.format(engine="TensorRT-LLM", **r1),
+        lab.format(engine="TensorRT-LLM"),
+        lab.format(engine="TensorRT-LLM 1.0"),
+        lab.format(engine="TensorRT-LLM 0.17"),
+    ]
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "\n" + "\n".join(lines) + "\n")
+    base = preset("achievable")
+    found = [pr.row_engine(r, base) for r in load_measured(path)]
+    exposed = [f.profile.host_overhead_exposed for f in found]
+    assert exposed == [1.0, 0.0, 1.0, 0.0, 1.0]
+    assert [f.profile.name for f in found] == ["trtllm"] * 4 + ["trtllm-0"]
+    assert "host overheads charged" in found[0].label and "mlperf harness" in found[0].label
+    assert "host overheads hidden" in found[1].label
+    assert found[2].label == "trtllm (version not stated), host overheads charged"
+    assert (found[3].label, found[4].label) == ("trtllm", "trtllm-0")
+    # the same profile object for every row of one runtime: one set of step models
+    again = pr.row_engine(load_measured(path)[0], base)
+    assert again.profile is found[0].profile
+    # everything else of the profile is the engine's own
+    trt = load_engine("trtllm")
+    assert found[0].profile.replace(host_overhead_exposed=0.0) == trt
+
+
 def test_whole_prompts_wait_for_room_in_the_step_where_chunks_do_not():
     """Without chunked context a prompt joins a step only whole, within the token budget with
     the decoding requests: a 2,000-token prompt behind 100 decoding requests under a budget of

@@ -219,29 +219,15 @@ def handle_errors(fn):
                 _check_needs(ctx)
                 if "format" in kwargs:
                     kwargs["format"] = _table_format(ctx, kwargs["format"])
-                with _owned_folders(ctx):
-                    if "out" in kwargs and "out" not in _named_parameters(fn):
-                        return _printed_to(kwargs.pop("out"), fn, args, kwargs)
-                    return fn(*args, **kwargs)
+                if "out" in kwargs and "out" not in _named_parameters(fn):
+                    return _printed_to(kwargs.pop("out"), fn, args, kwargs)
+                return fn(*args, **kwargs)
             except BrokenPipeError:  # the reader of stdout went away (| head): nothing to say
                 sys.exit(1)
             except (InferenceEconError, OSError) as exc:
                 fail(exc)
 
     return wrapper
-
-
-def _owned_folders(ctx: click.Context) -> contextlib.ExitStack:
-    """Every output folder of the command (``OutputFolder``) as ``output.files.owned_folder``:
-    the command replaces there only the files it wrote before, never a user's own."""
-    stack = contextlib.ExitStack()
-    for param in ctx.command.params:
-        value = ctx.params.get(param.name)
-        if value is not None and isinstance(param.type, OutputFolder):
-            from ..output.files import owned_folder  # only with an output folder
-
-            stack.enter_context(owned_folder(value))
-    return stack
 
 
 def _named_parameters(fn) -> set[str]:
@@ -441,7 +427,8 @@ def wrote_files(count: int, folder) -> str:
 
 class OutputFile(click.ParamType):
     """A file the command writes: checked as it is parsed (not a directory, a device or a
-    FIFO; its folder writable), and against the command's inputs before the command runs."""
+    FIFO; its folder writable), and before the command runs against its inputs and, if it
+    exists, the record of the files the toolkit wrote (``output.files.check_owned_file``)."""
 
     name = "FILE"
 
@@ -452,8 +439,8 @@ class OutputFile(click.ParamType):
         from ..output.files import check_output
 
         flag = f"--{param.name}" if param is not None else "output"
-        try:
-            check_output(value, flag, self.suffixes)
+        try:  # whose file it is: checked after the inputs (``_check_outputs``)
+            check_output(value, flag, self.suffixes, owned=False)
         except SpecError as exc:
             fail(exc)
         return value
@@ -528,7 +515,8 @@ def stated_table(
 
 def emit(text: str, out: str | None) -> None:
     """Print ``text``, or write it to ``out`` atomically (output/files.py: never over an
-    input of the command, a symlink's target replaced, the file's mode kept)."""
+    input of the command or a file the toolkit did not write, a symlink's target replaced,
+    the file's mode kept)."""
     if out:
         from ..output.files import write_atomic
 

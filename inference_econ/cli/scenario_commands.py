@@ -120,10 +120,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
     figure = load_scenario(PAPER_ITEMS[what]) if what.startswith("figure") else None
     _offers_used(figure, observations)
     if what == "all":
-        from ..output.files import owned_folder
-
-        with owned_folder(out or "figures"):
-            _reproduce_all(Path(out or "figures"), format, progress, assumptions, html)
+        _reproduce_all(Path(out or "figures"), format, progress, assumptions, html)
         return
     if what.startswith("figure"):
         folder = Path(out or "figures")

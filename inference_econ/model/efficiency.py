@@ -247,8 +247,7 @@ def combine(work: StepWork, terms) -> StepTimes:
     elementwise = (terms.elementwise_passes * work.elementwise_read_s + work.logits_read_s) / eta_w
     overhead = (
         work.layers * (terms.layer_overhead_s + work.eager * terms.eager_layer_overhead_s)
-        + terms.step_overhead_s
-        + terms.sequence_overhead_s * work.sequences
+        + host_overhead_s(terms, work.sequences)
         + gemm_fixed
     )
     scale = terms.step_time_scale
@@ -273,6 +272,16 @@ def combine(work: StepWork, terms) -> StepTimes:
         kv_s=scale * kv,
         attention_compute_s=scale * attention,
     )
+
+
+def host_overhead_s(terms, sequences):
+    """Seconds of a step's host work the GPU waits for (§F5): scheduling and input preparation
+    (``step_overhead_s``) and per-sequence bookkeeping (``sequence_overhead_s`` each), times
+    ``host_overhead_exposed`` - 1 for an engine that prepares a step after the last one ends,
+    0 for one whose overlap scheduler does it while the GPU runs the step before (TensorRT-LLM
+    1.x), where it is hidden as long as it is shorter than the GPU's step."""
+    host = terms.step_overhead_s + terms.sequence_overhead_s * np.asarray(sequences, dtype=float)
+    return terms.host_overhead_exposed * host
 
 
 def eager_steps(tokens, cuda_graph_max_batch: float):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import plural
 from ..specs.features import LAYOUT_FEATURES
-from .efficiency import StepWork, combine
+from .efficiency import StepWork, combine, host_overhead_s
 from .latency import StepModel, divisors, total_time_s
 from .workload import Workload
 
@@ -298,7 +298,8 @@ class StepTable:
         )
         per = combine(one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)), prof)
         scale = prof.step_time_scale
-        self.sequence_s = float(scale * prof.sequence_overhead_s / p) + float(
+        host_per_sequence = host_overhead_s(prof, 1.0 / p) - host_overhead_s(prof, 0.0)
+        self.sequence_s = float(scale * host_per_sequence) + float(
             np.asarray(per.elementwise_s - alone.elementwise_s)[1]
         )
         self.request_s = float(np.asarray(per.kv_s)[1])

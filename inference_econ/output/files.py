@@ -5,21 +5,27 @@ an interruption (even SIGKILL) leaves no partial or temporary file: on Linux the
 an unnamed file (``O_TMPFILE``) that gets a name only when it is complete. It follows a
 symlink and replaces the file it points to (the link stays), keeps an existing file's
 permissions, and refuses a target that is not a regular file (a directory, a device such as
-``/dev/null``, a FIFO) or that is an input of the running command (``specs.inputs``). Every
-refusal and every OS error is a ``SpecError`` naming the path (docs/errors.md).
+``/dev/null``, a FIFO) or that is an input of the running command (``specs.inputs``).
+
+It replaces only a file the toolkit wrote: every folder it writes a file in keeps a record of
+the files it wrote there (``MANIFEST``, with each file's size and SHA-256), a name entering it
+before its file is written; an existing file the record does not name, or names but which has
+changed since, is refused, whether it is a single ``--out`` or a file of an output folder.
+Every refusal and every OS error is a ``SpecError`` naming the path (docs/errors.md).
 """
 
 from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 
 from ..errors import SpecError
@@ -100,11 +106,15 @@ def _os_error(path, exc: OSError) -> SpecError:
 
 
 def check_output(
-    path: str | os.PathLike, option: str = "", suffixes: tuple[str, ...] | None = None
+    path: str | os.PathLike,
+    option: str = "",
+    suffixes: tuple[str, ...] | None = None,
+    owned: bool = True,
 ) -> Path:
     """Refuse an output path before anything is computed or written: not a regular file,
-    an input of the running command, a folder that cannot be written, or (``suffixes``) a
-    suffix that is not one of them (``("figure",)``: any format matplotlib saves)."""
+    an input of the running command, a folder that cannot be written, (``suffixes``) a
+    suffix that is not one of them (``("figure",)``: any format matplotlib saves), or
+    (``owned``) an existing file the toolkit did not write (``check_owned_file``)."""
     where = f"{option} {path}".strip()
     text = os.fspath(path)
     if not text or text.endswith(os.sep):
@@ -152,6 +162,8 @@ def check_output(
         st is not None and not os.access(target, os.W_OK)
     ):
         raise SpecError(where, "", "cannot be written: permission denied", _FIXES[errno.EACCES])
+    if owned:
+        check_owned_file(target, where)
     return target
 
 
@@ -177,94 +189,196 @@ def _existing_parent(path: Path) -> Path:
     return parent
 
 
-#: The record of an output folder: the names of the files the toolkit wrote there.
+#: The record of the files the toolkit wrote in a folder, kept in that folder beside them.
 MANIFEST = ".inference-econ-files.json"
-#: Output folders being written, by their real path: the names recorded and those written.
-_OWNED: ContextVar[dict | None] = ContextVar("inference_econ_owned", default=None)
+#: Files this process wrote where their folder's record could not be written: their stamps.
+_UNRECORDED: dict[Path, list | None] = {}
 
 
-def _recorded(folder: Path) -> set[str]:
-    """The names a folder's manifest records (none when it has none, or an unreadable one:
-    then no existing file counts as the toolkit's)."""
+def _stamp(path: Path) -> list | None:
+    """What tells a file the toolkit wrote from one changed since: [size, SHA-256 of the
+    content]. A content hash, not the time: a copy, a ``git clone`` (figures/ is committed
+    with its record) or ``touch`` keep a file the toolkit's, and any edit is caught; reading
+    an output once more costs little beside computing it."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return [os.stat(path).st_size, digest.hexdigest()]
+    except OSError:  # a write-only file: recorded by name only
+        return None
+
+
+def _unchanged(path: Path, stamp: list | None) -> bool:
+    """Whether ``path`` is as ``stamp`` says (the size first: most changes need no read)."""
+    return stamp is not None and os.stat(path).st_size == stamp[0] and _stamp(path) == stamp
+
+
+def _read_record(folder: Path) -> dict[str, list | None]:
+    """The files a folder's record names, with their stamps (None: recorded by name only, by
+    a version before stamps or by a run killed while it wrote the file); {} without a record.
+    A file of the record's name that is not a record is refused: it is someone else's."""
     path = folder / MANIFEST
     if not os.path.lexists(path):
-        return set()
+        return {}
     try:
         data = inputs.read_json(path, remember=False)
     except SpecError:
-        return set()
-    files = data.get("files") if isinstance(data, dict) else None
-    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
+        data = None
+    ours = isinstance(data, dict) and data.get("written_by") == "inference-econ"
+    files = data.get("files") if ours else None
+    if not isinstance(files, list):
+        raise SpecError(
+            str(path),
+            "",
+            "is not inference-econ's record of the files it wrote in this folder",
+            "move it away: inference-econ keeps that record under this name",
+        )
+    stamps = data.get("stamps")
+    stamps = stamps if isinstance(stamps, dict) else {}
+    known: dict[str, list | None] = {}
+    for name in files:
+        if isinstance(name, str):
+            s = stamps.get(name)
+            ok = isinstance(s, list) and len(s) == 2 and type(s[0]) is int and type(s[1]) is str
+            known[name] = s if ok else None
+    return known
 
 
-@contextmanager
-def owned_folder(folder: str | os.PathLike) -> Iterator[None]:
-    """Write into an output folder without destroying a user's file: inside the block a file
-    written directly in ``folder`` may replace only a file the toolkit wrote there before
-    (named in the folder's manifest, ``MANIFEST``); a user's own file of the same name is
-    refused, and left as it is. A new name enters the manifest before its file is written,
-    so a run killed at any moment leaves every file it wrote recorded. Nested blocks on one
-    folder share one record."""
-    real = Path(os.path.realpath(os.fspath(folder)))
-    outer = _OWNED.get() or {}
-    if real in outer:
-        yield
-        return
-    token = _OWNED.set({**outer, real: _recorded(real)})
+def _save_record(folder: Path, known: dict[str, list | None]) -> None:
+    stamps = {k: v for k, v in sorted(known.items()) if v is not None}
+    data = {"written_by": "inference-econ", "files": sorted(known), "stamps": stamps}
+    text = json.dumps(data, indent=1)  # a stamp on one line:
+    text = re.sub(r"\[\n\s+(\d+),\n\s+(\"\w+\")\n\s+\]", r"[\1, \2]", text)
+    write_atomic(folder / MANIFEST, text + "\n", record=False)
+
+
+def _record_writable(folder: Path) -> bool:
+    """Whether the record in ``folder`` (a folder the output can be written in) can be
+    written: it is missing, or a regular file writable by mode and by this user (in a shared
+    folder with the sticky bit, such as /tmp, only its owner may replace it)."""
+    path = _target(folder / MANIFEST)
     try:
-        yield
-    finally:
-        _OWNED.reset(token)
+        st = os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o222 or not os.access(path, os.W_OK):
+        return False
+    euid = os.geteuid() if hasattr(os, "geteuid") else 0
+    sticky = os.stat(path.parent).st_mode & stat.S_ISVTX
+    return not sticky or euid == 0 or st.st_uid == euid
+
+
+def check_owned_file(path: str | os.PathLike, where: str = "") -> None:
+    """Refuse, before anything is computed, to replace a file the toolkit did not write: an
+    existing file (a symlink's target) may be replaced only if its folder's record
+    (``MANIFEST``) names it, unchanged since (same size and SHA-256, ``_stamp``), or this
+    process wrote it where the record could not be written."""
+    target = _target(path)
+    if target.name == MANIFEST:
+        raise SpecError(
+            where or str(path),
+            "",
+            "is the name of inference-econ's record of the files it writes in a folder",
+            "choose another name",
+        )
+    known = _read_record(target.parent)
+    if not os.path.lexists(target):
+        return
+    fix = "remove it, or choose another name"
+    if target.name in known:
+        if known[target.name] is None or _unchanged(target, known[target.name]):
+            return
+        problem = (
+            f"has changed since inference-econ wrote it (its content is not the one in {MANIFEST})"
+        )
+    elif _unchanged(target, _UNRECORDED.get(target)):
+        return
+    else:
+        problem = f"exists, and inference-econ did not write it (it is not in {MANIFEST})"
+        fix += "; a file an earlier version wrote is not recorded: remove it once"
+    raise SpecError(where or str(path), "", f"{problem}: replacing it would destroy it", fix)
 
 
 def check_owned(folder: str | os.PathLike, names: Iterable[str]) -> None:
     """Refuse, before anything is computed, names a run will write in ``folder`` that hold a
-    file the toolkit did not write there (``owned_folder``)."""
-    real = Path(os.path.realpath(os.fspath(folder)))
-    known = _recorded(real)
+    file the toolkit did not write there (``check_owned_file``)."""
     for name in names:
-        _check_owner(real / name, known)
+        check_owned_file(Path(os.fspath(folder)) / name)
 
 
-def _check_owner(path: Path, known: set[str]) -> None:
-    if os.path.lexists(path) and path.name not in known:
-        raise SpecError(
-            str(path),
-            "",
-            "exists, and inference-econ did not write it here (it is not in "
-            f"{MANIFEST}): replacing it would destroy it",
-            "move it away, or write to another folder",
-        )
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """The folder locked (``flock`` on the folder itself, Linux and macOS) while its record is
+    read and written, so two commands writing in one folder at once lose no entry."""
+    try:
+        import fcntl
 
-
-def _claim(path: str | os.PathLike) -> None:
-    """Inside ``owned_folder``: refuse a file of that folder the toolkit did not write, and
-    record a new name in the folder's manifest before the file is written."""
-    owned = _OWNED.get()
-    if not owned:
+        fd = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
         return
-    given = Path(os.fspath(path))
-    folder = Path(os.path.realpath(given.parent))
-    known = owned.get(folder)
-    if known is None or given.name == MANIFEST or given.name in known:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _claim(target: Path) -> bool:
+    """Before a file is written: its name enters its folder's record (without a stamp until
+    it is whole), so a run killed at any moment leaves every file it wrote recorded. False
+    when the record cannot be written (``_record_writable``)."""
+    folder = target.parent
+    if not _record_writable(folder):
+        return False
+    with _locked(folder):
+        known = _read_record(folder)
+        known[target.name] = None
+        _save_record(folder, known)
+    return True
+
+
+def _stamped(target: Path, claimed: bool, path) -> None:
+    """After a file is written: its stamp in the record (or, where the record cannot be
+    written, in this process's memory, with a warning that a later run will refuse it)."""
+    stamp = _stamp(target)
+    if claimed:
+        with _locked(target.parent):
+            known = _read_record(target.parent)
+            known[target.name] = stamp
+            _save_record(target.parent, known)
         return
-    _check_owner(folder / given.name, known)
-    known.add(given.name)
-    text = json.dumps({"written_by": "inference-econ", "files": sorted(known)}, indent=1)
-    write_atomic(folder / MANIFEST, text + "\n")
+    _UNRECORDED[target] = stamp
+    from ..errors import warn
+
+    warn(
+        f"{path}: written, but {target.parent / MANIFEST} cannot be written to record it, "
+        "so a later run will refuse to replace it (make that record writable, or write elsewhere)"
+    )
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes | Iterable[bytes]) -> Path:
+def write_atomic(
+    path: str | os.PathLike, data: str | bytes | Iterable[bytes], record: bool = True
+) -> Path:
     """Write a file so that readers see the old content or the new, never half of it.
 
     Follows symlinks (the link stays and its target is replaced), keeps an existing file's
-    mode, refuses non-regular targets and inputs of the running command, and inside
-    ``owned_folder`` a file the toolkit did not write; returns ``path``. ``data`` may be
-    chunks of bytes (written as they come: a large file is never all in memory).
+    mode, refuses non-regular targets, inputs of the running command and a file the toolkit
+    did not write (``check_owned_file``); records the file in its folder's record
+    (``MANIFEST``) so a later run may replace it; returns ``path``. ``data`` may be chunks of
+    bytes (written as they come: a large file is never all in memory). ``record=False``: a
+    file that is the toolkit's by its place and name (the record itself, a study's cache).
     """
-    check_output(path)
-    _claim(path)
-    target = _target(path)
+    target = check_output(path, owned=record)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _os_error(path, exc) from None
+    claimed = _claim(target) if record else False
     if isinstance(data, str):
         payload: bytes | Iterable[bytes] = data.encode("utf-8")
     else:
@@ -276,12 +390,13 @@ def write_atomic(path: str | os.PathLike, data: str | bytes | Iterable[bytes]) -
         os.umask(umask)
         mode = 0o666 & ~umask
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         # chunks are read once: straight to a named temporary file
         if not isinstance(payload, bytes) or not _write_unnamed(target, payload, mode):
             _write_named(target, payload, mode)
     except OSError as exc:
         raise _os_error(path, exc) from None
+    if record:
+        _stamped(target, claimed, path)
     return Path(path)
 
 

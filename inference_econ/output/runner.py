@@ -29,7 +29,7 @@ from ..studies.observations import load_observations, overlay_points
 from ..studies.scenario import Scenario, load_scenario
 from ..studies.tables import columns_for, run_table, scenario_metadata
 from . import plots
-from .files import check_folder, owned_folder, write_atomic
+from .files import check_folder, write_atomic
 from .render import render
 from .style import line_style, speculates
 
@@ -249,9 +249,9 @@ def run_scenario(
         return _run(scenario, None, formats, table_formats, measured_csv, progress, observations,
                     offer_price, assumptions)  # fmt: skip
     check_folder(out_dir)  # before anything is computed
-    with owned_folder(out_dir):  # a user's own file of an output's name is never replaced
-        return _run(scenario, out_dir, formats, table_formats, measured_csv, progress,
-                    observations, offer_price, assumptions)  # fmt: skip
+    # write_atomic never replaces a user's own file of an output's name (files.MANIFEST)
+    return _run(scenario, out_dir, formats, table_formats, measured_csv, progress,
+                observations, offer_price, assumptions)  # fmt: skip
 
 
 def _run(

@@ -34,7 +34,7 @@ from ..studies.study import (
     study_from_dict,
     tables,
 )
-from .files import check_owned, owned_folder, write_atomic
+from .files import check_owned, write_atomic
 from .render import csv_chunks
 
 TABLES = ("key_points", "frontiers")
@@ -83,7 +83,8 @@ class CellCache:
         return None if payload_problem(payload) else payload
 
     def put(self, key: str, payload: dict) -> None:
-        write_atomic(self.path(key), json.dumps(payload, allow_nan=True))
+        # the cache's own file (a damaged one is computed again and replaced): not recorded
+        write_atomic(self.path(key), json.dumps(payload, allow_nan=True), record=False)
 
 
 def as_study(spec) -> Study:
@@ -160,8 +161,7 @@ def run_study(
         elapsed_s=elapsed,
     )
     if folder is not None:
-        with owned_folder(folder):
-            result.files += write_study(result, folder, progress)
+        result.files += write_study(result, folder, progress)
     return result
 
 

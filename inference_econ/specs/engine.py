@@ -148,6 +148,15 @@ TERMS: tuple[Term, ...] = (
         "time per sequence per step: sampling, detokenisation, bookkeeping (§F5)",
     ),
     Term(
+        "host_overhead_exposed",
+        "fraction",
+        0.0,
+        1.0,
+        "share of the host's step and sequence overheads the GPU waits for: 1 an engine that "
+        "prepares each step after the last, 0 one whose overlap scheduler does it while the "
+        "GPU runs the step before (§F5)",
+    ),
+    Term(
         "eager_layer_overhead_s",
         "seconds",
         0.0,
@@ -308,6 +317,7 @@ class EngineProfile:
     layer_overhead_s: float = 30e-6
     step_overhead_s: float = 1e-3
     sequence_overhead_s: float = 4e-6
+    host_overhead_exposed: float = 1.0
     eager_layer_overhead_s: float = 40e-6
     cuda_graph_max_batch: int = 8192
     step_time_scale: float = 1.0
@@ -338,7 +348,8 @@ class EngineProfile:
     limits: tuple[SchedulerLimits, ...] = ()
     #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
     #: than the engine's defaults: (benchmark, (entry, ...)), each entry ((field, value), ...)
-    #: with the fields ``admission``, ``prefill``, ``scheduler_steps`` and the attention-DP
+    #: with the fields ``admission``, ``prefill``, ``scheduler_steps``,
+    #: ``host_overhead_exposed`` (the runtime it runs the model on) and the attention-DP
     #: balancing (``ADP_BALANCING``) and the ``versions``, ``models`` and ``scenarios`` it
     #: holds for; the first entry that holds for a run applies (e.g. MLPerf
     #: Inference's harness runs TensorRT-LLM with chunked prompts, the engine's default being
@@ -450,6 +461,20 @@ class EngineProfile:
             return None
         return int(changes[ADP_BALANCING[0]]), int(changes[ADP_BALANCING[1]])
 
+    def harness_host_overhead_exposed(
+        self,
+        harness: str | None = None,
+        version: str | None = None,
+        model: str | None = None,
+        scenario: str | None = None,
+    ) -> float | None:
+        """The share of the host overheads a step waits for (``host_overhead_exposed``) under a
+        benchmark's ``harness`` for ``version``, ``model`` and ``scenario``: the runtime the
+        harness runs that model on (docs/model.md §F5); None: the harness does not say."""
+        changes = self.harness_fields(harness, version, model, scenario) or {}
+        share = changes.get("host_overhead_exposed")
+        return None if share is None else float(share)
+
     def standard_error(self, name: str) -> float | None:
         return dict(self.standard_errors).get(name)
 
@@ -468,6 +493,14 @@ class EngineProfile:
         """A copy with some terms changed (checked against their bounds)."""
         values = _validated(changes, f"profile {self.name}")
         return dataclasses.replace(self, _cache={}, **values)
+
+    def with_terms(self, **changes: float) -> EngineProfile:
+        """``replace`` kept once per set of changes: the same object (and its cache of
+        resolved profiles) for every run that changes the same terms the same way."""
+        key = ("with_terms", tuple(sorted(changes.items())))
+        if key not in self._cache:
+            self._cache[key] = self.replace(**changes)
+        return self._cache[key]
 
 
 def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -616,6 +649,10 @@ def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
     return tuple(out)
 
 
+#: ``host_overhead_exposed`` of a run whose runtime is not known (a measured row stating no
+#: engine version and no harness that names the runtime): its host work is charged, as by an
+#: engine that prepares each step after the last ends (docs/model.md §F5).
+RUNTIME_UNKNOWN_HOST_OVERHEAD_EXPOSED = 1.0
 #: Benchmark harnesses a profile can say it runs under (``EngineProfile.harnesses``).
 HARNESSES = ("mlperf",)
 #: The scenarios a harness entry can be restricted to (``scenarios``: MLPerf Inference's).
@@ -706,6 +743,13 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
             )
             fields.append((key, int(steps)))
             continue
+        if key == "host_overhead_exposed":  # the runtime the harness runs the model on
+            t = BY_TERM[key]
+            share = check_number(
+                word, source, f"{where}.{key}", minimum=t.minimum, maximum=t.maximum
+            )
+            fields.append((key, float(share)))
+            continue
         if key == "scheduler_steps":
             t = BY_TERM[key]
             steps = check_number(
@@ -723,8 +767,8 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
                 source,
                 f"{where}.{key}",
                 "unknown field",
-                f"admission, prefill, scheduler_steps, {', '.join(ADP_BALANCING)}, versions, "
-                "models or scenarios",
+                f"admission, prefill, scheduler_steps, host_overhead_exposed, "
+                f"{', '.join(ADP_BALANCING)}, versions, models or scenarios",
             )
         if word not in CHOICES[key]:
             raise SpecError(

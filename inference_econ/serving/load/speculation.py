@@ -33,6 +33,7 @@ import numpy as np
 
 from ...errors import InfeasibleError
 from ...model.assumptions import Assumptions
+from ...model.efficiency import host_overhead_s
 from ...model.latency import StepModel
 from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts
 from ...model.workload import Workload
@@ -174,7 +175,7 @@ def draft_engine(
     _, layout, table = best
     if model.profile is not None:  # its passes run inside the target's engine step, whose
         # scheduling and input preparation (§F5's step overhead) the target's table holds
-        once = model.profile.step_time_scale * model.profile.step_overhead_s
+        once = model.profile.step_time_scale * float(host_overhead_s(model.profile, 0.0))
         table.fixed_s = [x - once if x > 0.0 else 0.0 for x in table.fixed_s]
     cycles = tuple(spec.cycles())
     return DraftEngine(

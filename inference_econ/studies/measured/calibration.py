@@ -243,6 +243,18 @@ def _pair(errors: dict, sep: str, median: str = "", p90: str = "") -> str:
     return f"{median}{errors['median']:.3f}{sep}{p90}{errors['p90']:.3f}"
 
 
+#: Terms a run sets on its engine's profile and the fit never touches: the share of the host
+#: overheads a step waits for, by the runtime the row's harness or version names (§F5).
+RUN_TERMS = ("host_overhead_exposed",)
+
+
+def with_run_terms(profile: EngineProfile, run: EngineProfile) -> EngineProfile:
+    """``profile`` (an engine's, with fitted terms) with the ``RUN_TERMS`` of ``run`` (the same
+    engine's profile as one row runs it)."""
+    changes = {t: run.value(t) for t in RUN_TERMS if run.value(t) != profile.value(t)}
+    return profile.with_terms(**changes) if changes else profile
+
+
 def _engine_specific(term: str, engine: str, base_name: str) -> bool:
     """Whether ``engine`` has its own value of ``term`` (then the shared value is not its)."""
     return term == ENGINE_PRIOR.term and engine != base_name
@@ -273,6 +285,9 @@ class _Problem:
     all_engines: list = field(default_factory=list)
     all_measured: np.ndarray = field(default_factory=lambda: np.zeros(0))
     all_groups: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: The profile of every step and every point, where a run sets ``RUN_TERMS`` on its own.
+    step_profiles: tuple = ()
+    point_profiles: tuple = ()
     #: Weight of one prior against one row (``PRIOR_WEIGHT``; nested cross-validation varies it).
     prior_weight: float = PRIOR_WEIGHT
     _memo: dict = field(default_factory=dict)
@@ -282,8 +297,12 @@ class _Problem:
         memo = (term, level, keys)
         if memo not in self._memo:
             engines = self.step_engine if level == "step" else self.point_engine
-            values = {e: self.base[e].value(term) for e in set(engines)}
-            base = np.array([values[e] for e in engines], float)
+            if term in RUN_TERMS:  # set by each run (its runtime): the value of its own profile
+                runs = self.step_profiles if level == "step" else self.point_profiles
+                base = np.array([p.value(term) for p in runs], float)
+            else:
+                values = {e: self.base[e].value(term) for e in set(engines)}
+                base = np.array([values[e] for e in engines], float)
             own = [e for e in self.base if _engine_specific(term, e, self.base_name)]
             masks = []
             for k, key in enumerate(keys):
@@ -595,7 +614,9 @@ def predict_with(problem, index, keys, values) -> np.ndarray:
     engines = {}
     for n, k in enumerate(index):
         e = problem.all_engines[k]
-        engines[n] = dataclasses.replace(e, profile=profiles[e.profile.name])
+        engines[n] = dataclasses.replace(
+            e, profile=with_run_terms(profiles[e.profile.name], e.profile)
+        )
     predicted, *_ = pr.predict_rows(rows, ACHIEVABLE, engines=engines)
     return predicted
 
@@ -624,7 +645,7 @@ def _problem(
     def adjusted(p: EngineProfile) -> EngineProfile:
         if p.name not in profiles:  # every fitted term at its prior: no earlier fit leaks in
             profiles[p.name] = p.replace(**{**prior_means(), **collective})
-        return profiles[p.name]
+        return with_run_terms(profiles[p.name], p)
 
     usable, engines, unknown = [], [], 0
     for r in rows:
@@ -655,6 +676,8 @@ def _problem(
     w = w / math.sqrt(np.mean(w**2)) if len(w) else w
     step_engine = np.array(plan.step_engines())
     point_engine = np.array([plan.engines[i].profile.name for i in pts.row])
+    step_profiles = tuple(plan.step_profiles())
+    point_profiles = tuple(plan.engines[i].profile for i in pts.row)
     by_name = dict(profiles)
     return _Problem(
         plan,
@@ -673,6 +696,8 @@ def _problem(
         all_engines=engines,
         all_measured=all_measured,
         all_groups=all_groups,
+        step_profiles=step_profiles,
+        point_profiles=point_profiles,
     )
 
 

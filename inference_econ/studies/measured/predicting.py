@@ -35,7 +35,13 @@ from ...model.mixed_step import EngineLayout, mixed_step_s, mixed_step_work
 from ...model.workload import compile_workload
 from ...serving.load.engine import EngineConfig
 from ...serving.setting import Setting
-from ...specs.engine import EngineProfile, load_engine, select_engine, split_engine
+from ...specs.engine import (
+    RUNTIME_UNKNOWN_HOST_OVERHEAD_EXPOSED,
+    EngineProfile,
+    load_engine,
+    select_engine,
+    split_engine,
+)
 from . import replay as rp
 from . import semantics as sem
 from .reading import SHARED, MeasuredRow
@@ -130,6 +136,17 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     admission, prefill = prof.scheduler_policy(harness, version, model, sc)
     steps = prof.harness_scheduler_steps(harness, version, model, sc)
     balancing = prof.harness_adp_balancing(harness, version, model, sc)
+    # the host work a step waits for depends on the runtime (§F5): a harness names the one it
+    # runs the model on; a row stating no version (nor an engine given) runs one not known,
+    # whose host work is charged as by an engine that waits for it
+    exposed = prof.harness_host_overhead_exposed(harness, version, model, sc)
+    unknown = exposed is None and not version and engine is None
+    if unknown:
+        exposed = RUNTIME_UNKNOWN_HOST_OVERHEAD_EXPOSED
+    if exposed is not None and exposed != prof.host_overhead_exposed:
+        prof = prof.with_terms(host_overhead_exposed=exposed)
+    else:
+        unknown = False
     # per instance: ``for_layout`` spreads it over attention ranks itself; with attention DP
     # each rank schedules its own requests (``EngineConfig.rank_scheduling``)
     config = EngineConfig(
@@ -143,10 +160,14 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         adp_balancing=balancing,
     )
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
+    if unknown:
+        label += ", host overheads charged"
     if harness:
         multi = f", {steps} decode steps per schedule" if steps > 1 else ""
         if balancing is not None:
             multi += f", attention-DP balancing {balancing[0]}/{balancing[1]} steps"
+        if exposed is not None:
+            multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
         label += f", {harness} harness ({prefill} prompts, {admission} admission{multi})"
     return RowEngine(prof, config, label)
 
@@ -263,6 +284,13 @@ class Plan:
             D, n, P, c, R = g.arrays()
             works.append(mixed_step_work(g.model, g.prefill, g.layout, D, n, P, c, R))
         return concatenate(works)
+
+    def step_profiles(self) -> list:
+        """The engine profile of every step (None: the ideal engine)."""
+        out = []
+        for g in self.groups:
+            out += [g.model.profile] * len(g.D)
+        return out
 
     def step_engines(self) -> list:
         """The engine profile name of every step (for per-engine terms in calibration)."""
