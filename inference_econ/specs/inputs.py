@@ -14,7 +14,7 @@ import io
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -199,26 +199,16 @@ def csv_rows(
     comments: bool = False,
 ) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """A CSV file's header (names stripped) and its rows as ``(line, cells)``: the line each
-    row starts on (the header is line 1), blank rows (no cell but spaces) left out (and, with ``comments``, lines
-    starting with ``#``). Read with the ``csv`` module, so a row of more cells than the header
+    row starts on (the header is line 1), blank rows (no cell but spaces) left out (and, with
+    ``comments``, lines starting with ``#``). Read with the ``csv`` module, so a row of more cells than the header
     is that row's problem (``row_cells``), never the file's end or a silent shift of its columns
     (pandas takes a first row of one cell too many as an index). A file ``csv`` cannot split
     is one error."""
     source = str(path)
-    reader = csv.reader(csv_stream(path, limit), skipinitialspace=skipinitialspace)
-    header: list[str] | None = None
-    rows: list[tuple[int, list[str]]] = []
+    text = read_text(path, limit)
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=skipinitialspace)
     try:
-        start = 1
-        for cells in reader:
-            if (cells and cells[0].strip() or any(c.strip() for c in cells)) and not (
-                comments and cells[0].lstrip().startswith("#")
-            ):
-                if header is None:
-                    header = cells
-                else:
-                    rows.append((start, cells))
-            start = reader.line_num + 1
+        every = list(reader)  # at C speed; [] for an empty line
     except csv.Error as exc:
         raise SpecError(
             source,
@@ -226,7 +216,23 @@ def csv_rows(
             f"is not valid CSV at line {reader.line_num}: {exc}",
             "close every quote; quote cells that hold commas",
         ) from None
-    return [h.strip() for h in header or []], rows
+    lines = text.count("\n") + (not text.endswith("\n"))
+    if len(every) == lines:  # no row spans lines (a quoted newline): row i is on line i + 1
+        starts: Iterable[int] = range(1, len(every) + 1)
+    else:  # read again, noting where each row starts
+        reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=skipinitialspace)
+        starts = [1]
+        for _ in reader:
+            starts.append(reader.line_num + 1)
+    kept = [
+        (line, cells)
+        for line, cells in zip(starts, every)
+        if (cells and cells[0].strip() or any(c.strip() for c in cells))
+        and not (comments and cells[0].lstrip().startswith("#"))
+    ]
+    if not kept:
+        return [], []
+    return [h.strip() for h in kept[0][1]], kept[1:]
 
 
 def row_cells(source: str, line: int, cells: list[str], width: int, at: list[int]) -> list[str]:
