@@ -160,6 +160,13 @@ def test_an_unreadable_offer_row_is_left_out_and_the_results_say_so(tmp_path):
         f"2 of 4 observation rows of {path} left out (unreadable): line 3: tokens_per_s: "
         "expected a number in tokens/s per request, got 'fast'; line 4: 7 values for 6 columns"
     )
+    from inference_econ.output.runner import _observed
+    from inference_econ.studies.scenario import load_scenario
+
+    with pytest.warns(ie.InferenceEconWarning):  # drawn on a figure: the run's notes say so
+        points, notes = _observed(load_scenario("paper/figure-3"), path, "output")
+    assert [p["label"].split(":")[0] for p in points] == ["A", "D"]
+    assert notes == (offers.left_out.note(),) and notes[0].startswith("2 of 4 observation rows")
     path.write_text(HEADER + "A,Llama 3 70B,2024-08,fast,0.9,0.9\nB,,2024,1,1,1\n")
     result = CliRunner().invoke(main, ["infer", "margin", str(path)])
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1

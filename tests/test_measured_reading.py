@@ -208,6 +208,9 @@ def test_a_row_with_more_cells_than_the_header_is_that_rows_reason(tmp_path):
     )
     assert first.model_text == "x" and second.model_text == "a"  # no column shifted
     assert second.status.startswith("unresolved: ") and "cells" not in second.status
+    path.write_text("model,hardware,n_gpus,metric,value,unit\nx,y,1,2,3,4,5,6\na,b,1,m,2,u,7\n")
+    with pytest.raises(SpecError, match="line 2: has 8 cells.*none of its 2 rows can be read"):
+        load_measured(path)  # no row can be read: one error (exit 2), not a table of reasons
     good = v50_lines(OFFLINE, SERVER)
     clean = predicting.compare(write(tmp_path, good, name="clean.csv"), "achievable").table
     ragged = good[0] + ',"an unquoted, comma"'  # one cell more than the header

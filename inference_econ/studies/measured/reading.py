@@ -195,6 +195,8 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
         names, ragged = list(df.columns), {}  # once: iterating an Arrow index is slow
         columns = [df[c].tolist() for c in df.columns]
     records = [dict(zip(names, cells)) for cells in zip(*columns)]
+    if ragged and len(ragged) == len(records):  # no row can be read: one error, not a table
+        left_out(str(path), "row", len(records), [(i + 2, e) for i, e in ragged.items()])
     # each row's cells but its value, zipped at C speed: with its parent's line they say
     # which resolution it shares (a derived row's context is its own cells and its parent's)
     others = list(zip(*(c for name, c in zip(names, columns) if name != "value")))
