@@ -200,10 +200,10 @@ def csv_rows(
 ) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """A CSV file's header (names stripped) and its rows as ``(line, cells)``: the line each
     row starts on (the header is line 1), blank rows (no cell but spaces) left out (and, with
-    ``comments``, lines starting with ``#``). Read with the ``csv`` module, so a row of more cells than the header
-    is that row's problem (``row_cells``), never the file's end or a silent shift of its columns
-    (pandas takes a first row of one cell too many as an index). A file ``csv`` cannot split
-    is one error."""
+    ``comments``, lines starting with ``#``). Read with the ``csv`` module, so a row of more
+    cells than the header is that row's problem (``row_cells``), never the file's end or a
+    silent shift of its columns (pandas takes a first row of one cell too many as an index).
+    A file ``csv`` cannot split is one error (an unclosed quote runs to the end: one row)."""
     source = str(path)
     text = read_text(path, limit)
     reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=skipinitialspace)
