@@ -181,6 +181,10 @@ def test_capacity_demand_end_to_end(tmp_path):
             sizes=[1],
         )
     s = plan.summary()
+    assert plan.notes[0] == (  # the plan states the row it left out (it was a warning only)
+        f"1 of 4 demand rows of {curve} left out (unreadable): line 5: requests_per_s: "
+        "expected a number in requests/s, got 'oops'"
+    )
     assert s.hours == 3 and s.total_usd <= s.all_on_demand_usd
     assert s.total_usd >= s.all_reserved_used_usd - 1e-9
     assert math.isfinite(s.usd_per_m_output_tokens_all_in) and s.reserved_basis == "owned"
@@ -196,3 +200,11 @@ def test_a_demand_curve_counts_its_hours_in_words(tmp_path):
     )
     curve.write_text("hour,requests_per_s\n0,10\n1,30\n", encoding="utf-8")
     assert load_demand(curve).describe().startswith("2 hours of demand from")
+    # '#' lines count in the line numbers; a ragged row is its own reason, not the file's end
+    curve.write_text("# a day\nhour,requests_per_s\n0,10\n1,30,5\n1,20\n", encoding="utf-8")
+    with pytest.warns(ie.InferenceEconWarning, match="line 4: has 3 cells"):
+        read = load_demand(curve)
+    assert read.requests_per_s.tolist() == [10, 20] and [r[0] for r in read.left_out.reasons] == [4]
+    curve.write_text("hour,requests_per_s\n0,x\n1,-2\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="line 2: field 'requests_per_s'.*none of its 2 demand"):
+        load_demand(curve)

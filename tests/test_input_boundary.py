@@ -390,8 +390,12 @@ def test_an_overlay_of_10000_points_is_read_at_once_and_drawn_as_one_scatter_per
     fig = plots.frontier_figure({}, "overlay", measured=points)
     assert len(fig.axes[0].collections) == 3
     plots.plt.close(fig)
-    csv.write_text("tokens_per_s,usd_per_mtok\n5,1\n7,abc\n")
-    with pytest.raises(SpecError, match="row 3: usd_per_mtok"):
+    csv.write_text("tokens_per_s,usd_per_mtok\n5,1\n7,abc\n")  # the bad row: left out
+    with pytest.warns(ie.InferenceEconWarning, match="line 3: field 'usd_per_mtok'"):
+        (point,) = load_overlay_points(csv)
+    assert point["tokens_per_s"] == 5 and point["usd_per_mtok"] == 1
+    csv.write_text("tokens_per_s,usd_per_mtok\n5,0\n7,abc\n")  # no readable row: an error
+    with pytest.raises(SpecError, match="line 2: field 'usd_per_mtok'.*none of its 2 point"):
         load_overlay_points(csv)
     csv.write_text("tokens_per_s,usd_per_mtok\n")
     with pytest.raises(SpecError, match="no rows"):
@@ -431,14 +435,59 @@ def test_an_overlay_per_gpu_is_priced_row_by_row_when_the_curves_gpus_differ(tmp
         "label,tokens_per_s,tokens_per_s_per_gpu,hardware\nmine,60,1000,H100-paper\n"
         "theirs,60,1000,A100-paper\n"
     )
-    mine, theirs = _overlay(scenario, csv)
+    (mine, theirs), notes = _overlay(scenario, csv)
+    assert notes == ()
     # 1000 tok/s per GPU: $2.10/h / 3.6 Mtok/h = $0.5833/Mtok; A100 at $1.506667/h: $0.4185
     assert mine["usd_per_mtok"] == pytest.approx(2.1 / 3.6, rel=1e-6)
     assert theirs["usd_per_mtok"] == pytest.approx(1.506667 / 3.6, rel=1e-6)
     assert mine["marker"] != theirs["marker"]  # two labels, two shapes
     csv.write_text("tokens_per_s,tokens_per_s_per_gpu,hardware\n60,1000,H1OO\n")
-    with pytest.raises(SpecError, match="row 2: hardware"):
+    with pytest.raises(SpecError, match="line 2: field 'hardware'.*none of its 1 point row"):
         _overlay(scenario, csv)
+
+
+def test_an_unreadable_overlay_row_is_left_out_and_the_run_says_so(tmp_path):
+    """One bad row of a --measured overlay (text, a ragged row) stopped the run (exit 2): now
+    it is one warning line (file, line, field, fix), the other points are drawn and the run's
+    notes state the rows left out; a file of no readable row is still exit 2, one line."""
+    spec = tmp_path / "one.yaml"
+    spec.write_text(
+        "title: one GPU\nkind: figure\nplots: [frontier]\ndefaults: {model: Llama 3 8B}\n"
+        "curves:\n  - {label: H100, hardware: H100-paper}\n"
+    )
+    csv = tmp_path / "m.csv"
+    csv.write_text(
+        "label,tokens_per_s,usd_per_mtok\nme,60,2.5\nme,fast,1\nme,30,1.5,9\nyou,20,0.8\n"
+    )
+    args = ["run", str(spec), "--measured", str(csv), "--format", "json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    warned = [x for x in result.stderr.splitlines() if x.endswith("the row is left out")]
+    assert warned == [
+        f"warning: {csv}: line 3: field 'tokens_per_s': expected a number in tokens/s, got "
+        "'fast' (expected a number > 0 and <= 1e+12); the row is left out",
+        f"warning: {csv}: line 4: has 4 cells for the header's 3 columns (quote cells that hold "
+        "commas); the row is left out",
+    ]
+    import json
+
+    notes = json.loads(result.stdout)["notes"]
+    assert f"2 of 4 point rows of {csv} left out (unreadable): line 3: tokens_per_s: " in (
+        " ".join(notes)
+    )
+    from inference_econ.studies.measured.reading import load_overlay_points
+
+    with pytest.warns(ie.InferenceEconWarning):
+        points = load_overlay_points(csv)
+    assert [(p["label"], p["tokens_per_s"], p["usd_per_mtok"]) for p in points] == [
+        ("me", 60, 2.5),
+        ("you", 20, 0.8),
+    ]
+    csv.write_text("label,tokens_per_s,usd_per_mtok\nme,0,2.5\nme,fast,1\n")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"{csv}: line 2: field 'tokens_per_s'" in result.stderr
+    assert "none of its 2 point rows can be read" in result.stderr
 
 
 # --- round 3: every reader behind the boundary, huge numbers, wrong shapes ------------------

@@ -6,6 +6,7 @@ qualitative claims (the Llama 3 70B offer needs speculative decoding; k near 3 i
 with its Table 3). Grids are 60 points per axis: none of the answers below depends on it.
 """
 
+import json
 import math
 from pathlib import Path
 
@@ -116,10 +117,61 @@ def test_scenario_figures_draw_the_offers(tmp_path):
     assert offers[0].get_offsets().tolist() == [[158.0, 0.9]]
     # an offers file given to the run replaces the scenario's; blended prices on request
     gpt4 = scenario_from_dict({**data, "curves": [{**curve, "model": "GPT-4"}]}, "s.yaml")
-    (point,) = runner._observed(gpt4, "paper-2025", "blended")
+    (point,), notes = runner._observed(gpt4, "paper-2025", "blended")
+    assert notes == ()
     assert point["usd_per_mtok"] == pytest.approx(37.5)
     with pytest.raises(SpecError, match="s.yaml: field 'observations'"):
         scenario_from_dict({**data, "observations": "paper-2024"}, "s.yaml")
+
+
+def test_an_unreadable_offer_row_is_left_out_and_the_results_say_so(tmp_path):
+    """One bad row (text for a speed, an unquoted comma) stopped the whole offers file
+    (exit 2): now each is one warning line (file, row, field, fix), the other offers are
+    analysed, and the output states the rows left out; no readable row is still exit 2."""
+    path = tmp_path / "offers.csv"
+    path.write_text(
+        HEADER
+        + "A,Llama 3 70B,2024-08,100,0.9,0.9\n"
+        + "B,Llama 3 70B,2024-08,fast,0.9,0.9\n"
+        + "C,Llama 3 70B,2024-08,60,0.5,0.5,unquoted\n"
+        + "D,Llama 3 70B,2024-08,40,0.3,0.35\n"
+    )
+    with pytest.warns(ie.InferenceEconWarning, match="row 3: field 'tokens_per_s'"):
+        offers = load_observations(path)
+    assert [(o.provider, o.tokens_per_s, o.usd_per_mtok_output) for o in offers] == [
+        ("A", 100, 0.9),
+        ("D", 40, 0.35),
+    ]
+    assert [line for line, _ in offers.left_out.reasons] == [3, 4]
+    result = CliRunner().invoke(main, ["infer", "margin", str(path), "--format", "json"])
+    assert result.exit_code == 0
+    warned = [x for x in result.stderr.splitlines() if x.endswith("the row is left out")]
+    assert warned == [
+        f"warning: {path}, row 3: field 'tokens_per_s': expected a number in tokens/s per "
+        "request, got 'fast' (expected a number > 0 and <= 1000000); the row is left out",
+        f"warning: {path}, row 4: 7 values for 6 columns (quote text that contains commas); "
+        "the row is left out",
+    ]
+    assert sorted(set(row["offer"][:2] for row in json.loads(result.stdout)["rows"])) == [
+        "A:",
+        "D:",
+    ]
+    assert json.loads(result.stdout)["metadata"]["observations_left_out"] == (
+        f"2 of 4 observation rows of {path} left out (unreadable): line 3: tokens_per_s: "
+        "expected a number in tokens/s per request, got 'fast'; line 4: 7 values for 6 columns"
+    )
+    from inference_econ.output.runner import _observed
+    from inference_econ.studies.scenario import load_scenario
+
+    with pytest.warns(ie.InferenceEconWarning):  # drawn on a figure: the run's notes say so
+        points, notes = _observed(load_scenario("paper/figure-3"), path, "output")
+    assert [p["label"].split(":")[0] for p in points] == ["A", "D"]
+    assert notes == (offers.left_out.note(),) and notes[0].startswith("2 of 4 observation rows")
+    path.write_text(HEADER + "A,Llama 3 70B,2024-08,fast,0.9,0.9\nB,,2024,1,1,1\n")
+    result = CliRunner().invoke(main, ["infer", "margin", str(path)])
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "row 2: field 'tokens_per_s'" in result.stderr
+    assert "none of its 2 observation rows can be read" in result.stderr
 
 
 # --- feasibility -----------------------------------------------------------------------------
@@ -362,7 +414,7 @@ def test_offers_on_a_figure_take_the_colour_of_their_models_curve():
     from inference_econ.studies.scenario import load_scenario
 
     scenario = load_scenario("paper/figure-3")
-    points = _observed(scenario, "paper-2025", "output")
+    points = _observed(scenario, "paper-2025", "output")[0]
     curves = {p["label"].split(":")[0]: p["curve"] for p in points}
     # each offer is drawn with the first curve of its model (figure-3's colours by model)
     assert {p["curve"] for p in points} <= {c.label for c in scenario.curves}

@@ -414,6 +414,46 @@ def test_trace_file_is_validated(tmp_path):
         load_trace(tmp_path / "missing.csv")
 
 
+def test_a_bad_trace_row_is_left_out_and_the_simulation_says_so(tmp_path):
+    """One unreadable row (text, a ragged row) stopped the whole trace (exit 2): now each is
+    reported on one line of stderr (file, line, field, fix), the other rows are simulated,
+    and the result's notes say how many rows were left out, since that changes the load."""
+    good = [f"{0.5 * i:g},{100 + 10 * i},{10 + i}" for i in range(8)]
+    rows = [*good[:2], "1.0,abc,12", *good[2:5], "3.0,100,10,extra", *good[5:]]
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_time_s,prompt_tokens,output_tokens\n" + "\n".join(rows) + "\n")
+    with pytest.warns(ie.InferenceEconWarning) as caught:
+        tr = load_trace(trace)
+    assert len(tr.arrival_s) == 8 and tr.prompt_tokens.tolist() == [100 + 10 * i for i in range(8)]
+    assert tr.output_tokens.sum() == sum(10 + i for i in range(8))
+    assert [r[0] for r in tr.left_out.reasons] == [4, 8]  # the header is line 1
+    assert f"{trace}: line 4: field 'prompt_tokens': expected a number" in str(caught[0].message)
+    code, out, err = _run(
+        "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--trace", str(trace),
+        "--format", "json",
+    )  # fmt: skip
+    payload = json.loads(out)
+    assert code == 0 and payload["rows"][0]["requests"] == 8  # 10 rows, 2 unreadable
+    (note,) = [n for n in payload["notes"] if "left out" in n]
+    assert note.startswith(f"2 of 10 trace rows of {trace} left out (unreadable): line 4: ")
+    assert "line 8: has 4 cells for the header's 3 columns" in note
+    warned = [x for x in err.splitlines() if "the row is left out" in x]
+    assert warned == [
+        f"warning: {trace}: line 4: field 'prompt_tokens': expected a number in tokens, got "
+        "'abc' (expected a whole number >= 1 and <= 1e+07); the row is left out",
+        f"warning: {trace}: line 8: has 4 cells for the header's 3 columns (quote cells that "
+        "hold commas); the row is left out",
+    ]
+    # every row unreadable: one clear line, exit 2
+    trace.write_text("arrival_time_s,prompt_tokens,output_tokens\n1,x,2\n2,3,-1\n")
+    code, out, err = _run(
+        "simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--trace", str(trace)
+    )
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {trace}: line 2: field 'prompt_tokens': expected a number")
+    assert "none of its 2 trace rows can be read" in err
+
+
 def test_refusals(llama8b):
     with pytest.raises(InfeasibleError, match="no room"):
         build_instance(make_setting("Llama 3 70B", "H100"), 1)

@@ -195,13 +195,37 @@ def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
     assert (kept.status == clean.status).all()
 
 
-def test_a_row_with_more_cells_than_the_header_names_its_line_and_the_fix(tmp_path):
+def test_a_row_with_more_cells_than_the_header_is_that_rows_reason(tmp_path):
+    """A ragged row (an unquoted comma) was the file's end (pandas: "Expected 6 fields in line
+    3, saw 8", exit 2), and as the FIRST row pandas silently took its first cell as an index
+    and shifted every column: now it is that row's reason, and the others are predicted."""
     path = tmp_path / "ragged.csv"
-    path.write_text("model,hardware,n_gpus,metric,value,unit\na,b,1,m,2,u\nx,y,1,2,3,4,5,6\n")
-    with pytest.raises(SpecError) as e:
-        load_measured(path)
-    assert "Expected 6 fields in line 3, saw 8" in str(e.value)
-    assert e.value.fix == "quote cells that hold commas; every row has the header's columns"
+    path.write_text("model,hardware,n_gpus,metric,value,unit\nx,y,1,2,3,4,5,6\na,b,1,m,2,u\n")
+    first, second = load_measured(path)
+    assert (first.row, first.status) == (
+        2,
+        "unresolved: has 8 cells for the header's 6 columns (quote cells that hold commas)",
+    )
+    assert first.model_text == "x" and second.model_text == "a"  # no column shifted
+    assert second.status.startswith("unresolved: ") and "cells" not in second.status
+    path.write_text("model,hardware,n_gpus,metric,value,unit\nx,y,1,2,3,4,5,6\na,b,1,m,2,u,7\n")
+    with pytest.raises(SpecError, match="line 2: has 8 cells.*none of its 2 rows can be read"):
+        load_measured(path)  # no row can be read: one error (exit 2), not a table of reasons
+    good = v50_lines(OFFLINE, SERVER)
+    clean = predicting.compare(write(tmp_path, good, name="clean.csv"), "achievable").table
+    ragged = good[0] + ',"an unquoted, comma"'  # one cell more than the header
+    mixed = [ragged, good[0], ragged + ",x", good[1]]
+    table = predicting.compare(write(tmp_path, mixed, name="mixed.csv"), "achievable").table
+    assert table.row.tolist() == [2, 3, 4, 5]
+    header_cells = len(v50_lines(1)[0].split(","))
+    assert table.status.tolist()[0::2] == [
+        f"unresolved: has {header_cells + n} cells for the header's {header_cells} columns "
+        "(quote cells that hold commas)"
+        for n in (1, 2)
+    ]
+    kept = table.iloc[[1, 3]].reset_index(drop=True)
+    assert (kept.status == clean.status).all() and (clean.status == "ok").all()
+    assert np.allclose(kept.predicted, clean.predicted) and np.isfinite(kept.predicted).all()
 
 
 # --- derived rows, the /GPU rule, per node ---------------------------------------------------

@@ -52,6 +52,10 @@ hardware_list = click.option(
 )
 
 
+#: Where ``offers`` leaves, for ``inputs``, the note of the file's rows left out (unreadable).
+LEFT_OUT = "inference_econ.observations_left_out"
+
+
 def offers(observations, provider, model, values: dict, sized: bool = False):
     """The selected offers: rows of a file, or the one given by --speed and --price (which
     need --model, except for ``sized``: a closed model is sized whatever its name)."""
@@ -70,7 +74,9 @@ def offers(observations, provider, model, values: dict, sized: bool = False):
             "give one or the other",
         )
     if observations:
-        return select(load_observations(observations), provider, model)
+        rows = load_observations(observations)
+        ctx.meta[LEFT_OUT] = rows.notes()  # stated with the results (``inputs``)
+        return select(rows, provider, model)
     if speed is None or price is None:
         raise SpecError(
             "command line",
@@ -107,6 +113,9 @@ def inputs(observations, provider, model, kwargs: dict, used: dict | None = None
 
     if observations:
         meta = {"observations": display_path(find_observations(observations))}
+        left = click.get_current_context().meta.get(LEFT_OUT)
+        if left:
+            meta["observations_left_out"] = "; ".join(left)
         meta.update({k: v for k, v in (("provider", provider), ("model", model)) if v})
     else:
         meta = {"observations": "one offer given by --speed and --price"}

@@ -1186,6 +1186,8 @@ def load_frontier(
     if len(settings) > 1:
         meta["hardware"] = ", ".join(s.gpu.name for s in settings)
         meta.pop("hardware_file", None)
+    if traffic.input_notes:  # the trace rows left out (unreadable): the load is the others'
+        meta["trace_left_out"] = "; ".join(traffic.input_notes)
     return LoadFrontier(rate, targets, points, every, meta)
 
 

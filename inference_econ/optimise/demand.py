@@ -226,7 +226,8 @@ def demand_plan(
     ``traffic`` gives the request lengths (its rate is the demand's peak)."""
     rows = knee_rows(settings, traffic, targets, config, sizes, None, False, progress)
     output_tokens = float(np.mean(traffic.stream().output_tokens))
-    table, plans, notes = [], [], []
+    table, plans = [], []
+    notes = [demand.left_out.note()] if demand.left_out else []
     for row in rows:
         setting, n, per = row["setting"], row["gpus_per_instance"], row["max_rate_per_instance"]
         entry = {"hardware": setting.gpu.name, "gpus_per_instance": n, "layout": row["layout"]}

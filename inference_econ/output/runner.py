@@ -23,6 +23,7 @@ from ..serving.intervals import figures_line, interval_columns
 from ..serving.toy import square_root_law
 from ..specs.architecture import load_model
 from ..specs.hardware import load_hardware
+from ..specs.inputs import Rows
 from ..studies.measured.reading import load_overlay_points
 from ..studies.observations import load_observations, overlay_points
 from ..studies.scenario import Scenario, load_scenario
@@ -174,10 +175,11 @@ def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
     return plots.square_root_figure(points, scenario.title)
 
 
-def _overlay(scenario: Scenario, measured_csv) -> list[dict]:
-    """Measured operating points of the scenario file and of an overlay CSV; a CSV's
-    tokens_per_s_per_gpu is priced at the curves' GPU, or row by row (its ``hardware`` column)
-    when the curves' GPUs differ in price."""
+def _overlay(scenario: Scenario, measured_csv) -> tuple[list[dict], tuple[str, ...]]:
+    """Measured operating points of the scenario file and of an overlay CSV, and the note of
+    the CSV's rows left out (unreadable); a CSV's tokens_per_s_per_gpu is priced at the
+    curves' GPU, or row by row (its ``hardware`` column) when the curves' GPUs differ in
+    price."""
     measured = [dict(m) for m in scenario.measured if "tokens_per_s" in m and "usd_per_mtok" in m]
     if measured_csv is not None:
         prices = {c.setting().gpu.price_usd_per_hour for c in scenario.curves if c.toy is None}
@@ -188,7 +190,8 @@ def _overlay(scenario: Scenario, measured_csv) -> list[dict]:
         points = load_overlay_points(measured_csv, price)
         markers = _label_markers(points)
         measured += [{**p, "marker": markers[p["label"]]} for p in points]
-    return measured
+        return measured, points.notes()
+    return measured, ()
 
 
 def _label_markers(points: list[dict]) -> dict[str, str]:
@@ -206,18 +209,22 @@ def curve_models(scenario: Scenario) -> list:
     ]
 
 
-def _observed(scenario: Scenario, observations, offer_price: str) -> list[dict]:
+def _observed(
+    scenario: Scenario, observations, offer_price: str
+) -> tuple[list[dict], tuple[str, ...]]:
     """Provider offers (``studies/observations.py``) of the models the curves serve, each in
-    the colour of the first curve that serves its model."""
+    the colour of the first curve that serves its model, and the note of the file's rows left
+    out (unreadable)."""
     if observations is None:
         observations = scenario.observations or None
     if observations is None:
-        return []
+        return [], ()
     if isinstance(observations, (str, Path)):
         observations = load_observations(observations)
+    notes = observations.notes() if isinstance(observations, Rows) else ()
     labels = [c.label for c in scenario.curves]
     points = overlay_points(observations, offer_price, models=curve_models(scenario))[0]
-    return [{**p, "curve": labels[p["model_index"]]} for p in points]
+    return [{**p, "curve": labels[p["model_index"]]} for p in points], notes
 
 
 def run_scenario(
@@ -267,7 +274,7 @@ def _run(
                 result.table.attrs["metadata"],
             )
         return result
-    measured = _overlay(scenario, measured_csv)  # a bad overlay is reported before any work
+    overlay, overlay_notes = _overlay(scenario, measured_csv)  # reported before any work
     for i, curve in enumerate(scenario.curves):
         if progress:
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
@@ -286,13 +293,18 @@ def _run(
         scenario,
         [{"label": label, **front.metadata} for label, front in result.fronts.items()],
     )
-    measured = _overlay(scenario, measured_csv) + _observed(scenario, observations, offer_price)
+    offers, offer_notes = _observed(scenario, observations, offer_price)
+    measured = overlay + offers
     for plot in scenario.plots:
         fig = _draw(scenario, plot, result.fronts, measured)
         result.figures[plot] = fig
         if stem is not None:
             result.files += plots.save(fig, stem.parent / f"{stem.name}-{plot}", formats)
-    result.notes = key_point_notes(result.fronts, result.key_points)
+    result.notes = [
+        *key_point_notes(result.fronts, result.key_points),
+        *overlay_notes,
+        *offer_notes,
+    ]
     result.labels = key_point_labels(result.fronts)
     if stem is not None and not result.key_points.empty:
         points_stem = stem.parent / f"{stem.name}-points"

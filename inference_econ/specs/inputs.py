@@ -9,17 +9,19 @@ same command, whatever path or symlink names it (docs/errors.md).
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, _shown, plural, warn
 
 #: The largest input file read (spec files are a few kB; measured CSVs a few MB).
 MAX_INPUT_BYTES = 64 * 2**20
@@ -188,3 +190,148 @@ def csv_stream(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> io.Stri
     """A regular input file as a text stream for ``csv`` or ``pandas.read_csv`` (newlines kept
     as written, so quoted cells may hold them)."""
     return io.StringIO(read_text(path, limit), newline="")
+
+
+def csv_rows(
+    path: str | os.PathLike,
+    limit: int = MAX_INPUT_BYTES,
+    skipinitialspace: bool = False,
+    comments: bool = False,
+) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """A CSV file's header (names stripped) and its rows as ``(line, cells)``: the line each
+    row starts on (the header is line 1), blank rows (no cell but spaces) left out (and, with
+    ``comments``, lines starting with ``#``). Read with the ``csv`` module, so a row of more
+    cells than the header is that row's problem (``row_cells``), never the file's end or a
+    silent shift of its columns (pandas takes a first row of one cell too many as an index).
+    A file ``csv`` cannot split is one error (an unclosed quote runs to the end: one row)."""
+    source = str(path)
+    text = read_text(path, limit)
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=skipinitialspace)
+    try:
+        every = list(reader)  # at C speed; [] for an empty line
+    except csv.Error as exc:
+        raise SpecError(
+            source,
+            "",
+            f"is not valid CSV at line {reader.line_num}: {exc}",
+            "close every quote; quote cells that hold commas",
+        ) from None
+    lines = text.count("\n") + (not text.endswith("\n"))
+    if len(every) == lines:  # no row spans lines (a quoted newline): row i is on line i + 1
+        starts: Iterable[int] = range(1, len(every) + 1)
+    else:  # read again, noting where each row starts
+        reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=skipinitialspace)
+        starts = [1]
+        for _ in reader:
+            starts.append(reader.line_num + 1)
+    kept = [
+        (line, cells)
+        for line, cells in zip(starts, every)
+        if (cells and cells[0].strip() or any(c.strip() for c in cells))
+        and not (comments and cells[0].lstrip().startswith("#"))
+    ]
+    if not kept:
+        return [], []
+    return [h.strip() for h in kept[0][1]], kept[1:]
+
+
+def row_cells(source: str, line: int, cells: list[str], width: int, at: list[int]) -> list[str]:
+    """The cells of a row at the columns ``at`` (stripped; "" where the row is short). A row
+    of more cells than the header's ``width`` is refused: its cells cannot be matched to the
+    columns (an unquoted comma shifts them)."""
+    if len(cells) > width:
+        raise SpecError(
+            f"{source}: line {line}",
+            "",
+            f"has {len(cells)} cells for the header's {width} columns",
+            "quote cells that hold commas",
+        )
+    return [cells[i].strip() if i < len(cells) else "" for i in at]
+
+
+#: Unreadable rows of a file reported one line each; past these, one line counts the rest.
+MAX_ROW_WARNINGS = 5
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """Rows of an input file that could not be read and were left out: the file, what its
+    rows are (``trace row``), how many rows it has, and each left-out row's line and reason."""
+
+    source: str
+    noun: str
+    rows: int
+    reasons: tuple[tuple[int, str], ...]
+
+    def __len__(self) -> int:
+        return len(self.reasons)
+
+    def note(self) -> str:
+        """One line for a result's notes: "2 of 500 trace rows left out: line 7: ...; ..."."""
+        shown = "; ".join(f"line {line}: {why}" for line, why in self.reasons[:3])
+        more = f"; and {len(self) - 3} more" if len(self) > 3 else ""
+        return (
+            f"{len(self)} of {self.rows} {plural(self.rows, self.noun)} of "
+            f"{_shown(self.source)} left out (unreadable): {shown}{more}"
+        )
+
+
+def left_out(
+    source: str, noun: str, rows: int, problems: list[tuple[int, SpecError]], need: int = 1
+) -> LeftOut | None:
+    """Report the rows of ``source`` that could not be read and go on with the others: one
+    warning line per row (``MAX_ROW_WARNINGS``, then one line counting the rest), each naming
+    the file, the line, the field and the fix. ``rows``: the rows the file has (read and not);
+    ``problems``: each unreadable row's line and error. Fewer than ``need`` readable rows is
+    one error instead (the first unreadable row's, with how many could be read).
+
+    Returns
+    -------
+    LeftOut or None
+        The rows left out (its ``note()`` for the result's notes); None when every row was
+        read.
+
+    Raises
+    ------
+    SpecError
+        Fewer than ``need`` rows could be read.
+    """
+    if not problems:
+        return None
+    kept = rows - len(problems)
+    first = problems[0][1]
+    if kept < need:
+        readable = (
+            f"none of its {rows} {plural(rows, noun)} can be read"
+            if kept == 0
+            else f"only {kept} of its {rows} {plural(rows, noun)} can be read, {need} are needed"
+        )
+        raise SpecError(first.source, first.field, f"{first.problem}; {readable}", first.fix)
+    for _, exc in problems[:MAX_ROW_WARNINGS]:
+        warn(f"{exc}; the row is left out")
+    if len(problems) > MAX_ROW_WARNINGS:
+        warn(
+            f"{_shown(source)}: {len(problems) - MAX_ROW_WARNINGS} more unreadable "
+            f"{plural(len(problems) - MAX_ROW_WARNINGS, noun)} left out"
+        )
+    reasons = tuple(
+        (line, f"{exc.field}: {exc.problem}" if exc.field else exc.problem)
+        for line, exc in problems
+    )
+    return LeftOut(str(source), noun, rows, reasons)
+
+
+class Rows(tuple):
+    """The rows read from a file (a tuple), with the rows left out as unreadable
+    (``left_out``: a ``LeftOut``, None when every row was read)."""
+
+    left_out: LeftOut | None
+
+    def __new__(cls, rows, left_out: LeftOut | None = None):
+        out = super().__new__(cls, rows)
+        out.left_out = left_out
+        return out
+
+    def notes(self) -> tuple[str, ...]:
+        """What a result of these rows must say: the rows left out."""
+        return (self.left_out.note(),) if self.left_out else ()

@@ -2,8 +2,9 @@
 
 An observations CSV has one row per observed offer (docs/user-guide.md, "Inverse economics"):
 ``provider, model, date, tokens_per_s, usd_per_mtok_input, usd_per_mtok_output`` and optionally
-``context_tokens, weight_bits, source, notes``. Every cell is validated; a bad one is reported
-as one line naming the file, the row, the column and the fix. The model column is free text:
+``context_tokens, weight_bits, source, notes``. Every cell is validated; a row with a bad one
+is reported as one line naming the file, the row, the column and the fix, and left out (the
+others are read; a file with no readable row is an error). The model column is free text:
 closed models (GPT-4.1) have no spec, so it is resolved to an architecture only by the analyses
 that need one (``Observation.architecture``). The inverse analyses (``studies/inverse/``) and
 the figure overlays read these objects; docs/model.md §D1 says which price is compared with
@@ -12,7 +13,6 @@ what.
 
 from __future__ import annotations
 
-import csv
 import datetime
 import re
 from dataclasses import dataclass
@@ -22,7 +22,7 @@ from ..errors import SpecError, UnknownNameError, did_you_mean, short
 from ..settings import option
 from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
-from ..specs.inputs import csv_stream
+from ..specs.inputs import Rows, csv_rows, left_out
 from ..specs.schema import check_number
 
 REQUIRED_COLUMNS = (
@@ -223,22 +223,20 @@ def find_observations(name_or_path: str | Path) -> Path:
     )
 
 
-def load_observations(name_or_path: str | Path) -> tuple[Observation, ...]:
-    """Read and validate an observations CSV (a path or a shipped name)."""
+def load_observations(name_or_path: str | Path) -> Rows:
+    """Read and validate an observations CSV (a path or a shipped name): a tuple of
+    ``Observation``; a row that cannot be read is reported (a warning naming its line, field
+    and fix) and left out, and the tuple's ``left_out`` says which (``specs.inputs.Rows``).
+    A file with no readable row is an error."""
     path = find_observations(name_or_path)
-    try:
-        return _read(csv.reader(csv_stream(path)), str(path))
-    except csv.Error as exc:
-        raise SpecError(str(path), "", f"is not a valid CSV: {exc}", "check the quoting") from None
+    return _read(*csv_rows(path), str(path))
 
 
-def _read(reader, source: str) -> tuple[Observation, ...]:
-    header = next(reader, None)
-    if not header or not any(h.strip() for h in header):
+def _read(header: list[str], lines: list, source: str) -> Rows:
+    if not header or not any(header):
         raise SpecError(
             source, "", "is empty", f"the first line names the columns: {', '.join(COLUMNS)}"
         )
-    header = [h.strip() for h in header]
     for name in header:
         if name not in COLUMNS:
             hint = did_you_mean(name, COLUMNS)
@@ -261,24 +259,23 @@ def _read(reader, source: str) -> tuple[Observation, ...]:
             f"columns missing: {', '.join(missing)}",
             f"the required columns are {', '.join(REQUIRED_COLUMNS)}",
         )
-    out = []
-    for values in reader:
-        row = reader.line_num
-        if not any(v.strip() for v in values):
-            continue  # blank line
-        if len(values) != len(header):
-            raise SpecError(
-                f"{source}, row {row}",
-                "",
-                f"{len(values)} values for {len(header)} columns",
-                "quote text that contains commas",
-            )
-        out.append(
-            _observation(dict(zip(header, (v.strip() for v in values))), f"{source}, row {row}")
-        )
-    if not out:
+    out, problems = [], []
+    for line, values in lines:
+        where = f"{source}, row {line}"
+        try:
+            if len(values) != len(header):
+                raise SpecError(
+                    where,
+                    "",
+                    f"{len(values)} values for {len(header)} columns",
+                    "quote text that contains commas",
+                )
+            out.append(_observation(dict(zip(header, (v.strip() for v in values))), where))
+        except SpecError as exc:
+            problems.append((line, exc))
+    if not lines:
         raise SpecError(source, "", "has no rows", "add one observation per line")
-    return tuple(out)
+    return Rows(out, left_out(source, "observation row", len(lines), problems))
 
 
 def _observation(cells: dict, where: str) -> Observation:

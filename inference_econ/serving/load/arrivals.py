@@ -26,7 +26,6 @@ new message of each turn.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -36,7 +35,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from ...errors import SpecError, plural
-from ...specs.inputs import csv_stream
+from ...specs.inputs import LeftOut, csv_rows, left_out, row_cells
 from ...specs.schema import check_number
 from .lengths import MAX_TOKENS, Lengths, parse_lengths
 
@@ -109,6 +108,8 @@ class Trace:
     session_id: np.ndarray | None = None
     prefix_id: np.ndarray | None = None
     prefix_tokens: np.ndarray | None = None
+    #: The rows left out because they could not be read (None: every row was read).
+    left_out: LeftOut | None = None
 
     @property
     def shares(self) -> bool:
@@ -127,16 +128,31 @@ class Trace:
 MAX_ARRIVAL_S = 1e9
 
 
-def _cell(row: dict, column: str, path: str, line: int, integer: bool) -> float:
-    """One cell of a trace, checked by the one number checker (specs/schema.py)."""
+_TIME: dict[str, Any] = dict(minimum=0, maximum=MAX_ARRIVAL_S, unit="seconds")
+_TOKENS: dict[str, Any] = dict(minimum=1, maximum=MAX_TOKENS, integer=True, unit="tokens")
+
+
+def _trace_row(
+    cells: list[str], at: list[int], width: int, extra: list[str], path: str, line: int
+) -> list[float]:
+    """One row of a trace (``at``: where its columns are among the header's ``width``), each
+    cell checked by the one number checker (specs/schema.py); a SpecError names the line."""
     where = f"{path}: line {line}"
-    text = (row.get(column) or "").strip()
-    bounds: dict[str, Any]
-    if integer:
-        bounds = dict(minimum=1, maximum=MAX_TOKENS, integer=True, unit="tokens")
-    else:
-        bounds = dict(minimum=0, maximum=MAX_ARRIVAL_S, unit="seconds")
-    return float(check_number(text, where, column, **bounds))
+    texts = row_cells(path, line, cells, width, at)
+    row = [float(check_number(texts[0], where, TRACE_COLUMNS[0], **_TIME))]
+    row += [
+        float(check_number(t, where, c, **_TOKENS)) for t, c in zip(texts[1:3], TRACE_COLUMNS[1:])
+    ]
+    row += [_id_cell(t, c, where) for t, c in zip(texts[3:], extra)]
+    if "prefix_tokens" in extra and row[3 + extra.index("prefix_tokens")] > row[1]:
+        raise SpecError(
+            where,
+            "prefix_tokens",
+            f"is {row[3 + extra.index('prefix_tokens')]:g}, more than the prompt's {row[1]:g} "
+            "tokens",
+            "a shared prefix is part of the prompt",
+        )
+    return row
 
 
 def load_trace(path) -> Trace:
@@ -170,40 +186,30 @@ def load_trace(path) -> Trace:
     if isinstance(path, Trace):
         return path
     source = str(path)
-    try:
-        reader = csv.DictReader(csv_stream(path))
-        missing = [c for c in TRACE_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise SpecError(
-                source,
-                missing[0],
-                "missing column",
-                f"the header must name {', '.join(TRACE_COLUMNS)}",
-            )
-        extra = [c for c in SHARING_COLUMNS if c in (reader.fieldnames or [])]
-        if ("prefix_id" in extra) != ("prefix_tokens" in extra):
-            have, lack = ("prefix_id", "prefix_tokens")[:: 1 if "prefix_id" in extra else -1]
-            raise SpecError(source, lack, "missing column", f"{have} needs {lack}")
-        rows = [
-            [_cell(row, c, source, i, c != "arrival_time_s") for c in TRACE_COLUMNS]
-            + [_id_cell(row, c, source, i) for c in extra]
-            for i, row in enumerate(reader, start=2)
-        ]
-    except csv.Error as exc:
-        raise SpecError(source, "", f"is not valid CSV ({exc})", "give a CSV file") from None
-    if len(rows) < 2:
-        raise SpecError(source, "", f"has {len(rows)} request rows", "a trace needs at least 2")
+    header, lines = csv_rows(path)
+    missing = [c for c in TRACE_COLUMNS if c not in header]
+    if missing:
+        raise SpecError(
+            source,
+            missing[0],
+            "missing column",
+            f"the header must name {', '.join(TRACE_COLUMNS)}",
+        )
+    extra = [c for c in SHARING_COLUMNS if c in header]
+    if ("prefix_id" in extra) != ("prefix_tokens" in extra):
+        have, lack = ("prefix_id", "prefix_tokens")[:: 1 if "prefix_id" in extra else -1]
+        raise SpecError(source, lack, "missing column", f"{have} needs {lack}")
+    at = [header.index(c) for c in TRACE_COLUMNS + tuple(extra)]
+    rows, problems = [], []
+    for line, cells in lines:
+        try:
+            rows.append(_trace_row(cells, at, len(header), extra, source, line))
+        except SpecError as exc:
+            problems.append((line, exc))
+    if len(lines) < 2:
+        raise SpecError(source, "", f"has {len(lines)} request rows", "a trace needs at least 2")
+    skipped = left_out(source, "trace row", len(lines), problems, need=2)
     data = np.asarray(rows, dtype=float)
-    if "prefix_tokens" in extra:
-        col = 3 + extra.index("prefix_tokens")
-        over = np.flatnonzero(data[:, col] > data[:, 1])
-        if over.size:
-            raise SpecError(
-                f"{source}: line {int(over[0]) + 2}",
-                "prefix_tokens",
-                f"is {data[over[0], col]:g}, more than the prompt's {data[over[0], 1]:g} tokens",
-                "a shared prefix is part of the prompt",
-            )
     order = np.argsort(data[:, 0], kind="stable")
     data = data[order]
     cols = {c: data[:, 3 + k].astype(np.int64) for k, c in enumerate(extra)}
@@ -215,6 +221,7 @@ def load_trace(path) -> Trace:
         cols.get("session_id"),
         cols.get("prefix_id"),
         cols.get("prefix_tokens"),
+        skipped,
     )
 
 
@@ -222,17 +229,16 @@ def load_trace(path) -> Trace:
 MAX_ID = 2**53  # exact as a float
 
 
-def _id_cell(row: dict, column: str, path: str, line: int) -> float:
+def _id_cell(text: str, column: str, where: str) -> float:
     """A sharing cell: a whole number >= 0, blank for none (-1; 0 tokens of prefix)."""
-    text = (row.get(column) or "").strip()
     if not text:
         return 0.0 if column == "prefix_tokens" else -1.0
     bounds = (
-        dict(minimum=0, maximum=MAX_TOKENS, integer=True, unit="tokens")
+        _TOKENS | dict(minimum=0)
         if column == "prefix_tokens"
         else dict(minimum=0, maximum=MAX_ID, integer=True)
     )
-    return float(check_number(text, f"{path}: line {line}", column, **bounds))
+    return float(check_number(text, where, column, **bounds))
 
 
 #: How a closed loop's traffic is described (``Traffic.describe``; ``LoadResult.closed_loop``).
@@ -444,6 +450,13 @@ class Traffic:
         if lengths is None or lengths.kind == "trace":
             return np.asarray(getattr(self.trace, column)[rows], dtype=np.int64)
         return lengths.draw(rng, count)
+
+    @property
+    def input_notes(self) -> tuple[str, ...]:
+        """What a result of this traffic must say about its input: the trace rows left out
+        (unreadable), which change the load."""
+        skipped = self.trace.left_out if self.trace is not None else None
+        return (skipped.note(),) if skipped else ()
 
     def describe(self, with_rate: bool = True) -> str:
         """The traffic in words (arrivals, prompt and output lengths)."""

@@ -6,25 +6,27 @@
     1,3.1
 
 Hours are whole numbers counting up by one from the first (0-23 for a day, 0-167 for a week);
-other columns and lines starting with ``#`` are ignored. An unreadable row is reported with its line and reason and the others
-are read; a file with no readable row, or with a gap in its hours, is refused.
+other columns and lines starting with ``#`` are ignored. An unreadable row is reported with its
+line and reason and the others are read (``specs.inputs.left_out``); a file with no readable
+row, or with a gap in its hours, is refused.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ...errors import SpecError, plural, warn
-from ...specs.inputs import read_text
+from ...errors import SpecError, plural
+from ...specs.inputs import LeftOut, csv_rows, left_out, row_cells
+from ...specs.schema import check_number
 
 COLUMNS = ("hour", "requests_per_s")
 #: Most hours a curve may hold (ten years): every hour is a row of the plan.
 MAX_HOURS = 87_600
+_HOUR: dict[str, Any] = dict(minimum=0, maximum=1e9, integer=True)
+_RATE: dict[str, Any] = dict(minimum=0, maximum=1e9, unit="requests/s")
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,6 +36,8 @@ class DemandCurve:
     source: str
     hours: np.ndarray
     requests_per_s: np.ndarray
+    #: The rows left out because they could not be read (None: every row was read).
+    left_out: LeftOut | None = None
 
     @property
     def peak_per_s(self) -> float:
@@ -80,33 +84,31 @@ def load_demand(path) -> DemandCurve:
     if isinstance(path, DemandCurve):
         return path
     source = str(path)
-    text = read_text(path)
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    try:
-        reader = csv.DictReader(io.StringIO("\n".join(lines)))
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise SpecError(
-                source, missing[0], "missing column", f"the header must name {', '.join(COLUMNS)}"
-            )
-        rows, skipped = [], []
-        for line, row in enumerate(reader, start=2):  # lines after the header, '#' lines left out
-            try:
-                rows.append((_number(row, "hour", True), _number(row, "requests_per_s", False)))
-            except ValueError as exc:
-                skipped.append(f"line {line}: {exc}")
-            if len(rows) > MAX_HOURS:
-                raise SpecError(
-                    source, "hour", f"has over {MAX_HOURS:,} rows", "give at most ten years"
+    header, lines = csv_rows(path, comments=True)
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise SpecError(
+            source, missing[0], "missing column", f"the header must name {', '.join(COLUMNS)}"
+        )
+    if len(lines) > MAX_HOURS:
+        raise SpecError(source, "hour", f"has over {MAX_HOURS:,} rows", "give at most ten years")
+    at = [header.index(c) for c in COLUMNS]
+    rows, problems = [], []
+    for line, cells in lines:
+        where = f"{source}: line {line}"
+        try:
+            hour, rate = row_cells(source, line, cells, len(header), at)
+            rows.append(
+                (
+                    float(check_number(hour, where, "hour", **_HOUR)),
+                    float(check_number(rate, where, "requests_per_s", **_RATE)),
                 )
-    except csv.Error as exc:
-        raise SpecError(source, "", f"is not valid CSV ({exc})", "give a CSV file") from None
-    for note in skipped[:5]:
-        warn(f"{source}: {note}: row skipped")
-    if len(skipped) > 5:
-        warn(f"{source}: {len(skipped) - 5} more rows skipped")
-    if not rows:
+            )
+        except SpecError as exc:
+            problems.append((line, exc))
+    if not lines:
         raise SpecError(source, "requests_per_s", "has no readable row", "give one row per hour")
+    skipped = left_out(source, "demand row", len(lines), problems)
     data = np.asarray(sorted(rows), dtype=float)
     hours = data[:, 0].astype(np.int64)
     gaps = np.nonzero(np.diff(hours) != 1)[0]
@@ -120,17 +122,4 @@ def load_demand(path) -> DemandCurve:
         )
     if not np.any(data[:, 1] > 0):
         raise SpecError(source, "requests_per_s", "is 0 in every hour", "there is nothing to serve")
-    return DemandCurve(source, hours, data[:, 1])
-
-
-def _number(row: dict, column: str, whole: bool) -> float:
-    text = (row.get(column) or "").strip()
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{column} is {text!r}, not a number") from None
-    if not math.isfinite(value) or value < 0 or value > 1e9:
-        raise ValueError(f"{column} is {text}, expected a number from 0 to 1e9")
-    if whole and value != int(value):
-        raise ValueError(f"{column} is {text}, expected a whole hour")
-    return value
+    return DemandCurve(source, hours, data[:, 1], skipped)

@@ -382,6 +382,7 @@ def simulate_disaggregated(
         layout=f"prefill [{pre.layout.describe()}] + decode [{dec.layout.describe()}]",
         seed=traffic.seed,
         notes=(
+            *traffic.input_notes,
             "prefill and decode pools: their delays are taken as independent",
             *(
                 (
@@ -517,6 +518,7 @@ def simulate_decode_pool(
         peak_kv_fraction=record.peak_kv_fraction,
         layout=f"decode pool [{inst.layout.describe()}]",
         seed=traffic.seed,
+        notes=traffic.input_notes,
     )
 
 

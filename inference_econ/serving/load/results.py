@@ -451,6 +451,7 @@ def summarise(
         ),
         router=instance.config.router,
         instances_simulated=record.instances,
+        notes=traffic.input_notes,
     )
 
 

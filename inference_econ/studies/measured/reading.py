@@ -14,7 +14,6 @@ operating-point files overlaid on figures.
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.collector import gc_paused
 from ...specs.hardware import GPU, load_hardware
-from ...specs.inputs import csv_stream, read_text
+from ...specs.inputs import Rows, csv_rows, left_out, read_text, row_cells
 from ...specs.schema import check_number
 from . import semantics as sem
 
@@ -133,20 +132,14 @@ class MeasuredRow:
         return self.decode_gpus if self.disaggregated and self.decode_gpus else self.gpus
 
 
-def _read_frame(path: Path) -> pd.DataFrame:
-    try:
-        df = pd.read_csv(csv_stream(path), dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:
-        raise SpecError(str(path), "", "the file is empty", "give a header and rows") from None
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise SpecError(
-            str(path),
-            "",
-            f"cannot read the CSV: {str(exc).strip()}",
-            "quote cells that hold commas; every row has the header's columns",
-        ) from None
-    df.columns = [str(c).strip() for c in df.columns]
-    missing = [c for c in REQUIRED if c not in df.columns]
+def _read_columns(path: Path) -> tuple[list[str], list[list[str]], dict[int, SpecError]]:
+    """A measured CSV's column names and columns (as text; a short row's missing cells ""),
+    and its rows of more cells than the header (row index -> the problem; their first cells
+    kept, for the row's text): each of those is unresolved, never the file's end."""
+    header, lines = csv_rows(path)
+    if not header:
+        raise SpecError(str(path), "", "the file is empty", "give a header and rows")
+    missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise SpecError(
             str(path),
@@ -154,9 +147,27 @@ def _read_frame(path: Path) -> pd.DataFrame:
             f"columns missing: {', '.join(missing)}",
             f"the columns are {', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)})",
         )
-    if df.empty:
+    if not lines:
         raise SpecError(str(path), "", "the file has a header but no rows", "add measured rows")
-    return df
+    width, ragged = len(header), {}
+    rows = []
+    for i, (_, cells) in enumerate(lines):
+        if len(cells) != width:
+            if len(cells) > width:
+                ragged[i] = SpecError(
+                    f"{path}: line {i + 2}",
+                    "",
+                    f"has {len(cells)} cells for the header's {width} columns",
+                    "quote cells that hold commas",
+                )
+            cells = (cells + [""] * width)[:width]
+        rows.append(cells)
+    names, seen = [], {}
+    for name in header:  # a name given twice is told apart as pandas does ("notes.1")
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        names.append(name if not count else f"{name}.{count}")
+    return names, [list(c) for c in zip(*rows)], ragged
 
 
 def load_measured(path: str | Path) -> list[MeasuredRow]:
@@ -176,12 +187,16 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
             "give a measured CSV (docs/user-guide.md, 'Measured results') or one of those "
             "tools' result files",
         )
-    frame = _read_frame(path) if df is None else df
-    # columns as Python lists, then rows: DataFrame.to_dict boxes every cell of an Arrow
-    # string column one by one (a third of the time of a 100,000-row log)
-    names = list(frame.columns)  # once: iterating an Arrow-backed index is slow
-    columns = [frame[c].tolist() for c in frame.columns]
+    if df is None:
+        with gc_paused():  # a log's cells: a million strings the collector need not walk
+            names, columns, ragged = _read_columns(path)
+    else:  # columns as Python lists, then rows: DataFrame.to_dict boxes every cell of an
+        # Arrow string column one by one (a third of the time of a 100,000-row log)
+        names, ragged = list(df.columns), {}  # once: iterating an Arrow index is slow
+        columns = [df[c].tolist() for c in df.columns]
     records = [dict(zip(names, cells)) for cells in zip(*columns)]
+    if ragged and len(ragged) == len(records):  # no row can be read: one error, not a table
+        left_out(str(path), "row", len(records), [(i + 2, e) for i, e in ragged.items()])
     # each row's cells but its value, zipped at C speed: with its parent's line they say
     # which resolution it shares (a derived row's context is its own cells and its parent's)
     others = list(zip(*(c for name, c in zip(names, columns) if name != "value")))
@@ -193,6 +208,9 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
             parent = parents.get(i)
             line = None if parent is None else parent + 2
             key = (others[i], line)
+            if i in ragged:  # cells that cannot be matched to the columns: its own reason
+                rows.append(_unresolved(i + 2, _context(rec, None), None, ragged[i]))
+                continue
             rows.append(_resolved_once(resolved, path, i + 2, rec, records, parent, key))
     return rows
 
@@ -298,12 +316,15 @@ def _row_or_reason(path: Path, line: int, rec: dict, parent: int | None) -> Meas
     try:
         return _row(path, line, rec, parent)
     except SpecError as exc:
-        at = f"{exc.field}: " if exc.field else ""
-        fix = f" ({exc.fix})" if exc.fix else ""
-        status = f"unresolved: {at}{exc.problem}{fix}"
-        return MeasuredRow(
-            status=status, value=None, kind="end-to-end", **_texts(line, rec, parent)
-        )
+        return _unresolved(line, rec, parent, exc)
+
+
+def _unresolved(line: int, rec: dict, parent: int | None, exc: SpecError) -> MeasuredRow:
+    """A row that cannot be read, with the field, the reason and the fix as its status."""
+    at = f"{exc.field}: " if exc.field else ""
+    fix = f" ({exc.fix})" if exc.fix else ""
+    status = f"unresolved: {at}{exc.problem}{fix}"
+    return MeasuredRow(status=status, value=None, kind="end-to-end", **_texts(line, rec, parent))
 
 
 def _texts(line: int, rec: dict, parent: int | None) -> dict:
@@ -676,73 +697,89 @@ OVERLAY_NUMBERS = {
 }
 
 
-def _row_prices(df: pd.DataFrame, price, source: str):
-    """The $/GPU-hour of each row: the one price, or each row's ``hardware`` column priced by
-    ``price`` (a function of a GPU name); a function without that column is an error."""
-    if not callable(price):
-        return price
-    if "hardware" not in df:
-        raise SpecError(
-            source,
-            "tokens_per_s_per_gpu",
-            "cannot be priced: the curves run on GPUs of different prices",
-            "add a hardware column (the GPU of each row) or give usd_per_mtok",
-        )
-    names = df["hardware"].astype(str).str.strip()
-    prices = {}
-    for i, name in enumerate(names):
-        if name not in prices:
-            try:
-                prices[name] = price(name)
-            except SpecError as exc:
-                raise SpecError(source, f"row {i + 2}: hardware", exc.problem, exc.fix) from None
-    return names.map(prices).to_numpy(dtype=float)
+class _Where:
+    """Where each row of a file is ("file: line N"), made only for the rows asked about."""
+
+    def __init__(self, source: str, lines: list) -> None:
+        self.source, self.lines = source, lines
+
+    def __getitem__(self, i: int) -> str:
+        return f"{self.source}: line {self.lines[i][0]}"
 
 
-def _overlay_column(df: pd.DataFrame, column: str, source: str) -> np.ndarray:
-    """One numeric column, every value checked at once; the first bad one is reported with
-    its row (the header is row 1) by the one checker of numbers (``check_number``)."""
-    # as text: pandas keeps an integer too large for a float as a Python int, which
-    # to_numeric cannot convert (OverflowError); read as text it is inf, refused below
-    values = pd.to_numeric(df[column].astype(str), errors="coerce").to_numpy(dtype=float)
+def _overlay_column(texts: list[str], column: str, where: _Where, problems: dict) -> np.ndarray:
+    """One numeric column, every value checked at once; each bad value is its row's problem
+    (``problems``: row index -> SpecError, the first of each row kept), told by the one
+    checker of numbers (``check_number``) with the row's ``where``."""
+    values = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(dtype=float)
     bounds = OVERLAY_NUMBERS[column]
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) | (values <= bounds["minimum"]) | (values > bounds["maximum"])
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raw = df[column].iloc[i]
-        check_number(None if pd.isna(raw) else raw, source, f"row {i + 2}: {column}", **bounds)
-        raise SpecError(source, f"row {i + 2}: {column}", f"is {raw!r}", "write a positive number")
+    for i in np.flatnonzero(bad).tolist():
+        if i in problems:
+            continue
+        raw = texts[i]
+        try:
+            check_number(raw, where[i], column, **bounds)
+            problems[i] = SpecError(where[i], column, f"is {raw!r}", "write a positive number")
+        except SpecError as exc:
+            problems[i] = exc
     return values
 
 
-def load_overlay_points(path, price_usd_per_hour=None) -> list[dict]:
+def _row_prices(names: list[str], price, where: _Where, problems: dict) -> np.ndarray:
+    """The $/GPU-hour of each row: the one price, or each row's ``hardware`` column priced by
+    ``price`` (a function of a GPU name); a GPU it cannot price is its rows' problem."""
+    if not callable(price):
+        return np.full(len(names), float(price))
+    prices: dict[str, float | SpecError] = {}
+    out = np.full(len(names), np.nan)
+    for i, name in enumerate(names):
+        if name not in prices:
+            try:
+                prices[name] = float(price(name))
+            except SpecError as exc:
+                prices[name] = exc
+        known = prices[name]
+        if isinstance(known, SpecError):
+            problems.setdefault(i, SpecError(where[i], "hardware", known.problem, known.fix))
+        else:
+            out[i] = known
+    return out
+
+
+def load_overlay_points(path, price_usd_per_hour=None) -> Rows:
     """Measured operating points from a CSV: tokens_per_s and either usd_per_mtok or
     tokens_per_s_per_gpu, converted to $ at ``price_usd_per_hour`` (one price, or a function
     of a GPU name for files with a ``hardware`` column: each row at its own GPU's price).
 
-    Read and checked column by column (10,000 points in well under a second); an empty file,
-    text or non-positive numbers are errors naming the file, the row and the column.
+    Read and checked column by column (10,000 points in well under a second). A row that
+    cannot be read (text or a non-positive number, more cells than the header, a GPU without
+    a price) is reported with its line, field and fix, and left out (the result's
+    ``left_out``, ``specs.inputs.Rows``); an empty file, a missing column or no readable row
+    is an error naming the file.
     """
     source = str(path)
-    try:
-        df = pd.read_csv(io.StringIO(read_text(path)), skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise SpecError(source, "", "is empty", "give a header and one row per point") from None
-    except pd.errors.ParserError as exc:
-        raise SpecError(source, "", f"cannot read the CSV: {str(exc).strip()}") from None
-    if "tokens_per_s" not in df:
+    header, lines = csv_rows(path, skipinitialspace=True)
+    if not header:
+        raise SpecError(source, "", "is empty", "give a header and one row per point")
+    if "tokens_per_s" not in header:
         raise SpecError(
             source, "tokens_per_s", "column is missing", "give the measured tokens/s per request"
         )
-    if df.empty:
+    if not lines:
         raise SpecError(source, "", "has a header but no rows", "give one row per point")
-    speed = _overlay_column(df, "tokens_per_s", source)
-    if "usd_per_mtok" in df:
-        cost = _overlay_column(df, "usd_per_mtok", source)
-    elif "tokens_per_s_per_gpu" in df and price_usd_per_hour:
-        per_gpu = _overlay_column(df, "tokens_per_s_per_gpu", source)
-        cost = usd_per_mtok_at_throughput(per_gpu, _row_prices(df, price_usd_per_hour, source))
+    if "usd_per_mtok" in header:
+        cost_column = "usd_per_mtok"
+    elif "tokens_per_s_per_gpu" in header and price_usd_per_hour:
+        cost_column = "tokens_per_s_per_gpu"
+        if callable(price_usd_per_hour) and "hardware" not in header:
+            raise SpecError(
+                source,
+                "tokens_per_s_per_gpu",
+                "cannot be priced: the curves run on GPUs of different prices",
+                "add a hardware column (the GPU of each row) or give usd_per_mtok",
+            )
     else:
         raise SpecError(
             source,
@@ -750,11 +787,46 @@ def load_overlay_points(path, price_usd_per_hour=None) -> list[dict]:
             "no cost column",
             "give usd_per_mtok, or tokens_per_s_per_gpu and a GPU price",
         )
-    if "label" in df:
-        labels = df["label"].fillna("measured").astype(str).tolist()
-    else:
-        labels = ["measured"] * len(df)
-    return [
-        {"label": label, "tokens_per_s": v, "usd_per_mtok": c}
-        for label, v, c in zip(labels, speed.tolist(), np.asarray(cost, dtype=float).tolist())
-    ]
+    wanted = ["tokens_per_s", cost_column, *(c for c in ("label", "hardware") if c in header)]
+    at = [header.index(c) for c in wanted]
+    problems: dict[int, SpecError] = {}
+    width = len(header)
+    for i, (line, row) in enumerate(lines):  # (a row's cells past the header: its problem)
+        if len(row) > width:
+            try:
+                row_cells(source, line, row, width, at)
+            except SpecError as exc:
+                problems[i] = exc
+    # columns at C speed (zip), not cell by cell: 100,000 points in a few hundredths of a second
+    table = list(
+        zip(*(row if len(row) == width else (row + [""] * width)[:width] for _, row in lines))
+    )
+    columns = {c: list(table[i]) for c, i in zip(wanted, at)}
+    for c in ("label", "hardware"):
+        if c in columns:
+            columns[c] = [text.strip() for text in columns[c]]
+    where = _Where(source, lines)
+    speed = _overlay_column(columns["tokens_per_s"], "tokens_per_s", where, problems)
+    cost = _overlay_column(columns[cost_column], cost_column, where, problems)
+    if cost_column == "tokens_per_s_per_gpu":
+        names = columns.get("hardware", [""] * len(lines))
+        prices = _row_prices(names, price_usd_per_hour, where, problems)
+        with np.errstate(divide="ignore", invalid="ignore"):  # rows left out: 0 or NaN
+            cost = usd_per_mtok_at_throughput(cost, prices)
+    labels = columns.get("label", [""] * len(lines))
+    skipped = left_out(
+        source,
+        "point row",
+        len(lines),
+        [(lines[i][0], problems[i]) for i in sorted(problems)],
+    )
+    return Rows(
+        (
+            {"label": label or "measured", "tokens_per_s": v, "usd_per_mtok": c}
+            for i, (label, v, c) in enumerate(
+                zip(labels, speed.tolist(), np.asarray(cost, dtype=float).tolist())
+            )
+            if i not in problems
+        ),
+        skipped,
+    )
