@@ -380,6 +380,16 @@ def test_calibrate_refuses_too_few_rows(tmp_path):
     assert "more" in result.output and "Traceback" not in result.output
 
 
+def test_calibrate_drops_a_term_a_refit_pushes_to_zero():
+    """One configuration's concurrency sweep (vLLM, 18 rows): the first refit leaves the layer
+    and step overheads at their bound of zero (3e-19 +- 2.5e-5), and without them the GEMM and
+    HBM terms run to their upper bounds with errors as large as their values; no term is pinned
+    down, so calibrate says so rather than writing a profile of bound values (§F10)."""
+    sweep = Path(__file__).parent / "data" / "benchmark_results" / "vllm-bench-sweep.json"
+    with pytest.raises(ie.InfeasibleError, match=r"constrain only 0 terms"):
+        calibration.calibrate(sweep, engine="vllm", holdout=False)
+
+
 @pytest.fixture(scope="module")
 def fitted(steady):
     return calibration.calibrate(steady, holdout=False)

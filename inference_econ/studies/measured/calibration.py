@@ -746,7 +746,17 @@ def _usable_priors(problem: _Problem, notes: list, say, exclude=frozenset(), sub
 
 def _drop_unconstrained(problem, priors, values, errors, notes, say, subset=None):
     """Refit without the terms the rows do not pin down: a term whose standard error is as
-    large as its value, or whose information comes mostly from its prior (§F10)."""
+    large as its value, or whose information comes mostly from its prior (§F10), until every
+    term left is pinned down (a refit can push another term onto its bound of zero)."""
+    while True:
+        kept = _drop_unconstrained_once(problem, priors, values, errors, notes, say, subset)
+        if len(kept[0]) == len(priors):
+            return kept
+        priors, values, errors = kept
+
+
+def _drop_unconstrained_once(problem, priors, values, errors, notes, say, subset=None):
+    """One pass of ``_drop_unconstrained``: the same terms back when none is weak."""
     share = _data_share(problem, priors, values, subset)
     weak = [
         k
