@@ -774,8 +774,9 @@ def _drop_unconstrained_once(problem, priors, values, errors, notes, say, subset
     keep = [p for k, p in enumerate(priors) if k not in weak]
     have = len(problem.rows) if subset is None else int(np.sum(subset))
     if have < len(keep) + 2 or not keep:
+        kinds = "; ".join(sorted({priors[k].rows for k in weak}))
         raise InfeasibleError(
-            f"the rows constrain only {len(keep)} terms; calibrate needs more varied rows"
+            f"the rows constrain only {len(keep)} terms; calibrate needs more varied rows ({kinds})"
         )
     say(f"refitting the {len(keep)} terms the rows constrain")
     x0 = np.array([values[k] for k, _ in enumerate(priors) if k not in weak])
