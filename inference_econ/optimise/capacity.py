@@ -930,14 +930,14 @@ def confident_plan(
         odds = with_odds(plan, confidence, bound, settings)
         if level not in LEVELS or odds.confident is None:
             return odds
-        # a short-searched candidate as cheap on its short answer; a never-searched one whose
-        # single instance is no dearer (ties rank by the load held)
+        # a candidate not searched in full whose confident plan could be no dearer: a tie is
+        # decided by the load held, which only its full search gives (as the full search's
+        # plan decides it), so ties are searched too
         bar = odds.confident.usd_per_hour
         hopes = [
             h
             for h in _confident_hopes(plan, level, settings)
-            if (h[0] < bar - 1e-9 or (h[3] is None and h[0] <= bar + 1e-9))
-            and (h[1], h[2]) not in ruled_out
+            if h[0] <= bar + 1e-9 and (h[1], h[2]) not in ruled_out
         ]
         if not hopes:
             return odds
