@@ -61,7 +61,9 @@ def test_shipped_paper_observations():
         (HEADER + "A,Llama 3 70B,2024-08,nan,0.9,0.9\n", "row 2: field 'tokens_per_s'", "nan"),
         (HEADER + "A,Llama 3 70B,2024-13,100,0.9,0.9\n", "row 2: field 'date'", "YYYY-MM"),
         (HEADER + "A,,2024,100,0.9,0.9\n", "row 2: field 'model'", "model"),
-        (HEADER + "A,Llama 3 70B,2024,100,0.9\n", "row 2", "quote"),
+        # a short row is read with "" in the cells it lacks: the missing field is named
+        (HEADER + "A,Llama 3 70B,2024,100,0.9\n", "row 2: field 'usd_per_mtok_output'", "give"),
+        (HEADER + "A,Llama 3 70B,2024,100,0.9,0.9,7\n", "row 2: has 7 cells", "quote"),
         (HEADER, "has no rows", "one observation"),
         ("", "is empty", "columns"),
     ],
@@ -149,7 +151,7 @@ def test_an_unreadable_offer_row_is_left_out_and_the_results_say_so(tmp_path):
     assert warned == [
         f"warning: {path}, row 3: field 'tokens_per_s': expected a number in tokens/s per "
         "request, got 'fast' (expected a number > 0 and <= 1000000); the row is left out",
-        f"warning: {path}, row 4: 7 values for 6 columns (quote text that contains commas); "
+        f"warning: {path}, row 4: has 7 cells for the header's 6 columns (quote cells that hold commas); "
         "the row is left out",
     ]
     assert sorted(set(row["offer"][:2] for row in json.loads(result.stdout)["rows"])) == [
@@ -158,7 +160,7 @@ def test_an_unreadable_offer_row_is_left_out_and_the_results_say_so(tmp_path):
     ]
     assert json.loads(result.stdout)["metadata"]["observations_left_out"] == (
         f"2 of 4 observation rows of {path} left out (unreadable): line 3: tokens_per_s: "
-        "expected a number in tokens/s per request, got 'fast'; line 4: 7 values for 6 columns"
+        "expected a number in tokens/s per request, got 'fast'; line 4: has 7 cells for the header's 6 columns"
     )
     from inference_econ.output.runner import _observed
     from inference_econ.studies.scenario import load_scenario

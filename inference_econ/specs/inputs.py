@@ -235,17 +235,23 @@ def csv_rows(
     return [h.strip() for h in kept[0][1]], kept[1:]
 
 
+def too_many_cells(where: str, cells: int, width: int) -> SpecError:
+    """The error of a CSV row of more cells than its header's ``width`` columns: its cells
+    cannot be matched to the columns (an unquoted comma shifts them). Every CSV reader of the
+    package reports such a row with it; a shorter row is read with "" in the cells it lacks."""
+    return SpecError(
+        where,
+        "",
+        f"has {cells} cells for the header's {width} columns",
+        "quote cells that hold commas",
+    )
+
+
 def row_cells(source: str, line: int, cells: list[str], width: int, at: list[int]) -> list[str]:
-    """The cells of a row at the columns ``at`` (stripped; "" where the row is short). A row
-    of more cells than the header's ``width`` is refused: its cells cannot be matched to the
-    columns (an unquoted comma shifts them)."""
+    """The cells of a row at the columns ``at`` (stripped; "" where the row is short); a row of
+    more cells than the header's ``width`` is refused (``too_many_cells``)."""
     if len(cells) > width:
-        raise SpecError(
-            f"{source}: line {line}",
-            "",
-            f"has {len(cells)} cells for the header's {width} columns",
-            "quote cells that hold commas",
-        )
+        raise too_many_cells(f"{source}: line {line}", len(cells), width)
     return [cells[i].strip() if i < len(cells) else "" for i in at]
 
 

@@ -22,7 +22,7 @@ from ..errors import SpecError, UnknownNameError, did_you_mean, short
 from ..settings import option
 from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
-from ..specs.inputs import Rows, csv_rows, left_out
+from ..specs.inputs import Rows, csv_rows, left_out, too_many_cells
 from ..specs.schema import check_number
 
 REQUIRED_COLUMNS = (
@@ -263,14 +263,10 @@ def _read(header: list[str], lines: list, source: str) -> Rows:
     for line, values in lines:
         where = f"{source}, row {line}"
         try:
-            if len(values) != len(header):
-                raise SpecError(
-                    where,
-                    "",
-                    f"{len(values)} values for {len(header)} columns",
-                    "quote text that contains commas",
-                )
-            out.append(_observation(dict(zip(header, (v.strip() for v in values))), where))
+            if len(values) > len(header):
+                raise too_many_cells(where, len(values), len(header))
+            cells = dict(zip(header, (v.strip() for v in values)))
+            out.append(_observation(cells, where))
         except SpecError as exc:
             problems.append((line, exc))
     if not lines:

@@ -30,7 +30,7 @@ from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.collector import gc_paused
 from ...specs.hardware import GPU, load_hardware
-from ...specs.inputs import Rows, csv_rows, left_out, read_text, row_cells
+from ...specs.inputs import Rows, csv_rows, left_out, read_text, row_cells, too_many_cells
 from ...specs.schema import check_number
 from . import semantics as sem
 
@@ -154,12 +154,7 @@ def _read_columns(path: Path) -> tuple[list[str], list[list[str]], dict[int, Spe
     for i, (_, cells) in enumerate(lines):
         if len(cells) != width:
             if len(cells) > width:
-                ragged[i] = SpecError(
-                    f"{path}: line {i + 2}",
-                    "",
-                    f"has {len(cells)} cells for the header's {width} columns",
-                    "quote cells that hold commas",
-                )
+                ragged[i] = too_many_cells(f"{path}: line {i + 2}", len(cells), width)
             cells = (cells + [""] * width)[:width]
         rows.append(cells)
     names, seen = [], {}
