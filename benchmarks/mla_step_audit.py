@@ -21,7 +21,8 @@ branch):
   three dense layers' MLP (7,168 -> 36,864 -> 7,168, data parallel under attention DP);
 * routed experts: TensorRT-LLM's fused MoE (``moe_perf``, NVFP4 CUTLASS; 256 experts, top 8,
   EP8) at the step's tokens over all ranks, uniform (``balanced``) and AIConfigurator's
-  default skew (``power_law_1.01``);
+  default skew (``power_law_1.01``); and, given ``wideep_moe_perf`` (optional), the WIDEEP
+  backend's compute that MLPerf's DeepSeek-R1 Server configurations select;
 * collectives: the MoE's all-gather of the NVFP4 tokens and reduce-scatter of the BF16 outputs
   (``nccl_perf``, 8 GPUs; AIConfigurator's dispatch on an 8-GPU B200 node);
 * output head (BF16, 129,280 wide: the table's widest is 65,536, scaled by the width) and the
@@ -39,7 +40,8 @@ The tables (github.com/ai-dynamo/aiconfigurator, ``aic-core/src/aiconfigurator_c
 data/b200_sxm/``: ``gemm/trtllm/1.3.0rc20/gemm_perf.parquet``, ``mla/trtllm/1.3.0rc20/
 {generation_mla_perf,context_mla_perf,mla_generation_module_perf,mla_context_module_perf}
 .parquet``, ``mla_bmm/trtllm/1.3.0rc20/mla_bmm_perf.parquet``, ``moe/trtllm/1.3.0rc20/
-moe_perf.parquet``, ``comm/nccl/2.28.9/nccl_perf.parquet``) are not part of this repository:
+moe_perf.parquet``, ``comm/nccl/2.28.9/nccl_perf.parquet``; optionally
+``moe/trtllm/1.3.0rc10/wideep_moe_perf.parquet``) are not part of this repository:
 pass the files, in any order (each is recognised by its ``op_name``). Latencies in the tables
 are milliseconds. A measured figure beside a model figure, not a fit.
 """
@@ -83,6 +85,7 @@ KINDS = {
     "mla_gen_pre": "bmm",
     "moe": "moe",
     "all_gather": "nccl",
+    "wideep_moe": "wideep",
 }
 NEEDED = ("gemm", "mla_gen", "mla_ctx", "module_gen", "module_ctx", "bmm", "moe", "nccl")
 #: NVFP4 dispatch: 4-bit elements and one 8-bit scale per 16, in 16-bit words
@@ -205,6 +208,22 @@ def moe_ms(t, tokens: int, distribution: str) -> float:
     return _line(tokens, r.num_tokens, r.latency)
 
 
+def wideep_ms(t, tokens: int) -> float:
+    """TensorRT-LLM's WIDEEP MoE compute (NVFP4 CUTLASS, the backend of MLPerf's DeepSeek-R1
+    Server configurations) on EP rank 0 at ``tokens`` tokens over all ranks, routed with
+    AIConfigurator's skew (``power_law_1.01``, no load balancer)."""
+    r = t[
+        (t.op_name == "wideep_moe")
+        & (t.hidden_size == HIDDEN)
+        & (t.inter_size == 2048)
+        & (t.num_experts == 256)
+        & (t.num_slots == 256)
+        & (t.moe_ep_size == RANKS)
+        & (t.distribution == "power_law_1.01")
+    ]
+    return _line(tokens, r.num_tokens, r.latency)
+
+
 def nccl_ms(t, op: str, elements: float) -> float:
     """An NCCL collective over 8 GPUs of ``elements`` 16-bit words, log-log between sizes."""
     r = t[(t.op_name == op) & (t.num_gpus == RANKS) & (t.nccl_dtype == "half")]
@@ -244,6 +263,9 @@ def measured(tables, decode: int, context: float, prompt: int, attention_gemm: s
         "head": gemm_ms(g, "bfloat16", heads, VOCAB, HIDDEN),
         "experts (uniform)": MOE_LAYERS * moe_ms(tables["moe"], all_tokens, "balanced"),
         "experts (skewed)": MOE_LAYERS * moe_ms(tables["moe"], all_tokens, "power_law_1.01"),
+        "experts (WIDEEP, skewed)": MOE_LAYERS * wideep_ms(tables["wideep"], all_tokens)
+        if "wideep" in tables
+        else float("nan"),
         "collectives": MOE_LAYERS * collectives,
         "router": MOE_LAYERS * gemm_ms(g, "bfloat16", tokens, 256, HIDDEN),
         "MLA module": LAYERS * module,
@@ -324,7 +346,7 @@ def report(tables, decode: int, context: float, prompt: int, attention_gemm: str
     if abs(sum(model.values()) - total) > 1e-6 * total:
         raise RuntimeError("the classes no longer add up to the model's step; update the audit")
     aic = measured(tables, decode, context, prompt, attention_gemm)
-    off = [k for k, v in aic.items() if not np.isfinite(v)]
+    off = [k for k, v in aic.items() if not np.isfinite(v) and "WIDEEP" not in k]
     if off:
         _fail(
             f"the tables hold no shape for {', '.join(off)} at {decode} decoding requests, "
@@ -345,16 +367,19 @@ def report(tables, decode: int, context: float, prompt: int, attention_gemm: str
         ("head", "head"),
         ("experts", "experts (uniform)"),
         ("experts", "experts (skewed)"),
+        ("experts", "experts (WIDEEP, skewed)"),
         ("collectives", "collectives"),
         ("router", "router"),
     ]
     measured_total = {"uniform": 0.0, "skewed": 0.0}
     for mkey, akey in rows:
+        if not np.isfinite(aic[akey]):
+            continue  # the optional WIDEEP table not passed
         label = akey if akey.startswith("experts") else mkey
         ratio = model[mkey] / aic[akey] if aic[akey] > 0 else float("nan")
         print(f"   {label:28s} {model[mkey]:9.2f} {aic[akey]:12.2f} {ratio:15.2f}")
         for case in measured_total:
-            if not akey.startswith("experts") or case in akey:
+            if not akey.startswith("experts") or (case in akey and "WIDEEP" not in akey):
                 measured_total[case] += aic[akey]
     for key in ("elementwise and logits", "layer overhead", "host (hidden)"):
         print(f"   {key:28s} {model[key]:9.2f} {'(no table)':>12s}")
@@ -402,7 +427,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     start = time.process_time()
     tables, names = read_tables(args.tables)
-    print("tables: " + ", ".join(names[k] for k in NEEDED))
+    print("tables: " + ", ".join(names[k] for k in (*NEEDED, "wideep") if k in names))
     if (args.decode is None) != (args.context is None):
         _fail("--decode and --context go together")
     if args.decode is None and args.prompt:
