@@ -35,11 +35,12 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from aic_tables import fail, read_parquet  # noqa: E402
 
 import inference_econ as ie  # noqa: E402
 from inference_econ.errors import InferenceEconError  # noqa: E402
@@ -62,43 +63,20 @@ FIT_BYTES = (1024.0, 4.0 * 2**20)
 SHOWN_BYTES = tuple(2.0**k for k in (10, 14, 18, 20, 22, 24, 26))  # 1 KB .. 64 MB
 
 
-def _fail(message: str) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def read_table(path: Path):
     """{gpus: (bytes, seconds)} of one AIConfigurator custom_allreduce_perf.parquet, its label
     and its device name."""
-    if not path.is_file():
-        _fail(f"{path}: no such file; pass an AIConfigurator custom_allreduce_perf.parquet")
-    try:
-        import pandas as pd
-
-        frame = pd.read_parquet(path)
-    except ImportError:
-        _fail("reading parquet needs pyarrow: pip install pyarrow")
-    except (OSError, ValueError) as exc:
-        _fail(
-            f"{path}: not a readable parquet file ({exc.__class__.__name__}); pass an "
-            "AIConfigurator custom_allreduce_perf.parquet"
-        )
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        _fail(
-            f"{path}: no column {', '.join(missing)}; pass an AIConfigurator "
-            "custom_allreduce_perf.parquet"
-        )
+    frame = read_parquet(path, "an AIConfigurator custom_allreduce_perf.parquet", COLUMNS)
     dtypes = sorted(map(str, frame["allreduce_dtype"].unique()))
     if len(dtypes) != 1 or dtypes[0] not in BYTES_PER_ELEMENT:
-        _fail(
+        fail(
             f"{path}: allreduce_dtype {', '.join(dtypes)}; one of "
             f"{', '.join(BYTES_PER_ELEMENT)} is needed"
         )
     width = BYTES_PER_ELEMENT[dtypes[0]]
     frame = frame[(frame["latency"] > 0) & (frame["message_size"] > 0)]
     if frame.empty:
-        _fail(f"{path}: no row with a positive latency and message_size")
+        fail(f"{path}: no row with a positive latency and message_size")
     tables = {}
     for gpus, rows in frame.groupby("num_gpus"):
         rows = rows.sort_values("message_size")
@@ -119,11 +97,11 @@ def hardware_for(path: Path, device: str, given: str | None):
     if name is None:
         name = next((ours for key, ours in DEVICES if key in device.upper()), None)
     if name is None:
-        _fail(f"{path}: device {device!r} is not one this script knows; pass PATH=HARDWARE")
+        fail(f"{path}: device {device!r} is not one this script knows; pass PATH=HARDWARE")
     try:
         return ie.load_hardware(name)
     except InferenceEconError as exc:
-        _fail(f"{path}: hardware {name!r}: {exc}")
+        fail(f"{path}: hardware {name!r}: {exc}")
 
 
 def custom_seconds(alpha: float, eta: float, nbytes, gpus: int, one_way: float):
@@ -175,13 +153,13 @@ def main(argv=None) -> int:
     try:
         profile = load_engine(args.engine)
     except InferenceEconError as exc:
-        _fail(f"--engine: {exc}")
+        fail(f"--engine: {exc}")
     for name, value, top in (
         ("--latency-s", args.latency_s, 1e-3),
         ("--efficiency", args.efficiency, 1),
     ):
         if value is not None and not 0 < value <= top:
-            _fail(f"{name} {value}: give a number in (0, {top:g}]")
+            fail(f"{name} {value}: give a number in (0, {top:g}]")
     profile = dataclasses.replace(
         profile,
         custom_allreduce_latency_s=args.latency_s or profile.custom_allreduce_latency_s,
@@ -218,7 +196,7 @@ def main(argv=None) -> int:
                 f"eta {eta:.3f} (rms log error {rms:.3f})"
             )
     if not pooled:
-        _fail("no GPU count of two or more with three messages of 1 KB-4 MB in the files given")
+        fail("no GPU count of two or more with three messages of 1 KB-4 MB in the files given")
     alpha, eta, rms = fit(pooled)
     print(
         f"  pooled over {len(pooled)} (file, GPU count): alpha {alpha * 1e6:.2f} us, eta {eta:.3f} "

@@ -30,11 +30,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from aic_tables import fail, read_parquet  # noqa: E402
 
 from inference_econ.errors import InferenceEconError  # noqa: E402
 from inference_econ.model.efficiency import size_factor  # noqa: E402
@@ -54,31 +55,13 @@ OPERATING = (1337, 1536)
 COLUMNS = ("gemm_dtype", "m", "n", "k", "latency")
 
 
-def _fail(message: str) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def read_table(path: Path, dtype: str):
     """{(m, n, k): seconds} of one AIConfigurator gemm_perf.parquet at ``dtype``, and its label."""
-    try:
-        import pandas as pd
-
-        frame = pd.read_parquet(path)
-    except ImportError:
-        _fail("reading parquet needs pyarrow: pip install pyarrow")
-    except (OSError, ValueError) as exc:
-        _fail(
-            f"{path}: not a readable parquet file ({exc.__class__.__name__}); pass an "
-            "AIConfigurator gemm_perf.parquet"
-        )
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        _fail(f"{path}: no column {', '.join(missing)}; pass an AIConfigurator gemm_perf.parquet")
+    frame = read_parquet(path, "an AIConfigurator gemm_perf.parquet", COLUMNS)
     rows = frame[frame["gemm_dtype"] == dtype]
     if rows.empty:
         kinds = ", ".join(sorted(map(str, frame["gemm_dtype"].unique())))
-        _fail(f"{path}: no rows of gemm_dtype {dtype}; it holds {kinds} (--dtype)")
+        fail(f"{path}: no rows of gemm_dtype {dtype}; it holds {kinds} (--dtype)")
     label = " ".join(
         str(frame[c].iloc[0]) for c in ("device", "framework", "version") if c in frame.columns
     )
@@ -180,10 +163,10 @@ def main(argv=None) -> int:
     try:
         half_volume = float(load_engine(args.engine).gemm_half_volume)
     except InferenceEconError as exc:
-        _fail(f"--engine: {exc}")
+        fail(f"--engine: {exc}")
     for path in args.tables:
         if not path.is_file():
-            _fail(f"{path}: no such file; pass an AIConfigurator gemm_perf.parquet")
+            fail(f"{path}: no such file; pass an AIConfigurator gemm_perf.parquet")
         report(path, args.dtype, half_volume)
     print(f"CPU {time.process_time() - start:.1f} s")
     return 0

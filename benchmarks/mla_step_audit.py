@@ -52,11 +52,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from aic_tables import fail, read_parquet  # noqa: E402
 
 from inference_econ.model.assumptions import preset  # noqa: E402
 from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
@@ -93,29 +94,13 @@ NEEDED = ("gemm", "mla_gen", "mla_ctx", "module_gen", "module_ctx", "bmm", "moe"
 NVFP4_WORDS = 0.25 + 0.25 / 8
 
 
-def _fail(message: str) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def read_tables(paths) -> tuple[dict, dict]:
     """({key: DataFrame}, {key: file name}) of the AIConfigurator tables passed."""
-    try:
-        import pandas as pd
-    except ImportError:
-        _fail("reading parquet needs pandas and pyarrow: pip install pandas pyarrow")
     tables, names = {}, {}
     for path in paths:
-        if not path.is_file():
-            _fail(f"{path}: no such file; pass AIConfigurator perf tables (*.parquet)")
-        try:
-            frame = pd.read_parquet(path)
-        except ImportError:
-            _fail("reading parquet needs pyarrow: pip install pyarrow")
-        except (OSError, ValueError) as exc:
-            _fail(f"{path}: not a readable parquet file ({exc.__class__.__name__})")
+        frame = read_parquet(path, "AIConfigurator perf tables (*.parquet)")
         if "op_name" not in frame.columns or frame.empty:
-            _fail(f"{path}: no op_name column; pass AIConfigurator perf tables")
+            fail(f"{path}: no op_name column; pass AIConfigurator perf tables")
         ops = set(map(str, frame["op_name"].unique()))
         key = next((KINDS[o] for o in KINDS if o in ops), None)
         if key is None:
@@ -123,7 +108,7 @@ def read_tables(paths) -> tuple[dict, dict]:
         tables[key], names[key] = frame, path.name
     missing = [k for k in NEEDED if k not in tables]
     if missing:
-        _fail(
+        fail(
             "missing AIConfigurator tables: "
             + ", ".join(missing)
             + " (see the docstring for the files)"
@@ -348,7 +333,7 @@ def report(tables, decode: int, context: float, prompt: int, attention_gemm: str
     aic = measured(tables, decode, context, prompt, attention_gemm)
     off = [k for k, v in aic.items() if not np.isfinite(v) and "WIDEEP" not in k]
     if off:
-        _fail(
+        fail(
             f"the tables hold no shape for {', '.join(off)} at {decode} decoding requests, "
             f"{context:g} tokens of context and a {prompt}-token prompt per rank: take "
             "--decode a power of 2 up to 1,024 and --decode + --prompt a GEMM row count of the "
@@ -429,13 +414,13 @@ def main(argv=None) -> int:
     tables, names = read_tables(args.tables)
     print("tables: " + ", ".join(names[k] for k in (*NEEDED, "wideep") if k in names))
     if (args.decode is None) != (args.context is None):
-        _fail("--decode and --context go together")
+        fail("--decode and --context go together")
     if args.decode is None and args.prompt:
-        _fail("--prompt needs --decode and --context")
+        fail("--prompt needs --decode and --context")
     points = POINTS if args.decode is None else ((args.decode, args.context, args.prompt),)
     for decode, context, prompt in points:
         if decode <= 0 or context <= 0 or prompt < 0:
-            _fail("--decode and --context must be positive, --prompt not negative")
+            fail("--decode and --context must be positive, --prompt not negative")
         report(tables, decode, context, prompt, args.attention_gemm)
     print(f"CPU {time.process_time() - start:.1f} s")
     return 0

@@ -1,0 +1,37 @@
+"""Reading NVIDIA AIConfigurator's measured per-operation tables (github.com/ai-dynamo/
+aiconfigurator, ``aic-core/src/aiconfigurator_core/systems/data/<gpu>/<op>/<engine>/<version>/
+*_perf.parquet``), which the kernel audits in this folder hold the engine step against
+(``gemm_m_sweep.py``, ``custom_allreduce_fit.py``, ``mla_step_audit.py``). The tables are not
+in the repository: a script takes the downloaded files' paths. Bad input is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr and exit 2, as the package's command line does."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def read_parquet(path: Path, what: str, columns=()):
+    """The DataFrame of one AIConfigurator table at ``path`` (``what`` names the file the user
+    should pass, e.g. "an AIConfigurator gemm_perf.parquet"), with every one of ``columns``."""
+    if not path.is_file():
+        fail(f"{path}: no such file; pass {what}")
+    try:
+        import pandas as pd
+
+        frame = pd.read_parquet(path)
+    except ImportError:
+        fail("reading parquet needs pandas and pyarrow: pip install pandas pyarrow")
+    except (OSError, ValueError) as exc:
+        fail(f"{path}: not a readable parquet file ({exc.__class__.__name__}); pass {what}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        fail(f"{path}: no column {', '.join(missing)}; pass {what}")
+    return frame
