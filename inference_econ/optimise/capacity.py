@@ -935,7 +935,12 @@ def confident_plan(
     either, where a miss is likely (``_confident_test``), one full simulation tests whether
     it holds the least load that could make such a plan (``_confident_need``): one that
     misses a target there rules the candidate out (monotone verdicts: the full search's
-    answer lies below it), its row saying so."""
+    answer lies below it), its row saying so. Ties rank by the load held at the low end
+    (``_ranks_before``): a candidate that at best ties holding less is not searched
+    (``_could_rank_first``), and a tie's test asks for as much load (``_confident_need``);
+    the likeliest plan (on short answers themselves) is searched first. Exact, as those say:
+    the plan found so far only improves, and every candidate left out ranks below it, so the
+    plan is the one every candidate searched in full gives, in any order."""
     level = int(round(100 * confidence))
     max_gpus = settings[0].max_gpus if settings else None
     ruled_out: set[tuple] = set()
