@@ -197,3 +197,103 @@ def test_a_run_far_above_the_answer_bisects_down_to_the_rate_that_held():
     known = load_search.grid_at_most(start, 6.0)
     assert load_search.grid_rate(start, (known + guess) // 2) in rates
     assert load_search.grid_rate(start, guess - 1) not in rates
+
+
+def _confident_pair(settings, ask):
+    """The confident plans (90 %) of the full search (every candidate searched in full) and of
+    the screened one on ``ask``, the screened one with every ``_test`` it ran (GPU, size,
+    rate asked about)."""
+    rate, prompts, outputs, targets = ask
+    traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
+    load_search.clear_runs()
+    full = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], screen=False)
+    full = capacity.confident_plan(full, 0.9, None, settings, traffic)
+    load_search.clear_runs()
+    fast = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2])
+    return full, fast, traffic
+
+
+def test_a_confident_tie_is_ruled_out_by_one_run_at_the_load_it_must_hold(settings, monkeypatch):
+    """On the first ask the confident plan is 2 x 1 H100 ($4.20 an hour); one H100 x 2 costs
+    the same, so it ranks first only holding more load at its interval's low end: its test runs
+    at that load (``_confident_need``: 47.6 / f req/s, not the 30 / f its price alone asks),
+    misses, and it is ruled out unsearched, where the full search finds it holds less (the tie
+    is real) and gives the same confident plan."""
+    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    full, fast, traffic = _confident_pair(settings, ASKS[0])
+    needs = []
+    test = capacity._test
+    monkeypatch.setattr(
+        capacity,
+        "_test",
+        lambda *a, **k: (
+            needs.append((a[0].gpu.name, a[1].gpus_per_instance, a[5])) or test(*a, **k)
+        ),
+    )
+    odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
+    a, b = full.confident, odds.confident
+    assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
+    assert b.max_rate_per_s == a.max_rate_per_s
+    assert b.deployment == capacity.Deployment(1, 2) and b.hardware is None  # the plan's GPU
+    h100 = settings[0]
+    factor = capacity._confident_factor(fast, 90, h100, 2, 1.0)
+    # the full search: one H100 x 2 costs the same, holding less at the low end (a real tie)
+    row = full.candidates.set_index(["hardware", "gpus_per_instance"]).loc[("H100-SXM", 2)]
+    assert row["instances"] == 1 and row["usd_per_hour"] == pytest.approx(b.usd_per_hour)
+    assert row["max_rate_per_instance"] * factor < b.max_rate_per_s
+    # the screened one: tested once, at the load that holds as much as the plan, and ruled out
+    tested = [n for g, s, n in needs if (g, s) == ("H100-SXM", 2)]
+    assert tested == [pytest.approx(b.max_rate_per_s / factor, rel=1e-5)]
+    assert tested[0] > 1.5 * traffic.offered_rate_per_s / factor
+    after = odds.candidates.set_index(["hardware", "gpus_per_instance"]).loc[("H100-SXM", 2)]
+    assert after["probe_requests"] < 200 and "as much holding less" in after["note"]
+
+
+def test_a_confident_tie_holding_less_at_its_best_is_not_searched(settings, monkeypatch):
+    """On the second ask the confident plan is 1 x 2 H200 ($5.88 an hour); one H200 x 1 hopes
+    for the same price (its short answer 1.25 times higher) but, even there, holds less at its
+    interval's low end (``_could_rank_first``): it is neither tested nor searched in full, and
+    the confident plan is the full search's."""
+    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    full, fast, traffic = _confident_pair(settings, ASKS[1])
+    runs = []
+    test, search = capacity._test, capacity._full_search
+    monkeypatch.setattr(capacity, "_test", lambda *a, **k: runs.append(a[:2]) or test(*a, **k))
+    monkeypatch.setattr(
+        capacity, "_full_search", lambda *a, **k: runs.append(a[:2]) or search(*a, **k)
+    )
+    odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
+    a, b = full.confident, odds.confident
+    assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
+    assert b.max_rate_per_s == a.max_rate_per_s
+    assert (b.deployment, b.hardware) == (capacity.Deployment(2, 1), "H200-SXM")
+    h200 = settings[1]
+    hopes = [h for h in capacity._confident_hopes(odds, 90, settings) if h[1:3] == (h200, 1)]
+    assert len(hopes) == 1
+    usd, *_, held, _ = hopes[0]
+    assert usd == pytest.approx(b.usd_per_hour) and held < b.max_rate_per_s  # a tie, less held
+    assert not capacity._could_rank_first(hopes[0], b)
+    assert not [r for r in runs if r[0] is h200 and r[1].gpus_per_instance == 1]
+
+
+def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monkeypatch):
+    """The first ask at 32 req/s: the confident plan, 2 x 1 H100, costs what 1 x 2 H100 does
+    ($4.20 an hour) and wins on the load held at the low end; the screened search (its ties
+    ranked by the load held: ``_could_rank_first``, ``_confident_need``) finds it, where
+    ranking ties by price alone gives 1 x 2 H100."""
+    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    full, fast, traffic = _confident_pair(settings, (32, *ASKS[0][1:]))
+    odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
+    a, b = full.confident, odds.confident
+    assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
+    assert b.max_rate_per_s == a.max_rate_per_s
+    assert (b.deployment, b.hardware) == (capacity.Deployment(1, 2), "H100-SXM")
+    # the full search's rival at the same price, holding less
+    rivals = [
+        o
+        for o in capacity._confident_options(full, 90, settings)
+        if (o[2], o[4]) == (capacity.Deployment(2, 1), "H100-SXM")
+    ]
+    assert len(rivals) == 1
+    usd, held, *_ = rivals[0]
+    assert usd == pytest.approx(b.usd_per_hour) and held < b.max_rate_per_s

@@ -850,7 +850,7 @@ def with_odds(
         for option in _confident_options(plan, level, settings):
             c_usd, c_held, c_deployment, c_factor, hardware = option
             key = (c_usd, -c_held, c_deployment.gpus)
-            if c_usd >= r.usd_per_hour - 1e-9 and key < best:
+            if c_usd >= r.usd_per_hour - 1e-9 and _ranks_before(key, best):
                 best = key
                 mtok = r.usd_per_m_output_tokens_all_in * c_usd / r.usd_per_hour
                 same = (
@@ -863,6 +863,19 @@ def with_odds(
                     None if same else hardware,
                 )  # fmt: skip
     return dataclasses.replace(plan, confident=confident, bound=bound)
+
+
+def _same_price(a: float, b: float) -> bool:
+    """Two prices $/hour that are the same sum of GPU-hours (the last bits rounded off)."""
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _ranks_before(key: tuple, best: tuple) -> bool:
+    """Whether a confident plan ($/hour, -load held, GPUs) ranks before ``best``: cheaper,
+    else at the same price (``_same_price``) holding more load, else with fewer GPUs."""
+    if not _same_price(key[0], best[0]):
+        return key[0] < best[0]
+    return key[1:] < best[1:]
 
 
 def _confident_options(plan: CapacityPlan, level: int, settings: list[Setting]):
@@ -922,7 +935,12 @@ def confident_plan(
     either, where a miss is likely (``_confident_test``), one full simulation tests whether
     it holds the least load that could make such a plan (``_confident_need``): one that
     misses a target there rules the candidate out (monotone verdicts: the full search's
-    answer lies below it), its row saying so."""
+    answer lies below it), its row saying so. Ties rank by the load held at the low end
+    (``_ranks_before``): a candidate that at best ties holding less is not searched
+    (``_could_rank_first``), and a tie's test asks for as much load (``_confident_need``);
+    the likeliest plan (on short answers themselves) is searched first. Exact, as those say:
+    the plan found so far only improves, and every candidate left out ranks below it, so the
+    plan is the one every candidate searched in full gives, in any order."""
     level = int(round(100 * confidence))
     max_gpus = settings[0].max_gpus if settings else None
     ruled_out: set[tuple] = set()
@@ -937,15 +955,19 @@ def confident_plan(
         hopes = [
             h
             for h in _confident_hopes(plan, level, settings)
-            if h[0] <= bar + 1e-9 and (h[1], h[2]) not in ruled_out
+            if _could_rank_first(h, odds.confident) and (h[1], h[2]) not in ruled_out
         ]
         if not hopes:
             return odds
-        _, setting, size, short = min(hopes, key=lambda h: (h[0], h[2]))
+        # the likeliest plan first (on its short answer itself): a good plan found early rules
+        # the others out with one run each (``_confident_need``); any order gives the same plan
+        _, setting, size, short, *_ = min(hopes, key=lambda h: (*h[5], h[2]))
         d = Deployment(size, 1)
         rate = plan.rate_per_s
         full = int(plan.candidates["probe_requests"].max())
-        need = _confident_need(plan, level, setting, size, bar, max_gpus)
+        need = _confident_need(
+            plan, level, setting, size, bar, max_gpus, odds.confident.max_rate_per_s
+        )
         holds = None
         if need is not None and _confident_test(setting, short, need):
             try:
@@ -987,21 +1009,54 @@ def confident_plan(
     return with_odds(plan, confidence, bound, settings)
 
 
-def _confident_need(plan: CapacityPlan, level: int, setting, size: int, bar: float, max_gpus):
+def _could_rank_first(hope: tuple, confident: Confident) -> bool:
+    """Whether a candidate's hope (``_confident_hopes``) could make a confident plan that ranks
+    no lower than ``confident``: no dearer, and at the same price (a tie, ranked by the load
+    held) holding no less at the low end. Exact: at its most (its hope), a candidate has its
+    fewest instances, so its lowest price; at a lower load it costs as much only with as
+    many instances, each holding less (``_confident_need``)."""
+    usd, *_, held, _ = hope
+    if _same_price(usd, confident.usd_per_hour):
+        return held >= confident.max_rate_per_s * (1 - 1e-6)
+    return usd < confident.usd_per_hour
+
+
+def _confident_need(
+    plan: CapacityPlan,
+    level: int,
+    setting,
+    size: int,
+    bar: float,
+    max_gpus,
+    best_held: float = 0.0,
+):
     """The least load one instance of ``size`` GPUs of ``setting`` must hold for its plan at
     ``level`` % confidence (``_confident_options``: as many instances as the interval's low
-    end needs) to cost no more than ``bar`` $/hour: the most instances at that price, each
-    holding its share at the low end; taken a millionth lower (rounding). None when no
-    instance count is that cheap."""
+    end needs) to rank no lower than the confident plan (``bar`` $/hour, ``best_held``
+    req/s at its low end): the most instances at that price, each holding its share at the
+    low end; where that count costs the same as the plan (a tie, ranked by the load held,
+    ``with_odds``), its instances must also hold ``best_held`` at the low end, unless one
+    instance fewer (cheaper, so ranked first) holds the load; taken a millionth lower
+    (rounding). None when no instance count is that cheap.
+
+    Exact: the low end is the load held times a factor ``f`` that does not depend on it (a
+    band of the instance's stratum, ``figure_limits``), so ``K = ⌈rate / (f · per)⌉``
+    instances (and their price) never rise, and at a given ``K`` the load held ``K · f · per``
+    never falls, as ``per`` grows: below this load every count the candidate can take costs
+    more than the plan, or as much holding less."""
     each = size * setting.gpu.price_usd_per_hour
     count = math.floor((bar + 1e-9) / each)
     if max_gpus is not None:
         count = min(count, max_gpus // size)
     if count < 1:
         return None
-    return (
-        plan.rate_per_s / (_confident_factor(plan, level, setting, size, 1.0) * count) * (1 - 1e-6)
-    )
+    factor = _confident_factor(plan, level, setting, size, 1.0)
+    need = plan.rate_per_s / (factor * count)
+    if math.isclose(count * each, bar, rel_tol=1e-9, abs_tol=1e-9):  # a tie at ``count``
+        tie = max(plan.rate_per_s, best_held) / (factor * count)
+        cheaper = plan.rate_per_s / (factor * (count - 1)) if count > 1 else math.inf
+        need = min(tie, cheaper)
+    return need * (1 - 1e-6)
 
 
 def _confident_factor(plan: CapacityPlan, level: int, setting, size: int, per: float) -> float:
@@ -1036,7 +1091,7 @@ def _ruled_out(plan, setting, size, short, tested, most, level, max_gpus) -> Cap
     at = _row_at(table, setting, size)
     why = (
         f"a full simulation at {tested:.4g} req/s misses a target: its plan at {level} % "
-        "confidence costs more than the plan's"
+        "confidence costs more than the plan's, or as much holding less"
     )
     if short is None:
         table.loc[at, "note"] = f"not searched: {why}"
@@ -1082,8 +1137,9 @@ def _short_search(setting, deployment, traffic, targets, config) -> Knee:
 
 
 def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
-    """($/hour, setting, GPUs per instance, short answer or None) of each co-located candidate
-    not searched in full: the confident plan it would make. One searched short is sized on the
+    """($/hour, setting, GPUs per instance, short answer or None, load held at the low end,
+    ($/hour, -load held) on the short answer itself) of each co-located candidate not
+    searched in full: the confident plan it would make at best. One searched short is sized on the
     most its full answer may be, its short answer ``SCREEN_MARGIN`` times higher (as ``_hope``
     takes it: short answers were 0.92-1.31 times the full ones on the user guide's
     walk-through), at that load's interval's low end; one never searched (one instance cost
@@ -1105,7 +1161,7 @@ def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
             continue
         each = size * setting.gpu.price_usd_per_hour
         if row.probe_requests == 0:
-            yield each, setting, size, None
+            yield each, setting, size, None, math.inf, (each, -math.inf)
             continue
         short = float(row.max_rate_per_instance)
         if not (short > 0 and math.isfinite(short)):
@@ -1115,7 +1171,11 @@ def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
         count = max(1, math.ceil(plan.rate_per_s / (per * factor) - 1e-9))
         if max_gpus is not None and count * size > max_gpus:
             continue
-        yield count * each, setting, size, short
+        likely = max(1, math.ceil(plan.rate_per_s / (short * factor) - 1e-9))
+        yield (
+            count * each, setting, size, short, count * per * factor,
+            (likely * each, -likely * short * factor),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
