@@ -55,6 +55,7 @@ from inference_econ.specs.hardware import load_hardware  # noqa: E402
 
 COLUMNS = (
     "device",
+    "version",
     "kernel_source",
     "moe_dtype",
     "num_tokens",
@@ -171,6 +172,14 @@ def main(argv=None) -> int:
         prof = load_engine(args.engine)
     except InferenceEconError as exc:
         fail(str(exc))
+    frames = []
+    for path in args.tables:
+        frame = read_parquet(path, "an AIConfigurator moe_perf.parquet", COLUMNS)
+        device = str(frame["device"].iloc[0])
+        if device not in DEVICES:
+            fail(f"{path}: device {device!r} is none of {', '.join(DEVICES)}")
+        gpu = load_hardware(DEVICES[device])
+        frames.append((gpu, frame))
     print(
         f"profile {args.engine}: gemm_efficiency_scale {prof.gemm_efficiency_scale}, "
         f"moe_gemm_efficiency {prof.moe_gemm_efficiency}, fp4_gemm_efficiency "
@@ -183,14 +192,6 @@ def main(argv=None) -> int:
         "efficiency at the dtype's bits), per GPU; 'meas' measured, 'model' the model's seconds, "
         "'compute' its arithmetic share k_gemm*k_moe*[k_fp4]*V/(V+V1/2) before padding and weights"
     )
-    frames = []
-    for path in args.tables:
-        frame = read_parquet(path, "an AIConfigurator moe_perf.parquet", COLUMNS)
-        device = str(frame["device"].iloc[0])
-        if device not in DEVICES:
-            fail(f"{path}: device {device!r} is none of {', '.join(DEVICES)}")
-        gpu = load_hardware(DEVICES[device])
-        frames.append((gpu, frame))
     for path, (gpu, frame) in zip(args.tables, frames):
         device = str(frame["device"].iloc[0])
         frame = frame[
