@@ -274,7 +274,7 @@ def gemm_classes_ms(work: StepWork, prof, expert_volume=None) -> dict:
         "experts": (
             work.expert_gemm_s * work.expert_imbalance,
             work.expert_volume if expert_volume is None else expert_volume,
-            prof.moe_gemm_efficiency,
+            prof.moe_gemm_efficiency * float(work.expert_size),
         ),
     }
     arith = {k: float(s) / (base * e) if s > 0 else 0.0 for k, (s, v, e) in classes.items()}

@@ -10,11 +10,15 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
+from inference_econ.model.achievable import EngineStep
 from inference_econ.model.assumptions import ACHIEVABLE, PAPER
 from inference_econ.model.collectives import ALLREDUCE, CollectiveCost, measured_protocols
 from inference_econ.model.efficiency import (
+    StepWork,
     expected_expert_rows,
     expert_imbalance,
+    expert_size_factor,
+    gemm_compute_s,
     host_overhead_s,
     size_factor,
     tile_rounded,
@@ -119,6 +123,50 @@ def test_expert_imbalance_by_hand():
     assert expert_imbalance(64, 2, 8, 1.0) == 1.0  # no expert parallelism
     assert expert_imbalance(1, 1, 256, 64.0) == 64.0  # at most everything on one rank
     assert expert_imbalance(1e6, 8, 256, 32.0) < 1.02  # large batches balance out
+
+
+def test_expert_size_factor_by_hand():
+    """§F7: S/(S + S½), S one expert matrix's parameters per GPU. DeepSeek-V3's experts
+    (7,168 × 2,048 = 14,680,064) at S½ = 5e5: 0.96706 whole, 0.78587 split over 8 tensor ranks
+    (1,835,008 / 2,335,008); monotone in S, 1/2 at S½, and 1 with no such term."""
+    s = 7168 * 2048
+    assert expert_size_factor(s, 5e5) == pytest.approx(0.967062, abs=1e-6)
+    assert expert_size_factor(s / 8, 5e5) == pytest.approx(0.785868, abs=1e-6)
+    assert expert_size_factor(5e5, 5e5) == pytest.approx(0.5)
+    sizes = np.geomspace(1e4, 1e9, 50)
+    assert np.all(np.diff(expert_size_factor(sizes, 5e5)) > 0)
+    assert np.all(expert_size_factor(sizes, 0.0) == 1.0)
+
+
+def test_narrow_experts_are_charged_at_their_size_in_the_engine_step():
+    """The engine step charges the grouped expert GEMM at moe_gemm_efficiency times the
+    experts' size factor (§F7): Mixtral 8x7B's 4,096 × 14,336 experts over 8 tensor ranks,
+    S = 7,340,032, at S½ = 5e5 (AIConfigurator's TensorRT-LLM MoE tables): 0.93622; with
+    S½ = 0, 1; and the expert class's arithmetic is that much longer."""
+    work = compile_workload(ie.load_model("Mixtral-8x7B"), ACHIEVABLE)
+    model = StepModel(work, ie.load_hardware("H100"), ACHIEVABLE)
+    base = model.engine.profile
+    tokens = np.array([64.0, 4096.0])
+    arithmetic = {}
+    for half in (0.0, 5e5):
+        prof = dataclasses.replace(base, moe_expert_half_params=half)
+        eng = EngineStep(model.engine.work, model.engine.machine, prof, False)
+        part = eng.part(64.0, 1, 8, tokens, [(1.0, 8.0)], 0.0)
+        expected = 1.0 if half == 0.0 else 7340032 / (7340032 + 5e5)
+        assert np.asarray(part.expert_size) == pytest.approx(expected)
+        zero = {f.name: 0.0 for f in dataclasses.fields(StepWork)}
+        work_only = StepWork(
+            **{
+                **zero,
+                "expert_gemm_s": part.expert_gemm_s,
+                "expert_volume": part.expert_volume,
+                "expert_imbalance": 1.0,
+                "expert_size": part.expert_size,
+                "power_derating": 1.0,
+            }
+        )
+        arithmetic[half] = gemm_compute_s(work_only, prof)[0]
+    assert arithmetic[5e5] / arithmetic[0.0] == pytest.approx(1 / 0.936225, abs=1e-5)
 
 
 def test_custom_allreduce_by_hand():

@@ -25,6 +25,7 @@ from .efficiency import (
     eager_steps,
     expected_expert_rows,
     expert_imbalance,
+    expert_size_factor,
     tile_rounded,
 )
 from .machine import Machine
@@ -47,6 +48,8 @@ class AchievablePart:
     expert_gemm_s: Floats
     expert_volume: Floats
     expert_imbalance: Floats
+    #: The grouped expert GEMM's share of its plateau at its experts' size (§F7).
+    expert_size: Floats
     head_gemm_s: Floats
     head_volume: Floats
     attention_s: Floats  # attention-context arithmetic at the machine's attention rate
@@ -121,7 +124,7 @@ class EngineStep:
         w, prof, m = self.work, self.profile, self.machine
         bw = m.gpu.hbm_bandwidth_bytes_per_s
         b = B / p
-        dense_s = dense_v = expert_s = expert_v = 0.0
+        dense_s = dense_v = expert_s = expert_v = expert_slow = 0.0
         imbalance = 1.0
         f_rows = 0.0
         for g, (e, t_ff) in zip(w.groups, splits):
@@ -141,6 +144,8 @@ class EngineStep:
             if g.experts > 1:
                 sec, vol = self.grouped_expert_gemm(g, tokens, e, t_ff, t, per)
                 expert_s, expert_v = expert_s + sec, expert_v + sec * vol
+                size = expert_size_factor(w.d_model * g.d_ff / t_ff, prof.moe_expert_half_params)
+                expert_slow = expert_slow + sec / size
                 imbalance = expert_imbalance(
                     tokens, g.active, g.experts, e, prof.expert_routing_skew
                 )
@@ -158,6 +163,12 @@ class EngineStep:
             expert_gemm_s=expert_s,
             expert_volume=_weighted(expert_v, expert_s),
             expert_imbalance=imbalance,
+            # the groups' seconds over their seconds at their own size factors (§F7)
+            expert_size=np.where(
+                np.asarray(expert_slow) > 0.0,
+                np.asarray(expert_s, dtype=float) / np.maximum(expert_slow, 1e-300),
+                1.0,
+            ),
             head_gemm_s=head_s,
             head_volume=head_v,
             attention_s=context_flop / (p * t * m.attention_flop_per_s),
@@ -199,6 +210,7 @@ class EngineStep:
             expert_gemm_s=ap.expert_gemm_s,
             expert_volume=ap.expert_volume,
             expert_imbalance=ap.expert_imbalance,
+            expert_size=ap.expert_size,
             attention_s=ap.attention_s,
             collective_latency_s=coll_lat,
             collective_bandwidth_s=coll_bw,

@@ -94,6 +94,20 @@ def size_factor(volume, half_volume):
     return v / (v + half_volume)
 
 
+def expert_size_factor(params, half_params: float):
+    """Share of its plateau a grouped expert GEMM reaches with experts of ``params``
+    parameters per matrix per GPU (d·f/t_ff): S / (S + S½), 1 where ``half_params`` is 0
+    (§F7). TensorRT-LLM's fused MoE at 1,024 rows an expert on B200 in BF16 runs at 0.38 of
+    the best-shape GEMM rate with 2,048 × 512 experts and 0.87 with 4,096 × 1,536 ones
+    (AIConfigurator's measured tables; ``benchmarks/moe_table_fit.py``): narrow experts stay
+    slow however many rows they take, which the group's volume (``size_factor``) does not
+    see."""
+    s = np.maximum(np.asarray(params, dtype=float), 0.0)
+    if half_params <= 0.0:
+        return np.ones_like(s)
+    return s / np.maximum(s + half_params, 1e-300)
+
+
 def expert_imbalance(tokens, active: int, experts: int, degree, skew: float = 1.0):
     """Busiest expert-parallel rank over the mean rank (§F7): ``tokens·k`` routed picks spread
     over ``e`` ranks; with uniform routing a rank's load is binomial, and the largest of ``e``
@@ -137,6 +151,9 @@ class StepWork:
     expert_gemm_s: Floats
     expert_volume: Floats
     expert_imbalance: Floats
+    #: The share of its plateau the grouped expert GEMM reaches at its experts' size
+    #: (``expert_size_factor``; 1: no such term).
+    expert_size: Floats
     attention_s: Floats
     collective_latency_s: Floats
     collective_bandwidth_s: Floats
@@ -214,7 +231,11 @@ def gemm_compute_s(work: StepWork, terms):
         (work.dense_gemm_s, work.dense_volume, 1.0),
         (work.projection_gemm_s, work.projection_volume, 1.0),
         (work.head_gemm_s, work.head_volume, 1.0),
-        (work.expert_gemm_s * work.expert_imbalance, work.expert_volume, terms.moe_gemm_efficiency),
+        (
+            work.expert_gemm_s * work.expert_imbalance,
+            work.expert_volume,
+            terms.moe_gemm_efficiency * work.expert_size,
+        ),
     )
     arithmetic = fixed = 0.0
     for seconds, volume, efficiency in classes:

@@ -113,6 +113,13 @@ TERMS: tuple[Term, ...] = (
         "grouped expert GEMMs (with token permutation) relative to dense GEMMs (§F2)",
     ),
     Term(
+        "moe_expert_half_params",
+        "parameters",
+        0.0,
+        1e9,
+        "one expert matrix's parameters per GPU (d·f/t_ff) at which the grouped expert GEMM reaches half its efficiency (0: none; §F7)",
+    ),
+    Term(
         "attention_efficiency",
         "fraction",
         0.01,
@@ -312,6 +319,7 @@ class EngineProfile:
     gemm_tile_tokens: int = 64
     fp4_gemm_efficiency: float = 0.8
     moe_gemm_efficiency: float = 0.8
+    moe_expert_half_params: float = 0.0
     attention_efficiency: float = 0.5
     elementwise_passes: float = 10.0
     layer_overhead_s: float = 30e-6
