@@ -318,7 +318,7 @@ def _candidate(
         "held": held_intervals(at, per) if at is not None and per > 0 else {},
     }
     if per > 0:
-        count = math.ceil(rate / per - 1e-9)
+        count = _instances_for(rate, per)
         row.update(
             instances=count,
             gpus=count * size,
@@ -824,7 +824,7 @@ def with_odds(
     note = ""
     if d.disaggregated:
         pools = (d.instances, d.prefill_instances)
-        scaled = [max(k, math.ceil(k / factor - 1e-9)) for k in pools]
+        scaled = [max(k, _instances_for(k, factor)) for k in pools]
         deployment = Deployment(
             d.gpus_per_instance,
             scaled[0],
@@ -835,7 +835,7 @@ def with_odds(
         grow = deployment.gpus / d.gpus
     else:
         per = plan.max_rate_per_s / d.instances * factor
-        count = max(d.instances, math.ceil(plan.rate_per_s / per - 1e-9))
+        count = max(d.instances, _instances_for(plan.rate_per_s, per))
         deployment = Deployment(d.gpus_per_instance, count)
         grow = count / d.instances
     if factor >= 1.0:
@@ -863,6 +863,12 @@ def with_odds(
                     None if same else hardware,
                 )  # fmt: skip
     return dataclasses.replace(plan, confident=confident, bound=bound)
+
+
+def _instances_for(rate: float, per: float) -> int:
+    """Instances of ``per`` requests/s each that hold ``rate``: a load met to the last bits of
+    its float counts as held."""
+    return math.ceil(rate / per - 1e-9)
 
 
 def _same_price(a: float, b: float) -> bool:
@@ -911,7 +917,7 @@ def _confident_options(plan: CapacityPlan, level: int, settings: list[Setting]):
         if not ends:
             continue
         factor = min(1.0, ends[f"max_rate_per_s_low{level}"] / per)
-        count = max(int(row.instances), math.ceil(plan.rate_per_s / (per * factor) - 1e-9))
+        count = max(int(row.instances), _instances_for(plan.rate_per_s, per * factor))
         price = float(row.usd_per_hour) / float(row.gpus)
         usd = count * row.gpus_per_instance * price
         deployment = Deployment(row.gpus_per_instance, count)
@@ -1052,7 +1058,7 @@ def _confident_need(
         return None
     factor = _confident_factor(plan, level, setting, size, 1.0)
     need = plan.rate_per_s / (factor * count)
-    if math.isclose(count * each, bar, rel_tol=1e-9, abs_tol=1e-9):  # a tie at ``count``
+    if _same_price(count * each, bar):  # a tie at ``count``
         tie = max(plan.rate_per_s, best_held) / (factor * count)
         cheaper = plan.rate_per_s / (factor * (count - 1)) if count > 1 else math.inf
         need = min(tie, cheaper)
@@ -1168,10 +1174,10 @@ def _confident_hopes(plan: CapacityPlan, level: int, settings: list[Setting]):
             continue  # no load held in the short search: screened out, as ``_hope`` does
         per = short * SCREEN_MARGIN
         factor = _confident_factor(plan, level, setting, size, per)
-        count = max(1, math.ceil(plan.rate_per_s / (per * factor) - 1e-9))
+        count = max(1, _instances_for(plan.rate_per_s, per * factor))
         if max_gpus is not None and count * size > max_gpus:
             continue
-        likely = max(1, math.ceil(plan.rate_per_s / (short * factor) - 1e-9))
+        likely = max(1, _instances_for(plan.rate_per_s, short * factor))
         yield (
             count * each, setting, size, short, count * per * factor,
             (likely * each, -likely * short * factor),
@@ -1220,7 +1226,7 @@ def load_frontier(
             knee = knee_of("deployment", s, Deployment(n, 1), traffic, targets, config)
             if knee.max_rate_per_s <= 0:
                 continue
-            fewest = math.ceil(rate / knee.max_rate_per_s - 1e-9)
+            fewest = _instances_for(rate, knee.max_rate_per_s)
             for k in sorted({math.ceil(fewest * m) for m in COUNT_MULTIPLES}):
                 if max_gpus is not None and k * n > max_gpus:
                     continue
