@@ -265,8 +265,7 @@ def gemm_classes_ms(work: StepWork, prof, expert_volume=None) -> dict:
     step's (the size factor taken at another shape)."""
     t = combine(work, prof)
     v_half = prof.gemm_half_volume
-    base = prof.gemm_efficiency_scale * (prof.fp4_gemm_efficiency if work.fp4 else 1.0)
-    base *= work.power_derating
+    base = prof.gemm_efficiency_scale * work.power_derating
     classes = {
         "dense GEMMs": (work.dense_gemm_s, work.dense_volume, 1.0),
         "projections": (work.projection_gemm_s, work.projection_volume, 1.0),

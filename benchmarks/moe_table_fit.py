@@ -18,8 +18,8 @@ the CUTLASS kernels (``moe_torch_flow_cutlass``), TP 1 and EP 1 or 8:
   NVFP4 4);
 * beside it, what the model charges the same kernel in the engine step of the profile
   (default ``trtllm``): the grouped GEMM's expected padded rows (``expected_expert_rows``), the
-  arithmetic at ``gemm_efficiency_scale`` × ``moe_gemm_efficiency`` (× ``fp4_gemm_efficiency``
-  at 4 bits), its fixed cost ``V½/V`` at the whole group's volume (§F2), on a roofline against
+  arithmetic at ``gemm_efficiency_scale`` × ``moe_gemm_efficiency`` (over the part's
+  best-shape rate at the dtype's bits, §F2), its fixed cost ``V½/V`` at the whole group's volume (§F2), on a roofline against
   the experts' weight reads at ``hbm_efficiency``: the same useful FLOP over the model's seconds;
 * a fit of the measured points to ``η = η_max · r/(r + r½)`` (``1/η`` linear in ``1/r``,
   weighted by relative error, all token counts of the table): the plateau and the
@@ -88,8 +88,6 @@ def model_seconds(prof, gpu, bits, tokens, shape, ep):
     rows = expected_expert_rows(tokens, k, experts, float(prof.gemm_tile_tokens)) / ep
     eta = prof.gemm_efficiency_scale * prof.moe_gemm_efficiency
     eta = eta * expert_size_factor(h * i, prof.moe_expert_half_params)
-    if bits <= 4 and gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9):
-        eta = eta * prof.fp4_gemm_efficiency
     volume = rows * h * i
     arithmetic = 6.0 * rows * h * i / (rate * eta)
     fixed = arithmetic * prof.gemm_half_volume / volume
@@ -182,15 +180,15 @@ def main(argv=None) -> int:
         frames.append((gpu, frame))
     print(
         f"profile {args.engine}: gemm_efficiency_scale {prof.gemm_efficiency_scale}, "
-        f"moe_gemm_efficiency {prof.moe_gemm_efficiency}, fp4_gemm_efficiency "
-        f"{prof.fp4_gemm_efficiency}, gemm_half_volume {prof.gemm_half_volume:.2g}, "
+        f"moe_gemm_efficiency {prof.moe_gemm_efficiency}, "
+        f"gemm_half_volume {prof.gemm_half_volume:.2g}, "
         f"tile {prof.gemm_tile_tokens}, hbm_efficiency {prof.hbm_efficiency}, "
         f"moe_expert_half_params {prof.moe_expert_half_params:.3g}"
     )
     print(
         "eta: useful FLOP / s over the model's ideal rate (dense peak x best-shape GEMM "
         "efficiency at the dtype's bits), per GPU; 'meas' measured, 'model' the model's seconds, "
-        "'compute' its arithmetic share k_gemm*k_moe*[k_fp4]*V/(V+V1/2) before padding and weights"
+        "'compute' its arithmetic share k_gemm*k_moe*V/(V+V1/2) before padding and weights"
     )
     for path, (gpu, frame) in zip(args.tables, frames):
         device = str(frame["device"].iloc[0])

@@ -54,7 +54,6 @@ BUDGETS += (("L40S", (2048, 1536)),)
 BETA = 1.0
 REFIT = dict(
     gemm_efficiency_scale=0.99388,
-    fp4_gemm_efficiency=0.69849,
     moe_gemm_efficiency=0.78197,
     elementwise_passes=13.842,
     layer_overhead_s=9.8063e-06,

@@ -44,7 +44,37 @@ def test_gemm_efficiency_curve_by_hand():
     assert size_factor(0.0, 1e9) == 0.0
     # the GPU file's measured best shape: MAMF BF16 794.5 of 989.4 TFLOPS on H100
     assert ie.load_hardware("H100-SXM").best_gemm_efficiency(16) == pytest.approx(0.803)
-    assert ie.load_hardware("B200").best_gemm_efficiency(4) == pytest.approx(0.763)  # FP8's
+    # B200's NVFP4 best shape: 4,547 of 9,000 TFLOPS (AIConfigurator's TensorRT-LLM table)
+    assert ie.load_hardware("B200").best_gemm_efficiency(4) == pytest.approx(0.505)
+
+
+def test_best_gemm_efficiency_is_the_fraction_of_the_rate_the_gemm_runs_at():
+    """§F2: a sub-8-bit rate above FP8 takes the part's own figure, else 0.72 of its 8-bit
+    one; 4-bit weights at the FP8 rate (Hopper, or the paper's rule) take the 8-bit figure."""
+    from inference_econ.model.efficiency import NARROW_GEMM_SHARE, best_gemm_efficiency
+
+    b200, h100 = ie.load_hardware("B200"), ie.load_hardware("H100-SXM")
+    assert best_gemm_efficiency(b200, 4) == pytest.approx(4547 / 9000, abs=1e-3)
+    assert best_gemm_efficiency(b200, 4, native_fp4=False) == pytest.approx(0.763)  # FP8's
+    assert best_gemm_efficiency(h100, 4) == pytest.approx(0.709)  # no FP4 rate: FP8's figure
+    # MI355X: MXFP4 at 10 PFLOPS, no FP4 or FP8 measurement: 0.72 of the BF16 MAMF figure
+    mi355 = ie.load_hardware("MI355X")
+    assert NARROW_GEMM_SHARE == 0.72
+    assert best_gemm_efficiency(mi355, 4) == pytest.approx(0.622 * 0.72)
+    # the B200's 4-bit GEMM rate: 9 PFLOPS x 0.505 = 4.55 PFLOPS, above FP8's 4.5 x 0.763
+    m = StepModel(
+        compile_workload(ie.load_model("Llama 3.3 70B").with_precision(4, 16, 8, 4), ACHIEVABLE),
+        b200,
+        ACHIEVABLE,
+    ).machine
+    assert m.gemm_rate == pytest.approx(9000e12 * 0.505, rel=1e-9)
+
+
+def test_a_profile_that_sets_a_removed_term_is_refused_with_the_reason(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text("name: old\nfp4_gemm_efficiency: 0.64\n")
+    with pytest.raises(ie.InferenceEconError, match="fp4_gemm_efficiency.*no longer a term"):
+        load_engine(str(path))
 
 
 def test_expected_expert_rows_by_hand():

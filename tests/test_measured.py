@@ -402,7 +402,6 @@ def test_calibration_is_plausible_and_writes_a_profile(fitted, tmp_path):
     for key, (lo, hi) in {
         "kv_read_efficiency": (0.5, 1.0),
         "gemm_efficiency_scale": (0.5, 1.2),
-        "fp4_gemm_efficiency": (0.4, 1.0),
         "vllm-v0-rocm.step_time_scale": (0.8, 2.0),  # vLLM 0.4.3 on ROCm against the reference
     }.items():
         assert lo <= terms[key].value <= hi, key

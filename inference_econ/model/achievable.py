@@ -217,7 +217,6 @@ class EngineStep:
             layers=float(w.layers),
             sequences=ap.sequences,
             eager=ap.eager,
-            fp4=1.0 if self.machine.fp4_gemm else 0.0,
             power_derating=self.machine.gemm_power_derating,
         )
 

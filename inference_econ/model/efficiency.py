@@ -25,11 +25,34 @@ from .values import Flags, Floats
 #: measured parts (H100, H200, B200, GB200, A100, MI300X, MI325X, MI355X: 0.51-0.87; §F2).
 DEFAULT_GEMM_EFFICIENCY = 0.73
 
+#: A sub-8-bit rate above the FP8 one (NVFP4 on Blackwell) without its own figure reaches this
+#: share of the part's 8-bit best-shape efficiency: the median over the five parts whose FP4
+#: and FP8 best shapes were timed in one table (B200 0.72, GB200 0.74, B300 0.61, GB300 0.57,
+#: RTX PRO 6000 0.93; AIConfigurator's TensorRT-LLM 1.3.0rc20 tables, §F2).
+NARROW_GEMM_SHARE = 0.72
 
-def best_gemm_efficiency(gpu: GPU, weight_bits: float) -> float:
-    """The GPU's measured best-shape GEMM fraction of peak at this precision (§F2)."""
-    measured = gpu.best_gemm_efficiency(weight_bits)
-    return DEFAULT_GEMM_EFFICIENCY if measured is None else measured
+
+def best_gemm_efficiency(gpu: GPU, weight_bits: float, native_fp4: bool = True) -> float:
+    """Best-shape GEMM fraction of the peak the GEMM runs at, ``gpu.peak_flop_per_s(weight_bits,
+    native_fp4)`` (§F2).
+
+    A rate of the FP8 tier or wider takes the part's measured figure for that format (4-bit
+    weights that run at the FP8 rate, the FP8 one). A sub-8-bit rate above the FP8 one takes
+    the part's own figure of that width, else ``NARROW_GEMM_SHARE`` of its 8-bit one: an
+    FP4 tensor core doubles the peak, not the best shape's rate. A part with no measurement:
+    ``DEFAULT_GEMM_EFFICIENCY`` (times the share for the narrow tier).
+    """
+    bits = float(weight_bits)
+    narrow = bits < 8 and gpu.peak_flop_per_s(bits, native_fp4) > gpu.peak_flop_per_s(8) * (
+        1 + 1e-9
+    )
+    if narrow:
+        own = sorted((b, f) for b, f in gpu.gemm_efficiency if b < 8 and b >= math.floor(bits))
+        if own:
+            return own[0][1]
+    measured = gpu.best_gemm_efficiency(max(bits, 8.0))
+    eight = DEFAULT_GEMM_EFFICIENCY if measured is None else measured
+    return eight * NARROW_GEMM_SHARE if narrow else eight
 
 
 def tile_rounded(tokens, tile: float):
@@ -161,8 +184,6 @@ class StepWork:
     sequences: Floats
     #: 1 where the step runs without CUDA graphs, else 0.
     eager: Flags
-    #: 1 where 4-bit weights run at an FP4 rate, else 0.
-    fp4: Floats
     #: The part's own power derating of its GEMM rate (1: none; §F2).
     power_derating: Floats
 
@@ -223,10 +244,7 @@ def gemm_compute_s(work: StepWork, terms):
     multiplies: it adds to the step, outside the roofline. So a decode GEMM of one token stays
     memory-bound, its fixed cost beside its weight reads."""
     v_half = terms.gemm_half_volume
-    base = terms.gemm_efficiency_scale * np.where(
-        np.asarray(work.fp4) > 0, terms.fp4_gemm_efficiency, 1.0
-    )
-    base = base * work.power_derating
+    base = terms.gemm_efficiency_scale * work.power_derating
     classes = (
         (work.dense_gemm_s, work.dense_volume, 1.0),
         (work.projection_gemm_s, work.projection_volume, 1.0),

@@ -99,8 +99,6 @@ class Machine:
     #: the paper, the KV cache format's under ``precision_formats``, §B5), peak in the engine
     #: step (§F3, whose efficiency applies per class).
     attention_flop_per_s: float
-    #: 4-bit weights that run at an FP4 rate above the FP8 one (§F2's FP4 term applies).
-    fp4_gemm: bool
     #: The part's own power derating of its GEMM rate (§F2; 1: none).
     gemm_power_derating: float
     hbm_bandwidth_bytes_per_s: float  # sustained
@@ -135,19 +133,18 @@ class Machine:
         ``dense_bits``: the format of the GEMMs outside the routed experts where it differs
         (``Workload.dense_gemm_bits``; None: ``weight_bits``)."""
         peak, sustained = flop_rates(gpu, weight_bits, assumptions)
-        eight = gpu.peak_flop_per_s(8) if weight_bits < 8 else peak
         engine_attention = gpu.peak_flop_per_s(16 if attention_bits is None else attention_bits)
-        gemm_rate = peak * best_gemm_efficiency(gpu, weight_bits)
+        native = assumptions.native_fp4
+        gemm_rate = peak * best_gemm_efficiency(gpu, weight_bits, native)
         if dense_bits is None:
             dense_rate = gemm_rate
         else:
             dense_peak = flop_rates(gpu, dense_bits, assumptions)[0]
-            dense_rate = dense_peak * best_gemm_efficiency(gpu, dense_bits)
+            dense_rate = dense_peak * best_gemm_efficiency(gpu, dense_bits, native)
         rates: dict[str, Any] = dict(
             peak_flop_per_s=peak,
             gemm_rate=gemm_rate,
             dense_gemm_rate=dense_rate,
-            fp4_gemm=bool(weight_bits <= 4 and peak > eight * (1 + 1e-9)),
             gemm_power_derating=gpu.gemm_power_derating,
             usable_hbm_bytes=usable_hbm_bytes(gpu, assumptions),
             node_gpus=float(gpu.scale_up_domain_gpus),
@@ -180,7 +177,10 @@ class Machine:
         profile's efficiencies apply per kernel class), the best-shape GEMM rate, the memory
         the engine leaves for weights and KV cache, no separate launch latency (the profile's
         overheads), and the measured collective curves (§F6)."""
-        gemm = best_gemm_efficiency(gpu, weight_bits) * profile.gemm_efficiency_scale
+        gemm = (
+            best_gemm_efficiency(gpu, weight_bits, assumptions.native_fp4)
+            * profile.gemm_efficiency_scale
+        )
         return cls(
             gpu=gpu,
             flop_per_s=rates["peak_flop_per_s"] * min(gemm, 1.0),

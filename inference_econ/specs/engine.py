@@ -99,13 +99,6 @@ TERMS: tuple[Term, ...] = (
         True,
     ),
     Term(
-        "fp4_gemm_efficiency",
-        "fraction",
-        0.05,
-        1.0,
-        "4-bit GEMMs at the FP4 rate reach this fraction of the 8-bit efficiency (§F2)",
-    ),
-    Term(
         "moe_gemm_efficiency",
         "fraction",
         0.05,
@@ -261,6 +254,15 @@ TERMS: tuple[Term, ...] = (
     ),
 )
 BY_TERM = {t.name: t for t in TERMS}
+
+#: Terms a profile once had, with why they went: a file that still sets one is refused with
+#: the reason, not with "unknown field".
+REMOVED_TERMS = {
+    "fp4_gemm_efficiency": (
+        "removed: a 4-bit GEMM's best-shape rate is now the part's own measured figure "
+        "(hardware YAML 'gemm_efficiency: {4: ...}', docs/model.md §F2); delete the line"
+    ),
+}
 #: How the KV-cache fraction is taken: of the memory left after the weights, or of all memory.
 FractionOf = Literal["free", "total"]
 FRACTION_OF: tuple[FractionOf, ...] = get_args(FractionOf)
@@ -317,7 +319,6 @@ class EngineProfile:
     gemm_efficiency_scale: float = 1.0
     gemm_half_volume: float = 4.3e9
     gemm_tile_tokens: int = 64
-    fp4_gemm_efficiency: float = 0.8
     moe_gemm_efficiency: float = 0.8
     moe_expert_half_params: float = 0.0
     attention_efficiency: float = 0.5
@@ -534,6 +535,8 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         "derived_from",
     }
     for key, value in values.items():
+        if key in REMOVED_TERMS:
+            raise SpecError(source, str(key), "no longer a term", REMOVED_TERMS[key])
         if key not in known:
             hint = did_you_mean(str(key), sorted(known))
             raise SpecError(source, str(key), "unknown field", hint or "see docs/model.md Part F")
@@ -794,6 +797,10 @@ def _standard_errors(value: Any, source: str) -> tuple[tuple[str, float], ...]:
         raise SpecError(source, "standard_errors", f"expected a mapping, got {value!r}")
     out = []
     for key, err in value.items():
+        if key in REMOVED_TERMS:
+            raise SpecError(
+                source, f"standard_errors.{key}", "no longer a term", REMOVED_TERMS[key]
+            )
         if key not in BY_TERM:
             hint = did_you_mean(str(key), sorted(BY_TERM))
             raise SpecError(source, f"standard_errors.{key}", "not a term of a profile", hint)
