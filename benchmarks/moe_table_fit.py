@@ -76,7 +76,17 @@ SHAPES = {
 }
 #: weight bits of each dtype, the rate the model charges it at
 BITS = {"bfloat16": 16, "fp8": 8, "fp8_block": 8, "nvfp4": 4}
-DEVICES = {"NVIDIA H100 80GB HBM3": "H100", "NVIDIA H200": "H200", "NVIDIA B200": "B200"}
+#: MXFP4 experts (gpt-oss): (the rate's bits, the weights' stored bits): W4A8 multiplies at the
+#: FP8 rate on chips with 4-bit tensor cores, W4A16 at the BF16 one (§B5, ``mx_gemm_bits``);
+#: their tables time TensorRT-LLM's ``moe_torch_flow`` kernels, not CUTLASS's.
+MX = {"w4a8_mxfp4_mxfp8": (8, 4.25), "w4a16_mxfp4": (16, 4.25)}
+DEVICES = {
+    "NVIDIA H100 80GB HBM3": "H100",
+    "NVIDIA H200": "H200",
+    "NVIDIA B200": "B200",
+    "NVIDIA GB200": "GB200",
+    "NVIDIA B300 SXM6 AC": "B300",
+}
 ROWS = (1, 4, 16, 64, 256, 1024, 4096)
 
 
@@ -103,9 +113,10 @@ def fit_points(frames, dtypes, prof):
     matrix's parameters per GPU and the rows an expert."""
     cols = {k: [] for k in ("t", "flop", "w", "vg", "s", "r")}
     for gpu, frame in frames:
+        kernel = "moe_torch_flow" if set(dtypes) <= set(MX) else "moe_torch_flow_cutlass"
         f = frame[
             (frame.distribution == "balanced")
-            & (frame.kernel_source == "moe_torch_flow_cutlass")
+            & (frame.kernel_source == kernel)
             & (frame.moe_ep_size * frame.moe_tp_size <= 8)
             & frame.moe_dtype.isin(dtypes)
         ]
@@ -115,7 +126,7 @@ def fit_points(frames, dtypes, prof):
         ):
             if experts < ep:
                 continue
-            bits = BITS[dtype]
+            bits, stored = MX[dtype] if dtype in MX else (BITS[dtype], BITS[dtype])
             rate = gpu.peak_flop_per_s(bits) * best_gemm_efficiency(gpu, bits)
             tokens = q.num_tokens.to_numpy(float)
             rows = expected_expert_rows(tokens, k, experts, float(prof.gemm_tile_tokens)) / ep
@@ -123,11 +134,11 @@ def fit_points(frames, dtypes, prof):
             bw = gpu.hbm_bandwidth_bytes_per_s * prof.hbm_efficiency
             cols["t"].append(q.latency.to_numpy(float) * 1e-3)
             cols["flop"].append(6.0 * rows * h * i / tp / rate)
-            cols["w"].append(hit * 3.0 * h * i / tp * bits / 8.0 / bw)
+            cols["w"].append(hit * 3.0 * h * i / tp * stored / 8.0 / bw)
             cols["vg"].append(rows * h * i / tp)
             cols["s"].append(np.full(tokens.size, h * i / tp))
             cols["r"].append(tokens * k / experts)
-    d = {k: np.concatenate(v) for k, v in cols.items()}
+    d = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
     keep = d["r"] >= 1.0
     return {k: v[keep] for k, v in d.items()}
 
@@ -245,7 +256,8 @@ def main(argv=None) -> int:
             "arithmetic at eta*S/(S+S½), plus the group's fixed cost) over every balanced CUTLASS "
             "point, TP*EP <= 8, >= 1 row an expert, all shapes of the tables"
         )
-        for dtypes in (("bfloat16", "fp8"), ("fp8_block",), ("nvfp4",)):
+        fits = (("bfloat16", "fp8"), ("bfloat16",), ("fp8",), ("fp8_block",), ("nvfp4",))
+        for dtypes in fits + tuple((m,) for m in MX):
             d = fit_points(frames, dtypes, prof)
             if d["t"].size == 0:
                 continue
