@@ -28,6 +28,10 @@ the CUTLASS kernels (``moe_torch_flow_cutlass``), TP 1 and EP 1 or 8:
     PYTHONPATH=. python benchmarks/moe_table_fit.py h100.parquet h200.parquet b200.parquet \\
         [--engine trtllm] [--ep 1 8]
 
+``--shares`` prints instead each table's plateau by format at the profile's S½ and the part's
+``moe_plateau_share`` (its BF16 and FP8 plateaus over H100's and H200's, the median; the
+figures of the hardware files, docs/model.md §F7); give the tables of every part, Hopper's too.
+
 A measured figure beside a model figure: neither is a prediction of a benchmark row.
 """
 
@@ -86,6 +90,9 @@ DEVICES = {
     "NVIDIA B200": "B200",
     "NVIDIA GB200": "GB200",
     "NVIDIA B300 SXM6 AC": "B300",
+    "NVIDIA GB300": "GB300",
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition": "RTX PRO 6000",
+    "NVIDIA L40S": "L40S",
 }
 ROWS = (1, 4, 16, 64, 256, 1024, 4096)
 
@@ -160,6 +167,66 @@ def fit_half_params(d, half_volume):
     return best, none
 
 
+def fit_plateau(d, half_volume, half_params):
+    """(plateau η, median |log error|) at a fixed S½ (the profile's ``moe_expert_half_params``)
+    minimising the mean squared log error over ``d`` (``fit_points``), on a grid of 0.005."""
+    best = None
+    for eta in np.arange(0.05, 1.5, 0.005):
+        c = d["flop"] / (eta * expert_size_factor(d["s"], half_params))
+        err = np.log((np.maximum(d["w"], c) + c * half_volume / d["vg"]) / d["t"])
+        rms = float(np.mean(err**2))
+        if best is None or rms < best[0]:
+            best = (rms, float(eta), float(np.median(np.abs(err))))
+    return best[1], best[2]
+
+
+#: The formats both GPU generations run on the same CUTLASS kernels, whose plateaus give a
+#: part's ``moe_plateau_share`` (docs/model.md §F7).
+SHARE_FORMATS = ("bfloat16", "fp8")
+#: The parts whose plateaus are the reference (the engine terms' fit is mostly their rows).
+REFERENCE = ("H100", "H200")
+
+
+def plateaus_by_part(frames, prof):
+    """{part: {dtype: (plateau, points, median |log|)}} at the profile's S½, one fit per table
+    and format."""
+    out = {}
+    for gpu, frame in frames:
+        name = DEVICES[str(frame["device"].iloc[0])]
+        part = out.setdefault(name, {})
+        for dtype in list(BITS) + list(MX):
+            d = fit_points([(gpu, frame)], (dtype,), prof)
+            if d["t"].size < 10:
+                continue
+            eta, med = fit_plateau(d, prof.gemm_half_volume, prof.moe_expert_half_params)
+            part[dtype] = (eta, int(d["t"].size), med)
+    return out
+
+
+def print_shares(frames, prof) -> None:
+    """Each part's fused-MoE plateau by format and its share of the reference parts' plateau
+    (the median over ``SHARE_FORMATS`` of plateau / the reference parts' mean plateau)."""
+    table = plateaus_by_part(frames, prof)
+    formats = list(BITS) + list(MX)
+    print(
+        f"\nplateau by part and format at S½ {prof.moe_expert_half_params:.3g} (balanced, "
+        "TP*EP <= 8, >= 1 row an expert; CUTLASS kernels, MXFP4 moe_torch_flow); share: median "
+        f"over {'/'.join(SHARE_FORMATS)} of plateau / mean of {'/'.join(REFERENCE)}"
+    )
+    print(f"{'part':14s}" + "".join(f"{f:>18s}" for f in formats) + f"{'share':>8s}")
+    ref = {
+        f: np.mean([table[p][f][0] for p in REFERENCE if p in table and f in table[p]] or [np.nan])
+        for f in SHARE_FORMATS
+    }
+    for name, part in table.items():
+        cells = "".join(
+            (f"{part[f][0]:.3f} ({part[f][1]:4d})" if f in part else "-").rjust(18) for f in formats
+        )
+        ratios = [part[f][0] / ref[f] for f in SHARE_FORMATS if f in part and np.isfinite(ref[f])]
+        share = float(np.median(ratios)) if ratios else float("nan")
+        print(f"{name:14s}{cells}{share:8.3f}")
+
+
 def half_saturation(r, eta):
     """(η_max, r½) of η = η_max·r/(r + r½) fitted as 1/η = 1/η_max + (r½/η_max)/r, each point
     weighted by its relative error."""
@@ -175,6 +242,11 @@ def main(argv=None) -> int:
     parser.add_argument("--ep", type=int, nargs="+", default=[1, 8], help="EP degrees")
     parser.add_argument(
         "--fit", action="store_true", help="also fit the expert-size half-point S½ by format"
+    )
+    parser.add_argument(
+        "--shares",
+        action="store_true",
+        help="only the plateau by part and format, and each part's share of Hopper's",
     )
     args = parser.parse_args(argv)
     try:
@@ -196,6 +268,9 @@ def main(argv=None) -> int:
         f"tile {prof.gemm_tile_tokens}, hbm_efficiency {prof.hbm_efficiency}, "
         f"moe_expert_half_params {prof.moe_expert_half_params:.3g}"
     )
+    if args.shares:
+        print_shares(frames, prof)
+        return 0
     print(
         "eta: useful FLOP / s over the model's ideal rate (dense peak x best-shape GEMM "
         "efficiency at the dtype's bits), per GPU; 'meas' measured, 'model' the model's seconds, "

@@ -193,10 +193,37 @@ def test_narrow_experts_are_charged_at_their_size_in_the_engine_step():
                 "expert_imbalance": 1.0,
                 "expert_size": part.expert_size,
                 "power_derating": 1.0,
+                "moe_share": 1.0,
             }
         )
         arithmetic[half] = gemm_compute_s(work_only, prof)[0]
+        if half:  # a part whose fused MoE reaches 0.666 of Hopper's plateau (B200, §F7)
+            slower = gemm_compute_s(work_only.replace(moe_share=0.666), prof)[0]
+            assert slower / arithmetic[half] == pytest.approx(1 / 0.666, rel=1e-12)
     assert arithmetic[5e5] / arithmetic[0.0] == pytest.approx(1 / 0.936225, abs=1e-5)
+
+
+def test_the_parts_fused_moe_share_slows_only_expert_arithmetic():
+    """A part whose fused MoE reaches less of its dense rate than Hopper's (B200: 0.666,
+    AIConfigurator's TensorRT-LLM 1.3.0rc20 moe tables, docs/model.md §F7) takes longer for a
+    MoE model's compute-bound steps, never less; a dense model's steps do not move; the ideal
+    presets do not read it."""
+
+    def latency(model, share, assumptions="achievable"):
+        s = ie.make_setting(model, "B200", weight_bits=8, assumptions=assumptions)
+        s = s.replace(gpu=dataclasses.replace(s.gpu, moe_plateau_share=share))
+        return ie.points(s, gpus=[8], batch=[1, 64, 2048]).latency_s.to_numpy()
+
+    assert ie.load_hardware("B200").moe_plateau_share == pytest.approx(0.666)
+    assert ie.load_hardware("H200").moe_plateau_share == pytest.approx(1.035)
+    assert ie.load_hardware("MI300X").moe_plateau_share == 1.0  # not measured: Hopper's
+    hopper, b200 = latency("Mixtral-8x7B", 1.0), latency("Mixtral-8x7B", 0.666)
+    assert (b200 >= hopper * (1 - 1e-12)).all()
+    assert b200[-1] > 1.05 * hopper[-1]  # at 2,048 sequences the experts multiply
+    np.testing.assert_allclose(latency("Llama 3 70B", 0.666), latency("Llama 3 70B", 1.0))
+    np.testing.assert_allclose(
+        latency("Mixtral-8x7B", 0.666, "refined"), latency("Mixtral-8x7B", 1.0, "refined")
+    )
 
 
 def test_custom_allreduce_by_hand():

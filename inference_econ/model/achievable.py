@@ -218,6 +218,7 @@ class EngineStep:
             sequences=ap.sequences,
             eager=ap.eager,
             power_derating=self.machine.gemm_power_derating,
+            moe_share=self.machine.moe_plateau_share,
         )
 
     # --- time and breakdown ---------------------------------------------------------------

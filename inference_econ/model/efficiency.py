@@ -186,6 +186,9 @@ class StepWork:
     eager: Flags
     #: The part's own power derating of its GEMM rate (1: none; §F2).
     power_derating: Floats
+    #: The part's fused-MoE plateau as a share of Hopper's, which the engine's MoE term is
+    #: fitted on (``GPU.moe_plateau_share``, §F7; 1: Hopper's).
+    moe_share: Floats = 1.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -252,7 +255,7 @@ def gemm_compute_s(work: StepWork, terms):
         (
             work.expert_gemm_s * work.expert_imbalance,
             work.expert_volume,
-            terms.moe_gemm_efficiency * work.expert_size,
+            terms.moe_gemm_efficiency * work.expert_size * work.moe_share,
         ),
     )
     arithmetic = fixed = 0.0

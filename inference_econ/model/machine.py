@@ -101,6 +101,8 @@ class Machine:
     attention_flop_per_s: float
     #: The part's own power derating of its GEMM rate (§F2; 1: none).
     gemm_power_derating: float
+    #: The part's fused-MoE plateau as a share of Hopper's (§F7; 1: Hopper's).
+    moe_plateau_share: float
     hbm_bandwidth_bytes_per_s: float  # sustained
     usable_hbm_bytes: float
     node_gpus: float
@@ -146,6 +148,7 @@ class Machine:
             gemm_rate=gemm_rate,
             dense_gemm_rate=dense_rate,
             gemm_power_derating=gpu.gemm_power_derating,
+            moe_plateau_share=gpu.moe_plateau_share,
             usable_hbm_bytes=usable_hbm_bytes(gpu, assumptions),
             node_gpus=float(gpu.scale_up_domain_gpus),
             latency_scale=assumptions.collective_latency_scale * gpu.collective_latency_scale,

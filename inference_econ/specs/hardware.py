@@ -124,6 +124,12 @@ class GPU:
     #: §F2; 1: no derating, every part without its own measurement). Read only by the
     #: ``achievable`` preset.
     gemm_power_derating: float = 1.0
+    #: The fused MoE's plateau on this part (its grouped expert GEMMs' useful rate over the
+    #: part's best-shape dense rate at the same format) as a share of Hopper's (H100 and
+    #: H200), measured on TensorRT-LLM's kernel tables (docs/model.md §F7; 1: not measured,
+    #: Hopper's). Read only by the ``achievable`` preset: the engine's fitted MoE term is
+    #: Hopper's, and a part whose fused MoE reaches less of its dense rate scales it.
+    moe_plateau_share: float = 1.0
     #: The basis of ``price_usd_per_hour`` (``PRICE_BASES``) and the date it was read.
     price_basis: str = DEFAULT_PRICE_BASIS
     price_date: str = ""
@@ -253,6 +259,7 @@ _NUMERIC = {
     "kernel_launch_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
     "collective_latency_scale": dict(minimum=0, maximum=1e6),
     "gemm_power_derating": dict(minimum=0.05, maximum=1),
+    "moe_plateau_share": dict(minimum=0.05, maximum=4),
 }
 #: Fields ``scale:`` may multiply (whole counts such as GPUs or links cannot be scaled).
 _SCALABLE = {k for k, v in _NUMERIC.items() if not v.get("integer")}
