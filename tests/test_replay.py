@@ -577,3 +577,77 @@ def test_a_prefill_pool_that_cannot_hold_the_model_leaves_only_its_row_infeasibl
     assert status[0].startswith("infeasible: its prefill instances: Llama 3.1 405B")
     assert "leaves no room for a KV cache on 1 x H100-SXM" in status[0]
     assert math.isnan(predicted[0]) and status[1] == "ok" and 0 < predicted[1] <= 0.100
+
+
+def test_loadgen_throughput_of_a_run_by_hand():
+    """LoadGen's throughput: every completed request's output over the span from the first
+    arrival to the last completion (``result_completed_tokens_per_second`` over
+    ``final_query_all_samples_done_time``). Requests arriving at 1, 2, 3 and 4 s with 100,
+    300, 50 and 999 output tokens, finishing at 5, 11 and 6 s (the last never): 450 tokens
+    over 10 s, 45 tok/s. A run of 6 requests adds 3 arrival gaps of 1 s to its middle (the
+    engine serving faster than they come): 6 x 150 tokens over 13 s; a run of one, 2 s shorter,
+    150 over 8 s; no run ends before its drain, the last admission (4 s) to the last completion
+    (11 s). An engine serving 50 tok/s paces its middle at a request's 150 tokens, 3 s."""
+    arrivals = Arrivals(
+        np.array([1.0, 2.0, 3.0, 4.0]),
+        np.array([10, 10, 10, 10]),
+        np.array([100, 300, 50, 999]),
+    )
+    record = dataclasses.make_dataclass("Record", ["arrivals", "finish_s", "admitted_s"])(
+        arrivals, np.array([5.0, 11.0, 6.0, np.nan]), np.array([1.0, 2.0, 3.0, 4.0])
+    )
+    span = rp.RunSpan.of(record, served_tokens_per_s=300.0)  # kept up: the gap sets the pace
+    assert rp.RunSpan.of(record, served_tokens_per_s=50.0).per_request_s == 3.0  # 150 / 50
+    assert (span.requests, span.span_s, span.per_request_s, span.drain_s) == (3, 10.0, 1.0, 7.0)
+    assert span.tokens_per_s() == pytest.approx(45.0, rel=1e-12)
+    assert span.tokens_per_s(6) == pytest.approx(900.0 / 13.0, rel=1e-12)
+    assert span.tokens_per_s(1) == pytest.approx(150.0 / 8.0, rel=1e-12)
+    assert span.tokens_per_s(-5) == pytest.approx(-750.0 / 7.0, rel=1e-12)  # the drain floor
+
+
+def test_an_mlperf_rows_throughput_counts_its_runs_drain(tmp_path, small_runs):
+    """An MLPerf row's throughput is LoadGen's, to the last completion: the same Offline and
+    Server rows of Llama 2 70B (OpenOrca lengths) on 8 H200 run as TensorRT-LLM, once as
+    MLPerf rows and once as plain rows: the MLPerf Offline row is simulated for LoadGen's
+    1.1 x 600 s of samples (capped here) and comes out below the steady rate, never above;
+    the Server row's latencies do not move."""
+    mlperf = (
+        "mlcommons/inference_results_v5.0/closed/X/results/Y/llama2-70b-99/{s},"
+        "Llama-2-70B-chat,FP8,H200,8,TP1 x8,n/a,n/a,n/a,throughput,30000,tokens/s,"
+        '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=200ms",{s}'
+    )
+    plain = mlperf.replace("mlcommons/inference_results_v5.0/closed/X/results/Y/", "z/").replace(
+        "n/a,n/a,throughput", "222 mean (sd 172),294 mean (sd 232),throughput"
+    )
+    rows = rows_of(
+        tmp_path,
+        mlperf.format(s="offline"),
+        plain.format(s="offline"),
+        mlperf.format(s="server"),
+        plain.format(s="server"),
+    )
+    plan = pr.build_plan(rows, "achievable")
+    assert rows[0].benchmark == "llama2-70b" and rows[1].benchmark is None
+    assert (0, 0) in plan.load and (1, 0) not in plan.load  # simulated / steady closed form
+    offline = plan.load[(0, 0)]
+    assert offline.whole_run and offline.replicas == 8
+    inst = rp.instance(offline)
+    n = rp.offline_requests(offline, inst)
+    assert n >= offline.issued / 8  # at least its share of the 24,576 samples
+    whole = rp.replay(offline).throughput
+    steady = rp.replay(dataclasses.replace(offline, whole_run=False)).throughput
+    assert whole <= steady and whole > 0.8 * steady
+    # the shortcut: a run of 1,000 extended by its steady middle to 2,000 requests, against
+    # the run of 2,000 itself
+    from inference_econ.serving.load.simulate import simulate as sim
+
+    def run(n):
+        s = rp.traffic_of(offline, n).stream()
+        return rp.RunSpan.of(sim(inst, Arrivals(np.zeros(n), s.prompt_tokens, s.output_tokens)))
+
+    assert run(1000).tokens_per_s(2000) == pytest.approx(run(2000).tokens_per_s(), rel=0.02)
+    server, flat = plan.load[(2, 0)], plan.load[(3, 0)]
+    assert server.whole_run and not flat.whole_run
+    a, b = rp.replay(server), rp.replay(dataclasses.replace(server, whole_run=False))
+    assert (a.tpot, a.ttft_p99) == (b.tpot, b.ttft_p99)
+    assert a.throughput <= b.throughput * 1.02  # fill and drain: never much above the window

@@ -262,6 +262,9 @@ class Plan:
     #: (row index, candidate index) -> requests the cache holds at once, of a closed loop's
     #: more clients: its per-token latencies depend on that count (``QUEUED``).
     queued: dict = field(default_factory=dict)
+    #: (row index, candidate index) -> an MLPerf Offline row's steady state's factor in the fit
+    #: (``replay.drain_factor``: LoadGen's whole run over the saturated rate, simulated once).
+    drain: dict = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -399,7 +402,18 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
             code = f"{row.scenario}|{row.metric.quantity}"
             if not loaded and code not in _KINDS:
                 continue  # no closed form (a closed-loop TTFT in the fit): left out
-            if loaded or (row.scenario == "offline" and not _exact(model, row, cand, found)):
+            # an MLPerf Offline row's throughput is LoadGen's, over the whole run and its drain:
+            # simulated (the fit keeps its steady state, whose terms the drain barely moves)
+            whole = (
+                row.scenario == "offline"
+                and _whole_run(row, found.profile is not None)
+                and not for_fit
+            )
+            if (
+                loaded
+                or whole
+                or (row.scenario == "offline" and not _exact(model, row, cand, found))
+            ):
                 if for_fit and not loaded:
                     continue  # preemption shapes the run: no closed form to re-time
                 plan.load[(i, j)] = case = _case(row, cand, a, found.config)
@@ -418,12 +432,23 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
                 groups[key] = _Group(model, prefill, layout, index=len(groups))
             if _add_points(plan, groups[key], i, j, row, cand, model, found):
                 plan.candidates[(i, j)] = cand
+                if for_fit and row.scenario == "offline" and _whole_run(row, True):
+                    whole = _case(row, cand, a, found.config)
+                    if found.profile is not None:
+                        plan.drain[(i, j)] = rp.drain_factor(whole)
     offset = 0
     for g in groups.values():
         g.offset = offset
         offset += len(g.D)
     plan.groups = list(groups.values())
     return plan
+
+
+def _whole_run(row: MeasuredRow, engine: bool) -> bool:
+    """Whether a row's throughput is MLPerf LoadGen's, over its whole run to the last completion
+    (``replay.RunSpan``): an MLPerf row under an engine profile (the ideal engine's
+    bound stays the steady rate, which the drain can only lower)."""
+    return row.benchmark is not None and engine
 
 
 def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfig):
@@ -454,6 +479,7 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         # an expected figure is read where a submitter runs; the bound at its most load
         rp.SUBMITTED_LOAD_SHARE if a.engine is not None else 1.0,
         _prefill_pool(row),
+        _whole_run(row, a.engine is not None),
     )
 
 
@@ -642,6 +668,8 @@ class Points:
     pair_cand: np.ndarray
     row_start: np.ndarray  # first pair of every row with pairs
     rows: np.ndarray  # the row index of every entry of row_start
+    #: Each point's throughput factor for its run's drain (``Plan.drain``; 1: none).
+    drain: np.ndarray | None = None
 
     @classmethod
     def of(cls, plan: Plan) -> Points:
@@ -673,6 +701,7 @@ class Points:
             cand[pair_start],
             row_start,
             pair_row[row_start],
+            np.array([plan.drain.get((i, j), 1.0) for i, j in zip(row, cand)], dtype=float),
         )
 
 
@@ -701,6 +730,8 @@ def metrics(plan: Plan, pts: Points, seconds):
             continue
         if kind == "throughput":
             val, sc = thr, thr
+            if pts.drain is not None:
+                val = thr * pts.drain[idx]
         elif kind == "streams":
             val, sc = pts.replicas[idx] * pts.batch[idx] + 0.0 * ti, thr
         elif kind == "time":

@@ -91,6 +91,16 @@ RUNS_KEPT = 512
 #: the bounds below (enough to reach the steady state several times over).
 PER_SLOT = 6
 MIN_REQUESTS, MAX_REQUESTS = 400, 16000
+#: LoadGen's Offline slack: it issues 1.1 x min_duration x the expected QPS samples
+#: (``kSlack`` in loadgen/test_settings_internal.cc), so the run outlasts its minimum.
+OFFLINE_SLACK = 1.1
+#: The most requests per instance an MLPerf Offline row's run simulates; a longer LoadGen run
+#: is this one extended by its steady middle (``RunSpan``). Not fewer: where outputs have a
+#: heavy tail (DeepSeek-R1's, sd 4,868 tokens on a mean of 3,886) the batch fills with long
+#: requests for as long as the run lasts, so a shorter run extended does not reach the longer
+#: one's drain (MLPerf v6.0 DeepSeek-R1 Offline on 8 B200: 62.7k tok/s from 6,000 requests
+#: extended to LoadGen's 9,880, 54.4k from the 9,880 themselves).
+WHOLE_RUN_REQUESTS = 24000
 #: Seed of every replayed run (the same draws for every row and every layout).
 SEED = 0
 
@@ -124,6 +134,11 @@ class LoadCase:
     #: it states them: each prompt is prefilled there (its first token) and its KV cache sent
     #: to the decode instances (None: the decode instances alone, first tokens handed over).
     prefill: tuple[int, int, int, bool] | None = None
+    #: Throughput as MLPerf LoadGen measures it (an MLPerf row): every issued request's output
+    #: over the run from the first issue to the last completion, its drain included
+    #: (``RunSpan``); False: the engine's steady rate (``saturated_rate``, the Server
+    #: run's service window).
+    whole_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,8 @@ class Outcome:
     streams: float = math.nan
     rate_per_s: float = math.nan
     note: str = ""
+    #: An MLPerf Offline run: its LoadGen throughput over its saturated rate (``drain_factor``).
+    drain: float = math.nan
 
     @property
     def ok(self) -> bool:
@@ -224,11 +241,72 @@ def _count(case: LoadCase, slots: float, requests: int | None) -> int:
     return int(requests or np.clip(PER_SLOT * slots, MIN_REQUESTS, MAX_REQUESTS))
 
 
+def offline_requests(case: LoadCase, inst) -> int:
+    """Requests one instance serves in an MLPerf Offline run: LoadGen issues one query of
+    max(min_query_count, 1.1 x min_duration x expected QPS) samples (``kSlack`` 1.1 and
+    ``*.Offline.min_duration`` 600 s; the LLM benchmarks' min_query_count is their performance
+    sample count, ``LoadCase.issued``), the expected QPS here the steady-state estimate's; this
+    instance's share."""
+    rate = estimate(case, inst).rate_per_s
+    target = OFFLINE_SLACK * SERVER_DURATION_S * rate if np.isfinite(rate) else 0.0
+    return max(1, int(max(float(case.issued), target) / case.replicas))
+
+
+@dataclass(frozen=True)
+class RunSpan:
+    """What a run says about LoadGen's throughput, which counts every issued request's output
+    over the time from the first issue to the last completion (``result_tokens_per_second``
+    in Offline: samples over the longest latency; ``result_completed_tokens_per_second`` in
+    Server, over ``final_query_all_samples_done_time``): its drain included. A run of another
+    length differs only in its steady middle: each request more or fewer moves the end by
+    ``per_request_s`` - the mean gap between arrivals (Server), or a request's output at the
+    rate the engine serves (all issued at t = 0 in Offline, or arrivals it cannot keep up
+    with), whichever is longer - the fill and the drain unchanged."""
+
+    requests: int
+    span_s: float  # first arrival to last completion
+    per_request_s: float
+    tokens_per_request: float
+    #: The run cannot be shorter than its drain (last admission to last completion).
+    drain_s: float
+
+    @classmethod
+    def of(cls, record, served_tokens_per_s: float | None = None) -> RunSpan | None:
+        """The span of a run record; ``served_tokens_per_s``: the rate the engine serves at
+        (its service window's; None: ``saturated_rate``, every request issued at once)."""
+        done = np.isfinite(record.finish_s)
+        if not done.any():
+            return None
+        arrival = np.asarray(record.arrivals.arrival_s, dtype=float)
+        start, last = float(np.min(arrival)), float(np.max(record.finish_s[done]))
+        tokens = float(np.mean(record.arrivals.output_tokens[done]))
+        n = int(done.sum())
+        gap = (float(np.max(arrival)) - start) / max(len(arrival) - 1, 1)
+        rate = saturated_rate(record) if served_tokens_per_s is None else served_tokens_per_s
+        if not rate > 0:  # every request admitted at once: no saturated stretch, the run's own
+            rate = n * tokens / (last - start) if last > start else math.nan
+        per = max(gap, tokens / rate) if rate > 0 else math.nan
+        admitted = np.asarray(record.admitted_s, dtype=float)
+        drain = last - float(np.nanmax(admitted)) if np.isfinite(admitted).any() else 0.0
+        return cls(n, last - start, per, tokens, max(drain, 0.0))
+
+    def tokens_per_s(self, issued: int | None = None) -> float:
+        """LoadGen's throughput of a run of ``issued`` requests (None: this run's own)."""
+        n = self.requests if issued is None else issued
+        span = max(self.span_s + (n - self.requests) * self.per_request_s, self.drain_s)
+        return n * self.tokens_per_request / span if span > 0 else math.nan
+
+
 def _offline(case: LoadCase, inst, requests) -> Outcome:
     """Every request queued at t = 0 (MLPerf Offline): the output tokens per second while the
     engine is saturated - from the start until the last request is admitted, while a queue
-    waits (``saturated_rate``)."""
-    n = _count(case, inst.config.max_batch_requests, requests)
+    waits (``saturated_rate``) - or, for an MLPerf row (``whole_run``), over LoadGen's whole
+    run to its last completion, as many requests as LoadGen issues (``offline_requests``)."""
+    slots = inst.config.max_batch_requests
+    issued = offline_requests(case, inst) if case.whole_run else 0
+    if case.whole_run and requests is None:  # LoadGen's own count, within the CPU it costs
+        requests = int(np.clip(issued, MIN_REQUESTS, WHOLE_RUN_REQUESTS))
+    n = _count(case, slots, requests)
     traffic = traffic_of(case, n)
     s = traffic.stream()
     record = simulate(
@@ -239,9 +317,25 @@ def _offline(case: LoadCase, inst, requests) -> Outcome:
     if record.rejected.all():
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
     result = summarise(inst, record, traffic, Targets())
-    return dataclasses.replace(
-        _scaled(case, result), throughput=case.replicas * saturated_rate(record)
-    )
+    rate = saturated_rate(record)
+    if case.whole_run:  # LoadGen's whole run, as many requests as it issues
+        span = RunSpan.of(record)
+        if span is None:
+            return Outcome(note="infeasible: no request of the run finished")
+        whole = span.tokens_per_s(issued)
+        return dataclasses.replace(
+            _scaled(case, result),
+            throughput=case.replicas * whole,
+            drain=whole * span.per_request_s / span.tokens_per_request,
+        )
+    return dataclasses.replace(_scaled(case, result), throughput=case.replicas * rate)
+
+
+def drain_factor(case: LoadCase) -> float:
+    """An MLPerf Offline row's LoadGen throughput over its engine's saturated rate, from one
+    simulated run (``replay``): what the fit multiplies the row's steady state by, so the
+    terms it fits are the steady engine's and the drain stays the simulation's."""
+    return replay(case).drain
 
 
 def handed_first_tokens(case: LoadCase, inst, record):
@@ -292,9 +386,13 @@ class MLPerfRun(LoadResult):
     of the verdict: an engine still filling after ten minutes within its limits passes the
     benchmark, and one the load outgrows fails it through its p99 TTFT."""
 
+    #: The run's span, for LoadGen's throughput over a run of its own length (``RunSpan``).
+    span: RunSpan | None = None
+
     @classmethod
-    def of(cls, result: LoadResult) -> MLPerfRun:
-        return cls(**{f.name: getattr(result, f.name) for f in dataclasses.fields(result)})
+    def of(cls, result: LoadResult, span: RunSpan | None = None) -> MLPerfRun:
+        fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+        return cls(**fields, span=span)
 
     def with_targets(self, targets: Targets) -> LoadResult:
         judged = LoadResult.with_targets(self, targets)
@@ -315,9 +413,22 @@ def _server(case: LoadCase, inst, requests) -> Outcome:
     if knee.at_max is None or knee.max_rate_per_s <= 0:
         return Outcome(note=f"infeasible: no load meets the row's limits ({knee.reason})")
     if case.load_share == 1.0:
-        return _scaled(case, knee.at_max, knee.max_rate_per_s)
-    rate = case.load_share * knee.max_rate_per_s
-    return _scaled(case, _run(case, inst, requests, rate, None), rate)
+        rate, run = knee.max_rate_per_s, knee.at_max
+    else:
+        rate = case.load_share * knee.max_rate_per_s
+        run = _run(case, inst, requests, rate, None)
+    out = _scaled(case, run, rate)
+    if case.whole_run and run.span is not None:  # LoadGen's: its own run, drain included
+        n = loadgen_server_requests(case, rate)
+        out = dataclasses.replace(out, throughput=case.replicas * run.span.tokens_per_s(n))
+    return out
+
+
+def loadgen_server_requests(case: LoadCase, rate: float) -> int:
+    """Requests one instance serves in an MLPerf Server run at ``rate`` (whole system): LoadGen
+    issues until both ``min_duration`` (``SERVER_DURATION_S``) and min_query_count (the
+    performance sample count, ``LoadCase.issued``) are met; this instance's share."""
+    return max(2, int(max(float(case.issued), rate * SERVER_DURATION_S) / case.replicas))
 
 
 def _search(case: LoadCase, inst, requests, refine: int = REFINE_STEPS):
@@ -369,7 +480,8 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     if case.prefilled and case.prefill is None:
         record = handed_first_tokens(case, inst, record)
     # one instance's rates, judged as MLPerf LoadGen judges a run (``MLPerfRun``)
-    result = MLPerfRun.of(summarise(inst, record, t, Targets()))
+    summary = summarise(inst, record, t, Targets())
+    result = MLPerfRun.of(summary, RunSpan.of(record, summary.output_tokens_per_s))
     if record.stopped:
         result = dataclasses.replace(result, stopped_for=stop)
     key = whole if not record.stopped else whole[:3] + (stop,)
