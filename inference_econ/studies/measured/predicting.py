@@ -432,10 +432,12 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
                 groups[key] = _Group(model, prefill, layout, index=len(groups))
             if _add_points(plan, groups[key], i, j, row, cand, model, found):
                 plan.candidates[(i, j)] = cand
-                if for_fit and row.scenario == "offline" and _whole_run(row, True):
-                    whole = _case(row, cand, a, found.config)
-                    if found.profile is not None:
-                        plan.drain[(i, j)] = rp.drain_factor(whole)
+                if (
+                    for_fit
+                    and row.scenario == "offline"
+                    and _whole_run(row, found.profile is not None)
+                ):
+                    plan.drain[(i, j)] = rp.drain_factor(_case(row, cand, a, found.config))
     offset = 0
     for g in groups.values():
         g.offset = offset

@@ -317,7 +317,6 @@ def _offline(case: LoadCase, inst, requests) -> Outcome:
     if record.rejected.all():
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
     result = summarise(inst, record, traffic, Targets())
-    rate = saturated_rate(record)
     if case.whole_run:  # LoadGen's whole run, as many requests as it issues
         span = RunSpan.of(record)
         if span is None:
@@ -328,7 +327,9 @@ def _offline(case: LoadCase, inst, requests) -> Outcome:
             throughput=case.replicas * whole,
             drain=whole * span.per_request_s / span.tokens_per_request,
         )
-    return dataclasses.replace(_scaled(case, result), throughput=case.replicas * rate)
+    return dataclasses.replace(
+        _scaled(case, result), throughput=case.replicas * saturated_rate(record)
+    )
 
 
 def drain_factor(case: LoadCase) -> float:
