@@ -188,7 +188,7 @@ class StepWork:
     power_derating: Floats
     #: The part's fused-MoE plateau as a share of Hopper's, which the engine's MoE term is
     #: fitted on (``GPU.moe_plateau_share``, §F7; 1: Hopper's).
-    moe_share: Floats = 1.0
+    moe_share: Floats
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
