@@ -633,3 +633,61 @@ def test_a_row_in_the_checkpoints_own_element_width_keeps_its_format(tmp_path):
     ]
     rows = load_measured(write(tmp_path, lines))
     assert [r.bits for r in rows] == [(4.25, 16, 8), (8, 16, 8), (4, 16, 8)]
+
+
+@pytest.mark.parametrize(
+    "text, notes, scenario, budget",
+    [
+        (
+            "max batch 256, max_num_tokens 2048 (per engine instance; closed/x/Server/y.py)",
+            "",
+            "server",
+            2048,
+        ),
+        ("max batch 600, max_num_batched_tokens 40960 (per engine instance)", "", "offline", 40960),
+        ("Off: max_num_tokens 1536; Server: max_num_tokens 2048", "", "offline", 1536),
+        ("Off: max_num_tokens 1536; Server: max_num_tokens 2048", "", "server", 2048),
+        ("Off: max_num_tokens 1536; Server: max_num_tokens 2048", "", "interactive", None),
+        ("n/a", "vLLM 0.10 --max-num-batched-tokens 8192", "closed_loop", 8192),
+        ("token budget 4,096", "", "server", 4096),
+        ("max batch 512", "", "server", None),  # a batch cap is not a token budget
+        (None, "", "server", None),
+    ],
+)
+def test_token_budgets_per_scenario(text, notes, scenario, budget):
+    assert sem.budget_of(text, scenario, notes) == budget
+
+
+def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
+    """A row's ``max_num_tokens`` replaces the engine profile's default budget (and is named
+    in the engine's label); the ideal engine of the bound keeps tuning its own. A tighter
+    budget never raises a steady offline throughput."""
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    row = "s,Llama-3.3-70B,FP8,H100 SXM,2,TP2,{batch},2000,200,throughput_total,2000,output tok/s,{notes}"
+    path = tmp_path / "b.csv"
+    path.write_text(
+        "\n".join(
+            [
+                head,
+                row.format(batch="static 256", notes="TensorRT-LLM 1.0 offline"),
+                row.format(
+                    batch="static 256; max_num_tokens 1024", notes="TensorRT-LLM 1.0 offline"
+                ),
+            ]
+        )
+        + "\n"
+    )
+    plain, tight = load_measured(path)
+    assert (plain.token_budget, tight.token_budget) == (None, 1024)
+    got = predicting.row_engine(tight, predicting.preset("achievable"))
+    assert got.config.step_token_budget == 1024 and "1,024 tokens a step as stated" in got.label
+    default = predicting.row_engine(plain, predicting.preset("achievable"))
+    assert default.config.step_token_budget == 8192
+    ideal = predicting.row_engine(tight, predicting.preset("refined"))
+    assert ideal.config.step_token_budget == predicting.IDEAL_ENGINE.step_token_budget
+    table = predicting.compare(path, "achievable").table
+    assert list(table.status) == ["ok", "ok"], list(table.status)
+    assert table.predicted.iloc[1] < table.predicted.iloc[0]

@@ -128,6 +128,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     except SpecError as exc:
         return f"unresolved: engine {_name(name)!r}: {exc.problem}"
     batch, budget = prof.scheduler_limits(row.gpu, offline)
+    if row.token_budget:  # the budget the row ran with (the ideal engine tunes its own)
+        budget = int(row.token_budget)
     # an MLPerf row runs the engine under the benchmark's harness, with its scheduler flags
     model = row.arch.name if row.arch is not None else None
     sc = row.scenario
@@ -160,6 +162,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         adp_balancing=balancing,
     )
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
+    if row.token_budget:
+        label += f", {budget:,} tokens a step as stated"
     if unknown:
         label += ", host overheads charged"
     if harness:
@@ -922,6 +926,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.lengths,
         r.concurrency,
         r.batch_cap,
+        r.token_budget,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),

@@ -90,6 +90,9 @@ class MeasuredRow:
     lengths: sem.Lengths | None = None
     concurrency: float | None = None
     batch_cap: float | None = None
+    #: The engine's token budget per step the row states (``max_num_tokens``); None: the
+    #: engine's default.
+    token_budget: float | None = None
     limits: tuple[float, float] | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
@@ -538,6 +541,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     bits = _as_released(sem.precision_of(rec.get("precision")), base["arch"])
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
+    budget = sem.budget_of(rec.get("batch_or_concurrency"), scenario, context)
     engine = sem.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:
         _engine_profile(engine.name)
@@ -548,6 +552,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     prefill_layout = sem.prefill_pool_of(rec, context, where) if disaggregated else None
     if decode_text:  # the decode instances' own cap ("max_batch_size 64")
         cap = sem.batch_of("", scenario, decode_text)[1] or cap
+        budget = sem.budget_of("", scenario, decode_text) or budget
     layout = (
         sem.layout_of(decode_text, serving, where)
         if decode_text
@@ -560,6 +565,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         layout=layout,
         concurrency=concurrency,
         batch_cap=cap,
+        token_budget=budget,
         engine=engine.name,
         engine_version=engine.version,
         platform=engine.platform,

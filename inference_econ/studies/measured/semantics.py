@@ -605,6 +605,26 @@ def batch_of(text, scenario: str | None, notes: str = "") -> tuple[float | None,
     return concurrency, cap
 
 
+#: Words that make a number an engine's token budget per step ("max_num_tokens 1536",
+#: "--max-num-batched-tokens 8192", "max tokens per step 2048", "token budget 4096").
+_BUDGET = re.compile(
+    r"(?:max[\s_-]*num[\s_-]*(?:batched[\s_-]*)?tokens|max[\s_-]*tokens[\s_-]*per[\s_-]*step|"
+    r"tokens[\s_-]*per[\s_-]*step|(?:step[\s_-]*)?token[\s_-]*budget)\s*[:=]?\s*(\d[\d,]*)",
+    re.IGNORECASE,
+)
+
+
+def budget_of(text, scenario: str | None, notes: str = "") -> float | None:
+    """The engine's token budget per step a row states for its scenario (TensorRT-LLM's
+    ``max_num_tokens``, vLLM's ``max_num_batched_tokens``), in ``batch_or_concurrency``
+    ("max batch 256, max_num_tokens 2048") or the notes; None where neither states one."""
+    for cell in (text, notes):
+        m = _BUDGET.search(scenario_part(cell, scenario).text)
+        if m:
+            return number(m.group(1))
+    return None
+
+
 #: Engines whose batch cap counts the requests of one attention data-parallel rank, not of the
 #: whole instance (the engine's own rule, with its sources: ``specs.engine``).
 CAP_PER_ATTENTION_RANK = LIMITS_PER_ATTENTION_RANK
