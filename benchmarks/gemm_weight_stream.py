@@ -48,9 +48,9 @@ def main() -> None:
     jobs, i = [], 0
     while i < len(items):
         path = Path(items[i])
-        flag, value = items[i + 1], items[i + 2] if i + 2 < len(items) else None
-        if value is None or flag not in ("--gpu", "--hbm-tb-s"):
+        if i + 2 >= len(items) or items[i + 1] not in ("--gpu", "--hbm-tb-s"):
             fail(f"{path}: give --gpu NAME or --hbm-tb-s X after it")
+        flag, value = items[i + 1], items[i + 2]
         if flag == "--gpu":
             try:
                 bw = load_hardware(value).hbm_bandwidth_bytes_per_s
