@@ -691,3 +691,24 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
     table = predicting.compare(path, "achievable").table
     assert list(table.status) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] < table.predicted.iloc[0]
+
+
+def test_a_zero_token_budget_is_refused_for_its_row_alone(tmp_path):
+    """A stated budget of 0 tokens is that row's reason, not the engine's default in silence."""
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    row = "s,Llama-3.3-70B,FP8,H100 SXM,2,TP2,{batch},2000,200,throughput_total,2000,output tok/s,TensorRT-LLM 1.0 offline"
+    path = tmp_path / "z.csv"
+    path.write_text(
+        "\n".join(
+            [head, row.format(batch="static 64; max_num_tokens 0"), row.format(batch="static 64")]
+        )
+        + "\n"
+    )
+    zero, plain = load_measured(path)
+    assert zero.status == (
+        "unresolved: batch_or_concurrency: is 0 in tokens (expected a number >= 1)"
+    ), zero.status
+    assert plain.ok and plain.token_budget is None

@@ -579,6 +579,8 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     for given in (concurrency, cap):
         if given is not None:
             check_number(given, where, "batch_or_concurrency", minimum=1, unit="requests")
+    if budget is not None:
+        check_number(budget, where, "batch_or_concurrency", minimum=1, unit="tokens")
     lengths = sem.lengths_of(rec.get("input_len", ""), rec.get("output_len", ""), benchmark)
     if not isinstance(lengths, sem.Lengths):
         return MeasuredRow(status=f"unresolved: {lengths}", **base)
