@@ -9,14 +9,15 @@ and prints, for each file and format (bfloat16, fp8, nvfp4), the weight bytes a 
 over its measured time at ``m`` <= 64 tokens (where no format's arithmetic binds), as a share of
 the part's HBM bandwidth (the hardware YAML's, given by ``--hbm-tb-s`` or read from the
 catalogue with ``--gpu``): median and quartiles over the table's shapes with ``n`` and ``k``
-from 4,096 to 16,384 (the tensor-parallel shapes of 8B-405B models), and at two shapes.
+from 4,096 to 16,384 (the tensor-parallel shapes of 8B-405B models), and at two shapes; then
+the least-squares line t = fixed + bytes / (share x HBM) through the same times, which the
+hardware YAML's ``small_batch_gemm`` entries are (printed in that form at the end). FP8 tables
+quantise the activations with a scale computed each call: ``--scale-table`` (the part's
+``quantize/.../computescale_perf.parquet``) takes its median time at m <= 64 off the FP8 fixed
+time, for checkpoints with static scales (AIConfigurator's ``fp8_static``).
 
-The engine step reads weights at the profile's ``hbm_efficiency`` of the bandwidth (0.86,
-fitted to stream micro-benchmarks) whatever their format; a share well below it means the
-format's kernels, not the memory, set a small batch's weight time.
-
-    python benchmarks/gemm_weight_stream.py b200_gemm_perf.parquet --gpu B200 \\
-        [h200_gemm_perf.parquet --gpu H200 ...]
+    python benchmarks/gemm_weight_stream.py b200_gemm_perf.parquet --gpu B200 \
+        --scale-table b200_computescale_perf.parquet [h200_gemm_perf.parquet --gpu H200 ...]
 
 Bytes per weight: bfloat16 2, fp8 1, nvfp4 0.5 + one FP8 scale per 16 (0.5625).
 """
@@ -38,13 +39,13 @@ from inference_econ.specs.hardware import load_hardware  # noqa: E402
 
 BYTES = {"bfloat16": 2.0, "fp8": 1.0, "nvfp4": 0.5 + 1.0 / 16.0}
 SHAPES = ((16384, 16384), (4096, 16384))  # (n, k): a 405B down/up at TP4-ish, a narrow output
+#: Bits of each format as the hardware YAML's ``small_batch_gemm`` keys them.
+BITS = {"bfloat16": 16, "fp8": 8, "nvfp4": 4}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("pairs", nargs="+", help="TABLE --gpu NAME (or --hbm-tb-s X), repeated")
-    args, rest = parser.parse_known_args()
-    items = list(args.pairs) + rest
+def jobs_of(items: list[str]):
+    """(table, name, HBM bytes/s, compute-scale table or None) from ``TABLE --gpu NAME
+    [--scale-table FILE]`` (or ``--hbm-tb-s X``), repeated."""
     jobs, i = [], 0
     while i < len(items):
         path = Path(items[i])
@@ -61,13 +62,52 @@ def main() -> None:
                 bw = float(value) * 1e12
             except ValueError:
                 fail(f"--hbm-tb-s {value}: not a number (TB/s, e.g. 8)")
-        jobs.append((path, value, bw))
         i += 3
-    print("table\tformat\tshapes\tmedian\tq25\tq75\t" + "\t".join(f"n{n}k{k}" for n, k in SHAPES))
-    for path, name, bw in jobs:
+        scale = None
+        if i < len(items) and items[i] == "--scale-table":
+            if i + 1 >= len(items):
+                fail("--scale-table: give an AIConfigurator computescale_perf.parquet after it")
+            scale = Path(items[i + 1])
+            i += 2
+        jobs.append((path, value, bw, scale))
+    return jobs
+
+
+def line_fit(part, per: float, bw: float):
+    """(fixed seconds, share of HBM, median |relative residual|) of t = fixed + bytes/rate
+    fitted by least squares to the fastest time of each shape (``per`` bytes a weight)."""
+    fast = part.groupby(["n", "k", "m"]).latency.min().reset_index()
+    x = (fast.n * fast.k * per).to_numpy(float)
+    t = fast.latency.to_numpy(float) * 1e-3
+    A = np.column_stack([np.ones_like(x), x])
+    (fixed, slope), *_ = np.linalg.lstsq(A, t, rcond=None)
+    residual = np.median(np.abs(A @ np.array([fixed, slope]) / t - 1.0))
+    return fixed, 1.0 / (slope * bw), residual
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "pairs", nargs="+", help="TABLE --gpu NAME (or --hbm-tb-s X) [--scale-table FILE], repeated"
+    )
+    args, rest = parser.parse_known_args()
+    jobs = jobs_of(list(args.pairs) + rest)
+    print(
+        "table\tformat\tshapes\tmedian\tq25\tq75\t"
+        + "\t".join(f"n{n}k{k}" for n, k in SHAPES)
+        + "\tfixed_us\tline_share\tline_residual"
+    )
+    lines = []
+    for path, name, bw, scale_path in jobs:
         frame = read_parquet(
             path, "an AIConfigurator gemm_perf.parquet", ("gemm_dtype", "m", "n", "k", "latency")
         )
+        scale_s = None
+        if scale_path is not None:
+            scales = read_parquet(
+                scale_path, "an AIConfigurator computescale_perf.parquet", ("m", "latency")
+            )
+            scale_s = float(np.median(scales[scales.m <= 64].latency)) * 1e-3
         small = frame[(frame.m <= 64) & frame.n.between(4096, 16384) & frame.k.between(4096, 16384)]
         for fmt, per in BYTES.items():
             part = small[small.gemm_dtype == fmt]
@@ -78,10 +118,22 @@ def main() -> None:
             by_shape = share.groupby([fast.n, fast.k]).median()
             q25, q50, q75 = np.percentile(by_shape, [25, 50, 75])
             at = [f"{by_shape.get((n, k), float('nan')):.2f}" for n, k in SHAPES]
+            fixed, line_share, residual = line_fit(part, per, bw)
+            if fmt == "fp8" and scale_s is not None:
+                fixed -= scale_s  # static scales: no per-step amax (AIConfigurator's fp8_static)
             print(
                 f"{path.name} ({name})\t{fmt}\t{len(by_shape)}\t{q50:.2f}\t{q25:.2f}\t{q75:.2f}\t"
                 + "\t".join(at)
+                + f"\t{fixed * 1e6:.1f}\t{line_share:.2f}\t{residual:.2f}"
             )
+            lines.append((name, BITS[fmt], fixed, line_share, scale_s if fmt == "fp8" else None))
+    print("\n# small_batch_gemm entries for the hardware YAML (a negative fixed time: no entry)")
+    for name, bits, fixed, line_share, scale_s in lines:
+        note = "" if scale_s is None else f"  # dynamic-scale {scale_s * 1e6:.1f} us taken off"
+        print(
+            f"{name}:  {bits}: {{fixed_us: {fixed * 1e6:.1f}, stream_share: {line_share:.2f}}}"
+            + note
+        )
 
 
 if __name__ == "__main__":

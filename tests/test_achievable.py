@@ -226,6 +226,96 @@ def test_the_parts_fused_moe_share_slows_only_expert_arithmetic():
     )
 
 
+def test_small_batch_line_by_hand():
+    """§F2 "Weights at small batches, by format": weights outside the routed experts stream at
+    the part's measured share of HBM, not the profile's ``hbm_efficiency``, and a projection or dense kernel's fixed cost
+    is at least the measured one, the excess on the memory side of the GEMM roofline. By
+    hand: 1 ms of ideal weight reads at share 0.5 is 2 ms; 100 projection + 50 dense kernels at
+    10 us is 1.5 ms, less what their own fixed cost already charges (arithmetic 0.2 ms at
+    efficiency 1, V = V½: 0.2 ms each class), 1.1 ms; memory 3.1 ms against arithmetic 0.4 ms."""
+    prof = profile_from_dict(
+        {"name": "hand", "hbm_efficiency": 0.8, "gemm_half_volume": 1e9}, "hand.yaml"
+    )
+    zero = {f.name: 0.0 for f in dataclasses.fields(StepWork)}
+    base = StepWork(
+        **{
+            **zero,
+            "weight_read_s": 1e-3,
+            "dense_gemm_s": 0.1e-3,
+            "dense_volume": 1e9,
+            "projection_gemm_s": 0.1e-3,
+            "projection_volume": 1e9,
+            "power_derating": 1.0,
+            "moe_share": 1.0,
+            "projection_kernels": 100.0,
+            "dense_kernels": 50.0,
+        }
+    )
+    from inference_econ.model.efficiency import combine
+
+    plain = combine(base, prof)
+    assert plain.gemm_weight_s == pytest.approx(1e-3 / 0.8)  # no line: hbm_efficiency
+    assert plain.gemm_fixed_s == pytest.approx(0.2e-3)
+    lined = combine(base.replace(small_batch_fixed_s=10e-6, small_batch_stream_share=0.5), prof)
+    assert lined.gemm_weight_s == pytest.approx(2e-3)
+    assert lined.gemm_memory_s == pytest.approx(2e-3 + (1.0e-3 - 0.1e-3) + (0.5e-3 - 0.1e-3))
+    assert lined.gemm_fixed_s == pytest.approx(0.2e-3)  # the profile's own, unchanged
+    assert lined.total_s == pytest.approx(plain.total_s - 1e-3 / 0.8 + 3.3e-3)
+    # a measured fixed cost below the profile's own adds nothing
+    low = combine(base.replace(small_batch_fixed_s=1e-6, small_batch_stream_share=0.8), prof)
+    assert low.total_s == pytest.approx(plain.total_s)
+    # routed experts' reads (0.4 of the 1 ms) keep the profile's 0.8: 0.6/0.5 + 0.4/0.8 ms
+    moe = combine(
+        base.replace(
+            small_batch_fixed_s=10e-6, small_batch_stream_share=0.5, expert_weight_read_s=0.4e-3
+        ),
+        prof,
+    )
+    assert moe.gemm_weight_s == pytest.approx(1.2e-3 + 0.5e-3)
+
+
+def test_small_batch_line_slows_decode_not_prefill():
+    """Llama 3.1 405B in NVFP4 on B200 at TP4: with the part's measured line (14.1 us a kernel,
+    0.56 of HBM; AIConfigurator's TensorRT-LLM 1.3.0rc20 tables) a step of 8 decoding requests
+    is at least 25 % slower than without it; a 4,096-token prompt step, compute-bound, within
+    1 %; a part without a line (MI300X) reads no such term; the ideal presets never do."""
+    b200 = ie.load_hardware("B200")
+    assert b200.small_batch_line(4.25) == pytest.approx((14.1e-6, 0.56))
+    assert b200.small_batch_line(8) == pytest.approx((7.5e-6, 0.75))
+    assert ie.load_hardware("MI300X").small_batch_line(8) is None
+
+    def latency(gpu, batch, assumptions="achievable"):
+        s = ie.make_setting("Llama 3.1 405B", "B200", weight_bits=4, assumptions=assumptions)
+        return ie.points(s.replace(gpu=gpu), gpus=[4], batch=batch).latency_s.to_numpy()
+
+    bare = dataclasses.replace(b200, small_batch_gemm=())
+    decode = latency(b200, [8])[0] / latency(bare, [8])[0]
+    assert decode > 1.25
+    np.testing.assert_allclose(
+        latency(b200, [8], "refined"), latency(bare, [8], "refined"), rtol=1e-12
+    )
+    s = ie.make_setting("Llama 3.1 405B", "B200", weight_bits=4, assumptions="achievable")
+    long = [prefill(s.replace(gpu=g), prompt_tokens=4096, gpus=4) for g in (b200, bare)]
+    assert long[0].latency_s == pytest.approx(long[1].latency_s, rel=0.01)
+
+
+def test_small_batch_gemm_yaml_is_checked(tmp_path):
+    """Each entry is {fixed_us, stream_share}: anything else is one line naming the field."""
+    from inference_econ.errors import SpecError
+
+    good = ie.load_hardware("B200").to_dict()["small_batch_gemm"]
+    assert good[4] == {"fixed_us": pytest.approx(14.1), "stream_share": 0.56}
+    for bad, field in (
+        ({8: [7.5, 0.75]}, "small_batch_gemm.8"),
+        ({8: {"fixed_us": 7.5}}, "small_batch_gemm.8"),
+        ({8: {"fixed_us": -1, "stream_share": 0.7}}, "small_batch_gemm.8.fixed_us"),
+        ({8: {"fixed_us": 7.5, "stream_share": 1.5}}, "small_batch_gemm.8.stream_share"),
+        ([1, 2], "small_batch_gemm"),
+    ):
+        with pytest.raises(SpecError, match=field.replace(".", r"\.")):
+            ie.derive(ie.load_hardware("B200"), name="x", small_batch_gemm=bad)
+
+
 def test_custom_allreduce_by_hand():
     """One-shot: alpha + (R-1)·X / (eff·one-way link); two-shot: 2·alpha + 2(R-1)/R·X / (...)."""
     gpu = ie.load_hardware("H100-SXM")

@@ -40,8 +40,8 @@ def plans():
     for engine in ("vllm", "sglang", "trtllm"):
         common = dict(engine=engine, prompt_tokens=2000, output_tokens=500)
         dense = api.export(**LLAMA, **common, gpus=8, batch=64)
-        moe = api.export(  # batch 16: attention data parallelism pays off (at 4 it does not)
-            "DeepSeek-V3", "H200", **common, gpus=8, batch=16, weight_bits=8, draft_heads="mtp"
+        moe = api.export(  # batch 32: attention data parallelism pays off (at 16 it does not)
+            "DeepSeek-V3", "H200", **common, gpus=8, batch=32, weight_bits=8, draft_heads="mtp"
         )
         if engine == "trtllm":  # its attention data parallelism spans the tensor group or none
             w = moe.workers[0]

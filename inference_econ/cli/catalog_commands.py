@@ -129,8 +129,11 @@ def _show_value(field, value):
     parameter and byte counts to four digits (7.055e+10), the rest as tables print them."""
     from ..output.render import format_number
 
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {v:.4g}" for k, v in value.items())
+    if isinstance(value, dict):  # a table by bits; an entry may be a table of its own
+        return ", ".join(
+            f"{k}: ({_show_value(field, v)})" if isinstance(v, dict) else f"{k}: {v:.4g}"
+            for k, v in value.items()
+        )
     if isinstance(value, float) and abs(value) >= 1e6 and not _is_count(field):
         return f"{value:.4g}"
     return format_number(value)

@@ -13,6 +13,7 @@ and breakdown; mixed steps (``mixed_step``) and calibration build ``StepWork`` t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,13 @@ class AchievablePart:
     attention_s: Floats  # attention-context arithmetic at the machine's attention rate
     sequences: Floats  # requests (and prompts) of the step: per-sequence costs, logits
     eager: Flags
+    #: The routed experts' share of the step's weight reads, in ideal seconds per GPU: their
+    #: fused kernels stream at the profile's ``hbm_efficiency``, not the part's measured
+    #: small-batch line of dense kernels (§F2).
+    expert_weight_read_s: Floats = 0.0
+    #: GEMM kernels of the dense and shared-expert feed-forward, every layer: two a layer
+    #: (the input matrices fused into one kernel, the output one; §F2).
+    dense_kernels: float = 0.0
 
 
 class EngineStep:
@@ -81,6 +89,10 @@ class EngineStep:
         mats = work.attention_matrices
         self.attention_nk = sum(m * k for m, k in mats) / max(len(mats), 1)
         self.projection_params = work.layers * work.attention_params_per_layer + work.extra_params
+        # one kernel per fused attention matrix a layer (QKV fused, the output: two), averaged
+        # over a hybrid's mixers, and the extra matrices applied once a token (§F2)
+        per_layer = work.attention_share * len(mats) + sum(s for _, _, s in work.recurrent_matrices)
+        self.projection_kernels = work.layers * per_layer + len(work.extra_matrices)
         self.tile = float(profile.gemm_tile_tokens)
 
     # --- memory (§F8) ---------------------------------------------------------------------
@@ -127,7 +139,12 @@ class EngineStep:
         dense_s = dense_v = expert_s = expert_v = expert_slow = 0.0
         imbalance = 1.0
         f_rows = 0.0
+        dense_kernels = expert_bytes = 0.0
         for g, (e, t_ff) in zip(w.groups, splits):
+            dense_kernels += 2.0 * g.layers * ((g.experts <= 1) + (g.shared > 0))
+            if g.experts > 1:  # the routed experts' bytes alone (as Part A counts them)
+                routed = w.ff_bytes(dataclasses.replace(g, shared=0), tokens, t_ff)[0]
+                expert_bytes = expert_bytes + g.layers * routed
             per = (g.matrices_in + g.matrices_out) * w.d_model
             passes = 1 + g.matrices_in  # read the input rows (gate and up), write one
             f_rows = f_rows + passes * g.layers * g.d_ff * (
@@ -174,6 +191,8 @@ class EngineStep:
             attention_s=context_flop / (p * t * m.attention_flop_per_s),
             sequences=b,
             eager=eager_steps(tokens, prof.cuda_graph_max_batch),
+            dense_kernels=dense_kernels,
+            expert_weight_read_s=expert_bytes / (t * bw),  # the stage's GPUs: N / p = t
         )
 
     def step_work(self, part, adiv, coll_lat, coll_bw, attention_reads) -> StepWork:
@@ -219,6 +238,11 @@ class EngineStep:
             eager=ap.eager,
             power_derating=self.machine.gemm_power_derating,
             moe_share=self.machine.moe_plateau_share,
+            projection_kernels=self.projection_kernels,
+            dense_kernels=ap.dense_kernels,
+            expert_weight_read_s=ap.expert_weight_read_s,
+            small_batch_fixed_s=self.machine.small_batch_fixed_s,
+            small_batch_stream_share=self.machine.small_batch_stream_share,
         )
 
     # --- time and breakdown ---------------------------------------------------------------

@@ -189,6 +189,18 @@ class StepWork:
     #: The part's fused-MoE plateau as a share of Hopper's, which the engine's MoE term is
     #: fitted on (``GPU.moe_plateau_share``, §F7; 1: Hopper's).
     moe_share: Floats
+    #: GEMM kernels of the step per GPU outside the routed experts and the output head: the
+    #: attention projections' and the dense (and shared-expert) feed-forward's, every layer.
+    projection_kernels: Floats = 0.0
+    dense_kernels: Floats = 0.0
+    #: The routed experts' part of ``weight_read_s`` (their fused kernels stream at the
+    #: profile's ``hbm_efficiency`` whatever the part's small-batch line says).
+    expert_weight_read_s: Floats = 0.0
+    #: The part's measured small-batch line in the weights' format (``GPU.small_batch_gemm``,
+    #: §F2): fixed seconds per kernel and the share of HBM bandwidth the other weights stream
+    #: at (0: not measured, the profile's ``hbm_efficiency`` and fixed cost alone).
+    small_batch_fixed_s: Floats = 0.0
+    small_batch_stream_share: Floats = 0.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -238,32 +250,40 @@ class StepTimes:
 
 
 def gemm_compute_s(work: StepWork, terms):
-    """(arithmetic seconds, fixed seconds) of the step's GEMMs (§F2).
+    """(arithmetic seconds, fixed seconds, small-batch floor seconds) of the step's GEMMs (§F2).
 
     A GEMM class of ideal seconds ``s`` and volume ``V`` per GPU at the shape-dependent
     efficiency ``η·V/(V + V½)`` takes ``s/η + (s/η)·V½/V``: its arithmetic at the best-shape
     efficiency, on the compute side of the GEMM roofline, and a fixed cost per kernel (ramp-up,
     tail, prologue), ``2·V½/(η·F)``, which a kernel pays whether it streams its weights or
     multiplies: it adds to the step, outside the roofline. So a decode GEMM of one token stays
-    memory-bound, its fixed cost beside its weight reads."""
+    memory-bound, its fixed cost beside its weight reads.
+
+    Where the part's kernels were timed at decode batches in the weights' format, a projection
+    or dense kernel's fixed cost is at least the measured one (``small_batch_fixed_s``); what
+    it adds is charged on the memory side of the GEMM roofline, as the measured line
+    t = fixed + bytes/rate has it, so a compute-bound step (a prompt chunk) does not pay it."""
     v_half = terms.gemm_half_volume
     base = terms.gemm_efficiency_scale * work.power_derating
     classes = (
-        (work.dense_gemm_s, work.dense_volume, 1.0),
-        (work.projection_gemm_s, work.projection_volume, 1.0),
-        (work.head_gemm_s, work.head_volume, 1.0),
+        (work.dense_gemm_s, work.dense_volume, 1.0, work.dense_kernels),
+        (work.projection_gemm_s, work.projection_volume, 1.0, work.projection_kernels),
+        (work.head_gemm_s, work.head_volume, 1.0, 0.0),
         (
             work.expert_gemm_s * work.expert_imbalance,
             work.expert_volume,
             terms.moe_gemm_efficiency * work.expert_size * work.moe_share,
+            0.0,
         ),
     )
-    arithmetic = fixed = 0.0
-    for seconds, volume, efficiency in classes:
+    arithmetic = fixed = floor = 0.0
+    for seconds, volume, efficiency, kernels in classes:
         core = _over(seconds, base * efficiency)
+        own = _over(core * v_half, volume)
         arithmetic = arithmetic + core
-        fixed = fixed + _over(core * v_half, volume)
-    return arithmetic, fixed
+        fixed = fixed + own
+        floor = floor + np.maximum(kernels * work.small_batch_fixed_s - own, 0.0)
+    return arithmetic, fixed, floor
 
 
 def _over(seconds, efficiency):
@@ -279,9 +299,11 @@ def combine(work: StepWork, terms) -> StepTimes:
     that broadcast against the work: ``calibrate`` evaluates many trials at once).
     """
     eta_w = terms.hbm_efficiency
-    weights = work.weight_read_s / eta_w
-    memory = weights + work.activation_read_s / eta_w
-    compute, gemm_fixed = gemm_compute_s(work, terms)
+    share = np.asarray(work.small_batch_stream_share, dtype=float)
+    experts = work.expert_weight_read_s
+    weights = (work.weight_read_s - experts) / np.where(share > 0.0, share, eta_w) + experts / eta_w
+    compute, gemm_fixed, floor = gemm_compute_s(work, terms)
+    memory = weights + work.activation_read_s / eta_w + floor
     kv = (work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s) / (
         terms.kv_read_efficiency
     )

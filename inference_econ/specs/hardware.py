@@ -124,6 +124,12 @@ class GPU:
     #: §F2; 1: no derating, every part without its own measurement). Read only by the
     #: ``achievable`` preset.
     gemm_power_derating: float = 1.0
+    #: A GEMM kernel's time at decode batches (<= 64 tokens) by weight format, as
+    #: ``((bits, fixed_s, stream_share), ...)``: a line t = fixed + weight bytes / (share x
+    #: HBM bandwidth) through the engine's own kernels timed at such shapes (docs/model.md §F2
+    #: "Weights at small batches, by format"); empty: not measured. Read only by the
+    #: ``achievable`` preset.
+    small_batch_gemm: tuple[tuple[int, float, float], ...] = ()
     #: The fused MoE's plateau on this part (its grouped expert GEMMs' useful rate over the
     #: part's best-shape dense rate at the same format) as a share of Hopper's (H100 and
     #: H200), measured on TensorRT-LLM's kernel tables (docs/model.md §F7; 1: not measured,
@@ -180,6 +186,16 @@ class GPU:
                 return fraction
         return max(self.gemm_efficiency)[1]
 
+    def small_batch_line(self, weight_bits: float) -> tuple[float, float] | None:
+        """(fixed seconds per GEMM kernel, weight stream share of HBM bandwidth) of the part's
+        kernels at decode batches for ``weight_bits`` weights (§F2): the entry of that width
+        (4.25-bit NVFP4 and 4.5-bit MXFP4 take the 4-bit one); None where the part has none."""
+        width = math.floor(float(weight_bits) + 1e-9)
+        for bits, fixed, share in self.small_batch_gemm:
+            if bits == width:
+                return fixed, share
+        return None
+
     @property
     def sustained_hbm_bandwidth_bytes_per_s(self) -> float:
         return self.hbm_bandwidth_bytes_per_s * self.sustained_hbm_bandwidth_fraction
@@ -233,6 +249,10 @@ class GPU:
         out["aliases"] = list(self.aliases)
         out["torus_dimensions"] = list(self.torus_dimensions)
         out["gemm_efficiency"] = {bits: f for bits, f in self.gemm_efficiency}
+        out["small_batch_gemm"] = {
+            bits: {"fixed_us": fixed * 1e6, "stream_share": share}
+            for bits, fixed, share in self.small_batch_gemm
+        }
         return out
 
 
@@ -315,6 +335,35 @@ def _fraction_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(table))
 
 
+def _small_batch_table(value: Any, source: str) -> tuple[tuple[int, float, float], ...]:
+    """``small_batch_gemm``: weight bits -> {fixed_us: microseconds per kernel, stream_share:
+    the weights' share of HBM bandwidth in [0.05, 1]}."""
+    example = "e.g. 'small_batch_gemm: {8: {fixed_us: 7.5, stream_share: 0.75}}'"
+    if not isinstance(value, Mapping) or not value:
+        raise SpecError(
+            source,
+            "small_batch_gemm",
+            f"expected a mapping from weight bits to {{fixed_us, stream_share}}, got {short(value)}",
+            example,
+        )
+    table = []
+    for bits, entry in value.items():
+        b = check_number(bits, source, "small_batch_gemm", minimum=1, integer=True, unit="bits")
+        key = f"small_batch_gemm.{b}"
+        if not isinstance(entry, Mapping) or set(entry) != {"fixed_us", "stream_share"}:
+            raise SpecError(
+                source, key, f"expected {{fixed_us, stream_share}}, got {short(entry)}", example
+            )
+        fixed = check_number(
+            entry["fixed_us"], source, f"{key}.fixed_us", minimum=0, maximum=1e4, unit="us"
+        )
+        share = check_number(
+            entry["stream_share"], source, f"{key}.stream_share", minimum=MIN_FRACTION, maximum=1
+        )
+        table.append((b, float(fixed) * 1e-6, float(share)))
+    return tuple(sorted(table))
+
+
 def _check_known(values: Mapping[str, Any], source: str) -> None:
     """Every field is a GPU field: a misspelt one is named with a did-you-mean (before any
     "is missing" for the field it was meant to be). ``link_bandwidth_bytes_per_s`` (one link)
@@ -349,6 +398,8 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
             out[key] = _flop_table(reader.raw(key), source)
         elif key == "gemm_efficiency":
             out[key] = _fraction_table(value, source)
+        elif key == "small_batch_gemm":
+            out[key] = _small_batch_table(value, source)
         elif key in _NUMERIC:
             out[key] = reader.number(key, **_NUMERIC[key])
         elif key in ("nvls", "torus_wraparound"):
