@@ -280,9 +280,12 @@ def test_small_batch_line_slows_decode_not_prefill():
     is at least 25 % slower than without it; a 4,096-token prompt step, compute-bound, within
     1 %; a part without a line (MI300X) reads no such term; the ideal presets never do."""
     b200 = ie.load_hardware("B200")
-    assert b200.small_batch_line(4.25) == pytest.approx((14.1e-6, 0.56))
-    assert b200.small_batch_line(8) == pytest.approx((7.5e-6, 0.75))
-    assert ie.load_hardware("MI300X").small_batch_line(8) is None
+    assert b200.small_batch_line(4.25, "trtllm") == pytest.approx((14.1e-6, 0.56))
+    assert b200.small_batch_line(8, "trtllm") == pytest.approx((7.5e-6, 0.75))
+    # the engine's own kernels: vLLM 0.24's NVFP4 GEMM on B200 is another line
+    assert b200.small_batch_line(4.25, "vllm") == pytest.approx((7.4e-6, 0.77))
+    assert b200.small_batch_line(8, "my-engine") is None
+    assert ie.load_hardware("MI300X").small_batch_line(8, "trtllm") is None
 
     def latency(gpu, batch, assumptions="achievable"):
         s = ie.make_setting("Llama 3.1 405B", "B200", weight_bits=4, assumptions=assumptions)
@@ -299,17 +302,39 @@ def test_small_batch_line_slows_decode_not_prefill():
     assert long[0].latency_s == pytest.approx(long[1].latency_s, rel=0.01)
 
 
+def test_the_machine_takes_its_engines_own_line():
+    """The engine profile's family picks the line (§F2): on B200 at NVFP4, TensorRT-LLM's
+    14.1 us and 0.56, vLLM's 7.4 us and 0.77; a checkpoint that quantises only its experts
+    (dense 16 bits) reads the BF16 line; the ideal presets read none."""
+    b200 = ie.load_hardware("B200")
+    for engine, line in (("trtllm", (14.1e-6, 0.56)), ("vllm", (7.4e-6, 0.77))):
+        a = ACHIEVABLE.replace(engine=engine)
+        m = Machine.build(b200, 4.25, a)
+        assert (m.small_batch_fixed_s, m.small_batch_stream_share) == pytest.approx(line)
+    dense16 = Machine.build(b200, 4.25, ACHIEVABLE, dense_bits=16)
+    assert dense16.small_batch_fixed_s == pytest.approx(4.8e-6)
+    assert Machine.build(b200, 4.25, ie.preset("refined")).small_batch_stream_share == 0.0
+
+
 def test_small_batch_gemm_yaml_is_checked(tmp_path):
-    """Each entry is {fixed_us, stream_share}: anything else is one line naming the field."""
+    """Engine -> bits -> {fixed_us, stream_share}: anything else is one line naming the
+    field."""
     from inference_econ.errors import SpecError
 
     good = ie.load_hardware("B200").to_dict()["small_batch_gemm"]
-    assert good[4] == {"fixed_us": pytest.approx(14.1), "stream_share": 0.56}
+    assert good["trtllm"][4] == {"fixed_us": pytest.approx(14.1), "stream_share": 0.56}
     for bad, field in (
-        ({8: [7.5, 0.75]}, "small_batch_gemm.8"),
-        ({8: {"fixed_us": 7.5}}, "small_batch_gemm.8"),
-        ({8: {"fixed_us": -1, "stream_share": 0.7}}, "small_batch_gemm.8.fixed_us"),
-        ({8: {"fixed_us": 7.5, "stream_share": 1.5}}, "small_batch_gemm.8.stream_share"),
+        ({"trtllm": {8: [7.5, 0.75]}}, "small_batch_gemm.trtllm.8"),
+        ({"trtllm": {8: {"fixed_us": 7.5}}}, "small_batch_gemm.trtllm.8"),
+        (
+            {"trtllm": {8: {"fixed_us": -1, "stream_share": 0.7}}},
+            "small_batch_gemm.trtllm.8.fixed_us",
+        ),
+        (
+            {"vllm": {8: {"fixed_us": 7.5, "stream_share": 1.5}}},
+            "small_batch_gemm.vllm.8.stream_share",
+        ),
+        ({8: {"fixed_us": 7.5, "stream_share": 0.7}}, "small_batch_gemm.8"),
         ([1, 2], "small_batch_gemm"),
     ):
         with pytest.raises(SpecError, match=field.replace(".", r"\.")):

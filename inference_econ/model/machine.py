@@ -115,10 +115,10 @@ class Machine:
     #: kernels (DeepEP, TensorRT-LLM's all-to-all) are its own, not the NCCL calls its profile
     #: measures, so they keep the library's table unscaled; None: ``protocols``.
     expert_protocols: tuple[Protocol, ...] | None = None
-    #: The part's GEMM kernels at decode batches in the format of the weights outside the
-    #: routed experts (§F2 "Weights at small batches, by format"): the fixed seconds of one
-    #: kernel and the share of HBM bandwidth its weights stream at (0, 0: not measured). Read
-    #: by the engine step only.
+    #: The engine's GEMM kernels on the part at decode batches in the format of the weights
+    #: outside the routed experts (§F2 "Weights at small batches, by format"): the fixed
+    #: seconds of one kernel and the share of HBM bandwidth its weights stream at (0, 0: not
+    #: measured for that engine). Read by the engine step only.
     small_batch_fixed_s: float = 0.0
     small_batch_stream_share: float = 0.0
     #: ``collective``'s costs over one (ranks, nodes) pair, kept: a load search chooses an
@@ -163,7 +163,9 @@ class Machine:
         profile = assumptions.profile()
         if profile is not None:
             rates["attention_flop_per_s"] = engine_attention
-            line = gpu.small_batch_line(weight_bits if dense_bits is None else dense_bits)
+            line = gpu.small_batch_line(
+                weight_bits if dense_bits is None else dense_bits, profile.family
+            )
             if line is not None:
                 rates["small_batch_fixed_s"], rates["small_batch_stream_share"] = line
             return cls._achievable(gpu, weight_bits, assumptions, profile, rates)

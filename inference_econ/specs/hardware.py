@@ -124,12 +124,13 @@ class GPU:
     #: §F2; 1: no derating, every part without its own measurement). Read only by the
     #: ``achievable`` preset.
     gemm_power_derating: float = 1.0
-    #: A GEMM kernel's time at decode batches (<= 64 tokens) by weight format, as
-    #: ``((bits, fixed_s, stream_share), ...)``: a line t = fixed + weight bytes / (share x
-    #: HBM bandwidth) through the engine's own kernels timed at such shapes (docs/model.md §F2
-    #: "Weights at small batches, by format"); empty: not measured. Read only by the
-    #: ``achievable`` preset.
-    small_batch_gemm: tuple[tuple[int, float, float], ...] = ()
+    #: A GEMM kernel's time at decode batches (<= 64 tokens) by engine and weight format, as
+    #: ``((engine, bits, fixed_s, stream_share), ...)``: a line t = fixed + weight bytes /
+    #: (share x HBM bandwidth) through that engine's own kernels timed at such shapes
+    #: (docs/model.md §F2 "Weights at small batches, by format"): the engine (an engine
+    #: profile's family: trtllm, vllm, sglang) picks its kernels, so the line is its own;
+    #: empty: not measured. Read only by the ``achievable`` preset.
+    small_batch_gemm: tuple[tuple[str, int, float, float], ...] = ()
     #: The fused MoE's plateau on this part (its grouped expert GEMMs' useful rate over the
     #: part's best-shape dense rate at the same format) as a share of Hopper's (H100 and
     #: H200), measured on TensorRT-LLM's kernel tables (docs/model.md §F7; 1: not measured,
@@ -186,13 +187,14 @@ class GPU:
                 return fraction
         return max(self.gemm_efficiency)[1]
 
-    def small_batch_line(self, weight_bits: float) -> tuple[float, float] | None:
-        """(fixed seconds per GEMM kernel, weight stream share of HBM bandwidth) of the part's
-        kernels at decode batches for ``weight_bits`` weights (§F2): the entry of that width
-        (4.25-bit NVFP4 and 4.5-bit MXFP4 take the 4-bit one); None where the part has none."""
+    def small_batch_line(self, weight_bits: float, engine: str) -> tuple[float, float] | None:
+        """(fixed seconds per GEMM kernel, weight stream share of HBM bandwidth) of ``engine``'s
+        kernels on this part at decode batches for ``weight_bits`` weights (§F2): the entry of
+        that width (4.25-bit NVFP4 and 4.5-bit MXFP4 take the 4-bit one); None where the part
+        has none for that engine."""
         width = math.floor(float(weight_bits) + 1e-9)
-        for bits, fixed, share in self.small_batch_gemm:
-            if bits == width:
+        for name, bits, fixed, share in self.small_batch_gemm:
+            if name == engine and bits == width:
                 return fixed, share
         return None
 
@@ -249,10 +251,10 @@ class GPU:
         out["aliases"] = list(self.aliases)
         out["torus_dimensions"] = list(self.torus_dimensions)
         out["gemm_efficiency"] = {bits: f for bits, f in self.gemm_efficiency}
-        out["small_batch_gemm"] = {
-            bits: {"fixed_us": fixed * 1e6, "stream_share": share}
-            for bits, fixed, share in self.small_batch_gemm
-        }
+        lines: dict[str, dict] = {}
+        for engine, bits, fixed, share in self.small_batch_gemm:
+            lines.setdefault(engine, {})[bits] = {"fixed_us": fixed * 1e6, "stream_share": share}
+        out["small_batch_gemm"] = lines
         return out
 
 
@@ -335,32 +337,45 @@ def _fraction_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(table))
 
 
-def _small_batch_table(value: Any, source: str) -> tuple[tuple[int, float, float], ...]:
-    """``small_batch_gemm``: weight bits -> {fixed_us: microseconds per kernel, stream_share:
-    the weights' share of HBM bandwidth in [0.05, 1]}."""
-    example = "e.g. 'small_batch_gemm: {8: {fixed_us: 7.5, stream_share: 0.75}}'"
+def _small_batch_table(value: Any, source: str) -> tuple[tuple[str, int, float, float], ...]:
+    """``small_batch_gemm``: engine -> weight bits -> {fixed_us: microseconds per kernel,
+    stream_share: the weights' share of HBM bandwidth in [0.05, 1]}."""
+    example = "e.g. 'small_batch_gemm: {trtllm: {8: {fixed_us: 7.5, stream_share: 0.75}}}'"
     if not isinstance(value, Mapping) or not value:
         raise SpecError(
             source,
             "small_batch_gemm",
-            f"expected a mapping from weight bits to {{fixed_us, stream_share}}, got {short(value)}",
+            f"expected a mapping from an engine to its lines by weight bits, got {short(value)}",
             example,
         )
     table = []
-    for bits, entry in value.items():
-        b = check_number(bits, source, "small_batch_gemm", minimum=1, integer=True, unit="bits")
-        key = f"small_batch_gemm.{b}"
-        if not isinstance(entry, Mapping) or set(entry) != {"fixed_us", "stream_share"}:
+    for engine, lines in value.items():
+        where = f"small_batch_gemm.{engine}"
+        if not isinstance(engine, str) or not isinstance(lines, Mapping) or not lines:
             raise SpecError(
-                source, key, f"expected {{fixed_us, stream_share}}, got {short(entry)}", example
+                source,
+                where,
+                f"expected an engine's name and a mapping from weight bits, got {short(lines)}",
+                example,
             )
-        fixed = check_number(
-            entry["fixed_us"], source, f"{key}.fixed_us", minimum=0, maximum=1e4, unit="us"
-        )
-        share = check_number(
-            entry["stream_share"], source, f"{key}.stream_share", minimum=MIN_FRACTION, maximum=1
-        )
-        table.append((b, float(fixed) * 1e-6, float(share)))
+        for bits, entry in lines.items():
+            b = check_number(bits, source, where, minimum=1, integer=True, unit="bits")
+            key = f"{where}.{b}"
+            if not isinstance(entry, Mapping) or set(entry) != {"fixed_us", "stream_share"}:
+                raise SpecError(
+                    source, key, f"expected {{fixed_us, stream_share}}, got {short(entry)}", example
+                )
+            fixed = check_number(
+                entry["fixed_us"], source, f"{key}.fixed_us", minimum=0, maximum=1e4, unit="us"
+            )
+            share = check_number(
+                entry["stream_share"],
+                source,
+                f"{key}.stream_share",
+                minimum=MIN_FRACTION,
+                maximum=1,
+            )
+            table.append((engine, b, float(fixed) * 1e-6, float(share)))
     return tuple(sorted(table))
 
 
