@@ -308,9 +308,13 @@ def test_engine_override_and_refusals(tmp_path):
     assert set(base.table.engine) == {"trtllm (version not stated), host overheads charged"}
     assert load_engine("trtllm").host_overhead_exposed == 0.0
     assert set(v0.table.engine) == {"vllm-v0"} and v0.engine == "vllm@0.6"
-    # concurrency 1: one request, the same steps under both (the kernel terms are shared, and
-    # vLLM V0 waits for its host work as the unknown runtime does)
-    assert v0.table.predicted[0] == pytest.approx(base.table.predicted[0], rel=1e-6)
+    # concurrency 1 (TP2 H100, FP8): one request, each engine's own small-batch GEMMs (§F2:
+    # vLLM's FP8 line on H100 5.5 us and 0.79 of HBM, TensorRT-LLM's 6.3 us and 0.83), so
+    # vLLM's step is the slower, by its weights' share: at most 0.83 / 0.79 - 1
+    # (the other kernel terms are shared, and vLLM V0 waits for its host work as the unknown
+    # runtime does)
+    ratio = v0.table.predicted[0] / base.table.predicted[0]
+    assert 1.0 < ratio < 0.83 / 0.79
     # the same row stated as TensorRT-LLM 1.0: the PyTorch backend's overlap scheduler hides a
     # step's host work, 1 ms + 4 us for its one sequence (the row's time in ms)
     v1 = predicting.compare(SAMPLE, "achievable", "trtllm@1.0")
