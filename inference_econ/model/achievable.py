@@ -13,7 +13,6 @@ and breakdown; mixed steps (``mixed_step``) and calibration build ``StepWork`` t
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,8 +142,7 @@ class EngineStep:
         for g, (e, t_ff) in zip(w.groups, splits):
             dense_kernels += 2.0 * g.layers * ((g.experts <= 1) + (g.shared > 0))
             if g.experts > 1:  # the routed experts' bytes alone (as Part A counts them)
-                routed = w.ff_bytes(dataclasses.replace(g, shared=0), tokens, t_ff)[0]
-                expert_bytes = expert_bytes + g.layers * routed
+                expert_bytes = expert_bytes + g.layers * w.routed_expert_bytes(g, tokens)
             per = (g.matrices_in + g.matrices_out) * w.d_model
             passes = 1 + g.matrices_in  # read the input rows (gate and up), write one
             f_rows = f_rows + passes * g.layers * g.d_ff * (

@@ -291,6 +291,12 @@ class Workload:
         return ff + ctx + proj
 
     # --- HBM bytes (§A2) --------------------------------------------------------------------
+    def routed_expert_bytes(self, g: GroupWork, tokens):
+        """Weight bytes of one layer's routed experts that ``tokens`` tokens read: the experts
+        they are expected to hit (§A2)."""
+        frac = g.routed_fraction_read(tokens) * (g.experts * (g.matrices_in + g.matrices_out))
+        return frac * (self.d_model * g.d_ff * self.bytes_per_weight)
+
     def ff_bytes(self, g: GroupWork, tokens, tp):
         """(weight, activation) bytes of one layer's feed-forward block over ``tokens``."""
         mats = g.matrices_in + g.matrices_out
@@ -299,7 +305,7 @@ class Workload:
         )
         if g.experts > 1:
             frac = g.routed_fraction_read(tokens) * (g.experts * mats)
-            weights = frac * (self.d_model * g.d_ff * self.bytes_per_weight)
+            weights = self.routed_expert_bytes(g, tokens)
             acts = frac * (per_token * (tokens / g.sparsity))
         else:
             weights = mats * (self.d_model * g.d_ff * self.dense_weight_bytes)
