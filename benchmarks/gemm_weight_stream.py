@@ -69,6 +69,9 @@ def jobs_of(items: list[str]):
                 fail("--scale-table: give an AIConfigurator computescale_perf.parquet after it")
             scale = Path(items[i + 1])
             i += 2
+        for given in (path, scale):  # every file checked before a line is printed
+            if given is not None and not given.is_file():
+                fail(f"{given}: no such file")
         jobs.append((path, value, bw, scale))
     return jobs
 
