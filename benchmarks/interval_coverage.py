@@ -21,6 +21,10 @@ the 5th, 10th, 90th and 95th percentiles of log(measured/predicted); strata with
     python benchmarks/measured_validation.py --no-loso --residuals residuals.csv
     python benchmarks/interval_coverage.py residuals.csv --write --figure docs/img/interval-reliability.png
 
+(``benchmarks/compare_residuals.py`` writes the same residuals from ``compare-measured`` outputs
+of the shipped profiles, which are the time split's fit: minutes where the first line takes
+about 5,800 s of CPU.)
+
 **Software drift** (fixed before the v5.1+ coverage of this rule was looked at): engines keep
 getting faster after the rounds a fit and a calibration saw (the same GPU and benchmark run
 faster a round later), so throughput's high end is raised by ``DRIFT`` per publication round
@@ -186,7 +190,9 @@ def table_mapping(
             "method": "split-conformal predictive system (crepes), Mondrian by stratum, "
             "no smoothing; quantiles of log(measured / predicted)",
             "command": "python benchmarks/measured_validation.py --no-loso --residuals "
-            f"{residuals_file} && python benchmarks/interval_coverage.py {residuals_file} --write",
+            f"{residuals_file} (or benchmarks/compare_residuals.py from compare-measured outputs "
+            "of the shipped profiles: the same predictions) && python "
+            f"benchmarks/interval_coverage.py {residuals_file} --write",
             "date": datetime.date.today().isoformat(),
         },
         "min_rows": MIN_ROWS,
@@ -329,7 +335,9 @@ def draw(curve: pd.DataFrame, path: str, n_test: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("residuals", help="measured_validation.py --residuals output (CSV)")
+    parser.add_argument(
+        "residuals", help="measured_validation.py --residuals or compare_residuals.py output (CSV)"
+    )
     parser.add_argument("--write", action="store_true", help=f"rewrite {TABLE.relative_to(ROOT)}")
     parser.add_argument("--figure", help="draw the reliability curve here")
     parser.add_argument("--format", default="markdown", choices=("table", "markdown"))

@@ -1,0 +1,154 @@
+"""How far apart submitters of the same configuration measure: a floor under any prediction
+that sees only what a row states (docs/validation.md, "What a row does not say").
+
+Rows are grouped when everything the toolkit reads from them is the same: the publication
+round, model, GPU and count, bits, scenario, metric and its unit, stated layout, engine, batch
+and token caps, and latency limits. Within a group each row is "predicted" by the median of the
+rows of *other* submitters (``source_group``): an oracle that knows every other measurement of
+the row's exact configuration, but not the submitter's own tuning (its target load, scheduler
+settings, kernels). Its error is the spread that no function of the row's stated inputs can
+remove; printed beside it, where ``--compare`` gives ``compare-measured`` outputs of the same
+files, the model's error on the same rows.
+
+    PYTHONPATH=. python benchmarks/config_scatter.py [FILE ...] [--compare OUT.csv ...]
+
+FILE: measured-rows CSVs (default ``tests/data/benchmarks_test_mlperf_newer.csv``), read
+together so that a group spans them; ``--compare``: ``inference-econ compare-measured FILE
+--format csv`` outputs, one per FILE in the same order (joined on the row number).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+from inference_econ.studies.measured import predicting as pr  # noqa: E402
+from inference_econ.studies.measured.reading import load_measured  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "tests" / "data" / "benchmarks_test_mlperf_newer.csv"
+#: Kinds of figure, as docs/validation.md splits them.
+KINDS = {"throughput": "throughput", "ttft": "TTFT", "tpot": "TPOT"}
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def kind_of(quantity: str) -> str:
+    q = quantity.lower()
+    return next((v for k, v in KINDS.items() if k in q), "throughput")
+
+
+def publication_round(source: str) -> str:
+    """``inference_results_v5.1`` -> ``v5.1``; a source without a round is its own round."""
+    m = re.search(r"inference_results_(v\d+\.\d+)", source)
+    return m.group(1) if m else source
+
+
+def configuration(r) -> tuple:
+    """Everything the toolkit reads from a resolved row that a prediction depends on."""
+    layout = r.layout.label() if r.layout is not None else ""
+    L = r.lengths
+    return (
+        publication_round(r.source), r.arch.name, r.gpu.name, r.gpus, r.bits, r.scenario,
+        r.metric.quantity, r.per, layout, r.engine, r.engine_version, r.batch_cap,
+        r.token_budget, r.limits, r.concurrency, r.disaggregated,
+        round(L.input_mean) if L is not None else None,
+    )  # fmt: skip
+
+
+def frame(path: Path, compare: Path | None) -> pd.DataFrame:
+    rows = load_measured(path)
+    out = []
+    for r in rows:
+        if r.kind != "end-to-end" or not r.resolved or r.value is None or r.metric is None:
+            continue
+        value = r.value * pr._unit_scale(r) * r.per_count  # the system's figure, SI
+        if not (math.isfinite(value) and value > 0):
+            continue
+        out.append(
+            {
+                "file": path.name,
+                "row": r.row,
+                "submitter": r.group,
+                "config": configuration(r),
+                "kind": kind_of(r.metric.quantity),
+                "scenario": r.scenario,
+                "measured": value,
+            }
+        )
+    t = pd.DataFrame(out)
+    if compare is not None:
+        c = pd.read_csv(compare, comment="#")
+        missing = {"row", "error", "status"} - set(c.columns)
+        if missing:
+            fail(f"{compare}: not a compare-measured CSV (no column {sorted(missing)[0]})")
+        c = c[c.status == "ok"][["row", "error"]]
+        t = t.merge(c.rename(columns={"error": "model_error"}), on="row", how="left")
+    return t
+
+
+def oracle(t: pd.DataFrame) -> pd.DataFrame:
+    """Each row with another submitter of its configuration: the others' median / measured - 1."""
+    parts = []
+    for _, g in t.groupby("config", sort=False):
+        if g.submitter.nunique() < 2:
+            continue
+        v, who = g.measured.to_numpy(), g.submitter.to_numpy()
+        err = [np.median(v[who != s]) / x - 1.0 for x, s in zip(v, who)]
+        parts.append(g.assign(oracle_error=err))
+    return pd.concat(parts, ignore_index=True) if parts else t.iloc[:0].assign(oracle_error=[])
+
+
+def line(name: str, p: pd.DataFrame) -> dict:
+    a = p.oracle_error.abs()
+    out = {
+        "rows": name,
+        "n": len(p),
+        "other submitters: median": a.median(),
+        "p90": a.quantile(0.9),
+    }
+    if "model_error" in p and p.model_error.notna().any():
+        m = p.model_error.dropna().abs()
+        out |= {"model: median": m.median(), "model p90": m.quantile(0.9)}
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path, default=[DEFAULT])
+    parser.add_argument("--compare", nargs="*", type=Path, default=[], metavar="OUT.csv")
+    args = parser.parse_args(argv)
+    for f in [*args.files, *args.compare]:
+        if not f.is_file():
+            fail(f"{f}: no such file")
+    if args.compare and len(args.compare) != len(args.files):
+        fail(f"--compare: {len(args.compare)} files for {len(args.files)} measured files; one each")
+    pairs = zip(args.files, args.compare or [None] * len(args.files))
+    t = pd.concat([frame(f, c) for f, c in pairs], ignore_index=True)
+    o = oracle(t)
+    print(
+        f"{len(t)} resolved end-to-end rows; {len(o)} share their configuration with another "
+        f"submitter ({o.config.nunique() if len(o) else 0} configurations)\n"
+    )
+    table = [line("all", o)]
+    table += [line(k, o[o.kind == k]) for k in ("throughput", "TPOT", "TTFT")]
+    table += [line("latency (TPOT and TTFT)", o[o.kind != "throughput"])]
+    for (sc, k), p in o.groupby(["scenario", "kind"]):
+        table.append(line(f"  {sc} {k}", p))
+    print(pd.DataFrame(table).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
