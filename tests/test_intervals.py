@@ -249,3 +249,62 @@ def test_every_command_says_bound_or_expected_first_and_shows_ranges():
     assert code == 2 and "--confidence" in err and "drop --confidence" in err
     with pytest.raises(ie.SpecError, match="confidence"):
         ie.simulate_load("Llama 3 8B", "H100", gpus=1, arrival_rate_per_s=1, confidence=0.9)
+
+
+def _bench(name: str):
+    """A script of benchmarks/ as a module."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def test_residuals_from_compare_measured_are_its_predictions_in_si(tmp_path):
+    """compare_residuals.py (what the interval table is calibrated from) writes one residual per
+    end-to-end row compare-measured predicted with status ok: log(predicted / measured) of that
+    output, the figures in SI units (a TTFT in ms as seconds), the row's stratum beside it; an
+    output paired with another file is refused with exit 2."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    rows, out = root / "examples" / "measured-rows.csv", tmp_path / "compare.csv"
+    cmd = [sys.executable, "-m", "inference_econ.cli", "compare-measured", str(rows)]
+    subprocess.run([*cmd, "--assumptions", "achievable", "-o", str(out)], check=True, cwd=root)
+    m = _bench("compare_residuals")
+    m.main([str(rows), str(out), "-o", str(tmp_path / "res.csv")])
+    res = pd.read_csv(tmp_path / "res.csv")
+    c = pd.read_csv(out, comment="#")
+    ok = c[(c.status == "ok") & (c.kind == "end-to-end")].set_index("row")
+    assert len(res) == len(ok) > 20
+    out_cols = ok[["predicted", "measured", "unit"]].add_suffix("_out")
+    joined = res.join(out_cols, on="row")
+    assert np.allclose(res.log_residual, np.log(joined.predicted_out / joined.measured_out))
+    ms = joined.unit_out == "ms"
+    assert ms.any() and np.allclose(joined.measured[ms], joined.measured_out[ms] / 1e3)
+    assert set(res.bound) <= {"memory", "compute"} and set(res.kind) <= set(iv.KINDS)
+    with pytest.raises(SystemExit) as e:
+        m.main([str(root / "tests" / "data" / "benchmarks_train_mlperf_v50.csv"), str(out),
+                "-o", str(tmp_path / "x.csv")])  # fmt: skip
+    assert e.value.code == 2
+
+
+def test_the_other_submitters_oracle_by_hand():
+    """config_scatter.py's floor: a row is predicted by the median of the other submitters'
+    rows of its configuration; a configuration one submitter alone measured is left out."""
+    m = _bench("config_scatter")
+    t = pd.DataFrame(
+        {
+            "config": ["a", "a", "a", "b", "b"],
+            "submitter": ["S1", "S1", "S2", "S1", "S1"],
+            "measured": [100.0, 110.0, 120.0, 5.0, 6.0],
+        }
+    )
+    o = m.oracle(t).set_index("measured").oracle_error
+    # S1's rows: S2's 120; S2's row: the median of S1's 100 and 110
+    assert o.to_dict() == pytest.approx({100.0: 0.2, 110.0: 120 / 110 - 1, 120.0: 105 / 120 - 1})
