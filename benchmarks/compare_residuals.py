@@ -30,16 +30,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.studies.measured import calibration as cal  # noqa: E402
+from inference_econ.serving import intervals as iv  # noqa: E402
 from inference_econ.studies.measured import predicting as pr  # noqa: E402
 from inference_econ.studies.measured.intervals import regime  # noqa: E402
 from inference_econ.studies.measured.reading import load_measured  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-TRAIN = ROOT / "tests" / "data" / "benchmarks_train.csv"
 #: Kinds of figure by quantity (``measured_validation.KINDS``, the intervals' kinds).
 KINDS = {
     "throughput": "throughput",
@@ -117,10 +116,10 @@ def main(argv=None) -> int:
             fail(f"{f}: no such file")
     if args.out.exists() and args.out.resolve() in {p.resolve() for p in args.pairs}:
         fail(f"{args.out}: is one of the inputs; write the residuals elsewhere")
-    notes: list = []
-    problem, _ = cal.prepare(TRAIN, "trtllm", lambda m: None, notes)
-    gpus = {r.gpu.name for r in problem.all_rows}
-    models = {r.arch.name for r in problem.all_rows}
+    # the GPUs and models of the fit, as the shipped interval table lists them (written there
+    # from the fit's rows by interval_coverage.py --write, which also recomputes them itself)
+    listed = yaml.safe_load(Path(iv.table().path).read_text())
+    gpus, models = set(listed["fitted_gpus"]), set(listed["fitted_models"])
     it = iter(args.pairs)
     frames = [residuals(f, c, gpus, models) for f, c in zip(it, it)]
     table = pd.concat(frames, ignore_index=True)
