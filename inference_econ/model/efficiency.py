@@ -260,9 +260,11 @@ def gemm_compute_s(work: StepWork, terms):
     memory-bound, its fixed cost beside its weight reads.
 
     Where the part's kernels were timed at decode batches in the weights' format, a projection
-    or dense kernel's fixed cost is at least the measured one (``small_batch_fixed_s``); what
-    it adds is charged on the memory side of the GEMM roofline, as the measured line
-    t = fixed + bytes/rate has it, so a compute-bound step (a prompt chunk) does not pay it."""
+    or dense kernel's fixed cost is at least the measured one (``small_batch_fixed_s``), added
+    outside the roofline like the profile's own: the same tables time a kernel at
+    fixed + max(weights at the line's rate, arithmetic at the best shape's) with about that
+    fixed time at every token count from 64 to 2,048 (B200 NVFP4: 12.8-15.0 us beside the
+    line's 14.1; docs/model.md §F2), so a prompt chunk pays it too."""
     v_half = terms.gemm_half_volume
     base = terms.gemm_efficiency_scale * work.power_derating
     classes = (
@@ -302,8 +304,9 @@ def combine(work: StepWork, terms) -> StepTimes:
     share = np.asarray(work.small_batch_stream_share, dtype=float)
     experts = work.expert_weight_read_s
     weights = (work.weight_read_s - experts) / np.where(share > 0.0, share, eta_w) + experts / eta_w
-    compute, gemm_fixed, floor = gemm_compute_s(work, terms)
-    memory = weights + work.activation_read_s / eta_w + floor
+    compute, own_fixed, floor = gemm_compute_s(work, terms)
+    gemm_fixed = own_fixed + floor  # each kernel's fixed cost: the larger of the two
+    memory = weights + work.activation_read_s / eta_w
     kv = (work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s) / (
         terms.kv_read_efficiency
     )
