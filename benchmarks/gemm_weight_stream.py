@@ -19,6 +19,12 @@ time, for checkpoints with static scales (AIConfigurator's ``fp8_static``).
     python benchmarks/gemm_weight_stream.py b200_gemm_perf.parquet --gpu B200 \
         --scale-table b200_computescale_perf.parquet [h200_gemm_perf.parquet --gpu H200 ...]
 
+``--excess`` also prints, by token count from 64 to 8,192, the median over the same shapes of
+each kernel's measured time beyond the larger of its weights at the line's rate and its
+arithmetic at the table's best-shape rate (its 99th-percentile TFLOP/s), and that time's ratio
+to the larger side: whether the line's fixed time stays once the arithmetic binds (docs/model.md
+§F2 "Why outside the roofline").
+
 Bytes per weight: bfloat16 2, fp8 1, nvfp4 0.5 + one FP8 scale per 16 (0.5625).
 """
 
@@ -88,10 +94,36 @@ def line_fit(part, per: float, bw: float):
     return fixed, 1.0 / (slope * bw), residual
 
 
+#: Token counts of the ``--excess`` table.
+EXCESS_M = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+
+def excess(frame, fmt: str, per: float, bw: float, share: float) -> list[str]:
+    """``--excess``: "m: median excess us / median ratio" at each of ``EXCESS_M``."""
+    part = frame[
+        (frame.gemm_dtype == fmt) & frame.n.between(4096, 16384) & frame.k.between(4096, 16384)
+    ]
+    fast = part.groupby(["n", "k", "m"]).latency.min().reset_index()
+    t = fast.latency.to_numpy(float) * 1e-3
+    flop = 2.0 * fast.m * fast.n * fast.k
+    best = float(np.quantile(flop / t, 0.99))
+    larger = np.maximum(fast.n * fast.k * per / (share * bw), flop / best).to_numpy(float)
+    out = []
+    for m in EXCESS_M:
+        at = (fast.m == m).to_numpy()
+        if at.any():
+            over = np.median(t[at] - larger[at]) * 1e6
+            out.append(f"{m}: {over:.1f} us / {np.median(t[at] / larger[at]):.2f}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "pairs", nargs="+", help="TABLE --gpu NAME (or --hbm-tb-s X) [--scale-table FILE], repeated"
+    )
+    parser.add_argument(
+        "--excess", action="store_true", help="the kernels' time beyond the roofline by m"
     )
     args, rest = parser.parse_known_args()
     jobs = jobs_of(list(args.pairs) + rest)
@@ -100,7 +132,7 @@ def main() -> None:
         + "\t".join(f"n{n}k{k}" for n, k in SHAPES)
         + "\tfixed_us\tline_share\tline_residual"
     )
-    lines = []
+    lines, over = [], []
     for path, name, bw, scale_path in jobs:
         frame = read_parquet(
             path, "an AIConfigurator gemm_perf.parquet", ("gemm_dtype", "m", "n", "k", "latency")
@@ -130,6 +162,10 @@ def main() -> None:
                 + f"\t{fixed * 1e6:.1f}\t{line_share:.2f}\t{residual:.2f}"
             )
             lines.append((name, BITS[fmt], fixed, line_share, scale_s if fmt == "fp8" else None))
+            if args.excess:
+                over.append(
+                    (f"{path.name} ({name}) {fmt}", excess(frame, fmt, per, bw, line_share))
+                )
     print("\n# small_batch_gemm entries for the hardware YAML (a negative fixed time: no entry)")
     for name, bits, fixed, line_share, scale_s in lines:
         note = "" if scale_s is None else f"  # dynamic-scale {scale_s * 1e6:.1f} us taken off"
@@ -137,6 +173,12 @@ def main() -> None:
             f"{name}:  {bits}: {{fixed_us: {fixed * 1e6:.1f}, stream_share: {line_share:.2f}}}"
             + note
         )
+
+    if over:
+        print("\n# beyond the roofline: median excess over max(weights at the line, arithmetic at")
+        print("# the best shape) / median ratio to it, by tokens")
+        for label, cells in over:
+            print(f"{label}: " + "; ".join(cells))
 
 
 if __name__ == "__main__":
