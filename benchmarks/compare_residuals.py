@@ -33,23 +33,15 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
+
+from measured_validation import KINDS  # noqa: E402  (the kinds of figure by quantity)
 
 from inference_econ.serving import intervals as iv  # noqa: E402
 from inference_econ.studies.measured import predicting as pr  # noqa: E402
 from inference_econ.studies.measured.intervals import regime  # noqa: E402
 from inference_econ.studies.measured.reading import load_measured  # noqa: E402
 
-#: Kinds of figure by quantity (``measured_validation.KINDS``, the intervals' kinds).
-KINDS = {
-    "throughput": "throughput",
-    "streams": "throughput",
-    "tpot": "TPOT",
-    "tpot_p99": "TPOT",
-    "itl": "TPOT",
-    "user_speed": "TPOT",
-    "ttft": "TTFT",
-    "ttft_p99": "TTFT",
-}
 COLUMNS = {"row", "measured", "predicted", "status", "kind"}
 
 
