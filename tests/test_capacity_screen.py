@@ -199,6 +199,40 @@ def test_a_run_far_above_the_answer_bisects_down_to_the_rate_that_held():
     assert load_search.grid_rate(start, guess - 1) not in rates
 
 
+def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_what_held(
+    settings, monkeypatch
+):
+    """On the second ask the confident plan tests H200 x 2 (never searched: one full run at the
+    least load that could make a plan as cheap) and it holds; the candidate is then searched
+    short, and on a later turn in full: that full search is given the rate the test held at
+    (``find_knee_from``'s ``held``: its walk down stops there rather than running the passing
+    loads below it again), and the confident plan is still every candidate's full search's."""
+    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    tests, fulls = [], []
+    test, full_search = capacity._test, capacity._full_search
+
+    def tested(*args, **kwargs):
+        out = test(*args, **kwargs)
+        tests.append((args[0].gpu.name, args[1].gpus_per_instance, out))
+        return out
+
+    def searched(*args, **kwargs):
+        fulls.append((args[0].gpu.name, args[1].gpus_per_instance, args[7]))
+        return full_search(*args, **kwargs)
+
+    full, fast, traffic = _confident_pair(settings, ASKS[1])
+    monkeypatch.setattr(capacity, "_test", tested)
+    monkeypatch.setattr(capacity, "_full_search", searched)
+    odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
+    assert [(gpu, n) for gpu, n, _ in tests] == [("H200-SXM", 2)]
+    held, rate, _ = tests[0][2]
+    assert held
+    assert fulls == [("H200-SXM", 2, rate)]
+    a, b = full.confident, odds.confident
+    assert (a.deployment, a.hardware, a.usd_per_hour) == (b.deployment, b.hardware, b.usd_per_hour)
+    assert a.max_rate_per_s == b.max_rate_per_s
+
+
 def _confident_pair(settings, ask):
     """The confident plans (90 %) of the full search (every candidate searched in full) and of
     the screened one on ``ask``, the screened one with every ``_test`` it ran (GPU, size,

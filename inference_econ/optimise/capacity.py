@@ -941,7 +941,8 @@ def confident_plan(
     either, where a miss is likely (``_confident_test``), one full simulation tests whether
     it holds the least load that could make such a plan (``_confident_need``): one that
     misses a target there rules the candidate out (monotone verdicts: the full search's
-    answer lies below it), its row saying so. Ties rank by the load held at the low end
+    answer lies below it), its row saying so; one that holds is kept for its full search
+    (``find_knee_from``'s ``held``), on whichever turn that comes. Ties rank by the load held at the low end
     (``_ranks_before``): a candidate that at best ties holding less is not searched
     (``_could_rank_first``), and a tie's test asks for as much load (``_confident_need``);
     the likeliest plan (on short answers themselves) is searched first. Exact, as those say:
@@ -950,6 +951,9 @@ def confident_plan(
     level = int(round(100 * confidence))
     max_gpus = settings[0].max_gpus if settings else None
     ruled_out: set[tuple] = set()
+    # the rate a candidate's test held at (``_test``), kept for its full search: a candidate
+    # tested before its short search is searched in full on a later turn
+    held_at: dict[tuple, float] = {}
     for _ in range(3 * len(plan.candidates) + 1):
         odds = with_odds(plan, confidence, bound, settings)
         if level not in LEVELS or odds.confident is None:
@@ -990,6 +994,8 @@ def confident_plan(
                 plan = _ruled_out(plan, setting, size, short, tested, most, level, max_gpus)
                 continue
             holds = tested
+            if tested is not None:
+                held_at[setting, size] = tested
         if short is None:  # never searched: a short search first
             if progress:
                 progress(f"{setting.gpu.name} x{size}: searched short for the confident plan")
@@ -998,8 +1004,9 @@ def confident_plan(
         else:
             if progress:
                 progress(f"{setting.gpu.name} x{size}: searched in full for the confident plan")
-            if short > 0:  # from its short answer
-                knee = _full_search(setting, d, traffic, plan.targets, config, short, short, holds)
+            if short > 0:  # from its short answer, and the rate its test held at
+                held = holds if holds is not None else held_at.get((setting, size))
+                knee = _full_search(setting, d, traffic, plan.targets, config, short, short, held)
             else:
                 knee = knee_of("deployment", setting, d, traffic, plan.targets, config)
             row, requests = _candidate(setting, "deployment", size, knee, rate, max_gpus), full
