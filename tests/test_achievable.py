@@ -97,6 +97,34 @@ def test_expected_expert_rows_by_hand():
     assert expected_expert_rows(grid, 2, 8, 64).shape == (2, 2)
 
 
+def test_expected_expert_rows_of_a_step_table_come_from_one_table_bit_for_bit():
+    """A step table's token counts (whole numbers 0..N) are read from one table of every count
+    per (k, E, tile), kept across builds: the same floats as each count computed alone or in
+    any other company (each count's tiles are summed over its own window, in order)."""
+    from inference_econ.model import efficiency
+
+    direct = efficiency._expert_rows
+    rng = np.random.default_rng(7)
+    for active, experts, tile in [(2, 8, 64.0), (8, 256, 128.0), (4, 128, 16.0)]:
+        for tokens in (
+            np.arange(1, 8193, dtype=float),
+            np.arange(0, 20480, dtype=float).reshape(4, -1),
+            np.sort(rng.integers(0, 3000, 1000)).astype(float),
+        ):
+            table = expected_expert_rows(tokens, active, experts, tile)
+            assert np.array_equal(table, direct(tokens, active, experts, tile))
+            alone = [direct(float(t), active, experts, tile) for t in tokens.flat[::997]]
+            assert np.array_equal(table.flat[::997], np.array(alone, dtype=float))
+        assert (active, experts, tile) in efficiency._WHOLE_TOKEN_ROWS
+    # fractional or sparse counts are computed as given, not through a table
+    efficiency._WHOLE_TOKEN_ROWS.clear()
+    few = np.array([0.5, 1.5] * 200)
+    assert np.array_equal(expected_expert_rows(few, 2, 8, 64.0), direct(few, 2, 8, 64.0))
+    sparse = np.arange(300, dtype=float) * 1e4
+    assert np.array_equal(expected_expert_rows(sparse, 2, 8, 64.0), direct(sparse, 2, 8, 64.0))
+    assert not efficiency._WHOLE_TOKEN_ROWS
+
+
 def test_expected_expert_rows_when_every_expert_takes_its_exact_share():
     # k = E: every expert takes all T tokens, so the rows are E whole-tile-rounded T
     tokens = np.array([0.0, 1.0, 64.0, 65.0, 8283.0])
