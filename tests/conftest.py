@@ -40,10 +40,10 @@ def bound_agrees_with_parts():
 
 # --- every --help example, run as written (docs/user-guide.md; issue 27) -------------------------
 
-#: Examples another test runs in full, and the test: not run twice.
-RUN_ELSEWHERE = {
-    "reproduce all": "tests/test_figures.py::test_reproduce_all_regenerates_the_committed_outputs"
-}
+#: Examples another test or fixture runs in full, and where: not run twice (``reproduce all``
+#: by the fixture ``reproduced_all``, checked by test_figures.py's
+#: test_reproduce_all_regenerates_the_committed_outputs).
+RUN_ELSEWHERE = {"reproduce all": "tests/conftest.py::reproduced_all"}
 #: The Hub repository of the import-hf example, served by a stand-in huggingface_hub (CI has no
 #: network) with the repository's config.json, the file examples/config.json ships.
 HUB_EXAMPLE = "meta-llama/Llama-3.1-8B-Instruct"
@@ -92,6 +92,32 @@ def _stand_in_hub(folder):
         return str(shutil.copy(folder / "examples" / "config.json", target))
 
     return types.SimpleNamespace(hf_hub_download=hf_hub_download)
+
+
+@pytest.fixture(scope="session")
+def reproduced_all(tmp_path_factory):
+    """``reproduce all`` run once per session in this process (every figure drawn and its files
+    named, not rendered: test_figures_are_fit_for_a_report checks the 200 dpi files), then each
+    paper table as ``run_table`` gives it, from the frontiers that run computed (the frontier
+    cache): the command's test and the tables' tests read one computation, not two. Returns
+    the output folder, the click result and {table name: run_table's DataFrame}."""
+    import matplotlib.pyplot as plt
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+    from inference_econ.output import plots
+    from inference_econ.studies.tables import run_table
+
+    def name_only(fig, stem, formats=("png", "svg")):
+        plt.close(fig)
+        return [plots.write_atomic(f"{stem}.{fmt}", b"") for fmt in formats]
+
+    folder = tmp_path_factory.mktemp("reproduce-all")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plots, "save", name_only)
+        result = CliRunner().invoke(main, ["reproduce", "all", "--out", str(folder), "-q"])
+    tables = {f"table-{i}": run_table(f"table-{i}") for i in range(1, 7)}
+    return folder, result, tables
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from inference_econ.cli import main
 from inference_econ.output.files import MANIFEST
 from inference_econ.output.runner import run_scenario
 from inference_econ.studies.scenario import load_scenario
@@ -17,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def figure_4(tmp_path_factory):
+def figure_4(tmp_path_factory, reproduced_all):
+    # after ``reproduce all`` (reproduced_all), whose frontiers the figure's are
     return run_scenario("paper/figure-4", tmp_path_factory.mktemp("fig4"))
 
 
@@ -128,7 +127,7 @@ def test_figure_4_fastest_points_are_table_4(figure_4):
     }
 
 
-def test_figure_6_preference_points_are_table_6():
+def test_figure_6_preference_points_are_table_6(reproduced_all):
     result = run_scenario("paper/figure-6")
     pref = result.key_points[result.key_points.point == "preference"].set_index("curve")
     assert pref.loc["16-bit weights", "tokens_per_s"] == pytest.approx(82.5, abs=0.1)
@@ -170,19 +169,10 @@ def _same_values(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def test_reproduce_all_regenerates_the_committed_outputs(tmp_path, monkeypatch):
+def test_reproduce_all_regenerates_the_committed_outputs(reproduced_all):
     # every figure is drawn, and its files named but not rendered: the images are not compared
     # here (test_figures_are_fit_for_a_report checks the 200 dpi files), the tables byte for byte
-    import matplotlib.pyplot as plt
-
-    from inference_econ.output import plots
-
-    def name_only(fig, stem, formats=("png", "svg")):
-        plt.close(fig)
-        return [plots.write_atomic(f"{stem}.{fmt}", b"") for fmt in formats]
-
-    monkeypatch.setattr(plots, "save", name_only)
-    result = CliRunner().invoke(main, ["reproduce", "all", "--out", str(tmp_path), "-q"])
+    tmp_path, result, _ = reproduced_all
     assert result.exit_code == 0, result.output
     verdicts = {
         line.split()[0]: line.split()[-1]

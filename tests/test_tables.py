@@ -15,8 +15,8 @@ def test_tolerance_allows_the_rounding_of_the_printed_value():
 
 
 @pytest.mark.parametrize("name", ["table-2", "table-3", "table-4", "table-6"])
-def test_table_matches_the_paper(name):
-    table = run_table(name)
+def test_table_matches_the_paper(name, reproduced_all):
+    table = reproduced_all[2][name]
     assert matches_paper(table)
     for _, row in table.iterrows():
         assert within(row.tokens_per_s, row.paper_tokens_per_s, 0.01), (row.label, row.tokens_per_s)
@@ -29,8 +29,9 @@ def test_table_matches_the_paper(name):
             assert within(row.batch, row.paper_batch, 0.10), (row.label, row.batch)
 
 
-def test_table_5_is_computed_and_printed_beside_the_paper():
-    table = run_table("table-5")
+def test_table_5_is_computed_and_printed_beside_the_paper(reproduced_all):
+    tables = reproduced_all[2]
+    table = tables["table-5"]
     assert not matches_paper(table)  # docs/deviations.md: the paper's Table 5 used other code
     assert list(table.attrs["columns"]) == [
         "label",
@@ -46,7 +47,7 @@ def test_table_5_is_computed_and_printed_beside_the_paper():
     rows = table.set_index("label")
     # our Table 5 row 1 is the same setting as Table 6's 16-bit row (the paper's are not)
     assert rows.loc["Llama 3 70B", "tokens_per_s"] == pytest.approx(
-        run_table("table-6").set_index("label").loc["16-bit weights", "tokens_per_s"]
+        tables["table-6"].set_index("label").loc["16-bit weights", "tokens_per_s"]
     )
     # speculative decoding is faster at no higher cost, for both models
     for base in ("Llama 3 70B", "Llama 3.1 405B"):
@@ -67,8 +68,8 @@ def test_paper_table_5_preset_gives_the_printed_table_5():
         assert within(row.batch, row.paper_batch, 0.10), (row.label, row.batch)
 
 
-def test_rows_carry_their_layout_and_breakdown():
-    table = run_table("table-3")
+def test_rows_carry_their_layout_and_breakdown(reproduced_all):
+    table = reproduced_all[2]["table-3"]
     assert {
         "pipeline_degree",
         "tensor_degree",
