@@ -154,6 +154,28 @@ def test_a_price_tie_goes_to_the_plan_with_more_headroom():
     assert _options(rows)[0][3].gpus_per_instance == 2
 
 
+def test_a_price_tie_between_pools_goes_to_the_pool_with_more_headroom():
+    # the user guide's disaggregated example: decode on 1 x 4 H200s holds 11.05 req/s and on
+    # 2 x 2 H200s 2 x 5.13 = 10.26, both $11.76/h; the pool that holds more is paired, as a
+    # co-located tie is decided (it used to be whichever row came first)
+    def pool(kind, size, per_instance, instances, price):
+        return dict(
+            _row("H200", size, per_instance, instances, price), pool=kind, speculation="none"
+        )
+
+    prefill = pool("prefill", 2, 4.13, 3, 2.1)
+    for decode in (
+        [pool("decode", 2, 5.13, 2, 2.94), pool("decode", 4, 11.05, 1, 2.94)],
+        [pool("decode", 4, 11.05, 1, 2.94), pool("decode", 2, 5.13, 2, 2.94)],
+    ):
+        cost, gpus, _, d = _options([prefill, *decode])[0]
+        assert cost == pytest.approx(6 * 2.1 + 4 * 2.94) and gpus == 10
+        assert (d.gpus_per_instance, d.instances) == (4, 1)
+    # a cheaper pool is paired whatever it holds
+    cheaper = [*decode, pool("decode", 1, 2.0, 1, 2.94)]
+    assert _options([prefill, *cheaper])[0][3].gpus_per_instance == 1
+
+
 def test_capacity_csv_and_json_carry_the_chosen_plan():
     args = ["capacity", "Llama 3 8B", "-H", "H100", "--rate", 5, "--prompt-tokens", 200,
             "--output-tokens", 50, "--requests", 100, "--max-gpus", 1, "--slo-tpot-p99", 0.05, "-q"]  # fmt: skip

@@ -615,9 +615,10 @@ def _verify(setting, deployment: Deployment, traffic, targets, config):
 
 def _options(rows: list[dict], mixed: bool = False) -> list[tuple[float, int, Setting, Deployment]]:
     """(cost per hour, GPUs, setting, deployment) of every complete option: each co-located
-    size, and per GPU (and speculation) the cheapest prefill pool with the cheapest decode
-    pool (with ``mixed`` pools, of any GPU each); cheapest first, and among options of the same
-    price the one that holds the most load (the most headroom), then the fewest GPUs."""
+    size, and per GPU (and speculation) the first prefill pool with the first decode pool by
+    ``_pool_rank`` (with ``mixed`` pools, of any GPU each); cheapest first, and among options
+    of the same price the one that holds the most load (the most headroom), then the fewest
+    GPUs (pools rank alike)."""
     out = []
     for r in rows:
         if r["pool"] == "deployment" and not r["excluded"]:
@@ -629,7 +630,7 @@ def _options(rows: list[dict], mixed: bool = False) -> list[tuple[float, int, Se
         if r["pool"] != "deployment" and not r["excluded"]:
             key = ("any", r["speculation"]) if mixed else (r["hardware"], r["speculation"])
             best = by_gpu.setdefault(key, {}).get(r["pool"])
-            if best is None or r["usd_per_hour"] < best["usd_per_hour"]:
+            if best is None or _pool_rank(r) < _pool_rank(best):
                 by_gpu[key][r["pool"]] = r
     for pools in by_gpu.values():
         if {"prefill", "decode"} <= set(pools):
@@ -651,6 +652,13 @@ def _options(rows: list[dict], mixed: bool = False) -> list[tuple[float, int, Se
     # a price is a sum of GPU-hours at one price: round off the last bits before comparing
     out.sort(key=lambda o: (round(o[0], 9), -o[1], o[2], o[4].disaggregated))
     return [(cost, gpus, setting, deployment) for cost, _, gpus, setting, deployment in out]
+
+
+def _pool_rank(row: dict) -> tuple:
+    """A pool's rank among the pools of one kind (``_options``), as options rank: the
+    cheapest, then the one that holds the most load, then the fewest GPUs."""
+    held = row["instances"] * row["max_rate_per_instance"]
+    return (round(row["usd_per_hour"], 9), -held, row["gpus"])
 
 
 def cheapest_deployment(
