@@ -176,6 +176,35 @@ def test_a_price_tie_between_pools_goes_to_the_pool_with_more_headroom():
     assert _options([prefill, *cheaper])[0][3].gpus_per_instance == 1
 
 
+def test_a_plan_says_which_layout_it_runs_where_its_row_names_another():
+    """An instance takes the layout that serves its load fastest (§E6): a candidate's row names
+    the one it holds its most load with, the deployment runs the one for its share of the
+    offered load. Llama 3 70B on 8 H100s at 30 req/s: three instances at 10 req/s each run
+    TP8, the row (13.96 req/s an instance) TP4 x PP2; the plan says both, and its CSV's
+    ``plan_layout`` is the one it runs. Where they agree (Llama 3 8B on 2 GPUs) it says nothing."""
+    from inference_econ.optimise import capacity
+    from inference_econ.serving.load.arrivals import make_traffic
+    from inference_econ.serving.load.targets import Targets
+
+    traffic = make_traffic(30, "lognormal:1000:0.8", "lognormal:200:0.6", requests=300, seed=1)
+    targets = Targets(2.0, 0.05)
+    setting = ie.make_setting("Llama 3 70B", "H100", assumptions="achievable")
+    plan = capacity.cheapest_deployment([setting], traffic, targets, sizes=[8])
+    row = plan.candidates[plan.candidates["chosen"]].iloc[0]
+    assert plan.deployment.instances == 3
+    assert "TP8" in plan.result.layout and "PP2" in row["layout"]
+    note = plan.layout_note
+    assert note is not None and plan.result.layout in note and row["layout"] in note
+    assert "(10 req/s)" in note and f"{row['max_rate_per_instance']:.4g} req/s" in note
+    table = plan.to_dataframe()
+    assert table.loc[table["chosen"], "plan_layout"].tolist() == [plan.result.layout]
+    assert table.loc[table["chosen"], "layout"].tolist() == [row["layout"]]
+    small = ie.make_setting("Llama 3 8B", "H100", assumptions="achievable")
+    agree = capacity.cheapest_deployment([small], traffic, targets, sizes=[2])
+    assert agree.candidates[agree.candidates["chosen"]].iloc[0]["layout"] == agree.result.layout
+    assert agree.layout_note is None
+
+
 def test_capacity_csv_and_json_carry_the_chosen_plan():
     args = ["capacity", "Llama 3 8B", "-H", "H100", "--rate", 5, "--prompt-tokens", 200,
             "--output-tokens", 50, "--requests", 100, "--max-gpus", 1, "--slo-tpot-p99", 0.05, "-q"]  # fmt: skip

@@ -488,8 +488,9 @@ def _plan_text(plan, fmt: str) -> str:
         f"{plan.targets.describe()}: {plan.deployment.describe()} {hardware}"
     )
     first = _plan_line(plan)
+    layout = [plan.layout_note] if plan.layout_note else []
     if fmt in ("csv", "json"):  # one table: the candidates, the chosen rows with the plan's
-        notes = [first, *_odds_notes(r), *_notes(r)]
+        notes = [first, *_odds_notes(r), *layout, *_notes(r)]
         return render(plan.to_dataframe(), fmt, title=title, notes=notes, meta=r.metadata())
     shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
     from ..output.ranges import ranged, ranged_columns
@@ -519,6 +520,7 @@ def _plan_text(plan, fmt: str) -> str:
         [
             f"Headroom: the deployment holds {plan.max_rate_per_s:.4g} req/s within the targets ({plan.load_headroom:+.0%} over the load)."
         ]
+        + layout
         + _redundancy_notes(plan)
         + _confident_notes(plan)
         + why

@@ -120,6 +120,27 @@ class CapacityPlan:
     bound: CapacityPlan | str | None = None
 
     @property
+    def layout_note(self) -> str | None:
+        """Where the chosen candidate's row names another layout than the one the deployment
+        runs, a line saying both (an instance takes the layout that serves its load fastest,
+        §E6: its row's is the one it holds its most load with, the deployment's the one for its
+        share of the offered load); else None."""
+        table = self.candidates
+        chosen = table[table["chosen"] & (table["pool"] == "deployment")]
+        if self.deployment.disaggregated or chosen.empty:
+            return None
+        row = chosen.iloc[0]
+        if row["layout"] == self.result.layout:
+            return None
+        share = self.rate_per_s / self.deployment.instances
+        return (
+            f"Layout: each instance runs {self.result.layout} at its share of the load "
+            f"({share:.4g} req/s), the layout that serves that load fastest; the chosen "
+            f"candidate's row names the one it holds its most load with ({row['layout']}, "
+            f"{row['max_rate_per_instance']:.4g} req/s)."
+        )
+
+    @property
     def load_headroom(self) -> float:
         """How much more load the deployment holds: max rate / offered rate − 1."""
         return self.max_rate_per_s / self.rate_per_s - 1.0
@@ -261,11 +282,12 @@ class CapacityPlan:
         the answer, whose rows also carry the plan's figures at the full load (``summary``:
         its deployment, prices per million tokens, p99s and headroom; blank on the others; its
         GPUs and $/hour as ``plan_gpus`` and ``plan_usd_per_hour``, which count every pool and
-        any instance added when the full load missed a target)."""
+        any instance added when the full load missed a target, and as ``plan_layout`` the layout
+        it runs at the offered load, ``layout_note``)."""
         table = self.candidates.copy()
         summary = self.summary()
         for name in summary.index:
-            if name in ("hardware", "layout"):  # the chosen rows' own
+            if name == "hardware":  # the chosen rows' own (their layout: at their most load)
                 continue
             value = summary[name]
             blank = math.nan if isinstance(value, (int, float)) else None
