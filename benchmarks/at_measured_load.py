@@ -26,20 +26,17 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
+
+from measured_files import fail, measured_rows, write_csv  # noqa: E402
 
 from inference_econ.errors import InferenceEconError  # noqa: E402
 from inference_econ.studies.measured import predicting as pr  # noqa: E402
 from inference_econ.studies.measured import replay as rp  # noqa: E402
-from inference_econ.studies.measured.reading import load_measured  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "data" / "benchmarks_test_mlperf_newer.csv"
 LATENCIES = ("tpot", "tpot_p99", "ttft", "ttft_p99")
-
-
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def runs(rows) -> dict[str, list[int]]:
@@ -119,7 +116,7 @@ def main(argv=None) -> int:
     if not args.file.is_file():
         fail(f"{args.file}: no such file; pass a measured-rows CSV")
     t0 = time.process_time()
-    rows = load_measured(args.file)
+    rows = measured_rows(args.file)
     plan = pr.build_plan(rows, "achievable")
     lines = []
     for run, idx in runs(rows).items():
@@ -129,7 +126,7 @@ def main(argv=None) -> int:
         return 0
     t = pd.DataFrame(lines)
     if args.out:
-        t.to_csv(args.out, index=False, float_format="%.6g")
+        write_csv(t, args.out, float_format="%.6g")
     fmt = lambda x: f"{x:.3f}"  # noqa: E731
     print(f"{t.run.nunique()} runs, {len(t)} latency figures of {args.file.name}\n")
     print(summary(t, ["scenario", "quantity"]).to_string(index=False, float_format=fmt))

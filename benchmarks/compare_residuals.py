@@ -35,29 +35,20 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
 
+from measured_files import compare_output, fail, measured_rows, write_csv  # noqa: E402
 from measured_validation import KINDS  # noqa: E402  (the kinds of figure by quantity)
 
 from inference_econ.serving import intervals as iv  # noqa: E402
 from inference_econ.studies.measured import predicting as pr  # noqa: E402
 from inference_econ.studies.measured.intervals import regime  # noqa: E402
-from inference_econ.studies.measured.reading import load_measured  # noqa: E402
 
 COLUMNS = {"row", "measured", "predicted", "status", "kind"}
 
 
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def residuals(path: Path, compare: Path, gpus: set, models: set) -> pd.DataFrame:
     """One line per end-to-end row predicted with status ok (SI units)."""
-    out = pd.read_csv(compare, comment="#")
-    missing = COLUMNS - set(out.columns)
-    if missing:
-        fail(f"{compare}: not a compare-measured CSV (no column {sorted(missing)[0]}); "
-             "write one with --format csv or -o FILE.csv")  # fmt: skip
-    rows = {r.row: r for r in load_measured(path)}
+    out = compare_output(compare, COLUMNS)
+    rows = {r.row: r for r in measured_rows(path)}
     out = out[(out.status == "ok") & (out.kind == "end-to-end")]
     lines = []
     for o in out.itertuples():
@@ -116,7 +107,7 @@ def main(argv=None) -> int:
     frames = [residuals(f, c, gpus, models) for f, c in zip(it, it)]
     table = pd.concat(frames, ignore_index=True)
     tmp = args.out.with_name(args.out.name + ".tmp")
-    table.to_csv(tmp, index=False, float_format="%.6g")
+    write_csv(table, tmp, float_format="%.6g")
     tmp.replace(args.out)
     print(f"wrote {args.out}: {len(table)} residuals", file=sys.stderr)
     return 0

@@ -29,24 +29,15 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
+
+from measured_files import compare_output, fail, measured_rows  # noqa: E402
+from measured_validation import KINDS  # noqa: E402  (the kinds of figure by quantity)
 
 from inference_econ.studies.measured import predicting as pr  # noqa: E402
-from inference_econ.studies.measured.reading import load_measured  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "data" / "benchmarks_test_mlperf_newer.csv"
-#: Kinds of figure, as docs/validation.md splits them.
-KINDS = {"throughput": "throughput", "ttft": "TTFT", "tpot": "TPOT"}
-
-
-def fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def kind_of(quantity: str) -> str:
-    q = quantity.lower()
-    return next((v for k, v in KINDS.items() if k in q), "throughput")
 
 
 def publication_round(source: str) -> str:
@@ -68,7 +59,7 @@ def configuration(r) -> tuple:
 
 
 def frame(path: Path, compare: Path | None) -> pd.DataFrame:
-    rows = load_measured(path)
+    rows = measured_rows(path)
     out = []
     for r in rows:
         if r.kind != "end-to-end" or not r.resolved or r.value is None or r.metric is None:
@@ -82,19 +73,23 @@ def frame(path: Path, compare: Path | None) -> pd.DataFrame:
                 "row": r.row,
                 "submitter": r.group,
                 "config": configuration(r),
-                "kind": kind_of(r.metric.quantity),
+                "kind": KINDS.get(r.metric.quantity, "other"),
                 "scenario": r.scenario,
                 "measured": value,
+                "value": r.value,
             }
         )
     t = pd.DataFrame(out)
     if compare is not None:
-        c = pd.read_csv(compare, comment="#")
-        missing = {"row", "error", "status"} - set(c.columns)
-        if missing:
-            fail(f"{compare}: not a compare-measured CSV (no column {sorted(missing)[0]})")
-        c = c[c.status == "ok"][["row", "error"]]
-        t = t.merge(c.rename(columns={"error": "model_error"}), on="row", how="left")
+        c = compare_output(compare, ("row", "measured", "error", "status"))
+        c = c[c.status == "ok"][["row", "measured", "error"]]
+        pair = c.merge(t[["row", "value"]], on="row", how="left")
+        off = pair[~((pair.measured / pair.value - 1.0).abs() <= 1e-6)]
+        if len(off):  # a row the file lacks, or measured otherwise: not this file's output
+            fail(f"{compare}: row {int(off.row.iloc[0])} is not the same row of {path}; pair each "
+                 "compare-measured output with the file it was made from")  # fmt: skip
+        c = c.drop(columns="measured").rename(columns={"error": "model_error"})
+        t = t.merge(c, on="row", how="left")
     return t
 
 

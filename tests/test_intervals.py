@@ -294,6 +294,36 @@ def test_residuals_from_compare_measured_are_its_predictions_in_si(tmp_path):
     assert e.value.code == 2
 
 
+@pytest.mark.parametrize("script", ["at_measured_load", "compare_residuals", "config_scatter"])
+def test_the_measured_results_scripts_refuse_a_file_they_cannot_read(script, tmp_path, capsys):
+    """A file that is not a measured-rows CSV (the README), or not a compare-measured output, is
+    one line naming it and exit 2, never a traceback; so is an output path that is a folder."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme, rows = str(root / "README.md"), str(root / "examples" / "measured-rows.csv")
+    m = _bench(script)
+    out = str(tmp_path / "r.csv")
+    cases = {  # (arguments, the file the line names)
+        "at_measured_load": [([readme], readme)],
+        "compare_residuals": [
+            ([rows, readme, "-o", out], readme),
+            ([readme, rows, "-o", out], rows),
+        ],
+        "config_scatter": [([readme], readme), ([rows, "--compare", readme], readme)],
+    }[script]
+    for args, named in cases:
+        with pytest.raises(SystemExit) as e:
+            m.main(args)
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and Path(named).name in err[0], err
+    files = _bench("measured_files")
+    with pytest.raises(SystemExit) as e:
+        files.write_csv(pd.DataFrame({"a": [1]}), tmp_path)  # a folder
+    assert e.value.code == 2 and str(tmp_path) in capsys.readouterr().err
+
+
 def test_the_other_submitters_oracle_by_hand():
     """config_scatter.py's floor: a row is predicted by the median of the other submitters'
     rows of its configuration; a configuration one submitter alone measured is left out."""
