@@ -122,6 +122,8 @@ def test_expected_expert_rows_of_a_step_table_come_from_one_table_bit_for_bit():
     assert np.array_equal(expected_expert_rows(few, 2, 8, 64.0), direct(few, 2, 8, 64.0))
     sparse = np.arange(300, dtype=float) * 1e4
     assert np.array_equal(expected_expert_rows(sparse, 2, 8, 64.0), direct(sparse, 2, 8, 64.0))
+    below = np.arange(-5, 300, dtype=float)  # negative counts are no tokens, not table indices
+    assert np.array_equal(expected_expert_rows(below, 2, 8, 64.0), direct(below, 2, 8, 64.0))
     assert not efficiency._WHOLE_TOKEN_ROWS
 
 

@@ -14,6 +14,7 @@ calls ``combine`` on both its fast path and its breakdown; ``calibrate`` builds 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -73,8 +74,10 @@ _TAIL_WIDTH = 8.0
 #: experts, tile): a step table asks for the same counts 0..N at every build, and the
 #: binomial tails cost about 3 µs a count (``_whole_token_rows``).
 _WHOLE_TOKEN_ROWS: dict[tuple, np.ndarray] = {}
-#: The whole token counts kept at most (2^22: 32 MB a key) and the fewest worth a table.
-_WHOLE_TOKEN_MAX, _WHOLE_TOKEN_MIN = 1 << 22, 256
+_WHOLE_TOKEN_LOCK = threading.Lock()
+#: The whole token counts kept at most (2^22: 32 MB a key; 2^24, 128 MB, over every key) and
+#: the fewest worth a table.
+_WHOLE_TOKEN_MAX, _WHOLE_TOKEN_BUDGET, _WHOLE_TOKEN_MIN = 1 << 22, 1 << 24, 256
 
 
 def expected_expert_rows(tokens, active: int, experts: int, tile: float):
@@ -87,7 +90,9 @@ def expected_expert_rows(tokens, active: int, experts: int, tile: float):
         return _expert_rows(tokens, active, experts, tile)
     top = float(np.max(T))
     dense = 4 * T.size >= top  # most counts up to the largest are asked for
-    if not (dense and 0.0 <= top < _WHOLE_TOKEN_MAX) or not np.all(np.floor(T) == T):
+    # whole counts >= 0 only (``_expert_rows`` takes a negative count as no token)
+    whole = np.all(np.floor(T) == T) and float(np.min(T)) >= 0.0
+    if not (dense and 0.0 <= top < _WHOLE_TOKEN_MAX and whole):
         return _expert_rows(tokens, active, experts, tile)
     return _whole_token_rows(active, experts, float(tile), int(top) + 1)[T.astype(np.intp)]
 
@@ -96,15 +101,17 @@ def _whole_token_rows(active: int, experts: int, tile: float, n: int) -> np.ndar
     """``_expert_rows`` at the token counts 0, 1, ... up to at least ``n - 1`` (the next power
     of two), kept by (active, experts, tile) and grown when a larger count is asked for."""
     key = (int(active), int(experts), tile)
-    rows = _WHOLE_TOKEN_ROWS.get(key)
-    if rows is None or rows.size < n:
-        size = 1 << max(n - 1, 1).bit_length()
-        rows = _expert_rows(np.arange(size, dtype=float), active, experts, tile)
-        rows.flags.writeable = False
-        if len(_WHOLE_TOKEN_ROWS) >= 64:
-            _WHOLE_TOKEN_ROWS.clear()
-        _WHOLE_TOKEN_ROWS[key] = rows
-    return rows
+    with _WHOLE_TOKEN_LOCK:  # the search's threads share the tables
+        rows = _WHOLE_TOKEN_ROWS.get(key)
+        if rows is None or rows.size < n:
+            size = 1 << max(n - 1, 1).bit_length()
+            rows = _expert_rows(np.arange(size, dtype=float), active, experts, tile)
+            rows.flags.writeable = False
+            _WHOLE_TOKEN_ROWS.pop(key, None)
+            if sum(r.size for r in _WHOLE_TOKEN_ROWS.values()) + size > _WHOLE_TOKEN_BUDGET:
+                _WHOLE_TOKEN_ROWS.clear()
+            _WHOLE_TOKEN_ROWS[key] = rows
+        return rows
 
 
 def _expert_rows(tokens, active: int, experts: int, tile: float):
