@@ -671,16 +671,21 @@ def _options(rows: list[dict], mixed: bool = False) -> list[tuple[float, int, Se
             )
             cost = p["usd_per_hour"] + d["usd_per_hour"]
             out.append((cost, held, deployment.gpus, d["setting"], deployment))
-    # a price is a sum of GPU-hours at one price: round off the last bits before comparing
-    out.sort(key=lambda o: (round(o[0], 9), -o[1], o[2], o[4].disaggregated))
+    out.sort(key=lambda o: (*_rank(o[0], o[1], o[2]), o[4].disaggregated))
     return [(cost, gpus, setting, deployment) for cost, _, gpus, setting, deployment in out]
 
 
+def _rank(usd_per_hour: float, held: float, gpus: int) -> tuple:
+    """How options rank (``_options``), and pools of one kind: the cheapest (a price is a sum
+    of GPU-hours at one price: its last bits are rounded off before comparing), then the one
+    that holds the most load, then the fewest GPUs."""
+    return (round(usd_per_hour, 9), -held, gpus)
+
+
 def _pool_rank(row: dict) -> tuple:
-    """A pool's rank among the pools of one kind (``_options``), as options rank: the
-    cheapest, then the one that holds the most load, then the fewest GPUs."""
+    """A pool's ``_rank`` among the pools of one kind."""
     held = row["instances"] * row["max_rate_per_instance"]
-    return (round(row["usd_per_hour"], 9), -held, row["gpus"])
+    return _rank(row["usd_per_hour"], held, row["gpus"])
 
 
 def cheapest_deployment(
@@ -981,8 +986,9 @@ def confident_plan(
     level = int(round(100 * confidence))
     max_gpus = settings[0].max_gpus if settings else None
     ruled_out: set[tuple] = set()
-    # the rate a candidate's test held at (``_test``), kept for its full search: a candidate
-    # tested before its short search is searched in full on a later turn
+    # the most load a candidate's tests held at (``_test``), kept for its full search (a
+    # candidate tested before its short search is searched in full on a later turn) and to
+    # spare a later test at no more load
     held_at: dict[tuple, float] = {}
     for _ in range(3 * len(plan.candidates) + 1):
         odds = with_odds(plan, confidence, bound, settings)
@@ -1008,8 +1014,9 @@ def confident_plan(
         need = _confident_need(
             plan, level, setting, size, bar, max_gpus, odds.confident.max_rate_per_s
         )
-        holds = None
-        if need is not None and _confident_test(setting, short, need):
+        holds = held_at.get((setting, size))  # a rate it held at, on an earlier turn
+        tested_before = holds is not None and need is not None and holds >= need
+        if need is not None and _confident_test(setting, short, need) and not tested_before:
             try:
                 held, tested, most = _test(setting, d, traffic, plan.targets, config, need)
             except InfeasibleError:  # the weights do not fit: the short search says so
@@ -1023,9 +1030,8 @@ def confident_plan(
                     )
                 plan = _ruled_out(plan, setting, size, short, tested, most, level, max_gpus)
                 continue
-            holds = tested
             if tested is not None:
-                held_at[setting, size] = tested
+                holds = held_at[setting, size] = max(tested, holds or 0.0)
         if short is None:  # never searched: a short search first
             if progress:
                 progress(f"{setting.gpu.name} x{size}: searched short for the confident plan")
@@ -1034,9 +1040,8 @@ def confident_plan(
         else:
             if progress:
                 progress(f"{setting.gpu.name} x{size}: searched in full for the confident plan")
-            if short > 0:  # from its short answer, and the rate its test held at
-                held = holds if holds is not None else held_at.get((setting, size))
-                knee = _full_search(setting, d, traffic, plan.targets, config, short, short, held)
+            if short > 0:  # from its short answer, and the most its tests held at
+                knee = _full_search(setting, d, traffic, plan.targets, config, short, short, holds)
             else:
                 knee = knee_of("deployment", setting, d, traffic, plan.targets, config)
             row, requests = _candidate(setting, "deployment", size, knee, rate, max_gpus), full
