@@ -389,6 +389,74 @@ def test_small_batch_gemm_yaml_is_checked(tmp_path):
             ie.derive(ie.load_hardware("B200"), name="x", small_batch_gemm=bad)
 
 
+def test_kv_reads_by_format_by_hand():
+    """§F3 "KV reads by format": a cache of a narrower format is read at the profile's
+    ``kv_read_efficiency`` times the part's measured factor for it. By hand: 1 ms of ideal KV
+    reads and 0.2 ms of per-request positions' reads (``kv_request_positions`` 2: 0.4 ms) at
+    0.75 x 0.8 = 0.6 of HBM are 1.4 / 0.6 ms, where a 16-bit cache (factor 1) takes 1.4 / 0.75."""
+    prof = profile_from_dict(
+        {"name": "hand", "kv_read_efficiency": 0.75, "kv_request_positions": 2.0}, "hand.yaml"
+    )
+    zero = {f.name: 0.0 for f in dataclasses.fields(StepWork)}
+    base = StepWork(
+        **{**zero, "kv_read_s": 1e-3, "kv_request_read_s": 0.2e-3, "power_derating": 1.0,
+           "moe_share": 1.0, "kv_read_factor": 1.0}
+    )  # fmt: skip
+    from inference_econ.model.efficiency import combine
+
+    assert combine(base, prof).kv_s == pytest.approx(1.4e-3 / 0.75)
+    assert combine(base.replace(kv_read_factor=0.8), prof).kv_s == pytest.approx(1.4e-3 / 0.6)
+
+
+def test_kv_reads_by_format_on_a_part_and_its_engine():
+    """The part's factor of the engine's family for the cache's bits (AIConfigurator's decode
+    attention tables, benchmarks/kv_read_share.py): an FP8 cache on B200 under TensorRT-LLM at
+    0.78 of a BF16 cache's rate per byte, SGLang's 0.62; on H200 TensorRT-LLM's 0.96; a BF16
+    cache, a part without a table (MI300X) and the ideal presets read none. A decode step of
+    Llama 3.3 70B with an FP8 cache at 256 requests of 2,000 tokens on one B200 is slower for
+    it, by less than its KV reads' share would make it at 1 / 0.78."""
+    b200, h200 = ie.load_hardware("B200"), ie.load_hardware("H200")
+    assert b200.kv_read_factor(8, "trtllm") == 0.78 and b200.kv_read_factor(8, "sglang") == 0.62
+    assert h200.kv_read_factor(8, "trtllm") == 0.96
+    assert b200.kv_read_factor(16, "trtllm") == 1.0
+    assert ie.load_hardware("MI300X").kv_read_factor(8, "trtllm") == 1.0
+    assert b200.kv_read_factor(8, "my-engine") == 1.0
+    assert Machine.build(b200, 8, ACHIEVABLE, attention_bits=8).kv_read_factor == 0.78
+    assert Machine.build(b200, 8, ACHIEVABLE, attention_bits=16).kv_read_factor == 1.0
+    sg = ACHIEVABLE.replace(engine="sglang")
+    assert Machine.build(b200, 8, sg, attention_bits=8).kv_read_factor == 0.62
+    assert Machine.build(b200, 8, PAPER, attention_bits=8).kv_read_factor == 1.0
+
+    def latency(gpu, assumptions="achievable"):
+        s = ie.make_setting(
+            "Llama 3.3 70B", "B200", weight_bits=8, kv_cache_bits=8, assumptions=assumptions,
+            context_tokens=2000,
+        )  # fmt: skip
+        return ie.points(s.replace(gpu=gpu), gpus=[1], batch=[256]).latency_s.to_numpy()[0]
+
+    bare = dataclasses.replace(b200, kv_read_by_format=())
+    ratio = latency(b200) / latency(bare)
+    assert 1.02 < ratio < 1 / 0.78
+    assert latency(b200, "refined") == latency(bare, "refined")
+
+
+def test_kv_read_by_format_yaml_is_checked():
+    """Engine -> KV bits below 16 -> a factor in [0.05, 2]: anything else is one line naming
+    the field."""
+    from inference_econ.errors import SpecError
+
+    assert ie.load_hardware("B200").to_dict()["kv_read_by_format"]["trtllm"] == {8: 0.78}
+    for bad, field in (
+        ({"trtllm": {16: 0.9}}, "kv_read_by_format.trtllm"),
+        ({"trtllm": {8: 0}}, "kv_read_by_format.trtllm.8"),
+        ({"trtllm": {8: "fast"}}, "kv_read_by_format.trtllm.8"),
+        ({"trtllm": [0.78]}, "kv_read_by_format.trtllm"),
+        ([1, 2], "kv_read_by_format"),
+    ):
+        with pytest.raises(SpecError, match=field.replace(".", r"\.")):
+            ie.derive(ie.load_hardware("B200"), name="x", kv_read_by_format=bad)
+
+
 def test_custom_allreduce_by_hand():
     """One-shot: alpha + (R-1)·X / (eff·one-way link); two-shot: 2·alpha + 2(R-1)/R·X / (...)."""
     gpu = ie.load_hardware("H100-SXM")
