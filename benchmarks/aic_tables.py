@@ -35,3 +35,24 @@ def read_parquet(path: Path, what: str, columns=()):
     if missing:
         fail(f"{path}: no column {', '.join(missing)}; pass {what}")
     return frame
+
+
+def hbm_bandwidth(flag: str, value: str) -> float:
+    """HBM bytes/s of ``--gpu NAME`` (the catalogue's hardware file) or ``--hbm-tb-s X``, the
+    bandwidth a table's times are read against; one line and exit 2 for a name or a number
+    it cannot read."""
+    if flag == "--gpu":
+        from inference_econ.errors import InferenceEconError
+        from inference_econ.specs.hardware import load_hardware
+
+        try:
+            return load_hardware(value).hbm_bandwidth_bytes_per_s
+        except InferenceEconError as exc:
+            fail(f"--gpu {value}: {exc}")
+    try:
+        bw = float(value) * 1e12
+    except ValueError:
+        fail(f"--hbm-tb-s {value}: not a number (TB/s, e.g. 8)")
+    if not (bw > 0 and bw != float("inf")):
+        fail(f"--hbm-tb-s {value}: expected a bandwidth > 0 in TB/s")
+    return bw

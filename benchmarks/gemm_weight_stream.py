@@ -38,10 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from aic_tables import fail, read_parquet  # noqa: E402
-
-from inference_econ.errors import InferenceEconError  # noqa: E402
-from inference_econ.specs.hardware import load_hardware  # noqa: E402
+from aic_tables import fail, hbm_bandwidth, read_parquet  # noqa: E402
 
 BYTES = {"bfloat16": 2.0, "fp8": 1.0, "nvfp4": 0.5 + 1.0 / 16.0}
 SHAPES = ((16384, 16384), (4096, 16384))  # (n, k): a 405B down/up at TP4-ish, a narrow output
@@ -58,16 +55,7 @@ def jobs_of(items: list[str]):
         if i + 2 >= len(items) or items[i + 1] not in ("--gpu", "--hbm-tb-s"):
             fail(f"{path}: give --gpu NAME or --hbm-tb-s X after it")
         flag, value = items[i + 1], items[i + 2]
-        if flag == "--gpu":
-            try:
-                bw = load_hardware(value).hbm_bandwidth_bytes_per_s
-            except InferenceEconError as exc:
-                fail(f"--gpu {value}: {exc}")
-        else:
-            try:
-                bw = float(value) * 1e12
-            except ValueError:
-                fail(f"--hbm-tb-s {value}: not a number (TB/s, e.g. 8)")
+        bw = hbm_bandwidth(flag, value)
         i += 3
         scale = None
         if i < len(items) and items[i] == "--scale-table":

@@ -37,10 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from aic_tables import fail, read_parquet  # noqa: E402
-
-from inference_econ.errors import InferenceEconError  # noqa: E402
-from inference_econ.specs.hardware import load_hardware  # noqa: E402
+from aic_tables import fail, hbm_bandwidth, read_parquet  # noqa: E402
 
 BYTES = {"bfloat16": 2.0, "fp8": 1.0}
 #: (num_heads, num_key_value_heads) of grouped-query attention: Llama 3.1 8B / 70B / 405B
@@ -66,21 +63,8 @@ def jobs_of(items: list[str]) -> list[tuple[Path, str, float]]:
         if i + 2 >= len(items) or items[i + 1] not in ("--gpu", "--hbm-tb-s"):
             fail(f"{path}: give --gpu NAME or --hbm-tb-s X after it")
         flag, value = items[i + 1], items[i + 2]
-        if flag == "--gpu":
-            try:
-                bw = load_hardware(value).hbm_bandwidth_bytes_per_s
-            except InferenceEconError as exc:
-                fail(f"--gpu {value}: {exc}")
-            name = value
-        else:
-            try:
-                bw = float(value) * 1e12
-            except ValueError:
-                fail(f"--hbm-tb-s {value}: not a number (TB/s, e.g. 8.0)")
-            if not np.isfinite(bw) or bw <= 0:
-                fail(f"--hbm-tb-s {value}: expected a bandwidth > 0 in TB/s")
-            name = f"{value} TB/s"
-        jobs.append((path, name, bw))
+        name = value if flag == "--gpu" else f"{value} TB/s"
+        jobs.append((path, name, hbm_bandwidth(flag, value)))
         i += 3
     return jobs
 
