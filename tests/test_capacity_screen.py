@@ -202,8 +202,7 @@ def test_a_run_far_above_the_answer_bisects_down_to_the_rate_that_held():
 def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_what_held(
     settings, monkeypatch
 ):
-    """On the second ask at 13 req/s (since 45d7762's refit: at 12 one H100 x 2 now holds the
-    confident plan) the confident plan tests H200 x 2 (never searched: one full run at the
+    """On the second ask the confident plan tests H200 x 2 (never searched: one full run at the
     least load that could make a plan as cheap) and it holds; the candidate is then searched
     short, and on a later turn in full: that full search is given the rate the test held at
     (``find_knee_from``'s ``held``: its walk down stops there rather than running the passing
@@ -221,7 +220,7 @@ def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_w
         fulls.append((args[0].gpu.name, args[1].gpus_per_instance, args[7]))
         return full_search(*args, **kwargs)
 
-    full, fast, traffic = _confident_pair(settings, (13, *ASKS[1][1:]))
+    full, fast, traffic = _confident_pair(settings, ASKS[1])
     monkeypatch.setattr(capacity, "_test", tested)
     monkeypatch.setattr(capacity, "_full_search", searched)
     odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
@@ -285,13 +284,12 @@ def test_a_confident_tie_is_ruled_out_by_one_run_at_the_load_it_must_hold(settin
 
 
 def test_a_confident_tie_holding_less_at_its_best_is_not_searched(settings, monkeypatch):
-    """On the second ask at 13 req/s (12 before 45d7762's refit) the confident plan is 1 x 2
-    H200 ($5.88 an hour); one H200 x 1 hopes
+    """On the second ask the confident plan is 1 x 2 H200 ($5.88 an hour); one H200 x 1 hopes
     for the same price (its short answer 1.25 times higher) but, even there, holds less at its
     interval's low end (``_could_rank_first``): it is neither tested nor searched in full, and
     the confident plan is the full search's."""
     monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
-    full, fast, traffic = _confident_pair(settings, (13, *ASKS[1][1:]))
+    full, fast, traffic = _confident_pair(settings, ASKS[1])
     runs = []
     test, search = capacity._test, capacity._full_search
     monkeypatch.setattr(capacity, "_test", lambda *a, **k: runs.append(a[:2]) or test(*a, **k))
@@ -323,16 +321,12 @@ def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monk
     a, b = full.confident, odds.confident
     assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
     assert b.max_rate_per_s == a.max_rate_per_s
-    # (its GPU named where it is not the expected plan's, None where it is: H100 either way)
-    assert (b.deployment, b.hardware or fast.setting.gpu.name) == (
-        capacity.Deployment(1, 2),
-        "H100-SXM",
-    )
+    assert (b.deployment, b.hardware) == (capacity.Deployment(1, 2), "H100-SXM")
     # the full search's rival at the same price, holding less
     rivals = [
         o
         for o in capacity._confident_options(full, 90, settings)
-        if (o[2], o[4] or full.setting.gpu.name) == (capacity.Deployment(2, 1), "H100-SXM")
+        if (o[2], o[4]) == (capacity.Deployment(2, 1), "H100-SXM")
     ]
     assert len(rivals) == 1
     usd, held, *_ = rivals[0]

@@ -361,9 +361,8 @@ def combine(work: StepWork, terms) -> StepTimes:
     compute, own_fixed, floor = gemm_compute_s(work, terms)
     gemm_fixed = own_fixed + floor  # each kernel's fixed cost: the larger of the two
     memory = weights + work.activation_read_s / eta_w
-    kv = _over(
-        work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s,
-        kv_read_efficiency(terms, work.kv_read_factor),
+    kv = (work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s) / (
+        kv_read_efficiency(terms, work.kv_read_factor)
     )
     attention = work.attention_s / terms.attention_efficiency
     elementwise = (terms.elementwise_passes * work.elementwise_read_s + work.logits_read_s) / eta_w
