@@ -241,7 +241,6 @@ class EngineStep:
             expert_weight_read_s=ap.expert_weight_read_s,
             small_batch_fixed_s=self.machine.small_batch_fixed_s,
             small_batch_stream_share=self.machine.small_batch_stream_share,
-            kv_read_factor=self.machine.kv_read_factor,
         )
 
     # --- time and breakdown ---------------------------------------------------------------

@@ -246,8 +246,6 @@ class StepWork:
     #: at (0: not measured, the profile's ``hbm_efficiency`` and fixed cost alone).
     small_batch_fixed_s: Floats = 0.0
     small_batch_stream_share: Floats = 0.0
-    #: The KV cache's format's read rate per byte over a 16-bit cache's (§F3, ``Machine``).
-    kv_read_factor: Floats = 1.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -341,13 +339,6 @@ def _over(seconds, efficiency):
     return np.where(s > 0.0, s / np.maximum(efficiency, 1e-300), 0.0)
 
 
-def kv_read_efficiency(terms, factor=1.0):
-    """The share of HBM bandwidth decode attention reads the KV cache at: the profile's
-    ``kv_read_efficiency`` (a 16-bit cache) times the cache format's measured factor on the
-    part (§F3 "KV reads by format"; ``Machine.kv_read_factor``)."""
-    return terms.kv_read_efficiency * factor
-
-
 def combine(work: StepWork, terms) -> StepTimes:
     """Seconds of a step from its ideal work and a profile's terms (§F1-§F6).
 
@@ -362,7 +353,7 @@ def combine(work: StepWork, terms) -> StepTimes:
     gemm_fixed = own_fixed + floor  # each kernel's fixed cost: the larger of the two
     memory = weights + work.activation_read_s / eta_w
     kv = (work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s) / (
-        kv_read_efficiency(terms, work.kv_read_factor)
+        terms.kv_read_efficiency
     )
     attention = work.attention_s / terms.attention_efficiency
     elementwise = (terms.elementwise_passes * work.elementwise_read_s + work.logits_read_s) / eta_w

@@ -121,10 +121,6 @@ class Machine:
     #: measured for that engine). Read by the engine step only.
     small_batch_fixed_s: float = 0.0
     small_batch_stream_share: float = 0.0
-    #: The engine's decode attention's read rate per byte of the KV cache's format over a
-    #: 16-bit cache's on the part (§F3 "KV reads by format"; 1: 16 bits, or not measured).
-    #: Read by the engine step only.
-    kv_read_factor: float = 1.0
     #: ``collective``'s costs over one (ranks, nodes) pair, kept: a load search chooses an
     #: instance's layout at every rate it simulates, each time over the same few groups.
     _collectives: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -172,8 +168,6 @@ class Machine:
             )
             if line is not None:
                 rates["small_batch_fixed_s"], rates["small_batch_stream_share"] = line
-            kv_bits = 16.0 if attention_bits is None else attention_bits
-            rates["kv_read_factor"] = gpu.kv_read_factor(kv_bits, profile.family)
             return cls._achievable(gpu, weight_bits, assumptions, profile, rates)
         attention = (
             sustained if attention_bits is None else flop_rates(gpu, attention_bits, assumptions)[1]

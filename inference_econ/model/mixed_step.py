@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import plural
 from ..specs.features import LAYOUT_FEATURES
-from .efficiency import StepWork, combine, host_overhead_s, kv_read_efficiency
+from .efficiency import StepWork, combine, host_overhead_s
 from .latency import StepModel, divisors, total_time_s
 from .workload import Workload
 
@@ -313,11 +313,7 @@ class StepTable:
             scale
             * float(model.kv_copies(layout.attention_degree))  # §B13
             * w.kv_bytes_per_position_per_layer
-            / (
-                N
-                * gpu.hbm_bandwidth_bytes_per_s
-                * kv_read_efficiency(prof, model.machine.kv_read_factor)
-            )
+            / (N * gpu.hbm_bandwidth_bytes_per_s * prof.kv_read_efficiency)
         )
         self.attention_s = (
             scale

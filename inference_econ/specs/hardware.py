@@ -131,14 +131,6 @@ class GPU:
     #: profile's family: trtllm, vllm, sglang) picks its kernels, so the line is its own;
     #: empty: not measured. Read only by the ``achievable`` preset.
     small_batch_gemm: tuple[tuple[str, int, float, float], ...] = ()
-    #: How fast an engine's decode attention reads a KV cache of a narrower format than 16
-    #: bits, per byte, against a 16-bit cache, as ``((engine, kv bits, factor), ...)``: the
-    #: median over grouped-query shapes of the ratio of the two formats' shares of HBM in the
-    #: engine's own kernels timed on this part (docs/model.md §F3 "KV reads by format"; an
-    #: 8-bit cache is dequantised as it is read). Empty: not measured (1). Read only by the
-    #: ``achievable`` preset, which reads a cache of that format at ``kv_read_efficiency`` x
-    #: the factor.
-    kv_read_by_format: tuple[tuple[str, int, float], ...] = ()
     #: The fused MoE's plateau on this part (its grouped expert GEMMs' useful rate over the
     #: part's best-shape dense rate at the same format) as a share of Hopper's (H100 and
     #: H200), measured on TensorRT-LLM's kernel tables (docs/model.md §F7; 1: not measured,
@@ -194,15 +186,6 @@ class GPU:
             if bits >= float(weight_bits) - 1e-9:
                 return fraction
         return max(self.gemm_efficiency)[1]
-
-    def kv_read_factor(self, kv_bits: float, engine: str) -> float:
-        """``engine``'s decode attention's read rate per byte of a ``kv_bits`` cache over a
-        16-bit cache's on this part (§F3 "KV reads by format"); 1 where not measured."""
-        width = math.floor(float(kv_bits) + 1e-9)
-        for name, bits, factor in self.kv_read_by_format:
-            if name == engine and bits == width:
-                return factor
-        return 1.0
 
     def small_batch_line(self, weight_bits: float, engine: str) -> tuple[float, float] | None:
         """(fixed seconds per GEMM kernel, weight stream share of HBM bandwidth) of ``engine``'s
@@ -272,10 +255,6 @@ class GPU:
         for engine, bits, fixed, share in self.small_batch_gemm:
             lines.setdefault(engine, {})[bits] = {"fixed_us": fixed * 1e6, "stream_share": share}
         out["small_batch_gemm"] = lines
-        factors: dict[str, dict] = {}
-        for engine, bits, factor in self.kv_read_by_format:
-            factors.setdefault(engine, {})[bits] = factor
-        out["kv_read_by_format"] = factors
         return out
 
 
@@ -400,34 +379,6 @@ def _small_batch_table(value: Any, source: str) -> tuple[tuple[str, int, float, 
     return tuple(sorted(table))
 
 
-def _kv_format_table(value: Any, source: str) -> tuple[tuple[str, int, float], ...]:
-    """``kv_read_by_format``: engine -> KV bits (below 16) -> the read rate per byte over a
-    16-bit cache's, in [0.05, 2]."""
-    example = "e.g. 'kv_read_by_format: {trtllm: {8: 0.78}}'"
-    if not isinstance(value, Mapping) or not value:
-        raise SpecError(
-            source,
-            "kv_read_by_format",
-            f"expected a mapping from an engine to its factors by KV bits, got {short(value)}",
-            example,
-        )
-    table = []
-    for engine, factors in value.items():
-        where = f"kv_read_by_format.{engine}"
-        if not isinstance(engine, str) or not isinstance(factors, Mapping) or not factors:
-            raise SpecError(
-                source,
-                where,
-                f"expected an engine's name and a mapping from KV bits, got {short(factors)}",
-                example,
-            )
-        for bits, factor in factors.items():
-            b = check_number(bits, source, where, minimum=1, maximum=15, integer=True, unit="bits")
-            f = check_number(factor, source, f"{where}.{b}", minimum=MIN_FRACTION, maximum=2)
-            table.append((engine, b, float(f)))
-    return tuple(sorted(table))
-
-
 def _check_known(values: Mapping[str, Any], source: str) -> None:
     """Every field is a GPU field: a misspelt one is named with a did-you-mean (before any
     "is missing" for the field it was meant to be). ``link_bandwidth_bytes_per_s`` (one link)
@@ -464,8 +415,6 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
             out[key] = _fraction_table(value, source)
         elif key == "small_batch_gemm":
             out[key] = _small_batch_table(value, source)
-        elif key == "kv_read_by_format":
-            out[key] = _kv_format_table(value, source)
         elif key in _NUMERIC:
             out[key] = reader.number(key, **_NUMERIC[key])
         elif key in ("nvls", "torus_wraparound"):
