@@ -2,10 +2,10 @@
 (docs/model.md §F3 "KV reads by format": a measured lead, not in the model).
 
 Reads NVIDIA AIConfigurator's measured decode-attention tables
-(``generation_attention_perf.parquet``: TensorRT-LLM's attention op for one new token a request,
+(``generation_attention_perf.parquet``: an engine's attention op for one new token a request,
 timed at a grid of batch sizes, cached tokens (``step``) and head shapes, latency in
 milliseconds; github.com/ai-dynamo/aiconfigurator, ``aic-core/src/aiconfigurator_core/systems/
-data/<system>/attention/trtllm/<version>/``; download the files you want, they are not part of
+data/<system>/attention/<engine>/<version>/``; download the files you want, they are not part of
 this repository) and prints, for each file and KV format (bfloat16, fp8), the K and V bytes one
 call reads over its measured time as a share of the part's HBM bandwidth (the hardware YAML's,
 ``--gpu NAME``, or ``--hbm-tb-s X``): the median and quartiles over the grouped-query shapes
@@ -16,7 +16,8 @@ share over the BF16 one, shape by shape (median and quartiles: the cost of readi
 cache, which the kernel dequantises, beside a 16-bit one). A least-squares line through the
 times (as ``gemm_weight_stream.py`` fits) says little here: the share moves with the head shape
 and the batch as much as with the bytes. The model reads every cache at the profile's
-``kv_read_efficiency`` whatever its format (0.75, engines/trtllm.yaml).
+``kv_read_efficiency`` whatever its format (0.75, engines/trtllm.yaml); charging an FP8 cache
+at the median ratio was tried and left out (docs/validation.md, session 20).
 
     python benchmarks/kv_read_share.py b200_generation_attention_perf.parquet --gpu B200 \
         [h200_generation_attention_perf.parquet --gpu H200 ...] [--min-tokens 32768]
