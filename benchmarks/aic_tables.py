@@ -56,3 +56,15 @@ def hbm_bandwidth(flag: str, value: str) -> float:
     if not (bw > 0 and bw != float("inf")):
         fail(f"--hbm-tb-s {value}: expected a bandwidth > 0 in TB/s")
     return bw
+
+
+def table_at(items: list[str], i: int) -> tuple[Path, str, float, int]:
+    """``TABLE --gpu NAME`` (or ``TABLE --hbm-tb-s X``) at ``items[i:]``: (the table's path,
+    the part's name as given, HBM bytes/s, the index after them); one line and exit 2 when the
+    part is not given after the table."""
+    path = Path(items[i])
+    if i + 2 >= len(items) or items[i + 1] not in ("--gpu", "--hbm-tb-s"):
+        fail(f"{path}: give --gpu NAME or --hbm-tb-s X after it")
+    flag, value = items[i + 1], items[i + 2]
+    name = value if flag == "--gpu" else f"{value} TB/s"
+    return path, name, hbm_bandwidth(flag, value), i + 3

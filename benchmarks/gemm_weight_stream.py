@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from aic_tables import fail, hbm_bandwidth, read_parquet  # noqa: E402
+from aic_tables import fail, read_parquet, table_at  # noqa: E402
 
 BYTES = {"bfloat16": 2.0, "fp8": 1.0, "nvfp4": 0.5 + 1.0 / 16.0}
 SHAPES = ((16384, 16384), (4096, 16384))  # (n, k): a 405B down/up at TP4-ish, a narrow output
@@ -51,12 +51,7 @@ def jobs_of(items: list[str]):
     [--scale-table FILE]`` (or ``--hbm-tb-s X``), repeated."""
     jobs, i = [], 0
     while i < len(items):
-        path = Path(items[i])
-        if i + 2 >= len(items) or items[i + 1] not in ("--gpu", "--hbm-tb-s"):
-            fail(f"{path}: give --gpu NAME or --hbm-tb-s X after it")
-        flag, value = items[i + 1], items[i + 2]
-        bw = hbm_bandwidth(flag, value)
-        i += 3
+        path, name, bw, i = table_at(items, i)
         scale = None
         if i < len(items) and items[i] == "--scale-table":
             if i + 1 >= len(items):
@@ -66,7 +61,7 @@ def jobs_of(items: list[str]):
         for given in (path, scale):  # every file checked before a line is printed
             if given is not None and not given.is_file():
                 fail(f"{given}: no such file")
-        jobs.append((path, value, bw, scale))
+        jobs.append((path, name, bw, scale))
     return jobs
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from aic_tables import fail, hbm_bandwidth, read_parquet  # noqa: E402
+from aic_tables import fail, read_parquet, table_at  # noqa: E402
 
 BYTES = {"bfloat16": 2.0, "fp8": 1.0}
 #: (num_heads, num_key_value_heads) of grouped-query attention: Llama 3.1 8B / 70B / 405B
@@ -58,13 +58,8 @@ def jobs_of(items: list[str]) -> list[tuple[Path, str, float]]:
     """(table, name, HBM bytes/s) from ``TABLE --gpu NAME`` (or ``--hbm-tb-s X``), repeated."""
     jobs, i = [], 0
     while i < len(items):
-        path = Path(items[i])
-        if i + 2 >= len(items) or items[i + 1] not in ("--gpu", "--hbm-tb-s"):
-            fail(f"{path}: give --gpu NAME or --hbm-tb-s X after it")
-        flag, value = items[i + 1], items[i + 2]
-        name = value if flag == "--gpu" else f"{value} TB/s"
-        jobs.append((path, name, hbm_bandwidth(flag, value)))
-        i += 3
+        path, name, bw, i = table_at(items, i)
+        jobs.append((path, name, bw))
     return jobs
 
 
