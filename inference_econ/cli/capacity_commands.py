@@ -488,7 +488,8 @@ def _plan_text(plan, fmt: str) -> str:
         f"{plan.targets.describe()}: {plan.deployment.describe()} {hardware}"
     )
     first = _plan_line(plan)
-    layout = [plan.layout_note] if plan.layout_note else []
+    note = plan.layout_note  # a property that reads the candidates table: once
+    layout = [note] if note else []
     if fmt in ("csv", "json"):  # one table: the candidates, the chosen rows with the plan's
         notes = [first, *_odds_notes(r), *layout, *_notes(r)]
         return render(plan.to_dataframe(), fmt, title=title, notes=notes, meta=r.metadata())
