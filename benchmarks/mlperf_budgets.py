@@ -1,4 +1,5 @@
-"""Add each MLPerf row's step token budget, read from the configuration its batch cap cites.
+"""Add each MLPerf row's step token budget and GEMM/all-reduce fusion, read from the
+configuration its batch cap cites.
 
 A row of ``tests/data/benchmarks_test_mlperf_newer.csv`` whose ``batch_or_concurrency`` cites
 the submission's configuration ("max batch 256 (per engine instance; closed/NVIDIA/configs/
@@ -6,8 +7,11 @@ B200-SXM-180GBx8/Server/llama3_1-405b.py)") gets that configuration's runtime bu
 its cap: TensorRT-LLM's ``max_num_tokens`` from ``trtllm_runtime_flags`` (the harness's
 executor limit; the build flag where no runtime one is set), vLLM's
 ``max_num_batched_tokens`` from the harness's YAML ("max batch 256; max_num_tokens 2048
-(...)"). Only that cell changes; every other byte of the file is kept. The configurations
-are read from local git mirrors of the results repositories (``git show HEAD:PATH``).
+(...)"). A TensorRT-LLM configuration that builds its engine with ``gemm_allreduce_plugin``
+set to a type (each row-parallel GEMM fused with its all-reduce, docs/model.md §F6) adds that
+flag too ("max batch 256; max_num_tokens 2048; gemm_allreduce_plugin float16 (...)"). Only that
+cell changes; every other byte of the file is kept. The configurations are read from local git
+mirrors of the results repositories (``git show HEAD:PATH``).
 
     python benchmarks/mlperf_budgets.py FILE --mirror v5.1=/path/to/inference_results_v5.1 \\
         --mirror v6.0=/path/to/inference_results_v6.0 [--write]
@@ -45,6 +49,13 @@ def runtime_budget(text: str | None) -> tuple[int | None, str]:
     return (int(m.group(1)), "max_num_tokens") if m else (None, "")
 
 
+def fused_allreduce(text: str | None) -> str | None:
+    """The type a configuration builds ``gemm_allreduce_plugin`` with ("float16"), or None
+    where it sets none (or None)."""
+    m = re.search(r"'gemm_allreduce_plugin':\s*'?(\w+)'?", text or "")
+    return m.group(1) if m and m.group(1) not in ("None", "disable") else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("file", type=Path)
@@ -61,7 +72,7 @@ def main() -> None:
     for i, row in enumerate(rows[1:], start=1):
         cell, cited, rnd = row[col], CITED.search(row[col]), ROUND.search(row[0])
         head = CAP.match(cell)
-        if not cited or not rnd or "max_num" in cell or not head:
+        if not cited or not rnd or not head:
             continue
         key = (rnd.group(1), cited.group(1))
         if key not in shown:
@@ -73,19 +84,29 @@ def main() -> None:
                 if git
                 else None
             )
-            shown[key] = runtime_budget(out.stdout if out and out.returncode == 0 else None)
-        budget, name = shown[key]
-        if budget is None:
-            counts[("no budget read", key[0])] += 1
+            text = out.stdout if out and out.returncode == 0 else None
+            shown[key] = (runtime_budget(text), fused_allreduce(text), text is not None)
+        (budget, name), fused, read = shown[key]
+        if not read:
+            counts[("configuration not read", key[0])] += 1
             continue
-        cap = head.group(1)
-        new = f"{cap}; {name} {budget}" + cell[len(cap) :]
+        stated = cell[: cell.index(" (")] if " (" in cell else cell
+        added = []
+        if budget is not None and "max_num" not in cell:
+            added.append(f"{name} {budget}")
+        if fused is not None and "gemm_allreduce_plugin" not in cell:
+            added.append(f"gemm_allreduce_plugin {fused}")
+        if not added:
+            continue
+        new = "; ".join([stated, *added]) + cell[len(stated) :]
         assert lines[i].count(cell) == 1, f"line {i + 1}: the cell is not unique on its line"
         lines[i] = lines[i].replace(cell, new)
-        counts[(row[1].split(" (")[0], row[3], budget)] += 1
+        for what in added:
+            counts[(row[1].split(" (")[0], row[3], what)] += 1
     for key, n in sorted(counts.items(), key=str):
         print(*key, n, sep="\t")
-    print(f"{sum(n for k, n in counts.items() if k[0] != 'no budget read')} rows given a budget")
+    given = sum(n for k, n in counts.items() if k[0] != "configuration not read")
+    print(f"{given} statements added")
     if args.write:
         with args.file.open("w", newline="") as out:
             out.write("\n".join(lines))

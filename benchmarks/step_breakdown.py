@@ -83,6 +83,14 @@ def main() -> int:
         and (not args.gpu or r.gpu.name in args.gpu)
     ]
     plan = pr.build_plan(rows, "achievable")
+    if not plan.groups:  # nothing to break down: say so, not a traceback
+        print(
+            f"{args.file}: no offline throughput row of source {args.source!r} (models "
+            f"{args.model or 'any'}, GPUs {args.gpu or 'any'}) has a steady closed-form step; "
+            "rows the load engine simulates are not broken down here",
+            file=sys.stderr,
+        )
+        return 2
     pts = pr.Points.of(plan)
     work = plan.step_work()
     profiles = [g.model.profile for g in plan.groups for _ in g.D]

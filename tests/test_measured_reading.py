@@ -693,6 +693,74 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
     assert table.predicted.iloc[1] < table.predicted.iloc[0]
 
 
+@pytest.mark.parametrize(
+    "text, notes, scenario, fused",
+    [
+        (
+            "max batch 256; max_num_tokens 2048; gemm_allreduce_plugin float16 (per engine "
+            "instance; closed/x/Server/y.py)",
+            "",
+            "server",
+            True,
+        ),
+        ("max batch 256", "build flags {'gemm_allreduce_plugin': 'bfloat16'}", "offline", True),
+        ("max batch 256", "'gemm_allreduce_plugin': None", "offline", False),
+        ("max batch 256", "gemm_allreduce_plugin disable", "offline", False),
+        ("", "TensorRT-LLM, GEMM+all-reduce fused", "server", True),
+        ("", "fused GEMM-AllReduce kernels", "server", True),
+        (
+            "Server: gemm_allreduce_plugin float16; Offline: max_num_tokens 1536",
+            "",
+            "offline",
+            False,
+        ),
+        ("max batch 256", "custom all-reduce; GEMM plugin auto", "server", False),
+    ],
+)
+def test_fused_gemm_allreduce_statements(text, notes, scenario, fused):
+    assert sem.fused_allreduce_of(text, scenario, notes) is fused
+
+
+def test_a_stated_gemm_allreduce_fusion_runs_the_engine_so(tmp_path):
+    """A row stating its engine fuses each row-parallel GEMM with its all-reduce runs the
+    engine's profile with the overlap (and says so in the engine's label); it is never slower
+    than the same row without the statement, and faster where the all-reduces take time
+    (Llama 3.1 405B on four B200s, 2,048-token steps; docs/model.md §F6)."""
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    row = (
+        "s,Llama-3.1-405B,FP4,B200,4,TP4,{batch},9400,650,throughput_total,800,output tok/s,"
+        "TensorRT-LLM 1.0 offline"
+    )
+    path = tmp_path / "f.csv"
+    path.write_text(
+        "\n".join(
+            [
+                head,
+                row.format(batch="max batch 128; max_num_tokens 2048"),
+                row.format(
+                    batch="max batch 128; max_num_tokens 2048; gemm_allreduce_plugin float16"
+                ),
+            ]
+        )
+        + "\n"
+    )
+    plain, fused = load_measured(path)
+    assert (plain.fused_allreduce, fused.fused_allreduce) == (False, True)
+    got = predicting.row_engine(fused, predicting.preset("achievable"))
+    assert got.profile.gemm_allreduce_overlap == 1.0
+    assert "GEMM and all-reduce fused as stated" in got.label
+    assert (
+        predicting.row_engine(plain, predicting.preset("achievable")).profile.gemm_allreduce_overlap
+        == 0.0
+    )
+    table = predicting.compare(path, "achievable").table
+    assert list(table.status) == ["ok", "ok"], list(table.status)
+    assert table.predicted.iloc[1] > 1.05 * table.predicted.iloc[0]
+
+
 def test_a_zero_token_budget_is_refused_for_its_row_alone(tmp_path):
     """A stated budget of 0 tokens is that row's reason, not the engine's default in silence."""
     head = (

@@ -62,6 +62,9 @@ class AchievablePart:
     #: GEMM kernels of the dense and shared-expert feed-forward, every layer: two a layer
     #: (the input matrices fused into one kernel, the output one; §F2).
     dense_kernels: float = 0.0
+    #: The dense (and shared-expert) feed-forward's output matrices' part of ``dense_gemm_s``:
+    #: the row-parallel GEMMs whose partial sums the tensor-parallel all-reduce adds (§F6).
+    dense_out_gemm_s: Floats = 0.0
 
 
 class EngineStep:
@@ -93,6 +96,9 @@ class EngineStep:
         per_layer = work.attention_share * len(mats) + sum(s for _, _, s in work.recurrent_matrices)
         self.projection_kernels = work.layers * per_layer + len(work.extra_matrices)
         self.tile = float(profile.gemm_tile_tokens)
+        # the output projection (the last attention matrix of every kind): its share of the
+        # projections' work, row-parallel under tensor parallelism (§F6)
+        self.attention_out_share = mats[-1][0] * mats[-1][1] / sum(m * k for m, k in mats)
 
     # --- memory (§F8) ---------------------------------------------------------------------
     def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes):
@@ -138,8 +144,9 @@ class EngineStep:
         dense_s = dense_v = expert_s = expert_v = expert_slow = 0.0
         imbalance = 1.0
         f_rows = 0.0
-        dense_kernels = expert_bytes = 0.0
+        dense_kernels = expert_bytes = dense_out = 0.0
         for g, (e, t_ff) in zip(w.groups, splits):
+            out_share = g.matrices_out / (g.matrices_in + g.matrices_out)
             dense_kernels += 2.0 * g.layers * ((g.experts <= 1) + (g.shared > 0))
             if g.experts > 1:  # the routed experts' bytes alone (as Part A counts them)
                 expert_bytes = expert_bytes + g.layers * w.routed_expert_bytes(g, tokens)
@@ -156,6 +163,7 @@ class EngineStep:
                     t,
                 )
                 dense_s, dense_v = dense_s + sec, dense_v + sec * vol
+                dense_out = dense_out + out_share * sec
             if g.experts > 1:
                 sec, vol = self.grouped_expert_gemm(g, tokens, e, t_ff, t, per)
                 expert_s, expert_v = expert_s + sec, expert_v + sec * vol
@@ -167,6 +175,7 @@ class EngineStep:
             else:
                 sec, vol = self.gemm(g.layers * per * g.d_ff, tokens, w.d_model * g.d_ff / t, t)
                 dense_s, dense_v = dense_s + sec, dense_v + sec * vol
+                dense_out = dense_out + out_share * sec
         heads = b if self.expert_parallel_by_tokens else tokens  # positions sampled (§F2)
         head_s, head_v = self.gemm(w.vocab_size * w.d_model, heads, w.vocab_size * w.d_model / t, t)
         return AchievablePart(
@@ -191,6 +200,7 @@ class EngineStep:
             eager=eager_steps(tokens, prof.cuda_graph_max_batch),
             dense_kernels=dense_kernels,
             expert_weight_read_s=expert_bytes / (t * bw),  # the stage's GPUs: N / p = t
+            dense_out_gemm_s=dense_out,
         )
 
     def step_work(self, part, adiv, coll_lat, coll_bw, attention_reads) -> StepWork:
@@ -211,6 +221,8 @@ class EngineStep:
             t / replicas,
         )
         rows = 2.0 * w.d_model * w.layers * part.tokens / replicas / bw  # BF16 d-wide rows
+        gemm_s = ap.dense_gemm_s + proj_s + ap.head_gemm_s + ap.expert_gemm_s
+        row_parallel = ap.dense_out_gemm_s + self.attention_out_share * proj_s
         return StepWork(
             weight_read_s=part.ff_weight_read_s + weights,
             activation_read_s=part.ff_activation_read_s + acts + ap.activation_ff_s,
@@ -241,6 +253,9 @@ class EngineStep:
             expert_weight_read_s=ap.expert_weight_read_s,
             small_batch_fixed_s=self.machine.small_batch_fixed_s,
             small_batch_stream_share=self.machine.small_batch_stream_share,
+            row_parallel_share=np.where(
+                gemm_s > 0.0, row_parallel / np.where(gemm_s > 0.0, gemm_s, 1.0), 0.0
+            ),
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -248,6 +263,16 @@ class EngineStep:
     def collective_scale(self) -> float:
         """The engine's step-time factor, which scales collectives like every other part."""
         return self.profile.step_time_scale
+
+    def hidden_collective_s(self, part, adiv, attention_reads, coll_bw):
+        """Seconds of the collectives' bandwidth ``coll_bw`` the step's GEMMs hide, scaled as
+        the step is (§F6): 0 unless the engine fuses each row-parallel GEMM with its
+        all-reduce (``gemm_allreduce_overlap``); ``part`` with its KV copies."""
+        prof = self.profile
+        if not prof.gemm_allreduce_overlap:
+            return 0.0
+        work = self.step_work(part, adiv, 0.0, coll_bw, attention_reads)
+        return prof.step_time_scale * coll_bw - combine(work, prof).collective_bandwidth_s
 
     def rest_s(self, part, adiv, attention_reads):
         """Seconds of every part of the step but its collectives (§F1)."""

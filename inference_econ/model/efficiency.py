@@ -246,6 +246,10 @@ class StepWork:
     #: at (0: not measured, the profile's ``hbm_efficiency`` and fixed cost alone).
     small_batch_fixed_s: Floats = 0.0
     small_batch_stream_share: Floats = 0.0
+    #: The row-parallel GEMMs' share of the step's GEMM work (the attention output projection
+    #: and the feed-forward's output matrix, whose partial sums the tensor-parallel all-reduce
+    #: adds): the GEMM time an engine that fuses each with its all-reduce hides them under (§F6).
+    row_parallel_share: Floats = 0.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -362,20 +366,22 @@ def combine(work: StepWork, terms) -> StepTimes:
         + host_overhead_s(terms, work.sequences)
         + gemm_fixed
     )
+    gemms = np.maximum(memory, compute)
+    collective_bw = exposed_collective_bandwidth_s(work, terms, gemms)
     scale = terms.step_time_scale
     total = scale * (
         overhead
         + work.collective_latency_s
-        + work.collective_bandwidth_s
+        + collective_bw
         + elementwise
-        + np.maximum(memory, compute)
+        + gemms
         + np.maximum(kv, attention)
     )
     return StepTimes(
         total_s=total,
         overhead_s=scale * overhead,
         collective_latency_s=scale * work.collective_latency_s,
-        collective_bandwidth_s=scale * work.collective_bandwidth_s,
+        collective_bandwidth_s=scale * collective_bw,
         elementwise_s=scale * elementwise,
         gemm_memory_s=scale * memory,
         gemm_weight_s=scale * weights,
@@ -384,6 +390,17 @@ def combine(work: StepWork, terms) -> StepTimes:
         kv_s=scale * kv,
         attention_compute_s=scale * attention,
     )
+
+
+def exposed_collective_bandwidth_s(work: StepWork, terms, gemms):
+    """Seconds of the step's collective bandwidth the GEMMs do not hide (§F6): an engine that
+    fuses each row-parallel GEMM with the all-reduce of its output (``gemm_allreduce_overlap``
+    1) sends the partial sums while the kernel computes, so the all-reduces' bandwidth time
+    costs only what exceeds those GEMMs' time (``row_parallel_share`` of ``gemms``, the GEMM
+    roofline's seconds); 0 runs them apart, one after the other."""
+    bw = np.asarray(work.collective_bandwidth_s, dtype=float)
+    hidden = np.minimum(bw, np.asarray(work.row_parallel_share, dtype=float) * gemms)
+    return bw - terms.gemm_allreduce_overlap * hidden
 
 
 def host_overhead_s(terms, sequences):

@@ -622,8 +622,17 @@ class StepModel:
             two_d = scale * (att2 + part.collective_2d_s)
             if "tensor_2d" not in self.features:  # §F11: no engine runs 2-D tensor parallelism
                 two_d = np.full(np.shape(two_d), np.inf, dtype=np.result_type(two_d, 1.0))
-            rest = self.engine.rest_s(self.with_copies(part, copies), adiv, reads)
+            copied = self.with_copies(part, copies)
+            rest = self.engine.rest_s(copied, adiv, reads)
             one_d = scale * (att1 + part.collective_1d_s)
+            if self.engine.profile.gemm_allreduce_overlap:  # fused GEMMs hide some (§F6)
+                for flag in (True, False):
+                    bw = self.collective_terms(part, adiv, flag)[1]
+                    hidden = self.engine.hidden_collective_s(copied, adiv, reads, bw)
+                    if flag:
+                        two_d = two_d - hidden
+                    else:
+                        one_d = one_d - hidden
             return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         weights, acts = reads  # the activations' times are a new array: summed into it
         memory = add_into(add_into(acts, weights), part.memory_base_s)

@@ -207,6 +207,15 @@ TERMS: tuple[Term, ...] = (
         "measured NCCL/RCCL bus bandwidth relative to the tables' protocols (§F6)",
     ),
     Term(
+        "gemm_allreduce_overlap",
+        "fraction",
+        0.0,
+        1.0,
+        "share of the tensor-parallel all-reduces' bandwidth time hidden under the row-parallel "
+        "GEMMs that produce them: 1 an engine built with the GEMM and its all-reduce fused in "
+        "one kernel (TensorRT-LLM's gemm_allreduce_plugin), 0 one that runs them apart (§F6)",
+    ),
+    Term(
         "expert_routing_skew",
         "factor",
         1.0,
@@ -334,6 +343,7 @@ class EngineProfile:
     custom_allreduce_bandwidth_efficiency: float = 0.8
     collective_latency_scale: float = 1.0
     collective_bandwidth_efficiency: float = 1.0
+    gemm_allreduce_overlap: float = 0.0
     expert_routing_skew: float = 1.0
     kv_cache_memory_fraction: float = 0.9
     kv_cache_fraction_of: FractionOf = "free"

@@ -149,6 +149,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         prof = prof.with_terms(host_overhead_exposed=exposed)
     else:
         unknown = False
+    if row.fused_allreduce:  # as the row states its engine was built (§F6)
+        prof = prof.with_terms(gemm_allreduce_overlap=1.0)
     # per instance: ``for_layout`` spreads it over attention ranks itself; with attention DP
     # each rank schedules its own requests (``EngineConfig.rank_scheduling``)
     config = EngineConfig(
@@ -164,6 +166,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
     if row.token_budget:
         label += f", {budget:,} tokens a step as stated"
+    if row.fused_allreduce:
+        label += ", GEMM and all-reduce fused as stated"
     if unknown:
         label += ", host overheads charged"
     if harness:
@@ -927,6 +931,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.concurrency,
         r.batch_cap,
         r.token_budget,
+        r.fused_allreduce,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),

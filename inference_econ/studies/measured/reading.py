@@ -93,6 +93,8 @@ class MeasuredRow:
     #: The engine's token budget per step the row states (``max_num_tokens``); None: the
     #: engine's default.
     token_budget: float | None = None
+    #: The row states its engine fuses each row-parallel GEMM with its all-reduce (§F6).
+    fused_allreduce: bool = False
     limits: tuple[float, float] | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
@@ -542,6 +544,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
     budget = sem.budget_of(rec.get("batch_or_concurrency"), scenario, context)
+    fused = sem.fused_allreduce_of(rec.get("batch_or_concurrency"), scenario, context)
     engine = sem.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:
         _engine_profile(engine.name)
@@ -566,6 +569,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         concurrency=concurrency,
         batch_cap=cap,
         token_budget=budget,
+        fused_allreduce=fused,
         engine=engine.name,
         engine_version=engine.version,
         platform=engine.platform,
