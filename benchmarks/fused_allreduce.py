@@ -3,8 +3,9 @@
 
 Prints, for a model on a tensor-parallel instance under the TensorRT-LLM profile, the step's
 milliseconds at each token count (decode rows at a short context: the all-reduces and GEMMs the
-fusion trades), its collective bandwidth and GEMM roofline parts, the row-parallel GEMMs'
-share of the GEMM work, and the step with the fusion (``gemm_allreduce_overlap`` 1).
+fusion trades), its collective bandwidth and the row-parallel all-reduces' part of it, the
+GEMMs' compute side, the row-parallel GEMMs' share of the GEMM work, and the step with the
+fusion (``gemm_allreduce_overlap`` 1).
 
     PYTHONPATH=. python benchmarks/fused_allreduce.py [--model "Llama 3.1 405B"] [--gpu B200]
         [--bits 4] [--tensor 4] [--tokens 1,64,256,1024,2048]
@@ -53,19 +54,28 @@ def main(argv=None) -> int:
         bd = model.breakdown(n, tokens, 1, 128.0, ones, ones, False)
         part = model.pipeline_part(n, tokens, 1, 128.0, ones)
         reads = model.attention_reads(part, ones)
-        share = model.engine.step_work(part, ones, 0.0, 0.0, reads).row_parallel_share
-        rows[name] = (bd, np.broadcast_to(share, tokens.shape))
-    bd, share = rows["apart"]
-    fbd = rows["fused"][0]
+        w = model.engine.step_work(part, ones, 0.0, 0.0, reads)
+        share = w.row_parallel_gemm_s / (w.dense_gemm_s + w.projection_gemm_s + w.head_gemm_s)
+        fusable = model.fusable_bandwidth_s(part, ones, False) if name == "fused" else 0.0
+        rows[name] = (
+            bd,
+            np.broadcast_to(share, tokens.shape),
+            np.broadcast_to(fusable, tokens.shape),
+        )
+    bd, share, _ = rows["apart"]
+    fbd, _, fusable = rows["fused"]
     print(
         f"{setting.model.name}, {args.bits}-bit weights, TP{args.tensor} x {setting.gpu.name}, "
         "TensorRT-LLM profile, decode rows at 128 tokens of context (ms)"
     )
-    print("tokens  step  collective_bw  gemm_compute  row_parallel_share  fused_step  fused_bw")
+    print(
+        "tokens  step  collective_bw  of_it_allreduces  gemm_compute  row_parallel_share"
+        "  fused_step  fused_bw"
+    )
     for k, t in enumerate(tokens):
         print(
             f"{int(t):6d}  {bd.latency_s[k] * 1e3:6.2f}  {bd.collective_bandwidth_s[k] * 1e3:13.2f}"
-            f"  {bd.compute_time_s[k] * 1e3:12.2f}  {share[k]:18.3f}"
+            f"  {fusable[k] * 1e3:16.2f}  {bd.compute_time_s[k] * 1e3:12.2f}  {share[k]:18.3f}"
             f"  {fbd.latency_s[k] * 1e3:10.2f}  {fbd.collective_bandwidth_s[k] * 1e3:8.2f}"
         )
     return 0

@@ -51,8 +51,12 @@ def runtime_budget(text: str | None) -> tuple[int | None, str]:
 
 def fused_allreduce(text: str | None) -> str | None:
     """The type a configuration builds ``gemm_allreduce_plugin`` with ("float16"), or None
-    where it sets none (or None)."""
-    m = re.search(r"'gemm_allreduce_plugin':\s*'?(\w+)'?", text or "")
+    where it sets none (or None); commented-out lines are not read, and the first setting
+    that names it is the one taken (the custom harness's, listed first, as for the budget)."""
+    live = "\n".join(
+        line for line in (text or "").splitlines() if not line.lstrip().startswith("#")
+    )
+    m = re.search(r"'gemm_allreduce_plugin':\s*'?(\w+)'?", live)
     return m.group(1) if m and m.group(1) not in ("None", "disable") else None
 
 

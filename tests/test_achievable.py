@@ -518,44 +518,73 @@ def test_host_overhead_by_hand_and_hidden_by_the_overlap_scheduler(llama):
 
 def test_fused_gemm_allreduce_hides_the_bandwidth_under_the_row_parallel_gemms(llama):
     """§F6: an engine built with each row-parallel GEMM fused with its all-reduce pays only the
-    all-reduces' bandwidth time beyond those GEMMs' time. By hand on one step's work, then on
-    Llama 2 70B (output projection 8192², down projection 28672·8192 of the layer's
-    10240·8192 + 8192² + 3·28672·8192 GEMM weights, the head apart): the roofline path, the
-    breakdown and the step table agree, and fusing is never slower."""
+    all-reduces' bandwidth time beyond those GEMMs' arithmetic; other collectives stay. By
+    hand on one step's work, then on Llama 2 70B (output projection 8192², down projection
+    28672·8192 of the layer's 10240·8192 + 8192² + 3·28672·8192 GEMM weights, the head
+    apart): the roofline path, the breakdown and the step table agree, fusing is never
+    slower, and a layout without tensor-parallel reductions hides nothing."""
     from inference_econ.model.efficiency import exposed_collective_bandwidth_s
 
     base = dict.fromkeys([f.name for f in dataclasses.fields(StepWork)], 0.0)
-    work = StepWork(**(base | {"collective_bandwidth_s": 10e-3, "row_parallel_share": 0.25}))
-    fused = dataclasses.replace(load_engine("trtllm"), gemm_allreduce_overlap=1.0)
-    # 20 ms of GEMMs: their row-parallel quarter (5 ms) hides 5 of the 10 ms; 60 ms hides all
-    assert float(exposed_collective_bandwidth_s(work, fused, 20e-3)) == pytest.approx(5e-3)
-    assert float(exposed_collective_bandwidth_s(work, fused, 60e-3)) == 0.0
     apart = load_engine("trtllm")
-    assert float(exposed_collective_bandwidth_s(work, apart, 60e-3)) == 10e-3
+    fused = dataclasses.replace(apart, gemm_allreduce_overlap=1.0)
+    g = fused.gemm_efficiency_scale
+    # 12 ms of collective bandwidth, 10 of it the row-parallel all-reduces: 5 ms of their
+    # GEMMs' arithmetic hides 5; 20 ms hides all 10, and the other 2 ms stay
+    work = StepWork(
+        **(
+            base
+            | {
+                "collective_bandwidth_s": 12e-3,
+                "allreduce_bandwidth_s": 10e-3,
+                "power_derating": 1.0,
+            }
+        )
+    )
+    assert float(
+        exposed_collective_bandwidth_s(work.replace(row_parallel_gemm_s=5e-3 * g), fused)
+    ) == pytest.approx(7e-3)
+    assert float(
+        exposed_collective_bandwidth_s(work.replace(row_parallel_gemm_s=20e-3 * g), fused)
+    ) == pytest.approx(2e-3)
+    assert exposed_collective_bandwidth_s(work.replace(row_parallel_gemm_s=1.0), apart) == 12e-3
     model, prefill = llama
     fused_model = StepModel(model.work, model.machine.gpu, ACHIEVABLE.replace(engine=fused), True)
-    N, B, p = np.array([2.0, 4.0, 8.0, 4.0]), np.array([1.0, 64.0, 2048.0, 512.0]), np.ones(4)
+    # two pipeline stages of one GPU each (no all-reduce; their sends stay), then TP4, TP8
+    N, B = np.array([2.0, 4.0, 8.0, 4.0]), np.array([64.0, 64.0, 2048.0, 512.0])
+    p = np.array([2.0, 1.0, 1.0, 1.0])
     adiv = np.ones(4)
     part = model.pipeline_part(N, B, 1, 1500.0, p)
-    plain = fused_model.engine.step_work(
-        part, adiv, 0.0, 0.0, fused_model.attention_reads(part, adiv)
-    )
+    reads = fused_model.attention_reads(part, adiv)
+    plain = fused_model.engine.step_work(part, adiv, 0.0, 0.0, reads)
+    gemm_s = plain.dense_gemm_s + plain.projection_gemm_s + plain.head_gemm_s
     share = (8192 + 28672) / (10240 + 8192 + 3 * 28672 + 32000 / 80)
-    assert np.allclose(plain.row_parallel_share, share, rtol=1e-3)
+    assert plain.row_parallel_gemm_s[0] == 0.0  # one GPU a stage: no all-reduce to fuse
+    assert np.allclose((plain.row_parallel_gemm_s / gemm_s)[1:], share, rtol=1e-3)
     before = model.breakdown(N, B, 1, 1500.0, p, adiv, False)
     after = fused_model.breakdown(N, B, 1, 1500.0, p, adiv, False)
     fast = fused_model.latency_by_dims(part, adiv)[1]
     assert np.allclose(fast, after.latency_s, rtol=1e-12)
     assert (after.latency_s <= before.latency_s).all()
+    assert after.latency_s[0] == before.latency_s[0] and before.collective_bandwidth_s[0] > 0
     assert after.latency_s[2] < before.latency_s[2]  # 2,048 tokens on 8 GPUs: some hidden
     saved = before.latency_s - after.latency_s
     assert np.allclose(saved, before.collective_bandwidth_s - after.collective_bandwidth_s)
+    assert (saved <= fused_model.fusable_bandwidth_s(part, adiv, False) * (1 + 1e-12)).all()
     for layout in (EngineLayout(8), EngineLayout(2)):
         table = StepTable(fused_model, layout, 4096)
         direct = float(mixed_step_s(fused_model, prefill, layout, 100, 900.0, 1948, 0.0))
         q = 100 * float(layer_positions(model.work, 900.0))
         att = q + 1948 * float(layer_positions(prefill, 1947 / 2))
         assert table.time_s(2048, q, att, 101, 1948) == pytest.approx(direct, rel=1e-12)
+    # Mixtral 8x7B on 8 GPUs, attention data parallel over all 8, experts parallel: no
+    # row-parallel all-reduce is left to fuse, so its all-to-alls cost what they did
+    s = ie.make_setting("Mixtral 8x7B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
+    work = compile_workload(s.model, ACHIEVABLE)
+    m0, m1 = (StepModel(work, s.gpu, ACHIEVABLE.replace(engine=e), True) for e in (apart, fused))
+    args = (np.array([8.0]), np.array([2048.0]), 1, 1000.0, np.ones(1), np.array([8.0]), False)
+    b0, b1 = m0.breakdown(*args), m1.breakdown(*args)
+    assert b0.collective_bandwidth_s[0] > 0 and b1.latency_s[0] == b0.latency_s[0]
 
 
 def test_batched_prefill_shares_one_weight_read(llama):

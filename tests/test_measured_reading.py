@@ -715,6 +715,12 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
             False,
         ),
         ("max batch 256", "custom all-reduce; GEMM plugin auto", "server", False),
+        ("", "gemm_allreduce_plugin not set", "server", False),
+        ("", "gemm_allreduce_plugin is disabled", "server", False),
+        ("", "no fused GEMM+all-reduce", "server", False),
+        ("", "without GEMM-AllReduce fusion", "server", False),
+        ("", "TRTLLM_GEMM_ALLREDUCE_FUSION_ENABLED=1", "server", True),
+        ("", "TRTLLM_GEMM_ALLREDUCE_FUSION_ENABLED=0", "server", False),
     ],
 )
 def test_fused_gemm_allreduce_statements(text, notes, scenario, fused):

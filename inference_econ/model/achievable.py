@@ -26,6 +26,7 @@ from .efficiency import (
     expected_expert_rows,
     expert_imbalance,
     expert_size_factor,
+    exposed_collective_bandwidth_s,
     tile_rounded,
 )
 from .machine import Machine
@@ -96,9 +97,13 @@ class EngineStep:
         per_layer = work.attention_share * len(mats) + sum(s for _, _, s in work.recurrent_matrices)
         self.projection_kernels = work.layers * per_layer + len(work.extra_matrices)
         self.tile = float(profile.gemm_tile_tokens)
-        # the output projection (the last attention matrix of every kind): its share of the
-        # projections' work, row-parallel under tensor parallelism (§F6)
-        self.attention_out_share = mats[-1][0] * mats[-1][1] / sum(m * k for m, k in mats)
+        # the output projections (the last matrix of attention and of each recurrent mixer,
+        # over their layers): their share of the projections' work, row-parallel under
+        # tensor parallelism (§F6); the extra matrices applied once a token are not
+        out = work.attention_share * mats[-1][0] * mats[-1][1] + sum(
+            share * m * k for m, k, share in work.recurrent_matrices[-1:]
+        )
+        self.attention_out_share = work.layers * out / self.projection_params
 
     # --- memory (§F8) ---------------------------------------------------------------------
     def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes):
@@ -146,7 +151,8 @@ class EngineStep:
         f_rows = 0.0
         dense_kernels = expert_bytes = dense_out = 0.0
         for g, (e, t_ff) in zip(w.groups, splits):
-            out_share = g.matrices_out / (g.matrices_in + g.matrices_out)
+            # the dense feed-forward's output matrix: row-parallel where t > 1 (§F6)
+            out_share = (g.experts <= 1) * g.matrices_out / (g.matrices_in + g.matrices_out)
             dense_kernels += 2.0 * g.layers * ((g.experts <= 1) + (g.shared > 0))
             if g.experts > 1:  # the routed experts' bytes alone (as Part A counts them)
                 expert_bytes = expert_bytes + g.layers * w.routed_expert_bytes(g, tokens)
@@ -163,7 +169,6 @@ class EngineStep:
                     t,
                 )
                 dense_s, dense_v = dense_s + sec, dense_v + sec * vol
-                dense_out = dense_out + out_share * sec
             if g.experts > 1:
                 sec, vol = self.grouped_expert_gemm(g, tokens, e, t_ff, t, per)
                 expert_s, expert_v = expert_s + sec, expert_v + sec * vol
@@ -175,7 +180,7 @@ class EngineStep:
             else:
                 sec, vol = self.gemm(g.layers * per * g.d_ff, tokens, w.d_model * g.d_ff / t, t)
                 dense_s, dense_v = dense_s + sec, dense_v + sec * vol
-                dense_out = dense_out + out_share * sec
+                dense_out = dense_out + np.where(np.asarray(t) > 1.0, out_share * sec, 0.0)
         heads = b if self.expert_parallel_by_tokens else tokens  # positions sampled (§F2)
         head_s, head_v = self.gemm(w.vocab_size * w.d_model, heads, w.vocab_size * w.d_model / t, t)
         return AchievablePart(
@@ -203,11 +208,12 @@ class EngineStep:
             dense_out_gemm_s=dense_out,
         )
 
-    def step_work(self, part, adiv, coll_lat, coll_bw, attention_reads) -> StepWork:
+    def step_work(self, part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw=0.0) -> StepWork:
         """The ``StepWork`` of a layout with divisor ``adiv`` and the given collective seconds
         (§F1): Part A's bytes in ideal seconds (``part``'s and the attention reads of the
         roofline step, ``attention_reads`` = (weights, activations)) plus the per-class work
-        of ``part.achievable``."""
+        of ``part.achievable``; ``fusable_bw``: the bandwidth seconds of the row-parallel
+        all-reduces among ``coll_bw`` (``StepModel.fusable_bandwidth_s``, §F6)."""
         w, ap = self.work, part.achievable
         bw = self.machine.gpu.hbm_bandwidth_bytes_per_s
         t = part.tensor_degree
@@ -221,8 +227,11 @@ class EngineStep:
             t / replicas,
         )
         rows = 2.0 * w.d_model * w.layers * part.tokens / replicas / bw  # BF16 d-wide rows
-        gemm_s = ap.dense_gemm_s + proj_s + ap.head_gemm_s + ap.expert_gemm_s
-        row_parallel = ap.dense_out_gemm_s + self.attention_out_share * proj_s
+        # the output projection is row-parallel where its attention group spans GPUs (§F6)
+        reduced = np.asarray(t / (1.0 if dp else adiv)) > 1.0
+        row_parallel = ap.dense_out_gemm_s + np.where(reduced, self.attention_out_share, 0.0) * (
+            proj_s
+        )
         return StepWork(
             weight_read_s=part.ff_weight_read_s + weights,
             activation_read_s=part.ff_activation_read_s + acts + ap.activation_ff_s,
@@ -253,9 +262,8 @@ class EngineStep:
             expert_weight_read_s=ap.expert_weight_read_s,
             small_batch_fixed_s=self.machine.small_batch_fixed_s,
             small_batch_stream_share=self.machine.small_batch_stream_share,
-            row_parallel_share=np.where(
-                gemm_s > 0.0, row_parallel / np.where(gemm_s > 0.0, gemm_s, 1.0), 0.0
-            ),
+            row_parallel_gemm_s=row_parallel,
+            allreduce_bandwidth_s=fusable_bw,
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -264,26 +272,29 @@ class EngineStep:
         """The engine's step-time factor, which scales collectives like every other part."""
         return self.profile.step_time_scale
 
-    def hidden_collective_s(self, part, adiv, attention_reads, coll_bw):
+    def hidden_collective_s(self, part, adiv, attention_reads, coll_bw, fusable_bw):
         """Seconds of the collectives' bandwidth ``coll_bw`` the step's GEMMs hide, scaled as
         the step is (§F6): 0 unless the engine fuses each row-parallel GEMM with its
         all-reduce (``gemm_allreduce_overlap``); ``part`` with its KV copies."""
         prof = self.profile
         if not prof.gemm_allreduce_overlap:
             return 0.0
-        work = self.step_work(part, adiv, 0.0, coll_bw, attention_reads)
-        return prof.step_time_scale * coll_bw - combine(work, prof).collective_bandwidth_s
+        work = self.step_work(part, adiv, 0.0, coll_bw, attention_reads, fusable_bw)
+        return prof.step_time_scale * (coll_bw - exposed_collective_bandwidth_s(work, prof))
 
     def rest_s(self, part, adiv, attention_reads):
         """Seconds of every part of the step but its collectives (§F1)."""
         return combine(self.step_work(part, adiv, 0.0, 0.0, attention_reads), self.profile).total_s
 
-    def breakdown(self, part, adiv, coll_lat, coll_bw, attention_reads, ok) -> Breakdown:
+    def breakdown(
+        self, part, adiv, coll_lat, coll_bw, attention_reads, ok, fusable_bw=0.0
+    ) -> Breakdown:
         """A ``Breakdown`` whose parts add up to the engine step (§F1): engine overheads as
         the launch part, elementwise traffic with the activations, each roofline's binding
         side; ``ok`` marks the layouts that fit."""
         times = combine(
-            self.step_work(part, adiv, coll_lat, coll_bw, attention_reads), self.profile
+            self.step_work(part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw),
+            self.profile,
         )
         return _breakdown(times, ok, part.flop)
 

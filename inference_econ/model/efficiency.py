@@ -246,10 +246,12 @@ class StepWork:
     #: at (0: not measured, the profile's ``hbm_efficiency`` and fixed cost alone).
     small_batch_fixed_s: Floats = 0.0
     small_batch_stream_share: Floats = 0.0
-    #: The row-parallel GEMMs' share of the step's GEMM work (the attention output projection
-    #: and the feed-forward's output matrix, whose partial sums the tensor-parallel all-reduce
-    #: adds): the GEMM time an engine that fuses each with its all-reduce hides them under (§F6).
-    row_parallel_share: Floats = 0.0
+    #: Ideal seconds of the row-parallel GEMMs whose output a tensor-parallel all-reduce adds
+    #: (the attention output projection and the dense feed-forward's output matrix, where
+    #: their tensor degree is above 1), and those all-reduces' bandwidth seconds: what an
+    #: engine that fuses each GEMM with its all-reduce hides, and under what (§F6).
+    row_parallel_gemm_s: Floats = 0.0
+    allreduce_bandwidth_s: Floats = 0.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -366,15 +368,14 @@ def combine(work: StepWork, terms) -> StepTimes:
         + host_overhead_s(terms, work.sequences)
         + gemm_fixed
     )
-    gemms = np.maximum(memory, compute)
-    collective_bw = exposed_collective_bandwidth_s(work, terms, gemms)
+    collective_bw = exposed_collective_bandwidth_s(work, terms)
     scale = terms.step_time_scale
     total = scale * (
         overhead
         + work.collective_latency_s
         + collective_bw
         + elementwise
-        + gemms
+        + np.maximum(memory, compute)
         + np.maximum(kv, attention)
     )
     return StepTimes(
@@ -392,15 +393,18 @@ def combine(work: StepWork, terms) -> StepTimes:
     )
 
 
-def exposed_collective_bandwidth_s(work: StepWork, terms, gemms):
-    """Seconds of the step's collective bandwidth the GEMMs do not hide (§F6): an engine that
-    fuses each row-parallel GEMM with the all-reduce of its output (``gemm_allreduce_overlap``
-    1) sends the partial sums while the kernel computes, so the all-reduces' bandwidth time
-    costs only what exceeds those GEMMs' time (``row_parallel_share`` of ``gemms``, the GEMM
-    roofline's seconds); 0 runs them apart, one after the other."""
-    bw = np.asarray(work.collective_bandwidth_s, dtype=float)
-    hidden = np.minimum(bw, np.asarray(work.row_parallel_share, dtype=float) * gemms)
-    return bw - terms.gemm_allreduce_overlap * hidden
+def exposed_collective_bandwidth_s(work: StepWork, terms):
+    """Seconds of the step's collective bandwidth no GEMM hides (§F6): an engine that fuses
+    each row-parallel GEMM with the all-reduce of its output (``gemm_allreduce_overlap`` 1)
+    sends the partial sums while the kernel multiplies, so those all-reduces'
+    bandwidth time costs only what exceeds the GEMMs' arithmetic at the engine's best-shape
+    rate; other collectives (expert all-to-alls, pipeline sends, attention-DP redistribution)
+    and the all-reduces' latency stay. 0 runs them apart: the step's bandwidth as it is."""
+    if not np.any(terms.gemm_allreduce_overlap):
+        return work.collective_bandwidth_s
+    arithmetic = _over(work.row_parallel_gemm_s, terms.gemm_efficiency_scale * work.power_derating)
+    hidden = np.minimum(work.allreduce_bandwidth_s, arithmetic)
+    return work.collective_bandwidth_s - terms.gemm_allreduce_overlap * hidden
 
 
 def host_overhead_s(terms, sequences):

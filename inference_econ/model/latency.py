@@ -499,10 +499,17 @@ class StepModel:
 
     # --- the attention divisor ------------------------------------------------------------
     def attention_calls(
-        self, part: PipelinePart, adiv, two_d: bool, cache: StepCache = NO_CACHE, key=None
+        self,
+        part: PipelinePart,
+        adiv,
+        two_d: bool,
+        cache: StepCache = NO_CACHE,
+        key=None,
+        reductions_only: bool = False,
     ) -> tuple[CollectiveCalls, ...]:
         """Attention reductions for divisor ``adiv`` (t_at = t / adiv), and with attention data
-        parallelism (§B1) the all-to-alls that move tokens to and from the dense layers."""
+        parallelism (§B1) the all-to-alls that move tokens to and from the dense layers (not
+        with ``reductions_only``)."""
         w, m = self.work, self.machine
         dp = self.assumptions.attention_data_parallel
         ab = w.bytes_per_activation
@@ -533,7 +540,7 @@ class StepModel:
                 cache.calls(("att", key, two_d, i), cc, x, tokens, w.layers)
                 for i, x in enumerate(per_token)
             ]
-        if dp and self.dense_layers and np.any(np.asarray(adiv) > 1.0):
+        if dp and self.dense_layers and np.any(np.asarray(adiv) > 1.0) and not reductions_only:
             # dense feed-forward blocks are tensor-parallel over all t GPUs: gather the
             # replicas' tokens before them and scatter after (two all-to-alls over a ranks)
             def gather():
@@ -626,13 +633,9 @@ class StepModel:
             rest = self.engine.rest_s(copied, adiv, reads)
             one_d = scale * (att1 + part.collective_1d_s)
             if self.engine.profile.gemm_allreduce_overlap:  # fused GEMMs hide some (§F6)
-                for flag in (True, False):
-                    bw = self.collective_terms(part, adiv, flag)[1]
-                    hidden = self.engine.hidden_collective_s(copied, adiv, reads, bw)
-                    if flag:
-                        two_d = two_d - hidden
-                    else:
-                        one_d = one_d - hidden
+                bw = self.collective_terms(part, adiv, False)[1]
+                fusable = self.fusable_bandwidth_s(part, adiv, False)
+                one_d = one_d - self.engine.hidden_collective_s(copied, adiv, reads, bw, fusable)
             return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         weights, acts = reads  # the activations' times are a new array: summed into it
         memory = add_into(add_into(acts, weights), part.memory_base_s)
@@ -722,6 +725,19 @@ class StepModel:
         (l2, b2), (l1, b1) = terms[True], terms[False]
         return np.where(two_d, l2, l1), np.where(two_d, b2, b1)
 
+    def fusable_bandwidth_s(self, part: PipelinePart, adiv, two_d):
+        """Bandwidth seconds of the step's row-parallel all-reduces (§F6): the attention
+        output's and the dense feed-forward's 1-D reductions, which an engine that fuses each
+        with its GEMM can hide; 0 where the profile does not fuse them, and with 2-D tensor
+        parallelism (its reductions are not one all-reduce per GEMM)."""
+        if self.engine is None or not self.engine.profile.gemm_allreduce_overlap:
+            return 0.0
+        calls = self.attention_calls(part, adiv, False, reductions_only=True)
+        # one 1-D reduction per layer group, in group order (``pipeline_part``)
+        calls += tuple(c for g, c in zip(self.work.groups, part.ff_calls_1d) if g.experts <= 1)
+        bw = total_terms_s(calls)[1]
+        return np.where(two_d, 0.0, bw) if np.any(two_d) else bw
+
     def breakdown(self, N, B, S, context, p, adiv, two_d) -> Breakdown:
         """The full breakdown of layouts with 1-D or 2-D tensor parallelism (``two_d``: a
         flag, or an array of flags per point)."""
@@ -731,7 +747,8 @@ class StepModel:
         part = self.with_copies(part, self.copies_of(part, adiv))
         if self.engine is not None:
             reads = self.attention_reads(part, adiv)
-            return self.engine.breakdown(part, adiv, coll_lat, coll_bw, reads, ok)
+            fusable = self.fusable_bandwidth_s(part, adiv, two_d)
+            return self.engine.breakdown(part, adiv, coll_lat, coll_bw, reads, ok, fusable)
         aw, aa = self.attention_reads(part, adiv)
         weight_s = part.ff_weight_read_s + aw
         act_s = part.ff_activation_read_s + aa

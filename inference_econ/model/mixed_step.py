@@ -135,8 +135,10 @@ def mixed_step_work(
     )
     adiv, two_d = layout.attention_divisor, layout.two_d
     coll_lat, coll_bw = model.collective_terms(part, adiv, two_d)
+    fusable = model.fusable_bandwidth_s(part, adiv, two_d)
     part = model.with_copies(part, model.copies_of(part, adiv))  # §B13, as the step has them
-    return model.engine.step_work(part, adiv, coll_lat, coll_bw, model.attention_reads(part, adiv))
+    reads = model.attention_reads(part, adiv)
+    return model.engine.step_work(part, adiv, coll_lat, coll_bw, reads, fusable)
 
 
 def _mixed_part(
@@ -285,10 +287,12 @@ class StepTable:
         T = np.arange(self.max_tokens + 1, dtype=float)
         part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
         lat, bw = model.collective_terms(part, adiv, layout.two_d)
+        fusable = model.fusable_bandwidth_s(part, adiv, layout.two_d)
         plain = part  # StepModel.latency adds the copies itself: the check below uses this
         part = model.with_copies(part, model.copies_of(part, adiv))  # §B13
         assert model.engine is not None, "a step table is built under an engine profile"
-        work = model.engine.step_work(part, adiv, lat, bw, model.attention_reads(part, adiv))
+        reads = model.attention_reads(part, adiv)
+        work = model.engine.step_work(part, adiv, lat, bw, reads, fusable)
         alone = combine(
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
             prof,

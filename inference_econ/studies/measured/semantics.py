@@ -626,31 +626,37 @@ def budget_of(text, scenario: str | None, notes: str = "") -> float | None:
 
 
 #: An engine built with each row-parallel GEMM and its all-reduce in one kernel: TensorRT-LLM's
-#: build flag ("gemm_allreduce_plugin float16", "'gemm_allreduce_plugin': 'bfloat16'"), or in
-#: words ("GEMM+all-reduce fused", "fused GEMM-AllReduce", "GEMM and all-reduce fusion").
+#: build flag set to a type ("gemm_allreduce_plugin float16", "'gemm_allreduce_plugin':
+#: 'bfloat16'"), its PyTorch runtime's switch ("TRTLLM_GEMM_ALLREDUCE_FUSION_ENABLED=1"), or
+#: in words ("GEMM+all-reduce fused", "fused GEMM-AllReduce", "GEMM and all-reduce fusion").
 _FUSED_FLAG = re.compile(
-    r"gemm[\s_-]*all[\s_-]*reduce[\s_-]*plugin['\"]?\s*[:=]?\s*['\"]?(\w+)", re.I
+    r"gemm[\s_-]*all[\s_-]*reduce[\s_-]*(?:plugin|fusion[\s_-]*enabled)['\"]?\s*[:=]?\s*['\"]?"
+    r"([\w.]*)",
+    re.I,
 )
+#: Values of the flag that fuse: a data type, or on.
+_FUSED_ON = {"float16", "bfloat16", "fp16", "bf16", "half", "auto", "1", "true", "on", "enable"}
 _FUSED_WORDS = re.compile(
+    r"(\b(?:no|not|without|non)[\s-]+)?"
     r"(?:fused\s+gemm\s*(?:[-+/]|and|with)\s*all[\s-]*reduce|"
     r"gemm\s*(?:[-+/]|and|with)\s*all[\s-]*reduce\s+(?:fused|fusion))",
     re.I,
 )
-#: Values of the build flag that leave the kernels apart.
-_FUSED_OFF = {"none", "null", "disable", "disabled", "false", "off", "0", "no"}
 
 
 def fused_allreduce_of(text, scenario: str | None, notes: str = "") -> bool:
     """Whether a row states that its engine fuses each row-parallel GEMM with its all-reduce
     (docs/model.md §F6), in ``batch_or_concurrency`` or the notes (the row's scenario part):
-    the build flag set to a type, or the fusion in words; a flag set to None or disable is not."""
+    the flag set to a type or on, or the fusion in words not negated ("no fused
+    GEMM+all-reduce"); a flag set to anything else (None, disable, "not set") is not."""
     for cell in (text, notes):
         part = scenario_part(cell, scenario).text
         flag = _FUSED_FLAG.search(part)
         if flag:
-            return flag.group(1).lower() not in _FUSED_OFF
-        if _FUSED_WORDS.search(part):
-            return True
+            return flag.group(1).lower() in _FUSED_ON
+        words = _FUSED_WORDS.search(part)
+        if words:
+            return words.group(1) is None
     return False
 
 
