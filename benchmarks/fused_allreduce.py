@@ -62,8 +62,8 @@ def main(argv=None) -> int:
             np.broadcast_to(share, tokens.shape),
             np.broadcast_to(fusable, tokens.shape),
         )
-    bd, share, _ = rows["apart"]
-    fbd, _, fusable = rows["fused"]
+    bd = rows["apart"][0]
+    fbd, share, fusable = rows["fused"]  # the shares the fusing engine counts
     print(
         f"{setting.model.name}, {args.bits}-bit weights, TP{args.tensor} x {setting.gpu.name}, "
         "TensorRT-LLM profile, decode rows at 128 tokens of context (ms)"

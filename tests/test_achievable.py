@@ -554,9 +554,11 @@ def test_fused_gemm_allreduce_hides_the_bandwidth_under_the_row_parallel_gemms(l
     N, B = np.array([2.0, 4.0, 8.0, 4.0]), np.array([64.0, 64.0, 2048.0, 512.0])
     p = np.array([2.0, 1.0, 1.0, 1.0])
     adiv = np.ones(4)
-    part = model.pipeline_part(N, B, 1, 1500.0, p)
+    part = fused_model.pipeline_part(N, B, 1, 1500.0, p)
     reads = fused_model.attention_reads(part, adiv)
     plain = fused_model.engine.step_work(part, adiv, 0.0, 0.0, reads)
+    unfused = model.engine.step_work(model.pipeline_part(N, B, 1, 1500.0, p), adiv, 0.0, 0.0, reads)
+    assert unfused.row_parallel_gemm_s == 0.0  # not computed where nothing reads it
     gemm_s = plain.dense_gemm_s + plain.projection_gemm_s + plain.head_gemm_s
     share = (8192 + 28672) / (10240 + 8192 + 3 * 28672 + 32000 / 80)
     assert plain.row_parallel_gemm_s[0] == 0.0  # one GPU a stage: no all-reduce to fuse

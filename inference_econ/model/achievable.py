@@ -180,7 +180,8 @@ class EngineStep:
             else:
                 sec, vol = self.gemm(g.layers * per * g.d_ff, tokens, w.d_model * g.d_ff / t, t)
                 dense_s, dense_v = dense_s + sec, dense_v + sec * vol
-                dense_out = dense_out + np.where(np.asarray(t) > 1.0, out_share * sec, 0.0)
+                if prof.gemm_allreduce_overlap:  # only an engine that fuses reads it (§F6)
+                    dense_out = dense_out + np.where(np.asarray(t) > 1.0, out_share * sec, 0.0)
         heads = b if self.expert_parallel_by_tokens else tokens  # positions sampled (§F2)
         head_s, head_v = self.gemm(w.vocab_size * w.d_model, heads, w.vocab_size * w.d_model / t, t)
         return AchievablePart(
@@ -227,11 +228,12 @@ class EngineStep:
             t / replicas,
         )
         rows = 2.0 * w.d_model * w.layers * part.tokens / replicas / bw  # BF16 d-wide rows
-        # the output projection is row-parallel where its attention group spans GPUs (§F6)
-        reduced = np.asarray(t / (1.0 if dp else adiv)) > 1.0
-        row_parallel = ap.dense_out_gemm_s + np.where(reduced, self.attention_out_share, 0.0) * (
-            proj_s
-        )
+        row_parallel = 0.0  # read only by an engine that fuses each GEMM with its all-reduce
+        if self.profile.gemm_allreduce_overlap:
+            # the output projection is row-parallel where its attention group spans GPUs (§F6)
+            reduced = np.asarray(t / (1.0 if dp else adiv)) > 1.0
+            out = np.where(reduced, self.attention_out_share, 0.0)
+            row_parallel = ap.dense_out_gemm_s + out * proj_s
         return StepWork(
             weight_read_s=part.ff_weight_read_s + weights,
             activation_read_s=part.ff_activation_read_s + acts + ap.activation_ff_s,
