@@ -37,12 +37,27 @@ def main(argv=None) -> int:
     parser.add_argument("--tensor", type=int, default=4, help="GPUs of the instance (TP)")
     parser.add_argument("--tokens", default="1,64,256,1024,2048", help="tokens of each step")
     args = parser.parse_args(argv)
+
+    def fail(message: str) -> int:
+        print(f"fused_allreduce.py: {message}", file=sys.stderr)
+        return 2
+
     try:
         tokens = np.array([float(t) for t in args.tokens.split(",")])
+    except ValueError:
+        return fail(f"--tokens {args.tokens!r}: give whole token counts >= 1, e.g. 1,64,2048")
+    if not (np.all(tokens >= 1) and np.all(tokens == np.round(tokens))):
+        return fail(f"--tokens {args.tokens!r}: give whole token counts >= 1, e.g. 1,64,2048")
+    try:
         setting = ie.make_setting(args.model, args.gpu, weight_bits=args.bits, kv_cache_bits=8)
-    except (ValueError, ie.InferenceEconError) as exc:
-        print(f"fused_allreduce.py: {exc}", file=sys.stderr)
-        return 2
+    except ie.InferenceEconError as exc:
+        return fail(str(exc))
+    heads = setting.model.attention.query_heads
+    if args.tensor < 1 or heads % args.tensor:
+        return fail(
+            f"--tensor {args.tensor}: give a tensor degree >= 1 that divides the model's "
+            f"{heads} query heads"
+        )
     work = compile_workload(setting.model, ACHIEVABLE)
     apart = load_engine("trtllm")
     fused = dataclasses.replace(apart, gemm_allreduce_overlap=1.0)
@@ -63,6 +78,11 @@ def main(argv=None) -> int:
             np.broadcast_to(fusable, tokens.shape),
         )
     bd = rows["apart"][0]
+    if not np.all(np.isfinite(bd.latency_s)):
+        return fail(
+            f"{setting.model.name} at {args.bits}-bit weights does not fit on {args.tensor} x "
+            f"{setting.gpu.name} (or its KV cache at these tokens): give --tensor more GPUs"
+        )
     fbd, share, fusable = rows["fused"]  # the shares the fusing engine counts
     print(
         f"{setting.model.name}, {args.bits}-bit weights, TP{args.tensor} x {setting.gpu.name}, "

@@ -26,8 +26,13 @@ import csv
 import io
 import re
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
+
+from measured_files import fail  # noqa: E402
 
 CITED = re.compile(r"(closed/[^)]*?\.(?:py|yaml|json))")
 ROUND = re.compile(r"results_(v[0-9.]+)")
@@ -66,10 +71,27 @@ def main() -> None:
     parser.add_argument("--mirror", action="append", default=[], help="ROUND=GIT_DIR")
     parser.add_argument("--write", action="store_true", help="rewrite FILE in place")
     args = parser.parse_args()
-    mirrors = dict(m.split("=", 1) for m in args.mirror)
-    raw = args.file.open(newline="").read()
+    if not args.file.is_file():
+        fail(f"{args.file}: no such file; give a measured-rows CSV")
+    if not args.mirror:
+        fail("--mirror: give at least one ROUND=GIT_DIR (a local mirror of a results repository)")
+    mirrors = {}
+    for m in args.mirror:
+        rnd, sep, git = m.partition("=")
+        if not sep or not re.fullmatch(r"v[0-9.]+", rnd):
+            fail(f"--mirror {m!r}: write ROUND=GIT_DIR, e.g. v5.1=/path/to/inference_results_v5.1")
+        probe = subprocess.run(["git", "-C", git, "rev-parse", "HEAD"], capture_output=True)
+        if probe.returncode != 0:
+            fail(f"--mirror {m!r}: {git} is not a git repository with a commit")
+        mirrors[rnd] = git
+    try:
+        raw = args.file.open(newline="").read()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{args.file}: cannot be read ({exc})")
     lines = raw.split("\n")
     rows = list(csv.reader(io.StringIO(raw, newline="")))
+    if not rows or "batch_or_concurrency" not in rows[0]:
+        fail(f"{args.file}: no batch_or_concurrency column; give a measured-rows CSV")
     col = rows[0].index("batch_or_concurrency")
     shown: dict = {}
     counts: Counter = Counter()

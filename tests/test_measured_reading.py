@@ -721,6 +721,9 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
         ("", "without GEMM-AllReduce fusion", "server", False),
         ("", "TRTLLM_GEMM_ALLREDUCE_FUSION_ENABLED=1", "server", True),
         ("", "TRTLLM_GEMM_ALLREDUCE_FUSION_ENABLED=0", "server", False),
+        ("", "gemm_allreduce_plugin enabled", "server", True),
+        ("", "GEMM+all-reduce fusion disabled", "server", False),
+        ("", "gemm_allreduce fused", "server", True),
     ],
 )
 def test_fused_gemm_allreduce_statements(text, notes, scenario, fused):
@@ -765,6 +768,55 @@ def test_a_stated_gemm_allreduce_fusion_runs_the_engine_so(tmp_path):
     table = predicting.compare(path, "achievable").table
     assert list(table.status) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] > 1.05 * table.predicted.iloc[0]
+
+
+def test_a_fusion_statement_the_reader_cannot_take_is_its_rows_reason(tmp_path):
+    """A flag value it does not read, or a scenario's part saying the fusion both on and off,
+    is that row's reason (the other rows go on); a closed-loop concurrency followed by the
+    engine's statements is still the concurrency."""
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    row = "s,Llama-3.1-70B,FP8,H100 SXM,4,TP4,{batch},2000,200,{metric},{value},{unit},{notes}"
+    tput = dict(metric="throughput_total", value=2000, unit="output tok/s")
+    both = (
+        "Server: max batch 512; gemm_allreduce_plugin float16; "
+        "Offline: max batch 512; gemm_allreduce_plugin None"
+    )
+    path = tmp_path / "f.csv"
+    path.write_text(
+        "\n".join(
+            [
+                head,
+                row.format(
+                    batch="max batch 64",
+                    notes="TensorRT-LLM 1.0 offline; gemm_allreduce_plugin: maybe",
+                    **tput,
+                ),
+                row.format(batch=both, notes="TensorRT-LLM 1.0 offline", **tput),
+                row.format(
+                    batch="64; max_num_tokens 2048; gemm_allreduce_plugin float16",
+                    notes="TensorRT-LLM 1.0",
+                    metric="mean_TPOT",
+                    value=40,
+                    unit="ms",
+                ),
+            ]
+        )
+        + "\n"
+    )
+    maybe, conflict, closed = load_measured(path)
+    assert maybe.status == (
+        "unresolved: notes: gemm_allreduce_plugin 'maybe' is not read (give a type (float16, "
+        "bfloat16) or on to fuse, None or disable not to)"
+    ), maybe.status
+    assert conflict.status.startswith(
+        "unresolved: batch_or_concurrency: says the GEMM/all-reduce fusion is both on and off "
+        "for the offline scenario"
+    ), conflict.status
+    assert closed.ok and closed.scenario == "closed_loop", closed.status
+    assert (closed.concurrency, closed.token_budget, closed.fused_allreduce) == (64, 2048, True)
 
 
 def test_a_zero_token_budget_is_refused_for_its_row_alone(tmp_path):

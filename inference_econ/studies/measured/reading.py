@@ -544,7 +544,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
     budget = sem.budget_of(rec.get("batch_or_concurrency"), scenario, context)
-    fused = sem.fused_allreduce_of(rec.get("batch_or_concurrency"), scenario, context)
+    fused = sem.fused_allreduce_of(rec.get("batch_or_concurrency"), scenario, context, where)
     engine = sem.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:
         _engine_profile(engine.name)

@@ -561,8 +561,22 @@ def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     batch = str(row.get("batch_or_concurrency") or "")
     if re.search(r"max load|infinite rate", batch + " " + text, re.IGNORECASE):
         return "offline"
-    if number(batch) is not None:
+    if lead_number(batch) is not None:
         return "closed_loop"
+    return None
+
+
+def lead_number(cell) -> float | None:
+    """The number of a ``batch_or_concurrency`` cell: the cell itself, or its first
+    ";"-piece when the others state the engine's token budget or build flags ("64;
+    max_num_tokens 2048; gemm_allreduce_plugin float16")."""
+    text = str(cell or "")
+    head, _, rest = text.partition(";")
+    if number(text) is not None or not rest:
+        return number(text)
+    pieces = [p for p in rest.split(";") if p.strip()]
+    if all(_BUDGET.search(p) or _FUSED_FLAG.search(p) for p in pieces):
+        return number(head)
     return None
 
 
@@ -590,8 +604,8 @@ def batch_of(text, scenario: str | None, notes: str = "") -> tuple[float | None,
     m = _CAP.search(part)
     if m:
         cap = number(m.group(1))
-    elif number(part) is not None:
-        value = number(part)
+    elif lead_number(part) is not None:
+        value = lead_number(part)
         if scenario in MLPERF_SCENARIOS:
             cap = value
         else:
@@ -630,34 +644,54 @@ def budget_of(text, scenario: str | None, notes: str = "") -> float | None:
 #: 'bfloat16'"), its PyTorch runtime's switch ("TRTLLM_GEMM_ALLREDUCE_FUSION_ENABLED=1"), or
 #: in words ("GEMM+all-reduce fused", "fused GEMM-AllReduce", "GEMM and all-reduce fusion").
 _FUSED_FLAG = re.compile(
-    r"gemm[\s_-]*all[\s_-]*reduce[\s_-]*(?:plugin|fusion[\s_-]*enabled)['\"]?\s*[:=]?\s*['\"]?"
-    r"([\w.]*)",
+    r"gemm[\s_-]*all[\s_-]*reduce[\s_-]*(?:plugin|fusion[\s_-]*enabled)['\"]?"
+    r"(?:\s*[:=]\s*|\s+(?:is\s+)?)?['\"]?([\w.]*)",
     re.I,
 )
-#: Values of the flag that fuse: a data type, or on.
-_FUSED_ON = {"float16", "bfloat16", "fp16", "bf16", "half", "auto", "1", "true", "on", "enable"}
+#: Values of the flag that fuse (a data type, or on) and that do not.
+_FUSED_ON = {"float16", "bfloat16", "fp16", "bf16", "half", "auto", "1", "true", "on", "yes"}
+_FUSED_ON |= {"enable", "enabled"}
+_FUSED_OFF = {"none", "null", "disable", "disabled", "false", "off", "0", "no", "not", "unset"}
 _FUSED_WORDS = re.compile(
     r"(\b(?:no|not|without|non)[\s-]+)?"
-    r"(?:fused\s+gemm\s*(?:[-+/]|and|with)\s*all[\s-]*reduce|"
-    r"gemm\s*(?:[-+/]|and|with)\s*all[\s-]*reduce\s+(?:fused|fusion))",
+    r"(?:fused\s+gemm\s*(?:[-+/_]|and|with)?\s*all[\s_-]*reduce|"
+    r"gemm\s*(?:[-+/_]|and|with)?\s*all[\s_-]*reduce\s+(?:fused|fusion))"
+    r"(\s+(?:disabled|off|not\s+used|unused|turned\s+off))?",
     re.I,
 )
 
 
-def fused_allreduce_of(text, scenario: str | None, notes: str = "") -> bool:
+def fused_allreduce_of(text, scenario: str | None, notes: str = "", where: str = "") -> bool:
     """Whether a row states that its engine fuses each row-parallel GEMM with its all-reduce
     (docs/model.md §F6), in ``batch_or_concurrency`` or the notes (the row's scenario part):
-    the flag set to a type or on, or the fusion in words not negated ("no fused
-    GEMM+all-reduce"); a flag set to anything else (None, disable, "not set") is not."""
-    for cell in (text, notes):
+    the flag set to a type or on, or the fusion in words ("GEMM+all-reduce fused"); a flag set
+    to None, disable or "not set", or the words negated ("no fused GEMM+all-reduce", "...
+    fusion disabled"), is not. A value it cannot read, or the part saying both, is the row's
+    ``SpecError`` (never a guess)."""
+    said: set[bool] = set()
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
         part = scenario_part(cell, scenario).text
-        flag = _FUSED_FLAG.search(part)
-        if flag:
-            return flag.group(1).lower() in _FUSED_ON
-        words = _FUSED_WORDS.search(part)
-        if words:
-            return words.group(1) is None
-    return False
+        for flag in _FUSED_FLAG.finditer(part):
+            value = flag.group(1).lower()
+            if value not in _FUSED_ON | _FUSED_OFF:
+                raise SpecError(
+                    where,
+                    field,
+                    f"gemm_allreduce_plugin {flag.group(1) or '(no value)'!r} is not read",
+                    "give a type (float16, bfloat16) or on to fuse, None or disable not to",
+                )
+            said.add(value in _FUSED_ON)
+        for words in _FUSED_WORDS.finditer(part):
+            said.add(words.group(1) is None and words.group(2) is None)
+    if len(said) > 1:
+        raise SpecError(
+            where,
+            "batch_or_concurrency",
+            f"says the GEMM/all-reduce fusion is both on and off for the {scenario} scenario",
+            "state it once for each scenario, each item with its own label "
+            "('Server: gemm_allreduce_plugin float16; Offline: gemm_allreduce_plugin None')",
+        )
+    return said == {True}
 
 
 #: Engines whose batch cap counts the requests of one attention data-parallel rank, not of the
