@@ -658,6 +658,16 @@ def test_token_budgets_per_scenario(text, notes, scenario, budget):
     assert sem.budget_of(text, scenario, notes) == budget
 
 
+def test_two_budgets_for_one_scenario_are_refused_not_the_first_taken():
+    """A label claims its text up to the next ";": the Server items after the first leak into
+    every scenario's part, and the Offline part then states two budgets."""
+    cell = "Server: max batch 512; max_num_tokens 2560; Offline: max batch 512; max_num_tokens 1536"
+    with pytest.raises(SpecError, match=r"states 2 token budgets for the offline scenario"):
+        sem.budget_of(cell, "offline", "", "f.csv:2")
+    labelled = "Server: max_num_tokens 2560 | Offline: max_num_tokens 1536"
+    assert [sem.budget_of(labelled, sc) for sc in ("server", "offline")] == [2560, 1536]
+
+
 def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
     """A row's ``max_num_tokens`` replaces the engine profile's default budget (and is named
     in the engine's label); the ideal engine of the bound keeps tuning its own. A tighter

@@ -543,7 +543,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     bits = _as_released(sem.precision_of(rec.get("precision")), base["arch"])
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
-    budget = sem.budget_of(rec.get("batch_or_concurrency"), scenario, context)
+    budget = sem.budget_of(rec.get("batch_or_concurrency"), scenario, context, where)
     fused = sem.fused_allreduce_of(rec.get("batch_or_concurrency"), scenario, context, where)
     engine = sem.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:

@@ -628,14 +628,26 @@ _BUDGET = re.compile(
 )
 
 
-def budget_of(text, scenario: str | None, notes: str = "") -> float | None:
+def budget_of(text, scenario: str | None, notes: str = "", where: str = "") -> float | None:
     """The engine's token budget per step a row states for its scenario (TensorRT-LLM's
     ``max_num_tokens``, vLLM's ``max_num_batched_tokens``), in ``batch_or_concurrency``
-    ("max batch 256, max_num_tokens 2048") or the notes; None where neither states one."""
-    for cell in (text, notes):
-        m = _BUDGET.search(scenario_part(cell, scenario).text)
-        if m:
-            return number(m.group(1))
+    ("max batch 256, max_num_tokens 2048") or else the notes; None where neither states one.
+    A cell whose part for the scenario states two budgets (a label claims only the text up to
+    the next ";": "Server: max batch 512; max_num_tokens 2560; Offline: ...") is the row's
+    ``SpecError``, never the first one taken."""
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        found = {number(m.group(1)) for m in _BUDGET.finditer(scenario_part(cell, scenario).text)}
+        if len(found) > 1:
+            raise SpecError(
+                where,
+                field,
+                f"states {len(found)} token budgets for the {scenario} scenario "
+                f"({', '.join(f'{v:g}' for v in sorted(found))})",
+                "give each scenario's items a label of their own ('Server: max_num_tokens "
+                "2560 | Offline: max_num_tokens 1536')",
+            )
+        if found:
+            return found.pop()
     return None
 
 
