@@ -9,7 +9,9 @@ executor limit; the build flag where no runtime one is set), vLLM's
 ``max_num_batched_tokens`` from the harness's YAML ("max batch 256; max_num_tokens 2048
 (...)"). A TensorRT-LLM configuration that builds its engine with ``gemm_allreduce_plugin``
 set to a type (each row-parallel GEMM fused with its all-reduce, docs/model.md §F6) adds that
-flag too ("max batch 256; max_num_tokens 2048; gemm_allreduce_plugin float16 (...)"). Only that
+flag too ("max batch 256; max_num_tokens 2048; gemm_allreduce_plugin float16 (...)"), and
+the share of free memory its runtime gives the KV cache (``kvcache_free_gpu_mem_frac``,
+docs/model.md §F8) where it sets one. Only that
 cell changes; every other byte of the file is kept. The configurations are read from local git
 mirrors of the results repositories (``git show HEAD:PATH``).
 
@@ -65,6 +67,18 @@ def fused_allreduce(text: str | None) -> str | None:
     return m.group(1) if m and m.group(1) not in ("None", "disable") else None
 
 
+def kv_fraction(text: str | None) -> str | None:
+    """TensorRT-LLM's ``kvcache_free_gpu_mem_frac`` a configuration runs with (its runtime
+    flags, the first setting that names it; commented-out lines not read), or None."""
+    live = "\n".join(
+        line for line in (text or "").splitlines() if not line.lstrip().startswith("#")
+    )
+    if "trtllm_runtime_flags" not in live:
+        return None
+    m = re.search(r"'kvcache_free_gpu_mem_frac':\s*([\d.]+)", live)
+    return m.group(1) if m else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("file", type=Path)
@@ -111,8 +125,13 @@ def main() -> None:
                 else None
             )
             text = out.stdout if out and out.returncode == 0 else None
-            shown[key] = (runtime_budget(text), fused_allreduce(text), text is not None)
-        (budget, name), fused, read = shown[key]
+            shown[key] = (
+                runtime_budget(text),
+                fused_allreduce(text),
+                kv_fraction(text),
+                text is not None,
+            )
+        (budget, name), fused, kv, read = shown[key]
         if not read:
             counts[("configuration not read", key[0])] += 1
             continue
@@ -122,6 +141,8 @@ def main() -> None:
             added.append(f"{name} {budget}")
         if fused is not None and "gemm_allreduce_plugin" not in cell:
             added.append(f"gemm_allreduce_plugin {fused}")
+        if kv is not None and "kvcache_free_gpu_mem_frac" not in cell:
+            added.append(f"kvcache_free_gpu_mem_frac {kv}")
         if not added:
             continue
         new = "; ".join([stated, *added]) + cell[len(stated) :]

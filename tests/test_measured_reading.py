@@ -829,6 +829,55 @@ def test_a_fusion_statement_the_reader_cannot_take_is_its_rows_reason(tmp_path):
     assert (closed.concurrency, closed.token_budget, closed.fused_allreduce) == (64, 2048, True)
 
 
+def test_a_stated_kv_cache_fraction_sizes_the_engines_cache(tmp_path):
+    """TensorRT-LLM's ``kvcache_free_gpu_mem_frac`` a row states replaces the profile's share
+    of the memory left after the weights (named in the engine's label); a larger share never
+    holds fewer requests, so never lowers a cache-bound offline throughput; a value outside
+    (0, 1] is the row's reason, and an engine that sizes its cache from all memory refuses
+    the statement rather than misread it (docs/model.md §F8)."""
+    assert sem.kv_fraction_of("max batch 896; kvcache_free_gpu_mem_frac 0.95", "offline") == 0.95
+    assert sem.kv_fraction_of("", "server", "'kvcache_free_gpu_mem_frac': 0.9,") == 0.9
+    assert sem.kv_fraction_of("max batch 896", "server") is None
+    with pytest.raises(SpecError, match=r"kvcache_free_gpu_mem_frac 1.5 for the offline"):
+        sem.kv_fraction_of("kvcache_free_gpu_mem_frac 1.5", "offline", "", "f.csv:2")
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    row = (
+        "s,Llama-2-70B,FP8,H200 SXM,1,TP1,{batch},1000,1000,throughput_total,3000,output tok/s,"
+        "{engine} offline"
+    )
+    path = tmp_path / "k.csv"
+    path.write_text(
+        "\n".join(
+            [
+                head,
+                row.format(batch="max batch 4096", engine="TensorRT-LLM 1.0"),
+                row.format(
+                    batch="max batch 4096; kvcache_free_gpu_mem_frac 0.98",
+                    engine="TensorRT-LLM 1.0",
+                ),
+                row.format(
+                    batch="max batch 4096; kvcache_free_gpu_mem_frac 0.98", engine="vLLM 0.10"
+                ),
+            ]
+        )
+        + "\n"
+    )
+    plain, more, vllm = load_measured(path)
+    assert (plain.kv_cache_fraction, more.kv_cache_fraction) == (None, 0.98)
+    got = predicting.row_engine(more, predicting.preset("achievable"))
+    assert got.profile.kv_cache_memory_fraction == 0.98
+    assert "KV cache 0.98 of the free memory as stated" in got.label
+    assert predicting.row_engine(vllm, predicting.preset("achievable")).startswith(
+        "unresolved: kvcache_free_gpu_mem_frac is a share of the memory left after the weights"
+    )
+    table = predicting.compare(path, "achievable").table
+    assert list(table.status[:2]) == ["ok", "ok"], list(table.status)
+    assert table.predicted.iloc[1] > table.predicted.iloc[0]  # cache-bound: more requests
+
+
 def test_a_zero_token_budget_is_refused_for_its_row_alone(tmp_path):
     """A stated budget of 0 tokens is that row's reason, not the engine's default in silence."""
     head = (

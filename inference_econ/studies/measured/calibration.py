@@ -245,8 +245,9 @@ def _pair(errors: dict, sep: str, median: str = "", p90: str = "") -> str:
 
 #: Terms a run sets on its engine's profile and the fit never touches: the share of the host
 #: overheads a step waits for, by the runtime the row's harness or version names (§F5), and
-#: whether its engine was built with each GEMM and its all-reduce fused, as the row states (§F6).
-RUN_TERMS = ("host_overhead_exposed", "gemm_allreduce_overlap")
+#: whether its engine was built with each GEMM and its all-reduce fused (§F6) and the share of
+#: memory its KV cache was given (§F8), as the row states them.
+RUN_TERMS = ("host_overhead_exposed", "gemm_allreduce_overlap", "kv_cache_memory_fraction")
 
 
 def with_run_terms(profile: EngineProfile, run: EngineProfile) -> EngineProfile:

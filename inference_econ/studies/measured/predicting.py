@@ -151,6 +151,14 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         unknown = False
     if row.fused_allreduce:  # as the row states its engine was built (§F6)
         prof = prof.with_terms(gemm_allreduce_overlap=1.0)
+    if row.kv_cache_fraction is not None:  # as the row states its engine was run (§F8)
+        if prof.kv_cache_fraction_of != "free":
+            return (
+                f"unresolved: kvcache_free_gpu_mem_frac is a share of the memory left "
+                f"after the weights, and {prof.name} sizes its KV cache from all memory "
+                f"(state its own knob, or run the row under --engine trtllm)"
+            )
+        prof = prof.with_terms(kv_cache_memory_fraction=row.kv_cache_fraction)
     # per instance: ``for_layout`` spreads it over attention ranks itself; with attention DP
     # each rank schedules its own requests (``EngineConfig.rank_scheduling``)
     config = EngineConfig(
@@ -168,6 +176,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         label += f", {budget:,} tokens a step as stated"
     if row.fused_allreduce:
         label += ", GEMM and all-reduce fused as stated"
+    if row.kv_cache_fraction is not None:
+        label += f", KV cache {row.kv_cache_fraction:g} of the free memory as stated"
     if unknown:
         label += ", host overheads charged"
     if harness:
@@ -932,6 +942,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.batch_cap,
         r.token_budget,
         r.fused_allreduce,
+        r.kv_cache_fraction,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),

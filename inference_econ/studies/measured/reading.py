@@ -95,6 +95,10 @@ class MeasuredRow:
     token_budget: float | None = None
     #: The row states its engine fuses each row-parallel GEMM with its all-reduce (§F6).
     fused_allreduce: bool = False
+    #: The share of the memory left after the weights its engine gives the KV cache, as the
+    #: row states it (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, §F8); None: the
+    #: engine's default.
+    kv_cache_fraction: float | None = None
     limits: tuple[float, float] | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
@@ -545,6 +549,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
     budget = sem.budget_of(rec.get("batch_or_concurrency"), scenario, context, where)
     fused = sem.fused_allreduce_of(rec.get("batch_or_concurrency"), scenario, context, where)
+    kv_fraction = sem.kv_fraction_of(rec.get("batch_or_concurrency"), scenario, context, where)
     engine = sem.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:
         _engine_profile(engine.name)
@@ -570,6 +575,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         batch_cap=cap,
         token_budget=budget,
         fused_allreduce=fused,
+        kv_cache_fraction=kv_fraction,
         engine=engine.name,
         engine_version=engine.version,
         platform=engine.platform,

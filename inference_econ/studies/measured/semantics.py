@@ -575,7 +575,7 @@ def lead_number(cell) -> float | None:
     if number(text) is not None or not rest:
         return number(text)
     pieces = [p for p in rest.split(";") if p.strip()]
-    if all(_BUDGET.search(p) or _FUSED_FLAG.search(p) for p in pieces):
+    if all(_BUDGET.search(p) or _FUSED_FLAG.search(p) or _KV_FRACTION.search(p) for p in pieces):
         return number(head)
     return None
 
@@ -704,6 +704,41 @@ def fused_allreduce_of(text, scenario: str | None, notes: str = "", where: str =
             "('Server: gemm_allreduce_plugin float16; Offline: gemm_allreduce_plugin None')",
         )
     return said == {True}
+
+
+#: TensorRT-LLM's share of the memory left after the weights that its KV cache takes
+#: ("kvcache_free_gpu_mem_frac 0.95", "kv_cache_free_gpu_mem_fraction=0.9").
+_KV_FRACTION = re.compile(
+    r"kv[\s_-]*cache[\s_-]*free[\s_-]*gpu[\s_-]*mem(?:ory)?[\s_-]*frac(?:tion)?['\"]?"
+    r"\s*[:=]?\s*([\d.]+)",
+    re.I,
+)
+
+
+def kv_fraction_of(text, scenario: str | None, notes: str = "", where: str = "") -> float | None:
+    """The share of the memory left after the weights that a row states its engine gives the
+    KV cache (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, docs/model.md §F8), in
+    ``batch_or_concurrency`` or else the notes (the row's scenario part); None where neither
+    states one. A value outside (0, 1], or two values for one scenario, is the row's
+    ``SpecError``."""
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        found = {
+            float(m.group(1))
+            for m in _KV_FRACTION.finditer(scenario_part(cell, scenario).text)
+            if re.fullmatch(r"\d*\.?\d+", m.group(1))
+        }
+        bad = [v for v in found if not 0.0 < v <= 1.0]
+        if bad or len(found) > 1:
+            raise SpecError(
+                where,
+                field,
+                f"kvcache_free_gpu_mem_frac {', '.join(f'{v:g}' for v in sorted(found))} for "
+                f"the {scenario} scenario",
+                "state one fraction in (0, 1] for each scenario",
+            )
+        if found:
+            return found.pop()
+    return None
 
 
 #: Engines whose batch cap counts the requests of one attention data-parallel rank, not of the
