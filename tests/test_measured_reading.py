@@ -664,8 +664,39 @@ def test_two_budgets_for_one_scenario_are_refused_not_the_first_taken():
     cell = "Server: max batch 512; max_num_tokens 2560; Offline: max batch 512; max_num_tokens 1536"
     with pytest.raises(SpecError, match=r"states 2 token budgets for the offline scenario"):
         sem.budget_of(cell, "offline", "", "f.csv:2")
-    labelled = "Server: max_num_tokens 2560 | Offline: max_num_tokens 1536"
+    labelled = (
+        "Server: max batch 512, max_num_tokens 2560; Offline: max batch 256, max_num_tokens 1536"
+    )
     assert [sem.budget_of(labelled, sc) for sc in ("server", "offline")] == [2560, 1536]
+    assert [sem.batch_of(labelled, sc)[1] for sc in ("server", "offline")] == [512, 256]
+    assert sem.number("1,4,16,64") is None and sem.number("12,000") == 12000
+    assert sem.lead_number("1,4,16,64; max_num_tokens 2048") is None  # a sweep, not a number
+    assert sem.lead_number("64; kvcache_free_gpu_mem_frac 0.95") == 64
+
+
+def test_disaggregated_decode_workers_state_their_own_budget(tmp_path):
+    """The decode workers' budget and KV share come first where the notes give each pool its
+    own; the prefill workers' do not make the row ambiguous."""
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    notes = (
+        "TensorRT-LLM 1.0; disaggregated; p99 TTFT<=2000ms, p99 TPOT<=80ms; 2 prefill workers "
+        "of 4 GPUs each (tp 4, max_num_tokens 8192, kvcache_free_gpu_mem_frac 0.85); 1 decode "
+        "worker of 8 GPUs (tp 8, max_batch_size 64, max_num_tokens 512, "
+        "kvcache_free_gpu_mem_frac 0.95)"
+    )
+    row = (
+        "s,Llama-3.3-70B,FP8,H100 SXM,16,,n/a,2000,200,throughput_total,2000,output tok/s,"
+        f'"Server; {notes}"'
+    )
+    path = tmp_path / "d.csv"
+    path.write_text(head + "\n" + row + "\n")
+    (r,) = load_measured(path)
+    assert r.resolved, r.status
+    assert (r.disaggregated, r.decode_gpus, r.batch_cap) == (True, 8, 64), r
+    assert (r.token_budget, r.kv_cache_fraction) == (512, 0.95)
 
 
 def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
@@ -734,6 +765,8 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
         ("", "gemm_allreduce_plugin enabled", "server", True),
         ("", "GEMM+all-reduce fusion disabled", "server", False),
         ("", "gemm_allreduce fused", "server", True),
+        ("", "built without gemm_allreduce_plugin", "server", False),
+        ("", "gemm_allreduce_plugin (float16)", "server", True),
     ],
 )
 def test_fused_gemm_allreduce_statements(text, notes, scenario, fused):
@@ -838,8 +871,16 @@ def test_a_stated_kv_cache_fraction_sizes_the_engines_cache(tmp_path):
     assert sem.kv_fraction_of("max batch 896; kvcache_free_gpu_mem_frac 0.95", "offline") == 0.95
     assert sem.kv_fraction_of("", "server", "'kvcache_free_gpu_mem_frac': 0.9,") == 0.9
     assert sem.kv_fraction_of("max batch 896", "server") is None
-    with pytest.raises(SpecError, match=r"kvcache_free_gpu_mem_frac 1.5 for the offline"):
-        sem.kv_fraction_of("kvcache_free_gpu_mem_frac 1.5", "offline", "", "f.csv:2")
+    assert sem.kv_fraction_of("", "offline", "kvcache_free_gpu_mem_frac 0.95.") == 0.95
+    # TensorRT-LLM's performance tables give a range: its lower end, the least cache
+    assert sem.kv_fraction_of("", "offline", "kv_cache_free_gpu_mem_fraction 0.9-0.95") == 0.9
+    for bad in ("1.5", "0.005", "95%", "0.9.1"):
+        with pytest.raises(SpecError, match=r"is not read \(give a fraction from 0.01 to 1"):
+            sem.kv_fraction_of(f"kvcache_free_gpu_mem_frac {bad}", "offline", "", "f.csv:2")
+    with pytest.raises(SpecError, match=r"kvcache_free_gpu_mem_frac 0.9, 0.95 for the offline"):
+        sem.kv_fraction_of(
+            "kvcache_free_gpu_mem_frac 0.9; kvcache_free_gpu_mem_frac 0.95", "offline"
+        )
     head = (
         "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
         "output_len,metric,value,unit,notes"
@@ -871,7 +912,7 @@ def test_a_stated_kv_cache_fraction_sizes_the_engines_cache(tmp_path):
     assert got.profile.kv_cache_memory_fraction == 0.98
     assert "KV cache 0.98 of the free memory as stated" in got.label
     assert predicting.row_engine(vllm, predicting.preset("achievable")).startswith(
-        "unresolved: kvcache_free_gpu_mem_frac is a share of the memory left after the weights"
+        "unresolved: engine 'vllm': the row states kvcache_free_gpu_mem_frac"
     )
     table = predicting.compare(path, "achievable").table
     assert list(table.status[:2]) == ["ok", "ok"], list(table.status)

@@ -154,9 +154,9 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     if row.kv_cache_fraction is not None:  # as the row states its engine was run (§F8)
         if prof.kv_cache_fraction_of != "free":
             return (
-                f"unresolved: kvcache_free_gpu_mem_frac is a share of the memory left "
-                f"after the weights, and {prof.name} sizes its KV cache from all memory "
-                f"(state its own knob, or run the row under --engine trtllm)"
+                f"unresolved: engine {prof.name!r}: the row states kvcache_free_gpu_mem_frac, "
+                "TensorRT-LLM's share of the memory left after the weights, and this engine "
+                "sizes its KV cache from all memory (drop the statement from this row)"
             )
         prof = prof.with_terms(kv_cache_memory_fraction=row.kv_cache_fraction)
     # per instance: ``for_layout`` spreads it over attention ranks itself; with attention DP

@@ -547,9 +547,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     bits = _as_released(sem.precision_of(rec.get("precision")), base["arch"])
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
-    budget = sem.budget_of(rec.get("batch_or_concurrency"), scenario, context, where)
-    fused = sem.fused_allreduce_of(rec.get("batch_or_concurrency"), scenario, context, where)
-    kv_fraction = sem.kv_fraction_of(rec.get("batch_or_concurrency"), scenario, context, where)
+    cell = rec.get("batch_or_concurrency")
     engine = sem.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:
         _engine_profile(engine.name)
@@ -558,9 +556,17 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     )
     serving = decode_gpus if disaggregated and decode_gpus else gpus
     prefill_layout = sem.prefill_pool_of(rec, context, where) if disaggregated else None
-    if decode_text:  # the decode instances' own cap ("max_batch_size 64")
+    budget = kv_fraction = None
+    if decode_text:  # the decode instances' own cap, budget and cache ("max_batch_size 64")
         cap = sem.batch_of("", scenario, decode_text)[1] or cap
-        budget = sem.budget_of("", scenario, decode_text) or budget
+        budget = sem.budget_of("", scenario, decode_text, where)
+        kv_fraction = sem.kv_fraction_of("", scenario, decode_text, where)
+    # the row's own where the decode workers state none (the cell first, then the notes)
+    if budget is None:
+        budget = sem.budget_of(cell, scenario, context, where)
+    if kv_fraction is None:
+        kv_fraction = sem.kv_fraction_of(cell, scenario, context, where)
+    fused = sem.fused_allreduce_of(cell, scenario, context, where)
     layout = (
         sem.layout_of(decode_text, serving, where)
         if decode_text

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from ...errors import SpecError
 from ...settings import MAX_TOKENS
-from ...specs.engine import LIMITS_PER_ATTENTION_RANK
+from ...specs.engine import BY_TERM, LIMITS_PER_ATTENTION_RANK
 
 # --- metrics ----------------------------------------------------------------------------------
 
@@ -193,9 +193,13 @@ def basis_of_unit(unit: str) -> str | None:
 
 
 def number(text) -> float | None:
-    """A plain number (None if the text is not one)."""
+    """A plain number (None if the text is not one); commas only as thousands separators
+    ("1,024"), so a list such as "1,4,16,64" is not read as one number."""
+    raw = str(text).strip().rstrip(",")  # "512," of "max batch 512, max_num_tokens 2560"
+    if "," in raw and not re.fullmatch(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?", raw):
+        return None
     try:
-        value = float(str(text).strip().replace(",", ""))
+        value = float(raw.replace(",", ""))
     except ValueError:
         return None
     return value
@@ -643,8 +647,9 @@ def budget_of(text, scenario: str | None, notes: str = "", where: str = "") -> f
                 field,
                 f"states {len(found)} token budgets for the {scenario} scenario "
                 f"({', '.join(f'{v:g}' for v in sorted(found))})",
-                "give each scenario's items a label of their own ('Server: max_num_tokens "
-                "2560 | Offline: max_num_tokens 1536')",
+                "a label claims its text up to the next ';': join each scenario's items with "
+                "commas ('Server: max batch 512, max_num_tokens 2560; Offline: max batch 512, "
+                "max_num_tokens 1536')",
             )
         if found:
             return found.pop()
@@ -656,8 +661,9 @@ def budget_of(text, scenario: str | None, notes: str = "", where: str = "") -> f
 #: 'bfloat16'"), its PyTorch runtime's switch ("TRTLLM_GEMM_ALLREDUCE_FUSION_ENABLED=1"), or
 #: in words ("GEMM+all-reduce fused", "fused GEMM-AllReduce", "GEMM and all-reduce fusion").
 _FUSED_FLAG = re.compile(
+    r"(\b(?:no|not|without)\s+)?"
     r"gemm[\s_-]*all[\s_-]*reduce[\s_-]*(?:plugin|fusion[\s_-]*enabled)['\"]?"
-    r"(?:\s*[:=]\s*|\s+(?:is\s+)?)?['\"]?([\w.]*)",
+    r"(?:\s*[:=]\s*|\s+(?:is\s+)?)?[('\"]?([\w.]*)",
     re.I,
 )
 #: Values of the flag that fuse (a data type, or on) and that do not.
@@ -684,12 +690,15 @@ def fused_allreduce_of(text, scenario: str | None, notes: str = "", where: str =
     for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
         part = scenario_part(cell, scenario).text
         for flag in _FUSED_FLAG.finditer(part):
-            value = flag.group(1).lower()
+            if flag.group(1):  # "built without gemm_allreduce_plugin"
+                said.add(False)
+                continue
+            value = flag.group(2).lower()
             if value not in _FUSED_ON | _FUSED_OFF:
                 raise SpecError(
                     where,
                     field,
-                    f"gemm_allreduce_plugin {flag.group(1) or '(no value)'!r} is not read",
+                    f"gemm_allreduce_plugin {flag.group(2) or '(no value)'!r} is not read",
                     "give a type (float16, bfloat16) or on to fuse, None or disable not to",
                 )
             said.add(value in _FUSED_ON)
@@ -710,31 +719,44 @@ def fused_allreduce_of(text, scenario: str | None, notes: str = "", where: str =
 #: ("kvcache_free_gpu_mem_frac 0.95", "kv_cache_free_gpu_mem_fraction=0.9").
 _KV_FRACTION = re.compile(
     r"kv[\s_-]*cache[\s_-]*free[\s_-]*gpu[\s_-]*mem(?:ory)?[\s_-]*frac(?:tion)?['\"]?"
-    r"\s*[:=]?\s*([\d.]+)",
+    r"\s*[:=]?\s*['\"]?([^\s;,)'\"|]*)",
     re.I,
 )
+#: The bounds of the profile's ``kv_cache_memory_fraction`` (``specs.engine.BY_TERM``).
+_KV_TERM = BY_TERM["kv_cache_memory_fraction"]
 
 
 def kv_fraction_of(text, scenario: str | None, notes: str = "", where: str = "") -> float | None:
     """The share of the memory left after the weights that a row states its engine gives the
     KV cache (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, docs/model.md §F8), in
     ``batch_or_concurrency`` or else the notes (the row's scenario part); None where neither
-    states one. A value outside (0, 1], or two values for one scenario, is the row's
+    states one; a range ("0.9-0.95") is read as its lower end. A value it cannot read or
+    outside the profile term's bounds (0.01-1), or two values for one scenario, is the row's
     ``SpecError``."""
     for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
-        found = {
-            float(m.group(1))
-            for m in _KV_FRACTION.finditer(scenario_part(cell, scenario).text)
-            if re.fullmatch(r"\d*\.?\d+", m.group(1))
-        }
-        bad = [v for v in found if not 0.0 < v <= 1.0]
-        if bad or len(found) > 1:
+        found = set()
+        for m in _KV_FRACTION.finditer(scenario_part(cell, scenario).text):
+            raw = m.group(1)[:-1] if m.group(1).endswith(".") else m.group(1)  # "... 0.95."
+            # a range ("0.9-0.95", TensorRT-LLM's performance tables) is read as its lower
+            # end: the least cache the runs had
+            raw = re.sub(r"^(\d*\.?\d+)-\d*\.?\d+$", r"\1", raw)
+            value = number(raw) if re.fullmatch(r"\d*\.?\d+", raw) else None
+            if value is None or not _KV_TERM.minimum <= value <= _KV_TERM.maximum:
+                raise SpecError(
+                    where,
+                    field,
+                    f"kvcache_free_gpu_mem_frac {m.group(1) or '(no value)'!r} is not read",
+                    f"give a fraction from {_KV_TERM.minimum:g} to {_KV_TERM.maximum:g} "
+                    "(0.95, not 95%)",
+                )
+            found.add(value)
+        if len(found) > 1:
             raise SpecError(
                 where,
                 field,
                 f"kvcache_free_gpu_mem_frac {', '.join(f'{v:g}' for v in sorted(found))} for "
                 f"the {scenario} scenario",
-                "state one fraction in (0, 1] for each scenario",
+                "state one fraction for each scenario",
             )
         if found:
             return found.pop()
