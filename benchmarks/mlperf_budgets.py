@@ -56,13 +56,18 @@ def runtime_budget(text: str | None) -> tuple[int | None, str]:
     return (int(m.group(1)), "max_num_tokens") if m else (None, "")
 
 
+def live_lines(text: str | None) -> str:
+    """A configuration's text without its commented-out lines."""
+    return "\n".join(
+        line for line in (text or "").splitlines() if not line.lstrip().startswith("#")
+    )
+
+
 def fused_allreduce(text: str | None) -> str | None:
     """The type a configuration builds ``gemm_allreduce_plugin`` with ("float16"), or None
     where it sets none (or None); commented-out lines are not read, and the first setting
     that names it is the one taken (the custom harness's, listed first, as for the budget)."""
-    live = "\n".join(
-        line for line in (text or "").splitlines() if not line.lstrip().startswith("#")
-    )
+    live = live_lines(text)
     m = re.search(r"'gemm_allreduce_plugin':\s*'?(\w+)'?", live)
     return m.group(1) if m and m.group(1) not in ("None", "disable") else None
 
@@ -70,9 +75,7 @@ def fused_allreduce(text: str | None) -> str | None:
 def kv_fraction(text: str | None) -> str | None:
     """TensorRT-LLM's ``kvcache_free_gpu_mem_frac`` a configuration runs with (its runtime
     flags, the first setting that names it; commented-out lines not read), or None."""
-    live = "\n".join(
-        line for line in (text or "").splitlines() if not line.lstrip().startswith("#")
-    )
+    live = live_lines(text)
     if "trtllm_runtime_flags" not in live:
         return None
     m = re.search(r"'kvcache_free_gpu_mem_frac':\s*([\d.]+)", live)
