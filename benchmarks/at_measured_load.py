@@ -11,7 +11,12 @@ point. Only runs with a throughput row and a stated layout are taken (one candid
 the submitter ran it); a run whose measured load exceeds what the model's engine holds shows a
 TTFT that grows without bound (its queue never drains).
 
-    PYTHONPATH=. python benchmarks/at_measured_load.py [FILE] [-o runs.csv]
+``--factors 0.9,1,1.1`` runs each at those multiples of its measured load as well and prints
+the median model-over-measured ratio of each latency at each: how far a figure moves when the
+operating point moves, which is how ill-conditioned a prediction read at the most load the
+limits allow is (docs/validation.md, "How far a latency moves with the load").
+
+    PYTHONPATH=. python benchmarks/at_measured_load.py [FILE] [-o runs.csv] [--factors F,...]
 
 FILE: a measured-rows CSV (default ``tests/data/benchmarks_test_mlperf_newer.csv``).
 """
@@ -19,6 +24,7 @@ FILE: a measured-rows CSV (default ``tests/data/benchmarks_test_mlperf_newer.csv
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -51,7 +57,7 @@ def runs(rows) -> dict[str, list[int]]:
     return out
 
 
-def at_load(rows, plan, run: str, idx: list[int]) -> list[dict]:
+def at_load(rows, plan, run: str, idx: list[int], factors=(1.0,)) -> list[dict]:
     thr = [i for i in idx if rows[i].metric.quantity == "throughput"]
     lat = [i for i in idx if rows[i].metric.quantity in LATENCIES]
     if not thr or not lat:
@@ -68,31 +74,44 @@ def at_load(rows, plan, run: str, idx: list[int]) -> list[dict]:
     tokens_per_s = r.value * pr._unit_scale(r) * r.per_count  # the system's output tokens/s
     rate = tokens_per_s / case.output[0]
     requests = rp.server_requests(case, rp.estimate(case, inst))
-    res = rp._run(case, inst, requests, rate, None)
-    got = {
-        "tpot": res.tpot_s.mean,
-        "tpot_p99": res.tpot_s.p99,
-        "ttft": res.ttft_s.mean,
-        "ttft_p99": res.ttft_s.p99,
-    }
     out = []
-    for j in lat:
-        q = rows[j].metric.quantity
-        measured = rows[j].value * pr._unit_scale(rows[j])
-        out.append(
-            {
-                "run": run,
-                "model": r.arch.name,
-                "gpu": r.gpu.name,
-                "bits": r.bits[0],
-                "scenario": r.scenario,
-                "quantity": q,
-                "measured": measured,
-                "at_measured_load": got[q],
-                "ratio": got[q] / measured,
-            }
-        )
+    for factor in factors:
+        res = rp._run(case, inst, requests, rate * factor, None)
+        got = {
+            "tpot": res.tpot_s.mean,
+            "tpot_p99": res.tpot_s.p99,
+            "ttft": res.ttft_s.mean,
+            "ttft_p99": res.ttft_s.p99,
+        }
+        for j in lat:
+            q = rows[j].metric.quantity
+            measured = rows[j].value * pr._unit_scale(rows[j])
+            out.append(
+                {
+                    "run": run,
+                    "model": r.arch.name,
+                    "gpu": r.gpu.name,
+                    "bits": r.bits[0],
+                    "scenario": r.scenario,
+                    "quantity": q,
+                    "load_factor": factor,
+                    "measured": measured,
+                    "at_measured_load": got[q],
+                    "ratio": got[q] / measured,
+                }
+            )
     return out
+
+
+def parse_factors(text: str) -> tuple[float, ...]:
+    """``--factors``: positive finite multiples of the measured load, 1 among them."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        fail(f"--factors {text!r}: write positive numbers joined by commas, e.g. 0.9,1,1.1")
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        fail(f"--factors {text!r}: each factor must be a positive finite number, e.g. 0.9,1,1.1")
+    return tuple(sorted(set(values) | {1.0}))
 
 
 def summary(t: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -112,7 +131,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT)
     parser.add_argument("-o", "--out", type=Path, help="write every figure here (CSV)")
+    parser.add_argument(
+        "--factors", default="1", help="multiples of the measured load to run at (e.g. 0.9,1,1.1)"
+    )
     args = parser.parse_args(argv)
+    factors = parse_factors(args.factors)
     if not args.file.is_file():
         fail(f"{args.file}: no such file; pass a measured-rows CSV")
     t0 = time.process_time()
@@ -120,7 +143,7 @@ def main(argv=None) -> int:
     plan = pr.build_plan(rows, "achievable")
     lines = []
     for run, idx in runs(rows).items():
-        lines += at_load(rows, plan, run, idx)
+        lines += at_load(rows, plan, run, idx, factors)
     if not lines:
         print("no Server or Interactive run with a throughput row and a stated layout")
         return 0
@@ -128,6 +151,14 @@ def main(argv=None) -> int:
     if args.out:
         write_csv(t, args.out, float_format="%.6g")
     fmt = lambda x: f"{x:.3f}"  # noqa: E731
+    if len(factors) > 1:
+        by_factor = t.pivot_table(
+            index=["scenario", "quantity"], columns="load_factor", values="ratio", aggfunc="median"
+        )
+        by_factor.columns = [f"x{f:g} load" for f in by_factor.columns]
+        print("Model over measured, median, at multiples of each run's measured load:")
+        print(by_factor.to_string(float_format=fmt) + "\n")
+    t = t[t.load_factor == 1.0]
     print(f"{t.run.nunique()} runs, {len(t)} latency figures of {args.file.name}\n")
     print(summary(t, ["scenario", "quantity"]).to_string(index=False, float_format=fmt))
     mean_tpot = t[t.quantity == "tpot"]

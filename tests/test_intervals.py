@@ -324,6 +324,36 @@ def test_the_measured_results_scripts_refuse_a_file_they_cannot_read(script, tmp
     assert e.value.code == 2 and str(tmp_path) in capsys.readouterr().err
 
 
+def test_at_measured_load_moves_the_load_as_asked(tmp_path, capsys):
+    """``at_measured_load.py --factors``: one MLPerf v5.1 run (Llama 2 70B Interactive on 8
+    B200, NVIDIA's rows of the newer file) at 0.9, 1 and 1.1 x the load it measured. More load
+    is never a faster mean TPOT or a shorter p99 TTFT; each ratio is the model's figure over the
+    measured one; factors that are not positive finite numbers are one line and exit 2."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    rows = pd.read_csv(root / "tests" / "data" / "benchmarks_test_mlperf_newer.csv")
+    run = rows.iloc[559:564]  # its throughput row and four latency rows
+    assert run.source.nunique() == 1 and (run.metric == "throughput_total").sum() == 1
+    src, out = tmp_path / "run.csv", tmp_path / "out.csv"
+    run.to_csv(src, index=False)
+    m = _bench("at_measured_load")
+    assert m.main([str(src), "--factors", "1.1,0.9", "-o", str(out)]) == 0
+    t = pd.read_csv(out)
+    assert sorted(t.load_factor.unique()) == [0.9, 1.0, 1.1] and len(t) == 12
+    assert np.allclose(t.ratio, t.at_measured_load / t.measured)
+    for q in ("tpot", "ttft_p99"):
+        got = t[t.quantity == q].sort_values("load_factor").at_measured_load.to_numpy()
+        assert np.all(np.diff(got) > 0), (q, got)
+    assert "x1.1 load" in capsys.readouterr().out
+    for bad in ("0,1", "nan", "1,x", "-1"):
+        with pytest.raises(SystemExit) as e:
+            m.main([str(src), "--factors", bad])
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--factors" in err[0], err
+
+
 def test_the_other_submitters_oracle_by_hand():
     """config_scatter.py's floor: a row is predicted by the median of the other submitters'
     rows of its configuration; a configuration one submitter alone measured is left out."""
