@@ -12,6 +12,15 @@ elementwise passes and logits, the GEMM roofline (its weight reads apart), and t
 (context and fixed per-request positions) against attention arithmetic. Every number comes from
 ``efficiency.combine`` on the row's own ``StepWork`` under its engine profile, as the prediction
 does. Run it from the repository with ``PYTHONPATH=.`` to use this checkout's package.
+
+``--step LINE:DECODING:CONTEXT:PROMPT`` breaks down one step of the engine a row the load
+engine runs (Offline, Server or Interactive) runs on instead (the row on line LINE of
+``--file``, on the layout it states):
+DECODING requests each decoding one token at mean context CONTEXT, and one prompt chunk of
+PROMPT tokens (0: a decode-only step).
+
+    python benchmarks/step_breakdown.py --file tests/data/benchmarks_test_mlperf_newer.csv \
+        --step 561:202:359:222
 """
 
 from __future__ import annotations
@@ -24,9 +33,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
+
+from measured_files import fail, measured_rows  # noqa: E402
 
 from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
+from inference_econ.model.mixed_step import mixed_step_work  # noqa: E402
+from inference_econ.serving.load.engine import layout_search  # noqa: E402
 from inference_econ.studies.measured import predicting as pr  # noqa: E402
+from inference_econ.studies.measured import replay as rp  # noqa: E402
 from inference_econ.studies.measured.reading import load_measured  # noqa: E402
 
 TRAIN = Path(__file__).resolve().parent.parent / "tests" / "data" / "benchmarks_train.csv"
@@ -63,13 +78,65 @@ def parts_ms(work: StepWork, prof) -> dict:
     }
 
 
+SHOWN = ("layer", "host", "gemm fixed", "collectives", "elementwise", "logits", "gemm")
+SHOWN += ("(weights)", "kv/attention", "(kv requests)")
+
+
+def parse_step(text: str) -> tuple[int, float, float, float]:
+    """``--step LINE:DECODING:CONTEXT:PROMPT``: a row's line and a step's shape."""
+    parts = text.split(":")
+    try:
+        line, decoding, context, prompt = int(parts[0]), *map(float, parts[1:])
+    except ValueError:
+        line, decoding, context, prompt = -1, 0.0, 0.0, 0.0
+    if len(parts) != 4 or line < 2 or not (decoding >= 0 and context >= 0 and prompt >= 0):
+        fail(f"--step {text!r}: write LINE:DECODING:CONTEXT:PROMPT, e.g. 561:202:359:222")
+    if not (decoding + prompt > 0 and max(decoding, context, prompt) < 1e9):
+        fail(f"--step {text!r}: a step needs a decoding request or a prompt token, each < 1e9")
+    return line, decoding, context, prompt
+
+
+def one_engine_step(path: str, spec: str) -> int:
+    """``--step``: the parts of one step of the engine the row on line LINE runs on."""
+    line, decoding, context, prompt = parse_step(spec)
+    rows = measured_rows(Path(path))
+    if line - 2 >= len(rows):
+        fail(f"--step {spec!r}: {path} has no line {line} (its last row is line {len(rows) + 1})")
+    plan = pr.build_plan([rows[line - 2]], "achievable")  # that row alone: rows are independent
+    cases = [c for (i, _), c in plan.load.items() if i == 0]
+    if len(cases) != 1:
+        fail(
+            f"--step {spec!r}: line {line} of {path} is not a row the load engine runs on one "
+            "stated layout (an MLPerf-style row that states its layout); pick another line"
+        )
+    inst = rp.instance(cases[0])
+    search = layout_search(inst.setting, inst.gpus)
+    arr = lambda v: np.array([v])  # noqa: E731
+    work = mixed_step_work(
+        search.model, search.prefill_work, inst.layout, arr(decoding), arr(context), arr(prompt)
+    )
+    parts = {k: float(np.ravel(v)[0]) for k, v in parts_ms(work, search.model.profile).items()}
+    row = rows[line - 2]
+    print(
+        f"line {line}: {row.arch.name} on {inst.gpus} x {row.gpu.name}, layout "
+        f"{inst.layout.describe()}; a step of {decoding:g} decoding requests at context "
+        f"{context:g} and a {prompt:g}-token prompt chunk: {1e3 * parts['total']:.2f} ms"
+    )
+    for key in SHOWN:
+        print(f"  {key:14s} {1e3 * parts[key]:8.3f} ms ({parts[key] / parts['total']:.0%})")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", default=str(TRAIN), help="measured rows (CSV)")
     parser.add_argument("--source", default="perf-overview", help="part of the source group")
     parser.add_argument("--model", action="append", help="only these models (repeatable)")
     parser.add_argument("--gpu", action="append", help="only these GPUs (repeatable)")
+    parser.add_argument("--step", help="LINE:DECODING:CONTEXT:PROMPT: one step of a row's engine")
     args = parser.parse_args()
+    if args.step is not None:
+        return one_engine_step(args.file, args.step)
     rows = [
         r
         for r in load_measured(args.file)
@@ -94,8 +161,6 @@ def main() -> int:
     pts = pr.Points.of(plan)
     work = plan.step_work()
     profiles = [g.model.profile for g in plan.groups for _ in g.D]
-    shown = ("layer", "host", "gemm fixed", "collectives", "elementwise", "logits", "gemm")
-    shown += ("(weights)", "kv/attention", "(kv requests)")
     print("row  model  GPU  in/out  layout  batch  step_ms  predicted  measured  error")
     print("     parts: ms (share of the step)")
     for k in range(len(pts.row)):
@@ -115,7 +180,7 @@ def main() -> int:
             f"{1e3 * step:.2f}  {predicted:.0f}  {measured:.0f}  {predicted / measured - 1:+.3f}"
         )
         text = [
-            f"{key} {1e3 * float(mean[key]):.2f} ({float(mean[key]) / step:.0%})" for key in shown
+            f"{key} {1e3 * float(mean[key]):.2f} ({float(mean[key]) / step:.0%})" for key in SHOWN
         ]
         print("     " + ", ".join(text) + f"; {float(mean['sequences']):.0f} sequences a step")
     return 0
