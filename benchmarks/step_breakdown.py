@@ -96,27 +96,36 @@ def parse_step(text: str) -> tuple[int, float, float, float]:
     return line, decoding, context, prompt
 
 
-def one_engine_step(path: str, spec: str) -> int:
-    """``--step``: the parts of one step of the engine the row on line LINE runs on."""
-    line, decoding, context, prompt = parse_step(spec)
+def engine_step_parts(path: str, line: int, shapes) -> tuple[object, object, list[dict]]:
+    """(row, instance, parts of each step) of the engine the row on line ``line`` of ``path``
+    runs on: ``shapes`` are (decoding requests, their mean context, prompt-chunk tokens); each
+    step's parts in seconds (``parts_ms``'s keys), from one plan of that row alone."""
     rows = measured_rows(Path(path))
     if line - 2 >= len(rows):
-        fail(f"--step {spec!r}: {path} has no line {line} (its last row is line {len(rows) + 1})")
+        fail(f"--step: {path} has no line {line} (its last row is line {len(rows) + 1})")
     plan = pr.build_plan([rows[line - 2]], "achievable")  # that row alone: rows are independent
     cases = [c for (i, _), c in plan.load.items() if i == 0]
     if len(cases) != 1:
         fail(
-            f"--step {spec!r}: line {line} of {path} is not a row the load engine runs on one "
-            "stated layout (an MLPerf-style row that states its layout); pick another line"
+            f"--step: line {line} of {path} is not a row the load engine runs on one stated "
+            "layout (an MLPerf-style row that states its layout); pick another line"
         )
     inst = rp.instance(cases[0])
     search = layout_search(inst.setting, inst.gpus)
-    arr = lambda v: np.array([v])  # noqa: E731
+    decoding, context, prompt = (np.array([s[k] for s in shapes], dtype=float) for k in range(3))
     work = mixed_step_work(
-        search.model, search.prefill_work, inst.layout, arr(decoding), arr(context), arr(prompt)
+        search.model, search.prefill_work, inst.layout, decoding, context, prompt
     )
-    parts = {k: float(np.ravel(v)[0]) for k, v in parts_ms(work, search.model.profile).items()}
-    row = rows[line - 2]
+    n = len(shapes)
+    parts = {k: np.broadcast_to(v, (n,)) for k, v in parts_ms(work, search.model.profile).items()}
+    out = [{k: float(v[j]) for k, v in parts.items()} for j in range(n)]
+    return rows[line - 2], inst, out
+
+
+def one_engine_step(path: str, spec: str) -> int:
+    """``--step``: the parts of one step of the engine the row on line LINE runs on."""
+    line, decoding, context, prompt = parse_step(spec)
+    row, inst, (parts,) = engine_step_parts(path, line, [(decoding, context, prompt)])
     print(
         f"line {line}: {row.arch.name} on {inst.gpus} x {row.gpu.name}, layout "
         f"{inst.layout.describe()}; a step of {decoding:g} decoding requests at context "

@@ -355,42 +355,37 @@ def test_at_measured_load_moves_the_load_as_asked(tmp_path, capsys):
 
 
 def test_step_breakdown_of_one_engine_step(tmp_path, capsys):
-    """``step_breakdown.py --step``: one step of the engine NVIDIA's Llama 2 70B Interactive
-    run on 8 B200 (newer file, line 561, here alone on line 2) runs on. Its parts add up to the
-    step; a prompt chunk and more decoding requests never make it shorter; a malformed step is
-    one line, exit 2."""
+    """``step_breakdown.py --step``: steps of the engine NVIDIA's Llama 2 70B Interactive run on
+    8 B200 (newer file, line 561, here alone on line 2) runs on. A step's parts add up to it; a
+    prompt chunk and more decoding requests never make it shorter; the printed step is the
+    computed one; a malformed step is one line, exit 2."""
     import re
     from pathlib import Path
 
     m = _bench("step_breakdown")
-    rows = pd.read_csv(
-        Path(__file__).resolve().parent / "data" / "benchmarks_test_mlperf_newer.csv"
-    )
-    newer = str(tmp_path / "run.csv")
-    rows.iloc[[559]].to_csv(newer, index=False)  # line 561: the run's throughput row
-
-    def step(spec):
-        assert m.one_engine_step(newer, spec) == 0
-        out = capsys.readouterr().out.splitlines()
-        assert "B200-HGX" in out[0] and "TP1" in out[0]
-        total = float(re.search(r": ([\d.]+) ms$", out[0]).group(1))
-        parts = dict(re.match(r"^\s+(.+?)\s+([\d.]+) ms", ln).groups() for ln in out[1:])
-        return total, {k: float(v) for k, v in parts.items()}
-
-    total, parts = step("2:202:359:222")
+    data = Path(__file__).resolve().parent / "data" / "benchmarks_test_mlperf_newer.csv"
+    path = str(tmp_path / "run.csv")
+    pd.read_csv(data).iloc[[559]].to_csv(path, index=False)  # line 561: the run's throughput row
+    shapes = [(202, 359, 222), (202, 359, 0), (300, 359, 222)]
+    row, inst, (step, decode_only, more) = m.engine_step_parts(path, 2, shapes)
+    assert row.gpu.name == "B200-HGX" and inst.layout.gpus == 1
     adding = ("layer", "host", "gemm fixed", "collectives", "elementwise", "logits", "gemm")
-    assert abs(sum(parts[k] for k in adding) + parts["kv/attention"] - total) < 0.01
-    assert parts["(weights)"] <= parts["gemm"] and parts["(kv requests)"] <= parts["kv/attention"]
-    assert 20 < total < 40  # ms: the measured steps of this run average 34.2 ms
-    decode_only, _ = step("2:202:359:0")
-    more, _ = step("2:300:359:222")
-    assert decode_only < total < more
-    for bad in ("x", "2:1:2", "2:-1:3:4", "2:0:0:0", "3:1:1:1"):
+    assert np.isclose(sum(step[k] for k in adding) + step["kv/attention"], step["total"])
+    assert step["(weights)"] <= step["gemm"] and step["(kv requests)"] <= step["kv/attention"]
+    assert 0.020 < step["total"] < 0.040  # the measured steps of this run average 34.2 ms
+    assert decode_only["total"] < step["total"] < more["total"]
+    for bad in ("x", "2:1:2", "2:-1:3:4", "2:0:0:0", "2:nan:1:1"):
         with pytest.raises(SystemExit) as e:
-            m.one_engine_step(newer, bad)
+            m.parse_step(bad)
         assert e.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--step" in err[0], err
+    with pytest.raises(SystemExit) as e:
+        m.engine_step_parts(path, 3, shapes)  # no line 3
+    assert e.value.code == 2 and "no line 3" in capsys.readouterr().err
+    assert m.one_engine_step(path, "2:202:359:222") == 0
+    printed = re.search(r": ([\d.]+) ms\n", capsys.readouterr().out).group(1)
+    assert float(printed) == pytest.approx(1e3 * step["total"], abs=0.005)
 
 
 def test_the_other_submitters_oracle_by_hand():
