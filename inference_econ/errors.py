@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import os
 import reprlib
+import unicodedata
 from collections.abc import Callable, Iterable
 
 #: How errors name a spec file: ``specs/catalog.py`` installs its ``display_path`` (a shipped
@@ -113,12 +114,26 @@ _REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
 _REPR.maxlong = 40
 
 
-def _one_line(text) -> str:
-    """Messages are one line: newlines and other control characters become spaces."""
+def one_line(text) -> str:
+    """Text on one line: newlines and other unprintable characters become spaces (messages,
+    and names the toolkit writes into a comment of a file it writes: a shell script's or a
+    CSV's '#' line ends at a line break, so what followed one would run or be read as data)."""
     text = str(text)
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
+_one_line = one_line
+
+
+def control_character(text: str) -> str | None:
+    """The first line break or other control character of ``text`` (its repr), or None: a name,
+    a source or a path with one is refused where it is read (docs/errors.md)."""
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+            return repr(ch)
+    return None
 
 
 def plural(count, noun: str) -> str:

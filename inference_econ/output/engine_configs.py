@@ -13,7 +13,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from ..errors import SpecError
+from ..errors import SpecError, one_line
 from .launch import LaunchPlan, Worker, engine_names
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
@@ -378,10 +378,11 @@ def _header(plan: LaunchPlan) -> list[str]:
 
 def launch_script(plan: LaunchPlan) -> str:
     """A shell script of every process (each worker copy on its own node in practice)."""
-    lines = ["#!/bin/sh", *[f"# {h}" for h in _header(plan)]]
+    # one_line: a comment ends at a line break, and whatever followed one would run
+    lines = ["#!/bin/sh", *[f"# {one_line(h)}" for h in _header(plan)]]
     for c in commands(plan):
         copies = f" (x{c.count})" if c.count > 1 else ""
-        lines += ["", f"# {c.role}{copies}", c.shell() + " &"]
+        lines += ["", f"# {one_line(c.role)}{copies}", c.shell() + " &"]
     lines += ["", "wait", ""]
     return "\n".join(lines)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, control_character
 from ..serving.intervals import (
     interval_columns,
     inverse_intervals,
@@ -121,6 +121,14 @@ def checkpoint_of(setting: Setting, given: str | None) -> str:
     """The checkpoint an engine loads: the one given, else the Hugging Face repository the
     model file names as its source ("org/name config.json"), else the model's name."""
     if given:
+        bad = control_character(str(given))
+        if bad is not None:  # it goes into the launch script's comments and command lines
+            raise SpecError(
+                "argument",
+                "--checkpoint",
+                f"holds the control character {bad}",
+                "give the checkpoint's name or path on one line (e.g. org/model)",
+            )
         return str(given)
     first = str(setting.model.source or "").split()
     if first and first[0].count("/") == 1:

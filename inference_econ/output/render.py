@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..columns import HEADERS as PRICE_HEADERS
-from ..errors import plural
+from ..errors import one_line, plural
 from ..settings import option
 
 if TYPE_CHECKING:  # imported where a DataFrame is rendered: a point's output needs none
@@ -319,7 +319,7 @@ def csv_text(
     and its notes (what the text table prints under it), then the table with ``csv_cells`` (no
     formula can start a cell, no infinity is printed)."""
     lines = [*meta_lines(meta), *(str(n) for n in notes)]
-    comments = "".join(f"# {line.strip()}\n" for line in lines if line.strip())
+    comments = "".join(f"# {one_line(line).strip()}\n" for line in lines if line.strip())
     return comments + csv_cells(df).to_csv(index=False, float_format=float_format)
 
 
@@ -427,7 +427,7 @@ def row_text(row: dict, fmt: str, title: str = "", notes=(), meta: dict | None =
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
     lines = [*meta_lines(meta), *(str(n) for n in notes)]
-    comments = "".join(f"# {line.strip()}\n" for line in lines if line.strip())
+    comments = "".join(f"# {one_line(line).strip()}\n" for line in lines if line.strip())
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")  # pandas' to_csv: the same dialect
     writer.writerow([safe_cell(str(c)) for c in row])

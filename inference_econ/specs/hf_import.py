@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import SpecError, short
+from ..errors import SpecError, control_character, short
 from .architecture import Architecture, architecture_from_dict
 from .inputs import read_json
 from .schema import check_number
@@ -227,6 +227,14 @@ def model_name(cfg: dict, source: str) -> str:
     """A model's name: the last part of ``_name_or_path`` (the repository it was saved from),
     else the folder holding the config - never the architecture type ("llama")."""
     named = str(cfg.get("_name_or_path") or "").rstrip("/")
+    bad = control_character(named)
+    if bad is not None:
+        raise SpecError(
+            source,
+            "_name_or_path",
+            f"holds the control character {bad}",
+            "write the repository's name on one line (org/model), or leave the field out",
+        )
     if named:
         return named.split("/")[-1]
     folder = Path(source).resolve().parent.name

@@ -8,7 +8,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SpecError, did_you_mean, short
+from ..errors import SpecError, control_character, did_you_mean, short
 
 
 class Reader:
@@ -77,6 +77,7 @@ class Reader:
             raise SpecError(
                 self.source, self.path(key), f"expected text, got {short(value)}", "write a string"
             )
+        self._one_line(key, value)
         if choices is not None and value not in choices:
             hint = did_you_mean(value, choices)
             raise SpecError(
@@ -129,7 +130,22 @@ class Reader:
                 f"expected text or a list of text, got {short(value)}",
                 "e.g. [name one, name two]",
             )
+        for x in items:
+            self._one_line(key, str(x))
         return tuple(str(x) for x in items)
+
+    def _one_line(self, key: str, value: str) -> None:
+        """Text fields hold no line break or control character: names and sources go into the
+        comments of files the toolkit writes (a launch script's, a CSV's), where one would end
+        the comment and run or be read as what follows it."""
+        bad = control_character(value)
+        if bad is not None:
+            raise SpecError(
+                self.source,
+                self.path(key),
+                f"holds the control character {bad} in {short(value)}",
+                "write it on one line, without line breaks or control characters",
+            )
 
     def sub(self, key: str, default: Any = ...) -> Reader | None:
         value = self.mapping(key, default)

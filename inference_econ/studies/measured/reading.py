@@ -25,7 +25,7 @@ import pandas as pd
 
 from ...errors import SpecError
 from ...model.economics import usd_per_mtok_at_throughput
-from ...settings import MAX_GPUS
+from ...settings import MAX_GPUS, option
 from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.collector import gc_paused
@@ -64,6 +64,12 @@ INHERITED = (
 )
 #: Columns that must agree between a derived row and its parent.
 _SAME_RUN = ("model", "hardware", "n_gpus", "input_len", "output_len")
+
+
+def _bounds(name: str) -> dict:
+    """``check_number``'s bounds of a cell read as the setting ``name`` (the settings table's)."""
+    row = option(name)
+    return {"minimum": row.minimum, "maximum": row.maximum, "unit": row.unit}
 
 
 @dataclass(frozen=True)
@@ -592,11 +598,13 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         per_count=per_count,
         benchmark=benchmark.name if benchmark is not None else None,
     )
-    for given in (concurrency, cap):
+    # the bounds of the settings the engine runs them as (--concurrency, --max-batch,
+    # --step-tokens): a cap of 1e12 would size the step table and exhaust memory
+    for given, name in ((concurrency, "concurrency"), (cap, "max_batch_requests")):
         if given is not None:
-            check_number(given, where, "batch_or_concurrency", minimum=1, unit="requests")
+            check_number(given, where, "batch_or_concurrency", **_bounds(name))
     if budget is not None:
-        check_number(budget, where, "batch_or_concurrency", minimum=1, unit="tokens")
+        check_number(budget, where, "batch_or_concurrency", **_bounds("step_token_budget"))
     lengths = sem.lengths_of(rec.get("input_len", ""), rec.get("output_len", ""), benchmark)
     if not isinstance(lengths, sem.Lengths):
         return MeasuredRow(status=f"unresolved: {lengths}", **base)

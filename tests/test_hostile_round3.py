@@ -1,0 +1,111 @@
+"""Hostile input, round 3 (a fresh-clone trial, 2026-11-25): names that would break out of a
+comment in a file the toolkit writes, and cells too large to read. The contract
+(docs/errors.md): one line naming the file and the field, exit 2; in a file of rows, the row
+unresolved with its reason and the others predicted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from inference_econ.cli import main
+from inference_econ.errors import control_character, one_line
+
+EXPORT = ["-H", "H100", "--weight-bits", "8", "--gpus", "8", "--batch", "64"]
+EXPORT += ["--prompt-tokens", "2000", "--output-tokens", "500", "--engine", "vllm"]
+
+
+def _one_error_line(result, *words):
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def test_control_characters_are_found_and_flattened():
+    assert control_character("org/model") is None
+    assert control_character("a\nb") == repr("\n") and control_character("a\u2028b") is not None
+    assert control_character("tab\there") == repr("\t")
+    assert one_line("org/m\ntouch x\r\n") == "org/m touch x  "
+
+
+@pytest.mark.parametrize(
+    "checkpoint", ["org/model\ntouch PWNED", "org/model\rtouch PWNED", "a\x00b", "a\u2029b"]
+)
+def test_a_checkpoint_with_a_line_break_is_refused(checkpoint):
+    """A launch script wrote ``--checkpoint`` into a '#' line: a newline in it ran what followed."""
+    r = CliRunner().invoke(main, ["export", "Llama 3.3 70B", *EXPORT, "--checkpoint", checkpoint])
+    _one_error_line(r, "--checkpoint", "control character")
+
+
+@pytest.mark.parametrize("field", ["name", "source"])
+def test_a_model_file_whose_name_or_source_breaks_a_line_is_refused(tmp_path, field):
+    from inference_econ.specs import catalog
+
+    model = yaml.safe_load(catalog.find("models", "Llama 3.3 70B").read_text())
+    model[field] = model[field] + "\ntouch PWNED"
+    path = tmp_path / "evil.yaml"
+    path.write_text(yaml.safe_dump(model))
+    r = CliRunner().invoke(main, ["export", str(path), *EXPORT])
+    _one_error_line(r, "evil.yaml", f"'{field}'", "control character")
+
+
+def test_a_hugging_face_config_whose_name_breaks_a_line_is_refused(tmp_path):
+    cfg = {
+        "_name_or_path": "org/m\ntouch PWNED\n",
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
+    }
+    src = tmp_path / "config.json"
+    src.write_text(json.dumps(cfg))
+    r = CliRunner().invoke(main, ["import-hf", str(src), "-o", str(tmp_path / "m.yaml")])
+    _one_error_line(r, "config.json", "_name_or_path", "control character")
+    assert not (tmp_path / "m.yaml").exists()
+
+
+def test_every_comment_of_a_launch_script_is_one_line(monkeypatch):
+    """Whatever reaches the header (a plan's notes), each of its lines stays a comment."""
+    from inference_econ.output import engine_configs as ec
+
+    real = ec._header
+    monkeypatch.setattr(ec, "_header", lambda plan: [*real(plan), "note\ntouch PWNED"])
+    r = CliRunner().invoke(main, ["export", "Llama 3.3 70B", *EXPORT])
+    assert r.exit_code == 0, r.output
+    script = r.output[r.output.index("#!/bin/sh") :]
+    assert "# note touch PWNED" in script
+    assert not any(ln.startswith("touch") for ln in script.splitlines())
+
+
+def test_a_batch_cap_or_budget_beyond_the_settings_bounds_is_the_rows_reason(tmp_path):
+    """A cap of 1e12 sized the step table (a traceback, or the process killed for memory); a
+    cap, concurrency or budget is now held to the bounds of the setting it runs as (--max-batch
+    1-65,536, --concurrency 1-1,000,000, --step-tokens 1-1,000,000): the row is unresolved
+    with the bound, every other row is read."""
+    import pandas as pd
+
+    from inference_econ.studies.measured.reading import load_measured
+
+    from pathlib import Path
+
+    rows = pd.read_csv(Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv")
+    rows = rows.head(3)
+    rows.loc[1, "batch_or_concurrency"] = "max batch 1000000000000"
+    rows.loc[2, "batch_or_concurrency"] = "max batch 256, max_num_tokens 99999999999"
+    path = tmp_path / "rows.csv"
+    rows.to_csv(path, index=False)
+    got = load_measured(str(path))
+    assert got[0].status == "ok" and got[0].batch_cap == 8192
+    assert got[1].status.startswith("unresolved") and "<= 65536" in got[1].status
+    assert "batch_or_concurrency" in got[1].status
+    assert got[2].status.startswith("unresolved") and "<= 1000000" in got[2].status, got[2].status
