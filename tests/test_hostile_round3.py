@@ -92,11 +92,11 @@ def test_a_batch_cap_or_budget_beyond_the_settings_bounds_is_the_rows_reason(tmp
     cap, concurrency or budget is now held to the bounds of the setting it runs as (--max-batch
     1-65,536, --concurrency 1-1,000,000, --step-tokens 1-1,000,000): the row is unresolved
     with the bound, every other row is read."""
+    from pathlib import Path
+
     import pandas as pd
 
     from inference_econ.studies.measured.reading import load_measured
-
-    from pathlib import Path
 
     rows = pd.read_csv(Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv")
     rows = rows.head(3)
@@ -109,3 +109,27 @@ def test_a_batch_cap_or_budget_beyond_the_settings_bounds_is_the_rows_reason(tmp
     assert got[1].status.startswith("unresolved") and "<= 65536" in got[1].status
     assert "batch_or_concurrency" in got[1].status
     assert got[2].status.startswith("unresolved") and "<= 1000000" in got[2].status, got[2].status
+
+
+@pytest.mark.parametrize(
+    "extra, code, words",
+    [
+        (["--gpus", "3"], 1, ["no whole layout of 3 GPUs splits Llama 3.3 70B", "4, 5 or 7"]),
+        (["--gpus", "8", "--max-model-len", "1"], 2, ["--max-model-len", "2,500"]),
+        (["--plan", "disagg", "--gpus", "8", "--prefill-gpus", "3"], 1, ["prefill workers"]),
+        (["--plan", "disagg", "--gpus", "8", "--prefill-gpus", "5"], 1, ["64 attention heads"]),
+        (["--plan", "disagg", "--gpus", "3", "--prefill-gpus", "2"], 1, ["decode workers"]),
+    ],
+)
+def test_an_export_no_engine_could_launch_is_refused(extra, code, words):
+    """``export`` had written vLLM --tensor-parallel-size 3 for a 64-head model with inf TPOT
+    and cost (exit 0), a --max-model-len shorter than the plan's requests, a traceback for
+    prefill workers of 3 GPUs and TP5 prefill workers: now one line and 1 (nothing feasible)
+    or 2 (a bad option)."""
+    base = ["export", "Llama 3.3 70B", "-H", "H100", "--weight-bits", "8", "--batch", "64"]
+    base += ["--prompt-tokens", "2000", "--output-tokens", "500", "--engine", "vllm"]
+    r = CliRunner().invoke(main, [*base, *extra])
+    assert r.exit_code == code, r.output
+    lines = [ln for ln in r.output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert "inf" not in lines[0].split() and all(w in lines[0] for w in words), lines[0]

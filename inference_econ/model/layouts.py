@@ -339,10 +339,13 @@ def splits_evenly(model, gpus: int, pipeline: bool = True) -> bool:
     return False
 
 
-def uneven_reason(model, arch_name: str, gpus: float, pipeline: bool = True) -> str | None:
+def uneven_reason(
+    model, arch_name: str, gpus: float, pipeline: bool = True, continuous: bool = True
+) -> str | None:
     """Why ``gpus`` whole GPUs have no layout for a model, when it is that none splits it
     evenly (``splits_evenly``), with the nearest counts that do; None otherwise (then memory or
-    a limit is the reason)."""
+    a limit is the reason). ``continuous``: say that the continuous model lays out any count
+    (where the command has --discrete to leave)."""
     if not np.all(is_whole(gpus)) or splits_evenly(model, int(gpus), pipeline):
         return None
     n = int(gpus)
@@ -357,7 +360,7 @@ def uneven_reason(model, arch_name: str, gpus: float, pipeline: bool = True) -> 
         f"{model.work.layers} layers and the GPUs, tensor degrees every feed-forward width "
         "(docs/model.md §B7)"
         + (f"; {listed} GPUs do" if near else "")
-        + "; without --discrete the continuous model lays out any count"
+        + ("; without --discrete the continuous model lays out any count" if continuous else "")
     )
 
 

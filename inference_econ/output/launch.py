@@ -232,6 +232,34 @@ def _step_budget(engine: str, gpu) -> int:
     return int(_profile(engine).scheduler_limits(gpu, offline=False)[1])
 
 
+def _longest(max_model_len: int | None, tokens: float, setting: Setting) -> int:
+    """The engine's longest request: ``max_model_len`` where given, which must hold the plan's
+    requests (a shorter one launches an engine that refuses them), else theirs rounded up."""
+    if max_model_len is None:
+        return round_length(tokens, setting.model.max_context_tokens)
+    if max_model_len < tokens:
+        raise SpecError(
+            "argument",
+            "--max-model-len",
+            f"is {max_model_len:,} tokens, shorter than the plan's requests ({tokens:,.0f})",
+            f"give at least {math.ceil(tokens):,}, or leave it out",
+        )
+    return int(max_model_len)
+
+
+def _runs(setting: Setting, gpus, row, what: str = "") -> None:
+    """Refuse a GPU count no whole layout splits the model on (the request view's ``row``
+    infinite for that reason), never a plan of inf; a layout that does not fit is left to the
+    workers' memory check (``require_fit``), which says how far over it is."""
+    if math.isfinite(float(row["decode_latency_s"])):
+        return
+    from ..serving.decode import uneven
+
+    reason = uneven(setting, gpus, continuous=False)  # an engine runs whole layouts only
+    if reason:
+        raise InfeasibleError(what + reason)
+
+
 def point_plan(
     setting: Setting,
     engine: str,
@@ -251,14 +279,13 @@ def point_plan(
     from ..serving.requests import request
 
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
+    _runs(setting, gpus, row)
     degrees = layout_degrees(
         setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
     )
     b = _whole(batch, "batch")
     context = prompt_tokens + output_tokens / 2.0  # the decode step's mean context (§B10)
-    longest = max_model_len or round_length(
-        prompt_tokens + output_tokens, setting.model.max_context_tokens
-    )
+    longest = _longest(max_model_len, prompt_tokens + output_tokens, setting)
     w = worker(
         setting,
         engine,
@@ -351,9 +378,7 @@ def capacity_plan(
         )
     s = traffic.stream()
     ctx = reference_context(traffic)
-    longest = max_model_len or round_length(
-        float(np.max(s.prompt_tokens + s.output_tokens)), setting.model.max_context_tokens
-    )
+    longest = _longest(max_model_len, float(np.max(s.prompt_tokens + s.output_tokens)), setting)
     batch = max(1, int(math.ceil(r.mean_batch)))
 
     prompt = float(np.mean(s.prompt_tokens))
@@ -451,6 +476,25 @@ def capacity_plan(
     )
 
 
+def _tensor_split(setting: Setting, n: int) -> str | None:
+    """Why a worker of tensor degree ``n`` (every GPU holding 1/n of each attention and
+    feed-forward matrix, as engines' --tensor-parallel-size does) cannot split the model, or
+    None: its query heads, and each feed-forward width (experts split n ways where they are
+    fewer), divide by n."""
+    m = setting.model
+    heads = m.attention.query_heads
+    if heads % n:
+        return f"{m.name}'s {heads} attention heads do not split {n} ways"
+    for g in m.layer_groups:
+        widths = [g.ffn.d_ff] + ([g.ffn.shared_d_ff] if g.ffn.shared_d_ff else [])
+        if g.ffn.experts > 1 and g.ffn.experts % n == 0:
+            continue  # experts spread over the GPUs whole
+        for w in widths:
+            if w % n:
+                return f"{m.name}'s feed-forward width {w:,} does not split {n} ways"
+    return None
+
+
 def disagg_plan(
     setting: Setting,
     engine: str,
@@ -470,11 +514,10 @@ def disagg_plan(
     from ..serving.requests import request
 
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
+    _runs(setting, gpus, row, "decode workers: ")
     b = _whole(batch, "batch")
     n_p = _whole(prefill_gpus or gpus, "prefill_gpus")
-    longest = max_model_len or round_length(
-        prompt_tokens + output_tokens, setting.model.max_context_tokens
-    )
+    longest = _longest(max_model_len, prompt_tokens + output_tokens, setting)
     decode_degrees = layout_degrees(
         setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
     )
@@ -486,11 +529,24 @@ def disagg_plan(
     dis = dg.compare(
         setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus, discrete=True
     ).iloc[1]
-    ratio = float(dis["prefill_pool_busy_fraction"]) / float(dis["decode_pool_busy_fraction"])
+    busy_prefill = float(dis["prefill_pool_busy_fraction"])
+    busy_decode = float(dis["decode_pool_busy_fraction"])
+    ratio = busy_prefill / busy_decode if busy_decode > 0 else math.inf
     if not math.isfinite(ratio):
+        from ..serving.decode import uneven
+
+        split = uneven(setting, n_p, continuous=False, pipeline=False)  # prefill: TP only
         raise InfeasibleError(
-            f"{setting.model.name} does not run {b} requests on {gpus:g} x {setting.gpu.name} "
-            "with a separate prefill pool (docs/model.md §B10)"
+            f"prefill workers: {split}"
+            if split
+            else f"{setting.model.name} does not run {b} requests on {gpus:g} x "
+            f"{setting.gpu.name} with a separate prefill pool of {n_p} GPUs a worker "
+            "(docs/model.md §B10)"
+        )
+    split = _tensor_split(setting, n_p)
+    if split:  # the prefill worker is written as TP n_p (its attention heads split n_p ways)
+        raise InfeasibleError(
+            f"prefill workers of {n_p} GPUs: {split}; give --prefill-gpus that divides them"
         )
     prefill_count = max(1, int(math.ceil(ratio - 1e-9)))
     prefill_batch = max(1, int(math.ceil(16384 / prompt_tokens)))  # dg.compare's prompts per pass

@@ -359,11 +359,14 @@ def _scatter(out: Breakdown | None, sel, part: Breakdown) -> Breakdown:
     return out
 
 
-def uneven(setting: Setting, gpus) -> str | None:
+def uneven(setting: Setting, gpus, continuous: bool = True, pipeline=None) -> str | None:
     """Why no whole layout of ``gpus`` GPUs serves the setting when it is that none splits the
-    model evenly (``model.layouts.uneven_reason``); None otherwise."""
+    model evenly (``model.layouts.uneven_reason``); None otherwise. ``pipeline``: whether the
+    layouts may have pipeline stages (default: the setting's; False for a tensor-parallel
+    worker such as an exported prefill worker)."""
     target = Decoder(setting, integer_layouts=True).target
-    return uneven_reason(target, setting.model.name, float(gpus), setting.pipeline)
+    stages = setting.pipeline if pipeline is None else pipeline
+    return uneven_reason(target, setting.model.name, float(gpus), stages, continuous)
 
 
 #: What every output of configurations with real-valued figures says (``continuous_note``).
