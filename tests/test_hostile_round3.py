@@ -133,3 +133,16 @@ def test_an_export_no_engine_could_launch_is_refused(extra, code, words):
     lines = [ln for ln in r.output.strip().splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
     assert "inf" not in lines[0].split() and all(w in lines[0] for w in words), lines[0]
+
+
+@pytest.mark.parametrize("command", ["study", "export"])
+def test_an_empty_output_folder_is_refused(command, tmp_path, monkeypatch):
+    """``study --out ""`` had written its tables, cache and figure into the current folder."""
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    study = str(Path(__file__).resolve().parent.parent / "examples" / "study.yaml")
+    args = {"study": ["study", study], "export": ["export", "Llama 3.3 70B", *EXPORT]}[command]
+    r = CliRunner().invoke(main, [*args, "--out", ""])
+    _one_error_line(r, "--out", "is not a folder name")
+    assert list(tmp_path.iterdir()) == []

@@ -170,6 +170,8 @@ def check_output(
 def check_folder(path: str | os.PathLike, option: str = "") -> Path:
     """Refuse an output folder that exists but is not a folder, or cannot be written."""
     where = f"{option} {path}".strip()
+    if not os.fspath(path).strip():  # "" would be the current folder, unasked
+        raise SpecError(where or "output", "", "is not a folder name", "give a folder's path")
     folder = Path(os.path.realpath(os.fspath(path)))
     if folder.exists() and not folder.is_dir():
         raise SpecError(where, "", "is not a folder", "give a folder (it is created if missing)")
