@@ -146,3 +146,23 @@ def test_an_empty_output_folder_is_refused(command, tmp_path, monkeypatch):
     r = CliRunner().invoke(main, [*args, "--out", ""])
     _one_error_line(r, "--out", "is not a folder name")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["1e308", "1e-300", "1e19"])
+def test_a_measured_value_beyond_any_measurement_is_the_rows_reason(value, tmp_path):
+    """1e308 had printed an error of -1.00 as "ok", 1e-300 a p90 error of 6e30."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from inference_econ.studies.measured.reading import VALUE_BOUNDS, load_measured
+
+    assert VALUE_BOUNDS == (1e-9, 1e18)
+    rows = pd.read_csv(Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv")
+    rows = rows.head(2).astype({"value": str})
+    rows.loc[1, "value"] = value
+    path = tmp_path / "rows.csv"
+    rows.to_csv(path, index=False)
+    got = load_measured(str(path))
+    assert got[0].status == "ok"
+    assert got[1].status.startswith("unresolved: value: is") and "<= 1e+18" in got[1].status

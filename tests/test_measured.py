@@ -123,7 +123,9 @@ def test_an_impossible_number_is_the_rows_reason_not_the_files(tmp_path):
         ROW.replace(
             ",2,TP2,", ",0,TP2,"
         ): "n_gpus: is 0 in GPUs (expected a whole number >= 1 and <= 1048576)",
-        ROW.replace(",18.58,", ",0,"): "value: is 0 in ms (expected a number > 0)",
+        ROW.replace(
+            ",18.58,", ",0,"
+        ): "value: is 0 in ms (expected a number >= 1e-09 and <= 1e+18)",
         ROW.replace("TP2", "TP2PP0"): "parallelism: PP0 in 'TP2PP0' (degrees are >= 1)",
         ROW.replace("TP2", "TP3"): "parallelism: 'TP3' uses 3 GPUs but the row has 2",
         ROW.replace(",1,5000,", ",-4,5000,"): "batch_or_concurrency: is -4",

@@ -383,6 +383,13 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     return _end_to_end(rec, base, metric, gpus, count, where)
 
 
+#: A measured value, in its row's unit, is at least 1e-9 and at most 1e18: beyond any
+#: measurement in any unit the rows use (a GPU's 2e15 FLOP/s written out in full is inside), so
+#: that its ratio to a prediction stays finite (1e308 had printed an error of -1.00 as "ok",
+#: 1e-300 a p90 error of 6e30).
+VALUE_BOUNDS = (1e-9, 1e18)
+
+
 def _value(rec: dict, metric, where: str) -> float | None:
     """The measured value: a positive number, or None (text: unresolved). Several values
     separated by "/" (BabelStream's copy / triad / dot) give the middle one (triad)."""
@@ -393,13 +400,14 @@ def _value(rec: dict, metric, where: str) -> float | None:
         except ValueError:
             pass
         else:
-            if 0.0 < plain < math.inf:
+            if VALUE_BOUNDS[0] <= plain <= VALUE_BOUNDS[1]:
                 return plain
     parts = [sem.number(p) for p in raw.split("/")] if "/" in raw else [sem.number(raw)]
     if None in parts:
         return None
     value = parts[len(parts) // 2]
-    return check_number(value, where, "value", minimum=0, exclusive_minimum=True, unit=rec["unit"])
+    low, high = VALUE_BOUNDS
+    return check_number(value, where, "value", minimum=low, maximum=high, unit=rec["unit"])
 
 
 def _gpus(raw, where: str) -> int | None:
