@@ -42,8 +42,9 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 )
 @format_option
 @out_option
+@quiet_option
 @handle_errors
-def compare_measured(csv, assumptions, engine, figure, format, out):
+def compare_measured(csv, assumptions, engine, figure, format, out, quiet):
     """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format):
     one row per input row with measured, predicted, error = predicted/measured - 1 and a
     status (ok, derived, unresolved: ..., out of scope: ..., infeasible: ...), then the
@@ -59,7 +60,8 @@ def compare_measured(csv, assumptions, engine, figure, format, out):
     from ..specs.catalog import display_path
     from ..studies.measured import predicting as ms
 
-    result = ms.compare(csv, assumptions, engine)
+    # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
+    result = ms.compare(csv, assumptions, engine, progress=Progress(quiet, every_s=10.0))
     table = result.table
     for _, row in table[table.beats_bound].iterrows():
         click.echo(

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -1033,6 +1035,10 @@ def _steady_pairs(plan: Plan) -> dict:
     }
 
 
+#: ``compare``'s progress callback, read where the rows under load are simulated.
+_PROGRESS: ContextVar[Callable[[str], None] | None] = ContextVar("progress", default=None)
+
+
 def _load_pairs(plan: Plan) -> dict:
     """(row, candidate) -> (value, score, note) of the rows under load. A Server or
     Interactive row simulates the candidate layouts whose steady-state estimate is within
@@ -1046,7 +1052,10 @@ def _load_pairs(plan: Plan) -> dict:
     for (i, j), case in plan.load.items():
         by_row.setdefault(i, []).append((j, case))
     out = {}
-    for i, cases in by_row.items():
+    progress = _PROGRESS.get()
+    for n, (i, cases) in enumerate(by_row.items()):
+        if progress is not None:
+            progress(f"{n:,}/{len(by_row):,} rows under load predicted")
         row = plan.rows[i]
         q = row.metric.quantity
         per_gpu = float(row.per_count)
@@ -1136,14 +1145,20 @@ def _unit_scale(row: MeasuredRow) -> float:
     return _scale_of(row.unit, row.metric.quantity if row.metric is not None else "")
 
 
-def compare(path, assumptions="paper", engine=None):
-    """Every row of a measured CSV with the model's prediction: ``Comparison``."""
+def compare(path, assumptions="paper", engine=None, progress=None):
+    """Every row of a measured CSV with the model's prediction: ``Comparison``.
+    ``progress(message)``: called as the rows the load engine simulates are predicted (a
+    whole MLPerf file takes tens of minutes)."""
     from ...specs.collector import gc_frozen
     from .reading import load_measured
 
     rows = load_measured(path)
-    with gc_frozen():  # the rows live to the end: the collector need not walk them again
-        return _compared(path, rows, assumptions, engine)
+    token = _PROGRESS.set(progress)
+    try:
+        with gc_frozen():  # the rows live to the end: the collector need not walk them again
+            return _compared(path, rows, assumptions, engine)
+    finally:
+        _PROGRESS.reset(token)
 
 
 def _compared(path, rows, assumptions, engine):

@@ -419,12 +419,20 @@ def _gpus(raw, where: str) -> int | None:
     )
 
 
+#: How a benchmark tool's result row (``tool_results``) states why a field cannot be used, in
+#: place of its value: the row is then unresolved with that reason.
+UNUSABLE = "unusable: "
+
+
 def _problem(rec: dict, metric, value) -> str:
     """Why a row cannot be resolved before names are looked up ("" if nothing)."""
     if metric is None:
         return f"metric {rec['metric']!r} is not one the toolkit reads (see docs/user-guide.md)"
     if value is None:
-        return f"value {str(rec['value'])!r} is not a number"
+        raw = str(rec["value"])
+        if raw.startswith(UNUSABLE):  # a benchmark tool's result row: its reader's own reason
+            return raw[len(UNUSABLE) :]
+        return f"value {raw!r} is not a number"
     unit = str(rec["unit"]).lower()
     if "unclear" in unit or unit.endswith("?"):
         return f"unit {rec['unit']!r} is ambiguous"

@@ -17,6 +17,13 @@ read as ``unresolved`` with the reason.
 A run at a fixed concurrency C is a closed loop of C clients. A run at a Poisson rate is read
 as a closed loop at its mean requests in flight, by Little's law: completed requests per
 second x mean end-to-end latency (the notes of each row say so).
+
+Every number is read by ``_number``. A field of the wrong JSON type (a list, an object,
+true/false, words where a number is; a string where a section is) is the file's error: one
+line naming the file and the field. A number of the right type the rows cannot use (NaN, not
+positive, a length not given) makes the rows it feeds ``unresolved`` with the field as the
+reason: its metric's row, or every row of its run (a length, a rate, a concurrency); the
+file's other rows go on.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...errors import SpecError
+from ...errors import SpecError, short
 from ...specs.inputs import NotJSON, parse_json, read_json, read_text
 
 #: How far up from a result file a plan.json is looked for (aiperf writes into a subfolder).
@@ -55,18 +62,22 @@ def tool_frame(path) -> pd.DataFrame | None:
     runs = _json_runs(stripped, path)
     if runs is None:
         return None
-    rows = []
+    parts, completed = [], False
     for i, run in enumerate(runs):
+        at = f"run {i + 1}." if len(runs) > 1 else ""  # a field's name in the file's errors
         if _is_vllm(run):
-            rows += _vllm_rows(run, path, i)
+            rows, ran = _vllm_rows(run, path, i, at)
         elif _is_aiperf(run):
-            rows += _aiperf_rows(run, path)
+            rows, ran = _aiperf_rows(run, path, at), True
         else:
             return None if len(runs) == 1 else _unknown(path, i)
-    if not rows:
+        parts.append(rows)
+        completed = completed or (ran and bool(rows))
+    if not completed:  # (a run of no completed request beside others: its rows unresolved)
         raise SpecError(
             str(path), "", "the result file holds no completed run", "rerun the benchmark"
         )
+    rows = [row for part in parts for row in part]
     return pd.DataFrame(rows).fillna("").astype(str)
 
 
@@ -129,15 +140,22 @@ def _plan_context(path: Path) -> dict:
                 return {}
             if not isinstance(data, dict) or "engine_version" not in data:
                 return {}
-            workers = data.get("workers") or [{}]
+            workers = _section(data.get("workers"), plan, "workers", list) or [{}]
+            for k, w in enumerate(workers):
+                _section(w, plan, f"workers[{k}]", dict)
             decode = next(
                 (w for w in workers if w.get("role") in ("server", "decode")), workers[-1]
             )
-            count = int(decode.get("count", 1))
+            count = _plan_count(decode, "count", 1, plan, f"workers[{workers.index(decode)}]")
+            gpus = sum(
+                _plan_count(w, "count", 1, plan, f"workers[{k}]")
+                * _plan_count(w, "gpus", 0, plan, f"workers[{k}]")
+                for k, w in enumerate(workers)
+            )
             return {
                 "model": data.get("model", ""),
                 "hardware": data.get("hardware", ""),
-                "n_gpus": str(sum(int(w.get("count", 1)) * int(w.get("gpus", 0)) for w in workers)),
+                "n_gpus": str(gpus),
                 "parallelism": str(decode.get("parallelism", ""))
                 + (f" x{count}" if count > 1 else ""),
                 "precision": _precision_word(str(data.get("precision", ""))),
@@ -149,6 +167,21 @@ def _plan_context(path: Path) -> dict:
             break
         folder = folder.parent
     return {}
+
+
+def _plan_count(worker: dict, key: str, default: int, plan: Path, at: str) -> int:
+    """A worker's whole count (instances, GPUs) from an export's plan.json: a count that is
+    not a whole number is the plan's error (its file and field), never a traceback."""
+    field = f"{at}.{key}"
+    value = _number(worker.get(key, default), plan, field, zero=True)
+    if value is None or value != int(value):
+        raise SpecError(
+            str(plan),
+            field,
+            f"is {short(worker.get(key))}, not a whole number",
+            "write the plan.json again with inference-econ export",
+        )
+    return int(value)
 
 
 def _precision_word(label: str) -> str:
@@ -195,15 +228,98 @@ def _base(run: dict, path: Path, tool: str, model_text: str) -> tuple[dict, str]
     )
 
 
-def _loop(concurrency, rate, req_per_s: float, e2e_s: float) -> tuple[str, str]:
-    """(concurrency, note) of a run: its closed-loop clients, or Little's law for a rate."""
+class _Unusable(SpecError):
+    """A number of the right type that the rows cannot use (NaN, an infinity, not above zero,
+    not given): the rows it feeds are read as ``unresolved`` with this reason, and the file's
+    other rows go on. Every other ``SpecError`` of this module (a number written as a list or
+    as words, a section that is not an object) is the file's: one line, exit 2."""
+
+
+def _number(
+    value,
+    path: Path,
+    field: str,
+    *,
+    zero: bool = False,
+    infinite: bool = False,
+    required: bool = False,
+) -> float | None:
+    """The one place a result file's numbers are read: ``value`` (as the JSON holds it) as a
+    float, None when it is absent or null. Anything but a number (a list, an object,
+    true/false, text that is not a number) is the file's error, naming ``path`` and
+    ``field``; NaN, an infinity (unless ``infinite``), a number not above zero (below zero
+    with ``zero``) or, when ``required``, no number at all is ``_Unusable``."""
+    if value is None:
+        if required:
+            raise _Unusable(str(path), field, "is not given", "the tool writes it: rerun it")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SpecError(str(path), field, f"expected a number, got {short(value)}", _AS_WRITTEN)
+    try:
+        number = float(value)
+    except ValueError:
+        raise SpecError(
+            str(path), field, f"expected a number, got {short(value)}", _AS_WRITTEN
+        ) from None
+    except OverflowError:  # a whole number beyond a float's range
+        number = math.copysign(math.inf, value)
+    bound = ">= 0" if zero else "> 0"
+    if math.isnan(number) or (math.isinf(number) and not infinite):
+        raise _Unusable(str(path), field, f"is {short(value)}", f"expected a finite number {bound}")
+    if number < 0 or (number == 0 and not zero):
+        raise _Unusable(str(path), field, f"is {short(value)}", f"expected a number {bound}")
+    return number
+
+
+#: The fix of a field of the wrong type: the tools write numbers as JSON numbers.
+_AS_WRITTEN = "give the file as the tool wrote it: a JSON number"
+
+
+def _section(value, path: Path, field: str, kind: type):
+    """A part of a result file that must be a JSON object (``dict``) or array (``list``);
+    None when absent or null. Any other type is the file's error."""
+    if value is None or isinstance(value, kind):
+        return value
+    word = "an object" if kind is dict else "a list"
+    raise SpecError(
+        str(path),
+        field,
+        f"expected {word}, got {short(value)}",
+        "give the file as the tool wrote it",
+    )
+
+
+def _checked(read, *args, **kwargs):
+    """``read(*args, **kwargs)``, or the ``_Unusable`` it raised (kept, so every field is read
+    and a field of the wrong type is the file's error, whichever field is unusable first)."""
+    try:
+        return read(*args, **kwargs)
+    except _Unusable as exc:
+        return exc
+
+
+def _usable(value):
+    """A value of ``_checked``; its ``_Unusable`` raised (the rows it feeds are unresolved)."""
+    if isinstance(value, _Unusable):
+        raise value
+    return value
+
+
+def _loop(concurrency, rate, req_per_s, e2e_s) -> tuple[str, str]:
+    """(concurrency, note) of a run: its closed-loop clients, or Little's law for a rate.
+    The figures are ``_checked`` values: one the run uses and cannot is ``_Unusable``."""
+    concurrency = _usable(concurrency)
     if concurrency:
-        return f"{float(concurrency):g}", f"closed loop of {float(concurrency):g} clients"
-    if rate is None or not (req_per_s > 0 and e2e_s > 0):
+        return f"{concurrency:g}", f"closed loop of {concurrency:g} clients"
+    rate = _usable(rate)
+    if rate is None:
+        return "", "the run states neither a concurrency nor a rate with its latency"
+    req_per_s, e2e_s = _usable(req_per_s), _usable(e2e_s)
+    if req_per_s is None or e2e_s is None:
         return "", "the run states neither a concurrency nor a rate with its latency"
     c = req_per_s * e2e_s
     return f"{c:.4g}", (
-        f"Poisson {rate} req/s read as a closed loop of {c:.4g} clients: the mean requests in "
+        f"Poisson {rate:g} req/s read as a closed loop of {c:.4g} clients: the mean requests in "
         f"flight (Little's law: {req_per_s:.4g} completed req/s x {e2e_s:.4g} s mean end-to-end)"
     )
 
@@ -211,84 +327,161 @@ def _loop(concurrency, rate, req_per_s: float, e2e_s: float) -> tuple[str, str]:
 def _rows(
     base: dict, metrics: list, lengths: tuple, concurrency: str, note: str, where: str
 ) -> list:
+    """The run's rows, one per metric it measured (``metrics``: (metric, ``_checked`` value,
+    unit)); a value it cannot use is its row's unresolved reason."""
     n_in, n_out = lengths
     out = []
     for metric, value, unit in metrics:
-        if value is None or not math.isfinite(float(value)) or float(value) <= 0:
-            continue
-        out.append(
-            {
-                **base,
-                "metric": metric,
-                "value": f"{float(value):.6g}",
-                "unit": unit,
-                "batch_or_concurrency": concurrency,
-                "input_len": f"{n_in:.6g}",
-                "output_len": f"{n_out:.6g}",
-                "notes": f"{note}; context from {where}",
-            }
-        )
+        row = {
+            **base,
+            "metric": metric,
+            "unit": unit,
+            "batch_or_concurrency": concurrency,
+            "input_len": f"{n_in:.6g}",
+            "output_len": f"{n_out:.6g}",
+            "notes": f"{note}; context from {where}",
+        }
+        if isinstance(value, _Unusable):
+            row.update(value=_reason(value), notes=f"{_reason(value)}; context from {where}")
+        else:
+            row["value"] = f"{value:.6g}"
+        out.append(row)
     return out
 
 
-def _vllm_rows(run: dict, path: Path, i: int) -> list:
-    done = float(run.get("completed") or 0)
-    if done <= 0:
-        return []
+def _unresolved_rows(base: dict, metrics: list, why: _Unusable, where: str) -> list:
+    """The rows of a run whose lengths or load cannot be read: each is unresolved with
+    ``why`` (the measured CSV reader reads the text in its value as the row's reason)."""
+    text = _reason(why)
+    return [
+        {
+            **base,
+            "metric": metric,
+            "unit": unit,
+            "value": text,
+            "notes": f"{text}; context from {where}",
+        }
+        for metric, _, unit in metrics
+    ]
+
+
+def _reason(exc: SpecError) -> str:
+    """An unusable field as the text of its row's value: the measured-rows reader makes it the
+    row's status (``unresolved: <field> <problem>``, ``reading.UNUSABLE``)."""
+    from .reading import UNUSABLE  # (reading imports this module inside a function)
+
+    fix = f" ({exc.fix})" if exc.fix else ""
+    return f"{UNUSABLE}{exc.field} {exc.problem}{fix}"
+
+
+#: vLLM's figures the rows are: (metric, key, unit).
+VLLM_METRICS = (
+    ("throughput", "output_throughput", "tokens/s"),
+    ("mean_TPOT", "mean_tpot_ms", "ms"),
+    ("ITL_mean", "mean_itl_ms", "ms"),
+)
+#: vLLM's figures of a run's lengths and load, and how ``_number`` reads each.
+VLLM_RUN = {
+    "completed": {"zero": True},
+    "total_input_tokens": {"required": True},
+    "total_output_tokens": {"required": True},
+    "request_rate": {"infinite": True},  # "inf" (or Infinity): every request at once
+    "max_concurrency": {},
+    "request_throughput": {},
+    "mean_e2el_ms": {},
+    "mean_ttft_ms": {},
+}
+
+
+def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
+    """The rows of one ``vllm bench serve`` run (``at``: its fields' prefix, "run 3." in a
+    file of several), and whether it completed a request (if not, its rows are unresolved)."""
+    got = {
+        key: _checked(_number, run.get(key), path, at + key, **opts)
+        for key, opts in VLLM_RUN.items()
+    }
+    metrics = [
+        (metric, _checked(_number, run.get(key), path, at + key), unit)
+        for metric, key, unit in VLLM_METRICS
+        if run.get(key) is not None
+    ]
     base, where = _base(run, path, "vllm bench serve", str(run.get("model_id", "")))
     if i:
         base["source"] += f" run {i + 1}"
-    n_in = float(run.get("total_input_tokens", 0)) / done
-    n_out = float(run.get("total_output_tokens", 0)) / done
-    e2e_ms = run.get("mean_e2el_ms")
-    if (
-        e2e_ms is None
-        and run.get("mean_ttft_ms") is not None
-        and run.get("mean_tpot_ms") is not None
-    ):
-        e2e_ms = run["mean_ttft_ms"] + run["mean_tpot_ms"] * max(n_out - 1.0, 0.0)
-    rate = run.get("request_rate")
-    rate = None if rate in (None, "inf") or (isinstance(rate, float) and math.isinf(rate)) else rate
-    conc, note = _loop(
-        run.get("max_concurrency") if rate is None else None,
-        rate,
-        float(run.get("request_throughput") or 0.0),
-        float(e2e_ms or 0.0) / 1e3,
-    )
+    if got["completed"] is None or got["completed"] == 0:
+        why = _Unusable(
+            str(path),
+            at + "completed",
+            f"is {short(run.get('completed'))}: the run completed no request",
+            "rerun the benchmark",
+        )
+        return _unresolved_rows(base, metrics, why, where), False
+    try:
+        done = _usable(got["completed"])
+        n_in = _usable(got["total_input_tokens"]) / done
+        n_out = _usable(got["total_output_tokens"]) / done
+        rate = got["request_rate"]
+        if rate is None or (isinstance(rate, float) and math.isinf(rate)):
+            conc, note = _loop(got["max_concurrency"], None, None, None)
+        else:  # Little's law needs the mean end-to-end latency (or TTFT + TPOT per token)
+            e2e_ms, ttft = got["mean_e2el_ms"], got["mean_ttft_ms"]
+            tpot = {m: v for m, v, _ in metrics}.get("mean_TPOT")
+            if e2e_ms is None and ttft is not None and tpot is not None:
+                e2e_ms = _usable(ttft) + _usable(tpot) * max(n_out - 1.0, 0.0)
+            e2e_s = _usable(e2e_ms) / 1e3 if e2e_ms is not None else None
+            conc, note = _loop(None, rate, got["request_throughput"], e2e_s)
+    except _Unusable as why:
+        return _unresolved_rows(base, metrics, why, where), True
+    return _rows(base, metrics, (n_in, n_out), conc, f"vllm bench serve: {note}", where), True
+
+
+def _avg(run: dict, key: str, path: Path, at: str, **opts):
+    """The ``avg`` of one of aiperf's metrics (``{"unit", "avg", ...}``), ``_checked``."""
+    metric = _section(run.get(key), path, at + key, dict) or {}
+    return _checked(_number, metric.get("avg"), path, f"{at}{key}.avg", **opts)
+
+
+def _aiperf_rows(run: dict, path: Path, at: str) -> list:
+    """The rows of one ``aiperf profile`` export."""
+    config = _section(run.get("input_config"), path, at + "input_config", dict) or {}
+    where_cfg = at + "input_config"
+    models = _section(config.get("models"), path, f"{where_cfg}.models", dict) or {}
+    items = _section(models.get("items"), path, f"{where_cfg}.models.items", list) or [{}]
+    first = _section(items[0], path, f"{where_cfg}.models.items[0]", dict) or {}
+    model = first.get("name", "")
+    phases = []
+    for k, p in enumerate(_section(config.get("phases"), path, f"{where_cfg}.phases", list) or []):
+        p = _section(p, path, f"{where_cfg}.phases[{k}]", dict)
+        if p is not None and p.get("kind", "profiling") == "profiling":
+            phases.append((k, p))
+    k, phase = phases[0] if phases else (0, {})
+    at_phase = f"{where_cfg}.phases[{k}]."
+    rate_key = "request_rate" if phase.get("request_rate") is not None else "rate"
+    rate = _checked(_number, phase.get(rate_key), path, at_phase + rate_key)
+    concurrency = _checked(_number, phase.get("concurrency"), path, at_phase + "concurrency")
+    n_in = _avg(run, "input_sequence_length", path, at, required=True)
+    n_out = _avg(run, "output_sequence_length", path, at, required=True)
+    req_per_s = _avg(run, "request_throughput", path, at)
+    latency = _avg(run, "request_latency", path, at)
     metrics = [
-        ("throughput", run.get("output_throughput"), "tokens/s"),
-        ("mean_TPOT", run.get("mean_tpot_ms"), "ms"),
-        ("ITL_mean", run.get("mean_itl_ms"), "ms"),
+        (metric, value, unit)
+        for metric, value, unit in (
+            ("throughput", _avg(run, "output_token_throughput", path, at), "tokens/s"),
+            # aiperf's inter-token latency is (end-to-end - TTFT) / (output tokens - 1) per
+            # request: the time per output token the format calls TPOT
+            ("mean_TPOT", _avg(run, "inter_token_latency", path, at), "ms"),
+        )
+        if value is not None
     ]
-    return _rows(base, metrics, (n_in, n_out), conc, f"vllm bench serve: {note}", where)
-
-
-def _avg(run: dict, key: str):
-    value = run.get(key)
-    return value.get("avg") if isinstance(value, dict) else None
-
-
-def _aiperf_rows(run: dict, path: Path) -> list:
-    config = run.get("input_config") or {}
-    models = ((config.get("models") or {}).get("items") or [{}])[0].get("name", "")
-    base, where = _base(run, path, f"aiperf {run.get('aiperf_version', '')}".strip(), str(models))
-    phases = [p for p in config.get("phases") or [] if p.get("kind", "profiling") == "profiling"]
-    phase = phases[0] if phases else {}
-    rate = phase.get("request_rate") or phase.get("rate")
-    concurrency = phase.get("concurrency") if rate is None else None
-    n_in, n_out = _avg(run, "input_sequence_length"), _avg(run, "output_sequence_length")
-    if not n_in or not n_out:
-        return []
-    conc, note = _loop(
-        concurrency,
-        rate,
-        float(_avg(run, "request_throughput") or 0),
-        float(_avg(run, "request_latency") or 0) / 1e3,
-    )
-    metrics = [
-        ("throughput", _avg(run, "output_token_throughput"), "tokens/s"),
-        # aiperf's inter-token latency is (end-to-end - TTFT) / (output tokens - 1) per request:
-        # the time per output token the format calls TPOT
-        ("mean_TPOT", _avg(run, "inter_token_latency"), "ms"),
-    ]
-    return _rows(base, metrics, (float(n_in), float(n_out)), conc, f"aiperf profile: {note}", where)
+    base, where = _base(run, path, f"aiperf {run.get('aiperf_version', '')}".strip(), str(model))
+    try:
+        lengths = (_usable(n_in), _usable(n_out))
+        conc, note = _loop(
+            concurrency if rate is None else None,
+            rate,
+            req_per_s,
+            latency if not isinstance(latency, float) else latency / 1e3,
+        )
+    except _Unusable as why:
+        return _unresolved_rows(base, metrics, why, where)
+    return _rows(base, metrics, lengths, conc, f"aiperf profile: {note}", where)
