@@ -185,3 +185,20 @@ def test_compare_measured_reports_its_progress_on_rows_under_load(tmp_path):
     assert said == [f"{k}/5 rows under load predicted" for k in range(5)]
     assert (result.table.status == "ok").all()
     assert ms._PROGRESS.get() is None  # reset after the run
+
+
+def test_an_instance_whose_step_table_would_exhaust_memory_is_refused_up_front():
+    """``simulate --gpus 65536`` of an 8B model ran out of memory with no output (its 256
+    attention ranks each with the engine's limits, over 16 pipeline stages: a step table of
+    84 M entries); now one line with the size and what to lower, before any work."""
+    import time
+
+    from inference_econ.serving.load.engine import MAX_STEP_ENTRIES
+
+    assert MAX_STEP_ENTRIES == 1 << 22
+    args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--rate", "4", "--requests", "200"]
+    args += ["--prompt-tokens", "1000", "--output-tokens", "200", "-q"]
+    start = time.process_time()
+    r = CliRunner().invoke(main, [*args, "--gpus", "65536"])
+    assert time.process_time() - start < 10
+    _one_error_line(r, "--gpus", "83,886,096 entries", "4,194,304", "smaller instances")

@@ -437,6 +437,35 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
     )
 
 
+#: The most entries of an instance's step table (one per token count a step may charge:
+#: the batch plus the token budget, per attention rank where the engine's limits are, times
+#: the pipeline stages with §B12's bubbles). Its build and its copies for the intervals take
+#: about 750 bytes and 1 us of CPU an entry (`simulate` of Llama 3.1 8B on H100, 200 requests:
+#: 2,048 GPUs per instance 2.6 M entries, 2.0 GB, 3.4 s; 8,192 GPUs 10.5 M, 7.6 GB, 11 s;
+#: 65,536 GPUs ran out of memory): 2^22 entries is about 3 GB.
+MAX_STEP_ENTRIES = 1 << 22
+
+
+def _check_table(setting: Setting, gpus: int, layout: EngineLayout, model, max_tokens) -> None:
+    """Refuse, before it is built, an instance whose step table would exceed
+    ``MAX_STEP_ENTRIES`` (huge instances: many attention ranks, each with the engine's limits),
+    saying what makes it large and what to lower."""
+    stages = layout.pipeline if layout.pipeline > 1 and model.assumptions.pipeline_bubbles else 1
+    entries = (int(max_tokens) + 1) * int(stages)
+    if entries <= MAX_STEP_ENTRIES:
+        return
+    raise SpecError(
+        "argument",
+        "gpus",
+        f"an instance of {gpus:,} GPUs of {setting.model.name} ({layout.describe()}) steps up to "
+        f"{int(max_tokens):,} tokens"
+        + (f" over {stages} pipeline stages" if stages > 1 else "")
+        + f": a step table of {entries:,} entries, over the {MAX_STEP_ENTRIES:,} the simulator "
+        "builds (its memory)",
+        "serve the load on more, smaller instances, or lower --max-batch or --step-tokens",
+    )
+
+
 def build_instance(
     setting: Setting,
     gpus: int,
@@ -457,6 +486,7 @@ def build_instance(
         # a step is looked up at its decoding requests plus the ranks times its busiest rank's
         # prompt tokens (``simulate``): at most the batch plus the token budget
         max_tokens = config.step_token_budget + config.max_batch_requests
+    _check_table(setting, gpus, layout, search.model, max_tokens)
     table = StepTable(search.model, layout, max_tokens)
     capacity = layout_capacity(search.model, search.capacity, layout)
     draft = None
