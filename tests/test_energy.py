@@ -165,7 +165,8 @@ def test_the_reserved_base_by_hand():
 def test_capacity_demand_end_to_end(tmp_path):
     curve = tmp_path / "day.csv"
     curve.write_text("hour,requests_per_s\n0,1\n1,4\n2,2\n3,oops\n4,8\n", encoding="utf-8")
-    with pytest.raises(SpecError, match="jumps from 2 to 4"):
+    # the unreadable hour is the error, not the gap it leaves ("jumps from 2 to 4")
+    with pytest.raises(SpecError, match="line 5: field 'requests_per_s'.*every hour needs"):
         ie.demand_plan("Llama 3 8B", "H100", demand=curve, slo_tpot_p99_s=0.05)
     curve.write_text("hour,requests_per_s\n0,1\n1,4\n2,2\n3,oops\n", encoding="utf-8")
     with pytest.warns(Warning, match="line 5"):

@@ -202,3 +202,19 @@ def test_an_instance_whose_step_table_would_exhaust_memory_is_refused_up_front()
     r = CliRunner().invoke(main, [*args, "--gpus", "65536"])
     assert time.process_time() - start < 10
     _one_error_line(r, "--gpus", "83,886,096 entries", "4,194,304", "smaller instances")
+
+
+def test_a_demand_row_that_cannot_be_read_mid_day_is_named_as_the_cause(tmp_path):
+    """A 'nan' rate at hour 2 had ended in "field 'hour': jumps from 1 to 3" after a warning:
+    two lines, the last naming the wrong field. Now one error, the row's own."""
+    from inference_econ.errors import SpecError
+    from inference_econ.serving.load.demand import load_demand
+
+    path = tmp_path / "day.csv"
+    path.write_text("hour,requests_per_s\n0,2\n1,3\n2,nan\n3,4\n")
+    with pytest.raises(SpecError) as e:
+        load_demand(path)
+    assert e.value.field == "requests_per_s" and "line 4" in str(e.value)
+    assert "every hour needs a readable row" in str(e.value)
+    path.write_text("hour,requests_per_s\n0,2\n1,3\n2,4\n")
+    assert list(load_demand(path).hours) == [0, 1, 2]

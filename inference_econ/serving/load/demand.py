@@ -108,10 +108,16 @@ def load_demand(path) -> DemandCurve:
             problems.append((line, exc))
     if not lines:
         raise SpecError(source, "requests_per_s", "has no readable row", "give one row per hour")
-    skipped = left_out(source, "demand row", len(lines), problems)
+    if problems and not rows:  # (``left_out`` says so: none of them can be read)
+        left_out(source, "demand row", len(lines), problems)
     data = np.asarray(sorted(rows), dtype=float)
     hours = data[:, 0].astype(np.int64)
     gaps = np.nonzero(np.diff(hours) != 1)[0]
+    if gaps.size and problems:  # a row that cannot be read leaves its hour out: that is why
+        exc = problems[0][1]
+        raise SpecError(
+            exc.source, exc.field, exc.problem, "every hour needs a readable row: " + exc.fix
+        )
     if gaps.size:
         at = int(gaps[0])
         raise SpecError(
@@ -120,6 +126,7 @@ def load_demand(path) -> DemandCurve:
             f"jumps from {hours[at]} to {hours[at + 1]}",
             "give every hour once, counting up by one",
         )
+    skipped = left_out(source, "demand row", len(lines), problems)
     if not np.any(data[:, 1] > 0):
         raise SpecError(source, "requests_per_s", "is 0 in every hour", "there is nothing to serve")
     return DemandCurve(source, hours, data[:, 1], skipped)
