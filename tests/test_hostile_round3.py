@@ -55,18 +55,9 @@ def test_a_model_file_whose_name_or_source_breaks_a_line_is_refused(tmp_path, fi
 
 
 def test_a_hugging_face_config_whose_name_breaks_a_line_is_refused(tmp_path):
-    cfg = {
-        "_name_or_path": "org/m\ntouch PWNED\n",
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_size": 4096,
-        "intermediate_size": 14336,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 128256,
-        "torch_dtype": "bfloat16",
-    }
+    from test_hub_import import LLAMA_8B  # the hub-import tests' Llama 3.1 8B config
+
+    cfg = {**LLAMA_8B, "_name_or_path": "org/m\ntouch PWNED\n"}
     src = tmp_path / "config.json"
     src.write_text(json.dumps(cfg))
     r = CliRunner().invoke(main, ["import-hf", str(src), "-o", str(tmp_path / "m.yaml")])
