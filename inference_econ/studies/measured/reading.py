@@ -419,16 +419,13 @@ def _gpus(raw, where: str) -> int | None:
     )
 
 
-#: How a benchmark tool's result row (``tool_results``) states why a field cannot be used, in
-#: place of its value: the row is then unresolved with that reason.
-UNUSABLE = "unusable: "
-
-
 def _problem(rec: dict, metric, value) -> str:
     """Why a row cannot be resolved before names are looked up ("" if nothing)."""
     if metric is None:
         return f"metric {rec['metric']!r} is not one the toolkit reads (see docs/user-guide.md)"
     if value is None:
+        from .tool_results import UNUSABLE
+
         raw = str(rec["value"])
         if raw.startswith(UNUSABLE):  # a benchmark tool's result row: its reader's own reason
             return raw[len(UNUSABLE) :]

@@ -365,11 +365,14 @@ def _unresolved_rows(base: dict, metrics: list, why: _Unusable, where: str) -> l
     ]
 
 
+#: How a result row states why a field cannot be used, in place of its value: the
+#: measured-rows reader (``reading``) makes the row unresolved with that reason.
+UNUSABLE = "unusable: "
+
+
 def _reason(exc: SpecError) -> str:
     """An unusable field as the text of its row's value: the measured-rows reader makes it the
-    row's status (``unresolved: <field> <problem>``, ``reading.UNUSABLE``)."""
-    from .reading import UNUSABLE  # (reading imports this module inside a function)
-
+    row's status (``unresolved: <field> <problem>``)."""
     fix = f" ({exc.fix})" if exc.fix else ""
     return f"{UNUSABLE}{exc.field} {exc.problem}{fix}"
 
