@@ -209,3 +209,31 @@ def test_a_demand_row_that_cannot_be_read_mid_day_is_named_as_the_cause(tmp_path
     assert "every hour needs a readable row" in str(e.value)
     path.write_text("hour,requests_per_s\n0,2\n1,3\n2,4\n")
     assert list(load_demand(path).hours) == [0, 1, 2]
+
+
+def test_a_burst_or_an_impossibly_fast_trace_is_refused_where_a_rate_is_needed(tmp_path):
+    """A trace whose requests all arrive at once (rate infinite) crashed frontier --trace and
+    capacity --trace (OverflowError sizing instances); arrivals 1e-300 s apart printed a rate
+    of 1e+300. simulate still replays a burst ("all at once")."""
+    burst, fast = tmp_path / "burst.csv", tmp_path / "fast.csv"
+    burst.write_text("arrival_time_s,prompt_tokens,output_tokens\n0,100,10\n0,100,10\n0,100,10\n")
+    fast.write_text("arrival_time_s,prompt_tokens,output_tokens\n0,100,10\n1e-300,100,10\n")
+    common = ["Llama 3.1 8B", "-H", "H100", "--slo-ttft-p99", "2"]
+    for command in ("frontier", "capacity"):
+        r = CliRunner().invoke(main, [command, *common, "--max-gpus", "2", "--trace", str(burst)])
+        _one_error_line(r, "burst.csv", "arrival_time_s", "at the same time")
+    r = CliRunner().invoke(main, ["simulate", *common[:3], "--gpus", "1", "--trace", str(fast)])
+    _one_error_line(r, "fast.csv", "arrival_time_s", "more than the 1e+09")
+    r = CliRunner().invoke(main, ["simulate", *common[:3], "--gpus", "1", "--trace", str(burst)])
+    assert r.exit_code == 0 and "all at once" in r.output
+
+
+def test_a_demand_hour_below_the_least_simulated_rate_names_the_file(tmp_path):
+    """A peak of 0.0005 requests/s passed the file's check and failed as '--rate'."""
+    from inference_econ.serving.load.demand import load_demand
+
+    path = tmp_path / "day.csv"
+    path.write_text("hour,requests_per_s\n0,0.0005\n1,2\n")
+    with pytest.warns(Warning, match="day.csv: line 2: field 'requests_per_s': is 0.0005, below"):
+        curve = load_demand(path)
+    assert list(curve.hours) == [1]

@@ -688,6 +688,21 @@ def _pool_rank(row: dict) -> tuple:
     return _rank(row["usd_per_hour"], held, row["gpus"])
 
 
+def _planned_rate(traffic: Traffic) -> float:
+    """The request rate a plan sizes instances for: a trace whose requests all arrive at once
+    has none (its rate is infinite), which a plan of instances by rate cannot hold."""
+    rate = traffic.offered_rate_per_s
+    if traffic.process == "trace" and not math.isfinite(rate):
+        raise SpecError(
+            traffic.trace.path if traffic.trace is not None else "trace",
+            "arrival_time_s",
+            "every request arrives at the same time: a burst has no request rate to size "
+            "instances for",
+            "spread the arrivals over time, or replay the burst with simulate",
+        )
+    return rate
+
+
 def cheapest_deployment(
     settings: list[Setting],
     traffic: Traffic,
@@ -708,6 +723,7 @@ def cheapest_deployment(
     instance down (``n_plus_one``). Raises ``InfeasibleError`` with the reasons if none does.
     ``screen``: search in two passes where ``screens`` allows (``screened_rows``: the same
     plan in a fraction of the work); False searches every candidate in full."""
+    _planned_rate(traffic)
     if screen and screens(traffic, disaggregated, pools, failures):
         rows = screened_rows(settings, traffic, targets, config, sizes, max_gpus, progress)
     else:
@@ -1260,7 +1276,7 @@ def load_frontier(
 ) -> LoadFrontier:
     """Every instance size with ``K`` instances, from the fewest that meet the targets up to 8
     times as many (more instances: smaller batches, faster tokens, higher price)."""
-    rate = traffic.offered_rate_per_s
+    rate = _planned_rate(traffic)
     rows: list = []
     meta: dict = {}
     for s in settings:

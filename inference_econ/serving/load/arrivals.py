@@ -35,6 +35,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from ...errors import SpecError, plural
+from ...settings import option
 from ...specs.inputs import LeftOut, csv_rows, left_out, row_cells
 from ...specs.schema import check_number
 from .lengths import MAX_TOKENS, Lengths, parse_lengths
@@ -212,6 +213,16 @@ def load_trace(path) -> Trace:
     data = np.asarray(rows, dtype=float)
     order = np.argsort(data[:, 0], kind="stable")
     data = data[order]
+    span = float(data[-1, 0] - data[0, 0])
+    most = option("arrival_rate_per_s").maximum  # the most --rate a simulation takes
+    if span > 0 and (len(data) - 1) / span > most:  # (a span of 0 is a burst: all at once)
+        raise SpecError(
+            source,
+            "arrival_time_s",
+            f"spans {span:g} s for {len(data):,} requests: {(len(data) - 1) / span:.3g} "
+            f"requests/s, more than the {most:g} the toolkit simulates",
+            "give the arrival times in seconds (a burst: every request at the same time)",
+        )
     cols = {c: data[:, 3 + k].astype(np.int64) for k, c in enumerate(extra)}
     return Trace(
         source,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import SpecError, plural
+from ...settings import option
 from ...specs.inputs import LeftOut, csv_rows, left_out, row_cells
 from ...specs.schema import check_number
 
@@ -98,12 +99,17 @@ def load_demand(path) -> DemandCurve:
         where = f"{source}: line {line}"
         try:
             hour, rate = row_cells(source, line, cells, len(header), at)
-            rows.append(
-                (
-                    float(check_number(hour, where, "hour", **_HOUR)),
-                    float(check_number(rate, where, "requests_per_s", **_RATE)),
+            hour_n = float(check_number(hour, where, "hour", **_HOUR))
+            rate_n = float(check_number(rate, where, "requests_per_s", **_RATE))
+            least = option("arrival_rate_per_s").minimum  # the least rate simulated
+            if 0 < rate_n < least:  # (0: an idle hour)
+                raise SpecError(
+                    where,
+                    "requests_per_s",
+                    f"is {rate_n:g}, below the {least:g} requests/s the toolkit simulates",
+                    f"give 0 for an idle hour, or at least {least:g}",
                 )
-            )
+            rows.append((hour_n, rate_n))
         except SpecError as exc:
             problems.append((line, exc))
     if not lines:
