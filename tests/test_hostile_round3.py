@@ -237,3 +237,26 @@ def test_a_demand_hour_below_the_least_simulated_rate_names_the_file(tmp_path):
     with pytest.warns(Warning, match="day.csv: line 2: field 'requests_per_s': is 0.0005, below"):
         curve = load_demand(path)
     assert list(curve.hours) == [1]
+
+
+def test_disagg_of_an_endless_prompt_or_a_layout_that_cannot_run_is_one_line():
+    """disagg --prompt-tokens 1e12 had looped for minutes cutting the prompt into chunks; an
+    instance that does not fit leaked numpy's 'invalid value' warnings before its error."""
+    import time
+
+    base = ["disagg", "Llama 3 70B", "-H", "H100-paper", "--weight-bits", "8", "--batch", "64"]
+    start = time.process_time()
+    r = CliRunner().invoke(
+        main, [*base, "--gpus", "8", "--output-tokens", "500", "--prompt-tokens", "1e12"]
+    )
+    assert time.process_time() - start < 10
+    _one_error_line(r, "--prompt-tokens", "passes (at most 100,000)")
+    for preset in ("paper", "achievable"):
+        r = CliRunner().invoke(
+            main,
+            [*base, "--gpus", "1", "--prompt-tokens", "4000", "--output-tokens", "500",
+             "--assumptions", preset],
+        )  # fmt: skip
+        assert r.exit_code == 1 and "Warning" not in r.output, r.output
+        lines = [ln for ln in r.output.strip().splitlines() if ln.strip()]
+        assert len(lines) == 1 and "does not fit" in lines[0], lines

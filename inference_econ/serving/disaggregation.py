@@ -194,8 +194,10 @@ class ColocatedPrompt:
 
     @property
     def added_s(self) -> float:
-        """What its chunks add to the decode steps they ride in."""
-        return float(np.sum(self.steps_s - self.decode_s))
+        """What its chunks add to the decode steps they ride in (NaN where the steps cannot
+        run: inf less inf, refused by the callers)."""
+        with np.errstate(invalid="ignore"):
+            return float(np.sum(self.steps_s - self.decode_s))
 
 
 def colocated_prompt(
@@ -263,10 +265,13 @@ def pool_balance(
     prompt) and ``decode_s`` (a request's share of its decode steps): each completes requests
     at 1/busy time; the pair serves the slower rate."""
     slower = max(prefill_s, decode_s)  # seconds per request of the pair
-    return PoolBalance(
-        rate_per_s=1.0 / slower,
-        bottleneck="decode" if decode_s >= prefill_s else "prefill",
-        prefill_busy_fraction=prefill_s / slower,
-        decode_busy_fraction=decode_s / slower,
-        gpu_s_per_request=(prefill_gpus + decode_gpus) * slower,
-    )
+    # a pool that cannot run (inf) makes the fractions NaN: its callers refuse such a pair,
+    # so numpy's warning about it is noise on the one line they print
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return PoolBalance(
+            rate_per_s=1.0 / slower,
+            bottleneck="decode" if decode_s >= prefill_s else "prefill",
+            prefill_busy_fraction=prefill_s / slower,
+            decode_busy_fraction=decode_s / slower,
+            gpu_s_per_request=(prefill_gpus + decode_gpus) * slower,
+        )

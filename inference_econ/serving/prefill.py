@@ -53,7 +53,18 @@ ENGINE_CHUNK_TOKENS = 8192
 
 
 def engine_chunks(prompt_tokens: float, chunk_tokens: float = ENGINE_CHUNK_TOKENS):
-    """[(tokens in the pass, context before it)] of a prompt cut into engine-sized chunks."""
+    """[(tokens in the pass, context before it)] of a prompt cut into engine-sized chunks; a
+    prompt of more than ``MAX_CHUNKS`` of them is refused (a 1e12-token prompt in chunks of
+    8,128 had looped for minutes)."""
+    passes = math.ceil(float(prompt_tokens) / float(chunk_tokens) - 1e-9)
+    if passes > MAX_CHUNKS:
+        raise SpecError(
+            "argument",
+            "prompt_tokens",
+            f"a prompt of {float(prompt_tokens):g} tokens in an engine's chunks of "
+            f"{float(chunk_tokens):,.0f} would take {passes:,} passes (at most {MAX_CHUNKS:,})",
+            f"use prompts of at most {MAX_CHUNKS * float(chunk_tokens):,.0f} tokens",
+        )
     plan, done = [], 0.0
     while done < prompt_tokens - 1e-9:
         size = min(float(chunk_tokens), prompt_tokens - done)
