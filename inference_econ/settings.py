@@ -199,6 +199,10 @@ LOAD_ASSUMPTIONS = "achievable"
 #: Largest observed speed (tokens/s), price ($/Mtok), blend ratio or markup: far beyond any
 #: offer (the fastest APIs serve a few thousand tokens/s), so every ratio of them stays finite.
 MAX_OBSERVED = 1e6
+#: Smallest observed speed or price: a millionth of a token a second or of a dollar per Mtok,
+#: so that the model's figure over an observed one stays below 1e12 (--price 1e-300 had
+#: printed a markup of 300 digits).
+MIN_OBSERVED = 1e-6
 #: Longest latency target or limit, in seconds (11.6 days).
 MAX_SECONDS = 1e6
 #: Work estimated to take longer than this many seconds (a study's cells, a load search) is
@@ -672,8 +676,7 @@ SETTINGS: tuple[Option, ...] = (
         "Observed output speed of one request (instead of an observations file).",
         OPERATING,
         unit="tokens/s",
-        minimum=0,
-        exclusive_minimum=True,
+        minimum=MIN_OBSERVED,
         maximum=MAX_OBSERVED,
         optional=True,
         flag="--speed",
@@ -685,8 +688,7 @@ SETTINGS: tuple[Option, ...] = (
         "Observed price per million output tokens (instead of an observations file).",
         OPERATING,
         unit="$/Mtok",
-        minimum=0,
-        exclusive_minimum=True,
+        minimum=MIN_OBSERVED,
         maximum=MAX_OBSERVED,
         optional=True,
         flag="--price",

@@ -260,3 +260,24 @@ def test_disagg_of_an_endless_prompt_or_a_layout_that_cannot_run_is_one_line():
         assert r.exit_code == 1 and "Warning" not in r.output, r.output
         lines = [ln for ln in r.output.strip().splitlines() if ln.strip()]
         assert len(lines) == 1 and "does not fit" in lines[0], lines
+
+
+def test_an_observed_price_or_speed_too_small_to_compare_is_refused():
+    """--price 1e-300 printed a markup of 300 digits and an outside factor of 9e298."""
+    args = ["infer", "feasibility", "--model", "Llama 3 70B", "--weight-bits", "8"]
+    args += ["--no-speculation", "--grid-points", "20"]
+    r = CliRunner().invoke(main, [*args, "--speed", "100", "--price", "1e-300"])
+    _one_error_line(r, "--price", ">= 1e-06")
+    r = CliRunner().invoke(main, [*args, "--speed", "1e-7", "--price", "1"])
+    _one_error_line(r, "--speed", ">= 1e-06")
+
+
+@pytest.mark.parametrize("speed, where", [("1e6", "faster"), ("1e-6", "slower")])
+def test_no_preference_k_is_printed_when_every_offer_lies_outside_its_frontier(speed, where):
+    """infer preference printed 'k = 20.00' (the search's bound) while its notes said no k
+    explains the offer; now nothing feasible: one line, exit 1."""
+    args = ["infer", "preference", "--model", "Llama 3 70B", "--weight-bits", "8"]
+    r = CliRunner().invoke(main, [*args, "--no-speculation", "--speed", speed, "--price", "1"])
+    assert r.exit_code == 1, r.output
+    lines = [ln for ln in r.output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and "no k explains" in lines[0] and where in lines[0], lines

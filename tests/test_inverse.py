@@ -150,7 +150,7 @@ def test_an_unreadable_offer_row_is_left_out_and_the_results_say_so(tmp_path):
     warned = [x for x in result.stderr.splitlines() if x.endswith("the row is left out")]
     assert warned == [
         f"warning: {path}, row 3: field 'tokens_per_s': expected a number in tokens/s per "
-        "request, got 'fast' (expected a number > 0 and <= 1000000); the row is left out",
+        "request, got 'fast' (expected a number >= 1e-06 and <= 1000000); the row is left out",
         f"warning: {path}, row 4: has 7 cells for the header's 6 columns (quote cells that hold commas); "
         "the row is left out",
     ]

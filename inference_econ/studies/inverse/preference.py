@@ -268,6 +268,18 @@ def fit_preference(
         )
         for o, a, b, c, g in zip(observations, archs, bits, curves, grids)
     )
+    outside = [p for p in points if p.implied_k is not None and p.implied_k in (0.0, math.inf)]
+    if len(outside) == len(points):  # every offer beyond its frontier: k_hat is only a bound
+        said = "; ".join(
+            f"{p.observation.label} is "
+            + ("faster than its frontier's fastest" if p.implied_k else "slower than its cheapest")
+            + " point"
+            for p in outside
+        )
+        raise InfeasibleError(
+            f"no k explains the offers ({said}): each lies outside its frontier in this setting "
+            "(try speculation, another precision or GPU)"
+        )
     notes = (
         _notes(points, gpu, preset, draft, acceptance, max_draft_tokens, grid_points, how) + extra
     )
