@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -445,6 +447,56 @@ def display_path(path: str | os.PathLike) -> str:
 
 
 display_sources_with(display_path)  # every error names spec files this way (errors.py)
+
+
+#: Longest chain of ``derive_from`` files (a spec, its base, its base's base, ...).
+MAX_DERIVE_DEPTH = 16
+#: The spec files being read, by kind, from the first one to its base being read now.
+_DERIVING = threading.local()
+
+
+class DeriveChainError(SpecError):
+    """A ``derive_from`` chain that returns to a file or runs too deep: complete as raised,
+    so the files the chain passed through pass it on as it is (not each adding its own
+    "field 'derive_from'")."""
+
+
+def _chain_text(paths: list[Path]) -> str:
+    """``a.yaml -> b.yaml -> a.yaml``, long chains cut to their two ends."""
+    names = [p.name for p in paths]
+    if len(names) > 6:
+        names = [*names[:2], "...", *names[-2:]]
+    return " -> ".join(names)
+
+
+@contextlib.contextmanager
+def deriving(kind: str, path: Path) -> Iterator[None]:
+    """Read the spec file ``path`` (resolved) of ``kind`` inside this block, following a
+    ``derive_from`` (``hardware``, ``engines``, or ``kinds`` for ``spec_kind``). A file met
+    again while its bases are read, or a chain deeper than ``MAX_DERIVE_DEPTH``, is refused
+    with one line (``DeriveChainError``) instead of recursing without end."""
+    chain = _DERIVING.__dict__.setdefault("chains", {}).setdefault(kind, [])
+    if path in chain:
+        start = chain.index(path)
+        raise DeriveChainError(
+            str(path),
+            "derive_from",
+            f"derives from itself: {_chain_text([*chain[start:], path])}",
+            "point derive_from at a spec that does not lead back to this file",
+        )
+    if len(chain) >= MAX_DERIVE_DEPTH:
+        raise DeriveChainError(
+            str(chain[0]),
+            "derive_from",
+            f"chain of more than {MAX_DERIVE_DEPTH} files: {_chain_text([*chain, path])}",
+            f"a spec may derive from another one at most {MAX_DERIVE_DEPTH} deep: shorten "
+            "the chain, e.g. by merging files into one",
+        )
+    chain.append(path)
+    try:
+        yield
+    finally:
+        chain.pop()
 
 
 def clear_cache() -> None:

@@ -25,10 +25,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, did_you_mean, short
 from . import catalog
 from .features import LAYOUT_FEATURES, MODEL_CLASSES, ModelClass
-from .schema import check_number
+from .schema import Reader, check_number
 from .yamlfile import load_yaml
 
 #: Engines whose scheduler limits hold per data-parallel attention rank, not per instance:
@@ -585,6 +585,14 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
             if not isinstance(value, Mapping):
                 raise SpecError(source, key, f"expected a mapping, got {value!r}")
             out[key] = tuple((str(k), str(v)) for k, v in value.items())
+        elif key == "name":  # shown and matched as text: None or a list is no name
+            if not isinstance(value, str):
+                raise SpecError(
+                    source, key, f"expected text, got {short(value)}", "write the profile's name"
+                )
+            out[key] = Reader(values, source).string(key)  # one line
+            if not value.strip():
+                raise SpecError(source, key, "is empty", "give the engine profile a name")
         elif key != "derive_from":
             out[key] = str(value)
     return out
@@ -827,7 +835,14 @@ def profile_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Engine
     values = _validated(data, source)
     values["source_file"] = source
     if base_name is not None:
-        base = load_engine(str(base_name))
+        if not isinstance(base_name, str):
+            raise SpecError(
+                source,
+                "derive_from",
+                f"expected an engine profile's name or file, got {short(base_name)}",
+                "e.g. derive_from: vllm",
+            )
+        base = load_engine(base_name)
         if "name" not in values:
             values["name"] = f"{base.name} (derived)"
         errors = dict(base.standard_errors)
@@ -856,7 +871,9 @@ def load_engine(name_or_path: str | Path | EngineProfile) -> EngineProfile:
     """An engine profile by name ("trtllm", "vllm", "sglang"), alias or YAML path."""
     if isinstance(name_or_path, EngineProfile):
         return name_or_path
-    return _load_path(catalog.find("engines", name_or_path).resolve())
+    path = catalog.find("engines", name_or_path).resolve()
+    with catalog.deriving("engines", path):  # a cycle or too long a chain: one line
+        return _load_path(path)
 
 
 def profile_yaml(profile: EngineProfile, base: str, header: list[str], fitted: dict) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -287,8 +286,8 @@ _NUMERIC = {
 _SCALABLE = {k for k, v in _NUMERIC.items() if not v.get("integer")}
 _FLOP = dict(minimum=1e6, maximum=1e21, unit="FLOP/s")
 _BITS = dict(minimum=1, maximum=64, integer=True, unit="bits")
-#: Longest chain of ``derive_from`` files.
-MAX_DERIVE_DEPTH = 16
+#: Longest chain of ``derive_from`` files (catalog.deriving checks it).
+MAX_DERIVE_DEPTH = catalog.MAX_DERIVE_DEPTH
 _REQUIRED = (
     "flop_per_s",
     "hbm_bandwidth_bytes_per_s",
@@ -690,19 +689,24 @@ def derive(
                     "cannot be scaled",
                     hint or "scale a numeric field such as hbm_bandwidth_bytes_per_s",
                 )
-            if key == "flop_per_s":
-                current = values.get(key, base.flop_per_s)
-                values[key] = _flop_table({b: r * factor for b, r in current}, source)
-            elif key in _NUMERIC and key in _SCALABLE:
-                current = values.get(key, getattr(base, key))
-                values[key] = _validated({key: current * factor}, source)[key]
-            else:
+            if key not in _SCALABLE and key != "flop_per_s":
                 raise SpecError(
                     source,
                     field,
                     "cannot be scaled",
                     "scale a numeric field such as hbm_bandwidth_bytes_per_s",
                 )
+            try:
+                if key == "flop_per_s":
+                    current = values.get(key, base.flop_per_s)
+                    values[key] = _flop_table({b: r * factor for b, r in current}, source)
+                else:
+                    current = values.get(key, getattr(base, key))
+                    values[key] = _validated({key: current * factor}, source)[key]
+            except SpecError as exc:  # named by the factor that takes it out of bounds
+                raise SpecError(
+                    source, field, f"scaled by {short(factor)}, {exc.field} {exc.problem}", exc.fix
+                ) from None
     values["name"] = name or values.get("name") or f"{base.name} (modified)"
     values.setdefault("aliases", ())
     values["source_file"] = source
@@ -726,9 +730,9 @@ def gpu_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> GPU:
             )
         try:
             base = load_hardware(base_name)
+        except catalog.DeriveChainError:
+            raise  # names the files of the chain itself
         except SpecError as exc:
-            if exc.source == catalog.display_path(source):  # the cycle through this file
-                raise
             raise exc.inside(source, "derive_from") from None
         data["source_file"] = source
         name = Reader(data, source).string("name", None)
@@ -770,28 +774,11 @@ def _load_path(path: Path) -> GPU:
     return gpu_from_dict(load_yaml(path), str(path))
 
 
-_LOADING = threading.local()
-
-
 def load_hardware(name_or_path: str | Path) -> GPU:
     """Load a GPU spec by name, alias (case-insensitive) or path to a YAML file."""
     if isinstance(name_or_path, GPU):
         return name_or_path
     path = catalog.find("hardware", name_or_path).resolve()
     record(path)
-    chain = _LOADING.__dict__.setdefault("chain", [])
-    if path in chain or len(chain) >= MAX_DERIVE_DEPTH:
-        cycle = " -> ".join(
-            p.name for p in [*chain[chain.index(path) if path in chain else 0 :], path]
-        )
-        raise SpecError(
-            str(chain[-1]),
-            "derive_from",
-            f"{'derives from itself' if path in chain else 'too long a chain'}: {cycle}",
-            f"a spec may derive from another one, at most {MAX_DERIVE_DEPTH} deep, without a cycle",
-        )
-    chain.append(path)
-    try:
+    with catalog.deriving("hardware", path):  # a cycle or too long a chain: one line
         return _load_path(path)
-    finally:
-        chain.pop()

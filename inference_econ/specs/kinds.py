@@ -63,7 +63,8 @@ def spec_kind(path: str | Path) -> str:
     data = load_yaml(path)
     if not isinstance(data, dict):
         return "models"  # the model loader says what a spec file must be
-    kind = _base_kind(data.get("derive_from"))
+    with catalog.deriving("kinds", path.resolve()):  # a file deriving from itself: one line
+        kind = _base_kind(data.get("derive_from"))
     if kind is not None:
         return kind
     keys = [str(k) for k in data if str(k) not in _SHARED]
