@@ -281,3 +281,14 @@ def test_no_preference_k_is_printed_when_every_offer_lies_outside_its_frontier(s
     assert r.exit_code == 1, r.output
     lines = [ln for ln in r.output.strip().splitlines() if ln.strip()]
     assert len(lines) == 1 and "no k explains" in lines[0] and where in lines[0], lines
+
+
+@pytest.mark.parametrize("name", ["load_demand", "load_trace", "compare_measured", "calibrate"])
+@pytest.mark.parametrize("given", [None, 5, [], True])
+def test_a_python_caller_passing_no_path_gets_the_packages_error(name, given):
+    """load_demand(None) and its kin raised pathlib's TypeError from deep inside."""
+    import inference_econ as ie
+    from inference_econ.errors import SpecError
+
+    with pytest.raises(SpecError, match="field 'path': expected the path of a file"):
+        getattr(ie, name)(given)

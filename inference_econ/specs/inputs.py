@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, _shown, plural, warn
+from ..errors import SpecError, _shown, plural, short, warn
 
 #: The largest input file read (spec files are a few kB; measured CSVs a few MB).
 MAX_INPUT_BYTES = 64 * 2**20
@@ -80,6 +80,20 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def file_path(path) -> str | os.PathLike:
+    """``path`` when it names a file (text or a path object); anything else (None, a number,
+    a list: a Python caller's slip) is one ``SpecError`` naming it, not a TypeError from deep
+    inside pathlib."""
+    if isinstance(path, (str, os.PathLike)) and not isinstance(path, bool):
+        return path
+    raise SpecError(
+        "argument",
+        "path",
+        f"expected the path of a file, got {short(path)}",
+        "give a file's path as text or a pathlib.Path",
+    )
+
+
 def read_bytes(
     path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: bool = True
 ) -> bytes:
@@ -91,7 +105,7 @@ def read_bytes(
     would wait for a writer), a device (``/dev/zero`` never ends) or a directory is refused at
     once, even one swapped in after a check by name; the size limit holds before anything is
     read, and again while reading (a file that grows)."""
-    path = Path(path)
+    path = Path(file_path(path))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))

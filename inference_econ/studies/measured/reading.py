@@ -30,7 +30,15 @@ from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.collector import gc_paused
 from ...specs.hardware import GPU, load_hardware
-from ...specs.inputs import Rows, csv_rows, left_out, read_text, row_cells, too_many_cells
+from ...specs.inputs import (
+    Rows,
+    csv_rows,
+    file_path,
+    left_out,
+    read_text,
+    row_cells,
+    too_many_cells,
+)
 from ...specs.schema import check_number
 from . import semantics as sem
 
@@ -185,7 +193,7 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
     cannot be read, has no rows or misses a column is an error; a row that cannot be read
     (a bad number, a layout that does not fit its GPUs) gets an ``unresolved`` status with the
     field and the reason, and every other row goes on."""
-    path = Path(path)
+    path = Path(file_path(path))
     from .tool_results import tool_frame  # benchmark tools' JSON results, by their content
 
     df = tool_frame(path)
