@@ -292,3 +292,17 @@ def test_a_python_caller_passing_no_path_gets_the_packages_error(name, given):
 
     with pytest.raises(SpecError, match="field 'path': expected the path of a file"):
         getattr(ie, name)(given)
+
+
+@pytest.mark.parametrize(
+    "given, field",
+    [({"seed": "x"}, "seed"), ({"requests": 0}, "requests"), ({"requests": -5}, "requests")],
+)
+def test_make_traffic_checks_its_numbers_by_their_settings(given, field):
+    """make_traffic(seed='x') raised int()'s ValueError; requests=0 or -5 were accepted."""
+    import inference_econ as ie
+    from inference_econ.errors import SpecError
+
+    with pytest.raises(SpecError, match=f"field '{field}'"):
+        ie.make_traffic(rate_per_s=1, input_lengths=100, output_lengths=10, **given)
+    assert ie.make_traffic(rate_per_s=1, input_lengths=100, output_lengths=10).requests == 10_000

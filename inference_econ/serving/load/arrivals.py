@@ -35,7 +35,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from ...errors import SpecError, plural
-from ...settings import option
+from ...settings import check_each, option
 from ...specs.inputs import LeftOut, csv_rows, left_out, row_cells
 from ...specs.schema import check_number
 from .lengths import MAX_TOKENS, Lengths, parse_lengths
@@ -581,6 +581,11 @@ def make_traffic(
             "sets arrival times; a closed loop's clients send as earlier requests finish",
             "drop arrival_process, or concurrency",
         )
+    # the numbers by their settings' rows (a Python caller's seed 'x' or requests -5)
+    given = {"requests": requests, "seed": seed, "arrival_rate_per_s": rate_per_s}
+    given |= {"concurrency": concurrency, "think_time_s": think_time_s}
+    checked = check_each({k: v for k, v in given.items() if v is not None})
+    requests, seed = checked.get("requests", requests), checked.get("seed", seed)
     tr = load_trace(trace) if trace is not None else None
     return Traffic(
         rate_per_s=None if rate_per_s is None else float(rate_per_s),
