@@ -306,3 +306,36 @@ def test_make_traffic_checks_its_numbers_by_their_settings(given, field):
     with pytest.raises(SpecError, match=f"field '{field}'"):
         ie.make_traffic(rate_per_s=1, input_lengths=100, output_lengths=10, **given)
     assert ie.make_traffic(rate_per_s=1, input_lengths=100, output_lengths=10).requests == 10_000
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"num_attention_heads": 30}, "num_attention_heads"),  # 4,096 / 30: head_dim floored
+        ({"quantization_config": "fp8"}, "quantization_config"),  # ignored: came out 16-bit
+    ],
+)
+def test_a_hugging_face_config_that_contradicts_itself_is_refused(tmp_path, change, field):
+    """import-hf accepted these without a word (helper-8's trial)."""
+    from test_hub_import import LLAMA_8B
+
+    src = tmp_path / "config.json"
+    src.write_text(json.dumps({**LLAMA_8B, "architectures": ["LlamaForCausalLM"], **change}))
+    r = CliRunner().invoke(main, ["import-hf", str(src), "-o", str(tmp_path / "m.yaml")])
+    _one_error_line(r, "config.json", f"'{field}'")
+
+
+def test_moe_layer_lists_must_fit_the_layers():
+    """gpt-oss layer_types of 3 entries for 24 layers had been read as 3 sliding and 21 full;
+    mlp_only_layers [99, -1, 'x'] was ignored."""
+    from inference_econ.errors import SpecError
+    from inference_econ.specs.hf_import import _layer_indices, _layer_kinds
+
+    assert _layer_kinds({"layer_types": ["sliding_attention", "full_attention"]}, "c", 2)
+    with pytest.raises(SpecError, match="has 3 entries for 24 layers"):
+        _layer_kinds({"layer_types": ["sliding_attention"] * 3}, "c", 24)
+    with pytest.raises(SpecError, match="expected a list of"):
+        _layer_kinds({"layer_types": ["sliding_attention", "moe"]}, "c", 2)
+    assert _layer_indices({"mlp_only_layers": [0, 3]}, "mlp_only_layers", "c", 4) == {0, 3}
+    with pytest.raises(SpecError, match="expected layer indices from 0 to 47"):
+        _layer_indices({"mlp_only_layers": [99, -1, "x"]}, "mlp_only_layers", "c", 48)

@@ -258,6 +258,13 @@ def precision_of(cfg: dict, quant: dict | None, source: str) -> dict:
             out["kv_cache_bits"] = _modelopt_bits(kv, "hf_quant_config.json")
         return out
     qc = cfg.get("quantization_config")
+    if qc is not None and not isinstance(qc, dict):  # (it had been ignored: 16-bit weights)
+        raise SpecError(
+            source,
+            "quantization_config",
+            f"expected a mapping of the quantization's fields, got {short(qc)}",
+            "give the config as the checkpoint has it",
+        )
     if isinstance(qc, dict):
         out["weight_bits"] = _quant_config_bits(qc, source)
         return out
@@ -316,12 +323,66 @@ def _layers(cfg: dict, source: str) -> int:
 
 def _gqa_attention(cfg: dict, source: str) -> dict:
     heads = _int(cfg, "num_attention_heads", source)
+    hidden = _int(cfg, "hidden_size", source)
+    if cfg.get("head_dim") is None and hidden % heads:
+        raise SpecError(
+            source,
+            "num_attention_heads",
+            f"{heads} heads do not divide hidden_size {hidden} (no head_dim given)",
+            "give the model's head_dim, or check num_attention_heads",
+        )
     return {
         "kind": "gqa",
         "query_heads": heads,
         "kv_heads": _int(cfg, "num_key_value_heads", source, heads),
-        "head_dim": _int(cfg, "head_dim", source, _int(cfg, "hidden_size", source) // heads),
+        "head_dim": _int(cfg, "head_dim", source, hidden // heads),
     }
+
+
+#: The attention kinds a config's ``layer_types`` may name, one per layer.
+LAYER_KINDS = ("sliding_attention", "full_attention")
+
+
+def _layer_kinds(cfg: dict, source: str, layers: int) -> list[str]:
+    """``layer_types``: one of ``LAYER_KINDS`` for each of the ``layers`` layers, or [] when
+    the config gives none; a list of another length or with other entries is the config's
+    error (it had been read as so many sliding layers and the rest full)."""
+    kinds = cfg.get("layer_types")
+    if kinds is None or kinds == []:
+        return []
+    if not isinstance(kinds, list) or any(k not in LAYER_KINDS for k in kinds):
+        raise SpecError(
+            source,
+            "layer_types",
+            f"expected a list of {' or '.join(LAYER_KINDS)}, got {short(kinds)}",
+            "give one entry per layer",
+        )
+    if len(kinds) != layers:
+        raise SpecError(
+            source,
+            "layer_types",
+            f"has {len(kinds)} entries for {layers} layers (num_hidden_layers)",
+            "give one entry per layer",
+        )
+    return kinds
+
+
+def _layer_indices(cfg: dict, key: str, source: str, layers: int) -> set[int]:
+    """A list of layer indices (``mlp_only_layers``): whole numbers from 0 to layers - 1."""
+    value = cfg.get(key)
+    if value is None or value == []:
+        return set()
+    ok = isinstance(value, list) and all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in value
+    )
+    if not ok:
+        raise SpecError(
+            source,
+            key,
+            f"expected layer indices from 0 to {layers - 1}, got {short(value)}",
+            "give the indices of the layers it names",
+        )
+    return set(value)
 
 
 def _mla_model(cfg: dict, source: str) -> dict:
@@ -337,6 +398,13 @@ def _mla_model(cfg: dict, source: str) -> dict:
         "value_head_dim": _int(cfg, "v_head_dim", source),
     }
     dense_layers = _int(cfg, "first_k_dense_replace", source, 0, minimum=0)
+    if dense_layers >= layers:
+        raise SpecError(
+            source,
+            "first_k_dense_replace",
+            f"is {dense_layers}, not below num_hidden_layers {layers}",
+            "give the number of dense layers before the MoE ones",
+        )
     moe = {
         "d_ff": _int(cfg, "moe_intermediate_size", source),
         "activation": MLP,
@@ -373,9 +441,9 @@ def _moe_model(cfg: dict, source: str) -> dict:
         ffn["shared_experts"] = 1
         ffn["shared_d_ff"] = _int(cfg, "shared_expert_intermediate_size", source)
     sparse_step = _int(cfg, "decoder_sparse_step", source, 1)
-    dense_only = set(cfg.get("mlp_only_layers") or [])
+    dense_only = _layer_indices(cfg, "mlp_only_layers", source, layers)
     moe_layers = [i for i in range(layers) if i not in dense_only and (i + 1) % sparse_step == 0]
-    kinds = list(cfg.get("layer_types") or [])
+    kinds = _layer_kinds(cfg, source, layers)
     window = cfg.get("sliding_window")
     out: dict[str, Any] = {"attention": _gqa_attention(cfg, source)}
     if kinds and window:
@@ -455,7 +523,7 @@ def _gemma_model(cfg: dict, source: str) -> dict:
     ones (``layer_types``, else every ``sliding_window_pattern``-th layer global; Gemma 2
     alternates)."""
     layers = _layers(cfg, source)
-    kinds = list(cfg.get("layer_types") or [])
+    kinds = _layer_kinds(cfg, source, layers)
     if not kinds:
         pattern = _int(cfg, "sliding_window_pattern", source, 2)
         kinds = [
