@@ -339,3 +339,23 @@ def test_moe_layer_lists_must_fit_the_layers():
     assert _layer_indices({"mlp_only_layers": [0, 3]}, "mlp_only_layers", "c", 4) == {0, 3}
     with pytest.raises(SpecError, match="expected layer indices from 0 to 47"):
         _layer_indices({"mlp_only_layers": [99, -1, "x"]}, "mlp_only_layers", "c", 48)
+
+
+@pytest.mark.parametrize(
+    "name, given, field",
+    [
+        ("resolve_system_name", None, "text"),
+        ("list_specs", [], "kind"),
+        ("load_costs", "", "costs"),
+        ("load_costs", [], "costs"),
+    ],
+)
+def test_python_callers_slips_are_the_packages_errors(name, given, field):
+    """resolve_system_name(None) raised AttributeError, list_specs([]) TypeError; load_costs('')
+    and load_costs([]) silently gave the default cost file."""
+    import inference_econ as ie
+    from inference_econ.errors import SpecError
+
+    with pytest.raises(SpecError, match=f"field '{field}'"):
+        getattr(ie, name)(given)
+    assert ie.load_costs(None).name == "owned-2025"

@@ -367,6 +367,10 @@ def system_name_candidates(text: str) -> tuple[list[str], int | None]:
 def resolve_system_name(text: str) -> SystemName:
     """Resolve a benchmark system or accelerator name to a hardware spec (aliases first, then
     ``system_name_candidates``); an unknown part raises with the stripped name and a hint."""
+    if not isinstance(text, str):  # a Python caller's None or number: the package's error
+        raise SpecError(
+            "argument", "text", f"expected a system or GPU name, got {short(text)}", "give text"
+        )
     entry = _match("hardware", text)
     candidates, count = system_name_candidates(text)
     for name in candidates:

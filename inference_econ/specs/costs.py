@@ -10,6 +10,7 @@ price) and the mean draw as a share of the IT power provisioned.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -110,6 +111,15 @@ def load_costs(name_or_path=None) -> OwnedCosts:
     """A cost file by name, alias or path (default ``DEFAULT_COSTS``)."""
     if isinstance(name_or_path, OwnedCosts):
         return name_or_path
+    if name_or_path is not None and (
+        not isinstance(name_or_path, (str, os.PathLike)) or not str(name_or_path).strip()
+    ):  # '' or [] had silently given the default file
+        raise SpecError(
+            "argument",
+            "costs",
+            f"expected a cost file's name or path, got {short(name_or_path)}",
+            "give a name ('owned-2025') or a path, or leave it out for the default",
+        )
     path = catalog.find("costs", name_or_path or DEFAULT_COSTS).resolve()
     record(path)
     return _load_path(path)
