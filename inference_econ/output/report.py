@@ -494,6 +494,7 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
             f"{compare!r} is not an axis",
             f"axes: {', '.join(manifest['axes'])}",
         )
+    _check_cells(manifest, keys, fronts)
     cells = _slice(manifest, where or {})
     keys = keys[keys["cell"].isin([c["cell"] for c in cells])]
     varying = [a for a in varying if len({str(c["values"][a]) for c in cells}) > 1] or varying
@@ -599,9 +600,14 @@ KEY_COLUMNS = (
 
 def _read(folder: Path, name: str) -> pd.DataFrame:
     """A table of a study's folder, through the input boundary: Parquet when pyarrow can read
-    it (faster), else CSV; the key points must have the columns the report reads."""
+    it (faster), else CSV; the key points must have the columns the report reads, and every
+    column it reads must hold what the study wrote (``_check_key_points``,
+    ``_check_frontiers``): a table the tool wrote is refused whole, never drawn in part. The
+    frame's ``attrs["source"]`` is the file read and ``attrs["first_line"]`` the line of its
+    first row (0: a Parquet file, whose rows are counted from 1)."""
     parquet = folder / f"{name}.parquet"
     df = None
+    source, first = str(parquet), 0
     if os.path.isfile(parquet):
         try:
             df = pd.read_parquet(io.BytesIO(read_bytes(parquet, MAX_TABLE_BYTES)))
@@ -616,8 +622,17 @@ def _read(folder: Path, name: str) -> pd.DataFrame:
         if not os.path.lexists(path):
             raise SpecError(str(folder), name, "the table is missing", "rerun the study")
         text = read_text(path, MAX_TABLE_BYTES)
+        source = str(path)
+        if text and not text.endswith("\n"):  # the study ends every row with a line break
+            raise SpecError(
+                source,
+                "",
+                "ends in the middle of a row (the file is cut short)",
+                "rerun the study",
+            )
         # first, '#' lines: what the table was computed with
         skip = sum(1 for _ in itertools.takewhile(lambda x: x.startswith("#"), text.splitlines()))
+        first = skip + 2  # the header's line, then the first row's
         try:
             df = pd.read_csv(
                 io.StringIO(text), keep_default_na=False, na_values=[""], skiprows=skip
@@ -626,18 +641,172 @@ def _read(folder: Path, name: str) -> pd.DataFrame:
             raise SpecError(
                 str(path), "", f"cannot read the table ({exc})", "rerun the study"
             ) from None
+    df.attrs.update(source=source, first_line=first)
     if name == "key_points":
         missing = [c for c in KEY_COLUMNS if c not in df.columns]
         if missing:
             raise SpecError(str(folder / name), missing[0], "column missing", "rerun the study")
-        df["feasible"] = df["feasible"].astype(str).str.lower().isin(["true", "1", "yes"])
-        for column in ("tokens_per_s", "usd_per_mtok", "gpus", "batch", "target_tokens_per_s"):
-            df[column] = pd.to_numeric(df[column], errors="coerce")
+        _check_key_points(df)
     elif len(df) and not {"cell", "tokens_per_s", "usd_per_mtok"} <= set(df.columns):
         raise SpecError(
             str(folder / name), "", "is not a study's frontier table", "rerun the study"
         )
+    else:
+        _check_frontiers(df)
     return df
+
+
+#: Columns of a frontier table the report draws (a point's place): finite and positive.
+FRONTIER_FIGURES = ("tokens_per_s", "usd_per_mtok")
+#: Columns of a frontier table the report shows on hover, where a table has them: numbers, and
+#: finite and not negative where given (a column only some cells have is empty in the others).
+HOVER_COLUMNS = (
+    *(c for c, _, _ in LAYOUT),
+    "latency_s",
+    "mfu",
+    *ADDITIVE_PARTS,
+)
+#: Columns of 90 % intervals (expected figures), drawn as a band: finite and positive where given.
+INTERVAL_COLUMNS = ("usd_per_mtok_low90", "usd_per_mtok_high90")
+#: Figures of a key point the report shows, where the point is feasible: finite and positive.
+KEY_FIGURES = ("tokens_per_s", "usd_per_mtok", "gpus", "batch")
+#: How the ``feasible`` column of a key-point table may read (CSV text or Parquet booleans).
+FEASIBLE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def _bad(df: pd.DataFrame, column: str, at, problem: str) -> SpecError:
+    """The error of a study table's ``column``: ``problem`` of its row at position ``at``,
+    named by its line in a CSV file (its row in a Parquet one)."""
+    first = df.attrs.get("first_line", 0)
+    row = f"line {first + at}" if first else f"row {at + 1}"
+    return SpecError(
+        df.attrs.get("source", "study table"), column, f"{row}: {problem}", "rerun the study"
+    )
+
+
+def _numbers(df: pd.DataFrame, column: str) -> np.ndarray:
+    """``column`` as floats (empty cells NaN); a cell that is not a number (text, a boolean;
+    in a Parquet file, any text: its columns are typed) is an error naming the file, the
+    column and the row."""
+    values = df[column]
+    if pd.api.types.is_bool_dtype(values.dtype):
+        raise _bad(df, column, 0, f"{short(values.iloc[0])} is not a number (a boolean column)")
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        return values.to_numpy(dtype=float)
+    given = values.notna().to_numpy()
+    if not df.attrs.get("first_line", 0) and given.any():  # Parquet: its columns are typed
+        at = int(np.flatnonzero(given)[0])
+        raise _bad(df, column, at, f"{short(values.iloc[at])} is text, not a number")
+    number = pd.to_numeric(values, errors="coerce")
+    text = values.notna() & number.isna()
+    if text.any():
+        at = int(np.flatnonzero(text.to_numpy())[0])
+        raise _bad(df, column, at, f"{short(values.iloc[at])} is not a number")
+    flags = values.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+    if flags.any():
+        at = int(np.flatnonzero(flags)[0])
+        raise _bad(df, column, at, f"{short(values.iloc[at])} is not a number")
+    return number.to_numpy(dtype=float)
+
+
+def _check_figures(
+    df: pd.DataFrame, column: str, rows=None, positive: bool = True, required: bool = True
+) -> np.ndarray:
+    """``column`` of ``df`` as numbers, each of ``rows`` (a mask; None: every row) finite and
+    positive (``positive``; else not negative); an empty cell is refused when ``required``."""
+    values = _numbers(df, column)
+    mask = np.ones(len(values), bool) if rows is None else np.asarray(rows, bool)
+    given = mask & ~np.isnan(values) if not required else mask
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(values) & ((values > 0) if positive else (values >= 0))
+    wrong = given & ~ok
+    if wrong.any():
+        at = int(np.flatnonzero(wrong)[0])
+        value = values[at]
+        what = "empty" if np.isnan(value) else f"{short(float(value))}"
+        need = "a finite number above 0" if positive else "a finite number of at least 0"
+        raise _bad(df, column, at, f"is {what}, not {need}")
+    return values
+
+
+def _check_cell_column(df: pd.DataFrame) -> None:
+    """The ``cell`` column: whole numbers of at least 0 in every row (the cell a row is of)."""
+    cells = _check_figures(df, "cell", positive=False)
+    whole = cells == np.round(cells)
+    if not whole.all():
+        at = int(np.flatnonzero(~whole)[0])
+        raise _bad(df, "cell", at, f"{short(float(cells[at]))} is not a cell's index")
+    df["cell"] = cells.astype(np.int64)
+
+
+def _check_frontiers(df: pd.DataFrame) -> None:
+    """A study's frontier table as the report draws it: every row of a cell, at a finite,
+    positive speed and cost, with numbers in the columns shown on hover."""
+    if not len(df):
+        return
+    _check_cell_column(df)
+    for column in FRONTIER_FIGURES:
+        df[column] = _check_figures(df, column)
+    for column in INTERVAL_COLUMNS:
+        if column in df:
+            df[column] = _check_figures(df, column, required=False)
+    for column in HOVER_COLUMNS:
+        if column in df:
+            df[column] = _check_figures(df, column, positive=False, required=False)
+
+
+def _check_key_points(df: pd.DataFrame) -> None:
+    """A study's key-point table as the report reads it: the cell of every row, whether the
+    point is feasible (true or false), and a feasible point's finite, positive figures."""
+    if not len(df):
+        raise SpecError(df.attrs["source"], "", "has no rows", "rerun the study")
+    _check_cell_column(df)
+    feasible = df["feasible"]
+    if not pd.api.types.is_bool_dtype(feasible.dtype):
+        text = feasible.astype(str).str.strip().str.lower()
+        known = text.isin(list(FEASIBLE))
+        if not known.all():
+            at = int(np.flatnonzero(~known.to_numpy())[0])
+            raise _bad(df, "feasible", at, f"{short(feasible.iloc[at])} is not true or false")
+        feasible = text.map(FEASIBLE)
+    df["feasible"] = feasible.to_numpy(dtype=bool)
+    for column in KEY_FIGURES:
+        df[column] = _check_figures(df, column, rows=df["feasible"].to_numpy())
+    at_speed = (df["point"] == "at_speed").to_numpy()
+    df["target_tokens_per_s"] = _check_figures(df, "target_tokens_per_s", rows=at_speed)
+
+
+def _check_cells(manifest: dict, keys: pd.DataFrame, fronts: pd.DataFrame) -> None:
+    """The tables and ``study.json`` describe the same cells: every row is of a cell of the
+    manifest, every cell has its key points, and every cell with a feasible key point has
+    its frontier's rows."""
+    cells = [int(c["cell"]) for c in manifest["cells"]]
+    known = set(cells)
+    for df in (keys, fronts):
+        if len(df):
+            strays = ~df["cell"].isin(known).to_numpy()
+            if strays.any():
+                at = int(np.flatnonzero(strays)[0])
+                raise _bad(
+                    df, "cell", at, f"{int(df['cell'].iloc[at])} is not a cell of study.json"
+                )
+    with_keys = set(keys["cell"].tolist())
+    missing = [c for c in cells if c not in with_keys]
+    if missing:
+        raise SpecError(
+            keys.attrs["source"], "cell", f"has no row of cell {missing[0]}", "rerun the study"
+        )
+    drawn = set(fronts["cell"].tolist()) if len(fronts) else set()
+    feasible = keys.loc[keys["feasible"], "cell"].tolist()
+    missing = [c for c in dict.fromkeys(feasible) if c not in drawn]
+    if missing:
+        where = fronts.attrs.get("source", "frontiers")
+        raise SpecError(
+            where,
+            "cell",
+            f"has no row of cell {missing[0]}, whose key points are feasible",
+            "rerun the study",
+        )
 
 
 def _slice(manifest: dict, where: dict) -> list[dict]:
@@ -684,8 +853,9 @@ def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
         ].set_index("cell")
         out[f"$/Mtok at {speed:g} tok/s"] = sel["usd_per_mtok"]
     status = keys.groupby("cell")["note"].first()
-    if status.fillna("").astype(str).str.strip().any():  # a column of blanks would only widen
-        out["note"] = status
+    blank = status.isna() | status.astype(str).str.strip().eq("")
+    if not blank.all():  # a column of blanks would only widen
+        out["note"] = status.where(~blank, "")  # a cell with no note blank, never "nan"
     return out.reset_index()
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import settings as table
-from ...errors import InfeasibleError, SpecError, did_you_mean, plural
+from ...errors import InfeasibleError, SpecError, _shown, did_you_mean, plural, warn
 from ...model.assumptions import ACHIEVABLE
 from ...model.efficiency import StepWork, combine
 from ...specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
@@ -292,6 +292,9 @@ class _Problem:
     point_profiles: tuple = ()
     #: Weight of one prior against one row (``PRIOR_WEIGHT``; nested cross-validation varies it).
     prior_weight: float = PRIOR_WEIGHT
+    #: End-to-end rows with status ok left out because no profile of their engine is known:
+    #: (line, reason).
+    engine_left_out: tuple = ()
     _memo: dict = field(default_factory=dict)
 
     def term_arrays(self, term: str, level: str, keys: tuple):
@@ -528,13 +531,17 @@ def fit_terms(problem, notes: list, say, exclude=frozenset(), subset=None):
 
 
 def prepare(path, engine: str, say, notes: list):
-    """(the rows' ``_Problem`` with the micro-benchmark terms set, those terms) of a file."""
+    """(the rows' ``_Problem`` with the micro-benchmark terms set, those terms) of a file.
+    Every row the fit cannot use is reported (``report_left_out``); a file with no row it can
+    use is one error naming the file (``_nothing_usable``)."""
     say(f"reading {path}")
     rows = load_measured(path)
     base = load_engine(engine)
     micro = _fit_micro(rows, base, notes, say)
+    collective = {k: v for k, v in micro.items() if "." not in k}
     say("building the steps of every row")
-    problem = _problem(rows, base, {k: v for k, v in micro.items() if "." not in k}, notes)
+    problem = _problem(rows, base, collective, notes, source=str(path))
+    report_left_out(str(path), rows, problem.engine_left_out, collective)
     if len(problem.rows) == 0:
         raise InfeasibleError(
             f"{path}: no end-to-end row with status ok to fit (run compare-measured to see why)"
@@ -637,11 +644,17 @@ def _errors(e) -> dict:
 
 
 def _problem(
-    rows: list[MeasuredRow], base: EngineProfile, collective: dict, notes: list | None = None
+    rows: list[MeasuredRow],
+    base: EngineProfile,
+    collective: dict,
+    notes: list | None = None,
+    source: str = "measured rows",
 ) -> _Problem:
     """The usable rows (end-to-end, status ok, engine known) with their engines' profiles (with
     the fitted collective terms), and the steps of the ones the fit uses, built once.
-    ``base`` is the reference profile: every other profile gets its own kernel factor."""
+    ``base`` is the reference profile: every other profile gets its own kernel factor. The
+    rows left out for their engine are the problem's ``engine_left_out`` (line, reason); no
+    usable row is one error naming ``source`` (the file) and why each kind of row is not used."""
     profiles: dict = {}
 
     def adjusted(p: EngineProfile) -> EngineProfile:
@@ -649,20 +662,22 @@ def _problem(
             profiles[p.name] = p.replace(**{**prior_means(), **collective})
         return with_run_terms(profiles[p.name], p)
 
-    usable, engines, unknown = [], [], 0
+    usable, engines, unknown = [], [], []
     for r in rows:
         if r.kind != "end-to-end" or not r.ok:
             continue
         e = pr.row_engine(r, ACHIEVABLE)
         if not isinstance(e, pr.RowEngine):
-            unknown += 1
+            unknown.append((r.row, e))
             continue
         usable.append(r)
         engines.append(dataclasses.replace(e, profile=adjusted(e.profile)))
     if unknown and notes is not None:
         notes.append(
-            f"{unknown} row(s) left out: no profile of the engine they name (or none named)"
+            f"{len(unknown)} row(s) left out: no profile of the engine they name (or none named)"
         )
+    if not usable:  # nothing to build steps of: one line saying why, not a traceback
+        raise _nothing_usable(source, rows, unknown, collective)
     adjusted(base)
     plan = pr.build_plan(usable, ACHIEVABLE, engines=dict(enumerate(engines)), for_fit=True)
     pts = pr.Points.of(plan)
@@ -700,6 +715,7 @@ def _problem(
         all_groups=all_groups,
         step_profiles=step_profiles,
         point_profiles=point_profiles,
+        engine_left_out=tuple(unknown),
     )
 
 
@@ -864,6 +880,118 @@ def _fit_micro(rows, base: EngineProfile, notes: list, say) -> dict:
             notes.append(f"{p.term}: {v:.4g} +- {e:.2g} from {n} {quantity} micro-benchmark rows")
             out[f"se.{p.term}"] = float(e)
     return out
+
+
+# --- the rows calibration does not use ------------------------------------------------------
+
+
+#: What each quantity of micro-benchmark rows measures, as the messages name it.
+MICRO_KINDS = {
+    "busbw": "all-reduce bus bandwidth",
+    "stream": "streaming (HBM) bandwidth",
+    "gemm_flops": "GEMM throughput",
+}
+#: The rows left out of a file that ``_nothing_usable`` quotes, at most.
+QUOTED_ROWS = 3
+
+
+def _reason(status: str) -> str:
+    """A row's status as the reason it is left out: "value 'abc' is not a number"."""
+    return status.removeprefix("unresolved: ")
+
+
+def rows_not_used(rows, engine_left_out=(), collective=None):
+    """The rows of a measured file calibration does not use, in two kinds: (each row it
+    cannot use: (line, reason), as ``compare-measured`` states its status), and {reason: lines}
+    of the rows of a kind calibration does not fit by design: rows derived from another row
+    (duplicate figures, predicted but never fitted), micro-benchmarks of a quantity it does not
+    fit (``MICRO_PRIORS``: GEMM TFLOPS), or too few of one to fit its terms. ``collective``:
+    the terms fitted to micro-benchmarks (None: every quantity of ``MICRO_PRIORS`` was);
+    ``engine_left_out``: the end-to-end rows whose engine has no profile (``_problem``)."""
+    unusable, kinds = [], {}
+    for r in rows:
+        quantity = r.metric.quantity if r.metric is not None else None
+        if r.kind == "micro" and quantity not in MICRO_PRIORS:
+            what = MICRO_KINDS.get(quantity, f"{r.metric_text!r}")
+            kinds.setdefault(
+                f"micro-benchmarks of {what}, which calibration does not fit (it fits "
+                "end-to-end rows and all-reduce and streaming bandwidth micro-benchmarks)",
+                [],
+            ).append(r.row)
+        elif r.status.startswith("derived"):
+            kinds.setdefault(
+                "derived from another row of the file (predicted, left out of fits)", []
+            ).append(r.row)
+        elif not r.ok:
+            unusable.append((r.row, _reason(r.status)))
+        elif r.kind == "micro" and collective is not None:
+            terms = [p.term for p in MICRO_PRIORS[quantity]]
+            if not all(t in collective for t in terms):
+                need = MICRO_ROWS_PER_TERM * len(terms)
+                kinds.setdefault(
+                    f"micro-benchmarks of {MICRO_KINDS.get(quantity, quantity)}, too few to fit "
+                    f"{', '.join(terms)} (needs {need})",
+                    [],
+                ).append(r.row)
+    unusable += [(line, _reason(why)) for line, why in engine_left_out]
+    return sorted(unusable), kinds
+
+
+def _lines(numbers, limit: int = 12) -> str:
+    """Line numbers as runs: "65-76", "4, 9, 12-14" (the first ``limit`` runs, then "...")."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = [f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:limit]]
+    return ", ".join(text) + (", ..." if len(runs) > limit else "")
+
+
+def report_left_out(source: str, rows, engine_left_out=(), collective=None) -> None:
+    """Warn of every row of ``source`` calibration leaves out: one line per row it cannot use
+    with its reason (``MAX_ROW_WARNINGS`` of them, then one line counting the rest with their
+    lines), and one line per kind of row it does not use by design (``rows_not_used``)."""
+    from ...specs.inputs import MAX_ROW_WARNINGS
+
+    unusable, kinds = rows_not_used(rows, engine_left_out, collective)
+    shown = _shown(source)
+    for line, why in unusable[:MAX_ROW_WARNINGS]:
+        warn(f"{shown}: line {line}: {why}; the row is left out of the calibration")
+    rest = unusable[MAX_ROW_WARNINGS:]
+    if rest:
+        warn(
+            f"{shown}: {len(rest)} more {plural(len(rest), 'row')} left out of the calibration "
+            f"(lines {_lines(line for line, _ in rest)}; 'inference-econ compare-measured "
+            f"{shown}' gives each row's status)"
+        )
+    for why, lines in kinds.items():
+        warn(f"{shown}: {plural_count(len(lines), 'row')} not used (lines {_lines(lines)}): {why}")
+
+
+def _nothing_usable(source: str, rows, engine_left_out=(), collective=None) -> SpecError:
+    """The error of a file none of whose rows calibration can use: the file, how many rows
+    of each kind it has and why they are left out (the first few unreadable rows' reasons)."""
+    unusable, kinds = rows_not_used(rows, engine_left_out, collective)
+    parts = []
+    if unusable:
+        quoted = "; ".join(f"line {line}: {why}" for line, why in unusable[:QUOTED_ROWS])
+        more = f"; and {len(unusable) - QUOTED_ROWS} more" if len(unusable) > QUOTED_ROWS else ""
+        parts.append(f"{plural_count(len(unusable), 'row')} left out ({quoted}{more})")
+    parts += [
+        f"{plural_count(len(lines), 'row')} {'is' if len(lines) == 1 else 'are'} {why}"
+        for why, lines in kinds.items()
+    ]
+    if not rows:
+        parts.append("the file has no rows")
+    return SpecError(
+        source,
+        "",
+        "no row calibration can use: " + ("; ".join(parts) or "no end-to-end row with status ok"),
+        "give end-to-end rows with status ok; 'inference-econ compare-measured FILE' shows "
+        "each row's status",
+    )
 
 
 def calibrated_yaml(result: Calibration, base: EngineProfile, name: str | None = None) -> str:
