@@ -215,6 +215,7 @@ def load_trace(path) -> Trace:
     data = data[order]
     span = float(data[-1, 0] - data[0, 0])
     most = option("arrival_rate_per_s").maximum  # the most --rate a simulation takes
+    assert most is not None  # (the settings table gives it)
     if span > 0 and (len(data) - 1) / span > most:  # (a span of 0 is a burst: all at once)
         raise SpecError(
             source,

@@ -102,6 +102,7 @@ def load_demand(path) -> DemandCurve:
             hour_n = float(check_number(hour, where, "hour", **_HOUR))
             rate_n = float(check_number(rate, where, "requests_per_s", **_RATE))
             least = option("arrival_rate_per_s").minimum  # the least rate simulated
+            assert least is not None  # (the settings table gives it)
             if 0 < rate_n < least:  # (0: an idle hour)
                 raise SpecError(
                     where,
