@@ -341,7 +341,8 @@ def spec_kind(name_or_path) -> str:
 
 
 def list_specs(kind: str) -> pd.DataFrame:
-    """The models, hardware, scenarios or engine profiles shipped (and on INFERENCE_ECON_PATH)."""
+    """The models, hardware, scenarios, engine profiles or cost files shipped (and on
+    INFERENCE_ECON_PATH)."""
     if not isinstance(kind, str):
         raise SpecError(
             "argument", "kind", f"expected a kind's name, got {short(kind)}", "e.g. 'models'"

@@ -359,3 +359,28 @@ def test_python_callers_slips_are_the_packages_errors(name, given, field):
     with pytest.raises(SpecError, match=f"field '{field}'"):
         getattr(ie, name)(given)
     assert ie.load_costs(None).name == "owned-2025"
+
+
+def test_messages_name_what_the_user_typed():
+    """capacity --demand with --gpus said '--demand cannot be given with --rate' (never typed:
+    --gpus searches the rate); request --prompt-tokens 1e12 said to fix '--chunk', which
+    request does not have; an unknown cost file pointed to 'list costs', which list refused."""
+    from pathlib import Path
+
+    r = CliRunner().invoke(
+        main,
+        ["capacity", "Llama 3.1 8B", "-H", "H100", "--demand", str(Path("x.csv")), "--gpus",
+         "1", "--slo-tpot-p99", "0.05"],
+    )  # fmt: skip
+    _one_error_line(r, "--demand", "cannot be given with --gpus (which searches --rate)")
+    r = CliRunner().invoke(
+        main,
+        ["request", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--batch", "1",
+         "--prompt-tokens", "1e12", "--output-tokens", "10"],
+    )  # fmt: skip
+    assert r.exit_code == 2  # (after the warning that the context passes the model's window)
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: --prompt-tokens: ")
+    assert "passes (at most 100,000)" in errors[0] and "--chunk:" not in r.output
+    r = CliRunner().invoke(main, ["list", "costs"])
+    assert r.exit_code == 0 and "owned-2025" in r.output

@@ -17,12 +17,13 @@ from .common import (
 )
 
 
-@click.command("list", short_help="List the shipped models, GPUs, scenarios or engines.")
-@click.argument("kind", type=click.Choice(["models", "hardware", "scenarios", "engines"]))
+@click.command("list", short_help="List the shipped models, GPUs, scenarios, engines or costs.")
+@click.argument("kind", type=click.Choice(["models", "hardware", "scenarios", "engines", "costs"]))
 @table_output
 @handle_errors
 def list_cmd(kind, format):
-    """List the models, GPUs, scenarios or engine profiles that ship with the toolkit.
+    """List the models, GPUs, scenarios, engine profiles or cost files that ship with the
+    toolkit (the names an unknown one's error points to).
 
     \b
     Example:  inference-econ list hardware

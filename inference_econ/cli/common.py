@@ -363,6 +363,7 @@ def _check_needs(ctx: click.Context) -> None:
     }  # --speculation, the default, changes nothing: only --no-speculation is given
     offered = {p.name for p in ctx.command.params}
     callback = ctx.command.callback
+    implied: dict[str, str] = {}  # settings a given option searches: by that option
     for setting, by in getattr(callback, "searched", {}).items():
         if by in names and setting in names:
             flag, search = typed_name(setting, ctx), typed_name(by, ctx)
@@ -372,7 +373,8 @@ def _check_needs(ctx: click.Context) -> None:
                 f"is searched when {search} is given, so it would be ignored",
                 f"drop {flag}, or drop {search}",
             )
-        if by in names:
+        if by in names and setting not in names:
+            implied[setting] = by  # searched: as if given, but by ``by``
             names.add(setting)
     present = {k for k, v in ctx.params.items() if v is not None and v is not False}
     for row, could in table.unmet_needs(names, offered, present):
@@ -387,6 +389,9 @@ def _check_needs(ctx: click.Context) -> None:
         if clash:
             flag, other = typed_name(name, ctx), typed_name(clash[0], ctx)
             reason = f": {why}" if why else ": one of them would be ignored"
+            if clash[0] in implied:  # not typed: an option given searches it
+                by = typed_name(implied[clash[0]], ctx)
+                reason, other = f" (which searches {other}){reason}", by
             raise SpecError(
                 "command line",
                 flag,

@@ -201,12 +201,13 @@ def chunk_plan(
     else:
         chunk = min(float(chunk_tokens), new_tokens)
         if new_tokens / chunk > MAX_CHUNKS:
-            raise SpecError(
+            raise SpecError(  # (the prompt's field: a command without --chunk has a default)
                 "argument",
-                "chunk_tokens",
+                "prompt_tokens",
                 f"{new_tokens:g} tokens in chunks of {chunk:g} would take "
-                f"{math.ceil(new_tokens / chunk)} passes",
-                f"use chunks of at least {math.ceil(new_tokens / MAX_CHUNKS)} tokens",
+                f"{math.ceil(new_tokens / chunk):,} passes (at most {MAX_CHUNKS:,})",
+                f"use prompts of at most {MAX_CHUNKS * chunk:,.0f} tokens, or chunks of at least "
+                f"{math.ceil(new_tokens / MAX_CHUNKS):,} tokens where the command takes --chunk",
             )
     count = math.ceil(new_tokens / chunk - 1e-9)
     starts = np.arange(count) * float(chunk)
