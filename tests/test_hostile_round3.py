@@ -384,3 +384,29 @@ def test_messages_name_what_the_user_typed():
     assert "passes (at most 100,000)" in errors[0] and "--chunk:" not in r.output
     r = CliRunner().invoke(main, ["list", "costs"])
     assert r.exit_code == 0 and "owned-2025" in r.output
+
+
+@pytest.mark.parametrize(
+    "unit, ok",
+    [
+        ("furlongs", False),
+        ("tokens", False),
+        ("output tok/s (system)", True),
+        ("tokens per second", True),
+    ],
+)
+def test_a_speeds_unit_must_be_tokens_per_second(tmp_path, unit, ok):
+    """A throughput row in 'furlongs' had been read as tokens/s, status ok."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from inference_econ.studies.measured.reading import load_measured
+
+    rows = pd.read_csv(Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv")
+    rows = rows.head(1)
+    rows.loc[0, "unit"] = unit
+    path = tmp_path / "rows.csv"
+    rows.to_csv(path, index=False)
+    status = load_measured(str(path))[0].status
+    assert (status == "ok") if ok else status.endswith("is not tokens per second"), status
