@@ -136,6 +136,19 @@ def control_character(text: str) -> str | None:
     return None
 
 
+def expect(value, kind, field: str, what: str, fix: str):
+    """``value`` when it is a ``kind`` (a type or a tuple of them); else one ``SpecError``
+    naming the argument: a Python caller's None or wrong object at the public API's boundary,
+    instead of an AttributeError or TypeError from deep inside."""
+    if isinstance(value, kind) and not (isinstance(value, bool) and bool not in _kinds(kind)):
+        return value
+    raise SpecError("argument", field, f"expected {what}, got {short(value)}", fix)
+
+
+def _kinds(kind) -> tuple:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
 def plural(count, noun: str) -> str:
     """``noun`` for a count of one, ``noun + "s"`` otherwise ("1 GPU", "2 GPUs", "1.5 GPUs")."""
     return noun if count == 1 else noun + "s"

@@ -407,3 +407,29 @@ def test_a_speeds_unit_must_be_tokens_per_second(tmp_path, unit, ok):
     rows.to_csv(path, index=False)
     status = load_measured(str(path))[0].status
     assert (status == "ok") if ok else status.endswith("is not tokens per second"), status
+
+
+def test_the_public_api_names_a_wrong_argument():
+    """None or a wrong object for a Setting, a result, a scenario, a model or an acceptance
+    raised AttributeError, TypeError or ValueError from deep inside (helper-8's trial)."""
+    import inference_econ as ie
+    from inference_econ.errors import SpecError
+
+    s = ie.make_setting("Llama 3.1 8B", "H100-paper")
+    arch = ie.load_model("Llama 3 70B")
+    calls = [
+        (lambda: ie.prefill_pass(None, 8, 1000), "setting"),
+        (lambda: ie.elasticities(None), "setting"),
+        (lambda: ie.sweep(s, "hbm_bandwidth_bytes_per_s", None), "values"),
+        (lambda: ie.run_table(None), "scenario"),
+        (lambda: ie.calibrated_yaml(None, None), "result"),
+        (lambda: ie.demand_figure(None), "plan"),
+        (lambda: ie.latency_load_figure(None), "result"),
+        (lambda: ie.eagle_head(arch, "x"), "acceptance"),
+        (lambda: ie.eagle_head(arch, [0.8, None]), "acceptance"),
+        (lambda: ie.eagle_head(None, 0.7), "model"),
+    ]
+    for call, field in calls:
+        with pytest.raises(SpecError, match=f"field '{field}': expected"):
+            call()
+    assert ie.eagle_head(arch, (0.8, 0.6)).acceptance == (0.8, 0.6)

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from ..errors import expect  # noqa: E402
 from ..optimise.load_search import MaxLoad  # noqa: E402
 from .plots import wrap  # noqa: E402
 
@@ -35,6 +36,7 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
     """Percentiles (p50, p90, p99: light to dark blue, circles, squares, triangles) of TTFT and
     TPOT (and end-to-end latency when it has a target) against requests/s, target lines dashed
     red, the knee dotted black (and the load a plan was made for, dash-dotted green)."""
+    expect(result, MaxLoad, "result", "a MaxLoad", "the result of ie.max_load(...)")
     df = result.to_dataframe()
     limits = result.targets.limits
     panels = [p for p in PANELS if p[0] != "e2e" or "e2e" in limits]
@@ -118,6 +120,9 @@ def demand_figure(plan, title: str = ""):
     layers, the reserved base in use (dark blue) and idle (light blue) under the capacity bought
     by the hour (on demand: orange; spot: green), with the demand in requests/s on a second
     axis (black line)."""
+    from ..optimise.demand import DemandPlan
+
+    expect(plan, DemandPlan, "plan", "a DemandPlan", "the result of ie.demand_plan(...)")
     hourly = plan.hourly()
     n = plan.gpus_per_instance
     hours = hourly["hour"].to_numpy()

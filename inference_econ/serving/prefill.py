@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import settings as table
-from ..errors import SpecError
+from ..errors import SpecError, expect
 from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import (
     ADDITIVE_PARTS,
@@ -333,6 +333,9 @@ def prefill(
     >>> round(float(ie.prefill_pass(s, gpus=8, prompt_tokens=8192)["latency_s"]), 2)
     0.21
     """
+    expect(
+        setting, Setting, "setting", "a Setting", "build one with ie.make_setting(model, hardware)"
+    )
     _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens)
     check_context(setting.model, float(prompt_tokens))
     whole = layout is None and discrete

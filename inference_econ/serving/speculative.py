@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
 
 from .. import settings as table
-from ..errors import SpecError, short, warn
+from ..errors import SpecError, expect, short, warn
 from ..model.assumptions import Assumptions
 from ..model.workload import Workload, compile_workload
 from ..specs.architecture import Architecture, FeedForward, LayerGroup
@@ -381,6 +382,7 @@ def eagle_head(
     >>> head.kind, head.acceptance
     ('eagle', (0.8, 0.6))
     """
+    expect(model, Architecture, "model", "an Architecture", "e.g. ie.load_model('Llama 3 70B')")
     dense = next((g.ffn for g in model.layer_groups if not g.ffn.is_moe), None)
     if dense is None:
         f = model.layer_groups[-1].ffn
@@ -407,6 +409,11 @@ def _head(model: Architecture, name, ffn, layers, mixer, window) -> Architecture
 
 
 def _acceptances(acceptance) -> tuple[float, ...]:
-    if isinstance(acceptance, (int, float)):
+    """A probability or a sequence of them, as floats (each checked by ``DraftHeads``)."""
+    if isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool):
         return (float(acceptance),)
+    if isinstance(acceptance, (str, bytes)) or not hasattr(acceptance, "__iter__"):
+        expect(acceptance, (list, tuple), "acceptance", "a probability or a list of them", "0.7")
+    for a in acceptance:
+        expect(a, numbers.Real, "acceptance", "probabilities", "e.g. [0.8, 0.6]")
     return tuple(float(a) for a in acceptance)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import settings as table
-from ..errors import SpecError, did_you_mean, short
+from ..errors import SpecError, did_you_mean, expect, short
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
 from ..serving.intervals import interval_columns, nested_ends, renamed_intervals
@@ -123,6 +123,11 @@ def sweep(
     """For each value: the fastest tokens/s per request and the cheapest $/M tokens at
     ``at_speed`` (default: half the base setting's fastest speed), every frontier searched
     with ``method``."""
+    expect(
+        setting, Setting, "setting", "a Setting", "build one with ie.make_setting(model, hardware)"
+    )
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        expect(values, (list, tuple), "values", "a list of values", "e.g. [0.5, 1, 2]")
     if at_speed is None:
         at_speed = default_speed(setting, method)
     rows = []
@@ -170,6 +175,9 @@ def elasticities(
     """d ln(metric) / d ln(parameter) between x0.5 and x2 of each factor parameter: of the
     fastest speed, and of the cost at ``at_speed`` tokens/s per request (default: half the
     base setting's fastest; the column ``at_speed_tokens_per_s`` says which)."""
+    expect(
+        setting, Setting, "setting", "a Setting", "build one with ie.make_setting(model, hardware)"
+    )
     parameters = parameters or [
         p for p, (kind, _) in PARAMETERS.items() if kind == "factor" and p != "hbm_capacity"
     ]

@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import pandas as pd
 
+from ..errors import expect
 from ..optimise.optimiser import frontier
 from ..serving import toy
 from ..serving.decode import continuous_note
@@ -94,6 +95,7 @@ def run_table(
 
     ``assumptions`` computes every curve under that preset instead of the file's own (e.g.
     ``"paper-table-5"`` for the paper's printed Table 5)."""
+    expect(scenario, (Scenario, str), "scenario", "a scenario or its name", "e.g. 'paper-table-3'")
     if isinstance(scenario, str):
         scenario = load_scenario(PAPER_TABLES.get(scenario, scenario))
     scenario = scenario.with_assumptions(assumptions)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import settings as table
-from ...errors import InfeasibleError, SpecError, _shown, did_you_mean, plural, warn
+from ...errors import InfeasibleError, SpecError, _shown, did_you_mean, expect, plural, warn
 from ...model.assumptions import ACHIEVABLE
 from ...model.efficiency import StepWork, combine
 from ...specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
@@ -997,6 +997,8 @@ def _nothing_usable(source: str, rows, engine_left_out=(), collective=None) -> S
 def calibrated_yaml(result: Calibration, base: EngineProfile, name: str | None = None) -> str:
     """The profile file ``calibrate -o`` writes: derives from the base, fitted terms with
     their standard errors, how it was fitted."""
+    expect(result, Calibration, "result", "a Calibration", "the result of ie.calibrate(path)")
+    expect(base, EngineProfile, "base", "an engine profile", "e.g. ie.load_engine('trtllm')")
     prof = result.profile(base, name)
     fitted = dict(result.micro)
     fitted |= {
