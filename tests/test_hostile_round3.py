@@ -6,6 +6,7 @@ unresolved with its reason and the others predicted."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import yaml
@@ -433,3 +434,19 @@ def test_the_public_api_names_a_wrong_argument():
         with pytest.raises(SpecError, match=f"field '{field}': expected"):
             call()
     assert ie.eagle_head(arch, (0.8, 0.6)).acceptance == (0.8, 0.6)
+
+
+@pytest.mark.parametrize(
+    "given", [{"ttft_p99_s": -1}, {"tpot_p99_s": float("nan")}, {"e2e_p99_s": "x"}]
+)
+def test_a_latency_target_is_positive_seconds(given):
+    """Targets(ttft_p99_s=-1) was accepted, and every run missed it."""
+    from inference_econ.errors import SpecError
+    from inference_econ.serving.load.targets import Targets
+
+    with pytest.raises(SpecError, match=f"field '{next(iter(given))}'"):
+        Targets(**given)
+    assert Targets(ttft_p99_s=2.0, tpot_p99_s=float("inf")).limits == {
+        "ttft": 2.0,
+        "tpot": math.inf,
+    }

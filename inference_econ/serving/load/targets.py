@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import SpecError, short
+
 #: MLPerf Inference's Llama 2 70B limits (p99 TTFT, p99 TPOT), seconds.
 MLPERF_SERVER = (2.0, 0.2)
 MLPERF_INTERACTIVE = (0.45, 0.04)
@@ -20,6 +22,20 @@ class Targets:
     ttft_p99_s: float | None = None
     tpot_p99_s: float | None = None
     e2e_p99_s: float | None = None
+
+    def __post_init__(self) -> None:
+        # a limit is a positive number of seconds (inf: none); -1 or NaN had been taken as
+        # given, and made every run miss, or none
+        for field in ("ttft_p99_s", "tpot_p99_s", "e2e_p99_s"):
+            value = getattr(self, field)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+                raise SpecError("argument", field, f"expected seconds, got {short(value)}", "")
+            if not value > 0:
+                raise SpecError(
+                    "argument", field, f"is {short(value)}", "expected seconds > 0 (None: no limit)"
+                )
 
     @property
     def limits(self) -> dict[str, float]:
