@@ -450,3 +450,15 @@ def test_a_latency_target_is_positive_seconds(given):
         "ttft": 2.0,
         "tpot": math.inf,
     }
+
+
+def test_a_description_may_span_lines_but_a_name_may_not(tmp_path):
+    """Prose (a YAML block scalar description) is kept; only names and the like are one line."""
+    from inference_econ.specs import catalog
+
+    model = yaml.safe_load(catalog.find("models", "Llama 3.3 70B").read_text())
+    model.update(name="My 70B", description="Line one\nline two\twith a tab\n")
+    path = tmp_path / "multi.yaml"
+    path.write_text(yaml.safe_dump(model))
+    r = CliRunner().invoke(main, ["point", str(path), "-H", "H100", "--gpus", "8", "--batch", "8"])
+    assert r.exit_code == 0 and "My 70B on 8 x H100-SXM" in r.output, r.output

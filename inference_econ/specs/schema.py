@@ -10,6 +10,9 @@ from typing import Any
 
 from ..errors import SpecError, control_character, did_you_mean, short
 
+#: Text fields that are prose: they may span lines (``Reader._one_line``).
+PROSE = ("description", "notes")
+
 
 class Reader:
     """Typed access to one mapping of a spec; remembers which keys were used.
@@ -137,7 +140,11 @@ class Reader:
     def _one_line(self, key: str, value: str) -> None:
         """Text fields hold no line break or control character: names and sources go into the
         comments of files the toolkit writes (a launch script's, a CSV's), where one would end
-        the comment and run or be read as what follows it."""
+        the comment and run or be read as what follows it. Prose (``PROSE``: a description,
+        notes) may run over lines and hold tabs (a YAML block scalar); it is printed with
+        ``errors.one_line`` wherever a line break would matter."""
+        if key in PROSE:
+            value = value.replace("\n", " ").replace("\t", " ").replace("\r", " ")
         bad = control_character(value)
         if bad is not None:
             raise SpecError(
