@@ -977,7 +977,7 @@ SETTINGS: tuple[Option, ...] = (
         LOAD,
         unit="tokens",
         minimum=1,
-        maximum=1_000_000,
+        maximum=1 << 22,  # the step table of an instance holds at most 2^22 entries
         optional=True,
         flag="--step-tokens",
         needs=("arrival_rate_per_s", "trace", "demand", "concurrency"),

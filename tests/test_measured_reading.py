@@ -935,6 +935,6 @@ def test_a_zero_token_budget_is_refused_for_its_row_alone(tmp_path):
     )
     zero, plain = load_measured(path)
     assert zero.status == (
-        "unresolved: batch_or_concurrency: is 0 in tokens (expected a number >= 1 and <= 1000000)"
+        "unresolved: batch_or_concurrency: is 0 in tokens (expected a number >= 1 and <= 4194304)"
     ), zero.status
     assert plain.ok and plain.token_budget is None

@@ -378,7 +378,10 @@ def capacity_plan(
         )
     s = traffic.stream()
     ctx = reference_context(traffic)
-    longest = _longest(max_model_len, float(np.max(s.prompt_tokens + s.output_tokens)), setting)
+    # (a traffic's lengths may have no upper end: a given --max-model-len caps its tail)
+    longest = max_model_len or round_length(
+        float(np.max(s.prompt_tokens + s.output_tokens)), setting.model.max_context_tokens
+    )
     batch = max(1, int(math.ceil(r.mean_batch)))
 
     prompt = float(np.mean(s.prompt_tokens))

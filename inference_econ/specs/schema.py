@@ -10,8 +10,9 @@ from typing import Any
 
 from ..errors import SpecError, control_character, did_you_mean, short
 
-#: Text fields that are prose: they may span lines (``Reader._one_line``).
-PROSE = ("description", "notes")
+#: Text fields that are prose: they may span lines (``Reader._one_line``); a plot's title or
+#: curve label may be two lines on purpose.
+PROSE = ("description", "notes", "title", "label")
 
 
 class Reader:
@@ -143,6 +144,7 @@ class Reader:
         the comment and run or be read as what follows it. Prose (``PROSE``: a description,
         notes) may run over lines and hold tabs (a YAML block scalar); it is printed with
         ``errors.one_line`` wherever a line break would matter."""
+        value = value.rstrip("\r\n")  # a YAML block scalar's final line break
         if key in PROSE:
             value = value.replace("\n", " ").replace("\t", " ").replace("\r", " ")
         bad = control_character(value)

@@ -101,15 +101,6 @@ def load_demand(path) -> DemandCurve:
             hour, rate = row_cells(source, line, cells, len(header), at)
             hour_n = float(check_number(hour, where, "hour", **_HOUR))
             rate_n = float(check_number(rate, where, "requests_per_s", **_RATE))
-            least = option("arrival_rate_per_s").minimum  # the least rate simulated
-            assert least is not None  # (the settings table gives it)
-            if 0 < rate_n < least:  # (0: an idle hour)
-                raise SpecError(
-                    where,
-                    "requests_per_s",
-                    f"is {rate_n:g}, below the {least:g} requests/s the toolkit simulates",
-                    f"give 0 for an idle hour, or at least {least:g}",
-                )
             rows.append((hour_n, rate_n))
         except SpecError as exc:
             problems.append((line, exc))
@@ -136,4 +127,14 @@ def load_demand(path) -> DemandCurve:
     skipped = left_out(source, "demand row", len(lines), problems)
     if not np.any(data[:, 1] > 0):
         raise SpecError(source, "requests_per_s", "is 0 in every hour", "there is nothing to serve")
+    least = option("arrival_rate_per_s").minimum  # the least rate a plan simulates
+    assert least is not None  # (the settings table gives it)
+    if float(np.max(data[:, 1])) < least:  # (quieter hours beside a busier one are planned)
+        raise SpecError(
+            source,
+            "requests_per_s",
+            f"peaks at {float(np.max(data[:, 1])):g}, below the {least:g} requests/s the "
+            "toolkit simulates",
+            f"give a peak of at least {least:g} requests/s",
+        )
     return DemandCurve(source, hours, data[:, 1], skipped)

@@ -4,6 +4,7 @@ token, time per output token and end-to-end latency (docs/model.md §E4)."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,9 +31,9 @@ class Targets:
             value = getattr(self, field)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise SpecError("argument", field, f"expected seconds, got {short(value)}", "")
-            if not value > 0:
+            if not float(value) > 0:
                 raise SpecError(
                     "argument", field, f"is {short(value)}", "expected seconds > 0 (None: no limit)"
                 )

@@ -446,12 +446,6 @@ def _problem(rec: dict, metric, value) -> str:
         return f"unit {rec['unit']!r} of a latency is not ms, s or us"
     if not sem.is_time(metric.quantity) and not metric.micro and first in ("ms", "s", "us"):
         return f"unit {rec['unit']!r} is a time but {rec['metric']!r} is not a latency"
-    per_second = re.search(r"/\s*s(ec(ond)?)?\b|per\s+s(ec(ond)?)?\b", unit)
-    what = "req" if metric.quantity == "request_throughput" else "tok"
-    speed = metric.quantity in sem.RATES or metric.quantity == "user_speed"
-    if speed and not (what in unit and per_second):  # ("furlongs" had been read as tokens/s)
-        kind = "requests" if what == "req" else "tokens"
-        return f"unit {rec['unit']!r} of {rec['metric']!r} is not {kind} per second"
     return ""
 
 
