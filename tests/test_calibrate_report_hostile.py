@@ -165,13 +165,14 @@ def test_calibrate_of_micro_benchmarks_only_is_one_line(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def study_folder(tmp_path_factory):
-    """examples/study.yaml's output folder (6 cells; about 2 s), written once."""
+def study_folder(help_example_runs):
+    """examples/study.yaml's output folder (6 cells), as the study example of --help wrote it
+    once per session (conftest.help_example_runs; the copies below are what the tests change)."""
     pytest.importorskip("plotly")
-    folder = tmp_path_factory.mktemp("study") / "out"
-    result = run("study", EXAMPLES / "study.yaml", "--out", folder, "-q")
-    assert result.exit_code == 0, result.output
-    return folder
+    folder, _ = help_example_runs
+    out = folder / "out" / "study"
+    assert (out / "study.json").is_file()
+    return out
 
 
 def copy_of(study_folder, tmp_path, parquet=False) -> Path:
