@@ -41,10 +41,10 @@ class SpecError(InferenceEconError, ValueError):
     """
 
     def __init__(self, source: str, field: str, problem: str, fix: str = "") -> None:
-        self.source = _one_line(_shown(source))
-        self.field = _one_line(field)
-        self.problem = _one_line(problem)
-        self.fix = _one_line(fix)
+        self.source = one_line(_shown(source))
+        self.field = one_line(field)
+        self.problem = one_line(problem)
+        self.fix = one_line(fix)
         source, field, problem, fix = self.source, self.field, self.problem, self.fix
         where = f"{self.source}: " if self.source else ""
         at = f"field '{field}': " if field else ""
@@ -81,7 +81,7 @@ def warn(message: str) -> None:
     """Issue an ``InferenceEconWarning`` (one line; Python shows it once per place and text)."""
     import warnings
 
-    warnings.warn(_one_line(message), InferenceEconWarning, stacklevel=3)
+    warnings.warn(one_line(message), InferenceEconWarning, stacklevel=3)
 
 
 def short(value, limit: int = 60) -> str:
@@ -122,9 +122,6 @@ def one_line(text) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else " " for ch in text)
-
-
-_one_line = one_line
 
 
 def control_character(text: str) -> str | None:

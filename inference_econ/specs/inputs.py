@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, _shown, plural, short, warn
+from ..errors import SpecError, _shown, expect, plural, warn
 
 #: The largest input file read (spec files are a few kB; measured CSVs a few MB).
 MAX_INPUT_BYTES = 64 * 2**20
@@ -84,14 +84,8 @@ def file_path(path) -> str | os.PathLike:
     """``path`` when it names a file (text or a path object); anything else (None, a number,
     a list: a Python caller's slip) is one ``SpecError`` naming it, not a TypeError from deep
     inside pathlib."""
-    if isinstance(path, (str, os.PathLike)) and not isinstance(path, bool):
-        return path
-    raise SpecError(
-        "argument",
-        "path",
-        f"expected the path of a file, got {short(path)}",
-        "give a file's path as text or a pathlib.Path",
-    )
+    fix = "give a file's path as text or a pathlib.Path"
+    return expect(path, (str, os.PathLike), "path", "the path of a file", fix)
 
 
 def read_bytes(
