@@ -417,3 +417,46 @@ def test_point_and_disagg_exports_give_every_expected_figure_its_interval(plans)
         assert plan.intervals[f"{speed}_low80"] == pytest.approx(
             1.0 / plan.intervals["tpot_s_high80"]
         )
+
+
+def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchmark(tmp_path):
+    """The benchmark loop runs one serving model: a point plan's expected figures are the load
+    engine's run of the closed loop its benchmark.md writes, so a ``vllm bench serve`` result
+    that measured exactly those figures is predicted within 1 % by compare-measured (the
+    request view's closed form had said 740 output tokens/s where compare-measured predicted
+    657 of the same run). Its prices charge the instance's time: input plus output dollars of
+    a request are the instance's dollars over the requests it completes."""
+    from inference_econ.studies.measured.predicting import compare
+
+    plan = api.export(**LLAMA, engine="vllm", gpus=8, batch=8, prompt_tokens=200, output_tokens=40)
+    e, n = plan.expected, plan.load.requests
+    assert plan.load.concurrency == 8 and n == 200
+    # the closed loop: 8 requests in flight, each TTFT + 39 TPOTs long, 40 tokens out each
+    assert e["output_tokens_per_s"] == pytest.approx(8 * 40 / e["e2e_latency_s"], rel=0.02)
+    assert e["e2e_latency_s"] == pytest.approx(e["ttft_s"] + 39 * e["tpot_s"], rel=0.02)
+    per_request = 40 * e["usd_per_m_output_tokens"] / 1e6 + 200 * e["usd_per_m_input_tokens"] / 1e6
+    instance = 8 * plan.setting.gpu.price_usd_per_hour / 3600 / (e["output_tokens_per_s"] / 40)
+    assert per_request == pytest.approx(instance, rel=1e-6)
+    meta = {"ie_model": "Llama 3.3 70B", "ie_hardware": "H100-SXM", "ie_n_gpus": "8"}
+    meta |= {"ie_parallelism": "TP8", "ie_precision": "FP8", "ie_engine": "vllm"}
+    ms = {"ttft": 1e3 * e["ttft_s"], "tpot": 1e3 * e["tpot_s"], "e2el": 1e3 * e["e2e_latency_s"]}
+    run = {
+        "backend": "openai-chat",
+        "model_id": "meta-llama/Llama-3.3-70B-Instruct",
+        **meta,
+        "num_prompts": n,
+        "request_rate": "inf",
+        "max_concurrency": 8,
+        "completed": n,
+        "total_input_tokens": 200 * n,
+        "total_output_tokens": 40 * n,
+        "duration": 40 * n / e["output_tokens_per_s"],
+        "request_throughput": e["output_tokens_per_s"] / 40,
+        "output_throughput": e["output_tokens_per_s"],
+        **{f"{s}_{m}_ms": v for m, v in ms.items() for s in ("mean", "median", "p99")},
+    }
+    path = tmp_path / "vllm-bench.json"
+    path.write_text(json.dumps(run))
+    t = compare(path, "achievable", engine="vllm").table
+    assert list(t.status) == ["ok"] * len(t) and len(t) >= 2
+    assert (t.predicted / t.measured - 1).abs().max() < 0.01, t[["metric", "measured", "predicted"]]

@@ -297,16 +297,6 @@ def point_plan(
         context,
         longest,
     )
-    step = float(row["decode_latency_s"])
-    expected = {
-        "ttft_s": float(row["ttft_s"]),
-        "tpot_s": step,
-        "e2e_latency_s": float(row["e2e_latency_s"]),
-        "output_tokens_per_s_per_request": 1.0 / step,
-        "output_tokens_per_s": b / step,
-        "usd_per_m_output_tokens": float(row["usd_per_m_output_tokens"]),
-        "usd_per_m_input_tokens": float(row["usd_per_m_input_tokens"]),
-    }
     load = Load(
         float(prompt_tokens),
         0.0,
@@ -315,15 +305,27 @@ def point_plan(
         int(requests or max(10 * b, 200)),
         concurrency=b,
     )
-    named = {  # the request view's figure behind each expected figure
-        "ttft_s": "ttft_s",
-        "tpot_s": "decode_latency_s",
-        "e2e_latency_s": "e2e_latency_s",
+    # the benchmark the plan writes, run in the load engine as compare-measured replays it
+    r = closed_loop(setting, degrees, w, context, load)
+    expected = {
+        "ttft_s": r.ttft_s.mean,
+        "tpot_s": r.tpot_s.mean,
+        "e2e_latency_s": r.e2e_s.mean,
+        "output_tokens_per_s_per_request": 1.0 / r.tpot_s.mean,
+        "output_tokens_per_s": r.output_tokens_per_s,
+        "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
+        "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
+    }
+    named = {  # the run's figure behind each expected figure
+        "ttft_s": "ttft_mean_s",
+        "tpot_s": "tpot_mean_s",
+        "e2e_latency_s": "e2e_mean_s",
+        "output_tokens_per_s": "output_tokens_per_s",
         "usd_per_m_output_tokens": "usd_per_m_output_tokens",
         "usd_per_m_input_tokens": "usd_per_m_input_tokens",
     }
-    ends = _renamed_ends(row, named)
-    ends.update(_speeds(ends, "tpot_s", b))
+    ends = _renamed_ends(load_intervals(r), named)
+    ends.update(inverse_intervals(ends, "tpot_s", "output_tokens_per_s_per_request"))
     plan = LaunchPlan(
         source,
         setting,
@@ -335,12 +337,47 @@ def point_plan(
         expected,
         _speculation(setting, int(row["draft_tokens"])),
         (
-            f"Expected figures: the {setting.assumptions.label} preset at batch {b} "
-            f"(closed loop of {b} clients, {prompt_tokens:g} in / {output_tokens:g} out).",
+            f"Expected figures: the {setting.assumptions.label} preset's load engine running "
+            f"the benchmark below: a closed loop of {b} clients, {prompt_tokens:g} in / "
+            f"{output_tokens:g} out, {load.requests} requests (as compare-measured replays "
+            "its results); means over the requests.",
         ),
         ends,
     )
     return finish(plan)
+
+
+def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load):
+    """The ``LoadResult`` of ``load.concurrency`` closed-loop clients on one instance of the
+    worker ``w`` (its layout ``degrees``, batch cap and token budget; the engine profile's
+    admission and prompt scheduling), each sending its next request of the load's fixed
+    lengths when its last finishes: the benchmark a point plan writes (docs/model.md §E1)."""
+    from ..model.mixed_step import EngineLayout
+    from ..serving.load.arrivals import Traffic
+    from ..serving.load.engine import EngineConfig, build_instance
+    from ..serving.load.lengths import Lengths
+    from ..serving.load.results import summarise
+    from ..serving.load.simulate import simulate
+    from ..serving.load.targets import Targets
+
+    p, t, dp, _ = degrees
+    layout = EngineLayout(p * t, p, float(max(int(dp), 1)))
+    config = EngineConfig(
+        max_batch_requests=int(w.batch),
+        step_token_budget=int(w.token_budget),
+        engine_own=("admission", "prefill", "scheduler_steps"),
+    )
+    inst = build_instance(setting, p * t, config, context, layout=layout)
+    traffic = Traffic(
+        None,
+        Lengths("fixed", float(load.input_mean)),
+        Lengths("fixed", float(load.output_mean)),
+        requests=int(load.requests),
+        seed=0,
+        clients=int(load.concurrency),
+    )
+    record = simulate(inst, traffic.stream(), clients=int(load.concurrency))
+    return summarise(inst, record, traffic, Targets())
 
 
 def _renamed_ends(row, named: dict[str, str]) -> dict[str, float]:
