@@ -832,7 +832,7 @@ def export(
             "SGLang, TensorRT-LLM) schedule every step",
             "drop --scheduler-steps to export",
         )
-    kwargs.setdefault("assumptions", "achievable")
+    kwargs.setdefault("assumptions", table.default("assumptions", "export"))
     if kwargs["assumptions"] == "achievable":
         kwargs.setdefault("engine", engine)
     common = {"max_model_len": max_model_len, "checkpoint": checkpoint}

@@ -368,7 +368,11 @@ SETTINGS: tuple[Option, ...] = (
         PROBLEM,
         choices=tuple(PRESETS),
         # serving under load gives expected figures (LOAD_ASSUMPTIONS)
-        command_defaults=(("simulate", LOAD_ASSUMPTIONS), ("capacity", LOAD_ASSUMPTIONS)),
+        command_defaults=(
+            ("simulate", LOAD_ASSUMPTIONS),
+            ("capacity", LOAD_ASSUMPTIONS),
+            ("export", LOAD_ASSUMPTIONS),  # an export's figures are its engine's
+        ),
     ),
     # --- achievable performance (issue 13; docs/model.md Part F) ---------------------------
     Option(

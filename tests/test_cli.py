@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import inference_econ as ie
+from inference_econ import settings as table
 from inference_econ.cli import main
 from inference_econ.settings import LOAD_ASSUMPTIONS
 from inference_econ.specs.engine import load_engine
@@ -251,10 +252,14 @@ def test_help_is_complete_and_plain():
         if name != "report report":  # report writes an HTML file and prints no table
             assert "format" in params, f"{name} prints a table without --format"
         if "assumptions" in params:  # the paper's preset, but expected figures under load
-            load = name.split()[0] in ("simulate", "capacity")
+            load = name.split()[0] in ("simulate", "capacity", "export")  # export: its engine's
             assert params["assumptions"].default in (
                 (LOAD_ASSUMPTIONS,) if load else (None, "paper")
             ), name
+            # the help states the default a run without the option uses (settings.default)
+            assert params["assumptions"].default == table.default(
+                "assumptions", name.split()[0]
+            ) or name.split()[0] not in ("simulate", "capacity", "export"), name
     code, text = run("prefill", "--help")
     for flag in ("--draft", "--acceptance", "--max-draft", "--context"):
         assert flag not in text

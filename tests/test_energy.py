@@ -81,8 +81,8 @@ def test_energy_columns_follow_from_the_breakdown_by_hand():
     watts = p.idle_w + (p.board_w - p.idle_w) * min(a, 1.0) + p.host_w
     joules = 8 * watts * row.latency_s / 64
     assert row.joules_per_output_token == pytest.approx(joules)
-    assert row.output_tokens_per_s_per_kw == pytest.approx(1e3 / joules)
-    assert row.output_tokens_per_s_per_mw == pytest.approx(1e6 / (joules * 1.25))
+    assert row.output_tokens_per_s_per_kw_it == pytest.approx(1e3 / joules)
+    assert row.output_tokens_per_s_per_mw_facility == pytest.approx(1e6 / (joules * 1.25))
     assert row.gco2_per_mtok == pytest.approx(joules * 1e6 * 1.25 / 3.6e6 * 400)
     # a compute-bound prefill runs at the power limit
     assert prefill(s, 8, 8192, batch=8).it_power_w_per_gpu == pytest.approx(p.board_w + p.host_w)

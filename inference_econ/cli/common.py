@@ -687,12 +687,13 @@ def renamed_flags(fn):
     return fn
 
 
-def options(*names: str):
-    """Decorator adding the click options of some rows of the table, in the given order."""
+def options(*names: str, command: str | None = None):
+    """Decorator adding the click options of some rows of the table, in the given order; their
+    defaults are the table's, in ``command`` where a row has one there (``settings.default``)."""
 
     def decorate(fn):
         for name in reversed(names):
-            fn = _click_option(table.option(name))(fn)
+            fn = option(name, command)(fn)
         return fn
 
     return decorate

@@ -136,7 +136,8 @@ def frontier(
     speed) unless --all-points; --max-gpus caps the GPUs of an instance. With --rate (Poisson
     arrivals) or --trace (a CSV of requests, rescaled to --rate if given) and
     --slo-ttft-p99/--slo-tpot-p99/--slo-e2e-p99: the frontier of deployments serving that load
-    within the targets (see 'capacity --help'); the load options need --rate or --trace.
+    within the targets (see 'capacity --help'), expected figures (--assumptions defaults to
+    achievable there, as in capacity); the load options need --rate or --trace.
 
     \b
     Examples:  inference-econ frontier "Llama 3 70B" -H H100-paper --weight-bits 8 --format csv \\

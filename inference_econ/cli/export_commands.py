@@ -86,7 +86,9 @@ SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assump
     "--checkpoint",
     help="Checkpoint the engine loads (default: the model file's Hugging Face source).",
 )
-@options(*(t for t in TRAFFIC if t not in LENGTHS.values()), *TARGETS, *ENGINE, *SERVED)
+@options(
+    *(t for t in TRAFFIC if t not in LENGTHS.values()), *TARGETS, *ENGINE, *SERVED, command="export"
+)
 @renamed_flags
 @click.option(
     "--out",

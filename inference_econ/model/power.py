@@ -48,7 +48,7 @@ def energy_per_token_j(gpus, watts_per_gpu, tokens_per_s):
     return gpus * np.asarray(watts_per_gpu, dtype=float) / tokens_per_s
 
 
-def tokens_per_s_per_kw(joules_per_token):
+def tokens_per_s_per_kw_it(joules_per_token):
     """Tokens per second per kW drawn: 1000 / (J per token)."""
     return 1e3 / np.asarray(joules_per_token, dtype=float)
 

@@ -432,6 +432,12 @@ def _search(setting: Setting, method: Method) -> FrontierColumns:
             setting, points["gpus"], points["batch"], setting.context_tokens, "frontier points"
         )
         notes += [kv] if kv else []
+        if setting.prompt_tokens:  # the prompts set the TTFT limit and its layouts, no price
+            notes.append(
+                f"$/Mtok is decode-only (docs/glossary.md): the prefill of each request's "
+                f"{setting.prompt_tokens:,.0f} prompt tokens is not charged; 'request' and "
+                "'prices' price input and output tokens together"
+            )
     for values in points.values():  # shared by every caller of the cache: read-only
         values.flags.writeable = False
     return FrontierColumns(

@@ -235,10 +235,10 @@ def power_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=No
     fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
     for label, front in fronts.items():
         pts = front.points
-        if front.empty or "output_tokens_per_s_per_mw" not in pts:
+        if front.empty or "output_tokens_per_s_per_mw_facility" not in pts:
             continue
         ax.plot(
-            pts["output_tokens_per_s_per_mw"],
+            pts["output_tokens_per_s_per_mw_facility"],
             pts["usd_per_mtok"],
             label=label,
             color=colors[label],

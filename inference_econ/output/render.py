@@ -46,8 +46,8 @@ HEADERS = {
     "latency_s": "latency_ms",
     "mfu": "MFU",
     "joules_per_output_token": "J/tok",
-    "output_tokens_per_s_per_kw": "tok/s/kW",
-    "output_tokens_per_s_per_mw": "tok/s/MW",
+    "output_tokens_per_s_per_kw_it": "tok/s/kW IT",
+    "output_tokens_per_s_per_mw_facility": "tok/s/MW facility",
 }
 
 

@@ -105,7 +105,7 @@ def require_plotly():
     except ImportError:
         raise SpecError(
             "command line",
-            "report",
+            "the interactive report (--html, report)",
             "needs plotly, which is not installed",
             "pip install 'inference-econ[html]'",
         ) from None

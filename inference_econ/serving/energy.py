@@ -3,7 +3,7 @@ place the energy columns of every output are made, from a setting's GPU power fi
 and grid, and where the time of its steps goes.
 
 Columns: ``joules_per_output_token`` (IT energy: the boards and their servers),
-``output_tokens_per_s_per_kw`` (per kW of IT power), ``output_tokens_per_s_per_mw`` (per MW of
+``output_tokens_per_s_per_kw_it`` (per kW of IT power), ``output_tokens_per_s_per_mw_facility`` (per MW of
 facility power, IT times the PUE), ``it_power_w_per_gpu`` (what one GPU and its server share
 draw) and ``board_activity`` (§G2's ``a``); with a grid intensity also ``gco2_per_mtok``
 (grams of CO2 per million output tokens). A GPU without power figures gets NaN (its setting's
@@ -19,7 +19,7 @@ from ..model.power import (
     energy_per_token_j,
     grams_co2_per_mtok,
     it_power_w,
-    tokens_per_s_per_kw,
+    tokens_per_s_per_kw_it,
     tokens_per_s_per_mw_facility,
 )
 from .setting import Setting, facility_pue
@@ -27,8 +27,8 @@ from .setting import Setting, facility_pue
 #: The energy columns every table of configurations carries, in display order.
 ENERGY_COLUMNS = [
     "joules_per_output_token",
-    "output_tokens_per_s_per_kw",
-    "output_tokens_per_s_per_mw",
+    "output_tokens_per_s_per_kw_it",
+    "output_tokens_per_s_per_mw_facility",
 ]
 CARBON_COLUMN = "gco2_per_mtok"
 
@@ -65,8 +65,8 @@ def energy_columns(
         joules = np.where(np.isfinite(joules), joules, np.nan)
         out = {
             "joules_per_output_token": joules,
-            "output_tokens_per_s_per_kw": tokens_per_s_per_kw(joules),
-            "output_tokens_per_s_per_mw": tokens_per_s_per_mw_facility(joules, pue),
+            "output_tokens_per_s_per_kw_it": tokens_per_s_per_kw_it(joules),
+            "output_tokens_per_s_per_mw_facility": tokens_per_s_per_mw_facility(joules, pue),
             "it_power_w_per_gpu": watts,
             "board_activity": a + np.zeros(shape),
         }

@@ -118,8 +118,8 @@ POWER_PREDICTED_OVER_MEASURED = (0.60, 1.10)
 #: cancel: conservative). ``board_activity`` takes the power band through §G2's relation.
 COMPOSED: dict[str, tuple[tuple[str, int], ...]] = {
     "joules_per_output_token": (("power", 1), ("throughput", -1)),
-    "output_tokens_per_s_per_kw": (("throughput", 1), ("power", -1)),
-    "output_tokens_per_s_per_mw": (("throughput", 1), ("power", -1)),
+    "output_tokens_per_s_per_kw_it": (("throughput", 1), ("power", -1)),
+    "output_tokens_per_s_per_mw_facility": (("throughput", 1), ("power", -1)),
     "gco2_per_mtok": (("power", 1), ("throughput", -1)),
     "it_power_w_per_gpu": (("power", 1),),
     "it_power_kw": (("power", 1),),

@@ -587,6 +587,20 @@ def key_point_rows(front: Frontier, at_speeds=(), k: float = 3.0) -> list[dict]:
     return rows
 
 
+def _note_kv_excess(setting, rows: list[dict]) -> None:
+    """Each key point whose whole batch's KV cache and weights exceed its GPUs' HBM (the paper
+    preset checks one micro-batch's cache) says so in its note, as ``frontier`` says of its
+    points (``whole_batch_kv_note``)."""
+    from ..serving.setting import whole_batch_kv_note
+
+    for row in rows:
+        if row.get("feasible") is False or "gpus" not in row:
+            continue
+        note = whole_batch_kv_note(setting, row["gpus"], row["batch"], setting.context_tokens)
+        if note:
+            row["note"] = note
+
+
 def _key_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Key-point rows with their target, feasible and note columns filled in."""
     if "target_tokens_per_s" not in df:
@@ -661,6 +675,8 @@ def tables(study: Study, cells, payloads: Mapping[str, Mapping], failed=None):
         if cell.key in payloads:
             front = payload_frontier(payloads[cell.key])
             rows = key_point_rows(front, study.at_speeds, study.preference_k)
+            if any("KV cache" in n for n in front.notes):
+                _note_kv_excess(cell.setting, rows)
             if len(front.points):
                 fronts.append(front.points)
             front_counts.append(len(front.points))

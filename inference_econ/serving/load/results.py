@@ -121,8 +121,8 @@ class LoadResult:
     #: tokens/s per kW of IT power and per MW of facility power, the deployment's IT power,
     #: and with a grid intensity gCO2 per million output tokens (NaN: no power figures).
     joules_per_output_token: float = math.nan
-    output_tokens_per_s_per_kw: float = math.nan
-    output_tokens_per_s_per_mw: float = math.nan
+    output_tokens_per_s_per_kw_it: float = math.nan
+    output_tokens_per_s_per_mw_facility: float = math.nan
     it_power_kw: float = math.nan
     gco2_per_mtok: float | None = None
     #: Prompt tokens served from the prefix cache over the prompt tokens of the requests
@@ -274,8 +274,8 @@ class LoadResult:
                 "usd_per_m_output_tokens_all_in": self.usd_per_m_output_tokens_all_in,
                 "input_tokens_per_output_token": self.input_tokens_per_output_token,
                 "joules_per_output_token": self.joules_per_output_token,
-                "output_tokens_per_s_per_kw": self.output_tokens_per_s_per_kw,
-                "output_tokens_per_s_per_mw": self.output_tokens_per_s_per_mw,
+                "output_tokens_per_s_per_kw_it": self.output_tokens_per_s_per_kw_it,
+                "output_tokens_per_s_per_mw_facility": self.output_tokens_per_s_per_mw_facility,
                 "it_power_kw": self.it_power_kw,
                 "stable": self.stable,
                 "meets_targets": self.meets_targets,
@@ -601,7 +601,7 @@ def _pools_energy(pools, output_tokens_per_s: float, busy: float, mfu: float) ->
         "joules_per_output_token": sum(p["joules_per_output_token"] for p in parts),
         "it_power_kw": sum(p["it_power_kw"] for p in parts),
     }
-    for name in ("output_tokens_per_s_per_kw", "output_tokens_per_s_per_mw"):
+    for name in ("output_tokens_per_s_per_kw_it", "output_tokens_per_s_per_mw_facility"):
         out[name] = 1.0 / sum(1.0 / p[name] for p in parts)
     if all("gco2_per_mtok" in p for p in parts):
         out["gco2_per_mtok"] = sum(p["gco2_per_mtok"] for p in parts)
@@ -622,8 +622,8 @@ def _energy(setting: Setting, gpus: int, output_tokens_per_s: float, busy: float
         name: float(cols[name])
         for name in (
             "joules_per_output_token",
-            "output_tokens_per_s_per_kw",
-            "output_tokens_per_s_per_mw",
+            "output_tokens_per_s_per_kw_it",
+            "output_tokens_per_s_per_mw_facility",
         )
     }
     out["it_power_kw"] = float(cols["it_power_w_per_gpu"]) * gpus / 1e3

@@ -1,0 +1,101 @@
+"""What a newcomer misread in a fresh-clone trial (2026-11-25), each fixed where the number is
+made: the power bases in the energy columns' names, the help's default preset of export, the
+decode-only price of a frontier with prompts said, a study's key point beyond its GPUs' memory
+noted, and the interactive report's missing library named as the option the user typed."""
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.errors import SpecError
+from inference_econ.optimise.frontier import Frontier
+from inference_econ.studies.study import _note_kv_excess, key_point_rows
+
+
+def cli(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_the_energy_columns_name_their_power_basis():
+    """tokens/s per kW is of IT power and per MW of facility power (IT times the PUE): 972.7
+    per kW read as 972,700 per MW where the tool printed 748,237. The names say so, and the
+    two differ by exactly the PUE."""
+    code, out, _ = cli("point", "Llama 3 70B", "-H", "H100-paper", "--gpus", 8, "--batch", 64)
+    assert code == 0
+    kw = float(re.search(r"^output_tokens_per_s_per_kw_it +([\d.,]+)$", out, re.M)[1])
+    mw = float(
+        re.search(r"^output_tokens_per_s_per_mw_facility +([\d.,]+)$", out, re.M)[1].replace(
+            ",", ""
+        )
+    )
+    assert mw == pytest.approx(1000 * kw / 1.3, rel=1e-3)  # the default PUE, 1.3
+    assert "output_tokens_per_s_per_kw " not in out and "output_tokens_per_s_per_mw " not in out
+
+
+def test_export_help_states_the_preset_an_export_uses():
+    """export's figures are its engine's (achievable) unless --assumptions says otherwise; its
+    help said [default: paper]."""
+    code, out, _ = cli("export", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert re.search(r"--assumptions TEXT .*? \[default: achievable\]", text)
+    assert "--assumptions defaults to achievable there" in " ".join(
+        cli("frontier", "--help")[1].split()
+    )
+
+
+def test_a_frontier_with_prompts_says_its_price_is_decode_only():
+    """frontier --prompt-tokens sets the TTFT limit and the layouts that meet it, but $/Mtok
+    stays the decode steps' (the paper's cost per token): 30.96 GPUs x 2.1 USD/h over 93.85
+    tok/s x 46.81 requests is the preference point's 4.11 with no prefill charged. A note says
+    so and where prompts are priced."""
+    front = ie.frontier(
+        "Llama 3 8B", "H100-paper", context_tokens=2000, prompt_tokens=2000, grid_points=30
+    )
+    note = next(n for n in front.notes if n.startswith("$/Mtok is decode-only"))
+    assert "2,000 prompt tokens is not charged" in note and "'request'" in note
+    p = front.points.iloc[len(front.points) // 2]
+    by_hand = 1e6 * p.gpus * 2.1 / 3600 / (p.tokens_per_s * p.batch)
+    assert p.usd_per_mtok == pytest.approx(by_hand, rel=1e-9)
+    plain = ie.frontier("Llama 3 8B", "H100-paper", context_tokens=2000, grid_points=30)
+    assert not any(n.startswith("$/Mtok is decode-only") for n in plain.notes)
+
+
+def test_a_study_key_point_beyond_its_gpus_memory_says_so():
+    """Under the paper preset (one micro-batch's cache checked, as the paper does) a cheapest
+    point can hold a whole batch whose KV cache is many times the GPUs' HBM; frontier notes it,
+    and now so does the study's key point, with the numbers: Llama 3 70B at 1,000 tokens,
+    batch 82,427 on 18.88 H100s needs 82,427 x 1,000 x 327,680 B = 27,010 GB of KV cache."""
+    setting = ie.make_setting("Llama 3 70B", "H100-paper", weight_bits=8)
+    rows = [
+        {"point": "cheapest", "gpus": 18.88, "batch": 82427.0},
+        {"point": "preference", "gpus": 12.92, "batch": 99.15},
+        {"point": "at_speed", "feasible": False, "note": "too fast"},
+    ]
+    _note_kv_excess(setting, rows)
+    assert "27,010 GB" in rows[0]["note"] and "18.88 x H100-paper" in rows[0]["note"]
+    assert "note" not in rows[1] and rows[2]["note"] == "too fast"
+    front = Frontier("x", ie.frontier("Llama 3 8B", "H100-paper", grid_points=20).points)
+    assert all("note" not in r for r in key_point_rows(front))  # a plain frontier: no notes
+
+
+def test_the_report_names_the_option_that_needs_plotly(monkeypatch):
+    import builtins
+
+    from inference_econ.output import report
+
+    real = builtins.__import__
+
+    def no_plotly(name, *args, **kwargs):
+        if name.startswith("plotly"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_plotly)
+    with pytest.raises(SpecError) as e:
+        report.require_plotly()
+    assert "--html, report" in str(e.value) and "inference-econ[html]" in str(e.value)
