@@ -143,7 +143,7 @@ def test_a_metric_the_run_cannot_use_is_its_row_unresolved_not_dropped(tmp_path)
         main, ["compare-measured", str(path), "--assumptions", "achievable", "--engine", "vllm"]
     )
     assert result.exit_code == 0, result.output
-    assert "3 rows: 2 ok, 1 unresolved" in result.output
+    assert "3 rows: 2 ok (read and predicted), 1 unresolved" in result.output
     assert "output_throughput is -100" in result.output
     nan = _statuses(_vllm(tmp_path, name="nan.json", mean_tpot_ms=float("nan")))  # NaN in JSON
     assert "mean_tpot_ms is nan (expected a finite number > 0)" in nan["mean_TPOT"]

@@ -100,10 +100,11 @@ def compare_measured(csv, assumptions, engine, figure, format, out, quiet):
 
 
 def _status_line(table) -> str:
-    """ "590 rows: 363 ok, 204 derived, 23 unresolved (hardware ...: 16, ...)"."""
+    """ "590 rows: 363 ok (read and predicted), 204 derived, 23 unresolved (hardware ...: 16,
+    ...)": ok says a row was predicted, not how well (its error and interval do)."""
     kinds = table.status.str.split(":").str[0]
     counts = kinds.value_counts()
-    parts = [f"{n} {k}" for k, n in counts.items()]
+    parts = [f"{n} {k}" + (" (read and predicted)" if k == "ok" else "") for k, n in counts.items()]
     reasons = table.status[kinds != "ok"].str.split(":", n=1).str[1].str.strip()
     top = reasons[kinds[kinds != "ok"] != "derived"].value_counts().head(4)
     detail = "; ".join(f"{r} ({n})" for r, n in top.items())
