@@ -9,9 +9,10 @@ For requests of ``n_in`` prompt and ``n_out`` output tokens:
   B / n_out requests that arrive per step.
 * **disaggregated**: a prefill pool (N_p GPUs, prompts batched to at least ``min_prefill_tokens``
   tokens) hands the KV cache to a decode pool (N_d GPUs, batch B) over the scale-out network;
-  decode steps are never interrupted, TTFT adds the KV transfer. Each pool is charged for its
-  busy time only (perfect utilisation); the pools' busy fractions at the rate the pair serves,
-  and the cost when their idle time is charged too, are reported beside it.
+  decode steps are never interrupted, TTFT adds the KV transfer. GPU-seconds and dollars per
+  request charge each pool for its busy time only (perfect utilisation); the pools' busy
+  fractions at the rate the pair serves, and the cost when their idle time is charged too (the
+  all-in price: every all-in price charges idle time), are reported beside it.
 """
 
 from __future__ import annotations
@@ -140,7 +141,10 @@ def compare(
             "tokens_per_s": 1.0 / step,
             "gpu_s_per_request": dis_gpu_s,
             "usd_per_request": dis_gpu_s * price_s,
-            "usd_per_m_output_tokens_all_in": usd_per_mtok(dis_gpu_s, 1.0, output_tokens, price),
+            # all-in: every GPU-second of both pools, idle ones too (docs/glossary.md)
+            "usd_per_m_output_tokens_all_in": usd_per_mtok(
+                pools.gpu_s_per_request, 1.0, output_tokens, price
+            ),
             "kv_transfer_s": transfer,
             "prefill_pool_busy_fraction": pools.prefill_busy_fraction,
             "decode_pool_busy_fraction": pools.decode_busy_fraction,
@@ -161,14 +165,16 @@ def compare(
     )
     idle_usd = pools.gpu_s_per_request * price_s
     df.attrs["notes"] = (
-        "Disaggregated: gpu_s_per_request, usd_per_request and the all-in price charge each pool "
-        "for its busy time only (perfect utilisation: an idle pool's GPUs do other work).",
+        "Disaggregated: gpu_s_per_request and usd_per_request charge each pool for its busy "
+        "time only (perfect utilisation: an idle pool's GPUs do other work); the all-in price, "
+        "as every all-in price, charges all their time, idle too (docs/glossary.md).",
         f"The pools serve {pools.rate_per_s:.4g} req/s (the {pools.bottleneck} pool's rate); at it "
         f"the {n_p:g}-GPU prefill pool is busy {pools.prefill_busy_fraction:.0%} and the "
         f"{decode_gpus:g}-GPU decode pool {pools.decode_busy_fraction:.0%} of the time. Charging "
         f"idle time too: {pools.gpu_s_per_request:.3g} GPU-s, ${idle_usd:.3g} per request, "
         f"${usd_per_mtok(pools.gpu_s_per_request, 1.0, output_tokens, price):.3g} per million "
-        "output tokens (docs/model.md §B10).",
+        f"output tokens (the all-in price); busy time alone "
+        f"${usd_per_mtok(dis_gpu_s, 1.0, output_tokens, price):.3g} (docs/model.md §B10).",
     )
     # both pools' decode instance: the whole batch at the decode step's mean context (§B10)
     kv = whole_batch_kv_note(
