@@ -178,6 +178,19 @@ def study_metadata(result: StudyResult) -> dict:
     if "assumptions" not in study.axis_names:  # the preset every cell used (the default too)
         presets = dict.fromkeys(c.setting.assumptions.name for c in result.cells)
         meta["assumptions"] = ", ".join(presets)
+    # settings no axis or default states but every cell shares, defaults included
+    shared = {
+        "context_tokens": lambda s: s.context_tokens,
+        "price_basis": lambda s: s.gpu.price_basis,
+    }
+    for name, value in shared.items():
+        values = dict.fromkeys(value(c.setting) for c in result.cells)
+        if name not in meta and name not in study.axis_names and len(values) == 1:
+            meta[name] = next(iter(values))
+    meta["prices"] = (
+        "usd_per_mtok is decode-only (prefill and idle time not charged, docs/glossary.md), each "
+        "GPU at its file's price on the basis above"
+    )
     meta["cells"] = f"{len(result.cells)}, each with its setting in its row and in study.json"
     meta["inference_econ"] = package_version()
     return meta
