@@ -110,3 +110,15 @@ def test_a_study_states_the_context_and_price_basis_every_cell_used(tmp_path):
     meta = study_metadata(result)
     assert meta["context_tokens"] == 1000 and meta["price_basis"] == "paper"
     assert meta["prices"].startswith("usd_per_mtok is decode-only")
+
+
+def test_a_prefill_names_its_speed_in_input_tokens():
+    """prefill printed tokens_per_s 25,913, the name of a request's output speed elsewhere
+    (point: 102.3); it is the pass's prompt tokens per second: 8,000 / 308.7 ms."""
+    code, out, _ = cli(
+        "prefill", "Llama 3 70B", "-H", "H100-paper", "--gpus", 8, "--prompt-tokens", 8000
+    )
+    assert code == 0 and not re.search(r"^tokens_per_s ", out, re.M)
+    latency = float(re.search(r"^latency_ms +([\d.]+)$", out, re.M)[1])
+    speed = float(re.search(r"^input_tokens_per_s +([\d,]+)$", out, re.M)[1].replace(",", ""))
+    assert speed == pytest.approx(8000 / (latency / 1e3), rel=1e-3)

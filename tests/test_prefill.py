@@ -52,7 +52,7 @@ def test_chunked_and_cached_prefill():
     assert cached.usd_per_m_computed_input_tokens == pytest.approx(
         1e6 * 8 * cached.latency_s * 2.1 / 3600 / 8000, rel=1e-12
     )
-    assert cached.tokens_per_s == pytest.approx(4 * cached.computed_tokens_per_s)
+    assert cached.input_tokens_per_s == pytest.approx(4 * cached.computed_input_tokens_per_s)
     # each computed token attends to a longer prefix, so costs more, but the prompt costs less
     assert cached.usd_per_m_computed_input_tokens > one.usd_per_m_computed_input_tokens
     assert cached.usd_per_m_input_tokens < one.usd_per_m_input_tokens

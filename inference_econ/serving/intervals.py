@@ -131,8 +131,8 @@ ACTIVITY = "board_activity"
 #: prompt tokens/s is the inverse, and its price per input token is proportional to its time.
 PREFILL_FIGURES: dict[str, tuple[FigureKind, int]] = {
     "latency_s": ("TTFT", 1),
-    "tokens_per_s": ("TTFT", -1),
-    "computed_tokens_per_s": ("TTFT", -1),
+    "input_tokens_per_s": ("TTFT", -1),
+    "computed_input_tokens_per_s": ("TTFT", -1),
     "usd_per_m_input_tokens": ("TTFT", 1),
     "usd_per_m_computed_input_tokens": ("TTFT", 1),
     # a prefill's work is fixed: its MFU moves as its speed, its parts as its time

@@ -323,7 +323,7 @@ def prefill(
     Returns
     -------
     pandas.Series
-        ``latency_s``, ``tokens_per_s``, ``usd_per_m_input_tokens``, ``mfu``, the layout and
+        ``latency_s``, ``input_tokens_per_s``, ``usd_per_m_input_tokens``, ``mfu``, the layout and
         the breakdown of the prefill.
 
     Examples
@@ -381,8 +381,11 @@ def prefill(
         "batch": float(batch),
         "chunks": int(S.size),
         "latency_s": latency,
-        "tokens_per_s": in_flight * float(prompt_tokens) / latency if latency > 0 else math.inf,
-        "computed_tokens_per_s": in_flight * new / latency if latency > 0 else math.inf,
+        # prompt tokens per second of the pass (not a request's output speed, tokens_per_s)
+        "input_tokens_per_s": in_flight * float(prompt_tokens) / latency
+        if latency > 0
+        else math.inf,
+        "computed_input_tokens_per_s": in_flight * new / latency if latency > 0 else math.inf,
         "usd_per_m_input_tokens": usd_per_mtok(
             gpus, latency, in_flight * float(prompt_tokens), price
         ),
@@ -399,7 +402,7 @@ def prefill(
     energy = energy_columns(
         setting,
         float(gpus),
-        row["tokens_per_s"],
+        row["input_tokens_per_s"],
         latency,
         row["compute_time_s"],
         row["memory_time_s"],
