@@ -101,12 +101,18 @@ def test_the_report_names_the_option_that_needs_plotly(monkeypatch):
     assert "--html, report" in str(e.value) and "inference-econ[html]" in str(e.value)
 
 
-def test_a_study_states_the_context_and_price_basis_every_cell_used(tmp_path):
+def test_a_study_states_the_context_and_price_basis_every_cell_used(tmp_path, help_example_runs):
     """The worked example's summary listed its axes and 8-bit weights but not the 1,000-token
-    context its cells took by default, nor the price basis or that $/Mtok is decode-only."""
+    context its cells took by default, nor the price basis or that $/Mtok is decode-only (the
+    study the --help example wrote once per session, read back from its cache)."""
+    import shutil
+
     from inference_econ.output.study_run import study_metadata
 
+    folder, _ = help_example_runs
+    shutil.copytree(folder / "out" / "study", tmp_path / "out")
     result = ie.study("examples/study.yaml", tmp_path / "out")
+    assert result.computed == 0  # every cell from the cache
     meta = study_metadata(result)
     assert meta["context_tokens"] == 1000 and meta["price_basis"] == "paper"
     assert meta["prices"].startswith("usd_per_mtok is decode-only")
