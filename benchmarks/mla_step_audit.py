@@ -309,7 +309,7 @@ def report(tables, decode: int, context: float, prompt: int, attention_gemm: str
     t = combine(work, prof)
     scale = prof.step_time_scale
     gemm = gemm_classes_ms(work, prof)
-    kv_ms = 1e3 * float(t.kv_charged_s + t.attention_charged_s)
+    kv_ms = 1e3 * float(np.maximum(t.kv_s, t.attention_compute_s))
     layer_ms = 1e3 * scale * float(work.layers) * prof.layer_overhead_s
     passes = scale * prof.elementwise_passes * float(work.elementwise_read_s) / prof.hbm_efficiency
     elementwise_ms = 1e3 * float(t.elementwise_s)

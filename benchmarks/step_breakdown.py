@@ -57,23 +57,19 @@ def parts_ms(work: StepWork, prof) -> dict:
     t = combine(work, prof)
     scale = prof.step_time_scale
     layer = scale * work.layers * (prof.layer_overhead_s + work.eager * prof.eager_layer_overhead_s)
-    # the prompts' own attention kernel's fixed time, in a step with prompt tokens (§F3)
-    prompt = scale * prof.prompt_attention_apart * work.prompt_steps * work.layers
-    prompt = prompt * prof.prompt_attention_layer_s
-    host = t.overhead_s - layer - t.gemm_fixed_s - prompt  # the step's and sequences' host work
+    host = t.overhead_s - layer - t.gemm_fixed_s  # the step's and sequences' host work
     passes = scale * prof.elementwise_passes * work.elementwise_read_s / prof.hbm_efficiency
     return {
         "total": t.total_s,
         "layer": layer,
         "host": host,
         "gemm fixed": t.gemm_fixed_s,
-        "prompt kernel": prompt,
         "collectives": t.collective_latency_s + t.collective_bandwidth_s,
         "elementwise": passes,
         "logits": t.elementwise_s - passes,
         "gemm": np.maximum(t.gemm_memory_s, t.gemm_compute_s),
         "(weights)": t.gemm_weight_s,
-        "kv/attention": t.kv_charged_s + t.attention_charged_s,
+        "kv/attention": np.maximum(t.kv_s, t.attention_compute_s),
         "(kv requests)": scale
         * prof.kv_request_positions
         * work.kv_request_read_s
@@ -82,8 +78,7 @@ def parts_ms(work: StepWork, prof) -> dict:
     }
 
 
-SHOWN = ("layer", "host", "gemm fixed", "prompt kernel", "collectives", "elementwise", "logits")
-SHOWN += ("gemm",)
+SHOWN = ("layer", "host", "gemm fixed", "collectives", "elementwise", "logits", "gemm")
 SHOWN += ("(weights)", "kv/attention", "(kv requests)")
 
 

@@ -369,11 +369,8 @@ def test_step_breakdown_of_one_engine_step(tmp_path, capsys):
     shapes = [(202, 359, 222), (202, 359, 0), (300, 359, 222)]
     row, inst, (step, decode_only, more) = m.engine_step_parts(path, 2, shapes)
     assert row.gpu.name == "B200-HGX" and inst.layout.gpus == 1
-    adding = ("layer", "host", "gemm fixed", "prompt kernel", "collectives", "elementwise")
-    adding += ("logits", "gemm", "kv/attention")
-    assert np.isclose(sum(step[k] for k in adding), step["total"])
-    # TensorRT-LLM's context attention kernel: 15 us a layer of Llama 2 70B's 80 with a chunk
-    assert step["prompt kernel"] == pytest.approx(80 * 15e-6) and decode_only["prompt kernel"] == 0
+    adding = ("layer", "host", "gemm fixed", "collectives", "elementwise", "logits", "gemm")
+    assert np.isclose(sum(step[k] for k in adding) + step["kv/attention"], step["total"])
     assert step["(weights)"] <= step["gemm"] and step["(kv requests)"] <= step["kv/attention"]
     assert 0.020 < step["total"] < 0.040  # the measured steps of this run average 34.2 ms
     assert decode_only["total"] < step["total"] < more["total"]

@@ -66,15 +66,6 @@ class AchievablePart:
     #: The dense (and shared-expert) feed-forward's output matrices' part of ``dense_gemm_s``:
     #: the row-parallel GEMMs whose partial sums the tensor-parallel all-reduce adds (§F6).
     dense_out_gemm_s: Floats = 0.0
-    #: The prompt chunks' share of the step's KV reads and of its attention arithmetic, and
-    #: 1 where the step holds prompt tokens (§F3; a prefill pass is all prompt).
-    prompt_kv_share: Floats = 0.0
-    prompt_attention_share: Floats = 0.0
-    prompt_steps: Floats = 0.0
-
-
-#: A prefill pass's prompt fields: every read and every attention FLOP is its prompts' (§F3).
-_ALL_PROMPT = {"prompt_kv_share": 1.0, "prompt_attention_share": 1.0, "prompt_steps": 1.0}
 
 
 class EngineStep:
@@ -216,7 +207,6 @@ class EngineStep:
             dense_kernels=dense_kernels,
             expert_weight_read_s=expert_bytes / (t * bw),  # the stage's GPUs: N / p = t
             dense_out_gemm_s=dense_out,
-            **(_ALL_PROMPT if self.expert_parallel_by_tokens else {}),
         )
 
     def step_work(self, part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw=0.0) -> StepWork:
@@ -276,9 +266,6 @@ class EngineStep:
             small_batch_stream_share=self.machine.small_batch_stream_share,
             row_parallel_gemm_s=row_parallel,
             allreduce_bandwidth_s=fusable_bw,
-            prompt_kv_read_s=ap.prompt_kv_share * part.kv_read_s,
-            prompt_attention_s=ap.prompt_attention_share * ap.attention_s,
-            prompt_steps=ap.prompt_steps,
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -316,7 +303,7 @@ class EngineStep:
 
 def _breakdown(times: StepTimes, ok, flop) -> Breakdown:
     """The ``Breakdown`` of an engine step's ``StepTimes``."""
-    gm = times.gemm_memory_bound
+    gm, am = times.gemm_memory_bound, times.attention_memory_bound
     zero = np.zeros_like(np.asarray(times.total_s, dtype=float))
 
     def shown(x):
@@ -328,12 +315,12 @@ def _breakdown(times: StepTimes, ok, flop) -> Breakdown:
         collective_latency_s=shown(times.collective_latency_s),
         collective_bandwidth_s=shown(times.collective_bandwidth_s),
         weight_read_s=shown(np.where(gm, times.gemm_weight_s, 0.0)),
-        kv_read_s=shown(times.kv_charged_s),
+        kv_read_s=shown(np.where(am, times.kv_s, 0.0)),
         activation_read_s=shown(
             np.where(gm, times.gemm_memory_s - times.gemm_weight_s, 0.0) + times.elementwise_s
         ),
         arithmetic_s=shown(
-            np.where(gm, 0.0, times.gemm_compute_s) + times.attention_charged_s
+            np.where(gm, 0.0, times.gemm_compute_s) + np.where(am, 0.0, times.attention_compute_s)
         ),
         memory_time_s=shown(times.gemm_memory_s + times.kv_s + times.elementwise_s),
         # the compute side in full: the GEMM kernels' own time, their fixed cost included

@@ -252,12 +252,6 @@ class StepWork:
     #: engine that fuses each GEMM with its all-reduce hides, and under what (§F6).
     row_parallel_gemm_s: Floats = 0.0
     allreduce_bandwidth_s: Floats = 0.0
-    #: The prompt chunks' part of ``kv_read_s`` (their prefixes' cache) and of ``attention_s``
-    #: (their attention arithmetic), and 1 where the step holds prompt tokens: what an engine
-    #: that runs the prompts' attention as a kernel of its own charges apart (§F3).
-    prompt_kv_read_s: Floats = 0.0
-    prompt_attention_s: Floats = 0.0
-    prompt_steps: Floats = 0.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -296,14 +290,14 @@ class StepTimes:
     gemm_fixed_s: Floats
     kv_s: Floats
     attention_compute_s: Floats
-    #: What the attention kernels are charged, by side: their binding KV reads and their
-    #: binding arithmetic (one roofline, or the decoding requests' and the prompts' apart, §F3).
-    kv_charged_s: Floats
-    attention_charged_s: Floats
 
     @property
     def gemm_memory_bound(self):
         return self.gemm_memory_s >= self.gemm_compute_s
+
+    @property
+    def attention_memory_bound(self):
+        return self.kv_s >= self.attention_compute_s
 
 
 def gemm_compute_s(work: StepWork, terms):
@@ -374,11 +368,6 @@ def combine(work: StepWork, terms) -> StepTimes:
         + host_overhead_s(terms, work.sequences)
         + gemm_fixed
     )
-    attending, kv_charged, attention_charged, prompt_fixed = attention_kernels_s(
-        work, terms, kv, attention
-    )
-    if prompt_fixed is not None:
-        overhead = overhead + prompt_fixed
     collective_bw = exposed_collective_bandwidth_s(work, terms)
     scale = terms.step_time_scale
     total = scale * (
@@ -387,7 +376,7 @@ def combine(work: StepWork, terms) -> StepTimes:
         + collective_bw
         + elementwise
         + np.maximum(memory, compute)
-        + attending
+        + np.maximum(kv, attention)
     )
     return StepTimes(
         total_s=total,
@@ -401,41 +390,6 @@ def combine(work: StepWork, terms) -> StepTimes:
         gemm_fixed_s=scale * gemm_fixed,
         kv_s=scale * kv,
         attention_compute_s=scale * attention,
-        kv_charged_s=scale * kv_charged,
-        attention_charged_s=scale * attention_charged,
-    )
-
-
-def attention_kernels_s(work: StepWork, terms, kv, attention):
-    """(seconds the attention kernels add to the step, of them their binding KV reads and
-    their binding arithmetic, the prompt kernel's fixed seconds or None) from the step's KV reads
-    ``kv`` and attention arithmetic ``attention`` at the profile's efficiencies (§F3).
-
-    One kernel (``prompt_attention_apart`` 0) reads and attends for every sequence of the
-    step on one roofline: the larger of the two. An engine that runs the prompt chunks'
-    attention as a kernel of its own after the decoding requests' (TensorRT-LLM's context
-    and generation kernels) pays each kernel's own roofline, their sum, and a fixed
-    ``prompt_attention_layer_s`` a layer for the prompts' kernel in a step with prompt tokens
-    (charged with the overheads)."""
-    memory_bound = kv >= attention
-    joint = np.maximum(kv, attention)
-    apart = terms.prompt_attention_apart
-    if not np.any(apart):
-        return joint, np.where(memory_bound, kv, 0.0), np.where(memory_bound, 0.0, attention), None
-    kv_p = work.prompt_kv_read_s / terms.kv_read_efficiency
-    att_p = work.prompt_attention_s / terms.attention_efficiency
-    kv_d, att_d = kv - kv_p, attention - att_p
-    d_bound, p_bound = kv_d >= att_d, kv_p >= att_p
-    on = np.asarray(apart) > 0
-    split = np.maximum(kv_d, att_d) + np.maximum(kv_p, att_p)
-    kv_split = np.where(d_bound, kv_d, 0.0) + np.where(p_bound, kv_p, 0.0)
-    att_split = np.where(d_bound, 0.0, att_d) + np.where(p_bound, 0.0, att_p)
-    fixed = np.where(on, work.prompt_steps * work.layers * terms.prompt_attention_layer_s, 0.0)
-    return (
-        np.where(on, split, joint),
-        np.where(on, kv_split, np.where(memory_bound, kv, 0.0)),
-        np.where(on, att_split, np.where(memory_bound, 0.0, attention)),
-        fixed,
     )
 
 

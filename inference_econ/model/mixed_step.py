@@ -182,21 +182,8 @@ def _mixed_part(
         flop=flop,
     )
     if part.achievable is not None:
-        prompt_kv = w.kv_cache_bytes(prefill_context, R)
-        prompt_flop = prefill_work.flop(R, chunk, prefill_context)[1]
-        shares = (
-            _share(prompt_kv, w.kv_cache_bytes(decode_context, D) + prompt_kv),
-            _share(prompt_flop, w.flop(D, 1.0, decode_context)[1] + prompt_flop),
-            (P > 0).astype(float),
-        )
-        part = _achievable_mixed(model, part, D + R, ctx_flop, N, shares)
+        part = _achievable_mixed(model, part, D + R, ctx_flop, N)
     return part, tokens
-
-
-def _share(part, whole):
-    """``part / whole``, 0 where the whole is 0 (a step without such work)."""
-    whole = np.asarray(whole, dtype=float)
-    return np.where(whole > 0.0, np.asarray(part, dtype=float) / np.where(whole > 0, whole, 1.0), 0.0)
 
 
 def pipeline_tokens(model: StepModel, tokens, largest, pipeline, sequences):
@@ -214,11 +201,10 @@ def pipeline_tokens(model: StepModel, tokens, largest, pipeline, sequences):
     return np.where(few, np.maximum(tokens, pipeline * np.asarray(largest, dtype=float)), tokens)
 
 
-def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N, prompt_shares):
+def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N):
     """The per-sequence work of a mixed step under an engine profile (§F1): KV costs per
     request, logits and per-sequence overheads for the decoding requests and the chunks'
-    prompts only; attention arithmetic of the actual contexts; ``prompt_shares`` the prompt
-    chunks' (KV reads, attention arithmetic, has prompt tokens) (§F3)."""
+    prompts only; attention arithmetic of the actual contexts."""
     ap, w = part.achievable, model.work
     t, p = part.tensor_degree, part.pipeline
     seqs = sequences / p  # per micro-batch, as pipeline_part counts requests
@@ -229,9 +215,6 @@ def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N, prompt_sha
         logits_read_s=12.0 * w.vocab_size * seqs / (t * bw),
         attention_s=ctx_flop / (N * model.machine.attention_flop_per_s),
         sequences=seqs,
-        prompt_kv_share=prompt_shares[0],
-        prompt_attention_share=prompt_shares[1],
-        prompt_steps=prompt_shares[2],
     )
     return dataclasses.replace(part, achievable=new)
 
@@ -259,10 +242,6 @@ class StepTable:
         #: (request_s) the attention roofline: 0 for the ideal presets (§F1, §F5).
         self.sequence_s = 0.0
         self.request_s = 0.0
-        #: An engine that runs the prompts' attention as a kernel of its own (§F3): a step
-        #: with prompt chunks pays their attention on its own roofline, and its fixed seconds.
-        self.prompt_apart = False
-        self.prompt_fixed_s = 0.0
         if model.engine is not None:
             self._achievable(model)
             return
@@ -323,9 +302,6 @@ class StepTable:
         )
         per = combine(one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)), prof)
         scale = prof.step_time_scale
-        self.prompt_apart = bool(prof.prompt_attention_apart)
-        if self.prompt_apart:
-            self.prompt_fixed_s = float(scale * work.layers * prof.prompt_attention_layer_s)
         host_per_sequence = host_overhead_s(prof, 1.0 / p) - host_overhead_s(prof, 0.0)
         self.sequence_s = float(scale * host_per_sequence) + float(
             np.asarray(per.elementwise_s - alone.elementwise_s)[1]
@@ -372,7 +348,7 @@ class StepTable:
         out = copy.copy(self)
         for name in ("fixed_s", "memory_s", "compute_s"):
             setattr(out, name, [factor * t for t in getattr(self, name)])
-        for name in ("sequence_s", "request_s", "kv_s", "attention_s", "prompt_fixed_s"):
+        for name in ("sequence_s", "request_s", "kv_s", "attention_s"):
             setattr(out, name, factor * getattr(self, name))
         return out
 
@@ -393,32 +369,17 @@ class StepTable:
         attention_positions: float,
         requests=None,
         largest: float = 1.0,
-        prompt: tuple[float, float] | None = None,
     ) -> float:
         """Seconds of one step (scalars; 0 for an empty step). ``requests``: the decoding
         requests and prompt chunks of the step (default: one per token), for the per-request
         costs of an engine profile (§F1); ``largest``: the tokens of its largest prompt chunk
-        (1: decoding requests only), for the pipeline's bubbles (§B12); ``prompt``: where the
-        step holds prompt chunks, their (KV layer-positions, attended layer-positions), part
-        of the totals, which an engine running them apart charges on their own (§F3)."""
+        (1: decoding requests only), for the pipeline's bubbles (§B12)."""
         if tokens == 0:
             return 0.0
         r = tokens if requests is None else requests
         row, scale = self._charged(tokens, largest, r)
         if scale != 1.0:
             kv_positions, attention_positions = kv_positions * scale, attention_positions * scale
-        if prompt is not None and self.prompt_apart:
-            kv_p, att_p = prompt[0] * scale, prompt[1] * scale
-            return (
-                self.fixed_s[row]
-                + self.sequence_s * r
-                + max(
-                    self.memory_s[row] + self.kv_s * (kv_positions - kv_p) + self.request_s * r,
-                    self.compute_s[row] + self.attention_s * (attention_positions - att_p),
-                )
-                + max(self.kv_s * kv_p, self.attention_s * att_p)
-                + self.prompt_fixed_s
-            )
         return (
             self.fixed_s[row]
             + self.sequence_s * r

@@ -127,21 +127,6 @@ TERMS: tuple[Term, ...] = (
         "non-GEMM passes over a token's d-wide BF16 row per layer: norms, residuals, rotary, activation, quantisation (§F4)",
     ),
     Term(
-        "prompt_attention_apart",
-        "flag",
-        0.0,
-        1.0,
-        "1: the prompt chunks' attention runs as its own kernel after the decoding requests' (a roofline each, their times added); 0: one attention kernel and roofline for both (§F3)",
-        True,
-    ),
-    Term(
-        "prompt_attention_layer_s",
-        "seconds",
-        0.0,
-        1e-3,
-        "fixed time per layer of the prompts' own attention kernel, in a step with prompt tokens, where it runs apart (§F3)",
-    ),
-    Term(
         "layer_overhead_s",
         "seconds",
         0.0,
@@ -346,8 +331,6 @@ class EngineProfile:
     moe_gemm_efficiency: float = 0.8
     moe_expert_half_params: float = 0.0
     attention_efficiency: float = 0.5
-    prompt_attention_apart: int = 0
-    prompt_attention_layer_s: float = 0.0
     elementwise_passes: float = 10.0
     layer_overhead_s: float = 30e-6
     step_overhead_s: float = 1e-3

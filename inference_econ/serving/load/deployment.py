@@ -546,6 +546,6 @@ def rate_estimate(
     decode_s = output * inst.table.time_s(batch, q, q) / batch
     chunk = inst.config.step_token_budget
     attended = chunk * float(inst.positions(chunk / 2.0))
-    prefill_s = prompt * inst.table.time_s(chunk, 0.0, attended, 1, prompt=(0.0, attended)) / chunk
+    prefill_s = prompt * inst.table.time_s(chunk, 0.0, attended, 1) / chunk
     per_request = {"prefill": prefill_s, "decode": decode_s}.get(pool, prefill_s + decode_s)
     return deployment.instances / per_request

@@ -864,13 +864,11 @@ class _Engine:
         # same terms in the same order, so the same floats.
         fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
         own = not self.bubbles
-        apart = n_chunks and self.table.prompt_apart  # the prompts' attention on its own (§F3)
-        if c is None and T and (own or self.pipeline <= R) and not apart:
+        if c is None and T and (own or self.pipeline <= R):
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
         else:
-            prompt = (kv - decode_q, att - v * decode_q) if n_chunks else None
-            dt = self.table.time_s(T, kv, att, R, largest, prompt)
+            dt = self.table.time_s(T, kv, att, R, largest)
         if not D:
             alone = 0.0
         elif c is None and (own or self.pipeline <= D):
@@ -1082,7 +1080,6 @@ class _Engine:
             decode_q + ranks * att[b],
             D + ranks * chunks[b],
             largest,
-            (ranks * kv[b], ranks * att[b]) if chunks[b] else None,
         )
         alone = table.time_s(D, decode_q, decode_q, D, 1) if D else 0.0
         flop = table.flop[D + total] + table.attention_flop * (decode_q + attended)
@@ -1129,7 +1126,7 @@ class _Engine:
             kv = sum(d.layers * done for done, _ in chunks)
             att = sum(take * d.layers * (done + (take - 1) / 2.0) for done, take in chunks)
             largest = max(take for _, take in chunks)
-            seconds += tab.time_s(taken, kv, att, len(chunks), largest, (kv, att))
+            seconds += tab.time_s(taken, kv, att, len(chunks), largest)
             flop += tab.flop[taken] + tab.attention_flop * att
         return seconds, flop, decode_only
 
