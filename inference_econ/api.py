@@ -390,6 +390,14 @@ def _load_inputs(
     kwargs = dict(kwargs)
     given = {k: kwargs.pop(k) for k in table.names(table.LOAD) if k in kwargs}
     v = table.check(given, [table.LOAD])
+    if v["layout"] is not None and not closed_loop:
+        raise SpecError(
+            "argument",
+            "layout",
+            "fixes the layout of one deployment's instances, which only simulate_load runs (a "
+            "search or plan chooses each candidate's layout for its load)",
+            "drop layout, or call simulate_load",
+        )
     if v["concurrency"] is not None and not closed_loop:
         raise SpecError(
             "argument",
@@ -538,7 +546,7 @@ def simulate_load(
     goodput against the ``slo_*`` targets, utilisation and $ per million tokens."""
     from .optimise.load_search import check_budget
     from .serving.intervals import expected, interval_keys
-    from .serving.load.deployment import count_intervals, simulate_deployment
+    from .serving.load.deployment import count_intervals, fixed_layout, simulate_deployment
 
     problem, traffic, targets, config, v = _load_inputs(kwargs, closed_loop=True)
     setting = _settings(model, hardware, problem)[0]
@@ -547,9 +555,11 @@ def simulate_load(
     )
     runs = 2 if d.disaggregated else 1
     runs += len(interval_keys()) if expected(setting) else 0  # the counts' interval ends
+    layout = _fixed_layout(setting, d, v["layout"])
     check_budget(traffic, runs, "simulate", _yes(yes))
-    result = simulate_deployment(setting, d, traffic, targets, config, progress)
-    ends = count_intervals(setting, d, traffic, targets, config, result)
+    with fixed_layout(d.gpus_per_instance, layout):
+        result = simulate_deployment(setting, d, traffic, targets, config, progress)
+        ends = count_intervals(setting, d, traffic, targets, config, result)
     if ends:
         result = dataclasses.replace(result, count_ends=tuple(ends.items()))
     if result.requests and result.rejected >= result.requests:
@@ -562,6 +572,51 @@ def simulate_load(
     if result.overloaded_note:
         warn(result.overloaded_note)
     return result
+
+
+def _fixed_layout(setting: Setting, deployment, text: str | None):
+    """The ``EngineLayout`` a ``layout`` text states for the deployment's instances (as
+    measured rows state theirs: ``studies.measured.semantics.layout_of``), one the engine runs
+    on that many GPUs; None where not given."""
+    if text is None:
+        return None
+    from .model.mixed_step import EngineLayout
+    from .serving.load.deployment import instance_layouts
+    from .studies.measured.semantics import layout_of
+
+    gpus = deployment.gpus_per_instance
+    if deployment.disaggregated:
+        raise SpecError(
+            "argument",
+            "layout",
+            "fixes the instances' layout of a co-located deployment",
+            "drop layout with a prefill pool (its pools choose theirs)",
+        )
+    try:
+        lay = layout_of(text, gpus, "argument")
+    except SpecError as exc:  # worded for a measured row: here the row is an instance
+        said = {"the row has": "an instance has", "the row's GPUs": "an instance's GPUs (gpus)"}
+        problem, fix = exc.problem, exc.fix
+        for old, new in said.items():
+            problem, fix = problem.replace(old, new), fix.replace(old, new)
+        raise SpecError("argument", "layout", problem, fix) from None
+    if lay is None or lay.replicas != 1:
+        raise SpecError(
+            "argument",
+            "layout",
+            f"{text!r} is not one instance's layout of {gpus} GPUs",
+            f"give its degrees, e.g. TP{gpus} or TP{max(gpus // 2, 1)}PP{min(gpus, 2)}",
+        )
+    chosen = EngineLayout(gpus, lay.pipeline, float(lay.tensor) if lay.attention_dp else 1.0)
+    runs = instance_layouts(setting, gpus)
+    if chosen not in runs:
+        raise SpecError(
+            "argument",
+            "layout",
+            f"{text!r}: the engine does not run {setting.model.name} as {chosen.describe()}",
+            "choose one of " + "; ".join(r.describe() for r in runs),
+        )
+    return chosen
 
 
 @table.takes(table.PROBLEM, table.LOAD, command="simulate")

@@ -830,6 +830,16 @@ SETTINGS: tuple[Option, ...] = (
         group="traffic",
     ),
     Option(
+        "layout",
+        "text",
+        None,
+        "The instances' layout as engines and benchmark results state it (TP8, TP2PP4, 'TP8"
+        " attention-DP'), fixed instead of the one the engine model chooses for the load"
+        " (docs/model.md §E6); capacity prints the layout of its plan.",
+        LOAD,
+        optional=True,
+    ),
+    Option(
         "concurrency",
         "integer",
         None,

@@ -128,3 +128,44 @@ def test_a_prefill_names_its_speed_in_input_tokens():
     latency = float(re.search(r"^latency_ms +([\d.]+)$", out, re.M)[1])
     speed = float(re.search(r"^input_tokens_per_s +([\d,]+)$", out, re.M)[1].replace(",", ""))
     assert speed == pytest.approx(8000 / (latency / 1e3), rel=1e-3)
+
+
+LOAD = dict(
+    weight_bits=8,
+    gpus=8,
+    arrival_rate_per_s=18.7,
+    input_lengths="lognormal:1000:0.8",
+    output_lengths="lognormal:300:0.6",
+    slo_ttft_p99_s=2.0,
+    slo_tpot_p99_s=0.05,
+    requests=2000,
+)
+
+
+def test_simulate_runs_a_plans_layout_when_given_one():
+    """capacity's walk-through plans 1 x 8 H100 in TP2 PP4; simulate at a lower load chose
+    TP4 PP2 for it (the fastest mean step there, §E6), whose p99 TPOT is the worse, so the plan
+    could not be checked below its rate. --layout runs the plan's, as a benchmark result states
+    it; what it names must be one of the engine's layouts of the instance's GPUs."""
+    chosen = ie.simulate_load("Llama 3.3 70B", "H100", **LOAD)
+    fixed = ie.simulate_load("Llama 3.3 70B", "H100", **LOAD, layout="TP2PP4")
+    assert fixed.layout == "8 GPUs: TP2 (attention TP2), PP4, 1-D" != chosen.layout
+    assert fixed.tpot_s.p99 < chosen.tpot_s.p99
+    assert ie.simulate_load("Llama 3.3 70B", "H100", **LOAD, layout="TP4 PP2").layout == (
+        chosen.layout
+    )  # the same run as the engine model's own choice
+    for bad, says in (
+        ("TP3", "uses 3 GPUs but an instance has 8"),
+        ("TP2xPP2 x2", "is not one instance's layout of 8 GPUs"),
+        (
+            "TP8 attention-DP",
+            "the engine does not run Llama 3.3 70B as 8 GPUs: TP8 (attention TP1)",
+        ),
+    ):
+        with pytest.raises(SpecError, match="layout") as e:
+            ie.simulate_load("Llama 3.3 70B", "H100", **LOAD, layout=bad)
+        assert says in str(e.value)
+    with pytest.raises(SpecError, match="only simulate_load runs"):
+        ie.capacity(
+            "Llama 3.3 70B", "H100", **{k: v for k, v in LOAD.items() if k != "gpus"}, layout="TP8"
+        )

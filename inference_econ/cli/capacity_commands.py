@@ -208,6 +208,7 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
 @options("instances", "prefill_gpus", "prefill_instances", "prefill_hardware")
 @traffic_options
 @options("concurrency")  # a closed loop of clients instead of arrivals
+@options("layout")  # the instances' layout fixed (a plan's), not chosen for the load
 @options(*TARGETS, *ENGINE)
 @served_options
 @renamed_flags

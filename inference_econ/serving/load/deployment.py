@@ -148,7 +148,8 @@ def instance_for(
 ) -> Instance:
     """The engine instance of a setting on ``gpus`` GPUs, in the layout that runs ``load``
     fastest (§E6; instances are cached: searches reuse them)."""
-    layout = _search(setting, gpus).choose(config, context, load)
+    fixed = dict(_FIXED.get()).get(gpus)
+    layout = fixed or _search(setting, gpus).choose(config, context, load)
     inst = _instance_with(setting, gpus, config, context, layout)
     factor = _SLOWER.get()
     return inst if factor == 1.0 else inst.slowed(factor)
@@ -162,6 +163,25 @@ SCHEDULE_SHARES = ("prefix_hit_rate", "speculative_step_fraction")
 #: Every engine step of the instances ``instance_for`` builds takes this many times as long
 #: (``slower_engines``; 1: the engine as modelled).
 _SLOWER: ContextVar[float] = ContextVar("slower", default=1.0)
+#: Layouts given for instances of so many GPUs (``fixed_layout``), instead of chosen for the load.
+_FIXED: ContextVar[tuple[tuple[int, EngineLayout], ...]] = ContextVar("fixed_layouts", default=())
+
+
+@contextmanager
+def fixed_layout(gpus: int, layout: EngineLayout | None):
+    """Within it, every instance of ``gpus`` GPUs ``instance_for`` builds takes ``layout`` (one
+    of ``instance_layouts``) instead of the one that runs its load fastest (§E6); None: chosen
+    as usual."""
+    token = _FIXED.set(() if layout is None else ((int(gpus), layout),))
+    try:
+        yield
+    finally:
+        _FIXED.reset(token)
+
+
+def instance_layouts(setting: Setting, gpus: int) -> list[EngineLayout]:
+    """The whole layouts the setting's engine runs on an instance of ``gpus`` GPUs (§F11)."""
+    return list(_search(setting, gpus).options)
 
 
 @contextmanager
