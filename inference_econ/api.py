@@ -582,7 +582,7 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
         return None
     from .model.mixed_step import EngineLayout
     from .serving.load.deployment import instance_layouts
-    from .studies.measured.semantics import layout_of
+    from .studies.measured.semantics import attention_ranks, layout_of
 
     gpus = deployment.gpus_per_instance
     if deployment.disaggregated:
@@ -607,7 +607,10 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
             f"{text!r} is not one instance's layout of {gpus} GPUs",
             f"give its degrees, e.g. TP{gpus} or TP{max(gpus // 2, 1)}PP{min(gpus, 2)}",
         )
-    chosen = EngineLayout(gpus, lay.pipeline, float(lay.tensor) if lay.attention_dp else 1.0)
+    # attention data parallelism over the stated ranks ("TP8 DP2 attn-DP": attention TP4), or
+    # over the whole tensor group where no DP degree is stated
+    ranks = (attention_ranks(text, "argument") or lay.tensor) if lay.attention_dp else 1
+    chosen = EngineLayout(gpus, lay.pipeline, float(ranks))
     runs = instance_layouts(setting, gpus)
     if chosen not in runs:
         raise SpecError(

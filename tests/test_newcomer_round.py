@@ -169,3 +169,49 @@ def test_simulate_runs_a_plans_layout_when_given_one():
         ie.capacity(
             "Llama 3.3 70B", "H100", **{k: v for k, v in LOAD.items() if k != "gpus"}, layout="TP8"
         )
+
+
+def test_layout_states_partial_attention_data_parallelism():
+    """'TP8 DP2 attn-DP' (SGLang's --tp 8 --dp 2 --enable-dp-attention) attends on two ranks of
+    TP4; 'TP8 attn-DP' on eight of TP1; the first had run as the second."""
+    load = dict(LOAD, arrival_rate_per_s=2.0, requests=300, slo_tpot_p99_s=None)
+    runs = {
+        text: ie.simulate_load("DeepSeek-V3", "H200", **load, layout=text).layout
+        for text in ("TP8 DP2 attn-DP", "TP8 attn-DP")
+    }
+    assert runs == {
+        "TP8 DP2 attn-DP": "8 GPUs: TP8 (attention TP4), PP1, 1-D",
+        "TP8 attn-DP": "8 GPUs: TP8 (attention TP1), PP1, 1-D",
+    }
+
+
+def test_an_exports_figures_are_the_engine_it_launches():
+    """A point plan's figures come from the engine its files launch: with a draft the request
+    view did not choose, no speculation (the same figures as without the draft); one output
+    token has no time per output token (not a NaN in plan.json); a worker that does not fit is
+    refused by the memory check, with its numbers, before any run."""
+    import json
+
+    from inference_econ import api
+    from inference_econ.errors import InfeasibleError
+    from inference_econ.output.engine_configs import render
+
+    common = dict(engine="vllm", gpus=8, batch=64, prompt_tokens=1000, output_tokens=300)
+    plain = api.export("Llama 3.3 70B", "H100", weight_bits=8, **common)
+    drafted = api.export("Llama 3.3 70B", "H100", weight_bits=8, draft="Llama 3.1 8B", **common)
+    assert drafted.speculation is None and drafted.expected == plain.expected
+    one = api.export(
+        "Llama 3.1 8B", "H100", engine="vllm", gpus=1, batch=8, prompt_tokens=100, output_tokens=1
+    )
+    assert "tpot_s" not in one.expected and one.expected["output_tokens_per_s"] > 0
+    json.loads(json.dumps(render(one), allow_nan=False))  # valid JSON: no NaN
+    with pytest.raises(InfeasibleError, match="memory check failed: instance on 1 GPU"):
+        api.export(
+            "Llama 3 70B",
+            "H100",
+            engine="vllm",
+            gpus=1,
+            batch=8,
+            prompt_tokens=100,
+            output_tokens=100,
+        )

@@ -9,6 +9,7 @@ The engines' own command lines and files are rendered from a ``LaunchPlan`` by
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,6 +24,7 @@ from ..serving.intervals import (
 )
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
+from ..serving.speculative import SpecDecoding
 
 #: The engines an export writes for (the sections of launch_flags.yaml).
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -305,8 +307,11 @@ def point_plan(
         int(requests or max(10 * b, 200)),
         concurrency=b,
     )
-    # the benchmark the plan writes, run in the load engine as compare-measured replays it
-    r = closed_loop(setting, degrees, w, context, load)
+    require_fit([w.memory])  # a worker that does not fit is refused with its numbers first
+    # the benchmark the plan writes, run in the load engine as compare-measured replays it,
+    # with the speculation the plan launches (none, or its draft length)
+    verify = int(row["draft_tokens"])
+    r = closed_loop(launched(setting, verify), degrees, w, context, load)
     expected = {
         "ttft_s": r.ttft_s.mean,
         "tpot_s": r.tpot_s.mean,
@@ -316,6 +321,9 @@ def point_plan(
         "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
         "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
     }
+    # one output token: no time per output token, and no decode step to price (the first
+    # token comes out of the prefill, charged as input): those figures are not stated
+    expected = {k: v for k, v in expected.items() if math.isfinite(v) and v > 0}
     named = {  # the run's figure behind each expected figure
         "ttft_s": "ttft_mean_s",
         "tpot_s": "tpot_mean_s",
@@ -324,8 +332,10 @@ def point_plan(
         "usd_per_m_output_tokens": "usd_per_m_output_tokens",
         "usd_per_m_input_tokens": "usd_per_m_input_tokens",
     }
+    named = {k: v for k, v in named.items() if k in expected}
     ends = _renamed_ends(load_intervals(r), named)
-    ends.update(inverse_intervals(ends, "tpot_s", "output_tokens_per_s_per_request"))
+    if "tpot_s" in expected:
+        ends.update(inverse_intervals(ends, "tpot_s", "output_tokens_per_s_per_request"))
     plan = LaunchPlan(
         source,
         setting,
@@ -335,7 +345,7 @@ def point_plan(
         longest,
         load,
         expected,
-        _speculation(setting, int(row["draft_tokens"])),
+        _speculation(setting, verify),
         (
             f"Expected figures: the {setting.assumptions.label} preset's load engine running "
             f"the benchmark below: a closed loop of {b} clients, {prompt_tokens:g} in / "
@@ -345,6 +355,19 @@ def point_plan(
         ends,
     )
     return finish(plan)
+
+
+def launched(setting: Setting, verify: int) -> Setting:
+    """The setting as the engine an export launches runs it: speculation with the plan's
+    draft length, ``verify`` tokens a cycle at most (none at 1), as ``_speculation`` writes it."""
+    spec = setting.spec
+    if spec is None:
+        return setting
+    if verify <= 1:
+        return setting.replace(spec=None)
+    if isinstance(spec, SpecDecoding):
+        return setting.replace(spec=dataclasses.replace(spec, max_draft_tokens=verify))
+    return setting.replace(spec=dataclasses.replace(spec, max_depth=verify - 1))
 
 
 def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load):

@@ -42,8 +42,10 @@ from ..specs.yamlfile import load_yaml
 from .scenario import CURVE_KEYS, WHAT_IF_KEYS, Curve
 
 #: Bumped when the cached payload of a cell changes shape or meaning (part of every cell's
-#: hash). 2: ``bound`` may be ``mixed``; draft heads' ``draft_tokens`` are depth + 1.
-CACHE_FORMAT = 2
+#: hash). 2: ``bound`` may be ``mixed``; draft heads' ``draft_tokens`` are depth + 1. 3: the
+#: energy columns name their power basis (``_per_kw_it``, ``_per_mw_facility``); a frontier
+#: with prompts notes that its price is decode-only.
+CACHE_FORMAT = 3
 #: Axes named after one field of a curve: their values are that field's values.
 FIELD_AXES = tuple(k for k in CURVE_KEYS if k != "label")
 #: Names people reach for, and the axis they mean.

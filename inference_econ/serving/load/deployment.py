@@ -317,7 +317,11 @@ def _closed_loop(setting, deployment, traffic, targets, config, progress) -> Loa
         notes=(
             *result.notes,
             f"closed loop: {C // K} clients per instance; the rate is the one they reach, and "
-            "the layout is the one fastest when saturated",
+            + (
+                "the layout the one given"
+                if dict(_FIXED.get()).get(deployment.gpus_per_instance)
+                else "the layout is the one fastest when saturated"
+            ),
         ),
     )
 

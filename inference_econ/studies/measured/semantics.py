@@ -897,6 +897,14 @@ def _degrees(raw: str, where: str) -> tuple[dict[str, int], bool, int | None]:
     return degrees, attention, None if copies is None else int(copies)
 
 
+def attention_ranks(text, where: str) -> int | None:
+    """The attention data-parallel ranks a layout text states with attention data parallelism
+    ("TP8 DP2 attn-DP": 2, each attending on TP4), None where it states no DP degree (attention
+    DP over the whole tensor group: "TP8 attn-DP") or no attention data parallelism."""
+    degrees, attention, _ = _degrees(str(text), where)
+    return degrees.get("DP") if attention and "DP" in degrees else None
+
+
 def layout_of(text, gpus: int, where: str) -> Layout | None:
     """The layout a text states (None: not given). "TP2", "TP4PP2", "TP2xPP2 x2", "TP1 x8"
     (eight replicas), "TP8 (EP8, attn-DP)", "DP2 TP4", "DEP8", "--tp 8 --dp 8
