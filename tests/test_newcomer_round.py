@@ -174,7 +174,8 @@ def test_simulate_runs_a_plans_layout_when_given_one():
 def test_layout_states_partial_attention_data_parallelism():
     """'TP8 DP2 attn-DP' (SGLang's --tp 8 --dp 2 --enable-dp-attention) attends on two ranks of
     TP4; 'TP8 attn-DP' on eight of TP1; the first had run as the second."""
-    load = dict(LOAD, arrival_rate_per_s=2.0, requests=300, slo_tpot_p99_s=None)
+    load = dict(weight_bits=8, gpus=8, arrival_rate_per_s=2.0)
+    load |= dict(input_lengths="500", output_lengths="20", requests=40)
     runs = {
         text: ie.simulate_load("DeepSeek-V3", "H200", **load, layout=text).layout
         for text in ("TP8 DP2 attn-DP", "TP8 attn-DP")
