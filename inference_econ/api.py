@@ -592,14 +592,7 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
             "fixes the instances' layout of a co-located deployment",
             "drop layout with a prefill pool (its pools choose theirs)",
         )
-    try:
-        lay = layout_of(text, gpus, "argument")
-    except SpecError as exc:  # worded for a measured row: here the row is an instance
-        said = {"the row has": "an instance has", "the row's GPUs": "an instance's GPUs (gpus)"}
-        problem, fix = exc.problem, exc.fix
-        for old, new in said.items():
-            problem, fix = problem.replace(old, new), fix.replace(old, new)
-        raise SpecError("argument", "layout", problem, fix) from None
+    lay = layout_of(text, gpus, "argument", "layout", whole="an instance")
     if lay is None or lay.replicas != 1:
         raise SpecError(
             "argument",
@@ -609,7 +602,7 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
         )
     # attention data parallelism over the stated ranks ("TP8 DP2 attn-DP": attention TP4), or
     # over the whole tensor group where no DP degree is stated
-    ranks = (attention_ranks(text, "argument") or lay.tensor) if lay.attention_dp else 1
+    ranks = (attention_ranks(text, "argument", "layout") or lay.tensor) if lay.attention_dp else 1
     chosen = EngineLayout(gpus, lay.pipeline, float(ranks))
     runs = instance_layouts(setting, gpus)
     if chosen not in runs:

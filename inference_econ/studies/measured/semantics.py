@@ -854,7 +854,9 @@ _COPIES = re.compile(
 )
 
 
-def _degrees(raw: str, where: str) -> tuple[dict[str, int], bool, int | None]:
+def _degrees(
+    raw: str, where: str, field: str = "parallelism"
+) -> tuple[dict[str, int], bool, int | None]:
     """(degrees, attention data parallel, replica count or None) a text names: TP/PP/EP/DP
     tokens, TensorRT-LLM's DEP/TEP and launch flags. A degree below 1 or one the model does
     not read (context or sequence parallelism) is an error."""
@@ -873,12 +875,12 @@ def _degrees(raw: str, where: str) -> tuple[dict[str, int], bool, int | None]:
     degrees: dict[str, int] = {}
     for key, v in found:
         if v < 1:
-            raise SpecError(where, "parallelism", f"{key}{v} in {raw!r}", "degrees are >= 1")
+            raise SpecError(where, field, f"{key}{v} in {raw!r}", "degrees are >= 1")
         if key in ("CP", "SP"):
             if v > 1:
                 raise SpecError(
                     where,
-                    "parallelism",
+                    field,
                     f"{key}{v} in {raw!r}: context or sequence parallelism is not modelled",
                     "give the row's tensor, pipeline and expert degrees",
                 )
@@ -897,15 +899,17 @@ def _degrees(raw: str, where: str) -> tuple[dict[str, int], bool, int | None]:
     return degrees, attention, None if copies is None else int(copies)
 
 
-def attention_ranks(text, where: str) -> int | None:
+def attention_ranks(text, where: str, field: str = "parallelism") -> int | None:
     """The attention data-parallel ranks a layout text states with attention data parallelism
     ("TP8 DP2 attn-DP": 2, each attending on TP4), None where it states no DP degree (attention
     DP over the whole tensor group: "TP8 attn-DP") or no attention data parallelism."""
-    degrees, attention, _ = _degrees(str(text), where)
+    degrees, attention, _ = _degrees(str(text), where, field)
     return degrees.get("DP") if attention and "DP" in degrees else None
 
 
-def layout_of(text, gpus: int, where: str) -> Layout | None:
+def layout_of(
+    text, gpus: int, where: str, field: str = "parallelism", whole: str = "the row"
+) -> Layout | None:
     """The layout a text states (None: not given). "TP2", "TP4PP2", "TP2xPP2 x2", "TP1 x8"
     (eight replicas), "TP8 (EP8, attn-DP)", "DP2 TP4", "DEP8", "--tp 8 --dp 8
     --enable-dp-attention". With attention data parallelism a DP degree is the attention's (an
@@ -915,11 +919,11 @@ def layout_of(text, gpus: int, where: str) -> Layout | None:
     if is_missing(text):
         return None
     raw = str(text)
-    degrees, attention_dp, copies = _degrees(raw, where)
+    degrees, attention_dp, copies = _degrees(raw, where, field)
     if not {"TP", "PP", "EP", "DP"} & set(degrees):
         if re.search(r"(?<![A-Za-z])(TP|PP|EP)\b(?!\s*\d)", _ATTENTION_DP.sub(" ", raw)):
             raise SpecError(
-                where, "parallelism", f"{raw!r} names a degree without its number", "write e.g. TP8"
+                where, field, f"{raw!r} names a degree without its number", "write e.g. TP8"
             )
         return None  # free text ("n/a (see configs)", "world size 8"): the operator's choice
     tp, pp, dp = degrees.get("TP", 1), degrees.get("PP", 1), degrees.get("DP", 1)
@@ -937,14 +941,14 @@ def layout_of(text, gpus: int, where: str) -> Layout | None:
     if layout.gpus != gpus:
         raise SpecError(
             where,
-            "parallelism",
-            f"{raw!r} uses {layout.gpus} GPUs but the row has {gpus}",
-            "the degrees (TP x PP x replicas) must multiply to the row's GPUs",
+            field,
+            f"{raw!r} uses {layout.gpus} GPUs but {whole} has {gpus}",
+            f"the degrees (TP x PP x replicas) must multiply to the GPUs {whole} has",
         )
     if layout.expert is not None and layout.expert > instance:
         raise SpecError(
             where,
-            "parallelism",
+            field,
             f"EP{layout.expert} in {raw!r} is larger than the instance's {instance} GPUs",
             "the expert degree spans GPUs of one instance",
         )
