@@ -582,7 +582,7 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
         return None
     from .model.mixed_step import EngineLayout
     from .serving.load.deployment import instance_layouts
-    from .studies.measured.semantics import attention_ranks, layout_of
+    from .studies.measured.semantics import layout_of
 
     gpus = deployment.gpus_per_instance
     if deployment.disaggregated:
@@ -602,8 +602,7 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
         )
     # attention data parallelism over the stated ranks ("TP8 DP2 attn-DP": attention TP4), or
     # over the whole tensor group where no DP degree is stated
-    ranks = (attention_ranks(text, "argument", "layout") or lay.tensor) if lay.attention_dp else 1
-    chosen = EngineLayout(gpus, lay.pipeline, float(ranks))
+    chosen = EngineLayout(gpus, lay.pipeline, float(lay.attention_ranks))
     runs = instance_layouts(setting, gpus)
     if chosen not in runs:
         raise SpecError(

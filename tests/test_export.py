@@ -460,3 +460,42 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
     t = compare(path, "achievable", engine="vllm").table
     assert list(t.status) == ["ok"] * len(t) and len(t) >= 2
     assert (t.predicted / t.measured - 1).abs().max() < 0.01, t[["metric", "measured", "predicted"]]
+
+
+def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_planned(tmp_path):
+    """SGLang's --dp-size below --tp (DeepSeek-V3 on 8 H200 at batch 32: two attention ranks of
+    TP4): the result file names the ranks ("TP8 (EP8, DP2 attn-DP)"), and compare-measured
+    replays that layout, not attention on eight ranks of TP1 (which it did until session 24,
+    4 % off the plan's own throughput at 1,000/300 tokens)."""
+    from inference_econ.studies.measured.predicting import compare
+
+    plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=32,
+                      prompt_tokens=1000, output_tokens=100)  # fmt: skip
+    (w,) = plan.workers
+    assert (w.tensor, w.attention_dp, w.expert) == (8, 2, 8)
+    meta = bc.metadata(plan)  # what the benchmark records in its result file
+    assert meta["ie_parallelism"] == "TP8 (EP8, DP2 attn-DP)"
+    e, n = plan.expected, plan.load.requests
+    run = {
+        "backend": "openai-chat",
+        "model_id": "deepseek-ai/DeepSeek-V3",
+        **meta,
+        "num_prompts": n,
+        "request_rate": "inf",
+        "max_concurrency": 32,
+        "completed": n,
+        "total_input_tokens": 1000 * n,
+        "total_output_tokens": 100 * n,
+        "duration": 100 * n / e["output_tokens_per_s"],
+        "request_throughput": e["output_tokens_per_s"] / 100,
+        "output_throughput": e["output_tokens_per_s"],
+        "mean_tpot_ms": 1e3 * e["tpot_s"],
+        "mean_ttft_ms": 1e3 * e["ttft_s"],
+    }
+    path = tmp_path / "sglang-bench.json"
+    path.write_text(json.dumps(run))
+    t = compare(path, "achievable", engine="sglang").table
+    assert set(t.layout) == {"TP8 EP DP2 attn-DP"} and list(t.status) == ["ok"] * len(t)
+    # the same engine model on both sides; the replay draws its own requests (400 against the
+    # plan's 320), which leaves about 2 %
+    assert (t.predicted / t.measured - 1).abs().max() < 0.03, t[["metric", "measured", "predicted"]]

@@ -219,8 +219,8 @@ def test_a_tensorrt_llm_batch_cap_counts_one_attention_dp_rank(tmp_path):
     # SGLang's --max-running-requests is the instance's (its scheduler divides it by DP)
     row = rows[0]
     found = predicting.row_engine(row, predicting.preset("refined"))
-    dp8 = predicting.Candidate(8, 1, 1, True, True)
-    tp8 = predicting.Candidate(8, 1, 1, False, True)
+    dp8 = predicting.Candidate(8, 1, 1, 8, True)
+    tp8 = predicting.Candidate(8, 1, 1, 1, True)
     cap = int(row.batch_cap)
     for engine, want in (("trtllm", 8 * cap), ("vllm", 8 * cap), ("sglang", cap)):
         other = dataclasses.replace(row, engine=engine)

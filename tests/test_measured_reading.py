@@ -137,6 +137,28 @@ def test_a_cap_in_the_notes():
 def test_attention_data_parallelism_is_read(text):
     lay = sem.layout_of(text, 8, "w")
     assert lay.attention_dp and lay.tensor == 8 and lay.replicas == 1
+    assert lay.attention_ranks == 8  # every GPU attends alone
+
+
+@pytest.mark.parametrize(
+    "text, ranks",
+    [
+        ("TP8 DP2 attn-DP", 2),  # SGLang --tp 8 --dp 2 --enable-dp-attention: attention TP4
+        ("TP8 (EP8, DP4 attn-DP)", 4),
+        ("--tp 8 --dp 2 --enable-dp-attention", 2),
+        ("TP8 (EP8, attn-DP)", 8),
+        ("TP8 EP8", 1),
+    ],
+)
+def test_attention_over_part_of_the_tensor_group_keeps_its_ranks(text, ranks):
+    """A DP degree written with attention data parallelism is the attention's ranks: "TP8 DP2
+    attn-DP" attends on two ranks of TP4, not on eight of TP1 (read as eight until session
+    24), and its label reads back as itself."""
+    lay = sem.layout_of(text, 8, "w")
+    assert (lay.tensor, lay.attention_ranks) == (8, ranks)
+    assert sem.layout_of(lay.label(), 8, "w") == lay
+    with pytest.raises(SpecError, match=r"into 3 data-parallel ranks.*TP8 DP2 attn-DP"):
+        sem.layout_of("TP8 DP3 attn-DP", 8, "row 2")
 
 
 def test_data_parallel_replicas_are_not_attention_dp():
@@ -566,7 +588,7 @@ def test_a_rows_mlperf_lengths_carry_the_datasets_maxima_into_the_replayed_run()
     from inference_econ.studies.measured import replay as rp
 
     case = rp.LoadCase(
-        None, 8, 1, 1, False, None, (9428.64, 4066.94), (684.68, 260.78), "offline",
+        None, 8, 1, 1, 1, None, (9428.64, 4066.94), (684.68, 260.78), "offline",
         maxima=(19988.0, 1830.0),
     )  # fmt: skip
 

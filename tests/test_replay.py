@@ -260,7 +260,7 @@ def test_with_attention_dp_the_engines_limits_are_per_rank(tmp_path):
     (cand,) = pr.candidates(r)
     assert found.config.max_batch_requests == 512
     assert pr.for_layout(found, cand, r).config.max_batch_requests == 4096
-    tp = pr.Candidate(8, 1, 1, False, True)  # tensor-parallel attention: one scheduler
+    tp = pr.Candidate(8, 1, 1, 1, True)  # tensor-parallel attention: one scheduler
     assert pr.for_layout(found, tp, r) is found
 
 

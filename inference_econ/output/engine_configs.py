@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import SpecError, one_line
+from ..studies.measured.semantics import attention_words
 from .launch import LaunchPlan, Worker, engine_names
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
@@ -429,11 +430,14 @@ def plan_record(plan: LaunchPlan) -> dict:
 
 
 def parallelism(w: Worker) -> str:
-    """The layout as the measured-results format writes it ("TP8", "TP4PP2", "TP8 (EP8, attn-DP)")."""
+    """The layout as the measured-results format writes it ("TP8", "TP4PP2", "TP8 (EP8,
+    attn-DP)", "TP8 (EP8, DP2 attn-DP)": attention over two ranks of TP4), read back by
+    ``compare-measured`` as the same layout."""
     text = f"TP{w.tensor}" + (f"PP{w.pipeline}" if w.pipeline > 1 else "")
     extra = [f"EP{w.expert}"] if w.expert > 1 else []
-    if w.attention_dp > 1:
-        extra.append("attn-DP")
+    words = attention_words(w.tensor, w.attention_dp)
+    if words:
+        extra.append(" ".join(words))
     return text + (f" ({', '.join(extra)})" if extra else "")
 
 

@@ -80,11 +80,11 @@ class RowEngine:
 def for_layout(found: RowEngine, cand: Candidate, row: MeasuredRow | None = None) -> RowEngine:
     """A row's engine on a candidate layout: with data-parallel attention on an engine whose
     limits hold per rank (``semantics.CAP_PER_ATTENTION_RANK``: TensorRT-LLM, vLLM; SGLang's
-    are the instance's), each of the ``cand.tensor`` ranks schedules its own requests, so an
+    are the instance's), each of the ``cand.attention_ranks`` ranks schedules its own requests, so an
     engine profile's limits, stated or default, are per rank (``EngineConfig.per_instance``;
     a cap per instance would be contradicted by measured runs holding more requests than it),
     and so is the cap a row states under the ideal engine (whose own default is no cap)."""
-    if not cand.attention_dp or cand.tensor <= 1:
+    if not cand.attention_dp:
         return found
     if found.profile is not None:
         family = found.profile.family
@@ -93,10 +93,10 @@ def for_layout(found: RowEngine, cand: Candidate, row: MeasuredRow | None = None
     if family not in sem.CAP_PER_ATTENTION_RANK:
         return found
     if found.profile is not None:
-        return dataclasses.replace(found, config=found.config.per_instance(cand.tensor))
+        return dataclasses.replace(found, config=found.config.per_instance(cand.attention_ranks))
     if row is None or not row.batch_cap:
         return found
-    cap = int(row.batch_cap) * cand.tensor
+    cap = int(row.batch_cap) * cand.attention_ranks
     return dataclasses.replace(
         found, config=dataclasses.replace(found.config, max_batch_requests=cap)
     )
@@ -210,9 +210,21 @@ class Candidate:
     tensor: int
     pipeline: int
     replicas: int
-    attention_dp: bool
+    #: The attention's data-parallel ranks within the tensor group (1: tensor-parallel
+    #: attention; ``tensor``: each GPU attends alone).
+    attention_ranks: int
     expert_parallel: bool
     step_token_budget: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.attention_ranks, bool) or self.tensor % self.attention_ranks:
+            raise ValueError(
+                f"attention_ranks {self.attention_ranks!r} must divide TP{self.tensor}"
+            )
+
+    @property
+    def attention_dp(self) -> bool:
+        return self.attention_ranks > 1
 
     @property
     def gpus(self) -> int:
@@ -222,8 +234,7 @@ class Candidate:
         text = f"TP{self.tensor}" + (f"PP{self.pipeline}" if self.pipeline > 1 else "")
         if self.expert_parallel:
             text += " EP"
-        if self.attention_dp:
-            text += " attn-DP"
+        text = " ".join([text, *sem.attention_words(self.tensor, self.attention_ranks)])
         text = f"{self.replicas} x {text}" if self.replicas > 1 else text
         if self.step_token_budget is not None:
             text += f", {self.step_token_budget} tokens/step"
@@ -359,7 +370,8 @@ def candidates(row: MeasuredRow, ideal: bool = False) -> list[Candidate]:
         ep = lay.expert is not None and lay.expert > 1
         options = (ep,) if (lay.expert is not None or not moe) else (False, True)
         return [
-            Candidate(lay.tensor, lay.pipeline, lay.replicas, lay.attention_dp, e) for e in options
+            Candidate(lay.tensor, lay.pipeline, lay.replicas, lay.attention_ranks, e)
+            for e in options
         ]
     domain = max(1, row.gpu.scale_up_domain_gpus)
     gpus = row.serving_gpus
@@ -378,8 +390,8 @@ def candidates(row: MeasuredRow, ideal: bool = False) -> list[Candidate]:
                 continue
             for ep in (False, True) if moe and tp > 1 else (False,):
                 for dp in (False, True) if moe and tp > 1 else (False,):
-                    out.append(Candidate(tp, pp, gpus // n, dp, ep))
-    return out or [Candidate(gpus, 1, 1, False, False)]
+                    out.append(Candidate(tp, pp, gpus // n, tp if dp else 1, ep))
+    return out or [Candidate(gpus, 1, 1, 1, False)]
 
 
 #: Pipeline depths tried for a row on PCIe cards that does not state its layout.
@@ -444,9 +456,7 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
                         plan.load[(i, j + k * len(options))] = _case(row, tuned, a, found.config)
                         plan.candidates[(i, j + k * len(options))] = tuned
                 continue
-            layout = EngineLayout(
-                cand.gpus, cand.pipeline, cand.tensor if cand.attention_dp else 1.0
-            )
+            layout = EngineLayout(cand.gpus, cand.pipeline, float(cand.attention_ranks))
             key = (id(model), layout)
             if key not in groups:
                 groups[key] = _Group(model, prefill, layout, index=len(groups))
@@ -488,7 +498,7 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         cand.tensor,
         cand.pipeline,
         cand.replicas,
-        cand.attention_dp,
+        cand.attention_ranks,
         config,
         (float(L.input_mean), sd_in),
         (float(L.output_mean), sd_out),
@@ -506,12 +516,12 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
 
 
 def _prefill_pool(row: MeasuredRow):
-    """(tensor, pipeline, replicas, attention DP) of a disaggregated Server or Interactive
+    """(tensor, pipeline, replicas, attention ranks) of a disaggregated Server or Interactive
     row's prefill instances where the row states them (None: the decode GPUs alone)."""
     pool = row.prefill_layout
     if not row.disaggregated or pool is None or row.scenario not in ("server", "interactive"):
         return None
-    return (pool.tensor, pool.pipeline, pool.replicas, bool(pool.attention_dp))
+    return (pool.tensor, pool.pipeline, pool.replicas, pool.attention_ranks)
 
 
 def _smaller_budgets(case) -> tuple[int, ...]:

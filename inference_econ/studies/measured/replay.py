@@ -113,7 +113,8 @@ class LoadCase:
     tensor: int
     pipeline: int
     replicas: int
-    attention_dp: bool
+    #: The attention's data-parallel ranks within an instance's tensor group (1: none).
+    attention_ranks: int
     config: EngineConfig
     #: Prompt and output lengths: (mean, standard deviation) each, tokens.
     prompt: tuple[float, float]
@@ -130,10 +131,10 @@ class LoadCase:
     #: Share of the most load held at which a Server or Interactive row's figures are read
     #: (``SUBMITTED_LOAD_SHARE`` for an expected figure; 1 for the ideal bound).
     load_share: float = 1.0
-    #: A disaggregated row's prefill instances (tensor, pipeline, replicas, attention DP) when
+    #: A disaggregated row's prefill instances (tensor, pipeline, replicas, attention ranks) when
     #: it states them: each prompt is prefilled there (its first token) and its KV cache sent
     #: to the decode instances (None: the decode instances alone, first tokens handed over).
-    prefill: tuple[int, int, int, bool] | None = None
+    prefill: tuple[int, int, int, int] | None = None
     #: Throughput as MLPerf LoadGen measures it (an MLPerf row): every issued request's output
     #: over the run from the first issue to the last completion, its drain included
     #: (``RunSpan``); False: the engine's steady rate (``saturated_rate``, the Server
@@ -198,7 +199,7 @@ def traffic_of(case: LoadCase, requests: int, rate: float = 1.0) -> Traffic:
 def instance(case: LoadCase):
     """The engine instance of a case (cached: the cases of a row's metrics share it)."""
     gpus = case.tensor * case.pipeline
-    layout = EngineLayout(gpus, case.pipeline, float(case.tensor) if case.attention_dp else 1.0)
+    layout = EngineLayout(gpus, case.pipeline, float(case.attention_ranks))
     search = layout_search(case.setting, gpus)
     inst = build_instance(case.setting, gpus, case.config, layout=layout, search=search)
     if case.prefill is not None:
@@ -500,9 +501,9 @@ PREFILL_ROUTER: RouterPolicy = "least_outstanding"
 @lru_cache(maxsize=64)
 def _prefill_instance(case: LoadCase):
     """A prefill instance of a disaggregated case (``LoadCase.prefill``)."""
-    tensor, pipeline, _, attention_dp = case.prefill
+    tensor, pipeline, _, ranks = case.prefill
     gpus = tensor * pipeline
-    layout = EngineLayout(gpus, pipeline, float(tensor) if attention_dp else 1.0)
+    layout = EngineLayout(gpus, pipeline, float(ranks))
     search = layout_search(case.setting, gpus)
     return build_instance(case.setting, gpus, case.config, layout=layout, search=search)
 

@@ -797,14 +797,27 @@ def limits_of(
 
 @dataclass(frozen=True)
 class Layout:
-    """A layout a row states: tensor, pipeline and expert degrees, attention data parallelism
-    and replicas (None where the row does not say)."""
+    """A layout a row states: tensor, pipeline and expert degrees, the attention's
+    data-parallel ranks within the tensor group (1: tensor-parallel attention; ``tensor``: each
+    GPU attends alone; "TP8 DP2 attn-DP": 2 ranks of attention TP4) and replicas (None where
+    the row does not say)."""
 
     tensor: int
     pipeline: int = 1
     expert: int | None = None
-    attention_dp: bool = False
+    attention_ranks: int = 1
     replicas: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.attention_ranks, bool) or self.tensor % self.attention_ranks:
+            raise ValueError(
+                f"attention_ranks {self.attention_ranks!r} must divide TP{self.tensor}"
+            )
+
+    @property
+    def attention_dp(self) -> bool:
+        """Whether the attention is data-parallel (over some or all of the tensor group)."""
+        return self.attention_ranks > 1
 
     @property
     def gpus(self) -> int:
@@ -816,10 +829,18 @@ class Layout:
             parts.append(f"PP{self.pipeline}")
         if self.expert:
             parts.append(f"EP{self.expert}")
-        if self.attention_dp:
-            parts.append("attn-DP")
+        parts += attention_words(self.tensor, self.attention_ranks)
         text = " ".join(parts)
         return f"{self.replicas} x {text}" if self.replicas > 1 else text
+
+
+def attention_words(tensor: int, ranks: int) -> list[str]:
+    """How a layout's text states its attention's data-parallel ranks: nothing for
+    tensor-parallel attention, "attn-DP" over the whole tensor group, "DP2 attn-DP" over part
+    of it (what ``layout_of`` reads back)."""
+    if ranks <= 1:
+        return []
+    return ["attn-DP"] if ranks == tensor else [f"DP{ranks}", "attn-DP"]
 
 
 #: Attention data parallelism: "attn-DP", "attention-DP", "attention data parallel",
@@ -899,21 +920,14 @@ def _degrees(
     return degrees, attention, None if copies is None else int(copies)
 
 
-def attention_ranks(text, where: str, field: str = "parallelism") -> int | None:
-    """The attention data-parallel ranks a layout text states with attention data parallelism
-    ("TP8 DP2 attn-DP": 2, each attending on TP4), None where it states no DP degree (attention
-    DP over the whole tensor group: "TP8 attn-DP") or no attention data parallelism."""
-    degrees, attention, _ = _degrees(str(text), where, field)
-    return degrees.get("DP") if attention and "DP" in degrees else None
-
-
 def layout_of(
     text, gpus: int, where: str, field: str = "parallelism", whole: str = "the row"
 ) -> Layout | None:
     """The layout a text states (None: not given). "TP2", "TP4PP2", "TP2xPP2 x2", "TP1 x8"
-    (eight replicas), "TP8 (EP8, attn-DP)", "DP2 TP4", "DEP8", "--tp 8 --dp 8
-    --enable-dp-attention". With attention data parallelism a DP degree is the attention's (an
-    instance spans max(TP, DP) GPUs), otherwise DP counts replicas. Without a replica count an
+    (eight replicas), "TP8 (EP8, attn-DP)", "TP8 DP2 attn-DP", "DP2 TP4", "DEP8", "--tp 8 --dp 8
+    --enable-dp-attention". With attention data parallelism a DP degree is the attention's ranks
+    (an instance spans max(TP, DP) GPUs; "TP8 DP2 attn-DP": two ranks of attention TP4; without
+    a DP degree every GPU attends alone), otherwise DP counts replicas. Without a replica count an
     instance is repeated over the row's GPUs. Degrees must be whole numbers >= 1 that fit the
     row's GPUs: anything else is an error naming the field."""
     if is_missing(text):
@@ -927,17 +941,26 @@ def layout_of(
             )
         return None  # free text ("n/a (see configs)", "world size 8"): the operator's choice
     tp, pp, dp = degrees.get("TP", 1), degrees.get("PP", 1), degrees.get("DP", 1)
-    if attention_dp:
+    ranks = 1
+    if attention_dp:  # a DP degree stated with it is the attention's ranks, else the whole group
+        ranks = dp if "DP" in degrees else tp
         tp, dp = max(tp, dp), 1
     elif degrees.get("EP") == 0 and dp > 1:  # vLLM: data-parallel ranks sharing their experts
-        tp, dp, attention_dp = tp * dp, 1, True
+        tp, dp, ranks = tp * dp, 1, tp * dp
+    if tp % ranks:
+        raise SpecError(
+            where,
+            field,
+            f"{raw!r} splits the attention of TP{tp} into {ranks} data-parallel ranks",
+            f"the attention's DP degree divides the tensor degree (e.g. TP{tp} DP{_divisor_below(tp, ranks)} attn-DP)",
+        )
     instance = tp * pp
     expert = degrees.get("EP") or (instance if "EP" in degrees else None)
     if copies is None and dp == 1 and gpus % instance == 0:
         replicas = gpus // instance  # "TP8" on 16 GPUs: two instances
     else:
         replicas = dp * (copies or 1)
-    layout = Layout(tp, pp, expert, attention_dp, replicas)
+    layout = Layout(tp, pp, expert, ranks, replicas)
     if layout.gpus != gpus:
         raise SpecError(
             where,
@@ -953,6 +976,11 @@ def layout_of(
             "the expert degree spans GPUs of one instance",
         )
     return layout
+
+
+def _divisor_below(n: int, k: int) -> int:
+    """The largest divisor of ``n`` not above ``k``."""
+    return max(d for d in range(1, min(n, k) + 1) if n % d == 0)
 
 
 def row_layout(parallelism, notes: str, scenario: str | None, gpus: int, where: str):
