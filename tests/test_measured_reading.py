@@ -161,6 +161,15 @@ def test_attention_over_part_of_the_tensor_group_keeps_its_ranks(text, ranks):
         sem.layout_of("TP8 DP3 attn-DP", 8, "row 2")
 
 
+def test_a_layout_naming_one_degree_twice_is_refused():
+    """ "TP8 TP4" had read as TP4 twice over; the same degree said twice is one layout."""
+    with pytest.raises(SpecError, match=r"names two TP degrees \(8 and 4\)"):
+        sem.layout_of("TP8 TP4", 8, "row 2")
+    with pytest.raises(SpecError, match="two EP degrees"):
+        sem.layout_of("DEP8 EP4", 8, "row 2")
+    assert sem.layout_of("TP8 (EP8) --tp 8", 8, "w") == sem.Layout(8, 1, 8)
+
+
 def test_data_parallel_replicas_are_not_attention_dp():
     lay = sem.layout_of("DP2 TP4", 8, "w")
     assert not lay.attention_dp and lay.replicas == 2

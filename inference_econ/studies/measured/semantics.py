@@ -905,13 +905,18 @@ def _degrees(
                     f"{key}{v} in {raw!r}: context or sequence parallelism is not modelled",
                     "give the row's tensor, pipeline and expert degrees",
                 )
-        elif key == "DEP":
-            degrees.update(TP=v, EP=v)
-            attention = True
-        elif key == "TEP":
-            degrees.update(TP=v, EP=v)
         else:
-            degrees[key] = v
+            keys = ("TP", "EP") if key in ("DEP", "TEP") else (key,)
+            for k in keys:  # one degree of each kind: "TP8 TP4" is not a layout
+                if degrees.get(k, v) != v:
+                    raise SpecError(
+                        where,
+                        field,
+                        f"{raw!r} names two {k} degrees ({degrees[k]} and {v})",
+                        "give each degree once",
+                    )
+                degrees[k] = v
+            attention = attention or key == "DEP"
     if _EXPERTS_ACROSS.search(raw):
         degrees.setdefault("EP", 0)
     lead = _LEADING_COPIES.match(raw)
