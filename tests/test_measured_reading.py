@@ -148,6 +148,9 @@ def test_attention_data_parallelism_is_read(text):
         ("--tp 8 --dp 2 --enable-dp-attention", 2),
         ("TP8 (EP8, attn-DP)", 8),
         ("TP8 EP8", 1),
+        # vLLM's data-parallel ranks of attention TP4, their experts over all eight GPUs
+        ("--tensor-parallel-size 4 --data-parallel-size 2 --enable-expert-parallel", 2),
+        ("DEP8", 8),
     ],
 )
 def test_attention_over_part_of_the_tensor_group_keeps_its_ranks(text, ranks):
@@ -161,6 +164,21 @@ def test_attention_over_part_of_the_tensor_group_keeps_its_ranks(text, ranks):
         sem.layout_of("TP8 DP3 attn-DP", 8, "row 2")
 
 
+def test_a_count_of_copies_after_attention_dp_is_not_its_degree():
+    """ "attn-DP 2 instances" is two instances attending on every GPU, not attention on two
+    ranks; a degree written with it is its ranks ("attention-DP 8", "attn-DP2")."""
+    for text in ("TP8 attn-DP 2 instances", "attn-DP 2x TP8", "TP8 EP8 attention-DP 2 copies"):
+        lay = sem.layout_of(text, 16, "w")
+        assert (lay.tensor, lay.attention_ranks, lay.replicas) == (8, 8, 2), text
+    assert sem.layout_of("TP8 attention-DP 8", 8, "w").attention_ranks == 8
+    assert sem.layout_of("TP8 attn-DP2", 8, "w").attention_ranks == 2
+    for bad in (0, -2, True, 2.0, 3):
+        with pytest.raises(ValueError, match="not a whole divisor of TP8"):
+            sem.Layout(8, attention_ranks=bad)
+        with pytest.raises(ValueError, match="not a whole divisor of TP8"):
+            predicting.Candidate(8, 1, 1, bad, False)
+
+
 def test_a_layout_naming_one_degree_twice_is_refused():
     """ "TP8 TP4" had read as TP4 twice over; the same degree said twice is one layout."""
     with pytest.raises(SpecError, match=r"names two TP degrees \(8 and 4\)"):
@@ -168,6 +186,11 @@ def test_a_layout_naming_one_degree_twice_is_refused():
     with pytest.raises(SpecError, match="two EP degrees"):
         sem.layout_of("DEP8 EP4", 8, "row 2")
     assert sem.layout_of("TP8 (EP8) --tp 8", 8, "w") == sem.Layout(8, 1, 8)
+    with pytest.raises(SpecError, match="names two DP degrees"):
+        sem.layout_of("DEP8 DP2", 8, "row 2")  # DEP8's attention is data-parallel over 8
+    # launch flags in a row's notes: the message names the notes and what to write instead
+    with pytest.raises(SpecError, match=r"field 'notes'.*two DP degrees.*parallelism field"):
+        sem.row_layout("", "--tp 8 --dp 2 --enable-dp-attention (tried --dp 4 too)", None, 8, "w")
 
 
 def test_data_parallel_replicas_are_not_attention_dp():

@@ -217,10 +217,7 @@ class Candidate:
     step_token_budget: int | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.attention_ranks, bool) or self.tensor % self.attention_ranks:
-            raise ValueError(
-                f"attention_ranks {self.attention_ranks!r} must divide TP{self.tensor}"
-            )
+        sem.check_attention_ranks(self.tensor, self.attention_ranks)
 
     @property
     def attention_dp(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -809,10 +810,7 @@ class Layout:
     replicas: int = 1
 
     def __post_init__(self) -> None:
-        if isinstance(self.attention_ranks, bool) or self.tensor % self.attention_ranks:
-            raise ValueError(
-                f"attention_ranks {self.attention_ranks!r} must divide TP{self.tensor}"
-            )
+        check_attention_ranks(self.tensor, self.attention_ranks)
 
     @property
     def attention_dp(self) -> bool:
@@ -834,6 +832,13 @@ class Layout:
         return f"{self.replicas} x {text}" if self.replicas > 1 else text
 
 
+def check_attention_ranks(tensor: int, ranks) -> None:
+    """Refuse attention ranks that are not a whole number >= 1 dividing the tensor degree."""
+    whole = isinstance(ranks, numbers.Integral) and not isinstance(ranks, bool)
+    if not whole or ranks < 1 or tensor % ranks:
+        raise ValueError(f"attention_ranks {ranks!r} is not a whole divisor of TP{tensor}")
+
+
 def attention_words(tensor: int, ranks: int) -> list[str]:
     """How a layout's text states its attention's data-parallel ranks: nothing for
     tensor-parallel attention, "attn-DP" over the whole tensor group, "DP2 attn-DP" over part
@@ -847,7 +852,9 @@ def attention_words(tensor: int, ranks: int) -> list[str]:
 #: "DP-attention", "DP8 attention", "DPA", "--enable-dp-attention" (SGLang); a degree written
 #: with it is the attention's.
 _ATTENTION_DP = re.compile(
-    r"(?:attn|attention)[\s_-]*(?:dp|data[\s_-]*parallel(?:ism)?)\s*(\d*)"
+    r"(?:attn|attention)[\s_-]*(?:dp|data[\s_-]*parallel(?:ism)?)"
+    # a degree after it ("attention-DP 8"), not a count of copies ("attn-DP 2 instances")
+    r"(?:\s*(\d+)(?!\d|\s*(?:[x×]|instances?\b|replicas?\b|copies\b|engines?\b)))?"
     r"|dp\s*(\d*)[\s_-]*(?:attn|attention)|\bdpa\b",
     re.IGNORECASE,
 )
@@ -906,14 +913,17 @@ def _degrees(
                     "give the row's tensor, pipeline and expert degrees",
                 )
         else:
-            keys = ("TP", "EP") if key in ("DEP", "TEP") else (key,)
+            # DEP8: tensor, experts and the attention's ranks over 8 GPUs; TEP8: the first two
+            keys = {"DEP": ("TP", "EP", "DP"), "TEP": ("TP", "EP")}.get(key, (key,))
             for k in keys:  # one degree of each kind: "TP8 TP4" is not a layout
                 if degrees.get(k, v) != v:
                     raise SpecError(
                         where,
                         field,
                         f"{raw!r} names two {k} degrees ({degrees[k]} and {v})",
-                        "give each degree once",
+                        "give each degree once"
+                        if field != "notes"
+                        else "state the row's layout in its parallelism field",
                     )
                 degrees[k] = v
             attention = attention or key == "DEP"
@@ -950,14 +960,15 @@ def layout_of(
     if attention_dp:  # a DP degree stated with it is the attention's ranks, else the whole group
         ranks = dp if "DP" in degrees else tp
         tp, dp = max(tp, dp), 1
-    elif degrees.get("EP") == 0 and dp > 1:  # vLLM: data-parallel ranks sharing their experts
-        tp, dp, ranks = tp * dp, 1, tp * dp
+    elif degrees.get("EP") == 0 and dp > 1:
+        # vLLM: data-parallel ranks of attention TP each, sharing their experts over them all
+        tp, dp, ranks = tp * dp, 1, dp
     if tp % ranks:
         raise SpecError(
             where,
             field,
             f"{raw!r} splits the attention of TP{tp} into {ranks} data-parallel ranks",
-            f"the attention's DP degree divides the tensor degree (e.g. TP{tp} DP{_divisor_below(tp, ranks)} attn-DP)",
+            f"the attention's DP degree divides the tensor degree, e.g. TP{tp} DP{_divisor_below(tp, ranks)} attn-DP",
         )
     instance = tp * pp
     expert = degrees.get("EP") or (instance if "EP" in degrees else None)
@@ -1004,7 +1015,7 @@ def row_layout(parallelism, notes: str, scenario: str | None, gpus: int, where: 
     layout = layout_of(part.text, gpus, where) if part.text else None
     if layout is None and notes:
         stated = notes_layout(scenario_part(notes, scenario).text)
-        layout = layout_of(stated, gpus, where) if stated else None
+        layout = layout_of(stated, gpus, where, "notes") if stated else None
     return layout
 
 
