@@ -512,6 +512,9 @@ def test_compare_measured_csv_has_the_documented_columns_and_its_inputs(tmp_path
     data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
     assert data["title"] == "Measured against predicted (achievable, engine vllm)"
     assert data["metadata"]["engine"] == "vllm" and len(data["rows"]) == 7
+    # an expected figure is not checked against the ideal bound: the column is empty, not False
+    assert all(line.endswith(",") for line in csv[2:]), csv[2]
+    assert {r["beats_bound"] for r in data["rows"]} == {None}
 
 
 def test_calibrate_json_is_one_object(fitted, monkeypatch):
@@ -584,3 +587,24 @@ def test_the_collector_is_left_as_it_was_after_a_pause_or_a_freeze():
         assert gc.get_freeze_count() == kept
     finally:
         gc.unfreeze()
+
+
+def test_the_summarys_signed_error_turns_the_sign_of_times():
+    """A throughput predicted 17 % low and a TPOT 30 % high both say the model is pessimistic:
+    the summary's median optimism is below 0 (it had mixed them into a median error of +0.066,
+    which read as optimistic)."""
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            "status": ["ok", "ok"],
+            "error": [-0.170, 0.302],
+            "kind": ["end-to-end"] * 2,
+            "source_group": ["my lab"] * 2,
+            "hardware": ["H100-SXM"] * 2,
+            "model": ["Llama 3.1 8B"] * 2,
+        }
+    )
+    s = predicting.summarise(table, np.array([True, False]))
+    assert s.median_optimism.tolist() == pytest.approx([-0.236] * len(s))
+    assert s.median_abs_error.iloc[0] == pytest.approx(0.236)

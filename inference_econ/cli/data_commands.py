@@ -63,7 +63,7 @@ def compare_measured(csv, assumptions, engine, figure, format, out, quiet):
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
     result = ms.compare(csv, assumptions, engine, progress=Progress(quiet, every_s=10.0))
     table = result.table
-    for _, row in table[table.beats_bound].iterrows():
+    for _, row in table[table.beats_bound.fillna(False)].iterrows():
         click.echo(
             f"WARNING: row {row.row}: measured {row.measured:.4g} {row.unit} beats the "
             f"{result.assumptions} bound {row.predicted:.4g} by more than 5 %: the ideal is not a bound here",
