@@ -216,3 +216,19 @@ def test_an_exports_figures_are_the_engine_it_launches():
             prompt_tokens=100,
             output_tokens=100,
         )
+
+
+def test_the_mean_batchs_interval_stays_within_what_an_instance_holds():
+    """32 closed-loop clients on one instance: the mean batch's interval ends at 32 requests
+    (it had said 16.4-41.2 at 90 %, more requests than there are clients), and at the engine's
+    batch cap when that is lower."""
+    from inference_econ.serving.intervals import load_intervals
+
+    load = dict(gpus=1, layout="TP1", input_lengths="1000", output_lengths="200", requests=320)
+    for cap, limit in ((None, 32.0), (24, 24.0)):
+        r = ie.simulate_load(
+            "Llama 3.1 8B", "H100", **load, concurrency=32, engine="vllm", max_batch_requests=cap
+        )
+        ends = load_intervals(r)
+        assert r.batch_limit == limit and r.mean_batch <= limit
+        assert ends["mean_batch_high90"] == limit > ends["mean_batch_low90"], ends

@@ -103,7 +103,8 @@ FIGURES.update({"memory_time_s": ("TPOT", 1), "compute_time_s": ("TPOT", 1)})
 FIGURES["mfu"] = ("throughput", 1)
 #: A run under load: the requests in the engine (Little's law: at a given rate, the time each
 #: spends there), the share of time it steps and of the KV cache it fills grow with its time
-#: per output token, and carry that interval (the shares at most 1).
+#: per output token, and carry that interval (the shares at most 1, the batch at most what an
+#: instance holds: ``LoadResult.batch_limit``).
 FIGURES.update({n: ("TPOT", 1) for n in ("mean_batch", "busy_fraction", "peak_kv_fraction")})
 
 #: The power model's stated error (docs/model.md §G2): predicted over measured board watts,
@@ -647,6 +648,9 @@ def load_intervals(result) -> dict:
                 values, ["rate_per_s"], setting, result.gpus_per_instance, bound, reached
             )
         )
+    for column in interval_columns("mean_batch"):  # no more requests than an instance holds
+        if column in out:
+            out[column] = min(out[column], result.batch_limit)
     if power is not None:
         ends = figure_limits("it_power_w_per_gpu", [power], setting, [1.0], [bound])
         kw = {k: float(v[0]) * result.gpus / 1e3 for k, v in ends.items()}

@@ -130,6 +130,9 @@ class LoadResult:
     prefix_hit_rate: float | None = None
     #: Share of the decode steps that speculated (§E8; None: no draft).
     speculative_step_fraction: float | None = None
+    #: The most requests one instance holds at once: its engine's batch cap, and a closed
+    #: loop's clients per instance (the mean batch's interval ends stay within it).
+    batch_limit: float = math.inf
     #: How requests reach the instances (§E10) and how many were simulated together.
     router: RouterPolicy = "random"
     instances_simulated: int = 1
@@ -442,6 +445,10 @@ def summarise(
         busy_fraction=record.busy_s / window,
         mfu=record.flop / (instance.table.peak_flop_per_s * window),
         mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
+        batch_limit=min(
+            float(instance.config.max_batch_requests),
+            traffic.clients / instances if traffic.clients else math.inf,
+        ),
         peak_kv_fraction=record.peak_kv_fraction,
         cached_tokens=record.cached_tokens,
         speculative_step_fraction=(
@@ -475,6 +482,7 @@ def assemble(
     mean_batch: float,
     peak_kv_fraction: float,
     layout: str | None = None,
+    batch_limit: float = math.inf,
     notes: tuple[str, ...] = (),
     seed: int | None = None,
     cached_tokens: np.ndarray | None = None,
@@ -569,6 +577,7 @@ def assemble(
         busy_fraction=busy_fraction,
         mfu=mfu,
         mean_batch=mean_batch,
+        batch_limit=batch_limit,
         peak_kv_fraction=peak_kv_fraction,
         usd_per_hour=total_gpus * price,
         usd_per_m_input_tokens=dollars(gpu_s * input_share, n_in),
