@@ -147,6 +147,10 @@ def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans):
         "--disaggregation-mode",
         "--pd-disaggregation",
     } <= seen
+    # a router in front of pools: their host names are the user's to give; one server: none
+    dense, *_, disagg = plans["sglang"]
+    assert "give each copy its own node(s)" in ec.render(disagg)["launch.sh"]
+    assert "give each copy its own node(s)" not in ec.render(dense)["launch.sh"]
 
 
 def test_trtllm_flags_and_llm_api_fields(plans):
@@ -201,8 +205,12 @@ def test_benchmark_commands_are_the_tools_arguments(plans):
         argv = bc.vllm_bench(plan)
         check_argv(argv, vb["flags"], 3)
         assert argv[argv.index("--max-concurrency") + 1] == str(plan.load.concurrency)
-        names = [a for a in bc.aiperf_profile(plan) if a.startswith("--")]
+        aiperf = bc.aiperf_profile(plan)
+        names = [a for a in aiperf if a.startswith("--")]
         assert set(names) <= set(ai["flags"])
+        # completions, as vllm bench sends them: a base checkpoint (Llama 3.1 8B's) has no
+        # chat template, and a template's tokens would lengthen every prompt
+        assert aiperf[aiperf.index("--endpoint-type") + 1] == "completions"
 
 
 def test_capacity_export_replays_the_plans_rate_and_targets():
@@ -228,6 +236,10 @@ def test_capacity_export_replays_the_plans_rate_and_targets():
     assert "output_tokens_per_s_low80" not in ends
     assert any("offered load's" in n for n in plan.notes)
     assert "Intervals of the expected figures (80 % and 90 %" in bc.benchmark_text(plan)
+    # capacity's headline price, the deployment's whole cost per million output tokens
+    all_in = plan.expected["usd_per_m_output_tokens_all_in"]
+    assert all_in > plan.expected["usd_per_m_output_tokens"] > 0
+    assert f"| usd_per_m_output_tokens_all_in | {all_in:.4g} |" in bc.benchmark_text(plan)
 
 
 def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
@@ -473,6 +485,8 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
                       prompt_tokens=1000, output_tokens=100)  # fmt: skip
     (w,) = plan.workers
     assert (w.tensor, w.attention_dp, w.expert) == (8, 2, 8)
+    # one copy on one node: nothing to place elsewhere (every SGLang plan had said so)
+    assert "give each copy its own node" not in ec.render(plan)["launch.sh"]
     meta = bc.metadata(plan)  # what the benchmark records in its result file
     assert meta["ie_parallelism"] == "TP8 (EP8, DP2 attn-DP)"
     e, n = plan.expected, plan.load.requests

@@ -111,6 +111,11 @@ def test_text_tables_show_ranges():
     assert ranged(row).to_dict() == {"ttft_ms": "500 (80 %: 400-600; 90 %: 300-900)"}
     df = pd.DataFrame([row.to_dict()])
     assert list(ranged_columns(df).iloc[0]) == [0.5, "300-900"]
+    # a negative end (a headroom) is not written with a hyphen that reads as a minus sign:
+    # "-0.05018-0.7373" had been printed
+    ends = dict(zip(iv.interval_columns("load_headroom"), [-0.05018, 0.7373, -0.1, 0.8]))
+    text = ranged({"load_headroom": 0.05487, **ends})["load_headroom"]
+    assert text == "0.05487 (80 %: -0.05018 to 0.7373; 90 %: -0.1 to 0.8)", text
 
 
 @pytest.fixture(scope="module")

@@ -87,7 +87,9 @@ def vllm_bench(plan: LaunchPlan) -> list[str]:
 
 
 def aiperf_profile(plan: LaunchPlan) -> list[str]:
-    """``aiperf profile`` replaying the plan's load (streaming chat requests)."""
+    """``aiperf profile`` replaying the plan's load: streaming completions requests, as
+    ``vllm bench serve`` sends them (the prompts' token counts exact, no chat template, and
+    any checkpoint served, an instruct one or not)."""
     t = _tool("aiperf")
     f = t["flags"]
     load = plan.load
@@ -95,7 +97,7 @@ def aiperf_profile(plan: LaunchPlan) -> list[str]:
         *t["launch"],
         f["model"], plan.checkpoint,
         f["url"], f"http://localhost:{FRONT_PORT}",
-        f["endpoint"], "chat",
+        f["endpoint"], "completions",
         f["streaming"],
         f["input_mean"], str(int(round(load.input_mean))),
         f["input_sd"], str(int(round(load.input_sd))),

@@ -367,7 +367,7 @@ def _header(plan: LaunchPlan) -> list[str]:
         lines.append(
             f"pools run as NVIDIA Dynamo {DYNAMO_VERSION} workers (dynamo.vllm takes vLLM's engine arguments)"
         )
-    if any(c.count > 1 for c in commands(plan)) or plan.engine != "vllm":
+    if plan.disaggregated or any(c.count > 1 for c in commands(plan)):  # a router, or pools
         lines.append("host names are localhost: give each copy its own node(s) and address")
     quant = _quantization(engine_names(plan.engine), plan)
     if s.precision.weight_bits < 16 and not quant:

@@ -499,6 +499,8 @@ def capacity_plan(
         "output_tokens_per_s": r.output_tokens_per_s,
         "goodput_fraction": r.goodput_fraction,
         "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
+        # the deployment's whole cost per million output tokens, capacity's headline price
+        "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
         "max_rate_per_s": capacity.max_rate_per_s,
     }
     notes = (
@@ -509,7 +511,7 @@ def capacity_plan(
     )
     if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
         notes += (
-            "output_tokens_per_s and usd_per_m_output_tokens are the offered load's (a "
+            "output_tokens_per_s and the prices per million output tokens are the offered load's (a "
             "deployment that keeps up serves it), so they carry no interval; the others do "
             "(§F12).",
         )

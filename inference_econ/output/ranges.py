@@ -23,6 +23,13 @@ def _text(value, key: str) -> str:
     return format_number(value * scale)
 
 
+def _span(low, high, key: str) -> str:
+    """A range as text: ``17.3-24.6``; ``-0.05 to 0.74`` where an end is negative (a hyphen
+    there reads as a minus sign)."""
+    sep = " to " if low < 0 or high < 0 else "-"
+    return f"{_text(low, key)}{sep}{_text(high, key)}"
+
+
 def ranged(series):
     """One result (a field/value table) with each figure's intervals in its value:
     ``20.9 (80 %: 17.3-24.6; 90 %: 16.1-26.0)``, durations in milliseconds as the table shows
@@ -39,7 +46,7 @@ def ranged(series):
         if key in figures and isinstance(value, numbers.Real) and not isinstance(value, bool):
             ends = [series[c] for c in interval_columns(key)]
             parts = [
-                f"{level} %: {_text(ends[2 * i], key)}-{_text(ends[2 * i + 1], key)}"
+                f"{level} %: {_span(ends[2 * i], ends[2 * i + 1], key)}"
                 for i, level in enumerate(LEVELS)
             ]
             name = milliseconds_name(key) if is_duration(key) else key
@@ -66,7 +73,7 @@ def ranged_columns(df, level: int = 90):
     for name in figures:
         low, high = interval_columns(name)[2 * i : 2 * i + 2]
         text = [
-            f"{_text(a, name)}-{_text(b, name)}" if _present(a) and _present(b) else ""
+            _span(a, b, name) if _present(a) and _present(b) else ""
             for a, b in zip(df[low], df[high])
         ]  # blank where the figure is (a cell with no feasible point, or an ideal bound's)
         shown = HEADERS.get(name, milliseconds_name(name) if is_duration(name) else name)
