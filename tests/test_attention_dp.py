@@ -220,13 +220,16 @@ def test_a_load_chooses_the_layout_its_ranks_run_fastest(dsv3):
     data-parallel attention layout's busiest rank, as the simulation charges it: at 8 requests
     per second of 1,000-token prompts, DeepSeek-V3 on 8 H200 takes no attention DP (pooled
     ranks made 2 ranks look fastest), and the chosen layout has the lowest simulated mean TPOT
-    of the four."""
+    of the four SGLang runs (its attention DP may span part of the tensor group; TensorRT-LLM's
+    spans all of it or none: two layouts)."""
     from inference_econ.serving.load.arrivals import make_traffic
     from inference_econ.serving.load.engine import DEFAULT_ENGINE, OfferedLoad
     from inference_econ.serving.load.results import summarise
     from inference_econ.serving.load.targets import Targets
 
-    setting, _ = dsv3
+    trtllm, _ = dsv3
+    assert {lay.attention_divisor for lay in layout_search(trtllm, R).options} == {1.0, 8.0}
+    setting = trtllm.replace(assumptions=trtllm.assumptions.replace(engine="sglang"))
     search = layout_search(setting, R)
     chosen = search.choose(DEFAULT_ENGINE, 1300.0, OfferedLoad(8.0, 1000.0, 300.0))
     assert chosen.attention_divisor == 1.0

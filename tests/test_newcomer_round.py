@@ -173,8 +173,9 @@ def test_simulate_runs_a_plans_layout_when_given_one():
 
 def test_layout_states_partial_attention_data_parallelism():
     """'TP8 DP2 attn-DP' (SGLang's --tp 8 --dp 2 --enable-dp-attention) attends on two ranks of
-    TP4; 'TP8 attn-DP' on eight of TP1; the first had run as the second."""
-    load = dict(weight_bits=8, gpus=8, arrival_rate_per_s=2.0)
+    TP4; 'TP8 attn-DP' on eight of TP1; the first had run as the second. TensorRT-LLM runs the
+    second only (its export refuses the first, and so does its load engine since session 24)."""
+    load = dict(weight_bits=8, gpus=8, arrival_rate_per_s=2.0, engine="sglang")
     load |= dict(input_lengths="500", output_lengths="20", requests=40)
     runs = {
         text: ie.simulate_load("DeepSeek-V3", "H200", **load, layout=text).layout
@@ -184,6 +185,15 @@ def test_layout_states_partial_attention_data_parallelism():
         "TP8 DP2 attn-DP": "8 GPUs: TP8 (attention TP4), PP1, 1-D",
         "TP8 attn-DP": "8 GPUs: TP8 (attention TP1), PP1, 1-D",
     }
+    # TensorRT-LLM's enable_attention_dp is every GPU attending alone or none: not two ranks
+    load["engine"] = "trtllm"
+    with pytest.raises(
+        SpecError, match=r"does not run DeepSeek-V3 as 8 GPUs: TP8 \(attention TP4\)"
+    ):
+        ie.simulate_load("DeepSeek-V3", "H200", **load, layout="TP8 DP2 attn-DP")
+    assert ie.simulate_load("DeepSeek-V3", "H200", **load, layout="TP8 attn-DP").layout == (
+        "8 GPUs: TP8 (attention TP1), PP1, 1-D"
+    )
 
 
 def test_an_exports_figures_are_the_engine_it_launches():

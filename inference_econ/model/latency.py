@@ -782,14 +782,19 @@ class StepModel:
 
 def engine_layouts(assumptions: Assumptions, features) -> Assumptions:
     """The assumptions searched under an engine that runs only ``features`` (§F11): one
-    pipeline degree without "pipeline", one attention divisor without "attention_data", no
+    pipeline degree without "pipeline", one attention divisor without "attention_data" (two,
+    1 and the tensor degree, with "attention_data_whole"), no
     expert parallelism without "expert" (2-D tensor parallelism is refused in the step
     itself); the assumptions unchanged when every feature is there."""
     changes: dict[str, float] = {}
     if "pipeline" not in features:
         changes["pipeline_degree_count"] = 1
     if "attention_data" not in features:
-        changes["attention_divisor_count"] = 1
+        # the divisors 1 and t (attention over the whole group or every GPU alone), or 1
+        whole = "attention_data_whole" in features
+        changes["attention_divisor_count"] = min(
+            assumptions.attention_divisor_count, 2 if whole else 1
+        )
     if "expert" not in features:
         changes["expert_parallel_min_batch_per_sparsity"] = NO_EXPERT_PARALLEL
     return assumptions.replace(**changes) if changes else assumptions

@@ -65,7 +65,9 @@ def candidate_layouts(
         t = gpus // p
         degrees = [d for d in divisors(t) if work.tp_heads % d == 0]
         if "attention_data" not in features:
-            degrees = [t] if t in degrees else degrees[-1:]
+            tensor = [t] if t in degrees else degrees[-1:]
+            # over the whole group or none: every GPU attending alone, or the tensor degree
+            degrees = sorted({1, *tensor}) if "attention_data_whole" in features else tensor
         for t_at in degrees:
             for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
                 out.append(EngineLayout(gpus, p, t / t_at, two_d))

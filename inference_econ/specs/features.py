@@ -12,5 +12,7 @@ from typing import Literal, get_args
 ModelClass = Literal["dense", "moe", "mla"]
 MODEL_CLASSES: tuple[ModelClass, ...] = get_args(ModelClass)
 #: Layout features beyond 1-D tensor parallelism: pipeline stages, expert parallelism,
-#: data-parallel attention inside an instance, 2-D tensor parallelism.
-LAYOUT_FEATURES = ("pipeline", "expert", "attention_data", "tensor_2d")
+#: data-parallel attention inside an instance (over any divisor of the tensor group:
+#: "attention_data"; over the whole group or none, every GPU attending alone, as TensorRT-LLM's
+#: enable_attention_dp runs it: "attention_data_whole"), 2-D tensor parallelism.
+LAYOUT_FEATURES = ("pipeline", "expert", "attention_data", "attention_data_whole", "tensor_2d")
