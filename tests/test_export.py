@@ -431,6 +431,29 @@ def test_point_and_disagg_exports_give_every_expected_figure_its_interval(plans)
         )
 
 
+def measured_as_planned(plan, model_id: str, meta: dict) -> dict:
+    """A ``vllm bench serve`` result of the plan's closed loop that measured exactly the plan's
+    expected figures (every latency's mean, median and p99 at its expected value)."""
+    e, n = plan.expected, plan.load.requests
+    prompt, output = plan.load.input_mean, plan.load.output_mean
+    ms = {"ttft": 1e3 * e["ttft_s"], "tpot": 1e3 * e["tpot_s"], "e2el": 1e3 * e["e2e_latency_s"]}
+    return {
+        "backend": "openai-chat",
+        "model_id": model_id,
+        **meta,
+        "num_prompts": n,
+        "request_rate": "inf",
+        "max_concurrency": plan.load.concurrency,
+        "completed": n,
+        "total_input_tokens": prompt * n,
+        "total_output_tokens": output * n,
+        "duration": output * n / e["output_tokens_per_s"],
+        "request_throughput": e["output_tokens_per_s"] / output,
+        "output_throughput": e["output_tokens_per_s"],
+        **{f"{s}_{m}_ms": v for m, v in ms.items() for s in ("mean", "median", "p99")},
+    }
+
+
 def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchmark(tmp_path):
     """The benchmark loop runs one serving model: a point plan's expected figures are the load
     engine's run of the closed loop its benchmark.md writes, so a ``vllm bench serve`` result
@@ -451,22 +474,7 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
     assert per_request == pytest.approx(instance, rel=1e-6)
     meta = {"ie_model": "Llama 3.3 70B", "ie_hardware": "H100-SXM", "ie_n_gpus": "8"}
     meta |= {"ie_parallelism": "TP8", "ie_precision": "FP8", "ie_engine": "vllm"}
-    ms = {"ttft": 1e3 * e["ttft_s"], "tpot": 1e3 * e["tpot_s"], "e2el": 1e3 * e["e2e_latency_s"]}
-    run = {
-        "backend": "openai-chat",
-        "model_id": "meta-llama/Llama-3.3-70B-Instruct",
-        **meta,
-        "num_prompts": n,
-        "request_rate": "inf",
-        "max_concurrency": 8,
-        "completed": n,
-        "total_input_tokens": 200 * n,
-        "total_output_tokens": 40 * n,
-        "duration": 40 * n / e["output_tokens_per_s"],
-        "request_throughput": e["output_tokens_per_s"] / 40,
-        "output_throughput": e["output_tokens_per_s"],
-        **{f"{s}_{m}_ms": v for m, v in ms.items() for s in ("mean", "median", "p99")},
-    }
+    run = measured_as_planned(plan, "meta-llama/Llama-3.3-70B-Instruct", meta)
     path = tmp_path / "vllm-bench.json"
     path.write_text(json.dumps(run))
     t = compare(path, "achievable", engine="vllm").table
@@ -489,23 +497,7 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
     assert "give each copy its own node" not in ec.render(plan)["launch.sh"]
     meta = bc.metadata(plan)  # what the benchmark records in its result file
     assert meta["ie_parallelism"] == "TP8 (EP8, DP2 attn-DP)"
-    e, n = plan.expected, plan.load.requests
-    run = {
-        "backend": "openai-chat",
-        "model_id": "deepseek-ai/DeepSeek-V3",
-        **meta,
-        "num_prompts": n,
-        "request_rate": "inf",
-        "max_concurrency": 32,
-        "completed": n,
-        "total_input_tokens": 1000 * n,
-        "total_output_tokens": 100 * n,
-        "duration": 100 * n / e["output_tokens_per_s"],
-        "request_throughput": e["output_tokens_per_s"] / 100,
-        "output_throughput": e["output_tokens_per_s"],
-        "mean_tpot_ms": 1e3 * e["tpot_s"],
-        "mean_ttft_ms": 1e3 * e["ttft_s"],
-    }
+    run = measured_as_planned(plan, "deepseek-ai/DeepSeek-V3", meta)
     path = tmp_path / "sglang-bench.json"
     path.write_text(json.dumps(run))
     t = compare(path, "achievable", engine="sglang").table
