@@ -505,3 +505,14 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
     # the same engine model on both sides; the replay draws its own requests (400 against the
     # plan's 320), which leaves about 2 %
     assert (t.predicted / t.measured - 1).abs().max() < 0.03, t[["metric", "measured", "predicted"]]
+
+
+def test_a_tensorrt_llm_plan_attends_on_the_whole_group_or_every_gpu_alone():
+    """TensorRT-LLM's enable_attention_dp is all of the tensor group or none: its point plans
+    choose among those layouts, so DeepSeek-V3 on 8 H200 at batch 32 exports (it had chosen two
+    attention ranks of TP4 and then refused its own plan); vLLM and SGLang keep two ranks."""
+    for engine, ranks in (("trtllm", {1, 8}), ("sglang", {2})):
+        plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine=engine, gpus=8, batch=32,
+                          prompt_tokens=1000, output_tokens=100)  # fmt: skip
+        (w,) = plan.workers
+        assert w.attention_dp in ranks and "launch.sh" in ec.render(plan), (engine, w)

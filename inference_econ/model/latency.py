@@ -804,6 +804,18 @@ def engine_layouts(assumptions: Assumptions, features) -> Assumptions:
 NO_EXPERT_PARALLEL = 1e6
 
 
+def engine_attention_degrees(degrees: list[int], t: int, features) -> list[int]:
+    """The attention tensor degrees of a tensor group of ``t`` GPUs that an engine with these
+    layout ``features`` runs (§F11), out of ``degrees`` (the divisors of ``t`` the heads
+    allow, ascending): every one with "attention_data"; else attention over the whole group
+    (``t``, or the largest allowed), and every GPU attending alone (1) too with
+    "attention_data_whole" (TensorRT-LLM's enable_attention_dp)."""
+    if "attention_data" in features:
+        return list(degrees)
+    tensor = [t] if t in degrees else list(degrees[-1:])
+    return sorted({1, *tensor}) if "attention_data_whole" in features else tensor
+
+
 def expert_remote_share(g, nodes):
     """Share of a token's k expert copies that cross the network when the kernel sends one
     copy per destination node and forwards it inside the node (DeepEP's normal kernels, §B11):

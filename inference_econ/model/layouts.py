@@ -21,7 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecError
-from .latency import NO_CACHE, StepCache, StepModel, divisors, expert_degree
+from .latency import (
+    NO_CACHE,
+    StepCache,
+    StepModel,
+    divisors,
+    engine_attention_degrees,
+    expert_degree,
+)
 from .machine import square_split
 
 
@@ -383,7 +390,7 @@ def whole_layout(
         if not (even[True].any() or even[False].any()):
             continue
         part = model.pipeline_part(float(N), B, S, context, float(p))
-        for t_at in attention_degrees(arch, t):
+        for t_at in engine_attention_degrees(attention_degrees(arch, t), t, model.features):
             adiv = float(t // t_at)
             values = per_layout(float(N), B, float(p), [adiv])[0] if per_layout else None
             lat2, lat1 = model.latency_by_dims(part, adiv)

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import plural
 from ..specs.features import LAYOUT_FEATURES
 from .efficiency import StepWork, combine, host_overhead_s
-from .latency import StepModel, divisors, total_time_s
+from .latency import StepModel, divisors, engine_attention_degrees, total_time_s
 from .workload import Workload
 
 
@@ -63,12 +63,8 @@ def candidate_layouts(
         if gpus % p:
             continue
         t = gpus // p
-        degrees = [d for d in divisors(t) if work.tp_heads % d == 0]
-        if "attention_data" not in features:
-            tensor = [t] if t in degrees else degrees[-1:]
-            # over the whole group or none: every GPU attending alone, or the tensor degree
-            degrees = sorted({1, *tensor}) if "attention_data_whole" in features else tensor
-        for t_at in degrees:
+        allowed = [d for d in divisors(t) if work.tp_heads % d == 0]
+        for t_at in engine_attention_degrees(allowed, t, features):
             for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
                 out.append(EngineLayout(gpus, p, t / t_at, two_d))
     return out
