@@ -50,9 +50,12 @@ def metadata(plan: LaunchPlan) -> dict:
 
 
 def _precision(plan: LaunchPlan) -> str:
+    """The plan's precision as a measured row's precision cell states it, its KV cache's
+    format too ("FP8 (KV cache bf16)"): the reader takes an FP8 row's cache as FP8 otherwise."""
     p = plan.setting.precision
     w = {16: "BF16", 8: "FP8", 4: "FP4"}.get(int(round(p.weight_bits)), f"{p.weight_bits:g}-bit")
-    return w
+    kv = {16: "bf16", 8: "fp8"}.get(int(round(p.bytes_per_kv_element * 8)))
+    return f"{w} (KV cache {kv})" if kv else w
 
 
 def vllm_bench(plan: LaunchPlan) -> list[str]:
