@@ -555,7 +555,7 @@ def simulate_load(
     )
     runs = 2 if d.disaggregated else 1
     runs += len(interval_keys()) if expected(setting) else 0  # the counts' interval ends
-    layout = _fixed_layout(setting, d, v["layout"])
+    layout, setting = _fixed_layout(setting, d, v["layout"])
     check_budget(traffic, runs, "simulate", _yes(yes))
     with fixed_layout(d.gpus_per_instance, layout):
         result = simulate_deployment(setting, d, traffic, targets, config, progress)
@@ -577,9 +577,12 @@ def simulate_load(
 def _fixed_layout(setting: Setting, deployment, text: str | None):
     """The ``EngineLayout`` a ``layout`` text states for the deployment's instances (as
     measured rows state theirs: ``studies.measured.semantics.layout_of``), one the engine runs
-    on that many GPUs; None where not given."""
+    on that many GPUs, and the setting with the experts placed as the text states them
+    (``stated_experts``: "EP8" split over the tensor group at every batch, "EP1" never, no EP
+    degree §A5's rule); (None, the setting) where not given."""
     if text is None:
-        return None
+        return None, setting
+    from .model.latency import stated_experts
     from .model.mixed_step import EngineLayout
     from .serving.load.deployment import instance_layouts
     from .studies.measured.semantics import layout_of
@@ -598,8 +601,20 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
             "argument",
             "layout",
             f"{text!r} is not one instance's layout of {gpus} GPUs",
-            f"give its degrees, e.g. TP{gpus} or TP{max(gpus // 2, 1)}PP{min(gpus, 2)}",
+            f"give its degrees, e.g. TP{gpus} or TP{max(gpus // 2, 1)}PP{min(gpus, 2)}; "
+            "several instances: --instances with one instance's layout",
         )
+    split = None
+    if lay.expert is not None and setting.model.is_moe:
+        if lay.expert not in (1, lay.tensor):
+            raise SpecError(
+                "argument",
+                "layout",
+                f"{text!r}: EP{lay.expert} splits the experts over part of the tensor group "
+                f"of {lay.tensor}, which the model does not run",
+                f"state EP{lay.tensor} (experts split over the tensor group) or EP1 (none)",
+            )
+        split = lay.expert > 1
     # attention data parallelism over the stated ranks ("TP8 DP2 attn-DP": attention TP4), or
     # over the whole tensor group where no DP degree is stated
     chosen = EngineLayout(gpus, lay.pipeline, float(lay.attention_ranks))
@@ -611,7 +626,9 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
             f"{text!r}: the engine does not run {setting.model.name} as {chosen.describe()}",
             "choose one of " + "; ".join(r.describe() for r in runs),
         )
-    return chosen
+    if split is not None:
+        setting = setting.replace(assumptions=stated_experts(setting.assumptions, split))
+    return chosen, setting
 
 
 @table.takes(table.PROBLEM, table.LOAD, command="simulate")

@@ -242,3 +242,20 @@ def test_the_mean_batchs_interval_stays_within_what_an_instance_holds():
         ends = load_intervals(r)
         assert r.batch_limit == limit and r.mean_batch <= limit
         assert ends["mean_batch_high90"] == limit > ends["mean_batch_low90"], ends
+
+
+def test_a_stated_expert_degree_is_the_one_simulated():
+    """'TP8 EP8' splits the experts over the tensor group at every batch, as an engine launched
+    with --ep-size 8 runs them, 'TP8 EP1' never; both had run as 'TP8' (the micro-batch rule of
+    §A5), so a plan that launches EP8 at batch 32 was simulated without it. A partial split
+    (EP2 of TP8) is not modelled and is refused."""
+    load = dict(weight_bits=8, gpus=8, concurrency=32, engine="sglang", requests=64)
+    load |= dict(input_lengths="1000", output_lengths="50")
+    speed = {
+        text: ie.simulate_load("DeepSeek-V3", "H200", **load, layout=text).output_tokens_per_s
+        for text in ("TP8 EP8", "TP8 EP1", "TP8")
+    }
+    assert len({round(v, 6) for v in speed.values()}) == 3, speed
+    assert speed["TP8 EP8"] > speed["TP8 EP1"], speed
+    with pytest.raises(SpecError, match="EP2 splits the experts over part of the tensor group"):
+        ie.simulate_load("DeepSeek-V3", "H200", **load, layout="TP8 EP2")

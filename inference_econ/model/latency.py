@@ -804,6 +804,19 @@ def engine_layouts(assumptions: Assumptions, features) -> Assumptions:
 NO_EXPERT_PARALLEL = 1e6
 
 
+def stated_experts(assumptions, split: bool | None):
+    """The assumptions of a layout that states how its experts are placed: ``split`` over the
+    tensor group at every micro-batch (an engine launched with expert parallelism, ``--ep-size
+    8`` or ``--enable-expert-parallel``, runs it whatever the batch), or never (the experts'
+    matrices tensor-parallel); None keeps §A5's rule (split once a micro-batch holds
+    ``expert_parallel_min_batch_per_sparsity`` x the sparsity). An engine without the
+    "expert" feature never splits them whatever is stated (``engine_layouts``)."""
+    if split is None:
+        return assumptions
+    least = 0.0 if split else NO_EXPERT_PARALLEL
+    return assumptions.replace(expert_parallel_min_batch_per_sparsity=least)
+
+
 def engine_attention_degrees(degrees: list[int], t: int, features) -> list[int]:
     """The attention tensor degrees of a tensor group of ``t`` GPUs that an engine with these
     layout ``features`` runs (§F11), out of ``degrees`` (the divisors of ``t`` the heads

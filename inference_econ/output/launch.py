@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import InfeasibleError, SpecError, control_character
+from ..model.latency import stated_experts
 from ..serving.intervals import (
     interval_columns,
     inverse_intervals,
@@ -311,7 +312,7 @@ def point_plan(
     # the benchmark the plan writes, run in the load engine as compare-measured replays it,
     # with the speculation the plan launches (none, or its draft length)
     verify = int(row["draft_tokens"])
-    r = closed_loop(launched(setting, verify), degrees, w, context, load)
+    r = closed_loop(launched(setting, verify, w.expert), degrees, w, context, load)
     expected = {
         "ttft_s": r.ttft_s.mean,
         "tpot_s": r.tpot_s.mean,
@@ -357,9 +358,14 @@ def point_plan(
     return finish(plan)
 
 
-def launched(setting: Setting, verify: int) -> Setting:
+def launched(setting: Setting, verify: int, expert: int = 1) -> Setting:
     """The setting as the engine an export launches runs it: speculation with the plan's
-    draft length, ``verify`` tokens a cycle at most (none at 1), as ``_speculation`` writes it."""
+    draft length, ``verify`` tokens a cycle at most (none at 1), as ``_speculation`` writes it;
+    a mixture of experts with its experts split over the tensor group at every batch where the
+    worker launches expert parallelism (``expert`` > 1), else never (``stated_experts``)."""
+    if any(g.ffn.experts > 1 for g in setting.model.layer_groups):
+        a = stated_experts(setting.assumptions, expert > 1)
+        setting = setting.replace(assumptions=a)
     spec = setting.spec
     if spec is None:
         return setting

@@ -32,7 +32,7 @@ import numpy as np
 from ...errors import InfeasibleError, SpecError
 from ...model.assumptions import Assumptions, preset
 from ...model.efficiency import StepWork, concatenate
-from ...model.latency import StepModel, prefill_step_model
+from ...model.latency import StepModel, prefill_step_model, stated_experts
 from ...model.mixed_step import EngineLayout, mixed_step_s, mixed_step_work
 from ...model.workload import compile_workload
 from ...serving.load.engine import EngineConfig
@@ -343,15 +343,12 @@ class Plan:
 
 # --- building the plan ------------------------------------------------------------------------
 
-#: A micro-batch per sparsity no step reaches (the field's largest value): no expert parallelism.
-NEVER_EXPERT_PARALLEL = 1e6
-
 
 def _assumptions_for(base: Assumptions, profile, expert_parallel: bool) -> Assumptions:
+    """A candidate's assumptions: its engine profile, and its experts split over its tensor
+    group at every batch or never (``stated_experts``), as an engine launched that way runs."""
     a = base if profile is None else base.replace(engine=profile)
-    if not expert_parallel:  # experts stay whole on every GPU: never split them (§A5)
-        a = a.replace(expert_parallel_min_batch_per_sparsity=NEVER_EXPERT_PARALLEL)
-    return a
+    return stated_experts(a, expert_parallel)
 
 
 @lru_cache(maxsize=256)
