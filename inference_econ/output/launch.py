@@ -172,7 +172,7 @@ def layout_degrees(
             f"PP{p} x TP{t} (attention TP{a}) is not a whole layout of {n} GPUs",
             "export a point of a discrete search (--discrete)",
         )
-    moe = any(g.ffn.experts > 1 for g in setting.model.layer_groups)
+    moe = setting.model.is_moe
     return p, t, t // a, t if moe else 1
 
 
@@ -363,7 +363,7 @@ def launched(setting: Setting, verify: int, expert: int = 1) -> Setting:
     draft length, ``verify`` tokens a cycle at most (none at 1), as ``_speculation`` writes it;
     a mixture of experts with its experts split over the tensor group at every batch where the
     worker launches expert parallelism (``expert`` > 1), else never (``stated_experts``)."""
-    if any(g.ffn.experts > 1 for g in setting.model.layer_groups):
+    if setting.model.is_moe:
         a = stated_experts(setting.assumptions, expert > 1)
         setting = setting.replace(assumptions=a)
     spec = setting.spec

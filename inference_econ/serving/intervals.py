@@ -432,7 +432,7 @@ def stratum_bands(arch, gpu, kind: FigureKind, gpus, bound) -> list[Band]:
     one length; a bound other than memory or compute, such as ``mixed``, counts as compute)."""
     t = table()
     seen = gpu.name in t.fitted_gpus and family(arch) in t.fitted_models
-    moe = "MoE" if any(g.ffn.experts > 1 for g in arch.layer_groups) else "dense"
+    moe = "MoE" if arch.is_moe else "dense"
     gpus = np.asarray(gpus, dtype=float)
     nodes = np.atleast_1d(np.where(gpus <= gpu.scale_up_domain_gpus, "one node", "many nodes"))
     bounds = np.atleast_1d(np.where(np.asarray(bound) == "memory", "memory", "compute"))

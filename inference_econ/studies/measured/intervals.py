@@ -16,7 +16,7 @@ SERVED_BATCH = 512.0
 def regime(row) -> tuple[str, str, str]:
     """(dense or MoE, memory- or compute-bound, one node or many) of a resolved measured row:
     the tokens of a step per instance against the GPU's ridge point (``iv.bound_on``)."""
-    moe = any(g.ffn.experts > 1 for g in row.arch.layer_groups)
+    moe = row.arch.is_moe
     L = row.lengths
     if row.scenario == "single":
         tokens = L.input_mean

@@ -367,7 +367,7 @@ def candidates(row: MeasuredRow, ideal: bool = False) -> list[Candidate]:
     tensor-parallel attention copies, docs/model.md §B13). A closed-loop row's clients are
     spread evenly over its instances: splits whose instances do not divide them are left out
     (one instance of all the GPUs always remains)."""
-    moe = any(g.ffn.experts > 1 for g in row.arch.layer_groups)
+    moe = row.arch.is_moe
     lay = row.layout
     if lay is not None:
         ep = lay.expert is not None and lay.expert > 1
