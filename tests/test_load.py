@@ -181,6 +181,39 @@ def test_throughput_never_exceeds_the_steady_batch_frontier(llama8b):
     )  # all-in above the decode-only floor
 
 
+def test_overlap_scheduler_takes_an_arrival_one_step_later(llama8b):
+    """TensorRT-LLM 1.x forms step n+1 while the GPU runs step n (its overlap scheduler): a
+    request that arrives during a step joins the step after the next one, so its first token
+    comes one decode step later than under a scheduler that waits for each step to end; into
+    an idle engine it goes at once (docs/model.md §F5)."""
+    busy = Arrivals(np.array([0.0, 0.0503]), np.array([100, 100]), np.array([400, 5]))
+    alone = Arrivals(np.array([0.0]), np.array([100]), np.array([5]))
+    runs = {}
+    for overlap in (False, True):
+        inst = build_instance(llama8b, 1, EngineConfig(overlap_scheduling=overlap), 1000)
+        assert inst.config.overlap_scheduling is overlap
+        runs[overlap] = (simulate(inst, busy), simulate(inst, alone))
+    later = runs[True][0].first_token_s[1] - runs[False][0].first_token_s[1]
+
+    # the one decode step of the first request (batch 1) it waits for: its context is between
+    # its prompt (100) and its prompt and answer (500) tokens
+    def step(context):
+        q = float(inst.positions(context))
+        return inst.table.time_s(1, q, q)
+
+    assert step(100) <= later <= step(500)
+    assert later > 0.9 * step(100)  # one whole step, not a fraction of one
+    # the first request's own first token and the idle engine's run do not change
+    assert runs[True][0].first_token_s[0] == runs[False][0].first_token_s[0]
+    assert runs[True][1].first_token_s[0] == runs[False][1].first_token_s[0]
+    assert runs[True][1].finish_s[0] == runs[False][1].finish_s[0]
+    # the engine profile says which scheduler it runs: TensorRT-LLM 1.x's overlaps, vLLM V1's
+    # (no --async-scheduling) waits
+    for engine, overlap in (("trtllm", True), ("vllm", False)):
+        s = make_setting("Llama 3 8B", "H100", assumptions="achievable", engine=engine)
+        assert build_instance(s, 1).config.overlap_scheduling is overlap
+
+
 # --- memory: admission and preemption -----------------------------------------------------------
 def test_admission_waits_for_memory_and_preemption_recomputes(llama8b):
     """A cache of 250 tokens: two 100-token prompts fit, the third waits; as the two grow the
