@@ -214,6 +214,38 @@ def test_overlap_scheduler_takes_an_arrival_one_step_later(llama8b):
         assert build_instance(s, 1).config.overlap_scheduling is overlap
 
 
+def test_overlap_runs_of_decode_steps_are_their_steps_one_by_one(llama8b, monkeypatch):
+    """Under the overlap scheduler a run of decode steps simulated at once is the same as its
+    steps one at a time, behind a router that reads the engines' state (its next arrival is a
+    step's end, not an admission) and with closed-loop clients (a request sent at a step's end
+    is seen by the next step formed: the last step's start is exact, not t + span - last)."""
+    from inference_econ.serving.load import simulate as sim
+    from inference_econ.serving.load.routing import Router
+
+    inst = build_instance(llama8b, 1, EngineConfig(overlap_scheduling=True), 1000)
+    group = make_traffic(60, "lognormal:800:0.7", "lognormal:150:0.5", requests=200, seed=3)
+    alone = make_traffic(30, "lognormal:300:0.7", "lognormal:20:0.5", requests=200, seed=1)
+
+    def runs():
+        routed = sim.simulate_group(
+            [inst, inst], group.stream(2, 2), Router("least_outstanding", 2, None, 0)
+        )
+        return routed, simulate(inst, alone.stream(), clients=16)
+
+    together = runs()
+    whole = sim._Engine.decode_run
+    monkeypatch.setattr(
+        sim._Engine,
+        "decode_run",
+        lambda self, more, horizon=np.inf, most=0: whole(self, more, horizon, 1),
+    )
+    one_by_one = runs()
+    for a, b in zip(together, one_by_one, strict=True):
+        assert a.steps == b.steps
+        np.testing.assert_allclose(a.first_token_s, b.first_token_s, rtol=1e-9)
+        np.testing.assert_allclose(a.finish_s, b.finish_s, rtol=1e-9)
+
+
 # --- memory: admission and preemption -----------------------------------------------------------
 def test_admission_waits_for_memory_and_preemption_recomputes(llama8b):
     """A cache of 250 tokens: two 100-token prompts fit, the third waits; as the two grow the

@@ -1170,21 +1170,25 @@ class _Engine:
         window = self.window
         if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
             k = min(k, window - self.phase)
-            deadline = None
+            deadline, arrival = None, _INF
         else:
-            deadline = min(self.next_time(), horizon) - self.t if admit_more else None
+            arrival = self.next_time()
+            deadline = min(arrival, horizon) - self.t if admit_more else None
             if deadline is not None and not math.isfinite(deadline):
                 deadline = None
+        # under the overlap scheduler an arrival is taken by the step formed after it, which
+        # starts a step later; a router's next arrival (``horizon``) only needs the step's end
+        lag = self.overlap and deadline is not None and arrival <= horizon
         if self.windowed:
-            k, span, attended, after, flop, last = self._run_arrays(
-                D, min(k, RUN_STEPS), deadline, c
+            k, span, attended, after, flop, start = self._run_arrays(
+                D, min(k, RUN_STEPS), deadline, c, lag
             )
         else:
-            k, span, attended, after, flop, last = self._run_closed(D, k, deadline, c)
+            k, span, attended, after, flop, start = self._run_closed(D, k, deadline, c, lag)
         if k == 0:
             self.preempt()
             return
-        self.formed = self.t + span - last
+        self.formed = self.t + start
         self.t += span
         self.G += k * E
         self.busy += span
@@ -1227,12 +1231,12 @@ class _Engine:
             )
         return flop
 
-    def _run_closed(self, D: int, k: int, deadline, c):
-        """(steps, seconds, Σ positions attended, positions after, FLOP, seconds of the last
-        step) of a run of at most ``k`` steps, in closed form: the positions grow by the same
-        amount every step. A run with a ``deadline`` (an arrival, seconds from now) ends at
-        the first step's end past it, or under the overlap scheduler at the end of the first
-        step that starts past it (the first the scheduler forms once the request is there)."""
+    def _run_closed(self, D: int, k: int, deadline, c, lag: bool = False):
+        """(steps, seconds, Σ positions attended, positions after, FLOP, seconds to the last
+        step's start) of a run of at most ``k`` steps, in closed form: the positions grow by
+        the same amount every step. A run with a ``deadline`` (seconds from now) ends at the
+        first step's end past it, or with ``lag`` (an arrival under the overlap scheduler) at
+        the end of the first step that starts past it: the first formed once it is there."""
         E = 1.0 if c is None else c.expected_tokens
         q0 = self.layers * (self.sum_base + D * self.G)
         growth = self.layers * D * E
@@ -1247,7 +1251,7 @@ class _Engine:
             run = partial(self._run_time, D, q0, growth, c=c)
 
         span = None  # the run's seconds, once known
-        if deadline is not None and self.overlap:
+        if deadline is not None and lag:
             # the fewest steps m whose run reaches the arrival; the run takes one more
             if deadline <= 0.0:
                 k = 1
@@ -1274,11 +1278,11 @@ class _Engine:
                 k = lo
         if span is None:
             span = run(k)
-        last = span - run(k - 1) if self.overlap else 0.0  # only the overlap scheduler reads it
+        start = run(k - 1) if self.overlap else 0.0  # only the overlap scheduler reads it
         attended = k * q0 + growth * k * (k - 1) / 2.0
-        return k, span, attended, q0 + growth * k, self._run_flop(D, k, attended, c), last
+        return k, span, attended, q0 + growth * k, self._run_flop(D, k, attended, c), start
 
-    def _run_arrays(self, D: int, k: int, deadline, c):
+    def _run_arrays(self, D: int, k: int, deadline, c, lag: bool = False):
         """The same for models with sliding windows, one array element per step."""
         E = 1.0 if c is None else c.expected_tokens
         q = self.decode_positions(E * np.arange(k + 1))
@@ -1298,11 +1302,11 @@ class _Engine:
         if deadline is not None:
             # the first step that ends past the arrival, or under the overlap scheduler the
             # first that starts past it (``_run_closed``)
-            ends = cum - times if self.overlap else cum
+            ends = cum - times if lag else cum
             k = min(k, int(np.searchsorted(ends, deadline)) + 1)
         attended = float(q[:k].sum())
-        last = float(times[k - 1])
-        return k, float(cum[k - 1]), attended, float(q[k]), self._run_flop(D, k, attended, c), last
+        start = float(cum[k - 2]) if k > 1 else 0.0  # the last step's start, exactly
+        return k, float(cum[k - 1]), attended, float(q[k]), self._run_flop(D, k, attended, c), start
 
     def iterate(self, horizon: float = np.inf) -> bool:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
