@@ -637,8 +637,8 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
     trt = load_engine("trtllm")
     assert trt.scheduler_policy("mlperf", "1.0", "DeepSeek-R1") == ("no_evict", "whole")
     assert trt.scheduler_policy("mlperf", "1.0", "Llama 2 70B") == ("no_evict", "chunked")
-    # DeepSeek-R1 Server, DeepSeek-R1, gpt-oss-120b, the rest
-    assert len(dict(trt.harnesses)["mlperf"]) == 4
+    # DeepSeek-R1 Server, DeepSeek-R1 Interactive (with MTP), DeepSeek-R1, gpt-oss-120b, the rest
+    assert len(dict(trt.harnesses)["mlperf"]) == 5
     # the runtime by model (§F5): the harness builds TensorRT engines for the dense models and
     # Mixtral (its C++ executor waits for the host work), and runs DeepSeek-R1 and gpt-oss-120b
     # on the PyTorch backend (its overlap scheduler hides it); a model it does not name: the rest
@@ -669,6 +669,8 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
         ({"mlperf": {"prefill": "sometimes"}}, r"harnesses\.mlperf\.prefill.*'sometimes'"),
         ({"mlperf": {"step_token_budget": 2048}}, r"harnesses\.mlperf\.step_token_budget"),
         ({"mlperf": {"host_overhead_exposed": 2}}, r"harnesses\.mlperf\.host_overhead_exposed"),
+        ({"mlperf": {"speculative": ""}}, r"harnesses\.mlperf\.speculative.*method's name"),
+        ({"mlperf": {"speculative": True}}, r"harnesses\.mlperf\.speculative.*method's name"),
         ({"mlperf": {}}, r"harnesses\.mlperf.*expected a mapping"),
         ({"mlperf": [{"prefill": "whole"}, 3]}, r"harnesses\.mlperf\[1\].*expected a mapping"),
         ({"mlperf": [{"prefill": "often"}]}, r"harnesses\.mlperf\[0\]\.prefill.*'often'"),

@@ -415,6 +415,33 @@ def test_an_mlperf_row_runs_tensorrt_llm_under_the_harness_scheduler(tmp_path):
     assert "harness" not in v.label
 
 
+def test_deepseek_r1_interactive_under_the_mlperf_harness_speculates(tmp_path):
+    """Every DeepSeek-R1 Interactive configuration of NVIDIA's MLPerf harness read runs its MTP
+    head (engines/trtllm.yaml), so a row of it that does not say so is out of scope as one
+    that does, not predicted without a draft (v6.1 rows on 72 GB300s came out 70 x low); its
+    Server rows do not speculate and are predicted."""
+    line = (
+        "mlcommons/inference_results_v6.1/closed/NVIDIA/results/x,"
+        "DeepSeek-R1 (MLPerf v6.1 deepseek-r1 {s}),FP4,GB300,72,n/a,n/a,"
+        "804,3886,throughput,250000,tokens/s,TensorRT-LLM,"
+    )
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        HEADER + "\n" + "\n".join(line.format(s=s) for s in ("Interactive", "Server")) + "\n"
+    )
+    base = preset("achievable")
+    interactive, server = (pr.row_engine(r, base) for r in load_measured(path))
+    assert isinstance(interactive, str) and interactive.startswith(
+        "out of scope: uses speculative decoding / multi-token prediction"
+    )
+    assert "MTP" in interactive and "mlperf harness" in interactive
+    assert not isinstance(server, str) and server.config.overlap_scheduling
+    trt = load_engine("trtllm")
+    assert trt.harness_speculative("mlperf", None, "DeepSeek-R1", "interactive") == "MTP"
+    assert trt.harness_speculative("mlperf", None, "DeepSeek-R1", "server") is None
+    assert trt.harness_speculative(None, None, "DeepSeek-R1", "interactive") is None
+
+
 def test_a_row_runs_the_runtime_its_harness_or_version_names(tmp_path):
     """The host overheads a step waits for follow the runtime (docs/model.md §F5): NVIDIA's
     MLPerf harness builds TensorRT engines (its C++ executor waits for the host work) for

@@ -502,6 +502,20 @@ class EngineProfile:
         (docs/model.md §F5)."""
         return self.host_overhead_exposed == 0.0
 
+    def harness_speculative(
+        self,
+        harness: str | None = None,
+        version: str | None = None,
+        model: str | None = None,
+        scenario: str | None = None,
+    ) -> str | None:
+        """The speculative decoding a benchmark's ``harness`` runs ``model`` with in
+        ``scenario`` on ``version`` (such as "MTP"), which the load engine does not model for
+        measured rows; None: it does not speculate."""
+        changes = self.harness_fields(harness, version, model, scenario) or {}
+        method = changes.get("speculative")
+        return None if method is None else str(method)
+
     def standard_error(self, name: str) -> float | None:
         return dict(self.standard_errors).get(name)
 
@@ -787,6 +801,16 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
             )
             fields.append((key, float(share)))
             continue
+        if key == "speculative":  # the harness speculates (the method it names): out of scope
+            if not isinstance(word, str) or not word.strip():
+                raise SpecError(
+                    source,
+                    f"{where}.{key}",
+                    f"expected the method's name, got {word!r}",
+                    "e.g. MTP or EAGLE3",
+                )
+            fields.append((key, word.strip()))
+            continue
         if key == "scheduler_steps":
             t = BY_TERM[key]
             steps = check_number(
@@ -804,7 +828,7 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
                 source,
                 f"{where}.{key}",
                 "unknown field",
-                f"admission, prefill, scheduler_steps, host_overhead_exposed, "
+                f"admission, prefill, scheduler_steps, host_overhead_exposed, speculative, "
                 f"{', '.join(ADP_BALANCING)}, versions, models or scenarios",
             )
         if word not in CHOICES[key]:

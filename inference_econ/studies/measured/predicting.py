@@ -146,6 +146,13 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     sc = row.scenario
     mlperf = row.benchmark and prof.harness_applies("mlperf", version, model, sc)
     harness = "mlperf" if mlperf else None
+    speculates = prof.harness_speculative(harness, version, model, sc)
+    if speculates is not None:  # as a row stating it is (the load engine replays no draft)
+        return sem.out_of_scope(
+            sem.SPECULATIVE,
+            f"the {harness} harness runs {model} {sc} with {speculates} in every "
+            f"configuration read, engine profile {prof.name!r}",
+        )
     admission, prefill = prof.scheduler_policy(harness, version, model, sc)
     steps = prof.harness_scheduler_steps(harness, version, model, sc)
     balancing = prof.harness_adp_balancing(harness, version, model, sc)

@@ -651,7 +651,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     lacking = sem.unmodelled_of(rec, context)
     own = rec["_notes"].strip()
     if lacking:
-        status = f"out of scope: uses {lacking}, which the model does not"
+        status = sem.out_of_scope(lacking)
     elif _derived(rec):
         status = f"derived: {own} (predicted, left out of summaries and fits)"
     return MeasuredRow(status=status, **base)

@@ -1246,13 +1246,21 @@ def _engine_text(given: str, text: str, vendor: str) -> EngineText:
     return EngineText(name, version, platform[1] if platform else None)
 
 
+#: Speculative decoding, as a measured row's status names it (``out_of_scope``).
+SPECULATIVE = "speculative decoding / multi-token prediction"
 #: Features the model lacks: rows that use them are out of scope.
 UNMODELLED = (
     (
         re.compile(r"speculat|\bmtp\b|multi-token|eagle|medusa|draft model|lookahead", re.I),
-        "speculative decoding / multi-token prediction",
+        SPECULATIVE,
     ),
 )
+
+
+def out_of_scope(what: str, why: str = "") -> str:
+    """The status of a row that uses a feature the model lacks (``why``: how it is known
+    when the row does not say it)."""
+    return f"out of scope: uses {what}, which the model does not" + (f" ({why})" if why else "")
 
 
 def unmodelled_of(row: dict, context: str = "") -> str | None:
