@@ -217,20 +217,30 @@ def test_overlap_scheduler_takes_an_arrival_one_step_later(llama8b):
 def test_overlap_runs_of_decode_steps_are_their_steps_one_by_one(llama8b, monkeypatch):
     """Under the overlap scheduler a run of decode steps simulated at once is the same as its
     steps one at a time, behind a router that reads the engines' state (its next arrival is a
-    step's end, not an admission) and with closed-loop clients (a request sent at a step's end
-    is seen by the next step formed: the last step's start is exact, not t + span - last)."""
+    step's end, not an admission), with closed-loop clients (a request sent at a step's end is
+    seen by the next step formed: the last step's start is exact, not t + span - last) and for
+    a model with sliding windows (its runs are arrays of steps)."""
     from inference_econ.serving.load import simulate as sim
     from inference_econ.serving.load.routing import Router
 
     inst = build_instance(llama8b, 1, EngineConfig(overlap_scheduling=True), 1000)
+    # a model with sliding-window layers runs its decode steps as arrays (``_run_arrays``)
+    oss = make_setting("gpt-oss-120b", "H100", assumptions="achievable")
+    windowed = build_instance(oss, 1, EngineConfig(overlap_scheduling=True), 1000)
+    assert windowed.windowed and not inst.windowed
     group = make_traffic(60, "lognormal:800:0.7", "lognormal:150:0.5", requests=200, seed=3)
     alone = make_traffic(30, "lognormal:300:0.7", "lognormal:20:0.5", requests=200, seed=1)
+    poisson = make_traffic(12, "lognormal:1000:0.7", "lognormal:100:0.5", requests=200, seed=2)
 
     def runs():
         routed = sim.simulate_group(
             [inst, inst], group.stream(2, 2), Router("least_outstanding", 2, None, 0)
         )
-        return routed, simulate(inst, alone.stream(), clients=16)
+        return (
+            routed,
+            simulate(inst, alone.stream(), clients=16),
+            simulate(windowed, poisson.stream()),
+        )
 
     together = runs()
     whole = sim._Engine.decode_run

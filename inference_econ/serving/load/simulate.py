@@ -1179,6 +1179,8 @@ class _Engine:
         # under the overlap scheduler an arrival is taken by the step formed after it, which
         # starts a step later; a router's next arrival (``horizon``) only needs the step's end
         lag = self.overlap and deadline is not None and arrival <= horizon
+        if lag and deadline is not None and deadline <= 0.0:
+            k = 1  # it came during the last step: one more step, and the next one takes it
         if self.windowed:
             k, span, attended, after, flop, start = self._run_arrays(
                 D, min(k, RUN_STEPS), deadline, c, lag
