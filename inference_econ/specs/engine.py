@@ -494,14 +494,6 @@ class EngineProfile:
         share = changes.get("host_overhead_exposed")
         return None if share is None else float(share)
 
-    @property
-    def overlaps_scheduling(self) -> bool:
-        """Whether the engine forms step n+1 while the GPU runs step n (TensorRT-LLM 1.x's
-        overlap scheduler), which is what hides its host work (``host_overhead_exposed`` 0):
-        a request that arrives once a step has started joins the step after the next one
-        (docs/model.md §F5)."""
-        return self.host_overhead_exposed == 0.0
-
     def harness_speculative(
         self,
         harness: str | None = None,

@@ -77,12 +77,6 @@ class EngineConfig:
     #: timeout's steps, and when every rank also decodes, for the batching wait's steps first;
     #: None: off (TensorRT-LLM's ``AttentionDpConfig.enable_balance`` default False).
     adp_balancing: tuple[int, int] | None = None
-    #: Whether the scheduler forms a step while the one before it runs (TensorRT-LLM 1.x's
-    #: overlap scheduler, ``EngineProfile.overlaps_scheduling``): a request that arrives after
-    #: a step started joins the step after the next one, one step later than with a scheduler
-    #: that waits for each step to end; an idle engine takes it at once (§E1, §F5). None: as
-    #: the engine profile (``engine_config``; the ideal engine schedules after each step).
-    overlap_scheduling: bool | None = None
 
     def __post_init__(self) -> None:
         from .routing import check_router
@@ -151,7 +145,6 @@ class EngineConfig:
             f"{self.admission} admission, {self.prefill} prompts"
             + ("" if self.prefix_caching else ", no prefix cache")
             + (f", {self.scheduler_steps} steps per schedule" if self.scheduler_steps > 1 else "")
-            + (", overlap scheduler" if self.overlap_scheduling else "")
         )
 
 
@@ -190,9 +183,6 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
         if config.per_attention_rank is None
         else config.per_attention_rank,
         rank_scheduling=True if config.rank_scheduling is None else config.rank_scheduling,
-        overlap_scheduling=prof.overlaps_scheduling
-        if config.overlap_scheduling is None
-        else config.overlap_scheduling,
     )
 
 

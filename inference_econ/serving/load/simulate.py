@@ -255,7 +255,6 @@ class _Engine:
         "draft",
         "ends",
         "flop",
-        "formed",
         "gen_n",
         "hold",
         "inst",
@@ -268,7 +267,6 @@ class _Engine:
         "no_evict",
         "on_finish",
         "order",
-        "overlap",
         "peak",
         "phase",
         "pipeline",
@@ -360,11 +358,6 @@ class _Engine:
         self.changes = 0
         self.sorted_at, self.sorted_bases = -1, np.empty(0)
         self.G, self.t = 0.0, 0.0
-        #: the overlap scheduler (``EngineConfig.overlap_scheduling``): the next step is formed
-        #: when the one before it starts (``formed``), so a busy engine sees the requests that
-        #: had arrived by then
-        self.overlap = bool(self.cfg.overlap_scheduling)
-        self.formed = 0.0
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
         self.steps = self.spec_steps = self.decode_steps = 0
@@ -462,11 +455,11 @@ class _Engine:
         """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""
         heapq.heappush(self.late, (at, i))
 
-    def arrive(self, t: float) -> None:
-        """The requests that have arrived by ``t`` join the queue, in the order they arrived
+    def arrive(self) -> None:
+        """The requests that have arrived by now join the queue, in the order they arrived
         (``iterate`` takes those at known times itself when no others are due)."""
         arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
-        j = self.next_arrival
+        t, j = self.t, self.next_arrival
         while True:
             a = arr[j]
             b = late[0][0] if late else _INF
@@ -1138,7 +1131,6 @@ class _Engine:
         return seconds, flop, decode_only
 
     def _account(self, dt: float, D: int, flop: float, advance: float, c=None) -> None:
-        self.formed = self.t
         self.t += dt
         self.G += advance
         self.busy += dt
@@ -1170,27 +1162,18 @@ class _Engine:
         window = self.window
         if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
             k = min(k, window - self.phase)
-            deadline, arrival = None, _INF
+            deadline = None
         else:
-            arrival = self.next_time()
-            deadline = min(arrival, horizon) - self.t if admit_more else None
+            deadline = min(self.next_time(), horizon) - self.t if admit_more else None
             if deadline is not None and not math.isfinite(deadline):
                 deadline = None
-        # under the overlap scheduler an arrival is taken by the step formed after it, which
-        # starts a step later; a router's next arrival (``horizon``) only needs the step's end
-        lag = self.overlap and deadline is not None and arrival <= horizon
-        if lag and deadline is not None and deadline <= 0.0:
-            k = 1  # it came during the last step: one more step, and the next one takes it
         if self.windowed:
-            k, span, attended, after, flop, start = self._run_arrays(
-                D, min(k, RUN_STEPS), deadline, c, lag
-            )
+            k, span, attended, after, flop = self._run_arrays(D, min(k, RUN_STEPS), deadline, c)
         else:
-            k, span, attended, after, flop, start = self._run_closed(D, k, deadline, c, lag)
+            k, span, attended, after, flop = self._run_closed(D, k, deadline, c)
         if k == 0:
             self.preempt()
             return
-        self.formed = self.t + start
         self.t += span
         self.G += k * E
         self.busy += span
@@ -1233,19 +1216,16 @@ class _Engine:
             )
         return flop
 
-    def _run_closed(self, D: int, k: int, deadline, c, lag: bool = False):
-        """(steps, seconds, Σ positions attended, positions after, FLOP, seconds to the last
-        step's start) of a run of at most ``k`` steps, in closed form: the positions grow by
-        the same amount every step. A run with a ``deadline`` (seconds from now) ends at the
-        first step's end past it, or with ``lag`` (an arrival under the overlap scheduler) at
-        the end of the first step that starts past it: the first formed once it is there."""
+    def _run_closed(self, D: int, k: int, deadline, c):
+        """(steps, seconds, Σ positions attended, positions after, FLOP) of a run of at most
+        ``k`` steps, in closed form: the positions grow by the same amount every step."""
         E = 1.0 if c is None else c.expected_tokens
         q0 = self.layers * (self.sum_base + D * self.G)
         growth = self.layers * D * E
         held = self.reserved if self.cache is None else self.held()  # held(), without a cache
         k = min(k, int((self.cap - held - q0) // growth))
         if k <= 0:
-            return 0, 0.0, 0.0, q0, 0.0, 0.0
+            return 0, 0.0, 0.0, q0, 0.0
         # the seconds of a run of ``steps`` steps
         if c is None:
             run = partial(self.table.run_time_s, D, q0, growth)
@@ -1253,20 +1233,7 @@ class _Engine:
             run = partial(self._run_time, D, q0, growth, c=c)
 
         span = None  # the run's seconds, once known
-        if deadline is not None and lag:
-            # the fewest steps m whose run reaches the arrival; the run takes one more
-            if deadline <= 0.0:
-                k = 1
-            elif k > 1 and run(k - 1) >= deadline:
-                lo, hi = 1, k - 1
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if run(mid) >= deadline:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                k = lo + 1
-        elif deadline is not None:
+        if deadline is not None:
             span = run(k)
             if span > deadline:
                 lo, hi = 1, k  # the first step count whose run reaches the arrival
@@ -1280,17 +1247,16 @@ class _Engine:
                 k = lo
         if span is None:
             span = run(k)
-        start = run(k - 1) if self.overlap else 0.0  # only the overlap scheduler reads it
         attended = k * q0 + growth * k * (k - 1) / 2.0
-        return k, span, attended, q0 + growth * k, self._run_flop(D, k, attended, c), start
+        return k, span, attended, q0 + growth * k, self._run_flop(D, k, attended, c)
 
-    def _run_arrays(self, D: int, k: int, deadline, c, lag: bool = False):
+    def _run_arrays(self, D: int, k: int, deadline, c):
         """The same for models with sliding windows, one array element per step."""
         E = 1.0 if c is None else c.expected_tokens
         q = self.decode_positions(E * np.arange(k + 1))
         k = min(k, int(np.searchsorted(q[1:] + self.held(), self.cap, side="right")))
         if k == 0:
-            return 0, 0.0, 0.0, float(q[0]), 0.0, 0.0
+            return 0, 0.0, 0.0, float(q[0]), 0.0
         if c is None:
             times = self.table.times_s(D, q[:k])
         else:
@@ -1302,25 +1268,19 @@ class _Engine:
                 times = times + count * d.table.times_s(D * tokens, qd, D, tokens)
         cum = np.cumsum(times)
         if deadline is not None:
-            # the first step that ends past the arrival, or under the overlap scheduler the
-            # first that starts past it (``_run_closed``)
-            ends = cum - times if lag else cum
-            k = min(k, int(np.searchsorted(ends, deadline)) + 1)
+            k = min(k, int(np.searchsorted(cum, deadline)) + 1)
         attended = float(q[:k].sum())
-        start = float(cum[k - 2]) if k > 1 else 0.0  # the last step's start, exactly
-        return k, float(cum[k - 1]), attended, float(q[k]), self._run_flop(D, k, attended, c), start
+        return k, float(cum[k - 1]), attended, float(q[k]), self._run_flop(D, k, attended, c)
 
     def iterate(self, horizon: float = np.inf) -> bool:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
         decode steps. False when there is nothing to do before ``horizon``."""
         late, t = self.late, self.t
         running, prefilling, waiting = self.running, self.prefilling, self.waiting
-        if self.overlap and (running or prefilling):
-            t = self.formed  # a busy engine formed this step when the last one started
         arr, j = self.arr, self.next_arrival
         if late:
             if arr[j] <= t or late[0][0] <= t:  # something has arrived
-                self.arrive(t)
+                self.arrive()
         elif arr[j] <= t:  # only requests at known times (nearly every run): those due, in order
             order = self.order
             while arr[j] <= t:  # ``arr`` ends with an inf

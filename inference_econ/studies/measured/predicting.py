@@ -188,7 +188,6 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         per_attention_rank=False,
         rank_scheduling=True,
         adp_balancing=balancing,
-        overlap_scheduling=prof.overlaps_scheduling,
     )
     label = prof.name if (version or engine is not None) else f"{prof.name} (version not stated)"
     if row.token_budget:
@@ -204,11 +203,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         if balancing is not None:
             multi += f", attention-DP balancing {balancing[0]}/{balancing[1]} steps"
         if exposed is not None:
-            multi += (
-                ", overlap scheduler (host overheads hidden, arrivals a step later)"
-                if prof.overlaps_scheduling
-                else ", host overheads charged"
-            )
+            multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
         label += f", {harness} harness ({prefill} prompts, {admission} admission{multi})"
     return RowEngine(prof, config, label)
 
