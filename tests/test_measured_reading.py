@@ -992,3 +992,24 @@ def test_a_zero_token_budget_is_refused_for_its_row_alone(tmp_path):
         "unresolved: batch_or_concurrency: is 0 in tokens (expected a number >= 1 and <= 4194304)"
     ), zero.status
     assert plain.ok and plain.token_budget is None
+
+
+# --- a run's own request count ----------------------------------------------------------------
+def test_a_requests_column_is_the_runs_count_and_a_bad_one_its_rows_reason(tmp_path):
+    """``requests`` says how many requests the run completed: a closed loop's replay sends as
+    many (``LoadCase.issued``); a count that is not a whole number >= 1 is that row's reason
+    and the file's other rows go on."""
+    header = (
+        "model,hardware,n_gpus,precision,metric,value,unit,batch_or_concurrency,input_len,"
+        "output_len,requests"
+    )
+    base = "Llama-3.3-70B-Instruct,H100,8,FP8,throughput,2000,tokens/s,64,1000,200"
+    path = write(
+        tmp_path, [f"{base},640", f"{base},", f"{base},0", f"{base},2.5", f"{base},many"], header
+    )
+    rows = load_measured(path)
+    assert [r.ok for r in rows] == [True, True, False, False, False]
+    assert rows[0].lengths.issued == 640 and rows[1].lengths.issued == 0
+    for r in rows[2:]:
+        assert r.status.startswith("unresolved") and "requests" in r.status, r.status
+    # the replay sends them: tests/test_export.py, a plan's 640-request loop read back

@@ -14,6 +14,7 @@ operating-point files overlaid on figures.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ OPTIONAL = (
     "disaggregated",
     "decode_gpus",
     "source_group",
+    "requests",
 )
 #: Words a model name may carry that name no different model.
 SUFFIXES = ("instruct", "chat", "it", "hf", "base", "fp8", "bf16")
@@ -69,6 +71,7 @@ INHERITED = (
     "disaggregated",
     "decode_gpus",
     "precision",
+    "requests",
 )
 #: Columns that must agree between a derived row and its parent.
 _SAME_RUN = ("model", "hardware", "n_gpus", "input_len", "output_len")
@@ -629,6 +632,10 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     lengths = sem.lengths_of(rec.get("input_len", ""), rec.get("output_len", ""), benchmark)
     if not isinstance(lengths, sem.Lengths):
         return MeasuredRow(status=f"unresolved: {lengths}", **base)
+    given = str(rec.get("requests") or "").strip()
+    if given and not sem.is_missing(given):  # the run's own count (a closed loop replays it)
+        n = check_number(given, where, "requests", minimum=1, maximum=1e7, integer=True)
+        lengths = dataclasses.replace(lengths, issued=int(n))
     base["lengths"] = lengths
     problem = _scenario_problem(scenario, metric, concurrency, bits, rec)
     if not problem and disaggregated and decode_gpus is None:

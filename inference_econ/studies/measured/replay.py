@@ -368,8 +368,11 @@ def saturated_rate(record) -> float:
 
 
 def _closed(case: LoadCase, inst, requests) -> Outcome:
-    """``clients`` closed-loop clients per instance."""
-    n = _count(case, case.clients, requests)
+    """``clients`` closed-loop clients per instance, sending this instance's share of the
+    requests the run issued where the row says (``LoadCase.issued``: its figures depend on
+    how long the loop ran, its ramp-down included), else ``_count``'s."""
+    share = round(case.issued / case.replicas) if case.issued else 0
+    n = _count(case, case.clients, requests or share or None)
     traffic = traffic_of(case, n)
     s = traffic.stream()
     record = simulate(inst, s, prefilled=case.prefilled, clients=case.clients)

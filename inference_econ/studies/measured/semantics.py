@@ -235,9 +235,10 @@ class Lengths:
     #: replayed run draws its lengths from log-normals truncated there (serving/load/lengths).
     input_max: float = math.inf
     output_max: float = math.inf
-    #: Requests a LoadGen Server run of the benchmark issues at least: its performance sample
+    #: Requests the run issues: a ``requests`` column's count (a closed loop's whole run), else
+    #: at least what a LoadGen Server run of the benchmark issues, its performance sample
     #: count, each sample issued equally often (``sample_concatenate_permutation``: MLPerf's
-    #: equal-issue mode for its LLM latency scenarios); 0 where no benchmark says.
+    #: equal-issue mode for its LLM latency scenarios); 0 where neither says.
     issued: int = 0
 
 

@@ -325,10 +325,17 @@ def _loop(concurrency, rate, req_per_s, e2e_s) -> tuple[str, str]:
 
 
 def _rows(
-    base: dict, metrics: list, lengths: tuple, concurrency: str, note: str, where: str
+    base: dict,
+    metrics: list,
+    lengths: tuple,
+    concurrency: str,
+    note: str,
+    where: str,
+    requests: float | None = None,
 ) -> list:
     """The run's rows, one per metric it measured (``metrics``: (metric, ``_checked`` value,
-    unit)); a value it cannot use is its row's unresolved reason."""
+    unit)); a value it cannot use is its row's unresolved reason. ``requests``: how many the
+    run completed (its replay draws as many: a closed loop's figures depend on its length)."""
     n_in, n_out = lengths
     out = []
     for metric, value, unit in metrics:
@@ -341,6 +348,8 @@ def _rows(
             "output_len": f"{n_out:.6g}",
             "notes": f"{note}; context from {where}",
         }
+        if requests:
+            row["requests"] = f"{requests:.0f}"
         if isinstance(value, _Unusable):
             row.update(value=_reason(value), notes=f"{_reason(value)}; context from {where}")
         else:
@@ -435,7 +444,8 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
             conc, note = _loop(None, rate, got["request_throughput"], e2e_s)
     except _Unusable as why:
         return _unresolved_rows(base, metrics, why, where), True
-    return _rows(base, metrics, (n_in, n_out), conc, f"vllm bench serve: {note}", where), True
+    rows = _rows(base, metrics, (n_in, n_out), conc, f"vllm bench serve: {note}", where, done)
+    return rows, True
 
 
 def _avg(run: dict, key: str, path: Path, at: str, **opts):
@@ -466,6 +476,7 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
     n_out = _avg(run, "output_sequence_length", path, at, required=True)
     req_per_s = _avg(run, "request_throughput", path, at)
     latency = _avg(run, "request_latency", path, at)
+    count = _avg(run, "request_count", path, at)
     metrics = [
         (metric, value, unit)
         for metric, value, unit in (
@@ -487,4 +498,5 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
         )
     except _Unusable as why:
         return _unresolved_rows(base, metrics, why, where)
-    return _rows(base, metrics, lengths, conc, f"aiperf profile: {note}", where)
+    done = count if isinstance(count, float) and count >= 1 else None  # not _Unusable
+    return _rows(base, metrics, lengths, conc, f"aiperf profile: {note}", where, done)
