@@ -1013,3 +1013,10 @@ def test_a_requests_column_is_the_runs_count_and_a_bad_one_its_rows_reason(tmp_p
     for r in rows[2:]:
         assert r.status.startswith("unresolved") and "requests" in r.status, r.status
     # the replay sends them: tests/test_export.py, a plan's 640-request loop read back
+    # an MLPerf run issues at least its performance sample count: a smaller count is not its
+    line = v50_lines(SERVER)[0]
+    samples = load_measured(write(tmp_path, [line], name="s.csv"))[0].lengths.issued
+    assert samples > 1000
+    for given, issued in ((100, samples), (samples + 5, samples + 5)):
+        row, head = edited(line, requests=str(given))
+        assert load_measured(write(tmp_path, [row], head, name="r.csv"))[0].lengths.issued == issued

@@ -111,11 +111,6 @@ def for_layout(found: RowEngine, cand: Candidate, row: MeasuredRow | None = None
     )
 
 
-def platform_of(gpu) -> str:
-    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...), CUDA otherwise."""
-    return "rocm" if gpu.name.upper().startswith("MI") else "cuda"
-
-
 def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | str:
     """The engine of a row under ``base``, or the status saying why there is none: under the
     achievable preset the row's engine (or ``engine``, a name, "family@version", a path or a
@@ -133,7 +128,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
             "column, or --engine NAME)"
         )
     version = getattr(row, "engine_version", None)
-    platform = getattr(row, "platform", None) or platform_of(row.gpu)
+    platform = getattr(row, "platform", None) or sem.platform_of(row.gpu)
     try:
         prof = select_engine(name, version, platform)
     except SpecError as exc:
@@ -146,13 +141,6 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     sc = row.scenario
     mlperf = row.benchmark and prof.harness_applies("mlperf", version, model, sc)
     harness = "mlperf" if mlperf else None
-    speculates = prof.harness_speculative(harness, version, model, sc)
-    if speculates is not None:  # as a row stating it is (the load engine replays no draft)
-        return sem.out_of_scope(
-            sem.SPECULATIVE,
-            f"the {harness} harness runs {model} {sc} with {speculates} in every "
-            f"configuration read, engine profile {prof.name!r}",
-        )
     admission, prefill = prof.scheduler_policy(harness, version, model, sc)
     steps = prof.harness_scheduler_steps(harness, version, model, sc)
     balancing = prof.harness_adp_balancing(harness, version, model, sc)

@@ -30,6 +30,7 @@ from ...settings import MAX_GPUS, option
 from ...specs.architecture import Architecture, load_model
 from ...specs.catalog import find, is_host_part, resolve_system_name
 from ...specs.collector import gc_paused
+from ...specs.engine import select_engine
 from ...specs.hardware import GPU, load_hardware
 from ...specs.inputs import (
     Rows,
@@ -500,6 +501,29 @@ def _load_gpu(text: str) -> tuple[GPU, int | None]:
 
 
 @lru_cache(maxsize=256)
+def _harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | None:
+    """The out-of-scope status of an MLPerf row whose harness runs its model, in its scenario,
+    with speculative decoding (its engine profile's ``speculative`` harness field, docs/model.md
+    §F9): the run speculated whether or not the row says so. None: it does not, or the row's
+    engine has no profile for its version (the prediction says so)."""
+    if benchmark is None or engine.name is None:
+        return None
+    try:
+        prof = select_engine(engine.name, engine.version, engine.platform or sem.platform_of(gpu))
+    except SpecError:
+        return None
+    if not prof.harness_applies("mlperf", engine.version, model, scenario):
+        return None
+    method = prof.harness_speculative("mlperf", engine.version, model, scenario)
+    if method is None:
+        return None
+    return sem.out_of_scope(
+        sem.SPECULATIVE,
+        f"MLPerf's harness runs {model} {scenario} with {method} in every configuration "
+        f"read, engine profile {prof.name!r}",
+    )
+
+
 def _engine_profile(name: str):
     """The profile file an ``engine`` cell names; an unknown one is the row's error."""
     try:
@@ -635,7 +659,8 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     given = str(rec.get("requests") or "").strip()
     if given and not sem.is_missing(given):  # the run's own count (a closed loop replays it)
         n = check_number(given, where, "requests", minimum=1, maximum=1e7, integer=True)
-        lengths = dataclasses.replace(lengths, issued=int(n))
+        # an MLPerf run issues at least its performance sample count (LoadGen's equal issue)
+        lengths = dataclasses.replace(lengths, issued=max(int(n), lengths.issued))
     base["lengths"] = lengths
     problem = _scenario_problem(scenario, metric, concurrency, bits, rec)
     if not problem and disaggregated and decode_gpus is None:
@@ -657,8 +682,11 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     status = OK
     lacking = sem.unmodelled_of(rec, context)
     own = rec["_notes"].strip()
+    harness = _harness_unmodelled(engine, base["gpu"], base["arch"].name, scenario, benchmark)
     if lacking:
         status = sem.out_of_scope(lacking)
+    elif harness:
+        status = harness
     elif _derived(rec):
         status = f"derived: {own} (predicted, left out of summaries and fits)"
     return MeasuredRow(status=status, **base)

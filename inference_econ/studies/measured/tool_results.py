@@ -498,5 +498,6 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
         )
     except _Unusable as why:
         return _unresolved_rows(base, metrics, why, where)
-    done = count if isinstance(count, float) and count >= 1 else None  # not _Unusable
+    # a whole count of at least one (an unusable one, or none: the replay's own count)
+    done = count if isinstance(count, float) and count >= 1 and count.is_integer() else None
     return _rows(base, metrics, lengths, conc, f"aiperf profile: {note}", where, done)
