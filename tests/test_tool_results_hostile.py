@@ -241,3 +241,16 @@ def test_the_unchanged_files_still_read_ok(tmp_path):
     little = VLLM_RATE["request_throughput"] * VLLM_RATE["mean_e2el_ms"] / 1e3
     assert all(r.ok for r in rate) and rate[0].concurrency == pytest.approx(little, rel=1e-3)
     assert [r.status for r in load_measured(_aiperf(tmp_path, lambda d: None))] == ["ok", "ok"]
+
+
+def test_the_status_line_counts_the_reasons_it_does_not_name():
+    """compare-measured's stderr line names the four commonest reasons a row is not ok; the
+    others were dropped without a word (a newcomer's fifth bad row vanished from it)."""
+    import pandas as pd
+
+    from inference_econ.cli.data_commands import _status_line
+
+    status = ["ok"] + [f"unresolved: reason {k}" for k in range(5)] + ["unresolved: reason 0"]
+    line = _status_line(pd.DataFrame({"status": status}))
+    assert line.startswith("7 rows: 6 unresolved, 1 ok (read and predicted). Not ok: reason 0 (2)")
+    assert line.endswith("; 1 more row of other reasons (the table)"), line

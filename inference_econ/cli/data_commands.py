@@ -106,8 +106,12 @@ def _status_line(table) -> str:
     counts = kinds.value_counts()
     parts = [f"{n} {k}" + (" (read and predicted)" if k == "ok" else "") for k, n in counts.items()]
     reasons = table.status[kinds != "ok"].str.split(":", n=1).str[1].str.strip()
-    top = reasons[kinds[kinds != "ok"] != "derived"].value_counts().head(4)
+    every = reasons[kinds[kinds != "ok"] != "derived"].value_counts()
+    top = every.head(4)
     detail = "; ".join(f"{r} ({n})" for r, n in top.items())
+    if len(every) > len(top):  # the rest counted, not dropped: the table has each row's
+        rest = int(every.iloc[len(top) :].sum())
+        detail += f"; {rest} more row{'s' if rest != 1 else ''} of other reasons (the table)"
     return f"{len(table)} rows: {', '.join(parts)}" + (f". Not ok: {detail}" if detail else "")
 
 

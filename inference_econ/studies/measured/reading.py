@@ -519,8 +519,8 @@ def _harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | N
         return None
     return sem.out_of_scope(
         sem.SPECULATIVE,
-        f"MLPerf's harness runs {model} {scenario} with {method} in every configuration "
-        f"read, engine profile {prof.name!r}",
+        f"MLPerf's harness runs {model} {scenario} with {method}: every published "
+        f"configuration of it does, engine profile {prof.name!r}",
     )
 
 

@@ -1266,7 +1266,9 @@ UNMODELLED = (
 def out_of_scope(what: str, why: str = "") -> str:
     """The status of a row that uses a feature the model lacks (``why``: how it is known
     when the row does not say it)."""
-    return f"out of scope: uses {what}, which the model does not" + (f" ({why})" if why else "")
+    return f"out of scope: uses {what}, which inference-econ does not model" + (
+        f" ({why})" if why else ""
+    )
 
 
 def unmodelled_of(row: dict, context: str = "") -> str | None:
