@@ -491,6 +491,7 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
     )
     assert load_measured(path)[0].lengths.issued == 640
     t = compare(path, "achievable", engine="vllm").table
+    assert all("the run's 640 requests replayed" in e for e in t.engine), list(t.engine)
     assert (t.predicted / t.measured - 1).abs().max() < 1e-4, t[["metric", "measured", "predicted"]]
 
 

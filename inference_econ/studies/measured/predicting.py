@@ -186,6 +186,9 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         label += f", KV cache {row.kv_cache_fraction:g} of the free memory as stated"
     if unknown:
         label += ", host overheads charged"
+    issued = row.lengths.issued if row.lengths is not None else 0
+    if row.scenario == "closed_loop" and issued:  # the run's own count (a ``requests`` column)
+        label += f", the run's {issued:,} requests replayed"
     if harness:
         multi = f", {steps} decode steps per schedule" if steps > 1 else ""
         if balancing is not None:
