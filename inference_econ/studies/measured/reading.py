@@ -500,7 +500,7 @@ def _load_gpu(text: str) -> tuple[GPU, int | None]:
     return load_hardware(system.path), system.accelerators
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256)  # once per (engine, GPU, model, scenario, benchmark): not per row
 def _harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | None:
     """The out-of-scope status of an MLPerf row whose harness runs its model, in its scenario,
     with speculative decoding (its engine profile's ``speculative`` harness field, docs/model.md
@@ -524,6 +524,7 @@ def _harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | N
     )
 
 
+@lru_cache(maxsize=256)
 def _engine_profile(name: str):
     """The profile file an ``engine`` cell names; an unknown one is the row's error."""
     try:
