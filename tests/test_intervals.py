@@ -299,7 +299,52 @@ def test_residuals_from_compare_measured_are_its_predictions_in_si(tmp_path):
     assert e.value.code == 2
 
 
-@pytest.mark.parametrize("script", ["at_measured_load", "compare_residuals", "config_scatter"])
+def test_acceptance_reads_both_presets_outputs_of_a_whole_file(tmp_path, capsys):
+    """acceptance.py (issue 21's figures, docs/validation.md): its median and p90 |error| are
+    those of the achievable output's end-to-end rows with status ok, computed here by hand; a row
+    the refined output says beats the bound is counted; an output of another file, or of part
+    of the file, is one line and exit 2."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    rows = root / "examples" / "measured-rows.csv"
+    cmd = [sys.executable, "-m", "inference_econ.cli", "compare-measured", str(rows)]
+    outs = {}
+    for preset in ("achievable", "refined"):
+        outs[preset] = tmp_path / f"{preset}.csv"
+        subprocess.run([*cmd, "--assumptions", preset, "-o", str(outs[preset])], check=True,
+                       cwd=root, capture_output=True)  # fmt: skip
+    m = _bench("acceptance")
+    args = [str(rows), str(outs["achievable"]), str(outs["refined"]), "--format", "table"]
+    assert m.main(args) == 0
+    text = capsys.readouterr().out
+    c = pd.read_csv(outs["achievable"], comment="#")
+    ok = c[(c.status == "ok") & (c.kind == "end-to-end")]
+    e = np.abs(ok.predicted / ok.measured - 1.0)
+    line = next(x for x in text.splitlines() if x.startswith("Acceptance on"))
+    assert f"median abs. error {np.median(e):.4f}" in line
+    assert f"p90 {np.quantile(e, 0.9):.4f}" in line
+    assert "beating the refined bound by more than 5 %: 0 of" in line
+    r = pd.read_csv(outs["refined"], comment="#")
+    first = r.index[(r.kind == "end-to-end") & (r.status == "ok")][0]
+    r.loc[first, "beats_bound"] = True
+    r.to_csv(outs["refined"], index=False)
+    m.main(args)
+    assert "by more than 5 %: 1 of" in capsys.readouterr().out
+    c.drop(index=ok.index[-1]).to_csv(tmp_path / "part.csv", index=False)  # a row short
+    for bad in ([str(rows), str(tmp_path / "part.csv"), str(outs["refined"])],
+                [str(rows), str(outs["achievable"])]):  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            m.main(bad)
+        assert exc.value.code == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "script", ["acceptance", "at_measured_load", "compare_residuals", "config_scatter"]
+)
 def test_the_measured_results_scripts_refuse_a_file_they_cannot_read(script, tmp_path, capsys):
     """A file that is not a measured-rows CSV (the README), or not a compare-measured output, is
     one line naming it and exit 2, never a traceback; so is an output path that is a folder."""
@@ -310,6 +355,7 @@ def test_the_measured_results_scripts_refuse_a_file_they_cannot_read(script, tmp
     m = _bench(script)
     out = str(tmp_path / "r.csv")
     cases = {  # (arguments, the file the line names)
+        "acceptance": [([rows, readme, rows], readme), ([readme, rows, rows], readme)],
         "at_measured_load": [([readme], readme)],
         "compare_residuals": [
             ([rows, readme, "-o", out], readme),

@@ -1,0 +1,122 @@
+"""Issue 21's acceptance figures on the newer rounds, from ``compare-measured`` outputs of the
+shipped profiles (docs/validation.md, "Where it stands").
+
+For each measured-rows CSV it reads two ``compare-measured --format csv`` outputs of the whole
+file: one under ``achievable`` (the expected figures) and one under ``refined`` (the ideal
+bound), and prints what the acceptance asks, in the tables ``measured_validation.py`` prints:
+
+* median and 90th-percentile |error| of the expected figures (rows with status ok), throughput
+  and latency rows apart, and by scenario and kind;
+* the share of end-to-end rows given a prediction (status ok or derived) under ``achievable``;
+* the rows that beat the ``refined`` bound by more than 5 % (``compare-measured``'s own check).
+
+The shipped profiles are the time split's fit (``fit_engines.py`` fits them to the training file
+alone), so on a file newer than the training file these are the time split's figures. The priors-only, in-sample and
+leave-one-source-out tables are ``measured_validation.py``'s, which predicts every row again.
+
+    inference-econ compare-measured tests/data/benchmarks_test_mlperf_newer.csv \\
+        --assumptions achievable --format csv -q > newer.csv
+    inference-econ compare-measured tests/data/benchmarks_test_mlperf_newer.csv \\
+        --assumptions refined --format csv -q > newer_refined.csv
+    PYTHONPATH=. python benchmarks/acceptance.py \\
+        tests/data/benchmarks_test_mlperf_newer.csv newer.csv newer_refined.csv
+
+Arguments come in threes: a measured-rows CSV, its ``achievable`` output, its ``refined`` output
+(each of the whole file; joined on the row number).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
+
+from measured_files import compare_output, fail, measured_rows  # noqa: E402
+from measured_validation import KINDS, by_kind, resolved_share, stats  # noqa: E402
+
+from inference_econ.output.render import render  # noqa: E402
+from inference_econ.studies.measured import predicting as pr  # noqa: E402
+
+COLUMNS = {"row", "measured", "predicted", "status", "kind"}
+GOAL_MEDIAN, GOAL_P90, GOAL_RESOLVED = 0.12, 0.35, 0.85
+
+
+def table(path: Path, achievable: Path, refined: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one line per end-to-end row of ``path`` with its expected figure and status, in SI
+    units; the ``refined`` output's end-to-end rows)."""
+    rows = {r.row: r for r in measured_rows(path)}
+    ends = {k: r for k, r in rows.items() if r.kind == "end-to-end" and r.metric is not None}
+    out = compare_output(achievable, COLUMNS)
+    bound = compare_output(refined, COLUMNS | {"beats_bound"})
+    for name, frame in ((achievable, out), (refined, bound)):
+        got = set(frame.loc[frame.kind == "end-to-end", "row"].astype(int))
+        if got != set(ends):
+            fail(f"{name}: its end-to-end rows are not {path}'s ({len(got)} against "
+                 f"{len(ends)}); pass compare-measured outputs of the whole file")  # fmt: skip
+    lines = []
+    for o in out[out.kind == "end-to-end"].itertuples():
+        r = ends[int(o.row)]
+        scale = pr._unit_scale(r)
+        lines.append(
+            {
+                "row": r.row,
+                "scenario": r.scenario or "",
+                "quantity": r.metric.quantity,
+                "kind": KINDS.get(r.metric.quantity, "other"),
+                "status": o.status,
+                "measured": o.measured * scale,
+                "predicted": o.predicted * scale,
+            }
+        )
+    return pd.DataFrame(lines), bound[bound.kind == "end-to-end"]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("triples", nargs="+", type=Path, metavar="FILE ACHIEVABLE.csv REFINED.csv")
+    parser.add_argument("--format", default="markdown", choices=("table", "markdown"))
+    args = parser.parse_args(argv)
+    if len(args.triples) % 3:
+        fail("give threes: a measured-rows CSV, its achievable output, its refined output")
+    it = iter(args.triples)
+    for path, achievable, refined in zip(it, it, it):
+        t, bound = table(path, achievable, refined)
+        label = "expected (achievable, the shipped profiles)"
+        title = f"{path.name} predicted by the shipped profiles (fitted to benchmarks_train.csv)"
+        print(render(pd.DataFrame(by_kind(t, "predicted", label)), args.format, title=title))
+        s = stats(t, "predicted")
+        share = resolved_share(t)
+        beats = int(bound.beats_bound.astype("boolean").fillna(False).sum())
+        ok = int((bound.status == "ok").sum())
+
+        def met(good: bool) -> str:
+            return "met" if good else "not met"
+
+        print(
+            f"Acceptance on {path.name}: median abs. error {s['median abs. error']:.4f} (goal <= "
+            f"{GOAL_MEDIAN}, {met(s['median abs. error'] <= GOAL_MEDIAN)}), p90 "
+            f"{s['p90 abs. error']:.4f} (goal <= {GOAL_P90}, {met(s['p90 abs. error'] <= GOAL_P90)}), "
+            f"rows resolved {share:.1%} of {len(t)} (goal >= 85 %, {met(share >= GOAL_RESOLVED)}), "
+            f"rows beating the refined bound by more than 5 %: {beats} of {ok} (goal 0, "
+            f"{met(beats == 0)})\n"
+        )
+        parts = []
+        for (scenario, kind), g in t.groupby(["scenario", "kind"], sort=True):
+            s = stats(g, "predicted")
+            if s["rows"]:
+                parts.append({"scenario": scenario, "kind": kind, **s})
+        print(render(pd.DataFrame(parts), args.format, title=f"{path.name}, by scenario and kind"))
+        why = t.status[~t.status.str.split(":").str[0].isin(["ok", "derived"])]
+        if len(why):
+            reasons = why.str.split(":").str[0].value_counts().rename("rows").reset_index()
+            print(render(reasons, args.format, title=f"Rows of {path.name} without a prediction"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
