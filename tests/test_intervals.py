@@ -301,45 +301,73 @@ def test_residuals_from_compare_measured_are_its_predictions_in_si(tmp_path):
 
 def test_acceptance_reads_both_presets_outputs_of_a_whole_file(tmp_path, capsys):
     """acceptance.py (issue 21's figures, docs/validation.md): its median and p90 |error| are
-    those of the achievable output's end-to-end rows with status ok, computed here by hand; a row
-    the refined output says beats the bound is counted; an output of another file, or of part
-    of the file, is one line and exit 2."""
+    those of the achievable output's end-to-end rows with status ok, computed here by hand; an
+    unreadable row counts against the rows resolved; a row the refined output says beats the
+    bound is counted. Outputs swapped, a line twice, a row's measured value not the file's, or
+    a file without end-to-end rows: one line and exit 2."""
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    rows = root / "examples" / "measured-rows.csv"
-    cmd = [sys.executable, "-m", "inference_econ.cli", "compare-measured", str(rows)]
+    rows = pd.read_csv(root / "examples" / "measured-rows.csv").iloc[:9].copy()
+    rows.loc[8, "metric"] = "goodput_of_nothing"  # a metric no reader knows: unresolved
+    src = tmp_path / "rows.csv"
+    rows.to_csv(src, index=False)
+    cmd = [sys.executable, "-m", "inference_econ.cli", "compare-measured", str(src)]
     outs = {}
     for preset in ("achievable", "refined"):
         outs[preset] = tmp_path / f"{preset}.csv"
         subprocess.run([*cmd, "--assumptions", preset, "-o", str(outs[preset])], check=True,
                        cwd=root, capture_output=True)  # fmt: skip
     m = _bench("acceptance")
-    args = [str(rows), str(outs["achievable"]), str(outs["refined"]), "--format", "table"]
+    args = [str(src), str(outs["achievable"]), str(outs["refined"]), "--format", "table"]
     assert m.main(args) == 0
     text = capsys.readouterr().out
     c = pd.read_csv(outs["achievable"], comment="#")
     ok = c[(c.status == "ok") & (c.kind == "end-to-end")]
+    assert len(ok) == 8 and c.status.iloc[8].startswith("unresolved")
     e = np.abs(ok.predicted / ok.measured - 1.0)
     line = next(x for x in text.splitlines() if x.startswith("Acceptance on"))
     assert f"median abs. error {np.median(e):.4f}" in line
     assert f"p90 {np.quantile(e, 0.9):.4f}" in line
-    assert "beating the refined bound by more than 5 %: 0 of" in line
+    assert "rows resolved 88.9% of 9" in line  # 8 of 9
+    assert "beating the refined bound by more than 5 %: 0 of 8" in line
     r = pd.read_csv(outs["refined"], comment="#")
-    first = r.index[(r.kind == "end-to-end") & (r.status == "ok")][0]
-    r.loc[first, "beats_bound"] = True
-    r.to_csv(outs["refined"], index=False)
-    m.main(args)
-    assert "by more than 5 %: 1 of" in capsys.readouterr().out
-    c.drop(index=ok.index[-1]).to_csv(tmp_path / "part.csv", index=False)  # a row short
-    for bad in ([str(rows), str(tmp_path / "part.csv"), str(outs["refined"])],
-                [str(rows), str(outs["achievable"])]):  # fmt: skip
+    with open(outs["refined"]) as f:
+        head = f.readline()
+    r.loc[0, "beats_bound"] = True
+    bound = tmp_path / "bound.csv"
+    bound.write_text(head + r.to_csv(index=False))
+    m.main([str(src), str(outs["achievable"]), str(bound)])
+    assert "by more than 5 %: 1 of 8" in capsys.readouterr().out
+
+    def refused(*files) -> str:
         with pytest.raises(SystemExit) as exc:
-            m.main(bad)
+            m.main([str(f) for f in files])
         assert exc.value.code == 2
-        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: "), err
+        return err[0]
+
+    assert "not refined" in refused(src, outs["achievable"], outs["achievable"])
+    assert "not achievable" in refused(src, outs["refined"], outs["refined"])
+    twice = tmp_path / "twice.csv"
+    with open(outs["achievable"]) as f:
+        head = f.readline()
+    twice.write_text(head + pd.concat([c, c.iloc[[0]]]).to_csv(index=False))
+    assert "once each" in refused(src, twice, outs["refined"])
+    other = c.copy()
+    other["measured"] = other.measured.astype(float)
+    other.loc[2, "measured"] *= 1.5  # another file's rows with the same numbers
+    changed = tmp_path / "other.csv"
+    changed.write_text(head + other.to_csv(index=False))
+    assert f"row {other.row[2]} measured" in refused(src, changed, outs["refined"])
+    micro = tmp_path / "micro.csv"  # the examples' GEMM micro-benchmarks alone
+    every = pd.read_csv(root / "examples" / "measured-rows.csv")
+    every[every.metric == "TFLOPS"].to_csv(micro, index=False)
+    assert "no end-to-end row" in refused(micro, outs["achievable"], outs["refined"])
+    refused(src, outs["achievable"])  # not threes
 
 
 @pytest.mark.parametrize(
