@@ -481,3 +481,26 @@ def test_the_other_submitters_oracle_by_hand():
     o = m.oracle(t).set_index("measured").oracle_error
     # S1's rows: S2's 120; S2's row: the median of S1's 100 and 110
     assert o.to_dict() == pytest.approx({100.0: 0.2, 110.0: 120 / 110 - 1, 120.0: 105 / 120 - 1})
+
+
+def test_misses_at_the_other_submitters_rate_by_hand():
+    """config_scatter.py --compare: the model's misses (|error| > 0.35) on the rows it predicted,
+    against the other submitters' rate of missing by scenario and kind applied to those rows,
+    and the tenth of them the p90 goal allows."""
+    m = _bench("config_scatter")
+    o = pd.DataFrame(  # shared rows: server TTFT misses 1 of 2, offline throughput 0 of 2
+        {
+            "scenario": ["server", "server", "offline", "offline"],
+            "kind": ["TTFT", "TTFT", "throughput", "throughput"],
+            "oracle_error": [0.5, -0.1, 0.01, 0.02],
+        }
+    )
+    t = pd.DataFrame(  # 10 predicted rows: 4 server TTFTs (2 missed), 6 offline throughputs
+        {
+            "scenario": ["server"] * 4 + ["offline"] * 6 + ["server"],
+            "kind": ["TTFT"] * 4 + ["throughput"] * 6 + ["TTFT"],
+            "model_error": [0.4, -0.5, 0.1, 0.0, 0.2, 0.0, 0.0, 0.0, 0.36, 0.0, np.nan],
+        }
+    )
+    model, expected, allowed = m.misses_at_the_oracles_rate(t, o)
+    assert (model, expected, allowed) == (3, pytest.approx(2.0), 1)
