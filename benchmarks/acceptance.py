@@ -48,26 +48,34 @@ COLUMNS = {"row", "measured", "predicted", "status", "kind"}
 GOAL_MEDIAN, GOAL_P90, GOAL_RESOLVED = 0.12, 0.35, 0.85
 
 
-def preset_of(path: Path) -> str:
-    """The preset a ``compare-measured`` output names in its first line (``# Computed with:
-    assumptions NAME; ...``), or "" when it names none."""
+def computed_with(path: Path) -> tuple[str, str]:
+    """(preset, engine) a ``compare-measured`` output names in its first line (``# Computed
+    with: assumptions NAME; measured_rows ...; engine ENGINE``); ("", "") when it names none."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             first = f.readline()
     except OSError:
-        return ""  # compare_output says why, naming the file
-    m = re.match(r"#\s*Computed with:\s*assumptions\s+([\w-]+)", first)
-    return m.group(1) if m else ""
+        return "", ""  # the readers say why, naming the file
+    m = re.match(r"#\s*Computed with:\s*assumptions\s+(\S+?);", first)
+    e = re.search(r";\s*engine\s+(.+?)\s*$", first)
+    return (m.group(1) if m else ""), (e.group(1) if e else "")
+
+
+#: The engine each preset's output must name: the shipped profiles, row by row, or none.
+ENGINES = {"achievable": "each row's engine", "refined": "none"}
 
 
 def output(path: Path, preset: str, rows: dict, source: Path) -> pd.DataFrame:
     """The end-to-end lines of a ``compare-measured`` output of the whole of ``source`` under
     ``preset``, one per row, or one line and exit 2."""
     frame = compare_output(path, COLUMNS | ({"beats_bound"} if preset == "refined" else set()))
-    named = preset_of(path)
+    named, engine = computed_with(path)
     if named != preset:
         fail(f"{path}: is an output of {named or 'no stated preset'}, not {preset}; pass "
              f"compare-measured --assumptions {preset} --format csv of {source.name}")  # fmt: skip
+    if engine != ENGINES[preset]:
+        fail(f"{path}: was run with engine {engine or 'unstated'}, not the shipped profiles "
+             f"({ENGINES[preset]}); rerun compare-measured without --engine")  # fmt: skip
     ends = frame[frame.kind == "end-to-end"]
     rows_of = pd.to_numeric(ends.row, errors="coerce")
     if rows_of.isna().any() or rows_of.duplicated().any() or set(rows_of.astype(int)) != set(rows):
@@ -87,6 +95,9 @@ def output(path: Path, preset: str, rows: dict, source: Path) -> pd.DataFrame:
 def table(path: Path, achievable: Path, refined: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(one line per end-to-end row of ``path``: its status and expected figure, in SI units,
     an unreadable row with its reason; the ``refined`` output's end-to-end lines)."""
+    if computed_with(path)[0]:
+        fail(f"{path}: is a compare-measured output; each three starts with the measured-rows CSV "
+             "it was made from")  # fmt: skip
     rows = {r.row: r for r in measured_rows(path) if r.kind == "end-to-end"}
     if not rows:
         fail(f"{path}: has no end-to-end row (a throughput or latency of a served model)")
@@ -120,6 +131,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("triples", nargs="+", type=Path, metavar="FILE ACHIEVABLE.csv REFINED.csv")
     parser.add_argument("--format", default="markdown", choices=("table", "markdown"))
+    parser.error = lambda message: fail(f"{message}; see --help")  # type: ignore[method-assign]
     args = parser.parse_args(argv)
     if len(args.triples) % 3:
         fail("give threes: a measured-rows CSV, its achievable output, its refined output")

@@ -26,6 +26,8 @@ def fail(message: str) -> NoReturn:
 
 def measured_rows(path: Path) -> list:
     """The rows of a measured-rows CSV (``load_measured``), or one line and exit 2."""
+    if Path(path).is_dir():
+        fail(f"{path}: is a folder; pass a measured-rows CSV")
     if not Path(path).is_file():
         fail(f"{path}: no such file; pass a measured-rows CSV")
     try:
@@ -40,6 +42,8 @@ def compare_output(path: Path, columns) -> pd.DataFrame:
     """A ``compare-measured --format csv`` output with every one of ``columns``, or one line
     and exit 2."""
     what = "a compare-measured CSV (write one with --format csv or -o FILE.csv)"
+    if Path(path).is_dir():
+        fail(f"{path}: is a folder; pass {what}")
     if not Path(path).is_file():
         fail(f"{path}: no such file; pass {what}")
     try:

@@ -303,8 +303,9 @@ def test_acceptance_reads_both_presets_outputs_of_a_whole_file(tmp_path, capsys)
     """acceptance.py (issue 21's figures, docs/validation.md): its median and p90 |error| are
     those of the achievable output's end-to-end rows with status ok, computed here by hand; an
     unreadable row counts against the rows resolved; a row the refined output says beats the
-    bound is counted. Outputs swapped, a line twice, a row's measured value not the file's, or
-    a file without end-to-end rows: one line and exit 2."""
+    bound is counted. Outputs swapped or of another engine, a line twice, a row's measured value
+    not the file's, the files out of order, a folder, an unknown option, or a file without
+    end-to-end rows: one line and exit 2."""
     import subprocess
     import sys
     from pathlib import Path
@@ -363,6 +364,12 @@ def test_acceptance_reads_both_presets_outputs_of_a_whole_file(tmp_path, capsys)
     changed = tmp_path / "other.csv"
     changed.write_text(head + other.to_csv(index=False))
     assert f"row {other.row[2]} measured" in refused(src, changed, outs["refined"])
+    vllm = tmp_path / "vllm.csv"  # compare-measured --engine vllm: not the shipped profiles
+    vllm.write_text(head.replace("engine each row's engine", "engine vllm") + c.to_csv(index=False))
+    assert "not the shipped profiles" in refused(src, vllm, outs["refined"])
+    assert "starts with the measured-rows CSV" in refused(outs["achievable"], src, outs["refined"])
+    assert "is a folder" in refused(tmp_path, outs["achievable"], outs["refined"])
+    assert "see --help" in refused(src, outs["achievable"], outs["refined"], "-o")
     micro = tmp_path / "micro.csv"  # the examples' GEMM micro-benchmarks alone
     every = pd.read_csv(root / "examples" / "measured-rows.csv")
     every[every.metric == "TFLOPS"].to_csv(micro, index=False)
