@@ -1,5 +1,5 @@
 """Issue 21's acceptance figures on the newer rounds, from ``compare-measured`` outputs of the
-shipped profiles (docs/validation.md, "Where it stands").
+shipped profiles (docs/validation.md, "Where issue 21 stands").
 
 For each measured-rows CSV it reads two ``compare-measured --format csv`` outputs of the whole
 file: one under ``achievable`` (the expected figures) and one under ``refined`` (the ideal
@@ -11,8 +11,9 @@ bound), and prints what the acceptance asks, in the tables ``measured_validation
 * the rows that beat the ``refined`` bound by more than 5 % (``compare-measured``'s own check).
 
 The shipped profiles are the time split's fit (``fit_engines.py`` fits them to the training file
-alone), so on a file newer than the training file these are the time split's figures. The priors-only, in-sample and
-leave-one-source-out tables are ``measured_validation.py``'s, which predicts every row again.
+alone), so on a file newer than the training file these are the time split's figures. The
+priors-only, in-sample and leave-one-source-out tables are ``measured_validation.py``'s, which
+predicts every row again.
 
     inference-econ compare-measured tests/data/benchmarks_test_mlperf_newer.csv \\
         --assumptions achievable --format csv -q > newer.csv
