@@ -29,7 +29,6 @@ Arguments come in threes: a measured-rows CSV, its ``achievable`` output, its ``
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -39,7 +38,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
 
-from measured_files import compare_output, fail, measured_rows  # noqa: E402
+from measured_files import compare_output, computed_with, fail, measured_rows  # noqa: E402
 from measured_validation import KINDS, by_kind, resolved_share, stats  # noqa: E402
 
 from inference_econ.output.render import render  # noqa: E402
@@ -47,19 +46,6 @@ from inference_econ.studies.measured import predicting as pr  # noqa: E402
 
 COLUMNS = {"row", "measured", "predicted", "status", "kind"}
 GOAL_MEDIAN, GOAL_P90, GOAL_RESOLVED = 0.12, 0.35, 0.85
-
-
-def computed_with(path: Path) -> tuple[str, str]:
-    """(preset, engine) a ``compare-measured`` output names in its first line (``# Computed
-    with: assumptions NAME; measured_rows ...; engine ENGINE``); ("", "") when it names none."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            first = f.readline()
-    except OSError:
-        return "", ""  # the readers say why, naming the file
-    m = re.match(r"#\s*Computed with:\s*assumptions\s+(\S+?);", first)
-    e = re.search(r";\s*engine\s+(.+?)\s*$", first)
-    return (m.group(1) if m else ""), (e.group(1) if e else "")
 
 
 #: The engine each preset's output must name: the shipped profiles, row by row, or none.

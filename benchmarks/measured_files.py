@@ -1,11 +1,13 @@
-"""Reading the files the measured-results scripts take (``at_measured_load.py``,
-``compare_residuals.py``, ``config_scatter.py``): a measured-rows CSV, a ``compare-measured``
-output, a table written out. A file they cannot read is one line on stderr naming the file and
-what to pass, and exit 2, as the package's command line does; never a traceback.
+"""Reading the files the measured-results scripts take (``acceptance.py``,
+``at_measured_load.py``, ``compare_residuals.py``, ``config_scatter.py``): a measured-rows CSV, a
+``compare-measured`` output and the preset and engine its first line names, a table written out.
+A file they cannot read is one line on stderr naming the file and what to pass, and exit 2, as
+the package's command line does; never a traceback.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -54,6 +56,19 @@ def compare_output(path: Path, columns) -> pd.DataFrame:
     if missing:
         fail(f"{path}: not {what}: no column {missing[0]}")
     return frame
+
+
+def computed_with(path: Path) -> tuple[str, str]:
+    """(preset, engine) a ``compare-measured`` output names in its first line (``# Computed
+    with: assumptions NAME; measured_rows ...; engine ENGINE``); ("", "") when it names none."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+    except OSError:
+        return "", ""  # the readers say why, naming the file
+    m = re.match(r"#\s*Computed with:\s*assumptions\s+(\S+?);", first)
+    e = re.search(r";\s*engine\s+(.+?)\s*$", first)
+    return (m.group(1) if m else ""), (e.group(1) if e else "")
 
 
 def write_csv(table: pd.DataFrame, path: Path, **kwargs) -> None:
