@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import fail, measured_rows, write_csv  # noqa: E402
 
 from inference_econ.errors import InferenceEconError  # noqa: E402
-from inference_econ.studies.measured import predicting as pr  # noqa: E402
-from inference_econ.studies.measured import replay as rp  # noqa: E402
+from inference_econ.measured import predicting as pr  # noqa: E402
+from inference_econ.measured import replay as rp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "data" / "benchmarks_test_mlperf_newer.csv"

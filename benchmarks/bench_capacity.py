@@ -94,7 +94,7 @@ BREAKDOWN = """
 import json, sys, time
 from collections import defaultdict
 from inference_econ.optimise import load_search
-from inference_econ.serving.load import deployment
+from inference_econ.load import deployment
 from inference_econ.cli import main
 runs = defaultdict(lambda: [0, 0, 0.0])
 layout = [0, 0.0]

@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.serving.load.arrivals import make_traffic  # noqa: E402
-from inference_econ.serving.load.engine import EngineConfig, build_instance  # noqa: E402
-from inference_econ.serving.load.simulate import simulate  # noqa: E402
+from inference_econ.load.arrivals import make_traffic  # noqa: E402
+from inference_econ.load.engine import EngineConfig, build_instance  # noqa: E402
+from inference_econ.load.simulate import simulate  # noqa: E402
 from inference_econ.serving.setting import make_setting  # noqa: E402
 
 LOADS = {"light (2 req/s)": 2.0, "near the knee (28 req/s)": 28.0, "overloaded (60 req/s)": 60.0}

@@ -157,7 +157,7 @@ def _warm_worker(name: str, only: list[str]) -> None:
     """In a fresh process of one checkout: the warm-up study, then the slice, timed; the CPU
     of its ``compute_cell`` calls (the searches) is summed as they run."""
     from inference_econ.optimise.optimiser import clear_caches
-    from inference_econ.output.study_run import run_study
+    from inference_econ.runs.study_run import run_study
     from inference_econ.studies import execution
 
     real, search = execution.compute_cell, [0.0]
@@ -220,7 +220,7 @@ def _machinery_worker(name: str, job: list) -> None:
     """In a fresh process of one checkout: a study of about ``cells`` cells whose searches
     return copies of 10 real cells' payloads: what the study itself costs (expanding, the
     cache, key points, tables, files) and its peak memory."""
-    from inference_econ.output.study_run import run_study
+    from inference_econ.runs.study_run import run_study
     from inference_econ.studies import execution
     from inference_econ.studies.study import compute_cell, expand
 
@@ -248,7 +248,7 @@ def _machinery_worker(name: str, job: list) -> None:
 
 
 def _scale(args) -> None:
-    from inference_econ.output.study_run import run_study
+    from inference_econ.runs.study_run import run_study
     from inference_econ.studies.study import expand
 
     study = _scale_study(args.study, args.only, args.cells)
@@ -318,7 +318,7 @@ def _rss_mb(who: int) -> float:
 def _job_counts(args) -> None:
     import pandas as pd
 
-    from inference_econ.output.study_run import run_study
+    from inference_econ.runs.study_run import run_study
 
     study = _slice(args.study, args.only)
     rows, tables = [], []

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import compare_output, fail, measured_rows  # noqa: E402
 from measured_validation import KINDS  # noqa: E402  (the kinds of figure by quantity)
 
-from inference_econ.studies.measured import predicting as pr  # noqa: E402
+from inference_econ.measured import predicting as pr  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "data" / "benchmarks_test_mlperf_newer.csv"

@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.studies.measured.predicting import _unit_scale, predict_rows  # noqa: E402
-from inference_econ.studies.measured.reading import load_measured  # noqa: E402
+from inference_econ.measured.predicting import _unit_scale, predict_rows  # noqa: E402
+from inference_econ.measured.reading import load_measured  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The fitting data: the training file only (the time split's held-out rounds never enter).

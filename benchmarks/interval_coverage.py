@@ -129,8 +129,8 @@ def software_drift() -> tuple[float, int]:
     """(log ratio per round, matched results): the median over (GPU, model, scenario) of
     log(median v5.0 / median v4.1 measured throughput per GPU) - the calibration round against
     the round before it, MLPerf only."""
-    from inference_econ.studies.measured.predicting import _unit_scale
-    from inference_econ.studies.measured.reading import load_measured
+    from inference_econ.measured.predicting import _unit_scale
+    from inference_econ.measured.reading import load_measured
 
     def per_gpu(path, keep) -> dict:
         out: dict = {}
@@ -224,7 +224,7 @@ HEADER = """\
 
 def fitted_sets(res: pd.DataFrame) -> tuple[set, set]:
     """GPUs and models of the fitting data, from the table (or, with --write, the fit)."""
-    from inference_econ.studies.measured import calibration as cal
+    from inference_econ.measured import calibration as cal
 
     notes: list = []
     problem, _ = cal.prepare(

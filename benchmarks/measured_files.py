@@ -17,7 +17,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from inference_econ.errors import InferenceEconError  # noqa: E402
-from inference_econ.studies.measured.reading import load_measured  # noqa: E402
+from inference_econ.measured.reading import load_measured  # noqa: E402
 
 
 def fail(message: str) -> NoReturn:

@@ -43,9 +43,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from inference_econ.output.render import render  # noqa: E402
-from inference_econ.studies.measured import calibration as cal  # noqa: E402
-from inference_econ.studies.measured import predicting as pr  # noqa: E402
-from inference_econ.studies.measured.reading import load_measured  # noqa: E402
+from inference_econ.measured import calibration as cal  # noqa: E402
+from inference_econ.measured import predicting as pr  # noqa: E402
+from inference_econ.measured.reading import load_measured  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 TRAIN = DATA / "benchmarks_train.csv"
@@ -205,8 +205,8 @@ def leave_one_source_out(problem, micro, say) -> np.ndarray:
 
 def regime(table: pd.DataFrame) -> pd.DataFrame:
     """Per row: dense or MoE, memory- or compute-bound, one node or many: the rule the shipped
-    intervals are looked up by (``studies/measured/intervals.regime``)."""
-    from inference_econ.studies.measured.intervals import regime as of_row
+    intervals are looked up by (``measured/intervals.regime``)."""
+    from inference_econ.measured.intervals import regime as of_row
 
     names = ("architecture", "bound", "nodes")
     out = [dict(zip(names, of_row(t["_row"]))) for _, t in table.iterrows()]

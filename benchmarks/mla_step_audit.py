@@ -70,7 +70,7 @@ from inference_econ.model.mixed_step import (  # noqa: E402
 from inference_econ.specs.architecture import load_model  # noqa: E402
 from inference_econ.specs.engine import load_engine  # noqa: E402
 from inference_econ.specs.hardware import load_hardware  # noqa: E402
-from inference_econ.studies.measured.predicting import _assumptions_for, _models  # noqa: E402
+from inference_econ.measured.predicting import _assumptions_for, _models  # noqa: E402
 
 RANKS = 8
 HIDDEN = 7168

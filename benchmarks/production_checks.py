@@ -21,12 +21,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.serving.load.arrivals import make_traffic  # noqa: E402
-from inference_econ.serving.load.deployment import Deployment, simulate_deployment  # noqa: E402
-from inference_econ.serving.load.engine import EngineConfig, build_instance  # noqa: E402
-from inference_econ.serving.load.prefix_cache import che_check  # noqa: E402
-from inference_econ.serving.load.routing import ROUTERS, Router  # noqa: E402
-from inference_econ.serving.load.simulate import simulate_group  # noqa: E402
+from inference_econ.load.arrivals import make_traffic  # noqa: E402
+from inference_econ.load.deployment import Deployment, simulate_deployment  # noqa: E402
+from inference_econ.load.engine import EngineConfig, build_instance  # noqa: E402
+from inference_econ.load.prefix_cache import che_check  # noqa: E402
+from inference_econ.load.routing import ROUTERS, Router  # noqa: E402
+from inference_econ.load.simulate import simulate_group  # noqa: E402
 from inference_econ.serving.setting import make_setting  # noqa: E402
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.studies.measured import predicting, replay  # noqa: E402
+from inference_econ.measured import predicting, replay  # noqa: E402
 
 #: Arrival fifths of a run whose mean TPOT is printed.
 PARTS = 5

@@ -24,7 +24,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from inference_econ.cli import main  # noqa: E402
-from inference_econ.studies.measured import replay  # noqa: E402
+from inference_econ.measured import replay  # noqa: E402
 
 
 def predicted(path: str) -> pd.DataFrame:

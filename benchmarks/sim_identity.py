@@ -37,14 +37,28 @@ from bench_cli import extract
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def load_names(module: str, *names: str) -> tuple:
+    """``names`` of the load engine's ``module``, where the tree keeps it: ``inference_econ.load``
+    (``serving.load`` in trees older than the package's present layout), so that a baseline of
+    either layout can be compared."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"inference_econ.load.{module}")
+    except ModuleNotFoundError:
+        mod = importlib.import_module(f"inference_econ.serving.load.{module}")
+    return tuple(getattr(mod, name) for name in names)
+
+
 def cases():
     """(name, thunk) of each case; each thunk builds what it needs and returns a RunRecord."""
     from inference_econ.model.mixed_step import EngineLayout
-    from inference_econ.serving.load.arrivals import Arrivals, make_traffic
-    from inference_econ.serving.load.engine import EngineConfig, build_instance
-    from inference_econ.serving.load.routing import Router
-    from inference_econ.serving.load.simulate import simulate, simulate_group
     from inference_econ.serving.setting import make_setting
+
+    Arrivals, make_traffic = load_names("arrivals", "Arrivals", "make_traffic")
+    EngineConfig, build_instance = load_names("engine", "EngineConfig", "build_instance")
+    (Router,) = load_names("routing", "Router")
+    simulate, simulate_group = load_names("simulate", "simulate", "simulate_group")
 
     ideal = make_setting("Llama 3 8B", "H100")
     ach = make_setting("Llama 3 8B", "H100", assumptions="achievable")

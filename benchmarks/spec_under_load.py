@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.serving.load.arrivals import make_traffic  # noqa: E402
-from inference_econ.serving.load.deployment import Deployment, simulate_deployment  # noqa: E402
-from inference_econ.serving.load.engine import EngineConfig  # noqa: E402
+from inference_econ.load.arrivals import make_traffic  # noqa: E402
+from inference_econ.load.deployment import Deployment, simulate_deployment  # noqa: E402
+from inference_econ.load.engine import EngineConfig  # noqa: E402
 from inference_econ.serving.setting import make_setting  # noqa: E402
 
 RATES = (1.0, 2.0, 4.0, 8.0, 16.0)

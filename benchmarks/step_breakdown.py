@@ -39,10 +39,10 @@ from measured_files import fail, measured_rows  # noqa: E402
 
 from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
 from inference_econ.model.mixed_step import mixed_step_work  # noqa: E402
-from inference_econ.serving.load.engine import layout_search  # noqa: E402
-from inference_econ.studies.measured import predicting as pr  # noqa: E402
-from inference_econ.studies.measured import replay as rp  # noqa: E402
-from inference_econ.studies.measured.reading import load_measured  # noqa: E402
+from inference_econ.load.engine import layout_search  # noqa: E402
+from inference_econ.measured import predicting as pr  # noqa: E402
+from inference_econ.measured import replay as rp  # noqa: E402
+from inference_econ.measured.reading import load_measured  # noqa: E402
 
 TRAIN = Path(__file__).resolve().parent.parent / "tests" / "data" / "benchmarks_train.csv"
 

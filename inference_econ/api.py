@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported on first use: a point is computed and printed with
 
     from .optimise.frontier import Frontier
     from .optimise.method import Method
-    from .output.study_run import StudyResult
+    from .runs.study_run import StudyResult
 
 
 def _split(kwargs: dict) -> tuple[dict, Method | str | None, dict]:
@@ -193,7 +193,7 @@ def study(
             "is given, but nothing is cached without an output folder: it would be ignored",
             "give out (--out) or cache_dir too, or drop recompute",
         )
-    from .output.study_run import run_study
+    from .runs.study_run import run_study
 
     return run_study(
         spec, out, values["jobs"], values["dask"], progress, cache_dir, recompute, values["yes"]
@@ -376,9 +376,9 @@ def _load_inputs(
     settings), each checked against the table of settings. Without ``need_rate`` (a search
     sets the rate) a missing rate is a placeholder; ``closed_loop``: ``concurrency`` (clients
     instead of a rate) is taken, which only a simulation of one deployment runs."""
-    from .serving.load.arrivals import make_traffic
-    from .serving.load.engine import EngineConfig
-    from .serving.load.targets import Targets
+    from .load.arrivals import make_traffic
+    from .load.engine import EngineConfig
+    from .load.targets import Targets
 
     if not sized and kwargs.get("confidence") is not None:
         raise SpecError(
@@ -472,7 +472,7 @@ def _deployment(
 ):
     """The given deployment, within the setting's cap on GPUs (``max_gpus``); ``v`` the load
     settings (a prefill pool on other GPUs: ``prefill_hardware``)."""
-    from .serving.load.deployment import Deployment
+    from .load.deployment import Deployment
 
     v = v or {}
     for name in ("decode_hardware", "failures"):
@@ -546,7 +546,7 @@ def simulate_load(
     goodput against the ``slo_*`` targets, utilisation and $ per million tokens."""
     from .optimise.load_search import check_budget
     from .serving.intervals import expected, interval_keys
-    from .serving.load.deployment import count_intervals, fixed_layout, simulate_deployment
+    from .load.deployment import count_intervals, fixed_layout, simulate_deployment
 
     problem, traffic, targets, config, v = _load_inputs(kwargs, closed_loop=True)
     setting = _settings(model, hardware, problem)[0]
@@ -576,7 +576,7 @@ def simulate_load(
 
 def _fixed_layout(setting: Setting, deployment, text: str | None):
     """The ``EngineLayout`` a ``layout`` text states for the deployment's instances (as
-    measured rows state theirs: ``studies.measured.semantics.layout_of``), one the engine runs
+    measured rows state theirs: ``measured.semantics.layout_of``), one the engine runs
     on that many GPUs, and the setting with the experts placed as the text states them
     (``stated_experts``: "EP8" split over the tensor group at every batch, "EP1" never, no EP
     degree §A5's rule); (None, the setting) where not given."""
@@ -584,8 +584,8 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
         return None, setting
     from .model.latency import stated_experts
     from .model.mixed_step import EngineLayout
-    from .serving.load.deployment import instance_layouts
-    from .studies.measured.semantics import layout_of
+    from .load.deployment import instance_layouts
+    from .measured.semantics import layout_of
 
     gpus = deployment.gpus_per_instance
     if deployment.disaggregated:
@@ -676,7 +676,7 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
     from .optimise.capacity import cheapest_deployment, confident_plan, instance_sizes
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from .serving.intervals import ideal
-    from .serving.load.failures import Failures
+    from .load.failures import Failures
 
     problem, traffic, targets, config, v = _load_inputs(kwargs, sized=True)
     _need_targets(targets)
@@ -760,7 +760,7 @@ def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=
     from .optimise.capacity import instance_sizes
     from .optimise.demand import demand_plan as plan
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
-    from .serving.load.demand import load_demand
+    from .load.demand import load_demand
 
     curve = load_demand(demand)
     kwargs = dict(kwargs)
@@ -864,7 +864,7 @@ def export(
     progress=None,
     **kwargs,
 ):
-    """A configuration as the engine launches it (``output.launch.LaunchPlan``): a ``point``
+    """A configuration as the engine launches it (``export.launch.LaunchPlan``): a ``point``
     (``gpus``, ``batch``), a ``frontier`` point (``pick`` fastest/cheapest/preference, or the
     cheapest at ``speed`` tokens/s per request; whole layouts), a ``capacity`` plan (the load
     settings and targets, ``disaggregated=True`` for pools) or a ``disagg`` plan (``gpus``,
@@ -873,8 +873,8 @@ def export(
     memory is checked under the engine's profile: one that does not fit is refused with its
     numbers (``InfeasibleError``). Unless ``assumptions`` is given the figures are the
     achievable preset's under ``engine``."""
-    from .output import launch
-    from .output.launch import ENGINES
+    from .export import launch
+    from .export.launch import ENGINES
 
     if engine not in ENGINES:
         from .errors import did_you_mean
@@ -890,7 +890,7 @@ def export(
             "argument", "plan", f"unknown {plan!r}", f"choose {', '.join(EXPORT_PLANS)}"
         )
     if kwargs.get("scheduler_steps") not in (None, 1):
-        # the engine versions an export targets (output/launch_flags.yaml) have no multi-step
+        # the engine versions an export targets (export/launch_flags.yaml) have no multi-step
         # scheduling: vLLM removed it with its V0 engine in 0.11
         raise SpecError(
             "argument",

@@ -10,9 +10,9 @@ import pytest
 
 from inference_econ.errors import SpecError
 from inference_econ.model.mixed_step import EngineLayout
-from inference_econ.serving.load.arrivals import Arrivals
-from inference_econ.serving.load.engine import EngineConfig, build_instance, layout_search
-from inference_econ.serving.load.simulate import simulate
+from inference_econ.load.arrivals import Arrivals
+from inference_econ.load.engine import EngineConfig, build_instance, layout_search
+from inference_econ.load.simulate import simulate
 from inference_econ.serving.setting import make_setting
 from inference_econ.specs.engine import load_engine, profile_from_dict
 
@@ -175,7 +175,7 @@ def test_each_request_goes_to_the_least_loaded_rank(dsv3):
     prompt tokens. Prompts of 500, 400, ..., 800 tokens fill ranks 0-7 one each (the count
     rule); a 50-token ninth joins rank 4 (100 tokens, the fewest; every rank may take a second);
     a 60-token tenth rank 3 (200 tokens: rank 4 holds two, the most a rank may)."""
-    from inference_econ.serving.load.simulate import _checked, _Engine
+    from inference_econ.load.simulate import _checked, _Engine
 
     inst = _instance(dsv3)
     prompts = [500, 400, 300, 200, 100, 600, 700, 800, 50, 60]
@@ -197,7 +197,7 @@ def test_busiest_rank_tokens_hand_computed():
     charged ``ranks`` times the busiest rank's ceil(N / ranks) chunks."""
     from math import ceil, exp, factorial
 
-    from inference_econ.serving.load.engine import busiest_rank_tokens
+    from inference_econ.load.engine import busiest_rank_tokens
 
     def by_hand(n, chunk, ranks):
         terms = (exp(-n) * n**k / factorial(k) * ceil(k / ranks) for k in range(60))
@@ -222,10 +222,10 @@ def test_a_load_chooses_the_layout_its_ranks_run_fastest(dsv3):
     ranks made 2 ranks look fastest), and the chosen layout has the lowest simulated mean TPOT
     of the four SGLang runs (its attention DP may span part of the tensor group; TensorRT-LLM's
     spans all of it or none: two layouts)."""
-    from inference_econ.serving.load.arrivals import make_traffic
-    from inference_econ.serving.load.engine import DEFAULT_ENGINE, OfferedLoad
-    from inference_econ.serving.load.results import summarise
-    from inference_econ.serving.load.targets import Targets
+    from inference_econ.load.arrivals import make_traffic
+    from inference_econ.load.engine import DEFAULT_ENGINE, OfferedLoad
+    from inference_econ.load.results import summarise
+    from inference_econ.load.targets import Targets
 
     trtllm, _ = dsv3
     assert {lay.attention_divisor for lay in layout_search(trtllm, R).options} == {1.0, 8.0}

@@ -37,8 +37,8 @@ def test_paper_scenarios_state_their_context():
 
 
 def test_results_whose_requests_bring_their_contexts_say_so():
-    from inference_econ.serving.load.arrivals import make_traffic
-    from inference_econ.serving.load.deployment import Deployment, simulate_deployment
+    from inference_econ.load.arrivals import make_traffic
+    from inference_econ.load.deployment import Deployment, simulate_deployment
 
     setting = make_setting("Llama 3 8B", "H100")
     run = simulate_deployment(

@@ -192,7 +192,7 @@ def test_capacity_demand_end_to_end(tmp_path):
 
 
 def test_a_demand_curve_counts_its_hours_in_words(tmp_path):
-    from inference_econ.serving.load.demand import load_demand
+    from inference_econ.load.demand import load_demand
 
     curve = tmp_path / "d.csv"
     curve.write_text("hour,requests_per_s\n0,10\n", encoding="utf-8")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from inference_econ.output.files import MANIFEST
-from inference_econ.output.runner import run_scenario
+from inference_econ.runs.runner import run_scenario
 from inference_econ.studies.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_figure_6_preference_points_are_table_6(reproduced_all):
 
 
 def test_deepseek_is_about_six_times_cheaper_than_mistral_at_100k():
-    from inference_econ.output.runner import curve_frontier
+    from inference_econ.runs.runner import curve_frontier
 
     def long_context(name):  # the one curve compared (the figures are drawn elsewhere)
         curves = {c.label: c for c in load_scenario(name).curves}

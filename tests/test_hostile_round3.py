@@ -68,7 +68,7 @@ def test_a_hugging_face_config_whose_name_breaks_a_line_is_refused(tmp_path):
 
 def test_every_comment_of_a_launch_script_is_one_line(monkeypatch):
     """Whatever reaches the header (a plan's notes), each of its lines stays a comment."""
-    from inference_econ.output import engine_configs as ec
+    from inference_econ.export import engine_configs as ec
 
     real = ec._header
     monkeypatch.setattr(ec, "_header", lambda plan: [*real(plan), "note\ntouch PWNED"])
@@ -88,7 +88,7 @@ def test_a_batch_cap_or_budget_beyond_the_settings_bounds_is_the_rows_reason(tmp
 
     import pandas as pd
 
-    from inference_econ.studies.measured.reading import load_measured
+    from inference_econ.measured.reading import load_measured
 
     rows = pd.read_csv(Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv")
     rows = rows.head(3)
@@ -147,7 +147,7 @@ def test_a_measured_value_beyond_any_measurement_is_the_rows_reason(value, tmp_p
 
     import pandas as pd
 
-    from inference_econ.studies.measured.reading import VALUE_BOUNDS, load_measured
+    from inference_econ.measured.reading import VALUE_BOUNDS, load_measured
 
     assert VALUE_BOUNDS == (1e-9, 1e18)
     rows = pd.read_csv(Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv")
@@ -166,7 +166,7 @@ def test_compare_measured_reports_its_progress_on_rows_under_load():
     shipped example's 7 closed-loop rows are the rows under load here."""
     from pathlib import Path
 
-    from inference_econ.studies.measured import predicting as ms
+    from inference_econ.measured import predicting as ms
 
     path = Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv"
     said: list[str] = []
@@ -182,7 +182,7 @@ def test_an_instance_whose_step_table_would_exhaust_memory_is_refused_up_front()
     84 M entries); now one line with the size and what to lower, before any work."""
     import time
 
-    from inference_econ.serving.load.engine import MAX_STEP_ENTRIES
+    from inference_econ.load.engine import MAX_STEP_ENTRIES
 
     assert MAX_STEP_ENTRIES == 1 << 22
     args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--rate", "4", "--requests", "200"]
@@ -197,7 +197,7 @@ def test_a_demand_row_that_cannot_be_read_mid_day_is_named_as_the_cause(tmp_path
     """A 'nan' rate at hour 2 had ended in "field 'hour': jumps from 1 to 3" after a warning:
     two lines, the last naming the wrong field. Now one error, the row's own."""
     from inference_econ.errors import SpecError
-    from inference_econ.serving.load.demand import load_demand
+    from inference_econ.load.demand import load_demand
 
     path = tmp_path / "day.csv"
     path.write_text("hour,requests_per_s\n0,2\n1,3\n2,nan\n3,4\n")
@@ -230,7 +230,7 @@ def test_a_demand_peak_below_the_least_simulated_rate_names_the_file(tmp_path):
     """A peak of 0.0005 requests/s passed the file's check and failed as '--rate'; a quiet hour
     beside a busier one is planned as before."""
     from inference_econ.errors import SpecError
-    from inference_econ.serving.load.demand import load_demand
+    from inference_econ.load.demand import load_demand
 
     path = tmp_path / "day.csv"
     path.write_text("hour,requests_per_s\n0,0\n1,0.0005\n")
@@ -419,7 +419,7 @@ def test_the_public_api_names_a_wrong_argument():
 def test_a_latency_target_is_positive_seconds(given):
     """Targets(ttft_p99_s=-1) was accepted, and every run missed it."""
     from inference_econ.errors import SpecError
-    from inference_econ.serving.load.targets import Targets
+    from inference_econ.load.targets import Targets
 
     with pytest.raises(SpecError, match=f"field '{next(iter(given))}'"):
         Targets(**given)

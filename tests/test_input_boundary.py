@@ -372,7 +372,7 @@ def test_an_overlay_of_10000_points_is_read_at_once_and_drawn_as_one_scatter_per
     import pandas as pd
 
     from inference_econ.output import plots
-    from inference_econ.studies.measured.reading import load_overlay_points
+    from inference_econ.measured.reading import load_overlay_points
 
     rng = np.random.default_rng(0)
     csv = tmp_path / "m.csv"
@@ -417,7 +417,7 @@ def test_api_helpers_raise_spec_error_for_bad_arguments(llama70_8bit_frontier):
 
 
 def test_an_overlay_per_gpu_is_priced_row_by_row_when_the_curves_gpus_differ(tmp_path):
-    from inference_econ.output.runner import _overlay
+    from inference_econ.runs.runner import _overlay
     from inference_econ.studies.scenario import load_scenario
 
     spec = tmp_path / "two.yaml"
@@ -475,7 +475,7 @@ def test_an_unreadable_overlay_row_is_left_out_and_the_run_says_so(tmp_path):
     assert f"2 of 4 point rows of {csv} left out (unreadable): line 3: tokens_per_s: " in (
         " ".join(notes)
     )
-    from inference_econ.studies.measured.reading import load_overlay_points
+    from inference_econ.measured.reading import load_overlay_points
 
     with pytest.warns(ie.InferenceEconWarning):
         points = load_overlay_points(csv)
@@ -526,7 +526,7 @@ def test_readers_refuse_fifos_devices_and_large_files_before_reading(tmp_path):
 
 
 def test_trace_observation_and_hardware_numbers_are_bounded(tmp_path):
-    from inference_econ.serving.load.arrivals import load_trace
+    from inference_econ.load.arrivals import load_trace
 
     trace = tmp_path / "t.csv"
     trace.write_text("arrival_time_s,prompt_tokens,output_tokens\n0,10,10\n1e308,10,10\n")
@@ -574,7 +574,7 @@ def test_a_damaged_cache_counts_as_missing_and_a_wrong_study_json_is_one_error(t
     import json
 
     from inference_econ.output.report import read_manifest
-    from inference_econ.output.study_run import CellCache
+    from inference_econ.runs.study_run import CellCache
     from inference_econ.studies.study import compute_cell
 
     cache = CellCache(tmp_path / "cache")
@@ -641,7 +641,7 @@ def test_ignored_and_out_of_range_options_are_refused(args, message):
 def test_work_past_ten_minutes_needs_yes(monkeypatch):
     from inference_econ import settings
     from inference_econ.optimise import load_search
-    from inference_econ.serving.load.arrivals import make_traffic
+    from inference_econ.load.arrivals import make_traffic
     from inference_econ.studies import execution
     from inference_econ.studies.study import expand, study_from_dict
 

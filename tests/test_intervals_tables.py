@@ -266,11 +266,11 @@ def test_simulated_counts_carry_the_runs_at_the_step_times_ends():
     preempts, and its counts' intervals hold the run's own count."""
     import numpy as np
 
-    from inference_econ.serving.load.arrivals import Traffic
-    from inference_econ.serving.load.deployment import instance_for, offered_load, reference_context
-    from inference_econ.serving.load.engine import ENGINE_OWN, EngineConfig, engine_config
-    from inference_econ.serving.load.lengths import parse_lengths
-    from inference_econ.serving.load.simulate import simulate
+    from inference_econ.load.arrivals import Traffic
+    from inference_econ.load.deployment import instance_for, offered_load, reference_context
+    from inference_econ.load.engine import ENGINE_OWN, EngineConfig, engine_config
+    from inference_econ.load.lengths import parse_lengths
+    from inference_econ.load.simulate import simulate
     from inference_econ.serving.setting import make_setting
 
     setting = make_setting(

@@ -99,7 +99,7 @@ def test_overlay_keeps_the_offers_of_the_curves_models():
 
 
 def test_scenario_figures_draw_the_offers(tmp_path):
-    from inference_econ.output import runner
+    from inference_econ.runs import runner
     from inference_econ.studies.scenario import scenario_from_dict
 
     curve = {
@@ -162,7 +162,7 @@ def test_an_unreadable_offer_row_is_left_out_and_the_results_say_so(tmp_path):
         f"2 of 4 observation rows of {path} left out (unreadable): line 3: tokens_per_s: "
         "expected a number in tokens/s per request, got 'fast'; line 4: has 7 cells for the header's 6 columns"
     )
-    from inference_econ.output.runner import _observed
+    from inference_econ.runs.runner import _observed
     from inference_econ.studies.scenario import load_scenario
 
     with pytest.warns(ie.InferenceEconWarning):  # drawn on a figure: the run's notes say so
@@ -412,7 +412,7 @@ def test_a_blend_ratio_is_refused_on_the_output_price():
 
 def test_offers_on_a_figure_take_the_colour_of_their_models_curve():
     from inference_econ.output import plots
-    from inference_econ.output.runner import _observed
+    from inference_econ.runs.runner import _observed
     from inference_econ.studies.scenario import load_scenario
 
     scenario = load_scenario("paper/figure-3")

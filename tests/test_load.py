@@ -18,13 +18,13 @@ from inference_econ.model.mixed_step import EngineLayout, StepTable, layer_posit
 from inference_econ.model.workload import compile_workload
 from inference_econ.optimise.capacity import cheapest_deployment
 from inference_econ.optimise.load_search import find_knee, knee_of
-from inference_econ.serving.load.arrivals import Arrivals, load_trace, make_traffic
-from inference_econ.serving.load.deployment import Deployment, simulate_deployment
-from inference_econ.serving.load.engine import EngineConfig, build_instance
-from inference_econ.serving.load.lengths import parse_lengths
-from inference_econ.serving.load.results import Percentiles, RequestLatencies, summarise
-from inference_econ.serving.load.simulate import RunRecord, simulate
-from inference_econ.serving.load.targets import Targets
+from inference_econ.load.arrivals import Arrivals, load_trace, make_traffic
+from inference_econ.load.deployment import Deployment, simulate_deployment
+from inference_econ.load.engine import EngineConfig, build_instance
+from inference_econ.load.lengths import parse_lengths
+from inference_econ.load.results import Percentiles, RequestLatencies, summarise
+from inference_econ.load.simulate import RunRecord, simulate
+from inference_econ.load.targets import Targets
 from inference_econ.serving.prefill import prefill
 from inference_econ.serving.setting import make_setting
 
@@ -346,7 +346,7 @@ def test_truncated_log_normal_keeps_its_mean_by_hand():
     """A log-normal of mu = 7, sigma = 0.5 truncated at its median e^7 has the mean
     exp(7 + 0.125) Phi(-0.5) / Phi(0) = 1242.65 x 0.308538 / 0.5 = 766.81 tokens: the mu that
     gives that mean under that cap is 7; with no cap it is ln(mean) - sigma^2/2."""
-    from inference_econ.serving.load.lengths import truncated_mu
+    from inference_econ.load.lengths import truncated_mu
 
     assert truncated_mu(766.81, 0.5, math.exp(7.0)) == pytest.approx(7.0, abs=1e-4)
     assert truncated_mu(1000.0, 0.5) == pytest.approx(math.log(1000.0) - 0.125, abs=1e-12)
@@ -889,7 +889,7 @@ def test_the_layout_chosen_is_the_fastest_at_the_simulated_load():
     is about 1.5x slower at the batches the engine runs; the layout chosen for the load has the
     lowest simulated mean TPOT of every candidate at light, middling and heavy load, and a
     larger batch limit does not change it."""
-    from inference_econ.serving.load.deployment import (
+    from inference_econ.load.deployment import (
         _search,
         offered_load,
         reference_context,
@@ -1077,7 +1077,7 @@ def test_load_commands_run_the_engine_profiles_own_scheduler():
     stays theirs, and the ideal engine keeps 256 / 2,048. Where the engine's limits hold per
     data-parallel attention rank, an attention-DP layout holds ``ranks`` times as many."""
     from inference_econ.model.mixed_step import EngineLayout
-    from inference_econ.serving.load.engine import EngineConfig, engine_config
+    from inference_econ.load.engine import EngineConfig, engine_config
 
     load = dict(input_lengths="1000", output_lengths="100", requests=100, arrival_rate_per_s=2)
     trt = ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, assumptions="achievable", **load)
@@ -1118,7 +1118,7 @@ def test_a_cap_far_out_moves_nothing_without_scipys_root():
     scipy there gives what the full computation gives."""
     from scipy.special import log_ndtr, ndtr
 
-    from inference_econ.serving.load.lengths import NEGLIGIBLE, Lengths, truncated_mu
+    from inference_econ.load.lengths import NEGLIGIBLE, Lengths, truncated_mu
 
     for mean, sigma in ((1000.0, 0.8), (300.0, 0.6), (50.0, 2.0), (4000.0, 4.0)):
         plain = math.log(mean) - sigma**2 / 2.0

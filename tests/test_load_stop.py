@@ -1,5 +1,5 @@
 """Load searches read only verdicts from most of their runs, so a failing run may stop once its
-verdict is certain (serving/load/simulate.py ``_Watch``, optimise/load_search.py
+verdict is certain (load/simulate.py ``_Watch``, optimise/load_search.py
 ``run_until``): the verdicts, and so every knee, are those of the whole runs."""
 
 import math
@@ -9,11 +9,11 @@ import pytest
 
 from inference_econ.optimise import load_search
 from inference_econ.optimise.load_search import find_knee, knee_of, run_at, run_until
-from inference_econ.serving.load.arrivals import make_traffic
-from inference_econ.serving.load.deployment import Deployment, rejects_alike
-from inference_econ.serving.load.engine import DEFAULT_ENGINE
-from inference_econ.serving.load.simulate import _Watch
-from inference_econ.serving.load.targets import Targets
+from inference_econ.load.arrivals import make_traffic
+from inference_econ.load.deployment import Deployment, rejects_alike
+from inference_econ.load.engine import DEFAULT_ENGINE
+from inference_econ.load.simulate import _Watch
+from inference_econ.load.targets import Targets
 from inference_econ.serving.setting import make_setting
 
 

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 import inference_econ as ie
 from inference_econ.cli import main
 from inference_econ.specs.engine import load_engine
-from inference_econ.studies.measured import calibration, predicting
-from inference_econ.studies.measured import replay as rp
-from inference_econ.studies.measured.reading import load_measured
+from inference_econ.measured import calibration, predicting
+from inference_econ.measured import replay as rp
+from inference_econ.measured.reading import load_measured
 
 DATA = Path(__file__).parent / "data"
 TRAIN = DATA / "benchmarks_train.csv"  # the project's validation set (590 public results)
@@ -233,7 +233,7 @@ def test_the_ideal_engine_tunes_its_step_budget_under_latency_limits(tmp_path):
     and TPOT 100 ms: 25,753.8 tok/s. A fixed 8,192-token step (~0.12 s of FP8 arithmetic on
     this card) broke the TPOT limit and held the refined bound to 24,291 (beaten by 6 %); the
     ideal engine tries smaller steps too (one simulation here, 2,048 tokens: ~36,650)."""
-    from inference_econ.studies.measured import replay
+    from inference_econ.measured import replay
 
     lines = (DATA / "benchmarks_test_mlperf_newer.csv").read_text().splitlines()
     assert "D75E-4U_H200-NVL-141GBx4_TRT/llama3.1-8b/Server" in lines[758]
@@ -542,7 +542,7 @@ def test_the_priors_are_data_with_units_and_sources(tmp_path):
     assert (hbm.mean, hbm.sd, hbm.lower, hbm.upper) == (0.85, 0.10, 0.5, 0.95)
     assert "BabelStream" in hbm.source
     assert groups["engine"][0].term == "step_time_scale"
-    shipped = Path(calibration.__file__).parents[3] / "priors" / "calibration.yaml"
+    shipped = Path(calibration.__file__).parents[2] / "priors" / "calibration.yaml"
     text = shipped.read_text()
     bad = tmp_path / "priors.yaml"
     bad.write_text(text.replace("unit: seconds", "unit: milliseconds", 1))

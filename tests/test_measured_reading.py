@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from inference_econ.errors import SpecError
-from inference_econ.studies.measured import predicting
-from inference_econ.studies.measured import semantics as sem
-from inference_econ.studies.measured.reading import load_measured
+from inference_econ.measured import predicting
+from inference_econ.measured import semantics as sem
+from inference_econ.measured.reading import load_measured
 
 DATA = Path(__file__).parent / "data"
 V50 = DATA / "benchmarks_train_mlperf_v50.csv"  # MLPerf Inference v5.0, closed division
@@ -486,7 +486,7 @@ def test_hardware_strings(tmp_path):
     ],
 )
 def test_engine_version_and_platform(notes, hardware, engine, expected):
-    from inference_econ.studies.measured.reading import _hardware
+    from inference_econ.measured.reading import _hardware
 
     gpu = _hardware(hardware)[0]
     row = {"notes": notes, "hardware": hardware, "engine": engine}
@@ -575,7 +575,7 @@ def test_405b_prompts_truncated_at_the_longest_sample_reproduce_its_99th_percent
     unbounded mu = ln 9428.64 - sigma^2/2 = 9.066192, p99 = exp(mu + 2.32635 sigma) = 22,633."""
     from scipy.special import ndtr, ndtri
 
-    from inference_econ.serving.load.lengths import Lengths, truncated_mu
+    from inference_econ.load.lengths import Lengths, truncated_mu
 
     b = sem.benchmarks()["llama3.1-405b"]
     assert (b.input_max, b.output_max) == (19988.0, 1830.0)
@@ -617,7 +617,7 @@ def test_a_rows_mlperf_lengths_carry_the_datasets_maxima_into_the_replayed_run()
     assert (got.input_max, got.output_max) == (math.inf, 1830.0)
     assert sem.lengths_of("2000", "500", None).input_max == math.inf
     # the replayed traffic is drawn under the bound
-    from inference_econ.studies.measured import replay as rp
+    from inference_econ.measured import replay as rp
 
     case = rp.LoadCase(
         None, 8, 1, 1, 1, None, (9428.64, 4066.94), (684.68, 260.78), "offline",

@@ -107,7 +107,7 @@ def test_a_study_states_the_context_and_price_basis_every_cell_used(tmp_path, he
     study the --help example wrote once per session, read back from its cache)."""
     import shutil
 
-    from inference_econ.output.study_run import study_metadata
+    from inference_econ.runs.study_run import study_metadata
 
     folder, _ = help_example_runs
     shutil.copytree(folder / "out" / "study", tmp_path / "out")
@@ -205,7 +205,7 @@ def test_an_exports_figures_are_the_engine_it_launches():
 
     from inference_econ import api
     from inference_econ.errors import InfeasibleError
-    from inference_econ.output.engine_configs import render
+    from inference_econ.export.engine_configs import render
 
     common = dict(engine="vllm", gpus=8, batch=64, prompt_tokens=1000, output_tokens=300)
     plain = api.export("Llama 3.3 70B", "H100", weight_bits=8, **common)

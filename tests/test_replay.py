@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 
 from inference_econ.model.assumptions import preset
-from inference_econ.serving.load.arrivals import Arrivals
-from inference_econ.serving.load.engine import EngineConfig, build_instance
-from inference_econ.serving.load.simulate import simulate
-from inference_econ.serving.load.targets import Targets
+from inference_econ.load.arrivals import Arrivals
+from inference_econ.load.engine import EngineConfig, build_instance
+from inference_econ.load.simulate import simulate
+from inference_econ.load.targets import Targets
 from inference_econ.serving.prefill import prefill_latency_s
 from inference_econ.serving.setting import make_setting
 from inference_econ.specs.catalog import resolve_system_name
 from inference_econ.specs.engine import load_engine, select_engine
 from inference_econ.specs.hardware import load_hardware
-from inference_econ.studies.measured import predicting as pr
-from inference_econ.studies.measured import replay as rp
-from inference_econ.studies.measured.reading import load_measured
+from inference_econ.measured import predicting as pr
+from inference_econ.measured import replay as rp
+from inference_econ.measured.reading import load_measured
 
 DATA = Path(__file__).resolve().parent / "data"
 HEADER = (
@@ -670,7 +670,7 @@ def test_an_mlperf_rows_throughput_counts_its_runs_drain(tmp_path, small_runs):
     assert whole <= steady and whole > 0.8 * steady
     # the shortcut: a run of 1,000 extended by its steady middle to 2,000 requests, against
     # the run of 2,000 itself
-    from inference_econ.serving.load.simulate import simulate as sim
+    from inference_econ.load.simulate import simulate as sim
 
     def run(n):
         s = rp.traffic_of(offline, n).stream()

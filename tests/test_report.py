@@ -147,7 +147,7 @@ def test_scenario_report(tmp_path):
 
 def test_the_combined_report_keeps_figure_2():
     from inference_econ.output.report import render, scenario_section
-    from inference_econ.output.runner import run_scenario
+    from inference_econ.runs.runner import run_scenario
 
     text = render([scenario_section(run_scenario("paper/figure-2"))], "all")
     fig = figure_json(text)

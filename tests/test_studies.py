@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
-from inference_econ.output import study_run
+from inference_econ.runs import study_run
 from inference_econ.studies import study as study_module
 from inference_econ.studies.study import expand, load_study, study_from_dict
 
@@ -360,7 +360,7 @@ def test_batches_keep_cells_sharing_passes_together_and_split_the_work():
 
 def test_the_summary_table_does_not_import_matplotlib():
     code = (
-        "import sys; import inference_econ.output.study_plots, inference_econ.output.study_run; "
+        "import sys; import inference_econ.output.study_plots, inference_econ.runs.study_run; "
         "assert 'matplotlib' not in sys.modules, 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

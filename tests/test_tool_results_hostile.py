@@ -1,4 +1,4 @@
-"""Hostile benchmark tools' result files (``studies/measured/tool_results.py``): the files of
+"""Hostile benchmark tools' result files (``measured/tool_results.py``): the files of
 tests/data/benchmark_results/ (written by ``vllm bench serve`` and ``aiperf profile``) with
 one field changed. A field of the wrong JSON type (text, a list, an object where a number or
 a section is) is the file's error: one line naming the file and the field, exit 2, never a
@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from inference_econ.cli import main
 from inference_econ.errors import SpecError
-from inference_econ.studies.measured.reading import load_measured
+from inference_econ.measured.reading import load_measured
 
 RESULTS = Path(__file__).parent / "data" / "benchmark_results"
 VLLM_CONCURRENCY = json.loads((RESULTS / "vllm-bench-concurrency.json").read_text())

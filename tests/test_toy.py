@@ -90,7 +90,7 @@ def test_toy_frontier_of_a_mixture_of_experts():
 
 
 def test_figure_2_key_points_are_the_law_against_the_measured_latencies():
-    from inference_econ.output.runner import law_points
+    from inference_econ.runs.runner import law_points
     from inference_econ.studies.scenario import load_scenario
 
     table = law_points(load_scenario("paper/figure-2").measured)

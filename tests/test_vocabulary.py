@@ -9,8 +9,8 @@ import pytest
 
 import inference_econ as ie
 from inference_econ import columns
-from inference_econ.serving.load.arrivals import make_traffic
-from inference_econ.serving.load.deployment import Deployment, simulate_deployment
+from inference_econ.load.arrivals import make_traffic
+from inference_econ.load.deployment import Deployment, simulate_deployment
 from inference_econ.serving.requests import request
 from inference_econ.serving.setting import make_setting
 

@@ -58,7 +58,7 @@ def compare_measured(csv, assumptions, engine, figure, format, out, quiet):
     from ..output.render import render
     from ..serving.intervals import figures_line
     from ..specs.catalog import display_path
-    from ..studies.measured import predicting as ms
+    from ..measured import predicting as ms
 
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
     result = ms.compare(csv, assumptions, engine, progress=Progress(quiet, every_s=10.0))
@@ -162,8 +162,8 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
     from ..output.render import render
     from ..specs.catalog import display_path
     from ..specs.engine import load_engine
-    from ..studies.measured.calibration import calibrate as fit
-    from ..studies.measured.calibration import calibrated_yaml
+    from ..measured.calibration import calibrate as fit
+    from ..measured.calibration import calibrated_yaml
 
     start = time.perf_counter()
 

@@ -111,8 +111,8 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
                   --gpus 8 --batch 64 --prompt-tokens 2000 --output-tokens 500
     """
     from .. import api
-    from ..output.benchmark_commands import benchmark_text
-    from ..output.engine_configs import render
+    from ..export.benchmark_commands import benchmark_text
+    from ..export.engine_configs import render
 
     names = [h.strip() for item in hardware for h in item.split(",") if h.strip()]
     said = given(click.get_current_context())
@@ -178,7 +178,7 @@ def _workers_table(plan, fmt: str) -> str:
 
     import pandas as pd
 
-    from ..output.engine_configs import plan_record
+    from ..export.engine_configs import plan_record
     from ..output.render import render
 
     record = plan_record(plan)

@@ -101,7 +101,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
     """
     from ..output.files import check_folder, check_output
     from ..output.render import render
-    from ..output.runner import run_scenario
+    from ..runs.runner import run_scenario
     from ..serving.decode import DETAIL_COLUMNS
     from ..studies.tables import run_table
 
@@ -172,7 +172,7 @@ def _reproduce_all(
     import pandas as pd
 
     from ..output.render import render
-    from ..output.runner import run_scenario
+    from ..runs.runner import run_scenario
     from ..studies.tables import TOLERANCE, deviations, matches_paper
 
     written, summary, runs = [], [], []
@@ -231,7 +231,7 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
     Example:  inference-econ run examples/scenario.yaml --out out/ --html
     """
     from ..output.render import render
-    from ..output.runner import run_scenario
+    from ..runs.runner import run_scenario
 
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/NAME.html)")
@@ -313,7 +313,7 @@ def _load_observations(name):
 
 def _left_out(result, offers) -> None:
     """Say which offers were not drawn because no curve serves their model."""
-    from ..output.runner import curve_models
+    from ..runs.runner import curve_models
     from ..studies.observations import load_observations, overlay_points
 
     if offers is None and result.scenario.observations:

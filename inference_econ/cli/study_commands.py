@@ -54,7 +54,7 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
     from ..api import study as run
     from ..errors import plural
     from ..output.study_plots import infeasible_note, summary_table
-    from ..output.study_run import study_metadata
+    from ..runs.study_run import study_metadata
 
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/report.html)")
@@ -151,7 +151,7 @@ def report(source, out, compare, max_points, where, quiet):
     if Path(source).is_dir():
         section = study_section(source, compare, _where(where))
     else:
-        from ..output.runner import run_scenario
+        from ..runs.runner import run_scenario
         from ..studies.scenario import load_scenario
 
         scenario = load_scenario(source)

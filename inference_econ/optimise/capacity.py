@@ -32,12 +32,12 @@ from ..serving.intervals import (
     inverse_intervals,
     load_intervals,
 )
-from ..serving.load.arrivals import Traffic
-from ..serving.load.deployment import Deployment, Pool, count_intervals
-from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
-from ..serving.load.failures import Failures, expected_capacity
-from ..serving.load.results import LoadResult
-from ..serving.load.targets import Targets
+from ..load.arrivals import Traffic
+from ..load.deployment import Deployment, Pool, count_intervals
+from ..load.engine import DEFAULT_ENGINE, EngineConfig
+from ..load.failures import Failures, expected_capacity
+from ..load.results import LoadResult
+from ..load.targets import Targets
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
 from .frontier import pareto_indices

@@ -31,10 +31,10 @@ import pandas as pd
 
 from ..errors import InfeasibleError, SpecError
 from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
-from ..serving.load.arrivals import Traffic
-from ..serving.load.demand import DemandCurve
-from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
-from ..serving.load.targets import Targets
+from ..load.arrivals import Traffic
+from ..load.demand import DemandCurve
+from ..load.engine import DEFAULT_ENGINE, EngineConfig
+from ..load.targets import Targets
 from ..serving.setting import Setting, price_gpu
 from ..specs.bases import PriceBasis
 from .capacity import knee_rows

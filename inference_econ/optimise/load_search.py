@@ -21,8 +21,8 @@ import pandas as pd
 
 from .. import settings as table
 from ..errors import SpecError
-from ..serving.load.arrivals import Traffic
-from ..serving.load.deployment import (
+from ..load.arrivals import Traffic
+from ..load.deployment import (
     Deployment,
     Pool,
     rate_estimate,
@@ -31,9 +31,9 @@ from ..serving.load.deployment import (
     simulate_deployment,
     simulate_prefill_pool,
 )
-from ..serving.load.engine import DEFAULT_ENGINE, EngineConfig
-from ..serving.load.results import LoadResult
-from ..serving.load.targets import Targets
+from ..load.engine import DEFAULT_ENGINE, EngineConfig
+from ..load.results import LoadResult
+from ..load.targets import Targets
 from ..serving.setting import Setting
 from .optimiser import GRID_MEMORY_SHARE, available_memory_bytes
 

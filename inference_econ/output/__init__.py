@@ -1,2 +1,2 @@
-"""Output: tables rendered as text/CSV/JSON/Markdown, figures, files written atomically, and
-the scenario runner that ties them together."""
+"""Output: tables rendered as text/CSV/JSON/Markdown, figures and reports, and files written
+atomically."""

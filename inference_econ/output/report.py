@@ -543,7 +543,7 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
 
 def read_manifest(path: Path) -> dict:
     """A study's ``study.json`` through the input boundary, checked for the shape the report
-    reads (``output.study_run.manifest`` writes it): anything else is one error naming the
+    reads (``runs.study_run.manifest`` writes it): anything else is one error naming the
     file and the field, never a traceback from deep inside the report."""
     fix = "run 'inference-econ study FILE --out DIR' first"
     if not os.path.lexists(path):
@@ -903,7 +903,7 @@ def _short(value) -> str:
 
 
 def scenario_section(result) -> Section:
-    """The section of a scenario run (``output.runner.RunResult``): its frontiers in the
+    """The section of a scenario run (``runs.runner.RunResult``): its frontiers in the
     colours and line styles of its PNG figures, or its square-root law (paper Figure 2)."""
     import dataclasses
 

@@ -32,6 +32,7 @@ from ..model.mixed_step import EngineLayout, mixed_step_s
 from ..model.values import Floats
 from ..model.workload import compile_workload
 from ..specs.schema import check_number
+from ..specs.engine import IDEAL_STEP_TOKEN_BUDGET
 from .intervals import (
     LEVELS,
     add_intervals,
@@ -40,7 +41,6 @@ from .intervals import (
     interval_columns,
     nested_ends,
 )
-from .load.engine import DEFAULT_ENGINE
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
 from .setting import Setting, whole_batch_kv_note
@@ -212,12 +212,12 @@ def colocated_prompt(
     """The steps of the load engine (docs/model.md §E1, `simulate`'s) that prefill one prompt
     beside ``batch`` decoding requests on the decode layout ``on_layout`` (p, divisor, 2-D):
     the prompt is cut into chunks of what the step's token budget leaves beside the decodes
-    (``DEFAULT_ENGINE.step_token_budget``), each a mixed step at the context already
+    (``IDEAL_STEP_TOKEN_BUDGET``), each a mixed step at the context already
     prefilled."""
     p, adiv, two = on_layout
     layout = EngineLayout(gpus, p, adiv, two)
     pre = prefill_step_model(setting.model, setting.gpu, setting.assumptions).work
-    room = max(DEFAULT_ENGINE.step_token_budget - batch, 1.0)
+    room = max(IDEAL_STEP_TOKEN_BUDGET - batch, 1.0)
     sizes = [size for size, _ in engine_chunks(float(prompt_tokens), room)]
     done = np.concatenate([[0.0], np.cumsum(sizes)[:-1]])
     context = float(prompt_tokens) + float(output_tokens) / 2.0

@@ -416,7 +416,7 @@ def bound_of_tokens(setting: Setting, tokens_per_step) -> np.ndarray:
 def bound_on(gpu, weight_bits: float, tokens_per_step) -> np.ndarray:
     """Memory- or compute-bound, by the tokens a step processes against the GPU's ridge point
     (FLOP/s per weight byte read, at the weights' precision): the rule the residuals are
-    labelled with (``studies.measured.intervals.regime``)."""
+    labelled with (``measured.intervals.regime``)."""
     bits = float(weight_bits)
     ridge = gpu.peak_flop_per_s(bits) * (bits / 8.0) / (2.0 * gpu.hbm_bandwidth_bytes_per_s)
     return np.where(np.asarray(tokens_per_step, dtype=float) >= ridge, "compute", "memory")

@@ -277,10 +277,17 @@ FractionOf = Literal["free", "total"]
 FRACTION_OF: tuple[FractionOf, ...] = get_args(FractionOf)
 
 
+#: The ideal engine's scheduler (no engine profile): concurrent requests and tokens per step,
+#: decode tokens plus prompt tokens (vLLM V1's defaults, ``max_num_seqs`` and
+#: ``max_num_batched_tokens``). The load engine's ``EngineConfig`` and the prefill beside
+#: decoding of a disaggregated pool read them here.
+IDEAL_MAX_BATCH_REQUESTS = 256
+IDEAL_STEP_TOKEN_BUDGET = 2048
+
 #: Platforms a profile runs on.
 Platform = Literal["cuda", "rocm", "any"]
 PLATFORMS: tuple[Platform, ...] = get_args(Platform)
-#: How a scheduler admits a request (docs/model.md §E3; serving.load.engine runs it):
+#: How a scheduler admits a request (docs/model.md §E3; load.engine runs it):
 #: ``recompute`` when the KV cache holds its prompt, preempting the request admitted last when
 #: the cache fills (vLLM, SGLang); ``no_evict`` only when the cache holds its prompt and every
 #: token it will generate, on top of what the running requests will reach, so nothing is ever

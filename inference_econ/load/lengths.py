@@ -19,8 +19,8 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from ...errors import SpecError
-from ...specs.schema import check_number
+from ..errors import SpecError
+from ..specs.schema import check_number
 
 LengthsKind = Literal["fixed", "uniform", "lognormal", "trace"]
 KINDS: tuple[LengthsKind, ...] = get_args(LengthsKind)

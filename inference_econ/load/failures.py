@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import settings as table
+from .. import settings as table
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,10 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from ...errors import SpecError, plural
-from ...settings import check_each, option
-from ...specs.inputs import LeftOut, csv_rows, left_out, row_cells
-from ...specs.schema import check_number
+from ..errors import SpecError, plural
+from ..settings import check_each, option
+from ..specs.inputs import LeftOut, csv_rows, left_out, row_cells
+from ..specs.schema import check_number
 from .lengths import MAX_TOKENS, Lengths, parse_lengths
 
 TRACE_COLUMNS = ("arrival_time_s", "prompt_tokens", "output_tokens")

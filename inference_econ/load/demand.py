@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SpecError, plural
-from ...settings import option
-from ...specs.inputs import LeftOut, csv_rows, left_out, row_cells
-from ...specs.schema import check_number
+from ..errors import SpecError, plural
+from ..settings import option
+from ..specs.inputs import LeftOut, csv_rows, left_out, row_cells
+from ..specs.schema import check_number
 
 COLUMNS = ("hour", "requests_per_s")
 #: Most hours a curve may hold (ten years): every hour is a row of the plan.

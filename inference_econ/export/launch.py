@@ -4,7 +4,7 @@ frontier point, a capacity plan or a disaggregated plan, each worker's memory ch
 its engine's profile before anything is written (``serving.memory``).
 
 The engines' own command lines and files are rendered from a ``LaunchPlan`` by
-``output.engine_configs``; the benchmark that reproduces the load by ``output.benchmark_commands``.
+``export.engine_configs``; the benchmark that reproduces the load by ``export.benchmark_commands``.
 """
 
 from __future__ import annotations
@@ -382,12 +382,12 @@ def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load
     admission and prompt scheduling), each sending its next request of the load's fixed
     lengths when its last finishes: the benchmark a point plan writes (docs/model.md §E1)."""
     from ..model.mixed_step import EngineLayout
-    from ..serving.load.arrivals import Traffic
-    from ..serving.load.engine import EngineConfig, build_instance
-    from ..serving.load.lengths import Lengths
-    from ..serving.load.results import summarise
-    from ..serving.load.simulate import simulate
-    from ..serving.load.targets import Targets
+    from ..load.arrivals import Traffic
+    from ..load.engine import EngineConfig, build_instance
+    from ..load.lengths import Lengths
+    from ..load.results import summarise
+    from ..load.simulate import simulate
+    from ..load.targets import Targets
 
     p, t, dp, _ = degrees
     layout = EngineLayout(p * t, p, float(max(int(dp), 1)))
@@ -435,7 +435,7 @@ def capacity_plan(
     Poisson rate and lengths against its targets."""
     import numpy as np
 
-    from ..serving.load.deployment import instance_for, offered_load, reference_context
+    from ..load.deployment import instance_for, offered_load, reference_context
 
     setting, d, r = capacity.setting, capacity.deployment, capacity.result
     if setting.spec is not None:

@@ -14,11 +14,11 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from ...errors import InfeasibleError, SpecError, plural
-from ...model.mixed_step import EngineLayout
-from ..disaggregation import kv_transfer_s
-from ..intervals import interval_columns, interval_keys, load_intervals, nested_ends
-from ..setting import Setting
+from ..errors import InfeasibleError, SpecError, plural
+from ..model.mixed_step import EngineLayout
+from ..serving.disaggregation import kv_transfer_s
+from ..serving.intervals import interval_columns, interval_keys, load_intervals, nested_ends
+from ..serving.setting import Setting
 from .arrivals import Arrivals, Traffic
 from .engine import (
     DEFAULT_ENGINE,

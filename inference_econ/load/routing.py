@@ -25,7 +25,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from ...errors import SpecError
+from ..errors import SpecError
 
 RouterPolicy = Literal["random", "round_robin", "least_outstanding", "prefix_aware"]
 ROUTERS: tuple[RouterPolicy, ...] = get_args(RouterPolicy)

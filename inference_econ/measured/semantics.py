@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ...errors import SpecError
-from ...settings import MAX_TOKENS
-from ...specs.engine import BY_TERM, LIMITS_PER_ATTENTION_RANK
+from ..errors import SpecError
+from ..settings import MAX_TOKENS
+from ..specs.engine import BY_TERM, LIMITS_PER_ATTENTION_RANK
 
 # --- metrics ----------------------------------------------------------------------------------
 
@@ -232,7 +232,7 @@ class Lengths:
     prefill_context: float
     label: str
     #: Longest prompt and output, tokens (a dataset's longest sample; inf: unbounded). A
-    #: replayed run draws its lengths from log-normals truncated there (serving/load/lengths).
+    #: replayed run draws its lengths from log-normals truncated there (load/lengths).
     input_max: float = math.inf
     output_max: float = math.inf
     #: Requests the run issues: a ``requests`` column's count (a closed loop's whole run), else
@@ -310,9 +310,9 @@ _LENGTH_FIELDS = {
 @lru_cache(maxsize=1)
 def benchmarks() -> dict[str, Benchmark]:
     """The MLPerf LLM benchmarks of the shipped ``datasets/mlperf.yaml``, by name."""
-    from ...specs.catalog import data_roots
-    from ...specs.schema import check_number
-    from ...specs.yamlfile import load_yaml
+    from ..specs.catalog import data_roots
+    from ..specs.schema import check_number
+    from ..specs.yamlfile import load_yaml
 
     found = (r / "datasets" / "mlperf.yaml" for r in data_roots())
     path = next((p for p in found if p.is_file()), None)
@@ -1086,7 +1086,7 @@ def disaggregation_of(
         return False, None, None
     given = row.get("decode_gpus")
     if not is_missing(given):
-        from ...specs.schema import check_number
+        from ..specs.schema import check_number
 
         value = check_number(number(given), where, "decode_gpus", minimum=1, integer=True)
         if value > gpus:

@@ -1,6 +1,6 @@
 """Benchmarks replayed on the load engine (docs/model.md §F9): every latency of a Server,
 Interactive or closed-loop row, and the throughput of a run whose steady state is not exact,
-comes out of a simulated schedule (serving/load: chunked or whole prompts batched with
+comes out of a simulated schedule (load: chunked or whole prompts batched with
 decoding, queueing, the batch that actually forms), never from the row's limits.
 
 * **Server / Interactive**: the most Poisson load whose p99 TTFT and p99 TPOT meet the row's
@@ -17,7 +17,7 @@ decoding, queueing, the batch that actually forms), never from the row's limits.
 A case (``LoadCase``) is everything a prediction depends on; rows with the same case share
 one simulation. Lengths are drawn the same way every time (seeded): a length with a standard
 deviation is log-normal with that mean and deviation, truncated at the dataset's longest sample
-where it is known (its mean kept: ``serving.load.lengths``) and at the model's context window,
+where it is known (its mean kept: ``load.lengths``) and at the model's context window,
 one without is fixed.
 """
 
@@ -30,19 +30,19 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...errors import InfeasibleError
-from ...model.mixed_step import EngineLayout
-from ...optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
-from ...serving.disaggregation import kv_transfer_s
-from ...serving.load.arrivals import Arrivals, Traffic
-from ...serving.load.deployment import prefill_handoff
-from ...serving.load.engine import EngineConfig, build_instance, layout_search
-from ...serving.load.lengths import Lengths
-from ...serving.load.results import LoadResult, summarise
-from ...serving.load.routing import RouterPolicy
-from ...serving.load.simulate import simulate
-from ...serving.load.targets import Targets
-from ...serving.setting import Setting
+from ..errors import InfeasibleError
+from ..model.mixed_step import EngineLayout
+from ..optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
+from ..serving.disaggregation import kv_transfer_s
+from ..load.arrivals import Arrivals, Traffic
+from ..load.deployment import prefill_handoff
+from ..load.engine import EngineConfig, build_instance, layout_search
+from ..load.lengths import Lengths
+from ..load.results import LoadResult, summarise
+from ..load.routing import RouterPolicy
+from ..load.simulate import simulate
+from ..load.targets import Targets
+from ..serving.setting import Setting
 
 #: Requests one instance serves in a Server run of the load search: enough for the run's
 #: middle arrival to come ``FILL_TIMES`` times the time a request spends in the engine after
@@ -178,7 +178,7 @@ class Outcome:
 
 def lengths_of(mean: float, sd: float, cap: float) -> Lengths:
     """A fixed length, or a log-normal one of this mean and standard deviation, truncated at
-    ``cap`` tokens with its mean kept (``serving.load.lengths.truncated_mu``)."""
+    ``cap`` tokens with its mean kept (``load.lengths.truncated_mu``)."""
     if sd <= 0 or mean <= 1:
         return Lengths("fixed", float(max(1, round(mean))))
     sigma = math.sqrt(math.log1p((sd / mean) ** 2))

@@ -17,18 +17,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import InfeasibleError, SpecError
-from ...model.latency import StepModel, prefill_step_model
-from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
-from ...model.workload import Workload, compile_workload
-from ...specs.engine import (
+from ..errors import InfeasibleError, SpecError
+from ..model.latency import StepModel, prefill_step_model
+from ..model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
+from ..model.workload import Workload, compile_workload
+from ..specs.engine import (
     ADMISSIONS,
+    IDEAL_MAX_BATCH_REQUESTS,
+    IDEAL_STEP_TOKEN_BUDGET,
     LIMITS_PER_ATTENTION_RANK,
     PREFILL_MODES,
     Admission,
     PrefillMode,
 )
-from ..setting import Setting
+from ..serving.setting import Setting
 from .speculation import DraftEngine, SpecSchedule, draft_engine, resident_draft
 
 if TYPE_CHECKING:
@@ -41,8 +43,8 @@ class EngineConfig:
     step, decode tokens plus prompt tokens (``max_num_batched_tokens``); how requests are
     admitted (``ADMISSIONS``) and how prompts are scheduled (``PREFILL_MODES``)."""
 
-    max_batch_requests: int = 256
-    step_token_budget: int = 2048
+    max_batch_requests: int = IDEAL_MAX_BATCH_REQUESTS
+    step_token_budget: int = IDEAL_STEP_TOKEN_BUDGET
     admission: Admission = "recompute"
     prefill: PrefillMode = "chunked"
     #: Speculation (with a draft or draft heads, §E8): switched off above this many running

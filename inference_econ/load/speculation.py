@@ -31,14 +31,14 @@ from typing import Literal, get_args, overload
 
 import numpy as np
 
-from ...errors import InfeasibleError
-from ...model.assumptions import Assumptions
-from ...model.efficiency import host_overhead_s
-from ...model.latency import StepModel
-from ...model.mixed_step import EngineLayout, StepTable, candidate_layouts
-from ...model.workload import Workload
-from ...specs.hardware import GPU
-from ..speculative import Cycle, DraftHeads, SpecDecoding
+from ..errors import InfeasibleError
+from ..model.assumptions import Assumptions
+from ..model.efficiency import host_overhead_s
+from ..model.latency import StepModel
+from ..model.mixed_step import EngineLayout, StepTable, candidate_layouts
+from ..model.workload import Workload
+from ..specs.hardware import GPU
+from ..serving.speculative import Cycle, DraftHeads, SpecDecoding
 
 #: How the engine picks its cycle at a batch (module docstring).
 SpecSchedule = Literal["fixed", "by_batch"]

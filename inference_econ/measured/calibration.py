@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import settings as table
-from ...errors import InfeasibleError, SpecError, _shown, did_you_mean, expect, plural, warn
-from ...model.assumptions import ACHIEVABLE
-from ...model.efficiency import StepWork, combine
-from ...specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
+from .. import settings as table
+from ..errors import InfeasibleError, SpecError, _shown, did_you_mean, expect, plural, warn
+from ..model.assumptions import ACHIEVABLE
+from ..model.efficiency import StepWork, combine
+from ..specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
 from . import predicting as pr
 from .reading import MeasuredRow, load_measured
 from .semantics import publication
@@ -72,9 +72,9 @@ def load_priors(path: str | Path | None = None) -> dict[str, tuple[Prior, ...]]:
     ``priors/calibration.yaml`` (or ``path``): physics and micro-benchmarks, set before any fit.
     Each term's unit must be its unit in ``specs.engine.TERMS``, its mean inside its bounds and
     its SD positive; errors name the file and the field."""
-    from ...specs.catalog import data_roots
-    from ...specs.schema import check_number
-    from ...specs.yamlfile import load_yaml
+    from ..specs.catalog import data_roots
+    from ..specs.schema import check_number
+    from ..specs.yamlfile import load_yaml
 
     if path is None:
         found = (r.joinpath(*PRIORS_FILE) for r in data_roots())
@@ -953,7 +953,7 @@ def report_left_out(source: str, rows, engine_left_out=(), collective=None) -> N
     """Warn of every row of ``source`` calibration leaves out: one line per row it cannot use
     with its reason (``MAX_ROW_WARNINGS`` of them, then one line counting the rest with their
     lines), and one line per kind of row it does not use by design (``rows_not_used``)."""
-    from ...specs.inputs import MAX_ROW_WARNINGS
+    from ..specs.inputs import MAX_ROW_WARNINGS
 
     unusable, kinds = rows_not_used(rows, engine_left_out, collective)
     shown = _shown(source)

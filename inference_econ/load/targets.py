@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import SpecError, short
+from ..errors import SpecError, short
 
 #: MLPerf Inference's Llama 2 70B limits (p99 TTFT, p99 TPOT), seconds.
 MLPERF_SERVER = (2.0, 0.2)

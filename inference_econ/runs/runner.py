@@ -24,14 +24,14 @@ from ..serving.toy import square_root_law
 from ..specs.architecture import load_model
 from ..specs.hardware import load_hardware
 from ..specs.inputs import Rows
-from ..studies.measured.reading import load_overlay_points
+from ..measured.reading import load_overlay_points
 from ..studies.observations import load_observations, overlay_points
 from ..studies.scenario import Scenario, load_scenario
 from ..studies.tables import columns_for, run_table, scenario_metadata
-from . import plots
-from .files import check_folder, write_atomic
-from .render import render
-from .style import line_style, speculates
+from ..output import plots
+from ..output.files import check_folder, write_atomic
+from ..output.render import render
+from ..output.style import line_style, speculates
 
 KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...errors import SpecError, short
-from ...specs.inputs import NotJSON, parse_json, read_json, read_text
+from ..errors import SpecError, short
+from ..specs.inputs import NotJSON, parse_json, read_json, read_text
 
 #: How far up from a result file a plan.json is looked for (aiperf writes into a subfolder).
 PLAN_LEVELS = 3

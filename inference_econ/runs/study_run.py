@@ -34,8 +34,8 @@ from ..studies.study import (
     study_from_dict,
     tables,
 )
-from .files import check_owned, write_atomic
-from .render import csv_chunks
+from ..output.files import check_owned, write_atomic
+from ..output.render import csv_chunks
 
 TABLES = ("key_points", "frontiers")
 
@@ -270,8 +270,8 @@ def _model_facts(arch) -> dict:
 
 def write_study(result: StudyResult, folder: Path, progress=None) -> list[Path]:
     """The tables, ``study.json`` and the summary figure of a study, into ``folder``."""
-    from . import study_plots
-    from .plots import save
+    from ..output import study_plots
+    from ..output.plots import save
 
     meta = study_metadata(result)
     written = write_table(result.key_points, folder / "key_points", progress, meta)

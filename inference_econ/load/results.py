@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...errors import InfeasibleError
-from ...model.economics import usd_per_mtok
-from ..intervals import load_intervals
-from ..setting import Setting, requests_metadata
+from ..errors import InfeasibleError
+from ..model.economics import usd_per_mtok
+from ..serving.intervals import load_intervals
+from ..serving.setting import Setting, requests_metadata
 from .arrivals import CLOSED_LOOP, Traffic
 from .engine import EngineConfig, Instance
 from .routing import RouterPolicy
@@ -621,7 +621,7 @@ def _energy(setting: Setting, gpus: int, output_tokens_per_s: float, busy: float
     """The energy fields of a run (§G2) from what the engine measured: over the window the
     tensor cores work ``mfu / sustained fraction`` of the time, HBM streams the rest of the
     busy time, and the GPUs idle between steps."""
-    from ..energy import energy_columns
+    from ..serving.energy import energy_columns
 
     compute = min(mfu / setting.gpu.sustained_flop_fraction, busy)
     cols = energy_columns(

@@ -3,7 +3,7 @@ command lines replaying the plan's load (its Poisson rate, or a closed loop of i
 lengths and latency targets, with the plan's expected figures beside them (benchmark.md).
 
 The result files they write are read back by ``compare-measured`` and ``calibrate``
-(``studies.measured.tool_results``): vLLM's carries the plan through ``--metadata``; aiperf's
+(``measured.tool_results``): vLLM's carries the plan through ``--metadata``; aiperf's
 is matched to the ``plan.json`` the export writes beside it.
 """
 

@@ -29,15 +29,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...errors import InfeasibleError, SpecError
-from ...model.assumptions import Assumptions, preset
-from ...model.efficiency import StepWork, concatenate
-from ...model.latency import StepModel, prefill_step_model, stated_experts
-from ...model.mixed_step import EngineLayout, mixed_step_s, mixed_step_work
-from ...model.workload import compile_workload
-from ...serving.load.engine import EngineConfig
-from ...serving.setting import Setting
-from ...specs.engine import (
+from ..errors import InfeasibleError, SpecError
+from ..model.assumptions import Assumptions, preset
+from ..model.efficiency import StepWork, concatenate
+from ..model.latency import StepModel, prefill_step_model, stated_experts
+from ..model.mixed_step import EngineLayout, mixed_step_s, mixed_step_work
+from ..model.workload import compile_workload
+from ..load.engine import EngineConfig
+from ..serving.setting import Setting
+from ..specs.engine import (
     RUNTIME_UNKNOWN_HOST_OVERHEAD_EXPOSED,
     EngineProfile,
     load_engine,
@@ -589,7 +589,7 @@ def budget_batch(budget: float, n_in: float, n_out: float, mixed: bool) -> float
     ``max_num_batched_tokens``), so where prompts share the steps (``mixed``: whole or chunked
     prefill) ``D`` decoding requests, finishing D/n_out a step, need D·n_in/n_out prompt tokens a
     step beside their own D: D·(n_out + n_in)/n_out <= budget, the load engine's steady bound
-    (``serving/load/engine.py``, ``steady_step_s``). Prompts in steps of their own (or
+    (``load/engine.py``, ``steady_step_s``). Prompts in steps of their own (or
     prefilled elsewhere): D <= budget."""
     if not mixed:
         return budget
@@ -1113,9 +1113,9 @@ def predict_micro(row: MeasuredRow, base: Assumptions, engine=None) -> float:
     model (NCCL's own protocols: no engine kernels), GEMM TFLOPS and streaming TB/s. The
     ideal presets' bound is the datasheet (their sustained fractions are assumptions about
     whole models, not kernel limits); the achievable preset uses §F1-§F2 and §F6."""
-    from ...model.collectives import ALLREDUCE, CollectiveCost, measured_protocols, protocols_for
-    from ...model.efficiency import size_factor
-    from ...model.machine import Machine
+    from ..model.collectives import ALLREDUCE, CollectiveCost, measured_protocols, protocols_for
+    from ..model.efficiency import size_factor
+    from ..model.machine import Machine
 
     gpu, q = row.gpu, row.metric.quantity
     # micro-benchmarks measure kernels and libraries, not a scheduler: the terms of the profile
@@ -1160,7 +1160,7 @@ def compare(path, assumptions="paper", engine=None, progress=None):
     """Every row of a measured CSV with the model's prediction: ``Comparison``.
     ``progress(message)``: called as the rows the load engine simulates are predicted (a
     whole MLPerf file takes tens of minutes)."""
-    from ...specs.collector import gc_frozen
+    from ..specs.collector import gc_frozen
     from .reading import load_measured
 
     rows = load_measured(path)
@@ -1179,7 +1179,7 @@ def _compared(path, rows, assumptions, engine):
 
     base = preset(assumptions)
     if engine is not None and base.engine is None:
-        from ...errors import SpecError
+        from ..errors import SpecError
 
         raise SpecError(
             "argument",

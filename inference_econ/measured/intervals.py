@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...serving import intervals as iv
+from ..serving import intervals as iv
 
 #: The batch an engine forms on offline and served rows, requests per instance (about a
 #: thousand requests per node, half of them decoding): the regime rule's assumption.

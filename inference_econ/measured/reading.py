@@ -24,15 +24,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import SpecError
-from ...model.economics import usd_per_mtok_at_throughput
-from ...settings import MAX_GPUS, option
-from ...specs.architecture import Architecture, load_model
-from ...specs.catalog import find, is_host_part, resolve_system_name
-from ...specs.collector import gc_paused
-from ...specs.engine import select_engine
-from ...specs.hardware import GPU, load_hardware
-from ...specs.inputs import (
+from ..errors import SpecError
+from ..model.economics import usd_per_mtok_at_throughput
+from ..settings import MAX_GPUS, option
+from ..specs.architecture import Architecture, load_model
+from ..specs.catalog import find, is_host_part, resolve_system_name
+from ..specs.collector import gc_paused
+from ..specs.engine import select_engine
+from ..specs.hardware import GPU, load_hardware
+from ..specs.inputs import (
     Rows,
     csv_rows,
     file_path,
@@ -41,7 +41,7 @@ from ...specs.inputs import (
     row_cells,
     too_many_cells,
 )
-from ...specs.schema import check_number
+from ..specs.schema import check_number
 from . import semantics as sem
 
 REQUIRED = ("model", "hardware", "n_gpus", "metric", "value", "unit")
