@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import compare_output, computed_with, fail, measured_rows  # noqa: E402
 from measured_validation import KINDS, by_kind, resolved_share, stats  # noqa: E402
 
-from inference_econ.output.render import render  # noqa: E402
 from inference_econ.measured import predicting as pr  # noqa: E402
+from inference_econ.output.render import render  # noqa: E402
 
 COLUMNS = {"row", "measured", "predicted", "status", "kind"}
 GOAL_MEDIAN, GOAL_P90, GOAL_RESOLVED = 0.12, 0.35, 0.85

@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import compare_output, fail, measured_rows, write_csv  # noqa: E402
 from measured_validation import KINDS  # noqa: E402  (the kinds of figure by quantity)
 
-from inference_econ.serving import intervals as iv  # noqa: E402
 from inference_econ.measured import predicting as pr  # noqa: E402
 from inference_econ.measured.intervals import regime  # noqa: E402
+from inference_econ.serving import intervals as iv  # noqa: E402
 
 COLUMNS = {"row", "measured", "predicted", "status", "kind"}
 

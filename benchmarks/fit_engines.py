@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 from measured_validation import TRAIN, fit  # noqa: E402
 
-from inference_econ.specs.catalog import entries  # noqa: E402
 from inference_econ.measured import calibration as cal  # noqa: E402
+from inference_econ.specs.catalog import entries  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "# --- fitted by benchmarks/fit_engines.py (everything below is rewritten) ---"

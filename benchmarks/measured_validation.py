@@ -42,10 +42,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.output.render import render  # noqa: E402
 from inference_econ.measured import calibration as cal  # noqa: E402
 from inference_econ.measured import predicting as pr  # noqa: E402
 from inference_econ.measured.reading import load_measured  # noqa: E402
+from inference_econ.output.render import render  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 TRAIN = DATA / "benchmarks_train.csv"

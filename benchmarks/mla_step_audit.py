@@ -59,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 from aic_tables import fail, read_parquet  # noqa: E402
 
+from inference_econ.measured.predicting import _assumptions_for, _models  # noqa: E402
 from inference_econ.model.assumptions import preset  # noqa: E402
 from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
 from inference_econ.model.latency import total_terms_s  # noqa: E402
@@ -70,7 +71,6 @@ from inference_econ.model.mixed_step import (  # noqa: E402
 from inference_econ.specs.architecture import load_model  # noqa: E402
 from inference_econ.specs.engine import load_engine  # noqa: E402
 from inference_econ.specs.hardware import load_hardware  # noqa: E402
-from inference_econ.measured.predicting import _assumptions_for, _models  # noqa: E402
 
 RANKS = 8
 HIDDEN = 7168

@@ -25,12 +25,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 import inference_econ as ie  # noqa: E402
+from inference_econ.load.targets import MLPERF_INTERACTIVE, MLPERF_SERVER  # noqa: E402
+from inference_econ.measured.semantics import engine_of  # noqa: E402
 from inference_econ.optimise.load_search import knee_of  # noqa: E402
 from inference_econ.output.render import render  # noqa: E402
-from inference_econ.load.targets import MLPERF_INTERACTIVE, MLPERF_SERVER  # noqa: E402
 from inference_econ.specs.catalog import resolve_system_name  # noqa: E402
 from inference_econ.specs.engine import select_engine  # noqa: E402
-from inference_econ.measured.semantics import engine_of  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "mlperf_v4.1_server.csv"
 #: OpenOrca as MLPerf samples it: prompts and answers under 1,024 tokens; answers average 294

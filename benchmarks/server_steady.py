@@ -39,9 +39,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
+from inference_econ.measured import calibration, predicting, replay  # noqa: E402
 from inference_econ.model import achievable, efficiency, mixed_step  # noqa: E402
 from inference_econ.specs import engine as spec_engine  # noqa: E402
-from inference_econ.measured import calibration, predicting, replay  # noqa: E402
 
 #: NVIDIA's harness budgets for Llama 2 70B (requests, tokens per step), by GPU name part: the
 #: counts and sources are in docs/model.md §F9 ("Tried and not taken").

@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 
 from measured_files import fail, measured_rows  # noqa: E402
 
-from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
-from inference_econ.model.mixed_step import mixed_step_work  # noqa: E402
 from inference_econ.load.engine import layout_search  # noqa: E402
 from inference_econ.measured import predicting as pr  # noqa: E402
 from inference_econ.measured import replay as rp  # noqa: E402
 from inference_econ.measured.reading import load_measured  # noqa: E402
+from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
+from inference_econ.model.mixed_step import mixed_step_work  # noqa: E402
 
 TRAIN = Path(__file__).resolve().parent.parent / "tests" / "data" / "benchmarks_train.csv"
 

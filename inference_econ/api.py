@@ -544,9 +544,9 @@ def simulate_load(
     ``trace``; or a closed loop of ``concurrency`` clients, each sending its next request when
     its last one finishes). Returns a ``LoadResult``: TTFT, TPOT and end-to-end distributions, throughput,
     goodput against the ``slo_*`` targets, utilisation and $ per million tokens."""
+    from .load.deployment import count_intervals, fixed_layout, simulate_deployment
     from .optimise.load_search import check_budget
     from .serving.intervals import expected, interval_keys
-    from .load.deployment import count_intervals, fixed_layout, simulate_deployment
 
     problem, traffic, targets, config, v = _load_inputs(kwargs, closed_loop=True)
     setting = _settings(model, hardware, problem)[0]
@@ -582,10 +582,10 @@ def _fixed_layout(setting: Setting, deployment, text: str | None):
     degree §A5's rule); (None, the setting) where not given."""
     if text is None:
         return None, setting
-    from .model.latency import stated_experts
-    from .model.mixed_step import EngineLayout
     from .load.deployment import instance_layouts
     from .measured.semantics import layout_of
+    from .model.latency import stated_experts
+    from .model.mixed_step import EngineLayout
 
     gpus = deployment.gpus_per_instance
     if deployment.disaggregated:
@@ -673,10 +673,10 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
     targets to hold at the pessimistic end of the ``confidence`` interval) and ``bound`` (the
     ideal bound's plan) beside it (docs/model.md §F12). Like every load search, work estimated
     at more than ten minutes is refused unless ``yes``."""
+    from .load.failures import Failures
     from .optimise.capacity import cheapest_deployment, confident_plan, instance_sizes
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from .serving.intervals import ideal
-    from .load.failures import Failures
 
     problem, traffic, targets, config, v = _load_inputs(kwargs, sized=True)
     _need_targets(targets)
@@ -757,10 +757,10 @@ def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=
     §G5): one knee search per GPU and instance size, then the reserved base that minimises the
     period's cost. ``reserved_basis`` (default owned) and ``burst_basis`` (default on-demand)
     price the two; ``spot_interruption_rate`` adds spot capacity. Returns a ``DemandPlan``."""
+    from .load.demand import load_demand
     from .optimise.capacity import instance_sizes
     from .optimise.demand import demand_plan as plan
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
-    from .load.demand import load_demand
 
     curve = load_demand(demand)
     kwargs = dict(kwargs)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from inference_econ.errors import SpecError
-from inference_econ.model.mixed_step import EngineLayout
 from inference_econ.load.arrivals import Arrivals
 from inference_econ.load.engine import EngineConfig, build_instance, layout_search
 from inference_econ.load.simulate import simulate
+from inference_econ.model.mixed_step import EngineLayout
 from inference_econ.serving.setting import make_setting
 from inference_econ.specs.engine import load_engine, profile_from_dict
 

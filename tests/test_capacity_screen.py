@@ -7,9 +7,9 @@ import math
 import pytest
 
 import inference_econ.optimise.capacity as capacity
-from inference_econ.optimise import load_search
 from inference_econ.load.arrivals import make_traffic
 from inference_econ.load.targets import Targets
+from inference_econ.optimise import load_search
 from inference_econ.serving.setting import make_setting
 
 # small asks: probes of 50 requests screen searches of 200 (the CLI: 500 of 10,000); the

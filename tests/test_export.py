@@ -17,10 +17,10 @@ from inference_econ.errors import InfeasibleError, SpecError
 from inference_econ.export import benchmark_commands as bc
 from inference_econ.export import engine_configs as ec
 from inference_econ.export.launch import launch_flags
-from inference_econ.serving.memory import check_worker
-from inference_econ.serving.setting import make_setting
 from inference_econ.measured.reading import load_measured
 from inference_econ.measured.tool_results import tool_frame
+from inference_econ.serving.memory import check_worker
+from inference_econ.serving.setting import make_setting
 
 DATA = Path(__file__).parent / "data"
 FLAGS = DATA / "engine_flags"

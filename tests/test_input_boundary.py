@@ -371,8 +371,8 @@ def test_balanced_context_parallel_chunks_are_fast_and_balanced():
 def test_an_overlay_of_10000_points_is_read_at_once_and_drawn_as_one_scatter_per_label(tmp_path):
     import pandas as pd
 
-    from inference_econ.output import plots
     from inference_econ.measured.reading import load_overlay_points
+    from inference_econ.output import plots
 
     rng = np.random.default_rng(0)
     csv = tmp_path / "m.csv"
@@ -640,8 +640,8 @@ def test_ignored_and_out_of_range_options_are_refused(args, message):
 
 def test_work_past_ten_minutes_needs_yes(monkeypatch):
     from inference_econ import settings
-    from inference_econ.optimise import load_search
     from inference_econ.load.arrivals import make_traffic
+    from inference_econ.optimise import load_search
     from inference_econ.studies import execution
     from inference_econ.studies.study import expand, study_from_dict
 

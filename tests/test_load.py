@@ -13,11 +13,6 @@ import pytest
 
 import inference_econ as ie
 from inference_econ.errors import InfeasibleError, SpecError
-from inference_econ.model.latency import StepModel, prefill_step_model
-from inference_econ.model.mixed_step import EngineLayout, StepTable, layer_positions, mixed_step_s
-from inference_econ.model.workload import compile_workload
-from inference_econ.optimise.capacity import cheapest_deployment
-from inference_econ.optimise.load_search import find_knee, knee_of
 from inference_econ.load.arrivals import Arrivals, load_trace, make_traffic
 from inference_econ.load.deployment import Deployment, simulate_deployment
 from inference_econ.load.engine import EngineConfig, build_instance
@@ -25,6 +20,11 @@ from inference_econ.load.lengths import parse_lengths
 from inference_econ.load.results import Percentiles, RequestLatencies, summarise
 from inference_econ.load.simulate import RunRecord, simulate
 from inference_econ.load.targets import Targets
+from inference_econ.model.latency import StepModel, prefill_step_model
+from inference_econ.model.mixed_step import EngineLayout, StepTable, layer_positions, mixed_step_s
+from inference_econ.model.workload import compile_workload
+from inference_econ.optimise.capacity import cheapest_deployment
+from inference_econ.optimise.load_search import find_knee, knee_of
 from inference_econ.serving.prefill import prefill
 from inference_econ.serving.setting import make_setting
 
@@ -1076,8 +1076,8 @@ def test_load_commands_run_the_engine_profiles_own_scheduler():
     8,192, recompute, chunked: engines/*.yaml with their sources), a limit the user gives
     stays theirs, and the ideal engine keeps 256 / 2,048. Where the engine's limits hold per
     data-parallel attention rank, an attention-DP layout holds ``ranks`` times as many."""
-    from inference_econ.model.mixed_step import EngineLayout
     from inference_econ.load.engine import EngineConfig, engine_config
+    from inference_econ.model.mixed_step import EngineLayout
 
     load = dict(input_lengths="1000", output_lengths="100", requests=100, arrival_rate_per_s=2)
     trt = ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, assumptions="achievable", **load)

@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from inference_econ.optimise import load_search
-from inference_econ.optimise.load_search import find_knee, knee_of, run_at, run_until
 from inference_econ.load.arrivals import make_traffic
 from inference_econ.load.deployment import Deployment, rejects_alike
 from inference_econ.load.engine import DEFAULT_ENGINE
 from inference_econ.load.simulate import _Watch
 from inference_econ.load.targets import Targets
+from inference_econ.optimise import load_search
+from inference_econ.optimise.load_search import find_knee, knee_of, run_at, run_until
 from inference_econ.serving.setting import make_setting
 
 

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
-from inference_econ.specs.engine import load_engine
 from inference_econ.measured import calibration, predicting
 from inference_econ.measured import replay as rp
 from inference_econ.measured.reading import load_measured
+from inference_econ.specs.engine import load_engine
 
 DATA = Path(__file__).parent / "data"
 TRAIN = DATA / "benchmarks_train.csv"  # the project's validation set (590 public results)

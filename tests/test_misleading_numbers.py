@@ -185,9 +185,9 @@ def test_a_plan_says_which_layout_it_runs_where_its_row_names_another():
     offered load. Llama 3 70B on 8 H100s at 30 req/s: three instances at 10 req/s each run
     TP8, the row (13.96 req/s an instance) TP4 x PP2; the plan says both, and its CSV's
     ``plan_layout`` is the one it runs. Where they agree (Llama 3 8B on 2 GPUs) it says nothing."""
-    from inference_econ.optimise import capacity
     from inference_econ.load.arrivals import make_traffic
     from inference_econ.load.targets import Targets
+    from inference_econ.optimise import capacity
 
     traffic = make_traffic(30, "lognormal:1000:0.8", "lognormal:200:0.6", requests=300, seed=1)
     targets = Targets(2.0, 0.05)

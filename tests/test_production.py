@@ -10,7 +10,6 @@ import pytest
 
 import inference_econ as ie
 from inference_econ.errors import SpecError
-from inference_econ.optimise.capacity import _options
 from inference_econ.load.arrivals import Arrivals, load_trace, make_traffic
 from inference_econ.load.deployment import Deployment, simulate_deployment
 from inference_econ.load.engine import EngineConfig, build_instance
@@ -19,6 +18,7 @@ from inference_econ.load.prefix_cache import BLOCK_TOKENS, che_check
 from inference_econ.load.routing import Router
 from inference_econ.load.simulate import simulate, simulate_group
 from inference_econ.load.targets import Targets
+from inference_econ.optimise.capacity import _options
 from inference_econ.serving.setting import make_setting
 
 

@@ -11,19 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_econ.model.assumptions import preset
 from inference_econ.load.arrivals import Arrivals
 from inference_econ.load.engine import EngineConfig, build_instance
 from inference_econ.load.simulate import simulate
 from inference_econ.load.targets import Targets
+from inference_econ.measured import predicting as pr
+from inference_econ.measured import replay as rp
+from inference_econ.measured.reading import load_measured
+from inference_econ.model.assumptions import preset
 from inference_econ.serving.prefill import prefill_latency_s
 from inference_econ.serving.setting import make_setting
 from inference_econ.specs.catalog import resolve_system_name
 from inference_econ.specs.engine import load_engine, select_engine
 from inference_econ.specs.hardware import load_hardware
-from inference_econ.measured import predicting as pr
-from inference_econ.measured import replay as rp
-from inference_econ.measured.reading import load_measured
 
 DATA = Path(__file__).resolve().parent / "data"
 HEADER = (

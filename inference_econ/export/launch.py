@@ -381,13 +381,13 @@ def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load
     worker ``w`` (its layout ``degrees``, batch cap and token budget; the engine profile's
     admission and prompt scheduling), each sending its next request of the load's fixed
     lengths when its last finishes: the benchmark a point plan writes (docs/model.md §E1)."""
-    from ..model.mixed_step import EngineLayout
     from ..load.arrivals import Traffic
     from ..load.engine import EngineConfig, build_instance
     from ..load.lengths import Lengths
     from ..load.results import summarise
     from ..load.simulate import simulate
     from ..load.targets import Targets
+    from ..model.mixed_step import EngineLayout
 
     p, t, dp, _ = degrees
     layout = EngineLayout(p * t, p, float(max(int(dp), 1)))

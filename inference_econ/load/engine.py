@@ -21,6 +21,7 @@ from ..errors import InfeasibleError, SpecError
 from ..model.latency import StepModel, prefill_step_model
 from ..model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
 from ..model.workload import Workload, compile_workload
+from ..serving.setting import Setting
 from ..specs.engine import (
     ADMISSIONS,
     IDEAL_MAX_BATCH_REQUESTS,
@@ -30,7 +31,6 @@ from ..specs.engine import (
     Admission,
     PrefillMode,
 )
-from ..serving.setting import Setting
 from .speculation import DraftEngine, SpecSchedule, draft_engine, resident_draft
 
 if TYPE_CHECKING:

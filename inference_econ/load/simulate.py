@@ -37,8 +37,8 @@ import numpy as np
 
 from ..errors import SpecError
 from ..model.mixed_step import StepTable
-from ..specs.collector import gc_paused
 from ..serving.setting import check_context
+from ..specs.collector import gc_paused
 from .arrivals import Arrivals, Sharing
 from .engine import Instance
 from .prefix_cache import Node, PrefixCache

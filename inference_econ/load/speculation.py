@@ -37,8 +37,8 @@ from ..model.efficiency import host_overhead_s
 from ..model.latency import StepModel
 from ..model.mixed_step import EngineLayout, StepTable, candidate_layouts
 from ..model.workload import Workload
-from ..specs.hardware import GPU
 from ..serving.speculative import Cycle, DraftHeads, SpecDecoding
+from ..specs.hardware import GPU
 
 #: How the engine picks its cycle at a batch (module docstring).
 SpecSchedule = Literal["fixed", "by_batch"]

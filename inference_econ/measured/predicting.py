@@ -30,12 +30,12 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import InfeasibleError, SpecError
+from ..load.engine import EngineConfig
 from ..model.assumptions import Assumptions, preset
 from ..model.efficiency import StepWork, concatenate
 from ..model.latency import StepModel, prefill_step_model, stated_experts
 from ..model.mixed_step import EngineLayout, mixed_step_s, mixed_step_work
 from ..model.workload import compile_workload
-from ..load.engine import EngineConfig
 from ..serving.setting import Setting
 from ..specs.engine import (
     RUNTIME_UNKNOWN_HOST_OVERHEAD_EXPOSED,

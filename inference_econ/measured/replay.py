@@ -31,9 +31,6 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import InfeasibleError
-from ..model.mixed_step import EngineLayout
-from ..optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
-from ..serving.disaggregation import kv_transfer_s
 from ..load.arrivals import Arrivals, Traffic
 from ..load.deployment import prefill_handoff
 from ..load.engine import EngineConfig, build_instance, layout_search
@@ -42,6 +39,9 @@ from ..load.results import LoadResult, summarise
 from ..load.routing import RouterPolicy
 from ..load.simulate import simulate
 from ..load.targets import Targets
+from ..model.mixed_step import EngineLayout
+from ..optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
+from ..serving.disaggregation import kv_transfer_s
 from ..serving.setting import Setting
 
 #: Requests one instance serves in a Server run of the load search: enough for the run's

@@ -20,6 +20,12 @@ import pandas as pd
 
 from ..columns import ALL_IN
 from ..errors import InfeasibleError, SpecError, plural
+from ..load.arrivals import Traffic
+from ..load.deployment import Deployment, Pool, count_intervals
+from ..load.engine import DEFAULT_ENGINE, EngineConfig
+from ..load.failures import Failures, expected_capacity
+from ..load.results import LoadResult
+from ..load.targets import Targets
 from ..model.machine import min_gpus
 from ..model.workload import compile_workload
 from ..serving.intervals import (
@@ -32,12 +38,6 @@ from ..serving.intervals import (
     inverse_intervals,
     load_intervals,
 )
-from ..load.arrivals import Traffic
-from ..load.deployment import Deployment, Pool, count_intervals
-from ..load.engine import DEFAULT_ENGINE, EngineConfig
-from ..load.failures import Failures, expected_capacity
-from ..load.results import LoadResult
-from ..load.targets import Targets
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
 from .frontier import pareto_indices

@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InfeasibleError, SpecError
-from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
 from ..load.arrivals import Traffic
 from ..load.demand import DemandCurve
 from ..load.engine import DEFAULT_ENGINE, EngineConfig
 from ..load.targets import Targets
+from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
 from ..serving.setting import Setting, price_gpu
 from ..specs.bases import PriceBasis
 from .capacity import knee_rows

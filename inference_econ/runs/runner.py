@@ -15,23 +15,23 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InfeasibleError, SpecError
+from ..measured.reading import load_overlay_points
 from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
 from ..optimise.toy import toy_frontier
+from ..output import plots
+from ..output.files import check_folder, write_atomic
+from ..output.render import render
+from ..output.style import line_style, speculates
 from ..serving.decode import SUMMARY_COLUMNS, continuous_note
 from ..serving.intervals import figures_line, interval_columns
 from ..serving.toy import square_root_law
 from ..specs.architecture import load_model
 from ..specs.hardware import load_hardware
 from ..specs.inputs import Rows
-from ..measured.reading import load_overlay_points
 from ..studies.observations import load_observations, overlay_points
 from ..studies.scenario import Scenario, load_scenario
 from ..studies.tables import columns_for, run_table, scenario_metadata
-from ..output import plots
-from ..output.files import check_folder, write_atomic
-from ..output.render import render
-from ..output.style import line_style, speculates
 
 KEY_COLUMNS = ["curve", "point", *SUMMARY_COLUMNS]
 

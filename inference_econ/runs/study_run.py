@@ -20,6 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import SpecError, plural
+from ..output.files import check_owned, write_atomic
+from ..output.render import csv_chunks
 from ..specs.catalog import display_path
 from ..specs.inputs import read_json
 from ..studies.execution import check_work, run_cells
@@ -34,8 +36,6 @@ from ..studies.study import (
     study_from_dict,
     tables,
 )
-from ..output.files import check_owned, write_atomic
-from ..output.render import csv_chunks
 
 TABLES = ("key_points", "frontiers")
 

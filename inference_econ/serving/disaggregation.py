@@ -31,8 +31,8 @@ from ..model.latency import prefill_step_model
 from ..model.mixed_step import EngineLayout, mixed_step_s
 from ..model.values import Floats
 from ..model.workload import compile_workload
-from ..specs.schema import check_number
 from ..specs.engine import IDEAL_STEP_TOKEN_BUDGET
+from ..specs.schema import check_number
 from .intervals import (
     LEVELS,
     add_intervals,
