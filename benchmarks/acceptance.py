@@ -1,5 +1,5 @@
-"""Issue 21's acceptance figures on the newer rounds, from ``compare-measured`` outputs of the
-shipped profiles (docs/validation.md, "Where issue 21 stands").
+"""The accuracy goal's figures on the newer rounds, from ``compare-measured`` outputs of the
+shipped profiles (docs/validation.md, its first section).
 
 For each measured-rows CSV it reads two ``compare-measured --format csv`` outputs of the whole
 file: one under ``achievable`` (the expected figures) and one under ``refined`` (the ideal

@@ -1,8 +1,9 @@
 """Reading NVIDIA AIConfigurator's measured per-operation tables (github.com/ai-dynamo/
 aiconfigurator, ``aic-core/src/aiconfigurator_core/systems/data/<gpu>/<op>/<engine>/<version>/
-*_perf.parquet``), which the kernel audits in this folder hold the engine step against
-(``gemm_m_sweep.py``, ``custom_allreduce_fit.py``, ``mla_step_audit.py``). The tables are not
-in the repository: a script takes the downloaded files' paths. Bad input is one line and exit 2.
+*_perf.parquet``), which the fits in this folder read (``gemm_table_fit.py``,
+``gemm_weight_stream.py``, ``moe_table_fit.py``, ``custom_allreduce_fit.py``). The tables are
+not in the repository: a script takes the downloaded files' paths. Bad input is one line and
+exit 2.
 """
 
 from __future__ import annotations

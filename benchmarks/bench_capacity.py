@@ -1,5 +1,5 @@
-"""CPU time of ``capacity`` on the user guide's examples, paired against a baseline (issue 28:
-the walk-through's goal is <= 3 s with the same plans as the full search).
+"""CPU time of ``capacity`` on the user guide's examples, paired against a baseline
+(the walk-through's goal is <= 3 s with the same plans as the full search).
 
 Each run is a whole process (``python -m inference_econ.cli``), its CPU time (user + system)
 read from ``resource.getrusage(RUSAGE_CHILDREN)``. The baseline is the code at ``--baseline``

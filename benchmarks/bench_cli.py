@@ -1,7 +1,7 @@
 """CPU time of the commands a user waits for, as whole processes, paired against a baseline.
 
 The commands: ``--help``, one ``point``, one plain ``frontier`` and one speculative ``frontier``
-(issue 28's goals: 0.15 / 0.35 / 0.5 / 1.2 CPU seconds). Each run is a fresh process
+(the goals: 0.15 / 0.35 / 0.5 / 1.2 CPU seconds). Each run is a fresh process
 (``python -m inference_econ.cli``) so its imports count; its CPU time (user + system) is read
 from ``resource.getrusage(RUSAGE_CHILDREN)``, which does not depend on how busy the machine is,
 unlike wall time.
@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "inference_econ"
 
-#: name: (arguments of ``python -m inference_econ.cli``, goal in CPU seconds, issue 28)
+#: name: (arguments of ``python -m inference_econ.cli``, goal in CPU seconds)
 COMMANDS = {
     "help": (["--help"], 0.15),
     "point": (["point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"], 0.35),

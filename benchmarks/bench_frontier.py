@@ -4,7 +4,7 @@ Prints: one plain frontier, one speculative frontier, each paper table, all of T
 together (wall and CPU seconds of this process, imports excluded), and the process's peak
 memory; with ``--baseline-ref REF`` (e.g. ``main``) the same run of that git revision beside
 it (its committed tree extracted with ``git archive``, run in a second process). The whole-
-process goals of issue 28 (plain frontier <= 0.5 s, speculative <= 1.2 s CPU, imports and
+process goals (plain frontier <= 0.5 s, speculative <= 1.2 s CPU, imports and
 output included) are measured by ``bench_cli.py``. ``--check`` also compares the fast search
 with the brute-force loop over every layout at every point of the full 400 x 400 grid.
 

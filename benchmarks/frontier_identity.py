@@ -1,6 +1,6 @@
 """Whether this checkout's frontiers are another revision's bit for bit, every column.
 
-A change to the search that claims to change no number (issue 28) is checked here on ten
+A change to the search that claims to change no number is checked here on ten
 settings (dense, a draft, MoE with and without a draft, MLA with MTP heads, sliding windows with
 GPU and demand caps, the achievable and refined presets, a TTFT limit, a demand cap), each at
 the given grid sizes. The other revision's committed tree is extracted with ``git archive``;

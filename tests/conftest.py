@@ -38,7 +38,7 @@ def bound_agrees_with_parts():
     return check
 
 
-# --- every --help example, run as written (docs/user-guide.md; issue 27) -------------------------
+# --- every --help example, run as written (docs/user-guide.md) -------------------------
 
 #: Examples another test or fixture runs in full, and where: not run twice (``reproduce all``
 #: by the fixture ``reproduced_all``, checked by test_figures.py's

@@ -65,7 +65,7 @@ def test_show_gives_the_datasheet_figures(name):
         assert shown["link_bandwidth_bytes_per_s"] == pytest.approx(link)
     elif kind == "pcie":
         assert shown["pcie_bandwidth_bytes_per_s"] == pytest.approx(link)
-    if name in TPU_PRICES:  # every price carries its basis (issue 22 item 9)
+    if name in TPU_PRICES:  # every price carries its basis
         assert shown["prices"]["on-demand"] == pytest.approx(TPU_PRICES[name])
         assert shown["price_basis"] == "paper"
     if name in TPU_PAPER_PRICES:

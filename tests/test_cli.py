@@ -34,7 +34,7 @@ def test_list_and_show():
     code, out = run("show", "Llama 3 70B")
     assert code == 0 and "kv_bytes_per_token" in out and "327,680" in out
     code, out = run("show", "H100", "--format", "json")
-    shown = json.loads(out)  # an object, as every JSON output (new-user review, item 15)
+    shown = json.loads(out)  # an object, as every JSON output
     assert code == 0 and list(shown) == ["title", "metadata", "rows"]
     assert shown["rows"][0]["intra_node_allreduce_bandwidth_bytes_per_s"] == 225e9
     assert (
@@ -88,7 +88,7 @@ def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
 
 
 def test_contexts_beyond_the_window_and_self_speculation_warn_once():
-    # the review's case: Llama 3 70B (an 8K model) at a 10M-token context is computed, with one
+    # the case: Llama 3 70B (an 8K model) at a 10M-token context is computed, with one
     # warning line naming the window and the file it comes from
     base = ["frontier", "Llama 3 70B", "-H", "H100-paper", "--grid-points", "8", "-q"]
     long = CliRunner().invoke(main, [*base, "--context", "1e7"])
@@ -363,7 +363,7 @@ def test_wording_counts_and_single_messages():
 
 
 def test_the_command_line_process_tunes_glibc_malloc_and_nothing_else(monkeypatch):
-    """``tune_allocator`` (issue 28): on Linux it sets glibc's mmap threshold, trim threshold,
+    """``tune_allocator``: on Linux it sets glibc's mmap threshold, trim threshold,
     top pad and arena count (mallopt parameters -3, -1, -2, -8) to the module's values, the
     search's threads sharing one heap, once per command;
     elsewhere, or without ``mallopt`` (not glibc), it does nothing and raises nothing."""
@@ -399,7 +399,7 @@ def test_the_command_line_process_tunes_glibc_malloc_and_nothing_else(monkeypatc
 
 def test_a_command_loads_only_its_own_module():
     """The table of command modules names every command of every module (``--help`` lists
-    all 21), and running ``point`` imports no other command's module (issue 28: the command
+    all 21), and running ``point`` imports no other command's module (the command
     line's start-up is part of what a user waits for)."""
     import importlib
 
@@ -426,7 +426,7 @@ def test_a_command_loads_only_its_own_module():
     assert "latency" in out.stdout
 
 
-#: Modules a frontier of ideal-bound figures does without (issue 28: each would be compiled on
+#: Modules a frontier of ideal-bound figures does without (each would be compiled on
 #: every start, as this machine writes no bytecode): the load commands, the engine profiles and
 #: their step model, the interval table, prefill (no --prompt-tokens), whole layouts (no
 #: --discrete), the output files' checks (no --out), pandas and the figures.

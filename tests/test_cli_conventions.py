@@ -1,4 +1,4 @@
-"""What every command shares, as the new-user review found it wanting: options that need
+"""What every command shares: options that need
 another option, --out's suffix and --format, errors naming what was typed, whole numbers,
 defaults in --help, JSON objects, the provenance of spec files, TP dims at TP 1."""
 
@@ -271,7 +271,7 @@ def test_capacity_of_a_given_deployment_refuses_disaggregated():
     assert out.exit_code == 2 and "--disaggregated" in out.stderr and "--prefill-gpus" in out.stderr
 
 
-# --- the second new-user review (items 7, 12, 21, 24, 26) -----------------------------------
+# --- conventions a new user relies on -----------------------------------
 
 
 _commands = commands  # every command of the command line, with the words that call it
@@ -286,7 +286,7 @@ def test_every_command_with_format_has_out():
     ]
     assert missing == []
     # --out is the printed table's file (a TableFile) except where the README says otherwise
-    # (issue 27: "every table command takes --out" was untrue for five commands)
+    # ("every table command takes --out" holds for every table command)
     other = sorted(
         words[-1]
         for words, cmd in _commands()

@@ -1,4 +1,4 @@
-"""Defaults a newcomer cannot misread (issue 27 item 3) and the settings table as their home."""
+"""Defaults a newcomer cannot misread and the settings table as their home."""
 
 from pathlib import Path
 
@@ -47,7 +47,7 @@ def test_results_whose_requests_bring_their_contexts_say_so():
     assert run.metadata()["context_tokens"] == REQUESTS_CONTEXT
 
 
-# --- the settings table as the one home of defaults (issue 27, "Shape") -------------------------
+# --- the settings table as the one home of defaults -------------------------
 #: Keywords that name another row than their own name: the inverse analyses' candidates, and
 #: the prefill pass's batch (a prefill batch).
 ROWS = {

@@ -124,7 +124,7 @@ def test_user_guide_python_names_exist_and_its_setting_example_runs(monkeypatch)
     assert method.kind == "discrete" and scope["setting"] is setting
 
 
-#: The one home of each quantity a new attention kind or precision changes (issue 22): the
+#: The one home of each quantity a new attention kind or precision changes: the
 #: recipe for adding a model feature must name each, and each must be defined where it says.
 HOMES = {
     "model/workload.py": ("Workload.layer_positions", "Workload.layer_positions_of_many"),

@@ -1,5 +1,5 @@
 """Power, energy per token, price bases, owning, carbon and capacity for a demand curve
-(issue 26, issue 22 item 9; docs/model.md Part G)."""
+(docs/model.md Part G)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from inference_econ.specs.hardware import load_hardware
 DATA = Path(__file__).parent / "data"
 
 
-# --- price bases (issue 22 item 9) ------------------------------------------------------------
+# --- price bases ------------------------------------------------------------
 @pytest.mark.parametrize("entry", catalog.entries("hardware"), ids=lambda e: e.name)
 def test_every_price_has_a_basis_a_date_and_every_part_power(entry):
     gpu = load_hardware(entry.name)

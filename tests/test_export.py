@@ -230,7 +230,7 @@ def test_capacity_export_replays_the_plans_rate_and_targets():
         )
         assert 0 < lo90 <= lo80 < hi80 <= hi90
         assert lo90 <= plan.expected[name] <= hi90
-    # the held load's interval and the simulated share within the targets (issue 23); the
+    # the held load's interval and the simulated share within the targets; the
     # offered load's rate and price carry none, and a note says so
     assert "goodput_fraction_low90" in ends
     assert "output_tokens_per_s_low80" not in ends
@@ -414,7 +414,7 @@ def test_export_command_writes_the_files_and_refuses_with_exit_1(tmp_path):
 
 
 def test_point_and_disagg_exports_give_every_expected_figure_its_interval(plans):
-    """Issue 23: under an engine profile every figure a point or disaggregated plan states
+    """Under an engine profile every figure a point or disaggregated plan states
     carries ordered ends around it - the speeds from the time per output token's, swapped
     (1 / TPOT per request, the batch's over it) - and the disaggregated plan its pools' own."""
     dense, disagg = plans["vllm"][0], plans["vllm"][3]
@@ -498,7 +498,7 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
 def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_planned(tmp_path):
     """SGLang's --dp-size below --tp (DeepSeek-V3 on 8 H200 at batch 32: two attention ranks of
     TP4): the result file names the ranks ("TP8 (EP8, DP2 attn-DP)"), and compare-measured
-    replays that layout, not attention on eight ranks of TP1 (which it did until session 24,
+    replays that layout, not attention on eight ranks of TP1 (which would be
     4 % off the plan's own throughput at 1,000/300 tokens)."""
     from inference_econ.measured.predicting import compare
 

@@ -1,4 +1,4 @@
-"""The ``point`` and ``frontier`` commands' pandas-free paths (issue 28) against the general
+"""The ``point`` and ``frontier`` commands' pandas-free paths against the general
 pandas ones.
 
 ``api.point_fields`` (a dict, no pandas) must hold what ``api.point`` (a Series) holds, and the
@@ -134,7 +134,7 @@ FRONTIER_CASES = [
 
 
 def _old_frontier_text(setting, front, rows, discrete):
-    """The frontier command's text table as the DataFrame path wrote it before issue 28."""
+    """The frontier command's text table as the DataFrame path writes it."""
     from inference_econ.cli.decode_commands import layout_notes
     from inference_econ.output.ranges import ranged_columns
     from inference_econ.serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS

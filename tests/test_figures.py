@@ -198,7 +198,7 @@ def test_reproduce_all_regenerates_the_committed_outputs(reproduced_all):
 
 
 def test_measured_figure_never_mixes_units_on_an_axis():
-    # issue 27: tok/s and ms on one axis; each quantity is its own panel, labelled with its unit
+    # never tok/s and ms on one axis: each quantity is its own panel, labelled with its unit
     import pandas as pd
 
     from inference_econ.output.plots import measured_figure, quantity

@@ -1,4 +1,4 @@
-"""Every example of every command's --help runs as written on a fresh clone (issue 27): the
+"""Every example of every command's --help runs as written on a fresh clone: the
 files they read ship in examples/ (examples/README.md says where each comes from). The examples
 run once per session, in one process (conftest.help_example_runs); this file checks them."""
 

@@ -462,7 +462,7 @@ def test_catalog_headers_parse_fast_only_when_they_cannot_hold_a_bomb():
         catalog._parse_header("name: &n a\nname: *n\n", "dup.yaml")
 
 
-# --- round 3: huge integers everywhere, FIFOs and devices, formula strings ----------------
+# --- huge integers everywhere, FIFOs and devices, formula strings ----------------
 
 HUGE = "1" + "0" * 310  # more digits than a float holds
 

@@ -208,7 +208,7 @@ def test_yaml_loader_refuses_duplicates_tags_bombs_and_depth():
 
 
 def test_yaml_fast_path_reads_what_the_strict_loader_reads():
-    """libyaml parses the texts within ``yamlfile._plain``'s bounds (issue 28): every YAML
+    """libyaml parses the texts within ``yamlfile._plain``'s bounds: every YAML
     file of the repository reads the same (types and order: ``repr``) through it as through
     the strict loader, nearly all of them take it, and texts outside the bounds or with an
     error get the strict loader's own answer."""
@@ -490,7 +490,7 @@ def test_an_unreadable_overlay_row_is_left_out_and_the_run_says_so(tmp_path):
     assert "none of its 2 point rows can be read" in result.stderr
 
 
-# --- round 3: every reader behind the boundary, huge numbers, wrong shapes ------------------
+# --- every reader behind the boundary, huge numbers, wrong shapes ------------------
 
 
 def test_huge_whole_numbers_are_infinite_never_an_overflow():

@@ -148,7 +148,7 @@ def test_capacity_answers_expected_confident_and_bound(plan):
 
 
 def test_every_candidate_and_count_of_a_plan_carries_its_interval(plan):
-    """Issue 23: each candidate's most load one instance holds is an expected figure (a
+    """Each candidate's most load one instance holds is an expected figure (a
     throughput read from its own run at that load): its interval columns are its held load's
     (``held_intervals``), the chosen row's equal to the plan's; the summary shows each
     simulated count beside its ends (never the ends alone), low <= count <= high."""
@@ -195,7 +195,7 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
 def test_the_confident_plan_may_take_another_size_when_it_needs_fewer_spares(plan):
     """The confident plan is the cheapest at every candidate's own low end, not only the
     expected plan scaled up: a 2-GPU instance that holds 2.4 x the load needs no spare at
-    90 %, where the 1-GPU plan near its limit needs a second instance (review of the capacity
+    90 %, where the 1-GPU plan near its limit needs a second instance (the capacity
     walk-through: 2 x 8 H100s at $33.60 where 3 x 4 cost $25.20)."""
     import dataclasses
 
@@ -300,7 +300,7 @@ def test_residuals_from_compare_measured_are_its_predictions_in_si(tmp_path):
 
 
 def test_acceptance_reads_both_presets_outputs_of_a_whole_file(tmp_path, capsys):
-    """acceptance.py (issue 21's figures, docs/validation.md): its median and p90 |error| are
+    """acceptance.py (the newer rounds' accuracy figures, docs/validation.md): its median and p90 |error| are
     those of the achievable output's end-to-end rows with status ok, computed here by hand; an
     unreadable row counts against the rows resolved; a row the refined output says beats the
     bound is counted. Outputs swapped or of another engine, a line twice, a row's measured value

@@ -1,4 +1,4 @@
-"""Issue 23: disagg, sweep, prices, study and capacity --demand print every expected figure with
+"""disagg, sweep, prices, study and capacity --demand print every expected figure with
 its 80 % and 90 % intervals under an engine profile (CSV columns, ranges in text), and none
 under the paper preset (an ideal bound). Searches are kept small (a coarse grid, one instance
 size): the intervals do not depend on the search's resolution."""
@@ -229,7 +229,7 @@ OFFERED = {
 def test_no_expected_figure_of_one_result_is_bare(args):
     """Every numeric figure point, prefill, request and simulate print under an engine profile
     carries its four interval columns, MFU, the breakdown's parts, energy, power and the price
-    ratio among them (issue 23), each ordered and around its figure where the figure is
+    ratio among them, each ordered and around its figure where the figure is
     positive; nothing but the configuration, the inputs and the offered load's rates is bare."""
     notes, df = _table(_run([*args, "--assumptions", "achievable", "--format", "csv"])[0])
     assert EXPECTED in "\n".join(notes)
@@ -326,7 +326,7 @@ def test_elasticities_carry_their_runs_paired_ends():
 
 
 def test_a_scenarios_key_points_carry_their_intervals(tmp_path):
-    """``run`` under an engine profile (issue 23): the key points' speed, price and MFU carry
+    """``run`` under an engine profile: the key points' speed, price and MFU carry
     their intervals (ordered, around the figure; MFU at most 1), and the first line says the
     figures are expected; under an ideal-bound preset the line says bound and no interval
     column appears."""
@@ -352,7 +352,7 @@ def test_a_scenarios_key_points_carry_their_intervals(tmp_path):
 
 
 def test_disaggregated_pools_busy_fractions_carry_intervals_and_the_transfer_is_a_bound():
-    """``disagg`` under an engine profile (issue 23): each pool's busy fraction carries ordered
+    """``disagg`` under an engine profile: each pool's busy fraction carries ordered
     ends around it, at most 1; the KV transfer (a NIC at its datasheet bandwidth, no engine
     step) has no interval and a note labels it an ideal bound."""
     args = ["disagg", "Llama 3 70B", "-H", "H100", "--weight-bits", 8, "--gpus", 8]

@@ -34,7 +34,7 @@ def test_breakdown_with_speculation_adds_up():
 
 
 def test_bound_label_is_read_off_the_breakdown(bound_agrees_with_parts):
-    # the new-user review's row (Llama 3 70B 8-bit, draft Llama 3 8B, 5.01 GPUs, batch 278,
+    # a new user's row (Llama 3 70B 8-bit, draft Llama 3 8B, 5.01 GPUs, batch 278,
     # draft length 3): the target's verification pass is compute-bound, the draft's passes
     # memory-bound; 1.59 + 0.27 ms of reads against 6.88 ms of arithmetic is mixed, not memory
     assert bound_label(1.589e-3, 0.0, 0.266e-3, 6.882e-3) == "mixed"
@@ -49,7 +49,7 @@ def test_bound_label_is_read_off_the_breakdown(bound_agrees_with_parts):
         batch=[278.262115, 1, 64, 2000, 131.379288],
         weight_bits=8,
         draft="Llama 3 8B",
-        context_tokens=0,  # the review's row: the paper's empty context
+        context_tokens=0,  # the row's: the paper's empty context
     )
     assert list(df.draft_tokens) == [3, 5, 4, 1, 4]
     assert list(df.bound) == ["mixed", "memory", "memory", "memory", "mixed"]

@@ -1,6 +1,6 @@
 """``best_layout`` evaluates a pipeline degree's attention divisors as one stacked array, and
 ``best_layouts`` shares a pipeline degree's collective structures across the tokens per pass
-(``layouts._best_layouts_stacked``, issue 28): the same layouts, bit for bit, as offering each
+(``layouts._best_layouts_stacked``): the same layouts, bit for bit, as offering each
 candidate in turn, and so the same frontiers and study cells."""
 
 import numpy as np

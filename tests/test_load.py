@@ -1043,7 +1043,7 @@ def test_disagg_says_one_gpu():
 
 
 def test_a_search_refuses_runs_too_short_for_a_p99():
-    """10 requests never fill an engine: every rate looked held (a review found 54,528 req/s
+    """10 requests never fill an engine: every rate looked held (54,528 req/s was once printed
     on one H100). A search needs 100 requests a run; simulating one deployment does not."""
     base = ("Llama 3 8B", "-H", "H100", "--prompt-tokens", "100", "--output-tokens", "100")
     code, _, err = _run(

@@ -1,4 +1,4 @@
-"""Reading real measured files (issue 21, item 2): per-scenario layouts and caps, attention data
+"""Reading real measured files: per-scenario layouts and caps, attention data
 parallelism, derived rows, the "/GPU" unit rule, MLPerf dataset lengths and limits, metric
 names, hardware strings, engines and their versions, disaggregated rows, and a file whose
 unreadable rows never stop the others (docs/user-guide.md, "Measured results: the CSV format")."""

@@ -1,4 +1,4 @@
-"""Numbers that could mislead a decision (issue 27, items 1, 5 and 6), each fixed at its root:
+"""Numbers that could mislead a decision, each fixed at its root:
 one rule for a KV cache beyond the GPUs' memory, whole degrees on request and real-valued ones
 said to be the continuous model's, and capacity's ties and machine-readable plan."""
 

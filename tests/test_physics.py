@@ -1,4 +1,4 @@
-"""Serving physics a practitioner checks (issue 22), each pinned to a public figure or a hand
+"""Serving physics a practitioner checks, each pinned to a public figure or a hand
 computation: MoE experts as one grouped GEMM, the expert all-to-all against DeepEP's tables,
 pipeline bubbles, precision formats, context-parallel NICs, the co-located baseline of
 ``disagg``. Sources are stated beside each figure (docs/model.md §B5, §B9-§B12, §F7)."""
@@ -348,7 +348,7 @@ def test_kv_cache_is_copied_beyond_the_kv_heads_and_sharded_by_attention_dp():
 # --- §F2: a decode GEMM of one token stays memory-bound ------------------------------------
 def test_batch_one_decode_is_memory_bound_under_an_engine():
     """A GEMM's fixed cost per kernel adds beside its weight reads, not in place of them:
-    Llama 3 70B, FP8, on 8 x H100 at batch 1 reads its weights (issue 27 item 7: the engine
+    Llama 3 70B, FP8, on 8 x H100 at batch 1 reads its weights (the engine
     step showed 0 ms of weight reads and called it compute-bound)."""
     row = ie.point("Llama 3 70B", "H100", gpus=8, batch=1, weight_bits=8, assumptions="achievable")
     assert row.bound == "memory" and row.arithmetic_s == 0.0

@@ -62,7 +62,7 @@ def test_chunked_and_cached_prefill():
 
 
 def test_a_prefix_cache_makes_input_tokens_cheaper():
-    # the new-user review's case: 8 x H100-paper, an 8000-token prompt. Per prompt token the
+    # a new user's case: 8 x H100-paper, an 8000-token prompt. Per prompt token the
     # price falls with the cached share; per computed token it rises (each computed token
     # attends to a longer prefix, and the weights are read for fewer tokens)
     rows = {
@@ -421,7 +421,7 @@ def test_prefill_commands():
 
 
 def test_context_parallel_uses_the_prefill_step_model():
-    # new-user review 2, item 2: one device is `prefill` on one GPU (weights read, overheads,
+    # one device is `prefill` on one GPU (weights read, overheads,
     # roofline), so a 1-token prompt takes 6.49 ms on an H100, not 0.023 ms of FLOP, and gains
     # nothing from a second device (zero-token chunks are not devices used)
     setting = ie.make_setting("Llama 3.1 8B", "H100")

@@ -1,7 +1,7 @@
 """Serving as it runs in production (docs/model.md §E8-§E11): speculation under load, the
 prefix cache, sessions, routers, pools on different GPUs and failures, against closed forms
 (the run's cycle times summed step by step, Che's LRU approximation, Pollaczek-Khinchine, the
-binomial) and the acceptance criteria of issue 25."""
+binomial) and the production features' own acceptance figures."""
 
 import math
 

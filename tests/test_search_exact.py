@@ -1,4 +1,4 @@
-"""The fast grid search's shortcuts change no number (issue 28, docs/model.md "The search").
+"""The fast grid search's shortcuts change no number (docs/model.md "The search").
 
 Each shortcut does the same floating-point operations on the same numbers, or skips one that
 cannot change a value (a factor of exactly 1, a mask keeping every point), so the pass

@@ -1,4 +1,4 @@
-"""One cost vocabulary (issue 27 item 2): a price's column names one thing in every output.
+"""One cost vocabulary: a price's column names one thing in every output.
 
 ``usd_per_mtok`` is the decode-only price of ``point``, ``frontier``, ``study`` and the paper's
 tables; a run under load gives its input, output and all-in prices under their own names

@@ -1,7 +1,7 @@
-"""What a newcomer misread in a fresh-clone trial (2026-11-25), each fixed where the number is
-made: the power bases in the energy columns' names, the help's default preset of export, the
-decode-only price of a frontier with prompts said, a study's key point beyond its GPUs' memory
-noted, and the interactive report's missing library named as the option the user typed."""
+"""Figures that state what they are, each where the number is made: the power bases in the
+energy columns' names, the help's default preset of export, the decode-only price of a frontier
+with prompts said, a study's key point beyond its GPUs' memory noted, and the interactive
+report's missing library named as the option the user typed."""
 
 import re
 
@@ -174,7 +174,7 @@ def test_simulate_runs_a_plans_layout_when_given_one():
 def test_layout_states_partial_attention_data_parallelism():
     """'TP8 DP2 attn-DP' (SGLang's --tp 8 --dp 2 --enable-dp-attention) attends on two ranks of
     TP4; 'TP8 attn-DP' on eight of TP1; the first had run as the second. TensorRT-LLM runs the
-    second only (its export refuses the first, and so does its load engine since session 24)."""
+    second only (its export refuses the first, and so does its load engine)."""
     load = dict(weight_bits=8, gpus=8, arrival_rate_per_s=2.0, engine="sglang")
     load |= dict(input_lengths="500", output_lengths="20", requests=40)
     runs = {

@@ -1,4 +1,7 @@
-"""Fixes of the second new-user review (items 3, 14, 15, 16, 25; item 2 is in test_prefill)."""
+"""Context windows and datasheet caps stated where a reader meets them: the H200 datasheet's
+sustained FLOP fraction, a whole batch's KV cache beyond HBM, warnings for contexts beyond a
+model's window (sweeps, drafts), help examples within their models' windows, and `show`'s window
+apart from the KV tokens one GPU holds."""
 
 import warnings
 

@@ -1,7 +1,6 @@
-"""Hostile input, round 3 (a fresh-clone trial, 2026-11-25): names that would break out of a
-comment in a file the toolkit writes, and cells too large to read. The contract
-(docs/errors.md): one line naming the file and the field, exit 2; in a file of rows, the row
-unresolved with its reason and the others predicted."""
+"""Hostile input: names that would break out of a comment in a file the toolkit writes, and
+cells too large to read. The contract (docs/errors.md): one line naming the file and the field,
+exit 2; in a file of rows, the row unresolved with its reason and the others predicted."""
 
 from __future__ import annotations
 
@@ -317,7 +316,7 @@ def test_make_traffic_checks_its_numbers_by_their_settings(given, field):
     ],
 )
 def test_a_hugging_face_config_that_contradicts_itself_is_refused(tmp_path, change, field):
-    """import-hf accepted these without a word (helper-8's trial)."""
+    """import-hf accepted these without a word."""
     from test_hub_import import LLAMA_8B
 
     src = tmp_path / "config.json"
@@ -389,7 +388,7 @@ def test_messages_name_what_the_user_typed():
 
 def test_the_public_api_names_a_wrong_argument():
     """None or a wrong object for a Setting, a result, a scenario, a model or an acceptance
-    raised AttributeError, TypeError or ValueError from deep inside (helper-8's trial)."""
+    raised AttributeError, TypeError or ValueError from deep inside."""
     import inference_econ as ie
     from inference_econ.errors import SpecError
 
