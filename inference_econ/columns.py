@@ -31,6 +31,9 @@ a level's plan (``usd_per_m_output_tokens_all_in_at_90``), the ideal bound's
 
 from __future__ import annotations
 
+#: A price per GPU-hour over this is a price per GPU-second (§A7's 3600).
+SECONDS_PER_HOUR = 3600.0
+
 #: Decode-only: GPU time of decode steps per million generated tokens (the paper's $/Mtok).
 DECODE = "usd_per_mtok"
 #: Input: GPU time on prompts per million prompt tokens.

@@ -1,6 +1,6 @@
-"""What every command shares: options that need
-another option, --out's suffix and --format, errors naming what was typed, whole numbers,
-defaults in --help, JSON objects, the provenance of spec files, TP dims at TP 1."""
+"""What every command shares: options that need another option, --out's suffix and --format,
+errors naming what was typed, whole numbers, defaults in --help, JSON objects, the provenance
+of spec files, TP dims at TP 1."""
 
 import json
 import os

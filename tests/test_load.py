@@ -21,7 +21,7 @@ from inference_econ.load.results import Percentiles, RequestLatencies, summarise
 from inference_econ.load.simulate import RunRecord, simulate
 from inference_econ.load.targets import Targets
 from inference_econ.model.latency import StepModel, prefill_step_model
-from inference_econ.model.mixed_step import EngineLayout, StepTable, layer_positions, mixed_step_s
+from inference_econ.model.mixed_step import EngineLayout, StepTable, mixed_step_s
 from inference_econ.model.workload import compile_workload
 from inference_econ.optimise.capacity import cheapest_deployment
 from inference_econ.optimise.load_search import find_knee, knee_of
@@ -61,8 +61,8 @@ def test_step_table_is_the_mixed_step(model, preset, layout):
     fast = [
         table.time_s(
             int(d + p),
-            float(d * layer_positions(w, nn) + (p > 0) * layer_positions(w, cc)),
-            float(d * layer_positions(w, nn) + p * layer_positions(w, cc + (p - 1) / 2)),
+            float(d * w.layer_positions(nn) + (p > 0) * w.layer_positions(cc)),
+            float(d * w.layer_positions(nn) + p * w.layer_positions(cc + (p - 1) / 2)),
             int(d + (p > 0)),  # decoding requests and the prompt: the bubbles' sequences (§B12)
             max(int(p), 1),  # the prompt's chunk
         )

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 
@@ -39,7 +39,6 @@ from .targets import NO_TARGETS, Targets
 #: What one load simulation serves (docs/model.md §E3-§E5): a whole deployment, or its prefill
 #: or its decode pool alone.
 Pool = Literal["deployment", "prefill", "decode"]
-POOLS: tuple[Pool, ...] = get_args(Pool)
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..columns import SECONDS_PER_HOUR
 from ..errors import SpecError
 from ..specs.catalog import display_path
 from ..specs.costs import OwnedCosts
 from ..specs.hardware import GPU, Price
-
-SECONDS_PER_HOUR = 3600.0
 
 
 def usd_per_mtok(gpus, latency_s, tokens_per_step, price_usd_per_hour):

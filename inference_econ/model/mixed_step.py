@@ -70,11 +70,6 @@ def candidate_layouts(
     return out
 
 
-def layer_positions(work: Workload, context):
-    """``work.layer_positions(context)``: Σ_g L_g·min(n, window_g) (its home is ``Workload``)."""
-    return work.layer_positions(context)
-
-
 def mixed_step_s(
     model: StepModel,
     prefill_work: Workload,

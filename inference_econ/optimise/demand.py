@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..columns import SECONDS_PER_HOUR
 from ..errors import InfeasibleError, SpecError
 from ..load.arrivals import Traffic
 from ..load.demand import DemandCurve
@@ -133,7 +134,9 @@ class DemandPlan:
 
     @property
     def output_tokens(self) -> float:
-        return float(np.sum(self.demand.requests_per_s) * 3600.0 * self.output_tokens_per_request)
+        return float(
+            np.sum(self.demand.requests_per_s) * SECONDS_PER_HOUR * self.output_tokens_per_request
+        )
 
     def summary(self) -> pd.Series:
         """The answer in one column."""

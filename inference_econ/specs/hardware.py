@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ..columns import SECONDS_PER_HOUR
 from ..errors import SpecError, did_you_mean, short
 from . import catalog
 from .bases import DEFAULT_PRICE_BASIS, LISTED_BASES
@@ -222,7 +223,7 @@ class GPU:
 
     @property
     def price_usd_per_s(self) -> float:
-        return self.price_usd_per_hour / 3600.0
+        return self.price_usd_per_hour / SECONDS_PER_HOUR
 
     @property
     def price(self) -> Price:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from .. import settings as table
+from ..columns import SECONDS_PER_HOUR
 from ..errors import SpecError, plural
 from .study import Cell, compute_cell, pass_group
 
@@ -89,7 +90,7 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds < 5400:
         return f"{seconds / 60:.0f} minutes"
-    return f"{seconds / 3600:.1f} hours"
+    return f"{seconds / SECONDS_PER_HOUR:.1f} hours"
 
 
 def default_jobs() -> int:
