@@ -77,7 +77,14 @@ CODE_REF = re.compile(
 )
 
 
-@pytest.mark.parametrize("doc", [ROOT / "docs" / "model.md", ROOT / "docs" / "architecture.md"])
+#: The cost model: model.md (its contents list every section and the file it is in) and the
+#: parts too long for one page.
+MODEL_DOCS = [ROOT / "docs" / "model.md", *sorted((ROOT / "docs").glob("model-part-*.md"))]
+
+
+@pytest.mark.parametrize(
+    "doc", [*MODEL_DOCS, ROOT / "docs" / "architecture.md"], ids=lambda p: p.name
+)
 def test_code_the_docs_cite_exists(doc):
     for file, name in CODE_REF.findall(doc.read_text()):
         path = PACKAGE / file
@@ -88,6 +95,32 @@ def test_code_the_docs_cite_exists(doc):
                 assert re.search(
                     rf"(def|class) {part}\b|^{part}\b\s*[:=]|^\s+{part}\s*[:=]", source, re.M
                 ), f"{doc.name}: {file} has no {part}"
+
+
+def test_every_model_section_cited_is_in_the_contents():
+    """A "model.md §X" cited in code, tests, benchmarks or docs is listed in model.md's contents,
+    linked to the file whose heading it is (Parts E and F are files of their own)."""
+    model = (ROOT / "docs" / "model.md").read_text()
+    contents = model[
+        model.index("## Contents") : model.index("\n## ", model.index("## Contents") + 4)
+    ]
+    listed = dict(re.findall(r"\[(§[A-G]\d+) [^\]]*\]\(([\w.-]*)#", contents))
+    for section, file in listed.items():
+        path = ROOT / "docs" / (file or "model.md")
+        assert any(
+            h.startswith(section + " ") for h in re.findall(r"^### (.*)$", path.read_text(), re.M)
+        ), f"model.md's contents put {section} in {path.name}, which has no such heading"
+    sources = [
+        *PACKAGE.rglob("*.py"),
+        *(ROOT / "tests").glob("*.py"),
+        *(ROOT / "benchmarks").glob("*.py"),
+    ]
+    sources += [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    for path in sources:
+        for cited in re.findall(r"model\.md\)?,? (§[A-G]\d+)", path.read_text()):
+            assert cited in listed, (
+                f"{path.relative_to(ROOT)} cites model.md {cited}, not in its contents"
+            )
 
 
 def test_every_test_the_docs_name_exists():
