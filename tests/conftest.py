@@ -12,6 +12,11 @@ os.environ.setdefault("INFERENCE_ECON_THREADS", "1")
 
 import inference_econ as ie
 
+#: CPU seconds past which a command counts as stuck (a loop over a huge input, a hang on a
+#: device file): generous, so that no load on a shared machine fails a test; speed is measured
+#: by the scripts in benchmarks/, and no test asserts wall-clock time.
+STUCK_CPU_S = 60.0
+
 
 @pytest.fixture(scope="session")
 def h100():

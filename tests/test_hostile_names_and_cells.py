@@ -10,6 +10,7 @@ import math
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import STUCK_CPU_S
 
 from inference_econ.cli import main
 from inference_econ.errors import control_character, one_line
@@ -188,7 +189,7 @@ def test_an_instance_whose_step_table_would_exhaust_memory_is_refused_up_front()
     args += ["--prompt-tokens", "1000", "--output-tokens", "200", "-q"]
     start = time.process_time()
     r = CliRunner().invoke(main, [*args, "--gpus", "65536"])
-    assert time.process_time() - start < 10
+    assert time.process_time() - start < STUCK_CPU_S  # refused before any work, not stuck
     _one_error_line(r, "--gpus", "83,886,096 entries", "4,194,304", "smaller instances")
 
 
@@ -249,7 +250,7 @@ def test_disagg_of_an_endless_prompt_or_a_layout_that_cannot_run_is_one_line():
     r = CliRunner().invoke(
         main, [*base, "--gpus", "8", "--output-tokens", "500", "--prompt-tokens", "1e12"]
     )
-    assert time.process_time() - start < 10
+    assert time.process_time() - start < STUCK_CPU_S  # refused before any work, not stuck
     _one_error_line(r, "--prompt-tokens", "passes (at most 100,000)")
     for preset in ("paper", "achievable"):
         r = CliRunner().invoke(
