@@ -98,7 +98,7 @@ def point(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs
     The layout is the best of the paper's continuous ones (real-valued degrees, docs/model.md
     §A5), or with ``discrete=True`` the best whole one, as an engine launches it (§B7; whole
     GPUs). Keyword arguments are the settings of ``make_setting`` (context_tokens,
-    weight_bits, draft, ...; the table in ``inference_econ/settings.py``). ``gpus`` and
+    weight_bits, draft, ...; the table in ``inference_econ/settings/``). ``gpus`` and
     ``batch`` are one number each (``points`` takes many).
     """
     _one_configuration(gpus, batch)
@@ -139,7 +139,7 @@ def frontier(model, hardware=None, *, method=None, **kwargs) -> Frontier:
         How the frontier is searched (default the paper's continuous grid, docs/model.md §A7).
     **settings
         Every setting of what is served and of the search, each a keyword-only parameter of
-        this signature with the table's default (``inference_econ/settings.py``):
+        this signature with the table's default (``inference_econ/settings/``):
         ``context_tokens``, ``weight_bits``, ``draft``, ``assumptions``, ``grid_points``, ...
 
     Returns

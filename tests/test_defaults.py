@@ -131,6 +131,31 @@ def test_a_command_default_lives_in_the_table():
     assert InverseOptions().grid_points == 100 and InverseOptions().draft == "Llama 3 8B"
 
 
+def test_each_setting_is_a_typed_field_of_its_section():
+    """The table is derived from the fields that declare the settings, in order: each field's
+    default is its row's (a required row's field has none), and a dataclass that uses a
+    setting reads its default there; a field whose type and default disagree is refused."""
+    import dataclasses
+
+    import pytest
+
+    from inference_econ.settings.load import SchedulerOptions
+    from inference_econ.settings.row import section, setting
+    from inference_econ.settings.table import SECTIONS
+
+    fields = [f for cls in SECTIONS for f in dataclasses.fields(cls)]
+    assert [f.name for f in fields] == [row.name for row in table.SETTINGS]
+    for f in fields:
+        row = table.option(f.name)
+        assert f.default is dataclasses.MISSING if row.required else f.default == row.default
+    assert SchedulerOptions.prefix_caching is table.default("prefix_caching") is True
+    with pytest.raises(TypeError, match="Bad.requests_per_s"):
+
+        @section(table.LOAD)
+        class Bad:
+            requests_per_s: float = setting(None, help="Given None, typed without None.")
+
+
 #: A value other than its default for every problem setting, with what it needs beside it.
 GIVEN = {
     "context_tokens": ({}, 2000),

@@ -2,7 +2,7 @@
 
 Exit codes: 0 success, 1 a runtime failure (e.g. nothing feasible), 2 bad input. Each command
 lives in a module named after what it is about; options come from the table of settings
-(``inference_econ/settings.py``) through ``common.options``.
+(``inference_econ/settings/``) through ``common.options``.
 """
 
 from __future__ import annotations

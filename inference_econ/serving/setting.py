@@ -4,7 +4,7 @@ What is served (a model at some precisions, optionally with a draft model), on w
 at which context, under which demand cap and time-to-first-token limit, and under which
 modelling assumptions. How its frontier is searched is the optimiser's business
 (``optimise.method.Method``), not the setting's. ``make_setting`` takes names or objects and
-validates every keyword against the table of settings (``inference_econ/settings.py``).
+validates every keyword against the table of settings (``inference_econ/settings/``).
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ def check_number(
     The one checker every number passes: text that reads as a number is accepted (YAML 1.1
     reads "1e15" as text); bool, other text, NaN and infinities are errors; an ``integer``
     field needs a whole number; the bounds come from the caller (for settings: the row of
-    ``inference_econ/settings.py``). Errors say what was given, the unit and the range.
+    ``inference_econ/settings/``). Errors say what was given, the unit and the range.
     """
     unit_hint = f" in {unit}" if unit else ""
     number = _as_number(value)
