@@ -33,7 +33,7 @@ class Method:
     slow tail below the paper's range (fastest/100 to fastest)."""
 
     kind: MethodKind = "grid"
-    grid_points: int = 400
+    grid_points: int = table.default("grid_points")
     all_points: bool = False
 
     def __post_init__(self) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import settings as table
 from ...model.economics import priced_grid
 from ...optimise.frontier import pareto_indices
 from ...optimise.method import Method
@@ -116,7 +117,9 @@ class SpeedCostGrid:
         return hi
 
 
-def speed_cost_grid(setting: Setting, grid_points: int = 100) -> SpeedCostGrid:
+def speed_cost_grid(
+    setting: Setting, grid_points: int = table.default("grid_points", table.INFER)
+) -> SpeedCostGrid:
     """The pass latencies of a setting on a grid of ``grid_points`` per axis (cached; the
     setting's acceptance rate does not matter)."""
     if setting.spec is not None:
