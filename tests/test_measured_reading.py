@@ -782,7 +782,7 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
     default = predicting.row_engine(plain, predicting.preset("achievable"))
     assert default.config.step_token_budget == 8192
     ideal = predicting.row_engine(tight, predicting.preset("refined"))
-    assert ideal.config.step_token_budget == predicting.IDEAL_ENGINE.step_token_budget
+    assert ideal.config.step_token_budget == predicting.REPLAY_IDEAL_ENGINE.step_token_budget
     table = predicting.compare(path, "achievable").table
     assert list(table.status) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] < table.predicted.iloc[0]

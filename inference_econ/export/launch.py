@@ -382,11 +382,9 @@ def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load
     admission and prompt scheduling), each sending its next request of the load's fixed
     lengths when its last finishes: the benchmark a point plan writes (docs/model.md §E1)."""
     from ..load.arrivals import Traffic
-    from ..load.engine import EngineConfig, build_instance
+    from ..load.engine import EngineConfig
     from ..load.lengths import Lengths
-    from ..load.results import summarise
-    from ..load.simulate import simulate
-    from ..load.targets import Targets
+    from ..load.run import Run, instance_in, serve
     from ..model.mixed_step import EngineLayout
 
     p, t, dp, _ = degrees
@@ -396,7 +394,7 @@ def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load
         step_token_budget=int(w.token_budget),
         engine_own=("admission", "prefill", "scheduler_steps"),
     )
-    inst = build_instance(setting, p * t, config, context, layout=layout)
+    inst = instance_in(setting, layout, config, context)
     traffic = Traffic(
         None,
         Lengths("fixed", float(load.input_mean)),
@@ -405,8 +403,7 @@ def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load
         seed=0,
         clients=int(load.concurrency),
     )
-    record = simulate(inst, traffic.stream(), clients=int(load.concurrency))
-    return summarise(inst, record, traffic, Targets())
+    return serve(inst, Run(traffic, clients=int(load.concurrency))).result
 
 
 def _renamed_ends(row, named: dict[str, str]) -> dict[str, float]:

@@ -575,27 +575,12 @@ def make_traffic(
     >>> t.describe()
     'Poisson arrivals, 2 req/s; prompts log-normal (mean 1000 tokens, sigma 0.8); outputs 256 tokens'
     """
-    if concurrency is not None and process is not None:
-        raise SpecError(
-            "argument",
-            "arrival_process",
-            "sets arrival times; a closed loop's clients send as earlier requests finish",
-            "drop arrival_process, or concurrency",
-        )
-    # the numbers by their settings' rows (a Python caller's seed 'x' or requests -5)
-    given = {"requests": requests, "seed": seed, "arrival_rate_per_s": rate_per_s}
-    given |= {"concurrency": concurrency, "think_time_s": think_time_s}
-    checked = check_each({k: v for k, v in given.items() if v is not None})
-    requests, seed = checked.get("requests", requests), checked.get("seed", seed)
+    requests, seed = _checked(requests, seed, rate_per_s, concurrency, think_time_s, process)
     tr = load_trace(trace) if trace is not None else None
     return Traffic(
         rate_per_s=None if rate_per_s is None else float(rate_per_s),
-        input_lengths=None
-        if input_lengths is None
-        else parse_lengths(input_lengths, "argument", "input_lengths"),
-        output_lengths=None
-        if output_lengths is None
-        else parse_lengths(output_lengths, "argument", "output_lengths"),
+        input_lengths=_parsed(input_lengths, "input_lengths"),
+        output_lengths=_parsed(output_lengths, "output_lengths"),
         trace=tr,
         process=process or ("trace" if tr is not None else "poisson"),
         requests=int(requests),
@@ -606,6 +591,28 @@ def make_traffic(
         think_time_s=float(think_time_s or 0.0),
         clients=None if concurrency is None else int(concurrency),
     )
+
+
+def _checked(requests, seed, rate_per_s, concurrency, think_time_s, process) -> tuple:
+    """The requests and seed, once a closed loop is checked to name no arrival process and
+    every number given is checked by its setting's row (a Python caller's seed 'x' or
+    requests -5 is refused as the command line refuses it)."""
+    if concurrency is not None and process is not None:
+        raise SpecError(
+            "argument",
+            "arrival_process",
+            "sets arrival times; a closed loop's clients send as earlier requests finish",
+            "drop arrival_process, or concurrency",
+        )
+    given = {"requests": requests, "seed": seed, "arrival_rate_per_s": rate_per_s}
+    given |= {"concurrency": concurrency, "think_time_s": think_time_s}
+    checked = check_each({k: v for k, v in given.items() if v is not None})
+    return checked.get("requests", requests), checked.get("seed", seed)
+
+
+def _parsed(text, name: str) -> Lengths | None:
+    """The lengths a text gives (``lengths.parse_lengths``); None where none is given."""
+    return None if text is None else parse_lengths(text, "argument", name)
 
 
 def _generators(seed: int) -> tuple[np.random.Generator, ...]:

@@ -93,6 +93,21 @@ def load_demand(path) -> DemandCurve:
         )
     if len(lines) > MAX_HOURS:
         raise SpecError(source, "hour", f"has over {MAX_HOURS:,} rows", "give at most ten years")
+    rows, problems = _read_rows(source, header, lines)
+    if not lines:
+        raise SpecError(source, "requests_per_s", "has no readable row", "give one row per hour")
+    if problems and not rows:  # (``left_out`` says so: none of them can be read)
+        left_out(source, "demand row", len(lines), problems)
+    data = np.asarray(sorted(rows), dtype=float)
+    hours = data[:, 0].astype(np.int64)
+    _check_hours(source, hours, problems)
+    skipped = left_out(source, "demand row", len(lines), problems)
+    _check_rates(source, data[:, 1])
+    return DemandCurve(source, hours, data[:, 1], skipped)
+
+
+def _read_rows(source: str, header: list, lines: list) -> tuple[list, list]:
+    """(hour, requests/s) of each readable row, and (line, error) of each other."""
     at = [header.index(c) for c in COLUMNS]
     rows, problems = [], []
     for line, cells in lines:
@@ -104,12 +119,12 @@ def load_demand(path) -> DemandCurve:
             rows.append((hour_n, rate_n))
         except SpecError as exc:
             problems.append((line, exc))
-    if not lines:
-        raise SpecError(source, "requests_per_s", "has no readable row", "give one row per hour")
-    if problems and not rows:  # (``left_out`` says so: none of them can be read)
-        left_out(source, "demand row", len(lines), problems)
-    data = np.asarray(sorted(rows), dtype=float)
-    hours = data[:, 0].astype(np.int64)
+    return rows, problems
+
+
+def _check_hours(source: str, hours: np.ndarray, problems: list) -> None:
+    """Refuse hours (sorted) that do not count up by one: with the first unreadable row as
+    the reason where a row was left out, else the first jump."""
     gaps = np.nonzero(np.diff(hours) != 1)[0]
     if gaps.size and problems:  # a row that cannot be read leaves its hour out: that is why
         exc = problems[0][1]
@@ -124,17 +139,20 @@ def load_demand(path) -> DemandCurve:
             f"jumps from {hours[at]} to {hours[at + 1]}",
             "give every hour once, counting up by one",
         )
-    skipped = left_out(source, "demand row", len(lines), problems)
-    if not np.any(data[:, 1] > 0):
+
+
+def _check_rates(source: str, rates: np.ndarray) -> None:
+    """Refuse a curve with nothing to serve, or whose peak is below the least rate a plan
+    simulates (quieter hours beside a busier one are planned)."""
+    if not np.any(rates > 0):
         raise SpecError(source, "requests_per_s", "is 0 in every hour", "there is nothing to serve")
     least = option("arrival_rate_per_s").minimum  # the least rate a plan simulates
     assert least is not None  # (the settings table gives it)
-    if float(np.max(data[:, 1])) < least:  # (quieter hours beside a busier one are planned)
+    if float(np.max(rates)) < least:
         raise SpecError(
             source,
             "requests_per_s",
-            f"peaks at {float(np.max(data[:, 1])):g}, below the {least:g} requests/s the "
+            f"peaks at {float(np.max(rates)):g}, below the {least:g} requests/s the "
             "toolkit simulates",
             f"give a peak of at least {least:g} requests/s",
         )
-    return DemandCurve(source, hours, data[:, 1], skipped)

@@ -27,13 +27,13 @@ from .engine import (
     Instance,
     LayoutSearch,
     OfferedLoad,
-    build_instance,
     layout_capacity,
     layout_search,
 )
-from .results import LoadResult, RequestLatencies, assemble, summarise
-from .routing import GROUP, Router, RouterPolicy
-from .simulate import RunRecord, simulate, simulate_group
+from .results import LoadResult, Measured, RequestLatencies, RunSetup, assemble, measured_of
+from .routing import GROUP
+from .run import Handoff, Run, instance_in, prefill_handoff, serve, simulate_run
+from .simulate import RunRecord
 from .targets import NO_TARGETS, Targets
 
 #: What one load simulation serves (docs/model.md §E3-§E5): a whole deployment, or its prefill
@@ -123,7 +123,7 @@ def _search(setting: Setting, gpus: int) -> LayoutSearch:
 def _instance_with(
     setting: Setting, gpus: int, config: EngineConfig, context: float, layout: EngineLayout
 ) -> Instance:
-    return build_instance(setting, gpus, config, context, layout, search=_search(setting, gpus))
+    return instance_in(setting, layout, config, context, search=_search(setting, gpus))
 
 
 def rejects_alike(setting: Setting, gpus: int) -> bool:
@@ -272,18 +272,13 @@ def simulate_deployment(
     )
     if K > 1 and (config.router != "random" or traffic.sessions):
         g = min(K, GROUP)  # the instances simulated together (§E10)
-        arrivals = traffic.stream(K, g)
-        keys = arrivals.sharing.route_keys if arrivals.sharing is not None else None
-        route = Router(config.router, g, keys, traffic.seed)
-        record = simulate_group([inst] * g, arrivals, route, progress)
-        return summarise(inst, record, traffic, targets, K, scale=K / g)
+        return serve(inst, Run(traffic, K, g, config.router), targets, progress).result
     limits = stop.limits if stop is not None and not stop.empty else None
-    record = simulate(inst, traffic.stream(K), progress=progress, stop=limits)
-    result = summarise(inst, record, traffic, targets, K)
-    if not record.stopped:
-        return result
+    served = serve(inst, Run(traffic, K, stop=limits), targets, progress)
+    if not served.record.stopped:
+        return served.result
     return dataclasses.replace(
-        result, stopped_for=stop, meets_targets=None if targets.empty else False
+        served.result, stopped_for=stop, meets_targets=None if targets.empty else False
     )
 
 
@@ -308,8 +303,8 @@ def _closed_loop(setting, deployment, traffic, targets, config, progress) -> Loa
         reference_context(traffic),
         offered_load(traffic, K),  # no rate: the layout fastest when saturated
     )
-    record = simulate(inst, traffic.stream(K), progress=progress, clients=C // K)
-    result = summarise(inst, record, traffic, targets, K, rate_per_s=0.0)  # set below
+    run = Run(traffic, K, clients=C // K)
+    result = serve(inst, run, targets, progress, rate_per_s=0.0).result  # the rate set below
     return dataclasses.replace(
         result,
         rate_per_s=result.throughput_requests_per_s,
@@ -361,8 +356,57 @@ def simulate_disaggregated(
         d.instances,
         config.router,
     )
+    handed = Run(traffic, d.instances, prefilled=True, requests=hand.handed)
+    dec_run = simulate_run(dec, handed, progress)
+    input_share, pools = _prefill_cost(setting, d)
+    setup = RunSetup(
+        dec,
+        targets,
+        traffic=traffic.describe(),
+        rate_per_s=traffic.offered_rate_per_s,
+        scale=d.instances,
+        gpus=(d.gpus_per_instance, d.instances, d.prefill_gpus_per_instance, d.prefill_instances),
+        layout=f"prefill [{pre.layout.describe()}] + decode [{dec.layout.describe()}]",
+        seed=traffic.seed,
+        notes=(*traffic.input_notes, *_disaggregated_notes(d, config)),
+        router=config.router if d.prefill_instances > 1 else "random",
+        pools=pools,
+    )
+    return assemble(setup, _handed_measured(d, hand, pre, dec, dec_run, input_share))
+
+
+def _prefill_cost(setting: Setting, d: Deployment) -> tuple[float, tuple | None]:
+    """The prefill pool's share of the deployment's cost (by GPUs, or by price where its GPUs
+    differ) and the pools as (setting, GPUs) pairs where they differ (None: one GPU)."""
+    pre_setting = d.prefill_setting or setting
+    pre_gpus = d.prefill_gpus_per_instance * d.prefill_instances
+    dec_gpus = d.gpus_per_instance * d.instances
+    if d.prefill_setting is None:
+        return pre_gpus / d.gpus, None
+    pre_cost = pre_gpus * pre_setting.gpu.price_usd_per_hour
+    share = pre_cost / (pre_cost + dec_gpus * setting.gpu.price_usd_per_hour)
+    return share, ((pre_setting, pre_gpus), (setting, dec_gpus))
+
+
+def _disaggregated_notes(d: Deployment, config: EngineConfig) -> tuple[str, ...]:
+    """What a disaggregated run's result says of how its pools were simulated."""
+    notes = ("prefill and decode pools: their delays are taken as independent",)
+    if config.router != "random" and d.prefill_instances > 1:
+        notes += (
+            f"the {config.router} router sends the prompts among the prefill instances; "
+            "each decode instance is simulated with its random share",
+        )
+    return notes
+
+
+def _handed_measured(
+    d: Deployment, hand: Handoff, pre: Instance, dec: Instance, dec_run: RunRecord, share: float
+) -> Measured:
+    """What a disaggregated deployment measured, request by request as they arrived: TTFT
+    from the prefill pool, the rest from the decode instance's run; both pools' counts, and
+    their FLOP over their peak. ``share``: the prefill pool's share of the cost, which the
+    input tokens are charged."""
     pre_run, s, ttft, order = hand.prefill_run, hand.stream, hand.ttft_s, hand.order
-    dec_run = simulate(dec, hand.handed, prefilled=True, progress=progress)
     finish = np.full(len(s), np.nan)
     finish[order] = dec_run.finish_s
     admitted = np.full(len(s), np.nan)
@@ -371,28 +415,14 @@ def simulate_disaggregated(
         tpot = (finish - (s.arrival_s + ttft)) / (s.output_tokens - 1)
     lat = RequestLatencies(ttft, np.where(s.output_tokens > 1, tpot, np.nan), finish - s.arrival_s)
     window = float(np.nanmax(finish)) if np.isfinite(finish).any() else 1e-12
-    pre_gpus = d.prefill_gpus_per_instance * d.prefill_instances
-    dec_gpus = d.gpus_per_instance * d.instances
     peak = d.prefill_instances * pre.table.peak_flop_per_s + d.instances * dec.table.peak_flop_per_s
     flop = d.prefill_instances * pre_run.flop + d.instances * dec_run.flop
-    pools = None
-    pre_cost = pre_gpus * pre_setting.gpu.price_usd_per_hour
-    share = pre_gpus / d.gpus
-    if d.prefill_setting is not None:
-        pools = ((pre_setting, pre_gpus), (setting, dec_gpus))
-        share = pre_cost / (pre_cost + dec_gpus * setting.gpu.price_usd_per_hour)
     cached = None
     if pre_run.cached_tokens is not None:  # the prefill pool's cache, request by request
         cached = pre_run.cached_tokens[np.arange(len(s)) % len(pre_run.cached_tokens)]
-    return assemble(
-        dec,
+    return Measured(
         lat,
         s,
-        targets,
-        traffic=traffic.describe(),
-        rate_per_s=traffic.offered_rate_per_s,
-        scale=d.instances,
-        gpus=(d.gpus_per_instance, d.instances, d.prefill_gpus_per_instance, d.prefill_instances),
         window_s=window,
         admitted_s=admitted,
         input_share=share,
@@ -402,84 +432,8 @@ def simulate_disaggregated(
         mfu=flop / (peak * window),
         mean_batch=dec_run.batch_seconds / dec_run.busy_s if dec_run.busy_s > 0 else 0.0,
         peak_kv_fraction=dec_run.peak_kv_fraction,
-        layout=f"prefill [{pre.layout.describe()}] + decode [{dec.layout.describe()}]",
-        seed=traffic.seed,
-        notes=(
-            *traffic.input_notes,
-            "prefill and decode pools: their delays are taken as independent",
-            *(
-                (
-                    f"the {config.router} router sends the prompts among the prefill instances; "
-                    "each decode instance is simulated with its random share",
-                )
-                if config.router != "random" and d.prefill_instances > 1
-                else ()
-            ),
-        ),
-        router=config.router if d.prefill_instances > 1 else "random",
         cached_tokens=cached,
-        pools=pools,
     )
-
-
-@dataclass(frozen=True)
-class Handoff:
-    """A prefill pool's work for one decode instance (``prefill_handoff``): the prefill run,
-    the decode instance's requests (``stream``, as they arrived), each one's TTFT from the
-    pool, and the requests in the order they reach the decode instance (``handed``, at their
-    arrival plus the pool's delay and the KV cache's transfer; ``order`` indexes ``stream``)."""
-
-    prefill_run: RunRecord
-    stream: Arrivals
-    ttft_s: np.ndarray
-    order: np.ndarray
-    handed: Arrivals
-
-
-def prefill_handoff(
-    pre: Instance,
-    pre_setting: Setting,
-    dec_setting: Setting,
-    dec_gpus: int,
-    traffic: Traffic,
-    prefill_instances: int,
-    decode_instances: int,
-    router: RouterPolicy = "random",
-) -> Handoff:
-    """The prefill pool's first tokens and the requests it hands one decode instance (§E5):
-    its instances serve the prompts (one alone with its random share, or up to ``GROUP``
-    behind ``router``, §E10), each emits a first token, and the KV cache crosses the NICs to
-    the decode instance. The two pools' delays are taken as independent."""
-    k = int(prefill_instances)
-    g = min(k, GROUP) if router != "random" else 1
-    ps = traffic.stream(k, g)
-    prompts_only = Arrivals(
-        ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens), ps.sharing
-    )
-    if g > 1:
-        keys = ps.sharing.route_keys if ps.sharing is not None else None
-        pre_run = simulate_group([pre] * g, prompts_only, Router(router, g, keys, traffic.seed))
-    else:
-        pre_run = simulate(pre, prompts_only)
-    pool_ttft = pre_run.first_token_s - ps.arrival_s
-    s = traffic.stream(decode_instances)
-    ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
-    prompts = s.prompt_tokens.astype(float)
-    moved = _moved_s(dec_setting, pre_setting, prompts, pre.gpus, dec_gpus)
-    ready = s.arrival_s + ttft + moved
-    order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
-    handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
-    return Handoff(pre_run, s, ttft, order, handed)
-
-
-def _moved_s(decode: Setting, prefill: Setting, prompt_tokens, pre_gpus: int, dec_gpus: int):
-    """Seconds to move each request's KV cache from the prefill pool to the decode pool over
-    the NICs of the fewer GPUs, at the slower side's bandwidth (§B10, §E5)."""
-    gpus = min(pre_gpus, dec_gpus)
-    moved = kv_transfer_s(decode, prompt_tokens, gpus)
-    if prefill is decode:
-        return moved
-    return np.maximum(moved, kv_transfer_s(prefill, prompt_tokens, gpus))
 
 
 def simulate_prefill_pool(
@@ -495,8 +449,8 @@ def simulate_prefill_pool(
     load = offered_load(traffic, instances, outputs=False)
     inst = instance_for(setting, gpus, config, reference_context(traffic), load)
     s = traffic.stream(instances)
-    record = simulate(inst, Arrivals(s.arrival_s, s.prompt_tokens, np.ones_like(s.output_tokens)))
-    result = summarise(inst, record, traffic, targets, instances)
+    prompts = Arrivals(s.arrival_s, s.prompt_tokens, np.ones_like(s.output_tokens))
+    result = serve(inst, Run(traffic, instances, requests=prompts), targets).result
     return dataclasses.replace(result, layout=f"prefill pool [{inst.layout.describe()}]")
 
 
@@ -515,34 +469,33 @@ def simulate_decode_pool(
     inst = instance_for(setting, gpus, config, reference_context(traffic), load)
     s = traffic.stream(instances)
     moved = kv_transfer_s(setting, s.prompt_tokens.astype(float), gpus)
-    record = simulate(inst, s, prefilled=True)
+    record = simulate_run(inst, Run(traffic, instances, prefilled=True, requests=s))
     took = moved + record.finish_s - s.arrival_s
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(s.output_tokens > 1, took / (s.output_tokens - 1), np.nan)
     lat = RequestLatencies(np.where(np.isfinite(took), 0.0, np.nan), tpot, took)
-    window = max(record.end_s, 1e-12)
-    return assemble(
+    setup = RunSetup(
         inst,
-        lat,
-        s,
         targets,
         traffic=traffic.describe(),
         rate_per_s=traffic.offered_rate_per_s,
         scale=instances,
         gpus=(gpus, instances, 0, 0),
-        window_s=window,
-        admitted_s=record.admitted_s,
-        input_share=0.0,
-        rejected=int(record.rejected.sum()),
-        preemptions=int(record.preemptions.sum()),
-        busy_fraction=record.busy_s / window,
-        mfu=record.flop / (inst.table.peak_flop_per_s * window),
-        mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
-        peak_kv_fraction=record.peak_kv_fraction,
         layout=f"decode pool [{inst.layout.describe()}]",
         seed=traffic.seed,
         notes=traffic.input_notes,
     )
+    # the engine's figures as the record has them; the latencies count the transfer, no GPU
+    # time goes to prompts, and the pool reports no prefix cache or speculation of its own
+    measured = dataclasses.replace(
+        measured_of(inst, record),
+        latencies=lat,
+        arrivals=s,
+        input_share=0.0,
+        cached_tokens=None,
+        speculative_step_fraction=None,
+    )
+    return assemble(setup, measured)
 
 
 def rate_estimate(

@@ -134,6 +134,10 @@ class EngineConfig:
             step_token_budget=int(self.step_token_budget * ranks),
         )
 
+    def capped(self, cap: int | None) -> EngineConfig:
+        """This engine running at most ``cap`` requests at once (None or 0: its own limit)."""
+        return dataclasses.replace(self, max_batch_requests=cap or self.max_batch_requests)
+
     def on_layout(self, layout: EngineLayout) -> EngineConfig:
         """The limits of an instance in ``layout``: ``per_instance`` of its data-parallel
         attention ranks where the engine's limits hold per rank, else these."""

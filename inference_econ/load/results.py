@@ -18,7 +18,7 @@ from ..errors import InfeasibleError
 from ..model.economics import usd_per_mtok
 from ..serving.intervals import load_intervals
 from ..serving.setting import Setting, requests_metadata
-from .arrivals import CLOSED_LOOP, Traffic
+from .arrivals import CLOSED_LOOP, Arrivals, Traffic
 from .engine import EngineConfig, Instance
 from .routing import RouterPolicy
 from .simulate import RunRecord
@@ -414,6 +414,74 @@ class Window:
         return float(np.sum(self.weight * good) / judged) if judged > 0 else math.nan
 
 
+@dataclass(frozen=True)
+class RunSetup:
+    """What a run was: the engine instance simulated, the deployment whose rates its requests
+    stand for (``scale`` times; ``gpus``: GPUs per instance, instances, and a prefill pool's
+    alike), the traffic (described) and targets it is judged by, and what the result states of
+    it. ``pools``: ``((setting, GPUs), ...)`` of a deployment whose pools run on different
+    GPUs, priced and powered each on its own."""
+
+    instance: Instance
+    targets: Targets
+    traffic: str
+    rate_per_s: float
+    scale: float
+    gpus: tuple[int, int, int, int]
+    seed: int | None = None
+    layout: str | None = None
+    batch_limit: float = math.inf
+    notes: tuple[str, ...] = ()
+    router: RouterPolicy = "random"
+    instances_simulated: int = 1
+    pools: tuple | None = None
+
+    @property
+    def total_gpus(self) -> int:
+        per_instance, count, prefill_per_instance, prefill_count = self.gpus
+        return per_instance * count + prefill_per_instance * prefill_count
+
+    @property
+    def usd_per_gpu_hour(self) -> float:
+        """The deployment's cost per GPU-hour: its GPU's price, or its pools' by GPUs."""
+        if self.pools is None:
+            return self.instance.setting.gpu.price_usd_per_hour
+        return sum(s.gpu.price_usd_per_hour * n for s, n in self.pools) / self.total_gpus
+
+    @property
+    def hardware(self) -> str:
+        """The GPU's name, or each pool's where they differ."""
+        pools = self.pools
+        if pools is None or len({s.gpu.name for s, _ in pools}) == 1:
+            return self.instance.setting.gpu.name
+        return " + ".join(
+            f"{s.gpu.name} ({role})" for (s, _), role in zip(pools, ("prefill", "decode"))
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Measured:
+    """What a run measured: per-request latencies of its requests (``arrivals``, those of one
+    simulated instance or group; ``admitted_s`` when each entered the engine that finished
+    it), and the engine's time over the run of ``window_s`` (``input_share`` of it on prompt
+    tokens), counts and utilisation. ``cached_tokens``: each request's prompt tokens found in
+    the prefix cache (§E9)."""
+
+    latencies: RequestLatencies
+    arrivals: Arrivals
+    window_s: float
+    admitted_s: np.ndarray
+    input_share: float
+    rejected: int
+    preemptions: int
+    busy_fraction: float
+    mfu: float
+    mean_batch: float
+    peak_kv_fraction: float
+    cached_tokens: np.ndarray | None = None
+    speculative_step_fraction: float | None = None
+
+
 def summarise(
     instance: Instance,
     record: RunRecord,
@@ -426,29 +494,40 @@ def summarise(
     """Latency distributions, rates, utilisation and prices of one simulated run (§E4): one
     instance of ``instances``, or a group (``record.instances``) whose rates count ``scale``
     times in the deployment."""
-    window = max(record.end_s, 1e-12)
-    return assemble(
+    setup = RunSetup(
         instance,
-        RequestLatencies.of(record),
-        record.arrivals,
         targets,
         traffic=traffic.describe(),
         rate_per_s=float(rate_per_s if rate_per_s is not None else traffic.offered_rate_per_s),
         seed=traffic.seed,
         scale=instances if scale is None else scale,
         gpus=(instance.gpus, instances, 0, 0),
-        window_s=window,
-        admitted_s=record.admitted_s,
-        input_share=record.prefill_s / record.busy_s if record.busy_s > 0 else 0.0,
-        rejected=int(record.rejected.sum()),
-        preemptions=int(record.preemptions.sum()),
-        busy_fraction=record.busy_s / window,
-        mfu=record.flop / (instance.table.peak_flop_per_s * window),
-        mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
         batch_limit=min(
             float(instance.config.max_batch_requests),
             traffic.clients / instances if traffic.clients else math.inf,
         ),
+        router=instance.config.router,
+        instances_simulated=record.instances,
+        notes=traffic.input_notes,
+    )
+    return assemble(setup, measured_of(instance, record))
+
+
+def measured_of(instance: Instance, record: RunRecord) -> Measured:
+    """What one simulated instance's (or group's) record measured, over the run to its last
+    completion."""
+    window_s = max(record.end_s, 1e-12)
+    return Measured(
+        RequestLatencies.of(record),
+        record.arrivals,
+        window_s=window_s,
+        admitted_s=record.admitted_s,
+        input_share=record.prefill_s / record.busy_s if record.busy_s > 0 else 0.0,
+        rejected=int(record.rejected.sum()),
+        preemptions=int(record.preemptions.sum()),
+        busy_fraction=record.busy_s / window_s,
+        mfu=record.flop / (instance.table.peak_flop_per_s * window_s),
+        mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
         peak_kv_fraction=record.peak_kv_fraction,
         cached_tokens=record.cached_tokens,
         speculative_step_fraction=(
@@ -456,65 +535,76 @@ def summarise(
             if instance.draft is not None and record.decode_steps
             else None
         ),
-        router=instance.config.router,
-        instances_simulated=record.instances,
-        notes=traffic.input_notes,
     )
 
 
-def assemble(
-    instance: Instance,
-    lat: RequestLatencies,
-    arrivals,
-    targets: Targets,
-    *,
-    traffic: str,
-    rate_per_s: float,
-    scale: float,
-    gpus: tuple[int, int, int, int],
-    window_s: float,
-    admitted_s: np.ndarray,
-    input_share: float,
-    rejected: int,
-    preemptions: int,
-    busy_fraction: float,
-    mfu: float,
-    mean_batch: float,
-    peak_kv_fraction: float,
-    layout: str | None = None,
-    batch_limit: float = math.inf,
-    notes: tuple[str, ...] = (),
-    seed: int | None = None,
-    cached_tokens: np.ndarray | None = None,
-    speculative_step_fraction: float | None = None,
-    router: RouterPolicy = "random",
-    instances_simulated: int = 1,
-    pools: tuple | None = None,
-) -> LoadResult:
-    """A ``LoadResult`` from per-request latencies of ``arrivals`` (the requests of one
-    simulated instance, whose rates count ``scale`` times in the deployment; ``admitted_s``
-    when each entered the engine that finished it) and the deployment's GPU time over its
-    service window (``Window``; the whole run of ``window_s`` when it is too short),
-    ``input_share`` of which went to prompt tokens. ``cached_tokens``: each request's prompt
-    tokens found in the prefix cache (§E9); ``pools``: ``((setting, GPUs), ...)`` of a
-    deployment whose pools run on different GPUs, priced and powered each on its own."""
-    done = np.isfinite(lat.e2e_s)
-    window = Window.of(arrivals, lat, window_s, admitted_s)
-    good = targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s)
-    n_in, n_out = scale * window.input_tokens, scale * window.output_tokens
+def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
+    """A ``LoadResult`` from what a run measured and what it was: the deployment's rates,
+    prices and energy over its service window (``Window``; the whole run of ``window_s`` when
+    it is too short), latencies, and whether it meets the targets."""
+    lat, arrivals = measured.latencies, measured.arrivals
+    window = Window.of(arrivals, lat, measured.window_s, measured.admitted_s)
+    good = setup.targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s)
     stats = {m: Percentiles.of(getattr(lat, f"{m}_s")) for m in METRICS}
-    per_instance, count, prefill_per_instance, prefill_count = gpus
-    total_gpus = per_instance * count + prefill_per_instance * prefill_count
-    price = instance.setting.gpu.price_usd_per_hour
-    if pools is not None:  # the deployment's cost per GPU-hour, pool by pool
-        price = sum(s.gpu.price_usd_per_hour * n for s, n in pools) / total_gpus
-    gpu_s = total_gpus * window.seconds
-
-    def dollars(seconds, tokens):
-        return usd_per_mtok(seconds, 1.0, tokens, price) if tokens else math.nan
-
+    instance, scale = setup.instance, setup.scale
+    per_instance, count, prefill_per_instance, prefill_count = setup.gpus
+    rate_per_s, notes = _rate_and_notes(setup, measured, window)
     growth = window.backlog_growth
-    notes = list(notes)
+    return LoadResult(
+        model=instance.setting.model.name,
+        hardware=setup.hardware,
+        assumptions=instance.setting.assumptions.label,
+        layout=setup.layout or instance.layout.describe(),
+        gpus_per_instance=per_instance,
+        instances=count,
+        traffic=setup.traffic,
+        targets=setup.targets,
+        rate_per_s=rate_per_s,
+        requests=len(arrivals),
+        completed=int(np.isfinite(lat.e2e_s).sum()),
+        rejected=measured.rejected,
+        preemptions=measured.preemptions,
+        ttft_s=stats["ttft"],
+        tpot_s=stats["tpot"],
+        e2e_s=stats["e2e"],
+        throughput_requests_per_s=scale * window.weight.sum() / window.seconds,
+        input_tokens_per_s=scale * window.input_tokens / window.seconds,
+        output_tokens_per_s=scale * window.output_tokens / window.seconds,
+        goodput_requests_per_s=scale * np.sum(window.weight * good) / window.seconds,
+        goodput_fraction=window.share(good),
+        busy_fraction=measured.busy_fraction,
+        mfu=measured.mfu,
+        mean_batch=measured.mean_batch,
+        batch_limit=setup.batch_limit,
+        peak_kv_fraction=measured.peak_kv_fraction,
+        meets_targets=verdict(
+            setup.targets, {m: s.p99 for m, s in stats.items()}, measured.rejected, growth
+        ),
+        notes=notes,
+        backlog_growth=growth,
+        prefill_gpus_per_instance=prefill_per_instance,
+        prefill_instances=prefill_count,
+        latencies=lat,
+        scale=scale,
+        window=window,
+        setting=instance.setting,
+        engine=instance.config,
+        seed=setup.seed,
+        prefix_hit_rate=_hit_rate(measured.cached_tokens, arrivals, window),
+        speculative_step_fraction=measured.speculative_step_fraction,
+        router=setup.router,
+        instances_simulated=setup.instances_simulated,
+        **_prices(setup, measured, window),
+        **_run_energy(setup, measured, window),
+    )
+
+
+def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
+    """The rate the result states (NaN: every request arrived at once) and its notes: the
+    traffic's, then whether the load outgrows the deployment, rejected requests and a short
+    run."""
+    rate_per_s, notes = setup.rate_per_s, list(setup.notes)
+    n, growth, rejected = len(measured.arrivals), window.backlog_growth, measured.rejected
     if not math.isfinite(rate_per_s):
         rate_per_s = math.nan
         notes.append(
@@ -529,77 +619,53 @@ def assemble(
         )
     if rejected:
         notes.append(
-            f"{rejected} of {len(arrivals)} requests never fit in the KV cache of one instance: "
+            f"{rejected} of {n} requests never fit in the KV cache of one instance: "
             "they are rejected and count against goodput"
         )
-    if len(arrivals) < 1000:
-        notes.append(f"only {len(arrivals)} requests per instance: p99 values are rough")
-    energy = (
-        _energy(instance.setting, total_gpus, n_out / window.seconds, busy_fraction, mfu)
-        if pools is None
-        else _pools_energy(pools, n_out / window.seconds, busy_fraction, mfu)
-    )
-    hit = None
-    if cached_tokens is not None:
-        a = np.asarray(arrivals.arrival_s, dtype=float)
-        judged = np.isfinite(cached_tokens) & (a >= window.opens_s) & (a <= window.closes_s)
-        if not judged.any():
-            judged = np.isfinite(cached_tokens)
-        prompts = float(np.sum(arrivals.prompt_tokens[judged]))
-        hit = float(np.sum(cached_tokens[judged]) / prompts) if prompts else 0.0
-    hardware = instance.setting.gpu.name
-    if pools is not None and len({s.gpu.name for s, _ in pools}) > 1:
-        hardware = " + ".join(
-            f"{s.gpu.name} ({role})" for (s, _), role in zip(pools, ("prefill", "decode"))
-        )
-    return LoadResult(
-        model=instance.setting.model.name,
-        hardware=hardware,
-        assumptions=instance.setting.assumptions.label,
-        layout=layout or instance.layout.describe(),
-        gpus_per_instance=per_instance,
-        instances=count,
-        traffic=traffic,
-        targets=targets,
-        rate_per_s=rate_per_s,
-        requests=len(arrivals),
-        completed=int(done.sum()),
-        rejected=rejected,
-        preemptions=preemptions,
-        ttft_s=stats["ttft"],
-        tpot_s=stats["tpot"],
-        e2e_s=stats["e2e"],
-        throughput_requests_per_s=scale * window.weight.sum() / window.seconds,
-        input_tokens_per_s=n_in / window.seconds,
-        output_tokens_per_s=n_out / window.seconds,
-        goodput_requests_per_s=scale * np.sum(window.weight * good) / window.seconds,
-        goodput_fraction=window.share(good),
-        busy_fraction=busy_fraction,
-        mfu=mfu,
-        mean_batch=mean_batch,
-        batch_limit=batch_limit,
-        peak_kv_fraction=peak_kv_fraction,
-        usd_per_hour=total_gpus * price,
-        usd_per_m_input_tokens=dollars(gpu_s * input_share, n_in),
-        usd_per_m_output_tokens=dollars(gpu_s * (1.0 - input_share), n_out),
-        usd_per_m_output_tokens_all_in=dollars(gpu_s, n_out),
-        meets_targets=verdict(targets, {m: s.p99 for m, s in stats.items()}, rejected, growth),
-        notes=tuple(notes),
-        backlog_growth=growth,
-        prefill_gpus_per_instance=prefill_per_instance,
-        prefill_instances=prefill_count,
-        latencies=lat,
-        scale=scale,
-        window=window,
-        setting=instance.setting,
-        engine=instance.config,
-        seed=seed,
-        prefix_hit_rate=hit,
-        speculative_step_fraction=speculative_step_fraction,
-        router=router,
-        instances_simulated=instances_simulated,
-        **energy,
-    )
+    if n < 1000:
+        notes.append(f"only {n} requests per instance: p99 values are rough")
+    return rate_per_s, tuple(notes)
+
+
+def _prices(setup: RunSetup, measured: Measured, window: Window) -> dict:
+    """The deployment's cost per hour and per million input, output and all-in output tokens
+    over the service window, its GPU time split by the share that went to prompts."""
+    price, gpus = setup.usd_per_gpu_hour, setup.total_gpus
+    n_in, n_out = setup.scale * window.input_tokens, setup.scale * window.output_tokens
+    gpu_s = gpus * window.seconds
+    share = measured.input_share
+
+    def dollars(seconds, tokens):
+        return usd_per_mtok(seconds, 1.0, tokens, price) if tokens else math.nan
+
+    return {
+        "usd_per_hour": gpus * price,
+        "usd_per_m_input_tokens": dollars(gpu_s * share, n_in),
+        "usd_per_m_output_tokens": dollars(gpu_s * (1.0 - share), n_out),
+        "usd_per_m_output_tokens_all_in": dollars(gpu_s, n_out),
+    }
+
+
+def _run_energy(setup: RunSetup, measured: Measured, window: Window) -> dict:
+    """The energy fields of the run (§G2): the deployment's GPUs, or each pool's."""
+    out_per_s = setup.scale * window.output_tokens / window.seconds
+    busy, mfu = measured.busy_fraction, measured.mfu
+    if setup.pools is not None:
+        return _pools_energy(setup.pools, out_per_s, busy, mfu)
+    return _energy(setup.instance.setting, setup.total_gpus, out_per_s, busy, mfu)
+
+
+def _hit_rate(cached_tokens, arrivals: Arrivals, window: Window) -> float | None:
+    """Prompt tokens found in the prefix cache over the prompt tokens of the requests that
+    arrived in the service window (all of them where none did; None: no prefix cache)."""
+    if cached_tokens is None:
+        return None
+    a = np.asarray(arrivals.arrival_s, dtype=float)
+    judged = np.isfinite(cached_tokens) & (a >= window.opens_s) & (a <= window.closes_s)
+    if not judged.any():
+        judged = np.isfinite(cached_tokens)
+    prompts = float(np.sum(arrivals.prompt_tokens[judged]))
+    return float(np.sum(cached_tokens[judged]) / prompts) if prompts else 0.0
 
 
 def _pools_energy(pools, output_tokens_per_s: float, busy: float, mfu: float) -> dict:

@@ -65,15 +65,19 @@ TIMES = ("tpot", "tpot_p99", "itl", "ttft", "ttft_p99", "ttft_single")
 LOADED = ("server", "interactive", "closed_loop")
 #: Scenarios an engine runs as offline work (vLLM's LLM class defaults); the rest are served.
 OFFLINE_SCENARIOS = ("offline", "static")
-#: The ideal engine of the paper and refined presets: every request the KV cache holds may
-#: run (at most 16,384), 8,192 tokens per step, prompts in chunks next to decoding.
-IDEAL_ENGINE = EngineConfig(16384, 8192, "recompute", "chunked")
+#: The ideal engine a measured row is replayed on under the paper and refined presets: every
+#: request the KV cache holds may run (at most 16,384, or the row's stated cap), 8,192 tokens
+#: per step, prompts in chunks next to decoding. Unlike the ideal engine a deployment gets by
+#: default (``EngineConfig()``: vLLM V1's 256 requests and 2,048 tokens, specs/engine.py
+#: ``IDEAL_MAX_BATCH_REQUESTS``) it is unbounded by a served engine's default limits: it
+#: gives the bound on what the row's hardware serves.
+REPLAY_IDEAL_ENGINE = EngineConfig(16384, 8192, "recompute", "chunked")
 #: Tokens per step the ideal engine tries on a row under latency limits (Server, Interactive),
 #: keeping the best, as an operator tunes ``max_num_batched_tokens`` (``max_num_tokens``): a
 #: step of 8,192 prompt tokens can outlast the TPOT limit by itself on a slow GPU (Llama 3.1
 #: 8B in FP8 on an H200 NVL: ~0.12 s of arithmetic against 0.1 s), which then caps the load,
 #: while smaller chunks keep decoding within it.
-IDEAL_STEP_BUDGETS = (512, 2048, 8192)
+IDEAL_STEP_BUDGETS = (512, 2048, REPLAY_IDEAL_ENGINE.step_token_budget)
 
 
 @dataclass(frozen=True)
@@ -118,9 +122,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     offline = row.scenario in OFFLINE_SCENARIOS
     cap = int(row.batch_cap) if row.batch_cap else None
     if base.engine is None:
-        return RowEngine(
-            None, dataclasses.replace(IDEAL_ENGINE, max_batch_requests=cap or 16384), "ideal"
-        )
+        return RowEngine(None, REPLAY_IDEAL_ENGINE.capped(cap), "ideal")
     name = engine if engine is not None else row.engine
     if name is None:
         return (

@@ -32,12 +32,11 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..load.arrivals import Arrivals, Traffic
-from ..load.deployment import prefill_handoff
-from ..load.engine import EngineConfig, build_instance, layout_search
+from ..load.engine import EngineConfig
 from ..load.lengths import Lengths
-from ..load.results import LoadResult, summarise
+from ..load.results import LoadResult
 from ..load.routing import RouterPolicy
-from ..load.simulate import simulate
+from ..load.run import Run, instance_in, prefill_handoff, simulate_run, summarise_run
 from ..load.targets import Targets
 from ..model.mixed_step import EngineLayout
 from ..optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
@@ -198,10 +197,8 @@ def traffic_of(case: LoadCase, requests: int, rate: float = 1.0) -> Traffic:
 @lru_cache(maxsize=256)
 def instance(case: LoadCase):
     """The engine instance of a case (cached: the cases of a row's metrics share it)."""
-    gpus = case.tensor * case.pipeline
-    layout = EngineLayout(gpus, case.pipeline, float(case.attention_ranks))
-    search = layout_search(case.setting, gpus)
-    inst = build_instance(case.setting, gpus, case.config, layout=layout, search=search)
+    layout = EngineLayout(case.tensor * case.pipeline, case.pipeline, float(case.attention_ranks))
+    inst = instance_in(case.setting, layout, case.config)
     if case.prefill is not None:
         try:  # a prefill pool that cannot hold the model makes the case infeasible, not the file
             _prefill_instance(case)
@@ -310,14 +307,14 @@ def _offline(case: LoadCase, inst, requests) -> Outcome:
     n = _count(case, slots, requests)
     traffic = traffic_of(case, n)
     s = traffic.stream()
-    record = simulate(
-        inst, Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens), prefilled=case.prefilled
-    )
+    queued = Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens)
+    run = Run(traffic, prefilled=case.prefilled, requests=queued)
+    record = simulate_run(inst, run)
     if case.prefilled:
         record = handed_first_tokens(case, inst, record)
     if record.rejected.all():
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
-    result = summarise(inst, record, traffic, Targets())
+    result = summarise_run(inst, record, run)
     if case.whole_run:  # LoadGen's whole run, as many requests as it issues
         span = RunSpan.of(record)
         if span is None:
@@ -373,14 +370,13 @@ def _closed(case: LoadCase, inst, requests) -> Outcome:
     how long the loop ran, its ramp-down included), else ``_count``'s."""
     share = round(case.issued / case.replicas) if case.issued else 0
     n = _count(case, case.clients, requests or share or None)
-    traffic = traffic_of(case, n)
-    s = traffic.stream()
-    record = simulate(inst, s, prefilled=case.prefilled, clients=case.clients)
+    run = Run(traffic_of(case, n), clients=case.clients, prefilled=case.prefilled)
+    record = simulate_run(inst, run)
     if case.prefilled:
         record = handed_first_tokens(case, inst, record)
     if record.rejected.all():
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
-    return _scaled(case, summarise(inst, record, traffic, Targets()))
+    return _scaled(case, summarise_run(inst, record, run))
 
 
 @dataclass(frozen=True)
@@ -481,11 +477,13 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     if case.prefill is not None:
         record = _through_prefill_pool(case, inst, t)
     else:
-        record = simulate(inst, t.stream(case.replicas), prefilled=case.prefilled, stop=limits)
+        # this instance's share of the arrivals
+        share = Run(t, prefilled=case.prefilled, stop=limits, requests=t.stream(case.replicas))
+        record = simulate_run(inst, share)
     if case.prefilled and case.prefill is None:
         record = handed_first_tokens(case, inst, record)
     # one instance's rates, judged as MLPerf LoadGen judges a run (``MLPerfRun``)
-    summary = summarise(inst, record, t, Targets())
+    summary = summarise_run(inst, record, Run(t))
     result = MLPerfRun.of(summary, RunSpan.of(record, summary.output_tokens_per_s))
     if record.stopped:
         result = dataclasses.replace(result, stopped_for=stop)
@@ -505,15 +503,13 @@ PREFILL_ROUTER: RouterPolicy = "least_outstanding"
 def _prefill_instance(case: LoadCase):
     """A prefill instance of a disaggregated case (``LoadCase.prefill``)."""
     tensor, pipeline, _, ranks = case.prefill
-    gpus = tensor * pipeline
-    layout = EngineLayout(gpus, pipeline, float(ranks))
-    search = layout_search(case.setting, gpus)
-    return build_instance(case.setting, gpus, case.config, layout=layout, search=search)
+    layout = EngineLayout(tensor * pipeline, pipeline, float(ranks))
+    return instance_in(case.setting, layout, case.config)
 
 
 def _through_prefill_pool(case: LoadCase, inst, traffic: Traffic):
     """One decode instance's run record of a disaggregated case whose prefill pool is given,
-    as ``simulate`` serves a disaggregated deployment (``deployment.prefill_handoff``,
+    as ``simulate`` serves a disaggregated deployment (``run.prefill_handoff``,
     docs/model.md §E5). The prefill instances take the prompts from one queue, each the next
     when it has room (Dynamo's prefill workers pull remote prefill requests from one queue: its
     "Architecture Flow", v0.7-v0.8), simulated as up to ``GROUP`` instances behind a
@@ -531,7 +527,7 @@ def _through_prefill_pool(case: LoadCase, inst, traffic: Traffic):
         case.replicas,
         PREFILL_ROUTER,
     )
-    record = simulate(inst, hand.handed, prefilled=True)
+    record = simulate_run(inst, Run(traffic, prefilled=True, requests=hand.handed))
     sent = hand.stream.arrival_s[hand.order]
     return dataclasses.replace(
         record,

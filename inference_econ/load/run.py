@@ -1,0 +1,177 @@
+"""One entry into the load engine (docs/model.md Part E): the engine instance of a setting in a
+whole layout, and one run of it - open-loop arrivals, a closed loop of clients, prefilled
+requests (a disaggregated decode pool, fed by a prefill pool: ``prefill_handoff``) or a group
+of instances behind a router - with the record it measured and its summary (``LoadResult``).
+
+A deployment's simulation (``deployment``), the replay of a measured row
+(``measured.replay``) and the benchmark of an exported plan (``export.launch``) all run here,
+so they run one engine model the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.mixed_step import EngineLayout
+from ..serving.disaggregation import kv_transfer_s
+from ..serving.setting import Setting
+from .arrivals import Arrivals, Traffic
+from .engine import DEFAULT_ENGINE, EngineConfig, Instance, LayoutSearch, build_instance
+from .results import LoadResult, summarise
+from .routing import GROUP, Router, RouterPolicy
+from .simulate import RunRecord, simulate, simulate_group
+from .targets import NO_TARGETS, Targets
+
+
+def instance_in(
+    setting: Setting,
+    layout: EngineLayout,
+    config: EngineConfig = DEFAULT_ENGINE,
+    reference_context: float = 1024.0,
+    search: LayoutSearch | None = None,
+) -> Instance:
+    """The engine instance of a setting in a given whole layout (as a search chose it, a
+    measured row or an exported plan states it) on ``layout.gpus`` GPUs; ``search`` reuses a
+    compiled setting."""
+    return build_instance(setting, layout.gpus, config, reference_context, layout, search=search)
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One simulated run: the requests that ``group`` of a deployment's ``instances``
+    instances receive together (``Traffic.stream``; or the ``requests`` given: every one queued
+    at once, prompts alone, requests a prefill pool handed over), and how they reach the
+    engine. The result's rates are those of ``instances`` instances."""
+
+    traffic: Traffic
+    instances: int = 1
+    #: Instances simulated together behind a ``router`` (§E10; 1: one instance alone).
+    group: int = 1
+    router: RouterPolicy = "random"
+    #: A closed loop: this many clients on the instance, each sending its next request when
+    #: its last one finishes (None: the requests' own arrival times).
+    clients: int | None = None
+    #: The requests arrive with their prompt's KV cache and first token (a decode pool, §E5).
+    prefilled: bool = False
+    #: p99 limits by metric (``Targets.limits``): the run ends once it certainly misses one.
+    stop: dict[str, float] | None = None
+    requests: Arrivals | None = None
+
+    def arrivals(self) -> Arrivals:
+        """The requests the run serves."""
+        if self.requests is not None:
+            return self.requests
+        return self.traffic.stream(self.instances, self.group)
+
+
+def simulate_run(
+    instance: Instance, run: Run, progress: Callable[[int, int], None] | None = None
+) -> RunRecord:
+    """What one instance (or ``run.group`` copies of it behind the run's router, routed by
+    the requests' sessions and shared prefixes) measured serving the run's requests."""
+    arrivals = run.arrivals()
+    if run.group > 1:
+        keys = arrivals.sharing.route_keys if arrivals.sharing is not None else None
+        route = Router(run.router, run.group, keys, run.traffic.seed)
+        return simulate_group([instance] * run.group, arrivals, route, progress)
+    return simulate(
+        instance,
+        arrivals,
+        prefilled=run.prefilled,
+        progress=progress,
+        clients=run.clients,
+        stop=run.stop,
+    )
+
+
+def summarise_run(
+    instance: Instance,
+    record: RunRecord,
+    run: Run,
+    targets: Targets = NO_TARGETS,
+    rate_per_s: float | None = None,
+) -> LoadResult:
+    """The ``LoadResult`` of a run's record (``results.summarise``): a group's rates count
+    ``instances / group`` times in the deployment, one instance's ``instances`` times."""
+    scale = run.instances / run.group if run.group > 1 else None
+    return summarise(instance, record, run.traffic, targets, run.instances, rate_per_s, scale)
+
+
+@dataclass(frozen=True, eq=False)
+class Served:
+    """A run's record (what the engine measured, request by request) and its summary."""
+
+    record: RunRecord
+    result: LoadResult
+
+
+def serve(
+    instance: Instance,
+    run: Run,
+    targets: Targets = NO_TARGETS,
+    progress: Callable[[int, int], None] | None = None,
+    rate_per_s: float | None = None,
+) -> Served:
+    """Simulate the run and summarise it (``rate_per_s``: the rate the result states, by
+    default the traffic's offered rate)."""
+    record = simulate_run(instance, run, progress)
+    return Served(record, summarise_run(instance, record, run, targets, rate_per_s))
+
+
+@dataclass(frozen=True, eq=False)
+class Handoff:
+    """A prefill pool's work for one decode instance (``prefill_handoff``): the prefill run,
+    the decode instance's requests (``stream``, as they arrived), each one's TTFT from the
+    pool, and the requests in the order they reach the decode instance (``handed``, at their
+    arrival plus the pool's delay and the KV cache's transfer; ``order`` indexes ``stream``)."""
+
+    prefill_run: RunRecord
+    stream: Arrivals
+    ttft_s: np.ndarray
+    order: np.ndarray
+    handed: Arrivals
+
+
+def prefill_handoff(
+    pre: Instance,
+    pre_setting: Setting,
+    dec_setting: Setting,
+    dec_gpus: int,
+    traffic: Traffic,
+    prefill_instances: int,
+    decode_instances: int,
+    router: RouterPolicy = "random",
+) -> Handoff:
+    """The prefill pool's first tokens and the requests it hands one decode instance (§E5):
+    its instances serve the prompts (one alone with its random share, or up to ``GROUP``
+    behind ``router``, §E10), each emits a first token, and the KV cache crosses the NICs to
+    the decode instance. The two pools' delays are taken as independent."""
+    k = int(prefill_instances)
+    g = min(k, GROUP) if router != "random" else 1
+    ps = traffic.stream(k, g)
+    prompts_only = Arrivals(
+        ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens), ps.sharing
+    )
+    pre_run = simulate_run(pre, Run(traffic, k, g, router, requests=prompts_only))
+    pool_ttft = pre_run.first_token_s - ps.arrival_s
+    s = traffic.stream(decode_instances)
+    ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
+    prompts = s.prompt_tokens.astype(float)
+    moved = _moved_s(dec_setting, pre_setting, prompts, pre.gpus, dec_gpus)
+    ready = s.arrival_s + ttft + moved
+    order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
+    handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
+    return Handoff(pre_run, s, ttft, order, handed)
+
+
+def _moved_s(decode: Setting, prefill: Setting, prompt_tokens, pre_gpus: int, dec_gpus: int):
+    """Seconds to move each request's KV cache from the prefill pool to the decode pool over
+    the NICs of the fewer GPUs, at the slower side's bandwidth (§B10, §E5)."""
+    gpus = min(pre_gpus, dec_gpus)
+    moved = kv_transfer_s(decode, prompt_tokens, gpus)
+    if prefill is decode:
+        return moved
+    return np.maximum(moved, kv_transfer_s(prefill, prompt_tokens, gpus))
