@@ -100,7 +100,7 @@ _EXPORTS = {
     "LoadResult": ("load.results", "LoadResult"),
     "MaxLoad": ("optimise.load_search", "MaxLoad"),
     "CapacityPlan": ("optimise.capacity", "CapacityPlan"),
-    "LoadFrontier": ("optimise.capacity", "LoadFrontier"),
+    "LoadFrontier": ("optimise.load_frontier", "LoadFrontier"),
     "latency_load_figure": ("output.load_plots", "latency_load_figure"),
 }
 

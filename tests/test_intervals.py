@@ -175,7 +175,7 @@ def test_every_candidate_and_count_of_a_plan_carries_its_interval(plan):
 def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, monkeypatch):
     """Whatever the interval says (even a low end above the figure), the plan sized for
     confidence has at least the expected plan's instances, GPUs and price."""
-    from inference_econ.optimise.capacity import with_odds
+    from inference_econ.optimise.confident import with_odds
 
     table = {**SMALL, "fitted_gpus": ["H100-SXM"], "strata": [dict(SMALL["strata"][0])]}
     table["strata"][0].update(q05=low, q10=low, q90=max(low, 0.3), q95=max(low, 0.3))
@@ -201,7 +201,7 @@ def test_the_confident_plan_may_take_another_size_when_it_needs_fewer_spares(pla
 
     import pandas as pd
 
-    from inference_econ.optimise.capacity import with_odds
+    from inference_econ.optimise.confident import with_odds
 
     near = dataclasses.replace(plan, rate_per_s=0.99 * plan.max_rate_per_s)  # at its limit
     setting = near.setting
