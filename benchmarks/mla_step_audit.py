@@ -62,12 +62,12 @@ from aic_tables import fail, read_parquet  # noqa: E402
 from inference_econ.measured.predicting import _assumptions_for, _models  # noqa: E402
 from inference_econ.model.assumptions import preset  # noqa: E402
 from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
-from inference_econ.model.latency import total_terms_s  # noqa: E402
 from inference_econ.model.mixed_step import (  # noqa: E402
     EngineLayout,
     _mixed_part,
     mixed_step_work,
 )
+from inference_econ.model.step_calls import total_terms_s  # noqa: E402
 from inference_econ.specs.architecture import load_model  # noqa: E402
 from inference_econ.specs.engine import load_engine  # noqa: E402
 from inference_econ.specs.hardware import load_hardware  # noqa: E402

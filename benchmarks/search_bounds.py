@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 import inference_econ as ie  # noqa: E402
 from inference_econ.model.economics import priced_grid  # noqa: E402
-from inference_econ.model.latency import StepCache  # noqa: E402
 from inference_econ.model.layouts import attention_divisors  # noqa: E402
+from inference_econ.model.step_calls import StepCache  # noqa: E402
 from inference_econ.optimise import grid, optimiser  # noqa: E402
 from inference_econ.optimise.frontier import pareto_indices  # noqa: E402
 

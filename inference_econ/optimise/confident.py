@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -22,34 +21,12 @@ from ..serving.intervals import (
 from ..serving.setting import Setting
 from . import screening
 from .candidates import _candidate, _held_columns, _instances_for, _ranked, _spec_label
-from .capacity import CapacityPlan
+from .capacity_plan import CapacityPlan, Confident
 from .load_search import (
     SCREEN_MARGIN,
     Knee,
     knee_of,
 )
-
-
-@dataclass(frozen=True)
-class Confident:
-    """The cheapest plan whose targets hold at the pessimistic end of the ``level`` %
-    interval of the load one instance holds (docs/model.md §F12): of every co-located
-    candidate searched in full, ``⌈rate / (max rate per instance x factor)⌉`` instances (never
-    fewer than it needs at the expected figure), the expected plan's own included; never
-    cheaper than the expected plan."""
-
-    level: int
-    deployment: Deployment
-    #: Measured over predicted load at the interval's pessimistic end (its low end).
-    factor: float
-    #: The load the deployment holds within the targets at that end, requests/s.
-    max_rate_per_s: float
-    usd_per_hour: float
-    #: All-in $ per million output tokens (columns.ALL_IN).
-    usd_per_m_output_tokens_all_in: float
-    note: str
-    #: Its GPU (None: the expected plan's).
-    hardware: str | None = None
 
 
 def _row_setting(settings, row):

@@ -5,67 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..load.arrivals import Traffic
 from ..load.deployment import Deployment, Pool
 from ..load.engine import EngineConfig
 from ..load.failures import Failures, expected_capacity
-from ..load.results import LoadResult
-from ..serving.setting import Setting
 from .candidates import MAX_BUMPS
+from .capacity_plan import CapacityPlan, Redundancy
 from .load_search import run_at
-
-if TYPE_CHECKING:
-    from .capacity import CapacityPlan
-
-
-@dataclass(frozen=True)
-class Redundancy:
-    """A capacity plan sized for failures (docs/model.md §E11): the expected capacity the
-    cheapest plan loses, the plan with one more instance per pool (N+1) verified by
-    simulation with one instance down, and what that redundancy costs."""
-
-    #: The N+1 plan's setting (its GPU may differ from the cheapest plan's).
-    setting: Setting
-    failures: Failures
-    #: (pool, instances, GPUs per instance, share of time each instance is down) of the plan.
-    pools: tuple[tuple[str, int, int, float], ...]
-    #: Expected requests/s the cheapest plan holds over time, and the share of time it has
-    #: an instance down (below the capacity it was verified at).
-    expected_max_rate_per_s: float
-    degraded_probability: float
-    deployment: Deployment
-    #: The N+1 plan at the full load, and with one instance of each pool down.
-    result: LoadResult
-    one_down: tuple[tuple[str, LoadResult], ...]
-    #: The probability that more instances are down than the N+1 plan was verified without.
-    shortfall_probability: float
-    extra_usd_per_hour: float
-    base_usd_per_hour: float
-
-    @property
-    def holds(self) -> bool:
-        """Every one-instance-down simulation meets the targets."""
-        return all(r.meets_targets for _, r in self.one_down)
-
-    def summary(self) -> dict:
-        """The failure figures of the plan, for its summary column (expected figures)."""
-        return {
-            "gpu_mtbf_hours": self.failures.gpu_mtbf_hours,
-            "repair_hours": self.failures.repair_hours,
-            "instance_unavailability": max(u for *_, u in self.pools),
-            "expected_max_rate_per_s": self.expected_max_rate_per_s,
-            "degraded_probability": self.degraded_probability,
-            "n_plus_one_deployment": f"{self.deployment.describe()} {self.setting.gpu.name}",
-            "n_plus_one_usd_per_hour": self.result.usd_per_hour,
-            "n_plus_one_usd_per_m_output_tokens_all_in": self.result.usd_per_m_output_tokens_all_in,
-            "redundancy_usd_per_hour": self.extra_usd_per_hour,
-            "redundancy_cost_fraction": self.extra_usd_per_hour / self.base_usd_per_hour,
-            "n_plus_one_holds_one_down": self.holds,
-            "n_plus_one_shortfall_probability": self.shortfall_probability,
-        }
 
 
 def _grow(d: Deployment, pool: Pool, by: int) -> Deployment:

@@ -20,7 +20,6 @@ from ..errors import SpecError, expect
 from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import (
     ADDITIVE_PARTS,
-    NO_CACHE,
     StepModel,
     bound_label,
     prefill_step_model,
@@ -33,6 +32,7 @@ from ..model.layouts import (
     tp_dims,
     whole_layout,
 )
+from ..model.step_calls import NO_CACHE
 from ..model.values import Floats
 from ..specs.schema import check_number
 from .energy import energy_columns
