@@ -48,7 +48,7 @@ from inference_econ.specs import engine as spec_engine  # noqa: E402
 BUDGETS = (("B200", (2048, 3584)), ("H200", (2048, 1536)), ("H100-NVL", (2048, 1536)))
 BUDGETS += (("L40S", (2048, 1536)),)
 #: ``--overlap``: the trtllm terms refitted with BETA = 1 (the term ``gemm_overlap_loss``
-#: added to specs/engine.py TERMS and priors/calibration.yaml with prior 1 +- 0.01, then
+#: added to specs/engine_terms.py TERMS and priors/calibration.yaml with prior 1 +- 0.01, then
 #: ``python benchmarks/fit_engines.py --check``, 2026-11-23; with a free prior of 0 +- 0.5 the
 #: training rows leave it at 0.17 +- 0.29, not fitted).
 BETA = 1.0
