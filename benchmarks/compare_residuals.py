@@ -40,7 +40,7 @@ from measured_validation import KINDS  # noqa: E402  (the kinds of figure by qua
 
 from inference_econ.measured import predicting as pr  # noqa: E402
 from inference_econ.measured.intervals import regime  # noqa: E402
-from inference_econ.serving import intervals as iv  # noqa: E402
+from inference_econ.serving import interval_table as ivt  # noqa: E402
 
 COLUMNS = {"row", "measured", "predicted", "status", "kind"}
 
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
         fail(f"{args.out}: is one of the inputs; write the residuals elsewhere")
     # the GPUs and models of the fit, as the shipped interval table lists them (written there
     # from the fit's rows by interval_coverage.py --write, which also recomputes them itself)
-    listed = yaml.safe_load(Path(iv.table().path).read_text())
+    listed = yaml.safe_load(Path(ivt.table().path).read_text())
     gpus, models = set(listed["fitted_gpus"]), set(listed["fitted_models"])
     it = iter(args.pairs)
     frames = [residuals(f, c, gpus, models) for f, c in zip(it, it)]

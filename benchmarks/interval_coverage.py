@@ -15,7 +15,7 @@ predicted figure: file, kind, regime, GPU, model, predicted, measured). Per stra
 figure; dense/MoE; memory/compute-bound; one node/many; GPU and model family seen in the fit or
 not) a split-conformal predictive system (``crepes``, Mondrian by stratum, no smoothing) gives
 the 5th, 10th, 90th and 95th percentiles of log(measured/predicted); strata with fewer than
-``MIN_ROWS`` calibration residuals pool upward (serving/intervals.py: ``POOLING``).
+``MIN_ROWS`` calibration residuals pool upward (serving/interval_table.py: ``POOLING``).
 
     pip install -e ".[fit]"          # crepes: used here only; the runtime reads the table
     python benchmarks/measured_validation.py --no-loso --residuals residuals.csv
@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 import inference_econ as ie  # noqa: E402
 from inference_econ.output.render import render  # noqa: E402
+from inference_econ.serving import interval_table as ivt  # noqa: E402
 from inference_econ.serving import intervals as iv  # noqa: E402
 from inference_econ.specs.architecture import load_model  # noqa: E402
 
@@ -100,7 +101,7 @@ def with_strata(res: pd.DataFrame, gpus: set, families: set) -> pd.DataFrame:
     def fam(name):
         if name not in cache:
             try:
-                cache[name] = iv.family(load_model(name))
+                cache[name] = ivt.family(load_model(name))
             except ie.SpecError:  # a model the catalog lacks: no family, never seen
                 cache[name] = None
         return cache[name]
@@ -158,8 +159,8 @@ def rounds_after_calibration(name: str) -> int:
 def strata_entries(cal: pd.DataFrame, lows=(5, 10), highs=(90, 95)) -> list[dict]:
     """Every stratum, at every pooling level, with at least MIN_ROWS calibration residuals."""
     entries = []
-    for dropped in range(len(iv.POOLING) + 1):
-        kept = list(iv.POOLING[dropped:])
+    for dropped in range(len(ivt.POOLING) + 1):
+        kept = list(ivt.POOLING[dropped:])
         for key, part in cal.groupby(["kind", *kept], sort=True):
             if len(part) < MIN_ROWS:
                 continue
@@ -236,7 +237,7 @@ def fitted_sets(res: pd.DataFrame) -> tuple[set, set]:
     return {r.gpu.name for r in problem.all_rows}, {r.arch.name for r in problem.all_rows}
 
 
-def coverage(test: pd.DataFrame, table: iv.IntervalTable, shipped: bool = False) -> pd.DataFrame:
+def coverage(test: pd.DataFrame, table: ivt.IntervalTable, shipped: bool = False) -> pd.DataFrame:
     """Each test row with its interval's ends (in the row's orientation) and whether it holds:
     with the drift of the rounds from the calibration to the row's own (``shipped``: the
     table's, as of its newest round)."""
@@ -244,7 +245,7 @@ def coverage(test: pd.DataFrame, table: iv.IntervalTable, shipped: bool = False)
     for t in test.itertuples():
         found = ROUND.search(str(t.source))
         name = f"v{found.group(1)}" if found else "?"
-        stratum = iv.Stratum(t.kind, t.architecture, t.bound, t.nodes, bool(t.seen))
+        stratum = ivt.Stratum(t.kind, t.architecture, t.bound, t.nodes, bool(t.seen))
         band = table.band(stratum, None if shipped else rounds_after_calibration(name))
         out = {
             "kind": t.kind,
@@ -253,7 +254,7 @@ def coverage(test: pd.DataFrame, table: iv.IntervalTable, shipped: bool = False)
             "round": name,
         }
         for level in iv.LEVELS:
-            lo_q, hi_q = (getattr(band, q) for q in iv.QUANTILES[level])
+            lo_q, hi_q = (getattr(band, q) for q in ivt.QUANTILES[level])
             out[f"in{level}"] = lo_q <= t.r <= hi_q
             out[f"below{level}"] = t.r < lo_q
             out[f"above{level}"] = t.r > hi_q
@@ -299,7 +300,7 @@ def reliability(cal, test, gpus, models, n_cal, drift, as_of) -> pd.DataFrame:
         mapping = table_mapping(
             cal, gpus, models, n_cal, "", drift, as_of, lows=(lo, lo), highs=(hi, hi)
         )
-        tab = iv.parse_table(mapping, "reliability")
+        tab = ivt.parse_table(mapping, "reliability")
         cov = coverage(test, tab)  # q05..q95 all hold this level's ends
         for kind, g in [("all", cov), *cov.groupby("kind")]:
             rows.append({"nominal": level, "kind": kind, "observed": g.in90.mean()})
@@ -350,7 +351,7 @@ def main() -> int:
     else:
         data = yaml.safe_load(TABLE.read_text())
         gpus, models = set(data["fitted_gpus"]), set(data["fitted_models"])
-    families = {iv.family(load_model(m)) for m in models}
+    families = {ivt.family(load_model(m)) for m in models}
     res = with_strata(res, gpus, families)
     cal, test = res[res.file == CALIBRATION], res[res.file == TEST]
     seen_rounds = {f"v{m.group(1)}" for m in map(ROUND.search, test.source.astype(str)) if m}
@@ -362,9 +363,9 @@ def main() -> int:
         TABLE.parent.mkdir(exist_ok=True)
         TABLE.write_text(HEADER + text)
         print(f"wrote {TABLE.relative_to(ROOT)}", file=sys.stderr)
-        table = iv.parse_table(mapping, str(TABLE))
+        table = ivt.parse_table(mapping, str(TABLE))
     else:
-        table = iv.parse_table(yaml.safe_load(TABLE.read_text()), str(TABLE))
+        table = ivt.parse_table(yaml.safe_load(TABLE.read_text()), str(TABLE))
     print(f"Command: python benchmarks/interval_coverage.py {' '.join(sys.argv[1:])}\n")
     print(
         f"Calibration: {len(cal)} figures of {CALIBRATION}; test: {len(test)} figures of {TEST} "

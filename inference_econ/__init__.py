@@ -99,8 +99,8 @@ _EXPORTS = {
     "EngineConfig": ("load.engine", "EngineConfig"),
     "LoadResult": ("load.results", "LoadResult"),
     "MaxLoad": ("optimise.load_search", "MaxLoad"),
-    "CapacityPlan": ("optimise.capacity", "CapacityPlan"),
-    "LoadFrontier": ("optimise.capacity", "LoadFrontier"),
+    "CapacityPlan": ("optimise.capacity_plan", "CapacityPlan"),
+    "LoadFrontier": ("optimise.load_frontier", "LoadFrontier"),
     "latency_load_figure": ("output.load_plots", "latency_load_figure"),
 }
 

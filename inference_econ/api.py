@@ -674,7 +674,9 @@ def capacity(model, hardware=None, *, sizes=None, progress=None, yes=False, **kw
     ideal bound's plan) beside it (docs/model.md §F12). Like every load search, work estimated
     at more than ten minutes is refused unless ``yes``."""
     from .load.failures import Failures
-    from .optimise.capacity import cheapest_deployment, confident_plan, instance_sizes
+    from .optimise.candidates import instance_sizes
+    from .optimise.capacity import cheapest_deployment
+    from .optimise.confident import confident_plan
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from .serving.intervals import ideal
 
@@ -758,7 +760,7 @@ def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=
     period's cost. ``reserved_basis`` (default owned) and ``burst_basis`` (default on-demand)
     price the two; ``spot_interruption_rate`` adds spot capacity. Returns a ``DemandPlan``."""
     from .load.demand import load_demand
-    from .optimise.capacity import instance_sizes
+    from .optimise.candidates import instance_sizes
     from .optimise.demand import demand_plan as plan
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
@@ -809,8 +811,9 @@ def demand_plan(model, hardware=None, *, demand, sizes=None, progress=None, yes=
 def load_frontier(model, hardware=None, *, sizes=None, progress=None, yes=False, **kwargs):
     """The deployments that serve ``arrival_rate_per_s`` within the ``slo_*`` targets: their
     Pareto frontier of speed per request against $ per million output tokens (``LoadFrontier``)."""
-    from .optimise.capacity import COUNT_MULTIPLES, instance_sizes
-    from .optimise.capacity import load_frontier as search
+    from .optimise.candidates import instance_sizes
+    from .optimise.load_frontier import COUNT_MULTIPLES
+    from .optimise.load_frontier import load_frontier as search
     from .optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
     problem, traffic, targets, config, v = _load_inputs(kwargs)

@@ -1,4 +1,4 @@
-"""The screened capacity search (optimise/capacity.py ``screened_rows``: short searches of
+"""The screened capacity search (optimise/screening.py ``screened_rows``: short searches of
 every candidate, full searches only of those that can still be the plan) finds the plan the
 full search of every candidate finds: the same GPU, deployment, load held and price."""
 
@@ -7,6 +7,8 @@ import math
 import pytest
 
 import inference_econ.optimise.capacity as capacity
+import inference_econ.optimise.confident as confident
+import inference_econ.optimise.screening as screening
 from inference_econ.load.arrivals import make_traffic
 from inference_econ.load.targets import Targets
 from inference_econ.optimise import load_search
@@ -33,7 +35,7 @@ def settings():
 def test_screened_search_finds_the_full_searchs_plan(
     settings, monkeypatch, rate, prompts, outputs, targets
 ):
-    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
     simulated = []
     run = load_search.simulate_deployment
 
@@ -45,7 +47,7 @@ def test_screened_search_finds_the_full_searchs_plan(
 
     monkeypatch.setattr(load_search, "simulate_deployment", counted)
     traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
-    assert capacity.screens(traffic, False, None, None)
+    assert screening.screens(traffic, False, None, None)
     load_search.clear_runs()
     full = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], screen=False)
     simulated_full = simulated.count(200)
@@ -72,7 +74,7 @@ def test_screened_search_finds_the_full_searchs_plan(
     assert (whole["max_rate_per_instance"] == whole["max_rate_per_instance_full"]).all()
     # the confident plan (a short-screened candidate searched in full first where it could be
     # cheaper) is the one every candidate searched in full gives
-    odds = [capacity.confident_plan(p, 0.9, None, settings, traffic) for p in (full, fast)]
+    odds = [confident.confident_plan(p, 0.9, None, settings, traffic) for p in (full, fast)]
     a, b = (o.confident for o in odds)
     assert a is not None and b is not None
     assert (a.deployment, a.hardware, a.usd_per_hour) == (b.deployment, b.hardware, b.usd_per_hour)
@@ -131,7 +133,7 @@ def test_the_confident_plan_rules_a_candidate_out_with_one_full_simulation(setti
     at the least load that could make a confident plan as cheap; the run misses a target, so
     it is neither searched short nor in full, its row says why, and the confident plan is the
     one every candidate searched in full gives (the parametrized test above)."""
-    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
     _, prompts, outputs, targets = ASKS[0]
     # the first ask at 29 requests/s, where one H200 falls just short of the load (at 30 it
     # holds it since the engine profiles' refit of 2026-11-23, and is then searched in full)
@@ -141,13 +143,13 @@ def test_the_confident_plan_rules_a_candidate_out_with_one_full_simulation(setti
     plan = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2])
     before = plan.candidates.set_index(["hardware", "gpus_per_instance"])
     needs = []
-    test = capacity._test
+    test = screening._test
     monkeypatch.setattr(
-        capacity,
+        screening,
         "_test",
         lambda *a, **k: needs.append((a[0].gpu.name, a[1], a[5])) or test(*a, **k),
     )
-    odds = capacity.confident_plan(plan, 0.9, None, settings, traffic)
+    odds = confident.confident_plan(plan, 0.9, None, settings, traffic)
     after = odds.candidates.set_index(["hardware", "gpus_per_instance"])
     row = after.loc[("H200-SXM", 1)]
     assert "misses a target" in row["note"]
@@ -158,7 +160,7 @@ def test_the_confident_plan_rules_a_candidate_out_with_one_full_simulation(setti
     # cheapest count no dearer than the confident plan
     bar = odds.confident.usd_per_hour
     count = math.floor((bar + 1e-9) / settings[1].gpu.price_usd_per_hour)
-    factor = capacity._confident_factor(plan, 90, settings[1], 1, 1.0)
+    factor = confident._confident_factor(plan, 90, settings[1], 1, 1.0)
     assert tested[0][2] == pytest.approx(rate / (factor * count), rel=1e-5)
 
 
@@ -207,9 +209,9 @@ def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_w
     short, and on a later turn in full: that full search is given the rate the test held at
     (``find_knee_from``'s ``held``: its walk down stops there rather than running the passing
     loads below it again), and the confident plan is still every candidate's full search's."""
-    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
     tests, fulls = [], []
-    test, full_search = capacity._test, capacity._full_search
+    test, full_search = screening._test, screening._full_search
 
     def tested(*args, **kwargs):
         out = test(*args, **kwargs)
@@ -221,9 +223,9 @@ def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_w
         return full_search(*args, **kwargs)
 
     full, fast, traffic = _confident_pair(settings, ASKS[1])
-    monkeypatch.setattr(capacity, "_test", tested)
-    monkeypatch.setattr(capacity, "_full_search", searched)
-    odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
+    monkeypatch.setattr(screening, "_test", tested)
+    monkeypatch.setattr(screening, "_full_search", searched)
+    odds = confident.confident_plan(fast, 0.9, None, settings, traffic)
     assert [(gpu, n) for gpu, n, _ in tests] == [("H200-SXM", 2)]
     held, rate, _ = tests[0][2]
     assert held
@@ -241,7 +243,7 @@ def _confident_pair(settings, ask):
     traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
     load_search.clear_runs()
     full = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], screen=False)
-    full = capacity.confident_plan(full, 0.9, None, settings, traffic)
+    full = confident.confident_plan(full, 0.9, None, settings, traffic)
     load_search.clear_runs()
     fast = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2])
     return full, fast, traffic
@@ -253,24 +255,24 @@ def test_a_confident_tie_is_ruled_out_by_one_run_at_the_load_it_must_hold(settin
     at that load (``_confident_need``: 47.6 / f req/s, not the 30 / f its price alone asks),
     misses, and it is ruled out unsearched, where the full search finds it holds less (the tie
     is real) and gives the same confident plan."""
-    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
     full, fast, traffic = _confident_pair(settings, ASKS[0])
     needs = []
-    test = capacity._test
+    test = screening._test
     monkeypatch.setattr(
-        capacity,
+        screening,
         "_test",
         lambda *a, **k: (
             needs.append((a[0].gpu.name, a[1].gpus_per_instance, a[5])) or test(*a, **k)
         ),
     )
-    odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
+    odds = confident.confident_plan(fast, 0.9, None, settings, traffic)
     a, b = full.confident, odds.confident
     assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
     assert b.max_rate_per_s == a.max_rate_per_s
     assert b.deployment == capacity.Deployment(1, 2) and b.hardware is None  # the plan's GPU
     h100 = settings[0]
-    factor = capacity._confident_factor(fast, 90, h100, 2, 1.0)
+    factor = confident._confident_factor(fast, 90, h100, 2, 1.0)
     # the full search: one H100 x 2 costs the same, holding less at the low end (a real tie)
     row = full.candidates.set_index(["hardware", "gpus_per_instance"]).loc[("H100-SXM", 2)]
     assert row["instances"] == 1 and row["usd_per_hour"] == pytest.approx(b.usd_per_hour)
@@ -288,25 +290,25 @@ def test_a_confident_tie_holding_less_at_its_best_is_not_searched(settings, monk
     for the same price (its short answer 1.25 times higher) but, even there, holds less at its
     interval's low end (``_could_rank_first``): it is neither tested nor searched in full, and
     the confident plan is the full search's."""
-    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
     full, fast, traffic = _confident_pair(settings, ASKS[1])
     runs = []
-    test, search = capacity._test, capacity._full_search
-    monkeypatch.setattr(capacity, "_test", lambda *a, **k: runs.append(a[:2]) or test(*a, **k))
+    test, search = screening._test, screening._full_search
+    monkeypatch.setattr(screening, "_test", lambda *a, **k: runs.append(a[:2]) or test(*a, **k))
     monkeypatch.setattr(
-        capacity, "_full_search", lambda *a, **k: runs.append(a[:2]) or search(*a, **k)
+        screening, "_full_search", lambda *a, **k: runs.append(a[:2]) or search(*a, **k)
     )
-    odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
+    odds = confident.confident_plan(fast, 0.9, None, settings, traffic)
     a, b = full.confident, odds.confident
     assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
     assert b.max_rate_per_s == a.max_rate_per_s
     assert (b.deployment, b.hardware) == (capacity.Deployment(2, 1), "H200-SXM")
     h200 = settings[1]
-    hopes = [h for h in capacity._confident_hopes(odds, 90, settings) if h[1:3] == (h200, 1)]
+    hopes = [h for h in confident._confident_hopes(odds, 90, settings) if h[1:3] == (h200, 1)]
     assert len(hopes) == 1
     usd, *_, held, _ = hopes[0]
     assert usd == pytest.approx(b.usd_per_hour) and held < b.max_rate_per_s  # a tie, less held
-    assert not capacity._could_rank_first(hopes[0], b)
+    assert not confident._could_rank_first(hopes[0], b)
     assert not [r for r in runs if r[0] is h200 and r[1].gpus_per_instance == 1]
 
 
@@ -315,9 +317,9 @@ def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monk
     ($4.20 an hour) and wins on the load held at the low end; the screened search (its ties
     ranked by the load held: ``_could_rank_first``, ``_confident_need``) finds it, where
     ranking ties by price alone gives 1 x 2 H100."""
-    monkeypatch.setattr(capacity, "SCREEN_REQUESTS", 50)
+    monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
     full, fast, traffic = _confident_pair(settings, (32, *ASKS[0][1:]))
-    odds = capacity.confident_plan(fast, 0.9, None, settings, traffic)
+    odds = confident.confident_plan(fast, 0.9, None, settings, traffic)
     a, b = full.confident, odds.confident
     assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
     assert b.max_rate_per_s == a.max_rate_per_s
@@ -325,7 +327,7 @@ def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monk
     # the full search's rival at the same price, holding less
     rivals = [
         o
-        for o in capacity._confident_options(full, 90, settings)
+        for o in confident._confident_options(full, 90, settings)
         if (o[2], o[4]) == (capacity.Deployment(2, 1), "H100-SXM")
     ]
     assert len(rivals) == 1

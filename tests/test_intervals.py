@@ -11,6 +11,7 @@ import pytest
 
 import inference_econ as ie
 from inference_econ.output.ranges import ranged, ranged_columns
+from inference_econ.serving import interval_table as ivt
 from inference_econ.serving import intervals as iv
 from inference_econ.serving.setting import make_setting
 
@@ -41,40 +42,40 @@ SMALL = {
 
 
 def test_a_sparse_stratum_pools_upward_and_outside_coverage_widens():
-    t = iv.parse_table(SMALL, "small")
+    t = ivt.parse_table(SMALL, "small")
     # the compute-bound dense stratum is in the table (nodes pooled: '*')
-    b = t.band(iv.Stratum("throughput", "dense", "compute", "many nodes", True))
+    b = t.band(ivt.Stratum("throughput", "dense", "compute", "many nodes", True))
     assert (b.q05, b.q95) == (-0.2, 0.1) and b.rows == 80
     # memory-bound is not: pooled up to the kind alone (no dense-seen entry without a bound)
-    b = t.band(iv.Stratum("throughput", "dense", "memory", "one node", True))
+    b = t.band(ivt.Stratum("throughput", "dense", "memory", "one node", True))
     assert (b.q05, b.q10, b.q90, b.q95) == (-0.4, -0.3, 0.1, 0.2)
     # unseen: the seen interval 1.5 x as wide about the middle of its 90 % interval (-0.05),
     # or the unseen stratum's where wider: -0.275, -0.125, 0.1, 0.175 against -0.5, -0.2, 0, 0.1
-    b = t.band(iv.Stratum("throughput", "dense", "compute", "one node", False))
+    b = t.band(ivt.Stratum("throughput", "dense", "compute", "one node", False))
     assert (b.q05, b.q10, b.q90, b.q95) == pytest.approx((-0.5, -0.2, 0.1, 0.175))
     with pytest.raises(ie.SpecError, match="no entry for TTFT"):
-        t.band(iv.Stratum("TTFT"))
+        t.band(ivt.Stratum("TTFT"))
 
 
 def test_software_drift_raises_the_high_end_by_rounds_and_a_bad_drift_is_refused():
     drifting = {**SMALL, "drift": {"throughput": {"log_per_round": 0.08, "rounds": 3}}}
-    t = iv.parse_table(drifting, "small")
-    s = iv.Stratum("throughput", "dense", "compute", "one node", True)
+    t = ivt.parse_table(drifting, "small")
+    s = ivt.Stratum("throughput", "dense", "compute", "one node", True)
     # the table's own rounds (3): high end 0.05 + 0.24, 0.1 + 0.24; the low end stays
     b = t.band(s)
     assert (b.q05, b.q10, b.q90, b.q95) == pytest.approx((-0.2, -0.1, 0.29, 0.34))
     assert t.band(s, rounds=1).q95 == pytest.approx(0.18)  # a figure one round later
-    assert t.band(s, rounds=0) == iv.parse_table(SMALL, "small").band(s)
+    assert t.band(s, rounds=0) == ivt.parse_table(SMALL, "small").band(s)
     with pytest.raises(ie.SpecError, match=r"drift.throughput.log_per_round"):
-        iv.parse_table({**SMALL, "drift": {"throughput": {"log_per_round": 9, "rounds": 1}}}, "x")
+        ivt.parse_table({**SMALL, "drift": {"throughput": {"log_per_round": 9, "rounds": 1}}}, "x")
 
 
 def test_the_shipped_table_covers_every_kind_with_ordered_quantiles():
-    t = iv.table()
+    t = ivt.table()
     assert t.provenance["command"].startswith("python benchmarks/measured_validation.py")
     assert "benchmarks_train_mlperf_v50.csv" in t.provenance["calibration"]
-    for kind in iv.KINDS:
-        b = t.band(iv.Stratum(kind, "MoE", "memory", "many nodes", True))  # pools to the kind
+    for kind in ivt.KINDS:
+        b = t.band(ivt.Stratum(kind, "MoE", "memory", "many nodes", True))  # pools to the kind
         assert b.q05 <= b.q10 < 0.0 < b.q90 <= b.q95 and b.rows >= t.min_rows
     assert "H100-SXM" in t.fitted_gpus and t.unseen_widening > 1.0
 
@@ -175,11 +176,11 @@ def test_every_candidate_and_count_of_a_plan_carries_its_interval(plan):
 def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, monkeypatch):
     """Whatever the interval says (even a low end above the figure), the plan sized for
     confidence has at least the expected plan's instances, GPUs and price."""
-    from inference_econ.optimise.capacity import with_odds
+    from inference_econ.optimise.confident import with_odds
 
     table = {**SMALL, "fitted_gpus": ["H100-SXM"], "strata": [dict(SMALL["strata"][0])]}
     table["strata"][0].update(q05=low, q10=low, q90=max(low, 0.3), q95=max(low, 0.3))
-    monkeypatch.setattr(iv, "table", lambda: iv.parse_table(table, "test"))
+    monkeypatch.setattr(iv, "table", lambda: ivt.parse_table(table, "test"))
     for level in (0.8, 0.9):
         odds = with_odds(plan, level).confident
         assert odds.deployment.gpus >= plan.deployment.gpus
@@ -201,7 +202,7 @@ def test_the_confident_plan_may_take_another_size_when_it_needs_fewer_spares(pla
 
     import pandas as pd
 
-    from inference_econ.optimise.capacity import with_odds
+    from inference_econ.optimise.confident import with_odds
 
     near = dataclasses.replace(plan, rate_per_s=0.99 * plan.max_rate_per_s)  # at its limit
     setting = near.setting
@@ -292,7 +293,7 @@ def test_residuals_from_compare_measured_are_its_predictions_in_si(tmp_path):
     assert np.allclose(res.log_residual, np.log(joined.predicted_out / joined.measured_out))
     ms = joined.unit_out == "ms"
     assert ms.any() and np.allclose(joined.measured[ms], joined.measured_out[ms] / 1e3)
-    assert set(res.bound) <= {"memory", "compute"} and set(res.kind) <= set(iv.KINDS)
+    assert set(res.bound) <= {"memory", "compute"} and set(res.kind) <= set(ivt.KINDS)
     with pytest.raises(SystemExit) as e:
         m.main([str(root / "tests" / "data" / "benchmarks_train_mlperf_v50.csv"), str(out),
                 "-o", str(tmp_path / "x.csv")])  # fmt: skip

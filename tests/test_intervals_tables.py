@@ -64,14 +64,14 @@ FIGURES = {
 @pytest.fixture
 def small(monkeypatch):
     """Coarse searches: prices' frontier on an 8 x 8 grid, demand plans of 1-GPU instances."""
-    from inference_econ.optimise import capacity
+    from inference_econ.optimise import candidates
     from inference_econ.optimise.method import make_method
     from inference_econ.studies import prices
 
     coarse = make_method(grid_points=8)
     real = prices.frontier
     monkeypatch.setattr(prices, "frontier", lambda setting, method: real(setting, coarse))
-    monkeypatch.setattr(capacity, "instance_sizes", lambda setting, max_gpus: [1])
+    monkeypatch.setattr(candidates, "instance_sizes", lambda setting, max_gpus: [1])
 
 
 def _run(args) -> tuple[str, str]:

@@ -535,7 +535,7 @@ def test_calibrate_json_is_one_object(fitted, monkeypatch):
 
 def test_the_priors_are_data_with_units_and_sources(tmp_path):
     # priors/calibration.yaml holds every prior of the fit; each states its term's unit (as
-    # specs/engine.py's TERMS give it) and its source, and a wrong unit is refused by field
+    # specs/engine_terms.py's TERMS give it) and its source, and a wrong unit is refused by field
     groups = calibration.load_priors()
     assert {p.term for p in groups["terms"]} >= {"hbm_efficiency", "gemm_half_volume"}
     hbm = next(p for p in groups["terms"] if p.term == "hbm_efficiency")

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
-from inference_econ.optimise.capacity import _options
+from inference_econ.optimise.candidates import _options
 from inference_econ.serving.setting import whole_batch_kv_excess, whole_batch_kv_note
 
 

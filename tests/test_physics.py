@@ -10,8 +10,9 @@ import pytest
 
 import inference_econ as ie
 from inference_econ.model.assumptions import ACHIEVABLE, PAPER, REFINED
-from inference_econ.model.latency import StepModel, expert_remote_share, prefill_step_model
+from inference_econ.model.latency import StepModel, prefill_step_model
 from inference_econ.model.mixed_step import EngineLayout, mixed_step_s
+from inference_econ.model.step_calls import expert_remote_share
 from inference_econ.model.workload import compile_workload
 from inference_econ.serving import context_parallel as cp
 from inference_econ.serving import disaggregation as dis

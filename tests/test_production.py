@@ -18,7 +18,7 @@ from inference_econ.load.prefix_cache import BLOCK_TOKENS, che_check
 from inference_econ.load.routing import Router
 from inference_econ.load.simulate import simulate, simulate_group
 from inference_econ.load.targets import Targets
-from inference_econ.optimise.capacity import _options
+from inference_econ.optimise.candidates import _options
 from inference_econ.serving.setting import make_setting
 
 

@@ -103,7 +103,7 @@ def test_tokens_at_the_points_change_no_pass(name, monkeypatch):
     divisors taken one by one) give every pass latency bit for bit as the tokens broadcast
     from their column of the grid; the search does fill them in, and not for stacked
     divisors."""
-    from inference_econ.model.latency import StepCache
+    from inference_econ.model.step_calls import StepCache
 
     setting = _setting(name)
     problem = optimiser.Problem(setting, ie.Method(grid_points=30))
@@ -159,7 +159,8 @@ def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
     the search of its tokens alone, and the search recomputing them for every pass and divisor
     and masking every point. The settings with copies that do not fit somewhere
     (``KV_COPIES``) do less of that work."""
-    from inference_econ.model.latency import StepCache, StepModel
+    from inference_econ.model.latency import StepModel
+    from inference_econ.model.step_calls import StepCache
 
     model_name, hardware, kwargs = TTFT_REFINED if name == "ttft-refined" else SETTINGS[name]
     setting = ie.make_setting(model_name, hardware, **kwargs)

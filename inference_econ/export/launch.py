@@ -427,7 +427,7 @@ def _speeds(ends: dict, tpot: str, batch: int) -> dict:
 def capacity_plan(
     capacity, engine: str, traffic, config, *, max_model_len=None, checkpoint=None
 ) -> LaunchPlan:
-    """The deployment of a capacity plan (``optimise.capacity.CapacityPlan``): its instances
+    """The deployment of a capacity plan (``optimise.capacity_plan.CapacityPlan``): its instances
     (or prefill and decode pools) in the layouts the simulation chose, checked at the plan's
     Poisson rate and lengths against its targets."""
     import numpy as np

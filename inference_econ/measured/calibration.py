@@ -34,7 +34,8 @@ from .. import settings as table
 from ..errors import InfeasibleError, SpecError, _shown, did_you_mean, expect, plural, warn
 from ..model.assumptions import ACHIEVABLE
 from ..model.efficiency import StepWork, combine
-from ..specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
+from ..specs.engine import EngineProfile, load_engine, profile_yaml
+from ..specs.engine_terms import BY_TERM
 from . import predicting as pr
 from .reading import MeasuredRow, load_measured
 from .semantics import publication
@@ -70,7 +71,7 @@ _PRIOR_FIELDS = ("mean", "sd", "lower", "upper", "unit", "source", "rows")
 def load_priors(path: str | Path | None = None) -> dict[str, tuple[Prior, ...]]:
     """The priors of the fitted terms, by group (``PRIOR_GROUPS``), from the shipped
     ``priors/calibration.yaml`` (or ``path``): physics and micro-benchmarks, set before any fit.
-    Each term's unit must be its unit in ``specs.engine.TERMS``, its mean inside its bounds and
+    Each term's unit must be its unit in ``specs.engine_terms.TERMS``, its mean inside its bounds and
     its SD positive; errors name the file and the field."""
     from ..specs.catalog import data_roots
     from ..specs.schema import check_number

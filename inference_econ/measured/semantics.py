@@ -16,7 +16,8 @@ from functools import lru_cache
 
 from ..errors import SpecError
 from ..settings import MAX_TOKENS
-from ..specs.engine import BY_TERM, LIMITS_PER_ATTENTION_RANK
+from ..specs.engine import LIMITS_PER_ATTENTION_RANK
+from ..specs.engine_terms import BY_TERM
 
 # --- metrics ----------------------------------------------------------------------------------
 
@@ -724,7 +725,7 @@ _KV_FRACTION = re.compile(
     r"\s*[:=]?\s*['\"]?([^\s;,)'\"|]*)",
     re.I,
 )
-#: The bounds of the profile's ``kv_cache_memory_fraction`` (``specs.engine.BY_TERM``).
+#: The bounds of the profile's ``kv_cache_memory_fraction`` (``specs.engine_terms.BY_TERM``).
 _KV_TERM = BY_TERM["kv_cache_memory_fraction"]
 
 

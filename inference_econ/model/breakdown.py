@@ -75,3 +75,35 @@ def bound_label(weight_read_s, kv_read_s, activation_read_s, arithmetic_s):
             np.where(reads <= (1.0 - BOUND_SHARE) * both, "compute", "mixed"),
         )
     return np.where(np.isfinite(both), label, "n/a")
+
+
+def roofline_breakdown(
+    ok, kernel_s, coll_lat, coll_bw, weight_s, act_s, kv_s, compute, flop
+) -> Breakdown:
+    """The breakdown of a roofline step (§A5): kernels + collectives + max(memory, compute),
+    the reads shown where memory bounds the step and the arithmetic where compute does (every
+    figure in full beside them); inf and blanks where the layout does not fit (``ok``)."""
+    memory = weight_s + act_s + kv_s
+    memory_bound = memory >= compute
+    total = kernel_s + coll_lat + coll_bw + np.maximum(memory, compute)
+    zero = np.zeros_like(np.asarray(total, dtype=float))
+
+    def shown(x, keep=True):
+        return np.where(ok, np.where(keep, x + zero, 0.0), np.nan)
+
+    return Breakdown(
+        latency_s=np.where(ok, total, np.inf),
+        kernel_launch_s=shown(kernel_s),
+        collective_latency_s=shown(coll_lat),
+        collective_bandwidth_s=shown(coll_bw),
+        weight_read_s=shown(weight_s, memory_bound),
+        kv_read_s=shown(kv_s, memory_bound),
+        activation_read_s=shown(act_s, memory_bound),
+        arithmetic_s=shown(compute, ~memory_bound),
+        memory_time_s=shown(memory),
+        compute_time_s=shown(compute),
+        weight_read_full_s=shown(weight_s),
+        kv_read_full_s=shown(kv_s),
+        activation_read_full_s=shown(act_s),
+        flop=flop + zero,
+    )

@@ -188,6 +188,87 @@ def protocols_for(
     return protocols
 
 
+def _link_terms(gpu: GPU, ranks, nodes, kind: CollectiveKind, inter_share):
+    """(hop steps inside a domain, log2 of the nodes (or the one network hop of §B11), seconds
+    per byte before a protocol's bandwidth factor: §A4, §C1) of a collective of ``ranks`` on
+    ``nodes``; ``inter_share`` is the share of an expert all-to-all's bytes that leaves its
+    domain (§B11)."""
+    per_node = add_into(ranks / nodes, -1.0)  # in place on new arrays: the same numbers
+    log_nodes = np.maximum(nodes, 1.0)
+    log_nodes = np.log2(log_nodes, out=log_nodes if type(log_nodes) is np.ndarray else None)
+    # seconds per byte before the protocol's bandwidth factor (§A4, §C1)
+    direct = kind == EXPERT_ALLTOALL
+    steps, intra = _inside_domains(gpu, ranks, nodes, per_node, ALLTOALL if direct else kind)
+    if direct:
+        # §B11: a rank's bytes go to every rank alike, (G - 1)/R of them to the other ranks
+        # of its domain, over its links; ``inter_share`` of them (by default the (M - 1)/M
+        # bound for other domains) leave through its own NIC, at the NIC's one-way rate
+        intra = intra / np.maximum(nodes, 1.0)
+        share = (nodes - 1.0) / np.maximum(nodes, 1.0) if inter_share is None else inter_share
+        inter = share / gpu.nic_bandwidth_bytes_per_s
+        # every rank writes to all its peers at once: the latency of the flags of R/M
+        # peers gathered in log2(R/M) steps, and one network hop, not a ring's R/M - 1
+        steps = np.log2(np.maximum(ranks / np.maximum(nodes, 1.0), 1.0))
+        log_nodes = np.where(nodes > 1.0, 1.0, 0.0).astype(np.result_type(nodes, 1.0))
+    else:
+        inter = divide_into(nodes - 1.0, ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
+    if kind not in (ALLREDUCE, EXPERT_ALLTOALL):
+        inter = divide_into(inter, 2.0)
+    seconds_per_byte = maximum_into(intra, inter)
+    return steps, log_nodes, seconds_per_byte
+
+
+def _protocol_terms(
+    p: Protocol,
+    gpu: GPU,
+    ranks,
+    steps,
+    log_nodes,
+    seconds_per_byte,
+    switch_ok,
+    flat,
+    hops: float,
+    arrays: bool,
+    latency_scale: float,
+):
+    """(latency seconds, seconds per byte) of one call under protocol ``p``: NVLS (``switch``)
+    and an engine's custom kernel only inside one domain (``switch_ok``), else the hops' and
+    the base latency over the links' rate (``_link_terms``); ``flat`` is the precision a flat
+    latency keeps, ``arrays`` whether the grid search's arrays are costed."""
+    if p.switch:
+        lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf).astype(flat)
+        per_byte = (
+            (ranks - 1.0) / ranks / (2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
+        ) / p.bandwidth_factor
+    elif p.custom:  # §F6: the engine's kernel, over the domain's own links
+        lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf).astype(flat)
+        per_byte = seconds_per_byte / p.bandwidth_factor
+        if p.one_shot:
+            per_byte = per_byte * ranks / 2.0
+    else:
+        # each operation in place on the new array it made (the same numbers); on
+        # arrays the all-reduce's 2 hops scale the constants: (s·2a + l·2b) is
+        # 2·(s·a + l·b) bit for bit, a power of two scaling exactly (docs/model.md
+        # "The search"), one operation less on the array per protocol
+        doubled = arrays and hops == 2.0
+        factor = 2.0 if doubled else 1.0
+        lat = add_into(
+            steps * (factor * p.intra_hop_latency_s),
+            log_nodes * (factor * p.inter_hop_latency_s),
+        )
+        if not doubled and (hops != 1.0 or not arrays):
+            lat = multiply_into(lat, hops)
+        lat = add_into(lat, p.base_latency_s)
+        if latency_scale != 1.0 or not arrays:
+            lat = multiply_into(lat, latency_scale)
+        per_byte = (
+            seconds_per_byte / p.bandwidth_factor
+            if p.bandwidth_factor != 1.0 or not arrays
+            else seconds_per_byte
+        )
+    return lat, per_byte
+
+
 class CollectiveCost:
     """Collectives over one array of (ranks, nodes): evaluate many message sizes cheaply.
 
@@ -212,29 +293,8 @@ class CollectiveCost:
         ranks = np.asarray(ranks)
         nodes = np.asarray(nodes)
         hops = 2.0 if kind == ALLREDUCE else 1.0
-        per_node = add_into(ranks / nodes, -1.0)  # in place on new arrays: the same numbers
-        log_nodes = np.maximum(nodes, 1.0)
-        log_nodes = np.log2(log_nodes, out=log_nodes if type(log_nodes) is np.ndarray else None)
         self.active = ranks > 1.0
-        # seconds per byte before the protocol's bandwidth factor (§A4, §C1)
-        direct = kind == EXPERT_ALLTOALL
-        steps, intra = _inside_domains(gpu, ranks, nodes, per_node, ALLTOALL if direct else kind)
-        if direct:
-            # §B11: a rank's bytes go to every rank alike, (G - 1)/R of them to the other ranks
-            # of its domain, over its links; ``inter_share`` of them (by default the (M - 1)/M
-            # bound for other domains) leave through its own NIC, at the NIC's one-way rate
-            intra = intra / np.maximum(nodes, 1.0)
-            share = (nodes - 1.0) / np.maximum(nodes, 1.0) if inter_share is None else inter_share
-            inter = share / gpu.nic_bandwidth_bytes_per_s
-            # every rank writes to all its peers at once: the latency of the flags of R/M
-            # peers gathered in log2(R/M) steps, and one network hop, not a ring's R/M - 1
-            steps = np.log2(np.maximum(ranks / np.maximum(nodes, 1.0), 1.0))
-            log_nodes = np.where(nodes > 1.0, 1.0, 0.0).astype(np.result_type(nodes, 1.0))
-        else:
-            inter = divide_into(nodes - 1.0, ranks * gpu.inter_node_allreduce_bandwidth_bytes_per_s)
-        if kind not in (ALLREDUCE, EXPERT_ALLTOALL):
-            inter = divide_into(inter, 2.0)
-        seconds_per_byte = maximum_into(intra, inter)
+        steps, log_nodes, seconds_per_byte = _link_terms(gpu, ranks, nodes, kind, inter_share)
         # NVLS: an all-reduce inside one NVLink domain only; each byte once each way at the
         # one-way NVLink rate (twice the paper's all-reduce bus bandwidth)
         protocols = tuple(p for p in protocols if not (p.switch or p.custom) or kind == ALLREDUCE)
@@ -252,37 +312,10 @@ class CollectiveCost:
         # a flat latency keeps the precision of the ranks (single in the grid search)
         flat = np.result_type(ranks, nodes, 1.0)
         for p in protocols:
-            if p.switch:
-                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf).astype(flat)
-                per_byte = (
-                    (ranks - 1.0) / ranks / (2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s)
-                ) / p.bandwidth_factor
-            elif p.custom:  # §F6: the engine's kernel, over the domain's own links
-                lat = np.where(switch_ok, latency_scale * p.base_latency_s, np.inf).astype(flat)
-                per_byte = seconds_per_byte / p.bandwidth_factor
-                if p.one_shot:
-                    per_byte = per_byte * ranks / 2.0
-            else:
-                # each operation in place on the new array it made (the same numbers); on
-                # arrays the all-reduce's 2 hops scale the constants: (s·2a + l·2b) is
-                # 2·(s·a + l·b) bit for bit, a power of two scaling exactly (docs/model.md
-                # "The search"), one operation less on the array per protocol
-                doubled = arrays and hops == 2.0
-                factor = 2.0 if doubled else 1.0
-                lat = add_into(
-                    steps * (factor * p.intra_hop_latency_s),
-                    log_nodes * (factor * p.inter_hop_latency_s),
-                )
-                if not doubled and (hops != 1.0 or not arrays):
-                    lat = multiply_into(lat, hops)
-                lat = add_into(lat, p.base_latency_s)
-                if latency_scale != 1.0 or not arrays:
-                    lat = multiply_into(lat, latency_scale)
-                per_byte = (
-                    seconds_per_byte / p.bandwidth_factor
-                    if p.bandwidth_factor != 1.0 or not arrays
-                    else seconds_per_byte
-                )
+            lat, per_byte = _protocol_terms(
+                p, gpu, ranks, steps, log_nodes, seconds_per_byte, switch_ok, flat, hops, arrays,
+                latency_scale,
+            )  # fmt: skip
             if inactive:  # lat is a new array; per_byte may be ``seconds_per_byte`` itself
                 lat = zero_where(lat, idle)
                 per_byte = (

@@ -21,15 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecError
-from .latency import (
-    NO_CACHE,
-    StepCache,
-    StepModel,
-    divisors,
-    engine_attention_degrees,
-    expert_degree,
-)
+from .latency import StepModel, divisors, engine_attention_degrees
 from .machine import square_split
+from .step_calls import NO_CACHE, StepCache, expert_degree
 
 
 def _arrays(N, B):

@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import plural
 from ..specs.features import LAYOUT_FEATURES
 from .efficiency import StepWork, combine, host_overhead_s
-from .latency import StepModel, divisors, engine_attention_degrees, total_time_s
+from .latency import StepModel, divisors, engine_attention_degrees
+from .step_calls import total_time_s
 from .workload import Workload
 
 

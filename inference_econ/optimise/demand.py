@@ -3,7 +3,7 @@
 used) that serves every hour of a demand curve within the latency targets.
 
 Each GPU and instance size gets its most load per instance from capacity's knee search
-(``capacity.knee_rows``: one search per size, not one per hour); hour ``h`` needs
+(``candidates.knee_rows``: one search per size, not one per hour); hour ``h`` needs
 ``k_h = ⌈rate_h / knee⌉`` instances. With ``R`` instances reserved at ``r`` per instance-hour and
 the rest bought at ``b`` per instance-hour, the period costs ``T·R·r + Σ_h b·max(0, k_h − R)``,
 a convex function of ``R``, minimised over every ``R`` from 0 to the peak. Spot capacity loses
@@ -38,7 +38,7 @@ from ..load.targets import Targets
 from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
 from ..serving.setting import Setting, price_gpu
 from ..specs.bases import PriceBasis
-from .capacity import knee_rows
+from .candidates import knee_rows
 
 
 @dataclass(frozen=True)
@@ -252,38 +252,16 @@ def demand_plan(
             note = f"the peak needs {needed.max() * n} GPUs > --max-gpus {max_gpus}"
             table.append({**entry, "excluded": True, "note": note})
             continue
-        best = hourly_plan(needed, n, prices, interruption)
-        used = needed.sum() * n
-        cheapest = min(prices.reserved_usd, prices.burst_usd)
-        if interruption is not None and prices.spot_usd is not None:
-            cheapest = min(cheapest, prices.spot_usd / (1.0 - interruption))
-        plan = DemandPlan(
-            demand=demand,
-            targets=targets,
-            setting=setting,
-            gpus_per_instance=n,
-            max_rate_per_instance=per,
-            needed=needed,
-            reserved_instances=best["reserved"],
-            on_demand=best["on_demand"],
-            spot=best["spot"],
-            prices=prices,
-            interruption=interruption,
-            total_usd=best["total_usd"],
-            all_on_demand_usd=float(used * prices.burst_usd),
-            all_reserved_used_usd=float(used * cheapest),
-            reserve_peak_usd=float(len(needed) * needed.max() * n * prices.reserved_usd),
-            output_tokens_per_request=output_tokens,
-            candidates=pd.DataFrame(),
-            held=held,
+        plan = _size_plan(
+            demand, targets, setting, n, per, needed, prices, interruption, output_tokens, held
         )
         plans.append(plan)
         table.append(
             {
                 **entry,
-                "reserved_instances": best["reserved"],
+                "reserved_instances": plan.reserved_instances,
                 "peak_instances": int(needed.max()),
-                "total_usd": best["total_usd"],
+                "total_usd": plan.total_usd,
                 "all_on_demand_usd": plan.all_on_demand_usd,
                 "excluded": False,
                 "note": "",
@@ -312,6 +290,48 @@ def demand_plan(
     if interruption is not None and not best_plan.spot.any():
         notes.append("spot capacity was offered but on-demand was cheaper per effective instance")
     return _with(best_plan, frame.reset_index(drop=True), tuple(notes))
+
+
+def _size_plan(
+    demand: DemandCurve,
+    targets: Targets,
+    setting: Setting,
+    n: int,
+    per: float,
+    needed: np.ndarray,
+    prices: Prices,
+    interruption: float | None,
+    output_tokens: float,
+    held: dict,
+) -> DemandPlan:
+    """The cheapest plan of instances of ``n`` GPUs holding ``per`` requests/s each (``needed``
+    of them each hour of the demand) at ``prices``, with what every instance-hour on demand, at
+    the cheapest basis, or the peak reserved all day would cost beside it."""
+    best = hourly_plan(needed, n, prices, interruption)
+    used = needed.sum() * n
+    cheapest = min(prices.reserved_usd, prices.burst_usd)
+    if interruption is not None and prices.spot_usd is not None:
+        cheapest = min(cheapest, prices.spot_usd / (1.0 - interruption))
+    return DemandPlan(
+        demand=demand,
+        targets=targets,
+        setting=setting,
+        gpus_per_instance=n,
+        max_rate_per_instance=per,
+        needed=needed,
+        reserved_instances=best["reserved"],
+        on_demand=best["on_demand"],
+        spot=best["spot"],
+        prices=prices,
+        interruption=interruption,
+        total_usd=best["total_usd"],
+        all_on_demand_usd=float(used * prices.burst_usd),
+        all_reserved_used_usd=float(used * cheapest),
+        reserve_peak_usd=float(len(needed) * needed.max() * n * prices.reserved_usd),
+        output_tokens_per_request=output_tokens,
+        candidates=pd.DataFrame(),
+        held=held,
+    )
 
 
 def _with(plan: DemandPlan, candidates: pd.DataFrame, notes) -> DemandPlan:

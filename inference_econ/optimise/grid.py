@@ -15,8 +15,9 @@ import functools
 
 import numpy as np
 
-from ..model.latency import StepCache, StepModel
+from ..model.latency import StepModel
 from ..model.layouts import attention_divisors, within_budget
+from ..model.step_calls import StepCache
 from ..model.values import Floats, minimum_into
 
 #: Relative margin within which the frontier's candidates are taken from the single-precision

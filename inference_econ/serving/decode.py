@@ -23,7 +23,6 @@ from ..model.latency import (
     Breakdown,
     StepModel,
     bound_label,
-    expert_degree,
 )
 from ..model.layouts import (
     Layout,
@@ -36,6 +35,7 @@ from ..model.layouts import (
     whole_layout,
 )
 from ..model.machine import min_gpus
+from ..model.step_calls import expert_degree
 from ..model.workload import compile_workload
 from .energy import ENERGY_COLUMNS, energy_columns
 from .figure_labels import expected

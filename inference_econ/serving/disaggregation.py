@@ -82,8 +82,6 @@ def compare(
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
     check_request_context(setting, float(prompt_tokens), float(output_tokens))
-    price = setting.gpu.price_usd_per_hour
-    price_s = setting.gpu.price_usd_per_s
     row, layout, _, decoder, _ = instance_layout(
         setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0, discrete
     )
@@ -93,8 +91,39 @@ def compare(
         float(layout.attention_divisor[0]),
         bool(layout.two_d[0]),
     )
-    # co-located: the load engine's step (§E1, as `simulate` runs it): each arriving prompt
-    # rides in the decode steps in chunks of the step's token budget, sharing their reads
+    mix = (prompt_tokens, output_tokens, decode_gpus, decode_batch)
+    colocated = _colocated(setting, mix, decoder, on_layout, step)
+    # disaggregated: prompts batched on a prefill pool, KV shipped to the decode pool
+    n_p = float(prefill_gpus or decode_gpus)
+    batch_p = max(1.0, math.ceil(min_prefill_tokens / prompt_tokens))
+    pooled = prefill(setting, n_p, prompt_tokens, batch=batch_p, discrete=discrete)
+    disaggregated, pools, dis_gpu_s = _disaggregated(
+        setting, mix, decoder, on_layout, step, n_p, batch_p, pooled
+    )
+    # expected figures' intervals (§F12), in the decode instance's stratum: TTFT for the time
+    # to first token, TPOT for the decode step and speed, throughput for GPU time and prices
+    df = add_intervals(
+        pd.DataFrame([colocated, disaggregated]),
+        setting,
+        bound=row["bound"],
+        gpus=float(decode_gpus),
+    )
+    prefill_s, decode_s = pooled.latency_s / batch_p, output_tokens * step / decode_batch
+    for name, ends in busy_intervals(setting, row["bound"], decode_gpus, prefill_s, decode_s):
+        df.loc[1, name] = ends
+    df.attrs["note"], df.attrs["notes"] = _compare_notes(
+        setting, mix, n_p, batch_p, pools, dis_gpu_s
+    )
+    df.attrs["decode_layout"] = row
+    return df
+
+
+def _colocated(setting: Setting, mix: tuple, decoder, on_layout: tuple, step: float) -> dict:
+    """The co-located row of ``compare`` for ``mix`` (prompt and output tokens, decode GPUs
+    and batch): the load engine's step (§E1, as ``simulate`` runs it), each arriving prompt
+    riding in the decode steps in chunks of the step's token budget, sharing their reads."""
+    prompt_tokens, output_tokens, decode_gpus, decode_batch = mix
+    price, price_s = setting.gpu.price_usd_per_hour, setting.gpu.price_usd_per_s
     prompt = colocated_prompt(
         setting, decoder.target, on_layout, decode_gpus, decode_batch, prompt_tokens, output_tokens
     )
@@ -103,10 +132,31 @@ def compare(
     # the stall already charges every step for the prompts that arrive during it (B / n_out
     # per step): over a request's n_out steps that is its own prefill, so it is not added again
     co_gpu_s = decode_gpus * output_tokens * co_step / decode_batch
-    # disaggregated: prompts batched on a prefill pool, KV shipped to the decode pool
-    n_p = float(prefill_gpus or decode_gpus)
-    batch_p = max(1.0, math.ceil(min_prefill_tokens / prompt_tokens))
-    pooled = prefill(setting, n_p, prompt_tokens, batch=batch_p, discrete=discrete)
+    return {
+        "serving": "co-located",
+        "gpus": float(decode_gpus),
+        "ttft_s": prompt.ttft_s,
+        "decode_latency_s": co_step,
+        "tokens_per_s": 1.0 / co_step,
+        "gpu_s_per_request": co_gpu_s,
+        "usd_per_request": co_gpu_s * price_s,
+        "usd_per_m_output_tokens_all_in": usd_per_mtok(co_gpu_s, 1.0, output_tokens, price),
+        "kv_transfer_s": 0.0,
+        "prefill_pool_busy_fraction": math.nan,
+        "decode_pool_busy_fraction": math.nan,
+        "gpu_s_per_request_idle_charged": co_gpu_s,  # one instance, never idle
+        "usd_per_request_idle_charged": co_gpu_s * price_s,
+    }
+
+
+def _disaggregated(
+    setting: Setting, mix: tuple, decoder, on_layout: tuple, step: float, n_p, batch_p, pooled
+):
+    """The disaggregated row of ``compare`` (prompts prefilled ``batch_p`` at a time on a pool
+    of ``n_p`` GPUs, ``pooled``, their KV shipped to the decode pool), the pools' balance and
+    the GPU-seconds a request keeps them busy."""
+    prompt_tokens, output_tokens, decode_gpus, decode_batch = mix
+    price, price_s = setting.gpu.price_usd_per_hour, setting.gpu.price_usd_per_s
     transfer = kv_transfer_s(setting, prompt_tokens, min(n_p, decode_gpus))
     N, B = np.array([float(decode_gpus)]), np.array([float(decode_batch)])
     first = decoder.target.breakdown(
@@ -117,54 +167,39 @@ def compare(
     pools = pool_balance(
         n_p, pooled.latency_s / batch_p, decode_gpus, output_tokens * step / decode_batch
     )
-    rows = [
-        {
-            "serving": "co-located",
-            "gpus": float(decode_gpus),
-            "ttft_s": prompt.ttft_s,
-            "decode_latency_s": co_step,
-            "tokens_per_s": 1.0 / co_step,
-            "gpu_s_per_request": co_gpu_s,
-            "usd_per_request": co_gpu_s * price_s,
-            "usd_per_m_output_tokens_all_in": usd_per_mtok(co_gpu_s, 1.0, output_tokens, price),
-            "kv_transfer_s": 0.0,
-            "prefill_pool_busy_fraction": math.nan,
-            "decode_pool_busy_fraction": math.nan,
-            "gpu_s_per_request_idle_charged": co_gpu_s,  # one instance, never idle
-            "usd_per_request_idle_charged": co_gpu_s * price_s,
-        },
-        {
-            "serving": "disaggregated",
-            "gpus": float(decode_gpus + n_p),
-            "ttft_s": pooled.latency_s + transfer + first_step,
-            "decode_latency_s": step,
-            "tokens_per_s": 1.0 / step,
-            "gpu_s_per_request": dis_gpu_s,
-            "usd_per_request": dis_gpu_s * price_s,
-            # all-in: every GPU-second of both pools, idle ones too (docs/glossary.md)
-            "usd_per_m_output_tokens_all_in": usd_per_mtok(
-                pools.gpu_s_per_request, 1.0, output_tokens, price
-            ),
-            "kv_transfer_s": transfer,
-            "prefill_pool_busy_fraction": pools.prefill_busy_fraction,
-            "decode_pool_busy_fraction": pools.decode_busy_fraction,
-            "gpu_s_per_request_idle_charged": pools.gpu_s_per_request,
-            "usd_per_request_idle_charged": pools.gpu_s_per_request * price_s,
-        },
-    ]
-    # expected figures' intervals (§F12), in the decode instance's stratum: TTFT for the time
-    # to first token, TPOT for the decode step and speed, throughput for GPU time and prices
-    df = add_intervals(pd.DataFrame(rows), setting, bound=row["bound"], gpus=float(decode_gpus))
-    prefill_s, decode_s = pooled.latency_s / batch_p, output_tokens * step / decode_batch
-    for name, ends in busy_intervals(setting, row["bound"], decode_gpus, prefill_s, decode_s):
-        df.loc[1, name] = ends
-    df.attrs["note"] = (
+    row = {
+        "serving": "disaggregated",
+        "gpus": float(decode_gpus + n_p),
+        "ttft_s": pooled.latency_s + transfer + first_step,
+        "decode_latency_s": step,
+        "tokens_per_s": 1.0 / step,
+        "gpu_s_per_request": dis_gpu_s,
+        "usd_per_request": dis_gpu_s * price_s,
+        # all-in: every GPU-second of both pools, idle ones too (docs/glossary.md)
+        "usd_per_m_output_tokens_all_in": usd_per_mtok(
+            pools.gpu_s_per_request, 1.0, output_tokens, price
+        ),
+        "kv_transfer_s": transfer,
+        "prefill_pool_busy_fraction": pools.prefill_busy_fraction,
+        "decode_pool_busy_fraction": pools.decode_busy_fraction,
+        "gpu_s_per_request_idle_charged": pools.gpu_s_per_request,
+        "usd_per_request_idle_charged": pools.gpu_s_per_request * price_s,
+    }
+    return row, pools, dis_gpu_s
+
+
+def _compare_notes(setting: Setting, mix: tuple, n_p, batch_p, pools, dis_gpu_s):
+    """``compare``'s note (the mix and the two instances) and notes: what the disaggregated
+    prices charge, the pools' balance, and the decode instance's KV at the whole batch."""
+    prompt_tokens, output_tokens, decode_gpus, decode_batch = mix
+    price, price_s = setting.gpu.price_usd_per_hour, setting.gpu.price_usd_per_s
+    note = (
         f"{setting.model.name} on {setting.gpu.name}: {prompt_tokens:g} prompt + {output_tokens:g} output tokens; "
         f"decode on {decode_gpus:g} {plural(decode_gpus, 'GPU')} at batch {decode_batch:g}; prefill pool "
         f"{n_p:g} {plural(n_p, 'GPU')}, {batch_p:g} {plural(batch_p, 'prompt')} per pass"
     )
     idle_usd = pools.gpu_s_per_request * price_s
-    df.attrs["notes"] = (
+    notes = (
         "Disaggregated: gpu_s_per_request and usd_per_request charge each pool for its busy "
         "time only (perfect utilisation: an idle pool's GPUs do other work); the all-in price, "
         "as every all-in price, charges all their time, idle too (docs/glossary.md).",
@@ -180,9 +215,7 @@ def compare(
     kv = whole_batch_kv_note(
         setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0
     )
-    df.attrs["notes"] += (kv,) if kv else ()
-    df.attrs["decode_layout"] = row
-    return df
+    return note, notes + ((kv,) if kv else ())
 
 
 @dataclass(frozen=True)

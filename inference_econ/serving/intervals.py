@@ -30,14 +30,10 @@ Ideal-bound figures (the ``paper`` and ``refined`` presets) have no interval: th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast, get_args, overload
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from ..errors import SpecError
 from ..model.breakdown import ADDITIVE_PARTS, FULL_READS, Bound
 from ..model.power import board_power_w, it_power_w
 from .figure_labels import LEVELS as LEVELS
@@ -45,19 +41,12 @@ from .figure_labels import expected as expected
 from .figure_labels import figures_line as figures_line
 from .figure_labels import interval_columns as interval_columns
 from .figure_labels import interval_keys as interval_keys
+from .interval_table import QUANTILES, Band, FigureKind, Stratum, family, table
 from .setting import Setting
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Kinds of figure, each in the orientation its residuals are stated in: a rate for
-#: throughput, a time for TPOT and TTFT.
-FigureKind = Literal["throughput", "TPOT", "TTFT"]
-KINDS: tuple[FigureKind, ...] = get_args(FigureKind)
-#: Stratum dimensions, in the order a sparse stratum drops them (pools upward).
-POOLING = ("nodes", "bound", "architecture", "seen")
-#: The quantiles of measured/predicted the table holds: (low, high) per level.
-QUANTILES = {80: ("q10", "q90"), 90: ("q05", "q95")}
 
 #: Columns that carry an interval: (kind, +1 where the column is in the kind's orientation,
 #: -1 where it is its inverse: a speed per request is 1/TPOT, a price per token is the GPUs'
@@ -203,209 +192,6 @@ QUANTITIES: dict[str, tuple[str, int]] = {
     "ttft_p99": ("TTFT", 1),
     "ttft_single": ("TTFT", 1),
 }
-
-
-@dataclass(frozen=True)
-class Stratum:
-    """Where a figure sits: its kind and regime, and whether the fit saw its GPU and model."""
-
-    kind: FigureKind
-    architecture: str = "dense"
-    bound: Bound = "compute"
-    nodes: str = "one node"
-    seen: bool = True
-
-    def key(self, dropped: int = 0) -> tuple:
-        """The table key with the first ``dropped`` dimensions of ``POOLING`` pooled."""
-        kept = POOLING[dropped:]
-        values = {**self.__dict__, "seen": "seen" if self.seen else "unseen"}
-        return (self.kind, *(values[d] if d in kept else "*" for d in POOLING))
-
-
-@dataclass(frozen=True)
-class Band:
-    """Quantiles of measured/predicted (natural logs, in the kind's orientation) of a stratum,
-    and which table entry gave them."""
-
-    q05: float
-    q10: float
-    q90: float
-    q95: float
-    source: str
-    rows: int
-
-    def widened(self, factor: float) -> Band:
-        """The band with its log-width multiplied by ``factor`` about the middle of its 90 %
-        interval."""
-        mid = (self.q05 + self.q95) / 2.0
-        q05, q10, q90, q95 = (
-            mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)
-        )
-        return Band(
-            q05,
-            q10,
-            q90,
-            q95,
-            f"{self.source}, {factor:g} x as wide (outside coverage)",
-            self.rows,
-        )
-
-    def drifted(self, shift: float) -> Band:
-        """The band with its high end raised by ``shift`` (a log ratio; its low end lowered
-        where ``shift`` is negative): software drift since the calibration round."""
-        if shift == 0.0:
-            return self
-        up, down = max(shift, 0.0), min(shift, 0.0)
-        return Band(
-            self.q05 + down,
-            self.q10 + down,
-            self.q90 + up,
-            self.q95 + up,
-            f"{self.source}, drift {shift:+.3f}",
-            self.rows,
-        )
-
-    def envelope(self, other: Band) -> Band:
-        return Band(
-            min(self.q05, other.q05),
-            min(self.q10, other.q10),
-            max(self.q90, other.q90),
-            max(self.q95, other.q95),
-            f"{self.source} or {other.source}, the wider",
-            max(self.rows, other.rows),
-        )
-
-
-@dataclass(frozen=True)
-class IntervalTable:
-    """The shipped table: quantiles by stratum and what it was made from."""
-
-    strata: dict
-    min_rows: int
-    unseen_widening: float
-    fitted_gpus: frozenset
-    fitted_models: frozenset
-    provenance: dict
-    path: str
-    #: kind -> (log ratio per publication round, rounds from calibration to the table's date)
-    drift: dict = field(default_factory=dict)
-
-    def band(self, stratum: Stratum, rounds: float | None = None) -> Band:
-        """The quantiles of ``stratum``, pooled upward, widened outside coverage and moved by
-        the kind's software drift over ``rounds`` publication rounds after the calibration
-        round (default: the table's, up to the round it was written in)."""
-        per_round, as_of = self.drift.get(stratum.kind, (0.0, 0.0))
-        shift = per_round * (as_of if rounds is None else rounds)
-        if stratum.seen:
-            return self._pooled(stratum).drifted(shift)
-        seen = self._pooled(Stratum(**{**stratum.__dict__, "seen": True}))
-        band = seen.widened(self.unseen_widening)
-        unseen = self._pooled(stratum, stop=len(POOLING) - 1)
-        return (band.envelope(unseen) if unseen is not None else band).drifted(shift)
-
-    @overload
-    def _pooled(self, stratum: Stratum, stop: None = None) -> Band: ...
-    @overload
-    def _pooled(self, stratum: Stratum, stop: int) -> Band | None: ...
-    def _pooled(self, stratum: Stratum, stop: int | None = None) -> Band | None:
-        last = len(POOLING) if stop is None else stop
-        for dropped in range(last + 1):
-            entry = self.strata.get(stratum.key(dropped))
-            if entry is not None:
-                return entry
-        if stop is not None:
-            return None
-        raise SpecError(self.path, "strata", f"has no entry for {stratum.kind}", "refit the table")
-
-    def seen(self, setting: Setting) -> tuple[bool, bool]:
-        """(GPU measured in the fitting data, model family measured in it)."""
-        return setting.gpu.name in self.fitted_gpus, family(setting.model) in self.fitted_models
-
-
-def family(arch) -> tuple:
-    """A model's family for coverage: its shape (layers, width, query and KV heads, experts);
-    Llama 3.3 70B and Llama 3.1 70B are one family, Llama 3.1 8B another."""
-    experts = max(g.ffn.experts for g in arch.layer_groups)
-    a = arch.attention
-    return (arch.layers, arch.d_model, a.query_heads, a.kv_heads, experts)
-
-
-def _table_path() -> Path:
-    from ..specs.catalog import data_roots
-
-    found = (r / "intervals" / "achievable.yaml" for r in data_roots())
-    path = next((p for p in found if p.is_file()), None)
-    if path is None:
-        raise SpecError("intervals/achievable.yaml", "", "is missing", "reinstall the package")
-    return path
-
-
-@lru_cache(maxsize=1)
-def table() -> IntervalTable:
-    """The shipped interval table (``intervals/achievable.yaml``)."""
-    from ..specs.yamlfile import load_yaml
-
-    path = _table_path()
-    return parse_table(load_yaml(path), str(path))
-
-
-def parse_table(data: dict, source: str) -> IntervalTable:
-    """An interval table from its YAML mapping (``source`` names it in errors)."""
-    from ..specs.architecture import load_model
-    from ..specs.schema import check_number
-
-    strata = {}
-    for i, s in enumerate(data.get("strata") or ()):
-        where = f"strata[{i}]"
-        kind = s.get("kind")
-        if kind not in KINDS:
-            raise SpecError(source, f"{where}.kind", f"is {kind!r}", f"one of {KINDS}")
-        q = {
-            k: float(check_number(s.get(k), source, f"{where}.{k}", unit="log ratio"))
-            for k in ("q05", "q10", "q90", "q95")
-        }
-        if not q["q05"] <= q["q10"] <= q["q90"] <= q["q95"]:
-            raise SpecError(source, where, "quantiles out of order", "refit the table")
-        dims = tuple(str(s.get(d, "*")) if d != "seen" else _seen_key(s.get(d)) for d in POOLING)
-        label = ", ".join(v for v in dims if v != "*") or "all"
-        key = (kind, *dims)
-        strata[key] = Band(**q, source=f"{kind}: {label}", rows=int(s.get("rows", 0)))
-    drift = {}
-    for kind, d in (data.get("drift") or {}).items():
-        where = f"drift.{kind}"
-        if kind not in KINDS or not isinstance(d, dict):
-            raise SpecError(
-                source, where, "is not a kind's drift", f"a mapping under one of {KINDS}"
-            )
-        drift[kind] = tuple(
-            float(check_number(d.get(k), source, f"{where}.{k}", minimum=lo, maximum=hi, unit=u))
-            for k, lo, hi, u in (
-                ("log_per_round", -1.0, 1.0, "log ratio"),
-                ("rounds", 0.0, 20.0, "rounds"),
-            )
-        )
-    models = set()
-    for name in data.get("fitted_models") or ():
-        try:
-            models.add(family(load_model(name)))
-        except SpecError:
-            continue  # a model the catalog no longer has: nothing can match it
-    return IntervalTable(
-        strata,
-        int(data.get("min_rows", 0)),
-        float(data.get("unseen_widening", 1.0)),
-        frozenset(data.get("fitted_gpus") or ()),
-        frozenset(models),
-        dict(data.get("provenance") or {}),
-        source,
-        drift,
-    )
-
-
-def _seen_key(value) -> str:
-    if value in (None, "*"):
-        return "*"
-    return "seen" if value else "unseen"
 
 
 def bound_of_tokens(setting: Setting, tokens_per_step) -> np.ndarray:

@@ -20,7 +20,6 @@ from ..errors import SpecError, expect
 from ..model.economics import mfu, usd_per_mtok
 from ..model.latency import (
     ADDITIVE_PARTS,
-    NO_CACHE,
     StepModel,
     bound_label,
     prefill_step_model,
@@ -33,6 +32,7 @@ from ..model.layouts import (
     tp_dims,
     whole_layout,
 )
+from ..model.step_calls import NO_CACHE
 from ..model.values import Floats
 from ..specs.schema import check_number
 from .energy import energy_columns
@@ -278,6 +278,36 @@ def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens):
     )
 
 
+def _run_passes(model: StepModel, setting: Setting, gpus, N, B, S, context, layout, whole: bool):
+    """Every pass of a prefill at once, on ``layout`` or each on its best (whole with
+    ``whole``): (the breakdown's parts summed over the passes, latency, FLOP, the layout of
+    its largest pass); an infinite latency where a pass has no layout."""
+    parts = dict.fromkeys((*ADDITIVE_PARTS, "memory_time_s", "compute_time_s"), 0.0)
+    latency, flop, chosen = math.inf, 0.0, layout
+    found = True  # a searched layout exists for every pass
+    if S.size:
+        if layout is None:
+            if whole:  # whole GPUs: whole degrees, what an engine launches (§B7)
+                lay = whole_layout(model, setting.model, int(gpus), B, S, context, setting.pipeline)
+            else:
+                lay = best_layout(model, N, B, S, context, setting.pipeline)
+            p, adiv = np.asarray(lay.pipeline), np.asarray(lay.attention_divisor)
+            two = np.asarray(lay.two_d)
+            found = bool(np.all(np.isfinite(np.asarray(lay.latency_s))))
+        else:
+            p, adiv = np.full(S.shape, layout[0]), np.full(S.shape, layout[1])
+            two = np.full(S.shape, bool(layout[2]))
+        bd = model.breakdown(N, B, S, context, p, adiv, two)
+        if found and np.all(np.isfinite(bd.latency_s)):
+            for key in parts:
+                parts[key] = float(np.sum(getattr(bd, key)))
+            latency = float(np.sum(bd.latency_s))
+            flop = float(np.sum(model.work.total_flop(B, S, context)))
+            if chosen is None:
+                chosen = (float(p[0]), float(adiv[0]), bool(two[0]))
+    return parts, latency, flop, chosen
+
+
 def prefill(
     setting: Setting,
     gpus: float,
@@ -347,29 +377,22 @@ def prefill(
     in_flight = float(batch) * (layout[0] if layout else 1.0)
     S, context = chunk_plan(model, gpus, in_flight, new, float(cached_tokens), chunk_tokens)
     N, B = np.full(S.shape, float(gpus)), np.full(S.shape, in_flight)
-    parts = dict.fromkeys((*ADDITIVE_PARTS, "memory_time_s", "compute_time_s"), 0.0)
-    latency, flop, chosen = math.inf, 0.0, layout
-    found = True  # a searched layout exists for every pass
-    if S.size:
-        if layout is None:
-            if whole:  # whole GPUs: whole degrees, what an engine launches (§B7)
-                lay = whole_layout(model, setting.model, int(gpus), B, S, context, setting.pipeline)
-            else:
-                lay = best_layout(model, N, B, S, context, setting.pipeline)
-            p, adiv = np.asarray(lay.pipeline), np.asarray(lay.attention_divisor)
-            two = np.asarray(lay.two_d)
-            found = bool(np.all(np.isfinite(np.asarray(lay.latency_s))))
-        else:
-            p, adiv = np.full(S.shape, layout[0]), np.full(S.shape, layout[1])
-            two = np.full(S.shape, bool(layout[2]))
-        bd = model.breakdown(N, B, S, context, p, adiv, two)
-        if found and np.all(np.isfinite(bd.latency_s)):
-            for key in parts:
-                parts[key] = float(np.sum(getattr(bd, key)))
-            latency = float(np.sum(bd.latency_s))
-            flop = float(np.sum(model.work.total_flop(B, S, context)))
-            if chosen is None:
-                chosen = (float(p[0]), float(adiv[0]), bool(two[0]))
+    parts, latency, flop, chosen = _run_passes(
+        model, setting, gpus, N, B, S, context, layout, whole
+    )
+    return _prefill_row(
+        setting, model, prompt_tokens, cached_tokens, gpus, batch, int(S.size), in_flight,
+        latency, flop, chosen, parts,
+    )  # fmt: skip
+
+
+def _prefill_row(
+    setting, model, prompt_tokens, cached_tokens, gpus, batch, chunks, in_flight, latency,
+    flop, chosen, parts,
+) -> pd.Series:  # fmt: skip
+    """A prefill's row (``prefill``): its tokens, latency, input speed and prices per prompt
+    and per computed token, MFU, layout, summed breakdown, bound and energy."""
+    new = float(prompt_tokens) - float(cached_tokens)
     price = setting.gpu.price_usd_per_hour
     peak = model.machine.peak_flop_per_s
     p, adiv, two = chosen or (1.0, 1.0, True)
@@ -379,7 +402,7 @@ def prefill(
         "computed_tokens": new,
         "gpus": float(gpus),
         "batch": float(batch),
-        "chunks": int(S.size),
+        "chunks": chunks,
         "latency_s": latency,
         # prompt tokens per second of the pass (not a request's output speed, tokens_per_s)
         "input_tokens_per_s": in_flight * float(prompt_tokens) / latency

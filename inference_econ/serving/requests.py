@@ -100,6 +100,35 @@ def request(
     >>> round(float(r["ttft_s"]), 3)
     0.224
     """
+    pb = _checked_prefill_batch(
+        gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction
+    )
+    cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
+    n_in, n_out = float(prompt_tokens), float(output_tokens)
+    check_request_context(setting, n_in, n_out)
+    dec, layout, draft, decoder, verify = instance_layout(
+        setting, gpus, batch, n_in + n_out / 2.0, discrete
+    )
+    p, adiv, two = (
+        float(layout.pipeline[0]),
+        float(layout.attention_divisor[0]),
+        bool(layout.two_d[0]),
+    )
+    on_layout = (p, adiv, two)
+    pre, draft_s, first_s = _first_token(
+        setting, gpus, batch, n_in, pb, cached, on_layout, decoder, draft, verify
+    )
+    return _request_row(
+        setting, n_in, n_out, cached_fraction, cached, gpus, batch, pb, on_layout, dec, pre,
+        draft_s, first_s,
+    )  # fmt: skip
+
+
+def _checked_prefill_batch(
+    gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction
+) -> float:
+    """The prompts prefilled together (default 1), once the request view's arguments are
+    checked: a prompt length given, and no more prompts prefilled together than decode."""
     table.check_each(
         {
             "gpus": gpus,
@@ -120,18 +149,14 @@ def request(
             f"is {pb:g}, more prompts than the decode batch of {float(batch):g} holds",
             f"prompts prefilled together go on to decode together: give at most {float(batch):g}",
         )
-    cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
-    n_in, n_out = float(prompt_tokens), float(output_tokens)
-    check_request_context(setting, n_in, n_out)
-    dec, layout, draft, decoder, verify = instance_layout(
-        setting, gpus, batch, n_in + n_out / 2.0, discrete
-    )
-    p, adiv, two = (
-        float(layout.pipeline[0]),
-        float(layout.attention_divisor[0]),
-        bool(layout.two_d[0]),
-    )
-    on_layout = (p, adiv, two)
+    return pb
+
+
+def _first_token(setting, gpus, batch, n_in, pb, cached, on_layout, decoder, draft, verify):
+    """What the first token waits for: the prompt's prefill on the decode layout
+    ``on_layout`` (in chunks of the engine's token budget), the draft model's prefill where
+    speculation runs one, and the first decode step at the prompt's length:
+    (prefill, draft prefill seconds, first step seconds)."""
     pre = prefill(
         setting, gpus, n_in, pb, cached, chunk_tokens=ENGINE_CHUNK_TOKENS, layout=on_layout
     )
@@ -156,6 +181,17 @@ def request(
             ),
         )
         draft_s = draft_pre.latency_s
+    return pre, draft_s, first_s
+
+
+def _request_row(
+    setting, n_in, n_out, cached_fraction, cached, gpus, batch, pb, on_layout, dec, pre,
+    draft_s, first_s,
+) -> pd.Series:  # fmt: skip
+    """The request view's row: its lengths, layout, times to the first token and to the last,
+    the input and output prices and their ratio, with the intervals of its expected figures
+    (§F12; the ratio's from the two prices', end against opposite end)."""
+    p, adiv, two = on_layout
     ttft = pre.latency_s + draft_s + first_s
     out_cost = dec.usd_per_mtok
     in_cost = pre.usd_per_m_input_tokens  # per prompt token: a prefix cache makes it cheaper

@@ -254,14 +254,7 @@ def make_setting(model, hardware, **options) -> Setting:
     gpu, costs_file = price_gpu(
         load_hardware(hardware), values["price_basis"], values["costs"], values["pue"]
     )
-    grid, source = values["grid_intensity_g_per_kwh"], ""
-    if values["grid_region"] is not None:
-        from ..specs.grid import grid_intensity
-
-        found = grid_intensity(values["grid_region"])
-        grid, source = found.g_per_kwh, found.source
-    elif grid is not None:
-        source = "given"
+    grid, source = _grid_intensity(values)
     return Setting(
         model=arch,
         gpu=gpu,
@@ -274,6 +267,20 @@ def make_setting(model, hardware, **options) -> Setting:
         costs_file=costs_file,
         **copied,
     )
+
+
+def _grid_intensity(values: dict) -> tuple[float | None, str]:
+    """(the grid's carbon intensity, g/kWh, and where it comes from): a named region's (its
+    source), or the figure given ("given"), or none."""
+    grid, source = values["grid_intensity_g_per_kwh"], ""
+    if values["grid_region"] is not None:
+        from ..specs.grid import grid_intensity
+
+        found = grid_intensity(values["grid_region"])
+        grid, source = found.g_per_kwh, found.source
+    elif grid is not None:
+        source = "given"
+    return grid, source
 
 
 def price_gpu(gpu: GPU, basis: str, costs=None, pue: float | None = None) -> tuple[GPU, str]:

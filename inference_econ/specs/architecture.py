@@ -521,6 +521,52 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
     name = r.string("name")
     d_model = r.number("d_model", **BOUNDS["d_model"])
     attention = _attention(r.sub("attention"), d_model)
+    groups = _layer_groups(r, source, d_model)
+    total_layers = sum(g.layers for g in groups)
+    if total_layers > BOUNDS["layers"]["maximum"]:
+        raise SpecError(
+            source, "layer_groups", f"{total_layers} layers in all", "at most 100000 layers"
+        )
+    published = r.sub("published_params", None)
+    total = active = None
+    if published is not None:
+        total = published.number("total", None, **BOUNDS["total"])
+        active = published.number("active", None, **BOUNDS["active"])
+        published.string("source", "")
+        published.finish()
+    aliases = r.text_list("aliases")
+    arch = Architecture(
+        name=name,
+        d_model=d_model,
+        vocab_size=r.number("vocab_size", **BOUNDS["vocab_size"]),
+        attention=attention,
+        layer_groups=tuple(groups),
+        precision=_precision(r.sub("precision", None)),
+        tied_embeddings=r.boolean("tied_embeddings", False),
+        parallel_attention=r.boolean("parallel_attention", False),
+        description=r.string("description", ""),
+        aliases=aliases,
+        source=r.string("source", ""),
+        published_total_params=total,
+        published_active_params=active,
+        source_file=source,
+        mtp=_mtp(r.sub("mtp", None), d_model, groups),
+        max_context_tokens=r.number("max_context_tokens", None, **BOUNDS["max_context_tokens"]),
+    )
+    r.finish()
+    if arch.precision.dense_weight_bits is not None and not arch.is_moe:
+        raise SpecError(
+            source,
+            "precision.dense_weight_bits",
+            "is set on a model without routed experts (every weight is then a dense one)",
+            "weight_bits alone",
+        )
+    return arch
+
+
+def _layer_groups(r: Reader, source: str, d_model: int) -> list[LayerGroup]:
+    """A model's ``layer_groups`` (each its layers, FFN, sliding window and mixer), or one
+    group ``all`` of its top-level ``layers``, ``ffn`` and ``sliding_window_tokens``."""
     groups: list[LayerGroup] = []
     if r.has("layer_groups"):
         raw = r.raw("layer_groups")
@@ -568,46 +614,7 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
                 ),
             )
         )
-    total_layers = sum(g.layers for g in groups)
-    if total_layers > BOUNDS["layers"]["maximum"]:
-        raise SpecError(
-            source, "layer_groups", f"{total_layers} layers in all", "at most 100000 layers"
-        )
-    published = r.sub("published_params", None)
-    total = active = None
-    if published is not None:
-        total = published.number("total", None, **BOUNDS["total"])
-        active = published.number("active", None, **BOUNDS["active"])
-        published.string("source", "")
-        published.finish()
-    aliases = r.text_list("aliases")
-    arch = Architecture(
-        name=name,
-        d_model=d_model,
-        vocab_size=r.number("vocab_size", **BOUNDS["vocab_size"]),
-        attention=attention,
-        layer_groups=tuple(groups),
-        precision=_precision(r.sub("precision", None)),
-        tied_embeddings=r.boolean("tied_embeddings", False),
-        parallel_attention=r.boolean("parallel_attention", False),
-        description=r.string("description", ""),
-        aliases=aliases,
-        source=r.string("source", ""),
-        published_total_params=total,
-        published_active_params=active,
-        source_file=source,
-        mtp=_mtp(r.sub("mtp", None), d_model, groups),
-        max_context_tokens=r.number("max_context_tokens", None, **BOUNDS["max_context_tokens"]),
-    )
-    r.finish()
-    if arch.precision.dense_weight_bits is not None and not arch.is_moe:
-        raise SpecError(
-            source,
-            "precision.dense_weight_bits",
-            "is set on a model without routed experts (every weight is then a dense one)",
-            "weight_bits alone",
-        )
-    return arch
+    return groups
 
 
 @lru_cache(maxsize=256)

@@ -18,7 +18,6 @@ a version and a platform (``vllm@0.10`` on the command line).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,8 +26,10 @@ from typing import Any, Literal, get_args
 
 from ..errors import SpecError, did_you_mean, short
 from . import catalog
+from .engine_terms import BY_TERM, FRACTION_OF, REMOVED_TERMS, TERMS, FractionOf
 from .features import LAYOUT_FEATURES, MODEL_CLASSES, ModelClass
 from .schema import Reader, check_number
+from .versions import in_range, open_ended, parse_version, version_range
 from .yamlfile import load_yaml
 
 #: Engines whose scheduler limits hold per data-parallel attention rank, not per instance:
@@ -39,242 +40,6 @@ from .yamlfile import load_yaml
 #: vllm-project/vllm#13923). SGLang's ``--max-running-requests`` is the instance's (its
 #: scheduler divides it by the DP size), as is any engine not listed here.
 LIMITS_PER_ATTENTION_RANK = ("trtllm", "vllm")
-
-
-@dataclass(frozen=True)
-class Term:
-    """One efficiency term of a profile: its unit, bounds and meaning (docs/model.md Part F)."""
-
-    name: str
-    unit: str
-    minimum: float
-    maximum: float
-    meaning: str
-    integer: bool = False
-
-
-#: Every numeric term, in the order docs/model.md Part F introduces them.
-TERMS: tuple[Term, ...] = (
-    Term(
-        "hbm_efficiency",
-        "fraction",
-        0.05,
-        1.0,
-        "weights and activations stream at this fraction of the datasheet HBM bandwidth (§F1)",
-    ),
-    Term(
-        "kv_read_efficiency",
-        "fraction",
-        0.05,
-        1.0,
-        "decode attention reads the KV cache at this fraction of the datasheet HBM bandwidth (§F3)",
-    ),
-    Term(
-        "kv_request_positions",
-        "positions",
-        0.0,
-        1e5,
-        "fixed cost of decode attention per request, in cached positions read (§F3)",
-    ),
-    Term(
-        "gemm_efficiency_scale",
-        "fraction",
-        0.05,
-        1.5,
-        "model GEMMs reach this multiple of the GPU's best-shape GEMM efficiency (§F2)",
-    ),
-    Term(
-        "gemm_half_volume",
-        "M*N*K",
-        1e3,
-        1e14,
-        "GEMM volume per GPU at which a GEMM reaches half its best efficiency (§F2)",
-    ),
-    Term(
-        "gemm_tile_tokens",
-        "tokens",
-        1.0,
-        4096.0,
-        "GEMM tile rows: the token count of a GEMM is rounded up to a multiple (§F2)",
-        True,
-    ),
-    Term(
-        "moe_gemm_efficiency",
-        "fraction",
-        0.05,
-        1.0,
-        "grouped expert GEMMs (with token permutation) relative to dense GEMMs (§F2)",
-    ),
-    Term(
-        "moe_expert_half_params",
-        "parameters",
-        0.0,
-        1e9,
-        "one expert matrix's parameters per GPU (d·f/t_ff) at which the grouped expert GEMM reaches half its efficiency (0: none; §F7)",
-    ),
-    Term(
-        "attention_efficiency",
-        "fraction",
-        0.01,
-        1.0,
-        "attention arithmetic (flash attention) at this fraction of the 16-bit peak (§F3)",
-    ),
-    Term(
-        "elementwise_passes",
-        "passes",
-        0.0,
-        200.0,
-        "non-GEMM passes over a token's d-wide BF16 row per layer: norms, residuals, rotary, activation, quantisation (§F4)",
-    ),
-    Term(
-        "layer_overhead_s",
-        "seconds",
-        0.0,
-        1e-3,
-        "fixed time per layer per step: kernel gaps and tails inside a CUDA graph (§F5)",
-    ),
-    Term(
-        "step_overhead_s",
-        "seconds",
-        0.0,
-        0.5,
-        "fixed time per step: scheduling, input preparation, sampling launch (§F5)",
-    ),
-    Term(
-        "sequence_overhead_s",
-        "seconds",
-        0.0,
-        1e-3,
-        "time per sequence per step: sampling, detokenisation, bookkeeping (§F5)",
-    ),
-    Term(
-        "host_overhead_exposed",
-        "fraction",
-        0.0,
-        1.0,
-        "share of the host's step and sequence overheads the GPU waits for: 1 an engine that "
-        "prepares each step after the last, 0 one whose overlap scheduler does it while the "
-        "GPU runs the step before (§F5)",
-    ),
-    Term(
-        "eager_layer_overhead_s",
-        "seconds",
-        0.0,
-        1e-3,
-        "extra time per layer of a step too large for the captured CUDA graphs (§F5)",
-    ),
-    Term(
-        "cuda_graph_max_batch",
-        "requests",
-        0.0,
-        1e7,
-        "largest step (tokens) run from a captured CUDA graph; 0: no CUDA graphs (§F5)",
-        True,
-    ),
-    Term(
-        "step_time_scale",
-        "factor",
-        0.1,
-        10.0,
-        "the engine's step time relative to the reference engine's kernels (§F5)",
-    ),
-    Term(
-        "custom_allreduce_latency_s",
-        "seconds",
-        0.0,
-        1e-3,
-        "latency of the engine's own one-shot/two-shot all-reduce kernels inside a scale-up domain (§F6)",
-    ),
-    Term(
-        "custom_allreduce_bandwidth_efficiency",
-        "fraction",
-        0.0,
-        1.0,
-        "link bandwidth the engine's own all-reduce reaches; 0: the engine has none (§F6)",
-    ),
-    Term(
-        "collective_latency_scale",
-        "factor",
-        0.0,
-        50.0,
-        "measured NCCL/RCCL latency relative to the library's tuning tables (§F6)",
-    ),
-    Term(
-        "collective_bandwidth_efficiency",
-        "fraction",
-        0.01,
-        2.0,
-        "measured NCCL/RCCL bus bandwidth relative to the tables' protocols (§F6)",
-    ),
-    Term(
-        "gemm_allreduce_overlap",
-        "fraction",
-        0.0,
-        1.0,
-        "share of the tensor-parallel all-reduces' bandwidth time hidden under the row-parallel "
-        "GEMMs that produce them: 1 an engine built with the GEMM and its all-reduce fused in "
-        "one kernel (TensorRT-LLM's gemm_allreduce_plugin), 0 one that runs them apart (§F6)",
-    ),
-    Term(
-        "expert_routing_skew",
-        "factor",
-        1.0,
-        10.0,
-        "how much busier the busiest expert-parallel rank is than uniform routing makes it (§F7)",
-    ),
-    Term(
-        "kv_cache_memory_fraction",
-        "fraction",
-        0.01,
-        1.0,
-        "share of the memory left after the weights (or of all memory) given to the KV cache (§F8)",
-    ),
-    Term(
-        "activation_workspace_bytes_per_gpu",
-        "bytes",
-        0.0,
-        1e12,
-        "memory per GPU for activations, CUDA graphs and the runtime (§F8)",
-    ),
-    Term(
-        "max_batch_requests",
-        "requests",
-        1.0,
-        1e7,
-        "the engine's default largest batch of running requests (§F9)",
-        True,
-    ),
-    Term(
-        "step_token_budget",
-        "tokens",
-        1.0,
-        1e7,
-        "the engine's default most tokens per step: decode tokens plus prompt chunks (§F9)",
-        True,
-    ),
-    Term(
-        "scheduler_steps",
-        "steps",
-        1.0,
-        1024.0,
-        "decode steps per scheduler call (vLLM V0's num_scheduler_steps): requests are "
-        "admitted only between such windows (§F9)",
-        True,
-    ),
-)
-BY_TERM = {t.name: t for t in TERMS}
-
-#: Terms a profile once had, with why they went: a file that still sets one is refused with
-#: the reason, not with "unknown field".
-REMOVED_TERMS = {
-    "fp4_gemm_efficiency": (
-        "removed: a 4-bit GEMM's best-shape rate is now the part's own measured figure "
-        "(hardware YAML 'gemm_efficiency: {4: ...}', docs/model.md §F2); delete the line"
-    ),
-}
-#: How the KV-cache fraction is taken: of the memory left after the weights, or of all memory.
-FractionOf = Literal["free", "total"]
-FRACTION_OF: tuple[FractionOf, ...] = get_args(FractionOf)
 
 
 #: The ideal engine's scheduler (no engine profile): concurrent requests and tokens per step,
@@ -756,89 +521,73 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
         )
     fields: list[tuple[str, Any]] = []
     for key, word in changes.items():
-        if key == "models":  # the benchmark models whose harness configurations say so
-            names = [word] if isinstance(word, str) else list(word or ())
-            if not names or not all(isinstance(n, str) and n.strip() for n in names):
-                raise SpecError(
-                    source,
-                    f"{where}.{key}",
-                    f"expected a list of model names, got {word!r}",
-                    'e.g. ["Llama 2 70B"]',
-                )
-            fields.append((key, tuple(n.strip() for n in names)))
-            continue
-        if key == "scenarios":  # the benchmark scenarios whose configurations say so
-            names = [word] if isinstance(word, str) else list(word or ())
-            if not names or not all(n in HARNESS_SCENARIOS for n in names):
-                raise SpecError(
-                    source,
-                    f"{where}.{key}",
-                    f"expected a list of scenarios, got {word!r}",
-                    f"any of {', '.join(HARNESS_SCENARIOS)}",
-                )
-            fields.append((key, tuple(names)))
-            continue
-        if key == "versions":  # the engine versions the harness runs them this way on
+        at = f"{where}.{key}"
+        if key in ("models", "scenarios"):  # the benchmark models or scenarios it holds for
+            fields.append((key, _harness_names(key, word, source, at)))
+        elif key == "versions":  # the engine versions the harness runs them this way on
             version_range(str(word), f"{source}: {where}")
             fields.append((key, str(word).strip()))
-            continue
-        if key in ADP_BALANCING:  # TensorRT-LLM's attention-DP balancing, its flags' names
-            steps = check_number(
-                word,
-                source,
-                f"{where}.{key}",
-                minimum=0 if key == ADP_BALANCING[0] else 1,
-                maximum=100000,
-                integer=True,
-            )
-            fields.append((key, int(steps)))
-            continue
-        if key == "host_overhead_exposed":  # the runtime the harness runs the model on
-            t = BY_TERM[key]
-            share = check_number(
-                word, source, f"{where}.{key}", minimum=t.minimum, maximum=t.maximum
-            )
-            fields.append((key, float(share)))
-            continue
-        if key == "speculative":  # the harness speculates (the method it names): out of scope
+        elif key in (*ADP_BALANCING, "host_overhead_exposed", "scheduler_steps"):
+            fields.append((key, _harness_number(key, word, source, at)))
+        elif key == "speculative":  # the harness speculates (the method it names): out of scope
             if not isinstance(word, str) or not word.strip():
                 raise SpecError(
-                    source,
-                    f"{where}.{key}",
-                    f"expected the method's name, got {word!r}",
-                    "e.g. MTP or EAGLE3",
+                    source, at, f"expected the method's name, got {word!r}", "e.g. MTP or EAGLE3"
                 )
             fields.append((key, word.strip()))
-            continue
-        if key == "scheduler_steps":
-            t = BY_TERM[key]
-            steps = check_number(
-                word,
-                source,
-                f"{where}.{key}",
-                minimum=t.minimum,
-                maximum=t.maximum,
-                integer=True,
-            )
-            fields.append((key, int(steps)))
-            continue
-        if key not in ("admission", "prefill"):
-            raise SpecError(
-                source,
-                f"{where}.{key}",
-                "unknown field",
-                f"admission, prefill, scheduler_steps, host_overhead_exposed, speculative, "
-                f"{', '.join(ADP_BALANCING)}, versions, models or scenarios",
-            )
-        if word not in CHOICES[key]:
-            raise SpecError(
-                source,
-                f"{where}.{key}",
-                f"unknown value {word!r}",
-                f"choose {', '.join(CHOICES[key])}",
-            )
-        fields.append((str(key), str(word)))
+        else:
+            fields.append((str(key), _harness_choice(key, word, source, at)))
     return tuple(fields)
+
+
+def _harness_names(key: str, word: Any, source: str, at: str) -> tuple[str, ...]:
+    """A harness entry's ``models`` (the benchmark models whose harness configurations say so)
+    or ``scenarios`` (the benchmark scenarios whose configurations say so): one or a list."""
+    names = [word] if isinstance(word, str) else list(word or ())
+    if key == "models":
+        if not names or not all(isinstance(n, str) and n.strip() for n in names):
+            raise SpecError(
+                source, at, f"expected a list of model names, got {word!r}", 'e.g. ["Llama 2 70B"]'
+            )
+        return tuple(n.strip() for n in names)
+    if not names or not all(n in HARNESS_SCENARIOS for n in names):
+        raise SpecError(
+            source,
+            at,
+            f"expected a list of scenarios, got {word!r}",
+            f"any of {', '.join(HARNESS_SCENARIOS)}",
+        )
+    return tuple(names)
+
+
+def _harness_number(key: str, word: Any, source: str, at: str) -> int | float:
+    """A harness entry's number: TensorRT-LLM's attention-DP balancing steps (its flags'
+    names), the share of host work the harness's runtime exposes (``host_overhead_exposed``)
+    or its ``scheduler_steps``, within the term's bounds."""
+    if key in ADP_BALANCING:
+        minimum = 0 if key == ADP_BALANCING[0] else 1
+        return int(check_number(word, source, at, minimum=minimum, maximum=100000, integer=True))
+    t = BY_TERM[key]
+    if key == "host_overhead_exposed":  # the runtime the harness runs the model on
+        return float(check_number(word, source, at, minimum=t.minimum, maximum=t.maximum))
+    steps = check_number(word, source, at, minimum=t.minimum, maximum=t.maximum, integer=True)
+    return int(steps)
+
+
+def _harness_choice(key: Any, word: Any, source: str, at: str) -> str:
+    """A harness entry's ``admission`` or ``prefill`` (one of the profile's own choices); any
+    other field is unknown."""
+    if key not in ("admission", "prefill"):
+        raise SpecError(
+            source,
+            at,
+            "unknown field",
+            f"admission, prefill, scheduler_steps, host_overhead_exposed, speculative, "
+            f"{', '.join(ADP_BALANCING)}, versions, models or scenarios",
+        )
+    if word not in CHOICES[key]:
+        raise SpecError(source, at, f"unknown value {word!r}", f"choose {', '.join(CHOICES[key])}")
+    return str(word)
 
 
 def _standard_errors(value: Any, source: str) -> tuple[tuple[str, float], ...]:
@@ -934,54 +683,7 @@ def profile_yaml(profile: EngineProfile, base: str, header: list[str], fitted: d
     return "\n".join(lines) + "\n"
 
 
-# --- versions and the choice of a profile -------------------------------------------------------
-
-_VERSION = re.compile(r"^\s*v?(\d+(?:\.\d+){0,3})")
-_BOUND = re.compile(r"^\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
-
-
-def parse_version(text) -> tuple[int, ...] | None:
-    """The release numbers of a version ("0.4.3+rocm614" -> (0, 4, 3); "v1.0.0rc2" -> (1, 0,
-    0)); None when there is none, or for 0.0.0 (a development build's placeholder, as
-    "0.0.0.dev1+mlperf50")."""
-    if text is None:
-        return None
-    m = _VERSION.match(str(text))
-    if not m:
-        return None
-    parts = tuple(int(p) for p in m.group(1).split("."))
-    return None if not any(parts) else parts
-
-
-def version_range(text: str, source: str = "argument") -> tuple[tuple[str, tuple[int, ...]], ...]:
-    """The bounds of a ``versions`` range (">=0.8", "<1.0", ">=0.6,<0.8"; "" for all)."""
-    out = []
-    for part in filter(None, (p.strip() for p in str(text).split(","))):
-        m = _BOUND.match(part)
-        version = parse_version(m.group(2)) if m else None
-        if version is None:
-            raise SpecError(
-                source, "versions", f"cannot read {part!r}", 'write bounds such as ">=0.8,<1.0"'
-            )
-        out.append((m.group(1), version))
-    return tuple(out)
-
-
-def _cmp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    n = max(len(a), len(b))
-    a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
-    return (a > b) - (a < b)
-
-
-def in_range(version: tuple[int, ...], text: str) -> bool:
-    """Whether ``version`` lies within a ``versions`` range."""
-    ok = {">=": (0, 1), "<=": (-1, 0), "==": (0,), ">": (1,), "<": (-1,)}
-    return all(_cmp(version, bound) in ok[op] for op, bound in version_range(text))
-
-
-def open_ended(text: str) -> bool:
-    """A range without an upper bound (the newest versions)."""
-    return not any(op in ("<", "<=", "==") for op, _ in version_range(text))
+# --- the choice of a profile ----------------------------------------------------------------------
 
 
 @lru_cache(maxsize=1)

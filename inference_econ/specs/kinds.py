@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import SpecError
 from . import catalog
 from .architecture import MODEL_FIELDS
-from .engine import BY_TERM
+from .engine_terms import BY_TERM
 from .hardware import GPU
 from .yamlfile import load_yaml
 

@@ -1,0 +1,337 @@
+"""The collectives of a step (docs/model.md §A5, §B1, §B2, §B11): each layer group's expert
+split (the expert degree and the feed-forward tensor degree left), its reductions, and for a
+MoE group the all-to-alls that dispatch its tokens to the experts and combine them; the
+attention's reductions over its tensor group, and with attention data parallelism the
+all-to-alls that move tokens to and from the dense layers. Each is kept as ``CollectiveCalls``
+(summed as totals, or split into latency and bandwidth terms), their structures in the
+``StepCache`` of a search block."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .assumptions import Assumptions
+from .collectives import ALLTOALL, EXPERT_ALLTOALL, CollectiveCost
+from .machine import Machine
+from .values import Floats, add_into
+from .workload import Workload
+
+
+def expert_degree(b, t, experts, min_micro_batch, integer=False):
+    """Expert-parallel degree (§A5): min(t, E), but 1 while the micro-batch is below the minimum.
+
+    With ``integer`` (discrete layouts) the degree must divide both the experts and the tensor
+    degree: gcd(t, E). Scalar or uniform conditions keep the result as small as its inputs (a
+    row of the grid rather than the whole grid).
+    """
+    if experts <= 1:
+        return 1.0
+    full = (
+        np.gcd(np.rint(t).astype(np.int64), experts).astype(float)
+        if integer
+        else np.minimum(t, experts)
+    )
+    small = np.asarray(b < min_micro_batch)
+    if small.all():
+        return 1.0
+    if not small.any():
+        return full
+    return np.where(small, 1.0, full)
+
+
+def expert_remote_share(g, nodes):
+    """Share of a token's k expert copies that cross the network when the kernel sends one
+    copy per destination node and forwards it inside the node (DeepEP's normal kernels, §B11):
+    the distinct other nodes its experts land on, M·(1 − (1 − 1/M)^k) nodes in all (uniform
+    routing) of which (M − 1)/M are remote, at most the node limit of node-limited routing
+    (a token's experts in ``groups_per_token`` of ``expert_groups`` groups, each group on
+    M / groups nodes), per copy."""
+    M = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    k = float(g.active)
+    distinct = M * (1.0 - (1.0 - 1.0 / M) ** k)
+    if g.groups_per_token:
+        limit = g.groups_per_token * np.maximum(M / g.expert_groups, 1.0)
+        distinct = np.minimum(distinct, limit)
+    return distinct * (M - 1.0) / M / k
+
+
+@dataclass(frozen=True)
+class CollectiveCalls:
+    """``calls`` identical collectives in one step, each moving ``bytes_per_token · tokens``."""
+
+    cost: CollectiveCost
+    bytes_per_token: Floats
+    tokens: Floats
+    calls: Floats
+    #: ``cost.folded(bytes_per_token, calls)`` when a search shares it across the tokens per
+    #: pass (``StepCache.fold``), else None.
+    folded: tuple | None = None
+
+    def time_s(self):
+        """Seconds of all the calls, best protocol per point."""
+        if self.folded is not None:
+            return self.cost.time_folded(self.folded, self.tokens)
+        return self.cost.time_linear(self.bytes_per_token, self.tokens, self.calls)
+
+    def terms_s(self):
+        """(latency seconds, bandwidth seconds) of all the calls, best protocol per point."""
+        lat, bw, _ = self.cost.terms(self.bytes_per_token * self.tokens)
+        return self.calls * lat, self.calls * bw
+
+
+def total_time_s(calls: tuple[CollectiveCalls, ...]):
+    """Seconds of a list of collective calls (0.0 for none). The first call's times are the
+    start of the sum (0.0 + t is t: times are never -0.0), and consecutive calls of one cost
+    and count share its scaled factors (``CollectiveCost.scaled``): fewer grid operations,
+    the same numbers."""
+    total = None
+    shared = None  # (cost, calls, its scaled factors) of the last call timed unfolded
+    for c in calls:
+        if c.folded is not None:
+            t = c.time_s()
+        else:
+            if not (shared and shared[0] is c.cost and _same_count(shared[1], c.calls)):
+                shared = (c.cost, c.calls, c.cost.scaled(c.calls))
+            t = c.cost.time_linear(c.bytes_per_token, c.tokens, c.calls, shared[2])
+        total = t if total is None else add_into(total, t)  # each call's times are new arrays
+    return 0.0 if total is None else total
+
+
+def _same_count(a, b) -> bool:
+    """Whether two call counts are the same number (arrays never count as the same)."""
+    return np.ndim(a) == 0 and np.ndim(b) == 0 and a == b
+
+
+def total_terms_s(calls: tuple[CollectiveCalls, ...]):
+    """(latency, bandwidth) seconds of a list of collective calls."""
+    lat, bw = 0.0, 0.0
+    for c in calls:
+        l_, b_ = c.terms_s()
+        lat, bw = lat + l_, bw + b_
+    return lat, bw
+
+
+class StepCache:
+    """Values computed once per block of points and pipeline degree, reused across the tokens
+    per pass ``S`` and the attention divisors (``None`` as the store: no caching).
+
+    With ``fold`` (a search over several tokens per pass) each collective call's factors that
+    do not depend on the tokens are kept too (``CollectiveCost.folded``)."""
+
+    def __init__(
+        self, store: dict | None = None, fold: bool = False, feasible=None, points: bool = False
+    ) -> None:
+        self.store = store
+        self.fold = fold and store is not None
+        #: The block's feasible points, when its caller sets every other point's latency to
+        #: inf whatever the step gives there (the grid search): ``_if_kv_fits`` need not mask
+        #: the others.
+        self.feasible = feasible if store is not None else None
+        #: Whether ``at_points`` fills the tokens in at the points (``feasible``'s shape).
+        self.points = points and self.feasible is not None
+        self._points: tuple | None = None  # the last array ``at_points`` filled, and its source
+
+    def at_points(self, x):
+        """``x`` (the tokens of a pass, a column of the grid) broadcast to the block's points
+        as one contiguous array, kept while the same ``x`` is asked for again; ``x`` itself
+        off the grid search or when it already has the points' shape. The same numbers: an
+        operation of a row of the grid (a collective's factors) with a column costs about
+        twice one of a row with a whole array, as numpy iterates such a pair row by row
+        (docs/model.md "The search")."""
+        if not self.points or self.feasible is None or type(x) is not np.ndarray:
+            return x
+        shape = np.shape(self.feasible)
+        if x.shape == shape or np.broadcast_shapes(x.shape, shape) != shape:
+            return x
+        if self._points is not None and self._points[0] is x:
+            return self._points[1]
+        full = np.empty(shape, dtype=x.dtype)
+        full[...] = x
+        self._points = (x, full)
+        return full
+
+    def calls(self, key: tuple, cost, bytes_per_token, tokens, calls) -> CollectiveCalls:
+        """``CollectiveCalls(cost, bytes_per_token, tokens, calls)``, its folded factors kept
+        under ``key`` when folding (``key`` names the call within the block: the same cost,
+        bytes per token and calls for every tokens per pass); the tokens at the block's
+        points (``at_points``)."""
+        folded = None
+        if self.fold:
+            folded = self.get(("fold",) + key, lambda: cost.folded(bytes_per_token, calls))
+        return CollectiveCalls(cost, bytes_per_token, self.at_points(tokens), calls, folded)
+
+    def get(self, key: tuple, make):
+        if self.store is None:
+            return make()
+        if key not in self.store:
+            self.store[key] = make()
+        return self.store[key]
+
+
+NO_CACHE = StepCache(None)
+
+
+def attention_degree(part, adiv, cache: StepCache = NO_CACHE, key=None):
+    """The attention tensor degree ``t_at = t / adiv`` of divisor ``adiv`` (§A5) on the step's
+    ``part`` (a ``latency.PipelinePart``), kept for the block (the 2-D and 1-D groups and the
+    attention reads share it; only read)."""
+    return cache.get(("t_at", key), lambda: part.tensor_degree / adiv)
+
+
+class StepCalls:
+    """The collectives of one model's steps on one machine: its ``StepModel`` builds every
+    step's from here (``pipeline_part``, ``attention_calls``). ``by_tokens`` decides the
+    expert degree by the tokens of a pass rather than the requests (prefill)."""
+
+    def __init__(
+        self, work: Workload, machine: Machine, assumptions: Assumptions, by_tokens: bool
+    ) -> None:
+        self.work = work
+        self.machine = machine
+        self.assumptions = assumptions
+        self.by_tokens = by_tokens
+        #: Layers without routed experts (their feed-forward blocks are dense).
+        self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
+
+    def split(self, gi, g, b, t, tokens, cache: StepCache):
+        """(expert degree e, feed-forward tensor degree t_ff = max(1, t/e)) of a group (§A5)."""
+        basis = tokens if self.by_tokens else b
+        ep_min = self.assumptions.expert_parallel_min_batch_per_sparsity * g.sparsity
+        integer = self.machine.integer_layouts
+        e = cache.get(("e", gi), lambda: expert_degree(basis, t, g.experts, ep_min, integer))
+        t_ff = cache.get(("t_ff", gi), lambda: np.maximum(1.0, t / e))
+        return e, t_ff
+
+    def reductions(self, gi, g, t, t_ff, tokens, two_d: bool, cache: StepCache) -> list:
+        """The feed-forward reductions of a group: every active expert's output is reduced,
+        shared experts too (§A5, §B2); 2-D also reduces the inner activations."""
+        w, m = self.work, self.machine
+
+        def structure():  # what does not depend on the tokens: kept for the block
+            spanned = cache.get(("ff_nodes", gi), lambda: m.nodes_spanned(t_ff))  # 2-D and 1-D
+            ranks, nodes = m.tensor_group(t_ff, two_d, spanned)
+            cc = cache.get(
+                ("ff", gi, two_d), lambda: m.collective(ranks, nodes, where=cache.feasible)
+            )
+            per_rank = (g.active + g.shared) / (t / ranks)
+            words = [per_rank * g.matrices_out * w.d_model]
+            if two_d:
+                words.insert(0, per_rank * g.matrices_in * g.d_ff)
+            return cc, [word * w.bytes_per_activation for word in words]
+
+        cc, per_token = cache.get(("ff_calls", gi, two_d), structure)
+        return [
+            cache.calls(("ff", gi, two_d, i), cc, x, tokens, g.layers)
+            for i, x in enumerate(per_token)
+        ]
+
+    def all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> list[CollectiveCalls]:
+        """Dispatch and combine of a MoE group. §A5: two all-to-alls over r = min(k, e) ranks.
+        §B11 (``expert_all_to_all``): over all e expert-parallel ranks on ⌈e/G⌉ nodes, each
+        token's k copies (one per chosen expert, as low-latency decode kernels send them; in
+        prefill one per destination node, forwarded inside it, within the node limit),
+        dispatched in the GEMMs' input format and combined in the activations'."""
+        w, m = self.work, self.machine
+        if not self.assumptions.expert_all_to_all:
+            r = np.minimum(g.active, e)
+            r = float(r) if np.ndim(r) == 0 else r  # a numpy float64 would make the search double
+            a2a = cache.get(
+                ("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
+            )
+            experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
+            per_token = cache.get(
+                ("a2a_bytes", gi), lambda: w.d_model * experts * w.bytes_per_activation / t
+            )
+            return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * g.layers)]
+        nodes = np.ceil(e / m.node_gpus)
+        share = expert_remote_share(g, nodes) if self.by_tokens else None
+        a2a = cache.get(
+            ("a2a", gi), lambda: m.collective(e, nodes, EXPERT_ALLTOALL, inter_share=share)
+        )
+        dispatch = w.bytes_per_activation
+        if w.dispatch_bytes_per_element is not None:
+            dispatch = w.dispatch_bytes_per_element
+
+        def bytes_per_token():
+            copies = w.d_model * g.active / t  # elements per token each GPU sends
+            return copies * dispatch, copies * w.bytes_per_activation
+
+        sent, combined = cache.get(("a2a_bytes", gi), bytes_per_token)
+        return [
+            cache.calls(("a2a", gi, 0), a2a, sent, tokens, g.layers),
+            cache.calls(("a2a", gi, 1), a2a, combined, tokens, g.layers),
+        ]
+
+    def attention(
+        self,
+        part,
+        adiv,
+        two_d: bool,
+        cache: StepCache,
+        key=None,
+        reductions_only: bool = False,
+    ) -> tuple[CollectiveCalls, ...]:
+        """Attention reductions for divisor ``adiv`` (t_at = t / adiv) on the step's ``part`` (a
+        ``latency.PipelinePart``), and with attention data parallelism (§B1) the all-to-alls
+        that move tokens to and from the dense layers (not with ``reductions_only``)."""
+        w, m = self.work, self.machine
+        dp = self.assumptions.attention_data_parallel
+        ab = w.bytes_per_activation
+        calls = []
+
+        def structure():  # what does not depend on the tokens: kept for the block
+            t_at = attention_degree(part, adiv, cache, key)
+            spanned = cache.get(("att_nodes", key), lambda: self._nodes_spanned(t_at))
+            if spanned is None:  # one rank per attention group: no reductions
+                return None
+            ranks, nodes = m.tensor_group(t_at, two_d, spanned)
+            cc = cache.get(
+                ("att", key, two_d), lambda: m.collective(ranks, nodes, where=cache.feasible)
+            )
+            if two_d:
+                par = t_at / ranks
+                words: tuple[Floats, ...] = (w.d_model / par, w.attention_heads_words / par)
+            else:
+                words = (w.d_model,)
+            return cc, [word * ab for word in words]
+
+        reductions = cache.get(("att_calls", key, two_d), structure)
+        if reductions is not None:
+            cc, per_token = reductions
+            # with attention data parallelism each of the a replicas reduces only its share
+            tokens = part.tokens / adiv if dp else part.tokens
+            calls += [
+                cache.calls(("att", key, two_d, i), cc, x, tokens, w.layers)
+                for i, x in enumerate(per_token)
+            ]
+        if dp and self.dense_layers and np.any(np.asarray(adiv) > 1.0) and not reductions_only:
+            # dense feed-forward blocks are tensor-parallel over all t GPUs: gather the
+            # replicas' tokens before them and scatter after (two all-to-alls over a ranks)
+            def gather():
+                nodes = np.clip(np.ceil(part.tensor_degree / m.node_gpus), 1.0, adiv)
+                redistribute = cache.get(
+                    ("redistribute", key), lambda: m.collective(adiv, nodes, ALLTOALL)
+                )
+                return redistribute, w.d_model * ab / part.tensor_degree
+
+            redistribute, per_token_dense = cache.get(("redistribute_calls", key), gather)
+            calls.append(
+                cache.calls(
+                    ("redistribute", key),
+                    redistribute,
+                    per_token_dense,
+                    part.tokens,
+                    2 * self.dense_layers,
+                )
+            )
+        return tuple(calls)
+
+    def _nodes_spanned(self, t_at):
+        """The nodes an attention group of ``t_at`` GPUs spans (``Machine.nodes_spanned``),
+        or None where every group is one rank (no reductions): shared by the 2-D and 1-D
+        groups of a divisor."""
+        if np.all(t_at <= 1.0):
+            return None
+        return self.machine.nodes_spanned(t_at)

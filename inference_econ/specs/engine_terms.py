@@ -1,0 +1,250 @@
+"""The efficiency terms of an engine profile (docs/model.md Part F): each term's unit, bounds
+and meaning, the terms profiles no longer have, and how the KV-cache fraction is taken."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+
+@dataclass(frozen=True)
+class Term:
+    """One efficiency term of a profile: its unit, bounds and meaning (docs/model.md Part F)."""
+
+    name: str
+    unit: str
+    minimum: float
+    maximum: float
+    meaning: str
+    integer: bool = False
+
+
+#: Every numeric term, in the order docs/model.md Part F introduces them.
+TERMS: tuple[Term, ...] = (
+    Term(
+        "hbm_efficiency",
+        "fraction",
+        0.05,
+        1.0,
+        "weights and activations stream at this fraction of the datasheet HBM bandwidth (§F1)",
+    ),
+    Term(
+        "kv_read_efficiency",
+        "fraction",
+        0.05,
+        1.0,
+        "decode attention reads the KV cache at this fraction of the datasheet HBM bandwidth (§F3)",
+    ),
+    Term(
+        "kv_request_positions",
+        "positions",
+        0.0,
+        1e5,
+        "fixed cost of decode attention per request, in cached positions read (§F3)",
+    ),
+    Term(
+        "gemm_efficiency_scale",
+        "fraction",
+        0.05,
+        1.5,
+        "model GEMMs reach this multiple of the GPU's best-shape GEMM efficiency (§F2)",
+    ),
+    Term(
+        "gemm_half_volume",
+        "M*N*K",
+        1e3,
+        1e14,
+        "GEMM volume per GPU at which a GEMM reaches half its best efficiency (§F2)",
+    ),
+    Term(
+        "gemm_tile_tokens",
+        "tokens",
+        1.0,
+        4096.0,
+        "GEMM tile rows: the token count of a GEMM is rounded up to a multiple (§F2)",
+        True,
+    ),
+    Term(
+        "moe_gemm_efficiency",
+        "fraction",
+        0.05,
+        1.0,
+        "grouped expert GEMMs (with token permutation) relative to dense GEMMs (§F2)",
+    ),
+    Term(
+        "moe_expert_half_params",
+        "parameters",
+        0.0,
+        1e9,
+        "one expert matrix's parameters per GPU (d·f/t_ff) at which the grouped expert GEMM reaches half its efficiency (0: none; §F7)",
+    ),
+    Term(
+        "attention_efficiency",
+        "fraction",
+        0.01,
+        1.0,
+        "attention arithmetic (flash attention) at this fraction of the 16-bit peak (§F3)",
+    ),
+    Term(
+        "elementwise_passes",
+        "passes",
+        0.0,
+        200.0,
+        "non-GEMM passes over a token's d-wide BF16 row per layer: norms, residuals, rotary, activation, quantisation (§F4)",
+    ),
+    Term(
+        "layer_overhead_s",
+        "seconds",
+        0.0,
+        1e-3,
+        "fixed time per layer per step: kernel gaps and tails inside a CUDA graph (§F5)",
+    ),
+    Term(
+        "step_overhead_s",
+        "seconds",
+        0.0,
+        0.5,
+        "fixed time per step: scheduling, input preparation, sampling launch (§F5)",
+    ),
+    Term(
+        "sequence_overhead_s",
+        "seconds",
+        0.0,
+        1e-3,
+        "time per sequence per step: sampling, detokenisation, bookkeeping (§F5)",
+    ),
+    Term(
+        "host_overhead_exposed",
+        "fraction",
+        0.0,
+        1.0,
+        "share of the host's step and sequence overheads the GPU waits for: 1 an engine that "
+        "prepares each step after the last, 0 one whose overlap scheduler does it while the "
+        "GPU runs the step before (§F5)",
+    ),
+    Term(
+        "eager_layer_overhead_s",
+        "seconds",
+        0.0,
+        1e-3,
+        "extra time per layer of a step too large for the captured CUDA graphs (§F5)",
+    ),
+    Term(
+        "cuda_graph_max_batch",
+        "requests",
+        0.0,
+        1e7,
+        "largest step (tokens) run from a captured CUDA graph; 0: no CUDA graphs (§F5)",
+        True,
+    ),
+    Term(
+        "step_time_scale",
+        "factor",
+        0.1,
+        10.0,
+        "the engine's step time relative to the reference engine's kernels (§F5)",
+    ),
+    Term(
+        "custom_allreduce_latency_s",
+        "seconds",
+        0.0,
+        1e-3,
+        "latency of the engine's own one-shot/two-shot all-reduce kernels inside a scale-up domain (§F6)",
+    ),
+    Term(
+        "custom_allreduce_bandwidth_efficiency",
+        "fraction",
+        0.0,
+        1.0,
+        "link bandwidth the engine's own all-reduce reaches; 0: the engine has none (§F6)",
+    ),
+    Term(
+        "collective_latency_scale",
+        "factor",
+        0.0,
+        50.0,
+        "measured NCCL/RCCL latency relative to the library's tuning tables (§F6)",
+    ),
+    Term(
+        "collective_bandwidth_efficiency",
+        "fraction",
+        0.01,
+        2.0,
+        "measured NCCL/RCCL bus bandwidth relative to the tables' protocols (§F6)",
+    ),
+    Term(
+        "gemm_allreduce_overlap",
+        "fraction",
+        0.0,
+        1.0,
+        "share of the tensor-parallel all-reduces' bandwidth time hidden under the row-parallel "
+        "GEMMs that produce them: 1 an engine built with the GEMM and its all-reduce fused in "
+        "one kernel (TensorRT-LLM's gemm_allreduce_plugin), 0 one that runs them apart (§F6)",
+    ),
+    Term(
+        "expert_routing_skew",
+        "factor",
+        1.0,
+        10.0,
+        "how much busier the busiest expert-parallel rank is than uniform routing makes it (§F7)",
+    ),
+    Term(
+        "kv_cache_memory_fraction",
+        "fraction",
+        0.01,
+        1.0,
+        "share of the memory left after the weights (or of all memory) given to the KV cache (§F8)",
+    ),
+    Term(
+        "activation_workspace_bytes_per_gpu",
+        "bytes",
+        0.0,
+        1e12,
+        "memory per GPU for activations, CUDA graphs and the runtime (§F8)",
+    ),
+    Term(
+        "max_batch_requests",
+        "requests",
+        1.0,
+        1e7,
+        "the engine's default largest batch of running requests (§F9)",
+        True,
+    ),
+    Term(
+        "step_token_budget",
+        "tokens",
+        1.0,
+        1e7,
+        "the engine's default most tokens per step: decode tokens plus prompt chunks (§F9)",
+        True,
+    ),
+    Term(
+        "scheduler_steps",
+        "steps",
+        1.0,
+        1024.0,
+        "decode steps per scheduler call (vLLM V0's num_scheduler_steps): requests are "
+        "admitted only between such windows (§F9)",
+        True,
+    ),
+)
+
+
+BY_TERM = {t.name: t for t in TERMS}
+
+
+#: Terms a profile once had, with why they went: a file that still sets one is refused with
+#: the reason, not with "unknown field".
+REMOVED_TERMS = {
+    "fp4_gemm_efficiency": (
+        "removed: a 4-bit GEMM's best-shape rate is now the part's own measured figure "
+        "(hardware YAML 'gemm_efficiency: {4: ...}', docs/model.md §F2); delete the line"
+    ),
+}
+
+
+#: How the KV-cache fraction is taken: of the memory left after the weights, or of all memory.
+FractionOf = Literal["free", "total"]
+
+
+FRACTION_OF: tuple[FractionOf, ...] = get_args(FractionOf)
