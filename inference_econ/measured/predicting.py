@@ -44,6 +44,7 @@ from ..specs.engine import (
     select_engine,
     split_engine,
 )
+from . import engine_words, layouts
 from . import replay as rp
 from . import semantics as sem
 from .reading import SHARED, MeasuredRow
@@ -128,7 +129,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
             "column, or --engine NAME)"
         )
     version = getattr(row, "engine_version", None)
-    platform = getattr(row, "platform", None) or sem.platform_of(row.gpu)
+    platform = getattr(row, "platform", None) or engine_words.platform_of(row.gpu)
     try:
         prof = select_engine(name, version, platform)
     except SpecError as exc:
@@ -224,7 +225,7 @@ class Candidate:
     step_token_budget: int | None = None
 
     def __post_init__(self) -> None:
-        sem.check_attention_ranks(self.tensor, self.attention_ranks)
+        layouts.check_attention_ranks(self.tensor, self.attention_ranks)
 
     @property
     def attention_dp(self) -> bool:
@@ -238,7 +239,7 @@ class Candidate:
         text = f"TP{self.tensor}" + (f"PP{self.pipeline}" if self.pipeline > 1 else "")
         if self.expert_parallel:
             text += " EP"
-        text = " ".join([text, *sem.attention_words(self.tensor, self.attention_ranks)])
+        text = " ".join([text, *layouts.attention_words(self.tensor, self.attention_ranks)])
         text = f"{self.replicas} x {text}" if self.replicas > 1 else text
         if self.step_token_budget is not None:
             text += f", {self.step_token_budget} tokens/step"

@@ -42,6 +42,7 @@ from ..specs.inputs import (
     too_many_cells,
 )
 from ..specs.schema import check_number
+from . import engine_words, layouts, mlperf
 from . import semantics as sem
 
 REQUIRED = ("model", "hardware", "n_gpus", "metric", "value", "unit")
@@ -104,8 +105,8 @@ class MeasuredRow:
     gpus: int | None = None
     metric: sem.Metric | None = None
     scenario: str | None = None
-    layout: sem.Layout | None = None
-    lengths: sem.Lengths | None = None
+    layout: layouts.Layout | None = None
+    lengths: mlperf.Lengths | None = None
     concurrency: float | None = None
     batch_cap: float | None = None
     #: The engine's token budget per step the row states (``max_num_tokens``); None: the
@@ -130,7 +131,7 @@ class MeasuredRow:
     #: Disaggregated rows: the GPUs of the row that decode (the rest prefill).
     decode_gpus: int | None = None
     #: Disaggregated rows: the prefill instances, where the row states them.
-    prefill_layout: sem.Layout | None = None
+    prefill_layout: layouts.Layout | None = None
     #: What the value is per: "system", "gpu", "node" or "decode_gpu"; ``per_count`` is the
     #: number of those the system has (the system's figure = value x per_count).
     per: str = "system"
@@ -509,7 +510,9 @@ def _harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | N
     if benchmark is None or engine.name is None:
         return None
     try:
-        prof = select_engine(engine.name, engine.version, engine.platform or sem.platform_of(gpu))
+        prof = select_engine(
+            engine.name, engine.version, engine.platform or engine_words.platform_of(gpu)
+        )
     except SpecError:
         return None
     if not prof.harness_applies("mlperf", engine.version, model, scenario):
@@ -517,8 +520,8 @@ def _harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | N
     method = prof.harness_speculative("mlperf", engine.version, model, scenario)
     if method is None:
         return None
-    return sem.out_of_scope(
-        sem.SPECULATIVE,
+    return engine_words.out_of_scope(
+        engine_words.SPECULATIVE,
         f"MLPerf's harness runs {model} {scenario} with {method}: every published "
         f"configuration of it does, engine profile {prof.name!r}",
     )
@@ -598,19 +601,19 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         )
     context = rec["_context"]
     text = " ".join(str(rec.get(k, "")) for k in ("model", "source", "input_len")) + context
-    benchmark = sem.benchmark_of(base["arch"].name, text)
-    bits = _as_released(sem.precision_of(rec.get("precision")), base["arch"])
+    benchmark = mlperf.benchmark_of(base["arch"].name, text)
+    bits = _as_released(engine_words.precision_of(rec.get("precision")), base["arch"])
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
     cell = rec.get("batch_or_concurrency")
-    engine = sem.engine_of(rec, context, base["gpu"].description)
+    engine = engine_words.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:
         _engine_profile(engine.name)
-    disaggregated, decode_gpus, decode_text = sem.disaggregation_of(
+    disaggregated, decode_gpus, decode_text = layouts.disaggregation_of(
         rec, context, rec["unit"], gpus, where, scenario
     )
     serving = decode_gpus if disaggregated and decode_gpus else gpus
-    prefill_layout = sem.prefill_pool_of(rec, context, where) if disaggregated else None
+    prefill_layout = layouts.prefill_pool_of(rec, context, where) if disaggregated else None
     budget = kv_fraction = None
     if decode_text:  # the decode instances' own cap, budget and cache ("max_batch_size 64")
         cap = sem.batch_of("", scenario, decode_text)[1] or cap
@@ -623,9 +626,9 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
         kv_fraction = sem.kv_fraction_of(cell, scenario, context, where)
     fused = sem.fused_allreduce_of(cell, scenario, context, where)
     layout = (
-        sem.layout_of(decode_text, serving, where)
+        layouts.layout_of(decode_text, serving, where)
         if decode_text
-        else sem.row_layout(rec.get("parallelism"), context, scenario, serving, where)
+        else layouts.row_layout(rec.get("parallelism"), context, scenario, serving, where)
     )
     per, per_count = _basis(rec, metric, gpus, count, base["gpu"], decode_gpus)
     base.update(
@@ -654,8 +657,8 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
             check_number(given, where, "batch_or_concurrency", **_bounds(name))
     if budget is not None:
         check_number(budget, where, "batch_or_concurrency", **_bounds("step_token_budget"))
-    lengths = sem.lengths_of(rec.get("input_len", ""), rec.get("output_len", ""), benchmark)
-    if not isinstance(lengths, sem.Lengths):
+    lengths = mlperf.lengths_of(rec.get("input_len", ""), rec.get("output_len", ""), benchmark)
+    if not isinstance(lengths, mlperf.Lengths):
         return MeasuredRow(status=f"unresolved: {lengths}", **base)
     given = str(rec.get("requests") or "").strip()
     if given and not sem.is_missing(given):  # the run's own count (a closed loop replays it)
@@ -673,7 +676,7 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     if problem:
         return MeasuredRow(status=f"unresolved: {problem}", **base)
     if scenario in ("server", "interactive"):
-        base["limits"] = sem.limits_of(context, scenario, benchmark)
+        base["limits"] = mlperf.limits_of(context, scenario, benchmark)
         if base["limits"] is None:
             return MeasuredRow(
                 status=f"unresolved: a {scenario} row needs its latency limits (notes "
@@ -681,11 +684,11 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
                 **base,
             )
     status = OK
-    lacking = sem.unmodelled_of(rec, context)
+    lacking = engine_words.unmodelled_of(rec, context)
     own = rec["_notes"].strip()
     harness = _harness_unmodelled(engine, base["gpu"], base["arch"].name, scenario, benchmark)
     if lacking:
-        status = sem.out_of_scope(lacking)
+        status = engine_words.out_of_scope(lacking)
     elif harness:
         status = harness
     elif _derived(rec):
@@ -745,7 +748,7 @@ def _micro(rec, base, metric, where) -> MeasuredRow:
             return MeasuredRow(status="unresolved: message bytes (input_len) not given", **base)
         base["message_bytes"] = check_number(size, where, "input_len", minimum=1, unit="bytes")
     if q == "gemm_flops":
-        bits = sem.precision_of(rec.get("precision"))
+        bits = engine_words.precision_of(rec.get("precision"))
         if bits is None:
             return MeasuredRow(status="unresolved: GEMM precision not stated", **base)
         base["bits"] = bits
