@@ -26,7 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.measured import predicting, replay  # noqa: E402
+from inference_econ.measured import comparison, replay  # noqa: E402
 
 #: Arrival fifths of a run whose mean TPOT is printed.
 PARTS = 5
@@ -61,7 +61,7 @@ def rows_of(path: str, kept: list, fifths: dict) -> list[dict]:
     """Each latency row of ``path`` with its whole-run and second-half statistics; ``fifths``
     takes the mean TPOT by arrival fifth over the p99 TPOT of each run a row reads."""
     kept.clear()
-    table = predicting.compare(path, assumptions="achievable").table
+    table = comparison.compare(path, assumptions="achievable").table
     table = table[(table.status == "ok") & table.scenario.isin(["server", "interactive"])]
     out = []
     for _, r in table.iterrows():

@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.measured import calibration, predicting, replay  # noqa: E402
+from inference_econ.measured import calibration, comparison, predicting, replay  # noqa: E402
 from inference_econ.model import achievable, efficiency, mixed_step  # noqa: E402
 from inference_econ.specs import engine as spec_engine  # noqa: E402
 
@@ -120,7 +120,7 @@ def patch_overlap() -> None:
         return dataclasses.replace(prof, **REFIT) if prof.family == "trtllm" else prof
 
     spec_engine.load_engine = load_refit
-    predicting.load_engine = load_refit
+    comparison.load_engine = load_refit
 
 
 def keep_runs() -> list:
@@ -139,7 +139,7 @@ def keep_runs() -> list:
 
 def report(path: str, kept: list) -> None:
     kept.clear()
-    d = predicting.compare(path, assumptions="achievable").table
+    d = comparison.compare(path, assumptions="achievable").table
     d = d[d.status == "ok"].copy()
     d["ae"] = (d.predicted / d.measured - 1).abs()
     d["log"] = np.log(d.predicted / d.measured)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from inference_econ.errors import SpecError
-from inference_econ.measured import engine_words, layouts, mlperf, predicting
+from inference_econ.measured import comparison, engine_words, layouts, mlperf, predicting
 from inference_econ.measured import semantics as sem
 from inference_econ.measured.reading import load_measured
 
@@ -240,8 +240,8 @@ def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
         *(x for pair in zip(good, unreadable[4:]) for x in pair),
         *unreadable[8:],
     ]
-    clean = predicting.compare(write(tmp_path, good, header, "clean.csv"), "achievable").table
-    table = predicting.compare(write(tmp_path, mixed_rows, header, "mixed.csv"), "achievable").table
+    clean = comparison.compare(write(tmp_path, good, header, "clean.csv"), "achievable").table
+    table = comparison.compare(write(tmp_path, mixed_rows, header, "mixed.csv"), "achievable").table
     is_good = table.row.isin([mixed_rows.index(g) + 2 for g in good])
     reasons = table.status[~is_good].tolist()
     assert [s[: len(r)] for s, r in zip(reasons, bad)] == list(bad)
@@ -268,10 +268,10 @@ def test_a_row_with_more_cells_than_the_header_is_that_rows_reason(tmp_path):
     with pytest.raises(SpecError, match="line 2: has 8 cells.*none of its 2 rows can be read"):
         load_measured(path)  # no row can be read: one error (exit 2), not a table of reasons
     good = v50_lines(OFFLINE, SERVER)
-    clean = predicting.compare(write(tmp_path, good, name="clean.csv"), "achievable").table
+    clean = comparison.compare(write(tmp_path, good, name="clean.csv"), "achievable").table
     ragged = good[0] + ',"an unquoted, comma"'  # one cell more than the header
     mixed = [ragged, good[0], ragged + ",x", good[1]]
-    table = predicting.compare(write(tmp_path, mixed, name="mixed.csv"), "achievable").table
+    table = comparison.compare(write(tmp_path, mixed, name="mixed.csv"), "achievable").table
     assert table.row.tolist() == [2, 3, 4, 5]
     header_cells = len(v50_lines(1)[0].split(","))
     assert table.status.tolist()[0::2] == [
@@ -337,7 +337,7 @@ def test_a_per_gpu_unit_divides_the_prediction(tmp_path):
     per_unit = edited(total, unit="output tok/s/GPU", value="4350.89")[0]
     per_name = edited(total, metric="output_throughput_per_gpu", unit="tok/s", value="4350.89")[0]
     clash = edited(total, metric="throughput_per_gpu", unit="output tok/s (system)")[0]
-    table = predicting.compare(write(tmp_path, [total, per_unit, per_name, clash]), "paper").table
+    table = comparison.compare(write(tmp_path, [total, per_unit, per_name, clash]), "paper").table
     assert table.predicted[1] == pytest.approx(table.predicted[0] / 8, rel=1e-12)
     assert table.predicted[2] == pytest.approx(table.predicted[0] / 8, rel=1e-12)
     assert table.status[3].startswith("unresolved: unit: 'output tok/s (system)' says per system")
@@ -488,9 +488,9 @@ def test_hardware_strings(tmp_path):
     ],
 )
 def test_engine_version_and_platform(notes, hardware, engine, expected):
-    from inference_econ.measured.reading import _hardware
+    from inference_econ.measured.resolving import hardware_of
 
-    gpu = _hardware(hardware)[0]
+    gpu = hardware_of(hardware)[0]
     row = {"notes": notes, "hardware": hardware, "engine": engine}
     got = engine_words.engine_of(row, notes, gpu.description)
     assert (got.name, got.version, got.platform) == expected
@@ -786,7 +786,7 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
     assert default.config.step_token_budget == 8192
     ideal = predicting.row_engine(tight, predicting.preset("refined"))
     assert ideal.config.step_token_budget == predicting.IDEAL_ENGINE.step_token_budget
-    table = predicting.compare(path, "achievable").table
+    table = comparison.compare(path, "achievable").table
     assert list(table.status) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] < table.predicted.iloc[0]
 
@@ -865,7 +865,7 @@ def test_a_stated_gemm_allreduce_fusion_runs_the_engine_so(tmp_path):
         predicting.row_engine(plain, predicting.preset("achievable")).profile.gemm_allreduce_overlap
         == 0.0
     )
-    table = predicting.compare(path, "achievable").table
+    table = comparison.compare(path, "achievable").table
     assert list(table.status) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] > 1.05 * table.predicted.iloc[0]
 
@@ -971,7 +971,7 @@ def test_a_stated_kv_cache_fraction_sizes_the_engines_cache(tmp_path):
     assert predicting.row_engine(vllm, predicting.preset("achievable")).startswith(
         "unresolved: engine 'vllm': the row states kvcache_free_gpu_mem_frac"
     )
-    table = predicting.compare(path, "achievable").table
+    table = comparison.compare(path, "achievable").table
     assert list(table.status[:2]) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] > table.predicted.iloc[0]  # cache-bound: more requests
 

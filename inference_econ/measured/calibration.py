@@ -12,7 +12,7 @@ sources, without rows that duplicate a held-out one, and predicts the held-out s
 
 The fit uses the rows whose prediction is a closed form of step times (offline runs whose
 steady state is exact, static batches, batch-1 TTFT, closed-loop rows as their steady state):
-their steps are built once (``predicting.Plan``), each trial of the terms only re-times them
+their steps are built once (``closed_forms.Plan``), each trial of the terms only re-times them
 (``efficiency.combine``), and a Jacobian's trials are evaluated together. Rows that run under
 load (Server, Interactive, closed loop) are predicted by the load engine with the fitted
 profiles and enter the reported errors - in sample, priors only and left out - but not the
@@ -26,240 +26,42 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from .. import settings as table
-from ..errors import InfeasibleError, SpecError, _shown, did_you_mean, expect, plural, warn
+from ..errors import InfeasibleError, SpecError
 from ..model.assumptions import ACHIEVABLE
 from ..model.efficiency import StepWork, combine
-from ..specs.engine import BY_TERM, EngineProfile, load_engine, profile_yaml
+from ..specs.engine import BY_TERM, EngineProfile, load_engine
+from . import closed_forms, comparison
 from . import predicting as pr
+from .calibration_report import (
+    Calibration,
+    TermFit,
+    nothing_usable,
+    report_left_out,
+)
+from .priors import (
+    MICRO_PRIORS,
+    MICRO_ROWS_PER_TERM,
+    PRIOR_WEIGHT,
+    PRIORS,
+    RUN_TERMS,
+    engine_priors,
+    engine_specific,
+    prior_means,
+    with_run_terms,
+)
 from .reading import MeasuredRow, load_measured
 from .semantics import publication
 
-
-@dataclass(frozen=True)
-class Prior:
-    """A fitted term: its prior (mean, standard deviation, source), bounds, the rows that can
-    constrain it, and the engine it belongs to (None: shared by every engine)."""
-
-    term: str
-    mean: float
-    sd: float
-    lower: float
-    upper: float
-    source: str
-    rows: str
-    engine: str | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.engine}.{self.term}" if self.engine else self.term
-
-
-#: The file of the priors (in the package's data; docs/model.md §F10).
-PRIORS_FILE = ("priors", "calibration.yaml")
-#: The groups of that file: terms every engine shares, the term each engine but the reference
-#: has its own value of, and the collective terms fitted to micro-benchmarks first.
-PRIOR_GROUPS = ("terms", "engine", "collectives")
-_PRIOR_FIELDS = ("mean", "sd", "lower", "upper", "unit", "source", "rows")
-
-
-def load_priors(path: str | Path | None = None) -> dict[str, tuple[Prior, ...]]:
-    """The priors of the fitted terms, by group (``PRIOR_GROUPS``), from the shipped
-    ``priors/calibration.yaml`` (or ``path``): physics and micro-benchmarks, set before any fit.
-    Each term's unit must be its unit in ``specs.engine.TERMS``, its mean inside its bounds and
-    its SD positive; errors name the file and the field."""
-    from ..specs.catalog import data_roots
-    from ..specs.schema import check_number
-    from ..specs.yamlfile import load_yaml
-
-    if path is None:
-        found = (r.joinpath(*PRIORS_FILE) for r in data_roots())
-        path = next((p for p in found if p.is_file()), None)
-        if path is None:
-            raise SpecError("/".join(PRIORS_FILE), "", "is missing", "reinstall the package")
-    source = str(path)
-    data = load_yaml(Path(path))
-    out = {}
-    for group in PRIOR_GROUPS:
-        entries = data.get(group)
-        if not isinstance(entries, dict) or not entries:
-            raise SpecError(source, group, "is missing or empty", "give a mapping of term: prior")
-        priors = []
-        for term, spec in entries.items():
-            where = f"{group}.{term}"
-            if term not in BY_TERM:
-                hint = did_you_mean(str(term), sorted(BY_TERM))
-                raise SpecError(source, where, "is not an efficiency term", hint or "")
-            if not isinstance(spec, dict):
-                raise SpecError(source, where, "is not a mapping", "give mean, sd, lower, upper...")
-            unknown = sorted(set(spec) - set(_PRIOR_FIELDS))
-            missing = [k for k in _PRIOR_FIELDS if k not in spec]
-            if unknown or missing:
-                bad = unknown[0] if unknown else missing[0]
-                raise SpecError(
-                    source,
-                    f"{where}.{bad}",
-                    "is not a field of a prior" if unknown else "is missing",
-                    f"give {', '.join(_PRIOR_FIELDS)}",
-                )
-            unit = BY_TERM[term].unit
-            if spec["unit"] != unit:
-                raise SpecError(
-                    source, f"{where}.unit", f"is {spec['unit']!r}", f"the term is in {unit}"
-                )
-            n = {
-                k: float(check_number(spec[k], source, f"{where}.{k}", unit=unit))
-                for k in ("mean", "sd", "lower", "upper")
-            }
-            if not (n["lower"] <= n["mean"] <= n["upper"] and n["sd"] > 0):
-                raise SpecError(
-                    source, where, "needs lower <= mean <= upper and sd > 0", "fix the figures"
-                )
-            for k in ("source", "rows"):
-                if not isinstance(spec[k], str) or not spec[k].strip():
-                    raise SpecError(source, f"{where}.{k}", "is empty", "say where it comes from")
-            priors.append(
-                Prior(
-                    term, n["mean"], n["sd"], n["lower"], n["upper"], spec["source"], spec["rows"]
-                )
-            )
-        out[group] = tuple(priors)
-    if len(out["engine"]) != 1:
-        raise SpecError(source, "engine", "holds more than one term", "give step_time_scale only")
-    return out
-
-
-_PRIORS = load_priors()
-#: Priors of the fitted terms: physics and micro-benchmarks, set before any fit.
-PRIORS = _PRIORS["terms"]
-#: A term every engine profile but the reference (the one fitted, ``--engine``) has its own
-#: value of, fitted to the rows it serves: its kernels (engine, version, platform) against the
-#: reference engine's.
-ENGINE_PRIOR = _PRIORS["engine"][0]
-
-
-def engine_priors(engines, base_name: str) -> tuple[Prior, ...]:
-    """``ENGINE_PRIOR`` for every profile of ``engines`` but ``base_name``."""
-    return tuple(
-        dataclasses.replace(ENGINE_PRIOR, engine=e, rows=f"rows served by {e}")
-        for e in sorted(set(engines))
-        if e and e != base_name
-    )
-
-
-#: Priors of the collective terms, fitted to all-reduce micro-benchmarks (§F6).
-COLLECTIVE_PRIORS = _PRIORS["collectives"]
-#: Terms fitted to micro-benchmarks first, by the quantity the rows measure (§F6: all-reduce
-#: bus bandwidth; §F1: streaming bandwidth); with such rows the end-to-end fit keeps them fixed.
-MICRO_PRIORS = {"busbw": COLLECTIVE_PRIORS, "stream": (PRIORS[0],)}
-#: Fewest micro-benchmark rows per term they fit.
-MICRO_ROWS_PER_TERM = 2
-#: Weight of one prior against one row (a prior counts like a row one prior SD off).
-PRIOR_WEIGHT = 0.15
 #: A term needs this many rows that depend on it to be fitted.
 MIN_ROWS_PER_TERM = 3
 #: A row depends on a term when d log(prediction) / d log(term) exceeds this.
 SENSITIVITY = 0.02
 #: Residual of a row the trial terms cannot serve (no admissible batch).
 FAIL = math.log(3.0)
-
-
-@dataclass(frozen=True)
-class TermFit:
-    """One term after a fit: value and standard error, or why it was not fitted."""
-
-    key: str
-    value: float
-    standard_error: float | None
-    prior: Prior
-    fitted: bool
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """The fitted terms of an engine profile, its errors in sample, with the priors only and
-    left out by source, and the rows used."""
-
-    engine: str
-    terms: tuple[TermFit, ...]
-    rows: int
-    sources: tuple[str, ...]
-    in_sample: dict
-    prior_only: dict
-    held_out: dict  # pooled leave-one-source-out errors
-    by_source: tuple  # (source, rows, median, p90, bias) left out
-    predictions: object  # DataFrame: row, source, measured, prior, fitted, held_out
-    dropped_duplicates: int
-    source: str
-    seconds: float
-    notes: tuple[str, ...] = ()
-    #: Terms fitted to micro-benchmarks: {term: (value, standard error)}.
-    micro: tuple = ()
-
-    def profile(self, base: EngineProfile, name: str | None = None) -> EngineProfile:
-        """The base profile with the fitted terms of ``self.engine`` (shared ones and its own)."""
-        values = {k: v for k, (v, _) in self.micro}
-        errors = dict(base.standard_errors)
-        errors.update({k: e for k, (_, e) in self.micro})
-        for t in self.terms:
-            if not t.fitted or (t.prior.engine not in (None, self.engine)):
-                continue
-            if t.prior.engine is None and _engine_specific(t.prior.term, self.engine, self.engine):
-                continue
-            values[t.prior.term] = t.value
-            errors[t.prior.term] = t.standard_error
-        return base.replace(
-            name=name or f"{base.name} (calibrated)",
-            standard_errors=errors,
-            fit=self.fit_summary(),
-            **values,
-        )
-
-    def fit_summary(self) -> dict:
-        return {
-            "data": f"{self.source}: {self.rows} end-to-end rows with status ok, "
-            f"{plural_count(len(self.sources), 'source')}",
-            "leave_one_source_out": _pair(self.held_out, ", ", "median |error| ", "p90 "),
-            "in_sample": f"median |error| {self.in_sample['median']:.3f}, p90 {self.in_sample['p90']:.3f}",
-            "command": f"inference-econ calibrate {self.source} --engine {self.engine}",
-        }
-
-
-def plural_count(count: int, noun: str) -> str:
-    """ "1 source", "3 sources"."""
-    return f"{count} {plural(count, noun)}"
-
-
-def _pair(errors: dict, sep: str, median: str = "", p90: str = "") -> str:
-    """A median and p90 error as a profile's file states them; "not run" when no source was
-    left out (one source, or --no-holdout), never "nan"."""
-    if not (math.isfinite(errors["median"]) and math.isfinite(errors["p90"])):
-        return "not run"
-    return f"{median}{errors['median']:.3f}{sep}{p90}{errors['p90']:.3f}"
-
-
-#: Terms a run sets on its engine's profile and the fit never touches: the share of the host
-#: overheads a step waits for, by the runtime the row's harness or version names (§F5), and
-#: whether its engine was built with each GEMM and its all-reduce fused (§F6) and the share of
-#: memory its KV cache was given (§F8), as the row states them.
-RUN_TERMS = ("host_overhead_exposed", "gemm_allreduce_overlap", "kv_cache_memory_fraction")
-
-
-def with_run_terms(profile: EngineProfile, run: EngineProfile) -> EngineProfile:
-    """``profile`` (an engine's, with fitted terms) with the ``RUN_TERMS`` of ``run`` (the same
-    engine's profile as one row runs it)."""
-    changes = {t: run.value(t) for t in RUN_TERMS if run.value(t) != profile.value(t)}
-    return profile.with_terms(**changes) if changes else profile
-
-
-def _engine_specific(term: str, engine: str, base_name: str) -> bool:
-    """Whether ``engine`` has its own value of ``term`` (then the shared value is not its)."""
-    return term == ENGINE_PRIOR.term and engine != base_name
 
 
 # --- the trials -------------------------------------------------------------------------------
@@ -269,8 +71,8 @@ def _engine_specific(term: str, engine: str, base_name: str) -> bool:
 class _Problem:
     """The rows, their steps and how a vector of terms becomes predictions."""
 
-    plan: pr.Plan
-    points: pr.Points
+    plan: closed_forms.Plan
+    points: closed_forms.Points
     work: StepWork
     rows: list  # indices into plan.rows of the rows fitted (ok, end-to-end, with pairs)
     measured: np.ndarray
@@ -308,7 +110,7 @@ class _Problem:
             else:
                 values = {e: self.base[e].value(term) for e in set(engines)}
                 base = np.array([values[e] for e in engines], float)
-            own = [e for e in self.base if _engine_specific(term, e, self.base_name)]
+            own = [e for e in self.base if engine_specific(term, e, self.base_name)]
             masks = []
             for k, key in enumerate(keys):
                 engine, _, name = key.rpartition(".")
@@ -324,8 +126,8 @@ class _Problem:
         theta = np.atleast_2d(theta)
         terms = _Terms(self, theta, keys)
         seconds = combine(self.work, terms).total_s
-        value, score = pr.metrics(self.plan, self.points, seconds)
-        best, _ = pr.best_per_row(self.points, value, score)
+        value, score = closed_forms.metrics(self.plan, self.points, seconds)
+        best, _ = closed_forms.best_per_row(self.points, value, score)
         return best[:, [self.row_pos[i] for i in self.rows]]
 
 
@@ -474,13 +276,6 @@ def calibrate(
     )
 
 
-def prior_means() -> dict:
-    """Every term the fit can set, at its prior mean (an engine's own kernel factor at 1)."""
-    out = {p.term: p.mean for p in PRIORS}
-    out[ENGINE_PRIOR.term] = ENGINE_PRIOR.mean
-    return out
-
-
 def select_terms(problem, priors, older, newer, notes: list, say=lambda m: None) -> tuple:
     """The terms kept by the time rule (docs/validation.md): fitted on the ``older`` fitted
     rows, a term whose reset to its prior lowers the error on the ``newer`` fitted rows
@@ -533,7 +328,7 @@ def fit_terms(problem, notes: list, say, exclude=frozenset(), subset=None):
 def prepare(path, engine: str, say, notes: list):
     """(the rows' ``_Problem`` with the micro-benchmark terms set, those terms) of a file.
     Every row the fit cannot use is reported (``report_left_out``); a file with no row it can
-    use is one error naming the file (``_nothing_usable``)."""
+    use is one error naming the file (``nothing_usable``)."""
     say(f"reading {path}")
     rows = load_measured(path)
     base = load_engine(engine)
@@ -587,7 +382,7 @@ def apply_terms(profile: EngineProfile, keys, values, base_name: str) -> EngineP
     for key, value in zip(keys, np.asarray(values, float)):
         engine, _, term = key.rpartition(".")
         if engine == profile.name or (
-            not engine and not _engine_specific(term, profile.name, base_name)
+            not engine and not engine_specific(term, profile.name, base_name)
         ):
             changes[term] = float(value)
     return profile.replace(**changes) if changes else profile
@@ -609,7 +404,7 @@ def predict_file(problem, rows, keys, values):
             prof = e.profile.replace(**{**prior_means(), **micro})
             e = dataclasses.replace(e, profile=apply_terms(prof, keys, values, problem.base_name))
         engines[i] = e
-    return pr.predict_rows(rows, ACHIEVABLE, engines=engines)
+    return comparison.predict_rows(rows, ACHIEVABLE, engines=engines)
 
 
 def predict_with(problem, index, keys, values) -> np.ndarray:
@@ -626,7 +421,7 @@ def predict_with(problem, index, keys, values) -> np.ndarray:
         engines[n] = dataclasses.replace(
             e, profile=with_run_terms(profiles[e.profile.name], e.profile)
         )
-    predicted, *_ = pr.predict_rows(rows, ACHIEVABLE, engines=engines)
+    predicted, *_ = comparison.predict_rows(rows, ACHIEVABLE, engines=engines)
     return predicted
 
 
@@ -677,10 +472,10 @@ def _problem(
             f"{len(unknown)} row(s) left out: no profile of the engine they name (or none named)"
         )
     if not usable:  # nothing to build steps of: one line saying why, not a traceback
-        raise _nothing_usable(source, rows, unknown, collective)
+        raise nothing_usable(source, rows, unknown, collective)
     adjusted(base)
     plan = pr.build_plan(usable, ACHIEVABLE, engines=dict(enumerate(engines)), for_fit=True)
-    pts = pr.Points.of(plan)
+    pts = closed_forms.Points.of(plan)
     work = plan.step_work()
     fit_rows = [int(i) for i in pts.rows]
     row_pos = {int(i): k for k, i in enumerate(pts.rows)}
@@ -720,7 +515,7 @@ def _problem(
 
 
 def _si(row: MeasuredRow) -> float:
-    return row.value * pr._unit_scale(row)
+    return row.value * comparison._unit_scale(row)
 
 
 def _usable_priors(problem: _Problem, notes: list, say, exclude=frozenset(), subset=None):
@@ -866,7 +661,7 @@ def _fit_micro(rows, base: EngineProfile, notes: list, say) -> dict:
 
         def fun(x, priors=priors, data=data, measured=measured):
             prof = base.replace(**{p.term: v for p, v in zip(priors, x)})
-            pred = np.array([pr.predict_micro(r, ACHIEVABLE, prof) for r in data])
+            pred = np.array([comparison.predict_micro(r, ACHIEVABLE, prof) for r in data])
             prior = [(x[k] - p.mean) / p.sd for k, p in enumerate(priors)]
             return np.concatenate([np.log(pred / measured), PRIOR_WEIGHT * np.array(prior)])
 
@@ -880,140 +675,3 @@ def _fit_micro(rows, base: EngineProfile, notes: list, say) -> dict:
             notes.append(f"{p.term}: {v:.4g} +- {e:.2g} from {n} {quantity} micro-benchmark rows")
             out[f"se.{p.term}"] = float(e)
     return out
-
-
-# --- the rows calibration does not use ------------------------------------------------------
-
-
-#: What each quantity of micro-benchmark rows measures, as the messages name it.
-MICRO_KINDS = {
-    "busbw": "all-reduce bus bandwidth",
-    "stream": "streaming (HBM) bandwidth",
-    "gemm_flops": "GEMM throughput",
-}
-#: The rows left out of a file that ``_nothing_usable`` quotes, at most.
-QUOTED_ROWS = 3
-
-
-def _reason(status: str) -> str:
-    """A row's status as the reason it is left out: "value 'abc' is not a number"."""
-    return status.removeprefix("unresolved: ")
-
-
-def rows_not_used(rows, engine_left_out=(), collective=None):
-    """The rows of a measured file calibration does not use, in two kinds: (each row it
-    cannot use: (line, reason), as ``compare-measured`` states its status), and {reason: lines}
-    of the rows of a kind calibration does not fit by design: rows derived from another row
-    (duplicate figures, predicted but never fitted), micro-benchmarks of a quantity it does not
-    fit (``MICRO_PRIORS``: GEMM TFLOPS), or too few of one to fit its terms. ``collective``:
-    the terms fitted to micro-benchmarks (None: every quantity of ``MICRO_PRIORS`` was);
-    ``engine_left_out``: the end-to-end rows whose engine has no profile (``_problem``)."""
-    unusable, kinds = [], {}
-    for r in rows:
-        quantity = r.metric.quantity if r.metric is not None else None
-        if r.kind == "micro" and quantity not in MICRO_PRIORS:
-            what = MICRO_KINDS.get(quantity, f"{r.metric_text!r}")
-            kinds.setdefault(
-                f"micro-benchmarks of {what}, which calibration does not fit (it fits "
-                "end-to-end rows and all-reduce and streaming bandwidth micro-benchmarks)",
-                [],
-            ).append(r.row)
-        elif r.status.startswith("derived"):
-            kinds.setdefault(
-                "derived from another row of the file (predicted, left out of fits)", []
-            ).append(r.row)
-        elif not r.ok:
-            unusable.append((r.row, _reason(r.status)))
-        elif r.kind == "micro" and collective is not None:
-            terms = [p.term for p in MICRO_PRIORS[quantity]]
-            if not all(t in collective for t in terms):
-                need = MICRO_ROWS_PER_TERM * len(terms)
-                kinds.setdefault(
-                    f"micro-benchmarks of {MICRO_KINDS.get(quantity, quantity)}, too few to fit "
-                    f"{', '.join(terms)} (needs {need})",
-                    [],
-                ).append(r.row)
-    unusable += [(line, _reason(why)) for line, why in engine_left_out]
-    return sorted(unusable), kinds
-
-
-def _lines(numbers, limit: int = 12) -> str:
-    """Line numbers as runs: "65-76", "4, 9, 12-14" (the first ``limit`` runs, then "...")."""
-    runs: list[list[int]] = []
-    for n in sorted(numbers):
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    text = [f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:limit]]
-    return ", ".join(text) + (", ..." if len(runs) > limit else "")
-
-
-def report_left_out(source: str, rows, engine_left_out=(), collective=None) -> None:
-    """Warn of every row of ``source`` calibration leaves out: one line per row it cannot use
-    with its reason (``MAX_ROW_WARNINGS`` of them, then one line counting the rest with their
-    lines), and one line per kind of row it does not use by design (``rows_not_used``)."""
-    from ..specs.inputs import MAX_ROW_WARNINGS
-
-    unusable, kinds = rows_not_used(rows, engine_left_out, collective)
-    shown = _shown(source)
-    for line, why in unusable[:MAX_ROW_WARNINGS]:
-        warn(f"{shown}: line {line}: {why}; the row is left out of the calibration")
-    rest = unusable[MAX_ROW_WARNINGS:]
-    if rest:
-        warn(
-            f"{shown}: {len(rest)} more {plural(len(rest), 'row')} left out of the calibration "
-            f"(lines {_lines(line for line, _ in rest)}; 'inference-econ compare-measured "
-            f"{shown}' gives each row's status)"
-        )
-    for why, lines in kinds.items():
-        warn(f"{shown}: {plural_count(len(lines), 'row')} not used (lines {_lines(lines)}): {why}")
-
-
-def _nothing_usable(source: str, rows, engine_left_out=(), collective=None) -> SpecError:
-    """The error of a file none of whose rows calibration can use: the file, how many rows
-    of each kind it has and why they are left out (the first few unreadable rows' reasons)."""
-    unusable, kinds = rows_not_used(rows, engine_left_out, collective)
-    parts = []
-    if unusable:
-        quoted = "; ".join(f"line {line}: {why}" for line, why in unusable[:QUOTED_ROWS])
-        more = f"; and {len(unusable) - QUOTED_ROWS} more" if len(unusable) > QUOTED_ROWS else ""
-        parts.append(f"{plural_count(len(unusable), 'row')} left out ({quoted}{more})")
-    parts += [
-        f"{plural_count(len(lines), 'row')} {'is' if len(lines) == 1 else 'are'} {why}"
-        for why, lines in kinds.items()
-    ]
-    if not rows:
-        parts.append("the file has no rows")
-    return SpecError(
-        source,
-        "",
-        "no row calibration can use: " + ("; ".join(parts) or "no end-to-end row with status ok"),
-        "give end-to-end rows with status ok; 'inference-econ compare-measured FILE' shows "
-        "each row's status",
-    )
-
-
-def calibrated_yaml(result: Calibration, base: EngineProfile, name: str | None = None) -> str:
-    """The profile file ``calibrate -o`` writes: derives from the base, fitted terms with
-    their standard errors, how it was fitted."""
-    expect(result, Calibration, "result", "a Calibration", "the result of ie.calibrate(path)")
-    expect(base, EngineProfile, "base", "an engine profile", "e.g. ie.load_engine('trtllm')")
-    prof = result.profile(base, name)
-    fitted = dict(result.micro)
-    fitted |= {
-        t.prior.term: (t.value, t.standard_error)
-        for t in result.terms
-        if t.fitted
-        and t.prior.engine in (None, result.engine)
-        and not (
-            t.prior.engine is None and _engine_specific(t.prior.term, result.engine, result.engine)
-        )
-    }
-    header = [
-        f"Calibrated by 'inference-econ calibrate' on {result.source}: {result.rows} rows,",
-        f"{plural_count(len(result.sources), 'source')}; median / p90 |predicted / measured - 1|: "
-        f"in sample {result.in_sample['median']:.3f} / {result.in_sample['p90']:.3f}, left out by "
-        f"source {_pair(result.held_out, ' / ')}.",
-    ]
-    return profile_yaml(prof, base.name, header, fitted)
