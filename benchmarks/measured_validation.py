@@ -43,7 +43,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from inference_econ.measured import calibration as cal  # noqa: E402
-from inference_econ.measured import comparison  # noqa: E402
+from inference_econ.measured import (
+    comparison,  # noqa: E402
+    fit_problem,  # noqa: E402
+)
 from inference_econ.measured import priors as pri  # noqa: E402
 from inference_econ.measured.reading import load_measured  # noqa: E402
 from inference_econ.output.render import render  # noqa: E402
@@ -114,7 +117,7 @@ def fit(problem, micro, notes, say, subset=None):
         priors = cal.select_terms(problem, priors, older, newer, notes, say)
     if not priors:
         return [], np.zeros(0), np.zeros(0)
-    values, errors = cal._fit(problem, priors, subset=subset)
+    values, errors = fit_problem.fit(problem, priors, subset=subset)
     return [p.key for p in priors], values, errors
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.measured import calibration, comparison, predicting, replay  # noqa: E402
+from inference_econ.measured import comparison, fit_problem, predicting, replay  # noqa: E402
 from inference_econ.model import achievable, efficiency, mixed_step  # noqa: E402
 from inference_econ.specs import engine as spec_engine  # noqa: E402
 
@@ -110,7 +110,7 @@ def patch_overlap() -> None:
         m, c = times.gemm_memory_s, times.gemm_compute_s  # already scaled
         return dataclasses.replace(times, total_s=times.total_s + BETA * np.minimum(m, c))
 
-    for module in (efficiency, mixed_step, achievable, calibration):
+    for module in (efficiency, mixed_step, achievable, fit_problem):
         module.combine = patched  # type: ignore[attr-defined]
     load = spec_engine.load_engine
 

@@ -18,6 +18,7 @@ from inference_econ.measured import (
     calibration_report,
     closed_forms,
     comparison,
+    fit_problem,
     predicting,
     priors,
 )
@@ -478,7 +479,7 @@ def test_held_out_rows_never_duplicate_fitted_ones(tmp_path):
     text = SAMPLE.read_text().splitlines()
     twin = [line.replace('"docs.nvidia.com/nim', '"mirror.example.org/nim') for line in text[1:]]
     path = write(tmp_path, *text, *twin)
-    problem = calibration._problem(load_measured(path), load_engine("trtllm"), {})
+    problem = fit_problem.build_problem(load_measured(path), load_engine("trtllm"), {})
     test = problem.all_groups == "docs.nvidia.com/nim"
     assert test.sum() == 7 and calibration._duplicates(problem, test).sum() == 14
 
@@ -490,7 +491,7 @@ def test_the_fit_keeps_each_rows_runtime(tmp_path):
     step's host work at the priors, 1 ms + 4 us for the one sequence, by hand."""
     text = SAMPLE.read_text().splitlines()
     twin = [line.replace('"docs.nvidia.com/nim', '"TensorRT-LLM 1.0 lab, nim') for line in text[1:]]
-    problem = calibration._problem(load_measured(write(tmp_path, *text, *twin)), TRT, {})
+    problem = fit_problem.build_problem(load_measured(write(tmp_path, *text, *twin)), TRT, {})
     exposed = [e.profile.host_overhead_exposed for e in problem.all_engines]
     assert exposed == [1.0] * 7 + [0.0] * 7
     keys = [p.key for p in priors.PRIORS]

@@ -114,7 +114,7 @@ def rows_not_used(rows, engine_left_out=(), collective=None):
     (duplicate figures, predicted but never fitted), micro-benchmarks of a quantity it does not
     fit (``MICRO_PRIORS``: GEMM TFLOPS), or too few of one to fit its terms. ``collective``:
     the terms fitted to micro-benchmarks (None: every quantity of ``MICRO_PRIORS`` was);
-    ``engine_left_out``: the end-to-end rows whose engine has no profile (``_problem``)."""
+    ``engine_left_out``: the end-to-end rows whose engine has no profile (``fit_problem.build_problem``)."""
     unusable, kinds = [], {}
     for r in rows:
         quantity = r.metric.quantity if r.metric is not None else None
