@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import compare_output, computed_with, fail, measured_rows  # noqa: E402
 from measured_validation import KINDS, by_kind, resolved_share, stats  # noqa: E402
 
-from inference_econ.measured import predicting as pr  # noqa: E402
+from inference_econ.measured import comparison  # noqa: E402
 from inference_econ.output.render import render  # noqa: E402
 
 COLUMNS = {"row", "measured", "predicted", "status", "kind"}
@@ -94,7 +94,7 @@ def table(path: Path, achievable: Path, refined: Path) -> tuple[pd.DataFrame, pd
     for o in out.itertuples():
         r = rows[o.row]
         q = r.metric.quantity if r.metric is not None else ""
-        scale = pr._unit_scale(r) if r.metric is not None else 1.0
+        scale = comparison._unit_scale(r) if r.metric is not None else 1.0
         lines.append(
             {
                 "row": r.row,

@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import fail, measured_rows, write_csv  # noqa: E402
 
 from inference_econ.errors import InferenceEconError  # noqa: E402
+from inference_econ.measured import comparison  # noqa: E402
 from inference_econ.measured import predicting as pr  # noqa: E402
 from inference_econ.measured import replay as rp  # noqa: E402
 
@@ -71,7 +72,7 @@ def at_load(rows, plan, run: str, idx: list[int], factors=(1.0,)) -> list[dict]:
         inst = rp.instance(case)
     except InferenceEconError:
         return []
-    tokens_per_s = r.value * pr._unit_scale(r) * r.per_count  # the system's output tokens/s
+    tokens_per_s = r.value * comparison._unit_scale(r) * r.per_count  # the system's output tokens/s
     rate = tokens_per_s / case.output[0]
     requests = rp.server_requests(case, rp.estimate(case, inst))
     out = []
@@ -85,7 +86,7 @@ def at_load(rows, plan, run: str, idx: list[int], factors=(1.0,)) -> list[dict]:
         }
         for j in lat:
             q = rows[j].metric.quantity
-            measured = rows[j].value * pr._unit_scale(rows[j])
+            measured = rows[j].value * comparison._unit_scale(rows[j])
             out.append(
                 {
                     "run": run,

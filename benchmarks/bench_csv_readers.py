@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 from bench_measured import fleet_log  # noqa: E402
 
 from inference_econ.load.arrivals import load_trace  # noqa: E402
-from inference_econ.measured.reading import _read_columns, load_overlay_points  # noqa: E402
+from inference_econ.measured.overlays import load_overlay_points  # noqa: E402
+from inference_econ.measured.reading import _read_columns  # noqa: E402
 from inference_econ.specs.collector import gc_paused  # noqa: E402
 from inference_econ.studies.observations import load_observations  # noqa: E402
 

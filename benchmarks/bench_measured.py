@@ -25,7 +25,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.measured.predicting import _question, compare  # noqa: E402
+from inference_econ.measured.comparison import _question, compare  # noqa: E402
 from inference_econ.measured.reading import load_measured  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"

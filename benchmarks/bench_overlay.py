@@ -25,7 +25,7 @@ from click.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from inference_econ.cli import main as cli  # noqa: E402
-from inference_econ.measured.reading import load_overlay_points  # noqa: E402
+from inference_econ.measured.overlays import load_overlay_points  # noqa: E402
 
 
 def timed(fn):

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import compare_output, fail, measured_rows, write_csv  # noqa: E402
 from measured_validation import KINDS  # noqa: E402  (the kinds of figure by quantity)
 
-from inference_econ.measured import predicting as pr  # noqa: E402
+from inference_econ.measured import comparison  # noqa: E402
 from inference_econ.measured.intervals import regime  # noqa: E402
 from inference_econ.serving import interval_table as ivt  # noqa: E402
 
@@ -63,7 +63,7 @@ def residuals(path: Path, compare: Path, gpus: set, models: set) -> pd.DataFrame
                  f"({r.value:g}); pair each output with the file it was made from")  # fmt: skip
         q = r.metric.quantity
         arch, bound, nodes = regime(r)
-        scale = pr._unit_scale(r)
+        scale = comparison._unit_scale(r)
         lines.append(
             {
                 "file": path.name,

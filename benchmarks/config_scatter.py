@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import compare_output, fail, measured_rows  # noqa: E402
 from measured_validation import KINDS  # noqa: E402  (the kinds of figure by quantity)
 
-from inference_econ.measured import predicting as pr  # noqa: E402
+from inference_econ.measured import comparison  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "data" / "benchmarks_test_mlperf_newer.csv"
@@ -68,7 +68,7 @@ def frame(path: Path, compare: Path | None) -> pd.DataFrame:
     for r in rows:
         if r.kind != "end-to-end" or not r.resolved or r.value is None or r.metric is None:
             continue
-        value = r.value * pr._unit_scale(r) * r.per_count  # the system's figure, SI
+        value = r.value * comparison._unit_scale(r) * r.per_count  # the system's figure, SI
         if not (math.isfinite(value) and value > 0):
             continue
         out.append(

@@ -5,7 +5,7 @@ their fitted sections (docs/model.md Part F, §F10; docs/validation.md).
     python benchmarks/fit_engines.py --check    # print the fit, change nothing
 
 The terms are fitted as ``benchmarks/measured_validation.py`` fits them for its time split:
-the priors of ``priors/calibration.yaml`` (``calibration.PRIORS``: the values written here
+the priors of ``priors/calibration.yaml`` (``priors.PRIORS``: the values written here
 never feed a later fit), the micro-benchmark terms first, then the time rule (a term that
 makes the newest training source worse than its prior when fitted on the older ones is left at
 its prior). The reference profile (trtllm) gets every shared term - fitted, or its prior - so
@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 from measured_validation import TRAIN, fit  # noqa: E402
 
 from inference_econ.measured import calibration as cal  # noqa: E402
+from inference_econ.measured import priors as pri  # noqa: E402
 from inference_econ.specs.catalog import entries  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +70,7 @@ def main() -> int:
     for k, v in micro_terms.items():
         shared[k] = (v, "fitted to micro-benchmarks")
         errors[k] = micro["se." + k]
-    for p in cal.PRIORS:
+    for p in pri.PRIORS:
         if p.key in micro_terms:
             continue
         if p.key in fitted:
@@ -82,11 +83,11 @@ def main() -> int:
         if name == problem.base_name:
             terms = shared
         else:
-            key = f"{name}.{cal.ENGINE_PRIOR.term}"
+            key = f"{name}.{pri.ENGINE_PRIOR.term}"
             how = "fitted to the rows it serves" if key in fitted else "prior: not fitted"
             if name not in in_data:
                 how = "prior: no training rows run this profile"
-            terms = {cal.ENGINE_PRIOR.term: (fitted.get(key, cal.ENGINE_PRIOR.mean), how)}
+            terms = {pri.ENGINE_PRIOR.term: (fitted.get(key, pri.ENGINE_PRIOR.mean), how)}
         text = path.read_text()
         if MARKER not in text:
             continue
@@ -97,8 +98,8 @@ def main() -> int:
             if k in fitted or f"{name}.{k}" in fitted or k in micro_terms
         }
         if name != problem.base_name:
-            key = f"{name}.{cal.ENGINE_PRIOR.term}"
-            own = {cal.ENGINE_PRIOR.term: float(se[keys.index(key)])} if key in fitted else {}
+            key = f"{name}.{pri.ENGINE_PRIOR.term}"
+            own = {pri.ENGINE_PRIOR.term: float(se[keys.index(key)])} if key in fitted else {}
         notes_here = notes if name == problem.base_name else []
         body = section(terms, own, notes_here, len(problem.all_rows))
         print(f"== {path.name}\n{body}")

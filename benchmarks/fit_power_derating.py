@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from inference_econ.measured.predicting import _unit_scale, predict_rows  # noqa: E402
+from inference_econ.measured.comparison import _unit_scale, predict_rows  # noqa: E402
 from inference_econ.measured.reading import load_measured  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -130,7 +130,7 @@ def software_drift() -> tuple[float, int]:
     """(log ratio per round, matched results): the median over (GPU, model, scenario) of
     log(median v5.0 / median v4.1 measured throughput per GPU) - the calibration round against
     the round before it, MLPerf only."""
-    from inference_econ.measured.predicting import _unit_scale
+    from inference_econ.measured.comparison import _unit_scale
     from inference_econ.measured.reading import load_measured
 
     def per_gpu(path, keep) -> dict:

@@ -43,7 +43,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 from inference_econ.measured import calibration as cal  # noqa: E402
-from inference_econ.measured import predicting as pr  # noqa: E402
+from inference_econ.measured import (
+    comparison,  # noqa: E402
+    fit_problem,  # noqa: E402
+)
+from inference_econ.measured import priors as pri  # noqa: E402
 from inference_econ.measured.reading import load_measured  # noqa: E402
 from inference_econ.output.render import render  # noqa: E402
 
@@ -113,14 +117,14 @@ def fit(problem, micro, notes, say, subset=None):
         priors = cal.select_terms(problem, priors, older, newer, notes, say)
     if not priors:
         return [], np.zeros(0), np.zeros(0)
-    values, errors = cal._fit(problem, priors, subset=subset)
+    values, errors = fit_problem.fit(problem, priors, subset=subset)
     return [p.key for p in priors], values, errors
 
 
 def prior_values(keys) -> np.ndarray:
     """The prior means of fitted terms (an engine's own kernel factor: 1)."""
-    means = {p.key: p.mean for p in cal.PRIORS}
-    return np.array([means.get(k, cal.ENGINE_PRIOR.mean) for k in keys], dtype=float)
+    means = {p.key: p.mean for p in pri.PRIORS}
+    return np.array([means.get(k, pri.ENGINE_PRIOR.mean) for k in keys], dtype=float)
 
 
 def stats(table: pd.DataFrame, column: str) -> dict:
@@ -157,7 +161,9 @@ def table_of(rows, predicted, status, layouts=None) -> pd.DataFrame:
                 "quantity": q,
                 "kind": KINDS.get(q, "other"),
                 "status": status[i],
-                "measured": r.value * pr._unit_scale(r) if r.value is not None else math.nan,
+                "measured": r.value * comparison._unit_scale(r)
+                if r.value is not None
+                else math.nan,
                 "predicted": predicted[i],
                 "model": r.arch.name if r.arch is not None else r.model_text,
                 "gpu": r.gpu.name if r.gpu is not None else r.hardware_text,
@@ -235,7 +241,7 @@ def main() -> int:
         rows = load_measured(path)
         fitted, layouts, status, _ = cal.predict_file(problem, rows, keys, values)
         prior, _, _, _ = cal.predict_file(problem, rows, keys, means)
-        refined = pr.compare(path, "refined").table
+        refined = comparison.compare(path, "refined").table
         t = table_of(rows, fitted, status, layouts).assign(
             prior=table_of(rows, prior, status).predicted
         )

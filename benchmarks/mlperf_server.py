@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 import inference_econ as ie  # noqa: E402
 from inference_econ.load.targets import MLPERF_INTERACTIVE, MLPERF_SERVER  # noqa: E402
-from inference_econ.measured.semantics import engine_of  # noqa: E402
+from inference_econ.measured.engine_words import engine_of  # noqa: E402
 from inference_econ.optimise.load_search import knee_of  # noqa: E402
 from inference_econ.output.render import render  # noqa: E402
 from inference_econ.specs.catalog import resolve_system_name  # noqa: E402

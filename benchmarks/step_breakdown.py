@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts,
 from measured_files import fail, measured_rows  # noqa: E402
 
 from inference_econ.load.engine import layout_search  # noqa: E402
+from inference_econ.measured import closed_forms, comparison  # noqa: E402
 from inference_econ.measured import predicting as pr  # noqa: E402
 from inference_econ.measured import replay as rp  # noqa: E402
 from inference_econ.measured.reading import load_measured  # noqa: E402
@@ -167,7 +168,7 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    pts = pr.Points.of(plan)
+    pts = closed_forms.Points.of(plan)
     work = plan.step_work()
     profiles = [g.model.profile for g in plan.groups for _ in g.D]
     print("row  model  GPU  in/out  layout  batch  step_ms  predicted  measured  error")
@@ -181,7 +182,7 @@ def main() -> int:
         mean = {key: pts.wa[k] * pa[key] + pts.wb[k] * pb[key] for key in pa}
         step = float(mean["total"])
         predicted = pts.replicas[k] * pts.batch[k] / step / row.per_count
-        measured = row.value * pr._unit_scale(row)
+        measured = row.value * comparison._unit_scale(row)
         L = row.lengths
         print(
             f"{row.row}  {row.arch.name}  {row.gpu.name}  {L.input_mean:g}/{L.output_mean:g}  "

@@ -62,9 +62,9 @@ _EXPORTS = {
     "price_ratio": ("studies.prices", "price_ratio"),
     "sweep": ("studies.sensitivity", "sweep"),
     "elasticities": ("studies.sensitivity", "elasticities"),
-    "compare_measured": ("measured.predicting", "compare"),
+    "compare_measured": ("measured.comparison", "compare"),
     "calibrate": ("measured.calibration", "calibrate"),
-    "calibrated_yaml": ("measured.calibration", "calibrated_yaml"),
+    "calibrated_yaml": ("measured.calibration_report", "calibrated_yaml"),
     "load_engine": ("specs.engine", "load_engine"),
     "EngineProfile": ("specs.engine", "EngineProfile"),
     # inverse economics: what observed API speeds and prices imply (docs/model.md Part D)

@@ -576,14 +576,14 @@ def simulate_load(
 
 def _fixed_layout(setting: Setting, deployment, text: str | None):
     """The ``EngineLayout`` a ``layout`` text states for the deployment's instances (as
-    measured rows state theirs: ``measured.semantics.layout_of``), one the engine runs
+    measured rows state theirs: ``measured.layouts.layout_of``), one the engine runs
     on that many GPUs, and the setting with the experts placed as the text states them
     (``stated_experts``: "EP8" split over the tensor group at every batch, "EP1" never, no EP
     degree §A5's rule); (None, the setting) where not given."""
     if text is None:
         return None, setting
     from .load.deployment import instance_layouts
-    from .measured.semantics import layout_of
+    from .measured.layouts import layout_of
     from .model.latency import stated_experts
     from .model.mixed_step import EngineLayout
 

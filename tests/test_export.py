@@ -348,7 +348,7 @@ def test_aiperf_files_read_with_the_plan_beside_them(tmp_path):
 
 
 def test_compare_measured_reads_a_result_file():
-    from inference_econ.measured.predicting import compare
+    from inference_econ.measured.comparison import compare
 
     out = compare(RESULTS / "aiperf-rate" / "profile_export_aiperf.json", "achievable")
     t = out.table
@@ -461,7 +461,7 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
     request view's closed form had said 740 output tokens/s where compare-measured predicted
     657 of the same run). Its prices charge the instance's time: input plus output dollars of
     a request are the instance's dollars over the requests it completes."""
-    from inference_econ.measured.predicting import compare
+    from inference_econ.measured.comparison import compare
 
     plan = api.export(**LLAMA, engine="vllm", gpus=8, batch=8, prompt_tokens=200, output_tokens=40)
     e, n = plan.expected, plan.load.requests
@@ -500,7 +500,7 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
     TP4): the result file names the ranks ("TP8 (EP8, DP2 attn-DP)"), and compare-measured
     replays that layout, not attention on eight ranks of TP1 (which would be
     4 % off the plan's own throughput at 1,000/300 tokens)."""
-    from inference_econ.measured.predicting import compare
+    from inference_econ.measured.comparison import compare
 
     plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=32,
                       prompt_tokens=1000, output_tokens=100)  # fmt: skip

@@ -166,11 +166,12 @@ def test_compare_measured_reports_its_progress_on_rows_under_load():
     shipped example's 7 closed-loop rows are the rows under load here."""
     from pathlib import Path
 
+    from inference_econ.measured import comparison
     from inference_econ.measured import predicting as ms
 
     path = Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv"
     said: list[str] = []
-    result = ms.compare(path, "achievable", progress=said.append)
+    result = comparison.compare(path, "achievable", progress=said.append)
     assert said == [f"{k}/7 rows under load predicted" for k in range(7)]
     assert (result.table.status == "ok").sum() == 74
     assert ms._PROGRESS.get() is None  # reset after the run

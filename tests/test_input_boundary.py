@@ -371,7 +371,7 @@ def test_balanced_context_parallel_chunks_are_fast_and_balanced():
 def test_an_overlay_of_10000_points_is_read_at_once_and_drawn_as_one_scatter_per_label(tmp_path):
     import pandas as pd
 
-    from inference_econ.measured.reading import load_overlay_points
+    from inference_econ.measured.overlays import load_overlay_points
     from inference_econ.output import plots
 
     rng = np.random.default_rng(0)
@@ -475,7 +475,7 @@ def test_an_unreadable_overlay_row_is_left_out_and_the_run_says_so(tmp_path):
     assert f"2 of 4 point rows of {csv} left out (unreadable): line 3: tokens_per_s: " in (
         " ".join(notes)
     )
-    from inference_econ.measured.reading import load_overlay_points
+    from inference_econ.measured.overlays import load_overlay_points
 
     with pytest.warns(ie.InferenceEconWarning):
         points = load_overlay_points(csv)

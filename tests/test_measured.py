@@ -13,7 +13,15 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
-from inference_econ.measured import calibration, predicting
+from inference_econ.measured import (
+    calibration,
+    calibration_report,
+    closed_forms,
+    comparison,
+    fit_problem,
+    predicting,
+    priors,
+)
 from inference_econ.measured import replay as rp
 from inference_econ.measured.reading import load_measured
 from inference_econ.specs.engine import load_engine
@@ -51,12 +59,12 @@ def steady(tmp_path_factory, short_offline_runs):
 
 @pytest.fixture(scope="module")
 def paper(steady):
-    return predicting.compare(steady, "paper")
+    return comparison.compare(steady, "paper")
 
 
 @pytest.fixture(scope="module")
 def achievable(steady):
-    return predicting.compare(steady, "achievable")
+    return comparison.compare(steady, "achievable")
 
 
 def write(tmp_path, *lines, name="m.csv"):
@@ -111,7 +119,7 @@ def test_bad_files_fail_with_one_line_and_exit_2(tmp_path, lines, field):
     path = tmp_path / "bad.csv"
     path.write_text("\n".join(lines) + ("\n" if lines else ""))
     with pytest.raises(ie.SpecError, match="bad.csv") as info:
-        predicting.compare(path)
+        comparison.compare(path)
     assert field in str(info.value)
     result = CliRunner().invoke(main, ["compare-measured", str(path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
@@ -133,7 +141,7 @@ def test_an_impossible_number_is_the_rows_reason_not_the_files(tmp_path):
     path = write(tmp_path, HEADER, *bad, ROW)
     result = CliRunner().invoke(main, ["compare-measured", str(path), "--format", "csv"])
     assert result.exit_code == 0 and "Traceback" not in result.output
-    table = predicting.compare(path).table
+    table = comparison.compare(path).table
     for status, reason in zip(table.status, bad.values()):
         assert status.startswith(f"unresolved: {reason}")
     assert table.status.iloc[-1] == "ok" and np.isfinite(table.predicted.iloc[-1])
@@ -152,7 +160,7 @@ def test_rows_the_toolkit_cannot_read_get_a_status(tmp_path):
         ROW.replace(",2,TP2,", ",1,TP1,").replace("Llama-3.3-70B", "Llama-3.1-405B") + "TRT-LLM",
         ROW,
     )
-    table = predicting.compare(path, "achievable").table
+    table = comparison.compare(path, "achievable").table
     status = table.status.tolist()
     assert status[0] == "unresolved: value 'fast' is not a number"
     assert status[1].startswith("unresolved: hardware 'TPU v9'")
@@ -160,7 +168,7 @@ def test_rows_the_toolkit_cannot_read_get_a_status(tmp_path):
     assert status[3] == "unresolved: precision 'n/a' is not stated"
     assert status[4].startswith("unresolved: cannot read lengths 'long'")
     assert status[5].startswith("out of scope: uses speculative decoding")
-    # 406 GB of 8-bit weights on one 80 GB GPU: no crash, a reason, not a ZeroDivisionError
+    # 406 GB of 8-bit weights on one 80 GB GPU: no crash, a reason (issue 13's ZeroDivisionError)
     assert status[6].startswith("infeasible: 406 GB of weights") and math.isnan(table.predicted[6])
     # no engine named: the achievable preset borrows none (the ideal presets need none)
     assert status[7].startswith("unresolved: engine unknown") and math.isnan(table.predicted[7])
@@ -176,7 +184,7 @@ def _bound_ratio(table, rows):
 
 @pytest.mark.parametrize("preset", ["paper", "refined"])
 def test_no_measured_row_beats_the_ideal_bound(preset, paper, steady):
-    result = paper if preset == "paper" else predicting.compare(steady, preset)
+    result = paper if preset == "paper" else comparison.compare(steady, preset)
     table = result.table
     assert not table.beats_bound.any()
     codes = table.scenario + "|" + table.metric
@@ -209,7 +217,7 @@ def test_a_tensorrt_llm_batch_cap_counts_one_attention_dp_rank(tmp_path):
     path = write(tmp_path, HEADER, *rows)
     rows = load_measured(path)
     assert [r.batch_cap for r in rows] == [384, 384]  # as stated: per rank (for_layout)
-    table = predicting.compare(path, "refined").table
+    table = comparison.compare(path, "refined").table
     ok, mtp = table.iloc[0], table.iloc[1]
     assert ok.status == "ok" and not ok.beats_bound
     assert 0.2 < ok.measured / ok.predicted < 1.0
@@ -260,17 +268,17 @@ def test_pcie_cards_are_bounded_with_their_precision_and_pipeline_splits(tmp_pat
     tensor_only = predicting.candidates(row)
     assert {c.pipeline for c in tensor_only} == {1}
     assert {c.pipeline for c in predicting.candidates(row, ideal=True)} == {1, 2, 4}
-    table = predicting.compare(write(tmp_path, lines[0], line, name="b60.csv"), "refined").table
+    table = comparison.compare(write(tmp_path, lines[0], line, name="b60.csv"), "refined").table
     ok = table.iloc[0]
     assert ok.status == "ok" and not ok.beats_bound and "PP" in ok.layout
     assert 0.9 < ok.measured / ok.predicted < 1.05
 
 
 def test_nim_sample_against_the_paper_bound():
-    """A compare once printed speed_ratio 1.02 for the two queueing rows (its
+    """Issue 11: the old compare printed speed_ratio 1.02 for the two queueing rows (its
     prefill charge, a batch-1 pass with a full weight read per arriving request, made the
     prediction too slow). With batched, chunked prefill every row is at or above the bound."""
-    table = predicting.compare(SAMPLE, "paper").table
+    table = comparison.compare(SAMPLE, "paper").table
     assert (table.status == "ok").all()
     ratio = table.measured / table.predicted  # ITL: measured / bound >= 1
     # concurrency 250 (the row says it queues): the ideal engine's cache, all of the two
@@ -303,8 +311,8 @@ def test_achievable_errors_on_the_training_rows(achievable):
 
 
 def test_engine_override_and_refusals(tmp_path):
-    base = predicting.compare(SAMPLE, "achievable")
-    v0 = predicting.compare(SAMPLE, "achievable", "vllm@0.6")
+    base = comparison.compare(SAMPLE, "achievable")
+    v0 = comparison.compare(SAMPLE, "achievable", "vllm@0.6")
     # the rows state no TensorRT-LLM version, so not its runtime either: their host work is
     # charged (§F5), which the 1.x profile's PyTorch backend would hide
     assert set(base.table.engine) == {"trtllm (version not stated), host overheads charged"}
@@ -319,7 +327,7 @@ def test_engine_override_and_refusals(tmp_path):
     assert 1.0 < ratio < 0.83 / 0.79
     # the same row stated as TensorRT-LLM 1.0: the PyTorch backend's overlap scheduler hides a
     # step's host work, 1 ms + 4 us for its one sequence (the row's time in ms)
-    v1 = predicting.compare(SAMPLE, "achievable", "trtllm@1.0")
+    v1 = comparison.compare(SAMPLE, "achievable", "trtllm@1.0")
     assert set(v1.table.engine) == {"trtllm"}
     prof = load_engine("trtllm")
     host_ms = 1e3 * (prof.step_overhead_s + prof.sequence_overhead_s)
@@ -327,7 +335,7 @@ def test_engine_override_and_refusals(tmp_path):
     # many users: vLLM V0 runs prompts in steps of their own (the scheduler shows)
     assert abs(v0.table.predicted[4] / base.table.predicted[4] - 1.0) > 0.05
     with pytest.raises(ie.SpecError, match="does not apply to the 'paper' preset"):
-        predicting.compare(SAMPLE, "paper", "vllm")
+        comparison.compare(SAMPLE, "paper", "vllm")
     result = CliRunner().invoke(
         main, ["compare-measured", str(SAMPLE), "--assumptions", "achievable", "--engine", "nope"]
     )
@@ -369,8 +377,8 @@ def test_offline_steady_batch_is_held_to_the_step_token_budget(tmp_path, monkeyp
     416.2 requests decoding (by hand), below the 952 a B200's cache holds; every step of the
     plan then carries at most 2,048 tokens. Before, the budget only sized the prompt chunks,
     so 8,192 and 2,048 tokens gave the same throughput."""
-    assert predicting.budget_batch(2048.0, 5011.0, 1278.2, True) == pytest.approx(416.2, abs=0.05)
-    assert predicting.budget_batch(2048.0, 5011.0, 1278.2, False) == 2048.0  # prompts apart
+    assert closed_forms.budget_batch(2048.0, 5011.0, 1278.2, True) == pytest.approx(416.2, abs=0.05)
+    assert closed_forms.budget_batch(2048.0, 5011.0, 1278.2, False) == 2048.0  # prompts apart
     row = (
         "probe,gpt-oss-120b (MLPerf v6.0 gpt-oss-120b Offline),MXFP4 experts,"
         "NVIDIA B200-SXM-180GB,8,TP1,n/a,5011,1278.2,throughput_total,1,output tok/s (system),"
@@ -387,7 +395,7 @@ def test_offline_steady_batch_is_held_to_the_step_token_budget(tmp_path, monkeyp
         for g in plan.groups:  # TP1 with and without expert parallelism (the same here)
             D, _, P, _, _ = g.arrays()
             assert name == "default" or np.all(D + P <= 2048 + 1e-6)
-        batches[name] = predicting.Points.of(plan).batch[0]
+        batches[name] = closed_forms.Points.of(plan).batch[0]
     assert batches["small"] == pytest.approx(416.2, abs=0.05)
     assert batches["default"] == pytest.approx(952.1, abs=0.5)  # the B200's cache binds
 
@@ -432,7 +440,7 @@ def test_calibration_is_plausible_and_writes_a_profile(fitted, tmp_path):
         assert 0 < t.standard_error < abs(t.value), t.key
     assert fitted.in_sample["median"] < fitted.prior_only["median"]
     out = tmp_path / "mine.yaml"
-    out.write_text(calibration.calibrated_yaml(fitted, load_engine("trtllm"), "mine"))
+    out.write_text(calibration_report.calibrated_yaml(fitted, load_engine("trtllm"), "mine"))
     text = out.read_text()  # fitted without a holdout: it said "left out by source nan / nan"
     assert not re.search(r"\bnan\b", text) and "left out by source not run." in text
     assert 'leave_one_source_out: "not run"' in text
@@ -471,7 +479,7 @@ def test_held_out_rows_never_duplicate_fitted_ones(tmp_path):
     text = SAMPLE.read_text().splitlines()
     twin = [line.replace('"docs.nvidia.com/nim', '"mirror.example.org/nim') for line in text[1:]]
     path = write(tmp_path, *text, *twin)
-    problem = calibration._problem(load_measured(path), load_engine("trtllm"), {})
+    problem = fit_problem.build_problem(load_measured(path), load_engine("trtllm"), {})
     test = problem.all_groups == "docs.nvidia.com/nim"
     assert test.sum() == 7 and calibration._duplicates(problem, test).sum() == 14
 
@@ -483,15 +491,15 @@ def test_the_fit_keeps_each_rows_runtime(tmp_path):
     step's host work at the priors, 1 ms + 4 us for the one sequence, by hand."""
     text = SAMPLE.read_text().splitlines()
     twin = [line.replace('"docs.nvidia.com/nim', '"TensorRT-LLM 1.0 lab, nim') for line in text[1:]]
-    problem = calibration._problem(load_measured(write(tmp_path, *text, *twin)), TRT, {})
+    problem = fit_problem.build_problem(load_measured(write(tmp_path, *text, *twin)), TRT, {})
     exposed = [e.profile.host_overhead_exposed for e in problem.all_engines]
     assert exposed == [1.0] * 7 + [0.0] * 7
-    keys = [p.key for p in calibration.PRIORS]
-    x = np.array([p.mean for p in calibration.PRIORS])
+    keys = [p.key for p in priors.PRIORS]
+    x = np.array([p.mean for p in priors.PRIORS])
     closed = problem.predict(x[None, :], keys)[0]
     assert closed[0] - closed[7] == pytest.approx(1e-3 + 4e-6, rel=1e-9)  # ITL, seconds
-    assert calibration.prior_means()["step_overhead_s"] == 1e-3
-    assert calibration.prior_means()["sequence_overhead_s"] == 4e-6
+    assert priors.prior_means()["step_overhead_s"] == 1e-3
+    assert priors.prior_means()["sequence_overhead_s"] == 4e-6
     # the rows' own predictions (concurrency 1: no queueing) agree with the closed forms
     direct = calibration.predict_with(problem, [0, 7], keys, x)
     assert direct == pytest.approx(closed[[0, 7]], rel=1e-5)
@@ -536,7 +544,7 @@ def test_calibrate_json_is_one_object(fitted, monkeypatch):
 def test_the_priors_are_data_with_units_and_sources(tmp_path):
     # priors/calibration.yaml holds every prior of the fit; each states its term's unit (as
     # specs/engine_terms.py's TERMS give it) and its source, and a wrong unit is refused by field
-    groups = calibration.load_priors()
+    groups = priors.load_priors()
     assert {p.term for p in groups["terms"]} >= {"hbm_efficiency", "gemm_half_volume"}
     hbm = next(p for p in groups["terms"] if p.term == "hbm_efficiency")
     assert (hbm.mean, hbm.sd, hbm.lower, hbm.upper) == (0.85, 0.10, 0.5, 0.95)
@@ -547,10 +555,10 @@ def test_the_priors_are_data_with_units_and_sources(tmp_path):
     bad = tmp_path / "priors.yaml"
     bad.write_text(text.replace("unit: seconds", "unit: milliseconds", 1))
     with pytest.raises(ie.SpecError, match=r"priors.yaml.*terms.layer_overhead_s.unit"):
-        calibration.load_priors(bad)
+        priors.load_priors(bad)
     bad.write_text(text.replace("mean: 0.85", "mean: 0.99", 1))  # above its upper bound 0.95
     with pytest.raises(ie.SpecError, match=r"terms.hbm_efficiency.*lower <= mean <= upper"):
-        calibration.load_priors(bad)
+        priors.load_priors(bad)
 
 
 def test_the_collector_is_left_as_it_was_after_a_pause_or_a_freeze():
@@ -605,6 +613,6 @@ def test_the_summarys_signed_error_turns_the_sign_of_times():
             "model": ["Llama 3.1 8B"] * 2,
         }
     )
-    s = predicting.summarise(table, np.array([True, False]))
+    s = comparison.summarise(table, np.array([True, False]))
     assert s.median_optimism.tolist() == pytest.approx([-0.236] * len(s))
     assert s.median_abs_error.iloc[0] == pytest.approx(0.236)

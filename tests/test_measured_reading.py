@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from inference_econ.errors import SpecError
-from inference_econ.measured import predicting
+from inference_econ.measured import comparison, engine_words, layouts, mlperf, predicting
 from inference_econ.measured import semantics as sem
 from inference_econ.measured.reading import load_measured
 
@@ -83,7 +83,7 @@ OFFLINE, SERVER, SERVER_TTFT, INTERACTIVE = 20, 21, 22, 26
     ],
 )
 def test_a_layout_per_scenario_is_the_rows_own(text, gpus, scenario, expected):
-    lay = sem.row_layout(text, "", scenario, gpus, "f.csv, row 2")
+    lay = layouts.row_layout(text, "", scenario, gpus, "f.csv, row 2")
     assert (lay.tensor, lay.pipeline, lay.replicas) == expected and lay.gpus == gpus
 
 
@@ -135,7 +135,7 @@ def test_a_cap_in_the_notes():
     ],
 )
 def test_attention_data_parallelism_is_read(text):
-    lay = sem.layout_of(text, 8, "w")
+    lay = layouts.layout_of(text, 8, "w")
     assert lay.attention_dp and lay.tensor == 8 and lay.replicas == 1
     assert lay.attention_ranks == 8  # every GPU attends alone
 
@@ -157,24 +157,24 @@ def test_attention_over_part_of_the_tensor_group_keeps_its_ranks(text, ranks):
     """A DP degree written with attention data parallelism is the attention's ranks: "TP8 DP2
     attn-DP" attends on two ranks of TP4, not on eight of TP1 (read as eight until session
     24), and its label reads back as itself."""
-    lay = sem.layout_of(text, 8, "w")
+    lay = layouts.layout_of(text, 8, "w")
     assert (lay.tensor, lay.attention_ranks) == (8, ranks)
-    assert sem.layout_of(lay.label(), 8, "w") == lay
+    assert layouts.layout_of(lay.label(), 8, "w") == lay
     with pytest.raises(SpecError, match=r"into 3 data-parallel ranks.*TP8 DP2 attn-DP"):
-        sem.layout_of("TP8 DP3 attn-DP", 8, "row 2")
+        layouts.layout_of("TP8 DP3 attn-DP", 8, "row 2")
 
 
 def test_a_count_of_copies_after_attention_dp_is_not_its_degree():
     """ "attn-DP 2 instances" is two instances attending on every GPU, not attention on two
     ranks; a degree written with it is its ranks ("attention-DP 8", "attn-DP2")."""
     for text in ("TP8 attn-DP 2 instances", "attn-DP 2x TP8", "TP8 EP8 attention-DP 2 copies"):
-        lay = sem.layout_of(text, 16, "w")
+        lay = layouts.layout_of(text, 16, "w")
         assert (lay.tensor, lay.attention_ranks, lay.replicas) == (8, 8, 2), text
-    assert sem.layout_of("TP8 attention-DP 8", 8, "w").attention_ranks == 8
-    assert sem.layout_of("TP8 attn-DP2", 8, "w").attention_ranks == 2
+    assert layouts.layout_of("TP8 attention-DP 8", 8, "w").attention_ranks == 8
+    assert layouts.layout_of("TP8 attn-DP2", 8, "w").attention_ranks == 2
     for bad in (0, -2, True, 2.0, 3):
         with pytest.raises(ValueError, match="not a whole divisor of TP8"):
-            sem.Layout(8, attention_ranks=bad)
+            layouts.Layout(8, attention_ranks=bad)
         with pytest.raises(ValueError, match="not a whole divisor of TP8"):
             predicting.Candidate(8, 1, 1, bad, False)
 
@@ -182,21 +182,23 @@ def test_a_count_of_copies_after_attention_dp_is_not_its_degree():
 def test_a_layout_naming_one_degree_twice_is_refused():
     """ "TP8 TP4" had read as TP4 twice over; the same degree said twice is one layout."""
     with pytest.raises(SpecError, match=r"names two TP degrees \(8 and 4\)"):
-        sem.layout_of("TP8 TP4", 8, "row 2")
+        layouts.layout_of("TP8 TP4", 8, "row 2")
     with pytest.raises(SpecError, match="two EP degrees"):
-        sem.layout_of("DEP8 EP4", 8, "row 2")
-    assert sem.layout_of("TP8 (EP8) --tp 8", 8, "w") == sem.Layout(8, 1, 8)
+        layouts.layout_of("DEP8 EP4", 8, "row 2")
+    assert layouts.layout_of("TP8 (EP8) --tp 8", 8, "w") == layouts.Layout(8, 1, 8)
     with pytest.raises(SpecError, match="names two DP degrees"):
-        sem.layout_of("DEP8 DP2", 8, "row 2")  # DEP8's attention is data-parallel over 8
+        layouts.layout_of("DEP8 DP2", 8, "row 2")  # DEP8's attention is data-parallel over 8
     # launch flags in a row's notes: the message names the notes and what to write instead
     with pytest.raises(SpecError, match=r"field 'notes'.*two DP degrees.*parallelism field"):
-        sem.row_layout("", "--tp 8 --dp 2 --enable-dp-attention (tried --dp 4 too)", None, 8, "w")
+        layouts.row_layout(
+            "", "--tp 8 --dp 2 --enable-dp-attention (tried --dp 4 too)", None, 8, "w"
+        )
 
 
 def test_data_parallel_replicas_are_not_attention_dp():
-    lay = sem.layout_of("DP2 TP4", 8, "w")
+    lay = layouts.layout_of("DP2 TP4", 8, "w")
     assert not lay.attention_dp and lay.replicas == 2
-    vllm = sem.layout_of(
+    vllm = layouts.layout_of(
         "--tensor-parallel-size 4 --data-parallel-size 2 --enable-expert-parallel", 8, "w"
     )
     assert vllm.attention_dp and vllm.expert == 8 and vllm.gpus == 8
@@ -238,8 +240,8 @@ def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
         *(x for pair in zip(good, unreadable[4:]) for x in pair),
         *unreadable[8:],
     ]
-    clean = predicting.compare(write(tmp_path, good, header, "clean.csv"), "achievable").table
-    table = predicting.compare(write(tmp_path, mixed_rows, header, "mixed.csv"), "achievable").table
+    clean = comparison.compare(write(tmp_path, good, header, "clean.csv"), "achievable").table
+    table = comparison.compare(write(tmp_path, mixed_rows, header, "mixed.csv"), "achievable").table
     is_good = table.row.isin([mixed_rows.index(g) + 2 for g in good])
     reasons = table.status[~is_good].tolist()
     assert [s[: len(r)] for s, r in zip(reasons, bad)] == list(bad)
@@ -266,10 +268,10 @@ def test_a_row_with_more_cells_than_the_header_is_that_rows_reason(tmp_path):
     with pytest.raises(SpecError, match="line 2: has 8 cells.*none of its 2 rows can be read"):
         load_measured(path)  # no row can be read: one error (exit 2), not a table of reasons
     good = v50_lines(OFFLINE, SERVER)
-    clean = predicting.compare(write(tmp_path, good, name="clean.csv"), "achievable").table
+    clean = comparison.compare(write(tmp_path, good, name="clean.csv"), "achievable").table
     ragged = good[0] + ',"an unquoted, comma"'  # one cell more than the header
     mixed = [ragged, good[0], ragged + ",x", good[1]]
-    table = predicting.compare(write(tmp_path, mixed, name="mixed.csv"), "achievable").table
+    table = comparison.compare(write(tmp_path, mixed, name="mixed.csv"), "achievable").table
     assert table.row.tolist() == [2, 3, 4, 5]
     header_cells = len(v50_lines(1)[0].split(","))
     assert table.status.tolist()[0::2] == [
@@ -335,7 +337,7 @@ def test_a_per_gpu_unit_divides_the_prediction(tmp_path):
     per_unit = edited(total, unit="output tok/s/GPU", value="4350.89")[0]
     per_name = edited(total, metric="output_throughput_per_gpu", unit="tok/s", value="4350.89")[0]
     clash = edited(total, metric="throughput_per_gpu", unit="output tok/s (system)")[0]
-    table = predicting.compare(write(tmp_path, [total, per_unit, per_name, clash]), "paper").table
+    table = comparison.compare(write(tmp_path, [total, per_unit, per_name, clash]), "paper").table
     assert table.predicted[1] == pytest.approx(table.predicted[0] / 8, rel=1e-12)
     assert table.predicted[2] == pytest.approx(table.predicted[0] / 8, rel=1e-12)
     assert table.status[3].startswith("unresolved: unit: 'output tok/s (system)' says per system")
@@ -370,7 +372,7 @@ def test_every_dataset_figure_has_a_source_comment():
 def test_dataset_contexts_agree_with_their_moments():
     """E[n_in^2] / (2 E[n_in]) is (mean^2 + sd^2) / (2 mean): the YAML's prefill contexts,
     computed from per-sample counts, must match its means and standard deviations."""
-    for b in sem.benchmarks().values():
+    for b in mlperf.benchmarks().values():
         if b.prefill_context is not None:
             expected = (b.input_mean**2 + b.input_sd**2) / (2 * b.input_mean)
             assert b.prefill_context == pytest.approx(expected, abs=0.01), b.name
@@ -391,8 +393,8 @@ def test_dataset_contexts_agree_with_their_moments():
     ],
 )
 def test_mlperf_dataset_lengths(model, input_text, output_text, expected):
-    bench = sem.benchmark_of(model, "MLPerf Inference v5.1")
-    got = sem.lengths_of(input_text, output_text, bench)
+    bench = mlperf.benchmark_of(model, "MLPerf Inference v5.1")
+    got = mlperf.lengths_of(input_text, output_text, bench)
     assert (got.input_mean, got.output_mean, got.decode_context, got.prefill_context) == (
         pytest.approx(expected, abs=0.01)
     )
@@ -403,7 +405,7 @@ def test_gpt_oss_input_sd_reproduces_the_published_quartiles():
     and quartiles (3492, 6046) as a figure, not per-sample counts: the YAML's sd is the
     log-normal's through the mean and median, whose quartiles must land within 1 % of the
     published ones."""
-    b = sem.benchmarks()["gpt-oss-120b"]
+    b = mlperf.benchmarks()["gpt-oss-120b"]
     sigma = math.sqrt(math.log1p((b.input_sd / b.input_mean) ** 2))
     median = b.input_mean * math.exp(-(sigma**2) / 2)
     assert median == pytest.approx(4593, rel=0.002)
@@ -413,20 +415,20 @@ def test_gpt_oss_input_sd_reproduces_the_published_quartiles():
 
 
 def test_unpublished_dataset_figures_leave_the_row_unresolved():
-    bench = sem.benchmark_of("Llama 3.1 8B", "mlcommons/inference_results_v5.1")
-    assert sem.lengths_of("n/a", "n/a", bench) == (
+    bench = mlperf.benchmark_of("Llama 3.1 8B", "mlcommons/inference_results_v5.1")
+    assert mlperf.lengths_of("n/a", "n/a", bench) == (
         "the output mean of the MLPerf llama3.1-8b dataset is not published "
         "(at most 128 new tokens): give output_len"
     )
-    assert sem.benchmark_of("Llama 3.1 8B", "a vendor blog") is None
+    assert mlperf.benchmark_of("Llama 3.1 8B", "a vendor blog") is None
 
 
 def test_limits_come_from_the_notes_else_the_benchmark():
-    b405 = sem.benchmark_of("Llama 3.1 405B", "MLPerf")
-    assert sem.limits_of("", "server", b405) == (6.0, 0.175)
-    assert sem.limits_of("", "interactive", b405) == (4.5, 0.08)
-    assert sem.limits_of("p99 TTFT<=2000ms, p99 TPOT<=200ms", "server", b405) == (2.0, 0.2)
-    assert sem.limits_of("", "server", None) is None
+    b405 = mlperf.benchmark_of("Llama 3.1 405B", "MLPerf")
+    assert mlperf.limits_of("", "server", b405) == (6.0, 0.175)
+    assert mlperf.limits_of("", "interactive", b405) == (4.5, 0.08)
+    assert mlperf.limits_of("p99 TTFT<=2000ms, p99 TPOT<=200ms", "server", b405) == (2.0, 0.2)
+    assert mlperf.limits_of("", "server", None) is None
 
 
 # --- metric names, hardware, engines ------------------------------------------------------
@@ -486,11 +488,11 @@ def test_hardware_strings(tmp_path):
     ],
 )
 def test_engine_version_and_platform(notes, hardware, engine, expected):
-    from inference_econ.measured.reading import _hardware
+    from inference_econ.measured.resolving import hardware_of
 
-    gpu = _hardware(hardware)[0]
+    gpu = hardware_of(hardware)[0]
     row = {"notes": notes, "hardware": hardware, "engine": engine}
-    got = sem.engine_of(row, notes, gpu.description)
+    got = engine_words.engine_of(row, notes, gpu.description)
     assert (got.name, got.version, got.platform) == expected
 
 
@@ -529,7 +531,7 @@ def test_a_disaggregated_part_without_degrees_leaves_its_row_unresolved(tmp_path
 
 def test_a_row_of_an_unstated_layout_text_is_refused_in_semantics():
     with pytest.raises(SpecError, match="context or sequence parallelism"):
-        sem.layout_of("CP2 TP4", 8, "w")
+        layouts.layout_of("CP2 TP4", 8, "w")
 
 
 def test_disaggregated_workers_described_in_the_notes():
@@ -541,25 +543,26 @@ def test_disaggregated_workers_described_in_the_notes():
         "(tp 16, ep 16, attention data parallel, max_batch_size 64; b.yml); multi-node: 18 nodes "
         "x 4 accelerators per node"
     )
-    flag, decode, text = sem.disaggregation_of({}, notes, "tok/s", 72, "w", "interactive")
+    flag, decode, text = layouts.disaggregation_of({}, notes, "tok/s", 72, "w", "interactive")
     assert (flag, decode) == (True, 64)
-    lay = sem.layout_of(text, decode, "w")
+    lay = layouts.layout_of(text, decode, "w")
     assert (lay.tensor, lay.expert, lay.attention_dp, lay.replicas) == (16, 16, True, 4)
     assert sem.batch_of("", "interactive", text) == (None, 64)
 
 
 def test_disaggregated_is_read_for_the_scenario_it_names():
     notes = "colocated Offline/Server, while disaggregated Interactive used a KV transceiver"
-    assert not sem.disaggregation_of({}, notes, "tok/s", 72, "w", "offline")[0]
-    assert sem.disaggregation_of({}, notes, "tok/s", 72, "w", "interactive")[0]
+    assert not layouts.disaggregation_of({}, notes, "tok/s", 72, "w", "offline")[0]
+    assert layouts.disaggregation_of({}, notes, "tok/s", 72, "w", "interactive")[0]
 
 
 def test_notes_state_a_layout_only_by_label_or_launch_flags():
-    assert sem.notes_layout("multi-node: 18 nodes x 4 accelerators per node; tp 4") == ""
+    assert layouts.notes_layout("multi-node: 18 nodes x 4 accelerators per node; tp 4") == ""
     assert (
-        sem.notes_layout("vLLM 0.9 --tp 8 --enable-dp-attention") == "--tp 8 --enable-dp-attention"
+        layouts.notes_layout("vLLM 0.9 --tp 8 --enable-dp-attention")
+        == "--tp 8 --enable-dp-attention"
     )
-    assert sem.notes_layout("layout: TP4 x2; vLLM") == "TP4 x2"
+    assert layouts.notes_layout("layout: TP4 x2; vLLM") == "TP4 x2"
 
 
 # --- dataset maxima: lengths truncated at the longest sample ------------------------------------
@@ -577,7 +580,7 @@ def test_405b_prompts_truncated_at_the_longest_sample_reproduce_its_99th_percent
 
     from inference_econ.load.lengths import Lengths, truncated_mu
 
-    b = sem.benchmarks()["llama3.1-405b"]
+    b = mlperf.benchmarks()["llama3.1-405b"]
     assert (b.input_max, b.output_max) == (19988.0, 1830.0)
     sigma = math.sqrt(math.log1p((b.input_sd / b.input_mean) ** 2))
     assert sigma == pytest.approx(0.413075, abs=1e-6)
@@ -608,14 +611,14 @@ def test_405b_prompts_truncated_at_the_longest_sample_reproduce_its_99th_percent
 
 
 def test_a_rows_mlperf_lengths_carry_the_datasets_maxima_into_the_replayed_run():
-    b405 = sem.benchmark_of("Llama 3.1 405B", "MLPerf")
+    b405 = mlperf.benchmark_of("Llama 3.1 405B", "MLPerf")
     for cells in (("n/a", "n/a"), ("9428.64 mean (sd 4066.94)", "655.7 mean (sd 260.8)")):
-        got = sem.lengths_of(*cells, b405)
+        got = mlperf.lengths_of(*cells, b405)
         assert (got.input_max, got.output_max) == (19988.0, 1830.0)
     # a stated mean above the dataset's longest sample is not that dataset's: no bound
-    got = sem.lengths_of("30000 mean (sd 100)", "n/a", b405)
+    got = mlperf.lengths_of("30000 mean (sd 100)", "n/a", b405)
     assert (got.input_max, got.output_max) == (math.inf, 1830.0)
-    assert sem.lengths_of("2000", "500", None).input_max == math.inf
+    assert mlperf.lengths_of("2000", "500", None).input_max == math.inf
     # the replayed traffic is drawn under the bound
     from inference_econ.measured import replay as rp
 
@@ -653,10 +656,10 @@ def test_a_bad_dataset_maximum_is_one_line_naming_file_and_field(
     (tmp_path / "datasets").mkdir()
     (tmp_path / "datasets" / "mlperf.yaml").write_text(text)
     monkeypatch.setenv("INFERENCE_ECON_PATH", str(tmp_path))
-    sem.benchmarks.cache_clear()
+    mlperf.benchmarks.cache_clear()
     try:
         with pytest.raises(SpecError) as info:
-            sem.benchmarks()
+            mlperf.benchmarks()
         message = str(info.value)
         assert "mlperf.yaml" in message and "benchmarks.llama2-70b.input_max_tokens" in message
         assert problem in message and "\n" not in message
@@ -672,7 +675,7 @@ def test_a_bad_dataset_maximum_is_one_line_naming_file_and_field(
         assert "unresolved: benchmarks.llama2-70b.input_max_tokens" in result.output
     finally:
         monkeypatch.delenv("INFERENCE_ECON_PATH")
-        sem.benchmarks.cache_clear()
+        mlperf.benchmarks.cache_clear()
 
 
 def test_a_row_in_the_checkpoints_own_element_width_keeps_its_format(tmp_path):
@@ -783,7 +786,7 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
     assert default.config.step_token_budget == 8192
     ideal = predicting.row_engine(tight, predicting.preset("refined"))
     assert ideal.config.step_token_budget == predicting.REPLAY_IDEAL_ENGINE.step_token_budget
-    table = predicting.compare(path, "achievable").table
+    table = comparison.compare(path, "achievable").table
     assert list(table.status) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] < table.predicted.iloc[0]
 
@@ -862,7 +865,7 @@ def test_a_stated_gemm_allreduce_fusion_runs_the_engine_so(tmp_path):
         predicting.row_engine(plain, predicting.preset("achievable")).profile.gemm_allreduce_overlap
         == 0.0
     )
-    table = predicting.compare(path, "achievable").table
+    table = comparison.compare(path, "achievable").table
     assert list(table.status) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] > 1.05 * table.predicted.iloc[0]
 
@@ -968,7 +971,7 @@ def test_a_stated_kv_cache_fraction_sizes_the_engines_cache(tmp_path):
     assert predicting.row_engine(vllm, predicting.preset("achievable")).startswith(
         "unresolved: engine 'vllm': the row states kvcache_free_gpu_mem_frac"
     )
-    table = predicting.compare(path, "achievable").table
+    table = comparison.compare(path, "achievable").table
     assert list(table.status[:2]) == ["ok", "ok"], list(table.status)
     assert table.predicted.iloc[1] > table.predicted.iloc[0]  # cache-bound: more requests
 

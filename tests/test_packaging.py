@@ -52,7 +52,7 @@ def test_installed_package_finds_its_specs(wheel, tmp_path):
         "m = ie.load_model('DeepSeek-V3 (paper approximation)');"
         "s = ie.load_scenario('paper/table-2');"
         "o = ie.load_observations('paper-2025');"
-        "from inference_econ.measured.semantics import benchmarks;"
+        "from inference_econ.measured.mlperf import benchmarks;"
         "assert benchmarks()['llama3.1-405b'].input_mean == 9428.64;"
         "print(g.source_file); print(len(ie.list_specs('models'))); print(o[0].origin.split(',')[0])"
     )

@@ -15,6 +15,7 @@ from inference_econ.load.arrivals import Arrivals
 from inference_econ.load.engine import EngineConfig, build_instance
 from inference_econ.load.simulate import simulate
 from inference_econ.load.targets import Targets
+from inference_econ.measured import closed_forms, comparison
 from inference_econ.measured import predicting as pr
 from inference_econ.measured import replay as rp
 from inference_econ.measured.reading import load_measured
@@ -62,7 +63,7 @@ def test_server_latencies_depend_on_the_gpus_bandwidth(tmp_path, small_runs):
         SERVER.format(gpu="H100 SXM", metric="throughput_total", value=9000, unit="tok/s"),
         SERVER.format(gpu="H200 SXM", metric="throughput_total", value=9000, unit="tok/s"),
     )
-    predicted, _, status, engines = pr.predict_rows(rows, "achievable")
+    predicted, _, status, engines = comparison.predict_rows(rows, "achievable")
     assert status == ["ok"] * 4 and engines[0].startswith("trtllm")
     tpot_h100, tpot_h200, thr_h100, thr_h200 = predicted
     assert abs(tpot_h200 / tpot_h100 - 1.0) > 0.02  # not one constant whatever the GPU
@@ -132,7 +133,7 @@ def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
     the row's predicted mean TTFT at least ``prefill`` of the mean prompt on its GPUs (the
     fastest layout: a lower bound)."""
     rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="mean_TTFT", value=90, unit="ms"))
-    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    predicted, _, status, _ = comparison.predict_rows(rows, "achievable")
     alone = lone_prompt_prefill_s()
     assert status[0] == "ok" and predicted[0] >= alone > 0
     plan = pr.build_plan(rows, "achievable")
@@ -164,7 +165,9 @@ def test_steady_state_shortcut_equals_the_simulation(tmp_path):
         tmp_path, line.format(c="max load", s="offline"), line.format(c=64, s="closed_loop")
     )
     fit_plan = pr.build_plan(rows, "achievable", for_fit=True)
-    steady, _ = pr.metrics(fit_plan, pr.Points.of(fit_plan), fit_plan.step_seconds())
+    steady, _ = closed_forms.metrics(
+        fit_plan, closed_forms.Points.of(fit_plan), fit_plan.step_seconds()
+    )
     plan = pr.build_plan(rows, "achievable")
     assert list(plan.load) == [(1, 0)]  # the offline row's steady state is used as it is
     found = plan.engines[0]
@@ -205,9 +208,11 @@ def test_a_row_without_an_engine_says_so(tmp_path):
         tmp_path,
         "s,Llama-3.1-8B,FP8,H100 SXM,1,TP1,8,1000,200,throughput_total,900,tok/s,,closed_loop",
     )
-    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    predicted, _, status, _ = comparison.predict_rows(rows, "achievable")
     assert status[0].startswith("unresolved: engine unknown") and math.isnan(predicted[0])
-    predicted, _, status, _ = pr.predict_rows(rows, "refined")  # the ideal engine needs none
+    predicted, _, status, _ = comparison.predict_rows(
+        rows, "refined"
+    )  # the ideal engine needs none
     assert status[0] == "ok" and predicted[0] > 0
 
 
@@ -304,7 +309,7 @@ def test_a_server_load_is_held_by_its_p99s_over_the_run(tmp_path, monkeypatch):
     search = rp.find_knee
     monkeypatch.setattr(rp, "find_knee", lambda *a, **k: seen.append(search(*a, **k)) or seen[-1])
     rp.clear()
-    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    predicted, _, status, _ = comparison.predict_rows(rows, "achievable")
     rp.clear()
     got = {r.metric_text: p for r, p, s in zip(rows, predicted, status) if s == "ok"}
     assert got["mean_TPOT"] == pytest.approx(0.14548, rel=0.25)
@@ -563,7 +568,7 @@ def test_a_disaggregated_row_decodes_within_its_tpot_limit(tmp_path, small_runs)
         row("mean_TTFT", 300, "ms", 100),
     )
     assert all(r.disaggregated and r.decode_gpus == 1 and r.prefill_layout is None for r in rows)
-    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    predicted, _, status, _ = comparison.predict_rows(rows, "achievable")
     assert status[:4] == ["ok"] * 4
     loose, tight, p99_loose, p99_tight = predicted[:4]
     assert tight < 0.9 * loose  # the TPOT limit binds on the decode GPUs
@@ -587,7 +592,7 @@ def test_a_disaggregated_row_with_its_prefill_pool_is_replayed_through_it(tmp_pa
         row("throughput_total", 9000, "tok/s"),
     )
     assert rows[0].prefill_layout.label() == "TP1" and rows[0].decode_gpus == 1
-    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    predicted, _, status, _ = comparison.predict_rows(rows, "achievable")
     assert status == ["ok"] * 3
     ttft, p99_tpot, throughput = predicted
     alone = lone_prompt_prefill_s()
@@ -604,7 +609,7 @@ def test_a_prefill_pool_that_cannot_hold_the_model_leaves_only_its_row_infeasibl
         'mean_TTFT,900,ms,"TensorRT-LLM; constraints p99 TTFT<=6000ms, p99 TPOT<=175ms",server',
         DISAGGREGATED.format(metric="p99_TPOT", value=50, unit="ms", tpot=100),
     )
-    predicted, _, status, _ = pr.predict_rows(rows, "achievable")
+    predicted, _, status, _ = comparison.predict_rows(rows, "achievable")
     assert status[0].startswith("infeasible: its prefill instances: Llama 3.1 405B")
     assert "leaves no room for a KV cache on 1 x H100-SXM" in status[0]
     assert math.isnan(predicted[0]) and status[1] == "ok" and 0 < predicted[1] <= 0.100

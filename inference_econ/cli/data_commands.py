@@ -54,14 +54,14 @@ def compare_measured(csv, assumptions, engine, figure, format, out, quiet):
     \b
     Example:  inference-econ compare-measured examples/measured-rows.csv --assumptions achievable
     """
-    from ..measured import predicting as ms
+    from ..measured import comparison
     from ..output.ranges import ranged_columns
     from ..output.render import render
     from ..serving.intervals import figures_line
     from ..specs.catalog import display_path
 
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
-    result = ms.compare(csv, assumptions, engine, progress=Progress(quiet, every_s=10.0))
+    result = comparison.compare(csv, assumptions, engine, progress=Progress(quiet, every_s=10.0))
     table = result.table
     for _, row in table[table.beats_bound.fillna(False)].iterrows():
         click.echo(
@@ -160,7 +160,7 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
     import pandas as pd
 
     from ..measured.calibration import calibrate as fit
-    from ..measured.calibration import calibrated_yaml
+    from ..measured.calibration_report import calibrated_yaml
     from ..output.render import render
     from ..specs.catalog import display_path
     from ..specs.engine import load_engine

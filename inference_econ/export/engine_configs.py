@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import SpecError, one_line
-from ..measured.semantics import attention_words
+from ..measured.layouts import attention_words
 from .launch import LaunchPlan, Worker, engine_names
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers

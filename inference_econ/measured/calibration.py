@@ -12,7 +12,7 @@ sources, without rows that duplicate a held-out one, and predicts the held-out s
 
 The fit uses the rows whose prediction is a closed form of step times (offline runs whose
 steady state is exact, static batches, batch-1 TTFT, closed-loop rows as their steady state):
-their steps are built once (``predicting.Plan``), each trial of the terms only re-times them
+their steps are built once (``closed_forms.Plan``), each trial of the terms only re-times them
 (``efficiency.combine``), and a Jacobian's trials are evaluated together. Rows that run under
 load (Server, Interactive, closed loop) are predicted by the load engine with the fitted
 profiles and enter the reported errors - in sample, priors only and left out - but not the
@@ -25,381 +25,38 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from .. import settings as table
-from ..errors import InfeasibleError, SpecError, _shown, did_you_mean, expect, plural, warn
+from ..errors import InfeasibleError, SpecError
 from ..model.assumptions import ACHIEVABLE
-from ..model.efficiency import StepWork, combine
-from ..specs.engine import EngineProfile, load_engine, profile_yaml
-from ..specs.engine_terms import BY_TERM
+from ..specs.engine import EngineProfile, load_engine
+from . import comparison
 from . import predicting as pr
-from .reading import MeasuredRow, load_measured
+from .calibration_report import (
+    Calibration,
+    TermFit,
+    report_left_out,
+)
+from .fit_problem import Problem, build_problem, fit, residuals
+from .priors import (
+    MICRO_PRIORS,
+    MICRO_ROWS_PER_TERM,
+    PRIOR_WEIGHT,
+    PRIORS,
+    engine_priors,
+    engine_specific,
+    prior_means,
+    with_run_terms,
+)
+from .reading import load_measured
 from .semantics import publication
 
-
-@dataclass(frozen=True)
-class Prior:
-    """A fitted term: its prior (mean, standard deviation, source), bounds, the rows that can
-    constrain it, and the engine it belongs to (None: shared by every engine)."""
-
-    term: str
-    mean: float
-    sd: float
-    lower: float
-    upper: float
-    source: str
-    rows: str
-    engine: str | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.engine}.{self.term}" if self.engine else self.term
-
-
-#: The file of the priors (in the package's data; docs/model.md §F10).
-PRIORS_FILE = ("priors", "calibration.yaml")
-#: The groups of that file: terms every engine shares, the term each engine but the reference
-#: has its own value of, and the collective terms fitted to micro-benchmarks first.
-PRIOR_GROUPS = ("terms", "engine", "collectives")
-_PRIOR_FIELDS = ("mean", "sd", "lower", "upper", "unit", "source", "rows")
-
-
-def load_priors(path: str | Path | None = None) -> dict[str, tuple[Prior, ...]]:
-    """The priors of the fitted terms, by group (``PRIOR_GROUPS``), from the shipped
-    ``priors/calibration.yaml`` (or ``path``): physics and micro-benchmarks, set before any fit.
-    Each term's unit must be its unit in ``specs.engine_terms.TERMS``, its mean inside its bounds and
-    its SD positive; errors name the file and the field."""
-    from ..specs.catalog import data_roots
-    from ..specs.schema import check_number
-    from ..specs.yamlfile import load_yaml
-
-    if path is None:
-        found = (r.joinpath(*PRIORS_FILE) for r in data_roots())
-        path = next((p for p in found if p.is_file()), None)
-        if path is None:
-            raise SpecError("/".join(PRIORS_FILE), "", "is missing", "reinstall the package")
-    source = str(path)
-    data = load_yaml(Path(path))
-    out = {}
-    for group in PRIOR_GROUPS:
-        entries = data.get(group)
-        if not isinstance(entries, dict) or not entries:
-            raise SpecError(source, group, "is missing or empty", "give a mapping of term: prior")
-        priors = []
-        for term, spec in entries.items():
-            where = f"{group}.{term}"
-            if term not in BY_TERM:
-                hint = did_you_mean(str(term), sorted(BY_TERM))
-                raise SpecError(source, where, "is not an efficiency term", hint or "")
-            if not isinstance(spec, dict):
-                raise SpecError(source, where, "is not a mapping", "give mean, sd, lower, upper...")
-            unknown = sorted(set(spec) - set(_PRIOR_FIELDS))
-            missing = [k for k in _PRIOR_FIELDS if k not in spec]
-            if unknown or missing:
-                bad = unknown[0] if unknown else missing[0]
-                raise SpecError(
-                    source,
-                    f"{where}.{bad}",
-                    "is not a field of a prior" if unknown else "is missing",
-                    f"give {', '.join(_PRIOR_FIELDS)}",
-                )
-            unit = BY_TERM[term].unit
-            if spec["unit"] != unit:
-                raise SpecError(
-                    source, f"{where}.unit", f"is {spec['unit']!r}", f"the term is in {unit}"
-                )
-            n = {
-                k: float(check_number(spec[k], source, f"{where}.{k}", unit=unit))
-                for k in ("mean", "sd", "lower", "upper")
-            }
-            if not (n["lower"] <= n["mean"] <= n["upper"] and n["sd"] > 0):
-                raise SpecError(
-                    source, where, "needs lower <= mean <= upper and sd > 0", "fix the figures"
-                )
-            for k in ("source", "rows"):
-                if not isinstance(spec[k], str) or not spec[k].strip():
-                    raise SpecError(source, f"{where}.{k}", "is empty", "say where it comes from")
-            priors.append(
-                Prior(
-                    term, n["mean"], n["sd"], n["lower"], n["upper"], spec["source"], spec["rows"]
-                )
-            )
-        out[group] = tuple(priors)
-    if len(out["engine"]) != 1:
-        raise SpecError(source, "engine", "holds more than one term", "give step_time_scale only")
-    return out
-
-
-_PRIORS = load_priors()
-#: Priors of the fitted terms: physics and micro-benchmarks, set before any fit.
-PRIORS = _PRIORS["terms"]
-#: A term every engine profile but the reference (the one fitted, ``--engine``) has its own
-#: value of, fitted to the rows it serves: its kernels (engine, version, platform) against the
-#: reference engine's.
-ENGINE_PRIOR = _PRIORS["engine"][0]
-
-
-def engine_priors(engines, base_name: str) -> tuple[Prior, ...]:
-    """``ENGINE_PRIOR`` for every profile of ``engines`` but ``base_name``."""
-    return tuple(
-        dataclasses.replace(ENGINE_PRIOR, engine=e, rows=f"rows served by {e}")
-        for e in sorted(set(engines))
-        if e and e != base_name
-    )
-
-
-#: Priors of the collective terms, fitted to all-reduce micro-benchmarks (§F6).
-COLLECTIVE_PRIORS = _PRIORS["collectives"]
-#: Terms fitted to micro-benchmarks first, by the quantity the rows measure (§F6: all-reduce
-#: bus bandwidth; §F1: streaming bandwidth); with such rows the end-to-end fit keeps them fixed.
-MICRO_PRIORS = {"busbw": COLLECTIVE_PRIORS, "stream": (PRIORS[0],)}
-#: Fewest micro-benchmark rows per term they fit.
-MICRO_ROWS_PER_TERM = 2
-#: Weight of one prior against one row (a prior counts like a row one prior SD off).
-PRIOR_WEIGHT = 0.15
 #: A term needs this many rows that depend on it to be fitted.
 MIN_ROWS_PER_TERM = 3
 #: A row depends on a term when d log(prediction) / d log(term) exceeds this.
 SENSITIVITY = 0.02
-#: Residual of a row the trial terms cannot serve (no admissible batch).
-FAIL = math.log(3.0)
-
-
-@dataclass(frozen=True)
-class TermFit:
-    """One term after a fit: value and standard error, or why it was not fitted."""
-
-    key: str
-    value: float
-    standard_error: float | None
-    prior: Prior
-    fitted: bool
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """The fitted terms of an engine profile, its errors in sample, with the priors only and
-    left out by source, and the rows used."""
-
-    engine: str
-    terms: tuple[TermFit, ...]
-    rows: int
-    sources: tuple[str, ...]
-    in_sample: dict
-    prior_only: dict
-    held_out: dict  # pooled leave-one-source-out errors
-    by_source: tuple  # (source, rows, median, p90, bias) left out
-    predictions: object  # DataFrame: row, source, measured, prior, fitted, held_out
-    dropped_duplicates: int
-    source: str
-    seconds: float
-    notes: tuple[str, ...] = ()
-    #: Terms fitted to micro-benchmarks: {term: (value, standard error)}.
-    micro: tuple = ()
-
-    def profile(self, base: EngineProfile, name: str | None = None) -> EngineProfile:
-        """The base profile with the fitted terms of ``self.engine`` (shared ones and its own)."""
-        values = {k: v for k, (v, _) in self.micro}
-        errors = dict(base.standard_errors)
-        errors.update({k: e for k, (_, e) in self.micro})
-        for t in self.terms:
-            if not t.fitted or (t.prior.engine not in (None, self.engine)):
-                continue
-            if t.prior.engine is None and _engine_specific(t.prior.term, self.engine, self.engine):
-                continue
-            values[t.prior.term] = t.value
-            errors[t.prior.term] = t.standard_error
-        return base.replace(
-            name=name or f"{base.name} (calibrated)",
-            standard_errors=errors,
-            fit=self.fit_summary(),
-            **values,
-        )
-
-    def fit_summary(self) -> dict:
-        return {
-            "data": f"{self.source}: {self.rows} end-to-end rows with status ok, "
-            f"{plural_count(len(self.sources), 'source')}",
-            "leave_one_source_out": _pair(self.held_out, ", ", "median |error| ", "p90 "),
-            "in_sample": f"median |error| {self.in_sample['median']:.3f}, p90 {self.in_sample['p90']:.3f}",
-            "command": f"inference-econ calibrate {self.source} --engine {self.engine}",
-        }
-
-
-def plural_count(count: int, noun: str) -> str:
-    """ "1 source", "3 sources"."""
-    return f"{count} {plural(count, noun)}"
-
-
-def _pair(errors: dict, sep: str, median: str = "", p90: str = "") -> str:
-    """A median and p90 error as a profile's file states them; "not run" when no source was
-    left out (one source, or --no-holdout), never "nan"."""
-    if not (math.isfinite(errors["median"]) and math.isfinite(errors["p90"])):
-        return "not run"
-    return f"{median}{errors['median']:.3f}{sep}{p90}{errors['p90']:.3f}"
-
-
-#: Terms a run sets on its engine's profile and the fit never touches: the share of the host
-#: overheads a step waits for, by the runtime the row's harness or version names (§F5), and
-#: whether its engine was built with each GEMM and its all-reduce fused (§F6) and the share of
-#: memory its KV cache was given (§F8), as the row states them.
-RUN_TERMS = ("host_overhead_exposed", "gemm_allreduce_overlap", "kv_cache_memory_fraction")
-
-
-def with_run_terms(profile: EngineProfile, run: EngineProfile) -> EngineProfile:
-    """``profile`` (an engine's, with fitted terms) with the ``RUN_TERMS`` of ``run`` (the same
-    engine's profile as one row runs it)."""
-    changes = {t: run.value(t) for t in RUN_TERMS if run.value(t) != profile.value(t)}
-    return profile.with_terms(**changes) if changes else profile
-
-
-def _engine_specific(term: str, engine: str, base_name: str) -> bool:
-    """Whether ``engine`` has its own value of ``term`` (then the shared value is not its)."""
-    return term == ENGINE_PRIOR.term and engine != base_name
-
-
-# --- the trials -------------------------------------------------------------------------------
-
-
-@dataclass
-class _Problem:
-    """The rows, their steps and how a vector of terms becomes predictions."""
-
-    plan: pr.Plan
-    points: pr.Points
-    work: StepWork
-    rows: list  # indices into plan.rows of the rows fitted (ok, end-to-end, with pairs)
-    measured: np.ndarray
-    groups: np.ndarray
-    weights: np.ndarray
-    base: dict  # engine name -> EngineProfile
-    step_engine: np.ndarray
-    point_engine: np.ndarray
-    row_pos: dict = field(default_factory=dict)  # plan row index -> position in pts.rows
-    base_name: str = "trtllm"
-    #: Every usable row (end-to-end, ok, its engine known), fitted or not, with its engine and
-    #: measured value (SI): what the reported errors cover.
-    all_rows: list = field(default_factory=list)
-    all_engines: list = field(default_factory=list)
-    all_measured: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    all_groups: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    #: The profile of every step and every point, where a run sets ``RUN_TERMS`` on its own.
-    step_profiles: tuple = ()
-    point_profiles: tuple = ()
-    #: Weight of one prior against one row (``PRIOR_WEIGHT``; nested cross-validation varies it).
-    prior_weight: float = PRIOR_WEIGHT
-    #: End-to-end rows with status ok left out because no profile of their engine is known:
-    #: (line, reason).
-    engine_left_out: tuple = ()
-    _memo: dict = field(default_factory=dict)
-
-    def term_arrays(self, term: str, level: str, keys: tuple):
-        """(base values, [(key index, mask)]) of a term over the steps or the points."""
-        memo = (term, level, keys)
-        if memo not in self._memo:
-            engines = self.step_engine if level == "step" else self.point_engine
-            if term in RUN_TERMS:  # set by each run (its runtime): the value of its own profile
-                runs = self.step_profiles if level == "step" else self.point_profiles
-                base = np.array([p.value(term) for p in runs], float)
-            else:
-                values = {e: self.base[e].value(term) for e in set(engines)}
-                base = np.array([values[e] for e in engines], float)
-            own = [e for e in self.base if _engine_specific(term, e, self.base_name)]
-            masks = []
-            for k, key in enumerate(keys):
-                engine, _, name = key.rpartition(".")
-                if name != term:
-                    continue
-                mask = engines == engine if engine else ~np.isin(engines, own)
-                masks.append((k, mask))
-            self._memo[memo] = (base, masks)
-        return self._memo[memo]
-
-    def predict(self, theta: np.ndarray, keys: list) -> np.ndarray:
-        """Predictions (trials x fitted rows) for term vectors ``theta`` (trials x keys)."""
-        theta = np.atleast_2d(theta)
-        terms = _Terms(self, theta, keys)
-        seconds = combine(self.work, terms).total_s
-        value, score = pr.metrics(self.plan, self.points, seconds)
-        best, _ = pr.best_per_row(self.points, value, score)
-        return best[:, [self.row_pos[i] for i in self.rows]]
-
-
-class _Terms:
-    """Profile terms as arrays over (trials, steps): the base profiles' values, replaced by the
-    trial's where a fitted key applies (a shared key to every engine without its own prior
-    for the term, an engine's key to its steps)."""
-
-    def __init__(self, problem: _Problem, theta, keys) -> None:
-        self.p, self.theta, self.keys = problem, theta, keys
-
-    def _per(self, term: str, level: str):
-        base, masks = self.p.term_arrays(term, level, tuple(self.keys))
-        if not masks:  # not fitted: the base profiles' value (one number when they agree)
-            return base[0] if np.all(base == base[0]) else base
-        if len(masks) == 1 and masks[0][1].all():  # one shared key for every step
-            return self.theta[:, masks[0][0] : masks[0][0] + 1]
-        out = np.broadcast_to(base, (self.theta.shape[0], len(base)))
-        for k, mask in masks:
-            out = np.where(mask, self.theta[:, k : k + 1], out)
-        return out
-
-    def __getattr__(self, term: str):
-        if term not in BY_TERM:
-            raise AttributeError(term)
-        return self._per(term, "step")
-
-
-def _residuals(problem: _Problem, theta, keys, priors) -> np.ndarray:
-    """Weighted log residuals of the rows, then the priors' pseudo-rows (trials x all)."""
-    pred = problem.predict(theta, keys)
-    r = np.log(pred / problem.measured)
-    r = np.where(np.isfinite(r), r, FAIL)
-    prior = np.array([(np.atleast_2d(theta)[:, k] - p.mean) / p.sd for k, p in enumerate(priors)]).T
-    return np.concatenate([problem.weights * r, problem.prior_weight * prior], axis=1)
-
-
-def _fit(problem: _Problem, priors, subset=None, x0=None):
-    """(terms, standard errors, residuals) of a fit on ``subset`` of the rows."""
-    from scipy.optimize import least_squares
-
-    keys = [p.key for p in priors]
-    scale = np.array([p.sd for p in priors])
-    lo = np.array([p.lower for p in priors]) / scale
-    hi = np.array([p.upper for p in priors]) / scale
-    mask = np.ones(len(problem.rows), bool) if subset is None else subset
-    n = int(mask.sum())
-    keep = np.concatenate([mask, np.ones(len(priors), bool)])
-
-    def fun(z):
-        return _residuals(problem, z * scale, keys, priors)[0][keep]
-
-    def jac(z):
-        h = 1e-3 * np.maximum(np.abs(z), 1.0)
-        trials = np.vstack([z, z + np.diag(h)])
-        trials = np.minimum(trials, hi)
-        res = _residuals(problem, trials * scale, keys, priors)[:, keep]
-        return (
-            (res[1:] - res[0]) / (trials[1:] - z)[np.arange(len(z)), np.arange(len(z))][:, None]
-        ).T
-
-    start = np.array([p.mean for p in priors]) if x0 is None else np.asarray(x0)
-    z0 = np.clip(start / scale, lo, hi)
-    res = least_squares(
-        fun, z0, jac=jac, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, max_nfev=60, x_scale=1.0
-    )
-    J = res.jac
-    s2 = float(np.sum(res.fun[:n] ** 2)) / max(1, n - len(priors))
-    cov = np.linalg.pinv(J.T @ J) * max(s2, 1e-12)
-    se = np.sqrt(np.clip(np.diag(cov), 0.0, None)) * scale
-    return res.x * scale, se
-
-
 # --- calibrate --------------------------------------------------------------------------------
 
 
@@ -475,13 +132,6 @@ def calibrate(
     )
 
 
-def prior_means() -> dict:
-    """Every term the fit can set, at its prior mean (an engine's own kernel factor at 1)."""
-    out = {p.term: p.mean for p in PRIORS}
-    out[ENGINE_PRIOR.term] = ENGINE_PRIOR.mean
-    return out
-
-
 def select_terms(problem, priors, older, newer, notes: list, say=lambda m: None) -> tuple:
     """The terms kept by the time rule (docs/validation.md): fitted on the ``older`` fitted
     rows, a term whose reset to its prior lowers the error on the ``newer`` fitted rows
@@ -497,7 +147,7 @@ def select_terms(problem, priors, older, newer, notes: list, say=lambda m: None)
         e = np.where(np.isfinite(e), e, 10.0)
         return float(np.median(e) + np.quantile(e, 0.9)) if len(e) else 0.0
 
-    values, _ = _fit(problem, tuple(kept), subset=older)
+    values, _ = fit(problem, tuple(kept), subset=older)
     current = score(values)
     while kept:
         trials = []
@@ -516,7 +166,7 @@ def select_terms(problem, priors, older, newer, notes: list, say=lambda m: None)
         say(f"time rule: {p.key} left at its prior {p.mean:g}")
         if not kept:
             break
-        values, _ = _fit(problem, tuple(kept), subset=older)
+        values, _ = fit(problem, tuple(kept), subset=older)
         current = score(values)
     return tuple(kept)
 
@@ -527,21 +177,21 @@ def fit_terms(problem, notes: list, say, exclude=frozenset(), subset=None):
     ones the rows do not pin down (§F10)."""
     priors = _usable_priors(problem, notes, say, exclude=exclude, subset=subset)
     say(f"fitting {len(priors)} terms to {len(problem.rows)} rows")
-    values, errors = _fit(problem, priors, subset=subset)
+    values, errors = fit(problem, priors, subset=subset)
     return _drop_unconstrained(problem, priors, values, errors, notes, say, subset=subset)
 
 
 def prepare(path, engine: str, say, notes: list):
-    """(the rows' ``_Problem`` with the micro-benchmark terms set, those terms) of a file.
+    """(the rows' ``Problem`` with the micro-benchmark terms set, those terms) of a file.
     Every row the fit cannot use is reported (``report_left_out``); a file with no row it can
-    use is one error naming the file (``_nothing_usable``)."""
+    use is one error naming the file (``nothing_usable``)."""
     say(f"reading {path}")
     rows = load_measured(path)
     base = load_engine(engine)
     micro = _fit_micro(rows, base, notes, say)
     collective = {k: v for k, v in micro.items() if "." not in k}
     say("building the steps of every row")
-    problem = _problem(rows, base, collective, notes, source=str(path))
+    problem = build_problem(rows, base, collective, notes, source=str(path))
     report_left_out(str(path), rows, problem.engine_left_out, collective)
     if len(problem.rows) == 0:
         raise InfeasibleError(
@@ -564,7 +214,7 @@ def leave_one_out(problem, priors, values, groups, say=lambda m: None):
         train = (fit_groups != name) & ~_duplicates(problem, test)
         dropped += int((fit_groups != name).sum() - train.sum())
         say(f"leaving out {k}/{len(names)}: {name} ({int(test.sum())} rows)")
-        v, _ = _fit(problem, priors, subset=train, x0=values)
+        v, _ = fit(problem, priors, subset=train, x0=values)
         index = np.flatnonzero(test)
         held[index] = predict_with(problem, index, keys, v)
         m = problem.all_measured[index]
@@ -588,7 +238,7 @@ def apply_terms(profile: EngineProfile, keys, values, base_name: str) -> EngineP
     for key, value in zip(keys, np.asarray(values, float)):
         engine, _, term = key.rpartition(".")
         if engine == profile.name or (
-            not engine and not _engine_specific(term, profile.name, base_name)
+            not engine and not engine_specific(term, profile.name, base_name)
         ):
             changes[term] = float(value)
     return profile.replace(**changes) if changes else profile
@@ -610,7 +260,7 @@ def predict_file(problem, rows, keys, values):
             prof = e.profile.replace(**{**prior_means(), **micro})
             e = dataclasses.replace(e, profile=apply_terms(prof, keys, values, problem.base_name))
         engines[i] = e
-    return pr.predict_rows(rows, ACHIEVABLE, engines=engines)
+    return comparison.predict_rows(rows, ACHIEVABLE, engines=engines)
 
 
 def predict_with(problem, index, keys, values) -> np.ndarray:
@@ -627,7 +277,7 @@ def predict_with(problem, index, keys, values) -> np.ndarray:
         engines[n] = dataclasses.replace(
             e, profile=with_run_terms(profiles[e.profile.name], e.profile)
         )
-    predicted, *_ = pr.predict_rows(rows, ACHIEVABLE, engines=engines)
+    predicted, *_ = comparison.predict_rows(rows, ACHIEVABLE, engines=engines)
     return predicted
 
 
@@ -644,87 +294,7 @@ def _errors(e) -> dict:
     }
 
 
-def _problem(
-    rows: list[MeasuredRow],
-    base: EngineProfile,
-    collective: dict,
-    notes: list | None = None,
-    source: str = "measured rows",
-) -> _Problem:
-    """The usable rows (end-to-end, status ok, engine known) with their engines' profiles (with
-    the fitted collective terms), and the steps of the ones the fit uses, built once.
-    ``base`` is the reference profile: every other profile gets its own kernel factor. The
-    rows left out for their engine are the problem's ``engine_left_out`` (line, reason); no
-    usable row is one error naming ``source`` (the file) and why each kind of row is not used."""
-    profiles: dict = {}
-
-    def adjusted(p: EngineProfile) -> EngineProfile:
-        if p.name not in profiles:  # every fitted term at its prior: no earlier fit leaks in
-            profiles[p.name] = p.replace(**{**prior_means(), **collective})
-        return with_run_terms(profiles[p.name], p)
-
-    usable, engines, unknown = [], [], []
-    for r in rows:
-        if r.kind != "end-to-end" or not r.ok:
-            continue
-        e = pr.row_engine(r, ACHIEVABLE)
-        if not isinstance(e, pr.RowEngine):
-            unknown.append((r.row, e))
-            continue
-        usable.append(r)
-        engines.append(dataclasses.replace(e, profile=adjusted(e.profile)))
-    if unknown and notes is not None:
-        notes.append(
-            f"{len(unknown)} row(s) left out: no profile of the engine they name (or none named)"
-        )
-    if not usable:  # nothing to build steps of: one line saying why, not a traceback
-        raise _nothing_usable(source, rows, unknown, collective)
-    adjusted(base)
-    plan = pr.build_plan(usable, ACHIEVABLE, engines=dict(enumerate(engines)), for_fit=True)
-    pts = pr.Points.of(plan)
-    work = plan.step_work()
-    fit_rows = [int(i) for i in pts.rows]
-    row_pos = {int(i): k for k, i in enumerate(pts.rows)}
-    all_measured = np.array([_si(r) for r in usable])
-    all_groups = np.array([r.group for r in usable])
-    measured = all_measured[fit_rows] if fit_rows else np.zeros(0)
-    groups = all_groups[fit_rows] if fit_rows else np.array([])
-    counts = {g: int((groups == g).sum()) for g in set(groups)}
-    w = np.array([1.0 / math.sqrt(counts[g]) for g in groups])
-    w = w / math.sqrt(np.mean(w**2)) if len(w) else w
-    step_engine = np.array(plan.step_engines())
-    point_engine = np.array([plan.engines[i].profile.name for i in pts.row])
-    step_profiles = tuple(plan.step_profiles())
-    point_profiles = tuple(plan.engines[i].profile for i in pts.row)
-    by_name = dict(profiles)
-    return _Problem(
-        plan,
-        pts,
-        work,
-        fit_rows,
-        measured,
-        groups,
-        w,
-        by_name,
-        step_engine,
-        point_engine,
-        row_pos=row_pos,
-        base_name=base.name,
-        all_rows=usable,
-        all_engines=engines,
-        all_measured=all_measured,
-        all_groups=all_groups,
-        step_profiles=step_profiles,
-        point_profiles=point_profiles,
-        engine_left_out=tuple(unknown),
-    )
-
-
-def _si(row: MeasuredRow) -> float:
-    return row.value * pr._unit_scale(row)
-
-
-def _usable_priors(problem: _Problem, notes: list, say, exclude=frozenset(), subset=None):
+def _usable_priors(problem: Problem, notes: list, say, exclude=frozenset(), subset=None):
     """The priors of terms at least ``MIN_ROWS_PER_TERM`` rows (of ``subset``) depend on (an
     engine's own terms for each profile in the data but the reference); refuses when too few
     rows are left for them."""
@@ -799,7 +369,7 @@ def _drop_unconstrained_once(problem, priors, values, errors, notes, say, subset
         )
     say(f"refitting the {len(keep)} terms the rows constrain")
     x0 = np.array([values[k] for k, _ in enumerate(priors) if k not in weak])
-    values, errors = _fit(problem, tuple(keep), subset=subset, x0=x0)
+    values, errors = fit(problem, tuple(keep), subset=subset, x0=x0)
     return tuple(keep), values, errors
 
 
@@ -810,7 +380,7 @@ def _data_share(problem, priors, values, subset=None) -> np.ndarray:
     sd = np.array([p.sd for p in priors])
     h = 1e-3 * np.maximum(np.abs(values / sd), 1.0) * sd
     trials = np.vstack([values, values + np.diag(h)])
-    r = _residuals(problem, trials, keys, priors)[:, : len(problem.rows)]
+    r = residuals(problem, trials, keys, priors)[:, : len(problem.rows)]
     if subset is not None:
         r = r[:, np.asarray(subset, bool)]
     J = (r[1:] - r[0]) / (h / sd)[:, None]
@@ -818,7 +388,7 @@ def _data_share(problem, priors, values, subset=None) -> np.ndarray:
     return data / (data + problem.prior_weight**2)
 
 
-def _duplicates(problem: _Problem, test: np.ndarray) -> np.ndarray:
+def _duplicates(problem: Problem, test: np.ndarray) -> np.ndarray:
     """Fitted rows that repeat a held-out row (``test``: a mask over the usable rows) - the
     same system, metric and value."""
 
@@ -867,7 +437,7 @@ def _fit_micro(rows, base: EngineProfile, notes: list, say) -> dict:
 
         def fun(x, priors=priors, data=data, measured=measured):
             prof = base.replace(**{p.term: v for p, v in zip(priors, x)})
-            pred = np.array([pr.predict_micro(r, ACHIEVABLE, prof) for r in data])
+            pred = np.array([comparison.predict_micro(r, ACHIEVABLE, prof) for r in data])
             prior = [(x[k] - p.mean) / p.sd for k, p in enumerate(priors)]
             return np.concatenate([np.log(pred / measured), PRIOR_WEIGHT * np.array(prior)])
 
@@ -881,140 +451,3 @@ def _fit_micro(rows, base: EngineProfile, notes: list, say) -> dict:
             notes.append(f"{p.term}: {v:.4g} +- {e:.2g} from {n} {quantity} micro-benchmark rows")
             out[f"se.{p.term}"] = float(e)
     return out
-
-
-# --- the rows calibration does not use ------------------------------------------------------
-
-
-#: What each quantity of micro-benchmark rows measures, as the messages name it.
-MICRO_KINDS = {
-    "busbw": "all-reduce bus bandwidth",
-    "stream": "streaming (HBM) bandwidth",
-    "gemm_flops": "GEMM throughput",
-}
-#: The rows left out of a file that ``_nothing_usable`` quotes, at most.
-QUOTED_ROWS = 3
-
-
-def _reason(status: str) -> str:
-    """A row's status as the reason it is left out: "value 'abc' is not a number"."""
-    return status.removeprefix("unresolved: ")
-
-
-def rows_not_used(rows, engine_left_out=(), collective=None):
-    """The rows of a measured file calibration does not use, in two kinds: (each row it
-    cannot use: (line, reason), as ``compare-measured`` states its status), and {reason: lines}
-    of the rows of a kind calibration does not fit by design: rows derived from another row
-    (duplicate figures, predicted but never fitted), micro-benchmarks of a quantity it does not
-    fit (``MICRO_PRIORS``: GEMM TFLOPS), or too few of one to fit its terms. ``collective``:
-    the terms fitted to micro-benchmarks (None: every quantity of ``MICRO_PRIORS`` was);
-    ``engine_left_out``: the end-to-end rows whose engine has no profile (``_problem``)."""
-    unusable, kinds = [], {}
-    for r in rows:
-        quantity = r.metric.quantity if r.metric is not None else None
-        if r.kind == "micro" and quantity not in MICRO_PRIORS:
-            what = MICRO_KINDS.get(quantity, f"{r.metric_text!r}")
-            kinds.setdefault(
-                f"micro-benchmarks of {what}, which calibration does not fit (it fits "
-                "end-to-end rows and all-reduce and streaming bandwidth micro-benchmarks)",
-                [],
-            ).append(r.row)
-        elif r.status.startswith("derived"):
-            kinds.setdefault(
-                "derived from another row of the file (predicted, left out of fits)", []
-            ).append(r.row)
-        elif not r.ok:
-            unusable.append((r.row, _reason(r.status)))
-        elif r.kind == "micro" and collective is not None:
-            terms = [p.term for p in MICRO_PRIORS[quantity]]
-            if not all(t in collective for t in terms):
-                need = MICRO_ROWS_PER_TERM * len(terms)
-                kinds.setdefault(
-                    f"micro-benchmarks of {MICRO_KINDS.get(quantity, quantity)}, too few to fit "
-                    f"{', '.join(terms)} (needs {need})",
-                    [],
-                ).append(r.row)
-    unusable += [(line, _reason(why)) for line, why in engine_left_out]
-    return sorted(unusable), kinds
-
-
-def _lines(numbers, limit: int = 12) -> str:
-    """Line numbers as runs: "65-76", "4, 9, 12-14" (the first ``limit`` runs, then "...")."""
-    runs: list[list[int]] = []
-    for n in sorted(numbers):
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    text = [f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:limit]]
-    return ", ".join(text) + (", ..." if len(runs) > limit else "")
-
-
-def report_left_out(source: str, rows, engine_left_out=(), collective=None) -> None:
-    """Warn of every row of ``source`` calibration leaves out: one line per row it cannot use
-    with its reason (``MAX_ROW_WARNINGS`` of them, then one line counting the rest with their
-    lines), and one line per kind of row it does not use by design (``rows_not_used``)."""
-    from ..specs.inputs import MAX_ROW_WARNINGS
-
-    unusable, kinds = rows_not_used(rows, engine_left_out, collective)
-    shown = _shown(source)
-    for line, why in unusable[:MAX_ROW_WARNINGS]:
-        warn(f"{shown}: line {line}: {why}; the row is left out of the calibration")
-    rest = unusable[MAX_ROW_WARNINGS:]
-    if rest:
-        warn(
-            f"{shown}: {len(rest)} more {plural(len(rest), 'row')} left out of the calibration "
-            f"(lines {_lines(line for line, _ in rest)}; 'inference-econ compare-measured "
-            f"{shown}' gives each row's status)"
-        )
-    for why, lines in kinds.items():
-        warn(f"{shown}: {plural_count(len(lines), 'row')} not used (lines {_lines(lines)}): {why}")
-
-
-def _nothing_usable(source: str, rows, engine_left_out=(), collective=None) -> SpecError:
-    """The error of a file none of whose rows calibration can use: the file, how many rows
-    of each kind it has and why they are left out (the first few unreadable rows' reasons)."""
-    unusable, kinds = rows_not_used(rows, engine_left_out, collective)
-    parts = []
-    if unusable:
-        quoted = "; ".join(f"line {line}: {why}" for line, why in unusable[:QUOTED_ROWS])
-        more = f"; and {len(unusable) - QUOTED_ROWS} more" if len(unusable) > QUOTED_ROWS else ""
-        parts.append(f"{plural_count(len(unusable), 'row')} left out ({quoted}{more})")
-    parts += [
-        f"{plural_count(len(lines), 'row')} {'is' if len(lines) == 1 else 'are'} {why}"
-        for why, lines in kinds.items()
-    ]
-    if not rows:
-        parts.append("the file has no rows")
-    return SpecError(
-        source,
-        "",
-        "no row calibration can use: " + ("; ".join(parts) or "no end-to-end row with status ok"),
-        "give end-to-end rows with status ok; 'inference-econ compare-measured FILE' shows "
-        "each row's status",
-    )
-
-
-def calibrated_yaml(result: Calibration, base: EngineProfile, name: str | None = None) -> str:
-    """The profile file ``calibrate -o`` writes: derives from the base, fitted terms with
-    their standard errors, how it was fitted."""
-    expect(result, Calibration, "result", "a Calibration", "the result of ie.calibrate(path)")
-    expect(base, EngineProfile, "base", "an engine profile", "e.g. ie.load_engine('trtllm')")
-    prof = result.profile(base, name)
-    fitted = dict(result.micro)
-    fitted |= {
-        t.prior.term: (t.value, t.standard_error)
-        for t in result.terms
-        if t.fitted
-        and t.prior.engine in (None, result.engine)
-        and not (
-            t.prior.engine is None and _engine_specific(t.prior.term, result.engine, result.engine)
-        )
-    }
-    header = [
-        f"Calibrated by 'inference-econ calibrate' on {result.source}: {result.rows} rows,",
-        f"{plural_count(len(result.sources), 'source')}; median / p90 |predicted / measured - 1|: "
-        f"in sample {result.in_sample['median']:.3f} / {result.in_sample['p90']:.3f}, left out by "
-        f"source {_pair(result.held_out, ' / ')}.",
-    ]
-    return profile_yaml(prof, base.name, header, fitted)

@@ -416,7 +416,7 @@ def measured_figure(
     """Measured against predicted, log-log, one panel per quantity (token rates, latencies in
     ms, ...: never two units on one axis; ``quantity``), one colour per source, for the rows
     with status ok of one ``kind`` (end-to-end or micro; a
-    ``measured.predicting.Comparison``, or a table with its columns); the diagonal and
+    ``measured.comparison.Comparison``, or a table with its columns); the diagonal and
     the 15 % and 35 % bands. ``column``: which prediction to draw (``held_out`` for a
     calibration's left-out predictions); ``units``: how the values were converted, when they
     were (the default: each row's own unit, which its panel names)."""

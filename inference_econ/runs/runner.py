@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InfeasibleError, SpecError
-from ..measured.reading import load_overlay_points
+from ..measured.overlays import load_overlay_points
 from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
 from ..optimise.toy import toy_frontier

@@ -1,0 +1,167 @@
+"""What a measured row says of its software: the engine it names (profile name, version,
+platform), features it uses that the model lacks (speculative decoding) and its precision's
+bits. Plain functions from text to typed values."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .semantics import is_missing
+
+# --- engines --------------------------------------------------------------------------------
+
+#: Engines named in free text -> profile names; the first named in the text wins.
+ENGINE_WORDS = (
+    (re.compile(r"\bvllm\b", re.I), "vllm"),
+    (re.compile(r"\bsglang\b", re.I), "sglang"),
+    (re.compile(r"trt|tensorrt|\bnim\b", re.I), "trtllm"),
+)
+#: A versioned mention: the engine's own name followed by its version ("vLLM 0.6.x",
+#: "vllm==0.8.5", "vllm-0.9.0", "TensorRT-LLM 0.17", "TRT-LLM v1.0", "SGLang 0.4.6.post1").
+_VERSIONED = re.compile(
+    r"(?P<name>\bvllm|\bsglang|tensorrt[-_ ]?llm|trt[-_ ]?llm|\btrtllm)"
+    r"\s*(?:v(?:ersion)?\s*|==\s*|@\s*|\(\s*v?|-v?)?"
+    r"(?P<version>\d+(?:\.\d+)*(?:\.[x*])?(?:[.+-]?(?:rc|post|dev|a|b)\d*)*)",
+    re.IGNORECASE,
+)
+_PLATFORM_WORDS = (
+    (re.compile(r"\brocm|\bhip\b", re.I), "rocm"),
+    (re.compile(r"\bcuda\b", re.I), "cuda"),
+    (re.compile(r"\btpu\b|\bjax\b|\bjetstream\b|\bxla\b", re.I), "tpu"),
+)
+_VENDOR_PLATFORMS = (
+    (re.compile(r"\bamd\b|\binstinct\b|\bmi\d{3}", re.I), "rocm"),
+    (re.compile(r"\bnvidia\b", re.I), "cuda"),
+    (re.compile(r"\btpu\b|\bgoogle\b", re.I), "tpu"),
+)
+
+
+@dataclass(frozen=True)
+class EngineText:
+    """The engine a row names: a profile name (None: none the toolkit knows), its version as
+    written (None: not stated) and its platform ("cuda", "rocm", "tpu"; None: unknown)."""
+
+    name: str | None
+    version: str | None
+    platform: str | None
+
+
+def _version(text: str, name: str) -> str | None:
+    for m in _VERSIONED.finditer(text):
+        word = m.group("name").lower().replace("-", "").replace("_", "").replace(" ", "")
+        engine = "trtllm" if word.startswith(("tensorrt", "trt")) else word
+        if engine != name:
+            continue
+        version = re.sub(r"\.[x*]$", "", m.group("version")).rstrip(".")
+        release = re.match(r"[\d.]*\d", version).group(0)
+        if not any(int(p) for p in release.split(".") if p):
+            return None  # "0.0.0.dev1+mlperf50": a placeholder, no release
+        return version
+    return None
+
+
+def engine_of(row: dict, context: str = "", hardware_description: str = "") -> EngineText:
+    """The engine of a row: the ``engine`` column ("vllm", "vllm@0.10", a profile file), else
+    the first engine named in the precision, notes (``context``: a derived row's include its
+    parent's), source and hardware; its version from a versioned mention of that engine; its
+    platform from the text ("ROCm", "CUDA", "TPU"), else the GPU's vendor."""
+    notes = context or str(row.get("notes") or "")
+    precision, source, hardware = (
+        str(row.get(k) or "") for k in ("precision", "source", "hardware")
+    )
+    text = f"{precision} {notes} {source} {hardware}"
+    vendor = f"{hardware} {hardware_description}"
+    return _engine_text(str(row.get("engine") or "").strip(), text, vendor)
+
+
+@lru_cache(maxsize=4096)
+def _engine_text(given: str, text: str, vendor: str) -> EngineText:
+    name = version = None
+    if given and not is_missing(given):
+        base, _, pinned = given.partition("@")
+        named = [n for p, n in ENGINE_WORDS if p.search(base)]
+        name = named[0] if named and not base.endswith((".yaml", ".yml")) else base.strip()
+        version = pinned.strip() or _version(base, name)
+        text = f"{given} {text}"
+    else:
+        hits = [(m.start(), n) for p, n in ENGINE_WORDS for m in [p.search(text)] if m]
+        name = min(hits)[1] if hits else None
+    if name is not None and version is None:
+        version = _version(text, name)
+    platform = None
+    for pattern, value in _PLATFORM_WORDS:
+        m = pattern.search(text)
+        if m and (platform is None or m.start() < platform[0]):
+            platform = (m.start(), value)
+    if platform is None:
+        platform = next(((0, v) for p, v in _VENDOR_PLATFORMS if p.search(vendor)), None)
+    return EngineText(name, version, platform[1] if platform else None)
+
+
+def platform_of(gpu) -> str:
+    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...), CUDA otherwise."""
+    return "rocm" if gpu.name.upper().startswith("MI") else "cuda"
+
+
+#: Speculative decoding, as a measured row's status names it (``out_of_scope``).
+SPECULATIVE = "speculative decoding / multi-token prediction"
+#: Features the model lacks: rows that use them are out of scope.
+UNMODELLED = (
+    (
+        re.compile(r"speculat|\bmtp\b|multi-token|eagle|medusa|draft model|lookahead", re.I),
+        SPECULATIVE,
+    ),
+)
+
+
+def out_of_scope(what: str, why: str = "") -> str:
+    """The status of a row that uses a feature the model lacks (``why``: how it is known
+    when the row does not say it)."""
+    return f"out of scope: uses {what}, which inference-econ does not model" + (
+        f" ({why})" if why else ""
+    )
+
+
+def unmodelled_of(row: dict, context: str = "") -> str | None:
+    notes = context or str(row.get("notes") or "")
+    text = " ".join(str(row.get(k) or "") for k in ("precision", "model", "engine")) + " " + notes
+    for pattern, what in UNMODELLED:
+        if pattern.search(text):
+            return what
+    return None
+
+
+#: Precisions: weight, activation and KV-cache bits (the KV cache follows an 8-bit engine).
+PRECISIONS = {
+    "bf16": (16, 16, 16),
+    "fp16": (16, 16, 16),
+    "fp32": (32, 32, 32),
+    "fp8": (8, 16, 8),
+    "int8": (8, 16, 16),
+    "fp4": (4, 16, 8),
+    "nvfp4": (4, 16, 8),
+    "mxfp4": (4, 16, 8),
+    "int4": (4, 16, 16),
+    "awq": (4, 16, 16),
+}
+
+
+#: A KV-cache format stated in a precision cell ("INT4 (...; KV cache fp8)"): it overrides the
+#: weight format's default (an INT4 deployment with an FP8 cache, as Intel's MLPerf v6.0 Arc one).
+_KV_FORMAT = re.compile(r"kv[ _-]cache[ _:=-]*(fp8|int8|fp16|bf16)\b", re.I)
+_KV_BITS = {"fp8": 8, "int8": 8, "fp16": 16, "bf16": 16}
+
+
+def precision_of(text) -> tuple[float, float, float] | None:
+    """Bits of a precision cell ("FP8", "FP8 e4m3", "FP8 likely (TRT-LLM)"); None when it is
+    not stated or only guessed ("n/a", "BF16?"). A stated "KV cache fp8" sets the cache's bits."""
+    raw = str(text or "")
+    for m in re.finditer(r"(nvfp4|mxfp4|bf16|fp16|fp32|fp8|int8|fp4|int4|awq)(\?)?", raw, re.I):
+        if m.group(2):
+            return None
+        weight, activation, kv = PRECISIONS[m.group(1).lower()]
+        stated = _KV_FORMAT.search(raw)
+        return weight, activation, _KV_BITS[stated.group(1).lower()] if stated else kv
+    return None

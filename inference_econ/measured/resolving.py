@@ -1,0 +1,219 @@
+"""The names and fields of a measured row resolved to the toolkit's specs: a model name to a
+model, a hardware name to one GPU (a system mixing accelerators is heterogeneous), an engine
+cell to its profile and its MLPerf harness's speculative decoding, what a value is per, a
+precision as its checkpoint is released, the metrics each scenario can measure and a GEMM's
+shape. A name or field that cannot be read is a ``SpecError`` or the reason as text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+from ..errors import SpecError
+from ..specs.architecture import Architecture, load_model
+from ..specs.catalog import find, is_host_part, resolve_system_name
+from ..specs.engine import select_engine
+from ..specs.hardware import GPU, load_hardware
+from . import engine_words
+from . import semantics as sem
+
+#: Words a model name may carry that name no different model.
+SUFFIXES = ("instruct", "chat", "it", "hf", "base", "fp8", "bf16")
+
+
+#: Separators between the parts of a mixed system ("8xH100 + 8xH200", "H100, A100").
+_PARTS = re.compile(r"\s*(?:\+|&|;|,|\band\b|\swith\s|\s/\s)\s*", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1024)
+def hardware_of(text: str) -> tuple[GPU | None, int | None, str]:
+    """(GPU, accelerator count the name gives, reason if no GPU). A system of more than one
+    kind of accelerator is ``heterogeneous``: the model has one GPU per row."""
+    raw = str(text).strip()
+    if sem.is_missing(text) or re.search(r"undisclosed|not stated", raw, re.I):
+        return None, None, f"hardware {raw!r} is not disclosed"
+    if re.search(r"heterogeneous|\bmixed\b", raw, re.I):
+        return None, None, f"heterogeneous: hardware {raw!r} mixes accelerators"
+    parts = [p.strip() for p in _PARTS.split(re.sub(r"\([^)]*\)", " ", raw)) if p.strip()]
+    kinds: dict[str, tuple[GPU, int | None]] = {}
+    unknown, others = [], []
+    for part in parts if len(parts) > 1 else ():
+        try:
+            gpu, count = _load_gpu(part)
+            kinds.setdefault(gpu.name, (gpu, count))
+        except SpecError:
+            others.append(part)
+            if not is_host_part(part) and _ACCELERATOR_WORD.search(part):
+                unknown.append(part)
+    if len(kinds) + len(unknown) > 1:
+        names = " and ".join([*sorted(kinds), *unknown])
+        return None, None, f"heterogeneous: hardware {raw!r} mixes {names}"
+    try:
+        gpu, count = _load_gpu(raw)
+        return gpu, count, ""
+    except SpecError as exc:
+        if len(kinds) == 1 and all(is_host_part(p) for p in others):
+            gpu, count = next(iter(kinds.values()))  # one accelerator and its host CPUs
+            return gpu, count, ""
+        return None, None, f"hardware {raw!r}: {exc.problem}"
+
+
+#: Words that make an unknown part of a system name an accelerator (not a host or a count).
+_ACCELERATOR_WORD = re.compile(r"nvidia|\bamd\b|instinct|intel|gaudi|\barc\b|\btpu", re.I)
+
+
+@lru_cache(maxsize=512)
+def _load_gpu(text: str) -> tuple[GPU, int | None]:
+    system = resolve_system_name(text)
+    return load_hardware(system.path), system.accelerators
+
+
+@lru_cache(maxsize=256)  # once per (engine, GPU, model, scenario, benchmark): not per row
+def harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | None:
+    """The out-of-scope status of an MLPerf row whose harness runs its model, in its scenario,
+    with speculative decoding (its engine profile's ``speculative`` harness field, docs/model.md
+    §F9): the run speculated whether or not the row says so. None: it does not, or the row's
+    engine has no profile for its version (the prediction says so)."""
+    if benchmark is None or engine.name is None:
+        return None
+    try:
+        prof = select_engine(
+            engine.name, engine.version, engine.platform or engine_words.platform_of(gpu)
+        )
+    except SpecError:
+        return None
+    if not prof.harness_applies("mlperf", engine.version, model, scenario):
+        return None
+    method = prof.harness_speculative("mlperf", engine.version, model, scenario)
+    if method is None:
+        return None
+    return engine_words.out_of_scope(
+        engine_words.SPECULATIVE,
+        f"MLPerf's harness runs {model} {scenario} with {method}: every published "
+        f"configuration of it does, engine profile {prof.name!r}",
+    )
+
+
+@lru_cache(maxsize=256)
+def engine_profile(name: str):
+    """The profile file an ``engine`` cell names; an unknown one is the row's error."""
+    try:
+        return find("engines", name)
+    except SpecError as exc:
+        raise SpecError("", "engine", exc.problem, exc.fix) from None
+
+
+@lru_cache(maxsize=512)
+def resolve_model(name: str) -> Architecture:
+    """A benchmark's model name to a model spec: parenthesised notes ("(MLPerf v4.1
+    Server)") and suffixes (-Instruct, -Chat) dropped, "Llama-3.1-70B" read as "Llama 3.1 70B"."""
+    text = re.sub(r"\([^)]*\)|\"[^\"]*\"", " ", str(name)).strip()
+    tokens = [t for t in re.split(r"[-_ ]+", text) if t]
+    while tokens:
+        try:
+            return load_model(" ".join(tokens))
+        except SpecError:
+            if tokens[-1].lower() in SUFFIXES:
+                tokens = tokens[:-1]
+                continue
+            break
+    return load_model(str(name).strip())
+
+
+def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
+    """(what the value is per, how many of those the system has). The metric name and the unit
+    say it ("throughput_per_gpu", "output tok/s/GPU": the user guide's "/GPU" rule); they
+    must not disagree. A node is the accelerators the hardware name gives ("8xH200"), else the
+    GPU's scale-up domain of at most 8."""
+    if metric.quantity not in sem.DIVISIBLE:
+        return "system", 1
+    named, unit = metric.per, sem.basis_of_unit(rec["unit"])
+    if named and unit and named != unit:
+        raise SpecError(
+            "",
+            "unit",
+            f"{rec['unit']!r} says per {unit.replace('_', ' ')} but metric {rec['metric']!r} "
+            f"is per {named.replace('_', ' ')}",
+            "make the metric name and the unit agree",
+        )
+    per = named or unit or "system"
+    if per == "gpu":
+        return per, gpus
+    if per == "decode_gpu":
+        if decode_gpus is None:
+            raise SpecError(
+                "", "unit", "per decode GPU, but the row does not say which GPUs decode"
+            )
+        return per, decode_gpus
+    if per == "node":
+        node = count or (gpu.scale_up_domain_gpus if gpu.scale_up_domain_gpus <= 8 else None)
+        if node is None or gpus % node:
+            raise SpecError(
+                "",
+                "unit",
+                f"per node: a node of {gpu.name} has {node or 'an unstated number of'} GPUs "
+                f"and the row has {gpus}",
+                "name the count in the hardware ('8xH200') or give the figure per GPU",
+            )
+        return per, gpus // node
+    return per, 1
+
+
+#: What each scenario can measure besides latencies (a metric outside it is unresolved).
+MEASURABLE = {
+    "offline": (*sem.RATES, "streams"),
+    "server": (*sem.RATES, "streams", "user_speed"),
+    "interactive": (*sem.RATES, "streams", "user_speed"),
+    "closed_loop": (*sem.RATES, "user_speed"),
+    "static": ("throughput",),
+    "single": ("ttft_single", "ttft"),
+    "prefill": ("input_throughput",),
+}
+#: Scenarios of many requests whose latencies (any statistic) a row may give.
+WITH_LATENCIES = ("server", "interactive", "closed_loop")
+
+
+def scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
+    if bits is None:
+        return f"precision {str(rec.get('precision', ''))!r} is not stated"
+    if scenario is None:
+        return "scenario not stated (give a scenario column, or a concurrency)"
+    if scenario not in MEASURABLE:
+        return f"scenario {scenario!r} is not one of {', '.join(MEASURABLE)}"
+    if scenario in ("closed_loop", "static") and concurrency is None:
+        return f"a {scenario.replace('_', ' ')} row needs its concurrency (batch_or_concurrency)"
+    q = metric.quantity
+    latency = scenario in WITH_LATENCIES and sem.is_time(q) and q != "ttft_single"
+    if q not in MEASURABLE[scenario] and not latency:
+        return f"metric {rec['metric']!r} is not read for the {scenario} scenario"
+    return ""
+
+
+def as_released(bits, arch):
+    """A row's precision (weight, activation, KV bits) on a model whose checkpoint stores its
+    weights in a format of the same element width keeps that format's exact width: "FP4" on
+    gpt-oss is its released MXFP4 (4.25 bits; its BF16 non-expert weights and MXFP8 GEMM
+    operand are the model file's and stay, ``Architecture.with_precision``)."""
+    if bits is None:
+        return None
+    released = arch.precision.weight_bits
+    if released != bits[0] and math.floor(released + 1e-9) == math.floor(bits[0] + 1e-9):
+        return (released, *bits[1:])
+    return bits
+
+
+def gemm_shape_of(text):
+    """(M, N, K) of "8192^3" or "6144x12288x12288"; None for "best shape"; "?" otherwise."""
+    raw = str(text or "").strip().lower()
+    if "best" in raw:
+        return None
+    m = re.match(r"^(\d+)\s*\^\s*3$", raw)
+    if m:
+        n = float(m.group(1))
+        return (n, n, n)
+    m = re.match(r"^(\d+)\s*x\s*(\d+)\s*x\s*(\d+)$", raw)
+    if m:
+        return tuple(float(g) for g in m.groups())
+    return "?"
