@@ -31,9 +31,10 @@ from .engine import (
     layout_capacity,
     layout_search,
 )
+from .records import RunRecord
 from .results import LoadResult, RequestLatencies, assemble, summarise
 from .routing import GROUP, Router, RouterPolicy
-from .simulate import RunRecord, simulate, simulate_group
+from .simulate import simulate, simulate_group
 from .targets import NO_TARGETS, Targets
 
 #: What one load simulation serves (docs/model.md §E3-§E5): a whole deployment, or its prefill
