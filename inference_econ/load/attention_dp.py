@@ -4,16 +4,12 @@
 Each admitted request goes to one rank (``Ranks.assign``); each rank takes its own prompts
 into its share of the step's token budget (``Ranks.plan``), which the balancing may hold back
 a few steps so that every rank prefills at once (``Ranks.balance``); a step lasts as long as
-its busiest rank's (``Ranks.step``). An engine whose ranks are pooled (the ideal engine), that
+its busiest rank's (``Ranks.work`` per rank; the step itself is the scheduler's,
+``simulate._Engine.rank_step``). An engine whose ranks are pooled (the ideal engine), that
 speculates (not modelled per rank) or that has one attention group has no ``Ranks``.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .simulate import _Engine
 
 
 class Ranks:
@@ -34,7 +30,9 @@ class Ranks:
         "adp_batch",
     )
 
-    def __init__(self, count: int, n_in: list, budget: int, limit: int, balancing) -> None:
+    def __init__(
+        self, count: int, n_in: list, budget: int, limit: int, balancing: tuple[int, int] | None
+    ) -> None:
         self.count, self.n_in = count, n_in
         self.rank_of = [-1] * len(n_in)  # -1: none
         self.act_n, self.act_tok, self.gen_n = [0] * count, [0] * count, [0] * count
@@ -72,26 +70,6 @@ class Ranks:
         self.act_tok[r] -= self.n_in[i]
         if decoding:
             self.gen_n[r] -= 1
-
-    def turn(self, e: _Engine, D: int, horizon: float) -> bool:
-        """``_Engine.iterate``'s step where the ranks schedule their own requests: the prompt
-        chunks each rank takes (``plan``), released or held by the balancing (``balance``); a
-        step with them (``step``), else decode-only steps (one at a time while prompts are
-        held: the balancing decides again every step)."""
-        plan, taken = self.plan(e.prefilling, e.prefill.separate, e.prefill.take)
-        release = True
-        all_gen = min(self.gen_n) > 0
-        if self.balancing is not None:
-            release = self.balance(min(taken) > 0, all_gen)
-        if plan and release:
-            self.step(e, plan, taken)
-            return True
-        room = not e.waiting and not e.hold and D + len(e.prefilling) < e.limit
-        before = e.steps
-        e.decode_run(room, horizon, 1 if plan else 0)
-        if self.balancing is not None and not plan:
-            self.balance_idle(e.steps - before - 1, all_gen)
-        return True
 
     def plan(self, prefilling: list, separate: bool, take_of) -> tuple[list, list]:
         """([(prefilling entry, tokens it takes)], prompt tokens per rank) of the next step:
@@ -155,27 +133,17 @@ class Ranks:
         timeout = self.balancing[1]  # type: ignore[index]
         self.adp_wait = (self.adp_wait + steps) % timeout if all_gen else 0
 
-    def step(self, e: _Engine, plan: list, taken: list) -> bool:
-        """One step of ``e`` with the prompt chunks of ``plan`` (``plan``). Every step is
-        synchronous across the ranks (the expert layers exchange tokens in every layer), so it
-        lasts as long as its busiest rank's: the pooled step (``_Engine.mixed_step``) with the
-        decoding requests as they are and the prompt work of the rank with the most prompt
-        tokens on every rank (its tokens, chunks, cache reads and attention times the ranks).
-        Its FLOP are the work done. False if the cache had to make room first."""
-        separate = e.prefill.separate
-        prefilling = e.prefilling
-        D = 0 if separate else len(e.running)
-        plain = not e.windowed
-        layers, pos = e.layers, e.pos
-        decode_q = e.room_for_prompts(separate, D, 1.0)
-        if decode_q is None:
-            return False
+    def work(self, plan: list, layers: float, pos) -> tuple:
+        """The prompt work of a step with the chunks of ``plan``, per rank: (cache reads,
+        attention, chunks), and in all: (attention, the largest chunk (at least 1), tokens);
+        each prompt's progress is written at once. ``pos``: a context's layer-positions (None:
+        ``layers`` times it)."""
         ranks, rank_of = self.count, self.rank_of
         kv, att, chunks = [0.0] * ranks, [0.0] * ranks, [0] * ranks
         attended, largest, total = 0.0, 1, 0
         for entry, take in plan:
             done, r = entry[1], rank_of[entry[0]]
-            if plain:
+            if pos is None:
                 kv[r] += layers * done
                 a = take * (layers * (done + (take - 1) / 2.0))
             else:
@@ -188,20 +156,4 @@ class Ranks:
             total += take
             if take > largest:
                 largest = take
-        b = max(range(ranks), key=taken.__getitem__)  # the busiest rank (the first of them)
-        table = e.table
-        dt = table.time_s(
-            D + ranks * taken[b],
-            decode_q + ranks * kv[b],
-            decode_q + ranks * att[b],
-            D + ranks * chunks[b],
-            largest,
-        )
-        alone = table.time_s(D, decode_q, decode_q, D, 1) if D else 0.0
-        flop = table.flop[D + total] + table.attention_flop * (decode_q + attended)
-        # each rank's prompts prefilled to their end (a rank's may finish behind another's)
-        prefilled = [x for x in prefilling if x[1] >= x[2]]
-        if prefilled:
-            prefilling[:] = [x for x in prefilling if x[1] < x[2]]
-        e.close_prompt_step(dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled)
-        return True
+        return kv, att, chunks, attended, largest, total

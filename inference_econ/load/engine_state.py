@@ -21,7 +21,7 @@ import heapq
 import math
 import operator
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,9 +29,6 @@ from .attention_dp import Ranks
 from .engine import Instance
 from .prefix_cache import PrefixCache
 from .records import Requests, prompts_sharing
-
-if TYPE_CHECKING:
-    from .scheduling import Admission
 
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 EPS = 1e-9
@@ -54,11 +51,14 @@ class EngineState:
         "limit", "window", "phase", "clients", "order", "released", "arr", "late",
         "next_arrival", "on_finish", "progress", "next_report", "waiting", "prefilling",
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
-        "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks", "admission",
-        "busy", "prefill_s", "flop", "batch_s", "peak", "steps", "spec_steps", "decode_steps",
+        "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks",
+        "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
+        "spec_steps", "decode_steps",
     )
     # fmt: on
-    admission: Admission  # the admission policy (``scheduling``), chosen by the scheduler
+    #: What finishing requests frees of the admission policy's promises (``scheduling``'s
+    #: ``Admission.release``; the scheduler sets it when it chooses the policy).
+    release_promised: Callable[[tuple[int, ...] | list[int]], None]
 
     def __init__(self, inst: Instance, req: Requests, progress, clients, order, on_finish):
         self.inst, self.table, self.cfg = inst, inst.table, inst.config
@@ -318,7 +318,7 @@ class EngineState:
         r.finish[i] = self.t
         if r.watch is not None:
             r.watch.finished((i,), self.t, r.first, r.n_out)
-        self.admission.release((i,))
+        self.release_promised((i,))
         if self.cache is not None and i in self.chain:
             nodes = self.chain.pop(i)
             key = prompts_sharing(r).answer_keys[i]
@@ -376,7 +376,7 @@ class EngineState:
                     sum_base -= running.pop(i)[0]
                     finish[i] = t
                 self.sum_base = sum_base
-                self.admission.release(done)
+                self.release_promised(done)
                 if r.watch is not None:
                     r.watch.finished(done, t, r.first, r.n_out)
             self.hold = False

@@ -37,26 +37,14 @@ NO_NODES: list = []
 
 
 class Admission:
-    """Which waiting requests join an engine's batch before a step, and the preemption when its
-    cache is full (module docstring). Subclasses say whether a request has room (``room``)."""
+    """Which waiting requests join an engine's batch before a step (``admit``), and the
+    preemption when its cache is full (module docstring). Subclasses say whether a request has
+    room (``room``)."""
 
     __slots__ = ("engine",)
 
     def __init__(self, engine: EngineState) -> None:
         self.engine = engine
-
-    def admit(self) -> None:
-        """The scheduler's admission: nothing after a preemption until a request finishes (or
-        every request was preempted), otherwise the policy's (``fill``)."""
-        e = self.engine
-        if e.hold:
-            if not e.running and not e.prefilling:
-                e.hold = False  # everything was preempted: start again
-            else:
-                if e.cache is not None:
-                    e.trim()
-                return
-        self.fill()
 
     def room(self, i: int, need: float) -> bool:
         """Whether request ``i``, holding ``need`` layer-positions once admitted, joins now."""
@@ -65,9 +53,10 @@ class Admission:
     def release(self, done) -> None:
         """The requests ``done`` finished (what the policy promised them is free again)."""
 
-    def fill(self) -> None:
+    def admit(self) -> None:
         """Admit from the head of the queue while the batch has room and ``room`` says yes;
-        drop the requests that never fit."""
+        drop the requests that never fit (the scheduler calls it unless a preemption holds
+        admission)."""
         e = self.engine
         r = e.req
         running, prefilling, waiting = e.running, e.prefilling, e.waiting
@@ -191,12 +180,12 @@ class NoEvict(Admission):
 
 class PlainNoEvict(NoEvict):
     """``NoEvict`` without a prefix cache (most measured runs). About one request is admitted
-    per step, so the state ``fill`` reads and writes is held in locals, written back at the
+    per step, so the state ``admit`` reads and writes is held in locals, written back at the
     end."""
 
     __slots__ = ()
 
-    def fill(self) -> None:
+    def admit(self) -> None:
         e = self.engine
         r = e.req
         running, prefilling, waiting = e.running, e.prefilling, e.waiting

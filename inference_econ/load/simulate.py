@@ -49,7 +49,7 @@ RUN_STEPS = 4096
 
 def _step_terms(table: StepTable) -> tuple:
     """What ``StepTable.time_s`` reads, by row (steps' tokens) and per position or request:
-    ``_Engine.step_seconds`` evaluates it itself where there are no pipeline bubbles."""
+    ``_Engine.mixed_step`` evaluates it itself where there are no pipeline bubbles."""
     return (
         table.fixed_s,
         table.memory_s,
@@ -68,7 +68,7 @@ class _Engine(EngineState):
     with prompt tokens (``mixed_step``) or a run of decode steps (``decode_run``), over the
     state it extends (``EngineState``), with the policies its configuration chose."""
 
-    __slots__ = ("prefill", "runs", "bubbles", "pipeline", "terms")
+    __slots__ = ("admission", "prefill", "runs", "bubbles", "pipeline", "terms")
 
     def __init__(
         self,
@@ -81,9 +81,10 @@ class _Engine(EngineState):
     ) -> None:
         super().__init__(inst, req, progress, clients, order, on_finish)
         self.admission = admission(self, self.cfg.admission)
+        self.release_promised = self.admission.release
         self.prefill = PREFILL[self.cfg.prefill]
         self.runs = DecodeRuns(self.table, self.draft, self.layers)
-        #: A step's time is ``table.time_s``, written out in ``step_seconds`` where the table
+        #: A step's time is ``table.time_s``, written out in ``mixed_step`` where the table
         #: has no pipeline bubbles (§B12): the terms it reads, fetched once (``_step_terms``).
         self.bubbles, self.pipeline = inst.table.bubbles, inst.table.pipeline
         self.terms = _step_terms(inst.table)
@@ -121,10 +122,12 @@ class _Engine(EngineState):
             self.phase = 0  # an idle engine schedules at once
         if self.phase:
             pass  # inside a window of decode steps: nothing is scheduled until it ends
-        elif waiting or self.cache is not None:
-            self.admission.admit()
-        elif self.hold and not running and not prefilling:
-            self.hold = False  # ``admit`` with no one waiting
+        elif not self.hold or not (running or prefilling):
+            self.hold = False  # (everything was preempted: start again)
+            if waiting or self.cache is not None:
+                self.admission.admit()
+        elif self.cache is not None:  # nothing is admitted after a preemption until a
+            self.trim()  # request finishes
         D = len(running)
         if D == 0 and not prefilling:
             if waiting:
@@ -135,7 +138,7 @@ class _Engine(EngineState):
             self.t = max(self.t, nxt)
             return True
         if self.ranks is not None:
-            return self.ranks.turn(self, D, horizon)
+            return self.rank_turn(D, horizon)
         if prefilling:
             budget, prefill = self.budget, self.prefill
             decode = D if self.draft is None else self.decode_tokens()
@@ -184,8 +187,26 @@ class _Engine(EngineState):
         if D and v > largest:
             largest = v
         R = D + n_chunks  # the step's sequences: decoding requests and prompt chunks
-        dt, alone = self.step_seconds(c, D, v, decode_q, T, kv, att, R, largest)
-        flop = self.terms[7][T] + self.terms[8] * att  # table.flop[T] + attention_flop * att
+        # ``table.time_s`` of the step and of its decoding requests alone, written out where
+        # it looks a step up at its own tokens: without pipeline bubbles, or with as many
+        # sequences as stages (``StepTable._charged``, §B12). Nearly every step comes here,
+        # and the two calls (with ``_charged``'s) were a fifth of the simulator's time; the
+        # same terms in the same order, so the same floats.
+        fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
+        own = not self.bubbles
+        if c is None and T and (own or self.pipeline <= R):
+            u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
+            dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
+        else:
+            dt = self.table.time_s(T, kv, att, R, largest)
+        if not D:
+            alone = 0.0
+        elif c is None and (own or self.pipeline <= D):
+            u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
+            alone = fixed[D] + seq_s * D + (w if w > u else u)
+        else:
+            alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v)
+        flop = flops[T] + att_flop * att
         if self.draft is not None:
             contexts = self.sum_base + D * self.G
             extra, extra_flop, decode_extra = self.draft.step_work(D, c, contexts, chunks, taken)
@@ -240,30 +261,6 @@ class _Engine(EngineState):
                 largest = take
         return kv, att, taken, n_chunks, n_done, largest, chunks
 
-    def step_seconds(self, c, D: int, v: int, decode_q: float, T: int, kv, att, R: int, largest):
-        """(seconds of the step, seconds of its ``D`` decoding requests alone, each verifying
-        ``v`` tokens and reading ``decode_q`` positions): ``table.time_s`` of ``T`` tokens,
-        ``kv`` positions read, ``att`` attended and ``R`` sequences, written out where it looks
-        a step up at its own tokens: without pipeline bubbles, or with as many sequences as
-        stages (``StepTable._charged``, §B12). Nearly every step comes here, and the two calls
-        (with ``_charged``'s) were a fifth of the simulator's time; the same terms in the same
-        order, so the same floats."""
-        fixed, memory, compute, seq_s, req_s, kv_s, att_s, _, _ = self.terms
-        own = not self.bubbles
-        if c is None and T and (own or self.pipeline <= R):
-            u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
-            dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
-        else:
-            dt = self.table.time_s(T, kv, att, R, largest)
-        if not D:
-            alone = 0.0
-        elif c is None and (own or self.pipeline <= D):
-            u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
-            alone = fixed[D] + seq_s * D + (w if w > u else u)
-        else:
-            alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v)
-        return dt, alone
-
     def close_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled) -> None:
         """After a step with prompt tokens of ``dt`` seconds (``alone``: its decoding requests'
         alone): its counters, the requests it finished, the prompts it ``prefilled`` to their
@@ -278,6 +275,65 @@ class _Engine(EngineState):
         self.phase = 0  # a step with prompt tokens is a scheduler call of its own
         if self.cache is not None:
             self.trim()
+
+    # --- a step of ranks that schedule their own requests (§F9, "Attention DP") -------------
+    def rank_turn(self, D: int, horizon: float) -> bool:
+        """``iterate``'s step where the attention ranks schedule their own requests: the prompt
+        chunks each rank takes (``Ranks.plan``), released or held by the balancing
+        (``Ranks.balance``); a step with them (``rank_step``), else decode-only steps (one at a
+        time while prompts are held: the balancing decides again every step)."""
+        ranks = self.ranks
+        assert ranks is not None
+        plan, taken = ranks.plan(self.prefilling, self.prefill.separate, self.prefill.take)
+        release = True
+        all_gen = min(ranks.gen_n) > 0
+        if ranks.balancing is not None:
+            release = ranks.balance(min(taken) > 0, all_gen)
+        if plan and release:
+            self.rank_step(plan, taken)
+            return True
+        room = not self.waiting and not self.hold and D + len(self.prefilling) < self.limit
+        before = self.steps
+        self.decode_run(room, horizon, 1 if plan else 0)
+        if ranks.balancing is not None and not plan:
+            ranks.balance_idle(self.steps - before - 1, all_gen)
+        return True
+
+    def rank_step(self, plan: list, taken: list) -> bool:
+        """One step with the prompt chunks of ``plan`` (``Ranks.plan``) on an instance whose
+        ranks schedule their own requests. Every step is synchronous across the ranks (the
+        expert layers exchange tokens in every layer), so it lasts as long as its busiest
+        rank's: the pooled step (``mixed_step``) with the decoding requests as they are and the
+        prompt work of the rank with the most prompt tokens on every rank (its tokens, chunks,
+        cache reads and attention times the ranks). Its FLOP are the work done. False if the
+        cache had to make room first."""
+        ranks = self.ranks
+        assert ranks is not None
+        separate = self.prefill.separate
+        D = 0 if separate else len(self.running)
+        decode_q = self.room_for_prompts(separate, D, 1.0)
+        if decode_q is None:
+            return False
+        pos = None if not self.windowed else self.pos
+        kv, att, chunks, attended, largest, total = ranks.work(plan, self.layers, pos)
+        b = max(range(ranks.count), key=taken.__getitem__)  # the busiest rank (the first)
+        n, table = ranks.count, self.table
+        dt = table.time_s(
+            D + n * taken[b],
+            decode_q + n * kv[b],
+            decode_q + n * att[b],
+            D + n * chunks[b],
+            largest,
+        )
+        alone = table.time_s(D, decode_q, decode_q, D, 1) if D else 0.0
+        flop = table.flop[D + total] + table.attention_flop * (decode_q + attended)
+        # each rank's prompts prefilled to their end (a rank's may finish behind another's)
+        prefilling = self.prefilling
+        prefilled = [x for x in prefilling if x[1] >= x[2]]
+        if prefilled:
+            prefilling[:] = [x for x in prefilling if x[1] < x[2]]
+        self.close_prompt_step(dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled)
+        return True
 
     # --- a run of decode steps -------------------------------------------------------------
     def decode_run(self, admit_more: bool, horizon: float = np.inf, most: int = 0) -> None:
@@ -372,7 +428,7 @@ def simulate(
         order = np.flatnonzero(np.isfinite(req.sent))
     sessions = arrivals.sharing is not None and bool(np.any(arrivals.sharing.follows >= 0))
     if stop is not None and clients is None and not sessions:
-        req.watch = Watch(stop, req, prefilled)
+        req.watch = Watch(stop, req.sent, ~req.rejected_mask, req.output_tokens, prefilled)
     engine = _Engine(instance, req, progress, clients, order)
     with gc_paused():  # its per-request lists and tuples make no cycles
         finished = engine.run()

@@ -6,12 +6,8 @@ p99 limits ends there (``Watch``).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .records import Requests
 
 
 class Watch:
@@ -27,20 +23,23 @@ class Watch:
     once ``n - k`` values do. One more value is asked for, so that the rounding of the index
     cannot matter. A run with a request that never fits is certain at once (``verdict``)."""
 
-    def __init__(self, limits: dict[str, float], req: Requests, prefilled) -> None:
+    def __init__(
+        self, limits: dict[str, float], sent: np.ndarray, fits: np.ndarray, output_tokens, prefilled
+    ) -> None:
+        """``limits`` by metric; per request: when it was sent, whether it fits the KV cache,
+        its output tokens, whether it arrives prefilled (a first token not its own)."""
         inf = math.inf
         self.ttft = limits.get("ttft", inf)
         self.tpot = limits.get("tpot", inf)
         self.e2e = limits.get("e2e", inf)
-        self.sent = req.sent.tolist()  # open loop: the arrival times
-        fits = ~req.rejected_mask
+        self.sent = sent.tolist()  # open loop: the arrival times
         fresh = fits & ~np.asarray(prefilled, dtype=bool)  # a first token of its own
-        many = fresh & (req.output_tokens > 1)  # a time per output token
+        many = fresh & (output_tokens > 1)  # a time per output token
         self.left = [self._need(int(m.sum())) for m in (fresh, many, fits)]
         self.certain = not fits.all()
         # the requests with a first token of their own, by arrival (``overdue``)
         fresh_ids = np.flatnonzero(fresh) if math.isfinite(self.ttft) else np.empty(0, int)
-        self.by_arrival = fresh_ids[np.argsort(req.sent[fresh_ids], kind="stable")].tolist()
+        self.by_arrival = fresh_ids[np.argsort(sent[fresh_ids], kind="stable")].tolist()
         self.next = 0
         #: when the next request by arrival came (inf: none left): the scheduler calls
         #: ``overdue`` only once ``t - next_sent > ttft`` (its first test), not every turn
