@@ -23,14 +23,10 @@ prefill policy only answers for the step being planned.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-from .engine_state import EPS
+from .engine_state import EPS, EngineState
 from .prefix_cache import Node
 from .records import prompts_sharing
-
-if TYPE_CHECKING:
-    from .engine_state import EngineState
 
 #: No prefix-cache nodes (a request admitted without a prefix cache).
 NO_NODES: list = []

@@ -21,6 +21,21 @@ request the moment its last one finishes (a concurrency sweep: ``vllm bench serv
 Steps that only decode are simulated in vectorised runs: between two events (an arrival that
 could be admitted, a completion, a full cache) the batch does not change and each step's time
 follows from the contexts, which all grow by one token per step.
+
+Where each part lives:
+
+* this module: ``simulate`` and ``simulate_group`` (the entry points; a group's engines run in
+  time order behind a router) and ``_Engine``, the scheduler: its turn (``iterate``: arrivals,
+  admission, then one step with prompt tokens, ``mixed_step``, or a run of decode steps,
+  ``decode_run``) and the steps of attention-DP ranks (``rank_turn``, ``rank_step``);
+* ``engine_state``: what an engine holds between steps (the queue, the prompts being prefilled,
+  the decoding batch by the progress it ends at, the KV cache's positions, the counters) and
+  how a request moves through it (joins, leaves, finishes);
+* ``scheduling``: the policies chosen once per engine (admission and preemption; prefill);
+* ``decode_runs``: a run of decode steps in closed form or arrays;
+* ``attention_dp``: each request's rank, the ranks' plans and their balancing;
+* ``records``: the per-request state every engine shares and the ``RunRecord`` it becomes;
+  ``watch``: the latency limits that stop a run early.
 """
 
 from __future__ import annotations
@@ -122,12 +137,14 @@ class _Engine(EngineState):
             self.phase = 0  # an idle engine schedules at once
         if self.phase:
             pass  # inside a window of decode steps: nothing is scheduled until it ends
-        elif not self.hold or not (running or prefilling):
-            self.hold = False  # (everything was preempted: start again)
+        elif self.hold and (running or prefilling):
+            # a preemption holds admission until a request finishes (``Admission.preempt``)
+            if self.cache is not None:
+                self.trim()
+        else:
+            self.hold = False  # (or every request was preempted: start again)
             if waiting or self.cache is not None:
                 self.admission.admit()
-        elif self.cache is not None:  # nothing is admitted after a preemption until a
-            self.trim()  # request finishes
         D = len(running)
         if D == 0 and not prefilling:
             if waiting:
