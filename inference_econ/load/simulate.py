@@ -142,7 +142,8 @@ class _Engine(EngineState):
             if self.cache is not None:
                 self.trim()
         else:
-            self.hold = False  # (or every request was preempted: start again)
+            if self.hold:
+                self.hold = False  # every request was preempted: start again
             if waiting or self.cache is not None:
                 self.admission.admit()
         D = len(running)
