@@ -71,12 +71,12 @@ class Ranks:
         if decoding:
             self.gen_n[r] -= 1
 
-    def plan(self, prefilling: list, separate: bool, take_of) -> tuple[list, list]:
+    def plan(self, prefilling: list, separate: bool, part) -> tuple[list, list]:
         """([(prefilling entry, tokens it takes)], prompt tokens per rank) of the next step:
         each rank's scheduler takes its own prompts first come, first served into its share of
-        the token budget beside its decoding requests (``budget``; its ``max_num_tokens``), by
-        the prefill policy's ``take_of``, as the pooled step takes them into the whole budget
-        (``_Engine.mixed_step``)."""
+        the token budget beside its decoding requests (``budget``; its ``max_num_tokens``),
+        whole while they fit and else as the prefill policy's ``part`` says, as the pooled step
+        takes them into the whole budget (``_Engine.mixed_step``)."""
         ranks, budget = self.count, self.budget
         taken = [0] * ranks
         plan: list = []
@@ -91,7 +91,7 @@ class Ranks:
                 continue
             left = entry[2] - entry[1]
             room = budget - taken[r] - (0 if separate else gen[r])
-            take = take_of(left, room, not taken[r], budget)
+            take = left if left <= room else part(left, room, not taken[r], budget)
             if take <= 0:
                 closed[r] = True  # the rank's step is full: its later prompts wait
                 shut += 1

@@ -9,7 +9,8 @@ the progress at which they end: ``G`` counts the tokens every running request ha
 the engine started (one per step, or a cycle's expected tokens when it speculates, §E8), a
 request's context is its base plus ``G``, so a step advances the whole batch by adding to one
 number. The KV cache is counted in layer-positions (``used``). The counters a ``RunRecord``
-reads (busy seconds, FLOP, steps, the peak of the cache) are kept here too (``account``).
+reads (busy seconds, FLOP, steps, the peak of the cache) are kept here too (``end_prompt_step``;
+``_Engine.decode_run`` counts its runs).
 
 What each step does (admission, prompts, a run of decode steps) is the scheduler's:
 ``simulate._Engine``, which extends this class.
@@ -57,8 +58,9 @@ class EngineState:
     )
     # fmt: on
     #: What finishing requests frees of the admission policy's promises (``scheduling``'s
-    #: ``Admission.release``; the scheduler sets it when it chooses the policy).
-    release_promised: Callable[[tuple[int, ...] | list[int]], None]
+    #: ``Admission.release``; None: it promises nothing). The scheduler sets it when it
+    #: chooses the policy.
+    release_promised: Callable[[tuple[int, ...] | list[int]], None] | None
 
     def __init__(self, inst: Instance, req: Requests, progress, clients, order, on_finish):
         self.inst, self.table, self.cfg = inst, inst.table, inst.config
@@ -318,7 +320,8 @@ class EngineState:
         r.finish[i] = self.t
         if r.watch is not None:
             r.watch.finished((i,), self.t, r.first, r.n_out)
-        self.release_promised((i,))
+        if self.release_promised is not None:
+            self.release_promised((i,))
         if self.cache is not None and i in self.chain:
             nodes = self.chain.pop(i)
             key = prompts_sharing(r).answer_keys[i]
@@ -376,7 +379,8 @@ class EngineState:
                     sum_base -= running.pop(i)[0]
                     finish[i] = t
                 self.sum_base = sum_base
-                self.release_promised(done)
+                if self.release_promised is not None:
+                    self.release_promised(done)
                 if r.watch is not None:
                     r.watch.finished(done, t, r.first, r.n_out)
             self.hold = False
@@ -386,10 +390,12 @@ class EngineState:
                 for i in done:
                     self.count_done(1, i)
 
-    # --- the record's counters -------------------------------------------------------------
-    def account(self, dt: float, D: int, flop: float, advance: float, c=None) -> None:
-        """A step of ``dt`` seconds and ``flop`` FLOP with ``D`` decoding requests, each
-        advancing ``advance`` tokens (``c``: its speculative cycle)."""
+    # --- the record's counters ---------------------------------------------------------------
+    def end_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled) -> None:
+        """After a step with prompt tokens of ``dt`` seconds and ``flop`` FLOP (``alone``: the
+        seconds of its ``D`` decoding requests alone, each advancing ``advance`` tokens; ``c``:
+        its speculative cycle; ``separate``: decoding waited): its counters, the requests it
+        finished, the prompts it ``prefilled`` to their end joining the batch."""
         self.t += dt
         self.G += advance
         self.busy += dt
@@ -405,3 +411,12 @@ class EngineState:
             used = self.layers * (self.sum_base + len(self.running) * self.G) + self.reserved
         if used / self.cap > self.peak:
             self.peak = used / self.cap
+        self.prefill_s += dt - alone
+        self.steps += 1
+        G, ends = self.G, self.ends
+        if not separate and ends and ends[0] <= G + EPS:  # ``complete``'s first test
+            self.complete()
+        self.join_prefilled(prefilled, G)
+        self.phase = 0  # a step with prompt tokens is a scheduler call of its own
+        if self.cache is not None:
+            self.trim()

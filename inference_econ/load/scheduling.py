@@ -38,6 +38,8 @@ class Admission:
     room (``room``)."""
 
     __slots__ = ("engine",)
+    #: Whether it promises admitted requests memory (``release`` frees a finished one's).
+    promises = False
 
     def __init__(self, engine: EngineState) -> None:
         self.engine = engine
@@ -153,6 +155,7 @@ class NoEvict(Admission):
     must fit beside the peaks promised to the admitted requests (``committed``)."""
 
     __slots__ = ("committed",)
+    promises = True
 
     def __init__(self, engine: EngineState) -> None:
         super().__init__(engine)
@@ -234,28 +237,26 @@ def admission(engine: EngineState, policy: str) -> Admission:
 
 
 class Prefill:
-    """How a step's token budget goes to the prompts being prefilled (module docstring): whole
-    prompts while they fit; decoding shares the step."""
+    """How a step's token budget goes to the prompts being prefilled (module docstring). Under
+    every policy a prompt that fits the room left in the step goes whole (the scheduler takes
+    it without asking); the policy says what happens to one that does not: here, only a
+    prompt longer than the whole budget goes, in chunks of it, and decoding shares the step."""
 
     __slots__ = ()
     #: Prompts go in steps of their own, decoding waits.
     separate = False
 
-    def go(self, decode: int, budget: int, head: list) -> bool:
-        """Whether the next step carries prompt tokens: ``decode`` tokens of the decoding
-        requests, ``budget`` the step's, ``head`` the first prompt's [request, tokens done,
-        tokens to prefill]."""
-        left = head[2] - head[1]
-        return decode == 0 or decode + left <= budget or (left > budget and budget > decode)
+    def goes(self, decode: int, budget: int, left: int) -> bool:
+        """Whether the next step carries prompt tokens although the first prompt, ``left``
+        tokens still to prefill, does not fit beside the ``decode`` tokens of the decoding
+        requests in the step's ``budget``."""
+        return decode == 0 or (left > budget and budget > decode)
 
-    def take(self, left: int, room: int, first: bool, budget: int) -> int:
+    def part(self, left: int, room: int, first: bool, budget: int) -> int:
         """Tokens a prompt with ``left`` still to prefill takes of the ``room`` left in the step
-        (``first``: no prompt took any before it; ``budget``: the whole step's)."""
-        if left <= room:
-            return left  # whole prompts
-        if first and left > budget:
-            return room  # a prompt that never fits whole: in chunks of the room left
-        return 0
+        when it does not fit (``first``: no prompt took any before it; ``budget``: the whole
+        step's): a prompt that never fits whole goes in chunks of the room left."""
+        return room if first and left > budget else 0
 
 
 class Chunked(Prefill):
@@ -263,11 +264,11 @@ class Chunked(Prefill):
 
     __slots__ = ()
 
-    def go(self, decode: int, budget: int, head: list) -> bool:
+    def goes(self, decode: int, budget: int, left: int) -> bool:
         return budget > decode
 
-    def take(self, left: int, room: int, first: bool, budget: int) -> int:
-        return room if room < left else left  # min(left, room)
+    def part(self, left: int, room: int, first: bool, budget: int) -> int:
+        return room
 
 
 class Whole(Prefill):
@@ -282,7 +283,7 @@ class Separate(Prefill):
     __slots__ = ()
     separate = True
 
-    def go(self, decode: int, budget: int, head: list) -> bool:
+    def goes(self, decode: int, budget: int, left: int) -> bool:
         return True
 
 

@@ -96,7 +96,7 @@ class _Engine(EngineState):
     ) -> None:
         super().__init__(inst, req, progress, clients, order, on_finish)
         self.admission = admission(self, self.cfg.admission)
-        self.release_promised = self.admission.release
+        self.release_promised = self.admission.release if self.admission.promises else None
         self.prefill = PREFILL[self.cfg.prefill]
         self.runs = DecodeRuns(self.table, self.draft, self.layers)
         #: A step's time is ``table.time_s``, written out in ``mixed_step`` where the table
@@ -157,10 +157,11 @@ class _Engine(EngineState):
             return True
         if self.ranks is not None:
             return self.rank_turn(D, horizon)
-        if prefilling:
-            budget, prefill = self.budget, self.prefill
+        if prefilling:  # a step with prompt tokens: the first fits, or the policy says so
+            budget, prefill, head = self.budget, self.prefill, prefilling[0]
             decode = D if self.draft is None else self.decode_tokens()
-            if prefill.go(decode, budget, prefilling[0]):
+            left = head[2] - head[1]
+            if decode + left <= budget or prefill.goes(decode, budget, left):
                 self.mixed_step(budget if prefill.separate else budget - decode)
                 return True
         room = not waiting and not self.hold and D + len(prefilling) < self.limit
@@ -187,9 +188,8 @@ class _Engine(EngineState):
         return float(self.decode_positions()) if D else 0.0
 
     def mixed_step(self, budget: int) -> bool:
-        """One step with prompt tokens (all of ``budget`` for them: the decoding requests'
-        tokens already taken out, except with separate prefill); False if the cache had to
-        make room first."""
+        """One step with prompt tokens (all of ``budget`` for them: the decoding requests' tokens
+        taken out, except with separate prefill); False if the cache had to make room first."""
         separate = self.prefill.separate
         D = 0 if separate else len(self.running)
         c = self.cycle(D) if self.draft is not None else None
@@ -198,18 +198,42 @@ class _Engine(EngineState):
         decode_q = self.room_for_prompts(separate, D, E)
         if decode_q is None:
             return False
-        kv, att, taken, n_chunks, n_done, largest, chunks = self.take_prompts(
-            budget, decode_q, v * decode_q
-        )
+        # the prompts' chunks from the queue's head, whole while they fit, else as the policy says
+        # (``part``); each prompt's progress is written at once (read at the step's end)
+        part, whole, layers, pos = self.prefill.part, self.budget, self.layers, self.pos
+        plain = not self.windowed  # a context's layer-positions: layers x the context
+        kv, att, taken, chunks, drafted = decode_q, v * decode_q, 0, [], self.draft is not None
+        n_chunks = n_done = 0
+        largest = 1
+        for entry in self.prefilling:
+            done = entry[1]
+            left = entry[2] - done
+            room = budget - taken
+            take = left if left <= room else part(left, room, not n_chunks, whole)
+            if take <= 0:
+                break
+            if plain:
+                kv += layers * done
+                att += take * (layers * (done + (take - 1) / 2.0))
+            else:
+                kv += pos(done)
+                att += take * pos(done + (take - 1) / 2.0)
+            entry[1] = done + take
+            if drafted:
+                chunks.append((done, take))
+            if take == left and n_done == n_chunks:  # prefilled to its end, as all before it
+                n_done += 1
+            n_chunks += 1
+            taken += take
+            if take > largest:
+                largest = take
         T = D * v + taken
         if D and v > largest:
             largest = v
         R = D + n_chunks  # the step's sequences: decoding requests and prompt chunks
-        # ``table.time_s`` of the step and of its decoding requests alone, written out where
-        # it looks a step up at its own tokens: without pipeline bubbles, or with as many
-        # sequences as stages (``StepTable._charged``, §B12). Nearly every step comes here,
-        # and the two calls (with ``_charged``'s) were a fifth of the simulator's time; the
-        # same terms in the same order, so the same floats.
+        # ``table.time_s`` of the step and of its decoding requests alone, written out where it
+        # looks a step up at its own tokens: no pipeline bubbles, or as many sequences as stages
+        # (``StepTable._charged``, §B12); the same terms in the same order, the same floats
         fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
         own = not self.bubbles
         if c is None and T and (own or self.pipeline <= R):
@@ -239,60 +263,8 @@ class _Engine(EngineState):
             n += 1
         prefilled = prefilling[:n]
         del prefilling[:n]
-        self.close_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled)
+        self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled)
         return True
-
-    def take_prompts(self, budget: int, kv: float, att: float) -> tuple:
-        """The prompts' chunks of a step, from the head of the queue, as the prefill policy
-        takes them into ``budget`` tokens; each prompt's progress is written at once (nothing
-        reads it before the step's end). (kv, att: the step's cache reads and attention, from
-        those given; tokens taken; chunks; prompts prefilled to their end, as all before them;
-        the largest chunk (at least 1); (tokens prefilled before, tokens taken) of each chunk,
-        for a draft's own prefill)."""
-        take_of, whole = self.prefill.take, self.budget
-        plain = not self.windowed  # a context's layer-positions: layers x the context
-        layers, pos = self.layers, self.pos
-        chunks: list[tuple[int, int]] = []
-        drafted = self.draft is not None
-        taken = n_chunks = n_done = 0
-        largest = 1
-        for entry in self.prefilling:
-            done = entry[1]
-            left = entry[2] - done
-            take = take_of(left, budget - taken, not n_chunks, whole)
-            if take <= 0:
-                break
-            if plain:
-                kv += layers * done
-                att += take * (layers * (done + (take - 1) / 2.0))
-            else:
-                kv += pos(done)
-                att += take * pos(done + (take - 1) / 2.0)
-            entry[1] = done + take
-            if drafted:
-                chunks.append((done, take))
-            if take == left and n_done == n_chunks:  # prefilled to its end, as all before it
-                n_done += 1
-            n_chunks += 1
-            taken += take
-            if take > largest:
-                largest = take
-        return kv, att, taken, n_chunks, n_done, largest, chunks
-
-    def close_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled) -> None:
-        """After a step with prompt tokens of ``dt`` seconds (``alone``: its decoding requests'
-        alone): its counters, the requests it finished, the prompts it ``prefilled`` to their
-        end joining the batch; it was a scheduler call of its own."""
-        self.account(dt, D, flop, advance, c)
-        self.prefill_s += dt - alone
-        self.steps += 1
-        G, ends = self.G, self.ends
-        if not separate and ends and ends[0] <= G + EPS:  # ``complete``'s first test
-            self.complete()
-        self.join_prefilled(prefilled, G)
-        self.phase = 0  # a step with prompt tokens is a scheduler call of its own
-        if self.cache is not None:
-            self.trim()
 
     # --- a step of ranks that schedule their own requests (§F9, "Attention DP") -------------
     def rank_turn(self, D: int, horizon: float) -> bool:
@@ -302,7 +274,7 @@ class _Engine(EngineState):
         time while prompts are held: the balancing decides again every step)."""
         ranks = self.ranks
         assert ranks is not None
-        plan, taken = ranks.plan(self.prefilling, self.prefill.separate, self.prefill.take)
+        plan, taken = ranks.plan(self.prefilling, self.prefill.separate, self.prefill.part)
         release = True
         all_gen = min(ranks.gen_n) > 0
         if ranks.balancing is not None:
@@ -350,7 +322,7 @@ class _Engine(EngineState):
         prefilled = [x for x in prefilling if x[1] >= x[2]]
         if prefilled:
             prefilling[:] = [x for x in prefilling if x[1] < x[2]]
-        self.close_prompt_step(dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled)
+        self.end_prompt_step(dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled)
         return True
 
     # --- a run of decode steps -------------------------------------------------------------
