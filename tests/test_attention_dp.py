@@ -183,10 +183,10 @@ def test_each_request_goes_to_the_least_loaded_rank(dsv3):
     arrivals = Arrivals(np.zeros(n), np.asarray(prompts, np.int64), np.full(n, 10, np.int64))
     engine = _Engine(inst, _checked(inst, arrivals, False), None, order=np.arange(n))
     engine.waiting.extend(range(n))
-    engine.admit()
-    assert engine.rank_of == [0, 1, 2, 3, 4, 5, 6, 7, 4, 3]
-    assert engine.act_n == [1, 1, 1, 2, 2, 1, 1, 1]
-    assert engine.act_tok == [500, 400, 300, 260, 150, 600, 700, 800]
+    engine.admission.admit()
+    assert engine.ranks.rank_of == [0, 1, 2, 3, 4, 5, 6, 7, 4, 3]
+    assert engine.ranks.act_n == [1, 1, 1, 2, 2, 1, 1, 1]
+    assert engine.ranks.act_tok == [500, 400, 300, 260, 150, 600, 700, 800]
 
 
 # --- choosing a layout with ranks that schedule their own requests ----------------------------

@@ -17,8 +17,9 @@ from inference_econ.load.arrivals import Arrivals, load_trace, make_traffic
 from inference_econ.load.deployment import Deployment, simulate_deployment
 from inference_econ.load.engine import EngineConfig, build_instance
 from inference_econ.load.lengths import parse_lengths
+from inference_econ.load.records import RunRecord
 from inference_econ.load.results import Percentiles, RequestLatencies, summarise
-from inference_econ.load.simulate import RunRecord, simulate
+from inference_econ.load.simulate import simulate
 from inference_econ.load.targets import Targets
 from inference_econ.model.latency import StepModel, prefill_step_model
 from inference_econ.model.mixed_step import EngineLayout, StepTable, mixed_step_s

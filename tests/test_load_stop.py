@@ -1,5 +1,5 @@
 """Load searches read only verdicts from most of their runs, so a failing run may stop once its
-verdict is certain (load/simulate.py ``_Watch``, optimise/load_search.py
+verdict is certain (load/watch.py ``Watch``, optimise/load_search.py
 ``run_until``): the verdicts, and so every knee, are those of the whole runs."""
 
 import math
@@ -10,8 +10,8 @@ import pytest
 from inference_econ.load.arrivals import make_traffic
 from inference_econ.load.deployment import Deployment, rejects_alike
 from inference_econ.load.engine import DEFAULT_ENGINE
-from inference_econ.load.simulate import _Watch
 from inference_econ.load.targets import Targets
+from inference_econ.load.watch import Watch
 from inference_econ.optimise import load_search
 from inference_econ.optimise.load_search import find_knee, knee_of, run_at, run_until
 from inference_econ.serving.setting import make_setting
@@ -19,10 +19,10 @@ from inference_econ.serving.setting import make_setting
 
 @pytest.mark.parametrize("n", [1, 2, 50, 99, 100, 101, 200, 1999, 2000, 10_000])
 def test_the_watch_is_certain_only_when_the_p99_is_above_the_limit(n):
-    """``_Watch`` calls a p99 certain once ``_need(n)`` of n values break the limit: with that
+    """``Watch`` calls a p99 certain once ``_need(n)`` of n values break the limit: with that
     many (the rest just under it) ``np.percentile`` is above it; with two fewer it need not
     be (the watch asks one value more than the floor of the index needs)."""
-    need = _Watch._need(n)
+    need = Watch._need(n)
     limit = 1.0
 
     def p99(bad: int) -> float:

@@ -30,10 +30,10 @@ from .engine import (
     layout_capacity,
     layout_search,
 )
+from .records import RunRecord
 from .results import LoadResult, Measured, RequestLatencies, RunSetup, assemble, measured_of
 from .routing import GROUP
 from .run import Handoff, Run, instance_in, prefill_handoff, serve, simulate_run
-from .simulate import RunRecord
 from .targets import NO_TARGETS, Targets
 
 #: What one load simulation serves (docs/model.md §E3-§E5): a whole deployment, or its prefill

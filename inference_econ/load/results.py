@@ -20,8 +20,8 @@ from ..serving.intervals import load_intervals
 from ..serving.setting import Setting, requests_metadata
 from .arrivals import CLOSED_LOOP, Arrivals, Traffic
 from .engine import EngineConfig, Instance
+from .records import RunRecord
 from .routing import RouterPolicy
-from .simulate import RunRecord
 from .targets import Targets
 
 METRICS = ("ttft", "tpot", "e2e")

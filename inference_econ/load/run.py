@@ -20,9 +20,10 @@ from ..serving.disaggregation import kv_transfer_s
 from ..serving.setting import Setting
 from .arrivals import Arrivals, Traffic
 from .engine import DEFAULT_ENGINE, EngineConfig, Instance, LayoutSearch, build_instance
+from .records import RunRecord
 from .results import LoadResult, summarise
 from .routing import GROUP, Router, RouterPolicy
-from .simulate import RunRecord, simulate, simulate_group
+from .simulate import simulate, simulate_group
 from .targets import NO_TARGETS, Targets
 
 

@@ -117,6 +117,29 @@ class DraftEngine:
             total += count * self.table.run_time_s(D * tokens, qd0, gd, steps, D, tokens)
         return total
 
+    def step_work(self, D: int, c: Cycle | None, contexts_sum: float, chunks, taken: int):
+        """(seconds, FLOP, seconds without the prompt chunks) the draft adds to a step with
+        prompt tokens: its passes for the ``D`` decoding requests (contexts summing to
+        ``contexts_sum``) when the step speculates (``c``), and its own prefill of the prompt
+        chunks, ``chunks`` (tokens prefilled before the step, tokens taken) of each prompt,
+        ``taken`` in all (its cache follows the target's, §E8)."""
+        tab = self.table
+        seconds = flop = decode_only = 0.0
+        if c is not None:
+            qd = self.draft_positions(contexts_sum)
+            for tokens, count in c.draft_passes:
+                s = tab.time_s(D * tokens, qd, tokens * qd, D, tokens)
+                seconds += count * s
+                decode_only += count * s
+                flop += count * (tab.flop[D * tokens] + tab.attention_flop * tokens * qd)
+        if taken:
+            kv = sum(self.layers * done for done, _ in chunks)
+            att = sum(take * self.layers * (done + (take - 1) / 2.0) for done, take in chunks)
+            largest = max(take for _, take in chunks)
+            seconds += tab.time_s(taken, kv, att, len(chunks), largest)
+            flop += tab.flop[taken] + tab.attention_flop * att
+        return seconds, flop, decode_only
+
     def cycle_at(self, target: StepTable, D: int, per_request_q: float) -> Cycle | None:
         """The cycle the engine runs with ``D`` decoding requests (None: no speculation)."""
         return _choice(self, target, D, per_request_q)

@@ -1,0 +1,422 @@
+"""What one engine instance holds between steps, and how requests move through it
+(docs/model.md §E3).
+
+A request arrives (``arr`` at known times in ``order``; ``late`` for those pushed later: a
+session's next turn, a router's choice), waits (``waiting``), is admitted (the admission
+policy, ``scheduling``), has its prompt prefilled (``prefilling``), decodes (``running``) and
+finishes (``complete``), or is preempted back to the queue. The decoding requests are kept by
+the progress at which they end: ``G`` counts the tokens every running request has gained since
+the engine started (one per step, or a cycle's expected tokens when it speculates, §E8), a
+request's context is its base plus ``G``, so a step advances the whole batch by adding to one
+number. The KV cache is counted in layer-positions (``used``). The counters a ``RunRecord``
+reads (busy seconds, FLOP, steps, the peak of the cache) are kept here too (``end_prompt_step``;
+``_Engine.decode_run`` counts its runs).
+
+What each step does (admission, prompts, a run of decode steps) is the scheduler's:
+``simulate._Engine``, which extends this class.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import operator
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+
+from .attention_dp import Ranks
+from .engine import Instance
+from .prefix_cache import PrefixCache
+from .records import Requests, prompts_sharing
+
+#: Completions are exact to this many tokens of progress (speculation advances by fractions).
+EPS = 1e-9
+#: A decoding request's base (its context less G) from its ``running`` entry.
+_BASE = operator.itemgetter(0)
+#: ``math.inf`` read as a module global (``np.inf`` is the same float, one look-up more).
+_INF = math.inf
+
+
+class EngineState:
+    """An engine's requests, KV cache and counters between steps (module docstring).
+
+    Slots, not a __dict__: the scheduler reads and writes its state several times a step, and
+    a slot is read faster than an entry of a dict of this many attributes (more than the 30 a
+    class's instances share their keys for)."""
+
+    # fmt: off
+    __slots__ = (
+        "G", "t", "req", "inst", "table", "cfg", "cap", "windowed", "layers", "budget",
+        "limit", "window", "phase", "clients", "order", "released", "arr", "late",
+        "next_arrival", "on_finish", "progress", "next_report", "waiting", "prefilling",
+        "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
+        "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks",
+        "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
+        "spec_steps", "decode_steps",
+    )
+    # fmt: on
+    #: What finishing requests frees of the admission policy's promises (``scheduling``'s
+    #: ``Admission.release``; None: it promises nothing). The scheduler sets it when it
+    #: chooses the policy.
+    release_promised: Callable[[tuple[int, ...] | list[int]], None] | None
+
+    def __init__(self, inst: Instance, req: Requests, progress, clients, order, on_finish):
+        self.inst, self.table, self.cfg = inst, inst.table, inst.config
+        self.req = req
+        self.cap = inst.kv_capacity
+        self.windowed = inst.windowed
+        self.layers = float(sum(g.layers for g in inst.work.groups))
+        self._arrivals(order, clients)
+        self.on_finish = on_finish
+        self.budget, self.limit = self.cfg.step_token_budget, self.cfg.max_batch_requests
+        #: multi-step scheduling (``EngineConfig.scheduler_steps``): decode steps per
+        #: scheduler call, and those taken of the current window (0: at a scheduling point)
+        self.window, self.phase = int(self.cfg.scheduler_steps), 0
+        self.admitted = 0
+        self.waiting: deque[int] = deque()
+        self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
+        self.reserved = 0.0  # KV layer-positions held by prompts being prefilled
+        # the decoding requests: request -> (context - G, G once it has all its tokens), the
+        # requests by the G they finish at, and a heap of those G (each pushed when it first
+        # has a request; stale entries skipped)
+        self.running: dict[int, tuple[float, float]] = {}
+        self.by_end: dict[float, list[int]] = {}
+        self.ends: list[float] = []
+        self.sum_base = 0.0
+        # the decoding requests' bases sorted (windowed models), and the change of the batch
+        # they were sorted at: ``decode_positions`` sorts again only when it has changed
+        self.changes = 0
+        self.sorted_at, self.sorted_bases = -1, np.empty(0)
+        self.G, self.t = 0.0, 0.0
+        self.hold = False  # no admission after a preemption until a request finishes
+        self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
+        self.steps = self.spec_steps = self.decode_steps = 0
+        self.progress, self.next_report = progress, max(1, req.n // 10)
+        # speculation (§E8): the cycle at each batch, and the reference positions it is chosen at
+        self.draft = inst.draft
+        if self.draft is not None:
+            self.q_ref = float(inst.positions(self.draft.context))
+        # the prefix cache (§E9): only where prompts share segments
+        self.cache = None
+        self.chain: dict[int, list] = {}
+        if inst.config.prefix_caching and req.sharing is not None:
+            pos = self.pos
+            self.cache = PrefixCache(lambda a, b: pos(b) - pos(a))
+        # data-parallel attention ranks that schedule their own requests (§F9, "Attention DP"):
+        # none where the engine pools them (the ideal engine), speculates (not modelled per
+        # rank) or has one attention group
+        ranks = int(round(inst.layout.attention_divisor))
+        self.ranks = None
+        if self.cfg.rank_scheduling and self.draft is None and ranks >= 2:
+            self.ranks = Ranks(ranks, req.n_in, self.budget, self.limit, self.cfg.adp_balancing)
+
+    def _arrivals(self, order, clients) -> None:
+        """Requests this engine receives at known times, in order (``order``), and those it
+        receives later (a session's next turn, a router's push) on a heap; with ``clients``, the
+        first that many at once, each next one when one finishes."""
+        req = self.req
+        self.clients = clients
+        idx = np.asarray([] if order is None else order, dtype=np.intp)  # an array or a list
+        self.order = idx.tolist()
+        if clients is not None:
+            self.released = min(int(clients), len(self.order))
+            self.arr = [0.0] * self.released + [np.inf] * (len(self.order) - self.released)
+            req.sent[idx] = np.nan
+            req.sent[idx[: self.released]] = 0.0
+        else:
+            self.arr = req.sent[idx].tolist()
+        #: ``arr`` ends with an inf (no one else arrives): ``arr[next_arrival]`` is always the
+        #: next known arrival time, without a test of the index on every turn
+        self.arr.append(_INF)
+        self.next_arrival = 0
+        self.late: list[tuple[float, int]] = []
+
+    # --- the KV cache ------------------------------------------------------------------
+    def decode_positions(self, ahead=0):
+        """Σ over decoding requests of their layer-positions ``ahead`` tokens from now
+        (``ahead`` may be an array)."""
+        if not self.windowed:
+            return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
+        if self.sorted_at != self.changes:
+            base = np.fromiter(map(_BASE, self.running.values()), float, len(self.running))
+            self.sorted_bases, self.sorted_at = np.sort(base), self.changes
+        # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
+        return self.inst.work.layer_positions_of_many(self.sorted_bases + self.G, ahead)
+
+    def growth(self, per_step: float = 1.0) -> float:
+        """Layer-positions the decoding requests add in one step of ``per_step`` tokens."""
+        if not self.windowed:
+            return self.layers * len(self.running) * per_step
+        return float(self.decode_positions(per_step)) - float(self.decode_positions(0))
+
+    def held(self) -> float:
+        """Layer-positions held outside the decoding requests' contexts: prompts being
+        prefilled, less the copies of shared prefixes stored once (§E9)."""
+        return self.reserved - (self.cache.shared if self.cache is not None else 0.0)
+
+    def used(self) -> float:
+        if not self.windowed:
+            return self.layers * (self.sum_base + len(self.running) * self.G) + self.held()
+        return float(self.decode_positions()) + self.held()
+
+    def pos(self, context) -> float:
+        """Layer-positions one request of this context holds."""
+        if not self.windowed:
+            return self.layers * context
+        return float(self.inst.positions(context))
+
+    def trim(self) -> None:
+        """Evict cached prefixes the running requests need the memory of (§E9)."""
+        c = self.cache
+        if c is not None and c.cached > 0.0:
+            over = self.used() + c.cached - self.cap
+            if over > 0.0:
+                c.evict(over)
+
+    # --- speculation ---------------------------------------------------------------------
+    def cycle(self, D: int):
+        """The speculative cycle of a step with ``D`` decoding requests (None: none)."""
+        if self.draft is None or D == 0:
+            return None
+        return self.draft.cycle_at(self.table, D, self.q_ref)
+
+    def advance(self, D: int) -> float:
+        """Tokens each decoding request gains per step at batch ``D``."""
+        c = self.cycle(D)
+        return 1.0 if c is None else c.expected_tokens
+
+    def decode_tokens(self) -> int:
+        """Tokens the decoding requests take of the next step's budget (a speculative cycle
+        verifies several per request)."""
+        D = len(self.running)
+        c = self.cycle(D)
+        return D if c is None else D * c.verify_tokens
+
+    # --- arrivals ----------------------------------------------------------------------
+    def next_time(self) -> float:
+        """When the next request reaches this engine (inf: none known)."""
+        a = self.arr[self.next_arrival]  # inf past the last (``arr``'s end)
+        return min(a, self.late[0][0]) if self.late else a
+
+    def push(self, i: int, at: float) -> None:
+        """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""
+        heapq.heappush(self.late, (at, i))
+
+    def arrive(self) -> None:
+        """The requests that have arrived by now join the queue, in the order they arrived
+        (``iterate`` takes those at known times itself when no others are due)."""
+        arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
+        t, j = self.t, self.next_arrival
+        while True:
+            a = arr[j]
+            b = late[0][0] if late else _INF
+            if a > t and b > t:  # min(a, b) > t
+                break
+            if a <= b:
+                waiting.append(order[j])
+                j += 1
+            else:
+                waiting.append(heapq.heappop(late)[1])
+        self.next_arrival = j
+
+    def outstanding(self) -> int:
+        """Requests routed here and not finished (a router's measure of load)."""
+        return len(self.waiting) + len(self.prefilling) + len(self.running) + len(self.late)
+
+    # --- the decoding batch --------------------------------------------------------------
+    def join_decode(self, i: int, context: int) -> None:
+        """Request ``i``, of this context, decodes (or finishes, with all its tokens)."""
+        r = self.req
+        left = int(r.n_out[i] - r.gen[i])
+        if left <= 0:
+            if self.ranks is not None:
+                self.ranks.leave(i, False)
+            self.finished(i)
+            self.count_done(1, i)
+            return
+        if self.ranks is not None:
+            self.ranks.decoding(i)
+        G = self.G
+        end = G + left
+        self.running[i] = (context - G, end)
+        self.changes += 1
+        same = self.by_end.get(end)
+        if same is None:  # a new end: on the heap once
+            self.by_end[end] = [i]
+            heapq.heappush(self.ends, end)
+        else:
+            same.append(i)
+        self.sum_base += context - G
+
+    def join_prefilled(self, prefilled: list, G: float) -> None:
+        """The prompts ``prefilled`` to their end by the step just taken (``G`` after it): each
+        emits its first token and decodes, or finishes if that was its last."""
+        r, cache, layers, pos = self.req, self.cache, self.layers, self.pos
+        plain = not self.windowed
+        running, ends, ranks = self.running, self.ends, self.ranks
+        first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
+        t, by_end = self.t, self.by_end
+        # the engine's sums in locals, written back after the loop (the calls in it read none)
+        reserved, sum_base, changes = self.reserved, self.sum_base, self.changes
+        for i, _, context in prefilled:
+            reserved -= layers * context if plain else pos(context)
+            g = gen[i] + 1
+            gen[i] = g
+            needs_prefill[i] = False
+            f = first[i]
+            if f != f:  # NaN: its first token
+                first[i] = t
+            if cache is not None and i in self.chain:  # its prompt's segments are cached
+                segs = prompts_sharing(r).segments[i]
+                held_nodes = self.chain[i]
+                self.chain[i] = held_nodes + cache.insert(
+                    segs[len(held_nodes) :], held_nodes[-1] if held_nodes else None, self.t
+                )
+            left = n_out[i] - g  # ``join_decode``, inline (once per request)
+            if left <= 0:  # its first token was its last
+                if ranks is not None:
+                    ranks.leave(i, False)
+                self.finished(i)
+                self.count_done(1, i)
+                continue
+            if ranks is not None:
+                ranks.decoding(i)
+            end, base = G + left, context - G
+            running[i] = (base, end)
+            changes += 1
+            same = by_end.get(end)
+            if same is None:  # a new end: on the heap once
+                by_end[end] = [i]
+                heapq.heappush(ends, end)
+            else:
+                same.append(i)
+            sum_base += base
+        self.reserved, self.sum_base, self.changes = reserved, sum_base, changes
+
+    def min_end(self) -> float:
+        """The G at which the next decoding request finishes."""
+        while self.ends[0] not in self.by_end:
+            heapq.heappop(self.ends)
+        return self.ends[0]
+
+    def leave(self, i: int) -> float:
+        """Take request ``i`` out of the decoding batch; its context."""
+        base, end = self.running.pop(i)
+        self.changes += 1
+        self.sum_base -= base
+        same = self.by_end[end]
+        same.remove(i)
+        if not same:
+            del self.by_end[end]
+        return base + self.G
+
+    # --- finishing -----------------------------------------------------------------------
+    def finished(self, i: int) -> None:
+        """Request ``i`` has its last token now: its finish time, what admission promised it,
+        and its answer cached for the session's next turn (§E9)."""
+        r = self.req
+        r.finish[i] = self.t
+        if r.watch is not None:
+            r.watch.finished((i,), self.t, r.first, r.n_out)
+        if self.release_promised is not None:
+            self.release_promised((i,))
+        if self.cache is not None and i in self.chain:
+            nodes = self.chain.pop(i)
+            key = prompts_sharing(r).answer_keys[i]
+            if key is not None:  # the answer: the next turn's prompt starts with it
+                nodes += self.cache.insert(((key, int(r.n_out[i])),), nodes[-1], self.t)
+            self.cache.release(nodes, self.t)
+
+    def count_done(self, count: int, i: int) -> None:
+        """``count`` more requests are done, ``i`` the last: a closed loop's client sends its
+        next one, a session's next turn is sent after its think time, progress is reported."""
+        r = self.req
+        r.done += count
+        if self.clients is not None:  # each finished request's client sends its next one now
+            for _ in range(count):
+                if self.released < len(self.order):
+                    self.arr[self.released] = self.t
+                    r.sent[self.order[self.released]] = self.t
+                    self.released += 1
+        if r.sharing is not None:
+            nxt = int(r.sharing.follows[i])
+            if nxt >= 0:  # the session's next turn, a think time after this answer
+                at = self.t + float(r.sharing.think_s[nxt])
+                r.sent[nxt] = at
+                if self.on_finish is not None:
+                    self.on_finish(nxt, at)
+                else:
+                    self.push(nxt, at)
+        if self.progress is not None and r.done >= self.next_report:
+            self.progress(r.done, r.n)
+            self.next_report += max(1, r.n // 10)
+
+    def complete(self) -> None:
+        """Requests whose last token came out of the step just taken."""
+        ends, by_end, running, r = self.ends, self.by_end, self.running, self.req
+        while ends:
+            end = ends[0]
+            if end not in by_end:
+                heapq.heappop(ends)
+                continue
+            if end > self.G + EPS:
+                return
+            heapq.heappop(ends)
+            done = by_end.pop(end)
+            self.changes += 1
+            if self.ranks is not None:
+                for i in done:
+                    self.ranks.leave(i, True)
+            if self.cache is not None:
+                for i in done:
+                    self.sum_base -= running.pop(i)[0]
+                    self.finished(i)
+            else:  # ``finished`` without a prefix cache, inline, the sum in a local
+                finish, t, sum_base = r.finish, self.t, self.sum_base
+                for i in done:
+                    sum_base -= running.pop(i)[0]
+                    finish[i] = t
+                self.sum_base = sum_base
+                if self.release_promised is not None:
+                    self.release_promised(done)
+                if r.watch is not None:
+                    r.watch.finished(done, t, r.first, r.n_out)
+            self.hold = False
+            if self.clients is None and r.sharing is None and self.progress is None:
+                r.done += len(done)  # ``count_done`` has nothing else to do
+            else:
+                for i in done:
+                    self.count_done(1, i)
+
+    # --- the record's counters ---------------------------------------------------------------
+    def end_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled) -> None:
+        """After a step with prompt tokens of ``dt`` seconds and ``flop`` FLOP (``alone``: the
+        seconds of its ``D`` decoding requests alone, each advancing ``advance`` tokens; ``c``:
+        its speculative cycle; ``separate``: decoding waited): its counters, the requests it
+        finished, the prompts it ``prefilled`` to their end joining the batch."""
+        self.t += dt
+        self.G += advance
+        self.busy += dt
+        self.batch_s += D * dt
+        self.flop += flop
+        if D:
+            self.decode_steps += 1
+            if c is not None:
+                self.spec_steps += 1
+        if self.windowed or self.cache is not None:
+            used = self.used()
+        else:  # ``used``, inline (``held`` is ``reserved`` without a prefix cache)
+            used = self.layers * (self.sum_base + len(self.running) * self.G) + self.reserved
+        if used / self.cap > self.peak:
+            self.peak = used / self.cap
+        self.prefill_s += dt - alone
+        self.steps += 1
+        G, ends = self.G, self.ends
+        if not separate and ends and ends[0] <= G + EPS:  # ``complete``'s first test
+            self.complete()
+        self.join_prefilled(prefilled, G)
+        self.phase = 0  # a step with prompt tokens is a scheduler call of its own
+        if self.cache is not None:
+            self.trim()
