@@ -143,7 +143,7 @@ def _capacity_export(model, hardware, engine: str, progress, settings: dict, opt
     """The launch of a capacity plan, under the plan's own traffic and scheduler limits."""
     from ..export import launch
     from .load import capacity
-    from .load_inputs import load_inputs
+    from .load_setup import load_inputs
 
     capacity_plan = capacity(model, hardware, progress=progress, **settings)
     load = {k: v for k, v in settings.items() if k in table.names(table.LOAD)}
@@ -184,3 +184,43 @@ def _frontier_pick(
             "argument", "pick", f"unknown {pick!r}", f"choose {', '.join(FRONTIER_PICKS)}"
         )
     return row["gpus"], row["batch"], label
+
+
+def launch_files(plan: LaunchPlan) -> dict[str, str]:
+    """The files an export writes: the engine's launch files and the benchmark that checks
+    the plan (``benchmark.md``).
+
+    Parameters
+    ----------
+    plan : LaunchPlan
+        ``export``'s plan.
+
+    Returns
+    -------
+    dict
+        {file name: text}.
+    """
+    from ..export.benchmark_commands import benchmark_text
+    from ..export.engine_configs import render
+
+    files = render(plan)
+    files["benchmark.md"] = benchmark_text(plan)
+    return files
+
+
+def plan_record(plan: LaunchPlan) -> dict[str, Any]:
+    """An export's plan as a record: its engine, source, workers and expected figures.
+
+    Parameters
+    ----------
+    plan : LaunchPlan
+        ``export``'s plan.
+
+    Returns
+    -------
+    dict
+        The record (``workers``: one entry per kind of worker).
+    """
+    from ..export.engine_configs import plan_record as record
+
+    return record(plan)

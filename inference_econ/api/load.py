@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .. import settings as table
 from ..errors import InfeasibleError, SpecError, warn
 from ..serving.setting import Setting
-from .load_inputs import (
+from .load_setup import (
     LoadInputs,
     checked_yes,
     given_deployment,

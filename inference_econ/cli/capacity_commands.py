@@ -255,7 +255,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
 
 def _first_line(setting) -> str:
     """Whether the figures are expected (an engine profile, with intervals) or a bound."""
-    from ..serving.intervals import figures_line
+    from ..api import figures_line
 
     return figures_line(setting)
 
@@ -263,7 +263,7 @@ def _first_line(setting) -> str:
 def _odds_notes(result) -> list[str]:
     """Under an engine profile: what the intervals cover, and a line when the case is
     outside what the data covers."""
-    from ..serving.intervals import expected
+    from ..api import expected_figures as expected
 
     setting = result.setting
     if setting is None or not expected(setting):
@@ -376,9 +376,9 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
 def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
     from .. import api
+    from ..api import coverage_note
     from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines, render
-    from ..serving.intervals import coverage_note
     from .common import vertical
 
     for flag, given_value in (
@@ -396,7 +396,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         kwargs.pop(name, None)
     plan = api.demand_plan(model, names, progress=say, **kwargs)
     summary = plan.summary()
-    from ..serving.setting import requests_metadata
+    from ..api import requests_metadata
 
     meta = {**requests_metadata(plan.setting), "demand": plan.demand.source}
     for key in ("price_basis", "price_usd_per_gpu_hour", "price_date"):
@@ -454,7 +454,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
 
 def _held_range(held: dict) -> str:
     """`` (80 %: a-b; 90 %: c-d)`` of a held load's interval columns, or "" for a bound."""
-    from ..serving.intervals import interval_columns
+    from ..api import interval_columns
 
     ends = [held.get(c) for c in interval_columns("max_rate_per_instance")]
     if any(e is None for e in ends):
@@ -528,7 +528,7 @@ def _plan_text(plan, fmt: str) -> str:
         + why
         + list(plan.notes),
     )
-    from ..serving.intervals import coverage_note
+    from ..api import coverage_note
 
     notes = [*filter(None, [coverage_note(plan.setting)]), *_odds_notes(r), *notes]
     gap = "\n" if fmt == "markdown" else ""
@@ -591,9 +591,9 @@ def _confident_notes(plan) -> list[str]:
 
 
 def _max_load_text(result, fmt: str) -> str:
+    from ..api import coverage_note, figures_line, held_intervals, interval_columns
     from ..output.ranges import ranged_columns
     from ..output.render import render
-    from ..serving.intervals import coverage_note, figures_line, held_intervals, interval_columns
 
     df = result.to_dataframe()
     first = result.at_max or result.curve[0]
@@ -693,8 +693,8 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
         "input_tokens_per_output_token",
         "mfu",
     ]
+    from ..api import figures_line, interval_columns
     from ..output.ranges import ranged_columns
-    from ..serving.intervals import figures_line, interval_columns
 
     cols += [c for n in cols for c in interval_columns(n) if c in front.points]
     df = front.points[cols]
