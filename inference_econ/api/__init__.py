@@ -140,14 +140,32 @@ def _one_configuration(gpus, batch) -> None:
 
 @table.takes(table.PROBLEM)
 def point(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> pd.Series:
-    """One configuration (GPUs, batch) of a model on a GPU: latency, tokens/s per request,
-    $ per million tokens, MFU, the best layout and the latency breakdown.
+    """One configuration (GPUs, batch) of a model on a GPU.
 
     The layout is the best of the paper's continuous ones (real-valued degrees, docs/model.md
     §A5), or with ``discrete=True`` the best whole one, as an engine launches it (§B7; whole
-    GPUs). Keyword arguments are the settings of ``make_setting`` (context_tokens,
-    weight_bits, draft, ...; the table in ``inference_econ/settings.py``). ``gpus`` and
-    ``batch`` are one number each (``points`` takes many).
+    GPUs).
+
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        A model name, alias or YAML file, a loaded ``Architecture``, or a whole ``Setting``
+        (then no other setting may be given).
+    hardware : str or GPU, optional
+        A GPU name, alias or YAML file; not with a Setting.
+    gpus, batch : float
+        One number each (``points`` takes many).
+    discrete : bool
+        Whole layouts.
+    **kwargs
+        The settings of ``make_setting`` (context_tokens, weight_bits, draft, ...; the table
+        in ``inference_econ/settings.py``).
+
+    Returns
+    -------
+    pandas.Series
+        Latency, tokens/s per request, $ per million tokens, MFU, the best layout and the
+        latency breakdown.
     """
     _one_configuration(gpus, batch)
     return points(model, hardware, gpus=gpus, batch=batch, discrete=discrete, **kwargs).iloc[0]
@@ -155,17 +173,55 @@ def point(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs
 
 @table.takes(table.PROBLEM)
 def points(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> pd.DataFrame:
-    """Many configurations at once (``gpus`` and ``batch`` broadcast against each other), as
-    ``point``."""
+    """Many configurations at once, as ``point``.
+
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        A model name, alias or YAML file, a loaded ``Architecture``, or a whole ``Setting``
+        (then no other setting may be given).
+    hardware : str or GPU, optional
+        A GPU name, alias or YAML file; not with a Setting.
+    gpus, batch : float or array
+        Broadcast against each other.
+    discrete : bool
+        Whole layouts.
+    **kwargs
+        The settings of ``make_setting``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per configuration, ``point``'s fields as columns.
+    """
     discrete = table.option("discrete").check(discrete, "argument", "discrete")
     return evaluate(setting_of(model, hardware, **kwargs), gpus, batch, discrete)
 
 
 @table.takes(table.PROBLEM)
 def point_fields(model, hardware=None, *, gpus, batch, discrete: bool = False, **kwargs) -> dict:
-    """``point`` as a dict {column: value} (numpy scalars), computed without pandas: what
-    the ``point`` command prints (issue 28: it starts in a third of a second). ``gpus`` and
-    ``batch`` are one number each."""
+    """``point`` computed without pandas: what the ``point`` command prints (it starts in a
+    third of a second).
+
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        A model name, alias or YAML file, a loaded ``Architecture``, or a whole ``Setting``
+        (then no other setting may be given).
+    hardware : str or GPU, optional
+        A GPU name, alias or YAML file; not with a Setting.
+    gpus, batch : float
+        One number each.
+    discrete : bool
+        Whole layouts.
+    **kwargs
+        The settings of ``make_setting``.
+
+    Returns
+    -------
+    dict
+        {column: value} (numpy scalars; text as ``str``).
+    """
     _one_configuration(gpus, batch)
     discrete = table.option("discrete").check(discrete, "argument", "discrete")
     columns = evaluate_columns(setting_of(model, hardware, **kwargs), gpus, batch, discrete)
@@ -221,17 +277,35 @@ def study(
     recompute: bool = False,
     yes: bool = False,
 ) -> StudyResult:
-    """Every cell of a study: ``.key_points`` (one row per cell x key point) and ``.frontiers``
-    (one row per cell x frontier point), tidy DataFrames with a column per axis.
+    """Every cell of a study.
 
-    ``spec`` is a study file (a path, or a name such as "studies/accelerators-models"), its
-    parsed mapping or a ``Study``. With ``out`` the tables, ``study.json`` and the summary
-    figure are written there and finished cells are cached in ``out/cache`` (or ``cache_dir``),
-    so a rerun computes only what changed. ``jobs`` local processes (default: the cores) or a
-    Dask cluster (``dask="local"`` or a scheduler address) compute the cells; ``recompute``
-    ignores the cache (after changing the model's code without changing the version). Cells
-    estimated to take more than ten minutes (``settings.CONFIRM_SECONDS``) are refused with the
-    estimate unless ``yes``.
+    Parameters
+    ----------
+    spec : str, Path, mapping or Study
+        A study file (a path, or a name such as "studies/accelerators-models"), its parsed
+        mapping or a ``Study``.
+    out : str or Path, optional
+        Where the tables, ``study.json`` and the summary figure are written; finished cells
+        are cached in ``out/cache``, so a rerun computes only what changed.
+    jobs : int, optional
+        Local processes computing the cells (default: the cores).
+    dask : str, optional
+        A Dask cluster instead: ``"local"`` or a scheduler address.
+    progress : callable, optional
+        Called with a line of text as the work goes.
+    cache_dir : str or Path, optional
+        The cache's folder (default ``out/cache``).
+    recompute : bool
+        Ignore the cache (after changing the model's code without changing the version).
+    yes : bool
+        Run cells estimated to take more than ten minutes (``settings.CONFIRM_SECONDS``),
+        refused with the estimate otherwise.
+
+    Returns
+    -------
+    StudyResult
+        ``.key_points`` (one row per cell x key point) and ``.frontiers`` (one row per cell x
+        frontier point), tidy DataFrames with a column per axis.
     """
     values = table.check_each({"jobs": jobs, "dask": dask, "recompute": recompute, "yes": yes})
     if values["recompute"] and out is None and cache_dir is None:
@@ -256,9 +330,25 @@ def model_summary(
     activation_bits=None,
     kv_cache_bits=None,
 ) -> dict:
-    """Derived figures of a model at a precision (default: its file's): parameters, KV cache
-    per token, memory, critical batch, under an assumption preset (default ``paper``, as
-    everywhere)."""
+    """Derived figures of a model at a precision, under an assumption preset.
+
+    Parameters
+    ----------
+    model : str or Architecture
+        A model name, alias or YAML file, or a loaded ``Architecture``.
+    hardware : str or GPU
+        The GPU the memory and critical batch are figured on.
+    assumptions : str or Assumptions
+        The preset (default ``paper``, as everywhere).
+    weight_bits, activation_bits, kv_cache_bits : float, optional
+        The precision (default: the model file's).
+
+    Returns
+    -------
+    dict
+        Parameters, KV cache per token, memory, critical batch and the tokens of KV cache one
+        GPU holds beside the weights.
+    """
     arch: Architecture = load_model(model).with_precision(
         weight_bits, activation_bits, kv_cache_bits
     )
@@ -319,8 +409,19 @@ _FABRIC_FIELDS = {
 
 
 def hardware_summary(hardware) -> dict:
-    """A GPU's figures and the derived ones the model uses (caps, all-reduce bandwidths);
-    interconnect fields are shown for the kinds they describe."""
+    """A GPU's figures and the derived ones the model uses.
+
+    Parameters
+    ----------
+    hardware : str or GPU
+        A GPU name, alias or YAML file.
+
+    Returns
+    -------
+    dict
+        Its fields (interconnect fields for the kinds they describe), the sustained HBM
+        bandwidth and the all-reduce bandwidths.
+    """
     gpu: GPU = load_hardware(hardware)
     # the file as models name theirs: shipped relative to the package data, a user's in full
     out = {
@@ -344,8 +445,18 @@ def hardware_summary(hardware) -> dict:
 
 
 def engine_summary(engine) -> dict:
-    """An engine profile's terms (docs/model.md Part F), with the standard errors of the
-    fitted ones and the profile it derives from."""
+    """An engine profile's terms (docs/model.md Part F).
+
+    Parameters
+    ----------
+    engine : str or Path
+        An engine profile's name or YAML file.
+
+    Returns
+    -------
+    dict
+        Its terms, the standard errors of the fitted ones and the profile it derives from.
+    """
     from ..specs.engine import load_engine
 
     prof = load_engine(engine)
@@ -363,8 +474,19 @@ def engine_summary(engine) -> dict:
 
 
 def spec_kind(name_or_path) -> str:
-    """``models``, ``hardware`` or ``engines``: what a name or a YAML file names (a file by
-    its folder, its ``derive_from`` or its fields; a name by the catalog, models first)."""
+    """What a name or a YAML file names.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A name (by the catalog, models first) or a file (by its folder, its ``derive_from``
+        or its fields).
+
+    Returns
+    -------
+    str
+        ``models``, ``hardware`` or ``engines``.
+    """
     from ..errors import UnknownNameError, did_you_mean, short
     from ..specs.kinds import FILE_KINDS, spec_kind
 
@@ -389,8 +511,18 @@ def spec_kind(name_or_path) -> str:
 
 
 def list_specs(kind: str) -> pd.DataFrame:
-    """The models, hardware, scenarios, engine profiles or cost files shipped (and on
-    INFERENCE_ECON_PATH)."""
+    """The spec files of one kind, shipped and on INFERENCE_ECON_PATH.
+
+    Parameters
+    ----------
+    kind : str
+        ``models``, ``hardware``, ``scenarios``, ``engines`` or ``costs`` (singulars too).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per file: name, aliases, description and file.
+    """
     if not isinstance(kind, str):
         raise SpecError(
             "argument", "kind", f"expected a kind's name, got {short(kind)}", "e.g. 'models'"

@@ -86,13 +86,7 @@ def export(
         settings.setdefault("engine", engine)
     if plan == "capacity":
         return _capacity_export(model, hardware, engine, progress, settings, launch_options)
-    for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):
-        if value is None:
-            raise SpecError(
-                "argument", name, "is missing", "give the request's prompt and output tokens"
-            )
-    table.check_each({"prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
-    context = float(prompt_tokens) + float(output_tokens) / 2.0  # decode's mean context (§B10)
+    context = _decode_context(prompt_tokens, output_tokens)
     setting = setting_of(model, hardware, context_tokens=context, **settings)
     source = {}
     if plan == "frontier":
@@ -107,6 +101,17 @@ def export(
     if plan == "disagg":
         return launch.disagg_plan(*request, prefill_gpus, **launch_options)
     return launch.point_plan(*request, **source, **launch_options)
+
+
+def _decode_context(prompt_tokens, output_tokens) -> float:
+    """The mean context of a request's decode steps, n_in + n_out/2 (§B10); both given."""
+    for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):
+        if value is None:
+            raise SpecError(
+                "argument", name, "is missing", "give the request's prompt and output tokens"
+            )
+    table.check_each({"prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
+    return float(prompt_tokens) + float(output_tokens) / 2.0
 
 
 def _check_export(engine: str, plan: str, scheduler_steps) -> None:

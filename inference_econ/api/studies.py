@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..measured.calibration import Calibration
+    from ..measured.predicting import Comparison
     from ..optimise.method import Method
     from ..runs.runner import RunResult
     from ..runs.study_run import StudyResult
@@ -229,7 +230,9 @@ def sweep(
     return compute(setting, parameter, values, at_speed, progress, method)
 
 
-def compare_measured(path, assumptions: str = "paper", engine: str | None = None, progress=None):
+def compare_measured(
+    path, assumptions: str = "paper", engine: str | None = None, progress=None
+) -> Comparison:
     """Measured rows against the model's predictions, row by row.
 
     Parameters

@@ -239,7 +239,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
         progress=lambda done, total: say(f"{done}/{total} requests served"),
         **_load_kwargs(values),
     )
-    from .common import stated
+    from .stated import stated
 
     row = result.to_dataframe().iloc[0]
     if result.meets_targets is None and format in ("table", "markdown"):
@@ -379,7 +379,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     from ..api import coverage_note
     from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines, render
-    from .common import vertical
+    from .stated import vertical
 
     for flag, given_value in (
         ("--gpus", gpus),
@@ -478,7 +478,7 @@ def _chosen_curve(model, plan, kwargs, say):
 
 def _plan_text(plan, fmt: str) -> str:
     from ..output.render import render
-    from .common import vertical
+    from .stated import vertical
 
     r = plan.result
     # pools on different GPUs: the deployment names the prefill pool's, the decode pool's here
@@ -646,8 +646,17 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
     prints it (``frontier --rate R --slo-ttft-p99 T --slo-tpot-p99 P``); ``quiet``: no
     progress lines."""
     from .. import api
-    from ..output.render import render
 
+    served = _served_under_load(values, load)
+    front = api.load_frontier(
+        model, _gpus([hardware]), progress=Progress(quiet), **served, **_load_kwargs(load)
+    )
+    return _load_frontier_text(front, fmt)
+
+
+def _served_under_load(values: dict, load: dict) -> dict:
+    """The settings of what is served that a frontier under load reads (refused: those it
+    does not; the prompt length given becomes the load's input lengths)."""
     named = given(click.get_current_context())
     if "context_tokens" in named:  # given: the default is a decode context, unread under load
         raise SpecError(
@@ -675,9 +684,15 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
     }
     if "assumptions" not in named:
         served.pop("assumptions", None)  # serving under load's own default (expected figures)
-    front = api.load_frontier(
-        model, _gpus([hardware]), progress=Progress(quiet), **served, **_load_kwargs(load)
-    )
+    return served
+
+
+def _load_frontier_text(front, fmt: str) -> str:
+    """A frontier of deployments under load as a table, its figures' first line above."""
+    from ..api import figures_line, interval_columns
+    from ..output.ranges import ranged_columns
+    from ..output.render import render
+
     cols = [
         "tokens_per_s",
         "usd_per_m_output_tokens_all_in",
@@ -693,9 +708,6 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
         "input_tokens_per_output_token",
         "mfu",
     ]
-    from ..api import figures_line, interval_columns
-    from ..output.ranges import ranged_columns
-
     cols += [c for n in cols for c in interval_columns(n) if c in front.points]
     df = front.points[cols]
     first = front.points.iloc[0]

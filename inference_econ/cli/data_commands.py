@@ -22,9 +22,9 @@ from .common import (
     out_option,
     quiet_option,
     setting_options,
-    stated_table,
     table_output,
 )
+from .stated import stated_table
 
 
 def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:

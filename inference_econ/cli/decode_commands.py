@@ -19,10 +19,10 @@ from .common import (
     quiet_option,
     renamed_flags,
     setting_options,
-    stated,
     table_output,
     typed_name,
 )
+from .stated import stated
 
 #: Options the frontier command takes for deployments under load (``capacity_commands.
 #: slo_frontier``): the load and the latency targets (the same targets as capacity and
@@ -148,31 +148,7 @@ def frontier(
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
     prompt = values["prompt_tokens"]
     if load["arrival_rate_per_s"] is not None or load["trace"] is not None:  # a load is given
-        search = {"discrete", "grid_points", "all_points", "rows"} & given(
-            click.get_current_context()
-        )
-        if search:
-            flag = typed_name(sorted(search)[0])
-            raise SpecError(
-                "command line",
-                flag,
-                "applies to the frontier of one instance, not to deployments under a load",
-                f"drop {flag}, or drop --rate",
-            )
-        if figure:
-            raise SpecError(
-                "command line",
-                "--figure",
-                "draws the frontier of one instance, not deployments under a load",
-                "drop --figure, or drop --rate",
-            )
-        values.pop("prompt_tokens")  # under a load: the prompts' lengths
-        load["input_lengths"] = (
-            prompt if prompt is None or isinstance(prompt, str) else f"{prompt:g}"
-        )
-        from .capacity_commands import slo_frontier  # the load commands' module: only here
-
-        emit(slo_frontier(model, hardware, values, load, format, quiet), out)
+        emit(_under_load(model, hardware, values, load, figure, format, quiet), out)
         return
     if isinstance(prompt, str):
         raise SpecError(
@@ -207,6 +183,33 @@ def frontier(
     df = pd.DataFrame(columns)  # the points shown, as Frontier.to_dataframe() has them
     title = setting.name if format in ("markdown", "json") else ""
     emit(render(df, format, title=title, meta=table.metadata, notes=[line, *notes]), out)
+
+
+def _under_load(model, hardware, values: dict, load: dict, figure, fmt: str, quiet: bool) -> str:
+    """frontier --rate/--trace: the frontier of deployments serving the load within the
+    targets (``capacity_commands.slo_frontier``), the prompt length its input lengths."""
+    prompt = values["prompt_tokens"]
+    search = {"discrete", "grid_points", "all_points", "rows"} & given(click.get_current_context())
+    if search:
+        flag = typed_name(sorted(search)[0])
+        raise SpecError(
+            "command line",
+            flag,
+            "applies to the frontier of one instance, not to deployments under a load",
+            f"drop {flag}, or drop --rate",
+        )
+    if figure:
+        raise SpecError(
+            "command line",
+            "--figure",
+            "draws the frontier of one instance, not deployments under a load",
+            "drop --figure, or drop --rate",
+        )
+    values.pop("prompt_tokens")  # under a load: the prompts' lengths
+    load["input_lengths"] = prompt if prompt is None or isinstance(prompt, str) else f"{prompt:g}"
+    from .capacity_commands import slo_frontier  # the load commands' module: only here
+
+    return slo_frontier(model, hardware, values, load, fmt, quiet)
 
 
 def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:

@@ -20,10 +20,10 @@ from .common import (
     option,
     quiet_option,
     resolve_format,
-    stated_table,
     typed_name,
     wrote_files,
 )
+from .stated import stated_table
 
 
 def observations_option(fn):

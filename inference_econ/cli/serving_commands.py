@@ -14,11 +14,10 @@ from .common import (
     options,
     prefill_setting_options,
     request_setting_options,
-    stated,
-    stated_table,
     table_output,
 )
 from .decode_commands import discrete_option, layout_meta, layout_notes
+from .stated import stated, stated_table
 
 
 @click.command(short_help="One prefill: latency, MFU and the price of input tokens.")

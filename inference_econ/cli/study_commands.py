@@ -15,9 +15,9 @@ from .common import (
     handle_errors,
     options,
     quiet_option,
-    stated_table,
     wrote_files,
 )
+from .stated import stated_table
 
 
 @click.command(short_help="Run a design space of many frontiers, resumable.")
