@@ -188,8 +188,23 @@ def _flat_config(v: dict) -> EngineConfig:
 
 
 def settings_per_gpu(model, hardware, problem: dict) -> list[Setting]:
-    """One setting per GPU (``hardware`` a name, a GPU, or a list of them), under the preset
-    of serving under load unless ``assumptions`` is given (``settings.LOAD_ASSUMPTIONS``)."""
+    """One setting per GPU, under the preset of serving under load unless ``assumptions`` is
+    given (``settings.LOAD_ASSUMPTIONS``).
+
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        The model served (a Setting: its own GPU).
+    hardware : str, GPU or list of them
+        The GPUs.
+    problem : dict
+        Settings of what is served.
+
+    Returns
+    -------
+    list of Setting
+        One per GPU.
+    """
     if isinstance(model, Setting):
         return [setting_of(model, None, **problem)]
     problem = {"assumptions": table.LOAD_ASSUMPTIONS, **problem}
@@ -209,8 +224,28 @@ def given_deployment(
     model=None,
     problem=None,
 ) -> Deployment:
-    """The given deployment, within the setting's cap on GPUs (``max_gpus``); ``v`` the load
-    settings (a prefill pool on other GPUs: ``prefill_hardware``)."""
+    """The given deployment, within the setting's cap on GPUs (``max_gpus``).
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+    gpus, instances : float, int
+        GPUs per instance, and instances.
+    prefill_gpus, prefill_instances : float, int, optional
+        A separate prefill pool's.
+    v : dict, optional
+        The load settings (a prefill pool on other GPUs: ``prefill_hardware``).
+    model : str, Architecture or Setting, optional
+        The model as the caller gave it.
+    problem : dict, optional
+        Settings of what is served.
+
+    Returns
+    -------
+    Deployment
+        The deployment, its GPUs whole.
+    """
     from ..load.deployment import Deployment
 
     v = v or {}
@@ -252,8 +287,24 @@ def given_deployment(
 
 
 def on_gpu(model, setting: Setting, name, problem: dict) -> Setting:
-    """``setting`` on another GPU (a prefill pool's: no speculation), priced on the same
-    basis; ``model`` as the caller gave it (a name, or a Setting)."""
+    """A setting on another GPU (a prefill pool's: no speculation), priced on the same basis.
+
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        The model as the caller gave it.
+    setting : Setting
+        The deployment's setting.
+    name : str or GPU
+        The other GPU.
+    problem : dict
+        Settings of what is served.
+
+    Returns
+    -------
+    Setting
+        The setting on that GPU.
+    """
     from ..serving.setting import price_gpu
     from ..specs.hardware import load_hardware
 
@@ -274,12 +325,33 @@ def _whole_gpus(value: float) -> int:
 
 
 def checked_yes(value) -> bool:
-    """The ``yes`` setting checked (a flag): run work past the estimate's bound."""
+    """The ``yes`` setting checked (a flag): run work past the estimate's bound.
+
+    Parameters
+    ----------
+    value : bool
+        As given.
+
+    Returns
+    -------
+    bool
+        Checked.
+    """
     return table.option("yes").check(value)
 
 
 def need_targets(targets: Targets) -> None:
-    """A search needs a latency target to search against."""
+    """Refuse a search without a latency target to search against.
+
+    Parameters
+    ----------
+    targets : Targets
+        The targets given.
+
+    Returns
+    -------
+    None
+    """
     if targets.empty:
         raise SpecError(
             "argument",
