@@ -1,4 +1,9 @@
-"""The notebook-facing API: a few functions that take names and return DataFrames.
+"""The notebook-facing API: functions that take names and return DataFrames and results, and
+the one door of the command line to the package (``cli/`` imports nothing else of it).
+
+Decode points and frontiers, spec summaries and studies are here; serving under load in
+``load`` (its inputs typed by ``load_setup.load_inputs``), ``export``, and what the commands
+read in ``labels``, ``views``, ``offers``, ``studies`` and ``spec_files``.
 
 >>> import inference_econ as ie
 >>> ie.point("Llama 3 70B", "H100-paper", gpus=8, batch=64, weight_bits=8)   # one configuration
