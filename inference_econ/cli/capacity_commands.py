@@ -263,10 +263,10 @@ def _first_line(setting) -> str:
 def _odds_notes(result) -> list[str]:
     """Under an engine profile: what the intervals cover, and a line when the case is
     outside what the data covers."""
-    from ..api import expected_figures as expected
+    from ..api import expected_figures
 
     setting = result.setting
-    if setting is None or not expected(setting):
+    if setting is None or not expected_figures(setting):
         return []
     lines = [
         "Intervals: where a measured run lands, 80 % and 90 % of the time (out-of-sample error "

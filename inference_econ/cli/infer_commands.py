@@ -59,8 +59,7 @@ LEFT_OUT = "inference_econ.observations_left_out"
 def offers(observations, provider, model, values: dict, sized: bool = False):
     """The selected offers: rows of a file, or the one given by --speed and --price (which
     need --model, except for ``sized``: a closed model is sized whatever its name)."""
-    from ..api import check_blend, load_observations, observation
-    from ..api import select_offers as select
+    from ..api import check_blend, load_observations, observation, select_offers
 
     ctx = click.get_current_context()
     blend = "input_tokens_per_output" in given(ctx)
@@ -77,7 +76,7 @@ def offers(observations, provider, model, values: dict, sized: bool = False):
     if observations:
         rows = load_observations(observations)
         ctx.meta[LEFT_OUT] = rows.notes()  # stated with the results (``inputs``)
-        return select(rows, provider, model)
+        return select_offers(rows, provider, model)
     if speed is None or price is None:
         raise SpecError(
             "command line",
@@ -238,8 +237,7 @@ def feasibility(observations, provider, model, figure, format, out, **values):
 def _feasibility_figure(path, chosen, kwargs) -> None:
     from pathlib import Path
 
-    from ..api import feasibility_frontiers as frontiers
-    from ..api import overlay_points
+    from ..api import feasibility_frontiers, overlay_points
     from ..output.plots import frontier_figure, save
     from ..output.style import PALETTE, line_style
 
@@ -252,7 +250,7 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
             "select one with --model",
         )
     keys = ("hardware", "assumptions", "weight_bits", "draft", "acceptance", "max_draft_tokens")
-    fronts = frontiers(
+    fronts = feasibility_frontiers(
         chosen[0],
         context_tokens=kwargs["context_tokens"],
         grid_points=kwargs["grid_points"],

@@ -128,9 +128,8 @@ def request(
     """
     import numpy as np
 
-    from ..api import cache_note, whole_batch_kv_note
+    from ..api import cache_note, uneven_note, whole_batch_kv_note
     from ..api import request as view
-    from ..api import uneven_note as uneven
 
     setting = make_setting(model, hardware, **values)
     row = view(
@@ -138,7 +137,7 @@ def request(
     )
     if not all(np.isfinite(v) for v in row.to_numpy() if isinstance(v, float)):
         raise InfeasibleError(
-            (uneven(setting, gpus) if discrete else None)
+            (uneven_note(setting, gpus) if discrete else None)
             or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
@@ -263,8 +262,7 @@ def disagg(
     """
     import numpy as np
 
-    from ..api import compare_disaggregation
-    from ..api import uneven_note as uneven
+    from ..api import compare_disaggregation, uneven_note
 
     setting = make_setting(model, hardware, **values)
     df = compare_disaggregation(
@@ -272,7 +270,7 @@ def disagg(
     )
     if not np.isfinite(df[["ttft_s", "gpu_s_per_request"]].to_numpy()).all():
         raise InfeasibleError(
-            (uneven(setting, gpus) if discrete else None)
+            (uneven_note(setting, gpus) if discrete else None)
             or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this "
             "request mix (co-located or disaggregated)"
         )
