@@ -87,6 +87,9 @@ _EXPORTS = {
     "load_frontier": ("api", "load_frontier"),
     # power, owning and demand curves (docs/model.md Part G)
     "demand_plan": ("api", "demand_plan"),
+    # the flat load settings (arrival_rate_per_s=..., slo_ttft_p99_s=...) as typed objects
+    "load_inputs": ("api", "load_inputs"),
+    "LoadInputs": ("api", "LoadInputs"),
     "DemandPlan": ("optimise.demand", "DemandPlan"),
     "load_demand": ("load.demand", "load_demand"),
     "load_costs": ("specs.costs", "load_costs"),

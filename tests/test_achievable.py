@@ -28,7 +28,6 @@ from inference_econ.model.machine import Machine
 from inference_econ.model.mixed_step import (
     EngineLayout,
     StepTable,
-    layer_positions,
     mixed_step_s,
 )
 from inference_econ.model.workload import compile_workload
@@ -485,9 +484,9 @@ def test_step_table_equals_the_mixed_step(llama, layout, exposed):
         D, n = int(rng.integers(1, 400)), float(rng.integers(10, 3000))
         P, c = int(rng.integers(0, 3000)), float(rng.integers(0, 800))
         direct = float(mixed_step_s(model, prefill, layout, D, n, P, c))
-        q = D * float(layer_positions(model.work, n))
-        kv = q + (float(layer_positions(model.work, c)) if P else 0.0)
-        att = q + (P * float(layer_positions(prefill, c + (P - 1) / 2)) if P else 0.0)
+        q = D * float(model.work.layer_positions(n))
+        kv = q + (float(model.work.layer_positions(c)) if P else 0.0)
+        att = q + (P * float(prefill.layer_positions(c + (P - 1) / 2)) if P else 0.0)
         got = table.time_s(D + P, kv, att, D + (1 if P else 0), max(P, 1))
         assert got == pytest.approx(direct, rel=1e-12)
 
@@ -576,8 +575,8 @@ def test_fused_gemm_allreduce_hides_the_bandwidth_under_the_row_parallel_gemms(l
     for layout in (EngineLayout(8), EngineLayout(2)):
         table = StepTable(fused_model, layout, 4096)
         direct = float(mixed_step_s(fused_model, prefill, layout, 100, 900.0, 1948, 0.0))
-        q = 100 * float(layer_positions(model.work, 900.0))
-        att = q + 1948 * float(layer_positions(prefill, 1947 / 2))
+        q = 100 * float(model.work.layer_positions(900.0))
+        att = q + 1948 * float(prefill.layer_positions(1947 / 2))
         assert table.time_s(2048, q, att, 101, 1948) == pytest.approx(direct, rel=1e-12)
     # Mixtral 8x7B on 8 GPUs, attention data parallel over all 8, experts parallel: no
     # row-parallel all-reduce is left to fuse, so its all-to-alls cost what they did

@@ -133,6 +133,46 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+#: What the command line may import of the package: the API, the settings table, the errors,
+#: output rendering and itself; everything else it reaches through ``inference_econ.api``.
+CLI_MAY_IMPORT = ("inference_econ.settings", "inference_econ.output", "inference_econ.cli")
+CLI_MAY_IMPORT_EXACTLY = ("inference_econ.api", "inference_econ.errors")
+
+
+def cli_reaches_around_the_api(imports) -> list[str]:
+    """The imports (line, module) of a command-line module that go around the API."""
+    return [
+        f"{line}: {target}"
+        for line, target in imports
+        if target.split(".")[0] == "inference_econ"
+        and target not in CLI_MAY_IMPORT_EXACTLY
+        and not any(target == m or target.startswith(m + ".") for m in CLI_MAY_IMPORT)
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", sorted((PACKAGE / "cli").glob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_the_command_line_is_a_client_of_the_api(path):
+    """Every import of the command line, inside functions too, is of the API, the settings,
+    the errors, output rendering or the command line itself."""
+    assert cli_reaches_around_the_api(imports_of(path)) == []
+
+
+def test_an_import_around_the_api_is_caught():
+    # the check itself: a command importing the optimiser, or a submodule of the API, is
+    # reported; the API, a settings submodule, output rendering and the errors are not
+    common = PACKAGE / "cli" / "common.py"
+    around = [(1, "inference_econ.optimise.optimiser"), (2, "inference_econ.api.load")]
+    assert cli_reaches_around_the_api(imports_of(common) + around) == [
+        "1: inference_econ.optimise.optimiser",
+        "2: inference_econ.api.load",
+    ]
+    fine = [(1, "inference_econ.api"), (2, "inference_econ.settings.table")]
+    fine += [(3, "inference_econ.output.render"), (4, "inference_econ.errors"), (5, "click")]
+    assert cli_reaches_around_the_api(fine) == []
+
+
 def test_no_import_cycles():
     cycle = find_cycle(import_graph(MODULES))
     assert cycle is None, "import cycle: " + " -> ".join(cycle)

@@ -2,7 +2,7 @@
 pandas ones.
 
 ``api.point_fields`` (a dict, no pandas) must hold what ``api.point`` (a Series) holds, and the
-text, CSV and JSON written from the dict (``output.render.row_text``, ``cli.common.vertical``)
+text, CSV and JSON written from the dict (``output.render.row_text``, ``cli.stated.vertical``)
 must be the bytes the DataFrame renderer writes; a frontier's columns
 (``optimiser.frontier_columns``) must be ``Frontier.points`` and their text table the one the
 DataFrame path writes; on the paper preset, an engine profile (with intervals), whole layouts,
@@ -23,7 +23,7 @@ import pytest
 
 import inference_econ as ie
 from inference_econ import api
-from inference_econ.cli.common import vertical
+from inference_econ.cli.stated import vertical
 from inference_econ.output.ranges import ranged
 from inference_econ.output.render import render, row_text
 

@@ -1201,3 +1201,28 @@ def test_cli_scheduler_steps_lengthen_ttft_and_are_stated():
         "simulate", "Llama 3 8B", "-H", "H100", "--rate", "5", "--scheduler-steps", "0"
     )
     assert code == 2 and "--scheduler-steps" in err and ">= 1" in err
+
+
+def test_the_load_functions_take_typed_objects_or_flat_settings():
+    """``simulate_load`` and ``max_load`` take the load as ``Traffic``, ``Targets`` and
+    ``EngineConfig`` objects, or as flat settings that ``ie.load_inputs`` (the one converter)
+    turns into the same objects: the results are the same. An object given with the flat
+    settings it is built from is refused, and so is a typed closed loop in a search."""
+    flat = dict(input_lengths="1000", output_lengths="100", requests=400, arrival_rate_per_s=4.0)
+    flat.update(slo_tpot_p99_s=0.05, max_batch_requests=64)
+    typed = ie.load_inputs(flat, closed_loop=True)
+    assert (
+        typed.problem == {}
+        and typed.traffic.requests == 400
+        and typed.config.max_batch_requests == 64
+    )
+    objects = dict(traffic=typed.traffic, targets=typed.targets, config=typed.config)
+    run = ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, **flat)
+    assert ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, **objects) == run
+    with pytest.raises(SpecError, match="'arrival_rate_per_s': is given together with traffic"):
+        ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, arrival_rate_per_s=4.0, **objects)
+    loop = ie.load_inputs(
+        dict(input_lengths="1000", output_lengths="100", concurrency=8), closed_loop=True
+    )
+    with pytest.raises(SpecError, match="concurrency.*only simulate_load"):
+        ie.max_load("Llama 3.1 8B", "H100", gpus=1, traffic=loop.traffic, targets=typed.targets)

@@ -239,7 +239,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
         progress=lambda done, total: say(f"{done}/{total} requests served"),
         **_load_kwargs(values),
     )
-    from .common import stated
+    from .stated import stated
 
     row = result.to_dataframe().iloc[0]
     if result.meets_targets is None and format in ("table", "markdown"):
@@ -255,7 +255,7 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
 
 def _first_line(setting) -> str:
     """Whether the figures are expected (an engine profile, with intervals) or a bound."""
-    from ..serving.intervals import figures_line
+    from ..api import figures_line
 
     return figures_line(setting)
 
@@ -263,10 +263,10 @@ def _first_line(setting) -> str:
 def _odds_notes(result) -> list[str]:
     """Under an engine profile: what the intervals cover, and a line when the case is
     outside what the data covers."""
-    from ..serving.intervals import expected
+    from ..api import expected_figures
 
     setting = result.setting
-    if setting is None or not expected(setting):
+    if setting is None or not expected_figures(setting):
         return []
     lines = [
         "Intervals: where a measured run lands, 80 % and 90 % of the time (out-of-sample error "
@@ -376,10 +376,10 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
 def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
     from .. import api
+    from ..api import coverage_note
     from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines, render
-    from ..serving.intervals import coverage_note
-    from .common import vertical
+    from .stated import vertical
 
     for flag, given_value in (
         ("--gpus", gpus),
@@ -396,7 +396,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         kwargs.pop(name, None)
     plan = api.demand_plan(model, names, progress=say, **kwargs)
     summary = plan.summary()
-    from ..serving.setting import requests_metadata
+    from ..api import requests_metadata
 
     meta = {**requests_metadata(plan.setting), "demand": plan.demand.source}
     for key in ("price_basis", "price_usd_per_gpu_hour", "price_date"):
@@ -454,7 +454,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
 
 def _held_range(held: dict) -> str:
     """`` (80 %: a-b; 90 %: c-d)`` of a held load's interval columns, or "" for a bound."""
-    from ..serving.intervals import interval_columns
+    from ..api import interval_columns
 
     ends = [held.get(c) for c in interval_columns("max_rate_per_instance")]
     if any(e is None for e in ends):
@@ -478,7 +478,7 @@ def _chosen_curve(model, plan, kwargs, say):
 
 def _plan_text(plan, fmt: str) -> str:
     from ..output.render import render
-    from .common import vertical
+    from .stated import vertical
 
     r = plan.result
     # pools on different GPUs: the deployment names the prefill pool's, the decode pool's here
@@ -528,7 +528,7 @@ def _plan_text(plan, fmt: str) -> str:
         + why
         + list(plan.notes),
     )
-    from ..serving.intervals import coverage_note
+    from ..api import coverage_note
 
     notes = [*filter(None, [coverage_note(plan.setting)]), *_odds_notes(r), *notes]
     gap = "\n" if fmt == "markdown" else ""
@@ -591,9 +591,9 @@ def _confident_notes(plan) -> list[str]:
 
 
 def _max_load_text(result, fmt: str) -> str:
+    from ..api import coverage_note, figures_line, held_intervals, interval_columns
     from ..output.ranges import ranged_columns
     from ..output.render import render
-    from ..serving.intervals import coverage_note, figures_line, held_intervals, interval_columns
 
     df = result.to_dataframe()
     first = result.at_max or result.curve[0]
@@ -646,8 +646,17 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
     prints it (``frontier --rate R --slo-ttft-p99 T --slo-tpot-p99 P``); ``quiet``: no
     progress lines."""
     from .. import api
-    from ..output.render import render
 
+    served = _served_under_load(values, load)
+    front = api.load_frontier(
+        model, _gpus([hardware]), progress=Progress(quiet), **served, **_load_kwargs(load)
+    )
+    return _load_frontier_text(front, fmt)
+
+
+def _served_under_load(values: dict, load: dict) -> dict:
+    """The settings of what is served that a frontier under load reads (refused: those it
+    does not; the prompt length given becomes the load's input lengths)."""
     named = given(click.get_current_context())
     if "context_tokens" in named:  # given: the default is a decode context, unread under load
         raise SpecError(
@@ -675,9 +684,15 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
     }
     if "assumptions" not in named:
         served.pop("assumptions", None)  # serving under load's own default (expected figures)
-    front = api.load_frontier(
-        model, _gpus([hardware]), progress=Progress(quiet), **served, **_load_kwargs(load)
-    )
+    return served
+
+
+def _load_frontier_text(front, fmt: str) -> str:
+    """A frontier of deployments under load as a table, its figures' first line above."""
+    from ..api import figures_line, interval_columns
+    from ..output.ranges import ranged_columns
+    from ..output.render import render
+
     cols = [
         "tokens_per_s",
         "usd_per_m_output_tokens_all_in",
@@ -693,9 +708,6 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
         "input_tokens_per_output_token",
         "mfu",
     ]
-    from ..output.ranges import ranged_columns
-    from ..serving.intervals import figures_line, interval_columns
-
     cols += [c for n in cols for c in interval_columns(n) if c in front.points]
     df = front.points[cols]
     first = front.points.iloc[0]

@@ -30,27 +30,25 @@ def list_cmd(kind, format):
     """
     from .. import api
     from ..output.render import first_sentence, render
-    from ..specs import catalog
-    from ..studies.study import package_version
 
     df = api.list_specs(kind)
     if format in ("table", "markdown"):  # the whole description is in show and the JSON
         df = df.assign(description=df["description"].map(first_sentence))
     if format == "table":
         df = df.drop(columns=["file"])
-    extra = [str(r) for r in catalog.data_roots() if r not in catalog.shipped_roots()]
+    extra = api.extra_data_roots()
     meta = {"listed": kind, "from": "the package's data"}
     if extra:
         meta["from"] += " and INFERENCE_ECON_PATH " + ", ".join(extra)
-    meta["inference_econ"] = package_version()
+    meta["inference_econ"] = api.package_version()
     names = {"hardware": "GPUs", "engines": "engine profiles"}
     title = f"{len(df)} {names.get(kind, kind)}"
     if format == "table":  # the plain listing: what it holds is in the CSV/JSON/Markdown
         title, meta = "", None
     click.echo(render(df, format, title=title, meta=meta), nl=False)
-    for skipped in catalog.skipped(kind):
-        click.echo(f"warning: skipped {skipped.problem}", err=True)
-    for unread in catalog.unread_user_roots():
+    for problem in api.skipped_specs(kind):
+        click.echo(f"warning: skipped {problem}", err=True)
+    for unread in api.unread_user_roots():
         click.echo(f"warning: {unread}", err=True)
 
 
@@ -179,7 +177,7 @@ def import_hf(config, out, name, revision, format):
 
     import pandas as pd
 
-    from ..specs.hf_import import import_config, import_repo
+    from .. import api
 
     local = Path(config).expanduser()
     try:
@@ -191,7 +189,7 @@ def import_hf(config, out, name, revision, format):
                     "given with a local file",
                     "drop it, or give org/name",
                 )
-            arch, text = import_config(local, name)
+            arch, text = api.import_hf_config(local, name)
         elif config.endswith(".json") or "/" not in config:
             raise SpecError(
                 "command line",
@@ -200,7 +198,7 @@ def import_hf(config, out, name, revision, format):
                 "give a path to a config.json, or a Hub repository as org/name",
             )
         else:
-            arch, text = import_repo(config, name, revision)
+            arch, text = api.import_hf_repo(config, name, revision)
     except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
         if isinstance(exc, SpecError):
             raise
@@ -209,7 +207,6 @@ def import_hf(config, out, name, revision, format):
             config, "", f"cannot import the config: {short(str(exc), 120)}", "check its fields"
         ) from None
     if format is not None:
-        from .. import api
         from ..output.render import render
 
         info = api.model_summary(arch)

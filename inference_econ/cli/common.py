@@ -210,9 +210,9 @@ def handle_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from ..specs import inputs
+        from .. import api
 
-        with inputs.tracking(), warnings_once():
+        with api.tracking_inputs(), warnings_once():
             try:
                 ctx = click.get_current_context()
                 _check_outputs(ctx)
@@ -283,7 +283,7 @@ def warnings_once():
 def _check_outputs(ctx: click.Context) -> None:
     """Record the files named on the command line as inputs; refuse an output that is one
     of them, or that another output of the command also names."""
-    from ..specs import inputs
+    from .. import api
 
     outputs = []
     for param in ctx.command.params:
@@ -293,14 +293,14 @@ def _check_outputs(ctx: click.Context) -> None:
         if isinstance(param.type, (OutputFile, OutputFolder, OutputTarget)):
             outputs.append((param, value))
         elif isinstance(value, str) and os.path.isfile(value):
-            inputs.record(value)  # a CSV, a config, a model or GPU file named by its path
+            api.record_input(value)  # a CSV, a config, a model or GPU file named by its path
     seen = {}
     for param, value in outputs:
         if isinstance(param.type, OutputFile):
             from ..output.files import check_output  # only with an output file
 
             check_output(value, f"--{param.name}")
-            key = inputs.identity(value) or str(Path(value).resolve())
+            key = api.file_identity(value) or str(Path(value).resolve())
             if key in seen:
                 raise SpecError(
                     "command line",
@@ -491,31 +491,6 @@ class OutputFolder(click.ParamType):
         except SpecError as exc:
             fail(exc)
         return value
-
-
-def stated_table(
-    df, fmt: str, under, title: str = "", meta=None, notes=(), intervals: bool = True
-) -> str:
-    """A table whose first line says whether its figures are an ideal bound or expected
-    (``serving.intervals.figures_line``; CSV and JSON: the first note), as every command
-    states it. ``under``: the setting or preset label the figures were computed under, or
-    several (a study's cells): one line for each kind of figure. Expected figures' intervals
-    are ranges in a text table (``output.ranges.ranged_columns``) and their ``_low80`` ...
-    columns in CSV and JSON; ``intervals=False``: the table has none (its line says so)."""
-    from ..output.ranges import ranged_columns
-    from ..output.render import render
-    from ..serving.intervals import coverage_note, figures_line
-    from ..serving.setting import Setting
-
-    labels = under if isinstance(under, (list, tuple)) else [under]
-    lines = list(dict.fromkeys(figures_line(u, intervals) for u in labels))
-    covered = (coverage_note(u) for u in labels if isinstance(u, Setting) and intervals)
-    notes = [*dict.fromkeys(n for n in covered if n), *notes]
-    line = lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines)
-    if fmt in ("csv", "json"):
-        return render(df, fmt, title=title, meta=meta, notes=[line, *notes])
-    shown = ranged_columns(df)
-    return line + "\n" + render(shown, fmt, title=title, meta=meta, notes=list(notes))
 
 
 def emit(text: str, out: str | None) -> None:
@@ -777,53 +752,10 @@ def make_setting(model, hardware, **values):
     """The Setting of a command's options (the API checks every value). Options left at
     their defaults are not passed, so the API can tell what the user asked for (e.g.
     ``--acceptance`` without ``--draft`` is an error, the default acceptance is not)."""
-    from ..serving.setting import make_setting as build
+    from .. import api
 
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         default = click.core.ParameterSource.DEFAULT
         values = {k: v for k, v in values.items() if ctx.get_parameter_source(k) != default}
-    return build(model, hardware, **values)
-
-
-def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
-    """One result (a Series, or a dict: then without pandas) as a field/value table,
-    durations in milliseconds under ``_ms`` names (or one CSV/JSON row in seconds, under the
-    API's names), with ``notes`` below it."""
-    from ..output.render import (
-        format_number,
-        is_duration,
-        milliseconds_name,
-        render_cells,
-        row_text,
-    )
-
-    fmt = table.option("format").check(fmt, "argument", "format")
-    if fmt in ("json", "csv"):
-        return row_text(dict(series.items()), fmt, title=title, notes=notes, meta=meta)
-    cells = []
-    for key, value in series.items():
-        if is_duration(key) and isinstance(value, (int, float)):
-            key, value = milliseconds_name(key), value * 1e3
-        cells.append([key, format_number(value)])
-    return render_cells(["field", "value"], cells, [False, False], fmt, title, notes, meta)
-
-
-def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
-    """``vertical`` for a result computed under ``setting``: a first line saying whether its
-    figures are expected (an engine profile) or an ideal bound; expected figures with their
-    80 % and 90 % intervals as ranges (CSV and JSON: their ``_low80`` ... columns), and a line
-    when the case is outside what the data covers."""
-    from ..output.ranges import ranged
-    from ..serving.figure_labels import expected, figures_line
-
-    line = figures_line(setting)
-    cover = None
-    if expected(setting):  # the interval table's code only for expected figures
-        from ..serving.intervals import coverage_note
-
-        cover = coverage_note(setting)
-    notes = [*filter(None, [cover]), *notes]
-    if fmt in ("csv", "json"):
-        return vertical(row, fmt, title, meta, [line, *notes])
-    return line + "\n" + vertical(ranged(row), fmt, title, meta, notes)
+    return api.setting_of(model, hardware, **values)

@@ -22,9 +22,9 @@ from .common import (
     out_option,
     quiet_option,
     setting_options,
-    stated_table,
     table_output,
 )
+from .stated import stated_table
 
 
 def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
@@ -54,14 +54,12 @@ def compare_measured(csv, assumptions, engine, figure, format, out, quiet):
     \b
     Example:  inference-econ compare-measured examples/measured-rows.csv --assumptions achievable
     """
-    from ..measured import comparison
+    from ..api import compare_measured, display_path, figures_line
     from ..output.ranges import ranged_columns
     from ..output.render import render
-    from ..serving.intervals import figures_line
-    from ..specs.catalog import display_path
 
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
-    result = comparison.compare(csv, assumptions, engine, progress=Progress(quiet, every_s=10.0))
+    result = compare_measured(csv, assumptions, engine, progress=Progress(quiet, every_s=10.0))
     table = result.table
     for _, row in table[table.beats_bound.fillna(False)].iterrows():
         click.echo(
@@ -159,11 +157,9 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
 
     import pandas as pd
 
-    from ..measured.calibration import calibrate as fit
-    from ..measured.calibration_report import calibrated_yaml
+    from ..api import calibrate as fit
+    from ..api import calibrated_yaml, display_path
     from ..output.render import render
-    from ..specs.catalog import display_path
-    from ..specs.engine import load_engine
 
     start = time.perf_counter()
 
@@ -213,7 +209,7 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
             click.echo(render(held, format, title=f"Left out one {split} at a time"), nl=False)
         click.echo(line, err=format == "csv")  # a CSV on stdout stays a table
     if out:
-        emit(calibrated_yaml(result, load_engine(engine), name), out)
+        emit(calibrated_yaml(result, engine, name), out)
 
 
 def _calibration_errors(e, split: str) -> str:
@@ -276,19 +272,18 @@ def sweep(
                    --values 0.5,2
                inference-econ sweep "Llama 3 8B" -H H100-paper --grid-points 60 --tornado tornado.png
     """
-    from ..optimise.method import make_method
-    from ..studies import sensitivity as sens
+    from .. import api
 
     setting = make_setting(model, hardware, **settings)
-    method = make_method(grid_points=grid_points)
+    method = api.search_method(grid_points=grid_points)
     progress = Progress(quiet)
     meta = {**setting.metadata(), "method": method.label}
     if tornado:
         from ..output.plots import save, tornado_figure, tornado_title
 
         progress(f"base frontier of {setting.name}")
-        speed = at_speed if at_speed is not None else sens.default_speed(setting, method)
-        result = sens.elasticities(setting, at_speed=speed, progress=progress, method=method)
+        speed = at_speed if at_speed is not None else api.default_speed(setting, method)
+        result = api.elasticities(setting, speed, progress, method)
         meta["at_speed_tokens_per_s"] = speed
         title = tornado_title(setting, speed, at_speed is None)
         notes = (
@@ -312,7 +307,7 @@ def sweep(
             "argument", "--param", "is missing", "name a parameter, or ask for --tornado"
         )
     progress(f"base frontier of {setting.name}")
-    result = sens.sweep(setting, parameter, list(values), at_speed, progress, method)
+    result = api.sweep(setting, parameter, list(values), at_speed, progress, method)
     title = f"{parameter}: {setting.name}"
     click.echo(stated_table(result, format, setting, title, meta), nl=False)
 

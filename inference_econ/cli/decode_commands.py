@@ -19,10 +19,10 @@ from .common import (
     quiet_option,
     renamed_flags,
     setting_options,
-    stated,
     table_output,
     typed_name,
 )
+from .stated import stated
 
 #: Options the frontier command takes for deployments under load (``capacity_commands.
 #: slo_frontier``): the load and the latency targets (the same targets as capacity and
@@ -52,9 +52,9 @@ def layout_notes(rows, discrete: bool) -> list[str]:
     """What a given configuration's output says about its layout: under the continuous model
     (the default), that its real-valued figures are the paper's model, when any is real-valued
     (``serving.decode.continuous_note``)."""
-    from ..serving.decode import continuous_note
+    from .. import api
 
-    note = None if discrete else continuous_note(rows)
+    note = None if discrete else api.continuous_note(rows)
     return [note] if note else []
 
 
@@ -80,19 +80,17 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
     import numpy as np
 
     from .. import api
-    from ..serving.decode import uneven
-    from ..serving.setting import whole_batch_kv_note
 
     setting = make_setting(model, hardware, **values)
     row = api.point_fields(setting, gpus=gpus, batch=batch, discrete=discrete)  # no pandas
     if not np.isfinite(row["latency_s"]):
         raise InfeasibleError(
-            (uneven(setting, gpus) if discrete else None)
+            (api.uneven_note(setting, gpus) if discrete else None)
             or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} with batch "
             f"{batch:g} at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
-    kv = whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
+    kv = api.whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
     notes = [n for n in (kv,) if n] + layout_notes(row, discrete)
     meta = layout_meta(setting.metadata(), discrete)
     click.echo(stated(row, format, title, setting, meta, notes), nl=False)
@@ -144,40 +142,13 @@ def frontier(
                    --out llama.csv
                inference-econ frontier "Llama 3 70B" -H H100 --discrete
     """
-    from ..optimise.method import make_method
-    from ..optimise.optimiser import frontier as compute
-    from ..optimise.optimiser import frontier_columns
+    from .. import api
     from ..output.render import render
-    from ..serving.figure_labels import expected, figures_line
 
     load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
     prompt = values["prompt_tokens"]
     if load["arrival_rate_per_s"] is not None or load["trace"] is not None:  # a load is given
-        search = {"discrete", "grid_points", "all_points", "rows"} & given(
-            click.get_current_context()
-        )
-        if search:
-            flag = typed_name(sorted(search)[0])
-            raise SpecError(
-                "command line",
-                flag,
-                "applies to the frontier of one instance, not to deployments under a load",
-                f"drop {flag}, or drop --rate",
-            )
-        if figure:
-            raise SpecError(
-                "command line",
-                "--figure",
-                "draws the frontier of one instance, not deployments under a load",
-                "drop --figure, or drop --rate",
-            )
-        values.pop("prompt_tokens")  # under a load: the prompts' lengths
-        load["input_lengths"] = (
-            prompt if prompt is None or isinstance(prompt, str) else f"{prompt:g}"
-        )
-        from .capacity_commands import slo_frontier  # the load commands' module: only here
-
-        emit(slo_frontier(model, hardware, values, load, format, quiet), out)
+        emit(_under_load(model, hardware, values, load, figure, format, quiet), out)
         return
     if isinstance(prompt, str):
         raise SpecError(
@@ -187,24 +158,22 @@ def frontier(
             "give --rate (or --trace) for deployments under a load, or one prompt length",
         )
     setting = make_setting(model, hardware, **values)
-    method = make_method(discrete=discrete, grid_points=grid_points, all_points=all_points)
+    method = api.search_method(discrete=discrete, grid_points=grid_points, all_points=all_points)
     Progress(quiet, always=True)(f"searching {method.label} for {setting.name}")
-    table = frontier_columns(setting, method)  # its points as arrays: no pandas yet
+    table = api.frontier_columns(setting, method)  # its points as arrays: no pandas yet
     if len(table) == 0:
         raise InfeasibleError(
             f"{setting.name}: no feasible configuration ({'; '.join(table.notes)})"
         )
     if figure:
-        _frontier_figure(setting, method, compute(setting, method), figure)
+        _frontier_figure(setting, method, api.frontier(setting, method=method), figure)
     if rows is None and format == "table" and not out:  # a screenful; a file gets every point
         rows = 20
     columns = _thin(table.columns, rows) if rows else table.columns
-    line = figures_line(setting)
+    line = api.figures_line(setting)
     notes: list[str] = []
-    if expected(setting):  # the interval table's code only for expected figures
-        from ..serving.intervals import coverage_note
-
-        notes += [n for n in (coverage_note(setting),) if n]
+    if api.expected_figures(setting):  # the interval table's code only for expected figures
+        notes += [n for n in (api.coverage_note(setting),) if n]
     notes += [*table.notes, *layout_notes(columns, discrete)]
     if format == "table":
         emit(line + "\n" + _frontier_text(setting, table, columns, notes), out)
@@ -216,15 +185,41 @@ def frontier(
     emit(render(df, format, title=title, meta=table.metadata, notes=[line, *notes]), out)
 
 
+def _under_load(model, hardware, values: dict, load: dict, figure, fmt: str, quiet: bool) -> str:
+    """frontier --rate/--trace: the frontier of deployments serving the load within the
+    targets (``capacity_commands.slo_frontier``), the prompt length its input lengths."""
+    prompt = values["prompt_tokens"]
+    search = {"discrete", "grid_points", "all_points", "rows"} & given(click.get_current_context())
+    if search:
+        flag = typed_name(sorted(search)[0])
+        raise SpecError(
+            "command line",
+            flag,
+            "applies to the frontier of one instance, not to deployments under a load",
+            f"drop {flag}, or drop --rate",
+        )
+    if figure:
+        raise SpecError(
+            "command line",
+            "--figure",
+            "draws the frontier of one instance, not deployments under a load",
+            "drop --figure, or drop --rate",
+        )
+    values.pop("prompt_tokens")  # under a load: the prompts' lengths
+    load["input_lengths"] = prompt if prompt is None or isinstance(prompt, str) else f"{prompt:g}"
+    from .capacity_commands import slo_frontier  # the load commands' module: only here
+
+    return slo_frontier(model, hardware, values, load, fmt, quiet)
+
+
 def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:
     """The text table of a frontier (its key points, then ``columns``, the points shown),
     written without pandas (issue 28)."""
     import numpy as np
 
+    from ..api import DETAIL_COLUMNS, SUMMARY_COLUMNS, interval_columns
     from ..output.ranges import ranged_columns
     from ..output.render import render_columns
-    from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
-    from ..serving.figure_labels import interval_columns
 
     shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in columns]
     shown += [c for n in shown for c in interval_columns(n) if c in columns]
@@ -257,17 +252,17 @@ def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:
 def _frontier_figure(setting, method, front, figure: str) -> None:
     """The frontier drawn: under an engine profile with its bands and the ideal bound's
     frontier (the same setting without the engine) dashed."""
-    from ..optimise.optimiser import frontier as compute
+    from .. import api
     from ..output.plots import frontier_figure, save
-    from ..serving.intervals import expected, ideal
 
     label = setting.assumptions.label
-    fronts = {f"expected ({label})" if expected(setting) else f"ideal bound ({label})": front}
+    expected = api.expected_figures(setting)
+    fronts = {f"expected ({label})" if expected else f"ideal bound ({label})": front}
     styles = {}
-    if expected(setting):
-        bound = ideal(setting)
+    if expected:
+        bound = api.ideal_setting(setting)
         name = f"ideal bound ({bound.assumptions.label})"
-        fronts[name], styles[name] = compute(bound, method), "dashed"
+        fronts[name], styles[name] = api.frontier(bound, method=method), "dashed"
     title = f"{setting.name}: cost against speed per request"
     for path in save(frontier_figure(fronts, title, styles=styles), *FigureFile.target(figure)):
         click.echo(f"wrote {path}", err=True)

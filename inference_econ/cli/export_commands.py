@@ -111,8 +111,6 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
                   --gpus 8 --batch 64 --prompt-tokens 2000 --output-tokens 500
     """
     from .. import api
-    from ..export.benchmark_commands import benchmark_text
-    from ..export.engine_configs import render
 
     names = [h.strip() for item in hardware for h in item.split(",") if h.strip()]
     said = given(click.get_current_context())
@@ -153,8 +151,7 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
         model, names if plan == "capacity" else names[0], engine=engine, plan=plan,
         progress=Progress(quiet), **picked, **kwargs,
     )  # fmt: skip
-    files = render(result)
-    files["benchmark.md"] = benchmark_text(result)
+    files = api.launch_files(result)
     if out:
         from pathlib import Path
 
@@ -178,7 +175,7 @@ def _workers_table(plan, fmt: str) -> str:
 
     import pandas as pd
 
-    from ..export.engine_configs import plan_record
+    from ..api import plan_record
     from ..output.render import render
 
     record = plan_record(plan)

@@ -59,7 +59,7 @@ LEFT_OUT = "inference_econ.observations_left_out"
 def offers(observations, provider, model, values: dict, sized: bool = False):
     """The selected offers: rows of a file, or the one given by --speed and --price (which
     need --model, except for ``sized``: a closed model is sized whatever its name)."""
-    from ..studies.observations import check_blend, load_observations, observation, select
+    from ..api import check_blend, load_observations, observation, select_offers
 
     ctx = click.get_current_context()
     blend = "input_tokens_per_output" in given(ctx)
@@ -76,7 +76,7 @@ def offers(observations, provider, model, values: dict, sized: bool = False):
     if observations:
         rows = load_observations(observations)
         ctx.meta[LEFT_OUT] = rows.notes()  # stated with the results (``inputs``)
-        return select(rows, provider, model)
+        return select_offers(rows, provider, model)
     if speed is None or price is None:
         raise SpecError(
             "command line",
@@ -108,8 +108,7 @@ def inputs(observations, provider, model, kwargs: dict, used: dict | None = None
     its filters, or the one given) and every setting tried, lists joined as text. ``used``
     maps each offer's label to the context its figures were computed at (the offer's own, else
     --context): the context stated is that, not the option's value."""
-    from ..specs.catalog import display_path
-    from ..studies.observations import find_observations
+    from ..api import display_path, find_observations
 
     if observations:
         meta = {"observations": display_path(find_observations(observations))}
@@ -218,7 +217,7 @@ def feasibility(observations, provider, model, figure, format, out, **values):
     \b
     Example:  inference-econ infer feasibility paper-2025 --model "Llama 3 70B" --criterion speed
     """
-    from ..studies.inverse.feasibility import feasibility as analyse
+    from ..api import feasibility as analyse
 
     chosen = offers(observations, provider, model, values)
     kwargs = settings_tried(values)
@@ -238,10 +237,9 @@ def feasibility(observations, provider, model, figure, format, out, **values):
 def _feasibility_figure(path, chosen, kwargs) -> None:
     from pathlib import Path
 
+    from ..api import feasibility_frontiers, overlay_points
     from ..output.plots import frontier_figure, save
     from ..output.style import PALETTE, line_style
-    from ..studies.inverse.feasibility import frontiers
-    from ..studies.observations import overlay_points
 
     models = {o.architecture().name for o in chosen}
     if len(models) > 1:
@@ -252,7 +250,7 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
             "select one with --model",
         )
     keys = ("hardware", "assumptions", "weight_bits", "draft", "acceptance", "max_draft_tokens")
-    fronts = frontiers(
+    fronts = feasibility_frontiers(
         chosen[0],
         context_tokens=kwargs["context_tokens"],
         grid_points=kwargs["grid_points"],
@@ -285,7 +283,7 @@ def margin(observations, provider, model, format, out, **values):
     \b
     Example:  inference-econ infer margin paper-2025 --model "Llama 3 70B" --weight-bits 8,4
     """
-    from ..studies.inverse.margin import margin as analyse
+    from ..api import margin as analyse
 
     chosen = offers(observations, provider, model, values)
     kwargs = settings_tried(values)
@@ -315,8 +313,8 @@ def preference(observations, provider, model, hardware, format, out, **values):
     """
     import pandas as pd
 
+    from ..api import fit_preference
     from ..output.render import render
-    from ..studies.inverse.preference import fit_preference
 
     if len(hardware) != 1:
         raise SpecError(
@@ -354,7 +352,7 @@ def size(observations, provider, model, format, out, **values):
     Example:  inference-econ infer size --model GPT-4.1 --speed 110 --price 8 --weight-bits 8 \\
                   --no-speculation
     """
-    from ..studies.inverse.size import implied_size
+    from ..api import implied_size
 
     chosen = offers(observations, provider, model, values, sized=True)
     kwargs = settings_tried(values)

@@ -20,10 +20,10 @@ from .common import (
     option,
     quiet_option,
     resolve_format,
-    stated_table,
     typed_name,
     wrote_files,
 )
+from .stated import stated_table
 
 
 def observations_option(fn):
@@ -99,11 +99,9 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
     Examples:  inference-econ reproduce table-1 --format csv
                inference-econ reproduce all
     """
+    from ..api import DETAIL_COLUMNS, run_scenario, run_table
     from ..output.files import check_folder, check_output
     from ..output.render import render
-    from ..runs.runner import run_scenario
-    from ..serving.decode import DETAIL_COLUMNS
-    from ..studies.tables import run_table
 
     if out is not None and (what == "all" or what.startswith("figure")):
         check_folder(out, "--out")  # before anything is computed
@@ -115,7 +113,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
         from ..output.report import require_plotly
 
         require_plotly()  # fail before the run if plotly is missing
-    from ..studies.scenario import load_scenario
+    from ..api import load_scenario
 
     figure = load_scenario(PAPER_ITEMS[what]) if what.startswith("figure") else None
     _offers_used(figure, observations)
@@ -171,9 +169,8 @@ def _reproduce_all(
     """Every table and figure into ``folder``; prints the largest deviation per table."""
     import pandas as pd
 
+    from ..api import paper_deviations, paper_tolerance, run_scenario
     from ..output.render import render
-    from ..runs.runner import run_scenario
-    from ..studies.tables import TOLERANCE, deviations, matches_paper
 
     written, summary, runs = [], [], []
     for name in PAPER_ORDER:
@@ -182,14 +179,14 @@ def _reproduce_all(
         written += result.files
         runs.append(result)
         if result.table is not None:
-            worst = deviations(result.table).drop(columns="label").abs().max().to_dict()
-            verdict = "yes" if matches_paper(result.table) else "no"
+            worst, matches = paper_deviations(result.table)
+            verdict = "yes" if matches else "no"
             summary.append({"table": name, **worst, "within_tolerance": verdict})
     if html:
         title = "Inference economics of language models: the paper's figures, reproduced"
         written.append(_report(runs, folder / "report.html", title))
     title = "Largest relative difference from the paper, per table"
-    limits = ", ".join(f"{col} {rel:.0%}" for col, rel in TOLERANCE.items())
+    limits = ", ".join(f"{col} {rel:.0%}" for col, rel in paper_tolerance().items())
     notes = (
         f"within_tolerance: every cell within {limits} of the paper, or within the rounding of "
         "the paper's printed value.",
@@ -230,8 +227,8 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
     \b
     Example:  inference-econ run examples/scenario.yaml --out out/ --html
     """
+    from ..api import run_scenario
     from ..output.render import render
-    from ..runs.runner import run_scenario
 
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/NAME.html)")
@@ -239,7 +236,7 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
         from ..output.report import require_plotly
 
         require_plotly()
-    from ..studies.scenario import load_scenario
+    from ..api import load_scenario
 
     progress = Progress(quiet)
     scenario = load_scenario(scenario)
@@ -306,15 +303,14 @@ def _load_observations(name):
     """The offers of an observations file (None when no file is given)."""
     if not name:
         return None
-    from ..studies.observations import load_observations
+    from ..api import load_observations
 
     return load_observations(name)
 
 
 def _left_out(result, offers) -> None:
     """Say which offers were not drawn because no curve serves their model."""
-    from ..runs.runner import curve_models
-    from ..studies.observations import load_observations, overlay_points
+    from ..api import curve_models, load_observations, overlay_points
 
     if offers is None and result.scenario.observations:
         offers = load_observations(result.scenario.observations)

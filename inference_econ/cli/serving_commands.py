@@ -14,11 +14,10 @@ from .common import (
     options,
     prefill_setting_options,
     request_setting_options,
-    stated,
-    stated_table,
     table_output,
 )
 from .decode_commands import discrete_option, layout_meta, layout_notes
+from .stated import stated, stated_table
 
 
 @click.command(short_help="One prefill: latency, MFU and the price of input tokens.")
@@ -50,13 +49,12 @@ def prefill(
     """
     import numpy as np
 
-    from ..serving import prefill as pf
-    from ..serving.decode import uneven
+    from .. import api
 
     setting = make_setting(model, hardware, **values)
     prompt, batch = prompt_tokens, prefill_batch
-    cached = pf.cached_prompt_tokens(prompt, cached_fraction)
-    row = pf.prefill(
+    cached = api.cached_prompt_tokens(prompt, cached_fraction)
+    row = api.prefill(
         setting,
         gpus,
         prompt,
@@ -67,18 +65,14 @@ def prefill(
     )
     if not np.isfinite(row.latency_s):
         raise InfeasibleError(
-            (uneven(setting, gpus) if discrete else None)
+            (api.uneven_note(setting, gpus) if discrete else None)
             or (
                 f"{setting.model.name}: {article(prompt)} {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
             )
         )
-    from ..serving.intervals import PREFILL_COMPOSED, PREFILL_FIGURES, series_intervals
-
-    row = series_intervals(
-        row, setting, float(gpus), row["bound"], PREFILL_FIGURES, PREFILL_COMPOSED
-    )
+    row = api.prefill_intervals(row, setting, float(gpus))
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
-    notes = [n for n in (pf.cache_note(prompt, cached_fraction),) if n]
+    notes = [n for n in (api.cache_note(prompt, cached_fraction),) if n]
     notes += layout_notes(row, discrete)
     click.echo(
         stated(row, format, title, setting, layout_meta(_meta(setting), discrete), notes), nl=False
@@ -87,7 +81,7 @@ def prefill(
 
 def _meta(setting) -> dict:
     """What a prefill or request result was computed with (its contexts are its own)."""
-    from ..serving.setting import requests_metadata
+    from ..api import requests_metadata
 
     return requests_metadata(setting)
 
@@ -134,10 +128,8 @@ def request(
     """
     import numpy as np
 
-    from ..serving.decode import uneven
-    from ..serving.prefill import cache_note
-    from ..serving.requests import request as view
-    from ..serving.setting import whole_batch_kv_note
+    from ..api import cache_note, uneven_note, whole_batch_kv_note
+    from ..api import request as view
 
     setting = make_setting(model, hardware, **values)
     row = view(
@@ -145,7 +137,7 @@ def request(
     )
     if not all(np.isfinite(v) for v in row.to_numpy() if isinstance(v, float)):
         raise InfeasibleError(
-            (uneven(setting, gpus) if discrete else None)
+            (uneven_note(setting, gpus) if discrete else None)
             or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
@@ -174,7 +166,7 @@ def prices(model, hardware, contexts, format, **values):
     """
     import pandas as pd
 
-    from ..studies.prices import price_ratio
+    from ..api import price_ratio
 
     setting = make_setting(model, hardware, **values)  # checks the options before any work
     given = {k: v for k, v in values.items() if v is not None}
@@ -221,17 +213,17 @@ def context_parallel(
     \b
     Example:  inference-econ context-parallel "Llama 3.1 8B" -H A100-paper --devices 4 --link-gb-per-s 12.5
     """
-    from ..serving import context_parallel as cp
+    from .. import api
 
     link = None if link_gb_per_s is None else link_gb_per_s * 1e9
     setting = make_setting(model, hardware, **values)
-    df = cp.compare(
+    df = api.compare_context_parallel(
         setting, list(prompt_lengths), devices, link_bytes_per_s=link, devices_gpus=device_gpus
     )
     title = "Context-parallel prefill: time to first token and speed-up"
     notes = []
     if setting.assumptions.achievable:
-        df = _chain_intervals(df, setting, devices, device_gpus)
+        df = api.context_parallel_intervals(df, setting, devices, device_gpus)
         notes.append(
             "Intervals: each time is a time to first token's (one device's on its GPUs, a "
             "chain's on all its devices' GPUs, compute- or memory-bound by its tokens per "
@@ -240,42 +232,6 @@ def context_parallel(
             "exact where both times fall in one stratum, §F12)."
         )
     click.echo(stated_table(df, format, setting, title, _meta(setting), notes), nl=False)
-
-
-def _chain_intervals(df, setting, devices: int, device_gpus: float):
-    """``df`` (``context_parallel.compare``) with the interval columns of its times to first
-    token: one device's on ``device_gpus`` GPUs, a chain's on every device's."""
-    import pandas as pd
-
-    from ..serving.intervals import (
-        CHAIN_FIGURES,
-        CONTEXT_PARALLEL_FIGURES,
-        bound_of_tokens,
-        interval_columns,
-        paired_ratio_intervals,
-        series_intervals,
-    )
-
-    single = {k: v for k, v in CONTEXT_PARALLEL_FIGURES.items() if k not in CHAIN_FIGURES}
-    chain = {k: CONTEXT_PARALLEL_FIGURES[k] for k in CHAIN_FIGURES}
-    rows = []
-    for _, row in df.iterrows():
-        tokens = float(row["prompt_tokens"])
-        alone = str(bound_of_tokens(setting, tokens))
-        row = series_intervals(row, setting, device_gpus, alone, single)
-        shared = str(bound_of_tokens(setting, tokens / devices))
-        row = series_intervals(row, setting, devices * device_gpus, shared, chain).to_dict()
-        for name, chained in (
-            ("speedup_ring_attention", "ring_attention_s"),
-            ("speedup_kv_runahead", "kv_runahead_balanced_s"),
-        ):
-            row.update(paired_ratio_intervals(row, "single_device_s", chained, name))
-        # one chain's devices, each in the chain's stratum: their error cancels in the spread
-        row.update(
-            dict.fromkeys(interval_columns("equal_chunks_spread"), row["equal_chunks_spread"])
-        )
-        rows.append(row)
-    return pd.DataFrame(rows).reset_index(drop=True)
 
 
 @click.command(short_help="Prefill/decode pools against co-located serving.")
@@ -306,16 +262,15 @@ def disagg(
     """
     import numpy as np
 
-    from ..serving import disaggregation as dg
-    from ..serving.decode import uneven
+    from ..api import compare_disaggregation, uneven_note
 
     setting = make_setting(model, hardware, **values)
-    df = dg.compare(
+    df = compare_disaggregation(
         setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus, discrete=discrete
     )
     if not np.isfinite(df[["ttft_s", "gpu_s_per_request"]].to_numpy()).all():
         raise InfeasibleError(
-            (uneven(setting, gpus) if discrete else None)
+            (uneven_note(setting, gpus) if discrete else None)
             or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this "
             "request mix (co-located or disaggregated)"
         )

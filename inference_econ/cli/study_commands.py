@@ -15,9 +15,9 @@ from .common import (
     handle_errors,
     options,
     quiet_option,
-    stated_table,
     wrote_files,
 )
+from .stated import stated_table
 
 
 @click.command(short_help="Run a design space of many frontiers, resumable.")
@@ -52,9 +52,9 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
     import pandas as pd
 
     from ..api import study as run
+    from ..api import study_metadata
     from ..errors import plural
     from ..output.study_plots import infeasible_note, summary_table
-    from ..runs.study_run import study_metadata
 
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/report.html)")
@@ -151,8 +151,7 @@ def report(source, out, compare, max_points, where, quiet):
     if Path(source).is_dir():
         section = study_section(source, compare, _where(where))
     else:
-        from ..runs.runner import run_scenario
-        from ..studies.scenario import load_scenario
+        from ..api import load_scenario, run_scenario
 
         scenario = load_scenario(source)
         if scenario.kind == "table" or not scenario.curves:

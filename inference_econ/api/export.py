@@ -1,0 +1,231 @@
+"""Export: a configuration as the engine launches it, and the benchmark that checks it
+(``export/``): a point, a frontier point, a capacity plan or a disaggregated plan."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import settings as table
+from ..errors import InfeasibleError, SpecError
+from .problem import setting_of
+
+if TYPE_CHECKING:  # imported on first use: the command line starts without them
+    from ..export.launch import LaunchPlan
+    from ..serving.setting import Setting
+
+#: What an export can start from.
+EXPORT_PLANS = ("point", "frontier", "capacity", "disagg")
+#: Frontier points an export can pick by name (or ``speed``: the cheapest at that speed).
+FRONTIER_PICKS = ("fastest", "cheapest", "preference")
+#: Options of the launch itself, not of what is served.
+LAUNCH_OPTIONS = ("max_model_len", "checkpoint")
+
+
+def export(
+    model,
+    hardware=None,
+    *,
+    engine: str,
+    plan: str = "point",
+    gpus=None,
+    batch=None,
+    prompt_tokens=None,
+    output_tokens=None,
+    prefill_gpus=None,
+    pick: str | None = None,
+    speed=None,
+    progress=None,
+    **settings,
+) -> LaunchPlan:
+    """A configuration as the engine launches it.
+
+    A ``point`` (``gpus``, ``batch``), a ``frontier`` point (``pick`` fastest/cheapest/
+    preference, or the cheapest at ``speed`` tokens/s per request; whole layouts), a
+    ``capacity`` plan (the load settings and targets, ``disaggregated=True`` for pools) or a
+    ``disagg`` plan (``gpus``, ``batch``, ``prefill_gpus``), for ``engine`` (vllm, sglang,
+    trtllm). Every worker's memory is checked under the engine's profile: one that does not
+    fit is refused with its numbers (``InfeasibleError``). Unless ``assumptions`` is given the
+    figures are the achievable preset's under ``engine``.
+
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        The model served.
+    hardware : str, GPU or list of them, optional
+        The GPU (a list: the GPUs a capacity plan searches).
+    engine : {"vllm", "sglang", "trtllm"}
+        The engine launched.
+    plan : {"point", "frontier", "capacity", "disagg"}
+        What the export starts from.
+    gpus, batch, prefill_gpus : float, optional
+        The point's (or the disaggregated plan's decode pool's) GPUs and batch, and the
+        prefill pool's GPUs.
+    prompt_tokens, output_tokens : float, optional
+        The request's tokens in and out (point, frontier, disagg).
+    pick : {"fastest", "cheapest", "preference"}, optional
+        The frontier point exported (or ``speed``).
+    speed : float, optional
+        Export the frontier's cheapest point at this many tokens/s per request.
+    progress : callable, optional
+        Called with a line of text as the work goes.
+    **settings
+        Settings of what is served, load settings of a capacity plan, and the launch's own
+        ``max_model_len`` and ``checkpoint``.
+
+    Returns
+    -------
+    LaunchPlan
+        Everything the export writes (``export.launch.LaunchPlan``).
+    """
+    from ..export import launch
+
+    _check_export(engine, plan, settings.get("scheduler_steps"))
+    launch_options = {name: settings.pop(name, None) for name in LAUNCH_OPTIONS}
+    settings.setdefault("assumptions", table.default("assumptions", "export"))
+    if settings["assumptions"] == "achievable":
+        settings.setdefault("engine", engine)
+    if plan == "capacity":
+        return _capacity_export(model, hardware, engine, progress, settings, launch_options)
+    context = _decode_context(prompt_tokens, output_tokens)
+    setting = setting_of(model, hardware, context_tokens=context, **settings)
+    source = {}
+    if plan == "frontier":
+        gpus, batch, label = _frontier_pick(setting, float(prompt_tokens), pick, speed)
+        source = {"source": label}
+    for name, value in (("gpus", gpus), ("batch", batch)):
+        if value is None:
+            raise SpecError(
+                "argument", name, "is missing", f"a {plan} export needs --gpus and --batch"
+            )
+    request = (setting, engine, gpus, batch, prompt_tokens, output_tokens)
+    if plan == "disagg":
+        return launch.disagg_plan(*request, prefill_gpus, **launch_options)
+    return launch.point_plan(*request, **source, **launch_options)
+
+
+def _decode_context(prompt_tokens, output_tokens) -> float:
+    """The mean context of a request's decode steps, n_in + n_out/2 (§B10); both given."""
+    for name, value in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens)):
+        if value is None:
+            raise SpecError(
+                "argument", name, "is missing", "give the request's prompt and output tokens"
+            )
+    table.check_each({"prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
+    return float(prompt_tokens) + float(output_tokens) / 2.0
+
+
+def _check_export(engine: str, plan: str, scheduler_steps) -> None:
+    """An export names an engine it launches and a plan it starts from, and schedules every
+    step."""
+    from ..export.launch import ENGINES
+
+    if engine not in ENGINES:
+        from ..errors import did_you_mean
+
+        raise SpecError(
+            "argument",
+            "engine",
+            f"no launch configuration for {engine!r}",
+            did_you_mean(str(engine), ENGINES) or f"choose {', '.join(ENGINES)}",
+        )
+    if plan not in EXPORT_PLANS:
+        raise SpecError(
+            "argument", "plan", f"unknown {plan!r}", f"choose {', '.join(EXPORT_PLANS)}"
+        )
+    if scheduler_steps not in (None, 1):
+        # the engine versions an export targets (export/launch_flags.yaml) have no multi-step
+        # scheduling: vLLM removed it with its V0 engine in 0.11
+        raise SpecError(
+            "argument",
+            "scheduler_steps",
+            f"is {scheduler_steps}: the engines an export targets (vLLM 0.11, "
+            "SGLang, TensorRT-LLM) schedule every step",
+            "drop --scheduler-steps to export",
+        )
+
+
+def _capacity_export(model, hardware, engine: str, progress, settings: dict, options: dict):
+    """The launch of a capacity plan, under the plan's own traffic and scheduler limits."""
+    from ..export import launch
+    from .load import capacity
+    from .load_setup import load_inputs
+
+    capacity_plan = capacity(model, hardware, progress=progress, **settings)
+    load = {k: v for k, v in settings.items() if k in table.names(table.LOAD)}
+    inputs = load_inputs(load, settings.get("traffic"), None, settings.get("config"), sized=True)
+    return launch.capacity_plan(capacity_plan, engine, inputs.traffic, inputs.config, **options)
+
+
+def _frontier_pick(
+    setting: Setting, prompt_tokens: float, pick: str | None, speed
+) -> tuple[Any, Any, str]:
+    """(gpus, batch, label) of the frontier point an export picks: by name, or the cheapest
+    at ``speed`` (whole layouts)."""
+    if (pick is None) == (speed is None):
+        raise SpecError(
+            "argument",
+            "pick",
+            "give one of pick or speed",
+            f"pick {', '.join(FRONTIER_PICKS)}, or speed in tokens/s per request",
+        )
+    from ..optimise.method import make_method
+    from ..optimise.optimiser import frontier
+
+    front = frontier(setting.replace(prompt_tokens=prompt_tokens), make_method("discrete"))
+    if speed is not None:
+        row = front.cheapest_at_speed(float(speed))
+        if row is None:
+            raise InfeasibleError(f"no configuration reaches {float(speed):g} tokens/s per request")
+        label = f"frontier (cheapest at {float(speed):g} tokens/s)"
+    elif pick in FRONTIER_PICKS:
+        row = {
+            "fastest": front.fastest,
+            "cheapest": front.cheapest,
+            "preference": front.preference_point,
+        }[pick]()
+        label = f"frontier ({pick})"
+    else:
+        raise SpecError(
+            "argument", "pick", f"unknown {pick!r}", f"choose {', '.join(FRONTIER_PICKS)}"
+        )
+    return row["gpus"], row["batch"], label
+
+
+def launch_files(plan: LaunchPlan) -> dict[str, str]:
+    """The files an export writes: the engine's launch files and the benchmark that checks
+    the plan (``benchmark.md``).
+
+    Parameters
+    ----------
+    plan : LaunchPlan
+        ``export``'s plan.
+
+    Returns
+    -------
+    dict
+        {file name: text}.
+    """
+    from ..export.benchmark_commands import benchmark_text
+    from ..export.engine_configs import render
+
+    files = render(plan)
+    files["benchmark.md"] = benchmark_text(plan)
+    return files
+
+
+def plan_record(plan: LaunchPlan) -> dict[str, Any]:
+    """An export's plan as a record: its engine, source, workers and expected figures.
+
+    Parameters
+    ----------
+    plan : LaunchPlan
+        ``export``'s plan.
+
+    Returns
+    -------
+    dict
+        The record (``workers``: one entry per kind of worker).
+    """
+    from ..export.engine_configs import plan_record as record
+
+    return record(plan)

@@ -1,0 +1,301 @@
+"""How a result states its figures: an ideal bound or expected (an engine profile), their
+intervals' columns, and the notes a result carries (``serving.figure_labels``,
+``serving.intervals``). The interval table is imported only where expected figures are read,
+so a bound's output starts without it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..serving.decode import DETAIL_COLUMNS, SUMMARY_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..model.assumptions import Assumptions
+    from ..serving.setting import Setting
+
+__all__ = [
+    "DETAIL_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "context_parallel_intervals",
+    "continuous_note",
+    "coverage_note",
+    "expected_figures",
+    "figures_line",
+    "held_intervals",
+    "ideal_setting",
+    "interval_columns",
+    "prefill_intervals",
+    "requests_metadata",
+    "uneven_note",
+    "whole_batch_kv_note",
+]
+
+
+def figures_line(under: Setting | Assumptions | str, intervals: bool = True) -> str:
+    """The first line of every command's output: an ideal bound or expected figures.
+
+    Parameters
+    ----------
+    under : Setting, Assumptions or str
+        What the figures were computed under (a preset's label will do).
+    intervals : bool
+        Whether the output shows the expected figures' intervals.
+
+    Returns
+    -------
+    str
+        The line, naming the preset and engine profile.
+    """
+    from ..serving.figure_labels import figures_line as line
+
+    return line(under, intervals)
+
+
+def expected_figures(setting: Setting) -> bool:
+    """Whether a setting's figures are expected (an engine profile) rather than bounds.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+
+    Returns
+    -------
+    bool
+        True under an engine profile.
+    """
+    from ..serving.figure_labels import expected
+
+    return expected(setting)
+
+
+def interval_columns(name: str) -> list[str]:
+    """The interval columns of a figure.
+
+    Parameters
+    ----------
+    name : str
+        A figure's column.
+
+    Returns
+    -------
+    list of str
+        ``name_low80, name_high80, name_low90, name_high90``.
+    """
+    from ..serving.figure_labels import interval_columns as columns
+
+    return columns(name)
+
+
+def coverage_note(setting: Setting) -> str | None:
+    """The line saying a setting is outside what the engine profiles' data covers.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+
+    Returns
+    -------
+    str or None
+        How its intervals are widened; None within the data or for a bound.
+    """
+    from ..serving.intervals import coverage_note as note
+
+    return note(setting)
+
+
+def held_intervals(result: Any, max_rate_per_s: float) -> dict[str, float]:
+    """The interval columns of the load a deployment holds within its targets.
+
+    Parameters
+    ----------
+    result : LoadResult
+        The deployment's run at that load.
+    max_rate_per_s : float
+        The load held.
+
+    Returns
+    -------
+    dict
+        ``max_rate_per_instance``'s interval columns; {} for a bound.
+    """
+    from ..serving.intervals import held_intervals as held
+
+    return held(result, max_rate_per_s)
+
+
+def ideal_setting(setting: Setting) -> Setting:
+    """A setting's ideal bound: the same modelling choices without the engine profile.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+
+    Returns
+    -------
+    Setting
+        The setting under the ideal preset (itself when already ideal).
+    """
+    from ..serving.intervals import ideal
+
+    return ideal(setting)
+
+
+def prefill_intervals(row: pd.Series, setting: Setting, gpus: float) -> pd.Series:
+    """A prefill's result with the interval entries of its figures.
+
+    Parameters
+    ----------
+    row : pandas.Series
+        ``prefill``'s result (its ``bound`` says what limits it).
+    setting : Setting
+        The problem.
+    gpus : float
+        The prefill's GPUs.
+
+    Returns
+    -------
+    pandas.Series
+        The row with each figure's intervals after it; unchanged for a bound.
+    """
+    from ..serving.intervals import PREFILL_COMPOSED, PREFILL_FIGURES, series_intervals
+
+    return series_intervals(row, setting, gpus, row["bound"], PREFILL_FIGURES, PREFILL_COMPOSED)
+
+
+def context_parallel_intervals(
+    df: pd.DataFrame, setting: Setting, devices: int, device_gpus: float
+) -> pd.DataFrame:
+    """A context-parallel comparison with the intervals of its times and speed-ups.
+
+    A single device's time to first token is one device's on ``device_gpus`` GPUs, a chain's
+    on every device's; the speed-ups are paired ratios of one engine and one prompt.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        ``compare_context_parallel``'s table.
+    setting : Setting
+        The problem.
+    devices : int
+        Devices of the chain.
+    device_gpus : float
+        GPUs of each device.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table with the interval columns.
+    """
+    import pandas as pd
+
+    from ..serving.intervals import (
+        CHAIN_FIGURES,
+        CONTEXT_PARALLEL_FIGURES,
+        bound_of_tokens,
+        paired_ratio_intervals,
+        series_intervals,
+    )
+
+    single = {k: v for k, v in CONTEXT_PARALLEL_FIGURES.items() if k not in CHAIN_FIGURES}
+    chain = {k: CONTEXT_PARALLEL_FIGURES[k] for k in CHAIN_FIGURES}
+    rows = []
+    for _, row in df.iterrows():
+        tokens = float(row["prompt_tokens"])
+        alone = str(bound_of_tokens(setting, tokens))
+        row = series_intervals(row, setting, device_gpus, alone, single)
+        shared = str(bound_of_tokens(setting, tokens / devices))
+        row = series_intervals(row, setting, devices * device_gpus, shared, chain).to_dict()
+        for name, chained in (
+            ("speedup_ring_attention", "ring_attention_s"),
+            ("speedup_kv_runahead", "kv_runahead_balanced_s"),
+        ):
+            row.update(paired_ratio_intervals(row, "single_device_s", chained, name))
+        # one chain's devices, each in the chain's stratum: their error cancels in the spread
+        row.update(
+            dict.fromkeys(interval_columns("equal_chunks_spread"), row["equal_chunks_spread"])
+        )
+        rows.append(row)
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def requests_metadata(setting: Setting) -> dict[str, Any]:
+    """The metadata of a result whose requests bring their own contexts.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+
+    Returns
+    -------
+    dict
+        ``setting.metadata()``, its context stated as the requests'.
+    """
+    from ..serving.setting import requests_metadata as metadata
+
+    return metadata(setting)
+
+
+def whole_batch_kv_note(setting: Setting, gpus, batch, context, what: str = "") -> str | None:
+    """The note of configurations whose whole-batch KV cache and weights exceed their HBM.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+    gpus, batch, context : float or array
+        The configurations (arrays: many, described by how many exceed).
+    what : str
+        What many configurations are (a frontier's points).
+
+    Returns
+    -------
+    str or None
+        The note; None when none exceeds.
+    """
+    from ..serving.setting import whole_batch_kv_note as note
+
+    return note(setting, gpus, batch, context, what)
+
+
+def continuous_note(rows: Any) -> str | None:
+    """The note of configurations with a GPU count, batch or degree not a whole number.
+
+    Parameters
+    ----------
+    rows : Series, dict or DataFrame
+        One configuration, or a table of them.
+
+    Returns
+    -------
+    str or None
+        That the figures are the paper's continuous model; None for whole numbers.
+    """
+    from ..serving.decode import continuous_note as note
+
+    return note(rows)
+
+
+def uneven_note(setting: Setting, gpus: float) -> str | None:
+    """Why no whole layout of ``gpus`` GPUs serves a setting, when none splits it evenly.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+    gpus : float
+        The GPUs.
+
+    Returns
+    -------
+    str or None
+        The reason; None when an even split exists or another reason applies.
+    """
+    from ..serving.decode import uneven
+
+    return uneven(setting, gpus)

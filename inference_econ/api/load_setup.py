@@ -1,0 +1,362 @@
+"""What a load function serves, typed: the one converter from the flat load settings (the
+command line's, ``arrival_rate_per_s=...``) to ``Traffic``, ``Targets`` and ``EngineConfig``,
+and the settings and deployments the load functions share (docs/model.md Part E)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .. import settings as table
+from ..errors import SpecError
+from ..serving.setting import Setting
+from .problem import setting_of
+
+if TYPE_CHECKING:  # imported on first use: the command line starts without them
+    from ..load.arrivals import Traffic
+    from ..load.deployment import Deployment
+    from ..load.engine import EngineConfig
+    from ..load.targets import Targets
+
+#: The flat load settings each typed object is built from (the rest stay ``LoadInputs.other``).
+TRAFFIC_SETTINGS = (
+    "arrival_rate_per_s",
+    "input_lengths",
+    "output_lengths",
+    "trace",
+    "arrival_process",
+    "requests",
+    "seed",
+    "shared_prefix_tokens",
+    "shared_prefixes",
+    "session_turns",
+    "think_time_s",
+    "concurrency",
+)
+TARGET_SETTINGS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
+CONFIG_SETTINGS = (
+    "max_batch_requests",
+    "step_token_budget",
+    "scheduler_steps",
+    "speculation_max_batch",
+    "speculation_schedule",
+    "prefix_caching",
+    "router",
+)
+#: Scheduler limits not given are the engine profile's own on each GPU (``engine_config``).
+_LIMITS = ("max_batch_requests", "step_token_budget", "scheduler_steps")
+
+
+class LoadInputs(NamedTuple):
+    """A load function's inputs: the problem's settings, the typed load and the other load
+    settings (every load setting, checked, defaults filled)."""
+
+    problem: dict[str, Any]
+    traffic: Traffic
+    targets: Targets
+    config: EngineConfig
+    other: dict[str, Any]
+
+
+def load_inputs(
+    settings: Mapping[str, Any],
+    traffic: Traffic | None = None,
+    targets: Targets | None = None,
+    config: EngineConfig | None = None,
+    *,
+    need_rate: bool = True,
+    sized: bool = False,
+    closed_loop: bool = False,
+) -> LoadInputs:
+    """Flat keyword settings into typed load inputs, each checked against the table of settings.
+
+    Parameters
+    ----------
+    settings : mapping
+        Keyword settings: those of what is served (``make_setting``'s) and the flat load
+        settings (``arrival_rate_per_s``, ``slo_ttft_p99_s``, ``max_batch_requests``, ...).
+    traffic, targets, config : Traffic, Targets, EngineConfig, optional
+        Typed objects given whole; the flat settings they are built from may not be given too.
+    need_rate : bool
+        Without it (a search sets the rate) a missing rate is a placeholder.
+    sized : bool
+        Whether the caller sizes a capacity plan (takes ``confidence``).
+    closed_loop : bool
+        Whether one deployment is simulated (takes ``concurrency`` and ``layout``).
+
+    Returns
+    -------
+    LoadInputs
+        (problem settings, Traffic, Targets, EngineConfig, every load setting checked).
+    """
+    if not sized and settings.get("confidence") is not None:
+        raise SpecError(
+            "argument",
+            "confidence",
+            "sizes a capacity plan; this function plans none",
+            "drop confidence, or call capacity",
+        )
+    problem = dict(settings)
+    given = {k: problem.pop(k) for k in table.names(table.LOAD) if k in problem}
+    _given_once(given, traffic=traffic, targets=targets, config=config)
+    v = table.check(given, [table.LOAD])
+    _one_deployment_only(v["layout"] is not None, v["concurrency"] is not None, closed_loop)
+    if traffic is None:
+        traffic = _flat_traffic(v, need_rate, closed_loop)
+    else:
+        _one_deployment_only(False, traffic.clients is not None, closed_loop)
+        _enough_requests(traffic.requests, traffic.trace is not None, closed_loop)
+    if targets is None:
+        from ..load.targets import Targets
+
+        targets = Targets(*(v[name] for name in TARGET_SETTINGS))
+    return LoadInputs(problem, traffic, targets, config or _flat_config(v), v)
+
+
+def _given_once(given: dict, **objects) -> None:
+    """A typed object and the flat settings it is built from are not given together."""
+    groups = {"traffic": TRAFFIC_SETTINGS, "targets": TARGET_SETTINGS, "config": CONFIG_SETTINGS}
+    for name, value in objects.items():
+        flat = [k for k in groups[name] if k in given]
+        if value is not None and flat:
+            raise SpecError(
+                "argument", flat[0], f"is given together with {name}", "give one of the two"
+            )
+
+
+def _one_deployment_only(layout: bool, concurrency: bool, closed_loop: bool) -> None:
+    """``layout`` and ``concurrency`` describe one deployment, which only simulate_load runs."""
+    if layout and not closed_loop:
+        raise SpecError(
+            "argument",
+            "layout",
+            "fixes the layout of one deployment's instances, which only simulate_load runs (a "
+            "search or plan chooses each candidate's layout for its load)",
+            "drop layout, or call simulate_load",
+        )
+    if concurrency and not closed_loop:
+        raise SpecError(
+            "argument",
+            "concurrency",
+            "sets a closed loop of clients, which only simulate_load runs (a search or plan "
+            "finds the most Poisson load)",
+            "drop concurrency, or call simulate_load",
+        )
+
+
+def _enough_requests(requests: int, trace: bool, closed_loop: bool) -> None:
+    """A search reads p99s: each of its runs serves at least ``SEARCH_MIN_REQUESTS``."""
+    if closed_loop or trace:
+        return
+    from ..optimise.load_search import SEARCH_MIN_REQUESTS
+
+    if requests < SEARCH_MIN_REQUESTS:
+        raise SpecError(
+            "argument",
+            "requests",
+            f"is {requests}: a search reads p99s, which need at least "
+            f"{SEARCH_MIN_REQUESTS} requests per run",
+            f"give at least {SEARCH_MIN_REQUESTS} requests; the default is 10,000",
+        )
+
+
+def _flat_traffic(v: dict, need_rate: bool, closed_loop: bool) -> Traffic:
+    """The ``Traffic`` of the flat settings (a placeholder rate where a search sets it)."""
+    from ..load.arrivals import make_traffic
+
+    if not need_rate and v["arrival_rate_per_s"] is None and v["trace"] is None:
+        v["arrival_rate_per_s"] = 1.0
+    _enough_requests(v["requests"], v["trace"] is not None, closed_loop)
+    return make_traffic(*(v[name] for name in TRAFFIC_SETTINGS))
+
+
+def _flat_config(v: dict) -> EngineConfig:
+    """The ``EngineConfig`` of the flat settings: limits not given are the engine profile's own
+    on each GPU, and so are its admission and prompt scheduling (the ideal engine's are
+    DEFAULT_ENGINE's)."""
+    from ..load.engine import EngineConfig
+
+    return EngineConfig(
+        **{name: v[name] for name in _LIMITS if v[name] is not None},
+        engine_own=(*(n for n in _LIMITS if v[n] is None), "admission", "prefill"),
+        speculation_max_batch=v["speculation_max_batch"],
+        speculation_schedule=v["speculation_schedule"],
+        prefix_caching=v["prefix_caching"],
+        router=v["router"],
+    )
+
+
+def settings_per_gpu(model, hardware, problem: dict) -> list[Setting]:
+    """One setting per GPU, under the preset of serving under load unless ``assumptions`` is
+    given (``settings.LOAD_ASSUMPTIONS``).
+
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        The model served (a Setting: its own GPU).
+    hardware : str, GPU or list of them
+        The GPUs.
+    problem : dict
+        Settings of what is served.
+
+    Returns
+    -------
+    list of Setting
+        One per GPU.
+    """
+    if isinstance(model, Setting):
+        return [setting_of(model, None, **problem)]
+    problem = {"assumptions": table.LOAD_ASSUMPTIONS, **problem}
+    names = hardware if isinstance(hardware, (list, tuple)) else [hardware]
+    if not names:
+        raise SpecError("argument", "hardware", "is empty", "give at least one GPU")
+    return [setting_of(model, h, **problem) for h in names]
+
+
+def given_deployment(
+    setting,
+    gpus,
+    instances,
+    prefill_gpus=None,
+    prefill_instances=None,
+    v=None,
+    model=None,
+    problem=None,
+) -> Deployment:
+    """The given deployment, within the setting's cap on GPUs (``max_gpus``).
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+    gpus, instances : float, int
+        GPUs per instance, and instances.
+    prefill_gpus, prefill_instances : float, int, optional
+        A separate prefill pool's.
+    v : dict, optional
+        The load settings (a prefill pool on other GPUs: ``prefill_hardware``).
+    model : str, Architecture or Setting, optional
+        The model as the caller gave it.
+    problem : dict, optional
+        Settings of what is served.
+
+    Returns
+    -------
+    Deployment
+        The deployment, its GPUs whole.
+    """
+    from ..load.deployment import Deployment
+
+    v = v or {}
+    for name in ("decode_hardware", "failures"):
+        if v.get(name):
+            raise SpecError(
+                "argument",
+                name,
+                "applies to a capacity search; a given deployment's GPUs are its hardware"
+                if name == "decode_hardware"
+                else "sizes a searched plan; a given deployment has nothing to size",
+                f"drop {name}",
+            )
+    other = None
+    if v.get("prefill_hardware") is not None:
+        other = on_gpu(model, setting, v["prefill_hardware"], problem)
+        if other.gpu == setting.gpu:
+            other = None
+    gpus = table.option("gpus").check(gpus)
+    if prefill_gpus is not None or prefill_instances is not None:
+        prefill_gpus = table.option("prefill_gpus").check(prefill_gpus or gpus)
+        d = Deployment(
+            _whole_gpus(gpus),
+            instances,
+            _whole_gpus(prefill_gpus),
+            prefill_instances or 1,
+            other,
+        )
+    else:
+        d = Deployment(_whole_gpus(gpus), instances)
+    if setting.max_gpus is not None and d.gpus > setting.max_gpus:
+        raise SpecError(
+            "argument",
+            "max_gpus",
+            f"is {setting.max_gpus}, but the deployment given has {d.gpus} GPUs",
+            "give a smaller deployment, or drop max_gpus",
+        )
+    return d
+
+
+def on_gpu(model, setting: Setting, name, problem: dict) -> Setting:
+    """A setting on another GPU (a prefill pool's: no speculation), priced on the same basis.
+
+    Parameters
+    ----------
+    model : str, Architecture or Setting
+        The model as the caller gave it.
+    setting : Setting
+        The deployment's setting.
+    name : str or GPU
+        The other GPU.
+    problem : dict
+        Settings of what is served.
+
+    Returns
+    -------
+    Setting
+        The setting on that GPU.
+    """
+    from ..serving.setting import price_gpu
+    from ..specs.hardware import load_hardware
+
+    if isinstance(model, Setting):
+        gpu, _ = price_gpu(
+            load_hardware(name), setting.gpu.price_basis, setting.costs_file or None, setting.pue
+        )
+        return dataclasses.replace(setting, gpu=gpu, spec=None)
+    return dataclasses.replace(settings_per_gpu(model, [name], problem)[0], spec=None)
+
+
+def _whole_gpus(value: float) -> int:
+    if float(value) != int(value):
+        raise SpecError(
+            "argument", "gpus", f"is {value:g}", "an instance has a whole number of GPUs"
+        )
+    return int(value)
+
+
+def checked_yes(value) -> bool:
+    """The ``yes`` setting checked (a flag): run work past the estimate's bound.
+
+    Parameters
+    ----------
+    value : bool
+        As given.
+
+    Returns
+    -------
+    bool
+        Checked.
+    """
+    return table.option("yes").check(value)
+
+
+def need_targets(targets: Targets) -> None:
+    """Refuse a search without a latency target to search against.
+
+    Parameters
+    ----------
+    targets : Targets
+        The targets given.
+
+    Returns
+    -------
+    None
+    """
+    if targets.empty:
+        raise SpecError(
+            "argument",
+            "slo_ttft_p99_s",
+            "no latency target given",
+            "give slo_ttft_p99_s, slo_tpot_p99_s or slo_e2e_p99_s: --slo-ttft-p99, --slo-tpot-p99"
+            " or --slo-e2e-p99 on the command line",
+        )

@@ -1,0 +1,72 @@
+"""How a command states a result: a first line saying whether its figures are an ideal bound
+or expected (an engine profile), expected figures' intervals as ranges in text tables (their
+``_low80`` ... columns in CSV and JSON), and one result as a field/value table."""
+
+from __future__ import annotations
+
+from .. import settings as table
+
+
+def stated_table(
+    df, fmt: str, under, title: str = "", meta=None, notes=(), intervals: bool = True
+) -> str:
+    """A table whose first line says whether its figures are an ideal bound or expected
+    (``serving.intervals.figures_line``; CSV and JSON: the first note), as every command
+    states it. ``under``: the setting or preset label the figures were computed under, or
+    several (a study's cells): one line for each kind of figure. Expected figures' intervals
+    are ranges in a text table (``output.ranges.ranged_columns``) and their ``_low80`` ...
+    columns in CSV and JSON; ``intervals=False``: the table has none (its line says so)."""
+    from .. import api
+    from ..output.ranges import ranged_columns
+    from ..output.render import render
+
+    labels = under if isinstance(under, (list, tuple)) else [under]
+    lines = list(dict.fromkeys(api.figures_line(u, intervals) for u in labels))
+    covered = (api.coverage_note(u) for u in labels if isinstance(u, api.Setting) and intervals)
+    notes = [*dict.fromkeys(n for n in covered if n), *notes]
+    line = lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines)
+    if fmt in ("csv", "json"):
+        return render(df, fmt, title=title, meta=meta, notes=[line, *notes])
+    shown = ranged_columns(df)
+    return line + "\n" + render(shown, fmt, title=title, meta=meta, notes=list(notes))
+
+
+def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
+    """One result (a Series, or a dict: then without pandas) as a field/value table,
+    durations in milliseconds under ``_ms`` names (or one CSV/JSON row in seconds, under the
+    API's names), with ``notes`` below it."""
+    from ..output.render import (
+        format_number,
+        is_duration,
+        milliseconds_name,
+        render_cells,
+        row_text,
+    )
+
+    fmt = table.option("format").check(fmt, "argument", "format")
+    if fmt in ("json", "csv"):
+        return row_text(dict(series.items()), fmt, title=title, notes=notes, meta=meta)
+    cells = []
+    for key, value in series.items():
+        if is_duration(key) and isinstance(value, (int, float)):
+            key, value = milliseconds_name(key), value * 1e3
+        cells.append([key, format_number(value)])
+    return render_cells(["field", "value"], cells, [False, False], fmt, title, notes, meta)
+
+
+def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
+    """``vertical`` for a result computed under ``setting``: a first line saying whether its
+    figures are expected (an engine profile) or an ideal bound; expected figures with their
+    80 % and 90 % intervals as ranges (CSV and JSON: their ``_low80`` ... columns), and a line
+    when the case is outside what the data covers."""
+    from .. import api
+    from ..output.ranges import ranged
+
+    line = api.figures_line(setting)
+    cover = None
+    if api.expected_figures(setting):  # the interval table's code only for expected figures
+        cover = api.coverage_note(setting)
+    notes = [*filter(None, [cover]), *notes]
+    if fmt in ("csv", "json"):
+        return vertical(row, fmt, title, meta, [line, *notes])
+    return line + "\n" + vertical(ranged(row), fmt, title, meta, notes)
