@@ -168,7 +168,7 @@ def test_rows_the_toolkit_cannot_read_get_a_status(tmp_path):
     assert status[3] == "unresolved: precision 'n/a' is not stated"
     assert status[4].startswith("unresolved: cannot read lengths 'long'")
     assert status[5].startswith("out of scope: uses speculative decoding")
-    # 406 GB of 8-bit weights on one 80 GB GPU: no crash, a reason (issue 13's ZeroDivisionError)
+    # 406 GB of 8-bit weights on one 80 GB GPU: no crash, a reason (not a ZeroDivisionError)
     assert status[6].startswith("infeasible: 406 GB of weights") and math.isnan(table.predicted[6])
     # no engine named: the achievable preset borrows none (the ideal presets need none)
     assert status[7].startswith("unresolved: engine unknown") and math.isnan(table.predicted[7])
@@ -275,7 +275,7 @@ def test_pcie_cards_are_bounded_with_their_precision_and_pipeline_splits(tmp_pat
 
 
 def test_nim_sample_against_the_paper_bound():
-    """Issue 11: the old compare printed speed_ratio 1.02 for the two queueing rows (its
+    """A compare once printed speed_ratio 1.02 for the two queueing rows (its
     prefill charge, a batch-1 pass with a full weight read per arriving request, made the
     prediction too slow). With batched, chunked prefill every row is at or above the bound."""
     table = comparison.compare(SAMPLE, "paper").table

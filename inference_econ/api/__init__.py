@@ -120,7 +120,7 @@ def _split(kwargs: dict) -> tuple[dict, Method | str | None, dict]:
 
 def _frontier(setting: Setting, method: Method) -> Frontier:
     """``optimise.optimiser.frontier``, imported on first use: ``point`` needs none of
-    ``optimise/`` (issue 28)."""
+    ``optimise/``."""
     from ..optimise.optimiser import frontier
 
     return frontier(setting, method)

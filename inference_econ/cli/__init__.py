@@ -16,7 +16,7 @@ from .common import Main
 
 #: Each command's module (``--help`` lists the commands sorted by name). A command's
 #: module is imported when the command runs, or when every command is listed (``--help``,
-#: ``commands()``): ``frontier`` and ``point`` load no other command's options (issue 28).
+#: ``commands()``): ``frontier`` and ``point`` load no other command's options.
 #: ``tests/test_cli.py`` checks this table against each module's ``COMMANDS``.
 COMMAND_MODULES = {
     "list": "catalog_commands",

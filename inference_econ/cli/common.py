@@ -133,7 +133,7 @@ def tune_allocator() -> None:
     The search's arrays (a block of the 400 x 400 grid is ~0.6 MB) are above glibc's default
     threshold for memory mapping (128 kB, raised only as mapped blocks are freed), so many are
     mapped, faulted in page by page and unmapped again: ~40,000 page faults in a frontier.
-    From the heap they reuse pages already touched (issue 28: ~10 % of a frontier's CPU time).
+    From the heap they reuse pages already touched (~10 % of a frontier's CPU time).
     The search's threads share that one heap (``MALLOC_ARENAS``): a second thread's own arena
     is a fresh heap whose pages are faulted in anew (32,700 page faults in a plain frontier
     on two threads, 27,000 sharing one, 22,100 on one thread; 0.014 s of CPU plain and 0.047 s
@@ -163,7 +163,7 @@ def skip_exit_collections() -> None:
     At exit the interpreter runs full collections over every object still tracked (~27,000
     after a frontier) before tearing the modules down; frozen, they are still freed by their
     reference counts as the modules go, but not traversed: 0.015-0.02 s of a frontier's CPU
-    (issue 28: 15 alternating pairs of whole ``frontier`` processes, medians). Only objects
+    (15 alternating pairs of whole ``frontier`` processes, medians). Only objects
     in reference cycles at exit are then left to the operating system unfinalized, which
     Python does not promise to finalize anyway; the standard streams are flushed before,
     and the commands close the files they write. The command line's own process only.

@@ -28,7 +28,7 @@ from .stated import stated
 #: slo_frontier``): the load and the latency targets (the same targets as capacity and
 #: simulate); given without --rate they are refused (their rows' ``needs``). The prompts'
 #: lengths are its --prompt-tokens. Named here, from the table of settings, so that a plain
-#: frontier does not load the load commands' module (issue 28).
+#: frontier does not load the load commands' module.
 FRONTIER_OPTIONS = (
     "arrival_rate_per_s",
     "output_lengths",
@@ -214,7 +214,7 @@ def _under_load(model, hardware, values: dict, load: dict, figure, fmt: str, qui
 
 def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:
     """The text table of a frontier (its key points, then ``columns``, the points shown),
-    written without pandas (issue 28)."""
+    written without pandas."""
     import numpy as np
 
     from ..api import DETAIL_COLUMNS, SUMMARY_COLUMNS, interval_columns

@@ -192,7 +192,7 @@ def _best_layouts_stacked(model: StepModel, N, B, S_values, context, pipeline) -
     points) array: the same candidates in the same order, every quantity elementwise, so the
     same layouts bit for bit (tests/test_layouts_stacked.py), with a Python call per pipeline
     degree rather than per candidate (describing a worked-study cell's few hundred points
-    took 0.05 s that way, 0.3 s with a draft; now 0.023 / 0.064 s, issue 28)."""
+    took 0.05 s that way, 0.3 s with a draft; now 0.023 / 0.064 s)."""
     degrees = _degrees(model, B, pipeline)
     bests = [_Best(N.shape, N.dtype) for _ in S_values]
     for p in degrees:

@@ -125,8 +125,8 @@ def preference_scores(tokens_per_s, usd_per_mtok, k: float = 3.0):
 class FrontierColumns:
     """A frontier's points as {column: 1-D array} (the columns of ``Frontier``, slowest
     first), with what ``Frontier`` says about them: what the optimiser computes before a
-    DataFrame is made, and what the ``frontier`` command prints from, without pandas
-    (issue 28). ``Frontier`` is the same with its points in a DataFrame."""
+    DataFrame is made, and what the ``frontier`` command prints from, without pandas.
+    ``Frontier`` is the same with its points in a DataFrame."""
 
     label: str
     columns: dict

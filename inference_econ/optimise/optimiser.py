@@ -361,7 +361,7 @@ def frontier(setting: Setting, method: Method = GRID) -> Frontier:
 
 def frontier_columns(setting: Setting, method: Method = GRID) -> FrontierColumns:
     """``frontier`` with its points as arrays, without pandas (the ``frontier`` command's
-    text table, issue 28); cached alike, named by ``setting.name``."""
+    text table); cached alike, named by ``setting.name``."""
     return dataclasses.replace(
         _columns_cached(setting.replace(label=""), method), label=setting.name
     )

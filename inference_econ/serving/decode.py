@@ -179,13 +179,13 @@ class Decoder:
         ``layouts`` ({S: Layout}) and ``draft_layouts`` ({S: Layout}) give the layouts when
         they are already known (discrete search); otherwise the search of §A5 finds them.
         """
-        import pandas as pd  # on first use: ``describe_columns`` needs none (issue 28)
+        import pandas as pd  # on first use: ``describe_columns`` needs none
 
         return pd.DataFrame(self.describe_columns(N, B, layouts, draft_layouts))
 
     def describe_columns(self, N, B, layouts=None, draft_layouts=None) -> dict[str, np.ndarray]:
         """``describe``'s table as {column: 1-D array}, in its order, without pandas (the
-        ``point`` command's output path, issue 28)."""
+        ``point`` command's output path)."""
         N = np.atleast_1d(np.asarray(N, dtype=float))
         B = np.atleast_1d(np.asarray(B, dtype=float))
         if layouts is None:
@@ -382,7 +382,7 @@ def continuous_note(rows) -> str | None:
     table of them (a DataFrame, or a dict of arrays) has a GPU count, batch or degree that is
     not a whole number; None otherwise."""
     names = ("gpus", "batch", *LAYOUT_COLUMNS[:4])
-    if isinstance(rows, dict):  # without pandas (issue 28)
+    if isinstance(rows, dict):  # without pandas
         cells = [np.asarray(rows[c]).ravel().tolist() for c in names if c in rows]
         values = np.array([_number(v) for column in cells for v in column], dtype=float)
     else:
@@ -408,7 +408,7 @@ def evaluate(setting: Setting, gpus, batch, discrete: bool = False) -> pd.DataFr
     (``gpus`` and ``batch`` broadcast against each other), each at its best layout: §A5's
     continuous ones (the paper's model, real-valued degrees), or with ``discrete`` the whole
     layouts of §B7 (whole GPUs; what an engine launches)."""
-    import pandas as pd  # on first use: ``evaluate_columns`` needs none (issue 28)
+    import pandas as pd  # on first use: ``evaluate_columns`` needs none
 
     return pd.DataFrame(evaluate_columns(setting, gpus, batch, discrete))
 

@@ -2,7 +2,7 @@
 line every output opens with to say so, and the names of the expected figures' interval
 columns: in a module of their own, so that an output of ideal-bound figures (a frontier under
 the paper's preset) does not load the interval table's code (``serving/intervals.py``, which
-re-exports these names; issue 28).
+re-exports these names).
 """
 
 from __future__ import annotations

@@ -365,7 +365,7 @@ def column_intervals(
     columns, n: int, setting: Setting, bound=None, gpus=None, names=None
 ) -> dict[str, np.ndarray]:
     """The interval columns (in ``add_intervals``' order) of ``n`` rows given as ``columns``
-    (a DataFrame or a dict of equal-length arrays, issue 28's pandas-free path); {} for a
+    (a DataFrame or a dict of equal-length arrays: the pandas-free path); {} for a
     bound. ``names``: only those figures."""
     if not expected(setting) or n == 0:
         return {}
@@ -485,7 +485,7 @@ def series_intervals(
         out[key] = value
         for column in interval_columns(key) if key in names else ():
             out[column] = ends[column]
-    import pandas as pd  # on first use (issue 28)
+    import pandas as pd  # on first use
 
     return pd.Series(out)
 

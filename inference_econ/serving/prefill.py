@@ -433,6 +433,6 @@ def _prefill_row(
     )
     row["joules_per_input_token"] = float(energy["joules_per_output_token"])
     row["it_power_w_per_gpu"] = float(energy["it_power_w_per_gpu"])
-    import pandas as pd  # on first use: a point's output needs no pandas (issue 28)
+    import pandas as pd  # on first use: a point's output needs no pandas
 
     return pd.Series(row)

@@ -24,7 +24,7 @@ class ServedOptions:
     weights, activations and KV cache, a cap on its demand (``serving.setting.Setting``)."""
 
     context_tokens: float = setting(
-        # A context a deployment has (issue 27 item 3): 0 read no KV cache and let the cheapest
+        # A context a deployment has: 0 read no KV cache and let the cheapest
         # point batch 5,000-17,000 requests. 1,000 tokens is the paper's own middle context
         # (Figure 7's "Context of 1K tokens") and the order of MLPerf's chat benchmarks'
         # decode contexts (datasets/mlperf.yaml: 438 and 555 tokens for Llama 2 70B and

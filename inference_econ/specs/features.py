@@ -1,6 +1,6 @@
 """The model classes an engine profile states its layouts for, and the layout features beyond
 1-D tensor parallelism (docs/model.md §F11), in plain Python so that the roofline model reads
-them without loading the engine-profile module (``specs/engine.py``; issue 28: a frontier
+them without loading the engine-profile module (``specs/engine.py``: a frontier
 under an ideal preset loads no engine profile).
 """
 
