@@ -155,8 +155,8 @@ def test_attention_data_parallelism_is_read(text):
 )
 def test_attention_over_part_of_the_tensor_group_keeps_its_ranks(text, ranks):
     """A DP degree written with attention data parallelism is the attention's ranks: "TP8 DP2
-    attn-DP" attends on two ranks of TP4, not on eight of TP1 (read as eight until session
-    24), and its label reads back as itself."""
+    attn-DP" attends on two ranks of TP4, not on eight of TP1, and its label reads back as
+    itself."""
     lay = layouts.layout_of(text, 8, "w")
     assert (lay.tensor, lay.attention_ranks) == (8, ranks)
     assert layouts.layout_of(lay.label(), 8, "w") == lay

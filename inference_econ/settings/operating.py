@@ -86,7 +86,7 @@ class ContextParallelOptions:
         maximum=1024,
     )
 
-    # context-parallel devices of several GPUs (new-user review 2, item 2)
+    # context-parallel devices of several GPUs
     device_gpus: int = setting(
         1,
         help="GPUs per device of the context-parallel chain (each device holds the weights and the"
