@@ -1,5 +1,5 @@
 """The accuracy goal's figures on the newer rounds, from ``compare-measured`` outputs of the
-shipped profiles (docs/validation.md, its first section).
+shipped profiles (docs/validation.md, "The accuracy today").
 
 For each measured-rows CSV it reads two ``compare-measured --format csv`` outputs of the whole
 file: one under ``achievable`` (the expected figures) and one under ``refined`` (the ideal

@@ -72,8 +72,8 @@ def _same(a, b) -> bool:
 
 def test_every_api_default_is_the_tables():
     """A keyword of a public function named as a setting defaults to the table's value (or to
-    None, "not given", which the function resolves from the table): on main the inverse
-    analyses restated grid_points=100 against the table's 400, with no row saying so."""
+    None, "not given", which the function resolves from the table): an analysis that restated
+    grid_points=100 against the table's 400, with no row saying so, would fail here."""
     import inspect
 
     from inference_econ import _EXPORTS
@@ -188,7 +188,7 @@ GIVEN = {
 def test_every_problem_setting_is_stated_in_the_metadata(tmp_path):
     """Giving any setting of what is served changes what a result says it was computed with,
     so a new setting cannot vanish from provenance: a new row of the table fails here until it
-    has a value in GIVEN and a statement in the metadata (on main eagle_layers vanished)."""
+    has a value in GIVEN and a statement in the metadata."""
     costs = tmp_path / "my-costs.yaml"
     costs.write_text((ROOT / "costs" / "owned-2025.yaml").read_text())
     assert set(GIVEN) | {"label"} == set(table.names(table.PROBLEM))
@@ -200,7 +200,7 @@ def test_every_problem_setting_is_stated_in_the_metadata(tmp_path):
 
 
 def test_the_api_signatures_list_the_settings_they_take():
-    """help(ie.frontier) lists its parameters (on main it showed only **kwargs): the
+    """help(ie.frontier) lists its parameters, not only **kwargs: the
     signature is generated from the table, so it lists every setting with its default."""
     import inspect
 
