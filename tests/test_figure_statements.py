@@ -86,7 +86,7 @@ def test_a_study_key_point_beyond_its_gpus_memory_says_so():
 def test_the_report_names_the_option_that_needs_plotly(monkeypatch):
     import builtins
 
-    from inference_econ.output import report
+    from inference_econ.output import report_figures
 
     real = builtins.__import__
 
@@ -97,7 +97,7 @@ def test_the_report_names_the_option_that_needs_plotly(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_plotly)
     with pytest.raises(SpecError) as e:
-        report.require_plotly()
+        report_figures.require_plotly()
     assert "--html, report" in str(e.value) and "inference-econ[html]" in str(e.value)
 
 

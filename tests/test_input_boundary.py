@@ -573,7 +573,7 @@ def test_api_arguments_of_the_wrong_type_are_one_clear_error():
 def test_a_damaged_cache_counts_as_missing_and_a_wrong_study_json_is_one_error(tmp_path):
     import json
 
-    from inference_econ.output.report import read_manifest
+    from inference_econ.output.study_folder import read_manifest
     from inference_econ.runs.study_run import CellCache
     from inference_econ.studies.study import compute_cell
 

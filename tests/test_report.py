@@ -146,7 +146,8 @@ def test_scenario_report(tmp_path):
 
 
 def test_the_combined_report_keeps_figure_2():
-    from inference_econ.output.report import render, scenario_section
+    from inference_econ.output.report import render
+    from inference_econ.output.report_sections import scenario_section
     from inference_econ.runs.runner import run_scenario
 
     text = render([scenario_section(run_scenario("paper/figure-2"))], "all")
@@ -158,7 +159,8 @@ def test_the_combined_report_keeps_figure_2():
 
 def test_toy_frontiers_draw_without_layouts():
     from inference_econ.optimise.toy import toy_frontier
-    from inference_econ.output.report import Curve, Section, figure
+    from inference_econ.output.report_figures import figure
+    from inference_econ.output.report_sections import Curve, Section
 
     front = toy_frontier(ie.load_model("Llama 3 8B"), ie.load_hardware("H100-paper"))
     fig = figure(Section("toy", [Curve("toy", front.points)], front.points))

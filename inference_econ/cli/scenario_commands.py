@@ -110,7 +110,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
         format = resolve_format(format, out)  # f.json: JSON, unless --format says otherwise
     progress = Progress(quiet)
     if html:
-        from ..output.report import require_plotly
+        from ..output.report_figures import require_plotly
 
         require_plotly()  # fail before the run if plotly is missing
     from ..api import load_scenario
@@ -156,7 +156,8 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
 def _report(results, path: Path, title: str) -> Path:
     """The interactive report of scenario runs that drew figures (frontiers, or the paper's
     square-root law), one section each; tables have none."""
-    from ..output.report import scenario_section, write_report
+    from ..output.report import write_report
+    from ..output.report_sections import scenario_section
 
     drew = [r for r in results if r.fronts or any("params" in m for m in r.scenario.measured)]
     sections = [scenario_section(r) for r in drew]
@@ -233,7 +234,7 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/NAME.html)")
     if html:
-        from ..output.report import require_plotly
+        from ..output.report_figures import require_plotly
 
         require_plotly()
     from ..api import load_scenario

@@ -59,7 +59,7 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/report.html)")
     if html:
-        from ..output.report import require_plotly
+        from ..output.report_figures import require_plotly
 
         require_plotly()  # fail before the long run if plotly is missing
     progress = Progress(quiet)
@@ -90,7 +90,8 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
     )
     if out:
         if html:
-            from ..output.report import study_section, write_report
+            from ..output.report import write_report
+            from ..output.report_sections import study_section
 
             path = write_report([study_section(out)], Path(out) / "report.html", result.study.title)
             result.files.append(path)
@@ -144,7 +145,9 @@ def report(source, out, compare, max_points, where, quiet):
     (out/study: the folder 'inference-econ study examples/study.yaml --out out/study' writes;
     a scenario works the same: 'report paper/figure-4 --out figure-4.html'.)
     """
-    from ..output.report import require_plotly, scenario_section, study_section, write_report
+    from ..output.report import write_report
+    from ..output.report_figures import require_plotly
+    from ..output.report_sections import scenario_section, study_section
 
     require_plotly()
     progress = Progress(quiet)

@@ -289,30 +289,52 @@ def point_plan(
     b = _whole(batch, "batch")
     context = prompt_tokens + output_tokens / 2.0  # the decode step's mean context (§B10)
     longest = _longest(max_model_len, prompt_tokens + output_tokens, setting)
-    w = worker(
-        setting,
-        engine,
-        "server",
-        1,
-        degrees,
-        b,
-        _step_budget(engine, setting.gpu),
-        context,
-        longest,
-    )
-    load = Load(
-        float(prompt_tokens),
-        0.0,
-        float(output_tokens),
-        0.0,
-        int(requests or max(10 * b, 200)),
-        concurrency=b,
-    )
+    budget = _step_budget(engine, setting.gpu)
+    w = worker(setting, engine, "server", 1, degrees, b, budget, context, longest)
+    load = _closed_loop_load(prompt_tokens, output_tokens, b, requests)
     require_fit([w.memory])  # a worker that does not fit is refused with its numbers first
     # the benchmark the plan writes, run in the load engine as compare-measured replays it,
     # with the speculation the plan launches (none, or its draft length)
     verify = int(row["draft_tokens"])
     r = closed_loop(launched(setting, verify, w.expert), degrees, w, context, load)
+    expected, ends = _closed_loop_figures(r)
+    plan = LaunchPlan(
+        source,
+        setting,
+        engine,
+        checkpoint_of(setting, checkpoint),
+        (w,),
+        longest,
+        load,
+        expected,
+        _speculation(setting, verify),
+        (
+            f"Expected figures: the {setting.assumptions.label} preset's load engine running "
+            f"the benchmark below: a closed loop of {b} clients, {prompt_tokens:g} in / "
+            f"{output_tokens:g} out, {load.requests} requests (as compare-measured replays "
+            "its results); means over the requests.",
+        ),
+        ends,
+    )
+    return finish(plan)
+
+
+def _closed_loop_load(prompt_tokens: float, output_tokens: float, batch: int, requests) -> Load:
+    """The benchmark of a point or disaggregated plan: ``batch`` closed-loop clients sending
+    requests of fixed lengths, ``requests`` of them (default ten per client, at least 200)."""
+    return Load(
+        float(prompt_tokens),
+        0.0,
+        float(output_tokens),
+        0.0,
+        int(requests or max(10 * batch, 200)),
+        concurrency=batch,
+    )
+
+
+def _closed_loop_figures(r) -> tuple[dict, dict]:
+    """The figures a point plan expects from its closed-loop run ``r`` (means over the
+    requests) and their intervals, by name."""
     expected = {
         "ttft_s": r.ttft_s.mean,
         "tpot_s": r.tpot_s.mean,
@@ -337,25 +359,7 @@ def point_plan(
     ends = _renamed_ends(load_intervals(r), named)
     if "tpot_s" in expected:
         ends.update(inverse_intervals(ends, "tpot_s", "output_tokens_per_s_per_request"))
-    plan = LaunchPlan(
-        source,
-        setting,
-        engine,
-        checkpoint_of(setting, checkpoint),
-        (w,),
-        longest,
-        load,
-        expected,
-        _speculation(setting, verify),
-        (
-            f"Expected figures: the {setting.assumptions.label} preset's load engine running "
-            f"the benchmark below: a closed loop of {b} clients, {prompt_tokens:g} in / "
-            f"{output_tokens:g} out, {load.requests} requests (as compare-measured replays "
-            "its results); means over the requests.",
-        ),
-        ends,
-    )
-    return finish(plan)
+    return expected, ends
 
 
 def launched(setting: Setting, verify: int, expert: int = 1) -> Setting:
@@ -432,9 +436,9 @@ def capacity_plan(
     Poisson rate and lengths against its targets."""
     import numpy as np
 
-    from ..load.deployment import instance_for, offered_load, reference_context
+    from ..load.deployment import reference_context
 
-    setting, d, r = capacity.setting, capacity.deployment, capacity.result
+    setting, r = capacity.setting, capacity.result
     if setting.spec is not None:
         raise SpecError(
             "argument", "draft", "capacity plans do not model speculation", "drop --draft"
@@ -446,78 +450,11 @@ def capacity_plan(
         float(np.max(s.prompt_tokens + s.output_tokens)), setting.model.max_context_tokens
     )
     batch = max(1, int(math.ceil(r.mean_batch)))
-
     prompt = float(np.mean(s.prompt_tokens))
-
-    def pool(role, gpus, count, load):
-        inst = instance_for(setting, gpus, config, ctx, load)
-        # the instance's own limits: the engine's defaults on the GPU, per attention rank
-        # where the engine's hold per rank (``engine_config``)
-        cap, budget = inst.config.max_batch_requests, inst.config.step_token_budget
-        prefill_batch = max(1, int(math.ceil(budget / prompt)))
-        lay = inst.layout
-        attention = lay.tensor_degree / lay.attention_divisor
-        degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention)
-        # prompts in flight on a prefill worker: one step's budget of them, at their length
-        at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
-        return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
-
-    if d.disaggregated:
-        workers = (
-            pool(
-                "prefill",
-                d.prefill_gpus_per_instance,
-                d.prefill_instances,
-                offered_load(traffic, d.prefill_instances, outputs=False),
-            ),
-            pool(
-                "decode",
-                d.gpus_per_instance,
-                d.instances,
-                offered_load(traffic, d.instances, prompts=False),
-            ),
-        )
-    else:
-        workers = (
-            pool("server", d.gpus_per_instance, d.instances, offered_load(traffic, d.instances)),
-        )
-    t = capacity.targets
-    load = Load(
-        float(np.mean(s.prompt_tokens)),
-        float(np.std(s.prompt_tokens)),
-        float(np.mean(s.output_tokens)),
-        float(np.std(s.output_tokens)),
-        int(traffic.requests),
-        rate_per_s=float(capacity.rate_per_s),
-        slo_ttft_p99_s=t.ttft_p99_s,
-        slo_tpot_p99_s=t.tpot_p99_s,
-        slo_e2e_p99_s=t.e2e_p99_s,
-    )
-    expected = {
-        "ttft_p50_s": r.ttft_s.p50,
-        "ttft_p99_s": r.ttft_s.p99,
-        "tpot_p50_s": r.tpot_s.p50,
-        "tpot_p99_s": r.tpot_s.p99,
-        "e2e_p99_s": r.e2e_s.p99,
-        "output_tokens_per_s": r.output_tokens_per_s,
-        "goodput_fraction": r.goodput_fraction,
-        "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
-        # the deployment's whole cost per million output tokens, capacity's headline price
-        "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
-        "max_rate_per_s": capacity.max_rate_per_s,
-    }
-    notes = (
-        f"Expected figures: the simulation of {d.describe()} {setting.gpu.name} at {capacity.rate_per_s:g} req/s "
-        f"({r.assumptions}); it holds {capacity.max_rate_per_s:.4g} req/s within {t.describe()}.",
-        f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
-        f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests.",
-    )
-    if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
-        notes += (
-            "output_tokens_per_s and the prices per million output tokens are the offered load's (a "
-            "deployment that keeps up serves it), so they carry no interval; the others do "
-            "(§F12).",
-        )
+    workers = _capacity_workers(capacity, engine, traffic, config, ctx, prompt, batch, longest)
+    load = _capacity_load(capacity, traffic, s)
+    expected = _capacity_expected(capacity)
+    notes = _capacity_notes(capacity, workers, batch, ctx)
     ckpt = checkpoint_of(setting, checkpoint)
     return finish(
         LaunchPlan(
@@ -542,6 +479,104 @@ def capacity_plan(
             },
         )  # fmt: skip
     )
+
+
+def _capacity_workers(
+    capacity, engine: str, traffic, config, ctx: float, prompt: float, batch: int, longest: int
+) -> tuple[Worker, ...]:
+    """The workers of a capacity plan's deployment: its instances, or its prefill and decode
+    pools, each in the layout the simulation's instance for its share of the load chose, its
+    memory checked at the simulation's mean ``batch`` at the reference context ``ctx`` (a
+    prefill worker: one step's budget of prompts of ``prompt`` tokens)."""
+    from ..load.deployment import instance_for, offered_load
+
+    setting, d = capacity.setting, capacity.deployment
+
+    def pool(role, gpus, count, load):
+        inst = instance_for(setting, gpus, config, ctx, load)
+        # the instance's own limits: the engine's defaults on the GPU, per attention rank
+        # where the engine's hold per rank (``engine_config``)
+        cap, budget = inst.config.max_batch_requests, inst.config.step_token_budget
+        prefill_batch = max(1, int(math.ceil(budget / prompt)))
+        lay = inst.layout
+        attention = lay.tensor_degree / lay.attention_divisor
+        degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention)
+        # prompts in flight on a prefill worker: one step's budget of them, at their length
+        at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
+        return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
+
+    if d.disaggregated:
+        return (
+            pool(
+                "prefill",
+                d.prefill_gpus_per_instance,
+                d.prefill_instances,
+                offered_load(traffic, d.prefill_instances, outputs=False),
+            ),
+            pool(
+                "decode",
+                d.gpus_per_instance,
+                d.instances,
+                offered_load(traffic, d.instances, prompts=False),
+            ),
+        )
+    return (pool("server", d.gpus_per_instance, d.instances, offered_load(traffic, d.instances)),)
+
+
+def _capacity_load(capacity, traffic, s) -> Load:
+    """The benchmark of a capacity plan: its traffic's lengths (``s``, the traffic's stream)
+    at the plan's Poisson rate, with its latency targets."""
+    import numpy as np
+
+    t = capacity.targets
+    return Load(
+        float(np.mean(s.prompt_tokens)),
+        float(np.std(s.prompt_tokens)),
+        float(np.mean(s.output_tokens)),
+        float(np.std(s.output_tokens)),
+        int(traffic.requests),
+        rate_per_s=float(capacity.rate_per_s),
+        slo_ttft_p99_s=t.ttft_p99_s,
+        slo_tpot_p99_s=t.tpot_p99_s,
+        slo_e2e_p99_s=t.e2e_p99_s,
+    )
+
+
+def _capacity_expected(capacity) -> dict:
+    """The figures a capacity plan expects: its simulation's percentiles, throughput, goodput
+    and prices at the plan's rate, and the most it holds within the targets."""
+    r = capacity.result
+    return {
+        "ttft_p50_s": r.ttft_s.p50,
+        "ttft_p99_s": r.ttft_s.p99,
+        "tpot_p50_s": r.tpot_s.p50,
+        "tpot_p99_s": r.tpot_s.p99,
+        "e2e_p99_s": r.e2e_s.p99,
+        "output_tokens_per_s": r.output_tokens_per_s,
+        "goodput_fraction": r.goodput_fraction,
+        "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
+        # the deployment's whole cost per million output tokens, capacity's headline price
+        "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
+        "max_rate_per_s": capacity.max_rate_per_s,
+    }
+
+
+def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: float) -> tuple:
+    """What a capacity plan's expected figures are and where its memory was checked."""
+    setting, d, r, t = capacity.setting, capacity.deployment, capacity.result, capacity.targets
+    notes = (
+        f"Expected figures: the simulation of {d.describe()} {setting.gpu.name} at {capacity.rate_per_s:g} req/s "
+        f"({r.assumptions}); it holds {capacity.max_rate_per_s:.4g} req/s within {t.describe()}.",
+        f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
+        f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests.",
+    )
+    if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
+        notes += (
+            "output_tokens_per_s and the prices per million output tokens are the offered load's (a "
+            "deployment that keeps up serves it), so they carry no interval; the others do "
+            "(§F12).",
+        )
+    return notes
 
 
 def _tensor_split(setting: Setting, n: int) -> str | None:
@@ -597,6 +632,42 @@ def disagg_plan(
     dis = dg.compare(
         setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus, discrete=True
     ).iloc[1]
+    ratio = _prefill_ratio(setting, dis, gpus, b, n_p)
+    prefill_count = max(1, int(math.ceil(ratio - 1e-9)))
+    prefill_batch = max(1, int(math.ceil(16384 / prompt_tokens)))  # dg.compare's prompts per pass
+    moe = decode_degrees[3] > 1
+    workers = (
+        worker(
+            setting,
+            engine,
+            "prefill",
+            prefill_count,
+            (1, n_p, 1, n_p if moe else 1),
+            prefill_batch,
+            _step_budget(engine, setting.gpu),
+            prompt_tokens,
+            longest,
+        ),
+        decode,
+    )
+    load = _closed_loop_load(prompt_tokens, output_tokens, b, requests)
+    expected, ends = _disaggregated_figures(dis, b)
+    notes = (
+        f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
+        f"({ratio:.3g}; docs/model.md §B10).",
+    )
+    ckpt = checkpoint_of(setting, checkpoint)
+    return finish(
+        LaunchPlan(
+            "disagg", setting, engine, ckpt, workers, longest, load, expected, None, notes, ends
+        )
+    )
+
+
+def _prefill_ratio(setting: Setting, dis, gpus: float, b: int, n_p: int) -> float:
+    """Prefill workers per decode worker: the ratio of the pools' busy times in the
+    disaggregated row ``dis`` (§B10); refused where a prefill worker of ``n_p`` GPUs cannot run
+    the model or split it ``n_p`` ways."""
     busy_prefill = float(dis["prefill_pool_busy_fraction"])
     busy_decode = float(dis["decode_pool_busy_fraction"])
     ratio = busy_prefill / busy_decode if busy_decode > 0 else math.inf
@@ -616,31 +687,12 @@ def disagg_plan(
         raise InfeasibleError(
             f"prefill workers of {n_p} GPUs: {split}; give --prefill-gpus that divides them"
         )
-    prefill_count = max(1, int(math.ceil(ratio - 1e-9)))
-    prefill_batch = max(1, int(math.ceil(16384 / prompt_tokens)))  # dg.compare's prompts per pass
-    moe = decode_degrees[3] > 1
-    workers = (
-        worker(
-            setting,
-            engine,
-            "prefill",
-            prefill_count,
-            (1, n_p, 1, n_p if moe else 1),
-            prefill_batch,
-            _step_budget(engine, setting.gpu),
-            prompt_tokens,
-            longest,
-        ),
-        decode,
-    )
-    load = Load(
-        float(prompt_tokens),
-        0.0,
-        float(output_tokens),
-        0.0,
-        int(requests or max(10 * b, 200)),
-        concurrency=b,
-    )
+    return ratio
+
+
+def _disaggregated_figures(dis, b: int) -> tuple[dict, dict]:
+    """The figures a disaggregated plan expects from its pools' row ``dis`` at ``b`` running
+    requests a decode worker, and their intervals (§F12), by name."""
     expected = {
         "ttft_s": float(dis["ttft_s"]),
         "tpot_s": float(dis["decode_latency_s"]),
@@ -648,11 +700,6 @@ def disagg_plan(
         "output_tokens_per_s": b / float(dis["decode_latency_s"]),
         "usd_per_m_output_tokens": float(dis["usd_per_m_output_tokens_all_in"]),
     }
-    notes = (
-        f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
-        f"({ratio:.3g}; docs/model.md §B10).",
-    )
-    ckpt = checkpoint_of(setting, checkpoint)
     named = {  # the disaggregated row's figure behind each expected figure (§F12)
         "ttft_s": "ttft_s",
         "tpot_s": "decode_latency_s",
@@ -668,8 +715,4 @@ def disagg_plan(
                 [speeds[c] for c in interval_columns("output_tokens_per_s")],
             )
         )
-    return finish(
-        LaunchPlan(
-            "disagg", setting, engine, ckpt, workers, longest, load, expected, None, notes, ends
-        )
-    )
+    return expected, ends

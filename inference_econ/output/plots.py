@@ -441,42 +441,59 @@ def measured_figure(
         for i, g in enumerate(groups)
     }
     for ax, name in zip(axes[0], names):
-        part = ok[np.asarray(panels) == name]
-        for group in groups:
-            rows = part[part["source_group"] == group]
-            if not len(rows):
-                continue
-            if f"{column}_low90" in rows:  # expected figures: their 90 % intervals as bars
-                ax.errorbar(
-                    rows["measured"],
-                    rows[column],
-                    yerr=[
-                        rows[column] - rows[f"{column}_low90"],
-                        rows[f"{column}_high90"] - rows[column],
-                    ],
-                    fmt="none",
-                    ecolor=style[group]["color"],
-                    alpha=0.25,
-                    lw=0.8,
-                )
-            ax.scatter(rows["measured"], rows[column], s=18, alpha=0.8, **style[group])
-        if len(part):
-            lo = 0.5 * float(min(part["measured"].min(), part[column].min()))
-            hi = 2.0 * float(max(part["measured"].max(), part[column].max()))
-            x = np.geomspace(lo, hi, 50)
-            ax.plot(x, x, color="black", lw=1.0)
-            for band, dash in ((0.15, "--"), (0.35, ":")):
-                ax.plot(x, x * (1 + band), color="grey", lw=0.8, ls=dash)
-                ax.plot(x, x * (1 - band), color="grey", lw=0.8, ls=dash)
-            ax.set_xlim(lo, hi)
-            ax.set_ylim(lo, hi)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(f"measured, {name}")
-        ax.set_ylabel(f"predicted, {name}")
-        ax.set_title(f"{name}: {len(part)} rows", fontsize=9)
-        ax.grid(True, which="both", alpha=0.2)
-        ax.set_aspect("equal")
+        _measured_panel(ax, ok[np.asarray(panels) == name], name, groups, style, column)
+    _measured_legend(fig, ok, groups, style)
+    label = getattr(comparison, "assumptions", "")
+    fig.suptitle(
+        wrap(title or f"Measured against predicted ({label}), {len(ok)} rows", 100), fontsize=11
+    )
+    return fig
+
+
+def _measured_panel(ax, part, name: str, groups, style: dict, column: str) -> None:
+    """One quantity's panel of ``measured_figure``: each source's rows (their 90 % intervals
+    as bars where the predictions are expected figures), the diagonal and the 15 % and 35 %
+    bands, on equal log-log axes."""
+    for group in groups:
+        rows = part[part["source_group"] == group]
+        if not len(rows):
+            continue
+        if f"{column}_low90" in rows:  # expected figures: their 90 % intervals as bars
+            ax.errorbar(
+                rows["measured"],
+                rows[column],
+                yerr=[
+                    rows[column] - rows[f"{column}_low90"],
+                    rows[f"{column}_high90"] - rows[column],
+                ],
+                fmt="none",
+                ecolor=style[group]["color"],
+                alpha=0.25,
+                lw=0.8,
+            )
+        ax.scatter(rows["measured"], rows[column], s=18, alpha=0.8, **style[group])
+    if len(part):
+        lo = 0.5 * float(min(part["measured"].min(), part[column].min()))
+        hi = 2.0 * float(max(part["measured"].max(), part[column].max()))
+        x = np.geomspace(lo, hi, 50)
+        ax.plot(x, x, color="black", lw=1.0)
+        for band, dash in ((0.15, "--"), (0.35, ":")):
+            ax.plot(x, x * (1 + band), color="grey", lw=0.8, ls=dash)
+            ax.plot(x, x * (1 - band), color="grey", lw=0.8, ls=dash)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"measured, {name}")
+    ax.set_ylabel(f"predicted, {name}")
+    ax.set_title(f"{name}: {len(part)} rows", fontsize=9)
+    ax.grid(True, which="both", alpha=0.2)
+    ax.set_aspect("equal")
+
+
+def _measured_legend(fig, ok, groups, style: dict) -> None:
+    """The legend below ``measured_figure``'s panels: each source with its row count, then
+    the diagonal and the bands."""
     handles = [
         plt.Line2D(
             [], [], ls="", markersize=5, label=wrap(f"{_short_source(g)} ({n})", 48), **style[g]
@@ -490,11 +507,6 @@ def measured_figure(
     ]
     cols = max(1, min(3, int(fig.get_figwidth() // 3.4)))
     fig.legend(handles=handles, loc="outside lower center", ncols=cols, fontsize=7, frameon=False)
-    label = getattr(comparison, "assumptions", "")
-    fig.suptitle(
-        wrap(title or f"Measured against predicted ({label}), {len(ok)} rows", 100), fontsize=11
-    )
-    return fig
 
 
 def _short_source(group: str) -> str:

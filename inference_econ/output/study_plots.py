@@ -117,10 +117,7 @@ def _labels(study, name: str | None) -> list:
 def summary_figure(key_points: pd.DataFrame, study):
     """Heatmaps of the summary metric: panels side by side, the best column of a row framed."""
     # matplotlib is imported when a figure is drawn: the summary table needs none (0.4 s)
-    from matplotlib.ticker import FuncFormatter
-
     from .plots import plt, title_width, wrap
-    from .style import dollar_ticks, dollars
 
     s = study.summary
     best, meaning = summary_table(key_points, study)
@@ -142,46 +139,10 @@ def summary_figure(key_points: pd.DataFrame, study):
     lo, hi = (np.log10(values.min()), np.log10(values.max())) if values.size else (0.0, 1.0)
     cmap = plt.get_cmap("viridis" if higher else "viridis_r")
     for ax, panel in zip(axes.ravel(), panels):
-        grid = np.full((len(rows), len(cols)), np.nan)
-        for i, r in enumerate(rows):
-            for j, c in enumerate(cols):
-                sel = np.ones(len(best), dtype=bool)
-                for name, value in (
-                    (s.get("panels"), panel),
-                    (s.get("rows"), r),
-                    (s.get("columns"), c),
-                ):
-                    if name is not None:
-                        sel &= (best[name] == value).to_numpy()
-                if sel.any():
-                    grid[i, j] = best.loc[sel, column].iloc[0]
+        grid = _panel_grid(best, s, column, panel, rows, cols)
         shown = np.where(np.isfinite(grid), np.log10(np.where(grid > 0, grid, np.nan)), np.nan)
         image = ax.imshow(shown, cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1, aspect="auto")
-        for i in range(len(rows)):
-            finite = np.isfinite(grid[i])
-            winner = (np.nanargmax if higher else np.nanargmin)(grid[i]) if finite.any() else -1
-            for j in range(len(cols)):
-                v = grid[i, j]
-                text = "n/a" if not np.isfinite(v) else (f"{v:.0f}" if higher else f"${v:.3g}")
-                frac = (np.log10(v) - lo) / (hi - lo) if np.isfinite(v) and hi > lo else 0.5
-                r_, g_, b_, _ = cmap(frac)
-                dark = np.isfinite(v) and 0.299 * r_ + 0.587 * g_ + 0.114 * b_ < 0.5
-                ax.text(
-                    j,
-                    i,
-                    text,
-                    ha="center",
-                    va="center",
-                    fontsize=7.5,
-                    color="white" if dark else "black",
-                    fontweight="bold" if j == winner else "normal",
-                )
-                if j == winner:
-                    ax.add_patch(
-                        plt.Rectangle(
-                            (j - 0.48, i - 0.48), 0.96, 0.96, fill=False, lw=2, ec="#d62728"
-                        )
-                    )
+        _cell_labels(ax, grid, cmap, lo, hi, higher)
         ax.set_xticks(
             range(len(cols)),
             ["" if c is None else str(c) for c in cols],
@@ -194,15 +155,74 @@ def summary_figure(key_points: pd.DataFrame, study):
             ax.set_title(f"{s['panels']} = {panel}", fontsize=9)
     for ax in axes.ravel()[len(panels) :]:
         ax.set_visible(False)
-    # one colour scale for every panel (log10 of the value): its bar reads in the value's units
-    bar = fig.colorbar(image, ax=axes.ravel()[: len(panels)].tolist(), shrink=0.9, pad=0.02)
+    _colour_bar(fig, axes.ravel()[: len(panels)].tolist(), image, lo, hi, higher, meaning)
+    note = f"{meaning}; framed: the best in each row; n/a: excluded or out of reach"
+    width = title_width(fig, 10)
+    fig.suptitle(wrap(study.title, width) + "\n" + wrap(note, width), fontsize=10)
+    return fig
+
+
+def _panel_grid(best: pd.DataFrame, s: dict, column: str, panel, rows, cols) -> np.ndarray:
+    """One panel's values: the summary's ``column`` at each (row, column) label (NaN where the
+    summary has no row of them)."""
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            sel = np.ones(len(best), dtype=bool)
+            for name, value in (
+                (s.get("panels"), panel),
+                (s.get("rows"), r),
+                (s.get("columns"), c),
+            ):
+                if name is not None:
+                    sel &= (best[name] == value).to_numpy()
+            if sel.any():
+                grid[i, j] = best.loc[sel, column].iloc[0]
+    return grid
+
+
+def _cell_labels(ax, grid: np.ndarray, cmap, lo: float, hi: float, higher: bool) -> None:
+    """Each cell's value written on it (white on dark colours), the best of each row in bold
+    and framed; n/a where there is none."""
+    from .plots import plt
+
+    for i in range(grid.shape[0]):
+        finite = np.isfinite(grid[i])
+        winner = (np.nanargmax if higher else np.nanargmin)(grid[i]) if finite.any() else -1
+        for j in range(grid.shape[1]):
+            v = grid[i, j]
+            text = "n/a" if not np.isfinite(v) else (f"{v:.0f}" if higher else f"${v:.3g}")
+            frac = (np.log10(v) - lo) / (hi - lo) if np.isfinite(v) and hi > lo else 0.5
+            r_, g_, b_, _ = cmap(frac)
+            dark = np.isfinite(v) and 0.299 * r_ + 0.587 * g_ + 0.114 * b_ < 0.5
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=7.5,
+                color="white" if dark else "black",
+                fontweight="bold" if j == winner else "normal",
+            )
+            if j == winner:
+                ax.add_patch(
+                    plt.Rectangle((j - 0.48, i - 0.48), 0.96, 0.96, fill=False, lw=2, ec="#d62728")
+                )
+
+
+def _colour_bar(fig, axes: list, image, lo: float, hi: float, higher: bool, meaning: str) -> None:
+    """One colour scale for every panel (log10 of the value): its bar reads in the value's
+    units (dollars where lower is better)."""
+    from matplotlib.ticker import FuncFormatter
+
+    from .plots import wrap
+    from .style import dollar_ticks, dollars
+
+    bar = fig.colorbar(image, ax=axes, shrink=0.9, pad=0.02)
     label = dollars if not higher else (lambda v, _=None: f"{v:,.4g}")
     ticks = dollar_ticks(10.0**lo, 10.0**hi) if hi > lo else [10.0**lo]
     bar.set_ticks(np.log10(ticks))
     bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: label(10.0**v)))
     bar.set_label(wrap(meaning, 40), fontsize=8)
     bar.ax.tick_params(labelsize=7)
-    note = f"{meaning}; framed: the best in each row; n/a: excluded or out of reach"
-    width = title_width(fig, 10)
-    fig.suptitle(wrap(study.title, width) + "\n" + wrap(note, width), fontsize=10)
-    return fig

@@ -209,41 +209,16 @@ def fit_preference(
     True
     """
     opts = InverseOptions.of(options, **settings)
-    draft, acceptance, max_draft_tokens = opts.draft, opts.acceptance, opts.max_draft_tokens
-    grid_points, offer_price = opts.grid_points, opts.offer_price
-    input_tokens_per_output = opts.input_tokens_per_output
-    if isinstance(observations, Observation):
-        observations = (observations,)
-    if isinstance(observations, (str, bytes)) or not isinstance(observations, Iterable):
-        observations = (observations,)  # refused, as anything else, by as_observation
-    observations = tuple(as_observation(o, "observations") for o in observations)
-    if not observations:
-        raise SpecError(
-            "argument", "observations", "none given", "give at least one observed offer"
-        )
+    observations = _observations(observations)
     gpu = _one(hardware_names(opts.hardware), "hardware")
     preset = _one(preset_names(opts.assumptions), "assumptions")
     if weight_bits is not None:
         weight_bits = table.option("weight_bits").check(weight_bits)
     if log_speed_sd is not None:
         log_speed_sd = table.option("log_speed_sd").check(log_speed_sd)
-    alpha = acceptance if draft is not None else None
-    curves, grids, archs, bits = [], [], [], []
-    for obs in observations:
-        arch = obs.architecture()
-        b = obs.weight_bits or weight_bits or arch.precision.weight_bits
-        context = context_of(obs, opts.context_tokens)
-        setting = setting_for(
-            arch, Variant(gpu, preset, float(b)), draft, max_draft_tokens, context
-        )
-        grid = speed_cost_grid(setting, grid_points)
-        speed, cost = grid.pareto(alpha)
-        if speed.size == 0:
-            raise InfeasibleError(f"{obs.origin}: {setting.name} has no feasible configuration")
-        curves.append(PreferenceCurve.from_points(speed, cost))
-        grids.append(grid)
-        archs.append(arch)
-        bits.append(float(b))
+    alpha = opts.acceptance if opts.draft is not None else None
+    frontiers = [_frontier(o, opts, gpu, preset, weight_bits, alpha) for o in observations]
+    curves = [curve for curve, _, _, _ in frontiers]
     x_obs = np.log([o.tokens_per_s for o in observations])
     ks = np.geomspace(*K_BOUNDS, K_COUNT)
     predicted = np.stack([c.log_speed_at(ks) for c in curves])  # (points, k)
@@ -255,33 +230,12 @@ def fit_preference(
     )
     n = len(observations)
     loglik = -0.5 * n * np.log(np.maximum(rss, 1e-300) / n) if estimated else -0.5 * rss / sigma**2
-    points = tuple(
-        _point(
-            o,
-            a,
-            b,
-            c,
-            g.cost_at_speed(o.tokens_per_s, alpha),
-            k_hat,
-            o.price(offer_price, input_tokens_per_output),
-            g.setting.context_tokens,
-        )
-        for o, a, b, c, g in zip(observations, archs, bits, curves, grids)
-    )
-    outside = [p for p in points if p.implied_k is not None and p.implied_k in (0.0, math.inf)]
-    if len(outside) == len(points):  # every offer beyond its frontier: k_hat is only a bound
-        said = "; ".join(
-            f"{p.observation.label} is "
-            + ("faster than its frontier's fastest" if p.implied_k else "slower than its cheapest")
-            + " point"
-            for p in outside
-        )
-        raise InfeasibleError(
-            f"no k explains the offers ({said}): each lies outside its frontier in this setting "
-            "(try speculation, another precision or GPU)"
-        )
+    points = _points(observations, frontiers, k_hat, alpha, opts)
+    _refuse_all_outside(points)
+    draft, acceptance, max_draft_tokens = opts.draft, opts.acceptance, opts.max_draft_tokens
     notes = (
-        _notes(points, gpu, preset, draft, acceptance, max_draft_tokens, grid_points, how) + extra
+        _notes(points, gpu, preset, draft, acceptance, max_draft_tokens, opts.grid_points, how)
+        + extra
     )
     return PreferenceFit(
         k=k_hat,
@@ -294,6 +248,71 @@ def fit_preference(
         profile=pd.DataFrame({"k": ks, "rss": rss, "log_likelihood": loglik}),
         notes=notes,
     )
+
+
+def _observations(observations) -> tuple[Observation, ...]:
+    """The offers fitted, as observations (one offer alone is one); none at all is refused."""
+    if isinstance(observations, Observation):
+        observations = (observations,)
+    if isinstance(observations, (str, bytes)) or not isinstance(observations, Iterable):
+        observations = (observations,)  # refused, as anything else, by as_observation
+    observations = tuple(as_observation(o, "observations") for o in observations)
+    if not observations:
+        raise SpecError(
+            "argument", "observations", "none given", "give at least one observed offer"
+        )
+    return observations
+
+
+def _frontier(obs: Observation, opts: InverseOptions, gpu: str, preset: str, weight_bits, alpha):
+    """An offer's model's frontier in the fit's setting, at the offer's precision (else
+    ``weight_bits``, else the model file's) and context: (its ``PreferenceCurve``, its grid,
+    the architecture, the weight bits); a model with no feasible configuration is refused."""
+    arch = obs.architecture()
+    b = obs.weight_bits or weight_bits or arch.precision.weight_bits
+    context = context_of(obs, opts.context_tokens)
+    setting = setting_for(
+        arch, Variant(gpu, preset, float(b)), opts.draft, opts.max_draft_tokens, context
+    )
+    grid = speed_cost_grid(setting, opts.grid_points)
+    speed, cost = grid.pareto(alpha)
+    if speed.size == 0:
+        raise InfeasibleError(f"{obs.origin}: {setting.name} has no feasible configuration")
+    return PreferenceCurve.from_points(speed, cost), grid, arch, float(b)
+
+
+def _points(observations, frontiers, k_hat: float, alpha, opts: InverseOptions) -> tuple:
+    """Each offer in the fit (``PreferencePoint``): the k it implies alone, its speed at k̂,
+    our cost at its speed and its price's markup over that cost."""
+    return tuple(
+        _point(
+            o,
+            arch,
+            bits,
+            curve,
+            grid.cost_at_speed(o.tokens_per_s, alpha),
+            k_hat,
+            o.price(opts.offer_price, opts.input_tokens_per_output),
+            grid.setting.context_tokens,
+        )
+        for o, (curve, grid, arch, bits) in zip(observations, frontiers)
+    )
+
+
+def _refuse_all_outside(points) -> None:
+    """Refuse a fit where every offer lies beyond its frontier: k̂ would only be a bound."""
+    outside = [p for p in points if p.implied_k is not None and p.implied_k in (0.0, math.inf)]
+    if len(outside) == len(points):
+        said = "; ".join(
+            f"{p.observation.label} is "
+            + ("faster than its frontier's fastest" if p.implied_k else "slower than its cheapest")
+            + " point"
+            for p in outside
+        )
+        raise InfeasibleError(
+            f"no k explains the offers ({said}): each lies outside its frontier in this setting "
+            "(try speculation, another precision or GPU)"
+        )
 
 
 def _one(values: tuple[str, ...], field: str) -> str:

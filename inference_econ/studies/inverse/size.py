@@ -289,19 +289,10 @@ def implied_size(
     rows = []
     for variant in opts.variants():
         for alpha, label in modes:
-
-            def log_gap(log_p, variant=variant, alpha=alpha):
-                arch = scaled_architecture(
-                    template, math.exp(log_p), depth_exponent, None, None, variant.assumptions
-                )
-                use_draft = draft if alpha is not None else None
-                ((_, grid),) = opts.grids(arch, context, (variant,), use_draft)
-                cost = grid.cost_at_speed(speed, alpha)
-                if not math.isfinite(cost):  # too slow: larger than any finite gap, still ordered
-                    return 50.0 + math.log(speed / max(grid.fastest_tokens_per_s(alpha), 1e-9))
-                return math.log(cost / target_cost)
-
-            rows.append(_solve(variant, label, log_gap, template, depth_exponent))
+            gap = _CostGap(
+                opts, template, depth_exponent, context, speed, target_cost, variant, alpha
+            )
+            rows.append(_solve(variant, label, gap, template, depth_exponent))
     price = observed.price(offer_price, input_tokens_per_output)
     notes = _notes(
         observed,
@@ -318,6 +309,38 @@ def implied_size(
     return SizeResult(
         observed, template.name, price, markup, depth_exponent, context, tuple(rows), notes
     )
+
+
+@dataclass(frozen=True)
+class _CostGap:
+    """ln(our cost / the offer's target cost) at the offer's speed, as a function of ln(total
+    parameters) of the scaled template in one variant and speculation mode (``alpha``: the
+    draft's acceptance; None: no draft): the implied size is its root."""
+
+    opts: InverseOptions
+    template: Architecture
+    depth_exponent: float
+    context: float
+    speed: float
+    target_cost: float
+    variant: Variant
+    alpha: float | None
+
+    def __call__(self, log_p: float) -> float:
+        arch = scaled_architecture(
+            self.template,
+            math.exp(log_p),
+            self.depth_exponent,
+            None,
+            None,
+            self.variant.assumptions,
+        )
+        use_draft = self.opts.draft if self.alpha is not None else None
+        ((_, grid),) = self.opts.grids(arch, self.context, (self.variant,), use_draft)
+        cost = grid.cost_at_speed(self.speed, self.alpha)
+        if not math.isfinite(cost):  # too slow: larger than any finite gap, still ordered
+            return 50.0 + math.log(self.speed / max(grid.fastest_tokens_per_s(self.alpha), 1e-9))
+        return math.log(cost / self.target_cost)
 
 
 def _solve(variant, label, log_gap, template, depth_exponent) -> SizeRow:
