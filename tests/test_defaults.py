@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_default_context_reads_a_kv_cache():
-    # On main the default was 0 tokens: the cheapest point of a frontier read no KV cache.
+    # A default of 0 tokens would let the cheapest point of a frontier read no KV cache.
     assert table.option("context_tokens").default == 1000.0
     assert make_setting("Llama 3 70B", "H100").context_tokens == 1000.0
     front = ie.frontier("Llama 3 70B", "H100", grid_points=60)

@@ -25,7 +25,7 @@ def run():
 
 
 def test_a_run_under_load_names_its_all_in_price_apart_from_the_decode_price(run):
-    # On main the all-in price was called usd_per_mtok, the decode-only price's name.
+    # The all-in price must never be called usd_per_mtok, the decode-only price's name.
     row = run.row()
     assert columns.DECODE not in row
     assert {columns.INPUT, columns.OUTPUT, columns.ALL_IN, columns.RATIO} <= set(row)

@@ -411,7 +411,7 @@ _PLAIN = (str, bool, np.bool_, int, np.integer, float, np.floating, type(None))
 
 def row_text(row: dict, fmt: str, title: str = "", notes=(), meta: dict | None = None) -> str:
     """One row {column: value} as ``render(pd.DataFrame([row]), fmt, ...)`` writes it in
-    CSV or JSON, without pandas when every value is text, a number or None (issue 28: the
+    CSV or JSON, without pandas when every value is text, a number or None (the
     ``point`` command's output); the same bytes (tests/test_fast_output.py compares them)."""
     if fmt not in ("csv", "json") or not all(isinstance(v, _PLAIN) for v in row.values()):
         import pandas as pd
