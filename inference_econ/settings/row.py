@@ -220,7 +220,7 @@ def section(layer: str, group: str = "") -> Callable[[type], type]:
     their rows are ``rows(cls)``, built once, so a bad declaration fails on import."""
 
     def wrap(cls: type) -> type:
-        cls = dataclass(frozen=True, kw_only=True)(cls)
+        cls = dataclass(frozen=True, kw_only=True, repr=False, eq=False)(cls)
         cls._rows = tuple(_row(cls, f, layer, group) for f in dataclasses.fields(cls))
         return cls
 
