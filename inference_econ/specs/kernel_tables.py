@@ -102,9 +102,9 @@ def table_path(gpu: str, op: str, engine: str = DEFAULT_ENGINE) -> Path:
 
 
 def read_kernel_table(path: str | Path) -> KernelTable:
-    """The table in the file at ``path`` (read once; ``read_kernel_table.cache_clear()``
-    forgets it). A SpecError naming the file, and the field where one is at fault, for a
-    file that is not such a table."""
+    """The table in the file at ``path``, read once a path (its arrays are shared: read them,
+    do not write them). A SpecError naming the file, and the field where one is at fault, for
+    a file that is not such a table."""
     return _read(str(path))
 
 
