@@ -1,16 +1,20 @@
 """The measured kernel tables in kernels/: each file states the device that measured it, every row
 moves the bytes its pass must move, and no pass beats the GPU's datasheet memory bandwidth (the
-memory side of the roofline is a bound no measured kernel beats)."""
+memory side of the roofline is a bound no measured kernel beats); AIConfigurator's tables read
+through ``specs.kernel_tables`` with their fields, and a broken file is one clear error."""
 
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from pathlib import Path
 
 import pytest
 
 import inference_econ as ie
+from inference_econ.errors import SpecError
+from inference_econ.specs.kernel_tables import REQUIRED, kernel_table, read_kernel_table
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 #: Table folder: (the device name its first line states, the hardware file it is held against).
@@ -66,3 +70,83 @@ def test_no_measured_pass_beats_the_datasheet_memory_bandwidth(folder):
         seconds = float(r["latency_us"]) * 1e-6
         assert int(r["bytes"]) / seconds <= hbm, r  # bytes over time: never above the datasheet
         assert float(r["latency_us"]) >= floor_us, r  # and never under one kernel's floor
+
+
+#: AIConfigurator's system folders: the device their tables' first line states.
+AIC = {
+    "h100_sxm": "NVIDIA H100 80GB HBM3",
+    "h200_sxm": "NVIDIA H200",
+    "b200_sxm": "NVIDIA B200",
+    "gb200": "NVIDIA GB200",
+}
+#: A field of whole numbers in each kind of table.
+WHOLE = {
+    "gemm": "m",
+    "generation_attention": "step",
+    "context_attention": "isl",
+    "custom_allreduce": "num_gpus",
+    "nccl": "message_elements",
+    "moe": "num_tokens",
+}
+AIC_TABLES = [
+    (op, "trtllm-1.3.0rc20")
+    for op in ("gemm", "generation_attention", "context_attention", "custom_allreduce", "moe")
+] + [("nccl", "nccl-2.29.2")]
+
+
+@pytest.mark.parametrize("gpu", sorted(AIC))
+def test_each_aiconfigurator_table_reads_with_its_fields_and_positive_latencies(gpu):
+    for op, engine in AIC_TABLES:
+        table = kernel_table(gpu, op, engine)
+        assert set(REQUIRED[op]) <= set(table.names), (gpu, op)
+        assert table.header["device"] == AIC[gpu]
+        assert table.header["commit"].startswith("095f58a51")
+        assert table.header["path"].endswith("_perf.parquet")
+        assert {len(column) for column in table.columns.values()} == {len(table)}
+        assert len(table) >= 46 and (table["latency_ms"] > 0).all()
+        assert table["latency_ms"].dtype.kind == "f" and table[WHOLE[op]].dtype.kind == "i"
+
+
+def test_hand_checked_rows_of_the_h100_tables():
+    """aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/trtllm/1.3.0rc20/
+    gemm_perf.parquet (aiconfigurator 095f58a51), the row bfloat16 m = n = k = 8192: latency
+    1.404784 ms (783 TFLOP/s); comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet, 2 GPUs,
+    128 bfloat16 elements: 0.00266208 ms."""
+    gemm = kernel_table("h100_sxm", "gemm")
+    at = (gemm["gemm_dtype"] == "bfloat16") & (gemm["m"] == 8192) & (gemm["n"] == 8192)
+    at &= gemm["k"] == 8192
+    assert gemm["latency_ms"][at].tolist() == [pytest.approx(1.404784, abs=5e-7)]
+    allreduce = kernel_table("h100_sxm", "custom_allreduce")
+    at = (allreduce["num_gpus"] == 2) & (allreduce["message_elements"] == 128)
+    assert allreduce["latency_ms"][at].tolist() == [pytest.approx(0.00266208, abs=5e-9)]
+
+
+@pytest.mark.parametrize(
+    ("content", "field", "problem"),
+    [
+        (b"not gzip at all", "", "is not a gzip-compressed UTF-8 table"),
+        (gzip.compress(b"gemm_dtype,m,n,k,latency_ms\n"), "", "its first line is not"),
+        (gzip.compress(b"# {}\ngemm_dtype,m,n,k\nbfloat16,1,2,3\n"), "latency_ms", "is missing"),
+        (gzip.compress(b"# {}\nm,latency_ms\n1,0.5\n2,fast\n"), "", "a row does not parse"),
+        (
+            gzip.compress(b"# {}\ngemm_dtype,m,n,k,latency_ms\nbf16,1,2,3,0\n"),
+            "latency_ms",
+            "row 1",
+        ),
+    ],
+)
+def test_a_broken_table_is_one_error_naming_the_file_and_field(tmp_path, content, field, problem):
+    path = tmp_path / "gemm.csv.gz"
+    path.write_bytes(content)
+    with pytest.raises(SpecError) as caught:
+        read_kernel_table(path)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message and problem in message
+    assert caught.value.field == field
+
+
+def test_an_absent_table_or_field_names_what_there_is():
+    with pytest.raises(SpecError, match="is not shipped.*h100_sxm/trtllm-1.3.0rc20/gemm.csv.gz"):
+        kernel_table("h100_sxm", "gemm", "vllm-0.1")
+    with pytest.raises(SpecError, match="field 'latency': is not a column.*latency_ms"):
+        kernel_table("h100_sxm", "gemm")["latency"]

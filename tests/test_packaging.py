@@ -42,6 +42,10 @@ def test_wheel_contains_every_spec(wheel):
             assert inside in names, f"{inside} missing from the wheel"
     assert "inference_econ/cli/__init__.py" in names
     assert "inference_econ/_data/scenarios/observations/paper-2025.csv" in names
+    for path in (ROOT / "kernels").rglob("*.csv.gz"):  # the measured kernel tables
+        assert (
+            f"inference_econ/_data/kernels/{path.relative_to(ROOT / 'kernels').as_posix()}" in names
+        )
 
 
 def test_installed_package_finds_its_specs(wheel, tmp_path):
@@ -54,6 +58,8 @@ def test_installed_package_finds_its_specs(wheel, tmp_path):
         "o = ie.load_observations('paper-2025');"
         "from inference_econ.measured.mlperf import benchmarks;"
         "assert benchmarks()['llama3.1-405b'].input_mean == 9428.64;"
+        "from inference_econ.specs.kernel_tables import kernel_table;"
+        "assert len(kernel_table('h100_sxm', 'nccl', 'nccl-2.29.2')) == 504;"
         "print(g.source_file); print(len(ie.list_specs('models'))); print(o[0].origin.split(',')[0])"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}

@@ -1,0 +1,132 @@
+"""Write the measured kernel tables under ``kernels/`` from NVIDIA AIConfigurator's silicon
+database (github.com/ai-dynamo/aiconfigurator, Apache-2.0): for each GPU folder of
+``GPUS``, each table of ``TABLES`` read from a git checkout or mirror of that repository
+(``git show COMMIT:PATH``, so a mirror without a work tree will do) and written as
+``kernels/<gpu>/<engine>-<version>/<name>.csv.gz``.
+
+A file's first line is ``# `` and a JSON object: where the rows come from (repository, commit,
+path, licence) and the value of each column that was the same on every row and so left out
+(framework, version, device, op_name, kernel_source). The rest is CSV with units in the column
+names: ``latency`` in milliseconds becomes ``latency_ms`` (AIConfigurator's loader reads it as
+ms), an all-reduce's ``message_size`` (elements of its dtype, the loader's
+``tokens x hidden_size``) becomes ``message_elements``. Latencies keep seven significant
+digits; integers and names are as measured.
+
+    python benchmarks/import_kernel_tables.py /work/.mirror/ai-dynamo+aiconfigurator/repo \\
+        [--commit 095f58a51] [--out kernels]
+
+Needs pandas and pyarrow (the test extra installs both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = "aic-core/src/aiconfigurator_core/systems/data"
+COMMIT = "095f58a51"
+#: AIConfigurator's system folders taken.
+GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
+#: (path under a GPU's folder, the folder written under kernels/<gpu>/, the file's name).
+TABLES = (
+    ("gemm/trtllm/1.3.0rc20/gemm_perf.parquet", "trtllm-1.3.0rc20", "gemm"),
+    (
+        "attention/trtllm/1.3.0rc20/generation_attention_perf.parquet",
+        "trtllm-1.3.0rc20",
+        "generation_attention",
+    ),
+    (
+        "attention/trtllm/1.3.0rc20/context_attention_perf.parquet",
+        "trtllm-1.3.0rc20",
+        "context_attention",
+    ),
+    ("comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet", "trtllm-1.3.0rc20", "custom_allreduce"),
+    ("comm/nccl/2.29.2/nccl_perf.parquet", "nccl-2.29.2", "nccl"),
+    ("moe/trtllm/1.3.0rc20/moe_perf.parquet", "trtllm-1.3.0rc20", "moe"),
+)
+#: Columns left out where every row holds one value (the value goes to the first line).
+CONSTANT = ("framework", "version", "device", "op_name", "kernel_source")
+RENAME = {"latency": "latency_ms", "message_size": "message_elements"}
+
+
+def git_blob(repo: Path, commit: str, path: str) -> bytes:
+    """The bytes of ``path`` at ``commit`` in the git repository ``repo``."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"error: {repo}: {commit}:{path}: {done.stderr.decode().strip()}")
+    return done.stdout
+
+
+def full_commit(repo: Path, commit: str) -> str:
+    """The 40-digit name of ``commit`` (files record the full name, not the prefix given)."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", f"{commit}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"error: {repo}: no commit {commit}")
+    return done.stdout.strip()
+
+
+def trimmed(frame, header: dict):
+    """``frame`` without the constant bookkeeping columns (recorded in ``header``), with units
+    in the column names and latencies at seven significant digits."""
+    for column in CONSTANT:
+        if column in frame.columns and frame[column].nunique(dropna=False) == 1:
+            header[column] = str(frame[column].iloc[0])
+            frame = frame.drop(columns=column)
+    frame = frame.rename(columns=RENAME)
+    if (frame["latency_ms"] <= 0).any():
+        raise SystemExit("error: a latency at or below 0 ms")
+    return frame
+
+
+def write_table(frame, header: dict, out: Path) -> None:
+    """``# {header}`` then the CSV, gzip-compressed with no timestamp (the bytes depend on the
+    rows alone, so a rerun leaves the file unchanged)."""
+    text = io.StringIO()
+    text.write("# " + json.dumps(header, sort_keys=True) + "\n")
+    frame.to_csv(text, index=False, float_format="%.7g", lineterminator="\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        gz.write(text.getvalue().encode("utf-8"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("repo", type=Path, help="a git checkout or mirror of aiconfigurator")
+    parser.add_argument("--commit", default=COMMIT, help=f"the commit read (default {COMMIT})")
+    parser.add_argument("--out", type=Path, default=ROOT / "kernels", help="default kernels/")
+    args = parser.parse_args(argv)
+    import pandas as pd
+
+    full = full_commit(args.repo, args.commit)
+    for gpu in GPUS:
+        for path, folder, name in TABLES:
+            source = f"{DATA}/{gpu}/{path}"
+            frame = pd.read_parquet(io.BytesIO(git_blob(args.repo, full, source)))
+            header = {
+                "source": "github.com/ai-dynamo/aiconfigurator",
+                "commit": full,
+                "path": source,
+                "licence": "Apache-2.0 (kernels/LICENSE-aiconfigurator)",
+            }
+            frame = trimmed(frame, header)
+            out = args.out / gpu / folder / f"{name}.csv.gz"
+            write_table(frame, header, out)
+            print(f"{out.relative_to(args.out)}: {len(frame)} rows, {out.stat().st_size:,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

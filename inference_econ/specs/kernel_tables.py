@@ -1,0 +1,197 @@
+"""The measured kernel tables of ``kernels/<gpu>/<engine>-<version>/<op>.csv.gz``: one table
+read into a column array a field, with where its rows come from.
+
+A table's first line is ``# `` and a JSON object (its source, commit, path, licence and the
+values every row shares); then CSV with units in the column names (``latency_ms``,
+``message_elements``). ``benchmarks/import_kernel_tables.py`` writes them; kernels/README.md
+describes each. The folder is found as the catalogue finds the others (``data_roots``: the
+installed wheel's bundled copy, a source checkout's repository, ``INFERENCE_ECON_PATH``).
+Numbers are parsed by numpy's own reader; nothing is read until a table is asked for.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SpecError, did_you_mean
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: The engine folder a table is read from when none is named.
+DEFAULT_ENGINE = "trtllm-1.3.0rc20"
+#: The fields each kind of table must have (its file's name: ``gemm.csv.gz`` is a GEMM table).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "gemm": ("gemm_dtype", "m", "n", "k", "latency_ms"),
+    "generation_attention": (
+        "batch_size", "isl", "step", "num_heads", "num_key_value_heads", "head_dim",
+        "window_size", "kv_cache_dtype", "latency_ms",
+    ),
+    "context_attention": (
+        "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size",
+        "attn_dtype", "kv_cache_dtype", "latency_ms",
+    ),
+    "custom_allreduce": ("allreduce_dtype", "num_gpus", "message_elements", "latency_ms"),
+    "nccl": ("op_name", "nccl_dtype", "num_gpus", "message_elements", "latency_ms"),
+    "moe": (
+        "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+        "moe_tp_size", "moe_ep_size", "distribution", "latency_ms",
+    ),
+}  # fmt: skip
+#: Text fields are read as fewer than this many bytes (the longest shipped is 26 characters),
+#: then kept as text of their longest value's width.
+_TEXT_WIDTH = 32
+_FIX = "regenerate it with benchmarks/import_kernel_tables.py"
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """One measured table: ``columns`` maps each field to its array (int64, float64 or text),
+    all of one length; ``header`` is the first line's mapping (source, commit, path, licence
+    and the values every row shares, such as ``device``)."""
+
+    path: str
+    header: dict[str, Any]
+    columns: dict[str, np.ndarray]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        try:
+            return self.columns[name]
+        except KeyError:
+            hint = did_you_mean(name, sorted(self.columns)) or f"one of {', '.join(self.columns)}"
+            raise SpecError(self.path, name, "is not a column of this table", hint) from None
+
+    def __len__(self) -> int:
+        return len(self.columns["latency_ms"])
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.columns)
+
+
+def kernel_table(gpu: str, op: str, engine: str = DEFAULT_ENGINE) -> KernelTable:
+    """The table of ``op`` (``gemm``, ``generation_attention``, ``nccl``...) measured on
+    ``gpu`` (a folder of kernels/: ``h100_sxm``, ``b200_sxm``...) under ``engine`` (its folder:
+    ``trtllm-1.3.0rc20``, ``nccl-2.29.2``)."""
+    return read_kernel_table(table_path(gpu, op, engine))
+
+
+def table_path(gpu: str, op: str, engine: str = DEFAULT_ENGINE) -> Path:
+    """The file of ``kernel_table(gpu, op, engine)``; a SpecError naming what is shipped when
+    there is none."""
+    from .catalog import data_roots
+
+    relative = Path("kernels", gpu, engine, f"{op}.csv.gz")
+    for root in data_roots():
+        if (root / relative).is_file():
+            return root / relative
+    shipped = sorted(
+        str(p.relative_to(root / "kernels"))
+        for root in data_roots()
+        for p in (root / "kernels").glob("*/*/*.csv.gz")
+    )
+    raise SpecError(
+        relative.as_posix(), "", "is not shipped", f"one of {', '.join(shipped) or 'none'}"
+    )
+
+
+def read_kernel_table(path: str | Path) -> KernelTable:
+    """The table in the file at ``path``, read once a path (its arrays are shared: read them,
+    do not write them). A SpecError naming the file, and the field where one is at fault, for
+    a file that is not such a table."""
+    return _read(str(path))
+
+
+@lru_cache(maxsize=64)
+def _read(source: str) -> KernelTable:
+    try:
+        text = gzip.decompress(Path(source).read_bytes()).decode("utf-8")
+    except FileNotFoundError:
+        raise SpecError(source, "", "no such file", _FIX) from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        problem = f"is not a gzip-compressed UTF-8 table ({exc.__class__.__name__})"
+        raise SpecError(source, "", problem, _FIX) from None
+    header, names, body = _split(source, text)
+    columns = _columns(source, names, body)
+    required = REQUIRED.get(Path(source).name.removesuffix(".csv.gz"), ("latency_ms",))
+    missing = [n for n in required if n not in columns]
+    if missing:
+        raise SpecError(source, missing[0], "is missing", f"the table needs {', '.join(required)}")
+    _check_latency(source, columns["latency_ms"])
+    return KernelTable(source, header, columns)
+
+
+def _split(source: str, text: str) -> tuple[dict, list[str], str]:
+    """(the first line's mapping, the field names, the rows' text) of a table's text."""
+    first, _, rest = text.partition("\n")
+    head, _, body = rest.partition("\n")
+    try:
+        header = json.loads(first[2:]) if first.startswith("# ") else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict):
+        raise SpecError(source, "", "its first line is not '# ' and a JSON mapping", _FIX)
+    names = head.strip().split(",")
+    if not body.strip() or not all(names) or len(set(names)) != len(names):
+        raise SpecError(source, "", "has no rows under a line of distinct field names", _FIX)
+    return header, names, body
+
+
+def _kind(name: str, value: str) -> str:
+    """The numpy type of a field from its first value: whole numbers, other numbers, text
+    (``latency_ms`` is always a number)."""
+    for kind, parse in (("i8", int), ("f8", float)):
+        if kind == "i8" and name == "latency_ms":
+            continue
+        try:
+            parse(value)
+            return kind
+        except ValueError:
+            pass
+    return f"S{_TEXT_WIDTH}"
+
+
+def _columns(source: str, names: list[str], body: str) -> dict[str, np.ndarray]:
+    """Each field's array, parsed by numpy's reader with the types of the first row."""
+    import numpy as np
+
+    first = body.partition("\n")[0].rstrip("\r").split(",")
+    if len(first) != len(names):
+        raise SpecError(source, "", f"row 1 has {len(first)} values for {len(names)} fields", _FIX)
+    dtype = [(n, _kind(n, v)) for n, v in zip(names, first)]
+    try:
+        rows = np.loadtxt(io.StringIO(body), delimiter=",", dtype=dtype, comments=None, ndmin=1)
+    except ValueError as exc:
+        raise SpecError(source, "", f"a row does not parse: {exc}", _FIX) from None
+    columns = {}
+    for name, kind in dtype:
+        column = rows[name]
+        if kind.startswith("S"):  # text: as wide as its longest value, not the reading width
+            width = max(int(np.char.str_len(column).max()), 1)
+            if width >= _TEXT_WIDTH:  # the reader cuts longer text: refuse it rather
+                problem = f"holds text of {_TEXT_WIDTH} characters or more"
+                raise SpecError(source, name, problem, "names shorter than that")
+            try:
+                columns[name] = column.astype(f"U{width}")
+            except UnicodeError:
+                raise SpecError(source, name, "holds text that is not ASCII", _FIX) from None
+        else:
+            columns[name] = np.ascontiguousarray(column)
+    return columns
+
+
+def _check_latency(source: str, latency: np.ndarray) -> None:
+    """Every latency a finite number of milliseconds above 0."""
+    import numpy as np
+
+    bad = ~(np.isfinite(latency) & (latency > 0))
+    if bad.any():
+        row = int(np.argmax(bad)) + 1
+        problem = f"row {row} is {latency[row - 1]!r}; every latency must be above 0 ms"
+        raise SpecError(source, "latency_ms", problem, _FIX)
