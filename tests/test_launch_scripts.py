@@ -218,3 +218,28 @@ def test_an_exported_capacity_plan_is_the_plan_capacity_gives():
     tp, pp = (int(re.search(rf"\b{k}(\d+)", plan.result.layout)[1]) for k in ("TP", "PP"))
     assert (w.tensor, w.pipeline) == (tp, pp)
     assert export.gpus == plan.result.gpus
+
+
+def test_a_prefill_pool_on_other_gpus_is_exported_on_them():
+    """A capacity plan whose prefill pool runs on H100s beside MI300X decode workers: the
+    export plans and checks its prefill workers on the H100s the simulation ran them on
+    (85.5 GB of HBM each, ``hbm_capacity_bytes`` of hardware/h100_sxm.yaml), its decode
+    workers on MI300X (206.1 GB)."""
+    from inference_econ.api.load_setup import load_inputs
+    from inference_econ.export import launch
+    from inference_econ.serving.setting import make_setting
+
+    load = dict(
+        weight_bits=8, arrival_rate_per_s=4.0, input_lengths="4000", output_lengths="300",
+        slo_ttft_p99_s=2.0, slo_tpot_p99_s=0.05, requests=200,
+    )  # fmt: skip
+    plan = api.capacity("Llama 3.3 70B", ["MI300X"], engine="vllm", disaggregated=True, **load)
+    assert plan.deployment.disaggregated and plan.deployment.prefill_setting is None
+    h100 = plan.setting.replace(gpu=make_setting("Llama 3.3 70B", "H100").gpu)
+    d = dataclasses.replace(plan.deployment, prefill_setting=h100)
+    mixed = dataclasses.replace(plan, deployment=d)
+    inputs = load_inputs({k: v for k, v in load.items() if k != "weight_bits"}, sized=True)
+    export = launch.capacity_plan(mixed, "vllm", inputs.traffic, inputs.config)
+    prefill, decode = export.workers
+    assert round(prefill.memory.hbm_bytes_per_gpu / 1e9, 1) == 85.5
+    assert round(decode.memory.hbm_bytes_per_gpu / 1e9, 1) == 206.1

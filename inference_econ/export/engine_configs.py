@@ -116,7 +116,7 @@ def _devices(plan: LaunchPlan) -> dict:
 
 def _visible(ids) -> tuple[tuple[str, str], ...]:
     """The environment that shows a copy only its GPUs (vLLM reads CUDA_VISIBLE_DEVICES on
-    ROCm too: its ROCm platform's device control variable)."""
+    ROCm too: the device control variable of its ROCm platform, vllm/platforms/rocm.py)."""
     return () if ids is None else (("CUDA_VISIBLE_DEVICES", ",".join(map(str, ids))),)
 
 
