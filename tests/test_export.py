@@ -98,8 +98,10 @@ def test_vllm_flags_and_fields_are_vllm_0_11_arguments(plans):
                 seen |= set(check_argv(argv, rec["flags"], 3))
             elif argv[:3] == ["python3", "-m", "dynamo.vllm"]:
                 seen |= set(check_argv(argv, worker_flags, 3))
-            else:
-                assert tuple(argv) == tuple(dynamo["frontend"]["command"])
+            elif argv[:3] == ["python", "-m", "sglang_router.launch_router"]:
+                seen |= set(check_argv(argv, record("sglang-router-0.2.0.json")["flags"], 3))
+            else:  # Dynamo's frontend: in front of its own workers only
+                assert tuple(argv) == tuple(dynamo["frontend"]["command"]) and plan.disaggregated
             if "--speculative-config" in argv:
                 spec = json.loads(argv[argv.index("--speculative-config") + 1])
                 fields = rec["json_fields"]["--speculative-config"]
@@ -149,8 +151,8 @@ def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans):
     } <= seen
     # a router in front of pools: their host names are the user's to give; one server: none
     dense, *_, disagg = plans["sglang"]
-    assert "give each copy its own node(s)" in ec.render(disagg)["launch.sh"]
-    assert "give each copy its own node(s)" not in ec.render(dense)["launch.sh"]
+    assert "host names are localhost" in ec.render(disagg)["launch.sh"]
+    assert "host names are localhost" not in ec.render(dense)["launch.sh"]
 
 
 def test_trtllm_flags_and_llm_api_fields(plans):
@@ -507,7 +509,7 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
     (w,) = plan.workers
     assert (w.tensor, w.attention_dp, w.expert) == (8, 2, 8)
     # one copy on one node: nothing to place elsewhere (every SGLang plan had said so)
-    assert "give each copy its own node" not in ec.render(plan)["launch.sh"]
+    assert "host names are localhost" not in ec.render(plan)["launch.sh"]
     meta = bc.metadata(plan)  # what the benchmark records in its result file
     assert meta["ie_parallelism"] == "TP8 (EP8, DP2 attn-DP)"
     run = measured_as_planned(plan, "deepseek-ai/DeepSeek-V3", meta)

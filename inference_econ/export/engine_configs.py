@@ -1,7 +1,9 @@
-"""A launch plan written as the engines take it: ``vllm serve`` (with NVIDIA Dynamo's workers
-and DynamoGraphDeployment manifest for Kubernetes), ``python -m sglang.launch_server`` (with
-sglang-router for prefill/decode pools), ``trtllm-serve`` with its extra LLM-API YAML (and
-``trtllm-serve disaggregated``). Every flag and field name comes from ``launch_flags.yaml``.
+"""A launch plan written as the engines take it: ``vllm serve`` (copies behind sglang-router;
+NVIDIA Dynamo's workers for prefill/decode pools, and its DynamoGraphDeployment manifest for
+Kubernetes on NVIDIA parts, a Deployment of the ROCm image on AMD ones), ``python -m
+sglang.launch_server`` (with sglang-router for copies and pools), ``trtllm-serve`` with its
+extra LLM-API YAML (and ``trtllm-serve disaggregated``). Every copy of a worker runs on GPUs of
+its own. Every flag and field name comes from ``launch_flags.yaml``.
 
 ``commands(plan)`` gives each worker's argument vector (what the tests check against the
 engines' own argument definitions); ``render(plan)`` the files an export writes.
@@ -23,6 +25,11 @@ FRONT_PORT = 8000
 #: Dynamo release whose workers and manifest the vLLM export writes (its vllm-runtime image
 #: runs vLLM 0.11; components/backends/vllm/deploy/disagg.yaml of ai-dynamo/dynamo 0.6.1).
 DYNAMO_VERSION = "0.6.1"
+#: GPUs of one node, within which a launch script numbers its copies' devices (an 8-GPU server:
+#: HGX boards, AMD's UBB); a copy of more GPUs takes whole nodes of its own.
+NODE_GPUS = 8
+#: The Kubernetes device resource of each platform's GPUs (NVIDIA's and AMD's device plugins).
+DEVICE_RESOURCE = {"cuda": "nvidia.com/gpu", "rocm": "amd.com/gpu"}
 
 
 @dataclass(frozen=True)
@@ -34,9 +41,12 @@ class Command:
     count: int
     argv: tuple[str, ...]
     files: dict = field(default_factory=dict)
+    #: Environment the process starts with (the GPUs a copy sees), as (name, value) pairs.
+    env: tuple[tuple[str, str], ...] = ()
 
     def shell(self) -> str:
-        return " ".join(shlex.quote(a) for a in self.argv)
+        words = [f"{k}={shlex.quote(v)}" for k, v in self.env]
+        return " ".join(words + [shlex.quote(a) for a in self.argv])
 
 
 def _kv_dtype(names: dict, plan: LaunchPlan) -> str:
@@ -81,6 +91,40 @@ def _ports(plan: LaunchPlan) -> dict:
         out[w.role] = [_port(i + k) for k in range(w.count)]
         i += w.count
     return out
+
+
+def _devices(plan: LaunchPlan) -> dict:
+    """The device ids of every copy of every worker, in the order of ``_ports`` (None: a lone
+    server, or a copy larger than a node, which takes every GPU of its nodes): copies are
+    packed onto nodes of ``NODE_GPUS`` in turn, each on GPUs no other copy of its node has."""
+    if not _fronted(plan):
+        return {plan.workers[0].role: [None]}
+    out, used = {}, 0
+    for w in plan.workers:
+        out[w.role] = []
+        for _ in range(w.count):
+            if w.gpus > NODE_GPUS:
+                out[w.role].append(None)
+                used = NODE_GPUS  # the next copy starts a node of its own
+                continue
+            if used + w.gpus > NODE_GPUS:
+                used = 0
+            out[w.role].append(tuple(range(used, used + w.gpus)))
+            used += w.gpus
+    return out
+
+
+def _visible(ids) -> tuple[tuple[str, str], ...]:
+    """The environment that shows a copy only its GPUs (vLLM reads CUDA_VISIBLE_DEVICES on
+    ROCm too: the device control variable of its ROCm platform, vllm/platforms/rocm.py)."""
+    return () if ids is None else (("CUDA_VISIBLE_DEVICES", ",".join(map(str, ids))),)
+
+
+def platform(plan: LaunchPlan) -> str:
+    """The software platform of the plan's GPUs: ``rocm`` (AMD Instinct) or ``cuda``."""
+    from ..measured.engine_words import platform_of
+
+    return platform_of(plan.setting.gpu)
 
 
 def _refuse_layout(plan: LaunchPlan, w: Worker, why: str):
@@ -133,8 +177,19 @@ def _vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
 
 
 def _vllm(plan: LaunchPlan) -> list[Command]:
+    """Pools: Dynamo's own workers (``dynamo.vllm``, which register with its frontend); copies
+    of a server: plain ``vllm serve`` on ports of their own, behind sglang-router."""
     names = engine_names("vllm")
-    ports = _ports(plan)
+    f = names["flags"]
+    ports, devices = _ports(plan), _devices(plan)
+    if plan.disaggregated and platform(plan) != "cuda":
+        raise SpecError(
+            "argument",
+            "engine",
+            f"vLLM's prefill/decode pools run as NVIDIA Dynamo {DYNAMO_VERSION} workers, "
+            f"whose images are CUDA builds: none runs on {plan.setting.gpu.name}",
+            "export the pools for sglang, or a plan without them",
+        )
     out = []
     for w in plan.workers:
         if plan.disaggregated:
@@ -148,23 +203,42 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
             ]
             if w.role == "prefill":
                 argv.append("--is-prefill-worker")
+            copies = [(tuple(argv), ids) for ids in devices[w.role]]
         else:
             argv = [*names["launch"], plan.checkpoint, *_vllm_args(plan, w)]
-            argv += [names["flags"]["port"], str(ports[w.role][0])]
-        out.append(Command(w.role, w.count, tuple(argv)))
-    if _fronted(plan):
+            copies = [
+                ((*argv, f["port"], str(port)), ids)
+                for port, ids in zip(ports[w.role], devices[w.role])
+            ]
+        out += [Command(w.role, 1, a, env=_visible(ids)) for a, ids in copies]
+    if plan.disaggregated:
         front = ("python3", "-m", "dynamo.frontend")  # listens on its default port, 8000
         out.insert(0, Command("frontend", 1, front))
+    elif _fronted(plan):
+        out.insert(0, _router(names["router"], ports["server"]))
     return out
 
 
-def dynamo_manifest(plan: LaunchPlan) -> str:
-    """A DynamoGraphDeployment (Kubernetes) of the plan's vLLM workers."""
-    import yaml
+def _router(r: dict, ports: list[int]) -> Command:
+    """sglang-router on the front port, in front of servers on ``ports`` of this host."""
+    argv = [*r["launch"], r["flags"]["workers"], *[f"http://localhost:{p}" for p in ports]]
+    argv += [r["flags"]["host"], "0.0.0.0", r["flags"]["port"], str(FRONT_PORT)]
+    return Command("router", 1, tuple(argv))
 
-    name = "ie-" + "".join(
+
+def _app_name(plan: LaunchPlan) -> str:
+    """The Kubernetes name of the plan's deployment: ``ie-`` and the model's name, lower case."""
+    return "ie-" + "".join(
         c if c.isalnum() else "-" for c in plan.setting.model.name.lower()
     ).strip("-")
+
+
+def dynamo_manifest(plan: LaunchPlan) -> str:
+    """A DynamoGraphDeployment (Kubernetes) of the plan's vLLM workers (NVIDIA parts: the
+    Dynamo operator asks for NVIDIA's device resource, its image is a CUDA build)."""
+    import yaml
+
+    name = _app_name(plan)
     image = f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{DYNAMO_VERSION}"
     services = {
         "Frontend": {
@@ -206,11 +280,71 @@ def dynamo_manifest(plan: LaunchPlan) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+def rocm_manifest(plan: LaunchPlan) -> str:
+    """The plan's ``vllm serve`` copies on AMD parts as Kubernetes takes them: a Deployment of
+    vLLM's ROCm image whose replicas ask for AMD's device resource, and the Service that
+    balances requests over them (vLLM 0.11's docs, deployment/k8s.md, "AMD GPU")."""
+    import yaml
+
+    names = engine_names("vllm")
+    name = _app_name(plan)[:63]
+    (w,) = plan.workers  # pools are refused on AMD parts (``_vllm``)
+    gpus = {DEVICE_RESOURCE["rocm"]: str(w.gpus)}
+    container = {
+        "name": "vllm",
+        "image": names["images"]["rocm"],
+        "command": [*names["launch"]],
+        "args": [plan.checkpoint, *_vllm_args(plan, w), names["flags"]["port"], str(FRONT_PORT)],
+        "env": [
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": "hf-token-secret", "key": "token"}},
+            }
+        ],
+        "ports": [{"containerPort": FRONT_PORT}],
+        "resources": {"limits": dict(gpus), "requests": dict(gpus)},
+    }
+
+    def labels() -> dict:  # a dict each: YAML would write one shared object as an anchor
+        return {"app": name}
+
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": labels()},
+        "spec": {
+            "replicas": w.count,
+            "selector": {"matchLabels": labels()},
+            "template": {
+                "metadata": {"labels": labels()},
+                "spec": {"hostIPC": True, "containers": [container]},
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": labels(),
+            "ports": [{"port": FRONT_PORT, "targetPort": FRONT_PORT, "protocol": "TCP"}],
+        },
+    }
+    return yaml.safe_dump_all([deployment, service], sort_keys=False)
+
+
+def kubernetes_manifest(plan: LaunchPlan) -> tuple[str, str]:
+    """(file name, text) of the Kubernetes manifest of a vLLM plan, for its GPUs' platform."""
+    if platform(plan) == "rocm":
+        return "k8s-vllm-rocm.yaml", rocm_manifest(plan)
+    return "k8s-dynamo.yaml", dynamo_manifest(plan)
+
+
 # --- SGLang (with sglang-router for pools) -----------------------------------------------------
 def _sglang(plan: LaunchPlan) -> list[Command]:
     names = engine_names("sglang")
     f = names["flags"]
-    ports = _ports(plan)
+    ports, devices = _ports(plan), _devices(plan)
     out = []
     for w in plan.workers:
         if w.expert > 1 and w.expert != w.tensor:
@@ -235,23 +369,21 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
                 argv += [f["spec_draft_model"], draft]
         if w.role != "server":
             argv += [f["disagg_mode"], w.role, f["disagg_backend"], names["disagg_backend"]]
-        for port in ports[w.role]:
-            out.append(Command(w.role, 1, (*argv, f["host"], "0.0.0.0", f["port"], str(port))))
+        for port, ids in zip(ports[w.role], devices[w.role]):
+            first = [f["base_gpu"], str(ids[0])] if ids else []  # its GPUs: ids[0] onwards
+            out.append(
+                Command(w.role, 1, (*argv, *first, f["host"], "0.0.0.0", f["port"], str(port)))
+            )
     r = names["router"]
     if plan.disaggregated:
         argv = [*r["launch"], r["flags"]["pd"]]
         for role in ("prefill", "decode"):
             for port in ports[role]:
                 argv += [r["flags"][role], f"http://localhost:{port}"]
-    elif _fronted(plan):
-        argv = [
-            *r["launch"],
-            r["flags"]["workers"],
-            *[f"http://localhost:{p}" for p in ports["server"]],
-        ]
-    if _fronted(plan):
         argv += [r["flags"]["host"], "0.0.0.0", r["flags"]["port"], str(FRONT_PORT)]
         out.insert(0, Command("router", 1, tuple(argv)))
+    elif _fronted(plan):
+        out.insert(0, _router(r, ports["server"]))
     return out
 
 
@@ -298,7 +430,7 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
 
     names = engine_names("trtllm")
     f = names["flags"]
-    ports = _ports(plan)
+    ports, devices = _ports(plan), _devices(plan)
     out = []
     for w in plan.workers:
         file = f"trtllm-{w.role}.yaml"
@@ -321,9 +453,9 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
             f["extra"], file,
         ]  # fmt: skip
         options = yaml.safe_dump(trtllm_options(plan, w), sort_keys=False)
-        for port in ports[w.role]:
+        for port, ids in zip(ports[w.role], devices[w.role]):
             full = (*argv, f["host"], "0.0.0.0", f["port"], str(port))
-            out.append(Command(w.role, 1, full, {file: options}))
+            out.append(Command(w.role, 1, full, {file: options}, _visible(ids)))
     if plan.disaggregated:
         config = {
             "hostname": "localhost",
@@ -345,6 +477,8 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
                 "disaggregated server", 1, (*names["disaggregated"], "trtllm-disagg.yaml"), files
             ),
         )
+    elif _fronted(plan):
+        out.insert(0, _router(names["router"], ports["server"]))
     return out
 
 
@@ -367,8 +501,11 @@ def _header(plan: LaunchPlan) -> list[str]:
         lines.append(
             f"pools run as NVIDIA Dynamo {DYNAMO_VERSION} workers (dynamo.vllm takes vLLM's engine arguments)"
         )
-    if plan.disaggregated or any(c.count > 1 for c in commands(plan)):  # a router, or pools
-        lines.append("host names are localhost: give each copy its own node(s) and address")
+    if _fronted(plan):  # a router, or pools
+        lines.append(
+            f"host names are localhost and each copy's GPUs are numbered on {NODE_GPUS}-GPU "
+            "nodes: where the copies fill more than one, run each node's on it, with its address"
+        )
     quant = _quantization(engine_names(plan.engine), plan)
     if s.precision.weight_bits < 16 and not quant:
         lines.append(
@@ -443,11 +580,12 @@ def parallelism(w: Worker) -> str:
 
 def render(plan: LaunchPlan) -> dict:
     """The files of an export: launch.sh, the engines' own files, the Kubernetes manifest
-    (vLLM through Dynamo), plan.json."""
+    (vLLM: through Dynamo on NVIDIA parts, its ROCm image on AMD ones), plan.json."""
     files = {"launch.sh": launch_script(plan)}
     for c in commands(plan):
         files.update(c.files)
     if plan.engine == "vllm":
-        files["k8s-dynamo.yaml"] = dynamo_manifest(plan)
+        name, text = kubernetes_manifest(plan)
+        files[name] = text
     files["plan.json"] = json.dumps(plan_record(plan), indent=1, default=float) + "\n"
     return files

@@ -485,14 +485,17 @@ def _capacity_workers(
     capacity, engine: str, traffic, config, ctx: float, prompt: float, batch: int, longest: int
 ) -> tuple[Worker, ...]:
     """The workers of a capacity plan's deployment: its instances, or its prefill and decode
-    pools, each in the layout the simulation's instance for its share of the load chose, its
+    pools (each on its own GPU, as the simulation ran them), each in the layout the simulation's
+    instance for its share of the load chose, its
     memory checked at the simulation's mean ``batch`` at the reference context ``ctx`` (a
     prefill worker: one step's budget of prompts of ``prompt`` tokens)."""
     from ..load.deployment import instance_for, offered_load
 
-    setting, d = capacity.setting, capacity.deployment
+    d = capacity.deployment
 
     def pool(role, gpus, count, load):
+        # a prefill pool on GPUs of its own (``prefill_hardware``) is planned, and checked, on them
+        setting = (d.prefill_setting if role == "prefill" else None) or capacity.setting
         inst = instance_for(setting, gpus, config, ctx, load)
         # the instance's own limits: the engine's defaults on the GPU, per attention rank
         # where the engine's hold per rank (``engine_config``)
