@@ -142,6 +142,15 @@ def test_the_default_engine_gives_way_on_rocm_and_says_so():
     assert setting.assumptions.profile().name == "vllm-rocm"
 
 
+def test_the_command_line_says_so_on_one_line():
+    args = ["point", "Llama 3 70B", "-H", "MI300X", "--gpus", "8", "--batch", "64"]
+    result = CliRunner().invoke(main, [*args, "--weight-bits", "8", "--assumptions", "achievable"])
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.output.splitlines() if line.startswith("warning: MI300X")]
+    assert len(said) == 1 and "served by vllm-rocm" in said[0]
+    assert "engine profile vllm-rocm" in result.output
+
+
 def test_the_default_engine_stays_where_it_runs():
     with warnings.catch_warnings():
         warnings.simplefilter("error", InferenceEconWarning)

@@ -254,9 +254,7 @@ def make_setting(model, hardware, **options) -> Setting:
     gpu, costs_file = price_gpu(
         load_hardware(hardware), values["price_basis"], values["costs"], values["pue"]
     )
-    # an engine given here, or in assumptions built in Python (a profile, not a preset's name)
-    named = values["engine"] is not None or not isinstance(assumptions.engine, str)
-    assumptions = engine_on_part(assumptions, gpu, named)
+    assumptions = engine_on_part(assumptions, gpu, values["engine"])
     grid, source = _grid_intensity(values)
     return Setting(
         model=arch,
@@ -417,15 +415,17 @@ def with_engine(assumptions: Assumptions, engine) -> Assumptions:
     return assumptions.replace(engine=load_engine(engine))
 
 
-def engine_on_part(assumptions: Assumptions, gpu: GPU, named: bool) -> Assumptions:
+def engine_on_part(assumptions: Assumptions, gpu: GPU, given=None) -> Assumptions:
     """The assumptions with an engine that runs on ``gpu``'s platform (``specs.platforms``):
-    a default engine that does not run there gives way to the platform's own, said on one
-    line; an engine the user ``named`` that does not run there is refused."""
+    a preset's default engine that does not run there gives way to the platform's own, said
+    on one line; an engine the user named (``given``, or a profile in assumptions built in
+    Python rather than a preset's name) that does not run there is refused."""
     profile = assumptions.profile()
     if profile is None:
         return assumptions
     from ..specs.platforms import engine_on
 
+    named = given is not None or not isinstance(assumptions.engine, str)
     chosen, note = engine_on(profile, gpu, named)
     if chosen is profile:
         return assumptions
