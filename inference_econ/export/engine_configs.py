@@ -122,7 +122,7 @@ def _visible(ids) -> tuple[tuple[str, str], ...]:
 
 def platform(plan: LaunchPlan) -> str:
     """The software platform of the plan's GPUs: ``rocm`` (AMD Instinct) or ``cuda``."""
-    from ..measured.engine_words import platform_of
+    from ..specs.platforms import platform_of
 
     return platform_of(plan.setting.gpu)
 

@@ -100,11 +100,6 @@ def _engine_text(given: str, text: str, vendor: str) -> EngineText:
     return EngineText(name, version, platform[1] if platform else None)
 
 
-def platform_of(gpu) -> str:
-    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...), CUDA otherwise."""
-    return "rocm" if gpu.name.upper().startswith("MI") else "cuda"
-
-
 #: Speculative decoding, as a measured row's status names it (``out_of_scope``).
 SPECULATIVE = "speculative decoding / multi-token prediction"
 #: Features the model lacks: rows that use them are out of scope.

@@ -41,7 +41,8 @@ from ..specs.engine import (
     select_engine,
     split_engine,
 )
-from . import engine_words, layouts
+from ..specs.platforms import platform_of
+from . import layouts
 from . import replay as rp
 from . import semantics as sem
 from .closed_forms import (
@@ -123,7 +124,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
             "column, or --engine NAME)"
         )
     version = getattr(row, "engine_version", None)
-    platform = getattr(row, "platform", None) or engine_words.platform_of(row.gpu)
+    platform = getattr(row, "platform", None) or platform_of(row.gpu)
     try:
         prof = select_engine(name, version, platform)
     except SpecError as exc:

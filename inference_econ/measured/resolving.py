@@ -16,6 +16,7 @@ from ..specs.architecture import Architecture, load_model
 from ..specs.catalog import find, is_host_part, resolve_system_name
 from ..specs.engine import select_engine
 from ..specs.hardware import GPU, load_hardware
+from ..specs.platforms import platform_of
 from . import engine_words
 from . import semantics as sem
 
@@ -79,9 +80,7 @@ def harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | No
     if benchmark is None or engine.name is None:
         return None
     try:
-        prof = select_engine(
-            engine.name, engine.version, engine.platform or engine_words.platform_of(gpu)
-        )
+        prof = select_engine(engine.name, engine.version, engine.platform or platform_of(gpu))
     except SpecError:
         return None
     if not prof.harness_applies("mlperf", engine.version, model, scenario):

@@ -254,6 +254,7 @@ def make_setting(model, hardware, **options) -> Setting:
     gpu, costs_file = price_gpu(
         load_hardware(hardware), values["price_basis"], values["costs"], values["pue"]
     )
+    assumptions = engine_on_part(assumptions, gpu, values["engine"])
     grid, source = _grid_intensity(values)
     return Setting(
         model=arch,
@@ -412,6 +413,24 @@ def with_engine(assumptions: Assumptions, engine) -> Assumptions:
     from ..specs.engine import load_engine
 
     return assumptions.replace(engine=load_engine(engine))
+
+
+def engine_on_part(assumptions: Assumptions, gpu: GPU, given=None) -> Assumptions:
+    """The assumptions with an engine that runs on ``gpu``'s platform (``specs.platforms``):
+    a preset's default engine that does not run there gives way to the platform's own, said
+    on one line; an engine the user named (``given``, or a profile in assumptions built in
+    Python rather than a preset's name) that does not run there is refused."""
+    profile = assumptions.profile()
+    if profile is None:
+        return assumptions
+    from ..specs.platforms import engine_on
+
+    named = given is not None or not isinstance(assumptions.engine, str)
+    chosen, note = engine_on(profile, gpu, named)
+    if chosen is profile:
+        return assumptions
+    warn(note)
+    return assumptions.replace(engine=chosen)
 
 
 def _speculation(arch: Architecture, values: dict):

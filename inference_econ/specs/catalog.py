@@ -340,6 +340,7 @@ def system_name_candidates(text: str) -> tuple[list[str], int | None]:
     found = _PAREN_COUNT.search(str(text))
     count = int(found.group(1) or found.group(2)) if found else None
     cleaned = re.sub(r"\([^)]*\)", " ", str(text))
+    cleaned = re.sub(r"(\d)\s+(gb|gib|tb)\b", r"\1\2", cleaned, flags=re.IGNORECASE)  # "40 GB"
     out: list[str] = []
     for part in cleaned.split("_"):
         if not part.strip() or (_HOST.search(part) and out):
@@ -373,11 +374,73 @@ def resolve_system_name(text: str) -> SystemName:
         )
     entry = _match("hardware", text)
     candidates, count = system_name_candidates(text)
-    for name in candidates:
-        entry = entry or _match("hardware", name)
+    if entry is None:
+        entry = next(filter(None, (_match("hardware", name) for name in candidates)), None)
+        memory = stated_memory_gb(text)
+        if entry is not None and memory is not None and not _holds(entry, memory):
+            entry = _with_memory(str(text), candidates[0], entry, memory)
     if entry is None:
         raise _unknown("hardware", str(text), candidates[0] if candidates else "")
     return SystemName(text=str(text), entry=entry, accelerators=count)
+
+
+#: A memory size a name states: "40GB", "40 GB", "192GBx8", "1.5TB" (GB, GiB or TB).
+_MEMORY = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*(gb|gib|tb)(?![a-wyz])", re.IGNORECASE)
+
+
+def stated_memory_gb(text: str) -> float | None:
+    """The memory size (GB) a part's name states ("A100-40GB": 40), or None."""
+    found = _MEMORY.search(str(text))
+    if found is None:
+        return None
+    return float(found.group(1)) * (1000.0 if found.group(2).lower() == "tb" else 1.0)
+
+
+def _memory_bytes(entry: Entry, depth: int = 0) -> float:
+    """The memory a part's file states (``hbm_capacity_bytes``, times its ``scale``), else
+    its ``derive_from`` base's; 0 for a file that states none readable (it holds no size)."""
+    data = load_yaml(entry.path)
+    data = data if isinstance(data, dict) else {}
+    scale = data.get("scale") if isinstance(data.get("scale"), dict) else {}
+    value = data.get("hbm_capacity_bytes")
+    if value is None:
+        base = _match("hardware", str(data.get("derive_from") or ""))
+        value = _memory_bytes(base, depth + 1) if base and depth < MAX_DERIVE_DEPTH else 0
+    try:
+        return float(value) * float(scale.get("hbm_capacity_bytes", 1))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _holds(entry: Entry, gb: float) -> bool:
+    """Whether a part has the memory a name states, read as GB or GiB (datasheets round:
+    an "80GB" H100 has 79.6 GiB, a "180GB" B200 179 GiB) within 5 %."""
+    size = _memory_bytes(entry)
+    return any(0.95 <= size / (gb * unit) <= 1.05 for unit in (1e9, 2**30))
+
+
+def _with_memory(text: str, family: str, found: Entry, gb: float) -> Entry:
+    """The one part of ``family`` (names and aliases that start with it) with the memory a
+    name states; none or several: an error naming the family's parts with their memory (a
+    name that states a size never runs a part of another size)."""
+    wanted = _normalise(family)
+    parts = [found] + [
+        e
+        for e in _sorted_entries("hardware", data_roots())
+        if e is not found and any(_normalise(n).startswith(wanted) for n in (e.name, *e.aliases))
+    ]
+    fitting = [e for e in parts if _holds(e, gb)]
+    if len(fitting) == 1:
+        return fitting[0]
+    listed = ", ".join(f"{e.name} ({_memory_bytes(e) / 2**30:,.0f} GiB)" for e in parts)
+    problem = "none of which has" if not fitting else "several of which have"
+    raise SpecError(  # not an unknown name: no other kind of spec is looked for
+        "argument",
+        "hardware",
+        f"no hardware spec named {short(text)}: it states {gb:g} GB, and the {family} parts "
+        f"are {listed}, {problem} it",
+        "name one of those parts, or give a YAML file for the part you mean",
+    )
 
 
 def shipped_roots() -> tuple[Path, ...]:

@@ -20,6 +20,7 @@ from ..columns import SECONDS_PER_HOUR
 from ..errors import SpecError, did_you_mean, short
 from . import catalog
 from .bases import DEFAULT_PRICE_BASIS, LISTED_BASES
+from .fitted import inherited_fits
 from .inputs import record
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
@@ -147,6 +148,9 @@ class GPU:
     description: str = ""
     aliases: tuple[str, ...] = ()
     source_file: str = ""
+    #: Fitted figures (``fitted.FITTED_FIELDS``) a derived spec keeps from its base, as
+    #: ``((field, part measured on), ...)``; empty for a part with its own file.
+    inherited_fits: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         """A GPU built in Python is checked like one read from YAML (finite, in range)."""
@@ -255,6 +259,8 @@ class GPU:
         for engine, bits, fixed, share in self.small_batch_gemm:
             lines.setdefault(engine, {})[bits] = {"fixed_us": fixed * 1e6, "stream_share": share}
         out["small_batch_gemm"] = lines
+        fits = ", ".join(f"{name} (from {part})" for name, part in self.inherited_fits)
+        out["inherited_fits"] = fits or "none"  # fitted figures kept from a base spec
         return out
 
 
@@ -383,7 +389,7 @@ def _check_known(values: Mapping[str, Any], source: str) -> None:
     """Every field is a GPU field: a misspelt one is named with a did-you-mean (before any
     "is missing" for the field it was meant to be). ``link_bandwidth_bytes_per_s`` (one link)
     is accepted as input too."""
-    known = {f.name for f in dataclasses.fields(GPU)} | {
+    known = {f.name for f in dataclasses.fields(GPU)} - {"inherited_fits"} | {
         "derive_from",
         "scale",
         "link_bandwidth_bytes_per_s",
@@ -708,6 +714,7 @@ def derive(
                 raise SpecError(
                     source, field, f"scaled by {short(factor)}, {exc.field} {exc.problem}", exc.fix
                 ) from None
+    values["inherited_fits"] = inherited_fits(base, values)
     values["name"] = name or values.get("name") or f"{base.name} (modified)"
     values.setdefault("aliases", ())
     values["source_file"] = source

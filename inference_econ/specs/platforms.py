@@ -1,0 +1,55 @@
+"""The software platform a part runs (CUDA, ROCm) and the engine profile that runs there.
+
+Every engine profile states the platform it runs on (``platform``: cuda, rocm or any). A
+preset's default engine (TensorRT-LLM, CUDA only) on a part of another platform gives way to
+that platform's default engine, with one line saying so; an engine the user named that does
+not run on the part is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SpecError
+from .engine import EngineProfile, select_engine
+
+#: The engine each platform runs when the default one does not run there: vLLM (its ROCm
+#: profile), the engine AMD's own results and MLPerf harness run on Instinct parts.
+PLATFORM_ENGINES = {"rocm": "vllm", "cuda": "trtllm"}
+#: How messages write each platform.
+_SHOWN = {"cuda": "CUDA", "rocm": "ROCm", "any": "any platform"}
+
+
+def platform_of(gpu: Any) -> str:
+    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...), CUDA otherwise."""
+    return "rocm" if gpu.name.upper().startswith("MI") else "cuda"
+
+
+def runs_on(profile: EngineProfile, platform: str) -> bool:
+    """Whether an engine profile runs on ``platform`` (its own, or any)."""
+    return profile.platform in ("any", platform)
+
+
+def engine_on(profile: EngineProfile, gpu: Any, named: bool) -> tuple[EngineProfile, str]:
+    """The engine profile that serves on ``gpu``, and a line saying why when it is not
+    ``profile``: ``profile`` itself where it runs on the part's platform; else, for a default
+    (``named`` False), the platform's own engine (``PLATFORM_ENGINES``); a named one is
+    refused."""
+    platform = platform_of(gpu)
+    if runs_on(profile, platform):
+        return profile, ""
+    other = PLATFORM_ENGINES[platform]
+    if named:
+        raise SpecError(
+            "argument",
+            "engine",
+            f"{profile.name} runs on {_SHOWN[profile.platform]}, and {gpu.name} is a "
+            f"{_SHOWN[platform]} part",
+            f"name an engine that runs there (--engine {other}), or leave --engine out to "
+            "take that platform's default",
+        )
+    chosen = select_engine(other, platform=platform)
+    return chosen, (
+        f"{gpu.name} runs {_SHOWN[platform]}, where the default engine {profile.name} does "
+        f"not run: it is served by {chosen.name} (--engine names another)"
+    )
