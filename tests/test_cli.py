@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import inference_econ as ie
 from inference_econ import settings as table
 from inference_econ.cli import main
+from inference_econ.cli.common import RENAMED_FLAGS
 from inference_econ.settings import LOAD_ASSUMPTIONS
 from inference_econ.specs.engine import load_engine
 
@@ -249,6 +250,8 @@ def test_help_is_complete_and_plain():
         code, text = run(*dict.fromkeys(name.split()), "--help")
         # no internal names (the source documents were "seed 000" ... "seed 004")
         assert not re.search(r"seeds?[ /]0", text.lower()), name
+        for old in RENAMED_FLAGS:  # a renamed option is refused: its help names the new one
+            assert old not in text, (name, old)
         params = {p.name: p for p in command.params}
         if name != "report report":  # report writes an HTML file and prints no table
             assert "format" in params, f"{name} prints a table without --format"
