@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..columns import HOURS_PER_MONTH
 from ..errors import InfeasibleError
 from ..model.economics import usd_per_mtok
 from ..serving.intervals import load_intervals
@@ -233,6 +234,11 @@ class LoadResult:
         return self.input_tokens_per_s / self.output_tokens_per_s
 
     @property
+    def usd_per_month(self) -> float:
+        """The deployment's cost a month (``columns.HOURS_PER_MONTH`` hours of it)."""
+        return self.usd_per_hour * HOURS_PER_MONTH
+
+    @property
     def p99(self) -> dict[str, float]:
         return {"ttft": self.ttft_s.p99, "tpot": self.tpot_s.p99, "e2e": self.e2e_s.p99}
 
@@ -272,6 +278,7 @@ class LoadResult:
                 "preemptions": self.preemptions,
                 "rejected": self.rejected,
                 "usd_per_hour": self.usd_per_hour,
+                "usd_per_month": self.usd_per_month,
                 "usd_per_m_input_tokens": self.usd_per_m_input_tokens,
                 "usd_per_m_output_tokens": self.usd_per_m_output_tokens,
                 "usd_per_m_output_tokens_all_in": self.usd_per_m_output_tokens_all_in,
