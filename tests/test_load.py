@@ -696,6 +696,26 @@ def test_max_load_and_its_figure(llama8b):
         if len(set(np.atleast_1d(ln.get_xdata()))) == 1
     ]
     assert any(abs(x - ml.max_rate_per_s) < 1e-9 for x in vlines)  # the knee
+    # the engine chooses each load's layout: where the sweep ran two, each is its own curve
+    # (a line through both showed one layout's latencies at loads the other was measured at)
+    high = {r.rate_per_s for r in ml.curve if r.rate_per_s > ml.max_rate_per_s}
+    relabel = lambda r: dataclasses.replace(r, layout="B") if r.rate_per_s in high else r  # noqa: E731
+    mixed = dataclasses.replace(
+        ml,
+        knee=dataclasses.replace(ml.knee, evaluated=tuple(map(relabel, ml.knee.evaluated))),
+        curve=tuple(map(relabel, ml.curve)),
+    )
+    rates = mixed.to_dataframe().groupby("layout")["rate_per_s"].apply(set).to_dict()
+    assert len(rates) == 2 and rates["B"] == high
+    ax = ie.latency_load_figure(mixed).axes[1]
+    drawn = {
+        lab: set(ln.get_xdata())
+        for ln, lab in zip(*ax.get_legend_handles_labels())
+        if lab.startswith("p")
+    }
+    (first,) = (name for name in rates if name != "B")
+    assert drawn == {f"{p}, {name}": rates[name] for p in ("p50", "p90", "p99") for name in rates}
+    assert drawn[f"p99, {first}"] and first == at.layout
 
 
 def test_disaggregated_deployment(llama8b):

@@ -183,7 +183,7 @@ class CapacityPlan:
                     "deployment": c.deployment.describe(),
                     "gpus": c.deployment.gpus,
                     "usd_per_hour": c.usd_per_hour,
-                    "usd_per_month": c.usd_per_hour * HOURS_PER_MONTH,
+                    "usd_per_month": c.usd_per_month,
                     "usd_per_m_output_tokens_all_in": c.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": c.max_rate_per_s,
                 }
@@ -246,6 +246,11 @@ class Confident:
     note: str
     #: Its GPU (None: the expected plan's).
     hardware: str | None = None
+
+    @property
+    def usd_per_month(self) -> float:
+        """Its cost a month (``columns.HOURS_PER_MONTH`` hours)."""
+        return self.usd_per_hour * HOURS_PER_MONTH
 
 
 @dataclass(frozen=True)
