@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import inference_econ as ie
 from inference_econ.output.files import MANIFEST
 from inference_econ.runs.runner import run_scenario
 from inference_econ.studies.scenario import load_scenario
@@ -236,3 +237,20 @@ def test_study_heatmaps_have_a_colour_bar_in_the_metrics_units(help_example_runs
     ticks = [t.get_text() for t in bar.get_yticklabels()]
     assert ticks and all(t.startswith("$") for t in ticks), ticks
     assert "$ per million tokens" in bar.get_ylabel()
+
+
+def test_a_notebook_draws_what_the_commands_draw():
+    """``ie.frontier_plot`` is the figure ``frontier --figure`` writes: under an engine
+    profile the expected frontier and the ideal bound's, dashed; under the paper's preset the
+    frontier alone. ``ie.run_scenario`` keeps each figure of the scenario's plots."""
+    fig = ie.frontier_plot("Llama 3 8B", "H100", assumptions="achievable", grid_points=30)
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert "expected (achievable, engine trtllm)" in lines
+    assert lines["ideal bound (refined)"].get_linestyle() == "--"
+    assert ax.get_xlabel() == "tokens per second per request"
+    paper = ie.frontier_plot("Llama 3 8B", "H100-paper", grid_points=30).axes[0]
+    drawn = [ln.get_label() for ln in paper.get_lines() if not ln.get_label().startswith("_")]
+    assert drawn[0] == "ideal bound (paper)" and "expected" not in " ".join(drawn)
+    run = ie.run_scenario("paper/figure-2")
+    assert set(run.figures) == {"square-root-law"} and run.files == []
