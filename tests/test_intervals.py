@@ -149,9 +149,9 @@ def test_capacity_answers_expected_confident_and_bound(plan):
     rows = plan.plans()
     assert list(rows["plan"].str.split(" ").str[0]) == ["expected", "90", "ideal"]
     # each plan's cost a month beside its cost an hour: 730 hours of it
-    assert list(rows["usd_per_month"]) == pytest.approx(list(730.0 * rows["usd_per_hour"]))
-    assert s["usd_per_month"] == pytest.approx(730.0 * s["usd_per_hour"], rel=1e-12)
-    assert s["usd_per_month"] == pytest.approx(1533.0)  # one H100 at $2.10 an hour
+    assert list(rows["monthly_usd"]) == pytest.approx(list(730.0 * rows["usd_per_hour"]))
+    assert s["monthly_usd"] == pytest.approx(730.0 * s["usd_per_hour"], rel=1e-12)
+    assert s["monthly_usd"] == pytest.approx(1533.0)  # one H100 at $2.10 an hour
 
 
 def test_every_candidate_and_count_of_a_plan_carries_its_interval(plan):

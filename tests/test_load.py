@@ -256,8 +256,8 @@ def test_result_accounting(llama8b):
     assert r.gpus == 3 and r.usd_per_hour == pytest.approx(3 * 2.1)
     # and a month of it beside the hour: 730 hours (8,760 / 12) x $6.30 = $4,599
     row = r.row()
-    assert row["usd_per_month"] == pytest.approx(4599.0, rel=1e-12)
-    assert list(row).index("usd_per_month") == list(row).index("usd_per_hour") + 1
+    assert row["monthly_usd"] == pytest.approx(4599.0, rel=1e-12)
+    assert list(row).index("monthly_usd") == list(row).index("usd_per_hour") + 1
     # three instances each served a third of the offered 10 req/s, in the steady window
     assert r.throughput_requests_per_s == pytest.approx(10, rel=0.05)
     assert r.output_tokens_per_s == pytest.approx(2000, rel=0.05)

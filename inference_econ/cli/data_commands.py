@@ -44,7 +44,7 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 )
 @click.option(
     "--gpus",
-    type=click.IntRange(1, None),
+    type=click.IntRange(1, table.MAX_GPUS),
     metavar="N",
     help="The GPU count of the rows that state none; rows that state one keep it.",
 )

@@ -234,7 +234,7 @@ class LoadResult:
         return self.input_tokens_per_s / self.output_tokens_per_s
 
     @property
-    def usd_per_month(self) -> float:
+    def monthly_usd(self) -> float:
         """The deployment's cost a month (``columns.HOURS_PER_MONTH`` hours of it)."""
         return self.usd_per_hour * HOURS_PER_MONTH
 
@@ -278,7 +278,7 @@ class LoadResult:
                 "preemptions": self.preemptions,
                 "rejected": self.rejected,
                 "usd_per_hour": self.usd_per_hour,
-                "usd_per_month": self.usd_per_month,
+                "monthly_usd": self.monthly_usd,
                 "usd_per_m_input_tokens": self.usd_per_m_input_tokens,
                 "usd_per_m_output_tokens": self.usd_per_m_output_tokens,
                 "usd_per_m_output_tokens_all_in": self.usd_per_m_output_tokens_all_in,

@@ -79,7 +79,7 @@ class CapacityPlan:
             "layout": r.layout,
             "gpus": r.gpus,
             "usd_per_hour": r.usd_per_hour,
-            "usd_per_month": r.usd_per_month,
+            "monthly_usd": r.monthly_usd,
             "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
             "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
             "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
@@ -169,7 +169,7 @@ class CapacityPlan:
                 "deployment": self.deployment.describe(),
                 "gpus": self.deployment.gpus,
                 "usd_per_hour": r.usd_per_hour,
-                "usd_per_month": r.usd_per_month,
+                "monthly_usd": r.monthly_usd,
                 "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
                 "max_rate_per_s": self.max_rate_per_s,
             }
@@ -183,7 +183,7 @@ class CapacityPlan:
                     "deployment": c.deployment.describe(),
                     "gpus": c.deployment.gpus,
                     "usd_per_hour": c.usd_per_hour,
-                    "usd_per_month": c.usd_per_month,
+                    "monthly_usd": c.monthly_usd,
                     "usd_per_m_output_tokens_all_in": c.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": c.max_rate_per_s,
                 }
@@ -197,7 +197,7 @@ class CapacityPlan:
                     "deployment": b.deployment.describe(),
                     "gpus": b.deployment.gpus,
                     "usd_per_hour": b.result.usd_per_hour,
-                    "usd_per_month": b.result.usd_per_month,
+                    "monthly_usd": b.result.monthly_usd,
                     "usd_per_m_output_tokens_all_in": b.result.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": b.max_rate_per_s,
                 }
@@ -248,7 +248,7 @@ class Confident:
     hardware: str | None = None
 
     @property
-    def usd_per_month(self) -> float:
+    def monthly_usd(self) -> float:
         """Its cost a month (``columns.HOURS_PER_MONTH`` hours)."""
         return self.usd_per_hour * HOURS_PER_MONTH
 
