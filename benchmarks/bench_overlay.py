@@ -2,7 +2,7 @@
 
 Writes a CSV of 10,000 measured operating points (three labels), then times, in this process:
 reading and checking the overlay (``load_overlay_points``), and the whole command
-``inference-econ run paper/figure-6 --measured points.csv --out <tmp>`` (frontiers, the figure
+``inference-econ run paper/figure-8 --measured points.csv --out <tmp>`` (frontiers, the figure
 with the points drawn as one scatter per label, PNG and SVG): cold, then with the frontiers
 cached without and with the overlay (the difference is what the overlay costs). Prints wall
 and CPU seconds.
@@ -52,7 +52,7 @@ def main() -> None:
         wall, cpu, points = timed(lambda: load_overlay_points(csv))
         print(f"read and check {len(points):,} overlay points: {wall:.3f} s wall, {cpu:.3f} s CPU")
         out = Path(tmp) / "out"
-        command = ["run", "paper/figure-6", "--measured", str(csv), "--out", str(out), "-q"]
+        command = ["run", "paper/figure-8", "--measured", str(csv), "--out", str(out), "-q"]
         runs = (
             ("with the overlay, cold (frontiers computed)", command),
             ("without the overlay, frontiers cached", command[:2] + command[4:]),
@@ -61,7 +61,7 @@ def main() -> None:
         for what, args in runs:
             wall, cpu, result = timed(lambda args=args: CliRunner().invoke(cli, args))
             assert result.exit_code == 0, result.output
-            print(f"run paper/figure-6 {what}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+            print(f"run paper/figure-8 {what}: {wall:.2f} s wall, {cpu:.2f} s CPU")
 
 
 if __name__ == "__main__":

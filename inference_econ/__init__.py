@@ -85,6 +85,8 @@ _EXPORTS = {
     "max_load": ("api", "max_load"),
     "capacity": ("api", "capacity"),
     "load_frontier": ("api", "load_frontier"),
+    "frontier_plot": ("api", "frontier_plot"),
+    "run_scenario": ("api", "run_scenario"),
     # power, owning and demand curves (docs/model.md Part G)
     "demand_plan": ("api", "demand_plan"),
     # the flat load settings (arrival_rate_per_s=..., slo_ttft_p99_s=...) as typed objects

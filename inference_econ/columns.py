@@ -33,6 +33,11 @@ from __future__ import annotations
 
 #: A price per GPU-hour over this is a price per GPU-second (§A7's 3600).
 SECONDS_PER_HOUR = 3600.0
+#: A month of a deployment's hours: a twelfth of a 365-day year (8,760 h / 12), at which
+#: ``monthly_usd`` (:data:`MONTHLY`) states its cost beside ``usd_per_hour``.
+HOURS_PER_MONTH = 730.0
+#: A deployment's cost a month, running every hour of it.
+MONTHLY = "monthly_usd"
 
 #: Decode-only: GPU time of decode steps per million generated tokens (the paper's $/Mtok).
 DECODE = "usd_per_mtok"

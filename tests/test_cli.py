@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import inference_econ as ie
 from inference_econ import settings as table
 from inference_econ.cli import main
+from inference_econ.cli.common import RENAMED_FLAGS
 from inference_econ.settings import LOAD_ASSUMPTIONS
 from inference_econ.specs.engine import load_engine
 
@@ -249,6 +250,8 @@ def test_help_is_complete_and_plain():
         code, text = run(*dict.fromkeys(name.split()), "--help")
         # no internal names (the source documents were "seed 000" ... "seed 004")
         assert not re.search(r"seeds?[ /]0", text.lower()), name
+        for old in RENAMED_FLAGS:  # a renamed option is refused: its help names the new one
+            assert old not in text, (name, old)
         params = {p.name: p for p in command.params}
         if name != "report report":  # report writes an HTML file and prints no table
             assert "format" in params, f"{name} prints a table without --format"
@@ -271,9 +274,32 @@ def test_unknown_reproduce_target_is_one_short_line():
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "TARGET" in lines[0] and "table-99" in lines[0]
-    assert lines[0].count("table-1") == 1 and "figure-9" in lines[0]
+    assert lines[0].count("table-1") == 1 and "figure-10" in lines[0]
+    assert "figure-context" in lines[0]
     code, out = run("reproduce", "--help")
     assert "TARGET" in out and "{" not in out.split("\n")[0]
+
+
+def test_reproduce_numbers_the_figures_as_the_paper_does():
+    """``reproduce figure-N`` is the paper's Figure N: each figure scenario's ``paper_ref``
+    (its place in the paper) is its own number; the paper's Figures 3-5 are one target, and
+    the context-length figure, which the paper does not have, is named by its content."""
+    from inference_econ.api import load_scenario
+    from inference_econ.cli.scenario_commands import PAPER_ITEMS
+
+    figures = [k for k in PAPER_ITEMS if k.startswith("figure")]
+    assert figures == [f"figure-{n}" for n in (1, 2, 3, 6, 7, 8, 9, 10)] + ["figure-context"]
+    for n in (1, 2, 6, 7, 8, 9, 10):
+        scenario = load_scenario(PAPER_ITEMS[f"figure-{n}"])
+        assert scenario.paper_ref == f"Figure {n}" and scenario.title.startswith(f"Figure {n}:")
+    assert load_scenario(PAPER_ITEMS["figure-3"]).paper_ref == "Figures 3-5"
+    context = load_scenario(PAPER_ITEMS["figure-context"])
+    assert context.paper_ref == "context-length figure"
+    assert "not a figure of the paper" in context.title
+    code, out = run("reproduce", "--help")
+    assert "figure-6 GPU generations" in " ".join(out.split())
+    result = CliRunner().invoke(main, ["reproduce", "figure-4"])
+    assert result.exit_code == 2 and "drawn together: figure-3" in result.output
 
 
 def test_long_commands_show_progress_from_the_first_item():

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import inference_econ as ie
 from inference_econ.output.files import MANIFEST
 from inference_econ.runs.runner import run_scenario
 from inference_econ.studies.scenario import load_scenario
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def figure_4(tmp_path_factory, reproduced_all):
     # after ``reproduce all`` (reproduced_all), whose frontiers the figure's are
-    return run_scenario("paper/figure-4", tmp_path_factory.mktemp("fig4"))
+    return run_scenario("paper/figure-6", tmp_path_factory.mktemp("fig4"))
 
 
 def test_frontier_figure_content(figure_4):
@@ -26,7 +27,7 @@ def test_frontier_figure_content(figure_4):
     assert ax.get_yscale() == "log"
     assert ax.get_xlabel() == "tokens per second per request"
     assert "cost per million" in ax.get_ylabel()
-    assert "Figure 4" in fig.get_suptitle()
+    assert "Figure 6" in fig.get_suptitle()
     lines = {line.get_label(): line for line in ax.get_lines()}
     assert set(lines) == {"H100 SXM", "A100 SXM", "V100 SXM"}
     for label, front in figure_4.fronts.items():
@@ -121,14 +122,14 @@ def test_figure_4_fastest_points_are_table_4(figure_4):
     assert points.loc[("H100 SXM", "fastest"), "tokens_per_s"] == pytest.approx(152.1, abs=0.1)
     assert points.loc[("V100 SXM", "fastest"), "tokens_per_s"] == pytest.approx(105.5, abs=0.1)
     assert {p.name for p in figure_4.files} >= {
-        "figure-4-frontier.png",
-        "figure-4-frontier.svg",
-        "figure-4-points.csv",
+        "figure-6-frontier.png",
+        "figure-6-frontier.svg",
+        "figure-6-points.csv",
     }
 
 
 def test_figure_6_preference_points_are_table_6(reproduced_all):
-    result = run_scenario("paper/figure-6")
+    result = run_scenario("paper/figure-8")
     pref = result.key_points[result.key_points.point == "preference"].set_index("curve")
     assert pref.loc["16-bit weights", "tokens_per_s"] == pytest.approx(82.5, abs=0.1)
     assert pref.loc["4-bit weights", "usd_per_mtok"] == pytest.approx(0.233, abs=0.001)
@@ -141,7 +142,7 @@ def test_deepseek_is_about_six_times_cheaper_than_mistral_at_100k():
         curves = {c.label: c for c in load_scenario(name).curves}
         return curve_frontier(curves["Long context (100K)"])
 
-    mistral, deepseek = long_context("paper/figure-8"), long_context("paper/figure-9")
+    mistral, deepseek = long_context("paper/figure-9"), long_context("paper/figure-10")
     speeds = np.array([2.0, 5.0, 10.0, 20.0])
     ratio = mistral.cost_at_speed(speeds) / deepseek.cost_at_speed(speeds)
     assert np.all((ratio > 5) & (ratio < 7)), ratio
@@ -152,7 +153,7 @@ def test_measured_points_overlay(tmp_path):
     pd.DataFrame({"label": ["API"], "tokens_per_s": [100.0], "usd_per_mtok": [0.9]}).to_csv(
         csv, index=False
     )
-    result = run_scenario("paper/figure-6", measured_csv=csv)
+    result = run_scenario("paper/figure-8", measured_csv=csv)
     ax = result.figures["frontier"].axes[0]
     offsets = [c.get_offsets() for c in ax.collections]
     assert any(np.allclose(o, [[100.0, 0.9]]) for o in offsets)
@@ -236,3 +237,20 @@ def test_study_heatmaps_have_a_colour_bar_in_the_metrics_units(help_example_runs
     ticks = [t.get_text() for t in bar.get_yticklabels()]
     assert ticks and all(t.startswith("$") for t in ticks), ticks
     assert "$ per million tokens" in bar.get_ylabel()
+
+
+def test_a_notebook_draws_what_the_commands_draw():
+    """``ie.frontier_plot`` is the figure ``frontier --figure`` writes: under an engine
+    profile the expected frontier and the ideal bound's, dashed; under the paper's preset the
+    frontier alone. ``ie.run_scenario`` keeps each figure of the scenario's plots."""
+    fig = ie.frontier_plot("Llama 3 8B", "H100", assumptions="achievable", grid_points=30)
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert "expected (achievable, engine trtllm)" in lines
+    assert lines["ideal bound (refined)"].get_linestyle() == "--"
+    assert ax.get_xlabel() == "tokens per second per request"
+    paper = ie.frontier_plot("Llama 3 8B", "H100-paper", grid_points=30).axes[0]
+    drawn = [ln.get_label() for ln in paper.get_lines() if not ln.get_label().startswith("_")]
+    assert drawn[0] == "ideal bound (paper)" and "expected" not in " ".join(drawn)
+    run = ie.run_scenario("paper/figure-2")
+    assert set(run.figures) == {"square-root-law"} and run.files == []

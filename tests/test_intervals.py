@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 import inference_econ as ie
+from inference_econ.api.labels import prefill_intervals
+from inference_econ.api.views import prefill
 from inference_econ.output.ranges import ranged, ranged_columns
 from inference_econ.serving import interval_table as ivt
 from inference_econ.serving import intervals as iv
@@ -146,6 +148,10 @@ def test_capacity_answers_expected_confident_and_bound(plan):
     assert b.result.assumptions == "refined" and b.max_rate_per_s >= plan.rate_per_s
     rows = plan.plans()
     assert list(rows["plan"].str.split(" ").str[0]) == ["expected", "90", "ideal"]
+    # each plan's cost a month beside its cost an hour: 730 hours of it
+    assert list(rows["monthly_usd"]) == pytest.approx(list(730.0 * rows["usd_per_hour"]))
+    assert s["monthly_usd"] == pytest.approx(730.0 * s["usd_per_hour"], rel=1e-12)
+    assert s["monthly_usd"] == pytest.approx(1533.0)  # one H100 at $2.10 an hour
 
 
 def test_every_candidate_and_count_of_a_plan_carries_its_interval(plan):
@@ -512,3 +518,28 @@ def test_misses_at_the_other_submitters_rate_by_hand():
     )
     model, expected, allowed = m.misses_at_the_oracles_rate(t, o)
     assert (model, expected, allowed) == (3, pytest.approx(2.0), 1)
+
+
+def test_a_prefill_interval_never_implies_more_than_the_peak():
+    """Llama 3 70B, 8-bit weights, an 8,000-token prompt on one H100 (achievable): MFU 0.521.
+    Its 90 % band reaches a time 0.46 x the prediction, past the peak (MFU 1.14): every figure
+    moving with the MFU stops where it reaches 1, the speed at 6,803 / 0.5211 = 13,054 input
+    tokens/s and the time at 0.5211 x 1,176 = 612.8 ms (unclipped: 14,943 and 535.4 ms)."""
+    setting = make_setting("Llama 3 70B", "H100", assumptions="achievable", weight_bits=8)
+    row = prefill_intervals(prefill(setting, 1, 8000), setting, 1)
+    mfu, speed, time = row["mfu"], row["input_tokens_per_s"], row["latency_s"]
+    assert mfu == pytest.approx(0.5211, abs=1e-4)
+    assert row["mfu_high90"] == pytest.approx(1.0, rel=1e-12)
+    assert row["input_tokens_per_s_high90"] == pytest.approx(speed / mfu, rel=1e-9)
+    assert row["input_tokens_per_s_high90"] == pytest.approx(13054, rel=1e-4)
+    assert row["latency_s_low90"] == pytest.approx(time * mfu, rel=1e-9)
+    assert row["usd_per_m_input_tokens_low90"] == pytest.approx(
+        row["usd_per_m_input_tokens"] * mfu, rel=1e-9
+    )
+    # every end within the peak: the speed's ends over the speed are the MFU's over the MFU
+    for end in ("low80", "high80", "low90", "high90"):
+        assert row[f"input_tokens_per_s_{end}"] / speed == pytest.approx(
+            row[f"mfu_{end}"] / mfu, rel=1e-9
+        )
+    # the 80 % ends stay within the peak unclipped: 11,562 tokens/s (MFU 0.886)
+    assert row["input_tokens_per_s_high80"] == pytest.approx(11562, rel=1e-4)

@@ -190,6 +190,7 @@ NOT_PREDICTED = {
     "rate_per_s",
     "requests",
     "usd_per_hour",
+    "monthly_usd",
     "input_tokens_per_output_token",
 }
 #: A run that keeps up serves the offered load: its rates, prices and MFU are that load's.

@@ -254,14 +254,30 @@ def test_result_accounting(llama8b):
     t = make_traffic(10, "1000", "200", requests=1000, seed=0)
     r = simulate_deployment(llama8b, Deployment(1, 3), t, Targets(ttft_p99_s=1.0, tpot_p99_s=0.05))
     assert r.gpus == 3 and r.usd_per_hour == pytest.approx(3 * 2.1)
+    # and a month of it beside the hour: 730 hours (8,760 / 12) x $6.30 = $4,599
+    row = r.row()
+    assert row["monthly_usd"] == pytest.approx(4599.0, rel=1e-12)
+    assert list(row).index("monthly_usd") == list(row).index("usd_per_hour") + 1
     # three instances each served a third of the offered 10 req/s, in the steady window
     assert r.throughput_requests_per_s == pytest.approx(10, rel=0.05)
     assert r.output_tokens_per_s == pytest.approx(2000, rel=0.05)
     assert r.input_tokens_per_s == pytest.approx(10000, rel=0.05)
     assert r.stable and r.backlog_growth < 1.3
-    # all-in cost per output token: the deployment's dollars over its output tokens
-    assert r.usd_per_m_output_tokens_all_in == pytest.approx(
-        1e6 * r.usd_per_hour / 3600 / r.output_tokens_per_s, rel=1e-9
+    # all-in cost per output token: the deployment's dollars an hour over the output tokens
+    # the offered load brings, 10 req/s x 200 tokens: 1e6 x $6.30 / 3600 s / 2000 = $0.875.
+    # The sample's realised rate over the service window is 2,068 tokens/s with seed 0 and
+    # 1,966 with seed 1 (priced at it: $0.846 and $0.890, the seed's luck)
+    assert r.output_tokens_per_s == pytest.approx(2068.1, rel=1e-4)
+    assert r.usd_per_m_output_tokens_all_in == pytest.approx(0.875, rel=1e-12)
+    other = simulate_deployment(
+        llama8b, Deployment(1, 3), dataclasses.replace(t, seed=1), Targets(ttft_p99_s=1.0)
+    )
+    assert other.output_tokens_per_s == pytest.approx(1965.5, rel=1e-4)
+    assert other.usd_per_m_output_tokens_all_in == pytest.approx(0.875, rel=1e-12)
+    # the input and output halves split the same dollars: r·input + output is the all-in price
+    assert (
+        r.input_tokens_per_output_token * r.usd_per_m_input_tokens + r.usd_per_m_output_tokens
+        == pytest.approx(r.usd_per_m_output_tokens_all_in, rel=1e-9)
     )
     assert r.usd_per_m_input_tokens < r.usd_per_m_output_tokens
     assert 0 < r.mfu < r.busy_fraction <= 1 and r.meets_targets and r.goodput_fraction == 1.0
@@ -680,6 +696,26 @@ def test_max_load_and_its_figure(llama8b):
         if len(set(np.atleast_1d(ln.get_xdata()))) == 1
     ]
     assert any(abs(x - ml.max_rate_per_s) < 1e-9 for x in vlines)  # the knee
+    # the engine chooses each load's layout: where the sweep ran two, each is its own curve
+    # (a line through both showed one layout's latencies at loads the other was measured at)
+    high = {r.rate_per_s for r in ml.curve if r.rate_per_s > ml.max_rate_per_s}
+    relabel = lambda r: dataclasses.replace(r, layout="B") if r.rate_per_s in high else r  # noqa: E731
+    mixed = dataclasses.replace(
+        ml,
+        knee=dataclasses.replace(ml.knee, evaluated=tuple(map(relabel, ml.knee.evaluated))),
+        curve=tuple(map(relabel, ml.curve)),
+    )
+    rates = mixed.to_dataframe().groupby("layout")["rate_per_s"].apply(set).to_dict()
+    assert len(rates) == 2 and rates["B"] == high
+    ax = ie.latency_load_figure(mixed).axes[1]
+    drawn = {
+        lab: set(ln.get_xdata())
+        for ln, lab in zip(*ax.get_legend_handles_labels())
+        if lab.startswith("p")
+    }
+    (first,) = (name for name in rates if name != "B")
+    assert drawn == {f"{p}, {name}": rates[name] for p in ("p50", "p90", "p99") for name in rates}
+    assert drawn[f"p99, {first}"] and first == at.layout
 
 
 def test_disaggregated_deployment(llama8b):

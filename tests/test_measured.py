@@ -165,7 +165,9 @@ def test_rows_the_toolkit_cannot_read_get_a_status(tmp_path):
     assert status[0] == "unresolved: value 'fast' is not a number"
     assert status[1].startswith("unresolved: hardware 'TPU v9'")
     assert status[2].startswith("unresolved: metric 'joules_per_token'")
-    assert status[3] == "unresolved: precision 'n/a' is not stated"
+    assert (
+        status[3] == "unresolved: precision 'n/a' is not stated: give --precision (FP8, BF16, FP4)"
+    )
     assert status[4].startswith("unresolved: cannot read lengths 'long'")
     assert status[5].startswith("out of scope: uses speculative decoding")
     # 406 GB of 8-bit weights on one 80 GB GPU: no crash, a reason (not a ZeroDivisionError)
@@ -403,6 +405,37 @@ def test_offline_steady_batch_is_held_to_the_step_token_budget(tmp_path, monkeyp
 # --- calibration --------------------------------------------------------------------------------
 
 
+def test_a_plain_vllm_result_says_what_it_lacks_and_how_to_give_it(tmp_path):
+    """A vllm bench serve result run without an export's --metadata (nor a plan.json beside
+    it) names no GPU, GPU count or precision: each row says which is missing and the option
+    that gives it, and with --hardware, --gpus and --precision the rows are predicted."""
+    import json
+
+    run = json.loads((DATA / "benchmark_results" / "vllm-bench-rate.json").read_text())
+    run = {k: v for k, v in run.items() if not k.startswith("ie_")}
+    run["model_id"] = "Llama 3.3 70B"
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps(run))
+    result = CliRunner().invoke(main, ["compare-measured", str(path), "--format", "csv"])
+    assert result.exit_code == 0
+    assert (
+        "n_gpus 'n/a' is not stated and hardware is not either: give --hardware NAME "
+        "--gpus N (3)" in result.stderr
+    )
+    gpus_only = CliRunner().invoke(main, ["compare-measured", str(path), "--gpus", "8"])
+    assert "hardware 'not stated' is not disclosed: give --hardware NAME" in gpus_only.stderr
+    table = ie.compare_measured(path, hardware="H100", gpus=8).table
+    assert set(table.status) == {
+        "unresolved: precision '' is not stated: give --precision (FP8, BF16, FP4)"
+    }
+    given = ["--hardware", "H100", "--gpus", "8", "--precision", "FP8", "--format", "csv"]
+    result = CliRunner().invoke(main, ["compare-measured", str(path), *given])
+    assert result.exit_code == 0 and "3 rows: 3 ok" in result.stderr
+    table = ie.compare_measured(path, hardware="H100", gpus=8, precision="FP8").table
+    assert (table.status == "ok").all() and (table.hardware == "H100-SXM").all()
+    assert (table.n_gpus == 8).all()
+
+
 def test_calibrate_refuses_too_few_rows(tmp_path):
     with pytest.raises(ie.InfeasibleError, match=r"7 usable rows cannot fit \d+ terms.*more"):
         calibration.calibrate(SAMPLE)
@@ -417,8 +450,27 @@ def test_calibrate_drops_a_term_a_refit_pushes_to_zero():
     HBM terms run to their upper bounds with errors as large as their values; no term is pinned
     down, so calibrate says so rather than writing a profile of bound values (§F10)."""
     sweep = Path(__file__).parent / "data" / "benchmark_results" / "vllm-bench-sweep.json"
-    with pytest.raises(ie.InfeasibleError, match=r"constrain only 0 terms"):
+    with pytest.raises(
+        ie.InfeasibleError, match=r"the rows pin down none of the 6 terms of the fit; calibrate"
+    ):
         calibration.calibrate(sweep, engine="vllm", holdout=False)
+
+
+def test_calibrate_says_what_the_rows_leave_in_words_that_agree():
+    """A refit that leaves its one term unpinned names it, in the singular; a fit whose rows
+    pin down terms but too few rows for them says how many it needs."""
+    from types import SimpleNamespace
+
+    gemm, hbm = SimpleNamespace(key="gemm_efficiency"), SimpleNamespace(key="hbm_efficiency")
+    assert calibration._unpinned([gemm], [], 18) == (
+        "the rows do not pin down the one term left (gemm_efficiency)"
+    )
+    assert calibration._unpinned([gemm, hbm], [], 18) == (
+        "the rows pin down none of the 2 terms of the fit"
+    )
+    assert calibration._unpinned([gemm, hbm], [gemm], 2) == (
+        "2 rows cannot fit the 1 term they pin down (needs 3)"
+    )
 
 
 @pytest.fixture(scope="module")

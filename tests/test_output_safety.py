@@ -110,7 +110,7 @@ def test_an_output_written_before_is_replaced_not_taken_for_an_input(tmp_path):
         assert code == 0, err
     assert table.read_text().startswith("# Computed with: paper/table-1")
     # a report is HTML: another suffix is refused before any work
-    code, err = cli("report", "paper/figure-4", "--out", tmp_path / "f.png")
+    code, err = cli("report", "paper/figure-6", "--out", tmp_path / "f.png")
     assert code == 2 and "cannot be written as '.png'" in err
 
 

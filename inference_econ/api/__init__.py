@@ -271,6 +271,51 @@ def frontier(model, hardware=None, *, method=None, **kwargs) -> Frontier:
     return _frontier(setting_of(model, hardware, **problem), make_method(method, **options))
 
 
+def frontier_plot(model, hardware=None, *, method=None, front: Frontier | None = None, **kwargs):
+    """The figure ``frontier --figure`` draws: cost against speed per request.
+
+    Under an engine profile the expected frontier is drawn with its 80 % and 90 % bands and
+    the ideal bound's frontier (the same setting without the engine) dashed beside it; under
+    an ideal preset, the frontier alone.
+
+    Parameters
+    ----------
+    model, hardware, method, **settings
+        As ``frontier``.
+    front : Frontier, optional
+        The setting's frontier when it is already computed (searched again when not given).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (``fig.savefig("f.png")`` writes it).
+
+    Examples
+    --------
+    >>> import inference_econ as ie
+    >>> fig = ie.frontier_plot("Llama 3 8B", "H100-paper", grid_points=40)
+    >>> fig.axes[0].get_ylabel()
+    'cost per million output tokens'
+    """
+    from ..optimise.method import make_method
+    from ..output.plots import frontier_figure
+
+    problem, method, options = _split({"method": method, **kwargs})
+    setting = setting_of(model, hardware, **problem)
+    method = make_method(method, **options)
+    label = setting.assumptions.label
+    expected = expected_figures(setting)
+    name = f"expected ({label})" if expected else f"ideal bound ({label})"
+    fronts = {name: front if front is not None else _frontier(setting, method)}
+    styles = {}
+    if expected:
+        bound = ideal_setting(setting)
+        name = f"ideal bound ({bound.assumptions.label})"
+        fronts[name], styles[name] = _frontier(bound, method), "dashed"
+    title = f"{setting.name}: cost against speed per request"
+    return frontier_figure(fronts, title, styles=styles)
+
+
 def study(
     spec,
     out=None,
@@ -590,6 +635,7 @@ __all__ = [
     "fit_preference",
     "frontier",
     "frontier_columns",
+    "frontier_plot",
     "hardware_summary",
     "held_intervals",
     "ideal_setting",

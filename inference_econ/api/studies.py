@@ -231,7 +231,13 @@ def sweep(
 
 
 def compare_measured(
-    path, assumptions: str = "paper", engine: str | None = None, progress=None
+    path,
+    assumptions: str = "paper",
+    engine: str | None = None,
+    progress=None,
+    hardware: str | None = None,
+    gpus: int | None = None,
+    precision: str | None = None,
 ) -> Comparison:
     """Measured rows against the model's predictions, row by row.
 
@@ -245,6 +251,12 @@ def compare_measured(
         The engine profile (default each row's engine).
     progress : callable, optional
         Called with a line of text as the work goes.
+    hardware : str, optional
+        The GPU of the rows that name none (a plain ``vllm bench serve`` result).
+    gpus : int, optional
+        The GPU count of the rows that state none.
+    precision : str, optional
+        The precision (``FP8``, ``BF16``, ``FP4``) of the rows that state none.
 
     Returns
     -------
@@ -253,7 +265,7 @@ def compare_measured(
     """
     from ..measured.comparison import compare
 
-    return compare(path, assumptions, engine, progress=progress)
+    return compare(path, assumptions, engine, progress, hardware, gpus, precision)
 
 
 def calibrate(path, engine: str, holdout: bool, progress, split: str) -> Calibration:

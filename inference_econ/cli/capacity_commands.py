@@ -555,7 +555,8 @@ def _redundancy_notes(plan) -> list[str]:
         f"(against {plan.max_rate_per_s:.4g} with every instance up) and has an instance down "
         f"{red.degraded_probability:.2%} of the time.",
         f"N+1: {red.deployment.describe()} {red.setting.gpu.name} for "
-        f"${red.result.usd_per_hour:,.4g}/h (${red.extra_usd_per_hour:,.4g}/h more, "
+        f"${red.result.usd_per_hour:,.4g}/h, ${red.result.monthly_usd:,.0f} a month "
+        f"(${red.extra_usd_per_hour:,.4g}/h more, "
         f"{red.extra_usd_per_hour / red.base_usd_per_hour:+.0%}; ${red.result.usd_per_m_output_tokens_all_in:.3g} "
         f"all-in per million output tokens at this load); simulated at the full load with {down}; more "
         f"instances down than it covers {red.shortfall_probability:.2g} of the time.",
@@ -584,7 +585,8 @@ def _confident_notes(plan) -> list[str]:
         f"expected load (the low end of the {c.level} % interval of the load it holds), so the "
         f"targets hold at {plan.rate_per_s:g} req/s with {c.deployment.describe()}"
         f"{' ' + c.hardware if c.hardware else ''} "
-        f"(${c.usd_per_hour:,.2f} an hour, ${c.usd_per_m_output_tokens_all_in:.3g} all-in per "
+        f"(${c.usd_per_hour:,.2f} an hour, ${c.monthly_usd:,.0f} a month, "
+        f"${c.usd_per_m_output_tokens_all_in:.3g} all-in per "
         "million output tokens)."
     )
     return [text + (f" ({c.note})" if c.note else "")]

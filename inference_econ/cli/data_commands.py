@@ -36,6 +36,25 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 @click.argument("csv", type=click.Path())
 @options("assumptions", "engine")
 @click.option(
+    "--hardware",
+    "-H",
+    metavar="NAME",
+    help="The GPU of the rows that name none (a vllm bench serve or aiperf result run"
+    " without an export's metadata or plan.json beside it); rows that name one keep it.",
+)
+@click.option(
+    "--gpus",
+    type=click.IntRange(1, table.MAX_GPUS),
+    metavar="N",
+    help="The GPU count of the rows that state none; rows that state one keep it.",
+)
+@click.option(
+    "--precision",
+    metavar="WORD",
+    help="The precision of the rows that state none: FP8, BF16 or FP4 (weights and"
+    " activations); rows that state one keep it.",
+)
+@click.option(
     "--figure",
     type=FigureFile(),
     help="Also draw measured against predicted (log-log, a colour per source; PNG/SVG).",
@@ -44,7 +63,9 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 @out_option
 @quiet_option
 @handle_errors
-def compare_measured(csv, assumptions, engine, figure, format, out, quiet):
+def compare_measured(
+    csv, assumptions, engine, hardware, gpus, precision, figure, format, out, quiet
+):
     """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format):
     one row per input row with measured, predicted, error = predicted/measured - 1 and a
     status (ok, derived, unresolved: ..., out of scope: ..., infeasible: ...), then the
@@ -59,7 +80,9 @@ def compare_measured(csv, assumptions, engine, figure, format, out, quiet):
     from ..output.render import render
 
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
-    result = compare_measured(csv, assumptions, engine, progress=Progress(quiet, every_s=10.0))
+    result = compare_measured(
+        csv, assumptions, engine, Progress(quiet, every_s=10.0), hardware, gpus, precision
+    )
     table = result.table
     for _, row in table[table.beats_bound.fillna(False)].iterrows():
         click.echo(

@@ -250,21 +250,12 @@ def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:
 
 
 def _frontier_figure(setting, method, front, figure: str) -> None:
-    """The frontier drawn: under an engine profile with its bands and the ideal bound's
-    frontier (the same setting without the engine) dashed."""
+    """The frontier drawn (``api.frontier_plot``) and saved."""
     from .. import api
-    from ..output.plots import frontier_figure, save
+    from ..output.plots import save
 
-    label = setting.assumptions.label
-    expected = api.expected_figures(setting)
-    fronts = {f"expected ({label})" if expected else f"ideal bound ({label})": front}
-    styles = {}
-    if expected:
-        bound = api.ideal_setting(setting)
-        name = f"ideal bound ({bound.assumptions.label})"
-        fronts[name], styles[name] = api.frontier(bound, method=method), "dashed"
-    title = f"{setting.name}: cost against speed per request"
-    for path in save(frontier_figure(fronts, title, styles=styles), *FigureFile.target(figure)):
+    fig = api.frontier_plot(setting, method=method, front=front)
+    for path in save(fig, *FigureFile.target(figure)):
         click.echo(f"wrote {path}", err=True)
 
 

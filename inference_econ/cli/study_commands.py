@@ -143,7 +143,7 @@ def report(source, out, compare, max_points, where, quiet):
                inference-econ report out/study --out slice.html --where hardware=H100-paper,V100-paper
 
     (out/study: the folder 'inference-econ study examples/study.yaml --out out/study' writes;
-    a scenario works the same: 'report paper/figure-4 --out figure-4.html'.)
+    a scenario works the same: 'report paper/figure-6 --out figure-6.html'.)
     """
     from ..output.report import write_report
     from ..output.report_figures import require_plotly

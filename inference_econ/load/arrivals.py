@@ -20,7 +20,7 @@ the same load. Other routers, and sessions, are simulated on a group of instance
 Synthetic traffic may share prefixes too: every prompt starts with one of ``shared_prefixes``
 system prompts of ``shared_prefix_tokens`` tokens, and with ``session_turns`` turns a session's
 next request is sent a think time (exponential, mean ``think_time_s``) after its previous answer
-and its prompt holds every earlier turn, prompts and answers; ``--input-length`` is then the
+and its prompt holds every earlier turn, prompts and answers; ``--prompt-tokens`` is then the
 new message of each turn.
 """
 

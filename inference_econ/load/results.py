@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..columns import HOURS_PER_MONTH
 from ..errors import InfeasibleError
 from ..model.economics import usd_per_mtok
 from ..serving.intervals import load_intervals
@@ -233,6 +234,11 @@ class LoadResult:
         return self.input_tokens_per_s / self.output_tokens_per_s
 
     @property
+    def monthly_usd(self) -> float:
+        """The deployment's cost a month (``columns.HOURS_PER_MONTH`` hours of it)."""
+        return self.usd_per_hour * HOURS_PER_MONTH
+
+    @property
     def p99(self) -> dict[str, float]:
         return {"ttft": self.ttft_s.p99, "tpot": self.tpot_s.p99, "e2e": self.e2e_s.p99}
 
@@ -272,6 +278,7 @@ class LoadResult:
                 "preemptions": self.preemptions,
                 "rejected": self.rejected,
                 "usd_per_hour": self.usd_per_hour,
+                "monthly_usd": self.monthly_usd,
                 "usd_per_m_input_tokens": self.usd_per_m_input_tokens,
                 "usd_per_m_output_tokens": self.usd_per_m_output_tokens,
                 "usd_per_m_output_tokens_all_in": self.usd_per_m_output_tokens_all_in,
@@ -628,11 +635,20 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
 
 
 def _prices(setup: RunSetup, measured: Measured, window: Window) -> dict:
-    """The deployment's cost per hour and per million input, output and all-in output tokens
-    over the service window, its GPU time split by the share that went to prompts."""
+    """The deployment's cost per hour and per million input, output and all-in output tokens,
+    its GPU time split by the share that went to prompts. A deployment that keeps up with an
+    offered rate is priced at that rate (``_offered_output_tokens``): its sample's realised rate over
+    the service window differs from it by the seed's luck. One that does not keep up, a closed
+    loop and a trace whose requests all arrive at once are priced at what they serve over the
+    service window."""
     price, gpus = setup.usd_per_gpu_hour, setup.total_gpus
     n_in, n_out = setup.scale * window.input_tokens, setup.scale * window.output_tokens
     gpu_s = gpus * window.seconds
+    offered = _offered_output_tokens(setup, measured, window)
+    if offered is not None and n_out > 0:
+        # one second of the offered load: its output tokens, and their prompt tokens at the
+        # input:output ratio the result states (so r·input + output stays the all-in price)
+        n_in, n_out, gpu_s = offered * n_in / n_out, offered, float(gpus)
     share = measured.input_share
 
     def dollars(seconds, tokens):
@@ -644,6 +660,21 @@ def _prices(setup: RunSetup, measured: Measured, window: Window) -> dict:
         "usd_per_m_output_tokens": dollars(gpu_s * (1.0 - share), n_out),
         "usd_per_m_output_tokens_all_in": dollars(gpu_s, n_out),
     }
+
+
+def _offered_output_tokens(setup: RunSetup, measured: Measured, window: Window):
+    """Output tokens per second the offered rate brings to the deployment and it serves: the
+    rate times the output tokens of the requests served per request sent (the sample's mean
+    length; rejected requests bring none). None where there is no offered rate to price, or
+    the deployment does not keep up with it."""
+    rate = setup.rate_per_s
+    if not (math.isfinite(rate) and rate > 0) or window.backlog_growth > BACKLOG_GROWTH:
+        return None
+    if setup.traffic.startswith(CLOSED_LOOP) or not len(measured.arrivals):
+        return None
+    served = np.isfinite(measured.latencies.e2e_s)
+    output = measured.arrivals.output_tokens
+    return rate * float(np.sum(output[served])) / len(output)
 
 
 def _run_energy(setup: RunSetup, measured: Measured, window: Window) -> dict:

@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from .. import settings as table
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, plural
 from ..model.assumptions import ACHIEVABLE
 from ..specs.engine import EngineProfile, load_engine
 from . import comparison
@@ -365,12 +365,28 @@ def _drop_unconstrained_once(problem, priors, values, errors, notes, say, subset
     if have < len(keep) + 2 or not keep:
         kinds = "; ".join(sorted({priors[k].rows for k in weak}))
         raise InfeasibleError(
-            f"the rows constrain only {len(keep)} terms; calibrate needs more varied rows ({kinds})"
+            f"{_unpinned(priors, keep, have)}; calibrate needs more varied rows ({kinds})"
         )
-    say(f"refitting the {len(keep)} terms the rows constrain")
+    dropped = ", ".join(priors[k].key for k in weak)
+    say(
+        f"dropping {dropped} (the rows do not pin {'it' if len(weak) == 1 else 'them'} down); "
+        f"refitting the {len(keep)} {plural(len(keep), 'term')} left"
+    )
     x0 = np.array([values[k] for k, _ in enumerate(priors) if k not in weak])
     values, errors = fit(problem, tuple(keep), subset=subset, x0=x0)
     return tuple(keep), values, errors
+
+
+def _unpinned(priors, keep, have: int) -> str:
+    """What a fit's rows leave: no term of the fit pinned down, or too few rows for the
+    terms they pin down."""
+    n = len(priors)
+    if not keep:
+        if n == 1:
+            return f"the rows do not pin down the one term left ({priors[0].key})"
+        return f"the rows pin down none of the {n} terms of the fit"
+    k = len(keep)
+    return f"{have} rows cannot fit the {k} {plural(k, 'term')} they pin down (needs {k + 2})"
 
 
 def _data_share(problem, priors, values, subset=None) -> np.ndarray:

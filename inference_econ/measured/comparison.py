@@ -259,14 +259,22 @@ def _unit_scale(row: MeasuredRow) -> float:
     return _scale_of(row.unit, row.metric.quantity if row.metric is not None else "")
 
 
-def compare(path, assumptions="paper", engine=None, progress=None):
+def compare(
+    path, assumptions="paper", engine=None, progress=None, hardware=None, gpus=None, precision=None
+):
     """Every row of a measured CSV with the model's prediction: ``Comparison``.
     ``progress(message)``: called as the rows the load engine simulates are predicted (a
-    whole MLPerf file takes tens of minutes)."""
+    whole MLPerf file takes tens of minutes). ``hardware``, ``gpus``, ``precision``: those
+    of the rows that state none (a benchmark tool's plain result)."""
     from ..specs.collector import gc_frozen
     from .reading import load_measured
 
-    rows = load_measured(path)
+    stated = {
+        "hardware": hardware,
+        "n_gpus": None if gpus is None else str(gpus),
+        "precision": precision,
+    }
+    rows = load_measured(path, stated)
     token = _PROGRESS.set(progress)
     try:
         with gc_frozen():  # the rows live to the end: the collector need not walk them again

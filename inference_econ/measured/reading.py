@@ -179,11 +179,12 @@ def _read_columns(path: Path) -> tuple[list[str], list[list[str]], dict[int, Spe
     return names, [list(c) for c in zip(*rows)], ragged
 
 
-def load_measured(path: str | Path) -> list[MeasuredRow]:
+def load_measured(path: str | Path, stated: dict | None = None) -> list[MeasuredRow]:
     """Read, validate and resolve a measured CSV (one ``MeasuredRow`` per line). A file that
     cannot be read, has no rows or misses a column is an error; a row that cannot be read
     (a bad number, a layout that does not fit its GPUs) gets an ``unresolved`` status with the
-    field and the reason, and every other row goes on."""
+    field and the reason, and every other row goes on. ``stated``: columns (``hardware``,
+    ``n_gpus``) given on the command line, for the rows that do not state them."""
     path = Path(file_path(path))
     from .tool_results import tool_frame  # benchmark tools' JSON results, by their content
 
@@ -203,6 +204,10 @@ def load_measured(path: str | Path) -> list[MeasuredRow]:
         # Arrow string column one by one (a third of the time of a 100,000-row log)
         names, ragged = list(df.columns), {}  # once: iterating an Arrow index is slow
         columns = [df[c].tolist() for c in df.columns]
+    for name, value in (stated or {}).items():
+        if value is not None and name in names:
+            i = names.index(name)
+            columns[i] = [value if sem.is_missing(c) else c for c in columns[i]]
     records = [dict(zip(names, cells)) for cells in zip(*columns)]
     if ragged and len(ragged) == len(records):  # no row can be read: one error, not a table
         left_out(str(path), "row", len(records), [(i + 2, e) for i, e in ragged.items()])
@@ -290,6 +295,15 @@ def _texts(line: int, rec: dict, parent: int | None) -> dict:
     )
 
 
+def _how_to_state(rec: dict) -> str:
+    """How to give what a row leaves out: the options that fill the GPU and its count in."""
+    missing = ["--gpus N"]
+    if sem.is_missing(rec["hardware"]):
+        missing.insert(0, "--hardware NAME")
+        return f" and hardware is not either: give {' '.join(missing)}"
+    return f": give {missing[0]}"
+
+
 def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     """One record resolved; names or fields the toolkit cannot read give a status."""
     where = f"{path}, row {line}"
@@ -306,7 +320,9 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     if gpus is None:
         if count is None:
             return MeasuredRow(
-                status=f"unresolved: n_gpus {str(rec['n_gpus'])!r} is not stated", **base
+                status=f"unresolved: n_gpus {str(rec['n_gpus'])!r} is not stated"
+                f"{_how_to_state(rec)}",
+                **base,
             )
         base["gpus"] = gpus = int(
             check_number(
@@ -314,7 +330,8 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
             )
         )
     if gpu is None:
-        return MeasuredRow(status=f"unresolved: {why}", **base)
+        give = ": give --hardware NAME" if sem.is_missing(rec["hardware"]) else ""
+        return MeasuredRow(status=f"unresolved: {why}{give}", **base)
     base["gpu"] = gpu
     if kind == "micro":
         return _micro(rec, base, metric, where)

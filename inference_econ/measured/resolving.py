@@ -176,7 +176,10 @@ WITH_LATENCIES = ("server", "interactive", "closed_loop")
 
 def scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
     if bits is None:
-        return f"precision {str(rec.get('precision', ''))!r} is not stated"
+        return (
+            f"precision {str(rec.get('precision', ''))!r} is not stated: give --precision "
+            "(FP8, BF16, FP4)"
+        )
     if scenario is None:
         return "scenario not stated (give a scenario column, or a concurrency)"
     if scenario not in MEASURABLE:

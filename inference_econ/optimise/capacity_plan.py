@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..columns import HOURS_PER_MONTH
 from ..load.deployment import Deployment
 from ..load.failures import Failures
 from ..load.results import LoadResult
@@ -78,6 +79,7 @@ class CapacityPlan:
             "layout": r.layout,
             "gpus": r.gpus,
             "usd_per_hour": r.usd_per_hour,
+            "monthly_usd": r.monthly_usd,
             "usd_per_m_input_tokens": r.usd_per_m_input_tokens,
             "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
             "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
@@ -167,6 +169,7 @@ class CapacityPlan:
                 "deployment": self.deployment.describe(),
                 "gpus": self.deployment.gpus,
                 "usd_per_hour": r.usd_per_hour,
+                "monthly_usd": r.monthly_usd,
                 "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
                 "max_rate_per_s": self.max_rate_per_s,
             }
@@ -180,6 +183,7 @@ class CapacityPlan:
                     "deployment": c.deployment.describe(),
                     "gpus": c.deployment.gpus,
                     "usd_per_hour": c.usd_per_hour,
+                    "monthly_usd": c.monthly_usd,
                     "usd_per_m_output_tokens_all_in": c.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": c.max_rate_per_s,
                 }
@@ -193,6 +197,7 @@ class CapacityPlan:
                     "deployment": b.deployment.describe(),
                     "gpus": b.deployment.gpus,
                     "usd_per_hour": b.result.usd_per_hour,
+                    "monthly_usd": b.result.monthly_usd,
                     "usd_per_m_output_tokens_all_in": b.result.usd_per_m_output_tokens_all_in,
                     "max_rate_per_s": b.max_rate_per_s,
                 }
@@ -241,6 +246,11 @@ class Confident:
     note: str
     #: Its GPU (None: the expected plan's).
     hardware: str | None = None
+
+    @property
+    def monthly_usd(self) -> float:
+        """Its cost a month (``columns.HOURS_PER_MONTH`` hours)."""
+        return self.usd_per_hour * HOURS_PER_MONTH
 
 
 @dataclass(frozen=True)

@@ -43,17 +43,20 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     rate = df["rate_per_s"].to_numpy()
     knee = result.max_rate_per_s
+    layouts = _layouts(df)
     for ax, (name, label, unit, scale) in zip(axes[0], panels):
-        for stat, text, style, marker, colour in STATS:
-            ax.plot(
-                rate,
-                df[f"{name}_{stat}_s"] * scale,
-                ls=style,
-                marker=marker,
-                ms=4,
-                color=colour,
-                label=text,
-            )
+        for (layout, part), fill in zip(layouts, FILLS * len(layouts)):
+            for stat, text, style, marker, colour in STATS:
+                ax.plot(
+                    part["rate_per_s"].to_numpy(),
+                    part[f"{name}_{stat}_s"] * scale,
+                    ls=style,
+                    marker=marker,
+                    ms=4,
+                    fillstyle=fill,
+                    color=colour,
+                    label=text if len(layouts) == 1 else f"{text}, {layout}",
+                )
         if f"{name}_p99_s_low90" in df:  # expected figures: p99's 90 % interval, shaded
             ax.fill_between(
                 rate,
@@ -105,6 +108,20 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
     fig.suptitle("\n".join(filter(None, [wrap(head, 110), wrap(sub, 130)])), fontsize=10)
     fig.tight_layout()
     return fig
+
+
+#: The markers of each layout a sweep ran, in order: filled, hollow, half-filled.
+FILLS = ("full", "none", "left", "bottom")
+
+
+def _layouts(df) -> list:
+    """(layout, its rows) of each instance layout the sweep's loads ran, in order of the
+    load first run on it: the engine chooses the layout fastest at each load (docs/model.md
+    §E6), and each is its own deployment, drawn as its own curve (one line through points of
+    different layouts would show one deployment's latencies where another's were measured)."""
+    if "layout" not in df or df["layout"].nunique() <= 1:
+        return [("", df)]
+    return [(str(name), part) for name, part in df.groupby("layout", sort=False)]
 
 
 def _tick(value: float, _pos=None) -> str:

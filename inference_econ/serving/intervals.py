@@ -29,6 +29,7 @@ Ideal-bound figures (the ``paper`` and ``refined`` presets) have no interval: th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, cast
 
@@ -208,9 +209,36 @@ def bound_on(gpu, weight_bits: float, tokens_per_step) -> np.ndarray:
     return np.where(np.asarray(tokens_per_step, dtype=float) >= ridge, "compute", "memory")
 
 
-def bands(setting: Setting, kind: FigureKind, gpus, bound) -> list[Band]:
-    """The band of each configuration of ``setting`` (``stratum_bands``)."""
-    return stratum_bands(setting.model, setting.gpu, kind, gpus, bound)
+#: An MFU the bands of one kind stop at (``within_peak``): (kind, the MFU's orientation,
+#: the MFU of the configuration).
+PeakCap = tuple[str, int, float]
+
+
+def bands(setting: Setting, kind: FigureKind, gpus, bound, peak: PeakCap | None = None):
+    """The band of each configuration of ``setting`` (``stratum_bands``), held within the
+    peak (``within_peak``) where ``peak`` names this kind."""
+    chosen = stratum_bands(setting.model, setting.gpu, kind, gpus, bound)
+    if peak is None or peak[0] != kind:
+        return chosen
+    return within_peak(chosen, peak[1], peak[2])
+
+
+def within_peak(chosen: list[Band], orientation: int, mfu: float) -> list[Band]:
+    """``chosen`` with every quantile clipped where the figures it moves would put the MFU
+    (``mfu``, of ``orientation`` in the kind) above 1: no end of an interval implies more
+    than the hardware's peak FLOP/s, be it the MFU's end or the speed, time or price moving
+    with it."""
+    if not (0.0 < mfu <= 1.0):
+        return chosen
+    top = -math.log(mfu)  # orientation * q never above it: mfu * exp(orientation * q) <= 1
+
+    def clip(q: float) -> float:
+        return min(q, top) if orientation > 0 else max(q, -top)
+
+    return [
+        dataclasses.replace(b, q05=clip(b.q05), q10=clip(b.q10), q90=clip(b.q90), q95=clip(b.q95))
+        for b in chosen
+    ]
 
 
 def stratum_bands(arch, gpu, kind: FigureKind, gpus, bound) -> list[Band]:
@@ -254,7 +282,9 @@ def _power_log_band() -> tuple[float, float]:
     return math.log(1.0 / high), math.log(1.0 / low)
 
 
-def composed_limits(terms, values, setting: Setting, gpus, bound) -> dict[str, np.ndarray]:
+def composed_limits(
+    terms, values, setting: Setting, gpus, bound, peak: PeakCap | None = None
+) -> dict[str, np.ndarray]:
     """``limits`` of a figure whose error is that of several (``COMPOSED``): each term's log
     ends, flipped where its orientation is -1, added end to end."""
     v = np.asarray(values, dtype=float)
@@ -263,7 +293,9 @@ def composed_limits(terms, values, setting: Setting, gpus, bound) -> dict[str, n
     low = {level: np.zeros(n) for level in LEVELS}
     high = {level: np.zeros(n) for level in LEVELS}
     for kind, orientation in terms:
-        chosen = None if kind == "power" else bands(setting, cast(FigureKind, kind), gpus, bound)
+        chosen = (
+            None if kind == "power" else bands(setting, cast(FigureKind, kind), gpus, bound, peak)
+        )
         for level in LEVELS:
             if chosen is None:
                 lo, hi = (np.full(n, e) for e in _power_log_band())
@@ -308,11 +340,11 @@ def activity_of_watts(values, setting: Setting) -> np.ndarray:
 
 
 def figure_limits(
-    name: str, values, setting: Setting, gpus, bound, figures=None, composed=None
+    name: str, values, setting: Setting, gpus, bound, figures=None, composed=None, peak=None
 ) -> dict[str, np.ndarray]:
     """The interval ends (``limits``) of figure ``name``, one per value: a kind's band
     (``figures``, default ``FIGURES``), a composition (``composed``, default ``COMPOSED``)
-    or the activity."""
+    or the activity; ``peak`` holds one kind's bands within the peak (``bands``)."""
     figures = FIGURES if figures is None else figures
     composed = COMPOSED if composed is None else composed
     if name in figures:
@@ -321,7 +353,7 @@ def figure_limits(
         ends = limits(
             values,
             orientation,
-            bands(setting, kind, np.broadcast_to(gpus, n), np.broadcast_to(bound, n)),
+            bands(setting, kind, np.broadcast_to(gpus, n), np.broadcast_to(bound, n), peak),
         )
         if name.endswith(("mfu", "_fraction")):  # at most the peak, the whole
             ends = {k: np.minimum(v, 1.0) for k, v in ends.items()}
@@ -331,7 +363,7 @@ def figure_limits(
         ends = activity_limits(activity_of_watts(values, setting), setting)
         return {k: v if power is None else it_power_w(power, v) for k, v in ends.items()}
     if name in composed:
-        return composed_limits(composed[name], values, setting, gpus, bound)
+        return composed_limits(composed[name], values, setting, gpus, bound, peak)
     if name == ACTIVITY:
         return activity_limits(values, setting)
     raise KeyError(name)
@@ -458,14 +490,16 @@ def held_intervals(result, max_rate_per_s: float) -> dict:
 
 
 def figure_intervals(
-    values: dict, names, setting: Setting, gpus, bound: str, figures=None, composed=None
+    values: dict, names, setting: Setting, gpus, bound: str, figures=None, composed=None, peak=None
 ) -> dict:
     """The interval columns of single figures ``values[name]`` for ``names`` (kinds from
     ``figures``, default ``FIGURES``): one instance of ``gpus`` GPUs whose steps are
-    ``bound``-bound."""
+    ``bound``-bound; ``peak`` holds them within the peak (``bands``)."""
     out = {}
     for name in names:
-        ends = figure_limits(name, [values[name]], setting, [gpus], [bound], figures, composed)
+        ends = figure_limits(
+            name, [values[name]], setting, [gpus], [bound], figures, composed, peak
+        )
         for column, (_, v) in zip(interval_columns(name), _ordered(ends)):
             out[column] = float(v[0])
     return out
@@ -479,7 +513,10 @@ def series_intervals(
     if not expected(setting):
         return row
     names = [n for n in row.index if has_interval(n, figures, composed)]
-    ends = figure_intervals(row.to_dict(), names, setting, gpus, bound, figures, composed)
+    values = row.to_dict()
+    ends = figure_intervals(
+        values, names, setting, gpus, bound, figures, composed, _peak(values, figures)
+    )
     out = {}
     for key, value in row.items():
         out[key] = value
@@ -488,6 +525,16 @@ def series_intervals(
     import pandas as pd  # on first use
 
     return pd.Series(out)
+
+
+def _peak(values: dict, figures) -> PeakCap | None:
+    """The peak a result's figures stop at: its MFU's kind and orientation in ``figures``
+    and its MFU (None: it states none)."""
+    if figures is None or "mfu" not in figures or "mfu" not in values:
+        return None
+    kind, orientation = figures["mfu"]
+    mfu = float(values["mfu"])
+    return (kind, orientation, mfu) if math.isfinite(mfu) else None
 
 
 def inverse_intervals(row: dict, source: str, name: str) -> dict:

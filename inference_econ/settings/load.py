@@ -217,7 +217,7 @@ class SharingOptions:
     shared_prefix_tokens: int | None = setting(
         None,
         help="Traffic: every prompt starts with a shared system prompt of this many tokens"
-        " (--input-length is then the rest of the prompt).",
+        " (--prompt-tokens is then the rest of the prompt).",
         unit="tokens",
         minimum=1,
         maximum=10_000_000,
@@ -237,7 +237,7 @@ class SharingOptions:
     session_turns: int = setting(
         1,
         help="Traffic: requests per session; each next one is sent after the answer before it"
-        " (plus --think-time) and its prompt holds every earlier turn (--input-length: each new"
+        " (plus --think-time) and its prompt holds every earlier turn (--prompt-tokens: each new"
         " message).",
         unit="requests",
         minimum=1,

@@ -26,7 +26,7 @@ class ServedOptions:
     context_tokens: float = setting(
         # A context a deployment has: 0 read no KV cache and let the cheapest
         # point batch 5,000-17,000 requests. 1,000 tokens is the paper's own middle context
-        # (Figure 7's "Context of 1K tokens") and the order of MLPerf's chat benchmarks'
+        # (figure-context's "Context of 1K tokens") and the order of MLPerf's chat benchmarks'
         # decode contexts (datasets/mlperf.yaml: 438 and 555 tokens for Llama 2 70B and
         # Mixtral 8x7B; 9,585 for Llama 3.1 405B's long-context set). Paper tables and figures
         # that use an empty context say context_tokens: 0 in their scenario files.
