@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from ..errors import expect  # noqa: E402
@@ -97,7 +98,19 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
         ax.set_xlabel("offered load (requests/s)")
         ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left", handlelength=3.5)
+        ax.legend(
+            handles=_legend_handles(ax, layouts), fontsize=7, loc="upper left", handlelength=3.5
+        )
+    if len(layouts) > 1:  # the layouts once, under the panels: marker fill tells them apart
+        fig.legend(
+            handles=_layout_handles(layouts),
+            loc="lower center",
+            ncol=min(len(layouts), 2),
+            fontsize=8,
+            title="instance layout the engine chose at each load (marker fill)",
+            title_fontsize=8,
+            frameon=False,
+        )
     at = result.at_max or result.curve[0] if (result.at_max or result.curve) else None
     head = title or (f"{at.model}: {result.deployment.describe()} {at.hardware}" if at else "")
     sub = (
@@ -106,8 +119,32 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
         else result.targets.describe()
     )
     fig.suptitle("\n".join(filter(None, [wrap(head, 110), wrap(sub, 130)])), fontsize=10)
-    fig.tight_layout()
+    rows = -(-len(layouts) // 2) if len(layouts) > 1 else 0
+    fig.tight_layout(rect=(0, 0.05 + 0.045 * rows if rows else 0, 1, 1))
     return fig
+
+
+def _legend_handles(ax, layouts) -> list:
+    """A panel's legend: each percentile once (its colour, marker and dash) and the reference
+    lines; with several layouts the curves' own labels (\"p99, <layout>\") stay on the lines,
+    and the layouts go in the figure's legend."""
+    handles, labels = ax.get_legend_handles_labels()
+    if len(layouts) == 1:
+        return handles
+    stats = [
+        Line2D([], [], ls=style, marker=marker, ms=4, color=colour, label=text)
+        for _, text, style, marker, colour in STATS
+    ]
+    rest = [h for h, lab in zip(handles, labels) if not lab.startswith(("p50,", "p90,", "p99,"))]
+    return stats + rest
+
+
+def _layout_handles(layouts) -> list:
+    """One grey marker a layout, filled as its curves are."""
+    return [
+        Line2D([], [], ls="", marker="o", ms=6, color="#555555", fillstyle=fill, label=layout)
+        for (layout, _), fill in zip(layouts, FILLS * len(layouts))
+    ]
 
 
 #: The markers of each layout a sweep ran, in order: filled, hollow, half-filled.
