@@ -707,7 +707,16 @@ def test_max_load_and_its_figure(llama8b):
     )
     rates = mixed.to_dataframe().groupby("layout")["rate_per_s"].apply(set).to_dict()
     assert len(rates) == 2 and rates["B"] == high
-    ax = ie.latency_load_figure(mixed).axes[1]
+    fig = ie.latency_load_figure(mixed)
+    ax = fig.axes[1]
+    # each percentile once in a panel's legend, each layout once in the figure's, not 3 x 2
+    panel = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert [lab for lab in panel if lab.startswith("p") and "interval" not in lab] == [
+        "p50",
+        "p90",
+        "p99",
+    ]
+    assert sorted(text.get_text() for text in fig.legends[0].get_texts()) == sorted(rates)
     drawn = {
         lab: set(ln.get_xdata())
         for ln, lab in zip(*ax.get_legend_handles_labels())
