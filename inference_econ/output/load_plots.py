@@ -101,16 +101,6 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
         ax.legend(
             handles=_legend_handles(ax, layouts), fontsize=7, loc="upper left", handlelength=3.5
         )
-    if len(layouts) > 1:  # the layouts once, under the panels: marker fill tells them apart
-        fig.legend(
-            handles=_layout_handles(layouts),
-            loc="lower center",
-            ncol=min(len(layouts), 2),
-            fontsize=8,
-            title="instance layout the engine chose at each load (marker fill)",
-            title_fontsize=8,
-            frameon=False,
-        )
     at = result.at_max or result.curve[0] if (result.at_max or result.curve) else None
     head = title or (f"{at.model}: {result.deployment.describe()} {at.hardware}" if at else "")
     sub = (
@@ -119,9 +109,27 @@ def latency_load_figure(result: MaxLoad, title: str = "", offered_rate_per_s: fl
         else result.targets.describe()
     )
     fig.suptitle("\n".join(filter(None, [wrap(head, 110), wrap(sub, 130)])), fontsize=10)
-    rows = -(-len(layouts) // 2) if len(layouts) > 1 else 0
-    fig.tight_layout(rect=(0, 0.05 + 0.045 * rows if rows else 0, 1, 1))
+    _layout_legend(fig, layouts)
     return fig
+
+
+def _layout_legend(fig, layouts) -> None:
+    """Lay the figure out, with the layouts once under the panels when the sweep ran several
+    (their marker fill tells them apart)."""
+    if len(layouts) == 1:
+        fig.tight_layout()
+        return
+    fig.legend(
+        handles=_layout_handles(layouts),
+        loc="lower center",
+        ncol=min(len(layouts), 2),
+        fontsize=8,
+        title="instance layout the engine chose at each load (marker fill)",
+        title_fontsize=8,
+        frameon=False,
+    )
+    rows = -(-len(layouts) // 2)
+    fig.tight_layout(rect=(0, 0.05 + 0.045 * rows, 1, 1))
 
 
 def _legend_handles(ax, layouts) -> list:
