@@ -24,8 +24,8 @@ from ..errors import SpecError, did_you_mean
 if TYPE_CHECKING:
     import numpy as np
 
-#: The engine folder a table is read from when none is named.
-DEFAULT_ENGINE = "trtllm-1.3.0rc20"
+#: The folder of tables (engine and version) read when none is named.
+DEFAULT_TABLES = "trtllm-1.3.0rc20"
 #: The fields each kind of table must have (its file's name: ``gemm.csv.gz`` is a GEMM table).
 REQUIRED: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm_dtype", "m", "n", "k", "latency_ms"),
@@ -75,14 +75,14 @@ class KernelTable:
         return tuple(self.columns)
 
 
-def kernel_table(gpu: str, op: str, engine: str = DEFAULT_ENGINE) -> KernelTable:
+def kernel_table(gpu: str, op: str, engine: str = DEFAULT_TABLES) -> KernelTable:
     """The table of ``op`` (``gemm``, ``generation_attention``, ``nccl``...) measured on
     ``gpu`` (a folder of kernels/: ``h100_sxm``, ``b200_sxm``...) under ``engine`` (its folder:
     ``trtllm-1.3.0rc20``, ``nccl-2.29.2``)."""
     return read_kernel_table(table_path(gpu, op, engine))
 
 
-def table_path(gpu: str, op: str, engine: str = DEFAULT_ENGINE) -> Path:
+def table_path(gpu: str, op: str, engine: str = DEFAULT_TABLES) -> Path:
     """The file of ``kernel_table(gpu, op, engine)``; a SpecError naming what is shipped when
     there is none."""
     from .catalog import data_roots
