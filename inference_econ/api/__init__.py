@@ -102,6 +102,7 @@ from .views import (
 
 if TYPE_CHECKING:  # imported on first use: a point is computed and printed without them
     import pandas as pd
+    from matplotlib.figure import Figure
 
     from ..optimise.frontier import Frontier
     from ..optimise.method import Method
@@ -271,7 +272,9 @@ def frontier(model, hardware=None, *, method=None, **kwargs) -> Frontier:
     return _frontier(setting_of(model, hardware, **problem), make_method(method, **options))
 
 
-def frontier_plot(model, hardware=None, *, method=None, front: Frontier | None = None, **kwargs):
+def frontier_plot(
+    model, hardware=None, *, method=None, front: Frontier | None = None, **kwargs
+) -> Figure:
     """The figure ``frontier --figure`` draws: cost against speed per request.
 
     Under an engine profile the expected frontier is drawn with its 80 % and 90 % bands and
