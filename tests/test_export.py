@@ -247,7 +247,7 @@ def test_capacity_export_replays_the_plans_rate_and_targets():
 def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
     """aiconfigurator chose a vLLM decode worker of Kimi-K2.5 NVFP4 on 4 B200 at batch 96 per
     rank (384 requests), ISL 8192 / OSL 1024, whose KV cache did not fit: vLLM admitted about
-    29 of them (ai-dynamo/aiconfigurator issue #1396, fixed by pull request #1423). The export
+    29 of them (github.com/ai-dynamo/aiconfigurator/issues/1396, fixed by its pull request 1423). The export
     refuses it with the numbers."""
     with pytest.raises(
         InfeasibleError, match=r"decode worker on 4 GPUs .*batch 384.*lower the batch to"
@@ -282,7 +282,7 @@ def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
 
 def test_memory_check_refuses_a_max_model_len_no_kv_cache_holds():
     """A prefill worker configured for 131,072-token requests without the memory for one
-    request's KV cache crash-loops at start (ai-dynamo/dynamo issue #10104, Llama 3.1 70B under
+    request's KV cache crash-loops at start (github.com/ai-dynamo/dynamo/issues/10104, Llama 3.1 70B under
     vLLM): refused. By hand: 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 327,680 B per
     token, 42.9 GB for one request, against 0.9 x 85.5 GB - 2 GB - 35.3 GB of 4-bit weights."""
     llama4 = dict(model="Llama 3.3 70B", hardware="H100", weight_bits=4)

@@ -42,7 +42,7 @@ def test_grouped_expert_gemm_by_hand():
 
 
 def test_deepseek_r1_decode_against_sglang_on_8_h200():
-    """SemiAnalysis InferenceX issue #870 (2026-03): DeepSeek-R1-0528 FP8, SGLang 0.5.7, TP8,
+    """SemiAnalysis InferenceX's GitHub #870 (2026-03): DeepSeek-R1-0528 FP8, SGLang 0.5.7, TP8,
     8 x H200, 1024 in / 1024 out (mean context 1536): mean TPOT 12.8, 17.2, 25.6, 34.6 ms at
     concurrency 8, 16, 32, 64. The decode step is within 25 % of each (the TPOT also carries
     the prompts' chunks); before the grouped GEMM the batch-64 step was 89 ms."""
