@@ -6,6 +6,7 @@ the load as ``Traffic``, ``Targets`` and ``EngineConfig`` objects, or as flat se
 from __future__ import annotations
 
 import dataclasses
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from .. import settings as table
@@ -46,6 +47,7 @@ def simulate_load(
     config: EngineConfig | None = None,
     progress=None,
     yes=False,
+    timeline: bool = False,
     **settings,
 ) -> LoadResult:
     """One deployment under one load (docs/model.md Part E).
@@ -70,6 +72,9 @@ def simulate_load(
         Called with a line of text as the work goes.
     yes : bool
         Run work estimated at more than ten minutes.
+    timeline : bool
+        Record the simulated schedule step by step: the result's ``timeline``
+        (``Timeline.to_json()`` is a Perfetto / chrome://tracing file, docs/model.md §E12).
     **settings
         Settings of what is served and flat load settings (``inference_econ/settings/``).
 
@@ -79,7 +84,7 @@ def simulate_load(
         TTFT, TPOT and end-to-end distributions, throughput, goodput against the ``slo_*``
         targets, utilisation and $ per million tokens.
     """
-    from ..load.deployment import count_intervals, fixed_layout, simulate_deployment
+    from ..load.deployment import fixed_layout
     from ..optimise.load_search import check_budget
     from ..serving.intervals import expected, interval_keys
 
@@ -93,11 +98,10 @@ def simulate_load(
     runs += len(interval_keys()) if expected(setting) else 0  # the counts' interval ends
     layout, setting = _fixed_layout(setting, d, v["layout"])
     check_budget(traffic, runs, "simulate", checked_yes(yes))
+    if not isinstance(timeline, bool):
+        raise SpecError("argument", "timeline", f"is {timeline!r}", "True or False")
     with fixed_layout(d.gpus_per_instance, layout):
-        result = simulate_deployment(setting, d, traffic, targets, config, progress)
-        ends = count_intervals(setting, d, traffic, targets, config, result)
-    if ends:
-        result = dataclasses.replace(result, count_ends=tuple(ends.items()))
+        result = _simulated(setting, d, traffic, targets, config, progress, timeline)
     if result.requests and result.rejected >= result.requests:
         raise InfeasibleError(
             f"no request fits in one instance's KV cache: all {result.requests} requests "
@@ -107,6 +111,22 @@ def simulate_load(
         )
     if result.overloaded_note:
         warn(result.overloaded_note)
+    return result
+
+
+def _simulated(setting, d, traffic, targets, config, progress, timeline: bool) -> LoadResult:
+    """The deployment's run with the interval ends of its counts (``count_intervals``) and,
+    with ``timeline``, the schedule of its own run (not of the interval ends' runs)."""
+    from ..load.deployment import count_intervals, simulate_deployment
+    from ..load.timeline import recording
+
+    with recording() if timeline else nullcontext() as recorded:
+        result = simulate_deployment(setting, d, traffic, targets, config, progress)
+    ends = count_intervals(setting, d, traffic, targets, config, result)
+    if ends:
+        result = dataclasses.replace(result, count_ends=tuple(ends.items()))
+    if recorded is not None:
+        result = dataclasses.replace(result, timeline=recorded)
     return result
 
 

@@ -14,6 +14,7 @@ from .common import (
     PREFILL_SETTING_NAMES,
     SPECULATION_SETTING_NAMES,
     FigureFile,
+    OutputFile,
     Progress,
     emit,
     format_option,
@@ -211,11 +212,24 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
 @options("layout")  # the instances' layout fixed (a plan's), not chosen for the load
 @options(*TARGETS, *ENGINE)
 @served_options
+@click.option(
+    "--timeline",
+    type=OutputFile(suffixes=("json",)),
+    help="Write the simulated schedule (steps, preemptions, each request's wait, prefill and "
+    "decode) as a Perfetto / chrome://tracing trace (.json).",
+)
+@click.option(
+    "--timeline-figure",
+    type=FigureFile(),
+    help="Draw the simulated schedule: each instance's steps and its batch over time.",
+)
 @renamed_flags
 @table_output
 @quiet_option
 @handle_errors
-def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
+def simulate(
+    model, hardware, gpus, prefill_gpus, format, quiet, timeline, timeline_figure, **values
+):
     """One deployment under one load: TTFT, TPOT and end-to-end latency (mean, p50, p90, p99),
     throughput, goodput, GPU utilisation and $ per million input and output tokens.
 
@@ -227,6 +241,8 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
                    --arrivals poisson --rate 4
                inference-econ simulate "Llama 3.1 8B" -H H100 --gpus 1 --concurrency 16 \\
                    --prompt-tokens 1000 --output-tokens 200 --requests 200
+               inference-econ simulate "Llama 3.1 8B" -H H100 --gpus 1 --rate 8 \\
+                   --prompt-tokens 1000 --output-tokens 200 --timeline schedule.json
     """
     from .. import api
 
@@ -237,8 +253,10 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
         gpus=gpus,
         prefill_gpus=prefill_gpus,
         progress=lambda done, total: say(f"{done}/{total} requests served"),
+        timeline=bool(timeline or timeline_figure),
         **_load_kwargs(values),
     )
+    _write_timeline(result, timeline, timeline_figure)
     from .stated import stated
 
     row = result.to_dataframe().iloc[0]
@@ -251,6 +269,24 @@ def simulate(model, hardware, gpus, prefill_gpus, format, quiet, **values):
     notes = _notes(result) if format in ("table", "markdown") else list(result.notes)
     notes = [*_odds_notes(result), *notes]
     click.echo(stated(row, format, title, result.setting, result.metadata(), notes), nl=False)
+
+
+def _write_timeline(result, trace: str | None, figure: str | None) -> None:
+    """Write the run's schedule as a trace file and as a figure, where asked for."""
+    if result.timeline is None:
+        return
+    if trace:
+        from ..output.files import write_atomic
+
+        click.echo(f"wrote {write_atomic(trace, result.timeline.to_json())}", err=True)
+    if figure:
+        from ..output.plots import save
+        from ..output.timeline_plot import timeline_figure
+
+        title = f"{result.model} on {result.layout} ({result.hardware}): {result.traffic}"
+        fig = timeline_figure(result.timeline, title)
+        for path in save(fig, *FigureFile.target(figure)):
+            click.echo(f"wrote {path}", err=True)
 
 
 def _first_line(setting) -> str:

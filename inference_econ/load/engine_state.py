@@ -30,6 +30,7 @@ from .attention_dp import Ranks
 from .engine import Instance
 from .prefix_cache import PrefixCache
 from .records import Requests, prompts_sharing
+from .timeline import RECORDING
 
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 EPS = 1e-9
@@ -54,7 +55,7 @@ class EngineState:
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
         "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
-        "spec_steps", "decode_steps",
+        "spec_steps", "decode_steps", "trace",
     )
     # fmt: on
     #: What finishing requests frees of the admission policy's promises (``scheduling``'s
@@ -93,6 +94,8 @@ class EngineState:
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
         self.steps = self.spec_steps = self.decode_steps = 0
+        #: The steps as a recording timeline keeps them (``timeline.Lane``; None: none records).
+        self.trace: list | None = [] if RECORDING.get() is not None else None
         self.progress, self.next_report = progress, max(1, req.n // 10)
         # speculation (§E8): the cycle at each batch, and the reference positions it is chosen at
         self.draft = inst.draft

@@ -24,6 +24,7 @@ from .engine import EngineConfig, Instance
 from .records import RunRecord
 from .routing import RouterPolicy
 from .targets import Targets
+from .timeline import Timeline
 
 METRICS = ("ttft", "tpot", "e2e")
 
@@ -144,6 +145,8 @@ class LoadResult:
     #: The interval columns of the simulated counts (``deployment.count_intervals``: runs at
     #: the ends of the step time's band), as (column, value) pairs; () where none was run.
     count_ends: tuple[tuple[str, float], ...] = ()
+    #: The simulated schedule step by step (``timeline.Timeline``), where it was asked for.
+    timeline: Timeline | None = field(default=None, compare=False, repr=False)
 
     def with_targets(self, targets: Targets) -> LoadResult:
         """The same run judged against other targets (goodput, headroom, whether met)."""

@@ -123,6 +123,8 @@ class Admission:
         if e.cache is not None and i in e.chain:  # its prefix stays cached
             e.cache.release(e.chain.pop(i), e.t)
         r.preempted[i] += 1
+        if e.trace is not None:  # recorded for the timeline (``timeline.Lane``)
+            e.trace.append(("preempt", e.t, i))
         r.needs_prefill[i] = True
         e.waiting.appendleft(i)
         e.hold = True

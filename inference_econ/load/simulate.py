@@ -56,6 +56,7 @@ from .engine import Instance
 from .engine_state import EPS, EngineState
 from .records import Requests, RunRecord, record
 from .scheduling import PREFILL, admission
+from .timeline import RECORDING
 from .watch import Watch
 
 #: Longest run of decode steps evaluated at once (bounds the arrays).
@@ -263,6 +264,8 @@ class _Engine(EngineState):
             n += 1
         prefilled = prefilling[:n]
         del prefilling[:n]
+        if self.trace is not None:
+            self.trace.append(("prompt", self.t, dt, D, taken, n_chunks))
         self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled)
         return True
 
@@ -322,6 +325,8 @@ class _Engine(EngineState):
         prefilled = [x for x in prefilling if x[1] >= x[2]]
         if prefilled:
             prefilling[:] = [x for x in prefilling if x[1] < x[2]]
+        if self.trace is not None:
+            self.trace.append(("prompt", self.t, dt, D, total, sum(chunks)))
         self.end_prompt_step(dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled)
         return True
 
@@ -359,6 +364,8 @@ class _Engine(EngineState):
         if k == 0:
             self.admission.preempt()
             return
+        if self.trace is not None:
+            self.trace.append(("decode", self.t, span, D, k, 0))
         self.t += span
         self.G += k * E
         self.busy += span
@@ -422,7 +429,12 @@ def simulate(
     engine = _Engine(instance, req, progress, clients, order)
     with gc_paused():  # its per-request lists and tuples make no cycles
         finished = engine.run()
-    return record([engine], req, arrivals, stopped=not finished)
+    rec = record([engine], req, arrivals, stopped=not finished)
+    timeline = RECORDING.get()
+    if timeline is not None:
+        pool = "decode pool" if np.any(np.asarray(prefilled)) else ""
+        timeline.add_run([engine], rec, pool)
+    return rec
 
 
 def simulate_group(
@@ -469,4 +481,8 @@ def simulate_group(
         if not active[j]:
             engines[j].t = max(engines[j].t, at)
             active[j] = True
-    return record(engines, req, arrivals)
+    rec = record(engines, req, arrivals)
+    timeline = RECORDING.get()
+    if timeline is not None:
+        timeline.add_run(engines, rec)
+    return rec

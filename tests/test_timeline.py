@@ -1,0 +1,154 @@
+"""The simulated schedule as a timeline: the Trace Event Format checked field by field, its steps
+adding up to each instance's busy time, its preemptions and steps counted as the record counts
+them, and recording leaving the run's numbers unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.load.arrivals import Traffic
+from inference_econ.load.deployment import instance_for, offered_load, reference_context
+from inference_econ.load.engine import ENGINE_OWN, EngineConfig, engine_config
+from inference_econ.load.lengths import parse_lengths
+from inference_econ.load.simulate import simulate, simulate_group
+from inference_econ.load.timeline import US_PER_S, busy_by_lane, recording
+from inference_econ.serving.setting import make_setting
+
+PHASES = {"M", "X", "b", "e", "i"}
+
+
+@pytest.fixture(scope="module")
+def preempting():
+    """A vLLM instance that preempts (70B FP8 on two H100s, long requests), with its traffic."""
+    setting = make_setting(
+        "Llama 3.3 70B", "H100", weight_bits=8, assumptions="achievable", engine="vllm"
+    )
+    config = engine_config(EngineConfig(engine_own=ENGINE_OWN), setting)
+    traffic = Traffic(
+        3.0, parse_lengths("lognormal:2000:0.8"), parse_lengths("lognormal:800:0.6"), requests=200
+    )
+    inst = instance_for(setting, 2, config, reference_context(traffic), offered_load(traffic, 1))
+    return inst, traffic
+
+
+@pytest.fixture(scope="module")
+def recorded(preempting):
+    inst, traffic = preempting
+    with recording() as timeline:
+        rec = simulate(inst, traffic.stream())
+    return timeline, rec
+
+
+def test_recording_leaves_the_run_unchanged(preempting, recorded):
+    inst, traffic = preempting
+    plain = simulate(inst, traffic.stream())
+    _, rec = recorded
+    for name in ("first_token_s", "finish_s", "admitted_s", "preemptions"):
+        assert np.array_equal(getattr(plain, name), getattr(rec, name), equal_nan=True), name
+    assert (plain.busy_s, plain.steps, plain.flop) == (rec.busy_s, rec.steps, rec.flop)
+
+
+def test_steps_add_up_to_the_busy_time_and_the_counts(recorded):
+    timeline, rec = recorded
+    (lane,) = timeline.lanes
+    assert lane.busy_s == rec.busy_s
+    trace = timeline.trace_events()
+    # the same additions in the same order as the engine's: equal to the last bit
+    assert busy_by_lane(trace) == {1: rec.busy_s}
+    durations = sum(e["dur"] for e in trace["traceEvents"] if e["ph"] == "X")
+    assert durations == pytest.approx(rec.busy_s * US_PER_S, rel=1e-9)
+    assert timeline.steps() == rec.steps
+    preemptions = [e for e in trace["traceEvents"] if e["ph"] == "i"]
+    assert len(preemptions) == int(rec.preemptions.sum()) > 0
+
+
+def test_trace_event_format_field_by_field(recorded):
+    timeline, rec = recorded
+    trace = json.loads(timeline.to_json())  # valid JSON, no NaN
+    assert set(trace) >= {"traceEvents", "displayTimeUnit"}
+    events = trace["traceEvents"]
+    named = {(e["pid"], e["tid"], e["name"]): e["args"]["name"] for e in events if e["ph"] == "M"
+             and "name" in e["args"]}  # fmt: skip
+    assert named[(0, 0, "process_name")] == "requests"
+    assert named[(1, 0, "process_name")] == "instance 1"
+    assert named[(1, 1, "thread_name")] == "steps"
+    open_spans: dict[str, list[str]] = {}
+    first_step = None
+    for e in events:
+        assert e["ph"] in PHASES
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
+        if e["ph"] == "M":
+            continue
+        assert isinstance(e["ts"], float) and e["ts"] >= 0.0
+        if e["ph"] == "X":
+            assert e["dur"] >= 0.0 and e["cat"] == "step" and e["tid"] == 1
+            first_step = first_step or e
+        elif e["ph"] == "i":
+            assert e["s"] == "t" and e["tid"] == 2
+        else:  # async spans nest: an end closes the span of its id opened last
+            stack = open_spans.setdefault(e["id"], [])
+            if e["ph"] == "b":
+                stack.append(e["name"])
+            else:
+                assert stack and stack.pop() == e["name"]
+    assert all(not stack for stack in open_spans.values())
+    finished = np.isfinite(rec.finish_s).sum()
+    assert len(open_spans) == finished
+    # microseconds: the first step starts at its time in seconds times a million
+    kind, start, seconds, *_ = timeline.lanes[0].events[0]
+    assert first_step["ts"] == round(start * US_PER_S, 3)
+    assert first_step["dur"] == round(seconds * US_PER_S, 3)
+
+
+def test_a_group_of_instances_has_a_lane_each(preempting):
+    from inference_econ.load.routing import Router
+
+    inst, traffic = preempting
+    arrivals = traffic.at_rate(6.0).stream(3, 3)
+    with recording() as timeline:
+        rec = simulate_group([inst] * 3, arrivals, Router("round_robin", 3, None, 0))
+    assert [ln.label for ln in timeline.lanes] == [f"instance {k}" for k in (1, 2, 3)]
+    assert sum(ln.busy_s for ln in timeline.lanes) / 3 == pytest.approx(rec.busy_s, rel=1e-12)
+    assert timeline.steps() == rec.steps
+
+
+def test_simulate_writes_the_trace_and_refuses_another_suffix(tmp_path):
+    args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "4"]
+    args += ["--requests", "60", "--prompt-tokens", "500", "--output-tokens", "50", "-q"]
+    out = tmp_path / "schedule.json"
+    run = CliRunner().invoke(main, [*args, "--timeline", str(out)])
+    assert run.exit_code == 0, run.output
+    trace = json.loads(out.read_text())
+    steps = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert steps and {e["pid"] for e in steps} == {1}
+    bad = CliRunner().invoke(main, [*args, "--timeline", str(tmp_path / "schedule.csv")])
+    assert bad.exit_code == 2
+    assert "--timeline" in bad.output and ".json" in bad.output
+    assert not (tmp_path / "schedule.csv").exists()
+
+
+def test_the_api_records_only_when_asked():
+    kw = dict(gpus=1, arrival_rate_per_s=4, requests=60, input_lengths="500", output_lengths="50")
+    assert ie.simulate_load("Llama 3.1 8B", "H100", **kw).timeline is None
+    result = ie.simulate_load("Llama 3.1 8B", "H100", timeline=True, **kw)
+    assert result.timeline is not None and len(result.timeline.lanes) == 1
+    with pytest.raises(ie.SpecError, match="timeline"):
+        ie.simulate_load("Llama 3.1 8B", "H100", timeline="yes", **kw)
+
+
+def test_the_figure_shows_each_instance(recorded):
+    from inference_econ.output.timeline_plot import timeline_figure
+
+    timeline, _ = recorded
+    fig = timeline_figure(timeline, "test")
+    top, bottom = fig.axes[:2]
+    assert [t.get_text() for t in top.get_yticklabels()] == ["instance 1"]
+    assert len(bottom.lines) == 1
+    with pytest.raises(ie.SpecError):
+        timeline_figure("not a timeline")
