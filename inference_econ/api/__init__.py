@@ -485,8 +485,13 @@ def hardware_summary(hardware) -> dict:
     for field, kinds in _FABRIC_FIELDS.items():
         if gpu.interconnect not in kinds:
             out.pop(field)
-    if not gpu.pcie_bandwidth_bytes_per_s:
-        out.pop("pcie_bandwidth_bytes_per_s")
+    for name in (
+        "pcie_bandwidth_bytes_per_s",
+        "host_memory_bytes_per_gpu",
+        "host_link_bytes_per_s",
+    ):
+        if not getattr(gpu, name):  # 0: not stated (or no PCIe fabric)
+            out.pop(name)
     out.update(
         {
             "sustained_hbm_bandwidth_bytes_per_s": gpu.sustained_hbm_bandwidth_bytes_per_s,

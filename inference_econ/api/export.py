@@ -79,7 +79,7 @@ def export(
     """
     from ..export import launch
 
-    _check_export(engine, plan, settings.get("scheduler_steps"))
+    _check_export(engine, plan, settings)
     launch_options = {name: settings.pop(name, None) for name in LAUNCH_OPTIONS}
     settings.setdefault("assumptions", table.default("assumptions", "export"))
     if settings["assumptions"] == "achievable":
@@ -114,7 +114,19 @@ def _decode_context(prompt_tokens, output_tokens) -> float:
     return float(prompt_tokens) + float(output_tokens) / 2.0
 
 
-def _check_export(engine: str, plan: str, scheduler_steps) -> None:
+def _check_exported(settings: dict) -> None:
+    """Refuse a setting the launch would not carry (a plan exported without it)."""
+    if settings.get("kv_offload_gb") is not None:
+        raise SpecError(
+            "argument",
+            "kv_offload_gb",
+            "is not exported: the launch sets no KV-cache offloading (LMCache, vLLM's"
+            " --kv-offloading-size)",
+            "drop --kv-offload-gb to export",
+        )
+
+
+def _check_export(engine: str, plan: str, settings: dict) -> None:
     """An export names an engine it launches and a plan it starts from, and schedules every
     step."""
     from ..export.launch import ENGINES
@@ -132,6 +144,8 @@ def _check_export(engine: str, plan: str, scheduler_steps) -> None:
         raise SpecError(
             "argument", "plan", f"unknown {plan!r}", f"choose {', '.join(EXPORT_PLANS)}"
         )
+    _check_exported(settings)
+    scheduler_steps = settings.get("scheduler_steps")
     if scheduler_steps not in (None, 1):
         # the engine versions an export targets (export/launch_flags.yaml) have no multi-step
         # scheduling: vLLM removed it with its V0 engine in 0.11

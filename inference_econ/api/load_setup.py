@@ -42,6 +42,9 @@ CONFIG_SETTINGS = (
     "speculation_max_batch",
     "speculation_schedule",
     "prefix_caching",
+    "kv_offload_gb",
+    "kv_offload_bandwidth_gb_per_s",
+    "kv_offload_overlap",
     "router",
 )
 #: Scheduler limits not given are the engine profile's own on each GPU (``engine_config``).
@@ -111,7 +114,26 @@ def load_inputs(
         from ..load.targets import Targets
 
         targets = Targets(*(v[name] for name in TARGET_SETTINGS))
-    return LoadInputs(problem, traffic, targets, config or _flat_config(v), v)
+    config = config or _flat_config(v)
+    _tier_has_prefixes(config, traffic)
+    return LoadInputs(problem, traffic, targets, config, v)
+
+
+def _tier_has_prefixes(config, traffic) -> None:
+    """A host tier keeps the prefixes the GPU evicts: refused where nothing is cached."""
+    if config.host_tier is None:
+        return
+    if not config.prefix_caching:
+        why, fix = (
+            "keeps prefixes the prefix cache evicts, and it is off",
+            "drop --no-prefix-caching",
+        )
+    elif not traffic.shares:
+        why = "keeps prefixes the prefix cache evicts, and the prompts share none"
+        fix = "give --shared-prefix or --turns (or a trace of sessions), or drop it"
+    else:
+        return
+    raise SpecError("argument", "kv_offload_gb", why, fix)
 
 
 def _given_once(given: dict, **objects) -> None:
@@ -176,7 +198,14 @@ def _flat_config(v: dict) -> EngineConfig:
     on each GPU, and so are its admission and prompt scheduling (the ideal engine's are
     DEFAULT_ENGINE's)."""
     from ..load.engine import EngineConfig
+    from ..load.kv_tiers import HostTier
 
+    tier = None
+    if v["kv_offload_gb"] is not None:
+        bw = v["kv_offload_bandwidth_gb_per_s"]
+        tier = HostTier(
+            v["kv_offload_gb"] * 1e9, None if bw is None else bw * 1e9, v["kv_offload_overlap"]
+        )
     return EngineConfig(
         **{name: v[name] for name in _LIMITS if v[name] is not None},
         engine_own=(*(n for n in _LIMITS if v[n] is None), "admission", "prefill"),
@@ -184,6 +213,7 @@ def _flat_config(v: dict) -> EngineConfig:
         speculation_schedule=v["speculation_schedule"],
         prefix_caching=v["prefix_caching"],
         router=v["router"],
+        host_tier=tier,
     )
 
 

@@ -283,7 +283,8 @@ def _write_timeline(result, trace: str | None, figure: str | None) -> None:
         from ..output.plots import save
         from ..output.timeline_plot import timeline_figure
 
-        title = f"{result.model} on {result.layout} ({result.hardware}): {result.traffic}"
+        arrivals = result.traffic.split(";")[0]  # the process and rate, not every length
+        title = f"{result.model} on {result.layout} ({result.hardware}): {arrivals}"
         fig = timeline_figure(result.timeline, title)
         for path in save(fig, *FigureFile.target(figure)):
             click.echo(f"wrote {path}", err=True)

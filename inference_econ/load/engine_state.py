@@ -106,7 +106,9 @@ class EngineState:
         self.chain: dict[int, list] = {}
         if inst.config.prefix_caching and req.sharing is not None:
             pos = self.pos
-            self.cache = PrefixCache(lambda a, b: pos(b) - pos(a))
+            self.cache = PrefixCache(lambda a, b: pos(b) - pos(a), inst.tier)
+            if inst.tier is not None and req.host_cached is None:
+                req.host_cached = [math.nan] * req.n
         # data-parallel attention ranks that schedule their own requests (§F9, "Attention DP"):
         # none where the engine pools them (the ideal engine), speculates (not modelled per
         # rank) or has one attention group

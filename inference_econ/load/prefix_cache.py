@@ -13,12 +13,22 @@ requests hold it, it is stored once (``shared`` counts the copies not stored). A
 running request holds stays cached in the memory the running requests leave, and is evicted,
 least recently used first and leaves before their parents, when they need it (vLLM evicts its
 free blocks in LRU order; SGLang evicts radix-tree leaves by LRU).
+
+With a host tier (``kv_tiers.TierSpace``, §E13) an evicted segment moves to host memory instead
+of leaving the tree, and the host evicts its own least recently used leaves when it is full. A
+prompt that starts with a segment in host memory counts it as a hit, takes it back into GPU
+memory, and the seconds to load it (``pending_s``) are charged to the next step with prompt
+tokens (``charged``). Without a host tier nothing here changes.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .kv_tiers import TierSpace
 
 #: Tokens per KV block: a hit counts whole blocks (vLLM's default block_size of 16 tokens).
 BLOCK_TOKENS = 16
@@ -28,13 +38,16 @@ class Node:
     """One cached segment: its key, where it starts in the prompt, its tokens and the KV
     layer-positions it holds; how many running requests hold it and when it was last used."""
 
-    __slots__ = ("key", "parent", "children", "start", "tokens", "positions", "pins", "last")
+    __slots__ = (
+        "key", "parent", "children", "start", "tokens", "positions", "pins", "last", "host",
+    )  # fmt: skip
 
     def __init__(self, key, parent, start: int, tokens: int, positions: float) -> None:
         self.key, self.parent = key, parent
         self.children: dict[tuple, Node] = {}
         self.start, self.tokens, self.positions = start, tokens, positions
         self.pins, self.last = 0, 0.0
+        self.host = False  # its KV cache is in the host tier, not in GPU memory
 
 
 class PrefixCache:
@@ -43,7 +56,7 @@ class PrefixCache:
     ``positions(start, end)`` gives the KV layer-positions of the tokens ``start`` to ``end``
     of a prompt (the engine's own rule, sliding windows included)."""
 
-    def __init__(self, positions) -> None:
+    def __init__(self, positions, tier: TierSpace | None = None) -> None:
         self.positions = positions
         self.root = Node(None, None, 0, 0, 0.0)
         #: Layer-positions of the segments no running request holds (evictable).
@@ -52,6 +65,12 @@ class PrefixCache:
         self.shared = 0.0
         self._heap: list = []
         self._order = itertools.count()
+        #: The host tier (None: evicted segments leave the tree), the layer-positions it
+        #: holds, its least recently used leaves, and the seconds of loads not yet charged.
+        self.tier = tier
+        self.host_held = 0.0
+        self._host_heap: list = []
+        self.pending_s = 0.0
 
     # --- looking up -----------------------------------------------------------------------
     def lookup(self, segments) -> list[Node]:
@@ -76,20 +95,47 @@ class PrefixCache:
         return max(0, usable - usable % BLOCK_TOKENS)
 
     @staticmethod
+    def host_tokens(nodes: list[Node], hit: int) -> int:
+        """Of ``hit`` prompt tokens a request skips, those whose segments are in host memory."""
+        out = 0
+        for n in nodes:
+            if n.host:
+                out += max(0, min(n.start + n.tokens, hit) - n.start)
+        return out
+
+    @staticmethod
     def held_by_others(nodes: list[Node]) -> float:
         """Layer-positions of these nodes already held by running requests (stored once)."""
         return sum(n.positions for n in nodes if n.pins)
 
     # --- holding and releasing ------------------------------------------------------------
-    def pin(self, nodes, t: float) -> None:
-        """A running request holds these nodes."""
+    def pin(self, nodes, t: float, load: bool = True) -> None:
+        """A running request holds these nodes; those in host memory come back to the GPU,
+        their loading charged to the next prompt step (``load``; not for a segment the
+        request has just computed itself)."""
         for n in nodes:
             if n.pins:
                 self.shared += n.positions
+            elif n.host:
+                self._to_gpu(n, load)
             else:
                 self.cached -= n.positions
             n.pins += 1
             n.last = t
+
+    def _to_gpu(self, n: Node, load: bool) -> None:
+        n.host = False
+        self.host_held -= n.positions
+        if load and self.tier is not None:
+            self.pending_s += n.positions * self.tier.seconds_per_position
+
+    def charged(self, step_s: float) -> float:
+        """A prompt step of ``step_s`` seconds with the loads pending before it: the longer of
+        the two where loading overlaps the step, else their sum; the loads are then done."""
+        load, self.pending_s = self.pending_s, 0.0
+        if self.tier is not None and self.tier.overlap:
+            return step_s if step_s > load else load
+        return step_s + load
 
     def insert(self, segments, parent: Node | None, t: float) -> list[Node]:
         """Nodes for ``segments`` under ``parent`` (default the root), held by the request
@@ -104,7 +150,7 @@ class PrefixCache:
                 node.children[key] = child
                 child.pins, child.last = 1, t
             else:
-                self.pin((child,), t)
+                self.pin((child,), t, load=False)  # computed by this request: nothing to load
             out.append(child)
             node = child
         return out
@@ -119,25 +165,60 @@ class PrefixCache:
                 self.shared -= n.positions
             else:
                 self.cached += n.positions
-                if not n.children:
+                if not (n.children if self.tier is None else self._gpu_children(n)):
                     heapq.heappush(self._heap, (n.last, next(self._order), n))
+
+    @staticmethod
+    def _gpu_children(n: Node) -> bool:
+        """Whether a child of ``n`` is in GPU memory (a GPU leaf may have host children)."""
+        return any(not c.host for c in n.children.values())
 
     def evict(self, excess: float) -> float:
         """Evict least recently used leaves no running request holds until ``excess``
         layer-positions are free (or nothing is left to evict); returns what was freed."""
         freed = 0.0
         heap = self._heap
+        tier = self.tier
         while freed < excess and heap:
             last, _, n = heapq.heappop(heap)
-            if n.pins or n.children or n.parent is None or last != n.last:
-                continue  # held again, no longer a leaf, evicted or used since
-            del n.parent.children[n.key]
+            if tier is None:
+                if n.pins or n.children or n.parent is None or last != n.last:
+                    continue  # held again, no longer a leaf, evicted or used since
+                del n.parent.children[n.key]
+                p, n.parent = n.parent, None
+            else:
+                if n.pins or n.host or n.parent is None or last != n.last:
+                    continue
+                if self._gpu_children(n):
+                    continue
+                p = n.parent
+                self._to_host(n)
             freed += n.positions
             self.cached -= n.positions
-            p, n.parent = n.parent, None
-            if p.parent is not None and not p.pins and not p.children:
+            if p.parent is None or p.pins or p.host:
+                continue
+            if not (p.children if tier is None else self._gpu_children(p)):
                 heapq.heappush(heap, (p.last, next(self._order), p))
         return freed
+
+    def _to_host(self, n: Node) -> None:
+        """Move an evicted segment to host memory, and make room there (its least recently
+        used leaves leave the tree)."""
+        assert self.tier is not None
+        n.host = True
+        self.host_held += n.positions
+        if not n.children:
+            heapq.heappush(self._host_heap, (n.last, next(self._order), n))
+        heap, room = self._host_heap, self.tier.room
+        while self.host_held > room and heap:
+            last, _, m = heapq.heappop(heap)
+            if not m.host or m.children or m.parent is None or last != m.last:
+                continue  # back on the GPU, no longer a leaf, or dropped
+            del m.parent.children[m.key]
+            self.host_held -= m.positions
+            p, m.parent = m.parent, None
+            if p.host and not p.children:
+                heapq.heappush(heap, (p.last, next(self._order), p))
 
 
 def che_check(popularity, size: int, room: int, requests: int, warm: int, seed: int = 0):

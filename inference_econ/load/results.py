@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..columns import HOURS_PER_MONTH
+from ..columns import HOURS_PER_MONTH, SECONDS_PER_HOUR
 from ..errors import InfeasibleError
 from ..model.economics import usd_per_mtok
 from ..serving.intervals import load_intervals
 from ..serving.setting import Setting, requests_metadata
 from .arrivals import CLOSED_LOOP, Arrivals, Traffic
 from .engine import EngineConfig, Instance
+from .kv_tiers import session_figures
 from .records import RunRecord
 from .routing import RouterPolicy
 from .targets import Targets
@@ -130,6 +131,11 @@ class LoadResult:
     #: Prompt tokens served from the prefix cache over the prompt tokens of the requests
     #: admitted in the service window (§E9; None: the prompts share nothing).
     prefix_hit_rate: float | None = None
+    #: Of those prompt tokens, the share loaded back from a host tier (§E13; None: no tier).
+    host_hit_rate: float | None = None
+    #: Sessions (§E9): the p99 TTFT of their later turns and requests per session (None: none).
+    later_turn_ttft_p99_s: float | None = None
+    requests_per_session: float | None = None
     #: Share of the decode steps that speculated (§E8; None: no draft).
     speculative_step_fraction: float | None = None
     #: The most requests one instance holds at once: its engine's batch cap, and a closed
@@ -198,6 +204,8 @@ class LoadResult:
                 meta["router"] = e.router
             if not e.prefix_caching:
                 meta["prefix_caching"] = False
+            elif e.host_tier is not None:
+                meta["kv_offload"] = e.host_tier.describe()
             if self.setting is not None and self.setting.spec is not None:
                 meta["speculation_schedule"] = e.speculation_schedule
                 if e.speculation_max_batch is not None:
@@ -235,6 +243,15 @@ class LoadResult:
         if not self.output_tokens_per_s > 0:
             return math.nan
         return self.input_tokens_per_s / self.output_tokens_per_s
+
+    @property
+    def usd_per_session(self) -> float:
+        """Dollars a session costs at the offered rate: the deployment's hour over the
+        sessions it serves in an hour (NaN: no sessions, or no rate)."""
+        per = self.requests_per_session
+        if per is None or not self.rate_per_s > 0:
+            return math.nan
+        return self.usd_per_hour * per / (self.rate_per_s * SECONDS_PER_HOUR)
 
     @property
     def monthly_usd(self) -> float:
@@ -302,6 +319,11 @@ class LoadResult:
             out["gco2_per_mtok"] = self.gco2_per_mtok
         if self.prefix_hit_rate is not None:
             out["prefix_hit_rate"] = self.prefix_hit_rate
+        if self.host_hit_rate is not None:
+            out["host_hit_rate"] = self.host_hit_rate
+        if self.requests_per_session is not None:
+            out["later_turn_ttft_p99_s"] = self.later_turn_ttft_p99_s
+            out["usd_per_session"] = self.usd_per_session
         if self.speculative_step_fraction is not None:
             out["speculative_step_fraction"] = self.speculative_step_fraction
         if self.instances > 1:
@@ -489,6 +511,7 @@ class Measured:
     mean_batch: float
     peak_kv_fraction: float
     cached_tokens: np.ndarray | None = None
+    host_cached_tokens: np.ndarray | None = None
     speculative_step_fraction: float | None = None
 
 
@@ -540,6 +563,7 @@ def measured_of(instance: Instance, record: RunRecord) -> Measured:
         mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
         peak_kv_fraction=record.peak_kv_fraction,
         cached_tokens=record.cached_tokens,
+        host_cached_tokens=record.host_cached_tokens,
         speculative_step_fraction=(
             record.spec_steps / record.decode_steps
             if instance.draft is not None and record.decode_steps
@@ -601,6 +625,8 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         engine=instance.config,
         seed=setup.seed,
         prefix_hit_rate=_hit_rate(measured.cached_tokens, arrivals, window),
+        host_hit_rate=_hit_rate(measured.host_cached_tokens, arrivals, window),
+        **session_figures(arrivals.sharing, lat.ttft_s),
         speculative_step_fraction=measured.speculative_step_fraction,
         router=setup.router,
         instances_simulated=setup.instances_simulated,

@@ -89,10 +89,12 @@ class Admission:
             r.admitted_at[i] = e.t
             r.seq[i] = e.admitted
             if cache is not None and prefill:
-                cache.pin(nodes, e.t)
-                e.chain[i] = list(nodes)
                 if math.isnan(r.cached[i]):
                     r.cached[i] = hit
+                    if r.host_cached is not None:  # of them, those loaded from the host tier
+                        r.host_cached[i] = cache.host_tokens(nodes, hit)
+                cache.pin(nodes, e.t)
+                e.chain[i] = list(nodes)
             if prefill:
                 prefilling.append([i, hit, context])
                 e.reserved += layers * context if plain else e.pos(context)

@@ -264,10 +264,19 @@ class _Engine(EngineState):
             n += 1
         prefilled = prefilling[:n]
         del prefilling[:n]
-        if self.trace is not None:
-            self.trace.append(("prompt", self.t, dt, D, taken, n_chunks))
-        self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled)
+        self.close_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks)
         return True
+
+    def close_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled, *tokens):
+        """End a step with prompt tokens (``end_prompt_step``): first the prefixes it loaded
+        from a host tier (§E13), overlapped with it or before it, and its timeline event
+        (``tokens``: its prompt tokens and chunks)."""
+        cache = self.cache
+        if cache is not None and cache.pending_s:
+            dt = cache.charged(dt)
+        if self.trace is not None:
+            self.trace.append(("prompt", self.t, dt, D, *tokens))
+        self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled)
 
     # --- a step of ranks that schedule their own requests (§F9, "Attention DP") -------------
     def rank_turn(self, D: int, horizon: float) -> bool:
@@ -325,9 +334,9 @@ class _Engine(EngineState):
         prefilled = [x for x in prefilling if x[1] >= x[2]]
         if prefilled:
             prefilling[:] = [x for x in prefilling if x[1] < x[2]]
-        if self.trace is not None:
-            self.trace.append(("prompt", self.t, dt, D, total, sum(chunks)))
-        self.end_prompt_step(dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled)
+        self.close_prompt_step(
+            dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled, total, sum(chunks)
+        )
         return True
 
     # --- a run of decode steps -------------------------------------------------------------

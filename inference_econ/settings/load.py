@@ -208,6 +208,38 @@ class SchedulerOptions:
         " default).",
     )
 
+    kv_offload_gb: float | None = setting(
+        None,
+        help="Engine: host memory per GPU that keeps the KV cache of prefixes the GPU evicts,"
+        " loaded back for prompts that start with them (LMCache's CPU offload, vLLM's and"
+        " SGLang's hierarchical caches; at most the server's host memory per GPU; docs/model.md"
+        " §E13; default: none).",
+        unit="GB",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=1e6,
+        flag="--kv-offload-gb",
+        needs=UNDER_LOAD,
+    )
+
+    kv_offload_bandwidth_gb_per_s: float | None = setting(
+        None,
+        help="Engine: the host tier's bandwidth to each GPU, one direction (default: the GPU's"
+        " host link: PCIe Gen5 x16 64 GB/s on HGX parts, NVLink-C2C on Grace ones).",
+        unit="GB/s",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=1e6,
+        flag="--kv-offload-bandwidth",
+        needs=("kv_offload_gb",),
+    )
+
+    kv_offload_overlap: bool = setting(
+        True,
+        help="Engine: a prefix loaded from the host tier overlaps the step it is for, layer by"
+        " layer (LMCache's layerwise mode); --no-kv-offload-overlap: the step waits for it.",
+    )
+
 
 @section(LOAD, group="traffic")
 class SharingOptions:

@@ -116,6 +116,12 @@ class GPU:
     pcie_bandwidth_bytes_per_s: float = 0.0
     #: PCIe cards: GPUs joined by NVLink bridges (1: none; 2: pairs; 4: four-way bridges).
     nvlink_bridge_gpus: int = 1
+    #: The host's memory per GPU of its server (DRAM or a Grace CPU's LPDDR5X), a tier the
+    #: KV cache can be offloaded to (docs/model.md §E13; 0: not stated).
+    host_memory_bytes_per_gpu: float = 0.0
+    #: Host-to-GPU bandwidth of one GPU, one direction: PCIe, or NVLink-C2C on Grace parts
+    #: (the KV cache's way back from host memory, §E13; 0: not stated).
+    host_link_bytes_per_s: float = 0.0
     #: Measured best-shape dense GEMM throughput as a fraction of ``flop_per_s``, per weight
     #: precision, as ``((bits, fraction), ...)`` (micro-benchmarks such as MAMF). Read only by
     #: the ``achievable`` preset (docs/model.md §F2); empty: not measured.
@@ -278,6 +284,8 @@ _NUMERIC = {
     "link_latency_s": dict(minimum=0, maximum=1, unit="seconds"),
     "pcie_bandwidth_bytes_per_s": dict(minimum=0, maximum=1e18, unit="bytes/s"),
     "nvlink_bridge_gpus": dict(minimum=1, maximum=2**20, integer=True, unit="GPUs"),
+    "host_memory_bytes_per_gpu": dict(minimum=0, maximum=1e18, unit="bytes"),  # 0: not stated
+    "host_link_bytes_per_s": dict(minimum=0, maximum=1e18, unit="bytes/s"),  # 0: not stated
     "price_usd_per_hour": dict(minimum=1e-6, maximum=1e9, unit="USD/hour"),
     # fractions of a datasheet figure: at least 5 %, the floor of an engine profile's
     # efficiencies (specs/engine.py), so no cost or latency is scaled towards infinity

@@ -1,0 +1,113 @@
+"""A host-memory tier under an instance's prefix cache (docs/model.md §E13): the KV cache of
+prefixes the GPU evicts moves to the host's memory (LMCache's CPU offload, vLLM's and
+SGLang's hierarchical caches, Dynamo's KV block manager) instead of being dropped, and a prompt
+that starts with it loads it back over the host link rather than prefilling it again.
+
+``HostTier`` states the tier (memory per GPU, the link's bandwidth, whether the load overlaps
+the step's compute); ``TierSpace`` is what one instance's cache reads of it: room in
+layer-positions and seconds a layer-position takes to load. The tier's figures come from the
+hardware file (``host_memory_bytes_per_gpu``, ``host_link_bytes_per_s``) unless stated. Host
+memory is part of the server a GPU-hour rents (a DGX H100's 2 TB), so the tier adds no price
+up to the host's memory; a larger tier is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SpecError
+
+
+@dataclass(frozen=True)
+class HostTier:
+    """Host memory the KV cache may use, per GPU of an instance (bytes; inf: every evicted
+    prefix is kept, a what-if), the host-to-GPU bandwidth per GPU, one direction (bytes/s; None:
+    the GPU's ``host_link_bytes_per_s``; inf: loads take no time), and whether loading overlaps
+    the step it is for (layer by layer: the step lasts the longer of the two; else the step
+    waits for the load, then runs)."""
+
+    bytes_per_gpu: float
+    bandwidth_bytes_per_s: float | None = None
+    overlap: bool = True
+
+    def __post_init__(self) -> None:
+        size = self.bytes_per_gpu
+        if isinstance(size, bool) or not isinstance(size, (int, float)) or not size > 0:
+            raise SpecError(
+                "argument", "kv_offload_gb", f"is {size!r}", "a size in GB above 0 per GPU"
+            )
+        if not math.isfinite(size):  # an unbounded tier: every evicted prefix is kept
+            return
+        bw = self.bandwidth_bytes_per_s
+        if bw is not None and (isinstance(bw, bool) or not bw > 0):
+            raise SpecError(
+                "argument", "kv_offload_bandwidth_gb_per_s", f"is {bw!r}", "GB/s above 0"
+            )
+
+    def describe(self) -> str:
+        """Such as "host KV tier 256 GB per GPU at 64 GB/s, overlapped"."""
+        bw = self.bandwidth_bytes_per_s
+        rate = "the host link" if bw is None else f"{bw / 1e9:g} GB/s"
+        mode = "overlapped" if self.overlap else "before the step"
+        return f"host KV tier {self.bytes_per_gpu / 1e9:g} GB per GPU at {rate}, {mode}"
+
+
+@dataclass(frozen=True)
+class TierSpace:
+    """The host tier as one instance's cache reads it: room (layer-positions), seconds to load
+    one layer-position, and whether loading overlaps the step."""
+
+    room: float
+    seconds_per_position: float
+    overlap: bool
+
+
+def tier_space(tier: HostTier, gpu, gpus: int, bytes_per_position: float) -> TierSpace:
+    """The ``TierSpace`` of ``tier`` on an instance of ``gpus`` GPUs of ``gpu`` whose KV cache
+    holds ``bytes_per_position`` bytes a layer-position: each GPU keeps and loads its own
+    shard over its own link, so room and bandwidth scale with the GPUs."""
+    bw = tier.bandwidth_bytes_per_s
+    if bw is None:
+        bw = gpu.host_link_bytes_per_s
+        if not bw > 0:
+            raise SpecError(
+                gpu.name,
+                "host_link_bytes_per_s",
+                "is not stated: the host tier's bandwidth is unknown",
+                "give kv_offload_bandwidth_gb_per_s (--kv-offload-bandwidth)",
+            )
+    host = gpu.host_memory_bytes_per_gpu
+    if host > 0 and math.isfinite(tier.bytes_per_gpu) and tier.bytes_per_gpu > host:
+        raise SpecError(
+            "argument",
+            "kv_offload_gb",
+            f"is {tier.bytes_per_gpu / 1e9:g} GB per GPU, more than the {host / 1e9:g} GB of "
+            f"host memory a {gpu.name} server has per GPU",
+            f"at most {host / 1e9:g}",
+        )
+    per_position = max(float(bytes_per_position), 1e-300)
+    return TierSpace(
+        room=tier.bytes_per_gpu * gpus / per_position,
+        seconds_per_position=0.0 if math.isinf(bw) else per_position / (bw * gpus),
+        overlap=tier.overlap,
+    )
+
+
+def session_figures(sharing, ttft_s) -> dict:
+    """A run's sessions (§E9): the p99 time to first token of their later turns (the requests
+    sent when an earlier one finished; those that produced one) and the requests per session;
+    {} without sessions."""
+    if sharing is None or not sharing.sessions:
+        return {}
+    follows = np.asarray(sharing.follows)
+    later = np.zeros(len(follows), dtype=bool)
+    later[follows[follows >= 0]] = True
+    ttft = np.asarray(ttft_s, dtype=float)[later]
+    ttft = ttft[np.isfinite(ttft)]
+    return {
+        "later_turn_ttft_p99_s": float(np.quantile(ttft, 0.99)) if ttft.size else math.nan,
+        "requests_per_session": len(follows) / max(int(np.sum(~later)), 1),
+    }

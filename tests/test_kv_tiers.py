@@ -1,0 +1,152 @@
+"""The host tier under the prefix cache: hand-computed room and load times, the cache moving
+segments to host memory and back, a free tier equal to a GPU cache with room for every prefix, a
+larger tier never lowering the hit rate, slower loads never lowering TTFT, and the refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.load.arrivals import Traffic
+from inference_econ.load.engine import EngineConfig, build_instance
+from inference_econ.load.kv_tiers import HostTier, TierSpace, tier_space
+from inference_econ.load.lengths import parse_lengths
+from inference_econ.load.prefix_cache import PrefixCache
+from inference_econ.load.simulate import simulate
+from inference_econ.serving.setting import make_setting
+
+GB = 1e9
+
+
+def test_room_and_load_time_by_hand():
+    h100 = ie.load_hardware("H100")
+    # Llama 3.1 8B in BF16: 8 KV heads x 128 dims x 2 (K, V) x 2 bytes = 4,096 bytes a layer
+    space = tier_space(HostTier(64 * GB), h100, 2, 4096.0)
+    assert space.room == pytest.approx(2 * 64e9 / 4096.0)
+    # each GPU loads its shard over its own PCIe Gen5 x16 link, 64 GB/s one way
+    assert space.seconds_per_position == pytest.approx(4096.0 / (2 * 64e9))
+    assert tier_space(HostTier(1 * GB, 10 * GB), h100, 1, 4096.0).seconds_per_position == (
+        pytest.approx(4096.0 / 10e9)
+    )
+
+
+def _cache(room: float, seconds: float = 1.0, overlap: bool = True) -> PrefixCache:
+    return PrefixCache(lambda a, b: float(b - a), TierSpace(room, seconds, overlap))
+
+
+def test_an_evicted_segment_moves_to_host_and_comes_back_loaded():
+    cache = _cache(room=1000.0, seconds=0.001)
+    a = cache.insert(((("a",), 100),), None, 0.0)
+    cache.release(a, 1.0)
+    assert cache.evict(100.0) == 100.0  # freed on the GPU ...
+    assert cache.cached == 0.0 and cache.host_held == 100.0  # ... kept in host memory
+    (node,) = cache.lookup(((("a",), 100), (("b",), 50)))
+    assert node.host and cache.host_tokens([node], 96) == 96
+    cache.pin([node], 2.0)  # a prompt that starts with it: loaded back
+    assert not node.host and cache.host_held == 0.0
+    assert cache.pending_s == pytest.approx(0.1)  # 100 positions x 1 ms
+    assert cache.charged(0.04) == pytest.approx(0.1)  # overlapped: the longer of the two
+    assert cache.pending_s == 0.0 and cache.charged(0.04) == 0.04
+    blocking = _cache(room=1000.0, seconds=0.001, overlap=False)
+    blocking.pending_s = 0.1
+    assert blocking.charged(0.04) == pytest.approx(0.14)  # the step waits, then runs
+
+
+def test_a_full_host_tier_drops_its_least_recently_used_leaves():
+    cache = _cache(room=150.0)
+    for t, key in enumerate(("a", "b")):
+        nodes = cache.insert((((key,), 100),), None, float(t))
+        cache.release(nodes, float(t))
+    cache.evict(200.0)  # both leave the GPU; the host holds one of them
+    assert cache.host_held == 100.0
+    assert cache.lookup(((("a",), 100),)) == []  # the older one was dropped
+    assert cache.lookup(((("b",), 100),))[0].host
+
+
+@pytest.fixture(scope="module")
+def small_cache():
+    """Llama 3.1 8B on one H100 whose KV cache holds ~30 requests of a session: prefixes are
+    evicted as sessions go on, while the running requests never fill it (admission is the
+    same whatever the cache keeps)."""
+    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
+    traffic = Traffic(
+        2.0,
+        parse_lengths("lognormal:1500:0.4"),
+        parse_lengths("200"),
+        requests=240,
+        session_turns=4,
+        think_time_s=20.0,
+        shared_prefix_tokens=1000,
+        shared_prefixes=8,
+    )
+    return setting, traffic
+
+
+def _run(setting, traffic, tier=None, capacity=None):
+    inst = build_instance(setting, 1, EngineConfig(host_tier=tier), 2000.0)
+    if capacity is not None:
+        inst = dataclasses.replace(inst, kv_capacity=capacity)
+    return simulate(inst, traffic.stream())
+
+
+def test_a_free_host_tier_equals_a_gpu_cache_with_room_for_every_prefix(small_cache):
+    setting, traffic = small_cache
+    layers = 32.0
+    small = 30 * 3000 * layers  # layer-positions of ~30 requests of 3,000 tokens
+    plain = _run(setting, traffic, capacity=small)
+    free = _run(setting, traffic, HostTier(math.inf, math.inf), capacity=small)
+    roomy = _run(setting, traffic, capacity=1e4 * small)  # nothing is ever evicted
+    assert np.nansum(plain.cached_tokens) < np.nansum(free.cached_tokens)  # evictions cost hits
+    assert np.nansum(free.host_cached_tokens) > 0
+    assert np.array_equal(free.cached_tokens, roomy.cached_tokens, equal_nan=True)
+    assert np.array_equal(free.first_token_s, roomy.first_token_s, equal_nan=True)
+    assert np.array_equal(free.finish_s, roomy.finish_s, equal_nan=True)
+
+
+def test_a_larger_tier_never_lowers_the_hit_rate_and_a_slower_link_never_speeds_ttft(
+    small_cache,
+):
+    setting, traffic = small_cache
+    small = 30 * 3000 * 32.0
+    hits = []
+    for size_gb in (0.05, 0.2, 1.0, 8.0):
+        rec = _run(setting, traffic, HostTier(size_gb * GB), capacity=small)
+        hits.append(np.nansum(rec.cached_tokens))
+    assert hits == sorted(hits) and hits[0] < hits[-1]
+    ttft = []
+    for bw_gb in (math.inf, 64.0, 4.0, 0.5):
+        rec = _run(setting, traffic, HostTier(8 * GB, bw_gb * GB), capacity=small)
+        ttft.append(float(np.nanmean(rec.first_token_s - rec.arrivals.arrival_s)))
+    assert ttft == sorted(ttft) and ttft[0] < ttft[-1]
+
+
+def test_sessions_report_later_turns_and_price_per_session():
+    kw = dict(gpus=1, arrival_rate_per_s=2, requests=120, input_lengths="1000")
+    kw.update(output_lengths="100", session_turns=4, think_time_s=10)
+    result = ie.simulate_load("Llama 3.1 8B", "H100", kv_offload_gb=16, **kw)
+    row = result.to_dataframe().iloc[0]
+    assert 0.0 <= row["host_hit_rate"] <= row["prefix_hit_rate"] <= 1.0
+    assert row["later_turn_ttft_p99_s"] > 0.0
+    # 2.1 USD/h (the H100's price) over 2 req/s x 3,600 s / 4 requests a session
+    assert row["usd_per_session"] == pytest.approx(2.1 * 4 / (2 * 3600))
+    assert result.metadata()["kv_offload"].startswith("host KV tier 16 GB per GPU")
+
+
+@pytest.mark.parametrize(
+    "hardware, extra, field",
+    [
+        ("H100", dict(kv_offload_gb=300), "kv_offload_gb"),  # a DGX H100 has 256 GB a GPU
+        ("L40S", dict(kv_offload_gb=10), "host_link_bytes_per_s"),  # no host link stated
+        ("H100", dict(kv_offload_gb=10, session_turns=1), "kv_offload_gb"),  # nothing shared
+    ],
+)
+def test_a_tier_that_cannot_work_is_refused(hardware, extra, field):
+    kw = dict(gpus=1, arrival_rate_per_s=2, requests=40, input_lengths="1000")
+    kw.update(output_lengths="100", session_turns=3)
+    kw.update(extra)
+    with pytest.raises(ie.SpecError, match=field):
+        ie.simulate_load("Llama 3.1 8B", hardware, **kw)
