@@ -37,6 +37,7 @@ def test_a_measured_point_prices_its_measured_time(h100):
     ratio = kp.allreduce_s(h100, rows.shape["ranks"], rows.shape["nbytes"]) / rows.seconds
     assert np.mean(np.abs(ratio - 1.0) < 1e-9) > 0.9
     assert np.all(np.abs(ratio - 1.0) < 0.05)
+    assert kp.allreduce_s(h100, [1, 8], 2.0**29)[0] == 0.0  # one rank: nothing to reduce
 
 
 def test_one_decode_attention_call_costs_the_measured_floor_on_hopper(h100):

@@ -3,14 +3,14 @@ cheaper for more work.
 
 The grid is the table's own values of each size axis (tokens, batch, positions, bytes...).
 A cell the table lacks is filled from its nearest measured cell, scaled by the op's physics
-form between the two shapes. Along the axes where more work is never cheaper (tokens,
-batch, positions, bytes) the seconds are then fitted non-decreasing (weighted isotonic least
-squares in log space, filled cells weighing little), so a measured point prices exactly its
-measured time unless a neighbour along such an axis measured faster; the wobble of a flat,
-launch-bound stretch is averaged there. Between grid
-values the log of the seconds is multilinear in the log of the sizes; below the grid it is
-the smallest value's (the measured floor); above, it grows linearly in the size with the
-elasticity of the last two grid values (between 0 and 1: linear in FLOP or bytes at most).
+form between the two shapes. Along the axes where more work is never cheaper (tokens, batch,
+positions, bytes) the seconds are then fitted non-decreasing (weighted isotonic least squares
+in log space, filled cells weighing little), so a measured point prices exactly its measured
+time unless a neighbour along such an axis measured faster; the wobble of a flat, launch-bound
+stretch is averaged there. Between grid values the log of the seconds is multilinear in the
+log of the sizes; below the grid it is the smallest value's (the measured floor); above, it
+grows linearly in the size with the elasticity of the last two grid values (between 0 and 1:
+linear in FLOP or bytes at most).
 """
 
 from __future__ import annotations

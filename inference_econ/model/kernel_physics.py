@@ -99,6 +99,7 @@ def _fraction(value: np.ndarray, half: float) -> np.ndarray:
 
 
 def gemm(p: Mapping[str, float], sheet: Sheet, fmt: str, s: Shape) -> np.ndarray:
+    """A GEMM: fixed time + the larger of its arithmetic and its weights and activations."""
     bits, per_weight = GEMM_FORMATS[fmt]
     m, n, k = s["m"], s["n"], s["k"]
     rate = sheet.peak(bits) * p["efficiency"] * _fraction(m, p["half_tokens"])
@@ -116,6 +117,7 @@ def attended_positions(tokens: np.ndarray, window: np.ndarray) -> np.ndarray:
 
 
 def generation_attention(p: Mapping[str, float], sheet: Sheet, fmt: str, s: Shape) -> np.ndarray:
+    """A decode step's attention: floor + a sequence's cost + K and V bytes + arithmetic."""
     _, width = ATTENTION_FORMATS[fmt]
     b, d = s["batch"], s["head_dim"]
     positions = np.where(s["window"] > 0, np.minimum(s["positions"], s["window"]), s["positions"])
@@ -128,6 +130,7 @@ def generation_attention(p: Mapping[str, float], sheet: Sheet, fmt: str, s: Shap
 
 
 def context_attention(p: Mapping[str, float], sheet: Sheet, fmt: str, s: Shape) -> np.ndarray:
+    """Causal prompt attention: floor + Q, K, V and output bytes + causal arithmetic."""
     bits, _ = ATTENTION_FORMATS[fmt]
     b, n, d = s["batch"], s["tokens"], s["head_dim"]
     nbytes = 2.0 * b * n * d * (2.0 * s["heads"] + 2.0 * s["kv_heads"])
@@ -137,6 +140,7 @@ def context_attention(p: Mapping[str, float], sheet: Sheet, fmt: str, s: Shape) 
 
 
 def collective(p: Mapping[str, float], sheet: Sheet, op: str, s: Shape) -> np.ndarray:
+    """A collective inside a node: latency growing with log2(ranks) + the ring's bytes."""
     r = s["ranks"]
     wire = COLLECTIVES["all_reduce" if op == "custom" else op](r) * s["nbytes"]
     latency = (p["latency_us"] + p["rank_us"] * np.log2(r)) * 1e-6
@@ -144,6 +148,7 @@ def collective(p: Mapping[str, float], sheet: Sheet, op: str, s: Shape) -> np.nd
 
 
 def moe(p: Mapping[str, float], sheet: Sheet, fmt: str, s: Shape) -> np.ndarray:
+    """A fused MoE layer: fixed time + the larger of its arithmetic and its touched experts."""
     bits, per_weight = MOE_FORMATS[fmt]
     tokens, e, tp, ep = s["tokens"], s["experts"], s["tp"], s["ep"]
     routed = tokens * s["topk"]
@@ -162,6 +167,7 @@ def pass_bytes(op: str, tokens: np.ndarray, width: np.ndarray) -> np.ndarray:
 
 
 def passes(p: Mapping[str, float], sheet: Sheet, op: str, s: Shape) -> np.ndarray:
+    """A per-token pass: floor + its fewest bytes."""
     nbytes = pass_bytes(op, s["tokens"], s["width"])
     return p["floor_us"] * 1e-6 + nbytes / (sheet.hbm * p["stream_share"])
 

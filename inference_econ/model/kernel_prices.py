@@ -70,46 +70,86 @@ class Rows:
         return len(self.seconds)
 
 
-def table_rows(folder: str, op: str, variant: str, distribution: str = "balanced") -> Rows:
-    """The rows of ``op`` at ``variant`` measured on kernels/``folder`` (``variant``: a
-    format; ``custom`` for the all-reduce; the operation for ``collective``; the pass for
-    ``pass``; ``distribution``: the MoE routing)."""
-    f = np.float64
-    if op == "pass":
-        t = passes_table(folder)
-        at = t["op"] == variant
-        shape = {"tokens": t["tokens"][at] * f(1), "width": t["width"][at] * f(1)}
-    elif op in ("allreduce", "collective"):
-        if op == "allreduce":
-            t = kernel_table(folder, "custom_allreduce")
-            at = np.ones(len(t), dtype=bool)
-        else:
-            t = kernel_table(folder, "nccl", NCCL_TABLES)
-            at = (t["op_name"] == variant) & (t["nccl_dtype"] == "half")
-        shape = {"ranks": t["num_gpus"][at] * f(1), "nbytes": t["message_elements"][at] * f(2)}
-    elif op == "gemm":
-        t = kernel_table(folder, "gemm")
-        at = t["gemm_dtype"] == variant
-        shape = {c: t[c][at] * f(1) for c in ("m", "n", "k")}
-    elif op == "moe":
-        t = kernel_table(folder, "moe")
-        at = (t["moe_dtype"] == variant) & (t["distribution"] == distribution)
-        names = {"tokens": "num_tokens", "hidden": "hidden_size", "inter": "inter_size"}
-        names.update(topk="topk", experts="num_experts", tp="moe_tp_size", ep="moe_ep_size")
-        shape = {k: t[c][at] * f(1) for k, c in names.items()}
-    else:
+def _gemm_rows(folder: str, variant: str, _: str):
+    """GEMM rows of one format."""
+    t = kernel_table(folder, "gemm")
+    at = t["gemm_dtype"] == variant
+    return t, at, {c: t[c][at] for c in ("m", "n", "k")}
+
+
+def _attention_rows(op: str):
+    """The reader of one attention table: decode steps keyed by cached positions (the prompt
+    plus the steps before, as AIConfigurator keys them), prompts by their tokens."""
+
+    def read(folder: str, variant: str, _: str):
         t = kernel_table(folder, op)
         if op == "generation_attention":
             at = (t["kv_cache_dtype"] == variant) & (t["attn_dtype"] == "bfloat16")
-            sizes = {"batch": t["batch_size"][at], "positions": (t["isl"] + t["step"])[at]}
+            shape = {"batch": t["batch_size"][at], "positions": (t["isl"] + t["step"])[at]}
         else:
             at = (t["attn_dtype"] == variant) & (t["kv_cache_dtype"] == variant)
-            sizes = {"batch": t["batch_size"][at], "tokens": t["isl"][at]}
+            shape = {"batch": t["batch_size"][at], "tokens": t["isl"][at]}
         names = {"heads": "num_heads", "kv_heads": "num_key_value_heads", "head_dim": "head_dim"}
-        shape = {k: v * f(1) for k, v in sizes.items()}
-        shape.update({k: t[c][at] * f(1) for k, c in names.items()})
-        shape["window"] = t["window_size"][at] * f(1)
-    return Rows(shape, t["latency_ms"][at] * 1e-3)
+        shape.update({k: t[c][at] for k, c in names.items()}, window=t["window_size"][at])
+        return t, at, shape
+
+    return read
+
+
+def _allreduce_rows(folder: str, variant: str, _: str):
+    """The custom all-reduce's rows of BF16 messages."""
+    t = kernel_table(folder, "custom_allreduce")
+    at = t["allreduce_dtype"] == "bfloat16"
+    return t, at, {"ranks": t["num_gpus"][at], "nbytes": t["message_elements"][at] * 2}
+
+
+def _collective_rows(folder: str, variant: str, _: str):
+    """NCCL rows of one operation on half-precision messages."""
+    t = kernel_table(folder, "nccl", NCCL_TABLES)
+    at = (t["op_name"] == variant) & (t["nccl_dtype"] == "half")
+    return t, at, {"ranks": t["num_gpus"][at], "nbytes": t["message_elements"][at] * 2}
+
+
+def _moe_rows(folder: str, variant: str, distribution: str):
+    """Fused-MoE rows of one format and routing."""
+    t = kernel_table(folder, "moe")
+    at = (t["moe_dtype"] == variant) & (t["distribution"] == distribution)
+    names = {"tokens": "num_tokens", "hidden": "hidden_size", "inter": "inter_size"}
+    names.update(topk="topk", experts="num_experts", tp="moe_tp_size", ep="moe_ep_size")
+    return t, at, {k: t[c][at] for k, c in names.items()}
+
+
+def _pass_rows(folder: str, variant: str, _: str):
+    """The rows of one pass."""
+    t = passes_table(folder)
+    at = t["op"] == variant
+    return t, at, {"tokens": t["tokens"][at], "width": t["width"][at]}
+
+
+#: Op class -> the reader of its table: (the table, the rows of the variant, their shapes).
+_READERS = {
+    "gemm": _gemm_rows,
+    "generation_attention": _attention_rows("generation_attention"),
+    "context_attention": _attention_rows("context_attention"),
+    "allreduce": _allreduce_rows,
+    "collective": _collective_rows,
+    "moe": _moe_rows,
+    "pass": _pass_rows,
+}
+
+
+def table_rows(folder: str, op: str, variant: str, distribution: str = "balanced") -> Rows:
+    """The rows of ``op`` at ``variant`` measured on kernels/``folder`` (``variant``: a
+    format; ``custom`` for the all-reduce; the operation for ``collective``; the pass for
+    ``pass``; ``distribution``: the MoE routing). Message sizes are bytes of BF16 elements. A
+    shape timed by several kernels (Blackwell's tables time more than one backend) keeps the
+    fastest: the one an engine that picks its kernel by shape runs."""
+    table, at, shape = _READERS[op](folder, variant, distribution)
+    columns = np.stack([np.asarray(v, dtype=float) for v in shape.values()], axis=1)
+    unique, inverse = np.unique(columns, axis=0, return_inverse=True)
+    seconds = np.full(len(unique), np.inf)
+    np.minimum.at(seconds, inverse.reshape(-1), table["latency_ms"][at] * 1e-3)
+    return Rows(dict(zip(shape, unique.T)), seconds)
 
 
 @cache
@@ -192,9 +232,10 @@ class Clock:
 
 
 @cache
-def _clock(folder: str, op: str, variant: str, distribution: str, sheet: Sheet) -> Clock:
-    """The Clock of one table's rows, built once."""
-    return Clock(op, variant, sheet, table_rows(folder, op, variant, distribution))
+def _clock(folder: str, op: str, variant: str, distribution: str, sheet: Sheet) -> Clock | None:
+    """The Clock of one table's rows, built once; None where the table has none of them."""
+    rows = table_rows(folder, op, variant, distribution)
+    return Clock(op, variant, sheet, rows) if len(rows) else None
 
 
 def _price(gpu: Any, op: str, variant: str, shape: dict[str, Any], distribution="balanced"):
@@ -204,10 +245,10 @@ def _price(gpu: Any, op: str, variant: str, shape: dict[str, Any], distribution=
     flat = {k: a.reshape(-1) for k, a in zip(shape, arrays)}
     sheet = Sheet.of(gpu)
     folder = kernel_folder(getattr(gpu, "name", ""))
+    clock = None
     if folder and variant in table_variants(folder, op):
-        seconds = _clock(folder, op, variant, distribution, sheet)(flat)
-    else:
-        seconds = physics_s(op, variant, sheet, flat)
+        clock = _clock(folder, op, variant, distribution, sheet)
+    seconds = clock(flat) if clock is not None else physics_s(op, variant, sheet, flat)
     return seconds.reshape(arrays[0].shape if arrays else ())
 
 
@@ -279,20 +320,22 @@ def context_attention_s(
 def allreduce_s(gpu: Any, ranks: Any, nbytes: Any) -> np.ndarray:
     """Seconds of the engine's own all-reduce of ``nbytes`` over ``ranks`` GPUs of one node
     (0 on one rank)."""
-    shape = _sizes(ranks=ranks)
-    shape.update(_sizes(0.0, nbytes=nbytes))
-    shape["nbytes"] = np.maximum(shape["nbytes"], 1.0)
-    return _price(gpu, "allreduce", CUSTOM, shape)
+    return _collective(gpu, "allreduce", CUSTOM, ranks, nbytes)
 
 
 def collective_s(gpu: Any, op: str, ranks: Any, nbytes: Any) -> np.ndarray:
     """Seconds of NCCL's ``op`` (all_reduce, all_gather, reduce_scatter, alltoall) of a
     message of ``nbytes`` over ``ranks`` GPUs of one node (0 on one rank)."""
-    name = _choice("op", op, COLLECTIVES)
+    return _collective(gpu, "collective", _choice("op", op, COLLECTIVES), ranks, nbytes)
+
+
+def _collective(gpu: Any, op: str, variant: str, ranks: Any, nbytes: Any) -> np.ndarray:
+    """A collective's seconds: none on one rank, else priced at no fewer than one byte."""
     shape = _sizes(ranks=ranks)
     shape.update(_sizes(0.0, nbytes=nbytes))
-    shape["nbytes"] = np.maximum(shape["nbytes"], 1.0)
-    return _price(gpu, "collective", name, shape)
+    alone = shape["ranks"] < 2.0
+    shape = {"ranks": np.maximum(shape["ranks"], 2.0), "nbytes": np.maximum(shape["nbytes"], 1.0)}
+    return np.where(alone, 0.0, _price(gpu, op, variant, shape))
 
 
 def moe_s(
