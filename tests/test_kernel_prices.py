@@ -15,6 +15,7 @@ from inference_econ.model import kernel_prices as kp
 from inference_econ.model.kernel_fit import fit_all
 from inference_econ.model.kernel_physics import Sheet, fitted
 from inference_econ.model.kernel_prices import Clock, table_rows
+from inference_econ.specs.kernel_tables import KERNEL_FOLDERS, kernel_folder
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +26,18 @@ def h100():
 @pytest.fixture(scope="module")
 def mi300x():
     return ie.load_hardware("MI300X")
+
+
+def test_each_measured_part_names_a_catalogue_part_and_a_folder_of_tables():
+    for name, folder in KERNEL_FOLDERS.items():
+        assert ie.load_hardware(name).name == name
+        assert kp.table_variants(folder, "collective") == {
+            "all_reduce",
+            "all_gather",
+            "reduce_scatter",
+            "alltoall",
+        }
+    assert kernel_folder("MI300X") is None
 
 
 def test_a_measured_point_prices_its_measured_time(h100):
