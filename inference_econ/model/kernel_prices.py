@@ -268,8 +268,8 @@ def _sizes(minimum: float = 1.0, **values: Any) -> dict[str, np.ndarray]:
             raise SpecError(
                 "argument",
                 name,
-                f"must be at least {minimum:g}, got {got:g}",
-                "give sizes as counts",
+                f"must be a finite number of at least {minimum:g}, got {got:g}",
+                "sizes are counts of tokens, sequences, positions, heads or bytes",
             )
         out[name] = array
     return out
