@@ -26,6 +26,16 @@ engine / measured. The classes and how each is charged:
   engine's library protocols alone), latency plus bandwidth, the engine's times its
   ``step_time_scale``.
 
+Then the engine clock (``model/kernel_prices.py``) per op class, GPU and variant, scored two
+honest ways: its interpolation with every other grid value of one axis left out of the table
+(GEMM's ``n``, generation attention's positions, context attention's and MoE's and the passes'
+tokens, the collectives' bytes) and priced from the rest, and its physics form with the
+parameters fitted to the other GPUs' tables only (what a GPU without tables gets); and, for
+the classes whose tables hold groups (attention's heads, head size and window; the
+collectives' ranks; MoE's widths, experts and split), every other group left out and priced
+from the nearest remaining group scaled by the physics: median, 10th and 90th percentiles of
+price / measured over the left-out rows (over every row for the physics).
+
 Neither charge is a prediction of a table row: a step's time takes one maximum over its
 kernels, not one a kernel, and adds the launch and host overheads this leaves out.
 
@@ -48,11 +58,24 @@ import inference_econ as ie  # noqa: E402
 from inference_econ.model.achievable import EngineStep  # noqa: E402
 from inference_econ.model.collectives import ALLREDUCE, CollectiveCost  # noqa: E402
 from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
+from inference_econ.model.kernel_fit import FIT_DISTRIBUTION, fit_all  # noqa: E402
+from inference_econ.model.kernel_physics import Sheet, physics_s  # noqa: E402
+from inference_econ.model.kernel_prices import AXES, Clock, table_rows, table_variants  # noqa: E402
 from inference_econ.model.machine import Machine  # noqa: E402
-from inference_econ.specs.kernel_tables import kernel_table  # noqa: E402
+from inference_econ.specs.kernel_tables import KERNEL_FOLDERS, kernel_table  # noqa: E402
 
 #: kernels/ folder -> the catalogue's part.
-GPUS = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
+GPUS = {folder: name for name, folder in KERNEL_FOLDERS.items()}
+#: Op class -> (the axis every other value of which is left out, its variants).
+HELD_OUT = {
+    "gemm": ("n", ("bfloat16", "fp8", "fp8_block", "nvfp4")),
+    "generation_attention": ("positions", ("bfloat16", "fp8")),
+    "context_attention": ("tokens", ("bfloat16", "fp8")),
+    "allreduce": ("nbytes", ("custom",)),
+    "collective": ("nbytes", ("all_reduce", "all_gather", "reduce_scatter", "alltoall")),
+    "moe": ("tokens", ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "w4a8_mxfp4_mxfp8")),
+    "pass": ("tokens", ("add_rmsnorm", "silu_mul", "rope", "sample_greedy")),
+}
 #: GEMM format -> (bits the model charges it at, bytes a weight: NVFP4 with an FP8 scale a 16).
 GEMM_FORMATS = {
     "bfloat16": (16, 2.0),
@@ -223,6 +246,73 @@ def spread(ratio) -> str:
     return f"{p50:7.2f} {p10:6.2f} {p90:6.2f}"
 
 
+def held_out(folder: str, sheet: Sheet, op: str, variant: str, axis: str):
+    """price / measured of the rows at every other value of ``axis``, priced by a Clock built
+    from the other rows."""
+    rows = table_rows(folder, op, variant, FIT_DISTRIBUTION)
+    values = np.unique(rows.shape[axis])
+    out = np.isin(rows.shape[axis], values[1::2])
+    clock = Clock(op, variant, sheet, rows.take(~out))
+    left = rows.take(out)
+    return clock(left.shape) / left.seconds
+
+
+def held_out_groups(folder: str, sheet: Sheet, op: str, variant: str):
+    """price / measured of the rows of every other measured group (heads, head size and
+    window; ranks; an MoE's widths, experts and split), priced from the nearest other group
+    scaled by the physics; None for a class without groups."""
+    group = AXES[op][1]
+    if not group:
+        return None
+    rows = table_rows(folder, op, variant, FIT_DISTRIBUTION)
+    keys = np.stack([rows.shape[g] for g in group], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    out = np.isin(inverse.reshape(-1), np.arange(len(unique))[1::2])
+    clock = Clock(op, variant, sheet, rows.take(~out))
+    left = rows.take(out)
+    return clock(left.shape) / left.seconds
+
+
+def engine_clock_rows(folder: str, gpu):
+    """(class, variant, rows, held-out interpolation ratios, held-out group ratios, other-GPU
+    physics ratios)."""
+    sheet = Sheet.of(gpu)
+    for op, (axis, variants) in HELD_OUT.items():
+        for variant in variants:
+            if variant not in table_variants(folder, op):
+                continue
+            rows = table_rows(folder, op, variant, FIT_DISTRIBUTION)
+            params = fit_all(op, variant, exclude=folder)
+            physics = None
+            if params is not None:
+                physics = physics_s(op, variant, sheet, rows.shape, params) / rows.seconds
+            table = held_out(folder, sheet, op, variant, axis)
+            yield (
+                op,
+                variant,
+                len(rows),
+                table,
+                held_out_groups(folder, sheet, op, variant),
+                physics,
+            )
+
+
+def print_engine_clock() -> None:
+    """The engine clock's two scores per class, GPU and variant."""
+    print()
+    heads = ("held-out sizes", "held-out groups", "other-GPU physics")
+    print(
+        f"{'gpu':9s} {'engine clock':20s} {'variant':16s} {'rows':>6s}  "
+        + "  ".join(f"{h:>20s}" for h in heads)
+    )
+    print(f"{'':54s}" + "  ".join(f"{'median    p10    p90':>20s}" for _ in heads))
+    for folder, name in GPUS.items():
+        gpu = ie.load_hardware(name)
+        for op, variant, count, *scores in engine_clock_rows(folder, gpu):
+            cells = [spread(r) if r is not None else f"{'-':>20s}" for r in scores]
+            print(f"{folder:9s} {op:20s} {variant:16s} {count:6d}  " + "  ".join(cells))
+
+
 def main() -> int:
     start = time.process_time()
     print(
@@ -240,6 +330,7 @@ def main() -> int:
                 f"{folder:9s} {label:17s} {fmt:10s} {len(measured):6d}  "
                 f"{spread(roof / measured)} {slower:9.1%}  {spread(eng / measured)}"
             )
+    print_engine_clock()
     print(f"CPU {time.process_time() - start:.1f} s")
     return 0
 

@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 
 #: The folder of tables (engine and version) read when none is named.
 DEFAULT_TABLES = "trtllm-1.3.0rc20"
+#: The folder of the NCCL collectives' tables.
+NCCL_TABLES = "nccl-2.29.2"
+#: The catalogue's part (its ``name`` in hardware/*.yaml) -> its folder of kernels/.
+KERNEL_FOLDERS = {
+    "H100-SXM": "h100_sxm",
+    "H200-SXM": "h200_sxm",
+    "B200-HGX": "b200_sxm",
+    "GB200-NVL72": "gb200",
+}
+#: The file of the engine clock's fitted physics parameters (kernels/README.md).
+ENGINE_CLOCK_FITS = "engine_clock.yaml"
 #: The fields each kind of table must have (its file's name: ``gemm.csv.gz`` is a GEMM table).
 REQUIRED: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm_dtype", "m", "n", "k", "latency_ms"),
@@ -82,6 +93,41 @@ def kernel_table(gpu: str, op: str, engine: str = DEFAULT_TABLES) -> KernelTable
     return read_kernel_table(table_path(gpu, op, engine))
 
 
+def kernel_folder(gpu_name: str) -> str | None:
+    """The kernels/ folder measured on the catalogue's part ``gpu_name``; None for a part
+    without one (a derived part keeps its own name, so it has none)."""
+    return KERNEL_FOLDERS.get(gpu_name)
+
+
+def passes_table(gpu: str) -> KernelTable:
+    """The per-token passes measured on ``gpu`` (``kernels/<gpu>/passes.csv``, plain CSV);
+    its ``latency_us`` is also given as ``latency_ms`` so every table reads alike."""
+    import numpy as np
+
+    path = _data_file(Path("kernels", gpu, "passes.csv"), "kernels/*/passes.csv")
+    table = _read_plain(str(path))
+    columns = dict(table.columns, latency_ms=np.asarray(table["latency_us"]) * 1e-3)
+    return KernelTable(table.path, table.header, columns)
+
+
+def engine_clock_fits() -> dict[str, Any]:
+    """The engine clock's fitted parameters (kernels/engine_clock.yaml, written by
+    benchmarks/fit_kernel_prices.py): a mapping of op class -> format -> parameters."""
+    from .yamlfile import load_yaml
+
+    return load_yaml(_data_file(Path("kernels", ENGINE_CLOCK_FITS), f"kernels/{ENGINE_CLOCK_FITS}"))
+
+
+def _data_file(relative: Path, pattern: str) -> Path:
+    """The first data root's copy of ``relative``; a SpecError when none has it."""
+    from .catalog import data_roots
+
+    for root in data_roots():
+        if (root / relative).is_file():
+            return root / relative
+    raise SpecError(relative.as_posix(), "", "is not shipped", f"expected {pattern}")
+
+
 def table_path(gpu: str, op: str, engine: str = DEFAULT_TABLES) -> Path:
     """The file of ``kernel_table(gpu, op, engine)``; a SpecError naming what is shipped when
     there is none."""
@@ -106,6 +152,21 @@ def read_kernel_table(path: str | Path) -> KernelTable:
     do not write them). A SpecError naming the file, and the field where one is at fault, for
     a file that is not such a table."""
     return _read(str(path))
+
+
+@lru_cache(maxsize=8)
+def _read_plain(source: str) -> KernelTable:
+    """A table of plain (not compressed) CSV under the same first line, read once."""
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(source, "", f"cannot be read ({exc.__class__.__name__})", _FIX) from None
+    header, names, body = _split(source, text)
+    columns = _columns(source, names, body)
+    if "latency_us" not in columns:
+        raise SpecError(source, "latency_us", "is missing", "the table needs latency_us")
+    _check_latency(source, columns["latency_us"])
+    return KernelTable(source, header, columns)
 
 
 @lru_cache(maxsize=64)
