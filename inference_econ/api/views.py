@@ -189,6 +189,45 @@ def request(
     )
 
 
+def operations(setting: Setting, gpus: float, batch: float, discrete: bool = False) -> pd.DataFrame:
+    """The decode step of a configuration as its operations, priced by the setting's clock
+    (docs/model.md "A step as operations").
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem (no speculation: a cycle is several passes).
+    gpus, batch : float
+        The configuration, at its best layout (as ``point`` finds it).
+    discrete : bool
+        Whole layouts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per operation: its name, class, calls, seconds (``time_s``) and share of the
+        step, FLOP, bytes per GPU, shape, its seconds by breakdown part (their sums over the
+        rows are ``point``'s breakdown) and the clock.
+    """
+    import pandas as pd
+
+    from ..errors import SpecError
+    from ..serving.decode import evaluate_columns
+    from ..serving.operations_table import operation_table
+
+    columns = evaluate_columns(setting, gpus, batch, discrete)
+    row = {name: values[0] for name, values in columns.items()}
+    table = operation_table(setting, row, discrete)
+    if table is None:
+        raise SpecError(
+            "argument",
+            "setting",
+            "speculative decoding has several passes a cycle, not one step",
+            "give a setting without a draft",
+        )
+    return pd.DataFrame(table.columns(detail=True))
+
+
 def compare_context_parallel(
     setting: Setting,
     prompt_tokens,

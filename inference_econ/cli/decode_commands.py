@@ -94,6 +94,21 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
     notes = [n for n in (kv,) if n] + layout_notes(row, discrete)
     meta = layout_meta(setting.metadata(), discrete)
     click.echo(stated(row, format, title, setting, meta, notes), nl=False)
+    if format in ("table", "markdown"):  # CSV and JSON keep their one row
+        click.echo(_operations_text(setting, row, discrete, format), nl=False)
+
+
+def _operations_text(setting, row: dict, discrete: bool, fmt: str) -> str:
+    """The point's step as its operations (docs/model.md "A step as operations"), after a
+    blank line; nothing with speculation (a cycle is several passes)."""
+    from ..output.render import render_columns
+    from ..serving.operations_table import operation_table
+
+    table = operation_table(setting, row, discrete)
+    if table is None:
+        return ""
+    text = render_columns(table.columns(), fmt, table.title(setting), [table.note])
+    return "\n" + text
 
 
 @click.command(short_help="The Pareto frontier of speed against cost.")
