@@ -127,3 +127,26 @@ def test_host_work_is_an_operation_apart_from_the_kernel_launches():
     assert steps["L40S"][1] > 1.5 * steps["H100"][1]
     for name in ("kernel launches", "host and scheduling"):
         assert steps["L40S"][0][name] == pytest.approx(steps["H100"][0][name], rel=1e-12)
+
+
+def test_point_prints_its_step_as_operations_whose_times_add_up_to_its_latency():
+    from click.testing import CliRunner
+
+    from inference_econ import api
+    from inference_econ.cli import main
+
+    args = ["Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"]
+    out = CliRunner().invoke(main, ["point", *args]).output
+    assert "Operations of one decode step (roofline clock, paper)" in out
+    for name in ("qkv projection", "all-reduce (attention)", "host and scheduling"):
+        assert name in out.split("Operations of one decode step")[1]
+    csv = CliRunner().invoke(main, ["point", *args, "--format", "csv"]).output
+    assert "Operations" not in csv  # CSV keeps its one row
+    setting = ie.make_setting("Llama 3 70B", "H100", assumptions="achievable")
+    row = api.point_fields(setting, gpus=8, batch=64)
+    table = api.point_operations(setting, row)
+    assert table.clock == "engine"
+    assert table.seconds.sum() == pytest.approx(row["latency_s"], rel=1e-12)
+    columns = table.columns(detail=True)
+    for part in ADDITIVE_PARTS:
+        assert columns[part].sum() == pytest.approx(row[part], rel=1e-12, abs=1e-18)

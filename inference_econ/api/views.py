@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
     from ..optimise.method import Method
     from ..optimise.optimiser import FrontierColumns
+    from ..serving.operations_table import OperationTable
     from ..serving.setting import Setting
 
 
@@ -189,6 +190,31 @@ def request(
     )
 
 
+def point_operations(setting: Setting, row: dict, discrete: bool = False) -> OperationTable | None:
+    """The decode step of a described configuration as its operations, priced by the
+    setting's clock (docs/model.md "A step as operations"): what ``point`` prints under its
+    figures.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+    row : dict
+        The configuration as ``point_fields`` describes it (its GPUs, batch and layout).
+    discrete : bool
+        Whole layouts.
+
+    Returns
+    -------
+    OperationTable or None
+        The operations and their seconds by breakdown part; None with speculative decoding
+        (a cycle is several passes, not one step).
+    """
+    from ..serving.operations_table import operation_table
+
+    return operation_table(setting, row, discrete)
+
+
 def operations(setting: Setting, gpus: float, batch: float, discrete: bool = False) -> pd.DataFrame:
     """The decode step of a configuration as its operations, priced by the setting's clock
     (docs/model.md "A step as operations").
@@ -213,11 +239,9 @@ def operations(setting: Setting, gpus: float, batch: float, discrete: bool = Fal
 
     from ..errors import SpecError
     from ..serving.decode import evaluate_columns
-    from ..serving.operations_table import operation_table
 
     columns = evaluate_columns(setting, gpus, batch, discrete)
-    row = {name: values[0] for name, values in columns.items()}
-    table = operation_table(setting, row, discrete)
+    table = point_operations(setting, {k: v[0] for k, v in columns.items()}, discrete)
     if table is None:
         raise SpecError(
             "argument",

@@ -101,10 +101,10 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
 def _operations_text(setting, row: dict, discrete: bool, fmt: str) -> str:
     """The point's step as its operations (docs/model.md "A step as operations"), after a
     blank line; nothing with speculation (a cycle is several passes)."""
+    from .. import api
     from ..output.render import render_columns
-    from ..serving.operations_table import operation_table
 
-    table = operation_table(setting, row, discrete)
+    table = api.point_operations(setting, row, discrete)
     if table is None:
         return ""
     text = render_columns(table.columns(), fmt, table.title(setting), [table.note])
