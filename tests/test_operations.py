@@ -66,6 +66,11 @@ def test_each_clock_prices_the_list_at_the_step_models_latency(preset):
         assert sum(op.flop for op in step) == pytest.approx(float(bd.flop), rel=1e-12)
         assert all(op.name and op.kind in get_args(OperationClass) for op in step)
         assert len(set(step.names)) == len(step)  # every row named apart
+        classes = clock.by_class(step)
+        assert sum(classes.values()) == pytest.approx(expected, rel=1e-12)
+        # collectives add outside the roofline: their class is the breakdown's two parts
+        collective = sums["collective_latency_s"] + sums["collective_bandwidth_s"]
+        assert classes.get("collective", 0.0) == pytest.approx(collective, rel=1e-12, abs=1e-18)
 
 
 def test_the_list_is_the_same_under_both_clocks():

@@ -56,6 +56,13 @@ class Clock:
         """Seconds of the step: the sum of its operations' (inf where it does not fit)."""
         return float(np.sum(self.price(step))) if step.fits else np.inf
 
+    def by_class(self, step: StepOperations) -> dict[str, float]:
+        """Seconds of the step by operation class (gemm, attention, collective, ...)."""
+        out: dict[str, float] = {}
+        for op, seconds in zip(step, self.price(step)):
+            out[op.kind] = out.get(op.kind, 0.0) + float(seconds)
+        return out
+
     def aggregates(self, step: StepOperations) -> dict[str, float]:
         """The breakdown's additive parts (``ADDITIVE_PARTS``) as sums over the operations."""
         sums = self.parts(step).sum(axis=0)

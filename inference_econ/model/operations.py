@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-
 from .step_calls import NO_CACHE, CollectiveCalls
 from .workload import GroupWork, matmul_activation_bytes_per_token
 
@@ -83,7 +81,7 @@ class Operation:
     name: str
     kind: OperationClass
     calls: float
-    shape: Mapping[str, float | str]
+    shape: Mapping[str, float]
     work: WorkClass
     flop: float = 0.0
     flop_per_gpu: float = 0.0
@@ -222,23 +220,15 @@ class _Builder:
             )
             flop = total_flop * sizes[i] / sum(sizes)
             layers = w.layers * share
-            ops.append(
-                _op(
-                    name,
-                    "gemm",
-                    layers,
-                    {"m": kernel_tokens, "n": m if out else m / ways, "k": k / ways if out else k},
-                    "projection",
-                    flop=flop,
-                    flop_per_gpu=flop * self.repeat / self.N,
-                    weight_bytes=m * k * w.dense_weight_bytes * layers * self.adiv * self.per_gpu,
-                    activation_bytes=float(acts)
-                    * layers
-                    * self.tokens
-                    * self.repeat
-                    * self.per_gpu,
-                )
+            shape = {"m": kernel_tokens, "n": m if out else m / ways, "k": k / ways if out else k}
+            amounts = self._amounts(
+                flop,
+                m * k * w.dense_weight_bytes * self.adiv,
+                float(acts) * self.tokens * self.repeat,
+                layers,
+                self.repeat,
             )
+            ops.append(_op(name, "gemm", layers, shape, "projection", **amounts))
         return ops
 
     def _mixers(self) -> list[Operation]:
@@ -450,6 +440,7 @@ class _Builder:
 
 
 def _op(name, kind, calls, shape, work, **amounts) -> Operation:
+    """An ``Operation``, its calls a float and its shape a dict of its own."""
     return Operation(name, kind, float(calls), dict(shape), work, **amounts)
 
 
@@ -476,8 +467,3 @@ def _in_group(name: str, group: int) -> str:
     if name.endswith(")"):
         return f"{name[:-1]}, layer group {group})"
     return f"{name} (layer group {group})"
-
-
-def flop_total(step: StepOperations) -> float:
-    """The FLOP of the step's operations: the step's own (``StepOperations.flop``)."""
-    return float(np.sum([op.flop for op in step]))

@@ -254,7 +254,7 @@ class StepCalls:
             r = np.minimum(g.active, e)
             r = float(r) if np.ndim(r) == 0 else r  # a numpy float64 would make the search double
             group = cache.get(("a2a_group", gi), lambda: (r, np.ceil(r / m.node_gpus)))
-            a2a = cache.get(("a2a", gi), lambda: m.collective(*group, ALLTOALL))
+            a2a = cache.get(("a2a", gi), lambda: m.collective(group[0], group[1], ALLTOALL))
             experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
             per_token = cache.get(
                 ("a2a_bytes", gi), lambda: w.d_model * experts * w.bytes_per_activation / t
