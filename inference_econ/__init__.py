@@ -23,6 +23,7 @@ _EXPORTS = {
     "frontier": ("api", "frontier"),
     "point": ("api", "point"),
     "points": ("api", "points"),
+    "operations": ("api", "operations"),
     "study": ("api", "study"),
     "load_study": ("studies.study", "load_study"),
     "model_summary": ("api", "model_summary"),

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
     from ..optimise.method import Method
     from ..optimise.optimiser import FrontierColumns
+    from ..serving.operations_table import OperationTable
     from ..serving.setting import Setting
 
 
@@ -187,6 +188,68 @@ def request(
     return view(
         setting, gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction, discrete
     )
+
+
+def point_operations(setting: Setting, row: dict, discrete: bool = False) -> OperationTable | None:
+    """The decode step of a described configuration as its operations, priced by the
+    setting's clock (docs/model.md "A step as operations"): what ``point`` prints under its
+    figures.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+    row : dict
+        The configuration as ``point_fields`` describes it (its GPUs, batch and layout).
+    discrete : bool
+        Whole layouts.
+
+    Returns
+    -------
+    OperationTable or None
+        The operations and their seconds by breakdown part; None with speculative decoding
+        (a cycle is several passes, not one step).
+    """
+    from ..serving.operations_table import operation_table
+
+    return operation_table(setting, row, discrete)
+
+
+def operations(setting: Setting, gpus: float, batch: float, discrete: bool = False) -> pd.DataFrame:
+    """The decode step of a configuration as its operations, priced by the setting's clock
+    (docs/model.md "A step as operations").
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem (no speculation: a cycle is several passes).
+    gpus, batch : float
+        The configuration, at its best layout (as ``point`` finds it).
+    discrete : bool
+        Whole layouts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per operation: its name, class, calls, seconds (``time_s``) and share of the
+        step, FLOP, bytes per GPU, shape, its seconds by breakdown part (their sums over the
+        rows are ``point``'s breakdown) and the clock.
+    """
+    import pandas as pd
+
+    from ..errors import SpecError
+    from ..serving.decode import evaluate_columns
+
+    columns = evaluate_columns(setting, gpus, batch, discrete)
+    table = point_operations(setting, {k: v[0] for k, v in columns.items()}, discrete)
+    if table is None:
+        raise SpecError(
+            "argument",
+            "setting",
+            "speculative decoding has several passes a cycle, not one step",
+            "give a setting without a draft",
+        )
+    return pd.DataFrame(table.columns(detail=True))
 
 
 def compare_context_parallel(

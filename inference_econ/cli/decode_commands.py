@@ -93,7 +93,23 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
     kv = api.whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
     notes = [n for n in (kv,) if n] + layout_notes(row, discrete)
     meta = layout_meta(setting.metadata(), discrete)
+    if format in ("table", "markdown"):  # CSV and JSON keep their one row
+        notes += _operations_text(setting, row, discrete, format)
     click.echo(stated(row, format, title, setting, meta, notes), nl=False)
+
+
+def _operations_text(setting, row: dict, discrete: bool, fmt: str) -> list[str]:
+    """The point's step as its operations (docs/model.md "A step as operations"): a table
+    after a blank line, shown among the notes (the setting's line stays last); none with
+    speculation (a cycle is several passes)."""
+    from .. import api
+    from ..output.render import render_columns
+
+    table = api.point_operations(setting, row, discrete)
+    if table is None:
+        return []
+    text = render_columns(table.columns(), fmt, table.title(setting), [table.note])
+    return ["\n" + text.rstrip("\n")]
 
 
 @click.command(short_help="The Pareto frontier of speed against cost.")

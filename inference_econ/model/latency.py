@@ -271,7 +271,10 @@ class StepModel:
         if np.any(np.asarray(p) > 1.0):  # p - 1 sends between stages (2 ranks on 2 nodes)
             p2p = m.collective(2.0, 2.0, P2P)
             per_token = cache.get(("p2p",), lambda: w.d_model * w.bytes_per_activation / t)
-            shared.append(cache.calls(("p2p",), p2p, per_token, tokens, p - 1.0))
+            sends = cache.calls(
+                ("p2p",), p2p, per_token, tokens, p - 1.0, "pipeline send", (2.0, 2.0)
+            )
+            shared.append(sends)
         bw_total = N * m.hbm_bandwidth_bytes_per_s
         kv_batch = B if self.assumptions.kv_read_whole_batch else b
         resident, attention_resident = self._resident_kv(B, p, context)

@@ -18,6 +18,14 @@ from .machine import Machine
 from .values import Floats, add_into
 from .workload import Workload
 
+#: The names of a step's reductions (their operations in model/operations.py): with 1-D
+#: tensor parallelism one all-reduce of the block's output; with 2-D, the feed-forward's inner
+#: activations and the attention's heads are reduced too, before the output (§A5).
+FF_REDUCTIONS_1D = ("all-reduce (feed-forward)",)
+FF_REDUCTIONS_2D = ("all-reduce (feed-forward inner, 2-D)", "all-reduce (feed-forward)")
+ATTENTION_REDUCTIONS_1D = ("all-reduce (attention)",)
+ATTENTION_REDUCTIONS_2D = ("all-reduce (attention)", "all-reduce (attention heads, 2-D)")
+
 
 def expert_degree(b, t, experts, min_micro_batch, integer=False):
     """Expert-parallel degree (§A5): min(t, E), but 1 while the micro-batch is below the minimum.
@@ -68,6 +76,10 @@ class CollectiveCalls:
     #: ``cost.folded(bytes_per_token, calls)`` when a search shares it across the tokens per
     #: pass (``StepCache.fold``), else None.
     folded: tuple | None = None
+    #: What the calls do (the name of their operation in a step's list, model/operations.py)
+    #: and the (ranks, nodes) of the group they run over.
+    what: str = ""
+    group: tuple = ()
 
     def time_s(self):
         """Seconds of all the calls, best protocol per point."""
@@ -152,15 +164,18 @@ class StepCache:
         self._points = (x, full)
         return full
 
-    def calls(self, key: tuple, cost, bytes_per_token, tokens, calls) -> CollectiveCalls:
+    def calls(
+        self, key: tuple, cost, bytes_per_token, tokens, calls, what: str = "", group=()
+    ) -> CollectiveCalls:
         """``CollectiveCalls(cost, bytes_per_token, tokens, calls)``, its folded factors kept
         under ``key`` when folding (``key`` names the call within the block: the same cost,
         bytes per token and calls for every tokens per pass); the tokens at the block's
-        points (``at_points``)."""
+        points (``at_points``); ``what`` and ``group`` name the calls and their group."""
         folded = None
         if self.fold:
             folded = self.get(("fold",) + key, lambda: cost.folded(bytes_per_token, calls))
-        return CollectiveCalls(cost, bytes_per_token, self.at_points(tokens), calls, folded)
+        tokens = self.at_points(tokens)
+        return CollectiveCalls(cost, bytes_per_token, tokens, calls, folded, what, group)
 
     def get(self, key: tuple, make):
         if self.store is None:
@@ -219,12 +234,13 @@ class StepCalls:
             words = [per_rank * g.matrices_out * w.d_model]
             if two_d:
                 words.insert(0, per_rank * g.matrices_in * g.d_ff)
-            return cc, [word * w.bytes_per_activation for word in words]
+            return cc, [word * w.bytes_per_activation for word in words], (ranks, nodes)
 
-        cc, per_token = cache.get(("ff_calls", gi, two_d), structure)
+        cc, per_token, group = cache.get(("ff_calls", gi, two_d), structure)
+        names = FF_REDUCTIONS_2D if two_d else FF_REDUCTIONS_1D
         return [
-            cache.calls(("ff", gi, two_d, i), cc, x, tokens, g.layers)
-            for i, x in enumerate(per_token)
+            cache.calls(("ff", gi, two_d, i), cc, x, tokens, g.layers, what, group)
+            for i, (x, what) in enumerate(zip(per_token, names))
         ]
 
     def all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> list[CollectiveCalls]:
@@ -237,14 +253,14 @@ class StepCalls:
         if not self.assumptions.expert_all_to_all:
             r = np.minimum(g.active, e)
             r = float(r) if np.ndim(r) == 0 else r  # a numpy float64 would make the search double
-            a2a = cache.get(
-                ("a2a", gi), lambda: m.collective(r, np.ceil(r / m.node_gpus), ALLTOALL)
-            )
+            group = cache.get(("a2a_group", gi), lambda: (r, np.ceil(r / m.node_gpus)))
+            a2a = cache.get(("a2a", gi), lambda: m.collective(group[0], group[1], ALLTOALL))
             experts = g.active if self.assumptions.all_to_all_bytes_all_active else r
             per_token = cache.get(
                 ("a2a_bytes", gi), lambda: w.d_model * experts * w.bytes_per_activation / t
             )
-            return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * g.layers)]
+            what = "expert dispatch and combine"
+            return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * g.layers, what, group)]
         nodes = np.ceil(e / m.node_gpus)
         share = expert_remote_share(g, nodes) if self.by_tokens else None
         a2a = cache.get(
@@ -260,8 +276,10 @@ class StepCalls:
 
         sent, combined = cache.get(("a2a_bytes", gi), bytes_per_token)
         return [
-            cache.calls(("a2a", gi, 0), a2a, sent, tokens, g.layers),
-            cache.calls(("a2a", gi, 1), a2a, combined, tokens, g.layers),
+            cache.calls(("a2a", gi, 0), a2a, sent, tokens, g.layers, "expert dispatch", (e, nodes)),
+            cache.calls(
+                ("a2a", gi, 1), a2a, combined, tokens, g.layers, "expert combine", (e, nodes)
+            ),
         ]
 
     def attention(
@@ -295,16 +313,17 @@ class StepCalls:
                 words: tuple[Floats, ...] = (w.d_model / par, w.attention_heads_words / par)
             else:
                 words = (w.d_model,)
-            return cc, [word * ab for word in words]
+            return cc, [word * ab for word in words], (ranks, nodes)
 
         reductions = cache.get(("att_calls", key, two_d), structure)
         if reductions is not None:
-            cc, per_token = reductions
+            cc, per_token, group = reductions
             # with attention data parallelism each of the a replicas reduces only its share
             tokens = part.tokens / adiv if dp else part.tokens
+            names = ATTENTION_REDUCTIONS_2D if two_d else ATTENTION_REDUCTIONS_1D
             calls += [
-                cache.calls(("att", key, two_d, i), cc, x, tokens, w.layers)
-                for i, x in enumerate(per_token)
+                cache.calls(("att", key, two_d, i), cc, x, tokens, w.layers, what, group)
+                for i, (x, what) in enumerate(zip(per_token, names))
             ]
         if dp and self.dense_layers and np.any(np.asarray(adiv) > 1.0) and not reductions_only:
             # dense feed-forward blocks are tensor-parallel over all t GPUs: gather the
@@ -314,9 +333,9 @@ class StepCalls:
                 redistribute = cache.get(
                     ("redistribute", key), lambda: m.collective(adiv, nodes, ALLTOALL)
                 )
-                return redistribute, w.d_model * ab / part.tensor_degree
+                return redistribute, w.d_model * ab / part.tensor_degree, (adiv, nodes)
 
-            redistribute, per_token_dense = cache.get(("redistribute_calls", key), gather)
+            redistribute, per_token_dense, group = cache.get(("redistribute_calls", key), gather)
             calls.append(
                 cache.calls(
                     ("redistribute", key),
@@ -324,6 +343,8 @@ class StepCalls:
                     per_token_dense,
                     part.tokens,
                     2 * self.dense_layers,
+                    "attention-DP gather and scatter",
+                    group,
                 )
             )
         return tuple(calls)

@@ -1,0 +1,100 @@
+"""The operations of a described configuration's decode step as a table (docs/model.md "A
+step as operations"): what ``point`` prints under its figures and ``ie.operations`` returns,
+priced by the setting's clock (the roofline of the ideal presets, the engine step of an engine
+profile)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.breakdown import ADDITIVE_PARTS
+from ..model.clocks import clock_of
+from ..model.operations import StepOperations, step_operations
+from .decode import Decoder
+from .setting import Setting
+
+#: What each clock's table says under it (docs/model.md "A step as operations").
+CLOCK_NOTES = {
+    "roofline": "roofline clock: launches and collectives add; the step's max(memory, compute) "
+    "is each operation's reads where memory binds, its arithmetic where compute does",
+    "engine": "engine clock: the engine step's charges by kernel class (Part F), each class's "
+    "shared by its operations' work; a GEMM's time holds its kernels' fixed cost; kernel "
+    "launches: the engine's per-layer overhead; host and scheduling: its step and "
+    "per-sequence host work (0 where the runtime overlaps it with the GPU)",
+}
+
+
+@dataclass(frozen=True)
+class OperationTable:
+    """A step's operations with their seconds under one clock."""
+
+    step: StepOperations
+    clock: str
+    #: Seconds of each operation by additive part (rows: operations; ``ADDITIVE_PARTS``).
+    parts: np.ndarray
+
+    @property
+    def seconds(self) -> np.ndarray:
+        return self.parts.sum(axis=1)
+
+    def columns(self, detail: bool = False) -> dict[str, np.ndarray]:
+        """{column: array}: operation, class, calls, time and share of the step; with
+        ``detail`` the FLOP, bytes, shape and the time by additive part too."""
+        ops = list(self.step)
+        seconds = self.seconds
+        total = seconds.sum()
+        out: dict[str, np.ndarray] = {
+            "operation": np.array([op.name for op in ops]),
+            "class": np.array([op.kind for op in ops]),
+            "calls": np.array([op.calls for op in ops]),
+            "time_s": seconds,
+            "share": seconds / total if total > 0 else np.zeros(len(ops)),
+        }
+        if detail:
+            out["flop"] = np.array([op.flop for op in ops])
+            out["flop_per_gpu"] = np.array([op.flop_per_gpu for op in ops])
+            for name in ("weight_bytes", "activation_bytes", "kv_bytes"):
+                out[name] = np.array([getattr(op, name) for op in ops])
+            out["shape"] = np.array([_shape_text(op.shape) for op in ops])
+            for i, name in enumerate(ADDITIVE_PARTS):
+                out[name] = self.parts[:, i]
+            out["clock"] = np.array([self.clock] * len(ops))
+        return out
+
+    def title(self, setting: Setting) -> str:
+        return f"Operations of one decode step ({self.clock} clock, {setting.assumptions.label})"
+
+    @property
+    def note(self) -> str:
+        return CLOCK_NOTES[self.clock]
+
+
+def operation_table(setting: Setting, row: dict, discrete: bool = False) -> OperationTable | None:
+    """The operations of the decode step of a described configuration ``row`` (a ``point``
+    row: its GPUs, batch and layout), at the setting's context; None with speculation (a
+    cycle is several passes: the table is one step's)."""
+    if setting.spec is not None:
+        return None
+    model = Decoder(setting, integer_layouts=discrete).target
+    tensor = float(row["tensor_degree"])
+    step = step_operations(
+        model,
+        float(row["gpus"]),
+        float(row["batch"]),
+        1.0,
+        setting.context_tokens,
+        float(row["pipeline_degree"]),
+        tensor / float(row["attention_degree"]),
+        str(row["tp_dims"]) == "2D",
+    )
+    clock = clock_of(model)
+    return OperationTable(step, clock.name, clock.parts(step))
+
+
+def _shape_text(shape) -> str:
+    """An operation's shape as text: "m=64 n=1280 k=8192"."""
+    return " ".join(
+        f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in shape.items()
+    )

@@ -1,0 +1,157 @@
+"""A step as a list of operations and the two clocks that price it (docs/model.md "A step as
+operations"): the same list under both, each clock's total the step model's latency."""
+
+from typing import get_args
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.model.breakdown import ADDITIVE_PARTS
+from inference_econ.model.clocks import EngineClock, RooflineClock, clock_of
+from inference_econ.model.efficiency import host_overhead_s
+from inference_econ.model.latency import StepModel, prefill_step_model
+from inference_econ.model.operations import OperationClass, step_operations
+from inference_econ.model.workload import compile_workload
+
+#: (model, GPU, N, B, S, context, p, attention divisor, 2-D, prefill): dense, MoE (expert
+#: parallel at this batch), a hybrid with recurrent layers, p > 1, a divisor > 1, 2-D, prefill.
+CASES = [
+    ("Llama 3 8B", "H100", 1, 1, 1, 0, 1, 1, False, False),
+    ("Llama 3 70B", "H100", 8, 64, 1, 4096, 1, 4, False, False),
+    ("Llama 3 70B", "H100", 16, 64, 1, 2048, 2, 1, True, False),
+    ("Mixtral-8x7B", "H100", 8, 256, 1, 2048, 1, 2, False, False),
+    ("DeepSeek-V3", "H200", 32, 512, 1, 2048, 2, 2, False, False),
+    ("Jamba 1.5 Mini", "H100", 4, 32, 1, 8192, 2, 1, False, False),
+    ("Llama 3 70B", "H100", 8, 1, 2048, 0, 1, 1, False, True),
+    ("Mixtral-8x7B", "H100", 8, 2, 1024, 0, 1, 2, False, True),
+]
+
+_MODELS: dict = {}
+
+
+def model(name, gpu, preset, prefill):
+    """A step model, kept for the module (building one loads specs and compiles)."""
+    key = (name, gpu, preset, prefill)
+    if key not in _MODELS:
+        a, arch, hw = ie.preset(preset), ie.load_model(name), ie.load_hardware(gpu)
+        _MODELS[key] = (
+            prefill_step_model(arch, hw, a)
+            if prefill
+            else StepModel(compile_workload(arch, a), hw, a)
+        )
+    return _MODELS[key]
+
+
+@pytest.mark.parametrize("preset", ["paper", "refined", "achievable"])
+def test_each_clock_prices_the_list_at_the_step_models_latency(preset):
+    for name, gpu, N, B, S, ctx, p, adiv, two_d, prefill in CASES:
+        m = model(name, gpu, preset, prefill)
+        step = step_operations(m, N, B, S, ctx, p, adiv, two_d)
+        lat2, lat1 = m.latency_by_dims(m.pipeline_part(N, B, S, ctx, p), adiv)
+        expected = float(lat2 if two_d else lat1)
+        clock = clock_of(m)
+        assert isinstance(clock, EngineClock if preset == "achievable" else RooflineClock)
+        if not np.isfinite(expected):  # no engine runs 2-D tensor parallelism (§F11)
+            assert not step.fits and clock.total(step) == np.inf
+            continue
+        assert step.fits
+        assert clock.total(step) == pytest.approx(expected, rel=1e-12), (name, N, B, S)
+        # the breakdown's additive parts are sums of the operations' parts
+        bd = m.breakdown(N, B, S, ctx, p, adiv, two_d)
+        sums = clock.aggregates(step)
+        for part in ADDITIVE_PARTS:
+            assert sums[part] == pytest.approx(float(getattr(bd, part)), rel=1e-12, abs=1e-18)
+        # the operations' FLOP are the step's; each has a name and a class
+        assert sum(op.flop for op in step) == pytest.approx(float(bd.flop), rel=1e-12)
+        assert all(op.name and op.kind in get_args(OperationClass) for op in step)
+        assert len(set(step.names)) == len(step)  # every row named apart
+        classes = clock.by_class(step)
+        assert sum(classes.values()) == pytest.approx(expected, rel=1e-12)
+        # collectives add outside the roofline: their class is the breakdown's two parts
+        collective = sums["collective_latency_s"] + sums["collective_bandwidth_s"]
+        assert classes.get("collective", 0.0) == pytest.approx(collective, rel=1e-12, abs=1e-18)
+
+
+def test_the_list_is_the_same_under_both_clocks():
+    ideal = step_operations(
+        model("Mixtral-8x7B", "H100", "refined", False), 8, 256, 1, 2048, 1, 2, 0
+    )
+    engine = step_operations(
+        model("Mixtral-8x7B", "H100", "achievable", False), 8, 256, 1, 2048, 1, 2, 0
+    )
+    assert ideal.names == engine.names
+    assert [op.kind for op in ideal] == [op.kind for op in engine]
+    names = set(ideal.names)
+    assert {"routed experts", "expert dispatch", "expert combine", "attention (decode)"} <= names
+    assert {"kernel launches", "host and scheduling", "sampling", "lm head"} <= names
+    routed = next(op for op in ideal if op.name == "routed experts")
+    # 256 requests a micro-batch: experts split over the 8 GPUs (§A5), each whole (t_ff = 1)
+    assert (routed.shape["ep"], routed.shape["tp"], routed.shape["topk"]) == (8.0, 1.0, 2)
+
+
+def test_qkv_projection_of_a_small_dense_model_by_hand():
+    # Llama 3 8B, 16-bit, one GPU, batch 1, empty context: d = 4096, 32 query heads and 8 KV
+    # heads of 128, 32 layers. The fused QKV matrix is (32 + 2·8)·128 = 6,144 outputs of
+    # 4,096 inputs: m = 1 token, n = 6,144, k = 4,096.
+    step = step_operations(model("Llama 3 8B", "H100", "paper", False), 1, 1, 1, 0, 1, 1, False)
+    qkv = next(op for op in step if op.name == "qkv projection")
+    assert dict(qkv.shape) == {"m": 1.0, "n": 6144.0, "k": 4096.0}
+    assert qkv.calls == 32
+    assert qkv.weight_bytes == 6144 * 4096 * 2 * 32  # 1,610,612,736: every layer's, BF16
+    # §A2's activations of one token on one GPU: the input row (4,096) and the output row
+    # (6,144), 2 bytes each, every layer
+    assert qkv.activation_bytes == (4096 + 6144) * 2 * 32
+    assert qkv.flop == 2 * 6144 * 4096 * 32  # 1,610,612,736: two FLOP a weight a token
+    out = next(op for op in step if op.name == "attention output projection")
+    assert dict(out.shape) == {"m": 1.0, "n": 4096.0, "k": 4096.0}
+    assert out.weight_bytes == 4096 * 4096 * 2 * 32
+    attention = next(op for op in step if op.name == "attention (decode)")
+    assert attention.kv_bytes == 0.0 and attention.flop == 0.0  # nothing cached yet
+
+
+def test_host_work_is_an_operation_apart_from_the_kernel_launches():
+    # vLLM's runtime prepares a step after the last one ends: its host work is exposed
+    # (host_overhead_exposed 1); it is named apart from the per-layer launch overhead
+    a = ie.preset("achievable").replace(engine="vllm")
+    arch = ie.load_model("Llama 3 8B")
+    steps = {}
+    for gpu in ("H100", "L40S"):
+        m = StepModel(compile_workload(arch, a), ie.load_hardware(gpu), a)
+        step = step_operations(m, 1, 32, 1, 1024, 1, 1, False)
+        seconds = dict(zip(step.names, EngineClock().price(step)))
+        prof = m.engine.profile
+        host = prof.step_time_scale * host_overhead_s(prof, 32.0)
+        assert host > 0.0
+        assert seconds["host and scheduling"] == pytest.approx(host, rel=1e-12)
+        launch = prof.step_time_scale * 32 * prof.layer_overhead_s  # CUDA graphs: not eager
+        assert seconds["kernel launches"] == pytest.approx(launch, rel=1e-12)
+        steps[gpu] = (seconds, EngineClock().aggregates(step)["kernel_launch_s"])
+    # the breakdown's "kernel launch" part grows on the slower part (the GEMMs' fixed cost
+    # per kernel, 2·V½/(η·F), is in it); the launch and host operations do not
+    assert steps["L40S"][1] > 1.5 * steps["H100"][1]
+    for name in ("kernel launches", "host and scheduling"):
+        assert steps["L40S"][0][name] == pytest.approx(steps["H100"][0][name], rel=1e-12)
+
+
+def test_point_prints_its_step_as_operations_whose_times_add_up_to_its_latency():
+    from click.testing import CliRunner
+
+    from inference_econ import api
+    from inference_econ.cli import main
+
+    args = ["Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"]
+    out = CliRunner().invoke(main, ["point", *args]).output
+    assert "Operations of one decode step (roofline clock, paper)" in out
+    for name in ("qkv projection", "all-reduce (attention)", "host and scheduling"):
+        assert name in out.split("Operations of one decode step")[1]
+    csv = CliRunner().invoke(main, ["point", *args, "--format", "csv"]).output
+    assert "Operations" not in csv  # CSV keeps its one row
+    setting = ie.make_setting("Llama 3 70B", "H100", assumptions="achievable")
+    row = api.point_fields(setting, gpus=8, batch=64)
+    table = api.point_operations(setting, row)
+    assert table.clock == "engine"
+    assert table.seconds.sum() == pytest.approx(row["latency_s"], rel=1e-12)
+    columns = table.columns(detail=True)
+    for part in ADDITIVE_PARTS:
+        assert columns[part].sum() == pytest.approx(row[part], rel=1e-12, abs=1e-18)
