@@ -29,6 +29,7 @@ from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
 from ..specs.hardware import GPU, load_hardware
 from .export import EXPORT_PLANS, FRONTIER_PICKS, LAUNCH_OPTIONS, export, launch_files, plan_record
+from .fleet import fleet_plan, power_plan, read_fleet
 from .labels import (
     DETAIL_COLUMNS,
     SUMMARY_COLUMNS,
@@ -636,6 +637,7 @@ __all__ = [
     "file_identity",
     "find_observations",
     "fit_preference",
+    "fleet_plan",
     "frontier",
     "frontier_columns",
     "frontier_plot",
@@ -664,9 +666,11 @@ __all__ = [
     "point",
     "point_fields",
     "points",
+    "power_plan",
     "prefill",
     "prefill_intervals",
     "price_ratio",
+    "read_fleet",
     "record_input",
     "request",
     "requests_metadata",
