@@ -29,7 +29,7 @@ from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
 from ..specs.hardware import GPU, load_hardware
 from .export import EXPORT_PLANS, FRONTIER_PICKS, LAUNCH_OPTIONS, export, launch_files, plan_record
-from .fleet import fleet_plan, power_plan, read_fleet
+from .fleet import checked_power_cap, fleet_plan, power_plan, read_fleet
 from .labels import (
     DETAIL_COLUMNS,
     SUMMARY_COLUMNS,
@@ -616,6 +616,7 @@ __all__ = [
     "calibrated_yaml",
     "capacity",
     "check_blend",
+    "checked_power_cap",
     "compare_context_parallel",
     "compare_disaggregation",
     "compare_measured",

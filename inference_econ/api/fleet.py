@@ -151,7 +151,9 @@ def _check_settings(values: dict, source: str, prefix: str) -> None:
         )  # fmt: skip
 
 
-def fleet_plan(fleet, hardware=None, *, sizes=None, progress=None, yes=False) -> FleetPlan:
+def fleet_plan(
+    fleet, hardware=None, *, power_cap_mw=None, sizes=None, progress=None, yes=False
+) -> FleetPlan:
     """The cheapest fleet serving several models within each one's targets (docs/model.md §G6).
 
     Each model may run dedicated instances (its cheapest capacity plan) or, where its engine
@@ -164,6 +166,10 @@ def fleet_plan(fleet, hardware=None, *, sizes=None, progress=None, yes=False) ->
         The fleet file (YAML, module docstring) or its parsed mapping.
     hardware : str or list of str, optional
         GPUs searched for every model that names none (replaces the file's ``hardware``).
+    power_cap_mw : float, optional
+        A site budget in MW of facility power the fleet must fit (each instance at its draw at
+        the most load it holds within its targets, an unused share of a GPU idle, times the
+        PUE); None: no cap.
     sizes : list of int, optional
         Instance sizes (GPUs) searched (default: every size each model fits).
     progress : callable, optional
@@ -182,13 +188,60 @@ def fleet_plan(fleet, hardware=None, *, sizes=None, progress=None, yes=False) ->
     from ..optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from ..serving.setting import facility_pue
 
+    cap = checked_power_cap(power_cap_mw)
     models = read_fleet(fleet, hardware)
     for m in models:
-        cap = m.settings[0].max_gpus
-        runs = sum(len(sizes_tried(s, sizes, cap)) + len(SHARES) for s in m.settings)
+        most = m.settings[0].max_gpus
+        runs = sum(len(sizes_tried(s, sizes, most)) + len(SHARES) for s in m.settings)
         check_budget(m.traffic, runs * SIMULATIONS_PER_SEARCH, "the fleet plan", checked_yes(yes))
     pue = facility_pue(models[0].settings[0])
-    return plan(models, pue, sizes, models[0].settings[0].max_gpus, progress)
+    return plan(models, pue, sizes, models[0].settings[0].max_gpus, progress, cap)
+
+
+def _power_plan_only(settings: dict, power_at) -> None:
+    """Refuse a power state that is none of ``POWER_STATES``, and settings a power-capped plan
+    (one load, co-located) does not read."""
+    from ..optimise.instance_options import POWER_STATES
+
+    if power_at not in POWER_STATES:
+        raise SpecError(
+            "argument",
+            "power_at",
+            f"is {short(power_at)}",
+            f"choose one of {', '.join(POWER_STATES)}",
+        )
+    for name in ("disaggregated", "failures", "demand", "prefill_hardware", "decode_hardware"):
+        if settings.get(name) not in (None, False):
+            raise SpecError(
+                "argument", name, "does not apply to a power-capped plan (co-located, one load)",
+                f"drop {name}",
+            )  # fmt: skip
+
+
+def checked_power_cap(value, source: str = "argument", field: str = "power_cap_mw"):
+    """A site power budget checked: a finite number of MW above 0 (None: no cap).
+
+    Parameters
+    ----------
+    value : float, str or None
+        As given.
+    source, field : str
+        Where it was given, for the error (``"command line"``, ``"--power-cap-mw"``).
+
+    Returns
+    -------
+    float or None
+        The budget in MW of facility power.
+    """
+    from ..specs.schema import check_number
+
+    if value is None:
+        return None
+    return float(
+        check_number(
+            value, source, field, minimum=0, exclusive_minimum=True, maximum=1e5, unit="MW"
+        )
+    )
 
 
 @table.takes(table.PROBLEM, table.LOAD, command="capacity")
@@ -242,29 +295,13 @@ def power_plan(
     import numpy as np
 
     from ..optimise.candidates import sizes_tried
-    from ..optimise.instance_options import POWER_STATES, instance_options
+    from ..optimise.instance_options import instance_options
     from ..optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from ..optimise.power_cap import power_capped_plan
     from ..serving.setting import facility_pue
-    from ..specs.schema import check_number
 
-    cap = None
-    if power_cap_mw is not None:
-        cap = float(check_number(power_cap_mw, "argument", "power_cap_mw", minimum=0,
-                                 exclusive_minimum=True, maximum=1e5, unit="MW"))  # fmt: skip
-    if power_at not in POWER_STATES:
-        raise SpecError(
-            "argument",
-            "power_at",
-            f"is {short(power_at)}",
-            f"choose one of {', '.join(POWER_STATES)}",
-        )
-    for name in ("disaggregated", "failures", "demand", "prefill_hardware", "decode_hardware"):
-        if settings.get(name) not in (None, False):
-            raise SpecError(
-                "argument", name, "does not apply to a power-capped plan (co-located, one load)",
-                f"drop {name}",
-            )  # fmt: skip
+    cap = checked_power_cap(power_cap_mw)
+    _power_plan_only(settings, power_at)
     inputs = load_inputs(settings, traffic, targets, config)
     need_targets(inputs.targets)
     candidates = settings_per_gpu(model, hardware, inputs.problem)

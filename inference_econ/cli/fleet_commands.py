@@ -10,7 +10,7 @@ from ..errors import SpecError, plural
 from .common import RawValue, emit, fail, typed_name
 
 #: Options of ``capacity`` a fleet plan reads (the file sets every other one).
-FLEET_READS = {"hardware", "fleet", "yes", "format", "out", "quiet"}
+FLEET_READS = {"hardware", "fleet", "power_cap_mw", "yes", "format", "out", "quiet"}
 #: Options of ``capacity`` a power-capped plan does not read (it plans one load, co-located).
 POWER_REFUSES = (
     "gpus", "instances", "prefill_gpus", "prefill_instances", "disaggregated", "demand",
@@ -20,15 +20,10 @@ POWER_REFUSES = (
 
 def _checked_cap(ctx, param, value):
     """--power-cap-mw as a number of MW (finite, > 0), or one line and exit 2."""
-    if value is None:
-        return None
-    from ..specs.schema import check_number
+    from .. import api
 
     try:
-        return float(
-            check_number(value, "command line", "--power-cap-mw", minimum=0,
-                         exclusive_minimum=True, maximum=1e5, unit="MW")
-        )  # fmt: skip
+        return api.checked_power_cap(value, "command line", "--power-cap-mw")
     except SpecError as exc:
         fail(exc)
 
@@ -64,12 +59,15 @@ def fleet_command(ctx, hardware: list[str], fmt: str, out, say) -> None:
 
     values = ctx.params
     for name in sorted(_given(ctx) - FLEET_READS):
-        flag = "MODEL argument" if name == "model" else typed_name(name)
+        flag = "MODEL" if name == "model" else typed_name(name)
         raise SpecError(
             "command line", flag, "is set in the fleet file (--fleet)",
             f"drop {flag}; set it for a model in the fleet file",
         )  # fmt: skip
-    plan = api.fleet_plan(values["fleet"], hardware or None, progress=say, yes=values["yes"])
+    plan = api.fleet_plan(
+        values["fleet"], hardware or None, power_cap_mw=values["power_cap_mw"], progress=say,
+        yes=values["yes"],
+    )  # fmt: skip
     emit(fleet_text(plan, fmt, values["fleet"]), out)
 
 
@@ -144,8 +142,9 @@ def fleet_notes(plan) -> list[str]:
         "bandwidth (its time shared in proportion) and of its power.",
     ]
     lines += [f"{model}: no share of a GPU: {why}." for model, why in plan.sharing if why]
+    cap = f" (within the {plan.power_cap_mw:g} MW cap)" if plan.power_cap_mw is not None else ""
     lines.append(
-        f"Power: {plan.it_power_kw:,.4g} kW IT at each instance's most load within its targets "
+        f"Power{cap}: {plan.it_power_kw:,.4g} kW IT at each instance's most load within its targets "
         f"(an unused share idle), {plan.facility_mw * 1e3:,.4g} kW facility at PUE {plan.pue:g}."
     )
     return lines
@@ -189,7 +188,7 @@ def check_model(model, hardware) -> None:
     """A plan of one model needs the model and its GPUs (a fleet file names its own)."""
     if model is None:
         raise SpecError(
-            "command line", "MODEL argument", "is missing", "give the model served, or --fleet FILE"
+            "command line", "MODEL", "is missing", "give the model served, or --fleet FILE"
         )
     if not hardware:
         raise SpecError("command line", "--hardware", "is missing", "give a GPU name with -H")

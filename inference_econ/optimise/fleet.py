@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -86,7 +86,8 @@ class FleetPlan:
     sharing: tuple[tuple[str, str], ...]
     pue: float
     candidates: pd.DataFrame
-    notes: tuple[str, ...] = field(default=())
+    #: The site budget in MW of facility power it was planned within (None: none).
+    power_cap_mw: float | None = None
 
     @property
     def usd_per_hour(self) -> float:
@@ -129,6 +130,7 @@ class FleetPlan:
                 "saving_fraction": self.saving_usd_per_hour / self.alone_usd_per_hour,
                 "it_power_kw": self.it_power_kw,
                 "facility_mw": self.facility_mw,
+                "power_cap_mw": math.nan if self.power_cap_mw is None else self.power_cap_mw,
             }
         )
 
@@ -178,9 +180,12 @@ def fleet_plan(
     sizes: list[int] | None = None,
     max_gpus: int | None = None,
     progress: Callable[[str], None] | None = None,
+    power_cap_mw: float | None = None,
 ) -> FleetPlan:
-    """The cheapest fleet serving every model of ``models`` (module docstring); raises
-    ``InfeasibleError`` naming the model when one has no candidate that meets its targets."""
+    """The cheapest fleet serving every model of ``models`` (module docstring), within
+    ``power_cap_mw`` of facility power where given (each instance at its load, an unused share
+    idle, times ``pue``); raises ``InfeasibleError`` naming the model when one has no
+    candidate that meets its targets, or the cap to reach when no fleet fits it."""
     choices, alone, table, sharing = [], [], [], []
     for m in models:
         options = instance_options(
@@ -191,8 +196,16 @@ def fleet_plan(
         alone.append(min(parts, key=lambda p: _alone_key(p)))
         sharing.append((m.name, why_not_shared(m.settings[0]) or ""))
         table += [_row(m.name, o, m.traffic.offered_rate_per_s) for o in options]
-    best = _cheapest(choices, alone)
+    budget = None if power_cap_mw is None else power_cap_mw * 1e3 / pue
+    best = _cheapest(choices, alone, budget)
     bins = _pack(best)
+    if budget is not None and _power_kw(best, bins) > budget * (1 + 1e-9):
+        least = min(_power_kw(best, bins), _least_power_kw(choices)) * pue / 1e3
+        raise InfeasibleError(
+            f"no fleet of these models fits a power cap of {power_cap_mw:g} MW (each on its "
+            f"least-drawing instances, they draw {least:.4g} MW at PUE {pue:g}): raise "
+            f"--power-cap-mw to {least:.4g}, or plan fewer models"
+        )
     alone_bins = tuple(b for p in alone for b in _pack([p]))
     frame = pd.DataFrame(table)
     frame["chosen"] = [
@@ -207,6 +220,7 @@ def fleet_plan(
         sharing=tuple(sharing),
         pue=pue,
         candidates=frame,
+        power_cap_mw=power_cap_mw,
     )
 
 
@@ -249,17 +263,22 @@ def _alone_key(part: Part) -> tuple:
     return (round(_cost([part], _pack([part])), 9), part.shared)
 
 
-def _key(parts: Sequence[Part]) -> tuple:
-    """How fleets rank: the cheapest, then the fewest shared parts, then the fewest GPUs."""
+def _key(parts: Sequence[Part], budget_kw: float | None = None) -> tuple:
+    """How fleets rank: those within the IT power budget first, then the cheapest, then the
+    fewest shared parts, then the fewest GPUs."""
     bins = _pack(parts)
-    return (round(_cost(parts, bins), 9), sum(p.shared for p in parts), _gpus(parts, bins))
+    over = budget_kw is not None and _power_kw(parts, bins) > budget_kw * (1 + 1e-9)
+    cost = round(_cost(parts, bins), 9)
+    return (over, cost, sum(p.shared for p in parts), _gpus(parts, bins))
 
 
-def _cheapest(choices: list[list[Part]], alone: list[Part]) -> list[Part]:
-    """The cheapest combination of one part per model (``_key``), never dearer than the plans
-    alone packed on their own GPUs."""
+def _cheapest(
+    choices: list[list[Part]], alone: list[Part], budget_kw: float | None = None
+) -> list[Part]:
+    """The cheapest combination of one part per model (``_key``) within ``budget_kw`` of IT
+    power (None: no budget), never dearer than the plans alone packed on their own GPUs."""
     if math.prod(len(c) for c in choices) <= MAX_COMBINATIONS:
-        best = list(min(itertools.product(*choices), key=lambda c: _key(list(c))))
+        best = list(min(itertools.product(*choices), key=lambda c: _key(list(c), budget_kw)))
     else:  # a coordinate search: change one model's part while that makes the fleet cheaper
         best, better = list(alone), True
         while better:
@@ -267,12 +286,20 @@ def _cheapest(choices: list[list[Part]], alone: list[Part]) -> list[Part]:
             for i, parts in enumerate(choices):
                 for p in parts:
                     trial = best[:i] + [p] + best[i + 1 :]
-                    if _key(trial) < _key(best):
+                    if _key(trial, budget_kw) < _key(best, budget_kw):
                         best, better = trial, True
-    alone_cost = sum(_cost([p], _pack([p])) for p in alone)
-    if round(alone_cost, 9) < _key(best)[0]:
-        return list(alone)
-    return best
+    alone_bins = [b for p in alone for b in _pack([p])]
+    alone_key = (
+        budget_kw is not None and _power_kw(alone, alone_bins) > budget_kw * (1 + 1e-9),
+        round(_cost(alone, alone_bins), 9),
+    )
+    return list(alone) if alone_key < _key(best, budget_kw)[:2] else best
+
+
+def _least_power_kw(choices: list[list[Part]]) -> float:
+    """The least IT kW any fleet draws: each model's least-drawing part, packed together."""
+    parts = [min(c, key=lambda p: p.instances * p.option.kw_per_instance("load")) for c in choices]
+    return _power_kw(parts, _pack(parts))
 
 
 def _pack(parts: Sequence[Part]) -> tuple[Bin, ...]:
