@@ -90,6 +90,10 @@ _EXPORTS = {
     "run_scenario": ("api", "run_scenario"),
     # power, owning and demand curves (docs/model.md Part G)
     "demand_plan": ("api", "demand_plan"),
+    "fleet_plan": ("api", "fleet_plan"),
+    "power_plan": ("api", "power_plan"),
+    "FleetPlan": ("optimise.fleet", "FleetPlan"),
+    "PowerPlan": ("optimise.power_cap", "PowerPlan"),
     # the flat load settings (arrival_rate_per_s=..., slo_ttft_p99_s=...) as typed objects
     "load_inputs": ("api", "load_inputs"),
     "LoadInputs": ("api", "LoadInputs"),

@@ -29,6 +29,7 @@ from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
 from ..specs.hardware import GPU, load_hardware
 from .export import EXPORT_PLANS, FRONTIER_PICKS, LAUNCH_OPTIONS, export, launch_files, plan_record
+from .fleet import checked_power_cap, fleet_plan, power_plan, read_fleet
 from .labels import (
     DETAIL_COLUMNS,
     SUMMARY_COLUMNS,
@@ -622,6 +623,7 @@ __all__ = [
     "calibrated_yaml",
     "capacity",
     "check_blend",
+    "checked_power_cap",
     "compare_context_parallel",
     "compare_disaggregation",
     "compare_measured",
@@ -643,6 +645,7 @@ __all__ = [
     "file_identity",
     "find_observations",
     "fit_preference",
+    "fleet_plan",
     "frontier",
     "frontier_columns",
     "frontier_plot",
@@ -673,9 +676,11 @@ __all__ = [
     "point_fields",
     "point_operations",
     "points",
+    "power_plan",
     "prefill",
     "prefill_intervals",
     "price_ratio",
+    "read_fleet",
     "record_input",
     "request",
     "requests_metadata",

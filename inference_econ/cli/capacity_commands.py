@@ -29,6 +29,14 @@ from .common import (
     table_output,
     typed_name,
 )
+from .fleet_commands import (
+    check_model,
+    fleet_command,
+    fleet_option,
+    optional_hardware,
+    power_cap_option,
+    power_command,
+)
 
 #: What is served (no fixed context: lengths come from the traffic): the settings of a
 #: prefill, prices and power included, and speculative decoding (docs/model.md §E8).
@@ -329,8 +337,10 @@ def _odds_notes(result) -> list[str]:
 
 
 @click.command(short_help="The cheapest deployment that meets latency targets at a load.")
-@click.argument("model")
-@hardware_list
+@click.argument("model", required=False)
+@optional_hardware
+@fleet_option
+@power_cap_option
 @option(
     "gpus",
     default=None,
@@ -356,7 +366,9 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     tokens, GPUs, p99s and headroom. With --gpus: the most load that deployment holds. With
     --demand FILE (requests/s by hour): the cheapest mix of reserved capacity (--reserved-basis,
     default owned) and capacity bought by the hour (--burst-basis, default on-demand; spot with
-    --spot-interruption) that meets the targets at every hour.
+    --spot-interruption) that meets the targets at every hour. With --power-cap-mw X: the
+    cheapest plan within X MW of facility power, or the most tokens under it. With --fleet FILE
+    (no MODEL): the cheapest fleet serving every model of the file within its own targets.
 
     \b
     Example:  inference-econ capacity "Llama 3.1 8B" -H H100,H200 --rate 10 \\
@@ -366,11 +378,20 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     from .. import api
 
     say = Progress(quiet)
+    ctx = click.get_current_context()
+    if values.pop("fleet") is not None:
+        fleet_command(ctx, _gpus(hardware) if hardware else [], format, out, say)
+        return
+    check_model(model, hardware)
+    cap = values.pop("power_cap_mw")
     kwargs = _load_kwargs(values)
     names = _gpus(hardware)
-    if "confidence" in given(click.get_current_context()) and (
-        gpus is not None or kwargs.get("demand") is not None
-    ):
+    if cap is not None:
+        for name in (*DEMAND[1:], "confidence", "instances", "prefill_instances"):
+            kwargs.pop(name, None)
+        power_command(ctx, model, names, {**kwargs, "power_cap_mw": cap}, format, out, say)
+        return
+    if "confidence" in given(ctx) and (gpus is not None or kwargs.get("demand") is not None):
         raise SpecError(
             "command line",
             "--confidence",

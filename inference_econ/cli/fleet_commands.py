@@ -1,0 +1,194 @@
+"""Fleet economics on the command line (docs/model.md §G6): ``capacity --fleet FILE`` plans
+several models on one fleet, ``capacity --power-cap-mw X`` one model under a site power budget.
+Both call the API (``api.fleet_plan``, ``api.power_plan``) and print its answer."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import SpecError, plural
+from .common import RawValue, emit, fail, typed_name
+
+#: Options of ``capacity`` a fleet plan reads (the file sets every other one).
+FLEET_READS = {"hardware", "fleet", "power_cap_mw", "yes", "format", "out", "quiet"}
+#: Options of ``capacity`` a power-capped plan does not read (it plans one load, co-located).
+POWER_REFUSES = (
+    "gpus", "instances", "prefill_gpus", "prefill_instances", "disaggregated", "demand",
+    "failures", "confidence", "figure", "prefill_hardware", "decode_hardware",
+)  # fmt: skip
+
+
+def _checked_cap(ctx, param, value):
+    """--power-cap-mw as a number of MW (finite, > 0), or one line and exit 2."""
+    from .. import api
+
+    try:
+        return api.checked_power_cap(value, "command line", "--power-cap-mw")
+    except SpecError as exc:
+        fail(exc)
+
+
+optional_hardware = click.option(
+    "--hardware",
+    "-H",
+    "hardware",
+    multiple=True,
+    help="GPU name, alias or YAML file; repeat -H (or separate with commas) to compare several; "
+    "with --fleet, the GPUs of every model that names none.  [required without --fleet]",
+)
+fleet_option = click.option(
+    "--fleet",
+    type=RawValue("FILE"),
+    default=None,
+    help="YAML fleet file (examples/fleet.yaml): the cheapest fleet serving every model in it "
+    "within its own targets, and the saving against planning each alone (MODEL not given).",
+)
+power_cap_option = click.option(
+    "--power-cap-mw",
+    type=RawValue("NUMBER"),
+    default=None,
+    callback=_checked_cap,
+    help="Site power budget in MW of facility power (IT power x PUE): the cheapest plan "
+    "within it, or the one serving the most tokens under it.",
+)
+
+
+def fleet_command(ctx, hardware: list[str], fmt: str, out, say) -> None:
+    """capacity --fleet: the fleet plan, refusing options the fleet file sets."""
+    from .. import api
+
+    values = ctx.params
+    for name in sorted(_given(ctx) - FLEET_READS):
+        flag = "MODEL" if name == "model" else typed_name(name)
+        raise SpecError(
+            "command line", flag, "is set in the fleet file (--fleet)",
+            f"drop {flag}; set it for a model in the fleet file",
+        )  # fmt: skip
+    plan = api.fleet_plan(
+        values["fleet"], hardware or None, power_cap_mw=values["power_cap_mw"], progress=say,
+        yes=values["yes"],
+    )  # fmt: skip
+    emit(fleet_text(plan, fmt, values["fleet"]), out)
+
+
+def power_command(ctx, model, names: list[str], kwargs: dict, fmt: str, out, say) -> None:
+    """capacity --power-cap-mw: the plan under the budget."""
+    from .. import api
+
+    for name in POWER_REFUSES:
+        if name in _given(ctx):
+            flag = typed_name(name)
+            raise SpecError(
+                "command line", flag, "does not apply with --power-cap-mw (one load, co-located)",
+                f"drop {flag}",
+            )  # fmt: skip
+    cap = kwargs.pop("power_cap_mw")
+    plan = api.power_plan(model, names, power_cap_mw=cap, progress=say, **kwargs)
+    emit(power_text(plan, fmt), out)
+
+
+def _given(ctx) -> set[str]:
+    from .common import given
+
+    return given(ctx)
+
+
+def fleet_text(plan, fmt: str, source: str) -> str:
+    """A fleet plan: its summary, each model's part, the shared GPUs and every candidate."""
+    from ..output.render import render
+    from .stated import vertical
+
+    s = plan.summary()
+    alone = int(s["alone_gpus"])
+    title = (
+        f"Cheapest fleet for the {len(plan.parts)} models of {source}: {plan.gpus} "
+        f"{plural(plan.gpus, 'GPU')}, ${plan.usd_per_hour:,.4g}/h, against {alone} "
+        f"{plural(alone, 'GPU')} and ${plan.alone_usd_per_hour:,.4g}/h planned alone "
+        f"(saves {s['saving_fraction']:.0%})"
+    )
+    notes = fleet_notes(plan)
+    models = plan.to_dataframe()
+    if fmt in ("csv", "json"):
+        return render(models, fmt, title=title, notes=notes)
+    gap = "\n" if fmt == "markdown" else ""
+    parts = [
+        vertical(s, fmt, title),
+        render(models, fmt, title="Each model: its part of the fleet and its plan alone"),
+    ]
+    if plan.bins:
+        parts.append(
+            render(plan.gpu_table(), fmt, title="The shared GPUs and the instances on each")
+        )
+    shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
+    parts.append(
+        render(
+            shown,
+            fmt,
+            title="Every candidate: the most load one instance holds within its model's targets",
+        )
+    )
+    return (gap + "\n").join(parts) + gap + "".join(f"{n}\n" for n in notes)
+
+
+def fleet_notes(plan) -> list[str]:
+    """What a fleet plan rests on, printed under it."""
+    lines = [
+        "Each instance holds the most load its own simulation meets the model's targets at "
+        "(capacity's knee search, on a whole GPU, a size or a share); a model's part is "
+        "dedicated or on shares of one GPU, shares packed into whole GPUs paid in full "
+        "(docs/model.md §G6).",
+        "A share x of a GPU: x of its memory (the engine's memory fraction, e.g. vLLM "
+        "--gpu-memory-utilization, SGLang --mem-fraction-static), of its tensor rate and "
+        "bandwidth (its time shared in proportion) and of its power.",
+    ]
+    lines += [f"{model}: no share of a GPU: {why}." for model, why in plan.sharing if why]
+    cap = f" (within the {plan.power_cap_mw:g} MW cap)" if plan.power_cap_mw is not None else ""
+    lines.append(
+        f"Power{cap}: {plan.it_power_kw:,.4g} kW IT at each instance's most load within its targets "
+        f"(an unused share idle), {plan.facility_mw * 1e3:,.4g} kW facility at PUE {plan.pue:g}."
+    )
+    return lines
+
+
+def power_text(plan, fmt: str) -> str:
+    """A power-capped plan: its summary and every candidate under the cap."""
+    from ..output.render import render
+    from .stated import vertical
+
+    s = plan.summary()
+    o = plan.option
+    cap = f"a {plan.cap_mw:g} MW power cap" if plan.cap_mw is not None else "no power cap"
+    title = (
+        f"Under {cap}: {plan.instances} x {o.gpus_per_instance} GPU {o.hardware} serves "
+        f"{plan.served_rate_per_s:.4g} of {plan.rate_per_s:g} req/s within "
+        f"{plan.targets.describe()} ({plan.output_tokens_per_s:,.0f} output tokens/s, "
+        f"{s['output_tokens_per_s_per_mw']:,.4g} per facility MW)"
+    )
+    notes = [
+        f"Power: each instance counted at {plan.power_at} "
+        + ("(its draw at the most load it holds within the targets, the power model of "
+           "docs/model.md §G2)" if plan.power_at == "load" else "(power model, §G2)")
+        + f"; facility power = IT power x PUE {plan.pue:g} (--pue, else the cost file's).",
+        "The cap " + ("binds: the plan differs from the uncapped one "
+                      f"({s['uncapped_deployment']})." if plan.binds
+                      else "does not bind: the plan is the uncapped one."),
+    ]  # fmt: skip
+    if fmt in ("csv", "json"):
+        return render(plan.candidates, fmt, title=title, notes=notes)
+    gap = "\n" if fmt == "markdown" else ""
+    body = render(
+        plan.candidates,
+        fmt,
+        title="Every candidate: the instances the load needs, their draw and what the cap holds",
+    )
+    return vertical(s, fmt, title) + gap + "\n" + body + gap + "".join(f"{n}\n" for n in notes)
+
+
+def check_model(model, hardware) -> None:
+    """A plan of one model needs the model and its GPUs (a fleet file names its own)."""
+    if model is None:
+        raise SpecError(
+            "command line", "MODEL", "is missing", "give the model served, or --fleet FILE"
+        )
+    if not hardware:
+        raise SpecError("command line", "--hardware", "is missing", "give a GPU name with -H")

@@ -1,0 +1,204 @@
+"""Fleets and power caps (docs/model.md §G6): several models on one fleet, never dearer than
+each planned alone and exactly that sum where no GPU can be shared; a power cap that binds never
+serves more than the uncapped plan and a loose one gives exactly it; inputs that cannot be met
+and bad fleet files get one line naming what to change."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.errors import InfeasibleError, SpecError
+from inference_econ.optimise.fleet import Part, _cheapest, _cost, _pack
+from inference_econ.optimise.gpu_share import share_gpu
+from inference_econ.optimise.instance_options import InstanceOption
+
+H100 = ie.load_hardware("H100")
+#: Small, cheap loads: a 0.5B model, short requests, few of them.
+DEFAULTS = {
+    "weight_bits": 8, "requests": 100, "input_lengths": "300", "output_lengths": "20",
+    "slo_ttft_p99_s": 1, "slo_tpot_p99_s": 0.05,
+}  # fmt: skip
+
+
+def _fleet(engine: str) -> dict:
+    """Two copies of a 0.5B model at 2 requests/s each: one whole H100 holds hundreds."""
+    return {
+        "hardware": "H100",
+        "defaults": {**DEFAULTS, "engine": engine},
+        "models": [
+            {"name": "a", "model": "Qwama 0.5B", "arrival_rate_per_s": 2},
+            {"name": "b", "model": "Qwama 0.5B", "arrival_rate_per_s": 2},
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def shared():
+    return ie.fleet_plan(_fleet("vllm"), sizes=[1])
+
+
+@pytest.fixture(scope="module")
+def apart():
+    return ie.fleet_plan(_fleet("trtllm"), sizes=[1])
+
+
+def test_no_share_possible_gives_exactly_the_sum_of_the_plans_alone(apart):
+    """TensorRT-LLM sizes its KV cache from the memory its weights left: no shares. Each model
+    alone is one H100 (2 req/s against hundreds one holds): the fleet is exactly two."""
+    price = H100.price_usd_per_hour
+    assert [p.describe() for p in apart.parts] == ["1 x 1 GPU H100-SXM"] * 2
+    assert apart.usd_per_hour == apart.alone_usd_per_hour == 2 * price
+    assert apart.saving_usd_per_hour == 0 and apart.gpus == 2 and apart.bins == ()
+    assert all("trtllm" in why for _, why in apart.sharing)
+
+
+def test_shares_of_one_gpu_make_the_fleet_cheaper_than_the_sum(shared):
+    """Under vLLM each model holds its 2 req/s on a quarter of an H100: both share one GPU,
+    half of the two GPUs they take alone."""
+    price = H100.price_usd_per_hour
+    assert shared.alone_usd_per_hour == 2 * price
+    assert shared.usd_per_hour == price and shared.saving_usd_per_hour == price
+    assert shared.bins == (("H100-SXM", (("a", 0.25), ("b", 0.25))),)
+    assert all(p.option.max_rate_per_instance >= 2 and p.instances == 1 for p in shared.parts)
+    table = shared.to_dataframe()
+    assert list(table["deployment"]) == ["1 x 1/4 of H100-SXM"] * 2
+    # power by GPU state: the two quarters at their load, the unused half of the GPU idle
+    idle = shared.parts[0].option.kw_per_instance("idle") / 0.25
+    load = sum(p.option.load_kw_per_instance for p in shared.parts)
+    assert shared.it_power_kw == pytest.approx(load + 0.5 * idle)
+
+
+def _option(share: float, usd: float = 2.0) -> InstanceOption:
+    """An instance holding 10 req/s on ``share`` of a GPU (1: one whole GPU) at ``usd`` a
+    GPU-hour (no simulation: the search over parts is pure)."""
+    return InstanceOption("G", None, 1, share, 10.0, 1.0, usd)  # type: ignore[arg-type]
+
+
+def test_the_search_over_parts_by_hand():
+    """A model on 3/4 of a GPU and one on 1/2 cannot share one: exactly the sum ($4); with a
+    quarter instead they fit on one GPU ($2). Five shares (3/4, 1/2, 1/2, 1/4, 1/4 = 9
+    quarters) pack into three GPUs."""
+    a = [Part("a", _option(1.0), 1, 5.0), Part("a", _option(0.75), 1, 5.0)]
+    b = [Part("b", _option(1.0), 1, 5.0), Part("b", _option(0.5), 1, 5.0)]
+    best = _cheapest([a, b], [a[0], b[0]])
+    assert _cost(best, _pack(best)) == 4.0 and not any(p.shared for p in best)
+    b.append(Part("b", _option(0.25), 1, 5.0))
+    best = _cheapest([a, b], [a[0], b[0]])
+    assert _cost(best, _pack(best)) == 2.0 and [p.option.share for p in best] == [0.75, 0.25]
+    parts = [Part("x", _option(0.75), 1, 1.0), Part("y", _option(0.5), 2, 1.0),
+             Part("z", _option(0.25), 2, 1.0)]  # fmt: skip
+    assert len(_pack(parts)) == 3
+
+
+def test_a_share_is_that_fraction_of_the_gpu():
+    half = share_gpu(H100, 0.5)
+    assert half.hbm_capacity_bytes == H100.hbm_capacity_bytes / 2
+    assert half.hbm_bandwidth_bytes_per_s == H100.hbm_bandwidth_bytes_per_s / 2
+    assert half.peak_flop_per_s(8) == H100.peak_flop_per_s(8) / 2
+    assert half.price_usd_per_hour == H100.price_usd_per_hour / 2
+    assert half.power.it_max_w == H100.power.it_max_w / 2
+
+
+@pytest.fixture(scope="module")
+def uncapped():
+    """Qwama 0.5B at 8000 req/s on 1-GPU H100 instances: six instances, no cap."""
+    return ie.power_plan(
+        "Qwama 0.5B", "H100", power_cap_mw=None, arrival_rate_per_s=8000, sizes=[1], **DEFAULTS
+    )
+
+
+def test_a_loose_cap_gives_exactly_the_uncapped_plan(uncapped):
+    k = uncapped.instances
+    assert k == math.ceil(8000 / uncapped.option.max_rate_per_instance) and k >= 3
+    for cap in (1000.0, uncapped.facility_mw):  # far above it, and exactly its draw
+        plan = uncapped.at_cap(cap)
+        assert not plan.binds and (plan.option, plan.instances) == (uncapped.option, k)
+        assert plan.output_tokens_per_s == uncapped.output_tokens_per_s == 8000 * 20
+
+
+def test_a_binding_cap_serves_what_its_instances_hold(uncapped):
+    """Room for k - 2 instances (and half of one more): they serve (k - 2) x what one holds,
+    fewer tokens than the uncapped plan, at their own $ and MW."""
+    k, o = uncapped.instances, uncapped.option
+    mw_each = o.load_kw_per_instance * uncapped.pue / 1e3
+    plan = uncapped.at_cap((k - 1.5) * mw_each)
+    assert plan.binds and not plan.meets_demand and plan.instances == k - 2
+    assert plan.served_rate_per_s == pytest.approx((k - 2) * o.max_rate_per_instance)
+    assert plan.output_tokens_per_s < uncapped.output_tokens_per_s
+    s = plan.summary()
+    tokens = (k - 2) * o.max_rate_per_instance * 20
+    assert s["output_tokens_per_s_per_mw"] == pytest.approx(tokens / ((k - 2) * mw_each))
+    usd = (k - 2) * H100.price_usd_per_hour
+    assert s["usd_per_m_output_tokens_all_in"] == pytest.approx(usd / (tokens * 3600) * 1e6)
+
+
+def test_a_cap_below_one_instance_says_what_to_raise_it_to(uncapped):
+    mw_each = uncapped.option.load_kw_per_instance * uncapped.pue / 1e3
+    with pytest.raises(InfeasibleError, match="below one instance") as err:
+        uncapped.at_cap(mw_each / 2)
+    assert f"raise --power-cap-mw to at least {mw_each:.4g}" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_model_with_no_deployment_is_named():
+    fleet = {
+        "hardware": "H100",
+        "defaults": {**DEFAULTS, "engine": "trtllm"},
+        "models": [{"name": "big", "model": "Llama 3.3 70B", "weight_bits": 16,
+                    "arrival_rate_per_s": 1}],
+    }  # fmt: skip
+    with pytest.raises(InfeasibleError, match="fleet model 'big': no deployment meets") as err:
+        ie.fleet_plan(fleet, sizes=[1])
+    assert "give it other GPUs" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        ({"slo_tpot_p99_s": -1}, "models[1].slo_tpot_p99_s", "is -1"),
+        ({"rate": 3}, "models[1].rate", "unknown setting"),
+        ({"concurrency": 3}, "models[1].concurrency", "does not apply to a fleet plan"),
+        ({"adapters": ["sql"]}, "models[1].adapters", "LoRA adapters are not modelled"),
+        ({"model": "Lama 3"}, "models[1].model", "no model named 'Lama 3'"),
+    ],
+)
+def test_a_bad_field_is_one_line_naming_the_file_and_field(tmp_path, change, field, words):
+    import yaml
+
+    fleet = _fleet("vllm")
+    fleet["models"][1].update(change)
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(fleet), encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        ie.fleet_plan(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}: field '{field}': ") and words in text and "\n" not in text
+
+
+def test_the_command_line_refuses_what_the_fleet_file_sets(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "--rate", "3"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --rate: is set in the fleet file")
+    result = runner.invoke(main, ["capacity", "-H", "H100", "--rate", "1"])
+    assert result.exit_code == 2 and "MODEL argument: is missing" in result.stderr
+    result = runner.invoke(
+        main, ["capacity", "Qwama 0.5B", "-H", "H100", "--rate", "1", "--power-cap-mw", "0"]
+    )
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "--power-cap-mw" in result.stderr
+
+
+def test_a_fleet_under_a_power_cap(shared):
+    """A loose cap leaves the fleet as it is; one below the least it can draw says what to
+    raise it to."""
+    loose = ie.fleet_plan(_fleet("vllm"), sizes=[1], power_cap_mw=1000)
+    assert (loose.parts, loose.bins) == (shared.parts, shared.bins)
+    with pytest.raises(InfeasibleError, match="no fleet of these models fits a power cap") as err:
+        ie.fleet_plan(_fleet("vllm"), sizes=[1], power_cap_mw=shared.facility_mw / 2)
+    assert f"raise --power-cap-mw to {shared.facility_mw:.4g}" in str(err.value)
