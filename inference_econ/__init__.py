@@ -89,6 +89,8 @@ _EXPORTS = {
     "run_scenario": ("api", "run_scenario"),
     # power, owning and demand curves (docs/model.md Part G)
     "demand_plan": ("api", "demand_plan"),
+    "autoscale_plan": ("api", "autoscale_plan"),
+    "AutoscalePlan": ("optimise.autoscale", "AutoscalePlan"),
     # the flat load settings (arrival_rate_per_s=..., slo_ttft_p99_s=...) as typed objects
     "load_inputs": ("api", "load_inputs"),
     "LoadInputs": ("api", "LoadInputs"),
@@ -96,6 +98,7 @@ _EXPORTS = {
     "load_demand": ("load.demand", "load_demand"),
     "load_costs": ("specs.costs", "load_costs"),
     "demand_figure": ("output.load_plots", "demand_figure"),
+    "autoscale_figure": ("output.autoscale_plot", "autoscale_figure"),
     "Targets": ("load.targets", "Targets"),
     "Traffic": ("load.arrivals", "Traffic"),
     "make_traffic": ("load.arrivals", "make_traffic"),

@@ -430,6 +430,10 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
             )
     for name in ("instances", "prefill_instances", "confidence"):
         kwargs.pop(name, None)
+    if kwargs.get("autoscale"):  # instances that scale, priced with their start-up (§E13)
+        from .autoscale_commands import autoscale_demand
+
+        return autoscale_demand(model, names, kwargs, figure, fmt, out, say)
     plan = api.demand_plan(model, names, progress=say, **kwargs)
     summary = plan.summary()
     from ..api import requests_metadata
