@@ -42,8 +42,8 @@ def autoscale_plan(
     within the ``slo_*`` targets), then the day of the curve as a non-homogeneous Poisson
     stream under the ``autoscale`` policy (``hpa``, ``keda`` or ``planner``) at each target of
     a small grid: instances paid from when they are asked for, serving after the start-up delay
-    of ``weights_source`` (or ``startup_s``), scale-downs held for ``scale_down_window_s``. The
-    cheapest target whose requests missing their targets stay within ``miss_budget`` is chosen.
+    of ``weights_source`` (or ``startup_s``), scale-downs held for ``scale_down_window_s``; the
+    cheapest target within ``miss_budget`` (a share of requests that may miss) is chosen.
 
     Parameters
     ----------
@@ -79,10 +79,7 @@ def autoscale_plan(
     """
     from ..load.autoscaling import make_policy
     from ..load.demand import load_demand
-    from ..load.deployment import Deployment
-    from ..load.startup import given_delay, startup_delay
     from ..optimise.autoscale import autoscale_search
-    from ..optimise.load_search import run_at
 
     scaling = {k: settings.pop(k) for k in _SCALING if k in settings}
     policy = scaling.get("autoscale") or "hpa"
@@ -92,26 +89,43 @@ def autoscale_plan(
         model, hardware, demand=curve, traffic=traffic, targets=targets, config=config,
         sizes=sizes, progress=progress, yes=yes, **settings,
     )  # fmt: skip
-    flat = _at_demand_peak(
-        {k: v for k, v in settings.items() if k != "costs"}, curve.peak_per_s, traffic is None
-    )
-    if traffic is not None:
-        traffic = dataclasses.replace(traffic, rate_per_s=curve.peak_per_s)
-    inputs = load_inputs(flat, traffic, targets, config)
-    n, per = plan.gpus_per_instance, plan.max_rate_per_instance
-    knee = run_at(
-        "deployment", plan.setting, Deployment(n, 1), inputs.traffic.at_rate(per), inputs.config
-    )
-    seconds = scaling.get("startup_s")
-    source = scaling.get("weights_source") or "local-ssd"
-    delay = given_delay(seconds) if seconds is not None else startup_delay(plan.setting, n, source)
+    inputs = _peak_inputs(settings, curve.peak_per_s, traffic, targets, config)
     return autoscale_search(
         plan,
         policy,
-        delay,
-        time_in_system_s=knee.e2e_s.mean,
+        _delay(plan, scaling),
+        time_in_system_s=_time_in_system(plan, inputs),
         window_s=scaling.get("scale_down_window_s", 300.0),
         miss_budget=scaling.get("miss_budget", 0.01),
         seed=inputs.traffic.seed,
         targets=search,
     )
+
+
+def _peak_inputs(settings: dict, peak: float, traffic, targets, config):
+    """The load's typed inputs at the curve's peak, as the hourly plan built them."""
+    if traffic is not None:
+        traffic = dataclasses.replace(traffic, rate_per_s=peak)
+    flat = {k: v for k, v in settings.items() if k != "costs"}
+    return load_inputs(_at_demand_peak(flat, peak, traffic is None), traffic, targets, config)
+
+
+def _delay(plan, scaling: dict):
+    """A new instance's start-up: stated outright, or from where its weights come from."""
+    from ..load.startup import given_delay, startup_delay
+
+    if scaling.get("startup_s") is not None:
+        return given_delay(scaling["startup_s"])
+    source = scaling.get("weights_source") or "local-ssd"
+    return startup_delay(plan.setting, plan.gpus_per_instance, source)
+
+
+def _time_in_system(plan, inputs) -> float:
+    """The mean seconds a request spends in one instance at its knee (the knee search's own
+    run, kept: Little's law turns it into the requests outstanding)."""
+    from ..load.deployment import Deployment
+    from ..optimise.load_search import run_at
+
+    n, per = plan.gpus_per_instance, plan.max_rate_per_instance
+    traffic = inputs.traffic.at_rate(per)
+    return run_at("deployment", plan.setting, Deployment(n, 1), traffic, inputs.config).e2e_s.mean

@@ -10,6 +10,7 @@ import click
 
 from .. import settings as table
 from ..errors import SpecError
+from .autoscale_commands import autoscale_demand
 from .common import (
     PREFILL_SETTING_NAMES,
     SPECULATION_SETTING_NAMES,
@@ -431,8 +432,6 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     for name in ("instances", "prefill_instances", "confidence"):
         kwargs.pop(name, None)
     if kwargs.get("autoscale"):  # instances that scale, priced with their start-up (§E13)
-        from .autoscale_commands import autoscale_demand
-
         return autoscale_demand(model, names, kwargs, figure, fmt, out, say)
     plan = api.demand_plan(model, names, progress=say, **kwargs)
     summary = plan.summary()

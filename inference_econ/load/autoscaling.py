@@ -13,7 +13,8 @@ stabilisation window, instances paid from when they are asked for.
   (KEDA's default ``pollingInterval``).
 * ``SloHeadroom`` — NVIDIA Dynamo's planner: the load predicted ``lead_s`` ahead (a line
   through the last intervals' rates) over the load one instance holds within the latency
-  targets, less a headroom share.
+  targets, less a headroom share; evaluated every 60 s (an assumption: Dynamo's
+  ``adjustment_interval`` is set by its user).
 * ``Scheduled`` — the hourly plan of ``capacity --demand`` (§G5): each hour's instances, those
   added asked for ``lead_s`` before the hour, those let go at its start.
 
