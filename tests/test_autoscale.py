@@ -120,7 +120,9 @@ def test_startup_delays_from_the_published_figures():
 
     setting = setting_of("Llama 3 70B", "H100", weight_bits=8)
     figures = startup_figures()
-    engine = figures["engine_start_s"] + figures["graph_compile_s"] + figures["cuda_graph_capture_s"]
+    engine = (
+        figures["engine_start_s"] + figures["graph_compile_s"] + figures["cuda_graph_capture_s"]
+    )
     assert engine == 44 + 13 + 7  # Tensorfuse's vLLM start with its caches kept
     local = startup_delay(setting, 4, "local-ssd")
     weights = local.weight_bytes
@@ -143,7 +145,9 @@ def _plan(rates):
     setting = setting_of("Llama 3 8B", "H100")
     prices = Prices(1.0, 3.0, None, "owned", "on-demand")
     needed = instances_needed(rates, PER)
-    return _size_plan(curve, Targets(ttft_p99_s=2.0), setting, 1, PER, needed, prices, None, 100.0, {})
+    return _size_plan(
+        curve, Targets(ttft_p99_s=2.0), setting, 1, PER, needed, prices, None, 100.0, {}
+    )
 
 
 def test_the_search_picks_the_cheapest_target_within_the_budget():
