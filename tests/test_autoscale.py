@@ -197,3 +197,19 @@ def test_capacity_demand_autoscale_end_to_end(tmp_path):
     # a weight source is an autoscaling option: refused without --autoscale
     bad = CliRunner().invoke(main, [*args[:-4], "--weights-from", "network", "-q"])
     assert bad.exit_code == 2 and "--weights-from" in bad.output
+
+
+def test_a_traces_arrivals_replace_the_poisson_stream():
+    from inference_econ.load.fleet import trace_counts
+
+    # times in seconds from the day's start, binned by the second; one past the hour left out
+    counts = trace_counts([0.2, 0.7, 1.5, 3.9, 3600.5], hours=1)
+    assert counts.shape == (3600,) and counts[:5].tolist() == [2, 1, 0, 1, 0]
+    plan = _plan([15.0, 35.0])
+    steady = np.full(7200, 20)  # 20 a second all day: 2 instances from the start, no misses
+    found = autoscale_search(
+        plan, "hpa", given_delay(60.0), time_in_system_s=2.0, targets=[1.0], arrivals=steady
+    )
+    assert found.best.requests == 144_000 and found.best.missed_requests == 0
+    with pytest.raises(SpecError, match="has 3600 bins for 2 hours of demand"):
+        autoscale_search(plan, "hpa", given_delay(60.0), time_in_system_s=2.0, arrivals=counts)

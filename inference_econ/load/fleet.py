@@ -36,6 +36,16 @@ def arrival_counts(requests_per_s, seed: int = 0, bin_s: float = BIN_S) -> np.nd
     return np.random.default_rng(seed).poisson(mean)
 
 
+def trace_counts(arrival_times_s, hours: int, bin_s: float = BIN_S) -> np.ndarray:
+    """Requests arriving in each bin of ``hours`` hours, from a trace's arrival times (seconds
+    from the start of the day; those outside it left out): a measured day instead of the
+    Poisson stream."""
+    bins = int(round(hours * SECONDS_PER_HOUR / bin_s))
+    at = np.floor(np.asarray(arrival_times_s, dtype=float) / bin_s).astype(np.int64)
+    at = at[(at >= 0) & (at < bins)]
+    return np.bincount(at, minlength=bins)
+
+
 @dataclass(frozen=True)
 class Fleet:
     """What the fleet is: the load one instance holds within the targets, the mean time a

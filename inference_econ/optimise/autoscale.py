@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..columns import SECONDS_PER_HOUR
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, SpecError
 from ..load.autoscaling import SEARCH_GRID, Scheduled, make_policy
 from ..load.fleet import BIN_S, Fleet, FleetRun, arrival_counts, simulate_fleet
 from ..load.startup import StartupDelay
@@ -128,10 +128,13 @@ def autoscale_search(
     miss_budget: float = 0.01,
     seed: int = 0,
     targets=None,
+    arrivals: np.ndarray | None = None,
 ) -> AutoscalePlan:
     """``policy`` at each target of ``targets`` (None: ``SEARCH_GRID``) over the day of
-    ``plan``'s curve, the cheapest within ``miss_budget`` chosen (the fewer misses on a tie);
-    the requests' wait allowance is the TTFT target (else the end-to-end one, else 1 s)."""
+    ``plan``'s curve (a Poisson stream; or ``arrivals``, requests per one-second bin of its
+    hours, e.g. a trace's ``load.fleet.trace_counts``), the cheapest within ``miss_budget``
+    chosen (the fewer misses on a tie); the requests' wait allowance is the TTFT target (else
+    the end-to-end one, else 1 s)."""
     per = plan.max_rate_per_instance
     fleet = Fleet(
         per_instance=per,
@@ -141,7 +144,15 @@ def autoscale_search(
         time_in_system_s=time_in_system_s,
         max_instances=_max_instances(plan),
     )
-    arrivals = arrival_counts(plan.demand.requests_per_s, seed, BIN_S)
+    if arrivals is None:
+        arrivals = arrival_counts(plan.demand.requests_per_s, seed, BIN_S)
+    elif len(arrivals) != plan.hours * SECONDS_PER_HOUR / BIN_S:
+        raise SpecError(
+            "argument",
+            "arrivals",
+            f"has {len(arrivals)} bins for {plan.hours} hours of demand",
+            f"give one count per second of the curve's hours ({plan.hours * 3600:,})",
+        )
     grid = SEARCH_GRID[policy] if targets is None else tuple(targets)
     lead = startup.total_s
     tried = tuple(simulate_fleet(arrivals, fleet, make_policy(policy, t, lead)) for t in grid)
