@@ -97,7 +97,7 @@ class AutoscalePlan:
                 "missed_share": best["missed_share"],
                 "hourly_plan_gpu_hours": hourly["gpu_hours"],
                 "hourly_plan_usd": hourly["usd"],
-                "hourly_plan_usd_with_reserved": self.plan.total_usd,
+                "hourly_plan_usd_with_reserved": hourly["usd_with_reserved"],
                 "hourly_plan_missed_requests": hourly["missed_requests"],
                 "burst_usd_per_gpu_hour": self.plan.prices.burst_usd,
             }
