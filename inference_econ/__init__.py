@@ -94,6 +94,8 @@ _EXPORTS = {
     "power_plan": ("api", "power_plan"),
     "FleetPlan": ("optimise.fleet", "FleetPlan"),
     "PowerPlan": ("optimise.power_cap", "PowerPlan"),
+    "autoscale_plan": ("api", "autoscale_plan"),
+    "AutoscalePlan": ("optimise.autoscale", "AutoscalePlan"),
     # the flat load settings (arrival_rate_per_s=..., slo_ttft_p99_s=...) as typed objects
     "load_inputs": ("api", "load_inputs"),
     "LoadInputs": ("api", "LoadInputs"),
@@ -101,6 +103,7 @@ _EXPORTS = {
     "load_demand": ("load.demand", "load_demand"),
     "load_costs": ("specs.costs", "load_costs"),
     "demand_figure": ("output.load_plots", "demand_figure"),
+    "autoscale_figure": ("output.autoscale_plot", "autoscale_figure"),
     "Targets": ("load.targets", "Targets"),
     "Traffic": ("load.arrivals", "Traffic"),
     "make_traffic": ("load.arrivals", "make_traffic"),

@@ -204,6 +204,7 @@ OFFERED = {
     "usd_per_m_output_tokens_all_in",
     "mfu",
     "usd_per_request",
+    "usd_per_session",
 }
 
 

@@ -28,6 +28,7 @@ from ..serving.toy import critical_batch
 from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
 from ..specs.hardware import GPU, load_hardware
+from .autoscale import autoscale_plan
 from .export import EXPORT_PLANS, FRONTIER_PICKS, LAUNCH_OPTIONS, export, launch_files, plan_record
 from .fleet import checked_power_cap, fleet_plan, power_plan, read_fleet
 from .labels import (
@@ -617,6 +618,7 @@ __all__ = [
     "LoadInputs",
     "SUMMARY_COLUMNS",
     "Setting",
+    "autoscale_plan",
     "cache_note",
     "cached_prompt_tokens",
     "calibrate",

@@ -35,7 +35,7 @@ COMMAND_MODULES = {
     "calibrate": "data_commands",
     "sweep": "data_commands",
     "infer": "infer_commands",
-    "simulate": "capacity_commands",
+    "simulate": "simulate_commands",
     "capacity": "capacity_commands",
     "study": "study_commands",
     "report": "study_commands",

@@ -96,6 +96,10 @@ FIGURES["mfu"] = ("throughput", 1)
 #: per output token, and carry that interval (the shares at most 1, the batch at most what an
 #: instance holds: ``LoadResult.batch_limit``).
 FIGURES.update({n: ("TPOT", 1) for n in ("mean_batch", "busy_fraction", "peak_kv_fraction")})
+#: Sessions (§E9): the later turns' TTFT carries TTFT's band; a session's price at the offered
+#: rate is exact where the deployment keeps up, else it carries the throughput's, as prices do.
+FIGURES["later_turn_ttft_p99_s"] = ("TTFT", 1)
+FIGURES["usd_per_session"] = ("throughput", -1)
 
 #: The power model's stated error (docs/model.md §G2): predicted over measured board watts,
 #: from its check against ML.ENERGY v3.0's measured power (Llama 3.1 8B/70B/405B on H100,
@@ -437,9 +441,15 @@ def load_intervals(result) -> dict:
     }
     names = [*LOAD_LATENCIES, *LOAD_OCCUPANCY]
     row.update({n: getattr(result, n) for n in LOAD_OCCUPANCY})
+    sessions = ["later_turn_ttft_p99_s"] if result.requests_per_session is not None else []
     if not result.stable or result.closed_loop:  # rates the engine reaches: expected
         names += LOAD_RATES
         row.update({n: getattr(result, n) for n in LOAD_RATES})
+        sessions += ["usd_per_session"] if sessions else []
+    for name in sessions:  # a session's figures, where the run has sessions (§E9)
+        if math.isfinite(getattr(result, name)):
+            names.append(name)
+            row[name] = getattr(result, name)
     # energy and power: a slower engine that keeps up is busier, so they carry the throughput
     # band and the power model's whether the deployment keeps up or not (``COMPOSED``)
     for name in COMPOSED:

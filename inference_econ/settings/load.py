@@ -12,6 +12,10 @@ from .row import LOAD, section, setting
 #: The options that put a load on a deployment, one of which every traffic, target and engine
 #: option needs.
 UNDER_LOAD = ("arrival_rate_per_s", "trace", "demand", "concurrency")
+#: Scaling policies a demand curve may be served by (``load.autoscaling.POLICIES``).
+AUTOSCALERS = ("hpa", "keda", "planner")
+#: Where a new instance's weights come from (``load/startup.yaml``).
+WEIGHT_SOURCES = ("local-ssd", "network", "peer-gpu")
 
 
 @section(LOAD)
@@ -387,6 +391,55 @@ class DemandOptions:
         maximum=0.99,
         flag="--spot-interruption",
         needs=("demand",),
+    )
+
+    autoscale: str | None = setting(
+        None,
+        help="Serve the curve with instances that scale (hpa: target utilisation; keda:"
+        " outstanding requests; planner: SLO headroom on the predicted load), each new one"
+        " paid from when it is asked for and serving after its start-up: the policy's best"
+        " target beside the hourly plan.",
+        choices=AUTOSCALERS,
+        needs=("demand",),
+    )
+
+    weights_source: str = setting(
+        "local-ssd",
+        help="Where a new instance's weights come from (published bandwidths: load/startup.yaml).",
+        choices=WEIGHT_SOURCES,
+        flag="--weights-from",
+        needs=("autoscale",),
+    )
+
+    startup_s: float | None = setting(
+        None,
+        help="A new instance's start-up delay, instead of the published figures'.",
+        unit="seconds",
+        minimum=0,
+        maximum=86_400,
+        flag="--startup-time",
+        needs=("autoscale",),
+    )
+
+    scale_down_window_s: float = setting(
+        300.0,
+        help="Scale-down stabilisation window: scale down only to the most instances wished"
+        " for over this time (Kubernetes HPA's default, 300 s).",
+        unit="seconds",
+        minimum=0,
+        maximum=86_400,
+        flag="--scale-down-window",
+        needs=("autoscale",),
+    )
+
+    miss_budget: float = setting(
+        0.01,
+        help="Largest share of the day's requests that may miss their targets while capacity"
+        " arrives (the search's limit).",
+        minimum=0,
+        maximum=1,
+        flag="--miss-budget",
+        needs=("autoscale",),
     )
 
 

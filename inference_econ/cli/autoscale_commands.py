@@ -1,0 +1,68 @@
+"""capacity --demand FILE --autoscale POLICY (docs/model-part-e.md §E14): the demand curve served
+by instances that scale, their start-up delays priced, beside the hourly plan."""
+
+from __future__ import annotations
+
+import click
+
+from .common import FigureFile, emit
+
+
+def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> None:
+    """The chosen target's day and every target's, the hourly plan's day beside them, and
+    (with --figure) cost and missed requests over the day."""
+    from .. import api
+    from ..api import requests_metadata
+    from ..output.render import meta_lines, render
+    from .stated import vertical
+
+    plan = api.autoscale_plan(model, names, progress=say, **kwargs)
+    base = plan.plan
+    meta = {**requests_metadata(base.setting), "demand": base.demand.source}
+    for key in ("price_basis", "price_usd_per_gpu_hour", "price_date"):
+        meta.pop(key, None)  # priced on the demand plan's own bases
+    title = (
+        f"Autoscaling {base.demand.describe()} within {base.targets.describe()} on "
+        f"{base.gpus_per_instance} x {base.setting.gpu.name} instances: "
+        f"{plan.best.policy.describe()}"
+    )
+    notes = _notes(plan)
+    if fmt in ("csv", "json"):
+        emit(render(plan.candidates(), fmt, title=title, notes=notes, meta=meta), out)
+    else:
+        head = vertical(plan.summary(), fmt, title)
+        body = render(
+            plan.candidates(),
+            fmt,
+            title="Every target tried, and the hourly plan's day simulated the same way",
+        )
+        gap = "\n" if fmt == "markdown" else ""
+        lines = notes + meta_lines(meta)
+        emit(head + "\n" + body + gap + "".join(f"{n}\n" for n in lines), out)
+    if figure:
+        from ..output.autoscale_plot import autoscale_figure
+        from ..output.plots import save
+
+        for path in save(autoscale_figure(plan), *FigureFile.target(figure)):
+            click.echo(f"wrote {path}", err=True)
+
+
+def _notes(plan) -> list[str]:
+    """What the day was simulated with, and how the two plans are priced."""
+    pool, base = plan.pool, plan.plan
+    return [
+        f"Start-up of a new instance: {plan.startup.describe()} (load/startup.yaml's sources); "
+        "it is paid from when it is asked for.",
+        f"The day as a non-homogeneous Poisson stream of {plan.best.requests:,} requests in "
+        f"one-second bins; each serving instance holds {pool.per_instance:.4g} req/s within the "
+        "targets (the knee of capacity's search); a request that waits longer than "
+        f"{pool.allowance_s:g} s for capacity missed its targets; scale-downs wait "
+        f"{pool.window_s:g} s (stabilisation window).",
+        f"Chosen: the fewest GPU-hours with at most {plan.miss_budget:.2%} of the requests "
+        "missing their targets. The hourly plan's day: each hour's instances, those added asked "
+        f"for {plan.startup.total_s:.0f} s before the hour.",
+        f"Prices: every instance on {base.prices.burst_basis} ${base.prices.burst_usd:.3g} per "
+        f"GPU-hour (usd); with the hourly plan's {base.reserved_instances} reserved instances "
+        f"all day at ${base.prices.reserved_usd:.3g} ({base.prices.reserved_basis}) and the "
+        "rest on the burst basis (usd_with_reserved).",
+    ]

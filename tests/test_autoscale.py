@@ -1,0 +1,215 @@
+"""Autoscaling a demand curve (docs/model-part-e.md §E14): the day's non-homogeneous Poisson
+stream, the pool's backlog and missed requests against hand-computed cases, the hourly plan
+matched at zero start-up delay, a longer delay never missing fewer, start-up delays from the
+published figures, and a budget no target meets refused in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inference_econ.errors import InfeasibleError, SpecError
+from inference_econ.load.autoscaling import (
+    OutstandingRequests,
+    Scheduled,
+    SloHeadroom,
+    TargetUtilisation,
+    make_policy,
+)
+from inference_econ.load.demand import DemandCurve
+from inference_econ.load.scaled_pool import ScaledPool, arrival_counts, simulate_scaled_day
+from inference_econ.load.startup import given_delay, startup_delay, startup_figures
+from inference_econ.load.targets import Targets
+from inference_econ.optimise.autoscale import autoscale_search
+from inference_econ.optimise.demand import Prices, _size_plan, instances_needed
+
+#: Four hours at 15, 25, 35 and 25 req/s, instances holding 10 req/s each: 2, 3, 4, 3 needed,
+#: every rate far from a multiple of 10 so that a minute's Poisson count never crosses one.
+RATES = [15.0, 25.0, 35.0, 25.0]
+PER = 10.0
+
+
+@pytest.fixture(scope="module")
+def arrivals():
+    return arrival_counts(RATES, seed=0)
+
+
+def test_the_day_is_a_poisson_stream_at_each_hours_rate(arrivals):
+    assert arrivals.shape == (4 * 3600,)
+    per_hour = arrivals.reshape(4, 3600)
+    # each hour's count is Poisson with mean rate x 3600 (sd sqrt of it): within 4 sd
+    for count, rate in zip(per_hour.sum(axis=1), RATES):
+        assert abs(count - rate * 3600) < 4 * np.sqrt(rate * 3600)
+    # and its one-second counts have the variance of their mean (Poisson's dispersion 1)
+    assert per_hour[2].var() / per_hour[2].mean() == pytest.approx(1.0, abs=0.1)
+
+
+def test_a_backlog_and_its_missed_requests_by_hand():
+    # 6 requests/s; one instance of 4 req/s serving, a second asked for at the first evaluation
+    # (15 s) and serving at once: the backlog grows by 2 a second for 15 s (30 requests) and
+    # drains at 2 a second. A request misses when it waits over 2 s, i.e. is not served by the
+    # bin 2 after its own: cumulative arrivals 6(b+1), service 4(b+1) to b = 14, 8b - 52 from
+    # there until the backlog is gone at b = 29. Misses per bin: b = 4: 2, b = 5: 4, b = 6..18:
+    # 6 each (78), b = 19: 4, b = 20: 2 -> 90 in all.
+    counts = np.full(300, 6)
+    pool = ScaledPool(per_instance=4.0, startup_s=0.0, window_s=0.0, allowance_s=2.0)
+    run = simulate_scaled_day(counts, pool, Scheduled((2,)), initial=1)
+    assert run.missed_requests == 90
+    assert run.missed[[4, 5, 6, 18, 19, 20, 21]].tolist() == [2, 4, 6, 6, 4, 2, 0]
+    assert run.served[:15].sum() == 60 and run.served[15:30].sum() == 120
+    # paid: one instance 15 s, two the other 285 s
+    assert run.instance_hours == pytest.approx((15 + 2 * 285) / 3600)
+    # served 10 s later, the backlog grows 10 s longer: more misses, the same instance-hours
+    late = simulate_scaled_day(counts, ScaledPool(4.0, 10.0, 0.0, 2.0), Scheduled((2,)), initial=1)
+    assert late.missed_requests > run.missed_requests
+    assert late.instance_hours == run.instance_hours
+
+
+def test_zero_startup_matches_the_hourly_plans_gpu_hours(arrivals):
+    needed = instances_needed(RATES, PER)
+    assert needed.tolist() == [2, 3, 4, 3]
+    pool = ScaledPool(per_instance=PER, startup_s=0.0, window_s=0.0)
+    plan = simulate_scaled_day(arrivals, pool, Scheduled(tuple(needed)))
+    assert plan.instance_hours == pytest.approx(needed.sum()) and plan.missed_requests == 0
+    # an HPA at full utilisation, no tolerance and no window follows the same instances one
+    # evaluation late: within one 15 s interval per change of the hourly count (3 changes)
+    hpa = TargetUtilisation(target=1.0, tolerance=0.0)
+    run = simulate_scaled_day(arrivals, pool, hpa)
+    assert abs(run.instance_hours - needed.sum()) <= 3 * hpa.interval_s / 3600
+    assert run.asked[:3600].max() == 2 and run.asked[7300:10800].min() == 4
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [TargetUtilisation(), SloHeadroom(target=0.1, lead_s=60.0), Scheduled((2, 3, 4, 3), 30.0)],
+    ids=lambda p: p.name,
+)
+def test_a_longer_startup_never_misses_fewer(arrivals, policy):
+    runs = [
+        simulate_scaled_day(arrivals, ScaledPool(PER, delay, allowance_s=2.0), policy)
+        for delay in (0.0, 30.0, 120.0, 600.0)
+    ]
+    missed = [r.missed_requests for r in runs]
+    assert missed == sorted(missed) and missed[-1] > missed[0]
+    # these policies see only the arrivals and what they asked for: the same instances paid
+    assert len({round(r.instance_hours, 9) for r in runs}) == 1
+
+
+def test_the_outstanding_requests_policy_sees_the_backlog():
+    # 10 req/s, 2 s in the system at the knee of 10 req/s: 20 outstanding at full load; a
+    # target of 0.5 of that (10 per instance) wants 2 instances, and a backlog of 40 four more
+    from inference_econ.load.autoscaling import Observation
+
+    obs = Observation(0.0, 10.0, (10.0,), 1, 1, 0.0, 10.0, 2.0)
+    keda = OutstandingRequests(target=0.5)
+    assert keda.desired(obs) == 2
+    assert keda.desired(Observation(0.0, 10.0, (10.0,), 1, 1, 40.0, 10.0, 2.0)) == 6
+    # the planner's line through rates 10, 20, 30 a minute apart, 60 s ahead: 40 req/s
+    planner = SloHeadroom(target=0.2, lead_s=60.0)
+    assert planner.predicted(Observation(0.0, 30.0, (10.0, 20.0, 30.0), 1, 1, 0, 10.0, 2.0)) == (
+        pytest.approx(40.0)
+    )
+    with pytest.raises(SpecError, match="unknown policy 'hap'.*hpa, keda, planner"):
+        make_policy("hap")
+    with pytest.raises(SpecError, match=r"hpa target.*\(0, 1\]"):
+        make_policy("hpa", 1.5)
+
+
+def test_startup_delays_from_the_published_figures():
+    from inference_econ.api import setting_of
+
+    setting = setting_of("Llama 3 70B", "H100", weight_bits=8)
+    figures = startup_figures()
+    engine = (
+        figures["engine_start_s"] + figures["graph_compile_s"] + figures["cuda_graph_capture_s"]
+    )
+    assert engine == 44 + 13 + 7  # Tensorfuse's vLLM start with its caches kept
+    local = startup_delay(setting, 4, "local-ssd")
+    weights = local.weight_bytes
+    assert 68e9 < weights < 72e9  # 70.6 billion parameters at one byte each
+    assert local.weights_s == pytest.approx(weights / 2.1e9)  # one SSD for the instance
+    assert local.total_s == pytest.approx(weights / 2.1e9 + 64)
+    # each GPU's shard over its own rank (1.83 GB/s) or its own 400 Gb/s NIC (50 GB/s)
+    assert startup_delay(setting, 4, "network").weights_s == pytest.approx(weights / 4 / 1.83e9)
+    assert startup_delay(setting, 4, "peer-gpu").weights_s == pytest.approx(weights / 4 / 50e9)
+    with pytest.raises(SpecError, match="unknown weight source 'nfs'"):
+        startup_delay(setting, 4, "nfs")
+    assert given_delay(90).total_s == 90
+
+
+def _plan(rates):
+    """A demand plan on hand-given numbers: instances of 1 H100 holding 10 req/s each."""
+    from inference_econ.api import setting_of
+
+    curve = DemandCurve("test", np.arange(len(rates)), np.asarray(rates, dtype=float))
+    setting = setting_of("Llama 3 8B", "H100")
+    prices = Prices(1.0, 3.0, None, "owned", "on-demand")
+    needed = instances_needed(rates, PER)
+    return _size_plan(
+        curve, Targets(ttft_p99_s=2.0), setting, 1, PER, needed, prices, None, 100.0, {}
+    )
+
+
+def test_the_search_picks_the_cheapest_target_within_the_budget():
+    plan = _plan([15.0, 35.0])
+    found = autoscale_search(plan, "hpa", given_delay(60.0), time_in_system_s=2.0, miss_budget=0.01)
+    shares = [r.missed_share for r in found.tried]
+    fits = [r for r in found.tried if r.missed_share <= 0.01]
+    assert found.best is min(fits, key=lambda r: r.instance_hours)
+    assert max(shares) > 0.0 and found.pool.allowance_s == 2.0  # the TTFT target
+    row = found.summary()
+    # every instance at the on-demand price; with the plan's reserved base (4 of them, at 1.0)
+    assert row.usd == pytest.approx(row.gpu_hours * 3.0)
+    assert found.hourly.instance_hours >= plan.needed.sum()  # asked for 60 s early
+    base = plan.reserved_instances
+    above = np.maximum(found.best.asked - base, 0).sum() / 3600
+    assert row.usd_with_reserved == pytest.approx(base * 2 * 1.0 + above * 3.0)
+    assert found.timeline()["autoscaled_usd"].iloc[-1] == pytest.approx(row.usd, rel=1e-3)
+
+
+def test_a_budget_no_target_meets_is_one_line_naming_what_to_change():
+    # from 15 to 45 req/s: even at half utilisation 4 instances (40 req/s) serve the first hour,
+    # and the fifth serves 15 minutes into the second
+    plan = _plan([15.0, 45.0])
+    with pytest.raises(InfeasibleError) as err:
+        autoscale_search(plan, "hpa", given_delay(900.0), time_in_system_s=2.0, miss_budget=0.0)
+    text = str(err.value)
+    assert "\n" not in text and "--miss-budget 0" in text
+    assert "--weights-from peer-gpu" in text and "900 s start-up" in text
+
+
+def test_capacity_demand_autoscale_end_to_end(tmp_path):
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_s\n0,2\n1,6\n", encoding="utf-8")
+    figure = tmp_path / "day.png"
+    args = ["capacity", "Llama 3 8B", "-H", "H100", "--weight-bits", "8", "--demand", str(curve)]
+    args += ["--prompt-tokens", "500", "--output-tokens", "100", "--slo-ttft-p99", "1"]
+    args += ["--requests", "100", "--max-gpus", "1", "--autoscale", "hpa", "--startup-time", "120"]
+    result = CliRunner().invoke(main, [*args, "--figure", str(figure), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "Every target tried, and the hourly plan's day simulated the same way" in result.output
+    assert "Start-up of a new instance: 120 s (given)" in result.output
+    assert "waits longer than 1 s for capacity" in result.output and figure.stat().st_size > 0
+    # a weight source is an autoscaling option: refused without --autoscale
+    bad = CliRunner().invoke(main, [*args[:-4], "--weights-from", "network", "-q"])
+    assert bad.exit_code == 2 and "--weights-from" in bad.output
+
+
+def test_a_traces_arrivals_replace_the_poisson_stream():
+    from inference_econ.load.scaled_pool import trace_counts
+
+    # times in seconds from the day's start, binned by the second; one past the hour left out
+    counts = trace_counts([0.2, 0.7, 1.5, 3.9, 3600.5], hours=1)
+    assert counts.shape == (3600,) and counts[:5].tolist() == [2, 1, 0, 1, 0]
+    plan = _plan([15.0, 35.0])
+    steady = np.full(7200, 20)  # 20 a second all day: 2 instances from the start, no misses
+    found = autoscale_search(
+        plan, "hpa", given_delay(60.0), time_in_system_s=2.0, targets=[1.0], arrivals=steady
+    )
+    assert found.best.requests == 144_000 and found.best.missed_requests == 0
+    with pytest.raises(SpecError, match="has 3600 bins for 2 hours of demand"):
+        autoscale_search(plan, "hpa", given_delay(60.0), time_in_system_s=2.0, arrivals=counts)
