@@ -50,9 +50,6 @@ class Protocol:
     #: two-shot reduce-scatter plus all-gather).
     custom: bool = False
     one_shot: bool = False
-    #: An in-domain protocol (``custom``) that every collective uses, not only the all-reduce:
-    #: the measured NCCL ceiling (§B15), timed for all-gathers and all-to-alls too.
-    every_kind: bool = False
 
 
 #: docs/model.md §A4, the paper's reading of NCCL's tree latencies. They are the tree rows of the
@@ -118,6 +115,11 @@ NVLS_LATENCY_S: dict[NcclLatencyModel, float] = {
 }
 NVLS_BANDWIDTH_FACTOR = 5.0 / 6.0
 
+#: The network hop of a protocol measured inside one domain only (§B15): far above any
+#: collective, so never the fastest across domains, and finite, so that zero calls of it
+#: cost zero (0 x inf is NaN).
+OUTSIDE_DOMAIN_S = 1e9
+
 #: The collectives a step runs; "expert_alltoall" is the expert dispatch or combine of §B11:
 #: every rank sends straight to every other (one network hop, all sends at once); the bytes
 #: bound for the ranks of its own domain cross its links, the rest leave through its own NIC.
@@ -162,24 +164,27 @@ def measured_protocols(gpu: GPU, nvls: bool, profile) -> tuple[Protocol, ...]:
 
 def ceiling_protocols(gpu: GPU, ceilings) -> tuple[Protocol, ...]:
     """The fastest collectives measured inside one domain of the part (§B15; a
-    ``specs.measured_rates.KernelCeilings``), as flat-latency in-domain protocols over the
-    domain's links: the engine's own all-reduce kernel (its one-shot and two-shot protocols
-    at their best) and NCCL's every collective. A bus bandwidth B is a bandwidth factor of
-    B / (2 x the all-reduce bus bandwidth): an all-reduce's 2(R-1)/R bytes, or another
-    collective's (R-1)/R, over B. None on a PCIe or torus part."""
+    ``specs.measured_rates.KernelCeilings``), as flat-latency protocols over the domain's
+    links: the engine's own all-reduce kernel (its one-shot and two-shot protocols at their
+    best; ``custom``) and NCCL's every collective (a library protocol whose network hop,
+    ``OUTSIDE_DOMAIN_S``, keeps it inside one domain). A bus bandwidth B is a bandwidth
+    factor of B / (2 x the all-reduce bus bandwidth): an all-reduce's 2(R-1)/R bytes, or
+    another collective's (R-1)/R, over B. None on a PCIe or torus part."""
     if gpu.interconnect not in ("switch", "full_mesh"):
         return ()
     link = 2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s
     out = []
-    for name, ceiling, every in (
-        ("custom all-reduce (measured)", ceilings.custom_allreduce, False),
-        ("NCCL (measured)", ceilings.nccl, True),
-    ):
-        if ceiling.bus_bytes_per_s > 0:
-            factor = ceiling.bus_bytes_per_s / link
-            out.append(
-                Protocol(name, factor, 0.0, 0.0, ceiling.latency_s, custom=True, every_kind=every)
+    custom, nccl = ceilings.custom_allreduce, ceilings.nccl
+    if custom.bus_bytes_per_s > 0:
+        factor = custom.bus_bytes_per_s / link
+        out.append(
+            Protocol(
+                "custom all-reduce (measured)", factor, 0.0, 0.0, custom.latency_s, custom=True
             )
+        )
+    if nccl.bus_bytes_per_s > 0:
+        factor = nccl.bus_bytes_per_s / link
+        out.append(Protocol("NCCL (measured)", factor, 0.0, OUTSIDE_DOMAIN_S, nccl.latency_s))
     return tuple(out)
 
 
@@ -323,11 +328,7 @@ class CollectiveCost:
         steps, log_nodes, seconds_per_byte = _link_terms(gpu, ranks, nodes, kind, inter_share)
         # NVLS: an all-reduce inside one NVLink domain only; each byte once each way at the
         # one-way NVLink rate (twice the paper's all-reduce bus bandwidth)
-        protocols = tuple(
-            p
-            for p in protocols
-            if not (p.switch or p.custom) or kind == ALLREDUCE or (p.custom and p.every_kind)
-        )
+        protocols = tuple(p for p in protocols if not (p.switch or p.custom) or kind == ALLREDUCE)
         switch_ok = nodes <= 1.0
         # one rank (or a fraction of one GPU) communicates with nobody: zero cost. On arrays
         # (the grid search) the operations that cannot change a value are skipped (a factor
