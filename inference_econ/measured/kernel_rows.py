@@ -40,12 +40,12 @@ GEMM_FORMATS = {
     "fp8_block": (8, 1.0),
     "nvfp4": (4, 0.5 + 1.0 / 16.0),
 }
-#: Fused-MoE format -> (bits of the rate, bytes a weight): MXFP4 weights (4.25 bits with their
-#: scales) with 16-bit activations run BF16 GEMMs, with MXFP8 ones FP4 tensor cores (§B5).
-MOE_FORMATS = {
-    **GEMM_FORMATS,
-    "w4a16_mxfp4": (16, 4.25 / 8.0),
-    "w4a8_mxfp4_mxfp8": (4, 4.25 / 8.0),
+#: Fused-MoE format -> bits of the rate it runs at: MXFP4 weights with 16-bit activations run
+#: BF16 GEMMs, with MXFP8 ones FP4 tensor cores (§B5).
+MOE_BITS = {
+    **{fmt: bits for fmt, (bits, _) in GEMM_FORMATS.items()},
+    "w4a16_mxfp4": 16,
+    "w4a8_mxfp4_mxfp8": 4,
 }
 #: A KV cache or attention format -> (bits, bytes an element).
 ATTENTION_FORMATS = {"bfloat16": (16, 2.0), "fp8": (8, 1.0)}
@@ -158,7 +158,7 @@ def moe_rows(folder: str) -> list[KernelRows]:
     flop = 6.0 * tokens * t["topk"] * hidden * t["inter_size"] / ranks
     nbytes = 4.0 * tokens * hidden
     out = []
-    for fmt, (bits, _) in MOE_FORMATS.items():
+    for fmt, bits in MOE_BITS.items():
         at = t["moe_dtype"] == fmt
         if at.any():
             out.append(
