@@ -1,5 +1,6 @@
 """Write each hardware file's ``kernel_ceilings`` (docs/model.md §B15) from the measured
-kernel tables (kernels/README.md): the best GEMM and attention FLOP/s, the best bytes/s from
+kernel tables (kernels/README.md): the best GEMM, fused-MoE and attention FLOP/s (each table
+apart, by the bits of its rate), the best bytes/s from
 HBM and from L2, and the fastest in-domain all-reduce and NCCL collective of each part, as
 ``inference_econ.measured.kernel_rows.best_figures`` finds them, each with the table and
 rows it came from. Rates are rounded up and latencies down to five significant digits, so the
@@ -71,12 +72,12 @@ def block(folder: str, gpu) -> str:
         "written by benchmarks/kernel_ceilings.py, rates rounded up and latencies down; read "
         "by measured_kernel_rates (docs/model.md §B15)"
     ]
-    for kind, unit in (("gemm_flop_per_s", "FLOP/s"), ("attention_flop_per_s", "FLOP/s")):
+    for kind in ("gemm_flop_per_s", "moe_flop_per_s", "attention_flop_per_s"):
         keys = sorted(
             (k for k in best if k.startswith(kind + ".")), key=lambda k: -int(k.split(".")[1])
         )
-        by = "bits of the tensor-core rate" if kind.startswith("gemm") else "bits of the KV cache"
-        lines.append(f"  {kind}:   # {unit} by the {by}")
+        by = "KV cache" if kind.startswith("attention") else "tensor-core rate"
+        lines.append(f"  {kind}:   # FLOP/s by the bits of the {by}")
         for key in keys:
             value, where = best[key]
             source = table_of(folder, where)

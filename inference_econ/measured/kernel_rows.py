@@ -5,8 +5,10 @@ charge from the model's own ``Machine`` and collective code, and the best figure
 
 The work of a row is the least its operation must do: a GEMM's 2·m·n·k FLOP and its weights,
 activations in and output; attention's 4·heads·head_dim FLOP a position attended to and its
-KV cache (and, in prefill, Q and the output); a fused MoE's expert FLOP and its tokens'
-activations (``moe_rows``: why not its weights); a pass's bytes as measured. AIConfigurator's
+KV cache (and, in prefill, Q and the output); a fused MoE's expert FLOP on the one GPU
+timed, with the weights of the experts it reaches and its tokens' activations (``moe_rows``,
+``rank_zero_routing``); a pass's bytes as measured. Each class's FLOP are charged at its
+own rate (``Machine.flop_rate``): dense GEMMs, the fused MoE's experts and attention. AIConfigurator's
 tables time each kernel back to back on the same buffers, so a row whose working set fits in
 L2 reads it from there (``machine.l2_resident``): its bytes are charged at the best rate such
 rows reached, the others' at the best HBM rate. ``passes.csv`` rotates its inputs past L2.
@@ -24,7 +26,7 @@ import numpy as np
 
 from ..model.assumptions import Assumptions
 from ..model.collectives import ALLREDUCE, ALLTOALL, CollectiveKind
-from ..model.machine import Machine, l2_resident
+from ..model.machine import FlopClass, Machine, l2_resident
 from ..specs.catalog import data_roots
 from ..specs.hardware import GPU
 from ..specs.kernel_tables import kernel_table
@@ -40,15 +42,30 @@ GEMM_FORMATS = {
     "fp8_block": (8, 1.0),
     "nvfp4": (4, 0.5 + 1.0 / 16.0),
 }
-#: Fused-MoE format -> bits of the rate it runs at: MXFP4 weights with 16-bit activations run
-#: BF16 GEMMs, with MXFP8 ones FP4 tensor cores (§B5).
-MOE_BITS = {
-    **{fmt: bits for fmt, (bits, _) in GEMM_FORMATS.items()},
-    "w4a16_mxfp4": 16,
-    "w4a8_mxfp4_mxfp8": 4,
+#: Fused-MoE format -> (bits of the rate it runs at, bytes a weight): MXFP4 weights (an 8-bit
+#: scale a 32) with 16-bit activations run BF16 GEMMs, with MXFP8 ones FP4 tensor cores (§B5).
+MOE_FORMATS = {
+    **GEMM_FORMATS,
+    "w4a16_mxfp4": (16, 0.5 + 1.0 / 32.0),
+    "w4a8_mxfp4_mxfp8": (4, 0.5 + 1.0 / 32.0),
 }
+#: GEMMs an expert does a routed row: gate, up and down (SwiGLU). The collector's non-gated
+#: models (ReLU², two GEMMs: up and down) are the rows of ``NON_GATED_SOURCE``
+#: (collector/trtllm/collect_moe.py lines 42 and 367-377, 783-784 at the tables' commit), as
+#: AIConfigurator's own MoE roofline counts them (aic-core/rust/aiconfigurator-core/src/
+#: operators/moe.rs lines 756-759 and 806: tokens·topk·H·I·gemms·2 / ep / tp FLOP).
+GATED_GEMMS = 3.0
+NON_GATED_SOURCE = "moe_torch_flow_nongated"
+#: The fused MoE's min-latency rows, routed by DeepSeek-V3's grouped gate (``rank_zero_routing``).
+GROUPED_GATE_SOURCE = "moe_torch_flow_min_latency"
 #: A KV cache or attention format -> (bits, bytes an element).
 ATTENTION_FORMATS = {"bfloat16": (16, 2.0), "fp8": (8, 1.0)}
+#: A row's arithmetic class -> the ``KernelCeilings`` figure of its best FLOP/s.
+CEILINGS = {
+    "gemm": "gemm_flop_per_s",
+    "attention": "attention_flop_per_s",
+    "expert": "moe_flop_per_s",
+}
 #: NCCL's element types -> bytes an element.
 NCCL_BYTES = {"half": 2.0, "int8": 1.0}
 
@@ -57,8 +74,10 @@ NCCL_BYTES = {"half": 2.0, "int8": 1.0}
 class KernelRows:
     """Rows of one op class and format on one part: each row's work and measured seconds.
     ``bits``: the rate the model charges the arithmetic at (a GEMM's tensor-core bits, the
-    KV cache's for attention); ``repeated``: timed back to back on the same buffers;
-    ``size``: the column a class is split by (a GEMM's ``m``; else the bytes)."""
+    KV cache's for attention); ``arithmetic``: the rate class ``Machine.kernel_s`` charges
+    its FLOP at (a GEMM's, attention's or the routed experts'); ``repeated``: timed back to
+    back on the same buffers; ``size``: the column a class is split by (a GEMM's ``m``; else
+    the bytes)."""
 
     op: str
     fmt: str
@@ -67,7 +86,7 @@ class KernelRows:
     nbytes: np.ndarray
     seconds: np.ndarray
     size: np.ndarray
-    attention: bool = False
+    arithmetic: FlopClass = "gemm"
     repeated: bool = True
 
 
@@ -116,7 +135,14 @@ def generation_rows(folder: str) -> list[KernelRows]:
         flop = (4.0 * b * h * d * positions)[at]
         out.append(
             KernelRows(
-                "generation_attention", fmt, bits, flop, nbytes, _seconds(t, at), nbytes, True
+                "generation_attention",
+                fmt,
+                bits,
+                flop,
+                nbytes,
+                _seconds(t, at),
+                nbytes,
+                "attention",
             )
         )
     return out
@@ -139,32 +165,99 @@ def context_rows(folder: str) -> list[KernelRows]:
         nbytes = b * n * d * (h * (q_bytes + 2.0) + 2.0 * t["num_key_value_heads"] * width)
         out.append(
             KernelRows(
-                "context_attention", fmt, bits, flop[at], nbytes[at], _seconds(t, at), n[at], True
+                "context_attention",
+                fmt,
+                bits,
+                flop[at],
+                nbytes[at],
+                _seconds(t, at),
+                n[at],
+                "attention",
             )
         )
     return out
 
 
 def moe_rows(folder: str) -> list[KernelRows]:
-    """TensorRT-LLM's fused MoE on one rank of ``moe_tp_size`` x ``moe_ep_size``: its share
-    of 6·tokens·topk·hidden·inter FLOP (gate, up and down) and the tokens' hidden states in
-    and out (BF16). Not the experts' weights: under the routing the rows state, their
-    weights would stream at up to 1.4 times the H100's datasheet bandwidth (16 tokens, top
-    22 of 512 experts, balanced: 22 GB in 4.7 ms), so the harness's kernels reach fewer
-    experts than the labels say, and how many the table does not tell."""
+    """TensorRT-LLM's fused MoE as one GPU of ``moe_tp_size`` x ``moe_ep_size`` runs it: the
+    rows routed to its experts (``rank_zero_routing``), each 2·H·I/tp FLOP a GEMM, three GEMMs
+    a row for SwiGLU and two for the non-gated ReLU² experts (``GATED_GEMMS``); its bytes are
+    the routed tokens' hidden states in and out (BF16) and, under ``balanced`` routing (one
+    routing timed back to back, as the other tables' rows), the weights of the experts its rows
+    reach. A ``power_law`` row's time is the mean of five calls under five routings
+    (collect_moe.py lines 711-717, 729-733 and 754), whose hot experts repeat, so a call may
+    find the weights the last one read in L2 (the GB200's min-latency rows of one token would
+    stream 1.04 times its datasheet bandwidth): its weights are left out."""
     t = kernel_table(folder, "moe")
     tokens, hidden = t["num_tokens"] * 1.0, t["hidden_size"] * 1.0
-    ranks = t["moe_tp_size"] * t["moe_ep_size"] * 1.0
-    flop = 6.0 * tokens * t["topk"] * hidden * t["inter_size"] / ranks
-    nbytes = 4.0 * tokens * hidden
+    inter = t["inter_size"] * 1.0 / t["moe_tp_size"]
+    rows, experts = rank_zero_routing(t)
+    gemms = np.where(t["kernel_source"] == NON_GATED_SOURCE, 2.0, GATED_GEMMS)
+    flop = 2.0 * gemms * rows * hidden * inter
+    # each routed token brings at most min(topk, local experts) rows
+    local = np.minimum(t["topk"], t["num_experts"] // t["moe_ep_size"]) * 1.0
+    activations = 4.0 * hidden * rows / local
+    weights = np.where(t["distribution"] == "balanced", experts * gemms * hidden * inter, 0.0)
     out = []
-    for fmt, bits in MOE_BITS.items():
+    for fmt, (bits, per_weight) in MOE_FORMATS.items():
         at = t["moe_dtype"] == fmt
         if at.any():
+            nbytes = (weights * per_weight + activations)[at]
+            seconds = _seconds(t, at)
             out.append(
-                KernelRows("moe", fmt, bits, flop[at], nbytes[at], _seconds(t, at), tokens[at])
+                KernelRows("moe", fmt, bits, flop[at], nbytes, seconds, tokens[at], "expert")
             )
     return out
+
+
+def rank_zero_routing(t) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, experts) of the MoE table's rows that the timed GPU computes at least: the token x
+    expert pairs routed to its experts and how many of its experts they reach.
+
+    AIConfigurator times one GPU holding expert-parallel rank 0's experts, ids [0, E/ep)
+    (collector/trtllm/collect_moe.py at the tables' commit, lines 343-345: ``Mapping()`` with
+    ``moe_ep_size``/``moe_tp_size`` set, rank 0), fed all ``num_tokens`` tokens and router
+    logits over all E experts (lines 710-722), so it computes only the pairs routed to its
+    experts. ``balanced`` routing (collector/helper.py lines 1051-1067) is deterministic and
+    counted here exactly (``balanced_counts``). ``power_law_<alpha>`` routing is random, but
+    the generator swaps the most loaded rank into rank 0 (helper.py lines 1422-1433), so rank
+    0 has at least the mean, tokens·topk/ep pairs, and since no expert takes a token twice
+    (the clamp at lines 1373-1377) its pairs reach at least pairs/tokens experts. The
+    min-latency rows (``GROUPED_GATE_SOURCE``) route those logits through DeepSeek-V3's
+    grouped gate instead (collect_moe.py lines 483-499): each token still takes topk
+    distinct experts, but which is the gate's, so only a single rank (ep = 1) is known to
+    compute them all; under expert parallelism nothing is counted."""
+    n, e, k, ep = (t[c] for c in ("num_tokens", "num_experts", "topk", "moe_ep_size"))
+    local = e // ep
+    rows = np.ceil(n * k / ep) * 1.0
+    experts = np.ceil(rows / n)
+    grouped = t["kernel_source"] == GROUPED_GATE_SOURCE
+    rows[grouped & (ep > 1)] = 0.0
+    experts[grouped] = np.where(ep[grouped] > 1, 0.0, k[grouped])
+    balanced = np.flatnonzero((t["distribution"] == "balanced") & ~grouped)
+    shapes, which = np.unique(np.stack([n, e, k], axis=1)[balanced], axis=0, return_inverse=True)
+    order = np.argsort(which.ravel(), kind="stable")
+    for shape, at in zip(
+        shapes, np.split(balanced[order], np.cumsum(np.bincount(which.ravel()))[:-1])
+    ):
+        counts = balanced_counts(*(int(v) for v in shape))
+        rows[at] = np.cumsum(counts)[local[at] - 1]
+        experts[at] = np.cumsum(counts > 0)[local[at] - 1]
+    return rows, experts
+
+
+def balanced_counts(tokens: int, experts: int, topk: int) -> np.ndarray:
+    """Tokens each expert receives under AIConfigurator's ``balanced_logits`` (collector/
+    helper.py lines 1051-1067): token t picks (t + j·s) mod E, j < topk, s = ceil(E/topk); with
+    fewer tokens than s, floor((t·s/tokens + j·s) mod E), the division in float32 as torch's."""
+    stride = -(-experts // topk)
+    j = np.arange(topk)[:, None] * stride
+    if tokens >= stride:  # each j's run of tokens wraps round the experts tokens // E times
+        partial = (j + np.arange(tokens % experts)[None, :]) % experts
+        return tokens // experts * topk + np.bincount(partial.ravel(), minlength=experts)
+    share = (np.arange(tokens) * stride).astype(np.float32) / np.float32(tokens)
+    chosen = np.remainder(share[None, :] + j.astype(np.float32), np.float32(experts))
+    return np.bincount(chosen.astype(np.int64).ravel(), minlength=experts)
 
 
 def pass_rows(folder: str) -> list[KernelRows]:
@@ -224,12 +317,13 @@ def part_rows(folder: str) -> tuple[tuple[KernelRows, ...], tuple[CollectiveRows
 
 def kernel_roofline_s(gpu: GPU, rows: KernelRows, assumptions: Assumptions) -> np.ndarray:
     """The roofline clock's seconds of each row: ``Machine.kernel_s`` on the machine of the
-    rows' rate (GEMMs at their bits; attention at 16-bit GEMMs and its KV cache's bits)."""
-    if rows.attention:
+    rows' rate (GEMMs and experts at their bits; attention at 16-bit GEMMs and its KV cache's
+    bits), its FLOP at the rate of its class."""
+    if rows.arithmetic == "attention":
         machine = Machine.build(gpu, 16, assumptions, attention_bits=rows.bits)
     else:
         machine = Machine.build(gpu, rows.bits, assumptions)
-    return machine.kernel_s(rows.flop, rows.nbytes, rows.attention, rows.repeated)
+    return machine.kernel_s(rows.flop, rows.nbytes, rows.arithmetic, rows.repeated)
 
 
 def collective_roofline_s(
@@ -258,8 +352,9 @@ def collective_ceiling(bus_bytes: np.ndarray, seconds: np.ndarray) -> Collective
 
 def best_figures(gpu: GPU, folder: str) -> dict[str, tuple[Any, str]]:
     """{figure: (its best value, the rows it came from)} of a part's tables, before
-    rounding: ``gemm_flop_per_s.<bits>`` (GEMM and fused-MoE rows, by the bits of their
-    rate), ``attention_flop_per_s.<bits>`` (by the KV cache's bits), ``hbm_bytes_per_s`` and
+    rounding: ``gemm_flop_per_s.<bits>`` and ``moe_flop_per_s.<bits>`` (the GEMM rows and
+    the fused-MoE rows apart, by the bits of their rate), ``attention_flop_per_s.<bits>``
+    (by the KV cache's bits), ``hbm_bytes_per_s`` and
     ``l2_bytes_per_s`` (rows timed back to back whose working set fits in L2,
     ``l2_resident``, against the rest) and each collective library's ``CollectiveCeiling``."""
     kernels, collectives = part_rows(folder)
@@ -272,8 +367,8 @@ def best_figures(gpu: GPU, folder: str) -> dict[str, tuple[Any, str]]:
     for rows in kernels:
         where = f"{rows.op} {rows.fmt}".strip()
         if rows.flop.any():
-            kind = "attention" if rows.attention else "gemm"
-            offer(f"{kind}_flop_per_s.{rows.bits}", rows.flop / rows.seconds, where)
+            key = f"{CEILINGS[rows.arithmetic]}.{rows.bits}"
+            offer(key, rows.flop / rows.seconds, where)
         rate = rows.nbytes / rows.seconds
         resident = l2_resident(gpu, rows.nbytes) & rows.repeated
         offer("hbm_bytes_per_s", rate[~resident], where)
@@ -290,14 +385,13 @@ def best_figures(gpu: GPU, folder: str) -> dict[str, tuple[Any, str]]:
 def measured_ceilings(gpu: GPU, folder: str) -> KernelCeilings:
     """``best_figures`` as the part's ``KernelCeilings`` (before rounding)."""
     best = best_figures(gpu, folder)
-    rates: dict[str, dict[int, float]] = {"gemm_flop_per_s": {}, "attention_flop_per_s": {}}
+    rates: dict[str, dict[int, float]] = {name: {} for name in CEILINGS.values()}
     for key, (value, _) in best.items():
         kind, _, bits = key.partition(".")
         if bits:
             rates[kind][int(bits)] = value
     return KernelCeilings(
-        gemm_flop_per_s=tuple(sorted(rates["gemm_flop_per_s"].items())),
-        attention_flop_per_s=tuple(sorted(rates["attention_flop_per_s"].items())),
+        **{name: tuple(sorted(by_bits.items())) for name, by_bits in rates.items()},
         hbm_bytes_per_s=best.get("hbm_bytes_per_s", (0.0,))[0],
         l2_bytes_per_s=best.get("l2_bytes_per_s", (0.0,))[0],
         custom_allreduce=best.get("custom_allreduce", (CollectiveCeiling(),))[0],

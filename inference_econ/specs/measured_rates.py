@@ -37,12 +37,13 @@ class CollectiveCeiling:
 class KernelCeilings:
     """The best each kernel class reached on the part in the measured kernel tables
     (kernels/README.md; ``benchmarks/kernel_ceilings.py`` writes them from the tables): GEMM
-    FLOP/s by the bits of the tensor-core rate it runs at, attention FLOP/s by the KV cache's
-    bits, the bytes/s of kernels whose bytes come from HBM and of those whose working set
+    FLOP/s and the fused MoE's (its routed experts' grouped GEMMs) by the bits of the
+    tensor-core rate they run at, attention FLOP/s by the KV cache's bits, the bytes/s of kernels whose bytes come from HBM and of those whose working set
     stays in L2 across back-to-back calls, and the fastest in-domain all-reduce (the engine's
     own kernel) and NCCL collective. 0 or an absent entry: not measured."""
 
     gemm_flop_per_s: tuple[tuple[int, float], ...] = ()
+    moe_flop_per_s: tuple[tuple[int, float], ...] = ()
     attention_flop_per_s: tuple[tuple[int, float], ...] = ()
     hbm_bytes_per_s: float = 0.0
     l2_bytes_per_s: float = 0.0
@@ -53,6 +54,10 @@ class KernelCeilings:
         """The best GEMM FLOP/s measured at the tensor-core rate of ``bits`` (0: none)."""
         return dict(self.gemm_flop_per_s).get(bits, 0.0)
 
+    def moe(self, bits: int) -> float:
+        """The best fused-MoE FLOP/s measured at the tensor-core rate of ``bits`` (0: none)."""
+        return dict(self.moe_flop_per_s).get(bits, 0.0)
+
     def attention(self, bits: int) -> float:
         """The best attention FLOP/s measured with a ``bits``-bit KV cache (0: none)."""
         return dict(self.attention_flop_per_s).get(bits, 0.0)
@@ -61,6 +66,7 @@ class KernelCeilings:
         """The figures as the hardware file writes them."""
         return {
             "gemm_flop_per_s": dict(self.gemm_flop_per_s),
+            "moe_flop_per_s": dict(self.moe_flop_per_s),
             "attention_flop_per_s": dict(self.attention_flop_per_s),
             "hbm_bytes_per_s": self.hbm_bytes_per_s,
             "l2_bytes_per_s": self.l2_bytes_per_s,
@@ -110,7 +116,7 @@ def kernel_ceilings(value: Any, source: str) -> KernelCeilings:
     out: dict[str, Any] = {}
     for key, entry in value.items():
         field = f"kernel_ceilings.{key}"
-        if key in ("gemm_flop_per_s", "attention_flop_per_s"):
+        if key in ("gemm_flop_per_s", "moe_flop_per_s", "attention_flop_per_s"):
             out[key] = _rates_by_bits(entry, source, field)
         elif key in ("hbm_bytes_per_s", "l2_bytes_per_s"):
             out[key] = float(check_number(entry, source, field, unit="bytes/s", **_RATE))
