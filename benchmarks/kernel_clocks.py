@@ -4,27 +4,23 @@ of the shipped AIConfigurator tables (kernels/README.md), over its measured time
 
 For each GPU (H100, H200, B200, GB200) and format it prints, per op class, the number of rows,
 the median, 10th and 90th percentiles of roofline / measured, the share of rows where the
-roofline is slower than the kernel (a bound the kernel beats), and the same percentiles of
-engine / measured. The classes and how each is charged:
+roofline is slower than the kernel (a bound the kernel beats: 0 % everywhere, as
+tests/test_roofline_bound.py holds it), and the same percentiles of engine / measured.
 
-* GEMM, ``m`` <= 64 ("decode") and ``m`` >= 1,024 ("prefill"): roofline, the larger of
-  2·m·n·k over the preset's sustained rate at the format's bits and the weights (n·k at the
-  format's bytes) plus BF16 activations in and out (2·m·(k + n)) over its streaming bandwidth
-  (``Machine.build``); engine, ``EngineStep.gemm``'s ideal seconds (tokens padded to the
-  profile's tile) charged by ``efficiency.combine`` as one dense kernel: the larger of its
-  memory and arithmetic sides plus its fixed cost (its StepTimes' GEMM parts).
-* generation attention, one decode step of ``batch_size`` caches of ``isl + step`` positions
-  (capped at ``window_size`` where it is set): K and V bytes at the cache format over the
-  bandwidth against 4·heads·head_dim FLOP a position (roofline), and ``combine``'s KV read and
-  attention arithmetic with the profile's per-request positions (engine).
-* context attention, a causal prompt of ``isl`` tokens: 4·heads·head_dim FLOP for each position
-  a token attends to (the mean over the prompt), Q, K, V and the output in BF16 as bytes; the
-  same two charges, at 8 bits where ``attn_dtype`` is fp8.
-* custom all-reduce (<= 64 KB and larger, BF16 elements) and NCCL all-reduce (``half``): the
-  roofline's and the engine's collective cost on one node of ``num_gpus`` ranks
-  (``Machine.collective``: every protocol, the fastest per message; for the NCCL table the
-  engine's library protocols alone), latency plus bandwidth, the engine's times its
-  ``step_time_scale``.
+The roofline side is the model's own (docs/model.md §B15): each row's work as
+``inference_econ.measured.kernel_rows`` counts it, charged by ``Machine.kernel_s`` and
+``Machine.collective`` (``kernel_roofline_s``, ``collective_roofline_s``). The engine side:
+
+* GEMM, ``m`` <= 64 ("decode") and ``m`` >= 1,024 ("prefill"): ``EngineStep.gemm``'s ideal
+  seconds (tokens padded to the profile's tile) charged by ``efficiency.combine`` as one dense
+  kernel: the larger of its memory and arithmetic sides plus its fixed cost.
+* generation and context attention (by the KV cache's format, the rate the model charges
+  attention at): ``combine``'s KV read and attention arithmetic, with the profile's
+  per-request positions in decode.
+* the fused MoE: no engine charge here (its fitted term is a whole layer's, §F7): "-".
+* custom all-reduce (<= 64 KB and larger, BF16 elements) and NCCL's all-reduce, all-gather,
+  reduce-scatter and all-to-all: the engine's collective cost on one node of ``num_gpus`` ranks
+  (for the NCCL table its library protocols alone), times its ``step_time_scale``.
 
 Then the engine clock (``model/kernel_prices.py``) per op class, GPU and variant, scored two
 honest ways: its interpolation with every other grid value of one axis left out of the table
@@ -55,8 +51,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
 import inference_econ as ie  # noqa: E402
+from inference_econ.measured.kernel_rows import (  # noqa: E402
+    GEMM_FORMATS,
+    collective_roofline_s,
+    kernel_roofline_s,
+    part_rows,
+)
 from inference_econ.model.achievable import EngineStep  # noqa: E402
-from inference_econ.model.collectives import ALLREDUCE, CollectiveCost  # noqa: E402
 from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
 from inference_econ.model.kernel_fit import FIT_DISTRIBUTION, fit_all  # noqa: E402
 from inference_econ.model.kernel_physics import Sheet, physics_s  # noqa: E402
@@ -76,38 +77,33 @@ HELD_OUT = {
     "moe": ("tokens", ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "w4a8_mxfp4_mxfp8")),
     "pass": ("tokens", ("add_rmsnorm", "silu_mul", "rope", "sample_greedy")),
 }
-#: GEMM format -> (bits the model charges it at, bytes a weight: NVFP4 with an FP8 scale a 16).
-GEMM_FORMATS = {
-    "bfloat16": (16, 2.0),
-    "fp8": (8, 1.0),
-    "fp8_block": (8, 1.0),
-    "nvfp4": (4, 0.5 + 1.0 / 16.0),
-}
 KV_BYTES = {"bfloat16": 2.0, "fp8": 1.0}
-ATTENTION_BITS = {"bfloat16": 16, "fp8": 8}
+KV_BITS = {"bfloat16": 16, "fp8": 8}
 SMALL_MESSAGE = 64 * 1024  # bytes
+NCCL_LABELS = {
+    "all_reduce": "NCCL all-reduce",
+    "all_gather": "NCCL all-gather",
+    "reduce_scatter": "NCCL reduce-scat",
+    "alltoall": "NCCL all-to-all",
+}
 
 
 @dataclasses.dataclass(frozen=True)
-class Clocks:
-    """The roofline and engine machines of one part at one GEMM format."""
+class Engine:
+    """The engine machine of one part at one GEMM format, and its profile."""
 
-    roofline: Machine
-    engine: Machine
+    machine: Machine
     profile: object
 
     @classmethod
-    def of(cls, gpu, bits: float, attention_bits: float | None = None) -> Clocks:
+    def of(cls, gpu, bits: float, attention_bits: float | None = None) -> Engine:
         engine = ie.preset("achievable")
-        return cls(
-            Machine.build(gpu, bits, ie.preset("refined"), attention_bits=attention_bits),
-            Machine.build(gpu, bits, engine, attention_bits=attention_bits),
-            engine.profile(),
-        )
+        machine = Machine.build(gpu, bits, engine, attention_bits=attention_bits)
+        return cls(machine, engine.profile())
 
     def work(self, **seconds) -> StepWork:
         """A StepWork of the given ideal seconds and nothing else (no layers, no sequences)."""
-        m = self.engine
+        m = self.machine
         values = dict.fromkeys((f.name for f in dataclasses.fields(StepWork)), 0.0)
         values.update(expert_imbalance=1.0, expert_size=1.0, moe_share=m.moe_plateau_share)
         values.update(power_derating=m.gemm_power_derating)
@@ -117,131 +113,123 @@ class Clocks:
         return StepWork(**values)
 
 
-def gemm_charges(clocks: Clocks, per_weight: float, m, n, k):
-    """(roofline, engine) seconds of GEMMs of ``m`` tokens, ``n`` outputs, ``k`` inputs."""
-    roof, eng = clocks.roofline, clocks.engine
-    flop = 2.0 * m * n * k
-    nbytes = n * k * per_weight + 2.0 * m * (k + n)
-    roofline = np.maximum(flop / roof.flop_per_s, nbytes / roof.hbm_bandwidth_bytes_per_s)
+def gemm_engine(engine: Engine, per_weight: float, m, n, k):
+    """The engine's seconds of GEMMs of ``m`` tokens, ``n`` outputs, ``k`` inputs."""
+    eng = engine.machine
     # EngineStep is built from a whole Workload; its gemm reads only the tile and the machine
-    shape = SimpleNamespace(tile=float(clocks.profile.gemm_tile_tokens), machine=eng)
+    shape = SimpleNamespace(tile=float(engine.profile.gemm_tile_tokens), machine=eng)
     seconds, volume = EngineStep.gemm(shape, n * k, m, n * k, 1.0)
     bw = eng.gpu.hbm_bandwidth_bytes_per_s
-    work = clocks.work(
+    work = engine.work(
         weight_read_s=n * k * per_weight / bw,
         activation_read_s=2.0 * m * (k + n) / bw,
         dense_gemm_s=seconds,
         dense_volume=volume,
         dense_kernels=1.0,
     )
-    times = combine(work, clocks.profile)
-    return roofline, np.maximum(times.gemm_memory_s, times.gemm_compute_s) + times.gemm_fixed_s
+    times = combine(work, engine.profile)
+    return np.maximum(times.gemm_memory_s, times.gemm_compute_s) + times.gemm_fixed_s
 
 
-def attention_charges(clocks: Clocks, nbytes, request_bytes, flop):
-    """(roofline, engine) seconds of attention moving ``nbytes`` and doing ``flop``;
+def attention_engine(engine: Engine, nbytes, request_bytes, flop):
+    """The engine's seconds of attention moving ``nbytes`` and doing ``flop``;
     ``request_bytes``: one cached position of each request (the engine's per-request cost)."""
-    roof, eng = clocks.roofline, clocks.engine
-    roofline = np.maximum(nbytes / roof.hbm_bandwidth_bytes_per_s, flop / roof.attention_flop_per_s)
+    eng = engine.machine
     bw = eng.gpu.hbm_bandwidth_bytes_per_s
-    work = clocks.work(
+    work = engine.work(
         kv_read_s=nbytes / bw,
         kv_request_read_s=request_bytes / bw,
         attention_s=flop / eng.attention_flop_per_s,
     )
-    times = combine(work, clocks.profile)
-    return roofline, np.maximum(times.kv_s, times.attention_compute_s)
+    times = combine(work, engine.profile)
+    return np.maximum(times.kv_s, times.attention_compute_s)
 
 
-def generation_attention(t, gpu):
-    """{kv format: (roofline, engine, measured seconds)} of a generation attention table."""
+def generation_engine(t, gpu):
+    """{kv format: engine seconds} of a generation attention table (``generation_rows``'
+    rows, in their order)."""
     positions = (t["isl"] + t["step"]).astype(float)
     positions = np.where(t["window_size"] > 0, np.minimum(positions, t["window_size"]), positions)
     b, h, d = t["batch_size"] * 1.0, t["num_heads"] * 1.0, t["head_dim"] * 1.0
     out = {}
-    clocks = Clocks.of(gpu, 16)
+    engine = Engine.of(gpu, 16)
     for fmt, width in KV_BYTES.items():
         at = t["kv_cache_dtype"] == fmt
         per_position = 2.0 * t["num_key_value_heads"][at] * d[at] * width  # K and V
-        roof, eng = attention_charges(
-            clocks,
+        out[fmt] = attention_engine(
+            engine,
             b[at] * positions[at] * per_position,
             b[at] * per_position,
             4.0 * b[at] * h[at] * d[at] * positions[at],
         )
-        out[fmt] = (roof, eng, t["latency_ms"][at] * 1e-3)
     return out
 
 
-def context_attention(t, gpu):
-    """{attention format: (roofline, engine, measured seconds)} of a context attention table."""
-    n = t["isl"] * 1.0
-    w = np.where(t["window_size"] > 0, t["window_size"], t["isl"]) * 1.0
-    # mean over a causal prompt of the positions a token attends to, min(position, window)
-    attended = np.where(n <= w, (n + 1.0) / 2.0, (w * (w + 1.0) / 2.0 + (n - w) * w) / n)
-    b, h, d = t["batch_size"] * 1.0, t["num_heads"] * 1.0, t["head_dim"] * 1.0
+def context_engine(t, gpu, rows):
+    """{kv format: engine seconds} of a context attention table: ``rows``' work (by the
+    KV cache's format) at the engine's attention rate of that format."""
     out = {}
-    for fmt, bits in ATTENTION_BITS.items():
-        at = t["attn_dtype"] == fmt
-        nbytes = 2.0 * b[at] * n[at] * d[at] * (2.0 * h[at] + 2.0 * t["num_key_value_heads"][at])
-        flop = 4.0 * b[at] * h[at] * d[at] * n[at] * attended[at]
-        roof, eng = attention_charges(Clocks.of(gpu, 16, bits), nbytes, 0.0, flop)
-        out[fmt] = (roof, eng, t["latency_ms"][at] * 1e-3)
+    for fmt, bits in KV_BITS.items():
+        out[fmt] = attention_engine(Engine.of(gpu, 16, bits), rows[fmt].nbytes, 0.0, rows[fmt].flop)
     return out
 
 
-def allreduce_charges(clocks: Clocks, ranks, nbytes, library_only: bool):
-    """(roofline, engine) seconds of all-reduces of ``nbytes`` over ``ranks`` GPUs of a node."""
-    roofline = np.empty_like(nbytes)
-    engine = np.empty_like(nbytes)
-    for r in np.unique(ranks):
-        at = ranks == r
-        lat, bw, _ = clocks.roofline.collective(float(r), 1.0).terms(nbytes[at])
-        roofline[at] = lat + bw
-        eng = clocks.engine
-        cost = eng.collective(float(r), 1.0)
-        if library_only:
-            protocols = tuple(p for p in eng.protocols if not p.custom)
-            cost = CollectiveCost(float(r), 1.0, eng.gpu, ALLREDUCE, protocols, eng.latency_scale)
-        lat, bw, _ = cost.terms(nbytes[at])
-        engine[at] = (lat + bw) * clocks.profile.step_time_scale
-    return roofline, engine
+def collective_engine(engine: Engine, rows, library_only: bool):
+    """The engine's seconds of collective ``rows`` inside one node (its library's protocols
+    alone for the NCCL table), times its ``step_time_scale``."""
+    eng = engine.machine
+    protocols = tuple(p for p in eng.protocols if not p.custom) if library_only else None
+    return collective_roofline_s(eng, rows, protocols) * engine.profile.step_time_scale
 
 
 def rows_of(folder: str, gpu):
-    """(class, format, roofline, engine, measured seconds) of every class of one part."""
+    """(class, format, roofline, engine, measured seconds) of every class of one part; the
+    engine's seconds are NaN where it has no charge of one kernel (the fused MoE)."""
+    refined = ie.preset("refined")
+    kernels, collectives = part_rows(folder)
+    by = {(r.op, r.fmt): r for r in kernels}
     gemm = kernel_table(folder, "gemm")
     for fmt, (bits, per_weight) in GEMM_FORMATS.items():
-        at = gemm["gemm_dtype"] == fmt
-        if not at.any():
+        if ("gemm", fmt) not in by:
             continue
+        rows = by["gemm", fmt]
+        at = gemm["gemm_dtype"] == fmt
         m, n, k = (gemm[c][at] * 1.0 for c in ("m", "n", "k"))
-        roof, eng = gemm_charges(Clocks.of(gpu, bits), per_weight, m, n, k)
-        measured = gemm["latency_ms"][at] * 1e-3
+        roof = kernel_roofline_s(gpu, rows, refined)
+        eng = gemm_engine(Engine.of(gpu, bits), per_weight, m, n, k)
         for label, keep in (("GEMM m<=64", m <= 64), ("GEMM m>=1024", m >= 1024)):
-            yield label, fmt, roof[keep], eng[keep], measured[keep]
-    for fmt, charges in generation_attention(
-        kernel_table(folder, "generation_attention"), gpu
-    ).items():
-        yield "gen attention", f"kv {fmt}", *charges
-    for fmt, charges in context_attention(kernel_table(folder, "context_attention"), gpu).items():
-        yield "ctx attention", fmt, *charges
-    clocks = Clocks.of(gpu, 16)
-    custom = kernel_table(folder, "custom_allreduce")
-    nbytes = custom["message_elements"] * 2.0  # bfloat16
-    roof, eng = allreduce_charges(clocks, custom["num_gpus"], nbytes, library_only=False)
-    measured = custom["latency_ms"] * 1e-3
-    small = nbytes <= SMALL_MESSAGE
-    yield "custom AR <=64KB", "bfloat16", roof[small], eng[small], measured[small]
-    yield "custom AR >64KB", "bfloat16", roof[~small], eng[~small], measured[~small]
-    nccl = kernel_table(folder, "nccl", "nccl-2.29.2")
-    at = (nccl["op_name"] == "all_reduce") & (nccl["nccl_dtype"] == "half")
-    nbytes = nccl["message_elements"][at] * 2.0
-    roof, eng = allreduce_charges(clocks, nccl["num_gpus"][at], nbytes, library_only=True)
-    yield "NCCL all-reduce", "half", roof, eng, nccl["latency_ms"][at] * 1e-3
+            yield label, fmt, roof[keep], eng[keep], rows.seconds[keep]
+    engine = generation_engine(kernel_table(folder, "generation_attention"), gpu)
+    for fmt in KV_BYTES:
+        rows = by["generation_attention", fmt]
+        roof = kernel_roofline_s(gpu, rows, refined)
+        yield "gen attention", f"kv {fmt}", roof, engine[fmt], rows.seconds
+    context = {fmt: by["context_attention", fmt] for fmt in KV_BITS}
+    engine = context_engine(kernel_table(folder, "context_attention"), gpu, context)
+    for fmt, rows in context.items():
+        roof = kernel_roofline_s(gpu, rows, refined)
+        yield "ctx attention", f"kv {fmt}", roof, engine[fmt], rows.seconds
+    for rows in kernels:
+        if rows.op in ("moe", "passes"):
+            label = "fused MoE" if rows.op == "moe" else "passes"
+            roof = kernel_roofline_s(gpu, rows, refined)
+            yield label, rows.fmt or "-", roof, np.full_like(roof, np.nan), rows.seconds
+    engine = Engine.of(gpu, 16)
+    roofline = Machine.build(gpu, 16, refined)
+    for rows in collectives:
+        roof = collective_roofline_s(roofline, rows)
+        eng = collective_engine(engine, rows, library_only=rows.op != "custom_allreduce")
+        if rows.op == "custom_allreduce":
+            small = rows.nbytes <= SMALL_MESSAGE
+            yield "custom AR <=64KB", rows.fmt, roof[small], eng[small], rows.seconds[small]
+            yield "custom AR >64KB", rows.fmt, roof[~small], eng[~small], rows.seconds[~small]
+        else:
+            yield NCCL_LABELS[rows.op], rows.fmt, roof, eng, rows.seconds
 
 
 def spread(ratio) -> str:
+    if np.isnan(ratio).all():
+        return f"{'-':>7s} {'-':>6s} {'-':>6s}"
     p10, p50, p90 = np.quantile(ratio, [0.1, 0.5, 0.9])
     return f"{p50:7.2f} {p10:6.2f} {p90:6.2f}"
 
@@ -316,10 +304,10 @@ def print_engine_clock() -> None:
 def main() -> int:
     start = time.process_time()
     print(
-        f"{'gpu':9s} {'class':17s} {'format':10s} {'rows':>6s}  "
+        f"{'gpu':9s} {'class':17s} {'format':16s} {'rows':>6s}  "
         f"{'roofline/measured':>21s} {'roof>meas':>9s}  {'engine/measured':>21s}"
     )
-    print(f"{'':46s}{'median    p10    p90':>21s} {'':9s}  {'median    p10    p90':>21s}")
+    print(f"{'':52s}{'median    p10    p90':>21s} {'':9s}  {'median    p10    p90':>21s}")
     for folder, name in GPUS.items():
         gpu = ie.load_hardware(name)
         for label, fmt, roof, eng, measured in rows_of(folder, gpu):
@@ -327,7 +315,7 @@ def main() -> int:
                 continue
             slower = float(np.mean(roof > measured))
             print(
-                f"{folder:9s} {label:17s} {fmt:10s} {len(measured):6d}  "
+                f"{folder:9s} {label:17s} {fmt:16s} {len(measured):6d}  "
                 f"{spread(roof / measured)} {slower:9.1%}  {spread(eng / measured)}"
             )
     print_engine_clock()

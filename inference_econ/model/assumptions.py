@@ -100,6 +100,11 @@ class Assumptions:
     #: the part (the catalog's best where the part has no measurement), as an ideal bound must
     #: (§B14). The paper: 75 % of the datasheet, its assumption about whole models.
     measured_hbm_bandwidth: bool = False
+    #: Every operation of the roofline step at the faster of the preset's figure and the best
+    #: the part's measured kernels reached (GEMM and attention FLOP/s, HBM bytes/s, the
+    #: engine's own all-reduce and NCCL inside a domain), so no measured kernel beats the
+    #: bound (§B15). The paper: the datasheet figures times its fractions.
+    measured_kernel_rates: bool = False
 
     #: GEMMs at the rate of the wider of the weights' element format and their activation
     #: operand (W8A16 and W4A16 at the 16-bit rate), attention at the KV cache's format, and
@@ -240,6 +245,7 @@ REFINED = Assumptions(
     native_fp4=True,  # Blackwell runs FP4 matmuls at the FP4 rate
     attention_data_parallel=True,  # DP attention as DeepSeek / SGLang deploy it
     measured_hbm_bandwidth=True,  # HBM at a streaming kernel's measured bandwidth, not 75 %
+    measured_kernel_rates=True,  # no op slower than the best kernel measured for it
     nccl_latency_model="nccl-2.23",  # current NCCL tuning tables
     nvls=True,  # NVLink SHARP all-reduce inside an NVSwitch domain
     launch_latency_scale=0.5,  # CUDA graphs: ~2 us per kernel instead of ~4 us

@@ -76,10 +76,12 @@ class RooflineClock(Clock):
 
     def memory_compute(self, step: StepOperations) -> tuple[np.ndarray, np.ndarray]:
         """(memory seconds, compute seconds) of each operation: its bytes over the sustained
-        bandwidth, its FLOP per GPU over the attention rate (attention) or the GEMMs'."""
+        bandwidth, its FLOP per GPU over the attention rate (attention), the routed experts'
+        (the fused MoE's, §B15) or the GEMMs'."""
         m = step.model.machine
         memory = np.array([op.bytes for op in step]) / m.hbm_bandwidth_bytes_per_s
-        rates = [m.attention_flop_per_s if op.kind == "attention" else m.flop_per_s for op in step]
+        by_kind = {"attention": m.attention_flop_per_s, "moe": m.expert_flop_per_s}
+        rates = [by_kind.get(op.kind, m.flop_per_s) for op in step]
         compute = np.array([op.flop_per_gpu for op in step]) / np.array(rates)
         return memory, compute
 

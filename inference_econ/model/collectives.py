@@ -115,6 +115,11 @@ NVLS_LATENCY_S: dict[NcclLatencyModel, float] = {
 }
 NVLS_BANDWIDTH_FACTOR = 5.0 / 6.0
 
+#: The network hop of a protocol measured inside one domain only (§B15): far above any
+#: collective, so never the fastest across domains, and finite, so that zero calls of it
+#: cost zero (0 x inf is NaN).
+OUTSIDE_DOMAIN_S = 1e9
+
 #: The collectives a step runs; "expert_alltoall" is the expert dispatch or combine of §B11:
 #: every rank sends straight to every other (one network hop, all sends at once); the bytes
 #: bound for the ranks of its own domain cross its links, the rest leave through its own NIC.
@@ -155,6 +160,32 @@ def measured_protocols(gpu: GPU, nvls: bool, profile) -> tuple[Protocol, ...]:
         Protocol("custom one-shot", custom_eff, 0.0, 0.0, alpha, custom=True, one_shot=True),
         Protocol("custom two-shot", custom_eff, 0.0, 0.0, 2.0 * alpha, custom=True),
     )
+
+
+def ceiling_protocols(gpu: GPU, ceilings) -> tuple[Protocol, ...]:
+    """The fastest collectives measured inside one domain of the part (§B15; a
+    ``specs.measured_rates.KernelCeilings``), as flat-latency protocols over the domain's
+    links: the engine's own all-reduce kernel (its one-shot and two-shot protocols at their
+    best; ``custom``) and NCCL's every collective (a library protocol whose network hop,
+    ``OUTSIDE_DOMAIN_S``, keeps it inside one domain). A bus bandwidth B is a bandwidth
+    factor of B / (2 x the all-reduce bus bandwidth): an all-reduce's 2(R-1)/R bytes, or
+    another collective's (R-1)/R, over B. None on a PCIe or torus part."""
+    if gpu.interconnect not in ("switch", "full_mesh"):
+        return ()
+    link = 2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s
+    out = []
+    custom, nccl = ceilings.custom_allreduce, ceilings.nccl
+    if custom.bus_bytes_per_s > 0:
+        factor = custom.bus_bytes_per_s / link
+        out.append(
+            Protocol(
+                "custom all-reduce (measured)", factor, 0.0, 0.0, custom.latency_s, custom=True
+            )
+        )
+    if nccl.bus_bytes_per_s > 0:
+        factor = nccl.bus_bytes_per_s / link
+        out.append(Protocol("NCCL (measured)", factor, 0.0, OUTSIDE_DOMAIN_S, nccl.latency_s))
+    return tuple(out)
 
 
 def protocols_for(

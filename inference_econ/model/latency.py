@@ -295,7 +295,7 @@ class StepModel:
             context=context,
             ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
-            ff_context_compute_s=self._ff_context_s(ff, ctx, N),
+            ff_context_compute_s=self._ff_context_s(ff, ctx, N, B, S),
             projection_compute_s=proj / (N * m.flop_per_s),
             flop=ff + ctx + proj,
             achievable=None
@@ -303,10 +303,15 @@ class StepModel:
             else self.engine.part(B, p, t, tokens, splits, ctx),
         )
 
-    def _ff_context_s(self, ff_flop, ctx_flop, N):
-        """Seconds of feed-forward and attention-context FLOP over N GPUs: at one rate (the
-        paper's), or attention at its own (§B5)."""
+    def _ff_context_s(self, ff_flop, ctx_flop, N, B, S):
+        """Seconds of feed-forward and attention-context FLOP of ``B`` x ``S`` tokens on N GPUs:
+        at one rate (the paper's), attention at its own (§B5), the routed experts' at the fused
+        MoE's measured rate where it differs (§B15, ``Workload.routed_expert_flop``)."""
         m = self.machine
+        if m.expert_flop_per_s != m.flop_per_s:
+            experts = self.work.routed_expert_flop(B, S)
+            dense = (ff_flop - experts) / m.flop_per_s + experts / m.expert_flop_per_s
+            return (dense + ctx_flop / m.attention_flop_per_s) / N
         if m.attention_flop_per_s == m.flop_per_s:
             return (ff_flop + ctx_flop) / (N * m.flop_per_s)
         return ff_flop / (N * m.flop_per_s) + ctx_flop / (N * m.attention_flop_per_s)

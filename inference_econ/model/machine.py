@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -16,10 +16,15 @@ from .collectives import (
     EXPERT_ALLTOALL,
     CollectiveCost,
     Protocol,
+    ceiling_protocols,
     measured_protocols,
     protocols_for,
 )
 from .efficiency import best_gemm_efficiency
+
+#: A class of arithmetic with a rate of its own (§B15): dense GEMMs, the routed experts'
+#: grouped GEMMs, attention.
+FlopClass = Literal["gemm", "expert", "attention"]
 
 
 def flop_rates(gpu: GPU, weight_bits: float, assumptions: Assumptions) -> tuple[float, float]:
@@ -47,6 +52,42 @@ def roofline_hbm_fraction(gpu: GPU, assumptions: Assumptions) -> float:
         return gpu.sustained_hbm_bandwidth_fraction
     measured = gpu.stream_bandwidth_fraction or DEFAULT_STREAM_BANDWIDTH_FRACTION
     return max(measured, gpu.sustained_hbm_bandwidth_fraction)
+
+
+def roofline_rates(
+    gpu: GPU, weight_bits: float, attention_bits: float | None, assumptions: Assumptions
+) -> tuple[float, float, float, float, float]:
+    """(GEMM FLOP/s, routed experts' FLOP/s, attention FLOP/s, HBM bytes/s, L2 bytes/s) of
+    the roofline step (§A3, §B14, §B15): the preset's sustained figures (the experts and, where
+    ``attention_bits`` is None, attention at the GEMMs' rate), each raised under
+    ``measured_kernel_rates`` to the best the part's measured kernels of its class reached at
+    that rate (GEMMs and the fused MoE by the bits of the tensor-core rate, attention by the KV
+    cache's); the L2 rate is the HBM one without a measurement."""
+    native = assumptions.native_fp4
+    gemm = flop_rates(gpu, weight_bits, assumptions)[1]
+    attention = gemm
+    if attention_bits is not None:
+        attention = flop_rates(gpu, attention_bits, assumptions)[1]
+    bandwidth = gpu.hbm_bandwidth_bytes_per_s * roofline_hbm_fraction(gpu, assumptions)
+    ceilings = gpu.kernel_ceilings if assumptions.measured_kernel_rates else None
+    if ceilings is None:
+        return gemm, gemm, attention, bandwidth, bandwidth
+    bits = gpu.flop_entry(weight_bits, native)[0]
+    experts = max(gemm, ceilings.moe(bits))
+    gemm = max(gemm, ceilings.gemm(bits))
+    if attention_bits is None:
+        attention = gemm
+    else:
+        attention = max(attention, ceilings.attention(gpu.flop_entry(attention_bits, native)[0]))
+    bandwidth = max(bandwidth, ceilings.hbm_bytes_per_s)
+    return gemm, experts, attention, bandwidth, max(bandwidth, ceilings.l2_bytes_per_s)
+
+
+def l2_resident(gpu: GPU, nbytes):
+    """Whether a kernel's working set of ``nbytes`` fits in the part's L2 cache, so that
+    called back to back on the same buffers it reads them from L2, not HBM (§B15); False
+    where the spec gives no L2 size."""
+    return (np.asarray(nbytes) <= gpu.l2_cache_bytes) & (gpu.l2_cache_bytes > 0)
 
 
 def mx_gemm_bits(gpu: GPU, weight_bits: float, gemm_bits: float) -> float:
@@ -95,6 +136,9 @@ class Machine:
     #: checkpoint quantises only its experts (§B5); else ``gemm_rate``. The engine step's
     #: classes use it; the roofline step's one compute rate is the experts' (a bound).
     dense_gemm_rate: float
+    #: The roofline step's rate of the routed experts' FLOP (§B15): the fused MoE's measured
+    #: best under ``measured_kernel_rates``, else (and in the engine step) ``flop_per_s``.
+    expert_flop_per_s: float
     #: The rate of attention arithmetic: sustained in the roofline step (the GEMMs' rate in
     #: the paper, the KV cache format's under ``precision_formats``, §B5), peak in the engine
     #: step (§F3, whose efficiency applies per class).
@@ -121,6 +165,9 @@ class Machine:
     #: measured for that engine). Read by the engine step only.
     small_batch_fixed_s: float = 0.0
     small_batch_stream_share: float = 0.0
+    #: The roofline's rate for bytes a kernel called back to back re-reads from L2 (§B15;
+    #: 0: the HBM bandwidth's). Read only by ``kernel_s``.
+    l2_bytes_per_s: float = 0.0
     #: ``collective``'s costs over one (ranks, nodes) pair, kept: a load search chooses an
     #: instance's layout at every rate it simulates, each time over the same few groups.
     _collectives: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -140,7 +187,7 @@ class Machine:
         (None: the GEMMs' rate in the roofline step, the 16-bit peak in the engine step);
         ``dense_bits``: the format of the GEMMs outside the routed experts where it differs
         (``Workload.dense_gemm_bits``; None: ``weight_bits``)."""
-        peak, sustained = flop_rates(gpu, weight_bits, assumptions)
+        peak = flop_rates(gpu, weight_bits, assumptions)[0]
         engine_attention = gpu.peak_flop_per_s(16 if attention_bits is None else attention_bits)
         native = assumptions.native_fp4
         gemm_rate = peak * best_gemm_efficiency(gpu, weight_bits, native)
@@ -169,19 +216,23 @@ class Machine:
             if line is not None:
                 rates["small_batch_fixed_s"], rates["small_batch_stream_share"] = line
             return cls._achievable(gpu, weight_bits, assumptions, profile, rates)
-        attention = (
-            sustained if attention_bits is None else flop_rates(gpu, attention_bits, assumptions)[1]
+        gemm, experts, attention, bandwidth, l2 = roofline_rates(
+            gpu, weight_bits, attention_bits, assumptions
         )
+        protocols = protocols_for(
+            assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls, gpu
+        )
+        if assumptions.measured_kernel_rates and gpu.kernel_ceilings is not None:
+            protocols = protocols + ceiling_protocols(gpu, gpu.kernel_ceilings)
         return cls(
             gpu=gpu,
-            flop_per_s=sustained,
+            flop_per_s=gemm,
+            expert_flop_per_s=experts,
             attention_flop_per_s=attention,
-            hbm_bandwidth_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s
-            * roofline_hbm_fraction(gpu, assumptions),
+            hbm_bandwidth_bytes_per_s=bandwidth,
+            l2_bytes_per_s=l2,
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
-            protocols=protocols_for(
-                assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls, gpu
-            ),
+            protocols=protocols,
             **rates,
         )
 
@@ -195,15 +246,36 @@ class Machine:
             best_gemm_efficiency(gpu, weight_bits, assumptions.native_fp4)
             * profile.gemm_efficiency_scale
         )
+        flop = rates["peak_flop_per_s"] * min(gemm, 1.0)
         return cls(
             gpu=gpu,
-            flop_per_s=rates["peak_flop_per_s"] * min(gemm, 1.0),
+            flop_per_s=flop,
+            expert_flop_per_s=flop,
             hbm_bandwidth_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
             launch_s=0.0,
             protocols=measured_protocols(gpu, assumptions.nvls, profile),
             expert_protocols=protocols_for("nccl-2.23", False, gpu),
             **rates,
         )
+
+    def kernel_s(self, flop, nbytes, arithmetic: FlopClass = "gemm", repeated: bool = False):
+        """Roofline seconds of one kernel doing ``flop`` and moving ``nbytes`` (§B15): the
+        larger of its arithmetic at the rate of its class (``flop_rate``) and its bytes at the
+        HBM bandwidth; ``repeated``: called back to back on the same buffers (a kernel
+        benchmark's loop), a working set that fits in L2 (``l2_resident``) is read from it at
+        ``l2_bytes_per_s``."""
+        rate = self.flop_rate(arithmetic)
+        bandwidth = self.hbm_bandwidth_bytes_per_s
+        if repeated and self.l2_bytes_per_s > 0:
+            bandwidth = np.where(l2_resident(self.gpu, nbytes), self.l2_bytes_per_s, bandwidth)
+        return np.maximum(np.asarray(flop) / rate, np.asarray(nbytes) / bandwidth)
+
+    def flop_rate(self, arithmetic: FlopClass) -> float:
+        """The FLOP/s of one class of arithmetic: dense GEMMs (``flop_per_s``), the routed
+        experts' grouped GEMMs (``expert_flop_per_s``) or attention's."""
+        if arithmetic == "attention":
+            return self.attention_flop_per_s
+        return self.expert_flop_per_s if arithmetic == "expert" else self.flop_per_s
 
     def tensor_group(self, degree, two_d: bool, spanned=None):
         """(ranks R, nodes M) of a tensor-parallel group of ``degree`` GPUs (§A5).

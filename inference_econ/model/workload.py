@@ -174,6 +174,15 @@ class Workload:
         )
 
     @property
+    def routed_active_params(self) -> float:
+        """Parameters of the routed experts one token runs (k of E a layer), every layer."""
+        return sum(
+            g.layers * g.experts * self.ff_params_per_expert(g) / g.sparsity
+            for g in self.groups
+            if g.experts > 1
+        )
+
+    @property
     def active_params(self) -> float:
         return (
             self.layers * self.attention_params_per_layer
@@ -285,6 +294,12 @@ class Workload:
             * tokens
         )
         return ff, ctx, proj
+
+    def routed_expert_flop(self, batch, tokens_per_pass):
+        """The routed experts' part of ``flop``'s feed-forward FLOP of one pass (what a fused
+        MoE kernel does, charged at its own measured rate under ``measured_kernel_rates``,
+        §B15): 2 FLOP a routed parameter a token runs."""
+        return 2.0 * self.routed_active_params * (batch * tokens_per_pass)
 
     def total_flop(self, batch, tokens_per_pass=1, context=0):
         ff, ctx, proj = self.flop(batch, tokens_per_pass, context)

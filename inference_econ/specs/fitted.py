@@ -14,14 +14,16 @@ from typing import Any
 
 #: GPU fields measured or fitted on one part's own results (docs/model.md §F2, §F7, §B14):
 #: best-shape GEMM efficiency, the power-limited GEMM derating, the engines' small-batch
-#: GEMM lines, the fused MoE's plateau share, the STREAM bandwidth fraction and the
-#: collective latency scale fitted by calibration. Each has a default meaning "not measured".
+#: GEMM lines, the fused MoE's plateau share, the STREAM bandwidth fraction, the kernel
+#: tables' ceilings (§B15) and the collective latency scale fitted by calibration. Each has a
+#: default meaning "not measured".
 FITTED_FIELDS = (
     "gemm_efficiency",
     "gemm_power_derating",
     "small_batch_gemm",
     "moe_plateau_share",
     "stream_bandwidth_fraction",
+    "kernel_ceilings",
     "collective_latency_scale",
 )
 

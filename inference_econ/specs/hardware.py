@@ -22,6 +22,13 @@ from . import catalog
 from .bases import DEFAULT_PRICE_BASIS, LISTED_BASES
 from .fitted import inherited_fits
 from .inputs import record
+from .measured_rates import (
+    MIN_FRACTION,
+    KernelCeilings,
+    fraction_table,
+    kernel_ceilings,
+    small_batch_table,
+)
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
 
@@ -144,6 +151,12 @@ class GPU:
     #: Hopper's). Read only by the ``achievable`` preset: the engine's fitted MoE term is
     #: Hopper's, and a part whose fused MoE reaches less of its dense rate scales it.
     moe_plateau_share: float = 1.0
+    #: The last-level (L2) cache, bytes (0: not given); a working set this small stays in it
+    #: across back-to-back calls of one kernel (docs/model.md §B15).
+    l2_cache_bytes: float = 0.0
+    #: The best each kernel class reached on this part in the measured kernel tables
+    #: (docs/model.md §B15); None: no tables. Read only by ``measured_kernel_rates``.
+    kernel_ceilings: KernelCeilings | None = None
     #: The basis of ``price_usd_per_hour`` (``PRICE_BASES``) and the date it was read.
     price_basis: str = DEFAULT_PRICE_BASIS
     price_date: str = ""
@@ -174,10 +187,14 @@ class GPU:
         run at the FP8 rate, paper §4.2). ``native_fp4=False`` applies that rule even on chips
         with FP4 tensor cores, as the paper's model does.
         """
+        return self.flop_entry(weight_bits, native_fp4)[1]
+
+    def flop_entry(self, weight_bits: float, native_fp4: bool = True) -> tuple[int, float]:
+        """(bits, dense peak) of the ``flop_per_s`` entry ``peak_flop_per_s`` reads."""
         wanted = max(float(weight_bits), 8.0) if not native_fp4 else float(weight_bits)
         for bits, rate in sorted(self.flop_per_s):
             if bits >= wanted - 1e-9:
-                return rate
+                return bits, rate
         widest = max(b for b, _ in self.flop_per_s)
         raise SpecError(
             self.source_file or self.name,
@@ -265,6 +282,7 @@ class GPU:
         for engine, bits, fixed, share in self.small_batch_gemm:
             lines.setdefault(engine, {})[bits] = {"fixed_us": fixed * 1e6, "stream_share": share}
         out["small_batch_gemm"] = lines
+        out["kernel_ceilings"] = self.kernel_ceilings.to_dict() if self.kernel_ceilings else {}
         fits = ", ".join(f"{name} (from {part})" for name, part in self.inherited_fits)
         out["inherited_fits"] = fits or "none"  # fitted figures kept from a base spec
         return out
@@ -272,8 +290,6 @@ class GPU:
 
 #: Bounds of the numeric fields: positive, finite and below figures no part comes near, so
 #: no product or quotient of them overflows (docs/errors.md).
-#: The smallest fraction of a datasheet figure a GPU may sustain.
-MIN_FRACTION = 0.05
 _NUMERIC = {
     "hbm_bandwidth_bytes_per_s": dict(minimum=1e6, maximum=1e18, unit="bytes/s"),
     "hbm_capacity_bytes": dict(minimum=1e6, maximum=1e18, unit="bytes"),
@@ -296,6 +312,7 @@ _NUMERIC = {
     "collective_latency_scale": dict(minimum=0, maximum=1e6),
     "gemm_power_derating": dict(minimum=0.05, maximum=1),
     "moe_plateau_share": dict(minimum=0.05, maximum=4),
+    "l2_cache_bytes": dict(minimum=0, maximum=1e15, unit="bytes"),  # 0: not given
 }
 #: Fields ``scale:`` may multiply (whole counts such as GPUs or links cannot be scaled).
 _SCALABLE = {k for k, v in _NUMERIC.items() if not v.get("integer")}
@@ -334,65 +351,6 @@ def _flop_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(table.items()))
 
 
-def _fraction_table(value: Any, source: str) -> tuple[tuple[int, float], ...]:
-    """``gemm_efficiency``: weight bits -> measured fraction of the dense peak, in [0.05, 1]."""
-    if not isinstance(value, Mapping) or not value:
-        raise SpecError(
-            source,
-            "gemm_efficiency",
-            f"expected a mapping from weight bits to a fraction of peak, got {short(value)}",
-            "e.g. 'gemm_efficiency: {16: 0.80, 8: 0.71}'",
-        )
-    table = []
-    for bits, fraction in value.items():
-        b = check_number(bits, source, "gemm_efficiency", minimum=1, integer=True, unit="bits")
-        f = check_number(fraction, source, f"gemm_efficiency.{b}", minimum=MIN_FRACTION, maximum=1)
-        table.append((b, float(f)))
-    return tuple(sorted(table))
-
-
-def _small_batch_table(value: Any, source: str) -> tuple[tuple[str, int, float, float], ...]:
-    """``small_batch_gemm``: engine -> weight bits -> {fixed_us: microseconds per kernel,
-    stream_share: the weights' share of HBM bandwidth in [0.05, 1]}."""
-    example = "e.g. 'small_batch_gemm: {trtllm: {8: {fixed_us: 7.5, stream_share: 0.75}}}'"
-    if not isinstance(value, Mapping) or not value:
-        raise SpecError(
-            source,
-            "small_batch_gemm",
-            f"expected a mapping from an engine to its lines by weight bits, got {short(value)}",
-            example,
-        )
-    table = []
-    for engine, lines in value.items():
-        where = f"small_batch_gemm.{engine}"
-        if not isinstance(engine, str) or not isinstance(lines, Mapping) or not lines:
-            raise SpecError(
-                source,
-                where,
-                f"expected an engine's name and a mapping from weight bits, got {short(lines)}",
-                example,
-            )
-        for bits, entry in lines.items():
-            b = check_number(bits, source, where, minimum=1, integer=True, unit="bits")
-            key = f"{where}.{b}"
-            if not isinstance(entry, Mapping) or set(entry) != {"fixed_us", "stream_share"}:
-                raise SpecError(
-                    source, key, f"expected {{fixed_us, stream_share}}, got {short(entry)}", example
-                )
-            fixed = check_number(
-                entry["fixed_us"], source, f"{key}.fixed_us", minimum=0, maximum=1e4, unit="us"
-            )
-            share = check_number(
-                entry["stream_share"],
-                source,
-                f"{key}.stream_share",
-                minimum=MIN_FRACTION,
-                maximum=1,
-            )
-            table.append((engine, b, float(fixed) * 1e-6, float(share)))
-    return tuple(sorted(table))
-
-
 def _check_known(values: Mapping[str, Any], source: str) -> None:
     """Every field is a GPU field: a misspelt one is named with a did-you-mean (before any
     "is missing" for the field it was meant to be). ``link_bandwidth_bytes_per_s`` (one link)
@@ -426,9 +384,11 @@ def _validated(values: Mapping[str, Any], source: str, base: GPU | None = None) 
         if key == "flop_per_s":
             out[key] = _flop_table(reader.raw(key), source)
         elif key == "gemm_efficiency":
-            out[key] = _fraction_table(value, source)
+            out[key] = fraction_table(value, source)
         elif key == "small_batch_gemm":
-            out[key] = _small_batch_table(value, source)
+            out[key] = small_batch_table(value, source)
+        elif key == "kernel_ceilings":
+            out[key] = kernel_ceilings(value, source)
         elif key in _NUMERIC:
             out[key] = reader.number(key, **_NUMERIC[key])
         elif key in ("nvls", "torus_wraparound"):
