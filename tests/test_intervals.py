@@ -97,16 +97,6 @@ def test_expected_points_carry_intervals_and_bounds_none():
     assert iv.figures_line("paper").startswith("Ideal bound: paper preset")
 
 
-def test_outside_coverage_is_said_in_one_line():
-    seen = make_setting("Llama 3.3 70B", "H100", assumptions="achievable")
-    assert iv.coverage_note(seen) is None  # Llama 3.1/3.3 70B: one family, measured
-    unseen = make_setting("Llama 3.3 70B", "H20", assumptions="achievable")
-    note = iv.coverage_note(unseen)
-    assert note.startswith("Outside coverage: the GPU H20 never measured") and "\n" not in note
-    assert "1.5 x as wide" in note
-    assert iv.coverage_note(make_setting("Llama 3.3 70B", "H20")) is None  # a bound
-
-
 def test_text_tables_show_ranges():
     row = pd.Series(
         {"ttft_s": 0.5, **dict(zip(iv.interval_columns("ttft_s"), [0.4, 0.6, 0.3, 0.9]))}
@@ -183,10 +173,11 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
     """Whatever the interval says (even a low end above the figure), the plan sized for
     confidence has at least the expected plan's instances, GPUs and price."""
     from inference_econ.optimise.confident import with_odds
+    from inference_econ.serving import support as sp
 
-    table = {**SMALL, "fitted_gpus": ["H100-SXM"], "strata": [dict(SMALL["strata"][0])]}
-    table["strata"][0].update(q05=low, q10=low, q90=max(low, 0.3), q95=max(low, 0.3))
-    monkeypatch.setattr(iv, "table", lambda: ivt.parse_table(table, "test"))
+    band = {"q05": low, "q10": low, "q90": max(low, 0.3), "q95": max(low, 0.3), "rows": 50}
+    table = {"widening": 1.0, "pooled": {k: band for k in ivt.KINDS}}  # every class: this band
+    monkeypatch.setattr(iv, "classes", lambda: sp.parse_classes(table, "test"))
     for level in (0.8, 0.9):
         odds = with_odds(plan, level).confident
         assert odds.deployment.gpus >= plan.deployment.gpus

@@ -89,22 +89,28 @@ def interval_columns(name: str) -> list[str]:
     return columns(name)
 
 
-def coverage_note(setting: Setting) -> str | None:
-    """The line saying a setting is outside what the engine profiles' data covers.
+def coverage_note(setting: Setting, layout: str = "TP", scenario: str | None = None) -> str | None:
+    """One line when a configuration's calibration class is not in support.
 
     Parameters
     ----------
     setting : Setting
         The problem.
+    layout : str
+        Its layout class: ``TP``, ``PP``, ``DP+EP`` or ``disaggregated``.
+    scenario : str or None
+        ``offline``, ``server`` or ``interactive``; None: each kind's own (a throughput at
+        its most load, latencies under load).
 
     Returns
     -------
     str or None
-        How its intervals are widened; None within the data or for a bound.
+        The class with the fewest residuals among its kinds, how many it has and the band
+        its intervals take instead (docs/model.md §F12); None in support or for a bound.
     """
     from ..serving.intervals import coverage_note as note
 
-    return note(setting)
+    return note(setting, layout, scenario)
 
 
 def held_intervals(result: Any, max_rate_per_s: float) -> dict[str, float]:

@@ -431,7 +431,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         *plan.notes,
     ]
     line = _first_line(plan.setting)
-    notes = [*filter(None, [coverage_note(plan.setting)]), *notes]
+    notes = [*filter(None, [coverage_note(plan.setting, scenario="server")]), *notes]
     if fmt in ("csv", "json"):
         emit(render(plan.hourly(), fmt, title=title, notes=[line, *notes], meta=meta), out)
     else:
@@ -530,7 +530,11 @@ def _plan_text(plan, fmt: str) -> str:
     )
     from ..api import coverage_note
 
-    notes = [*filter(None, [coverage_note(plan.setting)]), *_odds_notes(r), *notes]
+    notes = [
+        *filter(None, [coverage_note(plan.setting, scenario="server")]),
+        *_odds_notes(r),
+        *notes,
+    ]
     gap = "\n" if fmt == "markdown" else ""
     lines = notes + meta_lines(r.metadata())
     return head + "\n" + body + gap + "".join(f"{n}\n" for n in lines)
@@ -589,7 +593,8 @@ def _confident_notes(plan) -> list[str]:
         f"${c.usd_per_m_output_tokens_all_in:.3g} all-in per "
         "million output tokens)."
     )
-    return [text + (f" ({c.note})" if c.note else "")]
+    text += f" ({c.note})" if c.note else ""
+    return [text, *([c.extrapolates] if c.extrapolates else [])]
 
 
 def _max_load_text(result, fmt: str) -> str:
@@ -638,7 +643,10 @@ def _max_load_text(result, fmt: str) -> str:
             f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_m_output_tokens_all_in:.3g} all-in per million output tokens (at {at.input_tokens_per_output_token:.3g} input tokens per output token); MFU {at.mfu:.1%}."
         ],
     )
-    notes = [*filter(None, [coverage_note(at.setting)] if at.setting else []), *notes]
+    notes = [
+        *filter(None, [coverage_note(at.setting, scenario="server")] if at.setting else []),
+        *notes,
+    ]
     table = ranged_columns(df[cols])
     return line + "\n" + render(table, fmt, title=title, notes=notes, meta=at.metadata())
 

@@ -1,12 +1,13 @@
 """Intervals of the predictions of measured rows (compare-measured under an engine profile;
-docs/model.md §F12), and the regime a row is in: the one rule by which the validation's
-residuals are labelled and the shipped intervals are looked up."""
+docs/model.md §F12), the regime a row is in and its calibration class (``row_class``): the
+rules by which the validation's residuals are labelled and the shipped intervals looked up."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..serving import intervals as iv
+from ..serving import support as sp
 
 #: The batch an engine forms on offline and served rows, requests per instance (about a
 #: thousand requests per node, half of them decoding): the regime rule's assumption.
@@ -31,6 +32,32 @@ def regime(row) -> tuple[str, str, str]:
     return ("MoE" if moe else "dense"), bound, nodes
 
 
+def row_class(row, kind: str) -> sp.CalibrationClass:
+    """The calibration class of a resolved measured row's figure of ``kind``: its layout
+    class from the layout it states (a dense row stating none is tensor-parallel, the only
+    layouts its replay tries; an MoE row stating none is ``unstated``: its replay tries
+    every class), its GPU's generation, its engine's family and its scenario."""
+    moe = row.arch.is_moe
+    lay = row.layout
+    if row.disaggregated or lay is not None:
+        layout = sp.layout_class(
+            moe,
+            lay.pipeline if lay else 1,
+            bool(lay and (lay.attention_dp or (lay.expert or 1) > 1)),
+            row.disaggregated,
+        )
+    else:
+        layout = "unstated" if moe else "TP"
+    return sp.CalibrationClass(
+        kind,
+        "MoE" if moe else "dense",
+        layout,
+        sp.generation(row.gpu.name),
+        sp.engine_family(row.engine),
+        str(row.scenario),
+    )
+
+
 def add_intervals(table, rows):
     """The compare table with ``predicted_low80 ... predicted_high90`` (in the row's unit) on
     every end-to-end row with status ok whose quantity has a kind; blank elsewhere. Rows that
@@ -49,14 +76,18 @@ def add_intervals(table, rows):
         if not np.isfinite(predicted[i]):
             continue
         kind, orientation = iv.QUANTITIES[q]
-        L = r.lengths
         key = (
-            id(r.arch), id(r.gpu), kind, orientation, r.gpus, r.bits[0], r.scenario,
-            r.concurrency, L.input_mean, L.output_mean,
-        )  # fmt: skip
+            id(r.arch),
+            id(r.gpu),
+            kind,
+            orientation,
+            r.layout,
+            r.disaggregated,
+            r.engine,
+            r.scenario,
+        )
         if key not in found:
-            _, bound, _ = regime(r)
-            band = iv.stratum_bands(r.arch, r.gpu, kind, [r.gpus], [bound])[0]
+            band = sp.classes().band(row_class(r, kind))
             found[key] = (orientation, band)
             bands[(orientation, id(band))] = found[key]
         orientation, band = found[key]

@@ -246,6 +246,10 @@ class Confident:
     note: str
     #: Its GPU (None: the expected plan's).
     hardware: str | None = None
+    #: The support of the interval it was sized on (``serving.support.Support.label``), and
+    #: the line saying so where it is not in support ("" in support).
+    support: str = ""
+    extrapolates: str = ""
 
     @property
     def monthly_usd(self) -> float:

@@ -101,7 +101,23 @@ def with_odds(
                     level, c_deployment, c_factor, c_held, c_usd, mtok, "",
                     None if same else hardware,
                 )  # fmt: skip
+    confident = dataclasses.replace(confident, **_support(plan, confident, settings))
     return dataclasses.replace(plan, confident=confident, bound=bound)
+
+
+def _support(plan: CapacityPlan, confident: Confident, settings) -> dict[str, str]:
+    """The support of the interval the confident plan was sized on (its own GPU's class,
+    served under load; disaggregated where the plan is) and, where it is not in support,
+    the line saying the plan extrapolates."""
+    from ..serving.intervals import support_line, support_of
+
+    setting = plan.setting
+    if confident.hardware is not None and settings:
+        setting = next((s for s in settings if s.gpu.name == confident.hardware), setting)
+    layout = "disaggregated" if confident.deployment.disaggregated else "TP"
+    s = support_of(setting, ("throughput", "TPOT", "TTFT"), layout, "server")
+    line = "" if s.status == "in support" else "The confident plan extrapolates. " + support_line(s)
+    return {"support": s.label(), "extrapolates": line}
 
 
 def _same_price(a: float, b: float) -> bool:

@@ -59,9 +59,9 @@ class Band:
     source: str
     rows: int
 
-    def widened(self, factor: float) -> Band:
+    def widened(self, factor: float, why: str = "") -> Band:
         """The band with its log-width multiplied by ``factor`` about the middle of its 90 %
-        interval."""
+        interval (``why``: the source's words for it; default: outside coverage)."""
         mid = (self.q05 + self.q95) / 2.0
         q05, q10, q90, q95 = (
             mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)
@@ -71,7 +71,9 @@ class Band:
             q10,
             q90,
             q95,
-            f"{self.source}, {factor:g} x as wide (outside coverage)",
+            why + f", {factor:g} x as wide"
+            if why
+            else f"{self.source}, {factor:g} x as wide (outside coverage)",
             self.rows,
         )
 
