@@ -530,11 +530,10 @@ def _plan_text(plan, fmt: str) -> str:
     )
     from ..api import coverage_note
 
-    notes = [
-        *filter(None, [coverage_note(plan.setting, scenario="server")]),
-        *_odds_notes(r),
-        *notes,
-    ]
+    cover = coverage_note(plan.setting, scenario="server")
+    if cover and any(cover in n for n in notes):  # the confident plan's line says it
+        cover = None
+    notes = [*filter(None, [cover]), *_odds_notes(r), *notes]
     gap = "\n" if fmt == "markdown" else ""
     lines = notes + meta_lines(r.metadata())
     return head + "\n" + body + gap + "".join(f"{n}\n" for n in lines)

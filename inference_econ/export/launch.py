@@ -21,7 +21,9 @@ from ..serving.intervals import (
     interval_columns,
     inverse_intervals,
     load_intervals,
+    load_support,
     renamed_intervals,
+    support_line,
 )
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
@@ -573,6 +575,9 @@ def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: floa
         f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
         f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests.",
     )
+    support = load_support(r)
+    if support is not None and support.status != "in support":
+        notes += ("The plan extrapolates. " + support_line(support),)
     if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
         notes += (
             "output_tokens_per_s and the prices per million output tokens are the offered load's (a "

@@ -130,6 +130,7 @@ class CapacityPlan:
                 f"usd_per_hour_at_{c.level}": c.usd_per_hour,
                 f"usd_per_m_output_tokens_all_in_at_{c.level}": c.usd_per_m_output_tokens_all_in,
                 f"max_rate_per_s_at_{c.level}": c.max_rate_per_s,
+                f"support_at_{c.level}": c.support,
             }
         )
         b = self.bound if isinstance(self.bound, CapacityPlan) else None
