@@ -1,7 +1,20 @@
-"""Prediction intervals of expected figures: the shipped table and its measured coverage
-(docs/model.md §F12, docs/validation.md).
+"""Prediction intervals of expected figures: the shipped class table, the earlier stratum
+table, and their measured coverage (docs/model.md §F12, docs/validation.md).
 
-A nested time split, fixed before any coverage was looked at:
+**Calibration classes** (``intervals/classes.yaml``, what every expected figure is sized on):
+each residual's class (kind / dense or MoE / layout class / GPU generation / engine / scenario,
+``measured.intervals.row_class`` of its row in tests/data); a class with ``CLASS_MIN_ROWS``
+residuals takes its own conformal band, a thinner or empty one the widest of the nearest
+classes in support widened ``CLASS_WIDENING`` per dimension away (``serving/support.py``; the
+rule fixed before any coverage below was looked at). The shipped table is calibrated on every
+round; its coverage is measured by **rolling origin**: each round predicted from the class
+table of the rounds before it, never from itself (v5.1 from v5.0, v6.0 from v5.0-v5.1, v6.1
+from v5.0-v6.0), with one round of drift, beside the stratum table's coverage of the same rows.
+
+    python benchmarks/interval_coverage.py docs/validation_residuals.csv --write-classes
+
+**The stratum table** (``intervals/achievable.yaml``, the earlier rule and the baseline): a
+nested time split, fixed before any coverage was looked at:
 
 * the engine profiles are fitted to the training file (``benchmarks/fit_engines.py``);
 * the interval widths are **calibrated** on the residuals of the next round, which the fit never
@@ -486,6 +499,10 @@ def print_rolling_origin(res, table, drift, fmt) -> None:
         groups += [(f"{kind}: stratum table", before.loc[g.index]), (f"{kind}: classes", g)]
     for status, g in roll.groupby("status"):
         groups += [(f"{status}: stratum table", before.loc[g.index]), (f"{status}: classes", g)]
+    for rnd, g in roll.groupby("round"):
+        groups += [(f"{rnd}: stratum table", before.loc[g.index]), (f"{rnd}: classes", g)]
+    for layout, g in roll.groupby(roll["class"].str.split(" / ").str[1]):
+        groups += [(f"{layout}: stratum table", before.loc[g.index]), (f"{layout}: classes", g)]
     groups += [("all: stratum table", before), ("all: classes", roll)]
     title = (
         "Rolling origin: each round predicted from the rounds before it (v5.1 from v5.0, v6.0 "

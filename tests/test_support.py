@@ -79,9 +79,9 @@ def test_a_bad_class_table_is_refused_naming_the_field():
 
 
 def test_layout_and_engine_classes():
-    assert sp.layout_class(True, attention_dp=True) == "DP+EP"
-    assert sp.layout_class(False, attention_dp=True) == "TP"
-    assert sp.layout_class(True, pipeline=2, attention_dp=True) == "PP"
+    assert sp.layout_class(True, spread=True) == "DP+EP"
+    assert sp.layout_class(False, spread=True) == "TP"
+    assert sp.layout_class(True, pipeline=2, spread=True) == "PP"
     assert sp.layout_class(True, 4, True, disaggregated=True) == "disaggregated"
     assert [sp.engine_family(e) for e in ("vllm@0.10", "engines/sglang.yaml", None)] == [
         "vllm",

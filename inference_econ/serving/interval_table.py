@@ -1,7 +1,10 @@
-"""The interval table of expected figures (docs/model.md §F12, ``intervals/achievable.yaml``):
-its strata (a figure's kind and regime, and whether the fit saw its GPU and model), the bands
-of measured over predicted each holds, pooled upward where a stratum is sparse, widened
-outside coverage and moved by software drift; read and checked from its YAML."""
+"""Bands of measured over predicted (``Band``: quantiles, widened, moved by software drift),
+the kinds of figure, and the earlier stratum table of expected figures (docs/model.md §F12,
+"The earlier rule", ``intervals/achievable.yaml``): its strata (a figure's kind and regime, and
+whether the fit saw its GPU and model), pooled upward where a stratum is sparse and widened
+outside coverage; read and checked from its YAML. No figure reads the stratum table: the
+calibration classes (``serving/support.py``) size every interval, and
+``benchmarks/interval_coverage.py`` compares their coverage against it."""
 
 from __future__ import annotations
 

@@ -3,26 +3,16 @@ measured run lands, read from the out-of-sample error of the engine profiles.
 
 An expected figure (one computed under an engine profile: the ``achievable`` preset) carries an
 80 % and a 90 % interval. The interval is the figure times the quantiles of measured over
-predicted that the shipped table ``intervals/achievable.yaml`` holds for the figure's
-*stratum*: its kind (``throughput``, ``TPOT``, ``TTFT``), the model's architecture (dense or
-MoE), what bounds the step (memory or compute), one node or many, and whether the GPU and the
-model family were in the data the profiles were fitted to (``seen``). The table is written by
-``benchmarks/interval_coverage.py --write`` from residuals the fit never saw (fit on the training file,
-residuals on the next publication round); its coverage is measured on later rounds still
-(``benchmarks/interval_coverage.py``, docs/validation.md).
-
-Pooling (stated in the table's ``rule``): a stratum with fewer calibration residuals than the
-table's ``min_rows`` is not in the table; a lookup drops, in turn, one node/many, then
-memory/compute, then dense/MoE, then seen/unseen, down to the kind alone. A case whose GPU or
-model family the fit never saw (outside coverage) takes the seen interval widened by the
-table's ``unseen_widening`` (its log-width multiplied by it about the middle of its 90 %
-interval), or the unseen stratum's where that is wider at an end; the output says so in one
-line (``coverage_note``).
-
-Software drift (the table's ``drift``): engines keep getting faster after the rounds the
-widths were calibrated on, so a kind's high end is raised by ``log_per_round`` for each
-publication round from the calibration round to the table's ``as_of_round`` (measured on the
-two rounds before the calibration, never on the rounds coverage is measured on).
+predicted of its *calibration class* (``serving/support.py``, the shipped table
+``intervals/classes.yaml``): its kind (``throughput``, ``TPOT``, ``TTFT``), dense or MoE, its
+layout class, its GPU's generation, its engine's family and its scenario (``figure_class``).
+A class with enough residuals is in support and takes its own conformal band; a thinner or
+empty one takes the widest of the nearest classes in support, widened per dimension away
+(``support.ClassTable.support``); throughput's high end carries the software drift. Tables
+state each row's ``support`` (``support_column``) and a line when it is not in support
+(``coverage_note``). The table is written by ``benchmarks/interval_coverage.py
+--write-classes`` from residuals the fit never saw; its coverage is measured by rolling origin
+(each round from the rounds before it, docs/validation.md).
 
 Ideal-bound figures (the ``paper`` and ``refined`` presets) have no interval: they are bounds.
 """
@@ -309,12 +299,18 @@ STATUS_ORDER = ("extrapolating", "near", "in support")
 
 def row_layouts(columns, n: int, setting: Setting) -> np.ndarray:
     """The layout class of each of ``n`` rows from the degrees a table states
-    (``pipeline_degree``; an MoE model's ``attention_degree`` below its ``tensor_degree``:
-    data-parallel attention); tensor-parallel where it states none."""
+    (``pipeline_degree``; an MoE model's ``attention_degree`` below its ``tensor_degree``,
+    data-parallel attention, or ``expert_degree`` above 1: ``support.layout_class``);
+    tensor-parallel where it states none."""
     out = np.full(n, "TP", dtype=object)
-    if "attention_degree" in columns and "tensor_degree" in columns and setting.model.is_moe:
-        attention = np.asarray(columns["attention_degree"], dtype=float)
-        out[attention < np.asarray(columns["tensor_degree"], dtype=float)] = "DP+EP"
+    if setting.model.is_moe:
+        spread = np.zeros(n, dtype=bool)
+        if "attention_degree" in columns and "tensor_degree" in columns:
+            attention = np.asarray(columns["attention_degree"], dtype=float)
+            spread |= attention < np.asarray(columns["tensor_degree"], dtype=float)
+        if "expert_degree" in columns:
+            spread |= np.asarray(columns["expert_degree"], dtype=float) > 1
+        out[spread] = "DP+EP"
     if "pipeline_degree" in columns:
         out[np.asarray(columns["pipeline_degree"], dtype=float) > 1] = "PP"
     return out

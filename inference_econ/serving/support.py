@@ -160,17 +160,15 @@ def nearest_bands(bands: dict, key: tuple) -> tuple[int, Band] | None:
     return d, widest
 
 
-def layout_class(
-    moe: bool, pipeline=1, attention_dp: bool = False, disaggregated: bool = False
-) -> str:
+def layout_class(moe: bool, pipeline=1, spread: bool = False, disaggregated: bool = False) -> str:
     """The layout class of a configuration: disaggregated, else pipelined (more than one
-    stage), else attention data-parallel with experts spread (an MoE model with data-parallel
-    attention), else tensor-parallel."""
+    stage), else ``DP+EP`` (an MoE model whose attention is data-parallel or whose experts are
+    spread over its GPUs: ``spread``), else tensor-parallel."""
     if disaggregated:
         return "disaggregated"
     if pipeline > 1:
         return "PP"
-    return "DP+EP" if moe and attention_dp else "TP"
+    return "DP+EP" if moe and spread else "TP"
 
 
 def engine_family(engine) -> str:
