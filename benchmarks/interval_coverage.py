@@ -412,6 +412,8 @@ def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_file: str = "
             "residuals": f"{residuals_file or 'docs/validation_residuals.csv'}: {len(cal)} "
             f"out-of-sample figures of MLPerf Inference {', '.join(sorted(cal['round'].unique()))}",
             "classes": "measured.intervals.row_class of each residual's row in tests/data",
+            "licence": "derived from MLCommons' inference_results_v5.0 to v6.1 repositories "
+            "(Apache License 2.0), read into tests/data (tests/data/README.md)",
             "method": "split-conformal predictive system (crepes), Mondrian by class, no "
             "smoothing; quantiles of log(measured / predicted)",
             "command": f"python benchmarks/interval_coverage.py {residuals_file} --write-classes",

@@ -12,7 +12,6 @@ import inference_econ.optimise.screening as screening
 from inference_econ.load.arrivals import make_traffic
 from inference_econ.load.targets import Targets
 from inference_econ.optimise import load_search
-from inference_econ.serving import intervals as iv
 from inference_econ.serving import support as sp
 from inference_econ.serving.setting import make_setting
 
@@ -42,7 +41,7 @@ DRIFT = {"throughput": {"log_per_round": 0.0836, "rounds": 3}}
 def stratum_bands(monkeypatch):
     """Every figure on ``BANDS`` (a class table of pooled bands, not widened)."""
     table = sp.parse_classes({"widening": 1.0, "pooled": BANDS, "drift": DRIFT}, "BANDS")
-    monkeypatch.setattr(iv, "classes", lambda: table)
+    monkeypatch.setattr(sp, "classes", lambda: table)
 
 
 @pytest.fixture(scope="module")

@@ -177,7 +177,7 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
 
     band = {"q05": low, "q10": low, "q90": max(low, 0.3), "q95": max(low, 0.3), "rows": 50}
     table = {"widening": 1.0, "pooled": {k: band for k in ivt.KINDS}}  # every class: this band
-    monkeypatch.setattr(iv, "classes", lambda: sp.parse_classes(table, "test"))
+    monkeypatch.setattr(sp, "classes", lambda: sp.parse_classes(table, "test"))
     for level in (0.8, 0.9):
         odds = with_odds(plan, level).confident
         assert odds.deployment.gpus >= plan.deployment.gpus

@@ -101,12 +101,12 @@ def test_shipped_classes_in_support_keep_their_band_and_empty_ones_extrapolate()
     assert t.provenance["command"].startswith("python benchmarks/interval_coverage.py")
     h100 = make_setting("Llama 3.3 70B", "H100", assumptions="achievable", weight_bits=8)
     a100 = make_setting("Llama 3.3 70B", "A100-SXM-80GB", assumptions="achievable", weight_bits=8)
-    cls = iv.figure_class(h100, "throughput")
+    cls = sp.figure_class(h100, "throughput")
     assert cls.label() == "dense / TP / Hopper / trtllm / offline"
     s = t.support(cls)
     assert s.status == "in support" and s.rows == t.counts[cls.key()] >= 20
     assert iv.bands(h100, "throughput", [8], ["compute"])[0] == t.bands[cls.key()]  # no drift
-    far = t.support(iv.figure_class(a100, "throughput"))
+    far = t.support(sp.figure_class(a100, "throughput"))
     assert far.status == "extrapolating" and far.rows == 0
     width = far.band.q95 - far.band.q05
     nearest = sp.nearest_bands(t.bands, far.cls.key())

@@ -23,11 +23,11 @@ from ..serving.intervals import (
     load_intervals,
     load_support,
     renamed_intervals,
-    support_line,
 )
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
+from ..serving.support import support_line
 
 #: The engines an export writes for (the sections of launch_flags.yaml).
 ENGINES = ("vllm", "sglang", "trtllm")

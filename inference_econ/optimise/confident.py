@@ -101,15 +101,16 @@ def with_odds(
                     level, c_deployment, c_factor, c_held, c_usd, mtok, "",
                     None if same else hardware,
                 )  # fmt: skip
-    confident = dataclasses.replace(confident, **_support(plan, confident, settings))
+    support, extrapolates = _support(plan, confident, settings)
+    confident = dataclasses.replace(confident, support=support, extrapolates=extrapolates)
     return dataclasses.replace(plan, confident=confident, bound=bound)
 
 
-def _support(plan: CapacityPlan, confident: Confident, settings) -> dict[str, str]:
+def _support(plan: CapacityPlan, confident: Confident, settings) -> tuple[str, str]:
     """The support of the interval the confident plan was sized on (its own GPU's class,
     served under load; disaggregated where the plan is) and, where it is not in support,
     the line saying the plan extrapolates."""
-    from ..serving.intervals import support_line, support_of
+    from ..serving.support import support_line, support_of
 
     setting = plan.setting
     if confident.hardware is not None and settings:
@@ -117,7 +118,7 @@ def _support(plan: CapacityPlan, confident: Confident, settings) -> dict[str, st
     layout = "disaggregated" if confident.deployment.disaggregated else "TP"
     s = support_of(setting, ("throughput", "TPOT", "TTFT"), layout, "server")
     line = "" if s.status == "in support" else "The confident plan extrapolates. " + support_line(s)
-    return {"support": s.label(), "extrapolates": line}
+    return s.label(), line
 
 
 def _same_price(a: float, b: float) -> bool:

@@ -34,13 +34,7 @@ from .figure_labels import interval_columns as interval_columns
 from .figure_labels import interval_keys as interval_keys
 from .interval_table import QUANTILES, Band, FigureKind
 from .setting import Setting
-from .support import (
-    CalibrationClass,
-    Support,
-    classes,
-    engine_family,
-    generation,
-)
+from .support import Support, class_bands, row_layouts, support_line, support_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -249,71 +243,6 @@ def within_peak(chosen: list[Band], orientation: int, mfu: float) -> list[Band]:
         dataclasses.replace(b, q05=clip(b.q05), q10=clip(b.q10), q90=clip(b.q90), q95=clip(b.q95))
         for b in chosen
     ]
-
-
-#: The scenario a figure of each kind is read in where its output does not say: a
-#: configuration's throughput at its most load (MLPerf's offline), its latencies under load
-#: (server). A run under load says server for every kind (``load_intervals``).
-DEFAULT_SCENARIOS = {"throughput": "offline", "TPOT": "server", "TTFT": "server"}
-
-
-def figure_class(
-    setting: Setting, kind: str, layout: str = "TP", scenario: str | None = None
-) -> CalibrationClass:
-    """The calibration class of a figure of ``kind`` of ``setting`` (``serving.support``)."""
-    return CalibrationClass(
-        kind,
-        "MoE" if setting.model.is_moe else "dense",
-        layout,
-        generation(setting.gpu.name),
-        engine_family(setting.assumptions.engine),
-        scenario or DEFAULT_SCENARIOS[kind],
-    )
-
-
-def class_bands(setting: Setting, kind: FigureKind, layouts, scenario=None) -> list[Band]:
-    """The band of each configuration of ``setting`` (one layout class each) by its class's
-    support (``support.ClassTable.band``: drift included)."""
-    t = classes()
-    found: dict[str, Band] = {}
-    out = []
-    for layout in np.atleast_1d(layouts):
-        key = str(layout)
-        if key not in found:
-            found[key] = t.band(figure_class(setting, kind, key, scenario))
-        out.append(found[key])
-    return out
-
-
-def support_of(setting: Setting, kinds, layout: str = "TP", scenario=None) -> Support:
-    """The least-supported of the classes of ``kinds`` of one configuration (fewest
-    residuals among the worst status: extrapolating, near, in support)."""
-    t = classes()
-    found = [t.support(figure_class(setting, k, layout, scenario)) for k in dict.fromkeys(kinds)]
-    return min(found, key=lambda s: (STATUS_ORDER.index(s.status), s.rows))
-
-
-#: Support statuses, the least supported first.
-STATUS_ORDER = ("extrapolating", "near", "in support")
-
-
-def row_layouts(columns, n: int, setting: Setting) -> np.ndarray:
-    """The layout class of each of ``n`` rows from the degrees a table states
-    (``pipeline_degree``; an MoE model's ``attention_degree`` below its ``tensor_degree``,
-    data-parallel attention, or ``expert_degree`` above 1: ``support.layout_class``);
-    tensor-parallel where it states none."""
-    out = np.full(n, "TP", dtype=object)
-    if setting.model.is_moe:
-        spread = np.zeros(n, dtype=bool)
-        if "attention_degree" in columns and "tensor_degree" in columns:
-            attention = np.asarray(columns["attention_degree"], dtype=float)
-            spread |= attention < np.asarray(columns["tensor_degree"], dtype=float)
-        if "expert_degree" in columns:
-            spread |= np.asarray(columns["expert_degree"], dtype=float) > 1
-        out[spread] = "DP+EP"
-    if "pipeline_degree" in columns:
-        out[np.asarray(columns["pipeline_degree"], dtype=float) > 1] = "PP"
-    return out
 
 
 def support_column(setting: Setting, names, layouts, scenario=None) -> np.ndarray:
@@ -758,13 +687,3 @@ def coverage_note(setting: Setting, layout: str = "TP", scenario=None) -> str | 
         return None
     s = support_of(setting, ("throughput", "TPOT", "TTFT"), layout, scenario)
     return None if s.status == "in support" else support_line(s)
-
-
-def support_line(s: Support) -> str:
-    """The one line a table states under it for a figure whose class is not in support."""
-    has = f"{s.rows} measured residuals" if s.rows else "no measured residual"
-    return (
-        f"{s.status.capitalize()}: the class {s.cls.kind}: {s.cls.label()} has {has} (in "
-        f"support from {classes().min_rows}); its intervals are {s.band.source} "
-        "(docs/model.md §F12)."
-    )

@@ -2,7 +2,8 @@
 configuration a figure is (dense or MoE; its layout class: tensor-parallel, pipelined,
 attention-data-parallel with expert parallelism, or disaggregated; its GPU generation; its
 engine; its scenario), how many measured residuals that class has in the shipped class table
-(``intervals/classes.yaml``), and the band its interval takes.
+(``intervals/classes.yaml``), and the band its interval takes (``figure_class``,
+``class_bands``, ``support_of``; ``row_layouts`` reads a table's layout classes).
 
 The rule (fixed before any held-out round was looked at): a class with at least ``min_rows``
 residuals is *in support* and takes its own conformal band; a thinner class (*near*: some
@@ -19,8 +20,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import SpecError
 from .interval_table import KINDS, Band
+from .setting import Setting
 
 #: The dimensions of a class after its kind, in the order its label names them.
 DIMENSIONS = ("architecture", "layout", "generation", "engine", "scenario")
@@ -238,4 +242,79 @@ def parse_classes(data: dict, source: str) -> ClassTable:
         dict(data.get("provenance") or {}),
         source,
         drift,
+    )
+
+
+#: The scenario a figure of each kind is read in where its output does not say: a
+#: configuration's throughput at its most load (MLPerf's offline), its latencies under load
+#: (server). A run under load says server for every kind (``load_intervals``).
+DEFAULT_SCENARIOS = {"throughput": "offline", "TPOT": "server", "TTFT": "server"}
+
+
+def figure_class(
+    setting: Setting, kind: str, layout: str = "TP", scenario: str | None = None
+) -> CalibrationClass:
+    """The calibration class of a figure of ``kind`` of ``setting`` ."""
+    return CalibrationClass(
+        kind,
+        "MoE" if setting.model.is_moe else "dense",
+        layout,
+        generation(setting.gpu.name),
+        engine_family(setting.assumptions.engine),
+        scenario or DEFAULT_SCENARIOS[kind],
+    )
+
+
+def class_bands(setting: Setting, kind: str, layouts, scenario=None) -> list[Band]:
+    """The band of each configuration of ``setting`` (one layout class each) by its class's
+    support (``ClassTable.band``: drift included)."""
+    t = classes()
+    found: dict[str, Band] = {}
+    out = []
+    for layout in np.atleast_1d(layouts):
+        key = str(layout)
+        if key not in found:
+            found[key] = t.band(figure_class(setting, kind, key, scenario))
+        out.append(found[key])
+    return out
+
+
+def support_of(setting: Setting, kinds, layout: str = "TP", scenario=None) -> Support:
+    """The least-supported of the classes of ``kinds`` of one configuration (fewest
+    residuals among the worst status: extrapolating, near, in support)."""
+    t = classes()
+    found = [t.support(figure_class(setting, k, layout, scenario)) for k in dict.fromkeys(kinds)]
+    return min(found, key=lambda s: (STATUS_ORDER.index(s.status), s.rows))
+
+
+#: Support statuses, the least supported first.
+STATUS_ORDER = ("extrapolating", "near", "in support")
+
+
+def row_layouts(columns, n: int, setting: Setting) -> np.ndarray:
+    """The layout class of each of ``n`` rows from the degrees a table states
+    (``pipeline_degree``; an MoE model's ``attention_degree`` below its ``tensor_degree``,
+    data-parallel attention, or ``expert_degree`` above 1: ``layout_class``);
+    tensor-parallel where it states none."""
+    out = np.full(n, "TP", dtype=object)
+    if setting.model.is_moe:
+        spread = np.zeros(n, dtype=bool)
+        if "attention_degree" in columns and "tensor_degree" in columns:
+            attention = np.asarray(columns["attention_degree"], dtype=float)
+            spread |= attention < np.asarray(columns["tensor_degree"], dtype=float)
+        if "expert_degree" in columns:
+            spread |= np.asarray(columns["expert_degree"], dtype=float) > 1
+        out[spread] = "DP+EP"
+    if "pipeline_degree" in columns:
+        out[np.asarray(columns["pipeline_degree"], dtype=float) > 1] = "PP"
+    return out
+
+
+def support_line(s: Support) -> str:
+    """The one line a table states under it for a figure whose class is not in support."""
+    has = f"{s.rows} measured residuals" if s.rows else "no measured residual"
+    return (
+        f"{s.status.capitalize()}: the class {s.cls.kind}: {s.cls.label()} has {has} (in "
+        f"support from {classes().min_rows}); its intervals are {s.band.source} "
+        "(docs/model.md §F12)."
     )
