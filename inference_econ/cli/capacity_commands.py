@@ -528,9 +528,9 @@ def _plan_text(plan, fmt: str) -> str:
         + why
         + list(plan.notes),
     )
-    from ..api import coverage_note
+    from ..api import load_coverage_note
 
-    cover = coverage_note(plan.setting, scenario="server")
+    cover = load_coverage_note(plan.result)
     if cover and any(cover in n for n in notes):  # the confident plan's line says it
         cover = None
     notes = [*filter(None, [cover]), *_odds_notes(r), *notes]
@@ -597,7 +597,7 @@ def _confident_notes(plan) -> list[str]:
 
 
 def _max_load_text(result, fmt: str) -> str:
-    from ..api import coverage_note, figures_line, held_intervals, interval_columns
+    from ..api import figures_line, held_intervals, interval_columns, load_coverage_note
     from ..output.ranges import ranged_columns
     from ..output.render import render
 
@@ -643,7 +643,7 @@ def _max_load_text(result, fmt: str) -> str:
         ],
     )
     notes = [
-        *filter(None, [coverage_note(at.setting, scenario="server")] if at.setting else []),
+        *filter(None, [load_coverage_note(at)] if at.setting else []),
         *notes,
     ]
     table = ranged_columns(df[cols])

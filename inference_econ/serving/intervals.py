@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -34,7 +35,7 @@ from .figure_labels import interval_columns as interval_columns
 from .figure_labels import interval_keys as interval_keys
 from .interval_table import QUANTILES, Band, FigureKind
 from .setting import Setting
-from .support import Support, class_bands, row_layouts, support_line, support_of
+from .support import Support, class_bands, layout_class, row_layouts, support_line, support_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -519,11 +520,26 @@ def held_intervals(result, max_rate_per_s: float) -> dict:
     )  # fmt: skip
 
 
+#: The degrees of an instance's layout as a run under load describes it
+#: (``model.mixed_step.EngineLayout.describe``: "8 GPUs: TP2 (attention TP2), PP4, 1-D").
+_LAYOUT = re.compile(r"TP(\d+) \(attention TP([\d.]+)\), PP(\d+)")
+
+
 def load_where(result) -> tuple[list[str], str]:
-    """(layout class, scenario) of a run under load: disaggregated where it has a prefill
-    pool, else tensor-parallel; served under load (server)."""
-    disaggregated = getattr(result, "prefill_gpus_per_instance", 0) > 0
-    return ["disaggregated" if disaggregated else "TP"], "server"
+    """([layout class], scenario) of a run under load (``described_layout``); served under
+    load (server)."""
+    moe = result.setting is not None and result.setting.model.is_moe
+    pooled = getattr(result, "prefill_gpus_per_instance", 0) > 0
+    return [described_layout(getattr(result, "layout", ""), moe, pooled)], "server"
+
+
+def described_layout(text, moe: bool, disaggregated: bool = False) -> str:
+    """The layout class of an instance whose layout a run under load describes (``text``):
+    disaggregated where it has a prefill pool, else by its pipeline stages and, for an MoE
+    model, attention narrower than its tensor group (``support.layout_class``)."""
+    found = _LAYOUT.search(str(text or ""))
+    tensor, attention, pipeline = (float(g) for g in found.groups()) if found else (1, 1, 1)
+    return layout_class(moe, pipeline, attention < tensor, disaggregated)
 
 
 def load_support(result) -> Support | None:

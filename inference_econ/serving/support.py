@@ -101,12 +101,10 @@ class Support:
     band: Band
 
     def label(self) -> str:
-        """The ``support`` column's text."""
-        if self.status == "in support":
-            return f"in support ({self.rows} residuals)"
-        if self.status == "near":
-            return f"near ({self.rows} residuals; {self.band.source})"
-        return f"extrapolating ({self.band.source})"
+        """The ``support`` column's text (what the band was sized on: ``support_line``)."""
+        if self.status == "extrapolating":
+            return "extrapolating"
+        return f"{self.status} ({self.rows} residuals)"
 
 
 @dataclass(frozen=True)
