@@ -190,6 +190,29 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
         with_odds(plan, 0.95)
 
 
+def test_the_confident_plan_states_its_support_and_says_when_it_extrapolates(plan, monkeypatch):
+    """One H100 per instance, dense, tensor-parallel, TensorRT-LLM, served under load: a class
+    in support as shipped; with no class in support (every kind pooled) the plan says it
+    extrapolates, naming its class and what its interval was sized on."""
+    from inference_econ.optimise.confident import with_odds
+    from inference_econ.serving import support as sp
+
+    c = with_odds(plan, 0.9).confident
+    n = sp.classes().counts[sp.figure_class(plan.setting, "TTFT", "TP", "server").key()]
+    assert c.support.startswith("in support (") and c.extrapolates == ""
+    assert plan.summary()["support_at_90"] == c.support and n >= 20
+    band = {"q05": -0.3, "q10": -0.2, "q90": 0.2, "q95": 0.3, "rows": 50}
+    pooled = sp.parse_classes({"widening": 1.5, "pooled": dict.fromkeys(ivt.KINDS, band)}, "t")
+    monkeypatch.setattr(sp, "classes", lambda: pooled)
+    c = with_odds(plan, 0.9).confident
+    assert c.support == "extrapolating"
+    assert c.extrapolates.startswith(
+        "The confident plan extrapolates. Extrapolating: the class throughput: dense / TP / "
+        "Hopper / trtllm / server has no measured residual"
+    )
+    assert c.factor == pytest.approx(math.exp(-0.45))  # 1.5 x as wide about the middle, 0
+
+
 def test_the_confident_plan_may_take_another_size_when_it_needs_fewer_spares(plan):
     """The confident plan is the cheapest at every candidate's own low end, not only the
     expected plan scaled up: a 2-GPU instance that holds 2.4 x the load needs no spare at

@@ -121,3 +121,26 @@ def test_shipped_classes_in_support_keep_their_band_and_empty_ones_extrapolate()
     assert (
         ie.points(h100, gpus=8, batch=np.array([1.0]))["support"].iloc[0].startswith("in support (")
     )
+
+
+def test_a_run_under_load_is_classed_by_the_layout_it_describes():
+    """``described_layout`` reads ``EngineLayout.describe``'s text: pipeline stages, attention
+    narrower than the tensor group (an MoE model's), a prefill pool."""
+    assert iv.described_layout("8 GPUs: TP2 (attention TP2), PP4, 1-D", False) == "PP"
+    assert iv.described_layout("8 GPUs: TP8 (attention TP1), PP1, 1-D", True) == "DP+EP"
+    assert iv.described_layout("8 GPUs: TP8 (attention TP1), PP1, 1-D", False) == "TP"
+    assert iv.described_layout("", True, disaggregated=True) == "disaggregated"
+    assert iv.described_layout(None, False) == "TP"
+
+
+def test_a_tables_rows_are_classed_by_the_degrees_they_state():
+    moe = make_setting("Mixtral 8x7B", "H100", assumptions="achievable")
+    columns = {
+        "pipeline_degree": np.array([1.0, 2.0, 1.0, 1.0]),
+        "tensor_degree": np.array([8.0, 4.0, 8.0, 8.0]),
+        "attention_degree": np.array([8.0, 4.0, 2.0, 8.0]),
+        "expert_degree": np.array([1.0, 1.0, 1.0, 8.0]),
+    }
+    assert list(sp.row_layouts(columns, 4, moe)) == ["TP", "PP", "DP+EP", "DP+EP"]
+    dense = make_setting("Llama 3 8B", "H100", assumptions="achievable")
+    assert list(sp.row_layouts(columns, 4, dense)) == ["TP", "PP", "TP", "TP"]

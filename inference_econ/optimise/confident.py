@@ -375,12 +375,14 @@ def _confident_factor(plan: CapacityPlan, level: int, setting, size: int, per: f
     it may run (its own is known once it is searched, and its row's interval then sizes it,
     ``_confident_options``), so that no candidate is passed over on a lower one."""
     from ..serving.intervals import figure_intervals, load_bound
+    from ..serving.support import LAYOUTS
 
     r = plan.result
     out = r.output_tokens_per_s
     regime = load_bound(plan.setting, r.mean_batch, r.input_tokens_per_s / out if out > 0 else 0)
     best = 0.0
-    for layout in ("TP", "PP", *(("DP+EP",) if setting.model.is_moe else ())):
+    moe = setting.model.is_moe  # a dense model's layouts are never DP+EP (layout_class)
+    for layout in [x for x in LAYOUTS if x != "disaggregated" and (moe or x != "DP+EP")]:
         ends = figure_intervals(
             {"max_rate_per_s": per}, ["max_rate_per_s"], setting, size, regime,
             where=([layout], "server"),

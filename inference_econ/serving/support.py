@@ -29,37 +29,36 @@ from .setting import Setting
 #: The dimensions of a class after its kind, in the order its label names them.
 DIMENSIONS = ("architecture", "layout", "generation", "engine", "scenario")
 #: Layout classes: tensor-parallel (with replicas), pipelined, attention data-parallel with
-#: expert parallelism, and prefill/decode disaggregated serving.
+#: expert parallelism, and prefill/decode disaggregated serving (a measured MoE row stating
+#: no layout is ``unstated``: ``measured.intervals.row_class``).
 LAYOUTS = ("TP", "PP", "DP+EP", "disaggregated")
-#: Scenarios: a configuration at its most load (offline), at the most load its latency limits
-#: allow (server), and at an interactive run's tighter limits.
-SCENARIOS = ("offline", "server", "interactive")
 #: Engine families a profile's name starts with ("vllm@0.10" is vllm). A class names the
 #: family, not the version: the residuals state a version on a few rows only, and a class per
 #: version would never have residuals from an older round (every figure would extrapolate).
 ENGINES = ("trtllm", "vllm", "sglang")
 #: Each catalog GPU's generation: the architecture its vendor names it by (NVIDIA's, AMD's
 #: CDNA, Intel's Xe2, Google's TPU versions). A GPU not listed is a generation of its own.
-GENERATIONS = {
-    **dict.fromkeys(["V100-SXM2-16GB"], "Volta"),
-    **dict.fromkeys(["A100-PCIe-40GB", "A100-SXM-40GB", "A100-SXM-80GB"], "Ampere"),
-    **dict.fromkeys(["L4", "L40S", "RTX-4090"], "Ada"),
-    **dict.fromkeys(
-        ["GH200-144GB", "GH200-96GB", "H100-NVL", "H100-PCIe", "H100-SXM", "H20", "H200-NVL"],
-        "Hopper",
+_GPUS_BY_GENERATION = {
+    "Volta": ("V100-SXM2-16GB",),
+    "Ampere": ("A100-PCIe-40GB", "A100-SXM-40GB", "A100-SXM-80GB"),
+    "Ada": ("L4", "L40S", "RTX-4090"),
+    "Hopper": (
+        *("GH200-144GB", "GH200-96GB", "H100-NVL", "H100-PCIe", "H100-SXM"),
+        *("H20", "H200-NVL", "H200-SXM", "H800-SXM"),
     ),
-    **dict.fromkeys(["H200-SXM", "H800-SXM"], "Hopper"),
-    **dict.fromkeys(
-        ["B200-HGX", "B300-HGX", "GB200-NVL72", "GB300-NVL72", "RTX-5090", "RTX-PRO-4500"],
-        "Blackwell",
+    "Blackwell": (
+        *("B200-HGX", "B300-HGX", "GB200-NVL72", "GB300-NVL72"),
+        *("RTX-5090", "RTX-PRO-4500", "RTX-PRO-6000-BSE"),
     ),
-    **dict.fromkeys(["RTX-PRO-6000-BSE"], "Blackwell"),
-    **dict.fromkeys(["VR200-NVL72"], "Rubin"),
-    **dict.fromkeys(["MI300X", "MI325X"], "CDNA3"),
-    **dict.fromkeys(["MI350P", "MI350X", "MI355X"], "CDNA4"),
-    **dict.fromkeys(["Arc-Pro-B50", "Arc-Pro-B60", "Arc-Pro-B60-Dual", "Arc-Pro-B70"], "Xe2"),
-    **{f"TPU-{v}": f"TPU {v}" for v in ("v5e", "v5p", "v6e")},
+    "Rubin": ("VR200-NVL72",),
+    "CDNA3": ("MI300X", "MI325X"),
+    "CDNA4": ("MI350P", "MI350X", "MI355X"),
+    "Xe2": ("Arc-Pro-B50", "Arc-Pro-B60", "Arc-Pro-B60-Dual", "Arc-Pro-B70"),
+    "TPU v5e": ("TPU-v5e",),
+    "TPU v5p": ("TPU-v5p",),
+    "TPU v6e": ("TPU-v6e",),
 }
+GENERATIONS = {gpu: gen for gen, gpus in _GPUS_BY_GENERATION.items() for gpu in gpus}
 
 
 def generation(gpu_name: str) -> str:
