@@ -59,16 +59,19 @@ def row_class(row, kind: str) -> sp.CalibrationClass:
 
 
 def add_intervals(table, rows):
-    """The compare table with ``predicted_low80 ... predicted_high90`` (in the row's unit) on
-    every end-to-end row with status ok whose quantity has a kind; blank elsewhere. Rows that
-    share a configuration share one band lookup (a fleet log repeats a few configurations)."""
+    """The compare table with ``predicted_low80 ... predicted_high90`` (in the row's unit) and
+    the ``support`` of the class they are sized on on every end-to-end row with status ok whose
+    quantity has a kind; blank elsewhere. Rows that share a configuration share one band lookup
+    (a fleet log repeats a few configurations)."""
     names = iv.interval_columns("predicted")
     ends = {c: np.full(len(table), np.nan) for c in names}
+    support = np.full(len(table), "", dtype=object)
     predicted = table["predicted"].to_numpy(dtype=float)
     ok = (table["status"] == "ok").to_numpy()
     found: dict[tuple, tuple[int, object]] = {}  # configuration -> (orientation, band)
     picked: dict[tuple, list[int]] = {}  # (orientation, band id) -> rows
     bands: dict[tuple, tuple[int, object]] = {}
+    labels: dict[tuple, str] = {}  # configuration -> its class's support
     for i, r in enumerate(rows):
         q = r.metric.quantity if r.metric is not None else ""
         if r.kind != "end-to-end" or q not in iv.QUANTITIES or not ok[i]:
@@ -87,10 +90,13 @@ def add_intervals(table, rows):
             r.scenario,
         )
         if key not in found:
-            band = sp.classes().band(row_class(r, kind))
+            cls = row_class(r, kind)
+            band = sp.classes().band(cls)
             found[key] = (orientation, band)
             bands[(orientation, id(band))] = found[key]
+            labels[key] = sp.classes().support(cls).label()
         orientation, band = found[key]
+        support[i] = labels[key]
         picked.setdefault((orientation, id(band)), []).append(i)
     for ident, at in picked.items():
         orientation, band = bands[ident]
@@ -100,6 +106,6 @@ def add_intervals(table, rows):
             ends[column][index] = limits[k]
     out = table.copy()
     at = list(out.columns).index("predicted") + 1
-    for k, (column, values) in enumerate(ends.items()):
+    for k, (column, values) in enumerate([*ends.items(), ("support", support)]):
         out.insert(at + k, column, values)
     return out
