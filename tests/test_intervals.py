@@ -217,7 +217,7 @@ def test_the_confident_plan_may_take_another_size_when_it_needs_fewer_spares(pla
     """The confident plan is the cheapest at every candidate's own low end, not only the
     expected plan scaled up: a 2-GPU instance that holds 2.4 x the load needs no spare at
     90 %, where the 1-GPU plan near its limit needs a second instance (the capacity
-    walk-through: 2 x 8 H100s at $33.60 where 3 x 4 cost $25.20)."""
+    walk-through: 2 x 8 H100s at $33.60 where 5 x 2 cost $21.00)."""
     import dataclasses
 
     import pandas as pd

@@ -376,7 +376,6 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
 def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
     from .. import api
-    from ..api import coverage_note
     from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines, render
     from .stated import vertical
@@ -431,7 +430,6 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         *plan.notes,
     ]
     line = _first_line(plan.setting)
-    notes = [*filter(None, [coverage_note(plan.setting, scenario="server")]), *notes]
     if fmt in ("csv", "json"):
         emit(render(plan.hourly(), fmt, title=title, notes=[line, *notes], meta=meta), out)
     else:

@@ -111,7 +111,7 @@ def _support(plan: CapacityPlan, confident: Confident, settings) -> tuple[str, s
     instance layout, served under load: the expected plan's run, or the candidate row it was
     sized from) and, where it is not in support, the line saying the plan extrapolates."""
     from ..serving.intervals import described_layout, load_where
-    from ..serving.support import support_line, support_of
+    from ..serving.support import plan_line, support_of
 
     d = confident.deployment
     setting, (layouts, _) = plan.setting, load_where(plan.result)
@@ -127,7 +127,7 @@ def _support(plan: CapacityPlan, confident: Confident, settings) -> tuple[str, s
             text = mine.layout.iloc[0] if len(mine) else ""
             layout = described_layout(text, setting.model.is_moe, d.disaggregated)
     s = support_of(setting, ("throughput", "TPOT", "TTFT"), layout, "server")
-    line = "" if s.status == "in support" else "The confident plan extrapolates. " + support_line(s)
+    line = "" if s.status == "in support" else plan_line(s, "The confident plan")
     return s.label(), line
 
 

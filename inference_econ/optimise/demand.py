@@ -37,8 +37,9 @@ from ..load.engine import DEFAULT_ENGINE, EngineConfig
 from ..load.targets import Targets
 from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
 from ..serving.setting import Setting, price_gpu
+from ..serving.support import Support, plan_line
 from ..specs.bases import PriceBasis
-from .candidates import knee_rows
+from .candidates import candidate_support, knee_rows
 
 
 @dataclass(frozen=True)
@@ -231,12 +232,17 @@ def demand_plan(
     output_tokens = float(np.mean(traffic.stream().output_tokens))
     table, plans = [], []
     notes = [demand.left_out.note()] if demand.left_out else []
+    supports: dict[tuple, Support] = {}  # (GPU, size) -> the support of its held load's class
     for row in rows:
         setting, n, per = row["setting"], row["gpus_per_instance"], row["max_rate_per_instance"]
         entry = {"hardware": setting.gpu.name, "gpus_per_instance": n, "layout": row["layout"]}
         entry["max_rate_per_instance"] = per
         held = renamed_intervals(row["held"], "max_rate_per_s", "max_rate_per_instance")
-        entry.update(held)  # its intervals (§F12)
+        entry.update(held)  # its intervals (§F12), and the support of the class they are sized on
+        support = candidate_support(row) if held else None
+        if support is not None:
+            entry["support"] = support.label()
+            supports[(setting.gpu.name, n)] = support
         if not per > 0:
             table.append({**entry, "excluded": True, "note": row["note"]})
             continue
@@ -289,6 +295,9 @@ def demand_plan(
     ]
     if interruption is not None and not best_plan.spot.any():
         notes.append("spot capacity was offered but on-demand was cheaper per effective instance")
+    chosen = supports.get((best_plan.setting.gpu.name, best_plan.gpus_per_instance))
+    if chosen is not None and chosen.status != "in support":
+        notes.append(plan_line(chosen))
     return _with(best_plan, frame.reset_index(drop=True), tuple(notes))
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, plural
 from .interval_table import KINDS, Band
 from .setting import Setting
 
@@ -103,7 +103,7 @@ class Support:
         """The ``support`` column's text (what the band was sized on: ``support_line``)."""
         if self.status == "extrapolating":
             return "extrapolating"
-        return f"{self.status} ({self.rows} residuals)"
+        return f"{self.status} ({self.rows} {plural(self.rows, 'residual')})"
 
 
 @dataclass(frozen=True)
@@ -309,9 +309,16 @@ def row_layouts(columns, n: int, setting: Setting) -> np.ndarray:
 
 def support_line(s: Support) -> str:
     """The one line a table states under it for a figure whose class is not in support."""
-    has = f"{s.rows} measured residuals" if s.rows else "no measured residual"
+    has = f"{s.rows} measured {plural(s.rows, 'residual')}" if s.rows else "no measured residual"
     return (
         f"{s.status.capitalize()}: the class {s.cls.kind}: {s.cls.label()} has {has} (in "
         f"support from {classes().min_rows}); its intervals are {s.band.source} "
         "(docs/model.md §F12)."
     )
+
+
+def plan_line(s: Support, plan: str = "The plan") -> str:
+    """The line a plan sized on a class not in support states: that it extrapolates (its
+    class has no residual) or is near the data, not in it, and ``support_line``."""
+    how = "extrapolates" if s.status == "extrapolating" else "is near the data, not in it"
+    return f"{plan} {how}. {support_line(s)}"
