@@ -401,7 +401,8 @@ def add_intervals(
     """``df`` with the interval columns of every figure of ``FIGURES`` it has (``columns``:
     only those) and its ``support``, for rows of ``setting`` under an engine profile;
     unchanged for a bound. ``bound`` and ``gpus`` default to the table's ``bound`` and
-    ``gpus`` columns, ``layout`` (a layout class) to the degrees it states (``row_layouts``)."""
+    ``gpus`` columns, ``layout`` (a layout class, or one per row) to the degrees it states
+    (``row_layouts``)."""
     if not expected(setting) or df.empty:
         return df
     out = df.copy()
@@ -421,7 +422,10 @@ def column_intervals(
         return {}
     bound = np.asarray(columns["bound"]) if bound is None else np.broadcast_to(bound, n)
     gpus = np.asarray(columns["gpus"]) if gpus is None else np.broadcast_to(gpus, n)
-    layouts = row_layouts(columns, n, setting) if layout is None else np.full(n, layout)
+    if layout is None:
+        layouts = row_layouts(columns, n, setting)
+    else:  # one layout class, or one per row
+        layouts = np.broadcast_to(np.asarray(layout, dtype=object), n).copy()
     out: dict[str, np.ndarray] = {}
     names = [c for c in (names or [c for c in columns if has_interval(c)]) if c in columns]
     for name in names:
