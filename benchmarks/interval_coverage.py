@@ -1,7 +1,20 @@
-"""Prediction intervals of expected figures: the shipped table and its measured coverage
-(docs/model.md §F12, docs/validation.md).
+"""Prediction intervals of expected figures: the shipped class table, the earlier stratum
+table, and their measured coverage (docs/model.md §F12, docs/validation.md).
 
-A nested time split, fixed before any coverage was looked at:
+**Calibration classes** (``intervals/classes.yaml``, what every expected figure is sized on):
+each residual's class (kind / dense or MoE / layout class / GPU generation / engine / scenario,
+``measured.intervals.row_class`` of its row in tests/data); a class with ``CLASS_MIN_ROWS``
+residuals takes its own conformal band, a thinner or empty one the widest of the nearest
+classes in support widened ``CLASS_WIDENING`` per dimension away (``serving/support.py``; the
+rule fixed before any coverage below was looked at). The shipped table is calibrated on every
+round; its coverage is measured by **rolling origin**: each round predicted from the class
+table of the rounds before it, never from itself (v5.1 from v5.0, v6.0 from v5.0-v5.1, v6.1
+from v5.0-v6.0), with one round of drift, beside the stratum table's coverage of the same rows.
+
+    python benchmarks/interval_coverage.py docs/validation_residuals.csv --write-classes
+
+**The stratum table** (``intervals/achievable.yaml``, the earlier rule and the baseline): a
+nested time split, fixed before any coverage was looked at:
 
 * the engine profiles are fitted to the training file (``benchmarks/fit_engines.py``);
 * the interval widths are **calibrated** on the residuals of the next round, which the fit never
@@ -58,6 +71,7 @@ import inference_econ as ie  # noqa: E402
 from inference_econ.output.render import render  # noqa: E402
 from inference_econ.serving import interval_table as ivt  # noqa: E402
 from inference_econ.serving import intervals as iv  # noqa: E402
+from inference_econ.serving import support as sp  # noqa: E402
 from inference_econ.specs.architecture import load_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,6 +98,16 @@ DRIFT_KINDS = ("throughput",)
 DRIFT_FROM = ("benchmarks_train.csv", "inference_results_v4.1")
 #: Nominal levels of the reliability curve, percent.
 CURVE = (10, 20, 30, 40, 50, 60, 70, 80, 90)
+CLASS_TABLE = ROOT / "intervals" / "classes.yaml"
+#: Fewest residuals a calibration class needs to take its own conformal band (in support):
+#: the 5th and 95th percentiles of a conformal set of n residuals are finite from n = 19
+#: ((n + 1) x 0.95 <= n), so 20 is the least count whose own 90 % interval is finite.
+CLASS_MIN_ROWS = 20
+#: A thinner or empty class takes the widest band of the nearest in-support classes of its
+#: kind, its log-width multiplied by this for each dimension they differ in (fixed before any
+#: rolling-origin coverage was looked at: the factor the stratum table has widened a GPU or
+#: model family outside the fit's coverage by since it was first shipped).
+CLASS_WIDENING = 1.5
 
 
 def oriented(res: pd.DataFrame) -> np.ndarray:
@@ -223,6 +247,16 @@ HEADER = """\
 """
 
 
+CLASS_HEADER = """\
+# Calibration classes of the achievable preset's expected figures (docs/model.md §F12, Support).
+# Per class (kind / dense or MoE / layout class / GPU generation / engine / scenario): its count
+# of out-of-sample residuals, and where it has min_rows or more, the conformal quantiles q05..q95
+# of log(measured / predicted) (a rate for throughput, a time for TPOT and TTFT). A thinner or
+# empty class takes the widest of the nearest classes with quantiles, widening x per dimension.
+# Written by benchmarks/interval_coverage.py --write-classes (everything below is rewritten).
+"""
+
+
 def fitted_sets(res: pd.DataFrame) -> tuple[set, set]:
     """GPUs and models of the fitting data, from the table (or, with --write, the fit)."""
     from inference_econ.measured import calibration as cal
@@ -334,12 +368,164 @@ def draw(curve: pd.DataFrame, path: str, n_test: int) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
+def with_classes(res: pd.DataFrame) -> pd.DataFrame:
+    """The residual rows with their calibration class (``layout``, ``generation``,
+    ``engine`` beside ``architecture`` and ``scenario``: ``measured.intervals.row_class``,
+    from each row of its measured file) and their publication ``round``."""
+    from inference_econ.measured.intervals import row_class
+    from inference_econ.measured.reading import load_measured
+
+    out = res.copy()
+    cols: dict[str, list] = {"layout": [], "generation": [], "engine": []}
+    rows = {
+        f: {r.row: r for r in load_measured(ROOT / "tests" / "data" / f)} for f in res.file.unique()
+    }
+    for t in res.itertuples():
+        c = row_class(rows[t.file][t.row], t.kind)
+        for name in cols:
+            cols[name].append(getattr(c, name))
+    for name, values in cols.items():
+        out[name] = values
+    found = out.source.astype(str).str.extract(ROUND.pattern, expand=False)
+    out["round"] = "v" + found.fillna("?")
+    return out
+
+
+CLASS_KEYS = ["kind", *sp.DIMENSIONS]
+
+
+def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_file: str = "") -> dict:
+    """The class table of calibration residuals ``cal``: every class's count, and the conformal
+    band of each with at least ``CLASS_MIN_ROWS``; the drift counted ``rounds`` after the newest
+    calibration round."""
+    entries = []
+    for key, part in cal.groupby(CLASS_KEYS, sort=True):
+        entry = dict(zip(CLASS_KEYS, key))
+        if len(part) >= CLASS_MIN_ROWS:
+            q = percentiles(part.r.to_numpy(), (5, 10), (90, 95))
+            entry.update({f"q{p:02d}": round(float(v), 4) for p, v in zip(PERCENTILES, q)})
+        entry["rows"] = len(part)
+        entries.append(entry)
+    newest = max(cal["round"], key=lambda r: ROUNDS.index(r) if r in ROUNDS else -1)
+    return {
+        "provenance": {
+            "residuals": f"{residuals_file or 'docs/validation_residuals.csv'}: {len(cal)} "
+            f"out-of-sample figures of MLPerf Inference {', '.join(sorted(cal['round'].unique()))}",
+            "classes": "measured.intervals.row_class of each residual's row in tests/data",
+            "licence": "derived from MLCommons' inference_results_v5.0 to v6.1 repositories "
+            "(Apache License 2.0), read into tests/data (tests/data/README.md)",
+            "method": "split-conformal predictive system (crepes), Mondrian by class, no "
+            "smoothing; quantiles of log(measured / predicted)",
+            "command": f"python benchmarks/interval_coverage.py {residuals_file} --write-classes",
+            "date": datetime.date.today().isoformat(),
+        },
+        "min_rows": CLASS_MIN_ROWS,
+        "widening": CLASS_WIDENING,
+        "drift": {
+            kind: {
+                "log_per_round": round(drift[0], 4),
+                "rounds": rounds,
+                "calibration_round": newest,
+                "source": "as intervals/achievable.yaml's",
+            }
+            for kind in DRIFT_KINDS
+        },
+        "pooled": {
+            kind: {
+                **{
+                    f"q{p:02d}": round(float(v), 4)
+                    for p, v in zip(PERCENTILES, percentiles(g.r.to_numpy(), (5, 10), (90, 95)))
+                },
+                "rows": len(g),
+            }
+            for kind, g in cal.groupby("kind", sort=True)
+        },
+        "classes": entries,
+    }
+
+
+def class_coverage(test: pd.DataFrame, table: sp.ClassTable, rounds: int | None) -> pd.DataFrame:
+    """Each test row with its class's support, whether its interval holds it, and widths."""
+    rows = []
+    for t in test.itertuples():
+        cls = sp.CalibrationClass(*(getattr(t, k) for k in CLASS_KEYS))
+        support = table.support(cls)
+        per_round, as_of = table.drift.get(t.kind, (0.0, 0.0))
+        band = support.band.drifted(per_round * (as_of if rounds is None else rounds))
+        out = {"kind": t.kind, "class": cls.label(), "status": support.status, "round": t.round}
+        for level in iv.LEVELS:
+            lo_q, hi_q = (getattr(band, q) for q in ivt.QUANTILES[level])
+            out[f"in{level}"] = lo_q <= t.r <= hi_q
+            out[f"width{level}"] = np.exp(hi_q) - np.exp(lo_q)
+        rows.append(out)
+    return pd.DataFrame(rows, index=test.index)
+
+
+def rolling_origin(res: pd.DataFrame, drift) -> pd.DataFrame:
+    """Every residual of a round after the first predicted from the class table of all the
+    rounds before it (never from itself), with one round of drift."""
+    parts = []
+    order = [r for r in ROUNDS if r in set(res["round"])]
+    for k, name in enumerate(order[1:], start=1):
+        cal = res[res["round"].isin(order[:k])]
+        table = sp.parse_classes(class_mapping(cal, drift, 1), f"rounds before {name}")
+        parts.append(class_coverage(res[res["round"] == name], table, None))
+    return pd.concat(parts)
+
+
+def coverage_table(groups) -> pd.DataFrame:
+    """Coverage at 80 and 90 %, median widths and count of each (name, rows) group."""
+    return pd.DataFrame(
+        [
+            {
+                "figures": name,
+                "n": len(g),
+                "in 80 %": f"{g.in80.mean():.1%}",
+                "in 90 %": f"{g.in90.mean():.1%}",
+                "median width 80 %": f"{g.width80.median():.2f}",
+                "median width 90 %": f"{g.width90.median():.2f}",
+            }
+            for name, g in groups
+            if len(g)
+        ]
+    )
+
+
+def print_rolling_origin(res, table, drift, fmt) -> None:
+    """The rolling-origin coverage of the class rule by kind, status and class, against the
+    stratum table's (each row with the drift from v5.0 to its round) on the same rows."""
+    roll = rolling_origin(res, drift)
+    before = coverage(res.loc[roll.index], table).set_index(roll.index)
+    groups = []
+    for kind, g in roll.groupby("kind"):
+        groups += [(f"{kind}: stratum table", before.loc[g.index]), (f"{kind}: classes", g)]
+    for status, g in roll.groupby("status"):
+        groups += [(f"{status}: stratum table", before.loc[g.index]), (f"{status}: classes", g)]
+    for rnd, g in roll.groupby("round"):
+        groups += [(f"{rnd}: stratum table", before.loc[g.index]), (f"{rnd}: classes", g)]
+    for layout, g in roll.groupby(roll["class"].str.split(" / ").str[1]):
+        groups += [(f"{layout}: stratum table", before.loc[g.index]), (f"{layout}: classes", g)]
+    groups += [("all: stratum table", before), ("all: classes", roll)]
+    title = (
+        "Rolling origin: each round predicted from the rounds before it (v5.1 from v5.0, v6.0 "
+        "from v5.0-v5.1, v6.1 from v5.0-v6.0), the class rule against the stratum table"
+    )
+    print(render(coverage_table(groups), fmt, title=title))
+    by = [(f"{k}: {c} ({s})", g) for (k, c, s), g in roll.groupby(["kind", "class", "status"])]
+    print(render(coverage_table(by), fmt, title="Rolling origin by class (kind / class)"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "residuals", help="measured_validation.py --residuals or compare_residuals.py output (CSV)"
     )
     parser.add_argument("--write", action="store_true", help=f"rewrite {TABLE.relative_to(ROOT)}")
+    parser.add_argument(
+        "--write-classes",
+        action="store_true",
+        help=f"rewrite {CLASS_TABLE.relative_to(ROOT)} only (from every round's residuals)",
+    )
     parser.add_argument("--figure", help="draw the reliability curve here")
     parser.add_argument("--format", default="markdown", choices=("table", "markdown"))
     args = parser.parse_args()
@@ -352,7 +538,7 @@ def main() -> int:
         data = yaml.safe_load(TABLE.read_text())
         gpus, models = set(data["fitted_gpus"]), set(data["fitted_models"])
     families = {ivt.family(load_model(m)) for m in models}
-    res = with_strata(res, gpus, families)
+    res = with_classes(with_strata(res, gpus, families))
     cal, test = res[res.file == CALIBRATION], res[res.file == TEST]
     seen_rounds = {f"v{m.group(1)}" for m in map(ROUND.search, test.source.astype(str)) if m}
     as_of = max((r for r in seen_rounds if r in ROUNDS), key=ROUNDS.index, default="v5.0")
@@ -411,6 +597,12 @@ def main() -> int:
         ]
     )
     print(render(shipped, args.format, title="The table: measured / predicted at each level"))
+    print_rolling_origin(res, table, drift, args.format)
+    if args.write or args.write_classes:
+        mapping = class_mapping(res, drift, 0, args.residuals)
+        text = yaml.safe_dump(mapping, sort_keys=False, width=100, allow_unicode=True)
+        CLASS_TABLE.write_text(CLASS_HEADER + text)
+        print(f"wrote {CLASS_TABLE.relative_to(ROOT)}", file=sys.stderr)
     if args.figure:
         curve = reliability(cal, test, gpus, models, len(cal), drift, as_of)
         draw(curve, args.figure, len(test))

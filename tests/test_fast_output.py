@@ -148,8 +148,9 @@ def _old_frontier_text(setting, front, rows, discrete):
     notes = [*front.notes, *layout_notes(df, discrete)]
     shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in df]
     shown += [c for n in shown for c in interval_columns(n) if c in df]
+    shown += ["support"] if "support" in df else []
     key_columns = SUMMARY_COLUMNS + [c for n in SUMMARY_COLUMNS for c in interval_columns(n)]
-    key_columns = [c for c in key_columns if c in df]
+    key_columns = [c for c in [*key_columns, "support"] if c in df]
     keys = pd.DataFrame(
         [
             front.fastest()[key_columns].rename("fastest"),

@@ -97,16 +97,6 @@ def test_expected_points_carry_intervals_and_bounds_none():
     assert iv.figures_line("paper").startswith("Ideal bound: paper preset")
 
 
-def test_outside_coverage_is_said_in_one_line():
-    seen = make_setting("Llama 3.3 70B", "H100", assumptions="achievable")
-    assert iv.coverage_note(seen) is None  # Llama 3.1/3.3 70B: one family, measured
-    unseen = make_setting("Llama 3.3 70B", "H20", assumptions="achievable")
-    note = iv.coverage_note(unseen)
-    assert note.startswith("Outside coverage: the GPU H20 never measured") and "\n" not in note
-    assert "1.5 x as wide" in note
-    assert iv.coverage_note(make_setting("Llama 3.3 70B", "H20")) is None  # a bound
-
-
 def test_text_tables_show_ranges():
     row = pd.Series(
         {"ttft_s": 0.5, **dict(zip(iv.interval_columns("ttft_s"), [0.4, 0.6, 0.3, 0.9]))}
@@ -183,10 +173,11 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
     """Whatever the interval says (even a low end above the figure), the plan sized for
     confidence has at least the expected plan's instances, GPUs and price."""
     from inference_econ.optimise.confident import with_odds
+    from inference_econ.serving import support as sp
 
-    table = {**SMALL, "fitted_gpus": ["H100-SXM"], "strata": [dict(SMALL["strata"][0])]}
-    table["strata"][0].update(q05=low, q10=low, q90=max(low, 0.3), q95=max(low, 0.3))
-    monkeypatch.setattr(iv, "table", lambda: ivt.parse_table(table, "test"))
+    band = {"q05": low, "q10": low, "q90": max(low, 0.3), "q95": max(low, 0.3), "rows": 50}
+    table = {"widening": 1.0, "pooled": {k: band for k in ivt.KINDS}}  # every class: this band
+    monkeypatch.setattr(sp, "classes", lambda: sp.parse_classes(table, "test"))
     for level in (0.8, 0.9):
         odds = with_odds(plan, level).confident
         assert odds.deployment.gpus >= plan.deployment.gpus
@@ -199,11 +190,34 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
         with_odds(plan, 0.95)
 
 
+def test_the_confident_plan_states_its_support_and_says_when_it_extrapolates(plan, monkeypatch):
+    """One H100 per instance, dense, tensor-parallel, TensorRT-LLM, served under load: a class
+    in support as shipped; with no class in support (every kind pooled) the plan says it
+    extrapolates, naming its class and what its interval was sized on."""
+    from inference_econ.optimise.confident import with_odds
+    from inference_econ.serving import support as sp
+
+    c = with_odds(plan, 0.9).confident
+    n = sp.classes().counts[sp.figure_class(plan.setting, "TTFT", "TP", "server").key()]
+    assert c.support.startswith("in support (") and c.extrapolates == ""
+    assert plan.summary()["support_at_90"] == c.support and n >= 20
+    band = {"q05": -0.3, "q10": -0.2, "q90": 0.2, "q95": 0.3, "rows": 50}
+    pooled = sp.parse_classes({"widening": 1.5, "pooled": dict.fromkeys(ivt.KINDS, band)}, "t")
+    monkeypatch.setattr(sp, "classes", lambda: pooled)
+    c = with_odds(plan, 0.9).confident
+    assert c.support == "extrapolating"
+    assert c.extrapolates.startswith(
+        "The confident plan extrapolates. Extrapolating: the class throughput: dense / TP / "
+        "Hopper / trtllm / server has no measured residual"
+    )
+    assert c.factor == pytest.approx(math.exp(-0.45))  # 1.5 x as wide about the middle, 0
+
+
 def test_the_confident_plan_may_take_another_size_when_it_needs_fewer_spares(plan):
     """The confident plan is the cheapest at every candidate's own low end, not only the
     expected plan scaled up: a 2-GPU instance that holds 2.4 x the load needs no spare at
     90 %, where the 1-GPU plan near its limit needs a second instance (the capacity
-    walk-through: 2 x 8 H100s at $33.60 where 3 x 4 cost $25.20)."""
+    walk-through: 2 x 8 H100s at $33.60 where 5 x 2 cost $21.00)."""
     import dataclasses
 
     import pandas as pd

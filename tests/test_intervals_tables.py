@@ -132,16 +132,15 @@ def test_context_parallel_states_its_figures_and_gives_ttft_intervals():
     """context-parallel's times are times to first token: under an engine profile each carries
     the TTFT stratum's interval (a 1,000-token prefill is compute-bound on an H100), the
     speed-ups their times' paired ends; its first line (CSV: first note) says expected or ideal bound."""
-    import inference_econ as ie
-    from inference_econ.serving.intervals import stratum_bands
+    from inference_econ.serving.intervals import bands
+    from inference_econ.serving.setting import make_setting
 
     args = ["context-parallel", "Llama 3 8B", "-H", "H100", "--devices", 2]
     args += ["--prompt-tokens", 1000]
     notes, df = _table(_run([*args, "--assumptions", "achievable", "--format", "csv"])[0])
     assert notes[1].startswith(EXPECTED), notes[:2]
-    (band,) = stratum_bands(
-        ie.load_model("Llama 3 8B"), ie.load_hardware("H100"), "TTFT", [2], ["compute"]
-    )
+    setting = make_setting("Llama 3 8B", "H100", assumptions="achievable")
+    (band,) = bands(setting, "TTFT", [2], ["compute"])
     for figure in ("single_device_s", "ring_attention_s", "kv_runahead_balanced_s"):
         v, low80, high80, low90, high90 = df[[figure, *interval_columns(figure)]].iloc[0]
         assert low90 < low80 < v < high80 < high90, figure

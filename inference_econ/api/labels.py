@@ -26,6 +26,7 @@ __all__ = [
     "held_intervals",
     "ideal_setting",
     "interval_columns",
+    "load_coverage_note",
     "prefill_intervals",
     "requests_metadata",
     "uneven_note",
@@ -89,22 +90,49 @@ def interval_columns(name: str) -> list[str]:
     return columns(name)
 
 
-def coverage_note(setting: Setting) -> str | None:
-    """The line saying a setting is outside what the engine profiles' data covers.
+def coverage_note(setting: Setting, layout: str = "TP", scenario: str | None = None) -> str | None:
+    """One line when a configuration's calibration class is not in support.
 
     Parameters
     ----------
     setting : Setting
         The problem.
+    layout : str
+        Its layout class: ``TP``, ``PP``, ``DP+EP`` or ``disaggregated``.
+    scenario : str or None
+        ``offline``, ``server`` or ``interactive``; None: each kind's own (a throughput at
+        its most load, latencies under load).
 
     Returns
     -------
     str or None
-        How its intervals are widened; None within the data or for a bound.
+        The class with the fewest residuals among its kinds, how many it has and the band
+        its intervals take instead (docs/model.md §F12); None in support or for a bound.
     """
     from ..serving.intervals import coverage_note as note
 
-    return note(setting)
+    return note(setting, layout, scenario)
+
+
+def load_coverage_note(result: Any) -> str | None:
+    """One line when a run under load's calibration class is not in support.
+
+    Parameters
+    ----------
+    result : LoadResult
+        A run under load (its setting, layout and pools give its class, served under load).
+
+    Returns
+    -------
+    str or None
+        The class with the fewest residuals among its kinds, how many it has and the band
+        its intervals take instead (docs/model.md §F12); None in support or for a bound.
+    """
+    from ..serving.intervals import load_support
+    from ..serving.support import support_line
+
+    s = load_support(result)
+    return None if s is None or s.status == "in support" else support_line(s)
 
 
 def held_intervals(result: Any, max_rate_per_s: float) -> dict[str, float]:

@@ -341,7 +341,6 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
 def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
     from .. import api
-    from ..api import coverage_note
     from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines, render
     from .stated import vertical
@@ -398,7 +397,6 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         *plan.notes,
     ]
     line = _first_line(plan.setting)
-    notes = [*filter(None, [coverage_note(plan.setting)]), *notes]
     if fmt in ("csv", "json"):
         emit(render(plan.hourly(), fmt, title=title, notes=[line, *notes], meta=meta), out)
     else:
@@ -495,9 +493,12 @@ def _plan_text(plan, fmt: str) -> str:
         + why
         + list(plan.notes),
     )
-    from ..api import coverage_note
+    from ..api import load_coverage_note
 
-    notes = [*filter(None, [coverage_note(plan.setting)]), *_odds_notes(r), *notes]
+    cover = load_coverage_note(plan.result)
+    if cover and any(cover in n for n in notes):  # the confident plan's line says it
+        cover = None
+    notes = [*filter(None, [cover]), *_odds_notes(r), *notes]
     gap = "\n" if fmt == "markdown" else ""
     lines = notes + meta_lines(r.metadata())
     return head + "\n" + body + gap + "".join(f"{n}\n" for n in lines)
@@ -556,11 +557,12 @@ def _confident_notes(plan) -> list[str]:
         f"${c.usd_per_m_output_tokens_all_in:.3g} all-in per "
         "million output tokens)."
     )
-    return [text + (f" ({c.note})" if c.note else "")]
+    text += f" ({c.note})" if c.note else ""
+    return [text, *([c.extrapolates] if c.extrapolates else [])]
 
 
 def _max_load_text(result, fmt: str) -> str:
-    from ..api import coverage_note, figures_line, held_intervals, interval_columns
+    from ..api import figures_line, held_intervals, interval_columns, load_coverage_note
     from ..output.ranges import ranged_columns
     from ..output.render import render
 
@@ -605,7 +607,10 @@ def _max_load_text(result, fmt: str) -> str:
             f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_m_output_tokens_all_in:.3g} all-in per million output tokens (at {at.input_tokens_per_output_token:.3g} input tokens per output token); MFU {at.mfu:.1%}."
         ],
     )
-    notes = [*filter(None, [coverage_note(at.setting)] if at.setting else []), *notes]
+    notes = [
+        *filter(None, [load_coverage_note(at)] if at.setting else []),
+        *notes,
+    ]
     table = ranged_columns(df[cols])
     return line + "\n" + render(table, fmt, title=title, notes=notes, meta=at.metadata())
 

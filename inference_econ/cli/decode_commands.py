@@ -239,8 +239,9 @@ def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:
 
     shown = [c for c in (*DETAIL_COLUMNS, "ttft_s") if c in columns]
     shown += [c for n in shown for c in interval_columns(n) if c in columns]
+    shown += ["support"] if "support" in columns else []  # the class the intervals are sized on
     key_columns = SUMMARY_COLUMNS + [c for n in SUMMARY_COLUMNS for c in interval_columns(n)]
-    key_columns = [c for c in key_columns if c in columns]
+    key_columns = [c for c in [*key_columns, "support"] if c in columns]
     at = table.key_indices()
     names = {"fastest": "fastest", "preference": "preference (speed^3/price)"}
     names["cheapest"] = "cheapest"

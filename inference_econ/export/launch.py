@@ -21,11 +21,13 @@ from ..serving.intervals import (
     interval_columns,
     inverse_intervals,
     load_intervals,
+    load_support,
     renamed_intervals,
 )
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
+from ..serving.support import plan_line
 
 #: The engines an export writes for (the sections of launch_flags.yaml).
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -313,6 +315,7 @@ def point_plan(
             f"the benchmark below: a closed loop of {b} clients, {prompt_tokens:g} in / "
             f"{output_tokens:g} out, {load.requests} requests (as compare-measured replays "
             "its results); means over the requests.",
+            *_extrapolation_notes(r),
         ),
         ends,
     )
@@ -564,6 +567,15 @@ def _capacity_expected(capacity) -> dict:
     }
 
 
+def _extrapolation_notes(r) -> tuple[str, ...]:
+    """The line saying a plan extrapolates, where the class of its run under load ``r`` is not
+    in support (docs/model.md §F12); none in support or for a bound."""
+    support = load_support(r)
+    if support is None or support.status == "in support":
+        return ()
+    return (plan_line(support),)
+
+
 def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: float) -> tuple:
     """What a capacity plan's expected figures are and where its memory was checked."""
     setting, d, r, t = capacity.setting, capacity.deployment, capacity.result, capacity.targets
@@ -573,6 +585,7 @@ def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: floa
         f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
         f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests.",
     )
+    notes += _extrapolation_notes(r)
     if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
         notes += (
             "output_tokens_per_s and the prices per million output tokens are the offered load's (a "

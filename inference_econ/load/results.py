@@ -17,7 +17,7 @@ import pandas as pd
 from ..columns import HOURS_PER_MONTH, SECONDS_PER_HOUR
 from ..errors import InfeasibleError
 from ..model.economics import usd_per_mtok
-from ..serving.intervals import load_intervals
+from ..serving.intervals import load_intervals, load_support
 from ..serving.setting import Setting, requests_metadata
 from .arrivals import CLOSED_LOOP, Arrivals, Traffic
 from .engine import EngineConfig, Instance
@@ -331,6 +331,9 @@ class LoadResult:
         for name, value in self.headroom.items():
             out[f"{name}_headroom"] = value
         out.update(load_intervals(self))  # an expected figure's interval (§F12)
+        support = load_support(self)  # and the support of the class it is sized on
+        if support is not None:
+            out["support"] = support.label()
         out.update(self.count_ends)
         return out
 

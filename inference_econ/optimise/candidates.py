@@ -19,6 +19,7 @@ from ..serving.intervals import (
 )
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
+from ..serving.support import Support
 from .load_search import (
     Knee,
     knee_of,
@@ -229,20 +230,33 @@ def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.Dat
 
 def _held_columns(table: pd.DataFrame, rows: list[dict], at=None) -> None:
     """Put the interval columns of each candidate's ``max_rate_per_instance`` (its held load's,
-    §F12, ``held_intervals``) into ``table`` (its rows ``at``, default all, one per
-    ``rows``): blank for an excluded candidate; none at all under an ideal bound."""
+    §F12, ``held_intervals``) and the ``support`` of the class they are sized on into ``table``
+    (its rows ``at``, default all, one per ``rows``): blank for an excluded candidate; none at
+    all under an ideal bound."""
     names = interval_columns("max_rate_per_instance")
     if not any(r["held"] for r in rows):
         return
     ends = [[r["held"].get(c, math.nan) for c in interval_columns("max_rate_per_s")] for r in rows]
-    for i, name in enumerate(names):
+    ends = [[*e, candidate_support(r).label() if r["held"] else ""] for e, r in zip(ends, rows)]
+    for i, name in enumerate([*names, "support"]):
         if name not in table:
-            table[name] = math.nan
+            table[name] = math.nan if name != "support" else ""
         values = [e[i] for e in ends]
         if at is None:
             table[name] = values
         else:
             table.loc[at, name] = values[0]
+
+
+def candidate_support(row: dict) -> Support:
+    """The support of a candidate's class: its GPU and the layout it holds its most load
+    with, served under load (``serving.support``)."""
+    from ..serving.intervals import described_layout
+    from ..serving.support import support_of
+
+    setting = row["setting"]
+    layout = described_layout(row["layout"], setting.model.is_moe, row["pool"] != "deployment")
+    return support_of(setting, ("throughput", "TPOT", "TTFT"), layout, "server")
 
 
 def _ranked(table: pd.DataFrame) -> pd.DataFrame:

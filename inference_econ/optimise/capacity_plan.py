@@ -130,6 +130,7 @@ class CapacityPlan:
                 f"usd_per_hour_at_{c.level}": c.usd_per_hour,
                 f"usd_per_m_output_tokens_all_in_at_{c.level}": c.usd_per_m_output_tokens_all_in,
                 f"max_rate_per_s_at_{c.level}": c.max_rate_per_s,
+                f"support_at_{c.level}": c.support,
             }
         )
         b = self.bound if isinstance(self.bound, CapacityPlan) else None
@@ -246,6 +247,10 @@ class Confident:
     note: str
     #: Its GPU (None: the expected plan's).
     hardware: str | None = None
+    #: The support of the interval it was sized on (``serving.support.Support.label``), and
+    #: the line saying so where it is not in support ("" in support).
+    support: str = ""
+    extrapolates: str = ""
 
     @property
     def monthly_usd(self) -> float:

@@ -101,7 +101,34 @@ def with_odds(
                     level, c_deployment, c_factor, c_held, c_usd, mtok, "",
                     None if same else hardware,
                 )  # fmt: skip
+    support, extrapolates = _support(plan, confident, settings)
+    confident = dataclasses.replace(confident, support=support, extrapolates=extrapolates)
     return dataclasses.replace(plan, confident=confident, bound=bound)
+
+
+def _support(plan: CapacityPlan, confident: Confident, settings) -> tuple[str, str]:
+    """The support of the interval the confident plan was sized on (the class of its GPU and
+    instance layout, served under load: the expected plan's run, or the candidate row it was
+    sized from) and, where it is not in support, the line saying the plan extrapolates."""
+    from ..serving.intervals import described_layout, load_where
+    from ..serving.support import plan_line, support_of
+
+    d = confident.deployment
+    setting, (layouts, _) = plan.setting, load_where(plan.result)
+    layout = layouts[0]
+    if confident.hardware is not None or d.gpus_per_instance != plan.deployment.gpus_per_instance:
+        hardware = confident.hardware or plan.result.hardware
+        setting = next((s for s in settings or () if s.gpu.name == hardware), setting)
+        rows = plan.candidates
+        if "layout" in rows:
+            mine = rows[
+                (rows.hardware == hardware) & (rows.gpus_per_instance == d.gpus_per_instance)
+            ]
+            text = mine.layout.iloc[0] if len(mine) else ""
+            layout = described_layout(text, setting.model.is_moe, d.disaggregated)
+    s = support_of(setting, ("throughput", "TPOT", "TTFT"), layout, "server")
+    line = "" if s.status == "in support" else plan_line(s, "The confident plan")
+    return s.label(), line
 
 
 def _same_price(a: float, b: float) -> bool:
@@ -119,17 +146,13 @@ def _ranks_before(key: tuple, best: tuple) -> bool:
 
 def _confident_options(plan: CapacityPlan, level: int, settings: list[Setting]):
     """(usd per hour, load held at the low end, deployment, factor, GPU) of each co-located
-    candidate searched in full other than the plan's own, sized at its interval's low end (the
-    stratum of its size, at the plan's memory- or compute-bound regime)."""
-    from ..serving.intervals import figure_intervals, load_bound
-
+    candidate searched in full other than the plan's own, sized at its interval's low end (its
+    row's, read at its run at that load: the calibration class of its GPU and layout)."""
     r, d = plan.result, plan.deployment
     table = plan.candidates
     if "pool" not in table or table.empty:
         return
     full = table["probe_requests"].max() if "probe_requests" in table else None
-    out = r.output_tokens_per_s
-    regime = load_bound(plan.setting, r.mean_batch, r.input_tokens_per_s / out if out > 0 else 0)
     for row in table.itertuples():
         if row.pool != "deployment" or row.excluded or not row.instances:
             continue
@@ -144,12 +167,9 @@ def _confident_options(plan: CapacityPlan, level: int, settings: list[Setting]):
         setting = _row_setting(settings, row)
         if setting is None:
             continue
-        ends = figure_intervals(
-            {"max_rate_per_s": per}, ["max_rate_per_s"], setting, row.gpus_per_instance, regime
-        )
-        if not ends:
-            continue
-        factor = min(1.0, ends[f"max_rate_per_s_low{level}"] / per)
+        factor = _row_factor(row, level, setting, per)
+        if factor is None:
+            continue  # no interval: an ideal bound's row
         count = max(int(row.instances), _instances_for(plan.rate_per_s, per * factor))
         price = float(row.usd_per_hour) / float(row.gpus)
         usd = count * row.gpus_per_instance * price
@@ -314,7 +334,7 @@ def _confident_need(
     (rounding). None when no instance count is that cheap.
 
     Exact: the low end is the load held times a factor ``f`` that does not depend on it (a
-    band of the instance's stratum, ``figure_limits``), so ``K = ⌈rate / (f · per)⌉``
+    band of the instance's class at its most, ``_confident_factor``, ``figure_limits``), so ``K = ⌈rate / (f · per)⌉``
     instances (and their price) never rise, and at a given ``K`` the load held ``K · f · per``
     never falls, as ``per`` grows: below this load every count the candidate can take costs
     more than the plan, or as much holding less."""
@@ -333,16 +353,44 @@ def _confident_need(
     return need * (1 - 1e-6)
 
 
+def _row_factor(row, level: int, setting: Setting, per: float) -> float | None:
+    """The low end of the ``level`` % interval of a candidate row's held load over it (at most
+    1): its row's interval where it has one, else its layout's class served under load."""
+    from ..serving.intervals import described_layout, figure_intervals
+
+    low = getattr(row, f"max_rate_per_instance_low{level}", None)
+    if low is None or not math.isfinite(float(low)):
+        layout = described_layout(getattr(row, "layout", ""), setting.model.is_moe)
+        ends = figure_intervals(
+            {"max_rate_per_s": per}, ["max_rate_per_s"], setting, row.gpus_per_instance,
+            "compute", where=([layout], "server"),
+        )  # fmt: skip
+        low = ends.get(f"max_rate_per_s_low{level}")
+    return None if low is None else min(1.0, float(low) / per)
+
+
 def _confident_factor(plan: CapacityPlan, level: int, setting, size: int, per: float) -> float:
-    """The low end of the ``level`` % interval of the load ``per`` an instance of ``size``
-    GPUs holds, over ``per`` (at most 1; the stratum of its size at the plan's regime)."""
+    """The most the low end of the ``level`` % interval of the load ``per`` an instance of
+    ``size`` GPUs holds may be, over ``per`` (at most 1): the largest over the layout classes
+    it may run (its own is known once it is searched, and its row's interval then sizes it,
+    ``_confident_options``), so that no candidate is passed over on a lower one."""
     from ..serving.intervals import figure_intervals, load_bound
+    from ..serving.support import LAYOUTS
 
     r = plan.result
     out = r.output_tokens_per_s
     regime = load_bound(plan.setting, r.mean_batch, r.input_tokens_per_s / out if out > 0 else 0)
-    ends = figure_intervals({"max_rate_per_s": per}, ["max_rate_per_s"], setting, size, regime)
-    return min(1.0, ends[f"max_rate_per_s_low{level}"] / per) if ends else 1.0
+    best = 0.0
+    moe = setting.model.is_moe  # a dense model's layouts are never DP+EP (layout_class)
+    for layout in [x for x in LAYOUTS if x != "disaggregated" and (moe or x != "DP+EP")]:
+        ends = figure_intervals(
+            {"max_rate_per_s": per}, ["max_rate_per_s"], setting, size, regime,
+            where=([layout], "server"),
+        )  # fmt: skip
+        if not ends:
+            return 1.0
+        best = max(best, ends[f"max_rate_per_s_low{level}"] / per)
+    return min(1.0, best)
 
 
 def _confident_test(setting: Setting, short: float | None, need: float) -> bool:

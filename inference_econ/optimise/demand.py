@@ -37,8 +37,9 @@ from ..load.engine import DEFAULT_ENGINE, EngineConfig
 from ..load.targets import Targets
 from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
 from ..serving.setting import Setting, price_gpu
+from ..serving.support import Support, plan_line
 from ..specs.bases import PriceBasis
-from .candidates import knee_rows
+from .candidates import candidate_support, knee_rows
 
 
 @dataclass(frozen=True)
@@ -231,12 +232,10 @@ def demand_plan(
     output_tokens = float(np.mean(traffic.stream().output_tokens))
     table, plans = [], []
     notes = [demand.left_out.note()] if demand.left_out else []
+    supports: dict[tuple, Support | None] = {}  # (GPU, size) -> its held load's class support
     for row in rows:
         setting, n, per = row["setting"], row["gpus_per_instance"], row["max_rate_per_instance"]
-        entry = {"hardware": setting.gpu.name, "gpus_per_instance": n, "layout": row["layout"]}
-        entry["max_rate_per_instance"] = per
-        held = renamed_intervals(row["held"], "max_rate_per_s", "max_rate_per_instance")
-        entry.update(held)  # its intervals (§F12)
+        entry, held, supports[(setting.gpu.name, n)] = _entry(row)
         if not per > 0:
             table.append({**entry, "excluded": True, "note": row["note"]})
             continue
@@ -268,18 +267,7 @@ def demand_plan(
             }
         )
     if not plans:
-        reasons = "; ".join(
-            sorted(
-                {
-                    f"{r['hardware']} x{r['gpus_per_instance']}: {r['note']}"
-                    for r in table
-                    if r["note"]
-                }
-            )
-        )
-        raise InfeasibleError(
-            f"no capacity plan meets {targets.describe()} for {demand.describe()} ({reasons})"
-        )
+        raise _no_plan(table, targets, demand)
     best_plan = min(plans, key=lambda p: (p.total_usd, p.gpus_per_instance))
     frame = pd.DataFrame(table).sort_values(["excluded", "total_usd"], kind="stable")
     frame["chosen"] = [
@@ -289,7 +277,41 @@ def demand_plan(
     ]
     if interruption is not None and not best_plan.spot.any():
         notes.append("spot capacity was offered but on-demand was cheaper per effective instance")
+    chosen = supports.get((best_plan.setting.gpu.name, best_plan.gpus_per_instance))
+    if chosen is not None and chosen.status != "in support":
+        notes.append(plan_line(chosen))
     return _with(best_plan, frame.reset_index(drop=True), tuple(notes))
+
+
+def _entry(row: dict) -> tuple[dict, dict, Support | None]:
+    """A knee row's entry in the candidates table (its GPU, size, layout and held load, with
+    that load's intervals, §F12, and the support of the class they are sized on), those
+    intervals, and that support (None under an ideal bound)."""
+    setting = row["setting"]
+    entry = {
+        "hardware": setting.gpu.name,
+        "gpus_per_instance": row["gpus_per_instance"],
+        "layout": row["layout"],
+        "max_rate_per_instance": row["max_rate_per_instance"],
+    }
+    held = renamed_intervals(row["held"], "max_rate_per_s", "max_rate_per_instance")
+    entry.update(held)
+    support = candidate_support(row) if held else None
+    if support is not None:
+        entry["support"] = support.label()
+    return entry, held, support
+
+
+def _no_plan(table: list[dict], targets: Targets, demand: DemandCurve) -> InfeasibleError:
+    """The error when no candidate makes a plan, naming each one's reason."""
+    reasons = "; ".join(
+        sorted(
+            {f"{r['hardware']} x{r['gpus_per_instance']}: {r['note']}" for r in table if r["note"]}
+        )
+    )
+    return InfeasibleError(
+        f"no capacity plan meets {targets.describe()} for {demand.describe()} ({reasons})"
+    )
 
 
 def _size_plan(

@@ -100,13 +100,15 @@ def compare(
     disaggregated, pools, dis_gpu_s = _disaggregated(
         setting, mix, decoder, on_layout, step, n_p, batch_p, pooled
     )
-    # expected figures' intervals (§F12), in the decode instance's stratum: TTFT for the time
-    # to first token, TPOT for the decode step and speed, throughput for GPU time and prices
+    # expected figures' intervals (§F12), in the decode instance's class (co-located, then
+    # disaggregated): TTFT for the time to first token, TPOT for the decode step and speed,
+    # throughput for GPU time and prices
     df = add_intervals(
         pd.DataFrame([colocated, disaggregated]),
         setting,
         bound=row["bound"],
         gpus=float(decode_gpus),
+        layout=["TP", "disaggregated"],
     )
     prefill_s, decode_s = pooled.latency_s / batch_p, output_tokens * step / decode_batch
     for name, ends in busy_intervals(setting, row["bound"], decode_gpus, prefill_s, decode_s):
@@ -279,8 +281,9 @@ def busy_intervals(setting: Setting, bound: str, gpus: float, prefill_s: float, 
     and the value itself between them."""
     if not expected(setting):
         return []
-    ends_p = figure_limits("ttft_s", [prefill_s], setting, [gpus], [bound])
-    ends_d = figure_limits("decode_latency_s", [decode_s], setting, [gpus], [bound])
+    where = (["disaggregated"], None)  # the pools' class (``support``)
+    ends_p = figure_limits("ttft_s", [prefill_s], setting, [gpus], [bound], where=where)
+    ends_d = figure_limits("decode_latency_s", [decode_s], setting, [gpus], [bound], where=where)
     runs = [  # low80 high80 low90 high90: the prefill at that end, the decode at the other
         pool_balance(
             1.0, float(ends_p[f"{end}{level}"][0]), 1.0, float(ends_d[f"{other}{level}"][0])

@@ -1,7 +1,10 @@
-"""The interval table of expected figures (docs/model.md §F12, ``intervals/achievable.yaml``):
-its strata (a figure's kind and regime, and whether the fit saw its GPU and model), the bands
-of measured over predicted each holds, pooled upward where a stratum is sparse, widened
-outside coverage and moved by software drift; read and checked from its YAML."""
+"""Bands of measured over predicted (``Band``: quantiles, widened, moved by software drift),
+the kinds of figure, and the earlier stratum table of expected figures (docs/model.md §F12,
+"The earlier rule", ``intervals/achievable.yaml``): its strata (a figure's kind and regime, and
+whether the fit saw its GPU and model), pooled upward where a stratum is sparse and widened
+outside coverage; read and checked from its YAML. No figure reads the stratum table: the
+calibration classes (``serving/support.py``) size every interval, and
+``benchmarks/interval_coverage.py`` compares their coverage against it."""
 
 from __future__ import annotations
 
@@ -59,9 +62,9 @@ class Band:
     source: str
     rows: int
 
-    def widened(self, factor: float) -> Band:
+    def widened(self, factor: float, why: str = "") -> Band:
         """The band with its log-width multiplied by ``factor`` about the middle of its 90 %
-        interval."""
+        interval (``why``: the source's words for it; default: outside coverage)."""
         mid = (self.q05 + self.q95) / 2.0
         q05, q10, q90, q95 = (
             mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)
@@ -71,7 +74,9 @@ class Band:
             q10,
             q90,
             q95,
-            f"{self.source}, {factor:g} x as wide (outside coverage)",
+            why + f", {factor:g} x as wide"
+            if why
+            else f"{self.source}, {factor:g} x as wide (outside coverage)",
             self.rows,
         )
 

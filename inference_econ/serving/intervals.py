@@ -3,26 +3,16 @@ measured run lands, read from the out-of-sample error of the engine profiles.
 
 An expected figure (one computed under an engine profile: the ``achievable`` preset) carries an
 80 % and a 90 % interval. The interval is the figure times the quantiles of measured over
-predicted that the shipped table ``intervals/achievable.yaml`` holds for the figure's
-*stratum*: its kind (``throughput``, ``TPOT``, ``TTFT``), the model's architecture (dense or
-MoE), what bounds the step (memory or compute), one node or many, and whether the GPU and the
-model family were in the data the profiles were fitted to (``seen``). The table is written by
-``benchmarks/interval_coverage.py --write`` from residuals the fit never saw (fit on the training file,
-residuals on the next publication round); its coverage is measured on later rounds still
-(``benchmarks/interval_coverage.py``, docs/validation.md).
-
-Pooling (stated in the table's ``rule``): a stratum with fewer calibration residuals than the
-table's ``min_rows`` is not in the table; a lookup drops, in turn, one node/many, then
-memory/compute, then dense/MoE, then seen/unseen, down to the kind alone. A case whose GPU or
-model family the fit never saw (outside coverage) takes the seen interval widened by the
-table's ``unseen_widening`` (its log-width multiplied by it about the middle of its 90 %
-interval), or the unseen stratum's where that is wider at an end; the output says so in one
-line (``coverage_note``).
-
-Software drift (the table's ``drift``): engines keep getting faster after the rounds the
-widths were calibrated on, so a kind's high end is raised by ``log_per_round`` for each
-publication round from the calibration round to the table's ``as_of_round`` (measured on the
-two rounds before the calibration, never on the rounds coverage is measured on).
+predicted of its *calibration class* (``serving/support.py``, the shipped table
+``intervals/classes.yaml``): its kind (``throughput``, ``TPOT``, ``TTFT``), dense or MoE, its
+layout class, its GPU's generation, its engine's family and its scenario (``figure_class``).
+A class with enough residuals is in support and takes its own conformal band; a thinner or
+empty one takes the widest of the nearest classes in support, widened per dimension away
+(``support.ClassTable.support``); throughput's high end carries the software drift. Tables
+state each row's ``support`` (``support_column``) and a line when it is not in support
+(``coverage_note``). The table is written by ``benchmarks/interval_coverage.py
+--write-classes`` from residuals the fit never saw; its coverage is measured by rolling origin
+(each round from the rounds before it, docs/validation.md).
 
 Ideal-bound figures (the ``paper`` and ``refined`` presets) have no interval: they are bounds.
 """
@@ -31,19 +21,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from ..model.breakdown import ADDITIVE_PARTS, FULL_READS, Bound
+from ..model.breakdown import ADDITIVE_PARTS, FULL_READS
 from ..model.power import board_power_w, it_power_w
 from .figure_labels import LEVELS as LEVELS
 from .figure_labels import expected as expected
 from .figure_labels import figures_line as figures_line
 from .figure_labels import interval_columns as interval_columns
 from .figure_labels import interval_keys as interval_keys
-from .interval_table import QUANTILES, Band, FigureKind, Stratum, family, table
+from .interval_table import QUANTILES, Band, FigureKind
 from .setting import Setting
+from .support import Support, class_bands, layout_class, row_layouts, support_line, support_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -218,10 +210,23 @@ def bound_on(gpu, weight_bits: float, tokens_per_step) -> np.ndarray:
 PeakCap = tuple[str, int, float]
 
 
-def bands(setting: Setting, kind: FigureKind, gpus, bound, peak: PeakCap | None = None):
-    """The band of each configuration of ``setting`` (``stratum_bands``), held within the
-    peak (``within_peak``) where ``peak`` names this kind."""
-    chosen = stratum_bands(setting.model, setting.gpu, kind, gpus, bound)
+def bands(
+    setting: Setting,
+    kind: FigureKind,
+    gpus,
+    bound,
+    peak: PeakCap | None = None,
+    layout=None,
+    scenario: str | None = None,
+):
+    """The band of each configuration of ``setting`` (``class_bands``: its calibration class
+    with ``layout``, one layout class or one per configuration, default tensor-parallel, and
+    ``scenario``, default the kind's), held within the peak (``within_peak``) where ``peak``
+    names this kind. ``bound`` (memory or compute) does not choose a class."""
+    n = np.size(gpus)
+    chosen = class_bands(
+        setting, kind, np.broadcast_to("TP" if layout is None else layout, n), scenario
+    )
     if peak is None or peak[0] != kind:
         return chosen
     return within_peak(chosen, peak[1], peak[2])
@@ -245,23 +250,16 @@ def within_peak(chosen: list[Band], orientation: int, mfu: float) -> list[Band]:
     ]
 
 
-def stratum_bands(arch, gpu, kind: FigureKind, gpus, bound) -> list[Band]:
-    """The band of each configuration of a model on a GPU (``gpus`` and ``bound`` arrays of
-    one length; a bound other than memory or compute, such as ``mixed``, counts as compute)."""
-    t = table()
-    seen = gpu.name in t.fitted_gpus and family(arch) in t.fitted_models
-    moe = "MoE" if arch.is_moe else "dense"
-    gpus = np.asarray(gpus, dtype=float)
-    nodes = np.atleast_1d(np.where(gpus <= gpu.scale_up_domain_gpus, "one node", "many nodes"))
-    bounds = np.atleast_1d(np.where(np.asarray(bound) == "memory", "memory", "compute"))
-    nodes, bounds = np.broadcast_arrays(nodes, bounds)
-    found: dict[tuple, Band] = {}
-    out = []
-    for b, n in zip(bounds, nodes):
-        key = (str(b), str(n))
-        if key not in found:
-            found[key] = t.band(Stratum(kind, moe, cast(Bound, key[0]), key[1], seen))
-        out.append(found[key])
+def support_column(setting: Setting, names, layouts, scenario=None) -> np.ndarray:
+    """The ``support`` column of a table: for each row, the support of the least-supported
+    kind among the figures ``names`` it carries intervals for (``Support.label``)."""
+    kinds = [FIGURES[n][0] for n in names if n in FIGURES] or ["throughput"]
+    found: dict[str, str] = {}
+    out = np.empty(len(layouts), dtype=object)
+    for i, layout in enumerate(layouts):
+        if layout not in found:
+            found[layout] = support_of(setting, kinds, layout, scenario).label()
+        out[i] = found[layout]
     return out
 
 
@@ -287,7 +285,7 @@ def _power_log_band() -> tuple[float, float]:
 
 
 def composed_limits(
-    terms, values, setting: Setting, gpus, bound, peak: PeakCap | None = None
+    terms, values, setting: Setting, gpus, bound, peak: PeakCap | None = None, where=None
 ) -> dict[str, np.ndarray]:
     """``limits`` of a figure whose error is that of several (``COMPOSED``): each term's log
     ends, flipped where its orientation is -1, added end to end."""
@@ -298,7 +296,9 @@ def composed_limits(
     high = {level: np.zeros(n) for level in LEVELS}
     for kind, orientation in terms:
         chosen = (
-            None if kind == "power" else bands(setting, cast(FigureKind, kind), gpus, bound, peak)
+            None
+            if kind == "power"
+            else bands(setting, cast(FigureKind, kind), gpus, bound, peak, *(where or ()))
         )
         for level in LEVELS:
             if chosen is None:
@@ -344,11 +344,20 @@ def activity_of_watts(values, setting: Setting) -> np.ndarray:
 
 
 def figure_limits(
-    name: str, values, setting: Setting, gpus, bound, figures=None, composed=None, peak=None
+    name: str,
+    values,
+    setting: Setting,
+    gpus,
+    bound,
+    figures=None,
+    composed=None,
+    peak=None,
+    where=None,
 ) -> dict[str, np.ndarray]:
     """The interval ends (``limits``) of figure ``name``, one per value: a kind's band
     (``figures``, default ``FIGURES``), a composition (``composed``, default ``COMPOSED``)
-    or the activity; ``peak`` holds one kind's bands within the peak (``bands``)."""
+    or the activity; ``peak`` holds one kind's bands within the peak, ``where`` is
+    (layouts, scenario) of its calibration class (``bands``)."""
     figures = FIGURES if figures is None else figures
     composed = COMPOSED if composed is None else composed
     if name in figures:
@@ -357,7 +366,14 @@ def figure_limits(
         ends = limits(
             values,
             orientation,
-            bands(setting, kind, np.broadcast_to(gpus, n), np.broadcast_to(bound, n), peak),
+            bands(
+                setting,
+                kind,
+                np.broadcast_to(gpus, n),
+                np.broadcast_to(bound, n),
+                peak,
+                *(where or ()),
+            ),
         )
         if name.endswith(("mfu", "_fraction")):  # at most the peak, the whole
             ends = {k: np.minimum(v, 1.0) for k, v in ends.items()}
@@ -367,7 +383,7 @@ def figure_limits(
         ends = activity_limits(activity_of_watts(values, setting), setting)
         return {k: v if power is None else it_power_w(power, v) for k, v in ends.items()}
     if name in composed:
-        return composed_limits(composed[name], values, setting, gpus, bound, peak)
+        return composed_limits(composed[name], values, setting, gpus, bound, peak, where)
     if name == ACTIVITY:
         return activity_limits(values, setting)
     raise KeyError(name)
@@ -384,36 +400,45 @@ def has_interval(name: str, figures=None, composed=None) -> bool:
 
 
 def add_intervals(
-    df: pd.DataFrame, setting: Setting, bound=None, gpus=None, columns=None
+    df: pd.DataFrame, setting: Setting, bound=None, gpus=None, columns=None, layout=None
 ) -> pd.DataFrame:
     """``df`` with the interval columns of every figure of ``FIGURES`` it has (``columns``:
-    only those), for rows of ``setting`` under an engine profile; unchanged for a bound.
-    ``bound`` and ``gpus`` default to the table's ``bound`` and ``gpus`` columns."""
+    only those) and its ``support``, for rows of ``setting`` under an engine profile;
+    unchanged for a bound. ``bound`` and ``gpus`` default to the table's ``bound`` and
+    ``gpus`` columns, ``layout`` (a layout class, or one per row) to the degrees it states
+    (``row_layouts``)."""
     if not expected(setting) or df.empty:
         return df
     out = df.copy()
-    for column, values in column_intervals(df, len(df), setting, bound, gpus, columns).items():
+    found = column_intervals(df, len(df), setting, bound, gpus, columns, layout)
+    for column, values in found.items():
         out[column] = values
     return out
 
 
 def column_intervals(
-    columns, n: int, setting: Setting, bound=None, gpus=None, names=None
+    columns, n: int, setting: Setting, bound=None, gpus=None, names=None, layout=None
 ) -> dict[str, np.ndarray]:
     """The interval columns (in ``add_intervals``' order) of ``n`` rows given as ``columns``
-    (a DataFrame or a dict of equal-length arrays: the pandas-free path); {} for a
-    bound. ``names``: only those figures."""
+    (a DataFrame or a dict of equal-length arrays: the pandas-free path), then their
+    ``support`` (``support_column``); {} for a bound. ``names``: only those figures."""
     if not expected(setting) or n == 0:
         return {}
     bound = np.asarray(columns["bound"]) if bound is None else np.broadcast_to(bound, n)
     gpus = np.asarray(columns["gpus"]) if gpus is None else np.broadcast_to(gpus, n)
+    if layout is None:
+        layouts = row_layouts(columns, n, setting)
+    else:  # one layout class, or one per row
+        layouts = np.broadcast_to(np.asarray(layout, dtype=object), n).copy()
     out: dict[str, np.ndarray] = {}
-    names = names or [c for c in columns if has_interval(c)]
-    for name in [c for c in names if c in columns]:
+    names = [c for c in (names or [c for c in columns if has_interval(c)]) if c in columns]
+    for name in names:
         values = np.asarray(columns[name], dtype=float)
-        ends = figure_limits(name, values, setting, gpus, bound)
+        ends = figure_limits(name, values, setting, gpus, bound, where=(layouts,))
         for column, (_, limits) in zip(interval_columns(name), _ordered(ends)):
             out[column] = limits
+    if names:
+        out["support"] = support_column(setting, names, layouts)
     return out
 
 
@@ -467,20 +492,27 @@ def load_intervals(result) -> dict:
         else 0.0
     )
     bound = load_bound(setting, result.mean_batch, ratio)
-    out = figure_intervals(row, names, setting, result.gpus_per_instance, bound)
+    where = load_where(result)
+    out = figure_intervals(row, names, setting, result.gpus_per_instance, bound, where=where)
     if result.closed_loop and math.isfinite(result.rate_per_s):  # the rate the clients reach
         reached = {"rate_per_s": FIGURES["throughput_requests_per_s"]}
         values = {"rate_per_s": result.rate_per_s}
         out.update(
             figure_intervals(
-                values, ["rate_per_s"], setting, result.gpus_per_instance, bound, reached
-            )
+                values,
+                ["rate_per_s"],
+                setting,
+                result.gpus_per_instance,
+                bound,
+                reached,
+                where=where,
+            )  # fmt: skip
         )
     for column in interval_columns("mean_batch"):  # no more requests than an instance holds
         if column in out:
             out[column] = min(out[column], result.batch_limit)
     if power is not None:
-        ends = figure_limits("it_power_w_per_gpu", [power], setting, [1.0], [bound])
+        ends = figure_limits("it_power_w_per_gpu", [power], setting, [1.0], [bound], where=where)
         kw = {k: float(v[0]) * result.gpus / 1e3 for k, v in ends.items()}
         out.update(zip(interval_columns("it_power_kw"), [kw[k] for k in interval_keys()]))
     return out
@@ -496,19 +528,63 @@ def held_intervals(result, max_rate_per_s: float) -> dict:
     ratio = result.input_tokens_per_s / out if out > 0 else 0.0
     bound = load_bound(setting, result.mean_batch, ratio)
     values = {"max_rate_per_s": max_rate_per_s}
-    return figure_intervals(values, ["max_rate_per_s"], setting, result.gpus_per_instance, bound)
+    return figure_intervals(
+        values, ["max_rate_per_s"], setting, result.gpus_per_instance, bound,
+        where=load_where(result),
+    )  # fmt: skip
+
+
+#: The degrees of an instance's layout as a run under load describes it
+#: (``model.mixed_step.EngineLayout.describe``: "8 GPUs: TP2 (attention TP2), PP4, 1-D").
+_LAYOUT = re.compile(r"TP(\d+) \(attention TP([\d.]+)\), PP(\d+)")
+
+
+def load_where(result) -> tuple[list[str], str]:
+    """([layout class], scenario) of a run under load (``described_layout``); served under
+    load (server)."""
+    moe = result.setting is not None and result.setting.model.is_moe
+    pooled = getattr(result, "prefill_gpus_per_instance", 0) > 0
+    return [described_layout(getattr(result, "layout", ""), moe, pooled)], "server"
+
+
+def described_layout(text, moe: bool, disaggregated: bool = False) -> str:
+    """The layout class of an instance whose layout a run under load describes (``text``):
+    disaggregated where it has a prefill pool, else by its pipeline stages and, for an MoE
+    model, attention narrower than its tensor group (``support.layout_class``)."""
+    found = _LAYOUT.search(str(text or ""))
+    tensor, attention, pipeline = (float(g) for g in found.groups()) if found else (1, 1, 1)
+    return layout_class(moe, pipeline, attention < tensor, disaggregated)
+
+
+def load_support(result) -> Support | None:
+    """The support of a run under load's held load and latencies (``support_of``); None for
+    an ideal bound."""
+    setting = result.setting
+    if setting is None or not expected(setting):
+        return None
+    layouts, scenario = load_where(result)
+    return support_of(setting, ("throughput", "TPOT", "TTFT"), layouts[0], scenario)
 
 
 def figure_intervals(
-    values: dict, names, setting: Setting, gpus, bound: str, figures=None, composed=None, peak=None
+    values: dict,
+    names,
+    setting: Setting,
+    gpus,
+    bound: str,
+    figures=None,
+    composed=None,
+    peak=None,
+    where=None,
 ) -> dict:
     """The interval columns of single figures ``values[name]`` for ``names`` (kinds from
     ``figures``, default ``FIGURES``): one instance of ``gpus`` GPUs whose steps are
-    ``bound``-bound; ``peak`` holds them within the peak (``bands``)."""
+    ``bound``-bound; ``peak`` holds them within the peak, ``where`` is (layouts, scenario)
+    of their calibration class (``bands``)."""
     out = {}
     for name in names:
         ends = figure_limits(
-            name, [values[name]], setting, [gpus], [bound], figures, composed, peak
+            name, [values[name]], setting, [gpus], [bound], figures, composed, peak, where
         )
         for column, (_, v) in zip(interval_columns(name), _ordered(ends)):
             out[column] = float(v[0])
@@ -633,24 +709,11 @@ def ideal(setting: Setting) -> Setting:
     return setting.replace(assumptions=dataclasses.replace(a, name=name, engine=None))
 
 
-def coverage_note(setting: Setting) -> str | None:
-    """One line when the setting is outside what the data covers (its GPU or model family
-    never measured in the fitting data): the intervals are widened, and by what rule."""
+def coverage_note(setting: Setting, layout: str = "TP", scenario=None) -> str | None:
+    """One line when a configuration of the setting (``layout``, ``scenario``) is not in
+    support: the class with the fewest residuals among its kinds (``support_of``), how many it
+    has, and the band its intervals take instead (docs/model.md §F12); None in support."""
     if not expected(setting):
         return None
-    t = table()
-    gpu_seen, model_seen = t.seen(setting)
-    if gpu_seen and model_seen:
-        return None
-    what = " and ".join(
-        w
-        for w, s in (
-            (f"GPU {setting.gpu.name}", gpu_seen),
-            (f"model family of {setting.model.name}", model_seen),
-        )
-        if not s
-    )
-    return (
-        f"Outside coverage: the {what} never measured in the engine profiles' fitting data; "
-        f"intervals {t.unseen_widening:g} x as wide in log terms (docs/model.md §F12)."
-    )
+    s = support_of(setting, ("throughput", "TPOT", "TTFT"), layout, scenario)
+    return None if s.status == "in support" else support_line(s)

@@ -1,0 +1,324 @@
+"""Calibration classes of expected figures (docs/model.md §F12, "Support"): what kind of
+configuration a figure is (dense or MoE; its layout class: tensor-parallel, pipelined,
+attention-data-parallel with expert parallelism, or disaggregated; its GPU generation; its
+engine; its scenario), how many measured residuals that class has in the shipped class table
+(``intervals/classes.yaml``), and the band its interval takes (``figure_class``,
+``class_bands``, ``support_of``; ``row_layouts`` reads a table's layout classes).
+
+The rule (fixed before any held-out round was looked at): a class with at least ``min_rows``
+residuals is *in support* and takes its own conformal band; a thinner class (*near*: some
+residuals) or an empty one (*extrapolating*: none) takes the widest band of the in-support
+classes of its kind nearest to it (fewest dimensions differing, ``distance``), its log-width
+multiplied by ``widening`` once for each dimension of that distance; where no class of its kind
+is in support, the band of all the kind's residuals pooled, widened once. The kind's software
+drift is added to every band as the stratum table's is (``interval_table.Band.drifted``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import SpecError, plural
+from .interval_table import KINDS, Band
+from .setting import Setting
+
+#: The dimensions of a class after its kind, in the order its label names them.
+DIMENSIONS = ("architecture", "layout", "generation", "engine", "scenario")
+#: Layout classes: tensor-parallel (with replicas), pipelined, attention data-parallel with
+#: expert parallelism, and prefill/decode disaggregated serving (a measured MoE row stating
+#: no layout is ``unstated``: ``measured.intervals.row_class``).
+LAYOUTS = ("TP", "PP", "DP+EP", "disaggregated")
+#: Engine families a profile's name starts with ("vllm@0.10" is vllm). A class names the
+#: family, not the version: the residuals state a version on a few rows only, and a class per
+#: version would never have residuals from an older round (every figure would extrapolate).
+ENGINES = ("trtllm", "vllm", "sglang")
+#: Each catalog GPU's generation: the architecture its vendor names it by (NVIDIA's, AMD's
+#: CDNA, Intel's Xe2, Google's TPU versions). A GPU not listed is a generation of its own.
+_GPUS_BY_GENERATION = {
+    "Volta": ("V100-SXM2-16GB",),
+    "Ampere": ("A100-PCIe-40GB", "A100-SXM-40GB", "A100-SXM-80GB"),
+    "Ada": ("L4", "L40S", "RTX-4090"),
+    "Hopper": (
+        *("GH200-144GB", "GH200-96GB", "H100-NVL", "H100-PCIe", "H100-SXM"),
+        *("H20", "H200-NVL", "H200-SXM", "H800-SXM"),
+    ),
+    "Blackwell": (
+        *("B200-HGX", "B300-HGX", "GB200-NVL72", "GB300-NVL72"),
+        *("RTX-5090", "RTX-PRO-4500", "RTX-PRO-6000-BSE"),
+    ),
+    "Rubin": ("VR200-NVL72",),
+    "CDNA3": ("MI300X", "MI325X"),
+    "CDNA4": ("MI350P", "MI350X", "MI355X"),
+    "Xe2": ("Arc-Pro-B50", "Arc-Pro-B60", "Arc-Pro-B60-Dual", "Arc-Pro-B70"),
+    "TPU v5e": ("TPU-v5e",),
+    "TPU v5p": ("TPU-v5p",),
+    "TPU v6e": ("TPU-v6e",),
+}
+GENERATIONS = {gpu: gen for gen, gpus in _GPUS_BY_GENERATION.items() for gpu in gpus}
+
+
+def generation(gpu_name: str) -> str:
+    """A GPU's generation (``GENERATIONS``; its own name where not listed)."""
+    return GENERATIONS.get(gpu_name, gpu_name)
+
+
+@dataclass(frozen=True)
+class CalibrationClass:
+    """Where a figure sits among the residuals the intervals were calibrated on."""
+
+    kind: str
+    architecture: str = "dense"
+    layout: str = "TP"
+    generation: str = "Hopper"
+    engine: str = "trtllm"
+    scenario: str = "offline"
+
+    def key(self) -> tuple[str, ...]:
+        return (self.kind, *(getattr(self, d) for d in DIMENSIONS))
+
+    def label(self) -> str:
+        return " / ".join(getattr(self, d) for d in DIMENSIONS)
+
+
+def distance(a: tuple, b: tuple) -> int:
+    """How many class dimensions two keys of one kind differ in."""
+    return sum(x != y for x, y in zip(a[1:], b[1:]))
+
+
+@dataclass(frozen=True)
+class Support:
+    """A class's support: its own residuals (``rows``), whether it is ``in support``,
+    ``near`` or ``extrapolating``, and the band it takes (before drift)."""
+
+    cls: CalibrationClass
+    rows: int
+    status: str
+    band: Band
+
+    def label(self) -> str:
+        """The ``support`` column's text (what the band was sized on: ``support_line``)."""
+        if self.status == "extrapolating":
+            return "extrapolating"
+        return f"{self.status} ({self.rows} {plural(self.rows, 'residual')})"
+
+
+@dataclass(frozen=True)
+class ClassTable:
+    """The shipped class table: the conformal band of every class in support, the residual
+    count of every class with residuals, and the rule for the others."""
+
+    bands: dict
+    counts: dict
+    #: kind -> the band of all its residuals pooled (where no class of the kind is in support)
+    pooled: dict
+    min_rows: int
+    widening: float
+    provenance: dict
+    path: str
+    #: kind -> (log ratio per publication round, rounds from calibration to the table's date)
+    drift: dict = field(default_factory=dict)
+
+    def support(self, cls: CalibrationClass) -> Support:
+        """The class's support and band (``rule`` in the module docstring)."""
+        key = cls.key()
+        rows = int(self.counts.get(key, 0))
+        own = self.bands.get(key)
+        if own is not None:
+            return Support(cls, rows, "in support", own)
+        nearest = nearest_bands(self.bands, key)
+        if nearest is not None:
+            d, widest = nearest
+            why = f"sized on {widest.source}, {d} dimension{'s' * (d > 1)} away"
+            band = widest.widened(self.widening**d, why)
+        elif cls.kind in self.pooled:
+            band = self.pooled[cls.kind].widened(self.widening, "sized on all its kind's")
+        else:
+            raise SpecError(self.path, "pooled", f"has no band of {cls.kind}", "refit it")
+        return Support(cls, rows, "near" if rows else "extrapolating", band)
+
+    def band(self, cls: CalibrationClass, rounds: float | None = None) -> Band:
+        """The class's band moved by its kind's drift over ``rounds`` publication rounds
+        after the newest calibration round (default: the table's)."""
+        per_round, as_of = self.drift.get(cls.kind, (0.0, 0.0))
+        shift = per_round * (as_of if rounds is None else rounds)
+        return self.support(cls).band.drifted(shift)
+
+
+def nearest_bands(bands: dict, key: tuple) -> tuple[int, Band] | None:
+    """(distance, widest band) of the in-support classes of ``key``'s kind nearest to it,
+    the widest by its 90 % log-width (ties: the 80 %'s, then the label); None if none."""
+    near = [(distance(k, key), b) for k, b in bands.items() if k[0] == key[0] and k != key]
+    if not near:
+        return None
+    d = min(n for n, _ in near)
+    widest = max(
+        (b for n, b in near if n == d), key=lambda b: (b.q95 - b.q05, b.q90 - b.q10, b.source)
+    )
+    return d, widest
+
+
+def layout_class(moe: bool, pipeline=1, spread: bool = False, disaggregated: bool = False) -> str:
+    """The layout class of a configuration: disaggregated, else pipelined (more than one
+    stage), else ``DP+EP`` (an MoE model whose attention is data-parallel or whose experts are
+    spread over its GPUs: ``spread``), else tensor-parallel."""
+    if disaggregated:
+        return "disaggregated"
+    if pipeline > 1:
+        return "PP"
+    return "DP+EP" if moe and spread else "TP"
+
+
+def engine_family(engine) -> str:
+    """The engine family of a profile (a name, "family@version", a path or a profile)."""
+    name = getattr(engine, "name", engine)
+    text = Path(str(name)).stem.split("@")[0].lower() if name is not None else ""
+    return next((e for e in ENGINES if text.startswith(e)), text or "unstated")
+
+
+def _table_path() -> Path:
+    from ..specs.catalog import data_roots
+
+    found = (r / "intervals" / "classes.yaml" for r in data_roots())
+    path = next((p for p in found if p.is_file()), None)
+    if path is None:
+        raise SpecError("intervals/classes.yaml", "", "is missing", "reinstall the package")
+    return path
+
+
+@lru_cache(maxsize=1)
+def classes() -> ClassTable:
+    """The shipped class table (``intervals/classes.yaml``)."""
+    from ..specs.yamlfile import load_yaml
+
+    path = _table_path()
+    return parse_classes(load_yaml(path), str(path))
+
+
+def parse_classes(data: dict, source: str) -> ClassTable:
+    """A class table from its YAML mapping (``source`` names it in errors)."""
+    from ..specs.schema import check_number
+
+    bands, counts = {}, {}
+    for i, c in enumerate(data.get("classes") or ()):
+        where = f"classes[{i}]"
+        if c.get("kind") not in KINDS:
+            raise SpecError(source, f"{where}.kind", f"is {c.get('kind')!r}", f"one of {KINDS}")
+        cls = CalibrationClass(c["kind"], *(str(c.get(d, "")) for d in DIMENSIONS))
+        rows = int(check_number(c.get("rows"), source, f"{where}.rows", minimum=1, integer=True))
+        counts[cls.key()] = rows
+        if "q05" not in c:
+            continue  # a thin class: counted, sized by the rule
+        q = {
+            k: float(check_number(c.get(k), source, f"{where}.{k}", unit="log ratio"))
+            for k in ("q05", "q10", "q90", "q95")
+        }
+        if not q["q05"] <= q["q10"] <= q["q90"] <= q["q95"]:
+            raise SpecError(source, where, "quantiles out of order", "refit the table")
+        bands[cls.key()] = Band(**q, source=f"{cls.kind}: {cls.label()}", rows=rows)
+    pooled = {}
+    for kind, p in (data.get("pooled") or {}).items():
+        q = {
+            k: float(check_number(p.get(k), source, f"pooled.{kind}.{k}", unit="log ratio"))
+            for k in ("q05", "q10", "q90", "q95")
+        }
+        pooled[kind] = Band(**q, source=f"{kind}: all", rows=int(p.get("rows", 0)))
+    drift = {
+        kind: (float(d.get("log_per_round", 0.0)), float(d.get("rounds", 0.0)))
+        for kind, d in (data.get("drift") or {}).items()
+    }
+    return ClassTable(
+        bands,
+        counts,
+        pooled,
+        int(data.get("min_rows", 0)),
+        float(data.get("widening", 1.0)),
+        dict(data.get("provenance") or {}),
+        source,
+        drift,
+    )
+
+
+#: The scenario a figure of each kind is read in where its output does not say: a
+#: configuration's throughput at its most load (MLPerf's offline), its latencies under load
+#: (server). A run under load says server for every kind (``load_intervals``).
+DEFAULT_SCENARIOS = {"throughput": "offline", "TPOT": "server", "TTFT": "server"}
+
+
+def figure_class(
+    setting: Setting, kind: str, layout: str = "TP", scenario: str | None = None
+) -> CalibrationClass:
+    """The calibration class of a figure of ``kind`` of ``setting`` ."""
+    return CalibrationClass(
+        kind,
+        "MoE" if setting.model.is_moe else "dense",
+        layout,
+        generation(setting.gpu.name),
+        engine_family(setting.assumptions.engine),
+        scenario or DEFAULT_SCENARIOS[kind],
+    )
+
+
+def class_bands(setting: Setting, kind: str, layouts, scenario=None) -> list[Band]:
+    """The band of each configuration of ``setting`` (one layout class each) by its class's
+    support (``ClassTable.band``: drift included)."""
+    t = classes()
+    found: dict[str, Band] = {}
+    out = []
+    for layout in np.atleast_1d(layouts):
+        key = str(layout)
+        if key not in found:
+            found[key] = t.band(figure_class(setting, kind, key, scenario))
+        out.append(found[key])
+    return out
+
+
+def support_of(setting: Setting, kinds, layout: str = "TP", scenario=None) -> Support:
+    """The least-supported of the classes of ``kinds`` of one configuration (fewest
+    residuals among the worst status: extrapolating, near, in support)."""
+    t = classes()
+    found = [t.support(figure_class(setting, k, layout, scenario)) for k in dict.fromkeys(kinds)]
+    return min(found, key=lambda s: (STATUS_ORDER.index(s.status), s.rows))
+
+
+#: Support statuses, the least supported first.
+STATUS_ORDER = ("extrapolating", "near", "in support")
+
+
+def row_layouts(columns, n: int, setting: Setting) -> np.ndarray:
+    """The layout class of each of ``n`` rows from the degrees a table states
+    (``pipeline_degree``; an MoE model's ``attention_degree`` below its ``tensor_degree``,
+    data-parallel attention, or ``expert_degree`` above 1: ``layout_class``);
+    tensor-parallel where it states none."""
+    out = np.full(n, "TP", dtype=object)
+    if setting.model.is_moe:
+        spread = np.zeros(n, dtype=bool)
+        if "attention_degree" in columns and "tensor_degree" in columns:
+            attention = np.asarray(columns["attention_degree"], dtype=float)
+            spread |= attention < np.asarray(columns["tensor_degree"], dtype=float)
+        if "expert_degree" in columns:
+            spread |= np.asarray(columns["expert_degree"], dtype=float) > 1
+        out[spread] = "DP+EP"
+    if "pipeline_degree" in columns:
+        out[np.asarray(columns["pipeline_degree"], dtype=float) > 1] = "PP"
+    return out
+
+
+def support_line(s: Support) -> str:
+    """The one line a table states under it for a figure whose class is not in support."""
+    has = f"{s.rows} measured {plural(s.rows, 'residual')}" if s.rows else "no measured residual"
+    return (
+        f"{s.status.capitalize()}: the class {s.cls.kind}: {s.cls.label()} has {has} (in "
+        f"support from {classes().min_rows}); its intervals are {s.band.source} "
+        "(docs/model.md §F12)."
+    )
+
+
+def plan_line(s: Support, plan: str = "The plan") -> str:
+    """The line a plan sized on a class not in support states: that it extrapolates (its
+    class has no residual) or is near the data, not in it, and ``support_line``."""
+    how = "extrapolates" if s.status == "extrapolating" else "is near the data, not in it"
+    return f"{plan} {how}. {support_line(s)}"

@@ -1,0 +1,146 @@
+"""Calibration classes and their support (serving/support.py, docs/model.md §F12 "Support"):
+the rule on a small table by hand, the shipped table's labels, and the outputs that carry them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.serving import intervals as iv
+from inference_econ.serving import support as sp
+from inference_econ.serving.setting import make_setting
+
+
+def _cls(**kw):
+    base = dict(architecture="dense", layout="TP", generation="Hopper", engine="trtllm")
+    return sp.CalibrationClass("throughput", **{**base, "scenario": "offline", **kw})
+
+
+#: Two classes in support (40 and 25 residuals), one thin (5), a pooled TTFT band.
+SMALL = {
+    "min_rows": 20,
+    "widening": 1.5,
+    "pooled": {"TTFT": {"q05": -0.5, "q10": -0.3, "q90": 0.6, "q95": 0.9, "rows": 100}},
+    "classes": [
+        {**_cls().__dict__, "q05": -0.2, "q10": -0.1, "q90": 0.1, "q95": 0.2, "rows": 40},
+        {
+            **_cls(generation="Blackwell").__dict__,
+            **{"q05": -0.3, "q10": -0.2, "q90": 0.2, "q95": 0.4, "rows": 25},
+        },
+        {**_cls(engine="vllm").__dict__, "rows": 5},
+    ],
+}
+
+
+def _ends(band):
+    return (band.q05, band.q10, band.q90, band.q95)
+
+
+def test_the_class_rule_by_hand():
+    t = sp.parse_classes(SMALL, "small")
+    # in support: its own conformal band, untouched
+    s = t.support(_cls())
+    assert s.status == "in support" and s.label() == "in support (40 residuals)"
+    assert _ends(s.band) == (-0.2, -0.1, 0.1, 0.2)
+    # thin (5 residuals): the nearest class in support is one dimension away (the engine),
+    # 1.5 x as wide about the middle of its 90 % interval (0)
+    s = t.support(_cls(engine="vllm"))
+    assert s.status == "near" and s.rows == 5 and s.label() == "near (5 residuals)"
+    assert _ends(s.band) == pytest.approx((-0.3, -0.15, 0.15, 0.3))
+    # empty, one dimension from Blackwell/trtllm (two from Hopper/trtllm): middle 0.05
+    s = t.support(_cls(generation="Blackwell", engine="vllm"))
+    assert s.status == "extrapolating" and s.rows == 0
+    assert _ends(s.band) == pytest.approx((-0.475, -0.325, 0.275, 0.575))
+    # empty, two dimensions from both: the wider (Blackwell's 0.7), 1.5 ** 2 as wide
+    s = t.support(_cls(architecture="MoE", generation="Ada"))
+    assert _ends(s.band) == pytest.approx((-0.7375, -0.5125, 0.3875, 0.8375))
+    assert s.label() == "extrapolating"
+    assert s.band.source.endswith("2 dimensions away, 2.25 x as wide")
+    # no class of the kind in support: its pooled band, widened once (middle 0.2)
+    s = sp.CalibrationClass("TTFT", scenario="server")
+    assert _ends(t.support(s).band) == pytest.approx((-0.85, -0.55, 0.8, 1.25))
+    with pytest.raises(ie.SpecError, match="no band of TPOT"):
+        t.support(sp.CalibrationClass("TPOT"))
+
+
+def test_drift_raises_every_class_high_end():
+    drifting = {**SMALL, "drift": {"throughput": {"log_per_round": 0.1, "rounds": 2}}}
+    t = sp.parse_classes(drifting, "small")
+    assert _ends(t.band(_cls())) == pytest.approx((-0.2, -0.1, 0.3, 0.4))
+    assert _ends(t.band(_cls(), rounds=1)) == pytest.approx((-0.2, -0.1, 0.2, 0.3))
+
+
+def test_a_bad_class_table_is_refused_naming_the_field():
+    bad = {**SMALL, "classes": [{**SMALL["classes"][0], "q10": 0.5}]}
+    with pytest.raises(ie.SpecError, match="quantiles out of order"):
+        sp.parse_classes(bad, "bad")
+    with pytest.raises(ie.SpecError, match=r"classes\[0\].kind"):
+        sp.parse_classes({"classes": [{"kind": "speed", "rows": 3}]}, "bad")
+
+
+def test_layout_and_engine_classes():
+    assert sp.layout_class(True, spread=True) == "DP+EP"
+    assert sp.layout_class(False, spread=True) == "TP"
+    assert sp.layout_class(True, pipeline=2, spread=True) == "PP"
+    assert sp.layout_class(True, 4, True, disaggregated=True) == "disaggregated"
+    assert [sp.engine_family(e) for e in ("vllm@0.10", "engines/sglang.yaml", None)] == [
+        "vllm",
+        "sglang",
+        "unstated",
+    ]
+    assert sp.generation("H20") == "Hopper" and sp.generation("Some-New-GPU") == "Some-New-GPU"
+
+
+def test_shipped_classes_in_support_keep_their_band_and_empty_ones_extrapolate():
+    """Llama 3.3 70B on H100s (TensorRT-LLM, dense, tensor-parallel) is in support and takes
+    its class's own quantiles as shipped; on A100s no residual is of its class (Ampere):
+    extrapolating, on the wider rule, and its outputs say so."""
+    t = sp.classes()
+    assert t.min_rows == 20 and t.widening == 1.5
+    assert "docs/validation_residuals.csv" in t.provenance["residuals"]
+    assert t.provenance["command"].startswith("python benchmarks/interval_coverage.py")
+    h100 = make_setting("Llama 3.3 70B", "H100", assumptions="achievable", weight_bits=8)
+    a100 = make_setting("Llama 3.3 70B", "A100-SXM-80GB", assumptions="achievable", weight_bits=8)
+    cls = sp.figure_class(h100, "throughput")
+    assert cls.label() == "dense / TP / Hopper / trtllm / offline"
+    s = t.support(cls)
+    assert s.status == "in support" and s.rows == t.counts[cls.key()] >= 20
+    assert iv.bands(h100, "throughput", [8], ["compute"])[0] == t.bands[cls.key()]  # no drift
+    far = t.support(sp.figure_class(a100, "throughput"))
+    assert far.status == "extrapolating" and far.rows == 0
+    width = far.band.q95 - far.band.q05
+    nearest = sp.nearest_bands(t.bands, far.cls.key())
+    assert nearest is not None and width == pytest.approx(1.5 * (nearest[1].q95 - nearest[1].q05))
+    assert width > s.band.q95 - s.band.q05
+    df = ie.points(a100, gpus=8, batch=np.array([1.0]))
+    assert df["support"].iloc[0] == "extrapolating"
+    note = iv.coverage_note(a100)
+    assert note.startswith("Extrapolating: the class throughput: dense / TP / Ampere / trtllm")
+    assert "\n" not in note and iv.coverage_note(h100) is None
+    assert (
+        ie.points(h100, gpus=8, batch=np.array([1.0]))["support"].iloc[0].startswith("in support (")
+    )
+
+
+def test_a_run_under_load_is_classed_by_the_layout_it_describes():
+    """``described_layout`` reads ``EngineLayout.describe``'s text: pipeline stages, attention
+    narrower than the tensor group (an MoE model's), a prefill pool."""
+    assert iv.described_layout("8 GPUs: TP2 (attention TP2), PP4, 1-D", False) == "PP"
+    assert iv.described_layout("8 GPUs: TP8 (attention TP1), PP1, 1-D", True) == "DP+EP"
+    assert iv.described_layout("8 GPUs: TP8 (attention TP1), PP1, 1-D", False) == "TP"
+    assert iv.described_layout("", True, disaggregated=True) == "disaggregated"
+    assert iv.described_layout(None, False) == "TP"
+
+
+def test_a_tables_rows_are_classed_by_the_degrees_they_state():
+    moe = make_setting("Mixtral 8x7B", "H100", assumptions="achievable")
+    columns = {
+        "pipeline_degree": np.array([1.0, 2.0, 1.0, 1.0]),
+        "tensor_degree": np.array([8.0, 4.0, 8.0, 8.0]),
+        "attention_degree": np.array([8.0, 4.0, 2.0, 8.0]),
+        "expert_degree": np.array([1.0, 1.0, 1.0, 8.0]),
+    }
+    assert list(sp.row_layouts(columns, 4, moe)) == ["TP", "PP", "DP+EP", "DP+EP"]
+    dense = make_setting("Llama 3 8B", "H100", assumptions="achievable")
+    assert list(sp.row_layouts(columns, 4, dense)) == ["TP", "PP", "TP", "TP"]
