@@ -1,5 +1,5 @@
-"""The host tier under the prefix cache: hand-computed room and load times, the cache moving
-segments to host memory and back, a free tier equal to a GPU cache with room for every prefix, a
+"""Tiers under the prefix cache: hand-computed room and load times, the cache moving segments
+to host memory, on to disk and back, a free tier equal to a GPU cache with room for every prefix, a
 larger tier never lowering the hit rate, slower loads never lowering TTFT, and the refusals."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import inference_econ as ie
 from inference_econ.load.arrivals import Traffic
 from inference_econ.load.engine import EngineConfig, build_instance
-from inference_econ.load.kv_tiers import HostTier, TierSpace, tier_space
+from inference_econ.load.kv_tiers import KvTier, TierSpace, tier_space
 from inference_econ.load.lengths import parse_lengths
 from inference_econ.load.prefix_cache import PrefixCache
 from inference_econ.load.simulate import simulate
@@ -25,17 +25,18 @@ GB = 1e9
 def test_room_and_load_time_by_hand():
     h100 = ie.load_hardware("H100")
     # Llama 3.1 8B in BF16: 8 KV heads x 128 dims x 2 (K, V) x 2 bytes = 4,096 bytes a layer
-    space = tier_space(HostTier(64 * GB), h100, 2, 4096.0)
+    space = tier_space(KvTier("host", 64 * GB), h100, 2, 4096.0)
     assert space.room == pytest.approx(2 * 64e9 / 4096.0)
     # each GPU loads its shard over its own PCIe Gen5 x16 link, 64 GB/s one way
     assert space.seconds_per_position == pytest.approx(4096.0 / (2 * 64e9))
-    assert tier_space(HostTier(1 * GB, 10 * GB), h100, 1, 4096.0).seconds_per_position == (
+    assert tier_space(KvTier("disk", 1 * GB, 10 * GB), h100, 1, 4096.0).seconds_per_position == (
         pytest.approx(4096.0 / 10e9)
     )
 
 
-def _cache(room: float, seconds: float = 1.0, overlap: bool = True) -> PrefixCache:
-    return PrefixCache(lambda a, b: float(b - a), TierSpace(room, seconds, overlap))
+def _cache(room: float, seconds: float = 1.0, overlap: bool = True, disk=None) -> PrefixCache:
+    tiers = (TierSpace(room, seconds, overlap),) + (() if disk is None else (disk,))
+    return PrefixCache(lambda a, b: float(b - a), tiers)
 
 
 def test_an_evicted_segment_moves_to_host_and_comes_back_loaded():
@@ -43,11 +44,11 @@ def test_an_evicted_segment_moves_to_host_and_comes_back_loaded():
     a = cache.insert(((("a",), 100),), None, 0.0)
     cache.release(a, 1.0)
     assert cache.evict(100.0) == 100.0  # freed on the GPU ...
-    assert cache.cached == 0.0 and cache.host_held == 100.0  # ... kept in host memory
+    assert cache.cached == 0.0 and cache.tier_held == [100.0]  # ... kept in host memory
     (node,) = cache.lookup(((("a",), 100), (("b",), 50)))
-    assert node.host and cache.host_tokens([node], 96) == 96
+    assert node.level == 1 and cache.tier_tokens([node], 96) == [96]
     cache.pin([node], 2.0)  # a prompt that starts with it: loaded back
-    assert not node.host and cache.host_held == 0.0
+    assert node.level == 0 and cache.tier_held == [0.0]
     assert cache.pending_s == pytest.approx(0.1)  # 100 positions x 1 ms
     assert cache.charged(0.04) == pytest.approx(0.1)  # overlapped: the longer of the two
     assert cache.pending_s == 0.0 and cache.charged(0.04) == 0.04
@@ -62,9 +63,25 @@ def test_a_full_host_tier_drops_its_least_recently_used_leaves():
         nodes = cache.insert((((key,), 100),), None, float(t))
         cache.release(nodes, float(t))
     cache.evict(200.0)  # both leave the GPU; the host holds one of them
-    assert cache.host_held == 100.0
+    assert cache.tier_held == [100.0]
     assert cache.lookup(((("a",), 100),)) == []  # the older one was dropped
-    assert cache.lookup(((("b",), 100),))[0].host
+    assert cache.lookup(((("b",), 100),))[0].level == 1
+
+
+def test_a_full_host_tier_moves_its_oldest_leaves_to_disk_which_loads_slower():
+    cache = _cache(room=150.0, seconds=0.001, disk=TierSpace(1000.0, 0.01, True))
+    for t, key in enumerate(("a", "b")):
+        nodes = cache.insert((((key,), 100),), None, float(t))
+        cache.release(nodes, float(t))
+    cache.evict(200.0)  # both leave the GPU; the older one goes on to disk
+    assert cache.tier_held == [100.0, 100.0]
+    (a,) = cache.lookup(((("a",), 100),))
+    (b,) = cache.lookup(((("b",), 100),))
+    assert (a.level, b.level) == (2, 1)
+    assert cache.tier_tokens([a], 64) == [0, 64]
+    cache.pin([a], 3.0)
+    assert cache.pending_s == pytest.approx(100 * 0.01)  # at the disk's speed
+    assert cache.tier_held == [100.0, 0.0] and a.level == 0
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +104,8 @@ def small_cache():
 
 
 def _run(setting, traffic, tier=None, capacity=None):
-    inst = build_instance(setting, 1, EngineConfig(host_tier=tier), 2000.0)
+    tiers = () if tier is None else (tier,)
+    inst = build_instance(setting, 1, EngineConfig(kv_tiers=tiers), 2000.0)
     if capacity is not None:
         inst = dataclasses.replace(inst, kv_capacity=capacity)
     return simulate(inst, traffic.stream())
@@ -98,10 +116,10 @@ def test_a_free_host_tier_equals_a_gpu_cache_with_room_for_every_prefix(small_ca
     layers = 32.0
     small = 30 * 3000 * layers  # layer-positions of ~30 requests of 3,000 tokens
     plain = _run(setting, traffic, capacity=small)
-    free = _run(setting, traffic, HostTier(math.inf, math.inf), capacity=small)
+    free = _run(setting, traffic, KvTier("host", math.inf, math.inf), capacity=small)
     roomy = _run(setting, traffic, capacity=1e4 * small)  # nothing is ever evicted
     assert np.nansum(plain.cached_tokens) < np.nansum(free.cached_tokens)  # evictions cost hits
-    assert np.nansum(free.host_cached_tokens) > 0
+    assert np.nansum(free.tier_cached_tokens[0]) > 0
     assert np.array_equal(free.cached_tokens, roomy.cached_tokens, equal_nan=True)
     assert np.array_equal(free.first_token_s, roomy.first_token_s, equal_nan=True)
     assert np.array_equal(free.finish_s, roomy.finish_s, equal_nan=True)
@@ -114,12 +132,12 @@ def test_a_larger_tier_never_lowers_the_hit_rate_and_a_slower_link_never_speeds_
     small = 30 * 3000 * 32.0
     hits = []
     for size_gb in (0.05, 0.2, 1.0, 8.0):
-        rec = _run(setting, traffic, HostTier(size_gb * GB), capacity=small)
+        rec = _run(setting, traffic, KvTier("host", size_gb * GB), capacity=small)
         hits.append(np.nansum(rec.cached_tokens))
     assert hits == sorted(hits) and hits[0] < hits[-1]
     ttft = []
     for bw_gb in (math.inf, 64.0, 4.0, 0.5):
-        rec = _run(setting, traffic, HostTier(8 * GB, bw_gb * GB), capacity=small)
+        rec = _run(setting, traffic, KvTier("host", 8 * GB, bw_gb * GB), capacity=small)
         ttft.append(float(np.nanmean(rec.first_token_s - rec.arrivals.arrival_s)))
     assert ttft == sorted(ttft) and ttft[0] < ttft[-1]
 
@@ -142,6 +160,8 @@ def test_sessions_report_later_turns_and_price_per_session():
         ("H100", dict(kv_offload_gb=300), "kv_offload_gb"),  # a DGX H100 has 256 GB a GPU
         ("L40S", dict(kv_offload_gb=10), "host_link_bytes_per_s"),  # no host link stated
         ("H100", dict(kv_offload_gb=10, session_turns=1), "kv_offload_gb"),  # nothing shared
+        ("H100", dict(kv_disk_gb=100, kv_disk_bandwidth_gb_per_s=3), "kv_disk_gb"),  # no host
+        ("H100", dict(kv_offload_gb=10, kv_disk_gb=100), "kv_disk_bandwidth"),  # speed unknown
     ],
 )
 def test_a_tier_that_cannot_work_is_refused(hardware, extra, field):

@@ -116,7 +116,7 @@ def _decode_context(prompt_tokens, output_tokens) -> float:
 
 def _check_exported(settings: dict) -> None:
     """Refuse a setting the launch would not carry (a plan exported without it)."""
-    if settings.get("kv_offload_gb") is not None:
+    if settings.get("kv_offload_gb") is not None or settings.get("kv_disk_gb") is not None:
         raise SpecError(
             "argument",
             "kv_offload_gb",

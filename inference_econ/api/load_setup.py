@@ -45,6 +45,8 @@ CONFIG_SETTINGS = (
     "kv_offload_gb",
     "kv_offload_bandwidth_gb_per_s",
     "kv_offload_overlap",
+    "kv_disk_gb",
+    "kv_disk_bandwidth_gb_per_s",
     "router",
 )
 #: Scheduler limits not given are the engine profile's own on each GPU (``engine_config``).
@@ -120,8 +122,8 @@ def load_inputs(
 
 
 def _tier_has_prefixes(config, traffic) -> None:
-    """A host tier keeps the prefixes the GPU evicts: refused where nothing is cached."""
-    if config.host_tier is None:
+    """Tiers keep the prefixes the GPU evicts: refused where nothing is cached."""
+    if not config.kv_tiers:
         return
     if not config.prefix_caching:
         why, fix = (
@@ -198,14 +200,20 @@ def _flat_config(v: dict) -> EngineConfig:
     on each GPU, and so are its admission and prompt scheduling (the ideal engine's are
     DEFAULT_ENGINE's)."""
     from ..load.engine import EngineConfig
-    from ..load.kv_tiers import HostTier
+    from ..load.kv_tiers import TIER_KINDS, KvTier
 
-    tier = None
-    if v["kv_offload_gb"] is not None:
-        bw = v["kv_offload_bandwidth_gb_per_s"]
-        tier = HostTier(
-            v["kv_offload_gb"] * 1e9, None if bw is None else bw * 1e9, v["kv_offload_overlap"]
+    if v["kv_disk_gb"] is not None and v["kv_offload_gb"] is None:
+        raise SpecError(
+            "argument", "kv_disk_gb", "is a tier below host memory", "give kv_offload_gb too"
         )
+    tiers = []
+    for kind, (size, speed) in TIER_KINDS.items():  # nearest the GPU first
+        if v[size] is not None:
+            bw = v[speed]
+            gb = 1e9
+            tiers.append(
+                KvTier(kind, v[size] * gb, None if bw is None else bw * gb, v["kv_offload_overlap"])
+            )
     return EngineConfig(
         **{name: v[name] for name in _LIMITS if v[name] is not None},
         engine_own=(*(n for n in _LIMITS if v[n] is None), "admission", "prefill"),
@@ -213,7 +221,7 @@ def _flat_config(v: dict) -> EngineConfig:
         speculation_schedule=v["speculation_schedule"],
         prefix_caching=v["prefix_caching"],
         router=v["router"],
-        host_tier=tier,
+        kv_tiers=tuple(tiers),
     )
 
 

@@ -158,7 +158,12 @@ def instance_for(
 #: shares a run has only on some paths (None otherwise: prompt caching, speculation), which
 #: depend on the schedule as well (what the cache still holds, how full the batches are).
 COUNTS = ("preemptions", "rejected", "goodput_fraction")
-SCHEDULE_SHARES = ("prefix_hit_rate", "host_hit_rate", "speculative_step_fraction")
+SCHEDULE_SHARES = (
+    "prefix_hit_rate",
+    "host_hit_rate",
+    "disk_hit_rate",
+    "speculative_step_fraction",
+)
 #: Every engine step of the instances ``instance_for`` builds takes this many times as long
 #: (``slower_engines``; 1: the engine as modelled).
 _SLOWER: ContextVar[float] = ContextVar("slower", default=1.0)

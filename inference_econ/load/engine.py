@@ -31,7 +31,7 @@ from ..specs.engine import (
     Admission,
     PrefillMode,
 )
-from .kv_tiers import HostTier, TierSpace, tier_space
+from .kv_tiers import KvTier, TierSpace, check_tiers, tier_space
 from .speculation import DraftEngine, SpecSchedule, draft_engine, resident_draft
 
 if TYPE_CHECKING:
@@ -80,8 +80,9 @@ class EngineConfig:
     #: timeout's steps, and when every rank also decodes, for the batching wait's steps first;
     #: None: off (TensorRT-LLM's ``AttentionDpConfig.enable_balance`` default False).
     adp_balancing: tuple[int, int] | None = None
-    #: A host-memory tier under the prefix cache (§E13; None: evicted prefixes are dropped).
-    host_tier: HostTier | None = None
+    #: Tiers under the prefix cache, nearest first: host memory, then local disk (§E13;
+    #: none: evicted prefixes are dropped).
+    kv_tiers: tuple[KvTier, ...] = ()
 
     def __post_init__(self) -> None:
         from .routing import check_router
@@ -109,10 +110,7 @@ class EngineConfig:
                     f"is {self.adp_balancing!r}",
                     "(batching wait steps >= 0, timeout steps >= 1), or None for no balancing",
                 )
-        if self.host_tier is not None and not isinstance(self.host_tier, HostTier):
-            raise SpecError(
-                "argument", "host_tier", f"is {self.host_tier!r}", "a HostTier, or None for none"
-            )
+        check_tiers(self.kv_tiers)
         for name in self.engine_own:
             if name not in ENGINE_OWN:
                 raise SpecError(
@@ -157,7 +155,7 @@ class EngineConfig:
             f"{self.max_batch_requests} requests, {self.step_token_budget} tokens per step, "
             f"{self.admission} admission, {self.prefill} prompts"
             + ("" if self.prefix_caching else ", no prefix cache")
-            + (f", {self.host_tier.describe()}" if self.host_tier is not None else "")
+            + "".join(f", {t.describe()}" for t in self.kv_tiers)
             + (f", {self.scheduler_steps} steps per schedule" if self.scheduler_steps > 1 else "")
         )
 
@@ -359,8 +357,8 @@ class Instance:
     kv_capacity: float
     #: The draft side when the setting speculates (§E8), else None.
     draft: DraftEngine | None = None
-    #: The host tier under its prefix cache (§E13), else None.
-    tier: TierSpace | None = None
+    #: The tiers under its prefix cache, nearest first (§E13).
+    tiers: tuple[TierSpace, ...] = ()
 
     @property
     def gpus(self) -> int:
@@ -522,9 +520,9 @@ def build_instance(
             config.speculation_max_batch,
             reference_context,
         )
-    tier = None
-    if config.host_tier is not None and config.prefix_caching:
+    tiers: tuple[TierSpace, ...] = ()
+    if config.prefix_caching:
         # bytes of one layer-position as the layout holds it (KV copies of §B13 included)
         per_position = search.bytes_per_position * search.capacity / capacity
-        tier = tier_space(config.host_tier, setting.gpu, gpus, per_position)
-    return Instance(setting, layout, config, table, search.model.work, capacity, draft, tier)
+        tiers = tuple(tier_space(t, setting.gpu, gpus, per_position) for t in config.kv_tiers)
+    return Instance(setting, layout, config, table, search.model.work, capacity, draft, tiers)

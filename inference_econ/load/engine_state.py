@@ -106,9 +106,9 @@ class EngineState:
         self.chain: dict[int, list] = {}
         if inst.config.prefix_caching and req.sharing is not None:
             pos = self.pos
-            self.cache = PrefixCache(lambda a, b: pos(b) - pos(a), inst.tier)
-            if inst.tier is not None and req.host_cached is None:
-                req.host_cached = [math.nan] * req.n
+            self.cache = PrefixCache(lambda a, b: pos(b) - pos(a), inst.tiers)
+            if inst.tiers and req.tier_cached is None:
+                req.tier_cached = [[math.nan] * req.n for _ in inst.tiers]
         # data-parallel attention ranks that schedule their own requests (§F9, "Attention DP"):
         # none where the engine pools them (the ideal engine), speculates (not modelled per
         # rank) or has one attention group

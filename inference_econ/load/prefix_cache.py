@@ -14,11 +14,12 @@ running request holds stays cached in the memory the running requests leave, and
 least recently used first and leaves before their parents, when they need it (vLLM evicts its
 free blocks in LRU order; SGLang evicts radix-tree leaves by LRU).
 
-With a host tier (``kv_tiers.TierSpace``, §E13) an evicted segment moves to host memory instead
-of leaving the tree, and the host evicts its own least recently used leaves when it is full. A
-prompt that starts with a segment in host memory counts it as a hit, takes it back into GPU
-memory, and the seconds to load it (``pending_s``) are charged to the next step with prompt
-tokens (``charged``). Without a host tier nothing here changes.
+With tiers below the GPU (``kv_tiers.TierSpace``, §E13: host memory, then local disk) an evicted
+segment moves to the first tier instead of leaving the tree; a full tier moves its own least
+recently used leaves to the next, and the last drops them. A prompt that starts with a segment
+in a tier counts it as a hit, takes it back into GPU memory, and the seconds to load it
+(``pending_s``) are charged to the next step with prompt tokens (``charged``). Without tiers
+nothing here changes.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ BLOCK_TOKENS = 16
 
 class Node:
     """One cached segment: its key, where it starts in the prompt, its tokens and the KV
-    layer-positions it holds; how many running requests hold it and when it was last used."""
+    layer-positions it holds; how many running requests hold it, when it was last used, and
+    where its KV cache is (``level``: 0 in GPU memory, k in the k-th tier below it)."""
 
     __slots__ = (
-        "key", "parent", "children", "start", "tokens", "positions", "pins", "last", "host",
+        "key", "parent", "children", "start", "tokens", "positions", "pins", "last", "level",
     )  # fmt: skip
 
     def __init__(self, key, parent, start: int, tokens: int, positions: float) -> None:
@@ -47,16 +49,23 @@ class Node:
         self.children: dict[tuple, Node] = {}
         self.start, self.tokens, self.positions = start, tokens, positions
         self.pins, self.last = 0, 0.0
-        self.host = False  # its KV cache is in the host tier, not in GPU memory
+        self.level = 0
+
+
+def _leaf_at(n: Node, level: int) -> bool:
+    """No child of ``n`` is at ``level`` or nearer the GPU: ``n`` may leave that level (a
+    segment's children are never nearer the GPU than it is)."""
+    return not any(c.level <= level for c in n.children.values())
 
 
 class PrefixCache:
     """The tree of cached segments of one instance and its memory (module docstring).
 
     ``positions(start, end)`` gives the KV layer-positions of the tokens ``start`` to ``end``
-    of a prompt (the engine's own rule, sliding windows included)."""
+    of a prompt (the engine's own rule, sliding windows included); ``tiers`` the tiers below
+    the GPU, nearest first (``kv_tiers.TierSpace``; none: evicted segments leave the tree)."""
 
-    def __init__(self, positions, tier: TierSpace | None = None) -> None:
+    def __init__(self, positions, tiers: tuple[TierSpace, ...] = ()) -> None:
         self.positions = positions
         self.root = Node(None, None, 0, 0, 0.0)
         #: Layer-positions of the segments no running request holds (evictable).
@@ -65,12 +74,13 @@ class PrefixCache:
         self.shared = 0.0
         self._heap: list = []
         self._order = itertools.count()
-        #: The host tier (None: evicted segments leave the tree), the layer-positions it
-        #: holds, its least recently used leaves, and the seconds of loads not yet charged.
-        self.tier = tier
-        self.host_held = 0.0
-        self._host_heap: list = []
+        #: The tiers below the GPU, the layer-positions each holds, their least recently used
+        #: leaves, and the seconds of loads not yet charged to a step.
+        self.tiers = tuple(tiers)
+        self.tier_held = [0.0] * len(self.tiers)
+        self._tier_heaps: list[list] = [[] for _ in self.tiers]
         self.pending_s = 0.0
+        self.overlap = all(t.overlap for t in self.tiers)
 
     # --- looking up -----------------------------------------------------------------------
     def lookup(self, segments) -> list[Node]:
@@ -94,13 +104,12 @@ class PrefixCache:
         usable = min(matched, int(prompt_tokens) - 1)
         return max(0, usable - usable % BLOCK_TOKENS)
 
-    @staticmethod
-    def host_tokens(nodes: list[Node], hit: int) -> int:
-        """Of ``hit`` prompt tokens a request skips, those whose segments are in host memory."""
-        out = 0
+    def tier_tokens(self, nodes: list[Node], hit: int) -> list[int]:
+        """Of ``hit`` prompt tokens a request skips, those whose segments are in each tier."""
+        out = [0] * len(self.tiers)
         for n in nodes:
-            if n.host:
-                out += max(0, min(n.start + n.tokens, hit) - n.start)
+            if n.level:
+                out[n.level - 1] += max(0, min(n.start + n.tokens, hit) - n.start)
         return out
 
     @staticmethod
@@ -110,13 +119,13 @@ class PrefixCache:
 
     # --- holding and releasing ------------------------------------------------------------
     def pin(self, nodes, t: float, load: bool = True) -> None:
-        """A running request holds these nodes; those in host memory come back to the GPU,
-        their loading charged to the next prompt step (``load``; not for a segment the
-        request has just computed itself)."""
+        """A running request holds these nodes; those in a tier come back to the GPU, their
+        loading charged to the next prompt step (``load``; not for a segment the request has
+        just computed itself)."""
         for n in nodes:
             if n.pins:
                 self.shared += n.positions
-            elif n.host:
+            elif n.level:
                 self._to_gpu(n, load)
             else:
                 self.cached -= n.positions
@@ -124,16 +133,17 @@ class PrefixCache:
             n.last = t
 
     def _to_gpu(self, n: Node, load: bool) -> None:
-        n.host = False
-        self.host_held -= n.positions
-        if load and self.tier is not None:
-            self.pending_s += n.positions * self.tier.seconds_per_position
+        k = n.level - 1
+        n.level = 0
+        self.tier_held[k] -= n.positions
+        if load:
+            self.pending_s += n.positions * self.tiers[k].seconds_per_position
 
     def charged(self, step_s: float) -> float:
         """A prompt step of ``step_s`` seconds with the loads pending before it: the longer of
         the two where loading overlaps the step, else their sum; the loads are then done."""
         load, self.pending_s = self.pending_s, 0.0
-        if self.tier is not None and self.tier.overlap:
+        if self.overlap:
             return step_s if step_s > load else load
         return step_s + load
 
@@ -165,59 +175,59 @@ class PrefixCache:
                 self.shared -= n.positions
             else:
                 self.cached += n.positions
-                if not (n.children if self.tier is None else self._gpu_children(n)):
-                    heapq.heappush(self._heap, (n.last, next(self._order), n))
-
-    @staticmethod
-    def _gpu_children(n: Node) -> bool:
-        """Whether a child of ``n`` is in GPU memory (a GPU leaf may have host children)."""
-        return any(not c.host for c in n.children.values())
+                if not (_leaf_at(n, 0) if self.tiers else not n.children):
+                    continue
+                heapq.heappush(self._heap, (n.last, next(self._order), n))
 
     def evict(self, excess: float) -> float:
         """Evict least recently used leaves no running request holds until ``excess``
-        layer-positions are free (or nothing is left to evict); returns what was freed."""
+        layer-positions are free (or nothing is left to evict); returns what was freed. With
+        tiers an evicted segment moves to the first of them instead of leaving the tree."""
         freed = 0.0
         heap = self._heap
-        tier = self.tier
+        tiered = bool(self.tiers)
         while freed < excess and heap:
             last, _, n = heapq.heappop(heap)
-            if tier is None:
-                if n.pins or n.children or n.parent is None or last != n.last:
-                    continue  # held again, no longer a leaf, evicted or used since
-                del n.parent.children[n.key]
-                p, n.parent = n.parent, None
+            if n.pins or n.level or n.parent is None or last != n.last:
+                continue  # held again, moved, evicted or used since
+            if not (_leaf_at(n, 0) if tiered else not n.children):
+                continue  # no longer a leaf
+            p = n.parent
+            if tiered:
+                self._demote(n, 1)
             else:
-                if n.pins or n.host or n.parent is None or last != n.last:
-                    continue
-                if self._gpu_children(n):
-                    continue
-                p = n.parent
-                self._to_host(n)
+                del p.children[n.key]
+                n.parent = None
             freed += n.positions
             self.cached -= n.positions
-            if p.parent is None or p.pins or p.host:
+            if p.parent is None or p.pins or p.level:
                 continue
-            if not (p.children if tier is None else self._gpu_children(p)):
+            if _leaf_at(p, 0) if tiered else not p.children:
                 heapq.heappush(heap, (p.last, next(self._order), p))
         return freed
 
-    def _to_host(self, n: Node) -> None:
-        """Move an evicted segment to host memory, and make room there (its least recently
-        used leaves leave the tree)."""
-        assert self.tier is not None
-        n.host = True
-        self.host_held += n.positions
-        if not n.children:
-            heapq.heappush(self._host_heap, (n.last, next(self._order), n))
-        heap, room = self._host_heap, self.tier.room
-        while self.host_held > room and heap:
+    def _demote(self, n: Node, level: int) -> None:
+        """Move a segment to tier ``level`` (from 1), and make room there: its least recently
+        used leaves move to the next tier, or leave the tree from the last."""
+        k = level - 1
+        n.level = level
+        self.tier_held[k] += n.positions
+        heap = self._tier_heaps[k]
+        if _leaf_at(n, level):
+            heapq.heappush(heap, (n.last, next(self._order), n))
+        room = self.tiers[k].room
+        while self.tier_held[k] > room and heap:
             last, _, m = heapq.heappop(heap)
-            if not m.host or m.children or m.parent is None or last != m.last:
-                continue  # back on the GPU, no longer a leaf, or dropped
-            del m.parent.children[m.key]
-            self.host_held -= m.positions
-            p, m.parent = m.parent, None
-            if p.host and not p.children:
+            if m.level != level or m.parent is None or last != m.last or not _leaf_at(m, level):
+                continue  # moved, dropped, used since or no longer a leaf there
+            self.tier_held[k] -= m.positions
+            p = m.parent
+            if level < len(self.tiers):
+                self._demote(m, level + 1)
+            else:
+                del p.children[m.key]
+                m.parent = None
+            if p.level == level and p.parent is not None and _leaf_at(p, level):
                 heapq.heappush(heap, (p.last, next(self._order), p))
 
 

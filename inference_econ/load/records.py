@@ -42,8 +42,8 @@ class RunRecord:
     #: Prompt tokens each request's first admission found in the prefix cache (None: the
     #: prompts share nothing, §E9).
     cached_tokens: np.ndarray | None = None
-    #: Of ``cached_tokens``, those loaded back from a host tier (§E13; None: no host tier).
-    host_cached_tokens: np.ndarray | None = None
+    #: Of ``cached_tokens``, those loaded back from each tier below the GPU (§E13; None: none).
+    tier_cached_tokens: tuple[np.ndarray, ...] | None = None
     spec_steps: int = 0  # decode steps that speculated (§E8)
     decode_steps: int = 0  # steps with decoding requests
     instances: int = 1  # instances simulated (busy, prefill, FLOP and batch are per instance)
@@ -92,9 +92,9 @@ class Requests:
         self.sharing = arrivals.sharing
         self.done = 0
         self.watch: Watch | None = None
-        #: Prompt tokens each request's first admission loaded from a host tier (§E13; None:
-        #: no cache has one).
-        self.host_cached: list | None = None
+        #: Prompt tokens each request's first admission loaded from each tier below the GPU
+        #: (§E13; None: no cache has tiers).
+        self.tier_cached: list[list] | None = None
 
 
 def record(engines, req: Requests, arrivals: Arrivals, stopped: bool = False) -> RunRecord:
@@ -120,9 +120,9 @@ def record(engines, req: Requests, arrivals: Arrivals, stopped: bool = False) ->
         batch_seconds=sum(e.batch_s for e in engines) / g,
         peak_kv_fraction=max(e.peak for e in engines),
         cached_tokens=np.fromiter(req.cached, float, n) if req.sharing is not None else None,
-        host_cached_tokens=None
-        if req.host_cached is None
-        else np.fromiter(req.host_cached, float, n),
+        tier_cached_tokens=None
+        if req.tier_cached is None
+        else tuple(np.fromiter(c, float, n) for c in req.tier_cached),
         spec_steps=sum(e.spec_steps for e in engines),
         decode_steps=sum(e.decode_steps for e in engines),
         instances=g,

@@ -131,8 +131,10 @@ class LoadResult:
     #: Prompt tokens served from the prefix cache over the prompt tokens of the requests
     #: admitted in the service window (§E9; None: the prompts share nothing).
     prefix_hit_rate: float | None = None
-    #: Of those prompt tokens, the share loaded back from a host tier (§E13; None: no tier).
+    #: Of those prompt tokens, the shares loaded back from host memory and from local disk
+    #: (§E13; None: no such tier).
     host_hit_rate: float | None = None
+    disk_hit_rate: float | None = None
     #: Sessions (§E9): the p99 TTFT of their later turns and requests per session (None: none).
     later_turn_ttft_p99_s: float | None = None
     requests_per_session: float | None = None
@@ -204,8 +206,8 @@ class LoadResult:
                 meta["router"] = e.router
             if not e.prefix_caching:
                 meta["prefix_caching"] = False
-            elif e.host_tier is not None:
-                meta["kv_offload"] = e.host_tier.describe()
+            elif e.kv_tiers:
+                meta["kv_offload"] = "; ".join(t.describe() for t in e.kv_tiers)
             if self.setting is not None and self.setting.spec is not None:
                 meta["speculation_schedule"] = e.speculation_schedule
                 if e.speculation_max_batch is not None:
@@ -319,8 +321,9 @@ class LoadResult:
             out["gco2_per_mtok"] = self.gco2_per_mtok
         if self.prefix_hit_rate is not None:
             out["prefix_hit_rate"] = self.prefix_hit_rate
-        if self.host_hit_rate is not None:
-            out["host_hit_rate"] = self.host_hit_rate
+        for name in ("host_hit_rate", "disk_hit_rate"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         if self.requests_per_session is not None:
             out["later_turn_ttft_p99_s"] = self.later_turn_ttft_p99_s
             out["usd_per_session"] = self.usd_per_session
@@ -514,7 +517,7 @@ class Measured:
     mean_batch: float
     peak_kv_fraction: float
     cached_tokens: np.ndarray | None = None
-    host_cached_tokens: np.ndarray | None = None
+    tier_cached_tokens: tuple[np.ndarray, ...] | None = None
     speculative_step_fraction: float | None = None
 
 
@@ -566,7 +569,7 @@ def measured_of(instance: Instance, record: RunRecord) -> Measured:
         mean_batch=record.batch_seconds / record.busy_s if record.busy_s > 0 else 0.0,
         peak_kv_fraction=record.peak_kv_fraction,
         cached_tokens=record.cached_tokens,
-        host_cached_tokens=record.host_cached_tokens,
+        tier_cached_tokens=record.tier_cached_tokens,
         speculative_step_fraction=(
             record.spec_steps / record.decode_steps
             if instance.draft is not None and record.decode_steps
@@ -628,7 +631,7 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         engine=instance.config,
         seed=setup.seed,
         prefix_hit_rate=_hit_rate(measured.cached_tokens, arrivals, window),
-        host_hit_rate=_hit_rate(measured.host_cached_tokens, arrivals, window),
+        **_tier_hit_rates(measured.tier_cached_tokens, arrivals, window),
         **session_figures(arrivals.sharing, lat.ttft_s),
         speculative_step_fraction=measured.speculative_step_fraction,
         router=setup.router,
@@ -716,6 +719,12 @@ def _run_energy(setup: RunSetup, measured: Measured, window: Window) -> dict:
     if setup.pools is not None:
         return _pools_energy(setup.pools, out_per_s, busy, mfu)
     return _energy(setup.instance.setting, setup.total_gpus, out_per_s, busy, mfu)
+
+
+def _tier_hit_rates(tier_tokens, arrivals: Arrivals, window: Window) -> dict:
+    """``host_hit_rate`` and ``disk_hit_rate`` of the tiers a run had (§E13)."""
+    names = ("host_hit_rate", "disk_hit_rate")
+    return {n: _hit_rate(t, arrivals, window) for n, t in zip(names, tier_tokens or ())}
 
 
 def _hit_rate(cached_tokens, arrivals: Arrivals, window: Window) -> float | None:

@@ -91,8 +91,9 @@ class Admission:
             if cache is not None and prefill:
                 if math.isnan(r.cached[i]):
                     r.cached[i] = hit
-                    if r.host_cached is not None:  # of them, those loaded from the host tier
-                        r.host_cached[i] = cache.host_tokens(nodes, hit)
+                    if r.tier_cached is not None:  # of them, those loaded from each tier
+                        for cached, tokens in zip(r.tier_cached, cache.tier_tokens(nodes, hit)):
+                            cached[i] = tokens
                 cache.pin(nodes, e.t)
                 e.chain[i] = list(nodes)
             if prefill:

@@ -238,6 +238,30 @@ class SchedulerOptions:
         needs=("kv_offload_gb",),
     )
 
+    kv_disk_gb: float | None = setting(
+        None,
+        help="Engine: local disk per GPU below the host tier (LMCache's local disk backend,"
+        " SGLang's storage tier): prefixes the host tier evicts wait there (docs/model.md §E13).",
+        unit="GB",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=1e7,
+        flag="--kv-disk-gb",
+        needs=("kv_offload_gb",),
+    )
+
+    kv_disk_bandwidth_gb_per_s: float | None = setting(
+        None,
+        help="Engine: the disk tier's read bandwidth to each GPU (e.g. four NVMe Gen4 drives of"
+        " ~7 GB/s read shared by 8 GPUs: 3.5); required with --kv-disk-gb.",
+        unit="GB/s",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=1e6,
+        flag="--kv-disk-bandwidth",
+        needs=("kv_disk_gb",),
+    )
+
     kv_offload_overlap: bool = setting(
         True,
         help="Engine: a prefix loaded from the host tier overlaps the step it is for, layer by"
