@@ -23,10 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "user-guide.md"
 #: The examples, as the guide shows them (after ``$ inference-econ``).
 EXAMPLES = (
-    "capacity --fleet examples/fleet.yaml -q",
+    "capacity --fleet examples/fleet.yaml -q --figure docs/img/fleet-example.png",
     'capacity "Llama 3.3 70B" -H H100,B200 --weight-bits 8 --rate 2000 '
     "--prompt-tokens lognormal:1000:0.8 --output-tokens lognormal:300:0.6 "
-    "--slo-ttft-p99 2 --slo-tpot-p99 0.05 --requests 400 --power-cap-mw 0.3 -q",
+    "--slo-ttft-p99 2 --slo-tpot-p99 0.05 --requests 400 --power-cap-mw 0.3 -q "
+    "--figure docs/img/power-cap-llama-3.3-70b.png",
 )
 GOAL_S = 30.0
 

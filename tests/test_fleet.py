@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -202,3 +203,25 @@ def test_a_fleet_under_a_power_cap(shared):
     with pytest.raises(InfeasibleError, match="no fleet of these models fits a power cap") as err:
         ie.fleet_plan(_fleet("vllm"), sizes=[1], power_cap_mw=shared.facility_mw / 2)
     assert f"raise --power-cap-mw to {shared.facility_mw:.4g}" in str(err.value)
+
+
+def test_the_fleet_figure_shows_the_shared_gpu_beside_the_gpus_alone(shared):
+    from inference_econ.output.fleet_plots import fleet_figure
+
+    ax = fleet_figure(shared).axes[0]
+    # the fleet: two quarters of one H100 and its idle half; alone: one whole GPU a model
+    fleet_bars = sorted(round(p.get_width(), 6) for p in ax.patches if p.get_y() < 0.5)
+    alone_bars = sorted(round(p.get_width(), 6) for p in ax.patches if p.get_y() > 0.5)
+    assert fleet_bars == [0.25, 0.25, 0.5] and alone_bars == [1.0, 1.0]
+    labels = [t.get_text().strip() for t in ax.texts]
+    assert labels[0].startswith("1 GPUs") and labels[1].startswith("2 GPUs")
+
+
+def test_the_power_figure_serves_more_as_the_budget_grows_up_to_the_uncapped_plan(uncapped):
+    from inference_econ.output.fleet_plots import power_figure
+
+    ax = power_figure(uncapped.at_cap(0.5 * uncapped.facility_mw)).axes[0]
+    caps, tokens = ax.get_lines()[0].get_data()
+    assert np.all(np.diff(tokens) >= 0)  # a larger budget never serves less
+    assert tokens[-1] == pytest.approx(uncapped.output_tokens_per_s)  # past the draw: all of it
+    assert tokens[0] < tokens[-1]

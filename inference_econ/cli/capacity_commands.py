@@ -287,7 +287,7 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     say = Progress(quiet)
     ctx = click.get_current_context()
     if values.pop("fleet") is not None:
-        fleet_command(ctx, _gpus(hardware) if hardware else [], format, out, say)
+        fleet_command(ctx, _gpus(hardware) if hardware else [], format, out, say, figure)
         return
     check_model(model, hardware)
     cap = values.pop("power_cap_mw")
@@ -296,7 +296,7 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     if cap is not None:
         for name in (*DEMAND[1:], "confidence", "instances", "prefill_instances"):
             kwargs.pop(name, None)
-        power_command(ctx, model, names, {**kwargs, "power_cap_mw": cap}, format, out, say)
+        power_command(ctx, model, names, {**kwargs, "power_cap_mw": cap}, format, out, say, figure)
         return
     if "confidence" in given(ctx) and (gpus is not None or kwargs.get("demand") is not None):
         raise SpecError(

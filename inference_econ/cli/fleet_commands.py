@@ -10,11 +10,11 @@ from ..errors import SpecError, plural
 from .common import RawValue, emit, fail, typed_name
 
 #: Options of ``capacity`` a fleet plan reads (the file sets every other one).
-FLEET_READS = {"hardware", "fleet", "power_cap_mw", "yes", "format", "out", "quiet"}
+FLEET_READS = {"hardware", "fleet", "power_cap_mw", "yes", "format", "out", "quiet", "figure"}
 #: Options of ``capacity`` a power-capped plan does not read (it plans one load, co-located).
 POWER_REFUSES = (
     "gpus", "instances", "prefill_gpus", "prefill_instances", "disaggregated", "demand",
-    "failures", "confidence", "figure", "prefill_hardware", "decode_hardware",
+    "failures", "confidence", "prefill_hardware", "decode_hardware",
 )  # fmt: skip
 
 
@@ -53,8 +53,9 @@ power_cap_option = click.option(
 )
 
 
-def fleet_command(ctx, hardware: list[str], fmt: str, out, say) -> None:
-    """capacity --fleet: the fleet plan, refusing options the fleet file sets."""
+def fleet_command(ctx, hardware: list[str], fmt: str, out, say, figure=None) -> None:
+    """capacity --fleet: the fleet plan, refusing options the fleet file sets; ``figure``:
+    its GPUs by model beside each model alone."""
     from .. import api
 
     values = ctx.params
@@ -69,10 +70,14 @@ def fleet_command(ctx, hardware: list[str], fmt: str, out, say) -> None:
         yes=values["yes"],
     )  # fmt: skip
     emit(fleet_text(plan, fmt, values["fleet"]), out)
+    _draw(figure, "fleet_figure", plan)
 
 
-def power_command(ctx, model, names: list[str], kwargs: dict, fmt: str, out, say) -> None:
-    """capacity --power-cap-mw: the plan under the budget."""
+def power_command(
+    ctx, model, names: list[str], kwargs: dict, fmt: str, out, say, figure=None
+) -> None:
+    """capacity --power-cap-mw: the plan under the budget; ``figure``: tokens and price against
+    the budget."""
     from .. import api
 
     for name in POWER_REFUSES:
@@ -85,6 +90,19 @@ def power_command(ctx, model, names: list[str], kwargs: dict, fmt: str, out, say
     cap = kwargs.pop("power_cap_mw")
     plan = api.power_plan(model, names, power_cap_mw=cap, progress=say, **kwargs)
     emit(power_text(plan, fmt), out)
+    _draw(figure, "power_figure", plan)
+
+
+def _draw(figure: str | None, name: str, plan) -> None:
+    """Write ``output.fleet_plots``'s figure ``name`` of ``plan`` to ``figure``, if given."""
+    if not figure:
+        return
+    from ..output import fleet_plots
+    from ..output.plots import save
+    from .common import FigureFile
+
+    for path in save(getattr(fleet_plots, name)(plan), *FigureFile.target(figure)):
+        click.echo(f"wrote {path}", err=True)
 
 
 def _given(ctx) -> set[str]:

@@ -118,6 +118,7 @@ class FleetPlan:
 
     def summary(self) -> pd.Series:
         """The answer in one column: cost and GPUs of the fleet and of the models alone."""
+        cap = {} if self.power_cap_mw is None else {"power_cap_mw": self.power_cap_mw}
         return pd.Series(
             {
                 "models": len(self.parts),
@@ -130,7 +131,7 @@ class FleetPlan:
                 "saving_fraction": self.saving_usd_per_hour / self.alone_usd_per_hour,
                 "it_power_kw": self.it_power_kw,
                 "facility_mw": self.facility_mw,
-                "power_cap_mw": math.nan if self.power_cap_mw is None else self.power_cap_mw,
+                **cap,  # the budget it was planned within, where one was given
             }
         )
 
