@@ -28,7 +28,15 @@ from ..serving.toy import critical_batch
 from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
 from ..specs.hardware import GPU, load_hardware
-from .export import EXPORT_PLANS, FRONTIER_PICKS, LAUNCH_OPTIONS, export, launch_files, plan_record
+from .export import (
+    EXPORT_PLANS,
+    FRONTIER_PICKS,
+    LAUNCH_OPTIONS,
+    export,
+    launch_files,
+    plan_record,
+    write_launch_files,
+)
 from .labels import (
     DETAIL_COLUMNS,
     SUMMARY_COLUMNS,
@@ -685,4 +693,5 @@ __all__ = [
     "uneven_note",
     "unread_user_roots",
     "whole_batch_kv_note",
+    "write_launch_files",
 ]

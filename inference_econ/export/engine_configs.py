@@ -578,6 +578,18 @@ def parallelism(w: Worker) -> str:
     return text + (f" ({', '.join(extra)})" if extra else "")
 
 
+#: Every file an export may write (``render``'s, by engine and plan, and benchmark.md): a
+#: later export into the same folder removes those of them it does not write itself.
+EXPORT_FILES = (
+    "launch.sh",
+    "benchmark.md",
+    "plan.json",
+    "k8s-dynamo.yaml",
+    "k8s-vllm-rocm.yaml",
+    *(f"trtllm-{role}.yaml" for role in ("server", "prefill", "decode", "disagg")),
+)
+
+
 def render(plan: LaunchPlan) -> dict:
     """The files of an export: launch.sh, the engines' own files, the Kubernetes manifest
     (vLLM: through Dynamo on NVIDIA parts, its ROCm image on AMD ones), plan.json."""
