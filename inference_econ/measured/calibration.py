@@ -324,10 +324,18 @@ def _usable_priors(problem: Problem, notes: list, say, exclude=frozenset(), subs
             )
     need = len(usable) + 2
     have = int(mask.sum())
+    if not usable:  # nothing to fit: an empty fit has no predictions to index
+        kinds = "; ".join(sorted({p.rows for p in cands}))
+        raise InfeasibleError(
+            f"the {have} usable {plural(have, 'row')} {'pins' if have == 1 else 'pin'} down "
+            f"none of the {len(cands)} "
+            f"terms: calibrate needs rows that depend on them ({kinds})"
+        )
     if have < need:
         kinds = "; ".join(sorted({p.rows for p in usable}))
         raise InfeasibleError(
-            f"{have} usable rows cannot fit {len(usable)} terms: calibrate needs "
+            f"{have} usable {plural(have, 'row')} cannot fit {len(usable)} "
+            f"{plural(len(usable), 'term')}: calibrate needs "
             f"at least {need}, {need - have} more ({kinds})"
         )
     return tuple(usable)
