@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import settings as table
-from ..errors import SpecError
+from ..errors import SpecError, expect
 from ..serving.setting import Setting
 from .problem import setting_of
 
@@ -90,6 +90,7 @@ def load_inputs(
     LoadInputs
         (problem settings, Traffic, Targets, EngineConfig, every load setting checked).
     """
+    _typed(settings, traffic, targets, config)
     if not sized and settings.get("confidence") is not None:
         raise SpecError(
             "argument",
@@ -112,6 +113,23 @@ def load_inputs(
 
         targets = Targets(*(v[name] for name in TARGET_SETTINGS))
     return LoadInputs(problem, traffic, targets, config or _flat_config(v), v)
+
+
+def _typed(settings, traffic, targets, config) -> None:
+    """The arguments of ``load_inputs`` are of their types (a mapping, and the typed objects
+    or None): a Python caller's string or number is refused naming the argument."""
+    from ..load.arrivals import Traffic
+    from ..load.engine import EngineConfig
+    from ..load.targets import Targets
+
+    expect(settings, Mapping, "settings", "a mapping of settings", "e.g. {'weight_bits': 8}")
+    for name, value, kind, make in (
+        ("traffic", traffic, Traffic, "ie.make_traffic(...)"),
+        ("targets", targets, Targets, "ie.Targets(ttft_p99_s=...)"),
+        ("config", config, EngineConfig, "ie.EngineConfig(...)"),
+    ):
+        if value is not None:
+            expect(value, kind, name, f"a {kind.__name__}", f"give {make}, or None")
 
 
 def _given_once(given: dict, **objects) -> None:

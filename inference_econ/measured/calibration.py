@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from .. import settings as table
-from ..errors import InfeasibleError, SpecError, plural
+from ..errors import InfeasibleError, SpecError, plural, short
 from ..model.assumptions import ACHIEVABLE
 from ..specs.engine import EngineProfile, load_engine
 from . import comparison
@@ -75,7 +75,11 @@ def calibrate(
     """Fit the achievable preset's terms to the measured rows of ``path`` (§F10)."""
     if split not in SPLITS:
         raise SpecError(
-            "argument", "split", f"unknown split {split!r}", f"choose {' or '.join(SPLITS)}"
+            "argument", "split", f"unknown split {short(split)}", f"choose {' or '.join(SPLITS)}"
+        )
+    if progress is not None and not callable(progress):
+        raise SpecError(
+            "argument", "progress", f"expected a function, got {short(progress)}", "e.g. print"
         )
     t0 = time.perf_counter()
     say = progress or (lambda message: None)
