@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import settings as table
-from ..errors import SpecError, expect
+from ..errors import SpecError, expect, short
 from ..serving.setting import Setting
 from .problem import setting_of
 
@@ -356,6 +356,21 @@ def checked_yes(value) -> bool:
         Checked.
     """
     return table.option("yes").check(value)
+
+
+def checked_progress(progress) -> None:
+    """A ``progress`` argument is a function of a line of text, or None (a Python caller's
+    string or number would fail when the first line is said, after the work began).
+
+    Parameters
+    ----------
+    progress : callable or None
+        As given.
+    """
+    if progress is not None and not callable(progress):
+        raise SpecError(
+            "argument", "progress", f"expected a function, got {short(progress)}", "e.g. print"
+        )
 
 
 def need_targets(targets: Targets) -> None:

@@ -582,17 +582,7 @@ def make_traffic(
     'Poisson arrivals, 2 req/s; prompts log-normal (mean 1000 tokens, sigma 0.8); outputs 256 tokens'
     """
     requests, seed = _checked(requests, seed, rate_per_s, concurrency, think_time_s, process)
-    check_each(
-        {
-            k: v
-            for k, v in (
-                ("shared_prefix_tokens", shared_prefix_tokens),
-                ("shared_prefixes", shared_prefixes),
-                ("session_turns", session_turns),
-            )
-            if v is not None
-        }
-    )
+    _sessions(shared_prefix_tokens, shared_prefixes, session_turns)
     tr = load_trace(trace) if trace is not None else None
     return Traffic(
         rate_per_s=None if rate_per_s is None else float(rate_per_s),
@@ -608,6 +598,16 @@ def make_traffic(
         think_time_s=float(think_time_s or 0.0),
         clients=None if concurrency is None else int(concurrency),
     )
+
+
+def _sessions(shared_prefix_tokens, shared_prefixes, session_turns) -> None:
+    """The shared prompts and session turns, checked by their settings' rows where given."""
+    given = {
+        "shared_prefix_tokens": shared_prefix_tokens,
+        "shared_prefixes": shared_prefixes,
+        "session_turns": session_turns,
+    }
+    check_each({k: v for k, v in given.items() if v is not None})
 
 
 def _checked(requests, seed, rate_per_s, concurrency, think_time_s, process) -> tuple:
