@@ -219,6 +219,7 @@ def max_load(
     from ..optimise.load_search import max_load as search
 
     checked_progress(progress)
+    check_number(curve_points, "argument", "curve_points", minimum=0, maximum=100, integer=True)
     inputs = load_inputs(settings, traffic, targets, config, need_rate=False)
     problem, v = inputs.problem, inputs.other
     need_targets(inputs.targets)
@@ -227,7 +228,6 @@ def max_load(
         setting, gpus, v["instances"], prefill_gpus, v["prefill_instances"], v, model, problem
     )
     pools = 2 if d.disaggregated else 1
-    check_number(curve_points, "argument", "curve_points", minimum=0, maximum=100, integer=True)
     check_budget(
         inputs.traffic,
         pools * SIMULATIONS_PER_SEARCH + curve_points,

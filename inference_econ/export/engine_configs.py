@@ -130,10 +130,11 @@ def platform(plan: LaunchPlan) -> str:
 def _refuse_layout(plan: LaunchPlan, w: Worker, why: str):
     raise SpecError(
         "argument",
-        "layout",
+        "--engine",
         f"{plan.engine} {plan.version} cannot run the {w.role} layout TP{w.tensor} PP{w.pipeline} "
-        f"attention-DP{w.attention_dp} EP{w.expert}: {why}",
-        "export for another engine, or plan with a layout it runs",
+        f"attention-DP{w.attention_dp} EP{w.expert} the plan chose: {why}",
+        "export for another engine, or plan under the achievable preset, which chooses "
+        "layouts the engine runs",
     )
 
 
