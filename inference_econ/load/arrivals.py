@@ -635,9 +635,10 @@ def _whole(value, most: int) -> bool:
     10**400, whose float would overflow)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
-    if not isinstance(value, numbers.Integral) and not math.isfinite(value):
+    if not isinstance(value, numbers.Integral) and not math.isfinite(float(value)):
         return False
-    return 1 <= value <= most and int(value) == value
+    number = float(value) if not isinstance(value, numbers.Integral) else int(value)
+    return 1 <= number <= most and int(number) == number
 
 
 def _parsed(text, name: str) -> Lengths | None:

@@ -253,9 +253,17 @@ def _strata(value, source: str) -> dict:
         kind = s.get("kind")
         if not isinstance(kind, str) or kind not in KINDS:
             raise SpecError(source, f"{where}.kind", f"is {short(kind)}", f"one of {KINDS}")
-        bound = dict(minimum=-MAX_LOG_RATIO, maximum=MAX_LOG_RATIO, unit="log ratio")
         q = {
-            k: float(check_number(s.get(k), source, f"{where}.{k}", **bound))
+            k: float(
+                check_number(
+                    s.get(k),
+                    source,
+                    f"{where}.{k}",
+                    minimum=-MAX_LOG_RATIO,
+                    maximum=MAX_LOG_RATIO,
+                    unit="log ratio",
+                )
+            )
             for k in ("q05", "q10", "q90", "q95")
         }
         if not q["q05"] <= q["q10"] <= q["q90"] <= q["q95"]:
@@ -265,7 +273,7 @@ def _strata(value, source: str) -> dict:
         )
         dims = tuple(str(s.get(d, "*")) if d != "seen" else _seen_key(s.get(d)) for d in POOLING)
         label = ", ".join(v for v in dims if v != "*") or "all"
-        strata[(kind, *dims)] = Band(**q, source=f"{kind}: {label}", rows=int(rows))
+        strata[(kind,) + dims] = Band(**q, source=f"{kind}: {label}", rows=int(rows))
     return strata
 
 

@@ -302,8 +302,10 @@ def _target(model) -> Architecture:
     """The target model of draft heads: an ``Architecture``, or a model's name or file."""
     from ..specs.architecture import load_model
 
-    if isinstance(model, Architecture) or (isinstance(model, (str, PurePath)) and str(model)):
-        return load_model(model)
+    if isinstance(model, Architecture):
+        return model
+    if isinstance(model, (str, PurePath)) and str(model):
+        return load_model(str(model))
     raise SpecError(
         "argument",
         "model",
