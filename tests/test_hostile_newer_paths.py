@@ -268,3 +268,15 @@ def test_a_dask_address_is_checked_with_nothing_to_compute():
         ie.study(
             {"title": "t", "axes": {"model": ["Qwama 0.5B"], "hardware": ["H100"]}}, dask="nonsense"
         )
+
+
+def test_options_a_command_would_ignore_are_refused(tmp_path):
+    """A running scheduler's workers compute a study's cells (``--jobs`` had no effect), and a
+    scenario's report has no axes (``--compare`` and ``--where`` had none either)."""
+    study = {"title": "t", "axes": {"model": ["Qwama 0.5B"], "hardware": ["H100"]}}
+    with pytest.raises(SpecError, match="'jobs': is given with the Dask scheduler"):
+        ie.study(study, jobs=2, dask="tcp://host:8786")
+    out = str(tmp_path / "f.html")
+    for flag, value in (("--compare", "hardware"), ("--where", "hardware=H100")):
+        result = _cli("report", "paper/figure-6", "--out", out, flag, value)
+        _one_error_line(result, flag, "is a scenario")

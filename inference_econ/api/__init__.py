@@ -369,6 +369,14 @@ def study(
         frontier point), tidy DataFrames with a column per axis.
     """
     values = table.check_each({"jobs": jobs, "dask": dask, "recompute": recompute, "yes": yes})
+    if values["jobs"] is not None and values["dask"] not in (None, "local"):
+        raise SpecError(  # a running scheduler's workers compute the cells: jobs is ignored
+            "argument",
+            "jobs",
+            f"is given with the Dask scheduler {short(values['dask'])}, whose workers compute "
+            "the cells",
+            "drop jobs (--jobs), or give dask='local' for a local cluster of that many workers",
+        )
     if values["recompute"] and out is None and cache_dir is None:
         raise SpecError(  # nothing is cached without a folder: recompute would be ignored
             "argument",
