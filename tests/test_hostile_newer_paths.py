@@ -280,3 +280,25 @@ def test_options_a_command_would_ignore_are_refused(tmp_path):
     for flag, value in (("--compare", "hardware"), ("--where", "hardware=H100")):
         result = _cli("report", "paper/figure-6", "--out", out, flag, value)
         _one_error_line(result, flag, "is a scenario")
+
+
+def test_rows_whose_steps_cannot_be_built_are_named_not_a_value_error(tmp_path):
+    """Prompts of 10^9 tokens leave no room for the KV cache on any layout of the rows' GPUs:
+    no step could be built, and concatenating none was a ValueError."""
+    import csv
+    import io
+
+    from inference_econ.measured.fit_problem import build_problem
+    from inference_econ.measured.reading import load_measured
+    from inference_econ.specs.engine import load_engine
+
+    header, *rows = list(csv.reader(io.StringIO((DATA / "measured_public_sample.csv").read_text())))
+    at = header.index("input_len")
+    buf = io.StringIO()
+    csv.writer(buf).writerows([header, *([*r[:at], "1e9", *r[at + 1 :]] for r in rows[:3])])
+    path = tmp_path / "long.csv"
+    path.write_text(buf.getvalue())
+    with pytest.raises(
+        SpecError, match=r"no row calibration can use: 3 rows left out \(line 2: infeasible"
+    ):
+        build_problem(load_measured(path), load_engine("trtllm"), {}, [], source=str(path))
