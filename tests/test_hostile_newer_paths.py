@@ -171,7 +171,7 @@ def test_the_reserved_count_is_the_exhaustive_searchs_at_any_peak():
     peak = np.array([1] * 23 + [10**9])
     assert dm.hourly_plan(peak, 1, prices, None)["reserved"] == 1  # 23 hours of 1 reserved
     spot = dm.Prices(2.0, 5.0, 1.0, "owned", "on-demand")
-    with pytest.raises(SpecError, match="spot_interruption.*1,000,000 instances"):
+    with pytest.raises(SpecError, match="spot_interruption_rate.*1,000,000 instances"):
         dm.hourly_plan(np.array([1] * 23 + [10**6]), 1, spot, 0.1)
 
 

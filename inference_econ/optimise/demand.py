@@ -98,7 +98,7 @@ def _reserved_counts(needed: np.ndarray, use_spot: bool):
     if peak > MAX_SPOT_SEARCH:
         raise SpecError(
             "argument",
-            "spot_interruption",
+            "spot_interruption_rate",
             f"the demand's peak needs {peak:,} instances: the search with spot capacity "
             f"tries every reserved count up to it, at most {MAX_SPOT_SEARCH:,}",
             "lower the demand, give larger instances, or drop --spot-interruption",
