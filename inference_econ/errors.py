@@ -99,7 +99,11 @@ def short(value, limit: int = 60) -> str:
     ):  # a huge whole number (1e308 read as a count) as 1e+308, not 300 digits cut short
         try:
             return f"{float(value):g}"
-        except (TypeError, ValueError, OverflowError):
+        except OverflowError:  # beyond a float's range: its digits in the same form (1e+400)
+            digits = str(abs(value))
+            mantissa = f"{digits[0]}.{digits[1:6]}".rstrip("0").rstrip(".")
+            return f"{'-' if value < 0 else ''}{mantissa}e+{len(digits) - 1}"
+        except (TypeError, ValueError):
             pass
     try:
         text = _REPR.repr(value)

@@ -533,3 +533,50 @@ def test_a_tensorrt_llm_plan_attends_on_the_whole_group_or_every_gpu_alone():
                           prompt_tokens=1000, output_tokens=100)  # fmt: skip
         (w,) = plan.workers
         assert w.attention_dp in ranks and "launch.sh" in ec.render(plan), (engine, w)
+
+
+# --- the checkpoint every shipped model launches ---------------------------------------------
+
+#: Shipped models without public weights (GPT-3, PaLM, GPT-4 as reported) or that are the
+#: paper's variants of a real model (no weights of their own).
+NO_PUBLIC_WEIGHTS = {
+    "GPT-3 175B",
+    "PaLM 540B",
+    "GPT-4 (reported)",
+    "DeepSeek-V3 (paper approximation)",
+    "Llama 3 8B MQA",
+    "Llama 3.1 405B (paper)",
+}
+
+
+def test_every_shipped_model_exports_its_hugging_face_repository():
+    """An export launched ``vllm serve 'Llama 3 8B'`` (its display name, which vLLM reads as a
+    local folder) for models whose file did not start its source with the repository: each
+    shipped model now names it (``hf_repository``), the one its source cites, and the launch
+    command loads it; a model without public weights is refused until --checkpoint names them."""
+    from inference_econ.specs import catalog
+    from inference_econ.specs.architecture import REPO_ID
+
+    point = dict(gpus=8, batch=1, prompt_tokens=16, output_tokens=2, weight_bits=4)
+    refused = set()
+    for entry in catalog.entries("models"):
+        try:
+            plan = api.export(entry.name, "H200", engine="sglang", assumptions="paper", **point)
+        except SpecError as exc:
+            assert exc.field == "--checkpoint" and "give --checkpoint" in str(exc)
+            refused.add(entry.name)
+            continue
+        arch = plan.setting.model
+        assert plan.checkpoint == arch.hf_repository and REPO_ID.match(plan.checkpoint)
+        assert plan.checkpoint.split("/")[1].lower() in arch.source.lower()
+        assert f"--model-path {plan.checkpoint} " in api.launch_files(plan)["launch.sh"]
+    assert refused == NO_PUBLIC_WEIGHTS
+    named = api.export("GPT-3 175B", "H200", engine="sglang", checkpoint="./gpt3", **point)
+    assert named.checkpoint == "./gpt3"
+    by_name = {
+        "Llama 3 8B": "meta-llama/Meta-Llama-3-8B",
+        "Mixtral 8x22B": "mistralai/Mixtral-8x22B-v0.1",
+    }
+    for name, repo in by_name.items():
+        plan = api.export(name, "H200", engine="vllm", assumptions="paper", **point)
+        assert plan.checkpoint == repo

@@ -50,7 +50,7 @@ def cli(*args):
         (math.inf, "is inf"),
         ("inf", "is 'inf'"),
         (float("nan"), "is nan"),
-        (10**400, "is 1000"),
+        (10**400, r"is 1e\+400 "),
         ("1e999", "is '1e999'"),
         (True, "expected a number"),
         ("abc", "expected a number"),
@@ -91,7 +91,7 @@ def test_huge_whole_numbers_print_as_a_reader_wrote_them():
     assert "is 1e+308 (expected a whole number >= 1 and <= 1e+07)" in str(e.value)
     assert short(int(1e308)) == "1e+308" and short(-(10**20)) == "-1e+20"
     assert short(2**40) == "1099511627776" and short(10**15 - 1) == "999999999999999"
-    assert short(10**400).startswith("1000")  # beyond a float: cut short, never an error
+    assert short(10**400) == "1e+400"  # beyond a float: in the same form, never an error
     code, err = cli("simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "1",
                     "--prompt-tokens", "1e308", "--output-tokens", "10")  # fmt: skip
     assert code == 2 and "--prompt-tokens (tokens): is 1e+308 in tokens" in err
@@ -655,6 +655,9 @@ def test_work_past_ten_minutes_needs_yes(monkeypatch):
     assert "--yes" in e.value.fix
     assert execution.check_work(cells, 1, "t", yes=True).startswith("about 0.29 s")
     traffic = make_traffic(1.0, 1000, 100, requests=10_000_000)
+    # the memory limit is a share of what the machine has free: fixed here (16 GB free), so the
+    # check is of time alone whatever else runs on the machine
+    monkeypatch.setattr(load_search, "available_memory_bytes", lambda: 16e9)
     with pytest.raises(SpecError, match="about 24,300 s") as e:
         load_search.check_budget(traffic, 81, "the capacity search")
     assert "give --yes" in e.value.fix

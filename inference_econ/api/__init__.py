@@ -29,7 +29,15 @@ from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
 from ..specs.hardware import GPU, load_hardware
 from .autoscale import autoscale_plan
-from .export import EXPORT_PLANS, FRONTIER_PICKS, LAUNCH_OPTIONS, export, launch_files, plan_record
+from .export import (
+    EXPORT_PLANS,
+    FRONTIER_PICKS,
+    LAUNCH_OPTIONS,
+    export,
+    launch_files,
+    plan_record,
+    write_launch_files,
+)
 from .fleet import checked_power_cap, fleet_plan, power_plan, read_fleet
 from .labels import (
     DETAIL_COLUMNS,
@@ -366,6 +374,14 @@ def study(
         frontier point), tidy DataFrames with a column per axis.
     """
     values = table.check_each({"jobs": jobs, "dask": dask, "recompute": recompute, "yes": yes})
+    if values["jobs"] is not None and values["dask"] not in (None, "local"):
+        raise SpecError(  # a running scheduler's workers compute the cells: jobs is ignored
+            "argument",
+            "jobs",
+            f"is given with the Dask scheduler {short(values['dask'])}, whose workers compute "
+            "the cells",
+            "drop jobs (--jobs), or give dask='local' for a local cluster of that many workers",
+        )
     if values["recompute"] and out is None and cache_dir is None:
         raise SpecError(  # nothing is cached without a folder: recompute would be ignored
             "argument",
@@ -703,4 +719,5 @@ __all__ = [
     "uneven_note",
     "unread_user_roots",
     "whole_batch_kv_note",
+    "write_launch_files",
 ]

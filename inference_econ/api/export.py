@@ -80,6 +80,7 @@ def export(
     from ..export import launch
 
     _check_export(engine, plan, settings)
+    _plan_arguments(plan, gpus=gpus, batch=batch, prefill_gpus=prefill_gpus, pick=pick, speed=speed)
     launch_options = {name: settings.pop(name, None) for name in LAUNCH_OPTIONS}
     settings.setdefault("assumptions", table.default("assumptions", "export"))
     if settings["assumptions"] == "achievable":
@@ -92,15 +93,43 @@ def export(
     if plan == "frontier":
         gpus, batch, label = _frontier_pick(setting, float(prompt_tokens), pick, speed)
         source = {"source": label}
+    _given_point(plan, gpus, batch)
+    request = (setting, engine, gpus, batch, prompt_tokens, output_tokens)
+    if plan == "disagg":
+        return launch.disagg_plan(*request, prefill_gpus, **launch_options)
+    return launch.point_plan(*request, **source, **launch_options)
+
+
+def _given_point(plan: str, gpus, batch) -> None:
+    """A point or disaggregated export names its GPUs and batch (a frontier's pick gives them)."""
     for name, value in (("gpus", gpus), ("batch", batch)):
         if value is None:
             raise SpecError(
                 "argument", name, "is missing", f"a {plan} export needs --gpus and --batch"
             )
-    request = (setting, engine, gpus, batch, prompt_tokens, output_tokens)
-    if plan == "disagg":
-        return launch.disagg_plan(*request, prefill_gpus, **launch_options)
-    return launch.point_plan(*request, **source, **launch_options)
+
+
+#: The arguments of ``export`` each plan uses: one given to a plan that ignores it is refused.
+_PLAN_ARGUMENTS = {
+    "point": ("gpus", "batch"),
+    "frontier": ("pick", "speed"),
+    "capacity": (),
+    "disagg": ("gpus", "batch", "prefill_gpus"),
+}
+
+
+def _plan_arguments(plan: str, **given) -> None:
+    """Refuse an argument the plan does not use (``pick`` on a point, ``gpus`` on a capacity
+    plan, which searches them): it would be silently ignored."""
+    for name, value in given.items():
+        if value is not None and name not in _PLAN_ARGUMENTS[plan]:
+            users = [p for p, names in _PLAN_ARGUMENTS.items() if name in names]
+            raise SpecError(
+                "argument",
+                name,
+                f"is not used by a {plan} plan",
+                f"drop {name}, or give plan={' or '.join(repr(u) for u in users)}",
+            )
 
 
 def _decode_context(prompt_tokens, output_tokens) -> float:
@@ -225,6 +254,47 @@ def launch_files(plan: LaunchPlan) -> dict[str, str]:
     files = render(plan)
     files["benchmark.md"] = benchmark_text(plan)
     return files
+
+
+def write_launch_files(plan: LaunchPlan, folder) -> list[str]:
+    """Write an export's files into ``folder`` and remove those an earlier export wrote there
+    that this one does not (another engine's configs would otherwise sit beside the new plan).
+
+    Parameters
+    ----------
+    plan : LaunchPlan
+        ``export``'s plan.
+    folder : str or Path
+        The folder (made when missing).
+
+    Returns
+    -------
+    list of str
+        The names written, sorted.
+    """
+    from pathlib import Path
+
+    from ..export.engine_configs import EXPORT_FILES
+    from ..output.files import check_owned_file, write_atomic
+
+    files = launch_files(plan)
+    folder = Path(folder)
+    stale = []
+    for name in EXPORT_FILES:
+        path = folder / name
+        if name in files or not path.is_file():
+            continue
+        try:  # only a file the toolkit wrote and nobody changed since; a user's stays
+            check_owned_file(path, "--out")
+        except SpecError:
+            continue
+        stale.append(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        write_atomic(folder / name, text)
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return sorted(files)
 
 
 def plan_record(plan: LaunchPlan) -> dict[str, Any]:

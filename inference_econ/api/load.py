@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from .. import settings as table
 from ..errors import InfeasibleError, SpecError, warn
 from ..serving.setting import Setting
+from ..specs.schema import check_number
 from .load_setup import (
     LoadInputs,
+    checked_progress,
     checked_yes,
     given_deployment,
     load_inputs,
@@ -88,6 +90,7 @@ def simulate_load(
     from ..optimise.load_search import check_budget
     from ..serving.intervals import expected, interval_keys
 
+    checked_progress(progress)
     inputs = load_inputs(settings, traffic, targets, config, closed_loop=True)
     problem, traffic, targets, config, v = inputs
     setting = settings_per_gpu(model, hardware, problem)[0]
@@ -235,6 +238,8 @@ def max_load(
     from ..optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
     from ..optimise.load_search import max_load as search
 
+    checked_progress(progress)
+    check_number(curve_points, "argument", "curve_points", minimum=0, maximum=100, integer=True)
     inputs = load_inputs(settings, traffic, targets, config, need_rate=False)
     problem, v = inputs.problem, inputs.other
     need_targets(inputs.targets)
@@ -304,6 +309,7 @@ def capacity(
     from ..optimise.confident import confident_plan
     from ..serving.intervals import ideal
 
+    checked_progress(progress)
     inputs = load_inputs(settings, traffic, targets, config, sized=True)
     need_targets(inputs.targets)
     v = inputs.other
@@ -455,6 +461,7 @@ def demand_plan(
             _refuse_demand_rate("arrival_rate_per_s" if traffic.trace is None else "trace")
         traffic = dataclasses.replace(traffic, rate_per_s=curve.peak_per_s)
     costs, pue = settings.pop("costs", None), settings.get("pue")
+    checked_progress(progress)
     inputs = load_inputs(settings, traffic, targets, config)
     need_targets(inputs.targets)
     v = inputs.other
@@ -543,6 +550,7 @@ def load_frontier(
     from ..optimise.load_frontier import load_frontier as search
     from ..optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
+    checked_progress(progress)
     inputs = load_inputs(settings, traffic, targets, config)
     need_targets(inputs.targets)
     candidates = settings_per_gpu(model, hardware, inputs.problem)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import settings as table
-from ..errors import SpecError
+from ..errors import SpecError, expect, short
 from ..serving.setting import Setting
 from .problem import setting_of
 
@@ -95,6 +95,7 @@ def load_inputs(
     LoadInputs
         (problem settings, Traffic, Targets, EngineConfig, every load setting checked).
     """
+    _typed(settings, traffic, targets, config)
     if not sized and settings.get("confidence") is not None:
         raise SpecError(
             "argument",
@@ -136,6 +137,23 @@ def _tier_has_prefixes(config, traffic) -> None:
     else:
         return
     raise SpecError("argument", "kv_offload_gb", why, fix)
+
+
+def _typed(settings, traffic, targets, config) -> None:
+    """The arguments of ``load_inputs`` are of their types (a mapping, and the typed objects
+    or None): a Python caller's string or number is refused naming the argument."""
+    from ..load.arrivals import Traffic
+    from ..load.engine import EngineConfig
+    from ..load.targets import Targets
+
+    expect(settings, Mapping, "settings", "a mapping of settings", "e.g. {'weight_bits': 8}")
+    for name, value, kind, make in (
+        ("traffic", traffic, Traffic, "ie.make_traffic(...)"),
+        ("targets", targets, Targets, "ie.Targets(ttft_p99_s=...)"),
+        ("config", config, EngineConfig, "ie.EngineConfig(...)"),
+    ):
+        if value is not None:
+            expect(value, kind, name, f"a {kind.__name__}", f"give {make}, or None")
 
 
 def _given_once(given: dict, **objects) -> None:
@@ -376,6 +394,21 @@ def checked_yes(value) -> bool:
         Checked.
     """
     return table.option("yes").check(value)
+
+
+def checked_progress(progress) -> None:
+    """A ``progress`` argument is a function of a line of text, or None (a Python caller's
+    string or number would fail when the first line is said, after the work began).
+
+    Parameters
+    ----------
+    progress : callable or None
+        As given.
+    """
+    if progress is not None and not callable(progress):
+        raise SpecError(
+            "argument", "progress", f"expected a function, got {short(progress)}", "e.g. print"
+        )
 
 
 def need_targets(targets: Targets) -> None:

@@ -353,6 +353,37 @@ def excludes(name: str, *others: str, why: str = ""):
     return decorate
 
 
+def modes(choice: str, uses: dict[str, tuple[str, ...]]):
+    """Decorator: the command's option ``choice`` picks a mode, and each mode uses only its
+    own options of those named in ``uses`` (mode -> option names; an option named by no mode
+    serves every mode): one given for another mode would be silently ignored."""
+
+    def decorate(fn):
+        fn.__dict__["modes"] = (choice, uses)
+        return fn
+
+    return decorate
+
+
+def _check_modes(ctx: click.Context, names: set[str]) -> None:
+    """Refuse an option of another mode than the one chosen (``modes``), in the words the
+    user typed: ``--pick is not used by --plan point (drop --pick, or use --plan frontier)``."""
+    choice, uses = getattr(ctx.command.callback, "modes", (None, {}))
+    mode = ctx.params.get(choice) if choice else None
+    if mode is None:
+        return
+    for name in sorted(names, key=lambda n: [p.name for p in ctx.command.params].index(n)):
+        users = [m for m, options in uses.items() if name in options]
+        if users and mode not in users:
+            flag, by = typed_name(name, ctx), typed_name(choice, ctx)
+            raise SpecError(
+                "command line",
+                flag,
+                f"is not used by {by} {mode}",
+                f"drop {flag}, or use {by} {' or '.join(users)}",
+            )
+
+
 def _check_needs(ctx: click.Context) -> None:
     """Refuse an option given without any of the options it needs (the table's ``needs``),
     one given with an option it excludes (the table's ``excludes``, the command's
@@ -361,6 +392,7 @@ def _check_needs(ctx: click.Context) -> None:
     names = {
         n for n in given(ctx) if not _flag_at_default(ctx, n)
     }  # --speculation, the default, changes nothing: only --no-speculation is given
+    _check_modes(ctx, names)
     offered = {p.name for p in ctx.command.params}
     callback = ctx.command.callback
     implied: dict[str, str] = {}  # settings a given option searches: by that option

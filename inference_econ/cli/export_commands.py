@@ -16,6 +16,7 @@ from .common import (
     given,
     handle_errors,
     length_option,
+    modes,
     option,
     options,
     quiet_option,
@@ -29,6 +30,24 @@ LENGTHS = {"prompt_tokens": "input_lengths", "output_tokens": "output_lengths"}
 
 #: What is served (the engine is the export's --engine).
 SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "draft")
+
+
+#: The options each plan uses (the others, what is served and the launch's own, serve every
+#: plan): one given to a plan that ignores it is refused.
+PLAN_OPTIONS = {
+    "point": ("gpus", "batch", "prompt_tokens", "output_tokens"),
+    "frontier": ("pick", "speed", "prompt_tokens", "output_tokens"),
+    "capacity": (
+        "prompt_tokens",
+        "output_tokens",
+        "disaggregated",
+        "max_gpus",
+        *(t for t in TRAFFIC if t not in LENGTHS.values()),
+        *TARGETS,
+        *ENGINE,
+    ),
+    "disagg": ("gpus", "batch", "prefill_gpus", "prompt_tokens", "output_tokens"),
+}
 
 
 @click.command(short_help="Write a plan as engine launch commands, configs and a benchmark.")
@@ -84,7 +103,7 @@ SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assump
 )
 @click.option(
     "--checkpoint",
-    help="Checkpoint the engine loads (default: the model file's Hugging Face source).",
+    help="Checkpoint the engine loads (default: the model file's hf_repository).",
 )
 @options(
     *(t for t in TRAFFIC if t not in LENGTHS.values()), *TARGETS, *ENGINE, *SERVED, command="export"
@@ -98,6 +117,7 @@ SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assump
 @format_option
 @quiet_option
 @handle_errors
+@modes("plan", PLAN_OPTIONS)
 def export(model, hardware, engine, plan, out, format, quiet, **values):
     """Write a configuration as what an engineer launches — vLLM, SGLang or TensorRT-LLM
     command lines and files (copies on GPUs of their own behind sglang-router; disaggregated
@@ -114,6 +134,13 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
     from .. import api
 
     names = [h.strip() for item in hardware for h in item.split(",") if h.strip()]
+    if plan != "capacity" and len(names) > 1:  # a point is on one GPU: the rest were ignored
+        raise SpecError(
+            "command line",
+            "--hardware",
+            f"names {len(names)} GPUs, and a {plan} plan is on one",
+            "give one GPU, or --plan capacity to choose among them",
+        )
     said = given(click.get_current_context())
     # options at their defaults are left to the API (a load option means nothing without a
     # capacity plan; the figures' preset defaults to achievable under --engine)
@@ -152,17 +179,10 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
         model, names if plan == "capacity" else names[0], engine=engine, plan=plan,
         progress=Progress(quiet), **picked, **kwargs,
     )  # fmt: skip
-    files = api.launch_files(result)
     if out:
-        from pathlib import Path
-
-        from ..output.files import write_atomic
-
-        folder = Path(out)
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            write_atomic(folder / name, text)
-        click.echo(f"wrote {', '.join(sorted(files))} into {out}", err=True)
+        written = api.write_launch_files(result, out)
+        click.echo(f"wrote {', '.join(written)} into {out}", err=True)
+    files = api.launch_files(result)
     if format in ("table", "markdown"):
         click.echo(files["launch.sh"])
         click.echo(files["benchmark.md"], nl=False)

@@ -145,13 +145,23 @@ def report(source, out, compare, max_points, where, quiet):
     (out/study: the folder 'inference-econ study examples/study.yaml --out out/study' writes;
     a scenario works the same: 'report paper/figure-6 --out figure-6.html'.)
     """
+    from ..errors import SpecError
     from ..output.report import write_report
     from ..output.report_figures import require_plotly
     from ..output.report_sections import scenario_section, study_section
 
+    folder = Path(source).is_dir()
+    for flag, value in (("--compare", compare), ("--where", where)):
+        if value and not folder:  # a scenario's report has no axes to compare or slice
+            raise SpecError(
+                "command line",
+                flag,
+                f"picks a study's axes, and {source} is a scenario",
+                f"drop {flag}, or give a study's output folder",
+            )
     require_plotly()
     progress = Progress(quiet)
-    if Path(source).is_dir():
+    if folder:
         section = study_section(source, compare, _where(where))
     else:
         from ..api import load_scenario, run_scenario

@@ -130,10 +130,11 @@ def platform(plan: LaunchPlan) -> str:
 def _refuse_layout(plan: LaunchPlan, w: Worker, why: str):
     raise SpecError(
         "argument",
-        "layout",
+        "--engine",
         f"{plan.engine} {plan.version} cannot run the {w.role} layout TP{w.tensor} PP{w.pipeline} "
-        f"attention-DP{w.attention_dp} EP{w.expert}: {why}",
-        "export for another engine, or plan with a layout it runs",
+        f"attention-DP{w.attention_dp} EP{w.expert} the plan chose: {why}",
+        "export for another engine, or plan under the achievable preset, which chooses "
+        "layouts the engine runs",
     )
 
 
@@ -576,6 +577,18 @@ def parallelism(w: Worker) -> str:
     if words:
         extra.append(" ".join(words))
     return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+#: Every file an export may write (``render``'s, by engine and plan, and benchmark.md): a
+#: later export into the same folder removes those of them it does not write itself.
+EXPORT_FILES = (
+    "launch.sh",
+    "benchmark.md",
+    "plan.json",
+    "k8s-dynamo.yaml",
+    "k8s-vllm-rocm.yaml",
+    *(f"trtllm-{role}.yaml" for role in ("server", "prefill", "decode", "disagg")),
+)
 
 
 def render(plan: LaunchPlan) -> dict:

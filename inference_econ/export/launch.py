@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import InfeasibleError, SpecError, control_character
+from ..errors import InfeasibleError, SpecError, control_character, short
 from ..model.latency import stated_experts
 from ..serving.intervals import (
     interval_columns,
@@ -123,10 +123,12 @@ class LaunchPlan:
 
 
 def checkpoint_of(setting: Setting, given: str | None) -> str:
-    """The checkpoint an engine loads: the one given, else the Hugging Face repository the
-    model file names as its source ("org/name config.json"), else the model's name."""
-    if given:
-        bad = control_character(str(given))
+    """The checkpoint an engine loads: the one given (one line, not an option), else the
+    Hugging Face repository the model file names (``hf_repository``); a model without one is
+    refused, never launched under its display name (an engine reads that as a local folder)."""
+    if given is not None:
+        text = str(given)
+        bad = control_character(text)
         if bad is not None:  # it goes into the launch script's comments and command lines
             raise SpecError(
                 "argument",
@@ -134,11 +136,22 @@ def checkpoint_of(setting: Setting, given: str | None) -> str:
                 f"holds the control character {bad}",
                 "give the checkpoint's name or path on one line (e.g. org/model)",
             )
-        return str(given)
-    first = str(setting.model.source or "").split()
-    if first and first[0].count("/") == 1:
-        return first[0]
-    return setting.model.name
+        if not text.strip() or text.startswith("-"):  # an engine would read it as an option
+            raise SpecError(
+                "argument",
+                "--checkpoint",
+                f"{short(text)} is not a checkpoint name (it would be read as an option)",
+                "give a Hugging Face repository id (org/model) or a path (./model)",
+            )
+        return text
+    if setting.model.hf_repository:
+        return setting.model.hf_repository
+    raise SpecError(
+        "argument",
+        "--checkpoint",
+        f"{setting.model.name} names no Hugging Face repository (no hf_repository in its file)",
+        "give --checkpoint org/model, or add hf_repository to the model file",
+    )
 
 
 #: What a whole number of each checked value counts (a batch is requests, not GPUs).
@@ -173,6 +186,14 @@ def layout_degrees(
             "layout",
             f"PP{p} x TP{t} (attention TP{a}) is not a whole layout of {n} GPUs",
             "export a point of a discrete search (--discrete)",
+        )
+    split = _tensor_split(setting, t, a)
+    if split:  # the engine's --tensor-parallel-size: every GPU a 1/t of each matrix
+        raise SpecError(
+            "argument",
+            "--gpus",
+            f"TP{t} cannot be launched: {split}",
+            "give a GPU count whose tensor degree divides the model's heads and widths",
         )
     moe = setting.model.is_moe
     return p, t, t // a, t if moe else 1
@@ -595,15 +616,17 @@ def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: floa
     return notes
 
 
-def _tensor_split(setting: Setting, n: int) -> str | None:
-    """Why a worker of tensor degree ``n`` (every GPU holding 1/n of each attention and
-    feed-forward matrix, as engines' --tensor-parallel-size does) cannot split the model, or
-    None: its query heads, and each feed-forward width (experts split n ways where they are
-    fewer), divide by n."""
+def _tensor_split(setting: Setting, n: int, attention: int | None = None) -> str | None:
+    """Why a worker of tensor degree ``n`` (every GPU holding 1/n of each feed-forward matrix,
+    and of each attention matrix over its ``attention`` GPUs, default ``n``, as engines'
+    --tensor-parallel-size does) cannot split the model, or None: its query heads divide by
+    ``attention``, and each feed-forward width (experts split n ways where they are fewer) by
+    n."""
     m = setting.model
     heads = m.attention.query_heads
-    if heads % n:
-        return f"{m.name}'s {heads} attention heads do not split {n} ways"
+    a = n if attention is None else attention
+    if heads % a:
+        return f"{m.name}'s {heads} attention heads do not split {a} ways"
     for g in m.layer_groups:
         widths = [g.ffn.d_ff] + ([g.ffn.shared_d_ff] if g.ffn.shared_d_ff else [])
         if g.ffn.experts > 1 and g.ffn.experts % n == 0:

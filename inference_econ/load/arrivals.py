@@ -27,6 +27,7 @@ new message of each turn.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -34,7 +35,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from ..errors import SpecError, plural
+from ..errors import SpecError, plural, short
 from ..settings import check_each, option
 from ..specs.inputs import LeftOut, csv_rows, left_out, row_cells
 from ..specs.schema import check_number
@@ -289,15 +290,20 @@ class Traffic:
                     "finish: an arrival rate or a trace's arrival times would be ignored",
                     "give concurrency, or arrival_rate_per_s / trace",
                 )
-            if (
-                isinstance(self.clients, bool)
-                or int(self.clients) != self.clients
-                or self.clients < 1
-            ):
+            if not _whole(self.clients, 10**9):
                 raise SpecError(
-                    "argument", "concurrency", f"is {self.clients!r}", "a whole number >= 1"
+                    "argument", "concurrency", f"is {short(self.clients)}", "a whole number >= 1"
                 )
-        if self.process not in PROCESSES:
+        if self.rate_per_s is not None and (
+            isinstance(self.rate_per_s, bool) or not isinstance(self.rate_per_s, numbers.Real)
+        ):
+            raise SpecError(
+                "argument",
+                "arrival_rate_per_s",
+                f"expected requests per second, got {short(self.rate_per_s)}",
+                "give a number > 0",
+            )
+        if not isinstance(self.process, str) or self.process not in PROCESSES:
             raise SpecError(
                 "argument", "arrival_process", f"unknown {self.process!r}", "poisson or trace"
             )
@@ -576,6 +582,7 @@ def make_traffic(
     'Poisson arrivals, 2 req/s; prompts log-normal (mean 1000 tokens, sigma 0.8); outputs 256 tokens'
     """
     requests, seed = _checked(requests, seed, rate_per_s, concurrency, think_time_s, process)
+    _sessions(shared_prefix_tokens, shared_prefixes, session_turns)
     tr = load_trace(trace) if trace is not None else None
     return Traffic(
         rate_per_s=None if rate_per_s is None else float(rate_per_s),
@@ -593,6 +600,16 @@ def make_traffic(
     )
 
 
+def _sessions(shared_prefix_tokens, shared_prefixes, session_turns) -> None:
+    """The shared prompts and session turns, checked by their settings' rows where given."""
+    given = {
+        "shared_prefix_tokens": shared_prefix_tokens,
+        "shared_prefixes": shared_prefixes,
+        "session_turns": session_turns,
+    }
+    check_each({k: v for k, v in given.items() if v is not None})
+
+
 def _checked(requests, seed, rate_per_s, concurrency, think_time_s, process) -> tuple:
     """The requests and seed, once a closed loop is checked to name no arrival process and
     every number given is checked by its setting's row (a Python caller's seed 'x' or
@@ -604,10 +621,24 @@ def _checked(requests, seed, rate_per_s, concurrency, think_time_s, process) -> 
             "sets arrival times; a closed loop's clients send as earlier requests finish",
             "drop arrival_process, or concurrency",
         )
+    for name, value in (("requests", requests), ("seed", seed)):
+        if value is None:
+            raise SpecError("argument", name, "is None", "give a whole number, or leave it out")
     given = {"requests": requests, "seed": seed, "arrival_rate_per_s": rate_per_s}
     given |= {"concurrency": concurrency, "think_time_s": think_time_s}
     checked = check_each({k: v for k, v in given.items() if v is not None})
     return checked.get("requests", requests), checked.get("seed", seed)
+
+
+def _whole(value, most: int) -> bool:
+    """Whether ``value`` is a whole number from 1 to ``most`` (4 and 4.0; not True, NaN or
+    10**400, whose float would overflow)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if not isinstance(value, numbers.Integral) and not math.isfinite(float(value)):
+        return False
+    number = float(value) if not isinstance(value, numbers.Integral) else int(value)
+    return 1 <= number <= most and int(number) == number
 
 
 def _parsed(text, name: str) -> Lengths | None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, short
 from ..model.latency import StepModel, prefill_step_model
 from ..model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
 from ..model.workload import Workload, compile_workload
@@ -101,7 +101,8 @@ class EngineConfig:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise SpecError("argument", name, f"is {value!r}", "expected a whole number >= 1")
         if self.adp_balancing is not None:
-            given = tuple(self.adp_balancing)
+            pair = isinstance(self.adp_balancing, (tuple, list))
+            given = tuple(self.adp_balancing) if pair else ()
             whole = [isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in given]
             if len(given) != 2 or not all(whole) or given[0] < 0 or given[1] < 1:
                 raise SpecError(
@@ -111,6 +112,13 @@ class EngineConfig:
                     "(batching wait steps >= 0, timeout steps >= 1), or None for no balancing",
                 )
         check_tiers(self.kv_tiers)
+        if not isinstance(self.engine_own, (tuple, list, frozenset, set)):
+            raise SpecError(
+                "argument",
+                "engine_own",
+                f"expected names of limits, got {short(self.engine_own)}",
+                f"a tuple of any of {', '.join(ENGINE_OWN)}",
+            )
         for name in self.engine_own:
             if name not in ENGINE_OWN:
                 raise SpecError(

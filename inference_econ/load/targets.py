@@ -33,6 +33,10 @@ class Targets:
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise SpecError("argument", field, f"expected seconds, got {short(value)}", "")
+            if isinstance(value, int) and abs(value) > 2**1023:  # beyond a float's range
+                raise SpecError(
+                    "argument", field, f"is {short(value)}", "expected seconds (inf: no limit)"
+                )
             if not float(value) > 0:
                 raise SpecError(
                     "argument", field, f"is {short(value)}", "expected seconds > 0 (None: no limit)"

@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from .. import settings as table
-from ..errors import InfeasibleError, SpecError, plural
+from ..errors import InfeasibleError, SpecError, plural, short
 from ..model.assumptions import ACHIEVABLE
 from ..specs.engine import EngineProfile, load_engine
 from . import comparison
@@ -75,7 +75,11 @@ def calibrate(
     """Fit the achievable preset's terms to the measured rows of ``path`` (§F10)."""
     if split not in SPLITS:
         raise SpecError(
-            "argument", "split", f"unknown split {split!r}", f"choose {' or '.join(SPLITS)}"
+            "argument", "split", f"unknown split {short(split)}", f"choose {' or '.join(SPLITS)}"
+        )
+    if progress is not None and not callable(progress):
+        raise SpecError(
+            "argument", "progress", f"expected a function, got {short(progress)}", "e.g. print"
         )
     t0 = time.perf_counter()
     say = progress or (lambda message: None)
@@ -324,10 +328,18 @@ def _usable_priors(problem: Problem, notes: list, say, exclude=frozenset(), subs
             )
     need = len(usable) + 2
     have = int(mask.sum())
+    if not usable:  # nothing to fit: an empty fit has no predictions to index
+        kinds = "; ".join(sorted({p.rows for p in cands}))
+        raise InfeasibleError(
+            f"the {have} usable {plural(have, 'row')} {'pins' if have == 1 else 'pin'} down "
+            f"none of the {len(cands)} "
+            f"terms: calibrate needs rows that depend on them ({kinds})"
+        )
     if have < need:
         kinds = "; ".join(sorted({p.rows for p in usable}))
         raise InfeasibleError(
-            f"{have} usable rows cannot fit {len(usable)} terms: calibrate needs "
+            f"{have} usable {plural(have, 'row')} cannot fit {len(usable)} "
+            f"{plural(len(usable), 'term')}: calibrate needs "
             f"at least {need}, {need - have} more ({kinds})"
         )
     return tuple(usable)

@@ -198,6 +198,9 @@ def build_problem(
         raise nothing_usable(source, rows, unknown, collective)
     adjusted(base)
     plan = pr.build_plan(usable, ACHIEVABLE, engines=dict(enumerate(engines)), for_fit=True)
+    if not plan.groups:  # no row has a step the fit can time (each too long for its GPUs...)
+        why = [(usable[i].row, reason) for i, reason in sorted(plan.infeasible.items())]
+        raise nothing_usable(source, rows, (*unknown, *why), collective)
     pts = closed_forms.Points.of(plan)
     work = plan.step_work()
     fit_rows = [int(i) for i in pts.rows]

@@ -146,10 +146,14 @@ class MeasuredRow:
         return self.decode_gpus if self.disaggregated and self.decode_gpus else self.gpus
 
 
-def _read_columns(path: Path) -> tuple[list[str], list[list[str]], dict[int, SpecError]]:
+def _read_columns(
+    path: Path,
+) -> tuple[list[str], list[list[str]], dict[int, SpecError], list[int]]:
     """A measured CSV's column names and columns (as text; a short row's missing cells ""),
-    and its rows of more cells than the header (row index -> the problem; their first cells
-    kept, for the row's text): each of those is unresolved, never the file's end."""
+    its rows that cannot be matched to the columns (row index -> the problem; their first
+    cells kept, for the row's text): more cells than the header, or a row that runs over
+    several lines (a quote left open swallows the lines after it), each unresolved, never the
+    file's end, and the line each row starts on."""
     header, lines = csv_rows(path)
     if not header:
         raise SpecError(str(path), "", "the file is empty", "give a header and rows")
@@ -165,18 +169,41 @@ def _read_columns(path: Path) -> tuple[list[str], list[list[str]], dict[int, Spe
         raise SpecError(str(path), "", "the file has a header but no rows", "add measured rows")
     width, ragged = len(header), {}
     rows = []
-    for i, (_, cells) in enumerate(lines):
+    nexts = [line for line, _ in lines[1:]] + [0]  # a gap before the next row: a row may span it
+    for i, ((line, cells), after) in enumerate(zip(lines, nexts)):
+        if len(cells) > width:
+            ragged[i] = too_many_cells(f"{path}: line {line}", len(cells), width)
         if len(cells) != width:
-            if len(cells) > width:
-                ragged[i] = too_many_cells(f"{path}: line {i + 2}", len(cells), width)
             cells = (cells + [""] * width)[:width]
+        breaks = _line_breaks(cells) if after != line + 1 else 0
+        if breaks:
+            ragged[i] = _runs_over(line, breaks)
         rows.append(cells)
     names, seen = [], {}
     for name in header:  # a name given twice is told apart as pandas does ("notes.1")
         count = seen.get(name, 0)
         seen[name] = count + 1
         names.append(name if not count else f"{name}.{count}")
-    return names, [list(c) for c in zip(*rows)], ragged
+    return names, [list(c) for c in zip(*rows)], ragged, [line for line, _ in lines]
+
+
+def _line_breaks(cells: list[str]) -> int:
+    """The line breaks inside a row's cells (a quoted cell that runs over lines)."""
+    return sum(
+        c.count("\n") + c.count("\r") - c.count("\r\n") for c in cells if "\n" in c or "\r" in c
+    )
+
+
+def _runs_over(line: int, breaks: int) -> SpecError:
+    """The reason of a row that runs over lines ``line`` to ``line + breaks``: a measured row
+    is one line, so a quote left open read the lines after it into one of its cells."""
+    return SpecError(
+        "",
+        "",
+        f"runs over lines {line}-{line + breaks}: a quote left open on line {line} read "
+        "the lines after it into one cell",
+        "close the quote on its own line (a measured row is one line)",
+    )
 
 
 def load_measured(path: str | Path, stated: dict | None = None) -> list[MeasuredRow]:
@@ -199,18 +226,19 @@ def load_measured(path: str | Path, stated: dict | None = None) -> list[Measured
         )
     if df is None:
         with gc_paused():  # a log's cells: a million strings the collector need not walk
-            names, columns, ragged = _read_columns(path)
+            names, columns, ragged, starts = _read_columns(path)
     else:  # columns as Python lists, then rows: DataFrame.to_dict boxes every cell of an
         # Arrow string column one by one (a third of the time of a 100,000-row log)
         names, ragged = list(df.columns), {}  # once: iterating an Arrow index is slow
         columns = [df[c].tolist() for c in df.columns]
+        starts = list(range(2, len(df) + 2))
     for name, value in (stated or {}).items():
         if value is not None and name in names:
             i = names.index(name)
             columns[i] = [value if sem.is_missing(c) else c for c in columns[i]]
     records = [dict(zip(names, cells)) for cells in zip(*columns)]
     if ragged and len(ragged) == len(records):  # no row can be read: one error, not a table
-        left_out(str(path), "row", len(records), [(i + 2, e) for i, e in ragged.items()])
+        left_out(str(path), "row", len(records), [(starts[i], e) for i, e in ragged.items()])
     # each row's cells but its value, zipped at C speed: with its parent's line they say
     # which resolution it shares (a derived row's context is its own cells and its parent's)
     others = list(zip(*(c for name, c in zip(names, columns) if name != "value")))
@@ -220,12 +248,12 @@ def load_measured(path: str | Path, stated: dict | None = None) -> list[Measured
     with gc_paused():
         for i, rec in enumerate(records):
             parent = parents.get(i)
-            line = None if parent is None else parent + 2
+            line = None if parent is None else starts[parent]
             key = (others[i], line)
             if i in ragged:  # cells that cannot be matched to the columns: its own reason
-                rows.append(_unresolved(i + 2, context_of(rec, None), None, ragged[i]))
+                rows.append(_unresolved(starts[i], context_of(rec, None), None, ragged[i]))
                 continue
-            rows.append(_resolved_once(resolved, path, i + 2, rec, records, parent, key))
+            rows.append(_resolved_once(resolved, path, starts[i], rec, records, parent, key))
     return rows
 
 
@@ -240,7 +268,7 @@ def _resolved_once(
     log repeats its configurations): every value is still read on its own line. ``parent``:
     the index of the row ``rec`` is derived from in ``records`` (None: none); ``key``: its
     cells but the value and its parent's line, which decide the rest of its reading."""
-    inherited = None if parent is None else parent + 2
+    inherited = key[1]  # the line of the parent row (None: none)
 
     def read() -> MeasuredRow:  # the row's context (its parent's columns) only when read
         context = context_of(rec, records[parent] if parent is not None else None)

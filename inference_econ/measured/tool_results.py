@@ -142,7 +142,10 @@ def _plan_context(path: Path) -> dict:
                 return {}
             workers = _section(data.get("workers"), plan, "workers", list) or [{}]
             for k, w in enumerate(workers):
-                _section(w, plan, f"workers[{k}]", dict)
+                if _section(w, plan, f"workers[{k}]", dict) is None:
+                    raise SpecError(
+                        str(plan), f"workers[{k}]", "is null", "write it again with export"
+                    )
             decode = next(
                 (w for w in workers if w.get("role") in ("server", "decode")), workers[-1]
             )
@@ -153,13 +156,13 @@ def _plan_context(path: Path) -> dict:
                 for k, w in enumerate(workers)
             )
             return {
-                "model": data.get("model", ""),
-                "hardware": data.get("hardware", ""),
+                "model": _plan_text(data, "model", plan),
+                "hardware": _plan_text(data, "hardware", plan),
                 "n_gpus": str(gpus),
                 "parallelism": str(decode.get("parallelism", ""))
                 + (f" x{count}" if count > 1 else ""),
                 "precision": _precision_word(str(data.get("precision", ""))),
-                "engine": data.get("engine", ""),
+                "engine": _plan_text(data, "engine", plan),
                 "disaggregated": str(any(w.get("role") != "server" for w in workers)).lower(),
                 "plan": os.path.relpath(plan, path.resolve().parent),
             }
@@ -167,6 +170,16 @@ def _plan_context(path: Path) -> dict:
             break
         folder = folder.parent
     return {}
+
+
+def _plan_text(data: dict, key: str, plan: Path) -> str:
+    """A name of an export's plan.json (its model, GPU, engine): text, or the plan's error."""
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        raise SpecError(
+            str(plan), key, f"expected text, got {short(value)}", "write it again with export"
+        )
+    return value
 
 
 def _plan_count(worker: dict, key: str, default: int, plan: Path, at: str) -> int:
@@ -262,7 +275,7 @@ def _number(
             str(path), field, f"expected a number, got {short(value)}", _AS_WRITTEN
         ) from None
     except OverflowError:  # a whole number beyond a float's range
-        number = math.copysign(math.inf, value)
+        number = math.inf if value > 0 else -math.inf  # copysign would overflow again
     bound = ">= 0" if zero else "> 0"
     if math.isnan(number) or (math.isinf(number) and not infinite):
         raise _Unusable(str(path), field, f"is {short(value)}", f"expected a finite number {bound}")

@@ -68,7 +68,7 @@ def hourly_plan(needed, gpus_per_instance: int, prices: Prices, interruption: fl
     spot_usd = prices.spot_usd if prices.spot_usd is not None else math.inf
     keep = 1.0 - interruption if interruption is not None else 0.0  # used only with use_spot
     best: dict[str, Any] | None = None
-    for base in range(int(k.max()) + 1):
+    for base in _reserved_counts(k, use_spot):
         excess = np.maximum(k - base, 0)
         if use_spot:
             spot = np.ceil(excess / keep - 1e-9).astype(np.int64)
@@ -81,6 +81,30 @@ def hourly_plan(needed, gpus_per_instance: int, prices: Prices, interruption: fl
         if best is None or cost < best["total_usd"] - 1e-9:
             best = {"reserved": base, "on_demand": demand, "spot": spot, "total_usd": float(cost)}
     return best
+
+
+#: Most reserved counts the search with spot capacity tries one by one (its cost is not
+#: linear between the hours' counts): a peak needing more instances is refused before it starts.
+MAX_SPOT_SEARCH = 100_000
+
+
+def _reserved_counts(needed: np.ndarray, use_spot: bool):
+    """The reserved counts the cheapest base is among. Without spot the cost is linear in the
+    base between the hours' counts (each hour's excess ``max(k - base, 0)``), so its least is
+    at 0 or one of them (the least of a flat stretch too: its left end); with spot, each
+    count from 0 to the peak, refused beyond ``MAX_SPOT_SEARCH``."""
+    peak = int(needed.max())
+    if not use_spot:
+        return sorted({0, *np.unique(needed).tolist()})
+    if peak > MAX_SPOT_SEARCH:
+        raise SpecError(
+            "argument",
+            "spot_interruption_rate",
+            f"the demand's peak needs {peak:,} instances: the search with spot capacity "
+            f"tries every reserved count up to it, at most {MAX_SPOT_SEARCH:,}",
+            "lower the demand, give larger instances, or drop --spot-interruption",
+        )
+    return range(peak + 1)
 
 
 def instances_needed(requests_per_s, max_rate_per_instance: float) -> np.ndarray:

@@ -173,9 +173,13 @@ def check_folder(path: str | os.PathLike, option: str = "") -> Path:
     if not os.fspath(path).strip():  # "" would be the current folder, unasked
         raise SpecError(where or "output", "", "is not a folder name", "give a folder's path")
     folder = Path(os.path.realpath(os.fspath(path)))
-    if folder.exists() and not folder.is_dir():
+    try:  # a name the system refuses (too long) is the option's error, not a traceback
+        exists = folder.exists()
+        parent = _existing_parent(folder / "x")
+    except OSError as exc:
+        raise _os_error(where, exc) from None
+    if exists and not folder.is_dir():
         raise SpecError(where, "", "is not a folder", "give a folder (it is created if missing)")
-    parent = _existing_parent(folder / "x")
     if not os.path.isdir(parent):
         raise SpecError(where, "", f"cannot be created: {parent} is not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, expect
 from ..measured.overlays import load_overlay_points
 from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
@@ -245,6 +245,9 @@ def run_scenario(
     ``assumptions`` computes every curve under that preset instead of the file's own."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
+    expect(scenario, Scenario, "scenario", "a Scenario or its name", "e.g. 'ttft-limits'")
+    if out_dir is not None:
+        expect(out_dir, (str, Path), "out_dir", "a folder's path", "give a str or Path")
     if out_dir is None:
         return _run(scenario, None, formats, table_formats, measured_csv, progress, observations,
                     offer_price, assumptions)  # fmt: skip

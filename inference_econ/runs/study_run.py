@@ -24,7 +24,7 @@ from ..output.files import check_owned, write_atomic
 from ..output.render import csv_chunks
 from ..specs.catalog import display_path
 from ..specs.inputs import read_json
-from ..studies.execution import check_work, run_cells
+from ..studies.execution import check_dask, check_work, run_cells
 from ..studies.study import (
     Cell,
     Study,
@@ -113,6 +113,7 @@ def run_study(
     rows); the others are kept, so a rerun computes only what is missing. The cells to compute
     are estimated first: more than ``settings.CONFIRM_SECONDS`` is refused unless ``yes``.
     """
+    check_dask(dask)
     study = as_study(spec)
     cells = expand(study)
     folder = Path(out_dir) if out_dir is not None else None

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, get_args, overload
 
-from ..errors import SpecError
+from ..errors import SpecError, short
 from ..model.breakdown import Bound
 from .setting import Setting
 
@@ -179,29 +179,115 @@ def table() -> IntervalTable:
     return parse_table(load_yaml(path), str(path))
 
 
+#: Largest |log(measured / predicted)| a table's quantile may state: a factor of e^5 (148)
+#: either way, far beyond any fitted band (the shipped ones stay within 1.5); quantiles of
+#: +-700 had printed intervals of 1e+305.
+MAX_LOG_RATIO = 5.0
+
+
 def parse_table(data: dict, source: str) -> IntervalTable:
-    """An interval table from its YAML mapping (``source`` names it in errors)."""
-    from ..specs.architecture import load_model
+    """An interval table from its YAML mapping (``source`` names it in errors): every part
+    of the type it must have, every number within its bounds (a user's table on
+    INFERENCE_ECON_PATH is read here too)."""
     from ..specs.schema import check_number
 
+    data = _mapping(data, source, "")
+    widening = check_number(
+        data.get("unseen_widening", 1.0), source, "unseen_widening", minimum=1.0, maximum=10.0
+    )
+    return IntervalTable(
+        _strata(data.get("strata"), source),
+        int(
+            check_number(
+                data.get("min_rows", 0), source, "min_rows", minimum=0, maximum=1e9, integer=True
+            )
+        ),
+        float(widening),
+        frozenset(_names(data.get("fitted_gpus"), source, "fitted_gpus")),
+        frozenset(_families(_names(data.get("fitted_models"), source, "fitted_models"))),
+        dict(_mapping(data.get("provenance") or {}, source, "provenance")),
+        source,
+        _drift(data.get("drift"), source),
+    )
+
+
+def _mapping(value, source: str, where: str) -> dict:
+    """A part of the table that must be a mapping, or the table's error naming it."""
+    if not isinstance(value, dict):
+        raise SpecError(source, where, f"expected a mapping, got {short(value)}", "refit the table")
+    return value
+
+
+def _names(value, source: str, where: str) -> list[str]:
+    """A list of names (GPUs, models) of the table; absent: none."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SpecError(
+            source, where, f"expected a list of names, got {short(value)}", "refit the table"
+        )
+    return value
+
+
+def _families(names: list[str]) -> set:
+    """The model families of the fitted models' names (one the catalog lacks matches none)."""
+    from ..specs.architecture import load_model
+
+    models = set()
+    for name in names:
+        try:
+            models.add(family(load_model(name)))
+        except SpecError:
+            continue  # a model the catalog no longer has: nothing can match it
+    return models
+
+
+def _strata(value, source: str) -> dict:
+    """The table's bands by stratum key, each checked: a kind, ordered quantiles within
+    ``MAX_LOG_RATIO``, a whole count of rows."""
+    from ..specs.schema import check_number
+
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise SpecError(source, "strata", f"expected a list, got {short(value)}", "refit the table")
     strata = {}
-    for i, s in enumerate(data.get("strata") or ()):
+    for i, item in enumerate(value):
         where = f"strata[{i}]"
+        s = _mapping(item, source, where)
         kind = s.get("kind")
-        if kind not in KINDS:
-            raise SpecError(source, f"{where}.kind", f"is {kind!r}", f"one of {KINDS}")
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise SpecError(source, f"{where}.kind", f"is {short(kind)}", f"one of {KINDS}")
         q = {
-            k: float(check_number(s.get(k), source, f"{where}.{k}", unit="log ratio"))
+            k: float(
+                check_number(
+                    s.get(k),
+                    source,
+                    f"{where}.{k}",
+                    minimum=-MAX_LOG_RATIO,
+                    maximum=MAX_LOG_RATIO,
+                    unit="log ratio",
+                )
+            )
             for k in ("q05", "q10", "q90", "q95")
         }
         if not q["q05"] <= q["q10"] <= q["q90"] <= q["q95"]:
             raise SpecError(source, where, "quantiles out of order", "refit the table")
+        rows = check_number(
+            s.get("rows", 0), source, f"{where}.rows", minimum=0, maximum=1e9, integer=True
+        )
         dims = tuple(str(s.get(d, "*")) if d != "seen" else _seen_key(s.get(d)) for d in POOLING)
         label = ", ".join(v for v in dims if v != "*") or "all"
-        key = (kind, *dims)
-        strata[key] = Band(**q, source=f"{kind}: {label}", rows=int(s.get("rows", 0)))
+        strata[(kind,) + dims] = Band(**q, source=f"{kind}: {label}", rows=int(rows))
+    return strata
+
+
+def _drift(value, source: str) -> dict:
+    """Each kind's software drift: (log ratio per round, rounds), within their bounds."""
+    from ..specs.schema import check_number
+
     drift = {}
-    for kind, d in (data.get("drift") or {}).items():
+    for kind, d in _mapping(value or {}, source, "drift").items():
         where = f"drift.{kind}"
         if kind not in KINDS or not isinstance(d, dict):
             raise SpecError(
@@ -214,22 +300,7 @@ def parse_table(data: dict, source: str) -> IntervalTable:
                 ("rounds", 0.0, 20.0, "rounds"),
             )
         )
-    models = set()
-    for name in data.get("fitted_models") or ():
-        try:
-            models.add(family(load_model(name)))
-        except SpecError:
-            continue  # a model the catalog no longer has: nothing can match it
-    return IntervalTable(
-        strata,
-        int(data.get("min_rows", 0)),
-        float(data.get("unseen_widening", 1.0)),
-        frozenset(data.get("fitted_gpus") or ()),
-        frozenset(models),
-        dict(data.get("provenance") or {}),
-        source,
-        drift,
-    )
+    return drift
 
 
 def _seen_key(value) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import settings as table
-from ..errors import SpecError
+from ..errors import SpecError, expect
 from ..model.layouts import check_whole_batch, check_whole_gpus, tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
 from .intervals import REQUEST_FIGURES, ratio_intervals, series_intervals
@@ -100,6 +100,9 @@ def request(
     >>> round(float(r["ttft_s"]), 3)
     0.224
     """
+    expect(setting, Setting, "setting", "a Setting", "make one with ie.make_setting(model, gpu)")
+    if cached_fraction is None:
+        cached_fraction = 0.0  # None: nothing cached, as the default
     pb = _checked_prefill_batch(
         gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction
     )

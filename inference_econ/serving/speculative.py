@@ -24,6 +24,7 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Literal, get_args
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..errors import SpecError, expect, short, warn
 from ..model.assumptions import Assumptions
 from ..model.workload import Workload, compile_workload
 from ..specs.architecture import Architecture, FeedForward, LayerGroup
+from ..specs.schema import check_number
 
 #: Kinds of draft heads (``draft_heads`` setting).
 HeadKind = Literal["mtp", "eagle"]
@@ -131,12 +133,11 @@ class DraftHeads:
             raise SpecError("argument", "acceptance_by_position", "is empty", "give probabilities")
         for a in self.acceptance:
             _probability(a, "acceptance_by_position")
-        for field, least in (("max_depth", 0), ("branching", 1)):
-            value = getattr(self, field)
-            if int(value) != value or value < least:
-                raise SpecError(
-                    "argument", field, f"is {value!r}", f"expected a whole number >= {least}"
-                )
+        for field, least, most in (("max_depth", 0, 64), ("branching", 1, 16)):
+            # the table's bounds of max_draft_tokens and tree_branching
+            check_number(
+                getattr(self, field), "argument", field, minimum=least, maximum=most, integer=True
+            )
         if tree_tokens(self.branching, self.max_depth) > MAX_TREE_TOKENS:
             raise SpecError(
                 "argument",
@@ -297,6 +298,22 @@ def draft_labels(spec, verify):
 # --- building heads (§C3) --------------------------------------------------------------------
 
 
+def _target(model) -> Architecture:
+    """The target model of draft heads: an ``Architecture``, or a model's name or file."""
+    from ..specs.architecture import load_model
+
+    if isinstance(model, Architecture):
+        return model
+    if isinstance(model, (str, PurePath)) and str(model):
+        return load_model(str(model))
+    raise SpecError(
+        "argument",
+        "model",
+        f"expected an Architecture or a model's name, got {short(model)}",
+        "give ie.load_model('DeepSeek-V3') or the name itself",
+    )
+
+
 def mtp_heads(model: Architecture, acceptance, max_depth: int = 5, branching: int = 1):
     """The multi-token prediction modules a model ships (its ``mtp:`` block) as draft heads
     (docs/model.md §C3).
@@ -329,6 +346,7 @@ def mtp_heads(model: Architecture, acceptance, max_depth: int = 5, branching: in
     >>> heads.kind, heads.copies, heads.max_depth
     ('mtp', 1, 5)
     """
+    model = _target(model)
     mtp = model.mtp
     if mtp is None:
         raise SpecError(
@@ -382,12 +400,14 @@ def eagle_head(
     >>> head.kind, head.acceptance
     ('eagle', (0.8, 0.6))
     """
+    model = _target(model)
     expect(model, Architecture, "model", "an Architecture", "e.g. ie.load_model('Llama 3 70B')")
     dense = next((g.ffn for g in model.layer_groups if not g.ffn.is_moe), None)
     if dense is None:
         f = model.layer_groups[-1].ffn
         width = f.d_ff * f.active_experts + (f.shared_d_ff or f.d_ff) * f.shared_experts
         dense = FeedForward(d_ff=width, matrices_in=f.matrices_in, matrices_out=f.matrices_out)
+    check_number(layers, "argument", "layers", minimum=1, maximum=8, integer=True)
     head = _head(model, f"{model.name} EAGLE head", dense, layers, None, None)
     projection = 2.0 * model.d_model * model.d_model
     return DraftHeads("eagle", head, projection, 1, _acceptances(acceptance), max_depth, branching)
@@ -411,7 +431,7 @@ def _head(model: Architecture, name, ffn, layers, mixer, window) -> Architecture
 def _acceptances(acceptance) -> tuple[float, ...]:
     """A probability or a sequence of them, as floats (each checked by ``DraftHeads``)."""
     if isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool):
-        return (float(acceptance),)
+        return (check_number(acceptance, "argument", "acceptance", minimum=0, maximum=1),)
     if isinstance(acceptance, (str, bytes)) or not hasattr(acceptance, "__iter__"):
         expect(acceptance, (list, tuple), "acceptance", "a probability or a list of them", "0.7")
     for a in acceptance:

@@ -134,7 +134,7 @@ class SizeOptions:
         1.0,
         help="Assumed price / cost: 1 means the provider sells at our cost (an upper bound on"
         " size).",
-        minimum=0,
-        exclusive_minimum=True,
+        # a markup of 1e-310 made the target cost overflow to infinity (a math domain error)
+        minimum=MIN_OBSERVED,
         maximum=MAX_OBSERVED,
     )

@@ -179,7 +179,7 @@ def _is_infinity(value: Any) -> bool:
         return text in ("inf", "+inf", "infinity", "+infinity", ".inf")
     try:
         return not isinstance(value, bool) and float(value) == float("inf")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # 10**400: a whole number, not infinity
         return False
 
 

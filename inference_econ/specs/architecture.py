@@ -11,6 +11,7 @@ prediction modules some models ship (§C3).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -278,6 +279,9 @@ class Architecture:
     description: str = ""
     aliases: tuple[str, ...] = ()
     source: str = ""
+    #: The Hugging Face repository of the model's weights ("org/name"), what an export's
+    #: engine loads; None for a model without public weights (an export needs --checkpoint).
+    hf_repository: str | None = None
     published_total_params: float | None = None
     published_active_params: float | None = None
     source_file: str = ""
@@ -335,6 +339,7 @@ MODEL_FIELDS = (
     "aliases",
     "description",
     "source",
+    "hf_repository",
     "d_model",
     "vocab_size",
     "attention",
@@ -547,6 +552,7 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
         description=r.string("description", ""),
         aliases=aliases,
         source=r.string("source", ""),
+        hf_repository=_hf_repository(r),
         published_total_params=total,
         published_active_params=active,
         source_file=source,
@@ -562,6 +568,23 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
             "weight_bits alone",
         )
     return arch
+
+
+#: A Hugging Face Hub repository id: "org/name" (letters, digits, '_', '.', '-').
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _hf_repository(r: Reader) -> str | None:
+    """The model file's ``hf_repository``: an "org/name" Hub repository id, or None (absent)."""
+    repo = r.string("hf_repository", None)
+    if repo is not None and not REPO_ID.match(repo):
+        raise SpecError(
+            r.source,
+            "hf_repository",
+            f"{short(repo)} is not a Hugging Face repository id",
+            "write org/name (e.g. meta-llama/Llama-3.1-8B), or leave it out",
+        )
+    return repo
 
 
 def _layer_groups(r: Reader, source: str, d_model: int) -> list[LayerGroup]:

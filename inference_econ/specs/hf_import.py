@@ -14,14 +14,13 @@ wrong model. Repositories are read with ``huggingface_hub`` (``pip install
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..errors import SpecError, control_character, short
-from .architecture import Architecture, architecture_from_dict
+from .architecture import REPO_ID, Architecture, architecture_from_dict
 from .inputs import read_json
 from .schema import check_number
 
@@ -586,7 +585,6 @@ def import_config(path, name: str | None = None) -> tuple[Architecture, str]:
 
 
 #: A Hub repository id: "org/name" (letters, digits, '-', '_', '.').
-REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def import_repo(
@@ -607,6 +605,7 @@ def import_repo(
     label = f"{repo_id}@{revision}" if revision else repo_id
     data = config_to_dict(cfg, label, name or repo_id.split("/")[-1], quant)
     data["aliases"] = [repo_id]
+    data["hf_repository"] = repo_id
     data["source"] = f"Hugging Face Hub {label} config.json"
     return _finish(data, label, label)
 

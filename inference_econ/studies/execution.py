@@ -17,12 +17,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 
 from .. import settings as table
 from ..columns import SECONDS_PER_HOUR
-from ..errors import SpecError, plural
+from ..errors import SpecError, plural, short
 from .study import Cell, compute_cell, pass_group
 
 #: Seconds between two progress lines (the last cell always gets one).
@@ -263,6 +264,34 @@ def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:
             for future in futures:
                 future.cancel()
             raise
+
+
+#: A Dask scheduler's address: ``local``, ``tcp://host:8786`` (or another of its protocols),
+#: or ``host:port``.
+DASK_ADDRESS = re.compile(r"^(local|(tcp|tls|inproc|ucx|ws|wss)://\S+|[\w.-]+:\d{1,5})$")
+
+
+def check_dask(address) -> None:
+    """Refuse a ``--dask`` that cannot name a scheduler, or without dask.distributed, before
+    any cell is looked up (with every cell cached it was never used, so never checked)."""
+    if address is None:
+        return
+    if not isinstance(address, str) or not DASK_ADDRESS.match(address):
+        raise SpecError(
+            "command line",
+            "--dask",
+            f"{short(address)} is not a Dask scheduler's address",
+            "give the address 'dask scheduler' prints (tcp://host:8786), or 'local'",
+        )
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise SpecError(
+            "command line",
+            "--dask",
+            "needs dask.distributed, which is not installed",
+            "pip install 'inference-econ[dask]'",
+        ) from None
 
 
 def _client(address: str, jobs: int):

@@ -16,9 +16,9 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
-from ..errors import SpecError, UnknownNameError, did_you_mean, short
+from ..errors import SpecError, UnknownNameError, did_you_mean, expect, short
 from ..settings import option
 from ..specs import catalog
 from ..specs.architecture import Architecture, load_model
@@ -204,14 +204,23 @@ def shipped() -> list[str]:
     return sorted(names)
 
 
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; a name the system cannot look up (too long) is none."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def find_observations(name_or_path: str | Path) -> Path:
     """A CSV path, or the name of a shipped observations file (e.g. ``paper-2025``)."""
+    expect(name_or_path, (str, PurePath), "observations", "a file or a name", "e.g. 'paper-2025'")
     candidate = Path(str(name_or_path)).expanduser()
-    if candidate.is_file():
+    if _is_file(candidate):
         return candidate
     for root in catalog.data_roots():
         path = root.joinpath(*FOLDER, f"{candidate.stem}.csv")
-        if path.is_file() and candidate.suffix in ("", ".csv"):
+        if _is_file(path) and candidate.suffix in ("", ".csv"):
             return path
     names = shipped()
     hint = did_you_mean(str(name_or_path), names)

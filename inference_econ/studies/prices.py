@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from .. import settings as table
-from ..errors import InfeasibleError, article
+from ..errors import InfeasibleError, SpecError, article, expect
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
 from ..serving.intervals import (
@@ -39,7 +39,16 @@ def price_ratio(
     tokens so the prefill is efficient. ``method`` searches the decode frontier (default: the
     paper's grid).
     """
-    table.check_each({"prompt_tokens": prompt_tokens, "output_tokens": output_tokens})
+    table.check_each(
+        {
+            "context_tokens": context_tokens,
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+        }
+    )
+    if context_tokens is None:
+        raise SpecError("argument", "context_tokens", "is missing", "give the decode context")
+    expect(method, Method, "method", "a Method", "e.g. ie.Method('grid'), or leave it out")
     check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
     setting = make_setting(model, hardware, context_tokens=context_tokens, **kwargs)
     point = frontier(setting, method).preference_point()

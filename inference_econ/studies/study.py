@@ -19,6 +19,7 @@ import itertools
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,7 +207,8 @@ def _axis(name: str, raw: Any, where: str, base: Path | None) -> Axis:
         labels.append(str(label) if label is not None else _mapping_label(value))
     if any(isinstance(x, str) for x in labels):
         labels = [str(x) for x in labels]
-    dupes = sorted({str(x) for x in labels if labels.count(x) > 1})
+    counts = Counter(x if isinstance(x, (str, int, float)) else repr(x) for x in labels)
+    dupes = sorted({str(x) for x, n in counts.items() if n > 1})
     if dupes:
         raise SpecError(where, path, f"repeats the values {dupes}", "give each value once")
     return Axis(name, tuple(labels), tuple(fields))
@@ -257,6 +259,27 @@ def _matches(label: Any, wanted: Any) -> bool:
     return label == wanted
 
 
+#: Most cells of a study (its axes' values multiplied): each is a setting built and hashed
+#: before anything runs, so a larger product is refused before any value is read.
+MAX_CELLS = 10_000
+
+
+def _check_size(raw_axes: Mapping, source: str) -> None:
+    """Refuse a study of more than ``MAX_CELLS`` cells, naming its longest axis, before its
+    values are validated (100,000 values of one axis took minutes before any refusal)."""
+    sizes = {str(k): len(v) for k, v in raw_axes.items() if isinstance(v, list)}
+    cells = math.prod(sizes.values())
+    if cells > MAX_CELLS:
+        longest = max(sizes, key=sizes.__getitem__)
+        raise SpecError(
+            source,
+            f"axes.{longest}",
+            f"has {sizes[longest]:,} values: the axes make {cells:,} cells, more than the "
+            f"{MAX_CELLS:,} a study runs",
+            "split the study into several files, or give fewer values",
+        )
+
+
 def study_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: str = "") -> Study:
     """Validate a parsed study and build it (every name it mentions is resolved)."""
     r = Reader(data, source)
@@ -265,6 +288,7 @@ def study_from_dict(data: Mapping[str, Any], source: str = "<dict>", name: str =
     raw_axes = r.mapping("axes")
     if not raw_axes:
         raise SpecError(source, "axes", "is empty", "give at least one axis, e.g. model: [...]")
+    _check_size(raw_axes, source)
     axes = tuple(_axis(str(k), v, source, base) for k, v in raw_axes.items())
     seen: dict[str, str] = {}
     for axis in axes:
