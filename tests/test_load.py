@@ -1273,3 +1273,16 @@ def test_the_load_functions_take_typed_objects_or_flat_settings():
     )
     with pytest.raises(SpecError, match="concurrency.*only simulate_load"):
         ie.max_load("Llama 3.1 8B", "H100", gpus=1, traffic=loop.traffic, targets=typed.targets)
+
+
+def test_a_hybrid_models_step_table_under_an_engine_profile_builds():
+    """Jamba's recurrent layers hide part of a request's KV read: the table takes the step's
+    own slope per request and still matches the step model at every row (it raised before)."""
+    from inference_econ.load.engine import EngineConfig, build_instance
+    from inference_econ.serving.setting import make_setting
+
+    setting = make_setting("Jamba 1.5 Mini", "H100", assumptions="achievable")
+    table = build_instance(setting, 2, EngineConfig(), 1000.0).table
+    alone = table.fixed_s[1] + table.sequence_s + table.request_s
+    assert table.time_s(1, 0.0, 0.0, 1, 1) == pytest.approx(alone, rel=1e-12)
+    assert 0.0 < table.request_s < table.fixed_s[1]
