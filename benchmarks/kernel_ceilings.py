@@ -93,8 +93,10 @@ def block(folder: str, gpu) -> str:
             bandwidth = rounded(ceiling.bus_bytes_per_s, True)
             source = table_of(folder, where)
             lines.append(
-                f"  {key}: {{latency_s: {latency}, bus_bytes_per_s: {bandwidth}}}"
-                f"   # {where}: {source}, the fastest line under every call"
+                f"  {key}: {{latency_s: {latency}, bus_bytes_per_s: {bandwidth}, "
+                f"max_ranks: {ceiling.max_ranks}}}"
+                f"   # {where}: {source}, the fastest line under every call, measured on up "
+                f"to {ceiling.max_ranks} GPUs"
             )
     return "\n".join(lines) + "\n"
 

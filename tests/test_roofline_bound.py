@@ -114,11 +114,28 @@ def test_the_h100_figures_as_the_tables_give_them():
 def test_the_collective_ceiling_is_the_fastest_line_under_every_call():
     """Hand-made calls: 4 us at 0 bytes, 5 us at 1 MB, 12 us at 8 MB of bus bytes: the best
     bandwidth above the 4 us floor is 1 MB/us; its line leaves 4 us of latency."""
-    ceiling = collective_ceiling(np.array([0.0, 1e6, 8e6]), np.array([4e-6, 5e-6, 12e-6]))
+    ceiling = collective_ceiling(
+        np.array([0.0, 1e6, 8e6]), np.array([4e-6, 5e-6, 12e-6]), np.array([2.0, 4.0, 4.0])
+    )
     assert ceiling.bus_bytes_per_s == pytest.approx(1e12)
     assert ceiling.latency_s == pytest.approx(4e-6)
+    assert ceiling.max_ranks == 4  # measured on up to 4 GPUs: not a line for more
     assert ceiling == dataclasses.replace(ceiling)
-    assert CollectiveCeiling() == CollectiveCeiling(0.0, 0.0)
+    assert CollectiveCeiling() == CollectiveCeiling(0.0, 0.0, 0)
+
+
+def test_a_measured_line_is_not_stretched_beyond_the_ranks_it_was_measured_on():
+    """GB200's tables measure all-reduces on 2-4 GPUs: a 4-GPU all-reduce takes the measured
+    line, a 72-GPU one (one NVL72 domain) the NCCL model's, as without the tables."""
+    from inference_econ.model.machine import Machine
+
+    gb200 = ie.load_hardware("GB200")
+    assert gb200.kernel_ceilings.custom_allreduce.max_ranks == 4
+    refined = Machine.build(gb200, 16, ie.preset("refined"))
+    model = Machine.build(gb200, 16, ie.preset("refined").replace(measured_kernel_rates=False))
+    nbytes = 64 * 1024.0
+    assert refined.collective(4.0, 1.0).time(nbytes) < model.collective(4.0, 1.0).time(nbytes)
+    assert refined.collective(72.0, 1.0).time(nbytes) == model.collective(72.0, 1.0).time(nbytes)
 
 
 def test_the_paper_preset_reads_no_kernel_table():

@@ -340,14 +340,17 @@ def collective_roofline_s(
     return out
 
 
-def collective_ceiling(bus_bytes: np.ndarray, seconds: np.ndarray) -> CollectiveCeiling:
+def collective_ceiling(
+    bus_bytes: np.ndarray, seconds: np.ndarray, ranks: np.ndarray
+) -> CollectiveCeiling:
     """The fastest flat-latency line under every measured call: the bus bandwidth the calls
     reach above the fastest call's time, then the latency that bandwidth leaves (the
-    fastest call's, less its few bytes at that rate)."""
+    fastest call's, less its few bytes at that rate); valid up to the most ranks measured."""
     floor = seconds.min()
     above = seconds > floor
     bandwidth = float(np.max(bus_bytes[above] / (seconds[above] - floor)))
-    return CollectiveCeiling(float(np.min(seconds - bus_bytes / bandwidth)), bandwidth)
+    latency = float(np.min(seconds - bus_bytes / bandwidth))
+    return CollectiveCeiling(latency, bandwidth, int(np.max(ranks)))
 
 
 def best_figures(gpu: GPU, folder: str) -> dict[str, tuple[Any, str]]:
@@ -377,7 +380,8 @@ def best_figures(gpu: GPU, folder: str) -> dict[str, tuple[Any, str]]:
         chosen = [c for c in collectives if (c.op == "custom_allreduce") == keep]
         if chosen:
             bus = np.concatenate([c.bus_bytes for c in chosen])
-            ceiling = collective_ceiling(bus, np.concatenate([c.seconds for c in chosen]))
+            seconds = np.concatenate([c.seconds for c in chosen])
+            ceiling = collective_ceiling(bus, seconds, np.concatenate([c.ranks for c in chosen]))
             best[name] = (ceiling, ", ".join(sorted({c.op for c in chosen})))
     return best
 

@@ -13,6 +13,7 @@ torus (a ring per dimension). Across domains every kind uses the NICs as in §A4
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -50,6 +51,9 @@ class Protocol:
     #: two-shot reduce-scatter plus all-gather).
     custom: bool = False
     one_shot: bool = False
+    #: The most ranks the protocol holds for (a measured line, §B15: as many as its table
+    #: measured); a larger group is costed by the other protocols.
+    max_ranks: float = math.inf
 
 
 #: docs/model.md §A4, the paper's reading of NCCL's tree latencies. They are the tree rows of the
@@ -179,12 +183,23 @@ def ceiling_protocols(gpu: GPU, ceilings) -> tuple[Protocol, ...]:
         factor = custom.bus_bytes_per_s / link
         out.append(
             Protocol(
-                "custom all-reduce (measured)", factor, 0.0, 0.0, custom.latency_s, custom=True
-            )
+                "custom all-reduce (measured)",
+                factor,
+                0.0,
+                0.0,
+                custom.latency_s,
+                custom=True,
+                max_ranks=custom.max_ranks or math.inf,
+            )  # fmt: skip
         )
     if nccl.bus_bytes_per_s > 0:
         factor = nccl.bus_bytes_per_s / link
-        out.append(Protocol("NCCL (measured)", factor, 0.0, OUTSIDE_DOMAIN_S, nccl.latency_s))
+        most = nccl.max_ranks or math.inf
+        out.append(
+            Protocol(
+                "NCCL (measured)", factor, 0.0, OUTSIDE_DOMAIN_S, nccl.latency_s, max_ranks=most
+            )
+        )
     return tuple(out)
 
 
@@ -347,6 +362,8 @@ class CollectiveCost:
                 p, gpu, ranks, steps, log_nodes, seconds_per_byte, switch_ok, flat, hops, arrays,
                 latency_scale,
             )  # fmt: skip
+            if p.max_ranks < math.inf:  # a measured line: not beyond the ranks it was measured on
+                lat = np.where(ranks > p.max_ranks, np.inf, lat).astype(flat)
             if inactive:  # lat is a new array; per_byte may be ``seconds_per_byte`` itself
                 lat = zero_where(lat, idle)
                 per_byte = (

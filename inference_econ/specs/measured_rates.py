@@ -27,10 +27,13 @@ class CollectiveCeiling:
     """The fastest collective of one library measured inside one scale-up domain, as a latency
     and a bus bandwidth (nccl-tests' busbw: an all-reduce's bytes times 2(R-1)/R, any other
     collective's times (R-1)/R, over the time) such that latency + bus bytes / bandwidth is
-    at or below every measured call (0: not measured)."""
+    at or below every measured call (0: not measured), over as many ranks as the table
+    measured (``max_ranks``; 0: not stated, any): a line measured on 2-4 GPUs says nothing of
+    72 ranks of one NVL72 domain."""
 
     latency_s: float = 0.0
     bus_bytes_per_s: float = 0.0
+    max_ranks: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,10 +93,11 @@ def _rates_by_bits(value: Any, source: str, field: str) -> tuple[tuple[int, floa
 
 
 def _collective(value: Any, source: str, field: str) -> CollectiveCeiling:
-    """{latency_s, bus_bytes_per_s} of one collective library."""
-    if not isinstance(value, Mapping) or set(value) != {"latency_s", "bus_bytes_per_s"}:
+    """{latency_s, bus_bytes_per_s[, max_ranks]} of one collective library."""
+    keys = {"latency_s", "bus_bytes_per_s"}
+    if not isinstance(value, Mapping) or not keys <= set(value) <= keys | {"max_ranks"}:
         raise SpecError(
-            source, field, f"expected {{latency_s, bus_bytes_per_s}}, got {short(value)}",
+            source, field, f"expected {{latency_s, bus_bytes_per_s, max_ranks}}, got {short(value)}",
             _CEILING_EXAMPLE,
         )  # fmt: skip
     latency = check_number(
@@ -102,7 +106,11 @@ def _collective(value: Any, source: str, field: str) -> CollectiveCeiling:
     bandwidth = check_number(
         value["bus_bytes_per_s"], source, f"{field}.bus_bytes_per_s", unit="bytes/s", **_RATE
     )
-    return CollectiveCeiling(float(latency), float(bandwidth))
+    most = value.get("max_ranks", 0)
+    most = check_number(
+        most, source, f"{field}.max_ranks", minimum=0, maximum=2**20, integer=True, unit="GPUs"
+    )
+    return CollectiveCeiling(float(latency), float(bandwidth), int(most))
 
 
 def kernel_ceilings(value: Any, source: str) -> KernelCeilings:
