@@ -155,6 +155,13 @@ REFINEMENTS = [
         "an ideal bound cannot be slower than a measured kernel",
         "Azure AI benchmarking guide (STREAM on ND H100 v5, ND H200 v5)",
     ),
+    (
+        "measured_kernel_rates",
+        True,
+        "every operation at the faster of the preset's figure and the best measured kernel of its class (GEMMs, routed experts, attention, HBM, the in-node all-reduce and NCCL; H100 SXM, H200 SXM, B200, GB200)",
+        "an ideal bound cannot be slower than a measured kernel",
+        "kernel_ceilings in the hardware files (kernels/README.md); docs/model.md §B15",
+    ),
 ]
 
 
