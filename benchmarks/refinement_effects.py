@@ -155,6 +155,13 @@ REFINEMENTS = [
         "an ideal bound cannot be slower than a measured kernel",
         "Azure AI benchmarking guide (STREAM on ND H100 v5, ND H200 v5)",
     ),
+    (
+        "measured_kernel_rates",
+        True,
+        "every operation at the faster of the preset's figure and the best measured kernel of its class (GEMMs, routed experts, attention, HBM, the in-node all-reduce and NCCL; H100 SXM, H200 SXM, B200, GB200)",
+        "an ideal bound cannot be slower than a measured kernel",
+        "kernel_ceilings in the hardware files (kernels/README.md); docs/model.md §B15",
+    ),
 ]
 
 
@@ -179,7 +186,8 @@ EFFECTS = {
     "pipeline_bubbles": "decode steps hold at least p requests: no bubbles in these tables (prompts crossing pipelines alone change the load engine's layouts, not these frontiers)",
     "kv_replication": "MLA's latent cache is copied on every tensor-parallel attention rank: the real DeepSeek-V3 at 32K is 6 % slower at its fastest",
     "measured_hbm_bandwidth": "HBM at the H100's measured 0.949 of the datasheet, not 0.75 (H100-paper inherits the H100 SXM's STREAM figure): memory-bound points up to 27 % faster; Table 6's 4-bit weights 32 % and 100K contexts' KV reads 21 % cheaper; the fastest points gain 5-9 % (collectives and launches bound them)",
-    "all (refined)": "launches, DP attention and the measured HBM bandwidth dominate: 9-17 % faster tops, 12-20 % cheaper preference points in Tables 5-6; the expert all-to-all over NICs and the KV copies make Mistral's long context dearer",
+    "measured_kernel_rates": "H100-paper inherits the H100 SXM's kernel tables: all-reduces at the engine's one-shot kernel (2.6 us) instead of NCCL's tables make the collective-bound fast ends faster (Table 2's first two rows +41-42 % from the collectives alone); HBM at 3.16 TB/s (0.96 of 3.3, not 0.75) and FP8 GEMMs at 1,507 TFLOPS do the rest: Tables 5-6's preference points 38-43 % cheaper, 100K contexts 23-24 % cheaper, Table 3's preference points 73 % faster at about the same price",
+    "all (refined)": "the measured kernels (the engine's all-reduce above all), launches, DP attention and the measured HBM bandwidth dominate: 29-76 % faster tops, 36-57 % cheaper preference points in Tables 5-6; the expert all-to-all over NICs and the KV copies keep Mistral's long context where the paper has it (2 % slower at its fastest, as dear at 10 tok/s)",
 }
 
 
