@@ -245,6 +245,8 @@ class StepCalls:
                 ("a2a_bytes", gi), lambda: w.d_model * experts * w.bytes_per_activation / t
             )
             return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * g.layers)]
+        if self._gathers_tokens(e, t):
+            return self._gather_scatter(gi, g, e, tokens, cache)
         nodes = np.ceil(e / m.node_gpus)
         share = expert_remote_share(g, nodes) if self.by_tokens else None
         a2a = cache.get(
@@ -262,6 +264,39 @@ class StepCalls:
         return [
             cache.calls(("a2a", gi, 0), a2a, sent, tokens, g.layers),
             cache.calls(("a2a", gi, 1), a2a, combined, tokens, g.layers),
+        ]
+
+    def _gathers_tokens(self, e, t) -> bool:
+        """Whether an engine moves a MoE group's tokens by an all-gather and a reduce-scatter
+        rather than an all-to-all (§F7 "Dispatch and combine by the engine's method"):
+        TensorRT-LLM's ``CommunicationFactory.create_strategy`` falls back to
+        ``AllGatherReduceScatter`` when the experts are also tensor-split (``moe_tp_size`` >
+        1: "AlltoAll cannot support MoE TP") and when no all-to-all kernel runs on the part
+        (its NVLink one- and two-sided kernels need NVLink, DeepEP NVLink or RDMA): PCIe
+        cards. Only under an engine profile; the roofline step keeps §B11's all-to-all."""
+        if self.assumptions.profile() is None:
+            return False
+        pcie = self.machine.gpu.interconnect == "pcie" and self.machine.gpu.nvlink_bridge_gpus <= 1
+        return bool(pcie or np.all(np.asarray(t) > np.asarray(e)))
+
+    def _gather_scatter(self, gi, g, e, tokens, cache: StepCache) -> list[CollectiveCalls]:
+        """Dispatch and combine of a MoE group as an all-gather and a reduce-scatter over its
+        ``e`` expert-parallel ranks (``_gathers_tokens``): every rank gathers every token of the
+        step in the format the expert GEMMs take (TensorRT-LLM quantises before the gather)
+        and reduce-scatters the layer's output for every token in the activations' precision,
+        so each rank's message is all ``tokens``' rows, d wide (NCCL's ring: (e − 1)/e of it
+        crosses its links, the library protocols' cost of §A4/§C1)."""
+        w, m = self.work, self.machine
+        nodes = np.ceil(e / m.node_gpus)
+        cost = cache.get(("gather", gi), lambda: m.collective(e, nodes, ALLTOALL))
+        dispatch = w.bytes_per_activation
+        if w.dispatch_bytes_per_element is not None:
+            dispatch = w.dispatch_bytes_per_element
+        return [
+            cache.calls(("gather", gi, 0), cost, w.d_model * dispatch, tokens, g.layers),
+            cache.calls(
+                ("gather", gi, 1), cost, w.d_model * w.bytes_per_activation, tokens, g.layers
+            ),
         ]
 
     def attention(
