@@ -245,7 +245,7 @@ class StepCalls:
                 ("a2a_bytes", gi), lambda: w.d_model * experts * w.bytes_per_activation / t
             )
             return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * g.layers)]
-        if self._gathers_tokens(e, t):
+        if self._gathers_tokens():
             return self._gather_scatter(gi, g, e, tokens, cache)
         nodes = np.ceil(e / m.node_gpus)
         share = expert_remote_share(g, nodes) if self.by_tokens else None
@@ -266,18 +266,16 @@ class StepCalls:
             cache.calls(("a2a", gi, 1), a2a, combined, tokens, g.layers),
         ]
 
-    def _gathers_tokens(self, e, t) -> bool:
+    def _gathers_tokens(self) -> bool:
         """Whether an engine moves a MoE group's tokens by an all-gather and a reduce-scatter
         rather than an all-to-all (§F7 "Dispatch and combine by the engine's method"):
         TensorRT-LLM's ``CommunicationFactory.create_strategy`` falls back to
-        ``AllGatherReduceScatter`` when the experts are also tensor-split (``moe_tp_size`` >
-        1: "AlltoAll cannot support MoE TP") and when no all-to-all kernel runs on the part
-        (its NVLink one- and two-sided kernels need NVLink, DeepEP NVLink or RDMA): PCIe
-        cards. Only under an engine profile; the roofline step keeps §B11's all-to-all."""
-        if self.assumptions.profile() is None:
-            return False
-        pcie = self.machine.gpu.interconnect == "pcie" and self.machine.gpu.nvlink_bridge_gpus <= 1
-        return bool(pcie or np.all(np.asarray(t) > np.asarray(e)))
+        ``AllGatherReduceScatter`` where no all-to-all kernel runs on the part (its NVLink
+        one- and two-sided kernels need NVLink, DeepEP NVLink or RDMA): PCIe cards without
+        NVLink bridges. Only under an engine profile; the roofline step keeps §B11's."""
+        gpu = self.machine.gpu
+        pcie = gpu.interconnect == "pcie" and gpu.nvlink_bridge_gpus <= 1
+        return pcie and self.assumptions.profile() is not None
 
     def _gather_scatter(self, gi, g, e, tokens, cache: StepCache) -> list[CollectiveCalls]:
         """Dispatch and combine of a MoE group as an all-gather and a reduce-scatter over its
