@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..load.engine import busiest_rank_tokens
 from ..model.efficiency import StepWork, concatenate
 from ..model.latency import StepModel
 from ..model.mixed_step import EngineLayout, mixed_step_s, mixed_step_work
@@ -204,20 +205,22 @@ def add_points(plan: Plan, g: StepGroup, i: int, j: int, row, cand, model, found
         if top < clients:  # the rest wait: latencies depend on how many the cache holds
             plan.queued[(i, j)] = B * cand.replicas
         users = B if q == "throughput" else max(B - 1.0, 0.0)
-        _mean_step(plan, g, i, j, row, cand, B, users, budget, config.prefill)
+        _mean_step(plan, g, i, j, row, cand, B, users, budget, found)
         return True
-    _mean_step(plan, g, i, j, row, cand, top, top, budget, config.prefill)  # offline
+    _mean_step(plan, g, i, j, row, cand, top, top, budget, found)  # offline
     return True
 
 
-def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, mode) -> None:
+def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> None:
     """A point whose time is the mean step of ``B`` decoding requests while the prompts of
     ``users`` arriving requests are prefilled (§F9): prompts per step users/n_out, in chunks
     of min(n_in, budget - B) tokens, what the budget leaves beside the decoding requests
     (whole prompts under ``whole``); fewer than one chunk a step is
     a mixture of decode-only steps and steps with one chunk. Under ``separate`` prefill the
     prompts run in steps of their own, as many whole prompts as the budget holds, while
-    decoding waits. Disaggregated rows prefill elsewhere."""
+    decoding waits. Disaggregated rows prefill elsewhere. ``found``: the row's engine on the
+    layout (its prompt scheduling, and whether its attention ranks schedule their own)."""
+    mode = found.config.prefill
     L = row.lengths
     if row.disaggregated:
         users = 0.0
@@ -232,11 +235,21 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, mode) -> N
         b = g.add(0.0, 0.0, k * L.input_mean, prefix, max(k, 1.0))
         plan.points.append((i, j, B, cand.replicas, a, 1.0, b, prompts / k, 0))
         return
-    # whole prompts, or chunks of what the budget leaves beside the decoding requests
+    # whole prompts, or chunks of what the budget leaves beside the decoding requests; ranks
+    # that schedule their own requests each take chunks within their own share of it
+    ranks = _scheduling_ranks(cand, found)
     room = budget - B if mode == "chunked" and not row.disaggregated else budget
-    chunk = min(L.input_mean, max(room, 1.0))
+    chunk = min(L.input_mean, max(room / ranks, 1.0))
     prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
     tokens = prompts * L.input_mean  # prompt tokens per step on average
+    if ranks > 1:  # §F9 "Attention DP": the busiest rank's prompt work, on every rank
+        tokens = float(busiest_rank_tokens(np.array([prompts]), L.input_mean, chunk, ranks)[0])
+        if tokens < ranks * chunk:  # a share of the steps has one chunk on every rank
+            a = g.add(B, n, 0.0, 0.0, 0.0)
+            b = g.add(B, n, ranks * chunk, prefix, float(ranks))
+            share = tokens / (ranks * chunk)
+            plan.points.append((i, j, B, cand.replicas, a, 1.0 - share, b, share, 0))
+            return
     chunks = tokens / chunk
     if chunks >= 1.0:
         a = g.add(B, n, tokens, prefix, chunks)
@@ -245,6 +258,15 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, mode) -> N
     a = g.add(B, n, 0.0, 0.0, 0.0)
     b = g.add(B, n, chunk, prefix, 1.0)
     plan.points.append((i, j, B, cand.replicas, a, 1.0 - chunks, b, chunks, 0))
+
+
+def _scheduling_ranks(cand, found) -> int:
+    """The attention ranks of a candidate that schedule their own requests under its engine
+    (§F9 "Attention DP": an engine profile, data-parallel attention, ``rank_scheduling``); 1
+    where the instance pools them (the ideal engine of the bound presets)."""
+    if found is None or found.profile is None or not cand.attention_dp:
+        return 1
+    return int(cand.attention_ranks) if found.config.rank_scheduling else 1
 
 
 # --- from step times to metrics ---------------------------------------------------------------

@@ -30,6 +30,7 @@ from .efficiency import (
     tile_rounded,
 )
 from .machine import Machine
+from .moe import expert_kernel_format, moe_format_factor
 from .values import Flags, Floats
 from .workload import Workload
 
@@ -104,6 +105,9 @@ class EngineStep:
             share * m * k for m, k, share in work.recurrent_matrices[-1:]
         )
         self.attention_out_share = work.layers * out / self.projection_params
+        #: The moe tables' name of the format TensorRT-LLM runs the routed experts at on this
+        #: part (``moe.expert_kernel_format``; None: a reference format, no factor, §F7).
+        self.expert_format = expert_kernel_format(machine.gpu, work.weight_bits, work.gemm_bits)
 
     # --- memory (§F8) ---------------------------------------------------------------------
     def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes):
@@ -155,7 +159,9 @@ class EngineStep:
             out_share = (g.experts <= 1) * g.matrices_out / (g.matrices_in + g.matrices_out)
             dense_kernels += 2.0 * g.layers * ((g.experts <= 1) + (g.shared > 0))
             if g.experts > 1:  # the routed experts' bytes alone (as Part A counts them)
-                expert_bytes = expert_bytes + g.layers * w.routed_expert_bytes(g, tokens)
+                # the format's kernel against the reference formats' (§F7): reads and GEMM
+                fmt = moe_format_factor(m.gpu, self.expert_format, e, tokens)
+                expert_bytes = expert_bytes + fmt * g.layers * w.routed_expert_bytes(g, tokens)
             per = (g.matrices_in + g.matrices_out) * w.d_model
             passes = 1 + g.matrices_in  # read the input rows (gate and up), write one
             f_rows = f_rows + passes * g.layers * g.d_ff * (
@@ -171,6 +177,7 @@ class EngineStep:
                 dense_s, dense_v = dense_s + sec, dense_v + sec * vol
             if g.experts > 1:
                 sec, vol = self.grouped_expert_gemm(g, tokens, e, t_ff, t, per)
+                sec = fmt * sec
                 expert_s, expert_v = expert_s + sec, expert_v + sec * vol
                 size = expert_size_factor(w.d_model * g.d_ff / t_ff, prof.moe_expert_half_params)
                 expert_slow = expert_slow + sec / size

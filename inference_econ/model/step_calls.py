@@ -261,6 +261,8 @@ class StepCalls:
             )
             what = "expert dispatch and combine"
             return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * g.layers, what, group)]
+        if self._gathers_tokens():
+            return self._gather_scatter(gi, g, e, tokens, cache)
         nodes = np.ceil(e / m.node_gpus)
         share = expert_remote_share(g, nodes) if self.by_tokens else None
         a2a = cache.get(
@@ -281,6 +283,42 @@ class StepCalls:
                 ("a2a", gi, 1), a2a, combined, tokens, g.layers, "expert combine", (e, nodes)
             ),
         ]
+
+    def _gathers_tokens(self) -> bool:
+        """Whether an engine moves a MoE group's tokens by an all-gather and a reduce-scatter
+        rather than an all-to-all (§F7 "Dispatch and combine by the engine's method"):
+        TensorRT-LLM's ``CommunicationFactory.create_strategy`` falls back to
+        ``AllGatherReduceScatter`` where no all-to-all kernel runs on the part (its NVLink
+        one- and two-sided kernels need NVLink, DeepEP NVLink or RDMA): PCIe cards without
+        NVLink bridges. Only under an engine profile; the roofline step keeps §B11's."""
+        gpu = self.machine.gpu
+        pcie = gpu.interconnect == "pcie" and gpu.nvlink_bridge_gpus <= 1
+        return pcie and self.assumptions.profile() is not None
+
+    def _gather_scatter(self, gi, g, e, tokens, cache: StepCache) -> list[CollectiveCalls]:
+        """Dispatch and combine of a MoE group as an all-gather and a reduce-scatter over its
+        ``e`` expert-parallel ranks (``_gathers_tokens``): every rank gathers every token of the
+        step in the format the expert GEMMs take (TensorRT-LLM quantises before the gather)
+        and reduce-scatters the layer's output for every token in the activations' precision,
+        so each rank's message is all ``tokens``' rows, d wide (NCCL's ring: (e − 1)/e of it
+        crosses its links, the library protocols' cost of §A4/§C1)."""
+        w, m = self.work, self.machine
+        nodes = np.ceil(e / m.node_gpus)
+        cost = cache.get(("gather", gi), lambda: m.collective(e, nodes, ALLTOALL))
+        dispatch = w.bytes_per_activation
+        if w.dispatch_bytes_per_element is not None:
+            dispatch = w.dispatch_bytes_per_element
+        group = (e, nodes)
+        return [
+            cache.calls(
+                ("gather", gi, 0), cost, w.d_model * dispatch, tokens, g.layers,
+                "expert dispatch (all-gather)", group,
+            ),
+            cache.calls(
+                ("gather", gi, 1), cost, w.d_model * w.bytes_per_activation, tokens, g.layers,
+                "expert combine (reduce-scatter)", group,
+            ),
+        ]  # fmt: skip
 
     def attention(
         self,

@@ -1,0 +1,230 @@
+"""The engine step's charge for one fused MoE layer against TensorRT-LLM's measured kernel, by
+part, format and token band (docs/model-part-f.md §F7 "The fused MoE by format").
+
+Reads the shipped MoE tables (``kernels/<gpu>/trtllm-1.3.0rc20/moe.csv.gz``, AIConfigurator
+095f58a: TensorRT-LLM 1.3.0rc20's fused MoE, routing permutation, gated grouped GEMMs and
+un-permutation timed together; kernels/README.md) and, for the expert shapes of four models
+(DeepSeek-V3/R1 7,168 x 2,048, 256 experts, top 8; gpt-oss-120b 2,880 x 2,880, 128, top 4;
+Qwen3-235B 4,096 x 1,536, 128, top 8; Mixtral 8x7B 4,096 x 14,336, 8, top 2), balanced
+routing, TP 1, the kernel path TensorRT-LLM runs for the format (CUTLASS for BF16, FP8, block
+FP8 and NVFP4; ``moe_torch_flow`` for MXFP4), every EP degree, prints the median of the
+model's charge over the measured time at <= 16, 17-256, 257-2,048 and > 2,048 tokens.
+
+The model's charge is what ``EngineStep.part`` gives one MoE layer of that shape on one rank
+(the grouped GEMM's binomially padded rows at the format's rate, the expert imbalance over
+the EP ranks, the experts' size factor and the part's plateau share, the weights of the
+experts hit), summed by ``efficiency.combine``'s GEMM roofline: the larger of memory and
+arithmetic, plus the fixed cost.
+
+    PYTHONPATH=. python benchmarks/moe_clocks.py [--before]
+
+``--before`` charges every format at the engine profile's one plateau (no per-format
+factor), as the engine step did before ``moe_format_factor``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+import inference_econ as ie  # noqa: E402
+from inference_econ.model.efficiency import (  # noqa: E402
+    StepWork,
+    combine,
+    expected_expert_rows,
+    expert_imbalance,
+    expert_size_factor,
+)
+from inference_econ.model.machine import Machine  # noqa: E402
+from inference_econ.model.moe import EP_GRID, TOKEN_GRID, moe_format_factor  # noqa: E402
+from inference_econ.specs.kernel_tables import kernel_table  # noqa: E402
+
+GPUS = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
+#: dtype -> (bits the model charges the grouped GEMM at on a part with FP4 tensor cores, on
+#: one without, stored bits a weight).
+FORMATS = {
+    "bfloat16": (16, 16, 16.0),
+    "fp8": (8, 8, 8.0),
+    "fp8_block": (8, 8, 8.0 + 32.0 / 128 / 128),
+    "nvfp4": (4, 4, 4.5),
+    "w4a8_mxfp4_mxfp8": (8, 16, 4.25),
+    "w4a16_mxfp4": (16, 16, 4.25),
+}
+#: name: (hidden, intermediate, experts, top-k)
+SHAPES = {
+    "DeepSeek": (7168, 2048, 256, 8),
+    "gpt-oss": (2880, 2880, 128, 4),
+    "Qwen3": (4096, 1536, 128, 8),
+    "Mixtral": (4096, 14336, 8, 2),
+}
+BANDS = ((1, 16), (17, 256), (257, 2048), (2049, 1 << 30))
+#: The tables of each family of parts (kernels/ folder, catalogue name).
+TABLES = {
+    "hopper": (("h100_sxm", "H100-SXM"), ("h200_sxm", "H200")),
+    "blackwell": (("b200_sxm", "B200"), ("gb200", "GB200")),
+}
+#: The formats the plateau is fitted on, and the formats given a factor on each family.
+REFERENCE = ("bfloat16", "fp8")
+FAMILY_FORMATS = {
+    "hopper": ("w4a16_mxfp4",),
+    "blackwell": ("nvfp4", "w4a8_mxfp4_mxfp8", "w4a16_mxfp4"),
+}
+
+
+def charge(gpu, dtype, tokens, shape, ep, before=False):
+    """The engine step's seconds for one fused MoE layer of ``shape`` on one of ``ep`` ranks."""
+    h, i, experts, k = shape
+    fp4 = gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9)
+    bits, hopper_bits, stored = FORMATS[dtype]
+    engine = ie.preset("achievable")
+    prof = engine.profile()
+    m = Machine.build(gpu, bits if fp4 else hopper_bits, engine)
+    rows = expected_expert_rows(tokens, k, experts, float(prof.gemm_tile_tokens))
+    gemm_s = 6.0 * h * i * rows / (ep * m.gemm_rate)
+    hit = experts * (1.0 - (1.0 - k / experts) ** tokens)
+    weights = hit * 3.0 * h * i * stored / 8.0 / (ep * m.gpu.hbm_bandwidth_bytes_per_s)
+    # the format's factor on the GEMM and the weight reads, as ``EngineStep.part`` applies it
+    fmt = 1.0 if before else moe_format_factor(m.gpu, dtype, ep, tokens)
+    values = dict.fromkeys((f.name for f in dataclasses.fields(StepWork)), 0.0)
+    values.update(
+        weight_read_s=fmt * weights,
+        expert_weight_read_s=fmt * weights,
+        expert_gemm_s=fmt * gemm_s,
+        expert_volume=rows / ep * h * i,
+        expert_imbalance=expert_imbalance(tokens, k, experts, ep, prof.expert_routing_skew),
+        expert_size=expert_size_factor(h * i, prof.moe_expert_half_params),
+        power_derating=m.gemm_power_derating,
+        moe_share=m.moe_plateau_share,
+    )
+    t = combine(StepWork(**values), prof)
+    return np.maximum(t.gemm_memory_s, t.gemm_compute_s) + t.gemm_fixed_s
+
+
+def rows_of(folder, gpu, before):
+    """(shape, dtype, ep, band, median charge / measured, rows) of one part's table."""
+    t = kernel_table(folder, "moe")
+    for name, shape in SHAPES.items():
+        h, i, experts, k = shape
+        for dtype in FORMATS:
+            source = "moe_torch_flow" if "mxfp4" in dtype else "moe_torch_flow_cutlass"
+            at = (
+                (t["moe_dtype"] == dtype)
+                & (t["kernel_source"] == source)
+                & (t["distribution"] == "balanced")
+                & (t["moe_tp_size"] == 1)
+                & (t["hidden_size"] == h)
+                & (t["inter_size"] == i)
+                & (t["num_experts"] == experts)
+                & (t["topk"] == k)
+            )
+            for ep in np.unique(t["moe_ep_size"][at]):
+                sel = at & (t["moe_ep_size"] == ep)
+                tokens = t["num_tokens"][sel].astype(float)
+                ratio = charge(gpu, dtype, tokens, shape, float(ep), before) / (
+                    t["latency_ms"][sel] * 1e-3
+                )
+                for lo, hi in BANDS:
+                    keep = (tokens >= lo) & (tokens <= hi)
+                    if keep.any():
+                        band = f"{lo}-{hi}" if hi < 1 << 30 else f">{lo - 1}"
+                        yield name, dtype, int(ep), band, float(np.median(ratio[keep])), keep.sum()
+
+
+def factors():
+    """``model/moe.py``'s ``MOE_FORMAT_FACTORS``: for each family's tables and format, at each
+    EP degree of ``EP_GRID`` and token count of ``TOKEN_GRID``, the median over the expert
+    shapes of charge / measured of BF16 and per-tensor FP8 (the formats the engine's plateau is
+    fitted on) over the same median of the format, every row of the family's parts with
+    tokens within a factor 2 of the grid point."""
+    out: dict = {}
+    for family, parts in TABLES.items():
+        pooled: dict = {}
+        for folder, name in parts:
+            gpu = ie.load_hardware(name)
+            for key, r in ratios(folder, gpu, REFERENCE + FAMILY_FORMATS[family]).items():
+                pooled.setdefault(key, []).extend(r)
+
+        def near(dtypes, ep, n, pooled=pooled):
+            return [
+                x
+                for (d, e, m), r in pooled.items()
+                if d in dtypes and e == ep and n / 2 <= m <= 2 * n
+                for x in r
+            ]
+
+        for fmt in FAMILY_FORMATS[family]:
+            rows = []
+            for ep in EP_GRID:
+                row = []
+                for n in TOKEN_GRID:
+                    ref, own = near(REFERENCE, ep, n), near((fmt,), ep, n)
+                    row.append(round(float(np.median(ref) / np.median(own)), 2))
+                rows.append(tuple(row))
+            out[(family, fmt)] = tuple(rows)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", action="store_true", help="one plateau for every format")
+    parser.add_argument("--factors", action="store_true", help="print MOE_FORMAT_FACTORS")
+    args = parser.parse_args()
+    start = time.process_time()
+    if args.factors:
+        for (family, fmt), rows in factors().items():
+            print(f'    ("{family}", "{fmt}"): (')
+            for row in rows:
+                print("        (" + ", ".join(f"{x:.2f}" for x in row) + "),")
+            print("    ),")
+        print(f"CPU {time.process_time() - start:.1f} s")
+        return 0
+    print(f"{'gpu':9s} {'shape':9s} {'dtype':17s} {'ep':>3s}  charge/measured by tokens")
+    for folder, name in GPUS.items():
+        gpu = ie.load_hardware(name)
+        line = {}
+        for shape, dtype, ep, band, r, _ in rows_of(folder, gpu, args.before):
+            line.setdefault((shape, dtype, ep), []).append(f"{band}: {r:4.2f}")
+        for (shape, dtype, ep), cells in line.items():
+            print(f"{folder:9s} {shape:9s} {dtype:17s} {ep:3d}  " + "  ".join(cells))
+    print(f"CPU {time.process_time() - start:.1f} s")
+    return 0
+
+
+def ratios(folder, gpu, dtypes):
+    """{(dtype, ep, tokens): [charge / measured of each shape]} of every balanced TP-1 row of
+    ``dtypes`` on the part's table, on the kernel path TensorRT-LLM runs for each format."""
+    t = kernel_table(folder, "moe")
+    out: dict = {}
+    for dtype in dtypes:
+        source = "moe_torch_flow" if "mxfp4" in dtype else "moe_torch_flow_cutlass"
+        at = (
+            (t["moe_dtype"] == dtype)
+            & (t["kernel_source"] == source)
+            & (t["distribution"] == "balanced")
+            & (t["moe_tp_size"] == 1)
+            & (t["moe_ep_size"] <= t["num_experts"])
+        )
+        keys = np.stack(
+            [t[c][at] for c in ("hidden_size", "inter_size", "num_experts", "topk", "moe_ep_size")],
+            1,
+        )
+        for key in np.unique(keys, axis=0):
+            sel = np.flatnonzero(at)[np.all(keys == key, axis=1)]
+            h, i, experts, k, ep = (int(x) for x in key)
+            tokens = t["num_tokens"][sel].astype(float)
+            r = charge(gpu, dtype, tokens, (h, i, experts, k), float(ep), before=True)
+            r = r / (t["latency_ms"][sel] * 1e-3)
+            for n, x in zip(tokens, r):
+                out.setdefault((dtype, ep, int(n)), []).append(float(x))
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""Mixture-of-experts terms of the engine step that depend on the expert kernel TensorRT-LLM runs
+for a checkpoint's format (docs/model-part-f.md §F7 "The fused MoE by format").
+
+The engine's fused-MoE plateau (``moe_gemm_efficiency`` times the part's ``moe_plateau_share``)
+is fitted on BF16 and per-tensor FP8 experts, which every part runs on CUTLASS's grouped GEMMs.
+Four-bit experts run on other kernels: NVFP4 on Blackwell's CUTLASS FP4 path; MXFP4 (gpt-oss)
+as W4A8 MXFP4 x MXFP8 on Blackwell and as W4A16 (weights dequantised to BF16) on Hopper, both
+through ``moe_torch_flow`` ("Default quantization for MXFP4 checkpoints on Hopper is
+W4A16_MXFP4", W4A8_MXFP4_MXFP8 on Blackwell for the CUTLASS and TRTLLM backends:
+github.com/NVIDIA/TensorRT-LLM/blob/04a2a26/docs/source/blogs/tech_blog/blog9_Deploying_GPT_OSS_on_TRTLLM.md).
+Their speed relative to the reference formats changes with the expert-parallel degree and the
+tokens of the step, which one plateau cannot hold, so the engine step multiplies such a group's
+charge by a measured factor (``moe_format_factor``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..specs.hardware import GPU
+
+#: Expert-parallel degrees and tokens of a MoE layer (the whole EP group's) the factors are
+#: given at; between them the factor is interpolated in log2 of both, beyond them held.
+EP_GRID = (1, 2, 4, 8, 16, 32, 64)
+TOKEN_GRID = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+
+#: The parts whose fused MoE each family's tables time, and the parts of the same die: the
+#: tables are AIConfigurator's ``moe_perf.parquet`` (TensorRT-LLM 1.3.0rc20) for h100_sxm and
+#: h200_sxm (hopper) and b200_sxm and gb200 (blackwell), shipped as
+#: kernels/<gpu>/trtllm-1.3.0rc20/moe.csv.gz (github.com/ai-dynamo/aiconfigurator @095f58a,
+#: Apache-2.0). Other parts (RTX PRO, AMD, Intel, TPUs) have no factor: 1.
+FAMILIES = {
+    "hopper": (
+        "H100-SXM", "H100-NVL", "H100-PCIe", "H200-SXM", "H200-NVL", "H800-SXM", "H20",
+        "GH200-144GB", "GH200-96GB",
+    ),
+    "blackwell": ("B200-HGX", "B300-HGX", "GB200-NVL72", "GB300-NVL72"),
+}  # fmt: skip
+
+#: Slowdown of a format's fused MoE against the engine step's charge, relative to the
+#: reference formats': rows EP_GRID, columns TOKEN_GRID. Each cell is the median over the
+#: tables' expert shapes (balanced routing, TP 1, the kernel path of the format) of the
+#: engine step's charge over the measured time for BF16 and per-tensor FP8, over the same
+#: median for the format, at token counts within a factor 2 of the cell's (both parts of a
+#: family pooled). ``PYTHONPATH=. python benchmarks/moe_clocks.py --factors`` prints them
+#: (2.2 s of CPU, 2026-11-26).
+MOE_FORMAT_FACTORS: dict[tuple[str, str], tuple[tuple[float, ...], ...]] = {
+    ("hopper", "w4a16_mxfp4"): (
+        (1.01, 0.89, 0.79, 0.79, 0.89, 1.07, 1.14, 1.49),
+        (1.01, 0.90, 0.83, 0.87, 1.13, 1.21, 1.29, 1.63),
+        (1.06, 0.92, 0.83, 0.92, 1.19, 1.57, 1.57, 1.97),
+        (1.02, 0.95, 0.94, 1.07, 1.59, 1.78, 1.88, 2.48),
+        (1.06, 1.09, 0.94, 1.10, 1.71, 1.94, 2.31, 3.12),
+        (1.17, 1.21, 1.25, 1.42, 1.66, 2.08, 2.77, 4.00),
+        (0.99, 1.30, 1.59, 1.89, 1.75, 2.32, 3.55, 5.57),
+    ),
+    ("blackwell", "nvfp4"): (
+        (2.06, 1.63, 1.48, 1.34, 1.30, 1.30, 1.35, 1.52),
+        (1.91, 1.69, 1.58, 1.52, 1.51, 1.49, 1.45, 1.58),
+        (1.88, 1.75, 1.46, 1.42, 1.53, 1.59, 1.56, 1.63),
+        (1.90, 1.81, 1.69, 1.58, 1.80, 1.91, 1.69, 1.80),
+        (2.16, 1.77, 1.64, 1.46, 1.60, 1.74, 1.69, 1.81),
+        (2.30, 2.22, 1.99, 1.99, 2.03, 2.03, 2.00, 2.26),
+        (2.09, 2.17, 2.05, 1.89, 1.86, 1.93, 1.96, 1.78),
+    ),
+    ("blackwell", "w4a8_mxfp4_mxfp8"): (
+        (0.83, 0.87, 0.90, 0.91, 0.94, 0.91, 0.74, 1.00),
+        (0.71, 0.73, 0.80, 0.91, 1.00, 1.22, 0.93, 1.05),
+        (0.72, 0.71, 0.74, 0.83, 1.02, 1.15, 1.08, 1.14),
+        (0.72, 0.69, 0.72, 0.86, 1.05, 1.60, 1.20, 1.21),
+        (0.87, 0.69, 0.74, 1.00, 1.25, 2.25, 1.24, 1.28),
+        (0.84, 0.83, 0.84, 1.21, 2.05, 2.44, 1.55, 1.49),
+        (0.84, 0.87, 1.07, 1.44, 2.29, 2.30, 1.60, 1.18),
+    ),
+    ("blackwell", "w4a16_mxfp4"): (
+        (1.29, 1.55, 1.79, 1.72, 1.88, 1.84, 2.22, 3.24),
+        (0.91, 1.24, 1.38, 1.57, 1.76, 1.82, 2.24, 3.23),
+        (0.88, 1.04, 1.18, 1.43, 1.62, 1.76, 2.24, 3.15),
+        (0.81, 0.83, 1.01, 1.22, 1.34, 1.54, 2.00, 2.85),
+        (0.97, 0.84, 0.90, 1.05, 1.17, 1.35, 1.74, 2.48),
+        (0.91, 0.95, 0.92, 1.05, 1.11, 1.17, 1.62, 2.32),
+        (0.73, 0.96, 0.96, 1.00, 0.97, 1.04, 1.35, 1.56),
+    ),
+}
+
+
+def expert_kernel_format(gpu: GPU, weight_bits: float, gemm_bits: float | None) -> str | None:
+    """The format name of the moe tables TensorRT-LLM runs a checkpoint's experts at on ``gpu``
+    (None: a reference format, BF16 or FP8, or one without a factor). MX weights (a fractional
+    width below 8: MXFP4's 4.25 bits) take the W4A8 kernel on a part with 4-bit tensor cores
+    and 8-bit GEMM activations, else the W4A16 one; 4-bit weights on such a part are NVFP4."""
+    fp4 = gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9)
+    bits = float(weight_bits)
+    if bits < 8 and bits != np.floor(bits):
+        return "w4a8_mxfp4_mxfp8" if fp4 and gemm_bits == 8 else "w4a16_mxfp4"
+    if bits == 4 and fp4:
+        return "nvfp4"
+    return None
+
+
+def family_of(gpu: GPU) -> str | None:
+    """The family of tables a part's fused MoE is measured by (``FAMILIES``), or None."""
+    return next((f for f, names in FAMILIES.items() if gpu.name in names), None)
+
+
+def moe_format_factor(gpu: GPU, fmt: str | None, ep, tokens):
+    """The factor on the engine step's charge for a routed-expert group of format ``fmt``
+    (``expert_kernel_format``) over ``ep`` expert-parallel ranks at ``tokens`` tokens of the
+    layer (the EP group's): ``MOE_FORMAT_FACTORS`` interpolated in log2 of both, held beyond
+    the grid; 1 for a reference format or a part without tables. Arrays broadcast."""
+    shape = np.broadcast(np.asarray(ep, dtype=float), np.asarray(tokens, dtype=float)).shape
+    table = MOE_FORMAT_FACTORS.get((family_of(gpu) or "", fmt or ""))
+    if table is None:
+        return np.ones(shape) if shape else 1.0
+    grid = np.asarray(table)
+    x = _position(ep, EP_GRID)
+    y = _position(tokens, TOKEN_GRID)
+    x, y = np.broadcast_arrays(x, y)
+    i, j = (
+        np.minimum(np.floor(x).astype(int), len(EP_GRID) - 2),
+        np.minimum(np.floor(y).astype(int), len(TOKEN_GRID) - 2),
+    )
+    u, v = x - i, y - j
+    out = (
+        grid[i, j] * (1 - u) * (1 - v)
+        + grid[i + 1, j] * u * (1 - v)
+        + grid[i, j + 1] * (1 - u) * v
+        + grid[i + 1, j + 1] * u * v
+    )
+    return out if shape else float(out)
+
+
+def _position(values, grid):
+    """Fractional index of ``values`` on a grid of powers of two (log2 spacing), clipped to it."""
+    v = np.log2(np.maximum(np.asarray(values, dtype=float), 1.0))
+    g = np.log2(np.asarray(grid, dtype=float))
+    return np.interp(v, g, np.arange(len(g), dtype=float))

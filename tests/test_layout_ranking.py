@@ -1,0 +1,67 @@
+"""The engine step orders the layouts of one model on one GPU as published measurements do
+(tests/data/layout_rankings.csv; docs/validation.md "Layout rankings"): within each group, no
+two layouts the measurements set apart by more than ``rankings.TOLERANCE`` (5 %, the spread of
+one configuration measured twice) are predicted the other way round by more than it.
+
+The groups: TensorRT-LLM's performance overview on RTX PRO 6000 (Qwen3-30B-A3B TP1 against
+DEP2, DEP2 x PP2 and DEP8, and TP1-TP8 in v1.0; Qwen3-235B-A22B DEP2 x PP2 against DEP8) and
+AIConfigurator's measured DeepSeek-R1 runs on 8 H200 and 8 B200 (DEP8 against TP8 with or
+without EP8 at 8-32 concurrent requests). A subset of the file's 18 groups keeps the test
+cheap; ``benchmarks/layout_ranking.py`` prints them all."""
+
+import pytest
+
+from inference_econ.measured.rankings import TOLERANCE, misordered, ranked_rows
+
+PATH = "tests/data/layout_rankings.csv"
+GROUPS = (
+    "qwen3-30b-rtx6000-trtllm1.2-1000/1000",
+    "qwen3-30b-rtx6000-trtllm1.2-1024/8192",
+    "qwen3-30b-rtx6000-trtllm1.2-32768/1024",
+    "qwen3-235b-rtx6000-trtllm1.2-1000/1000",
+    "qwen3-235b-rtx6000-trtllm1.2-1024/8192",
+    "qwen3-30b-rtx6000-trtllm1.0-1000/1000",
+    "qwen3-30b-rtx6000-trtllm1.0-128/2048",
+    "qwen3-30b-rtx6000-trtllm1.0-2048/128",
+    "deepseek-r1-h200-fp8-trtllm1.1.0rc2.post2-8192/1024-c8",
+    "deepseek-r1-b200-fp8-trtllm1.2.0rc6.post3-1024/8192-c16",
+    "deepseek-r1-b200-fp4-trtllm1.2.0rc6.post3-1024/8192-c32",
+)
+#: Groups the model does not yet order: DeepSeek-R1 at NVFP4 on 8 B200 at 32 requests, TP8 EP8
+#: measured at 8.1 ms TPOT against DEP8's 13.0, predicted 19.2 against 18.2 (both about twice
+#: what was measured: the decode step's MLA and expert kernels at a few tokens a rank).
+KNOWN = {"deepseek-r1-b200-fp4-trtllm1.2.0rc6.post3-1024/8192-c32"}
+
+
+@pytest.fixture(scope="module")
+def ranked():
+    return ranked_rows(PATH, set(GROUPS))
+
+
+def test_the_groups_cover_three_models_and_two_generations(ranked):
+    """The file's groups: 3 models, Hopper and Blackwell, 2 or more layouts each."""
+    models = {r.group.split("-rtx")[0].split("-h200")[0].split("-b200")[0] for r in ranked}
+    assert models == {"qwen3-30b", "qwen3-235b", "deepseek-r1"}
+    assert {g for g in GROUPS if "h200" in g} and {g for g in GROUPS if "b200" in g}
+    for g in GROUPS:
+        assert len({r.layout for r in ranked if r.group == g}) >= 2, g
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        pytest.param(g, marks=pytest.mark.xfail(strict=True, reason="not yet ordered"))
+        if g in KNOWN
+        else g
+        for g in GROUPS
+    ],
+)
+def test_layouts_are_ordered_as_measured(ranked, group):
+    """No pair of the group's layouts is predicted the other way round from the measurement
+    by more than the tolerance (the measurements' own spread)."""
+    rows = [r for r in ranked if r.group == group]
+    wrong = [
+        (a.layout, b.layout, a.measured, b.measured, a.predicted, b.predicted)
+        for a, b in misordered(rows, TOLERANCE)
+    ]
+    assert not wrong, wrong

@@ -1,0 +1,108 @@
+"""Mixture-of-experts terms of the engine step (docs/model-part-f.md §F7): the factor of a
+format's fused-MoE kernel from TensorRT-LLM's measured tables, and dispatch and combine as an
+all-gather and a reduce-scatter where the engine has no all-to-all kernel. Hand-computed
+cases against the shipped table of factors."""
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.model import achievable
+from inference_econ.model.latency import StepModel
+from inference_econ.model.moe import (
+    EP_GRID,
+    MOE_FORMAT_FACTORS,
+    TOKEN_GRID,
+    expert_kernel_format,
+    family_of,
+    moe_format_factor,
+)
+from inference_econ.model.step_calls import NO_CACHE
+from inference_econ.model.workload import compile_workload
+from inference_econ.specs.architecture import load_model
+
+
+@pytest.fixture(scope="module")
+def parts():
+    return {n: ie.load_hardware(n) for n in ("B200", "GB300", "H200", "RTX PRO 6000", "MI355X")}
+
+
+def test_factor_reads_the_table_at_its_grid_points(parts):
+    """At a grid point the factor is the table's cell: NVFP4 on B200 at EP 8 and 1,024 tokens
+    1.91; W4A16 MXFP4 on H200 at EP 1 and 16,384 tokens 1.49."""
+    nvfp4 = MOE_FORMAT_FACTORS[("blackwell", "nvfp4")]
+    assert moe_format_factor(parts["B200"], "nvfp4", 8, 1024) == pytest.approx(1.91)
+    assert nvfp4[EP_GRID.index(8)][TOKEN_GRID.index(1024)] == 1.91
+    assert moe_format_factor(parts["H200"], "w4a16_mxfp4", 1, 16384) == pytest.approx(1.49)
+
+
+def test_factor_interpolates_in_log2_and_holds_beyond_the_grid(parts):
+    """512 tokens is halfway (in log2) from 256 to 1,024: NVFP4 at EP 8, (1.80 + 1.91)/2 =
+    1.855; EP sqrt(32) halfway from 4 to 8 at 1,024 tokens: (1.59 + 1.91)/2 = 1.75; EP 256
+    and 65,536 tokens take the last cell, 1.78; 0 tokens the first column's."""
+    b200 = parts["B200"]
+    assert moe_format_factor(b200, "nvfp4", 8, 512) == pytest.approx(1.855)
+    assert moe_format_factor(b200, "nvfp4", np.sqrt(32.0), 1024) == pytest.approx(1.75)
+    assert moe_format_factor(b200, "nvfp4", 256, 65536) == pytest.approx(1.78)
+    assert moe_format_factor(b200, "nvfp4", 8, 0) == pytest.approx(1.90)
+    got = moe_format_factor(b200, "nvfp4", np.array([8.0, 8.0]), np.array([512.0, 1024.0]))
+    np.testing.assert_allclose(got, [1.855, 1.91])
+
+
+def test_formats_and_families(parts):
+    """gpt-oss's MXFP4 experts (4.25 bits, FP8 GEMM activations) run W4A8 on Blackwell and
+    W4A16 on Hopper; 4-bit weights are NVFP4 on Blackwell, a reference format (no factor) on
+    Hopper, whose FP8 tensor cores take them; a part without tables has factor 1."""
+    b200, h200, rtx = parts["B200"], parts["H200"], parts["RTX PRO 6000"]
+    assert expert_kernel_format(b200, 4.25, 8.0) == "w4a8_mxfp4_mxfp8"
+    assert expert_kernel_format(h200, 4.25, 8.0) == "w4a16_mxfp4"
+    assert expert_kernel_format(b200, 4.25, 16.0) == "w4a16_mxfp4"
+    assert expert_kernel_format(b200, 4, 4.0) == "nvfp4"
+    assert expert_kernel_format(h200, 4, 4.0) is None
+    assert expert_kernel_format(b200, 8, 8.0) is None
+    assert family_of(parts["GB300"]) == "blackwell" and family_of(h200) == "hopper"
+    assert family_of(rtx) is None and family_of(parts["MI355X"]) is None
+    assert moe_format_factor(rtx, "nvfp4", 8, 1024) == 1.0
+    assert moe_format_factor(b200, None, 8, 1024) == 1.0
+
+
+def _model(name, gpu, bits=None, preset="achievable"):
+    arch = load_model(name)
+    if bits is not None:
+        arch = arch.with_precision(*bits)
+    a = ie.preset(preset)
+    return StepModel(compile_workload(arch, a), ie.load_hardware(gpu), a)
+
+
+def test_engine_step_charges_the_experts_at_the_factor(monkeypatch):
+    """DeepSeek-R1 at NVFP4 on 8 B200 with its experts over 8 ranks, 1,024 tokens a step: the
+    routed experts' GEMM seconds and weight reads are the factor's 1.91 times what they are
+    without it; the dense GEMMs are unchanged."""
+    model = _model("deepseek-r1", "B200", (4, 16))
+    splits = [(1.0, 8.0) if g.experts <= 1 else (8.0, 1.0) for g in model.work.groups]
+    part = model.engine.part(1024.0, 1.0, 8.0, 1024.0, splits, 0.0)
+    monkeypatch.setattr(achievable, "moe_format_factor", lambda *args: 1.0)
+    plain = model.engine.part(1024.0, 1.0, 8.0, 1024.0, splits, 0.0)
+    assert part.expert_gemm_s == pytest.approx(1.91 * plain.expert_gemm_s)
+    assert part.expert_weight_read_s == pytest.approx(1.91 * plain.expert_weight_read_s)
+    assert part.dense_gemm_s == pytest.approx(plain.dense_gemm_s)
+
+
+def test_dispatch_is_a_gather_and_a_scatter_on_pcie_cards():
+    """Qwen3-30B-A3B (d 2,048, top 8) at NVFP4 over 8 RTX PRO 6000 (PCIe, no all-to-all kernel):
+    under an engine profile each rank gathers every token (d elements in the dispatch format)
+    and reduce-scatters every token's output (d BF16 elements), 48 layers each; over 8 H200
+    (NVLink) the all-to-all of §B11 stays (8 copies of d elements per token, over the 8 ranks'
+    share of the tokens), and so it does on the PCIe cards under ``refined``."""
+    model = _model("qwen3-30b-a3b", "RTX PRO 6000", (4, 16))
+    g = model.work.groups[0]
+    calls = model.calls.all_to_all(0, g, 8.0, 8.0, 4096.0, NO_CACHE)
+    dispatch = model.work.dispatch_bytes_per_element or model.work.bytes_per_activation
+    assert [c.bytes_per_token for c in calls] == [2048 * dispatch, 2048 * 2.0]
+    assert [c.calls for c in calls] == [48, 48]
+    nvlink = _model("qwen3-30b-a3b", "H200", (8, 16))
+    sent = nvlink.calls.all_to_all(0, nvlink.work.groups[0], 8.0, 8.0, 4096.0, NO_CACHE)
+    assert sent[1].bytes_per_token == pytest.approx(2048 * 8 / 8.0 * 2.0)
+    bound = _model("qwen3-30b-a3b", "RTX PRO 6000", (4, 16), preset="refined")
+    copies = bound.calls.all_to_all(0, bound.work.groups[0], 8.0, 8.0, 4096.0, NO_CACHE)
+    assert copies[1].bytes_per_token == pytest.approx(2048 * 8 / 8.0 * 2.0)
