@@ -6,8 +6,9 @@ import pytest
 
 import inference_econ as ie
 from inference_econ.model import kernel_prices as kp
-from inference_econ.model.kernel_clock import Formats, KernelClock
+from inference_econ.model.kernel_clock import Formats, KernelClock, clock_of
 from inference_econ.model.latency import StepModel
+from inference_econ.model.mixed_step import EngineLayout, StepTable
 from inference_econ.model.operations import step_operations
 from inference_econ.model.workload import compile_workload
 
@@ -68,3 +69,40 @@ def test_a_gpu_without_tables_is_priced_by_physics_and_grows_with_context(llama7
     clock = KernelClock()
     short, long = (clock.total(step_operations(m, 8, 8, 1, c, 1, 1, False)) for c in (512, 8192))
     assert np.isfinite(short) and long > short > 0.0
+
+
+@pytest.fixture(scope="module")
+def llama70_fp8_kernels():
+    """``llama70_fp8`` with the step priced on the kernel clock (``kernel_tables``)."""
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("Llama 3.1 70B").with_precision(weight_bits=8, kv_cache_bits=8)
+    return StepModel(compile_workload(arch, a), ie.load_hardware("H100"), a)
+
+
+def test_the_step_model_under_kernel_tables_is_the_kernel_clocks_step(llama70_fp8_kernels):
+    m = llama70_fp8_kernels
+    N, B = np.array([[4.0], [8.0]]), np.array([[1.0, 16.0, 256.0]])
+    grid = m.latency(m.pipeline_part(N, B, 1.0, 2048.0, 1.0), 1.0)
+    assert isinstance(clock_of(m), KernelClock)
+    for i, n in enumerate((4, 8)):
+        for j, b in enumerate((1, 16, 256)):
+            step = step_operations(m, n, b, 1, 2048, 1, 1, False)
+            assert grid[i, j] == pytest.approx(KernelClock().total(step), rel=1e-9)
+    # 2-D tensor parallelism: no engine runs it (§F11)
+    lat2, lat1 = m.latency_by_dims(m.pipeline_part(4.0, 1.0, 1.0, 2048.0, 1.0), 1.0)
+    assert lat2 == np.inf and np.isfinite(lat1)
+
+
+def test_the_load_engines_step_table_on_the_kernel_clock(llama70_fp8_kernels):
+    m = llama70_fp8_kernels
+    table = StepTable(m, EngineLayout(4), 64)
+    # a step of 16 decoding requests with nothing cached is the step model's
+    part = m.pipeline_part(4.0, 16.0, 1.0, 0.0, 1.0)
+    assert table.time_s(16, 0.0, 0.0) == pytest.approx(float(m.latency(part, 1.0)), rel=1e-9)
+    # a cached layer-position: the decode attention's slope, of the order of its KV bytes
+    # over the bandwidth (2 KV heads of 128 a GPU, FP8: 512 bytes at 3.35 TB/s, 0.15 ns)
+    assert 0.1e-9 < table.kv_s < 1.0e-9
+    # 64 requests at 2,048 positions each: the table's line against the step model's step
+    q = m.work.layer_positions(2048.0) * 64
+    step = float(m.latency(m.pipeline_part(4.0, 64.0, 1.0, 2048.0, 1.0), 1.0))
+    assert table.time_s(64, q, q) == pytest.approx(step, rel=0.05)

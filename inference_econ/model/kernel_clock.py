@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from .breakdown import ADDITIVE_PARTS
-from .clocks import Clock
+from .clocks import Clock, EngineClock, RooflineClock
 from .efficiency import eager_steps, host_overhead_s
 from .kernel_prices import (
     allreduce_s,
@@ -41,7 +41,7 @@ from .kernel_prices import (
     moe_s,
     pass_s,
 )
-from .operations import Operation, StepOperations
+from .operations import Operation, PipelinePart, StepOperations, part_operations
 from .workload import Workload
 
 #: The columns of a clock's parts (``ADDITIVE_PARTS``), by name.
@@ -102,8 +102,32 @@ class KernelClock(Clock):
 
     def seconds(self, step: StepOperations) -> list:
         """Seconds of each operation of the step (arrays where the shapes are)."""
-        pricer = _Pricer(step)
+        pricer = _Pricer(step.model, step.part)
         return [pricer(op) for op in step]
+
+
+def kernel_step_s(model, part: PipelinePart, adiv, two_d: bool = False):
+    """(collective seconds, every other operation's seconds) of the step of ``part`` (with
+    its KV copies) under divisor ``adiv`` on the kernel clock, over a grid of layouts
+    (``StepModel``'s step under ``kernel_tables``)."""
+    S = np.asarray(part.tokens, dtype=float) / np.asarray(part.micro_batch, dtype=float)
+    ops = part_operations(model, part, S, part.context, adiv, two_d)
+    pricer = _Pricer(model, part)
+    collectives, rest = 0.0, 0.0
+    for op in ops:
+        if op.kind == "collective":
+            collectives = collectives + pricer(op)
+        else:
+            rest = rest + pricer(op)
+    return collectives, rest
+
+
+def clock_of(model) -> Clock:
+    """The clock of a step model: the kernel clock under an engine profile with
+    ``kernel_tables``, the engine's under one without, else the roofline."""
+    if model.engine is not None and model.assumptions.kernel_tables:
+        return KernelClock()
+    return EngineClock() if model.engine is not None else RooflineClock()
 
 
 def _column(op: Operation, machine) -> str:
@@ -124,9 +148,8 @@ def _column(op: Operation, machine) -> str:
 class _Pricer:
     """Prices one step's operations: its GPU, formats, engine and the shapes they share."""
 
-    def __init__(self, step: StepOperations) -> None:
-        model = step.model
-        self.step, self.work = step, model.work
+    def __init__(self, model, part: PipelinePart) -> None:
+        self.part, self.work = part, model.work
         self.gpu = model.machine.gpu
         self.formats = Formats(model.work)
         self.profile = model.profile
@@ -213,7 +236,7 @@ class _Pricer:
     def _launch(self, op: Operation):
         if self.profile is None:
             return 0.0
-        tokens = self.step.part.tokens
+        tokens = self.part.tokens
         eager = eager_steps(tokens, self.profile.cuda_graph_max_batch)
         return self.work.layers * eager * self.profile.eager_layer_overhead_s
 
@@ -226,3 +249,54 @@ class _Pricer:
 def _at_least_1(x):
     """A size as the tables price it: no fewer than one."""
     return np.maximum(np.asarray(x, dtype=float), 1.0)
+
+
+#: The decode batch and the two contexts whose steps give the kernel clock's seconds a cached
+#: position (``table_terms``), and the prompt whose attention gives its seconds an attended
+#: position: shapes inside the measured tables (generation attention to 1 Mi positions,
+#: context attention to 16 Ki tokens).
+SLOPE_BATCH, SLOPE_CONTEXTS, SLOPE_PROMPT = 64.0, (1024.0, 8192.0), 2048.0
+
+
+def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
+    """The kernel clock's step in the load engine's form (``mixed_step.StepTable``): (seconds
+    of a step of ``tokens`` tokens at no context less its per-sequence host work, seconds a
+    sequence, seconds a cached layer-position read, seconds a layer-position attended). The
+    step at no context is ``StepModel``'s own (``kernel_tables``); a position's seconds are the
+    tables' slopes: ``SLOPE_BATCH`` decoding requests between the two ``SLOPE_CONTEXTS``
+    (generation attention), a prompt of ``SLOPE_PROMPT`` tokens over its causal positions
+    (context attention)."""
+    N, p = float(gpus), float(pipeline)
+    part = model.pipeline_part(N, np.maximum(tokens, 1.0), 1.0, 0.0, p)
+    lat2, lat1 = model.latency_by_dims(part, adiv)
+    step = lat2 if two_d else lat1
+    profile, w = model.profile, model.work
+    sequence_s = 0.0
+    if profile is not None:
+        sequence_s = float(host_overhead_s(profile, 1.0 / p) - host_overhead_s(profile, 0.0))
+    rests, attention = [], None
+    for c in SLOPE_CONTEXTS:
+        q = model.pipeline_part(N, SLOPE_BATCH, 1.0, c, p)
+        q = model.with_copies(q, model.copies_of(q, adiv))
+        rests.append(float(kernel_step_s(model, q, adiv, two_d)[1]))
+        if attention is None:
+            ops = part_operations(model, q, 1.0, c, adiv, two_d)
+            attention = next((op for op in ops if op.work == "attention"), None)
+    read = SLOPE_BATCH * (
+        w.layer_positions(SLOPE_CONTEXTS[1]) - w.layer_positions(SLOPE_CONTEXTS[0])
+    )
+    kv_s = (rests[1] - rests[0]) / read if read > 0.0 else 0.0
+    attention_s = 0.0
+    if attention is not None:
+        s, gpu, kv = attention.shape, model.machine.gpu, Formats(w).kv
+        heads, kv_heads = _at_least_1(s["heads"]), _at_least_1(s["kv_heads"])
+        one = context_attention_s(gpu, kv, 1.0, SLOPE_PROMPT, heads, kv_heads, s["head_dim"])
+        attended = w.layer_positions(SLOPE_PROMPT) * SLOPE_PROMPT / 2.0
+        scale = _Pricer(model, part).scale
+        attention_s = scale * attention.calls * float(one) / attended
+    return (
+        step - sequence_s * np.asarray(tokens, dtype=float),
+        sequence_s,
+        max(kv_s, 0.0),
+        attention_s,
+    )

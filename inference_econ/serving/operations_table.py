@@ -10,8 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.breakdown import ADDITIVE_PARTS
-from ..model.clocks import clock_of
-from ..model.kernel_clock import KernelClock
+from ..model.kernel_clock import KernelClock, clock_of
 from ..model.operations import StepOperations, step_operations
 from .decode import Decoder
 from .setting import Setting
@@ -100,7 +99,8 @@ def operation_table(setting: Setting, row: dict, discrete: bool = False) -> Oper
         str(row["tp_dims"]) == "2D",
     )
     clock = clock_of(model)
-    kernels = KernelClock().price(step) if model.engine is not None else None
+    beside = model.engine is not None and clock.name != KernelClock.name
+    kernels = KernelClock().price(step) if beside else None
     return OperationTable(step, clock.name, clock.parts(step), kernels)
 
 
