@@ -251,6 +251,18 @@ def _at_least_1(x):
     return np.maximum(np.asarray(x, dtype=float), 1.0)
 
 
+def kernel_terms(model, part: PipelinePart, adiv):
+    """``StepModel``'s (2-D collectives, 1-D collectives, the rest) of the step of ``part``
+    (with its KV copies) on the kernel clock (``kernel_tables``); 2-D is inf where the
+    engine does not run it (§F11)."""
+    one_d, rest = kernel_step_s(model, part, adiv, False)
+    if "tensor_2d" in model.features:
+        two_d = kernel_step_s(model, part, adiv, True)[0]
+    else:
+        two_d = np.full(np.shape(one_d), np.inf)
+    return two_d, one_d, rest
+
+
 #: The decode batch and the two contexts whose steps give the kernel clock's seconds a cached
 #: position (``table_terms``), and the prompt whose attention gives its seconds an attended
 #: position: shapes inside the measured tables (generation attention to 1 Mi positions,

@@ -376,7 +376,10 @@ class StepModel:
             (cache, (key, float(part.context))) if np.ndim(part.context) == 0 else (NO_CACHE, key)
         )
         if self.engine is not None and self.assumptions.kernel_tables:
-            return self._kernel_terms(part, adiv, copies, kv_cache, kv_key)
+            from .kernel_clock import kernel_terms  # each operation at its measured kernel's
+
+            two_d, one_d, rest = kernel_terms(self, self.with_copies(part, copies), adiv)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         if self.engine is not None:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
@@ -404,19 +407,6 @@ class StepModel:
         rest = maximum_into(memory, self.compute_time(part, adiv))
         rest = self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         return add_into(att2, part.collective_2d_s), add_into(att1, part.collective_1d_s), rest
-
-    def _kernel_terms(self, part: PipelinePart, adiv, copies, cache: StepCache, key):
-        """``_terms`` on the kernel clock (``kernel_tables``): each operation at its measured
-        kernel's time (``model/kernel_clock.py``), the collectives apart."""
-        from .kernel_clock import kernel_step_s
-
-        copied = self.with_copies(part, copies)
-        one_d, rest = kernel_step_s(self, copied, adiv, False)
-        if "tensor_2d" in self.features:
-            two_d = kernel_step_s(self, copied, adiv, True)[0]
-        else:  # §F11: no engine runs 2-D tensor parallelism
-            two_d = np.full(np.shape(one_d), np.inf)
-        return two_d, one_d, self._if_kv_fits(part, copies, rest, cache, key)
 
     def copies_of(self, part: PipelinePart, adiv):
         """Copies of the attention KV cache on the layout of divisor ``adiv`` (§B13); None
