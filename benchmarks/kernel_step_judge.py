@@ -9,7 +9,10 @@ Prints, by kind (throughput, TPOT, TTFT) and clock, the rows predicted and the m
 90th-percentile |predicted/measured - 1|, and the Interactive TTFT rows that miss by more
 than 35 %.
 
-    PYTHONPATH=. python benchmarks/kernel_step_judge.py [--share 0.1] [--out subset.csv]
+    PYTHONPATH=. python benchmarks/kernel_step_judge.py [--share 0.1] [--keep DIR]
+
+With ``--keep DIR`` each clock's table is kept as DIR/<clock>.csv and read back when it is
+there: run ``--clock engine`` and ``--clock kernels`` side by side, then both to print.
 """
 
 from __future__ import annotations
@@ -78,17 +81,27 @@ def summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--share", type=float, default=0.1, help="share of other runs")
-    parser.add_argument("--out", help="also write the subset's rows to this CSV")
+    parser.add_argument("--clock", choices=("engine", "kernels", "both"), default="both")
+    parser.add_argument("--keep", help="a folder to keep each clock's table in")
     args = parser.parse_args()
     rows = subset(args.share)
+    clocks = {"engine": False, "kernels": True}
+    if args.clock != "both":
+        clocks = {args.clock: clocks[args.clock]}
+    tables = {}
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.out or str(Path(tmp) / "subset.csv")
+        path = str(Path(tmp) / "subset.csv")
         rows.to_csv(path, index=False)
-        tables = {}
-        for name, flag in (("engine", False), ("kernels", True)):
+        for name, flag in clocks.items():
+            kept = Path(args.keep) / f"{name}.csv" if args.keep else None
+            if kept is not None and kept.exists():
+                tables[name] = pd.read_csv(kept)
+                continue
             start = time.time()
             tables[name] = judged(path, flag)
             print(f"{name}: {time.time() - start:.0f} s", file=sys.stderr)
+            if kept is not None:
+                tables[name].to_csv(kept, index=False)
     print(f"{len(rows)} rows of {rows.source.str.split(' ').str[0].nunique()} runs")
     print(summary(tables).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
