@@ -8,8 +8,9 @@ import pytest
 
 import inference_econ as ie
 from inference_econ.model.breakdown import ADDITIVE_PARTS
-from inference_econ.model.clocks import EngineClock, RooflineClock, clock_of
+from inference_econ.model.clocks import EngineClock, RooflineClock
 from inference_econ.model.efficiency import host_overhead_s
+from inference_econ.model.kernel_clock import clock_of
 from inference_econ.model.latency import StepModel, prefill_step_model
 from inference_econ.model.operations import OperationClass, step_operations
 from inference_econ.model.workload import compile_workload

@@ -153,6 +153,10 @@ class Assumptions:
     #: every kernel class at the engine's measured or fitted efficiency instead of the ideal
     #: roofline (docs/model.md Part F). None: the ideal bound of Parts A and B.
     engine: str | Path | EngineProfile | None = None
+    #: Under an engine profile, the step priced operation by operation from the measured
+    #: kernel tables (``model/kernel_clock.py``: TensorRT-LLM 1.3.0rc20's kernels, physics
+    #: fitted to them on a GPU without) instead of the profile's per-class efficiencies.
+    kernel_tables: bool = False
 
     def __post_init__(self) -> None:
         """Every field checked: numbers finite and in range (counts bounded, so no loop over

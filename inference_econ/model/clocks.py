@@ -123,7 +123,7 @@ class EngineClock(Clock):
         return model.engine.step_work(part, adiv, lat, bw, reads, fusable)
 
     def parts(self, step: StepOperations) -> np.ndarray:
-        profile = step.model.engine.profile  # type: ignore[union-attr]
+        profile = step.model.engine.profile
         work = self.step_work(step)
         times = combine(work, profile)
         pools = _Pools(step, work, times, profile)
@@ -270,8 +270,3 @@ def _shared(total: float, weights: np.ndarray) -> np.ndarray:
     if s <= 0.0:
         return np.full_like(weights, total / len(weights))
     return total * weights / s
-
-
-def clock_of(model) -> Clock:
-    """The clock of a step model: the engine's under an engine profile, else the roofline."""
-    return EngineClock() if model.engine is not None else RooflineClock()

@@ -295,26 +295,13 @@ class StepModel:
             context=context,
             ff_weight_read_s=p * (ff_weight + w.output_weight_bytes) / bw_total,
             ff_activation_read_s=p * ff_act / bw_total,
-            ff_context_compute_s=self._ff_context_s(ff, ctx, N, B, S),
+            ff_context_compute_s=ff_context_s(self.machine, w, ff, ctx, N, B, S),
             projection_compute_s=proj / (N * m.flop_per_s),
             flop=ff + ctx + proj,
             achievable=None
             if self.engine is None
             else self.engine.part(B, p, t, tokens, splits, ctx),
         )
-
-    def _ff_context_s(self, ff_flop, ctx_flop, N, B, S):
-        """Seconds of feed-forward and attention-context FLOP of ``B`` x ``S`` tokens on N GPUs:
-        at one rate (the paper's), attention at its own (§B5), the routed experts' at the fused
-        MoE's measured rate where it differs (§B15, ``Workload.routed_expert_flop``)."""
-        m = self.machine
-        if m.expert_flop_per_s != m.flop_per_s:
-            experts = self.work.routed_expert_flop(B, S)
-            dense = (ff_flop - experts) / m.flop_per_s + experts / m.expert_flop_per_s
-            return (dense + ctx_flop / m.attention_flop_per_s) / N
-        if m.attention_flop_per_s == m.flop_per_s:
-            return (ff_flop + ctx_flop) / (N * m.flop_per_s)
-        return ff_flop / (N * m.flop_per_s) + ctx_flop / (N * m.attention_flop_per_s)
 
     # --- the attention divisor ------------------------------------------------------------
     def attention_calls(
@@ -380,6 +367,11 @@ class StepModel:
         kv_cache, kv_key = (
             (cache, (key, float(part.context))) if np.ndim(part.context) == 0 else (NO_CACHE, key)
         )
+        if self.engine is not None and self.assumptions.kernel_tables:
+            from .kernel_clock import kernel_terms  # each operation at its measured kernel's
+
+            two_d, one_d, rest = kernel_terms(self, self.with_copies(part, copies), adiv)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
         if self.engine is not None:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
@@ -520,6 +512,19 @@ class StepModel:
             compute,
             part.flop,
         )
+
+
+def ff_context_s(m: Machine, work: Workload, ff_flop, ctx_flop, N, B, S):
+    """Seconds of feed-forward and attention-context FLOP of ``B`` x ``S`` tokens on N GPUs:
+    at one rate (the paper's), attention at its own (§B5), the routed experts' at the fused
+    MoE's measured rate where it differs (§B15, ``Workload.routed_expert_flop``)."""
+    if m.expert_flop_per_s != m.flop_per_s:
+        experts = work.routed_expert_flop(B, S)
+        dense = (ff_flop - experts) / m.flop_per_s + experts / m.expert_flop_per_s
+        return (dense + ctx_flop / m.attention_flop_per_s) / N
+    if m.attention_flop_per_s == m.flop_per_s:
+        return (ff_flop + ctx_flop) / (N * m.flop_per_s)
+    return ff_flop / (N * m.flop_per_s) + ctx_flop / (N * m.attention_flop_per_s)
 
 
 def engine_layouts(assumptions: Assumptions, features) -> Assumptions:

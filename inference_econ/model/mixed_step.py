@@ -236,6 +236,9 @@ class StepTable:
         #: (request_s) the attention roofline: 0 for the ideal presets (§F1, §F5).
         self.sequence_s = 0.0
         self.request_s = 0.0
+        if model.engine is not None and model.assumptions.kernel_tables:
+            self._kernels(model)
+            return
         if model.engine is not None:
             self._achievable(model)
             return
@@ -341,6 +344,27 @@ class StepTable:
             raise RuntimeError(
                 "model/mixed_step.py: the achievable table no longer matches StepModel.latency"
             )
+
+    def _kernels(self, model: StepModel) -> None:
+        """The table of the kernel clock's step (``kernel_tables``, ``kernel_clock``): its
+        step at no context by tokens, its host work a sequence, and the measured attention's
+        seconds a cached position read (memory side) and a position attended (arithmetic)."""
+        from .kernel_clock import table_terms
+
+        layout = self.layout
+        T = np.arange(self.max_tokens + 1, dtype=float)
+        fixed, self.sequence_s, self.kv_s, self.attention_s = table_terms(
+            model, layout.gpus, layout.pipeline, layout.attention_divisor, layout.two_d, T
+        )
+        empty = T == 0
+        self.fixed_s = np.where(empty, 0.0, fixed).tolist()
+        self.memory_s = [0.0] * len(T)
+        self.compute_s = [0.0] * len(T)
+        N, p = float(layout.gpus), float(layout.pipeline)
+        part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
+        self.flop = np.where(empty, 0.0, part.flop).tolist()
+        self.attention_flop = model.work.context_flop_per_position_per_layer
+        self.peak_flop_per_s = N * model.machine.peak_flop_per_s
 
     def slowed(self, factor: float) -> StepTable:
         """The same table with every step ``factor`` times as long: each time term scaled (the

@@ -18,13 +18,17 @@ import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
 
 from .step_calls import NO_CACHE, CollectiveCalls
 from .workload import GroupWork, matmul_activation_bytes_per_token
 
-if TYPE_CHECKING:
-    from .latency import PipelinePart, StepModel
+#: ``latency.StepModel`` and ``latency.PipelinePart``, named here but not imported: the step
+#: model prices its steps on the kernel clock, which builds on this module.
+StepModel: TypeAlias = Any
+PipelinePart: TypeAlias = Any
 
 #: What an operation is (``Operation.kind``): a matrix multiply, the attention over the cache
 #: (and a recurrent mixer's state update), the routed experts' grouped GEMM, a pass over each
@@ -135,12 +139,8 @@ def step_operations(model: StepModel, N, B, S, context, p, adiv, two_d: bool) ->
     fits = bool(model.fits(N, B, p, context, adiv))
     if model.engine is not None and two_d and "tensor_2d" not in model.features:
         fits = False  # no engine runs 2-D tensor parallelism (§F11)
-    b = _Builder(model, part, S, context, adiv, bool(two_d))
-    ops = b.elementwise() + b.attention() + b.feed_forward() + b.tail()
-    # a group of one rank communicates with nobody: no collective (its cost is 0)
-    ops = [op for op in ops if op.kind != "collective" or op.shape["ranks"] > 1.0]
     return StepOperations(
-        operations=_named_apart(ops),
+        operations=part_operations(model, part, S, context, adiv, two_d),
         model=model,
         part=part,
         adiv=adiv,
@@ -150,6 +150,20 @@ def step_operations(model: StepModel, N, B, S, context, p, adiv, two_d: bool) ->
     )
 
 
+def part_operations(
+    model: StepModel, part: PipelinePart, S, context, adiv, two_d: bool
+) -> tuple[Operation, ...]:
+    """The operations of a step of ``part`` (with its KV copies) at ``S`` tokens a request,
+    ``context`` cached positions and divisor ``adiv``: numbers, or arrays over a grid of
+    layouts (each operation's shape and amounts then arrays of the grid's shape)."""
+    b = _Builder(model, part, S, context, adiv, bool(two_d))
+    ops = b.elementwise() + b.attention() + b.feed_forward() + b.tail()
+    # a group of one rank communicates with nobody: no collective (its cost is 0; over a
+    # grid a collective some layouts run stays, at 0 where its group is one rank)
+    ops = [op for op in ops if op.kind != "collective" or np.any(op.shape["ranks"] > 1.0)]
+    return _named_apart(ops)
+
+
 class _Builder:
     """The operations of one step, by part of the model (``step_operations``)."""
 
@@ -157,9 +171,9 @@ class _Builder:
         self.model, self.part, self.S, self.context = model, part, S, context
         self.adiv, self.two_d = adiv, two_d
         w = self.work = model.work
-        self.N, self.p, self.t = float(part.gpus), float(part.pipeline), float(part.tensor_degree)
-        self.b = float(part.micro_batch)
-        self.tokens = float(part.tokens)  # a micro-batch's tokens: b·S
+        self.N, self.p, self.t = _num(part.gpus), _num(part.pipeline), _num(part.tensor_degree)
+        self.b = _num(part.micro_batch)
+        self.tokens = _num(part.tokens)  # a micro-batch's tokens: b·S
         self.all_tokens = self.b * self.p * S  # the whole batch's, B·S (FLOP count them)
         self.dp = model.assumptions.attention_data_parallel
         #: The attention work is done a times under the paper's divisor (§A5), once with
@@ -168,8 +182,8 @@ class _Builder:
         self.replicas = adiv if self.dp else 1.0
         self.t_at = self.t / adiv
         self.per_gpu = self.p / self.N  # a micro-batch's bytes over the stage's GPUs, p times
-        self.ff, ctx, self.proj = (float(x) for x in w.flop(self.b * self.p, S, context))
-        self.recurrent_flop = float(
+        self.ff, ctx, self.proj = (_num(x) for x in w.flop(self.b * self.p, S, context))
+        self.recurrent_flop = _num(
             sum(g.layers * g.recurrent_flop_per_token for g in w.groups) * self.all_tokens
         )
         self.ctx = ctx - self.recurrent_flop
@@ -224,7 +238,7 @@ class _Builder:
             amounts = self._amounts(
                 flop,
                 m * k * w.dense_weight_bytes * self.adiv,
-                float(acts) * self.tokens * self.repeat,
+                _num(acts) * self.tokens * self.repeat,
                 layers,
                 self.repeat,
             )
@@ -237,13 +251,13 @@ class _Builder:
         w, model = self.work, self.model
         kv_batch = self.b * self.p if model.assumptions.kv_read_whole_batch else self.b
         copies = model.copies_of(self.part, self.adiv)
-        copies = 1.0 if copies is None else float(copies)
+        copies = 1.0 if copies is None else _num(copies)
         attention_layers = w.layers if w.attention_layers is None else w.attention_layers
         kind = "prefill" if model.expert_parallel_by_tokens else "decode"
         shape = {
             "batch": self.b / self.replicas,
             "tokens": self.tokens / self.replicas,
-            "positions": float(w.effective_context(self.context, self.S)),
+            "positions": _num(w.effective_context(self.context, self.S)),
             "heads": w.query_heads / self.t_at,
             # the KV heads (one latent for MLA) split over the group, with their copies
             "kv_heads": min(w.kv_vectors / 2.0, w.kv_shards) / self.t_at * copies,
@@ -251,7 +265,7 @@ class _Builder:
         }
         ops = []
         if attention_layers:
-            kv = float(w.attention_kv_bytes(self.context, kv_batch)) * copies * self.per_gpu
+            kv = _num(w.attention_kv_bytes(self.context, kv_batch)) * copies * self.per_gpu
             ops.append(
                 _op(
                     f"attention ({kind})",
@@ -293,7 +307,7 @@ class _Builder:
         ops: list[Operation] = []
         for gi, g in enumerate(self.work.groups):
             e, t_ff = model.calls.split(gi, g, self.b, self.t, self.tokens, NO_CACHE)
-            e, t_ff = float(e), float(t_ff)
+            e, t_ff = _num(e), _num(t_ff)
             a2a = []
             if g.experts > 1:
                 a2a = (
@@ -315,10 +329,10 @@ class _Builder:
         """A group's GEMMs (Part A's bytes of §A2 and FLOP of §A1, every layer of the group)
         and its activation function's rows, in the order a layer runs them."""
         w = self.work
-        weights, acts = (float(x) for x in w.ff_bytes(g, self.tokens, t_ff))
+        weights, acts = (_num(x) for x in w.ff_bytes(g, self.tokens, t_ff))
         shared = []
         if g.shared:  # the shared experts' bytes: the group's less the routed experts'
-            own_w, own_a = (float(x) for x in w.ff_bytes(_unshared(g), self.tokens, t_ff))
+            own_w, own_a = (_num(x) for x in w.ff_bytes(_unshared(g), self.tokens, t_ff))
             shared = [self._shared(g, weights - own_w, acts - own_a)]
             weights, acts = own_w, own_a
         width = g.d_ff * (g.active + g.shared * g.shared_d_ff / g.d_ff) / self.t
@@ -429,19 +443,25 @@ class _Builder:
 
     def _collective(self, c: CollectiveCalls, fusable: bool = False) -> Operation:
         """A collective operation of ``c``'s calls, over its group, each moving its bytes."""
-        ranks, nodes = (float(x) for x in c.group) if c.group else (1.0, 1.0)
+        ranks, nodes = (_num(x) for x in c.group) if c.group else (1.0, 1.0)
         shape = {
             "ranks": ranks,
             "nodes": nodes,
-            "bytes": float(c.bytes_per_token * c.tokens),
+            "bytes": _num(c.bytes_per_token * c.tokens),
         }
         work = "row-parallel all-reduce" if fusable else "collective"
-        return _op(c.what, "collective", float(c.calls), shape, work, collective=c)
+        return _op(c.what, "collective", _num(c.calls), shape, work, collective=c)
+
+
+def _num(x):
+    """A number of an operation: a float, or a float array where the layouts are a grid."""
+    a = np.asarray(x, dtype=float)
+    return float(a) if a.ndim == 0 else a
 
 
 def _op(name, kind, calls, shape, work, **amounts) -> Operation:
-    """An ``Operation``, its calls a float and its shape a dict of its own."""
-    return Operation(name, kind, float(calls), dict(shape), work, **amounts)
+    """An ``Operation``, its calls a number and its shape a dict of its own."""
+    return Operation(name, kind, _num(calls), dict(shape), work, **amounts)
 
 
 def _unshared(g: GroupWork) -> GroupWork:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.breakdown import ADDITIVE_PARTS
-from ..model.clocks import clock_of
+from ..model.kernel_clock import KernelClock, clock_of
 from ..model.operations import StepOperations, step_operations
 from .decode import Decoder
 from .setting import Setting
@@ -23,6 +23,9 @@ CLOCK_NOTES = {
     "shared by its operations' work; a GEMM's time holds its kernels' fixed cost; kernel "
     "launches: the engine's per-layer overhead; host and scheduling: its step and "
     "per-sequence host work (0 where the runtime overlaps it with the GPU)",
+    "kernels": "kernels: each operation at its measured kernel's time (TensorRT-LLM 1.3.0rc20 "
+    "and NCCL tables, interpolated; physics fitted to them on a GPU without), one after "
+    "another; launches inside a CUDA graph cost nothing apart; host work as the engine's",
 }
 
 
@@ -34,6 +37,8 @@ class OperationTable:
     clock: str
     #: Seconds of each operation by additive part (rows: operations; ``ADDITIVE_PARTS``).
     parts: np.ndarray
+    #: Seconds of each operation under the kernel clock beside an engine clock, else None.
+    kernels: np.ndarray | None = None
 
     @property
     def seconds(self) -> np.ndarray:
@@ -52,6 +57,8 @@ class OperationTable:
             "time_s": seconds,
             "share": seconds / total if total > 0 else np.zeros(len(ops)),
         }
+        if self.kernels is not None:
+            out["kernels_s"] = self.kernels
         if detail:
             out["flop"] = np.array([op.flop for op in ops])
             out["flop_per_gpu"] = np.array([op.flop_per_gpu for op in ops])
@@ -68,7 +75,9 @@ class OperationTable:
 
     @property
     def note(self) -> str:
-        return CLOCK_NOTES[self.clock]
+        if self.kernels is None:
+            return CLOCK_NOTES[self.clock]
+        return f"{CLOCK_NOTES[self.clock]}. {CLOCK_NOTES['kernels']}"
 
 
 def operation_table(setting: Setting, row: dict, discrete: bool = False) -> OperationTable | None:
@@ -90,7 +99,9 @@ def operation_table(setting: Setting, row: dict, discrete: bool = False) -> Oper
         str(row["tp_dims"]) == "2D",
     )
     clock = clock_of(model)
-    return OperationTable(step, clock.name, clock.parts(step))
+    beside = model.engine is not None and clock.name != KernelClock.name
+    kernels = KernelClock().price(step) if beside else None
+    return OperationTable(step, clock.name, clock.parts(step), kernels)
 
 
 def _shape_text(shape) -> str:

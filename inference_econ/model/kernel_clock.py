@@ -1,0 +1,314 @@
+"""The kernel clock: a step's operations priced one by one from the measured kernel tables
+(docs/model.md "A step as operations"; the tables: kernels/README.md).
+
+``KernelClock`` prices each operation of a ``StepOperations`` list with ``kernel_prices``: a
+GEMM by its (m, n, k) in the workload's format, the attention by its batch, cached positions
+and heads, the routed experts as one fused MoE call, each collective inside a node by the
+engine's all-reduce or NCCL's tables, the per-token passes by the project's measured passes.
+Where the GPU has no table of that class and format, ``kernel_prices`` prices the operation's
+physics form with the parameters fitted to the parts that have (kernels/engine_clock.yaml).
+The kernels of a step run one after another, so the step is the sum of its operations, plus
+the engine's own host work:
+
+* kernel launches: nothing inside a CUDA graph (each table's time is a kernel's in a graph,
+  its floor included); outside one (more tokens than the engine captures) the profile's
+  ``eager_layer_overhead_s`` a layer, which states its source.
+* host and scheduling: the profile's step and per-sequence host work, times the share the
+  GPU waits for (``efficiency.host_overhead_s``; 0 under an overlap scheduler).
+
+No per-layer overhead fitted end to end is charged: the tables measure the kernels it stood
+for. The tables are TensorRT-LLM 1.3.0rc20's; another engine family's step is theirs scaled by
+the profile's ``step_time_scale`` (that engine's step time against TensorRT-LLM's, the one
+figure the profiles state for it). Shapes may be numpy arrays (every operation of a grid of
+layouts at once).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .breakdown import ADDITIVE_PARTS
+from .clocks import Clock, EngineClock, RooflineClock
+from .efficiency import eager_steps, host_overhead_s
+from .kernel_prices import (
+    allreduce_s,
+    collective_s,
+    context_attention_s,
+    gemm_s,
+    generation_attention_s,
+    moe_s,
+    pass_s,
+)
+from .operations import Operation, PipelinePart, StepOperations, part_operations
+from .workload import Workload
+
+#: The columns of a clock's parts (``ADDITIVE_PARTS``), by name.
+_COLUMN = {name: i for i, name in enumerate(ADDITIVE_PARTS)}
+#: The engine family whose kernels the tables measured.
+TABLES_ENGINE = "trtllm"
+#: A GEMM's element bits -> the tables' format (FP4 weights: NVFP4, block scales included).
+GEMM_FORMAT = {16: "bfloat16", 8: "fp8", 4: "nvfp4"}
+#: An MXFP4 expert's arithmetic bits -> the fused MoE's format.
+MXFP4_MOE_FORMAT = {16: "w4a16_mxfp4", 8: "w4a8_mxfp4_mxfp8"}
+#: Collectives by the start of their name -> NCCL's operation (an all-reduce inside a node is
+#: the engine's own kernel).
+NCCL_OPERATION = {"all-gather": "all_gather", "reduce-scatter": "reduce_scatter"}
+
+
+class Formats:
+    """The tables' formats of a workload's kernels: the dense GEMMs' (attention, dense
+    feed-forward, shared experts), the routed experts', the output head's and the KV cache's."""
+
+    def __init__(self, work: Workload) -> None:
+        gemm_bits = work.gemm_bits if work.gemm_bits is not None else work.weight_bits
+        dense_bits = work.dense_gemm_bits if work.dense_gemm_bits is not None else gemm_bits
+        self.dense = _gemm_format(dense_bits)
+        fractional = work.weight_bits != math.floor(work.weight_bits)
+        self.moe = MXFP4_MOE_FORMAT[_bits(gemm_bits)] if fractional else _gemm_format(gemm_bits)
+        # a quantised checkpoint keeps its output head in BF16 (ModelOpt and the engines'
+        # FP8/FP4 recipes exclude lm_head); a BF16 model's is BF16 anyway
+        self.head = "bfloat16"
+        self.kv = "fp8" if work.bytes_per_kv_element <= 1.0 else "bfloat16"
+
+
+def _bits(bits: float) -> int:
+    """The element bits of a format (4.25-bit MXFP4 is 4-bit), 4, 8 or 16."""
+    b = math.floor(float(bits) + 1e-9)
+    return 4 if b <= 4 else 8 if b <= 8 else 16
+
+
+def _gemm_format(bits: float) -> str:
+    """The GEMM table format of a GEMM's bits."""
+    return GEMM_FORMAT[_bits(bits)]
+
+
+class KernelClock(Clock):
+    """A step's operations at the measured kernels' times, one after another."""
+
+    name = "kernels"
+
+    def parts(self, step: StepOperations) -> np.ndarray:
+        """Each operation's seconds in the additive part its kernel is bound by: collectives
+        their bandwidth, launches and host work the launch part, GEMMs and attention their
+        reads where the roofline says memory binds the operation, else arithmetic."""
+        seconds = self.seconds(step)
+        out = np.zeros((len(step), len(ADDITIVE_PARTS)))
+        m = step.model.machine
+        for i, (op, s) in enumerate(zip(step, seconds)):
+            out[i, _COLUMN[_column(op, m)]] = float(s)
+        return out
+
+    def seconds(self, step: StepOperations) -> list:
+        """Seconds of each operation of the step (arrays where the shapes are)."""
+        pricer = _Pricer(step.model, step.part)
+        return [pricer(op) for op in step]
+
+
+def kernel_step_s(model, part: PipelinePart, adiv, two_d: bool = False):
+    """(collective seconds, every other operation's seconds) of the step of ``part`` (with
+    its KV copies) under divisor ``adiv`` on the kernel clock, over a grid of layouts
+    (``StepModel``'s step under ``kernel_tables``)."""
+    S = np.asarray(part.tokens, dtype=float) / np.asarray(part.micro_batch, dtype=float)
+    ops = part_operations(model, part, S, part.context, adiv, two_d)
+    pricer = _Pricer(model, part)
+    collectives, rest = 0.0, 0.0
+    for op in ops:
+        if op.kind == "collective":
+            collectives = collectives + pricer(op)
+        else:
+            rest = rest + pricer(op)
+    return collectives, rest
+
+
+def clock_of(model) -> Clock:
+    """The clock of a step model: the kernel clock under an engine profile with
+    ``kernel_tables``, the engine's under one without, else the roofline."""
+    if model.engine is not None and model.assumptions.kernel_tables:
+        return KernelClock()
+    return EngineClock() if model.engine is not None else RooflineClock()
+
+
+def _column(op: Operation, machine) -> str:
+    """The additive part an operation's kernel time is shown under."""
+    if op.kind == "collective":
+        return "collective_bandwidth_s"
+    if op.kind in ("launch", "host"):
+        return "kernel_launch_s"
+    if op.kind in ("elementwise", "sampling"):
+        return "activation_read_s"
+    memory = op.bytes / machine.hbm_bandwidth_bytes_per_s
+    rate = machine.attention_flop_per_s if op.kind == "attention" else machine.flop_per_s
+    if op.flop_per_gpu / rate > memory:
+        return "arithmetic_s"
+    return "kv_read_s" if op.kind == "attention" else "weight_read_s"
+
+
+class _Pricer:
+    """Prices one step's operations: its GPU, formats, engine and the shapes they share."""
+
+    def __init__(self, model, part: PipelinePart) -> None:
+        self.part, self.work = part, model.work
+        self.gpu = model.machine.gpu
+        self.formats = Formats(model.work)
+        self.profile = model.profile
+        family = self.profile.family if self.profile is not None else TABLES_ENGINE
+        #: another engine's kernels: TensorRT-LLM's scaled by its step-time factor
+        self.scale = 1.0 if family == TABLES_ENGINE else float(self.profile.step_time_scale)
+
+    def __call__(self, op: Operation):
+        price = getattr(self, f"_{op.kind}")
+        return self.scale * price(op)
+
+    def _gemm(self, op: Operation):
+        fmt = self.formats.head if op.work == "head" else self.formats.dense
+        s = op.shape
+        return op.calls * gemm_s(self.gpu, fmt, _at_least_1(s["m"]), s["n"], s["k"])
+
+    def _attention(self, op: Operation):
+        s = op.shape
+        if op.work == "state":  # a recurrent mixer's state: read and written once a step
+            bw = self.gpu.hbm_bandwidth_bytes_per_s
+            return 2.0 * op.kv_bytes / bw
+        batch, heads = _at_least_1(s["batch"]), _at_least_1(s["heads"])
+        kv_heads, dim = _at_least_1(s["kv_heads"]), s["head_dim"]
+        prompt = _at_least_1(np.asarray(s["tokens"]) / np.maximum(s["batch"], 1e-12))
+        positions = _at_least_1(s["positions"])
+        if not op.name.endswith("(prefill)"):
+            one = generation_attention_s(
+                self.gpu, self.formats.kv, batch, positions, heads, kv_heads, dim
+            )
+            return op.calls * one
+        fmt = self.formats.kv
+        one = context_attention_s(self.gpu, fmt, batch, prompt, heads, kv_heads, dim)
+        # a chunk after a cached prefix: the causal work of ``prompt`` tokens over the prefix
+        # and themselves, prompt·(prefix + prompt/2), against the table's prompt²/2
+        prefix = np.maximum(positions - prompt, 0.0)
+        return op.calls * one * (1.0 + 2.0 * prefix / prompt)
+
+    def _moe(self, op: Operation):
+        s = op.shape
+        one = moe_s(
+            self.gpu, self.formats.moe, _at_least_1(s["tokens"]), s["hidden"], s["inter"],
+            s["topk"], s["experts"], s["tp"], s["ep"],
+        )  # fmt: skip
+        return op.calls * one
+
+    def _elementwise(self, op: Operation):
+        s = op.shape
+        tokens = _at_least_1(s["tokens"])
+        if op.work == "activation":
+            if op.group is not None and self.work.groups[op.group - 1].experts > 1:
+                return 0.0 * tokens  # inside the fused MoE kernel the table timed
+            return op.calls * pass_s(self.gpu, "silu_mul", tokens, s["width"])
+        # two residual adds, each fused with its norm, a layer; the rotary embedding runs
+        # inside the engine's attention kernel (its QKV preprocessing), which the tables time
+        return op.calls * 2.0 * pass_s(self.gpu, "add_rmsnorm", tokens, s["width"])
+
+    def _sampling(self, op: Operation):
+        # the engine gathers each sequence's logits over the whole vocabulary to sample
+        sequences = _at_least_1(op.shape["sequences"])
+        return op.calls * pass_s(self.gpu, "sample_greedy", sequences, self.work.vocab_size)
+
+    def _collective(self, op: Operation):
+        s = op.shape
+        ranks, nodes, nbytes = s["ranks"], s["nodes"], np.maximum(s["bytes"], 0.0)
+        name = op.name
+        if name.startswith("all-reduce"):
+            inside = allreduce_s(self.gpu, np.maximum(ranks, 1.0), nbytes)
+        elif name.startswith("expert"):
+            inside = collective_s(self.gpu, "alltoall", np.maximum(ranks, 1.0), nbytes)
+        elif name.split(" (")[0] in NCCL_OPERATION:
+            op_name = NCCL_OPERATION[name.split(" (")[0]]
+            inside = collective_s(self.gpu, op_name, np.maximum(ranks, 1.0), nbytes)
+        else:
+            inside = None
+        c = op.collective
+        if c is None:
+            return op.calls * (0.0 if inside is None else inside)
+        lat, bw = c.terms_s()
+        across = lat + bw  # across nodes (and a pipeline send): the collective's own model
+        if inside is None:
+            return across
+        return np.where(np.asarray(nodes) > 1.0, across, op.calls * inside)
+
+    def _launch(self, op: Operation):
+        if self.profile is None:
+            return 0.0
+        tokens = self.part.tokens
+        eager = eager_steps(tokens, self.profile.cuda_graph_max_batch)
+        return self.work.layers * eager * self.profile.eager_layer_overhead_s
+
+    def _host(self, op: Operation):
+        if self.profile is None:
+            return 0.0
+        return host_overhead_s(self.profile, op.shape["sequences"]) / self.scale
+
+
+def _at_least_1(x):
+    """A size as the tables price it: no fewer than one."""
+    return np.maximum(np.asarray(x, dtype=float), 1.0)
+
+
+def kernel_terms(model, part: PipelinePart, adiv):
+    """``StepModel``'s (2-D collectives, 1-D collectives, the rest) of the step of ``part``
+    (with its KV copies) on the kernel clock (``kernel_tables``); 2-D is inf where the
+    engine does not run it (§F11)."""
+    one_d, rest = kernel_step_s(model, part, adiv, False)
+    if "tensor_2d" in model.features:
+        two_d = kernel_step_s(model, part, adiv, True)[0]
+    else:
+        two_d = np.full(np.shape(one_d), np.inf)
+    return two_d, one_d, rest
+
+
+#: The decode batch and the two contexts whose steps give the kernel clock's seconds a cached
+#: position (``table_terms``), and the prompt whose attention gives its seconds an attended
+#: position: shapes inside the measured tables (generation attention to 1 Mi positions,
+#: context attention to 16 Ki tokens).
+SLOPE_BATCH, SLOPE_CONTEXTS, SLOPE_PROMPT = 64.0, (1024.0, 8192.0), 2048.0
+
+
+def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
+    """The kernel clock's step in the load engine's form (``mixed_step.StepTable``): (seconds
+    of a step of ``tokens`` tokens at no context less its per-sequence host work, seconds a
+    sequence, seconds a cached layer-position read, seconds a layer-position attended). The
+    step at no context is ``StepModel``'s own (``kernel_tables``); a position's seconds are the
+    tables' slopes: ``SLOPE_BATCH`` decoding requests between the two ``SLOPE_CONTEXTS``
+    (generation attention), a prompt of ``SLOPE_PROMPT`` tokens over its causal positions
+    (context attention)."""
+    N, p = float(gpus), float(pipeline)
+    part = model.pipeline_part(N, np.maximum(tokens, 1.0), 1.0, 0.0, p)
+    lat2, lat1 = model.latency_by_dims(part, adiv)
+    step = lat2 if two_d else lat1
+    profile, w = model.profile, model.work
+    sequence_s = 0.0
+    if profile is not None:
+        sequence_s = float(host_overhead_s(profile, 1.0 / p) - host_overhead_s(profile, 0.0))
+    rests, attention = [], None
+    for c in SLOPE_CONTEXTS:
+        q = model.pipeline_part(N, SLOPE_BATCH, 1.0, c, p)
+        q = model.with_copies(q, model.copies_of(q, adiv))
+        rests.append(float(kernel_step_s(model, q, adiv, two_d)[1]))
+        if attention is None:
+            ops = part_operations(model, q, 1.0, c, adiv, two_d)
+            attention = next((op for op in ops if op.work == "attention"), None)
+    read = SLOPE_BATCH * (
+        w.layer_positions(SLOPE_CONTEXTS[1]) - w.layer_positions(SLOPE_CONTEXTS[0])
+    )
+    kv_s = (rests[1] - rests[0]) / read if read > 0.0 else 0.0
+    attention_s = 0.0
+    if attention is not None:
+        s, gpu, kv = attention.shape, model.machine.gpu, Formats(w).kv
+        heads, kv_heads = _at_least_1(s["heads"]), _at_least_1(s["kv_heads"])
+        one = context_attention_s(gpu, kv, 1.0, SLOPE_PROMPT, heads, kv_heads, s["head_dim"])
+        attended = w.layer_positions(SLOPE_PROMPT) * SLOPE_PROMPT / 2.0
+        scale = _Pricer(model, part).scale
+        attention_s = scale * attention.calls * float(one) / attended
+    return (
+        step - sequence_s * np.asarray(tokens, dtype=float),
+        sequence_s,
+        max(kv_s, 0.0),
+        attention_s,
+    )

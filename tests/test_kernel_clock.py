@@ -1,0 +1,108 @@
+"""The kernel clock (model/kernel_clock.py): a step's operations priced one by one from the
+measured kernel tables, checked against the tables' own prices of the shapes by hand."""
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.model import kernel_prices as kp
+from inference_econ.model.kernel_clock import Formats, KernelClock, clock_of
+from inference_econ.model.latency import StepModel
+from inference_econ.model.mixed_step import EngineLayout, StepTable
+from inference_econ.model.operations import step_operations
+from inference_econ.model.workload import compile_workload
+
+
+@pytest.fixture(scope="module")
+def llama70_fp8():
+    """Llama 3.1 70B with FP8 weights and KV cache on H100 under the achievable preset."""
+    a = ie.preset("achievable")
+    arch = ie.load_model("Llama 3.1 70B").with_precision(weight_bits=8, kv_cache_bits=8)
+    return StepModel(compile_workload(arch, a), ie.load_hardware("H100"), a)
+
+
+def test_formats_of_an_fp8_checkpoint(llama70_fp8):
+    f = Formats(llama70_fp8.work)
+    assert (f.dense, f.moe, f.head, f.kv) == ("fp8", "fp8", "bfloat16", "fp8")
+
+
+def test_one_gemm_is_the_tables_price_times_its_layers(llama70_fp8):
+    step = step_operations(llama70_fp8, 4, 1, 1, 2048, 1, 1, False)
+    seconds = dict(zip(step.names, KernelClock().price(step)))
+    # the fused QKV of a layer over 4 GPUs: (64 + 2·8)·128 / 4 = 2,560 outputs of 8,192 inputs
+    one = float(kp.gemm_s(ie.load_hardware("H100"), "fp8", 1, 2560, 8192))
+    assert 10e-6 < one < 40e-6  # a 21 MB FP8 weight read at 1 token: 0.5-2 TB/s
+    assert seconds["qkv projection"] == pytest.approx(80 * one, rel=1e-12)
+
+
+def test_llama70_fp8_tp4_decode_step_by_class(llama70_fp8):
+    # one decode step at batch 1 and 2,048 cached positions, tensor parallel over 4 H100s:
+    # each class's seconds as the tables price the shapes written out by hand, 80 layers
+    h100 = ie.load_hardware("H100")
+    gemms = 80 * sum(
+        float(kp.gemm_s(h100, "fp8", 1, n, k))
+        for n, k in ((2560, 8192), (8192, 2048), (2 * 28672 // 4, 8192), (8192, 28672 // 4))
+    ) + float(kp.gemm_s(h100, "bfloat16", 1, 128256 / 4, 8192))  # the head, in BF16
+    attention = 80 * float(kp.generation_attention_s(h100, "fp8", 1, 2048, 16, 2, 128))
+    allreduce = 2 * 80 * float(kp.allreduce_s(h100, 4, 8192 * 2))
+    step = step_operations(llama70_fp8, 4, 1, 1, 2048, 1, 1, False)
+    clock = KernelClock()
+    parts = clock.by_class(step)
+    assert parts["gemm"] == pytest.approx(gemms, rel=0.10)
+    assert parts["attention"] == pytest.approx(attention, rel=0.10)
+    assert parts["collective"] == pytest.approx(allreduce, rel=0.10)
+    # what the tables say of the step (H100, TensorRT-LLM 1.3.0rc20): ~10.3 ms of GEMMs,
+    # ~0.75 ms of attention, ~0.52 ms of all-reduces; no launches apart under a CUDA graph
+    assert 9e-3 < parts["gemm"] < 11.5e-3
+    assert 0.6e-3 < parts["attention"] < 0.9e-3
+    assert 0.45e-3 < parts["collective"] < 0.6e-3
+    assert parts["launch"] == 0.0 and parts["host"] == 0.0  # the overlap scheduler hides it
+    total = clock.total(step)
+    assert total == pytest.approx(sum(parts.values()), rel=1e-12)
+    assert total == pytest.approx(clock.parts(step).sum(), rel=1e-12)
+
+
+def test_a_gpu_without_tables_is_priced_by_physics_and_grows_with_context(llama70_fp8):
+    a = ie.preset("achievable")
+    arch = ie.load_model("Llama 3.1 70B").with_precision(weight_bits=8, kv_cache_bits=8)
+    m = StepModel(compile_workload(arch, a), ie.load_hardware("L40S"), a)
+    clock = KernelClock()
+    short, long = (clock.total(step_operations(m, 8, 8, 1, c, 1, 1, False)) for c in (512, 8192))
+    assert np.isfinite(short) and long > short > 0.0
+
+
+@pytest.fixture(scope="module")
+def llama70_fp8_kernels():
+    """``llama70_fp8`` with the step priced on the kernel clock (``kernel_tables``)."""
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("Llama 3.1 70B").with_precision(weight_bits=8, kv_cache_bits=8)
+    return StepModel(compile_workload(arch, a), ie.load_hardware("H100"), a)
+
+
+def test_the_step_model_under_kernel_tables_is_the_kernel_clocks_step(llama70_fp8_kernels):
+    m = llama70_fp8_kernels
+    N, B = np.array([[4.0], [8.0]]), np.array([[1.0, 16.0, 256.0]])
+    grid = m.latency(m.pipeline_part(N, B, 1.0, 2048.0, 1.0), 1.0)
+    assert isinstance(clock_of(m), KernelClock)
+    for i, n in enumerate((4, 8)):
+        for j, b in enumerate((1, 16, 256)):
+            step = step_operations(m, n, b, 1, 2048, 1, 1, False)
+            assert grid[i, j] == pytest.approx(KernelClock().total(step), rel=1e-9)
+    # 2-D tensor parallelism: no engine runs it (§F11)
+    lat2, lat1 = m.latency_by_dims(m.pipeline_part(4.0, 1.0, 1.0, 2048.0, 1.0), 1.0)
+    assert lat2 == np.inf and np.isfinite(lat1)
+
+
+def test_the_load_engines_step_table_on_the_kernel_clock(llama70_fp8_kernels):
+    m = llama70_fp8_kernels
+    table = StepTable(m, EngineLayout(4), 64)
+    # a step of 16 decoding requests with nothing cached is the step model's
+    part = m.pipeline_part(4.0, 16.0, 1.0, 0.0, 1.0)
+    assert table.time_s(16, 0.0, 0.0) == pytest.approx(float(m.latency(part, 1.0)), rel=1e-9)
+    # a cached layer-position: the decode attention's slope, of the order of its KV bytes
+    # over the bandwidth (2 KV heads of 128 a GPU, FP8: 512 bytes at 3.35 TB/s, 0.15 ns)
+    assert 0.1e-9 < table.kv_s < 1.0e-9
+    # 64 requests at 2,048 positions each: the table's line against the step model's step
+    q = m.work.layer_positions(2048.0) * 64
+    step = float(m.latency(m.pipeline_part(4.0, 64.0, 1.0, 2048.0, 1.0), 1.0))
+    assert table.time_s(64, q, q) == pytest.approx(step, rel=0.05)
