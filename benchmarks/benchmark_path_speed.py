@@ -98,7 +98,7 @@ def paired(label: str, part: str, preset: str, before: Path | None, path: Path, 
 def part_train(before: Path | None) -> None:
     for preset in ("achievable", "refined"):
         _, one = paired(f"training file, {preset}", "train", preset, before, TRAIN)
-    cpu, two, _ = run(ROOT, TRAIN, "refined", "--jobs", "2")
+    cpu, _, two = run(ROOT, TRAIN, "refined", "--jobs", "2")
     print(f"training file, refined, --jobs 2: {cpu:.1f} s CPU; output identical: {one == two}")
 
 
