@@ -20,6 +20,7 @@ from inference_econ.measured import predicting as pr
 from inference_econ.measured import replay as rp
 from inference_econ.measured.reading import load_measured
 from inference_econ.model.assumptions import preset
+from inference_econ.optimise import load_search
 from inference_econ.serving.prefill import prefill_latency_s
 from inference_econ.serving.setting import make_setting
 from inference_econ.specs.catalog import resolve_system_name
@@ -306,8 +307,10 @@ def test_a_server_load_is_held_by_its_p99s_over_the_run(tmp_path, monkeypatch):
     path.write_text("\n".join([train[0], *lines]) + "\n")
     rows = load_measured(path)
     seen = []
-    search = rp.find_knee
-    monkeypatch.setattr(rp, "find_knee", lambda *a, **k: seen.append(search(*a, **k)) or seen[-1])
+    search = rp.find_knee_from
+    monkeypatch.setattr(
+        rp, "find_knee_from", lambda *a, **k: seen.append(search(*a, **k)) or seen[-1]
+    )
     rp.clear()
     predicted, _, status, _ = comparison.predict_rows(rows, "achievable")
     rp.clear()
@@ -355,6 +358,35 @@ def test_a_layout_is_bisected_only_where_it_can_be_the_rows_best(tmp_path, small
     for k in set(full) - set(pruned):
         assert plan.load[k].tensor == 8
         assert rp.bracket(plan.load[k])[1] * 1.05 <= held
+
+
+def _full_search(probe, targets, start, guess, early=None, held=None, refine=True):
+    """``find_knee_from``'s question asked as ``find_knee`` asks it: the walk from ``start``
+    and five bisections, whatever the guess (or the walk alone for a bracket)."""
+    return load_search.find_knee(probe, targets, start, early=early, refine=5 if refine else 0)
+
+
+def test_the_guessed_search_answers_as_the_full_search(tmp_path, small_runs, monkeypatch):
+    """Server rows' load searches start from a guess of their answer (their estimate times a
+    share, what kept runs say) and gallop to it (``find_knee_from``): every row's prediction,
+    layout and status are those of the full walk-and-bisect search from 0.8 x the estimate,
+    whatever the guess: Llama 2 70B on one H100, whose answer lies below its estimate, and
+    Mixtral 8x7B on one H100, 1.7 times above it (the row of 8 L40S of the test above checks a
+    pruned layout; every row of the training file, and the runs saved there:
+    ``benchmarks/benchmark_path_speed.py``)."""
+    lines = [
+        "s,Llama-2-70b,FP8,H100,1,TP1,n/a,1000,300,throughput,700,tokens/s,"
+        '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=200ms",server',
+        "s,Mixtral-8x7B,FP8,H100,1,TP1,n/a,600,150,tpot_p99,0.15,s,"
+        '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=200ms",server',
+    ]
+    rows = rows_of(tmp_path, *lines)
+    guessed = comparison.predict_rows(rows, "achievable")
+    rp.clear()
+    monkeypatch.setattr(rp, "find_knee_from", _full_search)
+    full = comparison.predict_rows(rows, "achievable")
+    assert np.isfinite(full[0]).all() and full[2] == ["ok", "ok"]
+    assert np.array_equal(guessed[0], full[0]) and guessed[1:] == full[1:]
 
 
 def test_a_server_run_issues_at_least_the_benchmarks_samples(tmp_path):

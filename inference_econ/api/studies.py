@@ -238,6 +238,7 @@ def compare_measured(
     hardware: str | None = None,
     gpus: int | None = None,
     precision: str | None = None,
+    jobs: int = 1,
 ) -> Comparison:
     """Measured rows against the model's predictions, row by row.
 
@@ -257,6 +258,8 @@ def compare_measured(
         The GPU count of the rows that state none.
     precision : str, optional
         The precision (``FP8``, ``BF16``, ``FP4``) of the rows that state none.
+    jobs : int
+        Worker processes replaying the rows under load (the same table as with one).
 
     Returns
     -------
@@ -265,7 +268,7 @@ def compare_measured(
     """
     from ..measured.comparison import compare
 
-    return compare(path, assumptions, engine, progress, hardware, gpus, precision)
+    return compare(path, assumptions, engine, progress, hardware, gpus, precision, jobs)
 
 
 def calibrate(path, engine: str, holdout: bool, progress, split: str) -> Calibration:

@@ -18,6 +18,7 @@ from .common import (
     format_option,
     handle_errors,
     make_setting,
+    option,
     options,
     out_option,
     quiet_option,
@@ -59,12 +60,17 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
     type=FigureFile(),
     help="Also draw measured against predicted (log-log, a colour per source; PNG/SVG).",
 )
+@option(
+    "jobs",
+    "compare-measured",
+    help="Local processes replaying the rows under load at once (the same table as one).",
+)
 @format_option
 @out_option
 @quiet_option
 @handle_errors
 def compare_measured(
-    csv, assumptions, engine, hardware, gpus, precision, figure, format, out, quiet
+    csv, assumptions, engine, hardware, gpus, precision, figure, jobs, format, out, quiet
 ):
     """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format):
     one row per input row with measured, predicted, error = predicted/measured - 1 and a
@@ -81,7 +87,7 @@ def compare_measured(
 
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
     result = compare_measured(
-        csv, assumptions, engine, Progress(quiet, every_s=10.0), hardware, gpus, precision
+        csv, assumptions, engine, Progress(quiet, every_s=10.0), hardware, gpus, precision, jobs
     )
     table = result.table
     for _, row in table[table.beats_bound.fillna(False)].iterrows():

@@ -16,6 +16,7 @@ from ..model.assumptions import Assumptions, preset
 from ..specs.engine import load_engine, select_engine, split_engine
 from .closed_forms import predictable, steady_pairs, ttft_of
 from .predicting import (
+    _JOBS,
     _PROGRESS,
     RowEngine,
     _load_pairs,
@@ -260,12 +261,20 @@ def _unit_scale(row: MeasuredRow) -> float:
 
 
 def compare(
-    path, assumptions="paper", engine=None, progress=None, hardware=None, gpus=None, precision=None
+    path,
+    assumptions="paper",
+    engine=None,
+    progress=None,
+    hardware=None,
+    gpus=None,
+    precision=None,
+    jobs: int = 1,
 ):
     """Every row of a measured CSV with the model's prediction: ``Comparison``.
     ``progress(message)``: called as the rows the load engine simulates are predicted (a
     whole MLPerf file takes tens of minutes). ``hardware``, ``gpus``, ``precision``: those
-    of the rows that state none (a benchmark tool's plain result)."""
+    of the rows that state none (a benchmark tool's plain result). ``jobs``: worker processes
+    replaying the rows under load (the same table as one process's)."""
     from ..specs.collector import gc_frozen
     from .reading import load_measured
 
@@ -275,12 +284,13 @@ def compare(
         "precision": precision,
     }
     rows = load_measured(path, stated)
-    token = _PROGRESS.set(progress)
+    token, workers = _PROGRESS.set(progress), _JOBS.set(int(jobs))
     try:
         with gc_frozen():  # the rows live to the end: the collector need not walk them again
             return _compared(path, rows, assumptions, engine)
     finally:
         _PROGRESS.reset(token)
+        _JOBS.reset(workers)
 
 
 def _compared(path, rows, assumptions, engine):

@@ -5,6 +5,7 @@ is read from (the columns it does not state, and its notes, taken from its paren
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from . import semantics as sem
@@ -44,7 +45,7 @@ def parents_of(records: list[dict]) -> dict[int, int]:
             by_run.setdefault(_run_key(rec), []).append(i)
     out: dict[int, int] = {}
     # (run, columns a derived row states) -> those columns' values -> the run's rows with them
-    index: dict[tuple, dict[tuple, list[int]]] = {}
+    index: dict[tuple, dict[tuple, _Rows]] = {}
     for i, rec in enumerate(records):
         if not derived[i]:
             continue
@@ -58,21 +59,47 @@ def parents_of(records: list[dict]) -> dict[int, int]:
         run, columns = _run_key(rec), tuple(stated)
         if (run, columns) not in index:  # once per run and columns, not per derived row
             index[(run, columns)] = _by_values(records, by_run.get(run, ()), columns)
-        fits = index[(run, columns)].get(tuple(stated.values()), [])
-        if fits:
-            notes = str(rec.get("notes", "")).lower()
-            out[i] = min(
-                fits,
-                key=lambda j: (str(records[j]["metric"]).lower() not in notes, abs(j - i), j),
-            )
+        fits = index[(run, columns)].get(tuple(stated.values()))
+        if fits is not None:
+            out[i] = fits.nearest(i, str(rec.get("notes", "")).lower())
     return out
 
 
-def _by_values(records: list[dict], rows, columns: tuple) -> dict[tuple, list[int]]:
+class _Rows:
+    """The rows a derived row may be derived from (indices, ascending), by their metric: the
+    nearest to a row, among those whose metric its notes name if any do, found by bisection
+    (a log repeats its runs: a scan of every row for each derived row is quadratic)."""
+
+    def __init__(self) -> None:
+        self.all: list[int] = []
+        self.by_metric: dict[str, list[int]] = {}
+
+    def add(self, j: int, metric: str) -> None:
+        self.all.append(j)
+        self.by_metric.setdefault(metric, []).append(j)
+
+    def nearest(self, i: int, notes: str) -> int:
+        """The row nearest to ``i`` (the lower on a tie) among those whose metric ``notes``
+        names, else among all."""
+        named = [rows for metric, rows in self.by_metric.items() if metric in notes]
+        near = [j for rows in named or [self.all] for j in _around(rows, i)]
+        return min(near, key=lambda j: (abs(j - i), j))
+
+
+def _around(rows: list[int], i: int) -> list[int]:
+    """The entries of ascending ``rows`` just below and just above ``i``."""
+    k = bisect.bisect_left(rows, i)
+    return rows[max(k - 1, 0) : k + 1]
+
+
+def _by_values(records: list[dict], rows, columns: tuple) -> dict[tuple, _Rows]:
     """The ``rows`` (indices, in order) by their values of ``columns`` (as text, stripped)."""
-    out: dict[tuple, list[int]] = {}
+    out: dict[tuple, _Rows] = {}
     for j in rows:
-        out.setdefault(tuple(str(records[j].get(c, "")).strip() for c in columns), []).append(j)
+        key = tuple(str(records[j].get(c, "")).strip() for c in columns)
+        if key not in out:
+            out[key] = _Rows()
+        out[key].add(j, str(records[j]["metric"]).lower())
     return out
 
 

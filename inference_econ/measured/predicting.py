@@ -504,7 +504,37 @@ _PROGRESS: ContextVar[Callable[[str], None] | None] = ContextVar("progress", def
 
 
 def _load_pairs(plan: Plan) -> dict:
-    """(row, candidate) -> (value, score, note) of the rows under load. A Server or
+    """(row, candidate) -> (value, score, note) of the rows under load (``_row_pairs``), in
+    this process or on ``_JOBS`` worker processes (``_on_processes``): the same numbers,
+    in the same order."""
+    by_row: dict = {}
+    for (i, j), case in plan.load.items():
+        by_row.setdefault(i, []).append((j, case))
+    tasks = [
+        (
+            i,
+            plan.rows[i].metric.quantity,
+            float(plan.rows[i].per_count),
+            plan.rows[i].scenario,
+            cases,
+        )
+        for i, cases in by_row.items()
+    ]
+    progress = _PROGRESS.get()
+    jobs = _JOBS.get()
+    if jobs > 1 and len(tasks) > 1:
+        done = _on_processes(tasks, jobs, progress)
+    else:
+        done = []
+        for n, task in enumerate(tasks):
+            if progress is not None:
+                progress(f"{n:,}/{len(tasks):,} rows under load predicted")
+            done.append(_row_pairs(*task))
+    return {key: value for pairs in done for key, value in pairs.items()}
+
+
+def _row_pairs(i: int, q: str, per_gpu: float, scenario: str, cases: list) -> dict:
+    """(i, candidate) -> (value, score, note) of one row under load, metric ``q``. A Server or
     Interactive row simulates the candidate layouts whose steady-state estimate is within
     ``replay.RANKING_SHARE`` of the best one's, and always the one that prefills a prompt
     fastest (the widest tensor-parallel instance: the estimate ranks decode throughput and
@@ -512,53 +542,89 @@ def _load_pairs(plan: Plan) -> dict:
     of those, a layout whose load search's walk failed a load that another's held, less
     ``replay.BRACKET_MARGIN``, is not bisected (``replay.bracket``: it serves less and cannot
     be the row's best); rows with the same case share every simulation."""
-    by_row: dict = {}
-    for (i, j), case in plan.load.items():
-        by_row.setdefault(i, []).append((j, case))
+    if scenario in ("server", "interactive") and len(cases) > 1:
+        cases = _worth_searching(cases)
     out = {}
-    progress = _PROGRESS.get()
-    for n, (i, cases) in enumerate(by_row.items()):
-        if progress is not None:
-            progress(f"{n:,}/{len(by_row):,} rows under load predicted")
-        row = plan.rows[i]
-        q = row.metric.quantity
-        per_gpu = float(row.per_count)
-        if row.scenario in ("server", "interactive") and len(cases) > 1:
-            guesses = [(rp.estimate(c).throughput, j, c) for j, c in cases]
-            top = max((g for g, _, _ in guesses if np.isfinite(g)), default=math.nan)
-            if np.isfinite(top):
-                widest = max(c.tensor for _, c in cases)
-                wide = [(g, j) for g, j, c in guesses if c.tensor == widest and np.isfinite(g)]
-                keep = {j for g, j, _ in guesses if g >= rp.RANKING_SHARE * top}
-                keep |= {max(wide)[1]} if wide else set()
-                cases = [(j, c) for j, c in cases if j in keep]
-            if len(cases) > 1:  # walk each search; bisect only where the answer can win
-                found: dict = {}
-                held = 0.0  # the most load a walked layout held
-                for j, c in sorted(cases, key=lambda jc: -rp.estimate(jc[1]).throughput):
-                    if held > 0 and rp.fails_at(c, held / rp.BRACKET_MARGIN):
-                        continue  # it fails below what another held: one run, not a walk
-                    found[j] = rp.bracket(c)
-                    held = max(held, found[j][0])
-                cases = [
-                    (j, c)
-                    for j, c in cases
-                    if j in found and not (held > 0 and found[j][1] * rp.BRACKET_MARGIN <= held)
-                ]
-        for j, case in cases:
-            o = rp.replay(case)
-            value = o.value(q) / per_gpu
-            if (
-                q in ("tpot", "itl", "tpot_p99", "ttft", "ttft_p99")
-                and row.scenario == "closed_loop"
-            ):
-                score = -o.tpot
-            elif q == "user_speed" and row.scenario == "closed_loop":
-                score = 1.0 / o.tpot if o.tpot > 0 else -math.inf
-            else:
-                score = o.throughput
-            out[(i, j)] = (value, score if o.ok else -math.inf, o.note)
+    for j, case in cases:
+        o = rp.replay(case)
+        value = o.value(q) / per_gpu
+        if q in ("tpot", "itl", "tpot_p99", "ttft", "ttft_p99") and scenario == "closed_loop":
+            score = -o.tpot
+        elif q == "user_speed" and scenario == "closed_loop":
+            score = 1.0 / o.tpot if o.tpot > 0 else -math.inf
+        else:
+            score = o.throughput
+        out[(i, j)] = (value, score if o.ok else -math.inf, o.note)
     return out
+
+
+def _worth_searching(cases: list) -> list:
+    """The candidate layouts of a Server or Interactive row worth a full load search
+    (``_row_pairs``): within ``RANKING_SHARE`` of the best estimate or the widest, and not
+    bracketed below another's held load by ``BRACKET_MARGIN``."""
+    guesses = [(rp.estimate(c).throughput, j, c) for j, c in cases]
+    top = max((g for g, _, _ in guesses if np.isfinite(g)), default=math.nan)
+    if np.isfinite(top):
+        widest = max(c.tensor for _, c in cases)
+        wide = [(g, j) for g, j, c in guesses if c.tensor == widest and np.isfinite(g)]
+        keep = {j for g, j, _ in guesses if g >= rp.RANKING_SHARE * top}
+        keep |= {max(wide)[1]} if wide else set()
+        cases = [(j, c) for j, c in cases if j in keep]
+    if len(cases) < 2:
+        return cases
+    found: dict = {}  # walk each search; bisect only where the answer can win
+    held = 0.0  # the most load a walked layout held
+    for j, c in sorted(cases, key=lambda jc: -rp.estimate(jc[1]).throughput):
+        if held > 0 and rp.fails_at(c, held / rp.BRACKET_MARGIN):
+            continue  # it fails below what another held: one run, not a walk
+        found[j] = rp.bracket(c)
+        held = max(held, found[j][0])
+    return [
+        (j, c)
+        for j, c in cases
+        if j in found and not (held > 0 and found[j][1] * rp.BRACKET_MARGIN <= held)
+    ]
+
+
+#: Worker processes ``_load_pairs`` replays rows on (``compare``'s ``jobs``; 1: this one).
+_JOBS: ContextVar[int] = ContextVar("jobs", default=1)
+#: Batches per worker at least, where there are rows enough (so the workers finish together).
+BATCHES_PER_JOB = 4
+
+
+def _on_processes(tasks: list, jobs: int, progress) -> list:
+    """``_row_pairs`` of every task on ``jobs`` spawned processes (``studies.execution``'s
+    pool), in the tasks' order. The rows of one configuration (``replay.configuration``) go
+    to one batch, so they share their runs and guesses as they do in one process."""
+    from concurrent.futures import as_completed
+
+    from ..studies.execution import process_pool
+
+    groups: dict = {}
+    for k, task in enumerate(tasks):
+        groups.setdefault(rp.configuration(task[4][0][1]), []).append(k)
+    size = max(1, len(tasks) // (jobs * BATCHES_PER_JOB))
+    batches: list[list[int]] = [[]]
+    for members in groups.values():
+        if len(batches[-1]) >= size:
+            batches.append([])
+        batches[-1].extend(members)
+    done: list = [None] * len(tasks)
+    with process_pool(min(jobs, len(batches))) as pool:
+        futures = {pool.submit(_batch_pairs, [tasks[k] for k in b]): b for b in batches}
+        finished = 0
+        for future in as_completed(futures):
+            for k, pairs in zip(futures[future], future.result()):
+                done[k] = pairs
+            finished += len(futures[future])
+            if progress is not None:
+                progress(f"{finished:,}/{len(tasks):,} rows under load predicted")
+    return done
+
+
+def _batch_pairs(tasks: list) -> list:
+    """``_row_pairs`` of a batch of tasks, in a worker process."""
+    return [_row_pairs(*task) for task in tasks]
 
 
 def engine_name(engine) -> str:

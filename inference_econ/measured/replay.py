@@ -39,7 +39,13 @@ from ..load.routing import RouterPolicy
 from ..load.run import Run, instance_in, prefill_handoff, simulate_run, summarise_run
 from ..load.targets import Targets
 from ..model.mixed_step import EngineLayout
-from ..optimise.load_search import REFINE_STEPS, find_knee, grid_index, grid_rate
+from ..optimise.load_search import (
+    find_knee_from,
+    grid_at_least,
+    grid_at_most,
+    grid_index,
+    grid_rate,
+)
 from ..serving.disaggregation import kv_transfer_s
 from ..serving.setting import Setting
 
@@ -432,22 +438,72 @@ def loadgen_server_requests(case: LoadCase, rate: float) -> int:
     return max(2, int(max(float(case.issued), rate * SERVER_DURATION_S) / case.replicas))
 
 
-def _search(case: LoadCase, inst, requests, refine: int = REFINE_STEPS):
-    """``_server``'s load search (``refine`` bisections after the walk; 0: the walk alone)."""
+def _search(case: LoadCase, inst, requests, refine: bool = True):
+    """``_server``'s load search: ``find_knee``'s on the lattice from 0.8 x the steady-state
+    estimate, found from a guess of the answer (``find_knee_from``: the same answer where the
+    verdicts are monotone in the load, in fewer runs; ``_guess``). ``refine``: False
+    stops at a bracket (a load held and one failed above it, not bisected)."""
     ttft, tpot = case.limits
     targets = Targets(ttft_p99_s=ttft, tpot_p99_s=tpot)
     est = estimate(case, inst)
     if requests is None:
         requests = server_requests(case, est)
-    # a failing run above a load that held stops once it certainly misses the limits: only
-    # its verdict is read, and that is the whole run's
-    return find_knee(
+    start = float(f"{0.8 * est.rate_per_s:.3g}")
+    guess, held = _guess(case, requests, targets, start, est.rate_per_s)
+    # only verdicts are read, and those are the whole runs': a failing run stops once it
+    # certainly misses the limits, a holding one is whole
+    knee = find_knee_from(
         lambda rate: _run(case, inst, requests, rate, None),
         targets,
-        float(f"{0.8 * est.rate_per_s:.3g}"),
+        start,
+        guess,
         early=lambda rate: _run(case, inst, requests, rate, targets),
+        held=held,
         refine=refine,
     )
+    if refine and knee.max_rate_per_s > 0 and est.rate_per_s > 0:
+        _SHARES[configuration(case)] = knee.max_rate_per_s / est.rate_per_s
+    return knee
+
+
+#: The guess of a Server search's answer, as a share of its steady-state estimate, before any
+#: search of the same configuration: the median over the training file's searches (engine
+#: profiles, achievable preset: 0.80-1.05, median 0.94; the ideal engine, whose answer is
+#: read at its most load, refined preset: median 0.99). It moves only the search's cost.
+GUESS_SHARE = 0.94
+GUESS_SHARE_IDEAL = 0.99
+#: The last answer over its estimate of each configuration searched (``configuration``).
+_SHARES: dict[tuple, float] = {}
+
+
+def configuration(case: LoadCase) -> tuple:
+    """What the rows and layouts of one benchmark configuration share, under any preset: the
+    model, the GPU, the lengths and the limits (its layouts' answers sit alike against their
+    estimates)."""
+    return (case.setting.model, case.setting.gpu, case.prompt, case.output, case.limits)
+
+
+def _guess(case: LoadCase, requests: int, targets: Targets, start: float, estimated: float):
+    """(the guess of a Server search's answer, the most load a kept run of it held or None):
+    its estimate times the last share of its configuration's searched (``_SHARES``, else
+    ``GUESS_SHARE``), within what its kept runs (``fails_at``'s, an earlier bracket's) say:
+    at least a load held, below a load failed."""
+    default = GUESS_SHARE_IDEAL if case.load_share == 1.0 else GUESS_SHARE
+    at = grid_index(start, estimated * _SHARES.get(configuration(case), default))
+    held, failed = 0.0, math.inf
+    for key, run in _RUNS.items():
+        if key[0] == case and key[1] == requests and run.stopped_for in (None, targets):
+            if run.with_targets(targets).meets_targets:
+                held = max(held, key[2])
+            else:
+                failed = min(failed, key[2])
+    if math.isfinite(failed):
+        above = grid_at_least(start, failed)
+        at = min(at, above - 1) if above is not None else at
+    if held > 0:
+        below = grid_at_most(start, held)
+        at = max(at, below) if below is not None else at
+    return grid_rate(start, at), (held or None)
 
 
 def server_requests(case: LoadCase, est: Outcome) -> int:
@@ -561,6 +617,7 @@ def clear() -> None:
     replay.cache_clear()
     bracket.cache_clear()
     _RUNS.clear()
+    _SHARES.clear()
 
 
 @lru_cache(maxsize=4096)
@@ -573,7 +630,7 @@ def bracket(case: LoadCase) -> tuple[float, float]:
         inst = instance(case)
     except InfeasibleError:
         return 0.0, 0.0
-    knee = _search(case, inst, None, refine=0)
+    knee = _search(case, inst, None, refine=False)
     lo = knee.max_rate_per_s
     failed = [r.rate_per_s for r in knee.evaluated if r.rate_per_s > lo and not r.meets_targets]
     return lo, min(failed, default=math.inf)

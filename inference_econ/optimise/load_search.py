@@ -311,6 +311,7 @@ def find_knee_from(
     guess: float,
     early: Callable[[float], LoadResult] | None = None,
     held: float | None = None,
+    refine: bool = True,
 ) -> Knee:
     """``find_knee``'s answer found from a good ``guess`` of it: a galloping search on the
     refined grid from the guess for the point that meets the targets next to one that does
@@ -323,7 +324,9 @@ def find_knee_from(
     (the answer is at least the grid point at or below it, unsimulated: a walk down from the
     guess stops there, and a run that missed its targets by far (``_far_above``) bisects
     down to it at once; a guess no higher than the point above it starts the walk two points
-    above it)."""
+    above it). ``refine``: False stops once a point that holds and a point above it
+    that fails are known (a bracket; ``find_knee``'s walk alone where the answer is left to
+    it), answering the point that holds: a later call bisects it with the same runs."""
     seen: dict[float, LoadResult] = {}
     run = early or probe
 
@@ -362,13 +365,14 @@ def find_knee_from(
                 break
             if lo is None:
                 at, step = at - step, 2 * step
+    steps = REFINE_STEPS if refine else 0
     if lo is None or hi is None:
-        return find_knee(probe, targets, start, near=guess, early=early)
-    while hi - lo > 1:
+        return find_knee(probe, targets, start, near=guess, early=early, refine=steps)
+    while refine and hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     if grid_rate(start, lo) not in seen and not ok(lo):  # ``held``'s point: its own run
-        return find_knee(probe, targets, start, near=guess, early=early)
+        return find_knee(probe, targets, start, near=guess, early=early, refine=steps)
     return _knee(grid_rate(start, lo), seen)
 
 

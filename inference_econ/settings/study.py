@@ -43,6 +43,9 @@ class ExecutionOptions:
         unit="processes",
         minimum=1,
         maximum=1024,
+        # a measured file's rows under load share runs and guesses in one process, and a
+        # worker pays its start (a second of CPU): one unless asked
+        command_defaults=(("compare-measured", 1),),
     )
 
     dask: str | None = setting(

@@ -244,13 +244,9 @@ def _searching_on_one_thread():
 def _run_processes(cells: Sequence[Cell], tracker: _Tracker, jobs: int) -> None:
     """Local worker processes, each sent batches of cells; a dead worker fails only the cells
     not finished yet."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_one_search_thread
-    ) as pool:
+    with process_pool(jobs) as pool:
         futures = {pool.submit(compute_batch, _items(b)): b for b in batches(cells, jobs)}
         try:
             for future in as_completed(futures):
@@ -292,6 +288,16 @@ def check_dask(address) -> None:
             "needs dask.distributed, which is not installed",
             "pip install 'inference-econ[dask]'",
         ) from None
+
+
+def process_pool(jobs: int):
+    """A pool of ``jobs`` local worker processes, spawned (each starts clean and imports the
+    package once), each searching on one thread: the processes use the cores."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_one_search_thread)
 
 
 def _client(address: str, jobs: int):
