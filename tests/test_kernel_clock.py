@@ -106,3 +106,27 @@ def test_the_load_engines_step_table_on_the_kernel_clock(llama70_fp8_kernels):
     q = m.work.layer_positions(2048.0) * 64
     step = float(m.latency(m.pipeline_part(4.0, 64.0, 1.0, 2048.0, 1.0), 1.0))
     assert table.time_s(64, q, q) == pytest.approx(step, rel=0.05)
+
+
+def test_deepseek_mla_decode_is_priced_by_the_mla_kernels_table():
+    # DeepSeek-R1 under attention DP on 8 B200 (every rank runs all 128 query heads over its
+    # own 32 sequences): the decode attention is TensorRT-LLM's MLA kernel as AIConfigurator
+    # timed it (generation_mla, FP8 cache, 128 heads, 32 sequences at 1,024 positions:
+    # 0.021221 ms, within the grid's smoothing of a dip), not the GQA table's 128 query heads over one 128-wide KV head (0.16 ms
+    # and up at the same batch and positions)
+    b200 = ie.load_hardware("B200")
+    assert float(kp.mla_s(b200, "fp8", 32, 128, positions=1024)) == pytest.approx(
+        21.221e-6, rel=0.01
+    )
+    gqa = float(kp.generation_attention_s(b200, "fp8", 32, 1024, 128, 1, 128))
+    assert gqa > 5 * 21.221e-6
+    assert kp.mla_s(ie.load_hardware("MI300X"), "fp8", 32, 128, positions=1024) is None
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=8, kv_cache_bits=8)
+    model = StepModel(compile_workload(arch, a), b200, a)
+    step = step_operations(model, 8, 256, 1, 1024, 1, 8, False)
+    (op,) = [op for op in step if op.name == "attention (decode)"]
+    assert op.shape["batch"] == 32 and op.shape["heads"] == 128
+    one = float(kp.mla_s(b200, "fp8", 32, 128, positions=op.shape["positions"]))
+    assert KernelClock().price(step)[step.names.index(op.name)] == pytest.approx(61 * one)
+    assert 61 * one < 2e-3  # 61 layers of MLA at 32 sequences: under 2 ms a step

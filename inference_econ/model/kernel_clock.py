@@ -38,6 +38,7 @@ from .kernel_prices import (
     context_attention_s,
     gemm_s,
     generation_attention_s,
+    mla_s,
     moe_s,
     pass_s,
 )
@@ -175,13 +176,20 @@ class _Pricer:
         kv_heads, dim = _at_least_1(s["kv_heads"]), s["head_dim"]
         prompt = _at_least_1(np.asarray(s["tokens"]) / np.maximum(s["batch"], 1e-12))
         positions = _at_least_1(s["positions"])
+        mla = self.work.model_class == "mla"  # the MLA kernel's own tables, where measured
         if not op.name.endswith("(prefill)"):
-            one = generation_attention_s(
-                self.gpu, self.formats.kv, batch, positions, heads, kv_heads, dim
+            one = (
+                mla_s(self.gpu, self.formats.kv, batch, heads, positions=positions) if mla else None
             )
+            if one is None:
+                one = generation_attention_s(
+                    self.gpu, self.formats.kv, batch, positions, heads, kv_heads, dim
+                )
             return op.calls * one
         fmt = self.formats.kv
-        one = context_attention_s(self.gpu, fmt, batch, prompt, heads, kv_heads, dim)
+        one = mla_s(self.gpu, fmt, batch, heads, tokens=prompt) if mla else None
+        if one is None:
+            one = context_attention_s(self.gpu, fmt, batch, prompt, heads, kv_heads, dim)
         # a chunk after a cached prefix: the causal work of ``prompt`` tokens over the prefix
         # and themselves, prompt·(prefix + prompt/2), against the table's prompt²/2
         prefix = np.maximum(positions - prompt, 0.0)
@@ -302,7 +310,9 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     if attention is not None:
         s, gpu, kv = attention.shape, model.machine.gpu, Formats(w).kv
         heads, kv_heads = _at_least_1(s["heads"]), _at_least_1(s["kv_heads"])
-        one = context_attention_s(gpu, kv, 1.0, SLOPE_PROMPT, heads, kv_heads, s["head_dim"])
+        one = mla_s(gpu, kv, 1.0, heads, tokens=SLOPE_PROMPT) if w.model_class == "mla" else None
+        if one is None:
+            one = context_attention_s(gpu, kv, 1.0, SLOPE_PROMPT, heads, kv_heads, s["head_dim"])
         attended = w.layer_positions(SLOPE_PROMPT) * SLOPE_PROMPT / 2.0
         scale = _Pricer(model, part).scale
         attention_s = scale * attention.calls * float(one) / attended
