@@ -159,6 +159,11 @@ def build(source: str, out: Path) -> int:
         if min(sizes) < 1 or (moe and min(experts) < 1):
             _skip(why, "a size of 0")
             continue
+        if sizes[0] > 8:
+            # GB200's tp 12-72 with moe_tp = tp: DeepSeek's 128 heads do not split so; the
+            # size reads as a wide deployment's world size, whose layout the row does not state
+            _skip(why, "tensor degree above 8 (a world size, not the attention's split)")
+            continue
         par = _layout(*sizes, *experts, moe)
         if par is None:
             _skip(why, "layout not stated in the toolkit's words (mixed MoE TP x EP, DP x TP)")
@@ -295,6 +300,8 @@ def judge(args) -> int:
                 f"  {m:16s} {h:9s} n {len(tp):3d}  TPOT {np.median(tp) if len(tp) else np.nan:+7.3f}"
                 f"  TTFT {np.median(tt) if len(tt) else np.nan:+7.3f}"
             )
+    if args.out:
+        ok.to_csv(args.out, index=False)
     if args.rows:
         cols = ["group", "model", "hardware", "precision", "parallelism", "engine",
                 "batch_or_concurrency", "input_len", "output_len", "metric", "value", "predicted"]  # fmt: skip
@@ -313,6 +320,7 @@ def main() -> int:
     parser.add_argument("--assumptions", default="achievable")
     parser.add_argument("--clock", choices=("engine", "kernels"), default="engine")
     parser.add_argument("--rows", action="store_true", help="print every predicted row")
+    parser.add_argument("--out", metavar="CSV", help="write every predicted row to CSV")
     args = parser.parse_args()
     if args.build:
         return build(args.build, Path(args.file))

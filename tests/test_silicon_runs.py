@@ -22,14 +22,14 @@ def table():
 
 
 def test_shape(table):
-    assert len(table) == 4330
+    assert len(table) == 4220
     runs = table.drop_duplicates("source")
-    assert len(runs) == 2165
+    assert len(runs) == 2110
     counts = runs.groupby("group").size().to_dict()
     assert counts == {
         "MoE DEP Blackwell": 19,
         "MoE DEP Hopper": 6,
-        "MoE TP/PP": 1095,
+        "MoE TP/PP": 1040,
         "dense": 1045,
     }
     assert set(table.metric) == {"mean_TPOT", "mean_TTFT"}
