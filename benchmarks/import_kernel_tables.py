@@ -49,6 +49,8 @@ TABLES = (
     ("comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet", "trtllm-1.3.0rc20", "custom_allreduce"),
     ("comm/nccl/2.29.2/nccl_perf.parquet", "nccl-2.29.2", "nccl"),
     ("moe/trtllm/1.3.0rc20/moe_perf.parquet", "trtllm-1.3.0rc20", "moe"),
+    ("mla/trtllm/1.3.0rc20/generation_mla_perf.parquet", "trtllm-1.3.0rc20", "generation_mla"),
+    ("mla/trtllm/1.3.0rc20/context_mla_perf.parquet", "trtllm-1.3.0rc20", "context_mla"),
 )
 #: Columns left out where every row holds one value (the value goes to the first line).
 CONSTANT = ("framework", "version", "device", "op_name", "kernel_source")

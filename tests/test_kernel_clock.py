@@ -106,3 +106,51 @@ def test_the_load_engines_step_table_on_the_kernel_clock(llama70_fp8_kernels):
     q = m.work.layer_positions(2048.0) * 64
     step = float(m.latency(m.pipeline_part(4.0, 64.0, 1.0, 2048.0, 1.0), 1.0))
     assert table.time_s(64, q, q) == pytest.approx(step, rel=0.05)
+
+
+def test_deepseek_mla_decode_is_priced_by_the_mla_kernels_table():
+    # DeepSeek-R1 under attention DP on 8 B200 (every rank runs all 128 query heads over its
+    # own 32 sequences): the decode attention is TensorRT-LLM's MLA kernel as AIConfigurator
+    # timed it (generation_mla, FP8 cache, 128 heads, 32 sequences at 1,024 positions:
+    # 0.021221 ms, within the grid's smoothing of a dip), not the GQA table's 128 query heads over one 128-wide KV head (0.16 ms
+    # and up at the same batch and positions)
+    b200 = ie.load_hardware("B200")
+    assert float(kp.mla_s(b200, "fp8", 32, 128, positions=1024)) == pytest.approx(
+        21.221e-6, rel=0.01
+    )
+    gqa = float(kp.generation_attention_s(b200, "fp8", 32, 1024, 128, 1, 128))
+    assert gqa > 5 * 21.221e-6
+    assert kp.mla_s(ie.load_hardware("MI300X"), "fp8", 32, 128, positions=1024) is None
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=8, kv_cache_bits=8)
+    model = StepModel(compile_workload(arch, a), b200, a)
+    step = step_operations(model, 8, 256, 1, 1024, 1, 8, False)
+    (op,) = [op for op in step if op.name == "attention (decode)"]
+    assert op.shape["batch"] == 32 and op.shape["heads"] == 128
+    one = float(kp.mla_s(b200, "fp8", 32, 128, positions=op.shape["positions"]))
+    assert KernelClock().price(step)[step.names.index(op.name)] == pytest.approx(61 * one)
+    assert 61 * one < 2e-3  # 61 layers of MLA at 32 sequences: under 2 ms a step
+
+
+def test_routed_experts_are_read_at_the_routing_aiconfigurator_reads_them():
+    # AIConfigurator reads its fused-MoE tables at power-law routing, alpha 1.01 for DeepSeek's
+    # family and 1.2 for other MoE models; at 256 tokens over 4 ranks of NVFP4 experts on a
+    # B200 the DeepSeek shape's kernel measured 0.2326 ms so routed, 0.3186 ms balanced (the
+    # grid, never cheaper for more tokens, prices it 0.34 ms)
+    from inference_econ.model.kernel_clock import routing_of
+
+    b200 = ie.load_hardware("B200")
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=4, kv_cache_bits=8)
+    model = StepModel(compile_workload(arch, a), b200, a)
+    assert routing_of(model.work) == "power_law_1.01"
+    qwen = compile_workload(ie.load_model("Qwen3-235B-A22B"), a)
+    assert routing_of(qwen) == "power_law_1.2"
+    shape = (256, 7168, 2048, 8, 256, 1, 4)
+    routed = float(kp.moe_s(b200, "nvfp4", *shape, "power_law_1.01"))
+    assert routed == pytest.approx(0.2326e-3, rel=0.02)
+    assert float(kp.moe_s(b200, "nvfp4", *shape)) > 1.3 * routed  # balanced: all 64 read
+    step = step_operations(model, 4, 256, 1, 1024, 1, 4, False)
+    (op,) = [op for op in step if op.name == "routed experts"]
+    assert (op.shape["tokens"], op.shape["ep"]) == (256, 4)
+    assert KernelClock().price(step)[step.names.index(op.name)] == pytest.approx(58 * routed)

@@ -106,3 +106,27 @@ def test_dispatch_is_a_gather_and_a_scatter_on_pcie_cards():
     bound = _model("qwen3-30b-a3b", "RTX PRO 6000", (4, 16), preset="refined")
     copies = bound.calls.all_to_all(0, bound.work.groups[0], 8.0, 8.0, 4096.0, NO_CACHE)
     assert copies[1].bytes_per_token == pytest.approx(2048 * 8 / 8.0 * 2.0)
+
+
+def test_engines_reduce_the_combined_experts_once_a_token():
+    # DeepSeek-R1 (top 8 and one shared expert), TP8 on 8 B200, 256 decoding requests: the
+    # engines' fused MoE sums each token's 8 outputs on its GPU and adds the shared expert's
+    # before one all-reduce of a 7,168-wide BF16 row a token (SGLang's DeepseekV2MoE, vLLM's
+    # MoE blocks): 256 x 7,168 x 2 = 3,670,016 bytes a layer; §A5 (refined) reduces 9 rows
+    from inference_econ.model.latency import StepModel, stated_experts
+    from inference_econ.model.operations import step_operations
+    from inference_econ.model.workload import compile_workload
+
+    arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=4, kv_cache_bits=8)
+    b200 = ie.load_hardware("B200")
+    name = "all-reduce (feed-forward, layer group 2)"
+    got = {}
+    for preset in ("achievable", "refined"):
+        a = stated_experts(ie.preset(preset), False)  # the experts tensor-split (TP8)
+        model = StepModel(compile_workload(arch, a), b200, a, integer_layouts=True)
+        step = step_operations(model, 8, 256, 1, 1024, 1, 1, False)
+        (op,) = [op for op in step if op.name == name]
+        assert op.shape["ranks"] == 8 and op.calls == 58
+        got[preset] = float(op.shape["bytes"])
+    assert got["achievable"] == 256 * 7168 * 2
+    assert got["refined"] == 9 * 256 * 7168 * 2

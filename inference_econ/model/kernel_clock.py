@@ -38,6 +38,7 @@ from .kernel_prices import (
     context_attention_s,
     gemm_s,
     generation_attention_s,
+    mla_s,
     moe_s,
     pass_s,
 )
@@ -175,13 +176,20 @@ class _Pricer:
         kv_heads, dim = _at_least_1(s["kv_heads"]), s["head_dim"]
         prompt = _at_least_1(np.asarray(s["tokens"]) / np.maximum(s["batch"], 1e-12))
         positions = _at_least_1(s["positions"])
+        mla = self.work.model_class == "mla"  # the MLA kernel's own tables, where measured
         if not op.name.endswith("(prefill)"):
-            one = generation_attention_s(
-                self.gpu, self.formats.kv, batch, positions, heads, kv_heads, dim
+            one = (
+                mla_s(self.gpu, self.formats.kv, batch, heads, positions=positions) if mla else None
             )
+            if one is None:
+                one = generation_attention_s(
+                    self.gpu, self.formats.kv, batch, positions, heads, kv_heads, dim
+                )
             return op.calls * one
         fmt = self.formats.kv
-        one = context_attention_s(self.gpu, fmt, batch, prompt, heads, kv_heads, dim)
+        one = mla_s(self.gpu, fmt, batch, heads, tokens=prompt) if mla else None
+        if one is None:
+            one = context_attention_s(self.gpu, fmt, batch, prompt, heads, kv_heads, dim)
         # a chunk after a cached prefix: the causal work of ``prompt`` tokens over the prefix
         # and themselves, prompt·(prefix + prompt/2), against the table's prompt²/2
         prefix = np.maximum(positions - prompt, 0.0)
@@ -191,7 +199,7 @@ class _Pricer:
         s = op.shape
         one = moe_s(
             self.gpu, self.formats.moe, _at_least_1(s["tokens"]), s["hidden"], s["inter"],
-            s["topk"], s["experts"], s["tp"], s["ep"],
+            s["topk"], s["experts"], s["tp"], s["ep"], routing_of(self.work),
         )  # fmt: skip
         return op.calls * one
 
@@ -244,6 +252,20 @@ class _Pricer:
         if self.profile is None:
             return 0.0
         return host_overhead_s(self.profile, op.shape["sequences"]) / self.scale
+
+
+#: The routing of real tokens the fused-MoE tables are read at, as AIConfigurator reads its
+#: own tables (github.com/ai-dynamo/aiconfigurator @095f58a, aic-core/src/aiconfigurator_core/
+#: sdk/config.py: ``workload_distribution = "power_law"``; sdk/models/deepseek.py
+#: ``_power_law_alpha = 1.01`` for DeepSeek's MLA family, sdk/models/moe.py 1.2 for the other
+#: MoE models): a step's tokens pick some experts more than others, so fewer experts are read
+#: than under the tables' ``balanced`` routing.
+MLA_ROUTING, MOE_ROUTING = "power_law_1.01", "power_law_1.2"
+
+
+def routing_of(work: Workload) -> str:
+    """The fused-MoE tables' routing a workload's experts are priced at."""
+    return MLA_ROUTING if work.model_class == "mla" else MOE_ROUTING
 
 
 def _at_least_1(x):
@@ -302,7 +324,9 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     if attention is not None:
         s, gpu, kv = attention.shape, model.machine.gpu, Formats(w).kv
         heads, kv_heads = _at_least_1(s["heads"]), _at_least_1(s["kv_heads"])
-        one = context_attention_s(gpu, kv, 1.0, SLOPE_PROMPT, heads, kv_heads, s["head_dim"])
+        one = mla_s(gpu, kv, 1.0, heads, tokens=SLOPE_PROMPT) if w.model_class == "mla" else None
+        if one is None:
+            one = context_attention_s(gpu, kv, 1.0, SLOPE_PROMPT, heads, kv_heads, s["head_dim"])
         attended = w.layer_positions(SLOPE_PROMPT) * SLOPE_PROMPT / 2.0
         scale = _Pricer(model, part).scale
         attention_s = scale * attention.calls * float(one) / attended

@@ -29,6 +29,7 @@ from .kernel_physics import (
     ATTENTION_FORMATS,
     COLLECTIVES,
     FORMAT_ALIASES,
+    FORMS,
     GEMM_FORMATS,
     MOE_FORMATS,
     PASSES,
@@ -41,6 +42,8 @@ AXES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gemm": (("m", "n", "k"), ()),
     "generation_attention": (("batch", "positions"), ("heads", "kv_heads", "head_dim", "window")),
     "context_attention": (("batch", "tokens"), ("heads", "kv_heads", "head_dim", "window")),
+    "generation_mla": (("batch", "positions"), ("heads",)),
+    "context_mla": (("batch", "tokens"), ("heads",)),
     "allreduce": (("nbytes",), ("ranks",)),
     "collective": (("nbytes",), ("ranks",)),
     "moe": (("tokens",), ("hidden", "inter", "topk", "experts", "tp", "ep")),
@@ -96,6 +99,24 @@ def _attention_rows(op: str):
     return read
 
 
+def _mla_rows(op: str):
+    """The reader of one MLA table (TensorRT-LLM's multi-head latent attention kernels, the
+    query heads one GPU runs): decode steps keyed by cached positions as the GQA tables are,
+    prompts by their tokens; rows of one KV-cache format."""
+
+    def read(folder: str, variant: str, _: str):
+        t = kernel_table(folder, op)
+        at = t["kv_cache_dtype"] == variant
+        if op == "generation_mla":
+            shape = {"batch": t["batch_size"][at], "positions": (t["isl"] + t["step"])[at]}
+        else:
+            shape = {"batch": t["batch_size"][at], "tokens": t["isl"][at]}
+        shape["heads"] = t["num_heads"][at]
+        return t, at, shape
+
+    return read
+
+
 def _allreduce_rows(folder: str, variant: str, _: str):
     """The custom all-reduce's rows of BF16 messages."""
     t = kernel_table(folder, "custom_allreduce")
@@ -131,6 +152,8 @@ _READERS = {
     "gemm": _gemm_rows,
     "generation_attention": _attention_rows("generation_attention"),
     "context_attention": _attention_rows("context_attention"),
+    "generation_mla": _mla_rows("generation_mla"),
+    "context_mla": _mla_rows("context_mla"),
     "allreduce": _allreduce_rows,
     "collective": _collective_rows,
     "moe": _moe_rows,
@@ -167,6 +190,7 @@ def table_variants(folder: str, op: str) -> frozenset[str]:
             )
         column = {"gemm": "gemm_dtype", "moe": "moe_dtype", "context_attention": "attn_dtype"}
         column["generation_attention"] = "kv_cache_dtype"
+        column["generation_mla"] = column["context_mla"] = "kv_cache_dtype"
         return frozenset(str(v) for v in np.unique(kernel_table(folder, op)[column[op]]))
     except SpecError:
         return frozenset()
@@ -190,7 +214,8 @@ class Clock:
             at = inverse == i
             sizes = np.stack([rows.shape[a][at] for a in axes], axis=1)
             rising = tuple(a in RISING for a in axes)
-            self.grids.append(LogGrid.build(sizes, rows.seconds[at], self._physics(key), rising))
+            physics = self._physics(key) if op in FORMS else None
+            self.grids.append(LogGrid.build(sizes, rows.seconds[at], physics, rising))
 
     def _physics(self, key: np.ndarray):
         """The physics form over sizes (rows, axes) with the group fields at ``key``."""
@@ -217,7 +242,9 @@ class Clock:
             at = inverse == i
             distance = np.abs(logs - np.log2(1.0 + key)).sum(axis=1)
             j = int(np.argmin(distance))
-            grid = self.grids[j] if distance[j] == 0 else self._rescaled(key, j)
+            # an op without a physics form (MLA) takes its nearest measured group as it is
+            exact = distance[j] == 0 or self.op not in FORMS
+            grid = self.grids[j] if exact else self._rescaled(key, j)
             out[at] = grid(sizes[at])
         return out
 
@@ -315,6 +342,25 @@ def context_attention_s(
     shape = _sizes(batch=batch, tokens=tokens, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
     shape.update(_sizes(0.0, window=window))
     return _price(gpu, "context_attention", fmt, shape)
+
+
+def mla_s(
+    gpu: Any, kv_dtype: str, batch: Any, heads: Any, positions: Any = None, tokens: Any = None
+) -> np.ndarray | None:
+    """Seconds of one layer's multi-head latent attention (DeepSeek's MLA: one latent KV head
+    of 512 + 64 rope dimensions that ``heads`` query heads a GPU runs attend to) from
+    TensorRT-LLM's MLA kernel tables: a decode step of ``batch`` sequences over ``positions``
+    cached positions, or (``tokens`` given) ``batch`` causal prompts of ``tokens`` tokens with
+    no cached prefix. None on a part without the tables (the caller prices it as a GQA
+    attention of one KV head): their kernel is not the GQA tables' one, whose 128 query heads
+    over one 128-wide KV head run many times slower than the MLA kernel's."""
+    fmt = _choice("kv_dtype", kv_dtype, ATTENTION_FORMATS)
+    op = "generation_mla" if tokens is None else "context_mla"
+    folder = kernel_folder(getattr(gpu, "name", ""))
+    if not folder or fmt not in table_variants(folder, op):
+        return None
+    size = _sizes(positions=positions) if tokens is None else _sizes(tokens=tokens)
+    return _price(gpu, op, fmt, {**_sizes(batch=batch), **size, **_sizes(heads=heads)})
 
 
 def allreduce_s(gpu: Any, ranks: Any, nbytes: Any) -> np.ndarray:

@@ -221,7 +221,10 @@ class StepCalls:
 
     def reductions(self, gi, g, t, t_ff, tokens, two_d: bool, cache: StepCache) -> list:
         """The feed-forward reductions of a group: every active expert's output is reduced,
-        shared experts too (§A5, §B2); 2-D also reduces the inner activations."""
+        shared experts too (§A5, §B2); 2-D also reduces the inner activations. Under an engine
+        profile a routed group's 1-D reduction is one d-wide row a token (§F7 "One reduction
+        of the combined experts"): the fused MoE sums each token's top-k outputs on its GPU
+        and the shared experts' is added before the one all-reduce."""
         w, m = self.work, self.machine
 
         def structure():  # what does not depend on the tokens: kept for the block
@@ -231,7 +234,9 @@ class StepCalls:
                 ("ff", gi, two_d), lambda: m.collective(ranks, nodes, where=cache.feasible)
             )
             per_rank = (g.active + g.shared) / (t / ranks)
-            words = [per_rank * g.matrices_out * w.d_model]
+            combined = g.experts > 1 and self.assumptions.profile() is not None
+            outputs = (1.0 / (t / ranks)) if combined else per_rank
+            words = [outputs * g.matrices_out * w.d_model]
             if two_d:
                 words.insert(0, per_rank * g.matrices_in * g.d_ff)
             return cc, [word * w.bytes_per_activation for word in words], (ranks, nodes)

@@ -48,6 +48,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size",
         "attn_dtype", "kv_cache_dtype", "latency_ms",
     ),
+    "generation_mla": (
+        "batch_size", "isl", "step", "num_heads", "kv_cache_dtype", "latency_ms",
+    ),
+    "context_mla": ("batch_size", "isl", "num_heads", "kv_cache_dtype", "latency_ms"),
     "custom_allreduce": ("allreduce_dtype", "num_gpus", "message_elements", "latency_ms"),
     "nccl": ("op_name", "nccl_dtype", "num_gpus", "message_elements", "latency_ms"),
     "moe": (
