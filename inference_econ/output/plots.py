@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 
+from ..model.breakdown import ENGINE_PARTS  # noqa: E402
 from ..optimise.frontier import Frontier  # noqa: E402
 from ..serving.toy import square_root_law  # noqa: E402
 from .files import write_atomic  # noqa: E402
@@ -38,7 +39,9 @@ BREAKDOWN = (
     ("activation_read_s", "activation reads", "#8172b2"),
     ("collective_latency_s", "collective latency", "#ccb974"),
     ("collective_bandwidth_s", "collective bandwidth", "#64b5cd"),
+    ("gemm_fixed_s", "GEMM fixed cost", "#dd8452"),
     ("kernel_launch_s", "kernel launches", "#8c8c8c"),
+    ("host_s", "host and scheduling", "#b5b5b5"),
 )
 #: The full time of each overlapped part (the memory side by kind, and the compute side).
 OVERLAPPED = {
@@ -320,16 +323,24 @@ def breakdown_figure(fronts: dict[str, Frontier], title: str):
         squeeze=False,
         layout="constrained",
     )
+    shares_of = {label: breakdown_shares(front.points) for label, front in live.items()}
+    # an engine's own parts that no curve has (a roofline's host work and GEMM fixed cost)
+    # are not drawn
+    parts = [
+        part
+        for part in BREAKDOWN
+        if part[0] not in ENGINE_PARTS
+        or any(np.any(np.nan_to_num(s[part[0]]) > 0.0) for s in shares_of.values())
+    ]
     for ax, (label, front) in zip(axes.ravel(), live.items()):
-        pts = front.points
-        speed = pts["tokens_per_s"].to_numpy()
-        shares = breakdown_shares(pts)
+        speed = front.points["tokens_per_s"].to_numpy()
+        shares = shares_of[label]
         # rasterized: thousands of filled polygons would make the SVG tens of megabytes
         ax.stackplot(
             speed,
-            [shares[col] for col, _, _ in BREAKDOWN],
-            labels=[name for _, name, _ in BREAKDOWN],
-            colors=[c for _, _, c in BREAKDOWN],
+            [shares[col] for col, _, _ in parts],
+            labels=[name for _, name, _ in parts],
+            colors=[c for _, _, c in parts],
             alpha=0.9,
             rasterized=True,
         )
