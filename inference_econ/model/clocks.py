@@ -1,6 +1,6 @@
 """The two clocks that price a step's operations (docs/model.md "A step as operations").
 
-A clock turns a ``StepOperations`` list into seconds per operation, by the seven additive
+A clock turns a ``StepOperations`` list into seconds per operation, by the additive
 parts of ``Breakdown`` (``ADDITIVE_PARTS``: host work, kernel launches, GEMM fixed cost,
 collective latency and bandwidth, weight, KV and activation reads, arithmetic), so that the step's total, and every aggregate
 the breakdown has always shown, are sums over the operations:
