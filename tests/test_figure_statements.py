@@ -143,15 +143,16 @@ LOAD = dict(
 
 
 def test_simulate_runs_a_plans_layout_when_given_one():
-    """capacity's walk-through plans 1 x 8 H100 in TP2 PP4; simulate at a lower load chose
-    TP4 PP2 for it (the fastest mean step there, §E6), whose p99 TPOT is the worse, so the plan
-    could not be checked below its rate. --layout runs the plan's, as a benchmark result states
-    it; what it names must be one of the engine's layouts of the instance's GPUs."""
+    """Llama 3.3 70B FP8 fits on fewer than 8 H100s, so the engine model does not pipeline an
+    instance of 8 (§E7: copies of a smaller instance would): simulate chooses TP8 for it. A
+    layout given by name still runs as given: --layout runs a plan's or a benchmark's, as a
+    benchmark result states it (TP2 PP4 here, p99 TPOT the lower at this load); what it names
+    must be one of the engine's layouts of the instance's GPUs."""
     chosen = ie.simulate_load("Llama 3.3 70B", "H100", **LOAD)
     fixed = ie.simulate_load("Llama 3.3 70B", "H100", **LOAD, layout="TP2PP4")
     assert fixed.layout == "8 GPUs: TP2 (attention TP2), PP4, 1-D" != chosen.layout
     assert fixed.tpot_s.p99 < chosen.tpot_s.p99
-    assert ie.simulate_load("Llama 3.3 70B", "H100", **LOAD, layout="TP4 PP2").layout == (
+    assert ie.simulate_load("Llama 3.3 70B", "H100", **LOAD, layout="TP8").layout == (
         chosen.layout
     )  # the same run as the engine model's own choice
     for bad, says in (

@@ -178,9 +178,10 @@ def test_compare_measured_reports_its_progress_on_rows_under_load():
 
 
 def test_an_instance_whose_step_table_would_exhaust_memory_is_refused_up_front():
-    """``simulate --gpus 65536`` of an 8B model ran out of memory with no output (its 256
-    attention ranks each with the engine's limits, over 16 pipeline stages: a step table of
-    84 M entries); now one line with the size and what to lower, before any work."""
+    """``simulate --gpus 65536`` of an 8B model ran out of memory with no output (its 8,192
+    attention ranks each with the engine's limits, the weights fitting on fewer GPUs so that
+    no stage pipelines: a step table of 84 M entries); now one line with the size and what to
+    lower, before any work."""
     import time
 
     from inference_econ.load.engine import MAX_STEP_ENTRIES
@@ -191,7 +192,7 @@ def test_an_instance_whose_step_table_would_exhaust_memory_is_refused_up_front()
     start = time.process_time()
     r = CliRunner().invoke(main, [*args, "--gpus", "65536"])
     assert time.process_time() - start < STUCK_CPU_S  # refused before any work, not stuck
-    _one_error_line(r, "--gpus", "83,886,096 entries", "4,194,304", "smaller instances")
+    _one_error_line(r, "--gpus", "83,886,081 entries", "4,194,304", "smaller instances")
 
 
 def test_a_demand_row_that_cannot_be_read_mid_day_is_named_as_the_cause(tmp_path):

@@ -220,6 +220,27 @@ def test_an_exported_capacity_plan_is_the_plan_capacity_gives():
     assert export.gpus == plan.result.gpus
 
 
+def test_a_model_that_fits_one_card_is_never_pipelined_across_eight():
+    """Mistral Large 2 FP8 (122.6 GB of weights) fits one 192 GB MI300X with 61 GB of KV
+    cache to spare. At 20 req/s ``capacity`` planned 1 x 8 GPUs as TP1 x PP8, and ``export
+    --plan capacity`` wrote that launch: eight stages where each GPU could serve alone. An
+    instance pipelines only where the weights do not fit on fewer GPUs (§E7); both answer with
+    the same GPU, instances and a layout without a pipeline."""
+    load = dict(
+        weight_bits=8, arrival_rate_per_s=20.0, input_lengths="1000", output_lengths="200",
+        slo_ttft_p99_s=5.0, slo_tpot_p99_s=0.1, requests=500,
+    )  # fmt: skip
+    plan = api.capacity("Mistral Large 2", ["MI300X"], engine="vllm", **load)
+    export = api.export("Mistral Large 2", ["MI300X"], engine="vllm", plan="capacity", **load)
+    (w,) = export.workers
+    d = plan.deployment
+    assert export.setting.gpu.name == plan.setting.gpu.name == "MI300X"
+    assert (w.count, w.gpus) == (d.instances, d.gpus_per_instance)
+    assert round(w.memory.weights_bytes_per_gpu * w.gpus / 1e9, 1) == 122.6
+    assert w.pipeline == 1 and ", PP1" in plan.result.layout
+    assert not plan.candidates["layout"].str.contains(r"PP[2-9]", na=False).any()
+
+
 def test_a_prefill_pool_on_other_gpus_is_exported_on_them():
     """A capacity plan whose prefill pool runs on H100s beside MI300X decode workers: the
     export plans and checks its prefill workers on the H100s the simulation ran them on

@@ -183,8 +183,11 @@ def test_a_plan_says_which_layout_it_runs_where_its_row_names_another():
     """An instance takes the layout that serves its load fastest (§E6): a candidate's row names
     the one it holds its most load with, the deployment runs the one for its share of the
     offered load. Llama 3 70B on 8 H100s at 30 req/s: three instances at 10 req/s each run
-    TP8, the row (13.96 req/s an instance) TP4 x PP2; the plan says both, and its CSV's
-    ``plan_layout`` is the one it runs. Where they agree (Llama 3 8B on 2 GPUs) it says nothing."""
+    TP8, and so does the row (its weights fit on fewer GPUs: no pipeline, §E7); where the row
+    names another (TP4 x PP2, as it did when pipelines were chosen) the plan says both, and its
+    CSV's ``plan_layout`` is the one it runs. Where they agree it says nothing."""
+    import dataclasses
+
     from inference_econ.load.arrivals import make_traffic
     from inference_econ.load.targets import Targets
     from inference_econ.optimise import capacity
@@ -192,10 +195,14 @@ def test_a_plan_says_which_layout_it_runs_where_its_row_names_another():
     traffic = make_traffic(30, "lognormal:1000:0.8", "lognormal:200:0.6", requests=300, seed=1)
     targets = Targets(2.0, 0.05)
     setting = ie.make_setting("Llama 3 70B", "H100", assumptions="achievable")
-    plan = capacity.cheapest_deployment([setting], traffic, targets, sizes=[8])
+    ran = capacity.cheapest_deployment([setting], traffic, targets, sizes=[8])
+    assert ran.deployment.instances == 3 and "TP8" in ran.result.layout
+    assert ran.candidates.loc[ran.candidates["chosen"], "layout"].tolist() == [ran.result.layout]
+    assert ran.layout_note is None
+    other = ran.candidates.copy()
+    other.loc[other["chosen"], "layout"] = "8 GPUs: TP4 (attention TP4), PP2, 1-D"
+    plan = dataclasses.replace(ran, candidates=other)
     row = plan.candidates[plan.candidates["chosen"]].iloc[0]
-    assert plan.deployment.instances == 3
-    assert "TP8" in plan.result.layout and "PP2" in row["layout"]
     note = plan.layout_note
     assert note is not None and plan.result.layout in note and row["layout"] in note
     assert "(10 req/s)" in note and f"{row['max_rate_per_instance']:.4g} req/s" in note

@@ -127,12 +127,53 @@ def test_host_work_is_an_operation_apart_from_the_kernel_launches():
         assert seconds["host and scheduling"] == pytest.approx(host, rel=1e-12)
         launch = prof.step_time_scale * 32 * prof.layer_overhead_s  # CUDA graphs: not eager
         assert seconds["kernel launches"] == pytest.approx(launch, rel=1e-12)
-        steps[gpu] = (seconds, EngineClock().aggregates(step)["kernel_launch_s"])
-    # the breakdown's "kernel launch" part grows on the slower part (the GEMMs' fixed cost
-    # per kernel, 2·V½/(η·F), is in it); the launch and host operations do not
+        parts = EngineClock().aggregates(step)
+        assert parts["host_s"] == pytest.approx(host, rel=1e-12)
+        assert parts["kernel_launch_s"] == pytest.approx(launch, rel=1e-12)
+        steps[gpu] = (seconds, parts["gemm_fixed_s"])
+    # the GEMMs' fixed cost per kernel, 2·V½/(η·F), grows on the slower part and is a part of
+    # its own; the launch and host operations and parts do not
     assert steps["L40S"][1] > 1.5 * steps["H100"][1]
     for name in ("kernel launches", "host and scheduling"):
         assert steps["L40S"][0][name] == pytest.approx(steps["H100"][0][name], rel=1e-12)
+
+
+def test_a_decode_step_s_breakdown_names_host_launches_and_gemm_fixed_cost_apart():
+    """Llama 3 8B on one GPU, batch 1, engine vllm (its host work exposed): its 'kernel launch'
+    part was 4.12 ms on H100 and 14.23 ms on L40S, the host's work and the GEMMs' fixed cost
+    in it. The host's 1 ms + 6.6 us a sequence and the 32 layers' 25.3 us of launch gaps are
+    parts of their own, the same on both GPUs; the fixed cost grows as the FLOP rate falls;
+    the weights are read on both, which binds; the parts add up to the step."""
+    from inference_econ.model.breakdown import ADDITIVE_PARTS
+    from inference_econ.specs.engine import load_engine
+
+    vllm = load_engine("vllm")
+    scale = vllm.step_time_scale
+    host = scale * vllm.host_overhead_exposed * (vllm.step_overhead_s + vllm.sequence_overhead_s)
+    launch = scale * 32 * vllm.layer_overhead_s
+    rows = {
+        gpu: ie.point("Llama 3 8B", gpu, gpus=1, batch=1, assumptions="achievable", engine="vllm")
+        for gpu in ("H100", "L40S")
+    }
+    for row in rows.values():
+        assert row["host_s"] == pytest.approx(host, rel=1e-12) and host > 0.0
+        assert row["kernel_launch_s"] == pytest.approx(launch, rel=1e-12)
+        assert row["weight_read_s"] > 10 * row["arithmetic_s"] >= 0.0
+        assert row["bound"] == "memory"
+        assert sum(row[p] for p in ADDITIVE_PARTS) == pytest.approx(row["latency_s"], rel=1e-12)
+    assert rows["L40S"]["gemm_fixed_s"] > 5 * rows["H100"]["gemm_fixed_s"]
+
+
+def test_a_tiny_mfu_moe_step_reads_its_weights_and_is_not_called_compute_bound():
+    """gpt-oss-120b on one H100 at batch 4 (MFU 0.6 %): the GEMMs' compute side (the experts'
+    small-shape kernels) came out 0.7 % above their reads, so the step was called compute-bound
+    with 0 ms of weight reads. Each roofline's reads are shown in full (3.6 ms of weights) and
+    its arithmetic as what it takes beyond them; the reads bind."""
+    row = ie.point("gpt-oss-120b", "H100", gpus=1, batch=4, assumptions="achievable")
+    assert row["mfu"] < 0.01 and row["bound"] == "memory"
+    assert row["weight_read_s"] == pytest.approx(row["weight_read_full_s"], rel=1e-12)
+    assert round(row["weight_read_s"] * 1e3, 2) == 3.58
+    assert row["arithmetic_s"] < 0.1 * row["weight_read_s"]
 
 
 def test_point_prints_its_step_as_operations_whose_times_add_up_to_its_latency():

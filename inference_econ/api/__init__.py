@@ -136,8 +136,9 @@ def _frontier(setting: Setting, method: Method) -> Frontier:
     """``optimise.optimiser.frontier``, imported on first use: ``point`` needs none of
     ``optimise/``."""
     from ..optimise.optimiser import frontier
+    from .results import Frontier
 
-    return frontier(setting, method)
+    return Frontier.of(frontier(setting, method))
 
 
 def _scalar(value):
@@ -314,7 +315,7 @@ def frontier_plot(
     'cost per million output tokens'
     """
     from ..optimise.method import make_method
-    from ..output.plots import frontier_figure
+    from .results import Frontier
 
     problem, method, options = _split({"method": method, **kwargs})
     setting = setting_of(model, hardware, **problem)
@@ -322,14 +323,13 @@ def frontier_plot(
     label = setting.assumptions.label
     expected = expected_figures(setting)
     name = f"expected ({label})" if expected else f"ideal bound ({label})"
-    fronts = {name: front if front is not None else _frontier(setting, method)}
-    styles = {}
+    drawn = Frontier.of(front if front is not None else _frontier(setting, method))
+    others = {}
     if expected:
         bound = ideal_setting(setting)
-        name = f"ideal bound ({bound.assumptions.label})"
-        fronts[name], styles[name] = _frontier(bound, method), "dashed"
+        others[f"ideal bound ({bound.assumptions.label})"] = _frontier(bound, method)
     title = f"{setting.name}: cost against speed per request"
-    return frontier_figure(fronts, title, styles=styles)
+    return drawn.plot(name=name, others=others, title=title).figure
 
 
 def study(

@@ -33,8 +33,9 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         Its figures, table or curves, checked.
     """
     from ..studies.scenario import load_scenario as load
+    from .results import Scenario
 
-    return load(name_or_path)
+    return Scenario.of(load(name_or_path))
 
 
 def run_scenario(

@@ -11,6 +11,7 @@ the load outgrows every layout, the one that serves the most requests per second
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -413,17 +414,36 @@ class LayoutSearch:
     #: Each layout's least step time by context (``choose_layout``'s ``floors``).
     floors: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
+    @functools.cached_property
+    def chosen_from(self) -> tuple:
+        """The layouts the engine model chooses among (§E7): every one of ``options``, less
+        those that pipeline where the weights, with room for a KV cache, fit on fewer GPUs
+        (``fits_on_fewer``): such an instance is copies of a smaller one, which a search
+        prices on its own; a layout given by name may still pipeline."""
+        if not fits_on_fewer(self.model, self.gpus):
+            return self.options
+        flat = tuple(lay for lay in self.options if lay.pipeline == 1)
+        return flat or self.options
+
     def choose(self, config: EngineConfig, context: float, load: OfferedLoad) -> EngineLayout:
         return choose_layout(
             self.model,
             self.prefill_work,
-            self.options,
+            self.chosen_from,
             engine_config(config, self.setting),
             self.capacity,
             context,
             load,
             self.floors,
         )
+
+
+def fits_on_fewer(model: StepModel, gpus: int) -> bool:
+    """Whether the weights leave room for a KV cache on a proper divisor of ``gpus`` GPUs (the
+    largest one: fewer GPUs hold less), so that a pipeline over ``gpus`` is not needed to fit
+    them."""
+    fewer = max((d for d in range(1, gpus) if gpus % d == 0), default=0)
+    return fewer > 0 and float(model.kv_capacity_bytes(fewer)) > 0
 
 
 def layout_search(setting: Setting, gpus: int) -> LayoutSearch:

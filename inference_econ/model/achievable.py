@@ -298,9 +298,10 @@ class EngineStep:
     def breakdown(
         self, part, adiv, coll_lat, coll_bw, attention_reads, ok, fusable_bw=0.0
     ) -> Breakdown:
-        """A ``Breakdown`` whose parts add up to the engine step (§F1): engine overheads as
-        the launch part, elementwise traffic with the activations, each roofline's binding
-        side; ``ok`` marks the layouts that fit."""
+        """A ``Breakdown`` whose parts add up to the engine step (§F1): the host's work, the
+        per-layer overhead as the launch part and the GEMM kernels' fixed cost apart (§F5,
+        §F2), elementwise traffic with the activations, each roofline's binding side; ``ok``
+        marks the layouts that fit."""
         times = combine(
             self.step_work(part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw),
             self.profile,
@@ -309,8 +310,10 @@ class EngineStep:
 
 
 def _breakdown(times: StepTimes, ok, flop) -> Breakdown:
-    """The ``Breakdown`` of an engine step's ``StepTimes``."""
-    gm, am = times.gemm_memory_bound, times.attention_memory_bound
+    """The ``Breakdown`` of an engine step's ``StepTimes``: each roofline's reads in full and
+    its arithmetic beyond them (``bound_label`` then names the side that holds the step)."""
+    gemm_beyond = np.maximum(times.gemm_compute_s - times.gemm_memory_s, 0.0)
+    attention_beyond = np.maximum(times.attention_compute_s - times.kv_s, 0.0)
     zero = np.zeros_like(np.asarray(times.total_s, dtype=float))
 
     def shown(x):
@@ -318,17 +321,18 @@ def _breakdown(times: StepTimes, ok, flop) -> Breakdown:
 
     return Breakdown(
         latency_s=np.where(ok, times.total_s + zero, np.inf),
-        kernel_launch_s=shown(times.overhead_s),
+        host_s=shown(times.host_s),
+        # the engine's per-layer overhead: its overheads less the host's and the GEMMs' own
+        kernel_launch_s=shown(times.overhead_s - times.gemm_fixed_s - times.host_s),
+        gemm_fixed_s=shown(times.gemm_fixed_s),
         collective_latency_s=shown(times.collective_latency_s),
         collective_bandwidth_s=shown(times.collective_bandwidth_s),
-        weight_read_s=shown(np.where(gm, times.gemm_weight_s, 0.0)),
-        kv_read_s=shown(np.where(am, times.kv_s, 0.0)),
-        activation_read_s=shown(
-            np.where(gm, times.gemm_memory_s - times.gemm_weight_s, 0.0) + times.elementwise_s
-        ),
-        arithmetic_s=shown(
-            np.where(gm, 0.0, times.gemm_compute_s) + np.where(am, 0.0, times.attention_compute_s)
-        ),
+        # the reads in full, whichever side of a roofline binds (what the kernels stream), and
+        # as arithmetic the time the compute side takes beyond them
+        weight_read_s=shown(times.gemm_weight_s),
+        kv_read_s=shown(times.kv_s),
+        activation_read_s=shown(times.gemm_memory_s - times.gemm_weight_s + times.elementwise_s),
+        arithmetic_s=shown(gemm_beyond + attention_beyond),
         memory_time_s=shown(times.gemm_memory_s + times.kv_s + times.elementwise_s),
         # the compute side in full: the GEMM kernels' own time, their fixed cost included
         # (charged beside the reads, in the overheads part, but time the kernels run)

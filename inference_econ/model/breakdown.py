@@ -10,12 +10,20 @@ import numpy as np
 
 from .values import Floats
 
+#: The parts only an engine step has (Part F): a roofline step's are 0, and a figure or hover
+#: of roofline results leaves them out.
+ENGINE_PARTS = ("host_s", "gemm_fixed_s")
+
 #: The memory side by kind, in full whichever side binds (besides memory and compute time).
 FULL_READS = ("weight_read_full_s", "kv_read_full_s", "activation_read_full_s")
 
-#: Components of the latency breakdown that add up to the total, in display order.
+#: Components of the latency breakdown that add up to the total, in display order: the host's
+#: work, the gaps of kernel launches, the GEMM kernels' fixed cost, the collectives, the reads
+#: and the arithmetic.
 ADDITIVE_PARTS = (
+    "host_s",
     "kernel_launch_s",
+    "gemm_fixed_s",
     "collective_latency_s",
     "collective_bandwidth_s",
     "weight_read_s",
@@ -32,11 +40,18 @@ class Breakdown:
     The parts in ``ADDITIVE_PARTS`` add up to ``latency_s``: the read and arithmetic parts
     belong to whichever of memory and compute is binding (``bound_label`` names it); ``memory_time_s`` and
     ``compute_time_s`` hold both sides in full, and the ``*_read_full_s`` parts the memory side
-    by kind whichever side binds (figures split the overlapped time with them).
+    by kind whichever side binds (figures split the overlapped time with them). Apart from them:
+    ``host_s``, the host's scheduling and bookkeeping the GPU waits for (§F5; the same on any
+    GPU); ``kernel_launch_s``, the gaps between kernels (the roofline's launches, an engine's
+    per-layer overhead: the same on any GPU of one engine); ``gemm_fixed_s``, each GEMM
+    kernel's fixed cost, time on the GPU that grows as its FLOP rate falls (§F2; 0 on the
+    roofline).
     """
 
     latency_s: Floats
+    host_s: Floats
     kernel_launch_s: Floats
+    gemm_fixed_s: Floats
     collective_latency_s: Floats
     collective_bandwidth_s: Floats
     weight_read_s: Floats
@@ -93,7 +108,9 @@ def roofline_breakdown(
 
     return Breakdown(
         latency_s=np.where(ok, total, np.inf),
+        host_s=shown(zero),  # Part A counts no host work
         kernel_launch_s=shown(kernel_s),
+        gemm_fixed_s=shown(zero),  # nor a fixed cost per GEMM kernel
         collective_latency_s=shown(coll_lat),
         collective_bandwidth_s=shown(coll_bw),
         weight_read_s=shown(weight_s, memory_bound),

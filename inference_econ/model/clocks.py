@@ -1,8 +1,8 @@
 """The two clocks that price a step's operations (docs/model.md "A step as operations").
 
-A clock turns a ``StepOperations`` list into seconds per operation, by the seven additive
-parts of ``Breakdown`` (``ADDITIVE_PARTS``: kernel launch, collective latency and bandwidth,
-weight, KV and activation reads, arithmetic), so that the step's total, and every aggregate
+A clock turns a ``StepOperations`` list into seconds per operation, by the additive
+parts of ``Breakdown`` (``ADDITIVE_PARTS``: host work, kernel launches, GEMM fixed cost,
+collective latency and bandwidth, weight, KV and activation reads, arithmetic), so that the step's total, and every aggregate
 the breakdown has always shown, are sums over the operations:
 
 * ``RooflineClock`` (the ideal presets, §A5): kernel launches and collectives add; each
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .breakdown import ADDITIVE_PARTS
-from .efficiency import StepTimes, StepWork, combine, gemm_compute_s, host_overhead_s
+from .efficiency import StepTimes, StepWork, combine, gemm_compute_s
 from .operations import StepOperations
 
 #: The columns of a clock's parts (``ADDITIVE_PARTS``), by name.
@@ -152,31 +152,27 @@ class _Pools:
     def charges(self):
         """(additive part, seconds, weight of each operation) of every charge of the step."""
         t = self.times
-        gemm_bound = bool(t.gemm_memory_bound)
-        attention_bound = bool(t.attention_memory_bound)
-        host = self.scale * float(host_overhead_s(self.profile, self.work.sequences))
+        host = float(t.host_s)
         launch = float(t.overhead_s) - float(t.gemm_fixed_s) - host  # the per-layer overhead
-        yield "kernel_launch_s", host, self._where(lambda op: op.work == "host")
+        yield "host_s", host, self._where(lambda op: op.work == "host")
         yield "kernel_launch_s", launch, self._where(lambda op: op.work == "launch")
         launches = self.step.model.kernel_s  # none under an engine profile (its overheads)
         yield "kernel_launch_s", launches, self._where(lambda op: op.work == "launch")
         classes = self._gemm_classes()
-        yield "kernel_launch_s", float(t.gemm_fixed_s), self._gemm_weights(classes, 1, "calls")
+        yield "gemm_fixed_s", float(t.gemm_fixed_s), self._gemm_weights(classes, 1, "calls")
         yield from self._collectives()
         yield "activation_read_s", float(t.elementwise_s), self._elementwise()
-        if gemm_bound:
-            yield "weight_read_s", float(t.gemm_weight_s), self._weights()
-            rest = float(t.gemm_memory_s) - float(t.gemm_weight_s)
-            yield "activation_read_s", rest, self._activations()
-        else:
-            yield "arithmetic_s", float(t.gemm_compute_s), self._gemm_weights(classes, 0, "flop")
-        if attention_bound:
-            yield "kv_read_s", float(t.kv_s), self._kv()
-        else:
-            attention = self._of(
-                op.flop_per_gpu if op.work in ("attention", "state") else 0.0 for op in self.ops
-            )
-            yield "arithmetic_s", float(t.attention_compute_s), attention
+        # each roofline's reads in full, and its arithmetic beyond them (``_breakdown``)
+        yield "weight_read_s", float(t.gemm_weight_s), self._weights()
+        rest = float(t.gemm_memory_s) - float(t.gemm_weight_s)
+        yield "activation_read_s", rest, self._activations()
+        beyond = max(float(t.gemm_compute_s) - float(t.gemm_memory_s), 0.0)
+        yield "arithmetic_s", beyond, self._gemm_weights(classes, 0, "flop")
+        yield "kv_read_s", float(t.kv_s), self._kv()
+        attention = self._of(
+            op.flop_per_gpu if op.work in ("attention", "state") else 0.0 for op in self.ops
+        )
+        yield "arithmetic_s", max(float(t.attention_compute_s) - float(t.kv_s), 0.0), attention
 
     def _gemm_classes(self) -> dict[str, tuple[float, float]]:
         """(arithmetic, fixed) seconds of each GEMM class charged alone (the others' work and

@@ -288,6 +288,8 @@ class StepTimes:
     gemm_compute_s: Floats
     #: The GEMMs' fixed cost per kernel (§F2), part of ``overhead_s``.
     gemm_fixed_s: Floats
+    #: The host's work the GPU waits for (§F5, ``host_overhead_s``), part of ``overhead_s``.
+    host_s: Floats
     kv_s: Floats
     attention_compute_s: Floats
 
@@ -363,9 +365,10 @@ def combine(work: StepWork, terms) -> StepTimes:
     )
     attention = work.attention_s / terms.attention_efficiency
     elementwise = (terms.elementwise_passes * work.elementwise_read_s + work.logits_read_s) / eta_w
+    host = host_overhead_s(terms, work.sequences)
     overhead = (
         work.layers * (terms.layer_overhead_s + work.eager * terms.eager_layer_overhead_s)
-        + host_overhead_s(terms, work.sequences)
+        + host
         + gemm_fixed
     )
     collective_bw = exposed_collective_bandwidth_s(work, terms)
@@ -388,6 +391,7 @@ def combine(work: StepWork, terms) -> StepTimes:
         gemm_weight_s=scale * weights,
         gemm_compute_s=scale * compute,
         gemm_fixed_s=scale * gemm_fixed,
+        host_s=scale * host,
         kv_s=scale * kv,
         attention_compute_s=scale * attention,
     )

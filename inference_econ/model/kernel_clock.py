@@ -135,7 +135,9 @@ def _column(op: Operation, machine) -> str:
     """The additive part an operation's kernel time is shown under."""
     if op.kind == "collective":
         return "collective_bandwidth_s"
-    if op.kind in ("launch", "host"):
+    if op.kind == "host":
+        return "host_s"
+    if op.kind == "launch":
         return "kernel_launch_s"
     if op.kind in ("elementwise", "sampling"):
         return "activation_read_s"

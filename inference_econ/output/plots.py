@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 
+from ..model.breakdown import ENGINE_PARTS  # noqa: E402
 from ..optimise.frontier import Frontier  # noqa: E402
 from ..serving.toy import square_root_law  # noqa: E402
 from .files import write_atomic  # noqa: E402
@@ -38,7 +39,9 @@ BREAKDOWN = (
     ("activation_read_s", "activation reads", "#8172b2"),
     ("collective_latency_s", "collective latency", "#ccb974"),
     ("collective_bandwidth_s", "collective bandwidth", "#64b5cd"),
+    ("gemm_fixed_s", "GEMM fixed cost", "#dd8452"),
     ("kernel_launch_s", "kernel launches", "#8c8c8c"),
+    ("host_s", "host and scheduling", "#b5b5b5"),
 )
 #: The full time of each overlapped part (the memory side by kind, and the compute side).
 OVERLAPPED = {
@@ -69,9 +72,24 @@ def _legend_below(fig, handles, labels) -> None:
     fig.legend(handles, labels, loc="outside lower center", ncols=cols, fontsize=8, frameon=False)
 
 
-def _finish(fig, ax, title: str) -> None:
-    fig.suptitle(wrap(title, title_width(fig)), fontsize=11)
+def _axes(ax, figsize: tuple[float, float]):
+    """(figure, axes) to draw on: a new figure of ``figsize``, or the given ``ax``'s own (a
+    notebook's panel)."""
+    if ax is None:
+        return plt.subplots(figsize=figsize, layout="constrained")
+    return ax.figure, ax
+
+
+def _finish(fig, ax, title: str, own: bool = True) -> None:
+    """Title, grid and legend: above and below the figure when it is the function's own, on
+    the axes when they were given (other panels may share the figure)."""
     ax.grid(True, which="major", alpha=0.3)
+    if not own:
+        ax.set_title(wrap(title, 60), fontsize=10)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, frameon=False)
+        return
+    fig.suptitle(wrap(title, title_width(fig)), fontsize=11)
     _legend_below(fig, *ax.get_legend_handles_labels())
 
 
@@ -186,12 +204,15 @@ def frontier_figure(
     styles=None,
     preference_sampling=None,
     not_frontiers=(),
+    ax=None,
 ):
     """Cost ($/M tokens, log axis) against tokens/s per request, one line per curve, each
-    frontier with its preference point marked (``not_frontiers``: curves that are not)."""
+    frontier with its preference point marked (``not_frontiers``: curves that are not); on
+    ``ax`` when given."""
     colors = colours(list(fronts), colors)
     styles = styles or {}
-    fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
+    own = ax is None
+    fig, ax = _axes(ax, (9, 5.6))
     _bands(ax, fronts, colors)
     _lines(ax, fronts, "usd_per_mtok", colors, styles)
     marked = {k: v for k, v in fronts.items() if k not in not_frontiers}
@@ -207,32 +228,36 @@ def frontier_figure(
         ax.set_xlim(0, max_speed)
     else:
         ax.set_xlim(left=0)
-    _finish(fig, ax, title)
+    _finish(fig, ax, title, own)
     return fig
 
 
-def mfu_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None):
-    """Model FLOP utilisation along each frontier."""
+def mfu_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None, ax=None):
+    """Model FLOP utilisation along each frontier (on ``ax`` when given)."""
     colors = colours(list(fronts), colors)
     styles = styles or {}
-    fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
+    own = ax is None
+    fig, ax = _axes(ax, (9, 5.6))
     _lines(ax, fronts, "mfu", colors, styles)
     ax.set_xlabel("tokens per second per request")
     ax.set_ylabel("model FLOP utilisation (MFU)")
     ax.set_ylim(bottom=0)
     ax.set_xlim(left=0)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
-    _finish(fig, ax, title)
+    _finish(fig, ax, title, own)
     return fig
 
 
-def power_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=None, pue=None):
+def power_figure(
+    fronts: dict[str, Frontier], title: str, colors=None, styles=None, pue=None, ax=None
+):
     """Cost ($/M output tokens) against output tokens/s per MW of facility power along each
     frontier (docs/model.md §G2), both on log axes: a frontier point further right serves more
-    tokens from the same power; lower costs less."""
+    tokens from the same power; lower costs less (on ``ax`` when given)."""
     colors = colours(list(fronts), colors)
     styles = styles or {}
-    fig, ax = plt.subplots(figsize=(9, 5.6), layout="constrained")
+    own = ax is None
+    fig, ax = _axes(ax, (9, 5.6))
     for label, front in fronts.items():
         pts = front.points
         if front.empty or "output_tokens_per_s_per_mw_facility" not in pts:
@@ -252,7 +277,7 @@ def power_figure(fronts: dict[str, Frontier], title: str, colors=None, styles=No
     at = f" at PUE {pue:g}" if pue else ""
     ax.set_xlabel(f"output tokens per second per MW of facility power{at}")
     ax.set_ylabel("cost per million output tokens")
-    _finish(fig, ax, title)
+    _finish(fig, ax, title, own)
     return fig
 
 
@@ -298,16 +323,24 @@ def breakdown_figure(fronts: dict[str, Frontier], title: str):
         squeeze=False,
         layout="constrained",
     )
+    shares_of = {label: breakdown_shares(front.points) for label, front in live.items()}
+    # an engine's own parts that no curve has (a roofline's host work and GEMM fixed cost)
+    # are not drawn
+    parts = [
+        part
+        for part in BREAKDOWN
+        if part[0] not in ENGINE_PARTS
+        or any(np.any(np.nan_to_num(s[part[0]]) > 0.0) for s in shares_of.values())
+    ]
     for ax, (label, front) in zip(axes.ravel(), live.items()):
-        pts = front.points
-        speed = pts["tokens_per_s"].to_numpy()
-        shares = breakdown_shares(pts)
+        speed = front.points["tokens_per_s"].to_numpy()
+        shares = shares_of[label]
         # rasterized: thousands of filled polygons would make the SVG tens of megabytes
         ax.stackplot(
             speed,
-            [shares[col] for col, _, _ in BREAKDOWN],
-            labels=[name for _, name, _ in BREAKDOWN],
-            colors=[c for _, _, c in BREAKDOWN],
+            [shares[col] for col, _, _ in parts],
+            labels=[name for _, name, _ in parts],
+            colors=[c for _, _, c in parts],
             alpha=0.9,
             rasterized=True,
         )
@@ -329,9 +362,11 @@ def breakdown_figure(fronts: dict[str, Frontier], title: str):
     return fig
 
 
-def square_root_figure(points: list[dict], title: str):
-    """Best latency against parameters (log-log) with the square-root law through the first."""
-    fig, ax = plt.subplots(figsize=(7.5, 5.0), layout="constrained")
+def square_root_figure(points: list[dict], title: str, ax=None):
+    """Best latency against parameters (log-log) with the square-root law through the first
+    (on ``ax`` when given)."""
+    own = ax is None
+    fig, ax = _axes(ax, (7.5, 5.0))
     params = np.array([p["params"] for p in points], dtype=float)
     latency_ms = np.array([p["latency_ms"] for p in points], dtype=float)
     grid = np.logspace(np.log10(params.min() / 2), np.log10(params.max() * 2), 50)
@@ -354,7 +389,7 @@ def square_root_figure(points: list[dict], title: str):
     ax.xaxis.set_major_formatter(FuncFormatter(parameters))
     ax.set_xlabel("parameters")
     ax.set_ylabel("best token latency (ms)")
-    _finish(fig, ax, title)
+    _finish(fig, ax, title, own)
     return fig
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model.latency import ADDITIVE_PARTS
+from ..model.breakdown import ADDITIVE_PARTS, ENGINE_PARTS
 
 #: What the breakdown on hover calls each additive part of the latency.
 PART_LABELS = {
+    "host_s": "host and scheduling",
     "kernel_launch_s": "kernel launches",
+    "gemm_fixed_s": "GEMM fixed cost",
     "collective_latency_s": "collective latency",
     "collective_bandwidth_s": "collective bandwidth",
     "weight_read_s": "weight reads",
@@ -50,9 +52,17 @@ def hover(points: pd.DataFrame) -> tuple[np.ndarray, str]:
         cols.append(points["mfu"].to_numpy(dtype=float))
         extra.append(f"MFU %{{customdata[{len(cols) - 1}]:.1%}}")
     parts = []
-    if "latency_s" in points and all(p in points for p in ADDITIVE_PARTS):
+    # the parts a table has, less the engine's own that no point spends time in (a roofline has
+    # no host work or GEMM fixed cost; a table written before those were parts has them in its
+    # launches)
+    present = [
+        p
+        for p in ADDITIVE_PARTS
+        if p in points and (p not in ENGINE_PARTS or np.nan_to_num(points[p].to_numpy(float)).any())
+    ]
+    if "latency_s" in points and present:
         latency = points["latency_s"].to_numpy(dtype=float)
-        for part in ADDITIVE_PARTS:
+        for part in present:
             with np.errstate(divide="ignore", invalid="ignore"):
                 cols.append(points[part].to_numpy(dtype=float) / latency)
             parts.append(f"  {PART_LABELS[part]} %{{customdata[{len(cols) - 1}]:.1%}}")

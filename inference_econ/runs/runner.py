@@ -53,6 +53,27 @@ class RunResult:
     #: The presets the curves were computed under (``key_point_labels``): whether the key
     #: points are expected figures (with intervals) or ideal bounds.
     labels: list[str] = field(default_factory=list)
+    #: The measured points and provider offers drawn on its frontier figures.
+    measured: list[dict] = field(default_factory=list)
+
+    def plot(self, name: str | None = None, ax=None):
+        """Draw one of the scenario's figures (``name``: one of its ``plots``, default the
+        first) as ``run`` writes it, on ``ax`` when given; returns the Axes drawn on (the
+        first panel of a breakdown, which draws one per curve and takes no ``ax``)."""
+        plots_named = self.scenario.plots
+        name = plots_named[0] if name is None else name
+        if name not in plots_named:
+            raise SpecError(
+                "argument", "name", f"{name!r} is not one of the scenario's plots",
+                f"choose {', '.join(plots_named)}",
+            )  # fmt: skip
+        if ax is not None and name == "breakdown":
+            raise SpecError(
+                "argument", "ax", "a breakdown draws one panel per curve on its own figure",
+                "drop ax",
+            )  # fmt: skip
+        fig = _draw(self.scenario, name, self.fronts, self.measured, ax)
+        return ax if ax is not None else fig.axes[0]
 
 
 def key_point_labels(fronts: dict[str, Frontier]) -> list[str]:
@@ -147,8 +168,8 @@ def curve_styles(scenario: Scenario) -> dict[str, str]:
     return {c.label: line_style(speculates(c.fields), c.linestyle) for c in scenario.curves}
 
 
-def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
-    """One figure of a scenario."""
+def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list, ax=None):
+    """One figure of a scenario (on ``ax`` when given: not a breakdown's panels)."""
     colors = {c.label: c.color for c in scenario.curves if c.color}
     styles = curve_styles(scenario)
     if plot in ("frontier", "toy-frontier"):
@@ -161,18 +182,19 @@ def _draw(scenario: Scenario, plot: str, fronts: dict, measured: list):
             max_speed,
             styles,
             preference_sampling=scenario.preference_sampling,
+            ax=ax,
         )
     if plot == "mfu":
-        return plots.mfu_figure(fronts, scenario.title, colors, styles)
+        return plots.mfu_figure(fronts, scenario.title, colors, styles, ax=ax)
     if plot == "power":
         pue = {f.metadata.get("pue") for f in fronts.values() if not f.empty}
         return plots.power_figure(
-            fronts, scenario.title, colors, styles, pue.pop() if len(pue) == 1 else None
+            fronts, scenario.title, colors, styles, pue.pop() if len(pue) == 1 else None, ax=ax
         )
     if plot == "breakdown":
         return plots.breakdown_figure(fronts, scenario.title)
     points = [m for m in scenario.measured if "params" in m]  # square-root-law
-    return plots.square_root_figure(points, scenario.title)
+    return plots.square_root_figure(points, scenario.title, ax=ax)
 
 
 def _overlay(scenario: Scenario, measured_csv) -> tuple[list[dict], tuple[str, ...]]:
@@ -297,9 +319,9 @@ def _run(
         [{"label": label, **front.metadata} for label, front in result.fronts.items()],
     )
     offers, offer_notes = _observed(scenario, observations, offer_price)
-    measured = overlay + offers
-    for plot in scenario.plots:
-        fig = _draw(scenario, plot, result.fronts, measured)
+    result.measured = overlay + offers
+    for plot in scenario.plots:  # the figures ``RunResult.plot`` draws
+        fig = result.plot(plot).figure
         result.figures[plot] = fig
         if stem is not None:
             result.files += plots.save(fig, stem.parent / f"{stem.name}-{plot}", formats)
