@@ -105,6 +105,11 @@ class _Engine(EngineState):
         self.bubbles, self.pipeline = inst.table.bubbles, inst.table.pipeline
         self.terms = _step_terms(inst.table)
 
+    def close(self) -> None:
+        """``EngineState.close``, and the admission policy, which refers to the engine."""
+        super().close()
+        del self.admission
+
     # --- the event loop ------------------------------------------------------------------
     def run(self) -> bool:
         """Serve every request; False when a watch (``Watch``) stopped the run first."""
@@ -438,11 +443,14 @@ def simulate(
     engine = _Engine(instance, req, progress, clients, order)
     with gc_paused():  # its per-request lists and tuples make no cycles
         finished = engine.run()
-    rec = record([engine], req, arrivals, stopped=not finished)
-    timeline = RECORDING.get()
-    if timeline is not None:
-        pool = "decode pool" if np.any(np.asarray(prefilled)) else ""
-        timeline.add_run([engine], rec, pool)
+        rec = record([engine], req, arrivals, stopped=not finished)
+        timeline = RECORDING.get()
+        if timeline is not None:
+            pool = "decode pool" if np.any(np.asarray(prefilled)) else ""
+            timeline.add_run([engine], rec, pool)
+        # freed here, before the collector runs again: it has nothing of the run to walk
+        engine.close()
+        del engine, req
     return rec
 
 
@@ -494,4 +502,6 @@ def simulate_group(
     timeline = RECORDING.get()
     if timeline is not None:
         timeline.add_run(engines, rec)
+    for e in engines:
+        e.close()
     return rec
