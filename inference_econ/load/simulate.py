@@ -269,7 +269,12 @@ class _Engine(EngineState):
             n += 1
         prefilled = prefilling[:n]
         del prefilling[:n]
-        self.close_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks)
+        if self.cache is None and self.trace is None:  # nothing for ``close_prompt_step``
+            self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled)
+        else:
+            self.close_prompt_step(
+                dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks
+            )
         return True
 
     def close_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled, *tokens):
@@ -354,17 +359,24 @@ class _Engine(EngineState):
         D = len(self.running)
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
-        k = max(1, math.ceil((self.min_end() - self.G) / E - EPS))
+        ends, by_end = self.ends, self.by_end
+        while ends[0] not in by_end:  # ``min_end``, inline: stale ends off the heap
+            heapq.heappop(ends)
+        k = max(1, math.ceil((ends[0] - self.G) / E - EPS))
         if most:
             k = min(k, most)
         window = self.window
         if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
             k = min(k, window - self.phase)
             deadline = None
-        else:
-            deadline = min(self.next_time(), horizon) - self.t if admit_more else None
-            if deadline is not None and not math.isfinite(deadline):
+        elif admit_more:
+            # ``next_time``, inline: arrivals at known times only (nearly every run)
+            nxt = self.arr[self.next_arrival] if not self.late else self.next_time()
+            deadline = min(nxt, horizon) - self.t
+            if not math.isfinite(deadline):
                 deadline = None
+        else:
+            deadline = None
         held = self.reserved if self.cache is None else self.held()  # held(), without a cache
         sum_base, G = self.sum_base, self.G
         if self.windowed:
@@ -393,7 +405,6 @@ class _Engine(EngineState):
         peak = (after + held) / self.cap
         if peak > self.peak:  # max(self.peak, peak)
             self.peak = peak
-        ends = self.ends
         if ends and ends[0] <= self.G + EPS:  # ``complete``'s first test
             self.complete()
         if self.cache is not None:
