@@ -305,11 +305,43 @@ class _Engine(EngineState):
             self.rank_step(plan, taken)
             return True
         room = not self.waiting and not self.hold and D + len(self.prefilling) < self.limit
-        before = self.steps
+        before, changes, queued = self.steps, self.changes, len(self.prefilling)
         self.decode_run(room, horizon, 1 if plan else 0)
         if ranks.balancing is not None and not plan:
             ranks.balance_idle(self.steps - before - 1, all_gen)
+        elif (
+            plan
+            and self.steps > before
+            and horizon == math.inf
+            and self.changes == changes
+            and len(self.prefilling) == queued
+        ):  # held one step, and nothing changed: hold on while nothing does
+            self.held_steps(min(taken) > 0, all_gen, room)
         return True
+
+    def held_steps(self, all_ctx: bool, all_gen: bool, room: bool) -> None:
+        """After a decode step while the balancing held the ranks' prompts back, the steps
+        ``iterate`` would take turn after turn while nothing changes - no arrival due, no
+        request joining or leaving the batch, no latency limit's time passing (``Watch``) -
+        each one decode step and one count of the balancing, without planning the same
+        prompts again; the first change is left to ``iterate``."""
+        ranks = self.ranks
+        assert ranks is not None
+        if self.window > 1 or self.cache is not None:
+            return
+        w, changes, queued = self.req.watch, self.changes, len(self.prefilling)
+        arr = self.arr
+        while ranks.holds(all_ctx, all_gen):
+            t = self.t
+            if self.late or arr[self.next_arrival] <= t:
+                return  # an arrival is due: admission may change the plan
+            if w is not None and (w.certain or t - w.next_sent > w.ttft):
+                return  # ``run`` counts the overdue first tokens before the next turn
+            ranks.balance(all_ctx, all_gen)
+            steps = self.steps
+            self.decode_run(room, math.inf, 1)
+            if self.steps == steps or self.changes != changes or len(self.prefilling) != queued:
+                return  # a request finished or was preempted
 
     def rank_step(self, plan: list, taken: list) -> bool:
         """One step with the prompt chunks of ``plan`` (``Ranks.plan``) on an instance whose
