@@ -269,12 +269,7 @@ class _Engine(EngineState):
             n += 1
         prefilled = prefilling[:n]
         del prefilling[:n]
-        if self.cache is None and self.trace is None:  # nothing for ``close_prompt_step``
-            self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled)
-        else:
-            self.close_prompt_step(
-                dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks
-            )
+        self.close_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks)
         return True
 
     def close_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled, *tokens):
