@@ -74,7 +74,7 @@ def at_load(rows, plan, run: str, idx: list[int], factors=(1.0,)) -> list[dict]:
         return []
     tokens_per_s = r.value * comparison._unit_scale(r) * r.per_count  # the system's output tokens/s
     rate = tokens_per_s / case.output[0]
-    requests = rp.server_requests(case, rp.estimate(case, inst))
+    requests = rp.server_requests(case, rp.estimate(case))
     out = []
     for factor in factors:
         res = rp._run(case, inst, requests, rate * factor, None)

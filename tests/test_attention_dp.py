@@ -112,6 +112,31 @@ def test_balancing_holds_a_lone_prompt_until_the_timeout(dsv3):
     assert held.admitted_s[R] == free.admitted_s[R] == pytest.approx(first, rel=1e-12)
 
 
+@pytest.mark.parametrize("stop", [None, {"ttft": 0.2, "tpot": 0.05}, {"tpot": 0.02}])
+def test_held_steps_taken_together_are_the_steps_taken_turn_by_turn(dsv3, monkeypatch, stop):
+    """The decode steps the balancing holds prompts for, taken in one turn while nothing
+    changes (``_Engine.held_steps``), give the record of one step a turn, bit for bit: Poisson
+    arrivals, output lengths that end at different steps, with and without latency limits that
+    stop the run."""
+    from inference_econ.load import simulate as sim
+    from inference_econ.load.arrivals import make_traffic
+
+    inst = _instance(dsv3, adp_balancing=(3, 9))
+    arrivals = make_traffic(40, "300", "lognormal:60:0.5", requests=150, seed=2).stream()
+    together = simulate(inst, arrivals, stop=stop)
+    monkeypatch.setattr(sim._Engine, "held_steps", lambda self, *a: None)
+    apart = simulate(inst, arrivals, stop=stop)
+    for f in ("first_token_s", "finish_s", "admitted_s"):
+        assert np.array_equal(getattr(together, f), getattr(apart, f), equal_nan=True)
+    assert (together.steps, together.busy_s, together.flop, together.stopped) == (
+        apart.steps,
+        apart.busy_s,
+        apart.flop,
+        apart.stopped,
+    )
+    assert together.stopped == (stop is not None)  # the limits stop it, the same step
+
+
 def test_balancing_waits_its_batching_steps_when_every_rank_has_a_prompt(dsv3):
     """Eight more prompts arriving during the first step land one per rank: every rank has a
     prompt and decodes, so they wait the batching wait's 2 steps and go on the third turn

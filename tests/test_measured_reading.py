@@ -14,7 +14,7 @@ import pytest
 from inference_econ.errors import SpecError
 from inference_econ.measured import comparison, engine_words, layouts, mlperf, predicting
 from inference_econ.measured import semantics as sem
-from inference_econ.measured.reading import load_measured
+from inference_econ.measured.reading import SHARED, load_measured
 
 DATA = Path(__file__).parent / "data"
 V50 = DATA / "benchmarks_train_mlperf_v50.csv"  # MLPerf Inference v5.0, closed division
@@ -320,6 +320,25 @@ def test_derived_rows_take_their_parents_engine_layout_and_limits(tmp_path):
             p.scenario,
         )
     assert d.per == "gpu" and d.per_count == 8
+
+
+def test_a_repeated_derived_row_shares_its_reading_and_names_its_own_parent(tmp_path):
+    """A log repeating a run and its derived row reads the derived row once (a 100,000-row
+    log's derived rows had been read one by one), each copy naming its own parent's line."""
+    parent, header = edited(v50_lines(SERVER)[0], parallelism="TP2 x4")
+    derived = edited(
+        v50_lines(SERVER)[0],
+        metric="throughput_per_gpu",
+        unit="output tok/s/GPU",
+        value="4129.65",
+        notes="derived = total/n_gpus",
+        parallelism="n/a",
+    )[0]
+    rows = load_measured(write(tmp_path, [parent, derived, parent, derived], header))
+    first, second = rows[1], rows[3]
+    assert (first.parent, second.parent) == (2, 4) and (first.row, second.row) == (3, 5)
+    assert first.__dict__[SHARED] is second.__dict__[SHARED]
+    assert first.layout == second.layout == rows[0].layout and first.layout.tensor == 2
 
 
 def test_derived_rows_of_the_training_file_find_their_parents():

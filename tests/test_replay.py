@@ -129,6 +129,30 @@ def lone_prompt_prefill_s() -> float:
     return float(prefill_latency_s(setting, [1], integer_layouts=True)[0])
 
 
+def test_cases_share_the_instance_and_the_offline_run_they_do_not_tell_apart(tmp_path, monkeypatch):
+    """Cases that differ only in what a simulation does not read share it: the instance of
+    one setting, layout and scheduler whatever the limits, and an MLPerf Offline run whatever
+    the requests LoadGen issues beyond the run's own (each case still extends it to its own
+    count: 30,000 requests take longer than 20,000, over the same drain)."""
+    monkeypatch.setattr(rp, "WHOLE_RUN_REQUESTS", 400)
+    rp.clear()
+    runs = []
+    simulate_run = rp.simulate_run
+    monkeypatch.setattr(rp, "simulate_run", lambda *a: runs.append(a) or simulate_run(*a))
+    rows = rows_of(tmp_path, SERVER.format(gpu="H100 SXM", metric="p99_TTFT", value=900, unit="ms"))
+    case = next(iter(pr.build_plan(rows, "achievable").load.values()))
+    assert rp.instance(dataclasses.replace(case, limits=(1.0, 0.05))) is rp.instance(case)
+    capped = dataclasses.replace(case.config, max_batch_requests=64)  # a queue waits
+    offline = dataclasses.replace(
+        case, scenario="offline", limits=None, whole_run=True, config=capped
+    )
+    few, many = (dataclasses.replace(offline, issued=n) for n in (20_000, 30_000))
+    a, b = rp.replay(few), rp.replay(many)
+    assert len(runs) == 1 and len(runs[0][1].requests) == 400
+    assert a.ok and b.ok and a.throughput != b.throughput
+    rp.clear()
+
+
 def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
     """Every simulated request's TTFT is at least its prompt's pass alone on the instance, and
     the row's predicted mean TTFT at least ``prefill`` of the mean prompt on its GPUs (the

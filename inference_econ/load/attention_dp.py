@@ -51,7 +51,15 @@ class Ranks:
         the fewest prompt tokens (then the fewest requests, then the lowest rank)."""
         n, tok, ranks = self.act_n, self.act_tok, self.count
         expected = max(-(-(sum(n) + 1) // ranks), max(n))
-        r = min((tok[k], n[k], k) for k in range(ranks) if n[k] < expected)[2]
+        # min((tok[k], n[k], k) for the ranks below ``expected``), written out: the first rank
+        # of the fewest prompt tokens, then the fewest requests
+        r, best_tok, best_n = -1, 0, 0
+        for k in range(ranks):
+            nk = n[k]
+            if nk < expected:
+                tk = tok[k]
+                if r < 0 or tk < best_tok or (tk == best_tok and nk < best_n):
+                    r, best_tok, best_n = k, tk, nk
         self.rank_of[i] = r
         n[r] += 1
         tok[r] += self.n_in[i]
@@ -123,6 +131,14 @@ class Ranks:
             self.adp_wait = 0
             return True
         return False
+
+    def holds(self, all_ctx: bool, all_gen: bool) -> bool:
+        """Whether ``balance`` of this step would hold the prompts back (asked without
+        counting the step)."""
+        wait, timeout = self.balancing  # type: ignore[misc]
+        if all_ctx and max(self.gen_n) < self.limit:
+            return all_gen and self.adp_batch < wait
+        return all_gen and self.adp_wait + 1 < timeout
 
     def balance_idle(self, steps: int, all_gen: bool) -> None:
         """The balancing's count over ``steps`` more decode-only steps without prompts

@@ -44,6 +44,10 @@ class DecodeRuns:
         k = min(k, int((cap - held - q0) // growth))
         if k <= 0:
             return 0, 0.0, 0.0, q0, 0.0
+        if c is None and deadline is None:  # (nearly every run without arrivals to wait for)
+            span = self.table.run_time_s(D, q0, growth, k)
+            attended = k * q0 + growth * k * (k - 1) / 2.0
+            return k, span, attended, q0 + growth * k, self.flop(D, k, attended, c)
         # the seconds of a run of ``steps`` steps
         if c is None:
             run = partial(self.table.run_time_s, D, q0, growth)

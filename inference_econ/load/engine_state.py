@@ -395,6 +395,14 @@ class EngineState:
                 for i in done:
                     self.count_done(1, i)
 
+    def close(self) -> None:
+        """Drop what refers back to this engine (its admission policy, the prefix cache's
+        measure of a prompt): the run is over, and without these cycles its per-request lists
+        and tuples are freed as soon as the engine is, not by a pass of the cyclic collector
+        over them."""
+        self.release_promised = None
+        self.cache = None
+
     # --- the record's counters ---------------------------------------------------------------
     def end_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled) -> None:
         """After a step with prompt tokens of ``dt`` seconds and ``flop`` FLOP (``alone``: the

@@ -105,6 +105,11 @@ class _Engine(EngineState):
         self.bubbles, self.pipeline = inst.table.bubbles, inst.table.pipeline
         self.terms = _step_terms(inst.table)
 
+    def close(self) -> None:
+        """``EngineState.close``, and the admission policy, which refers to the engine."""
+        super().close()
+        del self.admission
+
     # --- the event loop ------------------------------------------------------------------
     def run(self) -> bool:
         """Serve every request; False when a watch (``Watch``) stopped the run first."""
@@ -295,11 +300,43 @@ class _Engine(EngineState):
             self.rank_step(plan, taken)
             return True
         room = not self.waiting and not self.hold and D + len(self.prefilling) < self.limit
-        before = self.steps
+        before, changes, queued = self.steps, self.changes, len(self.prefilling)
         self.decode_run(room, horizon, 1 if plan else 0)
         if ranks.balancing is not None and not plan:
             ranks.balance_idle(self.steps - before - 1, all_gen)
+        elif (
+            plan
+            and self.steps > before
+            and horizon == math.inf
+            and self.changes == changes
+            and len(self.prefilling) == queued
+        ):  # held one step, and nothing changed: hold on while nothing does
+            self.held_steps(min(taken) > 0, all_gen, room)
         return True
+
+    def held_steps(self, all_ctx: bool, all_gen: bool, room: bool) -> None:
+        """After a decode step while the balancing held the ranks' prompts back, the steps
+        ``iterate`` would take turn after turn while nothing changes - no arrival due, no
+        request joining or leaving the batch, no latency limit's time passing (``Watch``) -
+        each one decode step and one count of the balancing, without planning the same
+        prompts again; the first change is left to ``iterate``."""
+        ranks = self.ranks
+        assert ranks is not None
+        if self.window > 1 or self.cache is not None:
+            return
+        w, changes, queued = self.req.watch, self.changes, len(self.prefilling)
+        arr = self.arr
+        while ranks.holds(all_ctx, all_gen):
+            t = self.t
+            if self.late or arr[self.next_arrival] <= t:
+                return  # an arrival is due: admission may change the plan
+            if w is not None and (w.certain or t - w.next_sent > w.ttft):
+                return  # ``run`` counts the overdue first tokens before the next turn
+            ranks.balance(all_ctx, all_gen)
+            steps = self.steps
+            self.decode_run(room, math.inf, 1)
+            if self.steps == steps or self.changes != changes or len(self.prefilling) != queued:
+                return  # a request finished or was preempted
 
     def rank_step(self, plan: list, taken: list) -> bool:
         """One step with the prompt chunks of ``plan`` (``Ranks.plan``) on an instance whose
@@ -349,17 +386,24 @@ class _Engine(EngineState):
         D = len(self.running)
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
-        k = max(1, math.ceil((self.min_end() - self.G) / E - EPS))
+        ends, by_end = self.ends, self.by_end
+        while ends[0] not in by_end:  # ``min_end``, inline: stale ends off the heap
+            heapq.heappop(ends)
+        k = max(1, math.ceil((ends[0] - self.G) / E - EPS))
         if most:
             k = min(k, most)
         window = self.window
         if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
             k = min(k, window - self.phase)
             deadline = None
-        else:
-            deadline = min(self.next_time(), horizon) - self.t if admit_more else None
-            if deadline is not None and not math.isfinite(deadline):
+        elif admit_more:
+            # ``next_time``, inline: arrivals at known times only (nearly every run)
+            nxt = self.arr[self.next_arrival] if not self.late else self.next_time()
+            deadline = min(nxt, horizon) - self.t
+            if not math.isfinite(deadline):
                 deadline = None
+        else:
+            deadline = None
         held = self.reserved if self.cache is None else self.held()  # held(), without a cache
         sum_base, G = self.sum_base, self.G
         if self.windowed:
@@ -388,7 +432,6 @@ class _Engine(EngineState):
         peak = (after + held) / self.cap
         if peak > self.peak:  # max(self.peak, peak)
             self.peak = peak
-        ends = self.ends
         if ends and ends[0] <= self.G + EPS:  # ``complete``'s first test
             self.complete()
         if self.cache is not None:
@@ -438,11 +481,14 @@ def simulate(
     engine = _Engine(instance, req, progress, clients, order)
     with gc_paused():  # its per-request lists and tuples make no cycles
         finished = engine.run()
-    rec = record([engine], req, arrivals, stopped=not finished)
-    timeline = RECORDING.get()
-    if timeline is not None:
-        pool = "decode pool" if np.any(np.asarray(prefilled)) else ""
-        timeline.add_run([engine], rec, pool)
+        rec = record([engine], req, arrivals, stopped=not finished)
+        timeline = RECORDING.get()
+        if timeline is not None:
+            pool = "decode pool" if np.any(np.asarray(prefilled)) else ""
+            timeline.add_run([engine], rec, pool)
+        # freed here, before the collector runs again: it has nothing of the run to walk
+        engine.close()
+        del engine, req
     return rec
 
 
@@ -494,4 +540,6 @@ def simulate_group(
     timeline = RECORDING.get()
     if timeline is not None:
         timeline.add_run(engines, rec)
+    for e in engines:
+        e.close()
     return rec

@@ -239,8 +239,8 @@ def load_measured(path: str | Path, stated: dict | None = None) -> list[Measured
     records = [dict(zip(names, cells)) for cells in zip(*columns)]
     if ragged and len(ragged) == len(records):  # no row can be read: one error, not a table
         left_out(str(path), "row", len(records), [(starts[i], e) for i, e in ragged.items()])
-    # each row's cells but its value, zipped at C speed: with its parent's line they say
-    # which resolution it shares (a derived row's context is its own cells and its parent's)
+    # each row's cells but its value, zipped at C speed: with its parent's they say which
+    # resolution it shares (a derived row's context is its own cells and its parent's)
     others = list(zip(*(c for name, c in zip(names, columns) if name != "value")))
     parents = parents_of(records)
     rows = []
@@ -248,12 +248,14 @@ def load_measured(path: str | Path, stated: dict | None = None) -> list[Measured
     with gc_paused():
         for i, rec in enumerate(records):
             parent = parents.get(i)
-            line = None if parent is None else starts[parent]
-            key = (others[i], line)
+            key = (others[i], None if parent is None else others[parent])
             if i in ragged:  # cells that cannot be matched to the columns: its own reason
                 rows.append(_unresolved(starts[i], context_of(rec, None), None, ragged[i]))
                 continue
-            rows.append(_resolved_once(resolved, path, starts[i], rec, records, parent, key))
+            parent_line = None if parent is None else starts[parent]
+            rows.append(
+                _resolved_once(resolved, path, starts[i], rec, records, parent, parent_line, key)
+            )
     return rows
 
 
@@ -262,13 +264,20 @@ SHARED = "_shared_resolution"
 
 
 def _resolved_once(
-    resolved: dict, path: Path, line: int, rec: dict, records: list, parent, key: tuple
+    resolved: dict,
+    path: Path,
+    line: int,
+    rec: dict,
+    records: list,
+    parent,
+    inherited,
+    key: tuple,
 ) -> MeasuredRow:
     """``_row_or_reason``, shared by the rows that differ only in their value (a benchmark
-    log repeats its configurations): every value is still read on its own line. ``parent``:
-    the index of the row ``rec`` is derived from in ``records`` (None: none); ``key``: its
-    cells but the value and its parent's line, which decide the rest of its reading."""
-    inherited = key[1]  # the line of the parent row (None: none)
+    log repeats its configurations): every value is still read on its own line, and every
+    derived row names its own parent's line. ``parent``: the index of the row ``rec`` is
+    derived from in ``records`` (None: none), ``inherited`` its line; ``key``: its cells but
+    the value and its parent's cells but the value, which decide the rest of its reading."""
 
     def read() -> MeasuredRow:  # the row's context (its parent's columns) only when read
         context = context_of(rec, records[parent] if parent is not None else None)
@@ -288,7 +297,7 @@ def _resolved_once(
     if known.value is None and value is not None:  # unresolved before its value was read
         return read()
     row = object.__new__(MeasuredRow)  # the same resolution, this line's number and value
-    row.__dict__.update(known.__dict__, row=line, value=value)
+    row.__dict__.update(known.__dict__, row=line, value=value, parent=inherited)
     return row
 
 

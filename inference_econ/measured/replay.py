@@ -203,14 +203,21 @@ def traffic_of(case: LoadCase, requests: int, rate: float = 1.0) -> Traffic:
 @lru_cache(maxsize=256)
 def instance(case: LoadCase):
     """The engine instance of a case (cached: the cases of a row's metrics share it)."""
-    layout = EngineLayout(case.tensor * case.pipeline, case.pipeline, float(case.attention_ranks))
-    inst = instance_in(case.setting, layout, case.config)
+    inst = _instance_of(case.setting, case.tensor, case.pipeline, case.attention_ranks, case.config)
     if case.prefill is not None:
         try:  # a prefill pool that cannot hold the model makes the case infeasible, not the file
             _prefill_instance(case)
         except InfeasibleError as exc:
             raise InfeasibleError(f"its prefill instances: {exc}") from exc
     return inst
+
+
+@lru_cache(maxsize=256)
+def _instance_of(setting: Setting, tensor: int, pipeline: int, ranks: int, config: EngineConfig):
+    """The engine instance of a setting on a layout under a scheduler: one for every case
+    that runs it, whatever its lengths, limits or scenario (its step table is built once)."""
+    layout = EngineLayout(tensor * pipeline, pipeline, float(ranks))
+    return instance_in(setting, layout, config)
 
 
 @lru_cache(maxsize=4096)
@@ -251,7 +258,7 @@ def offline_requests(case: LoadCase, inst) -> int:
     ``*.Offline.min_duration`` 600 s; the LLM benchmarks' min_query_count is their performance
     sample count, ``LoadCase.issued``), the expected QPS here the steady-state estimate's; this
     instance's share."""
-    rate = estimate(case, inst).rate_per_s
+    rate = estimate(case).rate_per_s
     target = OFFLINE_SLACK * SERVER_DURATION_S * rate if np.isfinite(rate) else 0.0
     return max(1, int(max(float(case.issued), target) / case.replicas))
 
@@ -311,29 +318,47 @@ def _offline(case: LoadCase, inst, requests) -> Outcome:
     if case.whole_run and requests is None:  # LoadGen's own count, within the CPU it costs
         requests = int(np.clip(issued, MIN_REQUESTS, WHOLE_RUN_REQUESTS))
     n = _count(case, slots, requests)
-    traffic = traffic_of(case, n)
-    s = traffic.stream()
-    queued = Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens)
-    run = Run(traffic, prefilled=case.prefilled, requests=queued)
-    record = simulate_run(inst, run)
-    if case.prefilled:
-        record = handed_first_tokens(case, inst, record)
-    if record.rejected.all():
+    run = _queued_run(inst, traffic_of(case, n), case.prefilled)
+    if run is None:
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
-    result = summarise_run(inst, record, run)
     if case.whole_run:  # LoadGen's whole run, as many requests as it issues
-        span = RunSpan.of(record)
-        if span is None:
+        if run.span is None:
             return Outcome(note="infeasible: no request of the run finished")
-        whole = span.tokens_per_s(issued)
+        whole = run.span.tokens_per_s(issued)
         return dataclasses.replace(
-            _scaled(case, result),
+            _scaled(case, run.result),
             throughput=case.replicas * whole,
-            drain=whole * span.per_request_s / span.tokens_per_request,
+            drain=whole * run.span.per_request_s / run.span.tokens_per_request,
         )
     return dataclasses.replace(
-        _scaled(case, result), throughput=case.replicas * saturated_rate(record)
+        _scaled(case, run.result), throughput=case.replicas * run.saturated_tokens_per_s
     )
+
+
+@dataclass(frozen=True)
+class QueuedRun:
+    """What ``_offline`` reads of a run with every request queued at t = 0: its summary, its
+    span (``RunSpan``) and its saturated rate (``saturated_rate``)."""
+
+    result: LoadResult
+    span: RunSpan | None
+    saturated_tokens_per_s: float
+
+
+@lru_cache(maxsize=64)
+def _queued_run(inst, traffic: Traffic, prefilled: bool) -> QueuedRun | None:
+    """The run of ``traffic``'s requests all queued at t = 0 on ``inst`` (None: none fits its
+    KV cache), kept by what it depends on alone: the offline cases of rows that differ in
+    what the run does not read (the requests LoadGen issues, the limits) share it."""
+    s = traffic.stream()
+    queued = Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens)
+    run = Run(traffic, prefilled=prefilled, requests=queued)
+    record = simulate_run(inst, run)
+    if prefilled:
+        record = handed_first_tokens(inst, record)
+    if record.rejected.all():
+        return None
+    return QueuedRun(summarise_run(inst, record, run), RunSpan.of(record), saturated_rate(record))
 
 
 def drain_factor(case: LoadCase) -> float:
@@ -343,14 +368,14 @@ def drain_factor(case: LoadCase) -> float:
     return replay(case).drain
 
 
-def handed_first_tokens(case: LoadCase, inst, record):
+def handed_first_tokens(inst, record):
     """A decode instance's run record whose prefilled requests got their first token from a
     prefill instance of the same size, the KV cache's transfer before they arrived (as
     ``simulate_decode_pool`` reads a decode pool, §E5): each one's arrival and first token
     are moved back by that transfer, so its TPOT is LoadGen's (last - first token) / (tokens
     - 1), and its TTFT, the prefill pool's, is not simulated (zero here)."""
     a = record.arrivals
-    moved = kv_transfer_s(case.setting, a.prompt_tokens.astype(float), inst.gpus)
+    moved = kv_transfer_s(inst.setting, a.prompt_tokens.astype(float), inst.gpus)
     sent = a.arrival_s - moved
     first = np.where(np.isnan(record.first_token_s), sent, record.first_token_s)
     arrivals = dataclasses.replace(a, arrival_s=sent)
@@ -379,7 +404,7 @@ def _closed(case: LoadCase, inst, requests) -> Outcome:
     run = Run(traffic_of(case, n), clients=case.clients, prefilled=case.prefilled)
     record = simulate_run(inst, run)
     if case.prefilled:
-        record = handed_first_tokens(case, inst, record)
+        record = handed_first_tokens(inst, record)
     if record.rejected.all():
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
     return _scaled(case, summarise_run(inst, record, run))
@@ -415,7 +440,7 @@ def _server(case: LoadCase, inst, requests) -> Outcome:
     at ``case.load_share`` of that load (the same requests and draws; ``SUBMITTED_LOAD_SHARE``
     for an expected figure, the most load itself for the ideal bound)."""
     if requests is None:
-        requests = server_requests(case, estimate(case, inst))
+        requests = server_requests(case, estimate(case))
     knee = _search(case, inst, requests)
     if knee.at_max is None or knee.max_rate_per_s <= 0:
         return Outcome(note=f"infeasible: no load meets the row's limits ({knee.reason})")
@@ -445,7 +470,7 @@ def _search(case: LoadCase, inst, requests, refine: bool = True):
     stops at a bracket (a load held and one failed above it, not bisected)."""
     ttft, tpot = case.limits
     targets = Targets(ttft_p99_s=ttft, tpot_p99_s=tpot)
-    est = estimate(case, inst)
+    est = estimate(case)
     if requests is None:
         requests = server_requests(case, est)
     start = float(f"{0.8 * est.rate_per_s:.3g}")
@@ -537,7 +562,7 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
         share = Run(t, prefilled=case.prefilled, stop=limits, requests=t.stream(case.replicas))
         record = simulate_run(inst, share)
     if case.prefilled and case.prefill is None:
-        record = handed_first_tokens(case, inst, record)
+        record = handed_first_tokens(inst, record)
     # one instance's rates, judged as MLPerf LoadGen judges a run (``MLPerfRun``)
     summary = summarise_run(inst, record, Run(t))
     result = MLPerfRun.of(summary, RunSpan.of(record, summary.output_tokens_per_s))
@@ -603,7 +628,7 @@ def fails_at(case: LoadCase, rate: float) -> bool:
         return True
     ttft, tpot = case.limits
     targets = Targets(ttft_p99_s=ttft, tpot_p99_s=tpot)
-    est = estimate(case, inst)
+    est = estimate(case)
     start = float(f"{0.8 * est.rate_per_s:.3g}")
     point = grid_rate(start, grid_index(start, rate))
     if point > rate * (1 + 1e-12):  # below the grid's first point: nothing to judge
@@ -616,6 +641,8 @@ def clear() -> None:
     """Forget every outcome, bracket and run kept (tests that change the module's settings)."""
     replay.cache_clear()
     bracket.cache_clear()
+    estimate.cache_clear()
+    _queued_run.cache_clear()
     _RUNS.clear()
     _SHARES.clear()
 
@@ -636,17 +663,18 @@ def bracket(case: LoadCase) -> tuple[float, float]:
     return lo, min(failed, default=math.inf)
 
 
-def estimate(case: LoadCase, inst=None) -> Outcome:
+@lru_cache(maxsize=4096)
+def estimate(case: LoadCase) -> Outcome:
     """A steady-state estimate of a served case (no simulation): the largest batch whose mean
     step - decoding requests at the mean context plus the prompts that replace them, spread
     over the steps - stays within the TPOT limit (or the largest the scheduler and the KV cache
     allow), and its throughput. It ranks a row's layouts and starts the load search; no
-    prediction is read from it."""
-    if inst is None:
-        try:
-            inst = instance(case)
-        except InfeasibleError as exc:
-            return Outcome(note=f"infeasible: {exc}")
+    prediction is read from it (cached: a row's search, its ranking and its layouts' walks
+    read it many times)."""
+    try:
+        inst = instance(case)
+    except InfeasibleError as exc:
+        return Outcome(note=f"infeasible: {exc}")
     n_in, n_out = case.prompt[0], max(case.output[0], 1.0)
     ctx = n_in + n_out / 2.0
     per = float(inst.positions(ctx))
