@@ -111,3 +111,29 @@ def test_every_benchmark_script_is_described_and_every_row_names_a_script():
     scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py")}
     assert scripts - named == set(), "scripts without a row in benchmarks/README.md"
     assert named - scripts == set(), "rows naming no script"
+
+
+#: A wall clock read in a test (the machine is shared: a loaded run once failed a 10 s limit).
+#: A deadline that only ends a wait loop (``monotonic`` against a generous limit) is allowed.
+WALL_CLOCK = re.compile(r"time\.(time|perf_counter|perf_counter_ns|time_ns)\(\)")
+
+
+def wall_clock_reads(text: str) -> list[str]:
+    """The lines of a test module that read a wall clock (not a monkeypatched stand-in)."""
+    return [line.strip() for line in text.splitlines() if WALL_CLOCK.search(line)]
+
+
+def test_no_test_reads_a_wall_clock():
+    found = {
+        p.name: hits
+        for p in sorted((ROOT / "tests").glob("*.py"))
+        if p.name != "test_repository.py" and (hits := wall_clock_reads(p.read_text()))
+    }
+    assert found == {}
+
+
+def test_the_wall_clock_check_catches_one():
+    assert wall_clock_reads("    start = time.perf_counter()\n    x = 1\n") == [
+        "start = time.perf_counter()"
+    ]
+    assert wall_clock_reads("    t = time.process_time()\n") == []
