@@ -3,15 +3,20 @@ table, and their measured coverage (docs/model.md §F12, docs/validation.md).
 
 **Calibration classes** (``intervals/classes.yaml``, what every expected figure is sized on):
 each residual's class (kind / dense or MoE / layout class / GPU generation / engine / scenario,
-``measured.intervals.row_class`` of its row in tests/data); a class with ``CLASS_MIN_ROWS``
-residuals takes its own conformal band, a thinner or empty one the widest of the nearest
-classes in support widened ``CLASS_WIDENING`` per dimension away (``serving/support.py``; the
-rule fixed before any coverage below was looked at). The shipped table is calibrated on every
-round; its coverage is measured by **rolling origin**: each round predicted from the class
-table of the rounds before it, never from itself (v5.1 from v5.0, v6.0 from v5.0-v5.1, v6.1
-from v5.0-v6.0), with one round of drift, beside the stratum table's coverage of the same rows.
+``measured.intervals.row_class`` of its row in tests/data); a class whose residuals come from
+``CLASS_MIN_ROWS`` configurations (``configuration``: a concurrency sweep is one) takes its own
+conformal band, a thinner or empty one the widest of the nearest classes in support widened
+``CLASS_WIDENING`` per dimension away (``serving/support.py``; docs/model.md §F12). The shipped
+table is calibrated on every residual file given: the MLPerf rounds and AIConfigurator's
+measured runs (``silicon_runs_judge.py --residuals``). Its coverage is measured by **rolling
+origin**: each MLPerf round predicted from the class table of the MLPerf rounds before it,
+never from itself (v5.1 from v5.0, v6.0 from v5.0-v5.1, v6.1 from v5.0-v6.0), the silicon runs
+of ``split`` test from every MLPerf round and the silicon fit runs, with one round of drift,
+beside the stratum table's coverage of the same rows; then the MLPerf rounds with the silicon
+fit runs in their tables, and each source from the other's table alone (leave one source out).
 
-    python benchmarks/interval_coverage.py docs/validation_residuals.csv --write-classes
+    python benchmarks/interval_coverage.py docs/validation_residuals.csv \
+        docs/validation_residuals_silicon.csv --write-classes
 
 **The stratum table** (``intervals/achievable.yaml``, the earlier rule and the baseline): a
 nested time split, fixed before any coverage was looked at:
@@ -99,9 +104,22 @@ DRIFT_FROM = ("benchmarks_train.csv", "inference_results_v4.1")
 #: Nominal levels of the reliability curve, percent.
 CURVE = (10, 20, 30, 40, 50, 60, 70, 80, 90)
 CLASS_TABLE = ROOT / "intervals" / "classes.yaml"
-#: Fewest residuals a calibration class needs to take its own conformal band (in support):
-#: the 5th and 95th percentiles of a conformal set of n residuals are finite from n = 19
-#: ((n + 1) x 0.95 <= n), so 20 is the least count whose own 90 % interval is finite.
+#: AIConfigurator's measured runs (tests/data/README.md): their residuals
+#: (``silicon_runs_judge.py --residuals``) carry a ``split`` (fit: measured before 2026-01-14).
+SILICON = "aic_silicon_runs.csv.gz"
+#: Where each source's residuals come from, and their licence (the class table's provenance).
+SOURCES = {
+    "MLPerf": "MLCommons' inference_results_v5.0 to v6.1 repositories (Apache License 2.0), "
+    "read into tests/data (tests/data/README.md)",
+    "silicon": "AIConfigurator's measured aggregated runs (github.com/ai-dynamo/aiconfigurator "
+    "@095f58a, aic-core/src/aiconfigurator_core/systems/silicon_sample.csv, Apache License 2.0), "
+    "read into tests/data/aic_silicon_runs.csv.gz (each run's throughput derived from its mean "
+    "TPOT and TTFT: benchmarks/silicon_runs_judge.py --residuals)",
+}
+#: Fewest configurations (``configuration``) whose residuals a calibration class needs to take
+#: its own conformal band (in support): the 5th and 95th percentiles of a conformal set of n
+#: draws are finite from n = 19 ((n + 1) x 0.95 <= n), so 20 is the least count whose own 90 %
+#: interval is finite; one configuration's concurrency sweep is one draw, not tens.
 CLASS_MIN_ROWS = 20
 #: A thinner or empty class takes the widest band of the nearest in-support classes of its
 #: kind, its log-width multiplied by this for each dimension they differ in (fixed before any
@@ -249,10 +267,11 @@ HEADER = """\
 
 CLASS_HEADER = """\
 # Calibration classes of the achievable preset's expected figures (docs/model.md §F12, Support).
-# Per class (kind / dense or MoE / layout class / GPU generation / engine / scenario): its count
-# of out-of-sample residuals, and where it has min_rows or more, the conformal quantiles q05..q95
-# of log(measured / predicted) (a rate for throughput, a time for TPOT and TTFT). A thinner or
-# empty class takes the widest of the nearest classes with quantiles, widening x per dimension.
+# Per class (kind / dense or MoE / layout class / GPU generation / engine / scenario): its counts
+# of out-of-sample residuals and of the configurations they are of, and where those are min_rows
+# or more, the conformal quantiles q05..q95 of log(measured / predicted) (a rate for throughput,
+# a time for TPOT and TTFT). A thinner or empty class takes the widest of the nearest classes
+# with quantiles, widening x per dimension.
 # Written by benchmarks/interval_coverage.py --write-classes (everything below is rewritten).
 """
 
@@ -368,55 +387,95 @@ def draw(curve: pd.DataFrame, path: str, n_test: int) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
+def _measured(name: str) -> dict:
+    """The resolved rows of tests/data/``name`` by row number (a ``.gz`` file read through a
+    decompressed copy: ``load_measured`` reads text)."""
+    import gzip
+    import tempfile
+
+    from inference_econ.measured.reading import load_measured
+
+    path = ROOT / "tests" / "data" / name
+    if name.endswith(".gz"):
+        with tempfile.NamedTemporaryFile("wb", suffix=".csv", delete=False) as f:
+            f.write(gzip.decompress(path.read_bytes()))
+        try:
+            return {r.row: r for r in load_measured(f.name)}
+        finally:
+            Path(f.name).unlink()
+    return {r.row: r for r in load_measured(path)}
+
+
+def configuration(file: str, row) -> str:
+    """The configuration a measured row's figure is of: its source's model, GPU and count,
+    precision, layout, engine and version, lengths and scenario (not its load, nor its metric:
+    a concurrency sweep, and a run's mean and p99, are one configuration's figures)."""
+    lengths = (row.lengths.input_mean, row.lengths.output_mean) if row.lengths else None
+    parts = (file, row.group, row.model_text, row.gpu.name, row.gpus, row.bits, row.layout)
+    return repr((*parts, row.engine, row.engine_version, lengths, row.scenario))
+
+
 def with_classes(res: pd.DataFrame) -> pd.DataFrame:
     """The residual rows with their calibration class (``layout``, ``generation``,
     ``engine`` beside ``architecture`` and ``scenario``: ``measured.intervals.row_class``,
-    from each row of its measured file) and their publication ``round``."""
+    from each row of its measured file), their ``configuration``, their ``dataset`` (MLPerf or silicon) and their
+    ``round`` (an MLPerf publication round; ``silicon fit`` or ``silicon test``)."""
     from inference_econ.measured.intervals import row_class
-    from inference_econ.measured.reading import load_measured
 
     out = res.copy()
     cols: dict[str, list] = {"layout": [], "generation": [], "engine": []}
-    rows = {
-        f: {r.row: r for r in load_measured(ROOT / "tests" / "data" / f)} for f in res.file.unique()
-    }
+    rows = {f: _measured(f) for f in res.file.unique()}
+    configurations = []
     for t in res.itertuples():
-        c = row_class(rows[t.file][t.row], t.kind)
+        row = rows[t.file][t.row]
+        c = row_class(row, t.kind)
         for name in cols:
             cols[name].append(getattr(c, name))
+        configurations.append(configuration(t.file, row))
     for name, values in cols.items():
         out[name] = values
+    out["configuration"] = configurations
+    silicon = (out.file == SILICON).to_numpy()
+    out["dataset"] = np.where(silicon, "silicon", "MLPerf")
     found = out.source.astype(str).str.extract(ROUND.pattern, expand=False)
     out["round"] = "v" + found.fillna("?")
+    if silicon.any():
+        out.loc[silicon, "round"] = "silicon " + out.loc[silicon, "split"].astype(str)
     return out
 
 
 CLASS_KEYS = ["kind", *sp.DIMENSIONS]
 
 
-def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_file: str = "") -> dict:
-    """The class table of calibration residuals ``cal``: every class's count, and the conformal
-    band of each with at least ``CLASS_MIN_ROWS``; the drift counted ``rounds`` after the newest
+def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_files=()) -> dict:
+    """The class table of calibration residuals ``cal``: every class's counts of residuals and
+    configurations, and the conformal band of each with residuals of at least
+    ``CLASS_MIN_ROWS`` configurations; the drift counted ``rounds`` after the newest
     calibration round."""
     entries = []
     for key, part in cal.groupby(CLASS_KEYS, sort=True):
         entry = dict(zip(CLASS_KEYS, key))
-        if len(part) >= CLASS_MIN_ROWS:
+        configurations = part.configuration.nunique()
+        if configurations >= CLASS_MIN_ROWS:
             q = percentiles(part.r.to_numpy(), (5, 10), (90, 95))
             entry.update({f"q{p:02d}": round(float(v), 4) for p, v in zip(PERCENTILES, q)})
         entry["rows"] = len(part)
+        entry["configurations"] = configurations
         entries.append(entry)
     newest = max(cal["round"], key=lambda r: ROUNDS.index(r) if r in ROUNDS else -1)
+    files = " ".join(residuals_files) or "docs/validation_residuals.csv"
+    counts = cal.groupby("dataset")["round"]
+    residuals = "; ".join(
+        f"{n}: {len(g)} out-of-sample figures ({', '.join(sorted(g.unique()))})" for n, g in counts
+    )
     return {
         "provenance": {
-            "residuals": f"{residuals_file or 'docs/validation_residuals.csv'}: {len(cal)} "
-            f"out-of-sample figures of MLPerf Inference {', '.join(sorted(cal['round'].unique()))}",
+            "residuals": f"{files}: {residuals}",
             "classes": "measured.intervals.row_class of each residual's row in tests/data",
-            "licence": "derived from MLCommons' inference_results_v5.0 to v6.1 repositories "
-            "(Apache License 2.0), read into tests/data (tests/data/README.md)",
+            "licence": "derived from " + "; ".join(SOURCES[n] for n, _ in counts),
             "method": "split-conformal predictive system (crepes), Mondrian by class, no "
             "smoothing; quantiles of log(measured / predicted)",
-            "command": f"python benchmarks/interval_coverage.py {residuals_file} --write-classes",
+            "command": f"python benchmarks/interval_coverage.py {files} --write-classes",
             "date": datetime.date.today().isoformat(),
         },
         "min_rows": CLASS_MIN_ROWS,
@@ -453,6 +512,7 @@ def class_coverage(test: pd.DataFrame, table: sp.ClassTable, rounds: int | None)
         per_round, as_of = table.drift.get(t.kind, (0.0, 0.0))
         band = support.band.drifted(per_round * (as_of if rounds is None else rounds))
         out = {"kind": t.kind, "class": cls.label(), "status": support.status, "round": t.round}
+        out["dataset"] = t.dataset
         for level in iv.LEVELS:
             lo_q, hi_q = (getattr(band, q) for q in ivt.QUANTILES[level])
             out[f"in{level}"] = lo_q <= t.r <= hi_q
@@ -461,16 +521,38 @@ def class_coverage(test: pd.DataFrame, table: sp.ClassTable, rounds: int | None)
     return pd.DataFrame(rows, index=test.index)
 
 
-def rolling_origin(res: pd.DataFrame, drift) -> pd.DataFrame:
-    """Every residual of a round after the first predicted from the class table of all the
-    rounds before it (never from itself), with one round of drift."""
+def rolling_origin(res: pd.DataFrame, drift, silicon_fit: bool = False) -> pd.DataFrame:
+    """Every MLPerf residual of a round after the first predicted from the class table of the
+    MLPerf rounds before it (``silicon_fit``: and the silicon fit rows), every silicon test
+    residual from the table of every MLPerf round and the silicon fit rows: never from itself,
+    with one round of drift."""
+    mlperf, fit = res[res.dataset == "MLPerf"], res[res["round"] == "silicon fit"]
     parts = []
-    order = [r for r in ROUNDS if r in set(res["round"])]
+    order = [r for r in ROUNDS if r in set(mlperf["round"])]
     for k, name in enumerate(order[1:], start=1):
-        cal = res[res["round"].isin(order[:k])]
+        cal = mlperf[mlperf["round"].isin(order[:k])]
+        cal = pd.concat([cal, fit]) if silicon_fit else cal
         table = sp.parse_classes(class_mapping(cal, drift, 1), f"rounds before {name}")
-        parts.append(class_coverage(res[res["round"] == name], table, None))
+        parts.append(class_coverage(mlperf[mlperf["round"] == name], table, None))
+    test = res[res["round"] == "silicon test"]
+    if len(test) and len(mlperf):
+        cal = pd.concat([mlperf, fit])
+        table = sp.parse_classes(class_mapping(cal, drift, 1), "MLPerf and silicon fit")
+        parts.append(class_coverage(test, table, None))
     return pd.concat(parts)
+
+
+def leave_one_source_out(res: pd.DataFrame, drift) -> pd.DataFrame:
+    """Every residual of one source predicted from the class table of the other source alone
+    (silicon from MLPerf, MLPerf from silicon), with one round of drift: figures of a kind of
+    configuration the table's source never measured."""
+    parts = []
+    for held in ("silicon", "MLPerf"):
+        cal, test = res[res.dataset != held], res[res.dataset == held]
+        if len(cal) and len(test):
+            table = sp.parse_classes(class_mapping(cal, drift, 1), f"all but {held}")
+            parts.append(class_coverage(test, table, None))
+    return pd.concat(parts) if parts else pd.DataFrame()
 
 
 def coverage_table(groups) -> pd.DataFrame:
@@ -492,33 +574,55 @@ def coverage_table(groups) -> pd.DataFrame:
 
 
 def print_rolling_origin(res, table, drift, fmt) -> None:
-    """The rolling-origin coverage of the class rule by kind, status and class, against the
-    stratum table's (each row with the drift from v5.0 to its round) on the same rows."""
+    """The rolling-origin coverage of the class rule by kind, status, round, layout and source,
+    against the stratum table's (each row with the drift from v5.0 to its round) on the same
+    rows; then by class, and each source predicted from the other's table alone."""
     roll = rolling_origin(res, drift)
     before = coverage(res.loc[roll.index], table).set_index(roll.index)
     groups = []
-    for kind, g in roll.groupby("kind"):
-        groups += [(f"{kind}: stratum table", before.loc[g.index]), (f"{kind}: classes", g)]
-    for status, g in roll.groupby("status"):
-        groups += [(f"{status}: stratum table", before.loc[g.index]), (f"{status}: classes", g)]
-    for rnd, g in roll.groupby("round"):
-        groups += [(f"{rnd}: stratum table", before.loc[g.index]), (f"{rnd}: classes", g)]
-    for layout, g in roll.groupby(roll["class"].str.split(" / ").str[1]):
-        groups += [(f"{layout}: stratum table", before.loc[g.index]), (f"{layout}: classes", g)]
+    splits = [
+        ("dataset", roll["dataset"]),
+        ("kind", roll["dataset"] + " " + roll["kind"]),
+        ("status", roll["dataset"] + " " + roll["status"]),
+        ("round", roll["round"]),
+        ("layout", roll["class"].str.split(" / ").str[1]),
+    ]
+    for _, by in splits:
+        for name, g in roll.groupby(by):
+            groups += [(f"{name}: stratum table", before.loc[g.index]), (f"{name}: classes", g)]
     groups += [("all: stratum table", before), ("all: classes", roll)]
     title = (
-        "Rolling origin: each round predicted from the rounds before it (v5.1 from v5.0, v6.0 "
-        "from v5.0-v5.1, v6.1 from v5.0-v6.0), the class rule against the stratum table"
+        "Rolling origin: each MLPerf round predicted from the MLPerf rounds before it (v5.1 from "
+        "v5.0, v6.0 from v5.0-v5.1, v6.1 from v5.0-v6.0), the silicon test runs from every MLPerf "
+        "round and the silicon fit runs; the class rule against the stratum table"
     )
     print(render(coverage_table(groups), fmt, title=title))
-    by = [(f"{k}: {c} ({s})", g) for (k, c, s), g in roll.groupby(["kind", "class", "status"])]
-    print(render(coverage_table(by), fmt, title="Rolling origin by class (kind / class)"))
+    cols = ["dataset", "kind", "class", "status"]
+    by = [(f"{d} {k}: {c} ({s})", g) for (d, k, c, s), g in roll.groupby(cols)]
+    print(render(coverage_table(by), fmt, title="Rolling origin by class (source kind: class)"))
+    both = rolling_origin(res[res["round"] != "silicon test"], drift, silicon_fit=True)
+    groups = [(f"MLPerf {k}", g) for k, g in both.groupby("kind")]
+    groups += [(f"MLPerf {s}", g) for s, g in both.groupby("status")] + [("MLPerf all", both)]
+    print(render(coverage_table(groups), fmt, title="MLPerf rounds from the MLPerf rounds "
+                 "before them and the silicon fit runs (what the shipped table adds)"))  # fmt: skip
+    loso = leave_one_source_out(res, drift)
+    if len(loso):
+        groups = [
+            (f"{d} {k} ({s})", g) for (d, k, s), g in loso.groupby(["dataset", "kind", "status"])
+        ]
+        groups += [(f"{d} {k}", g) for (d, k), g in loso.groupby(["dataset", "kind"])]
+        groups += [(f"{d} all", g) for d, g in loso.groupby("dataset")]
+        print(render(coverage_table(groups), fmt, title="Leave one source out: each source "
+                     "predicted from the other source's class table alone"))  # fmt: skip
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "residuals", help="measured_validation.py --residuals or compare_residuals.py output (CSV)"
+        "residuals",
+        nargs="+",
+        help="residual CSVs: measured_validation.py --residuals or compare_residuals.py output "
+        "(MLPerf), silicon_runs_judge.py --residuals (AIConfigurator's runs)",
     )
     parser.add_argument("--write", action="store_true", help=f"rewrite {TABLE.relative_to(ROOT)}")
     parser.add_argument(
@@ -530,7 +634,7 @@ def main() -> int:
     parser.add_argument("--format", default="markdown", choices=("table", "markdown"))
     args = parser.parse_args()
     t0 = time.process_time()
-    res = pd.read_csv(args.residuals)
+    res = pd.concat([pd.read_csv(f) for f in args.residuals], ignore_index=True)
     res = res[np.isfinite(res.log_residual)]
     if args.write:
         gpus, models = fitted_sets(res)
@@ -544,7 +648,7 @@ def main() -> int:
     as_of = max((r for r in seen_rounds if r in ROUNDS), key=ROUNDS.index, default="v5.0")
     drift = software_drift()
     if args.write:
-        mapping = table_mapping(cal, gpus, models, len(cal), args.residuals, drift, as_of)
+        mapping = table_mapping(cal, gpus, models, len(cal), args.residuals[0], drift, as_of)
         text = yaml.safe_dump(mapping, sort_keys=False, width=100, allow_unicode=True)
         TABLE.parent.mkdir(exist_ok=True)
         TABLE.write_text(HEADER + text)

@@ -6,6 +6,14 @@ Hopper; MoE under TP/TEP/PP) and per model x GPU for the MoE groups.
     PYTHONPATH=. python benchmarks/silicon_runs_judge.py [--per-group 40] [--clock kernels]
         [--split all|fit|test] [--seed 0]
     PYTHONPATH=. python benchmarks/silicon_runs_judge.py --build SILICON_SAMPLE_CSV
+    PYTHONPATH=. python benchmarks/silicon_runs_judge.py --per-group 100000 \
+        --residuals docs/validation_residuals_silicon.csv
+
+``--residuals`` writes every run's residuals (it needs the whole file: ``--split all`` and a
+``--per-group`` above every group's runs) in ``compare_residuals.py``'s columns plus ``split``
+and ``notes``: mean TPOT, mean TTFT, and a *derived* closed-loop throughput per run, output
+tokens per second per GPU = concurrency x output / (TTFT + (output - 1) x TPOT) / GPUs, of the
+predicted and of the measured TPOT and TTFT (what ``interval_coverage.py`` calibrates on).
 
 ``--build`` converts AIConfigurator's ``silicon_sample.csv`` (github.com/ai-dynamo/aiconfigurator
 @095f58a51c4ca8e61b66ec108d86f223f8d559ce, aic-core/src/aiconfigurator_core/systems/, Apache-2.0;
@@ -257,6 +265,61 @@ def _line(label: str, errors: np.ndarray) -> str:
     )
 
 
+#: The notes of a derived throughput row (of the predicted and measured TPOT and TTFT alike).
+DERIVED = "derived: concurrency x output / (TTFT + (output - 1) x TPOT) / GPUs"
+
+
+def derived_throughput(res, part):
+    """One closed-loop throughput residual per run whose TPOT and TTFT were both predicted:
+    output tokens per second per GPU of the run's mean TPOT and TTFT (``DERIVED``), on the TPOT
+    row's line (its class is the run's)."""
+    import pandas as pd
+
+    out = []
+    run = part.source.to_numpy()
+    by_run: dict = {}
+    for rec in res.to_dict("records"):
+        by_run.setdefault(run[rec["row"] - 2], {})[rec["quantity"]] = rec
+    for rows in by_run.values():
+        if not {"tpot", "ttft"} <= set(rows):
+            continue
+        tpot, ttft = rows["tpot"], rows["ttft"]
+        p = part.iloc[tpot["row"] - 2]
+        scale = p.batch_or_concurrency * p.output_len / p.n_gpus
+        predicted, measured = (
+            scale / (ttft[c] + (p.output_len - 1) * tpot[c]) for c in ("predicted", "measured")
+        )
+        out.append({**tpot, "kind": "throughput", "quantity": "throughput",
+                    "predicted": predicted, "measured": measured,
+                    "log_residual": float(np.log(predicted / measured)), "notes": DERIVED})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def write_residuals(measured: Path, compared, part, out: Path) -> None:
+    """Every predicted row's residual (``compare_residuals.residuals``) with its ``split``, and
+    the derived throughput of each run, to ``out``."""
+    import pandas as pd
+    import yaml
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from compare_residuals import residuals
+
+    from inference_econ.serving import interval_table as ivt
+
+    listed = yaml.safe_load(Path(ivt.table().path).read_text())
+    gpus, models = set(listed["fitted_gpus"]), set(listed["fitted_models"])
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        compared.to_csv(f, index=False)
+    res = residuals(measured, Path(f.name), gpus, models)
+    Path(f.name).unlink()
+    res["file"] = DEFAULT.name
+    res["notes"] = ""
+    res = pd.concat([res, derived_throughput(res, part)], ignore_index=True)
+    res["split"] = part.split.to_numpy()[res.row.to_numpy() - 2]
+    res.sort_values(["row", "kind"], kind="stable").to_csv(out, index=False, float_format="%.6g")
+    print(f"wrote {out}: {len(res)} residuals", file=sys.stderr)
+
+
 def judge(args) -> int:
     """Predict the sample's rows and print the table."""
     import pandas as pd
@@ -272,9 +335,15 @@ def judge(args) -> int:
     base = preset(args.assumptions)
     if args.clock == "kernels":
         base = base.replace(kernel_tables=True)
+    if args.residuals and len(part) != len(table):
+        print(f"--residuals: {len(part)} of the {len(table)} rows sampled; give --split all and "
+              "a --per-group above every group's runs (100000)", file=sys.stderr)  # fmt: skip
+        return 2
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
         part.to_csv(f, index=False)
     c = compare(f.name, assumptions=base)
+    if args.residuals:
+        write_residuals(Path(f.name), c.table, part, Path(args.residuals))
     Path(f.name).unlink()
     got = c.table
     part["predicted"] = got["predicted"].to_numpy()
@@ -321,6 +390,7 @@ def main() -> int:
     parser.add_argument("--clock", choices=("engine", "kernels"), default="engine")
     parser.add_argument("--rows", action="store_true", help="print every predicted row")
     parser.add_argument("--out", metavar="CSV", help="write every predicted row to CSV")
+    parser.add_argument("--residuals", metavar="CSV", help="write every run's residuals to CSV")
     args = parser.parse_args()
     if args.build:
         return build(args.build, Path(args.file))

@@ -557,3 +557,53 @@ def test_a_prefill_interval_never_implies_more_than_the_peak():
         )
     # the 80 % ends stay within the peak unclipped: 11,562 tokens/s (MFU 0.886)
     assert row["input_tokens_per_s_high80"] == pytest.approx(11562, rel=1e-4)
+
+
+def test_a_class_is_in_support_on_configurations_not_on_the_points_of_one_sweep(monkeypatch):
+    """interval_coverage.class_mapping: a class whose 40 residuals are two configurations'
+    concurrency sweeps takes no band of its own (near, sized on the nearest class in support,
+    1.5 times as wide one dimension away); one of 20 configurations' residuals is in support."""
+    from inference_econ.serving import support as sp
+
+    m = _bench("interval_coverage")
+    # the conformal quantiles' values are not what is judged here: plain ones, without crepes
+    monkeypatch.setattr(m, "percentiles", lambda r, lo, hi: np.percentile(r, [*lo, *hi]))
+    sweep = {"kind": "TPOT", "architecture": "MoE", "layout": "TP", "generation": "Hopper"}
+    sweep.update(engine="sglang", scenario="closed_loop", round="silicon fit", dataset="silicon")
+    res = pd.DataFrame(
+        [{**sweep, "r": 0.01 * k, "configuration": f"run {k % 2}"} for k in range(40)]
+        + [{**sweep, "engine": "trtllm", "r": 0.01 * k, "configuration": k} for k in range(20)]
+    )
+    mapping = m.class_mapping(res, (0.0, 0), 0)
+    got = {c["engine"]: c for c in mapping["classes"]}
+    assert got["sglang"]["rows"] == 40 and got["sglang"]["configurations"] == 2
+    assert "q05" not in got["sglang"] and "q05" in got["trtllm"]
+    table = sp.parse_classes(mapping, "two sweeps")
+    near = table.support(sp.CalibrationClass(*(sweep[k] for k in m.CLASS_KEYS)))
+    own = table.bands[("TPOT", "MoE", "TP", "Hopper", "trtllm", "closed_loop")]
+    assert near.status == "near" and near.rows == 40
+    middle = (own.q05 + own.q95) / 2
+    assert near.band.q95 - middle == pytest.approx(1.5 * (own.q95 - middle))
+
+
+def test_a_runs_derived_throughput_is_its_output_rate_per_gpu():
+    """silicon_runs_judge.derived_throughput: 4 requests x 1,024 output tokens over
+    TTFT + 1,023 x TPOT on 8 GPUs, of the predicted and of the measured latencies alike."""
+    m = _bench("silicon_runs_judge")
+    part = pd.DataFrame(
+        {"source": ["run"] * 2, "batch_or_concurrency": [4] * 2, "output_len": [1024] * 2}
+    ).assign(n_gpus=8)
+    res = pd.DataFrame(
+        [
+            {"row": 2, "quantity": "tpot", "kind": "TPOT", "predicted": 0.011, "measured": 0.010},
+            {"row": 3, "quantity": "ttft", "kind": "TTFT", "predicted": 0.2, "measured": 0.26},
+        ]
+    )
+    (got,) = m.derived_throughput(res, part).to_dict("records")
+    measured = 4 * 1024 / (0.26 + 1023 * 0.010) / 8  # 48.81 tokens/s per GPU
+    predicted = 4 * 1024 / (0.2 + 1023 * 0.011) / 8
+    assert got["kind"] == "throughput" and got["row"] == 2
+    assert got["measured"] == pytest.approx(measured) and got["predicted"] == pytest.approx(
+        predicted
+    )
+    assert got["log_residual"] == pytest.approx(math.log(predicted / measured))

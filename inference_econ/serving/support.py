@@ -5,8 +5,9 @@ engine; its scenario), how many measured residuals that class has in the shipped
 (``intervals/classes.yaml``), and the band its interval takes (``figure_class``,
 ``class_bands``, ``support_of``; ``row_layouts`` reads a table's layout classes).
 
-The rule (fixed before any held-out round was looked at): a class with at least ``min_rows``
-residuals is *in support* and takes its own conformal band; a thinner class (*near*: some
+The rule (fixed before any held-out round was looked at): a class whose residuals come from at
+least ``min_rows`` configurations (the table's writer counts them; a concurrency sweep is one)
+is *in support* and takes its own conformal band; a thinner class (*near*: some
 residuals) or an empty one (*extrapolating*: none) takes the widest band of the in-support
 classes of its kind nearest to it (fewest dimensions differing, ``distance``), its log-width
 multiplied by ``widening`` once for each dimension of that distance; where no class of its kind
