@@ -53,7 +53,7 @@ def test_the_bound_charges_over_half_of_every_measured_step(steps):
 def test_the_kernel_clock_prices_the_measured_decode_steps(steps):
     # each operation at its measured kernel's time (``kernel_tables``, TensorRT-LLM's kernels
     # and the project's passes; none of these steps was fitted): 0.87-1.06 of the PyTorch steps
-    # (cuBLAS GEMMs, FlashAttention through SDPA) on both GPUs, median 0.99 (2026-11-26)
+    # (cuBLAS GEMMs, FlashAttention through SDPA) on both GPUs, median 0.98 (2026-11-26)
     clock = ie.preset("achievable").replace(kernel_tables=True)
     decode = steps[steps.phase == "decode"]
     ratio = []
