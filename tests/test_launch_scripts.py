@@ -222,10 +222,10 @@ def test_an_exported_capacity_plan_is_the_plan_capacity_gives():
 
 def test_a_model_that_fits_one_card_is_never_pipelined_across_eight():
     """Mistral Large 2 FP8 (122.6 GB of weights) fits one 192 GB MI300X with 61 GB of KV
-    cache to spare. At 20 req/s ``capacity`` planned 1 x 8 GPUs as TP1 x PP8, and ``export
-    --plan capacity`` wrote that launch: eight stages where each GPU could serve alone. An
-    instance pipelines only where the weights do not fit on fewer GPUs (§E7); both answer with
-    the same GPU, instances and a layout without a pipeline."""
+    cache to spare, so at 20 req/s neither ``capacity`` nor ``export --plan capacity`` may
+    plan eight pipeline stages where each GPU could serve alone: an instance pipelines only
+    where the weights do not fit on fewer GPUs (§E7). Both answer with the same GPU,
+    instances and a layout without a pipeline."""
     load = dict(
         weight_bits=8, arrival_rate_per_s=20.0, input_lengths="1000", output_lengths="200",
         slo_ttft_p99_s=5.0, slo_tpot_p99_s=0.1, requests=500,
