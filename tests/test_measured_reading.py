@@ -287,11 +287,9 @@ def test_a_row_with_more_cells_than_the_header_is_that_rows_reason(tmp_path):
 # --- derived rows, the /GPU rule, per node ---------------------------------------------------
 
 
-def test_derived_rows_take_their_parents_engine_layout_and_limits(tmp_path):
-    parent, header = edited(
-        v50_lines(SERVER)[0], parallelism="TP2 x4", batch_or_concurrency="gpu_batch 512"
-    )
-    derived = edited(
+def per_gpu_line() -> str:
+    """The per-GPU throughput derived from the v5.0 Server row (a derived row's line)."""
+    return edited(
         v50_lines(SERVER)[0],
         metric="throughput_per_gpu",
         unit="output tok/s/GPU",
@@ -299,6 +297,13 @@ def test_derived_rows_take_their_parents_engine_layout_and_limits(tmp_path):
         notes="derived = total/n_gpus",
         parallelism="n/a",
     )[0]
+
+
+def test_derived_rows_take_their_parents_engine_layout_and_limits(tmp_path):
+    parent, header = edited(
+        v50_lines(SERVER)[0], parallelism="TP2 x4", batch_or_concurrency="gpu_batch 512"
+    )
+    derived = per_gpu_line()
     named = edited(
         v50_lines(SERVER)[0],
         metric="per_user_decode_speed",
@@ -326,14 +331,7 @@ def test_a_repeated_derived_row_shares_its_reading_and_names_its_own_parent(tmp_
     """A log repeating a run and its derived row reads the derived row once (a 100,000-row
     log's derived rows had been read one by one), each copy naming its own parent's line."""
     parent, header = edited(v50_lines(SERVER)[0], parallelism="TP2 x4")
-    derived = edited(
-        v50_lines(SERVER)[0],
-        metric="throughput_per_gpu",
-        unit="output tok/s/GPU",
-        value="4129.65",
-        notes="derived = total/n_gpus",
-        parallelism="n/a",
-    )[0]
+    derived = per_gpu_line()
     rows = load_measured(write(tmp_path, [parent, derived, parent, derived], header))
     first, second = rows[1], rows[3]
     assert (first.parent, second.parent) == (2, 4) and (first.row, second.row) == (3, 5)
