@@ -17,8 +17,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def figure_4(tmp_path_factory, reproduced_all):
-    # after ``reproduce all`` (reproduced_all), whose frontiers the figure's are
-    return run_scenario("paper/figure-6", tmp_path_factory.mktemp("fig4"))
+    """Figure 6's scenario, after ``reproduce all`` (reproduced_all), whose frontiers the
+    figure's are: each figure drawn (its tick labels set) and its files named, not rendered
+    (test_figures_are_fit_for_a_report writes them at 200 dpi; test_output_safety.py checks
+    a run's written images are whole)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from inference_econ.output import plots
+
+    def drawn(fig, stem, formats=("png", "svg")):
+        FigureCanvasAgg(fig).draw()
+        plt.close(fig)
+        return [plots.write_atomic(f"{stem}.{fmt}", b"") for fmt in formats]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plots, "save", drawn)
+        return run_scenario("paper/figure-6", tmp_path_factory.mktemp("fig4"))
 
 
 def test_frontier_figure_content(figure_4):

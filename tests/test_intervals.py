@@ -289,19 +289,28 @@ def _bench(name: str):
     return m
 
 
+def _compare_measured(rows, preset, out):
+    """``compare-measured ROWS --assumptions PRESET -o OUT``, run in this process (the scripts
+    read its output file; the command's own tests run it as a user does)."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    args = ["compare-measured", str(rows), "--assumptions", preset, "-o", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+
+
 def test_residuals_from_compare_measured_are_its_predictions_in_si(tmp_path):
     """compare_residuals.py (what the interval table is calibrated from) writes one residual per
     end-to-end row compare-measured predicted with status ok: log(predicted / measured) of that
     output, the figures in SI units (a TTFT in ms as seconds), the row's stratum beside it; an
     output paired with another file is refused with exit 2."""
-    import subprocess
-    import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     rows, out = root / "examples" / "measured-rows.csv", tmp_path / "compare.csv"
-    cmd = [sys.executable, "-m", "inference_econ.cli", "compare-measured", str(rows)]
-    subprocess.run([*cmd, "--assumptions", "achievable", "-o", str(out)], check=True, cwd=root)
+    _compare_measured(rows, "achievable", out)
     m = _bench("compare_residuals")
     m.main([str(rows), str(out), "-o", str(tmp_path / "res.csv")])
     res = pd.read_csv(tmp_path / "res.csv")
@@ -327,8 +336,6 @@ def test_acceptance_reads_both_presets_outputs_of_a_whole_file(tmp_path, capsys)
     bound is counted. Outputs swapped or of another engine, a line twice, a row's measured value
     not the file's, the files out of order, a folder, an unknown option, or a file without
     end-to-end rows: one line and exit 2."""
-    import subprocess
-    import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
@@ -336,12 +343,10 @@ def test_acceptance_reads_both_presets_outputs_of_a_whole_file(tmp_path, capsys)
     rows.loc[8, "metric"] = "goodput_of_nothing"  # a metric no reader knows: unresolved
     src = tmp_path / "rows.csv"
     rows.to_csv(src, index=False)
-    cmd = [sys.executable, "-m", "inference_econ.cli", "compare-measured", str(src)]
     outs = {}
     for preset in ("achievable", "refined"):
         outs[preset] = tmp_path / f"{preset}.csv"
-        subprocess.run([*cmd, "--assumptions", preset, "-o", str(outs[preset])], check=True,
-                       cwd=root, capture_output=True)  # fmt: skip
+        _compare_measured(src, preset, outs[preset])
     m = _bench("acceptance")
     args = [str(src), str(outs["achievable"]), str(outs["refined"]), "--format", "table"]
     assert m.main(args) == 0

@@ -6,6 +6,8 @@ latencies are compared bit for bit with the search without it, and the frontiers
 column; the fast frontier is also compared with the brute-force loop over every layout.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from search_settings import SETTINGS  # tests/ is on the path under pytest
@@ -32,105 +34,116 @@ def _setting(name):
 FRONTIERS = {"dense", "dense-draft", "moe-table-5-draft", "sliding-windows-capped"}
 
 
+def _search_passes(problem, fold=True, stack=True, fill=True, stack_elements=None):
+    """``problem``'s pass latencies on its grid with the shortcuts ``grid.FOLD_PASSES``,
+    ``grid.STACK_DIVISORS`` and ``StepCache.at_points`` (``fill``) on or off, with the groups
+    of divisors each block evaluated together and how many times tokens were filled in at
+    the points of a block."""
+    from inference_econ.model.step_calls import StepCache
+
+    at_points, groups, filled = StepCache.at_points, [], [0]
+
+    def counted(self, x):
+        out = at_points(self, x)
+        filled[0] += out is not x
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grid, "FOLD_PASSES", fold)
+        patch.setattr(grid, "STACK_DIVISORS", stack)
+        if stack_elements is not None:
+            patch.setattr(grid, "STACK_ELEMENTS", stack_elements)
+        patch.setattr(grid, "_group_min", _counted(grid._group_min, groups))
+        patch.setattr(StepCache, "at_points", counted if fill else lambda self, x: x)
+        passes = problem._pass_latencies(*problem.continuous_axes())
+    return passes, groups, filled[0]
+
+
+@functools.cache
+def _searches(name):
+    """``name``'s 30 x 30 search with every shortcut, and with one or two of them off (as
+    ``_search_passes`` gives them, keyed by the shortcuts switched off): each run once for
+    the three tests that compare them."""
+    problem = optimiser.Problem(_setting(name), ie.Method(grid_points=30))
+    runs = {
+        (): {},
+        ("fold",): dict(fold=False),
+        ("stack",): dict(stack=False),
+        ("fill",): dict(fill=False),
+        ("stack", "fill"): dict(stack=False, fill=False),
+    }
+    return problem, {off: _search_passes(problem, **kw) for off, kw in runs.items()}
+
+
+def _assert_same_passes(got, want, where=""):
+    """Two searches' pass latencies (target and draft, by tokens per pass) bit for bit."""
+    for a, b in zip(got, want):
+        assert (a is None) == (b is None)
+        for S in b or {}:
+            assert a[S].dtype == b[S].dtype
+            assert np.array_equal(a[S], b[S]), (where, S)
+
+
 @pytest.mark.parametrize("name", sorted(SETTINGS))
 def test_folded_passes_are_the_full_search_bit_for_bit(name, monkeypatch):
     """Sharing each collective's token-independent factors across the tokens per pass
     (``grid.FOLD_PASSES``) gives every pass latency bit for bit, and the same frontier."""
-    setting = _setting(name)
-    method = ie.Method(grid_points=30)
-    problem = optimiser.Problem(setting, method)
-    n_values, b_values = problem.continuous_axes()
+    problem, searches = _searches(name)
+    setting, method = problem.setting, problem.method
     assert len(problem.decoder.gamma_values()) > 1 or setting.spec is None
-    searches = []
+    _assert_same_passes(searches[()][0], searches[("fold",)][0])
+    if name not in FRONTIERS:
+        return
+    fronts = []
     for fold in (True, False):
         monkeypatch.setattr(grid, "FOLD_PASSES", fold)
         monkeypatch.setattr(optimiser, "_PASSES", type(optimiser._PASSES)())
-        passes = problem._pass_latencies(n_values, b_values)
-        front = (
-            optimiser._columns_cached.__wrapped__(setting, method) if name in FRONTIERS else None
-        )
-        searches.append((passes, front))
-    (folded, front), (plain, reference) = searches
-    for fast, full in zip(folded, plain):
-        assert (fast is None) == (full is None)
-        for S in full or {}:
-            assert fast[S].dtype == full[S].dtype
-            assert np.array_equal(fast[S], full[S]), S
-    if reference is not None:
-        assert len(reference.columns["latency_s"]) > 10
-        assert front.columns.keys() == reference.columns.keys()
-        for column, values in reference.columns.items():
-            assert np.array_equal(front.columns[column], values), column
+        fronts.append(optimiser._columns_cached.__wrapped__(setting, method))
+    front, reference = fronts
+    assert len(reference.columns["latency_s"]) > 10
+    assert front.columns.keys() == reference.columns.keys()
+    for column, values in reference.columns.items():
+        assert np.array_equal(front.columns[column], values), column
 
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-def test_stacked_divisors_are_the_search_one_by_one_bit_for_bit(name, monkeypatch):
+def test_stacked_divisors_are_the_search_one_by_one_bit_for_bit(name):
     """Evaluating a small block's attention divisors as one stacked array
     (``grid.STACK_DIVISORS``) gives every pass latency bit for bit as one divisor at a time;
     on a 30 x 30 grid every block is stacked, and with a lower ``STACK_ELEMENTS`` only the
     smaller blocks are."""
-    setting = _setting(name)
-    problem = optimiser.Problem(setting, ie.Method(grid_points=30))
-    n_values, b_values = problem.continuous_axes()
+    problem, searches = _searches(name)
     target = problem.decoder.target
     several = target.assumptions.attention_divisor_count + len(target.extra_attention_degrees)
-    group_min, default = grid._group_min, grid.STACK_ELEMENTS
-    for limit in (default, 3000) if name == "dense-draft" else (default,):
-        monkeypatch.setattr(grid, "STACK_ELEMENTS", limit)
-        stacked = []
-        for stack in (True, False):
-            monkeypatch.setattr(grid, "STACK_DIVISORS", stack)
-            calls: list = []
-            monkeypatch.setattr(grid, "_group_min", _counted(group_min, calls))
-            stacked.append((problem._pass_latencies(n_values, b_values), calls))
-        (fast, groups), (full, singles) = stacked
-        assert all(len(g) == 1 for g in singles)
+    full, singles, _ = searches[("stack",)]  # no limit applies to divisors one by one
+    assert all(len(g) == 1 for g in singles)
+    for limit in (grid.STACK_ELEMENTS, 3000) if name == "dense-draft" else (grid.STACK_ELEMENTS,):
+        if limit == grid.STACK_ELEMENTS:
+            fast, groups, _ = searches[()]
+        else:
+            fast, groups, _ = _search_passes(problem, stack_elements=limit)
         # one divisor (table 5's preset, the engine's), or a TTFT limit's per-layout search:
         # nothing to stack, and the same search
         if several > 1 and not problem.ttft_limited:
             assert any(len(g) > 1 for g in groups)  # the stacked path ran
-            assert (limit < default) == any(len(g) == 1 for g in groups)
-        for a, b in zip(fast, full):
-            assert (a is None) == (b is None)
-            for S in b or {}:
-                assert a[S].dtype == b[S].dtype
-                assert np.array_equal(a[S], b[S]), (limit, S)
+            assert (limit < grid.STACK_ELEMENTS) == any(len(g) == 1 for g in groups)
+        _assert_same_passes(fast, full, limit)
 
 
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-def test_tokens_at_the_points_change_no_pass(name, monkeypatch):
+def test_tokens_at_the_points_change_no_pass(name):
     """The tokens of a pass filled in at every point of a block (``StepCache.at_points``, for
     divisors taken one by one) give every pass latency bit for bit as the tokens broadcast
     from their column of the grid; the search does fill them in, and not for stacked
     divisors."""
-    from inference_econ.model.step_calls import StepCache
-
-    setting = _setting(name)
-    problem = optimiser.Problem(setting, ie.Method(grid_points=30))
-    n_values, b_values = problem.continuous_axes()
-    at_points = StepCache.at_points
-    filled = {True: 0, False: 0}
-
-    def counted(self, x):
-        out = at_points(self, x)
-        filled[grid.STACK_DIVISORS] += out is not x
-        return out
-
-    for stack in (True, False):
-        monkeypatch.setattr(grid, "STACK_DIVISORS", stack)
-        searches = []
-        for fill in (True, False):
-            monkeypatch.setattr(StepCache, "at_points", counted if fill else lambda self, x: x)
-            searches.append(problem._pass_latencies(n_values, b_values))
-        for a, b in zip(*searches):
-            assert (a is None) == (b is None)
-            for S in b or {}:
-                assert a[S].dtype == b[S].dtype
-                assert np.array_equal(a[S], b[S]), (stack, S)
+    problem, searches = _searches(name)
+    _assert_same_passes(searches[()][0], searches[("fill",)][0], "stacked")
+    _assert_same_passes(searches[("stack",)][0], searches[("stack", "fill")][0], "one by one")
     target = problem.decoder.target
     several = target.assumptions.attention_divisor_count + len(target.extra_attention_degrees)
-    assert filled[False] > 0
-    assert filled[True] == 0 or several == 1 or problem.ttft_limited
+    filled_stacked, filled_one_by_one = searches[()][2], searches[("stack",)][2]
+    assert filled_one_by_one > 0
+    assert filled_stacked == 0 or several == 1 or problem.ttft_limited
 
 
 #: A TTFT limit under the refined preset: each block's first decode step at the prompt's
