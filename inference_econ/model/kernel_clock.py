@@ -292,6 +292,44 @@ def kernel_terms(model, part: PipelinePart, adiv):
 #: position: shapes inside the measured tables (generation attention to 1 Mi positions,
 #: context attention to 16 Ki tokens).
 SLOPE_BATCH, SLOPE_CONTEXTS, SLOPE_PROMPT = 64.0, (1024.0, 8192.0), 2048.0
+#: The decode batch whose secant from one sequence gives the seconds a sequence of the kernels
+#: a step runs once a sequence (``per_sequence_terms``): inside the measured attention tables
+#: (1 to 2,048 sequences), where the decode attention's cost a sequence has levelled off.
+SEQUENCE_BATCH = 1024.0
+
+
+def _once_a_sequence_s(model, part: PipelinePart, adiv, two_d: bool):
+    """Seconds of the operations of the step of ``part`` (with its KV copies) that run once a
+    sequence whatever its tokens: the attention over the cache (a recurrent state's update),
+    the output head and sampling (the engines compute a prompt's logits at its last token
+    only: TensorRT-LLM unless asked for context logits, vLLM at the positions it samples)."""
+    S = np.asarray(part.tokens, dtype=float) / np.asarray(part.micro_batch, dtype=float)
+    pricer = _Pricer(model, part)
+    total = 0.0
+    for op in part_operations(model, part, S, part.context, adiv, two_d):
+        if op.kind in ("attention", "sampling") or op.work == "head":
+            total = total + pricer(op)
+    return total
+
+
+def per_sequence_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
+    """(seconds of the once-a-sequence operations in the step of ``tokens`` decoding requests
+    at no context, their floor a step, their seconds a sequence): the step at ``tokens``
+    tokens counts each token as a sequence, but a prompt chunk of many tokens is one sequence
+    of the decode attention, the output head and sampling (its attention is the context
+    kernel's, charged a position attended). The floor and the seconds a sequence are the secant between one and
+    ``SEQUENCE_BATCH`` sequences."""
+    N, p = float(gpus), float(pipeline)
+
+    def once(b):
+        q = model.pipeline_part(N, b, 1.0, 0.0, p)
+        return _once_a_sequence_s(
+            model, model.with_copies(q, model.copies_of(q, adiv)), adiv, two_d
+        )
+
+    one, many = float(once(1.0)), float(once(SEQUENCE_BATCH))
+    slope = (many - one) / (SEQUENCE_BATCH - 1.0)
+    return once(np.maximum(tokens, 1.0)), one - slope, slope
 
 
 def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
@@ -310,6 +348,10 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     sequence_s = 0.0
     if profile is not None:
         sequence_s = float(host_overhead_s(profile, 1.0 / p) - host_overhead_s(profile, 0.0))
+    # the once-a-sequence kernels apart: a step's sequences, not its tokens, run them
+    once, floor, a_sequence = per_sequence_terms(model, gpus, pipeline, adiv, two_d, tokens)
+    step = step - once + floor + a_sequence * np.asarray(tokens, dtype=float)
+    sequence_s += a_sequence
     rests, attention = [], None
     for c in SLOPE_CONTEXTS:
         q = model.pipeline_part(N, SLOPE_BATCH, 1.0, c, p)
