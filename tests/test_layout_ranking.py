@@ -6,8 +6,9 @@ one configuration measured twice) are predicted the other way round by more than
 The groups: TensorRT-LLM's performance overview on RTX PRO 6000 (Qwen3-30B-A3B TP1 against
 DEP2, DEP2 x PP2 and DEP8, and TP1-TP8 in v1.0; Qwen3-235B-A22B DEP2 x PP2 against DEP8) and
 AIConfigurator's measured DeepSeek-R1 runs on 8 H200 and 8 B200 (DEP8 against TP8 with or
-without EP8 at 8-32 concurrent requests). A subset of the file's 18 groups keeps the test
-cheap; ``benchmarks/layout_ranking.py`` prints them all."""
+without EP8 at the same batch a rank: 8-32 requests, 64-256 under DEP8's eight attention
+ranks). A subset of the file's 18 groups keeps the test cheap; ``benchmarks/layout_ranking.py``
+prints them all."""
 
 import pytest
 
@@ -27,10 +28,6 @@ GROUPS = (
     "deepseek-r1-b200-fp8-trtllm1.2.0rc6.post3-1024/8192-c16",
     "deepseek-r1-b200-fp4-trtllm1.2.0rc6.post3-1024/8192-c32",
 )
-#: Groups the model does not yet order: DeepSeek-R1 at NVFP4 on 8 B200 at 32 requests, TP8 EP8
-#: measured at 8.1 ms TPOT against DEP8's 13.0, predicted 19.2 against 18.2 (both about twice
-#: what was measured: the decode step's MLA and expert kernels at a few tokens a rank).
-KNOWN = {"deepseek-r1-b200-fp4-trtllm1.2.0rc6.post3-1024/8192-c32"}
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +44,7 @@ def test_the_groups_cover_three_models_and_two_generations(ranked):
         assert len({r.layout for r in ranked if r.group == g}) >= 2, g
 
 
-@pytest.mark.parametrize(
-    "group",
-    [
-        pytest.param(g, marks=pytest.mark.xfail(strict=True, reason="not yet ordered"))
-        if g in KNOWN
-        else g
-        for g in GROUPS
-    ],
-)
+@pytest.mark.parametrize("group", GROUPS)
 def test_layouts_are_ordered_as_measured(ranked, group):
     """No pair of the group's layouts is predicted the other way round from the measurement
     by more than the tolerance (the measurements' own spread)."""
