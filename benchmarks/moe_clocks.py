@@ -107,18 +107,27 @@ def charge(gpu, dtype, tokens, shape, ep, before=False):
     return np.maximum(t.gemm_memory_s, t.gemm_compute_s) + t.gemm_fixed_s
 
 
+def balanced_tp1(t, dtype):
+    """The rows of a part's MoE table at ``dtype`` on the kernel path TensorRT-LLM runs for it
+    (the MXFP4 formats through ``moe_torch_flow``, the others through CUTLASS), balanced
+    routing, TP 1."""
+    source = "moe_torch_flow" if "mxfp4" in dtype else "moe_torch_flow_cutlass"
+    return (
+        (t["moe_dtype"] == dtype)
+        & (t["kernel_source"] == source)
+        & (t["distribution"] == "balanced")
+        & (t["moe_tp_size"] == 1)
+    )
+
+
 def rows_of(folder, gpu, before):
     """(shape, dtype, ep, band, median charge / measured, rows) of one part's table."""
     t = kernel_table(folder, "moe")
     for name, shape in SHAPES.items():
         h, i, experts, k = shape
         for dtype in FORMATS:
-            source = "moe_torch_flow" if "mxfp4" in dtype else "moe_torch_flow_cutlass"
             at = (
-                (t["moe_dtype"] == dtype)
-                & (t["kernel_source"] == source)
-                & (t["distribution"] == "balanced")
-                & (t["moe_tp_size"] == 1)
+                balanced_tp1(t, dtype)
                 & (t["hidden_size"] == h)
                 & (t["inter_size"] == i)
                 & (t["num_experts"] == experts)
@@ -203,14 +212,7 @@ def ratios(folder, gpu, dtypes):
     t = kernel_table(folder, "moe")
     out: dict = {}
     for dtype in dtypes:
-        source = "moe_torch_flow" if "mxfp4" in dtype else "moe_torch_flow_cutlass"
-        at = (
-            (t["moe_dtype"] == dtype)
-            & (t["kernel_source"] == source)
-            & (t["distribution"] == "balanced")
-            & (t["moe_tp_size"] == 1)
-            & (t["moe_ep_size"] <= t["num_experts"])
-        )
+        at = balanced_tp1(t, dtype) & (t["moe_ep_size"] <= t["num_experts"])
         keys = np.stack(
             [t[c][at] for c in ("hidden_size", "inter_size", "num_experts", "topk", "moe_ep_size")],
             1,
