@@ -149,6 +149,11 @@ _KV_FORMAT = re.compile(r"kv[ _-]cache[ _:=-]*(fp8|int8|fp16|bf16)\b", re.I)
 _KV_BITS = {"fp8": 8, "int8": 8, "fp16": 16, "bf16": 16}
 
 
+def states_kv_format(text) -> bool:
+    """Whether a precision cell states its KV cache's format ("FP8 (KV cache fp8)")."""
+    return _KV_FORMAT.search(str(text or "")) is not None
+
+
 def precision_of(text) -> tuple[float, float, float] | None:
     """Bits of a precision cell ("FP8", "FP8 e4m3", "FP8 likely (TRT-LLM)"); None when it is
     not stated or only guessed ("n/a", "BF16?"). A stated "KV cache fp8" sets the cache's bits."""

@@ -45,6 +45,7 @@ from ..specs.platforms import platform_of
 from . import layouts
 from . import replay as rp
 from . import semantics as sem
+from .bench_limits import bench_limits
 from .closed_forms import (
     LOADED,
     STEADY_KINDS,
@@ -90,7 +91,9 @@ def for_layout(found: RowEngine, cand: Candidate, row: MeasuredRow | None = None
     are the instance's), each of the ``cand.attention_ranks`` ranks schedules its own requests, so an
     engine profile's limits, stated or default, are per rank (``EngineConfig.per_instance``;
     a cap per instance would be contradicted by measured runs holding more requests than it),
-    and so is the cap a row states under the ideal engine (whose own default is no cap)."""
+    and so is the cap a row states under the ideal engine (whose own default is no cap). A row
+    trtllm-bench ran with the limits it picks itself runs with those (``bench_limits``)."""
+    found = _bench_limited(found, cand, row)
     if not cand.attention_dp:
         return found
     if found.profile is not None:
@@ -107,6 +110,35 @@ def for_layout(found: RowEngine, cand: Candidate, row: MeasuredRow | None = None
     return dataclasses.replace(
         found, config=dataclasses.replace(found.config, max_batch_requests=cap)
     )
+
+
+def _bench_limited(found: RowEngine, cand: Candidate, row: MeasuredRow | None) -> RowEngine:
+    """A TensorRT-LLM row trtllm-bench ran without stated limits, on a candidate layout: the
+    ``max_batch_size`` and ``max_num_tokens`` its memory estimate picks for that layout (one
+    attention rank's where the attention is data parallel; ``bench_limits``)."""
+    if row is None or not row.bench_limits or found.profile is None:
+        return found
+    if found.profile.family != "trtllm" or row.lengths is None or row.bits is None:
+        return found
+    L = row.lengths
+    lim = bench_limits(
+        row.arch,
+        row.gpu,
+        row.bits,
+        cand.tensor,
+        cand.pipeline,
+        cand.attention_dp,
+        float(L.input_mean),
+        float(L.output_mean),
+        row.engine_version,
+        row.kv_cache_fraction,
+    )
+    config = dataclasses.replace(
+        found.config,
+        max_batch_requests=lim.max_batch_requests,
+        step_token_budget=lim.step_token_budget,
+    )
+    return dataclasses.replace(found, config=config)
 
 
 def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | str:
@@ -161,6 +193,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     )
     named = bool(version or engine is not None)
     label = _engine_label(prof.name, row, named, budget, unknown, harness, exposed)
+    if row.bench_limits and prof.family == "trtllm":
+        label += ", the limits trtllm-bench picks itself"
     return RowEngine(prof, config, label)
 
 

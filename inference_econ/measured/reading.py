@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SpecError
+from ..model.machine import mx_kv_cache_bits
 from ..settings import MAX_GPUS, option
 from ..specs.architecture import Architecture
 from ..specs.collector import gc_paused
@@ -34,6 +35,7 @@ from ..specs.inputs import (
 from ..specs.schema import check_number
 from . import engine_words, layouts, mlperf
 from . import semantics as sem
+from .bench_limits import runs_own_limits
 from .derived import context_of, is_derived, parents_of
 from .resolving import (
     as_released,
@@ -98,6 +100,8 @@ class MeasuredRow:
     #: The engine's token budget per step the row states (``max_num_tokens``); None: the
     #: engine's default.
     token_budget: float | None = None
+    #: Run by ``trtllm-bench`` with the limits it picks itself (``bench_limits``).
+    bench_limits: bool = False
     #: The row states its engine fuses each row-parallel GEMM with its all-reduce (§F6).
     fused_allreduce: bool = False
     #: The share of the memory left after the weights its engine gives the KV cache, as the
@@ -487,6 +491,8 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     returns the engine the row names (``engine_words.EngineText``)."""
     context = rec["_context"]
     bits = as_released(engine_words.precision_of(rec.get("precision")), base["arch"])
+    if bits is not None and not engine_words.states_kv_format(rec.get("precision")):
+        bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
     scenario = sem.scenario_of(rec, metric, context)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
     engine = engine_words.engine_of(rec, context, base["gpu"].description)
@@ -511,6 +517,9 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         concurrency=concurrency,
         batch_cap=cap,
         token_budget=budget,
+        bench_limits=runs_own_limits(
+            rec.get("source", ""), context, rec.get("batch_or_concurrency", ""), budget
+        ),
         fused_allreduce=fused,
         kv_cache_fraction=kv_fraction,
         engine=engine.name,

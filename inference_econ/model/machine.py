@@ -102,6 +102,19 @@ def mx_gemm_bits(gpu: GPU, weight_bits: float, gemm_bits: float) -> float:
     return gemm_bits
 
 
+def mx_kv_cache_bits(gpu: GPU, weight_bits: float, kv_bits: float) -> float:
+    """The KV cache of an MX-format checkpoint (fractional width: MXFP4's 4.25 bits) on a chip
+    without 4-bit tensor cores is the checkpoint's own BF16, not FP8: TensorRT-LLM's
+    performance overview runs gpt-oss with ``kv_cache_config: dtype: fp8`` on Blackwell and
+    ``auto`` on Hopper (github.com/NVIDIA/TensorRT-LLM/blob/585c756/docs/source/developer-guide/
+    perf-overview.md, its gpt-oss options).
+    Any other format, or chip: ``kv_bits``."""
+    mx = weight_bits != math.floor(weight_bits) and weight_bits < 8
+    if mx and kv_bits < 16 and not gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9):
+        return 16.0
+    return kv_bits
+
+
 def usable_hbm_bytes(gpu: GPU, assumptions: Assumptions) -> float:
     """HBM per GPU that weights and KV cache may fill: all of it less the preset's reserve
     fraction (§A5, Part B), or under an engine profile all of it less the engine's workspace
