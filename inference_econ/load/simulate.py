@@ -366,11 +366,14 @@ class _Engine(EngineState):
         )
         alone = table.time_s(D, decode_q, decode_q, D, 1) if D else 0.0
         flop = table.flop[D + total] + table.attention_flop * (decode_q + attended)
-        # each rank's prompts prefilled to their end (a rank's may finish behind another's)
+        # each rank's prompts prefilled to their end (a rank's may finish behind another's):
+        # of the plan's alone (no other prompt moved, and none waits prefilled), in the queue's
+        # order; they leave the queue up to the last of them, the rest of it untouched
         prefilling = self.prefilling
-        prefilled = [x for x in prefilling if x[1] >= x[2]]
+        prefilled = [x for x, _ in plan if x[1] >= x[2]]
         if prefilled:
-            prefilling[:] = [x for x in prefilling if x[1] < x[2]]
+            end = prefilling.index(prefilled[-1]) + 1
+            prefilling[:end] = [x for x in prefilling[:end] if x[1] < x[2]]
         self.close_prompt_step(
             dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled, total, sum(chunks)
         )
