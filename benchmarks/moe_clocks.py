@@ -43,7 +43,7 @@ from inference_econ.model.efficiency import (  # noqa: E402
     expert_size_factor,
 )
 from inference_econ.model.machine import Machine  # noqa: E402
-from inference_econ.model.moe import EP_GRID, TOKEN_GRID, moe_format_factor  # noqa: E402
+from inference_econ.model.moe import EP_GRID, ROUTINGS, TOKEN_GRID, moe_format_factor  # noqa: E402
 from inference_econ.specs.kernel_tables import kernel_table  # noqa: E402
 
 GPUS = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
@@ -180,12 +180,124 @@ def factors():
     return out
 
 
+#: The columns that name one measured MoE call apart from its routing.
+CALL = (
+    "kernel_source",
+    "moe_dtype",
+    "num_tokens",
+    "hidden_size",
+    "inter_size",
+    "topk",
+    "num_experts",
+    "moe_ep_size",
+)
+
+
+def routing_factors():
+    """``kernels/moe_routing.yaml``: for each family's tables, routing of ``ROUTINGS`` and count
+    of experts the tables measure, at each EP degree of ``EP_GRID`` and token count of
+    ``TOKEN_GRID``, the median of a call's measured time under that routing over its time under
+    ``balanced`` routing (the same kernel, format, shape, EP degree and tokens; TP 1), every
+    call of the family's parts with that many experts and tokens within a factor 2 of the grid
+    point. An EP degree above what a count's calls reach holds the largest measured one's row;
+    a token count none reach, the nearest measured one's."""
+    out: dict = {}
+    for family, parts in TABLES.items():
+        pooled: dict = {}
+        for folder, _ in parts:
+            t = kernel_table(folder, "moe")
+            tp1 = np.asarray(t["moe_tp_size"]) == 1
+            calls = list(zip(*(np.asarray(t[c]).tolist() for c in CALL)))
+            latency = np.asarray(t["latency_ms"], dtype=float)
+            routing = np.asarray(t["distribution"])
+            balanced = {calls[i]: latency[i] for i in np.flatnonzero(tp1 & (routing == "balanced"))}
+            for name in ROUTINGS:
+                for i in np.flatnonzero(tp1 & (routing == name)):
+                    base = balanced.get(calls[i])
+                    if base:
+                        key = (name, int(calls[i][6]), int(calls[i][7]), int(calls[i][2]))
+                        pooled.setdefault(key, []).append(latency[i] / base)
+        for name in ROUTINGS:
+            for experts in sorted({k[1] for k in pooled if k[0] == name}):
+                out[(family, name, experts)] = _grid(pooled, name, experts)
+    return out
+
+
+def _grid(pooled, name, experts):
+    """One count's grid of ``routing_factors``, its gaps filled as the docstring there says."""
+    rows: list[list[float]] = []
+    for ep in EP_GRID:
+        row = []
+        for n in TOKEN_GRID:
+            near = [
+                x
+                for (r, x_experts, e, m), v in pooled.items()
+                if r == name and x_experts == experts and e == ep and n / 2 <= m <= 2 * n
+                for x in v
+            ]
+            row.append(float(np.median(near)) if near else np.nan)
+        if np.isnan(row).all():
+            row = list(rows[-1])  # beyond the EP degrees measured: the largest one's
+        rows.append(row)
+    grid = np.asarray(rows)
+    for r in grid:  # a token count no call reaches: the nearest measured one's
+        have = np.flatnonzero(~np.isnan(r))
+        for j in np.flatnonzero(np.isnan(r)):
+            r[j] = r[have[np.argmin(np.abs(have - j))]]
+    return tuple(tuple(round(float(x), 3) for x in r) for r in grid)
+
+
+def write_routing(path: Path) -> None:
+    """Write ``routing_factors`` as kernels/moe_routing.yaml."""
+    lines = [
+        "# The fused MoE's measured time under the routing real tokens take over its time under",
+        "# balanced routing (every expert the same count), by family of parts, routing and",
+        "# count of experts: rows ep_grid (expert-parallel degree), columns token_grid (tokens",
+        "# of the layer, the EP group's). Each cell is the median over the calls of the family's",
+        "# parts' tables with that many experts (every kernel path, format and expert shape; TP 1)",
+        "# with tokens within a factor 2 of the cell's; an EP degree above what a count's calls",
+        "# reach holds the largest measured one's row, a token count none reach the nearest one's.",
+        "# Source: NVIDIA AIConfigurator's fused-MoE tables (TensorRT-LLM 1.3.0rc20; github.com/",
+        "# ai-dynamo/aiconfigurator at 095f58a51c4ca8e61b66ec108d86f223f8d559ce, aic-core/src/",
+        "# aiconfigurator_core/systems/data/<gpu>/moe/trtllm/1.3.0rc20/moe_perf.parquet; Apache-2.0,",
+        "# kernels/LICENSE-aiconfigurator), as shipped in kernels/<gpu>/trtllm-1.3.0rc20/moe.csv.gz.",
+        "# Written by 'PYTHONPATH=. python benchmarks/moe_clocks.py --routing --write",
+        "# kernels/moe_routing.yaml': rerun it rather than edit. Factors are dimensionless.",
+        f"ep_grid: [{', '.join(str(e) for e in EP_GRID)}]",
+        f"token_grid: [{', '.join(str(n) for n in TOKEN_GRID)}]",
+        "factors:",
+    ]
+    last = (None, None)
+    for (family, name, experts), grid in routing_factors().items():
+        if family != last[0]:
+            lines.append(f"  {family}:")
+        if (family, name) != last:
+            lines.append(f"    {name}:")
+        last = (family, name)
+        lines.append(f"      {experts}:")
+        lines += ["        - [" + ", ".join(f"{x:.3f}" for x in row) + "]" for row in grid]
+    path.write_text("\n".join(lines) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", action="store_true", help="one plateau for every format")
     parser.add_argument("--factors", action="store_true", help="print MOE_FORMAT_FACTORS")
+    parser.add_argument("--routing", action="store_true", help="the routing factors by count")
+    parser.add_argument("--write", type=Path, help="with --routing: write them to this file")
     args = parser.parse_args()
     start = time.process_time()
+    if args.routing:
+        if args.write:
+            write_routing(args.write)
+            print(f"wrote {args.write}")
+        else:
+            for (family, name, experts), rows in routing_factors().items():
+                print(f"{family} {name} {experts} experts")
+                for row in rows:
+                    print("  " + " ".join(f"{x:5.2f}" for x in row))
+        print(f"CPU {time.process_time() - start:.1f} s")
+        return 0
     if args.factors:
         for (family, fmt), rows in factors().items():
             print(f'    ("{family}", "{fmt}"): (')

@@ -138,15 +138,15 @@ def test_routed_experts_are_read_at_the_routing_aiconfigurator_reads_them():
     # family and 1.2 for other MoE models; at 256 tokens over 4 ranks of NVFP4 experts on a
     # B200 the DeepSeek shape's kernel measured 0.2326 ms so routed, 0.3186 ms balanced (the
     # grid, never cheaper for more tokens, prices it 0.34 ms)
-    from inference_econ.model.kernel_clock import routing_of
+    from inference_econ.model.moe import routing_of
 
     b200 = ie.load_hardware("B200")
     a = ie.preset("achievable").replace(kernel_tables=True)
     arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=4, kv_cache_bits=8)
     model = StepModel(compile_workload(arch, a), b200, a)
-    assert routing_of(model.work) == "power_law_1.01"
+    assert routing_of(model.work.model_class) == "power_law_1.01"
     qwen = compile_workload(ie.load_model("Qwen3-235B-A22B"), a)
-    assert routing_of(qwen) == "power_law_1.2"
+    assert routing_of(qwen.model_class) == "power_law_1.2"
     shape = (256, 7168, 2048, 8, 256, 1, 4)
     routed = float(kp.moe_s(b200, "nvfp4", *shape, "power_law_1.01"))
     assert routed == pytest.approx(0.2326e-3, rel=0.02)

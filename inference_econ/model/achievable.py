@@ -30,7 +30,7 @@ from .efficiency import (
     tile_rounded,
 )
 from .machine import Machine
-from .moe import expert_kernel_format, moe_format_factor
+from .moe import expert_kernel_format, moe_format_factor, moe_routing_factor, routing_of
 from .values import Flags, Floats
 from .workload import Workload
 
@@ -108,6 +108,9 @@ class EngineStep:
         #: The moe tables' name of the format TensorRT-LLM runs the routed experts at on this
         #: part (``moe.expert_kernel_format``; None: a reference format, no factor, §F7).
         self.expert_format = expert_kernel_format(machine.gpu, work.weight_bits, work.gemm_bits)
+        #: The routing the experts see (``moe.routing_of``): the fused MoE's charge, calibrated
+        #: on balanced routing, times its measured factor for it (§F7).
+        self.routing = routing_of(work.model_class)
 
     # --- memory (§F8) ---------------------------------------------------------------------
     def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes):
@@ -159,8 +162,10 @@ class EngineStep:
             out_share = (g.experts <= 1) * g.matrices_out / (g.matrices_in + g.matrices_out)
             dense_kernels += 2.0 * g.layers * ((g.experts <= 1) + (g.shared > 0))
             if g.experts > 1:  # the routed experts' bytes alone (as Part A counts them)
-                # the format's kernel against the reference formats' (§F7): reads and GEMM
+                # the format's kernel against the reference formats', and the routing real
+                # tokens take against balanced routing (§F7): reads and GEMM
                 fmt = moe_format_factor(m.gpu, self.expert_format, e, tokens)
+                fmt = fmt * moe_routing_factor(m.gpu, self.routing, g.experts, e, tokens)
                 expert_bytes = expert_bytes + fmt * g.layers * w.routed_expert_bytes(g, tokens)
             per = (g.matrices_in + g.matrices_out) * w.d_model
             passes = 1 + g.matrices_in  # read the input rows (gate and up), write one

@@ -42,6 +42,7 @@ from .kernel_prices import (
     moe_s,
     pass_s,
 )
+from .moe import routing_of
 from .operations import Operation, PipelinePart, StepOperations, part_operations
 from .workload import Workload
 
@@ -201,7 +202,7 @@ class _Pricer:
         s = op.shape
         one = moe_s(
             self.gpu, self.formats.moe, _at_least_1(s["tokens"]), s["hidden"], s["inter"],
-            s["topk"], s["experts"], s["tp"], s["ep"], routing_of(self.work),
+            s["topk"], s["experts"], s["tp"], s["ep"], routing_of(self.work.model_class),
         )  # fmt: skip
         return op.calls * one
 
@@ -254,20 +255,6 @@ class _Pricer:
         if self.profile is None:
             return 0.0
         return host_overhead_s(self.profile, op.shape["sequences"]) / self.scale
-
-
-#: The routing of real tokens the fused-MoE tables are read at, as AIConfigurator reads its
-#: own tables (github.com/ai-dynamo/aiconfigurator @095f58a, aic-core/src/aiconfigurator_core/
-#: sdk/config.py: ``workload_distribution = "power_law"``; sdk/models/deepseek.py
-#: ``_power_law_alpha = 1.01`` for DeepSeek's MLA family, sdk/models/moe.py 1.2 for the other
-#: MoE models): a step's tokens pick some experts more than others, so fewer experts are read
-#: than under the tables' ``balanced`` routing.
-MLA_ROUTING, MOE_ROUTING = "power_law_1.01", "power_law_1.2"
-
-
-def routing_of(work: Workload) -> str:
-    """The fused-MoE tables' routing a workload's experts are priced at."""
-    return MLA_ROUTING if work.model_class == "mla" else MOE_ROUTING
 
 
 def _at_least_1(x):

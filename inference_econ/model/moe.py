@@ -15,9 +15,13 @@ charge by a measured factor (``moe_format_factor``).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
+from ..errors import SpecError
 from ..specs.hardware import GPU
+from ..specs.kernel_tables import moe_routing_table
 
 #: Expert-parallel degrees and tokens of a MoE layer (the whole EP group's) the factors are
 #: given at; between them the factor is interpolated in log2 of both, beyond them held.
@@ -84,6 +88,21 @@ MOE_FORMAT_FACTORS: dict[tuple[str, str], tuple[tuple[float, ...], ...]] = {
 }
 
 
+#: The routing of real tokens, as AIConfigurator reads its fused-MoE tables
+#: (github.com/ai-dynamo/aiconfigurator @095f58a, aic-core/src/aiconfigurator_core/sdk/config.py:
+#: ``workload_distribution = "power_law"``; sdk/models/deepseek.py ``_power_law_alpha = 1.01``
+#: for DeepSeek's MLA family, sdk/models/moe.py 1.2 for the other MoE models): a step's tokens
+#: pick some experts more than others. The tables time each call under these routings and
+#: under ``balanced`` (every expert the same count).
+MLA_ROUTING, MOE_ROUTING = "power_law_1.01", "power_law_1.2"
+ROUTINGS = (MLA_ROUTING, MOE_ROUTING)
+
+
+def routing_of(model_class: str) -> str:
+    """The routing a model's experts see: DeepSeek's (MLA models) or the other MoE models'."""
+    return MLA_ROUTING if model_class == "mla" else MOE_ROUTING
+
+
 def expert_kernel_format(gpu: GPU, weight_bits: float, gemm_bits: float | None) -> str | None:
     """The format name of the moe tables TensorRT-LLM runs a checkpoint's experts at on ``gpu``
     (None: a reference format, BF16 or FP8, or one without a factor). MX weights (a fractional
@@ -108,8 +127,53 @@ def moe_format_factor(gpu: GPU, fmt: str | None, ep, tokens):
     (``expert_kernel_format``) over ``ep`` expert-parallel ranks at ``tokens`` tokens of the
     layer (the EP group's): ``MOE_FORMAT_FACTORS`` interpolated in log2 of both, held beyond
     the grid; 1 for a reference format or a part without tables. Arrays broadcast."""
+    return _on_grid(MOE_FORMAT_FACTORS.get((family_of(gpu) or "", fmt or "")), ep, tokens)
+
+
+def moe_routing_factor(gpu: GPU, routing: str, experts, ep, tokens):
+    """The factor on the engine step's fused-MoE charge (calibrated on balanced routing) for
+    the routing real tokens take (``routing_of``) through ``experts`` experts over ``ep``
+    expert-parallel ranks at ``tokens`` tokens of the layer (the EP group's): the measured
+    time so routed over the time balanced (kernels/moe_routing.yaml; fewer experts are hit at
+    a few tokens, < 1; the busiest rank holds more rows at many, > 1), interpolated in log2 of
+    the experts, the EP degree and the tokens, held beyond the counts measured; 1 on a part
+    without tables. Arrays broadcast."""
+    grids = _routing_grids(family_of(gpu) or "", routing)
+    if grids is None:
+        return _on_grid(None, ep, tokens)
+    counts, tables = grids
+    x = np.interp(np.log2(max(float(experts), 1.0)), np.log2(counts), np.arange(len(counts)))
+    i = min(int(np.floor(x)), len(counts) - 2) if len(counts) > 1 else 0
+    u = x - i
+    low = _on_grid(tables[i], ep, tokens)
+    if len(counts) == 1 or u == 0.0:
+        return low
+    return low * (1.0 - u) + _on_grid(tables[i + 1], ep, tokens) * u
+
+
+@lru_cache(maxsize=8)
+def _routing_grids(family: str, routing: str):
+    """(counts of experts, their grids) of one family and routing in kernels/moe_routing.yaml
+    (None: none), checked against ``EP_GRID`` and ``TOKEN_GRID``."""
+    data = moe_routing_table()
+    if tuple(data["ep_grid"]) != EP_GRID or tuple(data["token_grid"]) != TOKEN_GRID:
+        raise SpecError(
+            "kernels/moe_routing.yaml",
+            "ep_grid",
+            "is not the grid model/moe.py interpolates on",
+            "regenerate it with benchmarks/moe_clocks.py --routing --write",
+        )
+    by_count = data["factors"].get(family, {}).get(routing)
+    if not by_count:
+        return None
+    counts = sorted(int(c) for c in by_count)
+    return np.asarray(counts, dtype=float), [tuple(map(tuple, by_count[c])) for c in counts]
+
+
+def _on_grid(table, ep, tokens):
+    """A factor table (rows ``EP_GRID``, columns ``TOKEN_GRID``) interpolated in log2 of both
+    at ``ep`` and ``tokens``, held beyond the grid; 1 where there is no table."""
     shape = np.broadcast(np.asarray(ep, dtype=float), np.asarray(tokens, dtype=float)).shape
-    table = MOE_FORMAT_FACTORS.get((family_of(gpu) or "", fmt or ""))
     if table is None:
         return np.ones(shape) if shape else 1.0
     grid = np.asarray(table)

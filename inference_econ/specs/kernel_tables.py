@@ -37,6 +37,8 @@ KERNEL_FOLDERS = {
 }
 #: The file of the engine clock's fitted physics parameters (kernels/README.md).
 ENGINE_CLOCK_FITS = "engine_clock.yaml"
+#: The file of the fused MoE's factors for real tokens' routing (kernels/README.md).
+MOE_ROUTING = "moe_routing.yaml"
 #: The fields each kind of table must have (its file's name: ``gemm.csv.gz`` is a GEMM table).
 REQUIRED: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm_dtype", "m", "n", "k", "latency_ms"),
@@ -120,6 +122,16 @@ def engine_clock_fits() -> dict[str, Any]:
     from .yamlfile import load_yaml
 
     return load_yaml(_data_file(Path("kernels", ENGINE_CLOCK_FITS), f"kernels/{ENGINE_CLOCK_FITS}"))
+
+
+@lru_cache(maxsize=1)
+def moe_routing_table() -> dict[str, Any]:
+    """The fused MoE's routing factors (kernels/moe_routing.yaml, written by
+    benchmarks/moe_clocks.py --routing --write): ``ep_grid``, ``token_grid`` and ``factors``,
+    a mapping of family -> routing -> count of experts -> rows of factors."""
+    from .yamlfile import load_yaml
+
+    return load_yaml(_data_file(Path("kernels", MOE_ROUTING), f"kernels/{MOE_ROUTING}"))
 
 
 def _data_file(relative: Path, pattern: str) -> Path:
