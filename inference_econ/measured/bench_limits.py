@@ -83,20 +83,20 @@ def _version(text: str | None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def _round_requests(raw: float) -> int:
-    if raw < 256:
-        return max(64, 32 * math.ceil(raw / 32))
-    if raw < 1024:
-        return 128 * math.ceil(raw / 128)
-    return 256 * math.ceil(raw / 256)
+#: How the tool rounds its raw figures up: (below this, to a multiple of this), and a floor.
+REQUEST_ROUNDING = (((256, 32), (1024, 128), (math.inf, 256)), 64)
+TOKEN_ROUNDING = (((4096, 256), (8192, 512), (math.inf, 1024)), 2048)
 
 
-def _round_tokens(raw: float) -> int:
-    if raw < 4096:
-        return max(2048, 256 * math.ceil(raw / 256))
-    if raw < 8192:
-        return 512 * math.ceil(raw / 512)
-    return 1024 * math.ceil(raw / 1024)
+def _rounded(raw: float, rule) -> int:
+    """``raw`` rounded up to the multiple of its band (``REQUEST_ROUNDING``,
+    ``TOKEN_ROUNDING``), no lower than the band's floor where the first band holds it."""
+    bands, floor = rule
+    for i, (below, multiple) in enumerate(bands):
+        if raw < below:
+            up = multiple * math.ceil(raw / multiple)
+            return int(max(floor, up) if i == 0 else up)
+    raise AssertionError("the last band holds every value")
 
 
 def _kv_gib_per_token(arch: Architecture, tensor: int, kv_bytes: float, newer: bool) -> float:
@@ -149,4 +149,8 @@ def bench_limits(
     raw = min(requests, MAX_REQUESTS) / pipeline
     tokens = min(raw * (1.0 + input_tokens / max(output_tokens, 1.0)), MAX_TOKENS)
     rule = "newer" if newer else "older"
-    return BenchLimits(_round_requests(raw), _round_tokens(tokens), f"its {rule} memory estimate")
+    return BenchLimits(
+        _rounded(raw, REQUEST_ROUNDING),
+        _rounded(tokens, TOKEN_ROUNDING),
+        f"its {rule} memory estimate",
+    )
