@@ -91,7 +91,7 @@ def charge(gpu, dtype, tokens, shape, ep, before=False):
     hit = experts * (1.0 - (1.0 - k / experts) ** tokens)
     weights = hit * 3.0 * h * i * stored / 8.0 / (ep * m.gpu.hbm_bandwidth_bytes_per_s)
     # the format's factor on the GEMM and the weight reads, as ``EngineStep.part`` applies it
-    fmt = 1.0 if before else moe_format_factor(m.gpu, dtype, ep, tokens)
+    fmt = 1.0 if before else moe_format_factor(m.gpu, dtype, shape, ep, tokens)
     values = dict.fromkeys((f.name for f in dataclasses.fields(StepWork)), 0.0)
     values.update(
         weight_read_s=fmt * weights,
@@ -147,11 +147,12 @@ def rows_of(folder, gpu, before):
 
 
 def factors():
-    """``model/moe.py``'s ``MOE_FORMAT_FACTORS``: for each family's tables and format, at each
-    EP degree of ``EP_GRID`` and token count of ``TOKEN_GRID``, the median over the expert
-    shapes of charge / measured of BF16 and per-tensor FP8 (the formats the engine's plateau is
-    fitted on) over the same median of the format, every row of the family's parts with
-    tokens within a factor 2 of the grid point."""
+    """kernels/moe_formats.yaml: for each family's tables, format and expert shape the format
+    is measured at (experts, hidden, intermediate, top-k), at each EP degree of ``EP_GRID`` and
+    token count of ``TOKEN_GRID``, the median over every shape of charge / measured of BF16 and
+    per-tensor FP8 (the formats the engine's plateau is fitted on) over the shape's own median
+    of the format, every row of the family's parts with tokens within a factor 2 of the grid
+    point; gaps filled as ``_filled`` says."""
     out: dict = {}
     for family, parts in TABLES.items():
         pooled: dict = {}
@@ -160,23 +161,24 @@ def factors():
             for key, r in ratios(folder, gpu, REFERENCE + FAMILY_FORMATS[family]).items():
                 pooled.setdefault(key, []).extend(r)
 
-        def near(dtypes, ep, n, pooled=pooled):
+        def near(dtypes, ep, n, shape=None, pooled=pooled):
             return [
                 x
-                for (d, e, m), r in pooled.items()
-                if d in dtypes and e == ep and n / 2 <= m <= 2 * n
+                for (d, s, e, m), r in pooled.items()
+                if d in dtypes and (shape is None or s == shape) and e == ep and n / 2 <= m <= 2 * n
                 for x in r
             ]
 
         for fmt in FAMILY_FORMATS[family]:
-            rows = []
-            for ep in EP_GRID:
-                row = []
-                for n in TOKEN_GRID:
-                    ref, own = near(REFERENCE, ep, n), near((fmt,), ep, n)
-                    row.append(round(float(np.median(ref) / np.median(own)), 2))
-                rows.append(tuple(row))
-            out[(family, fmt)] = tuple(rows)
+            for shape in sorted({s for (d, s, _, _) in pooled if d == fmt}):
+                rows = []
+                for ep in EP_GRID:
+                    row = []
+                    for n in TOKEN_GRID:
+                        ref, own = near(REFERENCE, ep, n), near((fmt,), ep, n, shape)
+                        row.append(np.median(ref) / np.median(own) if ref and own else np.nan)
+                    rows.append(row)
+                out[(family, fmt, shape)] = _filled(rows, 3)
     return out
 
 
@@ -224,8 +226,8 @@ def routing_factors():
 
 
 def _grid(pooled, name, experts):
-    """One count's grid of ``routing_factors``, its gaps filled as the docstring there says."""
-    rows: list[list[float]] = []
+    """One count's grid of ``routing_factors``, its gaps filled as ``_filled`` says."""
+    rows = []
     for ep in EP_GRID:
         row = []
         for n in TOKEN_GRID:
@@ -236,45 +238,76 @@ def _grid(pooled, name, experts):
                 for x in v
             ]
             row.append(float(np.median(near)) if near else np.nan)
-        if np.isnan(row).all():
-            row = list(rows[-1])  # beyond the EP degrees measured: the largest one's
         rows.append(row)
-    grid = np.asarray(rows)
-    for r in grid:  # a token count no call reaches: the nearest measured one's
+    return _filled(rows, 3)
+
+
+def _filled(rows, digits):
+    """A grid (rows ``EP_GRID``) with its gaps filled and rounded to ``digits``: an EP degree
+    beyond those measured holds the nearest measured one's row; a token count none reach, the
+    nearest measured one's."""
+    grid = np.asarray(rows, dtype=float)
+    have = np.flatnonzero(~np.isnan(grid).all(axis=1))
+    for i in np.flatnonzero(np.isnan(grid).all(axis=1)):
+        grid[i] = grid[have[np.argmin(np.abs(have - i))]]
+    for r in grid:
         have = np.flatnonzero(~np.isnan(r))
         for j in np.flatnonzero(np.isnan(r)):
             r[j] = r[have[np.argmin(np.abs(have - j))]]
-    return tuple(tuple(round(float(x), 3) for x in r) for r in grid)
+    return tuple(tuple(round(float(x), digits) for x in r) for r in grid)
 
 
-def write_routing(path: Path) -> None:
-    """Write ``routing_factors`` as kernels/moe_routing.yaml."""
-    lines = [
-        "# The fused MoE's measured time under the routing real tokens take over its time under",
-        "# balanced routing (every expert the same count), by family of parts, routing and",
-        "# count of experts: rows ep_grid (expert-parallel degree), columns token_grid (tokens",
-        "# of the layer, the EP group's). Each cell is the median over the calls of the family's",
-        "# parts' tables with that many experts (every kernel path, format and expert shape; TP 1)",
-        "# with tokens within a factor 2 of the cell's; an EP degree above what a count's calls",
-        "# reach holds the largest measured one's row, a token count none reach the nearest one's.",
-        "# Source: NVIDIA AIConfigurator's fused-MoE tables (TensorRT-LLM 1.3.0rc20; github.com/",
-        "# ai-dynamo/aiconfigurator at 095f58a51c4ca8e61b66ec108d86f223f8d559ce, aic-core/src/",
-        "# aiconfigurator_core/systems/data/<gpu>/moe/trtllm/1.3.0rc20/moe_perf.parquet; Apache-2.0,",
-        "# kernels/LICENSE-aiconfigurator), as shipped in kernels/<gpu>/trtllm-1.3.0rc20/moe.csv.gz.",
-        "# Written by 'PYTHONPATH=. python benchmarks/moe_clocks.py --routing --write",
-        "# kernels/moe_routing.yaml': rerun it rather than edit. Factors are dimensionless.",
-        f"ep_grid: [{', '.join(str(e) for e in EP_GRID)}]",
-        f"token_grid: [{', '.join(str(n) for n in TOKEN_GRID)}]",
-        "factors:",
-    ]
+SOURCE = [
+    "# Source: NVIDIA AIConfigurator's fused-MoE tables (TensorRT-LLM 1.3.0rc20; github.com/",
+    "# ai-dynamo/aiconfigurator at 095f58a51c4ca8e61b66ec108d86f223f8d559ce, aic-core/src/",
+    "# aiconfigurator_core/systems/data/<gpu>/moe/trtllm/1.3.0rc20/moe_perf.parquet; Apache-2.0,",
+    "# kernels/LICENSE-aiconfigurator), as shipped in kernels/<gpu>/trtllm-1.3.0rc20/moe.csv.gz.",
+]
+ROUTING_HEADER = [
+    "# The fused MoE's measured time under the routing real tokens take over its time under",
+    "# balanced routing (every expert the same count), by family of parts, routing and",
+    "# count of experts: rows ep_grid (expert-parallel degree), columns token_grid (tokens",
+    "# of the layer, the EP group's). Each cell is the median over the calls of the family's",
+    "# parts' tables with that many experts (every kernel path, format and expert shape; TP 1)",
+    "# with tokens within a factor 2 of the cell's; an EP degree none of a count's calls reach",
+    "# holds the nearest measured one's row, a token count none reach the nearest one's.",
+]
+FORMAT_HEADER = [
+    "# The factor on the engine step's fused-MoE charge for a format with its own kernel, by",
+    "# family of parts, format and expert shape (hidden x intermediate x experts x top-k):",
+    "# rows ep_grid (expert-parallel degree), columns token_grid (tokens of the layer, the EP",
+    "# group's). Each cell is the median of the engine step's charge over the measured time of",
+    "# the reference formats (BF16 and per-tensor FP8, every shape) over the same median of the",
+    "# format at that shape: balanced routing, TP 1, the kernel path TensorRT-LLM runs for the",
+    "# format, the family's parts' calls with tokens within a factor 2 of the cell's; an EP",
+    "# degree none of the shape's calls reach holds the nearest measured one's row, a token",
+    "# count none reach the nearest one's.",
+]
+
+
+def write_factors(path: Path, header, factors_by_key) -> None:
+    """Write factors keyed (family, name, key) as the YAML file the engine step reads."""
+    script = "--routing --write" if header is ROUTING_HEADER else "--factors --write"
+    lines = (
+        header
+        + SOURCE
+        + [
+            f"# Written by 'PYTHONPATH=. python benchmarks/moe_clocks.py {script}",
+            f"# kernels/{path.name}': rerun it rather than edit. Factors are dimensionless.",
+            f"ep_grid: [{', '.join(str(e) for e in EP_GRID)}]",
+            f"token_grid: [{', '.join(str(n) for n in TOKEN_GRID)}]",
+            "factors:",
+        ]
+    )
     last = (None, None)
-    for (family, name, experts), grid in routing_factors().items():
+    for (family, name, key), grid in factors_by_key.items():
         if family != last[0]:
             lines.append(f"  {family}:")
         if (family, name) != last:
             lines.append(f"    {name}:")
         last = (family, name)
-        lines.append(f"      {experts}:")
+        label = "x".join(str(x) for x in key) if isinstance(key, tuple) else str(key)
+        lines.append(f"      {label}:" if isinstance(key, int) else f'      "{label}":')
         lines += ["        - [" + ", ".join(f"{x:.3f}" for x in row) + "]" for row in grid]
     path.write_text("\n".join(lines) + "\n")
 
@@ -282,28 +315,21 @@ def write_routing(path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", action="store_true", help="one plateau for every format")
-    parser.add_argument("--factors", action="store_true", help="print MOE_FORMAT_FACTORS")
+    parser.add_argument("--factors", action="store_true", help="the format factors by shape")
     parser.add_argument("--routing", action="store_true", help="the routing factors by count")
-    parser.add_argument("--write", type=Path, help="with --routing: write them to this file")
+    parser.add_argument("--write", type=Path, help="with --routing or --factors: to this file")
     args = parser.parse_args()
     start = time.process_time()
-    if args.routing:
+    if args.routing or args.factors:
+        found = routing_factors() if args.routing else factors()
         if args.write:
-            write_routing(args.write)
+            write_factors(args.write, ROUTING_HEADER if args.routing else FORMAT_HEADER, found)
             print(f"wrote {args.write}")
         else:
-            for (family, name, experts), rows in routing_factors().items():
-                print(f"{family} {name} {experts} experts")
+            for (family, name, key), rows in found.items():
+                print(f"{family} {name} {key}")
                 for row in rows:
                     print("  " + " ".join(f"{x:5.2f}" for x in row))
-        print(f"CPU {time.process_time() - start:.1f} s")
-        return 0
-    if args.factors:
-        for (family, fmt), rows in factors().items():
-            print(f'    ("{family}", "{fmt}"): (')
-            for row in rows:
-                print("        (" + ", ".join(f"{x:.2f}" for x in row) + "),")
-            print("    ),")
         print(f"CPU {time.process_time() - start:.1f} s")
         return 0
     print(f"{'gpu':9s} {'shape':9s} {'dtype':17s} {'ep':>3s}  charge/measured by tokens")
@@ -319,7 +345,7 @@ def main() -> int:
 
 
 def ratios(folder, gpu, dtypes):
-    """{(dtype, ep, tokens): [charge / measured of each shape]} of every balanced TP-1 row of
+    """{(dtype, shape, ep, tokens): [charge / measured]} of every balanced TP-1 row of
     ``dtypes`` on the part's table, on the kernel path TensorRT-LLM runs for each format."""
     t = kernel_table(folder, "moe")
     out: dict = {}
@@ -336,7 +362,7 @@ def ratios(folder, gpu, dtypes):
             r = charge(gpu, dtype, tokens, (h, i, experts, k), float(ep), before=True)
             r = r / (t["latency_ms"][sel] * 1e-3)
             for n, x in zip(tokens, r):
-                out.setdefault((dtype, ep, int(n)), []).append(float(x))
+                out.setdefault((dtype, (h, i, experts, k), ep, int(n)), []).append(float(x))
     return out
 
 

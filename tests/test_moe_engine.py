@@ -11,11 +11,12 @@ from inference_econ.model import achievable
 from inference_econ.model.latency import StepModel
 from inference_econ.model.moe import (
     EP_GRID,
-    MOE_FORMAT_FACTORS,
     TOKEN_GRID,
     expert_kernel_format,
     family_of,
+    format_grids,
     moe_format_factor,
+    nearest_shape,
 )
 from inference_econ.model.step_calls import NO_CACHE
 from inference_econ.model.workload import compile_workload
@@ -27,26 +28,46 @@ def parts():
     return {n: ie.load_hardware(n) for n in ("B200", "GB300", "H200", "RTX PRO 6000", "MI355X")}
 
 
+DEEPSEEK = (7168, 2048, 256, 8)  # hidden, intermediate, experts, top-k
+GPT_OSS = (2880, 2880, 128, 4)
+
+
 def test_factor_reads_the_table_at_its_grid_points(parts):
-    """At a grid point the factor is the table's cell: NVFP4 on B200 at EP 8 and 1,024 tokens
-    1.91; W4A16 MXFP4 on H200 at EP 1 and 16,384 tokens 1.49."""
-    nvfp4 = MOE_FORMAT_FACTORS[("blackwell", "nvfp4")]
-    assert moe_format_factor(parts["B200"], "nvfp4", 8, 1024) == pytest.approx(1.91)
-    assert nvfp4[EP_GRID.index(8)][TOKEN_GRID.index(1024)] == 1.91
-    assert moe_format_factor(parts["H200"], "w4a16_mxfp4", 1, 16384) == pytest.approx(1.49)
+    """At a grid point the factor is the shape's cell of kernels/moe_formats.yaml: DeepSeek-V3's
+    NVFP4 experts on B200 at EP 8 and 1,024 tokens 2.056; gpt-oss's W4A16 MXFP4 on H200 at
+    EP 1 and 16,384 tokens 1.493."""
+    nvfp4 = format_grids("blackwell", "nvfp4")[DEEPSEEK]
+    assert nvfp4[EP_GRID.index(8)][TOKEN_GRID.index(1024)] == 2.056
+    assert moe_format_factor(parts["B200"], "nvfp4", DEEPSEEK, 8, 1024) == pytest.approx(2.056)
+    got = moe_format_factor(parts["H200"], "w4a16_mxfp4", GPT_OSS, 1, 16384)
+    assert got == pytest.approx(1.493)
 
 
 def test_factor_interpolates_in_log2_and_holds_beyond_the_grid(parts):
-    """512 tokens is halfway (in log2) from 256 to 1,024: NVFP4 at EP 8, (1.80 + 1.91)/2 =
-    1.855; EP sqrt(32) halfway from 4 to 8 at 1,024 tokens: (1.59 + 1.91)/2 = 1.75; EP 256
-    and 65,536 tokens take the last cell, 1.78; 0 tokens the first column's."""
+    """512 tokens is halfway (in log2) from 256 to 1,024: DeepSeek-V3 NVFP4 at EP 8, (2.092 +
+    2.056)/2 = 2.074; EP sqrt(32) halfway from 4 to 8 at 1,024 tokens: (1.508 + 2.056)/2 =
+    1.782; EP 256 and 65,536 tokens take the last cell, 1.481; 0 tokens the first column's."""
     b200 = parts["B200"]
-    assert moe_format_factor(b200, "nvfp4", 8, 512) == pytest.approx(1.855)
-    assert moe_format_factor(b200, "nvfp4", np.sqrt(32.0), 1024) == pytest.approx(1.75)
-    assert moe_format_factor(b200, "nvfp4", 256, 65536) == pytest.approx(1.78)
-    assert moe_format_factor(b200, "nvfp4", 8, 0) == pytest.approx(1.90)
-    got = moe_format_factor(b200, "nvfp4", np.array([8.0, 8.0]), np.array([512.0, 1024.0]))
-    np.testing.assert_allclose(got, [1.855, 1.91])
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 512) == pytest.approx(2.074)
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, np.sqrt(32.0), 1024) == pytest.approx(1.782)
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 256, 65536) == pytest.approx(1.481)
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 0) == pytest.approx(2.645)
+    got = moe_format_factor(
+        b200, "nvfp4", DEEPSEEK, np.array([8.0, 8.0]), np.array([512.0, 1024.0])
+    )
+    np.testing.assert_allclose(got, [2.074, 2.056])
+
+
+def test_a_shape_the_tables_lack_takes_the_nearest_measured_one():
+    """A model's own shape is itself where measured (Kimi K2's 384 experts are not DeepSeek's
+    256); a shape not measured takes the one nearest in log2 of hidden, intermediate, experts
+    and top-k: 7,000 x 2,000 with 250 experts, top 8, is DeepSeek-V3's; gpt-oss's NVFP4 (not a
+    measured pairing) takes the 128-expert, top-4 shape 6,144 x 3,072."""
+    measured = tuple(format_grids("blackwell", "nvfp4"))
+    assert nearest_shape(DEEPSEEK, measured) == DEEPSEEK
+    assert nearest_shape((7168, 2048, 384, 8), measured) == (7168, 2048, 384, 8)
+    assert nearest_shape((7000, 2000, 250, 8), measured) == DEEPSEEK
+    assert nearest_shape(GPT_OSS, measured) == (6144, 3072, 128, 4)
 
 
 def test_formats_and_families(parts):
@@ -62,8 +83,8 @@ def test_formats_and_families(parts):
     assert expert_kernel_format(b200, 8, 8.0) is None
     assert family_of(parts["GB300"]) == "blackwell" and family_of(h200) == "hopper"
     assert family_of(rtx) is None and family_of(parts["MI355X"]) is None
-    assert moe_format_factor(rtx, "nvfp4", 8, 1024) == 1.0
-    assert moe_format_factor(b200, None, 8, 1024) == 1.0
+    assert moe_format_factor(rtx, "nvfp4", DEEPSEEK, 8, 1024) == 1.0
+    assert moe_format_factor(b200, None, DEEPSEEK, 8, 1024) == 1.0
 
 
 def _model(name, gpu, bits=None, preset="achievable"):
@@ -76,15 +97,15 @@ def _model(name, gpu, bits=None, preset="achievable"):
 
 def test_engine_step_charges_the_experts_at_the_factor(monkeypatch):
     """DeepSeek-R1 at NVFP4 on 8 B200 with its experts over 8 ranks, 1,024 tokens a step: the
-    routed experts' GEMM seconds and weight reads are the factor's 1.91 times what they are
+    routed experts' GEMM seconds and weight reads are the factor's 2.056 times what they are
     without it; the dense GEMMs are unchanged."""
     model = _model("deepseek-r1", "B200", (4, 16))
     splits = [(1.0, 8.0) if g.experts <= 1 else (8.0, 1.0) for g in model.work.groups]
     part = model.engine.part(1024.0, 1.0, 8.0, 1024.0, splits, 0.0)
     monkeypatch.setattr(achievable, "moe_format_factor", lambda *args: 1.0)
     plain = model.engine.part(1024.0, 1.0, 8.0, 1024.0, splits, 0.0)
-    assert part.expert_gemm_s == pytest.approx(1.91 * plain.expert_gemm_s)
-    assert part.expert_weight_read_s == pytest.approx(1.91 * plain.expert_weight_read_s)
+    assert part.expert_gemm_s == pytest.approx(2.056 * plain.expert_gemm_s)
+    assert part.expert_weight_read_s == pytest.approx(2.056 * plain.expert_weight_read_s)
     assert part.dense_gemm_s == pytest.approx(plain.dense_gemm_s)
 
 

@@ -164,7 +164,8 @@ class EngineStep:
             if g.experts > 1:  # the routed experts' bytes alone (as Part A counts them)
                 # the format's kernel against the reference formats', and the routing real
                 # tokens take against balanced routing (§F7): reads and GEMM
-                fmt = moe_format_factor(m.gpu, self.expert_format, e, tokens)
+                shape = (w.d_model, g.d_ff, g.experts, g.active)
+                fmt = moe_format_factor(m.gpu, self.expert_format, shape, e, tokens)
                 fmt = fmt * moe_routing_factor(m.gpu, self.routing, g.experts, e, tokens)
                 expert_bytes = expert_bytes + fmt * g.layers * w.routed_expert_bytes(g, tokens)
             per = (g.matrices_in + g.matrices_out) * w.d_model

@@ -10,7 +10,7 @@ W4A16_MXFP4", W4A8_MXFP4_MXFP8 on Blackwell for the CUTLASS and TRTLLM backends:
 github.com/NVIDIA/TensorRT-LLM/blob/04a2a26/docs/source/blogs/tech_blog/blog9_Deploying_GPT_OSS_on_TRTLLM.md).
 Their speed relative to the reference formats changes with the expert-parallel degree and the
 tokens of the step, which one plateau cannot hold, so the engine step multiplies such a group's
-charge by a measured factor (``moe_format_factor``).
+charge by a measured factor by expert shape (``moe_format_factor``, kernels/moe_formats.yaml).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..specs.hardware import GPU
-from ..specs.kernel_tables import moe_routing_table
+from ..specs.kernel_tables import moe_format_table, moe_routing_table
 
 #: Expert-parallel degrees and tokens of a MoE layer (the whole EP group's) the factors are
 #: given at; between them the factor is interpolated in log2 of both, beyond them held.
@@ -40,53 +40,6 @@ FAMILIES = {
     ),
     "blackwell": ("B200-HGX", "B300-HGX", "GB200-NVL72", "GB300-NVL72"),
 }  # fmt: skip
-
-#: Slowdown of a format's fused MoE against the engine step's charge, relative to the
-#: reference formats': rows EP_GRID, columns TOKEN_GRID. Each cell is the median over the
-#: tables' expert shapes (balanced routing, TP 1, the kernel path of the format) of the
-#: engine step's charge over the measured time for BF16 and per-tensor FP8, over the same
-#: median for the format, at token counts within a factor 2 of the cell's (both parts of a
-#: family pooled). ``PYTHONPATH=. python benchmarks/moe_clocks.py --factors`` prints them
-#: (2.2 s of CPU, 2026-11-26).
-MOE_FORMAT_FACTORS: dict[tuple[str, str], tuple[tuple[float, ...], ...]] = {
-    ("hopper", "w4a16_mxfp4"): (
-        (1.01, 0.89, 0.79, 0.79, 0.89, 1.07, 1.14, 1.49),
-        (1.01, 0.90, 0.83, 0.87, 1.13, 1.21, 1.29, 1.63),
-        (1.06, 0.92, 0.83, 0.92, 1.19, 1.57, 1.57, 1.97),
-        (1.02, 0.95, 0.94, 1.07, 1.59, 1.78, 1.88, 2.48),
-        (1.06, 1.09, 0.94, 1.10, 1.71, 1.94, 2.31, 3.12),
-        (1.17, 1.21, 1.25, 1.42, 1.66, 2.08, 2.77, 4.00),
-        (0.99, 1.30, 1.59, 1.89, 1.75, 2.32, 3.55, 5.57),
-    ),
-    ("blackwell", "nvfp4"): (
-        (2.06, 1.63, 1.48, 1.34, 1.30, 1.30, 1.35, 1.52),
-        (1.91, 1.69, 1.58, 1.52, 1.51, 1.49, 1.45, 1.58),
-        (1.88, 1.75, 1.46, 1.42, 1.53, 1.59, 1.56, 1.63),
-        (1.90, 1.81, 1.69, 1.58, 1.80, 1.91, 1.69, 1.80),
-        (2.16, 1.77, 1.64, 1.46, 1.60, 1.74, 1.69, 1.81),
-        (2.30, 2.22, 1.99, 1.99, 2.03, 2.03, 2.00, 2.26),
-        (2.09, 2.17, 2.05, 1.89, 1.86, 1.93, 1.96, 1.78),
-    ),
-    ("blackwell", "w4a8_mxfp4_mxfp8"): (
-        (0.83, 0.87, 0.90, 0.91, 0.94, 0.91, 0.74, 1.00),
-        (0.71, 0.73, 0.80, 0.91, 1.00, 1.22, 0.93, 1.05),
-        (0.72, 0.71, 0.74, 0.83, 1.02, 1.15, 1.08, 1.14),
-        (0.72, 0.69, 0.72, 0.86, 1.05, 1.60, 1.20, 1.21),
-        (0.87, 0.69, 0.74, 1.00, 1.25, 2.25, 1.24, 1.28),
-        (0.84, 0.83, 0.84, 1.21, 2.05, 2.44, 1.55, 1.49),
-        (0.84, 0.87, 1.07, 1.44, 2.29, 2.30, 1.60, 1.18),
-    ),
-    ("blackwell", "w4a16_mxfp4"): (
-        (1.29, 1.55, 1.79, 1.72, 1.88, 1.84, 2.22, 3.24),
-        (0.91, 1.24, 1.38, 1.57, 1.76, 1.82, 2.24, 3.23),
-        (0.88, 1.04, 1.18, 1.43, 1.62, 1.76, 2.24, 3.15),
-        (0.81, 0.83, 1.01, 1.22, 1.34, 1.54, 2.00, 2.85),
-        (0.97, 0.84, 0.90, 1.05, 1.17, 1.35, 1.74, 2.48),
-        (0.91, 0.95, 0.92, 1.05, 1.11, 1.17, 1.62, 2.32),
-        (0.73, 0.96, 0.96, 1.00, 0.97, 1.04, 1.35, 1.56),
-    ),
-}
-
 
 #: The routing of real tokens, as AIConfigurator reads its fused-MoE tables
 #: (github.com/ai-dynamo/aiconfigurator @095f58a, aic-core/src/aiconfigurator_core/sdk/config.py:
@@ -122,12 +75,37 @@ def family_of(gpu: GPU) -> str | None:
     return next((f for f, names in FAMILIES.items() if gpu.name in names), None)
 
 
-def moe_format_factor(gpu: GPU, fmt: str | None, ep, tokens):
+def moe_format_factor(gpu: GPU, fmt: str | None, shape, ep, tokens):
     """The factor on the engine step's charge for a routed-expert group of format ``fmt``
-    (``expert_kernel_format``) over ``ep`` expert-parallel ranks at ``tokens`` tokens of the
-    layer (the EP group's): ``MOE_FORMAT_FACTORS`` interpolated in log2 of both, held beyond
-    the grid; 1 for a reference format or a part without tables. Arrays broadcast."""
-    return _on_grid(MOE_FORMAT_FACTORS.get((family_of(gpu) or "", fmt or "")), ep, tokens)
+    (``expert_kernel_format``) and expert ``shape`` (hidden, intermediate, experts, top-k) over
+    ``ep`` expert-parallel ranks at ``tokens`` tokens of the layer (the EP group's): the grid
+    of kernels/moe_formats.yaml measured at the shape nearest ``shape`` (``nearest_shape``),
+    interpolated in log2 of the EP degree and the tokens, held beyond the grid; 1 for a
+    reference format or a part without tables. Arrays broadcast."""
+    grids = format_grids(family_of(gpu) or "", fmt or "")
+    if not grids:
+        return _on_grid(None, ep, tokens)
+    return _on_grid(grids[nearest_shape(shape, tuple(grids))], ep, tokens)
+
+
+def nearest_shape(shape, measured):
+    """The expert shape of ``measured`` nearest ``shape`` (hidden, intermediate, experts,
+    top-k): the least sum of absolute log2 ratios of the four, so a model's own shape is
+    itself where the tables measure it."""
+    want = np.log2(np.maximum(np.asarray(shape, dtype=float), 1.0))
+    return min(measured, key=lambda s: float(np.abs(np.log2(np.asarray(s, float)) - want).sum()))
+
+
+@lru_cache(maxsize=16)
+def format_grids(family: str, fmt: str):
+    """{expert shape: grid} of one family and format in kernels/moe_formats.yaml ({}: none),
+    checked against ``EP_GRID`` and ``TOKEN_GRID``."""
+    data = _checked(moe_format_table(), "moe_formats.yaml", "--factors")
+    by_shape = data["factors"].get(family, {}).get(fmt) or {}
+    return {
+        tuple(int(x) for x in str(key).split("x")): tuple(map(tuple, rows))
+        for key, rows in by_shape.items()
+    }
 
 
 def moe_routing_factor(gpu: GPU, routing: str, experts, ep, tokens):
@@ -155,19 +133,25 @@ def moe_routing_factor(gpu: GPU, routing: str, experts, ep, tokens):
 def _routing_grids(family: str, routing: str):
     """(counts of experts, their grids) of one family and routing in kernels/moe_routing.yaml
     (None: none), checked against ``EP_GRID`` and ``TOKEN_GRID``."""
-    data = moe_routing_table()
-    if tuple(data["ep_grid"]) != EP_GRID or tuple(data["token_grid"]) != TOKEN_GRID:
-        raise SpecError(
-            "kernels/moe_routing.yaml",
-            "ep_grid",
-            "is not the grid model/moe.py interpolates on",
-            "regenerate it with benchmarks/moe_clocks.py --routing --write",
-        )
+    data = _checked(moe_routing_table(), "moe_routing.yaml", "--routing")
     by_count = data["factors"].get(family, {}).get(routing)
     if not by_count:
         return None
     counts = sorted(int(c) for c in by_count)
     return np.asarray(counts, dtype=float), [tuple(map(tuple, by_count[c])) for c in counts]
+
+
+def _checked(data, name, option):
+    """A factors file's data, refused (SpecError) where its grid is not ``EP_GRID`` by
+    ``TOKEN_GRID``."""
+    if tuple(data["ep_grid"]) != EP_GRID or tuple(data["token_grid"]) != TOKEN_GRID:
+        raise SpecError(
+            f"kernels/{name}",
+            "ep_grid",
+            "is not the grid model/moe.py interpolates on",
+            f"regenerate it with benchmarks/moe_clocks.py {option} --write",
+        )
+    return data
 
 
 def _on_grid(table, ep, tokens):

@@ -39,6 +39,8 @@ KERNEL_FOLDERS = {
 ENGINE_CLOCK_FITS = "engine_clock.yaml"
 #: The file of the fused MoE's factors for real tokens' routing (kernels/README.md).
 MOE_ROUTING = "moe_routing.yaml"
+#: The file of the fused MoE's factors for formats with their own kernel (kernels/README.md).
+MOE_FORMATS = "moe_formats.yaml"
 #: The fields each kind of table must have (its file's name: ``gemm.csv.gz`` is a GEMM table).
 REQUIRED: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm_dtype", "m", "n", "k", "latency_ms"),
@@ -132,6 +134,16 @@ def moe_routing_table() -> dict[str, Any]:
     from .yamlfile import load_yaml
 
     return load_yaml(_data_file(Path("kernels", MOE_ROUTING), f"kernels/{MOE_ROUTING}"))
+
+
+def moe_format_table() -> dict[str, Any]:
+    """The fused MoE's format factors (kernels/moe_formats.yaml, written by
+    benchmarks/moe_clocks.py --factors --write): ``ep_grid``, ``token_grid`` and ``factors``,
+    a mapping of family -> format -> expert shape (``"hidden x intermediate x experts x
+    top-k"``) -> rows of factors."""
+    from .yamlfile import load_yaml
+
+    return load_yaml(_data_file(Path("kernels", MOE_FORMATS), f"kernels/{MOE_FORMATS}"))
 
 
 def _data_file(relative: Path, pattern: str) -> Path:
