@@ -153,6 +153,32 @@ def test_cases_share_the_instance_and_the_offline_run_they_do_not_tell_apart(tmp
     rp.clear()
 
 
+def test_runs_under_batch_limits_they_never_reach_are_one_run():
+    """A run's peak batch is the most requests decoding and prefilling at once: 12 requests
+    of 200 + 400 tokens at t = 0 on a cache of 3,200 tokens (32 layers). No-evict admission
+    holds 5 of them (3,200 // 599 positions at their peak): the same run under a batch limit
+    of 6 or 64, which ``_any_limit`` shares, and another under 3. Recompute admission takes
+    all 12 prompts at once (200 positions each, and one for each request's next token)."""
+    setting = make_setting("Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
+    inst = build_instance(setting, 1, EngineConfig(64, 2048))
+    small = lambda config: type(inst)(  # noqa: E731
+        inst.setting, inst.layout, config, inst.table, inst.work, 32 * 3200.0
+    )
+    burst = Arrivals(np.zeros(12), np.full(12, 200), np.full(12, 400))
+    assert simulate(small(EngineConfig(64, 2048)), burst).peak_batch == 12
+    wide, six, three = (small(EngineConfig(b, 2048, "no_evict")) for b in (64, 6, 3))
+    records = [simulate(i, burst) for i in (wide, six, three)]
+    assert [r.peak_batch for r in records] == [5, 5, 3]
+    assert np.array_equal(records[0].finish_s, records[1].finish_s)
+    assert not np.array_equal(records[0].finish_s, records[2].finish_s)
+    rp.clear()
+    run = rp.Run(None, requests=burst)
+    shared = rp._any_limit(wide, run)
+    assert rp._any_limit(six, run) is shared and rp._any_limit(three, run) is not shared
+    assert np.array_equal(shared.finish_s, records[0].finish_s)
+    rp.clear()
+
+
 def test_no_time_to_first_token_beats_the_prompts_prefill(tmp_path, small_runs):
     """Every simulated request's TTFT is at least its prompt's pass alone on the instance, and
     the row's predicted mean TTFT at least ``prefill`` of the mean prompt on its GPUs (the

@@ -55,7 +55,7 @@ class EngineState:
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
         "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
-        "spec_steps", "decode_steps", "trace",
+        "spec_steps", "decode_steps", "trace", "peak_batch",
     )
     # fmt: on
     #: What finishing requests frees of the admission policy's promises (``scheduling``'s
@@ -94,6 +94,9 @@ class EngineState:
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
         self.steps = self.spec_steps = self.decode_steps = 0
+        #: The most requests decoding and prefilling at once (after an admission: nothing else
+        #: adds to them): the only figure ``limit`` is compared with.
+        self.peak_batch = 0
         #: The steps as a recording timeline keeps them (``timeline.Lane``; None: none records).
         self.trace: list | None = [] if RECORDING.get() is not None else None
         self.progress, self.next_report = progress, max(1, req.n // 10)

@@ -50,6 +50,10 @@ class RunRecord:
     #: The run stopped once it certainly missed its targets (``simulate``'s ``stop``): the
     #: requests not finished by then have no finish time.
     stopped: bool = False
+    #: The most requests an engine held at once, decoding and prefilling: the batch limit
+    #: (``max_batch_requests``) is compared with no more, so a run under any limit above it,
+    #: all else the same, is this run.
+    peak_batch: int = 0
 
 
 def prompts_sharing(requests) -> Sharing:
@@ -127,4 +131,5 @@ def record(engines, req: Requests, arrivals: Arrivals, stopped: bool = False) ->
         decode_steps=sum(e.decode_steps for e in engines),
         instances=g,
         stopped=stopped,
+        peak_batch=max(e.peak_batch for e in engines),
     )

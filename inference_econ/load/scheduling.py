@@ -101,6 +101,8 @@ class Admission:
                 e.reserved += layers * context if plain else e.pos(context)
             else:  # arrives with its prompt's cache (disaggregated decode)
                 e.join_decode(i, context)
+            if len(running) + len(prefilling) > e.peak_batch:
+                e.peak_batch = len(running) + len(prefilling)
         if cache is not None:
             e.trim()
 
@@ -232,6 +234,8 @@ class PlainNoEvict(NoEvict):
                 committed = self.committed
                 batch = len(running) + len(prefilling)
         self.committed, e.admitted, e.reserved = committed, admitted, reserved
+        if batch > e.peak_batch:  # the batch only grew in the loop
+            e.peak_batch = batch
 
 
 def admission(engine: EngineState, policy: str) -> Admission:

@@ -15,7 +15,8 @@ decoding, queueing, the batch that actually forms), never from the row's limits.
   throughput over the run.
 
 A case (``LoadCase``) is everything a prediction depends on; rows with the same case share
-one simulation. Lengths are drawn the same way every time (seeded): a length with a standard
+one simulation, and cases whose instances differ only in a batch limit the run never reaches
+(or in what the simulation does not read) share their runs (``_any_limit``). Lengths are drawn the same way every time (seeded): a length with a standard
 deviation is log-normal with that mean and deviation, truncated at the dataset's longest sample
 where it is known (its mean kept: ``load.lengths``) and at the model's context window,
 one without is fixed.
@@ -24,6 +25,7 @@ one without is fixed.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -345,6 +347,74 @@ class QueuedRun:
     saturated_tokens_per_s: float
 
 
+#: Records of runs kept by everything they depend on but their instance's batch limit
+#: (``_any_limit``): the most kept.
+LIMIT_FREE_KEPT = 128
+_LIMIT_FREE: dict[tuple, list] = {}
+
+
+def _any_limit(inst, run: Run):
+    """``simulate_run(inst, run)``, or the record of a run of the same requests on an instance
+    that differs at most in its batch limit (``_instance_key``), the same limit or two that
+    the run never reached: the limit is compared with the batch alone, so below it every
+    decision is the same (``RunRecord.peak_batch``). Rows that state different batch limits,
+    or assumptions the instance does not read, share their runs."""
+    key = _instance_key(inst)
+    arrivals = run.arrivals()
+    if key is None or arrivals.sharing is not None or run.group != 1:
+        return simulate_run(inst, run)
+    stop = None if run.stop is None else tuple(sorted(run.stop.items()))
+    key += (_digest(arrivals), run.prefilled, run.clients, stop)
+    limit = inst.config.max_batch_requests
+    for kept_limit, record in _LIMIT_FREE.get(key, ()):
+        if kept_limit == limit or record.peak_batch < min(limit, kept_limit):
+            return record
+    record = simulate_run(inst, run)
+    _LIMIT_FREE.setdefault(key, []).append((limit, record))
+    while len(_LIMIT_FREE) > LIMIT_FREE_KEPT:
+        del _LIMIT_FREE[next(iter(_LIMIT_FREE))]
+    return record
+
+
+@lru_cache(maxsize=256)
+def _instance_key(inst) -> tuple | None:
+    """What the simulation reads of an instance but its batch limit: the model (its context
+    window), its workload and layout, the scheduler's other settings, the KV capacity and the
+    step table's numbers; None where it reads more (a draft, KV tiers) or the limit is split
+    (attention ranks)."""
+    if inst.draft is not None or inst.tiers or int(round(inst.layout.attention_divisor)) >= 2:
+        return None
+    config = tuple(
+        getattr(inst.config, f.name)
+        for f in dataclasses.fields(inst.config)
+        if f.name != "max_batch_requests"
+    )
+    table = hashlib.blake2b()
+    for name, value in sorted(vars(inst.table).items()):  # its lists by their bits
+        if isinstance(value, (list, np.ndarray)):
+            value = np.asarray(value)
+            value = f"{name} {value.dtype}{value.shape}".encode() + value.tobytes()
+        table.update(value if isinstance(value, bytes) else f"{name} {value!r}".encode())
+    return (
+        inst.setting.model,
+        inst.work,
+        inst.layout,
+        config,
+        inst.kv_capacity,
+        table.hexdigest(),
+    )
+
+
+def _digest(arrivals: Arrivals) -> str:
+    """A digest of the requests' arrival times and lengths, bit for bit."""
+    h = hashlib.blake2b()
+    for a in (arrivals.arrival_s, arrivals.prompt_tokens, arrivals.output_tokens):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
 @lru_cache(maxsize=64)
 def _queued_run(inst, traffic: Traffic, prefilled: bool) -> QueuedRun | None:
     """The run of ``traffic``'s requests all queued at t = 0 on ``inst`` (None: none fits its
@@ -353,7 +423,7 @@ def _queued_run(inst, traffic: Traffic, prefilled: bool) -> QueuedRun | None:
     s = traffic.stream()
     queued = Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens)
     run = Run(traffic, prefilled=prefilled, requests=queued)
-    record = simulate_run(inst, run)
+    record = _any_limit(inst, run)
     if prefilled:
         record = handed_first_tokens(inst, record)
     if record.rejected.all():
@@ -560,7 +630,7 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     else:
         # this instance's share of the arrivals
         share = Run(t, prefilled=case.prefilled, stop=limits, requests=t.stream(case.replicas))
-        record = simulate_run(inst, share)
+        record = _any_limit(inst, share)
     if case.prefilled and case.prefill is None:
         record = handed_first_tokens(inst, record)
     # one instance's rates, judged as MLPerf LoadGen judges a run (``MLPerfRun``)
@@ -644,6 +714,7 @@ def clear() -> None:
     estimate.cache_clear()
     _queued_run.cache_clear()
     _RUNS.clear()
+    _LIMIT_FREE.clear()
     _SHARES.clear()
 
 
