@@ -16,10 +16,10 @@ decoding, queueing, the batch that actually forms), never from the row's limits.
 
 A case (``LoadCase``) is everything a prediction depends on; rows with the same case share
 one simulation, and cases whose instances differ only in a batch limit the run never reaches
-(or in what the simulation does not read) share their runs (``_any_limit``). Lengths are drawn the same way every time (seeded): a length with a standard
-deviation is log-normal with that mean and deviation, truncated at the dataset's longest sample
-where it is known (its mean kept: ``load.lengths``) and at the model's context window,
-one without is fixed.
+(or in what the simulation does not read) share their runs (``_any_limit``). Lengths are
+drawn the same way every time (seeded): a length with a standard deviation is log-normal with
+that mean and deviation, truncated at the dataset's longest sample where it is known (its
+mean kept: ``load.lengths``) and at the model's context window, one without is fixed.
 """
 
 from __future__ import annotations
