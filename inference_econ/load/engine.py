@@ -314,7 +314,7 @@ def choose_layout(
     for lay in options:
         if (lay, context) not in floors:
             floors[lay, context] = _floor_s(model, prefill_work, lay, context)
-    per_request = max(float(model.work.layer_positions(context)), 1.0)
+    per_request = max(float(model.work.held_positions(context)), 1.0)
     # each layout's limits (per attention rank where the engine's are, ``on_layout``)
     configs = [config.on_layout(lay) for lay in options]
     # the KV cache holds fewer requests where attention keeps copies of it (§B13)
@@ -383,7 +383,14 @@ class Instance:
         return any(math.isfinite(g.window) for g in self.work.groups)
 
     def positions(self, context):
+        """Layer-positions a request of this context attends to and reads (§E2)."""
         return self.work.layer_positions(context)
+
+    def held(self, context):
+        """Layer-positions a request of this context holds in the KV cache (§E2): its read
+        positions where the engine keeps a sliding-window layer's window only, else every
+        attention layer's whole context."""
+        return self.work.held_positions(context)
 
     def slowed(self, factor: float) -> Instance:
         """The same instance with every step of its engine (and its draft's) ``factor`` times
@@ -395,7 +402,7 @@ class Instance:
 
     def max_requests_at(self, context: float) -> int:
         """How many requests of this context the KV cache holds (at least 1)."""
-        return max(1, int(self.kv_capacity // max(float(self.positions(context)), 1.0)))
+        return max(1, int(self.kv_capacity // max(float(self.held(context)), 1.0)))
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,6 +40,7 @@ Where each part lives:
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from collections.abc import Callable
@@ -441,6 +442,23 @@ class _Engine(EngineState):
             self.trim()
 
 
+def cache_counted_in_reads(instance: Instance, arrivals: Arrivals) -> Instance:
+    """``instance`` with its KV capacity counted as the run counts a request's cache, in the
+    layer-positions it reads (§E2). Where a sliding-window layer keeps the whole context
+    (``Workload.cache_windows`` False) a request holds more than it reads: the capacity times
+    the requests' read over held positions at their peak contexts, so the engine admits as
+    many of them (exactly so where they are of one length, whose reservations no-evict
+    admission counts at that peak); ``instance`` itself where the two are the same."""
+    if instance.work.cache_windows or not instance.windowed or not len(arrivals):
+        return instance
+    peak = arrivals.prompt_tokens.astype(np.int64) + arrivals.output_tokens - 1
+    read = float(np.sum(instance.positions(peak)))
+    held = float(np.sum(instance.held(peak)))
+    if not held > 0.0:
+        return instance
+    return dataclasses.replace(instance, kv_capacity=instance.kv_capacity * read / held)
+
+
 def _checked(instance: Instance, arrivals: Arrivals, prefilled) -> Requests:
     n = len(arrivals)
     if n:  # the longest request against the model's window
@@ -473,6 +491,7 @@ def simulate(
         isinstance(clients, bool) or int(clients) != clients or clients < 1
     ):
         raise SpecError("argument", "concurrency", f"is {clients!r}", "a whole number >= 1")
+    instance = cache_counted_in_reads(instance, arrivals)
     req = _checked(instance, arrivals, prefilled)
     if clients is not None:
         order = np.arange(req.n)
@@ -506,6 +525,7 @@ def simulate_group(
     (a session's later turns arrive when the turn before them finishes). The engines run in
     time order, the one furthest behind first; a request routed to an engine in the middle of
     a run of decode steps joins it at the end of that run, as it would at the end of a step."""
+    instances = [cache_counted_in_reads(inst, arrivals) for inst in instances]
     req = _checked(instances[0], arrivals, False)
     pending: list[tuple[float, int]] = []
 

@@ -126,7 +126,7 @@ def requests_held(model: StepModel, row: MeasuredRow, cand, context=None) -> flo
     """Requests one instance holds at a context (default: the row's mean decode context, the
     time-weighted context of a running request; §F8)."""
     ctx = row.lengths.decode_context if context is None else context
-    per_request = float(model.work.kv_cache_bytes(ctx, 1.0))
+    per_request = float(model.work.kv_held_bytes(ctx, 1.0))
     room = float(model.kv_capacity_bytes(float(cand.gpus)))
     return room / per_request if per_request > 0 else math.inf
 

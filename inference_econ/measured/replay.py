@@ -750,9 +750,9 @@ def estimate(case: LoadCase) -> Outcome:
     ctx = n_in + n_out / 2.0
     per = float(inst.positions(ctx))
     if case.config.admission == "no_evict":
-        held = inst.kv_capacity / max(float(inst.positions(n_in + n_out)), 1.0)
+        held = inst.kv_capacity / max(float(inst.held(n_in + n_out)), 1.0)
     else:
-        held = inst.kv_capacity / max(per, 1.0)
+        held = inst.kv_capacity / max(float(inst.held(ctx)), 1.0)
     top = max(1.0, min(float(case.config.max_batch_requests), held))
     limit = case.limits[1] if case.limits else math.inf
     best = None

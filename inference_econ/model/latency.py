@@ -215,10 +215,10 @@ class StepModel:
         """(KV bytes that must be resident, the target's attention layers' part of them)."""
         w = self.work
         kv_batch = B if self.assumptions.kv_capacity_whole_batch else B / p
-        kv = w.kv_cache_bytes(context, kv_batch)
+        kv = w.kv_held_bytes(context, kv_batch)
         if self.companion is not None and self.companion_copies:
-            kv = kv + self.companion_copies * self.companion.kv_cache_bytes(context, kv_batch)
-        return kv, w.attention_kv_bytes(context, kv_batch)
+            kv = kv + self.companion_copies * self.companion.kv_held_bytes(context, kv_batch)
+        return kv, w.attention_held_bytes(context, kv_batch)
 
     def _kv_room(self, N, kv, attention, copies):
         """Whether ``kv`` resident bytes, ``attention`` of them held ``copies`` times, fit:

@@ -134,6 +134,11 @@ class Workload:
     dense_bytes_per_weight: float | None = None
     #: Bits of the format those weights' GEMMs run at; None: ``gemm_bits``.
     dense_gemm_bits: float | None = None
+    #: Whether a sliding-window layer's KV cache holds only its window (§E2: the engine frees
+    #: the positions beyond it); False: it holds the whole context, as the engine's cache
+    #: manager allocates it (``EngineProfile.sliding_window_cache`` "full"), while attention
+    #: still reads only the window.
+    cache_windows: bool = True
 
     @property
     def dense_weight_bytes(self) -> float:
@@ -226,7 +231,8 @@ class Workload:
         """Cached positions summed over the layers, Σ_g L_g·min(n, window_g) (§A2, §B4): what
         one request of context ``n`` caches (times the KV bytes per position per layer) and
         what one of its tokens attends to (times the FLOP per position per layer). The one
-        place a layer's attention window enters the cost model. A scalar context gives a
+        place a layer's attention window enters what a step reads and attends to (what a request
+        holds in the cache: ``held_positions``). A scalar context gives a
         Python float, which leaves the precision of the arrays it multiplies as it is (a
         numpy float64 would make the single-precision grid search double precision,
         docs/model.md "The search")."""
@@ -251,6 +257,31 @@ class Workload:
                 full = full - (cums[-1] - cums[idx] + above * (ahead - g.window))
             total = total + g.layers * full
         return total
+
+    def held_positions(self, context):
+        """Cached positions one request of context ``context`` holds in the KV cache, summed over
+        the layers: ``layer_positions`` where the cache keeps only a window's positions
+        (``cache_windows``), else every attention layer holds the whole context (§E2)."""
+        if self.cache_windows:
+            return self.layer_positions(context)
+        total = 0.0
+        for g in self.groups:
+            held = g.window if g.window == 0.0 else math.inf  # a recurrent layer holds none
+            total = total + g.layers * np.minimum(context, held)
+        return float(total) if np.ndim(total) == 0 else total
+
+    def attention_held_bytes(self, context, batch):
+        """Bytes the attention layers of ``batch`` requests at ``context`` hold in the KV cache
+        (its memory; what a step reads of it: ``attention_kv_bytes``)."""
+        return self.kv_bytes_per_position_per_layer * self.held_positions(context) * batch
+
+    def kv_held_bytes(self, context, batch):
+        """Bytes ``batch`` requests at context ``context`` hold in the KV cache (its memory; what
+        a step reads of it: ``kv_cache_bytes``), recurrent states included."""
+        held = self.attention_held_bytes(context, batch)
+        if self.recurrent_matrices:  # a fixed state per request (§C2)
+            held = held + self.state_bytes_per_sequence * batch
+        return held
 
     def attention_kv_bytes(self, context, batch):
         """Bytes of the attention layers' KV cache of ``batch`` requests at ``context``."""
@@ -539,7 +570,9 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         * arch.d_model
     )
     att = arch.attention
+    profile = assumptions.profile()
     return Workload(
+        cache_windows=profile is None or profile.sliding_window_cache == "window",
         name=arch.name,
         d_model=float(arch.d_model),
         vocab_size=float(arch.vocab_size),

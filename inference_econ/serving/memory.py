@@ -113,7 +113,7 @@ def check_worker(
 
     def kv(context, requests):  # per GPU, the attention layers' cache with its copies
         c, r = float(context), float(requests)
-        return float(work.kv_cache_bytes(c, r) + work.attention_kv_bytes(c, r) * (copies - 1)) / n
+        return float(work.kv_held_bytes(c, r) + work.attention_held_bytes(c, r) * (copies - 1)) / n
 
     hbm = float(setting.gpu.hbm_capacity_bytes)
     weights = float(model.weights_total_bytes) / n

@@ -191,7 +191,7 @@ def chunk_plan(
     w = model.work
     empty = (np.array([]), np.array([]))
     if chunk_tokens is None:
-        free = model.free_hbm_bytes(gpus) - w.kv_cache_bytes(cached_tokens + new_tokens, batch)
+        free = model.free_hbm_bytes(gpus) - w.kv_held_bytes(cached_tokens + new_tokens, batch)
         per_token = _activation_bytes_per_token(model) * batch
         if not free > per_token:
             return empty
@@ -222,7 +222,7 @@ def chunk_time_s(model: StepModel, gpus: float, pipeline: bool, cached, total) -
     (cached, total) at once (docs/model.md §B8, §B9)."""
     cached, total = np.broadcast_arrays(np.asarray(cached, float), np.asarray(total, float))
     new = total - cached
-    free = model.free_hbm_bytes(gpus) - model.work.kv_cache_bytes(total, 1.0)
+    free = model.free_hbm_bytes(gpus) - model.work.kv_held_bytes(total, 1.0)
     room = free / _activation_bytes_per_token(model)
     one_pass = (np.floor(room) >= new) & (room > 1.0)
     out = np.full(cached.shape, np.inf)

@@ -347,11 +347,11 @@ def whole_batch_kv_excess(setting: Setting, gpus, batch, context) -> np.ndarray 
     gpus, batch, context = np.broadcast_arrays(
         np.asarray(gpus, dtype=float), np.asarray(batch, dtype=float), np.asarray(context, float)
     )
-    need = work.weights_total_bytes + np.asarray(work.kv_cache_bytes(context, batch), float)
+    need = work.weights_total_bytes + np.asarray(work.kv_held_bytes(context, batch), float)
     companion, copies = setting.spec.resident(a) if setting.spec is not None else (None, 0)
     if companion is not None and copies:  # draft heads live beside the target, with their cache
         need = need + copies * (
-            companion.weights_total_bytes + companion.kv_cache_bytes(context, batch)
+            companion.weights_total_bytes + companion.kv_held_bytes(context, batch)
         )
     return need / (gpus * usable_hbm_bytes(setting.gpu, a))
 
@@ -373,7 +373,7 @@ def whole_batch_kv_note(setting: Setting, gpus, batch, context, what: str = "") 
     )
     worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
     n, b, ctx = float(gpus[worst]), float(batch[worst]), float(context[worst])
-    kv = float(work.kv_cache_bytes(ctx, b))
+    kv = float(work.kv_held_bytes(ctx, b))
     hbm = n * usable_hbm_bytes(setting.gpu, setting.assumptions)
     weights = float(excess[worst]) * hbm - kv
     if excess.size == 1:

@@ -66,6 +66,13 @@ ADMISSIONS: tuple[Admission, ...] = get_args(Admission)
 #: V0 without chunked prefill).
 PrefillMode = Literal["chunked", "whole", "separate"]
 PREFILL_MODES: tuple[PrefillMode, ...] = get_args(PrefillMode)
+#: What a sliding-window layer keeps of a request's KV cache (§E2): ``window`` its window's
+#: positions, the blocks beyond it freed (vLLM's hybrid allocator, SGLang's SWA pool); ``full``
+#: the whole context, as a full-attention layer does, while its attention still reads only the
+#: window (TensorRT-LLM's KVCacheManager, whose every layer's window is ``max_seq_len`` unless
+#: a launch sets ``kv_cache_config.max_attention_window``).
+SlidingWindowCache = Literal["window", "full"]
+SLIDING_WINDOW_CACHES: tuple[SlidingWindowCache, ...] = get_args(SlidingWindowCache)
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,8 @@ class EngineProfile:
     #: ``PREFILL_MODES``: recompute or no_evict; chunked, whole or separate).
     admission: Admission = "recompute"
     prefill: PrefillMode = "chunked"
+    #: What a sliding-window layer keeps of the KV cache (``SLIDING_WINDOW_CACHES``).
+    sliding_window_cache: SlidingWindowCache = "window"
     #: The engine's default batch and token budget on some GPUs or benchmarks (first match;
     #: otherwise max_batch_requests and step_token_budget).
     limits: tuple[SchedulerLimits, ...] = ()
@@ -322,6 +331,7 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         "platform",
         "admission",
         "prefill",
+        "sliding_window_cache",
         "limits",
         "harnesses",
         "standard_errors",
@@ -405,7 +415,12 @@ def _parallelism(value: Any, source: str) -> tuple[tuple[str, tuple[str, ...]], 
 
 
 #: Fields that take one of a few words.
-CHOICES = {"platform": PLATFORMS, "admission": ADMISSIONS, "prefill": PREFILL_MODES}
+CHOICES = {
+    "platform": PLATFORMS,
+    "admission": ADMISSIONS,
+    "prefill": PREFILL_MODES,
+    "sliding_window_cache": SLIDING_WINDOW_CACHES,
+}
 
 
 def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
