@@ -20,6 +20,13 @@ import inference_econ as ie
 gc.set_threshold(2000, 10, 10)
 
 
+def pytest_configure(config):
+    """The heap frozen at the session's end (``pytest_unconfigure``) is thawed by the last of
+    pytest's clean-ups (registered before theirs, it runs after them): a process that runs
+    another session finds the collector as it was."""
+    config.add_cleanup(gc.unfreeze)
+
+
 def pytest_unconfigure(config):
     """At the session's end pytest collects garbage five times over, to report exceptions
     raised in finalizers, each pass a walk of the session's whole heap. One collection here
