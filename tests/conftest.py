@@ -19,6 +19,24 @@ import inference_econ as ie
 # collector's CPU saved for ~10 % more peak memory.
 gc.set_threshold(2000, 10, 10)
 
+
+def pytest_configure(config):
+    """The heap frozen at the session's end (``pytest_unconfigure``) is thawed by the last of
+    pytest's clean-ups (registered before theirs, it runs after them): a process that runs
+    another session finds the collector as it was."""
+    config.add_cleanup(gc.unfreeze)
+
+
+def pytest_unconfigure(config):
+    """At the session's end pytest collects garbage five times over, to report exceptions
+    raised in finalizers, each pass a walk of the session's whole heap. One collection here
+    (pytest is still listening for those exceptions), then what survives it frozen
+    (``gc.freeze``): its five passes walk only what that collection's finalizers made, and
+    about four walks of the heap (~0.4 s of CPU each on the whole suite) are saved."""
+    gc.collect()
+    gc.freeze()
+
+
 #: CPU seconds past which a command counts as stuck (a loop over a huge input, a hang on a
 #: device file): generous, so that no load on a shared machine fails a test; speed is measured
 #: by the scripts in benchmarks/, and no test asserts wall-clock time.
@@ -48,6 +66,26 @@ def bound_agrees_with_parts():
         ]
 
     return check
+
+
+@pytest.fixture
+def fresh_searches(monkeypatch):
+    """A function that gives the grid search empty caches (frontiers, frontier columns and
+    pass latencies) for the rest of the test: what follows searches from scratch. The
+    session's caches come back after the test (``optimiser.clear_caches`` would empty them
+    for every later test, which would then search their settings again)."""
+    import collections
+
+    from inference_econ.optimise import optimiser
+
+    def fresh():
+        for name in ("_frontier_cached", "_columns_cached"):
+            cached = getattr(optimiser, name)
+            size = cached.cache_info().maxsize
+            monkeypatch.setattr(optimiser, name, functools.lru_cache(size)(cached.__wrapped__))
+        monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
+
+    return fresh
 
 
 # --- every --help example, run as written (docs/user-guide.md) -------------------------

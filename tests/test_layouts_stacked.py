@@ -72,7 +72,7 @@ def test_stacked_divisors_give_the_layouts_of_one_candidate_at_a_time(
             assert len(np.unique(stacked.attention_divisor[finite])) > 2
 
 
-def test_a_study_cell_is_the_same_with_either_path(monkeypatch):
+def test_a_study_cell_is_the_same_with_either_path(monkeypatch, fresh_searches):
     """A worked-study cell (100 x 100 grid, refined preset, a draft) describes the same
     frontier, every column bit for bit, with the stacked and the one-at-a-time search."""
     from inference_econ.studies.study import compute_cell
@@ -87,12 +87,11 @@ def test_a_study_cell_is_the_same_with_either_path(monkeypatch):
         acceptance=0.7,
     )
     method = ie.Method(grid_points=60)
-    optimiser.clear_caches()
+    fresh_searches()
     fast = compute_cell(setting, method)
-    optimiser.clear_caches()
+    fresh_searches()
     monkeypatch.setattr(layouts, "STACKED_POINTS_MAX", 0)
     slow = compute_cell(setting, method)
-    optimiser.clear_caches()
     assert len(fast["data"]) > 100
     assert fast["columns"] == slow["columns"]
     assert fast["data"] == slow["data"]  # NaN-free numeric rows compare exactly

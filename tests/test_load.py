@@ -230,19 +230,21 @@ def test_a_finished_run_leaves_no_cycles_to_collect(llama8b, admission):
     """A run's engine and its per-request lists are freed when it ends, by reference counting:
     nothing of it is left for the cyclic collector (whose passes over a run's engines, kept
     alive until one through their policies, would cost a compare-measured run about a second
-    and 90 MB)."""
+    and 90 MB). What lived before the run is frozen (``gc.freeze``), so the count is of the
+    run's objects alone, and the collector does not walk the session's heap to give it."""
     import gc
 
     inst = build_instance(llama8b, 1, EngineConfig(admission=admission))
     arrivals = make_traffic(20, "500", "100", requests=200, seed=1).stream()
     simulate(inst, arrivals)
-    gc.collect()
+    gc.freeze()
     gc.disable()
     try:
         record = simulate(inst, arrivals)
         assert gc.collect() == 0
     finally:
         gc.enable()
+        gc.unfreeze()
     assert np.isfinite(record.finish_s).all()
 
 

@@ -233,7 +233,7 @@ def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path):
 
 
 def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
-    tiny_file, tiny_run, tmp_path, monkeypatch
+    tiny_file, tiny_run, tmp_path, monkeypatch, fresh_searches
 ):
     distributed = pytest.importorskip("distributed")
     from inference_econ.studies import execution
@@ -269,9 +269,7 @@ def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
     for name in ("key_points.csv", "frontiers.csv"):
         assert (tmp_path / name).read_bytes() == (tiny_run[1] / name).read_bytes()
     # each cell the cluster computed is the frontier a direct call gives, value for value
-    from inference_econ.optimise.optimiser import clear_caches
-
-    clear_caches()  # the in-process workers' searches are not reused
+    fresh_searches()  # the in-process workers' searches are not reused
     for cell in expand(load_study(tiny_file))[::2]:
         payload = study_run.CellCache(tmp_path / "cache").get(cell.key)
         got = study_module.payload_frontier(payload).points

@@ -16,19 +16,28 @@ def _into(owned, other) -> bool:
     """Whether ``owned op other`` can be written into ``owned``: a float array already of the
     result's shape and type (checked without numpy's slower general functions: this runs
     thousands of times a search)."""
-    if type(owned) is not np.ndarray or owned.dtype.kind != "f":
+    if type(owned) is not np.ndarray:
         return False
-    if type(other) in (float, int):  # a Python number takes the array's type (NEP 50)
-        return True
-    if type(other) is np.ndarray:
-        if other.dtype != owned.dtype and np.promote_types(owned.dtype, other.dtype) != owned.dtype:
+    dtype = owned.dtype
+    if dtype.kind != "f":
+        return False
+    kind = type(other)
+    if kind is np.ndarray:  # the most frequent: tested first, the same dtype by identity
+        theirs = other.dtype
+        if theirs is not dtype and theirs != dtype and np.promote_types(dtype, theirs) != dtype:
             return False
         big, small = owned.shape, other.shape
         if small == big or not small:
             return True
-        return len(small) <= len(big) and all(
-            this in (1, size) for size, this in zip(big[::-1], small[::-1])
-        )
+        if len(small) > len(big):
+            return False
+        # each axis broadcasts into ``owned``; a loop, not all(): no generator on a hot path
+        for size, this in zip(big[::-1], small[::-1]):  # noqa: SIM110
+            if this != 1 and this != size:
+                return False
+        return True
+    if kind is float or kind is int:  # a Python number takes the array's type (NEP 50)
+        return True
     return owned.shape == np.broadcast_shapes(owned.shape, np.shape(other)) and (
         owned.dtype == np.result_type(owned, other)
     )
@@ -89,7 +98,11 @@ def affine_minimum(pairs, x):
     reused for every pair: the same numbers as ``np.minimum`` of ``a + b * x`` pair by pair."""
     best = spare = first = None
     for a, b in pairs:
-        kind = (type(b), np.shape(b), getattr(b, "dtype", None))
+        kind = (
+            (type(b), b.shape, b.dtype)
+            if type(b) is np.ndarray
+            else (type(b), np.shape(b), getattr(b, "dtype", None))
+        )
         if spare is not None and kind == first:  # the product has the spare array's shape
             t = np.multiply(b, x, out=spare)
         else:
