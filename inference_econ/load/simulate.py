@@ -85,7 +85,7 @@ class _Engine(EngineState):
     with prompt tokens (``mixed_step``) or a run of decode steps (``decode_run``), over the
     state it extends (``EngineState``), with the policies its configuration chose."""
 
-    __slots__ = ("admission", "prefill", "runs", "bubbles", "pipeline", "terms")
+    __slots__ = ("admission", "prefill", "runs", "bubbles", "pipeline", "terms", "inline")
 
     def __init__(
         self,
@@ -105,6 +105,9 @@ class _Engine(EngineState):
         #: has no pipeline bubbles (§B12): the terms it reads, fetched once (``_step_terms``).
         self.bubbles, self.pipeline = inst.table.bubbles, inst.table.pipeline
         self.terms = _step_terms(inst.table)
+        #: whether ``mixed_step`` may write ``time_s`` out: not where the host's overlapped
+        #: work floors a step (``StepTable.host_sequence_s``)
+        self.inline = not inst.table.host_sequence_s
 
     def close(self) -> None:
         """``EngineState.close``, and the admission policy, which refers to the engine."""
@@ -243,14 +246,14 @@ class _Engine(EngineState):
         # (``StepTable._charged``, §B12); the same terms in the same order, the same floats
         fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
         own = not self.bubbles
-        if c is None and T and (own or self.pipeline <= R):
+        if self.inline and c is None and T and (own or self.pipeline <= R):
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
         else:
             dt = self.table.time_s(T, kv, att, R, largest)
         if not D:
             alone = 0.0
-        elif c is None and (own or self.pipeline <= D):
+        elif self.inline and c is None and (own or self.pipeline <= D):
             u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
             alone = fixed[D] + seq_s * D + (w if w > u else u)
         else:

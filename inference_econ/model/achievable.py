@@ -27,6 +27,7 @@ from .efficiency import (
     expert_imbalance,
     expert_size_factor,
     exposed_collective_bandwidth_s,
+    hidden_host_s,
     tile_rounded,
 )
 from .machine import Machine
@@ -279,6 +280,7 @@ class EngineStep:
             small_batch_stream_share=self.machine.small_batch_stream_share,
             row_parallel_gemm_s=row_parallel,
             allreduce_bandwidth_s=fusable_bw,
+            host_ranks=replicas,
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -298,8 +300,17 @@ class EngineStep:
         return prof.step_time_scale * (coll_bw - exposed_collective_bandwidth_s(work, prof))
 
     def rest_s(self, part, adiv, attention_reads):
-        """Seconds of every part of the step but its collectives (§F1)."""
-        return combine(self.step_work(part, adiv, 0.0, 0.0, attention_reads), self.profile).total_s
+        """Seconds of every part of the step but its collectives (§F1), the GPU's alone (the
+        host's floor is the whole step's: ``host_floor_s``)."""
+        work = self.step_work(part, adiv, 0.0, 0.0, attention_reads)
+        return combine(work, self.profile, host_floor=False).total_s
+
+    def host_floor_s(self, part, adiv):
+        """Seconds the whole step lasts at least because of the host work the runtime overlaps
+        with it (§F5, ``efficiency.hidden_host_s``): its sequences over the ranks whose hosts
+        each schedule their own (attention data parallelism's replicas)."""
+        replicas = adiv if self.attention_data_parallel else 1.0
+        return hidden_host_s(self.profile, part.achievable.sequences, replicas)
 
     def breakdown(
         self, part, adiv, coll_lat, coll_bw, attention_reads, ok, fusable_bw=0.0

@@ -252,6 +252,9 @@ class StepWork:
     #: engine that fuses each GEMM with its all-reduce hides, and under what (§F6).
     row_parallel_gemm_s: Floats = 0.0
     allreduce_bandwidth_s: Floats = 0.0
+    #: The ranks whose hosts each schedule their own share of ``sequences`` (attention data
+    #: parallelism's replicas; 1: one host loop for the step).
+    host_ranks: Floats = 1.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -347,11 +350,13 @@ def _over(seconds, efficiency):
     return np.where(s > 0.0, s / np.maximum(efficiency, 1e-300), 0.0)
 
 
-def combine(work: StepWork, terms) -> StepTimes:
+def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
     """Seconds of a step from its ideal work and a profile's terms (§F1-§F6).
 
     ``terms`` is an ``EngineProfile`` or any object with its term names as attributes (arrays
-    that broadcast against the work: ``calibrate`` evaluates many trials at once).
+    that broadcast against the work: ``calibrate`` evaluates many trials at once). ``host_floor``:
+    the step no shorter than its overlapped host work (``hidden_host_s``); False: the GPU's
+    step alone (a part of a step whose floor is applied to the whole).
     """
     eta_w = terms.hbm_efficiency
     share = np.asarray(work.small_batch_stream_share, dtype=float)
@@ -381,9 +386,14 @@ def combine(work: StepWork, terms) -> StepTimes:
         + np.maximum(memory, compute)
         + np.maximum(kv, attention)
     )
+    # a host that overlaps the step and takes longer: the GPU waits for it (§F5)
+    wait = 0.0
+    if host_floor:
+        wait = np.maximum(hidden_host_s(terms, work.sequences, work.host_ranks) - total, 0.0)
+    total = total + wait
     return StepTimes(
         total_s=total,
-        overhead_s=scale * overhead,
+        overhead_s=scale * overhead + wait,
         collective_latency_s=scale * work.collective_latency_s,
         collective_bandwidth_s=scale * collective_bw,
         elementwise_s=scale * elementwise,
@@ -391,7 +401,7 @@ def combine(work: StepWork, terms) -> StepTimes:
         gemm_weight_s=scale * weights,
         gemm_compute_s=scale * compute,
         gemm_fixed_s=scale * gemm_fixed,
-        host_s=scale * host,
+        host_s=scale * host + wait,
         kv_s=scale * kv,
         attention_compute_s=scale * attention,
     )
@@ -419,6 +429,21 @@ def host_overhead_s(terms, sequences):
     1.x), where it is hidden as long as it is shorter than the GPU's step."""
     host = terms.step_overhead_s + terms.sequence_overhead_s * np.asarray(sequences, dtype=float)
     return terms.host_overhead_exposed * host
+
+
+def hidden_host_s(terms, sequences, ranks=1.0):
+    """Seconds a step lasts at least because of the host work its runtime overlaps with the
+    GPU (§F5 "Host work the GPU does not wait for"): the overlapped share of the step
+    overhead plus ``hidden_sequence_overhead_s`` for each sequence one scheduling rank holds
+    (``sequences`` over ``ranks``). The host prepares the next step while the GPU runs this
+    one, so a step no shorter than the host's hides it, and a shorter one waits for it; 0 for
+    a runtime that waits for its host work anyway (``host_overhead_exposed`` 1)."""
+    per = np.asarray(getattr(terms, "hidden_sequence_overhead_s", 0.0), dtype=float)
+    if not np.any(per > 0.0):
+        return 0.0
+    hidden = 1.0 - np.asarray(terms.host_overhead_exposed, dtype=float)
+    seqs = np.asarray(sequences, dtype=float) / np.maximum(np.asarray(ranks, dtype=float), 1.0)
+    return hidden * (terms.step_overhead_s + per * seqs) * (per > 0.0)
 
 
 def eager_steps(tokens, cuda_graph_max_batch: float):

@@ -329,7 +329,7 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     (context attention)."""
     N, p = float(gpus), float(pipeline)
     part = model.pipeline_part(N, np.maximum(tokens, 1.0), 1.0, 0.0, p)
-    lat2, lat1 = model.latency_by_dims(part, adiv)
+    lat2, lat1 = model.latency_by_dims(part, adiv, floor=False)  # the table floors the step
     step = lat2 if two_d else lat1
     profile, w = model.profile, model.work
     sequence_s = 0.0

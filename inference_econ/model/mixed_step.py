@@ -15,12 +15,13 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from ..errors import plural
 from ..specs.features import LAYOUT_FEATURES
-from .efficiency import StepWork, combine, host_overhead_s
+from .efficiency import StepWork, combine, hidden_host_s, host_overhead_s
 from .latency import StepModel, divisors, engine_attention_degrees
 from .step_calls import total_time_s
 from .workload import Workload
@@ -236,6 +237,11 @@ class StepTable:
         #: (request_s) the attention roofline: 0 for the ideal presets (§F1, §F5).
         self.sequence_s = 0.0
         self.request_s = 0.0
+        #: A step lasts at least ``host_floor_s + host_sequence_s·r`` (``r`` its requests and
+        #: chunks) where the runtime overlaps its host work with the GPU (§F5,
+        #: ``efficiency.hidden_host_s``); 0: no such floor.
+        self.host_floor_s = 0.0
+        self.host_sequence_s = 0.0
         if model.engine is not None and model.assumptions.kernel_tables:
             self._kernels(model)
             return
@@ -290,14 +296,20 @@ class StepTable:
         assert model.engine is not None, "a step table is built under an engine profile"
         reads = model.attention_reads(part, adiv)
         work = model.engine.step_work(part, adiv, lat, bw, reads, fusable)
-        alone = combine(
+        self._host_terms(model, work.host_ranks)
+        alone = combine(  # the GPU's step: the host's floor apart (``time_s``)
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
             prof,
+            host_floor=False,
         )
         one = work.replace(
             sequences=1.0 / p, kv_request_read_s=work.kv_request_read_s / np.maximum(T, 1.0)
         )
-        per = combine(one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)), prof)
+        per = combine(
+            one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)),
+            prof,
+            host_floor=False,
+        )
         scale = prof.step_time_scale
         host_per_sequence = host_overhead_s(prof, 1.0 / p) - host_overhead_s(prof, 0.0)
         self.sequence_s = float(scale * host_per_sequence) + float(
@@ -329,21 +341,34 @@ class StepTable:
         got = np.where(
             empty,
             0.0,
-            np.asarray(self.fixed_s)
-            + self.sequence_s * T
-            + np.maximum(np.asarray(self.memory_s) + self.request_s * T, self.compute_s),
+            self._floored(
+                np.asarray(self.fixed_s)
+                + self.sequence_s * T
+                + np.maximum(np.asarray(self.memory_s) + self.request_s * T, self.compute_s),
+                T,
+            ),
         )
         if not np.allclose(got, expected, rtol=1e-9, atol=0.0):
             # part of a request's KV read hides behind other work of the step (a hybrid's
             # recurrent layers): its slope is the step's own, one request more
             self.request_s = float(np.asarray(expected)[1] - self.fixed_s[1]) - self.sequence_s
             got = np.where(
-                empty, 0.0, np.asarray(self.fixed_s) + (self.sequence_s + self.request_s) * T
+                empty,
+                0.0,
+                self._floored(np.asarray(self.fixed_s) + (self.sequence_s + self.request_s) * T, T),
             )
         if not np.allclose(got, expected, rtol=1e-9, atol=0.0):
             raise RuntimeError(
                 "model/mixed_step.py: the achievable table no longer matches StepModel.latency"
             )
+
+    def _host_terms(self, model: StepModel, ranks) -> None:
+        """``host_floor_s`` and ``host_sequence_s`` of the profile's overlapped host work, per
+        request of the step (``1/p`` sequences a micro-batch) over ``ranks`` scheduling ranks."""
+        prof, p = model.profile, float(self.layout.pipeline)
+        ranks = float(np.asarray(ranks).flat[0])
+        self.host_floor_s = float(hidden_host_s(prof, 0.0))
+        self.host_sequence_s = float(hidden_host_s(prof, 1.0 / p, ranks)) - self.host_floor_s
 
     def _kernels(self, model: StepModel) -> None:
         """The table of the kernel clock's step (``kernel_tables``, ``kernel_clock``): its
@@ -356,6 +381,8 @@ class StepTable:
         fixed, self.sequence_s, self.kv_s, self.attention_s = table_terms(
             model, layout.gpus, layout.pipeline, layout.attention_divisor, layout.two_d, T
         )
+        dp = model.engine is not None and model.engine.attention_data_parallel
+        self._host_terms(model, layout.attention_divisor if dp else 1.0)
         empty = T == 0
         self.fixed_s = np.where(empty, 0.0, fixed).tolist()
         self.memory_s = [0.0] * len(T)
@@ -375,6 +402,10 @@ class StepTable:
             setattr(out, name, [factor * t for t in getattr(self, name)])
         for name in ("sequence_s", "request_s", "kv_s", "attention_s"):
             setattr(out, name, factor * getattr(self, name))
+        out.host_floor_s, out.host_sequence_s = (
+            factor * self.host_floor_s,
+            factor * self.host_sequence_s,
+        )
         return out
 
     def _charged(self, tokens: int, largest: float = 1.0, sequences=None) -> tuple[int, float]:
@@ -405,7 +436,7 @@ class StepTable:
         row, scale = self._charged(tokens, largest, r)
         if scale != 1.0:
             kv_positions, attention_positions = kv_positions * scale, attention_positions * scale
-        return (
+        gpu = (
             self.fixed_s[row]
             + self.sequence_s * r
             + max(
@@ -413,6 +444,15 @@ class StepTable:
                 self.compute_s[row] + self.attention_s * attention_positions,
             )
         )
+        if self.host_sequence_s:
+            return max(gpu, self.host_floor_s + self.host_sequence_s * r)
+        return gpu
+
+    def _floored(self, gpu, requests):
+        """Step seconds ``gpu`` no shorter than the host's overlapped work for ``requests``."""
+        if not self.host_sequence_s:
+            return gpu
+        return np.maximum(gpu, self.host_floor_s + self.host_sequence_s * np.asarray(requests))
 
     def run_time_s(
         self,
@@ -425,13 +465,37 @@ class StepTable:
     ) -> float:
         """Seconds of ``steps`` decode-only steps of ``tokens`` tokens whose KV
         layer-positions start at ``positions`` and grow by ``growth`` per step, in closed form:
-        each step's time is the larger of two lines in the step index (memory and compute).
+        each step's time is the larger of two lines in the step index (memory and compute),
+        and no shorter than the host's overlapped work (``host_floor_s``), the same for every
+        step of the run, up to the step from which the GPU's is longer.
         ``requests``: the sequences of the step (default: one per token); ``attention``: the
         tokens each sequence's cache is attended by (a verification of ``v`` tokens per
         request reads the cache once and attends to it ``v`` times, §E8)."""
         if steps <= 0 or tokens == 0:
             return 0.0
         r = tokens if requests is None else requests
+        if self.host_sequence_s:
+            host = self.host_floor_s + self.host_sequence_s * r
+            one = partial(self._gpu_times_s, tokens, requests=requests, attention=attention)
+            if float(one(np.asarray([positions]))[0]) < host:
+                # the steps' GPU time grows with the run: the first j whose is the longer
+                lo, hi = 0, steps  # gpu(lo) < host; hi: none found below it
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if float(one(np.asarray([positions + growth * mid]))[0]) < host:
+                        lo = mid
+                    else:
+                        hi = mid
+                rest = self._gpu_run_s(
+                    tokens, positions + growth * hi, growth, steps - hi, r, attention
+                )
+                return hi * host + rest
+        return self._gpu_run_s(tokens, positions, growth, steps, r, attention)
+
+    def _gpu_run_s(self, tokens, positions, growth, steps, r, attention) -> float:
+        """``run_time_s`` of the GPU's steps alone (no host floor), ``r`` sequences a step."""
+        if steps <= 0:
+            return 0.0
         row = tokens
         if self.bubbles and r < self.pipeline:  # ``_charged``'s test: the only case it scales
             row, scale = self._charged(tokens, tokens / r, r)
@@ -463,10 +527,18 @@ class StepTable:
         """Seconds of decode-only steps of ``tokens`` tokens whose KV layer-positions are the
         array ``positions`` (a decoding token attends to exactly what its request caches;
         ``requests`` and ``attention`` as in ``run_time_s``)."""
+        gpu = self._gpu_times_s(tokens, positions, requests, attention)
+        if self.host_sequence_s:
+            r = tokens if requests is None else requests
+            return np.maximum(gpu, self.host_floor_s + self.host_sequence_s * r)
+        return gpu
+
+    def _gpu_times_s(self, tokens: int, positions, requests=None, attention: float = 1.0):
+        """``times_s`` of the GPU's steps alone (no host floor)."""
         r = tokens if requests is None else requests
         row, scale = self._charged(tokens, tokens / r, r)
         positions = positions * scale
-        return (
+        gpu = (
             self.fixed_s[row]
             + self.sequence_s * r
             + np.maximum(
@@ -474,3 +546,4 @@ class StepTable:
                 self.compute_s[row] + self.attention_s * attention * positions,
             )
         )
+        return gpu

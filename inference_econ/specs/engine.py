@@ -114,6 +114,7 @@ class EngineProfile:
     layer_overhead_s: float = 30e-6
     step_overhead_s: float = 1e-3
     sequence_overhead_s: float = 4e-6
+    hidden_sequence_overhead_s: float = 0.0
     host_overhead_exposed: float = 1.0
     eager_layer_overhead_s: float = 40e-6
     cuda_graph_max_batch: int = 8192

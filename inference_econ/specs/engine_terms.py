@@ -114,6 +114,15 @@ TERMS: tuple[Term, ...] = (
         "time per sequence per step: sampling, detokenisation, bookkeeping (§F5)",
     ),
     Term(
+        "hidden_sequence_overhead_s",
+        "seconds",
+        0.0,
+        1e-3,
+        "host time per sequence per step of a runtime that overlaps its host work with the "
+        "GPU's step: a step lasts at least the host's, step_overhead_s plus this per sequence "
+        "of one scheduling rank (§F5)",
+    ),
+    Term(
         "host_overhead_exposed",
         "fraction",
         0.0,
