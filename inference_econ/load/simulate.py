@@ -447,7 +447,7 @@ class _Engine(EngineState):
 
 def cache_counted_in_reads(instance: Instance, arrivals: Arrivals) -> Instance:
     """``instance`` with its KV capacity counted as the run counts a request's cache, in the
-    layer-positions it reads (§E2). Where a sliding-window layer keeps the whole context
+    layer-positions it reads (§E3). Where a sliding-window layer keeps the whole context
     (``Workload.cache_windows`` False) a request holds more than it reads: the capacity times
     the requests' read over held positions at their peak contexts, so the engine admits as
     many of them (exactly so where they are of one length, whose reservations no-evict
