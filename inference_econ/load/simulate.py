@@ -85,7 +85,7 @@ class _Engine(EngineState):
     with prompt tokens (``mixed_step``) or a run of decode steps (``decode_run``), over the
     state it extends (``EngineState``), with the policies its configuration chose."""
 
-    __slots__ = ("admission", "prefill", "runs", "bubbles", "pipeline", "terms", "inline")
+    __slots__ = ("admission", "prefill", "runs", "bubbles", "pipeline", "terms", "host")
 
     def __init__(
         self,
@@ -105,9 +105,8 @@ class _Engine(EngineState):
         #: has no pipeline bubbles (§B12): the terms it reads, fetched once (``_step_terms``).
         self.bubbles, self.pipeline = inst.table.bubbles, inst.table.pipeline
         self.terms = _step_terms(inst.table)
-        #: whether ``mixed_step`` may write ``time_s`` out: not where the host's overlapped
-        #: work floors a step (``StepTable.host_sequence_s``)
-        self.inline = not inst.table.host_sequence_s
+        #: the floor the host's overlapped work sets a step, ``time_s``'s (seconds, a request)
+        self.host = (inst.table.host_floor_s, inst.table.host_sequence_s)
 
     def close(self) -> None:
         """``EngineState.close``, and the admission policy, which refers to the engine."""
@@ -242,20 +241,22 @@ class _Engine(EngineState):
             largest = v
         R = D + n_chunks  # the step's sequences: decoding requests and prompt chunks
         # ``table.time_s`` of the step and of its decoding requests alone, written out where it
-        # looks a step up at its own tokens: no pipeline bubbles, or as many sequences as stages
-        # (``StepTable._charged``, §B12); the same terms in the same order, the same floats
+        # looks a step up at its own tokens (``StepTable._charged``, §B12): the same floats
         fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
         own = not self.bubbles
-        if self.inline and c is None and T and (own or self.pipeline <= R):
+        host0, host_s = self.host
+        if c is None and T and (own or self.pipeline <= R):
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
+            dt = max(dt, host0 + host_s * R)  # no shorter than the host's work (0: none)
         else:
             dt = self.table.time_s(T, kv, att, R, largest)
         if not D:
             alone = 0.0
-        elif self.inline and c is None and (own or self.pipeline <= D):
+        elif c is None and (own or self.pipeline <= D):
             u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
             alone = fixed[D] + seq_s * D + (w if w > u else u)
+            alone = max(alone, host0 + host_s * D)
         else:
             alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v)
         flop = flops[T] + att_flop * att
