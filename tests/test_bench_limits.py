@@ -7,7 +7,12 @@ import csv
 
 import pytest
 
-from inference_econ.measured.bench_limits import UNTUNED_LIMITS, bench_limits, runs_own_limits
+from inference_econ.measured.bench_limits import (
+    UNTUNED_LIMITS,
+    bench_limits,
+    overview_requests,
+    runs_own_limits,
+)
 from inference_econ.measured.comparison import compare
 from inference_econ.measured.reading import load_measured
 from inference_econ.measured.resolving import hardware_of, resolve_model
@@ -52,11 +57,16 @@ def test_limits_round_as_the_tool_rounds_them():
     short = bench_limits(llama, _gpu("H200"), (8, 16, 8), 1, 1, False, 128, 128, "1.0")
     assert (short.max_batch_requests, short.step_token_budget) == (4096, 8192)
     # 20000/2000: (140.40 - 7.45 GiB) x 0.90 / (65,536 B x 22,000) = 89.1 requests -> 96
-    # (multiples of 32 below 256); tokens 89.1 x 11 = 980 -> the 2,048 floor. Two pipeline
-    # stages hold twice the memory and split the requests between them: 91.6 each -> 96.
+    # (multiples of 32 below 256); tokens 89.1 x 11 = 980 -> the 2,048 floor, chunked; whole
+    # prompts raise it to 20,000 + 96. Two pipeline stages hold twice the memory and split
+    # the requests between them: 91.6 each -> 96.
     one = bench_limits(llama, _gpu("H200"), (8, 16, 8), 1, 1, False, 20000, 2000, "1.0")
     two = bench_limits(llama, _gpu("H200"), (8, 16, 8), 1, 2, False, 20000, 2000, "1.0")
-    assert (one.max_batch_requests, one.step_token_budget) == (96, 2048)
+    chunked = bench_limits(
+        llama, _gpu("H200"), (8, 16, 8), 1, 1, False, 20000, 2000, "1.0", chunked=True
+    )
+    assert (one.max_batch_requests, one.step_token_budget) == (96, 20096)
+    assert (chunked.max_batch_requests, chunked.step_token_budget) == (96, 2048)
     assert two.max_batch_requests == 96
 
 
@@ -99,7 +109,13 @@ def _write(path, rows):
 
 def test_a_bench_row_runs_at_the_tools_limits_and_is_never_faster_for_them(tmp_path):
     bench = dict(
-        ROW, model="DeepSeek-R1", precision="FP8", hardware="H200", n_gpus="8", parallelism="DEP8"
+        ROW,
+        model="DeepSeek-R1",
+        precision="FP8",
+        hardware="H200",
+        n_gpus="8",
+        parallelism="DEP8",
+        output_len="8192",
     )
     plain = dict(bench, source="TensorRT-LLM performance overview")
     a = preset("achievable")
@@ -108,7 +124,7 @@ def test_a_bench_row_runs_at_the_tools_limits_and_is_never_faster_for_them(tmp_p
     assert (own.status, other.status) == ("ok", "ok")
     assert "the limits trtllm-bench picks itself" in own.engine
     assert "trtllm-bench" not in other.engine
-    # the same run held to 384 requests a rank (not the 2,048 default) is slower, never faster
+    # the same run held to 64 requests a rank (not the 2,048 default) is slower, never faster
     assert own.predicted < 0.9 * other.predicted
 
 
@@ -132,3 +148,50 @@ def test_an_mx_checkpoints_kv_cache_follows_the_chip(tmp_path, hardware, precisi
     )
     (read,) = load_measured(_write(tmp_path / "r.csv", [row]))
     assert read.bits[2] == kv_bits
+
+
+def test_whole_prompts_raise_max_num_tokens_to_the_longest_prompt_beside_a_full_batch():
+    # gpt-oss-120b runs at the API defaults, 2,048 requests and 8,192 tokens; with chunked
+    # prefill off (trtllm-bench's default) an 8,192-token prompt would never fit beside a
+    # decoding request, so the tool raises max_num_tokens to 8,192 + 2,048 = 10,240.
+    gpt_oss = resolve_model("gpt-oss-120b")
+    args = (gpt_oss, _gpu("H200"), (4.25, 16, 16), 1, 1, False, 8192, 1024, "1.2")
+    whole = bench_limits(*args, longest_input=8192)
+    chunked = bench_limits(*args, longest_input=8192, chunked=True)
+    assert (whole.max_batch_requests, whole.step_token_budget) == (2048, 10240)
+    assert (chunked.max_batch_requests, chunked.step_token_budget) == (2048, 8192)
+    # a dataset whose longest prompt is longer than its mean is raised to the longest
+    assert bench_limits(*args, longest_input=9000).step_token_budget == 9000 + 2048
+
+
+@pytest.mark.parametrize(
+    ("n_in", "n_out", "requests"),
+    [
+        (1024, 1024, 3000),  # listed by the 1.2 overview
+        (32768, 1024, 1000),
+        (128, 128, 30000),  # listed by the 1.0 overview
+        (20000, 2000, 1000),
+        (1000, 1024, 3000),  # not listed: nearest, 1,000/1,000 and 1,024/1,024 both 3,000
+        (16384, 1024, 1500),  # log2 halfway from 8,192/1,024 (1,500) to 32,768/1,024: 8,192 first
+        (100000, 1000, 1000),
+    ],
+)
+def test_a_bench_row_without_a_count_runs_the_overviews_dataset(n_in, n_out, requests):
+    assert overview_requests(n_in, n_out) == requests
+
+
+def test_a_bench_rows_throughput_is_over_its_whole_dataset(tmp_path):
+    # trtllm-bench queues its whole dataset at once and divides the output by the time to the
+    # last completion: 48 requests, fewer than one rank's batch, are one wave whose prefill
+    # and drain the steady rate never pays, so they read slower than the overview's 3,000.
+    gpt_oss = dict(
+        ROW, model="gpt-oss-120b", precision="MXFP4", hardware="H200", n_gpus="1", parallelism="TP1"
+    )
+    a = preset("achievable")
+    few = compare(_write(tmp_path / "few.csv", [dict(gpt_oss, requests="48")]), assumptions=a)
+    many = compare(_write(tmp_path / "many.csv", [gpt_oss]), assumptions=a)
+    few, many = few.table.iloc[0], many.table.iloc[0]
+    assert (few.status, many.status) == ("ok", "ok")
+    assert "over its dataset of 48 requests queued at once" in few.engine
+    assert "over the performance overview's dataset of 3,000 requests" in many.engine
+    assert few.predicted < 0.8 * many.predicted

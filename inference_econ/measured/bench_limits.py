@@ -22,7 +22,14 @@ The rule, in words (docs/model-part-f.md §F9, "trtllm-bench's own limits"):
   ``2 x attention layers x max(tp, KV heads) x head size x KV bytes``;
 - ``max_batch_size`` = min(requests, 4096) / pp, rounded up to 32 (at least 64) below 256,
   to 128 below 1,024, else to 256; ``max_num_tokens`` = min(that x (1 + input / output),
-  32,768), rounded up to 256 (at least 2,048) below 4,096, to 512 below 8,192, else to 1,024.
+  32,768), rounded up to 256 (at least 2,048) below 4,096, to 512 below 8,192, else to 1,024;
+- with chunked prefill off (its default) ``max_num_tokens`` is at least the dataset's longest
+  prompt plus ``max_batch_size``, so a whole prompt always fits beside the decoding requests.
+
+Its throughput is over the whole run: every request of the dataset queued at once, output
+tokens over the time to the last completion (``Per GPU Output Throughput``). A row states its
+dataset's size in a ``requests`` column; one that states none is taken to have run the
+performance overview's dataset of its lengths (``overview_requests``).
 """
 
 from __future__ import annotations
@@ -45,6 +52,27 @@ MAX_REQUESTS, MAX_TOKENS = 4096, 32768
 #: memory (the two changes to ``calc_engine_setting`` were opened 2026-04-27 and 2026-07-22;
 #: every release to 1.3 has the older estimate). An assumption, stated where it is used.
 NEWER_ESTIMATE_FROM = (1, 4)
+#: Requests of the performance overview's datasets by (input, output) tokens: TensorRT-LLM's
+#: documented benchmarking workflow, "Preparing a Dataset" (NVIDIA/TensorRT-LLM's documentation,
+#: ``performance/perf-overview.md`` @00f37686 for 1.0 and ``developer-guide/perf-overview.md``
+#: @03e27c7d for 1.2; Apache-2.0).
+OVERVIEW_REQUESTS = {
+    (128, 128): 30000,
+    (128, 2048): 3000,
+    (128, 4096): 1500,
+    (500, 2000): 3000,
+    (1000, 1000): 3000,
+    (1000, 2000): 1500,
+    (1024, 1024): 3000,
+    (1024, 8192): 1500,
+    (1024, 32768): 1000,
+    (2048, 128): 3000,
+    (2048, 2048): 1500,
+    (5000, 500): 1500,
+    (8192, 1024): 1500,
+    (20000, 2000): 1000,
+    (32768, 1024): 1000,
+}
 #: Bytes a stored element of each tuned checkpoint format counts: trtllm-bench's own table.
 _BYTES = {16: 2.0, 8: 1.0, 4: 0.5}
 #: Elements stored per parameter: NVFP4 packs two 4-bit values a byte (counted as one uint8
@@ -125,14 +153,19 @@ def bench_limits(
     output_tokens: float,
     version: str | None = None,
     kv_fraction: float | None = None,
+    longest_input: float | None = None,
+    chunked: bool = False,
 ) -> BenchLimits:
     """The limits trtllm-bench sets for a run of ``input_tokens``/``output_tokens`` on
     ``tensor`` x ``pipeline`` GPUs (see the module docstring); a checkpoint format it does not
-    tune (fractional MX widths, INT4) gets ``UNTUNED_LIMITS``."""
+    tune (fractional MX widths, INT4) gets ``UNTUNED_LIMITS``. Without ``chunked`` prefill
+    (its default) ``max_num_tokens`` is at least the dataset's longest prompt
+    (``longest_input``; the mean where not known) plus ``max_batch_size``."""
     weight_bits = float(bits[0])
     if weight_bits not in _BYTES or arch.published_total_params is None:
         what = "a format it does not tune" if weight_bits not in _BYTES else "no parameter count"
-        return BenchLimits(*UNTUNED_LIMITS, f"the LLM API's defaults: {what}")
+        limits = BenchLimits(*UNTUNED_LIMITS, f"the LLM API's defaults: {what}")
+        return limits if chunked else _whole_prompts(limits, input_tokens, longest_input)
     v = _version(version)
     newer = v is not None and v >= NEWER_ESTIMATE_FROM
     stored = arch.published_total_params * _STORED[int(weight_bits)]
@@ -149,8 +182,33 @@ def bench_limits(
     raw = min(requests, MAX_REQUESTS) / pipeline
     tokens = min(raw * (1.0 + input_tokens / max(output_tokens, 1.0)), MAX_TOKENS)
     rule = "newer" if newer else "older"
-    return BenchLimits(
+    limits = BenchLimits(
         _rounded(raw, REQUEST_ROUNDING),
         _rounded(tokens, TOKEN_ROUNDING),
         f"its {rule} memory estimate",
     )
+    return limits if chunked else _whole_prompts(limits, input_tokens, longest_input)
+
+
+def overview_requests(input_tokens: float, output_tokens: float) -> int:
+    """Requests of the performance overview's dataset of these lengths (``OVERVIEW_REQUESTS``):
+    its own where it lists them, else those of the listed lengths nearest in log2 of input and
+    output (an assumption: its datasets shrink as their requests lengthen)."""
+    n_in, n_out = max(float(input_tokens), 1.0), max(float(output_tokens), 1.0)
+
+    def distance(key):
+        return math.hypot(math.log2(key[0] / n_in), math.log2(key[1] / n_out))
+
+    return OVERVIEW_REQUESTS[min(OVERVIEW_REQUESTS, key=distance)]
+
+
+def _whole_prompts(limits: BenchLimits, mean: float, longest: float | None) -> BenchLimits:
+    """``limits`` with ``max_num_tokens`` raised to the longest prompt plus ``max_batch_size``,
+    as trtllm-bench raises it when chunked prefill is off (``get_settings``), so a whole prompt
+    always fits beside a full batch of decoding requests."""
+    top = longest if longest is not None and math.isfinite(longest) else mean
+    floor = int(math.ceil(top)) + limits.max_batch_requests
+    if floor <= limits.step_token_budget:
+        return limits
+    how = f"{limits.how}; max_num_tokens raised to the longest prompt plus max_batch_size"
+    return BenchLimits(limits.max_batch_requests, floor, how)

@@ -45,7 +45,7 @@ from ..specs.platforms import platform_of
 from . import layouts
 from . import replay as rp
 from . import semantics as sem
-from .bench_limits import bench_limits
+from .bench_limits import bench_limits, overview_requests
 from .closed_forms import (
     LOADED,
     STEADY_KINDS,
@@ -132,6 +132,8 @@ def _bench_limited(found: RowEngine, cand: Candidate, row: MeasuredRow | None) -
         float(L.output_mean),
         row.engine_version,
         row.kv_cache_fraction,
+        float(L.input_max),
+        found.config.prefill == "chunked",
     )
     config = dataclasses.replace(
         found.config,
@@ -195,6 +197,10 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     label = _engine_label(prof.name, row, named, budget, unknown, harness, exposed)
     if row.bench_limits and prof.family == "trtllm":
         label += ", the limits trtllm-bench picks itself"
+        n = _dataset_requests(row)
+        if n:
+            whose = "its" if row.lengths.issued else "the performance overview's"
+            label += f", over {whose} dataset of {n:,} requests queued at once"
     return RowEngine(prof, config, label)
 
 
@@ -458,10 +464,20 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
 
 
 def _whole_run(row: MeasuredRow, engine: bool) -> bool:
-    """Whether a row's throughput is MLPerf LoadGen's, over its whole run to the last completion
-    (``replay.RunSpan``): an MLPerf row under an engine profile (the ideal engine's
-    bound stays the steady rate, which the drain can only lower)."""
-    return row.benchmark is not None and engine
+    """Whether a row's throughput is over its whole run to the last completion
+    (``replay.RunSpan``) under an engine profile (the ideal engine's bound stays the steady
+    rate, which the drain can only lower): MLPerf LoadGen's, or trtllm-bench's over its
+    dataset (``_dataset_requests``)."""
+    return engine and (row.benchmark is not None or _dataset_requests(row) > 0)
+
+
+def _dataset_requests(row: MeasuredRow) -> int:
+    """Requests of a trtllm-bench row's dataset, all queued at once (0: not such a row): the
+    row's own count, else the performance overview's for its lengths (``overview_requests``)."""
+    if not row.bench_limits or row.scenario != "offline" or row.lengths is None:
+        return 0
+    L = row.lengths
+    return int(L.issued) or overview_requests(L.input_mean, L.output_mean)
 
 
 def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfig):
@@ -488,11 +504,12 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         clients,
         bool(row.disaggregated),
         (float(L.input_max), float(L.output_max)),
-        int(L.issued),
+        _dataset_requests(row) or int(L.issued),
         # an expected figure is read where a submitter runs; the bound at its most load
         rp.SUBMITTED_LOAD_SHARE if a.engine is not None else 1.0,
         prefill_pool(row),
         _whole_run(row, a.engine is not None),
+        _dataset_requests(row) > 0,
     )
 
 

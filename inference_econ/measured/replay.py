@@ -147,6 +147,9 @@ class LoadCase:
     #: (``RunSpan``); False: the engine's steady rate (``saturated_rate``, the Server
     #: run's service window).
     whole_run: bool = False
+    #: The run issues exactly ``issued`` requests at t = 0 and ends at the last completion
+    #: (trtllm-bench's dataset), rather than LoadGen's count for its minimum duration.
+    dataset: bool = False
 
 
 @dataclass(frozen=True)
@@ -259,7 +262,10 @@ def offline_requests(case: LoadCase, inst) -> int:
     max(min_query_count, 1.1 x min_duration x expected QPS) samples (``kSlack`` 1.1 and
     ``*.Offline.min_duration`` 600 s; the LLM benchmarks' min_query_count is their performance
     sample count, ``LoadCase.issued``), the expected QPS here the steady-state estimate's; this
-    instance's share."""
+    instance's share. A trtllm-bench run (``LoadCase.dataset``) serves its dataset, this
+    instance's share of ``issued``."""
+    if case.dataset:
+        return max(1, int(round(case.issued / case.replicas)))
     rate = estimate(case).rate_per_s
     target = OFFLINE_SLACK * SERVER_DURATION_S * rate if np.isfinite(rate) else 0.0
     return max(1, int(max(float(case.issued), target) / case.replicas))
@@ -313,17 +319,18 @@ class RunSpan:
 def _offline(case: LoadCase, inst, requests) -> Outcome:
     """Every request queued at t = 0 (MLPerf Offline): the output tokens per second while the
     engine is saturated - from the start until the last request is admitted, while a queue
-    waits (``saturated_rate``) - or, for an MLPerf row (``whole_run``), over LoadGen's whole
-    run to its last completion, as many requests as LoadGen issues (``offline_requests``)."""
+    waits (``saturated_rate``) - or, for an MLPerf or trtllm-bench row (``whole_run``), over
+    the whole run to its last completion, as many requests as it issues (``offline_requests``)."""
     slots = inst.config.max_batch_requests
     issued = offline_requests(case, inst) if case.whole_run else 0
-    if case.whole_run and requests is None:  # LoadGen's own count, within the CPU it costs
-        requests = int(np.clip(issued, MIN_REQUESTS, WHOLE_RUN_REQUESTS))
+    if case.whole_run and requests is None:  # the run's own count, within the CPU it costs
+        floor = 1 if case.dataset else MIN_REQUESTS  # a dataset's run is its own, however short
+        requests = int(np.clip(issued, floor, WHOLE_RUN_REQUESTS))
     n = _count(case, slots, requests)
     run = _queued_run(inst, traffic_of(case, n), case.prefilled)
     if run is None:
         return Outcome(note="infeasible: no request fits in the KV cache of an instance")
-    if case.whole_run:  # LoadGen's whole run, as many requests as it issues
+    if case.whole_run:  # the benchmark's whole run, as many requests as it issues
         if run.span is None:
             return Outcome(note="infeasible: no request of the run finished")
         whole = run.span.tokens_per_s(issued)
