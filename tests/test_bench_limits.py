@@ -79,6 +79,11 @@ def test_limits_round_as_the_tool_rounds_them():
         ("x (trtllm-bench)", "", "max batch 256", None, False),
         ("x (trtllm-bench)", "", "", 4096.0, False),
         ("MLPerf v5.1", "TensorRT-LLM", "max load", None, False),
+        ("NVIDIA/TensorRT-LLM docs/source/developer-guide/perf-overview.md", "", "", None, True),
+        ("TensorRT-LLM performance overview", "", "max load", None, True),
+        ("TensorRT-LLM performance overview", "", "max_batch_size 512", None, False),
+        ("SGLang performance overview", "", "max load", None, False),
+        ("TensorRT-LLM blog", "", "max load", None, False),
     ],
 )
 def test_a_row_runs_the_tools_own_limits_only_where_it_states_none(
@@ -117,7 +122,7 @@ def test_a_bench_row_runs_at_the_tools_limits_and_is_never_faster_for_them(tmp_p
         parallelism="DEP8",
         output_len="8192",
     )
-    plain = dict(bench, source="TensorRT-LLM performance overview")
+    plain = dict(bench, source="TensorRT-LLM blog")
     a = preset("achievable")
     own = compare(_write(tmp_path / "bench.csv", [bench]), assumptions=a).table.iloc[0]
     other = compare(_write(tmp_path / "plain.csv", [plain]), assumptions=a).table.iloc[0]

@@ -97,11 +97,21 @@ _OWN_LIMIT = re.compile(
 )
 
 
+#: A source naming TensorRT-LLM's performance overview page, whose figures are all
+#: ``trtllm-bench throughput``'s ("Data in these tables is taken from the Per GPU Output
+#: Throughput metric reported by trtllm-bench", ``developer-guide/perf-overview.md``).
+_OVERVIEW = re.compile(r"perf[-_ ]overview|performance[-_ ]overview", re.I)
+_TRTLLM = re.compile(r"tensorrt[-_ ]?llm|trt[-_ ]?llm", re.I)
+
+
 def runs_own_limits(source: str, notes: str, cell: str, budget) -> bool:
-    """Whether a row was run by ``trtllm-bench`` (its source, notes or batch cell say so) with
-    the limits it picks itself: no batch limit or token budget stated."""
+    """Whether a row was run by ``trtllm-bench`` (its source, notes or batch cell say so, or
+    its source is TensorRT-LLM's performance overview) with the limits it picks itself: no
+    batch limit or token budget stated."""
     texts = (str(source or ""), str(notes or ""), str(cell or ""))
-    if not any(re.search(r"trtllm[-_ ]bench", t, re.I) for t in texts):
+    bench = any(re.search(r"trtllm[-_ ]bench", t, re.I) for t in texts)
+    overview = bool(_OVERVIEW.search(texts[0]) and _TRTLLM.search(texts[0]))
+    if not (bench or overview):
         return False
     return budget is None and not any(_OWN_LIMIT.search(t) for t in texts[1:])
 
