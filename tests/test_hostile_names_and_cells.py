@@ -163,7 +163,8 @@ def test_a_measured_value_beyond_any_measurement_is_the_rows_reason(value, tmp_p
 def test_compare_measured_reports_its_progress_on_rows_under_load():
     """A whole MLPerf file ran for minutes with no output: rows the load engine simulates are
     counted to ``progress`` (the CLI prints them every ten seconds, ``-q`` silences it). The
-    shipped example's 7 closed-loop rows are the rows under load here."""
+    shipped example's 7 closed-loop rows and its 56 trtllm-bench throughput rows (replayed
+    over their datasets) are the rows under load here."""
     from pathlib import Path
 
     from inference_econ.measured import comparison
@@ -172,7 +173,7 @@ def test_compare_measured_reports_its_progress_on_rows_under_load():
     path = Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv"
     said: list[str] = []
     result = comparison.compare(path, "achievable", progress=said.append)
-    assert said == [f"{k}/7 rows under load predicted" for k in range(7)]
+    assert said == [f"{k}/63 rows under load predicted" for k in range(63)]
     assert (result.table.status == "ok").sum() == 74
     assert ms._PROGRESS.get() is None  # reset after the run
 
