@@ -475,13 +475,13 @@ class StepTable:
         r = tokens if requests is None else requests
         if self.host_sequence_s:
             host = self.host_floor_s + self.host_sequence_s * r
-            one = self._gpu_step_s(tokens, r, attention)
-            if one(positions) < host:
+            one = self._gpu_step_s
+            if one(tokens, r, attention, positions) < host:
                 # the steps' GPU time grows with the run: the first j whose is the longer
                 lo, hi = 0, steps  # gpu(lo) < host; hi: none found below it
                 while hi - lo > 1:
                     mid = (lo + hi) // 2
-                    if one(positions + growth * mid) < host:
+                    if one(tokens, r, attention, positions + growth * mid) < host:
                         lo = mid
                     else:
                         hi = mid
@@ -491,22 +491,15 @@ class StepTable:
                 return hi * host + rest
         return self._gpu_run_s(tokens, positions, growth, steps, r, attention)
 
-    def _gpu_step_s(self, tokens: int, r, attention: float):
-        """``_gpu_times_s`` of one step of ``tokens`` tokens in ``r`` sequences, as a function
-        of its positions: the same operations on scalars (a search asks for one step at a
-        time, where an array's overhead would be most of the work)."""
+    def _gpu_step_s(self, tokens: int, r, attention: float, positions: float) -> float:
+        """``_gpu_times_s`` of one step of ``tokens`` tokens in ``r`` sequences at
+        ``positions``: the same operations on scalars (a search asks for one step at a time,
+        where an array's overhead would be most of the work)."""
         row, scale = self._charged(tokens, tokens / r, r)
-        base = self.fixed_s[row] + self.sequence_s * r
-        memory, kv_s, request = self.memory_s[row], self.kv_s, self.request_s * r
-        compute, attention_s = self.compute_s[row], self.attention_s * attention
-
-        def gpu(positions):
-            p = positions * scale
-            u = memory + kv_s * p + request
-            w = compute + attention_s * p
-            return base + (w if w > u else u)  # max(u, w)
-
-        return gpu
+        p = positions * scale
+        u = self.memory_s[row] + self.kv_s * p + self.request_s * r
+        w = self.compute_s[row] + self.attention_s * attention * p
+        return self.fixed_s[row] + self.sequence_s * r + (w if w > u else u)  # max(u, w)
 
     def _gpu_run_s(self, tokens, positions, growth, steps, r, attention) -> float:
         """``run_time_s`` of the GPU's steps alone (no host floor), ``r`` sequences a step."""
