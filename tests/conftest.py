@@ -106,6 +106,49 @@ def fresh_searches(monkeypatch):
     return fresh
 
 
+#: ``point``'s arguments that ``point_in_a_fresh_process`` runs.
+POINT = ["point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"]
+
+
+@pytest.fixture(scope="session")
+def point_in_a_fresh_process():
+    """``POINT`` run in a fresh interpreter as a text table, then again as CSV: {"text",
+    "csv": (stdout, the modules loaded by then)}, the second's modules those of both runs
+    at the interpreter's exit (a superset of the CSV run's own). What a command loads on start-up is checked here
+    (test_cli.py, test_fast_output.py) on one interpreter's start, not one per check."""
+    import ast
+    import subprocess
+    import sys
+
+    code = (
+        "import atexit, sys; from inference_econ.cli import main\n"
+        "def loaded():\n"
+        "    print('loaded:', sorted(sys.modules), file=sys.stderr, flush=True)\n"
+        "atexit.register(loaded)  # after the command's own exit handlers\n"
+        "for extra in ([], ['--format', 'csv']):\n"
+        "    try:\n"
+        "        main([*sys.argv[1:], *extra])\n"
+        "    except SystemExit as e:\n"
+        "        assert not e.code, e.code\n"
+        "    print(END, flush=True)\n"
+        "    if not extra:\n"
+        "        loaded()\n"
+    )
+    end = "-- end of a run --"
+    out = subprocess.run(
+        [sys.executable, "-c", f"END = {end!r}\n" + code, *POINT], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    printed = out.stdout.split(end + "\n")[:2]
+    loaded = [
+        ast.literal_eval(line.removeprefix("loaded: "))
+        for line in out.stderr.splitlines()
+        if line.startswith("loaded: ")
+    ]
+    assert len(printed) == len(loaded) == 2, out.stderr
+    return {"text": (printed[0], loaded[0]), "csv": (printed[1], loaded[1])}
+
+
 # --- every --help example, run as written (docs/user-guide.md) -------------------------
 
 #: Examples another test or fixture runs in full, and where: not run twice (``reproduce all``
