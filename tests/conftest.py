@@ -106,6 +106,18 @@ def fresh_searches(monkeypatch):
     return fresh
 
 
+@pytest.fixture
+def small_runs(monkeypatch):
+    """Measured Server rows replayed in runs of 300 requests per instance (the search's
+    resolution is unchanged), the replays' cache emptied before and after."""
+    from inference_econ.measured import replay
+
+    monkeypatch.setattr(replay, "SERVER_REQUESTS", (300, 300))
+    replay.clear()
+    yield
+    replay.clear()
+
+
 #: ``point``'s arguments that ``point_in_a_fresh_process`` runs.
 POINT = ["point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"]
 

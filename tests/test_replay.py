@@ -39,15 +39,6 @@ SERVER = (
 )
 
 
-@pytest.fixture
-def small_runs(monkeypatch):
-    """Server runs of 300 requests per instance (the search's resolution is unchanged)."""
-    monkeypatch.setattr(rp, "SERVER_REQUESTS", (300, 300))
-    rp.clear()
-    yield
-    rp.clear()
-
-
 def rows_of(tmp_path, *lines):
     path = tmp_path / "rows.csv"
     path.write_text("\n".join([HEADER, *lines]) + "\n")
