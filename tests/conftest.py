@@ -106,6 +106,22 @@ def fresh_searches(monkeypatch):
     return fresh
 
 
+@pytest.fixture(scope="module")
+def short_offline_runs():
+    """Whole runs (MLPerf Offline rows', trtllm-bench datasets) of at most 4,000 requests an
+    instance, extended to their length by their steady middle (``replay.RunSpan``; the full
+    runs are ``benchmarks/measured_validation.py``'s), for the module that asks; the replays'
+    cache emptied before and after."""
+    from inference_econ.measured import replay
+
+    kept = replay.WHOLE_RUN_REQUESTS
+    replay.WHOLE_RUN_REQUESTS = 4000
+    replay.clear()
+    yield
+    replay.WHOLE_RUN_REQUESTS = kept
+    replay.clear()
+
+
 @pytest.fixture
 def small_runs(monkeypatch):
     """Measured Server rows replayed in runs of 300 requests per instance (the search's
