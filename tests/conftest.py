@@ -107,15 +107,15 @@ def fresh_searches(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def short_offline_runs():
+def short_offline_runs(request):
     """Whole runs (MLPerf Offline rows', trtllm-bench datasets) of at most 4,000 requests an
-    instance, extended to their length by their steady middle (``replay.RunSpan``; the full
-    runs are ``benchmarks/measured_validation.py``'s), for the module that asks; the replays'
-    cache emptied before and after."""
+    instance (or the asking module's ``WHOLE_RUN_REQUESTS``), extended to their length by their
+    steady middle (``replay.RunSpan``; the full runs are ``benchmarks/measured_validation.py``'s),
+    for the module that asks; the replays' cache emptied before and after."""
     from inference_econ.measured import replay
 
     kept = replay.WHOLE_RUN_REQUESTS
-    replay.WHOLE_RUN_REQUESTS = 4000
+    replay.WHOLE_RUN_REQUESTS = getattr(request.module, "WHOLE_RUN_REQUESTS", 4000)
     replay.clear()
     yield
     replay.WHOLE_RUN_REQUESTS = kept

@@ -18,6 +18,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 MEASURED = EXAMPLES / "measured-rows.csv"
 #: The GEMM TFLOPS micro-benchmark rows of the shipped file, which calibration does not fit.
 MICRO_LINES = "65-76"
+#: Requests of an instance's whole run where the calibrations below replay one
+#: (``conftest.short_offline_runs``): which rows are used is checked, not the fitted values.
+WHOLE_RUN_REQUESTS = 500
 
 
 def run(*args):
@@ -53,9 +56,9 @@ def warnings_of(result) -> list[str]:
 @pytest.fixture(scope="module")
 def short_runs(help_example_runs, short_offline_runs):
     """The calibrations of this file replay the shipped rows' trtllm-bench datasets in runs of
-    at most 4,000 requests (``short_offline_runs``; what they check is which rows are used and
-    how the others are named, not the fitted values), once the --help examples have run theirs
-    as written (``help_example_runs``, set up first)."""
+    at most ``WHOLE_RUN_REQUESTS`` requests (``short_offline_runs``; what they check is which
+    rows are used and how the others are named, not the fitted values), once the --help
+    examples have run theirs as written (``help_example_runs``, set up first)."""
 
 
 def measured_copy(tmp_path, change=None, rows=None, name="rows.csv") -> Path:
