@@ -3,6 +3,7 @@
 import functools
 import gc
 import os
+import sys
 
 import pytest
 
@@ -16,15 +17,32 @@ import inference_econ as ie
 # The session holds a large heap (the package's imports, cached frontiers and figures) that
 # each older-generation pass of the cyclic collector walks again: a youngest generation of
 # 2,000 objects (700 by default) makes those passes a third as many, about 40 % of the
-# collector's CPU saved for ~10 % more peak memory.
-gc.set_threshold(2000, 10, 10)
+# collector's CPU saved for ~10 % more peak memory. A whole-heap pass after 100 middle ones
+# (10 by default) leaves about 3 of the session's 15, ~1 s of CPU, to collect the cycles
+# that outlived their test (the explicit collections of tests and of the session's end stay).
+gc.set_threshold(2000, 10, 100)
 
 
 def pytest_configure(config):
     """The heap frozen at the session's end (``pytest_unconfigure``) is thawed by the last of
     pytest's clean-ups (registered before theirs, it runs after them): a process that runs
-    another session finds the collector as it was."""
+    another session finds the collector as it was. Hypothesis's own modules are imported
+    as they are, without pytest's assertion rewriting (``_plain_hypothesis``)."""
     config.add_cleanup(gc.unfreeze)
+    _plain_hypothesis(config)
+
+
+def _plain_hypothesis(config):
+    """pytest rewrites the asserts of every module of a distribution that ships a pytest
+    plugin: Hypothesis's ~90 modules, whose asserts are its own internal checks, not the
+    tests' (about 0.4 s of CPU to rewrite when ``test_properties.py`` imports it). The name is
+    taken off the hook's list (a private set: left as it is where a pytest lacks it); the
+    test modules, conftest and the plugin module itself are rewritten as before."""
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set) and "hypothesis" in marked and "hypothesis" not in sys.modules:
+        marked.discard("hypothesis")
+        getattr(hook, "_marked_for_rewrite_cache", {}).clear()
 
 
 def pytest_unconfigure(config):
@@ -86,6 +104,77 @@ def fresh_searches(monkeypatch):
         monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
 
     return fresh
+
+
+@pytest.fixture(scope="module")
+def short_offline_runs(request):
+    """Whole runs (MLPerf Offline rows', trtllm-bench datasets) of at most 4,000 requests an
+    instance (or the asking module's ``WHOLE_RUN_REQUESTS``), extended to their length by their
+    steady middle (``replay.RunSpan``; the full runs are ``benchmarks/measured_validation.py``'s),
+    for the module that asks; the replays' cache emptied before and after."""
+    from inference_econ.measured import replay
+
+    kept = replay.WHOLE_RUN_REQUESTS
+    replay.WHOLE_RUN_REQUESTS = getattr(request.module, "WHOLE_RUN_REQUESTS", 4000)
+    replay.clear()
+    yield
+    replay.WHOLE_RUN_REQUESTS = kept
+    replay.clear()
+
+
+@pytest.fixture
+def small_runs(monkeypatch):
+    """Measured Server rows replayed in runs of 300 requests per instance (the search's
+    resolution is unchanged), the replays' cache emptied before and after."""
+    from inference_econ.measured import replay
+
+    monkeypatch.setattr(replay, "SERVER_REQUESTS", (300, 300))
+    replay.clear()
+    yield
+    replay.clear()
+
+
+#: ``point``'s arguments that ``point_in_a_fresh_process`` runs.
+POINT = ["point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"]
+
+
+@pytest.fixture(scope="session")
+def point_in_a_fresh_process():
+    """``POINT`` run in a fresh interpreter as a text table, then again as CSV: {"text",
+    "csv": (stdout, the modules loaded by then)}, the second's modules those of both runs
+    at the interpreter's exit (a superset of the CSV run's own). What a command loads on start-up is checked here
+    (test_cli.py, test_fast_output.py) on one interpreter's start, not one per check."""
+    import ast
+    import subprocess
+    import sys
+
+    code = (
+        "import atexit, sys; from inference_econ.cli import main\n"
+        "def loaded():\n"
+        "    print('loaded:', sorted(sys.modules), file=sys.stderr, flush=True)\n"
+        "atexit.register(loaded)  # after the command's own exit handlers\n"
+        "for extra in ([], ['--format', 'csv']):\n"
+        "    try:\n"
+        "        main([*sys.argv[1:], *extra])\n"
+        "    except SystemExit as e:\n"
+        "        assert not e.code, e.code\n"
+        "    print(END, flush=True)\n"
+        "    if not extra:\n"
+        "        loaded()\n"
+    )
+    end = "-- end of a run --"
+    out = subprocess.run(
+        [sys.executable, "-c", f"END = {end!r}\n" + code, *POINT], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    printed = out.stdout.split(end + "\n")[:2]
+    loaded = [
+        ast.literal_eval(line.removeprefix("loaded: "))
+        for line in out.stderr.splitlines()
+        if line.startswith("loaded: ")
+    ]
+    assert len(printed) == len(loaded) == 2, out.stderr
+    return {"text": (printed[0], loaded[0]), "csv": (printed[1], loaded[1])}
 
 
 # --- every --help example, run as written (docs/user-guide.md) -------------------------

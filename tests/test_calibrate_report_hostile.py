@@ -18,6 +18,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 MEASURED = EXAMPLES / "measured-rows.csv"
 #: The GEMM TFLOPS micro-benchmark rows of the shipped file, which calibration does not fit.
 MICRO_LINES = "65-76"
+#: Requests of an instance's whole run where the calibrations below replay one
+#: (``conftest.short_offline_runs``): which rows are used is checked, not the fitted values.
+WHOLE_RUN_REQUESTS = 500
 
 
 def run(*args):
@@ -50,6 +53,14 @@ def warnings_of(result) -> list[str]:
 # --- calibrate -----------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def short_runs(help_example_runs, short_offline_runs):
+    """The calibrations of this file replay the shipped rows' trtllm-bench datasets in runs of
+    at most ``WHOLE_RUN_REQUESTS`` requests (``short_offline_runs``; what they check is which
+    rows are used and how the others are named, not the fitted values), once the --help
+    examples have run theirs as written (``help_example_runs``, set up first)."""
+
+
 def measured_copy(tmp_path, change=None, rows=None, name="rows.csv") -> Path:
     """The shipped measured rows (or ``rows`` of them) with ``change(rows)`` applied."""
     with open(MEASURED, newline="") as f:
@@ -80,7 +91,7 @@ def measured_copy(tmp_path, change=None, rows=None, name="rows.csv") -> Path:
     ],
 )
 def test_calibrate_warns_of_a_row_it_leaves_out_and_fits_the_others(
-    tmp_path, column, value, reason
+    tmp_path, column, value, reason, short_runs
 ):
     path = measured_copy(tmp_path, lambda r: r[2].update({column: value}))  # line 4
     result = run("calibrate", path, "--no-holdout")
@@ -97,7 +108,7 @@ def test_calibrate_warns_of_a_row_it_leaves_out_and_fits_the_others(
     assert "gemm_efficiency_scale" in result.stdout and "nan" not in result.stdout
 
 
-def test_calibrate_says_which_rows_of_the_shipped_example_it_does_not_use():
+def test_calibrate_says_which_rows_of_the_shipped_example_it_does_not_use(short_runs):
     result = run("calibrate", MEASURED, "--no-holdout")
     assert result.exit_code == 0, result.output
     assert warnings_of(result) == [
@@ -108,7 +119,7 @@ def test_calibrate_says_which_rows_of_the_shipped_example_it_does_not_use():
     assert "trtllm: 63 rows, 2 sources" in result.stdout
 
 
-def test_calibrate_warns_of_a_row_whose_engine_has_no_profile(tmp_path):
+def test_calibrate_warns_of_a_row_whose_engine_has_no_profile(tmp_path, short_runs):
     def kv_fraction_on_vllm(records):
         for r in records:
             r["engine"] = ""
@@ -125,7 +136,7 @@ def test_calibrate_warns_of_a_row_whose_engine_has_no_profile(tmp_path):
     assert "trtllm: 62 rows" in result.stdout
 
 
-def test_calibrate_counts_the_rows_past_the_first_warnings(tmp_path):
+def test_calibrate_counts_the_rows_past_the_first_warnings(tmp_path, short_runs):
     def six_bad(records):
         for r in records[2:8]:  # lines 4-9
             r["value"] = "abc"

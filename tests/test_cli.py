@@ -423,10 +423,11 @@ def test_the_command_line_process_tunes_glibc_malloc_and_nothing_else(monkeypatc
     assert result.exit_code == 0 and calls == ["tuned"]
 
 
-def test_a_command_loads_only_its_own_module():
+def test_a_command_loads_only_its_own_module(point_in_a_fresh_process):
     """The table of command modules names every command of every module (``--help`` lists
     all 21), and running ``point`` imports no other command's module (the command
-    line's start-up is part of what a user waits for)."""
+    line's start-up is part of what a user waits for; conftest.point_in_a_fresh_process runs
+    it as a text table and as CSV in one fresh interpreter)."""
     import importlib
 
     from inference_econ.cli import COMMAND_MODULES
@@ -439,17 +440,11 @@ def test_a_command_loads_only_its_own_module():
     }
     assert found == COMMAND_MODULES and len(found) == 21
     assert sorted(main.commands) == sorted(COMMAND_MODULES)
-    code = (
-        "import sys; from inference_econ.cli import main;"
-        "sys.argv = ['x', 'point', 'Llama 3 70B', '-H', 'H100-paper', '--gpus', '8', '--batch',"
-        " '64', '--format', 'csv'];"
-        "import atexit; atexit.register(lambda: print(sorted(m.split('.')[-1] for m in"
-        " sys.modules if m.endswith('_commands')), file=sys.stderr)); main()"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert out.stderr.strip().splitlines()[-1] == "['decode_commands']"
-    assert "latency" in out.stdout
+    stdout, loaded = point_in_a_fresh_process["csv"]
+    assert sorted(m.split(".")[-1] for m in loaded if m.endswith("_commands")) == [
+        "decode_commands"
+    ]
+    assert "latency" in stdout
 
 
 #: Modules a frontier of ideal-bound figures does without (each would be compiled on

@@ -35,19 +35,6 @@ ROW = "s,Llama-3.3-70B,FP8,H100 SXM,2,TP2,1,5000,500,ITL_mean,18.58,ms,"
 
 
 @pytest.fixture(scope="module")
-def short_offline_runs():
-    """MLPerf Offline rows' runs of at most 4,000 requests an instance, extended to LoadGen's
-    length by their steady middle (``replay.RunSpan``; the full runs are
-    ``benchmarks/measured_validation.py``'s): the training rows' outputs are short and alike."""
-    kept = rp.WHOLE_RUN_REQUESTS
-    rp.WHOLE_RUN_REQUESTS = 4000
-    rp.clear()
-    yield
-    rp.WHOLE_RUN_REQUESTS = kept
-    rp.clear()
-
-
-@pytest.fixture(scope="module")
 def steady(tmp_path_factory, short_offline_runs):
     """The training rows without the MLPerf Server rows (those are simulated under load:
     ``tests/test_replay.py`` and ``benchmarks/measured_validation.py`` cover them)."""

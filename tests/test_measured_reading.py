@@ -208,7 +208,8 @@ def test_data_parallel_replicas_are_not_attention_dp():
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # 1e308 GPUs overflowed numpy's products
-def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path):
+def test_a_file_with_unreadable_rows_predicts_every_other_row(tmp_path, small_runs):
+    # the Server rows in runs of 300 requests: the clean file's and the mixed file's alike
     good = v50_lines(OFFLINE, SERVER, SERVER_TTFT, INTERACTIVE)
     header = v50_lines(1)[0] + ",engine"
     good = [g + "," for g in good]

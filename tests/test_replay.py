@@ -39,15 +39,6 @@ SERVER = (
 )
 
 
-@pytest.fixture
-def small_runs(monkeypatch):
-    """Server runs of 300 requests per instance (the search's resolution is unchanged)."""
-    monkeypatch.setattr(rp, "SERVER_REQUESTS", (300, 300))
-    rp.clear()
-    yield
-    rp.clear()
-
-
 def rows_of(tmp_path, *lines):
     path = tmp_path / "rows.csv"
     path.write_text("\n".join([HEADER, *lines]) + "\n")
@@ -681,10 +672,13 @@ def test_a_disaggregated_row_with_its_prefill_pool_is_replayed_through_it(tmp_pa
     assert ttft >= alone > 0 and 0.0 < p99_tpot <= 0.100 and throughput > 0
 
 
-def test_a_prefill_pool_that_cannot_hold_the_model_leaves_only_its_row_infeasible(tmp_path):
+def test_a_prefill_pool_that_cannot_hold_the_model_leaves_only_its_row_infeasible(
+    tmp_path, small_runs
+):
     """Llama 3.1 405B's 405.8 GB of weights on one H100 prefill instance: that row is
     infeasible, saying so, and the file's other rows are predicted (before, the error
-    stopped the whole file)."""
+    stopped the whole file; the runs of 300 requests of the test before, whose row the
+    second is)."""
     rows = rows_of(
         tmp_path,
         "s,Llama-3.1-405B,FP8,H100 SXM,9,prefill: TP1 x1; decode: TP8 x1,n/a,1000,200,"

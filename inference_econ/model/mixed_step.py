@@ -15,7 +15,6 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
@@ -476,13 +475,13 @@ class StepTable:
         r = tokens if requests is None else requests
         if self.host_sequence_s:
             host = self.host_floor_s + self.host_sequence_s * r
-            one = partial(self._gpu_times_s, tokens, requests=requests, attention=attention)
-            if float(one(np.asarray([positions]))[0]) < host:
+            one = self._gpu_step_s
+            if one(tokens, r, attention, positions) < host:
                 # the steps' GPU time grows with the run: the first j whose is the longer
                 lo, hi = 0, steps  # gpu(lo) < host; hi: none found below it
                 while hi - lo > 1:
                     mid = (lo + hi) // 2
-                    if float(one(np.asarray([positions + growth * mid]))[0]) < host:
+                    if one(tokens, r, attention, positions + growth * mid) < host:
                         lo = mid
                     else:
                         hi = mid
@@ -491,6 +490,16 @@ class StepTable:
                 )
                 return hi * host + rest
         return self._gpu_run_s(tokens, positions, growth, steps, r, attention)
+
+    def _gpu_step_s(self, tokens: int, r, attention: float, positions: float) -> float:
+        """``_gpu_times_s`` of one step of ``tokens`` tokens in ``r`` sequences at
+        ``positions``: the same operations on scalars (a search asks for one step at a time,
+        where an array's overhead would be most of the work)."""
+        row, scale = self._charged(tokens, tokens / r, r)
+        p = positions * scale
+        u = self.memory_s[row] + self.kv_s * p + self.request_s * r
+        w = self.compute_s[row] + self.attention_s * attention * p
+        return self.fixed_s[row] + self.sequence_s * r + (w if w > u else u)  # max(u, w)
 
     def _gpu_run_s(self, tokens, positions, growth, steps, r, attention) -> float:
         """``run_time_s`` of the GPU's steps alone (no host floor), ``r`` sequences a step."""
