@@ -11,7 +11,8 @@ The roofline side is the model's own (docs/model.md §B15): each row's work as
 ``inference_econ.measured.kernel_rows`` counts it, charged by ``Machine.kernel_s`` and
 ``Machine.collective`` (``kernel_roofline_s``, ``collective_roofline_s``). The engine side:
 
-* GEMM, ``m`` <= 64 ("decode") and ``m`` >= 1,024 ("prefill"): ``EngineStep.gemm``'s ideal
+* GEMM, ``m`` <= 64 ("decode"), 64 < ``m`` < 1,024 (a large batch's decode, an attention-DP
+  rank's) and ``m`` >= 1,024 ("prefill"): ``EngineStep.gemm``'s ideal
   seconds (tokens padded to the profile's tile) charged by ``efficiency.combine`` as one dense
   kernel: the larger of its memory and arithmetic sides plus its fixed cost.
 * generation and context attention (by the KV cache's format, the rate the model charges
@@ -197,7 +198,11 @@ def rows_of(folder: str, gpu):
         m, n, k = (gemm[c][at] * 1.0 for c in ("m", "n", "k"))
         roof = kernel_roofline_s(gpu, rows, refined)
         eng = gemm_engine(Engine.of(gpu, bits), per_weight, m, n, k)
-        for label, keep in (("GEMM m<=64", m <= 64), ("GEMM m>=1024", m >= 1024)):
+        for label, keep in (
+            ("GEMM m<=64", m <= 64),
+            ("GEMM 64<m<1024", (m > 64) & (m < 1024)),
+            ("GEMM m>=1024", m >= 1024),
+        ):
             yield label, fmt, roof[keep], eng[keep], rows.seconds[keep]
     engine = generation_engine(kernel_table(folder, "generation_attention"), gpu)
     for fmt in KV_BYTES:
