@@ -476,7 +476,7 @@ def _dataset_requests(row: MeasuredRow) -> int:
     row's own count, else the performance overview's for its lengths (``overview_requests``)."""
     if not row.bench_limits or row.scenario != "offline" or row.lengths is None:
         return 0
-    if row.engine != "trtllm":  # another engine's row naming the tool runs no dataset of it
+    if row.engine != "trtllm" or row.benchmark is not None:  # another engine's, or LoadGen's
         return 0
     L = row.lengths
     return int(L.issued) or overview_requests(L.input_mean, L.output_mean)
