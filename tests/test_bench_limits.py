@@ -200,3 +200,28 @@ def test_a_bench_rows_throughput_is_over_its_whole_dataset(tmp_path):
     assert "over its dataset of 48 requests queued at once" in few.engine
     assert "over the performance overview's dataset of 3,000 requests" in many.engine
     assert few.predicted < 0.8 * many.predicted
+
+
+def test_any_engines_offline_row_stating_its_requests_is_replayed_over_them(tmp_path):
+    # a throughput benchmark's figure is its dataset's output over the whole run: 32 requests
+    # on one H100 are one wave of prompts then of decoding, slower than the steady rate the
+    # same row without a count is read at
+    row = dict(
+        ROW,
+        source="vLLM blog",
+        model="Llama-3.1-8B",
+        precision="FP8",
+        hardware="H100",
+        n_gpus="1",
+        parallelism="TP1",
+        notes="vLLM 0.11",
+        value="9000",
+    )
+    a = preset("achievable")
+    few = compare(_write(tmp_path / "few.csv", [dict(row, requests="32")]), assumptions=a)
+    steady = compare(_write(tmp_path / "steady.csv", [row]), assumptions=a)
+    few, steady = few.table.iloc[0], steady.table.iloc[0]
+    assert (few.status, steady.status) == ("ok", "ok")
+    assert "over its dataset of 32 requests queued at once" in few.engine
+    assert "queued at once" not in steady.engine
+    assert few.predicted < 0.8 * steady.predicted

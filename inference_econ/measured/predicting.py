@@ -198,9 +198,11 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     if row.bench_limits and prof.family == "trtllm":
         label += ", the limits trtllm-bench picks itself"
         n = _dataset_requests(row)
-        if n:
-            whose = "its" if row.lengths.issued else "the performance overview's"
-            label += f", over {whose} dataset of {n:,} requests queued at once"
+        if n and not row.lengths.issued:
+            label += f", over the performance overview's dataset of {n:,} requests queued at once"
+    n = row.lengths.issued if row.lengths is not None and row.scenario == "offline" else 0
+    if n and row.benchmark is None:  # the run's own count (a ``requests`` column)
+        label += f", over its dataset of {n:,} requests queued at once"
     return RowEngine(prof, config, label)
 
 
@@ -472,14 +474,18 @@ def _whole_run(row: MeasuredRow, engine: bool) -> bool:
 
 
 def _dataset_requests(row: MeasuredRow) -> int:
-    """Requests of a trtllm-bench row's dataset, all queued at once (0: not such a row): the
-    row's own count, else the performance overview's for its lengths (``overview_requests``)."""
-    if not row.bench_limits or row.scenario != "offline" or row.lengths is None:
-        return 0
-    if row.engine != "trtllm" or row.benchmark is not None:  # another engine's, or LoadGen's
+    """Requests of an offline row's dataset, all queued at once, its throughput over the whole
+    run (0: a steady rate): the count a ``requests`` column states, any engine's; else, for a
+    trtllm-bench row, the performance overview's for its lengths (``overview_requests``). An
+    MLPerf row's run is LoadGen's (``replay.offline_requests``)."""
+    if row.scenario != "offline" or row.lengths is None or row.benchmark is not None:
         return 0
     L = row.lengths
-    return int(L.issued) or overview_requests(L.input_mean, L.output_mean)
+    if L.issued:
+        return int(L.issued)
+    if row.bench_limits and row.engine == "trtllm":
+        return overview_requests(L.input_mean, L.output_mean)
+    return 0
 
 
 def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfig):
