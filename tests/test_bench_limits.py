@@ -104,6 +104,12 @@ ROW = {
 }
 
 
+def _row(model, precision, hardware, gpus, layout, **more):
+    """``ROW`` for one model, format and GPU count and layout, with ``more`` fields changed."""
+    fields = dict(model=model, precision=precision, hardware=hardware, n_gpus=gpus)
+    return dict(ROW, **fields, parallelism=layout, **more)
+
+
 def _write(path, rows):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -112,21 +118,19 @@ def _write(path, rows):
     return path
 
 
+def _predicted(tmp_path, **rows):
+    """Each named row compared alone under the achievable preset: its table row, status ok."""
+    out = []
+    for name, row in rows.items():
+        got = compare(_write(tmp_path / f"{name}.csv", [row]), assumptions=preset("achievable"))
+        out.append(got.table.iloc[0])
+        assert out[-1].status == "ok", (name, out[-1].status)
+    return out
+
+
 def test_a_bench_row_runs_at_the_tools_limits_and_is_never_faster_for_them(tmp_path):
-    bench = dict(
-        ROW,
-        model="DeepSeek-R1",
-        precision="FP8",
-        hardware="H200",
-        n_gpus="8",
-        parallelism="DEP8",
-        output_len="8192",
-    )
-    plain = dict(bench, source="TensorRT-LLM blog")
-    a = preset("achievable")
-    own = compare(_write(tmp_path / "bench.csv", [bench]), assumptions=a).table.iloc[0]
-    other = compare(_write(tmp_path / "plain.csv", [plain]), assumptions=a).table.iloc[0]
-    assert (own.status, other.status) == ("ok", "ok")
+    bench = _row("DeepSeek-R1", "FP8", "H200", "8", "DEP8", output_len="8192")
+    own, other = _predicted(tmp_path, bench=bench, plain=dict(bench, source="TensorRT-LLM blog"))
     assert "the limits trtllm-bench picks itself" in own.engine
     assert "trtllm-bench" not in other.engine
     # the same run held to 64 requests a rank (not the 2,048 default) is slower, never faster
@@ -143,14 +147,7 @@ def test_a_bench_row_runs_at_the_tools_limits_and_is_never_faster_for_them(tmp_p
     ],
 )
 def test_an_mx_checkpoints_kv_cache_follows_the_chip(tmp_path, hardware, precision, kv_bits):
-    row = dict(
-        ROW,
-        model="gpt-oss-120b",
-        precision=precision,
-        hardware=hardware,
-        n_gpus="1",
-        parallelism="TP1",
-    )
+    row = _row("gpt-oss-120b", precision, hardware, "1", "TP1")
     (read,) = load_measured(_write(tmp_path / "r.csv", [row]))
     assert read.bits[2] == kv_bits
 
@@ -189,14 +186,8 @@ def test_a_bench_rows_throughput_is_over_its_whole_dataset(tmp_path):
     # trtllm-bench queues its whole dataset at once and divides the output by the time to the
     # last completion: 48 requests, fewer than one rank's batch, are one wave whose prefill
     # and drain the steady rate never pays, so they read slower than the overview's 3,000.
-    gpt_oss = dict(
-        ROW, model="gpt-oss-120b", precision="MXFP4", hardware="H200", n_gpus="1", parallelism="TP1"
-    )
-    a = preset("achievable")
-    few = compare(_write(tmp_path / "few.csv", [dict(gpt_oss, requests="48")]), assumptions=a)
-    many = compare(_write(tmp_path / "many.csv", [gpt_oss]), assumptions=a)
-    few, many = few.table.iloc[0], many.table.iloc[0]
-    assert (few.status, many.status) == ("ok", "ok")
+    gpt_oss = _row("gpt-oss-120b", "MXFP4", "H200", "1", "TP1")
+    few, many = _predicted(tmp_path, few=dict(gpt_oss, requests="48"), many=gpt_oss)
     assert "over its dataset of 48 requests queued at once" in few.engine
     assert "over the performance overview's dataset of 3,000 requests" in many.engine
     assert few.predicted < 0.8 * many.predicted
@@ -206,22 +197,8 @@ def test_any_engines_offline_row_stating_its_requests_is_replayed_over_them(tmp_
     # a throughput benchmark's figure is its dataset's output over the whole run: 32 requests
     # on one H100 are one wave of prompts then of decoding, slower than the steady rate the
     # same row without a count is read at
-    row = dict(
-        ROW,
-        source="vLLM blog",
-        model="Llama-3.1-8B",
-        precision="FP8",
-        hardware="H100",
-        n_gpus="1",
-        parallelism="TP1",
-        notes="vLLM 0.11",
-        value="9000",
-    )
-    a = preset("achievable")
-    few = compare(_write(tmp_path / "few.csv", [dict(row, requests="32")]), assumptions=a)
-    steady = compare(_write(tmp_path / "steady.csv", [row]), assumptions=a)
-    few, steady = few.table.iloc[0], steady.table.iloc[0]
-    assert (few.status, steady.status) == ("ok", "ok")
+    row = _row("Llama-3.1-8B", "FP8", "H100", "1", "TP1", source="vLLM blog", notes="vLLM 0.11")
+    few, steady = _predicted(tmp_path, few=dict(row, requests="32"), steady=row)
     assert "over its dataset of 32 requests queued at once" in few.engine
     assert "queued at once" not in steady.engine
     assert few.predicted < 0.8 * steady.predicted
