@@ -197,12 +197,10 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     label = _engine_label(prof.name, row, named, budget, unknown, harness, exposed)
     if row.bench_limits and prof.family == "trtllm":
         label += ", the limits trtllm-bench picks itself"
-        n = _dataset_requests(row)
-        if n and not row.lengths.issued:
-            label += f", over the performance overview's dataset of {n:,} requests queued at once"
-    n = row.lengths.issued if row.lengths is not None and row.scenario == "offline" else 0
-    if n and row.benchmark is None:  # the run's own count (a ``requests`` column)
-        label += f", over its dataset of {n:,} requests queued at once"
+    n = _dataset_requests(row)
+    if n:  # the run's own count (a ``requests`` column), else the overview's
+        whose = "its" if row.lengths.issued else "the performance overview's"
+        label += f", over {whose} dataset of {n:,} requests queued at once"
     return RowEngine(prof, config, label)
 
 
@@ -491,6 +489,7 @@ def _dataset_requests(row: MeasuredRow) -> int:
 def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfig):
     """The load-engine case of a row on a candidate layout."""
     L = row.lengths
+    dataset = _dataset_requests(row)
     sd_in, sd_out = length_sds(L)
     clients = None
     if row.scenario == "closed_loop":
@@ -512,12 +511,12 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         clients,
         bool(row.disaggregated),
         (float(L.input_max), float(L.output_max)),
-        _dataset_requests(row) or int(L.issued),
+        dataset or int(L.issued),
         # an expected figure is read where a submitter runs; the bound at its most load
         rp.SUBMITTED_LOAD_SHARE if a.engine is not None else 1.0,
         prefill_pool(row),
         _whole_run(row, a.engine is not None),
-        _dataset_requests(row) > 0,
+        dataset > 0,
     )
 
 
