@@ -73,8 +73,8 @@ TABLES = {
 #: The formats the plateau is fitted on, and the formats given a factor on each family.
 REFERENCE = ("bfloat16", "fp8")
 FAMILY_FORMATS = {
-    "hopper": ("w4a16_mxfp4",),
-    "blackwell": ("nvfp4", "w4a8_mxfp4_mxfp8", "w4a16_mxfp4"),
+    "hopper": ("fp8_block", "w4a16_mxfp4"),
+    "blackwell": ("fp8_block", "nvfp4", "w4a8_mxfp4_mxfp8", "w4a16_mxfp4"),
 }
 
 

@@ -174,3 +174,95 @@ def test_a_prompt_chunk_runs_the_once_a_sequence_kernels_once(llama70_fp8_kernel
     by_hand = 80 * float(np.diff(attention)[0]) + float(np.diff(head)[0] + np.diff(sampling)[0])
     assert 3e-3 < by_hand < 20e-3
     assert requests - chunk == pytest.approx(by_hand, rel=0.10)
+
+
+@pytest.fixture(scope="module")
+def qwen3_b200_kernels():
+    """Qwen3-235B-A22B (NVFP4 experts, FP8 KV cache) on B200 on the kernel clock."""
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("Qwen3-235B-A22B").with_precision(weight_bits=4, kv_cache_bits=8)
+    return StepModel(compile_workload(arch, a), ie.load_hardware("B200"), a)
+
+
+@pytest.mark.parametrize("ranks, heads, kv_heads", [(4.0, 64, 4), (1.0, 16, 1)])
+def test_a_prompts_attention_is_its_measured_kernels_on_its_rank(
+    qwen3_b200_kernels, ranks, heads, kv_heads
+):
+    # 94 layers of TensorRT-LLM's context attention (FP8, 128-wide heads) for one prompt: under
+    # attention DP (4 ranks) the prompt runs all 64 query and 4 KV heads on its own rank, and
+    # the table's positions are every rank's prompts, so a position costs a quarter of the
+    # kernel's share; under TP4 a GPU runs 16 query heads over 1 KV head of every prompt
+    m, b200 = qwen3_b200_kernels, ie.load_hardware("B200")
+    table = StepTable(m, EngineLayout(4, 1, ranks), 64)
+    for prompt in (2048, 16384):
+        charged = table.at_prompt(prompt).attention_s * 94 * prompt * prompt / 2.0 * ranks
+        kernel = 94 * float(kp.context_attention_s(b200, "fp8", 1, prompt, heads, kv_heads, 128))
+        assert charged == pytest.approx(kernel, rel=1e-9)
+    # the kernel's rate grows with its prompt: a position of a 16 Ki-token prompt costs under
+    # half of one of a 2 Ki-token prompt (0.276 s a prompt on its rank, not 0.70 s)
+    assert table.at_prompt(16384).attention_s < 0.5 * table.at_prompt(2048).attention_s
+    assert table.at_prompt(float("nan")) is table and table.at_prompt(-1.0) is table
+
+
+def test_a_short_prompts_rate_never_charges_the_decode_attention(qwen3_b200_kernels):
+    # a 256-token prompt's context kernel is mostly its fixed time (2.0 ms over 94 layers for
+    # 32,768 positions each), more a position than the generation kernel's read of one; a
+    # decoding request's positions count on both sides of the step's maximum, so the slope
+    # is held to the generation kernel's and a decode step is the same at any prompt
+    m = qwen3_b200_kernels
+    table = StepTable(m, EngineLayout(4, 1, 4.0), 64)
+    short = table.at_prompt(256)
+    assert short.attention_s == table.kv_s
+    q = 64 * m.work.layer_positions(4096.0)
+    assert short.time_s(64, q, q) == pytest.approx(table.time_s(64, q, q), rel=1e-12)
+    assert short.time_s(64, q, q) == pytest.approx(
+        table.fixed_s[64] + 64 * table.sequence_s + table.kv_s * q, rel=1e-12
+    )
+
+
+def test_a_fused_all_reduce_costs_what_exceeds_its_gemm():
+    # Llama 3.1 405B (FP8) on 4 B200, a 1,536-token chunk: each all-reduce of 50 MB over 126
+    # layers measures 19.9 ms; an engine built with GEMM and all-reduce fused sends it while
+    # its row-parallel GEMM runs, so the attention's costs 19.9 - 11.3 ms (its output
+    # projection's), and the feed-forward's (behind a 34.3 ms GEMM) its latency alone
+    b200 = ie.load_hardware("B200")
+    arch = ie.load_model("Llama 3.1 405B").with_precision(weight_bits=8, kv_cache_bits=8)
+    prices = {}
+    for overlap in (0.0, 1.0):
+        engine = ie.load_engine("trtllm").with_terms(gemm_allreduce_overlap=overlap)
+        a = ie.preset("achievable").replace(kernel_tables=True, engine=engine)
+        step = step_operations(
+            StepModel(compile_workload(arch, a), b200, a), 4, 1536, 1, 0, 1, 1, False
+        )
+        prices[overlap] = dict(zip(step.names, KernelClock().price(step)))
+        ff = step.operations[step.names.index("all-reduce (feed-forward)")]
+    apart, fused = prices[0.0], prices[1.0]
+    assert apart["all-reduce (attention)"] == pytest.approx(19.91e-3, rel=0.01)
+    assert fused["all-reduce (attention)"] == pytest.approx(
+        apart["all-reduce (attention)"] - apart["attention output projection"], rel=1e-9
+    )
+    assert fused["all-reduce (feed-forward)"] == pytest.approx(ff.collective.terms_s()[0])
+    assert fused["feed-forward out"] == apart["feed-forward out"]
+
+
+def test_block_scaled_fp8_is_priced_by_the_block_scaled_kernels():
+    # DeepSeek-R1's FP8 (128 x 128 block scales) on 8 H200 under attention DP, 1,024 tokens:
+    # its routed experts are TensorRT-LLM's block-scaled fused MoE (0.559 ms a layer at EP 8,
+    # routed as AIConfigurator reads it; the per-tensor FP8 kernel takes 0.451 ms), its
+    # projections the block-scaled GEMMs
+    h200 = ie.load_hardware("H200")
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    model = StepModel(compile_workload(ie.load_model("DeepSeek-R1"), a), h200, a)
+    formats = Formats(model.work)
+    assert (formats.dense, formats.moe) == ("fp8_block", "fp8_block")
+    step = step_operations(model, 8, 1024, 1, 1024, 1, 8, False)
+    prices = dict(zip(step.names, KernelClock().price(step)))
+    shape = (1024, 7168, 2048, 8, 256, 1, 8, "power_law_1.01")
+    one = float(kp.moe_s(h200, "fp8_block", *shape))
+    assert one == pytest.approx(0.559e-3, rel=0.01)
+    assert float(kp.moe_s(h200, "fp8", *shape)) < 0.85 * one
+    assert prices["routed experts"] == pytest.approx(58 * one, rel=1e-9)
+    (qkv,) = [op for op in step if op.name == "qkv down projection"]
+    s = qkv.shape
+    block = float(kp.gemm_s(h200, "fp8_block", s["m"], s["n"], s["k"]))
+    assert prices["qkv down projection"] == pytest.approx(qkv.calls * block, rel=1e-9)

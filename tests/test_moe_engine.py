@@ -81,6 +81,7 @@ def test_formats_and_families(parts):
     assert expert_kernel_format(b200, 4, 4.0) == "nvfp4"
     assert expert_kernel_format(h200, 4, 4.0) is None
     assert expert_kernel_format(b200, 8, 8.0) is None
+    assert expert_kernel_format(h200, 8, 8.0, block_scaled=True) == "fp8_block"
     assert family_of(parts["GB300"]) == "blackwell" and family_of(h200) == "hopper"
     assert family_of(rtx) is None and family_of(parts["MI355X"]) is None
     assert moe_format_factor(rtx, "nvfp4", DEEPSEEK, 8, 1024) == 1.0
@@ -151,3 +152,16 @@ def test_engines_reduce_the_combined_experts_once_a_token():
         got[preset] = float(op.shape["bytes"])
     assert got["achievable"] == 256 * 7168 * 2
     assert got["refined"] == 9 * 256 * 7168 * 2
+
+
+def test_block_scaled_fp8_experts_are_charged_at_their_kernels_factor(parts):
+    """DeepSeek-R1's released FP8 is block-scaled (128 x 128 scales): TensorRT-LLM's CUTLASS
+    block-scaled kernel on an H200 at EP 8 and 1,024 tokens measures 1.166 times the engine
+    step's charge for a per-tensor FP8 kernel of the shape (kernels/moe_formats.yaml); a
+    re-quantised checkpoint (NVFP4) is not block-scaled FP8 any more."""
+    h200 = parts["H200"]
+    assert float(moe_format_factor(h200, "fp8_block", DEEPSEEK, 8, 1024)) == pytest.approx(1.166)
+    native = _model("deepseek-r1", "H200")
+    assert native.engine.expert_format == "fp8_block"
+    assert _model("deepseek-r1", "H200", (4, 16)).engine.expert_format is None
+    assert _model("qwen3-235b-a22b", "H200", (8, 16)).engine.expert_format is None

@@ -224,6 +224,30 @@ def test_dense_weight_bits_is_refused_on_a_model_without_routed_experts():
         architecture_from_dict(data, "llama.yaml")
 
 
+def test_block_scaled_fp8_is_the_checkpoints_and_refused_elsewhere():
+    # DeepSeek's released FP8 carries a scale per 128 x 128 block; other bits are another
+    # checkpoint (ModelOpt's NVFP4 or per-tensor FP8 of it), whose scaling is its own
+    from inference_econ.specs import catalog
+    from inference_econ.specs.architecture import architecture_from_dict
+    from inference_econ.specs.yamlfile import load_yaml
+
+    arch = ie.load_model("DeepSeek-R1")
+    assert arch.precision.weight_block_scaled
+    assert arch.precision.label() == "w8a16/block-scaled"
+    assert arch.with_precision(kv_cache_bits=8).precision.weight_block_scaled
+    assert arch.with_precision(weight_bits=8).precision.weight_block_scaled
+    assert not arch.with_precision(weight_bits=4).precision.weight_block_scaled
+    assert compile_workload(arch, REFINED).weight_block_scaled
+    assert not ie.load_model("Qwen3-235B-A22B").with_precision(8).precision.weight_block_scaled
+    data = load_yaml(catalog.find("models", "Llama 3.3 70B"))
+    data["precision"] = {"weight_bits": 16, "weight_block_scaled": True}
+    with pytest.raises(ie.SpecError, match="weight_block_scaled.*8-bit weights"):
+        architecture_from_dict(data, "llama.yaml")
+    data["precision"] = {"weight_bits": 8, "weight_block_scaled": "yes"}
+    with pytest.raises(ie.SpecError, match="weight_block_scaled"):
+        architecture_from_dict(data, "llama.yaml")
+
+
 def test_four_bit_weights_carry_their_block_scales():
     arch = ie.load_model("Llama 3.3 70B")
     nvfp4 = compile_workload(arch.with_precision(weight_bits=4), REFINED)

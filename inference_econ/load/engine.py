@@ -400,6 +400,12 @@ class Instance:
             draft = dataclasses.replace(draft, table=draft.table.slowed(factor))
         return dataclasses.replace(self, table=self.table.slowed(factor), draft=draft)
 
+    def at_prompt(self, prompt: float) -> Instance:
+        """The same instance for prompts of ``prompt`` tokens on average: its step table's
+        (``StepTable.at_prompt``; itself where that does not change it)."""
+        table = self.table.at_prompt(prompt)
+        return self if table is self.table else dataclasses.replace(self, table=table)
+
     def max_requests_at(self, context: float) -> int:
         """How many requests of this context the KV cache holds (at least 1)."""
         return max(1, int(self.kv_capacity // max(float(self.held(context)), 1.0)))

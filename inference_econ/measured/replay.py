@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..load.arrivals import Arrivals, Traffic
-from ..load.engine import EngineConfig
+from ..load.engine import EngineConfig, Instance
 from ..load.lengths import Lengths
 from ..load.results import LoadResult
 from ..load.routing import RouterPolicy
@@ -209,6 +209,7 @@ def traffic_of(case: LoadCase, requests: int, rate: float = 1.0) -> Traffic:
 def instance(case: LoadCase):
     """The engine instance of a case (cached: the cases of a row's metrics share it)."""
     inst = _instance_of(case.setting, case.tensor, case.pipeline, case.attention_ranks, case.config)
+    inst = _at_prompt(inst, case.prompt[0])
     if case.prefill is not None:
         try:  # a prefill pool that cannot hold the model makes the case infeasible, not the file
             _prefill_instance(case)
@@ -223,6 +224,13 @@ def _instance_of(setting: Setting, tensor: int, pipeline: int, ranks: int, confi
     that runs it, whatever its lengths, limits or scenario (its step table is built once)."""
     layout = EngineLayout(tensor * pipeline, pipeline, float(ranks))
     return instance_in(setting, layout, config)
+
+
+@lru_cache(maxsize=256)
+def _at_prompt(inst: Instance, prompt: float) -> Instance:
+    """An instance for a case's mean prompt (``Instance.at_prompt``), one for every case of
+    that prompt (the simulations' own caches key on it)."""
+    return inst.at_prompt(prompt)
 
 
 @lru_cache(maxsize=4096)
@@ -662,7 +670,7 @@ def _prefill_instance(case: LoadCase):
     """A prefill instance of a disaggregated case (``LoadCase.prefill``)."""
     tensor, pipeline, _, ranks = case.prefill
     layout = EngineLayout(tensor * pipeline, pipeline, float(ranks))
-    return instance_in(case.setting, layout, case.config)
+    return instance_in(case.setting, layout, case.config).at_prompt(case.prompt[0])
 
 
 def _through_prefill_pool(case: LoadCase, inst, traffic: Traffic):

@@ -108,7 +108,9 @@ class EngineStep:
         self.attention_out_share = work.layers * out / self.projection_params
         #: The moe tables' name of the format TensorRT-LLM runs the routed experts at on this
         #: part (``moe.expert_kernel_format``; None: a reference format, no factor, §F7).
-        self.expert_format = expert_kernel_format(machine.gpu, work.weight_bits, work.gemm_bits)
+        self.expert_format = expert_kernel_format(
+            machine.gpu, work.weight_bits, work.gemm_bits, work.weight_block_scaled
+        )
         #: The routing the experts see (``moe.routing_of``): the fused MoE's charge, calibrated
         #: on balanced routing, times its measured factor for it (§F7).
         self.routing = routing_of(work.model_class)

@@ -59,6 +59,10 @@ MXFP4_MOE_FORMAT = {16: "w4a16_mxfp4", 8: "w4a8_mxfp4_mxfp8"}
 NCCL_OPERATION = {"all-gather": "all_gather", "reduce-scatter": "reduce_scatter"}
 
 
+#: The tables' format of block-scaled FP8 (128 x 128 weight blocks: DeepSeek-V3's checkpoint).
+BLOCK_FP8 = "fp8_block"
+
+
 class Formats:
     """The tables' formats of a workload's kernels: the dense GEMMs' (attention, dense
     feed-forward, shared experts), the routed experts', the output head's and the KV cache's."""
@@ -69,6 +73,9 @@ class Formats:
         self.dense = _gemm_format(dense_bits)
         fractional = work.weight_bits != math.floor(work.weight_bits)
         self.moe = MXFP4_MOE_FORMAT[_bits(gemm_bits)] if fractional else _gemm_format(gemm_bits)
+        if work.weight_block_scaled:  # a block-scaled FP8 checkpoint runs block-scaled kernels
+            self.dense = BLOCK_FP8 if self.dense == "fp8" else self.dense
+            self.moe = BLOCK_FP8 if self.moe == "fp8" else self.moe
         # a quantised checkpoint keeps its output head in BF16 (ModelOpt and the engines'
         # FP8/FP4 recipes exclude lm_head); a BF16 model's is BF16 anyway
         self.head = "bfloat16"
@@ -104,8 +111,7 @@ class KernelClock(Clock):
 
     def seconds(self, step: StepOperations) -> list:
         """Seconds of each operation of the step (arrays where the shapes are)."""
-        pricer = _Pricer(step.model, step.part)
-        return [pricer(op) for op in step]
+        return _Pricer(step.model, step.part).each(list(step))
 
 
 def kernel_step_s(model, part: PipelinePart, adiv, two_d: bool = False):
@@ -114,13 +120,12 @@ def kernel_step_s(model, part: PipelinePart, adiv, two_d: bool = False):
     (``StepModel``'s step under ``kernel_tables``)."""
     S = np.asarray(part.tokens, dtype=float) / np.asarray(part.micro_batch, dtype=float)
     ops = part_operations(model, part, S, part.context, adiv, two_d)
-    pricer = _Pricer(model, part)
     collectives, rest = 0.0, 0.0
-    for op in ops:
+    for op, seconds in zip(ops, _Pricer(model, part).each(ops)):
         if op.kind == "collective":
-            collectives = collectives + pricer(op)
+            collectives = collectives + seconds
         else:
-            rest = rest + pricer(op)
+            rest = rest + seconds
     return collectives, rest
 
 
@@ -164,6 +169,24 @@ class _Pricer:
     def __call__(self, op: Operation):
         price = getattr(self, f"_{op.kind}")
         return self.scale * price(op)
+
+    def each(self, ops) -> list:
+        """Seconds of each of ``ops`` in step order. An engine that fuses each row-parallel
+        GEMM with the all-reduce of its output (``gemm_allreduce_overlap``, §F6) sends the
+        partial sums while the GEMM runs: such an all-reduce costs what its measured time
+        exceeds its GEMM's by, its latency no less (the engine clock's rule, kernel by kernel)."""
+        overlap = float(self.profile.gemm_allreduce_overlap) if self.profile is not None else 0.0
+        out, gemm = [], 0.0
+        for op in ops:
+            seconds = self(op)
+            if op.kind == "gemm":
+                gemm = seconds
+            elif overlap and op.work == "row-parallel all-reduce" and op.collective is not None:
+                latency = self.scale * op.collective.terms_s()[0]
+                hidden = np.minimum(np.maximum(seconds - latency, 0.0), gemm)
+                seconds = seconds - overlap * hidden
+            out.append(seconds)
+        return out
 
     def _gemm(self, op: Operation):
         fmt = self.formats.head if op.work == "head" else self.formats.dense
@@ -276,9 +299,14 @@ def kernel_terms(model, part: PipelinePart, adiv):
 
 #: The decode batch and the two contexts whose steps give the kernel clock's seconds a cached
 #: position (``table_terms``), and the prompt whose attention gives its seconds an attended
-#: position: shapes inside the measured tables (generation attention to 1 Mi positions,
-#: context attention to 16 Ki tokens).
+#: position where the engine's prompt chunk is not known: shapes inside the measured tables
+#: (generation attention to 1 Mi positions, context attention to 16 Ki tokens).
 SLOPE_BATCH, SLOPE_CONTEXTS, SLOPE_PROMPT = 64.0, (1024.0, 8192.0), 2048.0
+#: The prompts the context-attention slope is read at (``table_terms``): the tables' range.
+#: The kernel's rate grows with the prompt (B200, 64 query heads over 4 KV heads, FP8: 0.115,
+#: 0.888 and 2.94 ms a layer at 2,048, 8,192 and 16,384 tokens, 0.61 then 1.24 then 1.50 PFLOP/s),
+#: so a slope read at 2,048 tokens charged a 16 Ki-token prompt 2.4 times its measured time.
+SLOPE_PROMPT_RANGE = (256.0, 16384.0)
 #: The decode batch whose secant from one sequence gives the seconds a sequence of the kernels
 #: a step runs once a sequence (``per_sequence_terms``): inside the measured attention tables
 #: (1 to 2,048 sequences), where the decode attention's cost a sequence has levelled off.
@@ -322,11 +350,10 @@ def per_sequence_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndar
 def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     """The kernel clock's step in the load engine's form (``mixed_step.StepTable``): (seconds
     of a step of ``tokens`` tokens at no context less its per-sequence host work, seconds a
-    sequence, seconds a cached layer-position read, seconds a layer-position attended). The
-    step at no context is ``StepModel``'s own (``kernel_tables``); a position's seconds are the
-    tables' slopes: ``SLOPE_BATCH`` decoding requests between the two ``SLOPE_CONTEXTS``
-    (generation attention), a prompt of ``SLOPE_PROMPT`` tokens over its causal positions
-    (context attention)."""
+    sequence, seconds a cached layer-position read). The step at no context is
+    ``StepModel``'s own (``kernel_tables``); a cached position's seconds are the generation
+    attention's slope, ``SLOPE_BATCH`` decoding requests between the two ``SLOPE_CONTEXTS``
+    (a position attended: ``attention_slope_s``)."""
     N, p = float(gpus), float(pipeline)
     part = model.pipeline_part(N, np.maximum(tokens, 1.0), 1.0, 0.0, p)
     lat2, lat1 = model.latency_by_dims(part, adiv, floor=False)  # the table floors the step
@@ -339,31 +366,39 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     once, floor, a_sequence = per_sequence_terms(model, gpus, pipeline, adiv, two_d, tokens)
     step = step - once + floor + a_sequence * np.asarray(tokens, dtype=float)
     sequence_s += a_sequence
-    rests, attention = [], None
+    rests = []
     for c in SLOPE_CONTEXTS:
         q = model.pipeline_part(N, SLOPE_BATCH, 1.0, c, p)
         q = model.with_copies(q, model.copies_of(q, adiv))
         rests.append(float(kernel_step_s(model, q, adiv, two_d)[1]))
-        if attention is None:
-            ops = part_operations(model, q, 1.0, c, adiv, two_d)
-            attention = next((op for op in ops if op.work == "attention"), None)
     read = SLOPE_BATCH * (
         w.layer_positions(SLOPE_CONTEXTS[1]) - w.layer_positions(SLOPE_CONTEXTS[0])
     )
     kv_s = (rests[1] - rests[0]) / read if read > 0.0 else 0.0
-    attention_s = 0.0
-    if attention is not None:
-        s, gpu, kv = attention.shape, model.machine.gpu, Formats(w).kv
-        heads, kv_heads = _at_least_1(s["heads"]), _at_least_1(s["kv_heads"])
-        one = mla_s(gpu, kv, 1.0, heads, tokens=SLOPE_PROMPT) if w.model_class == "mla" else None
-        if one is None:
-            one = context_attention_s(gpu, kv, 1.0, SLOPE_PROMPT, heads, kv_heads, s["head_dim"])
-        attended = w.layer_positions(SLOPE_PROMPT) * SLOPE_PROMPT / 2.0
-        scale = _Pricer(model, part).scale
-        attention_s = scale * attention.calls * float(one) / attended
-    return (
-        step - sequence_s * np.asarray(tokens, dtype=float),
-        sequence_s,
-        max(kv_s, 0.0),
-        attention_s,
-    )
+    return step - sequence_s * np.asarray(tokens, dtype=float), sequence_s, max(kv_s, 0.0)
+
+
+def attention_slope_s(model, gpus, pipeline, adiv, two_d: bool, prompt: float) -> float:
+    """The kernel clock's seconds a layer-position attended in a prompt (``StepTable``): the
+    measured context attention of one prompt of ``prompt`` tokens (inside
+    ``SLOPE_PROMPT_RANGE``) over its causal positions, shared by the ``adiv`` attention ranks
+    that run their own prompts side by side (the load engine charges the positions of every
+    rank's prompts, as many as the busiest rank's). A chunk of a longer prompt attends to its
+    prefix too, so the prompt, not the chunk, sets the kernel's rate."""
+    N, p, w = float(gpus), float(pipeline), model.work
+    q = model.pipeline_part(N, SLOPE_BATCH, 1.0, SLOPE_CONTEXTS[0], p)
+    q = model.with_copies(q, model.copies_of(q, adiv))
+    ops = part_operations(model, q, 1.0, SLOPE_CONTEXTS[0], adiv, two_d)
+    attention = next((op for op in ops if op.work == "attention"), None)
+    if attention is None:
+        return 0.0
+    s, gpu, kv = attention.shape, model.machine.gpu, Formats(w).kv
+    heads, kv_heads = _at_least_1(s["heads"]), _at_least_1(s["kv_heads"])
+    lo, hi = SLOPE_PROMPT_RANGE
+    tokens = float(np.clip(prompt, lo, hi))
+    one = mla_s(gpu, kv, 1.0, heads, tokens=tokens) if w.model_class == "mla" else None
+    if one is None:
+        one = context_attention_s(gpu, kv, 1.0, tokens, heads, kv_heads, s["head_dim"])
+    attended = w.layer_positions(tokens) * tokens / 2.0
+    ranks = float(np.asarray(adiv).flat[0])
+    return _Pricer(model, q).scale * attention.calls * float(one) / (attended * ranks)

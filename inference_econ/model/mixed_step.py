@@ -223,7 +223,11 @@ class StepTable:
     is checked against ``StepModel.latency`` when the table is built.
     """
 
-    def __init__(self, model: StepModel, layout: EngineLayout, max_tokens: int) -> None:
+    def __init__(
+        self, model: StepModel, layout: EngineLayout, max_tokens: int, prompt: float | None = None
+    ) -> None:
+        """``prompt``: the prompt whose context attention gives the kernel clock's seconds a
+        position attended (None: ``kernel_clock.SLOPE_PROMPT``; ``at_prompt`` reads another)."""
         self.layout = layout
         self.max_tokens = int(max_tokens)
         #: §B12: a step is looked up at the tokens it is charged for (``pipeline_tokens``),
@@ -241,8 +245,11 @@ class StepTable:
         #: ``efficiency.hidden_host_s``); 0: no such floor.
         self.host_floor_s = 0.0
         self.host_sequence_s = 0.0
+        #: the kernel clock's model and its slopes by prompt (``at_prompt``); None: another clock
+        self._kernel_model: StepModel | None = None
+        self._prompts: dict = {}
         if model.engine is not None and model.assumptions.kernel_tables:
-            self._kernels(model)
+            self._kernels(model, prompt)
             return
         if model.engine is not None:
             self._achievable(model)
@@ -369,17 +376,19 @@ class StepTable:
         self.host_floor_s = float(hidden_host_s(prof, 0.0))
         self.host_sequence_s = float(hidden_host_s(prof, 1.0 / p, ranks)) - self.host_floor_s
 
-    def _kernels(self, model: StepModel) -> None:
+    def _kernels(self, model: StepModel, prompt: float | None) -> None:
         """The table of the kernel clock's step (``kernel_tables``, ``kernel_clock``): its
         step at no context by tokens, its host work a sequence, and the measured attention's
         seconds a cached position read (memory side) and a position attended (arithmetic)."""
-        from .kernel_clock import table_terms
+        from .kernel_clock import SLOPE_PROMPT, table_terms
 
         layout = self.layout
         T = np.arange(self.max_tokens + 1, dtype=float)
-        fixed, self.sequence_s, self.kv_s, self.attention_s = table_terms(
+        fixed, self.sequence_s, self.kv_s = table_terms(
             model, layout.gpus, layout.pipeline, layout.attention_divisor, layout.two_d, T
         )
+        self._kernel_model = model
+        self.attention_s = self._attention_at(SLOPE_PROMPT if prompt is None else prompt)
         dp = model.engine is not None and model.engine.attention_data_parallel
         self._host_terms(model, layout.attention_divisor if dp else 1.0)
         empty = T == 0
@@ -391,6 +400,38 @@ class StepTable:
         self.flop = np.where(empty, 0.0, part.flop).tolist()
         self.attention_flop = model.work.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * model.machine.peak_flop_per_s
+
+    def _attention_at(self, prompt: float) -> float:
+        """The kernel clock's seconds a layer-position attended at prompts of ``prompt``
+        tokens (``kernel_clock.attention_slope_s``), kept by prompt."""
+        from .kernel_clock import SLOPE_PROMPT_RANGE, attention_slope_s
+
+        key = float(np.clip(prompt, *SLOPE_PROMPT_RANGE))
+        if key not in self._prompts:
+            lay = self.layout
+            slope = attention_slope_s(
+                self._kernel_model, lay.gpus, lay.pipeline, lay.attention_divisor, lay.two_d, key
+            )
+            # a decoding request's positions count on both sides of the step's maximum: a
+            # short prompt's kernel, its fixed time spread over few positions, would otherwise
+            # charge every decode step's attention at its rate instead of the generation
+            # kernel's (its own attention is then charged at that rate, a small part of it)
+            self._prompts[key] = min(slope, self.kv_s)
+        return self._prompts[key]
+
+    def at_prompt(self, prompt: float) -> StepTable:
+        """The table for prompts of ``prompt`` tokens (a mean): under the kernel clock its
+        seconds a position attended read at them, since a context-attention kernel's rate grows
+        with its prompt (``kernel_clock.SLOPE_PROMPT_RANGE``); the table itself under another
+        clock, whose attention runs at one rate, or where ``prompt`` is not a number of tokens."""
+        if self._kernel_model is None or not math.isfinite(prompt) or prompt <= 0.0:
+            return self
+        slope = self._attention_at(prompt)
+        if slope == self.attention_s:
+            return self
+        out = copy.copy(self)
+        out.attention_s = slope
+        return out
 
     def slowed(self, factor: float) -> StepTable:
         """The same table with every step ``factor`` times as long: each time term scaled (the

@@ -56,13 +56,18 @@ def routing_of(model_class: str) -> str:
     return MLA_ROUTING if model_class == "mla" else MOE_ROUTING
 
 
-def expert_kernel_format(gpu: GPU, weight_bits: float, gemm_bits: float | None) -> str | None:
+def expert_kernel_format(
+    gpu: GPU, weight_bits: float, gemm_bits: float | None, block_scaled: bool = False
+) -> str | None:
     """The format name of the moe tables TensorRT-LLM runs a checkpoint's experts at on ``gpu``
-    (None: a reference format, BF16 or FP8, or one without a factor). MX weights (a fractional
-    width below 8: MXFP4's 4.25 bits) take the W4A8 kernel on a part with 4-bit tensor cores
-    and 8-bit GEMM activations, else the W4A16 one; 4-bit weights on such a part are NVFP4."""
+    (None: a reference format, BF16 or per-tensor FP8, or one without a factor). MX weights (a
+    fractional width below 8: MXFP4's 4.25 bits) take the W4A8 kernel on a part with 4-bit
+    tensor cores and 8-bit GEMM activations, else the W4A16 one; 4-bit weights on such a part
+    are NVFP4; 8-bit weights with block scales (``block_scaled``) the block-scaled FP8 one."""
     fp4 = gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9)
     bits = float(weight_bits)
+    if block_scaled and np.floor(bits) == 8:
+        return "fp8_block"
     if bits < 8 and bits != np.floor(bits):
         return "w4a8_mxfp4_mxfp8" if fp4 and gemm_bits == 8 else "w4a16_mxfp4"
     if bits == 4 and fp4:

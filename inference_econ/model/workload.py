@@ -139,6 +139,9 @@ class Workload:
     #: manager allocates it (``EngineProfile.sliding_window_cache`` "full"), while attention
     #: still reads only the window.
     cache_windows: bool = True
+    #: The 8-bit weights carry block scales (``Precision.weight_block_scaled``): the kernel
+    #: tables' block-scaled FP8 GEMMs and fused MoE price them (§F13).
+    weight_block_scaled: bool = False
 
     @property
     def dense_weight_bytes(self) -> float:
@@ -590,6 +593,7 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         bytes_per_activation=ab,
         bytes_per_kv_element=kvb,
         weight_bits=p.weight_bits,
+        weight_block_scaled=p.weight_block_scaled,
         mean_context_over_pass=assumptions.mean_context_over_pass,
         attention_layers=arch.attention_layers,
         matmul_replication=assumptions.matmul_replication,

@@ -104,6 +104,11 @@ class Precision:
     #: experts and dense layers) of a checkpoint that quantises only its experts: gpt-oss's
     #: MXFP4 experts beside BF16 everywhere else. None: ``weight_bits`` (one format).
     dense_weight_bits: float | None = None
+    #: The 8-bit weights carry a scale per 128 x 128 block (DeepSeek-V3's released FP8, read by
+    #: the engines' block-scaled FP8 kernels, slower than per-tensor FP8's on Hopper); False:
+    #: one scale per tensor (ModelOpt's FP8) or not 8-bit. Cleared by ``with_precision`` when
+    #: the weights' bits change (another checkpoint).
+    weight_block_scaled: bool = False
 
     def __post_init__(self) -> None:
         names = (
@@ -114,6 +119,20 @@ class Precision:
             "dense_weight_bits",
         )
         _check_fields(self, names, "precision")
+        if not isinstance(self.weight_block_scaled, bool):
+            raise SpecError(
+                "precision",
+                "weight_block_scaled",
+                f"expected true or false, got {self.weight_block_scaled!r}",
+                "write true for weights scaled per 128 x 128 block, false otherwise",
+            )
+        if self.weight_block_scaled and int(self.weight_bits) != 8:
+            raise SpecError(
+                "precision",
+                "weight_block_scaled",
+                f"block scales are for 8-bit weights, got weight_bits {self.weight_bits:g}",
+                "set weight_bits: 8 or drop weight_block_scaled",
+            )
 
     @property
     def bytes_per_weight(self) -> float:
@@ -132,7 +151,8 @@ class Precision:
         kv = "" if self.kv_cache_bits is None else f"/kv{self.kv_cache_bits:g}"
         gemm = "" if self.gemm_activation_bits is None else f"/gemm-a{self.gemm_activation_bits:g}"
         dense = "" if self.dense_weight_bits is None else f"/dense-w{self.dense_weight_bits:g}"
-        return f"w{self.weight_bits:g}a{self.activation_bits:g}{kv}{gemm}{dense}"
+        block = "/block-scaled" if self.weight_block_scaled else ""
+        return f"w{self.weight_bits:g}a{self.activation_bits:g}{kv}{gemm}{dense}{block}"
 
 
 @dataclass(frozen=True)
@@ -318,14 +338,17 @@ class Architecture:
     def with_precision(
         self, weight_bits=None, activation_bits=None, kv_cache_bits=None, gemm_activation_bits=None
     ) -> Architecture:
-        """The same architecture with some precisions replaced (None keeps the current one)."""
+        """The same architecture with some precisions replaced (None keeps the current one);
+        other weight bits are another checkpoint, so its block scaling goes."""
         p = self.precision
+        bits = p.weight_bits if weight_bits is None else weight_bits
         new = Precision(
-            p.weight_bits if weight_bits is None else weight_bits,
+            bits,
             p.activation_bits if activation_bits is None else activation_bits,
             p.kv_cache_bits if kv_cache_bits is None else kv_cache_bits,
             p.gemm_activation_bits if gemm_activation_bits is None else gemm_activation_bits,
             p.dense_weight_bits,
+            p.weight_block_scaled and bits == p.weight_bits,
         )
         return dataclasses.replace(self, precision=new)
 
@@ -515,6 +538,7 @@ def _precision(r: Reader | None) -> Precision:
             "gemm_activation_bits", None, **BOUNDS["gemm_activation_bits"]
         ),
         dense_weight_bits=r.number("dense_weight_bits", None, **BOUNDS["dense_weight_bits"]),
+        weight_block_scaled=r.boolean("weight_block_scaled", False),
     )
     r.finish()
     return p
