@@ -280,11 +280,19 @@ def help_example_runs(tmp_path_factory):
         (folder / name).symlink_to(root / name, target_is_directory=True)
     (folder / "models").mkdir()
     results = {}
+    from inference_econ.measured import replay
+
     with pytest.MonkeyPatch.context() as patch:
+        # the examples' whole runs (trtllm-bench datasets) of at most 500 requests an instance,
+        # extended by their steady middle: what is checked is that each example runs and what
+        # it writes, not its figures (``short_offline_runs``)
+        patch.setattr(replay, "WHOLE_RUN_REQUESTS", 500)
+        replay.clear()
         patch.chdir(folder)
         patch.setitem(sys.modules, "huggingface_hub", _stand_in_hub(folder))
         for _, args in help_examples():
             line = shlex.join(args)
             if line not in RUN_ELSEWHERE:
                 results[line] = CliRunner().invoke(main, list(args))
+    replay.clear()
     return folder, results

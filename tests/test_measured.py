@@ -13,6 +13,11 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
+
+#: Whole runs of at most this many requests an instance (``conftest.short_offline_runs``):
+#: these tests check the fit's terms and the rows' errors within ranges that hold for runs
+#: extended by their steady middle (the full runs are ``benchmarks/measured_validation.py``'s).
+WHOLE_RUN_REQUESTS = 1000
 from inference_econ.measured import (
     calibration,
     calibration_report,
