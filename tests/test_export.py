@@ -280,6 +280,35 @@ def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
     )
 
 
+def test_attention_data_parallel_replicas_hold_their_attention_weights():
+    """Under attention DP each replica holds all the attention weights: DeepSeek-R1 (FP8)
+    on 8 H200 over 8 replicas holds its 61 layers' MLA matrices (187.1 MB each) seven more
+    times, 79.9 GB, so TensorRT-LLM's KV cache (0.9 of the memory left) is 0.9 x 79.9 GB
+    smaller than one replica's; the ideal bound (refined) keeps one copy."""
+    import inference_econ as ie
+    from inference_econ.model.latency import StepModel
+    from inference_econ.model.workload import compile_workload
+
+    def model(preset):
+        a = ie.preset(preset)
+        arch = ie.load_model("DeepSeek-R1")
+        return StepModel(compile_workload(arch, a), ie.load_hardware("H200"), a)
+
+    engine = model("achievable")
+    replicas = 7 * 61 * engine.work.attention_matrix_weight_bytes
+    assert engine.replicated_weight_bytes(8) == pytest.approx(replicas, rel=1e-12)
+    assert replicas == pytest.approx(79.89e9, rel=1e-3)
+    assert engine.kv_capacity_bytes(8) - engine.kv_capacity_bytes(8, 8) == pytest.approx(
+        0.9 * replicas, rel=1e-9
+    )
+    ideal = model("refined")
+    assert ideal.kv_capacity_bytes(8, 8) == ideal.kv_capacity_bytes(8)
+    s = make_setting("DeepSeek-R1", "H200")
+    one, dp = (check_worker(s, "trtllm", 8, 64, 2048, 4096, attention_dp=a) for a in (1, 8))
+    assert dp.weights_bytes_per_gpu - one.weights_bytes_per_gpu == pytest.approx(replicas / 8)
+    assert dp.kv_capacity_bytes_per_gpu < one.kv_capacity_bytes_per_gpu
+
+
 def test_memory_check_refuses_a_max_model_len_no_kv_cache_holds():
     """A prefill worker configured for 131,072-token requests without the memory for one
     request's KV cache crash-loops at start (github.com/ai-dynamo/dynamo/issues/10104, Llama 3.1 70B under

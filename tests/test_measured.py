@@ -13,11 +13,6 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
-
-#: Whole runs of at most this many requests an instance (``conftest.short_offline_runs``):
-#: these tests check the fit's terms and the rows' errors within ranges that hold for runs
-#: extended by their steady middle (the full runs are ``benchmarks/measured_validation.py``'s).
-WHOLE_RUN_REQUESTS = 1000
 from inference_econ.measured import (
     calibration,
     calibration_report,
@@ -30,6 +25,11 @@ from inference_econ.measured import (
 from inference_econ.measured import replay as rp
 from inference_econ.measured.reading import load_measured
 from inference_econ.specs.engine import load_engine
+
+#: Whole runs of at most this many requests an instance (``conftest.short_offline_runs``):
+#: these tests check the fit's terms and the rows' errors within ranges that hold for runs
+#: extended by their steady middle (the full runs are ``benchmarks/measured_validation.py``'s).
+WHOLE_RUN_REQUESTS = 1000
 
 DATA = Path(__file__).parent / "data"
 TRAIN = DATA / "benchmarks_train.csv"  # the project's validation set (590 public results)

@@ -299,8 +299,14 @@ def _floor_s(model, prefill_work, layout, context) -> float:
 
 
 def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> float:
-    """Layer-positions of KV cache a layout holds: ``capacity`` over the copies its attention
+    """Layer-positions of KV cache a layout holds: ``capacity`` (one attention replica's)
+    less the room its attention replicas' weights take (§F8), over the copies its attention
     group keeps (§B13)."""
+    adiv = layout.attention_divisor
+    if adiv > 1.0 and model.engine is not None:
+        one = float(model.kv_capacity_bytes(layout.gpus))
+        share = max(float(model.kv_capacity_bytes(layout.gpus, adiv)), 0.0) / one if one > 0 else 0.0
+        capacity = capacity * share
     return capacity / float(model.kv_copies(layout.attention_degree))
 
 

@@ -127,7 +127,7 @@ def requests_held(model: StepModel, row: MeasuredRow, cand, context=None) -> flo
     time-weighted context of a running request; §F8)."""
     ctx = row.lengths.decode_context if context is None else context
     per_request = float(model.work.kv_held_bytes(ctx, 1.0))
-    room = float(model.kv_capacity_bytes(float(cand.gpus)))
+    room = float(model.kv_capacity_bytes(float(cand.gpus), float(cand.attention_ranks)))
     return room / per_request if per_request > 0 else math.inf
 
 
@@ -188,7 +188,7 @@ def add_points(plan: Plan, g: StepGroup, i: int, j: int, row, cand, model, found
     if s == "static":
         B = row.concurrency / cand.replicas
         if B * model.work.kv_bytes_per_token * (L.input_mean + L.output_mean) > float(
-            model.kv_capacity_bytes(float(cand.gpus))
+            model.kv_capacity_bytes(float(cand.gpus), float(cand.attention_ranks))
         ):
             plan.infeasible.setdefault(
                 i, f"infeasible: a static batch of {B:g} does not fit {cand.label()}"

@@ -220,7 +220,8 @@ class StepModel:
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
         kv, attention = self._resident_kv(B, p, context)
         copies = 1.0 if adiv is None else self.kv_copies(N / p / adiv)
-        return self._kv_room(N, kv, attention, copies) & (p <= np.minimum(N, B))
+        room = self._kv_room(N, kv, attention, copies, 1.0 if adiv is None else adiv)
+        return room & (p <= np.minimum(N, B))
 
     def _resident_kv(self, B, p, context):
         """(KV bytes that must be resident, the target's attention layers' part of them)."""
@@ -231,12 +232,13 @@ class StepModel:
             kv = kv + self.companion_copies * self.companion.kv_held_bytes(context, kv_batch)
         return kv, w.attention_held_bytes(context, kv_batch)
 
-    def _kv_room(self, N, kv, attention, copies):
+    def _kv_room(self, N, kv, attention, copies, adiv=1.0):
         """Whether ``kv`` resident bytes, ``attention`` of them held ``copies`` times, fit:
-        in the engine's KV memory (§F8) or, with room to spare, beside the weights (§A5)."""
+        in the engine's KV memory (§F8, less the attention weights' replicas of divisor
+        ``adiv``) or, with room to spare, beside the weights (§A5)."""
         need = kv if np.all(np.asarray(copies) == 1.0) else kv + attention * (copies - 1.0)
         if self.profile is not None:
-            return need <= self.kv_capacity_bytes(N)
+            return need <= self.kv_capacity_bytes(N, adiv)
         return N * self.machine.usable_hbm_bytes > self.weights_total_bytes + need
 
     def kv_copies(self, attention_degree):
@@ -250,12 +252,28 @@ class StepModel:
         """Usable HBM of ``N`` GPUs left once the weights are in (§A5)."""
         return N * self.machine.usable_hbm_bytes - self.weights_total_bytes
 
-    def kv_capacity_bytes(self, N):
+    def kv_capacity_bytes(self, N, adiv=1.0):
         """Bytes of KV cache ``N`` GPUs hold once the weights are in (§A5; §F8 under an engine
-        profile: a fraction of the memory left, or of all memory, after its workspace)."""
+        profile: a fraction of the memory left, or of all memory, after its workspace, and
+        the weights of attention data parallelism's ``adiv`` replicas each in)."""
         if self.engine is None:
             return self.free_hbm_bytes(N)
-        return self.engine.kv_capacity_bytes(N, self.free_hbm_bytes(N), self.weights_total_bytes)
+        extra = self.replicated_weight_bytes(adiv)
+        return self.engine.kv_capacity_bytes(
+            N, self.free_hbm_bytes(N) - extra, self.weights_total_bytes + extra
+        )
+
+    def replicated_weight_bytes(self, adiv):
+        """Bytes of weights an engine holds beyond one copy because attention data
+        parallelism runs the attention on ``adiv`` replicas, each with all its weights
+        (§F8): ``(adiv - 1)`` times the attention matrices of every layer, as the step reads
+        them (``attention_reads``); 0 without an engine profile or replicas."""
+        if self.engine is None:
+            return 0.0
+        w = self.work
+        replicas = np.maximum(np.asarray(adiv, dtype=float) - 1.0, 0.0)
+        extra = replicas * (w.layers * w.attention_matrix_weight_bytes)
+        return float(extra) if np.ndim(extra) == 0 else extra
 
     # --- the part that does not depend on the attention divisor ---------------------------
     def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:

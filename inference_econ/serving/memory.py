@@ -116,8 +116,9 @@ def check_worker(
         return float(work.kv_held_bytes(c, r) + work.attention_held_bytes(c, r) * (copies - 1)) / n
 
     hbm = float(setting.gpu.hbm_capacity_bytes)
-    weights = float(model.weights_total_bytes) / n
-    capacity = float(model.kv_capacity_bytes(n)) / n
+    # each attention replica holds all the attention weights (§F8)
+    weights = float(model.weights_total_bytes + model.replicated_weight_bytes(attention_dp)) / n
+    capacity = float(model.kv_capacity_bytes(n, attention_dp)) / n
     needed = kv(context_tokens, batch)
     per_request = kv(context_tokens, 1.0)
     longest = kv(max_model_len, 1.0)
