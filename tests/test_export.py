@@ -286,7 +286,7 @@ def test_attention_data_parallel_replicas_hold_their_attention_weights():
     times, 79.9 GB, so TensorRT-LLM's KV cache (0.9 of the memory left) is 0.9 x 79.9 GB
     smaller than one replica's; the ideal bound (refined) keeps one copy."""
     import inference_econ as ie
-    from inference_econ.model.latency import StepModel
+    from inference_econ.model.latency import StepModel, replicated_weight_bytes
     from inference_econ.model.workload import compile_workload
 
     def model(preset):
@@ -296,7 +296,7 @@ def test_attention_data_parallel_replicas_hold_their_attention_weights():
 
     engine = model("achievable")
     replicas = 7 * 61 * engine.work.attention_matrix_weight_bytes
-    assert engine.replicated_weight_bytes(8) == pytest.approx(replicas, rel=1e-12)
+    assert replicated_weight_bytes(engine, 8) == pytest.approx(replicas, rel=1e-12)
     assert replicas == pytest.approx(79.89e9, rel=1e-3)
     assert engine.kv_capacity_bytes(8) - engine.kv_capacity_bytes(8, 8) == pytest.approx(
         0.9 * replicas, rel=1e-9

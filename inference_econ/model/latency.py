@@ -219,9 +219,8 @@ class StepModel:
         # in float64 whatever the search's precision: a point is feasible or not, exactly
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
         kv, attention = self._resident_kv(B, p, context)
-        copies = 1.0 if adiv is None else self.kv_copies(N / p / adiv)
-        room = self._kv_room(N, kv, attention, copies, 1.0 if adiv is None else adiv)
-        return room & (p <= np.minimum(N, B))
+        copies, a = (1.0, 1.0) if adiv is None else (self.kv_copies(N / p / adiv), adiv)
+        return self._kv_room(N, kv, attention, copies, a) & (p <= np.minimum(N, B))
 
     def _resident_kv(self, B, p, context):
         """(KV bytes that must be resident, the target's attention layers' part of them)."""
@@ -233,9 +232,8 @@ class StepModel:
         return kv, w.attention_held_bytes(context, kv_batch)
 
     def _kv_room(self, N, kv, attention, copies, adiv=1.0):
-        """Whether ``kv`` resident bytes, ``attention`` of them held ``copies`` times, fit:
-        in the engine's KV memory (§F8, less the attention weights' replicas of divisor
-        ``adiv``) or, with room to spare, beside the weights (§A5)."""
+        """Whether ``kv`` resident bytes, ``attention`` of them held ``copies`` times, fit: in
+        the engine's KV memory (§F8, divisor ``adiv``) or, with room to spare, beside the weights (§A5)."""
         need = kv if np.all(np.asarray(copies) == 1.0) else kv + attention * (copies - 1.0)
         if self.profile is not None:
             return need <= self.kv_capacity_bytes(N, adiv)
@@ -253,27 +251,13 @@ class StepModel:
         return N * self.machine.usable_hbm_bytes - self.weights_total_bytes
 
     def kv_capacity_bytes(self, N, adiv=1.0):
-        """Bytes of KV cache ``N`` GPUs hold once the weights are in (§A5; §F8 under an engine
-        profile: a fraction of the memory left, or of all memory, after its workspace, and
-        the weights of attention data parallelism's ``adiv`` replicas each in)."""
+        """Bytes of KV cache ``N`` GPUs hold once the weights are in (§A5; §F8: an engine's
+        share of the memory left, each of ``adiv`` attention replicas with its weights)."""
         if self.engine is None:
             return self.free_hbm_bytes(N)
-        extra = self.replicated_weight_bytes(adiv)
-        return self.engine.kv_capacity_bytes(
-            N, self.free_hbm_bytes(N) - extra, self.weights_total_bytes + extra
-        )
-
-    def replicated_weight_bytes(self, adiv):
-        """Bytes of weights an engine holds beyond one copy because attention data
-        parallelism runs the attention on ``adiv`` replicas, each with all its weights
-        (§F8): ``(adiv - 1)`` times the attention matrices of every layer, as the step reads
-        them (``attention_reads``); 0 without an engine profile or replicas."""
-        if self.engine is None:
-            return 0.0
-        w = self.work
-        replicas = np.maximum(np.asarray(adiv, dtype=float) - 1.0, 0.0)
-        extra = replicas * (w.layers * w.attention_matrix_weight_bytes)
-        return float(extra) if np.ndim(extra) == 0 else extra
+        extra = replicated_weight_bytes(self, adiv)
+        free, weights = self.free_hbm_bytes(N) - extra, self.weights_total_bytes + extra
+        return self.engine.kv_capacity_bytes(N, free, weights)
 
     # --- the part that does not depend on the attention divisor ---------------------------
     def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:
@@ -400,7 +384,7 @@ class StepModel:
             from .kernel_clock import kernel_terms  # each operation at its measured kernel's
 
             two_d, one_d, rest = kernel_terms(self, self.with_copies(part, copies), adiv)
-            return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key, adiv)
         if self.engine is not None:
             scale = self.engine.collective_scale
             two_d = scale * (att2 + part.collective_2d_s)
@@ -413,7 +397,7 @@ class StepModel:
                 bw = self.collective_terms(part, adiv, False)[1]
                 fusable = self.fusable_bandwidth_s(part, adiv, False)
                 one_d = one_d - self.engine.hidden_collective_s(copied, adiv, reads, bw, fusable)
-            return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
+            return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key, adiv)
         weights, acts = reads  # the activations' times are a new array: summed into it
         memory = add_into(add_into(acts, weights), part.memory_base_s)
         if copies is not None:  # in the search's precision (the fit below in double)
@@ -426,7 +410,7 @@ class StepModel:
             read = kv_cache.get(("copies_read", kv_key, dtype.str), copies_read)
             memory = add_into(memory, read)
         rest = maximum_into(memory, self.compute_time(part, adiv))
-        rest = self._if_kv_fits(part, copies, rest, kv_cache, kv_key)
+        rest = self._if_kv_fits(part, copies, rest, kv_cache, kv_key, adiv)
         return add_into(att2, part.collective_2d_s), add_into(att1, part.collective_1d_s), rest
 
     def copies_of(self, part: PipelinePart, adiv):
@@ -448,12 +432,10 @@ class StepModel:
             ap = dataclasses.replace(ap, kv_request_read_s=ap.kv_request_read_s * copies)
         return dataclasses.replace(part, kv_read_s=part.kv_read_s + extra, achievable=ap)
 
-    def _if_kv_fits(
-        self, part: PipelinePart, copies, seconds, cache: StepCache = NO_CACHE, key=None
-    ):
-        """``seconds`` where the part's resident KV with its copies fits (§B13), else inf.
-        The fit does not depend on the tokens per pass: kept for the block (``cache``), and
-        None when every point fits (nothing to mask)."""
+    def _if_kv_fits(self, part: PipelinePart, copies, seconds, cache=NO_CACHE, key=None, adiv=1.0):
+        """``seconds`` where the part's resident KV with its copies fits (§B13) beside divisor
+        ``adiv``'s attention replicas (§F8), else inf. The fit does not depend on the tokens
+        per pass: kept for the block (``cache``), and None when every point fits."""
         if copies is None or not np.any(np.asarray(part.kv_attention_bytes) > 0):
             return seconds
 
@@ -463,12 +445,15 @@ class StepModel:
             )
             if cache.feasible is not None:
                 # the most copies any divisor makes are the whole stage's (t_at = t, the
-                # divisor 1): where they fit at every point the block keeps, so do every
-                # divisor's (docs/model.md "The search"), and nothing need be masked
-                most = room(self.kv_copies(part.tensor_degree))
+                # divisor 1), the most attention replicas the widest divisor's (t, one copy);
+                # the room a divisor lacks is convex in it, so where both ends fit at every
+                # point the block keeps, so do every divisor's (docs/model.md "The search"),
+                # and nothing need be masked
+                t = part.tensor_degree
+                most = room(self.kv_copies(t)) & room(1.0, t)
                 if np.all(most | ~cache.feasible):
                     return None
-            ok = room(copies)
+            ok = room(copies, adiv)
             return None if np.all(ok) else ok
 
         ok = cache.get(("kv_fits", key), fit)
@@ -546,6 +531,19 @@ class StepModel:
             compute,
             part.flop,
         )
+
+
+def replicated_weight_bytes(model: StepModel, adiv):
+    """Bytes of weights an engine holds beyond one copy because attention data parallelism
+    runs the attention on ``adiv`` replicas, each with all its weights (§F8): ``(adiv - 1)``
+    times the attention matrices of every layer, as the step reads them (``attention_reads``);
+    0 without an engine profile or replicas."""
+    if model.engine is None:
+        return 0.0
+    w = model.work
+    replicas = np.maximum(np.asarray(adiv, dtype=float) - 1.0, 0.0)
+    extra = replicas * (w.layers * w.attention_matrix_weight_bytes)
+    return float(extra) if np.ndim(extra) == 0 else extra
 
 
 def ff_context_s(m: Machine, work: Workload, ff_flop, ctx_flop, N, B, S):

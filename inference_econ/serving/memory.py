@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InfeasibleError, plural
 from ..model.assumptions import preset
-from ..model.latency import StepModel
+from ..model.latency import StepModel, replicated_weight_bytes
 from ..model.workload import compile_workload
 from .setting import Setting, with_engine
 
@@ -117,7 +117,7 @@ def check_worker(
 
     hbm = float(setting.gpu.hbm_capacity_bytes)
     # each attention replica holds all the attention weights (§F8)
-    weights = float(model.weights_total_bytes + model.replicated_weight_bytes(attention_dp)) / n
+    weights = float(model.weights_total_bytes + replicated_weight_bytes(model, attention_dp)) / n
     capacity = float(model.kv_capacity_bytes(n, attention_dp)) / n
     needed = kv(context_tokens, batch)
     per_request = kv(context_tokens, 1.0)
