@@ -171,8 +171,8 @@ def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
     skips the fit where the most copies fit at every feasible point: each pass is bit for bit
     the search of its tokens alone, and the search recomputing them for every pass and divisor
     and masking every point. The settings with copies that do not fit somewhere
-    (``KV_COPIES``) do less of that work, but under an engine profile, where a divisor's
-    attention replicas hold their weights too (§F8), the masks may be needed everywhere."""
+    (``KV_COPIES``) do less of that work; under an engine profile, whose attention replicas
+    hold their weights too (§F8), every divisor's fit is tested."""
     from inference_econ.model.latency import StepModel
     from inference_econ.model.step_calls import StepCache
 
@@ -219,7 +219,7 @@ def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
             together, points = search(passes(model, S_values))
             reference, every = search(passes(model, S_values), shortcuts=False)
             assert points <= every
-            if model.engine is None:  # an engine's attention replicas hold weights: masked
+            if model.engine is None:  # an engine's: every divisor's fit tested
                 assert (points < every) == (name in KV_COPIES)
             for S, shared, full in zip(S_values, together, reference):
                 assert shared.dtype == full.dtype

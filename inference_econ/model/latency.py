@@ -443,14 +443,12 @@ class StepModel:
             room = partial(
                 self._kv_room, part.gpus, part.kv_resident_bytes, part.kv_attention_bytes
             )
-            if cache.feasible is not None:
+            if cache.feasible is not None and self.engine is None:
                 # the most copies any divisor makes are the whole stage's (t_at = t, the
-                # divisor 1), the most attention replicas the widest divisor's (t, one copy);
-                # the room a divisor lacks is convex in it, so where both ends fit at every
-                # point the block keeps, so do every divisor's (docs/model.md "The search"),
-                # and nothing need be masked
-                t = part.tensor_degree
-                most = room(self.kv_copies(t)) & room(1.0, t)
+                # divisor 1): where they fit at every point the block keeps, so do every
+                # divisor's (docs/model.md "The search"), and nothing need be masked; under
+                # an engine the attention replicas' weights (§F8) grow with the divisor
+                most = room(self.kv_copies(part.tensor_degree))
                 if np.all(most | ~cache.feasible):
                     return None
             ok = room(copies, adiv)
