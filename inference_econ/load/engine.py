@@ -553,7 +553,9 @@ def build_instance(
         # prompt tokens (``simulate``): at most the batch plus the token budget
         max_tokens = config.step_token_budget + config.max_batch_requests
     _check_table(setting, gpus, layout, search.model, max_tokens)
-    table = StepTable(search.model, layout, max_tokens)
+    # the kernel clock reads its prompt attention at the offered prompt (``StepTable.at_prompt``)
+    prompt = load.prompt_tokens if 0.0 < load.prompt_tokens < math.inf else None
+    table = StepTable(search.model, layout, max_tokens, prompt)
     capacity = layout_capacity(search.model, search.capacity, layout)
     draft = None
     if setting.spec is not None:

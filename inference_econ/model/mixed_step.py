@@ -438,6 +438,7 @@ class StepTable:
         FLOP and the layout unchanged), for an engine at an end of its step time's interval
         (docs/model.md §F12)."""
         out = copy.copy(self)
+        out._kernel_model = None  # its attention slope stays as slowed (``at_prompt``)
         for name in ("fixed_s", "memory_s", "compute_s"):
             setattr(out, name, [factor * t for t in getattr(self, name)])
         for name in ("sequence_s", "request_s", "kv_s", "attention_s"):
