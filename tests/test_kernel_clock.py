@@ -266,3 +266,27 @@ def test_block_scaled_fp8_is_priced_by_the_block_scaled_kernels():
     s = qkv.shape
     block = float(kp.gemm_s(h200, "fp8_block", s["m"], s["n"], s["k"]))
     assert prices["qkv down projection"] == pytest.approx(qkv.calls * block, rel=1e-9)
+
+
+def test_an_instance_reads_its_prompt_attention_at_the_runs_prompt():
+    # the kernel clock's instance of Llama 3.1 8B (FP8) on one H100 for 8,192-token prompts
+    # charges a position attended less than for 1,024-token ones (the kernel's rate grows
+    # with its prompt); the engine clock's attention runs at one rate: the same instance
+    import dataclasses
+
+    from inference_econ.load.engine import DEFAULT_ENGINE
+    from inference_econ.load.run import instance_in
+
+    small = dataclasses.replace(DEFAULT_ENGINE, max_batch_requests=8, step_token_budget=256)
+    a = ie.preset("achievable")
+    for kernels in (True, False):
+        setting = ie.make_setting(
+            "Llama 3.1 8B", "H100", weight_bits=8, assumptions=a.replace(kernel_tables=kernels)
+        )
+        inst = instance_in(setting, EngineLayout(1), small)
+        long, short = inst.at_prompt(8192.0), inst.at_prompt(1024.0)
+        if kernels:
+            assert long.table.attention_s < 0.8 * short.table.attention_s
+            assert long.table.kv_s == inst.table.kv_s and long.config == inst.config
+        else:
+            assert long is inst and short is inst
