@@ -7,7 +7,10 @@ TPOT) and the ratio, the measured and predicted orders, and the pairs the predic
 other way round from the measurement by more than ``rankings.TOLERANCE``; then the groups
 ordered and the median |predicted/measured - 1| of attention-DP layouts and of the others.
 
-    PYTHONPATH=. python benchmarks/layout_ranking.py [--assumptions achievable] [FILE]
+    PYTHONPATH=. python benchmarks/layout_ranking.py [--assumptions achievable] [--kernel-tables] [FILE]
+
+``--kernel-tables``: the preset with each operation priced at its measured kernel's time
+(docs/model.md "A step as operations").
 
 Run it from an older checkout (with this file and ``measured/rankings.py`` copied in) for the
 ranking before a change.
@@ -37,9 +40,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", nargs="?", default=str(DEFAULT))
     parser.add_argument("--assumptions", default="achievable")
+    parser.add_argument("--kernel-tables", action="store_true", help="the kernel clock")
     args = parser.parse_args()
     start = time.process_time()
-    rows = ranked_rows(args.file, assumptions=args.assumptions)
+    assumptions = args.assumptions
+    if args.kernel_tables:
+        from inference_econ.model.assumptions import preset
+
+        assumptions = preset(assumptions).replace(kernel_tables=True)
+    rows = ranked_rows(args.file, assumptions=assumptions)
     groups = list(dict.fromkeys(r.group for r in rows))
     ordered = 0
     errors: dict[bool, list[float]] = {True: [], False: []}

@@ -13,6 +13,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model.assumptions import Assumptions
 from .comparison import larger_is_better, predict_rows
 from .reading import load_measured
 from .semantics import is_time
@@ -37,7 +38,7 @@ class Ranked:
     better: int
 
 
-def ranked_rows(path, groups=None, assumptions: str = "achievable") -> list[Ranked]:
+def ranked_rows(path, groups=None, assumptions: str | Assumptions = "achievable") -> list[Ranked]:
     """Every row of the rankings file ``path`` (of ``groups`` only, where given) with its
     prediction under ``assumptions``."""
     with open(Path(path), newline="", encoding="utf-8") as f:
