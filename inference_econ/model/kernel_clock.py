@@ -42,7 +42,7 @@ from .kernel_prices import (
     moe_s,
     pass_s,
 )
-from .moe import routing_of
+from .moe import BLOCK_FP8, routing_of
 from .operations import Operation, PipelinePart, StepOperations, part_operations
 from .workload import Workload
 
@@ -57,10 +57,6 @@ MXFP4_MOE_FORMAT = {16: "w4a16_mxfp4", 8: "w4a8_mxfp4_mxfp8"}
 #: Collectives by the start of their name -> NCCL's operation (an all-reduce inside a node is
 #: the engine's own kernel).
 NCCL_OPERATION = {"all-gather": "all_gather", "reduce-scatter": "reduce_scatter"}
-
-
-#: The tables' format of block-scaled FP8 (128 x 128 weight blocks: DeepSeek-V3's checkpoint).
-BLOCK_FP8 = "fp8_block"
 
 
 class Formats:

@@ -56,6 +56,10 @@ def routing_of(model_class: str) -> str:
     return MLA_ROUTING if model_class == "mla" else MOE_ROUTING
 
 
+#: The tables' format of block-scaled FP8 (128 x 128 weight blocks: DeepSeek-V3's checkpoint).
+BLOCK_FP8 = "fp8_block"
+
+
 def expert_kernel_format(
     gpu: GPU, weight_bits: float, gemm_bits: float | None, block_scaled: bool = False
 ) -> str | None:
@@ -67,7 +71,7 @@ def expert_kernel_format(
     fp4 = gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9)
     bits = float(weight_bits)
     if block_scaled and np.floor(bits) == 8:
-        return "fp8_block"
+        return BLOCK_FP8
     if bits < 8 and bits != np.floor(bits):
         return "w4a8_mxfp4_mxfp8" if fp4 and gemm_bits == 8 else "w4a16_mxfp4"
     if bits == 4 and fp4:

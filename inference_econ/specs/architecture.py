@@ -530,27 +530,21 @@ def _mtp(r: Reader | None, d_model: int, groups: list[LayerGroup]) -> MultiToken
 def _precision(r: Reader | None) -> Precision:
     if r is None:
         return Precision()
-    weight_bits = r.number("weight_bits", 16, **BOUNDS["weight_bits"])
-    block = r.boolean("weight_block_scaled", False)
-    if block and int(weight_bits) != 8:
-        raise SpecError(
-            r.source,
-            r.path("weight_block_scaled"),
-            f"block scales are for 8-bit weights, got weight_bits {weight_bits:g}",
-            "set weight_bits: 8 or drop weight_block_scaled",
-        )
-    p = Precision(
-        weight_bits=weight_bits,
+    fields = dict(
+        weight_bits=r.number("weight_bits", 16, **BOUNDS["weight_bits"]),
         activation_bits=r.number("activation_bits", 16, **BOUNDS["activation_bits"]),
         kv_cache_bits=r.number("kv_cache_bits", None, **BOUNDS["kv_cache_bits"]),
         gemm_activation_bits=r.number(
             "gemm_activation_bits", None, **BOUNDS["gemm_activation_bits"]
         ),
         dense_weight_bits=r.number("dense_weight_bits", None, **BOUNDS["dense_weight_bits"]),
-        weight_block_scaled=block,
+        weight_block_scaled=r.boolean("weight_block_scaled", False),
     )
     r.finish()
-    return p
+    try:
+        return Precision(**fields)
+    except SpecError as exc:  # a rule across fields (``Precision.__post_init__``), in the file
+        raise SpecError(r.source, r.path(exc.field), exc.problem, exc.fix) from None
 
 
 def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Architecture:
