@@ -29,7 +29,7 @@ from inference_econ.specs.engine import load_engine
 #: Whole runs of at most this many requests an instance (``conftest.short_offline_runs``):
 #: these tests check the fit's terms and the rows' errors within ranges that hold for runs
 #: extended by their steady middle (the full runs are ``benchmarks/measured_validation.py``'s).
-WHOLE_RUN_REQUESTS = 1000
+WHOLE_RUN_REQUESTS = 3000
 
 DATA = Path(__file__).parent / "data"
 TRAIN = DATA / "benchmarks_train.csv"  # the project's validation set (590 public results)

@@ -20,7 +20,14 @@ import numpy as np
 
 from ..errors import InfeasibleError, SpecError, short
 from ..model.latency import StepModel, prefill_step_model
-from ..model.mixed_step import EngineLayout, StepTable, candidate_layouts, mixed_step_s
+from ..model.mixed_step import (
+    EngineLayout,
+    StepTable,
+    candidate_layouts,
+    captured_sizes,
+    mixed_step_s,
+    with_graphs,
+)
 from ..model.workload import Workload, compile_workload
 from ..serving.setting import Setting
 from ..specs.engine import (
@@ -84,6 +91,10 @@ class EngineConfig:
     #: Tiers under the prefix cache, nearest first: host memory, then local disk (§E13;
     #: none: evicted prefixes are dropped).
     kv_tiers: tuple[KvTier, ...] = ()
+    #: Batch sizes of the CUDA graphs a decode-only step is padded up to, per attention rank
+    #: (TensorRT-LLM's ``cuda_graph_config`` with ``enable_padding``, §F5); empty: a step runs
+    #: at its own batch.
+    graph_batch_sizes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         from .routing import check_router
@@ -113,6 +124,16 @@ class EngineConfig:
                     "(batching wait steps >= 0, timeout steps >= 1), or None for no balancing",
                 )
         check_tiers(self.kv_tiers)
+        sizes = self.graph_batch_sizes
+        if not isinstance(sizes, tuple) or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 for v in sizes
+        ):
+            raise SpecError(
+                "argument",
+                "graph_batch_sizes",
+                f"is {short(sizes)}",
+                "a tuple of whole numbers >= 1 (the CUDA graphs' batch sizes), or () for none",
+            )
         if not isinstance(self.engine_own, (tuple, list, frozenset, set)):
             raise SpecError(
                 "argument",
@@ -148,6 +169,13 @@ class EngineConfig:
             step_token_budget=int(self.step_token_budget * ranks),
         )
 
+    def captured_graphs(self, ranks: int) -> list[int]:
+        """The CUDA graph batch sizes each of ``ranks`` attention ranks captures of
+        ``graph_batch_sizes`` (``mixed_step.captured_sizes``): none above the decode batch its
+        share of these limits allows."""
+        cap = min(self.max_batch_requests, self.step_token_budget) // max(ranks, 1)
+        return captured_sizes(self.graph_batch_sizes, cap)
+
     def capped(self, cap: int | None) -> EngineConfig:
         """This engine running at most ``cap`` requests at once (None or 0: its own limit)."""
         return dataclasses.replace(self, max_batch_requests=cap or self.max_batch_requests)
@@ -166,6 +194,11 @@ class EngineConfig:
             + ("" if self.prefix_caching else ", no prefix cache")
             + "".join(f", {t.describe()}" for t in self.kv_tiers)
             + (f", {self.scheduler_steps} steps per schedule" if self.scheduler_steps > 1 else "")
+            + (
+                f", decode steps padded to CUDA graphs of up to {max(self.graph_batch_sizes)}"
+                if self.graph_batch_sizes
+                else ""
+            )
         )
 
 
@@ -556,6 +589,9 @@ def build_instance(
     # the kernel clock reads its prompt attention at the offered prompt (``StepTable.at_prompt``)
     prompt = load.prompt_tokens if 0.0 < load.prompt_tokens < math.inf else None
     table = StepTable(search.model, layout, max_tokens, prompt)
+    if config.graph_batch_sizes:  # decode-only steps padded to the CUDA graph they replay
+        ranks = max(int(round(layout.attention_divisor)), 1)
+        table = with_graphs(table, config.captured_graphs(ranks), ranks)
     capacity = layout_capacity(search.model, search.capacity, layout)
     draft = None
     if setting.spec is not None:

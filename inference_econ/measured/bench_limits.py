@@ -104,6 +104,23 @@ _OVERVIEW = re.compile(r"perf[-_ ]overview|performance[-_ ]overview", re.I)
 _TRTLLM = re.compile(r"tensorrt[-_ ]?llm|trt[-_ ]?llm", re.I)
 
 
+#: The CUDA graphs of the performance overview's runs: ``cuda_graph_config`` with
+#: ``enable_padding: true`` and these ``batch_sizes`` in every model's ``llm_options.yml``
+#: (``perf-overview.md`` at v1.0, 00f37686, and at 1.2, 03e27c7d; "CUDA graphs up to 8192" in
+#: a row's batch cell), so each decode-only step runs padded up to the next of them.
+OVERVIEW_GRAPH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
+
+
+def overview_graphs(source: str, cell: str) -> tuple[int, ...]:
+    """The CUDA graph batch sizes a row's decode steps are padded to: the performance
+    overview's (``OVERVIEW_GRAPH_SIZES``) for a row from it whose batch cell states its CUDA
+    graphs, else none (a row that does not say how its engine captured graphs)."""
+    source, cell = str(source or ""), str(cell or "")
+    if _OVERVIEW.search(source) and _TRTLLM.search(source) and re.search(r"cuda graph", cell, re.I):
+        return OVERVIEW_GRAPH_SIZES
+    return ()
+
+
 def runs_own_limits(source: str, notes: str, cell: str, budget) -> bool:
     """Whether a row was run by ``trtllm-bench`` (its source, notes or batch cell say so, or
     its source is TensorRT-LLM's performance overview) with the limits it picks itself: no

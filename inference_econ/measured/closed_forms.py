@@ -17,7 +17,7 @@ import numpy as np
 from ..load.engine import busiest_rank_tokens
 from ..model.efficiency import StepWork, concatenate
 from ..model.latency import StepModel
-from ..model.mixed_step import EngineLayout, mixed_step_s, mixed_step_work
+from ..model.mixed_step import EngineLayout, graph_batch, mixed_step_s, mixed_step_work
 from .reading import MeasuredRow
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def add_points(plan: Plan, g: StepGroup, i: int, j: int, row, cand, model, found
             )
             return False
         a = g.add(0.0, 0.0, B * L.input_mean, 0.0, B)
-        b = g.add(B, L.input_mean + L.output_mean / 2.0, 0.0, 0.0, 0.0)
+        b = _decode_only(g, B, L.input_mean + L.output_mean / 2.0, cand, found)
         plan.points.append((i, j, B, cand.replicas, a, 1.0, b, max(L.output_mean - 1.0, 0.0), 0))
         return True
     top = _steady_batch(model, row, cand, found)
@@ -229,7 +229,7 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
     if mode == "separate":
         k = budget / L.input_mean  # prompts per prefill step (whole, or chunks of a longer one)
         k = max(1.0, math.floor(k)) if k >= 1.0 else k
-        a = g.add(B, n, 0.0, 0.0, 0.0)
+        a = _decode_only(g, B, n, cand, found)
         chunk = min(L.input_mean, budget)
         prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
         b = g.add(0.0, 0.0, k * L.input_mean, prefix, max(k, 1.0))
@@ -245,7 +245,7 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
     if ranks > 1:  # §F9 "Attention DP": the busiest rank's prompt work, on every rank
         tokens = float(busiest_rank_tokens(np.array([prompts]), L.input_mean, chunk, ranks)[0])
         if tokens < ranks * chunk:  # a share of the steps has one chunk on every rank
-            a = g.add(B, n, 0.0, 0.0, 0.0)
+            a = _decode_only(g, B, n, cand, found)
             b = g.add(B, n, ranks * chunk, prefix, float(ranks))
             share = tokens / (ranks * chunk)
             plan.points.append((i, j, B, cand.replicas, a, 1.0 - share, b, share, 0))
@@ -255,9 +255,21 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
         a = g.add(B, n, tokens, prefix, chunks)
         plan.points.append((i, j, B, cand.replicas, a, 1.0, a, 0.0, 0))
         return
-    a = g.add(B, n, 0.0, 0.0, 0.0)
+    a = _decode_only(g, B, n, cand, found)
     b = g.add(B, n, chunk, prefix, 1.0)
     plan.points.append((i, j, B, cand.replicas, a, 1.0 - chunks, b, chunks, 0))
+
+
+def _decode_only(g: StepGroup, B: float, n: float, cand, found) -> tuple[int, int]:
+    """The decode-only step of ``B`` requests at mean context ``n``: as its CUDA graph runs it
+    where the engine pads to captured graphs (§F5 "CUDA-graph padding", ``graph_batch``), the
+    padded requests' tokens and per-request work with the ``B`` requests' KV reads."""
+    if found is not None and found.profile is not None and found.config.graph_batch_sizes:
+        ranks = int(cand.attention_ranks) if cand.attention_dp else 1
+        padded = graph_batch(B, found.config.captured_graphs(ranks), ranks)
+        if padded > B:
+            return g.add(padded, n * B / padded, 0.0, 0.0, 0.0)
+    return g.add(B, n, 0.0, 0.0, 0.0)
 
 
 def _scheduling_ranks(cand, found) -> int:

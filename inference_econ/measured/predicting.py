@@ -192,11 +192,14 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         per_attention_rank=False,
         rank_scheduling=True,
         adp_balancing=harness.balancing,
+        graph_batch_sizes=row.graph_batch_sizes if prof.family == "trtllm" else (),
     )
     named = bool(version or engine is not None)
     label = _engine_label(prof.name, row, named, budget, unknown, harness, exposed)
     if row.bench_limits and prof.family == "trtllm":
         label += ", the limits trtllm-bench picks itself"
+    if config.graph_batch_sizes:
+        label += f", decode steps padded to CUDA graphs of up to {max(config.graph_batch_sizes)}"
     n = _dataset_requests(row)
     if n:  # the run's own count (a ``requests`` column), else the overview's
         whose = "its" if row.lengths.issued else "the performance overview's"

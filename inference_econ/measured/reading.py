@@ -35,7 +35,7 @@ from ..specs.inputs import (
 from ..specs.schema import check_number
 from . import engine_words, layouts, mlperf
 from . import semantics as sem
-from .bench_limits import runs_own_limits
+from .bench_limits import overview_graphs, runs_own_limits
 from .derived import context_of, is_derived, parents_of
 from .resolving import (
     as_released,
@@ -102,6 +102,8 @@ class MeasuredRow:
     token_budget: float | None = None
     #: Run by ``trtllm-bench`` with the limits it picks itself (``bench_limits``).
     bench_limits: bool = False
+    #: The CUDA graph batch sizes its decode steps were padded to (``overview_graphs``).
+    graph_batch_sizes: tuple[int, ...] = ()
     #: The row states its engine fuses each row-parallel GEMM with its all-reduce (§F6).
     fused_allreduce: bool = False
     #: The share of the memory left after the weights its engine gives the KV cache, as the
@@ -519,6 +521,9 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         token_budget=budget,
         bench_limits=runs_own_limits(
             rec.get("source", ""), context, rec.get("batch_or_concurrency", ""), budget
+        ),
+        graph_batch_sizes=overview_graphs(
+            rec.get("source", ""), rec.get("batch_or_concurrency", "")
         ),
         fused_allreduce=fused,
         kv_cache_fraction=kv_fraction,

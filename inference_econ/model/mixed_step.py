@@ -11,6 +11,7 @@ table look-ups and a ``max``.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 import math
@@ -245,6 +246,9 @@ class StepTable:
         #: ``efficiency.hidden_host_s``); 0: no such floor.
         self.host_floor_s = 0.0
         self.host_sequence_s = 0.0
+        #: A decode-only step of ``r`` requests runs as the CUDA graph of ``graph_requests[r]``
+        #: (``with_graphs``, §F5); None: as it is.
+        self.graph_requests: list[int] | None = None
         #: the kernel clock's model and its slopes by prompt (``at_prompt``); None: another clock
         self._kernel_model: StepModel | None = None
         self._prompts: dict = {}
@@ -459,6 +463,16 @@ class StepTable:
         row = min(max(tokens, math.ceil(self.pipeline * largest - 1e-9)), self.max_tokens)
         return row, row / tokens
 
+    def _graph(self, tokens: int, r) -> tuple[int, int]:
+        """(tokens, sequences) a decode-only step of ``tokens`` tokens in ``r`` requests runs as:
+        its CUDA graph's, the requests padded (``graph_requests``) with dummy requests of as many
+        tokens each, whose caches are empty; itself without graphs."""
+        g = self.graph_requests
+        if g is None or not 0 < r < len(g) or g[r] == r:
+            return tokens, r
+        padded = g[int(r)]
+        return min(self.max_tokens, padded * int(tokens) // int(r)), padded
+
     def time_s(
         self,
         tokens: int,
@@ -537,6 +551,7 @@ class StepTable:
         """``_gpu_times_s`` of one step of ``tokens`` tokens in ``r`` sequences at
         ``positions``: the same operations on scalars (a search asks for one step at a time,
         where an array's overhead would be most of the work)."""
+        tokens, r = self._graph(tokens, r)
         row, scale = self._charged(tokens, tokens / r, r)
         p = positions * scale
         u = self.memory_s[row] + self.kv_s * p + self.request_s * r
@@ -547,9 +562,9 @@ class StepTable:
         """``run_time_s`` of the GPU's steps alone (no host floor), ``r`` sequences a step."""
         if steps <= 0:
             return 0.0
-        row = tokens
+        row, r = self._graph(tokens, r)
         if self.bubbles and r < self.pipeline:  # ``_charged``'s test: the only case it scales
-            row, scale = self._charged(tokens, tokens / r, r)
+            row, scale = self._charged(row, row / r, r)
             positions, growth = positions * scale, growth * scale
         kv_s, at_s = self.kv_s, self.attention_s * attention
         u0 = self.memory_s[row] + kv_s * positions + self.request_s * r
@@ -586,7 +601,7 @@ class StepTable:
 
     def _gpu_times_s(self, tokens: int, positions, requests=None, attention: float = 1.0):
         """``times_s`` of the GPU's steps alone (no host floor)."""
-        r = tokens if requests is None else requests
+        tokens, r = self._graph(tokens, tokens if requests is None else requests)
         row, scale = self._charged(tokens, tokens / r, r)
         positions = positions * scale
         gpu = (
@@ -598,3 +613,48 @@ class StepTable:
             )
         )
         return gpu
+
+
+def captured_sizes(sizes, rank_cap: int = 0) -> list[int]:
+    """The CUDA graph batch sizes an engine captures of ``sizes`` (TensorRT-LLM's
+    ``cuda_graph_config.batch_sizes`` with ``enable_padding``, §F5): those above a rank's
+    largest decode batch ``rank_cap`` (0: none) give way to ``rank_cap`` itself."""
+    ordered = sorted(int(s) for s in sizes)
+    if rank_cap and ordered and ordered[-1] > rank_cap:
+        ordered = [s for s in ordered if s < rank_cap] + [int(rank_cap)]
+    return ordered
+
+
+def graph_batch(requests: float, captured: list[int], ranks: int = 1) -> float:
+    """The requests a decode-only step of ``requests`` runs as over ``ranks`` attention-DP
+    ranks under the ``captured`` graphs (``captured_sizes``): each rank pads the busiest rank's
+    count (``ceil(requests / ranks)``, balanced ranks) up to the next size, so the step runs
+    ``ranks`` x that; ``requests`` itself above the largest size or without graphs."""
+    busiest = math.ceil(requests / ranks - 1e-9)
+    if not captured or busiest > captured[-1] or requests <= 0:
+        return requests
+    return float(ranks * captured[bisect.bisect_left(captured, busiest)])
+
+
+def graph_padded_requests(limit: int, captured: list[int], ranks: int = 1) -> list[int]:
+    """``graph_batch`` of every request count up to ``limit`` (the step table's rows), held to
+    ``limit``: one array operation, as a step table is built for every instance."""
+    r = np.arange(int(limit) + 1)
+    if not captured:
+        return r.tolist()
+    sizes = np.asarray(captured, dtype=np.int64)
+    busiest = -(-r // ranks)
+    idx = np.minimum(np.searchsorted(sizes, busiest), len(sizes) - 1)
+    padded = np.where((r > 0) & (busiest <= sizes[-1]), ranks * sizes[idx], r)
+    return np.minimum(padded, int(limit)).tolist()
+
+
+def with_graphs(table: StepTable, captured: list[int], ranks: int = 1) -> StepTable:
+    """``table`` with its decode-only steps charged at the CUDA graph each replays of the
+    ``captured`` sizes (``captured_sizes``) over ``ranks`` attention ranks; ``table`` itself
+    without graphs."""
+    if not captured:
+        return table
+    out = copy.copy(table)
+    out.graph_requests = graph_padded_requests(table.max_tokens, captured, ranks)
+    return out
