@@ -290,3 +290,37 @@ def test_an_instance_reads_its_prompt_attention_at_the_runs_prompt():
             assert long.table.kv_s == inst.table.kv_s and long.config == inst.config
         else:
             assert long is inst and short is inst
+
+
+def test_sliding_window_layers_attend_within_their_window():
+    # gpt-oss-120b on one GB200: 18 of its 36 layers slide a 128-token window (the tables time
+    # them with window_size 128); 256 sequences at 4,096 cached positions read the whole
+    # context in 18 layers and 128 positions in the other 18, about half of 36 full layers
+    gb200 = ie.load_hardware("GB200")
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    model = StepModel(compile_workload(ie.load_model("gpt-oss-120b"), a), gb200, a)
+    step = step_operations(model, 1, 256, 1, 4096, 1, 1, False)
+    (op,) = [op for op in step if op.name == "attention (decode)"]
+    windows = sorted(g.window for g in model.work.groups)
+    assert windows == [128, np.inf] and op.calls == 36
+    heads, kv_heads, dim = op.shape["heads"], op.shape["kv_heads"], op.shape["head_dim"]
+    kv = Formats(model.work).kv
+    full, slid = (
+        float(kp.generation_attention_s(gb200, kv, 256, 4096, heads, kv_heads, dim, w))
+        for w in (0, 128)
+    )
+    assert slid < full / 5
+    seconds = KernelClock().price(step)[step.names.index(op.name)]
+    assert seconds == pytest.approx(18 * full + 18 * slid)
+
+
+def test_a_prompt_chunk_attends_within_its_window_after_a_prefix():
+    # 512 prompt tokens after 3,584 cached: every one reaches past a 128-token window, so
+    # 512 x 128 positions, against the table's lone 512-token prompt 128 x 64 + 384 x 128;
+    # without a window the causal work is 512 x (3,584 + 256), 15 times the lone prompt's
+    from inference_econ.model.kernel_clock import _attended
+
+    assert _attended(3584.0, 512.0, 128.0) == 512 * 128
+    assert _attended(0.0, 512.0, 128.0) == 128 * 64 + 384 * 128
+    assert _attended(3584.0, 512.0, 0.0) / _attended(0.0, 512.0, 0.0) == 15.0
+    assert _attended(64.0, 512.0, 128.0) == 64 * (64 + 32) + 448 * 128

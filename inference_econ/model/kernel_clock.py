@@ -199,23 +199,31 @@ class _Pricer:
         prompt = _at_least_1(np.asarray(s["tokens"]) / np.maximum(s["batch"], 1e-12))
         positions = _at_least_1(s["positions"])
         mla = self.work.model_class == "mla"  # the MLA kernel's own tables, where measured
-        if not op.name.endswith("(prefill)"):
-            one = (
-                mla_s(self.gpu, self.formats.kv, batch, heads, positions=positions) if mla else None
-            )
+        # the attention layers by window (sliding-window layers read and attend to at most
+        # theirs, as the tables' window field times them); one class where none has a window
+        windows = [(g.layers, g.window) for g in self.work.groups if g.window > 0]
+        if all(math.isinf(w) for _, w in windows):
+            windows = [(op.calls, 0.0)]
+        fmt, total = self.formats.kv, 0.0
+        for layers, window in windows:
+            w = 0.0 if math.isinf(window) else window
+            if not op.name.endswith("(prefill)"):
+                one = mla_s(self.gpu, fmt, batch, heads, positions=positions) if mla else None
+                if one is None:
+                    one = generation_attention_s(
+                        self.gpu, fmt, batch, positions, heads, kv_heads, dim, w
+                    )
+                total = total + layers * one
+                continue
+            one = mla_s(self.gpu, fmt, batch, heads, tokens=prompt) if mla else None
             if one is None:
-                one = generation_attention_s(
-                    self.gpu, self.formats.kv, batch, positions, heads, kv_heads, dim
-                )
-            return op.calls * one
-        fmt = self.formats.kv
-        one = mla_s(self.gpu, fmt, batch, heads, tokens=prompt) if mla else None
-        if one is None:
-            one = context_attention_s(self.gpu, fmt, batch, prompt, heads, kv_heads, dim)
-        # a chunk after a cached prefix: the causal work of ``prompt`` tokens over the prefix
-        # and themselves, prompt·(prefix + prompt/2), against the table's prompt²/2
-        prefix = np.maximum(positions - prompt, 0.0)
-        return op.calls * one * (1.0 + 2.0 * prefix / prompt)
+                one = context_attention_s(self.gpu, fmt, batch, prompt, heads, kv_heads, dim, w)
+            # a chunk after a cached prefix: the positions ``prompt`` tokens attend to over the
+            # prefix and themselves against the table's (no prefix), each within the window
+            prefix = np.maximum(positions - prompt, 0.0)
+            share = _attended(prefix, prompt, w) / _attended(0.0, prompt, w)
+            total = total + layers * one * share
+        return total
 
     def _moe(self, op: Operation):
         s = op.shape
@@ -398,3 +406,12 @@ def attention_slope_s(model, gpus, pipeline, adiv, two_d: bool, prompt: float) -
     attended = w.layer_positions(tokens) * tokens / 2.0
     ranks = float(np.asarray(adiv).flat[0])
     return _Pricer(model, q).scale * attention.calls * float(one) / (attended * ranks)
+
+
+def _attended(prefix, tokens, window: float):
+    """Positions ``tokens`` causal tokens after ``prefix`` cached ones attend to in all, each
+    at most ``window`` (0: none): tokens·(prefix + tokens/2) without one."""
+    if not window:
+        return tokens * (prefix + tokens / 2.0)
+    below = np.clip(window - prefix, 0.0, tokens)  # tokens whose reach is inside the window
+    return below * (prefix + below / 2.0) + (tokens - below) * window
