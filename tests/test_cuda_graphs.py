@@ -5,14 +5,17 @@ batch as the next captured batch size, every attention-DP rank at the busiest ra
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from inference_econ.errors import SpecError
+from inference_econ.load.arrivals import Arrivals
 from inference_econ.load.engine import EngineConfig, build_instance, layout_search
-from inference_econ.measured.bench_limits import OVERVIEW_GRAPH_SIZES, overview_graphs
+from inference_econ.load.simulate import simulate
+from inference_econ.measured.bench_limits import OVERVIEW_GRAPH_SIZES, bench_graphs, overview_graphs
 from inference_econ.measured.comparison import compare
 from inference_econ.measured.reading import load_measured
 from inference_econ.model.assumptions import preset
@@ -73,19 +76,22 @@ def test_a_decode_run_costs_its_graphs_batch_and_a_mixed_step_its_own(llama_tabl
     assert times[0] == pytest.approx(plain._gpu_step_s(384, 384, 1.0, q0), rel=1e-12)
 
 
-def test_an_instance_pads_per_attention_rank():
+@pytest.fixture(scope="module")
+def deepseek_ranks():
+    """DeepSeek-V3 on 8 H200 over 8 attention-DP ranks, 512 requests and 2,048 tokens a rank:
+    without graphs, and padded to ``SIZES``."""
     setting = make_setting("DeepSeek-V3", "H200", assumptions="achievable", engine="trtllm")
     config = EngineConfig(8 * 512, 8 * 2048, per_attention_rank=False, rank_scheduling=True)
     layout = EngineLayout(8, 1, 8.0)
     search = layout_search(setting, 8)
-    plain = build_instance(setting, 8, config, layout=layout, search=search)
-    inst = build_instance(
-        setting,
-        8,
-        EngineConfig(**{**vars(config), "graph_batch_sizes": SIZES}),
-        layout=layout,
-        search=search,
+    graphs = dataclasses.replace(config, graph_batch_sizes=SIZES)
+    return tuple(
+        build_instance(setting, 8, c, layout=layout, search=search) for c in (config, graphs)
     )
+
+
+def test_an_instance_pads_per_attention_rank(deepseek_ranks):
+    plain, inst = deepseek_ranks
     assert plain.table.graph_requests is None
     # 8 ranks of 201 requests each (1,608 in all) run the 256 graph on every rank
     assert inst.table.graph_requests[1608] == 8 * 256
@@ -122,27 +128,29 @@ def test_the_overview_rows_read_their_graphs():
     assert OVERVIEW_GRAPH_SIZES[-4:] == (1024, 2048, 4096, 8192)
 
 
-def test_padding_never_makes_a_run_faster(tmp_path):
-    """A Qwen3-235B DEP4 overview row (3,000 requests of 1,024/1,024 tokens on 4 B200): with
-    its graphs its decode steps run padded, so it serves no more than without them."""
+def test_padding_never_makes_a_run_faster(deepseek_ranks):
+    """300 requests of 256/512 tokens queued at once on 8 attention-DP ranks: padded to the
+    captured graphs, the decode steps run no fewer tokens, so the run ends no sooner."""
+    plain, padded = deepseek_ranks
+    n = 300
+    arrivals = Arrivals(np.zeros(n), np.full(n, 256, np.int64), np.full(n, 512, np.int64))
+    a, b = simulate(plain, arrivals), simulate(padded, arrivals)
+    assert np.nanmax(b.finish_s) > np.nanmax(a.finish_s)
+
+
+def test_a_bench_row_without_stated_graphs_pads_to_the_tools_own(tmp_path):
+    """trtllm-bench pads to graphs up to its own batch limit where the run's options name none
+    (``bench_graphs``): 1, 2, 4, the multiples of 8 to 128, the powers of 2 below the limit."""
+    assert bench_graphs(384) == (1, 2, 4, *range(8, 129, 8), 256, 384)
+    assert bench_graphs(2048)[-4:] == (256, 512, 1024, 2048)
+    assert bench_graphs(64) == (1, 2, 4, *range(8, 65, 8))
     with open(DATA / "trtllm_perf_overview_moe.csv", newline="") as f:
-        rows = [r for r in csv.DictReader(f, delimiter=",")]
-    row = next(
-        r
-        for r in rows
-        if r["model"] == "Qwen3-235B-A22B"
-        and r["hardware"] == "B200"
-        and r["input_len"] == r["output_len"] == "1024"
-    )
-    plain = dict(row, batch_or_concurrency="max load (batch auto)")
-    got = {}
-    for name, r in (("graphs", row), ("plain", plain)):
-        path = tmp_path / f"{name}.csv"
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(r))
-            w.writeheader()
-            w.writerow(r)
-        got[name] = compare(str(path), assumptions=preset("achievable")).table.iloc[0]
-    assert "padded to CUDA graphs of up to 8192" in got["graphs"].engine
-    assert "CUDA graphs" not in got["plain"].engine
-    assert got["graphs"].predicted < got["plain"].predicted
+        row = next(csv.DictReader(f))
+    path = tmp_path / "bench.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(dict(row, batch_or_concurrency="max load (batch auto)"))
+    (got,) = compare(str(path), assumptions=preset("achievable")).table.itertuples()
+    assert "the limits trtllm-bench picks itself" in got.engine
+    assert "padded to CUDA graphs up to its batch limit" in got.engine

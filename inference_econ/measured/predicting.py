@@ -45,7 +45,7 @@ from ..specs.platforms import platform_of
 from . import layouts
 from . import replay as rp
 from . import semantics as sem
-from .bench_limits import bench_limits, overview_requests
+from .bench_limits import bench_graphs, bench_limits, overview_requests
 from .closed_forms import (
     LOADED,
     STEADY_KINDS,
@@ -135,10 +135,14 @@ def _bench_limited(found: RowEngine, cand: Candidate, row: MeasuredRow | None) -
         float(L.input_max),
         found.config.prefill == "chunked",
     )
+    # the tool pads decode steps to graphs up to its own batch limit unless the run's options
+    # name the sizes (``bench_graphs``)
+    graphs = found.config.graph_batch_sizes or bench_graphs(lim.max_batch_requests)
     config = dataclasses.replace(
         found.config,
         max_batch_requests=lim.max_batch_requests,
         step_token_budget=lim.step_token_budget,
+        graph_batch_sizes=graphs,
     )
     return dataclasses.replace(found, config=config)
 
@@ -200,6 +204,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         label += ", the limits trtllm-bench picks itself"
     if config.graph_batch_sizes:
         label += f", decode steps padded to CUDA graphs of up to {max(config.graph_batch_sizes)}"
+    elif row.bench_limits and prof.family == "trtllm":  # ``_bench_limited``: the tool's own
+        label += ", decode steps padded to CUDA graphs up to its batch limit"
     n = _dataset_requests(row)
     if n:  # the run's own count (a ``requests`` column), else the overview's
         whose = "its" if row.lengths.issued else "the performance overview's"
