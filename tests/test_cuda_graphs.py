@@ -13,7 +13,14 @@ import pytest
 
 from inference_econ.errors import SpecError
 from inference_econ.load.arrivals import Arrivals
-from inference_econ.load.engine import EngineConfig, build_instance, layout_search
+from inference_econ.load.engine import (
+    ENGINE_OWN,
+    EngineConfig,
+    build_instance,
+    engine_config,
+    layout_search,
+    trtllm_graph_sizes,
+)
 from inference_econ.load.simulate import simulate
 from inference_econ.measured.bench_limits import OVERVIEW_GRAPH_SIZES, bench_graphs, overview_graphs
 from inference_econ.measured.comparison import compare
@@ -154,3 +161,19 @@ def test_a_bench_row_without_stated_graphs_pads_to_the_tools_own(tmp_path):
     (got,) = compare(str(path), assumptions=preset("achievable")).table.itertuples()
     assert "the limits trtllm-bench picks itself" in got.engine
     assert "padded to CUDA graphs up to its batch limit" in got.engine
+
+
+def test_a_planned_tensorrt_llm_instance_pads_as_its_launch_does():
+    """A plan's TensorRT-LLM instance captures the graphs the launch the tool writes does
+    (padding on up to its batch limit, ``trtllm_options``): the LLM API's generated sizes;
+    vLLM's are not modelled, and a config that names its own limits keeps its own (none)."""
+    assert trtllm_graph_sizes(2048) == (1, 2, 4, *range(8, 129, 8), 256, 512, 1024, 2048)
+    assert trtllm_graph_sizes(1) == (1,)
+    trt = make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine="trtllm")
+    planned = engine_config(EngineConfig(engine_own=ENGINE_OWN), trt)
+    assert planned.graph_batch_sizes == trtllm_graph_sizes(planned.max_batch_requests)
+    capped = engine_config(EngineConfig(300, 8192, engine_own=("graph_batch_sizes",)), trt)
+    assert capped.graph_batch_sizes[-3:] == (128, 256, 300)
+    assert engine_config(EngineConfig(300, 8192), trt).graph_batch_sizes == ()
+    vllm = make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine="vllm")
+    assert engine_config(EngineConfig(engine_own=ENGINE_OWN), vllm).graph_batch_sizes == ()

@@ -234,7 +234,12 @@ def _flat_config(v: dict) -> EngineConfig:
             )
     return EngineConfig(
         **{name: v[name] for name in _LIMITS if v[name] is not None},
-        engine_own=(*(n for n in _LIMITS if v[n] is None), "admission", "prefill"),
+        engine_own=(
+            *(n for n in _LIMITS if v[n] is None),
+            "admission",
+            "prefill",
+            "graph_batch_sizes",
+        ),
         speculation_max_batch=v["speculation_max_batch"],
         speculation_schedule=v["speculation_schedule"],
         prefix_caching=v["prefix_caching"],

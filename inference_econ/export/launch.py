@@ -420,7 +420,8 @@ def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load
     config = EngineConfig(
         max_batch_requests=int(w.batch),
         step_token_budget=int(w.token_budget),
-        engine_own=("admission", "prefill", "scheduler_steps"),
+        # the engine's scheduling, and the CUDA graphs the launch it writes captures
+        engine_own=("admission", "prefill", "scheduler_steps", "graph_batch_sizes"),
     )
     inst = instance_in(setting, layout, config, context)
     traffic = Traffic(

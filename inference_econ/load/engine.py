@@ -205,7 +205,25 @@ class EngineConfig:
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.
 DEFAULT_ENGINE = EngineConfig()
 #: What an engine profile sets of an instance's scheduler (``EngineConfig.engine_own``).
-ENGINE_OWN = ("max_batch_requests", "step_token_budget", "admission", "prefill", "scheduler_steps")
+ENGINE_OWN = (
+    "max_batch_requests",
+    "step_token_budget",
+    "admission",
+    "prefill",
+    "scheduler_steps",
+    "graph_batch_sizes",
+)
+
+
+def trtllm_graph_sizes(max_batch: int) -> tuple[int, ...]:
+    """The CUDA graph batch sizes TensorRT-LLM 1.x's LLM API generates with padding on and no
+    sizes given (``CudaGraphConfig._generate_cuda_graph_batch_sizes``): 1, 2, 4, the multiples
+    of 8 to 128, the powers of 2 from 256 below ``max_batch``, and ``max_batch`` itself."""
+    limit = max(int(max_batch), 1)
+    sizes = {1, 2, 4, *range(8, 129, 8)}
+    sizes |= {2**i for i in range(8, math.ceil(math.log2(max(limit, 2))))}
+    out = sorted(s for s in sizes if s <= limit)
+    return tuple(out if out and out[-1] == limit else [*out, limit])
 
 
 def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
@@ -222,12 +240,19 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
     if prof is None:
         return config
     batch, budget = prof.scheduler_limits(setting.gpu, offline=False)
+    # the graphs a TensorRT-LLM launch the tool writes captures: padding on, up to its batch
+    # limit (``export.engine_configs.trtllm_options``); other engines' are not modelled
+    mine = batch if "max_batch_requests" in config.engine_own else config.max_batch_requests
+    graphs = ()
+    if prof.family == "trtllm":
+        graphs = trtllm_graph_sizes(min(int(mine), int(prof.cuda_graph_max_batch)))
     own = {
         "max_batch_requests": int(batch),
         "step_token_budget": int(budget),
         "admission": prof.admission,
         "prefill": prof.prefill,
         "scheduler_steps": int(prof.scheduler_steps),
+        "graph_batch_sizes": graphs,
     }
     return dataclasses.replace(
         config,

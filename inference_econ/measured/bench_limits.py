@@ -38,6 +38,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..load.engine import trtllm_graph_sizes
 from ..specs.architecture import Architecture
 from ..specs.hardware import GPU
 
@@ -125,15 +126,8 @@ def bench_graphs(max_batch_size: int) -> tuple[int, ...]:
     """The CUDA graphs ``trtllm-bench`` captures where its options name none: it sets
     ``cuda_graph_config`` to padding on up to its own ``max_batch_size``
     (``bench/benchmark/utils/general.py``, ``get_settings``), whose sizes the LLM API then
-    generates (``CudaGraphConfig._generate_cuda_graph_batch_sizes`` with padding, 1.x): 1, 2,
-    4, every multiple of 8 to 128, the powers of 2 from 256 below the limit, and the limit."""
-    limit = int(max_batch_size)
-    sizes = [1, 2, 4, *range(8, 129, 8)]
-    sizes += [2**i for i in range(8, math.ceil(math.log2(max(limit, 2))))]
-    sizes = sorted(s for s in set(sizes) if s <= limit)
-    if not sizes or sizes[-1] != limit:
-        sizes.append(limit)
-    return tuple(sizes)
+    generates (``load.engine.trtllm_graph_sizes``)."""
+    return trtllm_graph_sizes(max_batch_size)
 
 
 def runs_own_limits(source: str, notes: str, cell: str, budget) -> bool:
