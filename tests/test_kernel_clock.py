@@ -324,3 +324,20 @@ def test_a_prompt_chunk_attends_within_its_window_after_a_prefix():
     assert _attended(0.0, 512.0, 128.0) == 128 * 64 + 384 * 128
     assert _attended(3584.0, 512.0, 0.0) / _attended(0.0, 512.0, 0.0) == 15.0
     assert _attended(64.0, 512.0, 128.0) == 64 * (64 + 32) + 448 * 128
+
+
+def test_the_step_table_prices_a_grid_and_interpolates_within_a_tenth_of_a_percent(
+    llama70_fp8_kernels,
+):
+    # every count to 1,024 priced, then 64 an octave: 4,096 rows price 1,153 steps; a count
+    # between two priced ones is within 0.1 % of the step priced at it
+    from inference_econ.model.kernel_clock import table_grid, table_terms
+
+    grid = table_grid(np.arange(4097.0))
+    assert len(grid) == 1025 + 128 and grid[1024] == 1024 and grid[-1] == 4096
+    assert np.all(np.diff(np.log2(grid[1024:])) < 1.1 / 64)
+    m = llama70_fp8_kernels
+    full = table_terms(m, 4, 1, 1.0, False, np.arange(4097.0))[0]
+    for t in (1500.0, 3001.0):
+        alone = table_terms(m, 4, 1, 1.0, False, np.array([0.0, t]))[0][1]  # t itself priced
+        assert t not in grid and full[int(t)] == pytest.approx(alone, rel=1e-3)

@@ -351,6 +351,27 @@ def per_sequence_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndar
     return once(np.maximum(tokens, 1.0)), one - slope, slope
 
 
+#: The load engine's table of the kernel clock's step is priced at every token count up to
+#: ``TABLE_EXACT_TOKENS`` and above it at ``TABLE_POINTS_PER_OCTAVE`` counts an octave,
+#: linearly between them (the measured grids the prices interpolate are far coarser there):
+#: a table of 32,768 rows prices 1,345 steps.
+TABLE_EXACT_TOKENS, TABLE_POINTS_PER_OCTAVE = 1024, 64
+
+
+def table_grid(tokens: np.ndarray) -> np.ndarray:
+    """The token counts ``table_terms`` prices the step at, for a table over ``tokens``: every
+    whole count to ``TABLE_EXACT_TOKENS``, then ``TABLE_POINTS_PER_OCTAVE`` an octave, and the
+    largest."""
+    top = float(np.max(tokens))
+    exact = np.arange(0.0, min(top, TABLE_EXACT_TOKENS) + 1.0)
+    if top <= TABLE_EXACT_TOKENS:
+        return exact
+    steps = math.ceil(math.log2(top / TABLE_EXACT_TOKENS) * TABLE_POINTS_PER_OCTAVE)
+    octaves = np.arange(1, steps + 1) / TABLE_POINTS_PER_OCTAVE
+    above = np.round(TABLE_EXACT_TOKENS * 2.0**octaves)
+    return np.unique(np.concatenate([exact, above[above < top], [top]]))
+
+
 def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     """The kernel clock's step in the load engine's form (``mixed_step.StepTable``): (seconds
     of a step of ``tokens`` tokens at no context less its per-sequence host work, seconds a
@@ -359,7 +380,9 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     attention's slope, ``SLOPE_BATCH`` decoding requests between the two ``SLOPE_CONTEXTS``
     (a position attended: ``attention_slope_s``)."""
     N, p = float(gpus), float(pipeline)
-    part = model.pipeline_part(N, np.maximum(tokens, 1.0), 1.0, 0.0, p)
+    tokens = np.asarray(tokens, dtype=float)
+    grid = table_grid(tokens)
+    part = model.pipeline_part(N, np.maximum(grid, 1.0), 1.0, 0.0, p)
     lat2, lat1 = model.latency_by_dims(part, adiv, floor=False)  # the table floors the step
     step = lat2 if two_d else lat1
     profile, w = model.profile, model.work
@@ -367,8 +390,11 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     if profile is not None:
         sequence_s = float(host_overhead_s(profile, 1.0 / p) - host_overhead_s(profile, 0.0))
     # the once-a-sequence kernels apart: a step's sequences, not its tokens, run them
-    once, floor, a_sequence = per_sequence_terms(model, gpus, pipeline, adiv, two_d, tokens)
-    step = step - once + floor + a_sequence * np.asarray(tokens, dtype=float)
+    once, floor, a_sequence = per_sequence_terms(model, gpus, pipeline, adiv, two_d, grid)
+    step = step - once + floor + a_sequence * grid
+    step = (
+        np.interp(tokens, grid, step) if np.all(np.isfinite(step)) else np.full_like(tokens, np.inf)
+    )
     sequence_s += a_sequence
     rests = []
     for c in SLOPE_CONTEXTS:
