@@ -399,9 +399,10 @@ class StepTable:
         self.fixed_s = np.where(empty, 0.0, fixed).tolist()
         self.memory_s = [0.0] * len(T)
         self.compute_s = [0.0] * len(T)
-        N, p = float(layout.gpus), float(layout.pipeline)
-        part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
-        self.flop = np.where(empty, 0.0, part.flop).tolist()
+        N = float(layout.gpus)
+        # the step's FLOP (``PipelinePart.flop``), without the rest of the part it sits in
+        ff, ctx, proj = model.work.flop(np.maximum(T, 1.0), 1.0, 0.0)
+        self.flop = np.where(empty, 0.0, ff + ctx + proj).tolist()
         self.attention_flop = model.work.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * model.machine.peak_flop_per_s
 
