@@ -22,7 +22,7 @@ from inference_econ.load.engine import (
     trtllm_graph_sizes,
 )
 from inference_econ.load.simulate import simulate
-from inference_econ.measured.bench_limits import OVERVIEW_GRAPH_SIZES, bench_graphs, overview_graphs
+from inference_econ.measured.bench_limits import OVERVIEW_GRAPH_SIZES, overview_graphs
 from inference_econ.measured.comparison import compare
 from inference_econ.measured.reading import load_measured
 from inference_econ.model.assumptions import preset
@@ -147,10 +147,10 @@ def test_padding_never_makes_a_run_faster(deepseek_ranks):
 
 def test_a_bench_row_without_stated_graphs_pads_to_the_tools_own(tmp_path):
     """trtllm-bench pads to graphs up to its own batch limit where the run's options name none
-    (``bench_graphs``): 1, 2, 4, the multiples of 8 to 128, the powers of 2 below the limit."""
-    assert bench_graphs(384) == (1, 2, 4, *range(8, 129, 8), 256, 384)
-    assert bench_graphs(2048)[-4:] == (256, 512, 1024, 2048)
-    assert bench_graphs(64) == (1, 2, 4, *range(8, 65, 8))
+    (``trtllm_graph_sizes``): 1, 2, 4, the multiples of 8 to 128, the powers of 2 below the limit."""
+    assert trtllm_graph_sizes(384) == (1, 2, 4, *range(8, 129, 8), 256, 384)
+    assert trtllm_graph_sizes(2048)[-4:] == (256, 512, 1024, 2048)
+    assert trtllm_graph_sizes(64) == (1, 2, 4, *range(8, 65, 8))
     with open(DATA / "trtllm_perf_overview_moe.csv", newline="") as f:
         row = next(csv.DictReader(f))
     path = tmp_path / "bench.csv"

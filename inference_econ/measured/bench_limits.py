@@ -38,7 +38,6 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..load.engine import trtllm_graph_sizes
 from ..specs.architecture import Architecture
 from ..specs.hardware import GPU
 
@@ -120,14 +119,6 @@ def overview_graphs(source: str, cell: str) -> tuple[int, ...]:
     if _OVERVIEW.search(source) and _TRTLLM.search(source) and re.search(r"cuda graph", cell, re.I):
         return OVERVIEW_GRAPH_SIZES
     return ()
-
-
-def bench_graphs(max_batch_size: int) -> tuple[int, ...]:
-    """The CUDA graphs ``trtllm-bench`` captures where its options name none: it sets
-    ``cuda_graph_config`` to padding on up to its own ``max_batch_size``
-    (``bench/benchmark/utils/general.py``, ``get_settings``), whose sizes the LLM API then
-    generates (``load.engine.trtllm_graph_sizes``)."""
-    return trtllm_graph_sizes(max_batch_size)
 
 
 def runs_own_limits(source: str, notes: str, cell: str, budget) -> bool:

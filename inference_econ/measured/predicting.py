@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import InfeasibleError, SpecError
-from ..load.engine import EngineConfig
+from ..load.engine import EngineConfig, trtllm_graph_sizes
 from ..model.assumptions import Assumptions, preset
 from ..model.latency import StepModel, prefill_step_model, stated_experts
 from ..model.mixed_step import EngineLayout
@@ -45,7 +45,7 @@ from ..specs.platforms import platform_of
 from . import layouts
 from . import replay as rp
 from . import semantics as sem
-from .bench_limits import bench_graphs, bench_limits, overview_requests
+from .bench_limits import bench_limits, overview_requests
 from .closed_forms import (
     LOADED,
     STEADY_KINDS,
@@ -135,9 +135,10 @@ def _bench_limited(found: RowEngine, cand: Candidate, row: MeasuredRow | None) -
         float(L.input_max),
         found.config.prefill == "chunked",
     )
-    # the tool pads decode steps to graphs up to its own batch limit unless the run's options
-    # name the sizes (``bench_graphs``)
-    graphs = found.config.graph_batch_sizes or bench_graphs(lim.max_batch_requests)
+    # unless the run's options name the sizes, the tool turns CUDA-graph padding on up to its
+    # own batch limit (``bench/benchmark/utils/general.py``, ``get_settings``) and the LLM API
+    # generates the sizes (``trtllm_graph_sizes``)
+    graphs = found.config.graph_batch_sizes or trtllm_graph_sizes(lim.max_batch_requests)
     config = dataclasses.replace(
         found.config,
         max_batch_requests=lim.max_batch_requests,
