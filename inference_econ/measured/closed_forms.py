@@ -264,7 +264,7 @@ def _decode_only(g: StepGroup, B: float, n: float, cand, found) -> tuple[int, in
     """The decode-only step of ``B`` requests at mean context ``n``: as its CUDA graph runs it
     where the engine pads to captured graphs (§F5 "CUDA-graph padding", ``graph_batch``), the
     padded requests' tokens and per-request work with the ``B`` requests' KV reads."""
-    if found is not None and found.profile is not None and found.config.graph_batch_sizes:
+    if found is not None and found.config.graph_batch_sizes:  # only an engine profile's
         ranks = int(cand.attention_ranks) if cand.attention_dp else 1
         padded = graph_batch(B, found.config.captured_graphs(ranks), ranks)
         if padded > B:
