@@ -7,10 +7,13 @@ TPOT) and the ratio, the measured and predicted orders, and the pairs the predic
 other way round from the measurement by more than ``rankings.TOLERANCE``; then the groups
 ordered and the median |predicted/measured - 1| of attention-DP layouts and of the others.
 
-    PYTHONPATH=. python benchmarks/layout_ranking.py [--assumptions achievable] [--kernel-tables] [FILE]
+    PYTHONPATH=. python benchmarks/layout_ranking.py [--assumptions achievable]
+        [--clock rows|engine|kernels] [FILE]
 
-``--kernel-tables``: the preset with each operation priced at its measured kernel's time
-(docs/model.md "A step as operations").
+``--clock``: each row on the clock ``compare-measured`` prices it by (``rows``, the default:
+the kernel clock where it states an engine version the kernel tables time, docs/model.md
+"Which clock prices a measured row"), every row on the engine profile's terms (``engine``) or
+every row at its measured kernels' times (``kernels``).
 
 Run it from an older checkout (with this file and ``measured/rankings.py`` copied in) for the
 ranking before a change.
@@ -30,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 from inference_econ.measured.rankings import TOLERANCE, misordered, ranked_rows  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "data" / "layout_rankings.csv"
+#: ``--clock`` -> the preset's ``kernel_tables``.
+CLOCKS = {"rows": None, "engine": False, "kernels": True}
 
 
 def _figure(x: float, better: int) -> str:
@@ -40,14 +45,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", nargs="?", default=str(DEFAULT))
     parser.add_argument("--assumptions", default="achievable")
-    parser.add_argument("--kernel-tables", action="store_true", help="the kernel clock")
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="rows")
     args = parser.parse_args()
     start = time.process_time()
-    assumptions = args.assumptions
-    if args.kernel_tables:
-        from inference_econ.model.assumptions import preset
+    from inference_econ.model.assumptions import preset
 
-        assumptions = preset(assumptions).replace(kernel_tables=True)
+    assumptions = preset(args.assumptions).replace(kernel_tables=CLOCKS[args.clock])
     rows = ranked_rows(args.file, assumptions=assumptions)
     groups = list(dict.fromkeys(r.group for r in rows))
     ordered = 0

@@ -3,7 +3,8 @@
 sample, per group (dense; MoE attention-DP + expert parallel "DEP" on Blackwell; the same on
 Hopper; MoE under TP/TEP/PP) and per model x GPU for the MoE groups.
 
-    PYTHONPATH=. python benchmarks/silicon_runs_judge.py [--per-group 40] [--clock kernels]
+    PYTHONPATH=. python benchmarks/silicon_runs_judge.py [--per-group 40]
+        [--clock rows|engine|kernels]
         [--split all|fit|test] [--seed 0]
     PYTHONPATH=. python benchmarks/silicon_runs_judge.py --build SILICON_SAMPLE_CSV
     PYTHONPATH=. python benchmarks/silicon_runs_judge.py --per-group 100000 \
@@ -40,6 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "data" / "aic_silicon_runs.csv.gz"
 COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
+#: ``--clock`` -> the preset's ``kernel_tables``: each run as ``compare-measured`` prices it
+#: (``rows``: the kernel clock where it states a TensorRT-LLM version the tables time), every
+#: run on the engine profile's terms, or every run at its measured kernels' times.
+CLOCKS = {"rows": None, "engine": False, "kernels": True}
 PATH = "aic-core/src/aiconfigurator_core/systems/silicon_sample.csv"
 
 #: AIConfigurator's model paths -> the toolkit's model names (models/*.yaml), MoE or not.
@@ -333,8 +338,7 @@ def judge(args) -> int:
         table = table[table.split == args.split]
     part = sample(table, args.per_group, args.seed).reset_index(drop=True)
     base = preset(args.assumptions)
-    if args.clock == "kernels":
-        base = base.replace(kernel_tables=True)
+    base = base.replace(kernel_tables=CLOCKS[args.clock])
     if args.residuals and len(part) != len(table):
         print(f"--residuals: {len(part)} of the {len(table)} rows sampled; give --split all and "
               "a --per-group above every group's runs (100000)", file=sys.stderr)  # fmt: skip
@@ -351,7 +355,7 @@ def judge(args) -> int:
     ok = part[(part.status == "ok") & np.isfinite(part.predicted)]
     ok = ok.assign(e=ok.predicted / ok.value - 1.0)
     print(f"{args.file}: {len(part) // 2} runs sampled, {len(ok)} rows predicted "
-          f"({args.assumptions}{', kernel tables' if args.clock == 'kernels' else ''}; "
+          f"({args.assumptions}, clock {args.clock}; "
           f"split {args.split}; per group {args.per_group}, seed {args.seed})")  # fmt: skip
     for status, n in part[part.status != "ok"].status.value_counts().items():
         print(f"  not predicted {n:3d}: {str(status)[:100]}")
@@ -387,7 +391,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--split", choices=("all", "fit", "test"), default="all")
     parser.add_argument("--assumptions", default="achievable")
-    parser.add_argument("--clock", choices=("engine", "kernels"), default="engine")
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="rows")
     parser.add_argument("--rows", action="store_true", help="print every predicted row")
     parser.add_argument("--out", metavar="CSV", help="write every predicted row to CSV")
     parser.add_argument("--residuals", metavar="CSV", help="write every run's residuals to CSV")

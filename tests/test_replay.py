@@ -213,7 +213,7 @@ def test_steady_state_shortcut_equals_the_simulation(tmp_path):
     plan = pr.build_plan(rows, "achievable")
     assert list(plan.load) == [(1, 0)]  # the offline row's steady state is used as it is
     found = plan.engines[0]
-    a = pr._assumptions_for(preset("achievable"), found.profile, False)
+    a = pr._assumptions_for(preset("achievable"), found, False)
     offline = pr._case(rows[0], plan.candidates[(0, 0)], a, found.config)
     assert rp.replay(offline, 2000).throughput == pytest.approx(steady[0], rel=0.05)
     assert rp.replay(plan.load[(1, 0)], 640).throughput == pytest.approx(steady[1], rel=0.02)
@@ -555,7 +555,12 @@ def test_a_row_runs_the_runtime_its_harness_or_version_names(tmp_path):
     assert "host overheads charged" in found[0].label and "mlperf harness" in found[0].label
     assert "host overheads hidden" in found[1].label
     assert found[2].label == "trtllm (version not stated), host overheads charged"
-    assert (found[3].label, found[4].label) == ("trtllm", "trtllm-0")
+    assert (found[3].label, found[4].label) == (
+        "trtllm, each operation priced from the measured kernel tables",
+        "trtllm-0",
+    )
+    # only the row stating 1.x on a part with tables reads them (the tables time 1.x kernels)
+    assert [f.kernel_tables for f in found] == [False, False, False, True, False]
     # the same profile object for every row of one runtime: one set of step models
     again = pr.row_engine(load_measured(path)[0], base)
     assert again.profile is found[0].profile

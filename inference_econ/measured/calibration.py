@@ -262,7 +262,8 @@ def predict_file(problem, rows, keys, values):
     for i, e in pr.resolve_engines(rows, ACHIEVABLE).items():
         if isinstance(e, pr.RowEngine):
             prof = e.profile.replace(**{**prior_means(), **micro})
-            e = dataclasses.replace(e, profile=apply_terms(prof, keys, values, problem.base_name))
+            prof = apply_terms(prof, keys, values, problem.base_name)
+            e = dataclasses.replace(e, profile=prof, kernel_tables=False)  # the fitted terms
         engines[i] = e
     return comparison.predict_rows(rows, ACHIEVABLE, engines=engines)
 

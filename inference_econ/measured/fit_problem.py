@@ -189,7 +189,8 @@ def build_problem(
             unknown.append((r.row, e))
             continue
         usable.append(r)
-        engines.append(dataclasses.replace(e, profile=adjusted(e.profile)))
+        # the fit is of the profile's terms: every row on the clock they price
+        engines.append(dataclasses.replace(e, profile=adjusted(e.profile), kernel_tables=False))
     if unknown and notes is not None:
         notes.append(
             f"{len(unknown)} row(s) left out: no profile of the engine they name (or none named)"

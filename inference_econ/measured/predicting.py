@@ -41,7 +41,9 @@ from ..specs.engine import (
     select_engine,
     split_engine,
 )
+from ..specs.kernel_tables import kernel_folder
 from ..specs.platforms import platform_of
+from ..specs.versions import in_range, parse_version
 from . import layouts
 from . import replay as rp
 from . import semantics as sem
@@ -77,12 +79,29 @@ IDEAL_STEP_BUDGETS = (512, 2048, REPLAY_IDEAL_ENGINE.step_token_budget)
 
 @dataclass(frozen=True)
 class RowEngine:
-    """The engine a row runs on: its profile (None: the ideal engine), its scheduler and how
-    the output names it."""
+    """The engine a row runs on: its profile (None: the ideal engine), its scheduler, how the
+    output names it, and whether its steps are priced from the measured kernel tables
+    (``kernel_tables``: the kernel clock, ``reads_kernel_tables``) or by the profile's terms."""
 
     profile: EngineProfile | None
     config: EngineConfig
     label: str
+    kernel_tables: bool = False
+
+
+def reads_kernel_tables(profile: EngineProfile, version, gpu) -> bool:
+    """Whether a row of ``profile`` stating ``version`` on ``gpu`` is priced by the kernel
+    clock: the tables of kernels/ time that version's kernels
+    (``EngineProfile.kernel_table_versions``) and were measured on that part. A row stating
+    no version runs kernels not known (MLPerf's harness, an older build): the profile's terms,
+    fitted to such rows, price it."""
+    stated = parse_version(version) if version else None
+    return (
+        stated is not None
+        and bool(profile.kernel_table_versions)
+        and in_range(stated, profile.kernel_table_versions)
+        and kernel_folder(gpu.name) is not None
+    )
 
 
 def for_layout(found: RowEngine, cand: Candidate, row: MeasuredRow | None = None) -> RowEngine:
@@ -163,6 +182,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
             "column, or --engine NAME)"
         )
     version = getattr(row, "engine_version", None)
+    if isinstance(name, str):  # "trtllm@1.2" runs that version whatever the row says
+        version = split_engine(str(name))[1] or version
     platform = getattr(row, "platform", None) or platform_of(row.gpu)
     try:
         prof = select_engine(name, version, platform)
@@ -211,7 +232,10 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     if n:  # the run's own count (a ``requests`` column), else the overview's
         whose = "its" if row.lengths.issued else "the performance overview's"
         label += f", over {whose} dataset of {n:,} requests queued at once"
-    return RowEngine(prof, config, label)
+    tables = base.kernel_tables is None and reads_kernel_tables(prof, version, row.gpu)
+    if tables:
+        label += ", each operation priced from the measured kernel tables"
+    return RowEngine(prof, config, label, tables)
 
 
 @dataclass(frozen=True)
@@ -338,10 +362,13 @@ class Candidate:
 # --- building the plan ------------------------------------------------------------------------
 
 
-def _assumptions_for(base: Assumptions, profile, expert_parallel: bool) -> Assumptions:
-    """A candidate's assumptions: its engine profile, and its experts split over its tensor
-    group at every batch or never (``stated_experts``), as an engine launched that way runs."""
-    a = base if profile is None else base.replace(engine=profile)
+def _assumptions_for(base: Assumptions, found: RowEngine, expert_parallel: bool) -> Assumptions:
+    """A candidate's assumptions: its engine profile (with the kernel clock where the row's
+    engine reads the tables), and its experts split over its tensor group at every batch or
+    never (``stated_experts``), as an engine launched that way runs."""
+    a = base if found.profile is None else base.replace(engine=found.profile)
+    if found.kernel_tables:
+        a = a.replace(kernel_tables=True)
     return stated_experts(a, expert_parallel)
 
 
@@ -414,7 +441,7 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
         options = candidates(row, ideal=row_found.profile is None)
         for j, cand in enumerate(options):
             found = for_layout(row_found, cand, row)
-            a = _assumptions_for(base, found.profile, cand.expert_parallel)
+            a = _assumptions_for(base, found, cand.expert_parallel)
             model, prefill = _models(row.arch, row.gpu, row.bits, a)
             if requests_held(model, row, cand) < 1.0:
                 gb = model.weights_total_bytes / 1e9

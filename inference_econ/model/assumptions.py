@@ -156,7 +156,10 @@ class Assumptions:
     #: Under an engine profile, the step priced operation by operation from the measured
     #: kernel tables (``model/kernel_clock.py``: TensorRT-LLM 1.3.0rc20's kernels, physics
     #: fitted to them on a GPU without) instead of the profile's per-class efficiencies.
-    kernel_tables: bool = False
+    #: None: so priced where a measured row states an engine version the tables time, on a
+    #: part they were measured on (``EngineProfile.kernel_table_versions``); the profile's
+    #: terms everywhere else. True: always; False: never.
+    kernel_tables: bool | None = None
 
     def __post_init__(self) -> None:
         """Every field checked: numbers finite and in range (counts bounded, so no loop over
@@ -173,7 +176,9 @@ class Assumptions:
                     f"invalid value {short(value)}",
                     f"choose one of {', '.join(_CHOICES[f.name])} (docs/refinements.md)",
                 )
-            elif isinstance(f.default, bool) and not isinstance(value, bool):
+            elif (isinstance(f.default, bool) or f.name == "kernel_tables") and not (
+                isinstance(value, bool) or (value is None and f.default is None)
+            ):
                 raise SpecError(
                     "assumptions", f.name, f"expected true or false, got {short(value)}", ""
                 )

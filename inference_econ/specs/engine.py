@@ -138,6 +138,10 @@ class EngineProfile:
     engine: str = ""
     versions: str = ""
     platform: Platform = "any"
+    #: The engine's versions whose kernels the measured tables of kernels/ time (a range as
+    #: ``versions``; empty: none): a measured row stating such a version, on a part with
+    #: tables, is priced by the kernel clock (``kernel_tables``), every other by the terms here.
+    kernel_table_versions: str = ""
     #: How the scheduler admits requests and schedules prompts (``ADMISSIONS`` and
     #: ``PREFILL_MODES``: recompute or no_evict; chunked, whole or separate).
     admission: Admission = "recompute"
@@ -329,6 +333,7 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         "parallelism",
         "engine",
         "versions",
+        "kernel_table_versions",
         "platform",
         "admission",
         "prefill",
@@ -365,9 +370,12 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
                     source, key, f"unknown value {value!r}", f"choose {', '.join(CHOICES[key])}"
                 )
             out[key] = value
-        elif key == "versions":
+        elif key in ("versions", "kernel_table_versions"):
             out[key] = str(value).strip()
-            version_range(out[key], source)  # a bad range fails when the file is read
+            try:  # a bad range fails when the file is read
+                version_range(out[key], source)
+            except SpecError as exc:
+                raise SpecError(source, key, exc.problem, exc.fix) from None
         elif key == "limits":
             out[key] = _limits(value, source)
         elif key == "harnesses":
@@ -683,6 +691,10 @@ def profile_yaml(profile: EngineProfile, base: str, header: list[str], fitted: d
     lines.append(
         yaml.safe_dump({"name": profile.name, "derive_from": base}, sort_keys=False).strip()
     )
+    if profile.kernel_table_versions:
+        lines.append(
+            'kernel_table_versions: ""   # the fitted terms price every row, none the tables'
+        )
     for key, (value, err) in fitted.items():
         t = BY_TERM[key]
         lines.append(

@@ -1,0 +1,94 @@
+"""Which clock prices a measured row (docs/model.md, "Which clock prices a measured row"): the
+kernel clock where the row states an engine version the measured kernel tables time, on a
+part they were measured on; the engine profile's terms everywhere else, and always in the fit
+of those terms."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inference_econ.errors import SpecError
+from inference_econ.measured import comparison
+from inference_econ.measured import predicting as pr
+from inference_econ.measured.reading import load_measured
+from inference_econ.model.assumptions import preset
+from inference_econ.specs.engine import load_engine, profile_from_dict, profile_yaml
+from inference_econ.specs.hardware import load_hardware
+
+HEADER = (
+    "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+    "output_len,metric,value,unit,notes,scenario"
+)
+#: Llama 3.1 8B in FP8 on one GPU, 8 clients of 500/100 tokens, under the engine named.
+ROW = "lab,Llama-3.1-8B,FP8,{gpu},1,TP1,8,500,100,throughput_total,1000,tok/s,{engine},closed_loop"
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "gpu", "reads"),
+    [
+        ("trtllm", "1.2", "H200 SXM", True),
+        ("trtllm", "1.0.0rc3", "H100 SXM", True),
+        ("trtllm", "1.2.0rc6.post2", "GB200", True),
+        ("trtllm", None, "H100 SXM", False),  # no version: the kernels are not known
+        ("trtllm", "1.2", "B300", False),  # a part without tables
+        ("trtllm-0", "0.17", "H100 SXM", False),  # the tables time 1.x kernels
+        ("vllm", "0.12.0", "H100 SXM", False),  # another engine's kernels
+    ],
+)
+def test_the_rows_the_kernel_tables_price(engine, version, gpu, reads):
+    assert pr.reads_kernel_tables(load_engine(engine), version, load_hardware(gpu)) is reads
+
+
+def test_a_row_on_the_kernel_clock_is_priced_as_the_kernel_clock_prices_it(tmp_path):
+    """The default prices a row stating TensorRT-LLM 1.2 on an H100 exactly as the kernel
+    clock forced on does, and differently from the profile's terms; the same row stating no
+    version, or on a part without tables, exactly as the profile's terms do."""
+    path = tmp_path / "rows.csv"
+    lines = [
+        ROW.format(gpu="H100 SXM", engine="TensorRT-LLM 1.2"),
+        ROW.format(gpu="H100 SXM", engine="TensorRT-LLM"),
+        ROW.format(gpu="B300", engine="TensorRT-LLM 1.2"),
+    ]
+    path.write_text(HEADER + "\n" + "\n".join(lines) + "\n")
+    base = preset("achievable")
+    auto = comparison.compare(str(path), base).table
+    on = comparison.compare(str(path), base.replace(kernel_tables=True)).table
+    off = comparison.compare(str(path), base.replace(kernel_tables=False)).table
+    assert list(auto.status) == ["ok"] * 3
+    assert auto.predicted[0] == on.predicted[0]
+    assert abs(auto.predicted[0] / off.predicted[0] - 1.0) > 1e-3
+    assert list(auto.predicted[1:]) == list(off.predicted[1:])
+    assert "each operation priced from the measured kernel tables" in auto.engine[0]
+    assert not any("kernel tables" in e for e in auto.engine[1:])
+    assert not any("kernel tables" in e for e in on.engine)  # forced: every row, unlabelled
+
+
+def test_the_fit_and_its_output_price_every_row_by_the_terms(tmp_path):
+    """A fit of the profile's terms reads every row on the clock they price, and the profile
+    ``calibrate`` writes keeps them so: it reads no tables."""
+    prof = load_engine("trtllm")
+    assert prof.kernel_table_versions == ">=1.0"
+    text = profile_yaml(prof, "trtllm", ["fitted here"], {"layer_overhead_s": (2.5e-5, 1e-6)})
+    path = tmp_path / "fitted.yaml"
+    path.write_text(text)
+    fitted = profile_from_dict(yaml.safe_load(text), str(path))
+    assert fitted.kernel_table_versions == ""
+    assert not pr.reads_kernel_tables(fitted, "1.2", load_hardware("H100 SXM"))
+
+
+def test_a_bad_version_range_of_the_tables_is_one_line(tmp_path):
+    with pytest.raises(SpecError, match="kernel_table_versions.*cannot read"):
+        profile_from_dict({"name": "x", "kernel_table_versions": "newest"}, "x.yaml")
+    with pytest.raises(SpecError, match="kernel_tables.*true or false"):
+        preset("achievable").replace(kernel_tables="auto")
+
+
+def test_the_training_files_overview_rows_read_the_tables():
+    """TensorRT-LLM 1.0's performance overview rows state their version (on H100, H200,
+    B200): all 56 read the tables; the file's MLPerf rows state none and read none."""
+    rows = load_measured(Path(__file__).resolve().parent / "data" / "benchmarks_train.csv")
+    base = preset("achievable")
+    found = [pr.row_engine(r, base) for r in rows if r.kind == "end-to-end" and r.resolved]
+    reading = [f for f in found if isinstance(f, pr.RowEngine) and f.kernel_tables]
+    assert len(reading) == 56
