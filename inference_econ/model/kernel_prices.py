@@ -208,14 +208,20 @@ class Clock:
             np.stack([rows.shape[g] for g in group], axis=1) if group else np.zeros((len(rows), 0))
         )
         self.keys, inverse = np.unique(keys, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        self.grids = []
-        for i, key in enumerate(self.keys):
-            at = inverse == i
-            sizes = np.stack([rows.shape[a][at] for a in axes], axis=1)
-            rising = tuple(a in RISING for a in axes)
-            physics = self._physics(key) if op in FORMS else None
-            self.grids.append(LogGrid.build(sizes, rows.seconds[at], physics, rising))
+        self._rows, self._inverse = rows, inverse.reshape(-1)
+        # a group's grid is built when first read: a model reads a few of a table's groups
+        # (its own GEMM shapes), and building all of them was most of a table's first use
+        self._grids: dict[int, LogGrid] = {}
+
+    def grid(self, i: int) -> LogGrid:
+        """The LogGrid of measured group ``i`` (``self.keys[i]``), built once."""
+        if i not in self._grids:
+            at = self._inverse == i
+            sizes = np.stack([self._rows.shape[a][at] for a in self.axes], axis=1)
+            rising = tuple(a in RISING for a in self.axes)
+            physics = self._physics(self.keys[i]) if self.op in FORMS else None
+            self._grids[i] = LogGrid.build(sizes, self._rows.seconds[at], physics, rising)
+        return self._grids[i]
 
     def _physics(self, key: np.ndarray):
         """The physics form over sizes (rows, axes) with the group fields at ``key``."""
@@ -232,7 +238,7 @@ class Clock:
         size = len(shape[self.axes[0]])
         sizes = np.stack([shape[a] for a in self.axes], axis=1)
         if not self.group:
-            return self.grids[0](sizes)
+            return self.grid(0)(sizes)
         keys = np.stack([shape[g] for g in self.group], axis=1)
         out = np.empty(size)
         if size and (keys == keys[0]).all():  # one group (a step table's tokens): no sort
@@ -247,7 +253,7 @@ class Clock:
             j = int(np.argmin(distance))
             # an op without a physics form (MLA) takes its nearest measured group as it is
             exact = distance[j] == 0 or self.op not in FORMS
-            grid = self.grids[j] if exact else self._rescaled(key, j)
+            grid = self.grid(j) if exact else self._rescaled(key, j)
             out[at] = grid(sizes[at])
         return out
 
@@ -257,7 +263,7 @@ class Clock:
         pair = (tuple(key.tolist()), j)
         if pair not in self._between:
             ours, theirs = self._physics(key), self._physics(self.keys[j])
-            self._between[pair] = self.grids[j].rescaled(lambda s: ours(s) / theirs(s))
+            self._between[pair] = self.grid(j).rescaled(lambda s: ours(s) / theirs(s))
         return self._between[pair]
 
 
