@@ -268,6 +268,31 @@ def test_block_scaled_fp8_is_priced_by_the_block_scaled_kernels():
     assert prices["qkv down projection"] == pytest.approx(qkv.calls * block, rel=1e-9)
 
 
+def test_mxfp4_experts_run_the_parts_own_kernel():
+    # gpt-oss-120b's MXFP4 experts take MXFP8 activations where the tensor cores multiply
+    # 4-bit operands (B200: the w4a8 table); a Hopper part has no such instruction and runs
+    # them as BF16 GEMMs of dequantised weights (the w4a16 table, TensorRT-LLM's Triton MoE
+    # on Hopper, which AIConfigurator's collector times for gpt-oss), as the engine clock does
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("gpt-oss-120b")
+    for name, fmt in (("H200", "w4a16_mxfp4"), ("B200", "w4a8_mxfp4_mxfp8")):
+        gpu = ie.load_hardware(name)
+        model = StepModel(compile_workload(arch, a), gpu, a)
+        assert model.work.gemm_bits == 8  # the checkpoint's MXFP8 activations
+        assert Formats(model.work, model.machine.gpu).moe == fmt
+        step = step_operations(model, 1, 107, 1, 4600, 1, 1, False)
+        prices = dict(zip(step.names, KernelClock().price(step)))
+        (experts, *_) = [op for op in step if op.kind == "moe"]
+        s = experts.shape
+        one = float(
+            kp.moe_s(gpu, fmt, 107, s["hidden"], s["inter"], s["topk"], s["experts"], 1, 1,
+                     "power_law_1.2")
+        )  # fmt: skip
+        assert prices[experts.name] == pytest.approx(experts.calls * one, rel=1e-9)
+        if name == "H200":  # the table's 0.518 ms a layer (the w4a8 form it lacks: 1.07 ms)
+            assert one == pytest.approx(0.518e-3, rel=0.01)
+
+
 def test_an_instance_reads_its_prompt_attention_at_the_runs_prompt():
     # the kernel clock's instance of Llama 3.1 8B (FP8) on one H100 for 8,192-token prompts
     # charges a position attended less than for 1,024-token ones (the kernel's rate grows

@@ -42,6 +42,7 @@ from .kernel_prices import (
     moe_s,
     pass_s,
 )
+from .machine import mx_gemm_bits
 from .moe import BLOCK_FP8, routing_of
 from .operations import Operation, PipelinePart, StepOperations, part_operations
 from .workload import Workload
@@ -63,11 +64,13 @@ class Formats:
     """The tables' formats of a workload's kernels: the dense GEMMs' (attention, dense
     feed-forward, shared experts), the routed experts', the output head's and the KV cache's."""
 
-    def __init__(self, work: Workload) -> None:
+    def __init__(self, work: Workload, gpu=None) -> None:
         gemm_bits = work.gemm_bits if work.gemm_bits is not None else work.weight_bits
         dense_bits = work.dense_gemm_bits if work.dense_gemm_bits is not None else gemm_bits
         self.dense = _gemm_format(dense_bits)
         fractional = work.weight_bits != math.floor(work.weight_bits)
+        if fractional and gpu is not None:  # no 4-bit tensor cores: BF16 GEMMs (§B5)
+            gemm_bits = mx_gemm_bits(gpu, work.weight_bits, gemm_bits)
         self.moe = MXFP4_MOE_FORMAT[_bits(gemm_bits)] if fractional else _gemm_format(gemm_bits)
         if work.weight_block_scaled:  # a block-scaled FP8 checkpoint runs block-scaled kernels
             self.dense = BLOCK_FP8 if self.dense == "fp8" else self.dense
@@ -156,7 +159,7 @@ class _Pricer:
     def __init__(self, model, part: PipelinePart) -> None:
         self.part, self.work = part, model.work
         self.gpu = model.machine.gpu
-        self.formats = Formats(model.work)
+        self.formats = Formats(model.work, model.machine.gpu)
         self.profile = model.profile
         family = self.profile.family if self.profile is not None else TABLES_ENGINE
         #: another engine's kernels: TensorRT-LLM's scaled by its step-time factor
