@@ -50,7 +50,9 @@ def main() -> int:
     start = time.process_time()
     from inference_econ.model.assumptions import preset
 
-    assumptions = preset(args.assumptions).replace(kernel_tables=CLOCKS[args.clock])
+    assumptions = preset(args.assumptions)
+    if CLOCKS[args.clock] is not None:  # (an older checkout's Assumptions may lack the field)
+        assumptions = assumptions.replace(kernel_tables=CLOCKS[args.clock])
     rows = ranked_rows(args.file, assumptions=assumptions)
     groups = list(dict.fromkeys(r.group for r in rows))
     ordered = 0

@@ -10,8 +10,11 @@ weighs them), predicted and measured throughput, and the step's parts in millise
 their share: the per-layer, per-step, per-sequence (host) and GEMM fixed overheads, collectives,
 elementwise passes and logits, the GEMM roofline (its weight reads apart), and the KV reads
 (context and fixed per-request positions) against attention arithmetic. Every number comes from
-``efficiency.combine`` on the row's own ``StepWork`` under its engine profile, as the prediction
-does. Run it from the repository with ``PYTHONPATH=.`` to use this checkout's package.
+``efficiency.combine`` on the row's own ``StepWork`` under its engine profile, as the engine
+clock's prediction does (every row on the engine clock here, ``kernel_tables`` False; a row
+``compare-measured`` prices from the kernel tables is broken down by operation by
+``step_clocks.py``). Run it from the repository with ``PYTHONPATH=.`` to use this checkout's
+package.
 
 ``--step LINE:DECODING:CONTEXT:PROMPT`` breaks down one step of the engine a row the load
 engine runs (Offline, Server or Interactive) runs on instead (the row on line LINE of
@@ -46,6 +49,13 @@ from inference_econ.model.efficiency import StepWork, combine  # noqa: E402
 from inference_econ.model.mixed_step import mixed_step_work  # noqa: E402
 
 TRAIN = Path(__file__).resolve().parent.parent / "tests" / "data" / "benchmarks_train.csv"
+
+
+def _engine_clock():
+    """The achievable preset with every row on the engine profile's terms."""
+    from inference_econ.model.assumptions import preset
+
+    return preset("achievable").replace(kernel_tables=False)
 
 
 def one_step(work: StepWork, i: int) -> StepWork:
@@ -104,7 +114,7 @@ def engine_step_parts(path: str, line: int, shapes) -> tuple[object, object, lis
     rows = measured_rows(Path(path))
     if line - 2 >= len(rows):
         fail(f"--step: {path} has no line {line} (its last row is line {len(rows) + 1})")
-    plan = pr.build_plan([rows[line - 2]], "achievable")  # that row alone: rows are independent
+    plan = pr.build_plan([rows[line - 2]], _engine_clock())  # that row alone: rows are independent
     cases = [c for (i, _), c in plan.load.items() if i == 0]
     if len(cases) != 1:
         fail(
@@ -159,7 +169,7 @@ def main() -> int:
         and (not args.model or r.arch.name in args.model)
         and (not args.gpu or r.gpu.name in args.gpu)
     ]
-    plan = pr.build_plan(rows, "achievable")
+    plan = pr.build_plan(rows, _engine_clock())
     if not plan.groups:  # nothing to break down: say so, not a traceback
         print(
             f"{args.file}: no offline throughput row of source {args.source!r} (models "

@@ -11,6 +11,7 @@ import yaml
 from inference_econ.errors import SpecError
 from inference_econ.measured import comparison
 from inference_econ.measured import predicting as pr
+from inference_econ.measured.fit_problem import ENGINE_TERMS
 from inference_econ.measured.reading import load_measured
 from inference_econ.model.assumptions import preset
 from inference_econ.specs.engine import load_engine, profile_from_dict, profile_yaml
@@ -34,6 +35,8 @@ ROW = "lab,Llama-3.1-8B,FP8,{gpu},1,TP1,8,500,100,throughput_total,1000,tok/s,{e
         ("trtllm", "1.2", "B300", False),  # a part without tables
         ("trtllm-0", "0.17", "H100 SXM", False),  # the tables time 1.x kernels
         ("vllm", "0.12.0", "H100 SXM", False),  # another engine's kernels
+        ("vllm", "1", "H100 SXM", False),  # "vLLM V1": the tables time TensorRT-LLM's
+        ("sglang", "1.0", "H200 SXM", False),
     ],
 )
 def test_the_rows_the_kernel_tables_price(engine, version, gpu, reads):
@@ -64,23 +67,43 @@ def test_a_row_on_the_kernel_clock_is_priced_as_the_kernel_clock_prices_it(tmp_p
     assert not any("kernel tables" in e for e in on.engine)  # forced: every row, unlabelled
 
 
-def test_the_fit_and_its_output_price_every_row_by_the_terms(tmp_path):
-    """A fit of the profile's terms reads every row on the clock they price, and the profile
-    ``calibrate`` writes keeps them so: it reads no tables."""
+def test_a_derived_profile_is_priced_by_its_own_terms(tmp_path):
+    """The tables time the base engine's kernels, not a profile derived from it: the profile
+    ``calibrate`` writes, a what-if one, another engine's (vLLM's and SGLang's derive from
+    TensorRT-LLM's) read no tables unless they say so."""
     prof = load_engine("trtllm")
     assert prof.kernel_table_versions == ">=1.0"
     text = profile_yaml(prof, "trtllm", ["fitted here"], {"layer_overhead_s": (2.5e-5, 1e-6)})
-    path = tmp_path / "fitted.yaml"
-    path.write_text(text)
-    fitted = profile_from_dict(yaml.safe_load(text), str(path))
-    assert fitted.kernel_table_versions == ""
-    assert not pr.reads_kernel_tables(fitted, "1.2", load_hardware("H100 SXM"))
+    fitted = profile_from_dict(yaml.safe_load(text), str(tmp_path / "fitted.yaml"))
+    what_if = profile_from_dict({"derive_from": "trtllm", "gemm_efficiency_scale": 0.3})
+    stated = profile_from_dict({"derive_from": "trtllm", "kernel_table_versions": ">=1.2"})
+    h100 = load_hardware("H100 SXM")
+    for p in (fitted, what_if, load_engine("vllm"), load_engine("sglang")):
+        assert p.kernel_table_versions == ""
+        assert not pr.reads_kernel_tables(p, "1.2", h100)
+    assert pr.reads_kernel_tables(stated, "1.2", h100)
+    assert not pr.reads_kernel_tables(stated, "1.1", h100)
 
 
-def test_a_bad_version_range_of_the_tables_is_one_line(tmp_path):
-    with pytest.raises(SpecError, match="kernel_table_versions.*cannot read"):
+def test_a_fit_prices_every_row_by_the_terms_it_fits(tmp_path):
+    """A plan built for a fit of the profile's terms puts a row that reads the tables on
+    the engine clock (the terms are what it times), its label saying nothing of the tables."""
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "\n" + ROW.format(gpu="H100 SXM", engine="TensorRT-LLM 1.2") + "\n")
+    rows = load_measured(path)
+    assert pr.row_engine(rows[0], preset("achievable")).kernel_tables
+    plan = pr.build_plan(rows, "achievable", for_fit=True)
+    assert not plan.engines[0].kernel_tables
+    fitted = pr.row_engine(rows[0], ENGINE_TERMS)
+    assert not fitted.kernel_tables and "kernel tables" not in fitted.label
+
+
+def test_a_bad_version_range_of_the_tables_is_one_line():
+    with pytest.raises(SpecError, match="x.yaml: field 'kernel_table_versions': cannot read"):
         profile_from_dict({"name": "x", "kernel_table_versions": "newest"}, "x.yaml")
-    with pytest.raises(SpecError, match="kernel_tables.*true or false"):
+    none = profile_from_dict({"name": "x", "kernel_table_versions": None})
+    assert none.kernel_table_versions == ""
+    with pytest.raises(SpecError, match="kernel_tables.*true, false or null, got 'auto'"):
         preset("achievable").replace(kernel_tables="auto")
 
 

@@ -39,7 +39,7 @@ from .calibration_report import (
     TermFit,
     report_left_out,
 )
-from .fit_problem import Problem, build_problem, fit, residuals
+from .fit_problem import ENGINE_TERMS, Problem, build_problem, fit, residuals
 from .priors import (
     MICRO_PRIORS,
     MICRO_ROWS_PER_TERM,
@@ -259,11 +259,10 @@ def predict_file(problem, rows, keys, values):
         if k in {p.term for ps in MICRO_PRIORS.values() for p in ps}
     }
     engines = {}
-    for i, e in pr.resolve_engines(rows, ACHIEVABLE).items():
+    for i, e in pr.resolve_engines(rows, ENGINE_TERMS).items():
         if isinstance(e, pr.RowEngine):
             prof = e.profile.replace(**{**prior_means(), **micro})
-            prof = apply_terms(prof, keys, values, problem.base_name)
-            e = dataclasses.replace(e, profile=prof, kernel_tables=False)  # the fitted terms
+            e = dataclasses.replace(e, profile=apply_terms(prof, keys, values, problem.base_name))
         engines[i] = e
     return comparison.predict_rows(rows, ACHIEVABLE, engines=engines)
 

@@ -23,6 +23,10 @@ from .calibration_report import nothing_usable
 from .priors import PRIOR_WEIGHT, RUN_TERMS, engine_specific, prior_means, with_run_terms
 from .reading import MeasuredRow
 
+#: The fit is of the engine profiles' terms: every row priced by them (the engine clock),
+#: none from the kernel tables.
+ENGINE_TERMS = ACHIEVABLE.replace(kernel_tables=False)
+
 #: Residual of a row the trial terms cannot serve (no admissible batch).
 FAIL = math.log(3.0)
 
@@ -184,13 +188,12 @@ def build_problem(
     for r in rows:
         if r.kind != "end-to-end" or not r.ok:
             continue
-        e = pr.row_engine(r, ACHIEVABLE)
+        e = pr.row_engine(r, ENGINE_TERMS)
         if not isinstance(e, pr.RowEngine):
             unknown.append((r.row, e))
             continue
         usable.append(r)
-        # the fit is of the profile's terms: every row on the clock they price
-        engines.append(dataclasses.replace(e, profile=adjusted(e.profile), kernel_tables=False))
+        engines.append(dataclasses.replace(e, profile=adjusted(e.profile)))
     if unknown and notes is not None:
         notes.append(
             f"{len(unknown)} row(s) left out: no profile of the engine they name (or none named)"

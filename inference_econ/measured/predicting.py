@@ -182,8 +182,9 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
             "column, or --engine NAME)"
         )
     version = getattr(row, "engine_version", None)
-    if isinstance(name, str):  # "trtllm@1.2" runs that version whatever the row says
-        version = split_engine(str(name))[1] or version
+    # "trtllm@1.2" runs that version's kernels whatever the row says (the harness and the
+    # tool's limits stay the row's own)
+    kernels_at = (split_engine(name)[1] if isinstance(name, str) else None) or version
     platform = getattr(row, "platform", None) or platform_of(row.gpu)
     try:
         prof = select_engine(name, version, platform)
@@ -232,7 +233,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     if n:  # the run's own count (a ``requests`` column), else the overview's
         whose = "its" if row.lengths.issued else "the performance overview's"
         label += f", over {whose} dataset of {n:,} requests queued at once"
-    tables = base.kernel_tables is None and reads_kernel_tables(prof, version, row.gpu)
+    tables = base.kernel_tables is None and reads_kernel_tables(prof, kernels_at, row.gpu)
     if tables:
         label += ", each operation priced from the measured kernel tables"
     return RowEngine(prof, config, label, tables)
@@ -437,6 +438,8 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
         found = engines.get(i)
         if not isinstance(found, RowEngine) or not predictable(row):
             continue
+        if for_fit and found.kernel_tables:  # a fit times the profile's terms
+            found = dataclasses.replace(found, kernel_tables=False)
         plan.engines[i] = row_found = found
         options = candidates(row, ideal=row_found.profile is None)
         for j, cand in enumerate(options):

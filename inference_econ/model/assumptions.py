@@ -179,8 +179,9 @@ class Assumptions:
             elif (isinstance(f.default, bool) or f.name == "kernel_tables") and not (
                 isinstance(value, bool) or (value is None and f.default is None)
             ):
+                nullable = "true, false or null" if f.default is None else "true or false"
                 raise SpecError(
-                    "assumptions", f.name, f"expected true or false, got {short(value)}", ""
+                    "assumptions", f.name, f"expected {nullable}, got {short(value)}", ""
                 )
             elif f.name == "name" and not isinstance(value, str):
                 raise SpecError("assumptions", "name", f"expected text, got {short(value)}", "")

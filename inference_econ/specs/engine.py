@@ -141,6 +141,7 @@ class EngineProfile:
     #: The engine's versions whose kernels the measured tables of kernels/ time (a range as
     #: ``versions``; empty: none): a measured row stating such a version, on a part with
     #: tables, is priced by the kernel clock (``kernel_tables``), every other by the terms here.
+    #: Not inherited through ``derive_from``: a derived profile's terms price its rows.
     kernel_table_versions: str = ""
     #: How the scheduler admits requests and schedules prompts (``ADMISSIONS`` and
     #: ``PREFILL_MODES``: recompute or no_evict; chunked, whole or separate).
@@ -371,7 +372,8 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
                 )
             out[key] = value
         elif key in ("versions", "kernel_table_versions"):
-            out[key] = str(value).strip()
+            none = key == "kernel_table_versions" and value is None  # null: no version
+            out[key] = "" if none else str(value).strip()
             try:  # a bad range fails when the file is read
                 version_range(out[key], source)
             except SpecError as exc:
@@ -657,6 +659,9 @@ def profile_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Engine
         values["standard_errors"] = tuple(errors.items())
         values["derived_from"] = base.name
         values.setdefault("aliases", ())
+        # the tables time the base engine's own kernels: a profile derived from it (another
+        # engine, a fitted or what-if one) is priced by its own terms unless it says otherwise
+        values.setdefault("kernel_table_versions", "")
         if values.get("engine", base.engine) != base.engine:
             # another engine's profile: a harness's flags are the base engine's own
             values.setdefault("harnesses", ())
@@ -691,10 +696,6 @@ def profile_yaml(profile: EngineProfile, base: str, header: list[str], fitted: d
     lines.append(
         yaml.safe_dump({"name": profile.name, "derive_from": base}, sort_keys=False).strip()
     )
-    if profile.kernel_table_versions:
-        lines.append(
-            'kernel_table_versions: ""   # the fitted terms price every row, none the tables'
-        )
     for key, (value, err) in fitted.items():
         t = BY_TERM[key]
         lines.append(
