@@ -115,3 +115,19 @@ def test_the_training_files_overview_rows_read_the_tables():
     found = [pr.row_engine(r, base) for r in rows if r.kind == "end-to-end" and r.resolved]
     reading = [f for f in found if isinstance(f, pr.RowEngine) and f.kernel_tables]
     assert len(reading) == 56
+
+
+def test_the_overviews_moe_results_resolve_and_read_the_tables():
+    """All 86 MoE figures of TensorRT-LLM 1.2's performance overview (two files) name a model
+    of the catalogue (gpt-oss-20b, Llama 4 Maverick and Qwen3-30B-A3B among them), state 1.2
+    and run on parts with tables: every one is priced by the kernel clock."""
+    data = Path(__file__).resolve().parent / "data"
+    rows = [
+        r
+        for name in ("trtllm_perf_overview_moe.csv", "trtllm_perf_overview_moe_rest.csv")
+        for r in load_measured(data / name)
+    ]
+    assert len(rows) == 86 and all(r.resolved for r in rows)
+    assert {"gpt-oss-20b", "Llama 4 Maverick", "Qwen3-30B-A3B"} <= {r.arch.name for r in rows}
+    base = preset("achievable")
+    assert all(pr.row_engine(r, base).kernel_tables for r in rows)
