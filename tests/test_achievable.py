@@ -519,26 +519,27 @@ def test_host_overhead_by_hand_and_hidden_by_the_overlap_scheduler(llama):
 def test_a_step_lasts_at_least_its_overlapped_host_work():
     """§F5 "Host work the GPU does not wait for": TensorRT-LLM's overlap scheduler prepares the
     next step while the GPU runs this one, so a step lasts at least the host's work, 1 ms a
-    step and 28.7 us a sequence of one scheduling rank (TensorRT-LLM PR #10273's 45.11 ms for
-    1,536 sequences). By hand: 1 + 2,048 x 0.0287 = 59.78 ms for one rank's 2,048 sequences,
-    1 + 1,024 x 0.0287 over two attention-DP ranks, none where the engine waits for its host
-    work anyway. Llama 3.1 8B (FP8) on one B200 at a 1,024-token context: the GPU's step is
+    step and 14.4 us a sequence of the instance (TensorRT-LLM PR #10273's 45.11 ms for two
+    attention-DP ranks of 1,536 sequences; per rank, 28.7 us, it would cap one B200 below
+    the performance overview's gpt-oss-20b). By hand: 1 + 2,048 x 0.0144 = 30.49 ms for
+    2,048 sequences, however many ranks hold them, none where the engine waits for its host
+    work anyway. Llama 3.1 8B (FP8) on one B200 at a 256-token context: the GPU's step is
     the longer at 16 sequences; at 512 and 2,048 the host's binds, exactly."""
     trt = load_engine("trtllm")
-    assert trt.hidden_sequence_overhead_s == pytest.approx(28.7e-6)
-    assert float(hidden_host_s(trt, 2048.0)) == pytest.approx(1e-3 + 2048 * 28.7e-6)
-    assert float(hidden_host_s(trt, 2048.0, 2.0)) == pytest.approx(1e-3 + 1024 * 28.7e-6)
+    assert trt.hidden_sequence_overhead_s == pytest.approx(14.4e-6)
+    assert float(hidden_host_s(trt, 2048.0)) == pytest.approx(1e-3 + 2048 * 14.4e-6)
+    assert 1.0 / trt.hidden_sequence_overhead_s > 53491  # gpt-oss-20b, one B200, 1024/1024
     assert hidden_host_s(dataclasses.replace(trt, host_overhead_exposed=1.0), 2048.0) == 0.0
     s = ie.make_setting("Llama 3.1 8B", "B200", weight_bits=8, kv_cache_bits=8)
     model = StepModel(compile_workload(s.model, ACHIEVABLE), s.gpu, ACHIEVABLE, True)
     B = np.array([16.0, 512.0, 2048.0])
     ones = np.ones(3)
-    got = model.breakdown(ones, B, 1, 1024.0, ones, ones, False).latency_s
-    floor = 1e-3 + B * 28.7e-6
+    got = model.breakdown(ones, B, 1, 256.0, ones, ones, False).latency_s
+    floor = 1e-3 + B * 14.4e-6
     assert got[0] > 2.0 * floor[0]
     np.testing.assert_allclose(got[1:], floor[1:], rtol=1e-12)
     table = StepTable(model, EngineLayout(1), 2048)  # the load engine's step, the same floor
-    q = 2048.0 * float(model.work.layer_positions(1024.0))
+    q = 2048.0 * float(model.work.layer_positions(256.0))
     assert table.time_s(2048, q, q, 2048) == pytest.approx(floor[2], rel=1e-12)
     growth = 2048.0 * float(model.work.layer_positions(1.0))
     run = table.run_time_s(2048, q, growth, 10, 2048)

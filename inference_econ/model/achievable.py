@@ -282,7 +282,6 @@ class EngineStep:
             small_batch_stream_share=self.machine.small_batch_stream_share,
             row_parallel_gemm_s=row_parallel,
             allreduce_bandwidth_s=fusable_bw,
-            host_ranks=replicas,
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -309,10 +308,9 @@ class EngineStep:
 
     def host_floor_s(self, part, adiv):
         """Seconds the whole step lasts at least because of the host work the runtime overlaps
-        with it (§F5, ``efficiency.hidden_host_s``): its sequences over the ranks whose hosts
-        each schedule their own (attention data parallelism's replicas)."""
-        replicas = adiv if self.attention_data_parallel else 1.0
-        return hidden_host_s(self.profile, part.achievable.sequences, replicas)
+        with it (§F5, ``efficiency.hidden_host_s``): the instance's sequences, every
+        attention-DP rank's."""
+        return hidden_host_s(self.profile, part.achievable.sequences)
 
     def breakdown(
         self, part, adiv, coll_lat, coll_bw, attention_reads, ok, fusable_bw=0.0

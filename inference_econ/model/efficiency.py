@@ -252,9 +252,6 @@ class StepWork:
     #: engine that fuses each GEMM with its all-reduce hides, and under what (§F6).
     row_parallel_gemm_s: Floats = 0.0
     allreduce_bandwidth_s: Floats = 0.0
-    #: The ranks whose hosts each schedule their own share of ``sequences`` (attention data
-    #: parallelism's replicas; 1: one host loop for the step).
-    host_ranks: Floats = 1.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -389,7 +386,7 @@ def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
     # a host that overlaps the step and takes longer: the GPU waits for it (§F5)
     wait = 0.0
     if host_floor:
-        wait = np.maximum(hidden_host_s(terms, work.sequences, work.host_ranks) - total, 0.0)
+        wait = np.maximum(hidden_host_s(terms, work.sequences) - total, 0.0)
     total = total + wait
     return StepTimes(
         total_s=total,
@@ -431,18 +428,18 @@ def host_overhead_s(terms, sequences):
     return terms.host_overhead_exposed * host
 
 
-def hidden_host_s(terms, sequences, ranks=1.0):
+def hidden_host_s(terms, sequences):
     """Seconds a step lasts at least because of the host work its runtime overlaps with the
     GPU (§F5 "Host work the GPU does not wait for"): the overlapped share of the step
-    overhead plus ``hidden_sequence_overhead_s`` for each sequence one scheduling rank holds
-    (``sequences`` over ``ranks``). The host prepares the next step while the GPU runs this
+    overhead plus ``hidden_sequence_overhead_s`` for each of the instance's ``sequences``
+    (every attention-DP rank's). The host prepares the next step while the GPU runs this
     one, so a step no shorter than the host's hides it, and a shorter one waits for it; 0 for
     a runtime that waits for its host work anyway (``host_overhead_exposed`` 1)."""
     per = np.asarray(getattr(terms, "hidden_sequence_overhead_s", 0.0), dtype=float)
     if not np.any(per > 0.0):
         return 0.0
     hidden = 1.0 - np.asarray(terms.host_overhead_exposed, dtype=float)
-    seqs = np.asarray(sequences, dtype=float) / np.maximum(np.asarray(ranks, dtype=float), 1.0)
+    seqs = np.asarray(sequences, dtype=float)
     return hidden * (terms.step_overhead_s + per * seqs) * (per > 0.0)
 
 

@@ -131,12 +131,31 @@ def _collective_rows(folder: str, variant: str, _: str):
     return t, at, {"ranks": t["num_gpus"][at], "nbytes": t["message_elements"][at] * 2}
 
 
+#: The fused MoE's low-latency kernel (TensorRT-LLM's NVFP4 min-latency path) and the most
+#: tokens a call runs it at: above, the engine runs its default (CUTLASS) kernel, 3-4 times
+#: slower at thousands of tokens (AIConfigurator's own gate, ``operators/moe.rs`` at 095f58a:
+#: NVFP4 gated MoE at ``num_tokens <= 128`` reads the ``moe_torch_flow_min_latency`` rows
+#: where the shape has them, the default rows otherwise).
+MOE_LOW_LATENCY = "moe_torch_flow_min_latency"
+MOE_LOW_LATENCY_MAX_TOKENS = 128
+
+
 def _moe_rows(folder: str, variant: str, distribution: str):
-    """Fused-MoE rows of one format and routing."""
+    """Fused-MoE rows of one format and routing, each token count at the kernel the engine
+    runs it with (``MOE_LOW_LATENCY``)."""
     t = kernel_table(folder, "moe")
     at = (t["moe_dtype"] == variant) & (t["distribution"] == distribution)
     names = {"tokens": "num_tokens", "hidden": "hidden_size", "inter": "inter_size"}
     names.update(topk="topk", experts="num_experts", tp="moe_tp_size", ep="moe_ep_size")
+    if "kernel_source" in t.names:
+        low = t["kernel_source"] == MOE_LOW_LATENCY
+        small = t["num_tokens"] <= MOE_LOW_LATENCY_MAX_TOKENS
+        keys = np.stack([t[c] for c in names.values()], axis=1)
+        timed_low = {tuple(k) for k in keys[at & low & small].tolist()}
+        covered = np.zeros(len(low), dtype=bool)  # a default row the low-latency one replaces
+        (rows,) = np.nonzero(at & small & ~low)
+        covered[rows] = [tuple(k) in timed_low for k in keys[rows].tolist()]
+        at = at & np.where(low, small, ~covered)
     return t, at, {k: t[c][at] for k, c in names.items()}
 
 

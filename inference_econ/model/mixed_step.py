@@ -306,7 +306,7 @@ class StepTable:
         assert model.engine is not None, "a step table is built under an engine profile"
         reads = model.attention_reads(part, adiv)
         work = model.engine.step_work(part, adiv, lat, bw, reads, fusable)
-        self._host_terms(model, work.host_ranks)
+        self._host_terms(model)
         alone = combine(  # the GPU's step: the host's floor apart (``time_s``)
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),
             prof,
@@ -372,13 +372,12 @@ class StepTable:
                 "model/mixed_step.py: the achievable table no longer matches StepModel.latency"
             )
 
-    def _host_terms(self, model: StepModel, ranks) -> None:
+    def _host_terms(self, model: StepModel) -> None:
         """``host_floor_s`` and ``host_sequence_s`` of the profile's overlapped host work, per
-        request of the step (``1/p`` sequences a micro-batch) over ``ranks`` scheduling ranks."""
+        request of the step (``1/p`` sequences a micro-batch)."""
         prof, p = model.profile, float(self.layout.pipeline)
-        ranks = float(np.asarray(ranks).flat[0])
         self.host_floor_s = float(hidden_host_s(prof, 0.0))
-        self.host_sequence_s = float(hidden_host_s(prof, 1.0 / p, ranks)) - self.host_floor_s
+        self.host_sequence_s = float(hidden_host_s(prof, 1.0 / p)) - self.host_floor_s
 
     def _kernels(self, model: StepModel, prompt: float | None) -> None:
         """The table of the kernel clock's step (``kernel_tables``, ``kernel_clock``): its
@@ -393,8 +392,7 @@ class StepTable:
         )
         self._kernel_model = model
         self.attention_s = self._attention_at(SLOPE_PROMPT if prompt is None else prompt)
-        dp = model.engine is not None and model.engine.attention_data_parallel
-        self._host_terms(model, layout.attention_divisor if dp else 1.0)
+        self._host_terms(model)
         empty = T == 0
         self.fixed_s = np.where(empty, 0.0, fixed).tolist()
         self.memory_s = [0.0] * len(T)
