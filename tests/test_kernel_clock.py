@@ -156,6 +156,9 @@ def test_routed_experts_are_read_at_the_routing_and_kernel_the_engine_runs():
     shape = (256, 7168, 2048, 8, 256, 1, 4)
     routed = float(kp.moe_s(b200, "nvfp4", *shape, "power_law_1.01"))
     assert routed == pytest.approx(0.4760e-3, rel=0.01)
+    # one token past the gate is read between the default kernel's own 128 and 160 rows
+    past = float(kp.moe_s(b200, "nvfp4", 129, *shape[1:], "power_law_1.01"))
+    assert past == pytest.approx(0.4547e-3, rel=0.01) and past > 2.0 * low
     step = step_operations(model, 4, 256, 1, 1024, 1, 4, False)
     (op,) = [op for op in step if op.name == "routed experts"]
     assert (op.shape["tokens"], op.shape["ep"]) == (256, 4)

@@ -105,9 +105,11 @@ def test_a_part_without_tables_takes_the_fitted_physics(mi300x):
     assert kp.gemm_s(mi300x, "bf16", m, n, k) == pytest.approx(by_hand, rel=1e-12)
 
 
-def test_refitting_the_collectives_reproduces_the_stored_parameters():
+def test_refitting_reproduces_the_stored_parameters():
+    """The collectives and the NVFP4 fused MoE (fitted to the default kernel's rows, the one
+    the engine runs above 128 tokens a call)."""
     stored = fitted()
-    for op, variant in (("allreduce", "custom"), ("collective", "all_reduce")):
+    for op, variant in (("allreduce", "custom"), ("collective", "all_reduce"), ("moe", "nvfp4")):
         entry = stored[op][variant]
         for name, value in fit_all(op, variant).items():
             assert value == entry[name], (op, variant, name)

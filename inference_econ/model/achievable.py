@@ -306,7 +306,7 @@ class EngineStep:
         work = self.step_work(part, adiv, 0.0, 0.0, attention_reads)
         return combine(work, self.profile, host_floor=False).total_s
 
-    def host_floor_s(self, part, adiv):
+    def host_floor_s(self, part):
         """Seconds the whole step lasts at least because of the host work the runtime overlaps
         with it (§F5, ``efficiency.hidden_host_s``): the instance's sequences, every
         attention-DP rank's."""

@@ -131,31 +131,35 @@ def _collective_rows(folder: str, variant: str, _: str):
     return t, at, {"ranks": t["num_gpus"][at], "nbytes": t["message_elements"][at] * 2}
 
 
-#: The fused MoE's low-latency kernel (TensorRT-LLM's NVFP4 min-latency path) and the most
-#: tokens a call runs it at: above, the engine runs its default (CUTLASS) kernel, 3-4 times
-#: slower at thousands of tokens (AIConfigurator's own gate, ``operators/moe.rs`` at 095f58a:
-#: NVFP4 gated MoE at ``num_tokens <= 128`` reads the ``moe_torch_flow_min_latency`` rows
-#: where the shape has them, the default rows otherwise).
+#: The fused MoE's low-latency kernel (TensorRT-LLM's NVFP4 min-latency path), the most
+#: tokens a call runs it at, and the suffix of the variant its rows are read as: the engine
+#: runs it up to that many tokens where the tables time the shape, its default (CUTLASS)
+#: kernel otherwise, as AIConfigurator's own gate reads its tables (``operators/moe.rs`` at
+#: 095f58a: NVFP4 gated MoE at ``num_tokens <= 128`` from the ``moe_torch_flow_min_latency``
+#: grid, else from the default grid). The two differ most at many tokens, where the engine
+#: never runs the low-latency kernel (B200, 1,024-16,384 tokens: the default kernel takes a
+#: median 1.45 and a p90 2.5 times as long, and is the faster in about a sixth of the rows).
 MOE_LOW_LATENCY = "moe_torch_flow_min_latency"
 MOE_LOW_LATENCY_MAX_TOKENS = 128
+LOW_LATENCY_VARIANT = "+low_latency"
 
 
 def _moe_rows(folder: str, variant: str, distribution: str):
-    """Fused-MoE rows of one format and routing, each token count at the kernel the engine
-    runs it with (``MOE_LOW_LATENCY``)."""
+    """Fused-MoE rows of one format and routing: the default kernel's at every token count,
+    or with ``LOW_LATENCY_VARIANT`` after the format the low-latency kernel's up to
+    ``MOE_LOW_LATENCY_MAX_TOKENS`` (none in a table without kernel sources)."""
+    low_latency = variant.endswith(LOW_LATENCY_VARIANT)
+    dtype = variant.removesuffix(LOW_LATENCY_VARIANT)
     t = kernel_table(folder, "moe")
-    at = (t["moe_dtype"] == variant) & (t["distribution"] == distribution)
+    at = (t["moe_dtype"] == dtype) & (t["distribution"] == distribution)
     names = {"tokens": "num_tokens", "hidden": "hidden_size", "inter": "inter_size"}
     names.update(topk="topk", experts="num_experts", tp="moe_tp_size", ep="moe_ep_size")
     if "kernel_source" in t.names:
         low = t["kernel_source"] == MOE_LOW_LATENCY
         small = t["num_tokens"] <= MOE_LOW_LATENCY_MAX_TOKENS
-        keys = np.stack([t[c] for c in names.values()], axis=1)
-        timed_low = {tuple(k) for k in keys[at & low & small].tolist()}
-        covered = np.zeros(len(low), dtype=bool)  # a default row the low-latency one replaces
-        (rows,) = np.nonzero(at & small & ~low)
-        covered[rows] = [tuple(k) in timed_low for k in keys[rows].tolist()]
-        at = at & np.where(low, small, ~covered)
+        at = at & (low & small if low_latency else ~low)
+    elif low_latency:
+        at = np.zeros(len(at), dtype=bool)
     return t, at, {k: t[c][at] for k, c in names.items()}
 
 
@@ -275,6 +279,14 @@ class Clock:
             grid = self.grid(j) if exact else self._rescaled(key, j)
             out[at] = grid(sizes[at])
         return out
+
+    def measured(self, shape: dict[str, np.ndarray]) -> np.ndarray:
+        """Whether each shape's group (its fields other than the size axes) is one the rows
+        measured exactly."""
+        if not self.group:
+            return np.ones(len(shape[self.axes[0]]), dtype=bool)
+        keys = np.stack([shape[g] for g in self.group], axis=1)
+        return (keys[:, None, :] == self.keys[None, :, :]).all(axis=2).any(axis=1)
 
     def _rescaled(self, key: np.ndarray, j: int) -> LogGrid:
         """Measured group ``j``'s grid scaled cell by cell by the physics from its shape to
@@ -423,7 +435,27 @@ def moe_s(
     shape = _sizes(
         tokens=tokens, hidden=hidden, inter=inter, topk=topk, experts=experts, tp=tp, ep=ep
     )
-    return _price(gpu, "moe", fmt, shape, routing)
+    seconds = np.asarray(_price(gpu, "moe", fmt, shape, routing), dtype=float)
+    folder = kernel_folder(getattr(gpu, "name", ""))
+    if folder and fmt in table_variants(folder, "moe"):  # the low-latency kernel where it runs
+        low = _low_latency_clock(folder, fmt, routing, Sheet.of(gpu))
+        if low is not None:
+            arrays = np.broadcast_arrays(*shape.values())
+            flat = {k: a.reshape(-1) for k, a in zip(shape, arrays)}
+            use = (flat["tokens"] <= MOE_LOW_LATENCY_MAX_TOKENS) & low.measured(flat)
+            if use.any():
+                out = seconds.reshape(-1).copy()
+                out[use] = low({k: v[use] for k, v in flat.items()})
+                seconds = out.reshape(seconds.shape)
+    return seconds
+
+
+@cache
+def _low_latency_clock(folder: str, fmt: str, distribution: str, sheet: Sheet) -> Clock | None:
+    """The Clock of the fused MoE's low-latency rows of ``fmt`` (``MOE_LOW_LATENCY``), built
+    once; None where the table has none."""
+    rows = table_rows(folder, "moe", fmt + LOW_LATENCY_VARIANT, distribution)
+    return Clock("moe", fmt, sheet, rows) if len(rows) else None
 
 
 def pass_s(gpu: Any, op: str, tokens: Any, width: Any) -> np.ndarray:

@@ -120,7 +120,7 @@ TERMS: tuple[Term, ...] = (
         1e-3,
         "host time per sequence per step of a runtime that overlaps its host work with the "
         "GPU's step: a step lasts at least the host's, step_overhead_s plus this per sequence "
-        "of one scheduling rank (§F5)",
+        "of the instance, every attention-DP rank's (§F5)",
     ),
     Term(
         "host_overhead_exposed",
