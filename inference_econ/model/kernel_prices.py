@@ -300,9 +300,11 @@ class Clock:
 
 @cache
 def _clock(folder: str, op: str, variant: str, distribution: str, sheet: Sheet) -> Clock | None:
-    """The Clock of one table's rows, built once; None where the table has none of them."""
+    """The Clock of one table's rows, built once; None where the table has none of them (a
+    variant read with ``LOW_LATENCY_VARIANT`` takes its format's physics form)."""
     rows = table_rows(folder, op, variant, distribution)
-    return Clock(op, variant, sheet, rows) if len(rows) else None
+    form = variant.removesuffix(LOW_LATENCY_VARIANT)
+    return Clock(op, form, sheet, rows) if len(rows) else None
 
 
 def _price(gpu: Any, op: str, variant: str, shape: dict[str, Any], distribution="balanced"):
@@ -438,7 +440,7 @@ def moe_s(
     seconds = np.asarray(_price(gpu, "moe", fmt, shape, routing), dtype=float)
     folder = kernel_folder(getattr(gpu, "name", ""))
     if folder and fmt in table_variants(folder, "moe"):  # the low-latency kernel where it runs
-        low = _low_latency_clock(folder, fmt, routing, Sheet.of(gpu))
+        low = _clock(folder, "moe", fmt + LOW_LATENCY_VARIANT, routing, Sheet.of(gpu))
         if low is not None:
             arrays = np.broadcast_arrays(*shape.values())
             flat = {k: a.reshape(-1) for k, a in zip(shape, arrays)}
@@ -448,14 +450,6 @@ def moe_s(
                 out[use] = low({k: v[use] for k, v in flat.items()})
                 seconds = out.reshape(seconds.shape)
     return seconds
-
-
-@cache
-def _low_latency_clock(folder: str, fmt: str, distribution: str, sheet: Sheet) -> Clock | None:
-    """The Clock of the fused MoE's low-latency rows of ``fmt`` (``MOE_LOW_LATENCY``), built
-    once; None where the table has none."""
-    rows = table_rows(folder, "moe", fmt + LOW_LATENCY_VARIANT, distribution)
-    return Clock("moe", fmt, sheet, rows) if len(rows) else None
 
 
 def pass_s(gpu: Any, op: str, tokens: Any, width: Any) -> np.ndarray:
