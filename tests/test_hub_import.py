@@ -192,6 +192,7 @@ def test_text_config_nesting_llama4_round_trips_to_the_shipped_model(tmp_path):
     assert got == want
     assert "vision encoder is not modelled" in arch.description
     assert arch.max_context_tokens == shipped.max_context_tokens == 1048576  # from text_config
+    assert arch.expert_routing == shipped.expert_routing == "power_law_1.01"  # AIConfigurator's
     assert import_config_dict_without_window().max_context_tokens is None
 
 

@@ -165,6 +165,32 @@ def test_routed_experts_are_read_at_the_routing_and_kernel_the_engine_runs():
     assert KernelClock().price(step)[step.names.index(op.name)] == pytest.approx(58 * routed)
 
 
+def test_a_model_file_states_the_routing_its_experts_are_read_at():
+    # AIConfigurator reads Llama 4's experts (its HYBRIDMOE family) at alpha 1.01, not the 1.2
+    # of its plain MoE family. The tables time Maverick's FP8 shape on H200 at EP 8 under that
+    # routing at 0.597 and 0.541 ms at 1,536 and 2,048 tokens (read as their geometric mean,
+    # 0.568 ms, since more tokens never cost less), and at 2.992 ms under alpha 1.2 at 2,048 (one
+    # expert of 128, top-1, takes most of rank 0's rows)
+    from inference_econ.model.moe import routing_of
+
+    h200 = ie.load_hardware("H200")
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("Llama 4 Maverick").with_precision(weight_bits=8, kv_cache_bits=8)
+    assert arch.expert_routing == ie.load_model("Llama 4 Scout").expert_routing
+    model = StepModel(compile_workload(arch, a), h200, a)
+    assert routing_of(model.work.model_class, model.work.expert_routing) == "power_law_1.01"
+    shape = (2048, 5120, 8192, 1, 128, 1, 8)
+    routed = float(kp.moe_s(h200, "fp8", *shape, "power_law_1.01"))
+    assert routed == pytest.approx((0.5970e-3 * 0.5409e-3) ** 0.5, rel=0.001)
+    assert float(kp.moe_s(h200, "fp8", *shape, "power_law_1.2")) > 5.0 * routed
+    step = step_operations(model, 8, 2048, 1, 1024, 1, 8, False)
+    ops = [op for op in step if op.name.startswith("routed experts")]
+    prices = KernelClock().price(step)
+    assert {op.shape["tokens"] for op in ops} == {2048}
+    total = sum(prices[step.names.index(op.name)] for op in ops)
+    assert total == pytest.approx(24 * routed, rel=1e-9)  # 24 MoE layers, 2 layer groups
+
+
 def test_a_prompt_chunk_runs_the_once_a_sequence_kernels_once(llama70_fp8_kernels):
     # 2,048 prompt tokens of one request against 2,048 decoding requests, nothing cached: the
     # decode attention (80 layers, 16 query and 2 KV heads of 128 a GPU, FP8 cache), the BF16

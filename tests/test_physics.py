@@ -224,6 +224,30 @@ def test_dense_weight_bits_is_refused_on_a_model_without_routed_experts():
         architecture_from_dict(data, "llama.yaml")
 
 
+def test_a_stated_expert_routing_is_checked_and_refused_on_a_dense_model():
+    from inference_econ.specs import catalog
+    from inference_econ.specs.architecture import architecture_from_dict
+    from inference_econ.specs.yamlfile import load_yaml
+
+    data = load_yaml(catalog.find("models", "Llama 4 Scout"))
+    assert architecture_from_dict(data, "scout.yaml").expert_routing == "power_law_1.01"
+    # `show` says the routing a model's experts are read at: stated, its class's, none if dense
+    assert ie.model_summary("Llama 4 Scout")["expert_routing"] == "power_law_1.01"
+    assert ie.model_summary("Mixtral 8x7B")["expert_routing"] == "power_law_1.2"
+    assert ie.model_summary("DeepSeek-V3")["expert_routing"] == "power_law_1.01"
+    assert ie.model_summary("Llama 3 8B")["expert_routing"] is None
+    data["expert_routing"] = {"distribution": "power_law_1.5", "source": "a guess"}
+    with pytest.raises(ie.SpecError, match="expert_routing.distribution.*power_law_1.2"):
+        architecture_from_dict(data, "scout.yaml")
+    data["expert_routing"] = {"distribution": "balanced"}
+    with pytest.raises(ie.SpecError, match="expert_routing.source"):
+        architecture_from_dict(data, "scout.yaml")
+    dense = load_yaml(catalog.find("models", "Llama 3.3 70B"))
+    dense["expert_routing"] = {"distribution": "balanced", "source": "a guess"}
+    with pytest.raises(ie.SpecError, match="expert_routing.*without routed experts"):
+        architecture_from_dict(dense, "llama.yaml")
+
+
 def test_block_scaled_fp8_is_the_checkpoints_and_refused_elsewhere():
     # DeepSeek's released FP8 carries a scale per 128 x 128 block; other bits are another
     # checkpoint (ModelOpt's NVFP4 or per-tensor FP8 of it), whose scaling is its own

@@ -423,6 +423,8 @@ def model_summary(
         Parameters, KV cache per token, memory, critical batch and the tokens of KV cache one
         GPU holds beside the weights.
     """
+    from ..model.moe import routing_of
+
     arch: Architecture = load_model(model).with_precision(
         weight_bits, activation_bits, kv_cache_bits
     )
@@ -457,6 +459,10 @@ def model_summary(
         "state_bytes_per_request": work.state_bytes_per_sequence,
         "mtp_modules": arch.mtp.modules if arch.mtp else 0,
         "sparsity": sparsity,
+        # how unevenly tokens pick its experts, as the kernel tables are read (blank: dense)
+        "expert_routing": routing_of(work.model_class, arch.expert_routing)
+        if arch.is_moe
+        else None,
         "hardware": gpu.name,
         "hardware_file": display_path(gpu.source_file),
         "min_gpus_for_weights": min_gpus(work.weights_total_bytes, gpu),

@@ -113,7 +113,7 @@ class EngineStep:
         )
         #: The routing the experts see (``moe.routing_of``): the fused MoE's charge, calibrated
         #: on balanced routing, times its measured factor for it (§F7).
-        self.routing = routing_of(work.model_class)
+        self.routing = routing_of(work.model_class, work.expert_routing)
 
     # --- memory (§F8) ---------------------------------------------------------------------
     def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes):

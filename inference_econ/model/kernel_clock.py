@@ -232,7 +232,7 @@ class _Pricer:
         s = op.shape
         one = moe_s(
             self.gpu, self.formats.moe, _at_least_1(s["tokens"]), s["hidden"], s["inter"],
-            s["topk"], s["experts"], s["tp"], s["ep"], routing_of(self.work.model_class),
+            s["topk"], s["experts"], s["tp"], s["ep"], routing_of(self.work.model_class, self.work.expert_routing),
         )  # fmt: skip
         return op.calls * one
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..specs.architecture import EXPERT_ROUTINGS
 from ..specs.kernel_tables import NCCL_TABLES, kernel_folder, kernel_table, passes_table
 from .kernel_grid import LogGrid
 from .kernel_physics import (
@@ -52,8 +53,6 @@ AXES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: The size axes along which more work is never cheaper (a GEMM's widths are not: a width
 #: off the kernel's tiles can run slower than a wider one, and the tables show it).
 RISING = frozenset({"m", "batch", "positions", "tokens", "nbytes", "width"})
-#: The routings a fused-MoE table measured.
-DISTRIBUTIONS = ("balanced", "power_law_1.01", "power_law_1.2")
 #: The custom all-reduce's one variant.
 CUSTOM = "custom"
 
@@ -433,7 +432,7 @@ def moe_s(
     """Seconds of a fused MoE layer over ``tokens`` tokens routed to ``topk`` of ``experts``
     experts of ``hidden`` x ``inter``, split ``tp`` x ``ep``, routed as ``distribution``."""
     fmt = _choice("dtype", dtype, MOE_FORMATS)
-    routing = _choice("distribution", distribution, DISTRIBUTIONS)
+    routing = _choice("distribution", distribution, EXPERT_ROUTINGS)
     shape = _sizes(
         tokens=tokens, hidden=hidden, inter=inter, topk=topk, experts=experts, tp=tp, ep=ep
     )

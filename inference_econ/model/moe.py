@@ -44,15 +44,20 @@ FAMILIES = {
 #: The routing of real tokens, as AIConfigurator reads its fused-MoE tables
 #: (github.com/ai-dynamo/aiconfigurator @095f58a, aic-core/src/aiconfigurator_core/sdk/config.py:
 #: ``workload_distribution = "power_law"``; sdk/models/deepseek.py ``_power_law_alpha = 1.01``
-#: for DeepSeek's MLA family, sdk/models/moe.py 1.2 for the other MoE models): a step's tokens
-#: pick some experts more than others. The tables time each call under these routings and
-#: under ``balanced`` (every expert the same count).
+#: for DeepSeek's MLA family, sdk/models/moe.py 1.2 for its plain MoE family: Mixtral, Qwen3,
+#: gpt-oss): a step's tokens pick some experts more than others. The tables time each call under
+#: these routings and under ``balanced`` (every expert the same count). A model file states its
+#: own where AIConfigurator reads another (Llama 4: ``expert_routing``).
 MLA_ROUTING, MOE_ROUTING = "power_law_1.01", "power_law_1.2"
 ROUTINGS = (MLA_ROUTING, MOE_ROUTING)
 
 
-def routing_of(model_class: str) -> str:
-    """The routing a model's experts see: DeepSeek's (MLA models) or the other MoE models'."""
+def routing_of(model_class: str, stated: str | None = None) -> str:
+    """The routing a model's experts see: the one its model file states (``stated``: Llama 4's,
+    AIConfigurator's ``HYBRIDMOE`` family at 1.01), else DeepSeek's (MLA models) or the other
+    MoE models'."""
+    if stated is not None:
+        return stated
     return MLA_ROUTING if model_class == "mla" else MOE_ROUTING
 
 

@@ -121,6 +121,9 @@ class Workload:
     attention_bits: float | None = None
     #: The model's class for an engine's layouts (§F11): "mla", "moe" or "dense".
     model_class: ModelClass = "dense"
+    #: The routing of real tokens over its experts where the model file states it
+    #: (``Architecture.expert_routing``); None: its class's (``moe.routing_of``).
+    expert_routing: str | None = None
     #: Ways the attention KV cache splits over attention tensor ranks (§B13): the KV heads
     #: (GQA, MHA), one for MQA and MLA's shared latent; inf: never replicated.
     kv_shards: float = math.inf
@@ -598,6 +601,7 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         attention_layers=arch.attention_layers,
         matmul_replication=assumptions.matmul_replication,
         model_class="mla" if att.kind == "mla" else "moe" if arch.is_moe else "dense",
+        expert_routing=arch.expert_routing,
         kv_shards=1.0 if att.kind == "mla" else float(att.kv_heads),
         **formats,
         **mixers,

@@ -309,6 +309,10 @@ class Architecture:
     #: The longest context the model was trained for (its config's max_position_embeddings);
     #: None when unknown. Longer contexts are computed with a warning.
     max_context_tokens: int | None = None
+    #: How unevenly real tokens pick its routed experts, as the measured MoE tables name it
+    #: (``EXPERT_ROUTINGS``), where the model file states it; None: its class's
+    #: (``model.moe.routing_of``).
+    expert_routing: str | None = None
 
     @property
     def layers(self) -> int:
@@ -376,7 +380,13 @@ MODEL_FIELDS = (
     "published_params",
     "mtp",
     "max_context_tokens",
+    "expert_routing",
 )
+
+#: The routings of real tokens over a model's experts that the measured fused-MoE tables time
+#: (NVIDIA AIConfigurator's ``workload_distribution``: every expert the same count, or a power
+#: law of that exponent; github.com/ai-dynamo/aiconfigurator @095f58a).
+EXPERT_ROUTINGS = ("balanced", "power_law_1.01", "power_law_1.2")
 
 
 def _attention(r: Reader, d_model: int) -> Attention:
@@ -585,6 +595,7 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
         source_file=source,
         mtp=_mtp(r.sub("mtp", None), d_model, groups),
         max_context_tokens=r.number("max_context_tokens", None, **BOUNDS["max_context_tokens"]),
+        expert_routing=_expert_routing(r),
     )
     r.finish()
     if arch.precision.dense_weight_bits is not None and not arch.is_moe:
@@ -594,7 +605,26 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
             "is set on a model without routed experts (every weight is then a dense one)",
             "weight_bits alone",
         )
+    if arch.expert_routing is not None and not arch.is_moe:
+        raise SpecError(
+            source,
+            "expert_routing",
+            "is set on a model without routed experts",
+            "leave it out, or give a layer group experts",
+        )
     return arch
+
+
+def _expert_routing(r: Reader) -> str | None:
+    """The model file's ``expert_routing``: its ``distribution`` (one of ``EXPERT_ROUTINGS``)
+    with the ``source`` that states it, or None (absent)."""
+    sub = r.sub("expert_routing", None)
+    if sub is None:
+        return None
+    distribution = sub.string("distribution", choices=EXPERT_ROUTINGS)
+    sub.string("source")
+    sub.finish()
+    return distribution
 
 
 #: A Hugging Face Hub repository id: "org/name" (letters, digits, '_', '.', '-').

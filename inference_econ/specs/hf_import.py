@@ -481,11 +481,20 @@ def _dense_model(cfg: dict, source: str, model_type: str) -> dict:
     return out
 
 
+#: Llama 4's experts' routing (``Architecture.expert_routing``): AIConfigurator's HYBRIDMOE family,
+#: read at a power law of alpha 1.01 (github.com/ai-dynamo/aiconfigurator @095f58a,
+#: aic-core/src/aiconfigurator_core/sdk/common.py and sdk/models/hybrid_moe.py).
+LLAMA4_ROUTING = {
+    "distribution": "power_law_1.01",
+    "source": "AIConfigurator @095f58a: Llama 4 is its HYBRIDMOE family, alpha 1.01",
+}
+
+
 def _llama4_model(cfg: dict, source: str) -> dict:
     """Llama 4 text models: MoE on every ``interleave_moe_layer_step``-th layer (routed experts
     of ``intermediate_size`` plus one shared expert), dense layers of ``intermediate_size_mlp``;
     chunked attention on the RoPE layers (approximated as a window), full attention on the NoPE
-    layers (every 4th)."""
+    layers (every 4th); its experts' routing as AIConfigurator reads Llama 4's."""
     layers = _layers(cfg, source)
     step = _int(cfg, "interleave_moe_layer_step", source, 1)
     width = _int(cfg, "intermediate_size", source)
@@ -514,7 +523,11 @@ def _llama4_model(cfg: dict, source: str) -> dict:
             group["sliding_window_tokens"] = chunk
         group["ffn"] = moe if is_moe else dense
         groups.append(group)
-    return {"attention": _gqa_attention(cfg, source), "layer_groups": groups}
+    return {
+        "attention": _gqa_attention(cfg, source),
+        "layer_groups": groups,
+        "expert_routing": LLAMA4_ROUTING,
+    }
 
 
 def _gemma_model(cfg: dict, source: str) -> dict:
