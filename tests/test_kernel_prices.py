@@ -131,3 +131,34 @@ def test_bad_arguments_name_the_argument(h100, call, argument):
         call(h100)
     assert caught.value.field == argument
     assert "\n" not in str(caught.value)
+
+
+def test_unique_rows_is_numpys_unique_of_each_tables_rows():
+    # every shape table of one part, the MoE's with its several group fields, plus rows that
+    # take numpy's own path (a NaN, a negative zero)
+    tables = []
+    for op in ("gemm", "generation_attention", "context_attention", "moe", "collective"):
+        for variant in sorted(kp.table_variants("h100_sxm", op)):
+            table, at, shape = kp._READERS[op]("h100_sxm", variant, "balanced")
+            tables.append(np.stack([np.asarray(v, dtype=float) for v in shape.values()], axis=1))
+    tables += [np.array([[1.0, np.nan], [1.0, np.nan], [0.0, 2.0]]), np.array([[-0.0], [0.0]])]
+    for rows in tables:
+        unique, inverse = kp.unique_rows(rows)
+        expected, expected_inverse = np.unique(rows, axis=0, return_inverse=True)
+        np.testing.assert_array_equal(unique, expected)
+        np.testing.assert_array_equal(inverse, expected_inverse.reshape(-1))
+        assert np.array_equal(np.signbit(unique), np.signbit(expected))
+
+
+def test_a_filled_cell_takes_the_first_nearest_measured_cell():
+    from inference_econ.model.kernel_grid import _nearest
+
+    # the H100 FP8 GEMM table's cells: most measured, the few missing filled from a neighbour
+    rows = table_rows("h100_sxm", "gemm", "fp8")
+    index = [np.unique(rows.shape[a], return_inverse=True)[1] for a in ("m", "n", "k")]
+    measured = np.zeros([int(i.max()) + 1 for i in index], dtype=bool)
+    measured[tuple(index)] = True
+    measured[::3, 1::4, 2] = False  # a few more gaps, several steps from the nearest
+    have, want = np.argwhere(measured), np.argwhere(~measured)
+    steps = np.abs(want[:, None, :] - have[None, :, :]).sum(axis=2)
+    np.testing.assert_array_equal(_nearest(want, have, measured.shape), steps.argmin(axis=1))

@@ -145,6 +145,30 @@ def test_a_broken_table_is_one_error_naming_the_file_and_field(tmp_path, content
     assert caught.value.field == field
 
 
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["x" * 31], ["x" * 31]),
+        (["", "ab"], ["", "ab"]),
+        (["", ""], ["", ""]),
+        (["x" * 32], "holds text of 32 characters or more"),
+        (["bf16\u00e9"], "holds text that is not ASCII"),
+    ],
+)
+def test_a_text_field_reads_as_wide_as_its_longest_ascii_value(tmp_path, values, expected):
+    rows = "".join(f"{v},1,2,3,0.5\n" for v in values)
+    path = tmp_path / "gemm.csv.gz"
+    path.write_bytes(gzip.compress(f"# {{}}\ngemm_dtype,m,n,k,latency_ms\n{rows}".encode()))
+    if isinstance(expected, str):
+        with pytest.raises(SpecError, match=expected) as caught:
+            read_kernel_table(path)
+        assert caught.value.field == "gemm_dtype"
+        return
+    column = read_kernel_table(path)["gemm_dtype"]
+    assert column.dtype == f"<U{max(max(len(v) for v in values), 1)}"
+    assert column.tolist() == expected
+
+
 def test_an_absent_table_or_field_names_what_there_is():
     with pytest.raises(SpecError, match="is not shipped.*h100_sxm/trtllm-1.3.0rc20/gemm.csv.gz"):
         kernel_table("h100_sxm", "gemm", "vllm-0.1")

@@ -150,16 +150,32 @@ def _fill(cells: np.ndarray, missing: np.ndarray, axes: list, physics: Physics |
     scaled by ``physics`` between the two shapes."""
     have = np.argwhere(~missing)
     want = np.argwhere(missing)
-    nearest = np.concatenate(
-        [
-            np.abs(chunk[:, None, :] - have[None, :, :]).sum(axis=2).argmin(axis=1)
-            for chunk in np.array_split(want, max(1, len(want) // 64))
-        ]
-    )
-    source = have[nearest]
+    source = have[_nearest(want, have, cells.shape)]
     values = cells[tuple(source.T)]
     if physics is not None:
         at = np.stack([axes[a][want[:, a]] for a in range(len(axes))], axis=1)
         src = np.stack([axes[a][source[:, a]] for a in range(len(axes))], axis=1)
         values = values + np.log(physics(at)) - np.log(physics(src))
     cells[tuple(want.T)] = values
+
+
+#: Missing cells whose distances to every measured cell are taken at once (``_nearest``).
+_NEAREST_ROWS = 16
+
+
+def _nearest(want: np.ndarray, have: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """For each cell of ``want`` (grid indices, rows), the row of ``have`` nearest it in grid
+    steps, the first on a tie: whole distances, in 16-bit integers where none can overflow
+    them, a few cells at a time (the memory traffic of one cell against every measured one)."""
+    wide = sum(shape) >= 1 << 14
+    kind = np.int64 if wide else np.int16
+    columns = [np.ascontiguousarray(have[:, a], dtype=kind) for a in range(have.shape[1])]
+    cells = want.astype(kind)
+    out = np.empty(len(want), dtype=np.intp)
+    for start in range(0, len(want), _NEAREST_ROWS):
+        chunk = cells[start : start + _NEAREST_ROWS]
+        distance = np.abs(chunk[:, 0, None] - columns[0])
+        for a in range(1, len(columns)):
+            distance += np.abs(chunk[:, a, None] - columns[a])
+        out[start : start + _NEAREST_ROWS] = distance.argmin(axis=1)
+    return out

@@ -191,10 +191,30 @@ def table_rows(folder: str, op: str, variant: str, distribution: str = "balanced
     fastest: the one an engine that picks its kernel by shape runs."""
     table, at, shape = _READERS[op](folder, variant, distribution)
     columns = np.stack([np.asarray(v, dtype=float) for v in shape.values()], axis=1)
-    unique, inverse = np.unique(columns, axis=0, return_inverse=True)
+    unique, inverse = unique_rows(columns)
     seconds = np.full(len(unique), np.inf)
     np.minimum.at(seconds, inverse.reshape(-1), table["latency_ms"][at] * 1e-3)
     return Rows(dict(zip(shape, unique.T)), seconds)
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` of float rows: the distinct rows in
+    order and each row's index among them, by a sort over the columns (the structured sort
+    ``np.unique`` runs was most of a table's first read); ``np.unique`` itself where a NaN or
+    a negative zero could make the two differ, or there are no columns."""
+    rows = np.asarray(rows, dtype=float)
+    plain = rows.ndim == 2 and rows.size > 0 and bool(np.isfinite(rows).all())
+    if not plain or np.signbit(rows[rows == 0.0]).any():
+        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return unique, inverse.reshape(-1)
+    order = np.lexsort(rows.T[::-1])  # the first column the primary key
+    ordered = rows[order]
+    new = np.empty(len(rows), dtype=bool)
+    new[0] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
+    inverse = np.empty(len(rows), dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return ordered[new], inverse
 
 
 @cache
@@ -229,7 +249,7 @@ class Clock:
         keys = (
             np.stack([rows.shape[g] for g in group], axis=1) if group else np.zeros((len(rows), 0))
         )
-        self.keys, inverse = np.unique(keys, axis=0, return_inverse=True)
+        self.keys, inverse = unique_rows(keys)
         self._rows, self._inverse = rows, inverse.reshape(-1)
         # a group's grid is built when first read: a model reads a few of a table's groups
         # (its own GEMM shapes), and building all of them was most of a table's first use
