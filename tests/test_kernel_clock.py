@@ -135,7 +135,7 @@ def test_deepseek_mla_decode_is_priced_by_the_mla_kernels_table():
 
 def test_routed_experts_are_read_at_the_routing_and_kernel_the_engine_runs():
     # AIConfigurator reads its fused-MoE tables at power-law routing, alpha 1.01 for DeepSeek's
-    # family and 1.2 for other MoE models; NVFP4 experts run TensorRT-LLM's low-latency kernel
+    # family and 1.2 for its plain MoE models (Qwen3); NVFP4 experts run TensorRT-LLM's low-latency kernel
     # up to 128 tokens a call and its default (CUTLASS) kernel above (AIConfigurator's gate).
     # DeepSeek's shape over 4 ranks of a B200: at 128 tokens the low-latency kernel, 0.2166 ms
     # routed against 0.3176 ms balanced; at 256 the CUTLASS kernel's 0.4760 ms routed, though

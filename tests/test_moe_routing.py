@@ -3,6 +3,8 @@ engine step charges it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -53,7 +55,7 @@ def test_few_tokens_hit_fewer_experts_and_many_load_the_busiest_rank():
         assert moe_routing_factor(H200, routing, 256, 8, 64) < 0.95
         many = [moe_routing_factor(H200, routing, 256, ep, 4096) for ep in (1, 2, 4, 8, 16, 32)]
         assert many[0] > 1.0 and all(b >= a for a, b in zip(many, many[1:]))
-    # the stronger skew of the other MoE models' routing costs more at many tokens
+    # the stronger skew of the plain MoE models' routing costs more at many tokens
     assert moe_routing_factor(H200, MOE_ROUTING, 256, 8, 4096) > moe_routing_factor(
         H200, MLA_ROUTING, 256, 8, 4096
     )
@@ -70,7 +72,7 @@ def test_counts_between_the_measured_ones_interpolate_and_parts_without_tables_g
 
 
 def test_the_engine_step_charges_the_routing_the_model_sees():
-    # DeepSeek-R1 (MLA) routes as DeepSeek's family, Qwen3 as the other MoE models; a decode
+    # DeepSeek-R1 (MLA) routes as DeepSeek's family, Qwen3 as the plain MoE models; a decode
     # step of 4,096 tokens over 8 H200 with the experts spread (EP 8) costs more than the same
     # step charged at balanced routing, and a dense model's step is untouched
     a = ie.preset("achievable")
@@ -84,3 +86,17 @@ def test_the_engine_step_charges_the_routing_the_model_sees():
     rows = model.engine.grouped_expert_gemm(g, 4096.0, 8.0, 1.0, 8.0, 3.0 * qwen.d_model)[0]
     assert factor > 1.3
     assert part.expert_gemm_s == pytest.approx(factor * rows, rel=1e-9)
+    # a model file's stated routing is the engine step's too: Llama 4 Maverick's experts are
+    # charged at alpha 1.01, which skews its 128 experts' step less than 1.2 would at 4,096
+    mav = compile_workload(ie.load_model("Llama 4 Maverick"), a)
+    engine = StepModel(mav, H200, a).engine
+    assert engine.routing == MLA_ROUTING == mav.expert_routing
+    e = next(g for g in mav.groups if g.experts > 1)
+    at = [moe_routing_factor(H200, r, e.experts, 8, 4096) for r in (MLA_ROUTING, MOE_ROUTING)]
+    assert at[0] < at[1]
+    splits = [(8.0 if g.experts > 1 else 1.0, 1.0) for g in mav.groups]
+    mav_part = engine.part(4096.0, 1.0, 8.0, 4096.0, splits, 0.0)
+    plain = StepModel(dataclasses.replace(mav, expert_routing=None), H200, a).engine
+    assert plain.routing == MOE_ROUTING
+    other = plain.part(4096.0, 1.0, 8.0, 4096.0, splits, 0.0)
+    assert mav_part.expert_gemm_s < other.expert_gemm_s

@@ -160,6 +160,8 @@ class _Pricer:
         self.part, self.work = part, model.work
         self.gpu = model.machine.gpu
         self.formats = Formats(model.work, model.machine.gpu)
+        #: The routing the experts are read at (``moe.routing_of``: the model file's, else its class's).
+        self.routing = routing_of(model.work.model_class, model.work.expert_routing)
         self.profile = model.profile
         family = self.profile.family if self.profile is not None else TABLES_ENGINE
         #: another engine's kernels: TensorRT-LLM's scaled by its step-time factor
@@ -232,7 +234,7 @@ class _Pricer:
         s = op.shape
         one = moe_s(
             self.gpu, self.formats.moe, _at_least_1(s["tokens"]), s["hidden"], s["inter"],
-            s["topk"], s["experts"], s["tp"], s["ep"], routing_of(self.work.model_class, self.work.expert_routing),
+            s["topk"], s["experts"], s["tp"], s["ep"], self.routing,
         )  # fmt: skip
         return op.calls * one
 

@@ -20,6 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import SpecError
+from ..specs.architecture import EXPERT_ROUTINGS
 from ..specs.hardware import GPU
 from ..specs.kernel_tables import moe_format_table, moe_routing_table
 
@@ -48,7 +49,7 @@ FAMILIES = {
 #: gpt-oss): a step's tokens pick some experts more than others. The tables time each call under
 #: these routings and under ``balanced`` (every expert the same count). A model file states its
 #: own where AIConfigurator reads another (Llama 4: ``expert_routing``).
-MLA_ROUTING, MOE_ROUTING = "power_law_1.01", "power_law_1.2"
+MLA_ROUTING, MOE_ROUTING = EXPERT_ROUTINGS[1:]
 ROUTINGS = (MLA_ROUTING, MOE_ROUTING)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError, control_character, short
-from .architecture import REPO_ID, Architecture, architecture_from_dict
+from .architecture import EXPERT_ROUTINGS, REPO_ID, Architecture, architecture_from_dict
 from .inputs import read_json
 from .schema import check_number
 
@@ -485,7 +485,7 @@ def _dense_model(cfg: dict, source: str, model_type: str) -> dict:
 #: read at a power law of alpha 1.01 (github.com/ai-dynamo/aiconfigurator @095f58a,
 #: aic-core/src/aiconfigurator_core/sdk/common.py and sdk/models/hybrid_moe.py).
 LLAMA4_ROUTING = {
-    "distribution": "power_law_1.01",
+    "distribution": EXPERT_ROUTINGS[1],
     "source": "AIConfigurator @095f58a: Llama 4 is its HYBRIDMOE family, alpha 1.01",
 }
 
