@@ -160,5 +160,8 @@ def test_a_filled_cell_takes_the_first_nearest_measured_cell():
     measured[tuple(index)] = True
     measured[::3, 1::4, 2] = False  # a few more gaps, several steps from the nearest
     have, want = np.argwhere(measured), np.argwhere(~measured)
-    steps = np.abs(want[:, None, :] - have[None, :, :]).sum(axis=2)
-    np.testing.assert_array_equal(_nearest(want, have, measured.shape), steps.argmin(axis=1))
+    got = _nearest(want, have, measured.shape)
+    # brute force on every fifth missing cell (the whole set's distances cost a second)
+    some = slice(None, None, 5)
+    steps = np.abs(want[some, None, :] - have[None, :, :]).sum(axis=2)
+    np.testing.assert_array_equal(got[some], steps.argmin(axis=1))
