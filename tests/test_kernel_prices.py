@@ -165,3 +165,10 @@ def test_a_filled_cell_takes_the_first_nearest_measured_cell():
     some = slice(None, None, 5)
     steps = np.abs(want[some, None, :] - have[None, :, :]).sum(axis=2)
     np.testing.assert_array_equal(got[some], steps.argmin(axis=1))
+    # a grid as long as 16-bit distances could overflow takes whole 64-bit ones
+    wide = np.zeros(20000, dtype=bool)
+    wide[[3, 19989]] = True
+    have, want = np.argwhere(wide), np.argwhere(~wide)
+    far = _nearest(want, have, wide.shape)
+    np.testing.assert_array_equal(far, np.abs(want - have.T).argmin(axis=1))
+    assert far[want[:, 0] == 9996].tolist() == [0]  # 9,993 from either: the first
