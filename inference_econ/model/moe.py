@@ -49,8 +49,8 @@ FAMILIES = {
 #: gpt-oss): a step's tokens pick some experts more than others. The tables time each call under
 #: these routings and under ``balanced`` (every expert the same count). A model file states its
 #: own where AIConfigurator reads another (Llama 4: ``expert_routing``).
-MLA_ROUTING, MOE_ROUTING = EXPERT_ROUTINGS[1:]
-ROUTINGS = (MLA_ROUTING, MOE_ROUTING)
+ROUTINGS = EXPERT_ROUTINGS[1:]
+MLA_ROUTING, MOE_ROUTING = ROUTINGS
 
 
 def routing_of(model_class: str, stated: str | None = None) -> str:
