@@ -252,6 +252,9 @@ class StepWork:
     #: engine that fuses each GEMM with its all-reduce hides, and under what (§F6).
     row_parallel_gemm_s: Floats = 0.0
     allreduce_bandwidth_s: Floats = 0.0
+    #: The attention-DP ranks whose executors each schedule their own share of ``sequences``
+    #: (1: one scheduling loop for the step's sequences; ``hidden_host_s``).
+    host_ranks: Floats = 1.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -386,7 +389,7 @@ def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
     # a host that overlaps the step and takes longer: the GPU waits for it (§F5)
     wait = 0.0
     if host_floor:
-        wait = np.maximum(hidden_host_s(terms, work.sequences) - total, 0.0)
+        wait = np.maximum(hidden_host_s(terms, work.sequences, work.host_ranks) - total, 0.0)
     total = total + wait
     return StepTimes(
         total_s=total,
@@ -428,18 +431,34 @@ def host_overhead_s(terms, sequences):
     return terms.host_overhead_exposed * host
 
 
-def hidden_host_s(terms, sequences):
+#: The attention-DP degree at which the overlapped host work a sequence was measured
+#: (``hidden_sequence_overhead_s``: TensorRT-LLM PR #10273, two ranks).
+HOST_MEASURED_RANKS = 2.0
+
+
+def host_sequences(sequences, ranks=1.0):
+    """The sequences whose host work one step waits for (§F5 "Host work the GPU does not
+    wait for"): the instance's up to ``HOST_MEASURED_RANKS`` attention-DP ranks, as measured;
+    beyond, each rank's executor schedules its own requests, so the busiest rank's share at
+    the cost a sequence of a rank was measured at (``HOST_MEASURED_RANKS`` instance
+    sequences' worth)."""
+    ranks = np.maximum(np.asarray(ranks, dtype=float), 1.0)
+    return np.asarray(sequences, dtype=float) * np.minimum(1.0, HOST_MEASURED_RANKS / ranks)
+
+
+def hidden_host_s(terms, sequences, ranks=1.0):
     """Seconds a step lasts at least because of the host work its runtime overlaps with the
     GPU (§F5 "Host work the GPU does not wait for"): the overlapped share of the step
-    overhead plus ``hidden_sequence_overhead_s`` for each of the instance's ``sequences``
-    (every attention-DP rank's). The host prepares the next step while the GPU runs this
-    one, so a step no shorter than the host's hides it, and a shorter one waits for it; 0 for
-    a runtime that waits for its host work anyway (``host_overhead_exposed`` 1)."""
+    overhead plus ``hidden_sequence_overhead_s`` for each of ``host_sequences`` of the
+    step's ``sequences`` over its ``ranks`` attention-DP ranks. The host prepares the next
+    step while the GPU runs this one, so a step no shorter than the host's hides it, and a
+    shorter one waits for it; 0 for a runtime that waits for its host work anyway
+    (``host_overhead_exposed`` 1)."""
     per = np.asarray(getattr(terms, "hidden_sequence_overhead_s", 0.0), dtype=float)
     if not np.any(per > 0.0):
         return 0.0
     hidden = 1.0 - np.asarray(terms.host_overhead_exposed, dtype=float)
-    seqs = np.asarray(sequences, dtype=float)
+    seqs = host_sequences(sequences, ranks)
     return hidden * (terms.step_overhead_s + per * seqs) * (per > 0.0)
 
 

@@ -114,12 +114,13 @@ class PipelinePart:
         return self.kv_read_s + self.ff_weight_read_s + self.ff_activation_read_s
 
 
-def _host_floored(model, part: PipelinePart, *steps):
-    """``steps`` (seconds) no shorter than the host work an engine's runtime overlaps with
-    them (§F5, ``EngineStep.host_floor_s``); as they are under an ideal preset."""
+def _host_floored(model, part: PipelinePart, adiv, *steps):
+    """``steps`` (seconds, divisor ``adiv``) no shorter than the host work an engine's
+    runtime overlaps with them (§F5, ``EngineStep.host_floor_s``); as they are under an
+    ideal preset."""
     if model.engine is None:
         return steps
-    floor = model.engine.host_floor_s(part)
+    floor = model.engine.host_floor_s(part, adiv)
     if not np.any(floor):
         return steps
     return tuple(np.maximum(s, floor) for s in steps)
@@ -466,13 +467,13 @@ class StepModel:
         ``floor``: no shorter than the overlapped host work (False: the GPU's step alone)."""
         c2, c1, rest = self._terms(part, adiv, cache, key)
         two_d, one_d = self.kernel_s + c2 + rest, self.kernel_s + c1 + rest
-        return _host_floored(self, part, two_d, one_d) if floor else (two_d, one_d)
+        return _host_floored(self, part, adiv, two_d, one_d) if floor else (two_d, one_d)
 
     def latency(self, part: PipelinePart, adiv, cache: StepCache = NO_CACHE, key=None):
         """Latency of divisor ``adiv``, the better of 1-D and 2-D (no feasibility check)."""
         c2, c1, rest = self._terms(part, adiv, cache, key)  # new arrays: combined in place
         total = add_into(add_into(minimum_into(c2, c1), self.kernel_s), rest)
-        return _host_floored(self, part, total)[0]
+        return _host_floored(self, part, adiv, total)[0]
 
     def collective_terms(self, part: PipelinePart, adiv, two_d):
         """(latency, bandwidth) seconds of every collective of a step; ``two_d`` may be an

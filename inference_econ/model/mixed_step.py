@@ -374,10 +374,12 @@ class StepTable:
 
     def _host_terms(self, model: StepModel) -> None:
         """``host_floor_s`` and ``host_sequence_s`` of the profile's overlapped host work, per
-        request of the step (``1/p`` sequences a micro-batch)."""
+        request of the step (``1/p`` sequences a micro-batch) over its attention-DP ranks."""
         prof, p = model.profile, float(self.layout.pipeline)
+        dp = model.engine is not None and model.engine.attention_data_parallel
+        ranks = self.layout.attention_divisor if dp else 1.0
         self.host_floor_s = float(hidden_host_s(prof, 0.0))
-        self.host_sequence_s = float(hidden_host_s(prof, 1.0 / p)) - self.host_floor_s
+        self.host_sequence_s = float(hidden_host_s(prof, 1.0 / p, ranks)) - self.host_floor_s
 
     def _kernels(self, model: StepModel, prompt: float | None) -> None:
         """The table of the kernel clock's step (``kernel_tables``, ``kernel_clock``): its
