@@ -7,7 +7,8 @@ un-permutation timed together; kernels/README.md) and, for the expert shapes of 
 (DeepSeek-V3/R1 7,168 x 2,048, 256 experts, top 8; gpt-oss-120b 2,880 x 2,880, 128, top 4;
 Qwen3-235B 4,096 x 1,536, 128, top 8; Mixtral 8x7B 4,096 x 14,336, 8, top 2), balanced
 routing, TP 1, the kernel path TensorRT-LLM runs for the format (CUTLASS for BF16, FP8, block
-FP8 and NVFP4; ``moe_torch_flow`` for MXFP4), every EP degree, prints the median of the
+FP8 and NVFP4, NVFP4's low-latency kernel up to 128 tokens where timed; ``moe_torch_flow`` for
+MXFP4), every EP degree, prints the median of the
 model's charge over the measured time at <= 16, 17-256, 257-2,048 and > 2,048 tokens.
 
 The model's charge is what ``EngineStep.part`` gives one MoE layer of that shape on one rank
@@ -41,6 +42,10 @@ from inference_econ.model.efficiency import (  # noqa: E402
     expected_expert_rows,
     expert_imbalance,
     expert_size_factor,
+)
+from inference_econ.model.kernel_prices import (  # noqa: E402
+    MOE_LOW_LATENCY,
+    MOE_LOW_LATENCY_MAX_TOKENS,
 )
 from inference_econ.model.machine import Machine  # noqa: E402
 from inference_econ.model.moe import EP_GRID, ROUTINGS, TOKEN_GRID, moe_format_factor  # noqa: E402
@@ -109,15 +114,22 @@ def charge(gpu, dtype, tokens, shape, ep, before=False):
 
 def balanced_tp1(t, dtype):
     """The rows of a part's MoE table at ``dtype`` on the kernel path TensorRT-LLM runs for it
-    (the MXFP4 formats through ``moe_torch_flow``, the others through CUTLASS), balanced
-    routing, TP 1."""
+    (the MXFP4 formats through ``moe_torch_flow``, the others through CUTLASS; NVFP4 through
+    its low-latency kernel up to ``MOE_LOW_LATENCY_MAX_TOKENS`` where the table times the
+    call, as the kernel clock reads it), balanced routing, TP 1."""
     source = "moe_torch_flow" if "mxfp4" in dtype else "moe_torch_flow_cutlass"
-    return (
-        (t["moe_dtype"] == dtype)
-        & (t["kernel_source"] == source)
-        & (t["distribution"] == "balanced")
-        & (t["moe_tp_size"] == 1)
-    )
+    base = (t["moe_dtype"] == dtype) & (t["distribution"] == "balanced") & (t["moe_tp_size"] == 1)
+    at = base & (t["kernel_source"] == source)
+    if dtype != "nvfp4":
+        return at
+    low = base & (t["kernel_source"] == MOE_LOW_LATENCY)
+    low &= t["num_tokens"] <= MOE_LOW_LATENCY_MAX_TOKENS
+    keys = np.stack([np.asarray(t[c]) for c in CALL[2:]], axis=1)
+    timed_low = {tuple(k) for k in keys[low].tolist()}
+    (rows,) = np.nonzero(at)
+    replaced = np.zeros(len(at), dtype=bool)
+    replaced[rows] = [tuple(k) in timed_low for k in keys[rows].tolist()]
+    return (at & ~replaced) | low
 
 
 def rows_of(folder, gpu, before):

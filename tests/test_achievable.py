@@ -522,7 +522,7 @@ def test_a_step_lasts_at_least_its_overlapped_host_work():
     step and 14.4 us a sequence of an instance of up to two attention-DP ranks (TensorRT-LLM
     PR #10273's 45.11 ms for two ranks of 1,536 sequences; as 28.7 us a sequence of one rank
     it would cap one B200 below the performance overview's gpt-oss-20b). Beyond two ranks
-    each rank's executor schedules its own requests: the busiest rank's at 28.7 us. By hand:
+    each rank's executor schedules its own requests: its even share at 28.8 us. By hand:
     1 + 2,048 x 0.0144 = 30.49 ms for 2,048 sequences on one or two ranks, 1 + 512 x 0.0288
     on four, 1 + 256 x 0.0288 on eight; none where the engine waits for its host work
     anyway. Llama 3.1 8B (FP8) on one B200 at a 256-token context: the GPU's step is the
@@ -557,12 +557,13 @@ def test_a_step_lasts_at_least_its_overlapped_host_work():
     assert run == pytest.approx(float(np.sum(table.times_s(2048, q + growth * np.arange(10)))))
 
 
-def test_the_host_floor_of_attention_data_parallel_ranks_is_the_busiest_ranks():
+def test_the_host_floor_of_attention_data_parallel_ranks_is_one_ranks_share():
     """§F5: with attention data parallelism each rank's executor schedules its own requests,
     so beyond the two ranks the per-sequence figure was measured at, a step waits for one
     rank's share of the sequences (at that figure's 28.8 us a rank's sequence), not the
     instance's: Qwen3-30B-A3B (BF16) on 8 H100 as DEP8 and DEP2 x TP4; the engine step, the
-    load engine's table and the kernel clock's table carry the same floor."""
+    load engine's table and the kernel clock's table carry the same floor. Without attention
+    data parallelism one loop holds every sequence, whatever the divisor."""
     trt = load_engine("trtllm")
     s = ie.make_setting("Qwen3-30B-A3B", "H100", weight_bits=16, kv_cache_bits=16)
     work = compile_workload(s.model, ACHIEVABLE)
@@ -578,6 +579,14 @@ def test_the_host_floor_of_attention_data_parallel_ranks_is_the_busiest_ranks():
     kernels = StepModel(work, s.gpu, ACHIEVABLE.replace(kernel_tables=True), True)
     table = StepTable(kernels, EngineLayout(8, 1, 8.0), 1024)
     assert table.host_sequence_s == pytest.approx(per * 0.25, rel=1e-12)
+    tp = ACHIEVABLE.replace(attention_data_parallel=False)
+    one_loop = StepModel(compile_workload(s.model, tp), s.gpu, tp, True)
+    assert not one_loop.engine.attention_data_parallel
+    part = one_loop.pipeline_part(8.0, 4096.0, 1.0, 0.0, 1.0)
+    floor = float(one_loop.engine.host_floor_s(part, 8.0))
+    assert floor == pytest.approx(trt.step_overhead_s + 4096 * per)
+    table = StepTable(one_loop, EngineLayout(8, 1, 8.0), 1024)
+    assert table.host_sequence_s == pytest.approx(per, rel=1e-12)
 
 
 def test_fused_gemm_allreduce_hides_the_bandwidth_under_the_row_parallel_gemms(llama):

@@ -46,12 +46,13 @@ def test_factor_reads_the_table_at_its_grid_points(parts):
 def test_factor_interpolates_in_log2_and_holds_beyond_the_grid(parts):
     """512 tokens is halfway (in log2) from 256 to 1,024: DeepSeek-V3 NVFP4 at EP 8, (2.092 +
     2.056)/2 = 2.074; EP sqrt(32) halfway from 4 to 8 at 1,024 tokens: (1.508 + 2.056)/2 =
-    1.782; EP 256 and 65,536 tokens take the last cell, 1.481; 0 tokens the first column's."""
+    1.782; EP 256 and 65,536 tokens take the last cell, 1.481; 0 tokens the first column's,
+    2.073 (the low-latency kernel's, which TensorRT-LLM runs NVFP4 at up to 128 tokens)."""
     b200 = parts["B200"]
     assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 512) == pytest.approx(2.074)
     assert moe_format_factor(b200, "nvfp4", DEEPSEEK, np.sqrt(32.0), 1024) == pytest.approx(1.782)
     assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 256, 65536) == pytest.approx(1.481)
-    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 0) == pytest.approx(2.645)
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 0) == pytest.approx(2.073)
     got = moe_format_factor(
         b200, "nvfp4", DEEPSEEK, np.array([8.0, 8.0]), np.array([512.0, 1024.0])
     )
@@ -165,3 +166,30 @@ def test_block_scaled_fp8_experts_are_charged_at_their_kernels_factor(parts):
     assert native.engine.expert_format == "fp8_block"
     assert _model("deepseek-r1", "H200", (4, 16)).engine.expert_format is None
     assert _model("qwen3-235b-a22b", "H200", (8, 16)).engine.expert_format is None
+
+
+def test_the_engine_clock_reads_nvfp4_experts_at_the_kernel_the_engine_runs_for_few_tokens():
+    """TensorRT-LLM runs NVFP4 experts through its low-latency kernel up to 128 tokens a call
+    (the kernel clock's gate, AIConfigurator's), so the format's factor on the engine step is
+    measured on that kernel there, not on CUTLASS, which is 2-3 times slower at a few tokens:
+    DeepSeek-R1's routed experts on 8 B200 as DEP8 at 1 and 8 requests a rank (8 and 64
+    tokens) cost the engine clock within 15 % of the measured kernels' price (at 2.55 and 1.89
+    times it with CUTLASS's factor)."""
+    from inference_econ.model.clocks import EngineClock
+    from inference_econ.model.kernel_clock import KernelClock
+    from inference_econ.model.latency import stated_experts
+    from inference_econ.model.operations import step_operations
+
+    b200 = ie.load_hardware("B200")
+    arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=4, kv_cache_bits=8)
+    prices = []
+    for tables in (False, True):
+        a = stated_experts(ie.preset("achievable").replace(kernel_tables=tables), True)
+        model = StepModel(compile_workload(arch, a), b200, a)
+        for per_rank in (1, 8):
+            step = step_operations(model, 8, 8 * per_rank, 1, 3000, 1, 8, False)
+            assert [op.shape["ep"] for op in step if op.name == "routed experts"] == [8]
+            clock = KernelClock() if tables else EngineClock()
+            prices.append(clock.price(step)[step.names.index("routed experts")])
+    engine, kernel = np.array(prices[:2]), np.array(prices[2:])
+    np.testing.assert_allclose(engine / kernel, 1.0, atol=0.15)

@@ -282,7 +282,7 @@ class EngineStep:
             small_batch_stream_share=self.machine.small_batch_stream_share,
             row_parallel_gemm_s=row_parallel,
             allreduce_bandwidth_s=fusable_bw,
-            host_ranks=replicas,
+            host_ranks=self.host_ranks(adiv),
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -307,12 +307,17 @@ class EngineStep:
         work = self.step_work(part, adiv, 0.0, 0.0, attention_reads)
         return combine(work, self.profile, host_floor=False).total_s
 
+    def host_ranks(self, adiv):
+        """The ranks whose executors each schedule their own share of a step's sequences
+        (§F5): divisor ``adiv``'s attention replicas under attention data parallelism, else
+        one loop for them all."""
+        return adiv if self.attention_data_parallel else 1.0
+
     def host_floor_s(self, part, adiv):
         """Seconds the whole step lasts at least because of the host work the runtime overlaps
-        with it (§F5, ``efficiency.hidden_host_s``): the step's sequences over the ranks whose
-        executors each schedule their own (attention data parallelism's replicas)."""
-        ranks = adiv if self.attention_data_parallel else 1.0
-        return hidden_host_s(self.profile, part.achievable.sequences, ranks)
+        with it (§F5, ``efficiency.hidden_host_s``): the step's sequences over its
+        ``host_ranks``."""
+        return hidden_host_s(self.profile, part.achievable.sequences, self.host_ranks(adiv))
 
     def breakdown(
         self, part, adiv, coll_lat, coll_bw, attention_reads, ok, fusable_bw=0.0

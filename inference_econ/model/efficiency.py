@@ -439,9 +439,10 @@ HOST_MEASURED_RANKS = 2.0
 def host_sequences(sequences, ranks=1.0):
     """The sequences whose host work one step waits for (§F5 "Host work the GPU does not
     wait for"): the instance's up to ``HOST_MEASURED_RANKS`` attention-DP ranks, as measured;
-    beyond, each rank's executor schedules its own requests, so the busiest rank's share at
-    the cost a sequence of a rank was measured at (``HOST_MEASURED_RANKS`` instance
-    sequences' worth)."""
+    beyond, each rank's executor schedules its own requests, so each rank's even share (the
+    busiest's under balanced routing) at the cost a sequence of a rank was measured at
+    (``HOST_MEASURED_RANKS`` instance sequences' worth). One loop's cost a sequence thus
+    doubles from one rank to two and stays there."""
     ranks = np.maximum(np.asarray(ranks, dtype=float), 1.0)
     return np.asarray(sequences, dtype=float) * np.minimum(1.0, HOST_MEASURED_RANKS / ranks)
 

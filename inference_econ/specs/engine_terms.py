@@ -120,7 +120,8 @@ TERMS: tuple[Term, ...] = (
         1e-3,
         "host time per sequence per step of a runtime that overlaps its host work with the "
         "GPU's step: a step lasts at least the host's, step_overhead_s plus this per sequence "
-        "of the instance, every attention-DP rank's (§F5)",
+        "of an instance of up to two attention-DP ranks; beyond two, twice this per sequence "
+        "of each rank's even share (§F5)",
     ),
     Term(
         "host_overhead_exposed",
