@@ -44,6 +44,7 @@ from inference_econ.model.efficiency import (  # noqa: E402
     expert_size_factor,
 )
 from inference_econ.model.kernel_prices import (  # noqa: E402
+    LOW_LATENCY_VARIANT,
     MOE_LOW_LATENCY,
     MOE_LOW_LATENCY_MAX_TOKENS,
 )
@@ -59,6 +60,7 @@ FORMATS = {
     "fp8": (8, 8, 8.0),
     "fp8_block": (8, 8, 8.0 + 32.0 / 128 / 128),
     "nvfp4": (4, 4, 4.5),
+    "nvfp4" + LOW_LATENCY_VARIANT: (4, 4, 4.5),
     "w4a8_mxfp4_mxfp8": (8, 16, 4.25),
     "w4a16_mxfp4": (16, 16, 4.25),
 }
@@ -79,7 +81,13 @@ TABLES = {
 REFERENCE = ("bfloat16", "fp8")
 FAMILY_FORMATS = {
     "hopper": ("fp8_block", "w4a16_mxfp4"),
-    "blackwell": ("fp8_block", "nvfp4", "w4a8_mxfp4_mxfp8", "w4a16_mxfp4"),
+    "blackwell": (
+        "fp8_block",
+        "nvfp4",
+        "nvfp4" + LOW_LATENCY_VARIANT,
+        "w4a8_mxfp4_mxfp8",
+        "w4a16_mxfp4",
+    ),
 }
 
 
@@ -112,18 +120,23 @@ def charge(gpu, dtype, tokens, shape, ep, before=False):
     return np.maximum(t.gemm_memory_s, t.gemm_compute_s) + t.gemm_fixed_s
 
 
-def balanced_tp1(t, dtype):
-    """The rows of a part's MoE table at ``dtype`` on the kernel path TensorRT-LLM runs for it
-    (the MXFP4 formats through ``moe_torch_flow``, the others through CUTLASS; NVFP4 through
-    its low-latency kernel up to ``MOE_LOW_LATENCY_MAX_TOKENS`` where the table times the
-    call, as the kernel clock reads it), balanced routing, TP 1."""
+def balanced_tp1(t, dtype, gated=False):
+    """The rows of a part's MoE table at ``dtype`` on a kernel path TensorRT-LLM runs for it
+    (the MXFP4 formats through ``moe_torch_flow``, the others through CUTLASS; a format
+    ending in ``LOW_LATENCY_VARIANT``, its low-latency kernel up to
+    ``MOE_LOW_LATENCY_MAX_TOKENS``), balanced routing, TP 1. ``gated``: NVFP4's rows as the
+    engine runs them, the low-latency kernel's up to that many tokens where the table times
+    the call, CUTLASS's otherwise (as the kernel clock reads them)."""
+    name = dtype.removesuffix(LOW_LATENCY_VARIANT)
     source = "moe_torch_flow" if "mxfp4" in dtype else "moe_torch_flow_cutlass"
-    base = (t["moe_dtype"] == dtype) & (t["distribution"] == "balanced") & (t["moe_tp_size"] == 1)
-    at = base & (t["kernel_source"] == source)
-    if dtype != "nvfp4":
-        return at
+    base = (t["moe_dtype"] == name) & (t["distribution"] == "balanced") & (t["moe_tp_size"] == 1)
     low = base & (t["kernel_source"] == MOE_LOW_LATENCY)
     low &= t["num_tokens"] <= MOE_LOW_LATENCY_MAX_TOKENS
+    if dtype != name:
+        return low
+    at = base & (t["kernel_source"] == source)
+    if dtype != "nvfp4" or not gated:
+        return at
     keys = np.stack([np.asarray(t[c]) for c in CALL[2:]], axis=1)
     timed_low = {tuple(k) for k in keys[low].tolist()}
     (rows,) = np.nonzero(at)
@@ -137,9 +150,9 @@ def rows_of(folder, gpu, before):
     t = kernel_table(folder, "moe")
     for name, shape in SHAPES.items():
         h, i, experts, k = shape
-        for dtype in FORMATS:
+        for dtype in (d for d in FORMATS if not d.endswith(LOW_LATENCY_VARIANT)):
             at = (
-                balanced_tp1(t, dtype)
+                balanced_tp1(t, dtype, gated=True)
                 & (t["hidden_size"] == h)
                 & (t["inter_size"] == i)
                 & (t["num_experts"] == experts)

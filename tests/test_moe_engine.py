@@ -168,28 +168,39 @@ def test_block_scaled_fp8_experts_are_charged_at_their_kernels_factor(parts):
     assert _model("qwen3-235b-a22b", "H200", (8, 16)).engine.expert_format is None
 
 
-def test_the_engine_clock_reads_nvfp4_experts_at_the_kernel_the_engine_runs_for_few_tokens():
+def test_the_engine_clock_reads_nvfp4_experts_at_the_kernel_the_engine_runs_for_few_tokens(parts):
     """TensorRT-LLM runs NVFP4 experts through its low-latency kernel up to 128 tokens a call
-    (the kernel clock's gate, AIConfigurator's), so the format's factor on the engine step is
-    measured on that kernel there, not on CUTLASS, which is 2-3 times slower at a few tokens:
-    DeepSeek-R1's routed experts on 8 B200 as DEP8 at 1 and 8 requests a rank (8 and 64
-    tokens) cost the engine clock within 15 % of the measured kernels' price (at 2.55 and 1.89
-    times it with CUTLASS's factor)."""
+    (the kernel clock's gate, AIConfigurator's), so up to there the format's factor on the
+    engine step is the low-latency kernel's own grid (``nvfp4+low_latency``), and above it
+    CUTLASS's, with no blend across the gate: DeepSeek-R1's routed experts on 8 B200 as DEP8
+    at 1, 8, 12 and 16 requests a rank (8 to 128 tokens) cost the engine clock within 15 % of
+    the measured kernels' price (at 2.55 and 1.89 times it at 8 and 64 tokens with CUTLASS's
+    factor there); at 129 and 160 tokens the factor is CUTLASS's grid's."""
     from inference_econ.model.clocks import EngineClock
     from inference_econ.model.kernel_clock import KernelClock
     from inference_econ.model.latency import stated_experts
+    from inference_econ.model.moe import _on_grid
     from inference_econ.model.operations import step_operations
 
-    b200 = ie.load_hardware("B200")
+    b200 = parts["B200"]
     arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=4, kv_cache_bits=8)
+    per_rank = (1, 8, 12, 16)
     prices = []
     for tables in (False, True):
         a = stated_experts(ie.preset("achievable").replace(kernel_tables=tables), True)
         model = StepModel(compile_workload(arch, a), b200, a)
-        for per_rank in (1, 8):
-            step = step_operations(model, 8, 8 * per_rank, 1, 3000, 1, 8, False)
+        for n in per_rank:
+            step = step_operations(model, 8, 8 * n, 1, 3000, 1, 8, False)
             assert [op.shape["ep"] for op in step if op.name == "routed experts"] == [8]
             clock = KernelClock() if tables else EngineClock()
             prices.append(clock.price(step)[step.names.index("routed experts")])
-    engine, kernel = np.array(prices[:2]), np.array(prices[2:])
+    engine, kernel = np.array(prices[:4]), np.array(prices[4:])
     np.testing.assert_allclose(engine / kernel, 1.0, atol=0.15)
+    cutlass = format_grids("blackwell", "nvfp4")[DEEPSEEK]
+    low = format_grids("blackwell", "nvfp4+low_latency")[DEEPSEEK]
+    for n in (129.0, 160.0):
+        got = moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, n)
+        assert got == pytest.approx(float(_on_grid(cutlass, 8, n)))
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 128) == pytest.approx(
+        float(_on_grid(low, 8, 128))
+    )

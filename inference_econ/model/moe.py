@@ -23,6 +23,7 @@ from ..errors import SpecError
 from ..specs.architecture import EXPERT_ROUTINGS
 from ..specs.hardware import GPU
 from ..specs.kernel_tables import moe_format_table, moe_routing_table
+from .kernel_prices import LOW_LATENCY_VARIANT, MOE_LOW_LATENCY_MAX_TOKENS
 
 #: Expert-parallel degrees and tokens of a MoE layer (the whole EP group's) the factors are
 #: given at; between them the factor is interpolated in log2 of both, beyond them held.
@@ -96,11 +97,21 @@ def moe_format_factor(gpu: GPU, fmt: str | None, shape, ep, tokens):
     ``ep`` expert-parallel ranks at ``tokens`` tokens of the layer (the EP group's): the grid
     of kernels/moe_formats.yaml measured at the shape nearest ``shape`` (``nearest_shape``),
     interpolated in log2 of the EP degree and the tokens, held beyond the grid; 1 for a
-    reference format or a part without tables. Arrays broadcast."""
-    grids = format_grids(family_of(gpu) or "", fmt or "")
+    reference format or a part without tables. Up to ``MOE_LOW_LATENCY_MAX_TOKENS`` a call the
+    grid of the format's low-latency kernel where that shape has one (NVFP4: the kernel
+    TensorRT-LLM runs there, as the kernel clock reads it). Arrays broadcast."""
+    family = family_of(gpu) or ""
+    grids = format_grids(family, fmt or "")
     if not grids:
         return _on_grid(None, ep, tokens)
-    return _on_grid(grids[nearest_shape(shape, tuple(grids))], ep, tokens)
+    near = nearest_shape(shape, tuple(grids))
+    factor = _on_grid(grids[near], ep, tokens)
+    low = format_grids(family, f"{fmt}{LOW_LATENCY_VARIANT}").get(near)
+    if low is None:
+        return factor
+    few = np.asarray(tokens, dtype=float) <= MOE_LOW_LATENCY_MAX_TOKENS
+    out = np.where(few, _on_grid(low, ep, tokens), factor)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def nearest_shape(shape, measured):
