@@ -235,7 +235,7 @@ class EngineStep:
         bw = self.machine.gpu.hbm_bandwidth_bytes_per_s
         t = part.tensor_degree
         dp = self.attention_data_parallel
-        replicas = adiv if dp else 1.0
+        replicas = self.attention_replicas(adiv)
         weights, acts = attention_reads
         proj_s, proj_v = self.gemm(
             self.projection_params * (1.0 if dp else adiv),
@@ -282,7 +282,7 @@ class EngineStep:
             small_batch_stream_share=self.machine.small_batch_stream_share,
             row_parallel_gemm_s=row_parallel,
             allreduce_bandwidth_s=fusable_bw,
-            host_ranks=self.host_ranks(adiv),
+            host_ranks=replicas,
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -307,17 +307,17 @@ class EngineStep:
         work = self.step_work(part, adiv, 0.0, 0.0, attention_reads)
         return combine(work, self.profile, host_floor=False).total_s
 
-    def host_ranks(self, adiv):
-        """The ranks whose executors each schedule their own share of a step's sequences
-        (§F5): divisor ``adiv``'s attention replicas under attention data parallelism, else
-        one loop for them all."""
+    def attention_replicas(self, adiv):
+        """Divisor ``adiv``'s attention replicas under attention data parallelism, else 1:
+        each serves its share of the tokens, and its executor schedules its own share of the
+        sequences (§F5)."""
         return adiv if self.attention_data_parallel else 1.0
 
     def host_floor_s(self, part, adiv):
         """Seconds the whole step lasts at least because of the host work the runtime overlaps
         with it (§F5, ``efficiency.hidden_host_s``): the step's sequences over its
-        ``host_ranks``."""
-        return hidden_host_s(self.profile, part.achievable.sequences, self.host_ranks(adiv))
+        ``attention_replicas``."""
+        return hidden_host_s(self.profile, part.achievable.sequences, self.attention_replicas(adiv))
 
     def breakdown(
         self, part, adiv, coll_lat, coll_bw, attention_reads, ok, fusable_bw=0.0
