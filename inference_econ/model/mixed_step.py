@@ -373,12 +373,9 @@ class StepTable:
             )
 
     def _host_terms(self, model: StepModel) -> None:
-        """``host_floor_s`` and ``host_sequence_s`` of the profile's overlapped host work, per
-        request of the step (``1/p`` sequences a micro-batch) over its attention-DP ranks."""
-        prof, p, engine = model.profile, float(self.layout.pipeline), model.engine
-        ranks = (
-            engine.attention_replicas(self.layout.attention_divisor) if engine is not None else 1.0
-        )
+        """The profile's overlapped host work a step and a request (``1/p`` a micro-batch, §F5)."""
+        engine, prof, p = model.engine, model.profile, float(self.layout.pipeline)
+        ranks = engine.attention_replicas(self.layout.attention_divisor) if engine else 1.0
         self.host_floor_s = float(hidden_host_s(prof, 0.0))
         self.host_sequence_s = float(hidden_host_s(prof, 1.0 / p, ranks)) - self.host_floor_s
 
