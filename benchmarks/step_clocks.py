@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         return 2
     cand = candidates(row)[0]
     layout = for_layout(found, cand, row)
-    a = _assumptions_for(base, layout, cand.expert_parallel)
+    a = _assumptions_for(base, layout, cand)
     ranks = cand.attention_ranks
     tokens, context = (args.prompt, 0.0) if args.prompt else (1.0, args.context)
     steps = []

@@ -213,7 +213,7 @@ def test_steady_state_shortcut_equals_the_simulation(tmp_path):
     plan = pr.build_plan(rows, "achievable")
     assert list(plan.load) == [(1, 0)]  # the offline row's steady state is used as it is
     found = plan.engines[0]
-    a = pr._assumptions_for(preset("achievable"), found, False)
+    a = pr._assumptions_for(preset("achievable"), found, plan.candidates[(0, 0)])
     offline = pr._case(rows[0], plan.candidates[(0, 0)], a, found.config)
     assert rp.replay(offline, 2000).throughput == pytest.approx(steady[0], rel=0.05)
     assert rp.replay(plan.load[(1, 0)], 640).throughput == pytest.approx(steady[1], rel=0.02)
@@ -564,9 +564,21 @@ def test_a_row_runs_the_runtime_its_harness_or_version_names(tmp_path):
     # the same profile object for every row of one runtime: one set of step models
     again = pr.row_engine(load_measured(path)[0], base)
     assert again.profile is found[0].profile
-    # everything else of the profile is the engine's own
+    # the TensorRT engines the harness builds set their memory aside as a 0.x build does
+    # (docs/model.md §F8), the PyTorch backend as the profile's measured terms say
     trt = load_engine("trtllm")
-    assert found[0].profile.replace(host_overhead_exposed=0.0) == trt
+    memory = ("activation_workspace_bytes_per_gpu", "activation_buffers_per_token")
+    assert [getattr(found[0].profile, k) for k in memory] == [2e9, 0.0]
+    assert [getattr(found[1].profile, k) for k in memory] == [3.758e9, 11.0]
+    assert "2 GB a GPU set aside before the KV cache" in found[0].label
+    # everything else of the profile is the engine's own
+    own = dict(activation_buffers_per_token=11.0, moe_activation_buffers_per_token=22.0)
+    assert (
+        found[0].profile.replace(
+            host_overhead_exposed=0.0, activation_workspace_bytes_per_gpu=3.758e9, **own
+        )
+        == trt
+    )
 
 
 def test_whole_prompts_wait_for_room_in_the_step_where_chunks_do_not():

@@ -223,7 +223,15 @@ def worker(
     label = {"server": "instance", "prefill": "prefill worker", "decode": "decode worker"}[role]
     planned = int(check_batch or batch)
     memory = check_worker(
-        setting, engine, p * t, planned, context_tokens, max_model_len, label, max(int(dp), 1)
+        setting,
+        engine,
+        p * t,
+        planned,
+        context_tokens,
+        max_model_len,
+        label,
+        max(int(dp), 1),
+        int(token_budget),
     )
     return Worker(role, int(count), p * t, p, t, dp, e, int(batch), int(token_budget), memory)
 

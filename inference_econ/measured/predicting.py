@@ -205,6 +205,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         prof = prof.with_terms(host_overhead_exposed=exposed)
     else:
         unknown = False
+    if harness.memory:  # the memory the harness's runtime sets aside (§F8)
+        prof = prof.with_terms(**dict(harness.memory))
     prof = _as_stated(prof, row)
     if isinstance(prof, str):
         return prof
@@ -243,7 +245,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
 class _Harness:
     """How a row's benchmark harness runs its engine: the harness (None: none applies, the
     engine's own defaults), its admission and prefill policies, its decode steps per schedule,
-    its attention-DP balancing and the host overhead a step exposes (None: the profile's)."""
+    its attention-DP balancing, the host overhead a step exposes (None: the profile's) and the
+    memory terms its runtime sets (empty: the profile's)."""
 
     name: str | None
     admission: str
@@ -251,6 +254,7 @@ class _Harness:
     steps: int
     balancing: tuple | None
     exposed: float | None
+    memory: tuple[tuple[str, float], ...] = ()
 
 
 def _harness_of(prof: EngineProfile, row: MeasuredRow, version) -> _Harness:
@@ -264,7 +268,8 @@ def _harness_of(prof: EngineProfile, row: MeasuredRow, version) -> _Harness:
     steps = prof.harness_scheduler_steps(harness, version, model, sc)
     balancing = prof.harness_adp_balancing(harness, version, model, sc)
     exposed = prof.harness_host_overhead_exposed(harness, version, model, sc)
-    return _Harness(harness, admission, prefill, steps, balancing, exposed)
+    memory = tuple(prof.harness_memory(harness, version, model, sc).items())
+    return _Harness(harness, admission, prefill, steps, balancing, exposed, memory)
 
 
 def _as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
@@ -307,6 +312,9 @@ def _engine_label(
             multi += f", attention-DP balancing {harness.balancing[0]}/{harness.balancing[1]} steps"
         if exposed is not None:
             multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
+        workspace = dict(harness.memory).get("activation_workspace_bytes_per_gpu")
+        if workspace is not None:
+            multi += f", {workspace / 1e9:g} GB a GPU set aside before the KV cache"
         label += (
             f", {harness.name} harness ({harness.prefill} prompts, "
             f"{harness.admission} admission{multi})"
@@ -363,14 +371,20 @@ class Candidate:
 # --- building the plan ------------------------------------------------------------------------
 
 
-def _assumptions_for(base: Assumptions, found: RowEngine, expert_parallel: bool) -> Assumptions:
+def _assumptions_for(base: Assumptions, found: RowEngine, cand: Candidate) -> Assumptions:
     """A candidate's assumptions: its engine profile (with the kernel clock where the row's
     engine reads the tables), and its experts split over its tensor group at every batch or
-    never (``stated_experts``), as an engine launched that way runs."""
-    a = base if found.profile is None else base.replace(engine=found.profile)
+    never (``stated_experts``), as an engine launched that way runs. A profile that sizes its
+    activation memory by the step budget (§F8) takes the row's budget, one attention rank's
+    (``for_layout`` made the config's the instance's where each rank schedules its own)."""
+    profile = found.profile
+    budget = found.config.step_token_budget
+    if cand.attention_dp and profile is not None and profile.family in sem.CAP_PER_ATTENTION_RANK:
+        budget = max(budget // max(cand.attention_ranks, 1), 1)
+    a = base if profile is None else base.replace(engine=profile.at_step_budget(budget))
     if found.kernel_tables:
         a = a.replace(kernel_tables=True)
-    return stated_experts(a, expert_parallel)
+    return stated_experts(a, cand.expert_parallel)
 
 
 @lru_cache(maxsize=256)
@@ -444,7 +458,7 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
         options = candidates(row, ideal=row_found.profile is None)
         for j, cand in enumerate(options):
             found = for_layout(row_found, cand, row)
-            a = _assumptions_for(base, found, cand.expert_parallel)
+            a = _assumptions_for(base, found, cand)
             model, prefill = _models(row.arch, row.gpu, row.bits, a)
             if requests_held(model, row, cand) < 1.0:
                 gb = model.weights_total_bytes / 1e9

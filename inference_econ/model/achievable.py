@@ -35,6 +35,25 @@ from .moe import expert_kernel_format, moe_format_factor, moe_routing_factor, ro
 from .values import Flags, Floats
 from .workload import Workload
 
+#: The share of a step's activation buffers one GPU holds at an attention tensor degree (the
+#: first entry at or below it), relative to a GPU holding them whole: NVIDIA AIConfigurator's
+#: TensorRT-LLM activation coefficients 22, 13, 10 and 10 buffers (MoE; 11, 6.5, 5, 5 dense) at
+#: tensor degrees 1, 2, 4 and 8 or more, which its memory model reproduces TensorRT-LLM's
+#: measured KV-cache capacity with (github.com/ai-dynamo/aiconfigurator @095f58a,
+#: aic-core/src/aiconfigurator_core/sdk/backends/trtllm_backend.py; Apache-2.0).
+ACTIVATION_SHARES = ((1.0, 1.0), (2.0, 13.0 / 22.0), (4.0, 10.0 / 22.0))
+#: NCCL's buffers on a GPU with tensor peers, by tensor degree (bytes): AIConfigurator's
+#: systems/*.yaml ``nccl_mem`` (342 MiB at 2, 392 MiB at 4 and 8; 0 alone), as above.
+NCCL_BUFFER_BYTES = ((1.0, 0.0), (2.0, 358612992.0), (4.0, 411041792.0))
+
+
+def _by_degree(table, degree):
+    """The value of ``table`` ((degree, value), ascending) at the last degree <= ``degree``."""
+    out = np.zeros_like(degree) + table[0][1]
+    for at, value in table[1:]:
+        out = np.where(degree >= at, value, out)
+    return out if out.ndim else float(out)
+
 
 @dataclass(frozen=True)
 class AchievablePart:
@@ -116,18 +135,48 @@ class EngineStep:
         self.routing = routing_of(work.model_class, work.expert_routing)
 
     # --- memory (§F8) ---------------------------------------------------------------------
-    def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes):
-        """Bytes of KV cache ``N`` GPUs hold: a fraction of the memory left after the
-        weights (``free_bytes``), or of all memory after the engine's workspace, less the
-        weights (§F8)."""
+    def kv_capacity_bytes(self, N, free_bytes, weights_total_bytes, adiv=1.0):
+        """Bytes of KV cache ``N`` GPUs in ``adiv`` attention replicas hold: a fraction of the
+        memory left after the weights (``free_bytes``) and the step's activations, or of all
+        memory after the engine's workspace and the activations, less the weights (§F8)."""
         prof = self.profile
+        activations = N * self.activation_bytes_per_gpu(N, adiv)
         if prof.kv_cache_fraction_of == "free":
-            return prof.kv_cache_memory_fraction * np.maximum(free_bytes, 0.0)
+            return prof.kv_cache_memory_fraction * np.maximum(free_bytes - activations, 0.0)
         hbm = self.machine.gpu.hbm_capacity_bytes
         return (
             N * (prof.kv_cache_memory_fraction * hbm - prof.activation_workspace_bytes_per_gpu)
+            - activations
             - weights_total_bytes
         )
+
+    def activation_bytes_per_gpu(self, N, adiv=1.0):
+        """Memory a GPU sets aside for one step's activations before it sizes its KV cache
+        (§F8): the profile's 16-bit buffers of the attention width per token of the engine's
+        step budget (``activation_buffers_per_token``, an MoE model's
+        ``moe_activation_buffers_per_token``), at the share an attention tensor degree of
+        ``N / adiv`` leaves a GPU (``ACTIVATION_SHARES``); an MLA model's experts add their
+        FP8 dispatch's block scales, one 4-byte scale per 128 values of each routed copy of a
+        rank's tokens; with tensor peers, NCCL's buffers (``NCCL_BUFFER_BYTES``). 0 for a
+        profile without activation buffers."""
+        prof, work = self.profile, self.work
+        buffers = (
+            prof.activation_buffers_per_token
+            if work.model_class == "dense"
+            else prof.moe_activation_buffers_per_token
+        )
+        if buffers <= 0.0:
+            return 0.0
+        _, budget = prof.scheduler_limits(self.machine.gpu, False)
+        mla = work.model_class == "mla"
+        width = work.d_model if mla else work.query_heads * work.head_dim
+        degree = np.maximum(np.asarray(N, dtype=float) / np.asarray(adiv, dtype=float), 1.0)
+        share = _by_degree(ACTIVATION_SHARES, degree)
+        out = 2.0 * budget * width * buffers * share + _by_degree(NCCL_BUFFER_BYTES, degree)
+        if mla:
+            E, k = max((g.experts, g.active) for g in work.groups)
+            out = out + budget * width * E * k / 128.0 * 4.0 / degree
+        return out
 
     # --- work by kernel class (§F1-§F7) ---------------------------------------------------
     def gemm(self, params, tokens, nk_per_gpu, t):

@@ -258,7 +258,7 @@ class StepModel:
             return self.free_hbm_bytes(N)
         extra = replicated_weight_bytes(self, adiv)
         free, weights = self.free_hbm_bytes(N) - extra, self.weights_total_bytes + extra
-        return self.engine.kv_capacity_bytes(N, free, weights)
+        return self.engine.kv_capacity_bytes(N, free, weights, adiv)
 
     # --- the part that does not depend on the attention divisor ---------------------------
     def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:

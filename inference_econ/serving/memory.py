@@ -82,12 +82,15 @@ class MemoryCheck:
         )
 
 
-def engine_model(setting: Setting, engine) -> StepModel:
+def engine_model(setting: Setting, engine, token_budget: int | None = None) -> StepModel:
     """The step model of the setting under the achievable preset with ``engine``'s profile
-    (the setting's own assumptions when they already carry that engine)."""
+    (the setting's own assumptions when they already carry that engine), run with
+    ``token_budget`` tokens a step where given (``EngineProfile.at_step_budget``)."""
     a = setting.assumptions
     if a.engine is None or getattr(a.profile(), "name", None) != getattr(engine, "name", engine):
         a = with_engine(preset("achievable"), engine)
+    if token_budget is not None:
+        a = a.replace(engine=a.profile().at_step_budget(token_budget))
     return StepModel(compile_workload(setting.model, a), setting.gpu, a)
 
 
@@ -100,12 +103,15 @@ def check_worker(
     max_model_len: int,
     role: str = "server",
     attention_dp: int = 1,
+    token_budget: int | None = None,
 ) -> MemoryCheck:
     """The memory of a worker of ``gpus`` GPUs serving ``batch`` requests at a mean context of
     ``context_tokens`` (and one request as long as ``max_model_len``), under ``engine``, its
-    attention data-parallel over ``attention_dp`` replicas: an attention tensor group wider
-    than the KV heads keeps copies of the KV cache (docs/model.md §B13)."""
-    model = engine_model(setting, engine)
+    attention data-parallel over ``attention_dp`` replicas, each run with ``token_budget``
+    tokens a step (default: the profile's; it sizes TensorRT-LLM's activations, §F8): an
+    attention tensor group wider than the KV heads keeps copies of the KV cache (docs/model.md
+    §B13)."""
+    model = engine_model(setting, engine, token_budget)
     prof = model.profile
     work = model.work
     n = float(gpus)

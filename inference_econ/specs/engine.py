@@ -128,6 +128,8 @@ class EngineProfile:
     kv_cache_memory_fraction: float = 0.9
     kv_cache_fraction_of: FractionOf = "free"
     activation_workspace_bytes_per_gpu: float = 2e9
+    activation_buffers_per_token: float = 0.0
+    moe_activation_buffers_per_token: float = 0.0
     max_batch_requests: int = 2048
     step_token_budget: int = 8192
     scheduler_steps: int = 1
@@ -281,6 +283,18 @@ class EngineProfile:
         share = changes.get("host_overhead_exposed")
         return None if share is None else float(share)
 
+    def harness_memory(
+        self,
+        harness: str | None = None,
+        version: str | None = None,
+        model: str | None = None,
+        scenario: str | None = None,
+    ) -> dict[str, float]:
+        """The memory terms (``HARNESS_MEMORY_TERMS``) a benchmark's ``harness`` sets for the
+        runtime it runs ``model`` on in ``scenario`` on ``version``; empty: the profile's."""
+        changes = self.harness_fields(harness, version, model, scenario) or {}
+        return {k: float(changes[k]) for k in HARNESS_MEMORY_TERMS if k in changes}
+
     def harness_speculative(
         self,
         harness: str | None = None,
@@ -313,6 +327,15 @@ class EngineProfile:
         """A copy with some terms changed (checked against their bounds)."""
         values = _validated(changes, f"profile {self.name}")
         return dataclasses.replace(self, _cache={}, **values)
+
+    def at_step_budget(self, tokens: int) -> EngineProfile:
+        """The profile run with ``tokens`` a step (one attention rank's), where its activation
+        memory is sized by the step budget (docs/model.md §F8) and no per-GPU limit rule
+        overrides the budget; itself otherwise."""
+        sized = self.activation_buffers_per_token > 0 or self.moe_activation_buffers_per_token > 0
+        if not sized or self.limits or int(tokens) == self.step_token_budget:
+            return self
+        return self.with_terms(step_token_budget=int(tokens))
 
     def with_terms(self, **changes: float) -> EngineProfile:
         """``replace`` kept once per set of changes: the same object (and its cache of
@@ -494,6 +517,14 @@ def _limits(value: Any, source: str) -> tuple[SchedulerLimits, ...]:
 #: engine version and no harness that names the runtime): its host work is charged, as by an
 #: engine that prepares each step after the last ends (docs/model.md §F5).
 RUNTIME_UNKNOWN_HOST_OVERHEAD_EXPOSED = 1.0
+#: The memory terms a harness entry may set for the runtime it runs a model on (docs/model.md
+#: §F8): what it sets aside before the KV cache, where that runtime is not the one the
+#: profile's terms were measured on.
+HARNESS_MEMORY_TERMS = (
+    "activation_workspace_bytes_per_gpu",
+    "activation_buffers_per_token",
+    "moe_activation_buffers_per_token",
+)
 #: Benchmark harnesses a profile can say it runs under (``EngineProfile.harnesses``).
 HARNESSES = ("mlperf",)
 #: The scenarios a harness entry can be restricted to (``scenarios``: MLPerf Inference's).
@@ -555,6 +586,10 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
             fields.append((key, str(word).strip()))
         elif key in (*ADP_BALANCING, "host_overhead_exposed", "scheduler_steps"):
             fields.append((key, _harness_number(key, word, source, at)))
+        elif key in HARNESS_MEMORY_TERMS:  # the memory the harness's runtime sets aside (§F8)
+            t = BY_TERM[key]
+            bounded = check_number(word, source, at, minimum=t.minimum, maximum=t.maximum)
+            fields.append((key, float(bounded)))
         elif key == "speculative":  # the harness speculates (the method it names): out of scope
             if not isinstance(word, str) or not word.strip():
                 raise SpecError(
@@ -609,7 +644,8 @@ def _harness_choice(key: Any, word: Any, source: str, at: str) -> str:
             at,
             "unknown field",
             f"admission, prefill, scheduler_steps, host_overhead_exposed, speculative, "
-            f"{', '.join(ADP_BALANCING)}, versions, models or scenarios",
+            f"{', '.join((*ADP_BALANCING, *HARNESS_MEMORY_TERMS))}, versions, models or "
+            "scenarios",
         )
     if word not in CHOICES[key]:
         raise SpecError(source, at, f"unknown value {word!r}", f"choose {', '.join(CHOICES[key])}")

@@ -213,6 +213,22 @@ TERMS: tuple[Term, ...] = (
         "memory per GPU for activations, CUDA graphs and the runtime (§F8)",
     ),
     Term(
+        "activation_buffers_per_token",
+        "buffers",
+        0.0,
+        1000.0,
+        "16-bit buffers of the attention width a GPU without attention tensor parallelism "
+        "sets aside per token of the step budget for a dense model's activations, before it "
+        "sizes the KV cache (0: none beyond the workspace; §F8)",
+    ),
+    Term(
+        "moe_activation_buffers_per_token",
+        "buffers",
+        0.0,
+        1000.0,
+        "the same for a mixture-of-experts model's activations (§F8)",
+    ),
+    Term(
         "max_batch_requests",
         "requests",
         1.0,
