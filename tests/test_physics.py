@@ -447,7 +447,7 @@ def test_hbm_capacity_is_what_the_device_reports():
     )
     weights = model.work.weights_total_bytes
     activations = 2 * 8192 * 8192 * 11 * 13 / 22 + 358612992
-    expected = 0.9 * (2 * (143771 * mib - 3.758e9 - activations) - weights)
+    expected = 0.9 * (2 * (143771 * mib - 3758096384 - activations) - weights)
     assert float(model.kv_capacity_bytes(2.0)) == pytest.approx(expected)
 
 

@@ -530,14 +530,15 @@ def _capacity_workers(
         # a prefill pool on GPUs of its own (``prefill_hardware``) is planned, and checked, on them
         setting = (d.prefill_setting if role == "prefill" else None) or capacity.setting
         inst = instance_for(setting, gpus, config, ctx, load)
-        # the instance's own limits: the engine's defaults on the GPU, per attention rank
-        # where the engine's hold per rank (``engine_config``)
-        cap, budget = inst.config.max_batch_requests, inst.config.step_token_budget
-        prefill_batch = max(1, int(math.ceil(budget / prompt)))
+        # the instance's own limits (the engine's defaults on the GPU), as the engine is
+        # launched with them: one attention rank's where they hold per rank (the instance's
+        # are its ranks' together, ``EngineConfig.on_layout``)
         lay = inst.layout
+        cap, budget = inst.config.rank_limits(lay)
+        # prompts in flight on a prefill worker: one step's budget of them on every rank
+        prefill_batch = max(1, int(math.ceil(inst.config.step_token_budget / prompt)))
         attention = lay.tensor_degree / lay.attention_divisor
         degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention)
-        # prompts in flight on a prefill worker: one step's budget of them, at their length
         at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
         return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
 

@@ -186,6 +186,16 @@ class EngineConfig:
         ranks = int(round(layout.attention_divisor))
         return self.per_instance(ranks) if self.per_attention_rank and ranks > 1 else self
 
+    def rank_limits(self, layout: EngineLayout) -> tuple[int, int]:
+        """(max_batch_requests, step_token_budget) one attention rank runs with, of an
+        instance in ``layout`` with these limits (``on_layout``'s): what the engine is
+        launched with where its limits hold per rank (TensorRT-LLM's ``max_batch_size`` and
+        ``max_num_tokens``)."""
+        ranks = int(round(layout.attention_divisor))
+        if not (self.per_attention_rank and ranks > 1):
+            return self.max_batch_requests, self.step_token_budget
+        return max(self.max_batch_requests // ranks, 1), max(self.step_token_budget // ranks, 1)
+
     def describe(self) -> str:
         """Such as "2048 requests, 8192 tokens per step, no_evict admission, whole prompts"."""
         return (
