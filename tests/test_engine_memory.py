@@ -157,3 +157,27 @@ def test_a_capacity_export_launches_each_attention_rank_with_its_own_limits():
     model = _model("DeepSeek-R1", "H200", weight_bits=8)
     planned = float(model.kv_capacity_bytes(8.0, 8.0)) / 8
     assert w.memory.kv_capacity_bytes_per_gpu == pytest.approx(planned, rel=1e-9)
+
+
+def test_a_load_that_states_its_step_budget_sizes_the_cache_at_it():
+    """A simulation or capacity search stating --step-tokens runs TensorRT-LLM with that
+    max_num_tokens, which sizes its activations: the instance's KV cache is the profile's at
+    that budget (the engine's own 8,192 when none is stated)."""
+    from inference_econ.load.deployment import instance_for
+    from inference_econ.load.engine import ENGINE_OWN, EngineConfig
+    from inference_econ.serving.setting import make_setting
+
+    s = make_setting(
+        "Llama 3.1 8B", "H100", assumptions="achievable", engine="trtllm", weight_bits=8
+    )
+    stated = tuple(x for x in ENGINE_OWN if x != "step_token_budget")
+    own = instance_for(s, 1, EngineConfig(engine_own=ENGINE_OWN), 1024.0)
+    large = instance_for(s, 1, EngineConfig(step_token_budget=65536, engine_own=stated), 1024.0)
+    at_8192 = _model("Llama 3.1 8B", "H100", weight_bits=8)
+    at_65536 = _model(
+        "Llama 3.1 8B", "H100", TRTLLM.replace(step_token_budget=65536), weight_bits=8
+    )
+    assert large.kv_capacity / own.kv_capacity == pytest.approx(
+        float(at_65536.kv_capacity_bytes(1.0)) / float(at_8192.kv_capacity_bytes(1.0)), rel=1e-12
+    )
+    assert large.kv_capacity < 0.95 * own.kv_capacity

@@ -27,6 +27,7 @@ from .engine import (
     Instance,
     LayoutSearch,
     OfferedLoad,
+    budget_sized,
     layout_capacity,
     layout_search,
 )
@@ -146,7 +147,9 @@ def instance_for(
     load: OfferedLoad = SATURATED,
 ) -> Instance:
     """The engine instance of a setting on ``gpus`` GPUs, in the layout that runs ``load``
-    fastest (§E6; instances are cached: searches reuse them)."""
+    fastest (§E6; instances are cached: searches reuse them), its memory sized at the step
+    budget ``config`` states (``budget_sized``)."""
+    setting = budget_sized(setting, config)
     fixed = dict(_FIXED.get()).get(gpus)
     layout = fixed or _search(setting, gpus).choose(config, context, load)
     inst = _instance_with(setting, gpus, config, context, layout)

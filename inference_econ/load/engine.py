@@ -275,6 +275,20 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
     )
 
 
+def budget_sized(setting: Setting, config: EngineConfig) -> Setting:
+    """The setting whose engine sets its activation memory aside at the step budget ``config``
+    states (one attention rank's, as a load's settings give it: before ``on_layout``; §F8);
+    itself where the config takes the engine's own budget or the engine's memory does not
+    depend on it (``EngineProfile.at_step_budget``)."""
+    prof = setting.assumptions.profile()
+    if prof is None or "step_token_budget" in config.engine_own:
+        return setting
+    sized = prof.at_step_budget(config.step_token_budget)
+    if sized is prof:
+        return setting
+    return setting.replace(assumptions=setting.assumptions.replace(engine=sized))
+
+
 @dataclass(frozen=True)
 class OfferedLoad:
     """What one instance is offered, for choosing its layout (§E6): requests per second and
