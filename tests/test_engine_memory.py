@@ -181,3 +181,18 @@ def test_a_load_that_states_its_step_budget_sizes_the_cache_at_it():
         float(at_65536.kv_capacity_bytes(1.0)) / float(at_8192.kv_capacity_bytes(1.0)), rel=1e-12
     )
     assert large.kv_capacity < 0.95 * own.kv_capacity
+
+
+def test_a_budget_whose_activations_fill_the_gpu_is_one_line_naming_it():
+    """A step budget whose activations leave no room for a KV cache is refused in one line
+    that says so and what to lower (exit 1: the simulation cannot run)."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "2"]
+    args += ["--prompt-tokens", "1000", "--output-tokens", "100", "--requests", "50"]
+    result = CliRunner().invoke(main, [*args, "--step-tokens", "4000000"])
+    assert result.exit_code == 1
+    assert "a step of 4,000,000 tokens sets 360.4 GB aside for its activations" in result.output
+    assert "lower --step-tokens" in result.output and "Traceback" not in result.output

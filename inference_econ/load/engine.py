@@ -566,9 +566,16 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
     free = model.kv_capacity_bytes(gpus)
     if free <= 0 or work.kv_bytes_per_position_per_layer <= 0:
         with_draft = " and its draft's" if copies else ""
+        act = float(model.engine.activation_bytes_per_gpu(gpus)) if model.engine else 0.0
+        steps = (  # TensorRT-LLM's activations at its step budget (§F8)
+            f"; a step of {model.profile.step_token_budget:,} tokens sets {act / 1e9:.1f} GB "
+            "aside for its activations: lower --step-tokens"
+            if act > 0
+            else ""
+        )
         raise InfeasibleError(
             f"{setting.model.name} ({model.weights_total_bytes / 1e9:.1f} GB of weights{with_draft}) leaves no room for a KV "
-            f"cache on {gpus} x {setting.gpu.name} ({model.machine.usable_hbm_bytes / 1e9:.1f} GB usable each)"
+            f"cache on {gpus} x {setting.gpu.name} ({model.machine.usable_hbm_bytes / 1e9:.1f} GB usable each{steps})"
         )
     per_position = work.kv_bytes_per_position_per_layer
     if companion is not None and copies:  # each cached token also holds the draft's cache (§E8)
