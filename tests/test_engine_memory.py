@@ -196,3 +196,22 @@ def test_a_budget_whose_activations_fill_the_gpu_is_one_line_naming_it():
     assert result.exit_code == 1
     assert "a step of 4,000,000 tokens sets 360.4 GB aside for its activations" in result.output
     assert "lower --step-tokens" in result.output and "Traceback" not in result.output
+    # where the weights alone do not fit, the budget is not what to lower
+    big = CliRunner().invoke(main, ["simulate", "Llama 3.1 405B", *args[2:]])
+    assert big.exit_code == 1 and "no room for a KV cache" in big.output
+    assert "step-tokens" not in big.output
+
+
+def test_an_instances_limits_are_each_attention_ranks_where_the_engine_schedules_per_rank():
+    """TensorRT-LLM's and vLLM's limits hold per attention-DP rank, SGLang's per instance: an
+    instance of 8 ranks holds 8 times a rank's, and a rank is launched with its own."""
+    from inference_econ.load.engine import EngineConfig
+    from inference_econ.model.mixed_step import EngineLayout
+
+    dep8, tp8 = EngineLayout(8, 1, 8.0), EngineLayout(8, 1, 1.0)
+    rank = EngineConfig(max_batch_requests=2048, step_token_budget=8192, per_attention_rank=True)
+    assert rank.on_layout(dep8).rank_limits(dep8) == (2048, 8192)
+    assert rank.on_layout(dep8).step_token_budget == 8 * 8192
+    assert rank.on_layout(tp8).rank_limits(tp8) == (2048, 8192)
+    shared = EngineConfig(max_batch_requests=2048, step_token_budget=8192, per_attention_rank=False)
+    assert shared.on_layout(dep8).rank_limits(dep8) == (2048, 8192)

@@ -607,6 +607,19 @@ def _extrapolation_notes(r) -> tuple[str, ...]:
     return (plan_line(support),)
 
 
+def _per_rank(setting: Setting, w: Worker) -> str:
+    """How a worker's written limits hold: each attention rank's, where its engine's limits
+    hold per rank (``LIMITS_PER_ATTENTION_RANK``) and it runs several; else nothing to add."""
+    from ..specs.engine import LIMITS_PER_ATTENTION_RANK
+
+    prof = setting.assumptions.profile()
+    if w.attention_dp <= 1 or prof is None or prof.family not in LIMITS_PER_ATTENTION_RANK:
+        return ""
+    return (
+        f" on each of its {w.attention_dp} attention ranks ({w.batch * w.attention_dp} an instance)"
+    )
+
+
 def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: float) -> tuple:
     """What a capacity plan's expected figures are and where its memory was checked."""
     setting, d, r, t = capacity.setting, capacity.deployment, capacity.result, capacity.targets
@@ -614,7 +627,8 @@ def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: floa
         f"Expected figures: the simulation of {d.describe()} {setting.gpu.name} at {capacity.rate_per_s:g} req/s "
         f"({r.assumptions}); it holds {capacity.max_rate_per_s:.4g} req/s within {t.describe()}.",
         f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
-        f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests.",
+        f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests"
+        f"{_per_rank(setting, workers[-1])}.",
     )
     notes += _extrapolation_notes(r)
     if r.stable and load_intervals(r):  # expected figures; the offered load's are bare

@@ -279,9 +279,11 @@ def budget_sized(setting: Setting, config: EngineConfig) -> Setting:
     """The setting whose engine sets its activation memory aside at the step budget ``config``
     states (one attention rank's, as a load's settings give it: before ``on_layout``; §F8);
     itself where the config takes the engine's own budget or the engine's memory does not
-    depend on it (``EngineProfile.at_step_budget``)."""
+    depend on it (``EngineProfile.at_step_budget``), or where the config states its limits per
+    instance (``per_attention_rank`` False: a rank's share is the layout's, not known here)."""
     prof = setting.assumptions.profile()
-    if prof is None or "step_token_budget" in config.engine_own:
+    own = "step_token_budget" in config.engine_own
+    if prof is None or own or config.per_attention_rank is False:
         return setting
     sized = prof.at_step_budget(config.step_token_budget)
     if sized is prof:
@@ -567,10 +569,10 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
     if free <= 0 or work.kv_bytes_per_position_per_layer <= 0:
         with_draft = " and its draft's" if copies else ""
         act = float(model.engine.activation_bytes_per_gpu(gpus)) if model.engine else 0.0
-        steps = (  # TensorRT-LLM's activations at its step budget (§F8)
+        steps = (  # the weights fit: TensorRT-LLM's activations at its step budget (§F8) do not
             f"; a step of {model.profile.step_token_budget:,} tokens sets {act / 1e9:.1f} GB "
-            "aside for its activations: lower --step-tokens"
-            if act > 0
+            "aside for its activations: lower --step-tokens (step_token_budget)"
+            if act > 0 and float(model.free_hbm_bytes(gpus)) > 0
             else ""
         )
         raise InfeasibleError(
