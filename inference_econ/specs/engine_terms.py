@@ -210,7 +210,8 @@ TERMS: tuple[Term, ...] = (
         "bytes",
         0.0,
         1e12,
-        "memory per GPU for activations, CUDA graphs and the runtime (§F8)",
+        "memory per GPU set aside for the runtime and CUDA graphs, and for activations where "
+        "the profile states no activation buffers (§F8)",
     ),
     Term(
         "activation_buffers_per_token",
