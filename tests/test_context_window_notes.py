@@ -112,3 +112,22 @@ def test_show_model_states_its_window_apart_from_the_kv_tokens_one_gpu_holds():
     assert refined["kv_tokens_beside_weights_one_gpu"] == pytest.approx(
         (0.9 * 80e9 - eight["weights_total_bytes"]) / 131072
     )
+
+
+def test_show_model_holds_the_kv_cache_the_engine_sizes():
+    """Under an engine, the tokens one GPU holds are the cache the engine sizes (§F8), as the
+    load engine and the exports size it: TensorRT-LLM's 0.9 of the memory its 3.5 GiB runtime,
+    the weights and one step's activations leave (8,192 tokens x 32 heads x 128 x 11 16-bit
+    buffers for a dense model at tensor degree 1), not the whole HBM less the runtime."""
+    from inference_econ.load.run import instance_in
+    from inference_econ.model.mixed_step import EngineLayout
+
+    summary = api.model_summary("Llama 3.1 8B", "H100", "achievable")
+    hbm, weights = 85_520_809_984, summary["weights_total_bytes"]
+    by_hand = 0.9 * (hbm - 3_758_096_384 - weights - 2 * 8192 * 4096 * 11) / 131072
+    assert summary["kv_tokens_beside_weights_one_gpu"] == pytest.approx(by_hand, rel=1e-9)
+    assert summary["kv_tokens_beside_weights_one_gpu"] == pytest.approx(446_076, abs=1)
+    setting = ie.make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
+    inst = instance_in(setting, EngineLayout(1, 1, 1.0))
+    # the load engine's cache counts layer-positions: 32 layers a token
+    assert inst.kv_capacity == pytest.approx(by_hand * 32, rel=1e-9)

@@ -20,7 +20,8 @@ import numpy as np
 from .. import settings as table
 from ..errors import SpecError, short
 from ..model.assumptions import Assumptions, preset
-from ..model.machine import flop_rates, min_gpus, usable_hbm_bytes
+from ..model.latency import StepModel
+from ..model.machine import flop_rates, min_gpus
 from ..model.workload import compile_workload
 from ..serving.decode import evaluate, evaluate_columns
 from ..serving.setting import Setting
@@ -468,10 +469,11 @@ def model_summary(
         "min_gpus_for_weights": min_gpus(work.weights_total_bytes, gpu),
         # Eq. 2's B* = F·wb/(2·BW), times the sparsity for MoE (each expert sees B/s tokens)
         "critical_batch": critical_batch(work.bytes_per_weight, bw, flop) * sparsity,
-        # tokens of KV cache one GPU holds beside the weights, in the HBM the assumptions
-        # let weights and KV fill (§A5's reserve, §F8's workspace; not the model's window)
+        # tokens of KV cache one GPU holds beside the weights, as the step model sizes the
+        # cache (§A5's reserve; under an engine §F8's share of the memory its workspace and a
+        # step's activations leave; not the model's window)
         "kv_tokens_beside_weights_one_gpu": max(
-            0.0, usable_hbm_bytes(gpu, a) - work.weights_total_bytes
+            0.0, float(StepModel(work, gpu, a).kv_capacity_bytes(1))
         )
         / work.kv_bytes_per_token,
     }
