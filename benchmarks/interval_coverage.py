@@ -5,7 +5,8 @@ table, and their measured coverage (docs/model.md §F12, docs/validation.md).
 each residual's class (kind / dense or MoE / layout class / GPU generation / engine / scenario,
 ``measured.intervals.row_class`` of its row in tests/data); a class whose residuals come from
 ``CLASS_MIN_ROWS`` configurations (``configuration``: a concurrency sweep is one) takes its own
-conformal band, a thinner or empty one the widest of the nearest classes in support widened
+conformal band for a figure of one of its residuals' models, or of any model where they are of
+``CLASS_MIN_MODELS`` models or more; a thinner or empty one the widest of the nearest classes in support widened
 ``CLASS_WIDENING`` per dimension away (``serving/support.py``; docs/model.md §F12). The shipped
 table is calibrated on every residual file given: the MLPerf rounds and AIConfigurator's
 measured runs (``silicon_runs_judge.py --residuals``). Its coverage is measured by **rolling
@@ -121,6 +122,12 @@ SOURCES = {
 #: draws are finite from n = 19 ((n + 1) x 0.95 <= n), so 20 is the least count whose own 90 %
 #: interval is finite; one configuration's concurrency sweep is one draw, not tens.
 CLASS_MIN_ROWS = 20
+#: Fewest models those configurations must be of for the class's band to size a figure of
+#: another model: a band sized on one or two models' residuals measures how far the model misses
+#: those (DeepSeek-R1's MLPerf runs are every MoE attention-DP residual on Blackwell), not a
+#: model it has not been held against, whose figure takes the neighbours' band, widened, as a
+#: thin class's does. Three: the fewest with a model on either side of a middle one.
+CLASS_MIN_MODELS = 3
 #: A thinner or empty class takes the widest band of the nearest in-support classes of its
 #: kind, its log-width multiplied by this for each dimension they differ in (fixed before any
 #: rolling-origin coverage was looked at: the factor the stratum table has widened a GPU or
@@ -268,10 +275,12 @@ HEADER = """\
 CLASS_HEADER = """\
 # Calibration classes of the achievable preset's expected figures (docs/model.md §F12, Support).
 # Per class (kind / dense or MoE / layout class / GPU generation / engine / scenario): its counts
-# of out-of-sample residuals and of the configurations they are of, and where those are min_rows
-# or more, the conformal quantiles q05..q95 of log(measured / predicted) (a rate for throughput,
-# a time for TPOT and TTFT). A thinner or empty class takes the widest of the nearest classes
-# with quantiles, widening x per dimension.
+# of out-of-sample residuals and of the configurations they are of, the models they are of, and
+# where those are min_rows configurations or more, the conformal quantiles q05..q95 of
+# log(measured / predicted) (a rate for throughput, a time for TPOT and TTFT), which size a
+# figure of one of those models, or of any where they are min_models or more. A figure of a
+# thinner or empty class, or of another model, takes the widest of the nearest classes with
+# quantiles, widening x per dimension.
 # Written by benchmarks/interval_coverage.py --write-classes (everything below is rewritten).
 """
 
@@ -450,7 +459,7 @@ CLASS_KEYS = ["kind", *sp.DIMENSIONS]
 def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_files=()) -> dict:
     """The class table of calibration residuals ``cal``: every class's counts of residuals and
     configurations, and the conformal band of each with residuals of at least
-    ``CLASS_MIN_ROWS`` configurations; the drift counted ``rounds`` after the newest
+    ``CLASS_MIN_ROWS`` configurations, and the models of each; the drift counted ``rounds`` after the newest
     calibration round."""
     entries = []
     for key, part in cal.groupby(CLASS_KEYS, sort=True):
@@ -461,6 +470,7 @@ def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_files=()) -> 
             entry.update({f"q{p:02d}": round(float(v), 4) for p, v in zip(PERCENTILES, q)})
         entry["rows"] = len(part)
         entry["configurations"] = configurations
+        entry["models"] = sorted(str(m) for m in part.model.unique())
         entries.append(entry)
     newest = max(cal["round"], key=lambda r: ROUNDS.index(r) if r in ROUNDS else -1)
     files = " ".join(residuals_files) or "docs/validation_residuals.csv"
@@ -479,6 +489,7 @@ def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_files=()) -> 
             "date": datetime.date.today().isoformat(),
         },
         "min_rows": CLASS_MIN_ROWS,
+        "min_models": CLASS_MIN_MODELS,
         "widening": CLASS_WIDENING,
         "drift": {
             kind: {
@@ -507,7 +518,7 @@ def class_coverage(test: pd.DataFrame, table: sp.ClassTable, rounds: int | None)
     """Each test row with its class's support, whether its interval holds it, and widths."""
     rows = []
     for t in test.itertuples():
-        cls = sp.CalibrationClass(*(getattr(t, k) for k in CLASS_KEYS))
+        cls = sp.CalibrationClass(*(getattr(t, k) for k in CLASS_KEYS), str(t.model))
         support = table.support(cls)
         per_round, as_of = table.drift.get(t.kind, (0.0, 0.0))
         band = support.band.drifted(per_round * (as_of if rounds is None else rounds))

@@ -576,8 +576,14 @@ def test_a_class_is_in_support_on_configurations_not_on_the_points_of_one_sweep(
     sweep = {"kind": "TPOT", "architecture": "MoE", "layout": "TP", "generation": "Hopper"}
     sweep.update(engine="sglang", scenario="closed_loop", round="silicon fit", dataset="silicon")
     res = pd.DataFrame(
-        [{**sweep, "r": 0.01 * k, "configuration": f"run {k % 2}"} for k in range(40)]
-        + [{**sweep, "engine": "trtllm", "r": 0.01 * k, "configuration": k} for k in range(20)]
+        [
+            {**sweep, "r": 0.01 * k, "configuration": f"run {k % 2}", "model": k % 3}
+            for k in range(40)
+        ]
+        + [
+            {**sweep, "engine": "trtllm", "r": 0.01 * k, "configuration": k, "model": k % 3}
+            for k in range(20)
+        ]
     )
     mapping = m.class_mapping(res, (0.0, 0), 0)
     got = {c["engine"]: c for c in mapping["classes"]}
@@ -589,6 +595,43 @@ def test_a_class_is_in_support_on_configurations_not_on_the_points_of_one_sweep(
     assert near.status == "near" and near.rows == 40
     middle = (own.q05 + own.q95) / 2
     assert near.band.q95 - middle == pytest.approx(1.5 * (own.q95 - middle))
+
+
+def test_a_class_of_few_models_is_in_support_for_those_models_alone(monkeypatch):
+    """interval_coverage.class_mapping writes each class's models; 20 configurations of two
+    models size a figure of either (in support) but not one of a third model, which takes the
+    nearest class of three models, widened once (near); the line under a table says so."""
+    from inference_econ.serving import support as sp
+
+    m = _bench("interval_coverage")
+    monkeypatch.setattr(m, "percentiles", lambda r, lo, hi: np.percentile(r, [*lo, *hi]))
+    base = {"kind": "throughput", "architecture": "MoE", "layout": "DP+EP"}
+    base.update(generation="Blackwell", scenario="offline", round="v5.1", dataset="MLPerf")
+    names = ["A", "B", "C"]
+    res = pd.DataFrame(
+        [{**base, "engine": "trtllm", "r": 0.01 * k, "configuration": k, "model": names[k % 2]}
+         for k in range(20)]
+        + [{**base, "engine": "vllm", "r": 0.02 * k, "configuration": k, "model": names[k % 3]}
+           for k in range(20)]
+    )  # fmt: skip
+    mapping = m.class_mapping(res, (0.0, 0), 0)
+    assert mapping["min_models"] == 3
+    got = {c["engine"]: c for c in mapping["classes"]}
+    assert got["trtllm"]["models"] == ["A", "B"] and "q05" in got["trtllm"]
+    assert got["vllm"]["models"] == ["A", "B", "C"]
+    table = sp.parse_classes(mapping, "two and three models")
+    key = [got["trtllm"][k] for k in m.CLASS_KEYS]
+    own = table.bands[tuple(key)]
+    assert table.support(sp.CalibrationClass(*key, "A")).band == own
+    third = table.support(sp.CalibrationClass(*key, "C"))
+    assert third.status == "near" and third.rows == 20
+    vllm = table.bands[tuple(got["vllm"][k] for k in m.CLASS_KEYS)]
+    middle = (vllm.q05 + vllm.q95) / 2
+    assert third.band.q95 - middle == pytest.approx(1.5 * (vllm.q95 - middle))
+    monkeypatch.setattr(sp, "classes", lambda: table)
+    line = sp.support_line(third)
+    assert "has 20 measured residuals of 2 models" in line
+    assert "in support from 20 configurations of 3 models or of the figure's own" in line
 
 
 def test_a_runs_derived_throughput_is_its_output_rate_per_gpu():

@@ -144,3 +144,28 @@ def test_a_tables_rows_are_classed_by_the_degrees_they_state():
     assert list(sp.row_layouts(columns, 4, moe)) == ["TP", "PP", "DP+EP", "DP+EP"]
     dense = make_setting("Llama 3 8B", "H100", assumptions="achievable")
     assert list(sp.row_layouts(columns, 4, dense)) == ["TP", "PP", "TP", "TP"]
+
+
+def test_a_shipped_class_of_one_model_sizes_that_models_figures_alone():
+    """MoE attention-DP + EP throughput on Blackwell under TensorRT-LLM, offline, has residuals
+    of DeepSeek-R1 alone (MLPerf): a DeepSeek-R1 figure is in support on its band, a
+    Qwen3-235B-A22B figure of the same class is near, on the widest nearest band of classes it
+    may take (never a class of fewer than three other models), 1.5 times as wide a dimension
+    away."""
+    t = sp.classes()
+    assert t.min_models == 3
+    r1 = make_setting("DeepSeek-R1", "B200", assumptions="achievable")
+    qwen = make_setting("Qwen3-235B-A22B", "B200", assumptions="achievable")
+    cls = sp.figure_class(r1, "throughput", "DP+EP", "offline")
+    assert cls.label() == "MoE / DP+EP / Blackwell / trtllm / offline"
+    assert t.models[cls.key()] == {"DeepSeek-R1"}
+    own = t.support(cls)
+    assert own.status == "in support" and own.band == t.bands[cls.key()]
+    other = t.support(sp.figure_class(qwen, "throughput", "DP+EP", "offline"))
+    assert other.status == "near" and other.rows == own.rows
+    skip = {k for k, of in t.models.items() if len(of) < 3 and "Qwen3-235B-A22B" not in of}
+    d, widest = sp.nearest_bands(t.bands, cls.key(), skip)
+    assert widest.source != own.band.source
+    middle = (widest.q05 + widest.q95) / 2
+    assert other.band.q95 - middle == pytest.approx(1.5**d * (widest.q95 - middle))
+    assert "of 1 model (in support from 20 configurations of 3 models" in sp.support_line(other)

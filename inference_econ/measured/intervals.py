@@ -55,6 +55,7 @@ def row_class(row, kind: str) -> sp.CalibrationClass:
         sp.generation(row.gpu.name),
         sp.engine_family(row.engine),
         str(row.scenario),
+        row.arch.name,
     )
 
 

@@ -5,10 +5,12 @@ engine; its scenario), how many measured residuals that class has in the shipped
 (``intervals/classes.yaml``), and the band its interval takes (``figure_class``,
 ``class_bands``, ``support_of``; ``row_layouts`` reads a table's layout classes).
 
-The rule (fixed before any held-out round was looked at): a class whose residuals come from at
-least ``min_rows`` configurations (the table's writer counts them; a concurrency sweep is one)
-is *in support* and takes its own conformal band; a thinner class (*near*: some
-residuals) or an empty one (*extrapolating*: none) takes the widest band of the in-support
+The rule: a class whose residuals come from at least ``min_rows`` configurations (the table's
+writer counts them; a concurrency sweep is one) is *in support* and takes its own conformal
+band for a figure of a model among its residuals' or where those are of at least
+``min_models`` models (a band sized on one or two models measures how far the model misses
+those, not a model it was never held against); for a figure of another model, or a thinner
+class (*near*: some residuals), or an empty one (*extrapolating*: none), the band is takes the widest band of the in-support
 classes of its kind nearest to it (fewest dimensions differing, ``distance``), its log-width
 multiplied by ``widening`` once for each dimension of that distance; where no class of its kind
 is in support, the band of all the kind's residuals pooled, widened once. The kind's software
@@ -77,6 +79,8 @@ class CalibrationClass:
     generation: str = "Hopper"
     engine: str = "trtllm"
     scenario: str = "offline"
+    #: The figure's model (not a dimension: a class of few models is in support for those)
+    model: str = ""
 
     def key(self) -> tuple[str, ...]:
         return (self.kind, *(getattr(self, d) for d in DIMENSIONS))
@@ -122,15 +126,20 @@ class ClassTable:
     path: str
     #: kind -> (log ratio per publication round, rounds from calibration to the table's date)
     drift: dict = field(default_factory=dict)
+    #: The fewest models a class's residuals are of for it to be in support for any model, and
+    #: the models of each class's residuals (key -> frozenset of names; absent: not stated).
+    min_models: int = 1
+    models: dict = field(default_factory=dict)
 
     def support(self, cls: CalibrationClass) -> Support:
         """The class's support and band (``rule`` in the module docstring)."""
         key = cls.key()
         rows = int(self.counts.get(key, 0))
         own = self.bands.get(key)
-        if own is not None:
+        of = self.models.get(key)
+        if own is not None and (not of or len(of) >= self.min_models or cls.model in of):
             return Support(cls, rows, "in support", own)
-        nearest = nearest_bands(self.bands, key)
+        nearest = nearest_bands(self.bands, key, self._few_models(key, cls.model))
         if nearest is not None:
             d, widest = nearest
             why = f"sized on {widest.source}, {d} dimension{'s' * (d > 1)} away"
@@ -141,6 +150,15 @@ class ClassTable:
             raise SpecError(self.path, "pooled", f"has no band of {cls.kind}", "refit it")
         return Support(cls, rows, "near" if rows else "extrapolating", band)
 
+    def _few_models(self, key: tuple, model: str) -> set:
+        """Keys whose band ``model``'s figures do not take: classes of fewer than
+        ``min_models`` models, ``model`` not among them (``key`` itself included)."""
+        few = {key}
+        for k, of in self.models.items():
+            if of and len(of) < self.min_models and model not in of:
+                few.add(k)
+        return few
+
     def band(self, cls: CalibrationClass, rounds: float | None = None) -> Band:
         """The class's band moved by its kind's drift over ``rounds`` publication rounds
         after the newest calibration round (default: the table's)."""
@@ -149,10 +167,15 @@ class ClassTable:
         return self.support(cls).band.drifted(shift)
 
 
-def nearest_bands(bands: dict, key: tuple) -> tuple[int, Band] | None:
-    """(distance, widest band) of the in-support classes of ``key``'s kind nearest to it,
-    the widest by its 90 % log-width (ties: the 80 %'s, then the label); None if none."""
-    near = [(distance(k, key), b) for k, b in bands.items() if k[0] == key[0] and k != key]
+def nearest_bands(bands: dict, key: tuple, skip=()) -> tuple[int, Band] | None:
+    """(distance, widest band) of the in-support classes of ``key``'s kind nearest to it
+    (``skip``: keys that are not, ``key`` itself always), the widest by its 90 % log-width
+    (ties: the 80 %'s, then the label); None if none."""
+    near = [
+        (distance(k, key), b)
+        for k, b in bands.items()
+        if k[0] == key[0] and k != key and k not in skip
+    ]
     if not near:
         return None
     d = min(n for n, _ in near)
@@ -203,7 +226,7 @@ def parse_classes(data: dict, source: str) -> ClassTable:
     """A class table from its YAML mapping (``source`` names it in errors)."""
     from ..specs.schema import check_number
 
-    bands, counts = {}, {}
+    bands, counts, models = {}, {}, {}
     for i, c in enumerate(data.get("classes") or ()):
         where = f"classes[{i}]"
         if c.get("kind") not in KINDS:
@@ -211,6 +234,15 @@ def parse_classes(data: dict, source: str) -> ClassTable:
         cls = CalibrationClass(c["kind"], *(str(c.get(d, "")) for d in DIMENSIONS))
         rows = int(check_number(c.get("rows"), source, f"{where}.rows", minimum=1, integer=True))
         counts[cls.key()] = rows
+        if "models" in c:
+            names = c["models"]
+            if (
+                not isinstance(names, list)
+                or not names
+                or not all(isinstance(n, str) for n in names)
+            ):
+                raise SpecError(source, f"{where}.models", f"is {names!r}", "a list of model names")
+            models[cls.key()] = frozenset(names)
         if "q05" not in c:
             continue  # a thin class: counted, sized by the rule
         q = {
@@ -240,6 +272,8 @@ def parse_classes(data: dict, source: str) -> ClassTable:
         dict(data.get("provenance") or {}),
         source,
         drift,
+        int(data.get("min_models", 1)),
+        models,
     )
 
 
@@ -260,6 +294,7 @@ def figure_class(
         generation(setting.gpu.name),
         engine_family(setting.assumptions.engine),
         scenario or DEFAULT_SCENARIOS[kind],
+        setting.model.name,
     )
 
 
@@ -310,11 +345,16 @@ def row_layouts(columns, n: int, setting: Setting) -> np.ndarray:
 
 def support_line(s: Support) -> str:
     """The one line a table states under it for a figure whose class is not in support."""
+    table = classes()
     has = f"{s.rows} measured {plural(s.rows, 'residual')}" if s.rows else "no measured residual"
+    of = table.models.get(s.cls.key())
+    if s.rows and of:
+        has += f" of {len(of)} {plural(len(of), 'model')}"
     return (
         f"{s.status.capitalize()}: the class {s.cls.kind}: {s.cls.label()} has {has} (in "
-        f"support from {classes().min_rows}); its intervals are {s.band.source} "
-        "(docs/model.md §F12)."
+        f"support from {table.min_rows} configurations of {table.min_models} "
+        f"{plural(table.min_models, 'model')} or of the figure's own); its intervals are "
+        f"{s.band.source} (docs/model.md §F12)."
     )
 
 
