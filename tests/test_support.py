@@ -77,6 +77,10 @@ def test_a_bad_class_table_is_refused_naming_the_field():
         sp.parse_classes(bad, "bad")
     with pytest.raises(ie.SpecError, match=r"classes\[0\].kind"):
         sp.parse_classes({"classes": [{"kind": "speed", "rows": 3}]}, "bad")
+    with pytest.raises(ie.SpecError, match=r"classes\[0\].models.*a list of model names"):
+        sp.parse_classes({**SMALL, "classes": [{**SMALL["classes"][0], "models": "A"}]}, "bad")
+    with pytest.raises(ie.SpecError, match="min_models.*whole number >= 1"):
+        sp.parse_classes({**SMALL, "min_models": 0}, "bad")
 
 
 def test_layout_and_engine_classes():

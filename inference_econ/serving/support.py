@@ -9,10 +9,11 @@ The rule: a class whose residuals come from at least ``min_rows`` configurations
 writer counts them; a concurrency sweep is one) is *in support* and takes its own conformal
 band for a figure of a model among its residuals' or where those are of at least
 ``min_models`` models (a band sized on one or two models measures how far the model misses
-those, not a model it was never held against); for a figure of another model, or a thinner
-class (*near*: some residuals), or an empty one (*extrapolating*: none), the band is takes the widest band of the in-support
-classes of its kind nearest to it (fewest dimensions differing, ``distance``), its log-width
-multiplied by ``widening`` once for each dimension of that distance; where no class of its kind
+those, not a model it was never held against); a figure of another model, of a thinner class
+(*near*: some residuals) or of an empty one (*extrapolating*: none) takes the widest band of the
+in-support classes of its kind nearest to it (fewest dimensions differing, ``distance``; not one
+of too few models, none of them its own), its log-width multiplied by ``widening`` once for each
+dimension of that distance; where no class of its kind
 is in support, the band of all the kind's residuals pooled, widened once. The kind's software
 drift is added to every band as the stratum table's is (``interval_table.Band.drifted``).
 """
@@ -272,7 +273,7 @@ def parse_classes(data: dict, source: str) -> ClassTable:
         dict(data.get("provenance") or {}),
         source,
         drift,
-        int(data.get("min_models", 1)),
+        int(check_number(data.get("min_models", 1), source, "min_models", minimum=1, integer=True)),
         models,
     )
 
