@@ -6,15 +6,16 @@ each residual's class (kind / dense or MoE / layout class / GPU generation / eng
 ``measured.intervals.row_class`` of its row in tests/data); a class whose residuals come from
 ``CLASS_MIN_ROWS`` configurations (``configuration``: a concurrency sweep is one) takes its own
 conformal band for a figure of one of its residuals' models, or of any model where they are of
-``CLASS_MIN_MODELS`` models or more; a thinner or empty one the widest of the nearest classes in support widened
-``CLASS_WIDENING`` per dimension away (``serving/support.py``; docs/model.md §F12). The shipped
-table is calibrated on every residual file given: the MLPerf rounds and AIConfigurator's
-measured runs (``silicon_runs_judge.py --residuals``). Its coverage is measured by **rolling
-origin**: each MLPerf round predicted from the class table of the MLPerf rounds before it,
-never from itself (v5.1 from v5.0, v6.0 from v5.0-v5.1, v6.1 from v5.0-v6.0), the silicon runs
-of ``split`` test from every MLPerf round and the silicon fit runs, with one round of drift,
-beside the stratum table's coverage of the same rows; then the MLPerf rounds with the silicon
-fit runs in their tables, and each source from the other's table alone (leave one source out).
+``CLASS_MIN_MODELS`` models or more; another model's figure, or a thinner or empty class's, the
+widest of the nearest classes in support widened ``CLASS_WIDENING`` per dimension away
+(``serving/support.py``; docs/model.md §F12). The shipped table is calibrated on every residual
+file given: the MLPerf rounds and AIConfigurator's measured runs (``silicon_runs_judge.py
+--residuals``). Its coverage is measured by **rolling origin**: each MLPerf round predicted
+from the class table of the MLPerf rounds before it, never from itself (v5.1 from v5.0, v6.0
+from v5.0-v5.1, v6.1 from v5.0-v6.0), the silicon runs of ``split`` test from every MLPerf
+round and the silicon fit runs, with one round of drift, beside the stratum table's coverage of
+the same rows; then the MLPerf rounds with the silicon fit runs in their tables, and each
+source from the other's table alone (leave one source out).
 
     python benchmarks/interval_coverage.py docs/validation_residuals.csv \
         docs/validation_residuals_silicon.csv --write-classes
@@ -459,8 +460,8 @@ CLASS_KEYS = ["kind", *sp.DIMENSIONS]
 def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_files=()) -> dict:
     """The class table of calibration residuals ``cal``: every class's counts of residuals and
     configurations, and the conformal band of each with residuals of at least
-    ``CLASS_MIN_ROWS`` configurations, and the models of each; the drift counted ``rounds`` after the newest
-    calibration round."""
+    ``CLASS_MIN_ROWS`` configurations, and the models of each; the drift counted ``rounds``
+    after the newest calibration round."""
     entries = []
     for key, part in cal.groupby(CLASS_KEYS, sort=True):
         entry = dict(zip(CLASS_KEYS, key))

@@ -613,6 +613,8 @@ def test_a_class_of_few_models_is_in_support_for_those_models_alone(monkeypatch)
          for k in range(20)]
         + [{**base, "engine": "vllm", "r": 0.02 * k, "configuration": k, "model": names[k % 3]}
            for k in range(20)]
+        + [{**base, "engine": "sglang", "r": 0.1 * k, "configuration": k, "model": names[k % 2]}
+           for k in range(20)]
     )  # fmt: skip
     mapping = m.class_mapping(res, (0.0, 0), 0)
     assert mapping["min_models"] == 3
@@ -625,13 +627,20 @@ def test_a_class_of_few_models_is_in_support_for_those_models_alone(monkeypatch)
     assert table.support(sp.CalibrationClass(*key, "A")).band == own
     third = table.support(sp.CalibrationClass(*key, "C"))
     assert third.status == "near" and third.rows == 20
+    # sglang's class, one dimension away too and wider, is of A and B alone: not C's neighbour
+    sglang = table.bands[tuple(got["sglang"][k] for k in m.CLASS_KEYS)]
     vllm = table.bands[tuple(got["vllm"][k] for k in m.CLASS_KEYS)]
+    assert sglang.q95 - sglang.q05 > vllm.q95 - vllm.q05
     middle = (vllm.q05 + vllm.q95) / 2
     assert third.band.q95 - middle == pytest.approx(1.5 * (vllm.q95 - middle))
     monkeypatch.setattr(sp, "classes", lambda: table)
     line = sp.support_line(third)
     assert "has 20 measured residuals of 2 models" in line
     assert "in support from 20 configurations of 3 models or of the figure's own" in line
+    # the rolling-origin coverage reads each residual's model the same way
+    rows = res[res.engine == "trtllm"].head(2).assign(model=["A", "C"], r=[0.0, 0.0])
+    statuses = m.class_coverage(rows, table, None)["status"].tolist()
+    assert statuses == ["in support", "near"]
 
 
 def test_a_runs_derived_throughput_is_its_output_rate_per_gpu():

@@ -168,8 +168,28 @@ def test_a_shipped_class_of_one_model_sizes_that_models_figures_alone():
     other = t.support(sp.figure_class(qwen, "throughput", "DP+EP", "offline"))
     assert other.status == "near" and other.rows == own.rows
     skip = {k for k, of in t.models.items() if len(of) < 3 and "Qwen3-235B-A22B" not in of}
+    assert cls.key() in skip
     d, widest = sp.nearest_bands(t.bands, cls.key(), skip)
-    assert widest.source != own.band.source
+    assert other.band != own.band
     middle = (widest.q05 + widest.q95) / 2
     assert other.band.q95 - middle == pytest.approx(1.5**d * (widest.q95 - middle))
     assert "of 1 model (in support from 20 configurations of 3 models" in sp.support_line(other)
+
+
+def test_a_measured_rows_class_carries_its_model():
+    """A measured row's calibration class carries its model's name, as the class table lists
+    models: of TensorRT-LLM 1.2's MoE figures on 4 B200 as DEP4, DeepSeek-R1's throughput is
+    in support on DeepSeek-R1's MLPerf residuals, Qwen3-235B-A22B's near."""
+    from pathlib import Path
+
+    from inference_econ.measured.intervals import row_class
+    from inference_econ.measured.reading import load_measured
+
+    data = Path(__file__).parent / "data" / "trtllm_perf_overview_moe.csv"
+    rows = [r for r in load_measured(data) if r.gpu.name == "B200-HGX"]
+    got = {}
+    for r in rows:
+        cls = row_class(r, "throughput")
+        if cls.layout == "DP+EP":
+            got[cls.model] = sp.classes().support(cls).status
+    assert got["DeepSeek-R1"] == "in support" and got["Qwen3-235B-A22B"] == "near"

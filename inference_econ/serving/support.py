@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SpecError, plural
+from ..errors import SpecError, plural, short
 from .interval_table import KINDS, Band
 from .setting import Setting
 
@@ -242,7 +242,9 @@ def parse_classes(data: dict, source: str) -> ClassTable:
                 or not names
                 or not all(isinstance(n, str) for n in names)
             ):
-                raise SpecError(source, f"{where}.models", f"is {names!r}", "a list of model names")
+                raise SpecError(
+                    source, f"{where}.models", f"is {short(names)}", "a list of model names"
+                )
             models[cls.key()] = frozenset(names)
         if "q05" not in c:
             continue  # a thin class: counted, sized by the rule
@@ -351,11 +353,12 @@ def support_line(s: Support) -> str:
     of = table.models.get(s.cls.key())
     if s.rows and of:
         has += f" of {len(of)} {plural(len(of), 'model')}"
+    needs = f"{table.min_rows} configurations"
+    if table.min_models > 1:
+        needs += f" of {table.min_models} models or of the figure's own"
     return (
         f"{s.status.capitalize()}: the class {s.cls.kind}: {s.cls.label()} has {has} (in "
-        f"support from {table.min_rows} configurations of {table.min_models} "
-        f"{plural(table.min_models, 'model')} or of the figure's own); its intervals are "
-        f"{s.band.source} (docs/model.md §F12)."
+        f"support from {needs}); its intervals are {s.band.source} (docs/model.md §F12)."
     )
 
 
