@@ -1,0 +1,93 @@
+"""How often the expected figures' intervals hold TensorRT-LLM 1.2's performance-overview results
+(`tests/data/trtllm_perf_overview_{moe,moe_rest,dense}.csv`): results of a page no residual of the
+interval class table comes from, the nearest stand-in here for engine tables the model has not
+been held against (docs/validation.md, "Intervals").
+
+Each file is predicted as ``compare-measured FILE --assumptions achievable`` predicts it; a figure
+is held at 80 % (90 %) when its measured value lies within ``predicted_low80 .. predicted_high80``
+(``_low90 .. _high90``). Printed by group (MoE attention-DP + EP on Blackwell and on Hopper, MoE
+tensor-parallel, dense) with the median 80 % width over the prediction and the median signed
+error, and by support status (in support, near, extrapolating).
+
+    PYTHONPATH=. python benchmarks/overview_intervals.py [--files moe,moe_rest,dense]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+ROOT = Path(__file__).resolve().parent.parent
+HOPPER = ("H100", "H200", "H20", "H800", "GH200")
+
+
+def figures(name: str):
+    """The overview file ``name``'s predicted rows with status ok, as a DataFrame."""
+    from inference_econ.api import compare_measured
+
+    path = ROOT / "tests" / "data" / f"trtllm_perf_overview_{name}.csv"
+    table = compare_measured(path, "achievable").table
+    return table[table["status"] == "ok"].copy()
+
+
+def group(row) -> str:
+    """A figure's group: dense, or MoE by layout (attention-DP + EP or tensor-parallel) and
+    GPU generation."""
+    if row["architecture"] != "MoE":
+        return "dense"
+    gen = "Hopper" if str(row["hardware"]).startswith(HOPPER) else "Blackwell"
+    return f"MoE DP+EP {gen}" if "attn-DP" in str(row["layout"]) else f"MoE TP {gen}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", default="moe,moe_rest,dense", help="overview files, by suffix")
+    args = parser.parse_args(argv)
+    import pandas as pd
+
+    start = time.process_time()
+    frames = []
+    for name in args.files.split(","):
+        part = figures(name.strip())
+        part["file"] = name.strip()
+        frames.append(part)
+    d = pd.concat(frames, ignore_index=True)
+    d["architecture"] = d["model"].map(lambda m: "MoE" if _is_moe(m) else "dense")
+    d["group"] = d.apply(group, axis=1)
+    d["in80"] = (d.measured >= d.predicted_low80) & (d.measured <= d.predicted_high80)
+    d["in90"] = (d.measured >= d.predicted_low90) & (d.measured <= d.predicted_high90)
+    d["width80"] = (d.predicted_high80 - d.predicted_low80) / d.predicted
+    d["status"] = d["support"].astype(str).str.split(" (", regex=False).str[0]
+
+    def summary(by: str) -> pd.DataFrame:
+        rows = [(n, g) for n, g in d.groupby(by)] + [("all", d)]
+        return pd.DataFrame(
+            {
+                by: [n for n, _ in rows],
+                "figures": [len(g) for _, g in rows],
+                "in 80 %": [f"{g.in80.mean():.1%}" for _, g in rows],
+                "in 90 %": [f"{g.in90.mean():.1%}" for _, g in rows],
+                "median width 80 %": [f"{g.width80.median():.2f}" for _, g in rows],
+                "median signed error": [f"{g.error.median():+.3f}" for _, g in rows],
+            }
+        )
+
+    print(summary("group").to_string(index=False))
+    print()
+    print(summary("status").to_string(index=False))
+    print(f"\nCPU: {time.process_time() - start:.0f} s (this process)")
+    return 0
+
+
+def _is_moe(model: str) -> bool:
+    from inference_econ.specs.architecture import load_model
+
+    return load_model(model).is_moe
+
+
+if __name__ == "__main__":
+    sys.exit(main())
