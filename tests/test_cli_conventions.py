@@ -189,6 +189,30 @@ def test_a_csv_cell_of_nothing_split_reads_as_the_api_gives_it():
     assert code == 0 and row["tp_dims"] == api_row["tp_dims"] == "-"
 
 
+def test_csv_cells_of_repeated_text_are_guarded_as_each_cell_is():
+    """A long table's text repeats (its models, GPUs and sources): each distinct value is
+    guarded once. The cells are those of ``safe_cell`` cell by cell, whatever the column holds:
+    text of the engine's own string type, text with gaps, text among numbers (where 1 and 1.0
+    are one value to a hash, not to the CSV)."""
+    import numpy as np
+
+    from inference_econ.output.render import csv_cells, safe_cell
+
+    df = pd.DataFrame(
+        {
+            "text": pd.array(["=1+1", "x", None, "=1+1", "-", "a\r\nb"] * 50, dtype="str"),
+            "objects": ["@x", "y", np.nan, "@x", "-2", None] * 50,
+            "mixed": [1, 1.0, "1", True, "=sum", None] * 50,
+        }
+    )
+    cells = csv_cells(df).to_csv(index=False)
+    each = df.copy()
+    for name in each.columns:
+        each[name] = each[name].astype(object).map(safe_cell)
+    assert cells == each.to_csv(index=False)
+    assert cells.splitlines()[1:4] == ["'=1+1,'@x,1", "x,y,1.0", ",,1"]
+
+
 def test_spec_files_are_named_by_where_they_come_from(tmp_path, monkeypatch):
     assert ie.hardware_summary("H100")["file"] == "hardware/h100_sxm.yaml"  # shipped: relative
     (tmp_path / "hardware").mkdir()

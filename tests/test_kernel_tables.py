@@ -174,3 +174,69 @@ def test_an_absent_table_or_field_names_what_there_is():
         kernel_table("h100_sxm", "gemm", "vllm-0.1")
     with pytest.raises(SpecError, match="field 'latency': is not a column.*latency_ms"):
         kernel_table("h100_sxm", "gemm")["latency"]
+
+
+#: Tables whose rows pandas' C reader and numpy's could read apart: each must read to the same
+#: arrays, or be refused with the same error, whichever reader reads it.
+READER_CASES = {
+    "plain": "bf16,1,2,3,0.5\nfp8,4,5,6,0.25\n",
+    "blank line": "bf16,1,2,3,0.5\n\nfp8,4,5,6,0.25\n",
+    "windows lines": "bf16,1,2,3,0.5\r\nfp8,4,5,6,0.25\r\n",
+    "spaces": "bf16, 1,2,3,0.5\nfp8,4,5,6, 0.25\n",
+    "empty text": ",1,2,3,0.5\n,4,5,6,0.25\n",
+    "quoted text": 'bf16,1,2,3,0.5\n"fp8",4,5,6,0.25\n',
+    "a field short": "bf16,1,2,3,0.5\nfp8,4,5,6\n",
+    "a text field short": "bf16,1,2,3,0.5\n4,5,6,0.25\n",
+    "a field more": "bf16,1,2,3,0.5\nfp8,4,5,6,0.25,7\n",
+    "a fraction in a count": "bf16,1,2,3,0.5\nfp8,4.5,5,6,0.25\n",
+    "a count past 64 bits": "bf16,1,2,3,0.5\nfp8,99999999999999999999,5,6,0.25\n",
+    "nan latency": "bf16,1,2,3,0.5\nfp8,4,5,6,nan\n",
+    "infinite size": "bf16,1,2,3.0,0.5\nfp8,4,5,inf,0.25\n",
+    "not ascii": "bf16,1,2,3,0.5\nf\u00e9,4,5,6,0.25\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(READER_CASES))
+def test_both_readers_read_a_table_alike(tmp_path, monkeypatch, case):
+    """The C reader is the fast path; numpy's reads whatever it declines. Each case reads to
+    the same arrays, or the same one-line refusal, with the fast path or without it."""
+    import inference_econ.specs.kernel_tables as kt
+
+    path = tmp_path / "gemm.csv.gz"
+    path.write_bytes(
+        gzip.compress(f"# {{}}\ngemm_dtype,m,n,k,latency_ms\n{READER_CASES[case]}".encode())
+    )
+
+    def read():
+        kt._read.cache_clear()
+        try:
+            table = kt.read_kernel_table(path)
+        except SpecError as exc:
+            return str(exc)
+        return {name: (str(a.dtype), a.tolist()) for name, a in table.columns.items()}
+
+    fast = read()
+    monkeypatch.setattr(kt, "_plain_columns", lambda *args: None)
+    slow = read()
+    kt._read.cache_clear()
+    assert fast == slow
+    if case == "plain":
+        assert fast["m"] == ("int64", [1, 4]) and fast["gemm_dtype"] == ("<U4", ["bf16", "fp8"])
+
+
+def test_the_shipped_tables_read_alike_by_either_reader(monkeypatch):
+    """Every shipped table's arrays, by the fast reader and by numpy's, bit for bit (the
+    smallest of each GPU's folders: the whole set takes seconds)."""
+    import numpy as np
+
+    import inference_econ.specs.kernel_tables as kt
+
+    for gpu in ("h100_sxm", "b200_sxm"):
+        path = kt.table_path(gpu, "custom_allreduce")
+        fast = kt._read(str(path)).columns
+        with monkeypatch.context() as m:
+            m.setattr(kt, "_plain_columns", lambda *args: None)
+            slow = kt._read.__wrapped__(str(path)).columns
+        assert list(fast) == list(slow)
+        for name in fast:
+            assert fast[name].dtype == slow[name].dtype and np.array_equal(fast[name], slow[name])

@@ -308,8 +308,21 @@ def csv_cells(df: pd.DataFrame) -> pd.DataFrame:
             if not np.isfinite(values[~np.isnan(values)]).all():
                 out.isetitem(i, column.where(np.isfinite(values)))
         elif column.dtype == object or pd.api.types.is_string_dtype(column):
-            out.isetitem(i, column.map(safe_cell))
+            out.isetitem(i, _safe_column(column))
     return out
+
+
+def _safe_column(column: pd.Series) -> pd.Series:
+    """``safe_cell`` of each cell of a text column, computed once a distinct value (a long
+    table repeats its models, GPUs and sources row after row)."""
+    import pandas as pd
+
+    if pd.api.types.infer_dtype(column, skipna=True) not in ("string", "empty"):
+        return column.map(safe_cell)  # numbers among the text: 1 and 1.0 are one key
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    safe = np.empty(len(uniques), dtype=object)
+    safe[:] = [safe_cell(v) for v in np.asarray(uniques, dtype=object)]
+    return pd.Series(safe[codes], index=column.index, name=column.name, dtype=object)
 
 
 def csv_text(
