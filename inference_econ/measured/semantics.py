@@ -556,7 +556,14 @@ def source_group(row: dict) -> str:
     given = str(row.get("source_group") or "").strip()
     if given:
         return given
-    text = re.split(r"\s\(|\s@", str(row.get("source") or "").strip())[0].strip()
+    return _group_of_source(str(row.get("source") or ""))
+
+
+@lru_cache(maxsize=4096)
+def _group_of_source(source: str) -> str:
+    """``source_group`` of a row without a ``source_group`` column, by its source alone (a
+    log repeats a few sources over many rows)."""
+    text = re.split(r"\s\(|\s@", source.strip())[0].strip()
     first = text.partition(" ")[0]
     parts = first.split("/")
     if len(parts) >= 4:
