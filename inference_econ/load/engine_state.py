@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import operator
 from collections import deque
 from collections.abc import Callable
 
@@ -34,8 +33,6 @@ from .timeline import RECORDING
 
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 EPS = 1e-9
-#: A decoding request's base (its context less G) from its ``running`` entry.
-_BASE = operator.itemgetter(0)
 #: ``math.inf`` read as a module global (``np.inf`` is the same float, one look-up more).
 _INF = math.inf
 
@@ -55,7 +52,7 @@ class EngineState:
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
         "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
-        "spec_steps", "decode_steps", "trace", "peak_batch",
+        "spec_steps", "decode_steps", "trace", "peak_batch", "end_of",
     )
     # fmt: on
     #: What finishing requests frees of the admission policy's promises (``scheduling``'s
@@ -79,10 +76,11 @@ class EngineState:
         self.waiting: deque[int] = deque()
         self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
         self.reserved = 0.0  # KV layer-positions held by prompts being prefilled
-        # the decoding requests: request -> (context - G, G once it has all its tokens), the
-        # requests by the G they finish at, and a heap of those G (each pushed when it first
-        # has a request; stale entries skipped)
-        self.running: dict[int, tuple[float, float]] = {}
+        # the decoding requests: request -> its base (context - G), the G at which each has
+        # all its tokens (by request), the requests by that G, and a heap of those G (each
+        # pushed when it first has a request; stale entries skipped)
+        self.running: dict[int, float] = {}
+        self.end_of = [0.0] * req.n
         self.by_end: dict[float, list[int]] = {}
         self.ends: list[float] = []
         self.sum_base = 0.0
@@ -148,7 +146,7 @@ class EngineState:
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
         if self.sorted_at != self.changes:
-            base = np.fromiter(map(_BASE, self.running.values()), float, len(self.running))
+            base = np.fromiter(self.running.values(), float, len(self.running))
             self.sorted_bases, self.sorted_at = np.sort(base), self.changes
         # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
         return self.inst.work.layer_positions_of_many(self.sorted_bases + self.G, ahead)
@@ -248,7 +246,8 @@ class EngineState:
             self.ranks.decoding(i)
         G = self.G
         end = G + left
-        self.running[i] = (context - G, end)
+        self.running[i] = context - G
+        self.end_of[i] = end
         self.changes += 1
         same = self.by_end.get(end)
         if same is None:  # a new end: on the heap once
@@ -263,7 +262,7 @@ class EngineState:
         emits its first token and decodes, or finishes if that was its last."""
         r, cache, layers, pos = self.req, self.cache, self.layers, self.pos
         plain = not self.windowed
-        running, ends, ranks = self.running, self.ends, self.ranks
+        running, end_of, ends, ranks = self.running, self.end_of, self.ends, self.ranks
         first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
         t, by_end = self.t, self.by_end
         # the engine's sums in locals, written back after the loop (the calls in it read none)
@@ -292,7 +291,8 @@ class EngineState:
             if ranks is not None:
                 ranks.decoding(i)
             end, base = G + left, context - G
-            running[i] = (base, end)
+            running[i] = base
+            end_of[i] = end
             changes += 1
             same = by_end.get(end)
             if same is None:  # a new end: on the heap once
@@ -311,13 +311,13 @@ class EngineState:
 
     def leave(self, i: int) -> float:
         """Take request ``i`` out of the decoding batch; its context."""
-        base, end = self.running.pop(i)
+        base = self.running.pop(i)
         self.changes += 1
         self.sum_base -= base
-        same = self.by_end[end]
+        same = self.by_end[self.end_of[i]]
         same.remove(i)
         if not same:
-            del self.by_end[end]
+            del self.by_end[self.end_of[i]]
         return base + self.G
 
     # --- finishing -----------------------------------------------------------------------
@@ -364,35 +364,38 @@ class EngineState:
     def complete(self) -> None:
         """Requests whose last token came out of the step just taken."""
         ends, by_end, running, r = self.ends, self.by_end, self.running, self.req
+        reach = self.G + EPS  # the progress every request finishing now has reached
+        ranks, cache, release, watch = self.ranks, self.cache, self.release_promised, r.watch
+        counted = self.clients is None and r.sharing is None and self.progress is None
         while ends:
             end = ends[0]
             if end not in by_end:
                 heapq.heappop(ends)
                 continue
-            if end > self.G + EPS:
+            if end > reach:
                 return
             heapq.heappop(ends)
             done = by_end.pop(end)
             self.changes += 1
-            if self.ranks is not None:
+            if ranks is not None:
                 for i in done:
-                    self.ranks.leave(i, True)
-            if self.cache is not None:
+                    ranks.leave(i, True)
+            if cache is not None:
                 for i in done:
-                    self.sum_base -= running.pop(i)[0]
+                    self.sum_base -= running.pop(i)
                     self.finished(i)
             else:  # ``finished`` without a prefix cache, inline, the sum in a local
                 finish, t, sum_base = r.finish, self.t, self.sum_base
                 for i in done:
-                    sum_base -= running.pop(i)[0]
+                    sum_base -= running.pop(i)
                     finish[i] = t
                 self.sum_base = sum_base
-                if self.release_promised is not None:
-                    self.release_promised(done)
-                if r.watch is not None:
-                    r.watch.finished(done, t, r.first, r.n_out)
+                if release is not None:
+                    release(done)
+                if watch is not None:
+                    watch.finished(done, t, r.first, r.n_out)
             self.hold = False
-            if self.clients is None and r.sharing is None and self.progress is None:
+            if counted:
                 r.done += len(done)  # ``count_done`` has nothing else to do
             else:
                 for i in done:
@@ -407,13 +410,22 @@ class EngineState:
         self.cache = None
 
     # --- the record's counters ---------------------------------------------------------------
-    def end_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled) -> None:
+    def end_prompt_step(
+        self, dt, alone, D, flop, advance, c, separate, prefilled, tokens, chunks
+    ) -> None:
         """After a step with prompt tokens of ``dt`` seconds and ``flop`` FLOP (``alone``: the
         seconds of its ``D`` decoding requests alone, each advancing ``advance`` tokens; ``c``:
-        its speculative cycle; ``separate``: decoding waited): its counters, the requests it
-        finished, the prompts it ``prefilled`` to their end joining the batch."""
+        its speculative cycle; ``separate``: decoding waited; ``tokens`` and ``chunks``: its
+        prompt tokens and chunks): first the prefixes it loaded from a host tier (§E13),
+        overlapped with it or before it, and its timeline event; then its counters, the
+        requests it finished, the prompts it ``prefilled`` to their end joining the batch."""
+        cache = self.cache
+        if cache is not None and cache.pending_s:
+            dt = cache.charged(dt)
+        if self.trace is not None:
+            self.trace.append(("prompt", self.t, dt, D, tokens, chunks))
         self.t += dt
-        self.G += advance
+        self.G = G = self.G + advance
         self.busy += dt
         self.batch_s += D * dt
         self.flop += flop
@@ -421,18 +433,19 @@ class EngineState:
             self.decode_steps += 1
             if c is not None:
                 self.spec_steps += 1
-        if self.windowed or self.cache is not None:
+        if self.windowed or cache is not None:
             used = self.used()
         else:  # ``used``, inline (``held`` is ``reserved`` without a prefix cache)
-            used = self.layers * (self.sum_base + len(self.running) * self.G) + self.reserved
-        if used / self.cap > self.peak:
-            self.peak = used / self.cap
+            used = self.layers * (self.sum_base + len(self.running) * G) + self.reserved
+        peak = used / self.cap
+        if peak > self.peak:
+            self.peak = peak
         self.prefill_s += dt - alone
         self.steps += 1
-        G, ends = self.G, self.ends
+        ends = self.ends
         if not separate and ends and ends[0] <= G + EPS:  # ``complete``'s first test
             self.complete()
         self.join_prefilled(prefilled, G)
         self.phase = 0  # a step with prompt tokens is a scheduler call of its own
-        if self.cache is not None:
+        if cache is not None:
             self.trim()

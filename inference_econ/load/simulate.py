@@ -248,7 +248,9 @@ class _Engine(EngineState):
         if c is None and T and (own or self.pipeline <= R):
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
-            dt = max(dt, host0 + host_s * R)  # no shorter than the host's work (0: none)
+            floor = host0 + host_s * R  # no shorter than the host's work (0: none)
+            if floor > dt:  # max(dt, floor)
+                dt = floor
         else:
             dt = self.table.time_s(T, kv, att, R, largest)
         if not D:
@@ -256,7 +258,9 @@ class _Engine(EngineState):
         elif c is None and (own or self.pipeline <= D):
             u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
             alone = fixed[D] + seq_s * D + (w if w > u else u)
-            alone = max(alone, host0 + host_s * D)
+            floor = host0 + host_s * D
+            if floor > alone:  # max(alone, floor)
+                alone = floor
         else:
             alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v)
         flop = flops[T] + att_flop * att
@@ -274,19 +278,7 @@ class _Engine(EngineState):
             n += 1
         prefilled = prefilling[:n]
         del prefilling[:n]
-        self.close_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks)
-        return True
-
-    def close_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled, *tokens):
-        """End a step with prompt tokens (``end_prompt_step``): first the prefixes it loaded
-        from a host tier (§E13), overlapped with it or before it, and its timeline event
-        (``tokens``: its prompt tokens and chunks)."""
-        cache = self.cache
-        if cache is not None and cache.pending_s:
-            dt = cache.charged(dt)
-        if self.trace is not None:
-            self.trace.append(("prompt", self.t, dt, D, *tokens))
-        self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled)
+        self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks)
 
     # --- a step of ranks that schedule their own requests (§F9, "Attention DP") -------------
     def rank_turn(self, D: int, horizon: float) -> bool:
@@ -379,7 +371,7 @@ class _Engine(EngineState):
         if prefilled:
             end = prefilling.index(prefilled[-1]) + 1
             prefilling[:end] = [x for x in prefilling[:end] if x[1] < x[2]]
-        self.close_prompt_step(
+        self.end_prompt_step(
             dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled, total, sum(chunks)
         )
         return True
