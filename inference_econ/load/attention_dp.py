@@ -19,6 +19,7 @@ class Ranks:
     __slots__ = (
         "count",
         "n_in",
+        "active",
         "rank_of",
         "act_n",
         "act_tok",
@@ -36,6 +37,7 @@ class Ranks:
         self.count, self.n_in = count, n_in
         self.rank_of = [-1] * len(n_in)  # -1: none
         self.act_n, self.act_tok, self.gen_n = [0] * count, [0] * count, [0] * count
+        self.active = 0  # sum(act_n)
         #: a rank's share of the instance's limits (each rank's own, ``per_instance``)
         self.budget = max(1, budget // count)
         self.limit = max(1, limit // count)
@@ -50,16 +52,20 @@ class Ranks:
         ``max(ceil((active + 1) / ranks), most on a rank)``, the one whose active requests have
         the fewest prompt tokens (then the fewest requests, then the lowest rank)."""
         n, tok, ranks = self.act_n, self.act_tok, self.count
-        expected = max(-(-(sum(n) + 1) // ranks), max(n))
-        # min((tok[k], n[k], k) for the ranks below ``expected``), written out: the first rank
-        # of the fewest prompt tokens, then the fewest requests
-        r, best_tok, best_n = -1, 0, 0
-        for k in range(ranks):
-            nk = n[k]
-            if nk < expected:
-                tk = tok[k]
-                if r < 0 or tk < best_tok or (tk == best_tok and nk < best_n):
-                    r, best_tok, best_n = k, tk, nk
+        most = max(n)
+        expected = -(-(self.active + 1) // ranks)
+        if expected > most:  # every rank is below it: the first of the least (tokens, requests)
+            r = min(zip(tok, n, range(ranks)))[2]
+        else:
+            # min((tok[k], n[k], k) for the ranks below ``most``), written out
+            r, best_tok, best_n = -1, 0, 0
+            for k in range(ranks):
+                nk = n[k]
+                if nk < most:
+                    tk = tok[k]
+                    if r < 0 or tk < best_tok or (tk == best_tok and nk < best_n):
+                        r, best_tok, best_n = k, tk, nk
+        self.active += 1
         self.rank_of[i] = r
         n[r] += 1
         tok[r] += self.n_in[i]
@@ -74,6 +80,7 @@ class Ranks:
         if r < 0:
             return
         self.rank_of[i] = -1
+        self.active -= 1
         self.act_n[r] -= 1
         self.act_tok[r] -= self.n_in[i]
         if decoding:

@@ -266,7 +266,7 @@ class EngineState:
         first, gen, needs_prefill, n_out = r.first, r.gen, r.needs_prefill, r.n_out
         t, by_end = self.t, self.by_end
         # the engine's sums in locals, written back after the loop (the calls in it read none)
-        reserved, sum_base, changes = self.reserved, self.sum_base, self.changes
+        reserved, sum_base, decoding = self.reserved, self.sum_base, len(running)
         for i, _, context in prefilled:
             reserved -= layers * context if plain else pos(context)
             g = gen[i] + 1
@@ -293,7 +293,6 @@ class EngineState:
             end, base = G + left, context - G
             running[i] = base
             end_of[i] = end
-            changes += 1
             same = by_end.get(end)
             if same is None:  # a new end: on the heap once
                 by_end[end] = [i]
@@ -301,7 +300,8 @@ class EngineState:
             else:
                 same.append(i)
             sum_base += base
-        self.reserved, self.sum_base, self.changes = reserved, sum_base, changes
+        self.reserved, self.sum_base = reserved, sum_base
+        self.changes += len(running) - decoding  # one change per request that joined
 
     def min_end(self) -> float:
         """The G at which the next decoding request finishes."""

@@ -199,7 +199,8 @@ class _Engine(EngineState):
     def mixed_step(self, budget: int) -> bool:
         """One step with prompt tokens (all of ``budget`` for them: the decoding requests' tokens
         taken out, except with separate prefill); False if the cache had to make room first."""
-        separate = self.prefill.separate
+        prefill = self.prefill
+        separate = prefill.separate
         D = 0 if separate else len(self.running)
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
@@ -209,33 +210,34 @@ class _Engine(EngineState):
             return False
         # the prompts' chunks from the queue's head, whole while they fit, else as the policy says
         # (``part``); each prompt's progress is written at once (read at the step's end)
-        part, whole, layers, pos = self.prefill.part, self.budget, self.layers, self.pos
+        whole, layers = self.budget, self.layers
         plain = not self.windowed  # a context's layer-positions: layers x the context
-        kv, att, taken, chunks, drafted = decode_q, v * decode_q, 0, [], self.draft is not None
+        pos = None if plain else self.pos
+        kv, att, room, chunks, drafted = decode_q, v * decode_q, budget, [], self.draft is not None
         n_chunks = n_done = 0
         largest = 1
         for entry in self.prefilling:
             done = entry[1]
             left = entry[2] - done
-            room = budget - taken
-            take = left if left <= room else part(left, room, not n_chunks, whole)
+            take = left if left <= room else prefill.part(left, room, not n_chunks, whole)
             if take <= 0:
                 break
             if plain:
                 kv += layers * done
                 att += take * (layers * (done + (take - 1) / 2.0))
             else:
-                kv += pos(done)
-                att += take * pos(done + (take - 1) / 2.0)
+                kv += pos(done)  # type: ignore[misc]
+                att += take * pos(done + (take - 1) / 2.0)  # type: ignore[misc]
             entry[1] = done + take
             if drafted:
                 chunks.append((done, take))
             if take == left and n_done == n_chunks:  # prefilled to its end, as all before it
                 n_done += 1
             n_chunks += 1
-            taken += take
+            room -= take
             if take > largest:
                 largest = take
+        taken = budget - room
         T = D * v + taken
         if D and v > largest:
             largest = v
@@ -276,8 +278,11 @@ class _Engine(EngineState):
         prefilling, n = self.prefilling, n_done
         while n < len(prefilling) and prefilling[n][1] >= prefilling[n][2]:
             n += 1
-        prefilled = prefilling[:n]
-        del prefilling[:n]
+        if n == len(prefilling):  # every one of them (often): the list itself
+            prefilled, self.prefilling = prefilling, []
+        else:
+            prefilled = prefilling[:n]
+            del prefilling[:n]
         self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks)
 
     # --- a step of ranks that schedule their own requests (§F9, "Attention DP") -------------
