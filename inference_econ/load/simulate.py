@@ -85,7 +85,7 @@ class _Engine(EngineState):
     with prompt tokens (``mixed_step``) or a run of decode steps (``decode_run``), over the
     state it extends (``EngineState``), with the policies its configuration chose."""
 
-    __slots__ = ("admission", "prefill", "runs", "bubbles", "pipeline", "terms", "host")
+    __slots__ = ("admission", "prefill", "separate", "runs", "bubbles", "pipeline", "terms", "host")
 
     def __init__(
         self,
@@ -100,6 +100,9 @@ class _Engine(EngineState):
         self.admission = admission(self, self.cfg.admission)
         self.release_promised = self.admission.release if self.admission.promises else None
         self.prefill = PREFILL[self.cfg.prefill]
+        #: the policy's ``separate``, read every step (an attribute of its class: read from the
+        #: engine's slot, not looked up through the policy)
+        self.separate = self.prefill.separate
         self.runs = DecodeRuns(self.table, self.draft, self.layers)
         #: A step's time is ``table.time_s``, written out in ``mixed_step`` where the table
         #: has no pipeline bubbles (§B12): the terms it reads, fetched once (``_step_terms``).
@@ -171,7 +174,7 @@ class _Engine(EngineState):
             decode = D if self.draft is None else self.decode_tokens()
             left = head[2] - head[1]
             if decode + left <= budget or prefill.goes(decode, budget, left):
-                self.mixed_step(budget if prefill.separate else budget - decode)
+                self.mixed_step(budget if self.separate else budget - decode)
                 return True
         room = not waiting and not self.hold and D + len(prefilling) < self.limit
         self.decode_run(room, horizon)
@@ -199,8 +202,7 @@ class _Engine(EngineState):
     def mixed_step(self, budget: int) -> bool:
         """One step with prompt tokens (all of ``budget`` for them: the decoding requests' tokens
         taken out, except with separate prefill); False if the cache had to make room first."""
-        prefill = self.prefill
-        separate = prefill.separate
+        prefill, separate = self.prefill, self.separate
         D = 0 if separate else len(self.running)
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
@@ -222,12 +224,14 @@ class _Engine(EngineState):
             take = left if left <= room else prefill.part(left, room, not n_chunks, whole)
             if take <= 0:
                 break
-            if plain:
-                kv += layers * done
-                att += take * (layers * (done + (take - 1) / 2.0))
-            else:
+            if not plain:
                 kv += pos(done)  # type: ignore[misc]
                 att += take * pos(done + (take - 1) / 2.0)  # type: ignore[misc]
+            elif done:
+                kv += layers * done
+                att += take * (layers * (done + (take - 1) / 2.0))
+            else:  # a prompt's first chunk: the same floats (kv is never -0.0, and 0 + x is x)
+                att += take * (layers * ((take - 1) / 2.0))
             entry[1] = done + take
             if drafted:
                 chunks.append((done, take))
@@ -293,7 +297,7 @@ class _Engine(EngineState):
         time while prompts are held: the balancing decides again every step)."""
         ranks = self.ranks
         assert ranks is not None
-        plan, taken = ranks.plan(self.prefilling, self.prefill.separate, self.prefill.part)
+        plan, taken = ranks.plan(self.prefilling, self.separate, self.prefill.part)
         release = True
         all_gen = min(ranks.gen_n) > 0
         if ranks.balancing is not None:
@@ -350,7 +354,7 @@ class _Engine(EngineState):
         cache had to make room first."""
         ranks = self.ranks
         assert ranks is not None
-        separate = self.prefill.separate
+        separate = self.separate
         D = 0 if separate else len(self.running)
         decode_q = self.room_for_prompts(separate, D, 1.0)
         if decode_q is None:
