@@ -41,13 +41,17 @@ class DecodeRuns:
         positions ``held`` outside the decoding contexts; ``deadline``: the seconds by which
         the run ends at the first step to reach them (None: none); ``s0``: the contexts' sum
         (a draft's positions)."""
-        k = min(k, int((cap - held - q0) // growth))
+        fits = int((cap - held - q0) // growth)
+        if fits < k:  # min(k, fits)
+            k = fits
         if k <= 0:
             return 0, 0.0, 0.0, q0, 0.0
         if c is None and deadline is None:  # (nearly every run without arrivals to wait for)
-            span = self.table.run_time_s(D, q0, growth, k)
+            tab = self.table
+            span = tab.run_time_s(D, q0, growth, k)
             attended = k * q0 + growth * k * (k - 1) / 2.0
-            return k, span, attended, q0 + growth * k, self.flop(D, k, attended, c)
+            flop = k * tab.flop[D] + tab.attention_flop * attended  # ``flop``, inline
+            return k, span, attended, q0 + growth * k, flop
         # the seconds of a run of ``steps`` steps
         if c is None:
             run = partial(self.table.run_time_s, D, q0, growth)

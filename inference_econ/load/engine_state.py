@@ -204,7 +204,10 @@ class EngineState:
     def next_time(self) -> float:
         """When the next request reaches this engine (inf: none known)."""
         a = self.arr[self.next_arrival]  # inf past the last (``arr``'s end)
-        return min(a, self.late[0][0]) if self.late else a
+        if self.late:
+            b = self.late[0][0]
+            return b if b < a else a  # min(a, b)
+        return a
 
     def push(self, i: int, at: float) -> None:
         """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""

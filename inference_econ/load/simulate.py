@@ -165,7 +165,8 @@ class _Engine(EngineState):
             nxt = self.next_time()
             if not math.isfinite(nxt) or nxt > horizon:
                 return False
-            self.t = max(self.t, nxt)
+            if nxt > self.t:  # max(self.t, nxt)
+                self.t = nxt
             return True
         if self.ranks is not None:
             return self.rank_turn(D, horizon)
@@ -398,9 +399,11 @@ class _Engine(EngineState):
         ends, by_end = self.ends, self.by_end
         while ends[0] not in by_end:  # ``min_end``, inline: stale ends off the heap
             heapq.heappop(ends)
-        k = max(1, math.ceil((ends[0] - self.G) / E - EPS))
-        if most:
-            k = min(k, most)
+        k = math.ceil((ends[0] - self.G) / E - EPS)
+        if k < 1:  # max(1, k)
+            k = 1
+        if most and most < k:  # min(k, most)
+            k = most
         window = self.window
         if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
             k = min(k, window - self.phase)
@@ -408,7 +411,7 @@ class _Engine(EngineState):
         elif admit_more:
             # ``next_time``, inline: arrivals at known times only (nearly every run)
             nxt = self.arr[self.next_arrival] if not self.late else self.next_time()
-            deadline = min(nxt, horizon) - self.t
+            deadline = (horizon if horizon < nxt else nxt) - self.t  # min(nxt, horizon)
             if not math.isfinite(deadline):
                 deadline = None
         else:
