@@ -86,6 +86,25 @@ class Ranks:
         if decoding:
             self.gen_n[r] -= 1
 
+    def finished(self, done: list) -> None:
+        """The decoding requests ``done`` finished: ``leave`` of each, in one call."""
+        rank_of, act_n, act_tok, gen_n, n_in = (
+            self.rank_of,
+            self.act_n,
+            self.act_tok,
+            self.gen_n,
+            self.n_in,
+        )
+        for i in done:
+            r = rank_of[i]
+            if r < 0:
+                continue
+            rank_of[i] = -1
+            self.active -= 1
+            act_n[r] -= 1
+            act_tok[r] -= n_in[i]
+            gen_n[r] -= 1
+
     def plan(self, prefilling: list, separate: bool, part) -> tuple[list, list]:
         """([(prefilling entry, tokens it takes)], prompt tokens per rank) of the next step:
         each rank's scheduler takes its own prompts first come, first served into its share of
@@ -166,12 +185,14 @@ class Ranks:
         attended, largest, total = 0.0, 1, 0
         for entry, take in plan:
             done, r = entry[1], rank_of[entry[0]]
-            if pos is None:
-                kv[r] += layers * done
-                a = take * (layers * (done + (take - 1) / 2.0))
-            else:
+            if pos is not None:
                 kv[r] += pos(done)
                 a = take * pos(done + (take - 1) / 2.0)
+            elif done:
+                kv[r] += layers * done
+                a = take * (layers * (done + (take - 1) / 2.0))
+            else:  # a prompt's first chunk: the same floats (kv is never -0.0, and 0 + x is x)
+                a = take * (layers * ((take - 1) / 2.0))
             att[r] += a
             attended += a
             chunks[r] += 1

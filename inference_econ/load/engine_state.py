@@ -381,8 +381,7 @@ class EngineState:
             done = by_end.pop(end)
             self.changes += 1
             if ranks is not None:
-                for i in done:
-                    ranks.leave(i, True)
+                ranks.finished(done)
             if cache is not None:
                 for i in done:
                     self.sum_base -= running.pop(i)
