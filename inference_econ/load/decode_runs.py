@@ -46,36 +46,31 @@ class DecodeRuns:
             k = fits
         if k <= 0:
             return 0, 0.0, 0.0, q0, 0.0
-        if c is None and deadline is None:  # (nearly every run without arrivals to wait for)
-            tab = self.table
-            span = tab.run_time_s(D, q0, growth, k)
-            attended = k * q0 + growth * k * (k - 1) / 2.0
-            flop = k * tab.flop[D] + tab.attention_flop * attended  # ``flop``, inline
-            return k, span, attended, q0 + growth * k, flop
-        # the seconds of a run of ``steps`` steps
-        if c is None:
-            run = partial(self.table.run_time_s, D, q0, growth)
-        else:
+        tab = self.table
+        if c is None:  # (nearly every run)
+            span, run = tab.run_time_s(D, q0, growth, k), None
+        else:  # the seconds of a run of ``steps`` speculative steps
             gs = D * c.expected_tokens
-            run = partial(self._draft.run_s, self.table, D, q0, growth, s0, gs, c=c)
-
-        span = None  # the run's seconds, once known
-        if deadline is not None:
+            run = partial(self._draft.run_s, tab, D, q0, growth, s0, gs, c=c)
             span = run(k)
-            if span > deadline:
-                lo, hi = 1, k  # the first step count whose run reaches the arrival
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    seconds = run(mid)
-                    if seconds >= deadline:
-                        hi, span = mid, seconds
-                    else:
-                        lo = mid + 1
-                k = lo
-        if span is None:
-            span = run(k)
+        if deadline is not None and span > deadline:
+            if run is None:  # the seconds of a run of ``steps`` steps
+                run = partial(tab.run_time_s, D, q0, growth)
+            lo, hi = 1, k  # the first step count whose run reaches the deadline
+            while lo < hi:
+                mid = (lo + hi) // 2
+                seconds = run(mid)
+                if seconds >= deadline:
+                    hi, span = mid, seconds
+                else:
+                    lo = mid + 1
+            k = lo
         attended = k * q0 + growth * k * (k - 1) / 2.0
-        return k, span, attended, q0 + growth * k, self.flop(D, k, attended, c)
+        if c is None:  # ``flop``, inline
+            flop = k * tab.flop[D] + tab.attention_flop * attended
+        else:
+            flop = self.flop(D, k, attended, c)
+        return k, span, attended, q0 + growth * k, flop
 
     def arrays(self, D: int, q: np.ndarray, deadline, c, cap, held, sum_base, G):
         """The same for models with sliding windows, one array element per step: ``q`` the
