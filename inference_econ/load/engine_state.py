@@ -188,11 +188,6 @@ class EngineState:
             return None
         return self.draft.cycle_at(self.table, D, self.q_ref)
 
-    def advance(self, D: int) -> float:
-        """Tokens each decoding request gains per step at batch ``D``."""
-        c = self.cycle(D)
-        return 1.0 if c is None else c.expected_tokens
-
     def decode_tokens(self) -> int:
         """Tokens the decoding requests take of the next step's budget (a speculative cycle
         verifies several per request)."""
@@ -204,10 +199,7 @@ class EngineState:
     def next_time(self) -> float:
         """When the next request reaches this engine (inf: none known)."""
         a = self.arr[self.next_arrival]  # inf past the last (``arr``'s end)
-        if self.late:
-            b = self.late[0][0]
-            return b if b < a else a  # min(a, b)
-        return a
+        return min(a, self.late[0][0]) if self.late else a
 
     def push(self, i: int, at: float) -> None:
         """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""
@@ -305,12 +297,6 @@ class EngineState:
             sum_base += base
         self.reserved, self.sum_base = reserved, sum_base
         self.changes += len(running) - decoding  # one change per request that joined
-
-    def min_end(self) -> float:
-        """The G at which the next decoding request finishes."""
-        while self.ends[0] not in self.by_end:
-            heapq.heappop(self.ends)
-        return self.ends[0]
 
     def leave(self, i: int) -> float:
         """Take request ``i`` out of the decoding batch; its context."""
@@ -412,20 +398,18 @@ class EngineState:
         self.cache = None
 
     # --- the record's counters ---------------------------------------------------------------
-    def end_prompt_step(
-        self, dt, alone, D, flop, advance, c, separate, prefilled, tokens, chunks
-    ) -> None:
+    def end_prompt_step(self, dt, alone, D, flop, advance, c, separate, prefilled, *tokens):
         """After a step with prompt tokens of ``dt`` seconds and ``flop`` FLOP (``alone``: the
         seconds of its ``D`` decoding requests alone, each advancing ``advance`` tokens; ``c``:
-        its speculative cycle; ``separate``: decoding waited; ``tokens`` and ``chunks``: its
-        prompt tokens and chunks): first the prefixes it loaded from a host tier (§E13),
-        overlapped with it or before it, and its timeline event; then its counters, the
-        requests it finished, the prompts it ``prefilled`` to their end joining the batch."""
+        its speculative cycle; ``separate``: decoding waited; ``tokens``: its prompt tokens and
+        chunks): first the prefixes it loaded from a host tier (§E13), overlapped with it or
+        before it, and its timeline event; its counters, the requests it finished, the prompts
+        it ``prefilled`` to their end joining the batch."""
         cache = self.cache
         if cache is not None and cache.pending_s:
             dt = cache.charged(dt)
         if self.trace is not None:
-            self.trace.append(("prompt", self.t, dt, D, tokens, chunks))
+            self.trace.append(("prompt", self.t, dt, D, *tokens))
         self.t += dt
         self.G = G = self.G + advance
         self.busy += dt

@@ -206,28 +206,25 @@ class _Engine(EngineState):
         prefill, separate = self.prefill, self.separate
         D = 0 if separate else len(self.running)
         c = self.cycle(D) if self.draft is not None else None
-        E = 1.0 if c is None else c.expected_tokens
-        v = 1 if c is None else c.verify_tokens
+        E, v = (1.0, 1) if c is None else (c.expected_tokens, c.verify_tokens)
         decode_q = self.room_for_prompts(separate, D, E)
         if decode_q is None:
             return False
         # the prompts' chunks from the queue's head, whole while they fit, else as the policy says
         # (``part``); each prompt's progress is written at once (read at the step's end)
         whole, layers = self.budget, self.layers
-        plain = not self.windowed  # a context's layer-positions: layers x the context
-        pos = None if plain else self.pos
+        pos = self.pos if self.windowed else None  # None: a context's positions are layers x it
         kv, att, room, chunks, drafted = decode_q, v * decode_q, budget, [], self.draft is not None
-        n_chunks = n_done = 0
-        largest = 1
+        n_chunks, n_done, largest = 0, 0, 1
         for entry in self.prefilling:
             done = entry[1]
             left = entry[2] - done
             take = left if left <= room else prefill.part(left, room, not n_chunks, whole)
             if take <= 0:
                 break
-            if not plain:
-                kv += pos(done)  # type: ignore[misc]
-                att += take * pos(done + (take - 1) / 2.0)  # type: ignore[misc]
+            if pos is not None:
+                kv += pos(done)
+                att += take * pos(done + (take - 1) / 2.0)
             elif done:
                 kv += layers * done
                 att += take * (layers * (done + (take - 1) / 2.0))
@@ -256,8 +253,7 @@ class _Engine(EngineState):
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
             floor = host0 + host_s * R  # no shorter than the host's work (0: none)
-            if floor > dt:  # max(dt, floor)
-                dt = floor
+            dt = floor if floor > dt else dt  # max(dt, floor)
         else:
             dt = self.table.time_s(T, kv, att, R, largest)
         if not D:
@@ -266,28 +262,22 @@ class _Engine(EngineState):
             u, w = memory[D] + kv_s * decode_q + req_s * D, compute[D] + att_s * decode_q
             alone = fixed[D] + seq_s * D + (w if w > u else u)
             floor = host0 + host_s * D
-            if floor > alone:  # max(alone, floor)
-                alone = floor
+            alone = floor if floor > alone else alone  # max(alone, floor)
         else:
             alone = self.table.time_s(D * v, decode_q, v * decode_q, D, v)
         flop = flops[T] + att_flop * att
         if self.draft is not None:
             contexts = self.sum_base + D * self.G
             extra, extra_flop, decode_extra = self.draft.step_work(D, c, contexts, chunks, taken)
-            dt += extra
-            alone += decode_extra
-            flop += extra_flop
+            dt, alone, flop = dt + extra, alone + decode_extra, flop + extra_flop
         advance = E if (T and not separate and D) else 0.0
         # the prompts prefilled to their end, from the head of the queue: each decodes now (the
         # chunks counted them; the test goes on past them as the scheduler's rule is written)
         prefilling, n = self.prefilling, n_done
         while n < len(prefilling) and prefilling[n][1] >= prefilling[n][2]:
             n += 1
-        if n == len(prefilling):  # every one of them (often): the list itself
-            prefilled, self.prefilling = prefilling, []
-        else:
-            prefilled = prefilling[:n]
-            del prefilling[:n]
+        prefilled = prefilling if n == len(prefilling) else prefilling[:n]  # (often all of it)
+        self.prefilling = [] if prefilled is prefilling else prefilling[n:]
         self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks)
 
     # --- a step of ranks that schedule their own requests (§F9, "Attention DP") -------------
@@ -397,7 +387,7 @@ class _Engine(EngineState):
         c = self.cycle(D) if self.draft is not None else None
         E = 1.0 if c is None else c.expected_tokens
         ends, by_end = self.ends, self.by_end
-        while ends[0] not in by_end:  # ``min_end``, inline: stale ends off the heap
+        while ends[0] not in by_end:  # the next end: stale ends off the heap
             heapq.heappop(ends)
         k = math.ceil((ends[0] - self.G) / E - EPS)
         if k < 1:  # max(1, k)
