@@ -279,6 +279,7 @@ class _Engine(EngineState):
         prefilled = prefilling if n == len(prefilling) else prefilling[:n]  # (often all of it)
         self.prefilling = [] if prefilled is prefilling else prefilling[n:]
         self.end_prompt_step(dt, alone, D, flop, advance, c, separate, prefilled, taken, n_chunks)
+        return True
 
     # --- a step of ranks that schedule their own requests (§F9, "Attention DP") -------------
     def rank_turn(self, D: int, horizon: float) -> bool:
