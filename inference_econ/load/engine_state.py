@@ -80,7 +80,7 @@ class EngineState:
         # all its tokens (by request), the requests by that G, and a heap of those G (each
         # pushed when it first has a request; stale entries skipped)
         self.running: dict[int, float] = {}
-        self.end_of = [0.0] * req.n
+        self.end_of = req.end_of  # shared: a request decodes on one engine at a time
         self.by_end: dict[float, list[int]] = {}
         self.ends: list[float] = []
         self.sum_base = 0.0

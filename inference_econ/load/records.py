@@ -93,6 +93,8 @@ class Requests:
         self.rejected_mask = full > cap
         self.rejected = self.rejected_mask.tolist()
         self.seq = [0] * n  # admission order
+        #: The progress (its engine's ``G``) at which each decoding request has all its tokens.
+        self.end_of = [0.0] * n
         self.sharing = arrivals.sharing
         self.done = 0
         self.watch: Watch | None = None
