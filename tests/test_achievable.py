@@ -710,8 +710,13 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
     trt = load_engine("trtllm")
     assert trt.scheduler_policy("mlperf", "1.0", "DeepSeek-R1") == ("no_evict", "whole")
     assert trt.scheduler_policy("mlperf", "1.0", "Llama 2 70B") == ("no_evict", "chunked")
-    # DeepSeek-R1 Server, DeepSeek-R1 Interactive (with MTP), DeepSeek-R1, gpt-oss-120b, the rest
-    assert len(dict(trt.harnesses)["mlperf"]) == 5
+    # DeepSeek-R1 Server, DeepSeek-R1 Interactive (with MTP), DeepSeek-R1, gpt-oss-120b
+    # Interactive, gpt-oss-120b, the rest's Interactive from MLPerf v5.1 on, the rest
+    assert len(dict(trt.harnesses)["mlperf"]) == 7
+    l2 = "Llama 2 70B"
+    assert trt.harness_router("mlperf", None, l2, "interactive", "5.1") == "round_robin"
+    assert trt.harness_router("mlperf", None, l2, "interactive", "5.0") == "random"
+    assert trt.harness_router("mlperf", None, l2, "server", "6.0") == "random"
     # the runtime by model (§F5): the harness builds TensorRT engines for the dense models and
     # Mixtral (its C++ executor waits for the host work), and runs DeepSeek-R1 and gpt-oss-120b
     # on the PyTorch backend (its overlap scheduler hides it); a model it does not name: the rest

@@ -436,6 +436,9 @@ def test_trace_file_is_validated(tmp_path):
     ]
     doubled = make_traffic(rate_per_s=2 * tr.rate_per_s, trace=good).stream()
     assert doubled.arrival_s.tolist() == pytest.approx([0.0, 0.25, 0.75])
+    # one of two instances served in turn: every second row, at the trace's own times
+    turn = make_traffic(trace=good).stream(2, in_turn=True)
+    assert turn.arrival_s.tolist() == [0.0, 1.5] and turn.prompt_tokens.tolist() == [200, 100]
     cases = {
         "arrival_time_s,prompt_tokens\n1,2\n2,3\n": "output_tokens",
         "arrival_time_s,prompt_tokens,output_tokens\n1,2,3\n-1,2,3\n": "line 3",
@@ -1087,6 +1090,8 @@ def test_overload_is_a_warning_and_a_note_in_every_format():
     assert any(n.startswith("the load outgrows") for n in json.loads(out)["notes"])
     code, out, _ = _run(*args[:-5], "5", *args[-4:], "--instances", "2")
     assert "share the load at random (each sees a Poisson stream" in out
+    code, out, _ = _run(*args[:-5], "5", *args[-4:], "--instances", "2", "--router", "round_robin")
+    assert "each sees one in 2 of the Poisson stream's requests, one simulated for all" in out
 
 
 def test_load_outputs_state_bits_files_seed_and_the_frontier_cap():

@@ -136,6 +136,28 @@ def test_random_router_of_two_servers_is_two_md1_queues_and_jsq_waits_less(llama
     assert wait["least_outstanding"] < 0.75 * wait["random"]
 
 
+def test_an_instance_served_in_turn_waits_as_a_round_robin_group_does(llama8b):
+    """One instance of two that a round robin serves in turn receives every second request
+    (Erlang-2 gaps, ``Traffic.stream(..., in_turn=True)``): simulated alone it waits as the two
+    simulated together behind ``round_robin`` do, well under the M/D/1 wait of a random share
+    (about 0.18 S against 0.5 S at rho = 0.5, docs/model.md §E10)."""
+    inst = build_instance(llama8b, 1, EngineConfig(max_batch_requests=1), 1000)
+    service = inst.table.time_s(1000, 0.0, 1000 * float(inst.positions(999 / 2)))
+    rate = 2 * 0.5 / service
+    traffic = make_traffic(rate, "1000", "1", requests=4000, seed=0)
+    pair = traffic.stream(2, 2)
+    rec = simulate_group([inst, inst], pair, Router("round_robin", 2, None, 0))
+    group = (rec.first_token_s - pair.arrival_s - service).mean()
+    alone = traffic.stream(2, in_turn=True)
+    assert len(alone) == 4000 and np.mean(np.diff(alone.arrival_s)) == pytest.approx(
+        2 / rate, rel=0.03
+    )
+    one = simulate(inst, alone)
+    wait = (one.first_token_s - alone.arrival_s - service).mean()
+    assert wait == pytest.approx(group, rel=0.1)
+    assert 0.14 * service < wait < 0.22 * service  # 0.5 S for a random share
+
+
 def test_prefix_aware_routing_hits_no_less_than_random_on_a_session_trace(llama8b, tmp_path):
     rng = np.random.default_rng(0)
     lines, t = (

@@ -524,6 +524,55 @@ def test_deepseek_r1_interactive_under_the_mlperf_harness_speculates(tmp_path):
     assert trt.harness_speculative(None, None, "DeepSeek-R1", "interactive") is None
 
 
+def test_an_mlperf_interactive_run_reaches_its_instances_in_turn(tmp_path):
+    """NVIDIA's harness sends an Interactive run's queries to the engine instances in turn (its
+    default traffic distribution outside Server, engines/trtllm.yaml): each of the 8 instances
+    receives every 8th query, Erlang gaps whose spread is 1/sqrt(8) of the Poisson stream's; a
+    Server run's instances, and MLPerf v5.0's Interactive ones (its harness sent each query to
+    the instance with the fewest in flight, not modelled), each take a random share. A harness
+    entry naming another router is one line naming the field."""
+    from inference_econ.errors import SpecError
+    from inference_econ.specs.engine import profile_from_dict
+
+    line = (
+        "mlcommons/inference_results_v5.1/closed/NVIDIA/results/x,"
+        "Llama-2-70B-chat (MLPerf v5.1 llama2-70b {s}),FP4,B200,8,TP1 x8,n/a,"
+        "222.33 mean (sd 171.5),274.3,throughput,60000,tokens/s,TensorRT-LLM,"
+    )
+    path = tmp_path / "rows.csv"
+    older = line.replace("v5.1", "v5.0")
+    path.write_text(
+        HEADER
+        + "\n"
+        + "\n".join(
+            (line.format(s="Interactive"), line.format(s="Server"), older.format(s="Interactive"))
+        )
+        + "\n"
+    )
+    interactive, server, earlier = load_measured(path)
+    assert (interactive.benchmark_round, earlier.benchmark_round) == ("5.1", "5.0")
+    base = preset("achievable")
+    turn, share = pr.row_engine(interactive, base), pr.row_engine(server, base)
+    assert (turn.config.router, share.config.router) == ("round_robin", "random")
+    assert pr.row_engine(earlier, base).config.router == "random"
+    assert "queries to the instances in turn" in turn.label and "in turn" not in share.label
+    plan = pr.build_plan([interactive], "achievable")
+    (case,) = plan.load.values()
+    assert case.replicas == 8 and case.config.router == "round_robin"
+    t = rp.traffic_of(case, 4000).at_rate(8.0)
+    gaps = np.diff(t.stream(8, in_turn=True).arrival_s)
+    assert gaps.mean() == pytest.approx(1.0, rel=0.03)  # 8 queries/s over 8 instances
+    assert gaps.std() / gaps.mean() == pytest.approx(8**-0.5, rel=0.05)
+    poisson = np.diff(t.stream(8).arrival_s)
+    assert poisson.std() / poisson.mean() == pytest.approx(1.0, rel=0.05)
+    bad = {"name": "x", "harnesses": {"mlperf": [{"router": "fastest"}]}}
+    with pytest.raises(SpecError, match=r"harnesses\.mlperf\[0\]\.router"):
+        profile_from_dict(bad, "x.yaml")
+    late = {"name": "x", "harnesses": {"mlperf": [{"rounds": "after five", "prefill": "whole"}]}}
+    with pytest.raises(SpecError, match=r"harnesses\.mlperf\[0\]\.rounds"):
+        profile_from_dict(late, "x.yaml")
+
+
 def test_a_row_runs_the_runtime_its_harness_or_version_names(tmp_path):
     """The host overheads a step waits for follow the runtime (docs/model.md §F5): NVIDIA's
     MLPerf harness builds TensorRT engines (its C++ executor waits for the host work) for

@@ -186,6 +186,12 @@ def _sharing(result) -> str:
             if result.instances > result.instances_simulated
             else ""
         )
+    if result.router == "round_robin":
+        of = "the trace's rows" if trace else "the Poisson stream's requests"
+        return (
+            f"a round robin router sends the instances their turns: each sees one in "
+            f"{result.instances} of {of}, one simulated for all (docs/model.md §E10)"
+        )
     if trace:
         each = "each sees every trace row with probability 1 / instances, at its time"
     else:

@@ -375,22 +375,27 @@ class Traffic:
         """The same traffic at another total rate (a trace's times are rescaled)."""
         return replace(self, rate_per_s=float(rate_per_s))
 
-    def stream(self, instances: int = 1, group: int = 1) -> Arrivals:
+    def stream(self, instances: int = 1, group: int = 1, in_turn: bool = False) -> Arrivals:
         """The requests ``group`` of ``instances`` instances receive together under random
         load balancing: a Poisson stream of ``group / instances`` of the rate and ``group``
         times ``requests`` requests (whole sessions), or each trace row (each trace session)
-        with that probability."""
+        with that probability. ``in_turn``: one instance (``group`` 1) of ``instances`` that a
+        round-robin router serves in turn receives every ``instances``-th request instead (a
+        Poisson stream's gaps summed ``instances`` at a time: Erlang gaps, §E10; a trace's
+        every ``instances``-th row) where no prompts share prefixes or sessions (``shares``:
+        those go whole, at random, and a router needs the instances simulated together)."""
         # a closed loop's clients send the requests in order: their arrival times are unused
         rate = 1.0 if self.clients is not None else self.offered_rate_per_s
         share = group / instances
         count = int(self.requests) * group
+        every = instances if in_turn and group == 1 and instances > 1 and not self.shares else 1
         if (
             self.process != "trace"
             and self.trace is None
             and not (self.sessions or self.shared_prefix_tokens > 0)
         ):  # the draws at unit rate and the lengths: kept across rates
             unit, prompt, output = _poisson_draws(
-                self.seed, count, self.input_lengths, self.output_lengths
+                self.seed, count, self.input_lengths, self.output_lengths, every
             )
             return Arrivals(unit / (rate * share), prompt, output, None)
         gaps_rng, pick_rng, in_rng, out_rng = _generators(self.seed)
@@ -405,12 +410,14 @@ class Traffic:
             if math.isfinite(trace.rate_per_s):
                 times = times * (trace.rate_per_s / rate)
             rows = np.arange(len(times))
-            if share < 1:  # whole sessions to a group (its router keeps them there)
+            if every > 1:  # every ``every``-th row, in turn
+                rows = rows[::every]
+            elif share < 1:  # whole sessions to a group (its router keeps them there)
                 unit = trace.session_id if group > 1 else None
                 rows = rows[_thin(pick_rng, len(times), share, unit)]
             times = times[rows]
         else:  # Poisson arrivals, lengths of random trace rows
-            times = np.cumsum(gaps_rng.exponential(1.0, count)) / (rate * share)
+            times = np.cumsum(_unit_gaps(gaps_rng, count, every)) / (rate * share)
             rows = pick_rng.integers(0, len(self._trace.arrival_s), count)
         prompt = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, len(times))
         output = self._lengths(self.output_lengths, "output_tokens", rows, out_rng, len(times))
@@ -653,18 +660,30 @@ def _generators(seed: int) -> tuple[np.random.Generator, ...]:
 
 
 @lru_cache(maxsize=64)
-def _poisson_draws(seed: int, count: int, input_lengths: Lengths, output_lengths: Lengths):
+def _poisson_draws(
+    seed: int, count: int, input_lengths: Lengths, output_lengths: Lengths, every: int = 1
+):
     """(arrival times at a total rate of one request per second, prompt and output lengths) of
     ``Traffic.stream``'s Poisson requests without a trace, the same draws whatever the rate:
     a load search simulates one traffic at many rates, and drawing its lengths (a truncated
-    log-normal's inverse CDF) cost more than a short run. The arrays are read-only."""
+    log-normal's inverse CDF) cost more than a short run. ``every``: every ``every``-th request
+    of a Poisson stream (``_unit_gaps``). The arrays are read-only."""
     gaps_rng, _, in_rng, out_rng = _generators(seed)
-    unit = np.cumsum(gaps_rng.exponential(1.0, count))
+    unit = np.cumsum(_unit_gaps(gaps_rng, count, every))
     prompt = input_lengths.draw(in_rng, count)
     output = output_lengths.draw(out_rng, count)
     for a in (unit, prompt, output):
         a.flags.writeable = False
     return unit, prompt, output
+
+
+def _unit_gaps(rng: np.random.Generator, count: int, every: int) -> np.ndarray:
+    """``count`` gaps of mean one between a Poisson stream's requests, or between its every
+    ``every``-th requests (a round-robin router's instance): the sum of ``every`` exponential
+    gaps of mean ``1 / every``, an Erlang (gamma) gap of shape ``every``."""
+    if every == 1:
+        return rng.exponential(1.0, count)
+    return rng.gamma(float(every), 1.0 / every, count)
 
 
 def _thin(rng: np.random.Generator, n: int, share: float, unit=None) -> np.ndarray:

@@ -278,16 +278,23 @@ def simulate_deployment(
         reference_context(traffic),
         offered_load(traffic, K),
     )
-    if K > 1 and (config.router != "random" or traffic.sessions):
+    if K > 1 and (not alone(config.router, traffic) or traffic.sessions):
         g = min(K, GROUP)  # the instances simulated together (§E10)
         return serve(inst, Run(traffic, K, g, config.router), targets, progress).result
     limits = stop.limits if stop is not None and not stop.empty else None
-    served = serve(inst, Run(traffic, K, stop=limits), targets, progress)
+    served = serve(inst, Run(traffic, K, router=config.router, stop=limits), targets, progress)
     if not served.record.stopped:
         return served.result
     return dataclasses.replace(
         served.result, stopped_for=stop, meets_targets=None if targets.empty else False
     )
+
+
+def alone(router: str, traffic: Traffic) -> bool:
+    """Whether one instance simulated alone stands for every instance behind ``router``: a
+    random share, or a round robin's every ``K``-th request where no prompts share prefixes or
+    sessions (``Traffic.stream``'s ``in_turn``, §E10)."""
+    return router == "random" or (router == "round_robin" and not traffic.shares)
 
 
 def _closed_loop(setting, deployment, traffic, targets, config, progress) -> LoadResult:

@@ -21,14 +21,12 @@ instances serving their share of the load (whole sessions), the others seeing th
 from __future__ import annotations
 
 import math
-from typing import Literal, get_args
 
 import numpy as np
 
 from ..errors import SpecError
+from ..specs.engine import ROUTERS, RouterPolicy
 
-RouterPolicy = Literal["random", "round_robin", "least_outstanding", "prefix_aware"]
-ROUTERS: tuple[RouterPolicy, ...] = get_args(RouterPolicy)
 #: Most instances simulated together; a larger deployment is simulated as groups of this many
 #: serving their share of the load (join-the-shortest-queue gains little beyond a few queues).
 GROUP = 8

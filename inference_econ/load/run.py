@@ -65,7 +65,8 @@ class Run:
         """The requests the run serves."""
         if self.requests is not None:
             return self.requests
-        return self.traffic.stream(self.instances, self.group)
+        in_turn = self.router == "round_robin"  # one instance of several alone: its turns
+        return self.traffic.stream(self.instances, self.group, in_turn)
 
 
 def simulate_run(

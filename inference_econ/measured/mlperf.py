@@ -158,6 +158,18 @@ def benchmarks() -> dict[str, Benchmark]:
 _MLPERF = re.compile(r"mlperf|mlcommons|inference_results", re.IGNORECASE)
 
 
+#: A publication round of MLPerf Inference named in a row's text: the results repository
+#: ("inference_results_v5.1") or the round itself ("MLPerf v5.1", "MLPerf Inference v5.1").
+_ROUND = re.compile(r"(?:inference_results_v|mlperf\s+(?:inference\s+)?v)(\d+\.\d+)", re.IGNORECASE)
+
+
+def round_of(text: str) -> str | None:
+    """The MLPerf Inference round a row's text names ("5.1"; None: none named): the harness
+    that ran it is that round's (``EngineProfile.harness_fields``' ``rounds``)."""
+    m = _ROUND.search(text)
+    return m.group(1) if m else None
+
+
 def benchmark_of(model_name: str, text: str) -> Benchmark | None:
     """The MLPerf benchmark of a row: its model is the benchmark's and its text names MLPerf."""
     if not _MLPERF.search(text):

@@ -38,6 +38,7 @@ from ..serving.setting import Setting
 from ..specs.engine import (
     RUNTIME_UNKNOWN_HOST_OVERHEAD_EXPOSED,
     EngineProfile,
+    RouterPolicy,
     select_engine,
     split_engine,
 )
@@ -220,6 +221,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         scheduler_steps=harness.steps,
         per_attention_rank=False,
         rank_scheduling=True,
+        router=harness.router,
         adp_balancing=harness.balancing,
         graph_batch_sizes=row.graph_batch_sizes if prof.family == "trtllm" else (),
     )
@@ -245,8 +247,9 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
 class _Harness:
     """How a row's benchmark harness runs its engine: the harness (None: none applies, the
     engine's own defaults), its admission and prefill policies, its decode steps per schedule,
-    its attention-DP balancing, the host overhead a step exposes (None: the profile's) and the
-    memory terms its runtime sets (empty: the profile's)."""
+    its attention-DP balancing, the host overhead a step exposes (None: the profile's), the
+    memory terms its runtime sets (empty: the profile's) and how it sends the queries to the
+    engine's instances."""
 
     name: str | None
     admission: str
@@ -255,21 +258,23 @@ class _Harness:
     balancing: tuple | None
     exposed: float | None
     memory: tuple[tuple[str, float], ...] = ()
+    router: RouterPolicy = "random"
 
 
 def _harness_of(prof: EngineProfile, row: MeasuredRow, version) -> _Harness:
     """The harness a row's engine runs under: an MLPerf row runs the engine under the
     benchmark's harness, with its scheduler flags; any other row under the engine's own."""
     model = row.arch.name if row.arch is not None else None
-    sc = row.scenario
-    mlperf = row.benchmark and prof.harness_applies("mlperf", version, model, sc)
+    key = (version, model, row.scenario, row.benchmark_round)
+    mlperf = row.benchmark and prof.harness_applies("mlperf", *key)
     harness = "mlperf" if mlperf else None
-    admission, prefill = prof.scheduler_policy(harness, version, model, sc)
-    steps = prof.harness_scheduler_steps(harness, version, model, sc)
-    balancing = prof.harness_adp_balancing(harness, version, model, sc)
-    exposed = prof.harness_host_overhead_exposed(harness, version, model, sc)
-    memory = tuple(prof.harness_memory(harness, version, model, sc).items())
-    return _Harness(harness, admission, prefill, steps, balancing, exposed, memory)
+    admission, prefill = prof.scheduler_policy(harness, *key)
+    steps = prof.harness_scheduler_steps(harness, *key)
+    balancing = prof.harness_adp_balancing(harness, *key)
+    exposed = prof.harness_host_overhead_exposed(harness, *key)
+    memory = tuple(prof.harness_memory(harness, *key).items())
+    router = prof.harness_router(harness, *key)
+    return _Harness(harness, admission, prefill, steps, balancing, exposed, memory, router)
 
 
 def _as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
@@ -312,6 +317,8 @@ def _engine_label(
             multi += f", attention-DP balancing {harness.balancing[0]}/{harness.balancing[1]} steps"
         if exposed is not None:
             multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
+        if harness.router == "round_robin":
+            multi += ", queries to the instances in turn"
         workspace = dict(harness.memory).get("activation_workspace_bytes_per_gpu")
         if workspace is not None:
             multi += f", {workspace / 1e9:g} GB a GPU set aside before the KV cache"

@@ -132,6 +132,8 @@ class MeasuredRow:
     parent: int | None = None
     #: The MLPerf benchmark the row belongs to (its dataset lengths and latency limits).
     benchmark: str | None = None
+    #: The MLPerf Inference round that published it ("5.1"; None: not named): its harness's.
+    benchmark_round: str | None = None
     #: Micro-benchmarks: message bytes (all-reduce) or GEMM shape (M, N, K; None: best shape).
     message_bytes: float | None = None
     gemm_shape: tuple[float, float, float] | None = None
@@ -536,6 +538,11 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         per=per,
         per_count=per_count,
         benchmark=benchmark.name if benchmark is not None else None,
+        benchmark_round=(
+            mlperf.round_of(f"{rec.get('model', '')} {rec.get('source', '')} {context}")
+            if benchmark is not None
+            else None
+        ),
     )
     return engine
 
@@ -580,7 +587,9 @@ def _status(rec, base, engine, benchmark) -> str:
     lacking = engine_words.unmodelled_of(rec, rec["_context"])
     own = rec["_notes"].strip()
     scenario = base["scenario"]
-    harness = harness_unmodelled(engine, base["gpu"], base["arch"].name, scenario, benchmark)
+    harness = harness_unmodelled(
+        engine, base["gpu"], base["arch"].name, scenario, benchmark, base["benchmark_round"]
+    )
     if lacking:
         return engine_words.out_of_scope(lacking)
     if harness:

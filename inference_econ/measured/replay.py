@@ -643,8 +643,9 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
     if case.prefill is not None:
         record = _through_prefill_pool(case, inst, t)
     else:
-        # this instance's share of the arrivals
-        share = Run(t, prefilled=case.prefilled, stop=limits, requests=t.stream(case.replicas))
+        # this instance's share of the arrivals: at random, or in turn behind a round robin
+        arrivals = t.stream(case.replicas, in_turn=case.config.router == "round_robin")
+        share = Run(t, prefilled=case.prefilled, stop=limits, requests=arrivals)
         record = _any_limit(inst, share)
     if case.prefilled and case.prefill is None:
         record = handed_first_tokens(inst, record)

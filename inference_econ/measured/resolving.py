@@ -72,7 +72,9 @@ def _load_gpu(text: str) -> tuple[GPU, int | None]:
 
 
 @lru_cache(maxsize=256)  # once per (engine, GPU, model, scenario, benchmark): not per row
-def harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | None:
+def harness_unmodelled(
+    engine, gpu, model: str, scenario, benchmark, benchmark_round=None
+) -> str | None:
     """The out-of-scope status of an MLPerf row whose harness runs its model, in its scenario,
     with speculative decoding (its engine profile's ``speculative`` harness field, docs/model.md
     §F9): the run speculated whether or not the row says so. None: it does not, or the row's
@@ -83,9 +85,10 @@ def harness_unmodelled(engine, gpu, model: str, scenario, benchmark) -> str | No
         prof = select_engine(engine.name, engine.version, engine.platform or platform_of(gpu))
     except SpecError:
         return None
-    if not prof.harness_applies("mlperf", engine.version, model, scenario):
+    key = (engine.version, model, scenario, benchmark_round)
+    if not prof.harness_applies("mlperf", *key):
         return None
-    method = prof.harness_speculative("mlperf", engine.version, model, scenario)
+    method = prof.harness_speculative("mlperf", *key)
     if method is None:
         return None
     return engine_words.out_of_scope(

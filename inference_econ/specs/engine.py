@@ -73,6 +73,11 @@ PREFILL_MODES: tuple[PrefillMode, ...] = get_args(PrefillMode)
 #: a launch sets ``kv_cache_config.max_attention_window``).
 SlidingWindowCache = Literal["window", "full"]
 SLIDING_WINDOW_CACHES: tuple[SlidingWindowCache, ...] = get_args(SlidingWindowCache)
+#: How a deployment's load balancer, or a benchmark's harness, sends requests to its instances
+#: (docs/model.md §E10; load.routing runs it): at random, in turn, to the one with the fewest
+#: outstanding, or by a session's or prefix's hash with bounded loads.
+RouterPolicy = Literal["random", "round_robin", "least_outstanding", "prefix_aware"]
+ROUTERS: tuple[RouterPolicy, ...] = get_args(RouterPolicy)
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,7 @@ class EngineProfile:
     limits: tuple[SchedulerLimits, ...] = ()
     #: How a benchmark's own harness runs the engine where it sets the scheduler otherwise
     #: than the engine's defaults: (benchmark, (entry, ...)), each entry ((field, value), ...)
-    #: with the fields ``admission``, ``prefill``, ``scheduler_steps``,
+    #: with the fields ``admission``, ``prefill``, ``router``, ``scheduler_steps``,
     #: ``host_overhead_exposed`` (the runtime it runs the model on) and the attention-DP
     #: balancing (``ADP_BALANCING``) and the ``versions``, ``models`` and ``scenarios`` it
     #: holds for; the first entry that holds for a run applies (e.g. MLPerf
@@ -196,12 +201,15 @@ class EngineProfile:
         version: str | None = None,
         model: str | None = None,
         scenario: str | None = None,
+        benchmark_round: str | None = None,
     ) -> dict | None:
         """The fields ``harness`` sets on the engine at ``version`` (not stated or unreadable:
         any) for ``model`` (a model's name; None: not known, so only an entry for every model
         holds) in ``scenario`` (one of ``HARNESS_SCENARIOS``; None: not known, so only an entry
-        for every scenario holds): its first entry that holds for them, or None where the
-        profile names no such harness or none of its entries holds."""
+        for every scenario holds) of the benchmark's ``benchmark_round`` (its publication round,
+        "5.1": the harness code of that round; None: not known, so only an entry for every
+        round holds): its first entry that holds for them, or None where the profile names no
+        such harness or none of its entries holds."""
         if not harness:
             return None
         parsed = parse_version(str(version)) if version else None
@@ -214,98 +222,73 @@ class EngineProfile:
                 continue
             if bounds and parsed is not None and not in_range(parsed, str(bounds)):
                 continue
+            rounds = fields.get("rounds")
+            if rounds and not (
+                benchmark_round and in_range(parse_version(benchmark_round), str(rounds))
+            ):
+                continue
             return fields
         return None
 
-    def harness_applies(
-        self,
-        harness: str,
-        version: str | None,
-        model: str | None = None,
-        scenario: str | None = None,
-    ) -> bool:
+    # The accessors below read one field of the entry that holds for a run: ``run`` is the
+    # engine version, model, scenario and benchmark round ``harness_fields`` reads.
+    def harness_applies(self, harness: str, *run: str | None) -> bool:
         """Whether the profile names ``harness`` and one of its entries sets the scheduler on
-        the engine at ``version`` (a version not stated or unreadable: it does) for ``model``
-        in ``scenario`` (``harness_fields``)."""
-        return self.harness_fields(harness, version, model, scenario) is not None
+        the engine for the run (a version not stated or unreadable: it does)."""
+        return self.harness_fields(harness, *run) is not None
 
     def scheduler_policy(
-        self,
-        harness: str | None = None,
-        version: str | None = None,
-        model: str | None = None,
-        scenario: str | None = None,
+        self, harness: str | None = None, *run: str | None
     ) -> tuple[Admission, PrefillMode]:
         """(admission, prefill) the engine runs with under a benchmark's ``harness`` (one of
-        ``HARNESSES``; None: the engine's own defaults) for ``version``, ``model`` and
-        ``scenario``."""
-        changes = self.harness_fields(harness, version, model, scenario) or {}
+        ``HARNESSES``; None: the engine's own defaults) for the run."""
+        changes = self.harness_fields(harness, *run) or {}
         return changes.get("admission", self.admission), changes.get("prefill", self.prefill)
 
-    def harness_scheduler_steps(
-        self,
-        harness: str | None = None,
-        version: str | None = None,
-        model: str | None = None,
-        scenario: str | None = None,
-    ) -> int:
-        """Decode steps per scheduler call under a benchmark's ``harness`` for ``version``,
-        ``model`` and ``scenario`` (None: the engine's own, ``scheduler_steps``)."""
-        changes = self.harness_fields(harness, version, model, scenario) or {}
+    def harness_scheduler_steps(self, harness: str | None = None, *run: str | None) -> int:
+        """Decode steps per scheduler call under a benchmark's ``harness`` for the run (None:
+        the engine's own, ``scheduler_steps``)."""
+        changes = self.harness_fields(harness, *run) or {}
         return int(changes.get("scheduler_steps", self.scheduler_steps))
 
+    def harness_router(self, harness: str | None = None, *run: str | None) -> RouterPolicy:
+        """How a benchmark's ``harness`` sends the queries of the run to the engine's instances
+        (``ROUTERS``); ``random`` where it does not say (each instance a random share, as the
+        engine's own deployments are simulated)."""
+        changes = self.harness_fields(harness, *run) or {}
+        return changes.get("router", "random")
+
     def harness_adp_balancing(
-        self,
-        harness: str | None = None,
-        version: str | None = None,
-        model: str | None = None,
-        scenario: str | None = None,
+        self, harness: str | None = None, *run: str | None
     ) -> tuple[int, int] | None:
         """(batching wait, timeout) steps of the attention-DP balancing under a benchmark's
-        ``harness`` for ``version``, ``model`` and ``scenario`` (``ADP_BALANCING``); None: no
-        balancing."""
-        changes = self.harness_fields(harness, version, model, scenario) or {}
+        ``harness`` for the run (``ADP_BALANCING``); None: no balancing."""
+        changes = self.harness_fields(harness, *run) or {}
         if ADP_BALANCING[0] not in changes:
             return None
         return int(changes[ADP_BALANCING[0]]), int(changes[ADP_BALANCING[1]])
 
     def harness_host_overhead_exposed(
-        self,
-        harness: str | None = None,
-        version: str | None = None,
-        model: str | None = None,
-        scenario: str | None = None,
+        self, harness: str | None = None, *run: str | None
     ) -> float | None:
         """The share of the host overheads a step waits for (``host_overhead_exposed``) under a
-        benchmark's ``harness`` for ``version``, ``model`` and ``scenario``: the runtime the
-        harness runs that model on (docs/model.md §F5); None: the harness does not say."""
-        changes = self.harness_fields(harness, version, model, scenario) or {}
+        benchmark's ``harness`` for the run: the runtime the harness runs that model on
+        (docs/model.md §F5); None: the harness does not say."""
+        changes = self.harness_fields(harness, *run) or {}
         share = changes.get("host_overhead_exposed")
         return None if share is None else float(share)
 
-    def harness_memory(
-        self,
-        harness: str | None = None,
-        version: str | None = None,
-        model: str | None = None,
-        scenario: str | None = None,
-    ) -> dict[str, float]:
+    def harness_memory(self, harness: str | None = None, *run: str | None) -> dict[str, float]:
         """The memory terms (``HARNESS_MEMORY_TERMS``) a benchmark's ``harness`` sets for the
-        runtime it runs ``model`` on in ``scenario`` on ``version``; empty: the profile's."""
-        changes = self.harness_fields(harness, version, model, scenario) or {}
+        runtime it runs the run's model on; empty: the profile's."""
+        changes = self.harness_fields(harness, *run) or {}
         return {k: float(changes[k]) for k in HARNESS_MEMORY_TERMS if k in changes}
 
-    def harness_speculative(
-        self,
-        harness: str | None = None,
-        version: str | None = None,
-        model: str | None = None,
-        scenario: str | None = None,
-    ) -> str | None:
-        """The speculative decoding a benchmark's ``harness`` runs ``model`` with in
-        ``scenario`` on ``version`` (such as "MTP"), which the load engine does not model for
-        measured rows; None: it does not speculate."""
-        changes = self.harness_fields(harness, version, model, scenario) or {}
+    def harness_speculative(self, harness: str | None = None, *run: str | None) -> str | None:
+        """The speculative decoding a benchmark's ``harness`` runs the run's model with (such
+        as "MTP"), which the load engine does not model for measured rows; None: it does not
+        speculate."""
+        changes = self.harness_fields(harness, *run) or {}
         method = changes.get("speculative")
         return None if method is None else str(method)
 
@@ -581,8 +564,12 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
         at = f"{where}.{key}"
         if key in ("models", "scenarios"):  # the benchmark models or scenarios it holds for
             fields.append((key, _harness_names(key, word, source, at)))
-        elif key == "versions":  # the engine versions the harness runs them this way on
-            version_range(str(word), f"{source}: {where}")
+        elif key in ("versions", "rounds"):  # the engine versions the harness runs them
+            # this way on, or the benchmark's rounds whose harness code does so
+            try:
+                version_range(str(word), source)
+            except SpecError as exc:
+                raise SpecError(source, at, exc.problem, exc.fix) from None
             fields.append((key, str(word).strip()))
         elif key in (*ADP_BALANCING, "host_overhead_exposed", "scheduler_steps"):
             fields.append((key, _harness_number(key, word, source, at)))
@@ -636,19 +623,21 @@ def _harness_number(key: str, word: Any, source: str, at: str) -> int | float:
 
 
 def _harness_choice(key: Any, word: Any, source: str, at: str) -> str:
-    """A harness entry's ``admission`` or ``prefill`` (one of the profile's own choices); any
-    other field is unknown."""
-    if key not in ("admission", "prefill"):
+    """A harness entry's ``admission`` or ``prefill`` (one of the profile's own choices) or
+    ``router`` (how the harness sends a run's queries to the engine's instances); any other
+    field is unknown."""
+    if key not in ("admission", "prefill", "router"):
         raise SpecError(
             source,
             at,
             "unknown field",
-            f"admission, prefill, scheduler_steps, host_overhead_exposed, speculative, "
-            f"{', '.join((*ADP_BALANCING, *HARNESS_MEMORY_TERMS))}, versions, models or "
-            "scenarios",
+            f"admission, prefill, router, scheduler_steps, host_overhead_exposed, speculative, "
+            f"{', '.join((*ADP_BALANCING, *HARNESS_MEMORY_TERMS))}, versions, rounds, models "
+            "or scenarios",
         )
-    if word not in CHOICES[key]:
-        raise SpecError(source, at, f"unknown value {word!r}", f"choose {', '.join(CHOICES[key])}")
+    choices = ROUTERS if key == "router" else CHOICES[key]
+    if word not in choices:
+        raise SpecError(source, at, f"unknown value {word!r}", f"choose {', '.join(choices)}")
     return str(word)
 
 
