@@ -186,7 +186,7 @@ def _sharing(result) -> str:
             if result.instances > result.instances_simulated
             else ""
         )
-    if result.router == "round_robin":
+    if result.router == "round_robin" and not pools:
         of = "the trace's rows" if trace else "the Poisson stream's requests"
         return (
             f"a round robin router sends the instances their turns: each sees one in "
