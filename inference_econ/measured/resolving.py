@@ -75,9 +75,9 @@ def _load_gpu(text: str) -> tuple[GPU, int | None]:
 def harness_unmodelled(
     engine, gpu, model: str, scenario, benchmark, benchmark_round=None
 ) -> str | None:
-    """The out-of-scope status of an MLPerf row whose harness runs its model, in its scenario,
-    with speculative decoding (its engine profile's ``speculative`` harness field, docs/model.md
-    §F9): the run speculated whether or not the row says so. None: it does not, or the row's
+    """The out-of-scope status of an MLPerf row whose harness (its ``benchmark_round``'s) runs
+    its model, in its scenario, with speculative decoding (its engine profile's ``speculative``
+    harness field, docs/model.md §F9): the run speculated whether or not the row says so. None: it does not, or the row's
     engine has no profile for its version (the prediction says so)."""
     if benchmark is None or engine.name is None:
         return None
