@@ -278,7 +278,7 @@ def simulate_deployment(
         reference_context(traffic),
         offered_load(traffic, K),
     )
-    if K > 1 and (not alone(config.router, traffic) or traffic.sessions):
+    if K > 1 and (not _alone(config.router, traffic) or traffic.sessions):
         g = min(K, GROUP)  # the instances simulated together (§E10)
         return serve(inst, Run(traffic, K, g, config.router), targets, progress).result
     limits = stop.limits if stop is not None and not stop.empty else None
@@ -290,7 +290,7 @@ def simulate_deployment(
     )
 
 
-def alone(router: str, traffic: Traffic) -> bool:
+def _alone(router: str, traffic: Traffic) -> bool:
     """Whether one instance simulated alone stands for every instance behind ``router``: a
     random share, or a round robin's every ``K``-th request where no prompts share prefixes or
     sessions (``Traffic.stream``'s ``in_turn``, §E10)."""
