@@ -644,8 +644,9 @@ def _run(case: LoadCase, inst, requests: int, rate: float, stop: Targets | None)
         record = _through_prefill_pool(case, inst, t)
     else:
         # this instance's share of the arrivals: at random, or in turn behind a round robin
-        arrivals = t.stream(case.replicas, in_turn=case.config.router == "round_robin")
-        share = Run(t, prefilled=case.prefilled, stop=limits, requests=arrivals)
+        share = Run(
+            t, case.replicas, router=case.config.router, prefilled=case.prefilled, stop=limits
+        )
         record = _any_limit(inst, share)
     if case.prefilled and case.prefill is None:
         record = handed_first_tokens(inst, record)
