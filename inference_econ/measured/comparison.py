@@ -134,6 +134,8 @@ def _question(r: MeasuredRow) -> tuple:
         r.token_budget,
         r.fused_allreduce,
         r.kv_cache_fraction,
+        r.scheduler_steps,
+        r.chunked_prefill,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),

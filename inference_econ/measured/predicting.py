@@ -270,6 +270,15 @@ def _harness_of(prof: EngineProfile, row: MeasuredRow, version) -> _Harness:
     harness = "mlperf" if mlperf else None
     admission, prefill = prof.scheduler_policy(harness, *key)
     steps = prof.harness_scheduler_steps(harness, *key)
+    # what the row states its engine ran with (§F9) over what the harness or engine sets:
+    # chunked prompts, or the engine's own unchunked mode (its profile's, else whole prompts)
+    if row.chunked_prefill is not None:
+        unchunked = prof.prefill if prof.prefill != "chunked" else "whole"
+        prefill = (
+            "chunked" if row.chunked_prefill else (prefill if prefill != "chunked" else unchunked)
+        )
+    if row.scheduler_steps is not None:
+        steps = row.scheduler_steps
     balancing = prof.harness_adp_balancing(harness, *key)
     exposed = prof.harness_host_overhead_exposed(harness, *key)
     memory = tuple(prof.harness_memory(harness, *key).items())
@@ -306,13 +315,22 @@ def _engine_label(
         label += ", GEMM and all-reduce fused as stated"
     if row.kv_cache_fraction is not None:
         label += f", KV cache {row.kv_cache_fraction:g} of the free memory as stated"
+    # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
+    prompts = f"{harness.prefill} prompts" + (
+        " as stated" if row.chunked_prefill is not None else ""
+    )
+    steps = f", {harness.steps} decode steps per schedule" if harness.steps > 1 else ""
+    if row.scheduler_steps is not None:
+        steps = f", {harness.steps} decode step{'s' if harness.steps > 1 else ''} per schedule as stated"
+    if not harness.name and (row.chunked_prefill is not None or row.scheduler_steps is not None):
+        label += (f", {prompts}" if row.chunked_prefill is not None else "") + steps
     if unknown:
         label += ", host overheads charged"
     issued = row.lengths.issued if row.lengths is not None else 0
     if row.scenario == "closed_loop" and issued:  # the run's own count (a ``requests`` column)
         label += f", the run's {issued:,} requests replayed"
     if harness.name:
-        multi = f", {harness.steps} decode steps per schedule" if harness.steps > 1 else ""
+        multi = steps
         if harness.balancing is not None:
             multi += f", attention-DP balancing {harness.balancing[0]}/{harness.balancing[1]} steps"
         if exposed is not None:
@@ -322,10 +340,7 @@ def _engine_label(
         workspace = dict(harness.memory).get("activation_workspace_bytes_per_gpu")
         if workspace is not None:
             multi += f", {workspace / 1e9:g} GB a GPU set aside before the KV cache"
-        label += (
-            f", {harness.name} harness ({harness.prefill} prompts, "
-            f"{harness.admission} admission{multi})"
-        )
+        label += f", {harness.name} harness ({prompts}, {harness.admission} admission{multi})"
     return label
 
 

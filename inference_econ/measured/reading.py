@@ -110,6 +110,11 @@ class MeasuredRow:
     #: row states it (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, §F8); None: the
     #: engine's default.
     kv_cache_fraction: float | None = None
+    #: Decode steps per scheduler call and chunked prefill, as the row states its engine ran
+    #: (vLLM's ``num_scheduler_steps`` and ``enable_chunked_prefill``, §F9); None: the
+    #: harness's or the engine's own.
+    scheduler_steps: int | None = None
+    chunked_prefill: bool | None = None
     limits: tuple[float, float] | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
@@ -508,6 +513,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     serving = decode_gpus if disaggregated and decode_gpus else gpus
     prefill_layout = layouts.prefill_pool_of(rec, context, where) if disaggregated else None
     cap, budget, kv_fraction, fused = _stated_engine(rec, scenario, cap, decode_text, where)
+    steps, chunked = sem.scheduler_of(rec.get("batch_or_concurrency"), scenario, context, where)
     layout = (
         layouts.layout_of(decode_text, serving, where)
         if decode_text
@@ -529,6 +535,8 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         ),
         fused_allreduce=fused,
         kv_cache_fraction=kv_fraction,
+        scheduler_steps=steps,
+        chunked_prefill=chunked,
         engine=engine.name,
         engine_version=engine.version,
         platform=engine.platform,

@@ -543,6 +543,61 @@ def kv_fraction_of(text, scenario: str | None, notes: str = "", where: str = "")
     return None
 
 
+#: vLLM's scheduler flags as a row states them: decode steps per scheduler call
+#: ("num_scheduler_steps 8", "--num-scheduler-steps 8") and chunked prefill on or off
+#: ("enable_chunked_prefill True", "--enable-chunked-prefill", "--no-enable-chunked-prefill").
+_STEPS = re.compile(r"num[\s_-]*scheduler[\s_-]*steps['\"]?\s*[:=]?\s*['\"]?([^\s;,)'\"|]*)", re.I)
+_CHUNKED = re.compile(
+    r"(--no-)?enable[\s_-]*chunked[\s_-]*prefill['\"]?"
+    r"(?:\s*[:=]?\s*['\"]?(true|false|on|off|yes|no|1|0)\b)?",
+    re.I,
+)
+_STEPS_TERM = BY_TERM["scheduler_steps"]
+
+
+def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple:
+    """(decode steps per scheduler call, chunked prefill) a row states its engine ran with
+    (vLLM's ``num_scheduler_steps`` and ``enable_chunked_prefill``, docs/model.md §F9), in
+    ``batch_or_concurrency`` or else the notes (the row's scenario part); None for each it
+    does not state. A value it cannot read, or two values for one scenario, is the row's
+    ``SpecError``."""
+    steps = chunked = None
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        part = scenario_part(cell, scenario).text
+        found_steps = set()
+        for m in _STEPS.finditer(part):
+            value = number(m.group(1)) if re.fullmatch(r"\d+", m.group(1)) else None
+            if value is None or not _STEPS_TERM.minimum <= value <= _STEPS_TERM.maximum:
+                raise SpecError(
+                    where,
+                    field,
+                    f"num_scheduler_steps {m.group(1) or '(no value)'!r} is not read",
+                    f"give a whole number of steps from {_STEPS_TERM.minimum:g} to "
+                    f"{_STEPS_TERM.maximum:g}",
+                )
+            found_steps.add(int(value))
+        found_chunked = {
+            not m.group(1) and (m.group(2) or "true").lower() in ("true", "on", "yes", "1")
+            for m in _CHUNKED.finditer(part)
+        }
+        for name, found in (
+            ("num_scheduler_steps", found_steps),
+            ("chunked prefill", found_chunked),
+        ):
+            if len(found) > 1:
+                raise SpecError(
+                    where,
+                    field,
+                    f"states {name} twice, differently, for the {scenario} scenario",
+                    "state it once for each scenario",
+                )
+        if steps is None and found_steps:
+            steps = found_steps.pop()
+        if chunked is None and found_chunked:
+            chunked = found_chunked.pop()
+    return steps, chunked
+
+
 #: Engines whose batch cap counts the requests of one attention data-parallel rank, not of the
 #: whole instance (the engine's own rule, with its sources: ``specs.engine``).
 CAP_PER_ATTENTION_RANK = LIMITS_PER_ATTENTION_RANK

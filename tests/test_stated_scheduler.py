@@ -1,0 +1,133 @@
+"""A row's own statement of vLLM's scheduler flags (``num_scheduler_steps``,
+``enable_chunked_prefill``) is read, named in the engine's label and run, over what the
+benchmark's harness or the engine sets (docs/model.md §F9)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from inference_econ.errors import SpecError
+from inference_econ.measured import comparison, predicting
+from inference_econ.measured import semantics as sem
+from inference_econ.measured.reading import load_measured
+
+NEWER = Path(__file__).parent / "data" / "benchmarks_test_mlperf_newer.csv"
+
+
+def test_the_scheduler_flags_are_read_in_the_forms_configurations_write_them():
+    """vLLM's YAML keys and command-line flags, in the cell or the notes; a value not read,
+    or two values for one scenario, is the row's reason."""
+    assert sem.scheduler_of("num_scheduler_steps 1; enable_chunked_prefill True", "server") == (
+        1,
+        True,
+    )
+    assert sem.scheduler_of(
+        "", "offline", "--num-scheduler-steps 8 --no-enable-chunked-prefill"
+    ) == (
+        8,
+        False,
+    )
+    assert sem.scheduler_of("enable_chunked_prefill: False", "server") == (None, False)
+    assert sem.scheduler_of("--enable-chunked-prefill", "server") == (None, True)
+    assert sem.scheduler_of("max batch 600", "server") == (None, None)
+    # the cell's statement is the row's; the notes only fill in what it leaves out
+    assert sem.scheduler_of("num_scheduler_steps 4", "server", "num_scheduler_steps 9") == (4, None)
+    for bad in ("0", "1.5", "many", "2000"):
+        with pytest.raises(SpecError, match=r"num_scheduler_steps .* is not read \(give a whole"):
+            sem.scheduler_of(f"num_scheduler_steps {bad}", "server", "", "f.csv:2")
+    with pytest.raises(SpecError, match="states num_scheduler_steps twice, differently"):
+        sem.scheduler_of("num_scheduler_steps 1, num_scheduler_steps 8", "server")
+    with pytest.raises(SpecError, match="states chunked prefill twice, differently"):
+        sem.scheduler_of("enable_chunked_prefill True; --no-enable-chunked-prefill", "server")
+
+
+def _mi325x_interactive_ttft(tmp_path) -> Path:
+    """AMD's MLPerf v5.1 Llama 2 70B Interactive run on 8 MI325X (mean TTFT 117.9 ms), as the
+    shipped file has it (its harness configuration's flags stated) and with them left out."""
+    with open(NEWER, newline="") as f:
+        records = [
+            r
+            for r in csv.DictReader(f)
+            if "8xMI325X_2xEPYC_9575F_2/llama2-70b-99.9/Interactive" in r["source"]
+            and r["metric"] == "mean_TTFT"
+        ]
+    assert len(records) == 1
+    stated = records[0]
+    assert "num_scheduler_steps 1; enable_chunked_prefill True" in stated["batch_or_concurrency"]
+    unstated = dict(
+        stated,
+        batch_or_concurrency=stated["batch_or_concurrency"].replace(
+            "; num_scheduler_steps 1; enable_chunked_prefill True", ""
+        ),
+    )
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(stated), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows([stated, unstated])
+    path = tmp_path / "mi325x.csv"
+    path.write_text(out.getvalue())
+    return path
+
+
+def test_a_stated_scheduler_replaces_the_harness_one_and_moves_the_first_token(tmp_path):
+    """AMD's harness runs vLLM with 9 decode steps a schedule and prompts in steps of their
+    own in its Server configurations; its MI325X Interactive one sets num_scheduler_steps 1
+    and enable_chunked_prefill True (mlcommons/inference_results_v5.1, closed/AMD/code/
+    llama2-70b-99.9/harness_llm/models/llama2-70b/interactive_mi325x.yaml). As stated, a
+    prompt no longer waits out a window of decode steps: the predicted mean TTFT falls from
+    about 1.5x the measured 117.9 ms to within 35 % of it."""
+    path = _mi325x_interactive_ttft(tmp_path)
+    stated, unstated = load_measured(path)
+    assert (stated.scheduler_steps, stated.chunked_prefill) == (1, True)
+    assert (unstated.scheduler_steps, unstated.chunked_prefill) == (None, None)
+    base = predicting.preset("achievable")
+    run, harness = predicting.row_engine(stated, base), predicting.row_engine(unstated, base)
+    assert (run.config.prefill, run.config.scheduler_steps) == ("chunked", 1)
+    assert (harness.config.prefill, harness.config.scheduler_steps) == ("separate", 9)
+    assert "mlperf harness (chunked prompts as stated" in run.label
+    assert "1 decode step per schedule as stated" in run.label
+    assert "(separate prompts, recompute admission, 9 decode steps per schedule" in harness.label
+    table = comparison.compare(path, "achievable").table
+    assert list(table.status) == ["ok", "ok"], list(table.status)
+    measured = 117.895
+    assert table.measured.iloc[0] == pytest.approx(measured)
+    as_stated, as_harness = table.predicted.iloc[0], table.predicted.iloc[1]
+    assert as_harness > 1.35 * measured, as_harness
+    assert abs(as_stated / measured - 1) < 0.35, as_stated
+    assert as_stated < as_harness
+
+
+def test_unchunked_prompts_as_stated_are_the_engines_own_unchunked_mode(tmp_path):
+    """``enable_chunked_prefill False`` runs prompts as the engine does without chunking:
+    vLLM V0 in steps of their own (its profile's ``separate``), vLLM V1 whole prompts beside
+    the decodes; a row under no harness names what it states."""
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    row = (
+        "s,Llama-3.1-8B,BF16,H100 SXM,1,TP1,{batch},1000,200,throughput_total,3000,"
+        "output tok/s,{engine} offline"
+    )
+    path = tmp_path / "u.csv"
+    flags = "max batch 256; enable_chunked_prefill False; num_scheduler_steps 4"
+    path.write_text(
+        "\n".join(
+            [
+                head,
+                row.format(batch=flags, engine="vLLM 0.6.3"),
+                row.format(batch=flags, engine="vLLM 0.10"),
+            ]
+        )
+        + "\n"
+    )
+    v0, v1 = load_measured(path)
+    base = predicting.preset("achievable")
+    old, new = predicting.row_engine(v0, base), predicting.row_engine(v1, base)
+    assert (old.config.prefill, old.config.scheduler_steps) == ("separate", 4)
+    assert (new.config.prefill, new.config.scheduler_steps) == ("whole", 4)
+    assert ", whole prompts as stated, 4 decode steps per schedule as stated" in new.label
