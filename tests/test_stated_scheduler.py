@@ -41,6 +41,11 @@ def test_the_scheduler_flags_are_read_in_the_forms_configurations_write_them():
             sem.scheduler_of(f"num_scheduler_steps {bad}", "server", "", "f.csv:2")
     with pytest.raises(SpecError, match="states num_scheduler_steps twice, differently"):
         sem.scheduler_of("num_scheduler_steps 1, num_scheduler_steps 8", "server")
+    assert sem.scheduler_of('enable_chunked_prefill: "false"', "server") == (None, False)
+    assert sem.scheduler_of("--enable-chunked-prefill --max-num-seqs 256", "server") == (None, True)
+    for bad in ("maybe", ""):
+        with pytest.raises(SpecError, match=r"enable_chunked_prefill .* is not read \(give True"):
+            sem.scheduler_of(f"enable_chunked_prefill: {bad}", "server", "", "f.csv:2")
     with pytest.raises(SpecError, match="states chunked prefill twice, differently"):
         sem.scheduler_of("enable_chunked_prefill True; --no-enable-chunked-prefill", "server")
 

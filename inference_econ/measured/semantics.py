@@ -549,9 +549,10 @@ def kv_fraction_of(text, scenario: str | None, notes: str = "", where: str = "")
 _STEPS = re.compile(r"num[\s_-]*scheduler[\s_-]*steps['\"]?\s*[:=]?\s*['\"]?([^\s;,)'\"|]*)", re.I)
 _CHUNKED = re.compile(
     r"(--no-)?enable[\s_-]*chunked[\s_-]*prefill['\"]?"
-    r"(?:\s*[:=]?\s*['\"]?(true|false|on|off|yes|no|1|0)\b)?",
+    r"(?:\s*([:=])\s*['\"]?([^\s;,)'\"|]*)|\s+['\"]?(true|false|on|off|yes|no|1|0)\b)?",
     re.I,
 )
+_ON, _OFF = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
 _STEPS_TERM = BY_TERM["scheduler_steps"]
 
 
@@ -576,10 +577,18 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
                     f"{_STEPS_TERM.maximum:g}",
                 )
             found_steps.add(int(value))
-        found_chunked = {
-            not m.group(1) and (m.group(2) or "true").lower() in ("true", "on", "yes", "1")
-            for m in _CHUNKED.finditer(part)
-        }
+        found_chunked = set()
+        for m in _CHUNKED.finditer(part):
+            said = (m.group(3) if m.group(2) else m.group(4) or "true").lower()
+            if said not in _ON + _OFF:  # "enable_chunked_prefill: maybe": never a guess
+                raise SpecError(
+                    where,
+                    field,
+                    f"enable_chunked_prefill {m.group(3) or '(no value)'!r} is not read",
+                    "give True or False (or the flag alone, --enable-chunked-prefill or "
+                    "--no-enable-chunked-prefill)",
+                )
+            found_chunked.add(not m.group(1) and said in _ON)
         for name, found in (
             ("num_scheduler_steps", found_steps),
             ("chunked prefill", found_chunked),
