@@ -521,15 +521,13 @@ def kv_fraction_of(text, scenario: str | None, notes: str = "", where: str = "")
             # end: the least cache the runs had
             raw = re.sub(r"^(\d*\.?\d+)-\d*\.?\d+$", r"\1", raw)
             value = number(raw) if re.fullmatch(r"\d*\.?\d+", raw) else None
-            if value is None or not _KV_TERM.minimum <= value <= _KV_TERM.maximum:
-                raise SpecError(
-                    where,
-                    field,
-                    f"kvcache_free_gpu_mem_frac {m.group(1) or '(no value)'!r} is not read",
-                    f"give a fraction from {_KV_TERM.minimum:g} to {_KV_TERM.maximum:g} "
-                    "(0.95, not 95%)",
+            bounds = f"from {_KV_TERM.minimum:g} to {_KV_TERM.maximum:g}"
+            found.add(
+                _within(
+                    value, _KV_TERM, (where, field), f"kvcache_free_gpu_mem_frac {m.group(1)!r}",
+                    f"give a fraction {bounds} (0.95, not 95%)",
                 )
-            found.add(value)
+            )  # fmt: skip
         if len(found) > 1:
             raise SpecError(
                 where,
@@ -541,6 +539,14 @@ def kv_fraction_of(text, scenario: str | None, notes: str = "", where: str = "")
         if found:
             return found.pop()
     return None
+
+
+def _within(value: float | None, term, place: tuple[str, str], what: str, fix: str) -> float:
+    """``value`` where it was read and lies within ``term``'s bounds; else the row's
+    ``SpecError`` at ``place`` (where, field): ``what`` (the statement as written) is not read."""
+    if value is None or not term.minimum <= value <= term.maximum:
+        raise SpecError(*place, f"{what.replace(repr(''), '(no value)')} is not read", fix)
+    return value
 
 
 #: vLLM's scheduler flags as a row states them: decode steps per scheduler call
@@ -568,15 +574,15 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
         found_steps = set()
         for m in _STEPS.finditer(part):
             value = number(m.group(1)) if re.fullmatch(r"\d+", m.group(1)) else None
-            if value is None or not _STEPS_TERM.minimum <= value <= _STEPS_TERM.maximum:
-                raise SpecError(
-                    where,
-                    field,
-                    f"num_scheduler_steps {m.group(1) or '(no value)'!r} is not read",
-                    f"give a whole number of steps from {_STEPS_TERM.minimum:g} to "
-                    f"{_STEPS_TERM.maximum:g}",
+            bounds = f"from {_STEPS_TERM.minimum:g} to {_STEPS_TERM.maximum:g}"
+            found_steps.add(
+                int(
+                    _within(
+                        value, _STEPS_TERM, (where, field), f"num_scheduler_steps {m.group(1)!r}",
+                        f"give a whole number of steps {bounds}",
+                    )
                 )
-            found_steps.add(int(value))
+            )  # fmt: skip
         found_chunked = set()
         for m in _CHUNKED.finditer(part):
             said = (m.group(3) if m.group(2) else m.group(4) or "true").lower()
