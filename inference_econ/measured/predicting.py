@@ -722,14 +722,19 @@ def _worth_searching(cases: list) -> list:
 
 #: Worker processes ``_load_pairs`` replays rows on (``compare``'s ``jobs``; 1: this one).
 _JOBS: ContextVar[int] = ContextVar("jobs", default=1)
-#: Batches per worker at least, where there are rows enough (so the workers finish together).
-BATCHES_PER_JOB = 4
+#: A Server or Interactive row's layout costs about this many runs of any other row's (its
+#: load search: a gallop and a bisection, 8 runs on the newer MLPerf file's): how the
+#: batches are ordered, largest first.
+SEARCH_RUNS = 8
 
 
 def _on_processes(tasks: list, jobs: int, progress) -> list:
     """``_row_pairs`` of every task on ``jobs`` spawned processes (``studies.execution``'s
-    pool), in the tasks' order. The rows of one configuration (``replay.configuration``) go
-    to one batch, so they share their runs and guesses as they do in one process."""
+    pool), in the tasks' order. The rows of one configuration (``replay.configuration``) are
+    one batch, so they share their runs and guesses as they do in one process (what a
+    process keeps of other configurations moves no answer); the batches go out largest
+    first, so the workers finish together rather than one waiting on a large batch drawn
+    last."""
     from concurrent.futures import as_completed
 
     from ..studies.execution import process_pool
@@ -737,12 +742,12 @@ def _on_processes(tasks: list, jobs: int, progress) -> list:
     groups: dict = {}
     for k, task in enumerate(tasks):
         groups.setdefault(rp.configuration(task[4][0][1]), []).append(k)
-    size = max(1, len(tasks) // (jobs * BATCHES_PER_JOB))
-    batches: list[list[int]] = [[]]
-    for members in groups.values():
-        if len(batches[-1]) >= size:
-            batches.append([])
-        batches[-1].extend(members)
+
+    def runs(k: int) -> int:  # the simulations a task asks for, about
+        searched = tasks[k][3] in ("server", "interactive")
+        return len(tasks[k][4]) * (SEARCH_RUNS if searched else 1)
+
+    batches = sorted(groups.values(), key=lambda b: -sum(map(runs, b)))  # stable: ties in order
     done: list = [None] * len(tasks)
     with process_pool(min(jobs, len(batches))) as pool:
         futures = {pool.submit(_batch_pairs, [tasks[k] for k in b]): b for b in batches}
