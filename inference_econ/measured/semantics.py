@@ -524,7 +524,7 @@ def kv_fraction_of(text, scenario: str | None, notes: str = "", where: str = "")
             bounds = f"from {_KV_TERM.minimum:g} to {_KV_TERM.maximum:g}"
             found.add(
                 _within(
-                    value, _KV_TERM, (where, field), f"kvcache_free_gpu_mem_frac {m.group(1)!r}",
+                    value, _KV_TERM, (where, field), ("kvcache_free_gpu_mem_frac", m.group(1)),
                     f"give a fraction {bounds} (0.95, not 95%)",
                 )
             )  # fmt: skip
@@ -541,11 +541,13 @@ def kv_fraction_of(text, scenario: str | None, notes: str = "", where: str = "")
     return None
 
 
-def _within(value: float | None, term, place: tuple[str, str], what: str, fix: str) -> float:
+def _within(value: float | None, term, place: tuple[str, str], said: tuple, fix: str) -> float:
     """``value`` where it was read and lies within ``term``'s bounds; else the row's
-    ``SpecError`` at ``place`` (where, field): ``what`` (the statement as written) is not read."""
+    ``SpecError`` at ``place`` (where, field): ``said`` (the flag, its text as written) is
+    not read."""
     if value is None or not term.minimum <= value <= term.maximum:
-        raise SpecError(*place, f"{what.replace(repr(''), '(no value)')} is not read", fix)
+        flag, raw = said
+        raise SpecError(*place, f"{flag} {repr(raw) if raw else '(no value)'} is not read", fix)
     return value
 
 
@@ -578,7 +580,7 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
             found_steps.add(
                 int(
                     _within(
-                        value, _STEPS_TERM, (where, field), f"num_scheduler_steps {m.group(1)!r}",
+                        value, _STEPS_TERM, (where, field), ("num_scheduler_steps", m.group(1)),
                         f"give a whole number of steps {bounds}",
                     )
                 )
