@@ -400,3 +400,48 @@ def test_the_step_table_prices_a_grid_and_interpolates_within_a_tenth_of_a_perce
     for t in (1500.0, 3001.0):
         alone = table_terms(m, 4, 1, 1.0, False, np.array([0.0, t]))[0][1]  # t itself priced
         assert t not in grid and full[int(t)] == pytest.approx(alone, rel=1e-3)
+
+
+def test_a_layout_splitting_a_dimension_below_one_element_runs_one_elements_kernel():
+    # Llama 3.1 70B over 65,536 GPUs: each GPU's share of the fused QKV's 10,240 outputs is
+    # 0.156, of the feed-forward's 28,672 inputs of its second GEMM 0.4375; the busiest GPU
+    # still runs a kernel on one element, which the tables price (they refused such a shape)
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("Llama 3.1 70B").with_precision(weight_bits=8, kv_cache_bits=8)
+    m = StepModel(compile_workload(arch, a), ie.load_hardware("H100"), a)
+    step = step_operations(m, 65536, 1, 1, 2048, 1, 1, False)
+    seconds = dict(zip(step.names, KernelClock().price(step)))
+    h100 = ie.load_hardware("H100")
+    assert seconds["qkv projection"] == pytest.approx(
+        80 * float(kp.gemm_s(h100, "fp8", 1, 1, 8192))
+    )
+    assert seconds["feed-forward out"] == pytest.approx(
+        80 * float(kp.gemm_s(h100, "fp8", 1, 8192, 1))
+    )
+    assert all(np.isfinite(s) and s >= 0.0 for s in seconds.values())
+
+
+def test_whole_layouts_frontier_on_the_kernel_clock_and_the_continuous_grid_refused():
+    """The discrete search prices every whole layout on the kernel clock (its widest layouts
+    split the model's dimensions below one element a GPU) and each frontier point is the
+    point of its GPUs and batch; the continuous grid's fractional GPU counts are refused with
+    the way to search (some 300 times the search's time: 619 s against 2.2 s measured)."""
+    clock = ie.preset("achievable").replace(kernel_tables=True)
+    kw = dict(assumptions=clock, weight_bits=8, context_tokens=2000)
+    front = ie.frontier("Llama 3.3 70B", "H100", discrete=True, **kw).points
+    engine = ie.frontier(
+        "Llama 3.3 70B", "H100", discrete=True, **{**kw, "assumptions": "achievable"}
+    )
+    assert len(front) > 20 and np.isfinite(front.tokens_per_s).all()
+    # the two clocks price the same layouts within a third of each other at either end
+    for col, end in (("tokens_per_s", "max"), ("usd_per_mtok", "min")):
+        ratio = getattr(front[col], end)() / getattr(engine.points[col], end)()
+        assert 0.75 < ratio < 1.33, (col, ratio)
+    for i in (0, len(front) // 2, len(front) - 1):
+        r = front.iloc[i]
+        p = ie.point(
+            "Llama 3.3 70B", "H100", gpus=int(r.gpus), batch=float(r.batch), discrete=True, **kw
+        )
+        assert p.tokens_per_s == pytest.approx(r.tokens_per_s, rel=1e-9)
+    with pytest.raises(ie.SpecError, match="kernel_tables.*discrete=True"):
+        ie.frontier("Llama 3.3 70B", "H100", **kw)

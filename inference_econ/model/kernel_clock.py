@@ -192,7 +192,7 @@ class _Pricer:
     def _gemm(self, op: Operation):
         fmt = self.formats.head if op.work == "head" else self.formats.dense
         s = op.shape
-        return op.calls * gemm_s(self.gpu, fmt, _at_least_1(s["m"]), s["n"], s["k"])
+        return op.calls * gemm_s(self.gpu, fmt, *(_at_least_1(s[x]) for x in "mnk"))
 
     def _attention(self, op: Operation):
         s = op.shape
@@ -233,7 +233,7 @@ class _Pricer:
     def _moe(self, op: Operation):
         s = op.shape
         one = moe_s(
-            self.gpu, self.formats.moe, _at_least_1(s["tokens"]), s["hidden"], s["inter"],
+            self.gpu, self.formats.moe, *(_at_least_1(s[x]) for x in ("tokens", "hidden", "inter")),
             s["topk"], s["experts"], s["tp"], s["ep"], self.routing,
         )  # fmt: skip
         return op.calls * one
@@ -244,10 +244,10 @@ class _Pricer:
         if op.work == "activation":
             if op.group is not None and self.work.groups[op.group - 1].experts > 1:
                 return 0.0 * tokens  # inside the fused MoE kernel the table timed
-            return op.calls * pass_s(self.gpu, "silu_mul", tokens, s["width"])
+            return op.calls * pass_s(self.gpu, "silu_mul", tokens, _at_least_1(s["width"]))
         # two residual adds, each fused with its norm, a layer; the rotary embedding runs
         # inside the engine's attention kernel (its QKV preprocessing), which the tables time
-        return op.calls * 2.0 * pass_s(self.gpu, "add_rmsnorm", tokens, s["width"])
+        return op.calls * 2.0 * pass_s(self.gpu, "add_rmsnorm", tokens, _at_least_1(s["width"]))
 
     def _sampling(self, op: Operation):
         # the engine gathers each sequence's logits over the whole vocabulary to sample
@@ -290,7 +290,8 @@ class _Pricer:
 
 
 def _at_least_1(x):
-    """A size as the tables price it: no fewer than one."""
+    """A size as the tables price it: no fewer than one (a layout that splits a dimension
+    finer than one element per GPU still runs a kernel on its busiest GPU's element)."""
     return np.maximum(np.asarray(x, dtype=float), 1.0)
 
 
