@@ -233,8 +233,8 @@ class _Pricer:
     def _moe(self, op: Operation):
         s = op.shape
         one = moe_s(
-            self.gpu, self.formats.moe, *(_at_least_1(s[x]) for x in ("tokens", "hidden", "inter")),
-            s["topk"], s["experts"], s["tp"], s["ep"], self.routing,
+            self.gpu, self.formats.moe, _at_least_1(s["tokens"]), _at_least_1(s["hidden"]),
+            _at_least_1(s["inter"]), s["topk"], s["experts"], s["tp"], s["ep"], self.routing,
         )  # fmt: skip
         return op.calls * one
 
