@@ -174,6 +174,7 @@ GIVEN = {
     "pipeline": ({}, False),
     "assumptions": ({}, "refined"),
     "engine": ({"assumptions": "achievable"}, "vllm"),
+    "clock": ({"assumptions": "achievable"}, "kernel"),
     "prompt_tokens": ({}, 500),
     "ttft_max_s": ({"prompt_tokens": 500}, 0.5),
     "max_gpus": ({}, 16),

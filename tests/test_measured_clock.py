@@ -131,3 +131,37 @@ def test_the_overviews_moe_results_resolve_and_read_the_tables():
     assert {"gpt-oss-20b", "Llama 4 Maverick", "Qwen3-30B-A3B"} <= {r.arch.name for r in rows}
     base = preset("achievable")
     assert all(pr.row_engine(r, base).kernel_tables for r in rows)
+
+
+def test_compare_measured_takes_the_clock_of_every_row_as_asked(tmp_path):
+    """--clock engine and --clock kernel price every row by that clock (the API's
+    ``kernel_tables`` False and True), auto by the rule; an ideal preset has no clock to set:
+    one line, exit 2."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    path = tmp_path / "rows.csv"
+    lines = [
+        ROW.format(gpu="H100 SXM", engine="TensorRT-LLM 1.2"),
+        ROW.format(gpu="H100 SXM", engine="TensorRT-LLM"),
+    ]
+    path.write_text(HEADER + "\n" + "\n".join(lines) + "\n")
+    base = preset("achievable")
+    want = {
+        "auto": comparison.compare(str(path), base).table.predicted,
+        "kernel": comparison.compare(str(path), base.replace(kernel_tables=True)).table.predicted,
+        "engine": comparison.compare(str(path), base.replace(kernel_tables=False)).table.predicted,
+    }
+    for clock, predicted in want.items():
+        out = tmp_path / f"{clock}.csv"
+        args = ["compare-measured", str(path), "--assumptions", "achievable", "--clock", clock]
+        result = CliRunner().invoke(main, [*args, "-q", "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        got = pd.read_csv(out, comment="#").predicted
+        assert list(got) == pytest.approx(list(predicted), rel=1e-8), clock
+    assert want["kernel"][1] != want["engine"][1] and want["auto"][1] == want["engine"][1]
+    result = CliRunner().invoke(main, ["compare-measured", str(path), "--clock", "kernel"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1].startswith("error: --clock:")

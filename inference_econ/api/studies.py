@@ -240,6 +240,7 @@ def compare_measured(
     gpus: int | None = None,
     precision: str | None = None,
     jobs: int = 1,
+    clock: str = "auto",
 ) -> Comparison:
     """Measured rows against the model's predictions, row by row.
 
@@ -261,6 +262,10 @@ def compare_measured(
         The precision (``FP8``, ``BF16``, ``FP4``) of the rows that state none.
     jobs : int
         Worker processes replaying the rows under load (the same table as with one).
+    clock : str
+        How an engine profile prices each row's step: ``auto`` (the kernel clock where the row
+        states an engine version the kernel tables time, on a GPU they were measured on),
+        ``engine`` or ``kernel`` for every row.
 
     Returns
     -------
@@ -268,7 +273,13 @@ def compare_measured(
         The table of rows and the preset's label.
     """
     from ..measured.comparison import compare
+    from ..model.assumptions import preset
+    from ..serving.setting import with_clock
+    from ..settings import table
 
+    clock = table.option("clock").check(clock)
+    if clock != "auto":
+        assumptions = with_clock(preset(table.option("assumptions").check(assumptions)), clock)
     return compare(path, assumptions, engine, progress, hardware, gpus, precision, jobs)
 
 

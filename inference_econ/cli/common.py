@@ -722,6 +722,7 @@ SETTING_NAMES = (
     "pipeline",
     "assumptions",
     "engine",
+    "clock",
     *PRICE_AND_ENERGY,
 )
 
@@ -740,6 +741,7 @@ PREFILL_SETTING_NAMES = (
     "pipeline",
     "assumptions",
     "engine",
+    "clock",
     *PRICE_AND_ENERGY,
 )
 

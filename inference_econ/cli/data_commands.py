@@ -35,7 +35,7 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 
 @click.command("compare-measured", short_help="Hold the model against measured benchmarks.")
 @click.argument("csv", type=click.Path())
-@options("assumptions", "engine")
+@options("assumptions", "engine", "clock")
 @click.option(
     "--hardware",
     "-H",
@@ -70,7 +70,7 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 @quiet_option
 @handle_errors
 def compare_measured(
-    csv, assumptions, engine, hardware, gpus, precision, figure, jobs, format, out, quiet
+    csv, assumptions, engine, clock, hardware, gpus, precision, figure, jobs, format, out, quiet
 ):
     """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format):
     one row per input row with measured, predicted, error = predicted/measured - 1 and a
@@ -87,8 +87,9 @@ def compare_measured(
 
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
     result = compare_measured(
-        csv, assumptions, engine, Progress(quiet, every_s=10.0), hardware, gpus, precision, jobs
-    )
+        csv, assumptions, engine, Progress(quiet, every_s=10.0), hardware, gpus, precision, jobs,
+        clock,
+    )  # fmt: skip
     table = result.table
     for _, row in table[table.beats_bound.fillna(False)].iterrows():
         click.echo(

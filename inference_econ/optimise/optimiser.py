@@ -118,12 +118,12 @@ class Problem:
             # measured here: Llama 3.3 70B on H100, 400 x 400, 619 s against 2.2 s (2.5 s
             # for the whole layouts)
             raise SpecError(
-                "assumptions",
-                "kernel_tables",
+                "argument",
+                "clock",
                 "the kernel clock prices the kernels of whole layouts; on the continuous "
                 "grid's fractional GPU counts a search takes some 300 times as long",
-                "search whole layouts (discrete=True, --discrete), or leave kernel_tables "
-                "unset for the engine profile's terms",
+                "search whole layouts (--discrete, discrete=True), or price the grid by the "
+                "engine profile's terms (--clock engine)",
             )
         self.setting = setting
         self.method = method

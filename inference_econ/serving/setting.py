@@ -244,7 +244,7 @@ def make_setting(model, hardware, **options) -> Setting:
             check_windows(arch, spec, tokens)
     if not isinstance(assumptions, Assumptions):
         assumptions = preset(table.option("assumptions").check(assumptions))
-    assumptions = with_engine(assumptions, values["engine"])
+    assumptions = with_clock(with_engine(assumptions, values["engine"]), values["clock"])
     cap = values["max_throughput_tokens_per_s"]
     copied = {
         f.name: values[f.name]
@@ -413,6 +413,25 @@ def with_engine(assumptions: Assumptions, engine) -> Assumptions:
     from ..specs.engine import load_engine
 
     return assumptions.replace(engine=load_engine(engine))
+
+
+#: ``Assumptions.kernel_tables`` of each choice of the ``clock`` setting.
+CLOCKS = {"auto": None, "engine": False, "kernel": True}
+
+
+def with_clock(assumptions: Assumptions, clock: str) -> Assumptions:
+    """The assumptions with the step priced by ``clock`` (docs/model.md, "Which clock prices a
+    measured row"): only an engine profile has an engine clock and a kernel clock."""
+    if clock == "auto":
+        return assumptions
+    if assumptions.engine is None:
+        raise SpecError(
+            "argument",
+            "clock",
+            f"{clock} prices an engine's step; the {assumptions.name!r} preset is an ideal bound",
+            "use the achievable preset: --assumptions achievable",
+        )
+    return assumptions.replace(kernel_tables=CLOCKS[clock])
 
 
 def engine_on_part(assumptions: Assumptions, gpu: GPU, given=None) -> Assumptions:

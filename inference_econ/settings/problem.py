@@ -175,6 +175,16 @@ class ScopeOptions:
         command_defaults=(("calibrate", "trtllm"),),
     )
 
+    clock: str = setting(
+        "auto",
+        help="How an engine profile prices a step: engine (the profile's per-class"
+        " efficiencies), kernel (each operation at its measured kernel's time, TensorRT-LLM"
+        " 1.3's tables; a frontier then needs --discrete) or auto (kernel for a measured row"
+        " stating an engine version the tables time, on a GPU they were measured on; engine"
+        " otherwise, and for every plan).",
+        choices=("auto", "engine", "kernel"),
+    )
+
     prompt_tokens: float | None = setting(
         None,
         help="Prompt length of a request.",
