@@ -614,3 +614,18 @@ def test_every_shipped_model_exports_its_hugging_face_repository():
     for name, repo in by_name.items():
         plan = api.export(name, "H200", engine="vllm", assumptions="paper", **point)
         assert plan.checkpoint == repo
+
+
+def test_a_pipelined_workers_memory_is_checked_stage_by_stage():
+    """A worker of PP8 x TP2 on 16 H100s holds each stage's KV cache once (2 GPUs a stage,
+    under Llama 3.3 70B's 8 KV heads), as the search's feasibility counts it: the cheapest
+    frontier point's 1,460 requests at 2,250 tokens fit, where counting all 16 GPUs as one
+    attention group (two copies of the cache) refused the plan ``export --plan frontier
+    --pick cheapest`` had just chosen."""
+    setting = make_setting("Llama 3.3 70B", "H100", weight_bits=8, assumptions="achievable")
+    staged = check_worker(setting, "trtllm", 16, 1460, 2250, 2560, pipeline=8)
+    flat = check_worker(setting, "trtllm", 16, 1460, 2250, 2560)
+    assert staged.fits and not flat.fits
+    # a GPU's cache by hand: 80 / 8 layers x 8 / 2 KV heads x 128 x (K, V) x 2 bytes a token
+    assert staged.kv_needed_bytes_per_gpu == pytest.approx(10 * 4 * 128 * 2 * 2 * 2250 * 1460)
+    assert flat.kv_needed_bytes_per_gpu == pytest.approx(2 * staged.kv_needed_bytes_per_gpu)

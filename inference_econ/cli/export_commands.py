@@ -29,7 +29,15 @@ from .common import (
 LENGTHS = {"prompt_tokens": "input_lengths", "output_tokens": "output_lengths"}
 
 #: What is served (the engine is the export's --engine).
-SERVED = ("weight_bits", "activation_bits", "kv_cache_bits", "pipeline", "assumptions", "draft")
+SERVED = (
+    "weight_bits",
+    "activation_bits",
+    "kv_cache_bits",
+    "pipeline",
+    "assumptions",
+    "clock",
+    "draft",
+)
 
 
 #: The options each plan uses (the others, what is served and the launch's own, serve every

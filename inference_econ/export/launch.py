@@ -232,6 +232,7 @@ def worker(
         label,
         max(int(dp), 1),
         int(token_budget),
+        pipeline=int(p),
     )
     return Worker(role, int(count), p * t, p, t, dp, e, int(batch), int(token_budget), memory)
 

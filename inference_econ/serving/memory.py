@@ -104,18 +104,21 @@ def check_worker(
     role: str = "server",
     attention_dp: int = 1,
     token_budget: int | None = None,
+    pipeline: int = 1,
 ) -> MemoryCheck:
-    """The memory of a worker of ``gpus`` GPUs serving ``batch`` requests at a mean context of
-    ``context_tokens`` (and one request as long as ``max_model_len``), under ``engine``, its
-    attention data-parallel over ``attention_dp`` replicas, each run with ``token_budget``
-    tokens a step (default: the profile's; it sizes TensorRT-LLM's activations, §F8): an
-    attention tensor group wider than the KV heads keeps copies of the KV cache (docs/model.md
-    §B13)."""
+    """The memory of a worker of ``gpus`` GPUs in ``pipeline`` stages serving ``batch``
+    requests at a mean context of ``context_tokens`` (and one request as long as
+    ``max_model_len``), under ``engine``, each stage's attention data-parallel over
+    ``attention_dp`` replicas, each run with ``token_budget`` tokens a step (default: the
+    profile's; it sizes TensorRT-LLM's activations, §F8): an attention tensor group wider than
+    the KV heads keeps copies of the KV cache (docs/model.md §B13), a stage's group being its
+    ``gpus / pipeline`` GPUs, as the search's feasibility (``StepModel.fits``) counts it."""
     model = engine_model(setting, engine, token_budget)
     prof = model.profile
     work = model.work
     n = float(gpus)
-    copies = float(model.kv_copies(n / attention_dp))
+    p = float(pipeline)
+    copies = float(model.kv_copies(n / p / attention_dp))
 
     def kv(context, requests):  # per GPU, the attention layers' cache with its copies
         c, r = float(context), float(requests)
@@ -130,7 +133,7 @@ def check_worker(
     longest = kv(max_model_len, 1.0)
     fits = bool(
         model.fits(
-            np.array([n]), np.array([float(batch)]), np.array([1.0]), context_tokens, attention_dp
+            np.array([n]), np.array([float(batch)]), np.array([p]), context_tokens, attention_dp
         )[0]
     )
     admitted = int(capacity // per_request) if per_request > 0 and capacity > 0 else 0
