@@ -198,6 +198,7 @@ def prices(model, hardware, contexts, format, **values):
     "activation_bits",
     "assumptions",
     "engine",
+    "clock",
 )
 @table_output
 @handle_errors
