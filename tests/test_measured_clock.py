@@ -165,3 +165,25 @@ def test_compare_measured_takes_the_clock_of_every_row_as_asked(tmp_path):
     result = CliRunner().invoke(main, ["compare-measured", str(path), "--clock", "kernel"])
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("error: --clock:")
+
+
+def test_a_row_naming_a_source_branch_is_priced_as_no_version_and_says_the_branch(tmp_path):
+    """NVIDIA's MLPerf v6.x systems name "TensorRT-LLM feat/1.2-mlpinf": a branch, not a
+    release the profiles or the kernel tables place, so the row is priced as one stating no
+    version (the engine clock, on a part with tables too) and its label names the branch
+    instead of saying nothing was stated."""
+    path = tmp_path / "rows.csv"
+    lines = [
+        ROW.format(gpu="B200", engine="TensorRT 10.14; TensorRT-LLM feat/1.2-mlpinf"),
+        ROW.format(gpu="B200", engine="TensorRT-LLM"),
+    ]
+    path.write_text(HEADER + "\n" + "\n".join(lines) + "\n")
+    rows = load_measured(str(path))
+    assert [(r.engine_version, r.engine_branch) for r in rows] == [
+        (None, "feat/1.2-mlpinf"),
+        (None, None),
+    ]
+    table = comparison.compare(str(path), preset("achievable")).table
+    assert table.predicted[0] == table.predicted[1]
+    assert table.engine[0].startswith("trtllm (branch feat/1.2-mlpinf stated, no release version)")
+    assert table.engine[1].startswith("trtllm (version not stated)")

@@ -139,6 +139,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),
+        getattr(r, "engine_branch", None),  # the label names it
         getattr(r, "platform", None),
         r.disaggregated,
         r.decode_gpus,

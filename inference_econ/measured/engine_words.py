@@ -26,6 +26,14 @@ _VERSIONED = re.compile(
     r"(?P<version>\d+(?:\.\d+)*(?:\.[x*])?(?:[.+-]?(?:rc|post|dev|a|b)\d*)*)",
     re.IGNORECASE,
 )
+#: A build named by its source branch, not a release ("TensorRT-LLM feat/1.2-mlpinf", the
+#: framework of NVIDIA's MLPerf v6.0 and v6.1 systems): no version a profile or the kernel
+#: tables can place, but what the row states, so its label says it.
+_BRANCH = re.compile(
+    r"(?P<name>\bvllm|\bsglang|tensorrt[-_ ]?llm|trt[-_ ]?llm|\btrtllm)"
+    r"\s+(?P<branch>(?:feat|release|main|dev)/[\w.+-]+)",
+    re.IGNORECASE,
+)
 _PLATFORM_WORDS = (
     (re.compile(r"\brocm|\bhip\b", re.I), "rocm"),
     (re.compile(r"\bcuda\b", re.I), "cuda"),
@@ -41,11 +49,13 @@ _VENDOR_PLATFORMS = (
 @dataclass(frozen=True)
 class EngineText:
     """The engine a row names: a profile name (None: none the toolkit knows), its version as
-    written (None: not stated) and its platform ("cuda", "rocm", "tpu"; None: unknown)."""
+    written (None: not stated), its platform ("cuda", "rocm", "tpu"; None: unknown) and, where
+    it states no version, the source branch it names (``_BRANCH``; None: none)."""
 
     name: str | None
     version: str | None
     platform: str | None
+    branch: str | None = None
 
 
 def _version(text: str, name: str) -> str | None:
@@ -59,6 +69,15 @@ def _version(text: str, name: str) -> str | None:
         if not any(int(p) for p in release.split(".") if p):
             return None  # "0.0.0.dev1+mlperf50": a placeholder, no release
         return version
+    return None
+
+
+def _branch(text: str, name: str) -> str | None:
+    """The source branch ``text`` names for engine ``name`` (``_BRANCH``), else None."""
+    for m in _BRANCH.finditer(text):
+        word = m.group("name").lower().replace("-", "").replace("_", "").replace(" ", "")
+        if ("trtllm" if word.startswith(("tensorrt", "trt")) else word) == name:
+            return m.group("branch").rstrip(".")
     return None
 
 
@@ -97,7 +116,8 @@ def _engine_text(given: str, text: str, vendor: str) -> EngineText:
             platform = (m.start(), value)
     if platform is None:
         platform = next(((0, v) for p, v in _VENDOR_PLATFORMS if p.search(vendor)), None)
-    return EngineText(name, version, platform[1] if platform else None)
+    branch = _branch(text, name) if name is not None and version is None else None
+    return EngineText(name, version, platform[1] if platform else None, branch)
 
 
 #: Speculative decoding, as a measured row's status names it (``out_of_scope``).

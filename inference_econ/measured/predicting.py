@@ -309,6 +309,8 @@ def _engine_label(
     """How the output names a row's engine: the profile (``named``: at a version stated or an
     engine given), what the row states of it, and the harness it runs under."""
     label = name if named else f"{name} (version not stated)"
+    if not named and row.engine_branch:  # a build of a source branch: no release to place
+        label = f"{name} (branch {row.engine_branch} stated, no release version)"
     if row.token_budget:
         label += f", {budget:,} tokens a step as stated"
     if row.fused_allreduce:

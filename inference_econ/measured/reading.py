@@ -122,6 +122,8 @@ class MeasuredRow:
     #: The engine's version as the row writes it ("0.6", "0.17", "1.0.0rc4"; ".x" dropped;
     #: None: not stated or a placeholder such as "0.0.0.dev1").
     engine_version: str | None = None
+    #: The source branch the row names where it states no version ("feat/1.2-mlpinf").
+    engine_branch: str | None = None
     #: The software platform: "cuda", "rocm" or "tpu" (from the text, else the GPU's vendor).
     platform: str | None = None
     disaggregated: bool = False
@@ -539,6 +541,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         chunked_prefill=chunked,
         engine=engine.name,
         engine_version=engine.version,
+        engine_branch=engine.branch,
         platform=engine.platform,
         disaggregated=disaggregated,
         decode_gpus=decode_gpus,
