@@ -115,7 +115,7 @@ class Problem:
     def __init__(self, setting: Setting, method: Method = GRID) -> None:
         a = setting.assumptions
         if a.engine is not None and a.kernel_tables and not method.discrete:
-            # measured here: Llama 3.3 70B on H100, 400 x 400, 619 s against 2.2 s (2.5 s
+            # Llama 3.3 70B on H100, 400 x 400, on a 2-core machine: 619 s against 2.2 s (2.5 s
             # for the whole layouts)
             raise SpecError(
                 "argument",
