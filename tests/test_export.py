@@ -629,3 +629,8 @@ def test_a_pipelined_workers_memory_is_checked_stage_by_stage():
     # a GPU's cache by hand: 80 / 8 layers x 8 / 2 KV heads x 128 x (K, V) x 2 bytes a token
     assert staged.kv_needed_bytes_per_gpu == pytest.approx(10 * 4 * 128 * 2 * 2 * 2250 * 1460)
     assert flat.kv_needed_bytes_per_gpu == pytest.approx(2 * staged.kv_needed_bytes_per_gpu)
+    # the export's worker of that layout is checked stage by stage (degrees: PP, TP, DP, EP)
+    from inference_econ.export.launch import worker
+
+    w = worker(setting, "trtllm", "server", 1, (8, 2, 1, 1), 1460, 8192, 2250, 2560)
+    assert w.memory.fits and w.memory.kv_needed_bytes_per_gpu == staged.kv_needed_bytes_per_gpu

@@ -447,5 +447,5 @@ def test_whole_layouts_frontier_on_the_kernel_clock_and_the_continuous_grid_refu
             "Llama 3.3 70B", "H100", gpus=int(r.gpus), batch=float(r.batch), discrete=True, **kw
         )
         assert p.tokens_per_s == pytest.approx(r.tokens_per_s, rel=1e-9)
-    with pytest.raises(ie.SpecError, match="clock.*--discrete"):
-        ie.frontier("Llama 3.3 70B", "H100", **kw)
+    with pytest.raises(ie.SpecError, match="clock.*--discrete"):  # refused before any work
+        ie.frontier("Llama 3.3 70B", "H100", grid_points=10, **kw)

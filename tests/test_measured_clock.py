@@ -162,6 +162,13 @@ def test_compare_measured_takes_the_clock_of_every_row_as_asked(tmp_path):
         got = pd.read_csv(out, comment="#").predicted
         assert list(got) == pytest.approx(list(predicted), rel=1e-8), clock
     assert want["kernel"][1] != want["engine"][1] and want["auto"][1] == want["engine"][1]
+    # the public function takes it too, and the output says the clock every row was priced by
+    import inference_econ as ie
+
+    forced = ie.compare_measured(str(path), assumptions=base, clock="kernel")
+    assert list(forced.table.predicted) == list(want["kernel"])
+    assert forced.assumptions.endswith("every row on the kernel clock")
+    assert "clock" not in ie.compare_measured(str(path), assumptions="achievable").assumptions
     result = CliRunner().invoke(main, ["compare-measured", str(path), "--clock", "kernel"])
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("error: --clock:")

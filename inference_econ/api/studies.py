@@ -233,7 +233,7 @@ def sweep(
 
 def compare_measured(
     path,
-    assumptions: str = "paper",
+    assumptions="paper",
     engine: str | None = None,
     progress=None,
     hardware: str | None = None,
@@ -248,7 +248,7 @@ def compare_measured(
     ----------
     path : str or Path
         The measured rows (a CSV).
-    assumptions : str
+    assumptions : str or Assumptions
         The preset predicted under.
     engine : str, optional
         The engine profile (default each row's engine).
@@ -273,14 +273,8 @@ def compare_measured(
         The table of rows and the preset's label.
     """
     from ..measured.comparison import compare
-    from ..model.assumptions import preset
-    from ..serving.setting import with_clock
-    from ..settings import table
 
-    clock = table.option("clock").check(clock)
-    if clock != "auto":
-        assumptions = with_clock(preset(table.option("assumptions").check(assumptions)), clock)
-    return compare(path, assumptions, engine, progress, hardware, gpus, precision, jobs)
+    return compare(path, assumptions, engine, progress, hardware, gpus, precision, jobs, clock)
 
 
 def calibrate(path, engine: str, holdout: bool, progress, split: str) -> Calibration:

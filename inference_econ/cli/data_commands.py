@@ -10,6 +10,7 @@ import click
 from .. import settings as table
 from ..errors import SpecError
 from .common import (
+    SETTING_NAMES,
     FigureFile,
     OutputFile,
     Progress,
@@ -17,12 +18,12 @@ from .common import (
     excludes,
     format_option,
     handle_errors,
+    hardware_option,
     make_setting,
     option,
     options,
     out_option,
     quiet_option,
-    setting_options,
     table_output,
 )
 from .stated import stated_table
@@ -261,9 +262,14 @@ def _calibration_errors(e, split: str) -> str:
     )
 
 
+#: sweep's frontiers are the continuous grid's, which the kernel clock does not price: no --clock.
+SWEEP_SETTINGS = tuple(n for n in SETTING_NAMES if n != "clock")
+
+
 @click.command(short_help="What-if sweeps, and a tornado chart of elasticities.")
 @click.argument("model")
-@setting_options
+@hardware_option
+@options(*SWEEP_SETTINGS)
 @click.option(
     "--param",
     "parameter",

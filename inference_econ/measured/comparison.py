@@ -263,6 +263,16 @@ def _unit_scale(row: MeasuredRow) -> float:
     return _scale_of(row.unit, row.metric.quantity if row.metric is not None else "")
 
 
+def _clocked(assumptions, clock):
+    """``assumptions`` (a preset's name or ``Assumptions``) with every step on ``clock``."""
+    from ..serving.setting import with_clock
+    from ..settings import table
+
+    if not isinstance(assumptions, Assumptions):
+        assumptions = preset(table.option("assumptions").check(assumptions))
+    return with_clock(assumptions, table.option("clock").check(clock))
+
+
 def compare(
     path,
     assumptions="paper",
@@ -272,12 +282,15 @@ def compare(
     gpus=None,
     precision=None,
     jobs: int = 1,
+    clock: str = "auto",
 ):
     """Every row of a measured CSV with the model's prediction: ``Comparison``.
     ``progress(message)``: called as the rows the load engine simulates are predicted (a
     whole MLPerf file takes tens of minutes). ``hardware``, ``gpus``, ``precision``: those
     of the rows that state none (a benchmark tool's plain result). ``jobs``: worker processes
-    replaying the rows under load (the same table as one process's)."""
+    replaying the rows under load (the same table as one process's). ``clock``: ``engine`` or
+    ``kernel`` prices every row's step by that clock; ``auto`` by the rule (docs/model.md,
+    "Which clock prices a measured row"), or as ``assumptions`` given in Python set it."""
     from ..specs.collector import gc_frozen
     from .reading import load_measured
 
@@ -286,6 +299,8 @@ def compare(
         "n_gpus": None if gpus is None else str(gpus),
         "precision": precision,
     }
+    if clock != "auto":
+        assumptions = _clocked(assumptions, clock)
     rows = load_measured(path, stated)
     token, workers = _PROGRESS.set(progress), _JOBS.set(int(jobs))
     try:
@@ -318,6 +333,8 @@ def _compared(path, rows, assumptions, engine):
     label = base.name
     if base.engine is not None:
         label += f", engine {engine_name(engine)}" if engine else ", each row's engine"
+        if base.kernel_tables is not None:  # forced: every row on one clock
+            label += f", every row on the {'kernel' if base.kernel_tables else 'engine'} clock"
         table = add_intervals(table, rows)  # expected figures' intervals (§F12)
     better = np.array([r.metric is not None and larger_is_better(r.metric.quantity) for r in rows])
     summary = summarise(table, better)

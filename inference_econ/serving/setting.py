@@ -415,20 +415,23 @@ def with_engine(assumptions: Assumptions, engine) -> Assumptions:
     return assumptions.replace(engine=load_engine(engine))
 
 
-#: ``Assumptions.kernel_tables`` of each choice of the ``clock`` setting.
-CLOCKS = {"auto": None, "engine": False, "kernel": True}
+#: ``Assumptions.kernel_tables`` of the ``clock`` setting's choices that force one clock.
+CLOCKS = {"engine": False, "kernel": True}
 
 
 def with_clock(assumptions: Assumptions, clock: str) -> Assumptions:
     """The assumptions with the step priced by ``clock`` (docs/model.md, "Which clock prices a
-    measured row"): only an engine profile has an engine clock and a kernel clock."""
-    if clock == "auto":
+    measured row"): ``engine`` or ``kernel`` everywhere (only an engine profile has those
+    clocks); ``auto`` leaves ``kernel_tables`` as the assumptions hold it (a preset's: the
+    rule)."""
+    if clock not in CLOCKS:
         return assumptions
     if assumptions.engine is None:
         raise SpecError(
             "argument",
             "clock",
-            f"{clock} prices an engine's step; the {assumptions.name!r} preset is an ideal bound",
+            f"the {clock} clock prices an engine's step; the {assumptions.name!r} preset is "
+            "an ideal bound",
             "use the achievable preset: --assumptions achievable",
         )
     return assumptions.replace(kernel_tables=CLOCKS[clock])
