@@ -58,11 +58,15 @@ class EngineText:
     branch: str | None = None
 
 
+def _engine_named(m: re.Match) -> str:
+    """The profile family a versioned or branch mention's ``name`` group writes."""
+    word = m.group("name").lower().replace("-", "").replace("_", "").replace(" ", "")
+    return "trtllm" if word.startswith(("tensorrt", "trt")) else word
+
+
 def _version(text: str, name: str) -> str | None:
     for m in _VERSIONED.finditer(text):
-        word = m.group("name").lower().replace("-", "").replace("_", "").replace(" ", "")
-        engine = "trtllm" if word.startswith(("tensorrt", "trt")) else word
-        if engine != name:
+        if _engine_named(m) != name:
             continue
         version = re.sub(r"\.[x*]$", "", m.group("version")).rstrip(".")
         release = re.match(r"[\d.]*\d", version).group(0)
@@ -75,8 +79,7 @@ def _version(text: str, name: str) -> str | None:
 def _branch(text: str, name: str) -> str | None:
     """The source branch ``text`` names for engine ``name`` (``_BRANCH``), else None."""
     for m in _BRANCH.finditer(text):
-        word = m.group("name").lower().replace("-", "").replace("_", "").replace(" ", "")
-        if ("trtllm" if word.startswith(("tensorrt", "trt")) else word) == name:
+        if _engine_named(m) == name:
             return m.group("branch").rstrip(".")
     return None
 

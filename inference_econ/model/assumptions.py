@@ -281,6 +281,10 @@ PAPER_TABLE_5 = Assumptions(
 #: Part F): the engine profile ``trtllm`` unless ``engine`` says otherwise.
 ACHIEVABLE = dataclasses.replace(REFINED, name="achievable", engine="trtllm")
 
+#: ``kernel_tables`` of the ``clock`` setting's choices that price every step by one clock
+#: (its third, ``auto``, leaves ``kernel_tables`` as the assumptions hold it).
+CLOCKS = {"engine": False, "kernel": True}
+
 PRESETS: dict[PresetName, Assumptions] = {
     "paper": PAPER,
     "refined": REFINED,

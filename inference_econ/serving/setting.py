@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import settings as table
 from ..errors import SpecError, warn
-from ..model.assumptions import Assumptions, preset
+from ..model.assumptions import CLOCKS, Assumptions, preset
 from ..specs.architecture import Architecture, Precision, load_model
 from ..specs.catalog import display_path
 from ..specs.hardware import GPU, load_hardware
@@ -413,10 +413,6 @@ def with_engine(assumptions: Assumptions, engine) -> Assumptions:
     from ..specs.engine import load_engine
 
     return assumptions.replace(engine=load_engine(engine))
-
-
-#: ``Assumptions.kernel_tables`` of the ``clock`` setting's choices that force one clock.
-CLOCKS = {"engine": False, "kernel": True}
 
 
 def with_clock(assumptions: Assumptions, clock: str) -> Assumptions:

@@ -4,7 +4,7 @@ under which assumptions, and how it is priced) and of the method that searches i
 
 from __future__ import annotations
 
-from ..model.assumptions import PRESETS
+from ..model.assumptions import CLOCKS, PRESETS
 from ..specs.bases import DEFAULT_PRICE_BASIS, PRICE_BASES
 from .limits import BITS, MAX_GPUS, MAX_SECONDS, MAX_TOKENS
 from .row import INFER, METHOD, PROBLEM, Name, Numbers, section, setting
@@ -182,7 +182,7 @@ class ScopeOptions:
         " 1.3's tables; a frontier then needs --discrete) or auto (kernel for a measured row"
         " stating an engine version the tables time, on a GPU they were measured on; engine"
         " otherwise, and for every plan).",
-        choices=("auto", "engine", "kernel"),
+        choices=("auto", *CLOCKS),
     )
 
     prompt_tokens: float | None = setting(
