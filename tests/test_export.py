@@ -149,10 +149,12 @@ def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans):
         "--disaggregation-mode",
         "--pd-disaggregation",
     } <= seen
-    # a router in front of pools: their host names are the user's to give; one server: none
+    # pools on two nodes (TP4 prefill, TP8 decode): the script asks each node for its place
+    # and reaches the other's worker at its address; one server on one node: no such thing
     dense, *_, disagg = plans["sglang"]
-    assert "host names are localhost" in ec.render(disagg)["launch.sh"]
-    assert "host names are localhost" not in ec.render(dense)["launch.sh"]
+    assert 'case "$NODE_RANK" in' in ec.render(disagg)["launch.sh"]
+    assert "http://${NODE1}:8002" in ec.render(disagg)["launch.sh"]
+    assert "NODE_RANK" not in ec.render(dense)["launch.sh"]
 
 
 def test_trtllm_flags_and_llm_api_fields(plans):
@@ -197,6 +199,9 @@ def test_every_name_in_launch_flags_yaml_is_in_its_record():
             assert set(names["router"]["flags"].values()) <= set(router["flags"])
     trt = record(data["engines"]["trtllm"]["record"])
     assert set(data["engines"]["trtllm"]["llm_api"].values()) <= set(trt["llm_api"]["TorchLlmArgs"])
+    ray, mpi = data["engines"]["vllm"]["ray"], data["engines"]["trtllm"]["multi_node"]
+    assert set(ray["flags"].values()) <= set(record(ray["record"])["flags"])
+    assert {mpi["hosts"], mpi["ranks"], mpi["root"]} <= set(record(mpi["record"])["flags"])
     for tool, names in data["benchmarks"].items():
         assert set(names["flags"].values()) <= set(record(names["record"])["flags"]), tool
 

@@ -71,8 +71,9 @@ def _calls(env: dict) -> list[dict]:
     return out
 
 
-def _run(tmp_path: Path, plan) -> list[dict]:
-    """Run the plan's launch.sh, then its benchmark.md's ``vllm bench serve``, under the
+def _run(tmp_path: Path, plan, addrs: tuple[str, ...] = ()) -> list[dict]:
+    """Run the plan's launch.sh (once a node, with NODE_RANK and NODE_ADDRS, where ``addrs``
+    gives the nodes' addresses), then its benchmark.md's ``vllm bench serve``, under the
     stand-ins; their calls."""
     env = _stand_ins(tmp_path)
     files = api.launch_files(plan)
@@ -81,9 +82,15 @@ def _run(tmp_path: Path, plan) -> list[dict]:
         line for line in files["benchmark.md"].splitlines() if line.startswith("vllm bench serve")
     )
     (tmp_path / "bench.sh").write_text(bench + "\n")
-    for script in ("launch.sh", "bench.sh"):
+    nodes = [{"NODE_RANK": str(k), "NODE_ADDRS": " ".join(addrs)} for k in range(len(addrs))]
+    for script, extra in [*(("launch.sh", n) for n in nodes or [{}]), ("bench.sh", {})]:
         r = subprocess.run(
-            ["bash", script], cwd=tmp_path, env=env, timeout=60, capture_output=True, text=True
+            ["bash", script],
+            cwd=tmp_path,
+            env=env | extra,
+            timeout=60,
+            capture_output=True,
+            text=True,
         )
         assert r.returncode == 0, r.stderr
     return _calls(env)
@@ -149,15 +156,15 @@ def test_every_copy_on_its_own_gpus_behind_a_router_the_benchmark_targets(tmp_pa
 
 
 def test_disaggregated_pools_each_copy_on_its_own_gpus(tmp_path):
-    """SGLang pools: two TP4 prefill workers on GPUs 0-3 and 4-7 of one node (the TP8 decode
-    worker fills a node of its own), and the router's backends every worker's port."""
+    """SGLang pools: two TP4 prefill workers on GPUs 0-3 and 4-7 of node 0 (the TP8 decode
+    worker fills node 1), and the router's backends every worker at its node's address."""
     plan = api.export(
         "Llama 3.3 70B", "H100", engine="sglang", plan="disagg", gpus=8, batch=64,
         prefill_gpus=4, **LLAMA_FP8,
     )  # fmt: skip
     prefill, decode = plan.workers
     plan = dataclasses.replace(plan, workers=(dataclasses.replace(prefill, count=2), decode))
-    calls = _run(tmp_path, plan)
+    calls = _run(tmp_path, plan, addrs=("10.0.0.1", "10.0.0.2"))
     servers = [c for c in calls if c["prog"] == "-m sglang.launch_server"]
     pre = [c for c in servers if _value(c["args"], "--disaggregation-mode") == "prefill"]
     assert sorted(map(sorted, (_instance_gpus(c, 4) for c in pre))) == [[0, 1, 2, 3], [4, 5, 6, 7]]
@@ -167,8 +174,8 @@ def test_disaggregated_pools_each_copy_on_its_own_gpus(tmp_path):
         for i, a in enumerate(router["args"])
         if a in ("--prefill", "--decode")
     ]
-    ports = [f"http://localhost:{_value(c['args'], '--port')}" for c in servers]
-    assert sorted(backends) == sorted(ports)
+    assert backends == ["http://10.0.0.1:8001", "http://10.0.0.1:8002", "http://10.0.0.2:8003"]
+    assert sorted(_value(c["args"], "--port") for c in servers) == ["8001", "8002", "8003"]
 
 
 def test_amd_plans_use_rocm_images_and_amds_device_resource():

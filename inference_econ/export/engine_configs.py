@@ -3,7 +3,8 @@ NVIDIA Dynamo's workers for prefill/decode pools, and its DynamoGraphDeployment 
 Kubernetes on NVIDIA parts, a Deployment of the ROCm image on AMD ones), ``python -m
 sglang.launch_server`` (with sglang-router for copies and pools), ``trtllm-serve`` with its
 extra LLM-API YAML (and ``trtllm-serve disaggregated``). Every copy of a worker runs on GPUs of
-its own. Every flag and field name comes from ``launch_flags.yaml``.
+its own, on the nodes ``export.nodes`` places it on; a copy larger than a node starts as its
+engine starts one over several. Every flag and field name comes from ``launch_flags.yaml``.
 
 ``commands(plan)`` gives each worker's argument vector (what the tests check against the
 engines' own argument definitions); ``render(plan)`` the files an export writes.
@@ -12,12 +13,11 @@ engines' own argument definitions); ``render(plan)`` the files an export writes.
 from __future__ import annotations
 
 import json
-import shlex
-from dataclasses import dataclass, field
 
-from ..errors import SpecError, one_line
+from ..errors import SpecError
 from ..measured.layouts import attention_words
 from .launch import LaunchPlan, Worker, engine_names
+from .nodes import Command, Place, address, host_gpus, names_a_node, node_count, places, script
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
 #: take the ports after it.
@@ -25,28 +25,12 @@ FRONT_PORT = 8000
 #: Dynamo release whose workers and manifest the vLLM export writes (its vllm-runtime image
 #: runs vLLM 0.11; components/backends/vllm/deploy/disagg.yaml of ai-dynamo/dynamo 0.6.1).
 DYNAMO_VERSION = "0.6.1"
-#: GPUs of one node, within which a launch script numbers its copies' devices (an 8-GPU server:
-#: HGX boards, AMD's UBB); a copy of more GPUs takes whole nodes of its own.
-NODE_GPUS = 8
+#: The port of the rendezvous a copy spanning nodes meets at on its first node (SGLang's
+#: ``--dist-init-addr``, vLLM's ``--data-parallel-rpc-port``; Ray's head listens on 6379).
+RENDEZVOUS_PORT = 20000
+RAY_PORT = 6379
 #: The Kubernetes device resource of each platform's GPUs (NVIDIA's and AMD's device plugins).
 DEVICE_RESOURCE = {"cuda": "nvidia.com/gpu", "rocm": "amd.com/gpu"}
-
-
-@dataclass(frozen=True)
-class Command:
-    """One process to start: its role, how many copies, the argument vector and the files it
-    reads (name -> text)."""
-
-    role: str
-    count: int
-    argv: tuple[str, ...]
-    files: dict = field(default_factory=dict)
-    #: Environment the process starts with (the GPUs a copy sees), as (name, value) pairs.
-    env: tuple[tuple[str, str], ...] = ()
-
-    def shell(self) -> str:
-        words = [f"{k}={shlex.quote(v)}" for k, v in self.env]
-        return " ".join(words + [shlex.quote(a) for a in self.argv])
 
 
 def _kv_dtype(names: dict, plan: LaunchPlan) -> str:
@@ -93,25 +77,9 @@ def _ports(plan: LaunchPlan) -> dict:
     return out
 
 
-def _devices(plan: LaunchPlan) -> dict:
-    """The device ids of every copy of every worker, in the order of ``_ports`` (None: a lone
-    server, or a copy larger than a node, which takes every GPU of its nodes): copies are
-    packed onto nodes of ``NODE_GPUS`` in turn, each on GPUs no other copy of its node has."""
-    if not _fronted(plan):
-        return {plan.workers[0].role: [None]}
-    out, used = {}, 0
-    for w in plan.workers:
-        out[w.role] = []
-        for _ in range(w.count):
-            if w.gpus > NODE_GPUS:
-                out[w.role].append(None)
-                used = NODE_GPUS  # the next copy starts a node of its own
-                continue
-            if used + w.gpus > NODE_GPUS:
-                used = 0
-            out[w.role].append(tuple(range(used, used + w.gpus)))
-            used += w.gpus
-    return out
+def _places(plan: LaunchPlan) -> dict[str, list[Place]]:
+    """Where every copy of every worker runs, in the order of ``_ports`` (``nodes.places``)."""
+    return places(plan.workers, plan.setting.gpu, _fronted(plan))
 
 
 def _visible(ids) -> tuple[tuple[str, str], ...]:
@@ -179,10 +147,12 @@ def _vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
 
 def _vllm(plan: LaunchPlan) -> list[Command]:
     """Pools: Dynamo's own workers (``dynamo.vllm``, which register with its frontend); copies
-    of a server: plain ``vllm serve`` on ports of their own, behind sglang-router."""
+    of a server: plain ``vllm serve`` on ports of their own, behind sglang-router; a copy
+    spanning nodes: vLLM's data-parallel ranks on each node, or a Ray cluster."""
     names = engine_names("vllm")
     f = names["flags"]
-    ports, devices = _ports(plan), _devices(plan)
+    ports, placed = _ports(plan), _places(plan)
+    nodes = node_count(placed)
     if plan.disaggregated and platform(plan) != "cuda":
         raise SpecError(
             "argument",
@@ -194,35 +164,111 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
     out = []
     for w in plan.workers:
         if plan.disaggregated:
-            argv = [
-                "python3",
-                "-m",
-                "dynamo.vllm",
-                "--model",
-                plan.checkpoint,
-                *_vllm_args(plan, w),
-            ]
+            argv = ["python3", "-m", "dynamo.vllm", "--model", plan.checkpoint]
+            argv += _vllm_args(plan, w)
             if w.role == "prefill":
                 argv.append("--is-prefill-worker")
-            copies = [(tuple(argv), ids) for ids in devices[w.role]]
-        else:
-            argv = [*names["launch"], plan.checkpoint, *_vllm_args(plan, w)]
-            copies = [
-                ((*argv, f["port"], str(port)), ids)
-                for port, ids in zip(ports[w.role], devices[w.role])
-            ]
-        out += [Command(w.role, 1, a, env=_visible(ids)) for a, ids in copies]
+            for place in placed[w.role]:
+                if place.nodes > 1:
+                    _refuse_layout(
+                        plan,
+                        w,
+                        f"a Dynamo {DYNAMO_VERSION} vLLM worker of {w.gpus} GPUs "
+                        f"spans nodes of {host_gpus(plan.setting.gpu)}, which this export "
+                        "does not launch",
+                    )
+                env = _visible(place.ids) + _dynamo_env(place.node, nodes)
+                out.append(Command(w.role, 1, tuple(argv), env=env, node=place.node))
+            continue
+        argv = [*names["launch"], plan.checkpoint, *_vllm_args(plan, w)]
+        for port, place in zip(ports[w.role], placed[w.role]):
+            at = (f["port"], str(port))
+            if place.nodes == 1:
+                out.append(
+                    Command(w.role, 1, (*argv, *at), env=_visible(place.ids), node=place.node)
+                )
+            elif w.attention_dp > 1:
+                out += _vllm_data_parallel_nodes(plan, w, argv, at, place, nodes)
+            else:
+                out += _vllm_ray_nodes(plan, w, argv, at, place, nodes)
     if plan.disaggregated:
         front = ("python3", "-m", "dynamo.frontend")  # listens on its default port, 8000
         out.insert(0, Command("frontend", 1, front))
     elif _fronted(plan):
-        out.insert(0, _router(names["router"], ports["server"]))
+        out.insert(0, _router(names["router"], _urls(plan, placed, "server", nodes)))
     return out
 
 
-def _router(r: dict, ports: list[int]) -> Command:
-    """sglang-router on the front port, in front of servers on ``ports`` of this host."""
-    argv = [*r["launch"], r["flags"]["workers"], *[f"http://localhost:{p}" for p in ports]]
+def _dynamo_env(node: int, nodes: int) -> tuple[tuple[str, str], ...]:
+    """Where a Dynamo process off node 0 finds etcd and NATS (Dynamo's runtime reads
+    ``ETCD_ENDPOINTS`` and ``NATS_SERVER``, defaults on localhost)."""
+    if node == 0:
+        return ()
+    head = address(0, nodes)
+    return (("ETCD_ENDPOINTS", f"http://{head}:2379"), ("NATS_SERVER", f"nats://{head}:4222"))
+
+
+def _vllm_data_parallel_nodes(plan, w: Worker, argv, at, place: Place, nodes: int) -> list:
+    """A copy of attention-DP ranks over whole nodes: each node runs its share of the ranks,
+    the first with the API server, the others ``--headless`` from their first rank on; all
+    meet at the first node's address (vLLM 0.11's docs, serving/data_parallel_deployment.md)."""
+    f = engine_names("vllm")["flags"]
+    if w.pipeline > 1:
+        _refuse_layout(plan, w, "vLLM's data parallelism across nodes takes no pipeline stages")
+    local = w.attention_dp // place.nodes
+    meet = [
+        f["data_local"], str(local),
+        f["data_address"], address(place.node, nodes),
+        f["data_rpc_port"], str(RENDEZVOUS_PORT),
+    ]  # fmt: skip
+    out = [Command(w.role, 1, (*argv, *meet, *at), node=place.node)]
+    for k in range(1, place.nodes):
+        rest = (f["headless"], f["data_start_rank"], str(k * local))
+        out.append(
+            Command(
+                f"{w.role} (ranks of node {k} of the copy)",
+                1,
+                (*argv, *meet, *rest),
+                node=place.node + k,
+            )
+        )
+    return out
+
+
+def _vllm_ray_nodes(plan, w: Worker, argv, at, place: Place, nodes: int) -> list:
+    """A copy of tensor and pipeline stages over whole nodes: a Ray cluster of its nodes,
+    headed on the first, where ``vllm serve`` runs its workers (vLLM 0.11's docs,
+    serving/parallelism_scaling.md); vLLM waits for every node's GPUs to join."""
+    ray = engine_names("vllm")["ray"]
+    f, r = engine_names("vllm")["flags"], ray["flags"]
+    head = address(place.node, nodes)
+    out = [
+        Command(
+            "Ray head",
+            1,
+            (*ray["launch"], r["head"], r["port"], str(RAY_PORT)),
+            node=place.node,
+            foreground=True,
+        ),
+        Command(w.role, 1, (*argv, f["executor"], "ray", *at), node=place.node),
+    ]
+    for k in range(1, place.nodes):
+        join = (*ray["launch"], r["address"], f"{head}:{RAY_PORT}", r["block"])
+        out.append(Command("Ray worker", 1, join, node=place.node + k))
+    return out
+
+
+def _urls(plan: LaunchPlan, placed: dict, role: str, nodes: int) -> list[str]:
+    """The URLs of every copy of ``role``, in order."""
+    return [
+        f"http://{address(p.node, nodes)}:{port}"
+        for port, p in zip(_ports(plan)[role], placed[role])
+    ]
+
+
+def _router(r: dict, urls: list[str]) -> Command:
+    """sglang-router on the front port (node 0), in front of servers at ``urls``."""
+    argv = [*r["launch"], r["flags"]["workers"], *urls]
     argv += [r["flags"]["host"], "0.0.0.0", r["flags"]["port"], str(FRONT_PORT)]
     return Command("router", 1, tuple(argv))
 
@@ -345,7 +391,8 @@ def kubernetes_manifest(plan: LaunchPlan) -> tuple[str, str]:
 def _sglang(plan: LaunchPlan) -> list[Command]:
     names = engine_names("sglang")
     f = names["flags"]
-    ports, devices = _ports(plan), _devices(plan)
+    ports, placed = _ports(plan), _places(plan)
+    nodes = node_count(placed)
     out = []
     for w in plan.workers:
         if w.expert > 1 and w.expert != w.tensor:
@@ -370,21 +417,37 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
                 argv += [f["spec_draft_model"], draft]
         if w.role != "server":
             argv += [f["disagg_mode"], w.role, f["disagg_backend"], names["disagg_backend"]]
-        for port, ids in zip(ports[w.role], devices[w.role]):
-            first = [f["base_gpu"], str(ids[0])] if ids else []  # its GPUs: ids[0] onwards
-            out.append(
-                Command(w.role, 1, (*argv, *first, f["host"], "0.0.0.0", f["port"], str(port)))
-            )
+        for port, place in zip(ports[w.role], placed[w.role]):
+            # its GPUs: ids[0] onwards
+            first = [f["base_gpu"], str(place.ids[0])] if place.ids else []
+            at = (f["host"], "0.0.0.0", f["port"], str(port))
+            if place.nodes == 1:
+                out.append(Command(w.role, 1, (*argv, *first, *at), node=place.node))
+                continue
+            # every node of the copy runs the same command but its rank; node 0 of the copy
+            # serves HTTP (SGLang's docs: multi-node deployment)
+            meet = f"{address(place.node, nodes)}:{RENDEZVOUS_PORT}"
+            for k in range(place.nodes):
+                ranks = (
+                    f["dist_init"],
+                    meet,
+                    f["nnodes"],
+                    str(place.nodes),
+                    f["node_rank"],
+                    str(k),
+                )
+                role = w.role if k == 0 else f"{w.role} (node {k} of the copy)"
+                out.append(Command(role, 1, (*argv, *ranks, *at), node=place.node + k))
     r = names["router"]
     if plan.disaggregated:
         argv = [*r["launch"], r["flags"]["pd"]]
         for role in ("prefill", "decode"):
-            for port in ports[role]:
-                argv += [r["flags"][role], f"http://localhost:{port}"]
+            for url in _urls(plan, placed, role, nodes):
+                argv += [r["flags"][role], url]
         argv += [r["flags"]["host"], "0.0.0.0", r["flags"]["port"], str(FRONT_PORT)]
         out.insert(0, Command("router", 1, tuple(argv)))
     elif _fronted(plan):
-        out.insert(0, _router(r, ports["server"]))
+        out.insert(0, _router(r, _urls(plan, placed, "server", nodes)))
     return out
 
 
@@ -431,7 +494,8 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
 
     names = engine_names("trtllm")
     f = names["flags"]
-    ports, devices = _ports(plan), _devices(plan)
+    ports, placed = _ports(plan), _places(plan)
+    nodes = node_count(placed)
     out = []
     for w in plan.workers:
         file = f"trtllm-{w.role}.yaml"
@@ -454,9 +518,16 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
             f["extra"], file,
         ]  # fmt: skip
         options = yaml.safe_dump(trtllm_options(plan, w), sort_keys=False)
-        for port, ids in zip(ports[w.role], devices[w.role]):
+        for port, place in zip(ports[w.role], placed[w.role]):
             full = (*argv, f["host"], "0.0.0.0", f["port"], str(port))
-            out.append(Command(w.role, 1, full, {file: options}, _visible(ids)))
+            if place.nodes > 1:  # MPI starts every rank of the copy from its first node
+                full = (
+                    *_mpi(plan, place, nodes),
+                    *full,
+                    f["gpus_per_node"],
+                    str(host_gpus(plan.setting.gpu)),
+                )
+            out.append(Command(w.role, 1, full, {file: options}, _visible(place.ids), place.node))
     if plan.disaggregated:
         config = {
             "hostname": "localhost",
@@ -464,11 +535,11 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
             "backend": "pytorch",
             "context_servers": {
                 "num_instances": len(ports["prefill"]),
-                "urls": [f"localhost:{p}" for p in ports["prefill"]],
+                "urls": [u.removeprefix("http://") for u in _urls(plan, placed, "prefill", nodes)],
             },
             "generation_servers": {
                 "num_instances": len(ports["decode"]),
-                "urls": [f"localhost:{p}" for p in ports["decode"]],
+                "urls": [u.removeprefix("http://") for u in _urls(plan, placed, "decode", nodes)],
             },
         }
         files = {"trtllm-disagg.yaml": yaml.safe_dump(config, sort_keys=False)}
@@ -479,8 +550,21 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
             ),
         )
     elif _fronted(plan):
-        out.insert(0, _router(names["router"], ports["server"]))
+        out.insert(0, _router(names["router"], _urls(plan, placed, "server", nodes)))
     return out
+
+
+def _mpi(plan: LaunchPlan, place: Place, nodes: int) -> tuple[str, ...]:
+    """The launcher of a TensorRT-LLM copy over whole nodes: Open MPI's ``mpirun`` with one
+    rank a GPU on each of its nodes, through ``trtllm-llmapi-launch`` (TensorRT-LLM's docs:
+    multi-node serving); the other nodes need only be reachable by ``mpirun`` (ssh)."""
+    mpi = engine_names("trtllm")["multi_node"]
+    per = host_gpus(plan.setting.gpu)
+    hosts = ",".join(f"{address(place.node + k, nodes)}:{per}" for k in range(place.nodes))
+    return (
+        *mpi["launch"], mpi["root"], mpi["hosts"], hosts, mpi["ranks"], str(per * place.nodes),
+        *mpi["wrapper"],
+    )  # fmt: skip
 
 
 def commands(plan: LaunchPlan) -> list[Command]:
@@ -499,13 +583,18 @@ def _header(plan: LaunchPlan) -> list[str]:
         *plan.notes,
     ]
     if plan.disaggregated and plan.engine == "vllm":
+        lines += [
+            f"pools run as NVIDIA Dynamo {DYNAMO_VERSION} workers (dynamo.vllm takes vLLM's engine arguments)",
+            "Dynamo's etcd and NATS run on node 0 first (`docker compose -f deploy/docker-compose.yml "
+            "up -d` in Dynamo's repository)",
+        ]
+    placed = _places(plan)
+    if any(p.nodes > 1 for ps in placed.values() for p in ps):
+        lines.append(_spanning_note(plan))
+    if plan.engine == "vllm" and _manifest_skipped(plan):
         lines.append(
-            f"pools run as NVIDIA Dynamo {DYNAMO_VERSION} workers (dynamo.vllm takes vLLM's engine arguments)"
-        )
-    if _fronted(plan):  # a router, or pools
-        lines.append(
-            f"host names are localhost and each copy's GPUs are numbered on {NODE_GPUS}-GPU "
-            "nodes: where the copies fill more than one, run each node's on it, with its address"
+            "no Kubernetes manifest: a copy spans nodes, which one pod of a Deployment or a "
+            "Dynamo worker service cannot"
         )
     quant = _quantization(engine_names(plan.engine), plan)
     if s.precision.weight_bits < 16 and not quant:
@@ -515,15 +604,33 @@ def _header(plan: LaunchPlan) -> list[str]:
     return lines
 
 
+def _spanning_note(plan: LaunchPlan) -> str:
+    """How the plan's copies larger than a node start, for its engine."""
+    how = {
+        "sglang": "each of its nodes runs the copy's command with its own --node-rank",
+        "trtllm": "mpirun on its first node starts every rank over ssh (Open MPI on each node)",
+        "vllm": "its nodes run their share of its data-parallel ranks, or join a Ray cluster "
+        "headed on its first node (Ray >= 2.48, which vLLM 0.11 installs; vLLM waits up to 30 "
+        "minutes for the other nodes' GPUs)",
+    }[plan.engine]
+    return (
+        f"a copy larger than a node of {host_gpus(plan.setting.gpu)} GPUs takes whole nodes: {how}"
+    )
+
+
+def _manifest_skipped(plan: LaunchPlan) -> bool:
+    """Whether a copy spans nodes (the Kubernetes manifests place one copy in one pod)."""
+    return any(w.gpus > host_gpus(plan.setting.gpu) for w in plan.workers)
+
+
 def launch_script(plan: LaunchPlan) -> str:
-    """A shell script of every process (each worker copy on its own node in practice)."""
-    # one_line: a comment ends at a line break, and whatever followed one would run
-    lines = ["#!/bin/sh", *[f"# {one_line(h)}" for h in _header(plan)]]
-    for c in commands(plan):
-        copies = f" (x{c.count})" if c.count > 1 else ""
-        lines += ["", f"# {one_line(c.role)}{copies}", c.shell() + " &"]
-    lines += ["", "wait", ""]
-    return "\n".join(lines)
+    """The shell script of every process: one node's, or every node's under its NODE_RANK."""
+    return script(
+        _header(plan),
+        commands(plan),
+        node_count(_places(plan)),
+        host_gpus(plan.setting.gpu),
+    )
 
 
 def plan_record(plan: LaunchPlan) -> dict:
@@ -539,6 +646,8 @@ def plan_record(plan: LaunchPlan) -> dict:
         "assumptions": plan.setting.assumptions.label,
         "precision": plan.setting.precision.label(),
         "max_model_len": plan.max_model_len,
+        "nodes": node_count(_places(plan)),
+        "gpus_per_node": host_gpus(plan.setting.gpu),
         "workers": [
             {
                 "role": w.role,
@@ -595,9 +704,9 @@ def render(plan: LaunchPlan) -> dict:
     """The files of an export: launch.sh, the engines' own files, the Kubernetes manifest
     (vLLM: through Dynamo on NVIDIA parts, its ROCm image on AMD ones), plan.json."""
     files = {"launch.sh": launch_script(plan)}
-    for c in commands(plan):
-        files.update(c.files)
-    if plan.engine == "vllm":
+    for c in commands(plan):  # a file naming nodes' addresses is written by launch.sh
+        files.update({k: v for k, v in c.files.items() if not names_a_node(v)})
+    if plan.engine == "vllm" and not _manifest_skipped(plan):
         name, text = kubernetes_manifest(plan)
         files[name] = text
     files["plan.json"] = json.dumps(plan_record(plan), indent=1, default=float) + "\n"

@@ -129,6 +129,10 @@ class GPU:
     #: Host-to-GPU bandwidth of one GPU, one direction: PCIe, or NVLink-C2C on Grace parts
     #: (the KV cache's way back from host memory, §E13; 0: not stated).
     host_link_bytes_per_s: float = 0.0
+    #: GPUs of one server, the unit a launch runs one process tree on: a compute tray of 4 on
+    #: the NVL72 racks, whose NVLink domain spans 18 of them (0: the smaller of
+    #: ``scale_up_domain_gpus`` and 8, an HGX board or an 8-card server).
+    host_gpus: int = 0
     #: Measured best-shape dense GEMM throughput as a fraction of ``flop_per_s``, per weight
     #: precision, as ``((bits, fraction), ...)`` (micro-benchmarks such as MAMF). Read only by
     #: the ``achievable`` preset (docs/model.md §F2); empty: not measured.
@@ -249,6 +253,11 @@ class GPU:
         return self.nic_bandwidth_bytes_per_s / 2.0
 
     @property
+    def gpus_per_host(self) -> int:
+        """GPUs of one server (``host_gpus``, or the smaller of the NVLink domain and 8)."""
+        return int(self.host_gpus) or min(int(self.scale_up_domain_gpus), 8)
+
+    @property
     def price_usd_per_s(self) -> float:
         return self.price_usd_per_hour / SECONDS_PER_HOUR
 
@@ -302,6 +311,7 @@ _NUMERIC = {
     "nvlink_bridge_gpus": dict(minimum=1, maximum=2**20, integer=True, unit="GPUs"),
     "host_memory_bytes_per_gpu": dict(minimum=0, maximum=1e18, unit="bytes"),  # 0: not stated
     "host_link_bytes_per_s": dict(minimum=0, maximum=1e18, unit="bytes/s"),  # 0: not stated
+    "host_gpus": dict(minimum=0, maximum=2**20, integer=True, unit="GPUs"),  # 0: the default
     "price_usd_per_hour": dict(minimum=1e-6, maximum=1e9, unit="USD/hour"),
     # fractions of a datasheet figure: at least 5 %, the floor of an engine profile's
     # efficiencies (specs/engine.py), so no cost or latency is scaled towards infinity

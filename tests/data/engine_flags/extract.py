@@ -10,6 +10,7 @@ against. The engines need CUDA and torch to import, so their parsers are read fr
     python tests/data/engine_flags/extract.py router /tmp/src/rt   > tests/data/engine_flags/sglang-router-0.2.0.json
     python tests/data/engine_flags/extract.py vllm-bench /tmp/src/vl > tests/data/engine_flags/vllm-bench-0.11.0.json
     python tests/data/engine_flags/extract.py aiperf "$(which aiperf)" > tests/data/engine_flags/aiperf-0.13.0.json
+    python tests/data/engine_flags/extract.py ray    /tmp/src/ray  > tests/data/engine_flags/ray-2.48.0.json
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import ast
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -214,11 +216,34 @@ def router(root: Path) -> dict:
     }
 
 
+def ray(root: Path) -> dict:
+    """``ray start``'s click options (ray/scripts/scripts.py): a flag option is a switch."""
+    tree = _parse(root / "ray/scripts/scripts.py")
+    (start,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "start"]
+    flags = {}
+    for deco in start.decorator_list:
+        if not (isinstance(deco, ast.Call) and ast.unparse(deco.func) == "click.option"):
+            continue
+        names = [a.value for a in deco.args if isinstance(a, ast.Constant)]
+        switch = any(
+            k.arg == "is_flag" and isinstance(k.value, ast.Constant) and k.value.value
+            for k in deco.keywords
+        )
+        for name in names:
+            if isinstance(name, str) and name.startswith("--"):
+                flags[name] = {"kind": "switch" if switch else "value"}
+    (meta,) = root.glob("ray-*.dist-info/METADATA")  # the wheel's own metadata
+    return {
+        "tool": "ray start",
+        "version": re.search(r"^Version: (\S+)$", meta.read_text(), re.M).group(1),
+        "flags": dict(sorted(flags.items())),
+    }
+
+
 def aiperf(executable: Path) -> dict:
     """aiperf's options as its own ``aiperf profile --help`` lists them (aiperf installs
     without torch; its CLI is built from its pydantic configuration)."""
     import os
-    import re
     import subprocess
 
     env = dict(os.environ, COLUMNS="200")
@@ -238,7 +263,13 @@ def aiperf(executable: Path) -> dict:
 
 if __name__ == "__main__":
     which, root = sys.argv[1], Path(sys.argv[2])
-    makers = {"vllm": vllm, "vllm-bench": vllm_bench, "sglang": sglang, "router": router}
+    makers = {
+        "vllm": vllm,
+        "vllm-bench": vllm_bench,
+        "sglang": sglang,
+        "router": router,
+        "ray": ray,
+    }
     record = {**makers, "aiperf": aiperf}[which](root)
     json.dump(record, sys.stdout, indent=1)
     sys.stdout.write("\n")

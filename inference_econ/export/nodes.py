@@ -1,0 +1,180 @@
+"""Where an export's processes run: every copy of every worker placed on the servers ("nodes")
+of the plan's GPU, and the launch script that starts each node's share of them.
+
+A copy of at most a node's GPUs takes GPUs no other copy of its node has; a larger copy takes
+whole nodes of its own (the engines' multi-node launches want the same GPUs on each). A plan
+on one node writes one script of its processes with ``localhost`` for host names; a plan on
+several writes one script that every node runs, told its place by ``NODE_RANK`` and every
+node's address by ``NODE_ADDRS``, so a router reaches a copy on another node by that address.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from ..errors import SpecError, one_line
+
+#: A node's address in an argument or a file of a plan on several nodes, filled in by the
+#: launch script from ``NODE_ADDRS`` (node 0's ``${NODE0}``).
+_ADDRESS = re.compile(r"\$\{NODE\d+\}")
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one copy of a worker runs: its first node, how many whole nodes it takes, and its
+    GPU ids on that node (None: every GPU of its nodes)."""
+
+    node: int
+    nodes: int = 1
+    ids: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    """One process to start: its role, how many copies, the argument vector, the files it
+    reads (name -> text), its environment, the node it runs on and whether the script waits
+    for it to return before the next (a daemon's start, such as ``ray start --head``)."""
+
+    role: str
+    count: int
+    argv: tuple[str, ...]
+    files: dict = field(default_factory=dict)
+    #: Environment the process starts with (the GPUs a copy sees), as (name, value) pairs.
+    env: tuple[tuple[str, str], ...] = ()
+    node: int = 0
+    foreground: bool = False
+
+    def shell(self) -> str:
+        words = [f"{k}={_word(v)}" for k, v in self.env]
+        return " ".join(words + [_word(a) for a in self.argv])
+
+
+def _word(text: str) -> str:
+    """One shell word: quoted as it is, or, where it names a node's address, in double quotes
+    so the shell fills the address in (such words are built of URL characters only)."""
+    if _ADDRESS.search(text):
+        if re.search(r'["\\`]|\$(?!\{NODE\d+\})', text):
+            raise ValueError(f"a node address in an unquotable word: {text!r}")
+        return f'"{text}"'
+    return shlex.quote(text)
+
+
+def names_a_node(text: str) -> bool:
+    """Whether ``text`` holds a node's address for the launch script to fill in."""
+    return bool(_ADDRESS.search(text))
+
+
+def host_gpus(gpu) -> int:
+    """GPUs of one node of ``gpu`` (its spec's ``gpus_per_host``)."""
+    return int(gpu.gpus_per_host)
+
+
+def places(workers, gpu, fronted: bool) -> dict[str, list[Place]]:
+    """Every copy of every worker, in order, placed on nodes of ``gpu``: copies of at most a
+    node's GPUs packed in turn, each on GPUs of its own; a larger copy on whole nodes of its
+    own, refused unless its GPUs fill them evenly. A lone server of one node sees every GPU."""
+    per = host_gpus(gpu)
+    out: dict[str, list[Place]] = {}
+    node, used = 0, 0
+    for w in workers:
+        out[w.role] = []
+        for _ in range(w.count):
+            if w.gpus > per:
+                if w.gpus % per:
+                    raise SpecError(
+                        "argument",
+                        "gpus",
+                        f"a {w.role} copy of {w.gpus} GPUs would span nodes of {per} "
+                        f"{gpu.name} GPUs unevenly, which the engines' multi-node launches "
+                        "cannot place",
+                        f"plan copies of at most {per} GPUs or a multiple of {per}",
+                    )
+                node += 1 if used else 0
+                out[w.role].append(Place(node, w.gpus // per))
+                node, used = node + w.gpus // per, 0
+                continue
+            if used + w.gpus > per:
+                node, used = node + 1, 0
+            ids = tuple(range(used, used + w.gpus)) if fronted else None
+            out[w.role].append(Place(node, 1, ids))
+            used += w.gpus
+    return out
+
+
+def node_count(placed: dict[str, list[Place]]) -> int:
+    """Nodes the placed copies take."""
+    return max(p.node + p.nodes for ps in placed.values() for p in ps)
+
+
+def address(node: int, nodes: int) -> str:
+    """How a command names ``node``: ``localhost`` on a plan of one node, else the address the
+    launch script reads for it (``${NODE1}``)."""
+    return "localhost" if nodes == 1 else f"${{NODE{node}}}"
+
+
+def _heredoc(name: str, text: str) -> list[str]:
+    """Lines that write ``text`` to ``name`` with the node addresses filled in."""
+    if "\nEOF\n" in f"\n{text}" or re.search(r"\$(?!\{NODE\d+\})|`|\\", text):
+        raise ValueError(f"{name} cannot be written by a here-document")
+    return [f"cat > {shlex.quote(name)} <<EOF", *text.rstrip("\n").split("\n"), "EOF"]
+
+
+def _lines(c: Command, indent: str = "") -> list[str]:
+    copies = f" (x{c.count})" if c.count > 1 else ""
+    tail = "" if c.foreground else " &"
+    return ["", f"{indent}# {one_line(c.role)}{copies}", indent + c.shell() + tail]
+
+
+def script(header: list[str], commands: list[Command], nodes: int, per_node: int) -> str:
+    """The launch script: the header as comments, then every process (one node), or each
+    node's processes under ``case "$NODE_RANK"`` (several), after reading ``NODE_ADDRS``."""
+    # one_line: a comment ends at a line break, and whatever followed one would run
+    lines = ["#!/bin/sh", *[f"# {one_line(h)}" for h in header]]
+    if nodes == 1:
+        for c in commands:
+            lines += _lines(c)
+        return "\n".join([*lines, "", "wait", ""])
+    last = nodes - 1
+    lines += [
+        f"# {nodes} nodes of {per_node} GPUs: run this script on every one of them, with",
+        f"# NODE_RANK its number (0 to {last}) and NODE_ADDRS the nodes' addresses, node 0 first:",
+        "#   NODE_RANK=0 NODE_ADDRS='"
+        + " ".join(f"10.0.0.{k + 1}" for k in range(nodes))
+        + "' sh launch.sh",
+        "# Node 0 runs the front (port 8000): send the benchmark there.",
+        'if [ -z "${NODE_RANK-}" ] || [ -z "${NODE_ADDRS-}" ]; then',
+        f'  echo "launch.sh: set NODE_RANK (0 to {last}) and NODE_ADDRS ({nodes} addresses, node 0 first)" >&2',
+        "  exit 2",
+        "fi",
+        "set -- $NODE_ADDRS",
+        f'if [ "$#" -ne {nodes} ]; then',
+        f'  echo "launch.sh: NODE_ADDRS: give {nodes} addresses, node 0 first (got $#)" >&2',
+        "  exit 2",
+        "fi",
+        *[f"NODE{k}=${{{k + 1}}}" for k in range(nodes)],
+        'case "$NODE_RANK" in',
+    ]
+    for k in range(nodes):
+        mine = [c for c in commands if c.node == k]
+        lines.append(f"{k})")
+        if not mine:
+            lines.append("  : # this node's GPUs are driven by a launcher on an earlier node")
+        for c in mine:
+            for name, text in c.files.items():
+                if names_a_node(text):  # a here-document's lines keep their own indent
+                    lines += _heredoc(name, text)
+            lines += _lines(c, "  ")
+        lines.append("  ;;")
+    lines += [
+        "*)",
+        f'  echo "launch.sh: NODE_RANK: a number from 0 to {last}, got $NODE_RANK" >&2',
+        "  exit 2",
+        "  ;;",
+        "esac",
+        "",
+        "wait",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,249 @@
+"""Exported plans larger than a node launch as written on every node they take: each node runs
+the one launch.sh told its place (``NODE_RANK``) and the nodes' addresses (``NODE_ADDRS``),
+under stand-in executables that record their arguments; the records are checked against the
+engines' multi-node launches (SGLang's ranks, TensorRT-LLM under mpirun, vLLM on Ray or its
+data-parallel ranks) and every flag against the tools' own argument records."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from test_launch_scripts import LLAMA_FP8, RECORDER, _calls, _stand_ins, _value
+
+from inference_econ import api
+from inference_econ.errors import SpecError
+from inference_econ.export import engine_configs as ec
+from inference_econ.export import nodes
+from inference_econ.specs.hardware import load_hardware
+
+FLAGS = Path(__file__).parent / "data" / "engine_flags"
+ADDRS = ("10.0.0.1", "10.0.0.2")
+
+
+def record(name: str) -> dict:
+    return json.loads((FLAGS / name).read_text())
+
+
+def _run_nodes(tmp_path: Path, plan, addrs=ADDRS) -> list[list[dict]]:
+    """Run the plan's launch.sh on each node (a folder of its own) under the stand-ins, with
+    ray and mpirun among them; each node's calls, and the files each node's script wrote."""
+    out = []
+    for rank in range(len(addrs)):
+        folder = tmp_path / f"node{rank}"
+        folder.mkdir()
+        env = _stand_ins(folder)
+        for name in ("ray", "mpirun"):
+            tool = folder / "bin" / name
+            tool.write_text(RECORDER.replace('"$PROG"', name))
+            tool.chmod(0o755)
+        for name, text in ec.render(plan).items():
+            (folder / name).write_text(text)
+        env |= {"NODE_RANK": str(rank), "NODE_ADDRS": " ".join(addrs)}
+        r = subprocess.run(
+            ["sh", "launch.sh"], cwd=folder, env=env, timeout=60, capture_output=True, text=True
+        )
+        assert r.returncode == 0, r.stderr
+        out.append(_calls(env))
+    return out
+
+
+def _llama16(engine: str):
+    return api.export("Llama 3.3 70B", "H100", engine=engine, gpus=16, batch=64, **LLAMA_FP8)
+
+
+def test_sglang_runs_the_copy_on_each_node_with_its_rank(tmp_path):
+    """TP8 x PP2 on two 8-GPU nodes: the same launch_server on both, --nnodes 2, each its own
+    --node-rank, both meeting at node 0's address (SGLang's multi-node deployment)."""
+    plan = _llama16("sglang")
+    (w,) = plan.workers
+    assert (w.tensor, w.pipeline) == (8, 2)
+    first, second = _run_nodes(tmp_path, plan)
+    (a,), (b,) = first, second
+    assert a["prog"] == b["prog"] == "-m sglang.launch_server"
+    for call, rank in ((a, "0"), (b, "1")):
+        assert _value(call["args"], "--node-rank") == rank
+        assert _value(call["args"], "--nnodes") == "2"
+        assert _value(call["args"], "--dist-init-addr") == "10.0.0.1:20000"
+        assert call["gpus"] is None  # every GPU of its node
+    rank_at = a["args"].index("--node-rank") + 1
+    assert a["args"][:rank_at] == b["args"][:rank_at]
+    assert a["args"][rank_at + 1 :] == b["args"][rank_at + 1 :]
+
+
+def test_tensorrt_llm_starts_every_rank_from_the_first_node_under_mpirun(tmp_path):
+    """TP8 x PP2 under TensorRT-LLM: node 0 runs mpirun with 8 slots on each node's address
+    and 16 ranks through trtllm-llmapi-launch; node 1 starts nothing of its own."""
+    plan = _llama16("trtllm")
+    first, second = _run_nodes(tmp_path, plan)
+    (call,) = first
+    assert second == []
+    args = call["args"]
+    assert call["prog"] == "mpirun" and "--allow-run-as-root" in args
+    assert _value(args, "-H") == "10.0.0.1:8,10.0.0.2:8"
+    assert _value(args, "-n") == "16"
+    serve = args.index("trtllm-llmapi-launch") + 1
+    assert args[serve] == "trtllm-serve"
+    tp, pp = int(_value(args, "--tp_size")), int(_value(args, "--pp_size"))
+    assert tp * pp == 16 and _value(args, "--gpus_per_node") == "8"
+
+
+def test_vllm_stages_run_on_a_ray_cluster_of_the_copys_nodes(tmp_path):
+    """TP8 x PP2 under vLLM 0.11 (no node ranks of its own): node 0 starts Ray's head, then
+    vllm serve on Ray; node 1 joins the head at node 0's address and stays."""
+    plan = _llama16("vllm")
+    first, second = _run_nodes(tmp_path, plan)
+    head, serve = sorted(first, key=lambda c: c["prog"])
+    assert head["prog"] == "ray" and head["args"] == ["start", "--head", "--port", "6379"]
+    assert serve["prog"] == "vllm" and serve["args"][0] == "serve"
+    assert _value(serve["args"], "--distributed-executor-backend") == "ray"
+    tp = int(_value(serve["args"], "--tensor-parallel-size"))
+    assert tp * int(_value(serve["args"], "--pipeline-parallel-size")) == 16
+    (join,) = second
+    assert join["prog"] == "ray"
+    assert join["args"] == ["start", "--address", "10.0.0.1:6379", "--block"]
+    assert "k8s-dynamo.yaml" not in ec.render(plan)  # no pod holds a copy of two nodes
+
+
+def test_vllm_attention_data_parallel_ranks_split_over_the_nodes(tmp_path):
+    """DeepSeek-V3 on 16 H200s with eight attention-DP ranks of TP2: four ranks a node, node 0
+    with the API server, node 1 headless from rank 4, both meeting at node 0's address."""
+    plan = api.export(
+        "DeepSeek-V3", "H200", engine="vllm", gpus=16, batch=256, weight_bits=8,
+        prompt_tokens=2000, output_tokens=500,
+    )  # fmt: skip
+    (w,) = plan.workers
+    assert (w.gpus, w.attention_dp, w.tensor // w.attention_dp) == (16, 8, 2)
+    (a,), (b,) = _run_nodes(tmp_path, plan)
+    for call in (a, b):
+        assert _value(call["args"], "--data-parallel-size") == "8"
+        assert _value(call["args"], "--data-parallel-size-local") == "4"
+        assert _value(call["args"], "--data-parallel-address") == "10.0.0.1"
+        assert "--enable-expert-parallel" in call["args"]
+    assert "--headless" not in a["args"] and _value(a["args"], "--port") == "8000"
+    assert "--headless" in b["args"] and _value(b["args"], "--data-parallel-start-rank") == "4"
+
+
+def test_copies_on_other_nodes_are_reached_at_their_addresses(tmp_path):
+    """Three TP4 copies on 8-GPU nodes: two on node 0 (GPUs 0-3, 4-7), one on node 1 (GPUs
+    0-3); the router on node 0 reaches each at its node's address."""
+    point = api.export("Llama 3.3 70B", "H100", engine="vllm", gpus=4, batch=64, **LLAMA_FP8)
+    (w,) = point.workers
+    plan = dataclasses.replace(point, workers=(dataclasses.replace(w, count=3),))
+    first, second = _run_nodes(tmp_path, plan)
+    (router,) = [c for c in first if c["prog"] == "-m sglang_router.launch_router"]
+    urls = router["args"][router["args"].index("--worker-urls") + 1 :]
+    urls = urls[: urls.index("--host")]
+    assert urls == ["http://10.0.0.1:8001", "http://10.0.0.1:8002", "http://10.0.0.2:8003"]
+    assert sorted(c["gpus"] for c in first if c["prog"] == "vllm") == ["0,1,2,3", "4,5,6,7"]
+    (other,) = second
+    assert other["gpus"] == "0,1,2,3" and _value(other["args"], "--port") == "8003"
+
+
+def test_tensorrt_llm_pools_on_two_nodes_name_their_addresses(tmp_path):
+    """TensorRT-LLM pools (TP4 prefill, TP8 decode: 12 GPUs, two nodes): node 0's script
+    writes the disaggregated server's configuration with each pool's node address."""
+    plan = api.export(
+        "Llama 3.3 70B", "H100", engine="trtllm", plan="disagg", gpus=8, batch=64,
+        prefill_gpus=4, **LLAMA_FP8,
+    )  # fmt: skip
+    assert "trtllm-disagg.yaml" not in ec.render(plan)  # launch.sh writes it, addresses in
+    _run_nodes(tmp_path, plan)
+    config = yaml.safe_load((tmp_path / "node0" / "trtllm-disagg.yaml").read_text())
+    assert config["context_servers"]["urls"] == ["10.0.0.1:8001"]
+    assert config["generation_servers"]["urls"] == ["10.0.0.2:8002"]
+
+
+def test_a_gb200_tray_is_a_node_of_four():
+    """GB200 NVL72 runs one host a compute tray of 4 GPUs (hardware/gb200_nvl72.yaml): TP8
+    takes two trays, mpirun gives each 4 slots and trtllm-serve 4 GPUs a node."""
+    assert load_hardware("GB200").gpus_per_host == 4
+    assert (
+        load_hardware("H100").gpus_per_host == 8 and load_hardware("GH200-144GB").gpus_per_host == 1
+    )
+    plan = api.export("Llama 3.3 70B", "GB200", engine="trtllm", gpus=8, batch=64, **LLAMA_FP8)
+    (c,) = ec.commands(plan)
+    assert c.argv[c.argv.index("-H") + 1] == "${NODE0}:4,${NODE1}:4"
+    assert c.argv[c.argv.index("--gpus_per_node") + 1] == "4"
+
+
+def test_a_copy_that_fills_nodes_unevenly_is_refused():
+    """12 GPUs on 8-GPU nodes would be 8 + 4: no engine's multi-node launch places that."""
+    plan = _llama16("sglang")
+    (w,) = plan.workers
+    with pytest.raises(SpecError, match="unevenly"):
+        nodes.places((dataclasses.replace(w, gpus=12),), plan.setting.gpu, fronted=False)
+
+
+def test_the_script_refuses_to_start_without_its_place(tmp_path):
+    """Without NODE_RANK and NODE_ADDRS, with the wrong number of addresses or a rank past the
+    last node: one line naming the variable, exit 2, nothing started."""
+    (tmp_path / "launch.sh").write_text(ec.render(_llama16("sglang"))["launch.sh"])
+    cases = [
+        ({}, "set NODE_RANK"),
+        ({"NODE_RANK": "0", "NODE_ADDRS": "10.0.0.1"}, "NODE_ADDRS: give 2 addresses"),
+        ({"NODE_RANK": "5", "NODE_ADDRS": "a b"}, "NODE_RANK: a number from 0 to 1"),
+    ]
+    for extra, said in cases:
+        env = {"PATH": "/usr/bin:/bin", **extra}
+        r = subprocess.run(
+            ["sh", "launch.sh"], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert r.returncode == 2 and said in r.stderr and r.stderr.count("\n") == 1
+
+
+def _check(argv, flags: dict) -> set:
+    """Every option of ``argv`` is in ``flags``, a switch alone, any other with one value
+    (the launches here give each option one); the options seen."""
+    seen, i = set(), 0
+    while i < len(argv):
+        flag = argv[i]
+        assert flag in flags, f"{flag} is not an argument ({argv[:i]})"
+        seen.add(flag)
+        if flags[flag].get("kind") == "switch":
+            i += 1
+            continue
+        assert i + 1 < len(argv) and not argv[i + 1].startswith("-"), f"{flag} takes a value"
+        choices = flags[flag].get("choices")
+        assert not choices or argv[i + 1] in choices, (flag, argv[i + 1], choices)
+        i += 2
+    return seen
+
+
+def test_multi_node_flags_are_the_tools_own_arguments():
+    """Every flag the multi-node launches write is in its tool's record: SGLang 0.5.3, vLLM
+    0.11.0 and the Ray it requires, TensorRT-LLM's trtllm-serve and Open MPI's mpirun."""
+    sgl, vll = record("sglang-0.5.3.json"), record("vllm-0.11.0.json")
+    ray, trt, mpi = (
+        record("ray-2.48.0.json"),
+        record("trtllm-fcd3f316.json"),
+        record("openmpi-4.1.json"),
+    )
+    seen = set()
+    deepseek = api.export(
+        "DeepSeek-V3", "H200", engine="vllm", gpus=16, batch=256, weight_bits=8,
+        prompt_tokens=2000, output_tokens=500,
+    )  # fmt: skip
+    for plan in (_llama16("sglang"), _llama16("vllm"), deepseek, _llama16("trtllm")):
+        for c in ec.commands(plan):
+            a = c.argv
+            if a[:3] == ("python", "-m", "sglang.launch_server"):
+                seen |= _check(a[3:], sgl["flags"])
+            elif a[:2] == ("vllm", "serve"):
+                seen |= _check(a[3:], vll["flags"])
+            elif a[:2] == ("ray", "start"):
+                seen |= _check(a[2:], ray["flags"])
+            else:
+                wrap = a.index("trtllm-llmapi-launch")
+                assert a[0] == "mpirun" and a[wrap + 1] == "trtllm-serve"
+                seen |= _check(a[1:wrap], mpi["flags"])
+                seen |= _check(a[wrap + 3 :], trt["flags"])
+    assert {
+        "--nnodes", "--node-rank", "--dist-init-addr", "--headless",
+        "--data-parallel-size-local", "--data-parallel-start-rank", "--head", "--block",
+        "-H", "-n", "--gpus_per_node", "--distributed-executor-backend",
+    } <= seen  # fmt: skip
