@@ -157,7 +157,9 @@ def test_every_copy_on_its_own_gpus_behind_a_router_the_benchmark_targets(tmp_pa
 
 def test_disaggregated_pools_each_copy_on_its_own_gpus(tmp_path):
     """SGLang pools: two TP4 prefill workers on GPUs 0-3 and 4-7 of node 0 (the TP8 decode
-    worker fills node 1), and the router's backends every worker at its node's address."""
+    worker fills node 1), each with a bootstrap port of its own (two on one node would both
+    take SGLang's default, 8998), and the router's backends every worker at its node's
+    address, a prefill worker with its bootstrap port."""
     plan = api.export(
         "Llama 3.3 70B", "H100", engine="sglang", plan="disagg", gpus=8, batch=64,
         prefill_gpus=4, **LLAMA_FP8,
@@ -176,6 +178,14 @@ def test_disaggregated_pools_each_copy_on_its_own_gpus(tmp_path):
     ]
     assert backends == ["http://10.0.0.1:8001", "http://10.0.0.1:8002", "http://10.0.0.2:8003"]
     assert sorted(_value(c["args"], "--port") for c in servers) == ["8001", "8002", "8003"]
+    boot = {
+        _value(c["args"], "--port"): _value(c["args"], "--disaggregation-bootstrap-port")
+        for c in pre
+    }
+    assert boot == {"8001": "8998", "8002": "8999"}
+    args = router["args"]
+    told = [args[i + 1 : i + 3] for i, a in enumerate(args) if a == "--prefill"]
+    assert told == [["http://10.0.0.1:8001", "8998"], ["http://10.0.0.1:8002", "8999"]]
 
 
 def test_amd_plans_use_rocm_images_and_amds_device_resource():

@@ -94,18 +94,24 @@ def test_tensorrt_llm_starts_every_rank_from_the_first_node_under_mpirun(tmp_pat
 
 def test_vllm_stages_run_on_a_ray_cluster_of_the_copys_nodes(tmp_path):
     """TP8 x PP2 under vLLM 0.11 (no node ranks of its own): node 0 starts Ray's head, then
-    vllm serve on Ray; node 1 joins the head at node 0's address and stays."""
+    vllm serve on Ray (told node 0's address, as Ray knows it); node 1 joins the head at node
+    0's address and stays."""
     plan = _llama16("vllm")
     first, second = _run_nodes(tmp_path, plan)
     head, serve = sorted(first, key=lambda c: c["prog"])
-    assert head["prog"] == "ray" and head["args"] == ["start", "--head", "--port", "6379"]
+    assert head["prog"] == "ray"
+    assert head["args"] == ["start", "--head", "--port", "6379", "--node-ip-address", "10.0.0.1"]
     assert serve["prog"] == "vllm" and serve["args"][0] == "serve"
     assert _value(serve["args"], "--distributed-executor-backend") == "ray"
+    (vllm,) = [c for c in ec.commands(plan) if c.argv[0] == "vllm"]
+    assert vllm.env == (("VLLM_HOST_IP", "${NODE0}"),)
     tp = int(_value(serve["args"], "--tensor-parallel-size"))
     assert tp * int(_value(serve["args"], "--pipeline-parallel-size")) == 16
     (join,) = second
     assert join["prog"] == "ray"
-    assert join["args"] == ["start", "--address", "10.0.0.1:6379", "--block"]
+    assert join["args"] == [
+        "start", "--address", "10.0.0.1:6379", "--node-ip-address", "10.0.0.2", "--block",
+    ]  # fmt: skip
     assert "k8s-dynamo.yaml" not in ec.render(plan)  # no pod holds a copy of two nodes
 
 
@@ -171,12 +177,37 @@ def test_a_gb200_tray_is_a_node_of_four():
     assert c.argv[c.argv.index("--gpus_per_node") + 1] == "4"
 
 
-def test_a_copy_that_fills_nodes_unevenly_is_refused():
-    """12 GPUs on 8-GPU nodes would be 8 + 4: no engine's multi-node launch places that."""
-    plan = _llama16("sglang")
+def test_a_copy_of_twelve_gpus_runs_six_on_each_of_two_nodes():
+    """Llama 3.1 405B FP8 at TP4 x PP3 on 8-GPU nodes: 12 GPUs split evenly as 6 on each of
+    two nodes (the engines' launches want the same share on each), mpirun giving each node 6
+    slots and trtllm-serve 6 GPUs a node."""
+    plan = api.export(
+        "Llama 3.1 405B", "H100", engine="trtllm", gpus=12, batch=16, **LLAMA_FP8
+    )  # fmt: skip
     (w,) = plan.workers
-    with pytest.raises(SpecError, match="unevenly"):
-        nodes.places((dataclasses.replace(w, gpus=12),), plan.setting.gpu, fronted=False)
+    assert (w.tensor, w.pipeline) == (4, 3)
+    (place,) = nodes.places(plan.workers, plan.setting.gpu, fronted=False)["server"]
+    assert (place.node, place.nodes, place.gpus_per_node) == (0, 2, 6)
+    (c,) = ec.commands(plan)
+    assert c.argv[c.argv.index("-H") + 1] == "${NODE0}:6,${NODE1}:6"
+    assert c.argv[c.argv.index("-n") + 1] == "12"
+    assert c.argv[c.argv.index("--gpus_per_node") + 1] == "6"
+
+
+def test_vllm_data_parallel_ranks_larger_than_a_node_are_refused():
+    """DeepSeek-V3 on 16 GB200s (trays of 4) at batch 8 plans two attention-DP ranks of TP8:
+    vLLM 0.11 runs each rank on one node, so the export says so and names the engines whose
+    copies span nodes (SGLang exports the same plan)."""
+    plan = api.export(
+        "DeepSeek-V3", "GB200", engine="vllm", gpus=16, batch=8, weight_bits=8,
+        prompt_tokens=2000, output_tokens=500,
+    )  # fmt: skip
+    (w,) = plan.workers
+    assert (w.attention_dp, w.tensor // w.attention_dp) == (2, 8)
+    with pytest.raises(SpecError, match="do not split over 4 nodes of 4 GPUs.*sglang or trtllm"):
+        ec.render(plan)
+    sglang = dataclasses.replace(plan, engine="sglang")
+    assert sum(c.argv[0] == "python" for c in ec.commands(sglang)) == 4  # a node rank each
 
 
 def test_the_script_refuses_to_start_without_its_place(tmp_path):

@@ -29,6 +29,9 @@ DYNAMO_VERSION = "0.6.1"
 #: ``--dist-init-addr``, vLLM's ``--data-parallel-rpc-port``; Ray's head listens on 6379).
 RENDEZVOUS_PORT = 20000
 RAY_PORT = 6379
+#: The first prefill copy's bootstrap port (SGLang's default, ``disaggregation_bootstrap_port``);
+#: each further copy takes the next, and the router is told each copy's.
+BOOTSTRAP_PORT = 8998
 #: The Kubernetes device resource of each platform's GPUs (NVIDIA's and AMD's device plugins).
 DEVICE_RESOURCE = {"cuda": "nvidia.com/gpu", "rocm": "amd.com/gpu"}
 
@@ -95,15 +98,20 @@ def platform(plan: LaunchPlan) -> str:
     return platform_of(plan.setting.gpu)
 
 
-def _refuse_layout(plan: LaunchPlan, w: Worker, why: str):
+def _refuse_layout(plan: LaunchPlan, w: Worker, why: str, fix: str = ""):
     raise SpecError(
         "argument",
         "--engine",
         f"{plan.engine} {plan.version} cannot run the {w.role} layout TP{w.tensor} PP{w.pipeline} "
         f"attention-DP{w.attention_dp} EP{w.expert} the plan chose: {why}",
-        "export for another engine, or plan under the achievable preset, which chooses "
+        fix
+        or "export for another engine, or plan under the achievable preset, which chooses "
         "layouts the engine runs",
     )
+
+
+#: Where a layout larger than a node is refused: the engines whose copies span nodes.
+_SPANNING_FIX = "export for sglang or trtllm, whose copies span nodes, or plan copies of one node"
 
 
 def _limits(names: dict, plan: LaunchPlan, w: Worker) -> list[str]:
@@ -170,13 +178,11 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
                 argv.append("--is-prefill-worker")
             for place in placed[w.role]:
                 if place.nodes > 1:
-                    _refuse_layout(
-                        plan,
-                        w,
-                        f"a Dynamo {DYNAMO_VERSION} vLLM worker of {w.gpus} GPUs "
-                        f"spans nodes of {host_gpus(plan.setting.gpu)}, which this export "
-                        "does not launch",
+                    why = (
+                        f"a Dynamo {DYNAMO_VERSION} vLLM worker of {w.gpus} GPUs spans nodes "
+                        f"of {host_gpus(plan.setting.gpu)}, which this export does not launch"
                     )
+                    _refuse_layout(plan, w, why, _SPANNING_FIX)
                 env = _visible(place.ids) + _dynamo_env(place.node, nodes)
                 out.append(Command(w.role, 1, tuple(argv), env=env, node=place.node))
             continue
@@ -214,7 +220,15 @@ def _vllm_data_parallel_nodes(plan, w: Worker, argv, at, place: Place, nodes: in
     meet at the first node's address (vLLM 0.11's docs, serving/data_parallel_deployment.md)."""
     f = engine_names("vllm")["flags"]
     if w.pipeline > 1:
-        _refuse_layout(plan, w, "vLLM's data parallelism across nodes takes no pipeline stages")
+        why = "vLLM's data parallelism across nodes takes no pipeline stages"
+        _refuse_layout(plan, w, why, _SPANNING_FIX)
+    if w.attention_dp % place.nodes:
+        why = (
+            f"its {w.attention_dp} data-parallel ranks of TP{w.tensor // w.attention_dp} do not "
+            f"split over {place.nodes} nodes of {place.gpus_per_node} GPUs: vLLM runs each rank "
+            "on one node"
+        )
+        _refuse_layout(plan, w, why, _SPANNING_FIX)
     local = w.attention_dp // place.nodes
     meet = [
         f["data_local"], str(local),
@@ -242,18 +256,18 @@ def _vllm_ray_nodes(plan, w: Worker, argv, at, place: Place, nodes: int) -> list
     ray = engine_names("vllm")["ray"]
     f, r = engine_names("vllm")["flags"], ray["flags"]
     head = address(place.node, nodes)
+
+    def here(k: int) -> tuple[str, str]:  # the node's own address, as Ray and vLLM see it
+        return (r["node_ip"], address(place.node + k, nodes))
+
+    start = (*ray["launch"], r["head"], r["port"], str(RAY_PORT), *here(0))
+    host = ((ray["host_ip_env"], head),)
     out = [
-        Command(
-            "Ray head",
-            1,
-            (*ray["launch"], r["head"], r["port"], str(RAY_PORT)),
-            node=place.node,
-            foreground=True,
-        ),
-        Command(w.role, 1, (*argv, f["executor"], "ray", *at), node=place.node),
+        Command("Ray head", 1, start, node=place.node, foreground=True),
+        Command(w.role, 1, (*argv, f["executor"], "ray", *at), env=host, node=place.node),
     ]
     for k in range(1, place.nodes):
-        join = (*ray["launch"], r["address"], f"{head}:{RAY_PORT}", r["block"])
+        join = (*ray["launch"], r["address"], f"{head}:{RAY_PORT}", *here(k), r["block"])
         out.append(Command("Ray worker", 1, join, node=place.node + k))
     return out
 
@@ -417,10 +431,12 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
                 argv += [f["spec_draft_model"], draft]
         if w.role != "server":
             argv += [f["disagg_mode"], w.role, f["disagg_backend"], names["disagg_backend"]]
-        for port, place in zip(ports[w.role], placed[w.role]):
+        for i, (port, place) in enumerate(zip(ports[w.role], placed[w.role])):
             # its GPUs: ids[0] onwards
             first = [f["base_gpu"], str(place.ids[0])] if place.ids else []
             at = (f["host"], "0.0.0.0", f["port"], str(port))
+            if w.role == "prefill":  # copies on one node each need their own bootstrap server
+                first += [f["bootstrap_port"], str(BOOTSTRAP_PORT + i)]
             if place.nodes == 1:
                 out.append(Command(w.role, 1, (*argv, *first, *at), node=place.node))
                 continue
@@ -437,13 +453,14 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
                     str(k),
                 )
                 role = w.role if k == 0 else f"{w.role} (node {k} of the copy)"
-                out.append(Command(role, 1, (*argv, *ranks, *at), node=place.node + k))
+                out.append(Command(role, 1, (*argv, *first, *ranks, *at), node=place.node + k))
     r = names["router"]
     if plan.disaggregated:
         argv = [*r["launch"], r["flags"]["pd"]]
-        for role in ("prefill", "decode"):
-            for url in _urls(plan, placed, role, nodes):
-                argv += [r["flags"][role], url]
+        for i, url in enumerate(_urls(plan, placed, "prefill", nodes)):
+            argv += [r["flags"]["prefill"], url, str(BOOTSTRAP_PORT + i)]
+        for url in _urls(plan, placed, "decode", nodes):
+            argv += [r["flags"]["decode"], url]
         argv += [r["flags"]["host"], "0.0.0.0", r["flags"]["port"], str(FRONT_PORT)]
         out.insert(0, Command("router", 1, tuple(argv)))
     elif _fronted(plan):
@@ -525,7 +542,7 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
                     *_mpi(plan, place, nodes),
                     *full,
                     f["gpus_per_node"],
-                    str(host_gpus(plan.setting.gpu)),
+                    str(place.gpus_per_node),
                 )
             out.append(Command(w.role, 1, full, {file: options}, _visible(place.ids), place.node))
     if plan.disaggregated:
@@ -559,7 +576,7 @@ def _mpi(plan: LaunchPlan, place: Place, nodes: int) -> tuple[str, ...]:
     rank a GPU on each of its nodes, through ``trtllm-llmapi-launch`` (TensorRT-LLM's docs:
     multi-node serving); the other nodes need only be reachable by ``mpirun`` (ssh)."""
     mpi = engine_names("trtllm")["multi_node"]
-    per = host_gpus(plan.setting.gpu)
+    per = place.gpus_per_node
     hosts = ",".join(f"{address(place.node + k, nodes)}:{per}" for k in range(place.nodes))
     return (
         *mpi["launch"], mpi["root"], mpi["hosts"], hosts, mpi["ranks"], str(per * place.nodes),

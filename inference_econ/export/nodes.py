@@ -14,7 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from ..errors import SpecError, one_line
+from ..errors import one_line
 
 #: A node's address in an argument or a file of a plan on several nodes, filled in by the
 #: launch script from ``NODE_ADDRS`` (node 0's ``${NODE0}``).
@@ -23,11 +23,13 @@ _ADDRESS = re.compile(r"\$\{NODE\d+\}")
 
 @dataclass(frozen=True)
 class Place:
-    """Where one copy of a worker runs: its first node, how many whole nodes it takes, and its
-    GPU ids on that node (None: every GPU of its nodes)."""
+    """Where one copy of a worker runs: its first node, how many whole nodes it takes, the
+    GPUs it uses on each (a copy over several nodes uses as many on each), and its GPU ids on
+    its node (None: GPUs from 0 on each of its nodes)."""
 
     node: int
     nodes: int = 1
+    gpus_per_node: int = 0
     ids: tuple[int, ...] | None = None
 
 
@@ -74,7 +76,8 @@ def host_gpus(gpu) -> int:
 def places(workers, gpu, fronted: bool) -> dict[str, list[Place]]:
     """Every copy of every worker, in order, placed on nodes of ``gpu``: copies of at most a
     node's GPUs packed in turn, each on GPUs of its own; a larger copy on whole nodes of its
-    own, refused unless its GPUs fill them evenly. A lone server of one node sees every GPU."""
+    own, the fewest over which its GPUs split evenly (12 on 8-GPU nodes: 6 on each of two), as
+    the engines' multi-node launches want. A lone server of one node sees every GPU."""
     per = host_gpus(gpu)
     out: dict[str, list[Place]] = {}
     node, used = 0, 0
@@ -82,23 +85,15 @@ def places(workers, gpu, fronted: bool) -> dict[str, list[Place]]:
         out[w.role] = []
         for _ in range(w.count):
             if w.gpus > per:
-                if w.gpus % per:
-                    raise SpecError(
-                        "argument",
-                        "gpus",
-                        f"a {w.role} copy of {w.gpus} GPUs would span nodes of {per} "
-                        f"{gpu.name} GPUs unevenly, which the engines' multi-node launches "
-                        "cannot place",
-                        f"plan copies of at most {per} GPUs or a multiple of {per}",
-                    )
+                span = next(n for n in range(-(-w.gpus // per), w.gpus + 1) if w.gpus % n == 0)
                 node += 1 if used else 0
-                out[w.role].append(Place(node, w.gpus // per))
-                node, used = node + w.gpus // per, 0
+                out[w.role].append(Place(node, span, w.gpus // span))
+                node, used = node + span, 0
                 continue
             if used + w.gpus > per:
                 node, used = node + 1, 0
             ids = tuple(range(used, used + w.gpus)) if fronted else None
-            out[w.role].append(Place(node, 1, ids))
+            out[w.role].append(Place(node, 1, w.gpus, ids))
             used += w.gpus
     return out
 
@@ -143,7 +138,8 @@ def script(header: list[str], commands: list[Command], nodes: int, per_node: int
         "#   NODE_RANK=0 NODE_ADDRS='"
         + " ".join(f"10.0.0.{k + 1}" for k in range(nodes))
         + "' sh launch.sh",
-        "# Node 0 runs the front (port 8000): send the benchmark there.",
+        "# Start node 0 first (the others meet at its address); it runs the front, port 8000:",
+        "# send the benchmark there.",
         'if [ -z "${NODE_RANK-}" ] || [ -z "${NODE_ADDRS-}" ]; then',
         f'  echo "launch.sh: set NODE_RANK (0 to {last}) and NODE_ADDRS ({nodes} addresses, node 0 first)" >&2',
         "  exit 2",

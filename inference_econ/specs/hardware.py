@@ -285,6 +285,7 @@ class GPU:
             out[f"power_{key}"] = value
         out["flop_per_s"] = {bits: rate for bits, rate in self.flop_per_s}
         out["aliases"] = list(self.aliases)
+        out["host_gpus"] = self.gpus_per_host  # the default filled in
         out["torus_dimensions"] = list(self.torus_dimensions)
         out["gemm_efficiency"] = {bits: f for bits, f in self.gemm_efficiency}
         lines: dict[str, dict] = {}
