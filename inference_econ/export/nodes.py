@@ -144,6 +144,7 @@ def script(header: list[str], commands: list[Command], nodes: int, per_node: int
         f'  echo "launch.sh: set NODE_RANK (0 to {last}) and NODE_ADDRS ({nodes} addresses, node 0 first)" >&2',
         "  exit 2",
         "fi",
+        "set -f  # the addresses are words, never file patterns",
         "set -- $NODE_ADDRS",
         f'if [ "$#" -ne {nodes} ]; then',
         f'  echo "launch.sh: NODE_ADDRS: give {nodes} addresses, node 0 first (got $#)" >&2',
