@@ -362,6 +362,16 @@ def test_out_writes_what_would_be_printed(tmp_path):
     assert code == 1 and "does not fit" in err and (tmp_path / "p.csv").read_text() == printed
 
 
+def test_a_misspelt_flag_is_never_pointed_at_a_renamed_one():
+    """click suggests the flags nearest a misspelt one; a renamed flag's old name is among
+    them but only refuses, so it is suggested by its new name (--input-lengths: --prompt-tokens,
+    never --input-length)."""
+    code, out, err = invoke("export", "Llama 3 70B", "-H", "H100", "--input-lengths", 5)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "No such option '--input-lengths'" in err and "'--prompt-tokens'" in err
+    assert "'--input-length'" not in err and "'--output-length'" not in err
+
+
 def test_options_that_would_be_dropped_are_refused():
     """Each of these combinations used to drop an option without a word (item 7)."""
     rate = ["--rate", 5, "--output-tokens", 100, "--slo-ttft-p99", 2]

@@ -192,6 +192,10 @@ class Main(click.Group):
             click.echo(exc.ctx.get_help())
             sys.exit(0)
         except click.ClickException as exc:
+            if isinstance(exc, click.NoSuchOption) and exc.possibilities:
+                # a renamed flag is suggested by its new name, never by the one it refuses
+                names = (RENAMED_FLAGS.get(p, p) for p in exc.possibilities)
+                exc.possibilities = list(dict.fromkeys(names))
             ctx = getattr(exc, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
             click.echo(f"error: {exc.format_message()}{hint}", err=True)
