@@ -180,7 +180,8 @@ def test_a_gb200_tray_is_a_node_of_four():
 def test_a_copy_of_twelve_gpus_runs_six_on_each_of_two_nodes():
     """Llama 3.1 405B FP8 at TP4 x PP3 on 8-GPU nodes: 12 GPUs split evenly as 6 on each of
     two nodes (the engines' launches want the same share on each), mpirun giving each node 6
-    slots and trtllm-serve 6 GPUs a node."""
+    slots and trtllm-serve 6 GPUs a node; the header says the 4 GPUs left idle, which the
+    plan's cost does not count."""
     plan = api.export(
         "Llama 3.1 405B", "H100", engine="trtllm", gpus=12, batch=16, **LLAMA_FP8
     )  # fmt: skip
@@ -189,6 +190,7 @@ def test_a_copy_of_twelve_gpus_runs_six_on_each_of_two_nodes():
     (place,) = nodes.places(plan.workers, plan.setting.gpu, fronted=False)["server"]
     assert (place.node, place.nodes, place.gpus_per_node) == (0, 2, 6)
     (c,) = ec.commands(plan)
+    assert "its 12 GPUs take 2 nodes of 8: 4 GPUs left idle" in ec.render(plan)["launch.sh"]
     assert c.argv[c.argv.index("-H") + 1] == "${NODE0}:6,${NODE1}:6"
     assert c.argv[c.argv.index("-n") + 1] == "12"
     assert c.argv[c.argv.index("--gpus_per_node") + 1] == "6"

@@ -608,6 +608,13 @@ def _header(plan: LaunchPlan) -> list[str]:
     placed = _places(plan)
     if any(p.nodes > 1 for ps in placed.values() for p in ps):
         lines.append(_spanning_note(plan))
+    per, taken = host_gpus(plan.setting.gpu), node_count(placed)
+    used = sum(w.count * w.gpus for w in plan.workers)
+    if taken > 1 and taken * per > used:  # whole servers, beside the GPUs the plan prices
+        lines.append(
+            f"its {used} GPUs take {taken} node{'s' * (taken > 1)} of {per}: {taken * per - used} "
+            f"GPU{'s' * (taken * per - used > 1)} left idle, which the plan's cost does not count"
+        )
     if plan.engine == "vllm" and _manifest_skipped(plan):
         lines.append(
             "no Kubernetes manifest: a copy spans nodes, which one pod of a Deployment or a "
