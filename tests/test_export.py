@@ -15,6 +15,7 @@ import yaml
 from inference_econ import api
 from inference_econ.errors import InfeasibleError, SpecError
 from inference_econ.export import benchmark_commands as bc
+from inference_econ.export import bundle, kubernetes
 from inference_econ.export import engine_configs as ec
 from inference_econ.export.launch import launch_flags
 from inference_econ.measured.reading import load_measured
@@ -117,7 +118,7 @@ def test_vllm_flags_and_fields_are_vllm_0_11_arguments(plans):
 def test_vllm_kubernetes_manifest_is_dynamos_form(plans):
     m = record("dynamo-0.6.1.json")["manifest"]
     for plan in plans["vllm"]:
-        doc = yaml.safe_load(ec.dynamo_manifest(plan))
+        doc = yaml.safe_load(kubernetes.dynamo_manifest(plan))
         assert (doc["apiVersion"], doc["kind"]) == (m["apiVersion"], m["kind"])
         for name, service in doc["spec"]["services"].items():
             assert set(service) <= set(m["service_fields"]), name
@@ -152,9 +153,9 @@ def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans):
     # pools on two nodes (TP4 prefill, TP8 decode): the script asks each node for its place
     # and reaches the other's worker at its address; one server on one node: no such thing
     dense, *_, disagg = plans["sglang"]
-    assert 'case "$NODE_RANK" in' in ec.render(disagg)["launch.sh"]
-    assert "http://${NODE1}:8002" in ec.render(disagg)["launch.sh"]
-    assert "NODE_RANK" not in ec.render(dense)["launch.sh"]
+    assert 'case "$NODE_RANK" in' in bundle.render(disagg)["launch.sh"]
+    assert "http://${NODE1}:8002" in bundle.render(disagg)["launch.sh"]
+    assert "NODE_RANK" not in bundle.render(dense)["launch.sh"]
 
 
 def test_trtllm_flags_and_llm_api_fields(plans):
@@ -199,6 +200,11 @@ def test_every_name_in_launch_flags_yaml_is_in_its_record():
             assert set(names["router"]["flags"].values()) <= set(router["flags"])
     trt = record(data["engines"]["trtllm"]["record"])
     assert set(data["engines"]["trtllm"]["llm_api"].values()) <= set(trt["llm_api"]["TorchLlmArgs"])
+    lws = data["engines"]["vllm"]["lws"]
+    assert (lws["apiVersion"], lws["script"]) == tuple(
+        record(lws["record"])[k] for k in ("apiVersion", "script")
+    )
+    assert lws["name_label"] in record(lws["record"])["service_selector"]
     ray, mpi = data["engines"]["vllm"]["ray"], data["engines"]["trtllm"]["multi_node"]
     assert set(ray["flags"].values()) <= set(record(ray["record"])["flags"])
     assert {mpi["hosts"], mpi["ranks"], mpi["root"]} <= set(record(mpi["record"])["flags"])
@@ -230,7 +236,7 @@ def test_capacity_export_replays_the_plans_rate_and_targets():
     goodput = argv[argv.index("--goodput") + 1 : argv.index("--save-result")]
     assert goodput == ["ttft:2000", "tpot:100"]
     assert plan.expected["ttft_p99_s"] <= 2.0 and plan.max_model_len == 1280
-    ends = json.loads(ec.render(plan)["plan.json"])["intervals"]  # expected: with intervals
+    ends = json.loads(bundle.render(plan)["plan.json"])["intervals"]  # expected: with intervals
     for name in ("ttft_p99_s", "tpot_p99_s", "max_rate_per_s"):
         lo90, lo80, hi80, hi90 = (
             ends[f"{name}_{k}"] for k in ("low90", "low80", "high80", "high90")
@@ -548,7 +554,7 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
     (w,) = plan.workers
     assert (w.tensor, w.attention_dp, w.expert) == (8, 2, 8)
     # one copy on one node: nothing to place elsewhere (every SGLang plan had said so)
-    assert "host names are localhost" not in ec.render(plan)["launch.sh"]
+    assert "host names are localhost" not in bundle.render(plan)["launch.sh"]
     meta = bc.metadata(plan)  # what the benchmark records in its result file
     assert meta["ie_parallelism"] == "TP8 (EP8, DP2 attn-DP)"
     run = measured_as_planned(plan, "deepseek-ai/DeepSeek-V3", meta)
@@ -571,7 +577,7 @@ def test_a_tensorrt_llm_plan_attends_on_the_whole_group_or_every_gpu_alone():
         plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine=engine, gpus=8, batch=32,
                           prompt_tokens=1000, output_tokens=100)  # fmt: skip
         (w,) = plan.workers
-        assert w.attention_dp in ranks and "launch.sh" in ec.render(plan), (engine, w)
+        assert w.attention_dp in ranks and "launch.sh" in bundle.render(plan), (engine, w)
 
 
 # --- the checkpoint every shipped model launches ---------------------------------------------

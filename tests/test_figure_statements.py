@@ -206,7 +206,7 @@ def test_an_exports_figures_are_the_engine_it_launches():
 
     from inference_econ import api
     from inference_econ.errors import InfeasibleError
-    from inference_econ.export.engine_configs import render
+    from inference_econ.export.bundle import render
 
     common = dict(engine="vllm", gpus=8, batch=64, prompt_tokens=1000, output_tokens=300)
     plain = api.export("Llama 3.3 70B", "H100", weight_bits=8, **common)

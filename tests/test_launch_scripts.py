@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from inference_econ import api
-from inference_econ.export import engine_configs as ec
+from inference_econ.export import bundle
 
 LLAMA_FP8 = dict(weight_bits=8, prompt_tokens=2000, output_tokens=500)
 
@@ -196,7 +196,7 @@ def test_amd_plans_use_rocm_images_and_amds_device_resource():
     plan = _copies(
         api.export("Llama 3.3 70B", "MI300X", engine="vllm", gpus=1, batch=64, **LLAMA_FP8), 2
     )
-    files = ec.render(plan)
+    files = bundle.render(plan)
     assert "k8s-dynamo.yaml" not in files
     text = files["k8s-vllm-rocm.yaml"]
     assert "nvidia" not in text.lower() and "nvcr.io" not in text
@@ -208,13 +208,13 @@ def test_amd_plans_use_rocm_images_and_amds_device_resource():
     assert container["command"] == ["vllm", "serve"]
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     nvidia = api.export("Llama 3.3 70B", "H100", engine="vllm", gpus=2, batch=64, **LLAMA_FP8)
-    assert "nvcr.io/nvidia/ai-dynamo/vllm-runtime" in ec.render(nvidia)["k8s-dynamo.yaml"]
+    assert "nvcr.io/nvidia/ai-dynamo/vllm-runtime" in bundle.render(nvidia)["k8s-dynamo.yaml"]
     pools = api.export(
         "Llama 3.3 70B", "MI300X", engine="vllm", plan="disagg", gpus=1, batch=64,
         prefill_gpus=1, **LLAMA_FP8,
     )  # fmt: skip
     with pytest.raises(Exception, match="CUDA builds"):
-        ec.render(pools)
+        bundle.render(pools)
 
 
 def test_an_exported_capacity_plan_is_the_plan_capacity_gives():

@@ -17,8 +17,8 @@ from test_launch_scripts import LLAMA_FP8, RECORDER, _calls, _stand_ins, _value
 
 from inference_econ import api
 from inference_econ.errors import SpecError
+from inference_econ.export import bundle, nodes
 from inference_econ.export import engine_configs as ec
-from inference_econ.export import nodes
 from inference_econ.specs.hardware import load_hardware
 
 FLAGS = Path(__file__).parent / "data" / "engine_flags"
@@ -41,7 +41,7 @@ def _run_nodes(tmp_path: Path, plan, addrs=ADDRS) -> list[list[dict]]:
             tool = folder / "bin" / name
             tool.write_text(RECORDER.replace('"$PROG"', name))
             tool.chmod(0o755)
-        for name, text in ec.render(plan).items():
+        for name, text in bundle.render(plan).items():
             (folder / name).write_text(text)
         env |= {"NODE_RANK": str(rank), "NODE_ADDRS": " ".join(addrs)}
         r = subprocess.run(
@@ -112,7 +112,48 @@ def test_vllm_stages_run_on_a_ray_cluster_of_the_copys_nodes(tmp_path):
     assert join["args"] == [
         "start", "--address", "10.0.0.1:6379", "--node-ip-address", "10.0.0.2", "--block",
     ]  # fmt: skip
-    assert "k8s-dynamo.yaml" not in ec.render(plan)  # no pod holds a copy of two nodes
+    assert "k8s-dynamo.yaml" not in bundle.render(plan)  # no pod holds a copy of two nodes
+
+
+def test_vllm_copies_over_nodes_deploy_on_kubernetes_as_a_leader_worker_set():
+    """Two TP8 x PP2 copies on 8-GPU nodes: a LeaderWorkerSet of two groups of two pods of 8
+    GPUs, in vLLM 0.11's documented form (its docs, deployment/frameworks/lws.md): the leader
+    starts Ray's head for the group through the script vLLM's image ships, then the same
+    ``vllm serve`` launch.sh runs; the workers join the leader; a Service in front of the
+    leaders. A copy of data-parallel ranks over nodes gets no manifest, and says so."""
+    import shlex
+
+    rec = record("lws-vllm-0.11.0.json")
+    point = _llama16("vllm")
+    (w,) = point.workers
+    plan = dataclasses.replace(point, workers=(dataclasses.replace(w, count=2),))
+    files = bundle.render(plan)
+    assert "k8s-dynamo.yaml" not in files
+    group, service = yaml.safe_load_all(files["k8s-vllm-lws.yaml"])
+    assert (group["apiVersion"], group["kind"]) == (rec["apiVersion"], rec["kind"])
+    assert set(group["spec"]) == set(rec["spec_fields"]) and group["spec"]["replicas"] == 2
+    t = group["spec"]["leaderWorkerTemplate"]
+    assert set(t) == set(rec["template_fields"]) and t["size"] == 2
+    assert t["restartPolicy"] in rec["restart_policies"]
+    (lead,) = t["leaderTemplate"]["spec"]["containers"]
+    (work,) = t["workerTemplate"]["spec"]["containers"]
+    for c in (lead, work):
+        assert set(c) <= set(rec["container_fields"])
+        assert c["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+        assert c["image"] == "vllm/vllm-openai:v0.11.0" and c["command"][:2] == ["sh", "-c"]
+    start, serve = lead["command"][2].split("; ")
+    assert shlex.split(start) == ["bash", rec["script"], *rec["leader_arguments"]]
+    assert shlex.split(work["command"][2]) == ["bash", rec["script"], *rec["worker_arguments"]]
+    (vllm,) = [c for c in ec.commands(plan) if c.argv[0] == "vllm" and c.node == 0]
+    assert tuple(shlex.split(serve)) == vllm.argv[:-2] + ("--port", "8000")
+    assert set(service["spec"]["selector"]) == set(rec["service_selector"])
+    deepseek = api.export(
+        "DeepSeek-V3", "H200", engine="vllm", gpus=16, batch=256, weight_bits=8,
+        prompt_tokens=2000, output_tokens=500,
+    )  # fmt: skip
+    files = bundle.render(deepseek)
+    assert not any(name.startswith("k8s-") for name in files)
+    assert "# no Kubernetes manifest: a copy spans nodes" in files["launch.sh"]
 
 
 def test_vllm_attention_data_parallel_ranks_split_over_the_nodes(tmp_path):
@@ -157,7 +198,7 @@ def test_tensorrt_llm_pools_on_two_nodes_name_their_addresses(tmp_path):
         "Llama 3.3 70B", "H100", engine="trtllm", plan="disagg", gpus=8, batch=64,
         prefill_gpus=4, **LLAMA_FP8,
     )  # fmt: skip
-    assert "trtllm-disagg.yaml" not in ec.render(plan)  # launch.sh writes it, addresses in
+    assert "trtllm-disagg.yaml" not in bundle.render(plan)  # launch.sh writes it, addresses in
     _run_nodes(tmp_path, plan)
     config = yaml.safe_load((tmp_path / "node0" / "trtllm-disagg.yaml").read_text())
     assert config["context_servers"]["urls"] == ["10.0.0.1:8001"]
@@ -190,7 +231,7 @@ def test_a_copy_of_twelve_gpus_runs_six_on_each_of_two_nodes():
     (place,) = nodes.places(plan.workers, plan.setting.gpu, fronted=False)["server"]
     assert (place.node, place.nodes, place.gpus_per_node) == (0, 2, 6)
     (c,) = ec.commands(plan)
-    assert "its 12 GPUs take 2 nodes of 8: 4 GPUs left idle" in ec.render(plan)["launch.sh"]
+    assert "its 12 GPUs take 2 nodes of 8: 4 GPUs left idle" in bundle.render(plan)["launch.sh"]
     assert c.argv[c.argv.index("-H") + 1] == "${NODE0}:6,${NODE1}:6"
     assert c.argv[c.argv.index("-n") + 1] == "12"
     assert c.argv[c.argv.index("--gpus_per_node") + 1] == "6"
@@ -207,7 +248,7 @@ def test_vllm_data_parallel_ranks_larger_than_a_node_are_refused():
     (w,) = plan.workers
     assert (w.attention_dp, w.tensor // w.attention_dp) == (2, 8)
     with pytest.raises(SpecError, match="do not split over 4 nodes of 4 GPUs.*sglang or trtllm"):
-        ec.render(plan)
+        bundle.render(plan)
     sglang = dataclasses.replace(plan, engine="sglang")
     assert sum(c.argv[0] == "python" for c in ec.commands(sglang)) == 4  # a node rank each
 
@@ -215,7 +256,7 @@ def test_vllm_data_parallel_ranks_larger_than_a_node_are_refused():
 def test_the_script_refuses_to_start_without_its_place(tmp_path):
     """Without NODE_RANK and NODE_ADDRS, with the wrong number of addresses or a rank past the
     last node: one line naming the variable, exit 2, nothing started."""
-    (tmp_path / "launch.sh").write_text(ec.render(_llama16("sglang"))["launch.sh"])
+    (tmp_path / "launch.sh").write_text(bundle.render(_llama16("sglang"))["launch.sh"])
     cases = [
         ({}, "set NODE_RANK"),
         ({"NODE_RANK": "0", "NODE_ADDRS": "10.0.0.1"}, "NODE_ADDRS: give 2 addresses"),

@@ -249,7 +249,7 @@ def launch_files(plan: LaunchPlan) -> dict[str, str]:
         {file name: text}.
     """
     from ..export.benchmark_commands import benchmark_text
-    from ..export.engine_configs import render
+    from ..export.bundle import render
 
     files = render(plan)
     files["benchmark.md"] = benchmark_text(plan)
@@ -274,7 +274,7 @@ def write_launch_files(plan: LaunchPlan, folder) -> list[str]:
     """
     from pathlib import Path
 
-    from ..export.engine_configs import EXPORT_FILES
+    from ..export.bundle import EXPORT_FILES
     from ..output.files import check_owned_file, write_atomic
 
     files = launch_files(plan)
@@ -310,6 +310,6 @@ def plan_record(plan: LaunchPlan) -> dict[str, Any]:
     dict
         The record (``workers``: one entry per kind of worker).
     """
-    from ..export.engine_configs import plan_record as record
+    from ..export.bundle import plan_record as record
 
     return record(plan)

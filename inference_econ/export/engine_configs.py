@@ -17,7 +17,7 @@ import json
 from ..errors import SpecError
 from ..measured.layouts import attention_words
 from .launch import LaunchPlan, Worker, engine_names
-from .nodes import Command, Place, address, host_gpus, names_a_node, node_count, places, script
+from .nodes import Command, Place, address, host_gpus, node_count, places, script
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
 #: take the ports after it.
@@ -80,7 +80,7 @@ def _ports(plan: LaunchPlan) -> dict:
     return out
 
 
-def _places(plan: LaunchPlan) -> dict[str, list[Place]]:
+def placements(plan: LaunchPlan) -> dict[str, list[Place]]:
     """Where every copy of every worker runs, in the order of ``_ports`` (``nodes.places``)."""
     return places(plan.workers, plan.setting.gpu, _fronted(plan))
 
@@ -130,7 +130,7 @@ def _limits(names: dict, plan: LaunchPlan, w: Worker) -> list[str]:
 
 
 # --- vLLM (with Dynamo for pools and Kubernetes) -----------------------------------------------
-def _vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
+def vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
     names = engine_names("vllm")
     f = names["flags"]
     tp = w.tensor
@@ -159,7 +159,7 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
     spanning nodes: vLLM's data-parallel ranks on each node, or a Ray cluster."""
     names = engine_names("vllm")
     f = names["flags"]
-    ports, placed = _ports(plan), _places(plan)
+    ports, placed = _ports(plan), placements(plan)
     nodes = node_count(placed)
     if plan.disaggregated and platform(plan) != "cuda":
         raise SpecError(
@@ -173,7 +173,7 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
     for w in plan.workers:
         if plan.disaggregated:
             argv = ["python3", "-m", "dynamo.vllm", "--model", plan.checkpoint]
-            argv += _vllm_args(plan, w)
+            argv += vllm_args(plan, w)
             if w.role == "prefill":
                 argv.append("--is-prefill-worker")
             for place in placed[w.role]:
@@ -186,7 +186,7 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
                 env = _visible(place.ids) + _dynamo_env(place.node, nodes)
                 out.append(Command(w.role, 1, tuple(argv), env=env, node=place.node))
             continue
-        argv = [*names["launch"], plan.checkpoint, *_vllm_args(plan, w)]
+        argv = [*names["launch"], plan.checkpoint, *vllm_args(plan, w)]
         for port, place in zip(ports[w.role], placed[w.role]):
             at = (f["port"], str(port))
             if place.nodes == 1:
@@ -287,125 +287,11 @@ def _router(r: dict, urls: list[str]) -> Command:
     return Command("router", 1, tuple(argv))
 
 
-def _app_name(plan: LaunchPlan) -> str:
-    """The Kubernetes name of the plan's deployment: ``ie-`` and the model's name, lower case."""
-    return "ie-" + "".join(
-        c if c.isalnum() else "-" for c in plan.setting.model.name.lower()
-    ).strip("-")
-
-
-def dynamo_manifest(plan: LaunchPlan) -> str:
-    """A DynamoGraphDeployment (Kubernetes) of the plan's vLLM workers (NVIDIA parts: the
-    Dynamo operator asks for NVIDIA's device resource, its image is a CUDA build)."""
-    import yaml
-
-    name = _app_name(plan)
-    image = f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{DYNAMO_VERSION}"
-    services = {
-        "Frontend": {
-            "dynamoNamespace": name,
-            "componentType": "frontend",
-            "replicas": 1,
-            "extraPodSpec": {"mainContainer": {"image": image}},
-        }
-    }
-    for w in plan.workers:
-        key = {"prefill": "VllmPrefillWorker"}.get(w.role, "VllmDecodeWorker")
-        args = ["--model", plan.checkpoint, *_vllm_args(plan, w)]
-        if w.role == "prefill":
-            args.append("--is-prefill-worker")
-        service = {
-            "dynamoNamespace": name,
-            "envFromSecret": "hf-token-secret",
-            "componentType": "worker",
-            "replicas": w.count,
-            "resources": {"limits": {"gpu": str(w.gpus)}},
-            "extraPodSpec": {
-                "mainContainer": {
-                    "image": image,
-                    "workingDir": "/workspace/components/backends/vllm",
-                    "command": ["python3", "-m", "dynamo.vllm"],
-                    "args": args,
-                }
-            },
-        }
-        if w.role != "server":
-            service["subComponentType"] = w.role
-        services[key] = service
-    doc = {
-        "apiVersion": "nvidia.com/v1alpha1",
-        "kind": "DynamoGraphDeployment",
-        "metadata": {"name": name[:63]},
-        "spec": {"services": services},
-    }
-    return yaml.safe_dump(doc, sort_keys=False)
-
-
-def rocm_manifest(plan: LaunchPlan) -> str:
-    """The plan's ``vllm serve`` copies on AMD parts as Kubernetes takes them: a Deployment of
-    vLLM's ROCm image whose replicas ask for AMD's device resource, and the Service that
-    balances requests over them (vLLM 0.11's docs, deployment/k8s.md, "AMD GPU")."""
-    import yaml
-
-    names = engine_names("vllm")
-    name = _app_name(plan)[:63]
-    (w,) = plan.workers  # pools are refused on AMD parts (``_vllm``)
-    gpus = {DEVICE_RESOURCE["rocm"]: str(w.gpus)}
-    container = {
-        "name": "vllm",
-        "image": names["images"]["rocm"],
-        "command": [*names["launch"]],
-        "args": [plan.checkpoint, *_vllm_args(plan, w), names["flags"]["port"], str(FRONT_PORT)],
-        "env": [
-            {
-                "name": "HF_TOKEN",
-                "valueFrom": {"secretKeyRef": {"name": "hf-token-secret", "key": "token"}},
-            }
-        ],
-        "ports": [{"containerPort": FRONT_PORT}],
-        "resources": {"limits": dict(gpus), "requests": dict(gpus)},
-    }
-
-    def labels() -> dict:  # a dict each: YAML would write one shared object as an anchor
-        return {"app": name}
-
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "labels": labels()},
-        "spec": {
-            "replicas": w.count,
-            "selector": {"matchLabels": labels()},
-            "template": {
-                "metadata": {"labels": labels()},
-                "spec": {"hostIPC": True, "containers": [container]},
-            },
-        },
-    }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": labels(),
-            "ports": [{"port": FRONT_PORT, "targetPort": FRONT_PORT, "protocol": "TCP"}],
-        },
-    }
-    return yaml.safe_dump_all([deployment, service], sort_keys=False)
-
-
-def kubernetes_manifest(plan: LaunchPlan) -> tuple[str, str]:
-    """(file name, text) of the Kubernetes manifest of a vLLM plan, for its GPUs' platform."""
-    if platform(plan) == "rocm":
-        return "k8s-vllm-rocm.yaml", rocm_manifest(plan)
-    return "k8s-dynamo.yaml", dynamo_manifest(plan)
-
-
 # --- SGLang (with sglang-router for pools) -----------------------------------------------------
 def _sglang(plan: LaunchPlan) -> list[Command]:
     names = engine_names("sglang")
     f = names["flags"]
-    ports, placed = _ports(plan), _places(plan)
+    ports, placed = _ports(plan), placements(plan)
     nodes = node_count(placed)
     out = []
     for w in plan.workers:
@@ -511,7 +397,7 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
 
     names = engine_names("trtllm")
     f = names["flags"]
-    ports, placed = _ports(plan), _places(plan)
+    ports, placed = _ports(plan), placements(plan)
     nodes = node_count(placed)
     out = []
     for w in plan.workers:
@@ -605,7 +491,7 @@ def _header(plan: LaunchPlan) -> list[str]:
             "Dynamo's etcd and NATS run on node 0 first (`docker compose -f deploy/docker-compose.yml "
             "up -d` in Dynamo's repository)",
         ]
-    placed = _places(plan)
+    placed = placements(plan)
     if any(p.nodes > 1 for ps in placed.values() for p in ps):
         lines.append(_spanning_note(plan))
     per, taken = host_gpus(plan.setting.gpu), node_count(placed)
@@ -614,11 +500,6 @@ def _header(plan: LaunchPlan) -> list[str]:
         lines.append(
             f"its {used} GPUs take {taken} node{'s' * (taken > 1)} of {per}: {taken * per - used} "
             f"GPU{'s' * (taken * per - used > 1)} left idle, which the plan's cost does not count"
-        )
-    if plan.engine == "vllm" and _manifest_skipped(plan):
-        lines.append(
-            "no Kubernetes manifest: a copy spans nodes, which one pod of a Deployment or a "
-            "Dynamo worker service cannot"
         )
     quant = _quantization(engine_names(plan.engine), plan)
     if s.precision.weight_bits < 16 and not quant:
@@ -642,62 +523,15 @@ def _spanning_note(plan: LaunchPlan) -> str:
     )
 
 
-def _manifest_skipped(plan: LaunchPlan) -> bool:
-    """Whether a copy spans nodes (the Kubernetes manifests place one copy in one pod)."""
-    return any(w.gpus > host_gpus(plan.setting.gpu) for w in plan.workers)
-
-
-def launch_script(plan: LaunchPlan) -> str:
-    """The shell script of every process: one node's, or every node's under its NODE_RANK."""
+def launch_script(plan: LaunchPlan, notes: tuple[str, ...] = ()) -> str:
+    """The shell script of every process: one node's, or every node's under its NODE_RANK;
+    ``notes`` end its header."""
     return script(
-        _header(plan),
+        [*_header(plan), *notes],
         commands(plan),
-        node_count(_places(plan)),
+        node_count(placements(plan)),
         host_gpus(plan.setting.gpu),
     )
-
-
-def plan_record(plan: LaunchPlan) -> dict:
-    """The plan as data (plan.json): engine and version, workers with their memory, the load,
-    the expected figures, and the place for their intervals."""
-    return {
-        "engine": plan.engine,
-        "engine_version": plan.version,
-        "source": plan.source,
-        "model": plan.setting.model.name,
-        "checkpoint": plan.checkpoint,
-        "hardware": plan.setting.gpu.name,
-        "assumptions": plan.setting.assumptions.label,
-        "precision": plan.setting.precision.label(),
-        "max_model_len": plan.max_model_len,
-        "nodes": node_count(_places(plan)),
-        "gpus_per_node": host_gpus(plan.setting.gpu),
-        "workers": [
-            {
-                "role": w.role,
-                "count": w.count,
-                "gpus": w.gpus,
-                "parallelism": parallelism(w),
-                "batch": w.batch,
-                "token_budget": w.token_budget,
-                "memory_gb_per_gpu": {
-                    "hbm": w.memory.hbm_bytes_per_gpu / 1e9,
-                    "weights": w.memory.weights_bytes_per_gpu / 1e9,
-                    "engine_reserve": w.memory.reserve_bytes_per_gpu / 1e9,
-                    "kv_cache": w.memory.kv_capacity_bytes_per_gpu / 1e9,
-                    "kv_needed_at_planned_batch": w.memory.kv_needed_bytes_per_gpu / 1e9,
-                },
-                "planned_batch": w.memory.batch,
-                "admitted_requests": w.memory.admitted_requests,
-            }
-            for w in plan.workers
-        ],
-        "load": plan.load.__dict__,
-        "expected": plan.expected,
-        # the expected figures' 80 % and 90 % intervals (null under an ideal preset: a bound)
-        "intervals": plan.intervals or None,
-        "notes": list(plan.notes),
-    }
 
 
 def parallelism(w: Worker) -> str:
@@ -710,28 +544,3 @@ def parallelism(w: Worker) -> str:
     if words:
         extra.append(" ".join(words))
     return text + (f" ({', '.join(extra)})" if extra else "")
-
-
-#: Every file an export may write (``render``'s, by engine and plan, and benchmark.md): a
-#: later export into the same folder removes those of them it does not write itself.
-EXPORT_FILES = (
-    "launch.sh",
-    "benchmark.md",
-    "plan.json",
-    "k8s-dynamo.yaml",
-    "k8s-vllm-rocm.yaml",
-    *(f"trtllm-{role}.yaml" for role in ("server", "prefill", "decode", "disagg")),
-)
-
-
-def render(plan: LaunchPlan) -> dict:
-    """The files of an export: launch.sh, the engines' own files, the Kubernetes manifest
-    (vLLM: through Dynamo on NVIDIA parts, its ROCm image on AMD ones), plan.json."""
-    files = {"launch.sh": launch_script(plan)}
-    for c in commands(plan):  # a file naming nodes' addresses is written by launch.sh
-        files.update({k: v for k, v in c.files.items() if not names_a_node(v)})
-    if plan.engine == "vllm" and not _manifest_skipped(plan):
-        name, text = kubernetes_manifest(plan)
-        files[name] = text
-    files["plan.json"] = json.dumps(plan_record(plan), indent=1, default=float) + "\n"
-    return files
