@@ -147,6 +147,13 @@ def test_vllm_copies_over_nodes_deploy_on_kubernetes_as_a_leader_worker_set():
     (vllm,) = [c for c in ec.commands(plan) if c.argv[0] == "vllm" and c.node == 0]
     assert tuple(shlex.split(serve)) == vllm.argv[:-2] + ("--port", "8000")
     assert set(service["spec"]["selector"]) == set(rec["service_selector"])
+    name = group["metadata"]["name"]
+    assert service["spec"]["selector"] == {
+        "leaderworkerset.sigs.k8s.io/name": name,
+        "role": "leader",
+    }
+    # LWS names the pods' headless Service after the group and skips it if that name is taken
+    assert service["metadata"]["name"] == name + "-leader"
     deepseek = api.export(
         "DeepSeek-V3", "H200", engine="vllm", gpus=16, batch=256, weight_bits=8,
         prompt_tokens=2000, output_tokens=500,

@@ -190,10 +190,11 @@ def lws_manifest(plan: LaunchPlan) -> str:
             },
         },
     }
-    service = {
+    service = {  # not the group's own name: LWS makes a headless Service of that name, the
+        # pods' subdomain (their addresses), and makes none if one of that name exists
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name},
+        "metadata": {"name": f"{name[:56].rstrip('-')}-leader"},
         "spec": {
             "selector": {lws["name_label"]: name, "role": "leader"},
             "ports": [{"port": FRONT_PORT, "targetPort": FRONT_PORT, "protocol": "TCP"}],
@@ -211,11 +212,9 @@ def kubernetes_manifest(plan: LaunchPlan) -> tuple[str, str] | str:
         if platform(plan) == "rocm":
             return "k8s-vllm-rocm.yaml", rocm_manifest(plan)
         return "k8s-dynamo.yaml", dynamo_manifest(plan)
-    (w, *others) = plan.workers
+    (w, *_) = plan.workers  # pool workers larger than a node are refused (``_vllm``)
     why = (
-        "pools"
-        if others or plan.disaggregated
-        else "data-parallel ranks"
+        "data-parallel ranks"
         if w.attention_dp > 1
         else "AMD parts"
         if platform(plan) != "cuda"
