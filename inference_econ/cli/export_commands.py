@@ -130,7 +130,8 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
     """Write a configuration as what an engineer launches — vLLM, SGLang or TensorRT-LLM
     command lines and files (copies on GPUs of their own behind sglang-router; disaggregated
     pools in NVIDIA Dynamo / sglang-router / trtllm-serve form; a Kubernetes manifest for vLLM,
-    the ROCm image on AMD parts) — after checking that every worker's
+    the ROCm image on AMD parts; a plan over several servers as one launch.sh each runs with
+    NODE_RANK and NODE_ADDRS) — after checking that every worker's
     weights, KV cache at the planned batch and context, and the engine's reserve fit its GPUs
     (refused with the numbers otherwise), with the benchmark command that replays the plan's
     load and the figures it expects.
