@@ -244,6 +244,30 @@ def test_a_copy_of_twelve_gpus_runs_six_on_each_of_two_nodes():
     assert c.argv[c.argv.index("--gpus_per_node") + 1] == "6"
 
 
+def test_vllm_data_parallel_ranks_of_pipeline_stages_stay_whole_on_their_nodes():
+    """Four attention-DP ranks of TP2 x PP2 (16 GPUs): each rank is an engine of 4 GPUs on one
+    node, two a node (vLLM's ranks are TP x PP x DP); three ranks of TP1 x PP2 on GB200's
+    4-GPU trays take three trays of 2 GPUs, one rank each (two trays of 3 would split one)."""
+    plan = _llama16("vllm")
+    (w,) = plan.workers
+    four = dataclasses.replace(w, tensor=8, pipeline=2, attention_dp=4, expert=8)
+    commands = ec.commands(dataclasses.replace(plan, workers=(four,)))
+    assert [c.node for c in commands] == [0, 1]
+    for c in commands:
+        assert c.argv[c.argv.index("--data-parallel-size-local") + 1] == "2"
+        assert c.argv[c.argv.index("--tensor-parallel-size") + 1] == "2"
+        assert c.argv[c.argv.index("--pipeline-parallel-size") + 1] == "2"
+    assert commands[1].argv[commands[1].argv.index("--data-parallel-start-rank") + 1] == "2"
+    three = dataclasses.replace(w, gpus=6, tensor=3, pipeline=2, attention_dp=3, expert=3)
+    gb200 = dataclasses.replace(plan, setting=plan.setting.replace(gpu=load_hardware("GB200")))
+    (place,) = nodes.places((three,), gb200.setting.gpu, False, lambda w: 2)["server"]
+    assert (place.nodes, place.gpus_per_node) == (3, 2)
+    commands = ec.commands(dataclasses.replace(gb200, workers=(three,)))
+    assert [c.node for c in commands] == [0, 1, 2]
+    starts = [c.argv[c.argv.index("--data-parallel-start-rank") + 1] for c in commands[1:]]
+    assert starts == ["1", "2"]
+
+
 def test_vllm_data_parallel_ranks_larger_than_a_node_are_refused():
     """DeepSeek-V3 on 16 GB200s (trays of 4) at batch 8 plans two attention-DP ranks of TP8:
     vLLM 0.11 runs each rank on one node, so the export says so and names the engines whose

@@ -81,8 +81,17 @@ def _ports(plan: LaunchPlan) -> dict:
 
 
 def placements(plan: LaunchPlan) -> dict[str, list[Place]]:
-    """Where every copy of every worker runs, in the order of ``_ports`` (``nodes.places``)."""
-    return places(plan.workers, plan.setting.gpu, _fronted(plan))
+    """Where every copy of every worker runs, in the order of ``_ports`` (``nodes.places``):
+    under vLLM a data-parallel rank (its tensor and pipeline GPUs) stays on one node."""
+    return places(plan.workers, plan.setting.gpu, _fronted(plan), _rank_gpus(plan.engine))
+
+
+def _rank_gpus(engine: str):
+    """The GPUs of the piece of a worker ``engine`` keeps on one node: vLLM's data-parallel
+    rank (each an engine of its own, on its node's GPUs); 1 elsewhere."""
+    if engine != "vllm":
+        return lambda w: 1
+    return lambda w: (w.tensor // w.attention_dp) * w.pipeline if w.attention_dp > 1 else 1
 
 
 def _visible(ids) -> tuple[tuple[str, str], ...]:
@@ -219,14 +228,13 @@ def _vllm_data_parallel_nodes(plan, w: Worker, argv, at, place: Place, nodes: in
     the first with the API server, the others ``--headless`` from their first rank on; all
     meet at the first node's address (vLLM 0.11's docs, serving/data_parallel_deployment.md)."""
     f = engine_names("vllm")["flags"]
-    if w.pipeline > 1:
-        why = "vLLM's data parallelism across nodes takes no pipeline stages"
-        _refuse_layout(plan, w, why, _SPANNING_FIX)
-    if w.attention_dp % place.nodes:
+    if w.attention_dp % place.nodes:  # a rank larger than a node: no placement keeps it whole
+        tp = w.tensor // w.attention_dp
         why = (
-            f"its {w.attention_dp} data-parallel ranks of TP{w.tensor // w.attention_dp} do not "
-            f"split over {place.nodes} nodes of {place.gpus_per_node} GPUs: vLLM runs each rank "
-            "on one node"
+            f"its {w.attention_dp} data-parallel ranks of TP{tp}"
+            + (f" PP{w.pipeline}" if w.pipeline > 1 else "")
+            + f" do not split over {place.nodes} nodes of {place.gpus_per_node} GPUs: vLLM "
+            "runs each rank on one node"
         )
         _refuse_layout(plan, w, why, _SPANNING_FIX)
     local = w.attention_dp // place.nodes

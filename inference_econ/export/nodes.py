@@ -73,11 +73,13 @@ def host_gpus(gpu) -> int:
     return int(gpu.gpus_per_host)
 
 
-def places(workers, gpu, fronted: bool) -> dict[str, list[Place]]:
+def places(workers, gpu, fronted: bool, unit=lambda w: 1) -> dict[str, list[Place]]:
     """Every copy of every worker, in order, placed on nodes of ``gpu``: copies of at most a
     node's GPUs packed in turn, each on GPUs of its own; a larger copy on whole nodes of its
     own, the fewest over which its GPUs split evenly (12 on 8-GPU nodes: 6 on each of two), as
-    the engines' multi-node launches want. A lone server of one node sees every GPU."""
+    the engines' multi-node launches want, in whole pieces of ``unit(worker)`` GPUs where the
+    engine keeps such a piece on one node (vLLM's data-parallel ranks) and a node holds one.
+    A lone server of one node sees every GPU."""
     per = host_gpus(gpu)
     out: dict[str, list[Place]] = {}
     node, used = 0, 0
@@ -85,7 +87,9 @@ def places(workers, gpu, fronted: bool) -> dict[str, list[Place]]:
         out[w.role] = []
         for _ in range(w.count):
             if w.gpus > per:
-                span = next(n for n in range(-(-w.gpus // per), w.gpus + 1) if w.gpus % n == 0)
+                even = [n for n in range(-(-w.gpus // per), w.gpus + 1) if w.gpus % n == 0]
+                whole = [n for n in even if (w.gpus // n) % unit(w) == 0]
+                span = (whole or even)[0]
                 node += 1 if used else 0
                 out[w.role].append(Place(node, span, w.gpus // span))
                 node, used = node + span, 0
