@@ -15,7 +15,7 @@ import yaml
 from inference_econ import api
 from inference_econ.errors import InfeasibleError, SpecError
 from inference_econ.export import benchmark_commands as bc
-from inference_econ.export import bundle, kubernetes
+from inference_econ.export import bundle, kubernetes, nodes
 from inference_econ.export import engine_configs as ec
 from inference_econ.export.launch import launch_flags
 from inference_econ.measured.reading import load_measured
@@ -154,7 +154,7 @@ def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans):
     # and reaches the other's worker at its address; one server on one node: no such thing
     dense, *_, disagg = plans["sglang"]
     assert 'case "$NODE_RANK" in' in bundle.render(disagg)["launch.sh"]
-    assert "http://${NODE1}:8002" in bundle.render(disagg)["launch.sh"]
+    assert 'http://"${NODE1}":8002' in bundle.render(disagg)["launch.sh"]
     assert "NODE_RANK" not in bundle.render(dense)["launch.sh"]
 
 
@@ -166,7 +166,7 @@ def test_trtllm_flags_and_llm_api_fields(plans):
             argv = list(c.argv)
             if argv[1] == "disaggregated":
                 check_argv(argv, rec["disaggregated_flags"], 2)
-                config = yaml.safe_load(c.files[argv[-1]])
+                config = yaml.safe_load(nodes.shown(c.files[argv[-1]]))  # addresses marked
                 assert set(config) <= set(rec["disaggregated_config"]["top"]) | set(
                     api_fields["TorchLlmArgs"]
                 )

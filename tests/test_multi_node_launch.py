@@ -104,7 +104,7 @@ def test_vllm_stages_run_on_a_ray_cluster_of_the_copys_nodes(tmp_path):
     assert serve["prog"] == "vllm" and serve["args"][0] == "serve"
     assert _value(serve["args"], "--distributed-executor-backend") == "ray"
     (vllm,) = [c for c in ec.commands(plan) if c.argv[0] == "vllm"]
-    assert vllm.env == (("VLLM_HOST_IP", "${NODE0}"),)
+    assert [(k, nodes.shown(v)) for k, v in vllm.env] == [("VLLM_HOST_IP", "${NODE0}")]
     tp = int(_value(serve["args"], "--tensor-parallel-size"))
     assert tp * int(_value(serve["args"], "--pipeline-parallel-size")) == 16
     (join,) = second
@@ -221,7 +221,7 @@ def test_a_gb200_tray_is_a_node_of_four():
     )
     plan = api.export("Llama 3.3 70B", "GB200", engine="trtllm", gpus=8, batch=64, **LLAMA_FP8)
     (c,) = ec.commands(plan)
-    assert c.argv[c.argv.index("-H") + 1] == "${NODE0}:4,${NODE1}:4"
+    assert nodes.shown(c.argv[c.argv.index("-H") + 1]) == "${NODE0}:4,${NODE1}:4"
     assert c.argv[c.argv.index("--gpus_per_node") + 1] == "4"
 
 
@@ -239,7 +239,7 @@ def test_a_copy_of_twelve_gpus_runs_six_on_each_of_two_nodes():
     assert (place.node, place.nodes, place.gpus_per_node) == (0, 2, 6)
     (c,) = ec.commands(plan)
     assert "its 12 GPUs take 2 nodes of 8: 4 GPUs left idle" in bundle.render(plan)["launch.sh"]
-    assert c.argv[c.argv.index("-H") + 1] == "${NODE0}:6,${NODE1}:6"
+    assert nodes.shown(c.argv[c.argv.index("-H") + 1]) == "${NODE0}:6,${NODE1}:6"
     assert c.argv[c.argv.index("-n") + 1] == "12"
     assert c.argv[c.argv.index("--gpus_per_node") + 1] == "6"
 
@@ -282,6 +282,17 @@ def test_vllm_data_parallel_ranks_larger_than_a_node_are_refused():
         bundle.render(plan)
     sglang = dataclasses.replace(plan, engine="sglang")
     assert sum(c.argv[0] == "python" for c in ec.commands(sglang)) == 4  # a node rank each
+
+
+def test_a_checkpoint_that_looks_like_an_address_stays_its_own_word(tmp_path):
+    """A checkpoint of ``a/${NODE0}"; touch PWNED`` in a two-node plan: written as one quoted
+    word, never read as a node's address nor run (the launch script's addresses are marked by
+    the tool, not found in text)."""
+    plan = dataclasses.replace(_llama16("sglang"), checkpoint='a/${NODE0}"; touch PWNED')
+    (a,), (b,) = _run_nodes(tmp_path, plan)
+    assert _value(a["args"], "--model-path") == _value(b["args"], "--model-path")
+    assert _value(a["args"], "--model-path") == 'a/${NODE0}"; touch PWNED'
+    assert not any(tmp_path.rglob("PWNED"))
 
 
 def test_the_script_refuses_to_start_without_its_place(tmp_path):

@@ -17,7 +17,17 @@ import json
 from ..errors import SpecError
 from ..measured.layouts import attention_words
 from .launch import LaunchPlan, Worker, engine_names
-from .nodes import Command, Place, address, host_gpus, node_count, places, script
+from .nodes import (
+    Command,
+    Place,
+    address,
+    host_gpus,
+    marked,
+    node_count,
+    places,
+    script,
+    shown,
+)
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
 #: take the ports after it.
@@ -446,14 +456,20 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
             "backend": "pytorch",
             "context_servers": {
                 "num_instances": len(ports["prefill"]),
-                "urls": [u.removeprefix("http://") for u in _urls(plan, placed, "prefill", nodes)],
+                "urls": [
+                    shown(u.removeprefix("http://")) for u in _urls(plan, placed, "prefill", nodes)
+                ],
             },
             "generation_servers": {
                 "num_instances": len(ports["decode"]),
-                "urls": [u.removeprefix("http://") for u in _urls(plan, placed, "decode", nodes)],
+                "urls": [
+                    shown(u.removeprefix("http://")) for u in _urls(plan, placed, "decode", nodes)
+                ],
             },
         }
-        files = {"trtllm-disagg.yaml": yaml.safe_dump(config, sort_keys=False)}
+        # written with the addresses as the script names them, then marked for it to fill in
+        # (YAML would escape the marks; nothing else in this file is a user's text)
+        files = {"trtllm-disagg.yaml": marked(yaml.safe_dump(config, sort_keys=False))}
         out.insert(
             0,
             Command(

@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from ..errors import one_line
 
 #: A node's address in an argument or a file of a plan on several nodes, filled in by the
-#: launch script from ``NODE_ADDRS`` (node 0's ``${NODE0}``).
-_ADDRESS = re.compile(r"\$\{NODE\d+\}")
+#: launch script from ``NODE_ADDRS`` (node 0's ``${NODE0}``): written between two unit
+#: separators, a control character no name the tool takes may hold, so no text a user gave
+#: (a checkpoint of ``${NODE0}``) is ever read as an address.
+_MARK = "\x1f"
+_ADDRESS = re.compile(_MARK + r"NODE(\d+)" + _MARK)
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,27 @@ class Command:
 
 
 def _word(text: str) -> str:
-    """One shell word: quoted as it is, or, where it names a node's address, in double quotes
-    so the shell fills the address in (such words are built of URL characters only)."""
-    if _ADDRESS.search(text):
-        if re.search(r'["\\`]|\$(?!\{NODE\d+\})', text):
-            raise ValueError(f"a node address in an unquotable word: {text!r}")
-        return f'"{text}"'
-    return shlex.quote(text)
+    """One shell word: quoted as it is, with each node address in it left for the shell to
+    fill in (``http://"${NODE1}":8002``)."""
+    parts = _ADDRESS.split(text)  # text, node, text, node, ..., text
+    if len(parts) == 1:
+        return shlex.quote(text)
+    return "".join(
+        f'"${{NODE{part}}}"' if i % 2 else shlex.quote(part)
+        for i, part in enumerate(parts)
+        if i % 2 or part
+    )
+
+
+def shown(text: str) -> str:
+    """``text`` with each node address as the launch script names it (``${NODE1}``)."""
+    return _ADDRESS.sub(lambda m: f"${{NODE{m[1]}}}", text)
+
+
+def marked(text: str) -> str:
+    """``text`` of the tool's own making with each ``${NODE1}`` marked as a node's address
+    (``shown``'s inverse; never applied to a user's text)."""
+    return re.sub(r"\$\{NODE(\d+)\}", lambda m: f"{_MARK}NODE{m[1]}{_MARK}", text)
 
 
 def names_a_node(text: str) -> bool:
@@ -109,15 +126,24 @@ def node_count(placed: dict[str, list[Place]]) -> int:
 
 def address(node: int, nodes: int) -> str:
     """How a command names ``node``: ``localhost`` on a plan of one node, else the address the
-    launch script reads for it (``${NODE1}``)."""
-    return "localhost" if nodes == 1 else f"${{NODE{node}}}"
+    launch script reads for it (``${NODE1}`` in the script; ``shown``)."""
+    return "localhost" if nodes == 1 else f"{_MARK}NODE{node}{_MARK}"
 
 
 def _heredoc(name: str, text: str) -> list[str]:
-    """Lines that write ``text`` to ``name`` with the node addresses filled in."""
-    if "\nEOF\n" in f"\n{text}" or re.search(r"\$(?!\{NODE\d+\})|`|\\", text):
-        raise ValueError(f"{name} cannot be written by a here-document")
-    return [f"cat > {shlex.quote(name)} <<EOF", *text.rstrip("\n").split("\n"), "EOF"]
+    """Lines that write ``text`` to ``name`` with the node addresses filled in (everything else
+    as it is: the here-document's ``\\``, ``$`` and backquotes escaped)."""
+    body = "".join(
+        f"${{NODE{part}}}"
+        if i % 2
+        else part.replace("\\", "\\\\").replace("$", "\\$").replace("`", "\\`")
+        for i, part in enumerate(_ADDRESS.split(text))
+    )
+    lines = body.rstrip("\n").split("\n")
+    end = "EOF"
+    while end in lines:
+        end += "_"
+    return [f"cat > {shlex.quote(name)} <<{end}", *lines, end]
 
 
 def _lines(c: Command, indent: str = "") -> list[str]:
