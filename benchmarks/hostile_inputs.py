@@ -149,10 +149,10 @@ def _launch_check(given_checkpoint: str | None):
 
     def check(result):
         text = result.stdout
-        ckpt = re.search(r'"checkpoint":\s*"([^"]*)"', text)
+        ckpt = re.search(r'"checkpoint":\s*("(?:[^"\\]|\\.)*")', text)  # a JSON string
         if ckpt is None:
             return "ok"
-        name = ckpt.group(1)
+        name = json.loads(ckpt.group(1))
         if given_checkpoint is not None:
             if name != given_checkpoint:
                 return "silently wrong"
@@ -172,7 +172,8 @@ def _launch_check(given_checkpoint: str | None):
 def export_cases(rng: random.Random, quick: bool):
     """(label, function) of the export cases: every shipped model; each option of a point,
     frontier, disagg and capacity plan given hostile text; GPU counts up to 2^20; hostile
-    checkpoints; options of other plans; an export over another into one folder."""
+    checkpoints (on one node and on two); options of other plans; an export over another into
+    one folder."""
     models = [e.name for e in catalog.entries("models")]
     for m in models:
         yield (
@@ -218,6 +219,11 @@ def export_cases(rng: random.Random, quick: bool):
     ]:
         args = ["export", "Llama 3 8B", "-H", "H100", *EXPORT, "--checkpoint", ckpt]
         yield f"--checkpoint {ckpt!r}", lambda a=args, c=ckpt: cli(a, _launch_check(c))
+    for ckpt in ['a/${NODE0}"; touch PWNED', "$(touch PWNED)", "`touch PWNED`", "a'b"]:
+        # a plan over two nodes, whose launch script fills in the nodes' addresses
+        args = ["export", "Llama 3 70B", "-H", "H100", *EXPORT, "--checkpoint", ckpt]
+        args[args.index("--gpus") + 1] = "16"
+        yield f"--gpus 16 --checkpoint {ckpt!r}", lambda a=args, c=ckpt: cli(a, _launch_check(c))
     yield "two exports into one folder", _two_exports
 
 
