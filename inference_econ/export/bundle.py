@@ -74,7 +74,7 @@ def render(plan: LaunchPlan) -> dict:
     processes = commands(plan)  # first: a layout the engine cannot run is refused here
     manifest = kubernetes_manifest(plan) if plan.engine == "vllm" else None
     notes = (manifest,) if isinstance(manifest, str) else ()
-    files = {"launch.sh": launch_script(plan, notes)}
+    files = {"launch.sh": launch_script(plan, notes, processes)}
     for c in processes:  # a file naming nodes' addresses is written by launch.sh
         files.update({k: v for k, v in c.files.items() if not names_a_node(v)})
     if isinstance(manifest, tuple):

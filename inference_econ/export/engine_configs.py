@@ -7,7 +7,7 @@ its own, on the nodes ``export.nodes`` places it on; a copy larger than a node s
 engine starts one over several. Every flag and field name comes from ``launch_flags.yaml``.
 
 ``commands(plan)`` gives each worker's argument vector (what the tests check against the
-engines' own argument definitions); ``render(plan)`` the files an export writes.
+engines' own argument definitions); ``export.bundle.render`` the files an export writes.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
                 env = _visible(place.ids) + _dynamo_env(place.node, nodes)
                 out.append(Command(w.role, 1, tuple(argv), env=env, node=place.node))
             continue
-        argv = [*names["launch"], plan.checkpoint, *vllm_args(plan, w)]
+        argv = vllm_serve(plan, w)
         for port, place in zip(ports[w.role], placed[w.role]):
             at = (f["port"], str(port))
             if place.nodes == 1:
@@ -272,7 +272,7 @@ def _vllm_ray_nodes(plan, w: Worker, argv, at, place: Place, nodes: int) -> list
     headed on the first, where ``vllm serve`` runs its workers (vLLM 0.11's docs,
     serving/parallelism_scaling.md); vLLM waits for every node's GPUs to join."""
     ray = engine_names("vllm")["ray"]
-    f, r = engine_names("vllm")["flags"], ray["flags"]
+    r = ray["flags"]
     head = address(place.node, nodes)
 
     def here(k: int) -> tuple[str, str]:  # the node's own address, as Ray and vLLM see it
@@ -282,12 +282,22 @@ def _vllm_ray_nodes(plan, w: Worker, argv, at, place: Place, nodes: int) -> list
     host = ((ray["host_ip_env"], head),)
     out = [
         Command("Ray head", 1, start, node=place.node, foreground=True),
-        Command(w.role, 1, (*argv, f["executor"], "ray", *at), env=host, node=place.node),
+        Command(w.role, 1, (*argv, *on_ray(), *at), env=host, node=place.node),
     ]
     for k in range(1, place.nodes):
         join = (*ray["launch"], r["address"], f"{head}:{RAY_PORT}", *here(k), r["block"])
         out.append(Command("Ray worker", 1, join, node=place.node + k))
     return out
+
+
+def vllm_serve(plan: LaunchPlan, w: Worker) -> list[str]:
+    """``vllm serve`` of the plan's checkpoint with the worker's arguments (no port)."""
+    return [*engine_names("vllm")["launch"], plan.checkpoint, *vllm_args(plan, w)]
+
+
+def on_ray() -> tuple[str, str]:
+    """The argument that runs a ``vllm serve`` copy's stages on Ray's cluster of its nodes."""
+    return (engine_names("vllm")["flags"]["executor"], "ray")
 
 
 def _urls(plan: LaunchPlan, placed: dict, role: str, nodes: int) -> list[str]:
@@ -522,7 +532,7 @@ def _header(plan: LaunchPlan) -> list[str]:
     used = sum(w.count * w.gpus for w in plan.workers)
     if taken > 1 and taken * per > used:  # whole servers, beside the GPUs the plan prices
         lines.append(
-            f"its {used} GPUs take {taken} node{'s' * (taken > 1)} of {per}: {taken * per - used} "
+            f"its {used} GPUs take {taken} nodes of {per}: {taken * per - used} "
             f"GPU{'s' * (taken * per - used > 1)} left idle, which the plan's cost does not count"
         )
     quant = _quantization(engine_names(plan.engine), plan)
@@ -547,14 +557,16 @@ def _spanning_note(plan: LaunchPlan) -> str:
     )
 
 
-def launch_script(plan: LaunchPlan, notes: tuple[str, ...] = ()) -> str:
-    """The shell script of every process: one node's, or every node's under its NODE_RANK;
-    ``notes`` end its header."""
+def launch_script(plan: LaunchPlan, notes: tuple[str, ...] = (), processes=None) -> str:
+    """The shell script of every process (``processes``: ``commands(plan)``, given where the
+    caller has them): one node's, or every node's under its NODE_RANK; ``notes`` end its
+    header."""
     return script(
         [*_header(plan), *notes],
-        commands(plan),
+        commands(plan) if processes is None else processes,
         node_count(placements(plan)),
         host_gpus(plan.setting.gpu),
+        FRONT_PORT,
     )
 
 

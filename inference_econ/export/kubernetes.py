@@ -11,9 +11,11 @@ from .engine_configs import (
     DEVICE_RESOURCE,
     DYNAMO_VERSION,
     FRONT_PORT,
+    on_ray,
     placements,
     platform,
     vllm_args,
+    vllm_serve,
 )
 from .launch import LaunchPlan, engine_names
 
@@ -139,8 +141,7 @@ def lws_manifest(plan: LaunchPlan) -> str:
     (w,) = plan.workers  # pools take Dynamo's manifest, copies of one node the others
     (place, *_) = placements(plan)["server"]
     gpus = {DEVICE_RESOURCE["cuda"]: str(place.gpus_per_node)}
-    serve = [*names["launch"], plan.checkpoint, *vllm_args(plan, w)]
-    serve += [names["flags"]["executor"], "ray", names["flags"]["port"], str(FRONT_PORT)]
+    serve = [*vllm_serve(plan, w), *on_ray(), names["flags"]["port"], str(FRONT_PORT)]
     leader = (
         f"bash {lws['script']} leader --ray_cluster_size=$(LWS_GROUP_SIZE); {shlex.join(serve)}"
     )

@@ -152,9 +152,12 @@ def _lines(c: Command, indent: str = "") -> list[str]:
     return ["", f"{indent}# {one_line(c.role)}{copies}", indent + c.shell() + tail]
 
 
-def script(header: list[str], commands: list[Command], nodes: int, per_node: int) -> str:
+def script(
+    header: list[str], commands: list[Command], nodes: int, per_node: int, front_port: int
+) -> str:
     """The launch script: the header as comments, then every process (one node), or each
-    node's processes under ``case "$NODE_RANK"`` (several), after reading ``NODE_ADDRS``."""
+    node's processes under ``case "$NODE_RANK"`` (several), after reading ``NODE_ADDRS``; the
+    front listens on node 0's ``front_port``."""
     # one_line: a comment ends at a line break, and whatever followed one would run
     lines = ["#!/bin/sh", *[f"# {one_line(h)}" for h in header]]
     if nodes == 1:
@@ -165,10 +168,11 @@ def script(header: list[str], commands: list[Command], nodes: int, per_node: int
     lines += [
         f"# {nodes} nodes of {per_node} GPUs: run this script on every one of them, with",
         f"# NODE_RANK its number (0 to {last}) and NODE_ADDRS the nodes' addresses, node 0 first:",
-        "#   NODE_RANK=0 NODE_ADDRS='"
-        + " ".join(f"10.0.0.{k + 1}" for k in range(nodes))
+        "#   NODE_RANK=0 NODE_ADDRS='10.0.0.1 10.0.0.2"
+        + (" ..." if nodes > 2 else "")
         + "' sh launch.sh",
-        "# Start node 0 first (the others meet at its address); it runs the front, port 8000:",
+        f"# Start node 0 first (the others meet at its address); it runs the front, port "
+        f"{front_port}:",
         "# send the benchmark there.",
         'if [ -z "${NODE_RANK-}" ] || [ -z "${NODE_ADDRS-}" ]; then',
         f'  echo "launch.sh: set NODE_RANK (0 to {last}) and NODE_ADDRS ({nodes} addresses, node 0 first)" >&2',
