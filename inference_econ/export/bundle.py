@@ -8,7 +8,7 @@ import json
 from .engine_configs import commands, launch_script, parallelism, placements
 from .kubernetes import kubernetes_manifest
 from .launch import LaunchPlan
-from .nodes import host_gpus, names_a_node, node_count
+from .nodes import names_a_node, node_count
 
 
 def plan_record(plan: LaunchPlan) -> dict:
@@ -25,7 +25,7 @@ def plan_record(plan: LaunchPlan) -> dict:
         "precision": plan.setting.precision.label(),
         "max_model_len": plan.max_model_len,
         "nodes": node_count(placements(plan)),
-        "gpus_per_node": host_gpus(plan.setting.gpu),
+        "gpus_per_node": plan.setting.gpu.gpus_per_host,
         "workers": [
             {
                 "role": w.role,

@@ -21,7 +21,6 @@ from .nodes import (
     Command,
     Place,
     address,
-    host_gpus,
     marked,
     node_count,
     places,
@@ -199,7 +198,7 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
                 if place.nodes > 1:
                     why = (
                         f"a Dynamo {DYNAMO_VERSION} vLLM worker of {w.gpus} GPUs spans nodes "
-                        f"of {host_gpus(plan.setting.gpu)}, which this export does not launch"
+                        f"of {plan.setting.gpu.gpus_per_host}, which this export does not launch"
                     )
                     _refuse_layout(plan, w, why, _SPANNING_FIX)
                 env = _visible(place.ids) + _dynamo_env(place.node, nodes)
@@ -528,7 +527,7 @@ def _header(plan: LaunchPlan) -> list[str]:
     placed = placements(plan)
     if any(p.nodes > 1 for ps in placed.values() for p in ps):
         lines.append(_spanning_note(plan))
-    per, taken = host_gpus(plan.setting.gpu), node_count(placed)
+    per, taken = plan.setting.gpu.gpus_per_host, node_count(placed)
     used = sum(w.count * w.gpus for w in plan.workers)
     if taken > 1 and taken * per > used:  # whole servers, beside the GPUs the plan prices
         lines.append(
@@ -552,9 +551,7 @@ def _spanning_note(plan: LaunchPlan) -> str:
         "headed on its first node (Ray >= 2.48, which vLLM 0.11 installs; vLLM waits up to 30 "
         "minutes for the other nodes' GPUs)",
     }[plan.engine]
-    return (
-        f"a copy larger than a node of {host_gpus(plan.setting.gpu)} GPUs takes whole nodes: {how}"
-    )
+    return f"a copy larger than a node of {plan.setting.gpu.gpus_per_host} GPUs takes whole nodes: {how}"
 
 
 def launch_script(plan: LaunchPlan, notes: tuple[str, ...] = (), processes=None) -> str:
@@ -565,7 +562,7 @@ def launch_script(plan: LaunchPlan, notes: tuple[str, ...] = (), processes=None)
         [*_header(plan), *notes],
         commands(plan) if processes is None else processes,
         node_count(placements(plan)),
-        host_gpus(plan.setting.gpu),
+        plan.setting.gpu.gpus_per_host,
         FRONT_PORT,
     )
 

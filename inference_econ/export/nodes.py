@@ -85,11 +85,6 @@ def names_a_node(text: str) -> bool:
     return bool(_ADDRESS.search(text))
 
 
-def host_gpus(gpu) -> int:
-    """GPUs of one node of ``gpu`` (its spec's ``gpus_per_host``)."""
-    return int(gpu.gpus_per_host)
-
-
 def places(workers, gpu, fronted: bool, unit=lambda w: 1) -> dict[str, list[Place]]:
     """Every copy of every worker, in order, placed on nodes of ``gpu``: copies of at most a
     node's GPUs packed in turn, each on GPUs of its own; a larger copy on whole nodes of its
@@ -97,7 +92,7 @@ def places(workers, gpu, fronted: bool, unit=lambda w: 1) -> dict[str, list[Plac
     the engines' multi-node launches want, in whole pieces of ``unit(worker)`` GPUs where the
     engine keeps such a piece on one node (vLLM's data-parallel ranks) and a node holds one.
     A lone server of one node sees every GPU."""
-    per = host_gpus(gpu)
+    per = gpu.gpus_per_host
     out: dict[str, list[Place]] = {}
     node, used = 0, 0
     for w in workers:
