@@ -147,10 +147,12 @@ def _emit_pieces(pieces, out: str | None) -> None:
 def _status_line(table) -> str:
     """ "590 rows: 363 ok (read and predicted), 204 derived, 23 unresolved (hardware ...: 16,
     ...)": ok says a row was predicted, not how well (its error and interval do)."""
-    kinds = table.status.str.split(":").str[0]
+    # split once a distinct status (a long log repeats a few), each row then a reference
+    status = table.status.astype("category")
+    kinds = status.str.split(":").str[0]
     counts = kinds.value_counts()
     parts = [f"{n} {k}" + (" (read and predicted)" if k == "ok" else "") for k, n in counts.items()]
-    reasons = table.status[kinds != "ok"].str.split(":", n=1).str[1].str.strip()
+    reasons = status[kinds != "ok"].str.split(":", n=1).str[1].str.strip()
     every = reasons[kinds[kinds != "ok"] != "derived"].value_counts()
     top = every.head(4)
     detail = "; ".join(f"{r} ({n})" for r, n in top.items())
