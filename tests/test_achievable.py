@@ -492,6 +492,22 @@ def test_step_table_equals_the_mixed_step(llama, layout, exposed):
         assert got == pytest.approx(direct, rel=1e-12)
 
 
+@pytest.mark.parametrize("preset", [PAPER, ACHIEVABLE, ACHIEVABLE.replace(kernel_tables=True)])
+def test_a_step_tables_rows_are_eight_byte_floats_read_as_python_floats(llama, preset):
+    """A long run keeps a step table an instance: each column by row is a buffer of 8-byte
+    floats (a list's own float objects took 32 bytes a row), each row read as a Python float
+    of the value the table was built from."""
+    model, _ = llama
+    model = StepModel(model.work, model.machine.gpu, preset, True)
+    table = StepTable(model, EngineLayout(2), 512)
+    for name in ("fixed_s", "memory_s", "compute_s", "flop"):
+        column = getattr(table, name)
+        assert len(column) == 513 and all(type(v) is float for v in column)
+        if name in ("fixed_s", "flop") or preset is PAPER:  # the others: one shared 0.0
+            assert memoryview(column).itemsize == 8 and memoryview(column).format == "d"
+    assert table.fixed_s[0] == table.flop[0] == 0.0 and 0.0 < table.fixed_s[1] < table.fixed_s[512]
+
+
 def test_host_overhead_by_hand_and_hidden_by_the_overlap_scheduler(llama):
     """§F5: the host's step and sequence overheads add to a step only where the engine waits
     for them; TensorRT-LLM 1.x's overlap scheduler runs them beside the GPU's step."""

@@ -141,6 +141,30 @@ def test_an_impossible_number_is_the_rows_reason_not_the_files(tmp_path):
     assert table.status.iloc[-1] == "ok" and np.isfinite(table.predicted.iloc[-1])
 
 
+def test_compare_measured_csv_in_blocks_of_rows_is_the_same(tmp_path, monkeypatch):
+    """The CSV table is written a block of rows at a time (a long log's is never one text):
+    blocks of two rows give the bytes one block does, on standard output and in --out."""
+    import functools
+
+    import inference_econ.output.render as render
+
+    rows = [ROW.replace(",18.58,", ",fast,"), ROW.replace("TP2", "TP3"), "=cmd" + ROW, ROW, ROW]
+    path = write(tmp_path, HEADER, *rows)
+
+    def written(name):
+        args = ["compare-measured", str(path), "--format", "csv"]
+        shown = CliRunner().invoke(main, args)
+        saved = CliRunner().invoke(main, [*args, "--out", str(tmp_path / name)])
+        assert shown.exit_code == saved.exit_code == 0, shown.output + saved.output
+        return shown.stdout, (tmp_path / name).read_text()
+
+    whole = written("whole.csv")
+    assert whole[0] == whole[1] and whole[0].count("\n") >= len(rows) + 1
+    small = functools.partial(render.csv_text_chunks, rows=2)
+    monkeypatch.setattr(render, "csv_text_chunks", small)
+    assert written("blocks.csv") == whole
+
+
 def test_rows_the_toolkit_cannot_read_get_a_status(tmp_path):
     path = write(
         tmp_path,

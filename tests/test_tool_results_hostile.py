@@ -254,3 +254,18 @@ def test_the_status_line_counts_the_reasons_it_does_not_name():
     line = _status_line(pd.DataFrame({"status": status}))
     assert line.startswith("7 rows: 6 unresolved, 1 ok (read and predicted). Not ok: reason 0 (2)")
     assert line.endswith("; 1 more row of other reasons (the table)"), line
+
+
+def test_the_status_line_of_a_long_log_counts_every_row_of_each_status():
+    """A long log repeats a few statuses: each is split once, every row still counted."""
+    import pandas as pd
+
+    from inference_econ.cli.data_commands import _status_line
+
+    status = ["unresolved: b", "ok", "derived: x", "unresolved: a", "unresolved:  b "] * 20_000
+    for dtype in ("str", object):
+        line = _status_line(pd.DataFrame({"status": pd.Series(status, dtype=dtype)}))
+        assert line == (
+            "100000 rows: 60000 unresolved, 20000 ok (read and predicted), 20000 derived. "
+            "Not ok: b (40000); a (20000)"
+        )

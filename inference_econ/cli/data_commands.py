@@ -84,7 +84,7 @@ def compare_measured(
     """
     from ..api import compare_measured, display_path, figures_line
     from ..output.ranges import ranged_columns
-    from ..output.render import render
+    from ..output.render import csv_text_chunks, render
 
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
     result = compare_measured(
@@ -113,7 +113,10 @@ def compare_measured(
         "engine": result.engine or ("each row's engine" if "achievable" in label else "none"),
     }
     title = f"Measured against predicted ({label})"
-    emit(render(shown, format, title=title, meta=meta), out)
+    if format == "csv":  # a block of rows at a time: a long log's table is never one text
+        _emit_pieces(csv_text_chunks(shown, meta), out)
+    else:
+        emit(render(shown, format, title=title, meta=meta), out)
     summary = render(
         result.summary,
         "table" if format in ("csv", "json") else format,
@@ -128,13 +131,28 @@ def compare_measured(
         click.echo(f"wrote {figure}", err=True)
 
 
+def _emit_pieces(pieces, out: str | None) -> None:
+    """``emit`` of a text given a piece at a time (a long table's CSV, a block of rows each):
+    the same output, never all of it in memory."""
+    if out:
+        from ..output.files import write_atomic
+
+        write_atomic(out, (piece.encode("utf-8") for piece in pieces))
+        click.echo(f"wrote {out}", err=True)
+    else:
+        for piece in pieces:
+            click.echo(piece, nl=False)
+
+
 def _status_line(table) -> str:
     """ "590 rows: 363 ok (read and predicted), 204 derived, 23 unresolved (hardware ...: 16,
     ...)": ok says a row was predicted, not how well (its error and interval do)."""
-    kinds = table.status.str.split(":").str[0]
+    # split once a distinct status (a long log repeats a few), each row then a reference
+    status = table.status.astype("category")
+    kinds = status.str.split(":").str[0]
     counts = kinds.value_counts()
     parts = [f"{n} {k}" + (" (read and predicted)" if k == "ok" else "") for k, n in counts.items()]
-    reasons = table.status[kinds != "ok"].str.split(":", n=1).str[1].str.strip()
+    reasons = status[kinds != "ok"].str.split(":", n=1).str[1].str.strip()
     every = reasons[kinds[kinds != "ok"] != "derived"].value_counts()
     top = every.head(4)
     detail = "; ".join(f"{r} ({n})" for r, n in top.items())

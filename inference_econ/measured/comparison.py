@@ -407,6 +407,10 @@ def _scale_of(unit: str, quantity: str) -> float:
     return 1.0
 
 
+#: The columns the summary groups the rows by (``source_group`` is printed as ``source``).
+SUMMARY_GROUPS = ("source_group", "hardware", "model")
+
+
 def summarise(table, larger_better=None):
     """Median and 90th-percentile absolute error of the rows with status ok, end-to-end and
     micro-benchmarks apart, by source, GPU and model, and the median optimism: the signed
@@ -416,15 +420,18 @@ def summarise(table, larger_better=None):
     import pandas as pd
 
     sign = np.ones(len(table)) if larger_better is None else np.where(larger_better, 1.0, -1.0)
-    table = table.assign(optimism=sign * table["error"].to_numpy(float))
-    ok = table[(table["status"] == "ok") & table["error"].notna()]
+    optimism = sign * table["error"].to_numpy(float)
+    keep = (table["status"] == "ok") & table["error"].notna()
+    # the columns read, of the rows kept: not two copies of a long table's every column
+    ok = table.loc[keep, ["kind", *SUMMARY_GROUPS, "error"]]
+    ok = ok.assign(optimism=optimism[keep.to_numpy(dtype=bool)])
     out = []
     for kind in ("end-to-end", "micro"):
         part = ok[ok["kind"] == kind]
         if part.empty:
             continue
         out.append(_stats(part, kind, "all", "all rows"))
-        for by in ("source_group", "hardware", "model"):
+        for by in SUMMARY_GROUPS:
             for name, g in part.groupby(by, sort=True):
                 out.append(_stats(g, kind, by.replace("source_group", "source"), name))
     return pd.DataFrame(

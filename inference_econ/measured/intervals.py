@@ -105,7 +105,7 @@ def add_intervals(table, rows):
         limits = iv.limits(predicted[index], orientation, [band] * len(index))
         for column, k in zip(names, iv.interval_keys()):
             ends[column][index] = limits[k]
-    out = table.copy()
+    out = table.copy(deep=False)  # the new columns are the copy's alone; the rest is shared
     at = list(out.columns).index("predicted") + 1
     for k, (column, values) in enumerate([*ends.items(), ("support", support)]):
         out.insert(at + k, column, values)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -405,8 +406,8 @@ def _instance_key(inst) -> tuple | None:
         if f.name != "max_batch_requests"
     )
     table = hashlib.blake2b()
-    for name, value in sorted(vars(inst.table).items()):  # its lists by their bits
-        if isinstance(value, (list, np.ndarray)):
+    for name, value in sorted(vars(inst.table).items()):  # its rows by their bits
+        if isinstance(value, (list, array, np.ndarray)):
             value = np.asarray(value)
             value = f"{name} {value.dtype}{value.shape}".encode() + value.tobytes()
         table.update(value if isinstance(value, bytes) else f"{name} {value!r}".encode())

@@ -15,6 +15,8 @@ import bisect
 import copy
 import dataclasses
 import math
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -214,6 +216,13 @@ def _achievable_mixed(model: StepModel, part, sequences, ctx_flop, N):
     return dataclasses.replace(part, achievable=new)
 
 
+def row_floats(values: np.ndarray) -> Sequence[float]:
+    """A step table's column by row as an array of 8-byte floats: indexed a step at a time as
+    a list is, each row a Python float of the same value, without a float object a row (a
+    list's 32 bytes a row were most of the tables a long run keeps, one an instance)."""
+    return array("d", np.ascontiguousarray(values, dtype=float).tobytes())
+
+
 class StepTable:
     """``mixed_step_s`` for every whole token count up to ``max_tokens``, split as
 
@@ -276,10 +285,10 @@ class StepTable:
             )
         empty = T == 0
         # plain lists: the simulator indexes them one step at a time
-        self.fixed_s = np.where(empty, 0.0, fixed).tolist()
-        self.memory_s = np.where(empty, 0.0, memory).tolist()
-        self.compute_s = np.where(empty, 0.0, compute).tolist()
-        self.flop = np.where(empty, 0.0, part.flop).tolist()
+        self.fixed_s = row_floats(np.where(empty, 0.0, fixed))
+        self.memory_s = row_floats(np.where(empty, 0.0, memory))
+        self.compute_s = row_floats(np.where(empty, 0.0, compute))
+        self.flop = row_floats(np.where(empty, 0.0, part.flop))
         work, machine = model.work, model.machine
         copies = float(model.kv_copies(layout.attention_degree))  # §B13
         self.kv_s = (
@@ -327,10 +336,10 @@ class StepTable:
         )
         self.request_s = float(np.asarray(per.kv_s)[1])
         empty = T == 0
-        self.fixed_s = np.where(empty, 0.0, alone.total_s).tolist()
+        self.fixed_s = row_floats(np.where(empty, 0.0, alone.total_s))
         self.memory_s = [0.0] * len(T)
         self.compute_s = [0.0] * len(T)
-        self.flop = np.where(empty, 0.0, part.flop).tolist()
+        self.flop = row_floats(np.where(empty, 0.0, part.flop))
         w, gpu = model.work, model.machine.gpu
         self.kv_s = (
             scale
@@ -394,13 +403,13 @@ class StepTable:
         self.attention_s = self._attention_at(SLOPE_PROMPT if prompt is None else prompt)
         self._host_terms(model)
         empty = T == 0
-        self.fixed_s = np.where(empty, 0.0, fixed).tolist()
+        self.fixed_s = row_floats(np.where(empty, 0.0, fixed))
         self.memory_s = [0.0] * len(T)
         self.compute_s = [0.0] * len(T)
         N = float(layout.gpus)
         # the step's FLOP (``PipelinePart.flop``), without the rest of the part it sits in
         ff, ctx, proj = model.work.flop(np.maximum(T, 1.0), 1.0, 0.0)
-        self.flop = np.where(empty, 0.0, ff + ctx + proj).tolist()
+        self.flop = row_floats(np.where(empty, 0.0, ff + ctx + proj))
         self.attention_flop = model.work.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * model.machine.peak_flop_per_s
 

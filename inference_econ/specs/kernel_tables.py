@@ -64,8 +64,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "moe_tp_size", "moe_ep_size", "distribution", "latency_ms",
     ),
 }  # fmt: skip
-#: Text fields are read as fewer than this many bytes (the longest shipped is 26 characters),
-#: then kept as text of their longest value's width.
+#: Text fields must be shorter than this many characters (the longest shipped is 26): numpy's
+#: reader reads them into this many bytes and would cut a longer value.
 _TEXT_WIDTH = 32
 _FIX = "regenerate it with benchmarks/import_kernel_tables.py"
 
@@ -74,7 +74,8 @@ _FIX = "regenerate it with benchmarks/import_kernel_tables.py"
 class KernelTable:
     """One measured table: ``columns`` maps each field to its array (int64, float64 or text),
     all of one length; ``header`` is the first line's mapping (source, commit, path, licence
-    and the values every row shares, such as ``device``)."""
+    and the values every row shares, such as ``device``). A text field is an object array of
+    shared ``str`` (``_shared_text``): it compares, sorts and lists as plain strings."""
 
     path: str
     header: dict[str, Any]
@@ -289,7 +290,7 @@ def _plain_columns(names: list[str], dtype: list, body: str) -> dict | None:
             codes = column.cat.codes.to_numpy()
             if codes.size and codes.min() < 0:  # a row without this field
                 return None
-            columns[name] = np.asarray(values, dtype=f"U{width}")[codes]
+            columns[name] = _shared_text(values, codes)
             continue
         array = np.ascontiguousarray(column.to_numpy(dtype=kind))
         if kind == "f8" and np.isnan(array).any():
@@ -317,8 +318,8 @@ def _numpy_columns(source: str, dtype: list, body: str) -> dict[str, np.ndarray]
 
 
 def _text(source: str, name: str, column: np.ndarray) -> np.ndarray:
-    """A text field read as bytes, as unicode as wide as its longest value: each ASCII byte
-    widened to its code point at once (what ``astype`` does a value at a time)."""
+    """A text field read as bytes, as ``_shared_text`` of its distinct values; refused where a
+    value may have been cut (the reading width) or is not ASCII."""
     import numpy as np
 
     codes = np.ascontiguousarray(column).view(np.uint8).reshape(len(column), -1)
@@ -329,8 +330,21 @@ def _text(source: str, name: str, column: np.ndarray) -> np.ndarray:
         raise SpecError(source, name, problem, "names shorter than that")
     if codes.max(initial=0) >= 128:
         raise SpecError(source, name, "holds text that is not ASCII", _FIX)
-    wide = np.ascontiguousarray(codes[:, :width], dtype=np.uint32)
-    return wide.view(f"U{width}").reshape(len(column))
+    values, inverse = np.unique(column, return_inverse=True)
+    return _shared_text([v.decode("ascii") for v in values.tolist()], inverse.reshape(-1))
+
+
+def _shared_text(values: list[str], codes: np.ndarray) -> np.ndarray:
+    """The text column whose row i is ``values[codes[i]]``: an object array of one interned
+    ``str`` a distinct value, 8 bytes a row (a fixed-width unicode array took 4 bytes a
+    character of the longest value: most of the tables' memory)."""
+    import sys
+
+    import numpy as np
+
+    shared = np.empty(len(values), dtype=object)
+    shared[:] = [sys.intern(v) for v in values]
+    return shared[codes]
 
 
 def _check_latency(source: str, latency: np.ndarray) -> None:
