@@ -284,7 +284,7 @@ class StepTable:
                 "update StepTable to the new terms of the step model"
             )
         empty = T == 0
-        # plain lists: the simulator indexes them one step at a time
+        # 8-byte rows read as Python floats: the simulator indexes them one step at a time
         self.fixed_s = row_floats(np.where(empty, 0.0, fixed))
         self.memory_s = row_floats(np.where(empty, 0.0, memory))
         self.compute_s = row_floats(np.where(empty, 0.0, compute))
