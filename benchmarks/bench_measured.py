@@ -8,7 +8,7 @@ values jittered) from the MLPerf Inference v5.0 results of one submitter (HPE: 3
 and Server on H100, H200 and GH200 systems). Rows that ask the same question are read and
 predicted once, so the time is what the distinct configurations cost (a Server configuration's
 load search: a fraction of a second to a few seconds) plus a few microseconds per row; the
-script prints both. Limits (issues 21 and 29): the training file <= 60 s CPU; 100,000 rows
+script prints both. Limits: the training file <= 60 s CPU; 100,000 rows
 <= 10 s CPU and under 1 GB of memory.
 """
 

@@ -1,5 +1,5 @@
 """Whether this tree's load simulator gives the same records, bit for bit, as a baseline's
-(issues 28 and 29: the simulator is made faster without changing a single number).
+(a faster simulator must not change a single number).
 
     python benchmarks/sim_identity.py [--baseline main]
 
