@@ -127,6 +127,44 @@ def test_shipped_classes_in_support_keep_their_band_and_empty_ones_extrapolate()
     )
 
 
+def test_a_fixed_batchs_time_per_token_takes_the_closed_loop_class():
+    """DeepSeek-R1 on 8 B200 at batch 1 (tensor-parallel, TensorRT-LLM): its speed is a fixed
+    batch's time per token, the closed-loop class's (in support: AIConfigurator's runs of three
+    MoE models), 90 %: x0.48-x1.27 of TPOT as shipped (115-302 tok/s at 145), where the server
+    class's nearest band (a dense one, widened) had said x0.21-x2.14 (68-696 tok/s). Its time to
+    first token and throughput keep the server and offline classes."""
+    t = sp.classes()
+    r1 = make_setting("DeepSeek-R1", "B200", assumptions="achievable")
+    tpot = sp.figure_class(r1, "TPOT")
+    assert tpot.label() == "MoE / TP / Blackwell / trtllm / closed_loop"
+    own = t.support(tpot)
+    assert own.status == "in support" and own.band == t.bands[tpot.key()]
+    assert len(t.models[tpot.key()]) >= 3
+    assert sp.figure_class(r1, "TTFT").scenario == "server"
+    assert sp.figure_class(r1, "throughput").scenario == "offline"
+    df = ie.points(r1, gpus=8, batch=np.array([1.0]))
+    speed, low, high = df[["tokens_per_s", "tokens_per_s_low90", "tokens_per_s_high90"]].iloc[0]
+    per_round, as_of = t.drift.get("TPOT", (0.0, 0.0))
+    band = own.band.drifted(per_round * as_of)
+    assert low == pytest.approx(speed * np.exp(-band.q95)) and high == pytest.approx(
+        speed * np.exp(-band.q05)
+    )
+    assert 0.4 < low / speed < 0.9 < 1.1 < high / speed < 2.5
+
+
+def test_a_closed_loop_run_is_classed_as_one():
+    """32 clients in a closed loop are read in the closed-loop class (the scenario of
+    AIConfigurator's measured runs), a Poisson load in the server class."""
+    load = dict(gpus=1, layout="TP1", input_lengths="1000", output_lengths="200", requests=200)
+    closed = ie.simulate_load("Llama 3.1 8B", "H100", **load, concurrency=32, engine="vllm")
+    assert iv.load_where(closed) == (["TP"], "closed_loop")
+    poisson = ie.simulate_load(
+        "Llama 3.1 8B", "H100", **load, arrival_rate_per_s=2.0, engine="vllm"
+    )
+    assert iv.load_where(poisson) == (["TP"], "server")
+    assert iv.load_support(closed).cls.scenario == "closed_loop"
+
+
 def test_a_run_under_load_is_classed_by_the_layout_it_describes():
     """``described_layout`` reads ``EngineLayout.describe``'s text: pipeline stages, attention
     narrower than the tensor group (an MoE model's), a prefill pool."""

@@ -540,11 +540,12 @@ _LAYOUT = re.compile(r"TP(\d+) \(attention TP([\d.]+)\), PP(\d+)")
 
 
 def load_where(result) -> tuple[list[str], str]:
-    """([layout class], scenario) of a run under load (``described_layout``); served under
-    load (server)."""
+    """([layout class], scenario) of a run under load (``described_layout``): served under
+    load (server), or closed-loop where its clients are a closed loop."""
     moe = result.setting is not None and result.setting.model.is_moe
     pooled = getattr(result, "prefill_gpus_per_instance", 0) > 0
-    return [described_layout(getattr(result, "layout", ""), moe, pooled)], "server"
+    scenario = "closed_loop" if getattr(result, "closed_loop", False) else "server"
+    return [described_layout(getattr(result, "layout", ""), moe, pooled)], scenario
 
 
 def described_layout(text, moe: bool, disaggregated: bool = False) -> str:

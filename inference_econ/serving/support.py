@@ -280,10 +280,15 @@ def parse_classes(data: dict, source: str) -> ClassTable:
     )
 
 
-#: The scenario a figure of each kind is read in where its output does not say: a
-#: configuration's throughput at its most load (MLPerf's offline), its latencies under load
-#: (server). A run under load says server for every kind (``load_intervals``).
-DEFAULT_SCENARIOS = {"throughput": "offline", "TPOT": "server", "TTFT": "server"}
+#: The scenario a figure of one configuration (``point``, ``frontier``, ``prefill``) is read
+#: in: its throughput as a configuration's at its most load (MLPerf's offline); its time per
+#: output token as a fixed batch's at steady state, which is what a closed-loop benchmark at
+#: that concurrency measures, not a Poisson load's (MLPerf's server); its time to first token
+#: as server's, whose residuals bracket a prompt's prefill (the closed-loop runs' first tokens
+#: carry a light-load prompt cost the model does not price: docs/validation.md, "The first
+#: token at light load"). A run under load says server for every kind, or closed-loop where its
+#: clients are a closed loop (``load_where``).
+DEFAULT_SCENARIOS = {"throughput": "offline", "TPOT": "closed_loop", "TTFT": "server"}
 
 
 def figure_class(
