@@ -269,3 +269,17 @@ def test_the_status_line_of_a_long_log_counts_every_row_of_each_status():
             "100000 rows: 60000 unresolved, 20000 ok (read and predicted), 20000 derived. "
             "Not ok: b (40000); a (20000)"
         )
+
+
+def test_the_status_line_of_statuses_without_a_reason():
+    """A status with no ": reason" part is counted and names no reason (it had raised an
+    AttributeError where no status had one)."""
+    import pandas as pd
+
+    from inference_econ.cli.data_commands import _status_line
+
+    assert _status_line(pd.DataFrame({"status": ["ok", "derived"]})) == (
+        "2 rows: 1 ok (read and predicted), 1 derived"
+    )
+    line = _status_line(pd.DataFrame({"status": ["ok", "unresolved", "unresolved: gpu"]}))
+    assert line == "3 rows: 2 unresolved, 1 ok (read and predicted). Not ok: gpu (1)"

@@ -148,12 +148,14 @@ def _status_line(table) -> str:
     """ "590 rows: 363 ok (read and predicted), 204 derived, 23 unresolved (hardware ...: 16,
     ...)": ok says a row was predicted, not how well (its error and interval do)."""
     # split once a distinct status (a long log repeats a few), each row then a reference
-    status = table.status.astype("category")
-    kinds = status.str.split(":").str[0]
+    status = table.status.astype(str).astype("category")
+    kind_of = {c: c.split(":")[0] for c in status.cat.categories}
+    reason_of = {c: c.partition(":")[2].strip() for c in status.cat.categories}  # "": none
+    kinds = status.map(kind_of).astype(str)
     counts = kinds.value_counts()
     parts = [f"{n} {k}" + (" (read and predicted)" if k == "ok" else "") for k, n in counts.items()]
-    reasons = status[kinds != "ok"].str.split(":", n=1).str[1].str.strip()
-    every = reasons[kinds[kinds != "ok"] != "derived"].value_counts()
+    reasons = status.map(reason_of).astype(str)
+    every = reasons[(kinds != "ok") & (kinds != "derived") & (reasons != "")].value_counts()
     top = every.head(4)
     detail = "; ".join(f"{r} ({n})" for r, n in top.items())
     if len(every) > len(top):  # the rest counted, not dropped: the table has each row's
