@@ -272,8 +272,8 @@ def test_the_status_line_of_a_long_log_counts_every_row_of_each_status():
 
 
 def test_the_status_line_of_statuses_without_a_reason():
-    """A status with no ": reason" part is counted and names no reason (it had raised an
-    AttributeError where no status had one)."""
+    """A status with no ": reason" part is counted and names no reason, also where no status
+    of the table has one."""
     import pandas as pd
 
     from inference_econ.cli.data_commands import _status_line
