@@ -337,8 +337,8 @@ class StepModel:
         """(weight, activation) read seconds of attention for divisor ``adiv``.
 
         §A5: both are multiplied by a. With attention data parallelism (§B1) each replica
-        reads the weights (still a times) but only its own tokens' activations.
-        """
+        reads the weights (still a times) but only its own tokens' activations; dense blocks
+        that run with the attention add their replicas' (``dense_replica_bytes``)."""
         w, m = self.work, self.machine
         N, p = part.gpus, part.pipeline
         scale = cache.get(
@@ -354,7 +354,7 @@ class StepModel:
                 * act_scale
             ),
         )
-        weights = cache.get(("att_w", key), lambda: w.attention_matrix_weight_bytes * scale)
+        weights = cache.get(("att_w", key), lambda: replica_weight_reads(self, adiv, scale))
         return weights, per_token * cache.at_points(part.tokens)
 
     def compute_time(self, part: PipelinePart, adiv):
@@ -535,14 +535,37 @@ class StepModel:
 def replicated_weight_bytes(model: StepModel, adiv):
     """Bytes of weights an engine holds beyond one copy because attention data parallelism
     runs the attention on ``adiv`` replicas, each with all its weights (§F8): ``(adiv - 1)``
-    times the attention matrices of every layer, as the step reads them (``attention_reads``);
-    0 without an engine profile or replicas."""
+    times the attention matrices of every layer, as the step reads them (``attention_reads``),
+    and the dense feed-forward blocks' where they run with the attention
+    (``dense_replica_bytes``); 0 without an engine profile or replicas."""
     if model.engine is None:
         return 0.0
     w = model.work
     replicas = np.maximum(np.asarray(adiv, dtype=float) - 1.0, 0.0)
     extra = replicas * (w.layers * w.attention_matrix_weight_bytes)
+    if model.calls.dense_with_attention:
+        extra = extra + dense_replica_bytes(model, adiv)
     return float(extra) if np.ndim(extra) == 0 else extra
+
+
+def replica_weight_reads(model: StepModel, adiv, scale):
+    """Seconds of the attention replicas' weight reads (``StepModel.attention_reads``): the
+    attention matrices of every layer on each of ``adiv`` replicas (``scale``: p·L·a/(N·BW)),
+    and the dense blocks' copies beyond one where they run with the attention."""
+    w = model.work
+    weights = w.attention_matrix_weight_bytes * scale
+    if model.calls.dense_with_attention:
+        weights = weights + dense_replica_bytes(model, adiv) * (scale / (w.layers * adiv))
+    return weights
+
+
+def dense_replica_bytes(model: StepModel, adiv):
+    """Bytes of a MoE model's dense feed-forward weights held beyond one copy where those
+    blocks run with the attention's layout (``StepCalls.dense_with_attention``, §F7): each of
+    the ``adiv`` attention replicas holds and reads all of them at its tensor degree."""
+    w = model.work
+    dense = sum(g.layers * w.ff_bytes(g, 0.0, 1.0)[0] for g in w.groups if g.experts <= 1)
+    return np.maximum(np.asarray(adiv, dtype=float) - 1.0, 0.0) * dense
 
 
 def ff_context_s(m: Machine, work: Workload, ff_flop, ctx_flop, N, B, S):

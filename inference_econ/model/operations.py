@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
-from .step_calls import NO_CACHE, CollectiveCalls
+from .step_calls import DENSE_REDUCTION, NO_CACHE, CollectiveCalls
 from .workload import GroupWork, matmul_activation_bytes_per_token
 
 #: ``latency.StepModel`` and ``latency.PipelinePart``, named here but not imported: the step
@@ -213,7 +213,9 @@ class _Builder:
         matrices = self._projections(mats + rec, names, len(mats))
         ops = matrices[: len(mats) - 1] + self._mixers() + matrices[len(mats) - 1 :]
         calls = self.model.attention_calls(self.part, self.adiv, self.two_d)
-        fused = [self.fusable and c.what == "all-reduce (attention)" for c in calls]
+        fused = [
+            self.fusable and c.what in ("all-reduce (attention)", DENSE_REDUCTION) for c in calls
+        ]
         return ops + [self._collective(c, f) for c, f in zip(calls, fused)]
 
     def _projections(self, mats, names, attention_count) -> list[Operation]:
@@ -329,6 +331,8 @@ class _Builder:
         """A group's GEMMs (Part A's bytes of §A2 and FLOP of §A1, every layer of the group)
         and its activation function's rows, in the order a layer runs them."""
         w = self.work
+        if g.experts <= 1 and self.model.calls.dense_with_attention:
+            return self._dense_with_attention(g)
         weights, acts = (_num(x) for x in w.ff_bytes(g, self.tokens, t_ff))
         shared = []
         if g.shared:  # the shared experts' bytes: the group's less the routed experts'
@@ -383,19 +387,34 @@ class _Builder:
         amounts = self._amounts(flop * self.all_tokens, weights, acts, g.layers)
         return _op("routed experts", "moe", g.layers, shape, "expert", **amounts)
 
-    def _dense(self, g: GroupWork, t_ff, weights, acts) -> list[Operation]:
+    def _dense_with_attention(self, g: GroupWork) -> list[Operation]:
+        """A MoE model's dense block where it runs with the attention's layout (§F7): each of
+        the ``adiv`` replicas runs it on its own tokens at the attention's tensor degree, its
+        weights read by every replica; its reduction is among the attention's collectives."""
+        weights, acts = (_num(x) for x in self.work.ff_bytes(g, self.tokens, self.t_at))
+        tokens = self.tokens / self.adiv
+        width = g.d_ff / self.t_at
+        passes = 1.0 + g.matrices_in
+        shape = {"tokens": tokens, "width": width, "passes": passes}
+        activation = _op("activation", "elementwise", g.layers, shape, "activation")
+        ff_in, ff_out = self._dense(g, self.t_at, weights * self.adiv, acts, tokens)
+        return [ff_in, activation, ff_out]
+
+    def _dense(self, g: GroupWork, t_ff, weights, acts, tokens=None) -> list[Operation]:
         """A dense block's input GEMM (its gate and up matrices fused) and output GEMM, the
-        block's bytes and FLOP shared by their matrices."""
+        block's bytes and FLOP shared by their matrices; ``tokens``: a GEMM's rows (default the
+        micro-batch's)."""
         d, f = self.work.d_model, g.d_ff
         flop = 2.0 * g.layers * self.work.ff_params_per_expert(g) * self.all_tokens
         mats = g.matrices_in + g.matrices_out
+        rows = self.tokens if tokens is None else tokens
         ops = []
         for name, count, n, k in (
             ("feed-forward in", g.matrices_in, g.matrices_in * f / t_ff, d),
             ("feed-forward out", g.matrices_out, d, f / t_ff),
         ):
             share = count / mats
-            shape = {"m": self.tokens, "n": n, "k": k}
+            shape = {"m": rows, "n": n, "k": k}
             amounts = self._amounts(flop * share, weights * share, acts * share, g.layers)
             ops.append(_op(name, "gemm", g.layers, shape, "dense", **amounts))
         return ops

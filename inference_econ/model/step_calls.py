@@ -25,6 +25,8 @@ FF_REDUCTIONS_1D = ("all-reduce (feed-forward)",)
 FF_REDUCTIONS_2D = ("all-reduce (feed-forward inner, 2-D)", "all-reduce (feed-forward)")
 ATTENTION_REDUCTIONS_1D = ("all-reduce (attention)",)
 ATTENTION_REDUCTIONS_2D = ("all-reduce (attention)", "all-reduce (attention heads, 2-D)")
+#: A dense feed-forward block's reduction where it runs with the attention's ranks (§F7).
+DENSE_REDUCTION = "all-reduce (dense feed-forward)"
 
 
 def expert_degree(b, t, experts, min_micro_batch, integer=False):
@@ -200,6 +202,12 @@ class StepCalls:
     step's from here (``pipeline_part``, ``attention_calls``). ``by_tokens`` decides the
     expert degree by the tokens of a pass rather than the requests (prefill)."""
 
+    #: Whether a MoE model's dense feed-forward blocks run with the attention's layout under
+    #: attention data parallelism (the engine's ``dense_under_attention_dp``, §F7): each
+    #: replica on its own tokens at the replica's tensor degree, its weights on every
+    #: replica, nothing exchanged between replicas (else tensor-parallel over the stage).
+    dense_with_attention: bool
+
     def __init__(
         self, work: Workload, machine: Machine, assumptions: Assumptions, by_tokens: bool
     ) -> None:
@@ -209,6 +217,14 @@ class StepCalls:
         self.by_tokens = by_tokens
         #: Layers without routed experts (their feed-forward blocks are dense).
         self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
+        profile = assumptions.profile()
+        self.dense_with_attention = bool(
+            assumptions.attention_data_parallel
+            and profile is not None
+            and profile.dense_under_attention_dp == "data_parallel"
+            and self.dense_layers
+            and any(g.experts > 1 for g in work.groups)
+        )
 
     def split(self, gi, g, b, t, tokens, cache: StepCache):
         """(expert degree e, feed-forward tensor degree t_ff = max(1, t/e)) of a group (§A5)."""
@@ -226,6 +242,15 @@ class StepCalls:
         of the combined experts"): the fused MoE sums each token's top-k outputs on its GPU
         and the shared experts' is added before the one all-reduce."""
         w, m = self.work, self.machine
+        names = FF_REDUCTIONS_2D if two_d else FF_REDUCTIONS_1D
+        if self.dense_with_attention and g.experts <= 1:
+            # reduced over the attention's ranks (``attention``): none over the stage, the
+            # group's place in the list kept by calls over one rank, which cost nothing
+            one = cache.get(("ff_one",), lambda: m.collective(1.0, 1.0))
+            return [
+                cache.calls(("ff", gi, two_d, i), one, 0.0, tokens, g.layers, what, (1.0, 1.0))
+                for i, what in enumerate(names)
+            ]
 
         def structure():  # what does not depend on the tokens: kept for the block
             spanned = cache.get(("ff_nodes", gi), lambda: m.nodes_spanned(t_ff))  # 2-D and 1-D
@@ -242,7 +267,6 @@ class StepCalls:
             return cc, [word * w.bytes_per_activation for word in words], (ranks, nodes)
 
         cc, per_token, group = cache.get(("ff_calls", gi, two_d), structure)
-        names = FF_REDUCTIONS_2D if two_d else FF_REDUCTIONS_1D
         return [
             cache.calls(("ff", gi, two_d, i), cc, x, tokens, g.layers, what, group)
             for i, (x, what) in enumerate(zip(per_token, names))
@@ -335,8 +359,10 @@ class StepCalls:
         reductions_only: bool = False,
     ) -> tuple[CollectiveCalls, ...]:
         """Attention reductions for divisor ``adiv`` (t_at = t / adiv) on the step's ``part`` (a
-        ``latency.PipelinePart``), and with attention data parallelism (§B1) the all-to-alls
-        that move tokens to and from the dense layers (not with ``reductions_only``)."""
+        ``latency.PipelinePart``), and with attention data parallelism (§B1) either the dense
+        layers' reductions over the same ranks, where they run with the attention
+        (``dense_with_attention``), or the all-to-alls that move tokens to and from them, where
+        they are tensor-parallel over the stage (not with ``reductions_only``)."""
         w, m = self.work, self.machine
         dp = self.assumptions.attention_data_parallel
         ab = w.bytes_per_activation
@@ -368,29 +394,58 @@ class StepCalls:
                 cache.calls(("att", key, two_d, i), cc, x, tokens, w.layers, what, group)
                 for i, (x, what) in enumerate(zip(per_token, names))
             ]
-        if dp and self.dense_layers and np.any(np.asarray(adiv) > 1.0) and not reductions_only:
-            # dense feed-forward blocks are tensor-parallel over all t GPUs: gather the
-            # replicas' tokens before them and scatter after (two all-to-alls over a ranks)
-            def gather():
-                nodes = np.clip(np.ceil(part.tensor_degree / m.node_gpus), 1.0, adiv)
-                redistribute = cache.get(
-                    ("redistribute", key), lambda: m.collective(adiv, nodes, ALLTOALL)
-                )
-                return redistribute, w.d_model * ab / part.tensor_degree, (adiv, nodes)
-
-            redistribute, per_token_dense, group = cache.get(("redistribute_calls", key), gather)
-            calls.append(
-                cache.calls(
-                    ("redistribute", key),
-                    redistribute,
-                    per_token_dense,
-                    part.tokens,
-                    2 * self.dense_layers,
-                    "attention-DP gather and scatter",
-                    group,
-                )
-            )
+            if self.dense_with_attention:  # the dense blocks' outputs, over the same ranks
+                calls += self._dense_reductions(cc, tokens, group, cache, (key, two_d))
+        if (
+            dp
+            and self.dense_layers
+            and not self.dense_with_attention
+            and np.any(np.asarray(adiv) > 1.0)
+            and not reductions_only
+        ):
+            calls.append(self._redistribution(part, adiv, cache, key))
         return tuple(calls)
+
+    def _dense_reductions(self, cc, tokens, group, cache: StepCache, key) -> list:
+        """The dense blocks' output reductions where they run with the attention
+        (``dense_with_attention``): over the attention's ranks (``cc``, ``group``) for its
+        replicas' ``tokens``, one row of ``m_out·d`` a token a dense layer (layer groups of
+        one width as one operation)."""
+        w = self.work
+        layers: dict[float, float] = {}
+        for g in w.groups:
+            if g.experts <= 1:
+                layers[g.matrices_out] = layers.get(g.matrices_out, 0.0) + g.layers
+        ab = w.bytes_per_activation
+        return [
+            cache.calls(
+                ("dense", key, mo), cc, mo * w.d_model * ab, tokens, n, DENSE_REDUCTION, group
+            )
+            for mo, n in layers.items()
+        ]
+
+    def _redistribution(self, part, adiv, cache: StepCache, key) -> CollectiveCalls:
+        """Dense feed-forward blocks tensor-parallel over all t GPUs under attention data
+        parallelism: the replicas' tokens gathered before each and scattered after (two
+        all-to-alls over the ``adiv`` ranks, §B1)."""
+        w, m = self.work, self.machine
+
+        def gather():
+            nodes = np.clip(np.ceil(part.tensor_degree / m.node_gpus), 1.0, adiv)
+            redistribute = cache.get(
+                ("redistribute", key), lambda: m.collective(adiv, nodes, ALLTOALL)
+            )
+            return (
+                redistribute,
+                w.d_model * w.bytes_per_activation / part.tensor_degree,
+                (adiv, nodes),
+            )
+
+        redistribute, per_token_dense, group = cache.get(("redistribute_calls", key), gather)
+        return cache.calls(
+            ("redistribute", key), redistribute, per_token_dense, part.tokens,
+            2 * self.dense_layers, "attention-DP gather and scatter", group,
+        )  # fmt: skip
 
     def _nodes_spanned(self, t_at):
         """The nodes an attention group of ``t_at`` GPUs spans (``Machine.nodes_spanned``),

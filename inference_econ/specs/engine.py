@@ -73,6 +73,13 @@ PREFILL_MODES: tuple[PrefillMode, ...] = get_args(PrefillMode)
 #: a launch sets ``kv_cache_config.max_attention_window``).
 SlidingWindowCache = Literal["window", "full"]
 SLIDING_WINDOW_CACHES: tuple[SlidingWindowCache, ...] = get_args(SlidingWindowCache)
+#: Where a dense feed-forward block (a MoE model's dense layers) runs under attention data
+#: parallelism (§F7): with the attention (``data_parallel``: each attention replica runs it on
+#: its own tokens with the block's weights at the replica's tensor degree, nothing exchanged
+#: between replicas) or tensor-parallel over every GPU of the stage (``tensor_parallel``: the
+#: replicas' tokens gathered before it and scattered after).
+DenseLayout = Literal["data_parallel", "tensor_parallel"]
+DENSE_LAYOUTS: tuple[DenseLayout, ...] = get_args(DenseLayout)
 #: How a deployment's load balancer, or a benchmark's harness, sends requests to its instances
 #: (docs/model.md §E10; load.routing runs it): at random, in turn, to the one with the fewest
 #: outstanding, or by a session's or prefix's hash with bounded loads.
@@ -156,6 +163,8 @@ class EngineProfile:
     prefill: PrefillMode = "chunked"
     #: What a sliding-window layer keeps of the KV cache (``SLIDING_WINDOW_CACHES``).
     sliding_window_cache: SlidingWindowCache = "window"
+    #: Where dense feed-forward blocks run under attention data parallelism (``DENSE_LAYOUTS``).
+    dense_under_attention_dp: DenseLayout = "tensor_parallel"
     #: The engine's default batch and token budget on some GPUs or benchmarks (first match;
     #: otherwise max_batch_requests and step_token_budget).
     limits: tuple[SchedulerLimits, ...] = ()
@@ -329,30 +338,21 @@ class EngineProfile:
         return self._cache[key]
 
 
+#: A profile's fields besides its numeric terms (``BY_TERM``).
+_OTHER_FIELDS = frozenset(
+    {
+        *("name", "description", "aliases", "kv_cache_fraction_of", "parallelism", "engine"),
+        *("versions", "kernel_table_versions", "platform", "admission", "prefill"),
+        *("sliding_window_cache", "dense_under_attention_dp", "limits", "harnesses"),
+        *("standard_errors", "fit", "derive_from", "source_file", "derived_from"),
+    }
+)
+
+
 def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Check and normalise profile fields (numbers against their bounds)."""
     out: dict[str, Any] = {}
-    known = set(BY_TERM) | {
-        "name",
-        "description",
-        "aliases",
-        "kv_cache_fraction_of",
-        "parallelism",
-        "engine",
-        "versions",
-        "kernel_table_versions",
-        "platform",
-        "admission",
-        "prefill",
-        "sliding_window_cache",
-        "limits",
-        "harnesses",
-        "standard_errors",
-        "fit",
-        "derive_from",
-        "source_file",
-        "derived_from",
-    }
+    known = set(BY_TERM) | _OTHER_FIELDS
     for key, value in values.items():
         if key in REMOVED_TERMS:
             raise SpecError(source, str(key), "no longer a term", REMOVED_TERMS[key])
@@ -437,6 +437,7 @@ CHOICES = {
     "admission": ADMISSIONS,
     "prefill": PREFILL_MODES,
     "sliding_window_cache": SLIDING_WINDOW_CACHES,
+    "dense_under_attention_dp": DENSE_LAYOUTS,
 }
 
 

@@ -1,0 +1,108 @@
+"""A MoE model's dense feed-forward layers under attention data parallelism (docs/model-part-f.md
+§F7, "Dense layers under attention DP"): TensorRT-LLM and vLLM run them with the attention's
+layout, each replica on its own tokens with the block's weights, nothing gathered; SGLang keeps
+them tensor-parallel over the instance, the replicas' tokens gathered and scattered around them.
+Llama 4 Maverick (24 dense layers of 48, d 5,120, dense d_ff 16,384) on 8 B200."""
+
+import numpy as np
+import pytest
+
+import inference_econ as ie
+from inference_econ.model.latency import StepModel, replicated_weight_bytes
+from inference_econ.model.operations import step_operations
+from inference_econ.model.workload import compile_workload
+from inference_econ.specs.engine import load_engine
+
+MODEL, GPU = "Llama 4 Maverick", "B200"
+#: 8 GPUs, 1,024 decoding requests at 2,048 cached positions, one stage
+N, B, CONTEXT = 8, 1024, 2048
+DENSE_LAYERS, D, F = 24, 5120, 16384
+
+
+def step_model(engine: str) -> StepModel:
+    a = ie.preset("achievable").replace(engine=engine)
+    return StepModel(compile_workload(ie.load_model(MODEL), a), ie.load_hardware(GPU), a)
+
+
+def ops(model: StepModel, adiv: float) -> dict:
+    return {op.name: op for op in step_operations(model, N, B, 1, CONTEXT, 1, adiv, False)}
+
+
+def test_the_engines_state_where_their_dense_layers_run():
+    assert load_engine("trtllm").dense_under_attention_dp == "data_parallel"
+    assert load_engine("vllm").dense_under_attention_dp == "data_parallel"
+    assert load_engine("sglang").dense_under_attention_dp == "tensor_parallel"
+
+
+def test_tensorrt_llm_runs_each_ranks_dense_blocks_on_its_own_tokens():
+    """DEP8: every GPU its own attention replica; the dense blocks go with it."""
+    step = ops(step_model("trtllm"), adiv=8.0)
+    assert "attention-DP gather and scatter" not in step
+    assert not any(name.startswith("all-reduce") for name in step)  # one rank a replica
+    ff_in, ff_out = step["feed-forward in"], step["feed-forward out"]
+    assert ff_in.calls == ff_out.calls == DENSE_LAYERS
+    # a rank's 1,024 / 8 tokens through the whole block: gate and up fused, then down
+    assert (ff_in.shape["m"], ff_in.shape["n"], ff_in.shape["k"]) == (B / 8, 2 * F, D)
+    assert (ff_out.shape["m"], ff_out.shape["n"], ff_out.shape["k"]) == (B / 8, D, F)
+
+
+def test_sglang_gathers_the_tokens_to_tensor_parallel_dense_blocks():
+    step = ops(step_model("sglang"), adiv=8.0)
+    gather = step["attention-DP gather and scatter"]
+    assert gather.calls == 2 * DENSE_LAYERS and gather.shape["ranks"] == 8.0
+    reduce = step["all-reduce (feed-forward)"]
+    assert reduce.calls == DENSE_LAYERS and reduce.shape["ranks"] == 8.0
+    ff_in = step["feed-forward in"]
+    assert (ff_in.shape["m"], ff_in.shape["n"]) == (B, 2 * F / 8)
+
+
+def test_replicas_of_several_gpus_reduce_their_dense_outputs_among_themselves():
+    """vLLM, 2 data-parallel ranks of tensor degree 4: each replica's dense outputs are
+    all-reduced over its 4 GPUs, for its 512 tokens, one BF16 row of d a token a layer."""
+    step = ops(step_model("vllm"), adiv=2.0)
+    assert "attention-DP gather and scatter" not in step
+    dense = step["all-reduce (dense feed-forward)"]
+    assert dense.calls == DENSE_LAYERS and dense.shape["ranks"] == 4.0
+    assert dense.shape["bytes"] == D * 2.0 * (B / 2)
+    assert step["feed-forward in"].shape["m"] == B / 2
+    assert step["feed-forward in"].shape["n"] == 2 * F / 4
+
+
+def test_every_replica_holds_and_reads_the_dense_weights(tmp_path):
+    """Beyond the attention's replicas, 7 more copies of the 24 dense blocks (three BF16
+    matrices of d x d_ff each); their reads 8 times the tensor-parallel block's."""
+    profile = tmp_path / "dense-tp.yaml"
+    profile.write_text(
+        "name: dense-tp\nderive_from: trtllm\ndense_under_attention_dp: tensor_parallel\n"
+    )
+    with_attention, tensor_parallel = step_model("trtllm"), step_model(str(profile))
+    extra = replicated_weight_bytes(with_attention, 8.0) - replicated_weight_bytes(
+        tensor_parallel, 8.0
+    )
+    assert extra == pytest.approx(7 * DENSE_LAYERS * 3 * D * F * 2.0, rel=1e-12)
+    assert with_attention.kv_capacity_bytes(N, 8.0) < tensor_parallel.kv_capacity_bytes(N, 8.0)
+    mine, theirs = ops(with_attention, 8.0), ops(tensor_parallel, 8.0)
+    for name in ("feed-forward in", "feed-forward out"):
+        assert mine[name].weight_bytes == pytest.approx(8.0 * theirs[name].weight_bytes, rel=1e-12)
+        assert mine[name].flop_per_gpu == pytest.approx(theirs[name].flop_per_gpu, rel=1e-12)
+
+
+def test_no_gather_makes_a_large_dep_step_faster(tmp_path):
+    """At 128 requests a rank the gather, scatter and all-reduce around 24 dense layers cost
+    more than reading the dense weights on every rank: the step is shorter with the attention."""
+    profile = tmp_path / "dense-tp.yaml"
+    profile.write_text(
+        "name: dense-tp\nderive_from: trtllm\ndense_under_attention_dp: tensor_parallel\n"
+    )
+    steps = []
+    for engine in ("trtllm", str(profile)):
+        m = step_model(engine)
+        steps.append(float(m.latency_by_dims(m.pipeline_part(N, B, 1, CONTEXT, 1), 8.0)[1]))
+    assert np.isfinite(steps).all() and steps[0] < steps[1]
+
+
+def test_the_roofline_presets_keep_tensor_parallel_dense_blocks():
+    a = ie.preset("refined")
+    model = StepModel(compile_workload(ie.load_model(MODEL), a), ie.load_hardware(GPU), a)
+    assert not model.calls.dense_with_attention
+    assert "attention-DP gather and scatter" in ops(model, 8.0)
