@@ -294,12 +294,13 @@ def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
 def test_attention_data_parallel_replicas_hold_their_attention_weights():
     """Under attention DP each replica holds all the attention weights: DeepSeek-R1 (FP8)
     on 8 H200 over 8 replicas holds its 61 layers' MLA matrices (187.1 MB each) seven more
-    times, 79.9 GB, and, TensorRT-LLM running the dense layers with the attention, its three
-    dense blocks (three FP8 matrices of 7,168 x 18,432, 1.19 GB a layer) seven more times,
-    8.3 GB; so its KV cache (0.9 of the memory left) is 0.9 x 88.2 GB smaller than one
-    replica's, and 0.9 x 8 x 4.29 GB more for each rank's activations at its own degree (22
-    buffers and whole dispatch scales a GPU, against 10, NCCL's and an eighth; docs/model.md
-    §F8); the ideal bound (refined) keeps one copy."""
+    times, 79.9 GB, and, TensorRT-LLM running the dense blocks with the attention, its three
+    dense layers' (three FP8 matrices of 7,168 x 18,432, 1.19 GB a layer) and its 58 shared
+    experts' (three of 7,168 x 2,048, 44 MB a layer) seven more times, 8.3 and 17.9 GB; so its
+    KV cache (0.9 of the memory left) is 0.9 x 106.1 GB smaller than one replica's, and 0.9 x
+    8 x 4.29 GB more for each rank's activations at its own degree (22 buffers and whole
+    dispatch scales a GPU, against 10, NCCL's and an eighth; docs/model.md §F8); the ideal
+    bound (refined) keeps one copy."""
     import inference_econ as ie
     from inference_econ.model.latency import StepModel, replicated_weight_bytes
     from inference_econ.model.workload import compile_workload
@@ -312,7 +313,8 @@ def test_attention_data_parallel_replicas_hold_their_attention_weights():
     engine = model("achievable")
     attention = 7 * 61 * engine.work.attention_matrix_weight_bytes
     assert attention == pytest.approx(79.89e9, rel=1e-3)
-    replicas = attention + 7 * 3 * (3 * 7168 * 18432 * 1.0)
+    replicas = attention + 7 * 3 * (3 * 7168 * 18432 * 1.0) + 7 * 58 * (3 * 7168 * 2048 * 1.0)
+    assert replicas == pytest.approx(106.09e9, rel=1e-3)
     assert replicated_weight_bytes(engine, 8) == pytest.approx(replicas, rel=1e-12)
     scales = 8192 * 7168 * 256 * 8 / 128 * 4
     ranks = 2 * 8192 * 7168 * 22 + scales

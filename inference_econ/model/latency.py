@@ -560,11 +560,17 @@ def replica_weight_reads(model: StepModel, adiv, scale):
 
 
 def dense_replica_bytes(model: StepModel, adiv):
-    """Bytes of a MoE model's dense feed-forward weights held beyond one copy where those
-    blocks run with the attention's layout (``StepCalls.dense_with_attention``, §F7): each of
-    the ``adiv`` attention replicas holds and reads all of them at its tensor degree."""
+    """Bytes of a MoE model's dense feed-forward weights (its dense layers' and its shared
+    experts') held beyond one copy where those blocks run with the attention's layout
+    (``StepCalls.dense_with_attention``, §F7): each of the ``adiv`` attention replicas holds
+    and reads all of them at its tensor degree."""
     w = model.work
-    dense = sum(g.layers * w.ff_bytes(g, 0.0, 1.0)[0] for g in w.groups if g.experts <= 1)
+    dense = sum(
+        g.layers * w.ff_bytes(g, 0.0, 1.0)[0]
+        if g.experts <= 1
+        else g.layers * w.shared_ff_params(g) * w.dense_weight_bytes
+        for g in w.groups
+    )
     return np.maximum(np.asarray(adiv, dtype=float) - 1.0, 0.0) * dense
 
 

@@ -364,10 +364,15 @@ class _Builder:
         }
 
     def _shared(self, g: GroupWork, weights, acts) -> Operation:
-        """The shared experts: dense GEMMs over the stage's t GPUs, in and out."""
+        """The shared experts: dense GEMMs over the stage's t GPUs, in and out; where they run
+        with the attention (§F7), each replica's tokens at the attention's degree, their
+        weights read by every replica."""
         flop = 2.0 * g.layers * self.work.shared_ff_params(g) * self.all_tokens
-        inner = g.shared * g.matrices_in * g.shared_d_ff / self.t
-        shape = {"m": self.tokens, "n": inner, "k": self.work.d_model}
+        t, rows = self.t, self.tokens
+        if self.model.calls.dense_with_attention:
+            t, rows, weights = self.t_at, self.tokens / self.adiv, weights * self.adiv
+        inner = g.shared * g.matrices_in * g.shared_d_ff / t
+        shape = {"m": rows, "n": inner, "k": self.work.d_model}
         amounts = self._amounts(flop, weights, acts, g.layers)
         return _op("shared experts", "gemm", 2.0 * g.layers, shape, "dense", **amounts)
 

@@ -202,10 +202,11 @@ class StepCalls:
     step's from here (``pipeline_part``, ``attention_calls``). ``by_tokens`` decides the
     expert degree by the tokens of a pass rather than the requests (prefill)."""
 
-    #: Whether a MoE model's dense feed-forward blocks run with the attention's layout under
-    #: attention data parallelism (the engine's ``dense_under_attention_dp``, §F7): each
-    #: replica on its own tokens at the replica's tensor degree, its weights on every
-    #: replica, nothing exchanged between replicas (else tensor-parallel over the stage).
+    #: Whether a MoE model's dense feed-forward blocks (its dense layers' and its shared
+    #: experts) run with the attention's layout under attention data parallelism (the
+    #: engine's ``dense_under_attention_dp``, §F7): each replica on its own tokens at the
+    #: replica's tensor degree, their weights on every replica, nothing exchanged between
+    #: replicas (else tensor-parallel over the stage).
     dense_with_attention: bool
 
     def __init__(
@@ -222,7 +223,6 @@ class StepCalls:
             assumptions.attention_data_parallel
             and profile is not None
             and profile.dense_under_attention_dp == "data_parallel"
-            and self.dense_layers
             and any(g.experts > 1 for g in work.groups)
         )
 
