@@ -131,7 +131,11 @@ def _predicted(tmp_path, **rows):
 def test_a_bench_row_runs_at_the_tools_limits_and_is_never_faster_for_them(tmp_path):
     bench = _row("DeepSeek-R1", "FP8", "H200", "8", "DEP8", output_len="8192")
     own, other = _predicted(tmp_path, bench=bench, plain=dict(bench, source="TensorRT-LLM blog"))
-    assert "the limits trtllm-bench picks itself" in own.engine
+    # the label states the figures on the layout predicted. By hand: 8 x 140.40 GiB less
+    # 624.92 GiB of FP8 weights, x 0.90 = 448.46 GiB over 874,496 B x 9,216 tokens (7.506 GiB a
+    # request) = 59.7 requests -> 64 (the floor); tokens 59.7 x (1 + 1024/8192) = 67 -> 2,048
+    limits = "(64 requests and 2,048 tokens a step a rank: its older memory estimate)"
+    assert f"the limits trtllm-bench picks itself {limits}" in own.engine
     assert "trtllm-bench" not in other.engine
     # the same run held to 64 requests a rank (not the 2,048 default) is slower, never faster
     assert own.predicted < 0.9 * other.predicted

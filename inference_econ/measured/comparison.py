@@ -18,12 +18,14 @@ from .closed_forms import predictable, steady_pairs, ttft_of
 from .predicting import (
     _JOBS,
     _PROGRESS,
+    TOOL_LIMITS,
     RowEngine,
     _load_pairs,
     build_plan,
     engine_name,
     prefill_pool,
     resolve_engines,
+    tool_limits_text,
 )
 from .reading import SHARED, MeasuredRow
 
@@ -173,7 +175,11 @@ def _predict_distinct(rows, assumptions, engine, engines):
     for i, (_, value, j, note) in best.items():
         predicted[i] = value
         if np.isfinite(value):
-            labels[i] = plan.candidates[(i, j)].label()
+            cand = plan.candidates[(i, j)]
+            labels[i] = cand.label()
+            tool = tool_limits_text(plan.engines[i], cand, plan.rows[i])
+            if tool:  # the figures of the limits the engine label names, on this layout
+                labels_engine[i] = labels_engine[i].replace(TOOL_LIMITS, f"{TOOL_LIMITS} ({tool})")
             if (i, j) in plan.queued:
                 held = plan.queued[(i, j)]
                 labels[i] += f"{QUEUED}{held:.0f} of {plan.rows[i].concurrency:g} clients at once)"

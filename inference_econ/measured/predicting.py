@@ -76,6 +76,9 @@ REPLAY_IDEAL_ENGINE = EngineConfig(16384, 8192, "recompute", "chunked")
 #: 8B in FP8 on an H200 NVL: ~0.12 s of arithmetic against 0.1 s), which then caps the load,
 #: while smaller chunks keep decoding within it.
 IDEAL_STEP_BUDGETS = (512, 2048, REPLAY_IDEAL_ENGINE.step_token_budget)
+#: How an engine label names the limits trtllm-bench picks itself (``bench_limits``); the
+#: output adds their figures on the layout predicted (``tool_limits_text``).
+TOOL_LIMITS = "the limits trtllm-bench picks itself"
 
 
 @dataclass(frozen=True)
@@ -132,29 +135,43 @@ def for_layout(found: RowEngine, cand: Candidate, row: MeasuredRow | None = None
     )
 
 
+def _tool_limits(found: RowEngine, cand: Candidate, row: MeasuredRow | None):
+    """The ``BenchLimits`` trtllm-bench picks for a row it ran without stated limits on a
+    candidate layout (one attention rank's where the attention is data parallel); None for
+    any other row."""
+    if row is None or not row.bench_limits or found.profile is None:
+        return None
+    if found.profile.family != "trtllm" or row.lengths is None or row.bits is None:
+        return None
+    L = row.lengths
+    return bench_limits(
+        row.arch, row.gpu, row.bits, cand.tensor, cand.pipeline, cand.attention_dp,
+        float(L.input_mean), float(L.output_mean), row.engine_version, row.kv_cache_fraction,
+        float(L.input_max), found.config.prefill == "chunked",
+    )  # fmt: skip
+
+
+def tool_limits_text(found: RowEngine, cand: Candidate, row: MeasuredRow) -> str:
+    """The limits trtllm-bench picked for a row on the layout it was predicted on, as the
+    engine label states them ("96 requests and 2,048 tokens a step a rank: its older memory
+    estimate"); empty for a row that states its own or was not run by the tool."""
+    lim = _tool_limits(found, cand, row)
+    if lim is None:
+        return ""
+    rank = " a rank" if cand.attention_dp else ""
+    return (
+        f"{lim.max_batch_requests:,} requests and {lim.step_token_budget:,} tokens a step"
+        f"{rank}: {lim.how}"
+    )
+
+
 def _bench_limited(found: RowEngine, cand: Candidate, row: MeasuredRow | None) -> RowEngine:
     """A TensorRT-LLM row trtllm-bench ran without stated limits, on a candidate layout: the
     ``max_batch_size`` and ``max_num_tokens`` its memory estimate picks for that layout (one
     attention rank's where the attention is data parallel; ``bench_limits``)."""
-    if row is None or not row.bench_limits or found.profile is None:
+    lim = _tool_limits(found, cand, row)
+    if lim is None:
         return found
-    if found.profile.family != "trtllm" or row.lengths is None or row.bits is None:
-        return found
-    L = row.lengths
-    lim = bench_limits(
-        row.arch,
-        row.gpu,
-        row.bits,
-        cand.tensor,
-        cand.pipeline,
-        cand.attention_dp,
-        float(L.input_mean),
-        float(L.output_mean),
-        row.engine_version,
-        row.kv_cache_fraction,
-        float(L.input_max),
-        found.config.prefill == "chunked",
-    )
     # unless the run's options name the sizes, the tool turns CUDA-graph padding on up to its
     # own batch limit (``bench/benchmark/utils/general.py``, ``get_settings``) and the LLM API
     # generates the sizes (``trtllm_graph_sizes``)
@@ -228,7 +245,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     named = bool(version or engine is not None)
     label = _engine_label(prof.name, row, named, budget, unknown, harness, exposed)
     if row.bench_limits and prof.family == "trtllm":
-        label += ", the limits trtllm-bench picks itself"
+        label += f", {TOOL_LIMITS}"
     if config.graph_batch_sizes:
         label += f", decode steps padded to CUDA graphs of up to {max(config.graph_batch_sizes)}"
     elif row.bench_limits and prof.family == "trtllm":  # ``_bench_limited``: the tool's own
