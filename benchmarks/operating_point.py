@@ -65,17 +65,15 @@ def main(argv=None) -> int:
 
 
 def _line(n, row, cand, case, inst, how: str, out) -> str:
-    """One (row, layout): its limits (``how``: where trtllm-bench's own come from), what its
-    KV cache holds and the replay's figures (``out``)."""
+    """One (row, layout): its limits (``how``: trtllm-bench's own, as the engine label states
+    them, where it picked them), what its KV cache holds and the replay's figures (``out``)."""
     ranks = max(int(cand.attention_ranks), 1)
     rank = " a rank" if ranks > 1 else ""
     cfg = inst.config
-    limits = (
+    limits = how or (
         f"{cfg.max_batch_requests // ranks:,} requests and {cfg.step_token_budget // ranks:,} "
         f"tokens a step{rank}"
     )
-    if how:
-        limits += f" ({how.split(': ', 1)[1]})"
     full = case.prompt[0] + case.output[0]
     held = inst.max_requests_at(full) // ranks
     gpus = case.tensor * case.pipeline * case.replicas
