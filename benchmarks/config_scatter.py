@@ -12,9 +12,11 @@ files, the model's error on the same rows. Last, the fewest rows that any predic
 rows' stated inputs must miss by more than 0.12 and 0.35 (one value per configuration, the best
 one): the floor that submitters' spread puts under the accuracy goals; and, with ``--compare``,
 how many rows the model misses by more than 0.35 against how many the other submitters' rate of
-missing would give on the same rows.
+missing would give on the same rows; ``--by-configuration KIND``: the shared rows of that kind
+one line per configuration, to see which configurations the misses come from.
 
     PYTHONPATH=. python benchmarks/config_scatter.py [FILE ...] [--compare OUT.csv ...]
+        [--by-configuration KIND]
 
 FILE: measured-rows CSVs (default ``tests/data/benchmarks_test_mlperf_newer.csv``), read
 together so that a group spans them; ``--compare``: ``inference-econ compare-measured FILE
@@ -160,10 +162,34 @@ def misses_at_the_oracles_rate(t: pd.DataFrame, o: pd.DataFrame) -> tuple[int, f
     return int((predicted.model_error.abs() > MISS).sum()), expected, int(0.1 * len(predicted))
 
 
+def by_configuration(o: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The shared rows of ``kind``, one line per configuration (its round, model, GPUs,
+    quantity and engine): rows, submitters, the other submitters' median |error|, and the
+    model's median error (signed) and misses, most misses first."""
+    p = o[o.kind == kind]
+    if not len(p) or "model_error" not in p:
+        return pd.DataFrame()
+    name = p.config.map(lambda c: f"{c[0]} {c[1]} {c[2]} x{c[3]} {c[6]} {c[9]}")
+    g = p.assign(configuration=name, miss=p.model_error.abs() > MISS).groupby("configuration")
+    out = g.agg(
+        rows=("miss", "size"),
+        submitters=("submitter", "nunique"),
+        others=("oracle_error", lambda e: e.abs().median()),
+        model=("model_error", "median"),
+        misses=("miss", "sum"),
+    )
+    return out.sort_values(["misses", "rows"], ascending=False).reset_index()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path, default=[DEFAULT])
     parser.add_argument("--compare", nargs="*", type=Path, default=[], metavar="OUT.csv")
+    parser.add_argument(
+        "--by-configuration",
+        choices=("throughput", "TPOT", "TTFT"),
+        help="also list the shared rows of this kind by configuration (with --compare)",
+    )
     args = parser.parse_args(argv)
     for f in [*args.files, *args.compare]:
         if not f.is_file():
@@ -199,6 +225,14 @@ def main(argv=None) -> int:
             f"(measured on the shared rows, assumed on the others) {expected:.0f}; the p90 goal "
             f"allows {allowed}"
         )
+    if args.by_configuration:
+        shown = by_configuration(o, args.by_configuration)
+        if not len(shown):
+            fail("--by-configuration: no shared row of that kind with a prediction (--compare)")
+        print(f"\nShared {args.by_configuration} rows by configuration (others: the other "
+              f"submitters' median |error|; model: its median error, signed):")  # fmt: skip
+        print(shown.to_string(index=False, formatters={"others": "{:.3f}".format,
+                                                        "model": "{:+.3f}".format}))  # fmt: skip
     return 0
 
 
