@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_overlap_scheduler import planned_after_each_step  # tests/ is on the path
 
 from inference_econ.errors import SpecError
 from inference_econ.load.arrivals import Arrivals
@@ -89,11 +90,14 @@ def test_balancing_holds_a_lone_prompt_until_the_timeout(dsv3):
     count reaches 1, 2, ..., 5 on five decode steps and 6 on the sixth turn, which releases it.
     Its first token comes after the first step, five decode steps of the 8 requests (contexts
     100 + j each) and its own step beside them; without balancing right after the first step.
-    The run takes 5 more steps, the held ones."""
+    The run takes 5 more steps, the held ones. The scheduler plans each step after the last
+    (an overlap scheduler's step more of waiting is tests/test_overlap_scheduler.py's)."""
     P, out = 100, 50
     att = _prompt_attention(_instance(dsv3), P)
     sent = [0.0] * R + [1e-9]
-    on, off = _instance(dsv3, adp_balancing=(2, 6)), _instance(dsv3)
+    on, off = (
+        planned_after_each_step(_instance(dsv3, **c)) for c in ({"adp_balancing": (2, 6)}, {})
+    )
     held, free = _run(on, sent, P, out), _run(off, sent, P, out)
     first = on.table.time_s(R * P, 0.0, R * att, R, P)
     L = _layers(on)

@@ -224,10 +224,11 @@ def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_w
     settings, monkeypatch
 ):
     """On the second ask the confident plan tests H200 x 2 (never searched: one full run at the
-    least load that could make a plan as cheap) and it holds; the candidate is then searched
-    short, and on a later turn in full: that full search is given the rate the test held at
-    (``find_knee_from``'s ``held``: its walk down stops there rather than running the passing
-    loads below it again), and the confident plan is still every candidate's full search's."""
+    least load that could make a plan as cheap), then H200 x 1 (searched short), and each
+    holds; each is then searched in full, and each full search is given the rate its test held
+    at (``find_knee_from``'s ``held``: its walk down stops there rather than running the
+    passing loads below it again), and the confident plan is still every candidate's full
+    search's."""
     monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
     tests, fulls = [], []
     test, full_search = screening._test, screening._full_search
@@ -245,10 +246,9 @@ def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_w
     monkeypatch.setattr(screening, "_test", tested)
     monkeypatch.setattr(screening, "_full_search", searched)
     odds = confident.confident_plan(fast, 0.9, None, settings, traffic)
-    assert [(gpu, n) for gpu, n, _ in tests] == [("H200-SXM", 2)]
-    held, rate, _ = tests[0][2]
-    assert held
-    assert fulls == [("H200-SXM", 2, rate)]
+    assert [(gpu, n) for gpu, n, _ in tests] == [("H200-SXM", 2), ("H200-SXM", 1)]
+    assert all(out[0] for _, _, out in tests)  # each held
+    assert fulls == [(gpu, n, out[1]) for gpu, n, out in tests]
     a, b = full.confident, odds.confident
     assert (a.deployment, a.hardware, a.usd_per_hour) == (b.deployment, b.hardware, b.usd_per_hour)
     assert a.max_rate_per_s == b.max_rate_per_s
@@ -305,12 +305,13 @@ def test_a_confident_tie_is_ruled_out_by_one_run_at_the_load_it_must_hold(settin
 
 
 def test_a_confident_tie_holding_less_at_its_best_is_not_searched(settings, monkeypatch):
-    """On the second ask the confident plan is 1 x 2 H200 ($5.88 an hour); one H200 x 1 hopes
-    for the same price (its short answer 1.25 times higher) but, even there, holds less at its
-    interval's low end (``_could_rank_first``): it is neither tested nor searched in full, and
-    the confident plan is the full search's."""
+    """On the fourth ask the confident plan is 1 x 2 H100 ($4.20 an hour, the search's own
+    GPU); two H100 x 1 hope for the same price (the short answer ``SCREEN_MARGIN`` times
+    higher) but, even there, hold less at their interval's low end (``_could_rank_first``): the
+    candidate is neither tested nor searched in full, and the confident plan is the full
+    search's."""
     monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
-    full, fast, traffic = _confident_pair(settings, ASKS[1])
+    full, fast, traffic = _confident_pair(settings, ASKS[3])
     runs = []
     test, search = screening._test, screening._full_search
     monkeypatch.setattr(screening, "_test", lambda *a, **k: runs.append(a[:2]) or test(*a, **k))
@@ -321,14 +322,15 @@ def test_a_confident_tie_holding_less_at_its_best_is_not_searched(settings, monk
     a, b = full.confident, odds.confident
     assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
     assert b.max_rate_per_s == a.max_rate_per_s
-    assert (b.deployment, b.hardware) == (capacity.Deployment(2, 1), "H200-SXM")
-    h200 = settings[1]
-    hopes = [h for h in confident._confident_hopes(odds, 90, settings) if h[1:3] == (h200, 1)]
+    assert fast.setting.gpu.name == "H100-SXM"
+    assert (b.deployment, b.hardware) == (capacity.Deployment(2, 1), None)  # its own GPU
+    h100 = settings[0]
+    hopes = [h for h in confident._confident_hopes(odds, 90, settings) if h[1:3] == (h100, 1)]
     assert len(hopes) == 1
     usd, *_, held, _ = hopes[0]
     assert usd == pytest.approx(b.usd_per_hour) and held < b.max_rate_per_s  # a tie, less held
     assert not confident._could_rank_first(hopes[0], b)
-    assert not [r for r in runs if r[0] is h200 and r[1].gpus_per_instance == 1]
+    assert not [r for r in runs if r[0] is h100 and r[1].gpus_per_instance == 1]
 
 
 def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monkeypatch):

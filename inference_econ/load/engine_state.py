@@ -52,7 +52,7 @@ class EngineState:
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
         "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
-        "spec_steps", "decode_steps", "trace", "peak_batch", "end_of",
+        "spec_steps", "decode_steps", "trace", "peak_batch", "end_of", "ahead", "prepared",
     )
     # fmt: on
     #: What finishing requests frees of the admission policy's promises (``scheduling``'s
@@ -89,6 +89,8 @@ class EngineState:
         self.changes = 0
         self.sorted_at, self.sorted_bases = -1, np.empty(0)
         self.G, self.t = 0.0, 0.0
+        # an overlap scheduler planned the next batch as the last step started (§E3, ``iterate``)
+        self.ahead, self.prepared = bool(getattr(self.table, "prepares_ahead", False)), 0.0
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
         self.steps = self.spec_steps = self.decode_steps = 0
@@ -205,11 +207,11 @@ class EngineState:
         """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""
         heapq.heappush(self.late, (at, i))
 
-    def arrive(self) -> None:
-        """The requests that have arrived by now join the queue, in the order they arrived
-        (``iterate`` takes those at known times itself when no others are due)."""
+    def arrive(self, due: float | None = None) -> None:
+        """The requests arrived by ``due`` (default: now) join the queue in the order they
+        arrived (``iterate`` takes those at known times itself when no others are due)."""
         arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
-        t, j = self.t, self.next_arrival
+        t, j = (self.t if due is None else due), self.next_arrival
         while True:
             a = arr[j]
             b = late[0][0] if late else _INF
@@ -391,9 +393,8 @@ class EngineState:
 
     def close(self) -> None:
         """Drop what refers back to this engine (its admission policy, the prefix cache's
-        measure of a prompt): the run is over, and without these cycles its per-request lists
-        and tuples are freed as soon as the engine is, not by a pass of the cyclic collector
-        over them."""
+        measure of a prompt): without these cycles the run's per-request lists are freed with
+        the engine, not by a pass of the cyclic collector."""
         self.release_promised = None
         self.cache = None
 
@@ -410,6 +411,7 @@ class EngineState:
             dt = cache.charged(dt)
         if self.trace is not None:
             self.trace.append(("prompt", self.t, dt, D, *tokens))
+        self.prepared = self.t
         self.t += dt
         self.G = G = self.G + advance
         self.busy += dt

@@ -133,15 +133,18 @@ class _Engine(EngineState):
     def iterate(self, horizon: float = np.inf) -> bool:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
         decode steps. False when there is nothing to do before ``horizon``."""
-        late, t = self.late, self.t
+        late = self.late
         running, prefilling, waiting = self.running, self.prefilling, self.waiting
+        # the latest arrival this turn admits: now, or, under an overlap scheduler with
+        # requests in the batch, when the step just taken started (``EngineState.prepared``)
+        due = self.prepared if self.ahead and (running or prefilling) else self.t
         arr, j = self.arr, self.next_arrival
         if late:
-            if arr[j] <= t or late[0][0] <= t:  # something has arrived
-                self.arrive()
-        elif arr[j] <= t:  # only requests at known times (nearly every run): those due, in order
+            if arr[j] <= due or late[0][0] <= due:  # something has arrived
+                self.arrive(due)
+        elif arr[j] <= due:  # only requests at known times (nearly every run): those due, in order
             order = self.order
-            while arr[j] <= t:  # ``arr`` ends with an inf
+            while arr[j] <= due:  # ``arr`` ends with an inf
                 waiting.append(order[j])
                 j += 1
             self.next_arrival = j
@@ -422,6 +425,8 @@ class _Engine(EngineState):
             return
         if self.trace is not None:
             self.trace.append(("decode", self.t, span, D, k, 0))
+        if self.ahead:  # the run's last step started a step's mean before its end
+            self.prepared = self.t + span - span / k
         self.t += span
         self.G += k * E
         self.busy += span

@@ -248,13 +248,14 @@ class StepTable:
             self.max_tokens *= self.pipeline
         #: Seconds per request of the step outside (sequence_s) and on the memory side of
         #: (request_s) the attention roofline: 0 for the ideal presets (§F1, §F5).
-        self.sequence_s = 0.0
-        self.request_s = 0.0
+        self.sequence_s = self.request_s = 0.0
         #: A step lasts at least ``host_floor_s + host_sequence_s·r`` (``r`` its requests and
         #: chunks) where the runtime overlaps its host work with the GPU (§F5,
         #: ``efficiency.hidden_host_s``); 0: no such floor.
-        self.host_floor_s = 0.0
-        self.host_sequence_s = 0.0
+        self.host_floor_s = self.host_sequence_s = 0.0
+        #: The runtime plans each step's batch while the GPU runs the one before (an overlap
+        #: scheduler, ``host_overhead_exposed`` < 1): an arrival joins the step after next (§F5).
+        self.prepares_ahead = False
         #: A decode-only step of ``r`` requests runs as the CUDA graph of ``graph_requests[r]``
         #: (``with_graphs``, §F5); None: as it is.
         self.graph_requests: list[int] | None = None
@@ -387,6 +388,7 @@ class StepTable:
         ranks = engine.attention_replicas(self.layout.attention_divisor) if engine else 1.0
         self.host_floor_s = float(hidden_host_s(prof, 0.0))
         self.host_sequence_s = float(hidden_host_s(prof, 1.0 / p, ranks)) - self.host_floor_s
+        self.prepares_ahead = bool(float(prof.host_overhead_exposed) < 1.0)
 
     def _kernels(self, model: StepModel, prompt: float | None) -> None:
         """The table of the kernel clock's step (``kernel_tables``, ``kernel_clock``): its
