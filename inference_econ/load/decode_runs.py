@@ -35,12 +35,12 @@ class DecodeRuns:
             raise RuntimeError("a speculative cycle on an instance without a draft")
         return self.draft
 
-    def closed(self, D: int, k: int, deadline, c, q0: float, growth: float, cap, held, s0):
+    def closed(self, D: int, k: int, deadline, c, q0: float, growth: float, cap, held, s0, after=0):
         """A run of at most ``k`` steps of ``D`` requests in closed form: the positions start
         at ``q0`` and grow by ``growth`` every step, below the capacity ``cap`` less the
         positions ``held`` outside the decoding contexts; ``deadline``: the seconds by which
-        the run ends at the first step to reach them (None: none); ``s0``: the contexts' sum
-        (a draft's positions)."""
+        the run ends at the first step to reach them, and ``after`` steps more (None: none);
+        ``s0``: the contexts' sum (a draft's positions)."""
         fits = int((cap - held - q0) // growth)
         if fits < k:  # min(k, fits)
             k = fits
@@ -64,6 +64,9 @@ class DecodeRuns:
                     hi, span = mid, seconds
                 else:
                     lo = mid + 1
+            if after and lo < k:  # the steps after the one that reaches the deadline
+                lo = min(lo + after, k)
+                span = run(lo)
             k = lo
         attended = k * q0 + growth * k * (k - 1) / 2.0
         if c is None:  # ``flop``, inline
@@ -72,7 +75,7 @@ class DecodeRuns:
             flop = self.flop(D, k, attended, c)
         return k, span, attended, q0 + growth * k, flop
 
-    def arrays(self, D: int, q: np.ndarray, deadline, c, cap, held, sum_base, G):
+    def arrays(self, D: int, q: np.ndarray, deadline, c, cap, held, sum_base, G, after=0):
         """The same for models with sliding windows, one array element per step: ``q`` the
         decoding requests' positions at the start of each step and after the last, ``sum_base``
         and ``G`` their contexts (each a base plus ``G``)."""
@@ -91,7 +94,7 @@ class DecodeRuns:
                 times = times + count * d.table.times_s(D * tokens, qd, D, tokens)
         cum = np.cumsum(times)
         if deadline is not None:
-            k = min(k, int(np.searchsorted(cum, deadline)) + 1)
+            k = min(k, int(np.searchsorted(cum, deadline)) + 1 + after)
         attended = float(q[:k].sum())
         return k, float(cum[k - 1]), attended, float(q[k]), self.flop(D, k, attended, c)
 

@@ -398,7 +398,7 @@ class _Engine(EngineState):
             k = 1
         if most and most < k:  # min(k, most)
             k = most
-        window = self.window
+        window, late_by = self.window, 0
         if window > 1:  # multi-step: the run goes on to the window's end whatever arrives
             k = min(k, window - self.phase)
             deadline = None
@@ -408,25 +408,34 @@ class _Engine(EngineState):
             deadline = (horizon if horizon < nxt else nxt) - self.t  # min(nxt, horizon)
             if not math.isfinite(deadline):
                 deadline = None
+            elif self.ahead and deadline > 0 and nxt <= horizon:
+                # an overlap scheduler's arrival joins the step after next: the run takes the
+                # step after the one it arrives in (a router's next arrival is routed at its time)
+                late_by = 1
         else:
             deadline = None
         held = self.reserved if self.cache is None else self.held()  # held(), without a cache
         sum_base, G = self.sum_base, self.G
         if self.windowed:
             q = self.decode_positions(E * np.arange(min(k, RUN_STEPS) + 1))
-            run = self.runs.arrays(D, q, deadline, c, self.cap, held, sum_base, G)
+            run = self.runs.arrays(D, q, deadline, c, self.cap, held, sum_base, G, late_by)
         else:
             q0 = self.layers * (sum_base + D * G)
             growth = self.layers * D * E
-            run = self.runs.closed(D, k, deadline, c, q0, growth, self.cap, held, sum_base + D * G)
+            s0 = sum_base + D * G
+            run = self.runs.closed(D, k, deadline, c, q0, growth, self.cap, held, s0, late_by)
         k, span, _, after, flop = run
         if k == 0:
             self.admission.preempt()
             return
         if self.trace is not None:
             self.trace.append(("decode", self.t, span, D, k, 0))
-        if self.ahead:  # the run's last step started a step's mean before its end
-            self.prepared = self.t + span - span / k
+        if self.ahead:  # when the run's last step started: its own time before the run's end
+            if c is None and not self.windowed:
+                last = self.table.run_time_s(D, q0 + growth * (k - 1), growth, 1)
+            else:  # a speculative or windowed run's steps: taken at their mean
+                last = span / k
+            self.prepared = self.t + span - last
         self.t += span
         self.G += k * E
         self.busy += span
