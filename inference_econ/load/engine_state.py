@@ -53,6 +53,7 @@ class EngineState:
         "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
         "spec_steps", "decode_steps", "trace", "peak_batch", "end_of", "ahead", "prepared",
+        "last_run",
     )
     # fmt: on
     #: What finishing requests frees of the admission policy's promises (``scheduling``'s
@@ -91,6 +92,7 @@ class EngineState:
         self.G, self.t = 0.0, 0.0
         # an overlap scheduler planned the next batch as the last step started (§E3, ``iterate``)
         self.ahead, self.prepared = bool(getattr(self.table, "prepares_ahead", False)), 0.0
+        self.last_run: tuple = ()
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
         self.steps = self.spec_steps = self.decode_steps = 0
@@ -206,6 +208,17 @@ class EngineState:
     def push(self, i: int, at: float) -> None:
         """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""
         heapq.heappush(self.late, (at, i))
+
+    def due(self) -> float:
+        """The latest arrival the next step admits: now, or, under an overlap scheduler with
+        requests in the batch, when the step just taken started (``prepared``; after a decode
+        run, its last step's own time before its end, computed here: most runs need none)."""
+        if not self.ahead or not (self.running or self.prefilling):
+            return self.t
+        if self.prepared != self.prepared:  # NaN: the last decode run's, not computed yet
+            end, D, q = self.last_run
+            self.prepared = end - self.table.run_time_s(D, q, self.layers * D, 1)
+        return self.prepared
 
     def arrive(self, due: float | None = None) -> None:
         """The requests arrived by ``due`` (default: now) join the queue in the order they

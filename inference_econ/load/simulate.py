@@ -133,17 +133,16 @@ class _Engine(EngineState):
     def iterate(self, horizon: float = np.inf) -> bool:
         """One turn of the scheduler: admit, then one step with prompt tokens or a run of
         decode steps. False when there is nothing to do before ``horizon``."""
-        late = self.late
+        late, t = self.late, self.t
         running, prefilling, waiting = self.running, self.prefilling, self.waiting
-        # the latest arrival this turn admits: now, or, under an overlap scheduler with
-        # requests in the batch, when the step just taken started (``EngineState.prepared``)
-        due = self.prepared if self.ahead and (running or prefilling) else self.t
         arr, j = self.arr, self.next_arrival
         if late:
-            if arr[j] <= due or late[0][0] <= due:  # something has arrived
-                self.arrive(due)
-        elif arr[j] <= due:  # only requests at known times (nearly every run): those due, in order
-            order = self.order
+            if arr[j] <= t or late[0][0] <= t:  # something has arrived
+                due = self.due()
+                if arr[j] <= due or late[0][0] <= due:
+                    self.arrive(due)
+        elif arr[j] <= t:  # only requests at known times (nearly every run): those due, in order
+            due, order = self.due(), self.order
             while arr[j] <= due:  # ``arr`` ends with an inf
                 waiting.append(order[j])
                 j += 1
@@ -430,12 +429,11 @@ class _Engine(EngineState):
             return
         if self.trace is not None:
             self.trace.append(("decode", self.t, span, D, k, 0))
-        if self.ahead:  # when the run's last step started: its own time before the run's end
-            if c is None and not self.windowed:
-                last = self.table.run_time_s(D, q0 + growth * (k - 1), growth, 1)
+        if self.ahead:  # when the run's last step started (``due``)
+            if c is None and not self.windowed:  # its own time before the run's end, if asked
+                self.prepared, self.last_run = math.nan, (self.t + span, D, q0 + growth * (k - 1))
             else:  # a speculative or windowed run's steps: taken at their mean
-                last = span / k
-            self.prepared = self.t + span - last
+                self.prepared = self.t + span - span / k
         self.t += span
         self.G += k * E
         self.busy += span
