@@ -50,10 +50,9 @@ class EngineState:
         "limit", "window", "phase", "clients", "order", "released", "arr", "late",
         "next_arrival", "on_finish", "progress", "next_report", "waiting", "prefilling",
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
-        "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks",
+        "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks", "last_run",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
         "spec_steps", "decode_steps", "trace", "peak_batch", "end_of", "ahead", "prepared",
-        "last_run",
     )
     # fmt: on
     #: What finishing requests frees of the admission policy's promises (``scheduling``'s
@@ -90,9 +89,8 @@ class EngineState:
         self.changes = 0
         self.sorted_at, self.sorted_bases = -1, np.empty(0)
         self.G, self.t = 0.0, 0.0
-        # an overlap scheduler planned the next batch as the last step started (§E3, ``iterate``)
         self.ahead, self.prepared = bool(getattr(self.table, "prepares_ahead", False)), 0.0
-        self.last_run: tuple = ()
+        self.last_run: tuple = ()  # an overlap scheduler's arrivals: ``admissible_by``
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
         self.steps = self.spec_steps = self.decode_steps = 0
@@ -208,17 +206,6 @@ class EngineState:
     def push(self, i: int, at: float) -> None:
         """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""
         heapq.heappush(self.late, (at, i))
-
-    def due(self) -> float:
-        """The latest arrival the next step admits: now, or, under an overlap scheduler with
-        requests in the batch, when the step just taken started (``prepared``; after a decode
-        run, its last step's own time before its end, computed here: most runs need none)."""
-        if not self.ahead or not (self.running or self.prefilling):
-            return self.t
-        if self.prepared != self.prepared:  # NaN: the last decode run's, not computed yet
-            end, D, q = self.last_run
-            self.prepared = end - self.table.run_time_s(D, q, self.layers * D, 1)
-        return self.prepared
 
     def arrive(self, due: float | None = None) -> None:
         """The requests arrived by ``due`` (default: now) join the queue in the order they
@@ -450,3 +437,16 @@ class EngineState:
         self.phase = 0  # a step with prompt tokens is a scheduler call of its own
         if cache is not None:
             self.trim()
+
+
+def admissible_by(e: EngineState) -> float:
+    """The latest arrival the next step of ``e`` admits: now, or, under an overlap scheduler
+    (``StepTable.prepares_ahead``, §E3) with requests in the batch, when the step just taken
+    started (``prepared``; after a decode run, its last step's own time before the run's end,
+    computed here when first asked: most runs end with no arrival pending)."""
+    if not e.ahead or not (e.running or e.prefilling):
+        return e.t
+    if e.prepared != e.prepared:  # NaN: the last decode run's, not computed yet
+        end, D, q = e.last_run
+        e.prepared = end - e.table.run_time_s(D, q, e.layers * D, 1)
+    return e.prepared

@@ -54,7 +54,7 @@ from ..specs.collector import gc_paused
 from .arrivals import Arrivals
 from .decode_runs import DecodeRuns
 from .engine import Instance
-from .engine_state import EPS, EngineState
+from .engine_state import EPS, EngineState, admissible_by
 from .records import Requests, RunRecord, record
 from .scheduling import PREFILL, admission
 from .timeline import RECORDING
@@ -138,11 +138,11 @@ class _Engine(EngineState):
         arr, j = self.arr, self.next_arrival
         if late:
             if arr[j] <= t or late[0][0] <= t:  # something has arrived
-                due = self.due()
+                due = admissible_by(self)
                 if arr[j] <= due or late[0][0] <= due:
                     self.arrive(due)
         elif arr[j] <= t:  # only requests at known times (nearly every run): those due, in order
-            due, order = self.due(), self.order
+            due, order = admissible_by(self), self.order
             while arr[j] <= due:  # ``arr`` ends with an inf
                 waiting.append(order[j])
                 j += 1
@@ -429,7 +429,7 @@ class _Engine(EngineState):
             return
         if self.trace is not None:
             self.trace.append(("decode", self.t, span, D, k, 0))
-        if self.ahead:  # when the run's last step started (``due``)
+        if self.ahead:  # when the run's last step started (``admissible_by``)
             if c is None and not self.windowed:  # its own time before the run's end, if asked
                 self.prepared, self.last_run = math.nan, (self.t + span, D, q0 + growth * (k - 1))
             else:  # a speculative or windowed run's steps: taken at their mean
