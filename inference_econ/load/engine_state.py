@@ -207,11 +207,11 @@ class EngineState:
         """Request ``i`` reaches this engine at ``at`` (a session's next turn, a router)."""
         heapq.heappush(self.late, (at, i))
 
-    def arrive(self, due: float | None = None) -> None:
-        """The requests arrived by ``due`` (default: now) join the queue in the order they
+    def arrive(self, t: float) -> None:
+        """The requests arrived by ``t`` (``admissible_by``) join the queue in the order they
         arrived (``iterate`` takes those at known times itself when no others are due)."""
         arr, order, late, waiting = self.arr, self.order, self.late, self.waiting
-        t, j = (self.t if due is None else due), self.next_arrival
+        j = self.next_arrival
         while True:
             a = arr[j]
             b = late[0][0] if late else _INF
@@ -447,6 +447,6 @@ def admissible_by(e: EngineState) -> float:
     if not e.ahead or not (e.running or e.prefilling):
         return e.t
     if e.prepared != e.prepared:  # NaN: the last decode run's, not computed yet
-        end, D, q = e.last_run
-        e.prepared = end - e.table.run_time_s(D, q, e.layers * D, 1)
+        end, D, q, growth = e.last_run
+        e.prepared = end - e.table.run_time_s(D, q, growth, 1)
     return e.prepared
