@@ -2,6 +2,7 @@
 theory and the steady-batch model, memory admission and preemption, determinism, and the
 capacity search."""
 
+import copy
 import dataclasses
 import json
 import math
@@ -108,6 +109,30 @@ def test_closed_form_run_time_is_the_sum_of_its_steps(llama8b):
     growth = cross[0] / 100
     q = q0 + growth * np.arange(300)
     assert t.run_time_s(D, q0, growth, 300) == pytest.approx(t.times_s(D, q).sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("floor", [False, True])
+def test_the_run_that_reaches_a_time_is_the_fewest_steps_that_do(llama8b, floor):
+    """``run_reaching_s`` (the step count at which a run of decode steps reaches a deadline: an
+    arrival) is the first whose summed steps reach it, counted step by step, with and without
+    a host floor that binds the first steps of the run; its seconds are that run's."""
+    t = build_instance(llama8b, 1).table
+    if floor:  # a floor above the first steps' GPU time, below the last ones'
+        t = copy.copy(t)
+        t.host_floor_s = float(t.times_s(64, np.array([32 * 64 * 3000.0]))[0])
+        t.host_sequence_s = 1e-9
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        D = int(rng.integers(1, 300))
+        k = int(rng.integers(1, 400))
+        q0 = float(32 * D * rng.uniform(0, 8000))
+        growth = float(32 * D * rng.choice([0.0, 1.0, 4.0]))
+        cum = np.cumsum(t.times_s(D, q0 + growth * np.arange(k)))
+        deadline = float(rng.uniform(0, cum[-1]))
+        n, seconds = t.run_reaching_s(D, q0, growth, k, deadline, t.run_time_s(D, q0, growth, k))
+        assert n == int(np.searchsorted(cum, deadline * (1 - 1e-12))) + 1
+        assert seconds == t.run_time_s(D, q0, growth, n) >= deadline * (1 - 1e-12)
+        assert n == 1 or t.run_time_s(D, q0, growth, n - 1) < deadline
 
 
 # --- what a run measures, as MLPerf LoadGen measures it (§F9) ------------------------------------

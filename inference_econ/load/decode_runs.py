@@ -54,16 +54,18 @@ class DecodeRuns:
             run = partial(self._draft.run_s, tab, D, q0, growth, s0, gs, c=c)
             span = run(k)
         if deadline is not None and span > deadline:
-            if run is None:  # the seconds of a run of ``steps`` steps
+            if run is None:  # the first step count whose run reaches the deadline
+                lo, span = tab.run_reaching_s(D, q0, growth, k, deadline, span)
                 run = partial(tab.run_time_s, D, q0, growth)
-            lo, hi = 1, k  # the first step count whose run reaches the deadline
-            while lo < hi:
-                mid = (lo + hi) // 2
-                seconds = run(mid)
-                if seconds >= deadline:
-                    hi, span = mid, seconds
-                else:
-                    lo = mid + 1
+            else:
+                lo, hi = 1, k
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    seconds = run(mid)
+                    if seconds >= deadline:
+                        hi, span = mid, seconds
+                    else:
+                        lo = mid + 1
             if after and lo < k:  # the steps after the one that reaches the deadline
                 lo = min(lo + after, k)
                 span = run(lo)
