@@ -23,7 +23,7 @@ from inference_econ.load.results import Percentiles, RequestLatencies, summarise
 from inference_econ.load.simulate import simulate
 from inference_econ.load.targets import Targets
 from inference_econ.model.latency import StepModel, prefill_step_model
-from inference_econ.model.mixed_step import EngineLayout, StepTable, mixed_step_s
+from inference_econ.model.mixed_step import EngineLayout, StepTable, mixed_step_s, run_reaching_s
 from inference_econ.model.workload import compile_workload
 from inference_econ.optimise.capacity import cheapest_deployment
 from inference_econ.optimise.load_search import find_knee, knee_of
@@ -129,7 +129,7 @@ def test_the_run_that_reaches_a_time_is_the_fewest_steps_that_do(llama8b, floor)
         growth = float(32 * D * rng.choice([0.0, 1.0, 4.0]))
         cum = np.cumsum(t.times_s(D, q0 + growth * np.arange(k)))
         deadline = float(rng.uniform(0, cum[-1]))
-        n, seconds = t.run_reaching_s(D, q0, growth, k, deadline, t.run_time_s(D, q0, growth, k))
+        n, seconds = run_reaching_s(t, D, q0, growth, k, deadline, t.run_time_s(D, q0, growth, k))
         assert n == int(np.searchsorted(cum, deadline * (1 - 1e-12))) + 1
         assert seconds == t.run_time_s(D, q0, growth, n) >= deadline * (1 - 1e-12)
         assert n == 1 or t.run_time_s(D, q0, growth, n - 1) < deadline

@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from ..model.mixed_step import StepTable
+from ..model.mixed_step import StepTable, run_reaching_s
 from .speculation import DraftEngine
 
 
@@ -55,7 +55,7 @@ class DecodeRuns:
             span = run(k)
         if deadline is not None and span > deadline:
             if run is None:  # the first step count whose run reaches the deadline
-                lo, span = tab.run_reaching_s(D, q0, growth, k, deadline, span)
+                lo, span = run_reaching_s(tab, D, q0, growth, k, deadline, span)
                 run = partial(tab.run_time_s, D, q0, growth)
             else:
                 lo, hi = 1, k

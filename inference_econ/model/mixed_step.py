@@ -558,44 +558,6 @@ class StepTable:
                 return hi * host + rest
         return self._gpu_run_s(tokens, positions, growth, steps, r, attention)
 
-    def run_reaching_s(
-        self, tokens: int, positions: float, growth: float, steps: int, seconds: float, full_s
-    ) -> tuple[int, float]:
-        """(n, ``run_time_s`` of n steps): the fewest of ``steps`` decode-only steps (as in
-        ``run_time_s``) whose run lasts ``seconds`` or more, given ``full_s``, the seconds of all
-        ``steps`` (at least ``seconds``). No step is shorter than the one before it, so n lies
-        between ``seconds`` over the n-th step's time and over the first's: two guesses from
-        those bound the search, which is then a bisection of a step or two, not of the run."""
-        run = partial(self.run_time_s, tokens, positions, growth)
-        lo, hi, span = 1, steps, full_s  # the answer lies in [lo, hi]; span: run(hi)
-        host = self.host_floor_s + self.host_sequence_s * tokens if self.host_sequence_s else 0.0
-        step = self._gpu_step_s
-        first = max(step(tokens, tokens, 1.0, positions), host)
-        if first > 0.0 and seconds > 0.0:
-            guess = math.ceil(seconds / first)  # run(guess) >= guess x first >= seconds
-            if guess < hi:
-                s = run(guess)
-                if s >= seconds:
-                    hi, span = guess, s
-                else:
-                    lo = guess + 1
-            longest = max(step(tokens, tokens, 1.0, positions + growth * (hi - 1)), host)
-            guess = math.ceil(seconds / longest)  # run(guess - 1) < seconds
-            if lo < guess <= hi:
-                s = run(guess - 1)
-                if s < seconds:
-                    lo = guess
-                else:
-                    hi, span = guess - 1, s
-        while lo < hi:
-            mid = (lo + hi) // 2
-            s = run(mid)
-            if s >= seconds:
-                hi, span = mid, s
-            else:
-                lo = mid + 1
-        return hi, span
-
     def _gpu_step_s(self, tokens: int, r, attention: float, positions: float) -> float:
         """``_gpu_times_s`` of one step of ``tokens`` tokens in ``r`` sequences at
         ``positions``: the same operations on scalars (a search asks for one step at a time,
@@ -662,6 +624,51 @@ class StepTable:
             )
         )
         return gpu
+
+
+def run_reaching_s(
+    table: StepTable,
+    tokens: int,
+    positions: float,
+    growth: float,
+    steps: int,
+    seconds: float,
+    full_s,
+) -> tuple[int, float]:
+    """(n, ``table.run_time_s`` of n steps): the fewest of ``steps`` decode-only steps (as in
+    ``table.run_time_s``) whose run lasts ``seconds`` or more, given ``full_s``, the seconds of all
+    ``steps`` (at least ``seconds``). No step is shorter than the one before it, so n lies
+    between ``seconds`` over the n-th step's time and over the first's: two guesses from
+    those bound the search, which is then a bisection of a step or two, not of the run."""
+    run = partial(table.run_time_s, tokens, positions, growth)
+    lo, hi, span = 1, steps, full_s  # the answer lies in [lo, hi]; span: run(hi)
+    host = table.host_floor_s + table.host_sequence_s * tokens if table.host_sequence_s else 0.0
+    step = table._gpu_step_s
+    first = max(step(tokens, tokens, 1.0, positions), host)
+    if first > 0.0 and seconds > 0.0:
+        guess = math.ceil(seconds / first)  # run(guess) >= guess x first >= seconds
+        if guess < hi:
+            s = run(guess)
+            if s >= seconds:
+                hi, span = guess, s
+            else:
+                lo = guess + 1
+        longest = max(step(tokens, tokens, 1.0, positions + growth * (hi - 1)), host)
+        guess = math.ceil(seconds / longest)  # run(guess - 1) < seconds
+        if lo < guess <= hi:
+            s = run(guess - 1)
+            if s < seconds:
+                lo = guess
+            else:
+                hi, span = guess - 1, s
+    while lo < hi:
+        mid = (lo + hi) // 2
+        s = run(mid)
+        if s >= seconds:
+            hi, span = mid, s
+        else:
+            lo = mid + 1
+    return hi, span
 
 
 def captured_sizes(sizes, rank_cap: int = 0) -> list[int]:
