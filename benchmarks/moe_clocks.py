@@ -47,10 +47,10 @@ from inference_econ.model.kernel_prices import (  # noqa: E402
     LOW_LATENCY_VARIANT,
     MOE_LOW_LATENCY,
     MOE_LOW_LATENCY_MAX_TOKENS,
+    moe_table,
 )
 from inference_econ.model.machine import Machine  # noqa: E402
 from inference_econ.model.moe import EP_GRID, ROUTINGS, TOKEN_GRID, moe_format_factor  # noqa: E402
-from inference_econ.specs.kernel_tables import kernel_table  # noqa: E402
 
 GPUS = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
 #: dtype -> (bits the model charges the grouped GEMM at on a part with FP4 tensor cores, on
@@ -147,7 +147,7 @@ def balanced_tp1(t, dtype, gated=False):
 
 def rows_of(folder, gpu, before):
     """(shape, dtype, ep, band, median charge / measured, rows) of one part's table."""
-    t = kernel_table(folder, "moe")
+    t = moe_table(folder)
     for name, shape in SHAPES.items():
         h, i, experts, k = shape
         for dtype in (d for d in FORMATS if not d.endswith(LOW_LATENCY_VARIANT)):
@@ -232,7 +232,7 @@ def routing_factors():
     for family, parts in TABLES.items():
         pooled: dict = {}
         for folder, _ in parts:
-            t = kernel_table(folder, "moe")
+            t = moe_table(folder)
             tp1 = np.asarray(t["moe_tp_size"]) == 1
             calls = list(zip(*(np.asarray(t[c]).tolist() for c in CALL)))
             latency = np.asarray(t["latency_ms"], dtype=float)
@@ -372,7 +372,7 @@ def main() -> int:
 def ratios(folder, gpu, dtypes):
     """{(dtype, shape, ep, tokens): [charge / measured]} of every balanced TP-1 row of
     ``dtypes`` on the part's table, on the kernel path TensorRT-LLM runs for each format."""
-    t = kernel_table(folder, "moe")
+    t = moe_table(folder)
     out: dict = {}
     for dtype in dtypes:
         at = balanced_tp1(t, dtype) & (t["moe_ep_size"] <= t["num_experts"])

@@ -34,29 +34,29 @@ GPT_OSS = (2880, 2880, 128, 4)
 
 def test_factor_reads_the_table_at_its_grid_points(parts):
     """At a grid point the factor is the shape's cell of kernels/moe_formats.yaml: DeepSeek-V3's
-    NVFP4 experts on B200 at EP 8 and 1,024 tokens 2.056; gpt-oss's W4A16 MXFP4 on H200 at
+    NVFP4 experts on B200 at EP 8 and 1,024 tokens 2.071; gpt-oss's W4A16 MXFP4 on H200 at
     EP 1 and 16,384 tokens 1.493."""
     nvfp4 = format_grids("blackwell", "nvfp4")[DEEPSEEK]
-    assert nvfp4[EP_GRID.index(8)][TOKEN_GRID.index(1024)] == 2.056
-    assert moe_format_factor(parts["B200"], "nvfp4", DEEPSEEK, 8, 1024) == pytest.approx(2.056)
+    assert nvfp4[EP_GRID.index(8)][TOKEN_GRID.index(1024)] == 2.071
+    assert moe_format_factor(parts["B200"], "nvfp4", DEEPSEEK, 8, 1024) == pytest.approx(2.071)
     got = moe_format_factor(parts["H200"], "w4a16_mxfp4", GPT_OSS, 1, 16384)
     assert got == pytest.approx(1.493)
 
 
 def test_factor_interpolates_in_log2_and_holds_beyond_the_grid(parts):
-    """512 tokens is halfway (in log2) from 256 to 1,024: DeepSeek-V3 NVFP4 at EP 8, (2.092 +
-    2.056)/2 = 2.074; EP sqrt(32) halfway from 4 to 8 at 1,024 tokens: (1.508 + 2.056)/2 =
-    1.782; EP 256 and 65,536 tokens take the last cell, 1.481; 0 tokens the first column's,
+    """512 tokens is halfway (in log2) from 256 to 1,024: DeepSeek-V3 NVFP4 at EP 8, (2.113 +
+    2.071)/2 = 2.092; EP sqrt(32) halfway from 4 to 8 at 1,024 tokens: (1.274 + 2.071)/2 =
+    1.6725; EP 256 and 65,536 tokens take the last cell, 1.299; 0 tokens the first column's,
     2.073 (the low-latency kernel's, which TensorRT-LLM runs NVFP4 at up to 128 tokens)."""
     b200 = parts["B200"]
-    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 512) == pytest.approx(2.074)
-    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, np.sqrt(32.0), 1024) == pytest.approx(1.782)
-    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 256, 65536) == pytest.approx(1.481)
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 512) == pytest.approx(2.092)
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, np.sqrt(32.0), 1024) == pytest.approx(1.6725)
+    assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 256, 65536) == pytest.approx(1.299)
     assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 0) == pytest.approx(2.073)
     got = moe_format_factor(
         b200, "nvfp4", DEEPSEEK, np.array([8.0, 8.0]), np.array([512.0, 1024.0])
     )
-    np.testing.assert_allclose(got, [2.074, 2.056])
+    np.testing.assert_allclose(got, [2.092, 2.071])
 
 
 def test_a_shape_the_tables_lack_takes_the_nearest_measured_one():
@@ -99,15 +99,15 @@ def _model(name, gpu, bits=None, preset="achievable"):
 
 def test_engine_step_charges_the_experts_at_the_factor(monkeypatch):
     """DeepSeek-R1 at NVFP4 on 8 B200 with its experts over 8 ranks, 1,024 tokens a step: the
-    routed experts' GEMM seconds and weight reads are the factor's 2.056 times what they are
+    routed experts' GEMM seconds and weight reads are the factor's 2.071 times what they are
     without it; the dense GEMMs are unchanged."""
     model = _model("deepseek-r1", "B200", (4, 16))
     splits = [(1.0, 8.0) if g.experts <= 1 else (8.0, 1.0) for g in model.work.groups]
     part = model.engine.part(1024.0, 1.0, 8.0, 1024.0, splits, 0.0)
     monkeypatch.setattr(achievable, "moe_format_factor", lambda *args: 1.0)
     plain = model.engine.part(1024.0, 1.0, 8.0, 1024.0, splits, 0.0)
-    assert part.expert_gemm_s == pytest.approx(2.056 * plain.expert_gemm_s)
-    assert part.expert_weight_read_s == pytest.approx(2.056 * plain.expert_weight_read_s)
+    assert part.expert_gemm_s == pytest.approx(2.071 * plain.expert_gemm_s)
+    assert part.expert_weight_read_s == pytest.approx(2.071 * plain.expert_weight_read_s)
     assert part.dense_gemm_s == pytest.approx(plain.dense_gemm_s)
 
 

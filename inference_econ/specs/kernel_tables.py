@@ -36,6 +36,10 @@ KERNEL_FOLDERS = {
     "B200-HGX": "b200_sxm",
     "GB200-NVL72": "gb200",
 }
+#: Folders of parts of one architecture and one memory (B200 and GB200: SM100, 8 TB/s HBM3e),
+#: whose tables time the same kernels a few per cent apart: each reads a fused-MoE series the
+#: other times far faster from the other (``kernel_prices.moe_latency_ms``, kernels/README.md).
+SIBLING_FOLDERS = {"b200_sxm": "gb200", "gb200": "b200_sxm"}
 #: The file of the engine clock's fitted physics parameters (kernels/README.md).
 ENGINE_CLOCK_FITS = "engine_clock.yaml"
 #: The file of the fused MoE's factors for real tokens' routing (kernels/README.md).
