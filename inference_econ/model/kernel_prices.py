@@ -143,8 +143,8 @@ def _collective_rows(folder: str, variant: str, _: str):
 #: kernel otherwise, as AIConfigurator's own gate reads its tables (``operators/moe.rs`` at
 #: 095f58a: NVFP4 gated MoE at ``num_tokens <= 128`` from the ``moe_torch_flow_min_latency``
 #: grid, else from the default grid). The two differ most at many tokens, where the engine
-#: never runs the low-latency kernel (B200, 1,024-16,384 tokens: the default kernel takes a
-#: median 1.45 and a p90 2.5 times as long, and is the faster in about a sixth of the rows).
+#: never runs the low-latency kernel (B200's own rows at 1,024-16,384 tokens: the default kernel
+#: takes a median 1.45 and a p90 2.5 times as long, and is the faster in about a sixth of them).
 MOE_LOW_LATENCY = "moe_torch_flow_min_latency"
 MOE_LOW_LATENCY_MAX_TOKENS = 128
 LOW_LATENCY_VARIANT = "+low_latency"
