@@ -171,14 +171,15 @@ def moe_latency_ms(folder: str) -> np.ndarray:
     experts at EP 4: 0.49 ms against 0.27 at 384 tokens), where the engine tunes its tactic for
     the shapes it runs; the slower series is the measurement's, not the part's."""
     own = kernel_table(folder, "moe")
-    sibling = SIBLING_FOLDERS.get(folder)
-    if sibling is None:
+    try:
+        theirs = kernel_table(SIBLING_FOLDERS[folder], "moe")
+    except (KeyError, SpecError):  # no sibling, or an installation without its table
         return own["latency_ms"]
     import pandas as pd
 
     keys = [*MOE_SERIES, "num_tokens"]
     mine = pd.DataFrame({k: own[k] for k in (*keys, "latency_ms")})
-    other = pd.DataFrame({k: kernel_table(sibling, "moe")[k] for k in (*keys, "latency_ms")})
+    other = pd.DataFrame({k: theirs[k] for k in (*keys, "latency_ms")})
     both = mine.merge(other, on=keys, how="left", suffixes=("", "_sibling"))
     ratio = both["latency_ms"] / both["latency_ms_sibling"]
     usual = float(ratio.median())
