@@ -156,8 +156,9 @@ MOE_SERIES = (
     "moe_tp_size", "moe_ep_size", "distribution",
 )  # fmt: skip
 #: How much slower than its sibling's (beyond the two parts' usual ratio) a part's fused-MoE
-#: series may time before it is read from the sibling's: above the 95th percentile of every
-#: other kernel's series ratio between B200 and GB200 (1.01-1.08) and of their GEMM points' (1.14).
+#: series may time before the sibling's is read where faster: above the 95th percentile of
+#: every other kernel's series ratio between B200 and GB200 (1.01-1.08) and of their GEMM
+#: points' (1.14).
 SIBLING_TOLERANCE = 1.2
 
 
@@ -166,10 +167,11 @@ def moe_latency_ms(folder: str) -> np.ndarray:
     """The fused-MoE table's ``latency_ms`` of kernels/``folder``, a series (one kernel, format,
     shape, split and routing over its token counts) timed more than ``SIBLING_TOLERANCE`` times
     its sibling part's (``SIBLING_FOLDERS``, over the two tables' median ratio) read at the
-    faster of its own and the sibling's at that ratio, point by point. B200 and GB200 time every kernel a median 1.04 apart, but
-    TensorRT-LLM's CUTLASS fused MoE in series up to 1.9 apart either way (DeepSeek-R1's NVFP4
-    experts at EP 4: 0.49 ms against 0.27 at 384 tokens), where the engine tunes its tactic for
-    the shapes it runs; the slower series is the measurement's, not the part's."""
+    faster of its own and the sibling's at that ratio, point by point. B200 and GB200 time
+    every kernel a median 1.04 apart, but TensorRT-LLM's CUTLASS fused MoE in series up to 1.9
+    apart either way (DeepSeek-R1's NVFP4 experts at EP 4: 0.49 ms against 0.27 at 384 tokens),
+    where the engine tunes its tactic for the shapes it runs: the slower series is the
+    measurement's, not the part's."""
     own = kernel_table(folder, "moe")
     try:
         theirs = kernel_table(SIBLING_FOLDERS[folder], "moe")

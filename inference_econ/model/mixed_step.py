@@ -633,11 +633,11 @@ def run_reaching_s(
     growth: float,
     steps: int,
     seconds: float,
-    full_s,
+    full_s: float,
 ) -> tuple[int, float]:
     """(n, ``table.run_time_s`` of n steps): the fewest of ``steps`` decode-only steps (as in
-    ``table.run_time_s``) whose run lasts ``seconds`` or more, given ``full_s``, the seconds of all
-    ``steps`` (at least ``seconds``). No step is shorter than the one before it, so n lies
+    ``table.run_time_s``) whose run lasts ``seconds`` or more, given ``full_s``, the seconds of
+    all ``steps`` (at least ``seconds``). No step is shorter than the one before it, so n lies
     between ``seconds`` over the n-th step's time and over the first's: two guesses from
     those bound the search, which is then a bisection of a step or two, not of the run."""
     run = partial(table.run_time_s, tokens, positions, growth)
