@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from ..model.mixed_step import StepTable, run_reaching_s
+from ..model.mixed_step import StepTable, first_reaching, run_reaching_s
 from .speculation import DraftEngine
 
 
@@ -58,14 +58,7 @@ class DecodeRuns:
                 lo, span = run_reaching_s(tab, D, q0, growth, k, deadline, span)
                 run = partial(tab.run_time_s, D, q0, growth)
             else:
-                lo, hi = 1, k
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    seconds = run(mid)
-                    if seconds >= deadline:
-                        hi, span = mid, seconds
-                    else:
-                        lo = mid + 1
+                lo, span = first_reaching(run, deadline, 1, k, span)
             if after and lo < k:  # the steps after the one that reaches the deadline
                 lo = min(lo + after, k)
                 span = run(lo)

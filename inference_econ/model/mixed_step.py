@@ -661,6 +661,12 @@ def run_reaching_s(
                 lo = guess
             else:
                 hi, span = guess - 1, s
+    return first_reaching(run, seconds, lo, hi, span)
+
+
+def first_reaching(run, seconds: float, lo: int, hi: int, span: float) -> tuple[int, float]:
+    """(n, run(n)): the fewest steps n in [lo, hi] whose ``run(n)`` (seconds, never less for more
+    steps) reaches ``seconds``, by bisection, given ``span`` = run(hi) >= seconds."""
     while lo < hi:
         mid = (lo + hi) // 2
         s = run(mid)
