@@ -89,7 +89,7 @@ class EngineState:
         self.changes = 0
         self.sorted_at, self.sorted_bases = -1, np.empty(0)
         self.G, self.t = 0.0, 0.0
-        self.ahead, self.prepared = bool(getattr(self.table, "prepares_ahead", False)), 0.0
+        self.ahead, self.prepared = self.table.prepares_ahead, 0.0
         self.last_run: tuple = ()  # an overlap scheduler's arrivals: ``admissible_by``
         self.hold = False  # no admission after a preemption until a request finishes
         self.busy = self.prefill_s = self.flop = self.batch_s = self.peak = 0.0
