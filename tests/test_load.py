@@ -1284,6 +1284,60 @@ def test_windows_of_decode_steps_lengthen_ttft_not_throughput(llama8b):
     assert nine.output_tokens_per_s == pytest.approx(one.output_tokens_per_s, rel=0.03)
 
 
+# --- a prefill-admission cadence (§E1) --------------------------------------------------------
+@pytest.mark.parametrize(
+    ("cadence", "steps"),
+    [((0, 0), 3), ((1, 0), 3), ((2, 0), 5), ((4, 0), 4), ((6, 0), 6), ((6, 2), 3)],
+)
+def test_an_arrival_waits_for_the_admitting_call_of_the_cadence(llama8b, cadence, steps):
+    """AMD's vLLM V1 patch (``VLLM_SUBSEQUENT_DECODE_STEPS`` n, ``VLLM_MIN_REQUEST_DECODE_STEP``
+    m): waiting requests are admitted on one scheduler call in n + 1, the first request's
+    prompt step being the first of the cycle (call 0). A prompt arriving 2.5 decode steps
+    after that request's first token is admitted at the first call after its arrival whose
+    place in the cycle is 0: after decode step j >= 3 with (1 + j) a multiple of n + 1 (3, 3,
+    5, 4, 6 steps); with fewer than m requests running every call admits (3)."""
+    config = EngineConfig(prefill="separate", admission_cadence=cadence)
+    inst = build_instance(llama8b, 1, config)
+    alone = simulate(inst, Arrivals(np.zeros(1), np.array([100]), np.array([50])))
+    step = (alone.finish_s[0] - alone.first_token_s[0]) / 49  # 49 decode steps at batch 1
+    t0 = alone.first_token_s[0]
+    rec = simulate(
+        inst, Arrivals(np.array([0.0, t0 + 2.5 * step]), np.full(2, 100), np.full(2, 50))
+    )
+    assert rec.first_token_s[0] == t0
+    start = rec.first_token_s[1] - prefill(llama8b, 1, 100).latency_s  # its prompt's step alone
+    assert (start - t0) / step == pytest.approx(steps, abs=0.01)
+    # an engine with nothing to do runs its empty calls to the admitting one at once
+    idle = simulate(inst, Arrivals(np.array([5.0]), np.array([100]), np.array([50])))
+    assert idle.first_token_s[0] - 5.0 == pytest.approx(t0, rel=1e-12)
+
+
+def test_an_admission_cadence_lengthens_ttft_and_refuses_what_it_cannot_read(llama8b):
+    """The same Poisson load with prompts admitted on every 7th call (the Llama 2 70B
+    Interactive configuration of AMD's MLPerf v6.0 harness): an arrival waits for the
+    admitting call, so the mean TTFT grows by more than one decode step and less than seven,
+    while the output rate stays within 3 %; a cadence that is not two whole numbers >= 0 is
+    one error naming the field."""
+    traffic = make_traffic(20, "500", "200", requests=3000, seed=2)
+    one, seventh = (
+        simulate_deployment(
+            llama8b,
+            Deployment(1),
+            traffic,
+            config=EngineConfig(max_batch_requests=512, admission_cadence=cadence),
+        )
+        for cadence in ((0, 0), (6, 0))
+    )
+    extra = (seventh.ttft_s.mean - one.ttft_s.mean) / one.tpot_s.mean
+    assert 1 < extra < 7
+    assert seventh.output_tokens_per_s == pytest.approx(one.output_tokens_per_s, rel=0.03)
+    for bad in ((6,), (6, -1), (6.0, 0), [6, 0], (True, 0)):
+        with pytest.raises(SpecError, match="admission_cadence"):
+            EngineConfig(admission_cadence=bad)
+    text = EngineConfig(admission_cadence=(2, 1216)).describe()
+    assert text.endswith("prompts admitted every 3rd schedule while 1,216 or more requests run")
+
+
 def test_cli_scheduler_steps_lengthen_ttft_and_are_stated():
     """``--scheduler-steps 9`` (multi-step scheduling) on the same load: the mean TTFT grows by
     more than two decode steps, the output rate stays within 1 %, the run's metadata states the

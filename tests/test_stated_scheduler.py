@@ -136,3 +136,63 @@ def test_unchunked_prompts_as_stated_are_the_engines_own_unchunked_mode(tmp_path
     assert (old.config.prefill, old.config.scheduler_steps) == ("separate", 4)
     assert (new.config.prefill, new.config.scheduler_steps) == ("whole", 4)
     assert ", whole prompts as stated, 4 decode steps per schedule as stated" in new.label
+
+
+def test_an_admission_cadence_is_read_as_the_harness_configuration_writes_it():
+    """AMD's vLLM scheduler patch as a v6.0 harness configuration sets it
+    (``VLLM_SUBSEQUENT_DECODE_STEPS: 6`` in ``vllm_env_config``), in the cell or the notes;
+    the floor alone is a cadence of none; a value not read, or two for one scenario, is the
+    row's reason."""
+    assert sem.cadence_of("VLLM_SUBSEQUENT_DECODE_STEPS: 6", "interactive") == (6, 0)
+    assert sem.cadence_of(
+        "max batch 2048",
+        "server",
+        "VLLM_SUBSEQUENT_DECODE_STEPS 2, VLLM_MIN_REQUEST_DECODE_STEP 1216",
+    ) == (2, 1216)
+    assert sem.cadence_of("VLLM_MIN_REQUEST_DECODE_STEP=256", "offline") == (0, 256)
+    assert sem.cadence_of("max batch 4096; max_num_batched_tokens 8192", "server") is None
+    for bad in ("six", "1.5", "-1", "", "2000000"):
+        with pytest.raises(SpecError, match=r"VLLM_SUBSEQUENT_DECODE_STEPS .* is not read"):
+            sem.cadence_of(f"VLLM_SUBSEQUENT_DECODE_STEPS {bad}", "server", "", "f.csv:2")
+    with pytest.raises(SpecError, match="states VLLM_MIN_REQUEST_DECODE_STEP twice, differently"):
+        sem.cadence_of("VLLM_MIN_REQUEST_DECODE_STEP 1, VLLM_MIN_REQUEST_DECODE_STEP 8", "server")
+
+
+def test_amds_v6_prompt_pacing_as_stated_moves_the_first_token_to_the_measured_one(tmp_path):
+    """AMD's MLPerf v6.0 Llama 2 70B Interactive run on 8 MI355X (GigaComputing's, mean TTFT
+    242.7 ms) runs vLLM 0.14 with ``VLLM_SUBSEQUENT_DECODE_STEPS: 6`` (closed/GigaComputing/src/
+    llama2-70b-99.9/interactive_MI355X.yaml, gbeezybez/inference_results_v6.0): waiting prompts
+    are admitted on one scheduler call in seven. As the shipped row states it, the predicted
+    mean TTFT is within 35 % of the measured; with the cadence left out (vLLM admitting on
+    every call) it is under two thirds of it."""
+    with open(NEWER, newline="") as f:
+        records = [
+            r
+            for r in csv.DictReader(f)
+            if "closed/GigaComputing/results/8xMI355X" in r["source"]
+            and "llama2-70b-99.9/Interactive" in r["source"]
+            and r["metric"] == "mean_TTFT"
+        ]
+    assert len(records) == 1
+    stated = records[0]
+    said = "; VLLM_SUBSEQUENT_DECODE_STEPS 6 ("
+    assert said in stated["batch_or_concurrency"] and "vLLM 0.14 (" in stated["notes"]
+    unstated = dict(stated, batch_or_concurrency=stated["batch_or_concurrency"].split(said)[0])
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(stated), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows([stated, unstated])
+    path = tmp_path / "mi355x.csv"
+    path.write_text(out.getvalue())
+    paced, every = load_measured(path)
+    assert (paced.admission_cadence, every.admission_cadence) == ((6, 0), None)
+    run = predicting.row_engine(paced, predicting.preset("achievable"))
+    assert run.config.admission_cadence == (6, 0) and run.config.prefill == "chunked"
+    assert "prompts admitted every 7th schedule as stated" in run.label
+    table = comparison.compare(path, "achievable").table
+    assert list(table.status) == ["ok", "ok"], list(table.status)
+    measured = table.measured.iloc[0]
+    assert measured == pytest.approx(242.739)
+    as_stated, as_vllm = table.predicted.iloc[0], table.predicted.iloc[1]
+    assert abs(as_stated / measured - 1) < 0.35, as_stated
+    assert as_vllm < measured * 2 / 3, as_vllm

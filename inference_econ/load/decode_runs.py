@@ -35,12 +35,16 @@ class DecodeRuns:
             raise RuntimeError("a speculative cycle on an instance without a draft")
         return self.draft
 
-    def closed(self, D: int, k: int, deadline, c, q0: float, growth: float, cap, held, s0, after=0):
+    def closed(
+        self, D: int, k: int, deadline, c, q0: float, growth: float, cap, held, s0, after=0,
+        cycle=None,
+    ):  # fmt: skip
         """A run of at most ``k`` steps of ``D`` requests in closed form: the positions start
         at ``q0`` and grow by ``growth`` every step, below the capacity ``cap`` less the
         positions ``held`` outside the decoding contexts; ``deadline``: the seconds by which
-        the run ends at the first step to reach them, and ``after`` steps more (None: none);
-        ``s0``: the contexts' sum (a draft's positions)."""
+        the run ends at the first step to reach them, and ``after`` steps more (None: none),
+        then on to the next admitting call of an admission ``cycle`` (``steps_on``); ``s0``:
+        the contexts' sum (a draft's positions)."""
         fits = int((cap - held - q0) // growth)
         if fits < k:  # min(k, fits)
             k = fits
@@ -59,8 +63,9 @@ class DecodeRuns:
                 run = partial(tab.run_time_s, D, q0, growth)
             else:
                 lo, span = first_reaching(run, deadline, 1, k, span)
-            if after and lo < k:  # the steps after the one that reaches the deadline
-                lo = min(lo + after, k)
+            more = steps_on(lo, after, cycle)
+            if more and lo < k:  # the steps after the one that reaches the deadline
+                lo = min(lo + more, k)
                 span = run(lo)
             k = lo
         attended = k * q0 + growth * k * (k - 1) / 2.0
@@ -70,7 +75,9 @@ class DecodeRuns:
             flop = self.flop(D, k, attended, c)
         return k, span, attended, q0 + growth * k, flop
 
-    def arrays(self, D: int, q: np.ndarray, deadline, c, cap, held, sum_base, G, after=0):
+    def arrays(
+        self, D: int, q: np.ndarray, deadline, c, cap, held, sum_base, G, after=0, cycle=None
+    ):
         """The same for models with sliding windows, one array element per step: ``q`` the
         decoding requests' positions at the start of each step and after the last, ``sum_base``
         and ``G`` their contexts (each a base plus ``G``)."""
@@ -89,7 +96,8 @@ class DecodeRuns:
                 times = times + count * d.table.times_s(D * tokens, qd, D, tokens)
         cum = np.cumsum(times)
         if deadline is not None:
-            k = min(k, int(np.searchsorted(cum, deadline)) + 1 + after)
+            lo = int(np.searchsorted(cum, deadline)) + 1
+            k = min(k, lo + steps_on(lo, after, cycle))
         attended = float(q[:k].sum())
         return k, float(cum[k - 1]), attended, float(q[k]), self.flop(D, k, attended, c)
 
@@ -107,3 +115,13 @@ class DecodeRuns:
                 k * d.table.flop[D * tokens] + d.table.attention_flop * tokens * ratio * attended
             )
         return flop
+
+
+def steps_on(lo: int, after: int, cycle: tuple[int, int] | None) -> int:
+    """The steps a run goes on after its ``lo``-th, the first to reach its deadline (an
+    arrival): ``after`` (an overlap scheduler's step after next), and then, under an admission
+    ``cycle`` (the run's first scheduler call in it, its length), to the next call that admits
+    (``EngineConfig.admission_cadence``)."""
+    if cycle is None:
+        return after
+    return after + (-(cycle[0] + lo + after)) % cycle[1]

@@ -74,6 +74,12 @@ class EngineConfig:
     #: "multi-step scheduling"): requests are admitted and prompts scheduled only between
     #: windows of this many decode steps, so an arrival waits for its window to end (§E1).
     scheduler_steps: int = 1
+    #: A prefill-admission cadence (AMD's vLLM V1 scheduler patch of MLPerf v6.0, the
+    #: variables ``VLLM_SUBSEQUENT_DECODE_STEPS`` and ``VLLM_MIN_REQUEST_DECODE_STEP``): waiting
+    #: requests are admitted on one scheduler call in ``admission_cadence[0] + 1`` only, while
+    #: at least ``admission_cadence[1]`` requests run; the calls between schedule the running
+    #: requests alone (§E1). (0, 0): every call admits, as vLLM does.
+    admission_cadence: tuple[int, int] = (0, 0)
     #: Whether the limits hold per data-parallel attention rank (``on_layout``); None: as the
     #: engine profile's family has them (``specs.engine.LIMITS_PER_ATTENTION_RANK``), False
     #: for limits already stated per instance (the replay's, ``predicting.for_layout``).
@@ -112,6 +118,20 @@ class EngineConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise SpecError("argument", name, f"is {value!r}", "expected a whole number >= 1")
+        given = self.admission_cadence
+        if (
+            not isinstance(given, tuple)
+            or len(given) != 2
+            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in given)
+            or min(given) < 0
+        ):
+            raise SpecError(
+                "argument",
+                "admission_cadence",
+                f"is {short(given)}",
+                "(decode-only calls between admitting calls >= 0, requests below which every "
+                "call admits >= 0), or (0, 0) for admission on every call",
+            )
         if self.adp_balancing is not None:
             pair = isinstance(self.adp_balancing, (tuple, list))
             given = tuple(self.adp_balancing) if pair else ()
@@ -204,12 +224,23 @@ class EngineConfig:
             + ("" if self.prefix_caching else ", no prefix cache")
             + "".join(f", {t.describe()}" for t in self.kv_tiers)
             + (f", {self.scheduler_steps} steps per schedule" if self.scheduler_steps > 1 else "")
+            + (f", {cadence_text(self.admission_cadence)}" if self.admission_cadence[0] else "")
             + (
                 f", decode steps padded to CUDA graphs of up to {max(self.graph_batch_sizes)}"
                 if self.graph_batch_sizes
                 else ""
             )
         )
+
+
+def cadence_text(cadence: tuple[int, int]) -> str:
+    """Such as "prompts admitted every 7th schedule while 1,216 or more requests run"."""
+    period, floor = cadence[0] + 1, cadence[1]
+    last = {1: "st", 2: "nd", 3: "rd"}.get(period % 10, "th") if period % 100 // 10 != 1 else "th"
+    nth = f"{period}{last}"
+    return f"prompts admitted every {nth} schedule" + (
+        f" while {floor:,} or more requests run" if floor else ""
+    )
 
 
 #: vLLM-like defaults: 256 requests, 2,048 tokens per step.

@@ -53,6 +53,7 @@ class EngineState:
         "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks", "last_run",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
         "spec_steps", "decode_steps", "trace", "peak_batch", "end_of", "ahead", "prepared",
+        "cadence", "cadence_floor", "tick",
     )
     # fmt: on
     #: What finishing requests frees of the admission policy's promises (``scheduling``'s
@@ -72,6 +73,10 @@ class EngineState:
         #: multi-step scheduling (``EngineConfig.scheduler_steps``): decode steps per
         #: scheduler call, and those taken of the current window (0: at a scheduling point)
         self.window, self.phase = int(self.cfg.scheduler_steps), 0
+        #: a prefill-admission cadence (``EngineConfig.admission_cadence``): calls per admitting
+        #: one (0: each admits), the requests below which each does, the next call's place
+        gap, self.cadence_floor = self.cfg.admission_cadence
+        self.cadence, self.tick = (gap + 1 if gap else 0), 0
         self.admitted = 0
         self.waiting: deque[int] = deque()
         self.prefilling: list[list] = []  # [request, tokens done, tokens to prefill]
@@ -237,7 +242,7 @@ class EngineState:
             if self.ranks is not None:
                 self.ranks.leave(i, False)
             self.finished(i)
-            self.count_done(1, i)
+            count_done(self, 1, i)
             return
         if self.ranks is not None:
             self.ranks.decoding(i)
@@ -283,7 +288,7 @@ class EngineState:
                 if ranks is not None:
                     ranks.leave(i, False)
                 self.finished(i)
-                self.count_done(1, i)
+                count_done(self, 1, i)
                 continue
             if ranks is not None:
                 ranks.decoding(i)
@@ -328,30 +333,6 @@ class EngineState:
                 nodes += self.cache.insert(((key, int(r.n_out[i])),), nodes[-1], self.t)
             self.cache.release(nodes, self.t)
 
-    def count_done(self, count: int, i: int) -> None:
-        """``count`` more requests are done, ``i`` the last: a closed loop's client sends its
-        next one, a session's next turn is sent after its think time, progress is reported."""
-        r = self.req
-        r.done += count
-        if self.clients is not None:  # each finished request's client sends its next one now
-            for _ in range(count):
-                if self.released < len(self.order):
-                    self.arr[self.released] = self.t
-                    r.sent[self.order[self.released]] = self.t
-                    self.released += 1
-        if r.sharing is not None:
-            nxt = int(r.sharing.follows[i])
-            if nxt >= 0:  # the session's next turn, a think time after this answer
-                at = self.t + float(r.sharing.think_s[nxt])
-                r.sent[nxt] = at
-                if self.on_finish is not None:
-                    self.on_finish(nxt, at)
-                else:
-                    self.push(nxt, at)
-        if self.progress is not None and r.done >= self.next_report:
-            self.progress(r.done, r.n)
-            self.next_report += max(1, r.n // 10)
-
     def complete(self) -> None:
         """Requests whose last token came out of the step just taken."""
         ends, by_end, running, r = self.ends, self.by_end, self.running, self.req
@@ -389,7 +370,7 @@ class EngineState:
                 r.done += len(done)  # ``count_done`` has nothing else to do
             else:
                 for i in done:
-                    self.count_done(1, i)
+                    count_done(self, 1, i)
 
     def close(self) -> None:
         """Drop what refers back to this engine (its admission policy, the prefix cache's
@@ -430,6 +411,8 @@ class EngineState:
             self.peak = peak
         self.prefill_s += dt - alone
         self.steps += 1
+        if self.cadence:
+            self.tick = (self.tick + 1) % self.cadence
         ends = self.ends
         if not separate and ends and ends[0] <= G + EPS:  # ``complete``'s first test
             self.complete()
@@ -437,6 +420,50 @@ class EngineState:
         self.phase = 0  # a step with prompt tokens is a scheduler call of its own
         if cache is not None:
             self.trim()
+
+
+def count_done(e: EngineState, count: int, i: int) -> None:
+    """``count`` more requests of engine ``e`` are done, ``i`` the last: a closed loop's
+    client sends its next one, a session's next turn is sent after its think time, progress
+    is reported."""
+    r = e.req
+    r.done += count
+    if e.clients is not None:  # each finished request's client sends its next one now
+        for _ in range(count):
+            if e.released < len(e.order):
+                e.arr[e.released] = e.t
+                r.sent[e.order[e.released]] = e.t
+                e.released += 1
+    if r.sharing is not None:
+        nxt = int(r.sharing.follows[i])
+        if nxt >= 0:  # the session's next turn, a think time after this answer
+            at = e.t + float(r.sharing.think_s[nxt])
+            r.sent[nxt] = at
+            if e.on_finish is not None:
+                e.on_finish(nxt, at)
+            else:
+                e.push(nxt, at)
+    if e.progress is not None and r.done >= e.next_report:
+        e.progress(r.done, r.n)
+        e.next_report += max(1, r.n // 10)
+
+
+def admits_now(e: EngineState) -> bool:
+    """Whether this scheduler call admits waiting requests under the engine's cadence
+    (``EngineConfig.admission_cadence``): its admitting call, or fewer requests running than
+    the cadence's floor; every call without one."""
+    return not e.tick or len(e.running) + len(e.prefilling) < e.cadence_floor
+
+
+def cadence_cut(e: EngineState, k: int, deadline) -> tuple[int, tuple[int, int] | None]:
+    """(steps, cycle) of a run of at most ``k`` decode steps where the engine's cadence holds
+    admission back (``admits_now``): with requests waiting, it ends before the admitting call;
+    cut by an arrival (a ``deadline``), it goes on to that call (the cycle, ``steps_on``)."""
+    if not e.cadence or len(e.running) + len(e.prefilling) < e.cadence_floor:
+        return k, None
+    if e.waiting:
+        return min(k, e.cadence - e.tick), None
+    return k, (None if deadline is None else (e.tick, e.cadence))
 
 
 def admissible_by(e: EngineState) -> float:

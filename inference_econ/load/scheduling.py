@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from .engine_state import EPS, EngineState
+from .engine_state import EPS, EngineState, count_done
 from .prefix_cache import Node
 from .records import prompts_sharing
 
@@ -67,7 +67,7 @@ class Admission:
             i = waiting[0]
             if rejected[i]:
                 waiting.popleft()
-                e.count_done(1, i)
+                count_done(e, 1, i)
                 continue
             if len(running) + len(prefilling) >= limit:
                 return
@@ -211,7 +211,7 @@ class PlainNoEvict(NoEvict):
         while waiting:
             i = waiting.popleft()
             if rejected[i]:
-                e.count_done(1, i)
+                count_done(e, 1, i)
                 continue
             peak = full[i]
             if batch >= limit or committed + peak > cap:

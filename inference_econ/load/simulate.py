@@ -54,7 +54,7 @@ from ..specs.collector import gc_paused
 from .arrivals import Arrivals
 from .decode_runs import DecodeRuns
 from .engine import Instance
-from .engine_state import EPS, EngineState, admissible_by
+from .engine_state import EPS, EngineState, admissible_by, admits_now, cadence_cut
 from .records import Requests, RunRecord, record
 from .scheduling import PREFILL, admission
 from .timeline import RECORDING
@@ -149,6 +149,8 @@ class _Engine(EngineState):
             self.next_arrival = j
         if self.phase and not running and not prefilling:
             self.phase = 0  # an idle engine schedules at once
+        if self.tick and not running and not prefilling:
+            self.tick = 0  # an idle engine's empty calls reach its admitting one at once
         if self.phase:
             pass  # inside a window of decode steps: nothing is scheduled until it ends
         elif self.hold and (running or prefilling):
@@ -158,7 +160,8 @@ class _Engine(EngineState):
         else:
             if self.hold:
                 self.hold = False  # every request was preempted: start again
-            if waiting or self.cache is not None:
+            held_back = self.cadence and waiting and not admits_now(self)
+            if (waiting or self.cache is not None) and not held_back:
                 self.admission.admit()
         D = len(running)
         if D == 0 and not prefilling:
@@ -413,16 +416,21 @@ class _Engine(EngineState):
                 late_by = 1
         else:
             deadline = None
+        cycle = None  # an admission cadence's (the run's first call in it, its length)
+        if self.cadence and window <= 1:
+            k, cycle = cadence_cut(self, k, deadline)
         held = self.reserved if self.cache is None else self.held()  # held(), without a cache
         sum_base, G = self.sum_base, self.G
         if self.windowed:
             q = self.decode_positions(E * np.arange(min(k, RUN_STEPS) + 1))
-            run = self.runs.arrays(D, q, deadline, c, self.cap, held, sum_base, G, late_by)
+            run = self.runs.arrays(D, q, deadline, c, self.cap, held, sum_base, G, late_by, cycle)
         else:
             q0 = self.layers * (sum_base + D * G)
             growth = self.layers * D * E
             s0 = sum_base + D * G
-            run = self.runs.closed(D, k, deadline, c, q0, growth, self.cap, held, s0, late_by)
+            run = self.runs.closed(
+                D, k, deadline, c, q0, growth, self.cap, held, s0, late_by, cycle
+            )
         k, span, _, after, flop = run
         if k == 0:
             self.admission.preempt()
@@ -445,6 +453,8 @@ class _Engine(EngineState):
         self.spec_steps += k if c is not None else 0
         if window > 1:
             self.phase = (self.phase + k) % window
+        if self.cadence:
+            self.tick = (self.tick + k) % self.cadence
         peak = (after + held) / self.cap
         if peak > self.peak:  # max(self.peak, peak)
             self.peak = peak

@@ -138,6 +138,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.kv_cache_fraction,
         r.scheduler_steps,
         r.chunked_prefill,
+        r.admission_cadence,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),

@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import InfeasibleError, SpecError
-from ..load.engine import EngineConfig, trtllm_graph_sizes
+from ..load.engine import EngineConfig, cadence_text, trtllm_graph_sizes
 from ..model.assumptions import Assumptions, preset
 from ..model.latency import StepModel, prefill_step_model, stated_experts
 from ..model.mixed_step import EngineLayout
@@ -236,6 +236,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         harness.admission,
         harness.prefill,
         scheduler_steps=harness.steps,
+        admission_cadence=harness.cadence,
         per_attention_rank=False,
         rank_scheduling=True,
         router=harness.router,
@@ -276,6 +277,8 @@ class _Harness:
     exposed: float | None
     memory: tuple[tuple[str, float], ...] = ()
     router: RouterPolicy = "random"
+    #: the prefill-admission cadence the row states (``EngineConfig.admission_cadence``)
+    cadence: tuple[int, int] = (0, 0)
 
 
 def _harness_of(prof: EngineProfile, row: MeasuredRow, version) -> _Harness:
@@ -300,7 +303,8 @@ def _harness_of(prof: EngineProfile, row: MeasuredRow, version) -> _Harness:
     exposed = prof.harness_host_overhead_exposed(harness, *key)
     memory = tuple(prof.harness_memory(harness, *key).items())
     router = prof.harness_router(harness, *key)
-    return _Harness(harness, admission, prefill, steps, balancing, exposed, memory, router)
+    cadence = row.admission_cadence or (0, 0)
+    return _Harness(harness, admission, prefill, steps, balancing, exposed, memory, router, cadence)
 
 
 def _as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
@@ -341,7 +345,10 @@ def _engine_label(
     steps = f", {harness.steps} decode steps per schedule" if harness.steps > 1 else ""
     if row.scheduler_steps is not None:
         steps = f", {harness.steps} decode step{'s' if harness.steps > 1 else ''} per schedule as stated"
-    if not harness.name and (row.chunked_prefill is not None or row.scheduler_steps is not None):
+    if row.admission_cadence is not None and harness.cadence[0]:
+        steps += f", {cadence_text(harness.cadence)} as stated"
+    stated = (row.chunked_prefill, row.scheduler_steps, row.admission_cadence)
+    if not harness.name and any(v is not None for v in stated):
         label += (f", {prompts}" if row.chunked_prefill is not None else "") + steps
     if unknown:
         label += ", host overheads charged"

@@ -115,6 +115,9 @@ class MeasuredRow:
     #: harness's or the engine's own.
     scheduler_steps: int | None = None
     chunked_prefill: bool | None = None
+    #: The prefill-admission cadence the row states its engine ran with (AMD's vLLM patch,
+    #: ``semantics.cadence_of``, ``EngineConfig.admission_cadence``); None: none stated.
+    admission_cadence: tuple[int, int] | None = None
     limits: tuple[float, float] | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
@@ -516,6 +519,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     prefill_layout = layouts.prefill_pool_of(rec, context, where) if disaggregated else None
     cap, budget, kv_fraction, fused = _stated_engine(rec, scenario, cap, decode_text, where)
     steps, chunked = sem.scheduler_of(rec.get("batch_or_concurrency"), scenario, context, where)
+    cadence = sem.cadence_of(rec.get("batch_or_concurrency"), scenario, context, where)
     layout = (
         layouts.layout_of(decode_text, serving, where)
         if decode_text
@@ -539,6 +543,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         kv_cache_fraction=kv_fraction,
         scheduler_steps=steps,
         chunked_prefill=chunked,
+        admission_cadence=cadence,
         engine=engine.name,
         engine_version=engine.version,
         engine_branch=engine.branch,

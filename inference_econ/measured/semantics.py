@@ -615,6 +615,55 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
     return steps, chunked
 
 
+#: AMD's vLLM V1 scheduler patch of MLPerf v6.0 (closed/AMD/setup/*/patches/*vllm*.patch,
+#: ``vllm/v1/core/sched/scheduler.py``): decode-only scheduler calls between those that admit
+#: waiting requests, and the running requests below which every call admits, as the harness
+#: configuration's ``vllm_env_config`` sets them ("VLLM_SUBSEQUENT_DECODE_STEPS: 6").
+_CADENCE = {
+    "VLLM_SUBSEQUENT_DECODE_STEPS": re.compile(
+        r"VLLM_SUBSEQUENT_DECODE_STEPS['\"]?\s*[:=]?\s*['\"]?([^\s;,)'\"|]*)"
+    ),
+    "VLLM_MIN_REQUEST_DECODE_STEP": re.compile(
+        r"VLLM_MIN_REQUEST_DECODE_STEP['\"]?\s*[:=]?\s*['\"]?([^\s;,)'\"|]*)"
+    ),
+}
+#: The most decode-only calls, or requests, a cadence is read with (a larger value is a typo).
+CADENCE_MOST = 1_000_000
+
+
+def cadence_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple | None:
+    """(decode-only calls between admitting ones, requests below which every call admits) a
+    row states its engine ran with (``_CADENCE``, ``EngineConfig.admission_cadence``), in
+    ``batch_or_concurrency`` or else the notes (the row's scenario part); None where it states
+    neither. A value that is not a whole number, or two values for one scenario, is the row's
+    ``SpecError``."""
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        part = scenario_part(cell, scenario).text
+        values = []
+        for name, pattern in _CADENCE.items():
+            found = set()
+            for m in pattern.finditer(part):
+                if not re.fullmatch(r"\d+", m.group(1)) or int(m.group(1)) > CADENCE_MOST:
+                    raise SpecError(
+                        where,
+                        field,
+                        f"{name} {m.group(1) or '(no value)'!r} is not read",
+                        f"give a whole number from 0 to {CADENCE_MOST:,}",
+                    )
+                found.add(int(m.group(1)))
+            if len(found) > 1:
+                raise SpecError(
+                    where,
+                    field,
+                    f"states {name} twice, differently, for the {scenario} scenario",
+                    "state it once for each scenario",
+                )
+            values.append(found.pop() if found else None)
+        if values != [None, None]:
+            return tuple(v or 0 for v in values)
+    return None
+
+
 #: Engines whose batch cap counts the requests of one attention data-parallel rank, not of the
 #: whole instance (the engine's own rule, with its sources: ``specs.engine``).
 CAP_PER_ATTENTION_RANK = LIMITS_PER_ATTENTION_RANK
