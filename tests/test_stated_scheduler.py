@@ -189,6 +189,10 @@ def test_amds_v6_prompt_pacing_as_stated_moves_the_first_token_to_the_measured_o
     run = predicting.row_engine(paced, predicting.preset("achievable"))
     assert run.config.admission_cadence == (6, 0) and run.config.prefill == "chunked"
     assert "prompts admitted every 7th schedule as stated" in run.label
+    # its configuration's ``async_scheduling: True``: the host work overlapped with the GPU
+    assert paced.async_scheduling is True and every.async_scheduling is None
+    assert run.profile is not None and run.profile.host_overhead_exposed == 0.0
+    assert ", async scheduling as stated" in run.label
     table = comparison.compare(path, "achievable").table
     assert list(table.status) == ["ok", "ok"], list(table.status)
     measured = table.measured.iloc[0]
@@ -196,3 +200,39 @@ def test_amds_v6_prompt_pacing_as_stated_moves_the_first_token_to_the_measured_o
     as_stated, as_vllm = table.predicted.iloc[0], table.predicted.iloc[1]
     assert abs(as_stated / measured - 1) < 0.35, as_stated
     assert as_vllm < measured * 2 / 3, as_vllm
+
+
+def test_async_scheduling_is_read_and_is_vllms_alone(tmp_path):
+    """vLLM's ``async_scheduling`` as a configuration or a command line writes it: on, the
+    engine's host work overlaps the GPU's (``host_overhead_exposed`` 0, §F5), off it waits;
+    stated for another engine it is the row's reason, not a silent change."""
+    assert sem.async_of("async_scheduling: True", "server") is True
+    assert sem.async_of("", "offline", "--async-scheduling --max-num-seqs 256") is True
+    assert sem.async_of("--no-async-scheduling", "server") is False
+    assert sem.async_of("max batch 256", "server") is None
+    with pytest.raises(SpecError, match=r"async_scheduling 'sometimes' is not read \(give True"):
+        sem.async_of("async_scheduling: sometimes", "server", "", "f.csv:2")
+    with pytest.raises(SpecError, match="states async_scheduling twice, differently"):
+        sem.async_of("async_scheduling True; --no-async-scheduling", "server")
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    row = (
+        "s,Llama-3.1-8B,BF16,H100 SXM,1,TP1,max batch 256; async_scheduling {on},1000,200,"
+        "throughput_total,3000,output tok/s,{engine} offline"
+    )
+    path = tmp_path / "a.csv"
+    lines = [
+        row.format(on=on, engine=e) for on, e in (("True", "vLLM 0.10"), ("False", "vLLM 0.10"))
+    ]
+    path.write_text(
+        "\n".join([head, *lines, row.format(on="True", engine="TensorRT-LLM 1.0")]) + "\n"
+    )
+    on, off, trt = load_measured(path)
+    base = predicting.preset("achievable")
+    fast, slow = predicting.row_engine(on, base), predicting.row_engine(off, base)
+    assert fast.profile.host_overhead_exposed == 0.0 and slow.profile.host_overhead_exposed == 1.0
+    assert ", no async scheduling as stated" in slow.label
+    refused = predicting.row_engine(trt, base)
+    assert isinstance(refused, str) and "states async_scheduling, vLLM's" in refused

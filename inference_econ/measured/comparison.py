@@ -139,6 +139,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.scheduler_steps,
         r.chunked_prefill,
         r.admission_cadence,
+        r.async_scheduling,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),

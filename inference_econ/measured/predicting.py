@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import InfeasibleError, SpecError
-from ..load.engine import EngineConfig, cadence_text, trtllm_graph_sizes
+from ..load.engine import EngineConfig, trtllm_graph_sizes
 from ..model.assumptions import Assumptions, preset
 from ..model.latency import StepModel, prefill_step_model, stated_experts
 from ..model.mixed_step import EngineLayout
@@ -38,7 +38,6 @@ from ..serving.setting import Setting
 from ..specs.engine import (
     RUNTIME_UNKNOWN_HOST_OVERHEAD_EXPOSED,
     EngineProfile,
-    RouterPolicy,
     select_engine,
     split_engine,
 )
@@ -60,6 +59,7 @@ from .closed_forms import (
     requests_held,
 )
 from .reading import MeasuredRow
+from .row_harness import as_stated, engine_label, harness_of
 
 #: Scenarios an engine runs as offline work (vLLM's LLM class defaults); the rest are served.
 OFFLINE_SCENARIOS = ("offline", "static")
@@ -211,7 +211,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     batch, budget = prof.scheduler_limits(row.gpu, offline)
     if row.token_budget:  # the budget the row ran with (the ideal engine tunes its own)
         budget = int(row.token_budget)
-    harness = _harness_of(prof, row, version)
+    harness = harness_of(prof, row, version)
     # the host work a step waits for depends on the runtime (§F5): a harness names the one it
     # runs the model on; a row stating no version (nor an engine given) runs one not known,
     # whose host work is charged as by an engine that waits for it
@@ -225,7 +225,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         unknown = False
     if harness.memory:  # the memory the harness's runtime sets aside (§F8)
         prof = prof.with_terms(**dict(harness.memory))
-    prof = _as_stated(prof, row)
+    prof = as_stated(prof, row)
     if isinstance(prof, str):
         return prof
     # per instance: ``for_layout`` spreads it over attention ranks itself; with attention DP
@@ -244,7 +244,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         graph_batch_sizes=row.graph_batch_sizes if prof.family == "trtllm" else (),
     )
     named = bool(version or engine is not None)
-    label = _engine_label(prof.name, row, named, budget, unknown, harness, exposed)
+    label = engine_label(prof.name, row, named, budget, unknown, harness, exposed)
     if row.bench_limits and prof.family == "trtllm":
         label += f", {TOOL_LIMITS}"
     if config.graph_batch_sizes:
@@ -259,115 +259,6 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     if tables:
         label += ", each operation priced from the measured kernel tables"
     return RowEngine(prof, config, label, tables)
-
-
-@dataclass(frozen=True)
-class _Harness:
-    """How a row's benchmark harness runs its engine: the harness (None: none applies, the
-    engine's own defaults), its admission and prefill policies, its decode steps per schedule,
-    its attention-DP balancing, the host overhead a step exposes (None: the profile's), the
-    memory terms its runtime sets (empty: the profile's) and how it sends the queries to the
-    engine's instances."""
-
-    name: str | None
-    admission: str
-    prefill: str
-    steps: int
-    balancing: tuple | None
-    exposed: float | None
-    memory: tuple[tuple[str, float], ...] = ()
-    router: RouterPolicy = "random"
-    #: the prefill-admission cadence the row states (``EngineConfig.admission_cadence``)
-    cadence: tuple[int, int] = (0, 0)
-
-
-def _harness_of(prof: EngineProfile, row: MeasuredRow, version) -> _Harness:
-    """The harness a row's engine runs under: an MLPerf row runs the engine under the
-    benchmark's harness, with its scheduler flags; any other row under the engine's own."""
-    model = row.arch.name if row.arch is not None else None
-    key = (version, model, row.scenario, row.benchmark_round)
-    mlperf = row.benchmark and prof.harness_applies("mlperf", *key)
-    harness = "mlperf" if mlperf else None
-    admission, prefill = prof.scheduler_policy(harness, *key)
-    steps = prof.harness_scheduler_steps(harness, *key)
-    # what the row states its engine ran with (§F9) over what the harness or engine sets:
-    # chunked prompts, or the engine's own unchunked mode (its profile's, else whole prompts)
-    if row.chunked_prefill is not None:
-        unchunked = prof.prefill if prof.prefill != "chunked" else "whole"
-        prefill = (
-            "chunked" if row.chunked_prefill else (prefill if prefill != "chunked" else unchunked)
-        )
-    if row.scheduler_steps is not None:
-        steps = row.scheduler_steps
-    balancing = prof.harness_adp_balancing(harness, *key)
-    exposed = prof.harness_host_overhead_exposed(harness, *key)
-    memory = tuple(prof.harness_memory(harness, *key).items())
-    router = prof.harness_router(harness, *key)
-    cadence = row.admission_cadence or (0, 0)
-    return _Harness(harness, admission, prefill, steps, balancing, exposed, memory, router, cadence)
-
-
-def _as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
-    """The profile with the terms a row states its engine was built and run with (GEMM and
-    all-reduce fused, §F6; the KV cache's share of the free memory, §F8), or the status saying
-    the engine cannot run as stated."""
-    if row.fused_allreduce:  # as the row states its engine was built (§F6)
-        prof = prof.with_terms(gemm_allreduce_overlap=1.0)
-    if row.kv_cache_fraction is not None:  # as the row states its engine was run (§F8)
-        if prof.kv_cache_fraction_of != "free":
-            return (
-                f"unresolved: engine {prof.name!r}: the row states kvcache_free_gpu_mem_frac, "
-                "TensorRT-LLM's share of the memory left after the weights, and this engine "
-                "sizes its KV cache from all memory (drop the statement from this row)"
-            )
-        prof = prof.with_terms(kv_cache_memory_fraction=row.kv_cache_fraction)
-    return prof
-
-
-def _engine_label(
-    name: str, row: MeasuredRow, named: bool, budget, unknown: bool, harness: _Harness, exposed
-) -> str:
-    """How the output names a row's engine: the profile (``named``: at a version stated or an
-    engine given), what the row states of it, and the harness it runs under."""
-    label = name if named else f"{name} (version not stated)"
-    if not named and row.engine_branch:  # a build of a source branch: no release to place
-        label = f"{name} (branch {row.engine_branch} stated, no release version)"
-    if row.token_budget:
-        label += f", {budget:,} tokens a step as stated"
-    if row.fused_allreduce:
-        label += ", GEMM and all-reduce fused as stated"
-    if row.kv_cache_fraction is not None:
-        label += f", KV cache {row.kv_cache_fraction:g} of the free memory as stated"
-    # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
-    prompts = f"{harness.prefill} prompts" + (
-        " as stated" if row.chunked_prefill is not None else ""
-    )
-    steps = f", {harness.steps} decode steps per schedule" if harness.steps > 1 else ""
-    if row.scheduler_steps is not None:
-        steps = f", {harness.steps} decode step{'s' if harness.steps > 1 else ''} per schedule as stated"
-    if row.admission_cadence is not None and harness.cadence[0]:
-        steps += f", {cadence_text(harness.cadence)} as stated"
-    stated = (row.chunked_prefill, row.scheduler_steps, row.admission_cadence)
-    if not harness.name and any(v is not None for v in stated):
-        label += (f", {prompts}" if row.chunked_prefill is not None else "") + steps
-    if unknown:
-        label += ", host overheads charged"
-    issued = row.lengths.issued if row.lengths is not None else 0
-    if row.scenario == "closed_loop" and issued:  # the run's own count (a ``requests`` column)
-        label += f", the run's {issued:,} requests replayed"
-    if harness.name:
-        multi = steps
-        if harness.balancing is not None:
-            multi += f", attention-DP balancing {harness.balancing[0]}/{harness.balancing[1]} steps"
-        if exposed is not None:
-            multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
-        if harness.router == "round_robin":
-            multi += ", queries to the instances in turn"
-        workspace = dict(harness.memory).get("activation_workspace_bytes_per_gpu")
-        if workspace is not None:
-            multi += f", {workspace / 1e9:g} GB a GPU set aside before the KV cache"
-        label += f", {harness.name} harness ({prompts}, {harness.admission} admission{multi})"
-    return label
 
 
 def resolve_engines(rows, base: Assumptions, engine=None) -> dict:

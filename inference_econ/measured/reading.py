@@ -118,6 +118,9 @@ class MeasuredRow:
     #: The prefill-admission cadence the row states its engine ran with (AMD's vLLM patch,
     #: ``semantics.cadence_of``, ``EngineConfig.admission_cadence``); None: none stated.
     admission_cadence: tuple[int, int] | None = None
+    #: Whether the row states its vLLM engine ran with async scheduling (``semantics.async_of``:
+    #: host work overlapped, an arrival joining the step after next, §F5); None: not stated.
+    async_scheduling: bool | None = None
     limits: tuple[float, float] | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
@@ -520,6 +523,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     cap, budget, kv_fraction, fused = _stated_engine(rec, scenario, cap, decode_text, where)
     steps, chunked = sem.scheduler_of(rec.get("batch_or_concurrency"), scenario, context, where)
     cadence = sem.cadence_of(rec.get("batch_or_concurrency"), scenario, context, where)
+    overlapped = sem.async_of(rec.get("batch_or_concurrency"), scenario, context, where)
     layout = (
         layouts.layout_of(decode_text, serving, where)
         if decode_text
@@ -544,6 +548,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         scheduler_steps=steps,
         chunked_prefill=chunked,
         admission_cadence=cadence,
+        async_scheduling=overlapped,
         engine=engine.name,
         engine_version=engine.version,
         engine_branch=engine.branch,

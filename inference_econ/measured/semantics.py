@@ -615,6 +615,45 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
     return steps, chunked
 
 
+#: vLLM's overlapped scheduler as a row states it ("async_scheduling: True",
+#: "--async-scheduling", "--no-async-scheduling").
+_ASYNC = re.compile(
+    r"(--no-)?async[\s_-]*scheduling['\"]?"
+    r"(?:\s*([:=])\s*['\"]?([^\s;,)'\"|]*)|\s+['\"]?(true|false|on|off|yes|no|1|0)\b)?",
+    re.I,
+)
+
+
+def async_of(text, scenario: str | None, notes: str = "", where: str = "") -> bool | None:
+    """Whether a row states its vLLM engine ran with async scheduling (``--async-scheduling``:
+    the next step planned while the GPU runs this one, docs/model.md §F5), in
+    ``batch_or_concurrency`` or else the notes (the row's scenario part); None where it does
+    not say. A value not read, or two for one scenario, is the row's ``SpecError``."""
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        found = set()
+        for m in _ASYNC.finditer(scenario_part(cell, scenario).text):
+            said = (m.group(3) if m.group(2) else m.group(4) or "true").lower()
+            if said not in _ON + _OFF:
+                raise SpecError(
+                    where,
+                    field,
+                    f"async_scheduling {m.group(3) or '(no value)'!r} is not read",
+                    "give True or False (or the flag alone, --async-scheduling or "
+                    "--no-async-scheduling)",
+                )
+            found.add(not m.group(1) and said in _ON)
+        if len(found) > 1:
+            raise SpecError(
+                where,
+                field,
+                f"states async_scheduling twice, differently, for the {scenario} scenario",
+                "state it once for each scenario",
+            )
+        if found:
+            return found.pop()
+    return None
+
+
 #: AMD's vLLM V1 scheduler patch of MLPerf v6.0 (closed/AMD/setup/*/patches/*vllm*.patch,
 #: ``vllm/v1/core/sched/scheduler.py``): decode-only scheduler calls between those that admit
 #: waiting requests, and the running requests below which every call admits, as the harness

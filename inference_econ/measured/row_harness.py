@@ -1,0 +1,129 @@
+"""How a measured row's engine runs: under its benchmark's harness (MLPerf's, with the scheduler
+flags the harness sets), with what the row states it was built and run with over both, and how
+the output names it (docs/model-part-f.md §F9, "A row's own scheduler flags")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..load.engine import cadence_text
+from ..specs.engine import EngineProfile, RouterPolicy
+from .reading import MeasuredRow
+
+
+@dataclass(frozen=True)
+class Harness:
+    """How a row's benchmark harness runs its engine: the harness (None: none applies, the
+    engine's own defaults), its admission and prefill policies, its decode steps per schedule,
+    its attention-DP balancing, the host overhead a step exposes (None: the profile's), the
+    memory terms its runtime sets (empty: the profile's) and how it sends the queries to the
+    engine's instances."""
+
+    name: str | None
+    admission: str
+    prefill: str
+    steps: int
+    balancing: tuple | None
+    exposed: float | None
+    memory: tuple[tuple[str, float], ...] = ()
+    router: RouterPolicy = "random"
+    #: the prefill-admission cadence the row states (``EngineConfig.admission_cadence``)
+    cadence: tuple[int, int] = (0, 0)
+
+
+def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
+    """The harness a row's engine runs under: an MLPerf row runs the engine under the
+    benchmark's harness, with its scheduler flags; any other row under the engine's own."""
+    model = row.arch.name if row.arch is not None else None
+    key = (version, model, row.scenario, row.benchmark_round)
+    mlperf = row.benchmark and prof.harness_applies("mlperf", *key)
+    harness = "mlperf" if mlperf else None
+    admission, prefill = prof.scheduler_policy(harness, *key)
+    steps = prof.harness_scheduler_steps(harness, *key)
+    # what the row states its engine ran with (§F9) over what the harness or engine sets:
+    # chunked prompts, or the engine's own unchunked mode (its profile's, else whole prompts)
+    if row.chunked_prefill is not None:
+        unchunked = prof.prefill if prof.prefill != "chunked" else "whole"
+        prefill = (
+            "chunked" if row.chunked_prefill else (prefill if prefill != "chunked" else unchunked)
+        )
+    if row.scheduler_steps is not None:
+        steps = row.scheduler_steps
+    balancing = prof.harness_adp_balancing(harness, *key)
+    exposed = prof.harness_host_overhead_exposed(harness, *key)
+    memory = tuple(prof.harness_memory(harness, *key).items())
+    router = prof.harness_router(harness, *key)
+    cadence = row.admission_cadence or (0, 0)
+    return Harness(harness, admission, prefill, steps, balancing, exposed, memory, router, cadence)
+
+
+def as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
+    """The profile with the terms a row states its engine was built and run with (GEMM and
+    all-reduce fused, §F6; the KV cache's share of the free memory, §F8; vLLM's async
+    scheduling, §F5), or the status saying the engine cannot run as stated."""
+    if row.fused_allreduce:  # as the row states its engine was built (§F6)
+        prof = prof.with_terms(gemm_allreduce_overlap=1.0)
+    if row.kv_cache_fraction is not None:  # as the row states its engine was run (§F8)
+        if prof.kv_cache_fraction_of != "free":
+            return (
+                f"unresolved: engine {prof.name!r}: the row states kvcache_free_gpu_mem_frac, "
+                "TensorRT-LLM's share of the memory left after the weights, and this engine "
+                "sizes its KV cache from all memory (drop the statement from this row)"
+            )
+        prof = prof.with_terms(kv_cache_memory_fraction=row.kv_cache_fraction)
+    if row.async_scheduling is not None:  # vLLM's overlapped scheduler on or off (§F5)
+        if prof.family != "vllm":
+            return (
+                f"unresolved: engine {prof.name!r}: the row states async_scheduling, vLLM's "
+                "overlapped scheduler (drop the statement from this row)"
+            )
+        prof = prof.with_terms(host_overhead_exposed=0.0 if row.async_scheduling else 1.0)
+    return prof
+
+
+def engine_label(
+    name: str, row: MeasuredRow, named: bool, budget, unknown: bool, harness: Harness, exposed
+) -> str:
+    """How the output names a row's engine: the profile (``named``: at a version stated or an
+    engine given), what the row states of it, and the harness it runs under."""
+    label = name if named else f"{name} (version not stated)"
+    if not named and row.engine_branch:  # a build of a source branch: no release to place
+        label = f"{name} (branch {row.engine_branch} stated, no release version)"
+    if row.token_budget:
+        label += f", {budget:,} tokens a step as stated"
+    if row.fused_allreduce:
+        label += ", GEMM and all-reduce fused as stated"
+    if row.kv_cache_fraction is not None:
+        label += f", KV cache {row.kv_cache_fraction:g} of the free memory as stated"
+    if row.async_scheduling is not None:
+        label += f", {'' if row.async_scheduling else 'no '}async scheduling as stated"
+    # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
+    prompts = f"{harness.prefill} prompts" + (
+        " as stated" if row.chunked_prefill is not None else ""
+    )
+    steps = f", {harness.steps} decode steps per schedule" if harness.steps > 1 else ""
+    if row.scheduler_steps is not None:
+        steps = f", {harness.steps} decode step{'s' if harness.steps > 1 else ''} per schedule as stated"
+    if row.admission_cadence is not None and harness.cadence[0]:
+        steps += f", {cadence_text(harness.cadence)} as stated"
+    stated = (row.chunked_prefill, row.scheduler_steps, row.admission_cadence)
+    if not harness.name and any(v is not None for v in stated):
+        label += (f", {prompts}" if row.chunked_prefill is not None else "") + steps
+    if unknown:
+        label += ", host overheads charged"
+    issued = row.lengths.issued if row.lengths is not None else 0
+    if row.scenario == "closed_loop" and issued:  # the run's own count (a ``requests`` column)
+        label += f", the run's {issued:,} requests replayed"
+    if harness.name:
+        multi = steps
+        if harness.balancing is not None:
+            multi += f", attention-DP balancing {harness.balancing[0]}/{harness.balancing[1]} steps"
+        if exposed is not None:
+            multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
+        if harness.router == "round_robin":
+            multi += ", queries to the instances in turn"
+        workspace = dict(harness.memory).get("activation_workspace_bytes_per_gpu")
+        if workspace is not None:
+            multi += f", {workspace / 1e9:g} GB a GPU set aside before the KV cache"
+        label += f", {harness.name} harness ({prompts}, {harness.admission} admission{multi})"
+    return label
