@@ -1247,7 +1247,19 @@ def test_an_arrival_waits_for_the_window_of_decode_steps_to_end(llama8b, steps):
     prefilled only when the window of ``steps`` decode steps in flight ends, so its prefill
     starts after the first multiple of ``steps`` decode steps past its arrival (2.5 steps after
     the first request's first token: 3 steps with one-step scheduling, 4 or 8 with windows)."""
-    config = EngineConfig(prefill="separate", scheduler_steps=steps)
+    k, idle_wait, t0 = _second_prompt_waits(
+        llama8b, EngineConfig(prefill="separate", scheduler_steps=steps)
+    )
+    assert k == pytest.approx(steps * math.ceil(3 / steps), abs=0.01)
+    # an engine with nothing to do schedules an arrival at once, whatever its window
+    assert idle_wait == pytest.approx(t0, rel=1e-12)
+
+
+def _second_prompt_waits(llama8b, config):
+    """On one GPU under ``config``: the decode steps of the first request (100-token prompt,
+    50 tokens out) between its first token and the start of the prompt step of a second one
+    arriving 2.5 steps after that token; an idle engine's first token after an arrival, and the
+    first request's when alone."""
     inst = build_instance(llama8b, 1, config)
     alone = simulate(inst, Arrivals(np.zeros(1), np.array([100]), np.array([50])))
     step = (alone.finish_s[0] - alone.first_token_s[0]) / 49  # 49 decode steps at batch 1
@@ -1257,11 +1269,15 @@ def test_an_arrival_waits_for_the_window_of_decode_steps_to_end(llama8b, steps):
     )
     assert rec.first_token_s[0] == t0
     start = rec.first_token_s[1] - prefill(llama8b, 1, 100).latency_s  # its prompt's step alone
-    k = (start - t0) / step
-    assert k == pytest.approx(steps * math.ceil(3 / steps), abs=0.01)
-    # an engine with nothing to do schedules an arrival at once, whatever its window
     idle = simulate(inst, Arrivals(np.array([5.0]), np.array([100]), np.array([50])))
-    assert idle.first_token_s[0] - 5.0 == pytest.approx(t0, rel=1e-12)
+    return (start - t0) / step, idle.first_token_s[0] - 5.0, t0
+
+
+def _under_poisson_load(llama8b, configs):
+    """One GPU of ``llama8b`` under each engine config, the same 3,000 Poisson requests at 20 a
+    second (500-token prompts, 200 out)."""
+    traffic = make_traffic(20, "500", "200", requests=3000, seed=2)
+    return [simulate_deployment(llama8b, Deployment(1), traffic, config=c) for c in configs]
 
 
 def test_windows_of_decode_steps_lengthen_ttft_not_throughput(llama8b):
@@ -1269,15 +1285,12 @@ def test_windows_of_decode_steps_lengthen_ttft_not_throughput(llama8b):
     the window in flight, so the mean TTFT grows by more than a quarter of a window of decode
     steps and less than a whole one (a prompt's step ends a window early), while the output
     rate stays within 3 %."""
-    traffic = make_traffic(20, "500", "200", requests=3000, seed=2)
-    one, nine = (
-        simulate_deployment(
-            llama8b,
-            Deployment(1),
-            traffic,
-            config=EngineConfig(max_batch_requests=512, prefill="separate", scheduler_steps=n),
-        )
-        for n in (1, 9)
+    one, nine = _under_poisson_load(
+        llama8b,
+        [
+            EngineConfig(max_batch_requests=512, prefill="separate", scheduler_steps=n)
+            for n in (1, 9)
+        ],
     )
     extra = (nine.ttft_s.mean - one.ttft_s.mean) / one.tpot_s.mean
     assert 9 / 4 < extra < 9
@@ -1297,19 +1310,10 @@ def test_an_arrival_waits_for_the_admitting_call_of_the_cadence(llama8b, cadence
     place in the cycle is 0: after decode step j >= 3 with (1 + j) a multiple of n + 1 (3, 3,
     5, 4, 6 steps); with fewer than m requests running every call admits (3)."""
     config = EngineConfig(prefill="separate", admission_cadence=cadence)
-    inst = build_instance(llama8b, 1, config)
-    alone = simulate(inst, Arrivals(np.zeros(1), np.array([100]), np.array([50])))
-    step = (alone.finish_s[0] - alone.first_token_s[0]) / 49  # 49 decode steps at batch 1
-    t0 = alone.first_token_s[0]
-    rec = simulate(
-        inst, Arrivals(np.array([0.0, t0 + 2.5 * step]), np.full(2, 100), np.full(2, 50))
-    )
-    assert rec.first_token_s[0] == t0
-    start = rec.first_token_s[1] - prefill(llama8b, 1, 100).latency_s  # its prompt's step alone
-    assert (start - t0) / step == pytest.approx(steps, abs=0.01)
+    k, idle_wait, t0 = _second_prompt_waits(llama8b, config)
+    assert k == pytest.approx(steps, abs=0.01)
     # an engine with nothing to do runs its empty calls to the admitting one at once
-    idle = simulate(inst, Arrivals(np.array([5.0]), np.array([100]), np.array([50])))
-    assert idle.first_token_s[0] - 5.0 == pytest.approx(t0, rel=1e-12)
+    assert idle_wait == pytest.approx(t0, rel=1e-12)
 
 
 def test_an_admission_cadence_lengthens_ttft_and_refuses_what_it_cannot_read(llama8b):
@@ -1318,15 +1322,9 @@ def test_an_admission_cadence_lengthens_ttft_and_refuses_what_it_cannot_read(lla
     admitting call, so the mean TTFT grows by more than one decode step and less than seven,
     while the output rate stays within 3 %; a cadence that is not two whole numbers >= 0 is
     one error naming the field."""
-    traffic = make_traffic(20, "500", "200", requests=3000, seed=2)
-    one, seventh = (
-        simulate_deployment(
-            llama8b,
-            Deployment(1),
-            traffic,
-            config=EngineConfig(max_batch_requests=512, admission_cadence=cadence),
-        )
-        for cadence in ((0, 0), (6, 0))
+    one, seventh = _under_poisson_load(
+        llama8b,
+        [EngineConfig(max_batch_requests=512, admission_cadence=c) for c in ((0, 0), (6, 0))],
     )
     extra = (seventh.ttft_s.mean - one.ttft_s.mean) / one.tpot_s.mean
     assert 1 < extra < 7

@@ -69,11 +69,15 @@ def _mi325x_interactive_ttft(tmp_path) -> Path:
             "; num_scheduler_steps 1; enable_chunked_prefill True", ""
         ),
     )
+    return _written(tmp_path / "mi325x.csv", [stated, unstated])
+
+
+def _written(path: Path, records: list[dict]) -> Path:
+    """``records`` (rows of the newer file, changed) written as a measured-rows CSV."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(stated), lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=list(records[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows([stated, unstated])
-    path = tmp_path / "mi325x.csv"
+    writer.writerows(records)
     path.write_text(out.getvalue())
     return path
 
@@ -178,12 +182,7 @@ def test_amds_v6_prompt_pacing_as_stated_moves_the_first_token_to_the_measured_o
     said = "; VLLM_SUBSEQUENT_DECODE_STEPS 6 ("
     assert said in stated["batch_or_concurrency"] and "vLLM 0.14 (" in stated["notes"]
     unstated = dict(stated, batch_or_concurrency=stated["batch_or_concurrency"].split(said)[0])
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(stated), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows([stated, unstated])
-    path = tmp_path / "mi355x.csv"
-    path.write_text(out.getvalue())
+    path = _written(tmp_path / "mi355x.csv", [stated, unstated])
     paced, every = load_measured(path)
     assert (paced.admission_cadence, every.admission_cadence) == ((6, 0), None)
     run = predicting.row_engine(paced, predicting.preset("achievable"))

@@ -564,6 +564,19 @@ _ON, _OFF = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
 _STEPS_TERM = BY_TERM["scheduler_steps"]
 
 
+def _one_value(found: set, name: str, scenario, where: str, field: str):
+    """The one value a cell states for ``name`` (None: none); two different values for one
+    scenario are the row's ``SpecError``."""
+    if len(found) > 1:
+        raise SpecError(
+            where,
+            field,
+            f"states {name} twice, differently, for the {scenario} scenario",
+            "state it once for each scenario",
+        )
+    return next(iter(found)) if found else None
+
+
 def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple:
     """(decode steps per scheduler call, chunked prefill) a row states its engine ran with
     (vLLM's ``num_scheduler_steps`` and ``enable_chunked_prefill``, docs/model.md §F9), in
@@ -597,21 +610,12 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
                     "--no-enable-chunked-prefill)",
                 )
             found_chunked.add(not m.group(1) and said in _ON)
-        for name, found in (
-            ("num_scheduler_steps", found_steps),
-            ("chunked prefill", found_chunked),
-        ):
-            if len(found) > 1:
-                raise SpecError(
-                    where,
-                    field,
-                    f"states {name} twice, differently, for the {scenario} scenario",
-                    "state it once for each scenario",
-                )
-        if steps is None and found_steps:
-            steps = found_steps.pop()
-        if chunked is None and found_chunked:
-            chunked = found_chunked.pop()
+        said_steps = _one_value(found_steps, "num_scheduler_steps", scenario, where, field)
+        said_chunked = _one_value(found_chunked, "chunked prefill", scenario, where, field)
+        if steps is None:
+            steps = said_steps
+        if chunked is None:
+            chunked = said_chunked
     return steps, chunked
 
 
@@ -642,15 +646,9 @@ def async_of(text, scenario: str | None, notes: str = "", where: str = "") -> bo
                     "--no-async-scheduling)",
                 )
             found.add(not m.group(1) and said in _ON)
-        if len(found) > 1:
-            raise SpecError(
-                where,
-                field,
-                f"states async_scheduling twice, differently, for the {scenario} scenario",
-                "state it once for each scenario",
-            )
-        if found:
-            return found.pop()
+        said = _one_value(found, "async_scheduling", scenario, where, field)
+        if said is not None:
+            return said
     return None
 
 
@@ -690,14 +688,7 @@ def cadence_of(text, scenario: str | None, notes: str = "", where: str = "") -> 
                         f"give a whole number from 0 to {CADENCE_MOST:,}",
                     )
                 found.add(int(m.group(1)))
-            if len(found) > 1:
-                raise SpecError(
-                    where,
-                    field,
-                    f"states {name} twice, differently, for the {scenario} scenario",
-                    "state it once for each scenario",
-                )
-            values.append(found.pop() if found else None)
+            values.append(_one_value(found, name, scenario, where, field))
         if values != [None, None]:
             return tuple(v or 0 for v in values)
     return None
