@@ -727,8 +727,9 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
     assert trt.scheduler_policy("mlperf", "1.0", "DeepSeek-R1") == ("no_evict", "whole")
     assert trt.scheduler_policy("mlperf", "1.0", "Llama 2 70B") == ("no_evict", "chunked")
     # DeepSeek-R1 Server, DeepSeek-R1 Interactive (with MTP), DeepSeek-R1, gpt-oss-120b
-    # Interactive, gpt-oss-120b, the rest's Interactive from MLPerf v5.1 on, the rest
-    assert len(dict(trt.harnesses)["mlperf"]) == 7
+    # Interactive, gpt-oss-120b, the rest's Interactive from MLPerf v5.1 on, the rest from v5.1
+    # on (its TensorRT engines without CUDA graphs), the rest before
+    assert len(dict(trt.harnesses)["mlperf"]) == 8
     l2 = "Llama 2 70B"
     assert trt.harness_router("mlperf", None, l2, "interactive", "5.1") == "round_robin"
     assert trt.harness_router("mlperf", None, l2, "interactive", "5.0") == "random"

@@ -138,6 +138,51 @@ def test_host_work_is_an_operation_apart_from_the_kernel_launches():
         assert steps["L40S"][0][name] == pytest.approx(steps["H100"][0][name], rel=1e-12)
 
 
+def test_nvidias_mlperf_harness_runs_its_tensorrt_engines_without_cuda_graphs(tmp_path):
+    # its executor core builds the ExecutorConfig with no extended runtime perf knobs, whose
+    # cudaGraphMode defaults to false; DeepSeek-R1 and gpt-oss-120b run the PyTorch endpoint
+    from inference_econ.measured.predicting import resolve_engines
+    from inference_econ.measured.reading import load_measured
+
+    prof = ie.load_engine("trtllm")
+    for model_name, scenario in (("Llama 2 70B", "interactive"), ("Llama 3.1 405B", "offline")):
+        assert prof.harness_cuda_graphs("mlperf", None, model_name, scenario, "6.0") == 0
+    for model_name in ("DeepSeek-R1", "gpt-oss-120b"):
+        assert prof.harness_cuda_graphs("mlperf", None, model_name, "server", "6.0") is None
+    assert prof.harness_cuda_graphs(None, None, "Llama 2 70B", "offline") is None
+    # the rounds before 5.1 (the fit's MLPerf rows): their harness code is not read
+    assert prof.harness_cuda_graphs("mlperf", None, "Llama 2 70B", "offline", "4.1") is None
+    # every step then pays eager_layer_overhead_s a layer on top: 80 x 40 us for Llama 2 70B
+    arch = ie.load_model("Llama 2 70B")
+    launches = []
+    for p in (prof, prof.with_terms(cuda_graph_max_batch=0)):
+        a = ie.preset("achievable").replace(engine=p)
+        m = StepModel(compile_workload(arch, a), ie.load_hardware("H200"), a)
+        step = step_operations(m, 1, 32, 1, 1024, 1, 1, False)
+        launches.append(dict(zip(step.names, EngineClock().price(step)))["kernel launches"])
+    assert prof.eager_layer_overhead_s == 40e-6
+    assert launches[1] - launches[0] == pytest.approx(80 * 40e-6 * prof.step_time_scale, rel=1e-9)
+    # a measured MLPerf row of the harness runs so, and says so
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes\n"
+        "mlcommons/inference_results_v5.1/closed/X,Llama 2 70B (MLPerf v5.1 llama2-70b-99 "
+        "Interactive),FP8,H200,8,TP2 x4,max batch 512,1024,300,throughput_total,9000,"
+        "output tok/s (system),TensorRT-LLM (NVIDIA harness)\n"
+    )
+    found = resolve_engines(load_measured(path), ie.preset("achievable"))[0]
+    assert found.profile.cuda_graph_max_batch == 0
+    assert "no CUDA graphs" in found.label
+    # a harness entry's value out of bounds is one line naming the field
+    from inference_econ.errors import SpecError
+    from inference_econ.specs.engine import profile_from_dict
+
+    bad = {"name": "x", "harnesses": {"mlperf": [{"cuda_graph_max_batch": -1}]}}
+    with pytest.raises(SpecError, match=r"harnesses\.mlperf\[0\]\.cuda_graph_max_batch"):
+        profile_from_dict(bad, "x.yaml")
+
+
 def test_a_decode_step_s_breakdown_names_host_launches_and_gemm_fixed_cost_apart():
     """Llama 3 8B on one GPU, batch 1, engine vllm (its host work exposed): its 'kernel launch'
     part was 4.12 ms on H100 and 14.23 ms on L40S, the host's work and the GEMMs' fixed cost

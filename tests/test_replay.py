@@ -577,7 +577,7 @@ def test_a_row_runs_the_runtime_its_harness_or_version_names(tmp_path):
     """The host overheads a step waits for follow the runtime (docs/model.md §F5): NVIDIA's
     MLPerf harness builds TensorRT engines (its C++ executor waits for the host work) for
     Llama 3.1 405B and runs DeepSeek-R1 on the PyTorch backend (its overlap scheduler hides
-    it), whatever the round; outside a harness TensorRT-LLM 1.x runs the PyTorch backend and
+    it), whatever the round, the engines without CUDA graphs; outside a harness TensorRT-LLM 1.x runs the PyTorch backend and
     0.x TensorRT engines, and a row stating no version runs a runtime not known: charged."""
     mlperf = (
         "mlcommons/inference_results_v5.1/closed/NVIDIA/results/x,"
@@ -620,8 +620,14 @@ def test_a_row_runs_the_runtime_its_harness_or_version_names(tmp_path):
     assert [getattr(found[0].profile, k) for k in memory] == [2e9, 0.0]
     assert [getattr(found[1].profile, k) for k in memory] == [3758096384, 11.0]
     assert "2 GB a GPU set aside before the KV cache" in found[0].label
+    # the C++ executor runs its engines without CUDA graphs (from v5.1, whose code was read);
+    # the PyTorch backend captures the profile's
+    graphs = [f.profile.cuda_graph_max_batch for f in found[:3]]
+    assert graphs == [0, trt.cuda_graph_max_batch, trt.cuda_graph_max_batch]
+    assert "no CUDA graphs" in found[0].label and "CUDA graphs" not in found[1].label
     # everything else of the profile is the engine's own
     own = dict(activation_buffers_per_token=11.0, moe_activation_buffers_per_token=22.0)
+    own.update(cuda_graph_max_batch=trt.cuda_graph_max_batch)
     assert (
         found[0].profile.replace(
             host_overhead_exposed=0.0, activation_workspace_bytes_per_gpu=3758096384, **own

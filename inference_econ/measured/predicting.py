@@ -225,6 +225,8 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         unknown = False
     if harness.memory:  # the memory the harness's runtime sets aside (§F8)
         prof = prof.with_terms(**dict(harness.memory))
+    if harness.graphs is not None:  # the CUDA graphs of the harness's runtime (§F5)
+        prof = prof.with_terms(cuda_graph_max_batch=harness.graphs)
     prof = as_stated(prof, row)
     if isinstance(prof, str):
         return prof

@@ -29,6 +29,8 @@ class Harness:
     router: RouterPolicy = "random"
     #: the prefill-admission cadence the row states (``EngineConfig.admission_cadence``)
     cadence: tuple[int, int] = (0, 0)
+    #: the largest step its runtime takes from a CUDA graph (0: none; None: the profile's)
+    graphs: int | None = None
 
 
 def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
@@ -54,7 +56,10 @@ def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
     memory = tuple(prof.harness_memory(harness, *key).items())
     router = prof.harness_router(harness, *key)
     cadence = row.admission_cadence or (0, 0)
-    return Harness(harness, admission, prefill, steps, balancing, exposed, memory, router, cadence)
+    graphs = prof.harness_cuda_graphs(harness, *key)
+    return Harness(
+        harness, admission, prefill, steps, balancing, exposed, memory, router, cadence, graphs
+    )
 
 
 def as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
@@ -120,6 +125,10 @@ def engine_label(
             multi += f", attention-DP balancing {harness.balancing[0]}/{harness.balancing[1]} steps"
         if exposed is not None:
             multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
+        if harness.graphs is not None:
+            multi += (
+                ", no CUDA graphs" if not harness.graphs else f", CUDA graphs to {harness.graphs}"
+            )
         if harness.router == "round_robin":
             multi += ", queries to the instances in turn"
         workspace = dict(harness.memory).get("activation_workspace_bytes_per_gpu")

@@ -287,6 +287,13 @@ class EngineProfile:
         share = changes.get("host_overhead_exposed")
         return None if share is None else float(share)
 
+    def harness_cuda_graphs(self, harness: str | None = None, *run: str | None) -> int | None:
+        """The largest step the runtime a benchmark's ``harness`` runs the run's model on takes
+        from a captured CUDA graph (``cuda_graph_max_batch``; 0: none); None: the profile's."""
+        changes = self.harness_fields(harness, *run) or {}
+        most = changes.get("cuda_graph_max_batch")
+        return None if most is None else int(most)
+
     def harness_memory(self, harness: str | None = None, *run: str | None) -> dict[str, float]:
         """The memory terms (``HARNESS_MEMORY_TERMS``) a benchmark's ``harness`` sets for the
         runtime it runs the run's model on; empty: the profile's."""
@@ -509,6 +516,9 @@ HARNESS_MEMORY_TERMS = (
     "activation_buffers_per_token",
     "moe_activation_buffers_per_token",
 )
+#: The runtime terms a harness entry may set for the runtime it runs a model on (§F5): the
+#: host work a step waits for, decode steps a schedule, and its CUDA graphs (0: none).
+HARNESS_RUNTIME_TERMS = ("host_overhead_exposed", "scheduler_steps", "cuda_graph_max_batch")
 #: Benchmark harnesses a profile can say it runs under (``EngineProfile.harnesses``).
 HARNESSES = ("mlperf",)
 #: The scenarios a harness entry can be restricted to (``scenarios``: MLPerf Inference's).
@@ -572,7 +582,7 @@ def _harness_entry(changes: Any, source: str, where: str) -> tuple[tuple[str, An
             except SpecError as exc:
                 raise SpecError(source, at, exc.problem, exc.fix) from None
             fields.append((key, str(word).strip()))
-        elif key in (*ADP_BALANCING, "host_overhead_exposed", "scheduler_steps"):
+        elif key in (*ADP_BALANCING, *HARNESS_RUNTIME_TERMS):
             fields.append((key, _harness_number(key, word, source, at)))
         elif key in HARNESS_MEMORY_TERMS:  # the memory the harness's runtime sets aside (§F8)
             t = BY_TERM[key]
@@ -611,8 +621,8 @@ def _harness_names(key: str, word: Any, source: str, at: str) -> tuple[str, ...]
 
 def _harness_number(key: str, word: Any, source: str, at: str) -> int | float:
     """A harness entry's number: TensorRT-LLM's attention-DP balancing steps (its flags'
-    names), the share of host work the harness's runtime exposes (``host_overhead_exposed``)
-    or its ``scheduler_steps``, within the term's bounds."""
+    names), the share of host work the harness's runtime exposes (``host_overhead_exposed``),
+    its ``scheduler_steps`` or its ``cuda_graph_max_batch``, within the term's bounds."""
     if key in ADP_BALANCING:
         minimum = 0 if key == ADP_BALANCING[0] else 1
         return int(check_number(word, source, at, minimum=minimum, maximum=100000, integer=True))
@@ -632,7 +642,7 @@ def _harness_choice(key: Any, word: Any, source: str, at: str) -> str:
             source,
             at,
             "unknown field",
-            f"admission, prefill, router, scheduler_steps, host_overhead_exposed, speculative, "
+            f"admission, prefill, router, speculative, {', '.join(HARNESS_RUNTIME_TERMS)}, "
             f"{', '.join((*ADP_BALANCING, *HARNESS_MEMORY_TERMS))}, versions, rounds, models "
             "or scenarios",
         )
