@@ -575,10 +575,11 @@ def test_an_mlperf_interactive_run_reaches_its_instances_in_turn(tmp_path):
 
 def test_a_row_runs_the_runtime_its_harness_or_version_names(tmp_path):
     """The host overheads a step waits for follow the runtime (docs/model.md §F5): NVIDIA's
-    MLPerf harness builds TensorRT engines (its C++ executor waits for the host work) for
-    Llama 3.1 405B and runs DeepSeek-R1 on the PyTorch backend (its overlap scheduler hides
-    it), whatever the round, the engines without CUDA graphs; outside a harness TensorRT-LLM 1.x runs the PyTorch backend and
-    0.x TensorRT engines, and a row stating no version runs a runtime not known: charged."""
+    MLPerf harness builds TensorRT engines (its C++ executor waits for the host work; from
+    v5.1 on, whose code was read, it captures no CUDA graphs) for Llama 3.1 405B and runs DeepSeek-R1 on the PyTorch backend
+    (its overlap scheduler hides it), whatever the round; outside a harness TensorRT-LLM 1.x
+    runs the PyTorch backend and 0.x TensorRT engines, and a row stating no version runs a
+    runtime not known: charged."""
     mlperf = (
         "mlcommons/inference_results_v5.1/closed/NVIDIA/results/x,"
         "{model} (MLPerf v5.1 {bench} Server),FP8,B200,8,TP8,n/a,"

@@ -126,9 +126,8 @@ def engine_label(
         if exposed is not None:
             multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
         if harness.graphs is not None:
-            multi += (
-                ", no CUDA graphs" if not harness.graphs else f", CUDA graphs to {harness.graphs}"
-            )
+            most = harness.graphs
+            multi += f", CUDA graphs up to {most}" if most else ", no CUDA graphs"
         if harness.router == "round_robin":
             multi += ", queries to the instances in turn"
         workspace = dict(harness.memory).get("activation_workspace_bytes_per_gpu")
