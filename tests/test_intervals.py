@@ -560,8 +560,8 @@ def test_a_prefill_interval_never_implies_more_than_the_peak():
         assert row[f"input_tokens_per_s_{end}"] / speed == pytest.approx(
             row[f"mfu_{end}"] / mfu, rel=1e-9
         )
-    # the 80 % ends stay within the peak unclipped: 11,825 tokens/s (MFU 0.906)
-    assert row["input_tokens_per_s_high80"] == pytest.approx(11825, rel=1e-4)
+    # the 80 % ends stay within the peak unclipped: 11,562 tokens/s (MFU 0.886)
+    assert row["input_tokens_per_s_high80"] == pytest.approx(11562, rel=1e-4)
 
 
 def test_a_class_is_in_support_on_configurations_not_on_the_points_of_one_sweep(monkeypatch):

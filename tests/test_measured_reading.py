@@ -1017,23 +1017,52 @@ def test_a_zero_token_budget_is_refused_for_its_row_alone(tmp_path):
 
 
 # --- a run's own request count ----------------------------------------------------------------
-def test_a_requests_column_is_the_runs_count_and_a_bad_one_its_rows_reason(tmp_path):
+def test_a_requests_column_is_the_runs_count_and_a_bad_one_its_rows_reason(tmp_path, monkeypatch):
     """``requests`` says how many requests the run completed: a closed loop's replay sends as
-    many (``LoadCase.issued``); a count that is not a whole number >= 1 is that row's reason
-    and the file's other rows go on."""
+    many (``LoadCase.issued``), at most ``replay.WHOLE_RUN_REQUESTS`` an instance; a count
+    that is not a whole number from 1 to 10^9 is that row's reason and the file's other rows
+    go on."""
     header = (
         "model,hardware,n_gpus,precision,metric,value,unit,batch_or_concurrency,input_len,"
         "output_len,requests"
     )
     base = "Llama-3.3-70B-Instruct,H100,8,FP8,throughput,2000,tokens/s,64,1000,200"
-    path = write(
-        tmp_path, [f"{base},640", f"{base},", f"{base},0", f"{base},2.5", f"{base},many"], header
-    )
+    cells = ("640", "", "0", "2.5", "many", "11427840", "2e9")
+    path = write(tmp_path, [f"{base},{c}" for c in cells], header)
     rows = load_measured(path)
-    assert [r.ok for r in rows] == [True, True, False, False, False]
+    assert [r.ok for r in rows] == [True, True, False, False, False, True, False]
     assert rows[0].lengths.issued == 640 and rows[1].lengths.issued == 0
-    for r in rows[2:]:
+    # an MLPerf Offline run on 72 GPUs issued 11.4 million samples; above 10^9 is no run's
+    assert rows[5].lengths.issued == 11427840
+    for r in (*rows[2:5], rows[6]):
         assert r.status.startswith("unresolved") and "requests" in r.status, r.status
+    assert "<= 1e+09" in rows[6].status
+    # a closed loop of 8 clients replays at most WHOLE_RUN_REQUESTS of a run's requests
+    from inference_econ.measured import predicting as pr
+    from inference_econ.measured import replay as rp
+
+    loop = write(
+        tmp_path,
+        ["lab,Llama-3.1-8B,FP8,H100 SXM,1,TP1,8,1000,200,throughput,900,tok/s,vLLM 0.10,"
+         "closed_loop,11427840"],
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes,scenario,requests",
+        name="loop.csv",
+    )  # fmt: skip
+    (case,) = pr.build_plan(load_measured(loop), "achievable").load.values()
+    assert case.issued == 11427840 and case.clients == 8
+
+    class Sent(Exception):
+        pass
+
+    def record(inst, run):
+        raise Sent(len(run.arrivals()))
+
+    monkeypatch.setattr(rp, "WHOLE_RUN_REQUESTS", 300)
+    monkeypatch.setattr(rp, "simulate_run", record)
+    with pytest.raises(Sent) as sent:
+        rp.replay(case)
+    assert sent.value.args == (300,)
     # the replay sends them: tests/test_export.py, a plan's 640-request loop read back
     # an MLPerf run issues at least its performance sample count: a smaller count is not its
     line = v50_lines(SERVER)[0]

@@ -836,3 +836,39 @@ def test_an_mlperf_rows_throughput_counts_its_runs_drain(tmp_path, small_runs):
     a, b = rp.replay(server), rp.replay(dataclasses.replace(server, whole_run=False))
     assert (a.tpot, a.ttft_p99) == (b.tpot, b.ttft_p99)
     assert a.throughput <= b.throughput * 1.02  # fill and drain: never much above the window
+
+
+def test_an_mlperf_run_issues_the_samples_its_loadgen_log_counts(tmp_path):
+    """LoadGen issues at least a configuration's min_query_count whatever the run's rate, and
+    the newer MLPerf file states each run's count from its own mlperf_log_detail.txt
+    (``generated_query_count`` x ``generated_samples_per_query``, the ``requests`` column):
+    Cisco's v6.0 DeepSeek-R1 Offline run on 8 B300 issued 105,312 samples (its configuration's
+    min_query_count, 24 times the dataset's 4,388), so its replay is one DEP8 instance serving
+    all of them, where LoadGen's rule at the estimated rate alone gives far fewer. Every stated
+    count is at least its benchmark's performance sample count."""
+    newer = DATA / "benchmarks_test_mlperf_newer.csv"
+    lines = newer.read_text().splitlines()
+    row = next(
+        x for x in lines if "Cisco/results/C880A_M8_B300_288GBx8_TRT/deepseek-r1/Offline" in x
+    )
+    assert row.endswith(",105312")
+    path = tmp_path / "rows.csv"
+    path.write_text(f"{lines[0]}\n{row}\n")
+    stated = pr.build_plan(load_measured(path), "achievable")
+    (case,) = stated.load.values()
+    assert case.issued == 105312 and case.replicas == 1 and case.whole_run
+    assert rp.offline_requests(case, rp.instance(case)) == 105312
+    path.write_text(f"{lines[0]}\n{row.removesuffix('105312')}\n")
+    (unstated,) = pr.build_plan(load_measured(path), "achievable").load.values()
+    assert unstated.issued == 4388  # the dataset's performance sample count
+    assert rp.offline_requests(unstated, rp.instance(unstated)) < 105312 / 3
+    import pandas as pd
+
+    from inference_econ.measured.mlperf import benchmarks
+
+    table = pd.read_csv(newer, dtype=str, keep_default_na=False)
+    given = table[table["requests"] != ""]
+    assert len(given) == 1901  # every v5.1 and v6.0 run (v6.1's logs are not read)
+    name = given["model"].str.extract(r"MLPerf v\S+ (\S+?)(?:-99(?:\.9)?)? ")[0]
+    for bench, counts in given.groupby(name):
+        assert counts["requests"].astype(int).min() >= benchmarks()[bench].samples, bench

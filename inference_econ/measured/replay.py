@@ -484,8 +484,10 @@ def saturated_rate(record) -> float:
 def _closed(case: LoadCase, inst, requests) -> Outcome:
     """``clients`` closed-loop clients per instance, sending this instance's share of the
     requests the run issued where the row says (``LoadCase.issued``: its figures depend on
-    how long the loop ran, its ramp-down included), else ``_count``'s."""
-    share = round(case.issued / case.replicas) if case.issued else 0
+    how long the loop ran, its ramp-down included; at most ``WHOLE_RUN_REQUESTS``, where
+    the ramp-down, about half a request a client, is a share clients / 48,000 of the run),
+    else ``_count``'s."""
+    share = min(round(case.issued / case.replicas), WHOLE_RUN_REQUESTS) if case.issued else 0
     n = _count(case, case.clients, requests or share or None)
     run = Run(traffic_of(case, n), clients=case.clients, prefilled=case.prefilled)
     record = simulate_run(inst, run)

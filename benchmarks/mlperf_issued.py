@@ -1,0 +1,83 @@
+"""Write each MLPerf row's issued request count (the ``requests`` column) from its run's own
+LoadGen log: ``generated_query_count`` x ``generated_samples_per_query`` in the
+``mlperf_log_detail.txt`` beside the ``mlperf_log_summary.txt`` the row's ``source`` names,
+read from the results repository's local copy with ``git show <commit>:<path>``.
+
+    PYTHONPATH=. python benchmarks/mlperf_issued.py tests/data/benchmarks_test_mlperf_newer.csv \
+        --mirror mlcommons/inference_results_v5.1=/path/to/git/dir \
+        --mirror gbeezybez/inference_results_v6.0=/path/to/git/dir [--write]
+
+A row's source reads ``.../mlperf_log_summary.txt (read from mirror OWNER/NAME@COMMIT; ...)``;
+rows without such a source (v6.1's, read from its results table) or whose detail log is not in
+the copy keep their ``requests`` cell (empty: the replay issues what LoadGen's rule gives at
+its own rate, model-part-f.md §F5). Why it matters: LoadGen issues at least
+``min_query_count`` samples whatever the run's rate (a submitter's configuration sets it,
+DeepSeek-R1's to 26,328-105,312 where its performance sample count is 4,388), so a run lasts
+hours and its throughput over the whole run, the drain of its longest outputs included, is
+nearly the saturated rate. Without ``--write`` the counts are printed, the file untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+SOURCE = re.compile(
+    r"^mlcommons/inference_results_v[\d.]+/(?P<path>\S+)/mlperf_log_summary\.txt "
+    r"\(read from mirror (?P<mirror>[^@\s]+)@(?P<commit>[0-9a-f]+)"
+)
+KEY = r'"key": "{}", "value": (\d+)'
+
+
+def issued(git_dir: str, commit: str, folder: str) -> int | None:
+    """The run's issued samples from its detail log (None: the log is not in the copy)."""
+    ref = f"{commit}:{folder}/mlperf_log_detail.txt"
+    done = subprocess.run(["git", "-C", git_dir, "show", ref], capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    queries = re.search(KEY.format("generated_query_count"), done.stdout)
+    per_query = re.search(KEY.format("generated_samples_per_query"), done.stdout)
+    if queries is None or per_query is None:
+        return None
+    return int(queries.group(1)) * int(per_query.group(1))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--mirror", action="append", default=[], help="OWNER/NAME=GIT_DIR")
+    parser.add_argument("--write", action="store_true", help="rewrite FILE's requests column")
+    args = parser.parse_args(argv)
+    mirrors = dict(m.split("=", 1) for m in args.mirror)
+    table = pd.read_csv(args.file, dtype=str, keep_default_na=False)
+    column = table["requests"] if "requests" in table else pd.Series("", index=table.index)
+    found = missing = 0
+    cache: dict = {}
+    for i, source in table["source"].items():
+        m = SOURCE.match(source)
+        if m is None or m["mirror"] not in mirrors:
+            continue
+        key = (m["mirror"], m["commit"], m["path"])
+        if key not in cache:
+            cache[key] = issued(mirrors[m["mirror"]], m["commit"], m["path"])
+        n = cache[key]
+        if n is None:
+            missing += 1
+            continue
+        column.at[i] = str(n)
+        found += 1
+    print(f"{args.file}: {found:,} rows given their run's issued samples, {missing:,} whose "
+          f"detail log is not in the copy, {len(cache):,} runs read")  # fmt: skip
+    if args.write:
+        table["requests"] = column
+        table.to_csv(args.file, index=False, lineterminator="\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
