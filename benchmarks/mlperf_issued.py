@@ -12,7 +12,8 @@ rows without such a source (v6.1's, read from its results table) or whose detail
 the copy keep their ``requests`` cell (empty: the replay issues what LoadGen's rule gives at
 its own rate, model-part-f.md §F5). Why it matters: LoadGen issues at least
 ``min_query_count`` samples whatever the run's rate (a submitter's configuration sets it,
-DeepSeek-R1's to 26,328-105,312 where its performance sample count is 4,388), so a run lasts
+DeepSeek-R1's for eight GPUs to 26,328-105,312 where its performance sample count is 4,388),
+so a run lasts
 hours and its throughput over the whole run, the drain of its longest outputs included, is
 nearly the saturated rate. Without ``--write`` the counts are printed, the file untouched.
 """
