@@ -13,9 +13,8 @@ the copy keep their ``requests`` cell (empty: the replay issues what LoadGen's r
 its own rate, model-part-f.md §F5). Why it matters: LoadGen issues at least
 ``min_query_count`` samples whatever the run's rate (a submitter's configuration sets it,
 DeepSeek-R1's for eight GPUs to 26,328-105,312 where its performance sample count is 4,388),
-so a run lasts
-hours and its throughput over the whole run, the drain of its longest outputs included, is
-nearly the saturated rate. Without ``--write`` the counts are printed, the file untouched.
+so a run lasts hours and its throughput over the whole run, the drain of its longest outputs
+included, is nearly the saturated rate. Without ``--write`` the counts are printed, the file untouched.
 """
 
 from __future__ import annotations
@@ -27,6 +26,10 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # measured_files, beside this script
+
+from measured_files import fail  # noqa: E402
 
 SOURCE = re.compile(
     r"^mlcommons/inference_results_v[\d.]+/(?P<path>\S+)/mlperf_log_summary\.txt "
@@ -54,8 +57,17 @@ def main(argv=None) -> int:
     parser.add_argument("--mirror", action="append", default=[], help="OWNER/NAME=GIT_DIR")
     parser.add_argument("--write", action="store_true", help="rewrite FILE's requests column")
     args = parser.parse_args(argv)
+    bad = [m for m in args.mirror if "=" not in m]
+    if bad:
+        fail(f"--mirror {bad[0]!r}: give OWNER/NAME=GIT_DIR")
     mirrors = dict(m.split("=", 1) for m in args.mirror)
-    table = pd.read_csv(args.file, dtype=str, keep_default_na=False)
+    try:
+        table = pd.read_csv(args.file, dtype=str, keep_default_na=False)
+    except (OSError, ValueError) as exc:
+        why = " ".join(str(exc).split())
+        fail(f"{args.file}: cannot be read as a CSV ({why}): give a measured-rows file")
+    if "source" not in table:
+        fail(f"{args.file}: has no source column: give a measured-rows file of MLPerf runs")
     column = table["requests"] if "requests" in table else pd.Series("", index=table.index)
     found = missing = 0
     cache: dict = {}
