@@ -75,8 +75,11 @@ DEEPEP_LOW_LATENCY = {
 DEEPEP_NORMAL_RDMA = {16: 43, 32: 58, 64: 51}
 
 
-@pytest.mark.parametrize("preset", [REFINED, ACHIEVABLE], ids=lambda a: a.name)
+@pytest.mark.parametrize(
+    "preset", [REFINED, ACHIEVABLE.replace(engine="sglang")], ids=("refined", "sglang")
+)
 def test_expert_all_to_all_reproduces_deepep(preset):
+    """DeepEP dispatches in FP8 (an engine that quantises first: SGLang's, vLLM's)."""
     arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("H800")
     model = StepModel(compile_workload(arch, preset), gpu, preset)
     layers = model.work.groups[1].layers
@@ -106,6 +109,38 @@ def test_expert_all_to_all_reproduces_deepep(preset):
         for ep in (8, 256)
     ]
     assert flat[1] == pytest.approx(flat[0], rel=0.05)
+
+
+def test_tensorrt_llm_dispatches_block_scaled_fp8_experts_tokens_unquantised():
+    """DeepSeek-R1's block-scaled FP8 experts on 8 H200, 128 tokens a rank: TensorRT-LLM's
+    fused MoE quantises the activations inside its kernel, after the exchange, so its
+    dispatch carries BF16 (2 bytes an element: d·k/t·2 per token), where SGLang's and vLLM's
+    DeepEP dispatch carries FP8 with one 4-byte scale per 128 values (d·k/t·(1 + 4/128)), as
+    the ideal bound does; the combine is BF16 under every engine."""
+    arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("H200")
+    d, k = arch.d_model, 8
+
+    def calls(assumptions):
+        model = StepModel(compile_workload(arch, assumptions), gpu, assumptions)
+        part = model.pipeline_part(8.0, 128.0 * 8, 1.0, 0.0, 1.0)
+        return [c for c in part.shared_calls if c.what.startswith("expert")]
+
+    fp8 = d * k / 8 * (1 + 4 / 128)
+    for preset, per_token in (
+        (ACHIEVABLE.replace(engine="trtllm"), d * k / 8 * 2.0),
+        (ACHIEVABLE.replace(engine="sglang"), fp8),
+        (ACHIEVABLE.replace(engine="vllm"), fp8),
+        (REFINED, fp8),
+    ):
+        dispatch, combine = calls(preset)
+        assert float(dispatch.bytes_per_token) == pytest.approx(per_token, rel=1e-12), preset
+        assert float(combine.bytes_per_token) == pytest.approx(d * k / 8 * 2.0, rel=1e-12)
+    # the same engine quantising first: a smaller message, a shorter dispatch
+    quantised = load_engine("trtllm").replace(block_fp8_dispatch_quantised=1)
+    slow = calls(ACHIEVABLE.replace(engine="trtllm"))[0]
+    fast = calls(ACHIEVABLE.replace(engine=quantised))[0]
+    assert float(fast.bytes_per_token) == pytest.approx(fp8, rel=1e-12)
+    assert float(slow.time_s()) > float(fast.time_s())
 
 
 # --- §B12: pipeline bubbles ----------------------------------------------------------------

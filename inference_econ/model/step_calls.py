@@ -297,9 +297,7 @@ class StepCalls:
         a2a = cache.get(
             ("a2a", gi), lambda: m.collective(e, nodes, EXPERT_ALLTOALL, inter_share=share)
         )
-        dispatch = w.bytes_per_activation
-        if w.dispatch_bytes_per_element is not None:
-            dispatch = w.dispatch_bytes_per_element
+        dispatch = self._dispatch_bytes()
 
         def bytes_per_token():
             copies = w.d_model * g.active / t  # elements per token each GPU sends
@@ -312,6 +310,20 @@ class StepCalls:
                 ("a2a", gi, 1), a2a, combined, tokens, g.layers, "expert combine", (e, nodes)
             ),
         ]
+
+    def _dispatch_bytes(self) -> float:
+        """Bytes per element the expert dispatch carries: the GEMMs' activation operand where
+        it is narrower than the activations (§B11), except a block-scaled FP8 MoE's under an
+        engine that quantises its activations inside the fused MoE (the profile's
+        ``block_fp8_dispatch_quantised``, §F7), which exchanges the activations."""
+        w = self.work
+        if w.dispatch_bytes_per_element is None:
+            return w.bytes_per_activation
+        profile = self.assumptions.profile()
+        unquantised = profile is not None and not profile.block_fp8_dispatch_quantised
+        if w.weight_block_scaled and unquantised:
+            return w.bytes_per_activation
+        return w.dispatch_bytes_per_element
 
     def _gathers_tokens(self) -> bool:
         """Whether an engine moves a MoE group's tokens by an all-gather and a reduce-scatter
@@ -334,9 +346,7 @@ class StepCalls:
         w, m = self.work, self.machine
         nodes = np.ceil(e / m.node_gpus)
         cost = cache.get(("gather", gi), lambda: m.collective(e, nodes, ALLTOALL))
-        dispatch = w.bytes_per_activation
-        if w.dispatch_bytes_per_element is not None:
-            dispatch = w.dispatch_bytes_per_element
+        dispatch = self._dispatch_bytes()
         group = (e, nodes)
         return [
             cache.calls(

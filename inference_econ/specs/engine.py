@@ -137,6 +137,7 @@ class EngineProfile:
     collective_bandwidth_efficiency: float = 1.0
     gemm_allreduce_overlap: float = 0.0
     expert_routing_skew: float = 1.0
+    block_fp8_dispatch_quantised: int = 1
     kv_cache_memory_fraction: float = 0.9
     kv_cache_fraction_of: FractionOf = "free"
     activation_workspace_bytes_per_gpu: float = 2e9

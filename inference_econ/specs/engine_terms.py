@@ -199,6 +199,15 @@ TERMS: tuple[Term, ...] = (
         "how much busier the busiest expert-parallel rank is than uniform routing makes it (§F7)",
     ),
     Term(
+        "block_fp8_dispatch_quantised",
+        "0 or 1",
+        0,
+        1,
+        "1: a block-scaled FP8 MoE's expert dispatch carries FP8 values and their scales "
+        "(§B11); 0: the activations, the engine quantising them inside its fused MoE (§F7)",
+        integer=True,
+    ),
+    Term(
         "kv_cache_memory_fraction",
         "fraction",
         0.01,
