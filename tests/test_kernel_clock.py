@@ -408,6 +408,29 @@ def test_sliding_window_layers_attend_within_their_window():
     assert seconds == pytest.approx(18 * full + 18 * slid)
 
 
+def test_a_prompts_attention_runs_each_layer_at_its_window():
+    # gpt-oss-20b on one B200 (BF16 KV cache): 12 of its 24 layers slide a 128-token window.
+    # The load engine's seconds a layer-position attended, times a 16 Ki-token prompt's
+    # positions (the sliding layers' 128 each), is the tables' context attention of 12 full
+    # layers and 12 layers at window_size 128: 41.1 ms, not 24 full layers' 71.9 ms
+    gpu = ie.load_hardware("B200")
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    model = StepModel(compile_workload(ie.load_model("gpt-oss-20b"), a), gpu, a)
+    assert sorted((g.layers, g.window) for g in model.work.groups) == [(12, 128), (12, np.inf)]
+    kv = Formats(model.work).kv
+    table = StepTable(model, EngineLayout(1), 64)
+    for prompt in (2048.0, 16384.0):
+        charged = (
+            table.at_prompt(prompt).attention_s * model.work.layer_positions(prompt) * prompt / 2.0
+        )
+        full, slid = (
+            float(kp.context_attention_s(gpu, kv, 1, prompt, 64, 8, 64, w)) for w in (0, 128)
+        )
+        assert slid < (full / 6 if prompt > 8192 else full)
+        assert charged == pytest.approx(12 * full + 12 * slid, rel=1e-9)
+    assert 12 * full + 12 * slid == pytest.approx(41.1e-3, rel=0.01)
+
+
 def test_a_prompt_chunk_attends_within_its_window_after_a_prefix():
     # 512 prompt tokens after 3,584 cached: every one reaches past a 128-token window, so
     # 512 x 128 positions, against the table's lone 512-token prompt 128 x 64 + 384 x 128;

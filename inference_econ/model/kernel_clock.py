@@ -204,14 +204,8 @@ class _Pricer:
         prompt = _at_least_1(np.asarray(s["tokens"]) / np.maximum(s["batch"], 1e-12))
         positions = _at_least_1(s["positions"])
         mla = self.work.model_class == "mla"  # the MLA kernel's own tables, where measured
-        # the attention layers by window (sliding-window layers read and attend to at most
-        # theirs, as the tables' window field times them); one class where none has a window
-        windows = [(g.layers, g.window) for g in self.work.groups if g.window > 0]
-        if all(math.isinf(w) for _, w in windows):
-            windows = [(op.calls, 0.0)]
         fmt, total = self.formats.kv, 0.0
-        for layers, window in windows:
-            w = 0.0 if math.isinf(window) else window
+        for layers, w in layer_windows(self.work, op.calls):
             if not op.name.endswith("(prefill)"):
                 one = mla_s(self.gpu, fmt, batch, heads, positions=positions) if mla else None
                 if one is None:
@@ -287,6 +281,17 @@ class _Pricer:
         if self.profile is None:
             return 0.0
         return host_overhead_s(self.profile, op.shape["sequences"]) / self.scale
+
+
+def layer_windows(work: Workload, calls) -> list:
+    """(layers, window) of a workload's attention layers, the window as the tables' window
+    field reads it (0: full attention): sliding-window layers read and attend to at most theirs;
+    ``calls`` layers of one class where none has a window. The one place the kernel clock splits
+    the attention by window, for a step's operations and for the load engine's prompt slope."""
+    windows = [(g.layers, g.window) for g in work.groups if g.window > 0]
+    if all(math.isinf(w) for _, w in windows):
+        return [(calls, 0.0)]
+    return [(layers, 0.0 if math.isinf(w) else w) for layers, w in windows]
 
 
 def _at_least_1(x):
@@ -432,12 +437,18 @@ def attention_slope_s(model, gpus, pipeline, adiv, two_d: bool, prompt: float) -
     heads, kv_heads = _at_least_1(s["heads"]), _at_least_1(s["kv_heads"])
     lo, hi = SLOPE_PROMPT_RANGE
     tokens = float(np.clip(prompt, lo, hi))
-    one = mla_s(gpu, kv, 1.0, heads, tokens=tokens) if w.model_class == "mla" else None
-    if one is None:
-        one = context_attention_s(gpu, kv, 1.0, tokens, heads, kv_heads, s["head_dim"])
+    # each layer at its own window's kernel, as a step's prompt attention is priced (a
+    # sliding-window layer's prompt is not a full layer's: gpt-oss-20b's 16 Ki-token prompt on
+    # a B200 is 41.1 ms over its 24 layers in BF16, where 24 full layers would be 71.9 ms)
+    total = 0.0
+    for layers, window in layer_windows(w, attention.calls):
+        one = mla_s(gpu, kv, 1.0, heads, tokens=tokens) if w.model_class == "mla" else None
+        if one is None:
+            one = context_attention_s(gpu, kv, 1.0, tokens, heads, kv_heads, s["head_dim"], window)
+        total = total + layers * float(one)
     attended = w.layer_positions(tokens) * tokens / 2.0
     ranks = float(np.asarray(adiv).flat[0])
-    return _Pricer(model, q).scale * attention.calls * float(one) / (attended * ranks)
+    return _Pricer(model, q).scale * total / (attended * ranks)
 
 
 def _attended(prefix, tokens, window: float):
