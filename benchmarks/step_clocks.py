@@ -9,7 +9,8 @@ row's own (docs/model.md "A step as operations").
 LINE is the row's index among the file's rows (0 first); the layout is the first candidate the
 row's parallelism allows (attention data parallel where it states it); REQUESTS_A_RANK
 requests each decode one token at CONTEXT cached positions (with PROMPT, each request is a
-prompt of that many tokens instead, nothing cached).
+prompt of that many tokens instead, nothing cached: the prefill pass's own step model, its
+attention the prompts' causal attention and its output head at each prompt's last token).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main(argv=None) -> int:
     from inference_econ.model.assumptions import preset
     from inference_econ.model.clocks import EngineClock
     from inference_econ.model.kernel_clock import KernelClock
+    from inference_econ.model.latency import prefill_step_model
     from inference_econ.model.operations import step_operations
 
     start = time.process_time()
@@ -61,7 +63,12 @@ def main(argv=None) -> int:
     tokens, context = (args.prompt, 0.0) if args.prompt else (1.0, args.context)
     steps = []
     for clock, tables in ((EngineClock(), False), (KernelClock(), True)):
-        model, _ = _models(row.arch, row.gpu, row.bits, a.replace(kernel_tables=tables))
+        at = a.replace(kernel_tables=tables)
+        if args.prompt:  # a prefill pass's own step model: its attention is the prompts'
+            arch = row.arch.with_precision(*row.bits)
+            model = prefill_step_model(arch, row.gpu, at, True)
+        else:
+            model, _ = _models(row.arch, row.gpu, row.bits, at)
         step = step_operations(
             model, cand.gpus, args.requests * ranks, tokens, context, cand.pipeline, ranks, False
         )

@@ -431,6 +431,29 @@ def test_a_prompts_attention_runs_each_layer_at_its_window():
     assert 12 * full + 12 * slid == pytest.approx(41.1e-3, rel=0.01)
 
 
+def test_a_prefill_pass_samples_the_last_token_of_each_prompt():
+    # the engines take a prompt's logits at its last token: a prefill pass of 2 prompts of
+    # 8,192 tokens of Llama 3.1 8B (FP8) on one H100 runs its output head as a GEMM of 2 rows,
+    # not 16,384 (that was 11.5 ms of the kernel clock's 156 ms pass of one such prompt); a
+    # decode step of 64 sequences samples all 64
+    from inference_econ.model.latency import prefill_step_model
+
+    gpu = ie.load_hardware("H100")
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("Llama 3.1 8B").with_precision(weight_bits=8, kv_cache_bits=8)
+    head = Formats(compile_workload(arch, a), gpu).head
+    for model, batch, tokens in (
+        (prefill_step_model(arch, gpu, a, True), 2, 8192),
+        (StepModel(compile_workload(arch, a), gpu, a), 64, 1),
+    ):
+        step = step_operations(model, 1, batch, tokens, 0, 1, 1, False)
+        (op,) = [op for op in step if op.name == "lm head"]
+        assert op.shape["m"] == batch
+        seconds = KernelClock().price(step)[step.names.index("lm head")]
+        vocab, width = model.work.vocab_size, model.work.d_model
+        assert seconds == pytest.approx(float(kp.gemm_s(gpu, head, batch, vocab, width)))
+
+
 def test_a_prompt_chunk_attends_within_its_window_after_a_prefix():
     # 512 prompt tokens after 3,584 cached: every one reaches past a 128-token window, so
     # 512 x 128 positions, against the table's lone 512-token prompt 128 x 64 + 384 x 128;

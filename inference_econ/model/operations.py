@@ -446,12 +446,15 @@ class _Builder:
                 )
             )
         flop = 2.0 * w.embedding_params * self.all_tokens
+        # the positions sampled: a prefill pass's last token a sequence, as the engine clock's
+        # head GEMM reads them (``achievable``, §F2), every token of a decode step
+        sampled = self.b if model.expert_parallel_by_tokens else self.tokens
         ops.append(
             _op(
                 "lm head",
                 "gemm",
                 1.0,
-                {"m": self.tokens, "n": w.vocab_size / self.t, "k": w.d_model},
+                {"m": sampled, "n": w.vocab_size / self.t, "k": w.d_model},
                 "head",
                 flop=flop,
                 flop_per_gpu=flop * self.repeat / self.N,
