@@ -172,3 +172,21 @@ def test_a_filled_cell_takes_the_first_nearest_measured_cell():
     far = _nearest(want, have, wide.shape)
     np.testing.assert_array_equal(far, np.abs(want - have.T).argmin(axis=1))
     assert far[want[:, 0] == 9996].tolist() == [0]  # 9,993 from either: the first
+
+
+def test_a_prompt_past_the_tables_grows_with_its_square():
+    # B200's context attention is measured to 16,384 tokens a prompt (12,288 to 16,384: an
+    # elasticity of 1.97); a causal prompt's work grows with the square of its tokens, so a
+    # 32,768-token prompt costs near four times a 16,384-token one (12.3 ms against 3.1), where
+    # a sliding-window layer's (128) and a GEMM's rows stay linear, at most twice
+    b200 = ie.load_hardware("B200")
+
+    def attention(tokens, window=0, batch=1):
+        return float(kp.context_attention_s(b200, "fp8", batch, tokens, 64, 8, 128, window))
+
+    ratio = attention(32768) / attention(16384)
+    assert 3.6 < ratio <= 4.0
+    assert attention(65536) / attention(32768) == pytest.approx(ratio, rel=1e-9)
+    assert 1.0 < attention(32768, 128) / attention(16384, 128) <= 2.0
+    gemm = [float(kp.gemm_s(b200, "fp8", m, 8192, 8192)) for m in (65536, 131072)]
+    assert 1.0 < gemm[1] / gemm[0] <= 2.0

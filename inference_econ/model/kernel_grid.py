@@ -9,8 +9,9 @@ in log space, filled cells weighing little), so a measured point prices exactly 
 time unless a neighbour along such an axis measured faster; the wobble of a flat, launch-bound
 stretch is averaged there. Between grid values the log of the seconds is multilinear in the
 log of the sizes; below the grid it is the smallest value's (the measured floor); above, it
-grows linearly in the size with the elasticity of the last two grid values (between 0 and 1:
-linear in FLOP or bytes at most).
+grows linearly in the size with the elasticity of the last two grid values, between 0 and the
+axis's ceiling: 1 (linear in FLOP or bytes at most) unless the op's work grows faster in that
+size (a causal prompt's attention, with the square of its tokens: 2).
 """
 
 from __future__ import annotations
@@ -33,15 +34,18 @@ class LogGrid:
     axes: tuple[np.ndarray, ...]
     values: np.ndarray
     rising: tuple[int, ...] = ()
+    #: The largest elasticity each axis is extrapolated with above its grid (empty: 1 each).
+    ceilings: tuple[float, ...] = ()
 
     @classmethod
     def build(
         cls, sizes: np.ndarray, seconds: np.ndarray, physics: Physics | None,
-        monotone: tuple[bool, ...] | None = None,
+        monotone: tuple[bool, ...] | None = None, ceilings: tuple[float, ...] = (),
     ) -> LogGrid:  # fmt: skip
         """The grid of measured ``seconds`` at ``sizes`` (rows, axes); ``physics`` scales the
         cells a row does not give (the fastest of repeated rows is kept); along each axis
-        ``monotone`` marks (every one by default) the seconds never fall."""
+        ``monotone`` marks (every one by default) the seconds never fall; ``ceilings``: the
+        largest elasticity of each axis above the grid (1 each where empty)."""
         sizes = np.asarray(sizes, dtype=float).reshape(len(seconds), -1)
         axes, index = [], []
         for column in sizes.T:
@@ -57,7 +61,8 @@ class LogGrid:
         rising = [a for a in range(cells.ndim) if monotone is None or monotone[a]]
         for axis in rising:
             cells = _isotonic(cells, weights, axis)
-        return cls(tuple(np.log(a) for a in axes), _rising(cells, rising), tuple(rising))
+        axes_log = tuple(np.log(a) for a in axes)
+        return cls(axes_log, _rising(cells, rising), tuple(rising), tuple(ceilings))
 
     def rescaled(self, factor: Physics) -> LogGrid:
         """This grid with each cell's seconds times ``factor`` at its sizes (rows, axes),
@@ -65,7 +70,7 @@ class LogGrid:
         mesh = np.meshgrid(*(np.exp(a) for a in self.axes), indexing="ij")
         cells = np.stack([m.reshape(-1) for m in mesh], axis=1)
         values = self.values + np.log(factor(cells)).reshape(self.values.shape)
-        return LogGrid(self.axes, _rising(values, self.rising), self.rising)
+        return LogGrid(self.axes, _rising(values, self.rising), self.rising, self.ceilings)
 
     def __call__(self, sizes: np.ndarray) -> np.ndarray:
         """Seconds at ``sizes`` (rows, axes), every size above 0."""
@@ -84,7 +89,11 @@ class LogGrid:
             last[:, a] = ax[-1]
             slope = (self._multilinear(last) - self._multilinear(before)) / (ax[-1] - ax[-2])
             ratio = np.exp(logs[above, a] - ax[-1])
-            growth[above] *= 1.0 + np.clip(slope, 0.0, 1.0) * (ratio - 1.0)
+            elasticity = np.clip(slope, 0.0, self.ceilings[a] if self.ceilings else 1.0)
+            # up to 1 the tangent in the size; above it (work growing faster than the size)
+            # the tangent in log space, which a power of the size follows
+            linear = 1.0 + elasticity * (ratio - 1.0)
+            growth[above] *= np.where(elasticity > 1.0, ratio**elasticity, linear)
         return np.exp(base) * growth
 
     def _multilinear(self, logs: np.ndarray) -> np.ndarray:

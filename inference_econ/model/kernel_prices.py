@@ -60,6 +60,11 @@ AXES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: The size axes along which more work is never cheaper (a GEMM's widths are not: a width
 #: off the kernel's tiles can run slower than a wider one, and the tables show it).
 RISING = frozenset({"m", "batch", "positions", "tokens", "nbytes", "width"})
+#: Size axes whose work grows faster than the size, with the largest elasticity the tables are
+#: extrapolated with above their grid (``LogGrid``; 1, linear, for every other axis): a causal
+#: prompt's attention grows with the square of its tokens (the tables' context attention goes
+#: to 16,384 tokens, where B200's last two, 12,288 and 16,384, measure an elasticity of 1.97).
+SUPERLINEAR = {("context_attention", "tokens"): 2.0, ("context_mla", "tokens"): 2.0}
 #: The custom all-reduce's one variant.
 CUSTOM = "custom"
 
@@ -317,7 +322,8 @@ class Clock:
             sizes = np.stack([self._rows.shape[a][at] for a in self.axes], axis=1)
             rising = tuple(a in RISING for a in self.axes)
             physics = self._physics(self.keys[i]) if self.op in FORMS else None
-            self._grids[i] = LogGrid.build(sizes, self._rows.seconds[at], physics, rising)
+            ceilings = tuple(SUPERLINEAR.get((self.op, a), 1.0) for a in self.axes)
+            self._grids[i] = LogGrid.build(sizes, self._rows.seconds[at], physics, rising, ceilings)
         return self._grids[i]
 
     def _physics(self, key: np.ndarray):
