@@ -1071,3 +1071,42 @@ def test_a_requests_column_is_the_runs_count_and_a_bad_one_its_rows_reason(tmp_p
     for given, issued in ((100, samples), (samples + 5, samples + 5)):
         row, head = edited(line, requests=str(given))
         assert load_measured(write(tmp_path, [row], head, name="r.csv"))[0].lengths.issued == issued
+
+
+@pytest.mark.parametrize(
+    "text, block",
+    [
+        ("FP8 (block-scaled)", True),
+        ("fp8 block scales, KV cache fp8", True),
+        ("FP8 blockwise", True),
+        ("fp8_block", True),
+        ("FP8", False),
+        ("FP8 (per-tensor)", False),
+        ("NVFP4 (block-scaled)", False),  # NVFP4's own micro-blocks: not an 8-bit checkpoint
+    ],
+)
+def test_a_row_stating_block_scaled_fp8_runs_the_block_scaled_kernels(tmp_path, text, block):
+    # AIConfigurator's runs state Qwen3-235B-A22B's own FP8 release ("fine-grained fp8
+    # quantization with block size of 128", its model card) as "FP8 (block-scaled)": the row
+    # reads 8-bit weights with block scales, which the kernel clock prices with the tables'
+    # fp8_block GEMMs and experts; plain "FP8" is ModelOpt's per-tensor format
+    import pandas as pd
+
+    from inference_econ.model.assumptions import preset
+    from inference_econ.model.kernel_clock import Formats
+    from inference_econ.model.workload import compile_workload
+
+    runs = pd.read_csv(DATA / "aic_silicon_runs.csv.gz")
+    row = runs[(runs.model == "Qwen3-235B-A22B") & (runs.precision == "FP8 (block-scaled)")]
+    row = row.iloc[:1].drop(columns=["group", "split", "measured_date"]).assign(precision=text)
+    path = tmp_path / "qwen3.csv"
+    row.to_csv(path, index=False)
+    (read,) = load_measured(path)
+    assert read.ok, read.status
+    arch = read.arch.with_precision(*read.bits)
+    assert arch.precision.weight_block_scaled is block
+    assert engine_words.states_block_scaled(text) is (block or text.startswith("NVFP4"))
+    if block:
+        a = preset("achievable").replace(kernel_tables=True)
+        formats = Formats(compile_workload(arch, a), read.gpu)
+        assert (formats.dense, formats.moe) == ("fp8_block", "fp8_block")

@@ -177,6 +177,16 @@ def states_kv_format(text) -> bool:
     return _KV_FORMAT.search(str(text or "")) is not None
 
 
+#: An 8-bit checkpoint whose weights carry block scales, stated in a precision cell ("FP8
+#: (block-scaled)", "fp8 block scales", "FP8 blockwise", "fp8_block").
+_BLOCK_SCALED = re.compile(r"block[ _-]?(?:scaled|scales|wise)\b|\bfp8_block\b", re.I)
+
+
+def states_block_scaled(text) -> bool:
+    """Whether a precision cell states 8-bit weights scaled per block ("FP8 (block-scaled)")."""
+    return _BLOCK_SCALED.search(str(text or "")) is not None
+
+
 def precision_of(text) -> tuple[float, float, float] | None:
     """Bits of a precision cell ("FP8", "FP8 e4m3", "FP8 likely (TRT-LLM)"); None when it is
     not stated or only guessed ("n/a", "BF16?"). A stated "KV cache fp8" sets the cache's bits."""

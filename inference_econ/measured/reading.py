@@ -507,7 +507,10 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     engine and what the row states of it, disaggregation, layout, what the value is per);
     returns the engine the row names (``engine_words.EngineText``)."""
     context = rec["_context"]
-    bits = as_released(engine_words.precision_of(rec.get("precision")), base["arch"])
+    bits = engine_words.precision_of(rec.get("precision"))
+    if bits is not None and bits[0] == 8 and engine_words.states_block_scaled(rec.get("precision")):
+        base["arch"] = base["arch"].with_block_scaled_fp8()  # its checkpoint's own format
+    bits = as_released(bits, base["arch"])
     if bits is not None and not engine_words.states_kv_format(rec.get("precision")):
         bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
     scenario = sem.scenario_of(rec, metric, context)

@@ -356,6 +356,13 @@ class Architecture:
         )
         return dataclasses.replace(self, precision=new)
 
+    def with_block_scaled_fp8(self) -> Architecture:
+        """The same architecture from an 8-bit checkpoint whose weights carry block scales (a
+        measured row's "FP8 (block-scaled)": Qwen3's own FP8 releases, DeepSeek-V3's), so the
+        engines' block-scaled kernels run it; its other precisions as they are."""
+        p = dataclasses.replace(self.precision, weight_bits=8, weight_block_scaled=True)
+        return dataclasses.replace(self, precision=p)
+
 
 # --- YAML -------------------------------------------------------------------------------------
 
