@@ -9,9 +9,10 @@ in log space, filled cells weighing little), so a measured point prices exactly 
 time unless a neighbour along such an axis measured faster; the wobble of a flat, launch-bound
 stretch is averaged there. Between grid values the log of the seconds is multilinear in the
 log of the sizes; below the grid it is the smallest value's (the measured floor); above, it
-grows linearly in the size with the elasticity of the last two grid values, between 0 and the
-axis's ceiling: 1 (linear in FLOP or bytes at most) unless the op's work grows faster in that
-size (a causal prompt's attention, with the square of its tokens: 2).
+grows with the elasticity of the last two grid values, between 0 and the axis's ceiling:
+linearly in the size up to an elasticity of 1 (linear in FLOP or bytes at most, every axis's
+ceiling but one whose work grows faster), as a power of the size above it (a causal prompt's
+attention, whose work grows with the square of its tokens: a ceiling of 2).
 """
 
 from __future__ import annotations
