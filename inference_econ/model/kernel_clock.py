@@ -283,7 +283,7 @@ class _Pricer:
         return host_overhead_s(self.profile, op.shape["sequences"]) / self.scale
 
 
-def layer_windows(work: Workload, calls) -> list:
+def layer_windows(work: Workload, calls) -> list[tuple[float, float]]:
     """(layers, window) of a workload's attention layers, the window as the tables' window
     field reads it (0: full attention): sliding-window layers read and attend to at most theirs;
     ``calls`` layers of one class where none has a window. The one place the kernel clock splits
