@@ -23,10 +23,13 @@ class DecodeRuns:
     speculate) and its layers. Each run returns (steps, seconds, Σ positions attended, positions
     after, FLOP); 0 steps when the cache cannot hold the next one."""
 
-    __slots__ = ("table", "draft", "layers")
+    __slots__ = ("table", "draft", "layers", "terms")
 
     def __init__(self, table: StepTable, draft: DraftEngine | None, layers: float) -> None:
         self.table, self.draft, self.layers = table, draft, layers
+        #: ``table.decode_terms`` of a run of ``D`` requests, by ``D``: a run looks them up
+        #: once, and runs of the same batch share them (the table does not change in a run)
+        self.terms: dict[int, tuple] = {}
 
     @property
     def _draft(self) -> DraftEngine:
@@ -52,15 +55,18 @@ class DecodeRuns:
             return 0, 0.0, 0.0, q0, 0.0
         tab = self.table
         if c is None:  # (nearly every run)
-            span, run = tab.run_time_s(D, q0, growth, k), None
+            terms = self.terms.get(D)
+            if terms is None:
+                terms = self.terms[D] = tab.decode_terms(D, D)
+            span, run = tab.run_time_s(D, q0, growth, k, terms=terms), None
         else:  # the seconds of a run of ``steps`` speculative steps
             gs = D * c.expected_tokens
             run = partial(self._draft.run_s, tab, D, q0, growth, s0, gs, c=c)
             span = run(k)
         if deadline is not None and span > deadline:
             if run is None:  # the first step count whose run reaches the deadline
-                lo, span = run_reaching_s(tab, D, q0, growth, k, deadline, span)
-                run = partial(tab.run_time_s, D, q0, growth)
+                lo, span = run_reaching_s(tab, D, q0, growth, k, deadline, span, terms)
+                run = partial(tab.run_time_s, D, q0, growth, terms=terms)
             else:
                 lo, span = first_reaching(run, deadline, 1, k, span)
             more = steps_on(lo, after, cycle)

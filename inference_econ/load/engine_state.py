@@ -474,6 +474,6 @@ def admissible_by(e: EngineState) -> float:
     if not e.ahead or not (e.running or e.prefilling):
         return e.t
     if e.prepared != e.prepared:  # NaN: the last decode run's, not computed yet
-        end, D, q, growth = e.last_run
-        e.prepared = end - e.table.run_time_s(D, q, growth, 1)
+        end, D, q, growth, terms = e.last_run
+        e.prepared = end - e.table.run_time_s(D, q, growth, 1, terms=terms)
     return e.prepared

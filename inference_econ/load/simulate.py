@@ -439,7 +439,7 @@ class _Engine(EngineState):
             self.trace.append(("decode", self.t, span, D, k, 0))
         if self.ahead:  # when the run's last step started (``admissible_by``)
             if c is None and not self.windowed:  # its own time before the run's end, if asked
-                last = (self.t + span, D, q0 + growth * (k - 1), growth)
+                last = (self.t + span, D, q0 + growth * (k - 1), growth, self.runs.terms.get(D))
                 self.prepared, self.last_run = math.nan, last
             else:  # a speculative or windowed run's steps: taken at their mean
                 self.prepared = self.t + span - span / k

@@ -528,6 +528,7 @@ class StepTable:
         steps: int,
         requests=None,
         attention: float = 1.0,
+        terms: tuple | None = None,
     ) -> float:
         """Seconds of ``steps`` decode-only steps of ``tokens`` tokens whose KV
         layer-positions start at ``positions`` and grow by ``growth`` per step, in closed form:
@@ -536,50 +537,73 @@ class StepTable:
         step of the run, up to the step from which the GPU's is longer.
         ``requests``: the sequences of the step (default: one per token); ``attention``: the
         tokens each sequence's cache is attended by (a verification of ``v`` tokens per
-        request reads the cache once and attends to it ``v`` times, §E8)."""
+        request reads the cache once and attends to it ``v`` times, §E8); ``terms``: their
+        ``decode_terms``, where the caller keeps them."""
         if steps <= 0 or tokens == 0:
             return 0.0
-        r = tokens if requests is None else requests
-        if self.host_sequence_s:
-            host = self.host_floor_s + self.host_sequence_s * r
-            one = self._gpu_step_s
-            if one(tokens, r, attention, positions) < host:
-                # the steps' GPU time grows with the run: the first j whose is the longer
-                lo, hi = 0, steps  # gpu(lo) < host; hi: none found below it
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if one(tokens, r, attention, positions + growth * mid) < host:
-                        lo = mid
-                    else:
-                        hi = mid
-                rest = self._gpu_run_s(
-                    tokens, positions + growth * hi, growth, steps - hi, r, attention
-                )
-                return hi * host + rest
-        return self._gpu_run_s(tokens, positions, growth, steps, r, attention)
+        if terms is None:
+            terms = self.decode_terms(tokens, tokens if requests is None else requests, attention)
+        host = terms[7]
+        if host and self.step_at(terms, positions) < host:
+            # the steps' GPU time grows with the run: the first j whose is the longer
+            lo, hi = 0, steps  # gpu(lo) < host; hi: none found below it
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self.step_at(terms, positions + growth * mid) < host:
+                    lo = mid
+                else:
+                    hi = mid
+            rest = self.run_with(terms, positions + growth * hi, growth, steps - hi)
+            return hi * host + rest
+        return self.run_with(terms, positions, growth, steps)
+
+    def decode_terms(self, tokens: int, r, attention: float = 1.0) -> tuple:
+        """What the decode-only steps of ``tokens`` tokens in ``r`` sequences (``attention`` as
+        in ``run_time_s``) read of the table, the same for every step of a run: (seconds
+        outside the two lines, the memory line's row, its per-request part, the compute line's
+        row, the two lines' seconds a position, the factor on the positions (§B12), the host's
+        floor (0: none)). A run of steps keeps them (``DecodeRuns``): looked up once, not a
+        step at a time."""
+        row, g = self._graph(tokens, r)
+        row, scale = self._charged(row, row / g, g)
+        host = self.host_floor_s + self.host_sequence_s * r if self.host_sequence_s else 0.0
+        return (
+            self.fixed_s[row] + self.sequence_s * g,
+            self.memory_s[row],
+            self.request_s * g,
+            self.compute_s[row],
+            self.kv_s,
+            self.attention_s * attention,
+            scale,
+            host,
+        )
+
+    @staticmethod
+    def step_at(terms: tuple, positions: float) -> float:
+        """The GPU's seconds (no host floor) of one decode-only step of ``decode_terms`` at
+        ``positions``: the larger of the memory and compute lines."""
+        fixed, memory, per_request, compute, kv_s, attention_s, scale, _ = terms
+        p = positions * scale
+        u = memory + kv_s * p + per_request
+        w = compute + attention_s * p
+        return fixed + (w if w > u else u)  # max(u, w)
 
     def _gpu_step_s(self, tokens: int, r, attention: float, positions: float) -> float:
         """``_gpu_times_s`` of one step of ``tokens`` tokens in ``r`` sequences at
         ``positions``: the same operations on scalars (a search asks for one step at a time,
         where an array's overhead would be most of the work)."""
-        tokens, r = self._graph(tokens, r)
-        row, scale = self._charged(tokens, tokens / r, r)
-        p = positions * scale
-        u = self.memory_s[row] + self.kv_s * p + self.request_s * r
-        w = self.compute_s[row] + self.attention_s * attention * p
-        return self.fixed_s[row] + self.sequence_s * r + (w if w > u else u)  # max(u, w)
+        return self.step_at(self.decode_terms(tokens, r, attention), positions)
 
-    def _gpu_run_s(self, tokens, positions, growth, steps, r, attention) -> float:
-        """``run_time_s`` of the GPU's steps alone (no host floor), ``r`` sequences a step."""
+    @staticmethod
+    def run_with(terms: tuple, positions: float, growth: float, steps: int) -> float:
+        """``run_time_s`` of the GPU's steps alone (no host floor), of ``decode_terms``."""
         if steps <= 0:
             return 0.0
-        row, r = self._graph(tokens, r)
-        if self.bubbles and r < self.pipeline:  # ``_charged``'s test: the only case it scales
-            row, scale = self._charged(row, row / r, r)
+        fixed, memory, per_request, compute, kv_s, at_s, scale, _ = terms
+        if scale != 1.0:
             positions, growth = positions * scale, growth * scale
-        kv_s, at_s = self.kv_s, self.attention_s * attention
-        u0 = self.memory_s[row] + kv_s * positions + self.request_s * r
-        v0 = self.compute_s[row] + at_s * positions
+        u0 = memory + kv_s * positions + per_request
+        v0 = compute + at_s * positions
         du, dv = kv_s * growth, at_s * growth
         d0, d1 = u0 - v0, du - dv  # memory minus compute at step j: d0 + d1·j
         if d1 == 0.0 or (d0 >= 0.0) == (d1 > 0.0):
@@ -598,7 +622,7 @@ class StepTable:
         first = split * a + da * (split - 1) * split / 2.0 if split > 0 else 0.0
         n = steps - split
         second = n * b + db * (split + steps - 1) * n / 2.0 if n > 0 else 0.0
-        return steps * (self.fixed_s[row] + self.sequence_s * r) + first + second
+        return steps * fixed + first + second
 
     def times_s(self, tokens: int, positions, requests=None, attention: float = 1.0):
         """Seconds of decode-only steps of ``tokens`` tokens whose KV layer-positions are the
@@ -634,17 +658,20 @@ def run_reaching_s(
     steps: int,
     seconds: float,
     full_s: float,
+    terms: tuple | None = None,
 ) -> tuple[int, float]:
     """(n, ``table.run_time_s`` of n steps): the fewest of ``steps`` decode-only steps (as in
     ``table.run_time_s``) whose run lasts ``seconds`` or more, given ``full_s``, the seconds of
     all ``steps`` (at least ``seconds``). No step is shorter than the one before it, so n lies
     between ``seconds`` over the n-th step's time and over the first's: two guesses from
-    those bound the search, which is then a bisection of a step or two, not of the run."""
-    run = partial(table.run_time_s, tokens, positions, growth)
+    those bound the search, which is then a bisection of a step or two, not of the run.
+    ``terms``: the steps' ``table.decode_terms``, where the caller keeps them."""
+    if terms is None:
+        terms = table.decode_terms(tokens, tokens)
+    run = partial(table.run_time_s, tokens, positions, growth, terms=terms)
     lo, hi, span = 1, steps, full_s  # the answer lies in [lo, hi]; span: run(hi)
-    host = table.host_floor_s + table.host_sequence_s * tokens if table.host_sequence_s else 0.0
-    step = table._gpu_step_s
-    first = max(step(tokens, tokens, 1.0, positions), host)
+    host, step = terms[7], table.step_at
+    first = max(step(terms, positions), host)
     if first > 0.0 and seconds > 0.0:
         guess = math.ceil(seconds / first)  # run(guess) >= guess x first >= seconds
         if guess < hi:
@@ -653,7 +680,7 @@ def run_reaching_s(
                 hi, span = guess, s
             else:
                 lo = guess + 1
-        longest = max(step(tokens, tokens, 1.0, positions + growth * (hi - 1)), host)
+        longest = max(step(terms, positions + growth * (hi - 1)), host)
         guess = math.ceil(seconds / longest)  # run(guess - 1) < seconds
         if lo < guess <= hi:
             s = run(guess - 1)
