@@ -122,6 +122,25 @@ def test_a_search_from_a_guess_finds_the_full_searchs_answer():
     assert 0.49 < below.max_rate_per_s <= 0.5
 
 
+def test_an_answer_just_below_the_start_is_found_from_the_guess():
+    """An answer within a lattice interval below ``start`` (``start``/sqrt 2 to ``start``) is
+    galloped to from the guess where ``find_knee``'s walk would begin at or below ``start``
+    (a guess under sqrt 2 x ``start``): ``find_knee``'s answer to the bit, in two runs from a
+    guess on it; from a guess further up, ``find_knee``'s own walk gives it."""
+    from test_load import _Curve
+
+    start = 1.3
+    for limit in (0.95, 1.1, 1.29):
+        targets = Targets(ttft_p99_s=limit)
+        full = load_search.find_knee(_Curve, targets, start)
+        assert start / math.sqrt(2.0) < full.max_rate_per_s < start
+        for guess in (0.9 * limit, limit, 1.1 * limit, start, 1.2 * start, 2.0 * start):
+            fast = load_search.find_knee_from(_Curve, targets, start, guess)
+            assert fast.max_rate_per_s == full.max_rate_per_s
+        on_it = load_search.find_knee_from(_Curve, targets, start, full.max_rate_per_s)
+        assert len(on_it.evaluated) == 2 < len(full.evaluated)
+
+
 def test_a_search_from_a_rate_that_held_finds_the_full_searchs_answer():
     """``find_knee_from`` told of a rate a run held at (``held``: the walk starts above the
     grid point at or below it, unsimulated) gives ``find_knee``'s answer on the monotone

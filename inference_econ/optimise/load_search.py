@@ -221,10 +221,7 @@ def find_knee(
         return bool(seen[rate].meets_targets)  # judged against targets: never None
 
     lattice = _lattice(start)
-    i = WALK_STEPS
-    if near is not None and near > 0:
-        below = [j for j, rate in enumerate(lattice) if rate <= near * (1 + 1e-9)]
-        i = below[-1] if below else 0
+    i = _walk_start(lattice, near)
     if ok(lattice[i]):
         while i + 1 < len(lattice) and ok(lattice[i + 1]):
             i += 1
@@ -252,6 +249,15 @@ def find_knee(
 
 def _lattice(start: float) -> list[float]:
     return [start * RATIO**i for i in range(-WALK_STEPS, WALK_STEPS + 1)]
+
+
+def _walk_start(lattice: list[float], near: float | None) -> int:
+    """The lattice point ``find_knee``'s walk begins at: the last at or below ``near``
+    (``start`` without one)."""
+    if near is None or not near > 0:
+        return WALK_STEPS
+    below = [j for j, rate in enumerate(lattice) if rate <= near * (1 + 1e-9)]
+    return below[-1] if below else 0
 
 
 def grid_rate(start: float, index: int) -> float:
@@ -320,8 +326,12 @@ def find_knee_from(
     not. Where the verdicts are monotone in the rate that point is ``find_knee``'s answer
     (its walk up from ``start`` holds up to it and fails just above; every bisection agrees),
     in about 2 + 2·log2(grid points the guess is off) simulations instead of 7 or more. An
-    answer below ``start`` or at the lattice's top is left to ``find_knee`` (begun near it),
-    whose walk down and top differ. ``early``: ``find_knee``'s; only verdicts are read here,
+    answer more than a lattice interval below ``start``, or below ``start`` where
+    ``find_knee``'s walk would begin above it, or at the lattice's top is left to
+    ``find_knee`` (begun near it), whose walk down and top differ: a walk down from at most
+    ``start`` stops at the first lattice point that holds, as this search does (its test of
+    an unloaded engine needs two points above the one it stands on, which such a walk never
+    runs, and a load that holds is never hopeless). ``early``: ``find_knee``'s; only verdicts are read here,
     so every probe may stop early. ``held``: a rate a simulation of the same size held at
     (the answer is at least the grid point at or below it, unsimulated: a walk down from the
     guess stops there, and a run that missed its targets by far (``_far_above``) bisects
@@ -339,8 +349,11 @@ def find_knee_from(
         return bool(seen[rate].meets_targets)
 
     first, top = WALK_STEPS * 2**REFINE_STEPS, 2 * WALK_STEPS * 2**REFINE_STEPS
+    # the lowest point searched here: a lattice interval below ``start`` where ``find_knee``
+    # would walk from at most ``start`` (the same answer, above), else ``start``
+    bottom = first - 2**REFINE_STEPS if _walk_start(_lattice(start), guess) <= WALK_STEPS else first
     lo, hi, step = None, None, 1
-    at = min(max(grid_index(start, guess), first), top - 1)
+    at = min(max(grid_index(start, guess), bottom), top - 1)
     known = None  # a grid point that holds, unsimulated (``held``)
     if held is not None:
         floor = grid_at_most(start, held)
@@ -351,7 +364,7 @@ def find_knee_from(
                 # within 1.1 % of a rate that held: it would hold but for a knee in between)
                 lo, at, step = floor, floor + 2, 2
     while lo is None or hi is None:
-        if at < first or at >= top:
+        if at < bottom or at >= top:
             break
         if known is not None and lo is None and at <= known:
             lo = known  # the walk down reached the point known to hold
