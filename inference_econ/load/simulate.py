@@ -558,22 +558,31 @@ def simulate_group(
     pending += [(float(req.sent[i]), int(i)) for i in np.flatnonzero(np.isfinite(req.sent))]
     heapq.heapify(pending)
     active = [False] * len(engines)
+    # the active engines by (time, index): the one furthest behind first, the first of equals
+    # (an engine's time moves only in its own turns, each taken off the heap and put back)
+    behind: list[tuple[float, int]] = []
     step = max(1, req.n // 10)
     report = step
     while True:
         a = pending[0][0] if pending else np.inf
-        busy = [k for k, on in enumerate(active) if on]
-        k = min(busy, key=lambda j: engines[j].t, default=-1)
-        if k >= 0 and engines[k].t < a:
-            active[k] = engines[k].iterate(a)
+        if behind and behind[0][0] < a:
+            k = heapq.heappop(behind)[1]
+            e = engines[k]
+            active[k] = e.iterate(a)
+            if active[k]:
+                heapq.heappush(behind, (e.t, k))
             if progress is not None and req.done >= report:
                 progress(req.done, req.n)
                 report += step
             continue
         if not pending:
-            if k < 0:
+            if not behind:
                 break
-            active[k] = engines[k].iterate(np.inf)
+            k = heapq.heappop(behind)[1]
+            e = engines[k]
+            active[k] = e.iterate(np.inf)
+            if active[k]:
+                heapq.heappush(behind, (e.t, k))
             continue
         at, i = heapq.heappop(pending)
         j = route(engines, i, at)
@@ -581,6 +590,7 @@ def simulate_group(
         if not active[j]:
             engines[j].t = max(engines[j].t, at)
             active[j] = True
+            heapq.heappush(behind, (engines[j].t, j))
     rec = record(engines, req, arrivals)
     timeline = RECORDING.get()
     if timeline is not None:
