@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..model.workload import prefix_sums
 from .attention_dp import Ranks
 from .engine import Instance
 from .prefix_cache import PrefixCache
@@ -50,7 +51,7 @@ class EngineState:
         "limit", "window", "phase", "clients", "order", "released", "arr", "late",
         "next_arrival", "on_finish", "progress", "next_report", "waiting", "prefilling",
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
-        "sorted_at", "sorted_bases", "draft", "q_ref", "cache", "chain", "ranks", "last_run",
+        "sorted_at", "sorted_bases", "contexts", "contexts_at", "draft", "q_ref", "cache", "chain", "ranks", "last_run",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
         "spec_steps", "decode_steps", "trace", "peak_batch", "end_of", "ahead", "prepared",
         "cadence", "cadence_floor", "tick",
@@ -93,6 +94,9 @@ class EngineState:
         # they were sorted at: ``decode_positions`` sorts again only when it has changed
         self.changes = 0
         self.sorted_at, self.sorted_bases = -1, np.empty(0)
+        #: the decoding requests' sorted contexts and their prefix sums, at (changes, G)
+        self.contexts: tuple = ()
+        self.contexts_at: tuple = ()
         self.G, self.t = 0.0, 0.0
         self.ahead, self.prepared = self.table.prepares_ahead, 0.0
         self.last_run: tuple = ()  # an overlap scheduler's arrivals: ``admissible_by``
@@ -155,8 +159,17 @@ class EngineState:
         if self.sorted_at != self.changes:
             base = np.fromiter(self.running.values(), float, len(self.running))
             self.sorted_bases, self.sorted_at = np.sort(base), self.changes
-        # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
-        return self.inst.work.layer_positions_of_many(self.sorted_bases + self.G, ahead)
+        work = self.inst.work
+        if self.contexts_at != (self.changes, self.G):  # a step's calls share its contexts
+            # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
+            ctx = self.sorted_bases + self.G
+            cums = prefix_sums(ctx)
+            now = work.layer_positions_of_many(ctx, 0, cums)  # (asked several times a step)
+            self.contexts, self.contexts_at = (ctx, cums, now), (self.changes, self.G)
+        ctx, cums, now = self.contexts
+        if type(ahead) is int and ahead == 0:
+            return now
+        return work.layer_positions_of_many(ctx, ahead, cums)
 
     def growth(self, per_step: float = 1.0) -> float:
         """Layer-positions the decoding requests add in one step of ``per_step`` tokens."""

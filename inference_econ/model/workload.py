@@ -69,6 +69,11 @@ class GroupWork:
         return 1.0 - (1.0 - 1.0 / self.sparsity) ** tokens
 
 
+def prefix_sums(contexts: np.ndarray) -> np.ndarray:
+    """0 and the running sums of ``contexts`` (``Workload.layer_positions_of_many``'s)."""
+    return np.concatenate([[0.0], np.cumsum(contexts, dtype=float)])
+
+
 @dataclass(frozen=True)
 class Workload:
     """Everything the cost model needs about one model at one precision (§A1-§A2)."""
@@ -243,17 +248,24 @@ class Workload:
         numpy float64 would make the single-precision grid search double precision,
         docs/model.md "The search")."""
         total = 0.0
+        if type(context) is float or type(context) is int:  # the same floats, without numpy
+            for g in self.groups:
+                w = g.window
+                total = total + g.layers * (w if w < context else context)  # min(n, window)
+            return float(total)
         for g in self.groups:
             total = total + g.layers * np.minimum(context, g.window)
         return float(total) if np.ndim(total) == 0 else total
 
-    def layer_positions_of_many(self, contexts, ahead=0.0):
+    def layer_positions_of_many(self, contexts, ahead=0.0, cums=None):
         """Σ over requests of ``layer_positions(c + ahead)`` for the sorted array ``contexts``
         (``ahead`` may be an array), in O(groups · log n): Σ min(c + a, w) = Σ (c + a) −
-        Σ max(0, c + a − w), the second sum over the requests past the window."""
+        Σ max(0, c + a − w), the second sum over the requests past the window. ``cums``:
+        ``prefix_sums(contexts)``, where the caller keeps them for several calls."""
         ctx = np.asarray(contexts, dtype=float)
         ahead = np.asarray(ahead, dtype=float)
-        cums = np.concatenate([[0.0], np.cumsum(ctx, dtype=float)])
+        if cums is None:
+            cums = prefix_sums(ctx)
         total = 0.0
         for g in self.groups:
             full = cums[-1] + len(ctx) * ahead
