@@ -29,6 +29,7 @@ from inference_econ.model.assumptions import preset
 from inference_econ.model.mixed_step import (
     EngineLayout,
     captured_sizes,
+    decode_run_s,
     graph_batch,
     graph_padded_requests,
     with_graphs,
@@ -73,7 +74,7 @@ def test_a_decode_run_costs_its_graphs_batch_and_a_mixed_step_its_own(llama_tabl
     q0, growth, steps = 300 * 32 * 900.0, 300 * 32.0, 40
     # 300 requests run the 384-request graph: 384 requests' tokens and per-request work, the
     # 300 requests' KV reads and attention (the 84 dummies' caches are empty)
-    want = plain.run_with(plain.decode_terms(384, 384), q0, growth, steps)
+    want = decode_run_s(plain.decode_terms(384, 384), q0, growth, steps)
     assert padded.run_time_s(300, q0, growth, steps) == pytest.approx(want, rel=1e-12)
     assert padded.run_time_s(300, q0, growth, steps) > plain.run_time_s(300, q0, growth, steps)
     # a size that is a graph's, and a step with prompt tokens (never captured), are unchanged

@@ -544,18 +544,18 @@ class StepTable:
         if terms is None:
             terms = self.decode_terms(tokens, tokens if requests is None else requests, attention)
         host = terms[7]
-        if host and self.step_at(terms, positions) < host:
+        if host and decode_step_s(terms, positions) < host:
             # the steps' GPU time grows with the run: the first j whose is the longer
             lo, hi = 0, steps  # gpu(lo) < host; hi: none found below it
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                if self.step_at(terms, positions + growth * mid) < host:
+                if decode_step_s(terms, positions + growth * mid) < host:
                     lo = mid
                 else:
                     hi = mid
-            rest = self.run_with(terms, positions + growth * hi, growth, steps - hi)
+            rest = decode_run_s(terms, positions + growth * hi, growth, steps - hi)
             return hi * host + rest
-        return self.run_with(terms, positions, growth, steps)
+        return decode_run_s(terms, positions, growth, steps)
 
     def decode_terms(self, tokens: int, r, attention: float = 1.0) -> tuple:
         """What the decode-only steps of ``tokens`` tokens in ``r`` sequences (``attention`` as
@@ -578,51 +578,11 @@ class StepTable:
             host,
         )
 
-    @staticmethod
-    def step_at(terms: tuple, positions: float) -> float:
-        """The GPU's seconds (no host floor) of one decode-only step of ``decode_terms`` at
-        ``positions``: the larger of the memory and compute lines."""
-        fixed, memory, per_request, compute, kv_s, attention_s, scale, _ = terms
-        p = positions * scale
-        u = memory + kv_s * p + per_request
-        w = compute + attention_s * p
-        return fixed + (w if w > u else u)  # max(u, w)
-
     def _gpu_step_s(self, tokens: int, r, attention: float, positions: float) -> float:
         """``_gpu_times_s`` of one step of ``tokens`` tokens in ``r`` sequences at
         ``positions``: the same operations on scalars (a search asks for one step at a time,
         where an array's overhead would be most of the work)."""
-        return self.step_at(self.decode_terms(tokens, r, attention), positions)
-
-    @staticmethod
-    def run_with(terms: tuple, positions: float, growth: float, steps: int) -> float:
-        """``run_time_s`` of the GPU's steps alone (no host floor), of ``decode_terms``."""
-        if steps <= 0:
-            return 0.0
-        fixed, memory, per_request, compute, kv_s, at_s, scale, _ = terms
-        if scale != 1.0:
-            positions, growth = positions * scale, growth * scale
-        u0 = memory + kv_s * positions + per_request
-        v0 = compute + at_s * positions
-        du, dv = kv_s * growth, at_s * growth
-        d0, d1 = u0 - v0, du - dv  # memory minus compute at step j: d0 + d1·j
-        if d1 == 0.0 or (d0 >= 0.0) == (d1 > 0.0):
-            split = steps  # one side binds throughout
-        elif d0 >= 0.0:  # memory binds until d0 + d1·j < 0
-            split = min(steps, math.floor(-d0 / d1) + 1)
-        else:  # compute binds until d0 + d1·j >= 0
-            split = min(steps, math.ceil(-d0 / d1))
-        if d0 >= 0.0:  # memory first, then compute
-            a, da, b, db = u0, du, v0, dv
-        else:
-            a, da, b, db = v0, dv, u0, du
-        # Σ_{j=lo}^{hi-1} (start + slope·j) = n·start + slope·(lo + hi - 1)·n/2 (n = hi - lo) over
-        # steps [0, split) of the first line and [split, steps) of the second, written out (the
-        # simulator calls this for every run of decode steps)
-        first = split * a + da * (split - 1) * split / 2.0 if split > 0 else 0.0
-        n = steps - split
-        second = n * b + db * (split + steps - 1) * n / 2.0 if n > 0 else 0.0
-        return steps * fixed + first + second
+        return decode_step_s(self.decode_terms(tokens, r, attention), positions)
 
     def times_s(self, tokens: int, positions, requests=None, attention: float = 1.0):
         """Seconds of decode-only steps of ``tokens`` tokens whose KV layer-positions are the
@@ -650,6 +610,47 @@ class StepTable:
         return gpu
 
 
+def decode_step_s(terms: tuple, positions: float) -> float:
+    """The GPU's seconds (no host floor) of one decode-only step of a table's
+    ``StepTable.decode_terms`` at ``positions``: the larger of the memory and compute lines."""
+    fixed, memory, per_request, compute, kv_s, attention_s, scale, _ = terms
+    p = positions * scale
+    u = memory + kv_s * p + per_request
+    w = compute + attention_s * p
+    return fixed + (w if w > u else u)  # max(u, w)
+
+
+def decode_run_s(terms: tuple, positions: float, growth: float, steps: int) -> float:
+    """``StepTable.run_time_s`` of the GPU's steps alone (no host floor), of a table's
+    ``StepTable.decode_terms``."""
+    if steps <= 0:
+        return 0.0
+    fixed, memory, per_request, compute, kv_s, at_s, scale, _ = terms
+    if scale != 1.0:
+        positions, growth = positions * scale, growth * scale
+    u0 = memory + kv_s * positions + per_request
+    v0 = compute + at_s * positions
+    du, dv = kv_s * growth, at_s * growth
+    d0, d1 = u0 - v0, du - dv  # memory minus compute at step j: d0 + d1·j
+    if d1 == 0.0 or (d0 >= 0.0) == (d1 > 0.0):
+        split = steps  # one side binds throughout
+    elif d0 >= 0.0:  # memory binds until d0 + d1·j < 0
+        split = min(steps, math.floor(-d0 / d1) + 1)
+    else:  # compute binds until d0 + d1·j >= 0
+        split = min(steps, math.ceil(-d0 / d1))
+    if d0 >= 0.0:  # memory first, then compute
+        a, da, b, db = u0, du, v0, dv
+    else:
+        a, da, b, db = v0, dv, u0, du
+    # Σ_{j=lo}^{hi-1} (start + slope·j) = n·start + slope·(lo + hi - 1)·n/2 (n = hi - lo) over
+    # steps [0, split) of the first line and [split, steps) of the second, written out (the
+    # simulator calls this for every run of decode steps)
+    first = split * a + da * (split - 1) * split / 2.0 if split > 0 else 0.0
+    n = steps - split
+    second = n * b + db * (split + steps - 1) * n / 2.0 if n > 0 else 0.0
+    return steps * fixed + first + second
+
+
 def run_reaching_s(
     table: StepTable,
     tokens: int,
@@ -670,7 +671,7 @@ def run_reaching_s(
         terms = table.decode_terms(tokens, tokens)
     run = partial(table.run_time_s, tokens, positions, growth, terms=terms)
     lo, hi, span = 1, steps, full_s  # the answer lies in [lo, hi]; span: run(hi)
-    host, step = terms[7], table.step_at
+    host, step = terms[7], decode_step_s
     first = max(step(terms, positions), host)
     if first > 0.0 and seconds > 0.0:
         guess = math.ceil(seconds / first)  # run(guess) >= guess x first >= seconds
