@@ -331,14 +331,15 @@ def find_knee_from(
     ``find_knee`` (begun near it), whose walk down and top differ: a walk down from at most
     ``start`` stops at the first lattice point that holds, as this search does (its test of
     an unloaded engine needs two points above the one it stands on, which such a walk never
-    runs, and a load that holds is never hopeless). ``early``: ``find_knee``'s; only verdicts are read here,
-    so every probe may stop early. ``held``: a rate a simulation of the same size held at
-    (the answer is at least the grid point at or below it, unsimulated: a walk down from the
-    guess stops there, and a run that missed its targets by far (``_far_above``) bisects
-    down to it at once; a guess no higher than the point above it starts the walk two points
-    above it). ``refine``: False stops once a point that holds and a point above it
-    that fails are known (a bracket; ``find_knee``'s walk alone where the answer is left to
-    it), answering the point that holds: a later call bisects it with the same runs."""
+    runs, and a load that holds is never hopeless). ``early``: ``find_knee``'s; only
+    verdicts are read here, so every probe may stop early. ``held``: a rate a simulation of
+    the same size held at (the answer is at least the grid point at or below it,
+    unsimulated: a walk down from the guess stops there, and a run that missed its targets
+    by far (``_far_above``) bisects down to it at once; a guess no higher than the point
+    above it starts the walk two points above it). ``refine``: False stops once a point
+    that holds and a point above it that fails are known (a bracket; ``find_knee``'s walk
+    alone where the answer is left to it), answering the point that holds: a later call
+    bisects it with the same runs."""
     seen: dict[float, LoadResult] = {}
     run = early or probe
 
