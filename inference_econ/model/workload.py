@@ -71,7 +71,10 @@ class GroupWork:
 
 def prefix_sums(contexts: np.ndarray) -> np.ndarray:
     """0 and the running sums of ``contexts`` (``Workload.layer_positions_of_many``'s)."""
-    return np.concatenate([[0.0], np.cumsum(contexts, dtype=float)])
+    out = np.empty(len(contexts) + 1)
+    out[0] = 0.0
+    np.cumsum(contexts, dtype=float, out=out[1:])
+    return out
 
 
 @dataclass(frozen=True)
@@ -263,10 +266,19 @@ class Workload:
         Σ max(0, c + a − w), the second sum over the requests past the window. ``cums``:
         ``prefix_sums(contexts)``, where the caller keeps them for several calls."""
         ctx = np.asarray(contexts, dtype=float)
-        ahead = np.asarray(ahead, dtype=float)
         if cums is None:
             cums = prefix_sums(ctx)
         total = 0.0
+        if type(ahead) is float or type(ahead) is int:  # the same floats, in Python scalars
+            a, n, whole = float(ahead), len(ctx), cums[-1]
+            for g in self.groups:
+                full = whole + n * a
+                if math.isfinite(g.window):
+                    idx = int(ctx.searchsorted(g.window - a, side="right"))
+                    full = full - (whole - cums[idx] + (n - idx) * (a - g.window))
+                total = total + g.layers * full
+            return total
+        ahead = np.asarray(ahead, dtype=float)
         for g in self.groups:
             full = cums[-1] + len(ctx) * ahead
             if np.isfinite(g.window):
