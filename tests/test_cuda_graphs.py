@@ -30,6 +30,7 @@ from inference_econ.model.mixed_step import (
     EngineLayout,
     captured_sizes,
     decode_run_s,
+    decode_step_s,
     graph_batch,
     graph_padded_requests,
     with_graphs,
@@ -81,7 +82,7 @@ def test_a_decode_run_costs_its_graphs_batch_and_a_mixed_step_its_own(llama_tabl
     assert padded.run_time_s(256, q0, growth, steps) == plain.run_time_s(256, q0, growth, steps)
     assert padded.time_s(300, q0, q0, 300) == plain.time_s(300, q0, q0, 300)
     times = padded.times_s(300, np.array([q0, q0 + growth]))
-    assert times[0] == pytest.approx(plain._gpu_step_s(384, 384, 1.0, q0), rel=1e-12)
+    assert times[0] == pytest.approx(decode_step_s(plain.decode_terms(384, 384), q0), rel=1e-12)
 
 
 @pytest.fixture(scope="module")

@@ -578,12 +578,6 @@ class StepTable:
             host,
         )
 
-    def _gpu_step_s(self, tokens: int, r, attention: float, positions: float) -> float:
-        """``_gpu_times_s`` of one step of ``tokens`` tokens in ``r`` sequences at
-        ``positions``: the same operations on scalars (a search asks for one step at a time,
-        where an array's overhead would be most of the work)."""
-        return decode_step_s(self.decode_terms(tokens, r, attention), positions)
-
     def times_s(self, tokens: int, positions, requests=None, attention: float = 1.0):
         """Seconds of decode-only steps of ``tokens`` tokens whose KV layer-positions are the
         array ``positions`` (a decoding token attends to exactly what its request caches;
