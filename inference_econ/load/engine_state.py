@@ -96,7 +96,7 @@ class EngineState:
         self.changes = 0
         self.sorted_at, self.sorted_bases = -1, np.empty(0)
         #: the decoding requests' sorted contexts and their prefix sums, at (changes, G)
-        self.contexts: tuple = ()
+        self.contexts: list = []
         self.contexts_at: tuple = ()
         self.G, self.t = 0.0, 0.0
         self.ahead, self.prepared = self.table.prepares_ahead, 0.0
@@ -164,11 +164,11 @@ class EngineState:
         if self.contexts_at != (self.changes, self.G):  # a step's calls share its contexts
             # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
             ctx = self.sorted_bases + self.G
-            cums = prefix_sums(ctx)
-            now = work.layer_positions_of_many(ctx, 0, cums)  # (asked several times a step)
-            self.contexts, self.contexts_at = (ctx, cums, now), (self.changes, self.G)
+            self.contexts, self.contexts_at = [ctx, prefix_sums(ctx), None], (self.changes, self.G)
         ctx, cums, now = self.contexts
-        if type(ahead) is int and ahead == 0:
+        if type(ahead) is int and ahead == 0:  # (asked several times a step: kept once asked)
+            if now is None:
+                now = self.contexts[2] = work.layer_positions_of_many(ctx, 0, cums)
             return now
         return work.layer_positions_of_many(ctx, ahead, cums)
 
