@@ -105,7 +105,10 @@ def _whole_token_rows(active: int, experts: int, tile: float, n: int) -> np.ndar
         rows = _WHOLE_TOKEN_ROWS.get(key)
         if rows is None or rows.size < n:
             size = 1 << max(n - 1, 1).bit_length()
-            rows = _expert_rows(np.arange(size, dtype=float), active, experts, tile)
+            # only the counts not yet kept: each count's rows are its own (see above)
+            have = np.empty(0) if rows is None else rows
+            new = np.arange(have.size, size, dtype=float)
+            rows = np.concatenate((have, _expert_rows(new, active, experts, tile)))
             rows.flags.writeable = False
             _WHOLE_TOKEN_ROWS.pop(key, None)
             if sum(r.size for r in _WHOLE_TOKEN_ROWS.values()) + size > _WHOLE_TOKEN_BUDGET:
