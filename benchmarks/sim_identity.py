@@ -118,6 +118,45 @@ def cases():
         gpus=2,
         cap=0.03,
     )
+    # windowed models priced from whole-number contexts, and from fractional ones (speculation)
+    oss_ach = make_setting("gpt-oss-120b", "H100", assumptions="achievable")
+    short = ("lognormal:120:0.9:600", "lognormal:300:0.7:1500")  # contexts about the window
+    add(
+        "gpt-oss-120b achievable, contexts about the window",
+        oss_ach,
+        make_traffic(40, *short, requests=1500, seed=2).stream(),
+        gpus=2,
+    )
+    add(
+        "gpt-oss-120b achievable, attention DP over 4",
+        oss_ach,
+        make_traffic(60, *lengths, requests=1500, seed=6).stream(),
+        gpus=4,
+        layout=EngineLayout(4, 1, 4.0, False),
+    )
+    add(
+        "gpt-oss-120b, shared prefixes",
+        oss,
+        make_traffic(6, "200", "150", requests=400, seed=0, shared_prefix_tokens=800).stream(),
+        gpus=2,
+    )
+    gemma = make_setting("Gemma 3 27B", "H100", assumptions="achievable")
+    add(
+        "Gemma 3 27B windowed, small cache",
+        gemma,
+        make_traffic(20, *short, requests=1500, seed=3).stream(),
+        gpus=2,
+        cap=0.05,
+    )
+    gemma_eagle = make_setting(
+        "Gemma 3 27B", "H100", assumptions="refined", draft_heads="eagle", acceptance=0.7
+    )
+    add(
+        "Gemma 3 27B windowed, eagle heads",
+        gemma_eagle,
+        make_traffic(10, *short, requests=800, seed=4).stream(),
+        gpus=2,
+    )
     big = make_setting("Llama 3 70B", "H100", assumptions="refined")
     add(
         "70B pipeline bubbles",

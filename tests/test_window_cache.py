@@ -2,6 +2,8 @@
 (docs/model.md §B4): TensorRT-LLM keeps every layer's whole context, vLLM only the window.
 Hand-computed on gpt-oss-120b: 36 layers, 18 of them windowed to 128 tokens."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -55,3 +57,88 @@ def test_a_run_admits_the_requests_the_engines_cache_holds():
         small = type(inst)(inst.setting, inst.layout, inst.config, inst.table, inst.work, 1e5)
         held[engine] = simulate(small, burst).peak_batch
     assert held == {"trtllm": 4, "vllm": 7}
+
+
+def test_many_requests_positions_are_the_sum_of_each_requests():
+    """gpt-oss-120b: 18 layers x min(n, 128) + 18 layers x n. Contexts 100, 128 and 1,000,
+    one step ahead: 18 x (101 + 128 + 128) + 18 x (101 + 129 + 1001) = 28,584."""
+    w = _work("trtllm")
+    ctx = np.array([100.0, 128.0, 1000.0])
+    assert w.layer_positions_of_many(ctx, 1) == 28584.0
+    assert w.layer_positions_of_many(ctx, 1) == sum(w.layer_positions(c + 1) for c in ctx)
+    # the same contexts as bases 40 below, shifted by 40: from the sorted list and as an array
+    bases = [60.0, 88.0, 960.0]
+    assert w.layer_positions_of_whole(bases, 1108, 40.0, 1.0) == 28584.0
+    ahead = np.array([0.0, 1.0, 30.0])
+    shifted = w.layer_positions_of_many(np.array(bases), ahead, shift=40.0)
+    assert shifted.tolist() == w.layer_positions_of_many(ctx, ahead).tolist()
+    assert shifted[1] == 28584.0
+
+
+def test_whole_number_contexts_price_the_same_floats_from_the_list_and_the_arrays():
+    """The simulator prices a batch of whole-number contexts from its sorted bases without
+    prefix sums of the contexts (exact sums); the floats are the prefix sums' own, whichever
+    side of each window most requests are on, and bases below zero (requests that joined
+    late) included."""
+    rng = np.random.default_rng(0)
+    for work in (
+        _work("trtllm"),
+        compile_workload(load_model("Gemma 3 27B"), ie.preset("refined")),
+    ):
+        for low, high in ((1, 200), (500, 5000), (1, 3000)):
+            bases = np.sort(rng.integers(low, high, size=400).astype(float) - 350.0)
+            G = 350.0 + float(rng.integers(0, 50))
+            ctx = bases + G
+            total = int(bases.sum())
+            for a in (0, 1, 7):
+                want = work.layer_positions_of_many(ctx, a)
+                got = work.layer_positions_of_whole(bases.tolist(), total, G, float(a))
+                assert got == want
+            ahead = np.arange(0.0, 300.0)
+            want = work.layer_positions_of_many(ctx, ahead)
+            got = work.layer_positions_of_many(bases, ahead, shift=G)
+            assert np.array_equal(got, want)
+
+
+def test_a_windowed_run_keeps_its_sorted_bases_as_requests_join_and_leave(monkeypatch):
+    """A windowed model's simulation keeps its decoding requests' bases sorted as they join,
+    finish and are preempted (a small cache), and prices whole-number batches from them; the
+    records are those of pricing every batch from the sorted contexts' prefix sums, bit for
+    bit. Speculation (fractional steps) takes the prefix sums either way."""
+    from inference_econ.load.engine_state import EngineState
+
+    def run(setting, cap):
+        inst = build_instance(setting, 2, EngineConfig(prefill="whole"))
+        inst = dataclasses.replace(inst, kv_capacity=cap * inst.kv_capacity)
+        n = 300
+        rng = np.random.default_rng(1)
+        arr = Arrivals(
+            np.sort(rng.uniform(0.0, 6.0, n)),
+            rng.integers(20, 900, n).astype(float),
+            rng.integers(5, 300, n).astype(float),
+        )
+        return simulate(inst, arr)
+
+    plain = make_setting("gpt-oss-120b", "H100", assumptions="refined")
+    eagle = make_setting(
+        "gpt-oss-120b", "H100", assumptions="refined", draft_heads="eagle", acceptance=0.7
+    )
+    cases = [(plain, 1.0), (plain, 0.01), (eagle, 1.0)]
+    kept = [run(s, cap) for s, cap in cases]
+    assert kept[1].preemptions.sum() > 0  # the small cache preempts: requests leave the batch
+    init = EngineState.__init__
+
+    def prefix_sums_only(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.whole_windows = False  # as if a window were fractional: every batch summed again
+
+    monkeypatch.setattr(EngineState, "__init__", prefix_sums_only)
+    for got, (s, cap) in zip(kept, cases):
+        want = run(s, cap)
+        for field in ("first_token_s", "finish_s", "admitted_s", "preemptions"):
+            assert np.array_equal(getattr(got, field), getattr(want, field), equal_nan=True)
+        assert (got.busy_s, got.steps, got.peak_kv_fraction) == (
+            want.busy_s,
+            want.steps,
+            want.peak_kv_fraction,
+        )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Callable
 
@@ -34,6 +35,9 @@ from .timeline import RECORDING
 
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 EPS = 1e-9
+#: ``decode_positions`` of at most this many steps ahead: each priced on its own from the
+#: sorted bases, cheaper than their array (whole-number contexts; the same floats).
+_FEW_AHEAD = 8
 #: ``math.inf`` read as a module global (``np.inf`` is the same float, one look-up more).
 _INF = math.inf
 
@@ -51,8 +55,9 @@ class EngineState:
         "limit", "window", "phase", "clients", "order", "released", "arr", "late",
         "next_arrival", "on_finish", "progress", "next_report", "waiting", "prefilling",
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
-        "sorted_at", "sorted_bases", "contexts", "contexts_at", "draft", "q_ref", "cache",
-        "chain", "ranks", "last_run",
+        "sorted_at", "sorted_bases", "base_sums", "contexts", "contexts_at", "bases",
+        "whole_bases", "odd_bases", "whole_windows", "draft", "q_ref", "cache", "chain", "ranks",
+        "last_run",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
         "spec_steps", "decode_steps", "trace", "peak_batch", "end_of", "ahead", "prepared",
         "cadence", "cadence_floor", "tick",
@@ -91,10 +96,16 @@ class EngineState:
         self.by_end: dict[float, list[int]] = {}
         self.ends: list[float] = []
         self.sum_base = 0.0
-        # the decoding requests' bases sorted (windowed models), and the change of the batch
-        # they were sorted at: ``decode_positions`` sorts again only when it has changed
+        # windowed models: the decoding requests' bases in order (kept as they join and
+        # leave), the sum of those that are whole numbers (an exact int) and the count of
+        # those that are not; their array, and the change of the batch it was made at
+        self.bases: list[float] = []
+        self.whole_bases, self.odd_bases = 0, 0
         self.changes = 0
         self.sorted_at, self.sorted_bases = -1, np.empty(0)
+        self.base_sums: np.ndarray | None = None
+        windows = [g.window for g in inst.work.groups]
+        self.whole_windows = all(not math.isfinite(w) or float(w).is_integer() for w in windows)
         #: the decoding requests' sorted contexts and their prefix sums, at (changes, G)
         self.contexts: list = []
         self.contexts_at: tuple = ()
@@ -157,10 +168,25 @@ class EngineState:
         (``ahead`` may be an array)."""
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
+        work, G = self.inst.work, self.G
+        scalar = type(ahead) is int or type(ahead) is float
+        # whole contexts, steps and windows: every sum exact, so priced without sorting
+        # or summing the contexts again when only G moved (``layer_positions_of_whole``)
+        whole = not self.odd_bases and self.whole_windows and G.is_integer()
+        if whole and scalar and float(ahead).is_integer():
+            return work.layer_positions_of_whole(self.bases, self.whole_bases, G, ahead)
+        few = not scalar and type(ahead) is np.ndarray and 0 < ahead.size <= _FEW_AHEAD
+        if whole and few and ahead.ndim == 1 and all(float(a).is_integer() for a in ahead):
+            # a few steps ahead (an attention-DP rank's turn is one): each from the list
+            at = work.layer_positions_of_whole
+            return np.array([at(self.bases, self.whole_bases, G, float(a)) for a in ahead])
         if self.sorted_at != self.changes:
-            base = np.fromiter(self.running.values(), float, len(self.running))
-            self.sorted_bases, self.sorted_at = np.sort(base), self.changes
-        work = self.inst.work
+            self.sorted_bases, self.sorted_at = np.array(self.bases, dtype=float), self.changes
+            self.base_sums = None
+        if whole and not np.any(np.asarray(ahead) % 1.0):  # an array of whole steps ahead
+            if self.base_sums is None:  # the bases' own sums, kept while the batch is the same
+                self.base_sums = prefix_sums(self.sorted_bases)
+            return work.layer_positions_of_many(self.sorted_bases, ahead, self.base_sums, shift=G)
         if self.contexts_at != (self.changes, self.G):  # a step's calls share its contexts
             # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
             ctx = self.sorted_bases + self.G
@@ -263,6 +289,8 @@ class EngineState:
         G = self.G
         end = G + left
         self.running[i] = context - G
+        if self.windowed:
+            self._join_base(context - G)
         self.end_of[i] = end
         self.changes += 1
         same = self.by_end.get(end)
@@ -308,6 +336,8 @@ class EngineState:
                 ranks.decoding(i)
             end, base = G + left, context - G
             running[i] = base
+            if not plain:
+                self._join_base(base)
             end_of[i] = end
             same = by_end.get(end)
             if same is None:  # a new end: on the heap once
@@ -319,9 +349,28 @@ class EngineState:
         self.reserved, self.sum_base = reserved, sum_base
         self.changes += len(running) - decoding  # one change per request that joined
 
+    def _join_base(self, base: float) -> None:
+        """A windowed model's decoding request of this base joins ``bases``."""
+        insort(self.bases, base)
+        if float(base).is_integer():
+            self.whole_bases += int(base)
+        else:
+            self.odd_bases += 1
+
+    def _leave_base(self, base: float) -> None:
+        """A windowed model's decoding request of this base leaves ``bases``."""
+        bases = self.bases
+        del bases[bisect_left(bases, base)]
+        if float(base).is_integer():
+            self.whole_bases -= int(base)
+        else:
+            self.odd_bases -= 1
+
     def leave(self, i: int) -> float:
         """Take request ``i`` out of the decoding batch; its context."""
         base = self.running.pop(i)
+        if self.windowed:
+            self._leave_base(base)
         self.changes += 1
         self.sum_base -= base
         same = self.by_end[self.end_of[i]]
@@ -352,6 +401,7 @@ class EngineState:
         ends, by_end, running, r = self.ends, self.by_end, self.running, self.req
         reach = self.G + EPS  # the progress every request finishing now has reached
         ranks, cache, release, watch = self.ranks, self.cache, self.release_promised, r.watch
+        windowed = self.windowed
         counted = self.clients is None and r.sharing is None and self.progress is None
         while ends:
             end = ends[0]
@@ -367,12 +417,18 @@ class EngineState:
                 ranks.finished(done)
             if cache is not None:
                 for i in done:
-                    self.sum_base -= running.pop(i)
+                    base = running.pop(i)
+                    self.sum_base -= base
+                    if windowed:
+                        self._leave_base(base)
                     self.finished(i)
             else:  # ``finished`` without a prefix cache, inline, the sum in a local
                 finish, t, sum_base = r.finish, self.t, self.sum_base
                 for i in done:
-                    sum_base -= running.pop(i)
+                    base = running.pop(i)
+                    sum_base -= base
+                    if windowed:
+                        self._leave_base(base)
                     finish[i] = t
                 self.sum_base = sum_base
                 if release is not None:

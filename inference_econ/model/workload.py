@@ -10,6 +10,7 @@ averaged over the layers, and a recurrent group caches a fixed state instead of 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import get_args
 
@@ -260,14 +261,19 @@ class Workload:
             total = total + g.layers * np.minimum(context, g.window)
         return float(total) if np.ndim(total) == 0 else total
 
-    def layer_positions_of_many(self, contexts, ahead=0.0, cums=None):
+    def layer_positions_of_many(self, contexts, ahead=0.0, cums=None, shift=0.0):
         """Σ over requests of ``layer_positions(c + ahead)`` for the sorted array ``contexts``
         (``ahead`` may be an array), in O(groups · log n): Σ min(c + a, w) = Σ (c + a) −
         Σ max(0, c + a − w), the second sum over the requests past the window. ``cums``:
-        ``prefix_sums(contexts)``, where the caller keeps them for several calls."""
+        ``prefix_sums(contexts)``, where the caller keeps them for several calls. ``shift``
+        (an array ``ahead`` only): of the contexts ``contexts + shift``, priced from the
+        unshifted sums; the same floats as the shifted contexts' own where every context,
+        ``shift``, ``ahead`` and window is a whole number (each sum exact)."""
         ctx = np.asarray(contexts, dtype=float)
         if cums is None:
             cums = prefix_sums(ctx)
+        if shift:
+            return self._shifted_positions(ctx, ahead, cums, shift)
         total = 0.0
         if type(ahead) is float or type(ahead) is int:  # the same floats, in Python scalars
             a, n, whole = float(ahead), len(ctx), cums[-1]
@@ -287,6 +293,40 @@ class Workload:
                 full = full - (cums[-1] - cums[idx] + above * (ahead - g.window))
             total = total + g.layers * full
         return total
+
+    def _shifted_positions(self, ctx, ahead, cums, shift):
+        """``layer_positions_of_many`` of ``ctx + shift`` (whole numbers, see there), ``ahead``
+        an array: the shifted contexts' prefix sums at an index are the unshifted ones plus
+        the index times ``shift``."""
+        ahead = np.asarray(ahead, dtype=float)
+        n = len(ctx)
+        whole = cums[-1] + n * shift
+        total = 0.0
+        for g in self.groups:
+            full = whole + n * ahead
+            if np.isfinite(g.window):
+                idx = np.searchsorted(ctx, g.window - ahead - shift, side="right")
+                full = full - (whole - (cums[idx] + idx * shift) + (n - idx) * (ahead - g.window))
+            total = total + g.layers * full
+        return total
+
+    def layer_positions_of_whole(self, bases: list, total: int, shift: float, ahead=0.0):
+        """``layer_positions_of_many`` of the contexts ``bases + shift`` for a sorted list of
+        whole numbers ``bases`` summing to ``total`` (an exact int), ``shift`` and the scalar
+        ``ahead`` whole numbers too, every window whole: each sum is then exact in any order,
+        so these are the same floats, read from the list without prefix sums (the requests
+        on the shorter side of each window summed)."""
+        n, a = len(bases), float(ahead)
+        whole = float(total) + n * shift  # Σ (b + shift)
+        out = 0.0
+        for g in self.groups:
+            full = whole + n * a
+            if math.isfinite(g.window):
+                k = bisect_right(bases, g.window - a - shift)
+                below = sum(bases[:k]) if 2 * k <= n else float(total) - sum(bases[k:])
+                full = full - (whole - (below + k * shift) + (n - k) * (a - g.window))
+            out = out + g.layers * full
+        return out
 
     def held_positions(self, context):
         """Cached positions one request of context ``context`` holds in the KV cache, summed over
@@ -381,7 +421,7 @@ class Workload:
         )
         if g.experts > 1:
             frac = g.routed_fraction_read(tokens) * (g.experts * mats)
-            weights = self.routed_expert_bytes(g, tokens)
+            weights = frac * (self.d_model * g.d_ff * self.bytes_per_weight)  # routed_expert_bytes
             acts = frac * (per_token * (tokens / g.sparsity))
         else:
             weights = mats * (self.d_model * g.d_ff * self.dense_weight_bytes)
