@@ -38,6 +38,9 @@ EPS = 1e-9
 #: ``decode_positions`` of at most this many steps ahead: each priced on its own from the
 #: sorted bases, cheaper than their array (whole-number contexts; the same floats).
 _FEW_AHEAD = 8
+#: Whole numbers whose sums stay below this are added exactly in float64, in any order; the
+#: contexts a step's pricing sums are at most this many tokens ahead of now (a run's steps).
+_EXACT_BELOW, _AHEAD_AT_MOST = 2.0**53, 2.0**20
 #: ``math.inf`` read as a module global (``np.inf`` is the same float, one look-up more).
 _INF = math.inf
 
@@ -172,14 +175,18 @@ class EngineState:
         scalar = type(ahead) is int or type(ahead) is float
         # whole contexts, steps and windows: every sum exact, so priced without sorting
         # or summing the contexts again when only G moved (``layer_positions_of_whole``)
+        bases = self.bases
         whole = not self.odd_bases and self.whole_windows and G.is_integer()
+        if whole and bases:  # and every sum below 2**53, where whole numbers are exact
+            reach = max(-bases[0], bases[-1]) + abs(G) + _AHEAD_AT_MOST
+            whole = len(bases) * reach < _EXACT_BELOW
         if whole and scalar and float(ahead).is_integer():
-            return work.layer_positions_of_whole(self.bases, self.whole_bases, G, ahead)
+            return work.layer_positions_of_whole(bases, self.whole_bases, G, ahead)
         few = not scalar and type(ahead) is np.ndarray and 0 < ahead.size <= _FEW_AHEAD
         if whole and few and ahead.ndim == 1 and all(float(a).is_integer() for a in ahead):
             # a few steps ahead (an attention-DP rank's turn is one): each from the list
             at = work.layer_positions_of_whole
-            return np.array([at(self.bases, self.whole_bases, G, float(a)) for a in ahead])
+            return np.array([at(bases, self.whole_bases, G, float(a)) for a in ahead])
         if self.sorted_at != self.changes:
             self.sorted_bases, self.sorted_at = np.array(self.bases, dtype=float), self.changes
             self.base_sums = None
