@@ -7,8 +7,10 @@ Each tree (the baseline exported with ``git archive`` to a temporary folder; thi
 as it is, uncommitted changes included) runs ``simulate`` (and ``simulate_group``) on the same
 cases in a new process: chunked, whole and separate prefill, recompute and no-evict admission,
 a small KV cache that preempts, runs stopped at latency limits, closed-loop clients, prefilled
-requests (a disaggregated decode pool), speculation with draft heads and with a draft model, a
-sliding-window model (gpt-oss-120b), a pipeline with bubbles (refined preset), engine profiles
+requests (a disaggregated decode pool), speculation with draft heads and with a draft model,
+sliding-window models (gpt-oss-120b with contexts about its window, attention DP and shared
+prefixes; Gemma 3 27B with a small cache and with EAGLE heads, whose fractional steps take
+the prefix sums), a pipeline with bubbles (refined preset), engine profiles
 (achievable: TensorRT-LLM and vLLM), a prefix cache with shared prefixes and with sessions, and
 routers over a group of instances. Every array of every ``RunRecord`` is compared with
 ``np.array_equal`` (NaN equal to NaN) and every other field with ``==``. It prints each

@@ -288,12 +288,13 @@ def table_variants(folder: str, op: str) -> frozenset[str]:
             return frozenset({CUSTOM})
         if op == "collective":
             return frozenset(
-                str(v) for v in np.unique(kernel_table(folder, "nccl", NCCL_TABLES)["op_name"])
+                str(v) for v in set(kernel_table(folder, "nccl", NCCL_TABLES)["op_name"].tolist())
             )
         column = {"gemm": "gemm_dtype", "moe": "moe_dtype", "context_attention": "attn_dtype"}
         column["generation_attention"] = "kv_cache_dtype"
         column["generation_mla"] = column["context_mla"] = "kv_cache_dtype"
-        return frozenset(str(v) for v in np.unique(kernel_table(folder, op)[column[op]]))
+        # a set of the column's shared strings: np.unique would sort 100,000 objects
+        return frozenset(str(v) for v in set(kernel_table(folder, op)[column[op]].tolist()))
     except SpecError:
         return frozenset()
 
