@@ -101,14 +101,34 @@ def test_whole_number_contexts_price_the_same_floats_from_the_list_and_the_array
 
 
 def test_a_windowed_run_keeps_its_sorted_bases_as_requests_join_and_leave(monkeypatch):
-    """A windowed model's simulation keeps its decoding requests' bases sorted as they join,
-    finish and are preempted (a small cache), and prices whole-number batches from them; the
-    records are those of pricing every batch from the sorted contexts' prefix sums, bit for
-    bit. Speculation (fractional steps) takes the prefix sums either way."""
+    """A windowed model's simulation keeps its decoding requests' bases sorted as they join
+    (from a prompt step or prefilled elsewhere), finish and are preempted (a small cache), and
+    prices whole-number batches from them: at every call the list is the decoding requests'
+    own bases in order, and the price is, bit for bit, that of their sorted contexts' prefix
+    sums. Speculation (fractional steps) takes the prefix sums."""
     from inference_econ.load.engine_state import EngineState
+    from inference_econ.model.workload import prefix_sums
 
-    def run(setting, cap):
-        inst = build_instance(setting, 2, EngineConfig(prefill="whole"))
+    priced = EngineState.decode_positions
+    calls = []
+
+    def checked(self, ahead=0):
+        got = priced(self, ahead)
+        bases = list(self.running.values())
+        assert self.bases == sorted(bases)
+        whole = [b for b in bases if float(b).is_integer()]
+        assert self.whole_bases == sum(int(b) for b in whole)
+        assert self.odd_bases == len(bases) - len(whole)
+        ctx = np.sort(np.array(bases, dtype=float)) + self.G
+        want = self.inst.work.layer_positions_of_many(ctx, ahead, prefix_sums(ctx))
+        assert np.array_equal(np.asarray(got), np.asarray(want))
+        calls.append(self.G.is_integer())
+        return got
+
+    monkeypatch.setattr(EngineState, "decode_positions", checked)
+
+    def run(setting, cap=1.0, prefill="whole", prefilled=False):
+        inst = build_instance(setting, 2, EngineConfig(prefill=prefill))
         inst = dataclasses.replace(inst, kv_capacity=cap * inst.kv_capacity)
         n = 300
         rng = np.random.default_rng(1)
@@ -117,28 +137,16 @@ def test_a_windowed_run_keeps_its_sorted_bases_as_requests_join_and_leave(monkey
             rng.integers(20, 900, n).astype(float),
             rng.integers(5, 300, n).astype(float),
         )
-        return simulate(inst, arr)
+        return simulate(inst, arr, prefilled=prefilled)
 
     plain = make_setting("gpt-oss-120b", "H100", assumptions="refined")
+    assert run(plain, cap=0.01).preemptions.sum() > 0  # requests leave the batch preempted
+    run(plain, prefill="chunked")
+    run(plain, prefilled=True)  # a decode pool: every request joins prefilled elsewhere
+    whole = len(calls)
+    assert whole > 1000 and all(calls)
     eagle = make_setting(
         "gpt-oss-120b", "H100", assumptions="refined", draft_heads="eagle", acceptance=0.7
     )
-    cases = [(plain, 1.0), (plain, 0.01), (eagle, 1.0)]
-    kept = [run(s, cap) for s, cap in cases]
-    assert kept[1].preemptions.sum() > 0  # the small cache preempts: requests leave the batch
-    init = EngineState.__init__
-
-    def prefix_sums_only(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        self.whole_windows = False  # as if a window were fractional: every batch summed again
-
-    monkeypatch.setattr(EngineState, "__init__", prefix_sums_only)
-    for got, (s, cap) in zip(kept, cases):
-        want = run(s, cap)
-        for field in ("first_token_s", "finish_s", "admitted_s", "preemptions"):
-            assert np.array_equal(getattr(got, field), getattr(want, field), equal_nan=True)
-        assert (got.busy_s, got.steps, got.peak_kv_fraction) == (
-            want.busy_s,
-            want.steps,
-            want.peak_kv_fraction,
-        )
+    run(eagle)
+    assert not all(calls[whole:])  # fractional steps: priced from the prefix sums

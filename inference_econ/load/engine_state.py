@@ -367,7 +367,10 @@ class EngineState:
     def _leave_base(self, base: float) -> None:
         """A windowed model's decoding request of this base leaves ``bases``."""
         bases = self.bases
-        del bases[bisect_left(bases, base)]
+        k = bisect_left(bases, base)
+        if k == len(bases) or bases[k] != base:  # a join not kept: the prices would be wrong
+            raise RuntimeError(f"load simulator: a decoding request's base {base} was not kept")
+        del bases[k]
         if float(base).is_integer():
             self.whole_bases -= int(base)
         else:
