@@ -115,10 +115,10 @@ def test_a_windowed_run_keeps_its_sorted_bases_as_requests_join_and_leave(monkey
     def checked(self, ahead=0):
         got = priced(self, ahead)
         bases = list(self.running.values())
-        assert self.bases == sorted(bases)
+        assert self.bases.values == sorted(bases)
         whole = [b for b in bases if float(b).is_integer()]
-        assert self.whole_bases == sum(int(b) for b in whole)
-        assert self.odd_bases == len(bases) - len(whole)
+        assert self.bases.whole_sum == sum(int(b) for b in whole)
+        assert self.bases.odd == len(bases) - len(whole)
         ctx = np.sort(np.array(bases, dtype=float)) + self.G
         want = self.inst.work.layer_positions_of_many(ctx, ahead, prefix_sums(ctx))
         assert np.array_equal(np.asarray(got), np.asarray(want))

@@ -35,14 +35,114 @@ from .timeline import RECORDING
 
 #: Completions are exact to this many tokens of progress (speculation advances by fractions).
 EPS = 1e-9
-#: ``decode_positions`` of at most this many steps ahead: each priced on its own from the
-#: sorted bases, cheaper than their array (whole-number contexts; the same floats).
-_FEW_AHEAD = 8
-#: Whole numbers whose sums stay below this are added exactly in float64, in any order; the
-#: contexts a step's pricing sums are at most this many tokens ahead of now (a run's steps).
-_EXACT_BELOW, _AHEAD_AT_MOST = 2.0**53, 2.0**20
 #: ``math.inf`` read as a module global (``np.inf`` is the same float, one look-up more).
 _INF = math.inf
+
+
+class SortedBases:
+    """A windowed model's decoding requests' bases (context less ``G``) in order, kept as they
+    join and leave, with the exact sum of those that are whole numbers and the count of the
+    others. Where every base, step and window is a whole number (every run without
+    speculation), each sum of contexts is exact in any order, so a batch's layer-positions
+    are priced from this list, the same floats as the sorted contexts' prefix sums give,
+    without sorting or summing them again when a step moves ``G``; otherwise (speculation's
+    fractional steps) from those prefix sums, kept while the batch and ``G`` stay the same
+    (``positions``)."""
+
+    __slots__ = (
+        "values", "whole_sum", "odd", "whole_windows", "array", "array_at", "sums", "contexts",
+        "contexts_at",
+    )  # fmt: skip
+
+    #: At most this many steps ahead are each priced on their own from the list (an
+    #: attention-DP rank's turn asks for one), cheaper than an array of them.
+    FEW_AHEAD = 8
+    #: Whole numbers whose sums stay below this are added exactly in float64, in any order; a
+    #: price sums contexts at most this many tokens ahead of now (a run's steps).
+    EXACT_BELOW, AHEAD_AT_MOST = 2.0**53, 2.0**20
+
+    def __init__(self, windows) -> None:
+        self.values: list[float] = []
+        self.whole_sum, self.odd = 0, 0
+        self.whole_windows = all(not math.isfinite(w) or float(w).is_integer() for w in windows)
+        #: the list as an array, the batch change it was made at, and its prefix sums
+        self.array, self.array_at = np.empty(0), -1
+        self.sums: np.ndarray | None = None
+        #: otherwise: the sorted contexts, their prefix sums and their positions now (once
+        #: asked), at (changes, G)
+        self.contexts: list = []
+        self.contexts_at: tuple = ()
+
+    def join(self, base: float) -> None:
+        """A decoding request of this base joins the batch."""
+        insort(self.values, base)
+        if float(base).is_integer():
+            self.whole_sum += int(base)
+        else:
+            self.odd += 1
+
+    def leave(self, base: float) -> None:
+        """A decoding request of this base leaves the batch (finished or preempted)."""
+        values = self.values
+        k = bisect_left(values, base)
+        if k == len(values) or values[k] != base:  # a join not kept: the prices would be wrong
+            raise RuntimeError(f"load simulator: a decoding request's base {base} was not kept")
+        del values[k]
+        if float(base).is_integer():
+            self.whole_sum -= int(base)
+        else:
+            self.odd -= 1
+
+    def sorted_array(self, changes: int) -> np.ndarray:
+        """The bases as an array, made again only when the batch has changed."""
+        if self.array_at != changes:
+            self.array, self.array_at, self.sums = np.array(self.values, dtype=float), changes, None
+        return self.array
+
+    def positions(self, work, G: float, ahead, changes: int):
+        """``work.layer_positions_of_many`` of the contexts ``bases + G`` ``ahead`` steps on
+        (a number or an array); ``changes``: the batch's count of changes."""
+        exact = self._exact_positions(work, G, ahead, changes)
+        if exact is not None:
+            return exact
+        if self.contexts_at != (changes, G):  # a step's calls share its contexts
+            # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
+            ctx = self.sorted_array(changes) + G
+            self.contexts, self.contexts_at = [ctx, prefix_sums(ctx), None], (changes, G)
+        ctx, cums, now = self.contexts
+        if type(ahead) is int and ahead == 0:  # (asked several times a step: kept once asked)
+            if now is None:
+                now = self.contexts[2] = work.layer_positions_of_many(ctx, 0, cums)
+            return now
+        return work.layer_positions_of_many(ctx, ahead, cums)
+
+    def _exact_positions(self, work, G: float, ahead, changes: int):
+        """``positions`` where every sum is exact; None where one may not be."""
+        values = self.values
+        if self.odd or not self.whole_windows or not G.is_integer():
+            return None
+        if (
+            values
+            and len(values) * (max(-values[0], values[-1]) + abs(G) + self.AHEAD_AT_MOST)
+            >= self.EXACT_BELOW
+        ):
+            return None
+        kind = type(ahead)
+        if kind is int or kind is float:
+            if not float(ahead).is_integer():
+                return None
+            return work.layer_positions_of_whole(values, self.whole_sum, G, ahead)
+        if kind is np.ndarray and ahead.ndim == 1 and 0 < ahead.size <= self.FEW_AHEAD:
+            if not all(float(a).is_integer() for a in ahead):
+                return None
+            at, total = work.layer_positions_of_whole, self.whole_sum
+            return np.array([at(values, total, G, float(a)) for a in ahead])
+        if np.any(np.asarray(ahead) % 1.0):
+            return None
+        array = self.sorted_array(changes)
+        if self.sums is None:  # the bases' own sums, kept while the batch is the same
+            self.sums = prefix_sums(array)
+        return work.layer_positions_of_many(array, ahead, self.sums, shift=G)
 
 
 class EngineState:
@@ -58,8 +158,7 @@ class EngineState:
         "limit", "window", "phase", "clients", "order", "released", "arr", "late",
         "next_arrival", "on_finish", "progress", "next_report", "waiting", "prefilling",
         "reserved", "admitted", "hold", "running", "by_end", "ends", "sum_base", "changes",
-        "sorted_at", "sorted_bases", "base_sums", "contexts", "contexts_at", "bases",
-        "whole_bases", "odd_bases", "whole_windows", "draft", "q_ref", "cache", "chain", "ranks",
+        "bases", "draft", "q_ref", "cache", "chain", "ranks",
         "last_run",
         "release_promised", "busy", "prefill_s", "flop", "batch_s", "peak", "steps",
         "spec_steps", "decode_steps", "trace", "peak_batch", "end_of", "ahead", "prepared",
@@ -99,19 +198,10 @@ class EngineState:
         self.by_end: dict[float, list[int]] = {}
         self.ends: list[float] = []
         self.sum_base = 0.0
-        # windowed models: the decoding requests' bases in order (kept as they join and
-        # leave), the sum of those that are whole numbers (an exact int) and the count of
-        # those that are not; their array, and the change of the batch it was made at
-        self.bases: list[float] = []
-        self.whole_bases, self.odd_bases = 0, 0
+        # windowed models: the decoding requests' bases in order, and the count of changes
+        # to the batch (joins and leaves) that tells when their array is out of date
+        self.bases = SortedBases([g.window for g in inst.work.groups])
         self.changes = 0
-        self.sorted_at, self.sorted_bases = -1, np.empty(0)
-        self.base_sums: np.ndarray | None = None
-        windows = [g.window for g in inst.work.groups]
-        self.whole_windows = all(not math.isfinite(w) or float(w).is_integer() for w in windows)
-        #: the decoding requests' sorted contexts and their prefix sums, at (changes, G)
-        self.contexts: list = []
-        self.contexts_at: tuple = ()
         self.G, self.t = 0.0, 0.0
         self.ahead, self.prepared = self.table.prepares_ahead, 0.0
         self.last_run: tuple = ()  # an overlap scheduler's arrivals: ``admissible_by``
@@ -171,39 +261,7 @@ class EngineState:
         (``ahead`` may be an array)."""
         if not self.windowed:
             return self.layers * (self.sum_base + len(self.running) * (self.G + ahead))
-        work, G = self.inst.work, self.G
-        scalar = type(ahead) is int or type(ahead) is float
-        # whole contexts, steps and windows: every sum exact, so priced without sorting
-        # or summing the contexts again when only G moved (``layer_positions_of_whole``)
-        bases = self.bases
-        whole = not self.odd_bases and self.whole_windows and G.is_integer()
-        if whole and bases:  # and every sum below 2**53, where whole numbers are exact
-            reach = max(-bases[0], bases[-1]) + abs(G) + _AHEAD_AT_MOST
-            whole = len(bases) * reach < _EXACT_BELOW
-        if whole and scalar and float(ahead).is_integer():
-            return work.layer_positions_of_whole(bases, self.whole_bases, G, ahead)
-        few = not scalar and type(ahead) is np.ndarray and 0 < ahead.size <= _FEW_AHEAD
-        if whole and few and ahead.ndim == 1 and all(float(a).is_integer() for a in ahead):
-            # a few steps ahead (an attention-DP rank's turn is one): each from the list
-            at = work.layer_positions_of_whole
-            return np.array([at(bases, self.whole_bases, G, float(a)) for a in ahead])
-        if self.sorted_at != self.changes:
-            self.sorted_bases, self.sorted_at = np.array(self.bases, dtype=float), self.changes
-            self.base_sums = None
-        if whole and not np.any(np.asarray(ahead) % 1.0):  # an array of whole steps ahead
-            if self.base_sums is None:  # the bases' own sums, kept while the batch is the same
-                self.base_sums = prefix_sums(self.sorted_bases)
-            return work.layer_positions_of_many(self.sorted_bases, ahead, self.base_sums, shift=G)
-        if self.contexts_at != (self.changes, self.G):  # a step's calls share its contexts
-            # sorted(b) + G is sorted(b + G) exactly: adding G keeps the order of floats
-            ctx = self.sorted_bases + self.G
-            self.contexts, self.contexts_at = [ctx, prefix_sums(ctx), None], (self.changes, self.G)
-        ctx, cums, now = self.contexts
-        if type(ahead) is int and ahead == 0:  # (asked several times a step: kept once asked)
-            if now is None:
-                now = self.contexts[2] = work.layer_positions_of_many(ctx, 0, cums)
-            return now
-        return work.layer_positions_of_many(ctx, ahead, cums)
+        return self.bases.positions(self.inst.work, self.G, ahead, self.changes)
 
     def growth(self, per_step: float = 1.0) -> float:
         """Layer-positions the decoding requests add in one step of ``per_step`` tokens."""
@@ -297,7 +355,7 @@ class EngineState:
         end = G + left
         self.running[i] = context - G
         if self.windowed:
-            self._join_base(context - G)
+            self.bases.join(context - G)
         self.end_of[i] = end
         self.changes += 1
         same = self.by_end.get(end)
@@ -318,6 +376,7 @@ class EngineState:
         t, by_end = self.t, self.by_end
         # the engine's sums in locals, written back after the loop (the calls in it read none)
         reserved, sum_base, decoding = self.reserved, self.sum_base, len(running)
+        join = self.bases.join
         for i, _, context in prefilled:
             reserved -= layers * context if plain else pos(context)
             g = gen[i] + 1
@@ -344,7 +403,7 @@ class EngineState:
             end, base = G + left, context - G
             running[i] = base
             if not plain:
-                self._join_base(base)
+                join(base)
             end_of[i] = end
             same = by_end.get(end)
             if same is None:  # a new end: on the heap once
@@ -356,31 +415,11 @@ class EngineState:
         self.reserved, self.sum_base = reserved, sum_base
         self.changes += len(running) - decoding  # one change per request that joined
 
-    def _join_base(self, base: float) -> None:
-        """A windowed model's decoding request of this base joins ``bases``."""
-        insort(self.bases, base)
-        if float(base).is_integer():
-            self.whole_bases += int(base)
-        else:
-            self.odd_bases += 1
-
-    def _leave_base(self, base: float) -> None:
-        """A windowed model's decoding request of this base leaves ``bases``."""
-        bases = self.bases
-        k = bisect_left(bases, base)
-        if k == len(bases) or bases[k] != base:  # a join not kept: the prices would be wrong
-            raise RuntimeError(f"load simulator: a decoding request's base {base} was not kept")
-        del bases[k]
-        if float(base).is_integer():
-            self.whole_bases -= int(base)
-        else:
-            self.odd_bases -= 1
-
     def leave(self, i: int) -> float:
         """Take request ``i`` out of the decoding batch; its context."""
         base = self.running.pop(i)
         if self.windowed:
-            self._leave_base(base)
+            self.bases.leave(base)
         self.changes += 1
         self.sum_base -= base
         same = self.by_end[self.end_of[i]]
@@ -411,7 +450,7 @@ class EngineState:
         ends, by_end, running, r = self.ends, self.by_end, self.running, self.req
         reach = self.G + EPS  # the progress every request finishing now has reached
         ranks, cache, release, watch = self.ranks, self.cache, self.release_promised, r.watch
-        windowed = self.windowed
+        windowed, leave = self.windowed, self.bases.leave
         counted = self.clients is None and r.sharing is None and self.progress is None
         while ends:
             end = ends[0]
@@ -430,7 +469,7 @@ class EngineState:
                     base = running.pop(i)
                     self.sum_base -= base
                     if windowed:
-                        self._leave_base(base)
+                        leave(base)
                     self.finished(i)
             else:  # ``finished`` without a prefix cache, inline, the sum in a local
                 finish, t, sum_base = r.finish, self.t, self.sum_base
@@ -438,7 +477,7 @@ class EngineState:
                     base = running.pop(i)
                     sum_base -= base
                     if windowed:
-                        self._leave_base(base)
+                        leave(base)
                     finish[i] = t
                 self.sum_base = sum_base
                 if release is not None:
