@@ -272,10 +272,9 @@ class Workload:
         ctx = np.asarray(contexts, dtype=float)
         if cums is None:
             cums = prefix_sums(ctx)
-        if shift:
-            return self._shifted_positions(ctx, ahead, cums, shift)
         total = 0.0
-        if type(ahead) is float or type(ahead) is int:  # the same floats, in Python scalars
+        scalar = type(ahead) is float or type(ahead) is int
+        if scalar and not shift:  # the same floats, in Python scalars
             a, n, whole = float(ahead), len(ctx), cums[-1]
             for g in self.groups:
                 full = whole + n * a
@@ -285,28 +284,18 @@ class Workload:
                 total = total + g.layers * full
             return total
         ahead = np.asarray(ahead, dtype=float)
-        for g in self.groups:
-            full = cums[-1] + len(ctx) * ahead
-            if np.isfinite(g.window):
-                idx = np.searchsorted(ctx, g.window - ahead, side="right")
-                above = len(ctx) - idx
-                full = full - (cums[-1] - cums[idx] + above * (ahead - g.window))
-            total = total + g.layers * full
-        return total
-
-    def _shifted_positions(self, ctx, ahead, cums, shift):
-        """``layer_positions_of_many`` of ``ctx + shift`` (whole numbers, see there), ``ahead``
-        an array: the shifted contexts' prefix sums at an index are the unshifted ones plus
-        the index times ``shift``."""
-        ahead = np.asarray(ahead, dtype=float)
         n = len(ctx)
-        whole = cums[-1] + n * shift
-        total = 0.0
+        whole = cums[-1] + n * shift if shift else cums[-1]
         for g in self.groups:
             full = whole + n * ahead
             if np.isfinite(g.window):
-                idx = np.searchsorted(ctx, g.window - ahead - shift, side="right")
-                full = full - (whole - (cums[idx] + idx * shift) + (n - idx) * (ahead - g.window))
+                if shift:  # the shifted contexts' sums: the unshifted ones plus the index x shift
+                    idx = np.searchsorted(ctx, g.window - ahead - shift, side="right")
+                    below = cums[idx] + idx * shift
+                else:
+                    idx = np.searchsorted(ctx, g.window - ahead, side="right")
+                    below = cums[idx]
+                full = full - (whole - below + (n - idx) * (ahead - g.window))
             total = total + g.layers * full
         return total
 
