@@ -810,6 +810,40 @@ def test_a_stated_budget_is_the_engines_not_the_ideal_engines(tmp_path):
     assert table.predicted.iloc[1] < table.predicted.iloc[0]
 
 
+def test_prompts_that_fill_the_step_are_said_and_run_one_at_a_time(tmp_path):
+    """Whole prompts (chunked prefill off, TensorRT-LLM's default) as long as the engine's
+    8,192-token step join only a batch with nothing decoding: the label says so, and a closed
+    loop of 32 clients at 8,192 in / 1,024 out replays about one request in flight, every
+    client's TPOT that of a batch of one; stating the budget the run raised (8,192 + 32 +
+    1,500 tokens, as AIConfigurator's benchmark generator sets it) lets prompts join and the
+    TPOT grow with the batch, and the label says nothing."""
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,scenario,notes"
+    )
+    row = "s,DeepSeek-R1,FP8,H200,8,TEP8,32,8192,1024,mean_TPOT,28.0,ms,closed_loop,{notes}"
+    path = tmp_path / "p.csv"
+    path.write_text(
+        "\n".join(
+            [
+                head,
+                row.format(notes="TensorRT-LLM 1.1.0rc2"),
+                row.format(notes="TensorRT-LLM 1.1.0rc2; max_batch_size 32; max_num_tokens 9728"),
+            ]
+        )
+        + "\n"
+    )
+    default, raised = load_measured(path)
+    base = predicting.preset("achievable")
+    note = "prompts of 8,192 tokens fill its 8,192-token step"
+    assert note in predicting.row_engine(default, base).label
+    assert note not in predicting.row_engine(raised, base).label
+    table = comparison.compare(path, "achievable").table
+    assert list(table.status) == ["ok", "ok"], list(table.status)
+    one, batched = table.predicted
+    assert batched > 1.5 * one  # 32 requests decoding against one
+
+
 @pytest.mark.parametrize(
     "text, notes, scenario, fused",
     [

@@ -134,4 +134,20 @@ def engine_label(
         if workspace is not None:
             multi += f", {workspace / 1e9:g} GB a GPU set aside before the KV cache"
         label += f", {harness.name} harness ({prompts}, {harness.admission} admission{multi})"
-    return label
+    return label + _whole_prompt_note(row, budget, harness)
+
+
+def _whole_prompt_note(row: MeasuredRow, budget, harness: Harness) -> str:
+    """Where whole prompts (chunked prefill off) as long as the step's token budget fit a step
+    only beside no decoding request, so the engine serves about one request at a time: said
+    in the label, since a run that raised ``max_num_tokens`` without stating it would be
+    predicted at that (trtllm-bench's own limits raise it: not said there)."""
+    L = row.lengths
+    if harness.prefill != "whole" or L is None or row.bench_limits or not budget:
+        return ""
+    if L.input_mean < budget:
+        return ""
+    return (
+        f", prompts of {L.input_mean:,.0f} tokens fill its {budget:,}-token step: each joins "
+        "only a batch with nothing decoding (state max_num_tokens if the run raised it)"
+    )
