@@ -89,6 +89,21 @@ def test_a_scenario_runs_and_draws_each_of_its_plots(scenario):
     plt.close("all")
 
 
+def test_the_figures_a_run_keeps_are_not_held_by_pyplot(scenario):
+    """A run without files keeps its figures on the result, not in pyplot's registry, which
+    holds every figure until closed: runs in a loop do not pile figures up, and a kept figure
+    still saves."""
+    import io
+
+    plt.close("all")
+    for _ in range(3):
+        run = scenario.run()
+    assert plt.get_fignums() == []
+    png = io.BytesIO()
+    run.figures["mfu"].savefig(png, format="png")
+    assert png.getvalue().startswith(b"\x89PNG")
+
+
 def test_the_run_command_draws_with_the_run_result_s_plot(monkeypatch, scenario):
     calls = _spy(monkeypatch, RunResult, "plot")
     result = CliRunner().invoke(main, ["run", scenario.source, "-q"])  # --out saves them

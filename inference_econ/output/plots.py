@@ -551,6 +551,12 @@ def _short_source(group: str) -> str:
     return re.sub(r"^mlcommons/inference_results_v([\d.]+)/(\w+)/", r"MLPerf v\1 \2: ", group)
 
 
+def release(fig) -> None:
+    """Stop pyplot holding a figure a result keeps: it stays drawable and savable, and is
+    freed with the result (pyplot keeps every figure it made until it is closed)."""
+    plt.close(fig)
+
+
 def save(fig, stem, formats=("png", "svg")) -> list:
     """Write a figure as PNG and SVG next to each other (atomically); close it."""
     written = []

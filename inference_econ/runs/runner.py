@@ -325,6 +325,8 @@ def _run(
         result.figures[plot] = fig
         if stem is not None:
             result.files += plots.save(fig, stem.parent / f"{stem.name}-{plot}", formats)
+        else:
+            plots.release(fig)
     result.notes = [
         *key_point_notes(result.fronts, result.key_points),
         *overlay_notes,
