@@ -17,6 +17,14 @@ every row at its measured kernels' times (``kernels``).
 
 Run it from an older checkout (with this file and ``measured/rankings.py`` copied in) for the
 ranking before a change.
+
+``--silicon RESIDUALS`` ranks AIConfigurator's measured runs instead, from the predictions
+``silicon_runs_judge.py --residuals`` wrote (``docs/validation_residuals_silicon.csv``, each
+row of ``tests/data/aic_silicon_runs.csv.gz``): a group is one model, GPU, engine version,
+precision, lengths and batch a rank (``max_batch_size``) run under two or more layouts; per
+figure (mean TPOT, and the throughput per GPU derived from TPOT and TTFT) the pairs measured
+apart by more than the tolerance and those the prediction sets the other way round by more
+than it, by model and GPU generation, and every misordered pair.
 """
 
 from __future__ import annotations
@@ -46,8 +54,13 @@ def main() -> int:
     parser.add_argument("file", nargs="?", default=str(DEFAULT))
     parser.add_argument("--assumptions", default="achievable")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="rows")
+    parser.add_argument("--silicon", metavar="RESIDUALS", help="rank AIConfigurator's runs")
     args = parser.parse_args()
     start = time.process_time()
+    if args.silicon:
+        silicon(args.silicon)
+        print(f"CPU {time.process_time() - start:.1f} s")
+        return 0
     from inference_econ.model.assumptions import preset
 
     assumptions = preset(args.assumptions)
@@ -84,6 +97,76 @@ def main() -> int:
         print(f"median |predicted/measured - 1|, {label}: {np.median(e):.3f} ({len(e)} rows)")
     print(f"CPU {time.process_time() - start:.1f} s")
     return 0
+
+
+SILICON = Path(__file__).resolve().parent.parent / "tests" / "data" / "aic_silicon_runs.csv.gz"
+#: Residual kinds ranked, and whether larger is better.
+SILICON_KINDS = {"TPOT": -1, "throughput": 1}
+
+
+def silicon_groups(residuals: str):
+    """(kind, group key, [Ranked, ...]) of every group of AIConfigurator's runs with two or
+    more layouts, from ``residuals`` joined to the runs file by row."""
+    import pandas as pd
+
+    from inference_econ.measured.rankings import Ranked
+    from inference_econ.serving.support import generation
+
+    res = pd.read_csv(residuals)
+    runs = pd.read_csv(
+        SILICON,
+        usecols=["parallelism", "engine", "precision", "input_len", "output_len", "notes"],
+    )
+    runs["row"] = np.arange(len(runs)) + 2  # a residual's row: its line in the runs file
+    runs["batch"] = runs["notes"].str.extract(r"max_batch_size (\d+)")[0]
+    res = res[res.file.str.startswith("aic_silicon_runs") & res.kind.isin(list(SILICON_KINDS))]
+    res = res.drop(columns=["notes"]).merge(runs, on="row", how="left")
+    res["generation"] = res.gpu.map(generation)
+    keys = ["kind", "model", "gpu", "engine", "precision", "input_len", "output_len", "batch"]
+    out = []
+    for key, g in res.groupby(keys, dropna=False, sort=True):
+        g = g.drop_duplicates("parallelism")
+        if len(g) < 2:
+            continue
+        better = SILICON_KINDS[key[0]]
+        ranked = [
+            Ranked(str(key), p, float(m), float(q), better)
+            for p, m, q in zip(g.parallelism, g.measured, g.predicted)
+        ]
+        out.append((key[0], key, g.architecture.iloc[0], g.generation.iloc[0], ranked))
+    return out
+
+
+def silicon(residuals: str) -> None:
+    """Print the ranking of AIConfigurator's runs (``--silicon``)."""
+    import collections
+
+    groups = silicon_groups(residuals)
+    stats: dict = collections.defaultdict(lambda: [0, 0, 0, 0])  # groups, pairs, wrong, bad
+    wrong_lines = []
+    for kind, key, arch, gen, ranked in groups:
+        wrong = misordered(ranked)
+        apart = sum(
+            abs(a.measured / b.measured - 1.0) > TOLERANCE
+            for i, a in enumerate(ranked)
+            for b in ranked[i + 1 :]
+        )
+        for k in ((kind, "all", ""), (kind, key[1], gen), (kind, arch, gen)):
+            s = stats[k]
+            s[0], s[1], s[2], s[3] = s[0] + 1, s[1] + apart, s[2] + len(wrong), s[3] + bool(wrong)
+        for a, b in wrong:
+            wrong_lines.append(
+                f"    {kind}: {key[1]} on {key[2]} ({key[3]}, {key[4]}, {key[5]}/{key[6]}, "
+                f"{key[7]} a rank): {a.layout} measured {a.measured:.4g} against {b.layout}'s "
+                f"{b.measured:.4g}, predicted {a.predicted:.4g} against {b.predicted:.4g}"
+            )
+    print(f"AIConfigurator's runs by layout ({residuals}; tolerance {TOLERANCE:.0%})")
+    print(f"{'figure':10s} {'model or architecture':22s} {'generation':10s} "
+          f"{'groups':>6s} {'pairs apart':>11s} {'misordered':>10s}")  # fmt: skip
+    for (kind, name, gen), (n, pairs, wrong, _) in sorted(stats.items()):
+        print(f"{kind:10s} {name:22s} {gen:10s} {n:6d} {pairs:11d} {wrong:10d}")
+    print("misordered pairs (measured better first):")
+    print("\n".join(wrong_lines) or "    none")
 
 
 if __name__ == "__main__":

@@ -5,10 +5,13 @@ one configuration measured twice) are predicted the other way round by more than
 
 The groups: TensorRT-LLM's performance overview on RTX PRO 6000 (Qwen3-30B-A3B TP1 against
 DEP2, DEP2 x PP2 and DEP8, and TP1-TP8 in v1.0; Qwen3-235B-A22B DEP2 x PP2 against DEP8) and
-AIConfigurator's measured DeepSeek-R1 runs on 8 H200 and 8 B200 (DEP8 against TP8 with or
-without EP8 at the same batch a rank: 8-32 requests, 64-256 under DEP8's eight attention
-ranks). A subset of the file's 18 groups keeps the test cheap; ``benchmarks/layout_ranking.py``
-prints them all."""
+AIConfigurator's measured runs at the same batch a rank: DeepSeek-R1 on 8 H200 and 8 B200
+(DEP8 against TP8 with or without EP8: 8-32 requests, 64-256 under DEP8's eight attention
+ranks), gpt-oss-120b on B200 (DEP4 against TP2, DEP2 against TP2) and Qwen3-235B-A22B on H100
+(TEP4 against TEP8). A subset of the file's 21 groups keeps the test cheap;
+``benchmarks/layout_ranking.py`` prints them all."""
+
+import re
 
 import pytest
 
@@ -27,6 +30,8 @@ GROUPS = (
     "deepseek-r1-h200-fp8-trtllm1.1.0rc2.post2-8192/1024-c8",
     "deepseek-r1-b200-fp8-trtllm1.2.0rc6.post3-1024/8192-c16",
     "deepseek-r1-b200-fp4-trtllm1.2.0rc6.post3-1024/8192-c32",
+    "gpt-oss-120b-b200-mxfp4-trtllm1.2.0rc2.post2-1024/1024-c16",
+    "qwen3-235b-h100-fp8-trtllm1.0.0rc3-256/256-c32",
 )
 
 
@@ -35,11 +40,11 @@ def ranked():
     return ranked_rows(PATH, set(GROUPS))
 
 
-def test_the_groups_cover_three_models_and_two_generations(ranked):
-    """The file's groups: 3 models, Hopper and Blackwell, 2 or more layouts each."""
-    models = {r.group.split("-rtx")[0].split("-h200")[0].split("-b200")[0] for r in ranked}
-    assert models == {"qwen3-30b", "qwen3-235b", "deepseek-r1"}
-    assert {g for g in GROUPS if "h200" in g} and {g for g in GROUPS if "b200" in g}
+def test_the_groups_cover_four_models_and_two_generations(ranked):
+    """The groups tested: 4 models, Hopper and Blackwell, 2 or more layouts each."""
+    models = {re.match(r"(.+?)-(rtx|h100|h200|b200)", r.group).group(1) for r in ranked}
+    assert models == {"qwen3-30b", "qwen3-235b", "deepseek-r1", "gpt-oss-120b"}
+    assert {g for g in GROUPS if "h200" in g or "h100" in g} and {g for g in GROUPS if "b200" in g}
     for g in GROUPS:
         assert len({r.layout for r in ranked if r.group == g}) >= 2, g
 
