@@ -105,8 +105,12 @@ SILICON_KINDS = {"TPOT": -1, "throughput": 1}
 
 
 def silicon_groups(residuals: str):
-    """(kind, group key, [Ranked, ...]) of every group of AIConfigurator's runs with two or
-    more layouts, from ``residuals`` joined to the runs file by row."""
+    """(kind, group key, architecture, generation, [Ranked, ...]) of every group of
+    AIConfigurator's runs with two or more layouts, from ``residuals`` joined to the runs file
+    by row. A layout is its sizes (tensor, pipeline, attention-DP, expert tensor and expert
+    degrees, as the notes state them), named by its ``parallelism`` and, where two layouts of
+    a group share that name, its sizes; a layout measured more than once is the mean of its
+    runs (measured and predicted)."""
     import pandas as pd
 
     from inference_econ.measured.rankings import Ranked
@@ -115,23 +119,33 @@ def silicon_groups(residuals: str):
     res = pd.read_csv(residuals)
     runs = pd.read_csv(
         SILICON,
-        usecols=["parallelism", "engine", "precision", "input_len", "output_len", "notes"],
+        usecols=[
+            *("model", "parallelism", "engine", "precision", "input_len", "output_len"),
+            "notes",
+        ],
     )
     runs["row"] = np.arange(len(runs)) + 2  # a residual's row: its line in the runs file
     runs["batch"] = runs["notes"].str.extract(r"max_batch_size (\d+)")[0]
+    runs["sizes"] = runs["notes"].str.extract(
+        r"(tp_size \d+, pp_size \d+, attention_dp_size \d+, moe_tp_size \d+, moe_ep_size \d+)"
+    )[0]
     res = res[res.file.str.startswith("aic_silicon_runs") & res.kind.isin(list(SILICON_KINDS))]
-    res = res.drop(columns=["notes"]).merge(runs, on="row", how="left")
+    res = res.drop(columns=["notes", "model"]).merge(runs, on="row", how="left")
     res["generation"] = res.gpu.map(generation)
     keys = ["kind", "model", "gpu", "engine", "precision", "input_len", "output_len", "batch"]
     out = []
     for key, g in res.groupby(keys, dropna=False, sort=True):
-        g = g.drop_duplicates("parallelism")
-        if len(g) < 2:
+        layouts = g.groupby(["parallelism", "sizes"], dropna=False, sort=True).agg(
+            measured=("measured", "mean"), predicted=("predicted", "mean")
+        )
+        if len(layouts) < 2:
             continue
+        names = layouts.index.get_level_values(0)
+        shared = set(names[names.duplicated()])
         better = SILICON_KINDS[key[0]]
         ranked = [
-            Ranked(str(key), p, float(m), float(q), better)
-            for p, m, q in zip(g.parallelism, g.measured, g.predicted)
+            Ranked(str(key), f"{p} ({z})" if p in shared else p, float(m), float(q), better)
+            for (p, z), m, q in zip(layouts.index, layouts.measured, layouts.predicted)
         ]
         out.append((key[0], key, g.architecture.iloc[0], g.generation.iloc[0], ranked))
     return out

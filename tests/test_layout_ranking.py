@@ -64,14 +64,14 @@ def test_layouts_are_ordered_as_measured(ranked, group):
 def test_long_prompts_run_batched_at_the_limits_the_rows_state():
     """AIConfigurator's DeepSeek-R1 runs on 8 H200 at 8,192/1,024 state the step token budget
     its benchmark generator set (``max_num_tokens`` = ``max_batch_size`` + 8,192 + 1,500 a
-    rank): prompts join a decoding batch, so the predicted TPOT grows with the requests a rank
-    (8, 16, 32) as the measured one does (39.8, 61.2, 101.8 ms). At the engines' default
-    8,192-token step no prompt fits beside a decoding request, and every concurrency replayed
-    one request at a time at one TPOT."""
+    rank, rounded up to 32): prompts join a decoding batch, so the predicted TPOT grows with
+    the requests a rank (8, 16, 32) as the measured one does (39.8, 61.2, 101.8 ms). At the
+    engines' default 8,192-token step no prompt fits beside a decoding request, and every
+    concurrency replays one request at a time at one TPOT."""
     groups = [f"deepseek-r1-h200-fp8-trtllm1.1.0rc2.post2-8192/1024-c{c}" for c in (8, 16, 32)]
     rows = {r.group: r for r in ranked_rows(PATH, set(groups)) if r.layout == "DEP8"}
     tpot = [rows[g].predicted for g in groups]
     assert tpot[0] < tpot[1] < tpot[2]
     assert tpot[2] > 2.0 * tpot[0]  # measured: 2.56 x
-    for g in groups:  # within a third of the measured TPOT (the kernel clock: 0.88-0.98)
-        assert rows[g].predicted == pytest.approx(rows[g].measured, rel=0.33)
+    for g in groups:  # within 15 % of the measured TPOT (the kernel clock: 0.88-0.98)
+        assert rows[g].predicted == pytest.approx(rows[g].measured, rel=0.15)

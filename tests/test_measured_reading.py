@@ -814,34 +814,45 @@ def test_prompts_that_fill_the_step_are_said_and_run_one_at_a_time(tmp_path):
     """Whole prompts (chunked prefill off, TensorRT-LLM's default) as long as the engine's
     8,192-token step join only a batch with nothing decoding: the label says so, and a closed
     loop of 32 clients at 8,192 in / 1,024 out replays about one request in flight, every
-    client's TPOT that of a batch of one; stating the budget the run raised (8,192 + 32 +
-    1,500 tokens, as AIConfigurator's benchmark generator sets it) lets prompts join and the
-    TPOT grow with the batch, and the label says nothing."""
+    client's TPOT that of a batch of one. Stating the budget the run raised (9,728 tokens, as
+    AIConfigurator's benchmark generator sets it) lets prompts join and the TPOT grow with the
+    batch; a prompt longer than the budget goes in chunks beside the decoding requests; a
+    prompt a little shorter fits beside that few. The label says so only where the step holds
+    fewer decoding requests than the row runs at once."""
     head = (
         "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
         "output_len,metric,value,unit,scenario,notes"
     )
-    row = "s,DeepSeek-R1,FP8,H200,8,TEP8,32,8192,1024,mean_TPOT,28.0,ms,closed_loop,{notes}"
+    row = "s,DeepSeek-R1,FP8,H200,8,TEP8,32,{n_in},1024,mean_TPOT,28.0,ms,closed_loop,{notes}"
+    plain = "TensorRT-LLM 1.1.0rc2"
     path = tmp_path / "p.csv"
     path.write_text(
         "\n".join(
             [
                 head,
-                row.format(notes="TensorRT-LLM 1.1.0rc2"),
-                row.format(notes="TensorRT-LLM 1.1.0rc2; max_batch_size 32; max_num_tokens 9728"),
+                row.format(n_in=8192, notes=plain),
+                row.format(n_in=8192, notes=plain + "; max_batch_size 32; max_num_tokens 9728"),
+                row.format(n_in=12000, notes=plain),
+                row.format(n_in=8180, notes=plain),
+                row.format(n_in=8192, notes=plain + "; max_num_tokens 8192"),
             ]
         )
         + "\n"
     )
-    default, raised = load_measured(path)
+    rows = load_measured(path)
     base = predicting.preset("achievable")
-    note = "prompts of 8,192 tokens fill its 8,192-token step"
-    assert note in predicting.row_engine(default, base).label
-    assert note not in predicting.row_engine(raised, base).label
+    labels = [predicting.row_engine(r, base).label for r in rows]
+    fill = "prompts of 8,192 tokens fill its 8,192-token step: each joins only a batch with"
+    assert fill in labels[0] and "(state max_num_tokens if the run raised it)" in labels[0]
+    assert "prompts of" not in labels[1] and "prompts of" not in labels[2]
+    assert (
+        "prompts of 8,180 tokens fit its 8,192-token step beside at most 12 decoding" in (labels[3])
+    )
+    assert fill in labels[4] and "state max_num_tokens" not in labels[4]  # stated as run
     table = comparison.compare(path, "achievable").table
-    assert list(table.status) == ["ok", "ok"], list(table.status)
-    one, batched = table.predicted
-    assert batched > 1.5 * one  # 32 requests decoding against one
+    assert list(table.status) == ["ok"] * 5, list(table.status)
+    one, batched, chunked = table.predicted.iloc[:3]
+    assert batched > 1.5 * one and chunked > 1.5 * one  # decoding beside the prompts
 
 
 @pytest.mark.parametrize(

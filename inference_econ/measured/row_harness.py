@@ -4,6 +4,7 @@ the output names it (docs/model-part-f.md §F9, "A row's own scheduler flags")."
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..load.engine import cadence_text
@@ -138,16 +139,32 @@ def engine_label(
 
 
 def _whole_prompt_note(row: MeasuredRow, budget, harness: Harness) -> str:
-    """Where whole prompts (chunked prefill off) as long as the step's token budget fit a step
-    only beside no decoding request, so the engine serves about one request at a time: said
-    in the label, since a run that raised ``max_num_tokens`` without stating it would be
-    predicted at that (trtllm-bench's own limits raise it: not said there)."""
+    """Where whole prompts (chunked prefill off) nearly fill the step's token budget, a prompt
+    joins a step beside only the few decoding requests the rest of the budget holds (none at
+    a prompt as long as the budget: the engine then serves about one request at a time), fewer
+    than the row runs at once: said in the label, since a run that raised ``max_num_tokens``
+    without stating it is predicted at that. A prompt longer than the budget goes in chunks
+    beside the decoding requests (``scheduling.Prefill.goes``); trtllm-bench's own limits raise
+    the budget above the longest prompt."""
     L = row.lengths
     if harness.prefill != "whole" or L is None or row.bench_limits or not budget:
         return ""
-    if L.input_mean < budget:
+    if not 0.0 < L.input_mean <= budget:
         return ""
+    beside = math.floor(budget - L.input_mean)  # decoding requests a prompt fits beside
+    runs = row.batch_cap  # a step's requests: a rank's cap, or its share of the clients
+    if row.scenario == "closed_loop" and row.concurrency:
+        lay = row.layout
+        runs = row.concurrency / (lay.replicas * lay.attention_ranks if lay else 1)
+    if beside > 0 and (runs is None or beside >= runs):
+        return ""
+    where = "" if row.token_budget else " (state max_num_tokens if the run raised it)"
+    if beside == 0:
+        return (
+            f", prompts of {L.input_mean:,.0f} tokens fill its {budget:,}-token step: each "
+            f"joins only a batch with nothing decoding{where}"
+        )
     return (
-        f", prompts of {L.input_mean:,.0f} tokens fill its {budget:,}-token step: each joins "
-        "only a batch with nothing decoding (state max_num_tokens if the run raised it)"
+        f", prompts of {L.input_mean:,.0f} tokens fit its {budget:,}-token step beside at most "
+        f"{beside:,} decoding requests{where}"
     )
