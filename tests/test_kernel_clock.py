@@ -314,6 +314,40 @@ def test_a_fused_all_reduce_costs_what_exceeds_its_gemm():
     assert fused["feed-forward out"] == apart["feed-forward out"]
 
 
+def test_shared_experts_run_beside_the_routed_ones_in_a_graphed_step():
+    # TensorRT-LLM runs an MoE layer's shared experts on a stream of their own beside its
+    # routed experts in steps replayed from CUDA graphs (Deepseekv3MoE and Llama4MoE,
+    # maybe_execute_in_parallel), as AIConfigurator prices them (OverlapOp: the longer path).
+    # DeepSeek-R1 (NVFP4) as DEP4 on 4 B200 at 256 tokens: the shared experts' 58 layers take
+    # less than the routed path (dispatch, routed experts, combine), so they cost nothing; run
+    # one after the other (an engine without the stream, or a step too large for its graphs)
+    # they cost their own kernels' time, and the step the sum.
+    b200 = ie.load_hardware("B200")
+    arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=4, kv_cache_bits=8)
+    prices = {}
+    for name, terms in (
+        ("beside", {}),
+        ("after", {"shared_expert_overlap": 0.0}),
+        ("eager", {"cuda_graph_max_batch": 128}),
+    ):
+        engine = ie.load_engine("trtllm").with_terms(**terms)
+        a = ie.preset("achievable").replace(kernel_tables=True, engine=engine)
+        step = step_operations(
+            StepModel(compile_workload(arch, a), b200, a), 4, 256, 1, 1024, 1, 4, False
+        )
+        prices[name] = dict(zip(step.names, KernelClock().price(step)))
+    beside, after, eager = prices["beside"], prices["after"], prices["eager"]
+    routed = sum(v for k, v in after.items() if k.startswith(("expert ", "routed experts")))
+    shared = after["shared experts"]
+    assert 0.0 < shared < routed  # about 2 ms against about 17
+    assert beside["shared experts"] == 0.0
+    assert sum(beside.values()) == pytest.approx(sum(after.values()) - shared, rel=1e-12)
+    assert eager["shared experts"] == pytest.approx(shared, rel=1e-12)
+    for k in after:  # every other operation as it was
+        if k != "shared experts":
+            assert beside[k] == after[k], k
+
+
 def test_block_scaled_fp8_is_priced_by_the_block_scaled_kernels():
     # DeepSeek-R1's FP8 (128 x 128 block scales) on 8 H200 under attention DP, 1,024 tokens:
     # its routed experts are TensorRT-LLM's block-scaled fused MoE (0.559 ms a layer at EP 8,

@@ -7,8 +7,10 @@ and heads, the routed experts as one fused MoE call, each collective inside a no
 engine's all-reduce or NCCL's tables, the per-token passes by the project's measured passes.
 Where the GPU has no table of that class and format, ``kernel_prices`` prices the operation's
 physics form with the parameters fitted to the parts that have (kernels/engine_clock.yaml).
-The kernels of a step run one after another, so the step is the sum of its operations, plus
-the engine's own host work:
+The kernels of a step run one after another, so the step is the sum of its operations (but an
+MoE layer's shared experts run beside its routed experts where the engine gives them a stream of
+their own in the steps it replays from CUDA graphs, ``shared_expert_overlap``: the shorter path
+is hidden), plus the engine's own host work:
 
 * kernel launches: nothing inside a CUDA graph (each table's time is a kernel's in a graph,
   its floor included); outside one (more tokens than the engine captures) the profile's
@@ -187,6 +189,26 @@ class _Pricer:
                 hidden = np.minimum(np.maximum(seconds - latency, 0.0), gemm)
                 seconds = seconds - overlap * hidden
             out.append(seconds)
+        return self._overlapped(ops, out)
+
+    def _overlapped(self, ops, out: list) -> list:
+        """Where the engine runs an MoE layer's shared experts on a stream of their own beside
+        its routed experts (``shared_expert_overlap``) in a step it replays from a CUDA graph,
+        the shorter of the two paths - the routed experts with their dispatch and combine, the
+        shared experts - is hidden under the longer: the shared experts' operation keeps only
+        what its time exceeds the routed path's by."""
+        share = float(self.profile.shared_expert_overlap) if self.profile is not None else 0.0
+        if not share:
+            return out
+        graphed = 1.0 - eager_steps(self.part.tokens, self.profile.cuda_graph_max_batch)
+        routed: dict = {}
+        for op, seconds in zip(ops, out):
+            if op.group is not None and (op.kind == "moe" or op.name.startswith("expert")):
+                routed[op.group] = routed.get(op.group, 0.0) + seconds
+        for i, op in enumerate(ops):
+            if op.name.startswith("shared experts") and op.group in routed:
+                hidden = np.minimum(out[i], routed[op.group])
+                out[i] = out[i] - share * graphed * hidden
         return out
 
     def _gemm(self, op: Operation):

@@ -136,6 +136,7 @@ class EngineProfile:
     collective_latency_scale: float = 1.0
     collective_bandwidth_efficiency: float = 1.0
     gemm_allreduce_overlap: float = 0.0
+    shared_expert_overlap: float = 0.0
     expert_routing_skew: float = 1.0
     block_fp8_dispatch_quantised: int = 1
     kv_cache_memory_fraction: float = 0.9

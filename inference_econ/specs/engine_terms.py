@@ -192,6 +192,16 @@ TERMS: tuple[Term, ...] = (
         "one kernel (TensorRT-LLM's gemm_allreduce_plugin), 0 one that runs them apart (§F6)",
     ),
     Term(
+        "shared_expert_overlap",
+        "fraction",
+        0.0,
+        1.0,
+        "share of the shorter of an MoE layer's shared experts and its routed experts (with "
+        "their dispatch and combine) hidden under the longer in a step replayed from a CUDA "
+        "graph: 1 an engine that runs the shared experts on a stream of their own, 0 one that "
+        "runs them one after the other (§F14)",
+    ),
+    Term(
         "expert_routing_skew",
         "factor",
         1.0,
