@@ -73,5 +73,5 @@ def test_long_prompts_run_batched_at_the_limits_the_rows_state():
     tpot = [rows[g].predicted for g in groups]
     assert tpot[0] < tpot[1] < tpot[2]
     assert tpot[2] > 2.0 * tpot[0]  # measured: 2.56 x
-    for g in groups:  # within 15 % of the measured TPOT (the kernel clock: 0.88-0.98)
+    for g in groups:  # within 15 % of the measured TPOT (the kernel clock: 0.86-0.93)
         assert rows[g].predicted == pytest.approx(rows[g].measured, rel=0.15)
