@@ -339,7 +339,7 @@ def test_shared_experts_run_beside_the_routed_ones_in_a_graphed_step():
     beside, after, eager = prices["beside"], prices["after"], prices["eager"]
     routed = sum(v for k, v in after.items() if k.startswith(("expert ", "routed experts")))
     shared = after["shared experts"]
-    assert 0.0 < shared < routed  # about 2 ms against about 17
+    assert 0.0 < shared < routed  # 2.26 ms against 17.97
     assert beside["shared experts"] == 0.0
     assert sum(beside.values()) == pytest.approx(sum(after.values()) - shared, rel=1e-12)
     assert eager["shared experts"] == pytest.approx(shared, rel=1e-12)
