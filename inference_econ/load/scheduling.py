@@ -12,9 +12,9 @@
   generated (recomputation, as vLLM does); nothing is admitted until a request finishes.
 * Prefill (``EngineConfig.prefill``): what a step's token budget, less a token per decoding
   request, buys of the prompts, from the head of the queue: chunks of them (``Chunked``), whole
-  prompts while they fit (``Whole``), or whole prompts in steps of their own while decoding
-  waits (``Separate``); a prompt longer than the whole budget goes in chunks of it under every
-  mode.
+  prompts while they fit (``Whole``), whole prompts in steps of their own while decoding
+  waits (``Separate``), or chunks of them in steps of their own (``ChunkedSeparate``); a
+  prompt longer than the whole budget goes in chunks of it under every mode.
 
 An admission policy reads and writes the engine's state (``engine_state.EngineState``); a
 prefill policy only answers for the step being planned.
@@ -296,5 +296,22 @@ class Separate(Prefill):
         return True
 
 
+class ChunkedSeparate(Chunked):
+    """Chunks of the prompts fill steps of their own, first: decoding waits for them (SGLang's
+    scheduler runs a prefill batch whenever one is waiting, up to its chunk size, the prompt
+    that crosses it cut; it mixes decoding requests in only with ``--enable-mixed-chunk``)."""
+
+    __slots__ = ()
+    separate = True
+
+    def goes(self, decode: int, budget: int, left: int) -> bool:
+        return True
+
+
 #: The prefill policy of each ``EngineConfig.prefill``.
-PREFILL: dict[str, Prefill] = {"chunked": Chunked(), "whole": Whole(), "separate": Separate()}
+PREFILL: dict[str, Prefill] = {
+    "chunked": Chunked(),
+    "whole": Whole(),
+    "separate": Separate(),
+    "chunked_separate": ChunkedSeparate(),
+}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..load.engine import busiest_rank_tokens
+from ..load.scheduling import PREFILL
 from ..model.efficiency import StepWork, concatenate
 from ..model.latency import StepModel
 from ..model.mixed_step import EngineLayout, graph_batch, mixed_step_s, mixed_step_work
@@ -146,7 +147,7 @@ def _steady_batch(model, row, cand, found) -> float:
         float(found.config.step_token_budget),
         L.input_mean,
         L.output_mean,
-        found.config.prefill != "separate" and not row.disaggregated,
+        not PREFILL[found.config.prefill].separate and not row.disaggregated,
     )
     return min(held, float(found.config.max_batch_requests), budget)
 
@@ -218,7 +219,7 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
     (whole prompts under ``whole``); fewer than one chunk a step is
     a mixture of decode-only steps and steps with one chunk. Under ``separate`` prefill the
     prompts run in steps of their own, as many whole prompts as the budget holds, while
-    decoding waits. Disaggregated rows prefill elsewhere. ``found``: the row's engine on the
+    decoding waits (``chunked_separate``: their chunks fill the budget). Disaggregated rows prefill elsewhere. ``found``: the row's engine on the
     layout (its prompt scheduling, and whether its attention ranks schedule their own)."""
     mode = found.config.prefill
     L = row.lengths
@@ -226,9 +227,10 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
         users = 0.0
     n = L.decode_context
     prompts = users / L.output_mean  # prompts arriving per decode step
-    if mode == "separate":
+    if PREFILL[mode].separate:
         k = budget / L.input_mean  # prompts per prefill step (whole, or chunks of a longer one)
-        k = max(1.0, math.floor(k)) if k >= 1.0 else k
+        if mode == "separate":  # whole prompts: as many as the budget holds
+            k = max(1.0, math.floor(k)) if k >= 1.0 else k
         a = _decode_only(g, B, n, cand, found)
         chunk = min(L.input_mean, budget)
         prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)

@@ -8,8 +8,17 @@ import math
 from dataclasses import dataclass
 
 from ..load.engine import cadence_text
-from ..specs.engine import EngineProfile, RouterPolicy
+from ..specs.engine import EngineProfile, PrefillMode, RouterPolicy
 from .reading import MeasuredRow
+
+#: The prompt scheduling of a row that states its engine chunked prompts, or did not (§F9),
+#: where the engine runs prompts in steps of their own: chunks of them there (SGLang), or
+#: chunks beside the decoding requests (vLLM V0's chunked prefill); whole prompts there.
+WITH_CHUNKING: dict[str, PrefillMode] = {
+    "chunked_separate": "chunked_separate",
+    "separate": "chunked",
+}
+WITHOUT_CHUNKING: dict[str, PrefillMode] = {"chunked_separate": "separate", "separate": "separate"}
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,9 @@ def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
     steps = prof.harness_scheduler_steps(harness, *key)
     # what the row states its engine ran with (§F9) over what the harness or engine sets:
     # chunked prompts, or the engine's own unchunked mode (its profile's, else whole prompts)
-    if row.chunked_prefill is not None:
+    if row.chunked_prefill is not None and prefill in WITH_CHUNKING:
+        prefill = (WITH_CHUNKING if row.chunked_prefill else WITHOUT_CHUNKING)[prefill]
+    elif row.chunked_prefill is not None:
         unchunked = prof.prefill if prof.prefill != "chunked" else "whole"
         prefill = (
             "chunked" if row.chunked_prefill else (prefill if prefill != "chunked" else unchunked)

@@ -63,8 +63,9 @@ ADMISSIONS: tuple[Admission, ...] = get_args(Admission)
 #: prompt chunks next to the decoding requests (vLLM V1, SGLang); ``whole`` adds whole prompts
 #: next to the decoding requests while they fit the budget (TensorRT-LLM without chunked
 #: context); ``separate`` runs whole prompts in steps of their own while decoding waits (vLLM
-#: V0 without chunked prefill).
-PrefillMode = Literal["chunked", "whole", "separate"]
+#: V0 without chunked prefill); ``chunked_separate`` fills steps of their own with chunks of
+#: the prompts, first, while decoding waits (SGLang without ``--enable-mixed-chunk``).
+PrefillMode = Literal["chunked", "whole", "separate", "chunked_separate"]
 PREFILL_MODES: tuple[PrefillMode, ...] = get_args(PrefillMode)
 #: What a sliding-window layer keeps of a request's KV cache (§E2): ``window`` its window's
 #: positions, the blocks beyond it freed (vLLM's hybrid allocator, SGLang's SWA pool); ``full``
@@ -160,7 +161,7 @@ class EngineProfile:
     #: Not inherited through ``derive_from``: a derived profile's terms price its rows.
     kernel_table_versions: str = ""
     #: How the scheduler admits requests and schedules prompts (``ADMISSIONS`` and
-    #: ``PREFILL_MODES``: recompute or no_evict; chunked, whole or separate).
+    #: ``PREFILL_MODES``: recompute or no_evict; chunked, whole, separate or chunked_separate).
     admission: Admission = "recompute"
     prefill: PrefillMode = "chunked"
     #: What a sliding-window layer keeps of the KV cache (``SLIDING_WINDOW_CACHES``).
