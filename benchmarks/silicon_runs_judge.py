@@ -374,6 +374,14 @@ def judge(args) -> int:
                 f"  {m:16s} {h:9s} n {len(tp):3d}  TPOT {np.median(tp) if len(tp) else np.nan:+7.3f}"
                 f"  TTFT {np.median(tt) if len(tt) else np.nan:+7.3f}"
             )
+    print("by engine: median |log(predicted / measured)| (TPOT | TTFT)")
+    for name, sub in ok.groupby(ok.engine.str.split().str[0]):
+        tp = np.log1p(sub[sub.metric == "mean_TPOT"].e.to_numpy())
+        tt = np.log1p(sub[sub.metric == "mean_TTFT"].e.to_numpy())
+        print(
+            f"  {name:16s} n {len(tp):4d}  TPOT {np.median(abs(tp)) if len(tp) else np.nan:.3f}"
+            f"  TTFT {np.median(abs(tt)) if len(tt) else np.nan:.3f}"
+        )
     if args.out:
         ok.to_csv(args.out, index=False)
     if args.rows:
