@@ -157,6 +157,27 @@ def test_balancing_waits_its_batching_steps_when_every_rank_has_a_prompt(dsv3):
     assert held.first_token_s[R:].min() > first + waited
 
 
+def test_prompts_first_pause_only_the_ranks_that_prefill(dsv3):
+    """Where prompts run first in steps of their own (SGLang: each attention rank's scheduler
+    runs its own batch, ``prepare_mlp_sync_batch``), a rank that prefills pauses its own
+    decoding only: eight 100-token prompts, one a rank, 50 tokens out, and at 0.5 s a
+    2,000-token prompt, which rank 0 takes. Its step carries the other seven ranks' decoding,
+    so their requests finish a step before rank 0's, whose last token is a step of its own
+    (one request at 100 + 48 positions); prompts beside decoding finish all eight together."""
+    sent = np.r_[np.zeros(8), 0.5]
+    prompts = np.r_[np.full(8, 100), 2000].astype(np.int64)
+    outputs = np.r_[np.full(8, 50), 5].astype(np.int64)
+    first = _instance(dsv3, prefill="chunked_separate")
+    rec = simulate(first, Arrivals(sent, prompts, outputs))
+    done = rec.finish_s[:8]
+    assert np.all(done[1:] == done[1]) and done[0] > done[1]
+    layers = _layers(first)
+    step = first.table.time_s(1, layers * 148, layers * 148, 1, 1)
+    assert done[0] - done[1] == pytest.approx(step, rel=1e-9)
+    mixed = simulate(_instance(dsv3, prefill="chunked"), Arrivals(sent, prompts, outputs))
+    assert np.all(mixed.finish_s[:8] == mixed.finish_s[0])
+
+
 def test_without_rank_scheduling_nothing_changes_and_ranks_pool(dsv3):
     """The ideal engine pools the ranks (no ``rank_scheduling``): its runs are the pooled
     engine's, and balancing needs ranks of their own (a pooled instance ignores it)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from inference_econ.load.arrivals import Arrivals
 from inference_econ.load.engine import EngineConfig, build_instance
@@ -20,11 +21,14 @@ from inference_econ.specs.engine import load_engine
 DATA = Path(__file__).parent / "data"
 
 
+def _instance(prefill: str):
+    setting = make_setting("Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
+    return build_instance(setting, 1, EngineConfig(64, 2560, prefill=prefill))
+
+
 def _wave(prefill: str):
     """16 prompts of 1,024 tokens queued at once, 2 output tokens each, 2,560 tokens a step."""
-    setting = make_setting("Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
-    inst = build_instance(setting, 1, EngineConfig(64, 2560, prefill=prefill))
-    return simulate(inst, Arrivals(np.zeros(16), np.full(16, 1024), np.full(16, 2)))
+    return simulate(_instance(prefill), Arrivals(np.zeros(16), np.full(16, 1024), np.full(16, 2)))
 
 
 def test_chunks_fill_steps_of_their_own_and_decoding_waits():
@@ -32,11 +36,18 @@ def test_chunks_fill_steps_of_their_own_and_decoding_waits():
     in step ceil(1,024 k / 2,560), so the first tokens come at the ends of 7 steps (whole
     prompts, 2 a step: 8); decoding waits for the last prompt, so every request's second token
     comes in the one decoding step after it. Chunks beside the decoding requests let the first
-    requests finish while later prompts are still prefilled."""
+    requests finish while later prompts are still prefilled. The first step holds prompts 1
+    and 2 whole and 512 tokens of the third, and nothing else: the first two first tokens come
+    at the end of that step of prompt tokens alone."""
     expected_steps = len({int(np.ceil(1024 * k / 2560)) for k in range(1, 17)})
     assert expected_steps == 7
     first = _wave("chunked_separate")
     assert len(np.unique(first.first_token_s)) == 7
+    inst = _instance("chunked_separate")
+    layers = float(sum(g.layers for g in inst.work.groups))
+    attended = 2 * 1024 * (layers * 1023 / 2) + 512 * (layers * 511 / 2)
+    step = inst.table.time_s(2560, 0.0, attended, 3, 1024)
+    assert np.sort(first.first_token_s)[:2] == pytest.approx([step, step], rel=1e-12)
     assert len(np.unique(first.finish_s)) == 1
     assert first.finish_s.min() > first.first_token_s.max()
     assert len(np.unique(_wave("separate").first_token_s)) == 8
@@ -56,8 +67,8 @@ def test_sglang_closed_loop_runs_in_waves_as_measured(tmp_path):
     ids ..._1024x128_c16_tp2_epnone_1 and the 256- and 512-token outputs): 806-844 ms mean
     TTFT whatever the output length, about the prefill of all 16 prompts, and 15.8-16.5 ms mean
     TPOT, a decoding step alone. The 16 clients' requests start together, are prefilled
-    together while decoding waits, and finish together. Mixed into the decoding steps (as
-    the profile had it) the prompts gave 156 ms TTFT and 21.7-26.1 ms TPOT."""
+    together while decoding waits, and finish together. With the prompts mixed into the
+    decoding steps (``chunked``) the model gives 156 ms TTFT and 21.7-26.1 ms TPOT."""
     runs = pd.read_csv(DATA / "aic_silicon_runs.csv.gz")
     rows = runs[
         runs.source.str.contains("qwen3_32b_h100_sxm_sglang_agg_1024x")

@@ -541,6 +541,35 @@ class EngineState:
             self.trim()
 
 
+def advance_some(e: EngineState, ids: list) -> None:
+    """Requests ``ids`` of engine ``e`` decode one token in a step whose other decoding
+    requests wait (the attention ranks that prefill, where prompts run first): each one's
+    context grows by a token and its last token comes a step sooner."""
+    running, end_of, by_end, ends = e.running, e.end_of, e.by_end, e.ends
+    windowed, bases = e.windowed, e.bases
+    for i in ids:
+        base = running[i]
+        running[i] = base + 1
+        if windowed:
+            bases.leave(base)
+            bases.join(base + 1)
+        end = end_of[i]
+        same = by_end[end]
+        same.remove(i)
+        if not same:
+            del by_end[end]
+        end -= 1
+        end_of[i] = end
+        others = by_end.get(end)
+        if others is None:
+            by_end[end] = [i]
+            heapq.heappush(ends, end)
+        else:
+            others.append(i)
+    e.sum_base += len(ids)
+    e.changes += 1  # the cached sums of positions are stale
+
+
 def count_done(e: EngineState, count: int, i: int) -> None:
     """``count`` more requests of engine ``e`` are done, ``i`` the last: a closed loop's
     client sends its next one, a session's next turn is sent after its think time, progress

@@ -6,9 +6,11 @@ prompt (``recompute`` admission) or the whole request, prompt and output, on top
 running request will reach (``no_evict``: TensorRT-LLM's guaranteed no-evict policy). A step
 decodes one token for every running request and spends what is left of the step's token budget
 on prompts: chunks of them (``chunked``), whole prompts while they fit (``whole``), or, with
-``separate`` prefill, whole prompts in steps of their own while decoding waits; first come first
-served (a prompt longer than the whole budget goes in chunks of it under every mode), and a
-prompt's last token emits its first output token. When the cache cannot hold the
+``separate`` prefill, whole prompts in steps of their own while decoding waits (chunks of them
+filling those steps with ``chunked_separate``; attention ranks that schedule their own requests
+pause only the ranks that prefill); first come first served (a prompt longer than the whole
+budget goes in chunks of it under every mode), and a prompt's last token emits its first
+output token. When the cache cannot hold the
 next token of every running request (possible only under ``recompute``), the request admitted
 last is preempted: its cache is dropped and it waits at the head of the queue, to be prefilled
 again with the tokens it had generated (recomputation, as vLLM does); no request is admitted
@@ -54,7 +56,14 @@ from ..specs.collector import gc_paused
 from .arrivals import Arrivals
 from .decode_runs import DecodeRuns
 from .engine import Instance
-from .engine_state import EPS, EngineState, admissible_by, admits_now, cadence_cut
+from .engine_state import (
+    EPS,
+    EngineState,
+    admissible_by,
+    admits_now,
+    advance_some,
+    cadence_cut,
+)
 from .records import Requests, RunRecord, record
 from .scheduling import PREFILL, admission
 from .timeline import RECORDING
@@ -347,15 +356,26 @@ class _Engine(EngineState):
         expert layers exchange tokens in every layer), so it lasts as long as its busiest
         rank's: the pooled step (``mixed_step``) with the decoding requests as they are and the
         prompt work of the rank with the most prompt tokens on every rank (its tokens, chunks,
-        cache reads and attention times the ranks). Its FLOP are the work done. False if the
+        cache reads and attention times the ranks). Where prompts run first (``separate``) only
+        the ranks that prefill nothing decode in it, as each rank's scheduler runs its own
+        batch (SGLang's ``prepare_mlp_sync_batch``). Its FLOP are the work done. False if the
         cache had to make room first."""
         ranks = self.ranks
         assert ranks is not None
         separate = self.separate
-        D = 0 if separate else len(self.running)
-        decode_q = self.room_for_prompts(separate, D, 1.0)
-        if decode_q is None:
-            return False
+        moving: list = []  # under prompts first: the requests of the ranks without prompts
+        if separate:
+            busy = {ranks.rank_of[x[0]] for x, _ in plan}
+            moving = [i for i in self.running if ranks.rank_of[i] not in busy]
+            if moving and self.used() + self.layers * len(moving) > self.cap:
+                moving = []  # no room for their tokens: they wait as the others do
+            D = len(moving)
+            decode_q = sum(self.pos(self.running[i] + self.G) for i in moving) if D else 0.0
+        else:
+            D = len(self.running)
+            decode_q = self.room_for_prompts(separate, D, 1.0)
+            if decode_q is None:
+                return False
         pos = None if not self.windowed else self.pos
         kv, att, chunks, attended, largest, total = ranks.work(plan, self.layers, pos)
         b = max(range(ranks.count), key=taken.__getitem__)  # the busiest rank (the first)
@@ -377,9 +397,12 @@ class _Engine(EngineState):
         if prefilled:
             end = prefilling.index(prefilled[-1]) + 1
             prefilling[:end] = [x for x in prefilling[:end] if x[1] < x[2]]
+        if moving:
+            advance_some(self, moving)
         self.end_prompt_step(
-            dt, alone, D, flop, 1.0 if D else 0.0, None, separate, prefilled, total, sum(chunks)
-        )
+            dt, alone, D, flop, 0.0 if separate or not D else 1.0, None, separate and not D,
+            prefilled, total, sum(chunks),
+        )  # fmt: skip
         return True
 
     # --- a run of decode steps -------------------------------------------------------------

@@ -216,30 +216,36 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
     """A point whose time is the mean step of ``B`` decoding requests while the prompts of
     ``users`` arriving requests are prefilled (§F9): prompts per step users/n_out, in chunks
     of min(n_in, budget - B) tokens, what the budget leaves beside the decoding requests
-    (whole prompts under ``whole``); fewer than one chunk a step is
-    a mixture of decode-only steps and steps with one chunk. Under ``separate`` prefill the
-    prompts run in steps of their own, as many whole prompts as the budget holds, while
-    decoding waits (``chunked_separate``: their chunks fill the budget). Disaggregated rows prefill elsewhere. ``found``: the row's engine on the
-    layout (its prompt scheduling, and whether its attention ranks schedule their own)."""
+    (whole prompts under ``whole``); fewer than one chunk a step is a mixture of decode-only
+    steps and steps with one chunk. Under ``separate`` prefill the prompts run in steps of
+    their own, as many whole prompts as the budget holds, while decoding waits
+    (``chunked_separate``: their chunks fill the budget; with attention ranks that schedule
+    their own requests, the other ranks decode beside the busiest rank's chunk, as below).
+    Disaggregated rows prefill elsewhere. ``found``: the row's engine on the layout (its
+    prompt scheduling, and whether its attention ranks schedule their own)."""
     mode = found.config.prefill
     L = row.lengths
     if row.disaggregated:
         users = 0.0
     n = L.decode_context
     prompts = users / L.output_mean  # prompts arriving per decode step
-    if PREFILL[mode].separate:
+    ranks = _scheduling_ranks(cand, found)
+    if PREFILL[mode].separate and (ranks == 1 or mode == "separate"):
         k = budget / L.input_mean  # prompts per prefill step (whole, or chunks of a longer one)
         if mode == "separate":  # whole prompts: as many as the budget holds
             k = max(1.0, math.floor(k)) if k >= 1.0 else k
+            pieces = max(k, 1.0)
+        else:  # chunks filling the budget: a prompt boundary in every 1/k of a step, one more
+            pieces = k + 1.0
         a = _decode_only(g, B, n, cand, found)
         chunk = min(L.input_mean, budget)
         prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
-        b = g.add(0.0, 0.0, k * L.input_mean, prefix, max(k, 1.0))
+        b = g.add(0.0, 0.0, k * L.input_mean, prefix, pieces)
         plan.points.append((i, j, B, cand.replicas, a, 1.0, b, prompts / k, 0))
         return
     # whole prompts, or chunks of what the budget leaves beside the decoding requests; ranks
-    # that schedule their own requests each take chunks within their own share of it
-    ranks = _scheduling_ranks(cand, found)
+    # that schedule their own requests each take chunks within their own share of it (where
+    # prompts run first, the other ranks decode beside the busiest rank's chunk, as here)
     room = budget - B if mode == "chunked" and not row.disaggregated else budget
     chunk = min(L.input_mean, max(room / ranks, 1.0))
     prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)

@@ -60,7 +60,7 @@ PLATFORMS: tuple[Platform, ...] = get_args(Platform)
 Admission = Literal["recompute", "no_evict"]
 ADMISSIONS: tuple[Admission, ...] = get_args(Admission)
 #: How prompts share steps with decoding (§E3): ``chunked`` fills each step's token budget with
-#: prompt chunks next to the decoding requests (vLLM V1, SGLang); ``whole`` adds whole prompts
+#: prompt chunks next to the decoding requests (vLLM V1); ``whole`` adds whole prompts
 #: next to the decoding requests while they fit the budget (TensorRT-LLM without chunked
 #: context); ``separate`` runs whole prompts in steps of their own while decoding waits (vLLM
 #: V0 without chunked prefill); ``chunked_separate`` fills steps of their own with chunks of
