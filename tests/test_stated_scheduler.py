@@ -1,6 +1,6 @@
-"""A row's own statement of vLLM's scheduler flags (``num_scheduler_steps``,
-``enable_chunked_prefill``) is read, named in the engine's label and run, over what the
-benchmark's harness or the engine sets (docs/model.md §F9)."""
+"""A row's own statement of its engine's scheduler flags (vLLM's ``num_scheduler_steps`` and
+``enable_chunked_prefill``, SGLang's ``enable_mixed_chunk``) is read, named in the engine's
+label and run, over what the benchmark's harness or the engine sets (docs/model.md §F9)."""
 
 from __future__ import annotations
 
@@ -24,25 +24,35 @@ def test_the_scheduler_flags_are_read_in_the_forms_configurations_write_them():
     assert sem.scheduler_of("num_scheduler_steps 1; enable_chunked_prefill True", "server") == (
         1,
         True,
+        None,
     )
     assert sem.scheduler_of(
         "", "offline", "--num-scheduler-steps 8 --no-enable-chunked-prefill"
     ) == (
         8,
         False,
+        None,
     )
-    assert sem.scheduler_of("enable_chunked_prefill: False", "server") == (None, False)
-    assert sem.scheduler_of("--enable-chunked-prefill", "server") == (None, True)
-    assert sem.scheduler_of("max batch 600", "server") == (None, None)
+    assert sem.scheduler_of("enable_chunked_prefill: False", "server") == (None, False, None)
+    assert sem.scheduler_of("--enable-chunked-prefill", "server") == (None, True, None)
+    assert sem.scheduler_of("max batch 600", "server") == (None, None, None)
     # the cell's statement is the row's; the notes only fill in what it leaves out
-    assert sem.scheduler_of("num_scheduler_steps 4", "server", "num_scheduler_steps 9") == (4, None)
+    assert sem.scheduler_of("num_scheduler_steps 4", "server", "num_scheduler_steps 9") == (
+        4,
+        None,
+        None,
+    )
     for bad in ("0", "1.5", "many", "2000"):
         with pytest.raises(SpecError, match=r"num_scheduler_steps .* is not read \(give a whole"):
             sem.scheduler_of(f"num_scheduler_steps {bad}", "server", "", "f.csv:2")
     with pytest.raises(SpecError, match="states num_scheduler_steps twice, differently"):
         sem.scheduler_of("num_scheduler_steps 1, num_scheduler_steps 8", "server")
-    assert sem.scheduler_of('enable_chunked_prefill: "false"', "server") == (None, False)
-    assert sem.scheduler_of("--enable-chunked-prefill --max-num-seqs 256", "server") == (None, True)
+    assert sem.scheduler_of('enable_chunked_prefill: "false"', "server") == (None, False, None)
+    assert sem.scheduler_of("--enable-chunked-prefill --max-num-seqs 256", "server") == (
+        None,
+        True,
+        None,
+    )
     for bad in ("maybe", ""):
         with pytest.raises(SpecError, match=r"enable_chunked_prefill .* is not read \(give True"):
             sem.scheduler_of(f"enable_chunked_prefill: {bad}", "server", "", "f.csv:2")
@@ -140,6 +150,36 @@ def test_unchunked_prompts_as_stated_are_the_engines_own_unchunked_mode(tmp_path
     assert (old.config.prefill, old.config.scheduler_steps) == ("separate", 4)
     assert (new.config.prefill, new.config.scheduler_steps) == ("whole", 4)
     assert ", whole prompts as stated, 4 decode steps per schedule as stated" in new.label
+
+
+def test_sglangs_mixed_chunks_as_stated_mix_its_prompts_into_the_decoding_steps(tmp_path):
+    """SGLang runs prompts first in steps of their own (``chunked_separate``); a row stating
+    ``--enable-mixed-chunk`` ran them in chunks beside its decoding requests (``chunked``),
+    and says so; the switch means nothing to vLLM. A value not read is the row's reason."""
+    assert sem.scheduler_of("--enable-mixed-chunk", "server") == (None, None, True)
+    assert sem.scheduler_of("", "server", "enable_mixed_chunk: false") == (None, None, False)
+    with pytest.raises(SpecError, match=r"enable_mixed_chunk 'sometimes' is not read \(give"):
+        sem.scheduler_of("enable_mixed_chunk: sometimes", "server", "", "f.csv:2")
+    with pytest.raises(SpecError, match="states mixed chunks twice, differently"):
+        sem.scheduler_of("--enable-mixed-chunk; enable_mixed_chunk False", "server")
+    head = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes"
+    )
+    row = "s,Qwen3-32B,BF16,H100 SXM,2,TP2,16,1024,128,mean_TPOT,16.5,ms,{engine} {flag}"
+    path = tmp_path / "m.csv"
+    lines = [
+        row.format(engine="SGLang 0.5.1", flag=""),
+        row.format(engine="SGLang 0.5.1", flag="--enable-mixed-chunk"),
+        row.format(engine="vLLM 0.12", flag="--enable-mixed-chunk"),
+    ]
+    path.write_text("\n".join([head, *lines]) + "\n")
+    plain, mixed, vllm = load_measured(path)
+    base = predicting.preset("achievable")
+    assert predicting.row_engine(plain, base).config.prefill == "chunked_separate"
+    found = predicting.row_engine(mixed, base)
+    assert found.config.prefill == "chunked" and "chunked prompts as stated" in found.label
+    assert predicting.row_engine(vllm, base).config.prefill == "chunked"
 
 
 def test_an_admission_cadence_is_read_as_the_harness_configuration_writes_it():

@@ -138,6 +138,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.kv_cache_fraction,
         r.scheduler_steps,
         r.chunked_prefill,
+        r.mixed_chunk,
         r.admission_cadence,
         r.async_scheduling,
         r.limits,

@@ -110,11 +110,13 @@ class MeasuredRow:
     #: row states it (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, §F8); None: the
     #: engine's default.
     kv_cache_fraction: float | None = None
-    #: Decode steps per scheduler call and chunked prefill, as the row states its engine ran
-    #: (vLLM's ``num_scheduler_steps`` and ``enable_chunked_prefill``, §F9); None: the
-    #: harness's or the engine's own.
+    #: Decode steps per scheduler call, chunked prefill and decoding mixed into the prefill
+    #: batches, as the row states its engine ran (vLLM's ``num_scheduler_steps`` and
+    #: ``enable_chunked_prefill``, SGLang's ``enable_mixed_chunk``, §F9); None: the harness's
+    #: or the engine's own.
     scheduler_steps: int | None = None
     chunked_prefill: bool | None = None
+    mixed_chunk: bool | None = None
     #: The prefill-admission cadence the row states its engine ran with (AMD's vLLM patch,
     #: ``semantics.cadence_of``, ``EngineConfig.admission_cadence``); None: none stated.
     admission_cadence: tuple[int, int] | None = None
@@ -524,7 +526,9 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     serving = decode_gpus if disaggregated and decode_gpus else gpus
     prefill_layout = layouts.prefill_pool_of(rec, context, where) if disaggregated else None
     cap, budget, kv_fraction, fused = _stated_engine(rec, scenario, cap, decode_text, where)
-    steps, chunked = sem.scheduler_of(rec.get("batch_or_concurrency"), scenario, context, where)
+    steps, chunked, mixed = sem.scheduler_of(
+        rec.get("batch_or_concurrency"), scenario, context, where
+    )
     cadence = sem.cadence_of(rec.get("batch_or_concurrency"), scenario, context, where)
     overlapped = sem.async_of(rec.get("batch_or_concurrency"), scenario, context, where)
     layout = (
@@ -550,6 +554,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         kv_cache_fraction=kv_fraction,
         scheduler_steps=steps,
         chunked_prefill=chunked,
+        mixed_chunk=mixed,
         admission_cadence=cadence,
         async_scheduling=overlapped,
         engine=engine.name,

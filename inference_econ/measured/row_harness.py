@@ -61,6 +61,8 @@ def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
         prefill = (
             "chunked" if row.chunked_prefill else (prefill if prefill != "chunked" else unchunked)
         )
+    if row.mixed_chunk is not None and prefill in ("chunked", "chunked_separate"):
+        prefill = "chunked" if row.mixed_chunk else "chunked_separate"  # SGLang's own switch
     if row.scheduler_steps is not None:
         steps = row.scheduler_steps
     balancing = prof.harness_adp_balancing(harness, *key)
@@ -115,17 +117,16 @@ def engine_label(
     if row.async_scheduling is not None:
         label += f", {'' if row.async_scheduling else 'no '}async scheduling as stated"
     # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
-    prompts = f"{harness.prefill} prompts" + (
-        " as stated" if row.chunked_prefill is not None else ""
-    )
+    said_prompts = row.chunked_prefill is not None or row.mixed_chunk is not None
+    prompts = f"{harness.prefill} prompts" + (" as stated" if said_prompts else "")
     steps = f", {harness.steps} decode steps per schedule" if harness.steps > 1 else ""
     if row.scheduler_steps is not None:
         steps = f", {harness.steps} decode step{'s' if harness.steps > 1 else ''} per schedule as stated"
     if row.admission_cadence is not None and harness.cadence[0]:
         steps += f", {cadence_text(harness.cadence)} as stated"
-    stated = (row.chunked_prefill, row.scheduler_steps, row.admission_cadence)
+    stated = (row.chunked_prefill, row.mixed_chunk, row.scheduler_steps, row.admission_cadence)
     if not harness.name and any(v is not None for v in stated):
-        label += (f", {prompts}" if row.chunked_prefill is not None else "") + steps
+        label += (f", {prompts}" if said_prompts else "") + steps
     if unknown:
         label += ", host overheads charged"
     issued = row.lengths.issued if row.lengths is not None else 0

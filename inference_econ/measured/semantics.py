@@ -560,6 +560,13 @@ _CHUNKED = re.compile(
     r"(?:\s*([:=])\s*['\"]?([^\s;,)'\"|]*)|\s+['\"]?(true|false|on|off|yes|no|1|0)\b)?",
     re.I,
 )
+#: SGLang's decoding requests mixed into its prefill batches ("--enable-mixed-chunk",
+#: "enable_mixed_chunk: True"; off by default).
+_MIXED = re.compile(
+    r"(--no-)?enable[\s_-]*mixed[\s_-]*chunk['\"]?"
+    r"(?:\s*([:=])\s*['\"]?([^\s;,)'\"|]*)|\s+['\"]?(true|false|on|off|yes|no|1|0)\b)?",
+    re.I,
+)
 _ON, _OFF = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
 _STEPS_TERM = BY_TERM["scheduler_steps"]
 
@@ -578,12 +585,12 @@ def _one_value(found: set, name: str, scenario, where: str, field: str):
 
 
 def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple:
-    """(decode steps per scheduler call, chunked prefill) a row states its engine ran with
-    (vLLM's ``num_scheduler_steps`` and ``enable_chunked_prefill``, docs/model.md §F9), in
-    ``batch_or_concurrency`` or else the notes (the row's scenario part); None for each it
-    does not state. A value it cannot read, or two values for one scenario, is the row's
-    ``SpecError``."""
-    steps = chunked = None
+    """(decode steps per scheduler call, chunked prefill, mixed chunks) a row states its engine
+    ran with (vLLM's ``num_scheduler_steps`` and ``enable_chunked_prefill``, SGLang's
+    ``enable_mixed_chunk``, docs/model.md §F9), in ``batch_or_concurrency`` or else the notes
+    (the row's scenario part); None for each it does not state. A value it cannot read, or two
+    values for one scenario, is the row's ``SpecError``."""
+    steps = chunked = mixed = None
     for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
         part = scenario_part(cell, scenario).text
         found_steps = set()
@@ -598,25 +605,37 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
                     )
                 )
             )  # fmt: skip
-        found_chunked = set()
-        for m in _CHUNKED.finditer(part):
-            said = (m.group(3) if m.group(2) else m.group(4) or "true").lower()
-            if said not in _ON + _OFF:  # "enable_chunked_prefill: maybe": never a guess
-                raise SpecError(
-                    where,
-                    field,
-                    f"enable_chunked_prefill {m.group(3) or '(no value)'!r} is not read",
-                    "give True or False (or the flag alone, --enable-chunked-prefill or "
-                    "--no-enable-chunked-prefill)",
-                )
-            found_chunked.add(not m.group(1) and said in _ON)
+        found_chunked = _switches(_CHUNKED, part, "enable_chunked_prefill", where, field)
+        found_mixed = _switches(_MIXED, part, "enable_mixed_chunk", where, field)
         said_steps = _one_value(found_steps, "num_scheduler_steps", scenario, where, field)
         said_chunked = _one_value(found_chunked, "chunked prefill", scenario, where, field)
+        said_mixed = _one_value(found_mixed, "mixed chunks", scenario, where, field)
         if steps is None:
             steps = said_steps
         if chunked is None:
             chunked = said_chunked
-    return steps, chunked
+        if mixed is None:
+            mixed = said_mixed
+    return steps, chunked, mixed
+
+
+def _switches(pattern, part: str, name: str, where: str, field: str) -> set:
+    """The on/off values a cell's ``part`` states for the switch ``pattern`` matches (its
+    ``--no-`` form, ``name: True``, ``name False`` or the flag alone); a value that is not one
+    of them is the row's ``SpecError``, never a guess."""
+    found = set()
+    flag = "--" + name.replace("_", "-")
+    for m in pattern.finditer(part):
+        said = (m.group(3) if m.group(2) else m.group(4) or "true").lower()
+        if said not in _ON + _OFF:  # "enable_chunked_prefill: maybe"
+            raise SpecError(
+                where,
+                field,
+                f"{name} {m.group(3) or '(no value)'!r} is not read",
+                f"give True or False (or the flag alone, {flag} or --no-{flag[2:]})",
+            )
+        found.add(not m.group(1) and said in _ON)
+    return found
 
 
 #: vLLM's overlapped scheduler as a row states it ("async_scheduling: True",
