@@ -60,6 +60,7 @@ def configuration(r) -> tuple:
         publication_round(r.source), r.arch.name, r.gpu.name, r.gpus, r.bits, r.scenario,
         r.metric.quantity, r.per, layout, r.engine, r.engine_version, r.batch_cap,
         r.token_budget, r.fused_allreduce, r.kv_cache_fraction, r.scheduler_steps, r.chunked_prefill,
+        r.mixed_chunk, r.admission_cadence, r.async_scheduling,
         r.limits, r.concurrency, r.disaggregated,
         round(L.input_mean) if L is not None else None,
     )  # fmt: skip

@@ -425,6 +425,29 @@ def test_offline_steady_batch_is_held_to_the_step_token_budget(tmp_path, monkeyp
     assert batches["default"] == pytest.approx(473.2, abs=0.5)  # the B200's cache binds
 
 
+def test_steady_steps_of_ranks_that_run_prompts_first_wait_out_their_own(tmp_path):
+    """Where each attention rank runs its own prompts first (SGLang, ``chunked_separate``), a
+    rank's decoding requests get no token in its own prompt steps: an Offline DeepSeek-R1 row
+    on 8 H200 with attention DP over 8 ranks, 1,024 tokens in and out, 1,024 requests
+    decoding and 1,024-token chunks a rank (8,192 a step): each decoding step brings
+    1,024 x 1,024 / 1,024 prompt tokens, q = 1,024 / (8 x 1,024) = 0.125 chunks a rank, so a
+    token costs 1.125 of the mean step; with prompts beside the decoding (``chunked``), 1."""
+    row = (
+        'probe,DeepSeek-R1,FP8,H200,8,"TP8 (EP8, attn-DP)",n/a,1024,1024,throughput_total,1,'
+        "output tok/s (system),SGLang offline"
+    )
+    rows = load_measured(write(tmp_path, HEADER, row))
+    steps = {}
+    for mode in ("chunked_separate", "chunked"):
+        prof = dataclasses.replace(load_engine("sglang"), prefill=mode)
+        pts = closed_forms.Points.of(
+            predicting.build_plan(rows, "achievable", engine=prof, for_fit=True)
+        )
+        assert pts.batch[0] == 1024.0 and prof.step_token_budget == 8192
+        steps[mode] = pts.wa[0] + pts.wb[0]
+    assert steps == {"chunked_separate": pytest.approx(1.125, rel=1e-12), "chunked": 1.0}
+
+
 # --- calibration --------------------------------------------------------------------------------
 
 

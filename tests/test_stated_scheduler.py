@@ -155,13 +155,20 @@ def test_unchunked_prompts_as_stated_are_the_engines_own_unchunked_mode(tmp_path
 def test_sglangs_mixed_chunks_as_stated_mix_its_prompts_into_the_decoding_steps(tmp_path):
     """SGLang runs prompts first in steps of their own (``chunked_separate``); a row stating
     ``--enable-mixed-chunk`` ran them in chunks beside its decoding requests (``chunked``),
-    and says so; the switch means nothing to vLLM. A value not read is the row's reason."""
+    and says so; another engine has no such switch, so its row stating one is unresolved. A
+    value not read is the row's reason; the flag is read as a word of its own."""
     assert sem.scheduler_of("--enable-mixed-chunk", "server") == (None, None, True)
     assert sem.scheduler_of("", "server", "enable_mixed_chunk: false") == (None, None, False)
     with pytest.raises(SpecError, match=r"enable_mixed_chunk 'sometimes' is not read \(give"):
         sem.scheduler_of("enable_mixed_chunk: sometimes", "server", "", "f.csv:2")
-    with pytest.raises(SpecError, match="states mixed chunks twice, differently"):
+    with pytest.raises(SpecError, match="states enable_mixed_chunk twice, differently"):
         sem.scheduler_of("--enable-mixed-chunk; enable_mixed_chunk False", "server")
+    for other in (
+        "enable_mixed_chunking False",
+        "--enable-mixed-chunk-size 512",
+        "reenable_mixed_chunk",
+    ):
+        assert sem.scheduler_of(other, "server") == (None, None, None)
     head = (
         "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
         "output_len,metric,value,unit,notes"
@@ -179,7 +186,9 @@ def test_sglangs_mixed_chunks_as_stated_mix_its_prompts_into_the_decoding_steps(
     assert predicting.row_engine(plain, base).config.prefill == "chunked_separate"
     found = predicting.row_engine(mixed, base)
     assert found.config.prefill == "chunked" and "chunked prompts as stated" in found.label
-    assert predicting.row_engine(vllm, base).config.prefill == "chunked"
+    said = predicting.row_engine(vllm, base)
+    assert isinstance(said, str) and said.startswith("unresolved: engine 'vllm'")
+    assert "enable_mixed_chunk" in said and "drop the statement" in said
 
 
 def test_an_admission_cadence_is_read_as_the_harness_configuration_writes_it():

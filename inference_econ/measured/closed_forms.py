@@ -220,7 +220,7 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
     steps and steps with one chunk. Under ``separate`` prefill the prompts run in steps of
     their own, as many whole prompts as the budget holds, while decoding waits
     (``chunked_separate``: their chunks fill the budget; with attention ranks that schedule
-    their own requests, the other ranks decode beside the busiest rank's chunk, as below).
+    their own requests, the ranks' steps below, each rank's requests waiting out its own).
     Disaggregated rows prefill elsewhere. ``found``: the row's engine on the layout (its
     prompt scheduling, and whether its attention ranks schedule their own)."""
     mode = found.config.prefill
@@ -230,7 +230,7 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
     n = L.decode_context
     prompts = users / L.output_mean  # prompts arriving per decode step
     ranks = _scheduling_ranks(cand, found)
-    if PREFILL[mode].separate and (ranks == 1 or mode == "separate"):
+    if PREFILL[mode].separate and ranks == 1:
         k = budget / L.input_mean  # prompts per prefill step (whole, or chunks of a longer one)
         if mode == "separate":  # whole prompts: as many as the budget holds
             k = max(1.0, math.floor(k)) if k >= 1.0 else k
@@ -244,20 +244,28 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
         plan.points.append((i, j, B, cand.replicas, a, 1.0, b, prompts / k, 0))
         return
     # whole prompts, or chunks of what the budget leaves beside the decoding requests; ranks
-    # that schedule their own requests each take chunks within their own share of it (where
-    # prompts run first, the other ranks decode beside the busiest rank's chunk, as here)
+    # that schedule their own requests each take chunks within their own share of it
     room = budget - B if mode == "chunked" and not row.disaggregated else budget
     chunk = min(L.input_mean, max(room / ranks, 1.0))
     prefix = max(0.0, L.prefill_context - (chunk - 1.0) / 2.0)
     tokens = prompts * L.input_mean  # prompt tokens per step on average
     if ranks > 1:  # §F9 "Attention DP": the busiest rank's prompt work, on every rank
+        # where prompts run first, a rank's requests wait out its own prompt steps (the other
+        # ranks decode in them): 1 + q steps a token, q its prompt chunks per decode step
+        waits = 1.0 + tokens / (ranks * chunk) if PREFILL[mode].separate else 1.0
         tokens = float(busiest_rank_tokens(np.array([prompts]), L.input_mean, chunk, ranks)[0])
         if tokens < ranks * chunk:  # a share of the steps has one chunk on every rank
             a = _decode_only(g, B, n, cand, found)
             b = g.add(B, n, ranks * chunk, prefix, float(ranks))
             share = tokens / (ranks * chunk)
-            plan.points.append((i, j, B, cand.replicas, a, 1.0 - share, b, share, 0))
+            plan.points.append(
+                (i, j, B, cand.replicas, a, waits * (1 - share), b, waits * share, 0)
+            )
             return
+        chunks = tokens / chunk
+        a = g.add(B, n, tokens, prefix, chunks)
+        plan.points.append((i, j, B, cand.replicas, a, waits, a, 0.0, 0))
+        return
     chunks = tokens / chunk
     if chunks >= 1.0:
         a = g.add(B, n, tokens, prefix, chunks)

@@ -61,7 +61,7 @@ def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
         prefill = (
             "chunked" if row.chunked_prefill else (prefill if prefill != "chunked" else unchunked)
         )
-    if row.mixed_chunk is not None and prefill in ("chunked", "chunked_separate"):
+    if row.mixed_chunk is not None and prof.family == "sglang" and prefill != "separate":
         prefill = "chunked" if row.mixed_chunk else "chunked_separate"  # SGLang's own switch
     if row.scheduler_steps is not None:
         steps = row.scheduler_steps
@@ -79,7 +79,8 @@ def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
 def as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
     """The profile with the terms a row states its engine was built and run with (GEMM and
     all-reduce fused, §F6; the KV cache's share of the free memory, §F8; vLLM's async
-    scheduling, §F5), or the status saying the engine cannot run as stated."""
+    scheduling, §F5; SGLang's mixed chunks, §E3), or the status saying the engine cannot run
+    as stated."""
     if row.fused_allreduce:  # as the row states its engine was built (§F6)
         prof = prof.with_terms(gemm_allreduce_overlap=1.0)
     if row.kv_cache_fraction is not None:  # as the row states its engine was run (§F8)
@@ -97,6 +98,11 @@ def as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
                 "overlapped scheduler (drop the statement from this row)"
             )
         prof = prof.with_terms(host_overhead_exposed=0.0 if row.async_scheduling else 1.0)
+    if row.mixed_chunk is not None and prof.family != "sglang":
+        return (
+            f"unresolved: engine {prof.name!r}: the row states enable_mixed_chunk, SGLang's "
+            "decoding requests mixed into its prefill batches (drop the statement from this row)"
+        )
     return prof
 
 

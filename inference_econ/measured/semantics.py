@@ -563,7 +563,7 @@ _CHUNKED = re.compile(
 #: SGLang's decoding requests mixed into its prefill batches ("--enable-mixed-chunk",
 #: "enable_mixed_chunk: True"; off by default).
 _MIXED = re.compile(
-    r"(--no-)?enable[\s_-]*mixed[\s_-]*chunk['\"]?"
+    r"(?<![\w-])(?:--)?(no-)?enable[\s_-]*mixed[\s_-]*chunk(?![\w-])['\"]?"
     r"(?:\s*([:=])\s*['\"]?([^\s;,)'\"|]*)|\s+['\"]?(true|false|on|off|yes|no|1|0)\b)?",
     re.I,
 )
@@ -605,11 +605,21 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
                     )
                 )
             )  # fmt: skip
-        found_chunked = _switches(_CHUNKED, part, "enable_chunked_prefill", where, field)
-        found_mixed = _switches(_MIXED, part, "enable_mixed_chunk", where, field)
+        found_chunked = _switches(
+            _CHUNKED, part, "enable_chunked_prefill", where, field,
+            "(or the flag alone, --enable-chunked-prefill or --no-enable-chunked-prefill)",
+        )  # fmt: skip
+        found_mixed = _switches(
+            _MIXED,
+            part,
+            "enable_mixed_chunk",
+            where,
+            field,
+            "(or the flag --enable-mixed-chunk alone)",
+        )
         said_steps = _one_value(found_steps, "num_scheduler_steps", scenario, where, field)
         said_chunked = _one_value(found_chunked, "chunked prefill", scenario, where, field)
-        said_mixed = _one_value(found_mixed, "mixed chunks", scenario, where, field)
+        said_mixed = _one_value(found_mixed, "enable_mixed_chunk", scenario, where, field)
         if steps is None:
             steps = said_steps
         if chunked is None:
@@ -619,12 +629,12 @@ def scheduler_of(text, scenario: str | None, notes: str = "", where: str = "") -
     return steps, chunked, mixed
 
 
-def _switches(pattern, part: str, name: str, where: str, field: str) -> set:
+def _switches(pattern, part: str, name: str, where: str, field: str, flags: str) -> set:
     """The on/off values a cell's ``part`` states for the switch ``pattern`` matches (its
     ``--no-`` form, ``name: True``, ``name False`` or the flag alone); a value that is not one
-    of them is the row's ``SpecError``, never a guess."""
+    of them is the row's ``SpecError`` (``flags``: how else it may be written), never a
+    guess."""
     found = set()
-    flag = "--" + name.replace("_", "-")
     for m in pattern.finditer(part):
         said = (m.group(3) if m.group(2) else m.group(4) or "true").lower()
         if said not in _ON + _OFF:  # "enable_chunked_prefill: maybe"
@@ -632,7 +642,7 @@ def _switches(pattern, part: str, name: str, where: str, field: str) -> set:
                 where,
                 field,
                 f"{name} {m.group(3) or '(no value)'!r} is not read",
-                f"give True or False (or the flag alone, {flag} or --no-{flag[2:]})",
+                f"give True or False {flags}",
             )
         found.add(not m.group(1) and said in _ON)
     return found
