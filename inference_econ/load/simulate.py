@@ -367,10 +367,14 @@ class _Engine(EngineState):
         if separate:
             busy = {ranks.rank_of[x[0]] for x, _ in plan}
             moving = [i for i in self.running if ranks.rank_of[i] not in busy]
-            if moving and self.used() + self.layers * len(moving) > self.cap:
-                moving = []  # no room for their tokens: they wait as the others do
+            contexts = [self.running[i] + self.G for i in moving]
+            decode_q = sum(map(self.pos, contexts))  # their layer-positions, read by the step
+            grow = self.layers * len(moving)  # what their next tokens add
+            if self.windowed:
+                grow = sum(self.pos(c + 1) for c in contexts) - decode_q
+            if moving and self.used() + grow > self.cap:
+                moving, decode_q = [], 0.0  # no room for their tokens: they wait as the rest
             D = len(moving)
-            decode_q = sum(self.pos(self.running[i] + self.G) for i in moving) if D else 0.0
         else:
             D = len(self.running)
             decode_q = self.room_for_prompts(separate, D, 1.0)
