@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from .engine import PROMPTS_FIRST
 from .engine_state import EPS, EngineState, count_done
 from .prefix_cache import Node
 from .records import prompts_sharing
@@ -251,9 +252,11 @@ class Prefill:
     it without asking); the policy says what happens to one that does not: here, only a
     prompt longer than the whole budget goes, in chunks of it, and decoding shares the step."""
 
-    __slots__ = ()
-    #: Prompts go in steps of their own, decoding waits.
-    separate = False
+    __slots__ = ("separate",)
+
+    def __init__(self, mode: str) -> None:
+        #: Prompts go in steps of their own, decoding waits (``engine.PROMPTS_FIRST``).
+        self.separate = mode in PROMPTS_FIRST
 
     def goes(self, decode: int, budget: int, left: int) -> bool:
         """Whether the next step carries prompt tokens although the first prompt, ``left``
@@ -290,7 +293,6 @@ class Separate(Prefill):
     """Whole prompts in steps of their own, first: decoding waits for them."""
 
     __slots__ = ()
-    separate = True
 
     def goes(self, decode: int, budget: int, left: int) -> bool:
         return True
@@ -302,7 +304,6 @@ class ChunkedSeparate(Chunked):
     that crosses it cut; it mixes decoding requests in only with ``--enable-mixed-chunk``)."""
 
     __slots__ = ()
-    separate = True
 
     def goes(self, decode: int, budget: int, left: int) -> bool:
         return True
@@ -310,8 +311,8 @@ class ChunkedSeparate(Chunked):
 
 #: The prefill policy of each ``EngineConfig.prefill``.
 PREFILL: dict[str, Prefill] = {
-    "chunked": Chunked(),
-    "whole": Whole(),
-    "separate": Separate(),
-    "chunked_separate": ChunkedSeparate(),
+    "chunked": Chunked("chunked"),
+    "whole": Whole("whole"),
+    "separate": Separate("separate"),
+    "chunked_separate": ChunkedSeparate("chunked_separate"),
 }

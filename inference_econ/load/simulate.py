@@ -109,8 +109,8 @@ class _Engine(EngineState):
         self.admission = admission(self, self.cfg.admission)
         self.release_promised = self.admission.release if self.admission.promises else None
         self.prefill = PREFILL[self.cfg.prefill]
-        #: the policy's ``separate``, read every step (an attribute of its class: read from the
-        #: engine's slot, not looked up through the policy)
+        #: the policy's ``separate``, read every step (kept in the engine's slot, not looked up
+        #: through the policy)
         self.separate = self.prefill.separate
         self.runs = DecodeRuns(self.table, self.draft, self.layers)
         #: A step's time is ``table.time_s``, written out in ``mixed_step`` where the table
