@@ -97,15 +97,15 @@ def test_the_layout_choice_counts_prompt_steps_apart_from_the_decoding_steps():
     setting = make_setting("Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
     search = layout_search(setting, 1)
     model, work, lay = search.model, search.prefill_work, search.options[0]
-    lam, P, O, context, budget = 4.0, 1000.0, 200.0, 1100.0, 2560
+    lam, prompt, out, context, budget = 4.0, 1000.0, 200.0, 1100.0, 2560
 
     def held(tau: float) -> float:
-        decoding = max(lam * O * tau, 1.0)
+        decoding = max(lam * out * tau, 1.0)
         alone = float(mixed_step_s(model, work, lay, decoding, context, 0.0))
         prompts = float(mixed_step_s(model, work, lay, 0.0, context, float(budget)))
-        return alone + lam * P * tau / budget * prompts
+        return alone + lam * prompt * tau / budget * prompts
 
-    load = OfferedLoad(lam, P, O)
+    load = OfferedLoad(lam, prompt, out)
     tau = steady_step_s(model, work, lay, load, context, 256, budget, separate=True)
     below = _TAU_GRID[np.searchsorted(_TAU_GRID, tau) - 1]
     assert held(tau) <= tau * (1 + 1e-9) and held(below) > below
