@@ -84,30 +84,3 @@ def test_sglang_closed_loop_runs_in_waves_as_measured(tmp_path):
     tpot = ratio[table["metric"] == "mean_TPOT"]
     assert ttft.between(0.6, 1.4).all(), table
     assert tpot.between(1.0, 1.5).all(), table
-
-
-def test_the_layout_choice_counts_prompt_steps_apart_from_the_decoding_steps():
-    """Where prompts run first, the settled step the layout choice reads (``steady_step_s``)
-    is a decoding step of lam·O·tau requests alone plus lam·P·tau / budget prompt steps of the
-    budget alone, and tau is the first point of its grid that holds them: 4 requests/s of
-    1,000 prompt and 200 output tokens on one H100."""
-    from inference_econ.load.engine import _TAU_GRID, OfferedLoad, layout_search, steady_step_s
-    from inference_econ.model.mixed_step import mixed_step_s
-
-    setting = make_setting("Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8)
-    search = layout_search(setting, 1)
-    model, work, lay = search.model, search.prefill_work, search.options[0]
-    lam, prompt, out, context, budget = 4.0, 1000.0, 200.0, 1100.0, 2560
-
-    def held(tau: float) -> float:
-        decoding = max(lam * out * tau, 1.0)
-        alone = float(mixed_step_s(model, work, lay, decoding, context, 0.0))
-        prompts = float(mixed_step_s(model, work, lay, 0.0, context, float(budget)))
-        return alone + lam * prompt * tau / budget * prompts
-
-    load = OfferedLoad(lam, prompt, out)
-    tau = steady_step_s(model, work, lay, load, context, 256, budget, separate=True)
-    below = _TAU_GRID[np.searchsorted(_TAU_GRID, tau) - 1]
-    assert held(tau) <= tau * (1 + 1e-9) and held(below) > below
-    mixed = steady_step_s(model, work, lay, load, context, 256, budget)
-    assert mixed != tau

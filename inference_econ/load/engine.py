@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 
 #: The prompt schedulings that run prompts first in steps of their own while decoding waits
-#: (§E3): the scheduler's policies (``scheduling.PREFILL``) and the layout choice read it.
+#: (§E3; the scheduler's policies, ``scheduling.PREFILL``, read it).
 PROMPTS_FIRST = ("separate", "chunked_separate")
 
 
@@ -345,16 +345,7 @@ _TAU_GRID = np.geomspace(1e-5, 100.0, 3230)
 
 
 def steady_step_s(
-    model,
-    prefill_work,
-    layout,
-    load: OfferedLoad,
-    context,
-    batch_cap,
-    budget,
-    floor=None,
-    ranks=1,
-    separate=False,
+    model, prefill_work, layout, load: OfferedLoad, context, batch_cap, budget, floor=None, ranks=1
 ):
     """The mean step time of ``layout`` once the offered load has settled (§E6), inf when the
     load outgrows it: the smallest step time tau with step(lam·O·tau requests decoding,
@@ -362,9 +353,7 @@ def steady_step_s(
     time of one request decoding at the context (``_floor_s``; computed when not given).
     ``ranks``: data-parallel attention ranks that schedule their own requests (§F9 "Attention
     DP"), each with its share of the prompts and of the budget: a step lasts as long as its
-    busiest rank's: its prompt work counts ``ranks`` times (``busiest_rank_tokens``).
-    ``separate``: prompts run first in steps of their own (§E3), so tau is a decoding step
-    and the prompt steps between two of them (a rank's own, with ``ranks``)."""
+    busiest rank's: its prompt work counts ``ranks`` times (``busiest_rank_tokens``)."""
     lam, P, out = load.rate_per_s, load.prompt_tokens, load.output_tokens
     if not math.isfinite(lam):
         return math.inf
@@ -388,17 +377,6 @@ def steady_step_s(
     share = np.minimum(lam * P * tau / budget, 1.0) if P > 0 else np.zeros_like(tau)
     if ranks > 1 and P > 0:
         share = np.minimum(busiest_rank_tokens(lam * tau, P, budget / ranks, ranks) / budget, 1.0)
-    if separate and ranks == 1:  # decoding steps alone, lam·P·tau/budget prompt steps each
-        both = mixed_step_s(
-            model,
-            prefill_work,
-            layout,
-            np.concatenate([decoding, np.zeros_like(decoding)]),
-            context,
-            np.repeat([0.0, float(budget)], tau.size),
-        )
-        step = both[: tau.size] + lam * P * tau / budget * both[tau.size :]
-        return _settled(step, tau, top)
     # the steps without and with a chunk in one evaluation (the model is elementwise)
     both = mixed_step_s(
         model,
@@ -409,13 +387,6 @@ def steady_step_s(
         np.repeat([0.0, float(budget)], tau.size),
     )
     step = (1.0 - share) * both[: tau.size] + share * both[tau.size :]
-    if separate:  # a rank's requests also wait out its own prompt steps (a chunk each)
-        step = step * (1.0 + lam * P * tau / budget)
-    return _settled(step, tau, top)
-
-
-def _settled(step, tau, top) -> float:
-    """The first grid step time ``tau`` its settled ``step`` fits, inf past ``top``."""
     settled = np.flatnonzero(step <= tau * (1 + 1e-9))
     if not settled.size or tau[settled[0]] > top:
         return math.inf  # the load outgrows the layout's batch or token limit
@@ -487,20 +458,10 @@ def choose_layout(
     budgets = [cfg.step_token_budget for cfg in configs]
     # the ranks of a data-parallel attention layout schedule their own requests (``simulate``)
     ranks = [int(round(lay.attention_divisor)) if config.rank_scheduling else 1 for lay in options]
-    separate = config.prefill in PROMPTS_FIRST
     steady = [
         steady_step_s(
-            model,
-            prefill_work,
-            lay,
-            load,
-            context,
-            batch,
-            budget,
-            floors[lay, context],
-            r,
-            separate,
-        )  # fmt: skip
+            model, prefill_work, lay, load, context, batch, budget, floors[lay, context], r
+        )
         for lay, batch, budget, r in zip(options, batches, budgets, ranks)
     ]
     if math.isfinite(min(steady)):

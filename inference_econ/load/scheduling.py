@@ -311,8 +311,11 @@ class ChunkedSeparate(Chunked):
 
 #: The prefill policy of each ``EngineConfig.prefill``.
 PREFILL: dict[str, Prefill] = {
-    "chunked": Chunked("chunked"),
-    "whole": Whole("whole"),
-    "separate": Separate("separate"),
-    "chunked_separate": ChunkedSeparate("chunked_separate"),
+    mode: policy(mode)
+    for mode, policy in (
+        ("chunked", Chunked),
+        ("whole", Whole),
+        ("separate", Separate),
+        ("chunked_separate", ChunkedSeparate),
+    )
 }

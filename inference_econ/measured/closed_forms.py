@@ -251,8 +251,8 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
     tokens = prompts * L.input_mean  # prompt tokens per step on average
     if ranks > 1:  # §F9 "Attention DP": the busiest rank's prompt work, on every rank
         # where prompts run first, a rank's requests wait out its own prompt steps (the other
-        # ranks decode in them): 1 + q steps a token, q its prompt chunks per decode step
-        waits = 1.0 + tokens / (ranks * chunk) if PREFILL[mode].separate else 1.0
+        # ranks decode in them), each its share of the budget filled: 1 + q steps a token
+        waits = 1.0 + tokens / room if PREFILL[mode].separate else 1.0
         tokens = float(busiest_rank_tokens(np.array([prompts]), L.input_mean, chunk, ranks)[0])
         if tokens < ranks * chunk:  # a share of the steps has one chunk on every rank
             a = _decode_only(g, B, n, cand, found)
