@@ -109,6 +109,32 @@ def test_the_load_engines_step_table_on_the_kernel_clock(llama70_fp8_kernels):
     assert table.time_s(64, q, q) == pytest.approx(step, rel=0.05)
 
 
+def test_a_steps_prompt_attention_runs_after_its_decoding_requests(llama70_fp8_kernels):
+    # TensorRT-LLM's attention op runs a mixed batch's context requests and its generation
+    # requests as two kernels, one after the other: on the kernel clock their seconds add,
+    # where the roofline's lines (the engine clock) overlap them. 64 requests at 2,048 cached
+    # positions and one 1,024-token prompt in one step of 1,088 tokens:
+    m = llama70_fp8_kernels
+    table = StepTable(m, EngineLayout(4), 2048)
+    assert table.serial_prompts
+    q = m.work.layer_positions(2048.0) * 64
+    att = 1024 * m.work.layer_positions(1023 / 2.0)  # the prompt's causal positions
+    base = table.time_s(1088, q, q, 65)
+    mixed = table.time_s(1088, q, q + att, 65, 1024, 0.0, att)
+    assert mixed == pytest.approx(base + table.attention_s * att, rel=1e-12)
+    assert mixed > table.time_s(1088, q, q + att, 65, 1024)  # as overlapped lines
+
+
+def test_the_engine_clocks_step_table_overlaps_prompt_and_decode_attention(llama70_fp8):
+    engine = StepTable(llama70_fp8, EngineLayout(4), 2048)
+    assert not engine.serial_prompts
+    q = llama70_fp8.work.layer_positions(2048.0) * 64
+    att = 1024 * llama70_fp8.work.layer_positions(1023 / 2.0)
+    assert engine.time_s(1088, q, q + att, 65, 1024, 0.0, att) == engine.time_s(
+        1088, q, q + att, 65, 1024
+    )
+
+
 def test_deepseek_mla_decode_is_priced_by_the_mla_kernels_table():
     # DeepSeek-R1 under attention DP on 8 B200 (every rank runs all 128 query heads over its
     # own 32 sequences): the decode attention is TensorRT-LLM's MLA kernel as AIConfigurator

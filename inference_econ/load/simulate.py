@@ -86,6 +86,7 @@ def _step_terms(table: StepTable) -> tuple:
         table.attention_s,
         table.flop,
         table.attention_flop,
+        table.serial_prompts,
     )
 
 
@@ -260,16 +261,16 @@ class _Engine(EngineState):
         R = D + n_chunks  # the step's sequences: decoding requests and prompt chunks
         # ``table.time_s`` of the step and of its decoding requests alone, written out where it
         # looks a step up at its own tokens (``StepTable._charged``, §B12): the same floats
-        fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop = self.terms
+        fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop, serial = self.terms
         own = not self.bubbles
         host0, host_s = self.host
-        if c is None and T and (own or self.pipeline <= R):
+        if c is None and T and (own or self.pipeline <= R) and not serial:
             u, w = memory[T] + kv_s * kv + req_s * R, compute[T] + att_s * att
             dt = fixed[T] + seq_s * R + (w if w > u else u)  # max(u, w)
             floor = host0 + host_s * R  # no shorter than the host's work (0: none)
             dt = floor if floor > dt else dt  # max(dt, floor)
         else:
-            dt = self.table.time_s(T, kv, att, R, largest)
+            dt = self.table.time_s(T, kv, att, R, largest, kv - decode_q, att - v * decode_q)
         if not D:
             alone = 0.0
         elif c is None and (own or self.pipeline <= D):
@@ -384,12 +385,9 @@ class _Engine(EngineState):
         kv, att, chunks, attended, largest, total = ranks.work(plan, self.layers, pos)
         b = max(range(ranks.count), key=taken.__getitem__)  # the busiest rank (the first)
         n, table = ranks.count, self.table
+        pkv, patt = n * kv[b], n * att[b]  # the busiest rank's prompts, on every rank
         dt = table.time_s(
-            D + n * taken[b],
-            decode_q + n * kv[b],
-            decode_q + n * att[b],
-            D + n * chunks[b],
-            largest,
+            D + n * taken[b], decode_q + pkv, decode_q + patt, D + n * chunks[b], largest, pkv, patt
         )
         alone = table.time_s(D, decode_q, decode_q, D, 1) if D else 0.0
         flop = table.flop[D + total] + table.attention_flop * (decode_q + attended)

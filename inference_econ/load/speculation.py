@@ -136,7 +136,7 @@ class DraftEngine:
             kv = sum(self.layers * done for done, _ in chunks)
             att = sum(take * self.layers * (done + (take - 1) / 2.0) for done, take in chunks)
             largest = max(take for _, take in chunks)
-            seconds += tab.time_s(taken, kv, att, len(chunks), largest)
+            seconds += tab.time_s(taken, kv, att, len(chunks), largest, kv, att)
             flop += tab.flop[taken] + tab.attention_flop * att
         return seconds, flop, decode_only
 

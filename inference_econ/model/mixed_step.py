@@ -260,6 +260,10 @@ class StepTable:
         #: A decode-only step of ``r`` requests runs as the CUDA graph of ``graph_requests[r]``
         #: (``with_graphs``, §F5); None: as it is.
         self.graph_requests: list[int] | None = None
+        #: A step's prompt attention runs after its decoding requests' as a kernel of its own,
+        #: so their seconds add (the kernel clock's step is its kernels' sum); False: the
+        #: roofline's overlap of the two lines (``time_s``'s ``prompt_kv`` and ``prompt_att``).
+        self.serial_prompts = False
         #: the kernel clock's model and its slopes by prompt (``at_prompt``); None: another clock
         self._kernel_model: StepModel | None = None
         self._prompts: dict = {}
@@ -403,6 +407,7 @@ class StepTable:
             model, layout.gpus, layout.pipeline, layout.attention_divisor, layout.two_d, T
         )
         self._kernel_model = model
+        self.serial_prompts = True
         self.attention_s = self._attention_at(SLOPE_PROMPT if prompt is None else prompt)
         self._host_terms(model)
         empty = T == 0
@@ -491,17 +496,30 @@ class StepTable:
         attention_positions: float,
         requests=None,
         largest: float = 1.0,
+        prompt_kv: float = 0.0,
+        prompt_att: float = 0.0,
     ) -> float:
         """Seconds of one step (scalars; 0 for an empty step). ``requests``: the decoding
         requests and prompt chunks of the step (default: one per token), for the per-request
         costs of an engine profile (§F1); ``largest``: the tokens of its largest prompt chunk
-        (1: decoding requests only), for the pipeline's bubbles (§B12)."""
+        (1: decoding requests only), for the pipeline's bubbles (§B12); ``prompt_kv`` and
+        ``prompt_att``: the part of the positions read and attended that the prompt chunks
+        account for, charged after the decoding requests' where ``serial_prompts``."""
         if tokens == 0:
             return 0.0
         r = tokens if requests is None else requests
         row, scale = self._charged(tokens, largest, r)
+        after = 0.0
+        if self.serial_prompts and (prompt_kv or prompt_att):
+            # the context kernel reads the prefixes it attends to: its price holds them
+            kv_positions, attention_positions = (
+                kv_positions - prompt_kv,
+                attention_positions - prompt_att,
+            )
+            after = self.attention_s * prompt_att
         if scale != 1.0:
             kv_positions, attention_positions = kv_positions * scale, attention_positions * scale
+            after *= scale
         gpu = (
             self.fixed_s[row]
             + self.sequence_s * r
@@ -509,6 +527,7 @@ class StepTable:
                 self.memory_s[row] + self.kv_s * kv_positions + self.request_s * r,
                 self.compute_s[row] + self.attention_s * attention_positions,
             )
+            + after
         )
         if self.host_sequence_s:
             return max(gpu, self.host_floor_s + self.host_sequence_s * r)
