@@ -5,12 +5,16 @@ import numpy as np
 import pytest
 
 import inference_econ as ie
+from inference_econ.load.arrivals import Arrivals
+from inference_econ.load.engine import EngineConfig, build_instance
+from inference_econ.load.simulate import simulate
 from inference_econ.model import kernel_prices as kp
 from inference_econ.model.kernel_clock import Formats, KernelClock, clock_of
 from inference_econ.model.latency import StepModel
 from inference_econ.model.mixed_step import EngineLayout, StepTable
 from inference_econ.model.operations import step_operations
 from inference_econ.model.workload import compile_workload
+from inference_econ.serving.setting import make_setting
 
 
 @pytest.fixture(scope="module")
@@ -110,19 +114,59 @@ def test_the_load_engines_step_table_on_the_kernel_clock(llama70_fp8_kernels):
 
 
 def test_a_steps_prompt_attention_runs_after_its_decoding_requests(llama70_fp8_kernels):
-    # TensorRT-LLM's attention op runs a mixed batch's context requests and its generation
-    # requests as two kernels, one after the other: on the kernel clock their seconds add,
-    # where the roofline's lines (the engine clock) overlap them. 64 requests at 2,048 cached
-    # positions and one 1,024-token prompt in one step of 1,088 tokens:
+    # TensorRT-LLM's attention op runs a mixed batch's context requests and then its generation
+    # requests, two kernels on one stream: on the kernel clock their seconds add, where the
+    # roofline's lines (the engine clock) overlap them. Two requests decoding at 2,048 cached
+    # positions and a 256-token chunk after a 512-token prefix, one step of 258 tokens and 3
+    # sequences, by hand from the table's terms:
     m = llama70_fp8_kernels
-    table = StepTable(m, EngineLayout(4), 2048)
+    table = StepTable(m, EngineLayout(4), 2048).at_prompt(256)
     assert table.serial_prompts
-    q = m.work.layer_positions(2048.0) * 64
-    att = 1024 * m.work.layer_positions(1023 / 2.0)  # the prompt's causal positions
-    base = table.time_s(1088, q, q, 65)
-    mixed = table.time_s(1088, q, q + att, 65, 1024, 0.0, att)
-    assert mixed == pytest.approx(base + table.attention_s * att, rel=1e-12)
-    assert mixed > table.time_s(1088, q, q + att, 65, 1024)  # as overlapped lines
+    assert table.memory_s[258] == table.compute_s[258] == table.request_s == 0.0
+    # a short prompt's kernel runs slower a position than the generation kernel reads one: the
+    # step's lines hold the decoding requests' attention to that rate, the prompt keeps its own
+    assert table.prompt_attention_s > 2.0 * table.attention_s
+    assert table.attention_s == table.kv_s
+    q = 2 * m.work.layer_positions(2048.0)
+    pkv = m.work.layer_positions(512.0)  # the chunk's prefix, read by its own kernel
+    patt = 256 * m.work.layer_positions(512.0 + 255 / 2.0)
+    by_hand = (
+        table.fixed_s[258]
+        + 3 * table.sequence_s
+        + max(table.kv_s * q, table.attention_s * q)
+        + table.prompt_attention_s * patt
+    )
+    step = table.time_s(258, q + pkv, q + patt, 3, 256, pkv, patt)
+    assert step == pytest.approx(by_hand, rel=1e-12)
+    overlapped = table.time_s(258, q + pkv, q + patt, 3, 256)
+    kept_in_lines = by_hand + table.kv_s * pkv  # the prompt added but its positions kept
+    assert step > 1.05 * overlapped
+    assert abs(step / kept_in_lines - 1.0) > 1e-4
+
+
+def test_the_load_engine_runs_a_mixed_steps_prompt_after_its_decoding_request():
+    # Llama 3.1 8B (FP8) on one H100 on the kernel clock, chunked prefill of 2,560 tokens a
+    # step: prompts of 1,024 and 3,000 tokens queued at once. The first step prefills the first
+    # prompt and 1,536 tokens of the second; the second step decodes the first request (1,024
+    # cached positions) beside the second prompt's last 1,464 tokens after its 1,536-token
+    # prefix, and the second request's first token comes at its end.
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    setting = make_setting(
+        "Llama 3.1 8B", "H100-SXM", weight_bits=8, kv_cache_bits=8, assumptions=a
+    )
+    inst = build_instance(setting, 1, EngineConfig(64, 2560, prefill="chunked"))
+    table = inst.table
+    assert table.serial_prompts
+    run = simulate(inst, Arrivals(np.zeros(2), np.array([1024, 3000]), np.array([3, 2])))
+    layers = float(sum(g.layers for g in inst.work.groups))
+    first = table.time_s(2560, 0.0, layers * (1024 * 1023 / 2 + 1536 * 1535 / 2), 2, 1536)
+    assert run.first_token_s[0] == pytest.approx(first, rel=1e-12)
+    q, pkv = layers * 1024, layers * 1536
+    patt = 1464 * layers * (1536 + 1463 / 2)
+    second = table.time_s(1465, q + pkv, q + patt, 2, 1464, pkv, patt)
+    assert run.first_token_s[1] - run.first_token_s[0] == pytest.approx(second, rel=1e-9)
+    overlapped = table.time_s(1465, q + pkv, q + patt, 2, 1464)
+    assert abs(second / overlapped - 1.0) > 1e-4
 
 
 def test_the_engine_clocks_step_table_overlaps_prompt_and_decode_attention(llama70_fp8):

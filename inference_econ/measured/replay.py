@@ -781,8 +781,8 @@ def estimate(case: LoadCase) -> Outcome:
         tokens = int(min(B + prompts, inst.table.max_tokens))
         q = B * per
         chunks = B / n_out if prompts else 0.0
-        att = q + prompts * float(inst.positions(n_in / 2.0))
-        t = inst.table.time_s(tokens, q + chunks * 0.0, att, B + chunks)
+        attended = prompts * float(inst.positions(n_in / 2.0))
+        t = inst.table.time_s(tokens, q, q + attended, B + chunks, 1.0, 0.0, attended)
         if best is None or t <= limit:
             best = (B, t)
         if t > limit:

@@ -264,6 +264,9 @@ class StepTable:
         #: so their seconds add (the kernel clock's step is its kernels' sum); False: the
         #: roofline's overlap of the two lines (``time_s``'s ``prompt_kv`` and ``prompt_att``).
         self.serial_prompts = False
+        #: Seconds a layer-position a prompt chunk attends where ``serial_prompts``: the context
+        #: kernel's own rate, which ``attention_s`` holds to the generation kernel's.
+        self.prompt_attention_s = 0.0
         #: the kernel clock's model and its slopes by prompt (``at_prompt``); None: another clock
         self._kernel_model: StepModel | None = None
         self._prompts: dict = {}
@@ -408,7 +411,8 @@ class StepTable:
         )
         self._kernel_model = model
         self.serial_prompts = True
-        self.attention_s = self._attention_at(SLOPE_PROMPT if prompt is None else prompt)
+        key = SLOPE_PROMPT if prompt is None else prompt
+        self.attention_s, self.prompt_attention_s = self._attention_at(key)
         self._host_terms(model)
         empty = T == 0
         self.fixed_s = row_floats(np.where(empty, 0.0, fixed))
@@ -421,9 +425,10 @@ class StepTable:
         self.attention_flop = model.work.context_flop_per_position_per_layer
         self.peak_flop_per_s = N * model.machine.peak_flop_per_s
 
-    def _attention_at(self, prompt: float) -> float:
+    def _attention_at(self, prompt: float) -> tuple[float, float]:
         """The kernel clock's seconds a layer-position attended at prompts of ``prompt``
-        tokens (``kernel_clock.attention_slope_s``), kept by prompt."""
+        tokens (``kernel_clock.attention_slope_s``), kept by prompt: (held to the generation
+        attention's, for the step's lines; as measured, for the prompts' own kernel)."""
         from .kernel_clock import SLOPE_PROMPT_RANGE, attention_slope_s
 
         key = float(np.clip(prompt, *SLOPE_PROMPT_RANGE))
@@ -435,8 +440,8 @@ class StepTable:
             # a decoding request's positions count on both sides of the step's maximum: a
             # short prompt's kernel, its fixed time spread over few positions, would otherwise
             # charge every decode step's attention at its rate instead of the generation
-            # kernel's (its own attention is then charged at that rate, a small part of it)
-            self._prompts[key] = min(slope, self.kv_s)
+            # kernel's; the prompts' own kernel, charged after the lines, keeps its rate
+            self._prompts[key] = (min(slope, self.kv_s), slope)
         return self._prompts[key]
 
     def at_prompt(self, prompt: float) -> StepTable:
@@ -446,11 +451,11 @@ class StepTable:
         clock, whose attention runs at one rate, or where ``prompt`` is not a number of tokens."""
         if self._kernel_model is None or not math.isfinite(prompt) or prompt <= 0.0:
             return self
-        slope = self._attention_at(prompt)
-        if slope == self.attention_s:
+        slope, own = self._attention_at(prompt)
+        if (slope, own) == (self.attention_s, self.prompt_attention_s):
             return self
         out = copy.copy(self)
-        out.attention_s = slope
+        out.attention_s, out.prompt_attention_s = slope, own
         return out
 
     def slowed(self, factor: float) -> StepTable:
@@ -461,7 +466,7 @@ class StepTable:
         out._kernel_model = None  # its attention slope stays as slowed (``at_prompt``)
         for name in ("fixed_s", "memory_s", "compute_s"):
             setattr(out, name, [factor * t for t in getattr(self, name)])
-        for name in ("sequence_s", "request_s", "kv_s", "attention_s"):
+        for name in ("sequence_s", "request_s", "kv_s", "attention_s", "prompt_attention_s"):
             setattr(out, name, factor * getattr(self, name))
         out.host_floor_s, out.host_sequence_s = (
             factor * self.host_floor_s,
@@ -511,12 +516,9 @@ class StepTable:
         row, scale = self._charged(tokens, largest, r)
         after = 0.0
         if self.serial_prompts and (prompt_kv or prompt_att):
-            # the context kernel reads the prefixes it attends to: its price holds them
-            kv_positions, attention_positions = (
-                kv_positions - prompt_kv,
-                attention_positions - prompt_att,
-            )
-            after = self.attention_s * prompt_att
+            kv_positions -= prompt_kv  # the context kernel reads the prefixes it attends to
+            attention_positions -= prompt_att
+            after = self.prompt_attention_s * prompt_att
         if scale != 1.0:
             kv_positions, attention_positions = kv_positions * scale, attention_positions * scale
             after *= scale
