@@ -259,8 +259,8 @@ class _Engine(EngineState):
         if D and v > largest:
             largest = v
         R = D + n_chunks  # the step's sequences: decoding requests and prompt chunks
-        # ``table.time_s`` of the step and of its decoding requests alone, written out where it
-        # looks a step up at its own tokens (``StepTable._charged``, §B12): the same floats
+        # ``table.time_s`` of the step and of its decoding requests alone, written out where its
+        # own tokens are its row (§B12) and its prompts share the lines: the same floats
         fixed, memory, compute, seq_s, req_s, kv_s, att_s, flops, att_flop, serial = self.terms
         own = not self.bubbles
         host0, host_s = self.host
