@@ -112,35 +112,75 @@ def test_expert_all_to_all_reproduces_deepep(preset):
 
 
 def test_tensorrt_llm_dispatches_block_scaled_fp8_experts_tokens_unquantised():
-    """DeepSeek-R1's block-scaled FP8 experts on 8 H200, 128 tokens a rank: TensorRT-LLM's
-    fused MoE quantises the activations inside its kernel, after the exchange, so its
-    dispatch carries BF16 (2 bytes an element: d·k/t·2 per token), where SGLang's and vLLM's
-    DeepEP dispatch carries FP8 with one 4-byte scale per 128 values (d·k/t·(1 + 4/128)), as
-    the ideal bound does; the combine is BF16 under every engine."""
+    """DeepSeek-R1's block-scaled FP8 experts on 8 H200 as DEP8, 128 tokens a rank:
+    TensorRT-LLM's fused MoE quantises the activations inside its kernel, after the exchange,
+    so its all-gather (Hopper's exchange under its strategy, §F7) carries every token's d
+    elements in BF16, where SGLang's and vLLM's DeepEP dispatch carries each token's k copies
+    in FP8 with one 4-byte scale per 128 values (d·k/t·(1 + 4/128)), as the ideal bound does;
+    the combine is BF16 under every engine (TensorRT-LLM's reduce-scatter d a token)."""
     arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("H200")
     d, k = arch.d_model, 8
 
     def calls(assumptions):
         model = StepModel(compile_workload(arch, assumptions), gpu, assumptions)
         part = model.pipeline_part(8.0, 128.0 * 8, 1.0, 0.0, 1.0)
-        return [c for c in part.shared_calls if c.what.startswith("expert")]
+        step = model.attention_calls(part, 8.0, False) + part.shared_calls
+        return [c for c in step if c.what.startswith("expert")]
 
     fp8 = d * k / 8 * (1 + 4 / 128)
-    for preset, per_token in (
-        (ACHIEVABLE.replace(engine="trtllm"), d * k / 8 * 2.0),
-        (ACHIEVABLE.replace(engine="sglang"), fp8),
-        (ACHIEVABLE.replace(engine="vllm"), fp8),
-        (REFINED, fp8),
+    for preset, sent, combined in (
+        (ACHIEVABLE.replace(engine="trtllm"), d * 2.0, d * 2.0),
+        (ACHIEVABLE.replace(engine="sglang"), fp8, d * k / 8 * 2.0),
+        (ACHIEVABLE.replace(engine="vllm"), fp8, d * k / 8 * 2.0),
+        (REFINED, fp8, d * k / 8 * 2.0),
     ):
         dispatch, combine = calls(preset)
-        assert float(dispatch.bytes_per_token) == pytest.approx(per_token, rel=1e-12), preset
-        assert float(combine.bytes_per_token) == pytest.approx(d * k / 8 * 2.0, rel=1e-12)
+        assert float(dispatch.bytes_per_token) == pytest.approx(sent, rel=1e-12), preset
+        assert float(combine.bytes_per_token) == pytest.approx(combined, rel=1e-12)
     # the same engine quantising first: a smaller message, a shorter dispatch
     quantised = load_engine("trtllm").replace(block_fp8_dispatch_quantised=1)
     slow = calls(ACHIEVABLE.replace(engine="trtllm"))[0]
     fast = calls(ACHIEVABLE.replace(engine=quantised))[0]
-    assert float(fast.bytes_per_token) == pytest.approx(fp8, rel=1e-12)
+    assert float(fast.bytes_per_token) == pytest.approx(d * (1 + 4 / 128), rel=1e-12)
     assert float(slow.time_s()) > float(fast.time_s())
+
+
+def test_tensorrt_llm_moves_experts_tokens_by_its_strategy():
+    """TensorRT-LLM's CommunicationFactory (§F7), DeepSeek-R1 (top 8 of 256), 128 tokens a
+    rank. DEP4 on B200: the NVLink one-sided all-to-all sends a token once to each rank its
+    experts land on, 4·(1 − (3/4)^8) = 3.60 of the 4 under uniform routing, not 8 copies.
+    TEP8 on H200 (attention tensor-parallel): every rank holds every token, so nothing is
+    dispatched; one all-reduce of the combined output (d BF16 a token) over the 8 ranks."""
+    arch = ie.load_model("DeepSeek-R1")
+    d = arch.d_model
+    trtllm = ACHIEVABLE.replace(engine="trtllm")
+
+    def exchange(gpu, n, adiv):
+        model = StepModel(compile_workload(arch, trtllm), ie.load_hardware(gpu), trtllm)
+        part = model.pipeline_part(n, 128.0 * n, 1.0, 0.0, 1.0)
+        assert not [c for c in part.shared_calls if c.what.startswith("expert")]
+        calls = model.attention_calls(part, adiv, False)
+        return [c for c in calls if "expert" in c.what]
+
+    dispatch, combine = exchange("B200", 4.0, 4.0)
+    ranks = 4 * (1 - 0.75**8)
+    assert ranks == pytest.approx(3.6, abs=1e-3)
+    assert (dispatch.what, combine.what) == ("expert dispatch", "expert combine")
+    assert float(dispatch.bytes_per_token) == pytest.approx(d * ranks / 4 * 2.0, rel=1e-12)
+    assert float(combine.bytes_per_token) == pytest.approx(d * ranks / 4 * 2.0, rel=1e-12)
+    assert dispatch.group == (4.0, 1.0)
+    (reduce,) = exchange("H200", 8.0, 1.0)
+    assert reduce.what == "all-reduce (expert combine)"
+    assert float(reduce.bytes_per_token) == pytest.approx(d * 2.0, rel=1e-12)
+    assert float(reduce.tokens) == 1024.0 and reduce.group == (8.0, 1.0)
+    # a grid of both divisors charges each layout its own exchange
+    model = StepModel(compile_workload(arch, trtllm), ie.load_hardware("H200"), trtllm)
+    part = model.pipeline_part(8.0, 1024.0, 1.0, 0.0, 1.0)
+    both = model.collective_terms(part, np.array([1.0, 8.0]), False)
+    for i, adiv in enumerate((1.0, 8.0)):
+        one = model.collective_terms(part, adiv, False)
+        assert float(both[0][i]) == pytest.approx(float(one[0]), rel=1e-12)
+        assert float(both[1][i]) == pytest.approx(float(one[1]), rel=1e-12)
 
 
 # --- §B12: pipeline bubbles ----------------------------------------------------------------

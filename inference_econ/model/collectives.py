@@ -315,6 +315,15 @@ def _protocol_terms(
     return lat, per_byte
 
 
+def counted(calls, x):
+    """``calls · x``, 0 where an array of counts is 0 whatever ``x`` is there (a call a layout
+    does not make costs nothing, even where its cost is infinite)."""
+    if np.ndim(calls) == 0:
+        return calls * x
+    with np.errstate(invalid="ignore"):
+        return np.where(calls != 0, calls * x, 0.0)
+
+
 class CollectiveCost:
     """Collectives over one array of (ranks, nodes): evaluate many message sizes cheaply.
 
@@ -396,8 +405,8 @@ class CollectiveCost:
         """([calls · latency], [calls · per_byte]) per protocol (``time_linear``'s first
         operations: 2-D tensor parallelism reduces two tensors with the same calls)."""
         return (
-            [calls * lat for lat in self.latency],
-            [calls * per_byte for per_byte in self.per_byte],
+            [counted(calls, lat) for lat in self.latency],
+            [counted(calls, per_byte) for per_byte in self.per_byte],
         )
 
     def folded(self, bytes_per_token, calls=1.0) -> tuple:
@@ -405,7 +414,7 @@ class CollectiveCost:
         ``(calls * latency, calls * per_byte * bytes_per_token)`` (a search over several tokens
         per pass computes them once; ``time_folded`` finishes the sum)."""
         return tuple(
-            (calls * lat, calls * per_byte * bytes_per_token)
+            (counted(calls, lat), counted(calls, per_byte) * bytes_per_token)
             for lat, per_byte in zip(self.latency, self.per_byte)
         )
 

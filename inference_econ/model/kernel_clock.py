@@ -276,6 +276,9 @@ class _Pricer:
         name = op.name
         if name.startswith("all-reduce"):
             inside = allreduce_s(self.gpu, np.maximum(ranks, 1.0), nbytes)
+        elif name.split(" (")[-1].rstrip(")") in NCCL_OPERATION:  # an expert exchange's too
+            op_name = NCCL_OPERATION[name.split(" (")[-1].rstrip(")")]
+            inside = collective_s(self.gpu, op_name, np.maximum(ranks, 1.0), nbytes)
         elif name.startswith("expert"):
             inside = collective_s(self.gpu, "alltoall", np.maximum(ranks, 1.0), nbytes)
         elif name.split(" (")[0] in NCCL_OPERATION:

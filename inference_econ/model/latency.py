@@ -277,7 +277,7 @@ class StepModel:
             splits.append((e, t_ff))
             ff_2d += self.calls.reductions(gi, g, t, t_ff, tokens, True, cache)
             ff_1d += self.calls.reductions(gi, g, t, t_ff, tokens, False, cache)
-            if g.experts > 1:
+            if g.experts > 1 and not self.calls.exchange_by_method:  # else by divisor (§F7)
                 shared += self.calls.all_to_all(gi, g, e, t, tokens, cache)
             wt, ac = w.ff_bytes(g, tokens, t_ff)
             ff_weight = ff_weight + g.layers * wt
@@ -326,10 +326,12 @@ class StepModel:
         cache: StepCache = NO_CACHE,
         key=None,
         reductions_only: bool = False,
+        exchange: bool = True,
     ) -> tuple[CollectiveCalls, ...]:
-        """Attention reductions for divisor ``adiv`` and, with attention data parallelism, the
-        all-to-alls around the dense layers (``StepCalls.attention``)."""
-        return self.calls.attention(part, adiv, two_d, cache, key, reductions_only)
+        """The calls that depend on divisor ``adiv`` (``StepCalls.attention``): the attention's
+        reductions, with attention data parallelism the all-to-alls around the dense layers,
+        and with ``exchange`` a MoE's exchange where the engine picks it by layout."""
+        return self.calls.attention(part, adiv, two_d, cache, key, reductions_only, exchange)
 
     attention_degree = staticmethod(attention_degree)
 

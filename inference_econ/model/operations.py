@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
-from .step_calls import DENSE_REDUCTION, NO_CACHE, CollectiveCalls
+from .step_calls import DENSE_REDUCTION, EXPERT_COMBINE_REDUCTION, NO_CACHE, CollectiveCalls
 from .workload import GroupWork, matmul_activation_bytes_per_token
 
 #: ``latency.StepModel`` and ``latency.PipelinePart``, named here but not imported: the step
@@ -212,7 +212,7 @@ class _Builder:
         names += [f"recurrent projection {i + 1}" for i in range(len(rec))]
         matrices = self._projections(mats + rec, names, len(mats))
         ops = matrices[: len(mats) - 1] + self._mixers() + matrices[len(mats) - 1 :]
-        calls = self.model.attention_calls(self.part, self.adiv, self.two_d)
+        calls = self.model.attention_calls(self.part, self.adiv, self.two_d, exchange=False)
         fused = [
             self.fusable and c.what in ("all-reduce (attention)", DENSE_REDUCTION) for c in calls
         ]
@@ -306,23 +306,27 @@ class _Builder:
         per = 2 if self.two_d else 1
         reductions = part.ff_calls(self.two_d)
         moe = iter(c for c in part.shared_calls if c.what != "pipeline send")
+        by_divisor = iter(model.calls.expert_exchange(part, self.adiv, NO_CACHE))
         ops: list[Operation] = []
         for gi, g in enumerate(self.work.groups):
             e, t_ff = model.calls.split(gi, g, self.b, self.t, self.tokens, NO_CACHE)
             e, t_ff = _num(e), _num(t_ff)
             a2a = []
-            if g.experts > 1:
+            if g.experts > 1 and model.calls.exchange_by_method:
+                a2a = next(by_divisor)  # dispatch and combine, or the combining all-reduce
+            elif g.experts > 1:
                 a2a = (
                     [next(moe)]
                     if not model.assumptions.expert_all_to_all
                     else [next(moe), next(moe)]
                 )
             own = reductions[gi * per : (gi + 1) * per]
+            first = 0 if a2a and a2a[0].what == EXPERT_COMBINE_REDUCTION else 1  # after the GEMMs
             group = (
-                [self._collective(c) for c in a2a[:1]]
+                [self._collective(c) for c in a2a[:first]]
                 + self._group(g, e, t_ff)
                 + [self._collective(c, self.fusable and g.experts <= 1) for c in own]
-                + [self._collective(c) for c in a2a[1:]]
+                + [self._collective(c) for c in a2a[first:]]
             )
             ops += [dataclasses.replace(op, group=gi + 1) for op in group]
         return ops

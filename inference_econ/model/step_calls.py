@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .assumptions import Assumptions
-from .collectives import ALLTOALL, EXPERT_ALLTOALL, CollectiveCost
+from .collectives import ALLTOALL, EXPERT_ALLTOALL, CollectiveCost, counted
 from .machine import Machine
 from .values import Floats, add_into
 from .workload import Workload
@@ -27,6 +27,9 @@ ATTENTION_REDUCTIONS_1D = ("all-reduce (attention)",)
 ATTENTION_REDUCTIONS_2D = ("all-reduce (attention)", "all-reduce (attention heads, 2-D)")
 #: A dense feed-forward block's reduction where it runs with the attention's ranks (§F7).
 DENSE_REDUCTION = "all-reduce (dense feed-forward)"
+#: The reduction that combines a MoE group's experts where the engine exchanges no tokens
+#: (``StepCalls.expert_exchange``, §F7): every rank holds every token.
+EXPERT_COMBINE_REDUCTION = "all-reduce (expert combine)"
 
 
 def expert_degree(b, t, experts, min_micro_batch, integer=False):
@@ -92,7 +95,7 @@ class CollectiveCalls:
     def terms_s(self):
         """(latency seconds, bandwidth seconds) of all the calls, best protocol per point."""
         lat, bw, _ = self.cost.terms(self.bytes_per_token * self.tokens)
-        return self.calls * lat, self.calls * bw
+        return counted(self.calls, lat), counted(self.calls, bw)
 
 
 def total_time_s(calls: tuple[CollectiveCalls, ...]):
@@ -190,6 +193,27 @@ class StepCache:
 NO_CACHE = StepCache(None)
 
 
+class _DivisorCache(StepCache):
+    """A block's ``StepCache`` (the same store) whose calls are kept per attention divisor
+    ``key`` (their counts depend on it: ``StepCalls.expert_exchange``)."""
+
+    def __init__(self, cache: StepCache, key) -> None:
+        self.__dict__.update(vars(cache))
+        self.key = key
+
+    def calls(self, key: tuple, *args, **kwargs) -> CollectiveCalls:
+        return super().calls(("divisor", self.key) + key, *args, **kwargs)
+
+
+def _count(g, mask, adiv):
+    """A group's calls a step where ``mask`` holds, 0 elsewhere (1.0 for a scalar mask that
+    holds), in the divisor's precision."""
+    if np.ndim(mask) == 0:
+        return float(g.layers)
+    a = np.asarray(adiv)
+    return g.layers * mask.astype(a.dtype if a.dtype.kind == "f" else float)
+
+
 def attention_degree(part, adiv, cache: StepCache = NO_CACHE, key=None):
     """The attention tensor degree ``t_at = t / adiv`` of divisor ``adiv`` (§A5) on the step's
     ``part`` (a ``latency.PipelinePart``), kept for the block (the 2-D and 1-D groups and the
@@ -223,6 +247,14 @@ class StepCalls:
             assumptions.attention_data_parallel
             and profile is not None
             and profile.dense_under_attention_dp == "data_parallel"
+            and any(g.experts > 1 for g in work.groups)
+        )
+        #: Whether the MoE groups' tokens move as the engine's communication strategy picks
+        #: them for the attention divisor (``expert_exchange``) rather than by §B11's
+        #: all-to-all on every layout (``all_to_all``, part of the pipeline part).
+        self.exchange_by_method = bool(
+            profile is not None
+            and profile.expert_exchange_by_method
             and any(g.experts > 1 for g in work.groups)
         )
 
@@ -272,13 +304,19 @@ class StepCalls:
             for i, (x, what) in enumerate(zip(per_token, names))
         ]
 
-    def all_to_all(self, gi, g, e, t, tokens, cache: StepCache) -> list[CollectiveCalls]:
+    def all_to_all(
+        self, gi, g, e, t, tokens, cache: StepCache, per_rank: bool = False, calls=None
+    ) -> list[CollectiveCalls]:
         """Dispatch and combine of a MoE group. §A5: two all-to-alls over r = min(k, e) ranks.
         §B11 (``expert_all_to_all``): over all e expert-parallel ranks on ⌈e/G⌉ nodes, each
         token's k copies (one per chosen expert, as low-latency decode kernels send them; in
         prefill one per destination node, forwarded inside it, within the node limit),
-        dispatched in the GEMMs' input format and combined in the activations'."""
+        dispatched in the GEMMs' input format and combined in the activations'. ``per_rank``:
+        one copy per destination rank instead, e·(1 − (1 − 1/e)^k) of them under uniform
+        routing (TensorRT-LLM's NVLink one-sided kernel, §F7). ``calls``: the count of each
+        (default the group's layers; ``expert_exchange`` masks it by layout)."""
         w, m = self.work, self.machine
+        calls = g.layers if calls is None else calls
         if not self.assumptions.expert_all_to_all:
             r = np.minimum(g.active, e)
             r = float(r) if np.ndim(r) == 0 else r  # a numpy float64 would make the search double
@@ -289,7 +327,7 @@ class StepCalls:
                 ("a2a_bytes", gi), lambda: w.d_model * experts * w.bytes_per_activation / t
             )
             what = "expert dispatch and combine"
-            return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * g.layers, what, group)]
+            return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * calls, what, group)]
         if self._gathers_tokens():
             return self._gather_scatter(gi, g, e, tokens, cache)
         nodes = np.ceil(e / m.node_gpus)
@@ -300,15 +338,16 @@ class StepCalls:
         dispatch = self._dispatch_bytes()
 
         def bytes_per_token():
-            copies = w.d_model * g.active / t  # elements per token each GPU sends
+            k = float(g.active)
+            ranks = np.minimum(k, e * (1.0 - (1.0 - 1.0 / np.maximum(e, 1.0)) ** k))
+            copies = w.d_model * (ranks if per_rank else k) / t  # elements a token, each GPU
             return copies * dispatch, copies * w.bytes_per_activation
 
-        sent, combined = cache.get(("a2a_bytes", gi), bytes_per_token)
+        sent, combined = cache.get(("a2a_bytes", gi, per_rank), bytes_per_token)
+        at, group = ("a2a", gi, per_rank), (e, nodes)
         return [
-            cache.calls(("a2a", gi, 0), a2a, sent, tokens, g.layers, "expert dispatch", (e, nodes)),
-            cache.calls(
-                ("a2a", gi, 1), a2a, combined, tokens, g.layers, "expert combine", (e, nodes)
-            ),
+            cache.calls(at + (0,), a2a, sent, tokens, calls, "expert dispatch", group),
+            cache.calls(at + (1,), a2a, combined, tokens, calls, "expert combine", group),
         ]
 
     def _dispatch_bytes(self) -> float:
@@ -336,7 +375,9 @@ class StepCalls:
         pcie = gpu.interconnect == "pcie" and gpu.nvlink_bridge_gpus <= 1
         return pcie and self.assumptions.profile() is not None
 
-    def _gather_scatter(self, gi, g, e, tokens, cache: StepCache) -> list[CollectiveCalls]:
+    def _gather_scatter(
+        self, gi, g, e, tokens, cache: StepCache, calls=None
+    ) -> list[CollectiveCalls]:
         """Dispatch and combine of a MoE group as an all-gather and a reduce-scatter over its
         ``e`` expert-parallel ranks (``_gathers_tokens``): every rank gathers every token of the
         step in the format the expert GEMMs take (TensorRT-LLM quantises before the gather)
@@ -344,20 +385,74 @@ class StepCalls:
         so each rank's message is all ``tokens``' rows, d wide (NCCL's ring: (e − 1)/e of it
         crosses its links, the library protocols' cost of §A4/§C1)."""
         w, m = self.work, self.machine
+        calls = g.layers if calls is None else calls
         nodes = np.ceil(e / m.node_gpus)
         cost = cache.get(("gather", gi), lambda: m.collective(e, nodes, ALLTOALL))
         dispatch = self._dispatch_bytes()
         group = (e, nodes)
         return [
             cache.calls(
-                ("gather", gi, 0), cost, w.d_model * dispatch, tokens, g.layers,
+                ("gather", gi, 0), cost, w.d_model * dispatch, tokens, calls,
                 "expert dispatch (all-gather)", group,
             ),
             cache.calls(
-                ("gather", gi, 1), cost, w.d_model * w.bytes_per_activation, tokens, g.layers,
+                ("gather", gi, 1), cost, w.d_model * w.bytes_per_activation, tokens, calls,
                 "expert combine (reduce-scatter)", group,
             ),
         ]  # fmt: skip
+
+    def expert_exchange(self, part, adiv, cache: StepCache, key=None) -> list[list]:
+        """The calls that move each MoE group's tokens (one list a group, in group order)
+        under the engine's communication strategy (``exchange_by_method``, §F7) for divisor
+        ``adiv``; empty without it (``all_to_all`` is then part of the pipeline part). With
+        attention data parallelism (``adiv`` > 1) the NVLink one-sided all-to-all, one copy
+        per destination rank, where the GPU has it (``_one_sided``) and the experts are not
+        tensor-split, else an all-gather and a reduce-scatter over the stage's t ranks
+        (``AllGatherReduceScatter``; "AlltoAll cannot support MoE TP"). Without it no
+        exchange: every rank holds every token and one all-reduce of the combined output
+        over the e expert ranks sums the experts' shares. Arrays of layouts take each by
+        its count (0 where another applies)."""
+        if not self.exchange_by_method:
+            return []
+        cache = cache if key is not None else NO_CACHE  # the counts are the divisor's
+        keyed = _DivisorCache(cache, key)
+        b, t, tokens = part.micro_batch, part.tensor_degree, part.tokens
+        dp = bool(self.assumptions.attention_data_parallel)
+        spread = np.asarray(dp) & (np.asarray(adiv) > 1.0)
+        out = []
+        for gi, g in enumerate(self.work.groups):
+            if g.experts <= 1:
+                continue
+            e, t_ff = self.split(gi, g, b, t, tokens, cache)
+            a2a = spread & self._one_sided() & (np.asarray(t_ff) <= 1.0)
+            calls: list = []
+            if np.any(a2a):
+                calls += self.all_to_all(gi, g, e, t, tokens, keyed, True, _count(g, a2a, adiv))
+            if np.any(spread & ~a2a):
+                n = _count(g, spread & ~a2a, adiv)
+                calls += self._gather_scatter(gi, g, t, tokens, keyed, n)
+            if np.any(~spread):
+                calls += self._combine(gi, g, e, tokens, keyed, _count(g, ~spread, adiv))
+            out.append(calls)
+        return out
+
+    def _combine(self, gi, g, e, tokens, cache, calls) -> list[CollectiveCalls]:
+        """The all-reduce of a MoE group's combined output over its ``e`` expert ranks where
+        no tokens are exchanged (``expert_exchange``): one d-wide row a token."""
+        w, m = self.work, self.machine
+        nodes = np.ceil(e / m.node_gpus)
+        cost = cache.get(("combine", gi), lambda: m.collective(e, nodes, where=cache.feasible))
+        per_token = w.d_model * w.bytes_per_activation
+        group = (e, nodes)
+        what = EXPERT_COMBINE_REDUCTION
+        return [cache.calls(("combine", gi), cost, per_token, tokens, calls, what, group)]
+
+    def _one_sided(self) -> bool:
+        """Whether the GPU runs TensorRT-LLM's NVLink one-sided all-to-all: an NVLink switch
+        on SM 100 or later (``MnnvlMemory.supports_mnnvl()``, as AIConfigurator's
+        ``select_alltoall_kernel`` takes it), which the GPU files mark by FP4 tensor cores."""
+        gpu = self.machine.gpu
+        return gpu.interconnect == "switch" and gpu.flop_entry(4)[0] == 4
 
     def attention(
         self,
@@ -367,12 +462,15 @@ class StepCalls:
         cache: StepCache,
         key=None,
         reductions_only: bool = False,
+        exchange: bool = True,
     ) -> tuple[CollectiveCalls, ...]:
         """Attention reductions for divisor ``adiv`` (t_at = t / adiv) on the step's ``part`` (a
         ``latency.PipelinePart``), and with attention data parallelism (§B1) either the dense
         layers' reductions over the same ranks, where they run with the attention
         (``dense_with_attention``), or the all-to-alls that move tokens to and from them, where
-        they are tensor-parallel over the stage (not with ``reductions_only``)."""
+        they are tensor-parallel over the stage (not with ``reductions_only``); then, with
+        ``exchange``, the MoE groups' exchange where it depends on the divisor
+        (``expert_exchange``)."""
         w, m = self.work, self.machine
         dp = self.assumptions.attention_data_parallel
         ab = w.bytes_per_activation
@@ -414,6 +512,8 @@ class StepCalls:
             and not reductions_only
         ):
             calls.append(self._redistribution(part, adiv, cache, key))
+        if exchange and not reductions_only:
+            calls += [c for group in self.expert_exchange(part, adiv, cache, key) for c in group]
         return tuple(calls)
 
     def _dense_reductions(self, cc, tokens, group, cache: StepCache, key) -> list:

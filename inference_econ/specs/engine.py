@@ -36,9 +36,8 @@ from .yamlfile import load_yaml
 #: TensorRT-LLM's ``max_batch_size`` and ``max_num_tokens`` (each attention-DP rank runs its
 #: own executor and scheduler; its DeepSeek-R1 guide runs ``--max_batch_size 384`` at
 #: concurrency 3072 on TP8 EP8 with attention DP; ai-dynamo/dynamo#11982) and vLLM's
-#: ``--max-num-seqs`` (an engine core, with its own scheduler, per data-parallel rank;
-#: vllm-project/vllm#13923). SGLang's ``--max-running-requests`` is the instance's (its
-#: scheduler divides it by the DP size), as is any engine not listed here.
+#: ``--max-num-seqs`` (an engine core per data-parallel rank; vllm-project/vllm#13923).
+#: SGLang's ``--max-running-requests`` is the instance's (divided by its DP size).
 LIMITS_PER_ATTENTION_RANK = ("trtllm", "vllm")
 
 
@@ -140,6 +139,7 @@ class EngineProfile:
     shared_expert_overlap: float = 0.0
     expert_routing_skew: float = 1.0
     block_fp8_dispatch_quantised: int = 1
+    expert_exchange_by_method: int = 0
     kv_cache_memory_fraction: float = 0.9
     kv_cache_fraction_of: FractionOf = "free"
     activation_workspace_bytes_per_gpu: float = 2e9

@@ -218,6 +218,17 @@ TERMS: tuple[Term, ...] = (
         integer=True,
     ),
     Term(
+        "expert_exchange_by_method",
+        "0 or 1",
+        0,
+        1,
+        "1: a MoE's tokens move as the engine's communication strategy picks (§F7): nothing "
+        "without attention data parallelism (an all-reduce combines), with it the NVLink "
+        "one-sided all-to-all (one copy per destination rank) where the GPU has it, else an "
+        "all-gather and a reduce-scatter; 0: §B11's all-to-all on every layout",
+        integer=True,
+    ),
+    Term(
         "kv_cache_memory_fraction",
         "fraction",
         0.01,
