@@ -634,3 +634,28 @@ def test_whole_layouts_frontier_on_the_kernel_clock_and_the_continuous_grid_refu
         assert p.tokens_per_s == pytest.approx(r.tokens_per_s, rel=1e-9)
     with pytest.raises(ie.SpecError, match="clock.*--discrete"):  # refused before any work
         ie.frontier("Llama 3.3 70B", "H100", grid_points=10, **kw)
+
+
+def test_an_expert_gather_is_priced_from_the_all_gather_and_reduce_scatter_tables():
+    """gpt-oss-120b (two MoE layer groups, so its operations are named by group) on 8 H200
+    with attention data parallelism: TensorRT-LLM gathers and reduce-scatters the experts'
+    tokens on Hopper (§F7), each priced at NCCL's all_gather / reduce_scatter table for its
+    bytes over 8 ranks, times its calls (18 layers a group)."""
+    a = ie.preset("achievable").replace(engine="trtllm", kernel_tables=True)
+    gpu = ie.load_hardware("H200")
+    m = StepModel(compile_workload(ie.load_model("gpt-oss-120b"), a), gpu, a)
+    step = step_operations(m, 8, 512, 1, 2048, 1, 8, False)
+    ops = [op for op in step if op.kind == "collective" and op.name.startswith("expert")]
+    assert sorted(op.name for op in ops) == [
+        f"expert {what}, layer group {i})"
+        for what in ("combine (reduce-scatter", "dispatch (all-gather")
+        for i in (1, 2)
+    ]
+    prices = dict(zip(step.names, KernelClock().seconds(step)))
+    for op in ops:
+        table = "all_gather" if "all-gather" in op.name else "reduce_scatter"
+        expected = op.calls * float(kp.collective_s(gpu, table, 8.0, op.shape["bytes"]))
+        assert op.shape["ranks"] == 8.0 and op.calls == 18.0
+        assert prices[op.name] == pytest.approx(expected, rel=1e-9)
+        alltoall = op.calls * float(kp.collective_s(gpu, "alltoall", 8.0, op.shape["bytes"]))
+        assert expected != pytest.approx(alltoall, rel=0.01)

@@ -173,6 +173,12 @@ def test_tensorrt_llm_moves_experts_tokens_by_its_strategy():
     assert reduce.what == "all-reduce (expert combine)"
     assert float(reduce.bytes_per_token) == pytest.approx(d * 2.0, rel=1e-12)
     assert float(reduce.tokens) == 1024.0 and reduce.group == (8.0, 1.0)
+    # the one-sided kernel needs one NVLink domain over every expert rank: DEP16 over two
+    # 8-GPU B200 nodes gathers
+    model = StepModel(compile_workload(arch, trtllm), ie.load_hardware("B200"), trtllm)
+    part = model.pipeline_part(16.0, 16 * 128.0, 1.0, 0.0, 1.0)
+    names = [c.what for c in model.attention_calls(part, 16.0, False) if "expert" in c.what]
+    assert names == ["expert dispatch (all-gather)", "expert combine (reduce-scatter)"]
     # a grid of both divisors charges each layout its own exchange
     model = StepModel(compile_workload(arch, trtllm), ie.load_hardware("H200"), trtllm)
     part = model.pipeline_part(8.0, 1024.0, 1.0, 0.0, 1.0)

@@ -276,8 +276,8 @@ class _Pricer:
         name = op.name
         if name.startswith("all-reduce"):
             inside = allreduce_s(self.gpu, np.maximum(ranks, 1.0), nbytes)
-        elif name.split(" (")[-1].rstrip(")") in NCCL_OPERATION:  # an expert exchange's too
-            op_name = NCCL_OPERATION[name.split(" (")[-1].rstrip(")")]
+        elif _method(name) in NCCL_OPERATION:  # an expert exchange's all-gather, reduce-scatter
+            op_name = NCCL_OPERATION[_method(name)]
             inside = collective_s(self.gpu, op_name, np.maximum(ranks, 1.0), nbytes)
         elif name.startswith("expert"):
             inside = collective_s(self.gpu, "alltoall", np.maximum(ranks, 1.0), nbytes)
@@ -474,6 +474,12 @@ def attention_slope_s(model, gpus, pipeline, adiv, two_d: bool, prompt: float) -
     attended = w.layer_positions(tokens) * tokens / 2.0
     ranks = float(np.asarray(adiv).flat[0])
     return _Pricer(model, q).scale * total / (attended * ranks)
+
+
+def _method(name: str) -> str:
+    """The collective an operation's name states in its parentheses, before any layer group
+    (``expert dispatch (all-gather, layer group 1)``: ``all-gather``); "" for none."""
+    return name.partition(" (")[2].split(",")[0].rstrip(")")
 
 
 def _attended(prefix, tokens, window: float):

@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
-from .step_calls import DENSE_REDUCTION, EXPERT_COMBINE_REDUCTION, NO_CACHE, CollectiveCalls
+from .step_calls import DENSE_REDUCTION, NO_CACHE, CollectiveCalls
 from .workload import GroupWork, matmul_activation_bytes_per_token
 
 #: ``latency.StepModel`` and ``latency.PipelinePart``, named here but not imported: the step
@@ -321,12 +321,12 @@ class _Builder:
                     else [next(moe), next(moe)]
                 )
             own = reductions[gi * per : (gi + 1) * per]
-            first = 0 if a2a and a2a[0].what == EXPERT_COMBINE_REDUCTION else 1  # after the GEMMs
+            before = [c for c in a2a if "dispatch" in c.what]  # the combines after the GEMMs
             group = (
-                [self._collective(c) for c in a2a[:first]]
+                [self._collective(c) for c in before]
                 + self._group(g, e, t_ff)
                 + [self._collective(c, self.fusable and g.experts <= 1) for c in own]
-                + [self._collective(c) for c in a2a[first:]]
+                + [self._collective(c) for c in a2a if "dispatch" not in c.what]
             )
             ops += [dataclasses.replace(op, group=gi + 1) for op in group]
         return ops

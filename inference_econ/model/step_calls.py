@@ -208,7 +208,7 @@ class _DivisorCache(StepCache):
 def _count(g, mask, adiv):
     """A group's calls a step where ``mask`` holds, 0 elsewhere (1.0 for a scalar mask that
     holds), in the divisor's precision."""
-    if np.ndim(mask) == 0:
+    if np.ndim(mask) == 0 or mask.all():
         return float(g.layers)
     a = np.asarray(adiv)
     return g.layers * mask.astype(a.dtype if a.dtype.kind == "f" else float)
@@ -329,7 +329,7 @@ class StepCalls:
             what = "expert dispatch and combine"
             return [cache.calls(("a2a", gi), a2a, per_token, tokens, 2 * calls, what, group)]
         if self._gathers_tokens():
-            return self._gather_scatter(gi, g, e, tokens, cache)
+            return self._gather_scatter(gi, g, e, tokens, cache, calls)
         nodes = np.ceil(e / m.node_gpus)
         share = expert_remote_share(g, nodes) if self.by_tokens else None
         a2a = cache.get(
@@ -406,8 +406,9 @@ class StepCalls:
         under the engine's communication strategy (``exchange_by_method``, §F7) for divisor
         ``adiv``; empty without it (``all_to_all`` is then part of the pipeline part). With
         attention data parallelism (``adiv`` > 1) the NVLink one-sided all-to-all, one copy
-        per destination rank, where the GPU has it (``_one_sided``) and the experts are not
-        tensor-split, else an all-gather and a reduce-scatter over the stage's t ranks
+        per destination rank, where the GPU has it (``_one_sided``), the expert ranks share
+        one NVLink domain and the experts are not tensor-split, else an all-gather and a
+        reduce-scatter over the stage's t ranks
         (``AllGatherReduceScatter``; "AlltoAll cannot support MoE TP"). Without it no
         exchange: every rank holds every token and one all-reduce of the combined output
         over the e expert ranks sums the experts' shares. Arrays of layouts take each by
@@ -424,7 +425,8 @@ class StepCalls:
             if g.experts <= 1:
                 continue
             e, t_ff = self.split(gi, g, b, t, tokens, cache)
-            a2a = spread & self._one_sided() & (np.asarray(t_ff) <= 1.0)
+            one_domain = np.asarray(e) <= self.machine.node_gpus  # MNNVL across every rank
+            a2a = spread & self._one_sided() & (np.asarray(t_ff) <= 1.0) & one_domain
             calls: list = []
             if np.any(a2a):
                 calls += self.all_to_all(gi, g, e, t, tokens, keyed, True, _count(g, a2a, adiv))
