@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gzip
 import json
 import math
 import random
@@ -320,6 +321,12 @@ def csv_cases(rng: random.Random, quick: bool):
                 f"open quote on line {k + 1} ({where})",
                 lambda k=k, w=where: _open_quote(lines, k, w),
             )
+    packed = gzip.compress(SAMPLE.read_bytes())
+    for _ in range(40 if not quick else 10):  # gzip-compressed, cut short or a byte flipped
+        cut, flip = rng.randrange(1, len(packed)), rng.randrange(len(packed))
+        flipped = packed[:flip] + bytes([packed[flip] ^ 0xFF]) + packed[flip + 1 :]
+        yield f"gzip cut at byte {cut}", lambda c=cut: _gzip_rows(packed[:c])
+        yield f"gzip byte {flip} flipped", lambda f=flipped: _gzip_rows(f)
     for n in range(300 if not quick else 60):
         big = [lines[0]] + [lines[1 + (i % (len(lines) - 1))] for i in range(60)]
         k = rng.randrange(1, len(big))
@@ -327,6 +334,23 @@ def csv_cases(rng: random.Random, quick: bool):
             f"log of 60 rows, open quote on line {k + 1} (seed {n})",
             lambda b=big, k=k: _open_quote(b, k, "notes"),
         )
+
+
+def _gzip_rows(data: bytes):
+    """A measured CSV given gzip-compressed as ``data`` (cut short or with a byte flipped): one
+    error, or every row the intact file reads, the same."""
+    from inference_econ.measured.reading import load_measured
+
+    def statuses(path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [(r.row, r.status) for r in load_measured(path)]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.csv.gz"
+        path.write_bytes(data)
+        got = statuses(path)  # an InferenceEconError is the case's "ok"
+        return "ok" if got == statuses(SAMPLE) else "silently wrong"
 
 
 def _open_quote(lines, k, where):

@@ -3,6 +3,7 @@ once, with one exception type (SpecError) naming the file, the field and the fix
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 import time
@@ -20,6 +21,7 @@ from inference_econ.serving import context_parallel as cp
 from inference_econ.serving import prefill
 from inference_econ.serving.speculative import SpecDecoding
 from inference_econ.specs.architecture import Precision
+from inference_econ.specs.inputs import read_text
 from inference_econ.specs.schema import check_number
 from inference_econ.specs.yamlfile import load_yaml, parse_yaml
 
@@ -662,3 +664,29 @@ def test_work_past_ten_minutes_needs_yes(monkeypatch):
         load_search.check_budget(traffic, 81, "the capacity search")
     assert "give --yes" in e.value.fix
     load_search.check_budget(traffic, 81, "the capacity search", yes=True)  # runs when asked
+
+
+def test_a_gzip_compressed_input_is_read_within_the_size_bound(tmp_path):
+    # the same measured rows, plain and gzip-compressed (two members, as `cat a.gz b.gz` makes)
+    text = "model,hardware\nLlama 3 8B,H100\n"
+    path = tmp_path / "rows.csv.gz"
+    path.write_bytes(gzip.compress(text[:15].encode()) + gzip.compress(text[15:].encode()))
+    assert read_text(path) == text
+    # a decompression bomb: 81 kB that expands past the bound is refused, not expanded
+    path.write_bytes(gzip.compress(b"a," * (40 * 2**20)))
+    with pytest.raises(SpecError, match="rows.csv.gz: expands to more than the 64 MB read"):
+        read_text(path)
+    path.write_bytes(gzip.compress(b"a," * 1000))  # 2,000 bytes in about 30
+    assert len(read_text(path, limit=2000)) == 2000
+    with pytest.raises(SpecError, match="expands to more than the 0.0 MB read"):
+        read_text(path, limit=1999)
+    whole = gzip.compress(text.encode())
+    path.write_bytes(whole[:20])
+    with pytest.raises(SpecError, match="is gzip-compressed but cut short"):
+        read_text(path)
+    path.write_bytes(whole + b"junk")
+    with pytest.raises(SpecError, match="has bytes after its gzip data"):
+        read_text(path)
+    path.write_bytes(whole[:10] + b"\xff" * 12 + whole[22:])
+    with pytest.raises(SpecError, match="is gzip-compressed but damaged"):
+        read_text(path)

@@ -1,7 +1,9 @@
 """Reading input files safely, and remembering which files a command read.
 
-Inputs are regular files of bounded size decoded as UTF-8, so a device, a FIFO, a huge file or
-a file in another encoding is one clear error, never a hang or a traceback. Inside
+Inputs are regular files of bounded size decoded as UTF-8 (gzip-compressed ones expanded first,
+the size bound holding on what they expand to), so a device, a FIFO, a huge file, a
+decompression bomb or a file in another encoding is one clear error, never a hang or a
+traceback. Inside
 ``tracking()`` (the command line wraps every command in it) each file read is remembered by
 its device and inode, so ``output.files.write_atomic`` can refuse to overwrite an input of the
 same command, whatever path or symlink names it (docs/errors.md).
@@ -14,6 +16,7 @@ import io
 import json
 import os
 import stat
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -163,8 +166,50 @@ def decode(data: bytes, source: str) -> str:
 
 
 def read_text(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: bool = True) -> str:
-    """A regular input file decoded as UTF-8 (a byte-order mark is dropped)."""
-    return decode(read_bytes(path, limit, remember), str(path))
+    """A regular input file decoded as UTF-8 (a byte-order mark is dropped); a
+    gzip-compressed one (``.csv.gz``, as the project's larger data files ship) expanded first,
+    to at most ``limit`` bytes."""
+    data = read_bytes(path, limit, remember)
+    if data[:2] == GZIP_MAGIC:
+        data = gunzipped(data, str(path), limit)
+    return decode(data, str(path))
+
+
+#: The first two bytes of every gzip member (RFC 1952).
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gunzipped(data: bytes, source: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes gzip-compressed ``data`` holds (every member, as ``gzip`` writes them when
+    files are concatenated), expanded to at most ``limit`` bytes: a file that expands further
+    (a decompression bomb), is damaged or cut short is one error naming ``source``."""
+    out: list[bytes] = []
+    size, rest = 0, data
+    while rest:
+        if rest[:2] != GZIP_MAGIC:
+            raise SpecError(source, "", "has bytes after its gzip data", "check the file is whole")
+        member = zlib.decompressobj(wbits=31)  # 16 + 15: a gzip header and trailer
+        try:
+            chunk = member.decompress(rest, limit + 1 - size)
+        except zlib.error as exc:
+            raise SpecError(
+                source, "", f"is gzip-compressed but damaged ({exc})", "check the file is whole"
+            ) from None
+        size += len(chunk)
+        out.append(chunk)
+        if size > limit or member.unconsumed_tail:
+            raise SpecError(
+                source,
+                "",
+                f"expands to more than the {_megabytes(limit)} read",
+                "input files are small text files; check the path",
+            )
+        if not member.eof:
+            raise SpecError(
+                source, "", "is gzip-compressed but cut short", "check the file is whole"
+            )
+        rest = member.unused_data
+    return b"".join(out)
 
 
 class NotJSON(SpecError):
