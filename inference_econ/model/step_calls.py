@@ -378,8 +378,9 @@ class StepCalls:
     def _gather_scatter(
         self, gi, g, e, tokens, cache: StepCache, calls=None
     ) -> list[CollectiveCalls]:
-        """Dispatch and combine of a MoE group as an all-gather and a reduce-scatter over its
-        ``e`` expert-parallel ranks (``_gathers_tokens``): every rank gathers every token of the
+        """Dispatch and combine of a MoE group as an all-gather and a reduce-scatter over ``e``
+        ranks (its expert-parallel ranks under ``_gathers_tokens``, the stage's under
+        ``expert_exchange``; ``calls`` as ``all_to_all``'s): every rank gathers every token of the
         step in the format the expert GEMMs take (TensorRT-LLM quantises before the gather)
         and reduce-scatters the layer's output for every token in the activations' precision,
         so each rank's message is all ``tokens``' rows, d wide (NCCL's ring: (e − 1)/e of it
