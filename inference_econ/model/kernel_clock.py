@@ -273,17 +273,13 @@ class _Pricer:
     def _collective(self, op: Operation):
         s = op.shape
         ranks, nodes, nbytes = s["ranks"], s["nodes"], np.maximum(s["bytes"], 0.0)
-        name = op.name
+        name, table = op.name, _nccl_table(op.name)
         if name.startswith("all-reduce"):
             inside = allreduce_s(self.gpu, np.maximum(ranks, 1.0), nbytes)
-        elif _method(name) in NCCL_OPERATION:  # an expert exchange's all-gather, reduce-scatter
-            op_name = NCCL_OPERATION[_method(name)]
-            inside = collective_s(self.gpu, op_name, np.maximum(ranks, 1.0), nbytes)
+        elif table is not None:
+            inside = collective_s(self.gpu, table, np.maximum(ranks, 1.0), nbytes)
         elif name.startswith("expert"):
             inside = collective_s(self.gpu, "alltoall", np.maximum(ranks, 1.0), nbytes)
-        elif name.split(" (")[0] in NCCL_OPERATION:
-            op_name = NCCL_OPERATION[name.split(" (")[0]]
-            inside = collective_s(self.gpu, op_name, np.maximum(ranks, 1.0), nbytes)
         else:
             inside = None
         c = op.collective
@@ -476,10 +472,12 @@ def attention_slope_s(model, gpus, pipeline, adiv, two_d: bool, prompt: float) -
     return _Pricer(model, q).scale * total / (attended * ranks)
 
 
-def _method(name: str) -> str:
-    """The collective an operation's name states in its parentheses, before any layer group
-    (``expert dispatch (all-gather, layer group 1)``: ``all-gather``); "" for none."""
-    return name.partition(" (")[2].split(",")[0].rstrip(")")
+def _nccl_table(name: str) -> str | None:
+    """The NCCL table of the collective an operation's name states first (``all-gather
+    (...)``) or in its parentheses, before any layer group (``expert dispatch (all-gather,
+    layer group 1)``); None for another."""
+    head, _, inner = name.partition(" (")
+    return NCCL_OPERATION.get(head) or NCCL_OPERATION.get(inner.split(",")[0].rstrip(")"))
 
 
 def _attended(prefix, tokens, window: float):
