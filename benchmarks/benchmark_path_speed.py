@@ -16,8 +16,9 @@ Server row (every 5th row of the sample below: 2.8 s a row, 2.7 after, the same 
 
 Parts (``--parts``, default all):
 
-* ``train``: the training file under both presets, and ``--jobs 2`` (its output equal to one
-  process's).
+* ``train``: the training file under both presets, and ``--jobs 2`` and ``--dask local --jobs
+  2`` (where dask.distributed is installed; a local cluster's two worker processes), each output
+  equal to one process's.
 * ``same``: the training file's rows predicted with the module's Server search and with the
   full walk-and-bisect search from 0.8 x the estimate (``find_knee``), in this process: the
   count of rows whose prediction, layout or status differ (must be 0), and the simulations
@@ -100,6 +101,16 @@ def part_train(before: Path | None) -> None:
         _, one = paired(f"training file, {preset}", "train", preset, before, TRAIN)
     cpu, _, two = run(ROOT, TRAIN, "refined", "--jobs", "2")
     print(f"training file, refined, --jobs 2: {cpu:.1f} s CPU; output identical: {one == two}")
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        print("training file, refined, --dask local: dask.distributed is not installed")
+        return
+    cpu, _, dask = run(ROOT, TRAIN, "refined", "--dask", "local", "--jobs", "2")
+    same = one == dask
+    print(
+        f"training file, refined, --dask local --jobs 2: {cpu:.1f} s CPU; output identical: {same}"
+    )
 
 
 def part_same() -> None:

@@ -1,5 +1,6 @@
-"""``compare-measured --jobs N`` replays the rows under load on worker processes, one batch a
-configuration, the largest first: the table is the one a single process gives, row for row."""
+"""``compare-measured --jobs N`` replays the rows under load on worker processes, and ``--dask``
+on a Dask cluster's workers, one batch a configuration, the largest first: the table is the one
+a single process gives, row for row."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ import io
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
-from inference_econ.measured import comparison
+import inference_econ as ie
+from inference_econ.errors import SpecError
+from inference_econ.measured import comparison, replay
 
 SAMPLE = Path(__file__).parent / "data" / "measured_public_sample.csv"
 
 
-def test_worker_processes_give_one_processs_table(tmp_path):
+def _two_sweeps(tmp_path) -> tuple[Path, int]:
     """NVIDIA NIM's concurrency sweep (docs.nvidia.com NIM benchmarking, v1.8.0) and the same
-    sweep at other lengths: two configurations, each a batch of its own."""
+    sweep at other lengths: two configurations, each a batch of its own (the file, its rows
+    a sweep)."""
     with open(SAMPLE, newline="") as f:
         rows = list(csv.DictReader(f))
     shorter = [dict(r, input_len="1000", output_len="200") for r in rows]
@@ -26,11 +31,46 @@ def test_worker_processes_give_one_processs_table(tmp_path):
     writer.writerows(rows + shorter)
     path = tmp_path / "two-sweeps.csv"
     path.write_text(out.getvalue())
+    return path, len(rows)
+
+
+def test_worker_processes_give_one_processs_table(tmp_path):
+    path, n = _two_sweeps(tmp_path)
     one = comparison.compare(path, "achievable").table
     two = comparison.compare(path, "achievable", jobs=2).table
-    assert len(one) == 2 * len(rows) and (one.status == "ok").all(), list(one.status)
+    assert len(one) == 2 * n and (one.status == "ok").all(), list(one.status)
     pd.testing.assert_frame_equal(one, two)
     # the two configurations are told apart: the shorter sweep's latencies are not the same
-    assert not one.predicted.iloc[: len(rows)].equals(
-        one.predicted.iloc[len(rows) :].reset_index(drop=True)
-    )
+    assert not one.predicted.iloc[:n].equals(one.predicted.iloc[n:].reset_index(drop=True))
+
+
+def test_a_dask_cluster_gives_one_processs_table(tmp_path):
+    """The two sweeps' rows replayed by the workers of a running scheduler (an in-process
+    cluster of two threads, whose batches take turns: they share this process's kept runs,
+    forgotten first so that the workers replay every row again): the same table, row for
+    row."""
+    distributed = pytest.importorskip("distributed")
+    path, n = _two_sweeps(tmp_path)
+    one = comparison.compare(path, "achievable").table
+    replay.clear()
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        told: list[str] = []
+        table = ie.compare_measured(
+            path, "achievable", progress=told.append, dask=cluster.scheduler_address
+        ).table
+    pd.testing.assert_frame_equal(one, table)
+    assert told[0].endswith(": 2 workers"), told
+    done, _, total = told[-1].partition(" ")[0].partition("/")
+    assert done == total and int(total) > n and told[-1].endswith(" rows under load predicted")
+
+
+def test_dask_options_are_checked_before_any_row_is_read(tmp_path):
+    """A word that names no scheduler, and a process count a running scheduler would ignore,
+    are refused by name before the file is read (it does not exist)."""
+    missing = tmp_path / "none.csv"
+    with pytest.raises(SpecError, match="--dask'?: 'nonsense' is not a Dask scheduler"):
+        ie.compare_measured(missing, dask="nonsense")
+    with pytest.raises(SpecError, match="'jobs': is 2 with the Dask scheduler 'tcp://host:8786'"):
+        ie.compare_measured(missing, jobs=2, dask="tcp://host:8786")

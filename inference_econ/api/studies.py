@@ -241,6 +241,7 @@ def compare_measured(
     precision: str | None = None,
     jobs: int = 1,
     clock: str = "auto",
+    dask: str | None = None,
 ) -> Comparison:
     """Measured rows against the model's predictions, row by row.
 
@@ -261,11 +262,16 @@ def compare_measured(
     precision : str, optional
         The precision (``FP8``, ``BF16``, ``FP4``) of the rows that state none.
     jobs : int
-        Worker processes replaying the rows under load (the same table as with one).
+        Worker processes replaying the rows under load (the same table as with one); with
+        ``dask='local'``, the local cluster's workers.
     clock : str
         How an engine profile prices each row's step: ``auto`` (the kernel clock where the row
         states an engine version the kernel tables time, on a GPU they were measured on),
         ``engine`` or ``kernel`` for every row.
+    dask : str, optional
+        Replay the rows under load on a Dask cluster: a running scheduler's address
+        (``tcp://host:8786``, whose workers replay them; ``jobs`` must then be 1) or ``local``
+        for a local cluster of ``jobs`` worker processes. The same table as one process's.
 
     Returns
     -------
@@ -274,7 +280,9 @@ def compare_measured(
     """
     from ..measured.comparison import compare
 
-    return compare(path, assumptions, engine, progress, hardware, gpus, precision, jobs, clock)
+    return compare(
+        path, assumptions, engine, progress, hardware, gpus, precision, jobs, clock, dask
+    )
 
 
 def calibrate(path, engine: str, holdout: bool, progress, split: str) -> Calibration:

@@ -64,15 +64,22 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 @option(
     "jobs",
     "compare-measured",
-    help="Local processes replaying the rows under load at once (the same table as one).",
+    help="Local processes replaying the rows under load at once (the same table as one);"
+    " with --dask local, the local cluster's workers.",
+)
+@option(
+    "dask",
+    help="Replay the rows under load on a Dask cluster: a scheduler's address"
+    " (tcp://HOST:8786), or 'local' for a local cluster of --jobs workers (the same table).",
 )
 @format_option
 @out_option
 @quiet_option
 @handle_errors
 def compare_measured(
-    csv, assumptions, engine, clock, hardware, gpus, precision, figure, jobs, format, out, quiet
-):
+    csv, assumptions, engine, clock, hardware, gpus, precision, figure, jobs, dask, format, out,
+    quiet,
+):  # fmt: skip
     """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format):
     one row per input row with measured, predicted, error = predicted/measured - 1 and a
     status (ok, derived, unresolved: ..., out of scope: ..., infeasible: ...), then the
@@ -89,7 +96,7 @@ def compare_measured(
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
     result = compare_measured(
         csv, assumptions, engine, Progress(quiet, every_s=10.0), hardware, gpus, precision, jobs,
-        clock,
+        clock, dask,
     )  # fmt: skip
     table = result.table
     for _, row in table[table.beats_bound.fillna(False)].iterrows():

@@ -16,6 +16,7 @@ from ..model.assumptions import Assumptions, preset
 from ..specs.engine import load_engine, select_engine, split_engine
 from .closed_forms import predictable, steady_pairs, ttft_of
 from .predicting import (
+    _DASK,
     _JOBS,
     _PROGRESS,
     TOOL_LIMITS,
@@ -292,16 +293,21 @@ def compare(
     precision=None,
     jobs: int = 1,
     clock: str = "auto",
+    dask: str | None = None,
 ):
     """Every row of a measured CSV with the model's prediction: ``Comparison``.
     ``progress(message)``: called as the rows the load engine simulates are predicted (a
     whole MLPerf file takes tens of minutes). ``hardware``, ``gpus``, ``precision``: those
     of the rows that state none (a benchmark tool's plain result). ``jobs``: worker processes
-    replaying the rows under load (the same table as one process's). ``clock``: ``engine`` or
+    replaying the rows under load (the same table as one process's); ``dask``: a Dask
+    scheduler's address, or ``local`` for a local cluster of ``jobs`` workers, that replays
+    them instead (the same table). ``clock``: ``engine`` or
     ``kernel`` prices every row's step by that clock; ``auto`` by the rule (docs/model.md,
     "Which clock prices a measured row"), or as ``assumptions`` given in Python set it."""
     from ..specs.collector import gc_frozen
     from .reading import load_measured
+
+    _check_workers(jobs, dask)
 
     stated = {
         "hardware": hardware,
@@ -312,12 +318,31 @@ def compare(
         assumptions = _clocked(assumptions, clock)
     rows = load_measured(path, stated)
     token, workers = _PROGRESS.set(progress), _JOBS.set(int(jobs))
+    cluster = _DASK.set(dask)
     try:
         with gc_frozen():  # the rows live to the end: the collector need not walk them again
             return _compared(path, rows, assumptions, engine)
     finally:
         _PROGRESS.reset(token)
         _JOBS.reset(workers)
+        _DASK.reset(cluster)
+
+
+def _check_workers(jobs, dask) -> None:
+    """Refuse, before any row is read, a ``dask`` that names no scheduler and a ``jobs`` that a
+    running scheduler's workers would ignore."""
+    from ..errors import SpecError, short
+    from ..studies.execution import check_dask
+
+    check_dask(dask)
+    if dask not in (None, "local") and jobs != 1:
+        raise SpecError(  # a running scheduler's workers replay the rows: jobs is ignored
+            "argument",
+            "jobs",
+            f"is {short(jobs)} with the Dask scheduler {short(dask)}, whose workers replay "
+            "the rows",
+            "drop jobs (--jobs), or give dask='local' for a local cluster of that many workers",
+        )
 
 
 def _compared(path, rows, assumptions, engine):

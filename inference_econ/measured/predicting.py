@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -558,8 +559,8 @@ _PROGRESS: ContextVar[Callable[[str], None] | None] = ContextVar("progress", def
 
 def _load_pairs(plan: Plan) -> dict:
     """(row, candidate) -> (value, score, note) of the rows under load (``_row_pairs``), in
-    this process or on ``_JOBS`` worker processes (``_on_processes``): the same numbers,
-    in the same order."""
+    this process, on ``_JOBS`` worker processes (``_on_processes``) or on a Dask cluster
+    (``_DASK``, ``_on_dask``): the same numbers, in the same order."""
     by_row: dict = {}
     for (i, j), case in plan.load.items():
         by_row.setdefault(i, []).append((j, case))
@@ -574,8 +575,10 @@ def _load_pairs(plan: Plan) -> dict:
         for i, cases in by_row.items()
     ]
     progress = _PROGRESS.get()
-    jobs = _JOBS.get()
-    if jobs > 1 and len(tasks) > 1:
+    jobs, dask = _JOBS.get(), _DASK.get()
+    if dask is not None and tasks:
+        done = _on_dask(tasks, dask, jobs, progress)
+    elif jobs > 1 and len(tasks) > 1:
         done = _on_processes(tasks, jobs, progress)
     else:
         done = []
@@ -641,6 +644,9 @@ def _worth_searching(cases: list) -> list:
 
 #: Worker processes ``_load_pairs`` replays rows on (``compare``'s ``jobs``; 1: this one).
 _JOBS: ContextVar[int] = ContextVar("jobs", default=1)
+#: The Dask scheduler ``_load_pairs`` replays rows on (``compare``'s ``dask``: an address, or
+#: ``local`` for a local cluster of ``_JOBS`` workers; None: processes of this machine).
+_DASK: ContextVar[str | None] = ContextVar("dask", default=None)
 #: A Server or Interactive row's layout costs about this many runs of any other row's (its
 #: load search, a gallop and a bisection, and the replay at its answer: the newer MLPerf
 #: file's 468 Interactive rows ran 825 in 119 searches): how the batches are ordered,
@@ -648,17 +654,12 @@ _JOBS: ContextVar[int] = ContextVar("jobs", default=1)
 SEARCH_RUNS = 7
 
 
-def _on_processes(tasks: list, jobs: int, progress) -> list:
-    """``_row_pairs`` of every task on ``jobs`` spawned processes (``studies.execution``'s
-    pool), in the tasks' order. The rows of one configuration (``replay.configuration``) are
-    one batch, so they share their runs and guesses as they do in one process (what a
-    process keeps of other configurations moves no answer); the batches go out largest
-    first, so the workers finish together rather than one waiting on a large batch drawn
-    last."""
-    from concurrent.futures import as_completed
-
-    from ..studies.execution import process_pool
-
+def _batches(tasks: list) -> list[list[int]]:
+    """The tasks' indices in batches for workers: the rows of one configuration
+    (``replay.configuration``) in one batch, so they share their runs and guesses as they do
+    in one process (what a process keeps of other configurations moves no answer), the
+    largest batches first, so the workers finish together rather than one waiting on a large
+    batch drawn last."""
     groups: dict = {}
     for k, task in enumerate(tasks):
         groups.setdefault(rp.configuration(task[4][0][1]), []).append(k)
@@ -667,23 +668,62 @@ def _on_processes(tasks: list, jobs: int, progress) -> list:
         searched = tasks[k][3] in ("server", "interactive")
         return len(tasks[k][4]) * (SEARCH_RUNS if searched else 1)
 
-    batches = sorted(groups.values(), key=lambda b: -sum(map(runs, b)))  # stable: ties in order
+    return sorted(groups.values(), key=lambda b: -sum(map(runs, b)))  # stable: ties in order
+
+
+def _collected(tasks: list, futures: dict, finishing, progress) -> list:
+    """Each task's ``_row_pairs`` from the batches' ``futures`` (future -> its indices), in
+    the tasks' order, as ``finishing`` yields them done (a batch that raised raises here)."""
     done: list = [None] * len(tasks)
-    with process_pool(min(jobs, len(batches))) as pool:
-        futures = {pool.submit(_batch_pairs, [tasks[k] for k in b]): b for b in batches}
-        finished = 0
-        for future in as_completed(futures):
-            for k, pairs in zip(futures[future], future.result()):
-                done[k] = pairs
-            finished += len(futures[future])
-            if progress is not None:
-                progress(f"{finished:,}/{len(tasks):,} rows under load predicted")
+    finished = 0
+    for future in finishing:
+        for k, pairs in zip(futures[future], future.result()):
+            done[k] = pairs
+        finished += len(futures[future])
+        if progress is not None:
+            progress(f"{finished:,}/{len(tasks):,} rows under load predicted")
     return done
 
 
+def _on_processes(tasks: list, jobs: int, progress) -> list:
+    """``_row_pairs`` of every task on ``jobs`` spawned processes (``studies.execution``'s
+    pool), in the tasks' order, a batch (``_batches``) at a time."""
+    from concurrent.futures import as_completed
+
+    from ..studies.execution import process_pool
+
+    batches = _batches(tasks)
+    with process_pool(min(jobs, len(batches))) as pool:
+        futures = {pool.submit(_batch_pairs, [tasks[k] for k in b]): b for b in batches}
+        return _collected(tasks, futures, as_completed(futures), progress)
+
+
+def _on_dask(tasks: list, address: str, jobs: int, progress) -> list:
+    """``_row_pairs`` of every task on a Dask cluster (``studies.execution.dask_client``: a
+    local one of ``jobs`` worker processes, or a running scheduler's workers), in the tasks'
+    order, a batch (``_batches``) a task: the same table as one process's."""
+    from distributed import as_completed
+
+    from ..studies.execution import dask_client
+
+    with dask_client(address, jobs, progress) as client:
+        futures = {
+            client.submit(_batch_pairs, [tasks[k] for k in b], pure=False): b
+            for b in _batches(tasks)
+        }
+        return _collected(tasks, futures, as_completed(futures), progress)
+
+
+#: Held while a worker replays a batch: a Dask worker runs tasks on several threads of one
+#: process, whose replays share the module's kept runs and guesses (``replay``), so its batches
+#: run one at a time (pure Python, they gain nothing from threads: its processes use the cores).
+_REPLAYING = threading.Lock()
+
+
 def _batch_pairs(tasks: list) -> list:
-    """``_row_pairs`` of a batch of tasks, in a worker process."""
-    return [_row_pairs(*task) for task in tasks]
+    """``_row_pairs`` of a batch of tasks, in a worker (one batch at a time a process)."""
+    with _REPLAYING:
+        return [_row_pairs(*task) for task in tasks]
 
 
 def engine_name(engine) -> str:

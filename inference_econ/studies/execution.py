@@ -327,16 +327,30 @@ def _client(address: str, jobs: int):
         ) from None
 
 
+@contextlib.contextmanager
+def dask_client(address: str, jobs: int, progress=None):
+    """A Dask client of a new local cluster of ``jobs`` worker processes (``local``) or of the
+    running scheduler at ``address``, closed (its cluster too) on leaving; ``progress`` is told
+    the cluster's address and workers."""
+    client, cluster = _client(address, jobs)
+    try:
+        if progress:
+            workers = len(client.scheduler_info().get("workers", {}))
+            progress(f"Dask cluster at {client.scheduler.address}: {workers} workers")
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
 def _run_dask(cells: Sequence[Cell], tracker: _Tracker, address, jobs: int, progress) -> None:
     """Batches of cells as Dask tasks, collected as they complete (a lost worker's tasks are
     retried by the scheduler; a cell that keeps failing is reported and the others are kept)."""
     from distributed import as_completed
 
-    client, cluster = _client(address, jobs)
-    try:
+    with dask_client(address, jobs, progress) as client:
         workers = len(client.scheduler_info().get("workers", {}))
-        if progress:
-            progress(f"Dask cluster at {client.scheduler.address}: {workers} workers")
         futures = {
             client.submit(compute_batch, _items(b), key=_batch_key(b), pure=False): b
             for b in batches(cells, max(workers, 1))
@@ -349,10 +363,6 @@ def _run_dask(cells: Sequence[Cell], tracker: _Tracker, address, jobs: int, prog
             else:
                 _finish_batch(tracker, futures[future], result)
             future.release()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def _batch_key(batch: Sequence[Cell]) -> str:
