@@ -49,6 +49,7 @@ from inference_econ.specs import catalog  # noqa: E402
 from inference_econ.specs.architecture import REPO_ID  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
 RESULTS = ROOT / "tests" / "data" / "benchmark_results"
 SAMPLE = ROOT / "tests" / "data" / "measured_public_sample.csv"
 CLASSES = ("traceback", "hang", "garbage", "silently wrong", "ok")
@@ -483,7 +484,8 @@ def _calibrate(text):
 
 def study_cases(rng: random.Random, quick: bool):
     """Study mappings with hostile axes: long (up to 100,000 values), nested, of the wrong
-    type, repeated values, unknown fields; and --dask addresses with nothing to compute."""
+    type, repeated values, unknown fields; and --dask addresses with nothing to compute (a
+    study's, and compare-measured's, whose rows are never read)."""
     from inference_econ.studies.study import study_from_dict
 
     base = {"title": "t", "axes": {"model": ["Llama 3 8B"], "hardware": ["H100"]}}
@@ -508,14 +510,20 @@ def study_cases(rng: random.Random, quick: bool):
             )
     for address in ("nonsense", "tcp://", "host:99999999", "", "local x", "--x"):
         yield f"study --dask {address!r}", lambda a=address: _dask(a)
+    for address in ("nonsense", "tcp://", "", "local x", 8786, "tcp://host:8786"):
+        yield f"compare-measured --dask {address!r} --jobs 2", lambda a=address: _dask(a, True)
 
 
-def _dask(address):
-    """``ie.study`` with a --dask address that cannot name a scheduler is refused."""
+def _dask(address, measured: bool = False):
+    """``ie.study`` (``measured``: ``compare_measured`` of a small file, with two processes a
+    running scheduler would ignore) with a --dask address that cannot name a scheduler is
+    refused."""
     try:
-        ie.study(
-            {"title": "t", "axes": {"model": ["Llama 3 8B"], "hardware": ["H100"]}}, dask=address
-        )
+        if measured:
+            ie.compare_measured(DATA / "measured_public_sample.csv", jobs=2, dask=address)
+        else:
+            study = {"title": "t", "axes": {"model": ["Llama 3 8B"], "hardware": ["H100"]}}
+            ie.study(study, dask=address)
     except InferenceEconError:
         return "ok"
     return "silently wrong"
