@@ -14,6 +14,7 @@ import pytest
 import inference_econ as ie
 from inference_econ.errors import SpecError
 from inference_econ.measured import comparison, replay
+from inference_econ.measured.predicting import _batch_pairs
 
 SAMPLE = Path(__file__).parent / "data" / "measured_public_sample.csv"
 
@@ -74,3 +75,38 @@ def test_dask_options_are_checked_before_any_row_is_read(tmp_path):
         ie.compare_measured(missing, dask="nonsense")
     with pytest.raises(SpecError, match="'jobs': is 2 with the Dask scheduler 'tcp://host:8786'"):
         ie.compare_measured(missing, jobs=2, dask="tcp://host:8786")
+
+
+def _lost_on_the_shorter_sweep(tasks):
+    """A worker's batch that raises where it holds the shorter sweep's rows (200 out)."""
+    if any(case.output[0] == 200 for task in tasks for _, case in task[4]):
+        raise MemoryError("worker ran out of memory")
+    return _batch_pairs(tasks)
+
+
+def test_a_worker_that_fails_leaves_its_rows_unresolved_and_the_others_predicted(
+    tmp_path, monkeypatch
+):
+    """A batch whose worker raises (as a lost worker's does) is reported in its rows' status,
+    one line each; the other configuration's rows are predicted as one process predicts
+    them."""
+    from inference_econ.measured import predicting
+
+    distributed = pytest.importorskip("distributed")
+    path, n = _two_sweeps(tmp_path)
+    one = comparison.compare(path, "achievable").table
+    replay.clear()
+    monkeypatch.setattr(predicting, "_batch_pairs", _lost_on_the_shorter_sweep)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        table = comparison.compare(path, "achievable", dask=cluster.scheduler_address).table
+    pd.testing.assert_frame_equal(table.iloc[:n], one.iloc[:n])
+    lost = table.iloc[n:]
+    failed = lost[lost.status.str.startswith("unresolved: the worker")]
+    assert len(failed) > 0 and failed.predicted.isna().all(), list(lost.status)
+    assert (
+        failed.status.iloc[0]
+        == "unresolved: the worker replaying it failed (MemoryError: worker ran out of memory); "
+        "run it again"
+    )

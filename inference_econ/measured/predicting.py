@@ -673,16 +673,30 @@ def _batches(tasks: list) -> list[list[int]]:
 
 def _collected(tasks: list, futures: dict, finishing, progress) -> list:
     """Each task's ``_row_pairs`` from the batches' ``futures`` (future -> its indices), in
-    the tasks' order, as ``finishing`` yields them done (a batch that raised raises here)."""
+    the tasks' order, as ``finishing`` yields them done. A batch whose worker was lost or
+    raised is reported in its rows' status (``_failed_pairs``); the others go on."""
     done: list = [None] * len(tasks)
     finished = 0
     for future in finishing:
-        for k, pairs in zip(futures[future], future.result()):
+        batch = futures[future]
+        try:
+            results = future.result()
+        except Exception as exc:  # a lost worker (or its batch raised): its rows say so
+            results = [_failed_pairs(tasks[k], exc) for k in batch]
+        for k, pairs in zip(batch, results):
             done[k] = pairs
-        finished += len(futures[future])
+        finished += len(batch)
         if progress is not None:
             progress(f"{finished:,}/{len(tasks):,} rows under load predicted")
     return done
+
+
+def _failed_pairs(task: tuple, exc: BaseException) -> dict:
+    """``_row_pairs``'s answer for a row whose worker failed: no prediction, and why."""
+    i, cases = task[0], task[4]
+    why = f"{type(exc).__name__}: {exc}".strip().rstrip(":").splitlines()[0][:200]
+    note = f"unresolved: the worker replaying it failed ({why}); run it again"
+    return {(i, j): (math.nan, -math.inf, note) for j, _ in cases}
 
 
 def _on_processes(tasks: list, jobs: int, progress) -> list:
