@@ -17,8 +17,8 @@ Server row (every 5th row of the sample below: 2.8 s a row, 2.7 after, the same 
 Parts (``--parts``, default all):
 
 * ``train``: the training file under both presets, and ``--jobs 2`` and ``--dask local --jobs
-  2`` (where dask.distributed is installed; a local cluster's two worker processes), each output
-  equal to one process's.
+  2`` (where dask.distributed is installed; a local cluster's two worker processes) under
+  refined, with their wall seconds beside one process's, each output equal to one process's.
 * ``same``: the training file's rows predicted with the module's Server search and with the
   full walk-and-bisect search from 0.8 x the estimate (``find_knee``), in this process: the
   count of rows whose prediction, layout or status differ (must be 0), and the simulations
@@ -36,6 +36,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
@@ -98,19 +99,24 @@ def paired(label: str, part: str, preset: str, before: Path | None, path: Path, 
 
 def part_train(before: Path | None) -> None:
     for preset in ("achievable", "refined"):
+        start = time.perf_counter()
         _, one = paired(f"training file, {preset}", "train", preset, before, TRAIN)
-    cpu, _, two = run(ROOT, TRAIN, "refined", "--jobs", "2")
-    print(f"training file, refined, --jobs 2: {cpu:.1f} s CPU; output identical: {one == two}")
+        wall = time.perf_counter() - start  # the refined one's, this checkout's and before's
+    ways = [("--jobs 2", ("--jobs", "2"))]
     try:
         import distributed  # noqa: F401
     except ImportError:
         print("training file, refined, --dask local: dask.distributed is not installed")
-        return
-    cpu, _, dask = run(ROOT, TRAIN, "refined", "--dask", "local", "--jobs", "2")
-    same = one == dask
-    print(
-        f"training file, refined, --dask local --jobs 2: {cpu:.1f} s CPU; output identical: {same}"
-    )
+    else:
+        ways.append(("--dask local --jobs 2", ("--dask", "local", "--jobs", "2")))
+    alone = "" if before is not None else f" (one process: {wall:.1f} s wall)"
+    for label, extra in ways:
+        start = time.perf_counter()
+        cpu, _, out = run(ROOT, TRAIN, "refined", *extra)
+        print(
+            f"training file, refined, {label}: {cpu:.1f} s CPU, "
+            f"{time.perf_counter() - start:.1f} s wall{alone}; output identical: {one == out}"
+        )
 
 
 def part_same() -> None:
