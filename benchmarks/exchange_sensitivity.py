@@ -16,12 +16,13 @@ measures it, so nothing here is fitted or shipped: it prints what such a cost wo
 
     PYTHONPATH=. python benchmarks/exchange_sensitivity.py [--factors 1 2 3]
 
-Each factor runs in a process of its own (the replays keep what they computed).
+Each judge runs at each factor in a process of its own (the replays keep what they computed).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import subprocess
 import sys
@@ -80,7 +81,8 @@ def main(argv=None) -> int:
                 if any(line.strip().startswith(k) for k in keep):
                     print(f"  {line.rstrip()}")
         print()
-    print(f"{time.time() - start:.0f} s wall (PYTHONDONTWRITEBYTECODE=1: no compiled bytecode)")
+    bytecode = "no compiled bytecode" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "bytecode"
+    print(f"{time.time() - start:.0f} s wall ({bytecode})")
     return 0
 
 

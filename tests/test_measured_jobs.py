@@ -16,7 +16,8 @@ from inference_econ.errors import SpecError
 from inference_econ.measured import comparison, replay
 from inference_econ.measured.predicting import _batch_pairs
 
-SAMPLE = Path(__file__).parent / "data" / "measured_public_sample.csv"
+DATA = Path(__file__).parent / "data"
+SAMPLE = DATA / "measured_public_sample.csv"
 
 
 def _two_sweeps(tmp_path) -> tuple[Path, int]:
@@ -75,6 +76,9 @@ def test_dask_options_are_checked_before_any_row_is_read(tmp_path):
         ie.compare_measured(missing, dask="nonsense")
     with pytest.raises(SpecError, match="'jobs': is 2 with the Dask scheduler 'tcp://host:8786'"):
         ie.compare_measured(missing, jobs=2, dask="tcp://host:8786")
+    for jobs in (0, True, 2.5):  # a local cluster of no workers would wait for ever
+        with pytest.raises(SpecError, match="'jobs'"):
+            ie.compare_measured(missing, jobs=jobs, dask="local")
 
 
 def _lost_on_the_shorter_sweep(tasks):
@@ -110,3 +114,37 @@ def test_a_worker_that_fails_leaves_its_rows_unresolved_and_the_others_predicted
         == "unresolved: the worker replaying it failed (MemoryError: worker ran out of memory); "
         "run it again"
     )
+
+
+def test_a_lost_replay_outranks_the_rows_other_layouts(tmp_path, monkeypatch):
+    """Llama 3.1 405B Offline on 8 H200 (MLPerf v5.0, in the training rounds): some of its
+    layouts cannot hold the weights and one is replayed. When the replay's worker fails, the
+    row says so, not that its other layouts were infeasible, and carries no prediction."""
+    from inference_econ.measured import predicting
+
+    with open(DATA / "benchmarks_train_mlperf_v50.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = next(
+        r for r in rows
+        if "llama3.1-405b Offline" in r["model"] and r["hardware"].startswith("NVIDIA H200")
+    )  # fmt: skip
+    path = tmp_path / "one.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerow(row)
+
+    def lost(plan):
+        by_row: dict = {}
+        for (i, j), case in plan.load.items():
+            by_row.setdefault(i, []).append((j, case))
+        assert by_row and all(i in plan.infeasible for i in by_row)  # the case asked for
+        out: dict = {}
+        for i, cases in by_row.items():
+            out.update(predicting._failed_pairs((i, "", 1.0, "offline", cases), OSError("")))
+        return out
+
+    monkeypatch.setattr(comparison, "_load_pairs", lost)
+    table = comparison.compare(path, "achievable").table
+    assert table.status.iloc[0] == f"{predicting.WORKER_FAILED} (OSError); run it again"
+    assert table.predicted.isna().all()

@@ -20,6 +20,7 @@ from .predicting import (
     _JOBS,
     _PROGRESS,
     TOOL_LIMITS,
+    WORKER_FAILED,
     RowEngine,
     _load_pairs,
     build_plan,
@@ -174,8 +175,11 @@ def _predict_distinct(rows, assumptions, engine, engines):
     best: dict = {}  # row -> (score, value, candidate index, note)
     for (i, j), (value, score) in steady_pairs(plan).items():
         _keep(best, i, j, value, score)
+    lost: dict = {}  # row -> why its replay's worker failed: no prediction, whatever else held
     for (i, j), (value, score, note) in _load_pairs(plan).items():
         _keep(best, i, j, value, score, note)
+        if note.startswith(WORKER_FAILED):
+            lost[i] = note
     for i, (_, value, j, note) in best.items():
         predicted[i] = value
         if np.isfinite(value):
@@ -192,6 +196,8 @@ def _predict_distinct(rows, assumptions, engine, engines):
     for i, why in plan.infeasible.items():
         if not np.isfinite(predicted[i]) and plan.rows[i].ok:
             status[i] = why if why.startswith("infeasible") else f"infeasible: {why}"
+    for i, why in lost.items():  # its best layout may be the one not replayed
+        predicted[i], labels[i], status[i] = np.nan, "", why
     for i, row in enumerate(plan.rows):
         if row.kind == "end-to-end" and row.resolved and not predictable(row):
             status[i] = (
@@ -307,8 +313,7 @@ def compare(
     from ..specs.collector import gc_frozen
     from .reading import load_measured
 
-    _check_workers(jobs, dask)
-
+    jobs = _workers(jobs, dask)
     stated = {
         "hardware": hardware,
         "n_gpus": None if gpus is None else str(gpus),
@@ -317,8 +322,7 @@ def compare(
     if clock != "auto":
         assumptions = _clocked(assumptions, clock)
     rows = load_measured(path, stated)
-    token, workers = _PROGRESS.set(progress), _JOBS.set(int(jobs))
-    cluster = _DASK.set(dask)
+    token, workers, cluster = _PROGRESS.set(progress), _JOBS.set(jobs), _DASK.set(dask)
     try:
         with gc_frozen():  # the rows live to the end: the collector need not walk them again
             return _compared(path, rows, assumptions, engine)
@@ -328,21 +332,26 @@ def compare(
         _DASK.reset(cluster)
 
 
-def _check_workers(jobs, dask) -> None:
-    """Refuse, before any row is read, a ``dask`` that names no scheduler and a ``jobs`` that a
-    running scheduler's workers would ignore."""
+def _workers(jobs, dask) -> int:
+    """``jobs`` as a process count (None: 1), refused before any row is read where it is not
+    one, or where a running scheduler's workers would ignore it; and a ``dask`` that names no
+    scheduler refused."""
+    from .. import settings as table
     from ..errors import SpecError, short
     from ..studies.execution import check_dask
 
+    count = table.check_each({"jobs": jobs})["jobs"]
+    count = 1 if count is None else int(count)
     check_dask(dask)
-    if dask not in (None, "local") and jobs != 1:
+    if dask not in (None, "local") and count != 1:
         raise SpecError(  # a running scheduler's workers replay the rows: jobs is ignored
             "argument",
             "jobs",
-            f"is {short(jobs)} with the Dask scheduler {short(dask)}, whose workers replay "
-            "the rows",
-            "drop jobs (--jobs), or give dask='local' for a local cluster of that many workers",
+            f"is {count} with the Dask scheduler {short(dask)}, whose workers replay the rows",
+            "drop jobs (--jobs), or give dask='local' (--dask local) for a local cluster of that "
+            "many workers",
         )
+    return count
 
 
 def _compared(path, rows, assumptions, engine):

@@ -691,11 +691,17 @@ def _collected(tasks: list, futures: dict, finishing, progress) -> list:
     return done
 
 
+#: The status of a row whose replay's worker failed (a lost process, its batch raised): the
+#: row has no prediction, whatever its other layouts' closed forms give (``_failed_pairs``).
+WORKER_FAILED = "unresolved: the worker replaying it failed"
+
+
 def _failed_pairs(task: tuple, exc: BaseException) -> dict:
     """``_row_pairs``'s answer for a row whose worker failed: no prediction, and why."""
     i, cases = task[0], task[4]
-    why = f"{type(exc).__name__}: {exc}".strip().rstrip(":").splitlines()[0][:200]
-    note = f"unresolved: the worker replaying it failed ({why}); run it again"
+    lines = str(exc).strip().splitlines()
+    why = type(exc).__name__ + (f": {lines[0].strip()[:200]}" if lines else "")
+    note = f"{WORKER_FAILED} ({why}); run it again"
     return {(i, j): (math.nan, -math.inf, note) for j, _ in cases}
 
 
@@ -709,7 +715,12 @@ def _on_processes(tasks: list, jobs: int, progress) -> list:
     batches = _batches(tasks)
     with process_pool(min(jobs, len(batches))) as pool:
         futures = {pool.submit(_batch_pairs, [tasks[k] for k in b]): b for b in batches}
-        return _collected(tasks, futures, as_completed(futures), progress)
+        try:
+            return _collected(tasks, futures, as_completed(futures), progress)
+        except BaseException:  # an interrupt: the batches not started are not waited for
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def _on_dask(tasks: list, address: str, jobs: int, progress) -> list:

@@ -315,7 +315,11 @@ def _client(address: str, jobs: int):
         cluster = LocalCluster(
             n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None
         )
-        return Client(cluster), cluster
+        try:
+            return Client(cluster), cluster
+        except BaseException:
+            cluster.close()
+            raise
     try:
         return Client(address, timeout=CONNECT_TIMEOUT), None
     except (OSError, TimeoutError, ValueError) as exc:
@@ -339,9 +343,11 @@ def dask_client(address: str, jobs: int, progress=None):
             progress(f"Dask cluster at {client.scheduler.address}: {workers} workers")
         yield client
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        try:
+            client.close()
+        finally:
+            if cluster is not None:
+                cluster.close()
 
 
 def _run_dask(cells: Sequence[Cell], tracker: _Tracker, address, jobs: int, progress) -> None:
