@@ -374,15 +374,11 @@ def study(
         ``.key_points`` (one row per cell x key point) and ``.frontiers`` (one row per cell x
         frontier point), tidy DataFrames with a column per axis.
     """
+    from ..studies.execution import refuse_jobs_beside
+
     values = table.check_each({"jobs": jobs, "dask": dask, "recompute": recompute, "yes": yes})
-    if values["jobs"] is not None and values["dask"] not in (None, "local"):
-        raise SpecError(  # a running scheduler's workers compute the cells: jobs is ignored
-            "argument",
-            "jobs",
-            f"is given with the Dask scheduler {short(values['dask'])}, whose workers compute "
-            "the cells",
-            "drop jobs (--jobs), or give dask='local' for a local cluster of that many workers",
-        )
+    if values["jobs"] is not None:  # a running scheduler's workers compute the cells
+        refuse_jobs_beside(values["dask"], "given", "compute the cells")
     if values["recompute"] and out is None and cache_dir is None:
         raise SpecError(  # nothing is cached without a folder: recompute would be ignored
             "argument",

@@ -337,20 +337,13 @@ def _workers(jobs, dask) -> int:
     one, or where a running scheduler's workers would ignore it; and a ``dask`` that names no
     scheduler refused."""
     from .. import settings as table
-    from ..errors import SpecError, short
-    from ..studies.execution import check_dask
+    from ..studies.execution import check_dask, refuse_jobs_beside
 
     count = table.check_each({"jobs": jobs})["jobs"]
     count = 1 if count is None else int(count)
     check_dask(dask)
-    if dask not in (None, "local") and count != 1:
-        raise SpecError(  # a running scheduler's workers replay the rows: jobs is ignored
-            "argument",
-            "jobs",
-            f"is {count} with the Dask scheduler {short(dask)}, whose workers replay the rows",
-            "drop jobs (--jobs), or give dask='local' (--dask local) for a local cluster of that "
-            "many workers",
-        )
+    if count != 1:  # a running scheduler's workers replay the rows
+        refuse_jobs_beside(dask, str(count), "replay the rows")
     return count
 
 

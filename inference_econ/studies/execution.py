@@ -290,6 +290,19 @@ def check_dask(address) -> None:
         ) from None
 
 
+def refuse_jobs_beside(dask, shown: str, work: str) -> None:
+    """Refuse a process count given (``shown``: its words) beside a running Dask scheduler's
+    address, whose workers do the ``work`` instead (``--jobs`` would be ignored)."""
+    if dask not in (None, "local"):
+        raise SpecError(
+            "argument",
+            "jobs",
+            f"is {shown} with the Dask scheduler {short(dask)}, whose workers {work}",
+            "drop jobs (--jobs), or give dask='local' (--dask local) for a local cluster of that "
+            "many workers",
+        )
+
+
 def process_pool(jobs: int):
     """A pool of ``jobs`` local worker processes, spawned (each starts clean and imports the
     package once), each searching on one thread: the processes use the cores."""
