@@ -12,7 +12,9 @@ sizes of each rank, which its op runs as one NCCL group of a broadcast per rank,
 per rank (``cpp/tensorrt_llm/thop/allgatherOp.cpp`` and ``reducescatterOp.cpp``; the sizes are
 passed unless ``use_dp_padding``, ``fused_moe/communication/allgather_reducescatter.py``).
 NCCL-tests' ``all_gather`` and ``reduce_scatter`` tables time neither grouping. No public table
-measures it, so nothing here is fitted or shipped: it prints what such a cost would move.
+measures it, so nothing here is fitted or shipped: it prints what such a cost would move. NCCL's
+source schedules such a group as one all-gather of the same bytes (docs/model-part-f.md §F7, "The
+gather's grouping, not timed"), so a K of 2 or 3 is not what the grouping costs.
 
     PYTHONPATH=. python benchmarks/exchange_sensitivity.py [--factors 1 2 3]
 

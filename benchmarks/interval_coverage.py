@@ -7,8 +7,10 @@ each residual's class (kind / dense or MoE / layout class / GPU generation / eng
 ``CLASS_MIN_ROWS`` configurations (``configuration``: a concurrency sweep is one) takes its own
 conformal band for a figure of one of its residuals' models, or of any model where they are of
 ``CLASS_MIN_MODELS`` models or more; another model's figure, or a thinner or empty class's, the
-widest of the nearest classes in support widened ``CLASS_WIDENING`` per dimension away
-(``serving/support.py``; docs/model.md §F12). The shipped table is calibrated on every residual
+widest of the nearest classes in support, widened by its kind's factor per dimension away and
+centred on the expected figure (``serving/support.py``; docs/model.md §F12). The factors are
+fitted on the table's own calibration residuals, each class left out in turn
+(``class_widening.py``), in every table this script writes or measures. The shipped table is calibrated on every residual
 file given: the MLPerf rounds and AIConfigurator's measured runs (``silicon_runs_judge.py
 --residuals``). Its coverage is measured by **rolling origin**: each MLPerf round predicted
 from the class table of the MLPerf rounds before it, never from itself (v5.1 from v5.0, v6.0
@@ -73,6 +75,9 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # class_widening, beside this script
+
+import class_widening as cw  # noqa: E402
 
 import inference_econ as ie  # noqa: E402
 from inference_econ.output.render import render  # noqa: E402
@@ -129,11 +134,6 @@ CLASS_MIN_ROWS = 20
 #: model it has not been held against, whose figure takes the neighbours' band, widened, as a
 #: thin class's does. Three: the fewest with a model on either side of a middle one.
 CLASS_MIN_MODELS = 3
-#: A thinner or empty class takes the widest band of the nearest in-support classes of its
-#: kind, its log-width multiplied by this for each dimension they differ in (fixed before any
-#: rolling-origin coverage was looked at: the factor the stratum table has widened a GPU or
-#: model family outside the fit's coverage by since it was first shipped).
-CLASS_WIDENING = 1.5
 
 
 def oriented(res: pd.DataFrame) -> np.ndarray:
@@ -281,7 +281,9 @@ CLASS_HEADER = """\
 # log(measured / predicted) (a rate for throughput, a time for TPOT and TTFT), which size a
 # figure of one of those models, or of any where they are min_models or more. A figure of a
 # thinner or empty class, or of another model, takes the widest of the nearest classes with
-# quantiles, widening x per dimension.
+# quantiles, its kind's widening x per dimension, centred on the expected figure; where no class
+# of its kind has quantiles, its kind's pooled band x its widening. Each factor is fitted on these
+# residuals, each class left out in turn (benchmarks/class_widening.py).
 # Written by benchmarks/interval_coverage.py --write-classes (everything below is rewritten).
 """
 
@@ -479,7 +481,7 @@ def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_files=()) -> 
     residuals = "; ".join(
         f"{n}: {len(g)} out-of-sample figures ({', '.join(sorted(g.unique()))})" for n, g in counts
     )
-    return {
+    mapping = {
         "provenance": {
             "residuals": f"{files}: {residuals}",
             "classes": "measured.intervals.row_class of each residual's row in tests/data",
@@ -491,7 +493,7 @@ def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_files=()) -> 
         },
         "min_rows": CLASS_MIN_ROWS,
         "min_models": CLASS_MIN_MODELS,
-        "widening": CLASS_WIDENING,
+        "widening": 1.0,  # fitted below (``widened``)
         "drift": {
             kind: {
                 "log_per_round": round(drift[0], 4),
@@ -513,6 +515,19 @@ def class_mapping(cal: pd.DataFrame, drift, rounds: int, residuals_files=()) -> 
         },
         "classes": entries,
     }
+    return widened(mapping, cal)
+
+
+def widened(mapping: dict, cal: pd.DataFrame) -> dict:
+    """The class table ``mapping`` with its widening factors fitted on its own calibration
+    residuals ``cal``, each class left out in turn (``class_widening``): per kind, the nearest
+    classes' factor per dimension and the pooled band's."""
+    table = sp.parse_classes(mapping, "the table being written")
+    mapping["widening"] = cw.nearest_widening(table, cal, CLASS_KEYS)
+    pooled = cw.pooled_widening(cal, CLASS_KEYS, percentiles, CLASS_MIN_ROWS)
+    for kind, factor in pooled.items():
+        mapping["pooled"][kind]["widening"] = factor
+    return mapping
 
 
 def class_coverage(test: pd.DataFrame, table: sp.ClassTable, rounds: int | None) -> pd.DataFrame:

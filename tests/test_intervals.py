@@ -564,10 +564,15 @@ def test_a_prefill_interval_never_implies_more_than_the_peak():
     assert row["input_tokens_per_s_high80"] == pytest.approx(11562, rel=1e-4)
 
 
+def _quantiles(band) -> tuple[float, ...]:
+    return (band.q05, band.q10, band.q90, band.q95)
+
+
 def test_a_class_is_in_support_on_configurations_not_on_the_points_of_one_sweep(monkeypatch):
     """interval_coverage.class_mapping: a class whose 40 residuals are two configurations'
     concurrency sweeps takes no band of its own (near, sized on the nearest class in support,
-    1.5 times as wide one dimension away); one of 20 configurations' residuals is in support."""
+    widened by the table's factor one dimension away and centred); one of 20 configurations'
+    residuals is in support."""
     from inference_econ.serving import support as sp
 
     m = _bench("interval_coverage")
@@ -593,14 +598,17 @@ def test_a_class_is_in_support_on_configurations_not_on_the_points_of_one_sweep(
     near = table.support(sp.CalibrationClass(*(sweep[k] for k in m.CLASS_KEYS)))
     own = table.bands[("TPOT", "MoE", "TP", "Hopper", "trtllm", "closed_loop")]
     assert near.status == "near" and near.rows == 40
-    middle = (own.q05 + own.q95) / 2
-    assert near.band.q95 - middle == pytest.approx(1.5 * (own.q95 - middle))
+    factor = table.widening["TPOT"]
+    want = own.widened(factor).centred()
+    assert _quantiles(near.band) == pytest.approx(_quantiles(want))
+    assert near.band.q95 - near.band.q05 == pytest.approx(factor * (own.q95 - own.q05))
 
 
 def test_a_class_of_few_models_is_in_support_for_those_models_alone(monkeypatch):
     """interval_coverage.class_mapping writes each class's models; 20 configurations of two
     models size a figure of either (in support) but not one of a third model, which takes the
-    nearest class of three models, widened once (near); the line under a table says so."""
+    nearest class of three models, widened once and centred (near); the line under a table says
+    so."""
     from inference_econ.serving import support as sp
 
     m = _bench("interval_coverage")
@@ -631,8 +639,8 @@ def test_a_class_of_few_models_is_in_support_for_those_models_alone(monkeypatch)
     sglang = table.bands[tuple(got["sglang"][k] for k in m.CLASS_KEYS)]
     vllm = table.bands[tuple(got["vllm"][k] for k in m.CLASS_KEYS)]
     assert sglang.q95 - sglang.q05 > vllm.q95 - vllm.q05
-    middle = (vllm.q05 + vllm.q95) / 2
-    assert third.band.q95 - middle == pytest.approx(1.5 * (vllm.q95 - middle))
+    factor = table.widening["throughput"]
+    assert _quantiles(third.band) == pytest.approx(_quantiles(vllm.widened(factor).centred()))
     monkeypatch.setattr(sp, "classes", lambda: table)
     line = sp.support_line(third)
     assert "has 20 measured residuals of 2 models" in line
@@ -641,6 +649,47 @@ def test_a_class_of_few_models_is_in_support_for_those_models_alone(monkeypatch)
     rows = res[res.engine == "trtllm"].head(2).assign(model=["A", "C"], r=[0.0, 0.0])
     statuses = m.class_coverage(rows, table, None)["status"].tolist()
     assert statuses == ["in support", "near"]
+
+
+def test_the_widening_is_fitted_by_leaving_each_class_out(monkeypatch):
+    """class_widening, through class_mapping: two throughput classes one dimension apart, in
+    support, residuals evenly spread over +-0.1 (41) and +-0.2 (41). Left out, the narrow class
+    sits inside the wide one's band; the wide one, sized by the narrow band (80 %: +-0.08 f,
+    90 %: +-0.09 f), has 2 floor(8 f) + 1 and 2 floor(9 f) + 1 of its 41 inside. The shares over
+    all 82 nearest 80 and 90 % at f = 1.7 (68/82 = 0.829 and 72/82 = 0.878; 1.6 gives 0.805 and
+    0.854, 1.8 0.854 and 0.902), for the nearest classes and the pooled band alike (one class
+    left, the other's band). TTFT, one thin class: nothing to leave out, the prior 1.5."""
+    m = _bench("interval_coverage")
+    monkeypatch.setattr(m, "percentiles", lambda r, lo, hi: np.percentile(r, [*lo, *hi]))
+    base = {"kind": "throughput", "architecture": "dense", "layout": "TP", "scenario": "offline"}
+    base.update(engine="trtllm", round="v5.1", dataset="MLPerf")
+    names = ["A", "B", "C"]
+
+    def spread(half: float, **kw) -> list[dict]:
+        r = np.linspace(-half, half, 41)
+        return [
+            {**base, **kw, "r": v, "configuration": f"{kw} {k}", "model": names[k % 3]}
+            for k, v in enumerate(r)
+        ]
+
+    res = pd.DataFrame(
+        spread(0.1, generation="Hopper")
+        + spread(0.2, generation="Blackwell")
+        + [
+            {
+                **base,
+                "kind": "TTFT",
+                "generation": "Ada",
+                "r": 0.1,
+                "configuration": 0,
+                "model": "A",
+            }
+        ]
+    )
+    mapping = m.class_mapping(res, (0.0, 0), 0)
+    assert mapping["widening"] == {"TTFT": 1.5, "throughput": 1.7}
+    assert mapping["pooled"]["throughput"]["widening"] == 1.7
+    assert mapping["pooled"]["TTFT"]["widening"] == 1.5
 
 
 def test_a_runs_derived_throughput_is_its_output_rate_per_gpu():

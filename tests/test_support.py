@@ -3,10 +3,13 @@ the rule on a small table by hand, the shipped table's labels, and the outputs t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 import inference_econ as ie
+from inference_econ.serving import interval_table as ivt
 from inference_econ.serving import intervals as iv
 from inference_econ.serving import support as sp
 from inference_econ.serving.setting import make_setting
@@ -48,18 +51,28 @@ def test_the_class_rule_by_hand():
     s = t.support(_cls(engine="vllm"))
     assert s.status == "near" and s.rows == 5 and s.label() == "near (5 residuals)"
     assert _ends(s.band) == pytest.approx((-0.3, -0.15, 0.15, 0.3))
-    # empty, one dimension from Blackwell/trtllm (two from Hopper/trtllm): middle 0.05
+    # empty, one dimension from Blackwell/trtllm (two from Hopper/trtllm): 1.5 x as wide about
+    # its 90 % middle 0.05 (-0.475, -0.325, 0.275, 0.575), then moved up 0.025 so that its
+    # 80 % interval is centred on the expected figure
     s = t.support(_cls(generation="Blackwell", engine="vllm"))
     assert s.status == "extrapolating" and s.rows == 0
-    assert _ends(s.band) == pytest.approx((-0.475, -0.325, 0.275, 0.575))
+    assert _ends(s.band) == pytest.approx((-0.45, -0.3, 0.3, 0.6))
     # empty, two dimensions from both: the wider (Blackwell's 0.7), 1.5 ** 2 as wide
+    # (-0.7375, -0.5125, 0.3875, 0.8375), centred: up 0.0625
     s = t.support(_cls(architecture="MoE", generation="Ada"))
-    assert _ends(s.band) == pytest.approx((-0.7375, -0.5125, 0.3875, 0.8375))
+    assert _ends(s.band) == pytest.approx((-0.675, -0.45, 0.45, 0.9))
     assert s.label() == "extrapolating"
-    assert s.band.source.endswith("2 dimensions away, 2.25 x as wide")
-    # no class of the kind in support: its pooled band, widened once (middle 0.2)
+    assert s.band.source.endswith("2 dimensions away, 2.25 x as wide, centred")
+    # no class of the kind in support: its pooled band, widened once (middle 0.2), not moved
+    # (all the kind's residuals: the model's bias over every class of it)
     s = sp.CalibrationClass("TTFT", scenario="server")
     assert _ends(t.support(s).band) == pytest.approx((-0.85, -0.55, 0.8, 1.25))
+    # each kind its own factor, and the pooled band one of its own
+    per_kind = {**SMALL, "widening": {"throughput": 2.0, "TTFT": 1.0}}
+    per_kind["pooled"] = {"TTFT": {**SMALL["pooled"]["TTFT"], "widening": 1.2}}
+    t2 = sp.parse_classes(per_kind, "per kind")
+    assert _ends(t2.support(_cls(engine="vllm")).band) == pytest.approx((-0.4, -0.2, 0.2, 0.4))
+    assert _ends(t2.support(s).band) == pytest.approx((-0.64, -0.4, 0.68, 1.04))
     with pytest.raises(ie.SpecError, match="no band of TPOT"):
         t.support(sp.CalibrationClass("TPOT"))
 
@@ -81,6 +94,16 @@ def test_a_bad_class_table_is_refused_naming_the_field():
         sp.parse_classes({**SMALL, "classes": [{**SMALL["classes"][0], "models": "A"}]}, "bad")
     with pytest.raises(ie.SpecError, match="min_models.*whole number >= 1"):
         sp.parse_classes({**SMALL, "min_models": 0}, "bad")
+    # a borrowed band is never narrower than the band it borrows; every kind sized has a factor
+    with pytest.raises(ie.SpecError, match=r"'widening'.*0.9"):
+        sp.parse_classes({**SMALL, "widening": 0.9}, "bad")
+    with pytest.raises(ie.SpecError, match=r"'widening.TTFT': is missing"):
+        sp.parse_classes({**SMALL, "widening": {"throughput": 1.5}}, "bad")
+    with pytest.raises(ie.SpecError, match=r"'widening.speed': is not a kind"):
+        sp.parse_classes({**SMALL, "widening": {"speed": 1.5}}, "bad")
+    with pytest.raises(ie.SpecError, match=r"'pooled.TTFT.widening'"):
+        bad = {"TTFT": {**SMALL["pooled"]["TTFT"], "widening": "wide"}}
+        sp.parse_classes({**SMALL, "pooled": bad}, "bad")
 
 
 def test_layout_and_engine_classes():
@@ -101,7 +124,8 @@ def test_shipped_classes_in_support_keep_their_band_and_empty_ones_extrapolate()
     its class's own quantiles as shipped; on A100s no residual is of its class (Ampere):
     extrapolating, on the wider rule, and its outputs say so."""
     t = sp.classes()
-    assert t.min_rows == 20 and t.widening == 1.5
+    assert t.min_rows == 20 and set(t.widening) == set(ivt.KINDS)
+    assert all(1.0 <= f <= 4.0 for f in (*t.widening.values(), *t.pooled_widening.values()))
     assert "docs/validation_residuals.csv" in t.provenance["residuals"]
     assert t.provenance["command"].startswith("python benchmarks/interval_coverage.py")
     h100 = make_setting("Llama 3.3 70B", "H100", assumptions="achievable", weight_bits=8)
@@ -115,7 +139,11 @@ def test_shipped_classes_in_support_keep_their_band_and_empty_ones_extrapolate()
     assert far.status == "extrapolating" and far.rows == 0
     width = far.band.q95 - far.band.q05
     nearest = sp.nearest_bands(t.bands, far.cls.key())
-    assert nearest is not None and width == pytest.approx(1.5 * (nearest[1].q95 - nearest[1].q05))
+    factor = t.widening["throughput"] ** nearest[0] if nearest else math.nan
+    assert nearest is not None and width == pytest.approx(
+        factor * (nearest[1].q95 - nearest[1].q05)
+    )
+    assert far.band.q10 + far.band.q90 == pytest.approx(0.0)  # centred on the expected figure
     assert width > s.band.q95 - s.band.q05
     df = ie.points(a100, gpus=8, batch=np.array([1.0]))
     assert df["support"].iloc[0] == "extrapolating"
@@ -130,10 +158,10 @@ def test_shipped_classes_in_support_keep_their_band_and_empty_ones_extrapolate()
 def test_a_fixed_batchs_time_per_token_takes_the_closed_loop_class():
     """DeepSeek-R1 on 8 B200 at batch 1 (tensor-parallel, TensorRT-LLM): its speed is a fixed
     batch's time per token, the closed-loop class's (in support: AIConfigurator's runs of three
-    MoE models), 90 %: x0.48-x1.27 of TPOT as shipped (115-302 tok/s at 145). The server class
-    has no band of its own for it: the nearest, a dense one widened, spans x0.21-x2.14 (68-696
-    tok/s), 2.4 times as wide. Its time to first token and throughput keep the server and
-    offline classes."""
+    MoE models), 90 %: x0.60-x1.27 of TPOT as shipped (114-241 tok/s at 145). The server class
+    has no band of its own for it: the nearest, a dense one, centred, spans x0.45-x1.97 of TPOT
+    (74-320 tok/s), about twice as wide. Its time to first token and throughput keep the server
+    and offline classes."""
     t = sp.classes()
     r1 = make_setting("DeepSeek-R1", "B200", assumptions="achievable")
     tpot = sp.figure_class(r1, "TPOT")
@@ -143,7 +171,8 @@ def test_a_fixed_batchs_time_per_token_takes_the_closed_loop_class():
     assert len(t.models[tpot.key()]) >= 3
     server = t.support(sp.figure_class(r1, "TPOT", scenario="server"))
     assert server.status == "near" and "dense / TP / Blackwell" in server.band.source
-    assert server.band.q95 - server.band.q05 > 2 * (own.band.q95 - own.band.q05)
+    assert server.band.q95 - server.band.q05 > 1.9 * (own.band.q95 - own.band.q05)
+    assert server.band.q10 + server.band.q90 == pytest.approx(0.0)
     assert sp.figure_class(r1, "TTFT").scenario == "server"
     assert sp.figure_class(r1, "throughput").scenario == "offline"
     df = ie.points(r1, gpus=8, batch=np.array([1.0]))
@@ -196,8 +225,8 @@ def test_a_shipped_class_of_one_model_sizes_that_models_figures_alone():
     """MoE attention-DP + EP throughput on Blackwell under TensorRT-LLM, offline, has residuals
     of DeepSeek-R1 alone (MLPerf): a DeepSeek-R1 figure is in support on its band, a
     Qwen3-235B-A22B figure of the same class is near, on the widest nearest band of classes it
-    may take (never a class of fewer than three other models), 1.5 times as wide a dimension
-    away."""
+    may take (never a class of fewer than three other models), centred on the expected figure
+    and widened by the shipped factor a dimension away."""
     t = sp.classes()
     assert t.min_models == 3
     r1 = make_setting("DeepSeek-R1", "B200", assumptions="achievable")
@@ -214,7 +243,11 @@ def test_a_shipped_class_of_one_model_sizes_that_models_figures_alone():
     d, widest = sp.nearest_bands(t.bands, cls.key(), skip)
     assert other.band != own.band
     middle = (widest.q05 + widest.q95) / 2
-    assert other.band.q95 - middle == pytest.approx(1.5**d * (widest.q95 - middle))
+    factor = t.widening["throughput"] ** d
+    assert other.band.q95 - other.band.q05 == pytest.approx(factor * (widest.q95 - widest.q05))
+    assert other.band.q10 + other.band.q90 == pytest.approx(0.0)  # centred
+    shift = middle + factor * ((widest.q10 + widest.q90) / 2 - middle)
+    assert other.band.q95 == pytest.approx(middle + factor * (widest.q95 - middle) - shift)
     assert "of 1 model (in support from 20 configurations of 3 models" in sp.support_line(other)
 
 

@@ -80,6 +80,14 @@ class Band:
             self.rows,
         )
 
+    def centred(self) -> Band:
+        """The band moved so that its 80 % interval's middle is the expected figure: its spread
+        without its bias (a borrowed band: how the model misses the class it was sized on says
+        nothing of which way it misses another)."""
+        shift = (self.q10 + self.q90) / 2.0
+        q05, q10, q90, q95 = (v - shift for v in (self.q05, self.q10, self.q90, self.q95))
+        return Band(q05, q10, q90, q95, f"{self.source}, centred", self.rows)
+
     def drifted(self, shift: float) -> Band:
         """The band with its high end raised by ``shift`` (a log ratio; its low end lowered
         where ``shift`` is negative): software drift since the calibration round."""

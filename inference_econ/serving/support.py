@@ -12,10 +12,14 @@ band for a figure of a model among its residuals' or where those are of at least
 those, not a model it was never held against); a figure of another model, of a thinner class
 (*near*: some residuals) or of an empty one (*extrapolating*: none) takes the widest band of the
 in-support classes of its kind nearest to it (fewest dimensions differing, ``distance``; not one
-of too few models, none of them its own), its log-width multiplied by ``widening`` once for each
-dimension of that distance; where no class of its kind
-is in support, the band of all the kind's residuals pooled, widened once. The kind's software
-drift is added to every band as the stratum table's is (``interval_table.Band.drifted``).
+of too few models, none of them its own), its log-width multiplied by the kind's ``widening``
+once for each dimension of that distance and the whole moved so that its 80 % interval's middle
+is the expected figure (``Band.centred``: the spread of the model's misses there, not their
+bias); where no class of its kind is in support, the band of all the kind's residuals pooled,
+widened by the kind's pooled factor. Both factors are fitted where the table is written, each
+class of the calibration residuals left out in turn and sized by the rule from the others
+(``benchmarks/class_widening.py``). The kind's software drift is added to every band as the
+stratum table's is (``interval_table.Band.drifted``).
 """
 
 from __future__ import annotations
@@ -122,7 +126,8 @@ class ClassTable:
     #: kind -> the band of all its residuals pooled (where no class of the kind is in support)
     pooled: dict
     min_rows: int
-    widening: float
+    #: kind -> the factor a borrowed band's log-width is multiplied by per dimension away
+    widening: dict
     provenance: dict
     path: str
     #: kind -> (log ratio per publication round, rounds from calibration to the table's date)
@@ -131,6 +136,8 @@ class ClassTable:
     #: the models of each class's residuals (key -> frozenset of names; absent: not stated).
     min_models: int = 1
     models: dict = field(default_factory=dict)
+    #: kind -> the factor its pooled band is widened by (absent: the kind's ``widening``)
+    pooled_widening: dict = field(default_factory=dict)
 
     def support(self, cls: CalibrationClass) -> Support:
         """The class's support and band (``rule`` in the module docstring)."""
@@ -144,9 +151,10 @@ class ClassTable:
         if nearest is not None:
             d, widest = nearest
             why = f"sized on {widest.source}, {d} dimension{'s' * (d > 1)} away"
-            band = widest.widened(self.widening**d, why)
+            band = widest.widened(self.widening[cls.kind] ** d, why).centred()
         elif cls.kind in self.pooled:
-            band = self.pooled[cls.kind].widened(self.widening, "sized on all its kind's")
+            factor = self.pooled_widening.get(cls.kind, self.widening[cls.kind])
+            band = self.pooled[cls.kind].widened(factor, "sized on all its kind's")
         else:
             raise SpecError(self.path, "pooled", f"has no band of {cls.kind}", "refit it")
         return Support(cls, rows, "near" if rows else "extrapolating", band)
@@ -255,29 +263,54 @@ def parse_classes(data: dict, source: str) -> ClassTable:
         if not q["q05"] <= q["q10"] <= q["q90"] <= q["q95"]:
             raise SpecError(source, where, "quantiles out of order", "refit the table")
         bands[cls.key()] = Band(**q, source=f"{cls.kind}: {cls.label()}", rows=rows)
-    pooled = {}
+    pooled, pooled_widening = {}, {}
     for kind, p in (data.get("pooled") or {}).items():
         q = {
             k: float(check_number(p.get(k), source, f"pooled.{kind}.{k}", unit="log ratio"))
             for k in ("q05", "q10", "q90", "q95")
         }
         pooled[kind] = Band(**q, source=f"{kind}: all", rows=int(p.get("rows", 0)))
+        if "widening" in p:
+            pooled_widening[kind] = _factor(p["widening"], source, f"pooled.{kind}.widening")
     drift = {
         kind: (float(d.get("log_per_round", 0.0)), float(d.get("rounds", 0.0)))
         for kind, d in (data.get("drift") or {}).items()
     }
+    widening = _widening(data.get("widening", 1.0), source)
+    unsized = sorted(({k[0] for k in bands} | set(pooled)) - set(widening))
+    if unsized:
+        raise SpecError(source, f"widening.{unsized[0]}", "is missing", "give its factor")
     return ClassTable(
         bands,
         counts,
         pooled,
         int(data.get("min_rows", 0)),
-        float(data.get("widening", 1.0)),
+        widening,
         dict(data.get("provenance") or {}),
         source,
         drift,
         int(check_number(data.get("min_models", 1), source, "min_models", minimum=1, integer=True)),
         models,
+        pooled_widening,
     )
+
+
+def _factor(value, source: str, where: str) -> float:
+    """A widening factor: a number from 1 (a borrowed band no narrower than its source's) to 10."""
+    from ..specs.schema import check_number
+
+    return float(check_number(value, source, where, minimum=1.0, maximum=10.0))
+
+
+def _widening(value, source: str) -> dict[str, float]:
+    """The table's ``widening``: one factor for every kind, or a mapping of each kind to its own."""
+    if not isinstance(value, dict):
+        factor = _factor(value, source, "widening")
+        return dict.fromkeys(KINDS, factor)
+    unknown = [k for k in value if k not in KINDS]
+    if unknown:
+        raise SpecError(source, f"widening.{unknown[0]}", "is not a kind", f"one of {KINDS}")
+    return {k: _factor(v, source, f"widening.{k}") for k, v in value.items()}
 
 
 #: The scenario a figure of one configuration (``point``, ``frontier``, ``prefill``) is read
