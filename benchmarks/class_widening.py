@@ -7,16 +7,18 @@ or, where no class of its kind is in support, the band of all its kind's residua
 widened once. How much wider a borrowed band must be is measured on the calibration residuals
 themselves, never on the figures whose coverage is measured after:
 
-* **nearest**: each in-support class is left out in turn and each of its residuals sized as a
-  figure of its model would be without it (the widest of the nearest other classes, ``d``
-  dimensions away, its width times ``f ** d``, centred on the expected figure);
-* **pooled**: each class with residuals is left out in turn and its residuals sized by the band
-  of the rest of its kind's pooled, times ``f``.
+* **nearest**: each residual sized as the rule sizes a figure of its class and model (the widest
+  of the nearest in-support classes, ``d`` dimensions away, its width times ``f ** d``, centred
+  on the expected figure): a thin class's by the table as it is, an in-support class's with that
+  class left out (the band it would borrow without its own);
+* **pooled**: each class with residuals left out in turn and its residuals sized by the band of
+  the rest of its kind's pooled, times ``f``.
 
-Per kind, the factor kept is the one of ``GRID`` (1 to 4: a borrowed band is never narrower than
-the band it borrows) whose left-out residuals fall inside the 80 % and 90 % bands nearest those
-shares (least squares over the two levels); where no class can be left out, ``PRIOR``, the
-factor the rule used before it was fitted.
+Each configuration weighs one, however many residuals it has (a concurrency sweep is one draw,
+as the class rule counts it). Per kind, the factor kept is the one of ``GRID`` (1 to 4: a
+borrowed band is never narrower than the band it borrows) whose residuals so sized fall inside
+the 80 % and 90 % bands nearest those shares (least squares over the two levels); where no
+residual borrows a band, ``PRIOR``, the factor the rule used before it was fitted.
 """
 
 from __future__ import annotations
@@ -33,71 +35,109 @@ LEVELS = (("q10", "q90", 0.80), ("q05", "q95", 0.90))
 PRIOR = 1.5
 
 
-def _hits(band, factors: np.ndarray, r: np.ndarray, centred: bool = False) -> np.ndarray:
-    """(factors, levels) counts of the residuals ``r`` inside ``band`` widened by each factor
-    about the middle of its 90 % interval (``Band.widened``), then, where ``centred``, moved so
-    that its 80 % interval's middle is 0 (``Band.centred``)."""
+def _hits(band, factors: np.ndarray, r: np.ndarray, w: np.ndarray, centred: bool) -> np.ndarray:
+    """(factors, levels) weights ``w`` of the residuals ``r`` inside ``band`` widened by each
+    factor about the middle of its 90 % interval (``Band.widened``), then, where ``centred``,
+    moved so that its 80 % interval's middle is 0 (``Band.centred``)."""
     mid = (band.q05 + band.q95) / 2.0
     ends = {q: mid + factors * (getattr(band, q) - mid) for q in ("q05", "q10", "q90", "q95")}
     shift = (ends["q10"] + ends["q90"]) / 2.0 if centred else np.zeros_like(factors)
     out = np.empty((len(factors), len(LEVELS)))
     for j, (lo, hi, _) in enumerate(LEVELS):
         low, high = ends[lo] - shift, ends[hi] - shift
-        out[:, j] = ((r[None, :] >= low[:, None]) & (r[None, :] <= high[:, None])).sum(axis=1)
+        inside = (r[None, :] >= low[:, None]) & (r[None, :] <= high[:, None])
+        out[:, j] = inside @ w
     return out
 
 
-def _loss(hits: np.ndarray, n: int) -> np.ndarray:
+def _loss(hits: np.ndarray, n: float) -> np.ndarray:
     """Per factor of ``GRID``: the squared distance of its shares inside from nominal."""
     nominal = np.array([share for _, _, share in LEVELS])
     return ((hits / n - nominal[None, :]) ** 2).sum(axis=1)
 
 
-def _best(hits: np.ndarray, n: int) -> float:
+def _best(hits: np.ndarray, n: float) -> float:
     """The factor of ``GRID`` whose shares inside (``hits`` / ``n``) are nearest nominal."""
     return float(GRID[int(np.argmin(_loss(hits, n)))]) if n else PRIOR
 
 
-def nearest_widening(table, cal: pd.DataFrame, keys: list[str]) -> dict[str, float]:
-    """kind -> the factor per dimension of the nearest-class rule, each in-support class of
-    ``table`` left out in turn (``cal``: residuals ``r`` with their class columns ``keys`` and
-    ``model``), the borrowed band centred as the rule centres it."""
+def configuration_weights(cal: pd.DataFrame) -> pd.Series:
+    """Each residual's weight: one over its configuration's residuals of its kind, so that a
+    configuration counts once (a concurrency sweep is one draw, as the class rule counts it)."""
+    per = cal.groupby(["kind", "configuration"])["r"].transform("size")
+    return 1.0 / per.astype(float)
+
+
+def _nearest_hits(table, cal: pd.DataFrame, keys: list[str], centred: bool) -> dict:
+    """kind -> (hits per factor and level, configurations) of the residuals that borrow a band
+    (``nearest_widening``), the band centred or kept where its class puts it."""
     from inference_econ.serving import support as sp
 
-    by_class = {tuple(k): g for k, g in cal.groupby(keys, sort=True)}
+    cal = cal.assign(w=configuration_weights(cal))
     out = {}
-    for kind in sorted({k[0] for k in table.counts}):
-        hits, n = np.zeros((len(GRID), len(LEVELS))), 0
-        for key in [k for k in table.bands if k[0] == kind]:
+    for kind, part in cal.groupby("kind", sort=True):
+        hits, n = np.zeros((len(GRID), len(LEVELS))), 0.0
+        for key, g in part.groupby(keys, sort=True):
+            key = tuple(key)
             others = {k: b for k, b in table.bands.items() if k != key}
-            for model, g in by_class[key].groupby("model"):
+            for model, m in g.groupby("model"):
                 got = sp.nearest_bands(others, key, table._few_models(key, str(model)))
                 if got is None:
                     continue
                 d, band = got
-                r = g.r.to_numpy()
-                hits += _hits(band, GRID**d, r, centred=True)
-                n += len(r)
-        out[kind] = _best(hits, n)
+                w = m.w.to_numpy()
+                hits += _hits(band, GRID**d, m.r.to_numpy(), w, centred)
+                n += w.sum()
+        out[str(kind)] = (hits, n)
     return out
+
+
+def nearest_widening(table, cal: pd.DataFrame, keys: list[str]) -> dict[str, float]:
+    """kind -> the factor per dimension of the nearest-class rule (``cal``: residuals ``r``
+    with their class columns ``keys``, ``model`` and ``configuration``), on the figures that
+    borrow a band: each thin class's, sized by ``table``, and each in-support class's, that
+    class left out, its band centred as the rule centres it; each configuration weighing one."""
+    return {k: _best(h, n) for k, (h, n) in _nearest_hits(table, cal, keys, True).items()}
+
+
+def nearest_shares(table, cal: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per kind, the borrowed bands' shares inside at 80 and 90 % on the residuals
+    ``nearest_widening`` fits on: centred at its factor (the rule), kept where their class puts
+    them at their own best factor, and centred at ``PRIOR``."""
+    rows = []
+    prior = int(np.argmin(np.abs(GRID - PRIOR)))
+    fits = {c: _nearest_hits(table, cal, keys, c) for c in (True, False)}
+    for kind, (hits, n) in fits[True].items():
+        if not n:
+            continue
+        row = {"kind": kind, "configurations": round(n)}
+        for label, (h, _) in (("centred", (hits, n)), ("kept", fits[False][kind])):
+            i = int(np.argmin(_loss(h, n)))
+            row[f"{label} factor"] = float(GRID[i])
+            row[f"{label} 80 / 90 %"] = f"{h[i, 0] / n:.1%} / {h[i, 1] / n:.1%}"
+        row[f"centred at {PRIOR:g}"] = f"{hits[prior, 0] / n:.1%} / {hits[prior, 1] / n:.1%}"
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def pooled_widening(cal: pd.DataFrame, keys: list[str], percentiles, min_rows: int) -> dict:
     """kind -> the factor of its pooled band, each class with residuals left out in turn and
     sized by the band (``percentiles``: the table's conformal quantiles) of the rest of its
-    kind's residuals, where those are at least ``min_rows``."""
+    kind's residuals, where those are of at least ``min_rows`` configurations; each
+    configuration weighing one."""
     from inference_econ.serving.interval_table import Band
 
+    cal = cal.assign(w=configuration_weights(cal))
     out = {}
     for kind, part in cal.groupby("kind", sort=True):
-        hits, n = np.zeros((len(GRID), len(LEVELS))), 0
+        hits, n = np.zeros((len(GRID), len(LEVELS))), 0.0
         for _, g in part.groupby(keys, sort=True):
-            rest = part.r.drop(g.index).to_numpy()
-            if len(rest) < min_rows:
+            rest = part.drop(g.index)
+            if rest.configuration.nunique() < min_rows:
                 continue
-            q05, q10, q90, q95 = (float(v) for v in percentiles(rest, (5, 10), (90, 95)))
-            r = g.r.to_numpy()
-            hits += _hits(Band(q05, q10, q90, q95, "rest", len(rest)), GRID, r)
-            n += len(r)
-        out[kind] = _best(hits, n)
+            q = (float(v) for v in percentiles(rest.r.to_numpy(), (5, 10), (90, 95)))
+            w = g.w.to_numpy()
+            hits += _hits(Band(*q, "rest", len(rest)), GRID, g.r.to_numpy(), w, centred=False)
+            n += w.sum()
+        out[str(kind)] = _best(hits, n)
     return out

@@ -692,6 +692,84 @@ def test_the_widening_is_fitted_by_leaving_each_class_out(monkeypatch):
     assert mapping["pooled"]["TTFT"]["widening"] == 1.5
 
 
+def _runtime_factor(m, sp, table, res, kind: str, pooled: bool) -> float:
+    """The factor of ``m.cw.GRID`` a brute force through the runtime rule (``ClassTable.support``)
+    finds: each residual of ``kind`` sized as the rule sizes its figure at that factor (an
+    in-support class's with that class left out; for ``pooled``, every class left out of its
+    kind's pooled band in turn), each configuration weighing one."""
+    import dataclasses
+
+    from inference_econ.serving.interval_table import Band
+
+    part = res[res.kind == kind].assign(
+        w=lambda d: 1.0 / d.groupby("configuration")["r"].transform("size")
+    )
+    groups = []  # (class table without the class, the class with the model, its r and w)
+    for (key, model), g in part.groupby([part[m.CLASS_KEYS].apply(tuple, axis=1), "model"]):
+        bands = {k: b for k, b in table.bands.items() if k != key}
+        t = dataclasses.replace(table, bands=bands)
+        if pooled:
+            rest = part[part[m.CLASS_KEYS].apply(tuple, axis=1) != key]
+            if rest.configuration.nunique() < m.CLASS_MIN_ROWS:
+                continue
+            q = np.percentile(rest.r, [5, 10, 90, 95])
+            others = {k: b for k, b in bands.items() if k[0] != kind}
+            t = dataclasses.replace(t, bands=others, pooled={kind: Band(*q, "rest", len(rest))})
+        groups.append((t, sp.CalibrationClass(*key, model), g.r.to_numpy(), g.w.to_numpy()))
+    losses = []
+    for f in m.cw.GRID:
+        hits, n = np.zeros(2), 0.0
+        for t, cls, r, w in groups:
+            if pooled:
+                t_f = dataclasses.replace(t, pooled_widening={kind: f})
+            else:
+                t_f = dataclasses.replace(t, widening={**t.widening, kind: f})
+            b = t_f.support(cls).band
+            hits += [w @ ((b.q10 <= r) & (r <= b.q90)), w @ ((b.q05 <= r) & (r <= b.q95))]
+            n += w.sum()
+        losses.append(((hits / n - np.array([0.8, 0.9])) ** 2).sum())
+    return float(m.cw.GRID[int(np.argmin(losses))])
+
+
+def test_the_fitted_widening_is_the_runtime_rules_best(monkeypatch):
+    """The factors class_mapping fits (class_widening) are those a brute force through the
+    runtime rule finds: on skewed residuals (a borrowed band's 80 % and 90 % middles differ
+    from 0 and from each other), a thin class two dimensions from the nearest class in support
+    (its width f ** 2), another whose nearest class is of too few models for it (passed over),
+    and a sweep of five points that weighs as one configuration. A fit that did not centre, took
+    f for f ** 2, borrowed the few-model class, widened about the 80 % middle or centred the
+    pooled band would fit other factors."""
+    m = _bench("interval_coverage")
+    monkeypatch.setattr(m, "percentiles", lambda r, lo, hi: np.percentile(r, [*lo, *hi]))
+    from inference_econ.serving import support as sp
+
+    base = {"kind": "throughput", "architecture": "dense", "layout": "TP", "generation": "Hopper"}
+    base.update(engine="trtllm", scenario="offline", round="v5.1", dataset="MLPerf")
+    rows = []
+
+    def add(values, models, sweep=None, **kw):
+        for k, v in enumerate(values):
+            conf = sweep if sweep is not None and k < 5 else f"{kw} {k}"
+            rows.append(
+                {**base, **kw, "r": v, "configuration": conf, "model": models[k % len(models)]}
+            )
+
+    u = np.linspace(0.0, 1.0, 26)
+    add(0.35 * u**2 - 0.05, ["A", "B", "C"], sweep="one sweep")  # skewed high
+    add(-0.3 * u**3 + 0.08, ["A", "B", "C"], generation="Blackwell")  # skewed low
+    add(0.9 * u - 0.45, ["X", "Y"], architecture="MoE")  # wide, of two models
+    add(0.5 * u[::2] ** 2 - 0.1, ["A"], engine="vllm", scenario="server")  # 13, two away
+    add(0.6 * u[1::2] - 0.2, ["Z"], architecture="MoE", engine="sglang")  # 13, few-model F skipped
+    res = pd.DataFrame(rows)
+    mapping = m.class_mapping(res, (0.0, 0), 0)
+    table = sp.parse_classes(mapping, "skewed")
+    assert table.models[("throughput", "MoE", "TP", "Hopper", "trtllm", "offline")] == {"X", "Y"}
+    got = mapping["widening"]["throughput"], mapping["pooled"]["throughput"]["widening"]
+    want = tuple(_runtime_factor(m, sp, table, res, "throughput", p) for p in (False, True))
+    assert got == want
+    assert 1.0 < got[0] < 4.0 and 1.0 < got[1] < 4.0  # within the grid: a fit, not a bound
+
+
 def test_a_runs_derived_throughput_is_its_output_rate_per_gpu():
     """silicon_runs_judge.derived_throughput: 4 requests x 1,024 output tokens over
     TTFT + 1,023 x TPOT on 8 GPUs, of the predicted and of the measured latencies alike."""

@@ -69,16 +69,9 @@ class Band:
         q05, q10, q90, q95 = (
             mid + factor * (v - mid) for v in (self.q05, self.q10, self.q90, self.q95)
         )
-        return Band(
-            q05,
-            q10,
-            q90,
-            q95,
-            why + f", {factor:g} x as wide"
-            if why
-            else f"{self.source}, {factor:g} x as wide (outside coverage)",
-            self.rows,
-        )
+        wide = f", {factor:g} x as wide" if factor != 1.0 else ""
+        source = why + wide if why else f"{self.source}{wide} (outside coverage)"
+        return Band(q05, q10, q90, q95, source, self.rows)
 
     def centred(self) -> Band:
         """The band moved so that its 80 % interval's middle is the expected figure: its spread
