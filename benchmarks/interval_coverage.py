@@ -418,12 +418,19 @@ def _measured(name: str) -> dict:
     return {r.row: r for r in load_measured(path)}
 
 
+#: An MLPerf result's system: the folder its submitter's results are under.
+SYSTEM = re.compile(r"/results/([^/]+)/")
+
+
 def configuration(file: str, row) -> str:
     """The configuration a measured row's figure is of: its source's model, GPU and count,
-    precision, layout, engine and version, lengths and scenario (not its load, nor its metric:
-    a concurrency sweep, and a run's mean and p99, are one configuration's figures)."""
+    precision, layout, engine and version, lengths and scenario, and an MLPerf result's system
+    (two systems of one submitter are two configurations; not its load, nor its metric: a
+    concurrency sweep, and a run's mean and p99, are one configuration's figures)."""
     lengths = (row.lengths.input_mean, row.lengths.output_mean) if row.lengths else None
-    parts = (file, row.group, row.model_text, row.gpu.name, row.gpus, row.bits, row.layout)
+    system = SYSTEM.search(str(row.source or ""))
+    parts = (file, row.group, system[1] if system else "", row.model_text, row.gpu.name)
+    parts += (row.gpus, row.bits, row.layout)
     return repr((*parts, row.engine, row.engine_version, lengths, row.scenario))
 
 

@@ -598,7 +598,7 @@ def test_a_class_is_in_support_on_configurations_not_on_the_points_of_one_sweep(
     near = table.support(sp.CalibrationClass(*(sweep[k] for k in m.CLASS_KEYS)))
     own = table.bands[("TPOT", "MoE", "TP", "Hopper", "trtllm", "closed_loop")]
     assert near.status == "near" and near.rows == 40
-    factor = table.widening["TPOT"]
+    factor = table.multiplier("TPOT", 1)
     want = own.widened(factor).centred()
     assert _quantiles(near.band) == pytest.approx(_quantiles(want))
     assert near.band.q95 - near.band.q05 == pytest.approx(factor * (own.q95 - own.q05))
@@ -639,7 +639,7 @@ def test_a_class_of_few_models_is_in_support_for_those_models_alone(monkeypatch)
     sglang = table.bands[tuple(got["sglang"][k] for k in m.CLASS_KEYS)]
     vllm = table.bands[tuple(got["vllm"][k] for k in m.CLASS_KEYS)]
     assert sglang.q95 - sglang.q05 > vllm.q95 - vllm.q05
-    factor = table.widening["throughput"]
+    factor = table.multiplier("throughput", 1)
     assert _quantiles(third.band) == pytest.approx(_quantiles(vllm.widened(factor).centred()))
     monkeypatch.setattr(sp, "classes", lambda: table)
     line = sp.support_line(third)
@@ -657,8 +657,9 @@ def test_the_widening_is_fitted_by_leaving_each_class_out(monkeypatch):
     sits inside the wide one's band; the wide one, sized by the narrow band (80 %: +-0.08 f,
     90 %: +-0.09 f), has 2 floor(8 f) + 1 and 2 floor(9 f) + 1 of its 41 inside. The shares over
     all 82 nearest 80 and 90 % at f = 1.7 (68/82 = 0.829 and 72/82 = 0.878; 1.6 gives 0.805 and
-    0.854, 1.8 0.854 and 0.902), for the nearest classes and the pooled band alike (one class
-    left, the other's band). TTFT, one thin class: nothing to leave out, the prior 1.5."""
+    0.854, 1.8 0.854 and 0.902), for the nearest classes one dimension away (held at the
+    distances beyond, which no residual reaches) and the pooled band alike (one class left, the
+    other's band). TTFT, one thin class: no band to borrow, the prior 1.5 per dimension."""
     m = _bench("interval_coverage")
     monkeypatch.setattr(m, "percentiles", lambda r, lo, hi: np.percentile(r, [*lo, *hi]))
     base = {"kind": "throughput", "architecture": "dense", "layout": "TP", "scenario": "offline"}
@@ -687,16 +688,17 @@ def test_the_widening_is_fitted_by_leaving_each_class_out(monkeypatch):
         ]
     )
     mapping = m.class_mapping(res, (0.0, 0), 0)
-    assert mapping["widening"] == {"TTFT": 1.5, "throughput": 1.7}
+    assert mapping["widening"] == {"TTFT": [1.5, 2.25, 3.375], "throughput": [1.7, 1.7, 1.7]}
     assert mapping["pooled"]["throughput"]["widening"] == 1.7
     assert mapping["pooled"]["TTFT"]["widening"] == 1.5
 
 
-def _runtime_factor(m, sp, table, res, kind: str, pooled: bool) -> float:
-    """The factor of ``m.cw.GRID`` a brute force through the runtime rule (``ClassTable.support``)
-    finds: each residual of ``kind`` sized as the rule sizes its figure at that factor (an
-    in-support class's with that class left out; for ``pooled``, every class left out of its
-    kind's pooled band in turn), each configuration weighing one."""
+def _runtime_factor(m, sp, table, res, kind: str, pooled: bool):
+    """What a brute force through the runtime rule (``ClassTable.support``) fits: each residual
+    of ``kind`` sized as the rule sizes its figure at each multiplier of ``m.cw.GRID`` (an
+    in-support class's with that class left out), each configuration weighing one; the best
+    multiplier at each distance, none below the nearer one's, held where no residual is (for
+    ``pooled``: every class left out of its kind's pooled band in turn, one factor)."""
     import dataclasses
 
     from inference_econ.serving.interval_table import Band
@@ -704,10 +706,13 @@ def _runtime_factor(m, sp, table, res, kind: str, pooled: bool) -> float:
     part = res[res.kind == kind].assign(
         w=lambda d: 1.0 / d.groupby("configuration")["r"].transform("size")
     )
-    groups = []  # (class table without the class, the class with the model, its r and w)
+    groups = []  # (distance, class table without the class, the class with the model, r, w)
     for (key, model), g in part.groupby([part[m.CLASS_KEYS].apply(tuple, axis=1), "model"]):
         bands = {k: b for k, b in table.bands.items() if k != key}
         t = dataclasses.replace(table, bands=bands)
+        got = sp.nearest_bands(bands, key, table._few_models(key, model))
+        if not pooled and got is None:
+            continue  # its figure takes the pooled band: no nearest multiplier sizes it
         if pooled:
             rest = part[part[m.CLASS_KEYS].apply(tuple, axis=1) != key]
             if rest.configuration.nunique() < m.CLASS_MIN_ROWS:
@@ -715,30 +720,39 @@ def _runtime_factor(m, sp, table, res, kind: str, pooled: bool) -> float:
             q = np.percentile(rest.r, [5, 10, 90, 95])
             others = {k: b for k, b in bands.items() if k[0] != kind}
             t = dataclasses.replace(t, bands=others, pooled={kind: Band(*q, "rest", len(rest))})
-        groups.append((t, sp.CalibrationClass(*key, model), g.r.to_numpy(), g.w.to_numpy()))
-    losses = []
-    for f in m.cw.GRID:
-        hits, n = np.zeros(2), 0.0
-        for t, cls, r, w in groups:
-            if pooled:
-                t_f = dataclasses.replace(t, pooled_widening={kind: f})
-            else:
-                t_f = dataclasses.replace(t, widening={**t.widening, kind: f})
-            b = t_f.support(cls).band
-            hits += [w @ ((b.q10 <= r) & (r <= b.q90)), w @ ((b.q05 <= r) & (r <= b.q95))]
-            n += w.sum()
-        losses.append(((hits / n - np.array([0.8, 0.9])) ** 2).sum())
-    return float(m.cw.GRID[int(np.argmin(losses))])
+        d = 1 if pooled else min(got[0], m.cw.DISTANCES)
+        groups.append((d, t, sp.CalibrationClass(*key, model), g.r.to_numpy(), g.w.to_numpy()))
+    best = []
+    for d in range(1, (1 if pooled else m.cw.DISTANCES) + 1):
+        losses = []
+        for f in m.cw.GRID:
+            hits, n = np.zeros(2), 0.0
+            for dg, t, cls, r, w in groups:
+                if dg != d:
+                    continue
+                if pooled:
+                    t_f = dataclasses.replace(t, pooled_widening={kind: f})
+                else:
+                    t_f = dataclasses.replace(t, widening={**t.widening, kind: (f,) * 5})
+                b = t_f.support(cls).band
+                hits += [w @ ((b.q10 <= r) & (r <= b.q90)), w @ ((b.q05 <= r) & (r <= b.q95))]
+                n += w.sum()
+            losses.append(((hits / n - np.array([0.8, 0.9])) ** 2).sum() if n else math.nan)
+        at = int(np.nanargmin(losses)) if not np.isnan(losses).all() else None
+        pick = m.cw.GRID[at] if at is not None else (best[-1] if best else None)
+        best.append(float(max(pick, best[-1]) if best else pick))
+    return best[0] if pooled else best
 
 
 def test_the_fitted_widening_is_the_runtime_rules_best(monkeypatch):
-    """The factors class_mapping fits (class_widening) are those a brute force through the
+    """The multipliers class_mapping fits (class_widening) are those a brute force through the
     runtime rule finds: on skewed residuals (a borrowed band's 80 % and 90 % middles differ
-    from 0 and from each other), a thin class two dimensions from the nearest class in support
-    (its width f ** 2), another whose nearest class is of too few models for it (passed over),
-    and a sweep of five points that weighs as one configuration. A fit that did not centre, took
-    f for f ** 2, borrowed the few-model class, widened about the 80 % middle or centred the
-    pooled band would fit other factors."""
+    from 0 and from each other), thin classes two dimensions from the nearest class in support,
+    one whose nearest class is of too few models for it (passed over), a sweep that weighs as
+    one configuration, and (TPOT) two-away figures that want less than the nearer distance's
+    multiplier (held at it). A fit that did not centre, fitted every distance as one, let a
+    width shrink with distance, weighed points rather than configurations, borrowed the
+    few-model class, centred on the 90 % middle or centred the pooled band would fit others."""
     m = _bench("interval_coverage")
     monkeypatch.setattr(m, "percentiles", lambda r, lo, hi: np.percentile(r, [*lo, *hi]))
     from inference_econ.serving import support as sp
@@ -758,8 +772,16 @@ def test_the_fitted_widening_is_the_runtime_rules_best(monkeypatch):
     add(0.35 * u**2 - 0.05, ["A", "B", "C"], sweep="one sweep")  # skewed high
     add(-0.3 * u**3 + 0.08, ["A", "B", "C"], generation="Blackwell")  # skewed low
     add(0.9 * u - 0.45, ["X", "Y"], architecture="MoE")  # wide, of two models
-    add(0.5 * u[::2] ** 2 - 0.1, ["A"], engine="vllm", scenario="server")  # 13, two away
-    add(0.6 * u[1::2] - 0.2, ["Z"], architecture="MoE", engine="sglang")  # 13, few-model F skipped
+    add(1.1 * u[::2] ** 2 - 0.5, ["A"], engine="vllm", scenario="server")  # 13, two away, wide
+    add(1.2 * u[1::2] - 0.6, ["Z"], architecture="MoE", engine="sglang")  # 13, F passed over
+    # TPOT: a sweep of twenty points far off (one configuration), and two-away figures the
+    # nearest band holds as it is (a multiplier held at the nearer distance's)
+    tpot = {"kind": "TPOT", "scenario": "closed_loop"}
+    add(0.35 * u**2 - 0.05, ["A", "B", "C"], **tpot)
+    add([0.9] * 20, ["A"], sweep="far sweep", generation="Ada", **tpot)
+    add(0.3 * u**2 - 0.02, ["A", "B", "C"], generation="Ada", **tpot)
+    add(-0.3 * u**3 + 0.08, ["A", "B", "C"], generation="Blackwell", **tpot)
+    add(0.02 * u[::2] - 0.01, ["A"], engine="vllm", **{**tpot, "scenario": "server"})
     res = pd.DataFrame(rows)
     mapping = m.class_mapping(res, (0.0, 0), 0)
     table = sp.parse_classes(mapping, "skewed")
@@ -767,7 +789,8 @@ def test_the_fitted_widening_is_the_runtime_rules_best(monkeypatch):
     got = mapping["widening"]["throughput"], mapping["pooled"]["throughput"]["widening"]
     want = tuple(_runtime_factor(m, sp, table, res, "throughput", p) for p in (False, True))
     assert got == want
-    assert 1.0 < got[0] < 4.0 and 1.0 < got[1] < 4.0  # within the grid: a fit, not a bound
+    assert 1.0 < got[0][0] <= got[0][1] <= got[0][2] < 4.0 and 1.0 < got[1] < 4.0  # a fit
+    assert mapping["widening"]["TPOT"] == _runtime_factor(m, sp, table, res, "TPOT", False)
 
 
 def test_a_runs_derived_throughput_is_its_output_rate_per_gpu():

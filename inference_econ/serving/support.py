@@ -13,12 +13,12 @@ those, not a model it was never held against); a figure of another model, of a t
 (*near*: some residuals) or of an empty one (*extrapolating*: none) takes the widest band of the
 in-support classes of its kind nearest to it (fewest dimensions differing, ``distance``; not one
 of too few models, none of them its own), its log-width multiplied by the kind's ``widening``
-once for each dimension of that distance and the whole moved so that its 80 % interval's middle
-is the expected figure (``Band.centred``: the spread of the model's misses there, not their
-bias); where no class of its kind is in support, the band of all the kind's residuals pooled,
-widened by the kind's pooled factor. Both factors are fitted where the table is written, each
-class of the calibration residuals left out in turn and sized by the rule from the others
-(``benchmarks/class_widening.py``). The kind's software drift is added to every band as the
+at that distance (``multiplier``; growing with it) and the whole moved so that its 80 %
+interval's middle is the expected figure (``Band.centred``: the spread of the model's misses
+there, not their bias); where no class of its kind is in support, the band of all the kind's
+residuals pooled, widened by the kind's pooled factor. Both are fitted where the table is
+written, on the calibration residuals sized by the rule, an in-support class's with that class
+left out (``benchmarks/class_widening.py``). The kind's software drift is added to every band as the
 stratum table's is (``interval_table.Band.drifted``).
 """
 
@@ -126,7 +126,7 @@ class ClassTable:
     #: kind -> the band of all its residuals pooled (where no class of the kind is in support)
     pooled: dict
     min_rows: int
-    #: kind -> the factor a borrowed band's log-width is multiplied by per dimension away
+    #: kind -> the multipliers of a borrowed band's log-width 1, 2, ... dimensions away
     widening: dict
     provenance: dict
     path: str
@@ -151,13 +151,19 @@ class ClassTable:
         if nearest is not None:
             d, widest = nearest
             why = f"sized on {widest.source}, {d} dimension{'s' * (d > 1)} away"
-            band = widest.widened(self.widening[cls.kind] ** d, why).centred()
+            band = widest.widened(self.multiplier(cls.kind, d), why).centred()
         elif cls.kind in self.pooled:
-            factor = self.pooled_widening.get(cls.kind, self.widening[cls.kind])
+            factor = self.pooled_widening.get(cls.kind, self.multiplier(cls.kind, 1))
             band = self.pooled[cls.kind].widened(factor, "sized on all its kind's")
         else:
             raise SpecError(self.path, "pooled", f"has no band of {cls.kind}", "refit it")
         return Support(cls, rows, "near" if rows else "extrapolating", band)
+
+    def multiplier(self, kind: str, d: int) -> float:
+        """The multiplier of a borrowed band's log-width ``d`` class dimensions away: the
+        kind's ``widening`` at that distance (its last beyond those it lists)."""
+        by_distance = self.widening[kind]
+        return by_distance[min(d, len(by_distance)) - 1]
 
     def _few_models(self, key: tuple, model: str) -> set:
         """Keys whose band ``model``'s figures do not take: classes of fewer than
@@ -302,15 +308,29 @@ def _factor(value, source: str, where: str) -> float:
     return float(check_number(value, source, where, minimum=1.0, maximum=10.0))
 
 
-def _widening(value, source: str) -> dict[str, float]:
-    """The table's ``widening``: one factor for every kind, or a mapping of each kind to its own."""
+def _widening(value, source: str) -> dict[str, tuple[float, ...]]:
+    """The table's ``widening``: one factor per dimension for every kind (a number), or per
+    kind a factor per dimension or the multipliers at distances 1, 2, ... (a list, growing with
+    distance, its last held beyond); as kind -> multipliers up to every dimension."""
+    dims = len(DIMENSIONS)
+
+    def of(v, where: str) -> tuple[float, ...]:
+        if not isinstance(v, list):
+            f = _factor(v, source, where)
+            return tuple(f**d for d in range(1, dims + 1))
+        if not v:
+            raise SpecError(source, where, "is an empty list", "give a multiplier a distance")
+        got = [_factor(x, source, f"{where}[{i}]") for i, x in enumerate(v)]
+        if any(b < a for a, b in zip(got, got[1:])):
+            raise SpecError(source, where, f"is {short(v)}", "multipliers growing with distance")
+        return tuple(got + [got[-1]] * (dims - len(got)))
+
     if not isinstance(value, dict):
-        factor = _factor(value, source, "widening")
-        return dict.fromkeys(KINDS, factor)
+        return dict.fromkeys(KINDS, of(value, "widening"))
     unknown = [k for k in value if k not in KINDS]
     if unknown:
         raise SpecError(source, f"widening.{unknown[0]}", "is not a kind", f"one of {KINDS}")
-    return {k: _factor(v, source, f"widening.{k}") for k, v in value.items()}
+    return {k: of(v, f"widening.{k}") for k, v in value.items()}
 
 
 #: The scenario a figure of one configuration (``point``, ``frontier``, ``prefill``) is read
