@@ -100,7 +100,8 @@ def _nearest_hits(table, cal: pd.DataFrame, keys: list[str], centred: bool) -> d
 def _multipliers(by_distance: dict) -> tuple[list[int], list[float]]:
     """(the index in ``GRID`` of each distance's multiplier, the multipliers for distances 1 to
     ``DISTANCES``): each distance's best, at least the nearer one's (widths grow with distance),
-    a distance no residual reaches the nearer one's; none at all: ``PRIOR`` per dimension."""
+    a distance no residual reaches the nearer one's (1 at the first); no residual at any
+    distance: ``PRIOR`` per dimension."""
     if not by_distance:
         return [], [PRIOR**d for d in range(1, DISTANCES + 1)]
     out: list[float] = []
