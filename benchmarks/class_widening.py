@@ -42,16 +42,14 @@ PRIOR = 1.5
 
 def _hits(band, factors: np.ndarray, r: np.ndarray, w: np.ndarray, centred: bool) -> np.ndarray:
     """(factors, levels) weights ``w`` of the residuals ``r`` inside ``band`` widened by each
-    factor about the middle of its 90 % interval (``Band.widened``), then, where ``centred``,
-    moved so that its 80 % interval's middle is 0 (``Band.centred``)."""
-    mid = (band.q05 + band.q95) / 2.0
-    ends = {q: mid + factors * (getattr(band, q) - mid) for q in ("q05", "q10", "q90", "q95")}
-    shift = (ends["q10"] + ends["q90"]) / 2.0 if centred else np.zeros_like(factors)
+    factor as the rule widens it (``Band.widened``), then, where ``centred``, centred as the rule
+    centres it (``Band.centred``)."""
     out = np.empty((len(factors), len(LEVELS)))
-    for j, (lo, hi, _) in enumerate(LEVELS):
-        low, high = ends[lo] - shift, ends[hi] - shift
-        inside = (r[None, :] >= low[:, None]) & (r[None, :] <= high[:, None])
-        out[:, j] = inside @ w
+    for i, f in enumerate(factors):
+        b = band.widened(float(f))
+        b = b.centred() if centred else b
+        for j, (lo, hi, _) in enumerate(LEVELS):
+            out[i, j] = w @ ((r >= getattr(b, lo)) & (r <= getattr(b, hi)))
     return out
 
 

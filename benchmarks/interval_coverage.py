@@ -736,16 +736,15 @@ def main() -> int:
     )
     print(render(shipped, args.format, title="The table: measured / predicted at each level"))
     print_rolling_origin(res, table, drift, args.format)
-    shipped_classes = sp.parse_classes(class_mapping(res, drift, 0), "every residual")
+    mapping = class_mapping(res, drift, 0, args.residuals)  # the shipped table's
     title = (
         "Borrowed bands on the calibration residuals (a thin class's by the table, an in-support "
-        "class's with it left out; each configuration weighing one): the fitted factor per "
-        "dimension, centred, against bands kept where their class puts them"
+        "class's with it left out; each configuration weighing one): the fitted multipliers by "
+        "distance, centred, against bands kept where their class puts them"
     )
-    shares = cw.nearest_shares(shipped_classes, res, CLASS_KEYS)
+    shares = cw.nearest_shares(sp.parse_classes(mapping, "every residual"), res, CLASS_KEYS)
     print(render(shares, args.format, title=title))
     if args.write or args.write_classes:
-        mapping = class_mapping(res, drift, 0, args.residuals)
         text = yaml.safe_dump(mapping, sort_keys=False, width=100, allow_unicode=True)
         CLASS_TABLE.write_text(CLASS_HEADER + text)
         print(f"wrote {CLASS_TABLE.relative_to(ROOT)}", file=sys.stderr)
