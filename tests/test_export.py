@@ -296,8 +296,10 @@ def test_attention_data_parallel_replicas_hold_their_attention_weights():
     on 8 H200 over 8 replicas holds its 61 layers' MLA matrices (187.1 MB each) seven more
     times, 79.9 GB, and, TensorRT-LLM running the dense blocks with the attention, its three
     dense layers' (three FP8 matrices of 7,168 x 18,432, 1.19 GB a layer) and its 58 shared
-    experts' (three of 7,168 x 2,048, 44 MB a layer) seven more times, 8.3 and 17.9 GB; so its
-    KV cache (0.9 of the memory left) is 0.9 x 106.1 GB smaller than one replica's, and 0.9 x
+    experts' (three of 7,168 x 2,048, 44 MB a layer) seven more times, 8.3 and 17.9 GB, and
+    each rank its own embedding table and output head (two of 129,280 x 7,168) in BF16, eight
+    16-bit copies for the one FP8 copy the weights count, 27.8 GB; so its KV cache (0.9 of the
+    memory left) is 0.9 x 133.9 GB smaller than one replica's, and 0.9 x
     8 x 4.29 GB more for each rank's activations at its own degree (22 buffers and whole
     dispatch scales a GPU, against 10, NCCL's and an eighth; docs/model.md §F8); the ideal
     bound (refined) keeps one copy."""
@@ -315,6 +317,8 @@ def test_attention_data_parallel_replicas_hold_their_attention_weights():
     assert attention == pytest.approx(79.89e9, rel=1e-3)
     replicas = attention + 7 * 3 * (3 * 7168 * 18432 * 1.0) + 7 * 58 * (3 * 7168 * 2048 * 1.0)
     assert replicas == pytest.approx(106.09e9, rel=1e-3)
+    replicas += (8 * 2.0 - 1.0) * 2 * 129280 * 7168
+    assert replicas == pytest.approx(133.90e9, rel=1e-3)
     assert replicated_weight_bytes(engine, 8) == pytest.approx(replicas, rel=1e-12)
     scales = 8192 * 7168 * 256 * 8 / 128 * 4
     ranks = 2 * 8192 * 7168 * 22 + scales

@@ -77,8 +77,9 @@ class Formats:
         if work.weight_block_scaled:  # a block-scaled FP8 checkpoint runs block-scaled kernels
             self.dense = BLOCK_FP8 if self.dense == "fp8" else self.dense
             self.moe = BLOCK_FP8 if self.moe == "fp8" else self.moe
-        # a quantised checkpoint keeps its output head in BF16 (ModelOpt and the engines'
-        # FP8/FP4 recipes exclude lm_head); a BF16 model's is BF16 anyway
+        # a quantised checkpoint keeps its output head and its routers' gates in BF16
+        # (ModelOpt and the engines' FP8/FP4 recipes exclude lm_head and mlp.gate); a BF16
+        # model's are BF16 anyway
         self.head = "bfloat16"
         self.kv = "fp8" if work.bytes_per_kv_element <= 1.0 else "bfloat16"
 
@@ -212,7 +213,7 @@ class _Pricer:
         return out
 
     def _gemm(self, op: Operation):
-        fmt = self.formats.head if op.work == "head" else self.formats.dense
+        fmt = self.formats.head if op.work in ("head", "router") else self.formats.dense
         s = op.shape
         return op.calls * gemm_s(self.gpu, fmt, *(_at_least_1(s[x]) for x in "mnk"))
 

@@ -539,7 +539,8 @@ def replicated_weight_bytes(model: StepModel, adiv):
     runs the attention on ``adiv`` replicas, each with all its weights (§F8): ``(adiv - 1)``
     times the attention matrices of every layer, as the step reads them (``attention_reads``),
     and the dense feed-forward blocks' where they run with the attention
-    (``dense_replica_bytes``); 0 without an engine profile or replicas."""
+    (``dense_replica_bytes``), and the embedding table and output head where each replica holds
+    its own (``StepCalls.vocabulary_replica_bytes``); 0 without an engine profile or replicas."""
     if model.engine is None:
         return 0.0
     w = model.work
@@ -547,17 +548,22 @@ def replicated_weight_bytes(model: StepModel, adiv):
     extra = replicas * (w.layers * w.attention_matrix_weight_bytes)
     if model.calls.dense_with_attention:
         extra = extra + dense_replica_bytes(model, adiv)
+    extra = extra + model.calls.vocabulary_replica_bytes(adiv, w.embedding_params)
     return float(extra) if np.ndim(extra) == 0 else extra
 
 
 def replica_weight_reads(model: StepModel, adiv, scale):
     """Seconds of the attention replicas' weight reads (``StepModel.attention_reads``): the
     attention matrices of every layer on each of ``adiv`` replicas (``scale``: p·L·a/(N·BW)),
-    and the dense blocks' copies beyond one where they run with the attention."""
+    the dense blocks' copies beyond one where they run with the attention, and the output
+    head's where each replica reads its own."""
     w = model.work
     weights = w.attention_matrix_weight_bytes * scale
     if model.calls.dense_with_attention:
         weights = weights + dense_replica_bytes(model, adiv) * (scale / (w.layers * adiv))
+    if model.calls.vocabulary_with_attention:
+        head = model.calls.vocabulary_replica_bytes(adiv, w.vocab_size * w.d_model)
+        weights = weights + head * (scale / (w.layers * adiv))
     return weights
 
 

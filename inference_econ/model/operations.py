@@ -39,8 +39,9 @@ OperationClass = Literal[
 ]
 
 #: The engine step's kernel class of an operation's work (``Operation.work``): the GEMM classes
-#: of ``efficiency.StepWork`` (projection, dense, head, expert), the KV reads of attention and
-#: a recurrent state, the activation function's rows, the elementwise rows, the logits, the
+#: of ``efficiency.StepWork`` (projection, dense, head, expert), the router's gate (a GEMM the
+#: engine step charges within its per-layer overhead), the KV reads of attention and a
+#: recurrent state, the activation function's rows, the elementwise rows, the logits, the
 #: collectives (a row-parallel all-reduce that an engine may fuse with its GEMM apart), the
 #: per-layer launch overhead and the host's.
 WorkClass = Literal[
@@ -48,6 +49,7 @@ WorkClass = Literal[
     "dense",
     "head",
     "expert",
+    "router",
     "attention",
     "state",
     "activation",
@@ -298,8 +300,8 @@ class _Builder:
 
     # --- the feed-forward blocks ------------------------------------------------------------
     def feed_forward(self) -> list[Operation]:
-        """Each layer group's feed-forward: the routed experts with their dispatch and
-        combine, the shared experts, a dense block's two GEMMs, the activation function, and
+        """Each layer group's feed-forward: the router, the routed experts with their dispatch
+        and combine, the shared experts, a dense block's two GEMMs, the activation function, and
         the reductions."""
         model = self.model
         part = self.part
@@ -322,8 +324,10 @@ class _Builder:
                 )
             own = reductions[gi * per : (gi + 1) * per]
             before = [c for c in a2a if "dispatch" in c.what]  # the combines after the GEMMs
+            router = [self._router(g)] if g.experts > 1 else []  # routes before the dispatch
             group = (
-                [self._collective(c) for c in before]
+                router
+                + [self._collective(c) for c in before]
                 + self._group(g, e, t_ff)
                 + [self._collective(c, self.fusable and g.experts <= 1) for c in own]
                 + [self._collective(c) for c in a2a if "dispatch" not in c.what]
@@ -379,6 +383,15 @@ class _Builder:
         shape = {"m": rows, "n": inner, "k": self.work.d_model}
         amounts = self._amounts(flop, weights, acts, g.layers)
         return _op("shared experts", "gemm", 2.0 * g.layers, shape, "dense", **amounts)
+
+    def _router(self, g: GroupWork) -> Operation:
+        """The router's gate: a GEMM a layer of each rank's own tokens against every expert's
+        row, in BF16 (the quantised checkpoints leave it out: ModelOpt's ``mlp.gate`` in
+        ``exclude_modules``; AIConfigurator's ``router_gemm``, ``bfloat16``). Part A counts no
+        router and the engine step charges it within its per-layer overhead: no FLOP or bytes
+        here, the kernel clock its measured time."""
+        shape = {"m": self.tokens / self.replicas, "n": g.experts, "k": self.work.d_model}
+        return _op("router", "gemm", g.layers, shape, "router")
 
     def _routed(self, g: GroupWork, e, t_ff, weights, acts) -> Operation:
         """The routed experts: a grouped GEMM a layer over the experts the tokens hit."""
@@ -453,16 +466,22 @@ class _Builder:
         # the positions sampled: a prefill pass's last token a sequence, as the engine clock's
         # head GEMM reads them (``achievable``, §F2), every token of a decode step
         sampled = self.b if model.expert_parallel_by_tokens else self.tokens
+        rows, width = sampled, w.vocab_size / self.t
+        head_bytes = w.unembedding_bytes * self.per_gpu
+        if model.calls.vocabulary_with_attention:  # each replica its own head (§F8)
+            rows, width = sampled / self.replicas, w.vocab_size / self.t_at
+            extra = model.calls.vocabulary_replica_bytes(self.adiv, w.vocab_size * w.d_model)
+            head_bytes = head_bytes + extra * self.per_gpu
         ops.append(
             _op(
                 "lm head",
                 "gemm",
                 1.0,
-                {"m": sampled, "n": w.vocab_size / self.t, "k": w.d_model},
+                {"m": rows, "n": width, "k": w.d_model},
                 "head",
                 flop=flop,
                 flop_per_gpu=flop * self.repeat / self.N,
-                weight_bytes=w.unembedding_bytes * self.per_gpu,
+                weight_bytes=head_bytes,
             )
         )
         sequences = {"sequences": self.b, "vocab": w.vocab_size / self.t}

@@ -70,6 +70,12 @@ def expert_remote_share(g, nodes):
     return distinct * (M - 1.0) / M / k
 
 
+#: Bytes a weight of the embedding table and the output head takes where an engine holds them
+#: with each attention replica (``StepCalls.vocabulary_with_attention``, §F8): 16 bits, the
+#: engines building both in the model's dtype and the quantisation recipes leaving lm_head out.
+VOCABULARY_BYTES_PER_WEIGHT = 2.0
+
+
 @dataclass(frozen=True)
 class CollectiveCalls:
     """``calls`` identical collectives in one step, each moving ``bytes_per_token · tokens``."""
@@ -232,6 +238,7 @@ class StepCalls:
     #: replica's tensor degree, their weights on every replica, nothing exchanged between
     #: replicas (else tensor-parallel over the stage).
     dense_with_attention: bool
+    vocabulary_with_attention: bool
 
     def __init__(
         self, work: Workload, machine: Machine, assumptions: Assumptions, by_tokens: bool
@@ -249,6 +256,15 @@ class StepCalls:
             and profile.dense_under_attention_dp == "data_parallel"
             and any(g.experts > 1 for g in work.groups)
         )
+        #: Whether each attention replica holds and runs its own embedding table and output
+        #: head under attention data parallelism (the engine's
+        #: ``vocabulary_under_attention_dp``, §F8): at 16 bits, the head read by every replica
+        #: for its own sequences (else split over the stage, as without replicas).
+        self.vocabulary_with_attention = bool(
+            assumptions.attention_data_parallel
+            and profile is not None
+            and profile.vocabulary_under_attention_dp == "data_parallel"
+        )
         #: Whether the MoE groups' tokens move as the engine's communication strategy picks
         #: them for the attention divisor (``expert_exchange``) rather than by §B11's
         #: all-to-all on every layout (``all_to_all``, part of the pipeline part).
@@ -257,6 +273,17 @@ class StepCalls:
             and profile.expert_exchange_by_method
             and any(g.experts > 1 for g in work.groups)
         )
+
+    def vocabulary_replica_bytes(self, adiv, params):
+        """Bytes of ``params`` weights of the embedding table or output head held (or read)
+        beyond what the weights count where each of ``adiv`` attention replicas holds its own
+        copy at 16 bits (``vocabulary_with_attention``, §F8): ``adiv`` such copies for the one
+        the weights count at the dense format; 0 otherwise, or with one replica."""
+        if not self.vocabulary_with_attention:
+            return 0.0
+        a = np.asarray(adiv, dtype=float)
+        copies = a * VOCABULARY_BYTES_PER_WEIGHT - self.work.dense_weight_bytes
+        return np.where(a > 1.0, params * copies, 0.0)
 
     def split(self, gi, g, b, t, tokens, cache: StepCache):
         """(expert degree e, feed-forward tensor degree t_ff = max(1, t/e)) of a group (§A5)."""

@@ -73,11 +73,11 @@ PREFILL_MODES: tuple[PrefillMode, ...] = get_args(PrefillMode)
 #: a launch sets ``kv_cache_config.max_attention_window``).
 SlidingWindowCache = Literal["window", "full"]
 SLIDING_WINDOW_CACHES: tuple[SlidingWindowCache, ...] = get_args(SlidingWindowCache)
-#: Where a dense feed-forward block (a MoE model's dense layers) runs under attention data
-#: parallelism (§F7): with the attention (``data_parallel``: each attention replica runs it on
-#: its own tokens with the block's weights at the replica's tensor degree, nothing exchanged
-#: between replicas) or tensor-parallel over every GPU of the stage (``tensor_parallel``: the
-#: replicas' tokens gathered before it and scattered after).
+#: Where a dense feed-forward block (a MoE model's dense layers), or the vocabulary matrices,
+#: run under attention data parallelism (§F7, §F8): with the attention (``data_parallel``: each
+#: attention replica on its own tokens with the weights at the replica's tensor degree, nothing
+#: exchanged between replicas) or tensor-parallel over every GPU of the stage
+#: (``tensor_parallel``: the replicas' tokens gathered before it and scattered after).
 DenseLayout = Literal["data_parallel", "tensor_parallel"]
 DENSE_LAYOUTS: tuple[DenseLayout, ...] = get_args(DenseLayout)
 #: How a deployment's load balancer, or a benchmark's harness, sends requests to its instances
@@ -166,8 +166,10 @@ class EngineProfile:
     prefill: PrefillMode = "chunked"
     #: What a sliding-window layer keeps of the KV cache (``SLIDING_WINDOW_CACHES``).
     sliding_window_cache: SlidingWindowCache = "window"
-    #: Where dense feed-forward blocks run under attention data parallelism (``DENSE_LAYOUTS``).
+    #: Where dense feed-forward blocks, and the embedding table and output head (each replica's
+    #: at 16 bits if with the attention), run under attention data parallelism (``DENSE_LAYOUTS``).
     dense_under_attention_dp: DenseLayout = "tensor_parallel"
+    vocabulary_under_attention_dp: DenseLayout = "tensor_parallel"
     #: The engine's default batch and token budget on some GPUs or benchmarks (first match;
     #: otherwise max_batch_requests and step_token_budget).
     limits: tuple[SchedulerLimits, ...] = ()
@@ -353,8 +355,9 @@ _OTHER_FIELDS = frozenset(
     {
         *("name", "description", "aliases", "kv_cache_fraction_of", "parallelism", "engine"),
         *("versions", "kernel_table_versions", "platform", "admission", "prefill"),
-        *("sliding_window_cache", "dense_under_attention_dp", "limits", "harnesses"),
-        *("standard_errors", "fit", "derive_from", "source_file", "derived_from"),
+        *("sliding_window_cache", "dense_under_attention_dp", "vocabulary_under_attention_dp"),
+        *("limits", "harnesses", "standard_errors", "fit", "derive_from", "source_file"),
+        "derived_from",
     }
 )
 
@@ -375,12 +378,6 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
                 value, source, key, minimum=t.minimum, maximum=t.maximum, integer=t.integer
             )
             out[key] = int(number) if t.integer else float(number)
-        elif key == "kv_cache_fraction_of":
-            if value not in FRACTION_OF:
-                raise SpecError(
-                    source, key, f"unknown value {value!r}", f"choose {' or '.join(FRACTION_OF)}"
-                )
-            out[key] = value
         elif key in CHOICES:
             if value not in CHOICES[key]:
                 raise SpecError(
@@ -448,6 +445,8 @@ CHOICES = {
     "prefill": PREFILL_MODES,
     "sliding_window_cache": SLIDING_WINDOW_CACHES,
     "dense_under_attention_dp": DENSE_LAYOUTS,
+    "vocabulary_under_attention_dp": DENSE_LAYOUTS,
+    "kv_cache_fraction_of": FRACTION_OF,
 }
 
 
