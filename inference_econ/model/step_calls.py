@@ -283,7 +283,8 @@ class StepCalls:
             return 0.0
         a = np.asarray(adiv, dtype=float)
         copies = a * VOCABULARY_BYTES_PER_WEIGHT - self.work.dense_weight_bytes
-        return np.where(a > 1.0, params * copies, 0.0)
+        out = np.where(a > 1.0, params * copies, 0.0)
+        return float(out) if out.ndim == 0 else out
 
     def split(self, gi, g, b, t, tokens, cache: StepCache):
         """(expert degree e, feed-forward tensor degree t_ff = max(1, t/e)) of a group (§A5)."""
