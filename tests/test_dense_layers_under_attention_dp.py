@@ -28,10 +28,17 @@ def ops(model: StepModel, adiv: float) -> dict:
     return {op.name: op for op in step_operations(model, N, B, 1, CONTEXT, 1, adiv, False)}
 
 
-def test_the_engines_state_where_their_dense_layers_run():
-    assert load_engine("trtllm").dense_under_attention_dp == "data_parallel"
-    assert load_engine("vllm").dense_under_attention_dp == "data_parallel"
-    assert load_engine("sglang").dense_under_attention_dp == "tensor_parallel"
+def test_the_engines_state_where_their_dense_layers_and_vocabulary_run():
+    """The embedding table and output head too (model-part-f.md §F8): TensorRT-LLM builds them
+    whole on every attention-DP rank, a vLLM data-parallel rank is an engine of its own, SGLang
+    splits the head over the whole tensor group unless --enable-dp-lm-head."""
+    for engine, layout in (
+        ("trtllm", "data_parallel"),
+        ("vllm", "data_parallel"),
+        ("sglang", "tensor_parallel"),
+    ):
+        profile = load_engine(engine)
+        assert profile.dense_under_attention_dp == profile.vocabulary_under_attention_dp == layout
 
 
 def test_tensorrt_llm_runs_each_ranks_dense_blocks_on_its_own_tokens():

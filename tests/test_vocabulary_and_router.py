@@ -10,7 +10,6 @@ from inference_econ.model.kernel_prices import gemm_s
 from inference_econ.model.latency import StepModel, replicated_weight_bytes
 from inference_econ.model.operations import step_operations
 from inference_econ.model.workload import compile_workload
-from inference_econ.specs.engine import load_engine
 
 MODEL, GPU = "Qwen3-235B-A22B", "H200"
 N, B, CONTEXT = 4, 256, 2048
@@ -26,12 +25,6 @@ def step_model(engine: str | None, preset: str = "achievable", **changes) -> Ste
 
 def ops(model: StepModel, adiv: float) -> dict:
     return {op.name: op for op in step_operations(model, N, B, 1, CONTEXT, 1, adiv, False)}
-
-
-def test_the_engines_state_where_their_vocabulary_lives_under_attention_dp():
-    assert load_engine("trtllm").vocabulary_under_attention_dp == "data_parallel"
-    assert load_engine("vllm").vocabulary_under_attention_dp == "data_parallel"
-    assert load_engine("sglang").vocabulary_under_attention_dp == "tensor_parallel"
 
 
 def test_each_attention_rank_holds_its_own_16_bit_embedding_and_head(tmp_path):
