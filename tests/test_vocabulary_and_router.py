@@ -104,3 +104,48 @@ def model_clock_seconds(step) -> list:
     from inference_econ.model.kernel_clock import KernelClock
 
     return [float(s) for s in KernelClock().seconds(step)]
+
+
+def test_each_rank_samples_its_own_sequences():
+    """Sampling follows the head: DEP4's ranks sample 64 sequences each, over the whole
+    vocabulary; split (SGLang), every GPU gathers all 256 over its quarter."""
+    mine, theirs = (
+        ops(step_model("trtllm"), 4.0)["sampling"],
+        ops(step_model("sglang"), 4.0)["sampling"],
+    )
+    assert (mine.shape["sequences"], mine.shape["vocab"]) == (B / 4, VOCAB)
+    assert (theirs.shape["sequences"], theirs.shape["vocab"]) == (B, VOCAB / 4)
+
+
+def test_the_head_reads_match_the_operation_over_pipeline_stages():
+    """Two stages of 4 GPUs, two replicas a stage: the engine step's extra reads of the head
+    are the head operation's extra bytes over HBM bandwidth, p/N of the (2·2 − 1)·V·d bytes
+    each GPU of the last stage reads beyond its split FP8 share."""
+    trt, sgl = step_model("trtllm"), step_model("sglang")
+    n, p, adiv = 8, 2, 2.0
+    part = trt.pipeline_part(n, B, 1, CONTEXT, p)
+    extra = trt.attention_reads(part, adiv)[0] - sgl.attention_reads(part, adiv)[0]
+    bandwidth = trt.machine.hbm_bandwidth_bytes_per_s
+    assert extra == pytest.approx(3.0 * VOCAB * D * p / (n * bandwidth), rel=1e-9)
+    mine = step_operations(trt, n, B, 1, CONTEXT, p, adiv, False)
+    theirs = step_operations(sgl, n, B, 1, CONTEXT, p, adiv, False)
+    head = [op.weight_bytes for s in (mine, theirs) for op in s if op.name == "lm head"]
+    assert (head[0] - head[1]) / bandwidth == pytest.approx(extra, rel=1e-9)
+    assert replicated_weight_bytes(trt, adiv) - replicated_weight_bytes(sgl, adiv) == (
+        pytest.approx(2 * VOCAB * D * (2 * 2.0 - 1.0), rel=1e-12)
+    )
+
+
+def test_a_tied_models_one_table_is_what_each_replica_holds():
+    """Qwama 0.5B (BF16) ties its embedding and output head: one 128,256 x 896 table a
+    replica (``tied_embeddings_once``), so two replicas hold one BF16 table more than the
+    weights count, 229.8 MB, beside their second copy of the attention."""
+    a = ie.preset("achievable")
+    arch = ie.load_model("Qwama 0.5B")
+    m = StepModel(compile_workload(arch, a), ie.load_hardware(GPU), a)
+    table = 128256 * 896
+    assert m.work.embedding_params == table
+    attention = arch.layers * m.work.attention_matrix_weight_bytes
+    vocabulary = replicated_weight_bytes(m, 2.0) - attention
+    assert vocabulary == pytest.approx(table * (2 * 2.0 - 2.0), rel=1e-12)
+    assert vocabulary == pytest.approx(229.8e6, rel=1e-3)

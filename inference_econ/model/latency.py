@@ -548,7 +548,8 @@ def replicated_weight_bytes(model: StepModel, adiv):
     extra = replicas * (w.layers * w.attention_matrix_weight_bytes)
     if model.calls.dense_with_attention:
         extra = extra + dense_replica_bytes(model, adiv)
-    extra = extra + model.calls.vocabulary_replica_bytes(adiv, w.embedding_params)
+    resident = w.embedding_params - w.shared_embedding_params  # a draft's shared head is held once
+    extra = extra + model.calls.vocabulary_replica_bytes(adiv, resident)
     return float(extra) if np.ndim(extra) == 0 else extra
 
 

@@ -485,6 +485,8 @@ class _Builder:
             )
         )
         sequences = {"sequences": self.b, "vocab": w.vocab_size / self.t}
+        if model.calls.vocabulary_with_attention:  # each replica samples its own sequences
+            sequences = {"sequences": self.b / self.replicas, "vocab": w.vocab_size / self.t_at}
         ops.append(_op("sampling", "sampling", 1.0, sequences, "logits"))
         kernels = w.layers * model.assumptions.kernels_per_layer
         ops.append(_op("kernel launches", "launch", kernels, {"layers": w.layers}, "launch"))

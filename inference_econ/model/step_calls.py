@@ -259,7 +259,8 @@ class StepCalls:
         #: Whether each attention replica holds and runs its own embedding table and output
         #: head under attention data parallelism (the engine's
         #: ``vocabulary_under_attention_dp``, §F8): at 16 bits, the head read by every replica
-        #: for its own sequences (else split over the stage, as without replicas).
+        #: for its own sequences (else split over the stage, as without replicas); a dense
+        #: model's too, the engines building them so for any model under attention DP.
         self.vocabulary_with_attention = bool(
             assumptions.attention_data_parallel
             and profile is not None

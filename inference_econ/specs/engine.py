@@ -166,9 +166,9 @@ class EngineProfile:
     prefill: PrefillMode = "chunked"
     #: What a sliding-window layer keeps of the KV cache (``SLIDING_WINDOW_CACHES``).
     sliding_window_cache: SlidingWindowCache = "window"
-    #: Where dense feed-forward blocks, and the embedding table and output head (each replica's
-    #: at 16 bits if with the attention), run under attention data parallelism (``DENSE_LAYOUTS``).
+    #: Where dense feed-forward blocks run under attention data parallelism (``DENSE_LAYOUTS``).
     dense_under_attention_dp: DenseLayout = "tensor_parallel"
+    #: Where the embedding table and output head live under it (each replica's in 16 bits, §F8).
     vocabulary_under_attention_dp: DenseLayout = "tensor_parallel"
     #: The engine's default batch and token budget on some GPUs or benchmarks (first match;
     #: otherwise max_batch_requests and step_token_budget).
@@ -354,10 +354,9 @@ class EngineProfile:
 _OTHER_FIELDS = frozenset(
     {
         *("name", "description", "aliases", "kv_cache_fraction_of", "parallelism", "engine"),
-        *("versions", "kernel_table_versions", "platform", "admission", "prefill"),
+        *("versions", "kernel_table_versions", "platform", "admission", "prefill", "derived_from"),
         *("sliding_window_cache", "dense_under_attention_dp", "vocabulary_under_attention_dp"),
         *("limits", "harnesses", "standard_errors", "fit", "derive_from", "source_file"),
-        "derived_from",
     }
 )
 
