@@ -47,6 +47,7 @@ from .kernel_prices import (
 from .machine import mx_gemm_bits
 from .moe import BLOCK_FP8, routing_of
 from .operations import Operation, PipelinePart, StepOperations, part_operations
+from .step_calls import VOCABULARY_BYTES_PER_WEIGHT
 from .workload import Workload
 
 #: The columns of a clock's parts (``ADDITIVE_PARTS``), by name.
@@ -77,10 +78,10 @@ class Formats:
         if work.weight_block_scaled:  # a block-scaled FP8 checkpoint runs block-scaled kernels
             self.dense = BLOCK_FP8 if self.dense == "fp8" else self.dense
             self.moe = BLOCK_FP8 if self.moe == "fp8" else self.moe
-        # a quantised checkpoint keeps its output head and its routers' gates in BF16
-        # (ModelOpt and the engines' FP8/FP4 recipes exclude lm_head and mlp.gate); a BF16
-        # model's are BF16 anyway
-        self.head = "bfloat16"
+        # a quantised checkpoint keeps its output head and its routers' gates in 16 bits
+        # (``VOCABULARY_BYTES_PER_WEIGHT``: ModelOpt and the engines' FP8/FP4 recipes exclude
+        # lm_head and mlp.gate); a BF16 model's are BF16 anyway
+        self.head = _gemm_format(8.0 * VOCABULARY_BYTES_PER_WEIGHT)
         self.kv = "fp8" if work.bytes_per_kv_element <= 1.0 else "bfloat16"
 
 

@@ -70,9 +70,10 @@ def expert_remote_share(g, nodes):
     return distinct * (M - 1.0) / M / k
 
 
-#: Bytes a weight of the embedding table and the output head takes where an engine holds them
-#: with each attention replica (``StepCalls.vocabulary_with_attention``, §F8): 16 bits, the
-#: engines building both in the model's dtype and the quantisation recipes leaving lm_head out.
+#: Bytes a weight of the embedding table and the output head takes in an engine (and of a MoE
+#: router's gate): 16 bits, the engines building them in the model's dtype and the quantisation
+#: recipes leaving lm_head and mlp.gate out; the kernel clock's head format, and what each
+#: attention replica holds (``StepCalls.vocabulary_with_attention``, §F8).
 VOCABULARY_BYTES_PER_WEIGHT = 2.0
 
 
