@@ -20,9 +20,10 @@ Parts (``--parts``, default all):
   2`` (where dask.distributed is installed; a local cluster's two worker processes) under
   refined, with their wall seconds beside one process's, each output equal to one process's.
 * ``same``: the training file's rows predicted with the module's Server search and with the
-  full walk-and-bisect search from 0.8 x the estimate (``find_knee``), in this process: the
-  count of rows whose prediction, layout or status differ (must be 0), and the simulations
-  each ran.
+  full walk-and-bisect search from 0.8 x the estimate (``find_knee``), and with every candidate
+  layout of an Offline row replayed (not only those ``_worth_replaying`` keeps), in this
+  process: the count of rows whose prediction, layout or status differ (must be 0), and the
+  simulations each ran.
 * ``mlperf``: 100 Server and Interactive rows of the newer MLPerf file, evenly spaced: CPU
   seconds per row (goal <= 0.1 s).
 * ``rows``: the training file repeated to 1,000, 10,000 and 100,000 rows (its configurations
@@ -122,6 +123,7 @@ def part_train(before: Path | None) -> None:
 def part_same() -> None:
     """Every row of the training file: the module's search against the full one."""
     from inference_econ.load import run as load_run
+    from inference_econ.measured import predicting as pr
     from inference_econ.measured import replay as rp
     from inference_econ.measured.comparison import predict_rows
     from inference_econ.measured.reading import load_measured
@@ -155,6 +157,24 @@ def part_same() -> None:
         print(
             f"training file, {preset}: {differ} of {len(rows)} rows differ from the full "
             f"search's; {n_fast} simulations against {n_slow}",
+            flush=True,
+        )
+        rp.clear()
+        runs[0] = 0
+        saved_worth, pr._worth_replaying = pr._worth_replaying, lambda cases: cases
+        try:
+            every = predict_rows(rows, preset)
+        finally:
+            pr._worth_replaying = saved_worth
+        differ = sum(
+            not (a == b or (a != a and b != b))
+            or fast[1][i] != every[1][i]
+            or fast[2][i] != every[2][i]
+            for i, (a, b) in enumerate(zip(fast[0], every[0]))
+        )
+        print(
+            f"training file, {preset}: {differ} of {len(rows)} rows differ from replaying every "
+            f"layout of an Offline row; {n_fast} simulations against {runs[0]}",
             flush=True,
         )
 

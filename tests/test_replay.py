@@ -401,6 +401,36 @@ def test_a_layout_is_bisected_only_where_it_can_be_the_rows_best(tmp_path, small
         assert rp.bracket(plan.load[k])[1] * 1.05 <= held
 
 
+def test_an_offline_row_replays_the_layouts_that_can_serve_most(tmp_path, monkeypatch):
+    """An Offline row whose layout is not stated replays the candidate layouts whose
+    steady-state estimate is within ``RANKING_SHARE`` of the best one's: MLPerf v4.1 Llama 2
+    70B Offline on 8 L40S (Fujitsu, the training file) has three, estimated at 0.42, 0.71
+    and 1 of the best; the one replayed is the one that serves most when all three are, with
+    the same figures."""
+    train = (DATA / "benchmarks_train.csv").read_text().splitlines()
+    line = next(ln for ln in train if "CDI_L40Sx8_TRT/llama2-70b-99/Offline" in ln)
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([train[0], line]) + "\n")
+    rows = load_measured(path)
+    rp.clear()
+    plan = pr.build_plan(rows, "achievable")
+    estimates = {k: rp.estimate(c).throughput for k, c in plan.load.items()}
+    top = max(estimates.values())
+    assert len(plan.load) == 3
+    assert sorted(round(v / top, 2) for v in estimates.values()) == [0.42, 0.71, 1.0]
+    replayed = []
+    replay = rp.replay
+    monkeypatch.setattr(rp, "replay", lambda c: replayed.append(c) or replay(c))
+    pruned = pr._load_pairs(plan)
+    assert len(replayed) == 1 and set(pruned) == {max(estimates, key=estimates.get)}
+    monkeypatch.setattr(rp, "RANKING_SHARE", 0.0)  # every layout replayed
+    full = pr._load_pairs(plan)
+    monkeypatch.undo()
+    rp.clear()
+    best = max(full, key=lambda k: full[k][1])
+    assert len(full) == 3 and pruned == {best: full[best]}
+
+
 def _full_search(probe, targets, start, guess, early=None, held=None, refine=True):
     """``find_knee_from``'s question asked as ``find_knee`` asks it: the walk from ``start``
     and five bisections, whatever the guess (or the walk alone for a bracket)."""

@@ -597,9 +597,13 @@ def _row_pairs(i: int, q: str, per_gpu: float, scenario: str, cases: list) -> di
     cannot see the TTFT limit, which long prompts make bind first on narrower instances);
     of those, a layout whose load search's walk failed a load that another's held, less
     ``replay.BRACKET_MARGIN``, is not bisected (``replay.bracket``: it serves less and cannot
-    be the row's best); rows with the same case share every simulation."""
+    be the row's best). An Offline row replays the layouts whose estimate is within
+    ``replay.RANKING_SHARE`` of the best one's (``_worth_replaying``). Rows with the same case
+    share every simulation."""
     if scenario in ("server", "interactive") and len(cases) > 1:
         cases = _worth_searching(cases)
+    elif scenario == "offline" and len(cases) > 1:
+        cases = _worth_replaying(cases)
     out = {}
     for j, case in cases:
         o = rp.replay(case)
@@ -612,6 +616,21 @@ def _row_pairs(i: int, q: str, per_gpu: float, scenario: str, cases: list) -> di
             score = o.throughput
         out[(i, j)] = (value, score if o.ok else -math.inf, o.note)
     return out
+
+
+def _worth_replaying(cases: list) -> list:
+    """The candidate layouts of an Offline row worth replaying (``_row_pairs``): those whose
+    steady-state estimate is within ``RANKING_SHARE`` of the best one's (all of them where no
+    estimate is finite). The replay of an Offline row is its engine at its most load, which
+    the estimate ranks: on the training file's 30 and the newer MLPerf rounds' 129 Offline
+    rows with several layouts, the layout whose replay serves most was the estimate's best
+    or within 0.89 of it."""
+    guesses = [(rp.estimate(c).throughput, j) for j, c in cases]
+    top = max((g for g, _ in guesses if np.isfinite(g)), default=math.nan)
+    if not np.isfinite(top):
+        return cases
+    keep = {j for g, j in guesses if g >= rp.RANKING_SHARE * top}
+    return [(j, c) for j, c in cases if j in keep]
 
 
 def _worth_searching(cases: list) -> list:

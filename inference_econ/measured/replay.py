@@ -83,8 +83,8 @@ SERVER_DURATION_S = 600.0
 #: Interactive rows: median |error| 0.145 at 1, 0.137 at 0.995, 0.154 at 0.99, 0.195 at 0.98;
 #: ``benchmarks/server_share.py``, docs/model.md §F9) before the newer rounds were predicted with it.
 SUBMITTED_LOAD_SHARE = 0.995
-#: Layouts of a Server row are simulated when their steady-state estimate is at least this
-#: share of the best layout's (the others are left out: ``estimate``).
+#: Layouts of a Server or Offline row are simulated when their steady-state estimate is at
+#: least this share of the best layout's (the others are left out: ``estimate``).
 RANKING_SHARE = 0.8
 #: A layout of a Server row is dropped after its load search's walk (``bracket``) when the
 #: lowest load it failed at is below another layout's highest held load by this factor: its
