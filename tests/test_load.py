@@ -803,6 +803,29 @@ def test_a_prefill_pool_behind_a_router_queues_less_than_random_shares(llama8b):
     assert abs(jsq.tpot_s.p50 / rand.tpot_s.p50 - 1.0) < 0.1  # the decode side alike
 
 
+def test_a_prefill_pool_is_run_as_far_as_a_decode_instance_takes_its_first_tokens(llama8b):
+    """A group of four prefill instances behind ``least_outstanding`` receives four times a
+    decode instance's requests, whose first tokens are those of the group's first prompts: the
+    pool run only as far as those need (``taken_only``, as a measured row's replay runs it)
+    gives exactly the whole run's first tokens and hand-over, over fewer prompts. Near the
+    pool's capacity prompts that arrive after the 800th share its last steps, so the run cut
+    at the 800th would move four of their first tokens: the run goes on until the first prompt
+    it leaves out arrives after the last of them (here over 1,728 prompts, 800 and 64 more
+    first)."""
+    from inference_econ.load.run import prefill_handoff
+
+    t = make_traffic(65, "lognormal:2500:0.3", "200", requests=800, seed=0)
+    pre = build_instance(llama8b, 1)
+    args = (pre, llama8b, llama8b, 1, t, 4, 2, "least_outstanding")
+    whole = prefill_handoff(*args)
+    taken = prefill_handoff(*args, taken_only=True)
+    assert len(whole.prefill_run.first_token_s) == 3200 and len(whole.stream.arrival_s) == 800
+    assert len(taken.prefill_run.first_token_s) == 1728
+    assert np.array_equal(taken.ttft_s, whole.ttft_s) and np.isfinite(whole.ttft_s).all()
+    assert np.array_equal(taken.order, whole.order)
+    assert np.array_equal(taken.handed.arrival_s, whole.handed.arrival_s)
+
+
 def test_summarise_is_what_the_result_reports(llama8b):
     inst = build_instance(llama8b, 1)
     t = make_traffic(5, "100", "10", requests=200, seed=0)

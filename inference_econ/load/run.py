@@ -10,6 +10,7 @@ so they run one engine model the same way.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -146,20 +147,21 @@ def prefill_handoff(
     prefill_instances: int,
     decode_instances: int,
     router: RouterPolicy = "random",
+    taken_only: bool = False,
 ) -> Handoff:
     """The prefill pool's first tokens and the requests it hands one decode instance (§E5):
     its instances serve the prompts (one alone with its random share, or up to ``GROUP``
     behind ``router``, §E10), each emits a first token, and the KV cache crosses the NICs to
-    the decode instance. The two pools' delays are taken as independent."""
+    the decode instance. The two pools' delays are taken as independent. ``taken_only``: the
+    prefill run is of the requests whose first tokens the decode instance's take and no more
+    (``_pool_run``; the same first tokens, a shorter ``prefill_run``)."""
     k = int(prefill_instances)
     g = min(k, GROUP) if router != "random" else 1
     ps = traffic.stream(k, g)
-    prompts_only = Arrivals(
-        ps.arrival_s, ps.prompt_tokens, np.ones_like(ps.output_tokens), ps.sharing
-    )
-    pre_run = simulate_run(pre, Run(traffic, k, g, router, requests=prompts_only))
-    pool_ttft = pre_run.first_token_s - ps.arrival_s
     s = traffic.stream(decode_instances)
+    taken = min(len(s), len(ps)) if taken_only else len(ps)
+    pre_run = _pool_run(pre, Run(traffic, k, g, router), ps, taken)
+    pool_ttft = pre_run.first_token_s[:taken] - ps.arrival_s[:taken]
     ttft = pool_ttft[np.arange(len(s)) % len(pool_ttft)]
     prompts = s.prompt_tokens.astype(float)
     moved = _moved_s(dec_setting, pre_setting, prompts, pre.gpus, dec_gpus)
@@ -167,6 +169,40 @@ def prefill_handoff(
     order = np.argsort(np.where(np.isfinite(ready), ready, np.inf), kind="stable")
     handed = Arrivals(ready[order], s.prompt_tokens[order], s.output_tokens[order])
     return Handoff(pre_run, s, ttft, order, handed)
+
+
+#: Requests beyond those a decode instance takes first tokens from that a prefill run first
+#: takes (``_pool_run``), as a share of those: the prompts arriving while the last of theirs
+#: are still prefilling.
+POOL_RUN_MARGIN = 1.0 / 16.0
+
+
+def _pool_run(pre: Instance, run: Run, ps: Arrivals, taken: int) -> RunRecord:
+    """The prefill pool's run of the prompts of ``ps`` (each one token of output) as far as
+    the first ``taken`` of them need: the run is causal, so a prompt that arrives after the
+    last of their first tokens cannot move them, and the run of the prompts before it gives
+    those first tokens exactly as the whole run does. The run is taken over the first
+    ``taken`` and ``POOL_RUN_MARGIN`` more, then twice as many, until the first prompt left
+    out arrives after the last of their first tokens; the whole stream where a prefix share
+    of the prompts (``ps.sharing``) or a capacity counted over all of them
+    (``simulate.cache_counted_in_reads``) ties each to every other."""
+    whole = len(ps)
+    tied = ps.sharing is not None or (pre.windowed and not pre.work.cache_windows)
+    short = not tied and 0 < taken < whole
+    m = taken + max(64, int(taken * POOL_RUN_MARGIN)) if short else whole
+    while True:
+        m = min(m, whole)
+        part = slice(0, m)
+        prompts_only = Arrivals(
+            ps.arrival_s[part],
+            ps.prompt_tokens[part],
+            np.ones_like(ps.output_tokens[part]),
+            ps.sharing,
+        )
+        record = simulate_run(pre, dataclasses.replace(run, requests=prompts_only))
+        if m == whole or ps.arrival_s[m] > np.max(record.first_token_s[:taken]):
+            return record
+        m *= 2
 
 
 def _moved_s(decode: Setting, prefill: Setting, prompt_tokens, pre_gpus: int, dec_gpus: int):

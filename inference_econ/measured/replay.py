@@ -697,6 +697,7 @@ def _through_prefill_pool(case: LoadCase, inst, traffic: Traffic):
         case.prefill[2],
         case.replicas,
         PREFILL_ROUTER,
+        taken_only=True,
     )
     record = simulate_run(inst, Run(traffic, prefilled=True, requests=hand.handed))
     sent = hand.stream.arrival_s[hand.order]
