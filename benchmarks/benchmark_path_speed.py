@@ -148,12 +148,7 @@ def part_same() -> None:
             finally:
                 rp.find_knee_from = saved
         (fast, n_fast), (slow, n_slow) = answers
-        differ = sum(
-            not (a == b or (a != a and b != b))
-            or fast[1][i] != slow[1][i]
-            or fast[2][i] != slow[2][i]
-            for i, (a, b) in enumerate(zip(fast[0], slow[0]))
-        )
+        differ = _differing(fast, slow)
         print(
             f"training file, {preset}: {differ} of {len(rows)} rows differ from the full "
             f"search's; {n_fast} simulations against {n_slow}",
@@ -166,17 +161,21 @@ def part_same() -> None:
             every = predict_rows(rows, preset)
         finally:
             pr._worth_replaying = saved_worth
-        differ = sum(
-            not (a == b or (a != a and b != b))
-            or fast[1][i] != every[1][i]
-            or fast[2][i] != every[2][i]
-            for i, (a, b) in enumerate(zip(fast[0], every[0]))
-        )
+        differ = _differing(fast, every)
         print(
             f"training file, {preset}: {differ} of {len(rows)} rows differ from replaying every "
             f"layout of an Offline row; {n_fast} simulations against {runs[0]}",
             flush=True,
         )
+
+
+def _differing(one, other) -> int:
+    """Rows whose prediction (NaN equal to NaN), layout or status differ between two
+    ``predict_rows`` answers."""
+    return sum(
+        not (a == b or (a != a and b != b)) or one[1][i] != other[1][i] or one[2][i] != other[2][i]
+        for i, (a, b) in enumerate(zip(one[0], other[0]))
+    )
 
 
 def part_mlperf(before: Path | None, with_before: bool) -> None:
