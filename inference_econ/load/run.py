@@ -182,8 +182,9 @@ def _pool_run(pre: Instance, run: Run, ps: Arrivals, taken: int) -> RunRecord:
     the first ``taken`` of them need: the run is causal, so a prompt that arrives after the
     last of their first tokens cannot move them, and the run of the prompts before it gives
     those first tokens exactly as the whole run does. The run is taken over the first
-    ``taken`` and ``POOL_RUN_MARGIN`` more, then twice as many, until the first prompt left
-    out arrives after the last of their first tokens; the whole stream where a prefix share
+    ``taken`` and ``POOL_RUN_MARGIN`` more, then again over every prompt that arrives by the
+    last of their first tokens and as many more, until the first prompt left out arrives after
+    it (a prompt let in may move it later); the whole stream where a prefix share
     of the prompts (``ps.sharing``) or a capacity counted over all of them
     (``simulate.cache_counted_in_reads``) ties each to every other."""
     whole = len(ps)
@@ -200,9 +201,12 @@ def _pool_run(pre: Instance, run: Run, ps: Arrivals, taken: int) -> RunRecord:
             ps.sharing,
         )
         record = simulate_run(pre, dataclasses.replace(run, requests=prompts_only))
-        if m == whole or ps.arrival_s[m] > np.max(record.first_token_s[:taken]):
+        last = np.max(record.first_token_s[:taken])
+        if m == whole or ps.arrival_s[m] > last:
             return record
-        m *= 2
+        # every prompt that arrives by then, and the margin: their steps may move it later
+        reach = int(np.searchsorted(ps.arrival_s, last, side="right")) if last < np.inf else whole
+        m = reach + max(64, int(taken * POOL_RUN_MARGIN))
 
 
 def _moved_s(decode: Setting, prefill: Setting, prompt_tokens, pre_gpus: int, dec_gpus: int):
