@@ -186,9 +186,11 @@ def _pool_run(pre: Instance, run: Run, ps: Arrivals, taken: int) -> RunRecord:
     last of their first tokens and as many more, until the first prompt left out arrives after
     it (a prompt let in may move it later); the whole stream where a prefix share
     of the prompts (``ps.sharing``) or a capacity counted over all of them
-    (``simulate.cache_counted_in_reads``) ties each to every other."""
+    (``simulate.cache_counted_in_reads``) ties each to every other, or where the prompts are
+    not in the order they arrive."""
     whole = len(ps)
     tied = ps.sharing is not None or (pre.windowed and not pre.work.cache_windows)
+    tied = tied or bool(np.any(np.diff(ps.arrival_s) < 0.0))
     short = not tied and 0 < taken < whole
     m = taken + max(64, int(taken * POOL_RUN_MARGIN)) if short else whole
     while True:
