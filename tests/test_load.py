@@ -803,27 +803,36 @@ def test_a_prefill_pool_behind_a_router_queues_less_than_random_shares(llama8b):
     assert abs(jsq.tpot_s.p50 / rand.tpot_s.p50 - 1.0) < 0.1  # the decode side alike
 
 
-def test_a_prefill_pool_is_run_as_far_as_a_decode_instance_takes_its_first_tokens(llama8b):
+def test_a_prefill_pool_is_run_as_far_as_a_decode_instance_takes_its_first_tokens(
+    llama8b, monkeypatch
+):
     """A group of four prefill instances behind ``least_outstanding`` receives four times a
     decode instance's requests, whose first tokens are those of the group's first prompts: the
     pool run only as far as those need (``taken_only``, as a measured row's replay runs it)
     gives exactly the whole run's first tokens and hand-over, over fewer prompts. Near the
-    pool's capacity prompts that arrive after the 800th share its last steps, so the run cut
-    at the 800th would move four of their first tokens: the run goes on until the first prompt
-    it leaves out arrives after the last of them (800 and 64 more first, then the 867 that
-    arrive by the last of their first tokens and 64 more)."""
-    from inference_econ.load.run import prefill_handoff
+    pool's capacity prompts that arrive after the 800th share its last steps, so a run cut at
+    the 800th moves four of their first tokens: with no margin the rule runs 800 prompts, then
+    the 864 that arrive by the last first token it needs, then the 867 that arrive by that
+    one's, where the first prompt left out arrives after it."""
+    from inference_econ.load import run
 
     t = make_traffic(65, "lognormal:2500:0.3", "200", requests=800, seed=0)
     pre = build_instance(llama8b, 1)
     args = (pre, llama8b, llama8b, 1, t, 4, 2, "least_outstanding")
-    whole = prefill_handoff(*args)
-    taken = prefill_handoff(*args, taken_only=True)
+    whole = run.prefill_handoff(*args)
+    monkeypatch.setattr(run, "POOL_RUN_FLOOR", 0)
+    monkeypatch.setattr(run, "POOL_RUN_MARGIN", 0.0)
+    taken = run.prefill_handoff(*args, taken_only=True)
     assert len(whole.prefill_run.first_token_s) == 3200 and len(whole.stream.arrival_s) == 800
-    assert len(taken.prefill_run.first_token_s) == 931
+    assert len(taken.prefill_run.first_token_s) == 867
     assert np.array_equal(taken.ttft_s, whole.ttft_s) and np.isfinite(whole.ttft_s).all()
     assert np.array_equal(taken.order, whole.order)
     assert np.array_equal(taken.handed.arrival_s, whole.handed.arrival_s)
+    # prompts out of the order they arrive: the cut cannot be read, so the whole stream runs
+    ps = t.stream(4, 4)
+    backwards = Arrivals(ps.arrival_s[::-1], ps.prompt_tokens[::-1], ps.output_tokens[::-1])
+    routed = run.Run(t, 4, 4, "least_outstanding")
+    assert len(run._pool_run(pre, routed, backwards, 800).first_token_s) == 3200
 
 
 def test_summarise_is_what_the_result_reports(llama8b):

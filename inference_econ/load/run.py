@@ -153,8 +153,8 @@ def prefill_handoff(
     its instances serve the prompts (one alone with its random share, or up to ``GROUP``
     behind ``router``, §E10), each emits a first token, and the KV cache crosses the NICs to
     the decode instance. The two pools' delays are taken as independent. ``taken_only``: the
-    prefill run is of the requests whose first tokens the decode instance's take and no more
-    (``_pool_run``; the same first tokens, a shorter ``prefill_run``)."""
+    prefill run goes only as far as the first tokens the decode instance's requests take
+    (``_pool_run``: the same first tokens, a shorter ``prefill_run``)."""
     k = int(prefill_instances)
     g = min(k, GROUP) if router != "random" else 1
     ps = traffic.stream(k, g)
@@ -171,28 +171,30 @@ def prefill_handoff(
     return Handoff(pre_run, s, ttft, order, handed)
 
 
-#: Requests beyond those a decode instance takes first tokens from that a prefill run first
-#: takes (``_pool_run``), as a share of those: the prompts arriving while the last of theirs
-#: are still prefilling.
+#: Prompts a shortened prefill run takes beyond those it must (``_pool_run``), as a share of
+#: the prompts whose first tokens are read, and at least ``POOL_RUN_FLOOR``: those arriving
+#: while the last of theirs are still prefilling, so that one run is usually enough.
 POOL_RUN_MARGIN = 1.0 / 16.0
+POOL_RUN_FLOOR = 64
 
 
 def _pool_run(pre: Instance, run: Run, ps: Arrivals, taken: int) -> RunRecord:
     """The prefill pool's run of the prompts of ``ps`` (each one token of output) as far as
     the first ``taken`` of them need: the run is causal, so a prompt that arrives after the
     last of their first tokens cannot move them, and the run of the prompts before it gives
-    those first tokens exactly as the whole run does. The run is taken over the first
-    ``taken`` and ``POOL_RUN_MARGIN`` more, then again over every prompt that arrives by the
-    last of their first tokens and as many more, until the first prompt left out arrives after
-    it (a prompt let in may move it later); the whole stream where a prefix share
-    of the prompts (``ps.sharing``) or a capacity counted over all of them
-    (``simulate.cache_counted_in_reads``) ties each to every other, or where the prompts are
-    not in the order they arrive."""
+    those first tokens exactly as the whole run does (it warns of the longest prompt it runs,
+    not of a longer one left out). The run is taken over the first ``taken`` and a margin
+    (``POOL_RUN_MARGIN``, ``POOL_RUN_FLOOR``), then, where the first prompt left out arrives
+    before the last of their first tokens, again over every prompt that arrives by then and
+    the margin (a prompt let in may move it later), until none left out arrives before it; the
+    whole stream where a prefix share of the prompts (``ps.sharing``) or a capacity counted
+    over all of them (``simulate.cache_counted_in_reads``) ties each to every other, or where
+    the prompts are not in the order they arrive."""
     whole = len(ps)
     tied = ps.sharing is not None or (pre.windowed and not pre.work.cache_windows)
     tied = tied or bool(np.any(np.diff(ps.arrival_s) < 0.0))
-    short = not tied and 0 < taken < whole
-    m = taken + max(64, int(taken * POOL_RUN_MARGIN)) if short else whole
+    margin = max(POOL_RUN_FLOOR, int(taken * POOL_RUN_MARGIN))
+    m = taken + margin if not tied and 0 < taken < whole else whole
     while True:
         m = min(m, whole)
         part = slice(0, m)
@@ -203,12 +205,14 @@ def _pool_run(pre: Instance, run: Run, ps: Arrivals, taken: int) -> RunRecord:
             ps.sharing,
         )
         record = simulate_run(pre, dataclasses.replace(run, requests=prompts_only))
+        if m == whole:
+            return record
         last = np.max(record.first_token_s[:taken])
-        if m == whole or ps.arrival_s[m] > last:
+        if ps.arrival_s[m] > last:
             return record
         # every prompt that arrives by then, and the margin: their steps may move it later
         reach = int(np.searchsorted(ps.arrival_s, last, side="right")) if last < np.inf else whole
-        m = reach + max(64, int(taken * POOL_RUN_MARGIN))
+        m = reach + margin
 
 
 def _moved_s(decode: Setting, prefill: Setting, prompt_tokens, pre_gpus: int, dec_gpus: int):

@@ -622,9 +622,9 @@ def _worth_replaying(cases: list) -> list:
     """The candidate layouts of an Offline row worth replaying (``_row_pairs``): those whose
     steady-state estimate is within ``RANKING_SHARE`` of the best one's (all of them where no
     estimate is finite). The replay of an Offline row is its engine at its most load, which
-    the estimate ranks: on the training file's 30 and the newer MLPerf rounds' 129 Offline
-    rows with several layouts, the layout whose replay serves most was the estimate's best
-    or within 0.89 of it."""
+    the estimate ranks: of the distinct Offline rows with several layouts that the training
+    file (30) and the newer MLPerf rounds (129) predict, the layout whose replay serves most
+    was the estimate's best or within 0.89 of it."""
     guesses = [(rp.estimate(c).throughput, j) for j, c in cases]
     top = max((g for g, _ in guesses if np.isfinite(g)), default=math.nan)
     if not np.isfinite(top):
