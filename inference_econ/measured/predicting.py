@@ -618,33 +618,40 @@ def _row_pairs(i: int, q: str, per_gpu: float, scenario: str, cases: list) -> di
     return out
 
 
+def _ranked(cases: list, extra=lambda ranked: set()) -> list:
+    """The candidate layouts whose steady-state estimate is within ``RANKING_SHARE`` of the
+    best one's, and those ``extra`` picks from the (estimate, index, case) of the finitely
+    estimated; all of them where no estimate is finite."""
+    guesses = [(rp.estimate(c).throughput, j, c) for j, c in cases]
+    ranked = [g for g in guesses if np.isfinite(g[0])]
+    if not ranked:
+        return cases
+    top = max(g for g, _, _ in ranked)
+    keep = {j for g, j, _ in guesses if g >= rp.RANKING_SHARE * top} | extra(ranked)
+    return [(j, c) for j, c in cases if j in keep]
+
+
 def _worth_replaying(cases: list) -> list:
     """The candidate layouts of an Offline row worth replaying (``_row_pairs``): those whose
-    steady-state estimate is within ``RANKING_SHARE`` of the best one's (all of them where no
-    estimate is finite). The replay of an Offline row is its engine at its most load, which
-    the estimate ranks: of the distinct Offline rows with several layouts that the training
-    file (30) and the newer MLPerf rounds (129) predict, the layout whose replay serves most
-    was the estimate's best or within 0.89 of it."""
-    guesses = [(rp.estimate(c).throughput, j) for j, c in cases]
-    top = max((g for g, _ in guesses if np.isfinite(g)), default=math.nan)
-    if not np.isfinite(top):
-        return cases
-    keep = {j for g, j in guesses if g >= rp.RANKING_SHARE * top}
-    return [(j, c) for j, c in cases if j in keep]
+    steady-state estimate is within ``RANKING_SHARE`` of the best one's (``_ranked``). The
+    replay of an Offline row is its engine at its most load, which the estimate ranks: of the
+    distinct Offline rows with several layouts that the training file (30) and the newer
+    MLPerf rounds (129) predict, the layout whose replay serves most was the estimate's best
+    or within 0.89 of it."""
+    return _ranked(cases)
 
 
 def _worth_searching(cases: list) -> list:
     """The candidate layouts of a Server or Interactive row worth a full load search
-    (``_row_pairs``): within ``RANKING_SHARE`` of the best estimate or the widest, and not
-    bracketed below another's held load by ``BRACKET_MARGIN``."""
-    guesses = [(rp.estimate(c).throughput, j, c) for j, c in cases]
-    top = max((g for g, _, _ in guesses if np.isfinite(g)), default=math.nan)
-    if np.isfinite(top):
-        widest = max(c.tensor for _, c in cases)
-        wide = [(g, j) for g, j, c in guesses if c.tensor == widest and np.isfinite(g)]
-        keep = {j for g, j, _ in guesses if g >= rp.RANKING_SHARE * top}
-        keep |= {max(wide)[1]} if wide else set()
-        cases = [(j, c) for j, c in cases if j in keep]
+    (``_row_pairs``): within ``RANKING_SHARE`` of the best estimate or the widest
+    (``_ranked``), and not bracketed below another's held load by ``BRACKET_MARGIN``."""
+    widest = max(c.tensor for _, c in cases)
+
+    def the_widest(ranked: list) -> set:
+        wide = [(g, j) for g, j, c in ranked if c.tensor == widest]
+        return {max(wide)[1]} if wide else set()
+
+    cases = _ranked(cases, the_widest)
     if len(cases) < 2:
         return cases
     found: dict = {}  # walk each search; bisect only where the answer can win
