@@ -10,7 +10,8 @@ a small KV cache that preempts, runs stopped at latency limits, closed-loop clie
 requests (a disaggregated decode pool), speculation with draft heads and with a draft model,
 sliding-window models (gpt-oss-120b with contexts about its window, attention DP and shared
 prefixes; Gemma 3 27B with a small cache and with EAGLE heads, whose fractional steps take
-the prefix sums), a pipeline with bubbles (refined preset), engine profiles
+the prefix sums), SGLang's attention ranks with prompts first (plain and windowed, a small
+cache, closed-loop clients), a pipeline with bubbles (refined preset), engine profiles
 (achievable: TensorRT-LLM and vLLM), a prefix cache with shared prefixes and with sessions, and
 routers over a group of instances. Every array of every ``RunRecord`` is compared with
 ``np.array_equal`` (NaN equal to NaN) and every other field with ``==``. It prints each
@@ -141,6 +142,36 @@ def cases():
         oss,
         make_traffic(6, "200", "150", requests=400, seed=0, shared_prefix_tokens=800).stream(),
         gpus=2,
+    )
+    # SGLang's attention ranks, prompts first: the ranks that prefill wait (the batch moved
+    # from either side), with a plain and a windowed model, and with closed-loop clients
+    for name, model in (("Qwen3-30B-A3B", "Qwen3-30B-A3B"), ("gpt-oss-120b", "gpt-oss-120b")):
+        sgl = make_setting(model, "H100", assumptions="achievable", engine="sglang")
+        add(
+            f"{name} sglang, attention DP over 4, prompts first",
+            sgl,
+            make_traffic(80, *lengths, requests=1500, seed=7).stream(),
+            EngineConfig(prefill="chunked_separate"),
+            gpus=4,
+            layout=EngineLayout(4, 1, 4.0, False),
+        )
+    add(
+        "Qwen3-30B-A3B sglang, attention DP over 4, prompts first, small cache",
+        make_setting("Qwen3-30B-A3B", "H100", assumptions="achievable", engine="sglang"),
+        heavy,
+        EngineConfig(prefill="chunked_separate"),
+        gpus=4,
+        layout=EngineLayout(4, 1, 4.0, False),
+        cap=0.05,
+    )
+    add(
+        "Qwen3-30B-A3B sglang, attention DP over 4, 64 clients",
+        make_setting("Qwen3-30B-A3B", "H100", assumptions="achievable", engine="sglang"),
+        busy,
+        EngineConfig(prefill="chunked_separate"),
+        gpus=4,
+        layout=EngineLayout(4, 1, 4.0, False),
+        clients=64,
     )
     gemma = make_setting("Gemma 3 27B", "H100", assumptions="achievable")
     add(

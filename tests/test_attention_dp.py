@@ -178,6 +178,44 @@ def test_prompts_first_pause_only_the_ranks_that_prefill(dsv3):
     assert np.all(mixed.finish_s[:8] == mixed.finish_s[0])
 
 
+def test_prompts_first_move_either_side_of_the_batch_for_the_same_run(dsv3, monkeypatch):
+    """In a step where only the ranks without prompts decode, the simulator moves the smaller
+    side: the decoding requests a token on, or, where fewer wait, the waiting ones a token
+    back while the whole batch advances. Both give the same run, every number of its record:
+    600 Poisson requests over 8 ranks, most steps' prompts on one or two ranks."""
+    import inference_econ.load.simulate as sim
+
+    rng = np.random.default_rng(0)
+    n = 600
+    arrivals = Arrivals(
+        np.cumsum(rng.exponential(1.0 / 8.0, n)),
+        rng.integers(200, 2000, n),
+        rng.integers(20, 200, n),
+    )
+    inst = _instance(dsv3, prefill="chunked_separate", admission="recompute")
+    moves: dict = {1: 0, -1: 0}
+    shift = sim.shift_some
+
+    def counted(e, ids, step):
+        moves[step] += 1
+        shift(e, ids, step)
+
+    monkeypatch.setattr(sim, "shift_some", counted)
+    either = simulate(inst, arrivals)
+    assert moves[-1] > moves[1] > 0  # both sides moved, the waiting side most often
+    monkeypatch.setattr(sim._Engine, "order_free", lambda self: False)
+    moves[1] = moves[-1] = 0
+    decoding = simulate(inst, arrivals)
+    assert moves[-1] == 0 and moves[1] > 0
+    for f in dataclasses.fields(either):
+        a, b = getattr(either, f.name), getattr(decoding, f.name)
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b, equal_nan=True), f.name
+        elif not dataclasses.is_dataclass(a):
+            assert a == b or (a != a and b != b), f.name
+    assert np.array_equal(either.finish_s, decoding.finish_s) and np.isfinite(either.finish_s).all()
+
+
 def test_without_rank_scheduling_nothing_changes_and_ranks_pool(dsv3):
     """The ideal engine pools the ranks (no ``rank_scheduling``): its runs are the pooled
     engine's, and balancing needs ranks of their own (a pooled instance ignores it)."""

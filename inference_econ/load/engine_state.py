@@ -541,24 +541,26 @@ class EngineState:
             self.trim()
 
 
-def advance_some(e: EngineState, ids: list) -> None:
-    """Requests ``ids`` of engine ``e`` decode one token in a step whose other decoding
-    requests wait (the attention ranks that prefill, where prompts run first): each one's
-    context grows by a token and its last token comes a step sooner."""
+def shift_some(e: EngineState, ids: list, step: int) -> None:
+    """Requests ``ids`` of engine ``e`` move ``step`` tokens against the rest of its batch
+    (``+1``: they decode a token in a step whose other decoding requests wait, the attention
+    ranks that prefill where prompts run first; ``-1``: they wait in a step that advances
+    ``G``, the same move seen from the others): each one's base grows by ``step`` and its last
+    token comes ``step`` steps sooner."""
     running, end_of, by_end, ends = e.running, e.end_of, e.by_end, e.ends
     windowed, bases = e.windowed, e.bases
     for i in ids:
         base = running[i]
-        running[i] = base + 1
+        running[i] = base + step
         if windowed:
             bases.leave(base)
-            bases.join(base + 1)
+            bases.join(base + step)
         end = end_of[i]
         same = by_end[end]
         same.remove(i)
         if not same:
             del by_end[end]
-        end -= 1
+        end -= step
         end_of[i] = end
         others = by_end.get(end)
         if others is None:
@@ -566,7 +568,7 @@ def advance_some(e: EngineState, ids: list) -> None:
             heapq.heappush(ends, end)
         else:
             others.append(i)
-    e.sum_base += len(ids)
+    e.sum_base += step * len(ids)
     e.changes += 1  # the cached sums of positions are stale
 
 

@@ -61,8 +61,8 @@ from .engine_state import (
     EngineState,
     admissible_by,
     admits_now,
-    advance_some,
     cadence_cut,
+    shift_some,
 )
 from .records import Requests, RunRecord, record
 from .scheduling import PREFILL, admission
@@ -366,13 +366,18 @@ class _Engine(EngineState):
         separate = self.separate
         moving: list = []  # under prompts first: the requests of the ranks without prompts
         if separate:
-            busy = {ranks.rank_of[x[0]] for x, _ in plan}
-            moving = [i for i in self.running if ranks.rank_of[i] not in busy]
-            contexts = [self.running[i] + self.G for i in moving]
-            decode_q = sum(map(self.pos, contexts))  # their layer-positions, read by the step
-            grow = self.layers * len(moving)  # what their next tokens add
+            rank_of, running, G = ranks.rank_of, self.running, self.G
+            busy = {rank_of[x[0]] for x, _ in plan}
+            moving = [i for i in running if rank_of[i] not in busy]
+            # their layer-positions, read by the step, and what their next tokens add
             if self.windowed:
+                contexts = [running[i] + G for i in moving]
+                decode_q = sum(map(self.pos, contexts))
                 grow = sum(self.pos(c + 1) for c in contexts) - decode_q
+            else:  # ``pos`` inline: the same products, summed in the same order
+                layers = self.layers
+                decode_q = sum([layers * (running[i] + G) for i in moving])
+                grow = layers * len(moving)
             if moving and self.used() + grow > self.cap:
                 moving, decode_q = [], 0.0  # no room for their tokens: they wait as the rest
             D = len(moving)
@@ -399,13 +404,35 @@ class _Engine(EngineState):
         if prefilled:
             end = prefilling.index(prefilled[-1]) + 1
             prefilling[:end] = [x for x in prefilling[:end] if x[1] < x[2]]
+        advance = 0.0 if separate or not D else 1.0
         if moving:
-            advance_some(self, moving)
+            held = len(self.running) - len(moving)
+            if held < len(moving) and self.order_free():
+                # the same step seen from the other side: the batch advances, the prefilling
+                # ranks' requests wait (fewer to move; the same contexts and ends, all whole)
+                shift_some(self, [i for i in self.running if rank_of[i] in busy], -1)
+                advance = 1.0
+            else:
+                shift_some(self, moving, 1)
         self.end_prompt_step(
-            dt, alone, D, flop, 0.0 if separate or not D else 1.0, None, separate and not D,
-            prefilled, total, sum(chunks),
-        )  # fmt: skip
+            dt, alone, D, flop, advance, None, separate and not D, prefilled, total, sum(chunks)
+        )
         return True
+
+    def order_free(self) -> bool:
+        """Whether the order in which requests finishing in one step are handed on moves
+        nothing (no closed-loop clients, shared prompts, prefix cache, progress reports or
+        promises), and every context and end is a whole number (no speculation): then a step
+        may move either side of its batch (``rank_step``) for the same run."""
+        r = self.req
+        return (
+            self.draft is None
+            and self.cache is None
+            and self.clients is None
+            and self.progress is None
+            and r.sharing is None
+            and self.release_promised is None
+        )
 
     # --- a run of decode steps -------------------------------------------------------------
     def decode_run(self, admit_more: bool, horizon: float = np.inf, most: int = 0) -> None:
