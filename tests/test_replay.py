@@ -460,6 +460,51 @@ def test_the_guessed_search_answers_as_the_full_search(tmp_path, small_runs, mon
     assert np.array_equal(guessed[0], full[0]) and guessed[1:] == full[1:]
 
 
+def test_a_search_guesses_below_an_estimate_whose_prompts_overflow_the_steps(
+    tmp_path, small_runs, monkeypatch
+):
+    """The steady-state estimate's batch of a Server row of 3,000-token prompts and 100
+    output tokens on one H200 takes 31 step tokens a request, more than TensorRT-LLM's
+    8,192-token steps hold: its search's first guess is the estimate times ``GUESS_SHARE``
+    times the share of that batch whose prompts fit, near the answer (about half the
+    estimate), not above it; the answer is the full search's."""
+    rows = rows_of(
+        tmp_path,
+        "s,Llama-3.1-8B,FP8,H200,1,TP1,n/a,3000,100,throughput,2000,tokens/s,"
+        '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=400ms",server',
+    )
+    seen: dict = {}
+    search, gallop = rp._search, rp.find_knee_from
+
+    def searched(case, inst, requests, refine=True):
+        seen.setdefault("case", (case, inst))
+        return search(case, inst, requests, refine)
+
+    def galloped(probe, targets, start, guess, **kw):
+        seen.setdefault("guess", (start, guess))
+        knee = gallop(probe, targets, start, guess, **kw)
+        seen["knee"] = knee.max_rate_per_s
+        return knee
+
+    monkeypatch.setattr(rp, "_search", searched)
+    monkeypatch.setattr(rp, "find_knee_from", galloped)
+    guessed = comparison.predict_rows(rows, "achievable")
+    (case, inst), (start, guess) = seen["case"], seen["guess"]
+    est = rp.estimate(case)
+    batch = est.streams / case.replicas
+    need = batch * (1 + 3000 / 100)
+    assert inst.table.max_tokens == 8192 and need > 2 * 8192
+    expected = est.rate_per_s * rp.GUESS_SHARE * 8192 / need
+    assert guess == load_search.grid_rate(start, load_search.grid_index(start, expected))
+    assert 0.6 * seen["knee"] < guess < seen["knee"]  # near the answer, below it
+    assert rp.GUESS_SHARE * est.rate_per_s > 1.5 * seen["knee"]  # the estimate's share: far above
+    rp.clear()
+    monkeypatch.setattr(rp, "find_knee_from", _full_search)
+    full = comparison.predict_rows(rows, "achievable")
+    assert np.isfinite(full[0]).all() and full[2] == ["ok"]
+    assert np.array_equal(guessed[0], full[0]) and guessed[1:] == full[1:]
+
+
 def test_a_server_run_issues_at_least_the_benchmarks_samples(tmp_path):
     """MLPerf's LLM benchmarks run their latency scenarios in equal-issue mode (LoadGen's
     mlperf.conf: ``llama3_1-405b.*.sample_concatenate_permutation = 1``): a Server run issues

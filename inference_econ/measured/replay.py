@@ -562,7 +562,7 @@ def _search(case: LoadCase, inst, requests, refine: bool = True):
     if requests is None:
         requests = server_requests(case, est)
     start = float(f"{0.8 * est.rate_per_s:.3g}")
-    guess, held = _guess(case, requests, targets, start, est.rate_per_s)
+    guess, held = _guess(case, requests, targets, start, est, inst.table.max_tokens)
     # only verdicts are read, and those are the whole runs': a failing run stops once it
     # certainly misses the limits, a holding one is whole
     knee = find_knee_from(
@@ -583,8 +583,7 @@ def _search(case: LoadCase, inst, requests, refine: bool = True):
 #: search of the same configuration: the median over the training file's searches (engine
 #: profiles, achievable preset: 0.80-1.05, median 0.94; the ideal engine, whose answer is
 #: read at its most load, refined preset: median 0.99). It moves only the search's cost.
-GUESS_SHARE = 0.94
-GUESS_SHARE_IDEAL = 0.99
+GUESS_SHARE, GUESS_SHARE_IDEAL = 0.94, 0.99
 #: The last answer over its estimate of each configuration searched (``configuration``).
 _SHARES: dict[tuple, float] = {}
 
@@ -596,13 +595,18 @@ def configuration(case: LoadCase) -> tuple:
     return (case.setting.model, case.setting.gpu, case.prompt, case.output, case.limits)
 
 
-def _guess(case: LoadCase, requests: int, targets: Targets, start: float, estimated: float):
+def _guess(case: LoadCase, requests: int, targets: Targets, start: float, est, max_tokens):
     """(the guess of a Server search's answer, the most load a kept run of it held or None):
     its estimate times the last share of its configuration's searched (``_SHARES``, else
-    ``GUESS_SHARE``), within what its kept runs (``fails_at``'s, an earlier bracket's) say:
+    ``GUESS_SHARE`` and the share of the estimate's batch whose prompts fit the steps' budget
+    of ``max_tokens``), within what its kept runs (``fails_at``'s, an earlier bracket's) say:
     at least a load held, below a load failed."""
-    default = GUESS_SHARE_IDEAL if case.load_share == 1.0 else GUESS_SHARE
-    at = grid_index(start, estimated * _SHARES.get(configuration(case), default))
+    share = _SHARES.get(configuration(case))
+    if share is None:  # a batch whose prompts the step budget cannot take in: fewer decode
+        share = GUESS_SHARE_IDEAL if case.load_share == 1.0 else GUESS_SHARE
+        need = est.streams / case.replicas * (1.0 + case.prompt[0] / max(case.output[0], 1.0))
+        share *= min(1.0, max_tokens / need) if need > 0.0 else 1.0
+    at = grid_index(start, est.rate_per_s * share)
     held, failed = 0.0, math.inf
     for key, run in _RUNS.items():
         if key[0] == case and key[1] == requests and run.stopped_for in (None, targets):
