@@ -144,35 +144,25 @@ def cases():
         gpus=2,
     )
     # SGLang's attention ranks, prompts first: the ranks that prefill wait (the batch moved
-    # from either side), with a plain and a windowed model, and with closed-loop clients
-    for name, model in (("Qwen3-30B-A3B", "Qwen3-30B-A3B"), ("gpt-oss-120b", "gpt-oss-120b")):
-        sgl = make_setting(model, "H100", assumptions="achievable", engine="sglang")
+    # from either side), with a plain and a windowed model, a small cache and closed-loop clients
+    sgl = {m: make_setting(m, "H100", assumptions="achievable", engine="sglang") for m in
+           ("Qwen3-30B-A3B", "gpt-oss-120b")}  # fmt: skip
+    seven = make_traffic(80, *lengths, requests=1500, seed=7).stream()
+    for name, model, arrivals, kw in (
+        ("Qwen3-30B-A3B", "Qwen3-30B-A3B", seven, {}),
+        ("gpt-oss-120b", "gpt-oss-120b", seven, {}),
+        ("Qwen3-30B-A3B, small cache", "Qwen3-30B-A3B", heavy, {"cap": 0.05}),
+        ("Qwen3-30B-A3B, 64 clients", "Qwen3-30B-A3B", busy, {"clients": 64}),
+    ):
         add(
             f"{name} sglang, attention DP over 4, prompts first",
-            sgl,
-            make_traffic(80, *lengths, requests=1500, seed=7).stream(),
+            sgl[model],
+            arrivals,
             EngineConfig(prefill="chunked_separate"),
             gpus=4,
             layout=EngineLayout(4, 1, 4.0, False),
+            **kw,
         )
-    add(
-        "Qwen3-30B-A3B sglang, attention DP over 4, prompts first, small cache",
-        make_setting("Qwen3-30B-A3B", "H100", assumptions="achievable", engine="sglang"),
-        heavy,
-        EngineConfig(prefill="chunked_separate"),
-        gpus=4,
-        layout=EngineLayout(4, 1, 4.0, False),
-        cap=0.05,
-    )
-    add(
-        "Qwen3-30B-A3B sglang, attention DP over 4, 64 clients",
-        make_setting("Qwen3-30B-A3B", "H100", assumptions="achievable", engine="sglang"),
-        busy,
-        EngineConfig(prefill="chunked_separate"),
-        gpus=4,
-        layout=EngineLayout(4, 1, 4.0, False),
-        clients=64,
-    )
     gemma = make_setting("Gemma 3 27B", "H100", assumptions="achievable")
     add(
         "Gemma 3 27B windowed, small cache",
