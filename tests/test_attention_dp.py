@@ -182,8 +182,8 @@ def test_prompts_first_move_either_side_of_the_batch_for_the_same_run(dsv3, monk
     """In a step where only the ranks without prompts decode, the simulator moves the smaller
     side: the decoding requests a token on, or, where fewer wait, the waiting ones a token
     back while the whole batch advances. Both give the same run, every number of its record:
-    600 Poisson requests over 8 ranks, most steps' prompts on one or two ranks."""
-    import inference_econ.load.simulate as sim
+    600 Poisson requests at 8 a second over 8 ranks, most prompts' steps on one rank."""
+    import inference_econ.load.engine_state as es
 
     rng = np.random.default_rng(0)
     n = 600
@@ -194,16 +194,16 @@ def test_prompts_first_move_either_side_of_the_batch_for_the_same_run(dsv3, monk
     )
     inst = _instance(dsv3, prefill="chunked_separate", admission="recompute")
     moves: dict = {1: 0, -1: 0}
-    shift = sim.shift_some
+    shift = es.shift_some
 
     def counted(e, ids, step):
         moves[step] += 1
         shift(e, ids, step)
 
-    monkeypatch.setattr(sim, "shift_some", counted)
+    monkeypatch.setattr(es, "shift_some", counted)
     either = simulate(inst, arrivals)
     assert moves[-1] > moves[1] > 0  # both sides moved, the waiting side most often
-    monkeypatch.setattr(sim._Engine, "order_free", lambda self: False)
+    monkeypatch.setattr(es, "order_free", lambda e: False)
     moves[1] = moves[-1] = 0
     decoding = simulate(inst, arrivals)
     assert moves[-1] == 0 and moves[1] > 0

@@ -541,6 +541,34 @@ class EngineState:
             self.trim()
 
 
+def order_free(e: EngineState) -> bool:
+    """Whether the order in which requests finishing in one step are handed on moves nothing
+    (no closed-loop clients, shared prompts, prefix cache, progress reports or promises), and
+    every context and end is a whole number (no speculation): then a step may move either side
+    of its batch (``decode_beside``) for the same run."""
+    return (
+        e.draft is None
+        and e.cache is None
+        and e.clients is None
+        and e.progress is None
+        and e.req.sharing is None
+        and e.release_promised is None
+    )
+
+
+def decode_beside(e: EngineState, moving: list, rank_of, busy) -> float:
+    """A step of prompts on the attention ranks ``busy`` (``rank_of``: each request's rank)
+    beside which the other ranks' requests ``moving`` decode a token, prompts run first: the
+    tokens ``G`` gains. Where fewer requests wait than decode (and ``order_free``), the whole
+    batch advances and the waiting ones move a token back, else the decoding ones a token on:
+    every context and end a whole number, the two are the same run."""
+    if len(e.running) - len(moving) < len(moving) and order_free(e):
+        shift_some(e, [i for i in e.running if rank_of[i] in busy], -1)
+        return 1.0
+    shift_some(e, moving, 1)
+    return 0.0
+
+
 def shift_some(e: EngineState, ids: list, step: int) -> None:
     """Requests ``ids`` of engine ``e`` move ``step`` tokens against the rest of its batch
     (``+1``: they decode a token in a step whose other decoding requests wait, the attention

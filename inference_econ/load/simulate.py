@@ -62,7 +62,7 @@ from .engine_state import (
     admissible_by,
     admits_now,
     cadence_cut,
-    shift_some,
+    decode_beside,
 )
 from .records import Requests, RunRecord, record
 from .scheduling import PREFILL, admission
@@ -369,15 +369,13 @@ class _Engine(EngineState):
             rank_of, running, G = ranks.rank_of, self.running, self.G
             busy = {rank_of[x[0]] for x, _ in plan}
             moving = [i for i in running if rank_of[i] not in busy]
-            # their layer-positions, read by the step, and what their next tokens add
-            if self.windowed:
+            layers, grow = self.layers, self.layers * len(moving)  # what their next tokens add
+            if self.windowed:  # their layer-positions, read by the step
                 contexts = [running[i] + G for i in moving]
                 decode_q = sum(map(self.pos, contexts))
                 grow = sum(self.pos(c + 1) for c in contexts) - decode_q
             else:  # ``pos`` inline: the same products, summed in the same order
-                layers = self.layers
                 decode_q = sum([layers * (running[i] + G) for i in moving])
-                grow = layers * len(moving)
             if moving and self.used() + grow > self.cap:
                 moving, decode_q = [], 0.0  # no room for their tokens: they wait as the rest
             D = len(moving)
@@ -406,33 +404,11 @@ class _Engine(EngineState):
             prefilling[:end] = [x for x in prefilling[:end] if x[1] < x[2]]
         advance = 0.0 if separate or not D else 1.0
         if moving:
-            held = len(self.running) - len(moving)
-            if held < len(moving) and self.order_free():
-                # the same step seen from the other side: the batch advances, the prefilling
-                # ranks' requests wait (fewer to move; the same contexts and ends, all whole)
-                shift_some(self, [i for i in self.running if rank_of[i] in busy], -1)
-                advance = 1.0
-            else:
-                shift_some(self, moving, 1)
+            advance = decode_beside(self, moving, rank_of, busy)
         self.end_prompt_step(
             dt, alone, D, flop, advance, None, separate and not D, prefilled, total, sum(chunks)
         )
         return True
-
-    def order_free(self) -> bool:
-        """Whether the order in which requests finishing in one step are handed on moves
-        nothing (no closed-loop clients, shared prompts, prefix cache, progress reports or
-        promises), and every context and end is a whole number (no speculation): then a step
-        may move either side of its batch (``rank_step``) for the same run."""
-        r = self.req
-        return (
-            self.draft is None
-            and self.cache is None
-            and self.clients is None
-            and self.progress is None
-            and r.sharing is None
-            and self.release_promised is None
-        )
 
     # --- a run of decode steps -------------------------------------------------------------
     def decode_run(self, admit_more: bool, horizon: float = np.inf, most: int = 0) -> None:
