@@ -460,44 +460,34 @@ def test_the_guessed_search_answers_as_the_full_search(tmp_path, small_runs, mon
     assert np.array_equal(guessed[0], full[0]) and guessed[1:] == full[1:]
 
 
-def test_a_search_guesses_below_an_estimate_whose_prompts_overflow_the_steps(
+def test_the_estimate_takes_only_the_batch_whose_prompts_its_steps_take_in(
     tmp_path, small_runs, monkeypatch
 ):
-    """The steady-state estimate's batch of a Server row of 3,000-token prompts and 100
-    output tokens on one H200 takes 31 step tokens a request, more than TensorRT-LLM's
-    8,192-token steps hold: its search's first guess is the estimate times ``GUESS_SHARE``
-    times the share of that batch whose prompts fit, near the answer (about half the
-    estimate), not above it; the answer is the full search's."""
+    """A Server row of 3,000-token prompts and 100 output tokens on one H200: each finished
+    request's prompt enters the same steps, 31 step tokens a request, so TensorRT-LLM's
+    8,192-token steps hold a batch of at most 8,192 / 31 = 264 (the KV cache and the TPOT
+    limit allow more). The steady-state estimate is that batch's, near the search's answer,
+    which is the full search's."""
     rows = rows_of(
         tmp_path,
         "s,Llama-3.1-8B,FP8,H200,1,TP1,n/a,3000,100,throughput,2000,tokens/s,"
         '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=400ms",server',
     )
     seen: dict = {}
-    search, gallop = rp._search, rp.find_knee_from
+    search = rp._search
 
     def searched(case, inst, requests, refine=True):
-        seen.setdefault("case", (case, inst))
-        return search(case, inst, requests, refine)
-
-    def galloped(probe, targets, start, guess, **kw):
-        seen.setdefault("guess", (start, guess))
-        knee = gallop(probe, targets, start, guess, **kw)
-        seen["knee"] = knee.max_rate_per_s
+        knee = search(case, inst, requests, refine)
+        seen.update(case=case, inst=inst, knee=knee.max_rate_per_s)
         return knee
 
     monkeypatch.setattr(rp, "_search", searched)
-    monkeypatch.setattr(rp, "find_knee_from", galloped)
     guessed = comparison.predict_rows(rows, "achievable")
-    (case, inst), (start, guess) = seen["case"], seen["guess"]
+    case, inst = seen["case"], seen["inst"]
     est = rp.estimate(case)
-    batch = est.streams / case.replicas
-    need = batch * (1 + 3000 / 100)
-    assert inst.table.max_tokens == 8192 and need > 2 * 8192
-    expected = est.rate_per_s * rp.GUESS_SHARE * 8192 / need
-    assert guess == load_search.grid_rate(start, load_search.grid_index(start, expected))
-    assert 0.6 * seen["knee"] < guess < seen["knee"]  # near the answer, below it
-    assert rp.GUESS_SHARE * est.rate_per_s > 1.5 * seen["knee"]  # the estimate's share: far above
+    assert inst.config.step_token_budget == 8192 and case.replicas == 1
+    assert est.streams == 264  # round(8192 / 31): the budget, not the cache or the limit, binds
+    assert 0.7 * est.rate_per_s < seen["knee"] < 1.3 * est.rate_per_s
     rp.clear()
     monkeypatch.setattr(rp, "find_knee_from", _full_search)
     full = comparison.predict_rows(rows, "achievable")

@@ -562,7 +562,7 @@ def _search(case: LoadCase, inst, requests, refine: bool = True):
     if requests is None:
         requests = server_requests(case, est)
     start = float(f"{0.8 * est.rate_per_s:.3g}")
-    guess, held = _guess(case, requests, targets, start, est, inst.table.max_tokens)
+    guess, held = _guess(case, requests, targets, start, est.rate_per_s)
     # only verdicts are read, and those are the whole runs': a failing run stops once it
     # certainly misses the limits, a holding one is whole
     knee = find_knee_from(
@@ -580,9 +580,10 @@ def _search(case: LoadCase, inst, requests, refine: bool = True):
 
 
 #: The guess of a Server search's answer, as a share of its steady-state estimate, before any
-#: search of the same configuration: the median over the training file's searches (engine
-#: profiles, achievable preset: 0.80-1.05, median 0.94; the ideal engine, whose answer is
-#: read at its most load, refined preset: median 0.99). It moves only the search's cost.
+#: search of the same configuration: the median over the training file's searches when it was
+#: chosen (engine profiles, achievable preset: 0.94; the ideal engine, whose answer is read at
+#: its most load, refined preset: 0.99; with the estimate held to the step budget, 0.93-0.99,
+#: median 0.96, and 0.96-1.07, median 1.00). It moves only the search's cost.
 GUESS_SHARE, GUESS_SHARE_IDEAL = 0.94, 0.99
 #: The last answer over its estimate of each configuration searched (``configuration``).
 _SHARES: dict[tuple, float] = {}
@@ -595,18 +596,13 @@ def configuration(case: LoadCase) -> tuple:
     return (case.setting.model, case.setting.gpu, case.prompt, case.output, case.limits)
 
 
-def _guess(case: LoadCase, requests: int, targets: Targets, start: float, est, max_tokens):
+def _guess(case: LoadCase, requests: int, targets: Targets, start: float, estimated: float):
     """(the guess of a Server search's answer, the most load a kept run of it held or None):
     its estimate times the last share of its configuration's searched (``_SHARES``, else
-    ``GUESS_SHARE`` and the share of the estimate's batch whose prompts fit the steps' budget
-    of ``max_tokens``), within what its kept runs (``fails_at``'s, an earlier bracket's) say:
+    ``GUESS_SHARE``), within what its kept runs (``fails_at``'s, an earlier bracket's) say:
     at least a load held, below a load failed."""
-    share = _SHARES.get(configuration(case))
-    if share is None:  # a batch whose prompts the step budget cannot take in: fewer decode
-        share = GUESS_SHARE_IDEAL if case.load_share == 1.0 else GUESS_SHARE
-        need = est.streams / case.replicas * (1.0 + case.prompt[0] / max(case.output[0], 1.0))
-        share *= min(1.0, max_tokens / need) if need > 0.0 else 1.0
-    at = grid_index(start, est.rate_per_s * share)
+    default = GUESS_SHARE_IDEAL if case.load_share == 1.0 else GUESS_SHARE
+    at = grid_index(start, estimated * _SHARES.get(configuration(case), default))
     held, failed = 0.0, math.inf
     for key, run in _RUNS.items():
         if key[0] == case and key[1] == requests and run.stopped_for in (None, targets):
@@ -763,10 +759,10 @@ def bracket(case: LoadCase) -> tuple[float, float]:
 def estimate(case: LoadCase) -> Outcome:
     """A steady-state estimate of a served case (no simulation): the largest batch whose mean
     step - decoding requests at the mean context plus the prompts that replace them, spread
-    over the steps - stays within the TPOT limit (or the largest the scheduler and the KV cache
-    allow), and its throughput. It ranks a row's layouts and starts the load search; no
-    prediction is read from it (cached: a row's search, its ranking and its layouts' walks
-    read it many times)."""
+    over the steps - stays within the TPOT limit (or the largest the batch limit, the KV cache
+    and the step's token budget, which takes in those prompts, allow), and its throughput. It
+    ranks a row's layouts and starts the load search; no prediction is read from it (cached: a
+    row's search, its ranking and its layouts' walks read it many times)."""
     try:
         inst = instance(case)
     except InfeasibleError as exc:
@@ -779,6 +775,8 @@ def estimate(case: LoadCase) -> Outcome:
     else:
         held = inst.kv_capacity / max(float(inst.held(ctx)), 1.0)
     top = max(1.0, min(float(case.config.max_batch_requests), held))
+    if not case.prefilled:  # each step takes in the prompts of the requests it finishes
+        top = max(1.0, min(top, inst.config.step_token_budget / (1.0 + n_in / n_out)))
     limit = case.limits[1] if case.limits else math.inf
     best = None
     for B in np.unique(np.geomspace(1.0, top, 32).round()):
