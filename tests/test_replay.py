@@ -467,7 +467,8 @@ def test_the_estimate_takes_only_the_batch_whose_prompts_its_steps_take_in(
     request's prompt enters the same steps, 31 step tokens a request, so TensorRT-LLM's
     8,192-token steps hold a batch of at most 8,192 / 31 = 264 (the KV cache and the TPOT
     limit allow more). The steady-state estimate is that batch's, near the search's answer,
-    which is the full search's."""
+    which is the full search's; under an engine that runs prompts in steps of their own the
+    budget bounds no batch."""
     rows = rows_of(
         tmp_path,
         "s,Llama-3.1-8B,FP8,H200,1,TP1,n/a,3000,100,throughput,2000,tokens/s,"
@@ -493,6 +494,15 @@ def test_the_estimate_takes_only_the_batch_whose_prompts_its_steps_take_in(
     full = comparison.predict_rows(rows, "achievable")
     assert np.isfinite(full[0]).all() and full[2] == ["ok"]
     assert np.array_equal(guessed[0], full[0]) and guessed[1:] == full[1:]
+    # SGLang runs its prompts in steps of their own: its budget does not bound the batch
+    sglang = rows_of(
+        tmp_path,
+        "s,Llama-3.1-8B,FP8,H200,1,TP1,n/a,3000,100,throughput,2000,tokens/s,"
+        '"SGLang; constraints p99 TTFT<=2000ms, p99 TPOT<=400ms",server',
+    )
+    comparison.predict_rows(sglang, "achievable")
+    case, inst = seen["case"], seen["inst"]
+    assert inst.config.prefill == "chunked_separate" and rp.estimate(case).streams > 300
 
 
 def test_a_server_run_issues_at_least_the_benchmarks_samples(tmp_path):

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..load.arrivals import Arrivals, Traffic
-from ..load.engine import EngineConfig, Instance
+from ..load.engine import PROMPTS_FIRST, EngineConfig, Instance
 from ..load.lengths import Lengths
 from ..load.results import LoadResult
 from ..load.routing import RouterPolicy
@@ -760,9 +760,9 @@ def estimate(case: LoadCase) -> Outcome:
     """A steady-state estimate of a served case (no simulation): the largest batch whose mean
     step - decoding requests at the mean context plus the prompts that replace them, spread
     over the steps - stays within the TPOT limit (or the largest the batch limit, the KV cache
-    and the step's token budget, which takes in those prompts, allow), and its throughput. It
-    ranks a row's layouts and starts the load search; no prediction is read from it (cached: a
-    row's search, its ranking and its layouts' walks read it many times)."""
+    and, where prompts share steps with decoding, the step's token budget allow), and its
+    throughput. It ranks a row's layouts and starts the load search; no prediction is read
+    from it (cached: a row's search, its ranking and its layouts' walks read it many times)."""
     try:
         inst = instance(case)
     except InfeasibleError as exc:
@@ -775,7 +775,8 @@ def estimate(case: LoadCase) -> Outcome:
     else:
         held = inst.kv_capacity / max(float(inst.held(ctx)), 1.0)
     top = max(1.0, min(float(case.config.max_batch_requests), held))
-    if not case.prefilled:  # each step takes in the prompts of the requests it finishes
+    if not case.prefilled and inst.config.prefill not in PROMPTS_FIRST:
+        # each step takes in the prompts of the requests it finishes, beside its decoding
         top = max(1.0, min(top, inst.config.step_token_budget / (1.0 + n_in / n_out)))
     limit = case.limits[1] if case.limits else math.inf
     best = None
