@@ -437,6 +437,34 @@ def _full_search(probe, targets, start, guess, early=None, held=None, refine=Tru
     return load_search.find_knee(probe, targets, start, early=early, refine=5 if refine else 0)
 
 
+def test_a_like_configuration_searched_first_guesses_the_next_ones_answer(
+    tmp_path, small_runs, monkeypatch
+):
+    """Two submitters' runs of one benchmark differ in their measured output lengths by a few
+    tokens, so they are two configurations; the second's search starts from the share of its
+    estimate the first's answer was (``replay._alike``): on the answer, in the held run there,
+    the failed one above it and the run read below it, where alone it walks from the default
+    guess; the same prediction either way. Llama 3.1 8B on one H200, 3,000 / 100 and 103
+    tokens."""
+    line = (
+        "s,Llama-3.1-8B,FP8,H200,1,TP1,n/a,3000,{out},throughput,2000,tokens/s,"
+        '"TensorRT-LLM; constraints p99 TTFT<=2000ms, p99 TPOT<=400ms",server'
+    )
+    first, second = (rows_of(tmp_path, line.format(out=n)) for n in (100, 103))
+    runs = []
+    counted = rp._any_limit
+    monkeypatch.setattr(rp, "_any_limit", lambda inst, run: runs.append(1) or counted(inst, run))
+    alone = comparison.predict_rows(second, "achievable")
+    n_alone = len(runs)
+    rp.clear()
+    comparison.predict_rows(first, "achievable")
+    del runs[:]
+    after = comparison.predict_rows(second, "achievable")
+    assert len(runs) <= 3 < n_alone
+    assert np.isfinite(alone[0]).all()
+    assert np.array_equal(alone[0], after[0]) and alone[1:] == after[1:]
+
+
 def test_the_guessed_search_answers_as_the_full_search(tmp_path, small_runs, monkeypatch):
     """Server rows' load searches start from a guess of their answer (their estimate times a
     share, what kept runs say) and gallop to it (``find_knee_from``): every row's prediction,

@@ -65,23 +65,17 @@ FILL_TIMES = 3.0
 #: ``*.Server.min_duration = 600000`` ms) and issues every sample of the benchmark's
 #: performance set equally often (``sample_concatenate_permutation = 1`` for the LLM
 #: benchmarks: at least ``performance_sample_count_override`` requests, ``LoadCase.issued``;
-#: 8,313 for Llama 3.1 405B, hours at its load), and its p99s are taken over the whole run. Near its
-#: most load a compute-bound engine fills slowly: the batch grows until its slower steps match
-#: the arrivals, so a short run judges a load the benchmark holds as one the engine cannot keep
-#: up with, and reads its latencies before the batch has formed. A load is held when the run's
-#: p99s meet the limits (``MLPerfRun``): LoadGen's rule, not the keep-up test of §E4.
+#: 8,313 for Llama 3.1 405B, hours at its load), its p99s over the whole run. A compute-bound
+#: engine fills slowly near its most load, so a short run judges a load the benchmark holds as
+#: one it cannot keep up with. A load is held when the run's p99s meet the limits
+#: (``MLPerfRun``): LoadGen's rule, not the keep-up test of §E4.
 SERVER_DURATION_S = 600.0
 #: A Server or Interactive row's figures are read from a run at this share of the most load its
-#: search held. At that most load the run's p99 TTFT is ill-conditioned: the search stops within
-#: a bisection of the load where the queue starts to outgrow the engine, and half a percent
-#: less load moves it from the row's limit to a fraction of it (MLPerf v5.1 Llama 2 70B Server
-#: on 8 B200: 1.88 s at the most load held, 0.33 s at 0.99 of it, throughput 0.6 % lower). A
-#: submitter cannot run there either: its target rate has to pass a run whose work varies by
-#: about the spread of the mean request, ``cv / sqrt(samples)`` (output lengths' coefficient of
-#: variation near 1 over 24,576 samples: 0.6 %), so it is set a little below the most load held.
-#: Chosen on the older rounds only (the training file's and MLPerf v5.0's 416 Server and
-#: Interactive rows: median |error| 0.145 at 1, 0.137 at 0.995, 0.154 at 0.99, 0.195 at 0.98;
-#: ``benchmarks/server_share.py``, docs/model.md §F9) before the newer rounds were predicted with it.
+#: search held, where the p99 TTFT is ill-conditioned (MLPerf v5.1 Llama 2 70B Server on 8 B200:
+#: 1.88 s there, 0.33 s at 0.99 of it); a submitter's target rate must pass a run whose work
+#: varies by ``cv / sqrt(samples)`` (0.6 %), so it sits a little below. Chosen on the older
+#: rounds' 416 Server and Interactive rows (median |error| 0.145 at 1, 0.137 at 0.995, 0.154 at
+#: 0.99; ``benchmarks/server_share.py``, docs/model.md §F9) before the newer ones were predicted.
 SUBMITTED_LOAD_SHARE = 0.995
 #: Layouts of a Server or Offline row are simulated when their steady-state estimate is at
 #: least this share of the best layout's (the others are left out: ``estimate``).
@@ -92,8 +86,7 @@ RANKING_SHARE = 0.8
 #: this much less load - more than a run's steady window can blur - and cannot be the row's
 #: best layout. Its bisections (five of its seven runs) are not run.
 BRACKET_MARGIN = 1.05
-#: Runs of the Server load searches kept (``_run``): the walk of ``bracket`` and the search of
-#: ``replay`` share them.
+#: Runs of the Server load searches kept (``_run``), shared by ``bracket`` and ``replay``.
 RUNS_KEPT = 512
 #: Closed-loop and offline runs: this many requests per client or per running request, within
 #: the bounds below (enough to reach the steady state several times over).
@@ -575,19 +568,17 @@ def _search(case: LoadCase, inst, requests, refine: bool = True):
         refine=refine,
     )
     if refine and knee.max_rate_per_s > 0 and est.rate_per_s > 0:
-        _SHARES[configuration(case)] = knee.max_rate_per_s / est.rate_per_s
+        _SHARES[configuration(case)] = _SHARES[_alike(case)] = knee.max_rate_per_s / est.rate_per_s
     return knee
 
 
-#: The guess of a Server search's answer over its steady-state estimate before any search of
-#: its configuration. Ideal engine (refined): 0.99, the training file's median. Engine profiles
-#: (achievable): 0.97, on or just below the answer, where a search costs two runs (one held,
-#: one failed above it); each point the guess lies below costs a whole run more. Of the training
-#: file's first searches the answer sat 3 grid points (3.3 %) above a guess of 0.94 in 6 of 11,
-#: of 100 newer MLPerf Server/Interactive rows' in 23 of the 49 at or above it (0.97: 14 % less
-#: CPU there, 7 % on the newer file). Cost only (``benchmark_path_speed.py --parts same``).
+#: The guess of a Server search's answer over its estimate before any search of a like case
+#: (``_alike``). Ideal engine: 0.99, the training file's median. Engine profiles: 0.97, on or
+#: just below the answer (a search from there costs two runs; each point below, a held run
+#: more): the training file's first answers sat 3 points (3.3 %) above 0.94 in 6 of 11, a newer
+#: MLPerf sample's in 23 of 49 (0.97: 7 % less CPU on the newer file). Cost only.
 GUESS_SHARE, GUESS_SHARE_IDEAL = 0.97, 0.99
-#: The last answer over its estimate of each configuration searched (``configuration``).
+#: The last answer over its estimate by configuration searched (``configuration``, ``_alike``).
 _SHARES: dict[tuple, float] = {}
 
 
@@ -598,13 +589,22 @@ def configuration(case: LoadCase) -> tuple:
     return (case.setting.model, case.setting.gpu, case.prompt, case.output, case.limits)
 
 
+def _alike(case: LoadCase) -> tuple:
+    """Configurations whose answers sit alike against their estimates: one model, GPU and limits,
+    mean lengths in one ninth of an octave (other submitters' runs of a benchmark differ by a few
+    tokens), attention DP or not. A guess from them where the case's own configuration was never
+    searched: the newer MLPerf file 490 -> 473 s of CPU (ideal 451 -> 424), no answer moved."""
+    bins = tuple(round(8.0 * math.log2(max(x[0], 1.0))) for x in (case.prompt, case.output))
+    return (case.setting.model, case.setting.gpu, case.limits, bins, case.attention_ranks > 1)
+
+
 def _guess(case: LoadCase, requests: int, targets: Targets, start: float, estimated: float):
     """(the guess of a Server search's answer, the most load a kept run of it held or None):
-    its estimate times the last share of its configuration's searched (``_SHARES``, else
-    ``GUESS_SHARE``), within what its kept runs (``fails_at``'s, an earlier bracket's) say:
-    at least a load held, below a load failed."""
+    its estimate times the last share (``_SHARES``) of its configuration's, else a like one's
+    (``_alike``), else ``GUESS_SHARE``; at least a load a kept run held, below one it failed."""
     default = GUESS_SHARE_IDEAL if case.load_share == 1.0 else GUESS_SHARE
-    at = grid_index(start, estimated * _SHARES.get(configuration(case), default))
+    share = _SHARES.get(configuration(case), _SHARES.get(_alike(case), default))
+    at = grid_index(start, estimated * share)
     held, failed = 0.0, math.inf
     for key, run in _RUNS.items():
         if key[0] == case and key[1] == requests and run.stopped_for in (None, targets):
