@@ -141,6 +141,20 @@ def test_an_answer_just_below_the_start_is_found_from_the_guess():
         assert len(on_it.evaluated) == 2 < len(full.evaluated)
 
 
+def test_a_guess_takes_the_grid_point_nearest_it_in_ratio():
+    """``grid_nearest``: a rate a third of the way (in ratio) from one point of the refined grid
+    (2^(1/64) apart) to the next takes the lower point, two thirds of the way the upper; a
+    point takes itself."""
+    start = 1.3
+    for rate in (0.2, 1.3, 2.71828, 40.0):
+        i = load_search.grid_index(start, rate)
+        lo, hi = load_search.grid_rate(start, i), load_search.grid_rate(start, i + 1)
+        assert hi / lo == pytest.approx(2.0 ** (1 / 64))
+        assert load_search.grid_nearest(start, lo * (hi / lo) ** (1 / 3)) == i
+        assert load_search.grid_nearest(start, lo * (hi / lo) ** (2 / 3)) == i + 1
+        assert load_search.grid_nearest(start, lo) == i
+
+
 def test_a_search_from_a_rate_that_held_finds_the_full_searchs_answer():
     """``find_knee_from`` told of a rate a run held at (``held``: the walk starts above the
     grid point at or below it, unsimulated) gives ``find_knee``'s answer on the monotone

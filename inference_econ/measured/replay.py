@@ -47,6 +47,7 @@ from ..optimise.load_search import (
     grid_at_least,
     grid_at_most,
     grid_index,
+    grid_nearest,
     grid_rate,
 )
 from ..serving.disaggregation import kv_transfer_s
@@ -138,8 +139,7 @@ class LoadCase:
     prefill: tuple[int, int, int, int] | None = None
     #: Throughput as MLPerf LoadGen measures it (an MLPerf row): every issued request's output
     #: over the run from the first issue to the last completion, its drain included
-    #: (``RunSpan``); False: the engine's steady rate (``saturated_rate``, the Server
-    #: run's service window).
+    #: (``RunSpan``); False: the engine's steady rate (``saturated_rate``, its service window).
     whole_run: bool = False
     #: The run issues exactly ``issued`` requests at t = 0 and ends at the last completion
     #: (trtllm-bench's dataset), rather than LoadGen's count for its minimum duration.
@@ -356,8 +356,7 @@ class QueuedRun:
     saturated_tokens_per_s: float
 
 
-#: Records of runs kept by everything they depend on but their instance's batch limit
-#: (``_any_limit``): the most kept.
+#: Records of runs kept by all they depend on but their instance's batch limit: the most kept.
 LIMIT_FREE_KEPT = 128
 _LIMIT_FREE: dict[tuple, list] = {}
 
@@ -509,8 +508,7 @@ class MLPerfRun(LoadResult):
 
     def with_targets(self, targets: Targets) -> LoadResult:
         judged = LoadResult.with_targets(self, targets)
-        # a run stopped once it certainly missed the targets fails, whatever the p99s of the
-        # requests it served before the stop
+        # a run stopped once it certainly missed the targets fails, whatever its p99s so far
         held = judged.stopped_for is None and targets.met(judged.p99) and judged.rejected == 0
         return dataclasses.replace(judged, meets_targets=None if targets.empty else held)
 
@@ -574,9 +572,9 @@ def _search(case: LoadCase, inst, requests, refine: bool = True):
 
 #: The guess of a Server search's answer over its estimate before any search of a like case
 #: (``_alike``). Ideal engine: 0.99, the training file's median. Engine profiles: 0.97, on or
-#: just below the answer (a search from there costs two runs; each point below, a held run
-#: more): the training file's first answers sat 3 points (3.3 %) above 0.94 in 6 of 11, a newer
-#: MLPerf sample's in 23 of 49 (0.97: 7 % less CPU on the newer file). Cost only.
+#: just below the answer (from there two runs; each point below, a held run more): the first
+#: answers sat 3 points above 0.94 in 6 of the training file's 11, 23 of a newer MLPerf
+#: sample's 49. Cost only.
 GUESS_SHARE, GUESS_SHARE_IDEAL = 0.97, 0.99
 #: The last answer over its estimate by configuration searched (``configuration``, ``_alike``).
 _SHARES: dict[tuple, float] = {}
@@ -600,11 +598,13 @@ def _alike(case: LoadCase) -> tuple:
 
 def _guess(case: LoadCase, requests: int, targets: Targets, start: float, estimated: float):
     """(the guess of a Server search's answer, the most load a kept run of it held or None):
-    its estimate times the last share (``_SHARES``) of its configuration's, else a like one's
-    (``_alike``), else ``GUESS_SHARE``; at least a load a kept run held, below one it failed."""
+    the grid point nearest (the one below put 88 of the newer MLPerf file's 338 first guesses a
+    point under the answer) its estimate times the last share (``_SHARES``) of its
+    configuration's, else a like one's (``_alike``), else ``GUESS_SHARE``; at least a load a
+    kept run held, below one it failed."""
     default = GUESS_SHARE_IDEAL if case.load_share == 1.0 else GUESS_SHARE
     share = _SHARES.get(configuration(case), _SHARES.get(_alike(case), default))
-    at = grid_index(start, estimated * share)
+    at = grid_nearest(start, estimated * share)
     held, failed = 0.0, math.inf
     for key, run in _RUNS.items():
         if key[0] == case and key[1] == requests and run.stopped_for in (None, targets):

@@ -287,6 +287,14 @@ def grid_index(start: float, rate: float) -> int:
     return j * 2**REFINE_STEPS + m
 
 
+def grid_nearest(start: float, rate: float) -> int:
+    """The refined grid's point nearest ``rate`` in ratio (``grid_index`` or the point above
+    it, whichever ``rate`` is geometrically nearer)."""
+    index = grid_index(start, rate)
+    below, above = grid_rate(start, index), grid_rate(start, index + 1)
+    return index + 1 if rate * rate > below * above else index
+
+
 def grid_at_least(start: float, rate: float) -> int | None:
     """The refined grid's first point at or above ``rate`` (``grid_rate``), None outside the
     lattice. A search's answer is a point of this grid (or 0), so where the verdicts are
