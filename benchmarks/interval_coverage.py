@@ -10,17 +10,20 @@ conformal band for a figure of one of its residuals' models, or of any model whe
 widest of the nearest classes in support, widened by its kind's factor per dimension away and
 centred on the expected figure (``serving/support.py``; docs/model.md §F12). The factors are
 fitted on the table's own calibration residuals, each class left out in turn
-(``class_widening.py``), in every table this script writes or measures. The shipped table is calibrated on every residual
-file given: the MLPerf rounds and AIConfigurator's measured runs (``silicon_runs_judge.py
---residuals``). Its coverage is measured by **rolling origin**: each MLPerf round predicted
-from the class table of the MLPerf rounds before it, never from itself (v5.1 from v5.0, v6.0
-from v5.0-v5.1, v6.1 from v5.0-v6.0), the silicon runs of ``split`` test from every MLPerf
-round and the silicon fit runs, with one round of drift, beside the stratum table's coverage of
+(``class_widening.py``), in every table this script writes or measures. The shipped table is
+calibrated on every residual file given: the MLPerf rounds, AIConfigurator's measured runs
+(``silicon_runs_judge.py --residuals``) and TensorRT-LLM 1.2's performance-overview tables
+(``compare_residuals.py`` of their ``compare-measured`` outputs). Its coverage is measured by
+**rolling origin**: each MLPerf round predicted from the class table of the MLPerf rounds before
+it, never from itself (v5.1 from v5.0, v6.0 from v5.0-v5.1, v6.1 from v5.0-v6.0), the silicon
+runs of ``split`` test from every MLPerf round and the silicon fit runs, each model's
+engine-table figures from every other residual (one page has no order in time: its other
+models stand in for the older), with one round of drift, beside the stratum table's coverage of
 the same rows; then the MLPerf rounds with the silicon fit runs in their tables, and each
-source from the other's table alone (leave one source out).
+source from the others' table alone (leave one source out).
 
     python benchmarks/interval_coverage.py docs/validation_residuals.csv \
-        docs/validation_residuals_silicon.csv --write-classes
+        docs/validation_residuals_silicon.csv docs/validation_residuals_tables.csv --write-classes
 
 **The stratum table** (``intervals/achievable.yaml``, the earlier rule and the baseline): a
 nested time split, fixed before any coverage was looked at:
@@ -114,6 +117,11 @@ CLASS_TABLE = ROOT / "intervals" / "classes.yaml"
 #: AIConfigurator's measured runs (tests/data/README.md): their residuals
 #: (``silicon_runs_judge.py --residuals``) carry a ``split`` (fit: measured before 2026-01-14).
 SILICON = "aic_silicon_runs.csv.gz"
+#: TensorRT-LLM 1.2's performance-overview tables (tests/data/README.md): residuals of the kind
+#: of result a user brings from an engine's published tables (``compare_residuals.py`` of
+#: ``compare-measured`` outputs), their dataset ``engine tables``.
+TABLES = "trtllm_perf_overview_"
+ENGINE_TABLES = "engine tables"
 #: Where each source's residuals come from, and their licence (the class table's provenance).
 SOURCES = {
     "MLPerf": "MLCommons' inference_results_v5.0 to v6.1 repositories (Apache License 2.0), "
@@ -122,6 +130,10 @@ SOURCES = {
     "@095f58a, aic-core/src/aiconfigurator_core/systems/silicon_sample.csv, Apache License 2.0), "
     "read into tests/data/aic_silicon_runs.csv.gz (each run's throughput derived from its mean "
     "TPOT and TTFT: benchmarks/silicon_runs_judge.py --residuals)",
+    ENGINE_TABLES: "TensorRT-LLM 1.2's performance overview (github.com/NVIDIA/TensorRT-LLM "
+    "docs/source/developer-guide/perf-overview.md at 03e27c7, Apache License 2.0), read into "
+    "tests/data/trtllm_perf_overview_{moe,moe_rest,dense}.csv (benchmarks/compare_residuals.py "
+    "of compare-measured FILE --assumptions achievable)",
 }
 #: Fewest configurations (``configuration``) whose residuals a calibration class needs to take
 #: its own conformal band (in support): the 5th and 95th percentiles of a conformal set of n
@@ -437,8 +449,9 @@ def configuration(file: str, row) -> str:
 def with_classes(res: pd.DataFrame) -> pd.DataFrame:
     """The residual rows with their calibration class (``layout``, ``generation``,
     ``engine`` beside ``architecture`` and ``scenario``: ``measured.intervals.row_class``,
-    from each row of its measured file), their ``configuration``, their ``dataset`` (MLPerf or silicon) and their
-    ``round`` (an MLPerf publication round; ``silicon fit`` or ``silicon test``)."""
+    from each row of its measured file), their ``configuration``, their ``dataset`` (MLPerf, silicon or engine
+    tables) and their ``round`` (an MLPerf publication round; ``silicon fit`` or ``silicon test``;
+    ``engine tables``)."""
     from inference_econ.measured.intervals import row_class
 
     out = res.copy()
@@ -455,11 +468,13 @@ def with_classes(res: pd.DataFrame) -> pd.DataFrame:
         out[name] = values
     out["configuration"] = configurations
     silicon = (out.file == SILICON).to_numpy()
-    out["dataset"] = np.where(silicon, "silicon", "MLPerf")
+    tables = out.file.astype(str).str.startswith(TABLES).to_numpy()
+    out["dataset"] = np.where(silicon, "silicon", np.where(tables, ENGINE_TABLES, "MLPerf"))
     found = out.source.astype(str).str.extract(ROUND.pattern, expand=False)
     out["round"] = "v" + found.fillna("?")
     if silicon.any():
         out.loc[silicon, "round"] = "silicon " + out.loc[silicon, "split"].astype(str)
+    out.loc[tables, "round"] = ENGINE_TABLES
     return out
 
 
@@ -558,8 +573,10 @@ def class_coverage(test: pd.DataFrame, table: sp.ClassTable, rounds: int | None)
 def rolling_origin(res: pd.DataFrame, drift, silicon_fit: bool = False) -> pd.DataFrame:
     """Every MLPerf residual of a round after the first predicted from the class table of the
     MLPerf rounds before it (``silicon_fit``: and the silicon fit rows), every silicon test
-    residual from the table of every MLPerf round and the silicon fit rows: never from itself,
-    with one round of drift."""
+    residual from the table of every MLPerf round and the silicon fit rows, every engine-table
+    residual from the table of every other residual but its model's tables (one page: no
+    order in time within it, and no round of drift): never from itself, the others with one
+    round of drift."""
     mlperf, fit = res[res.dataset == "MLPerf"], res[res["round"] == "silicon fit"]
     parts = []
     order = [r for r in ROUNDS if r in set(mlperf["round"])]
@@ -573,15 +590,20 @@ def rolling_origin(res: pd.DataFrame, drift, silicon_fit: bool = False) -> pd.Da
         cal = pd.concat([mlperf, fit])
         table = sp.parse_classes(class_mapping(cal, drift, 1), "MLPerf and silicon fit")
         parts.append(class_coverage(test, table, None))
+    tables = res.dataset == ENGINE_TABLES
+    for model in sorted(res.loc[tables, "model"].unique()):
+        own = tables & (res.model == model)
+        table = sp.parse_classes(class_mapping(res[~own], drift, 0), f"all but {model}'s tables")
+        parts.append(class_coverage(res[own], table, None))
     return pd.concat(parts)
 
 
 def leave_one_source_out(res: pd.DataFrame, drift) -> pd.DataFrame:
-    """Every residual of one source predicted from the class table of the other source alone
-    (silicon from MLPerf, MLPerf from silicon), with one round of drift: figures of a kind of
-    configuration the table's source never measured."""
+    """Every residual of one source predicted from the class table of the other sources alone
+    (silicon from MLPerf and the engine tables, and so on), with one round of drift: figures of
+    a kind of configuration the table's sources never measured."""
     parts = []
-    for held in ("silicon", "MLPerf"):
+    for held in ("silicon", "MLPerf", ENGINE_TABLES):
         cal, test = res[res.dataset != held], res[res.dataset == held]
         if len(cal) and len(test):
             table = sp.parse_classes(class_mapping(cal, drift, 1), f"all but {held}")
@@ -628,13 +650,15 @@ def print_rolling_origin(res, table, drift, fmt) -> None:
     title = (
         "Rolling origin: each MLPerf round predicted from the MLPerf rounds before it (v5.1 from "
         "v5.0, v6.0 from v5.0-v5.1, v6.1 from v5.0-v6.0), the silicon test runs from every MLPerf "
-        "round and the silicon fit runs; the class rule against the stratum table"
+        "round and the silicon fit runs, each model's engine-table figures from every other "
+        "residual; the class rule against the stratum table"
     )
     print(render(coverage_table(groups), fmt, title=title))
     cols = ["dataset", "kind", "class", "status"]
     by = [(f"{d} {k}: {c} ({s})", g) for (d, k, c, s), g in roll.groupby(cols)]
     print(render(coverage_table(by), fmt, title="Rolling origin by class (source kind: class)"))
     both = rolling_origin(res[res["round"] != "silicon test"], drift, silicon_fit=True)
+    both = both[both.dataset == "MLPerf"]
     groups = [(f"MLPerf {k}", g) for k, g in both.groupby("kind")]
     groups += [(f"MLPerf {s}", g) for s, g in both.groupby("status")] + [("MLPerf all", both)]
     print(render(coverage_table(groups), fmt, title="MLPerf rounds from the MLPerf rounds "
@@ -647,7 +671,7 @@ def print_rolling_origin(res, table, drift, fmt) -> None:
         groups += [(f"{d} {k}", g) for (d, k), g in loso.groupby(["dataset", "kind"])]
         groups += [(f"{d} all", g) for d, g in loso.groupby("dataset")]
         print(render(coverage_table(groups), fmt, title="Leave one source out: each source "
-                     "predicted from the other source's class table alone"))  # fmt: skip
+                     "predicted from the other sources' class table alone"))  # fmt: skip
 
 
 def main() -> int:
@@ -656,7 +680,7 @@ def main() -> int:
         "residuals",
         nargs="+",
         help="residual CSVs: measured_validation.py --residuals or compare_residuals.py output "
-        "(MLPerf), silicon_runs_judge.py --residuals (AIConfigurator's runs)",
+        "(MLPerf; the engine tables), silicon_runs_judge.py --residuals (AIConfigurator's runs)",
     )
     parser.add_argument("--write", action="store_true", help=f"rewrite {TABLE.relative_to(ROOT)}")
     parser.add_argument(

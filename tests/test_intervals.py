@@ -651,6 +651,41 @@ def test_a_class_of_few_models_is_in_support_for_those_models_alone(monkeypatch)
     assert statuses == ["in support", "near"]
 
 
+def test_engine_table_figures_are_each_predicted_without_their_models_residuals(monkeypatch):
+    """interval_coverage: the overview's residuals are the dataset ``engine tables`` (their
+    class read off each row: DeepSeek-R1 on 4 B200 as DEP4 is MoE / DP+EP / Blackwell / trtllm /
+    offline), and the rolling origin predicts each model's from a table of every other residual:
+    model A's figures, all 0.5 above the others' (-0.1 .. 0.1), fall outside the band of B, C
+    and D, where a table holding A's own would hold them (a quarter of its residuals at 0.5)."""
+    from pathlib import Path
+
+    from inference_econ.serving import support as sp
+
+    m = _bench("interval_coverage")
+    monkeypatch.setattr(m, "percentiles", lambda r, lo, hi: np.percentile(r, [*lo, *hi]))
+    tables = pd.read_csv(Path(__file__).parent.parent / "docs" / "validation_residuals_tables.csv")
+    read = m.with_classes(tables.head(1))
+    first = read.iloc[0]
+    assert first.dataset == first["round"] == "engine tables" and first.model == "DeepSeek-R1"
+    want = ["MoE", "DP+EP", "Blackwell", "trtllm", "offline"]
+    assert [first[k] for k in m.CLASS_KEYS[1:]] == want
+    base = {"kind": "throughput", "architecture": "MoE", "layout": "DP+EP", "generation": "Hopper"}
+    base.update(engine="trtllm", scenario="offline", round="engine tables", dataset="engine tables")
+    res = pd.DataFrame(
+        [{**base, "r": 0.5, "configuration": f"A{k}", "model": "A"} for k in range(20)]
+        + [{**base, "r": -0.1 + 0.2 * k / 59, "configuration": k, "model": "BCD"[k % 3]}
+           for k in range(60)]
+    )  # fmt: skip
+    roll = m.rolling_origin(res, (0.0, 0))
+    assert len(roll) == 80 and set(roll.status) == {"in support"}
+    own = roll.loc[res.model == "A"]
+    assert not own.in90.any() and not own.in80.any()
+    # the others' tables hold A's residuals, which widen their bands
+    assert roll.loc[res.model != "A"].width90.min() > 2 * own.width90.max()
+    table = sp.parse_classes(m.class_mapping(res, (0.0, 0), 0), "every residual")
+    assert m.class_coverage(res[res.model == "A"], table, None).in90.all()
+
+
 def test_the_widening_is_fitted_by_leaving_each_class_out(monkeypatch):
     """class_widening, through class_mapping: two throughput classes one dimension apart, in
     support, residuals evenly spread over +-0.1 (41) and +-0.2 (41). Left out, the narrow class

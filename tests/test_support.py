@@ -225,7 +225,7 @@ def test_a_tables_rows_are_classed_by_the_degrees_they_state():
 
 
 def test_a_shipped_class_of_one_model_sizes_that_models_figures_alone():
-    """MoE attention-DP + EP throughput on Blackwell under TensorRT-LLM, offline, has residuals
+    """MoE attention-DP + EP throughput on Blackwell under TensorRT-LLM, Server, has residuals
     of DeepSeek-R1 alone (MLPerf): a DeepSeek-R1 figure is in support on its band, a
     Qwen3-235B-A22B figure of the same class is near, on the widest nearest band of classes it
     may take (never a class of fewer than three other models), centred on the expected figure
@@ -234,12 +234,12 @@ def test_a_shipped_class_of_one_model_sizes_that_models_figures_alone():
     assert t.min_models == 3
     r1 = make_setting("DeepSeek-R1", "B200", assumptions="achievable")
     qwen = make_setting("Qwen3-235B-A22B", "B200", assumptions="achievable")
-    cls = sp.figure_class(r1, "throughput", "DP+EP", "offline")
-    assert cls.label() == "MoE / DP+EP / Blackwell / trtllm / offline"
+    cls = sp.figure_class(r1, "throughput", "DP+EP", "server")
+    assert cls.label() == "MoE / DP+EP / Blackwell / trtllm / server"
     assert t.models[cls.key()] == {"DeepSeek-R1"}
     own = t.support(cls)
     assert own.status == "in support" and own.band == t.bands[cls.key()]
-    other = t.support(sp.figure_class(qwen, "throughput", "DP+EP", "offline"))
+    other = t.support(sp.figure_class(qwen, "throughput", "DP+EP", "server"))
     assert other.status == "near" and other.rows == own.rows
     skip = {k for k, of in t.models.items() if len(of) < 3 and "Qwen3-235B-A22B" not in of}
     assert cls.key() in skip
@@ -256,8 +256,11 @@ def test_a_shipped_class_of_one_model_sizes_that_models_figures_alone():
 
 def test_a_measured_rows_class_carries_its_model():
     """A measured row's calibration class carries its model's name, as the class table lists
-    models: of TensorRT-LLM 1.2's MoE figures on 4 B200 as DEP4, DeepSeek-R1's throughput is
-    in support on DeepSeek-R1's MLPerf residuals, Qwen3-235B-A22B's near."""
+    models: TensorRT-LLM 1.2's MoE figures on 4 B200 as DEP4 are in support on a class of
+    four models' residuals (the page's own and MLPerf's), and the same figures as Server ones
+    (a class of DeepSeek-R1's MLPerf residuals alone) in support for DeepSeek-R1, near for
+    Qwen3-235B-A22B."""
+    from dataclasses import replace
     from pathlib import Path
 
     from inference_econ.measured.intervals import row_class
@@ -265,9 +268,12 @@ def test_a_measured_rows_class_carries_its_model():
 
     data = Path(__file__).parent / "data" / "trtllm_perf_overview_moe.csv"
     rows = [r for r in load_measured(data) if r.gpu.name == "B200-HGX"]
-    got = {}
+    offline, server = {}, {}
     for r in rows:
         cls = row_class(r, "throughput")
         if cls.layout == "DP+EP":
-            got[cls.model] = sp.classes().support(cls).status
-    assert got["DeepSeek-R1"] == "in support" and got["Qwen3-235B-A22B"] == "near"
+            assert cls.model == r.arch.name
+            offline[cls.model] = sp.classes().support(cls).status
+            server[cls.model] = sp.classes().support(replace(cls, scenario="server")).status
+    assert set(offline.values()) == {"in support"} and len(offline) >= 3
+    assert server["DeepSeek-R1"] == "in support" and server["Qwen3-235B-A22B"] == "near"
