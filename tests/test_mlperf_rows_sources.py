@@ -44,3 +44,66 @@ def test_every_cited_configuration_is_of_the_rows_benchmark_and_scenario():
         assert named.group(1) in row["notes"] or "layout from" not in row["notes"], line
     assert cited >= 1500, cited  # 1,557 of the 2,238 rows name their file
     assert wrong == 0
+
+
+ISSUED = Path(__file__).parent / "data" / "mlperf_v61_issued.csv"
+
+
+def test_v61_rows_state_the_samples_their_runs_logged():
+    """Every v6.1 row whose run's LoadGen detail log was read (tests/data/mlperf_v61_issued.csv)
+    states that run's issued samples (generated_query_count x generated_samples_per_query) and
+    cites the log, and the log's throughput is the row's measured one (the copy the counts were
+    read from holds the published runs)."""
+    with open(ISSUED, newline="") as f:
+        logs = {r["folder"]: r for r in csv.DictReader(f)}
+    with open(NEWER, newline="") as f:
+        rows = list(csv.DictReader(f))
+    stated = 0
+    for row in rows:
+        run = re.match(r"mlcommons/inference_results_v6\.1/(\S+/performance/run_1) ", row["source"])
+        if run is None or run.group(1) not in logs:
+            continue
+        log = logs[run.group(1)]
+        issued = int(log["generated_query_count"]) * int(log["generated_samples_per_query"])
+        assert int(row["requests"]) == issued, run.group(1)
+        assert f"{log['repository']}@{log['commit'][:12]} {log['path']}" in row["notes"]
+        if row["metric"] == "throughput_total":
+            assert abs(float(log["logged_tokens_per_second"]) / float(row["value"]) - 1) < 1e-3
+        stated += 1
+    assert stated >= 300  # 308 runs' logs, each of one row of the file
+
+
+def test_issued_counts_are_written_from_a_counts_file(tmp_path, capsys):
+    """benchmarks/mlperf_issued.py --counts writes a v6.1 row's issued samples and cites the
+    log in its notes (once, however often it runs); a count that is not a whole number is one
+    line and exit 2."""
+    import importlib.util
+
+    import pytest
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "mlperf_issued.py"
+    spec = importlib.util.spec_from_file_location("mlperf_issued", path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    folder = "closed/X/results/S/deepseek-r1/Offline/performance/run_1"
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "source,notes,requests\n"
+        f"mlcommons/inference_results_v6.1/{folder} (value: table),a note,\n"
+        "mlcommons/inference_results_v6.1/closed/Y/results/T (value: table),other,\n"
+    )
+    counts = tmp_path / "counts.csv"
+    head = "folder,path,repository,commit,generated_query_count,generated_samples_per_query\n"
+    counts.write_text(head + f"{folder},{folder},o/r,{'a' * 40},1,105312\n")
+    for _ in range(2):
+        assert m.main([str(rows), "--counts", str(counts), "--write"]) == 0
+    with open(rows, newline="") as f:
+        got = list(csv.DictReader(f))
+    assert got[0]["requests"] == "105312" and got[1]["requests"] == ""
+    assert got[0]["notes"].count("requests: the run's issued samples") == 1
+    assert f"o/r@{'a' * 12} {folder}/mlperf_log_detail.txt" in got[0]["notes"]
+    counts.write_text(head + f"{folder},{folder},o/r,{'a' * 40},one,105312\n")
+    with pytest.raises(SystemExit) as stop:
+        m.main([str(rows), "--counts", str(counts)])
+    assert stop.value.code == 2
+    assert "are not whole numbers" in capsys.readouterr().err

@@ -971,7 +971,8 @@ def test_an_mlperf_run_issues_the_samples_its_loadgen_log_counts(tmp_path):
 
     table = pd.read_csv(newer, dtype=str, keep_default_na=False)
     given = table[table["requests"] != ""]
-    assert len(given) == 1901  # every v5.1 and v6.0 run (v6.1's logs are not read)
+    # every v5.1 and v6.0 run, and the 308 of v6.1 whose logs a copy of its results holds
+    assert len(given) == 1901 + 308
     name = given["model"].str.extract(r"MLPerf v\S+ (\S+?)(?:-99(?:\.9)?)? ")[0]
     for bench, counts in given.groupby(name):
         assert counts["requests"].astype(int).min() >= benchmarks()[bench].samples, bench
