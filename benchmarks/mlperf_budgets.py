@@ -41,19 +41,55 @@ ROUND = re.compile(r"results_(v[0-9.]+)")
 CAP = re.compile(r"^(max batch [\d,]+)")
 
 
+#: A configuration's ``max_num_tokens`` setting: its whole value, a number or the arithmetic a
+#: Python configuration writes it as ("4638 * 3"), up to the comma, brace or comment after it.
+TRTLLM_BUDGET = re.compile(r"'max_num_tokens':\s*([\d\s*+()-]+?)\s*(?:[,}#\n]|$)")
+
+
+def whole_number(expression: str) -> int | None:
+    """The value of a configuration's integer arithmetic ("4638 * 3": 13914), or None where it
+    is not whole numbers joined by +, - and * alone."""
+    import ast
+
+    def value(node):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = value(node.left), value(node.right)
+            if a is None or b is None:
+                return None
+            return (
+                a + b
+                if isinstance(node.op, ast.Add)
+                else a - b
+                if isinstance(node.op, ast.Sub)
+                else a * b
+            )
+        return None
+
+    try:
+        return value(ast.parse(expression.strip(), mode="eval").body)
+    except SyntaxError:
+        return None
+
+
 def runtime_budget(text: str | None) -> tuple[int | None, str]:
-    """(budget, its key) of a configuration's text: (None, "") where it sets none."""
+    """(budget, its key) of a configuration's text: (None, "") where it sets none. TensorRT-LLM's
+    is its runtime flags' ``max_num_tokens`` (the build flag's where none is set), evaluated where
+    the configuration writes it as arithmetic."""
     if not text:
         return None, ""
     if "trtllm_runtime_flags" in text:
-        m = re.search(r"'max_num_tokens':\s*(\d+)", text.split("trtllm_runtime_flags", 1)[1])
-        m = m or re.search(r"'max_num_tokens':\s*(\d+)", text)
-        return (int(m.group(1)), "max_num_tokens") if m else (None, "")
+        m = TRTLLM_BUDGET.search(text.split("trtllm_runtime_flags", 1)[1])
+        m = m or TRTLLM_BUDGET.search(text)
+        n = whole_number(m.group(1)) if m else None
+        return (n, "max_num_tokens") if n is not None else (None, "")
     m = re.search(r"max_num_batched_tokens\W+(\d+)", text)
     if m:
         return int(m.group(1)), "max_num_batched_tokens"
-    m = re.search(r"'max_num_tokens':\s*(\d+)", text)
-    return (int(m.group(1)), "max_num_tokens") if m else (None, "")
+    m = TRTLLM_BUDGET.search(text)
+    n = whole_number(m.group(1)) if m else None
+    return (n, "max_num_tokens") if n is not None else (None, "")
 
 
 def live_lines(text: str | None) -> str:
@@ -142,6 +178,14 @@ def main() -> None:
         added = []
         if budget is not None and "max_num" not in cell:
             added.append(f"{name} {budget}")
+        said = re.search(rf"{name} ([\d,]+)", stated) if budget is not None else None
+        if said is not None and int(said.group(1).replace(",", "")) != budget:
+            # a budget read before the configuration's arithmetic was: its evaluated value
+            fixed = stated.replace(said.group(0), f"{name} {budget}")
+            assert lines[i].count(cell) == 1, f"line {i + 1}: the cell is not unique on its line"
+            lines[i] = lines[i].replace(cell, fixed + cell[len(stated) :])
+            counts[(row[1].split(" (")[0], row[3], f"{name} {said.group(1)} -> {budget}")] += 1
+            cell, stated = fixed + cell[len(stated) :], fixed
         if fused is not None and "gemm_allreduce_plugin" not in cell:
             added.append(f"gemm_allreduce_plugin {fused}")
         if kv is not None and "kvcache_free_gpu_mem_frac" not in cell:

@@ -77,14 +77,9 @@ def test_issued_counts_are_written_from_a_counts_file(tmp_path, capsys):
     """benchmarks/mlperf_issued.py --counts writes a v6.1 row's issued samples and cites the
     log in its notes (once, however often it runs); a count that is not a whole number is one
     line and exit 2."""
-    import importlib.util
-
     import pytest
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "mlperf_issued.py"
-    spec = importlib.util.spec_from_file_location("mlperf_issued", path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
+    m = _script("mlperf_issued")
     folder = "closed/X/results/S/deepseek-r1/Offline/performance/run_1"
     rows = tmp_path / "rows.csv"
     rows.write_text(
@@ -107,3 +102,49 @@ def test_issued_counts_are_written_from_a_counts_file(tmp_path, capsys):
         m.main([str(rows), "--counts", str(counts)])
     assert stop.value.code == 2
     assert "are not whole numbers" in capsys.readouterr().err
+
+
+def _script(name: str):
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def test_a_configurations_budget_written_as_arithmetic_is_its_value():
+    """NVIDIA's v6.0 gpt-oss-120b configurations write TensorRT-LLM's ``max_num_tokens`` as
+    ``4638 * 3``: the budget is 13,914 tokens, not the first number (benchmarks/mlperf_budgets.py);
+    anything but whole numbers and + - * is not read. The rows citing NVIDIA's 8 x B300 Server
+    configuration state 13,914, and every row of v6.0's NVIDIA-harness configurations states the
+    KV cache share its runtime flags set."""
+    m = _script("mlperf_budgets")
+    assert m.whole_number("4638 * 3") == 13914 and m.whole_number("15536 + 10240") == 25776
+    assert m.whole_number("4638 * 3 / 2") is None and m.whole_number("x") is None
+    flags = "trtllm_runtime_flags: {\n    'max_num_tokens': 4638 * 14,  # note\n}"
+    assert m.runtime_budget(flags) == (64932, "max_num_tokens")
+    assert m.runtime_budget("trtllm_runtime_flags {'max_num_tokens': 35840, #17000\n") == (
+        35840,
+        "max_num_tokens",
+    )
+    with open(NEWER, newline="") as f:
+        rows = list(csv.DictReader(f))
+    cited = [
+        r
+        for r in rows
+        if "closed/NVIDIA/configs/B300-SXM-270GBx8/Server/gpt-oss-120b.py"
+        in r["batch_or_concurrency"]
+    ]
+    assert len(cited) == 5
+    assert all("max_num_tokens 13914" in r["batch_or_concurrency"] for r in cited)
+    v60 = [
+        r
+        for r in rows
+        if "inference_results_v6.0" in r["source"]
+        and "/configs/" in r["batch_or_concurrency"]
+        and r["batch_or_concurrency"].startswith("max batch")
+    ]
+    stating = [r for r in v60 if "kvcache_free_gpu_mem_frac" in r["batch_or_concurrency"]]
+    assert len(stating) >= 560  # 562 rows of v6.0 configurations that set it
