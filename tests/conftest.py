@@ -23,6 +23,18 @@ import inference_econ as ie
 gc.set_threshold(2000, 10, 100)
 
 
+def benchmark_script(name: str):
+    """A script of benchmarks/ as a module (its functions tested as a user runs the script)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
 def pytest_configure(config):
     """The heap frozen at the session's end (``pytest_unconfigure``) is thawed by the last of
     pytest's clean-ups (registered before theirs, it runs after them): a process that runs

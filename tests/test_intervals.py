@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import benchmark_script
 
 import inference_econ as ie
 from inference_econ.api.labels import prefill_intervals
@@ -277,16 +278,7 @@ def test_every_command_says_bound_or_expected_first_and_shows_ranges():
         ie.simulate_load("Llama 3 8B", "H100", gpus=1, arrival_rate_per_s=1, confidence=0.9)
 
 
-def _bench(name: str):
-    """A script of benchmarks/ as a module."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+_bench = benchmark_script
 
 
 def _compare_measured(rows, preset, out):

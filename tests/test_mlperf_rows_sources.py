@@ -9,6 +9,8 @@ import csv
 import re
 from pathlib import Path
 
+from conftest import benchmark_script
+
 NEWER = Path(__file__).parent / "data" / "benchmarks_test_mlperf_newer.csv"
 
 #: What a configuration file's name or folder says of each benchmark of the rounds.
@@ -79,7 +81,7 @@ def test_issued_counts_are_written_from_a_counts_file(tmp_path, capsys):
     line and exit 2."""
     import pytest
 
-    m = _script("mlperf_issued")
+    m = benchmark_script("mlperf_issued")
     folder = "closed/X/results/S/deepseek-r1/Offline/performance/run_1"
     rows = tmp_path / "rows.csv"
     rows.write_text(
@@ -104,23 +106,13 @@ def test_issued_counts_are_written_from_a_counts_file(tmp_path, capsys):
     assert "are not whole numbers" in capsys.readouterr().err
 
 
-def _script(name: str):
-    import importlib.util
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
-
-
 def test_a_configurations_budget_written_as_arithmetic_is_its_value():
     """NVIDIA's v6.0 gpt-oss-120b configurations write TensorRT-LLM's ``max_num_tokens`` as
     ``4638 * 3``: the budget is 13,914 tokens, not the first number (benchmarks/mlperf_budgets.py);
     anything but whole numbers and + - * is not read. The rows citing NVIDIA's 8 x B300 Server
     configuration state 13,914, and every row of v6.0's NVIDIA-harness configurations states the
     KV cache share its runtime flags set."""
-    m = _script("mlperf_budgets")
+    m = benchmark_script("mlperf_budgets")
     assert m.whole_number("4638 * 3") == 13914 and m.whole_number("15536 + 10240") == 25776
     assert m.whole_number("4638 * 3 / 2") is None and m.whole_number("x") is None
     flags = "trtllm_runtime_flags: {\n    'max_num_tokens': 4638 * 14,  # note\n}"
