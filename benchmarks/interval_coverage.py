@@ -570,13 +570,15 @@ def class_coverage(test: pd.DataFrame, table: sp.ClassTable, rounds: int | None)
     return pd.DataFrame(rows, index=test.index)
 
 
-def rolling_origin(res: pd.DataFrame, drift, silicon_fit: bool = False) -> pd.DataFrame:
+def rolling_origin(
+    res: pd.DataFrame, drift, silicon_fit: bool = False, tables: bool = True
+) -> pd.DataFrame:
     """Every MLPerf residual of a round after the first predicted from the class table of the
     MLPerf rounds before it (``silicon_fit``: and the silicon fit rows), every silicon test
     residual from the table of every MLPerf round and the silicon fit rows, every engine-table
     residual from the table of every other residual but its model's tables (one page: no
     order in time within it, and no round of drift): never from itself, the others with one
-    round of drift."""
+    round of drift. ``tables`` False: not the engine tables."""
     mlperf, fit = res[res.dataset == "MLPerf"], res[res["round"] == "silicon fit"]
     parts = []
     order = [r for r in ROUNDS if r in set(mlperf["round"])]
@@ -590,9 +592,9 @@ def rolling_origin(res: pd.DataFrame, drift, silicon_fit: bool = False) -> pd.Da
         cal = pd.concat([mlperf, fit])
         table = sp.parse_classes(class_mapping(cal, drift, 1), "MLPerf and silicon fit")
         parts.append(class_coverage(test, table, None))
-    tables = res.dataset == ENGINE_TABLES
-    for model in sorted(res.loc[tables, "model"].unique()):
-        own = tables & (res.model == model)
+    table_rows = res.dataset == (ENGINE_TABLES if tables else None)
+    for model in sorted(res.loc[table_rows, "model"].unique()):
+        own = table_rows & (res.model == model)
         table = sp.parse_classes(class_mapping(res[~own], drift, 0), f"all but {model}'s tables")
         parts.append(class_coverage(res[own], table, None))
     return pd.concat(parts)
@@ -657,8 +659,9 @@ def print_rolling_origin(res, table, drift, fmt) -> None:
     cols = ["dataset", "kind", "class", "status"]
     by = [(f"{d} {k}: {c} ({s})", g) for (d, k, c, s), g in roll.groupby(cols)]
     print(render(coverage_table(by), fmt, title="Rolling origin by class (source kind: class)"))
-    both = rolling_origin(res[res["round"] != "silicon test"], drift, silicon_fit=True)
-    both = both[both.dataset == "MLPerf"]
+    both = rolling_origin(
+        res[res["round"] != "silicon test"], drift, silicon_fit=True, tables=False
+    )
     groups = [(f"MLPerf {k}", g) for k, g in both.groupby("kind")]
     groups += [(f"MLPerf {s}", g) for s, g in both.groupby("status")] + [("MLPerf all", both)]
     print(render(coverage_table(groups), fmt, title="MLPerf rounds from the MLPerf rounds "

@@ -50,21 +50,16 @@ def whole_number(expression: str) -> int | None:
     """The value of a configuration's integer arithmetic ("4638 * 3": 13914), or None where it
     is not whole numbers joined by +, - and * alone."""
     import ast
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
 
     def value(node):
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return node.value
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
             a, b = value(node.left), value(node.right)
-            if a is None or b is None:
-                return None
-            return (
-                a + b
-                if isinstance(node.op, ast.Add)
-                else a - b
-                if isinstance(node.op, ast.Sub)
-                else a * b
-            )
+            return None if a is None or b is None else ops[type(node.op)](a, b)
         return None
 
     try:

@@ -76,9 +76,9 @@ def _counts(path: Path) -> dict[str, tuple[int, str]]:
         except ValueError:
             fail(f"{path}: {r.folder}: generated counts {r.generated_query_count!r} x "
                  f"{r.generated_samples_per_query!r} are not whole numbers")  # fmt: skip
-        path = getattr(r, "path", "") or r.folder  # where the log is, if not at the folder
+        log = getattr(r, "path", "") or r.folder  # where the log is, if not at the folder
         where = (f"generated_query_count x generated_samples_per_query of "
-                 f"{r.repository}@{r.commit[:12]} {path}/mlperf_log_detail.txt")  # fmt: skip
+                 f"{r.repository}@{r.commit[:12]} {log}/mlperf_log_detail.txt")  # fmt: skip
         out[r.folder] = (n, where)
     return out
 
@@ -107,6 +107,8 @@ def main(argv=None) -> int:
     found = missing = 0
     cache: dict = {}
     counted = _counts(args.counts) if args.counts else {}
+    if counted and "notes" not in table:
+        table["notes"] = ""
     for i, source in table["source"].items():
         f = FOLDER.match(source)
         if f is not None and f["folder"] in counted:
