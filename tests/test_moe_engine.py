@@ -131,6 +131,18 @@ def test_dispatch_is_a_gather_and_a_scatter_on_pcie_cards():
     assert copies[1].bytes_per_token == pytest.approx(2048 * 8 / 8.0 * 2.0)
 
 
+def test_mx_experts_run_as_bf16_gemms_exchange_bf16_tokens():
+    """gpt-oss-120b (d 2,880, MXFP4 experts taking MXFP8 activations where the chip has 4-bit
+    tensor cores): on B200 the dispatch carries FP8 with one FP32 scale per 128 values, 2,880 x
+    (1 + 4/128) = 2,970 bytes a token; on H200, which runs the experts as BF16 GEMMs (Hopper's
+    Triton MoE gathers the BF16 hidden states before the router, TensorRT-LLM's gpt-oss
+    attention-DP block), 2,880 x 2 = 5,760, as its combine; either way the combine is BF16."""
+    for gpu, sent in (("B200", 2880 * (1 + 4 / 128)), ("H200", 2880 * 2.0)):
+        model = _model("gpt-oss-120b", gpu)
+        assert model.work.d_model * model.calls._dispatch_bytes() == pytest.approx(sent)
+        assert model.work.bytes_per_activation == 2.0
+
+
 def test_engines_reduce_the_combined_experts_once_a_token():
     # DeepSeek-R1 (top 8 and one shared expert), TP8 on 8 B200, 256 decoding requests: the
     # engines' fused MoE sums each token's 8 outputs on its GPU and adds the shared expert's

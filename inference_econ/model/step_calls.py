@@ -14,7 +14,7 @@ import numpy as np
 
 from .assumptions import Assumptions
 from .collectives import ALLTOALL, EXPERT_ALLTOALL, CollectiveCost, counted
-from .machine import Machine
+from .machine import Machine, mx_gemm_bits
 from .values import Floats, add_into
 from .workload import Workload
 
@@ -384,9 +384,14 @@ class StepCalls:
         """Bytes per element the expert dispatch carries: the GEMMs' activation operand where
         it is narrower than the activations (§B11), except a block-scaled FP8 MoE's under an
         engine that quantises its activations inside the fused MoE (the profile's
-        ``block_fp8_dispatch_quantised``, §F7), which exchanges the activations."""
+        ``block_fp8_dispatch_quantised``, §F7), and MX-format experts on a chip that runs them
+        as BF16 GEMMs (``mx_gemm_bits``: Hopper's Triton MoE takes the gathered BF16 tokens),
+        which exchange the activations."""
         w = self.work
         if w.dispatch_bytes_per_element is None:
+            return w.bytes_per_activation
+        gemm = w.gemm_bits
+        if gemm is not None and mx_gemm_bits(self.machine.gpu, w.weight_bits, gemm) > gemm:
             return w.bytes_per_activation
         profile = self.assumptions.profile()
         unquantised = profile is not None and not profile.block_fp8_dispatch_quantised
