@@ -239,6 +239,32 @@ def test_measured_figure_never_mixes_units_on_an_axis():
     assert fig.axes[0].get_xlim()[1] < 1000 < fig.axes[1].get_xlim()[1]  # one unit per axis
 
 
+def test_measured_figure_draws_an_interval_that_lies_above_its_expected_figure():
+    # a class whose every residual was measured faster than predicted has an interval above
+    # the expected figure (Mixtral 8x7B's throughputs on H100: x1.04 to x1.42); its bar spans
+    # the interval's own ends instead of failing as a negative error bar
+    import pandas as pd
+
+    from inference_econ.output.plots import measured_figure
+
+    rows = pd.DataFrame(
+        {
+            "status": "ok",
+            "kind": "end-to-end",
+            "source_group": ["a", "a"],
+            "unit": ["output tok/s (system)"] * 2,
+            "measured": [25000.0, 5000.0],
+            "predicted": [24000.0, 5100.0],
+            "predicted_low90": [24900.0, 4000.0],
+            "predicted_high90": [34000.0, 6000.0],
+        }
+    )
+    (ax,) = measured_figure(rows).axes
+    (bars,) = [c for c in ax.collections if hasattr(c, "get_segments")]
+    spans = sorted((seg[0][1], seg[1][1]) for seg in bars.get_segments())
+    assert spans == [(4000.0, 6000.0), (24900.0, 34000.0)]
+
+
 def test_study_heatmaps_have_a_colour_bar_in_the_metrics_units(help_example_runs):
     import pandas as pd
 

@@ -44,8 +44,10 @@ def test_readme_figures_state_the_command_that_drew_them():
         commands = re.findall(r"`((?:inference-econ|python benchmarks/\S+) [^`]+)`", cell)
         assert commands, f"{image}: no command beside it"
         command = commands[0]
-        # the command writes the image, or names the file it draws (a study's summary.png)
+        # the command writes the image, or the cell names the file it draws (a study's
+        # summary.png; a scenario's frontier in its output folder)
         drawn = Path(image).stem in command or "--out docs/img" in command
-        assert drawn or "summary.png`" in cell, (image, command)
+        named = "summary.png`" in cell or f"/{Path(image).name}`" in cell
+        assert drawn or named, (image, command)
         if "tornado" in image:  # the caption's precision is the command's
             assert "8-bit" in cell and "--weight-bits 8" in command

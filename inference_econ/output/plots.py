@@ -487,22 +487,19 @@ def measured_figure(
 
 def _measured_panel(ax, part, name: str, groups, style: dict, column: str) -> None:
     """One quantity's panel of ``measured_figure``: each source's rows (their 90 % intervals
-    as bars where the predictions are expected figures), the diagonal and the 15 % and 35 %
-    bands, on equal log-log axes."""
+    as bars where the predictions are expected figures: from each interval's own ends, which
+    need not hold the expected figure where its class measured it biased), the diagonal and
+    the 15 % and 35 % bands, on equal log-log axes."""
     for group in groups:
         rows = part[part["source_group"] == group]
         if not len(rows):
             continue
         if f"{column}_low90" in rows:  # expected figures: their 90 % intervals as bars
-            ax.errorbar(
+            ax.vlines(
                 rows["measured"],
-                rows[column],
-                yerr=[
-                    rows[column] - rows[f"{column}_low90"],
-                    rows[f"{column}_high90"] - rows[column],
-                ],
-                fmt="none",
-                ecolor=style[group]["color"],
+                rows[f"{column}_low90"],
+                rows[f"{column}_high90"],
+                colors=style[group]["color"],
                 alpha=0.25,
                 lw=0.8,
             )
