@@ -265,6 +265,32 @@ def test_measured_figure_draws_an_interval_that_lies_above_its_expected_figure()
     assert spans == [(4000.0, 6000.0), (24900.0, 34000.0)]
 
 
+def test_a_preference_point_s_interval_beside_it_is_drawn_from_its_own_ends():
+    # an expected frontier's preference point whose 90 % intervals lie beside it (a class
+    # measured biased) gets bars from the intervals' ends, not negative error bars
+    import matplotlib.pyplot as plt
+
+    from inference_econ.output.plots import _preference_marks
+
+    class Front:
+        empty = False
+
+        def preference_point(self, sampling=None):
+            return {
+                "tokens_per_s": 50.0, "tokens_per_s_low90": 52.0, "tokens_per_s_high90": 70.0,
+                "usd_per_mtok": 2.0, "usd_per_mtok_low90": 1.2, "usd_per_mtok_high90": 1.8,
+            }  # fmt: skip
+
+    fig, ax = plt.subplots()
+    _preference_marks(ax, {"a": Front()}, {"a": "C0"})
+    segments = sorted(
+        tuple(map(tuple, seg)) for c in ax.collections if hasattr(c, "get_segments")
+        for seg in c.get_segments()
+    )  # fmt: skip
+    assert segments == [((50.0, 1.2), (50.0, 1.8)), ((52.0, 2.0), (70.0, 2.0))]
+    plt.close(fig)
+
+
 def test_study_heatmaps_have_a_colour_bar_in_the_metrics_units(help_example_runs):
     import pandas as pd
 

@@ -171,24 +171,12 @@ def _preference_marks(ax, fronts: dict[str, Frontier], colors: dict, sampling=No
         if front.empty:
             continue
         point = front.preference_point(sampling=sampling)
-        if "usd_per_mtok_low90" in point:  # an expected point: its 90 % intervals both ways
-            ax.errorbar(
-                [point["tokens_per_s"]],
-                [point["usd_per_mtok"]],
-                xerr=[
-                    [point["tokens_per_s"] - point["tokens_per_s_low90"]],
-                    [point["tokens_per_s_high90"] - point["tokens_per_s"]],
-                ],
-                yerr=[
-                    [point["usd_per_mtok"] - point["usd_per_mtok_low90"]],
-                    [point["usd_per_mtok_high90"] - point["usd_per_mtok"]],
-                ],
-                fmt="none",
-                ecolor=colors[label],
-                lw=1.0,
-                capsize=3,
-                zorder=5,
-            )
+        if "usd_per_mtok_low90" in point:  # an expected point: its 90 % intervals both ways,
+            # each from its own ends (a class measured biased puts one beside the point)
+            x, y = point["tokens_per_s"], point["usd_per_mtok"]
+            bar = dict(colors=colors[label], lw=1.0, zorder=5)
+            ax.hlines(y, point["tokens_per_s_low90"], point["tokens_per_s_high90"], **bar)
+            ax.vlines(x, point["usd_per_mtok_low90"], point["usd_per_mtok_high90"], **bar)
         ax.scatter([point["tokens_per_s"]], [point["usd_per_mtok"]], color=colors[label], **star)
         drawn = True
     if drawn:  # an empty scatter: a legend entry without a point
