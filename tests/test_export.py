@@ -589,6 +589,21 @@ def test_a_tensorrt_llm_plan_attends_on_the_whole_group_or_every_gpu_alone():
         assert w.attention_dp in ranks and "launch.sh" in bundle.render(plan), (engine, w)
 
 
+def test_experts_are_spread_only_as_the_engine_launches_them():
+    """gpt-oss-20b's 32 experts on 3 GPUs: TensorRT-LLM and SGLang assert num_experts %
+    ep_size == 0, so their workers tensor-split the experts (no EP degree, no --ep_size flag);
+    vLLM spreads them unevenly (11, 11, 10) and keeps expert parallelism; on 4 GPUs every
+    engine spreads them 8 a rank."""
+    for engine, gpus, want in (("trtllm", 3, 1), ("sglang", 3, 1), ("vllm", 3, 3),
+                               ("trtllm", 4, 4)):  # fmt: skip
+        plan = api.export("gpt-oss-20b", "H100", engine=engine, gpus=gpus, batch=32,
+                          prompt_tokens=1000, output_tokens=100)  # fmt: skip
+        (w,) = plan.workers
+        assert w.expert == want, (engine, gpus, w)
+        text = bundle.render(plan)["launch.sh"]
+        assert ("--ep_size 3" in text or "--ep-size 3" in text) is False, (engine, text)
+
+
 # --- the checkpoint every shipped model launches ---------------------------------------------
 
 #: Shipped models without public weights (GPT-3, PaLM, GPT-4 as reported) or that are the

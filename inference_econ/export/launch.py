@@ -171,9 +171,10 @@ def _whole(value, what: str) -> int:
 
 
 def layout_degrees(
-    setting: Setting, gpus, pipeline, tensor, attention
+    setting: Setting, gpus, pipeline, tensor, attention, engine: str
 ) -> tuple[int, int, int, int]:
-    """(pipeline, tensor, attention DP ranks, expert degree) of a layout, whole or refused."""
+    """(pipeline, tensor, attention DP ranks, expert degree) of a layout on ``engine``, whole
+    or refused."""
     n, p, t = (
         _whole(gpus, "gpus"),
         _whole(pipeline, "pipeline_degree"),
@@ -195,8 +196,23 @@ def layout_degrees(
             f"TP{t} cannot be launched: {split}",
             "give a GPU count whose tensor degree divides the model's heads and widths",
         )
-    moe = setting.model.is_moe
-    return p, t, t // a, t if moe else 1
+    return p, t, t // a, _expert_degree(setting, t, engine)
+
+
+#: Engines whose expert parallelism spreads experts unevenly over the ranks (vLLM's
+#: ``determine_expert_map`` gives the remainder to the first ranks); TensorRT-LLM's and
+#: SGLang's MoE layers assert ``num_experts % ep_size == 0``.
+UNEVEN_EXPERTS = ("vllm",)
+
+
+def _expert_degree(setting: Setting, t: int, engine: str) -> int:
+    """The expert-parallel degree a worker of tensor degree ``t`` launches on ``engine``:
+    ``t`` where every MoE layer's experts spread over the GPUs whole or the engine spreads
+    them unevenly, else 1, the experts then tensor-split as ``_tensor_split`` allows (a dense
+    model: 1)."""
+    groups = [g for g in setting.model.layer_groups if g.ffn.experts > 1]
+    even = all(g.ffn.experts % t == 0 for g in groups)
+    return t if groups and (even or engine in UNEVEN_EXPERTS) else 1
 
 
 def round_length(tokens: float, window: int | None) -> int:
@@ -316,8 +332,9 @@ def point_plan(
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     _runs(setting, gpus, row)
     degrees = layout_degrees(
-        setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
-    )
+        setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"],
+        engine,
+    )  # fmt: skip
     b = _whole(batch, "batch")
     context = prompt_tokens + output_tokens / 2.0  # the decode step's mean context (§B10)
     longest = _longest(max_model_len, prompt_tokens + output_tokens, setting)
@@ -539,7 +556,7 @@ def _capacity_workers(
         # prompts in flight on a prefill worker: one step's budget of them on every rank
         prefill_batch = max(1, int(math.ceil(inst.config.step_token_budget / prompt)))
         attention = lay.tensor_degree / lay.attention_divisor
-        degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention)
+        degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention, engine)
         at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
         return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
 
@@ -686,8 +703,9 @@ def disagg_plan(
     n_p = _whole(prefill_gpus or gpus, "prefill_gpus")
     longest = _longest(max_model_len, prompt_tokens + output_tokens, setting)
     decode_degrees = layout_degrees(
-        setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"]
-    )
+        setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"],
+        engine,
+    )  # fmt: skip
     decode = worker(
         setting, engine, "decode", 1, decode_degrees, b, _step_budget(engine, setting.gpu),
         prompt_tokens + output_tokens / 2.0, longest,
@@ -699,14 +717,13 @@ def disagg_plan(
     ratio = _prefill_ratio(setting, dis, gpus, b, n_p)
     prefill_count = max(1, int(math.ceil(ratio - 1e-9)))
     prefill_batch = max(1, int(math.ceil(16384 / prompt_tokens)))  # dg.compare's prompts per pass
-    moe = decode_degrees[3] > 1
     workers = (
         worker(
             setting,
             engine,
             "prefill",
             prefill_count,
-            (1, n_p, 1, n_p if moe else 1),
+            (1, n_p, 1, _expert_degree(setting, n_p, engine)),
             prefill_batch,
             _step_budget(engine, setting.gpu),
             prompt_tokens,
