@@ -195,6 +195,19 @@ def test_the_command_line_refuses_what_the_fleet_file_sets(tmp_path):
     assert "--power-cap-mw" in result.stderr
 
 
+def test_hardware_given_replaces_the_fleet_files_own():
+    # examples/fleet.yaml names H100 for every model; -H H200 (the API's ``hardware``) searches
+    # H200 instead, where it had been refused as an unknown field of the file
+    from inference_econ.api.fleet import read_fleet
+
+    def gpus(models):
+        return {m.name: [s.gpu.name for s in m.settings] for m in models}
+
+    assert set(map(tuple, gpus(read_fleet("examples/fleet.yaml")).values())) == {("H100-SXM",)}
+    given = gpus(read_fleet("examples/fleet.yaml", hardware=["H200"]))
+    assert set(map(tuple, given.values())) == {("H200-SXM",)}, given
+
+
 def test_a_fleet_under_a_power_cap(shared):
     """A loose cap leaves the fleet as it is; one below the least it can draw says what to
     raise it to."""

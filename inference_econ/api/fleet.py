@@ -73,7 +73,8 @@ def read_fleet(fleet, hardware=None) -> list[FleetModel]:
     source = str(fleet) if isinstance(fleet, (str, Path)) else "fleet"
     data = load_yaml(Path(fleet)) if isinstance(fleet, (str, Path)) else fleet
     r = Reader(data, source)
-    gpus = hardware if hardware else r.raw("hardware", None)
+    in_file = r.raw("hardware", None)  # read either way: ``hardware`` replaces it
+    gpus = hardware if hardware else in_file
     defaults = r.mapping("defaults", {}) or {}
     entries = r.raw("models", None)
     r.finish()
