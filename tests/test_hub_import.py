@@ -204,6 +204,27 @@ def import_config_dict_without_window():
     return architecture_from_dict(config_to_dict(LLAMA_8B), "config.json")
 
 
+def test_gemma3_config_as_the_hub_ships_it_takes_transformers_defaults(tmp_path):
+    # google/gemma-3-27b-it's text_config leaves out what Gemma3TextConfig defaults (its
+    # vocabulary, 262,208, and its pattern, one global layer in 6): the import takes them and
+    # gives the shipped model's 52 local + 10 global layers, not Gemma 2's alternation
+    text = {
+        "model_type": "gemma3_text", "hidden_size": 5376, "intermediate_size": 21504,
+        "num_hidden_layers": 62, "num_attention_heads": 32, "num_key_value_heads": 16,
+        "head_dim": 128, "sliding_window": 1024, "query_pre_attn_scalar": 168,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+    }  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3", "text_config": text,
+                                "_name_or_path": "google/gemma-3-27b-it"}))  # fmt: skip
+    arch, _ = import_config(path)
+    shipped = ie.load_model("Gemma 3 27B")
+    layers = sorted((g.layers, g.sliding_window_tokens or 0) for g in arch.layer_groups)
+    assert layers == [(10, 0), (52, 1024)]
+    assert arch.vocab_size == shipped.vocab_size == 262_208
+    assert counts(arch) == pytest.approx(counts(shipped), rel=1e-9)
+
+
 def test_name_comes_from_name_or_path_not_model_type(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**LLAMA_8B, "_name_or_path": "meta-llama/Llama-3.1-8B"}))

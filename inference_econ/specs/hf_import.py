@@ -125,6 +125,14 @@ MLP = "swiglu"
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss")
 GEMMA_TYPES = ("gemma2", "gemma3_text")
+#: What transformers' config class of a type takes for a field its config.json leaves out
+#: (transformers writes only the values that differ from them): Gemma 3's text model,
+#: ``Gemma3TextConfig`` (huggingface/transformers, models/gemma3/configuration_gemma3.py): a
+#: 262,208-token vocabulary, one global layer in every 6, a 4,096-token window. The Hub's
+#: Gemma 3 configs state neither their vocabulary nor their pattern.
+TRANSFORMERS_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262_208, "sliding_window_pattern": 6, "sliding_window": 4096},
+}
 KNOWN_TYPES = (
     "llama",
     "mistral",
@@ -179,6 +187,7 @@ def config_to_dict(
     nested = isinstance(cfg.get("text_config"), dict)
     cfg = text_model_config(cfg)
     model_type = str(cfg.get("model_type", ""))
+    cfg = {**TRANSFORMERS_DEFAULTS.get(model_type, {}), **cfg}
     unknown = sorted(k for k in cfg if k not in IGNORED and not k.startswith("_"))
     if model_type not in KNOWN_TYPES:
         fields = ", ".join(unknown) or "(none)"
@@ -532,8 +541,8 @@ def _llama4_model(cfg: dict, source: str) -> dict:
 
 def _gemma_model(cfg: dict, source: str) -> dict:
     """Gemma 2 and 3 text models: GeGLU, local sliding-window layers interleaved with global
-    ones (``layer_types``, else every ``sliding_window_pattern``-th layer global; Gemma 2
-    alternates)."""
+    ones (``layer_types``, else every ``sliding_window_pattern``-th layer global: Gemma 3's
+    default 6, ``TRANSFORMERS_DEFAULTS``; Gemma 2 alternates)."""
     layers = _layers(cfg, source)
     kinds = _layer_kinds(cfg, source, layers)
     if not kinds:
