@@ -291,6 +291,27 @@ def test_a_preference_point_s_interval_beside_it_is_drawn_from_its_own_ends():
     plt.close(fig)
 
 
+def test_a_tornado_says_where_a_factor_has_no_elasticity():
+    # a factor whose x0.5 run never reaches the speed has no cost elasticity (blank in the
+    # table, null in JSON): its bar is labelled n/a, not drawn as an empty, zero-looking bar
+    import matplotlib.pyplot as plt
+
+    from inference_econ.output.plots import tornado_figure
+
+    table = pd.DataFrame(
+        {
+            "description": ["HBM bandwidth", "GPU price per hour"],
+            "fastest_speed_elasticity": [0.3, 0.0],
+            "cost_at_speed_elasticity": [np.nan, 1.0],
+            "at_speed_tokens_per_s": 400.0,
+        }
+    )
+    fig = tornado_figure(table, "t")
+    speed, cost = ([t.get_text() for t in ax.texts] for ax in fig.axes)
+    assert speed == [] and cost == [" n/a (does not reach the speed)"]
+    plt.close(fig)
+
+
 def test_study_heatmaps_have_a_colour_bar_in_the_metrics_units(help_example_runs):
     import pandas as pd
 

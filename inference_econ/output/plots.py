@@ -410,9 +410,12 @@ def tornado_figure(table, title: str):
     axes[0].set_ylabel("factor, x0.5 to x2")
     axes[1].set_ylabel("factor, x0.5 to x2")
     axes[1].tick_params(labelleft=True)
-    for ax in axes:
+    for ax, column in zip(axes, ("fastest_speed_elasticity", "cost_at_speed_elasticity")):
         ax.axvline(0, color="black", lw=0.8)
         ax.grid(True, axis="x", alpha=0.3)
+        for k in np.flatnonzero(~np.isfinite(order[column].to_numpy(dtype=float))):
+            # no elasticity (a factor's run never reaches the speed): said, not a zero bar
+            ax.text(0, y[k], " n/a (does not reach the speed)", va="center", fontsize=8)
     fig.suptitle(wrap(title, title_width(fig)), fontsize=11)
     return fig
 
