@@ -127,9 +127,10 @@ MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss")
 GEMMA_TYPES = ("gemma2", "gemma3_text")
 #: What transformers' config class of a type takes for a field its config.json leaves out
 #: (transformers writes only the values that differ from them): Gemma 3's text model,
-#: ``Gemma3TextConfig`` (huggingface/transformers, models/gemma3/configuration_gemma3.py): a
-#: 262,208-token vocabulary, one global layer in every 6, a 4,096-token window. The Hub's
-#: Gemma 3 configs state neither their vocabulary nor their pattern.
+#: ``Gemma3TextConfig`` (huggingface/transformers,
+#: src/transformers/models/gemma3/configuration_gemma3.py): a 262,208-token vocabulary, one
+#: global layer in every 6, a 4,096-token window. The Hub's Gemma 3 configs state neither
+#: their vocabulary nor their pattern.
 TRANSFORMERS_DEFAULTS = {
     "gemma3_text": {"vocab_size": 262_208, "sliding_window_pattern": 6, "sliding_window": 4096},
 }
