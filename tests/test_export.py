@@ -27,6 +27,8 @@ DATA = Path(__file__).parent / "data"
 FLAGS = DATA / "engine_flags"
 RESULTS = DATA / "benchmark_results"
 LLAMA = dict(model="Llama 3.3 70B", hardware="H100", weight_bits=8)
+#: TensorRT-LLM quantizes no checkpoint online: an 8-bit plan loads NVIDIA's FP8 release.
+TRT_FP8 = {"checkpoint": "nvidia/Llama-3.3-70B-Instruct-FP8"}
 
 
 def record(name: str) -> dict:
@@ -40,7 +42,8 @@ def plans():
     out = {}
     for engine in ("vllm", "sglang", "trtllm"):
         common = dict(engine=engine, prompt_tokens=2000, output_tokens=500)
-        dense = api.export(**LLAMA, **common, gpus=8, batch=64)
+        fp8 = TRT_FP8 if engine == "trtllm" else {}
+        dense = api.export(**LLAMA, **common, **fp8, gpus=8, batch=64)
         moe = api.export(  # batch 32: attention data parallelism pays off (at 16 it does not)
             "DeepSeek-V3", "H200", **common, gpus=8, batch=32, weight_bits=8, draft_heads="mtp"
         )
@@ -50,7 +53,9 @@ def plans():
         draft = dataclasses.replace(
             dense, speculation=("draft", "meta-llama/Llama-3.1-8B-Instruct", 3)
         )
-        disagg = api.export(**LLAMA, **common, plan="disagg", gpus=8, batch=64, prefill_gpus=4)
+        disagg = api.export(
+            **LLAMA, **common, **fp8, plan="disagg", gpus=8, batch=64, prefill_gpus=4
+        )
         out[engine] = [dense, moe, draft, disagg]
     return out
 
@@ -626,7 +631,12 @@ def test_every_shipped_model_exports_its_hugging_face_repository():
     from inference_econ.specs import catalog
     from inference_econ.specs.architecture import REPO_ID
 
-    point = dict(gpus=8, batch=1, prompt_tokens=16, output_tokens=2, weight_bits=4)
+    point = dict(
+        gpus=8,
+        batch=1,
+        prompt_tokens=16,
+        output_tokens=2,
+    )  # each at its checkpoint's own precision
     refused = set()
     for entry in catalog.entries("models"):
         try:
@@ -669,3 +679,53 @@ def test_a_pipelined_workers_memory_is_checked_stage_by_stage():
 
     w = worker(setting, "trtllm", "server", 1, (8, 2, 1, 1), 1460, 8192, 2250, 2560)
     assert w.memory.fits and w.memory.kv_needed_bytes_per_gpu == staged.kv_needed_bytes_per_gpu
+
+
+def test_an_export_loads_weights_of_the_plans_format_or_is_refused():
+    """An engine loads the checkpoint's own format, quantizing a 16-bit one online to FP8 only
+    (vLLM's and SGLang's --quantization fp8, whose engines refuse the flag on a checkpoint
+    quantized otherwise): gpt-oss's MXFP4 release at 8 bits, a BF16 release at 4 bits, or at 8
+    bits under TensorRT-LLM, are refused unless --checkpoint names weights of that format; an
+    FP8 release (DeepSeek-V3) at 8 bits loads as it is, with no quantization flag."""
+    point = dict(gpus=4, batch=32, prompt_tokens=1000, output_tokens=500)
+    for model, engine, bits in (
+        ("gpt-oss-120b", "vllm", 8),
+        ("gpt-oss-120b", "sglang", 8),
+        ("Llama 3.3 70B", "vllm", 4),
+        ("Llama 3.3 70B", "trtllm", 8),
+    ):
+        with pytest.raises(SpecError, match="give --checkpoint naming a checkpoint quantized"):
+            api.export(model, "H100", engine=engine, weight_bits=bits, **point)
+    given = api.export("Llama 3.3 70B", "H100", engine="trtllm", weight_bits=8, **point, **TRT_FP8)
+    assert given.checkpoint == TRT_FP8["checkpoint"]
+    online = api.launch_files(
+        api.export("Llama 3.3 70B", "H100", engine="vllm", weight_bits=8, **point)
+    )
+    assert "--quantization fp8" in online["launch.sh"]
+    fp8 = api.export("DeepSeek-V3", "H200", engine="sglang", gpus=8, batch=32, prompt_tokens=1000,
+                     output_tokens=500, weight_bits=8)  # fmt: skip
+    assert "--quantization" not in api.launch_files(fp8)["launch.sh"]
+
+
+def test_an_export_the_engine_would_refuse_at_start_is_refused():
+    """vLLM 0.11 refuses a step token budget below its batch (SchedulerConfig) and a separate
+    draft model (SpeculativeConfig); SGLang 0.5.3 a separate draft beside attention data
+    parallelism and any speculation beside pipeline stages (ServerArgs); every engine refuses
+    requests longer than its max model length, which cannot exceed the model's window."""
+    small = api.export("Qwama 0.5B", "L40S", engine="vllm", gpus=1, batch=4096, prompt_tokens=16,
+                       output_tokens=16)  # fmt: skip
+    (w,) = small.workers
+    assert w.batch == 4096 and w.token_budget >= 4096
+    assert "--max-num-batched-tokens 4096" in api.launch_files(small)["launch.sh"]
+    with pytest.raises(SpecError, match="--draft.*no separate draft model"):
+        api.export("Llama 3.3 70B", "H100", engine="vllm", gpus=4, batch=8, prompt_tokens=2000,
+                   output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
+    with pytest.raises(SpecError, match="beside attention data parallelism"):
+        api.export("Qwen3-235B-A22B", "H200", engine="sglang", gpus=8, batch=128,
+                   prompt_tokens=2000, output_tokens=1000, draft="Qwen3-8B")  # fmt: skip
+    with pytest.raises(SpecError, match="beside pipeline stages"):
+        api.export("Llama 3.1 405B", "H100", engine="sglang", gpus=16, batch=16,
+                   prompt_tokens=2000, output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
+    with pytest.raises(SpecError, match="longer than Llama 2 70B's context window"):
+        api.export("Llama 2 70B", "H100", engine="vllm", gpus=4, batch=16, prompt_tokens=4000,
+                   output_tokens=500)  # fmt: skip

@@ -22,6 +22,8 @@ from inference_econ import api
 from inference_econ.export import bundle
 
 LLAMA_FP8 = dict(weight_bits=8, prompt_tokens=2000, output_tokens=500)
+#: TensorRT-LLM quantizes no checkpoint online: its 8-bit plans load NVIDIA's FP8 release.
+TRT_FP8 = {"checkpoint": "nvidia/Llama-3.3-70B-Instruct-FP8"}
 
 #: A stand-in: one file per call holding the program, the GPUs it sees and each argument.
 RECORDER = """#!/bin/bash
@@ -131,7 +133,8 @@ def _copies(plan, count: int):
 def test_every_copy_on_its_own_gpus_behind_a_router_the_benchmark_targets(tmp_path, engine):
     """Three TP2 copies of Llama 3.3 70B FP8 on H100s: GPUs 0-1, 2-3 and 4-5, ports 8001-8003,
     the router on 8000 with those three backends, and the benchmark sent to 8000."""
-    point = api.export("Llama 3.3 70B", "H100", engine=engine, gpus=2, batch=64, **LLAMA_FP8)
+    fp8 = TRT_FP8 if engine == "trtllm" else {}
+    point = api.export("Llama 3.3 70B", "H100", engine=engine, gpus=2, batch=64, **LLAMA_FP8, **fp8)
     plan = _copies(point, 3)
     calls = _run(tmp_path, plan)
     servers = [c for c in calls if c["prog"] in ("vllm", "trtllm-serve", "-m sglang.launch_server")]

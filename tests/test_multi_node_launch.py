@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_launch_scripts import LLAMA_FP8, RECORDER, _calls, _stand_ins, _value
+from test_launch_scripts import LLAMA_FP8, RECORDER, TRT_FP8, _calls, _stand_ins, _value
 
 from inference_econ import api
 from inference_econ.errors import SpecError
@@ -53,7 +53,8 @@ def _run_nodes(tmp_path: Path, plan, addrs=ADDRS) -> list[list[dict]]:
 
 
 def _llama16(engine: str):
-    return api.export("Llama 3.3 70B", "H100", engine=engine, gpus=16, batch=64, **LLAMA_FP8)
+    fp8 = TRT_FP8 if engine == "trtllm" else {}  # TensorRT-LLM quantizes no checkpoint online
+    return api.export("Llama 3.3 70B", "H100", engine=engine, gpus=16, batch=64, **LLAMA_FP8, **fp8)
 
 
 def test_sglang_runs_the_copy_on_each_node_with_its_rank(tmp_path):
@@ -203,7 +204,7 @@ def test_tensorrt_llm_pools_on_two_nodes_name_their_addresses(tmp_path):
     writes the disaggregated server's configuration with each pool's node address."""
     plan = api.export(
         "Llama 3.3 70B", "H100", engine="trtllm", plan="disagg", gpus=8, batch=64,
-        prefill_gpus=4, **LLAMA_FP8,
+        prefill_gpus=4, **LLAMA_FP8, **TRT_FP8,
     )  # fmt: skip
     assert "trtllm-disagg.yaml" not in bundle.render(plan)  # launch.sh writes it, addresses in
     _run_nodes(tmp_path, plan)
@@ -219,7 +220,9 @@ def test_a_gb200_tray_is_a_node_of_four():
     assert (
         load_hardware("H100").gpus_per_host == 8 and load_hardware("GH200-144GB").gpus_per_host == 1
     )
-    plan = api.export("Llama 3.3 70B", "GB200", engine="trtllm", gpus=8, batch=64, **LLAMA_FP8)
+    plan = api.export(
+        "Llama 3.3 70B", "GB200", engine="trtllm", gpus=8, batch=64, **LLAMA_FP8, **TRT_FP8
+    )
     (c,) = ec.commands(plan)
     assert nodes.shown(c.argv[c.argv.index("-H") + 1]) == "${NODE0}:4,${NODE1}:4"
     assert c.argv[c.argv.index("--gpus_per_node") + 1] == "4"
@@ -231,7 +234,8 @@ def test_a_copy_of_twelve_gpus_runs_six_on_each_of_two_nodes():
     slots and trtllm-serve 6 GPUs a node; the header says the 4 GPUs left idle, which the
     plan's cost does not count."""
     plan = api.export(
-        "Llama 3.1 405B", "H100", engine="trtllm", gpus=12, batch=16, **LLAMA_FP8
+        "Llama 3.1 405B", "H100", engine="trtllm", gpus=12, batch=16, **LLAMA_FP8,
+        checkpoint="nvidia/Llama-3.1-405B-Instruct-FP8",
     )  # fmt: skip
     (w,) = plan.workers
     assert (w.tensor, w.pipeline) == (4, 3)

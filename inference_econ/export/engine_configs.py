@@ -59,7 +59,14 @@ def _kv_dtype(names: dict, plan: LaunchPlan) -> str:
 
 
 def _quantization(names: dict, plan: LaunchPlan) -> str | None:
-    bits = int(round(plan.setting.precision.weight_bits))
+    """The engine's online quantization of the model's own 16-bit checkpoint to the plan's
+    bits; None for a checkpoint already in its format (the engine reads it from the
+    checkpoint, and refuses a flag that contradicts it)."""
+    s = plan.setting
+    native = s.model.checkpoint_weight_bits or s.model.precision.weight_bits
+    if plan.checkpoint != s.model.hf_repository or float(native) != 16:
+        return None
+    bits = int(round(s.precision.weight_bits))
     return {int(k): v for k, v in names.get("quantization", {}).items()}.get(bits)
 
 
@@ -534,10 +541,10 @@ def _header(plan: LaunchPlan) -> list[str]:
             f"its {used} GPUs take {taken} nodes of {per}: {taken * per - used} "
             f"GPU{'s' * (taken * per - used > 1)} left idle, which the plan's cost does not count"
         )
-    quant = _quantization(engine_names(plan.engine), plan)
-    if s.precision.weight_bits < 16 and not quant:
+    if plan.checkpoint != s.model.hf_repository:
         lines.append(
-            f"{s.precision.weight_bits:g}-bit weights: serve a checkpoint quantized to them (the engine reads its format)"
+            f"{s.precision.weight_bits:g}-bit weights: {plan.checkpoint} must hold them (the "
+            "engine reads its format)"
         )
     return lines
 

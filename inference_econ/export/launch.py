@@ -221,6 +221,12 @@ def round_length(tokens: float, window: int | None) -> int:
     return min(n, int(window)) if window else n
 
 
+#: Engines that refuse a step token budget below the batch: vLLM 0.11's SchedulerConfig raises
+#: "max_num_batched_tokens ... must be greater than or equal to max_num_seqs"
+#: (vllm/config/scheduler.py), so a worker's budget is raised to its batch there.
+BUDGET_AT_LEAST_BATCH = ("vllm",)
+
+
 def worker(
     setting: Setting,
     engine: str,
@@ -237,6 +243,8 @@ def worker(
     (default ``batch``) requests of ``context_tokens``."""
     p, t, dp, e = degrees
     label = {"server": "instance", "prefill": "prefill worker", "decode": "decode worker"}[role]
+    if engine in BUDGET_AT_LEAST_BATCH:
+        token_budget = max(int(token_budget), int(batch))
     planned = int(check_batch or batch)
     memory = check_worker(
         setting,
@@ -254,9 +262,78 @@ def worker(
 
 
 def finish(plan: LaunchPlan) -> LaunchPlan:
-    """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers)."""
+    """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers) or
+    of speculation its engine refuses at start on the plan's layout."""
     require_fit([w.memory for w in plan.workers])
+    _weights_launch(plan)
+    _speculation_launches(plan)
     return plan
+
+
+def _weights_launch(plan: LaunchPlan) -> None:
+    """Refuse a plan whose weights are not the checkpoint's the engine loads: the model file's
+    checkpoint (``hf_repository``) holds the file's precision, and an engine turns a 16-bit one
+    into another format only where it quantizes online (vLLM's and SGLang's ``--quantization
+    fp8``; ``quantization`` in export/launch_flags.yaml). Any other format needs a checkpoint
+    quantized to it, named with ``--checkpoint``: launched as it is, the engine would load
+    weights the plan did not price (gpt-oss's MXFP4 one refuses ``--quantization fp8`` outright:
+    vLLM's ``ModelConfig`` and SGLang's check the flag against the checkpoint's quant_method)."""
+    s = plan.setting
+    if plan.checkpoint != s.model.hf_repository:
+        return  # the user's checkpoint: its format is theirs to match (the script's notes say so)
+    planned = float(s.precision.weight_bits)
+    native = float(s.model.checkpoint_weight_bits or s.model.precision.weight_bits)
+    if planned == native:
+        return
+    online = {int(k) for k in engine_names(plan.engine).get("quantization", {})}
+    if native == 16 and planned in online:
+        return
+    raise SpecError(
+        "argument",
+        "--weight-bits",
+        f"is {planned:g}, but {plan.checkpoint} holds {native:g}-bit weights, which "
+        f"{plan.engine} {plan.version} "
+        + (
+            f"quantizes online to {', '.join(map(str, sorted(online)))} bits only"
+            if online and native == 16
+            else "loads as they are"
+        ),
+        f"give --checkpoint naming a checkpoint quantized to {planned:g} bits, or "
+        f"--weight-bits {native:g}",
+    )
+
+
+def _speculation_launches(plan: LaunchPlan) -> None:
+    """Refuse speculation the targeted engine version refuses at start: vLLM 0.11 a separate
+    draft model ("Speculative decoding with draft model is not supported yet",
+    vllm/config/speculative.py); SGLang 0.5.3 any speculation beside pipeline stages
+    (``check_server_args``: "Pipeline parallelism is not compatible with ... speculative
+    decoding") and a separate draft (its STANDALONE algorithm) beside attention data
+    parallelism ("standalone speculative decoding does not support dp attention",
+    sglang/srt/server_args.py)."""
+    if plan.speculation is None:
+        return
+    kind, engine = plan.speculation[0], plan.engine
+    version = f"{engine} {plan.version}"
+    fix = "drop --draft, or export for an engine that runs it (trtllm)"
+    if engine == "vllm" and kind == "draft":
+        raise SpecError(
+            "argument", "--draft", f"{version} runs no separate draft model (EAGLE or MTP "
+            "heads only)", fix
+        )  # fmt: skip
+    if engine != "sglang":
+        return
+    if any(w.pipeline > 1 for w in plan.workers):
+        raise SpecError(
+            "argument", "--draft" if kind == "draft" else "--draft-heads",
+            f"{version} runs no speculation beside pipeline stages, which the plan's layout "
+            "has", "plan without pipeline stages (fewer GPUs a copy), or export for trtllm",
+        )  # fmt: skip
+    if kind == "draft" and any(w.attention_dp > 1 for w in plan.workers):
+        raise SpecError(
+            "argument", "--draft", f"{version} runs no separate draft model beside attention "
+            "data parallelism, which the plan's layout has", fix
+        )  # fmt: skip
 
 
 def _speculation(setting: Setting, verify: int) -> tuple | None:
@@ -286,8 +363,17 @@ def _step_budget(engine: str, gpu) -> int:
 def _longest(max_model_len: int | None, tokens: float, setting: Setting) -> int:
     """The engine's longest request: ``max_model_len`` where given, which must hold the plan's
     requests (a shorter one launches an engine that refuses them), else theirs rounded up."""
+    window = setting.model.max_context_tokens
+    if window and tokens > window:  # the engine would refuse every request of the plan
+        raise SpecError(
+            "argument",
+            "--prompt-tokens",
+            f"with --output-tokens makes requests of {tokens:,.0f} tokens, longer than "
+            f"{setting.model.name}'s context window ({int(window):,})",
+            f"plan requests of at most {int(window):,} tokens (prompt plus output)",
+        )
     if max_model_len is None:
-        return round_length(tokens, setting.model.max_context_tokens)
+        return round_length(tokens, window)
     if max_model_len < tokens:
         raise SpecError(
             "argument",
@@ -329,6 +415,7 @@ def point_plan(
     ``batch`` clients."""
     from ..serving.requests import request
 
+    ckpt = checkpoint_of(setting, checkpoint)  # a model without public weights: refused first
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     _runs(setting, gpus, row)
     degrees = layout_degrees(
@@ -351,7 +438,7 @@ def point_plan(
         source,
         setting,
         engine,
-        checkpoint_of(setting, checkpoint),
+        ckpt,
         (w,),
         longest,
         load,
@@ -697,6 +784,7 @@ def disagg_plan(
     from ..serving import disaggregation as dg
     from ..serving.requests import request
 
+    ckpt = checkpoint_of(setting, checkpoint)  # a model without public weights: refused first
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     _runs(setting, gpus, row, "decode workers: ")
     b = _whole(batch, "batch")

@@ -313,6 +313,10 @@ class Architecture:
     #: (``EXPERT_ROUTINGS``), where the model file states it; None: its class's
     #: (``model.moe.routing_of``).
     expert_routing: str | None = None
+    #: Bits per weight of the checkpoint ``hf_repository`` names: the file's precision, kept
+    #: when a setting runs other bits (``with_precision``), which need another checkpoint; None:
+    #: ``precision``'s.
+    checkpoint_weight_bits: float | None = None
 
     @property
     def layers(self) -> int:
@@ -354,7 +358,8 @@ class Architecture:
             p.dense_weight_bits,
             p.weight_block_scaled and bits == p.weight_bits,
         )
-        return dataclasses.replace(self, precision=new)
+        held = p.weight_bits if self.checkpoint_weight_bits is None else self.checkpoint_weight_bits
+        return dataclasses.replace(self, precision=new, checkpoint_weight_bits=held)
 
     def with_block_scaled_fp8(self) -> Architecture:
         """The same architecture from an 8-bit checkpoint whose weights carry block scales (a
