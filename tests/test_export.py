@@ -729,3 +729,14 @@ def test_an_export_the_engine_would_refuse_at_start_is_refused():
     with pytest.raises(SpecError, match="longer than Llama 2 70B's context window"):
         api.export("Llama 2 70B", "H100", engine="vllm", gpus=4, batch=16, prompt_tokens=4000,
                    output_tokens=500)  # fmt: skip
+
+
+def test_a_benchmark_says_where_vllm_bench_spreads_outputs_the_plan_does_not(plans):
+    """vLLM 0.11's random dataset draws prompts and outputs within mean x (1 +- r), one r for
+    both: prompts of sd 500 about 2,000 (r = 0.433) spread 300-token outputs over 170-430,
+    which benchmark.md says beside the command; equal spreads need no note."""
+    dense = plans["vllm"][0]
+    load = dataclasses.replace(dense.load, input_mean=2000.0, input_sd=500.0, output_mean=300.0)
+    text = bc.benchmark_text(dataclasses.replace(dense, load=load))
+    assert "--random-range-ratio 0.433" in text and "drawn within 170-430 tokens" in text
+    assert "one range ratio" not in bc.benchmark_text(dense)

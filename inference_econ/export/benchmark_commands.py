@@ -131,6 +131,23 @@ def _goodput(load, names: dict, sep: str) -> list[str]:
     return [f"{names[k]}{sep}{v * 1e3:g}" for k, v in pairs if v is not None]
 
 
+def _one_ratio(load) -> list[str]:
+    """A note where ``vllm bench serve`` cannot draw the plan's lengths: vLLM 0.11's random
+    dataset spreads prompts and outputs by one range ratio (``RandomDataset``, its
+    ``input_low``/``output_low`` both at mean x (1 - r)), the prompts' here."""
+    r_in = _range_ratio(load.input_mean, load.input_sd)
+    r_out = _range_ratio(load.output_mean, load.output_sd)
+    if r_in == r_out:
+        return []
+    return [
+        "",
+        f"vllm bench serve spreads prompts and outputs by one range ratio ({r_in:g}, the "
+        f"prompts'), where the outputs' would be {r_out:g}: its outputs are drawn within "
+        f"{load.output_mean * (1 - r_in):.0f}-{load.output_mean * (1 + r_in):.0f} tokens. "
+        "aiperf's command draws each length as the plan has it.",
+    ]
+
+
 def benchmark_text(plan: LaunchPlan) -> str:
     """benchmark.md: the commands, the load they replay and the figures the plan expects."""
     load = plan.load
@@ -154,6 +171,7 @@ def benchmark_text(plan: LaunchPlan) -> str:
         f"Load: {how}, {load.requests} requests, prompts {load.input_mean:.0f} tokens (sd {load.input_sd:.0f}), "
         f"outputs {load.output_mean:.0f} tokens (sd {load.output_sd:.0f})"
         + (f"; targets {targets}." if targets else "."),
+        *_one_ratio(load),
         "",
         "```bash",
         " ".join(shlex.quote(a) for a in vllm_bench(plan)),
