@@ -1,0 +1,108 @@
+"""What an exported launch loads, and what its engine would refuse at start (each refused
+here with the argument to change): the checkpoint (``checkpoint_of``), weights of another format
+than the checkpoint's (``weights_launch``), speculation the engine version does not run on the
+plan's layout (``speculation_launches``). ``plan`` is an ``export.launch.LaunchPlan``;
+``names`` its engine's section of launch_flags.yaml."""
+
+from __future__ import annotations
+
+from ..errors import SpecError, control_character, short
+from ..serving.setting import Setting
+
+
+def checkpoint_of(setting: Setting, given: str | None) -> str:
+    """The checkpoint an engine loads: the one given (one line, not an option), else the
+    Hugging Face repository the model file names (``hf_repository``); a model without one is
+    refused, never launched under its display name (an engine reads that as a local folder)."""
+    if given is not None:
+        text = str(given)
+        bad = control_character(text)
+        if bad is not None:  # it goes into the launch script's comments and command lines
+            raise SpecError(
+                "argument",
+                "--checkpoint",
+                f"holds the control character {bad}",
+                "give the checkpoint's name or path on one line (e.g. org/model)",
+            )
+        if not text.strip() or text.startswith("-"):  # an engine would read it as an option
+            raise SpecError(
+                "argument",
+                "--checkpoint",
+                f"{short(text)} is not a checkpoint name (it would be read as an option)",
+                "give a Hugging Face repository id (org/model) or a path (./model)",
+            )
+        return text
+    if setting.model.hf_repository:
+        return setting.model.hf_repository
+    raise SpecError(
+        "argument",
+        "--checkpoint",
+        f"{setting.model.name} names no Hugging Face repository (no hf_repository in its file)",
+        "give --checkpoint org/model, or add hf_repository to the model file",
+    )
+
+
+def weights_launch(plan, names: dict) -> None:
+    """Refuse a plan whose weights are not the checkpoint's the engine loads: the model file's
+    checkpoint (``hf_repository``) holds the file's precision, and an engine turns a 16-bit one
+    into another format only where it quantizes online (vLLM's and SGLang's ``--quantization
+    fp8``; ``quantization`` in export/launch_flags.yaml). Any other format needs a checkpoint
+    quantized to it, named with ``--checkpoint``: launched as it is, the engine would load
+    weights the plan did not price (gpt-oss's MXFP4 one refuses ``--quantization fp8`` outright:
+    vLLM's ``ModelConfig`` and SGLang's check the flag against the checkpoint's quant_method)."""
+    s = plan.setting
+    if plan.checkpoint != s.model.hf_repository:
+        return  # the user's checkpoint: its format is theirs to match (the script's notes say so)
+    planned = float(s.precision.weight_bits)
+    native = float(s.model.checkpoint_weight_bits or s.model.precision.weight_bits)
+    if planned == native:
+        return
+    online = {int(k) for k in names.get("quantization", {})}
+    if native == 16 and planned in online:
+        return
+    raise SpecError(
+        "argument",
+        "--weight-bits",
+        f"is {planned:g}, but {plan.checkpoint} holds {native:g}-bit weights, which "
+        f"{plan.engine} {names['version']} "
+        + (
+            f"quantizes online to {', '.join(map(str, sorted(online)))} bits only"
+            if online and native == 16
+            else "loads as they are"
+        ),
+        f"give --checkpoint naming a checkpoint quantized to {planned:g} bits, or "
+        f"--weight-bits {native:g}",
+    )
+
+
+def speculation_launches(plan, names: dict) -> None:
+    """Refuse speculation the targeted engine version refuses at start: vLLM 0.11 a separate
+    draft model ("Speculative decoding with draft model is not supported yet",
+    vllm/config/speculative.py); SGLang 0.5.3 any speculation beside pipeline stages
+    (``check_server_args``: "Pipeline parallelism is not compatible with ... speculative
+    decoding") and a separate draft (its STANDALONE algorithm) beside attention data
+    parallelism ("standalone speculative decoding does not support dp attention",
+    sglang/srt/server_args.py)."""
+    if plan.speculation is None:
+        return
+    kind, engine = plan.speculation[0], plan.engine
+    version = f"{engine} {names['version']}"
+    fix = "drop --draft, or export for an engine that runs it (trtllm)"
+    if engine == "vllm" and kind == "draft":
+        raise SpecError(
+            "argument", "--draft", f"{version} runs no separate draft model (EAGLE or MTP "
+            "heads only)", fix
+        )  # fmt: skip
+    if engine != "sglang":
+        return
+    if any(w.pipeline > 1 for w in plan.workers):
+        raise SpecError(
+            "argument", "--draft" if kind == "draft" else "--draft-heads",
+            f"{version} runs no speculation beside pipeline stages, which the plan's layout "
+            "has", "plan without pipeline stages (fewer GPUs a copy), or export for trtllm",
+        )  # fmt: skip
+    if kind == "draft" and any(w.attention_dp > 1 for w in plan.workers):
+        raise SpecError(
+            "argument", "--draft", f"{version} runs no separate draft model beside attention "
+            "data parallelism, which the plan's layout has", fix
+        )  # fmt: skip
