@@ -740,3 +740,28 @@ def test_a_benchmark_says_where_vllm_bench_spreads_outputs_the_plan_does_not(pla
     text = bc.benchmark_text(dataclasses.replace(dense, load=load))
     assert "--random-range-ratio 0.433" in text and "drawn within 170-430 tokens" in text
     assert "one range ratio" not in bc.benchmark_text(dense)
+
+
+def test_an_export_reuses_prefixes_as_its_plan_did_and_its_benchmark_sends_them():
+    """A capacity plan of prompts behind a shared system prompt priced the engine's prefix
+    cache: TensorRT-LLM's block reuse is on (it had been written off whatever the plan), and
+    with --no-prefix-caching vLLM's is turned off (on by default in vLLM 0.11); the benchmark
+    sends the prefix before each prompt's own tokens: vllm bench serve's --random-prefix-len
+    (one prefix: a note says where the plan has more) and aiperf's pool of prefix prompts."""
+    load = dict(plan="capacity", arrival_rate_per_s=2.0, input_lengths="500", output_lengths="100",
+                shared_prefix_tokens=3000, shared_prefixes=4, requests=300, slo_ttft_p99_s=2.0,
+                slo_tpot_p99_s=0.05, max_gpus=8)  # fmt: skip
+    trt = api.export("Llama 3.3 70B", "H100", engine="trtllm", **load)
+    assert trt.prefix_caching and trt.load.prefix_tokens == 3000 and trt.load.prefixes == 4
+    files = api.launch_files(trt)
+    assert yaml.safe_load(files["trtllm-server.yaml"])["kv_cache_config"]["enable_block_reuse"]
+    bench = files["benchmark.md"]
+    assert "--random-input-len 500" in bench and "--random-prefix-len 3000" in bench
+    assert "--prefix-prompt-length 3000 --prefix-prompt-pool-size 4" in bench
+    assert "one shared prefix of 3000 tokens" in bench
+    off = api.export("Llama 3.3 70B", "H100", engine="vllm", prefix_caching=False, **load)
+    assert "--no-enable-prefix-caching" in api.launch_files(off)["launch.sh"]
+    assert (
+        "--no-enable-prefix-caching"
+        not in api.launch_files(dataclasses.replace(off, prefix_caching=True))["launch.sh"]
+    )

@@ -25,6 +25,11 @@ def _tool(name: str) -> dict:
     return launch_flags()["benchmarks"][name]
 
 
+def _own(load) -> float:
+    """A prompt's mean tokens after its shared system prompt (the tools add the prefix)."""
+    return load.input_mean - load.prefix_tokens
+
+
 def _range_ratio(mean: float, sd: float) -> float:
     """vLLM's random dataset draws lengths uniformly within mean x (1 ± r): the r whose
     uniform spread has the plan's standard deviation (sd = r·mean/√3), below 1."""
@@ -68,9 +73,10 @@ def vllm_bench(plan: LaunchPlan) -> list[str]:
         f["model"], plan.checkpoint,
         f["base_url"], f"http://localhost:{FRONT_PORT}",
         f["dataset"], "random",
-        f["input_len"], str(int(round(load.input_mean))),
+        f["input_len"], str(int(round(_own(load)))),
         f["output_len"], str(int(round(load.output_mean))),
-        f["range_ratio"], f"{_range_ratio(load.input_mean, load.input_sd):g}",
+        f["range_ratio"], f"{_range_ratio(_own(load), load.input_sd):g}",
+        *([f["prefix_len"], str(int(round(load.prefix_tokens)))] if load.prefix_tokens else []),
         f["requests"], str(load.requests),
         f["ignore_eos"],
         f["percentile_metrics"], "ttft,tpot,itl,e2el",
@@ -102,13 +108,16 @@ def aiperf_profile(plan: LaunchPlan) -> list[str]:
         f["url"], f"http://localhost:{FRONT_PORT}",
         f["endpoint"], "completions",
         f["streaming"],
-        f["input_mean"], str(int(round(load.input_mean))),
+        f["input_mean"], str(int(round(_own(load)))),
         f["input_sd"], str(int(round(load.input_sd))),
         f["output_mean"], str(int(round(load.output_mean))),
         f["output_sd"], str(int(round(load.output_sd))),
         f["requests"], str(load.requests),
         f["seed"], "0",
     ]  # fmt: skip
+    if load.prefix_tokens:  # its pool of system prompts, each before a synthetic prompt
+        argv += [f["prefix_len"], str(int(round(load.prefix_tokens)))]
+        argv += [f["prefix_pool"], str(load.prefixes)]
     if load.rate_per_s is not None:
         argv += [f["rate"], f"{load.rate_per_s:g}", f["arrival"], "poisson"]
     else:
@@ -135,11 +144,22 @@ def _one_ratio(load) -> list[str]:
     """A note where ``vllm bench serve`` cannot draw the plan's lengths: vLLM 0.11's random
     dataset spreads prompts and outputs by one range ratio (``RandomDataset``, its
     ``input_low``/``output_low`` both at mean x (1 - r)), the prompts' here."""
-    r_in = _range_ratio(load.input_mean, load.input_sd)
+    r_in = _range_ratio(_own(load), load.input_sd)
     r_out = _range_ratio(load.output_mean, load.output_sd)
+    shared = (
+        [
+            "",
+            f"vllm bench serve puts one shared prefix of {load.prefix_tokens:.0f} tokens before "
+            f"every prompt, where the plan's traffic has {load.prefixes}; aiperf's command draws "
+            "from that many.",
+        ]
+        if load.prefixes > 1 and load.prefix_tokens
+        else []
+    )
     if r_in == r_out:
-        return []
+        return shared
     return [
+        *shared,
         "",
         f"vllm bench serve spreads prompts and outputs by one range ratio ({r_in:g}, the "
         f"prompts'), where the outputs' would be {r_out:g}: its outputs are drawn within "
@@ -168,8 +188,13 @@ def benchmark_text(plan: LaunchPlan) -> str:
     lines = [
         f"# Benchmark of the {plan.source} plan: {plan.setting.model.name} on {plan.gpus} x {plan.setting.gpu.name}, {plan.engine} {plan.version}",
         "",
-        f"Load: {how}, {load.requests} requests, prompts {load.input_mean:.0f} tokens (sd {load.input_sd:.0f}), "
-        f"outputs {load.output_mean:.0f} tokens (sd {load.output_sd:.0f})"
+        f"Load: {how}, {load.requests} requests, prompts {load.input_mean:.0f} tokens (sd {load.input_sd:.0f}"
+        + (
+            f"; each starts with {'a shared prefix' if load.prefixes == 1 else f'one of {load.prefixes} shared prefixes'} of {load.prefix_tokens:.0f}), "
+            if load.prefix_tokens
+            else "), "
+        )
+        + f"outputs {load.output_mean:.0f} tokens (sd {load.output_sd:.0f})"
         + (f"; targets {targets}." if targets else "."),
         *_one_ratio(load),
         "",

@@ -151,7 +151,8 @@ def _limits(names: dict, plan: LaunchPlan, w: Worker) -> list[str]:
         f["kv_cache_dtype"], _kv_dtype(names, plan),
     ]  # fmt: skip
     quant = _quantization(names, plan)
-    return out + ([f["quantization"], quant] if quant else [])
+    off = [] if plan.prefix_caching else [f["prefix_caching_off"]]  # the plan's cache reuse
+    return out + ([f["quantization"], quant] if quant else []) + off
 
 
 # --- vLLM (with Dynamo for pools and Kubernetes) -----------------------------------------------
@@ -408,7 +409,10 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
         api["cuda_graph_max_batch"]: int(graphs),
         api["cuda_graph_padding"]: True,
         api["chunked_prefill"]: True,
-        api["kv_cache"]: {kv["free_fraction"]: float(_fraction(plan)), kv["block_reuse"]: False},
+        api["kv_cache"]: {
+            kv["free_fraction"]: float(_fraction(plan)),
+            kv["block_reuse"]: bool(plan.prefix_caching),  # reuse as the plan priced it
+        },
     }
     if plan.speculation:
         kind, draft, tokens = plan.speculation

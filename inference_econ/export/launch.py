@@ -88,6 +88,10 @@ class Load:
     slo_ttft_p99_s: float | None = None
     slo_tpot_p99_s: float | None = None
     slo_e2e_p99_s: float | None = None
+    #: A shared system prompt every prompt starts with (part of ``input_mean``), tokens, and
+    #: how many different ones there are (0 tokens: none).
+    prefix_tokens: float = 0.0
+    prefixes: int = 1
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,9 @@ class LaunchPlan:
     #: The expected figures' 80 % and 90 % intervals (``name_low80`` ...; docs/model.md §F12),
     #: by name; empty under an ideal preset (a bound has none).
     intervals: dict = field(default_factory=dict)
+    #: Whether the engine keeps and reuses finished requests' KV cache for prompts that start
+    #: with them, as the plan's simulation did (``EngineConfig.prefix_caching``).
+    prefix_caching: bool = True
 
     @property
     def version(self) -> str:
@@ -519,6 +526,7 @@ def capacity_plan(
                 }.items()
                 if k.rsplit("_", 1)[0] in expected
             },
+            prefix_caching=bool(getattr(config, "prefix_caching", True)),
         )  # fmt: skip
     )
 
@@ -575,9 +583,11 @@ def _capacity_load(capacity, traffic, s) -> Load:
     import numpy as np
 
     t = capacity.targets
+    prefix = float(traffic.shared_prefix_tokens)  # synthetic traffic's system prompts
+    own = s.prompt_tokens - prefix  # each prompt's own part, after the shared prefix
     return Load(
         float(np.mean(s.prompt_tokens)),
-        float(np.std(s.prompt_tokens)),
+        float(np.std(own)),
         float(np.mean(s.output_tokens)),
         float(np.std(s.output_tokens)),
         int(traffic.requests),
@@ -585,6 +595,8 @@ def _capacity_load(capacity, traffic, s) -> Load:
         slo_ttft_p99_s=t.ttft_p99_s,
         slo_tpot_p99_s=t.tpot_p99_s,
         slo_e2e_p99_s=t.e2e_p99_s,
+        prefix_tokens=prefix,
+        prefixes=int(traffic.shared_prefixes),
     )
 
 
