@@ -387,3 +387,22 @@ def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monk
     assert len(rivals) == 1
     usd, held, *_ = rivals[0]
     assert usd == pytest.approx(b.usd_per_hour) and held < b.max_rate_per_s
+
+
+def test_instances_added_by_the_full_load_run_are_the_tables_and_say_why():
+    """One H100 instance of Llama 3.1 8B under SGLang holds 19.8 req/s in its search, but its
+    300-request run at 15 req/s reads its backlog as growing (x1.34), so the plan runs two:
+    the candidates' chosen row counts the two instances and their price (it had said one, beside
+    a headline of two), and a note says which run missed and why."""
+    from inference_econ import api
+
+    plan = api.capacity(
+        "Llama 3.1 8B", "H100", engine="sglang", arrival_rate_per_s=15.0, input_lengths="1000",
+        output_lengths="200", slo_ttft_p99_s=2.0, slo_tpot_p99_s=0.05, requests=300, max_gpus=4,
+    )  # fmt: skip
+    assert plan.deployment.instances == 2 and plan.deployment.gpus_per_instance == 1
+    (chosen,) = plan.candidates[plan.candidates["chosen"]].to_dict("records")
+    assert (chosen["instances"], chosen["gpus"]) == (2, 2)
+    assert chosen["usd_per_hour"] == pytest.approx(plan.result.usd_per_hour)
+    assert any("as the search sized it, missed the targets" in n and "backlog grew" in n
+               for n in plan.notes)  # fmt: skip

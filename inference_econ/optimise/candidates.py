@@ -221,6 +221,14 @@ def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.Dat
     )
     _held_columns(table, rows)
     table["chosen"] = chosen
+    for i, r in enumerate(rows):  # the instances the deployment runs, where its run needed more
+        if chosen[i]:
+            n = d.prefill_instances if r["pool"] == "prefill" else d.instances
+            if n != r["instances"]:
+                price = r["usd_per_hour"] / r["instances"] if r["instances"] else None
+                table.loc[i, ["instances", "gpus"]] = [n, n * r["gpus_per_instance"]]
+                if price is not None:
+                    table.loc[i, "usd_per_hour"] = n * price
     if set(table["speculation"]) == {"none"}:
         table = table.drop(columns=["speculation"])
     for name in ("instances", "gpus"):

@@ -31,11 +31,15 @@ from .screening import screened_rows, screens
 
 
 def _verify(setting, deployment: Deployment, traffic, targets, config):
-    """The deployment at the full load, with instances added while a target is missed."""
+    """The deployment at the full load, with instances added while a target is missed, and
+    why the first run missed (None: it did not)."""
+    missed = None
     for _ in range(MAX_BUMPS + 1):
         result = run_at("deployment", setting, deployment, traffic, config).with_targets(targets)
         if result.meets_targets:
-            return deployment, result
+            return deployment, result, missed
+        if missed is None:
+            missed = _why_missed(result, targets)
         d = deployment
         if d.disaggregated and not (result.ttft_s.p99 > (targets.ttft_p99_s or math.inf)):
             deployment = Deployment(
@@ -53,7 +57,26 @@ def _verify(setting, deployment: Deployment, traffic, targets, config):
             )
         else:
             deployment = Deployment(d.gpus_per_instance, d.instances + 1)
-    return deployment, result
+    return deployment, result, missed
+
+
+def _why_missed(result, targets) -> str:
+    """What a run at the full load missed: a p99 over its target, rejected requests, or a
+    backlog that grew over the run (§E4)."""
+    over = [
+        f"p99 {name.upper()} {result.p99[name] * 1e3:.4g} ms over {limit * 1e3:g}"
+        for name, limit in (
+            ("ttft", targets.ttft_p99_s),
+            ("tpot", targets.tpot_p99_s),
+            ("e2e", targets.e2e_p99_s),
+        )
+        if limit is not None and result.p99[name] > limit
+    ]
+    if result.rejected:
+        over.append(f"{result.rejected} requests rejected")
+    if not result.stable:
+        over.append(f"its backlog grew x{result.backlog_growth:.2f} over the run")
+    return ", ".join(over) or "a target"
 
 
 def _planned_rate(traffic: Traffic) -> float:
@@ -112,8 +135,8 @@ def cheapest_deployment(
         raise InfeasibleError(
             f"no deployment meets {targets.describe()} at {traffic.offered_rate_per_s:g} req/s ({reasons or 'no instance size fits'})"
         )
-    _, _, setting, deployment = options[0]
-    deployment, result = _verify(setting, deployment, traffic, targets, config)
+    _, _, setting, searched = options[0]
+    deployment, result, missed = _verify(setting, searched, traffic, targets, config)
     ends = count_intervals(setting, deployment, traffic, targets, config, result)
     if ends:  # the plan's simulated counts at the step time's ends (§F12)
         result = dataclasses.replace(result, count_ends=tuple(ends.items()))
@@ -121,6 +144,13 @@ def cheapest_deployment(
     notes = list(result.notes)
     if not result.meets_targets:
         notes.append(f"still misses a target after {MAX_BUMPS} more instances")
+    elif missed is not None:  # the candidates' table counts the instances the run needed
+        notes.append(
+            f"{searched.describe()}, as the search sized it, missed the targets in the run at "
+            f"the full load ({missed}); {deployment.describe()} held them"
+            + (f" (a run of {traffic.requests} requests an instance is short: more --requests "
+               "steady its p99s and backlog)" if traffic.requests < 1000 else "")
+        )  # fmt: skip
     table = _table(rows, setting, deployment)
     plan = CapacityPlan(
         rate_per_s=traffic.offered_rate_per_s,
