@@ -714,3 +714,24 @@ def test_the_summarys_signed_error_turns_the_sign_of_times():
     s = comparison.summarise(table, np.array([True, False]))
     assert s.median_optimism.tolist() == pytest.approx([-0.236] * len(s))
     assert s.median_abs_error.iloc[0] == pytest.approx(0.236)
+
+
+def test_a_closed_loop_latency_the_ideal_bound_cannot_give_is_out_of_scope_not_ok(tmp_path):
+    """Under the ideal presets a closed-loop row is the fluid steady state, which has no queue
+    and so no TTFT or p99 TPOT: such rows were counted ok with no prediction; they are out of
+    scope, saying the achievable preset simulates them (which predicts them)."""
+    path = tmp_path / "loop.csv"
+    path.write_text(
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes\n"
+        "me,Llama-3.1-8B-Instruct,BF16,H100,1,TP1,32,1000,200,mean_TTFT,120,ms,\n"
+        "me,Llama-3.1-8B-Instruct,BF16,H100,1,TP1,32,1000,200,p99_TPOT,20,ms,\n"
+    )
+    from inference_econ import api
+
+    for preset in ("paper", "refined"):
+        t = api.compare_measured(str(path), assumptions=preset).table
+        assert t["predicted"].isna().all()
+        assert all(s.startswith("out of scope: the ") and "simulates it" in s for s in t["status"])
+    t = api.compare_measured(str(path), assumptions="achievable", engine="vllm").table
+    assert (t["status"] == "ok").all() and (t["predicted"] > 0).all()

@@ -216,6 +216,17 @@ def _predict_distinct(rows, assumptions, engine, engines):
                 "out of scope: the TTFT of a disaggregated row is its prefill pool's, which "
                 "the row does not state (its decode GPUs are replayed alone)"
             )
+        elif (
+            row.kind == "end-to-end"
+            and status[i] == "ok"
+            and i not in best
+            and not np.isfinite(predicted[i])
+        ):  # no case was built for it: the ideal engine's closed-loop steady state has no queue
+            status[i] = (
+                f"out of scope: the {base.name} preset's bound (a steady state, no queue) does "
+                f"not give {row.metric_text} in the {row.scenario} scenario; the achievable "
+                "preset simulates it"
+            )
         if row.kind == "micro" and row.resolved:
             predicted[i] = predict_micro(row, base, engine)
             nvls_row = row.metric.quantity == "busbw" and "nvls" in row.model_text.lower()
