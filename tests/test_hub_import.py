@@ -153,7 +153,7 @@ def test_modelopt_hf_quant_config_sets_weight_and_kv_bits(fake_hub):
         ({"quant_method": "gptq", "bits": 4, "group_size": 128}, 4),
         ({"quant_method": "awq", "bits": 4}, 4),
         ({"quant_method": "bitsandbytes", "load_in_8bit": True}, 8),
-        ({"quant_method": "mxfp4"}, 4),
+        ({"quant_method": "mxfp4"}, 4.25),  # an 8-bit scale per 32 4-bit values
         (
             {
                 "quant_method": "compressed-tensors",
@@ -168,6 +168,61 @@ def test_quantization_config_gives_the_weight_bits(tmp_path, qc, bits):
     path.write_text(json.dumps({**LLAMA_8B, "quantization_config": qc}))
     arch, _ = import_config(path)
     assert arch.precision.weight_bits == bits
+
+
+@pytest.mark.parametrize(
+    "qc, gemm_bits",
+    [
+        ({"quant_method": "awq", "bits": 4}, 16),  # W4A16: dequantized into BF16 GEMMs
+        ({"quant_method": "gptq", "bits": 4}, 16),
+        ({"quant_method": "bitsandbytes", "load_in_4bit": True}, 16),
+        ({"quant_method": "compressed-tensors",
+          "config_groups": {"g": {"weights": {"num_bits": 4}}}}, 16),  # no input activations
+        ({"quant_method": "compressed-tensors",
+          "config_groups": {"g": {"weights": {"num_bits": 8},
+                                  "input_activations": {"num_bits": 8}}}}, None),  # W8A8
+        ({"quant_method": "fp8"}, None),
+    ],
+)  # fmt: skip
+def test_a_weight_only_format_multiplies_in_16_bits(tmp_path, qc, gemm_bits):
+    """AWQ, GPTQ and bitsandbytes store 4-bit weights but multiply in BF16: imported as 4-bit
+    weights with 16-bit GEMM activations, not at the GPU's 4-bit tensor-core rate (a B200's
+    8,000-token prefill of such a model had been 2.7 times too fast)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_8B, "quantization_config": qc}))
+    arch, _ = import_config(path)
+    assert arch.precision.gemm_activation_bits == gemm_bits
+
+
+def test_imported_checkpoints_keep_their_formats_as_the_shipped_files_do(tmp_path):
+    """gpt-oss's config leaves attention, router and embeddings unquantized
+    (``modules_to_not_convert``): imported with BF16 dense weights beside its 4.25-bit MXFP4
+    experts (and MXFP8 GEMM activations), its precision and weight bytes are the shipped
+    file's (65 GB; all-4-bit it had been 58); a ModelOpt quantization_config states its FP8
+    KV cache as hf_quant_config.json does; a float32 checkpoint is served in 16 bits."""
+    oss = {
+        "model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+        "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8,
+        "head_dim": 64, "num_local_experts": 128, "num_experts_per_tok": 4,
+        "vocab_size": 201088, "sliding_window": 128, "max_position_embeddings": 131072,
+        "layer_types": ["sliding_attention", "full_attention"] * 18,
+        "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+            "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+            "lm_head"]},
+    }  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(oss))
+    arch, _ = import_config(path)
+    shipped = ie.load_model("gpt-oss-120b")
+    assert arch.precision == shipped.precision
+    got = compile_workload(arch, REFINED).weights_total_bytes
+    assert got == pytest.approx(compile_workload(shipped, REFINED).weights_total_bytes, rel=1e-3)
+    modelopt = {"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}
+    path.write_text(json.dumps({**LLAMA_8B, "quantization_config": modelopt}))
+    arch, _ = import_config(path)
+    assert (arch.precision.weight_bits, arch.precision.kv_cache_bits) == (4, 8)
+    path.write_text(json.dumps({**LLAMA_8B, "torch_dtype": "float32"}))
+    assert import_config(path)[0].precision.weight_bits == 16
 
 
 def test_unknown_quantization_is_an_error_not_16_bits(tmp_path):
@@ -223,6 +278,24 @@ def test_gemma3_config_as_the_hub_ships_it_takes_transformers_defaults(tmp_path)
     assert layers == [(10, 0), (52, 1024)]
     assert arch.vocab_size == shipped.vocab_size == 262_208
     assert counts(arch) == pytest.approx(counts(shipped), rel=1e-9)
+    # the 12B states no head size (16 heads of 256 on a 3,840-wide model, not 240) and the 4B
+    # no head counts: both take Gemma3TextConfig's defaults
+    twelve = {**text, "hidden_size": 3840, "num_hidden_layers": 48, "num_attention_heads": 16,
+              "num_key_value_heads": 8, "intermediate_size": 15360}  # fmt: skip
+    del twelve["head_dim"]
+    path.write_text(json.dumps({"model_type": "gemma3", "text_config": twelve}))
+    arch, _ = import_config(path)
+    assert (arch.attention.query_heads, arch.attention.head_dim) == (16, 256)
+    assert arch.max_context_tokens == 131_072
+    four = {k: v for k, v in twelve.items() if not k.startswith("num_") or k == "num_hidden_layers"}
+    four.update(hidden_size=2560, num_hidden_layers=34, intermediate_size=10240)
+    path.write_text(json.dumps({"model_type": "gemma3", "text_config": four}))
+    arch, _ = import_config(path)
+    assert (arch.attention.query_heads, arch.attention.kv_heads, arch.attention.head_dim) == (
+        8,
+        4,
+        256,
+    )
 
 
 def test_name_comes_from_name_or_path_not_model_type(tmp_path):

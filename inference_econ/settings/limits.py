@@ -23,3 +23,6 @@ MIN_OBSERVED = 1e-6
 MAX_SECONDS = 1e6
 #: The unit and bounds of a precision in bits (of weights, activations, the KV cache).
 BITS = dict(unit="bits", minimum=1, maximum=32)
+#: Weights and activations: at most 16, the widest format the GPU files state a tensor-core
+#: rate for (no engine serves 32-bit GEMMs; a float32 checkpoint is served in 16 bits).
+GEMM_BITS = dict(BITS, maximum=16)

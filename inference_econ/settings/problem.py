@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..model.assumptions import CLOCKS, PRESETS
 from ..specs.bases import DEFAULT_PRICE_BASIS, PRICE_BASES
-from .limits import BITS, MAX_GPUS, MAX_SECONDS, MAX_TOKENS
+from .limits import BITS, GEMM_BITS, MAX_GPUS, MAX_SECONDS, MAX_TOKENS
 from .row import INFER, METHOD, PROBLEM, Name, Numbers, section, setting
 
 #: The preset of serving under load (simulate, capacity, frontier --rate and their API
@@ -42,13 +42,13 @@ class ServedOptions:
     weight_bits: float | None = setting(
         None,
         help="Bits per weight (default: the model file's).",
-        **BITS,
+        **GEMM_BITS,
     )
 
     activation_bits: float | None = setting(
         None,
         help="Bits per activation (default: the model file's).",
-        **BITS,
+        **GEMM_BITS,
     )
 
     kv_cache_bits: float | None = setting(
@@ -106,7 +106,7 @@ class SpeculationOptions:
         None,
         help="Bits per weight of the draft model (default: its file's).",
         needs=("draft",),
-        **BITS,
+        **GEMM_BITS,
         group="",
     )
 

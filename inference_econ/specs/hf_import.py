@@ -129,10 +129,20 @@ GEMMA_TYPES = ("gemma2", "gemma3_text")
 #: (transformers writes only the values that differ from them): Gemma 3's text model,
 #: ``Gemma3TextConfig`` (huggingface/transformers,
 #: src/transformers/models/gemma3/configuration_gemma3.py): a 262,208-token vocabulary, one
-#: global layer in every 6, a 4,096-token window. The Hub's Gemma 3 configs state neither
-#: their vocabulary nor their pattern.
+#: global layer in every 6, a 4,096-token window, 8 query and 4 KV heads of 256, 131,072
+#: positions. The Hub's Gemma 3 configs state neither their vocabulary nor their pattern, the
+#: 12B's no head size (its 3,840-wide model has 16 heads of 256, not 240) and the 4B's no
+#: head counts.
 TRANSFORMERS_DEFAULTS = {
-    "gemma3_text": {"vocab_size": 262_208, "sliding_window_pattern": 6, "sliding_window": 4096},
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "sliding_window_pattern": 6,
+        "sliding_window": 4096,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131_072,
+    },
 }
 KNOWN_TYPES = (
     "llama",
@@ -250,13 +260,22 @@ def model_name(cfg: dict, source: str) -> str:
     return folder or Path(source).stem
 
 
-#: quant_method -> weight bits for formats whose width is fixed.
-QUANT_BITS = {"fp8": 8, "fbgemm_fp8": 8, "mxfp4": 4, "nvfp4": 4, "fp_quant": 4, "hqq": 4}
+#: Weight-only formats: 4- or 8-bit weights dequantized into 16-bit GEMMs (W4A16, W8A16).
+WEIGHT_ONLY = ("awq", "gptq", "aqlm", "hqq", "bitsandbytes", "eetq", "gptq_marlin", "awq_marlin")
+#: Config keys of a MoE layer's routed expert count, by family.
+EXPERT_COUNT_KEYS = ("num_local_experts", "n_routed_experts", "num_experts")
+#: quant_method -> weight bits for formats whose width is fixed (MXFP4: 4-bit elements and an
+#: 8-bit scale per block of 32, 4.25 bits a weight, as the shipped gpt-oss files state it).
+QUANT_BITS = {"fp8": 8, "fbgemm_fp8": 8, "mxfp4": 4.25, "nvfp4": 4, "fp_quant": 4, "hqq": 4}
 
 
 def precision_of(cfg: dict, quant: dict | None, source: str) -> dict:
     """Bits per weight (and per KV-cache element where the checkpoint says) from
-    ``quantization_config``, a ModelOpt ``hf_quant_config.json``, or the stored dtype."""
+    ``quantization_config`` or a ModelOpt ``hf_quant_config.json``, else 16 (a float32
+    checkpoint too: engines serve it in 16 bits). A weight-only format (AWQ, GPTQ, ...)
+    multiplies in 16 bits (``gemm_activation_bits``); a MoE checkpoint that leaves its
+    attention unquantized (``modules_to_not_convert``, compressed-tensors' ``ignore``: gpt-oss's
+    MXFP4 experts beside BF16 attention, router and embeddings) keeps 16-bit dense weights."""
     out: dict[str, float] = {"weight_bits": 16, "activation_bits": 16}
     if isinstance(quant, dict) and isinstance(quant.get("quantization"), dict):
         algo = str(quant["quantization"].get("quant_algo") or "").upper()
@@ -276,10 +295,28 @@ def precision_of(cfg: dict, quant: dict | None, source: str) -> dict:
         )
     if isinstance(qc, dict):
         out["weight_bits"] = _quant_config_bits(qc, source)
+        method = str(qc.get("quant_method") or "").lower()
+        if method in WEIGHT_ONLY or (method == "compressed-tensors" and not _acts_quantized(qc)):
+            out["gemm_activation_bits"] = 16
+        elif method == "mxfp4":  # MXFP8 activations into the MX GEMMs, as the gpt-oss files
+            out["gemm_activation_bits"] = 8
+        if method == "modelopt" and qc.get("kv_cache_quant_algo"):
+            kv = str(qc["kv_cache_quant_algo"]).upper()
+            out["kv_cache_bits"] = _modelopt_bits(kv, source)
+        kept = qc.get("modules_to_not_convert") or qc.get("ignore") or []
+        moe = any(_int(cfg, k, source, 0) > 1 for k in EXPERT_COUNT_KEYS)
+        if moe and isinstance(kept, list) and any("attn" in str(m) for m in kept):
+            out["dense_weight_bits"] = 16
         return out
-    if str(cfg.get("torch_dtype") or cfg.get("dtype") or "") == "float32":
-        out["weight_bits"] = 32
-    return out
+    return out  # float32 checkpoints too: engines serve them in 16 bits (vLLM's dtype "auto")
+
+
+def _acts_quantized(qc: dict) -> bool:
+    """Whether a compressed-tensors scheme quantizes the GEMMs' input activations."""
+    return any(
+        isinstance(g, dict) and isinstance(g.get("input_activations"), dict)
+        for g in (qc.get("config_groups") or {}).values()
+    )
 
 
 def _modelopt_bits(algo: str, source: str) -> int:
