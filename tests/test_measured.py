@@ -735,3 +735,21 @@ def test_a_closed_loop_latency_the_ideal_bound_cannot_give_is_out_of_scope_not_o
         assert all(s.startswith("out of scope: the ") and "simulates it" in s for s in t["status"])
     t = api.compare_measured(str(path), assumptions="achievable", engine="vllm").table
     assert (t["status"] == "ok").all() and (t["predicted"] > 0).all()
+
+
+def test_calibrate_takes_rows_naming_no_engine_as_the_fitted_engines(tmp_path):
+    """calibrate --engine's help says rows naming no engine are that engine's: 15 vLLM-like
+    rows with no engine in their notes were all left out ("engine unknown"), where
+    compare-measured --engine vllm predicted them; now the fit uses them."""
+    path = tmp_path / "rows.csv"
+    lines = ["source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,"
+             "input_len,output_len,metric,value,unit,notes"]  # fmt: skip
+    for k, (batch, value) in enumerate([(1, 150), (8, 1000), (32, 2800), (64, 4200), (128, 6000),
+                                        (256, 8000)]):  # fmt: skip
+        lines.append(f"src{k % 3},Llama-3.1-8B-Instruct,BF16,H100,1,TP1,{batch},1000,1000,"
+                     f"throughput_total,{value},tok/s,")  # fmt: skip
+        lines.append(f"src{k % 3},Llama-3.1-8B-Instruct,BF16,H100,1,TP1,{batch},2000,200,"
+                     f"throughput_total,{0.7 * value:g},tok/s,")  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    fit = ie.calibrate(str(path), engine="vllm", holdout=False)
+    assert fit.rows == 12 and fit.engine == "vllm"

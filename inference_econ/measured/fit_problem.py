@@ -188,7 +188,8 @@ def build_problem(
     for r in rows:
         if r.kind != "end-to-end" or not r.ok:
             continue
-        e = pr.row_engine(r, ENGINE_TERMS)
+        # a row naming no engine is the fitted profile's (calibrate --engine's help)
+        e = pr.row_engine(r, ENGINE_TERMS, base if r.engine is None else None)
         if not isinstance(e, pr.RowEngine):
             unknown.append((r.row, e))
             continue
