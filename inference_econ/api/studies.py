@@ -285,15 +285,16 @@ def compare_measured(
     )
 
 
-def calibrate(path, engine: str, holdout: bool, progress, split: str) -> Calibration:
+def calibrate(path, engine: str | None, holdout: bool, progress, split: str) -> Calibration:
     """An engine profile's terms fitted to measured rows.
 
     Parameters
     ----------
     path : str or Path
         The measured rows (a CSV).
-    engine : str
-        The profile fitted.
+    engine : str or None
+        The profile fitted; rows naming no engine are its rows. None: trtllm's, those rows
+        left out.
     holdout : bool
         Whether each source is also predicted by a fit without it.
     progress : callable, optional

@@ -177,8 +177,8 @@ def _status_line(table) -> str:
     "--engine",
     default=table.default("engine", "calibrate"),
     show_default=True,
-    help="Profile whose terms are fitted: rows naming no engine are this engine's; the file "
-    "written derives from it (a name or a profile YAML).",
+    help="Profile whose terms are fitted: rows naming no engine are this engine's where it is "
+    "given (left out without it); the file written derives from it (a name or a profile YAML).",
 )
 @click.option(
     "--split",
@@ -224,7 +224,11 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
     def progress(message):
         click.echo(f"[{time.perf_counter() - start:5.1f}s] {message}", err=True)
 
-    result = fit(csv, engine, holdout=not no_holdout, progress=progress, split=split)
+    # rows naming no engine are the given --engine's; without one, left out (the default
+    # profile's fit is TensorRT-LLM's rows')
+    given = click.get_current_context().get_parameter_source("engine")
+    named = engine if given is not click.core.ParameterSource.DEFAULT else None
+    result = fit(csv, named, holdout=not no_holdout, progress=progress, split=split)
     rows = [
         {
             "term": t.key,

@@ -67,12 +67,14 @@ SPLITS = ("source", "publication")
 
 def calibrate(
     path,
-    engine: str = table.default("engine", "calibrate"),
+    engine: str | None = None,
     holdout: bool = True,
     progress=None,
     split: str = "source",
 ) -> Calibration:
-    """Fit the achievable preset's terms to the measured rows of ``path`` (§F10)."""
+    """Fit the achievable preset's terms to the measured rows of ``path`` (§F10): those of
+    ``engine``'s profile (default trtllm's), rows naming no engine taken as ``engine``'s where
+    it is given and left out where it is not."""
     if split not in SPLITS:
         raise SpecError(
             "argument", "split", f"unknown split {short(split)}", f"choose {' or '.join(SPLITS)}"
@@ -185,17 +187,18 @@ def fit_terms(problem, notes: list, say, exclude=frozenset(), subset=None):
     return _drop_unconstrained(problem, priors, values, errors, notes, say, subset=subset)
 
 
-def prepare(path, engine: str, say, notes: list):
+def prepare(path, engine: str | None, say, notes: list):
     """(the rows' ``Problem`` with the micro-benchmark terms set, those terms) of a file.
     Every row the fit cannot use is reported (``report_left_out``); a file with no row it can
     use is one error naming the file (``nothing_usable``)."""
     say(f"reading {path}")
     rows = load_measured(path)
-    base = load_engine(engine)
+    base = load_engine(engine or table.default("engine", "calibrate"))
     micro = _fit_micro(rows, base, notes, say)
     collective = {k: v for k, v in micro.items() if "." not in k}
     say("building the steps of every row")
-    problem = build_problem(rows, base, collective, notes, source=str(path))
+    unnamed = base if engine is not None else None  # rows naming no engine: the given one's
+    problem = build_problem(rows, base, collective, notes, source=str(path), unnamed=unnamed)
     report_left_out(str(path), rows, problem.engine_left_out, collective)
     if len(problem.rows) == 0:
         raise InfeasibleError(

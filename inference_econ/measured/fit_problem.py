@@ -171,8 +171,10 @@ def build_problem(
     collective: dict,
     notes: list | None = None,
     source: str = "measured rows",
+    unnamed: EngineProfile | None = None,
 ) -> Problem:
-    """The usable rows (end-to-end, status ok, engine known) with their engines' profiles (with
+    """The usable rows (end-to-end, status ok, engine known; ``unnamed``: the engine of rows
+    naming none, else they are left out) with their engines' profiles (with
     the fitted collective terms), and the steps of the ones the fit uses, built once.
     ``base`` is the reference profile: every other profile gets its own kernel factor. The
     rows left out for their engine are the problem's ``engine_left_out`` (line, reason); no
@@ -188,8 +190,7 @@ def build_problem(
     for r in rows:
         if r.kind != "end-to-end" or not r.ok:
             continue
-        # a row naming no engine is the fitted profile's (calibrate --engine's help)
-        e = pr.row_engine(r, ENGINE_TERMS, base if r.engine is None else None)
+        e = pr.row_engine(r, ENGINE_TERMS, unnamed if r.engine is None else None)
         if not isinstance(e, pr.RowEngine):
             unknown.append((r.row, e))
             continue

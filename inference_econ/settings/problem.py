@@ -171,7 +171,8 @@ class ScopeOptions:
         None,
         help="Engine efficiency profile for the achievable preset: trtllm, vllm, sglang or a"
         " profile YAML (such as calibrate writes); default trtllm.",
-        # calibrate fits the terms of a profile: rows naming no engine are TensorRT-LLM's
+        # calibrate fits the terms of a profile, TensorRT-LLM's unless one is given (rows
+        # naming no engine are the given one's, and left out without one)
         command_defaults=(("calibrate", "trtllm"),),
     )
 
