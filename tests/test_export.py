@@ -765,3 +765,14 @@ def test_an_export_reuses_prefixes_as_its_plan_did_and_its_benchmark_sends_them(
         "--no-enable-prefix-caching"
         not in api.launch_files(dataclasses.replace(off, prefix_caching=True))["launch.sh"]
     )
+
+
+def test_a_draft_of_another_tokenizer_is_priced_but_not_exported():
+    """The target verifies a draft's tokens, so engines run only a draft sharing its
+    tokenizer: a Mistral 7B draft (32,000 tokens) for Llama 3 70B (128,256) is priced, as the
+    paper prices cross-family drafts, but an export of it is refused; Llama 3 8B is exported."""
+    point = dict(gpus=8, batch=1, prompt_tokens=1000, output_tokens=100)
+    assert api.point("Llama 3 70B", "H100", draft="Mistral 7B", gpus=8, batch=1) is not None
+    with pytest.raises(SpecError, match="vocabulary .* is not Llama 3 70B's"):
+        api.export("Llama 3 70B", "H100", engine="trtllm", draft="Mistral 7B", **point)
+    assert api.export("Llama 3 70B", "H100", engine="trtllm", draft="Llama 3 8B", **point)

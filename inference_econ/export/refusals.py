@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import SpecError, control_character, short
 from ..serving.setting import Setting
+from ..serving.speculative import shares_vocabulary
 
 
 def checkpoint_of(setting: Setting, given: str | None) -> str:
@@ -86,6 +87,14 @@ def speculation_launches(plan, names: dict) -> None:
     if plan.speculation is None:
         return
     kind, engine = plan.speculation[0], plan.engine
+    spec = plan.setting.spec
+    draft = getattr(spec, "draft", None)
+    if draft is not None and not shares_vocabulary(plan.setting.model, draft):
+        raise SpecError(
+            "argument", "--draft", f"{draft.name}'s vocabulary ({int(draft.vocab_size):,} "
+            f"tokens) is not {plan.setting.model.name}'s: no engine runs a draft without the "
+            "target's tokenizer", "give a draft of the target's family",
+        )  # fmt: skip
     version = f"{engine} {names['version']}"
     fix = "drop --draft, or export for an engine that runs it (trtllm)"
     if engine == "vllm" and kind == "draft":

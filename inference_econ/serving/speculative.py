@@ -210,9 +210,25 @@ class DraftHeads:
         )
 
 
+#: How far apart a draft's and its target's vocabularies may be and still be one tokenizer's:
+#: checkpoints of one family pad their embedding tables differently (Qwen2.5-7B's 152,064
+#: rows beside Qwen2.5-0.5B's 151,936, 0.08 %); other tokenizers differ by far more (Mistral
+#: 7B's 32,000 beside Llama 3's 128,256).
+VOCABULARY_PADDING = 0.02
+
+
+def shares_vocabulary(target: Architecture, draft: Architecture) -> bool:
+    """Whether a draft's vocabulary can be its target's tokenizer's (``VOCABULARY_PADDING``):
+    the target verifies the draft's tokens, so an engine runs only such a pair."""
+    a, b = int(target.vocab_size), int(draft.vocab_size)
+    return abs(a - b) <= VOCABULARY_PADDING * max(a, b)
+
+
 def check_draft(target: Architecture, draft: Architecture, fix: str = "") -> None:
     """Warn when the draft model is the target itself (§A6): drafting with the full model
-    costs a target pass per draft token, so speculation never beats plain decoding."""
+    costs a target pass per draft token, so speculation never beats plain decoding. (A draft
+    of another tokenizer is priced as a cost, as the paper's own tables pair a Llama 3 draft
+    with Mixtral; ``export``, which launches it, refuses it: ``shares_vocabulary``.)"""
     if draft.name != target.name:
         return
     bits = draft.precision.weight_bits
