@@ -237,3 +237,15 @@ def test_capacity_csv_and_json_carry_the_chosen_plan():
         if (~table["chosen"]).any()
         else True
     )
+
+
+def test_a_prefill_pool_too_small_is_named_not_the_whole_mix():
+    """Llama 3 70B fits co-located on 8 H100s, but not a one-GPU prefill pool: the refusal
+    named the 8 GPUs ("does not fit ... co-located or disaggregated"), which serve it; it names
+    the prefill pool and its fix."""
+    args = ["disagg", "Llama 3 70B", "-H", "H100", "--gpus", "8", "--batch", "64",
+            "--prompt-tokens", "4000", "--output-tokens", "500"]  # fmt: skip
+    r = CliRunner().invoke(main, [*args, "--prefill-gpus", "1"])
+    assert r.exit_code == 1 and "the prefill pool of 1 x H100-SXM does not hold" in r.output
+    assert "give --prefill-gpus more GPUs" in r.output
+    assert CliRunner().invoke(main, args).exit_code == 0

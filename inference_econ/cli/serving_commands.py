@@ -269,7 +269,16 @@ def disagg(
     df = compare_disaggregation(
         setting, prompt_tokens, output_tokens, gpus, batch, prefill_gpus, discrete=discrete
     )
-    if not np.isfinite(df[["ttft_s", "gpu_s_per_request"]].to_numpy()).all():
+    finite = np.isfinite(df[["ttft_s", "gpu_s_per_request"]].to_numpy()).all(axis=1)
+    if finite[0] and not finite[1]:  # the decode GPUs serve it: the prefill pool does not
+        pool = prefill_gpus if prefill_gpus is not None else gpus
+        raise InfeasibleError(
+            (uneven_note(setting, pool) if discrete else None)
+            or f"the prefill pool of {pool:g} x {setting.gpu.name} does not hold "
+            f"{setting.model.name} with a batch of {prompt_tokens:g}-token prompts (co-located "
+            f"on {gpus:g} GPUs it fits): give --prefill-gpus more GPUs"
+        )
+    if not finite.all():
         raise InfeasibleError(
             (uneven_note(setting, gpus) if discrete else None)
             or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this "
