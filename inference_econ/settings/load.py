@@ -335,7 +335,7 @@ class PoolOptions:
         None,
         help="Disaggregated serving: GPUs of the prefill pool (names, comma-separated; default:"
         " --hardware).",
-        needs=("disaggregated", "prefill_gpus"),
+        needs=("disaggregated", "prefill_gpus", "prefill_instances"),
     )
 
     decode_hardware: str | None = setting(
