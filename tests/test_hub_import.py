@@ -352,3 +352,14 @@ def test_without_huggingface_hub_the_fix_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # import fails
     result = CliRunner().invoke(main, ["import-hf", "deepseek-ai/DeepSeek-V3"])
     assert result.exit_code == 2 and 'pip install "inference-econ[hub]"' in result.output
+
+
+def test_a_llama4_no_rope_list_of_another_length_is_refused(tmp_path):
+    """``no_rope_layers`` gives each layer its attention (RoPE and chunked, or global): a list
+    of 4 for 48 layers had been read as 3 chunked layers and 45 more taken as chunked; like a
+    short ``layer_types`` it is refused, naming the field."""
+    text = {**LLAMA4_MAVERICK["text_config"], "no_rope_layers": [1, 1, 1, 0]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA4_MAVERICK, "text_config": text}))
+    with pytest.raises(ie.SpecError, match="no_rope_layers.*4 entries for 48 layers"):
+        import_config(path)

@@ -201,11 +201,11 @@ def config_to_dict(
     cfg = {**TRANSFORMERS_DEFAULTS.get(model_type, {}), **cfg}
     unknown = sorted(k for k in cfg if k not in IGNORED and not k.startswith("_"))
     if model_type not in KNOWN_TYPES:
-        fields = ", ".join(unknown) or "(none)"
+        fields = f"; unmapped fields: {', '.join(unknown)}" if unknown else ""
         raise SpecError(
             source,
             "model_type",
-            f"cannot map architecture {model_type or '(missing)'!r}; unmapped fields: {fields}",
+            f"cannot map architecture {model_type or '(missing)'!r}{fields}",
             f"supported: {', '.join(KNOWN_TYPES)}; write the model YAML by hand (docs/user-guide.md)",
         )
     if unknown:
@@ -555,6 +555,14 @@ def _llama4_model(cfg: dict, source: str) -> dict:
     }
     dense = {"d_ff": _int(cfg, "intermediate_size_mlp", source, width), "activation": MLP}
     rope = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
+    if not isinstance(rope, list) or len(rope) != layers:  # (a short list had been padded)
+        raise SpecError(
+            source,
+            "no_rope_layers",
+            f"has {len(rope) if isinstance(rope, list) else short(rope)} entries for {layers} "
+            "layers (num_hidden_layers)",
+            "give one entry per layer (1: the layer uses RoPE and chunked attention)",
+        )
     chunk = _int(cfg, "attention_chunk_size", source, None)
     counts: dict[tuple[bool, bool], int] = {}
     for i in range(layers):
