@@ -710,8 +710,10 @@ def test_an_export_loads_weights_of_the_plans_format_or_is_refused():
 def test_an_export_the_engine_would_refuse_at_start_is_refused():
     """vLLM 0.11 refuses a step token budget below its batch (SchedulerConfig) and a separate
     draft model (SpeculativeConfig); SGLang 0.5.3 a separate draft beside attention data
-    parallelism and any speculation beside pipeline stages (ServerArgs); every engine refuses
-    requests longer than its max model length, which cannot exceed the model's window."""
+    parallelism and any speculation beside pipeline stages (ServerArgs); TensorRT-LLM's
+    PyTorch backend reads a draft from a local folder only; no engine runs an EAGLE head
+    without its checkpoint; every engine refuses requests longer than its max model length,
+    which cannot exceed the model's window."""
     small = api.export("Qwama 0.5B", "L40S", engine="vllm", gpus=1, batch=4096, prompt_tokens=16,
                        output_tokens=16)  # fmt: skip
     (w,) = small.workers
@@ -726,6 +728,13 @@ def test_an_export_the_engine_would_refuse_at_start_is_refused():
     with pytest.raises(SpecError, match="beside pipeline stages"):
         api.export("Llama 3.1 405B", "H100", engine="sglang", gpus=16, batch=16,
                    prompt_tokens=2000, output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
+    with pytest.raises(SpecError, match="reads a draft model from a local folder only"):
+        api.export("Llama 3.3 70B", "H100", engine="trtllm", gpus=4, batch=8, prompt_tokens=2000,
+                   output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
+    for engine in ("vllm", "sglang", "trtllm"):  # an EAGLE head's checkpoint is not known
+        with pytest.raises(SpecError, match="loads an EAGLE head from its own checkpoint"):
+            api.export("Llama 3.3 70B", "H100", engine=engine, gpus=4, batch=8,
+                       prompt_tokens=2000, output_tokens=500, draft_heads="eagle")  # fmt: skip
     with pytest.raises(SpecError, match="longer than Llama 2 70B's context window"):
         api.export("Llama 2 70B", "H100", engine="vllm", gpus=4, batch=16, prompt_tokens=4000,
                    output_tokens=500)  # fmt: skip
@@ -770,9 +779,10 @@ def test_an_export_reuses_prefixes_as_its_plan_did_and_its_benchmark_sends_them(
 def test_a_draft_of_another_tokenizer_is_priced_but_not_exported():
     """The target verifies a draft's tokens, so engines run only a draft sharing its
     tokenizer: a Mistral 7B draft (32,000 tokens) for Llama 3 70B (128,256) is priced, as the
-    paper prices cross-family drafts, but an export of it is refused; Llama 3 8B is exported."""
+    paper prices cross-family drafts, but an export of it is refused; Llama 3 8B is exported
+    (for SGLang, which loads a draft by name)."""
     point = dict(gpus=8, batch=1, prompt_tokens=1000, output_tokens=100)
     assert api.point("Llama 3 70B", "H100", draft="Mistral 7B", gpus=8, batch=1) is not None
     with pytest.raises(SpecError, match="vocabulary .* is not Llama 3 70B's"):
         api.export("Llama 3 70B", "H100", engine="trtllm", draft="Mistral 7B", **point)
-    assert api.export("Llama 3 70B", "H100", engine="trtllm", draft="Llama 3 8B", **point)
+    assert api.export("Llama 3 70B", "H100", engine="sglang", draft="Llama 3 8B", **point)

@@ -77,9 +77,12 @@ def weights_launch(plan, names: dict) -> None:
 
 
 def speculation_launches(plan, names: dict) -> None:
-    """Refuse speculation the targeted engine version refuses at start: vLLM 0.11 a separate
-    draft model ("Speculative decoding with draft model is not supported yet",
-    vllm/config/speculative.py); SGLang 0.5.3 any speculation beside pipeline stages
+    """Refuse speculation the targeted engine version refuses at start: an EAGLE head without
+    its checkpoint (vLLM's SpeculativeConfig: "num_speculative_tokens was provided but without
+    speculative model"; SGLang's and TensorRT-LLM's draft path); vLLM 0.11 a separate draft
+    model ("Speculative decoding with draft model is not supported yet",
+    vllm/config/speculative.py); TensorRT-LLM's PyTorch backend a draft named by repository
+    (it reads ``pytorch_weights_path``, a local folder); SGLang 0.5.3 any speculation beside pipeline stages
     (``check_server_args``: "Pipeline parallelism is not compatible with ... speculative
     decoding") and a separate draft (its STANDALONE algorithm) beside attention data
     parallelism ("standalone speculative decoding does not support dp attention",
@@ -96,11 +99,23 @@ def speculation_launches(plan, names: dict) -> None:
             "target's tokenizer", "give a draft of the target's family",
         )  # fmt: skip
     version = f"{engine} {names['version']}"
-    fix = "drop --draft, or export for an engine that runs it (trtllm)"
+    fix = "drop --draft, or export for sglang (its STANDALONE speculation loads a draft by name)"
+    if kind == "eagle":  # no engine runs EAGLE without the head's own checkpoint
+        raise SpecError(
+            "argument", "--draft-heads", f"is eagle: {version} loads an EAGLE head from its own "
+            "checkpoint, which the export does not know", "drop --draft-heads eagle to export "
+            "(or --draft-heads mtp for a model with MTP heads)",
+        )  # fmt: skip
     if engine == "vllm" and kind == "draft":
         raise SpecError(
             "argument", "--draft", f"{version} runs no separate draft model (EAGLE or MTP "
             "heads only)", fix
+        )  # fmt: skip
+    if engine == "trtllm" and kind == "draft":  # DraftTargetConfig(draft_model_path=...)
+        raise SpecError(
+            "argument", "--draft", f"{version} reads a draft model from a local folder only "
+            "(pytorch_weights_path, tensorrt_llm/llmapi/llm_args.py), which the export does not "
+            "download", fix
         )  # fmt: skip
     if engine != "sglang":
         return
