@@ -28,12 +28,16 @@ from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
 from ..serving.support import plan_line
-from .refusals import checkpoint_of, speculation_launches, weights_launch
+from .refusals import (
+    checkpoint_of,
+    longest_request,
+    round_length,
+    speculation_launches,
+    weights_launch,
+)
 
 #: The engines an export writes for (the sections of launch_flags.yaml).
 ENGINES = ("vllm", "sglang", "trtllm")
-#: Lengths engines are configured in: max model length is rounded up to a multiple of this.
-LENGTH_STEP_TOKENS = 256
 
 
 @lru_cache(maxsize=1)
@@ -191,12 +195,6 @@ def _expert_degree(setting: Setting, t: int, engine: str) -> int:
     return t if groups and (even or engine in UNEVEN_EXPERTS) else 1
 
 
-def round_length(tokens: float, window: int | None) -> int:
-    """A max model length: ``tokens`` rounded up to the engines' step, within the window."""
-    n = int(math.ceil(float(tokens) / LENGTH_STEP_TOKENS) * LENGTH_STEP_TOKENS)
-    return min(n, int(window)) if window else n
-
-
 #: Engines that refuse a step token budget below the batch: vLLM 0.11's SchedulerConfig raises
 #: "max_num_batched_tokens ... must be greater than or equal to max_num_seqs"
 #: (vllm/config/scheduler.py), so a worker's budget is raised to its batch there.
@@ -271,30 +269,6 @@ def _step_budget(engine: str, gpu) -> int:
     return int(_profile(engine).scheduler_limits(gpu, offline=False)[1])
 
 
-def _longest(max_model_len: int | None, tokens: float, setting: Setting) -> int:
-    """The engine's longest request: ``max_model_len`` where given, which must hold the plan's
-    requests (a shorter one launches an engine that refuses them), else theirs rounded up."""
-    window = setting.model.max_context_tokens
-    if window and tokens > window:  # the engine would refuse every request of the plan
-        raise SpecError(
-            "argument",
-            "--prompt-tokens",
-            f"with --output-tokens makes requests of {tokens:,.0f} tokens, longer than "
-            f"{setting.model.name}'s context window ({int(window):,})",
-            f"plan requests of at most {int(window):,} tokens (prompt plus output)",
-        )
-    if max_model_len is None:
-        return round_length(tokens, window)
-    if max_model_len < tokens:
-        raise SpecError(
-            "argument",
-            "--max-model-len",
-            f"is {max_model_len:,} tokens, shorter than the plan's requests ({tokens:,.0f})",
-            f"give at least {math.ceil(tokens):,}, or leave it out",
-        )
-    return int(max_model_len)
-
-
 def _runs(setting: Setting, gpus, row, what: str = "") -> None:
     """Refuse a GPU count no whole layout splits the model on (the request view's ``row``
     infinite for that reason), never a plan of inf; a layout that does not fit is left to the
@@ -335,7 +309,7 @@ def point_plan(
     )  # fmt: skip
     b = _whole(batch, "batch")
     context = prompt_tokens + output_tokens / 2.0  # the decode step's mean context (§B10)
-    longest = _longest(max_model_len, prompt_tokens + output_tokens, setting)
+    longest = longest_request(max_model_len, prompt_tokens + output_tokens, setting)
     budget = _step_budget(engine, setting.gpu)
     w = worker(setting, engine, "server", 1, degrees, b, budget, context, longest)
     load = _closed_loop_load(prompt_tokens, output_tokens, b, requests)
@@ -705,7 +679,7 @@ def disagg_plan(
     _runs(setting, gpus, row, "decode workers: ")
     b = _whole(batch, "batch")
     n_p = _whole(prefill_gpus or gpus, "prefill_gpus")
-    longest = _longest(max_model_len, prompt_tokens + output_tokens, setting)
+    longest = longest_request(max_model_len, prompt_tokens + output_tokens, setting)
     decode_degrees = layout_degrees(
         setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"],
         engine,

@@ -1,14 +1,20 @@
 """What an exported launch loads, and what its engine would refuse at start (each refused
 here with the argument to change): the checkpoint (``checkpoint_of``), weights of another format
 than the checkpoint's (``weights_launch``), speculation the engine version does not run on the
-plan's layout (``speculation_launches``). ``plan`` is an ``export.launch.LaunchPlan``;
+plan's layout (``speculation_launches``), requests longer than the model's window or the
+given max model length (``longest_request``). ``plan`` is an ``export.launch.LaunchPlan``;
 ``names`` its engine's section of launch_flags.yaml."""
 
 from __future__ import annotations
 
+import math
+
 from ..errors import SpecError, control_character, short
 from ..serving.setting import Setting
 from ..serving.speculative import shares_vocabulary
+
+#: Lengths engines are configured in: max model length is rounded up to a multiple of this.
+LENGTH_STEP_TOKENS = 256
 
 
 def checkpoint_of(setting: Setting, given: str | None) -> str:
@@ -130,3 +136,33 @@ def speculation_launches(plan, names: dict) -> None:
             "argument", "--draft", f"{version} runs no separate draft model beside attention "
             "data parallelism, which the plan's layout has", fix
         )  # fmt: skip
+
+
+def round_length(tokens: float, window: int | None) -> int:
+    """A max model length: ``tokens`` rounded up to the engines' step, within the window."""
+    n = int(math.ceil(float(tokens) / LENGTH_STEP_TOKENS) * LENGTH_STEP_TOKENS)
+    return min(n, int(window)) if window else n
+
+
+def longest_request(max_model_len: int | None, tokens: float, setting: Setting) -> int:
+    """The engine's longest request: ``max_model_len`` where given, which must hold the plan's
+    requests (a shorter one launches an engine that refuses them), else theirs rounded up."""
+    window = setting.model.max_context_tokens
+    if window and tokens > window:  # the engine would refuse every request of the plan
+        raise SpecError(
+            "argument",
+            "--prompt-tokens",
+            f"with --output-tokens makes requests of {tokens:,.0f} tokens, longer than "
+            f"{setting.model.name}'s context window ({int(window):,})",
+            f"plan requests of at most {int(window):,} tokens (prompt plus output)",
+        )
+    if max_model_len is None:
+        return round_length(tokens, window)
+    if max_model_len < tokens:
+        raise SpecError(
+            "argument",
+            "--max-model-len",
+            f"is {max_model_len:,} tokens, shorter than the plan's requests ({tokens:,.0f})",
+            f"give at least {math.ceil(tokens):,}, or leave it out",
+        )
+    return int(max_model_len)
