@@ -641,19 +641,17 @@ def _worth_replaying(cases: list) -> list:
     return _ranked(cases)
 
 
-#: The load each kind of layout (attention data-parallel or not) held in this process's walks,
-#: over its steady-state estimate (``_kind_share``), the last ``KIND_SHARES_KEPT`` of each.
+#: The load each kind of layout (attention-DP or not) held in this process's walks over its
+#: estimate, the last ``KIND_SHARES_KEPT`` of each (``_kind_share``).
 _KIND_SHARES: dict[bool, list[float]] = {}
 KIND_SHARES_KEPT = 64
 
 
 def _kind_share(case) -> float:
-    """The median load held over the estimate of the layouts of ``case``'s kind walked so far
-    (1 before any): how ``_worth_searching`` orders a row's walks, the layout likeliest to hold
-    most first, so that the others are cut at the load it held (one short run each). Cost only:
-    where the verdicts are monotone in the load the row's answer is the same in any order. The
-    estimate rates attention-DP layouts high (it sees no rank's imbalance): their walks held
-    0.6-0.8 of it on the newer MLPerf file's layout-free rows, the others 0.94-0.98."""
+    """The median of ``_KIND_SHARES`` of ``case``'s kind (1 before any): ``_worth_searching``
+    walks the likeliest winner first and cuts the others at its load. Cost only: with monotone
+    verdicts the answer is the same in any order. (Attention-DP walks held 0.6-0.8 of the
+    estimate, which sees no rank's imbalance, on the newer MLPerf rows; the others 0.94-0.98.)"""
     shares = _KIND_SHARES.get(case.attention_ranks > 1)
     return float(np.median(shares)) if shares else 1.0
 
@@ -678,10 +676,9 @@ def _worth_searching(cases: list) -> list:
             continue  # it fails below what another held: one run, not a walk
         found[j] = rp.bracket(c)
         held = max(held, found[j][0])
-        est = rp.estimate(c).rate_per_s
-        if found[j][0] > 0 and est > 0:
-            shares = _KIND_SHARES.setdefault(c.attention_ranks > 1, [])
-            shares[:] = [*shares[-(KIND_SHARES_KEPT - 1) :], found[j][0] / est]
+        if found[j][0] > 0 and (est := rp.estimate(c).rate_per_s) > 0:
+            kind = _KIND_SHARES.setdefault(c.attention_ranks > 1, [])
+            kind[:] = [*kind[-(KIND_SHARES_KEPT - 1) :], found[j][0] / est]
     return [
         (j, c)
         for j, c in cases
