@@ -269,3 +269,17 @@ def test_n_plus_one_plan_holds_the_targets_with_one_instance_down(llama8b):
     u = Failures(50_000.0, 48.0).unavailability(1)
     assert red.summary()["instance_unavailability"] == pytest.approx(u)
     assert red.expected_max_rate_per_s == pytest.approx(plan.max_rate_per_s * (1 - u))
+
+
+def test_a_shared_prefix_named_with_two_lengths_is_refused(tmp_path):
+    """One ``prefix_id`` is one cached text: rows giving it 1,500 and 500 tokens had been read
+    as the first row's length for all, a hit rate of 0.74 or 0.25 by the rows' order where at
+    most half the rows share 1,500 tokens; the trace is refused, naming both lengths."""
+    path = tmp_path / "trace.csv"
+    rows = [f"{i * 0.5},2000,50,0,{1500 if i % 2 == 0 else 500}" for i in range(40)]
+    path.write_text("arrival_time_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n"
+                    + "\n".join(rows) + "\n")  # fmt: skip
+    with pytest.raises(SpecError, match="prefix_id 0 is 500 tokens in one row and 1,500"):
+        load_trace(path)
+    path.write_text(path.read_text().replace(",0,500", ",1,500"))  # two prefixes: read
+    assert len(load_trace(path).arrival_s) == 40

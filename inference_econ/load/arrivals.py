@@ -157,6 +157,28 @@ def _trace_row(
     return row
 
 
+def _one_length_a_prefix(source: str, ids, tokens) -> None:
+    """Refuse a shared prefix named with two lengths: one ``prefix_id`` is one cached text, so
+    its rows' ``prefix_tokens`` agree (the cache had kept the first row's length for all of
+    them, and its hit rate depended on the rows' order)."""
+    if ids is None or tokens is None:
+        return
+    shared = ids >= 0
+    if not shared.any():
+        return
+    order = np.lexsort((tokens[shared], ids[shared]))
+    i, t = ids[shared][order], tokens[shared][order]
+    clash = np.flatnonzero((i[1:] == i[:-1]) & (t[1:] != t[:-1]))
+    if len(clash):
+        k = clash[0]
+        raise SpecError(
+            source,
+            "prefix_tokens",
+            f"prefix_id {i[k]} is {t[k]:,} tokens in one row and {t[k + 1]:,} in another",
+            "give each shared prefix one length (a prefix of another length is another prefix_id)",
+        )
+
+
 def load_trace(path) -> Trace:
     """Read and validate a trace CSV (columns ``arrival_time_s``, ``prompt_tokens``,
     ``output_tokens``) through the input boundary (a regular UTF-8 file of bounded size);
@@ -226,6 +248,7 @@ def load_trace(path) -> Trace:
             "give the arrival times in seconds (a burst: every request at the same time)",
         )
     cols = {c: data[:, 3 + k].astype(np.int64) for k, c in enumerate(extra)}
+    _one_length_a_prefix(source, cols.get("prefix_id"), cols.get("prefix_tokens"))
     return Trace(
         source,
         data[:, 0],
