@@ -213,3 +213,13 @@ def test_a_traces_arrivals_replace_the_poisson_stream():
     assert found.best.requests == 144_000 and found.best.missed_requests == 0
     with pytest.raises(SpecError, match="has 3600 bins for 2 hours of demand"):
         autoscale_search(plan, "hpa", given_delay(60.0), time_in_system_s=2.0, arrivals=counts)
+
+
+def test_the_hourly_plan_keeps_no_instance_at_an_hour_that_needs_none():
+    """At zero start-up the hourly plan's day uses exactly its GPU-hours (§E14), hours of no
+    demand included: its replay had kept one instance up at them (a reactive policy's floor),
+    36 instance-hours where the plan bought 24 for a day idle at night."""
+    plan = _plan([0.0, 15.0, 0.0, 35.0])
+    assert plan.needed.tolist() == [0, 2, 0, 4]
+    found = autoscale_search(plan, "hpa", given_delay(0.0), time_in_system_s=2.0, miss_budget=1.0)
+    assert found.hourly.instance_hours == pytest.approx(plan.needed.sum())

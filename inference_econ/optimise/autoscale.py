@@ -159,7 +159,9 @@ def autoscale_search(
     on_time = Scheduled(tuple(int(k) for k in plan.needed), lead_s=lead)
     hourly = simulate_scaled_day(
         arrivals,
-        ScaledPool(per, startup.total_s, 0.0, pool.allowance_s),
+        # the hourly plan's own counts, none at an hour it needs none (a reactive policy keeps
+        # one instance up, as an HPA's minReplicas does)
+        ScaledPool(per, startup.total_s, 0.0, pool.allowance_s, min_instances=0),
         on_time,
         initial=int(plan.needed[0]),
     )
