@@ -240,7 +240,12 @@ def _odds_notes(result) -> list[str]:
                 "(§F12)."
                 if result.count_ends
                 else "counts and shares of the simulated schedule (preemptions, rejections, goodput share, prefix hit rate, speculative steps) "
-                "none: the run stopped once it missed its targets."
+                + (
+                    "none: the run stopped once it missed its targets."
+                    if result.stopped_for is not None
+                    else "none: the run has no time per output token whose band the runs at "
+                    "its ends would take (one-token outputs)."
+                )
             )
             if result.stable
             else "the deployment does not keep up: its rates and prices are its capacity."
