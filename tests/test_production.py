@@ -204,6 +204,8 @@ def test_mixed_gpu_pools_cost_what_their_parts_cost(llama8b):
     # the deployment keeps up: its dollars an hour over the output tokens the offered load
     # brings, 4 req/s x 100 tokens
     assert r.stable
+    # what it was computed with names both pools' GPUs (it had named the decode GPU alone)
+    assert r.metadata()["pools_hardware"] == "H200-SXM (prefill) + H100-SXM (decode)"
     assert r.usd_per_m_output_tokens_all_in == pytest.approx(
         1e6 * r.usd_per_hour / 3600 / (4 * 100), rel=1e-9
     )

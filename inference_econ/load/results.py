@@ -188,6 +188,8 @@ class LoadResult:
         }
         if self.setting is not None:
             meta = requests_metadata(self.setting)
+        if self.setting is not None and self.hardware != self.setting.gpu.name:
+            meta["pools_hardware"] = self.hardware  # a pool on other GPUs (§E5), priced so
         meta.update(traffic=self.traffic, targets=self.targets.describe())
         if self.instances_simulated > 1:  # a group behind a router (§E10)
             meta["requests_simulated"] = self.requests
