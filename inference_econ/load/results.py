@@ -676,8 +676,11 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
             "they are rejected and count against goodput"
         )
-    if n < 1000:
-        notes.append(f"only {n} requests per instance: p99 values are rough")
+    if n < 1000:  # (a backlog test over few requests in the system misses a slow overload)
+        notes.append(
+            f"only {n} requests per instance: p99 values are rough, and a load the deployment "
+            "falls behind slowly may read as kept up (more requests tell)"
+        )
     return rate_per_s, tuple(notes)
 
 
