@@ -238,3 +238,19 @@ def test_the_power_figure_serves_more_as_the_budget_grows_up_to_the_uncapped_pla
     assert np.all(np.diff(tokens) >= 0)  # a larger budget never serves less
     assert tokens[-1] == pytest.approx(uncapped.output_tokens_per_s)  # past the draw: all of it
     assert tokens[0] < tokens[-1]
+
+
+def test_json_and_csv_carry_the_fleets_totals():
+    """The fleet's answer (its GPUs, price and saving) had been in the text's summary table and
+    the title's words only; JSON carries it as ``summary`` and CSV as a comment line."""
+    import json
+
+    runner = CliRunner()
+    out = runner.invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.stdout)
+    s = d["summary"]
+    assert f"{int(s['gpus'])} GPUs, ${s['usd_per_hour']:,.4g}/h" in d["title"]
+    assert s["saving_usd_per_hour"] == pytest.approx(s["alone_usd_per_hour"] - s["usd_per_hour"])
+    csv = runner.invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "--format", "csv"])
+    assert f"# Summary: models {int(s['models'])}; gpus {int(s['gpus'])};" in csv.stdout

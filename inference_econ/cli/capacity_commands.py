@@ -409,7 +409,10 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     ]
     line = _first_line(plan.setting)
     if fmt in ("csv", "json"):
-        emit(render(plan.hourly(), fmt, title=title, notes=[line, *notes], meta=meta), out)
+        hourly = plan.hourly()
+        emit(
+            render(hourly, fmt, title=title, notes=[line, *notes], meta=meta, summary=summary), out
+        )
     else:
         head = line + "\n" + vertical(ranged(summary), fmt, title)
         body = render(

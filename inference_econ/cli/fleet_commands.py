@@ -127,7 +127,7 @@ def fleet_text(plan, fmt: str, source: str) -> str:
     notes = fleet_notes(plan)
     models = plan.to_dataframe()
     if fmt in ("csv", "json"):
-        return render(models, fmt, title=title, notes=notes)
+        return render(models, fmt, title=title, notes=notes, summary=dict(s))
     gap = "\n" if fmt == "markdown" else ""
     parts = [
         vertical(s, fmt, title),
@@ -192,7 +192,7 @@ def power_text(plan, fmt: str) -> str:
                       else "does not bind: the plan is the uncapped one."),
     ]  # fmt: skip
     if fmt in ("csv", "json"):
-        return render(plan.candidates, fmt, title=title, notes=notes)
+        return render(plan.candidates, fmt, title=title, notes=notes, summary=dict(s))
     gap = "\n" if fmt == "markdown" else ""
     body = render(
         plan.candidates,

@@ -383,18 +383,32 @@ def table_cells(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool
 
 
 def render(
-    df: pd.DataFrame, fmt: str = "table", title: str = "", notes=(), meta: dict | None = None
+    df: pd.DataFrame,
+    fmt: str = "table",
+    title: str = "",
+    notes=(),
+    meta: dict | None = None,
+    summary: dict | None = None,
 ) -> str:
     """Render a DataFrame as "table" (aligned text), "csv", "json" or "markdown", stating
-    ``meta`` (what it was computed with) as the format allows."""
+    ``meta`` (what it was computed with) as the format allows; ``summary``: the answer a
+    table's rows add up to (a fleet's totals), which JSON carries as ``summary`` and CSV as a
+    comment line (the text prints its own summary table)."""
     fmt = option("format").check(fmt, "argument", "format")  # SpecError with a did-you-mean
+    summary = {} if summary is None else dict(summary)  # (a pandas Series too)
     if fmt == "csv":  # what it was computed with, then the notes, as comment lines
-        return csv_text(df, meta, notes=notes)
+        told = "; ".join(
+            f"{k} {v:.10g}" if isinstance(v, float) else f"{k} {_json_value(v)}"
+            for k, v in summary.items()
+        )
+        return csv_text(df, meta, notes=[*([f"Summary: {told}"] if told else []), *notes])
     if fmt == "json":
         records = [
             {k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")
         ]
         payload = {"title": title, "metadata": _json_meta(meta or {}), "rows": records}
+        if summary:
+            payload["summary"] = {str(k): _json_value(v) for k, v in summary.items()}
         if notes:
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
