@@ -401,7 +401,7 @@ def render(
             f"{k} {v:.10g}" if isinstance(v, float) else f"{k} {_json_value(v)}"
             for k, v in summary.items()
         )
-        return csv_text(df, meta, notes=[*([f"Summary: {told}"] if told else []), *notes])
+        return csv_text(df, meta, notes=[*notes, *([f"Summary: {told}"] if told else [])])
     if fmt == "json":
         records = [
             {k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")
