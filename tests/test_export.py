@@ -181,6 +181,9 @@ def test_trtllm_flags_and_llm_api_fields(plans):
                     ) | set(api_fields["TorchLlmArgs"])
                     assert config[section]["num_instances"] == len(config[section]["urls"])
                 continue
+            if c.role == "draft model":  # the script's download of the draft, before the servers
+                assert argv[:2] == ["python3", "-c"] and "snapshot_download(" in argv[2]
+                continue
             check_argv(argv, rec["flags"], 2)
             options = yaml.safe_load(c.files[argv[argv.index("--extra_llm_api_options") + 1]])
             assert set(options) <= set(api_fields["TorchLlmArgs"])
@@ -710,9 +713,8 @@ def test_an_export_loads_weights_of_the_plans_format_or_is_refused():
 def test_an_export_the_engine_would_refuse_at_start_is_refused():
     """vLLM 0.11 refuses a step token budget below its batch (SchedulerConfig) and a separate
     draft model (SpeculativeConfig); SGLang 0.5.3 a separate draft beside attention data
-    parallelism and any speculation beside pipeline stages (ServerArgs); TensorRT-LLM's
-    PyTorch backend reads a draft from a local folder only; no engine runs an EAGLE head
-    without its checkpoint; every engine refuses requests longer than its max model length,
+    parallelism and any speculation beside pipeline stages (ServerArgs); no engine runs an
+    EAGLE head without its checkpoint; every engine refuses requests longer than its max model length,
     which cannot exceed the model's window."""
     small = api.export("Qwama 0.5B", "L40S", engine="vllm", gpus=1, batch=4096, prompt_tokens=16,
                        output_tokens=16)  # fmt: skip
@@ -728,9 +730,6 @@ def test_an_export_the_engine_would_refuse_at_start_is_refused():
     with pytest.raises(SpecError, match="beside pipeline stages"):
         api.export("Llama 3.1 405B", "H100", engine="sglang", gpus=16, batch=16,
                    prompt_tokens=2000, output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
-    with pytest.raises(SpecError, match="reads a draft model from a local folder only"):
-        api.export("Llama 3.3 70B", "H100", engine="trtllm", gpus=4, batch=8, prompt_tokens=2000,
-                   output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
     for engine in ("vllm", "sglang", "trtllm"):  # an EAGLE head's checkpoint is not known
         with pytest.raises(SpecError, match="loads an EAGLE head from its own checkpoint"):
             api.export("Llama 3.3 70B", "H100", engine=engine, gpus=4, batch=8,
@@ -786,3 +785,26 @@ def test_a_draft_of_another_tokenizer_is_priced_but_not_exported():
     with pytest.raises(SpecError, match="vocabulary .* is not Llama 3 70B's"):
         api.export("Llama 3 70B", "H100", engine="trtllm", draft="Mistral 7B", **point)
     assert api.export("Llama 3 70B", "H100", engine="sglang", draft="Llama 3 8B", **point)
+
+
+def test_a_tensorrt_llm_draft_is_fetched_to_the_folder_its_backend_reads():
+    """TensorRT-LLM's PyTorch backend builds its draft from ``pytorch_weights_path``, a local
+    folder (``DraftTargetConfig``'s draft_model_path at the commit the export targets): the
+    options name that folder (a ``speculative_model`` repository had been ignored, no draft
+    loaded) and the script downloads the draft there on each node before the server starts."""
+    plan = api.export("Llama 3.3 70B", "H100", engine="trtllm", gpus=4, batch=8,
+                      prompt_tokens=2000, output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
+    first, server = ec.commands(plan)
+    assert first.role == "draft model" and first.foreground and first.node == server.node
+    assert 'snapshot_download("meta-llama/Llama-3.1-8B", local_dir="draft-model")' in first.argv[2]
+    options = yaml.safe_load(server.files["trtllm-server.yaml"])
+    assert options["speculative_config"] == {
+        "decoding_type": "DraftTarget", "max_draft_len": plan.speculation[2],
+        "pytorch_weights_path": "./draft-model",
+    }  # fmt: skip
+    script = api.launch_files(plan)["launch.sh"]
+    assert script.index("snapshot_download") < script.index("trtllm-serve")
+    with pytest.raises(SpecError, match="a copy over several nodes"):  # mpirun would not wait
+        api.export("Llama 3.1 405B", "H100", engine="trtllm", gpus=16, batch=8, weight_bits=8,
+                   checkpoint="nvidia/Llama-3.1-405B-Instruct-FP8", prompt_tokens=2000,
+                   output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip

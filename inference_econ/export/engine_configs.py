@@ -418,8 +418,8 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
         kind, draft, tokens = plan.speculation
         spec = {"decoding_type": names["speculative_type"][kind]}
         spec["num_nextn_predict_layers" if kind == "mtp" else "max_draft_len"] = int(tokens)
-        if draft:
-            spec["speculative_model"] = draft
+        if draft:  # read from the local folder the script downloads it to (``_trtllm``)
+            spec["pytorch_weights_path"] = f"./{TRTLLM_DRAFT_DIR}"
         out[api["speculative"]] = spec
     if w.role != "server":
         out[api["cache_transceiver"]] = {
@@ -430,6 +430,28 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
     return out
 
 
+#: Where a TensorRT-LLM launch puts its draft model: its PyTorch backend reads a draft from a
+#: local folder only (``DraftTargetConfig``'s draft_model_path is ``pytorch_weights_path``,
+#: tensorrt_llm/llmapi/llm_args.py at the commit the export targets), so the script fetches
+#: the draft there on each node first.
+TRTLLM_DRAFT_DIR = "draft-model"
+
+
+def _draft_fetches(plan: LaunchPlan, placed: dict) -> list[Command]:
+    """The draft model's download on every node a worker of ``plan`` runs on (none without a
+    draft), with huggingface_hub's ``snapshot_download``, which TensorRT-LLM installs (a copy
+    over several nodes is refused with a draft: ``refusals.speculation_launches``)."""
+    if plan.speculation is None or not plan.speculation[1]:
+        return []
+    on = sorted({n for ps in placed.values() for p in ps for n in range(p.node, p.node + p.nodes)})
+    code = (
+        "from huggingface_hub import snapshot_download; "
+        f"snapshot_download({json.dumps(plan.speculation[1])}, "
+        f"local_dir={json.dumps(TRTLLM_DRAFT_DIR)})"  # (double quotes: one shell quoting)
+    )
+    return [Command("draft model", 1, ("python3", "-c", code), node=n, foreground=True) for n in on]
+
+
 def _trtllm(plan: LaunchPlan) -> list[Command]:
     import yaml
 
@@ -437,7 +459,7 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
     f = names["flags"]
     ports, placed = _ports(plan), placements(plan)
     nodes = node_count(placed)
-    out = []
+    out = _draft_fetches(plan, placed)
     for w in plan.workers:
         file = f"trtllm-{w.role}.yaml"
         argv = [

@@ -87,8 +87,7 @@ def speculation_launches(plan, names: dict) -> None:
     its checkpoint (vLLM's SpeculativeConfig: "num_speculative_tokens was provided but without
     speculative model"; SGLang's and TensorRT-LLM's draft path); vLLM 0.11 a separate draft
     model ("Speculative decoding with draft model is not supported yet",
-    vllm/config/speculative.py); TensorRT-LLM's PyTorch backend a draft named by repository
-    (it reads ``pytorch_weights_path``, a local folder); SGLang 0.5.3 any speculation beside pipeline stages
+    vllm/config/speculative.py); SGLang 0.5.3 any speculation beside pipeline stages
     (``check_server_args``: "Pipeline parallelism is not compatible with ... speculative
     decoding") and a separate draft (its STANDALONE algorithm) beside attention data
     parallelism ("standalone speculative decoding does not support dp attention",
@@ -105,7 +104,6 @@ def speculation_launches(plan, names: dict) -> None:
             "target's tokenizer", "give a draft of the target's family",
         )  # fmt: skip
     version = f"{engine} {names['version']}"
-    fix = "drop --draft, or export for sglang (its STANDALONE speculation loads a draft by name)"
     if kind == "eagle":  # no engine runs EAGLE without the head's own checkpoint
         raise SpecError(
             "argument", "--draft-heads", f"is eagle: {version} loads an EAGLE head from its own "
@@ -115,13 +113,14 @@ def speculation_launches(plan, names: dict) -> None:
     if engine == "vllm" and kind == "draft":
         raise SpecError(
             "argument", "--draft", f"{version} runs no separate draft model (EAGLE or MTP "
-            "heads only)", fix
+            "heads only)", "drop --draft, or export for trtllm or sglang, which run one"
         )  # fmt: skip
-    if engine == "trtllm" and kind == "draft":  # DraftTargetConfig(draft_model_path=...)
-        raise SpecError(
-            "argument", "--draft", f"{version} reads a draft model from a local folder only "
-            "(pytorch_weights_path, tensorrt_llm/llmapi/llm_args.py), which the export does not "
-            "download", fix
+    per_node = plan.setting.gpu.gpus_per_host
+    if engine == "trtllm" and kind == "draft" and any(w.gpus > per_node for w in plan.workers):
+        raise SpecError(  # its ranks on other nodes would start before their copy of the draft
+            "argument", "--draft", f"{version} loads a draft from each node's own folder, which "
+            "a copy over several nodes (started by mpirun from its first) cannot wait for",
+            f"plan copies of at most {per_node} GPUs, or drop --draft",
         )  # fmt: skip
     if engine != "sglang":
         return
@@ -134,7 +133,7 @@ def speculation_launches(plan, names: dict) -> None:
     if kind == "draft" and any(w.attention_dp > 1 for w in plan.workers):
         raise SpecError(
             "argument", "--draft", f"{version} runs no separate draft model beside attention "
-            "data parallelism, which the plan's layout has", fix
+            "data parallelism, which the plan's layout has", "drop --draft, or export for trtllm"
         )  # fmt: skip
 
 
