@@ -274,6 +274,7 @@ def test_memory_check_refuses_aiconfigurator_kimi_decode_worker():
         api.export(
             "Kimi K2", "B200-HGX", engine="vllm", plan="disagg", gpus=4, batch=384,
             prompt_tokens=8192, output_tokens=1024, prefill_gpus=4, weight_bits=4, kv_cache_bits=16,
+            checkpoint="./kimi-k2-nvfp4",  # 4-bit weights: a checkpoint of them (weights_launch)
         )  # fmt: skip
     s = make_setting("Kimi K2", "B200-HGX", weight_bits=4, kv_cache_bits=16)
     c = check_worker(s, "vllm", 4, 384, 8192 + 512, 9216, "decode worker")
@@ -352,7 +353,8 @@ def test_memory_check_refuses_a_max_model_len_no_kv_cache_holds():
         InfeasibleError, match="prefill worker on 1 GPU.*one request of 131,072 tokens"
     ):
         api.export(**llama4, engine="vllm", plan="disagg", gpus=2, batch=8, prompt_tokens=2000,
-                   output_tokens=500, prefill_gpus=1, max_model_len=131072)  # fmt: skip
+                   output_tokens=500, prefill_gpus=1, max_model_len=131072,
+                   checkpoint="./llama-3.3-70b-w4")  # fmt: skip
     c = check_worker(make_setting(**llama4), "vllm", 1, 1, 2000, 131072)
     assert c.kv_capacity_bytes_per_gpu == pytest.approx(
         0.9 * 81559 * 2**20 - 2e9 - c.weights_bytes_per_gpu  # the H100's 81,559 MiB
@@ -734,6 +736,9 @@ def test_an_export_the_engine_would_refuse_at_start_is_refused():
         with pytest.raises(SpecError, match="loads an EAGLE head from its own checkpoint"):
             api.export("Llama 3.3 70B", "H100", engine=engine, gpus=4, batch=8,
                        prompt_tokens=2000, output_tokens=500, draft_heads="eagle")  # fmt: skip
+    with pytest.raises(SpecError, match="--max-model-len.*longer than Llama 2 70B's context"):
+        api.export("Llama 2 70B", "H100", engine="vllm", gpus=4, batch=16, prompt_tokens=3000,
+                   output_tokens=500, max_model_len=8192)  # fmt: skip
     with pytest.raises(SpecError, match="longer than Llama 2 70B's context window"):
         api.export("Llama 2 70B", "H100", engine="vllm", gpus=4, batch=16, prompt_tokens=4000,
                    output_tokens=500)  # fmt: skip

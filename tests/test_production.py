@@ -285,17 +285,3 @@ def test_a_shared_prefix_named_with_two_lengths_is_refused(tmp_path):
         load_trace(path)
     path.write_text(path.read_text().replace(",0,500", ",1,500"))  # two prefixes: read
     assert len(load_trace(path).arrival_s) == 40
-
-
-def test_sessions_that_outgrow_the_deployment_read_as_unstable():
-    """A session's later turn is sent only after the answer before it, so an overloaded run's
-    last turns come late, after its backlog drained: 20 req/s of 4-turn sessions on one H100
-    served 5.7 req/s with p99 TTFTs growing with the run, yet read as stable (and priced at the
-    offered load). Its backlog is read at the sessions' first turns: unstable; at 2 req/s the
-    same sessions are served and stable."""
-    load = dict(gpus=1, session_turns=4, think_time_s=10.0, input_lengths="lognormal:1000:0.6",
-                output_lengths="lognormal:200:0.5", requests=1000)  # fmt: skip
-    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
-    over = ie.simulate_load(setting, arrival_rate_per_s=20, **load)
-    assert not over.stable and over.throughput_requests_per_s < 0.5 * 20
-    assert ie.simulate_load(setting, arrival_rate_per_s=2, **load).stable

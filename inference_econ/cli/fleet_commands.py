@@ -127,7 +127,9 @@ def fleet_text(plan, fmt: str, source: str) -> str:
     notes = fleet_notes(plan)
     models = plan.to_dataframe()
     if fmt in ("csv", "json"):
-        return render(models, fmt, title=title, notes=notes, summary=dict(s))
+        counts = ("models", "gpus", "shared_gpus", "alone_gpus")  # whole numbers, as the text
+        totals = {k: int(v) if k in counts else float(v) for k, v in s.items()}
+        return render(models, fmt, title=title, notes=notes, summary=totals)
     gap = "\n" if fmt == "markdown" else ""
     parts = [
         vertical(s, fmt, title),

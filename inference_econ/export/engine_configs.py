@@ -63,8 +63,7 @@ def _quantization(names: dict, plan: LaunchPlan) -> str | None:
     bits; None for a checkpoint already in its format (the engine reads it from the
     checkpoint, and refuses a flag that contradicts it)."""
     s = plan.setting
-    native = s.model.checkpoint_weight_bits or s.model.precision.weight_bits
-    if plan.checkpoint != s.model.hf_repository or float(native) != 16:
+    if plan.checkpoint != s.model.hf_repository or float(s.model.checkpoint_bits) != 16:
         return None
     bits = int(round(s.precision.weight_bits))
     return {int(k): v for k, v in names.get("quantization", {}).items()}.get(bits)

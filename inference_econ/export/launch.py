@@ -237,12 +237,19 @@ def worker(
 
 def finish(plan: LaunchPlan) -> LaunchPlan:
     """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers) or
-    of speculation its engine refuses at start on the plan's layout."""
+    of speculation its engine refuses at start on the plan's layout (its weights: ``_loaded``,
+    before the plan's work)."""
     require_fit([w.memory for w in plan.workers])
-    names = engine_names(plan.engine)
-    weights_launch(plan, names)
-    speculation_launches(plan, names)
+    speculation_launches(plan, engine_names(plan.engine))
     return plan
+
+
+def _loaded(setting: Setting, checkpoint: str | None, engine: str) -> str:
+    """The checkpoint the engine loads, refused before any work where the model has none or
+    it does not hold the plan's weights (``refusals.checkpoint_of``, ``weights_launch``)."""
+    ckpt = checkpoint_of(setting, checkpoint)
+    weights_launch(setting, ckpt, engine, engine_names(engine))
+    return ckpt
 
 
 def _speculation(setting: Setting, verify: int) -> tuple | None:
@@ -300,7 +307,7 @@ def point_plan(
     ``batch`` clients."""
     from ..serving.requests import request
 
-    ckpt = checkpoint_of(setting, checkpoint)  # a model without public weights: refused first
+    ckpt = _loaded(setting, checkpoint, engine)  # what the engine loads: refused first
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     _runs(setting, gpus, row)
     degrees = layout_degrees(
@@ -478,7 +485,7 @@ def capacity_plan(
     load = _capacity_load(capacity, traffic, s)
     expected = _capacity_expected(capacity)
     notes = _capacity_notes(capacity, workers, batch, ctx)
-    ckpt = checkpoint_of(setting, checkpoint)
+    ckpt = _loaded(setting, checkpoint, engine)
     return finish(
         LaunchPlan(
             "capacity",
@@ -674,7 +681,7 @@ def disagg_plan(
     from ..serving import disaggregation as dg
     from ..serving.requests import request
 
-    ckpt = checkpoint_of(setting, checkpoint)  # a model without public weights: refused first
+    ckpt = _loaded(setting, checkpoint, engine)  # what the engine loads: refused first
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     _runs(setting, gpus, row, "decode workers: ")
     b = _whole(batch, "batch")
@@ -715,7 +722,6 @@ def disagg_plan(
         f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
         f"({ratio:.3g}; docs/model.md §B10).",
     )
-    ckpt = checkpoint_of(setting, checkpoint)
     return finish(
         LaunchPlan(
             "disagg", setting, engine, ckpt, workers, longest, load, expected, None, notes, ends

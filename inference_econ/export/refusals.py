@@ -49,7 +49,7 @@ def checkpoint_of(setting: Setting, given: str | None) -> str:
     )
 
 
-def weights_launch(plan, names: dict) -> None:
+def weights_launch(setting: Setting, checkpoint: str, engine: str, names: dict) -> None:
     """Refuse a plan whose weights are not the checkpoint's the engine loads: the model file's
     checkpoint (``hf_repository``) holds the file's precision, and an engine turns a 16-bit one
     into another format only where it quantizes online (vLLM's and SGLang's ``--quantization
@@ -57,11 +57,10 @@ def weights_launch(plan, names: dict) -> None:
     quantized to it, named with ``--checkpoint``: launched as it is, the engine would load
     weights the plan did not price (gpt-oss's MXFP4 one refuses ``--quantization fp8`` outright:
     vLLM's ``ModelConfig`` and SGLang's check the flag against the checkpoint's quant_method)."""
-    s = plan.setting
-    if plan.checkpoint != s.model.hf_repository:
+    s = setting
+    if checkpoint != s.model.hf_repository:
         return  # the user's checkpoint: its format is theirs to match (the script's notes say so)
-    planned = float(s.precision.weight_bits)
-    native = float(s.model.checkpoint_weight_bits or s.model.precision.weight_bits)
+    planned, native = float(s.precision.weight_bits), float(s.model.checkpoint_bits)
     if planned == native:
         return
     online = {int(k) for k in names.get("quantization", {})}
@@ -70,8 +69,8 @@ def weights_launch(plan, names: dict) -> None:
     raise SpecError(
         "argument",
         "--weight-bits",
-        f"is {planned:g}, but {plan.checkpoint} holds {native:g}-bit weights, which "
-        f"{plan.engine} {names['version']} "
+        f"is {planned:g}, but {checkpoint} holds {native:g}-bit weights, which "
+        f"{engine} {names['version']} "
         + (
             f"quantizes online to {', '.join(map(str, sorted(online)))} bits only"
             if online and native == 16
@@ -106,9 +105,9 @@ def speculation_launches(plan, names: dict) -> None:
     version = f"{engine} {names['version']}"
     if kind == "eagle":  # no engine runs EAGLE without the head's own checkpoint
         raise SpecError(
-            "argument", "--draft-heads", f"is eagle: {version} loads an EAGLE head from its own "
-            "checkpoint, which the export does not know", "drop --draft-heads eagle to export "
-            "(or --draft-heads mtp for a model with MTP heads)",
+            "argument", "draft_heads", f"is eagle: {version} loads an EAGLE head from its own "
+            "checkpoint, which the export does not know", "drop draft_heads='eagle' to export "
+            "(or 'mtp' for a model with MTP heads)",
         )  # fmt: skip
     if engine == "vllm" and kind == "draft":
         raise SpecError(
@@ -126,7 +125,7 @@ def speculation_launches(plan, names: dict) -> None:
         return
     if any(w.pipeline > 1 for w in plan.workers):
         raise SpecError(
-            "argument", "--draft" if kind == "draft" else "--draft-heads",
+            "argument", "--draft" if kind == "draft" else "draft_heads",
             f"{version} runs no speculation beside pipeline stages, which the plan's layout "
             "has", "plan without pipeline stages (fewer GPUs a copy), or export for trtllm",
         )  # fmt: skip
@@ -157,6 +156,14 @@ def longest_request(max_model_len: int | None, tokens: float, setting: Setting) 
         )
     if max_model_len is None:
         return round_length(tokens, window)
+    if window and max_model_len > window:  # vLLM refuses a length above the model's (its
+        raise SpecError(  # max_position_embeddings) unless told to allow it; so does SGLang
+            "argument",
+            "--max-model-len",
+            f"is {max_model_len:,} tokens, longer than {setting.model.name}'s context window "
+            f"({int(window):,})",
+            f"give at most {int(window):,}, or leave it out",
+        )
     if max_model_len < tokens:
         raise SpecError(
             "argument",

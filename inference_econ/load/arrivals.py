@@ -157,24 +157,26 @@ def _trace_row(
     return row
 
 
-def _one_length_a_prefix(source: str, ids, tokens) -> None:
+def _one_length_a_prefix(source: str, ids, tokens, lines) -> None:
     """Refuse a shared prefix named with two lengths: one ``prefix_id`` is one cached text, so
-    its rows' ``prefix_tokens`` agree (the cache had kept the first row's length for all of
-    them, and its hit rate depended on the rows' order)."""
+    its rows' ``prefix_tokens`` agree (the cache keeps one length a prefix; the rows' order
+    would pick which)."""
     if ids is None or tokens is None:
         return
     shared = ids >= 0
     if not shared.any():
         return
     order = np.lexsort((tokens[shared], ids[shared]))
-    i, t = ids[shared][order], tokens[shared][order]
+    i, t, at = ids[shared][order], tokens[shared][order], lines[shared][order]
     clash = np.flatnonzero((i[1:] == i[:-1]) & (t[1:] != t[:-1]))
     if len(clash):
         k = clash[0]
+        first, second = sorted((int(at[k]), int(at[k + 1])))
         raise SpecError(
-            source,
+            f"{source}: line {second}",
             "prefix_tokens",
-            f"prefix_id {i[k]} is {t[k]:,} tokens in one row and {t[k + 1]:,} in another",
+            f"prefix_id {i[k]} is {t[k]:,} tokens in one row and {t[k + 1]:,} in another "
+            f"(lines {first} and {second})",
             "give each shared prefix one length (a prefix of another length is another prefix_id)",
         )
 
@@ -226,8 +228,8 @@ def load_trace(path) -> Trace:
     at = [header.index(c) for c in TRACE_COLUMNS + tuple(extra)]
     rows, problems = [], []
     for line, cells in lines:
-        try:
-            rows.append(_trace_row(cells, at, len(header), extra, source, line))
+        try:  # each row with its line, last
+            rows.append([*_trace_row(cells, at, len(header), extra, source, line), line])
         except SpecError as exc:
             problems.append((line, exc))
     if len(lines) < 2:
@@ -248,7 +250,7 @@ def load_trace(path) -> Trace:
             "give the arrival times in seconds (a burst: every request at the same time)",
         )
     cols = {c: data[:, 3 + k].astype(np.int64) for k, c in enumerate(extra)}
-    _one_length_a_prefix(source, cols.get("prefix_id"), cols.get("prefix_tokens"))
+    _one_length_a_prefix(source, cols.get("prefix_id"), cols.get("prefix_tokens"), data[:, -1])
     return Trace(
         source,
         data[:, 0],

@@ -372,8 +372,7 @@ def verdict(targets: Targets, p99: dict, rejected: int, growth: float) -> bool |
 def backlog_growth(arrivals, lat: RequestLatencies) -> float:
     """(requests in the system at the last arrival − ``BACKLOG_SLACK`` − ``BACKLOG_SIGMAS``
     √(those at the middle arrival)) / (those at the middle arrival): about 1 when the deployment keeps up, about 2 when the load outgrows it. A run
-    too short to fill the engine by its middle arrival also looks like growth (conservative).
-    With sessions the arrivals read are the sessions' first turns (the offered stream)."""
+    too short to fill the engine by its middle arrival also looks like growth (conservative)."""
     a = np.sort(arrivals.arrival_s)
     done = np.isfinite(lat.e2e_s)  # rejected requests never enter the system
     if len(a) < 20 or not done.any():
@@ -384,19 +383,10 @@ def backlog_growth(arrivals, lat: RequestLatencies) -> float:
         arrived = np.searchsorted(a, t, side="right") * done.mean()
         return arrived - np.searchsorted(finish, t, side="right")
 
-    # read at the middle and the last arrival of the offered stream: with sessions, of the
-    # sessions' first turns (a later turn is sent only after the answer before it, so an
-    # overloaded run's last turns come late, after its backlog has drained: it read as stable)
-    anchors = a
-    sharing = getattr(arrivals, "sharing", None)
-    if sharing is not None and sharing.sessions:
-        first = np.ones(len(arrivals.arrival_s), dtype=bool)
-        first[sharing.follows[sharing.follows >= 0]] = False
-        anchors = np.sort(arrivals.arrival_s[first])
-    middle = max(in_system(anchors[len(anchors) // 2]), 1.0)
+    middle = max(in_system(a[len(a) // 2]), 1.0)
     # a steady count fluctuates about its mean like a Poisson count: allow three of its sigmas
     noise = BACKLOG_SIGMAS * math.sqrt(middle)
-    return float((in_system(anchors[-1]) - BACKLOG_SLACK - noise) / middle)
+    return float((in_system(a[-1]) - BACKLOG_SLACK - noise) / middle)
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ def calibrate(
     t0 = time.perf_counter()
     say = progress or (lambda message: None)
     notes: list = []
-    problem, micro = prepare(path, engine, say, notes)
+    problem, micro = prepare(path, engine, say, notes, unnamed=engine is not None)
     fixed = {k: v for k, v in micro.items() if "." not in k}
     priors, values, errors = fit_terms(problem, notes, say, exclude=set(fixed))
     keys = [p.key for p in priors]
@@ -187,18 +187,20 @@ def fit_terms(problem, notes: list, say, exclude=frozenset(), subset=None):
     return _drop_unconstrained(problem, priors, values, errors, notes, say, subset=subset)
 
 
-def prepare(path, engine: str | None, say, notes: list):
-    """(the rows' ``Problem`` with the micro-benchmark terms set, those terms) of a file.
-    Every row the fit cannot use is reported (``report_left_out``); a file with no row it can
-    use is one error naming the file (``nothing_usable``)."""
+def prepare(path, engine: str | None, say, notes: list, unnamed: bool = False):
+    """(the rows' ``Problem`` with the micro-benchmark terms set, those terms) of a file;
+    ``unnamed``: rows naming no engine are ``engine``'s (else left out). Every row the fit
+    cannot use is reported (``report_left_out``); a file with no row it can use is one error
+    naming the file (``nothing_usable``)."""
     say(f"reading {path}")
     rows = load_measured(path)
     base = load_engine(engine or table.default("engine", "calibrate"))
     micro = _fit_micro(rows, base, notes, say)
     collective = {k: v for k, v in micro.items() if "." not in k}
     say("building the steps of every row")
-    unnamed = base if engine is not None else None  # rows naming no engine: the given one's
-    problem = build_problem(rows, base, collective, notes, source=str(path), unnamed=unnamed)
+    problem = build_problem(  # ``unnamed``: rows naming no engine are ``engine``'s
+        rows, base, collective, notes, source=str(path), unnamed=base if unnamed else None
+    )
     report_left_out(str(path), rows, problem.engine_left_out, collective)
     if len(problem.rows) == 0:
         raise InfeasibleError(

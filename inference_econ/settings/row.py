@@ -153,10 +153,8 @@ class Option:
         items = [x.strip() if isinstance(x, str) else x for x in items]
         items = [x for x in items if x != ""]
         if not items:
-            example = self.default if self.default is not None else "0.8,0.7,0.6"
-            raise SpecError(
-                source, field, "is empty", f"give comma-separated numbers such as {example}"
-            )
+            example = f" such as {self.default}" if self.default is not None else ""
+            raise SpecError(source, field, "is empty", f"give comma-separated numbers{example}")
         if len(items) > MAX_ITEMS:
             raise SpecError(
                 source, field, f"has {len(items)} values", f"give at most {MAX_ITEMS} values"

@@ -319,6 +319,12 @@ class Architecture:
     checkpoint_weight_bits: float | None = None
 
     @property
+    def checkpoint_bits(self) -> float:
+        """Bits per weight of the checkpoint ``hf_repository`` names."""
+        held = self.checkpoint_weight_bits
+        return self.precision.weight_bits if held is None else held
+
+    @property
     def layers(self) -> int:
         return sum(g.layers for g in self.layer_groups)
 
@@ -358,8 +364,7 @@ class Architecture:
             p.dense_weight_bits,
             p.weight_block_scaled and bits == p.weight_bits,
         )
-        held = p.weight_bits if self.checkpoint_weight_bits is None else self.checkpoint_weight_bits
-        return dataclasses.replace(self, precision=new, checkpoint_weight_bits=held)
+        return dataclasses.replace(self, precision=new, checkpoint_weight_bits=self.checkpoint_bits)
 
     def with_block_scaled_fp8(self) -> Architecture:
         """The same architecture from an 8-bit checkpoint whose weights carry block scales (a

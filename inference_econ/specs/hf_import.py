@@ -304,7 +304,7 @@ def precision_of(cfg: dict, quant: dict | None, source: str) -> dict:
             kv = str(qc["kv_cache_quant_algo"]).upper()
             out["kv_cache_bits"] = _modelopt_bits(kv, source)
         kept = qc.get("modules_to_not_convert") or qc.get("ignore") or []
-        moe = any(_int(cfg, k, source, 0) > 1 for k in EXPERT_COUNT_KEYS)
+        moe = any(_int(cfg, k, source, 0, minimum=0) > 1 for k in EXPERT_COUNT_KEYS)
         if moe and isinstance(kept, list) and any("attn" in str(m) for m in kept):
             out["dense_weight_bits"] = 16
         return out
@@ -555,12 +555,13 @@ def _llama4_model(cfg: dict, source: str) -> dict:
     }
     dense = {"d_ff": _int(cfg, "intermediate_size_mlp", source, width), "activation": MLP}
     rope = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
-    if not isinstance(rope, list) or len(rope) != layers:  # (a short list had been padded)
+    if not isinstance(rope, list) or len(rope) != layers:  # one entry a layer, as layer_types
         raise SpecError(
             source,
             "no_rope_layers",
-            f"has {len(rope) if isinstance(rope, list) else short(rope)} entries for {layers} "
-            "layers (num_hidden_layers)",
+            f"has {len(rope)} entries for {layers} layers (num_hidden_layers)"
+            if isinstance(rope, list)
+            else f"expected a list of 0 and 1, one a layer, got {short(rope)}",
             "give one entry per layer (1: the layer uses RoPE and chunked attention)",
         )
     chunk = _int(cfg, "attention_chunk_size", source, None)
