@@ -27,6 +27,7 @@ from .nodes import (
     script,
     shown,
 )
+from .refusals import online_quantization
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
 #: take the ports after it.
@@ -59,14 +60,8 @@ def _kv_dtype(names: dict, plan: LaunchPlan) -> str:
 
 
 def _quantization(names: dict, plan: LaunchPlan) -> str | None:
-    """The engine's online quantization of the model's own 16-bit checkpoint to the plan's
-    bits; None for a checkpoint already in its format (the engine reads it from the
-    checkpoint, and refuses a flag that contradicts it)."""
-    s = plan.setting
-    if plan.checkpoint != s.model.hf_repository or float(s.model.checkpoint_bits) != 16:
-        return None
-    bits = int(round(s.precision.weight_bits))
-    return {int(k): v for k, v in names.get("quantization", {}).items()}.get(bits)
+    """The flag value of the engine's online quantization (``refusals.online_quantization``)."""
+    return online_quantization(plan.setting, plan.checkpoint, names)
 
 
 def _fraction(plan: LaunchPlan) -> str:

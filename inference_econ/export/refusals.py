@@ -49,30 +49,37 @@ def checkpoint_of(setting: Setting, given: str | None) -> str:
     )
 
 
+def online_quantization(setting: Setting, checkpoint: str, names: dict) -> str | None:
+    """The engine's online quantization that turns the checkpoint it loads into the plan's
+    weights (vLLM's and SGLang's ``--quantization fp8`` of the model's own 16-bit checkpoint;
+    ``quantization`` in export/launch_flags.yaml); None where there is none to write."""
+    if checkpoint != setting.model.hf_repository or float(setting.model.checkpoint_bits) != 16:
+        return None
+    table = {float(k): v for k, v in names.get("quantization", {}).items()}
+    return table.get(float(setting.precision.weight_bits))
+
+
 def weights_launch(setting: Setting, checkpoint: str, engine: str, names: dict) -> None:
     """Refuse a plan whose weights are not the checkpoint's the engine loads: the model file's
     checkpoint (``hf_repository``) holds the file's precision, and an engine turns a 16-bit one
-    into another format only where it quantizes online (vLLM's and SGLang's ``--quantization
-    fp8``; ``quantization`` in export/launch_flags.yaml). Any other format needs a checkpoint
-    quantized to it, named with ``--checkpoint``: launched as it is, the engine would load
-    weights the plan did not price (gpt-oss's MXFP4 one refuses ``--quantization fp8`` outright:
-    vLLM's ``ModelConfig`` and SGLang's check the flag against the checkpoint's quant_method)."""
-    s = setting
-    if checkpoint != s.model.hf_repository:
+    into another format only where it quantizes online (``online_quantization``). Any other
+    format needs a checkpoint quantized to it, named with ``--checkpoint``: launched as it is,
+    the engine would load weights the plan did not price (gpt-oss's MXFP4 one refuses
+    ``--quantization fp8`` outright: vLLM's ``ModelConfig`` and SGLang's check the flag against
+    the checkpoint's quant_method)."""
+    if checkpoint != setting.model.hf_repository:
         return  # the user's checkpoint: its format is theirs to match (the script's notes say so)
-    planned, native = float(s.precision.weight_bits), float(s.model.checkpoint_bits)
-    if planned == native:
+    planned, native = float(setting.precision.weight_bits), float(setting.model.checkpoint_bits)
+    if planned == native or online_quantization(setting, checkpoint, names) is not None:
         return
-    online = {int(k) for k in names.get("quantization", {})}
-    if native == 16 and planned in online:
-        return
+    online = sorted(int(k) for k in names.get("quantization", {}))
     raise SpecError(
         "argument",
         "--weight-bits",
         f"is {planned:g}, but {checkpoint} holds {native:g}-bit weights, which "
         f"{engine} {names['version']} "
         + (
-            f"quantizes online to {', '.join(map(str, sorted(online)))} bits only"
+            f"quantizes online to {', '.join(map(str, online))} bits only"
             if online and native == 16
             else "loads as they are"
         ),
