@@ -285,3 +285,33 @@ def test_a_shared_prefix_named_with_two_lengths_is_refused(tmp_path):
         load_trace(path)
     path.write_text(path.read_text().replace(",0,500", ",1,500"))  # two prefixes: read
     assert len(load_trace(path).arrival_s) == 40
+
+
+def test_sessions_that_outgrow_the_deployment_read_as_unstable():
+    """A session's later turn is sent only after the answer before it, so an overloaded run's
+    last arrivals come after its backlog drained: 20 req/s of 4-turn sessions on one H100
+    (served about 8 req/s, p99 TTFT 37 s at 3,000 requests and growing with the run) read as
+    kept up and was priced at the offered load. Read at the sessions' starts, by the queue in
+    front of the engine: unstable; at 8 req/s the same sessions keep up."""
+    load = dict(gpus=1, session_turns=4, think_time_s=10.0, input_lengths="lognormal:1000:0.6",
+                output_lengths="lognormal:200:0.5", requests=3000)  # fmt: skip
+    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
+    with pytest.warns(ie.InferenceEconWarning, match="outgrows"):
+        over = ie.simulate_load(setting, arrival_rate_per_s=20, **load)
+    assert not over.stable and over.backlog_growth > 1.5
+    assert over.throughput_requests_per_s < 0.5 * 20 and over.ttft_s.p99 > 10
+    kept = ie.simulate_load(setting, arrival_rate_per_s=8, **load)
+    assert kept.stable and kept.ttft_s.p99 < 1
+
+
+def test_sessions_still_starting_are_not_read_as_an_overload():
+    """Sessions longer than the span of their starts (250 sessions of four turns a minute
+    apart, started over under three minutes) keep adding requests to the batch all run long
+    without any overload (p99 TTFT 6 s here, 4 s at 12,000 requests): in-system counts read
+    that ramp as growth (1.37); the queue in front of the engine does not grow."""
+    load = dict(gpus=1, session_turns=4, think_time_s=60.0, input_lengths="lognormal:500:0.6",
+                output_lengths="lognormal:1500:0.3", requests=1000)  # fmt: skip
+    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
+    result = ie.simulate_load(setting, arrival_rate_per_s=1.5, **load)
+    assert result.stable and result.backlog_growth < 1.0
+    assert result.overloaded_note is None

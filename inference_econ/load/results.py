@@ -20,6 +20,7 @@ from ..model.economics import usd_per_mtok
 from ..serving.intervals import load_intervals, load_support
 from ..serving.setting import Setting, requests_metadata
 from .arrivals import CLOSED_LOOP, Arrivals, Traffic
+from .backlog import BACKLOG_GROWTH, backlog_growth
 from .engine import EngineConfig, Instance
 from .kv_tiers import session_figures
 from .records import RunRecord
@@ -352,13 +353,6 @@ OVERLOAD = "the load outgrows the deployment"
 
 #: Share of the requests (by arrival) left out at the start: the engine is still filling up.
 WARMUP = 0.1
-#: A deployment keeps up with a load when the requests in the system at the last arrival are at
-#: most this many times those at the middle arrival, plus ``BACKLOG_SLACK`` (§E4).
-BACKLOG_GROWTH = 1.3
-BACKLOG_SLACK = 10
-#: ... plus this many standard deviations of a steady count (its square root): a 200-request
-#: run at a quarter of the knee otherwise reads a chance swing from 17 to 34 as growth.
-BACKLOG_SIGMAS = 3.0
 
 
 def verdict(targets: Targets, p99: dict, rejected: int, growth: float) -> bool | None:
@@ -367,26 +361,6 @@ def verdict(targets: Targets, p99: dict, rejected: int, growth: float) -> bool |
     if targets.empty:
         return None
     return targets.met(p99) and rejected == 0 and growth <= BACKLOG_GROWTH
-
-
-def backlog_growth(arrivals, lat: RequestLatencies) -> float:
-    """(requests in the system at the last arrival − ``BACKLOG_SLACK`` − ``BACKLOG_SIGMAS``
-    √(those at the middle arrival)) / (those at the middle arrival): about 1 when the deployment keeps up, about 2 when the load outgrows it. A run
-    too short to fill the engine by its middle arrival also looks like growth (conservative)."""
-    a = np.sort(arrivals.arrival_s)
-    done = np.isfinite(lat.e2e_s)  # rejected requests never enter the system
-    if len(a) < 20 or not done.any():
-        return 1.0
-    finish = np.sort((arrivals.arrival_s + lat.e2e_s)[done])
-
-    def in_system(t):
-        arrived = np.searchsorted(a, t, side="right") * done.mean()
-        return arrived - np.searchsorted(finish, t, side="right")
-
-    middle = max(in_system(a[len(a) // 2]), 1.0)
-    # a steady count fluctuates about its mean like a Poisson count: allow three of its sigmas
-    noise = BACKLOG_SIGMAS * math.sqrt(middle)
-    return float((in_system(a[-1]) - BACKLOG_SLACK - noise) / middle)
 
 
 @dataclass(frozen=True)
@@ -429,7 +403,7 @@ class Window:
             dropped=int(dropped.sum()),
             input_tokens=float(arrivals.prompt_tokens[started].sum()),
             output_tokens=float(started.sum() + np.sum((arrivals.output_tokens - 1) * weight)),
-            backlog_growth=backlog_growth(arrivals, lat),
+            backlog_growth=backlog_growth(arrivals, lat.e2e_s, admitted_s),
             opens_s=float(lo),
             closes_s=float(hi),
         )
@@ -656,9 +630,11 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             "there is no arrival rate; rates are measured over the service window"
         )
     if growth > BACKLOG_GROWTH:
+        sessions = measured.arrivals.sharing is not None and measured.arrivals.sharing.sessions
+        span = "of the sessions' starts" if sessions else "of the arrivals"
         notes.append(
             f"{OVERLOAD}: requests in the system grew {growth:.2g}-fold "
-            "over the second half of the arrivals (or the run is too short to fill the engine: "
+            f"over the second half {span} (or the run is too short to fill the engine: "
             "raise requests)"
         )
     if rejected:
