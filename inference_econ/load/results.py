@@ -107,8 +107,9 @@ class LoadResult:
     #: when there are no targets (``stable`` says whether it keeps up).
     meets_targets: bool | None
     notes: tuple[str, ...] = field(default=())
-    #: Requests in the system at the last arrival over those at the middle one: about 1 when
-    #: the deployment keeps up, about 2 when the load outgrows it (§E4).
+    #: Requests in the system at the last arrival over those at the middle one (with sessions,
+    #: read at their starts by the queue in front of the engine): about 1 when the deployment
+    #: keeps up, about 2 when the load outgrows it (§E4, ``backlog.backlog_growth``).
     backlog_growth: float = 1.0
     #: Disaggregated serving: the prefill pool (the fields above describe the decode pool).
     prefill_gpus_per_instance: int = 0
