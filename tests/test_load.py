@@ -339,6 +339,33 @@ def test_result_accounting(llama8b):
     assert any("outgrows" in n for n in over.notes)
 
 
+def test_a_short_run_of_long_requests_that_falls_far_behind_reads_as_overloaded():
+    """80 prompts of 120,000 tokens at 0.2 req/s on 4 H100 are served at 0.037 req/s, yet the
+    in-system count (37 at the middle arrival, 68 at the last) stayed inside the count test's
+    slack (10 + 3 sigma) and the run read as kept up. Over the second half the deployment
+    served under half of what arrived, over longer than a request's service: overloaded. At
+    0.03 req/s the same run keeps up."""
+    setting = make_setting("Llama 3.1 70B", "H100", assumptions="achievable")
+    load = dict(gpus=4, input_lengths="120000", output_lengths="1000", requests=80)
+    with pytest.warns(ie.InferenceEconWarning, match="outgrows"):
+        over = ie.simulate_load(setting, arrival_rate_per_s=0.2, **load)
+    assert not over.stable and over.backlog_growth > 1.5
+    assert over.throughput_requests_per_s < 0.25 * 0.2
+    kept = ie.simulate_load(setting, arrival_rate_per_s=0.03, **load)
+    assert kept.stable and kept.overloaded_note is None
+
+
+def test_a_run_still_filling_its_engine_is_not_read_as_fallen_behind():
+    """40 requests of 1,000 + 1,000 tokens at 4 req/s on one H100 arrive over 10 s, each served
+    in about 11 s: at the last arrival most of the second half's are still in the system, as
+    they would be at any load, and the served share cannot judge the run (it would read 1.9).
+    The count test reads it: kept up, as 3,000 requests at that load are (p99 TTFT 0.1 s)."""
+    setting = make_setting("Llama 3 8B", "H100", assumptions="achievable")
+    traffic = make_traffic(4, "1000", "1000", requests=40, seed=1)
+    short = simulate_deployment(setting, Deployment(1), traffic)
+    assert short.stable and short.backlog_growth < 1.0
+
+
 def test_saturated_engine_serves_at_its_own_pace(llama8b):
     """Past saturation the engine works through its queue at its own pace: throughput, token
     rates and $/Mtok are measured over the service window (§E4) and stay flat as the offered
