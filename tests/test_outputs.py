@@ -174,3 +174,26 @@ def test_messages_show_numbers_not_numpy_reprs():
     with pytest.raises(ie.SpecError) as err:
         ie.points("Llama 3 70B", "H100-paper", gpus=np.array([8.0, -1.0]), batch=64)
     assert "np." not in str(err.value) and "-1" in str(err.value)
+
+
+def test_further_tables_read_back_from_csv_and_json_as_the_rows_they_hold():
+    from inference_econ.output.render import csv_tables, render
+
+    main = pd.DataFrame({"model": ["a", "b"], "gpus": [1, 2]})
+    shared = pd.DataFrame({"gpu": [1], "instances": ["a (25%),\nb (50%)"], "share": [0.75]})
+    tables = {"gpus": ("The shared GPUs", shared), "empty": ("None", shared.iloc[:0])}
+    csv = render(main, "csv", notes=["a note"], summary={"gpus": 3}, tables=tables)
+    # the main table is what pandas reads with comment="#", as the guide says
+    assert pd.read_csv(io.StringIO(csv), comment="#").to_dict("list") == main.to_dict("list")
+    back = csv_tables(csv)
+    assert list(back) == ["gpus", "empty"] and "# Table gpus: The shared GPUs" in csv
+    assert back["gpus"].to_dict("records") == [
+        {"gpu": 1, "instances": "a (25%), b (50%)", "share": 0.75}  # one line: a comment's
+    ]
+    assert list(back["empty"].columns) == ["gpu", "instances", "share"] and back["empty"].empty
+    d = json.loads(render(main, "json", summary={"gpus": 3}, tables=tables))
+    assert d["gpus"] == shared.to_dict("records") and d["empty"] == []
+    assert d["rows"] == main.to_dict("records") and d["summary"] == {"gpus": 3}
+    with pytest.raises(ValueError, match="'summary'"):
+        render(main, "json", summary={"gpus": 3}, tables={"summary": ("x", shared)})
+
