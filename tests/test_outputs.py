@@ -197,3 +197,25 @@ def test_further_tables_read_back_from_csv_and_json_as_the_rows_they_hold():
     with pytest.raises(ValueError, match="'summary'"):
         render(main, "json", summary={"gpus": 3}, tables={"summary": ("x", shared)})
 
+
+SWEEP = ["sweep", "Llama 3 70B", "-H", "H100-paper", "--grid-points", "60"]
+
+
+def test_a_sweep_says_why_a_value_has_no_cost_at_speed():
+    """x4 the collectives' latency keeps Llama 3 70B below half the base fastest speed: its
+    cost at that speed is blank, and a note names the fastest speed reached and the speed
+    asked (it had been a silent blank)."""
+    d = json.loads(
+        run(*SWEEP, "--param", "nccl_latency", "--values", "1,4", "-q", "--format", "json")
+    )
+    base, slow = d["rows"]
+    assert base["usd_per_mtok_at_speed"] > 0 and slow["usd_per_mtok_at_speed"] is None
+    fastest, speed = slow["fastest_tokens_per_s"], slow["at_speed_tokens_per_s"]
+    assert fastest < speed
+    note = next(n for n in d["notes"] if n.startswith("nccl_latency = 4: "))
+    assert (
+        f"fastest speed reached, {fastest:.4g} tokens/s per request, is below {speed:.4g}" in note
+    )
+    assert not any(n.startswith("nccl_latency = 1: ") for n in d["notes"])  # it has a cost
+    text = run(*SWEEP, "--param", "nccl_latency", "--values", "4", "--at-speed", "60", "-q")
+    assert f"{fastest:.4g} tokens/s per request, is below --at-speed 60, so it has no cost" in text
