@@ -223,3 +223,85 @@ def test_the_hourly_plan_keeps_no_instance_at_an_hour_that_needs_none():
     assert plan.needed.tolist() == [0, 2, 0, 4]
     found = autoscale_search(plan, "hpa", given_delay(0.0), time_in_system_s=2.0, miss_budget=1.0)
     assert found.hourly.instance_hours == pytest.approx(plan.needed.sum())
+
+
+def _capacity(tmp_path, *extra: str) -> dict[str, str]:
+    """capacity --demand of a two-hour curve of Llama 3 8B on one-GPU H100 instances, in each
+    format."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_s\n0,2\n1,30\n", encoding="utf-8")
+    args = ["capacity", "Llama 3 8B", "-H", "H100", "--weight-bits", "8", "--demand", str(curve)]
+    args += ["--prompt-tokens", "500", "--output-tokens", "100", "--slo-ttft-p99", "1"]
+    args += ["--requests", "100", "--max-gpus", "1", "-q", *extra]
+    out = {}
+    for fmt in ("table", "json", "csv"):
+        result = CliRunner().invoke(main, [*args, "--format", fmt])
+        assert result.exit_code == 0, result.output
+        out[fmt] = result.stdout
+    return out
+
+
+def test_autoscale_json_and_csv_carry_the_summary_the_text_prints(tmp_path):
+    """JSON and CSV had carried every target's row only; the chosen target's day beside the
+    hourly plan's, which the text prints above them, is their ``summary``."""
+    import json
+
+    out = _capacity(tmp_path, "--autoscale", "hpa", "--startup-time", "120")
+    d = json.loads(out["json"])
+    s = d["summary"]
+    chosen = next(r for r in d["rows"] if r["chosen"])
+    hourly = next(r for r in d["rows"] if r["policy"] == "hourly plan")
+    assert (s["gpu_hours"], s["usd"]) == (chosen["gpu_hours"], chosen["usd"])
+    assert (s["hourly_plan_gpu_hours"], s["hourly_plan_usd"]) == (
+        hourly["gpu_hours"],
+        hourly["usd"],
+    )
+    summary = out["table"].split("\n\n")[0].splitlines()[3:]  # past the title, header, rule
+    shown = dict(line.split(None, 1) for line in summary)
+    assert s["startup_s"] == 120 and shown["startup_ms"] == "120,000"
+    assert shown["policy"] == s["policy"] and shown["gpu_hours"] == f"{s['gpu_hours']:.4g}"
+    assert f"gpu_hours {s['gpu_hours']:.10g}; usd {s['usd']:.10g};" in out["csv"]
+    assert f"startup_s {s['startup_s']:.10g};" in out["csv"]
+
+
+def test_a_demand_plan_gives_its_hours_and_candidates_in_every_format(tmp_path):
+    """The text had printed the candidates and not the hours, JSON and CSV the hours and not the
+    candidates: each format now carries both, with the same numbers."""
+    import io
+    import json
+
+    import pandas as pd
+
+    from inference_econ.output.render import csv_tables
+
+    out = _capacity(tmp_path)
+    d = json.loads(out["json"])
+    text = out["table"].splitlines()
+    head = text.index(
+        "Each hour: its load, the instances it needs, and those reserved, on demand or spot"
+    )
+    hours = [line.split() for line in text[head + 3 : head + 3 + len(d["rows"])]]
+    assert [(int(h[0]), float(h[1]), int(h[2])) for h in hours] == [
+        (r["hour"], r["requests_per_s"], r["instances"]) for r in d["rows"]
+    ]
+    assert len(d["rows"]) == 2 and d["rows"][1]["instances"] >= 1
+    head = text.index("Every candidate: its most load per instance and the cheapest plan with it")
+    shown = [line.split()[:2] for line in text[head + 3 : head + 3 + len(d["candidates"])]]
+    assert len(shown) > 1 and shown == [
+        [c["hardware"], str(c["gpus_per_instance"])] for c in d["candidates"]
+    ]
+    csv = out["csv"]
+    assert pd.read_csv(io.StringIO(csv), comment="#")["instances"].tolist() == [
+        r["instances"] for r in d["rows"]
+    ]
+    back = csv_tables(csv)["candidates"]
+    assert back["max_rate_per_instance"].tolist() == pytest.approx(
+        [c["max_rate_per_instance"] for c in d["candidates"]], rel=1e-9
+    )
+    assert d["summary"]["max_rate_per_instance"] == pytest.approx(
+        d["candidates"][0]["max_rate_per_instance"]
+    )

@@ -254,3 +254,53 @@ def test_json_and_csv_carry_the_fleets_totals():
     assert s["saving_usd_per_hour"] == pytest.approx(s["alone_usd_per_hour"] - s["usd_per_hour"])
     csv = runner.invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "--format", "csv"])
     assert f"# Summary: models {int(s['models'])}; gpus {int(s['gpus'])};" in csv.stdout
+
+
+def _text_table(text: str, title: str) -> list[list[str]]:
+    """The rows of the text table under ``title``, cells split where two spaces part them."""
+    import re
+
+    lines = text.splitlines()
+    start = lines.index(title) + 3  # past its title, header and rule
+    rows = []
+    for line in lines[start:]:
+        if not line.strip() or line.startswith(("Each ", "A share", "Power")):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
+
+
+def test_fleet_json_and_csv_carry_its_packing_and_candidate_tables(shared, apart):
+    """JSON and CSV had carried the models and the totals only: the shared GPUs and every
+    candidate, which the text prints, are there too, with the text's numbers."""
+    import json
+
+    from inference_econ.cli.fleet_commands import fleet_text
+    from inference_econ.output.render import csv_tables
+
+    text = fleet_text(shared, "table", "f.yaml")
+    d = json.loads(fleet_text(shared, "json", "f.yaml"))
+    gpus = _text_table(text, "The shared GPUs and the instances on each")
+    assert gpus and [[str(g["gpu"]), g["hardware"], g["instances"]] for g in d["gpus"]] == [
+        row[:3] for row in gpus
+    ]
+    assert [float(row[3]) for row in gpus] == pytest.approx([g["used_share"] for g in d["gpus"]])
+    shown = _text_table(
+        text, "Every candidate: the most load one instance holds within its model's targets"
+    )
+    assert [[c["model"], c["option"], "yes" if c["chosen"] else "no"] for c in d["candidates"]] == [
+        [row[0], row[1], row[-1]] for row in shown
+    ]
+    assert [float(row[3].replace(",", "")) for row in shown] == pytest.approx(
+        [c["max_rate_per_instance"] for c in d["candidates"]], rel=5e-3
+    )
+    back = csv_tables(fleet_text(shared, "csv", "f.yaml"))
+    assert back["gpus"].to_dict("records") == d["gpus"]
+    assert back["candidates"]["option"].tolist() == [c["option"] for c in d["candidates"]]
+    assert back["candidates"]["max_rate_per_instance"].to_numpy() == pytest.approx(
+        [c["max_rate_per_instance"] for c in d["candidates"]], rel=1e-9
+    )
+    # nothing shared: no GPU table in the text, an empty one in JSON and CSV
+    assert "The shared GPUs" not in fleet_text(apart, "table", "f.yaml")
+    assert json.loads(fleet_text(apart, "json", "f.yaml"))["gpus"] == []
+    assert csv_tables(fleet_text(apart, "csv", "f.yaml"))["gpus"].empty

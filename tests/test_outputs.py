@@ -174,3 +174,48 @@ def test_messages_show_numbers_not_numpy_reprs():
     with pytest.raises(ie.SpecError) as err:
         ie.points("Llama 3 70B", "H100-paper", gpus=np.array([8.0, -1.0]), batch=64)
     assert "np." not in str(err.value) and "-1" in str(err.value)
+
+
+def test_further_tables_read_back_from_csv_and_json_as_the_rows_they_hold():
+    from inference_econ.output.render import csv_tables, render
+
+    main = pd.DataFrame({"model": ["a", "b"], "gpus": [1, 2]})
+    shared = pd.DataFrame({"gpu": [1], "instances": ["a (25%),\nb (50%)"], "share": [0.75]})
+    tables = {"gpus": ("The shared GPUs", shared), "empty": ("None", shared.iloc[:0])}
+    csv = render(main, "csv", notes=["a note"], summary={"gpus": 3}, tables=tables)
+    # the main table is what pandas reads with comment="#", as the guide says
+    assert pd.read_csv(io.StringIO(csv), comment="#").to_dict("list") == main.to_dict("list")
+    back = csv_tables(csv)
+    assert list(back) == ["gpus", "empty"] and "# Table gpus: The shared GPUs" in csv
+    assert back["gpus"].to_dict("records") == [
+        {"gpu": 1, "instances": "a (25%), b (50%)", "share": 0.75}  # one line: a comment's
+    ]
+    assert list(back["empty"].columns) == ["gpu", "instances", "share"] and back["empty"].empty
+    d = json.loads(render(main, "json", summary={"gpus": 3}, tables=tables))
+    assert d["gpus"] == shared.to_dict("records") and d["empty"] == []
+    assert d["rows"] == main.to_dict("records") and d["summary"] == {"gpus": 3}
+    with pytest.raises(ValueError, match="'summary'"):
+        render(main, "json", summary={"gpus": 3}, tables={"summary": ("x", shared)})
+
+
+SWEEP = ["sweep", "Llama 3 70B", "-H", "H100-paper", "--grid-points", "60"]
+
+
+def test_a_sweep_says_why_a_value_has_no_cost_at_speed():
+    """x4 the collectives' latency keeps Llama 3 70B below half the base fastest speed: its
+    cost at that speed is blank, and a note names the fastest speed reached and the speed
+    asked (it had been a silent blank)."""
+    d = json.loads(
+        run(*SWEEP, "--param", "nccl_latency", "--values", "1,4", "-q", "--format", "json")
+    )
+    base, slow = d["rows"]
+    assert base["usd_per_mtok_at_speed"] > 0 and slow["usd_per_mtok_at_speed"] is None
+    fastest, speed = slow["fastest_tokens_per_s"], slow["at_speed_tokens_per_s"]
+    assert fastest < speed
+    note = next(n for n in d["notes"] if n.startswith("nccl_latency = 4: "))
+    assert (
+        f"fastest speed reached, {fastest:.4g} tokens/s per request, is below {speed:.4g}" in note
+    )
+    assert not any(n.startswith("nccl_latency = 1: ") for n in d["notes"])  # it has a cost
+    text = run(*SWEEP, "--param", "nccl_latency", "--values", "4", "--at-speed", "60", "-q")
+    assert f"{fastest:.4g} tokens/s per request, is below --at-speed 60, so it has no cost" in text

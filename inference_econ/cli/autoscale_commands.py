@@ -27,10 +27,14 @@ def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> 
         f"{plan.best.policy.describe()}"
     )
     notes = _notes(plan)
-    if fmt in ("csv", "json"):
-        emit(render(plan.candidates(), fmt, title=title, notes=notes, meta=meta), out)
+    summary = plan.summary()
+    if fmt in ("csv", "json"):  # the rows with the summary the text prints above them
+        emit(
+            render(plan.candidates(), fmt, title=title, notes=notes, meta=meta, summary=summary),
+            out,
+        )
     else:
-        head = vertical(plan.summary(), fmt, title)
+        head = vertical(summary, fmt, title)
         body = render(
             plan.candidates(),
             fmt,

@@ -383,7 +383,37 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         f"{plan.reserved_instances} x {plan.gpus_per_instance} {plan.setting.gpu.name} reserved "
         f"({plan.prices.reserved_basis}), the rest {plan.prices.burst_basis}"
     )
-    notes = [
+    notes = _demand_notes(plan)
+    line = _first_line(plan.setting)
+    hourly = plan.hourly()
+    candidates = "Every candidate: its most load per instance and the cheapest plan with it"
+    hours = "Each hour: its load, the instances it needs, and those reserved, on demand or spot"
+    if fmt in ("csv", "json"):  # the hours, with the summary and candidates the text prints
+        tables = {"candidates": (candidates, plan.candidates)}
+        notes = [line, *notes]
+        emit(render(hourly, fmt, title, notes, meta, summary=summary, tables=tables), out)
+    else:
+        head = line + "\n" + vertical(ranged(summary), fmt, title)
+        gap = "\n" if fmt == "markdown" else ""
+        body = (gap + "\n").join(
+            [
+                render(ranged_columns(plan.candidates), fmt, title=candidates),
+                render(ranged_columns(hourly), fmt, title=hours),
+            ]
+        )
+        lines = notes + meta_lines(meta)
+        emit(head + "\n" + body + gap + "".join(f"{n}\n" for n in lines), out)
+    if figure:
+        from ..output.load_plots import demand_figure
+        from ..output.plots import save
+
+        for path in save(demand_figure(plan), *FigureFile.target(figure)):
+            click.echo(f"wrote {path}", err=True)
+
+
+def _demand_notes(plan) -> list[str]:
+    """What a demand plan is priced and sized with, and what it is compared against."""
+    return [
         f"Prices per GPU-hour: reserved ({plan.prices.reserved_basis}) ${plan.prices.reserved_usd:.3g}, "
         f"by the hour ({plan.prices.burst_basis}) ${plan.prices.burst_usd:.3g}"
         + (
@@ -407,28 +437,6 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
         f" (a floor); reserving the peak ${plan.reserve_peak_usd:,.0f}.",
         *plan.notes,
     ]
-    line = _first_line(plan.setting)
-    if fmt in ("csv", "json"):
-        hourly = plan.hourly()
-        emit(
-            render(hourly, fmt, title=title, notes=[line, *notes], meta=meta, summary=summary), out
-        )
-    else:
-        head = line + "\n" + vertical(ranged(summary), fmt, title)
-        body = render(
-            ranged_columns(plan.candidates),
-            fmt,
-            title="Every candidate: its most load per instance and the cheapest plan with it",
-        )
-        gap = "\n" if fmt == "markdown" else ""
-        lines = notes + meta_lines(meta)
-        emit(head + "\n" + body + gap + "".join(f"{n}\n" for n in lines), out)
-    if figure:
-        from ..output.load_plots import demand_figure
-        from ..output.plots import save
-
-        for path in save(demand_figure(plan), *FigureFile.target(figure)):
-            click.echo(f"wrote {path}", err=True)
 
 
 def _held_range(held: dict) -> str:

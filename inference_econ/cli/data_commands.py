@@ -376,7 +376,32 @@ def sweep(
     progress(f"base frontier of {setting.name}")
     result = api.sweep(setting, parameter, list(values), at_speed, progress, method)
     title = f"{parameter}: {setting.name}"
-    click.echo(stated_table(result, format, setting, title, meta), nl=False)
+    notes = _out_of_reach(result, given=at_speed is not None)
+    click.echo(stated_table(result, format, setting, title, meta, notes), nl=False)
+
+
+def _out_of_reach(result, given: bool) -> list[str]:
+    """A line for each value of a sweep whose fastest speed is below the speed costs are read
+    at: its ``usd_per_mtok_at_speed`` is blank because no point of its frontier is that fast."""
+    import math
+
+    lines = []
+    for row in result.itertuples(index=False):
+        fastest, speed = row.fastest_tokens_per_s, row.at_speed_tokens_per_s
+        if not math.isnan(row.usd_per_mtok_at_speed) or not fastest < speed:
+            continue  # a cost, or no frontier at all (then every figure is blank)
+        asked = (
+            f"--at-speed {speed:.4g},"
+            if given
+            else f"{speed:.4g}, the speed costs are compared at (half the base setting's "
+            "fastest; --at-speed sets another),"
+        )
+        lines.append(
+            f"{row.parameter} = {row.value:g}: the fastest speed reached, {fastest:.4g} tokens/s "
+            f"per request, is below {asked} so it has no cost at that speed "
+            "(usd_per_mtok_at_speed blank)."
+        )
+    return lines
 
 
 COMMANDS = (compare_measured, calibrate, sweep)

@@ -126,27 +126,28 @@ def fleet_text(plan, fmt: str, source: str) -> str:
     )
     notes = fleet_notes(plan)
     models = plan.to_dataframe()
+    tables = {
+        "gpus": ("The shared GPUs and the instances on each", plan.gpu_table()),
+        "candidates": (
+            "Every candidate: the most load one instance holds within its model's targets",
+            plan.candidates,
+        ),
+    }
     if fmt in ("csv", "json"):
         counts = ("models", "gpus", "shared_gpus", "alone_gpus")  # whole numbers, as the text
         totals = {k: int(v) if k in counts else float(v) for k, v in s.items()}
-        return render(models, fmt, title=title, notes=notes, summary=totals)
+        return render(models, fmt, title=title, notes=notes, summary=totals, tables=tables)
     gap = "\n" if fmt == "markdown" else ""
     parts = [
         vertical(s, fmt, title),
         render(models, fmt, title="Each model: its part of the fleet and its plan alone"),
     ]
-    if plan.bins:
-        parts.append(
-            render(plan.gpu_table(), fmt, title="The shared GPUs and the instances on each")
-        )
-    shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
-    parts.append(
-        render(
-            shown,
-            fmt,
-            title="Every candidate: the most load one instance holds within its model's targets",
-        )
-    )
+    for name, (caption, table) in tables.items():
+        if name == "gpus" and not plan.bins:
+            continue  # no GPU shared: no table of them
+        if name == "candidates" and fmt == "table":
+            table = table.drop(columns=["note"])  # as the text has always shown them
+        parts.append(render(table, fmt, title=caption))
     return (gap + "\n").join(parts) + gap + "".join(f"{n}\n" for n in notes)
 
 

@@ -167,7 +167,8 @@ class FleetPlan:
                     "used_share": sum(x for _, x in held),
                 }
                 for i, (hardware, held) in enumerate(self.bins)
-            ]
+            ],
+            columns=["gpu", "hardware", "instances", "used_share"],  # none shared: no rows
         )
 
 

@@ -4,7 +4,9 @@ with (the ``meta`` of a result: model and GPU files, assumptions, precisions, co
 CSV files carry that statement, and the notes a table has, as ``#`` comment lines before the
 header, so ``pandas.read_csv(path, comment="#")`` reads them; JSON puts it in a ``metadata``
 object beside the ``rows`` (and the notes in ``notes``); text and Markdown tables end with
-their notes and a "Computed with" line.
+their notes and a "Computed with" line. A result of several tables (a fleet's GPUs and
+candidates beside its models) gives JSON a list of row objects under each table's name, and CSV
+a ``# Table NAME: title`` section of ``#`` lines for each (``csv_tables`` reads them back).
 """
 
 from __future__ import annotations
@@ -389,30 +391,79 @@ def render(
     notes=(),
     meta: dict | None = None,
     summary: dict | None = None,
+    tables: dict | None = None,
 ) -> str:
     """Render a DataFrame as "table" (aligned text), "csv", "json" or "markdown", stating
     ``meta`` (what it was computed with) as the format allows; ``summary``: the answer a
     table's rows add up to (a fleet's totals), which JSON carries as ``summary`` and CSV as a
-    comment line (the text prints its own summary table)."""
+    comment line; ``tables``: {name: (title, DataFrame)} the result prints beside ``df`` (a
+    fleet's GPUs and candidates), which JSON carries as lists of rows under their names and CSV
+    as ``# Table`` sections (the text prints its own summary and tables)."""
     fmt = option("format").check(fmt, "argument", "format")  # SpecError with a did-you-mean
     summary = {} if summary is None else dict(summary)  # (a pandas Series too)
-    if fmt == "csv":  # what it was computed with, then the notes, as comment lines
+    tables = tables or {}
+    if fmt == "csv":  # what it was computed with, the notes, then the other tables, as comments
         told = "; ".join(
             f"{k} {v:.10g}" if isinstance(v, float) else f"{k} {_json_value(v)}"
             for k, v in summary.items()
         )
-        return csv_text(df, meta, notes=[*notes, *([f"Summary: {told}"] if told else [])])
+        lines = [*notes, *([f"Summary: {told}"] if told else [])]
+        for name, (caption, table) in tables.items():
+            lines += _section_lines(name, caption, table)
+        return csv_text(df, meta, notes=lines)
     if fmt == "json":
-        records = [
-            {k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")
-        ]
-        payload = {"title": title, "metadata": _json_meta(meta or {}), "rows": records}
+        payload = {"title": title, "metadata": _json_meta(meta or {}), "rows": _records(df)}
         if summary:
             payload["summary"] = {str(k): _json_value(v) for k, v in summary.items()}
+        for name, (_, table) in tables.items():
+            if name in payload or name == "notes":
+                raise ValueError(f"a table named {name!r} would replace the JSON's own {name!r}")
+            payload[name] = _records(table)
         if notes:
             payload["notes"] = list(notes)
         return json.dumps(payload, indent=2) + "\n"
     return render_cells(*table_cells(df), fmt, title, notes, meta)
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    """A table's rows as JSON objects (missing and non-finite values null)."""
+    return [{k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
+
+
+#: The line that opens a further table of a CSV: ``# Table NAME: title``.
+_SECTION = re.compile(r"Table (\w+): ?(.*)")
+
+
+def _section_lines(name: str, title: str, df: pd.DataFrame) -> list[str]:
+    """A further table of a CSV as comment lines: ``Table NAME: title``, its header and rows
+    (cells as ``csv_cells`` writes them, each on one line: a comment ends at a line break)."""
+    cells = csv_cells(df)
+    for i in range(cells.shape[1]):
+        if cells.iloc[:, i].dtype == object:
+            cells.isetitem(
+                i, cells.iloc[:, i].map(lambda v: one_line(v) if isinstance(v, str) else v)
+            )
+    text = cells.to_csv(index=False, float_format="%.10g")
+    return [f"Table {name}: {title}", *text.splitlines()]
+
+
+def csv_tables(text: str) -> dict[str, pd.DataFrame]:
+    """The further tables of a CSV ``render`` wrote, by name (its ``# Table NAME:`` sections);
+    ``pandas.read_csv(path, comment="#")`` reads its main table."""
+    import pandas as pd
+
+    found: dict[str, list[str]] = {}
+    lines: list[str] | None = None
+    for line in text.splitlines():
+        if not line.startswith("# "):
+            lines = None
+            continue
+        opened = _SECTION.fullmatch(line[2:])
+        if opened:
+            lines = found.setdefault(opened.group(1), [])
+        elif lines is not None:
+            lines.append(line[2:])
+    return {name: pd.read_csv(io.StringIO("\n".join(body))) for name, body in found.items()}
 
 
 def column_cells(columns: dict) -> tuple[list[str], list[list[str]], list[bool]]:
