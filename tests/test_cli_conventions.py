@@ -519,3 +519,25 @@ def test_article_before_a_number_said_aloud():
     said = {n: article(n) for n in (1, 8, 11, 18, 80, 100, 800, 1000, 8000, 11000, 18000, 110000)}
     assert [n for n, a in said.items() if a == "an"] == [8, 11, 18, 80, 800, 8000, 11000, 18000]
     assert article(1.5) == "a" and article(180000) == "a"
+
+
+def test_a_confident_capacity_plan_gives_its_plans_and_headroom_in_json():
+    """The text of a capacity plan prints the plans side by side (expected, at the confidence,
+    the ideal bound) and its headroom; its JSON had carried neither."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    load = ["Llama 3 8B", "-H", "H100", "--rate", "12", "--prompt-tokens", "1000"]
+    load += ["--output-tokens", "200", "--slo-tpot-p99", "0.05", "--requests", "100", "-q"]
+    text = CliRunner().invoke(main, ["capacity", *load])
+    assert text.exit_code == 0, text.output
+    out = CliRunner().invoke(main, ["capacity", *load, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    plans = data["plans"]
+    assert [p["plan"].split(" ")[0] for p in plans] == ["expected", "90", "ideal"]
+    for p in plans:  # each plan's deployment and price as the text's side-by-side table has them
+        assert p["deployment"] in text.stdout and f"{p['usd_per_hour']:.2f}" in text.stdout
+    held = next(n for n in data["notes"] if n.startswith("Headroom:"))
+    assert held in text.stdout

@@ -463,6 +463,10 @@ def _chosen_curve(model, plan, kwargs, say):
     return api.max_load(model, plan.setting.gpu, gpus=d.gpus_per_instance, progress=say, **given)
 
 
+#: The title of a confident plan's table of the plans beside each other.
+SIDE_BY_SIDE = "The plans side by side (all-in $ per million output tokens at the offered load)"
+
+
 def _plan_text(plan, fmt: str) -> str:
     from ..output.render import render
     from .stated import vertical
@@ -478,20 +482,26 @@ def _plan_text(plan, fmt: str) -> str:
     first = _plan_line(plan)
     note = plan.layout_note  # a property that reads the candidates table: once
     layout = [note] if note else []
-    if fmt in ("csv", "json"):  # one table: the candidates, the chosen rows with the plan's
-        notes = [first, *_odds_notes(r), *layout, *_notes(r)]
-        return render(plan.to_dataframe(), fmt, title=title, notes=notes, meta=r.metadata())
+    held = (
+        f"Headroom: the deployment holds {plan.max_rate_per_s:.4g} req/s within the targets "
+        f"({plan.load_headroom:+.0%} over the load)."
+    )
+    if fmt in ("csv", "json"):  # the candidates, the chosen rows with the plan's; the plans
+        extra = [held, *_redundancy_notes(plan), *_confident_notes(plan), *plan.notes]
+        notes = [first, *_odds_notes(r), *layout, *_notes(r, extra)]
+        tables = None
+        if plan.confident is not None:
+            tables = {"plans": (SIDE_BY_SIDE, plan.plans())}
+        return render(
+            plan.to_dataframe(), fmt, title=title, notes=notes, meta=r.metadata(), tables=tables
+        )
     shown = plan.candidates.drop(columns=["note"]) if fmt == "table" else plan.candidates
     from ..output.ranges import ranged, ranged_columns
     from ..output.render import meta_lines
 
     head = first + "\n" + vertical(ranged(plan.summary()), fmt, title)
     if plan.confident is not None:
-        head += "\n" + render(
-            plan.plans(),
-            fmt,
-            title="The plans side by side (all-in $ per million output tokens at the offered load)",
-        )
+        head += "\n" + render(plan.plans(), fmt, title=SIDE_BY_SIDE)
     why = [
         f"{row.hardware} x{row.gpus_per_instance} ({row.pool}): "
         + ("excluded, " if row.excluded else "")
@@ -506,14 +516,7 @@ def _plan_text(plan, fmt: str) -> str:
     )
     notes = _notes(
         r,
-        [
-            f"Headroom: the deployment holds {plan.max_rate_per_s:.4g} req/s within the targets ({plan.load_headroom:+.0%} over the load)."
-        ]
-        + layout
-        + _redundancy_notes(plan)
-        + _confident_notes(plan)
-        + why
-        + list(plan.notes),
+        [held] + layout + _redundancy_notes(plan) + _confident_notes(plan) + why + list(plan.notes),
     )
     from ..api import load_coverage_note
 
