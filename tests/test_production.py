@@ -291,8 +291,9 @@ def test_sessions_that_outgrow_the_deployment_read_as_unstable():
     """A session's later turn is sent only after the answer before it, so an overloaded run's
     last arrivals come after its backlog drained: 20 req/s of 4-turn sessions on one H100
     (served about 8 req/s, p99 TTFT 37 s at 3,000 requests and growing with the run) read as
-    kept up and was priced at the offered load. Read at the sessions' starts, by the queue in
-    front of the engine: unstable; at 8 req/s the same sessions keep up."""
+    kept up and was priced at the offered load. Read at the sessions' starts: unstable (its
+    sessions, held back by their answers, never reach a steady state); at 8 req/s the same
+    sessions keep up."""
     load = dict(gpus=1, session_turns=4, think_time_s=10.0, input_lengths="lognormal:1000:0.6",
                 output_lengths="lognormal:200:0.5", requests=3000)  # fmt: skip
     setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
@@ -304,11 +305,39 @@ def test_sessions_that_outgrow_the_deployment_read_as_unstable():
     assert kept.stable and kept.ttft_s.p99 < 1
 
 
-def test_sessions_still_starting_are_not_read_as_an_overload():
-    """Sessions longer than the span of their starts (250 sessions of four turns a minute
-    apart, started over under three minutes) keep adding requests to the batch all run long
-    without any overload (p99 TTFT 6 s here, 4 s at 12,000 requests): in-system counts read
-    that ramp as growth (1.37); the queue in front of the engine does not grow."""
+def test_sessions_whose_backlog_waits_inside_the_batch_read_as_unstable():
+    """An engine with room for a large batch (an H200 with an 8-bit cache) admits an
+    overload's backlog, which then waits for its prompts inside the batch: 4-turn sessions at
+    261 req/s served at 98 req/s (p99 TTFT 67 s at 30,000 requests) read as kept up when
+    only requests not yet admitted counted as waiting. Read by those without a first token,
+    and by the pace of the sessions' turns: unstable; 80 req/s keeps up."""
+    setting = make_setting("Llama 3.1 8B", "H200", assumptions="achievable", kv_cache_bits=8)
+    load = dict(gpus=1, session_turns=4, think_time_s=5.0, input_lengths="lognormal:200:0.6",
+                output_lengths="lognormal:50:0.5", requests=10000)  # fmt: skip
+    with pytest.warns(ie.InferenceEconWarning, match="outgrows"):
+        over = ie.simulate_load(setting, arrival_rate_per_s=261, **load)
+    assert not over.stable and over.throughput_requests_per_s < 0.5 * 261
+    assert ie.simulate_load(setting, arrival_rate_per_s=80, **load).stable
+
+
+def test_sessions_too_long_for_their_run_say_so():
+    """125 sessions of eight turns ten seconds apart, started over two minutes at 8 req/s on
+    one H100, last some 106 s each: the run never holds the sessions its offered load keeps
+    going (p99 TTFT 2.3 s here, 25 s at 3,000 requests, 130 s at 10,000). It reads as not kept
+    up, conservatively, and says the run is too short to tell."""
+    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
+    load = dict(gpus=1, session_turns=8, think_time_s=10.0, input_lengths="lognormal:1000:0.6",
+                output_lengths="lognormal:200:0.5", requests=1000)  # fmt: skip
+    with pytest.warns(ie.InferenceEconWarning, match="too short to tell"):
+        short = ie.simulate_load(setting, arrival_rate_per_s=8, **load)
+    assert not short.stable and "raise requests" in short.overloaded_note
+
+
+def test_sessions_filling_the_batch_are_not_read_as_an_overload():
+    """250 sessions of four turns a minute apart at 1.5 req/s on one H100 keep adding to the
+    batch as they start (p99 TTFT 6 s here, 4 s at 12,000 requests): counted at the starts,
+    the requests in the system read that as growth (1.37); those waiting for a first token do
+    not grow, and the run keeps pace with its offered rate."""
     load = dict(gpus=1, session_turns=4, think_time_s=60.0, input_lengths="lognormal:500:0.6",
                 output_lengths="lognormal:1500:0.3", requests=1000)  # fmt: skip
     setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")

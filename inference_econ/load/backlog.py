@@ -5,6 +5,7 @@ sessions' starts, against ``BACKLOG_GROWTH``."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,35 +16,42 @@ BACKLOG_SLACK = 10
 #: ... plus this many standard deviations of a steady count (its square root): a 200-request
 #: run at a quarter of the knee otherwise reads a chance swing from 17 to 34 as growth.
 BACKLOG_SIGMAS = 3.0
-#: ... or, whatever the counts, when they grew over the second half of the arrivals by more than
-#: this share of the requests that arrived in it (and by more than ``BACKLOG_SIGMAS`` of that
-#: count's own noise): the deployment served under half of what arrived. The slack above
-#: exceeds what a short run of long requests can show (80 prompts of 120,000 tokens at 0.2
-#: req/s on 4 H100, served at 0.037 req/s, read as kept up); this test cannot mistake a
-#: chance swing for an overload. It reads only runs whose second half of arrivals lasts at
-#: least the median service time (``_service_s``): a shorter one may still be filling its engine.
+#: ... and, whatever the counts, it falls behind when over the second half of the arrivals the
+#: requests still waiting for their first token grew by more than this share of those that
+#: arrived in it (and by more than ``BACKLOG_SIGMAS`` of that count's own noise): under half of
+#: what arrived was even begun. The slack above exceeds what a short run of long requests can
+#: show (80 prompts of 120,000 tokens at 0.2 req/s on 4 H100, served at 0.037 req/s, read as
+#: kept up). So does the whole in-system count, where the second half of the arrivals lasts at
+#: least the median service time (``service_s``; a shorter run may still be filling its
+#: engine, each request in it for a whole service time at any load).
 BACKLOG_BEHIND_SHARE = 0.5
 
 
-def backlog_growth(arrivals, e2e_s: np.ndarray, admitted_s=None) -> float:
+def backlog_growth(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None) -> float:
     """(requests in the system at the last arrival − ``BACKLOG_SLACK`` − ``BACKLOG_SIGMAS``
     √(those at the middle arrival)) / (those at the middle arrival): about 1 when the deployment
-    keeps up, about 2 when the load outgrows it; at least their plain ratio where the count grew
-    by more than ``BACKLOG_BEHIND_SHARE`` of what arrived over the second half. A run too short
-    to fill the engine by its middle arrival also looks like growth (conservative). Runs of
-    sessions are read by ``_sessions_growth``."""
+    keeps up, about 2 when the load outgrows it; at least their plain ratio where the run fell
+    far behind (``BACKLOG_BEHIND_SHARE``). A run too short to fill the engine by its middle
+    arrival also looks like growth (conservative). Runs of sessions: ``sessions_growth``."""
     sharing = getattr(arrivals, "sharing", None)
-    if sharing is not None and sharing.sessions and admitted_s is not None:
-        return _sessions_growth(arrivals, e2e_s, np.asarray(admitted_s, dtype=float))
-    a = np.sort(arrivals.arrival_s)
+    sent = np.asarray(arrivals.arrival_s, dtype=float)
+    e2e_s = np.asarray(e2e_s, dtype=float)
+    ttft_s = np.full(len(sent), np.nan) if ttft_s is None else np.asarray(ttft_s, dtype=float)
+    if sharing is not None and sharing.sessions:
+        return sessions_growth(sent, sharing.follows, e2e_s, ttft_s)
+    a = np.sort(sent)
     done = np.isfinite(e2e_s)  # rejected requests never enter the system
     if len(a) < 20 or not done.any():
         return 1.0
-    finish = np.sort((arrivals.arrival_s + e2e_s)[done])
+    finish = np.sort((sent + e2e_s)[done])
+    begun = np.sort((sent + ttft_s)[done & np.isfinite(ttft_s)])
 
     def in_system(t):
         arrived = np.searchsorted(a, t, side="right") * done.mean()
         return arrived - np.searchsorted(finish, t, side="right")
+
+    def unbegun(t):  # arrived, no first token yet
+        return np.searchsorted(a, t, side="right") * done.mean() - np.searchsorted(begun, t)
 
     t_mid = a[len(a) // 2]
     at_mid, at_last = in_system(t_mid), in_system(a[-1])
@@ -52,56 +60,120 @@ def backlog_growth(arrivals, e2e_s: np.ndarray, admitted_s=None) -> float:
     noise = BACKLOG_SIGMAS * math.sqrt(middle)
     growth = (at_last - BACKLOG_SLACK - noise) / middle
     arrived = (len(a) - np.searchsorted(a, t_mid, side="right")) * done.mean()
-    behind = at_last - at_mid
-    gross = behind > max(BACKLOG_BEHIND_SHARE * arrived, BACKLOG_SIGMAS * math.sqrt(arrived))
-    if gross and a[-1] - t_mid >= _service_s(arrivals.arrival_s, e2e_s, admitted_s):
+    bar = max(BACKLOG_BEHIND_SHARE * arrived, BACKLOG_SIGMAS * math.sqrt(arrived))
+    queued = len(begun) and unbegun(a[-1]) - unbegun(t_mid) > bar
+    filled = a[-1] - t_mid >= service_s(sent, e2e_s, admitted_s)
+    if queued or (filled and at_last - at_mid > bar):
         growth = max(growth, at_last / middle)
     return float(growth)
 
 
-def _sessions_growth(arrivals, e2e_s: np.ndarray, admitted_s: np.ndarray) -> float:
-    """The backlog reading of a run of sessions: (requests in the system at the middle session
-    start, plus the growth of those waiting to enter the engine from then to the last session
-    start, − the slack and noise of ``backlog_growth``) / (those at the middle start).
+#: A run of sessions keeps pace with its offered rate when, between its middle session start
+#: and its last, it sent at least this share of the requests that rate brings, less
+#: ``BACKLOG_SIGMAS`` of their count's noise (``SessionPace``).
+SESSIONS_PACE = 0.9
 
-    A session's later turn is sent only after the answer before it, so an overloaded run's
-    last arrivals come after its backlog drained (read at every arrival, 20 req/s of 4-turn
-    sessions served 5.7 req/s on one H100 and read as kept up); the offered stream is the
-    sessions' starts. And while sessions are still starting faster than they end (sessions
-    longer than the span of their starts) the engine's batch grows without any overload, so
-    what is read is the queue in front of it, which grows only when the engine cannot take
-    what is sent."""
-    follows = arrivals.sharing.follows
-    sent = np.asarray(arrivals.arrival_s, dtype=float)
-    first = np.ones(len(sent), dtype=bool)
-    first[follows[follows >= 0]] = False
-    starts = np.sort(sent[first & np.isfinite(sent)])
-    done = np.isfinite(e2e_s) & np.isfinite(sent) & np.isfinite(admitted_s)
-    if len(starts) < 20 or not done.any():
+
+@dataclass(frozen=True)
+class SessionPace:
+    """How far a run of sessions got toward its offered load: its first, middle and last
+    session starts (s), the requests it sent between the middle start and the last, those the
+    offered rate brings between them (the starts' rate times the requests a session holds),
+    and its sessions' median length, first request to last answer (s)."""
+
+    first_s: float
+    middle_s: float
+    last_s: float
+    sent: float
+    offered: float
+    session_s: float
+
+    @property
+    def steady(self) -> bool:
+        """The sessions of the first half of the starts had ended by the middle one: from there
+        the run holds as many as the offered load keeps going."""
+        return self.middle_s - self.first_s >= self.session_s
+
+    @property
+    def kept(self) -> bool:
+        """Steady, and it sent what the offered rate brings (``SESSIONS_PACE``)."""
+        noise = BACKLOG_SIGMAS * math.sqrt(self.offered)
+        return self.steady and self.sent >= SESSIONS_PACE * self.offered - noise
+
+    @classmethod
+    def of(cls, sent, follows, e2e_s) -> SessionPace | None:
+        """The pace of a run (None with fewer than 20 sessions or nothing served)."""
+        first = np.ones(len(sent), dtype=bool)
+        first[follows[follows >= 0]] = False
+        heads = np.flatnonzero(first & np.isfinite(sent))
+        done = np.isfinite(e2e_s) & np.isfinite(sent)
+        if len(heads) < 20 or not done.any():
+            return None
+        tail = heads.copy()  # each session's last request, down its chain of turns
+        while (follows[tail] >= 0).any():
+            tail = np.where(follows[tail] >= 0, follows[tail], tail)
+        length = sent[tail] + e2e_s[tail] - sent[heads]
+        length = length[np.isfinite(length)]
+        starts = np.sort(sent[heads])
+        t0, t_mid, t_last = float(starts[0]), float(starts[len(starts) // 2]), float(starts[-1])
+        rate = (len(starts) - 1) / max(t_last - t0, 1e-12) * done.sum() / len(starts)
+        s_done = np.sort(sent[done])
+        between = np.searchsorted(s_done, t_last, "right") - np.searchsorted(s_done, t_mid, "right")
+        return cls(
+            first_s=t0,
+            middle_s=t_mid,
+            last_s=t_last,
+            sent=float(between),
+            offered=float(rate * (t_last - t_mid)),
+            session_s=float(np.median(length)) if len(length) else math.inf,
+        )
+
+
+def sessions_growth(sent, follows, e2e_s, ttft_s) -> float:
+    """The backlog reading of a run of sessions, at its sessions' starts (the offered stream: a
+    later turn is sent only after the answer before it, so an overloaded run's last arrivals
+    come after its backlog drained; read at every arrival, 20 req/s of 4-turn sessions on one
+    H100, served at 8 req/s, read as kept up).
+
+    A run that does not keep pace (``SessionPace.kept``) was either held back by its answers
+    (an overload) or has sessions too long for the span of their starts (it never reaches a
+    steady state, and cannot tell): it reads past ``BACKLOG_GROWTH``, by its plain in-system
+    ratio or its shortfall where larger (conservative, as a run too short to fill its engine
+    is). One that keeps pace is read by the requests in the system at the middle start plus the
+    growth of those still waiting for their first token, as ``backlog_growth`` reads a run (a
+    batch still filling with sessions grows with no overload; a queue in front of the engine,
+    or prompts it cannot begin, does not)."""
+    pace = SessionPace.of(sent, follows, e2e_s)
+    if pace is None:
         return 1.0
+    done = np.isfinite(e2e_s) & np.isfinite(sent)
     s_done = np.sort(sent[done])
-    entered = np.sort(admitted_s[done])
     finish = np.sort((sent + e2e_s)[done])
+    begun = np.sort((sent + ttft_s)[done & np.isfinite(ttft_s)])
 
     def count(times, t):
         return float(np.searchsorted(times, t, side="right"))
 
-    t_mid, t_last = starts[len(starts) // 2], starts[-1]
+    t_mid, t_last = pace.middle_s, pace.last_s
     middle = max(count(s_done, t_mid) - count(finish, t_mid), 1.0)
-    waiting_mid = count(s_done, t_mid) - count(entered, t_mid)
-    waiting_last = count(s_done, t_last) - count(entered, t_last)
+    if not pace.kept:
+        last = count(s_done, t_last) - count(finish, t_last)
+        past = math.nextafter(BACKLOG_GROWTH, math.inf)
+        return float(max(last / middle, pace.offered / max(pace.sent, 1.0), past))
+    unbegun_mid = count(s_done, t_mid) - count(begun, t_mid)
+    unbegun_last = count(s_done, t_last) - count(begun, t_last)
     noise = BACKLOG_SIGMAS * math.sqrt(middle)
-    return float((middle + waiting_last - waiting_mid - BACKLOG_SLACK - noise) / middle)
+    return float((middle + unbegun_last - unbegun_mid - BACKLOG_SLACK - noise) / middle)
 
 
-def _service_s(arrival_s: np.ndarray, e2e_s: np.ndarray, admitted_s) -> float:
+def service_s(sent: np.ndarray, e2e_s: np.ndarray, admitted_s) -> float:
     """The median time from admission to the last token (what a queue in front of the engine
-    does not lengthen). A run whose second half of arrivals is shorter than that may end before
-    a deployment that keeps up has served what arrived in it (a run still filling its engine,
-    no queue, grows by over half of what arrived once it is shorter than 2/3 of it), so its
-    growth says nothing of an overload. Infinite without admission times."""
+    does not lengthen); infinite without admission times. A run whose second half of arrivals
+    is shorter than that may end before a deployment that keeps up has served what arrived in
+    it (a run still filling its engine, no queue, grows by over half of what arrived once it is
+    shorter than 2/3 of it)."""
     if admitted_s is None:
         return math.inf
-    service = np.asarray(arrival_s, dtype=float) + e2e_s - np.asarray(admitted_s, dtype=float)
+    service = sent + e2e_s - np.asarray(admitted_s, dtype=float)
     service = service[np.isfinite(service)]
     return float(np.median(service)) if len(service) else math.inf

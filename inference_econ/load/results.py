@@ -20,7 +20,7 @@ from ..model.economics import usd_per_mtok
 from ..serving.intervals import load_intervals, load_support
 from ..serving.setting import Setting, requests_metadata
 from .arrivals import CLOSED_LOOP, Arrivals, Traffic
-from .backlog import BACKLOG_GROWTH, backlog_growth
+from .backlog import BACKLOG_GROWTH, SessionPace, backlog_growth
 from .engine import EngineConfig, Instance
 from .kv_tiers import session_figures
 from .records import RunRecord
@@ -404,7 +404,7 @@ class Window:
             dropped=int(dropped.sum()),
             input_tokens=float(arrivals.prompt_tokens[started].sum()),
             output_tokens=float(started.sum() + np.sum((arrivals.output_tokens - 1) * weight)),
-            backlog_growth=backlog_growth(arrivals, lat.e2e_s, admitted_s),
+            backlog_growth=backlog_growth(arrivals, lat.e2e_s, admitted_s, lat.ttft_s),
             opens_s=float(lo),
             closes_s=float(hi),
         )
@@ -631,13 +631,7 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             "there is no arrival rate; rates are measured over the service window"
         )
     if growth > BACKLOG_GROWTH:
-        sessions = measured.arrivals.sharing is not None and measured.arrivals.sharing.sessions
-        span = "of the sessions' starts" if sessions else "of the arrivals"
-        notes.append(
-            f"{OVERLOAD}: requests in the system grew {growth:.2g}-fold "
-            f"over the second half {span} (or the run is too short to fill the engine: "
-            "raise requests)"
-        )
+        notes.append(_overload_note(measured, growth))
     if rejected:
         notes.append(
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
@@ -649,6 +643,34 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             "falls behind slowly may read as kept up (more requests tell)"
         )
     return rate_per_s, tuple(notes)
+
+
+def _overload_note(measured: Measured, growth: float) -> str:
+    """The note of a run that does not keep up: how its backlog grew, or for sessions that
+    fell short of their offered load, how (``backlog.sessions_growth``)."""
+    arrivals = measured.arrivals
+    span = "of the arrivals"
+    if arrivals.sharing is not None and arrivals.sharing.sessions:
+        sent = np.asarray(arrivals.arrival_s, dtype=float)
+        pace = SessionPace.of(sent, arrivals.sharing.follows, measured.latencies.e2e_s)
+        if pace is not None and not pace.steady:
+            return (
+                f"{OVERLOAD}, or the run is too short to tell: its sessions last "
+                f"{pace.session_s:.3g} s (median, first request to last answer), longer than "
+                f"the first half of their starts, {pace.middle_s - pace.first_s:.3g} s, so it "
+                "never holds the sessions its offered load keeps going (raise requests)"
+            )
+        if pace is not None and not pace.kept:
+            return (
+                f"{OVERLOAD}: between the middle and the last session start its sessions sent "
+                f"{pace.sent / pace.offered:.0%} of the requests the offered rate brings, their "
+                "answers holding the next turns back"
+            )
+        span = "of the sessions' starts, by the requests waiting for a first token"
+    return (
+        f"{OVERLOAD}: requests in the system grew {growth:.2g}-fold over the second half "
+        f"{span} (or the run is too short to fill the engine: raise requests)"
+    )
 
 
 def _prices(setup: RunSetup, measured: Measured, window: Window) -> dict:
