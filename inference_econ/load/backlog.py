@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: How the note on an overloaded run begins.
+OVERLOAD = "the load outgrows the deployment"
+
 #: A deployment keeps up with a load when the requests in the system at the last arrival are at
 #: most this many times those at the middle arrival, plus ``BACKLOG_SLACK`` (§E4).
 BACKLOG_GROWTH = 1.3
@@ -38,7 +41,7 @@ def backlog_growth(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None) ->
     e2e_s = np.asarray(e2e_s, dtype=float)
     ttft_s = np.full(len(sent), np.nan) if ttft_s is None else np.asarray(ttft_s, dtype=float)
     if sharing is not None and sharing.sessions:
-        return sessions_growth(sent, sharing.follows, e2e_s, ttft_s)
+        return sessions_growth(sent, sharing, e2e_s, ttft_s)
     a = np.sort(sent)
     done = np.isfinite(e2e_s)  # rejected requests never enter the system
     if len(a) < 20 or not done.any():
@@ -79,20 +82,21 @@ class SessionPace:
     """How far a run of sessions got toward its offered load: its first, middle and last
     session starts (s), the requests it sent between the middle start and the last, those the
     offered rate brings between them (the starts' rate times the requests a session holds),
-    and its sessions' median length, first request to last answer (s)."""
+    and the median time its sessions think between turns (s): the least a session lasts,
+    whatever the engine does (an overload lengthens them)."""
 
     first_s: float
     middle_s: float
     last_s: float
     sent: float
     offered: float
-    session_s: float
+    think_s: float
 
     @property
     def steady(self) -> bool:
         """The sessions of the first half of the starts had ended by the middle one: from there
         the run holds as many as the offered load keeps going."""
-        return self.middle_s - self.first_s >= self.session_s
+        return self.middle_s - self.first_s >= self.think_s
 
     @property
     def kept(self) -> bool:
@@ -101,19 +105,20 @@ class SessionPace:
         return self.steady and self.sent >= SESSIONS_PACE * self.offered - noise
 
     @classmethod
-    def of(cls, sent, follows, e2e_s) -> SessionPace | None:
+    def of(cls, sent, sharing, e2e_s) -> SessionPace | None:
         """The pace of a run (None with fewer than 20 sessions or nothing served)."""
+        follows = sharing.follows
         first = np.ones(len(sent), dtype=bool)
         first[follows[follows >= 0]] = False
         heads = np.flatnonzero(first & np.isfinite(sent))
         done = np.isfinite(e2e_s) & np.isfinite(sent)
         if len(heads) < 20 or not done.any():
             return None
-        tail = heads.copy()  # each session's last request, down its chain of turns
-        while (follows[tail] >= 0).any():
-            tail = np.where(follows[tail] >= 0, follows[tail], tail)
-        length = sent[tail] + e2e_s[tail] - sent[heads]
-        length = length[np.isfinite(length)]
+        at, think = heads.copy(), np.zeros(len(heads))  # down each session's chain of turns
+        while (follows[at] >= 0).any():
+            nxt = follows[at]
+            think += np.where(nxt >= 0, sharing.think_s[np.maximum(nxt, 0)], 0.0)
+            at = np.where(nxt >= 0, nxt, at)
         starts = np.sort(sent[heads])
         t0, t_mid, t_last = float(starts[0]), float(starts[len(starts) // 2]), float(starts[-1])
         rate = (len(starts) - 1) / max(t_last - t0, 1e-12) * done.sum() / len(starts)
@@ -125,25 +130,25 @@ class SessionPace:
             last_s=t_last,
             sent=float(between),
             offered=float(rate * (t_last - t_mid)),
-            session_s=float(np.median(length)) if len(length) else math.inf,
+            think_s=float(np.median(think)),
         )
 
 
-def sessions_growth(sent, follows, e2e_s, ttft_s) -> float:
+def sessions_growth(sent, sharing, e2e_s, ttft_s) -> float:
     """The backlog reading of a run of sessions, at its sessions' starts (the offered stream: a
     later turn is sent only after the answer before it, so an overloaded run's last arrivals
     come after its backlog drained; read at every arrival, 20 req/s of 4-turn sessions on one
     H100, served at 8 req/s, read as kept up).
 
-    A run that does not keep pace (``SessionPace.kept``) was either held back by its answers
-    (an overload) or has sessions too long for the span of their starts (it never reaches a
-    steady state, and cannot tell): it reads past ``BACKLOG_GROWTH``, by its plain in-system
-    ratio or its shortfall where larger (conservative, as a run too short to fill its engine
-    is). One that keeps pace is read by the requests in the system at the middle start plus the
+    A steady run that does not keep pace (``SessionPace.kept``) was held back by its answers:
+    it reads past ``BACKLOG_GROWTH``, by its plain in-system ratio or its shortfall where
+    larger. Any other is read by the requests in the system at the middle start plus the
     growth of those still waiting for their first token, as ``backlog_growth`` reads a run (a
     batch still filling with sessions grows with no overload; a queue in front of the engine,
-    or prompts it cannot begin, does not)."""
-    pace = SessionPace.of(sent, follows, e2e_s)
+    or prompts it cannot begin, does not). A run that never reaches a steady state (sessions
+    thinking longer than the first half of their starts' span) is read so too, and says it
+    cannot tell more (``unsteady_note``): its load never reached the offered one."""
+    pace = SessionPace.of(sent, sharing, e2e_s)
     if pace is None:
         return 1.0
     done = np.isfinite(e2e_s) & np.isfinite(sent)
@@ -156,7 +161,7 @@ def sessions_growth(sent, follows, e2e_s, ttft_s) -> float:
 
     t_mid, t_last = pace.middle_s, pace.last_s
     middle = max(count(s_done, t_mid) - count(finish, t_mid), 1.0)
-    if not pace.kept:
+    if pace.steady and not pace.kept:
         last = count(s_done, t_last) - count(finish, t_last)
         past = math.nextafter(BACKLOG_GROWTH, math.inf)
         return float(max(last / middle, pace.offered / max(pace.sent, 1.0), past))
@@ -177,3 +182,48 @@ def service_s(sent: np.ndarray, e2e_s: np.ndarray, admitted_s) -> float:
     service = sent + e2e_s - np.asarray(admitted_s, dtype=float)
     service = service[np.isfinite(service)]
     return float(np.median(service)) if len(service) else math.inf
+
+
+def _pace(arrivals, e2e_s) -> SessionPace | None:
+    """A run of sessions' pace (None: no sessions, or too few)."""
+    if arrivals.sharing is None or not arrivals.sharing.sessions:
+        return None
+    sent = np.asarray(arrivals.arrival_s, dtype=float)
+    return SessionPace.of(sent, arrivals.sharing, np.asarray(e2e_s, dtype=float))
+
+
+def overload_note(arrivals, e2e_s, growth: float) -> str:
+    """The note of a run that does not keep up: how its backlog grew, or for steady sessions
+    that fell short of their offered rate, by how much (``sessions_growth``)."""
+    pace = _pace(arrivals, e2e_s)
+    if pace is not None and pace.steady and not pace.kept:
+        return (
+            f"{OVERLOAD}: between the middle and the last session start its sessions sent "
+            f"{pace.sent / pace.offered:.0%} of the requests the offered rate brings, their "
+            "answers holding the next turns back"
+        )
+    span = "of the arrivals"
+    if pace is not None:
+        span = "of the sessions' starts, by the requests waiting for a first token"
+    return (
+        f"{OVERLOAD}: requests in the system grew {growth:.2g}-fold over the second half "
+        f"{span} (or the run is too short to fill the engine: raise requests)"
+    )
+
+
+def unsteady_note(arrivals, e2e_s) -> list[str]:
+    """A run of sessions too short to reach a steady state says so, and about how many
+    requests would (its sessions' thinking over the first half of their starts' span, times
+    its own)."""
+    pace = _pace(arrivals, e2e_s)
+    if pace is None or pace.steady:
+        return []
+    half = pace.middle_s - pace.first_s
+    need = len(arrivals.arrival_s) * pace.think_s / max(half, 1e-9)
+    return [
+        f"its sessions think {pace.think_s:.3g} s between turns (median), longer than the "
+        f"first half of their starts, {half:.3g} s: the run never holds the "
+        "sessions its offered load keeps going, so whether the deployment keeps up is read "
+        f"from the requests waiting for a first token only (it takes more than {need:,.0f} "
+        "requests to reach one: raise requests)"
+    ]

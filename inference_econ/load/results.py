@@ -20,7 +20,13 @@ from ..model.economics import usd_per_mtok
 from ..serving.intervals import load_intervals, load_support
 from ..serving.setting import Setting, requests_metadata
 from .arrivals import CLOSED_LOOP, Arrivals, Traffic
-from .backlog import BACKLOG_GROWTH, SessionPace, backlog_growth
+from .backlog import (
+    BACKLOG_GROWTH,
+    OVERLOAD,
+    backlog_growth,
+    overload_note,
+    unsteady_note,
+)
 from .engine import EngineConfig, Instance
 from .kv_tiers import session_figures
 from .records import RunRecord
@@ -349,9 +355,6 @@ class LoadResult:
         return pd.DataFrame([self.row()])
 
 
-#: How the note on an overloaded run begins.
-OVERLOAD = "the load outgrows the deployment"
-
 #: Share of the requests (by arrival) left out at the start: the engine is still filling up.
 WARMUP = 0.1
 
@@ -631,7 +634,8 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             "there is no arrival rate; rates are measured over the service window"
         )
     if growth > BACKLOG_GROWTH:
-        notes.append(_overload_note(measured, growth))
+        notes.append(overload_note(measured.arrivals, measured.latencies.e2e_s, growth))
+    notes += unsteady_note(measured.arrivals, measured.latencies.e2e_s)
     if rejected:
         notes.append(
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
@@ -643,34 +647,6 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             "falls behind slowly may read as kept up (more requests tell)"
         )
     return rate_per_s, tuple(notes)
-
-
-def _overload_note(measured: Measured, growth: float) -> str:
-    """The note of a run that does not keep up: how its backlog grew, or for sessions that
-    fell short of their offered load, how (``backlog.sessions_growth``)."""
-    arrivals = measured.arrivals
-    span = "of the arrivals"
-    if arrivals.sharing is not None and arrivals.sharing.sessions:
-        sent = np.asarray(arrivals.arrival_s, dtype=float)
-        pace = SessionPace.of(sent, arrivals.sharing.follows, measured.latencies.e2e_s)
-        if pace is not None and not pace.steady:
-            return (
-                f"{OVERLOAD}, or the run is too short to tell: its sessions last "
-                f"{pace.session_s:.3g} s (median, first request to last answer), longer than "
-                f"the first half of their starts, {pace.middle_s - pace.first_s:.3g} s, so it "
-                "never holds the sessions its offered load keeps going (raise requests)"
-            )
-        if pace is not None and not pace.kept:
-            return (
-                f"{OVERLOAD}: between the middle and the last session start its sessions sent "
-                f"{pace.sent / pace.offered:.0%} of the requests the offered rate brings, their "
-                "answers holding the next turns back"
-            )
-        span = "of the sessions' starts, by the requests waiting for a first token"
-    return (
-        f"{OVERLOAD}: requests in the system grew {growth:.2g}-fold over the second half "
-        f"{span} (or the run is too short to fill the engine: raise requests)"
-    )
 
 
 def _prices(setup: RunSetup, measured: Measured, window: Window) -> dict:
