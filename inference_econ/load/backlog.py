@@ -74,7 +74,10 @@ def backlog_growth(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None) ->
 #: A run of sessions keeps pace with its offered rate when, between its middle session start
 #: and its last, it sent at least this share of the requests that rate brings, less
 #: ``BACKLOG_SIGMAS`` of their count's noise (``SessionPace``).
-SESSIONS_PACE = 0.9
+SESSIONS_PACE = 0.95
+#: The share of sessions a steady run's middle start must outlast from its first: those
+#: started first have ended, all but a tenth (``SessionPace.steady``).
+SESSIONS_ENDED = 0.9
 
 
 @dataclass(frozen=True)
@@ -82,21 +85,22 @@ class SessionPace:
     """How far a run of sessions got toward its offered load: its first, middle and last
     session starts (s), the requests it sent between the middle start and the last, those the
     offered rate brings between them (the starts' rate times the requests a session holds),
-    and the median time its sessions think between turns (s): the least a session lasts,
-    whatever the engine does (an overload lengthens them)."""
+    and how long nine sessions in ten last at least (s): their thinking between turns, plus
+    for each turn the time the run's first sessions took for their first answer, in an engine
+    not yet loaded (an overload lengthens sessions; this does not)."""
 
     first_s: float
     middle_s: float
     last_s: float
     sent: float
     offered: float
-    think_s: float
+    session_s: float
 
     @property
     def steady(self) -> bool:
-        """The sessions of the first half of the starts had ended by the middle one: from there
-        the run holds as many as the offered load keeps going."""
-        return self.middle_s - self.first_s >= self.think_s
+        """The sessions started first had ended by the middle start, all but a tenth: from there
+        the run holds as many as its offered load keeps going."""
+        return self.middle_s - self.first_s >= self.session_s
 
     @property
     def kept(self) -> bool:
@@ -114,12 +118,17 @@ class SessionPace:
         done = np.isfinite(e2e_s) & np.isfinite(sent)
         if len(heads) < 20 or not done.any():
             return None
+        heads = heads[np.argsort(sent[heads], kind="stable")]
         at, think = heads.copy(), np.zeros(len(heads))  # down each session's chain of turns
+        turns = np.ones(len(heads))
         while (follows[at] >= 0).any():
             nxt = follows[at]
             think += np.where(nxt >= 0, sharing.think_s[np.maximum(nxt, 0)], 0.0)
+            turns += nxt >= 0
             at = np.where(nxt >= 0, nxt, at)
-        starts = np.sort(sent[heads])
+        early = e2e_s[heads[: max(len(heads) // 10, 1)]]
+        answer = float(np.median(early[np.isfinite(early)])) if np.isfinite(early).any() else 0.0
+        starts = sent[heads]
         t0, t_mid, t_last = float(starts[0]), float(starts[len(starts) // 2]), float(starts[-1])
         rate = (len(starts) - 1) / max(t_last - t0, 1e-12) * done.sum() / len(starts)
         s_done = np.sort(sent[done])
@@ -130,7 +139,7 @@ class SessionPace:
             last_s=t_last,
             sent=float(between),
             offered=float(rate * (t_last - t_mid)),
-            think_s=float(np.median(think)),
+            session_s=float(np.quantile(think + turns * answer, SESSIONS_ENDED)),
         )
 
 
@@ -140,14 +149,14 @@ def sessions_growth(sent, sharing, e2e_s, ttft_s) -> float:
     come after its backlog drained; read at every arrival, 20 req/s of 4-turn sessions on one
     H100, served at 8 req/s, read as kept up).
 
-    A steady run that does not keep pace (``SessionPace.kept``) was held back by its answers:
-    it reads past ``BACKLOG_GROWTH``, by its plain in-system ratio or its shortfall where
-    larger. Any other is read by the requests in the system at the middle start plus the
-    growth of those still waiting for their first token, as ``backlog_growth`` reads a run (a
-    batch still filling with sessions grows with no overload; a queue in front of the engine,
-    or prompts it cannot begin, does not). A run that never reaches a steady state (sessions
-    thinking longer than the first half of their starts' span) is read so too, and says it
-    cannot tell more (``unsteady_note``): its load never reached the offered one."""
+    A steady run (``SessionPace.steady``) that does not keep pace was held back by its
+    answers: it reads past ``BACKLOG_GROWTH``, by its plain in-system ratio or its shortfall
+    where larger. One that keeps pace is read as ``backlog_growth`` reads a run, by the
+    requests in the system at the middle start and the last. A run that never reaches a steady
+    state is still filling its batch with sessions, which grows it with no overload: it is read
+    by the requests in the system at the middle start plus the growth of those still waiting
+    for their first token (a queue in front of the engine, or prompts it cannot begin), and
+    says it cannot tell more (``unsteady_note``): its load never reached the offered one."""
     pace = SessionPace.of(sent, sharing, e2e_s)
     if pace is None:
         return 1.0
@@ -168,7 +177,10 @@ def sessions_growth(sent, sharing, e2e_s, ttft_s) -> float:
     unbegun_mid = count(s_done, t_mid) - count(begun, t_mid)
     unbegun_last = count(s_done, t_last) - count(begun, t_last)
     noise = BACKLOG_SIGMAS * math.sqrt(middle)
-    return float((middle + unbegun_last - unbegun_mid - BACKLOG_SLACK - noise) / middle)
+    last = middle + unbegun_last - unbegun_mid
+    if pace.steady:  # no batch still filling: the whole count tells (a backlog decoding too)
+        last = max(last, count(s_done, t_last) - count(finish, t_last))
+    return float((last - BACKLOG_SLACK - noise) / middle)
 
 
 def service_s(sent: np.ndarray, e2e_s: np.ndarray, admitted_s) -> float:
@@ -211,19 +223,20 @@ def overload_note(arrivals, e2e_s, growth: float) -> str:
     )
 
 
-def unsteady_note(arrivals, e2e_s) -> list[str]:
-    """A run of sessions too short to reach a steady state says so, and about how many
-    requests would (its sessions' thinking over the first half of their starts' span, times
-    its own)."""
+def unsteady_note(arrivals, e2e_s, instances: int = 1) -> list[str]:
+    """A run of sessions too short to reach a steady state says so, and how many requests per
+    instance it takes to reach one (its sessions' length over the first half of their starts'
+    span, times its own)."""
     pace = _pace(arrivals, e2e_s)
     if pace is None or pace.steady:
         return []
     half = pace.middle_s - pace.first_s
-    need = len(arrivals.arrival_s) * pace.think_s / max(half, 1e-9)
+    need = len(arrivals.arrival_s) / max(instances, 1) * pace.session_s / max(half, 1e-9)
     return [
-        f"its sessions think {pace.think_s:.3g} s between turns (median), longer than the "
-        f"first half of their starts, {half:.3g} s: the run never holds the "
-        "sessions its offered load keeps going, so whether the deployment keeps up is read "
-        f"from the requests waiting for a first token only (it takes more than {need:,.0f} "
-        "requests to reach one: raise requests)"
+        f"nine sessions in ten last at least {pace.session_s:,.0f} s (their thinking between "
+        "turns and the first answers' time), longer than the first half of their starts, "
+        f"{half:,.0f} s: the run never holds the sessions its offered load keeps going, so "
+        "whether the deployment keeps up is read from the requests waiting for a first token "
+        f"only (it takes more than {need:,.0f} requests per instance to reach a steady state: "
+        "raise requests)"
     ]

@@ -635,7 +635,7 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
         )
     if growth > BACKLOG_GROWTH:
         notes.append(overload_note(measured.arrivals, measured.latencies.e2e_s, growth))
-    notes += unsteady_note(measured.arrivals, measured.latencies.e2e_s)
+    notes += unsteady_note(measured.arrivals, measured.latencies.e2e_s, setup.instances_simulated)
     if rejected:
         notes.append(
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
