@@ -3,9 +3,8 @@ by instances that scale, their start-up delays priced, beside the hourly plan.""
 
 from __future__ import annotations
 
-import click
-
-from .common import FigureFile, emit
+from .common import emit
+from .stated import emit_tables, save_figure
 
 
 def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> None:
@@ -13,7 +12,7 @@ def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> 
     (with --figure) cost and missed requests over the day."""
     from .. import api
     from ..api import requests_metadata
-    from ..output.render import meta_lines, render
+    from ..output.render import render
     from .stated import vertical
 
     plan = api.autoscale_plan(model, names, progress=say, **kwargs)
@@ -40,15 +39,11 @@ def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> 
             fmt,
             title="Every target tried, and the hourly plan's day simulated the same way",
         )
-        gap = "\n" if fmt == "markdown" else ""
-        lines = notes + meta_lines(meta)
-        emit(head + "\n" + body + gap + "".join(f"{n}\n" for n in lines), out)
+        emit_tables(head, body, notes, meta, fmt, out)
     if figure:
         from ..output.autoscale_plot import autoscale_figure
-        from ..output.plots import save
 
-        for path in save(autoscale_figure(plan), *FigureFile.target(figure)):
-            click.echo(f"wrote {path}", err=True)
+        save_figure(autoscale_figure(plan), figure)
 
 
 def _notes(plan) -> list[str]:

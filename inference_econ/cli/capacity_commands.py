@@ -34,6 +34,7 @@ from .fleet_commands import (
     power_cap_option,
     power_command,
 )
+from .stated import emit_tables, save_figure
 
 #: What is served (no fixed context: lengths come from the traffic): the settings of a
 #: prefill, prices and power included, and speculative decoding (docs/model.md §E8).
@@ -203,12 +204,8 @@ def _draw(figure: str | None, maxload, offered=None) -> None:
     if not figure:
         return
     from ..output.load_plots import latency_load_figure
-    from ..output.plots import save
 
-    for path in save(
-        latency_load_figure(maxload, offered_rate_per_s=offered), *FigureFile.target(figure)
-    ):
-        click.echo(f"wrote {path}", err=True)
+    save_figure(latency_load_figure(maxload, offered_rate_per_s=offered), figure)
 
 
 def _first_line(setting) -> str:
@@ -353,7 +350,7 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
     """capacity --demand: the plan, its candidates and (with --figure) its hourly layers."""
     from .. import api
     from ..output.ranges import ranged, ranged_columns
-    from ..output.render import meta_lines, render
+    from ..output.render import render
     from .stated import vertical
 
     for flag, given_value in (
@@ -401,14 +398,11 @@ def _demand(model, names, gpus, kwargs, figure, fmt, out, say) -> None:
                 render(ranged_columns(hourly), fmt, title=hours),
             ]
         )
-        lines = notes + meta_lines(meta)
-        emit(head + "\n" + body + gap + "".join(f"{n}\n" for n in lines), out)
+        emit_tables(head, body, notes, meta, fmt, out)
     if figure:
         from ..output.load_plots import demand_figure
-        from ..output.plots import save
 
-        for path in save(demand_figure(plan), *FigureFile.target(figure)):
-            click.echo(f"wrote {path}", err=True)
+        save_figure(demand_figure(plan), figure)
 
 
 def _demand_notes(plan) -> list[str]:

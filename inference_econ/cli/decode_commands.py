@@ -22,7 +22,7 @@ from .common import (
     table_output,
     typed_name,
 )
-from .stated import stated
+from .stated import save_figure, stated
 
 #: Options the frontier command takes for deployments under load (``capacity_commands.
 #: slo_frontier``): the load and the latency targets (the same targets as capacity and
@@ -269,11 +269,9 @@ def _frontier_text(setting, table, columns: dict, notes: list[str]) -> str:
 def _frontier_figure(setting, method, front, figure: str) -> None:
     """The frontier drawn (``api.frontier_plot``) and saved."""
     from .. import api
-    from ..output.plots import save
 
     fig = api.frontier_plot(setting, method=method, front=front)
-    for path in save(fig, *FigureFile.target(figure)):
-        click.echo(f"wrote {path}", err=True)
+    save_figure(fig, figure)
 
 
 def _thin(columns: dict, rows: int) -> dict:

@@ -8,6 +8,7 @@ import click
 
 from ..errors import SpecError, plural
 from .common import RawValue, emit, fail, typed_name
+from .stated import save_figure
 
 #: Options of ``capacity`` a fleet plan reads (the file sets every other one).
 FLEET_READS = {"hardware", "fleet", "power_cap_mw", "yes", "format", "out", "quiet", "figure"}
@@ -98,11 +99,8 @@ def _draw(figure: str | None, name: str, plan) -> None:
     if not figure:
         return
     from ..output import fleet_plots
-    from ..output.plots import save
-    from .common import FigureFile
 
-    for path in save(getattr(fleet_plots, name)(plan), *FigureFile.target(figure)):
-        click.echo(f"wrote {path}", err=True)
+    save_figure(getattr(fleet_plots, name)(plan), figure)
 
 
 def _given(ctx) -> set[str]:

@@ -28,6 +28,7 @@ from .common import (
     renamed_flags,
     table_output,
 )
+from .stated import save_figure
 
 
 @click.command(short_help="One deployment under one load: latency percentiles and cost.")
@@ -110,14 +111,12 @@ def _write_timeline(result, trace: str | None, figure: str | None) -> None:
 
         click.echo(f"wrote {write_atomic(trace, result.timeline.to_json())}", err=True)
     if figure:
-        from ..output.plots import save
         from ..output.timeline_plot import timeline_figure
 
         arrivals = result.traffic.split(";")[0]  # the process and rate, not every length
         title = f"{result.model} on {result.layout} ({result.hardware}): {arrivals}"
         fig = timeline_figure(result.timeline, title)
-        for path in save(fig, *FigureFile.target(figure)):
-            click.echo(f"wrote {path}", err=True)
+        save_figure(fig, figure)
 
 
 COMMANDS = (simulate,)

@@ -1,10 +1,14 @@
 """How a command states a result: a first line saying whether its figures are an ideal bound
 or expected (an engine profile), expected figures' intervals as ranges in text tables (their
-``_low80`` ... columns in CSV and JSON), and one result as a field/value table."""
+``_low80`` ... columns in CSV and JSON), one result as a field/value table; a text result's tables and notes emitted together, and a
+figure saved where ``--figure`` names it."""
 
 from __future__ import annotations
 
+import click
+
 from .. import settings as table
+from .common import FigureFile, emit
 
 
 def stated_table(
@@ -70,3 +74,21 @@ def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
     if fmt in ("csv", "json"):
         return vertical(row, fmt, title, meta, [line, *notes])
     return line + "\n" + vertical(ranged(row), fmt, title, meta, notes)
+
+
+def emit_tables(head: str, body: str, notes, meta: dict, fmt: str, out: str | None) -> None:
+    """``emit`` a text result: its head, its tables, then its notes and what it was computed
+    with, a line each (a blank line before them in Markdown)."""
+    from ..output.render import meta_lines
+
+    gap = "\n" if fmt == "markdown" else ""
+    lines = [*notes, *meta_lines(meta)]
+    emit(head + "\n" + body + gap + "".join(f"{n}\n" for n in lines), out)
+
+
+def save_figure(fig, path: str) -> None:
+    """Save ``fig`` where ``--figure PATH`` names (its format by the suffix) and say where."""
+    from ..output.plots import save
+
+    for written in save(fig, *FigureFile.target(path)):
+        click.echo(f"wrote {written}", err=True)
