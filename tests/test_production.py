@@ -290,19 +290,21 @@ def test_a_shared_prefix_named_with_two_lengths_is_refused(tmp_path):
 def test_sessions_that_outgrow_the_deployment_read_as_unstable():
     """A session's later turn is sent only after the answer before it, so an overloaded run's
     last arrivals come after its backlog drained: 20 req/s of 4-turn sessions on one H100
-    (served about 8 req/s, p99 TTFT 37 s at 3,000 requests and growing with the run) read as
+    (served about 11 req/s, p99 TTFT 37 s at 3,000 requests and growing with the run) read as
     kept up and was priced at the offered load. Read at the sessions' starts: unstable (its
-    sessions, held back by their answers, never reach a steady state); at 8 req/s the same
-    sessions keep up."""
+    turns, held back by their answers, fall short of its offered pace); at 8 req/s the same
+    sessions keep up, and serve it over their window, which closes at the last session start
+    (to the last answer, the ebbing sessions had made it 6.7 req/s)."""
     load = dict(gpus=1, session_turns=4, think_time_s=10.0, input_lengths="lognormal:1000:0.6",
                 output_lengths="lognormal:200:0.5", requests=3000)  # fmt: skip
     setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
     with pytest.warns(ie.InferenceEconWarning, match="outgrows"):
         over = ie.simulate_load(setting, arrival_rate_per_s=20, **load)
     assert not over.stable and over.backlog_growth > 1.5
-    assert over.throughput_requests_per_s < 0.5 * 20 and over.ttft_s.p99 > 10
+    assert over.throughput_requests_per_s < 0.6 * 20 and over.ttft_s.p99 > 10
     kept = ie.simulate_load(setting, arrival_rate_per_s=8, **load)
     assert kept.stable and kept.ttft_s.p99 < 1
+    assert kept.throughput_requests_per_s == pytest.approx(8, rel=0.1)
 
 
 def test_sessions_whose_backlog_waits_inside_the_batch_read_as_unstable():

@@ -147,7 +147,7 @@ def sessions_growth(sent, sharing, e2e_s, ttft_s) -> float:
     """The backlog reading of a run of sessions, at its sessions' starts (the offered stream: a
     later turn is sent only after the answer before it, so an overloaded run's last arrivals
     come after its backlog drained; read at every arrival, 20 req/s of 4-turn sessions on one
-    H100, served at 8 req/s, read as kept up).
+    H100, served at about 11 req/s, read as kept up).
 
     A steady run (``SessionPace.steady``) that does not keep pace was held back by its
     answers: it reads past ``BACKLOG_GROWTH``, by its plain in-system ratio or its shortfall
