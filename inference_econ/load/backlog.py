@@ -30,18 +30,20 @@ BACKLOG_SIGMAS = 3.0
 BACKLOG_BEHIND_SHARE = 0.5
 
 
-def backlog_growth(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None) -> float:
+def backlog_growth(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None, pace=None) -> float:
     """(requests in the system at the last arrival − ``BACKLOG_SLACK`` − ``BACKLOG_SIGMAS``
     √(those at the middle arrival)) / (those at the middle arrival): about 1 when the deployment
     keeps up, about 2 when the load outgrows it; at least their plain ratio where the run fell
     far behind (``BACKLOG_BEHIND_SHARE``). A run too short to fill the engine by its middle
-    arrival also looks like growth (conservative). Runs of sessions: ``sessions_growth``."""
+    arrival also looks like growth (conservative). Runs of sessions: ``sessions_growth``, with
+    their ``pace`` (``session_pace``; computed here where not given)."""
     sharing = getattr(arrivals, "sharing", None)
     sent = np.asarray(arrivals.arrival_s, dtype=float)
     e2e_s = np.asarray(e2e_s, dtype=float)
     ttft_s = np.full(len(sent), np.nan) if ttft_s is None else np.asarray(ttft_s, dtype=float)
     if sharing is not None and sharing.sessions:
-        return sessions_growth(sent, sharing, e2e_s, ttft_s)
+        pace = session_pace(arrivals, e2e_s) if pace is None else pace
+        return sessions_growth(sent, pace, e2e_s, ttft_s)
     a = np.sort(sent)
     done = np.isfinite(e2e_s)  # rejected requests never enter the system
     if len(a) < 20 or not done.any():
@@ -143,7 +145,7 @@ class SessionPace:
         )
 
 
-def sessions_growth(sent, sharing, e2e_s, ttft_s) -> float:
+def sessions_growth(sent, pace: SessionPace | None, e2e_s, ttft_s) -> float:
     """The backlog reading of a run of sessions, at its sessions' starts (the offered stream: a
     later turn is sent only after the answer before it, so an overloaded run's last arrivals
     come after its backlog drained; read at every arrival, 20 req/s of 4-turn sessions on one
@@ -157,7 +159,6 @@ def sessions_growth(sent, sharing, e2e_s, ttft_s) -> float:
     by the requests in the system at the middle start plus the growth of those still waiting
     for their first token (a queue in front of the engine, or prompts it cannot begin), and
     says it cannot tell more (``unsteady_note``): its load never reached the offered one."""
-    pace = SessionPace.of(sent, sharing, e2e_s)
     if pace is None:
         return 1.0
     done = np.isfinite(e2e_s) & np.isfinite(sent)
@@ -196,7 +197,7 @@ def service_s(sent: np.ndarray, e2e_s: np.ndarray, admitted_s) -> float:
     return float(np.median(service)) if len(service) else math.inf
 
 
-def _pace(arrivals, e2e_s) -> SessionPace | None:
+def session_pace(arrivals, e2e_s) -> SessionPace | None:
     """A run of sessions' pace (None: no sessions, or too few)."""
     if arrivals.sharing is None or not arrivals.sharing.sessions:
         return None
@@ -204,10 +205,10 @@ def _pace(arrivals, e2e_s) -> SessionPace | None:
     return SessionPace.of(sent, arrivals.sharing, np.asarray(e2e_s, dtype=float))
 
 
-def overload_note(arrivals, e2e_s, growth: float) -> str:
-    """The note of a run that does not keep up: how its backlog grew, or for steady sessions
-    that fell short of their offered rate, by how much (``sessions_growth``)."""
-    pace = _pace(arrivals, e2e_s)
+def overload_note(pace: SessionPace | None, growth: float) -> str:
+    """The note of a run that does not keep up (``pace``: a run of sessions'): how its backlog
+    grew, or for steady sessions that fell short of their offered rate, by how much
+    (``sessions_growth``)."""
     if pace is not None and pace.steady and not pace.kept:
         return (
             f"{OVERLOAD}: between the middle and the last session start its sessions sent "
@@ -216,22 +217,23 @@ def overload_note(arrivals, e2e_s, growth: float) -> str:
         )
     span = "of the arrivals"
     if pace is not None:
-        span = "of the sessions' starts, by the requests waiting for a first token"
+        span = "of the sessions' starts"
+        if not pace.steady:
+            span += ", by the requests waiting for a first token"
     return (
         f"{OVERLOAD}: requests in the system grew {growth:.2g}-fold over the second half "
         f"{span} (or the run is too short to fill the engine: raise requests)"
     )
 
 
-def unsteady_note(arrivals, e2e_s, instances: int = 1) -> list[str]:
+def unsteady_note(pace: SessionPace | None, requests: int, instances: int = 1) -> list[str]:
     """A run of sessions too short to reach a steady state says so, and how many requests per
     instance it takes to reach one (its sessions' length over the first half of their starts'
-    span, times its own)."""
-    pace = _pace(arrivals, e2e_s)
+    span, times its own ``requests``)."""
     if pace is None or pace.steady:
         return []
     half = pace.middle_s - pace.first_s
-    need = len(arrivals.arrival_s) / max(instances, 1) * pace.session_s / max(half, 1e-9)
+    need = requests / max(instances, 1) * pace.session_s / max(half, 1e-9)
     return [
         f"nine sessions in ten last at least {pace.session_s:,.0f} s (their thinking between "
         "turns and the first answers' time), longer than the first half of their starts, "

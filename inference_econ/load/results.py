@@ -26,6 +26,7 @@ from .backlog import (
     SessionPace,
     backlog_growth,
     overload_note,
+    session_pace,
     unsteady_note,
 )
 from .engine import EngineConfig, Instance
@@ -376,7 +377,8 @@ class Window:
     completion after the last admission, when a request leaves and none takes its place. A
     deployment that keeps up admits each request as it arrives, so the window ends near the
     last arrival; an overloaded one works through its queue at full speed until late in the
-    run. Each request counts the share of its output span (first token to last) inside the
+    run. A steady run of sessions' closes at its last session start (``_sessions_window``).
+    Each request counts the share of its output span (first token to last) inside the
     window (a one-token request counts if it finished inside), and its output tokens alike;
     prompts count when their first token came inside. Requests rejected on arriving inside
     count against goodput."""
@@ -389,13 +391,16 @@ class Window:
     backlog_growth: float
     opens_s: float = 0.0
     closes_s: float = math.inf
+    #: A run of sessions' pace toward its offered load (``backlog.SessionPace``; None: none).
+    pace: SessionPace | None = None
 
     @classmethod
     def of(cls, arrivals, lat: RequestLatencies, run_s: float, admitted_s) -> Window:
         first = arrivals.arrival_s + lat.ttft_s
         last = arrivals.arrival_s + lat.e2e_s
         lo, hi = cls._bounds(last, np.asarray(admitted_s, dtype=float), run_s)
-        lo, hi = _sessions_window(arrivals, lat.e2e_s, lo, hi)
+        pace = session_pace(arrivals, lat.e2e_s)
+        lo, hi = _sessions_window(pace, lo, hi)
         with np.errstate(invalid="ignore", divide="ignore"):
             inside = (last >= lo) & (last <= hi)
             started = (first >= lo) & (first <= hi)
@@ -409,9 +414,10 @@ class Window:
             dropped=int(dropped.sum()),
             input_tokens=float(arrivals.prompt_tokens[started].sum()),
             output_tokens=float(started.sum() + np.sum((arrivals.output_tokens - 1) * weight)),
-            backlog_growth=backlog_growth(arrivals, lat.e2e_s, admitted_s, lat.ttft_s),
+            backlog_growth=backlog_growth(arrivals, lat.e2e_s, admitted_s, lat.ttft_s, pace),
             opens_s=float(lo),
             closes_s=float(hi),
+            pace=pace,
         )
 
     @staticmethod
@@ -434,16 +440,12 @@ class Window:
         return float(np.sum(self.weight * good) / judged) if judged > 0 else math.nan
 
 
-def _sessions_window(arrivals, e2e_s, lo: float, hi: float) -> tuple[float, float]:
+def _sessions_window(pace: SessionPace | None, lo: float, hi: float) -> tuple[float, float]:
     """The service window of a steady run of sessions: from when the sessions started first
     have ended (all but a tenth) to the last session start, within ``(lo, hi)``. After the last
     start no session begins and the load ebbs, one session at a time, until the last one's
     last answer, where a run without sessions drains at once: counted, it lowered the rates a
     run of sessions serves (4-turn sessions at 8 req/s on one H100, kept up, served 6.7)."""
-    sharing = arrivals.sharing
-    if sharing is None or not sharing.sessions:
-        return lo, hi
-    pace = SessionPace.of(np.asarray(arrivals.arrival_s, dtype=float), sharing, e2e_s)
     if pace is None or not pace.steady:
         return lo, hi
     opens, closes = max(lo, pace.first_s + pace.session_s), min(hi, pace.last_s)
@@ -652,8 +654,8 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             "there is no arrival rate; rates are measured over the service window"
         )
     if growth > BACKLOG_GROWTH:
-        notes.append(overload_note(measured.arrivals, measured.latencies.e2e_s, growth))
-    notes += unsteady_note(measured.arrivals, measured.latencies.e2e_s, setup.instances_simulated)
+        notes.append(overload_note(window.pace, growth))
+    notes += unsteady_note(window.pace, n, setup.instances_simulated)
     if rejected:
         notes.append(
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
