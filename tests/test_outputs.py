@@ -198,6 +198,25 @@ def test_further_tables_read_back_from_csv_and_json_as_the_rows_they_hold():
         render(main, "json", summary={"gpus": 3}, tables={"summary": ("x", shared)})
 
 
+def test_a_note_or_cell_that_reads_like_a_table_opens_no_csv_section():
+    from inference_econ.output.render import csv_tables, render
+
+    main = pd.DataFrame({"model": ["a"], "gpus": [1]})
+    plans = pd.DataFrame({"plan": ["Table empty: a plan's name", "b"], "gpus": [2, 4]})
+    empty = pd.DataFrame({"gpu": pd.Series([], dtype=int)})
+    notes = ["Table 1: the paper's figures", "Table plans: not a section"]
+    tables = {"plans": ("Plans", plans), "empty": ("", empty)}
+    csv = render(main, "csv", notes=notes, tables=tables)
+    assert "# Tables: plans 2, empty 0" in csv
+    back = csv_tables(csv)
+    assert list(back) == ["plans", "empty"]
+    assert back["plans"].to_dict("list") == plans.to_dict("list")
+    assert back["empty"].empty and list(back["empty"].columns) == ["gpu"]
+    assert csv_tables(render(main, "csv", notes=notes)) == {}  # no further tables, none read
+    with pytest.raises(ValueError, match="must be a word"):
+        render(main, "csv", tables={"two words": ("x", plans)})
+
+
 SWEEP = ["sweep", "Llama 3 70B", "-H", "H100-paper", "--grid-points", "60"]
 
 

@@ -6,7 +6,8 @@ header, so ``pandas.read_csv(path, comment="#")`` reads them; JSON puts it in a 
 object beside the ``rows`` (and the notes in ``notes``); text and Markdown tables end with
 their notes and a "Computed with" line. A result of several tables (a fleet's GPUs and
 candidates beside its models) gives JSON a list of row objects under each table's name, and CSV
-a ``# Table NAME: title`` section of ``#`` lines for each (``csv_tables`` reads them back).
+a ``# Tables: NAME ROWS, ...`` line after the notes and a ``# Table NAME: title`` section of
+``#`` lines for each (``csv_tables`` reads them back).
 """
 
 from __future__ import annotations
@@ -408,6 +409,8 @@ def render(
             for k, v in summary.items()
         )
         lines = [*notes, *([f"Summary: {told}"] if told else [])]
+        if tables:
+            lines.append(_MANIFEST + ", ".join(f"{n} {len(t)}" for n, (_, t) in tables.items()))
         for name, (caption, table) in tables.items():
             lines += _section_lines(name, caption, table)
         return csv_text(df, meta, notes=lines)
@@ -430,13 +433,17 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return [{k: _json_value(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
 
 
+#: The line that lists a CSV's further tables, after its notes: ``# Tables: NAME ROWS, ...``.
+_MANIFEST = "Tables: "
 #: The line that opens a further table of a CSV: ``# Table NAME: title``.
-_SECTION = re.compile(r"Table (\w+): ?(.*)")
+_SECTION = "Table {}:"
 
 
 def _section_lines(name: str, title: str, df: pd.DataFrame) -> list[str]:
     """A further table of a CSV as comment lines: ``Table NAME: title``, its header and rows
     (cells as ``csv_cells`` writes them, each on one line: a comment ends at a line break)."""
+    if not re.fullmatch(r"\w+", name):
+        raise ValueError(f"a further table's name must be a word, not {name!r}")
     cells = csv_cells(df)
     for i in range(cells.shape[1]):
         if cells.iloc[:, i].dtype == object:
@@ -444,26 +451,33 @@ def _section_lines(name: str, title: str, df: pd.DataFrame) -> list[str]:
                 i, cells.iloc[:, i].map(lambda v: one_line(v) if isinstance(v, str) else v)
             )
     text = cells.to_csv(index=False, float_format="%.10g")
-    return [f"Table {name}: {title}", *text.splitlines()]
+    return [f"{_SECTION.format(name)} {title}", *text.splitlines()]
 
 
 def csv_tables(text: str) -> dict[str, pd.DataFrame]:
-    """The further tables of a CSV ``render`` wrote, by name (its ``# Table NAME:`` sections);
+    """The further tables of a CSV ``render`` wrote, by name: the ``# Tables:`` line after
+    its notes names each and counts its rows, and its ``# Table NAME:`` section follows with a
+    header and that many rows (so a note or a cell that reads "Table X:" opens nothing);
     ``pandas.read_csv(path, comment="#")`` reads its main table."""
     import pandas as pd
 
-    found: dict[str, list[str]] = {}
-    lines: list[str] | None = None
+    comments = []
     for line in text.splitlines():
         if not line.startswith("# "):
-            lines = None
-            continue
-        opened = _SECTION.fullmatch(line[2:])
-        if opened:
-            lines = found.setdefault(opened.group(1), [])
-        elif lines is not None:
-            lines.append(line[2:])
-    return {name: pd.read_csv(io.StringIO("\n".join(body))) for name, body in found.items()}
+            break
+        comments.append(line[2:])
+    listed = [i for i, line in enumerate(comments) if line.startswith(_MANIFEST)]
+    if not listed:
+        return {}
+    at, found = listed[-1] + 1, {}
+    for entry in comments[listed[-1]][len(_MANIFEST) :].split(", "):
+        name, rows = entry.rsplit(" ", 1)
+        if at >= len(comments) or not comments[at].startswith(_SECTION.format(name)):
+            raise ValueError(f"no '# Table {name}:' section where the '# Tables:' line puts it")
+        body = comments[at + 1 : at + 2 + int(rows)]
+        found[name] = pd.read_csv(io.StringIO("\n".join(body)))
+        at += 2 + int(rows)
+    return found
 
 
 def column_cells(columns: dict) -> tuple[list[str], list[list[str]], list[bool]]:
