@@ -391,13 +391,13 @@ def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monk
 
 def test_instances_added_by_the_full_load_run_are_the_tables_and_say_why():
     """One H100 instance of Llama 3.1 8B under SGLang holds 19.8 req/s in its search, but its
-    300-request run at 15 req/s reads its backlog as growing (x1.34), so the plan runs two:
+    300-request run at 17 req/s reads its backlog as growing (x1.3), so the plan runs two:
     the candidates' chosen row counts the two instances and their price (it had said one, beside
     a headline of two), and a note says which run missed and why."""
     from inference_econ import api
 
     plan = api.capacity(
-        "Llama 3.1 8B", "H100", engine="sglang", arrival_rate_per_s=15.0, input_lengths="1000",
+        "Llama 3.1 8B", "H100", engine="sglang", arrival_rate_per_s=17.0, input_lengths="1000",
         output_lengths="200", slo_ttft_p99_s=2.0, slo_tpot_p99_s=0.05, requests=300, max_gpus=4,
     )  # fmt: skip
     assert plan.deployment.instances == 2 and plan.deployment.gpus_per_instance == 1

@@ -300,7 +300,7 @@ def test_sessions_that_outgrow_the_deployment_read_as_unstable():
     setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
     with pytest.warns(ie.InferenceEconWarning, match="outgrows"):
         over = ie.simulate_load(setting, arrival_rate_per_s=20, **load)
-    assert not over.stable and over.backlog_growth > 1.5
+    assert not over.stable and over.backlog_growth > 1.3  # its turns sent at 0.68 of the pace
     assert over.throughput_requests_per_s < 0.6 * 20 and over.ttft_s.p99 > 10
     kept = ie.simulate_load(setting, arrival_rate_per_s=8, **load)
     assert kept.stable and kept.ttft_s.p99 < 1
@@ -358,6 +358,6 @@ def test_sessions_filling_the_batch_are_not_read_as_an_overload():
                 output_lengths="lognormal:1500:0.3", requests=1000)  # fmt: skip
     setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
     result = ie.simulate_load(setting, arrival_rate_per_s=1.5, **load)
-    assert result.stable and result.backlog_growth < 1.0
+    assert result.stable and result.backlog_growth == pytest.approx(1.0, abs=0.05)
     assert result.overloaded_note is None
     assert any("never holds the sessions" in n for n in result.notes)

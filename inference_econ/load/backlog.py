@@ -1,6 +1,6 @@
-"""Whether a deployment keeps up with its load (docs/model-part-e.md §E4, "Keeping up"): the
-growth of the requests in the system over the second half of a run's arrivals, or of a run of
-sessions' starts, against ``BACKLOG_GROWTH``."""
+"""Whether a deployment keeps up with its load (docs/model-part-e.md §E4, "Keeping up"): how
+the requests in the system grew over the second half of a run's arrivals, or of a run of
+sessions' starts, against the noise of the arrivals (``Backlog``)."""
 
 from __future__ import annotations
 
@@ -12,65 +12,128 @@ import numpy as np
 #: How the note on an overloaded run begins.
 OVERLOAD = "the load outgrows the deployment"
 
-#: A deployment keeps up with a load when the requests in the system at the last arrival are at
-#: most this many times those at the middle arrival, plus ``BACKLOG_SLACK`` (§E4).
+#: A deployment keeps up with a load when the requests in the system at the last arrival,
+#: less ``BACKLOG_SLACK`` and ``BACKLOG_SIGMAS`` standard deviations of a steady count (its
+#: square root), are at most this many times the most it held over the second quarter of the
+#: arrivals (§E4; the peak, so that a burst's phase at the middle arrival does not read as
+#: growth).
 BACKLOG_GROWTH = 1.3
 BACKLOG_SLACK = 10
-#: ... plus this many standard deviations of a steady count (its square root): a 200-request
-#: run at a quarter of the knee otherwise reads a chance swing from 17 to 34 as growth.
 BACKLOG_SIGMAS = 3.0
-#: ... and, whatever the counts, it falls behind when over the second half of the arrivals the
-#: requests still waiting for their first token grew by more than this share of those that
-#: arrived in it (and by more than ``BACKLOG_SIGMAS`` of that count's own noise): under half of
-#: what arrived was even begun. The slack above exceeds what a short run of long requests can
-#: show (80 prompts of 120,000 tokens at 0.2 req/s on 4 H100, served at 0.037 req/s, read as
-#: kept up). So does the whole in-system count, where the second half of the arrivals lasts at
-#: least the median service time (``service_s``; a shorter run may still be filling its
-#: engine, each request in it for a whole service time at any load).
+#: ... and, whatever that ratio, it falls behind where the whole count grew by more than this
+#: share of the requests that arrived over the second half, in a run whose second half lasts
+#: at least the median service time (``service_s``; a shorter run may still be filling its
+#: engine, each request in it for a whole service time at any load): 80 prompts of 120,000
+#: tokens at 0.2 req/s on 4 H100, served at 0.037 req/s, stay inside the ratio's slack.
 BACKLOG_BEHIND_SHARE = 0.5
 
 
-def backlog_growth(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None, pace=None) -> float:
-    """(requests in the system at the last arrival − ``BACKLOG_SLACK`` − ``BACKLOG_SIGMAS``
-    √(those at the middle arrival)) / (those at the middle arrival): about 1 when the deployment
-    keeps up, about 2 when the load outgrows it; at least their plain ratio where the run fell
-    far behind (``BACKLOG_BEHIND_SHARE``). A run too short to fill the engine by its middle
-    arrival also looks like growth (conservative). Runs of sessions: ``sessions_growth``, with
-    their ``pace`` (``session_pace``; computed here where not given)."""
+@dataclass(frozen=True)
+class Backlog:
+    """What a run says of keeping up (§E4): its reading (``rate``: the in-system ratio above,
+    about 1 when it keeps up and 2 when the load outgrows it; or, where the queue in front of
+    the engine grew, how many times as fast requests arrived as they were begun), by how many
+    requests the backlog grew over the second half of the arrivals (``grown``), whether the
+    deployment falls behind (``behind``) and whether the queue told (``queue``)."""
+
+    rate: float = 1.0
+    grown: float = 0.0
+    behind: bool = False
+    queue: bool = False
+
+
+def backlog_of(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None, pace=None) -> Backlog:
+    """Whether a run keeps up with its arrivals (``Counts``): behind where its queue in front
+    of the engine grew past the arrivals' noise over their second half, however slowly, or
+    its requests in the system past ``BACKLOG_GROWTH``; kept up where a run cannot tell
+    (fewer than 20 requests served, or every request sent at once). Runs of sessions:
+    ``sessions_backlog``, with their ``pace`` (``session_pace``; computed here where not
+    given)."""
     sharing = getattr(arrivals, "sharing", None)
     sent = np.asarray(arrivals.arrival_s, dtype=float)
     e2e_s = np.asarray(e2e_s, dtype=float)
     ttft_s = np.full(len(sent), np.nan) if ttft_s is None else np.asarray(ttft_s, dtype=float)
     if sharing is not None and sharing.sessions:
         pace = session_pace(arrivals, e2e_s) if pace is None else pace
-        return sessions_growth(sent, pace, e2e_s, ttft_s)
-    a = np.sort(sent)
-    done = np.isfinite(e2e_s)  # rejected requests never enter the system
-    if len(a) < 20 or not done.any():
-        return 1.0
-    finish = np.sort((sent + e2e_s)[done])
-    begun = np.sort((sent + ttft_s)[done & np.isfinite(ttft_s)])
+        return sessions_backlog(sent, pace, e2e_s, ttft_s)
+    counts = Counts.of(sent, e2e_s, ttft_s)
+    a = counts.sent
+    if len(a) < 20 or not a[len(a) // 4] < a[len(a) // 2] < a[-1]:
+        return Backlog()  # too few, or every request sent at once: no rate to keep up with
+    t_0, t_mid, t_last = a[len(a) // 4], a[len(a) // 2], a[-1]
+    filled = t_last - t_mid >= service_s(sent, e2e_s, admitted_s)
+    return counts.backlog(t_0, t_mid, t_last, filled)
 
-    def in_system(t):
-        arrived = np.searchsorted(a, t, side="right") * done.mean()
-        return arrived - np.searchsorted(finish, t, side="right")
 
-    def unbegun(t):  # arrived, no first token yet
-        return np.searchsorted(a, t, side="right") * done.mean() - np.searchsorted(begun, t)
+@dataclass(frozen=True)
+class Counts:
+    """A run's served requests as events: sent (sorted), finished and begun (first token)."""
 
-    t_mid = a[len(a) // 2]
-    at_mid, at_last = in_system(t_mid), in_system(a[-1])
-    middle = max(at_mid, 1.0)
-    # a steady count fluctuates about its mean like a Poisson count: allow three of its sigmas
-    noise = BACKLOG_SIGMAS * math.sqrt(middle)
-    growth = (at_last - BACKLOG_SLACK - noise) / middle
-    arrived = (len(a) - np.searchsorted(a, t_mid, side="right")) * done.mean()
-    bar = max(BACKLOG_BEHIND_SHARE * arrived, BACKLOG_SIGMAS * math.sqrt(arrived))
-    queued = len(begun) and unbegun(a[-1]) - unbegun(t_mid) > bar
-    filled = a[-1] - t_mid >= service_s(sent, e2e_s, admitted_s)
-    if queued or (filled and at_last - at_mid > bar):
-        growth = max(growth, at_last / middle)
-    return float(growth)
+    sent: np.ndarray
+    finished: np.ndarray
+    waiting: np.ndarray  # the sending times of the requests with a first token
+    begun: np.ndarray
+
+    @classmethod
+    def of(cls, sent, e2e_s, ttft_s) -> Counts:
+        done = np.isfinite(e2e_s) & np.isfinite(sent)  # rejected requests never enter
+        first = done & np.isfinite(ttft_s)
+        return cls(
+            np.sort(sent[done]),
+            np.sort((sent + e2e_s)[done]),
+            np.sort(sent[first]),
+            np.sort((sent + ttft_s)[first]),
+        )
+
+    def in_system(self, t):
+        """Requests sent and not finished at ``t`` (a time or an array of times)."""
+        return np.searchsorted(self.sent, t, "right") - np.searchsorted(self.finished, t, "right")
+
+    def backlog(self, t_0: float, t_mid: float, t_last: float, filled: bool) -> Backlog:
+        """``backlog_of`` the arrivals from ``t_mid`` to ``t_last``: the queue's rise against
+        the stretch from ``t_0`` (``_rise``), then the requests in the system at ``t_last``
+        against their peak from ``t_0`` to ``t_mid``; ``filled``: the whole count's growth
+        tells too (``BACKLOG_BEHIND_SHARE``)."""
+        arrived = float(np.count_nonzero((self.sent > t_mid) & (self.sent <= t_last)))
+        queue, bar = _rise(self.waiting, self.begun, t_0, t_mid, t_last)
+        if queue > bar:
+            return Backlog(float(arrived / max(arrived - queue, 1.0)), float(queue), True, True)
+        times = self.sent[(self.sent >= t_0) & (self.sent <= t_mid)]
+        peak = float(max(self.in_system(times).max(initial=0), 1))
+        last = float(self.in_system(t_last))
+        ratio = (last - BACKLOG_SLACK - BACKLOG_SIGMAS * math.sqrt(peak)) / peak
+        bar = max(BACKLOG_BEHIND_SHARE * arrived, BACKLOG_SIGMAS * math.sqrt(arrived))
+        if filled and last - peak > bar:
+            ratio = max(ratio, last / peak)
+        return Backlog(float(ratio), last - peak, bool(ratio > BACKLOG_GROWTH), False)
+
+
+def _mean_count(ins: np.ndarray, outs: np.ndarray, t0: float, t1: float) -> float:
+    """The mean over ``t0``..``t1`` of the events of ``ins`` up to each time less those of
+    ``outs`` (exact: each event counts for the part of the stretch after it)."""
+
+    def area(events):
+        return float(np.clip(t1 - np.maximum(events, t0), 0.0, None).sum())
+
+    return (area(ins) - area(outs)) / (t1 - t0)
+
+
+def _rise(ins, outs, t_0: float, t_mid: float, t_last: float) -> tuple[float, float]:
+    """How much the count of ``ins`` less ``outs`` grew from ``t_mid`` to ``t_last``, were it
+    growing at a steady pace (the rise of its mean over that stretch above its mean from
+    ``t_0`` to ``t_mid``, over ``(t_last − t_0) / 2 / (t_last − t_mid)``: means, so that a
+    burst's phase at one instant does not read as growth), and the most a steady run's
+    rises: ``BACKLOG_SIGMAS`` of their noise, the arrivals' swing over the second stretch (the
+    square root of their count ``n_2``) and the mean count's own, which follows the arrival
+    rate of each stretch (the first's mean ``n̄`` over √n of each stretch's arrivals),
+    together ``√(n_2 + (s·n̄)²·(1/n_1 + 1/n_2))`` at the same scale ``s``."""
+    scale = 2.0 * (t_last - t_mid) / (t_last - t_0)
+    before = _mean_count(ins, outs, t_0, t_mid)
+    rise = (_mean_count(ins, outs, t_mid, t_last) - before) * scale
+    n_1 = max(float(np.count_nonzero((ins > t_0) & (ins <= t_mid))), 1.0)
+    n_2 = max(float(np.count_nonzero((ins > t_mid) & (ins <= t_last))), 1.0)
+    noise = math.sqrt(n_2 + (scale * max(before, 0.0)) ** 2 * (1.0 / n_1 + 1.0 / n_2))
+    return rise, BACKLOG_SIGMAS * noise
 
 
 #: A run of sessions keeps pace with its offered rate when, between its middle session start
@@ -145,43 +208,37 @@ class SessionPace:
         )
 
 
-def sessions_growth(sent, pace: SessionPace | None, e2e_s, ttft_s) -> float:
+def sessions_backlog(sent, pace: SessionPace | None, e2e_s, ttft_s) -> Backlog:
     """The backlog reading of a run of sessions, at its sessions' starts (the offered stream: a
     later turn is sent only after the answer before it, so an overloaded run's last arrivals
     come after its backlog drained; read at every arrival, 20 req/s of 4-turn sessions on one
     H100, served at about 11 req/s, read as kept up).
 
     A steady run (``SessionPace.steady``) that does not keep pace was held back by its
-    answers: it reads past ``BACKLOG_GROWTH``, by its plain in-system ratio or its shortfall
-    where larger. One that keeps pace is read as ``backlog_growth`` reads a run, by the
-    requests in the system at the middle start and the last. A run that never reaches a steady
-    state is still filling its batch with sessions, which grows it with no overload: it is read
-    by the requests in the system at the middle start plus the growth of those still waiting
-    for their first token (a queue in front of the engine, or prompts it cannot begin), and
-    says it cannot tell more (``unsteady_note``): its load never reached the offered one."""
+    answers: behind, at its shortfall's rate. One that keeps pace is read as ``backlog_of``
+    reads a run, from its middle start to its last. A run that never reaches a steady state is still
+    filling its batch with sessions, which grows it with no overload: it is read by the
+    requests waiting for their first token (a queue in front of the engine, or prompts it
+    cannot begin), and says it cannot tell more (``unsteady_note``): its load never reached
+    the offered one."""
     if pace is None:
-        return 1.0
-    done = np.isfinite(e2e_s) & np.isfinite(sent)
-    s_done = np.sort(sent[done])
-    finish = np.sort((sent + e2e_s)[done])
-    begun = np.sort((sent + ttft_s)[done & np.isfinite(ttft_s)])
-
-    def count(times, t):
-        return float(np.searchsorted(times, t, side="right"))
-
-    t_mid, t_last = pace.middle_s, pace.last_s
-    middle = max(count(s_done, t_mid) - count(finish, t_mid), 1.0)
+        return Backlog()
     if pace.steady and not pace.kept:
-        last = count(s_done, t_last) - count(finish, t_last)
-        past = math.nextafter(BACKLOG_GROWTH, math.inf)
-        return float(max(last / middle, pace.offered / max(pace.sent, 1.0), past))
-    unbegun_mid = count(s_done, t_mid) - count(begun, t_mid)
-    unbegun_last = count(s_done, t_last) - count(begun, t_last)
-    noise = BACKLOG_SIGMAS * math.sqrt(middle)
-    last = middle + unbegun_last - unbegun_mid
-    if pace.steady:  # no batch still filling: the whole count tells (a backlog decoding too)
-        last = max(last, count(s_done, t_last) - count(finish, t_last))
-    return float((last - BACKLOG_SLACK - noise) / middle)
+        short = pace.offered - pace.sent
+        return Backlog(float(pace.offered / max(pace.sent, 1.0)), float(short), True)
+    counts = Counts.of(sent, e2e_s, ttft_s)
+    t_0 = (pace.first_s + pace.middle_s) / 2.0
+    if not t_0 < pace.middle_s < pace.last_s:
+        return Backlog()
+    if pace.steady:  # no batch still filling: the whole count tells too
+        return counts.backlog(t_0, pace.middle_s, pace.last_s, True)
+    queue, bar = _rise(counts.waiting, counts.begun, t_0, pace.middle_s, pace.last_s)
+    arrived = float(
+        np.count_nonzero(counts.sent > pace.middle_s) - np.count_nonzero(counts.sent > pace.last_s)
+    )
+    if queue > bar:
+        return Backlog(float(arrived / max(arrived - queue, 1.0)), float(queue), True, True)
+    return Backlog()
 
 
 def service_s(sent: np.ndarray, e2e_s: np.ndarray, admitted_s) -> float:
@@ -205,23 +262,25 @@ def session_pace(arrivals, e2e_s) -> SessionPace | None:
     return SessionPace.of(sent, arrivals.sharing, np.asarray(e2e_s, dtype=float))
 
 
-def overload_note(pace: SessionPace | None, growth: float) -> str:
-    """The note of a run that does not keep up (``pace``: a run of sessions'): how its backlog
-    grew, or for steady sessions that fell short of their offered rate, by how much
-    (``sessions_growth``)."""
+def overload_note(pace: SessionPace | None, backlog: Backlog) -> str:
+    """The note of a run that does not keep up (``pace``: a run of sessions'): how its queue or
+    its requests in the system grew, or for steady sessions that fell short of their offered
+    rate, by how much (``sessions_backlog``)."""
     if pace is not None and pace.steady and not pace.kept:
         return (
             f"{OVERLOAD}: between the middle and the last session start its sessions sent "
             f"{pace.sent / pace.offered:.0%} of the requests the offered rate brings, their "
             "answers holding the next turns back"
         )
-    span = "of the arrivals"
-    if pace is not None:
-        span = "of the sessions' starts"
-        if not pace.steady:
-            span += ", by the requests waiting for a first token"
+    span = "of the arrivals" if pace is None else "of the sessions' starts"
+    if backlog.queue:
+        return (
+            f"{OVERLOAD}: over the second half {span} the requests waiting for a first token "
+            f"grew by {backlog.grown:,.0f}, past a steady queue's noise (requests arrived "
+            f"{backlog.rate:.3g} times as fast as it began them)"
+        )
     return (
-        f"{OVERLOAD}: requests in the system grew {growth:.2g}-fold over the second half "
+        f"{OVERLOAD}: requests in the system grew {backlog.rate:.2g}-fold over the second half "
         f"{span} (or the run is too short to fill the engine: raise requests)"
     )
 
@@ -233,12 +292,16 @@ def unsteady_note(pace: SessionPace | None, requests: int, instances: int = 1) -
     if pace is None or pace.steady:
         return []
     half = pace.middle_s - pace.first_s
-    need = requests / max(instances, 1) * pace.session_s / max(half, 1e-9)
+    if not half > 0.0:  # half the sessions start at once: no span to scale from
+        need = "more requests per instance than this run's, over a longer span of starts,"
+    else:
+        need = f"more than {requests / max(instances, 1) * pace.session_s / half:,.0f} requests"
+        need += " per instance"
     return [
         f"nine sessions in ten last at least {pace.session_s:,.0f} s (their thinking between "
         "turns and the first answers' time), longer than the first half of their starts, "
         f"{half:,.0f} s: the run never holds the sessions its offered load keeps going, so "
         "whether the deployment keeps up is read from the requests waiting for a first token "
-        f"only (it takes more than {need:,.0f} requests per instance to reach a steady state: "
+        f"only (it takes {need} to reach a steady state: "
         "raise requests)"
     ]

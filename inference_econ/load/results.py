@@ -21,10 +21,10 @@ from ..serving.intervals import load_intervals, load_support
 from ..serving.setting import Setting, requests_metadata
 from .arrivals import CLOSED_LOOP, Arrivals, Traffic
 from .backlog import (
-    BACKLOG_GROWTH,
     OVERLOAD,
+    Backlog,
     SessionPace,
-    backlog_growth,
+    backlog_of,
     overload_note,
     session_pace,
     unsteady_note,
@@ -115,10 +115,12 @@ class LoadResult:
     #: when there are no targets (``stable`` says whether it keeps up).
     meets_targets: bool | None
     notes: tuple[str, ...] = field(default=())
-    #: Requests in the system at the last arrival over those at the middle one (with sessions,
-    #: read at their starts by the queue in front of the engine): about 1 when the deployment
-    #: keeps up, about 2 when the load outgrows it (§E4, ``backlog.backlog_growth``).
+    #: How many times as fast requests arrived as the deployment served them over the second
+    #: half of the arrivals (with sessions, of their starts): about 1 when it keeps up (§E4,
+    #: ``backlog.backlog_of``).
     backlog_growth: float = 1.0
+    #: Its backlog grew over that half past a steady run's noise (``stable`` is the opposite).
+    falls_behind: bool = False
     #: Disaggregated serving: the prefill pool (the fields above describe the decode pool).
     prefill_gpus_per_instance: int = 0
     prefill_instances: int = 0
@@ -184,7 +186,7 @@ class LoadResult:
             goodput_requests_per_s=self.scale * np.sum(w.weight * good) / w.seconds,
             goodput_fraction=w.share(good),
             meets_targets=self.stopped_for is None
-            and verdict(targets, self.p99, self.rejected, self.backlog_growth),
+            and verdict(targets, self.p99, self.rejected, self.falls_behind),
         )
 
     def metadata(self) -> dict:
@@ -241,7 +243,7 @@ class LoadResult:
     def stable(self) -> bool:
         """The deployment keeps up with the load, targets or not: its backlog does not grow
         over the run (§E4)."""
-        return self.backlog_growth <= BACKLOG_GROWTH
+        return not self.falls_behind
 
     @property
     def gpus(self) -> int:
@@ -361,12 +363,13 @@ class LoadResult:
 WARMUP = 0.1
 
 
-def verdict(targets: Targets, p99: dict, rejected: int, growth: float) -> bool | None:
+def verdict(targets: Targets, p99: dict, rejected: int, behind: bool) -> bool | None:
     """Whether a run meets the targets (§E4): every limited p99 within its limit, nothing
-    rejected, and the deployment keeps up. None without targets: there is nothing to meet."""
+    rejected, and the deployment keeps up (not ``behind``). None without targets: there is
+    nothing to meet."""
     if targets.empty:
         return None
-    return targets.met(p99) and rejected == 0 and growth <= BACKLOG_GROWTH
+    return targets.met(p99) and rejected == 0 and not behind
 
 
 @dataclass(frozen=True)
@@ -388,7 +391,7 @@ class Window:
     dropped: int  # rejected requests that arrived inside the window
     input_tokens: float
     output_tokens: float
-    backlog_growth: float
+    backlog: Backlog
     opens_s: float = 0.0
     closes_s: float = math.inf
     #: A run of sessions' pace toward its offered load (``backlog.SessionPace``; None: none).
@@ -414,7 +417,7 @@ class Window:
             dropped=int(dropped.sum()),
             input_tokens=float(arrivals.prompt_tokens[started].sum()),
             output_tokens=float(started.sum() + np.sum((arrivals.output_tokens - 1) * weight)),
-            backlog_growth=backlog_growth(arrivals, lat.e2e_s, admitted_s, lat.ttft_s, pace),
+            backlog=backlog_of(arrivals, lat.e2e_s, admitted_s, lat.ttft_s, pace),
             opens_s=float(lo),
             closes_s=float(hi),
             pace=pace,
@@ -589,7 +592,7 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
     instance, scale = setup.instance, setup.scale
     per_instance, count, prefill_per_instance, prefill_count = setup.gpus
     rate_per_s, notes = _rate_and_notes(setup, measured, window)
-    growth = window.backlog_growth
+    backlog = window.backlog
     return LoadResult(
         model=instance.setting.model.name,
         hardware=setup.hardware,
@@ -618,10 +621,11 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         batch_limit=setup.batch_limit,
         peak_kv_fraction=measured.peak_kv_fraction,
         meets_targets=verdict(
-            setup.targets, {m: s.p99 for m, s in stats.items()}, measured.rejected, growth
+            setup.targets, {m: s.p99 for m, s in stats.items()}, measured.rejected, backlog.behind
         ),
         notes=notes,
-        backlog_growth=growth,
+        backlog_growth=backlog.rate,
+        falls_behind=backlog.behind,
         prefill_gpus_per_instance=prefill_per_instance,
         prefill_instances=prefill_count,
         latencies=lat,
@@ -646,15 +650,15 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
     traffic's, then whether the load outgrows the deployment, rejected requests and a short
     run."""
     rate_per_s, notes = setup.rate_per_s, list(setup.notes)
-    n, growth, rejected = len(measured.arrivals), window.backlog_growth, measured.rejected
+    n, backlog, rejected = len(measured.arrivals), window.backlog, measured.rejected
     if not math.isfinite(rate_per_s):
         rate_per_s = math.nan
         notes.append(
             "every request arrives at once (the trace's arrival times are all equal): "
             "there is no arrival rate; rates are measured over the service window"
         )
-    if growth > BACKLOG_GROWTH:
-        notes.append(overload_note(window.pace, growth))
+    if backlog.behind:
+        notes.append(overload_note(window.pace, backlog))
     notes += unsteady_note(window.pace, n, setup.instances_simulated)
     if rejected:
         notes.append(
@@ -703,7 +707,7 @@ def _offered_output_tokens(setup: RunSetup, measured: Measured, window: Window):
     length; rejected requests bring none). None where there is no offered rate to price, or
     the deployment does not keep up with it."""
     rate = setup.rate_per_s
-    if not (math.isfinite(rate) and rate > 0) or window.backlog_growth > BACKLOG_GROWTH:
+    if not (math.isfinite(rate) and rate > 0) or window.backlog.behind:
         return None
     if setup.traffic.startswith(CLOSED_LOOP) or not len(measured.arrivals):
         return None
