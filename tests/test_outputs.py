@@ -198,6 +198,23 @@ def test_further_tables_read_back_from_csv_and_json_as_the_rows_they_hold():
         render(main, "json", summary={"gpus": 3}, tables={"summary": ("x", shared)})
 
 
+def test_names_that_look_like_csv_syntax_read_back_as_they_were_written():
+    # a '#' in a cell had ended the row for pandas' comment="#" (the rest of it blank); a row
+    # or a note beginning 'Table x:' had opened a section csv_tables read (a ParserError)
+    from inference_econ.output.render import csv_tables, render
+
+    main = pd.DataFrame({"model": ["chat#2", "Table gpus: x"], "gpus": [1, 2]})
+    table = pd.DataFrame({"model": ["Table gpus: x", "b"], "share": [0.25, 0.5]})
+    notes = ["Table evil: no share of a GPU", "a note"]
+    csv = render(main, "csv", notes=notes, tables={"gpus": ("The GPUs", table)})
+    assert pd.read_csv(io.StringIO(csv), comment="#").to_dict("list") == main.to_dict("list")
+    back = csv_tables(csv)
+    assert list(back) == ["gpus"] and back["gpus"].to_dict("list") == table.to_dict("list")
+    assert "# - Table evil: no share of a GPU" in csv.splitlines()
+    plain = render(main.iloc[1:], "csv")  # no '#' anywhere: cells quoted only where needed
+    assert plain.splitlines()[-1] == "Table gpus: x,2"
+
+
 SWEEP = ["sweep", "Llama 3 70B", "-H", "H100-paper", "--grid-points", "60"]
 
 
