@@ -211,6 +211,26 @@ def test_an_unknown_gpu_every_model_shares_names_where_it_was_given(tmp_path):
         ie.fleet_plan(_fleet("vllm"), hardware=5)
 
 
+def test_a_held_load_a_short_run_of_sessions_could_not_judge_is_named_by_its_model(tmp_path):
+    # 3-turn sessions of 100 requests: the knee's run never reaches a steady state and "held"
+    # far more than an instance does; the fleet's notes had not said so
+    import yaml
+
+    fleet = _fleet("trtllm")
+    fleet["defaults"]["session_turns"] = 3
+    fleet["models"] = fleet["models"][:1]
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(fleet), encoding="utf-8")
+    result = CliRunner().invoke(main, ["capacity", "--fleet", str(path), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "a: one instance's held load: nine sessions in ten last at least" in result.stdout
+    assert "raise requests" in result.stdout
+    del fleet["defaults"]["session_turns"]
+    (path.parent / "p.yaml").write_text(yaml.safe_dump(fleet), encoding="utf-8")
+    plain = CliRunner().invoke(main, ["capacity", "--fleet", str(path.parent / "p.yaml"), "-q"])
+    assert plain.exit_code == 0 and "held load" not in plain.stdout, plain.output
+
+
 def test_the_command_line_refuses_what_the_fleet_file_sets(tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "--rate", "3"])
