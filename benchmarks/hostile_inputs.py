@@ -529,6 +529,66 @@ def _dask(address, measured: bool = False):
     return "silently wrong"
 
 
+# --- fleet files and CSV read-back -----------------------------------------------------------
+
+FLEET = {
+    "hardware": "H100",
+    "defaults": {"engine": "vllm", "weight_bits": 8, "requests": 100, "input_lengths": "300",
+                 "output_lengths": "20", "slo_ttft_p99_s": 1, "slo_tpot_p99_s": 0.05},
+    "models": [{"name": "a", "model": "Qwama 0.5B", "arrival_rate_per_s": 2}],
+}  # fmt: skip
+#: Names a user may give that are CSV syntax: a comment, a section opening, quotes and commas
+#: (a leading "=" is written with a quote before it on purpose: output/render.safe_cell).
+CSV_NAMES = ["chat#2", "Table gpus: x", 'a,"b', "# x", "Table x", " lead", "Table x:"]
+
+
+def fleet_cases(rng: random.Random, quick: bool):
+    """A fleet file's top and per-model ``hardware`` (and the API's ``hardware``) given each
+    hostile value; tables whose names are CSV syntax written and read back."""
+    values = [v for v in JSON_VALUES if not quick or rng.random() < 0.5]
+    for where in ("top", "model"):
+        for value in values:
+            yield f"fleet {where} hardware = {value!r:.30}", lambda w=where, v=value: _fleet(w, v)
+    for value in PY_VALUES[:8]:
+        yield f"ie.fleet_plan(hardware={value!r:.30})", lambda v=value: _fleet_api(v)
+    for name in CSV_NAMES:
+        yield f"CSV read-back of {name!r}", lambda n=name: _csv_read_back(n)
+
+
+def _fleet(where: str, value):
+    data = copy.deepcopy(FLEET)
+    (data if where == "top" else data["models"][0])["hardware"] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fleet.yaml"
+        path.write_text(json.dumps(data))  # JSON is YAML
+        return cli(["capacity", "--fleet", str(path), "-q"])
+
+
+def _fleet_api(value):
+    try:
+        ie.fleet_plan(copy.deepcopy(FLEET), hardware=value)
+    except InferenceEconError:
+        return "ok"
+    return "ok" if not value else "silently wrong"
+
+
+def _csv_read_back(name: str):
+    """A table, a further table and a note naming ``name``: pandas (comment="#") reads the
+    main table back as written, ``csv_tables`` the further one."""
+    import io
+
+    import pandas as pd
+
+    from inference_econ.output.render import csv_tables, render
+
+    main_ = pd.DataFrame({"model": [name, "b"], "gpus": [1, 2]})
+    text = render(main_, "csv", notes=[f"{name}: a note"], tables={"t": ("T", main_)})
+    back = pd.read_csv(io.StringIO(text), comment="#", keep_default_na=False)
+    tables = csv_tables(text)
+    same = back.to_dict("list") == main_.to_dict("list")
+    return "ok" if same and list(tables) == ["t"] and len(tables["t"]) == 2 else "silently wrong"
+
+
 # --- the public API --------------------------------------------------------------------------
 
 #: Valid arguments of the public functions whose work is cheap once an argument is refused;
@@ -605,6 +665,7 @@ AREAS = {
     "demand": demand_cases,
     "calibrate": calibrate_cases,
     "study": study_cases,
+    "fleet": fleet_cases,
     "api": api_cases,
 }
 

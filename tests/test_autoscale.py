@@ -305,3 +305,30 @@ def test_a_demand_plan_gives_its_hours_and_candidates_in_every_format(tmp_path):
     assert d["summary"]["max_rate_per_instance"] == pytest.approx(
         d["candidates"][0]["max_rate_per_instance"]
     )
+
+
+def test_a_held_load_its_sessions_run_could_not_judge_says_so_in_the_plan(tmp_path):
+    """3-turn sessions of 200 requests: the knee's run never holds the sessions its load keeps
+    going, so one H100 "held" thousands of requests/s. capacity --rate printed that note; the
+    demand plan and the autoscaled day built on the same held load had not."""
+    import json
+
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_s\n0,5\n1,10\n", encoding="utf-8")
+    args = ["capacity", "Llama 3 8B", "-H", "H100", "--demand", str(curve), "--turns", "3"]
+    args += ["--prompt-tokens", "500", "--output-tokens", "100", "--slo-tpot-p99", "0.1"]
+    args += ["--requests", "200", "--max-gpus", "1", "-q"]
+    said = "one instance's held load: nine sessions in ten last at least"
+    result = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["notes"]
+    assert any(n.startswith(said) and "raise requests" in n for n in notes), notes
+    result = CliRunner().invoke(main, [*args, "--autoscale", "hpa", "--startup-time", "60"])
+    assert result.exit_code == 0 and said in result.output, result.output
+    steady = [*args[:6], *args[8:]]  # no sessions: no such note
+    result = CliRunner().invoke(main, steady)
+    assert result.exit_code == 0 and "one instance's held load" not in result.output

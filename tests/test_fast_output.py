@@ -11,6 +11,7 @@ MoE and speculation.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -107,6 +108,9 @@ def test_row_text_writes_awkward_cells_as_pandas_does():
     cells = row_text(row, "csv").splitlines()[1]
     assert cells == '0.3,,,8,3,True,\'=1+1,-2.5,"say ""hi"", then go",,-1e-300,1.23456789e+14'
     assert json.loads(row_text(row, "json"))["rows"][0]["c"] is None
+    hashed = {**row, "m": "chat#2"}  # a '#' quotes every cell, on both paths
+    assert row_text(hashed, "csv") == render(pd.DataFrame([hashed]), "csv")
+    assert pd.read_csv(io.StringIO(row_text(hashed, "csv")), comment="#")["m"][0] == "chat#2"
 
 
 def test_point_command_does_not_import_pandas(point_in_a_fresh_process):

@@ -181,6 +181,56 @@ def test_a_bad_field_is_one_line_naming_the_file_and_field(tmp_path, change, fie
     assert text.startswith(f"{path}: field '{field}': ") and words in text and "\n" not in text
 
 
+@pytest.mark.parametrize("top, own", [(5, None), (None, 0.5), (True, None), (None, {"a": 1})])
+def test_gpus_that_are_no_names_are_one_line_naming_their_field(tmp_path, top, own):
+    # a number or a mapping for 'hardware' had been iterated as a list (a TypeError)
+    import yaml
+
+    fleet = _fleet("vllm")
+    fleet["hardware"] = top if top is not None else "H100"
+    if own is not None:
+        fleet["models"][0]["hardware"] = own
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(fleet), encoding="utf-8")
+    result = CliRunner().invoke(main, ["capacity", "--fleet", str(path), "-q"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    field = "hardware" if own is None else "models[0].hardware"
+    assert result.stderr.startswith(f"error: {path}: field '{field}': ")
+
+
+def test_an_unknown_gpu_every_model_shares_names_where_it_was_given(tmp_path):
+    # -H Foo (or the file's top 'hardware: Foo') had been blamed on models[0].hardware, a
+    # field the file does not have
+    result = CliRunner().invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "-H", "Foo"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: --hardware: models[0]: no hardware spec named 'Foo'")
+    fleet = {**_fleet("vllm"), "hardware": "H100,Foo"}
+    with pytest.raises(SpecError, match=r"fleet: field 'hardware': models\[0\]: no hardware"):
+        ie.fleet_plan(fleet)
+    with pytest.raises(SpecError, match="argument: field 'hardware': expected a GPU name"):
+        ie.fleet_plan(_fleet("vllm"), hardware=5)
+
+
+def test_a_held_load_a_short_run_of_sessions_could_not_judge_is_named_by_its_model(tmp_path):
+    # 3-turn sessions of 100 requests: the knee's run never reaches a steady state and "held"
+    # far more than an instance does; the fleet's notes had not said so
+    import yaml
+
+    fleet = _fleet("trtllm")
+    fleet["defaults"]["session_turns"] = 3
+    fleet["models"] = fleet["models"][:1]
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(fleet), encoding="utf-8")
+    result = CliRunner().invoke(main, ["capacity", "--fleet", str(path), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "a: one instance's held load: nine sessions in ten last at least" in result.stdout
+    assert "raise requests" in result.stdout
+    del fleet["defaults"]["session_turns"]
+    (path.parent / "p.yaml").write_text(yaml.safe_dump(fleet), encoding="utf-8")
+    plain = CliRunner().invoke(main, ["capacity", "--fleet", str(path.parent / "p.yaml"), "-q"])
+    assert plain.exit_code == 0 and "held load" not in plain.stdout, plain.output
+
+
 def test_the_command_line_refuses_what_the_fleet_file_sets(tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "--rate", "3"])

@@ -217,6 +217,24 @@ def test_a_note_or_cell_that_reads_like_a_table_opens_no_csv_section():
         render(main, "csv", tables={"two words": ("x", plans)})
 
 
+def test_names_that_look_like_csv_syntax_read_back_as_they_were_written():
+    # a '#' in a cell had ended the row for pandas' comment="#" (the rest of it blank); a row
+    # or a note beginning 'Table x:' had opened a section csv_tables read (a ParserError); a
+    # '# Tables:' line lists the sections and their rows
+    from inference_econ.output.render import csv_tables, render
+
+    main = pd.DataFrame({"model": ["chat#2", "Table gpus: x"], "gpus": [1, 2]})
+    table = pd.DataFrame({"model": ["Table gpus: x", "b"], "share": [0.25, 0.5]})
+    notes = ["Table evil: no share of a GPU", "a note"]
+    csv = render(main, "csv", notes=notes, tables={"gpus": ("The GPUs", table)})
+    assert pd.read_csv(io.StringIO(csv), comment="#").to_dict("list") == main.to_dict("list")
+    back = csv_tables(csv)
+    assert list(back) == ["gpus"] and back["gpus"].to_dict("list") == table.to_dict("list")
+    assert "# Table evil: no share of a GPU" in csv.splitlines()  # a note, not a section
+    plain = render(main.iloc[1:], "csv")  # no '#' anywhere: cells quoted only where needed
+    assert plain.splitlines()[-1] == "Table gpus: x,2"
+
+
 SWEEP = ["sweep", "Llama 3 70B", "-H", "H100-paper", "--grid-points", "60"]
 
 

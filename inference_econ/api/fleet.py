@@ -73,7 +73,12 @@ def read_fleet(fleet, hardware=None) -> list[FleetModel]:
     source = str(fleet) if isinstance(fleet, (str, Path)) else "fleet"
     data = load_yaml(Path(fleet)) if isinstance(fleet, (str, Path)) else fleet
     r = Reader(data, source)
-    in_file = r.raw("hardware", None)  # read either way: ``hardware`` replaces it
+    in_file = r.text_list("hardware")  # read either way: ``hardware`` replaces it
+    if hardware and not isinstance(hardware, (str, list, tuple)):
+        raise SpecError(
+            "argument", "hardware", f"expected a GPU name or a list of them, got {short(hardware)}",
+            "e.g. 'H100' or ['H100', 'H200']",
+        )  # fmt: skip
     gpus = hardware if hardware else in_file
     defaults = r.mapping("defaults", {}) or {}
     entries = r.raw("models", None)
@@ -84,7 +89,8 @@ def read_fleet(fleet, hardware=None) -> list[FleetModel]:
             "write 'models:' with one '- model: <name>' entry per model",
         )  # fmt: skip
     _check_settings(defaults, source, "defaults.")
-    models = [_model(source, i, e, defaults, gpus) for i, e in enumerate(entries)]
+    shared_from = "argument" if hardware else source  # who named the GPUs models share
+    models = [_model(source, i, e, defaults, gpus, shared_from) for i, e in enumerate(entries)]
     names = [m.name for m in models]
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -95,8 +101,9 @@ def read_fleet(fleet, hardware=None) -> list[FleetModel]:
     return models
 
 
-def _model(source: str, i: int, entry: Any, defaults: dict, gpus) -> FleetModel:
-    """One model entry of a fleet file, checked, as a ``FleetModel``."""
+def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: str) -> FleetModel:
+    """One model entry of a fleet file, checked, as a ``FleetModel``; a GPU of ``gpus`` (the
+    file's top ``hardware``, or the argument: ``shared_from``) it cannot take names them."""
     from ..optimise.fleet import FleetModel
     from ..specs.schema import Reader
 
@@ -104,7 +111,8 @@ def _model(source: str, i: int, entry: Any, defaults: dict, gpus) -> FleetModel:
     r = Reader(entry, source, where)
     model = r.string("model")
     name = r.string("name", model)
-    own_gpus = r.raw("hardware", None) or gpus
+    own = r.text_list("hardware")
+    own_gpus = own or gpus
     if r.has("adapters"):
         raise SpecError(
             source, f"{where}.adapters",
@@ -127,14 +135,17 @@ def _model(source: str, i: int, entry: Any, defaults: dict, gpus) -> FleetModel:
         if exc.source not in ("argument", ""):
             raise exc.inside(source, where) from None
         field = exc.field if exc.field != "models" else "model"
+        if field == "hardware" and not own:
+            raise SpecError(shared_from, "hardware", f"{where}: {exc.problem}", exc.fix) from None
         raise SpecError(source, f"{where}.{field}", exc.problem, exc.fix) from None
     return FleetModel(name, tuple(chosen), inputs.traffic, inputs.targets, inputs.config)
 
 
 def _names(gpus) -> list:
-    """GPU names from text ("H100,H200") or a list."""
-    items = gpus.split(",") if isinstance(gpus, str) else list(gpus)
-    return [g.strip() if isinstance(g, str) else g for g in items if g != ""]
+    """GPU names from text ("H100,H200") or a list (of such text, or of GPUs)."""
+    items = [gpus] if isinstance(gpus, str) else list(gpus)
+    split = [g for item in items for g in (item.split(",") if isinstance(item, str) else [item])]
+    return [g.strip() if isinstance(g, str) else g for g in split if g != ""]
 
 
 def _check_settings(values: dict, source: str, prefix: str) -> None:

@@ -47,7 +47,8 @@ def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> 
 
 
 def _notes(plan) -> list[str]:
-    """What the day was simulated with, and how the two plans are priced."""
+    """What the day was simulated with, how the two plans are priced, and the hourly plan's
+    own notes (rows of the curve left out, a held load its run could not judge)."""
     pool, base = plan.pool, plan.plan
     return [
         f"Start-up of a new instance: {plan.startup.describe()} (load/startup.yaml's sources); "
@@ -64,4 +65,5 @@ def _notes(plan) -> list[str]:
         f"GPU-hour (usd); with the hourly plan's {base.reserved_instances} reserved instances "
         f"all day at ${base.prices.reserved_usd:.3g} ({base.prices.reserved_basis}) and the "
         "rest on the burst basis (usd_with_reserved).",
+        *base.notes,
     ]

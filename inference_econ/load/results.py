@@ -234,6 +234,13 @@ class LoadResult:
         return next((n for n in self.notes if n.startswith(OVERLOAD)), None)
 
     @property
+    def unsteady_notes(self) -> list[str]:
+        """The note of a run of sessions too short to reach a steady state (``unsteady_note``;
+        none otherwise), for plans built on this run's held load (``capacity --demand``)."""
+        pace = self.window.pace if self.window is not None else None
+        return unsteady_note(pace, self.requests, self.instances_simulated)
+
+    @property
     def closed_loop(self) -> bool:
         """Clients send their next request when their last one finishes: the rates are the
         ones they reach (the engine's), not an offered load's."""

@@ -80,6 +80,8 @@ def _candidate(
         "setting": setting,
         # the held load's intervals (§F12; {} for a bound), for plans built on it (--demand)
         "held": held_intervals(at, per) if at is not None and per > 0 else {},
+        # a run of sessions too short to judge the load it held says so (plans built on it)
+        "run_notes": tuple(at.unsteady_notes) if at is not None and per > 0 else (),
     }
     if per > 0:
         count = _instances_for(rate, per)
@@ -217,7 +219,7 @@ def _table(rows: list[dict], setting: Setting, deployment: Deployment) -> pd.Dat
         for r in rows
     ]
     table = pd.DataFrame(
-        [{k: v for k, v in r.items() if k not in ("setting", "held")} for r in rows]
+        [{k: v for k, v in r.items() if k not in ("setting", "held", "run_notes")} for r in rows]
     )
     _held_columns(table, rows)
     table["chosen"] = chosen

@@ -257,9 +257,11 @@ def demand_plan(
     table, plans = [], []
     notes = [demand.left_out.note()] if demand.left_out else []
     supports: dict[tuple, Support | None] = {}  # (GPU, size) -> its held load's class support
+    run_notes: dict[tuple, tuple] = {}  # (GPU, size) -> what its knee's run could not judge
     for row in rows:
         setting, n, per = row["setting"], row["gpus_per_instance"], row["max_rate_per_instance"]
         entry, held, supports[(setting.gpu.name, n)] = _entry(row)
+        run_notes[(setting.gpu.name, n)] = row["run_notes"]
         if not per > 0:
             table.append({**entry, "excluded": True, "note": row["note"]})
             continue
@@ -301,7 +303,9 @@ def demand_plan(
     ]
     if interruption is not None and not best_plan.spot.any():
         notes.append("spot capacity was offered but on-demand was cheaper per effective instance")
-    chosen = supports.get((best_plan.setting.gpu.name, best_plan.gpus_per_instance))
+    key = (best_plan.setting.gpu.name, best_plan.gpus_per_instance)
+    notes += [f"one instance's held load: {note}" for note in run_notes.get(key, ())]
+    chosen = supports.get(key)
     if chosen is not None and chosen.status != "in support":
         notes.append(plan_line(chosen))
     return _with(best_plan, frame.reset_index(drop=True), tuple(notes))

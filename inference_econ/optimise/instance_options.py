@@ -45,6 +45,8 @@ class InstanceOption:
     #: What one whole GPU of it costs an hour.
     gpu_usd_per_hour: float
     note: str = ""
+    #: What its knee's run could not judge (a run of sessions too short for a steady state).
+    run_notes: tuple[str, ...] = ()
 
     @property
     def feasible(self) -> bool:
@@ -136,6 +138,7 @@ def _option(base: Setting, run: Setting, n: int, share: float, traffic, targets,
         load_kw_per_instance=at.it_power_kw if at is not None else math.nan,
         gpu_usd_per_hour=base.gpu.price_usd_per_hour,
         note=knee.reason or ("" if at is not None else "no load meets the targets"),
+        run_notes=tuple(at.unsteady_notes) if at is not None else (),
     )
 
 

@@ -329,14 +329,42 @@ def _safe_column(column: pd.Series) -> pd.Series:
 
 
 def csv_text(
-    df: pd.DataFrame, meta: dict | None = None, float_format: str | None = "%.10g", notes=()
+    df: pd.DataFrame,
+    meta: dict | None = None,
+    float_format: str | None = "%.10g",
+    notes=(),
+    quoting: int | None = None,
 ) -> str:
     """The one CSV writer of the toolkit: '#' lines stating what the table was computed with,
     and its notes (what the text table prints under it), then the table with ``csv_cells`` (no
-    formula can start a cell, no infinity is printed)."""
+    formula can start a cell, no infinity is printed; ``_csv_block``'s quoting)."""
     lines = [*meta_lines(meta), *(str(n) for n in notes)]
     comments = "".join(f"# {one_line(line).strip()}\n" for line in lines if line.strip())
-    return comments + csv_cells(df).to_csv(index=False, float_format=float_format)
+    return comments + _csv_block(csv_cells(df), float_format, quoting=quoting)
+
+
+def _csv_block(
+    cells: pd.DataFrame, float_format: str | None, header: bool = True, quoting: int | None = None
+) -> str:
+    """``csv_cells``' table as CSV text. A table with a text cell holding '#' quotes every
+    cell (``quoting``: how, when decided for the whole table): ``pandas.read_csv(path,
+    comment="#")`` (how the docs read a CSV) ends a line at an unquoted '#', which had cut a
+    row naming a model 'chat#2' short (the rest of it blank)."""
+    if quoting is None:
+        quoting = csv.QUOTE_ALL if _holds_hash(cells) else csv.QUOTE_MINIMAL
+    return cells.to_csv(index=False, header=header, float_format=float_format, quoting=quoting)
+
+
+def _holds_hash(cells: pd.DataFrame) -> bool:
+    """Whether a text cell of ``cells`` holds '#' (each distinct value looked at once)."""
+    import pandas as pd
+
+    columns = (cells.iloc[:, i] for i in range(cells.shape[1]))
+    return any(
+        any(isinstance(v, str) and "#" in v for v in pd.unique(column))
+        for column in columns
+        if column.dtype == object or pd.api.types.is_string_dtype(column)
+    )
 
 
 def csv_text_chunks(
@@ -349,10 +377,11 @@ def csv_text_chunks(
     """``csv_text`` ``rows`` rows at a time: the same text, without ever holding a large
     table's whole text (a 10,000-cell study's frontiers are 2.5 GB of CSV; a 100,000-row
     measured log's table, 50 MB, held with its copies as one text added 250 MB)."""
-    yield csv_text(df.iloc[:rows], meta, float_format, notes)
+    quoting = csv.QUOTE_ALL if _holds_hash(df) else csv.QUOTE_MINIMAL  # one for every block
+    yield csv_text(df.iloc[:rows], meta, float_format, notes, quoting)
     for start in range(rows, len(df), rows):
         block = csv_cells(df.iloc[start : start + rows])
-        yield block.to_csv(index=False, header=False, float_format=float_format)
+        yield _csv_block(block, float_format, header=False, quoting=quoting)
 
 
 def csv_chunks(
@@ -535,7 +564,9 @@ def row_text(row: dict, fmt: str, title: str = "", notes=(), meta: dict | None =
     lines = [*meta_lines(meta), *(str(n) for n in notes)]
     comments = "".join(f"# {one_line(line).strip()}\n" for line in lines if line.strip())
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")  # pandas' to_csv: the same dialect
+    hashed = any(isinstance(v, str) and "#" in v for v in row.values())  # as _csv_block
+    quoting = csv.QUOTE_ALL if hashed else csv.QUOTE_MINIMAL
+    writer = csv.writer(buffer, lineterminator="\n", quoting=quoting)  # pandas' dialect
     writer.writerow([safe_cell(str(c)) for c in row])
     writer.writerow([_csv_value(v) for v in row.values()])
     return comments + buffer.getvalue()
