@@ -26,6 +26,9 @@ BACKLOG_SIGMAS = 3.0
 #: engine, each request in it for a whole service time at any load): 80 prompts of 120,000
 #: tokens at 0.2 req/s on 4 H100, served at 0.037 req/s, stay inside the ratio's slack.
 BACKLOG_BEHIND_SHARE = 0.5
+#: Stretches of a run its arrivals are counted in to measure how much more they swing than a
+#: Poisson stream's (``Counts.dispersion``).
+DISPERSION_BINS = 32
 
 
 @dataclass(frozen=True)
@@ -34,12 +37,16 @@ class Backlog:
     about 1 when it keeps up and 2 when the load outgrows it; or, where the queue in front of
     the engine grew, how many times as fast requests arrived as they were begun), by how many
     requests the backlog grew over the second half of the arrivals (``grown``), whether the
-    deployment falls behind (``behind``) and whether the queue told (``queue``)."""
+    deployment falls behind (``behind``), whether the queue told (``queue``), and the least
+    overload the queue's reading tells from a steady run's noise (``resolution``: how many
+    times what the deployment serves; 1.10 where 1,000 requests of a Poisson stream arrive
+    in the second half of the run, 1.03 where 10,000 do)."""
 
     rate: float = 1.0
     grown: float = 0.0
     behind: bool = False
     queue: bool = False
+    resolution: float = 1.0
 
 
 def backlog_of(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None, pace=None) -> Backlog:
@@ -58,8 +65,8 @@ def backlog_of(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None, pace=N
         return sessions_backlog(sent, pace, e2e_s, ttft_s)
     counts = Counts.of(sent, e2e_s, ttft_s)
     a = counts.sent
-    if len(a) < 20 or not a[len(a) // 4] < a[len(a) // 2] < a[-1]:
-        return Backlog()  # too few, or every request sent at once: no rate to keep up with
+    if len(a) < 20:
+        return Backlog()
     t_0, t_mid, t_last = a[len(a) // 4], a[len(a) // 2], a[-1]
     filled = t_last - t_mid >= service_s(sent, e2e_s, admitted_s)
     return counts.backlog(t_0, t_mid, t_last, filled)
@@ -89,23 +96,49 @@ class Counts:
         """Requests sent and not finished at ``t`` (a time or an array of times)."""
         return np.searchsorted(self.sent, t, "right") - np.searchsorted(self.finished, t, "right")
 
+    def dispersion(self, t_0: float, t_last: float) -> float:
+        """How much more the arrivals after ``t_0`` up to ``t_last`` swing than a Poisson
+        stream's: the variance over the mean of their counts in ``DISPERSION_BINS`` equal
+        stretches of that span, where that is past a
+        Poisson stream's own swing of it (``BACKLOG_SIGMAS`` of √(2 / (bins − 1)) above 1), else
+        1 (a trace of bursts, or of a rate that changes, moves a steady run's counts that much
+        more; a Poisson stream's do as the noise terms say)."""
+        a = self.sent[(self.sent > t_0) & (self.sent <= t_last)]
+        if len(a) < 2:
+            return 1.0
+        counts = np.histogram(a, bins=DISPERSION_BINS, range=(t_0, t_last))[0]
+        index = float(counts.var(ddof=1) / max(counts.mean(), 1e-12))
+        poisson = 1.0 + BACKLOG_SIGMAS * math.sqrt(2.0 / (DISPERSION_BINS - 1))
+        return index if index > poisson else 1.0
+
     def backlog(self, t_0: float, t_mid: float, t_last: float, filled: bool) -> Backlog:
         """``backlog_of`` the arrivals from ``t_mid`` to ``t_last``: the queue's rise against
         the stretch from ``t_0`` (``_rise``), then the requests in the system at ``t_last``
         against their peak from ``t_0`` to ``t_mid``; ``filled``: the whole count's growth
-        tells too (``BACKLOG_BEHIND_SHARE``)."""
+        tells too (``BACKLOG_BEHIND_SHARE``). Where the first stretch is one instant (a
+        quarter of the requests or more sent at once), the second half is read alone, its
+        later half in time against its earlier; where the second half is one instant, nothing
+        is (no rate to keep up with)."""
+        if not t_mid < t_last:
+            return Backlog()
+        if not t_0 < t_mid:
+            t_0, t_mid = t_mid, (t_mid + t_last) / 2.0
+        spread = self.dispersion(t_0, t_last)
         arrived = float(np.count_nonzero((self.sent > t_mid) & (self.sent <= t_last)))
-        queue, bar = _rise(self.waiting, self.begun, t_0, t_mid, t_last)
+        queue, bar = _rise(self.waiting, self.begun, t_0, t_mid, t_last, spread)
+        resolution = arrived / (arrived - bar) if arrived > bar else math.inf
         if queue > bar:
-            return Backlog(float(arrived / max(arrived - queue, 1.0)), float(queue), True, True)
+            rate = arrived / max(arrived - queue, 1.0)
+            return Backlog(float(rate), float(queue), True, True, resolution)
         times = self.sent[(self.sent >= t_0) & (self.sent <= t_mid)]
         peak = float(max(self.in_system(times).max(initial=0), 1))
         last = float(self.in_system(t_last))
-        ratio = (last - BACKLOG_SLACK - BACKLOG_SIGMAS * math.sqrt(peak)) / peak
-        bar = max(BACKLOG_BEHIND_SHARE * arrived, BACKLOG_SIGMAS * math.sqrt(arrived))
+        ratio = (last - BACKLOG_SLACK - BACKLOG_SIGMAS * math.sqrt(spread * peak)) / peak
+        bar = max(BACKLOG_BEHIND_SHARE * arrived, BACKLOG_SIGMAS * math.sqrt(spread * arrived))
         if filled and last - peak > bar:
             ratio = max(ratio, last / peak)
-        return Backlog(float(ratio), last - peak, bool(ratio > BACKLOG_GROWTH), False)
+        behind = bool(ratio > BACKLOG_GROWTH)
+        return Backlog(float(ratio), last - peak, behind, False, resolution)
 
 
 def _mean_count(ins: np.ndarray, outs: np.ndarray, t0: float, t1: float) -> float:
@@ -118,7 +151,7 @@ def _mean_count(ins: np.ndarray, outs: np.ndarray, t0: float, t1: float) -> floa
     return (area(ins) - area(outs)) / (t1 - t0)
 
 
-def _rise(ins, outs, t_0: float, t_mid: float, t_last: float) -> tuple[float, float]:
+def _rise(ins, outs, t_0: float, t_mid: float, t_last: float, spread: float = 1.0):
     """How much the count of ``ins`` less ``outs`` grew from ``t_mid`` to ``t_last``, were it
     growing at a steady pace (the rise of its mean over that stretch above its mean from
     ``t_0`` to ``t_mid``, over ``(t_last − t_0) / 2 / (t_last − t_mid)``: means, so that a
@@ -126,13 +159,14 @@ def _rise(ins, outs, t_0: float, t_mid: float, t_last: float) -> tuple[float, fl
     rises: ``BACKLOG_SIGMAS`` of their noise, the arrivals' swing over the second stretch (the
     square root of their count ``n_2``) and the mean count's own, which follows the arrival
     rate of each stretch (the first's mean ``n̄`` over √n of each stretch's arrivals),
-    together ``√(n_2 + (s·n̄)²·(1/n_1 + 1/n_2))`` at the same scale ``s``."""
+    together ``√(n_2 + (s·n̄)²·(1/n_1 + 1/n_2))`` at the same scale ``s``, times the arrivals'
+    ``spread`` (``Counts.dispersion``) under the root: (rise, most)."""
     scale = 2.0 * (t_last - t_mid) / (t_last - t_0)
     before = _mean_count(ins, outs, t_0, t_mid)
     rise = (_mean_count(ins, outs, t_mid, t_last) - before) * scale
     n_1 = max(float(np.count_nonzero((ins > t_0) & (ins <= t_mid))), 1.0)
     n_2 = max(float(np.count_nonzero((ins > t_mid) & (ins <= t_last))), 1.0)
-    noise = math.sqrt(n_2 + (scale * max(before, 0.0)) ** 2 * (1.0 / n_1 + 1.0 / n_2))
+    noise = math.sqrt(spread * (n_2 + (scale * max(before, 0.0)) ** 2 * (1.0 / n_1 + 1.0 / n_2)))
     return rise, BACKLOG_SIGMAS * noise
 
 
@@ -227,18 +261,11 @@ def sessions_backlog(sent, pace: SessionPace | None, e2e_s, ttft_s) -> Backlog:
         short = pace.offered - pace.sent
         return Backlog(float(pace.offered / max(pace.sent, 1.0)), float(short), True)
     counts = Counts.of(sent, e2e_s, ttft_s)
-    t_0 = (pace.first_s + pace.middle_s) / 2.0
-    if not t_0 < pace.middle_s < pace.last_s:
-        return Backlog()
+    t_0, t_mid, t_last = (pace.first_s + pace.middle_s) / 2.0, pace.middle_s, pace.last_s
     if pace.steady:  # no batch still filling: the whole count tells too
-        return counts.backlog(t_0, pace.middle_s, pace.last_s, True)
-    queue, bar = _rise(counts.waiting, counts.begun, t_0, pace.middle_s, pace.last_s)
-    arrived = float(
-        np.count_nonzero(counts.sent > pace.middle_s) - np.count_nonzero(counts.sent > pace.last_s)
-    )
-    if queue > bar:
-        return Backlog(float(arrived / max(arrived - queue, 1.0)), float(queue), True, True)
-    return Backlog()
+        return counts.backlog(t_0, t_mid, t_last, True)
+    read = counts.backlog(t_0, t_mid, t_last, False)  # the queue alone tells
+    return read if read.queue else Backlog(resolution=read.resolution)
 
 
 def service_s(sent: np.ndarray, e2e_s: np.ndarray, admitted_s) -> float:
@@ -305,3 +332,23 @@ def unsteady_note(pace: SessionPace | None, requests: int, instances: int = 1) -
         f"only (it takes {need} to reach a steady state: "
         "raise requests)"
     ]
+
+
+#: A run that keeps up says it is short where an overload of more than this many times what
+#: the deployment serves would still read as kept up (``Backlog.resolution``).
+SHORT_RUN_RESOLUTION = 1.1
+
+
+def short_run_note(requests: int, backlog: Backlog) -> list[str]:
+    """The note of a short run: its p99s rough (under 1,000 requests per instance), and the
+    overload it cannot tell from keeping up, where that exceeds ``SHORT_RUN_RESOLUTION``."""
+    short = ["p99 values are rough"] if requests < 1000 else []
+    if not backlog.behind and backlog.resolution > SHORT_RUN_RESOLUTION:
+        least = "any" if not math.isfinite(backlog.resolution) else f"{backlog.resolution:.2g}"
+        short.append(
+            f"a load up to {least} times what the deployment serves reads as kept up in a run "
+            "this short"
+        )
+    if not short:
+        return []
+    return [f"only {requests} requests per instance: {', and '.join(short)} (more requests tell)"]

@@ -27,6 +27,7 @@ from .backlog import (
     backlog_of,
     overload_note,
     session_pace,
+    short_run_note,
     unsteady_note,
 )
 from .engine import EngineConfig, Instance
@@ -672,11 +673,7 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
             "they are rejected and count against goodput"
         )
-    if n < 1000:  # (a backlog test over few requests in the system misses a slow overload)
-        notes.append(
-            f"only {n} requests per instance: p99 values are rough, and a load the deployment "
-            "falls behind slowly may read as kept up (more requests tell)"
-        )
+    notes += short_run_note(n, backlog)
     return rate_per_s, tuple(notes)
 
 
