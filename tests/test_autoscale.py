@@ -309,8 +309,8 @@ def test_a_demand_plan_gives_its_hours_and_candidates_in_every_format(tmp_path):
 
 def test_a_held_load_its_sessions_run_could_not_judge_says_so_in_the_plan(tmp_path):
     """3-turn sessions of 200 requests: the knee's run never holds the sessions its load keeps
-    going, so one H100 "held" thousands of requests/s. capacity --rate printed that note; the
-    demand plan and the autoscaled day built on the same held load had not."""
+    going, so one H100 "holds" thousands of requests/s. capacity --rate prints that note, and
+    so do the demand plan and the autoscaled day built on the same held load."""
     import json
 
     from click.testing import CliRunner

@@ -391,7 +391,7 @@ def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monk
 
 def test_instances_added_by_the_full_load_run_are_the_tables_and_say_why():
     """One H100 instance of Llama 3.1 8B under SGLang holds 19.8 req/s in its search, but its
-    300-request run at 17 req/s reads its backlog as growing (x1.3), so the plan runs two:
+    300-request run at 17 req/s reads its backlog as growing (1.3-fold), so the plan runs two:
     the candidates' chosen row counts the two instances and their price (it had said one, beside
     a headline of two), and a note says which run missed and why."""
     from inference_econ import api
@@ -404,5 +404,5 @@ def test_instances_added_by_the_full_load_run_are_the_tables_and_say_why():
     (chosen,) = plan.candidates[plan.candidates["chosen"]].to_dict("records")
     assert (chosen["instances"], chosen["gpus"]) == (2, 2)
     assert chosen["usd_per_hour"] == pytest.approx(plan.result.usd_per_hour)
-    assert any("as the search sized it, missed the targets" in n and "backlog grew" in n
+    assert any("as the search sized it, missed the targets" in n and "load outgrows" in n
                for n in plan.notes)  # fmt: skip

@@ -183,7 +183,7 @@ def test_a_bad_field_is_one_line_naming_the_file_and_field(tmp_path, change, fie
 
 @pytest.mark.parametrize("top, own", [(5, None), (None, 0.5), (True, None), (None, {"a": 1})])
 def test_gpus_that_are_no_names_are_one_line_naming_their_field(tmp_path, top, own):
-    # a number or a mapping for 'hardware' had been iterated as a list (a TypeError)
+    # a number or a mapping for 'hardware' is no list of GPU names to iterate
     import yaml
 
     fleet = _fleet("vllm")
@@ -199,8 +199,8 @@ def test_gpus_that_are_no_names_are_one_line_naming_their_field(tmp_path, top, o
 
 
 def test_an_unknown_gpu_every_model_shares_names_where_it_was_given(tmp_path):
-    # -H Foo (or the file's top 'hardware: Foo') had been blamed on models[0].hardware, a
-    # field the file does not have
+    # -H Foo (or the file's top 'hardware: Foo') is named where it was given, not as
+    # models[0].hardware, a field the file does not have
     result = CliRunner().invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "-H", "Foo"])
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith("error: --hardware: models[0]: no hardware spec named 'Foo'")
@@ -213,7 +213,7 @@ def test_an_unknown_gpu_every_model_shares_names_where_it_was_given(tmp_path):
 
 def test_a_held_load_a_short_run_of_sessions_could_not_judge_is_named_by_its_model(tmp_path):
     # 3-turn sessions of 100 requests: the knee's run never reaches a steady state and "held"
-    # far more than an instance does; the fleet's notes had not said so
+    # far more than an instance does; the fleet's notes say so
     import yaml
 
     fleet = _fleet("trtllm")

@@ -361,12 +361,11 @@ def test_a_short_run_of_long_requests_that_falls_far_behind_reads_as_overloaded(
 
 
 def test_a_queue_behind_a_large_batch_reads_as_overloaded():
-    """One H100 serves about 23.6 req/s of these requests. At 31.75 req/s a
-    run of 2,000 had its in-system count rise from 513 to 774 over the second half of its
-    arrivals: inside 1.3 times the batch, so it read as kept up, and `capacity` with only a TPOT
-    target said one H100 holds 31.75. The requests waiting for a first token grew by over 250
-    (three sigmas of the 1,000 arrivals' noise: about 100): overloaded, as 20,000 requests say
-    (p99 TTFT 240 s). At 22 req/s the queue stays level: kept up."""
+    """One H100 serves about 23.6 req/s of these requests. At 31.75 req/s a run of 2,000 has its
+    in-system count rise from 513 to 774 over the second half of its arrivals, inside 1.3 times
+    the batch: by that count alone it keeps up. The requests waiting for a first token grow by
+    over 250 (three sigmas of the 1,000 arrivals' noise: about 100): overloaded, as 20,000
+    requests say (p99 TTFT 240 s). At 22 req/s the queue stays level: kept up."""
     setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
     traffic = make_traffic(31.75, "lognormal:1000:0.6", "lognormal:200:0.5", requests=2000, seed=0)
     over = simulate_deployment(setting, Deployment(1), traffic)
@@ -378,9 +377,9 @@ def test_a_queue_behind_a_large_batch_reads_as_overloaded():
 
 def test_a_slow_queue_of_long_prompts_reads_as_overloaded():
     """Prompts of 30,000 tokens on one H100 are begun at about 0.63 a second. At 0.734 req/s a
-    run of 1,000 read as kept up (its count grew 1.28-fold, inside the slack; 250 s p99 TTFT
-    and growing with the run: 1,835 s at 8,000 requests): the queue in front of the engine
-    grew past its noise. At 0.6 req/s it stays level."""
+    run of 1,000 keeps up by its in-system count (1.28-fold, inside the slack), while its p99
+    TTFT is 250 s and grows with the run (1,835 s at 8,000 requests): the queue in front of
+    the engine grows past its noise. At 0.6 req/s it stays level."""
     setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
     load = dict(gpus=1, input_lengths="30000", output_lengths="200", requests=1000)
     with pytest.warns(ie.InferenceEconWarning, match="outgrows"):
@@ -394,10 +393,9 @@ def test_a_slow_queue_of_long_prompts_reads_as_overloaded():
 def test_bursts_read_at_their_peaks_not_at_one_instant(tmp_path):
     """16 bursts of 500 requests in 10 s, 40 s apart (10 req/s on average), on one H100: every
     burst is served before the next (p99 TTFT about 9.5 s at 4 bursts and at 16). The middle
-    arrival opens a burst, with the engine empty, so the count there was 1 and the last
-    arrival's hundreds read as 490-fold growth, and `capacity` said one H100 holds 0.9 req/s
-    of this trace. Read against the most the engine held over the second quarter of the
-    arrivals, and the queue by its means: kept up."""
+    arrival opens a burst, with the engine empty: against the count at that instant the last
+    arrival's hundreds are growth. Read against the most the engine held over the second
+    quarter of the arrivals, and the queue by its means: kept up."""
     rng = np.random.default_rng(0)
     times = np.concatenate([b * 50 + np.sort(rng.uniform(0, 10, 500)) for b in range(16)])
     traffic = make_traffic(trace=_trace(tmp_path / "bursts.csv", times))
@@ -417,9 +415,9 @@ def _trace(path, times):
 
 def test_a_batch_sent_at_once_then_an_overload_reads_as_overloaded(tmp_path):
     """1,001 requests sent at once, then 999 at 60 req/s, on one H100 (which serves about 23):
-    a quarter of the requests and the middle one share the first instant, which had read as
-    "sent at once, nothing to judge"; the second half is read alone, its later half against
-    its earlier: the queue grew (p99 TTFT 68 s; at 20,000 requests 584 s)."""
+    a quarter of the requests and the middle one share the first instant, so the arrivals
+    after it are read alone, their later half against their earlier: the queue grows (p99
+    TTFT 68 s; at 20,000 requests 584 s)."""
     rng = np.random.default_rng(0)
     times = np.concatenate([np.zeros(1001), np.cumsum(rng.exponential(1 / 60, 999))])
     traffic = make_traffic(trace=_trace(tmp_path / "t.csv", times))
@@ -431,10 +429,10 @@ def test_a_batch_sent_at_once_then_an_overload_reads_as_overloaded(tmp_path):
 def test_a_changing_rate_is_not_read_as_a_growing_backlog(tmp_path):
     """2,000 requests whose rate switches between 4 and 20 req/s every 300 s or so (7.6 on
     average) on one H100 (which serves about 23): its in-system count follows the rate (92 at
-    the second quarter's peak, 191 at the last arrival), which read as 1.8-fold growth, and
-    `capacity` of the trace held 6.99 req/s. The arrivals swing far more than a Poisson
-    stream's, and the noise the readings allow grows with them: kept up (p99 TTFT 0.24 s),
-    and the run says how large an overload it could not tell."""
+    the second quarter's peak, 191 at the last arrival), 1.8-fold growth against a Poisson
+    stream's noise. The arrivals swing far more than a Poisson stream's, and the noise the
+    readings allow grows with them: kept up (p99 TTFT 0.24 s), and the run says how large an
+    overload it cannot tell."""
     rng = np.random.default_rng(0)
     times, t, high = [], 0.0, False
     while len(times) < 2000:

@@ -217,10 +217,20 @@ def test_a_note_or_cell_that_reads_like_a_table_opens_no_csv_section():
         render(main, "csv", tables={"two words": ("x", plans)})
 
 
+def test_a_note_or_cell_reading_like_the_tables_line_is_not_taken_for_it():
+    from inference_econ.output.render import csv_tables, render
+
+    main = pd.DataFrame({"m#": ["a"], "gpus": [1]})  # a '#' in a column name quotes the header
+    table = pd.DataFrame({"x": ["Tables: q 1", "b"], "y": [1, 2]})
+    csv = render(main, "csv", notes=["Tables: q 1"], tables={"q": ("Q", table)})
+    assert csv_tables(csv)["q"].to_dict("list") == table.to_dict("list")
+    assert pd.read_csv(io.StringIO(csv), comment="#").to_dict("list") == main.to_dict("list")
+
+
 def test_names_that_look_like_csv_syntax_read_back_as_they_were_written():
-    # a '#' in a cell had ended the row for pandas' comment="#" (the rest of it blank); a row
-    # or a note beginning 'Table x:' had opened a section csv_tables read (a ParserError); a
-    # '# Tables:' line lists the sections and their rows
+    # a '#' in a cell would end the row for pandas' comment="#" (the rest of it blank) where
+    # it is not quoted; a row or a note beginning 'Table x:' opens no section: a '# Tables:'
+    # line lists the sections and their rows
     from inference_econ.output.render import csv_tables, render
 
     main = pd.DataFrame({"model": ["chat#2", "Table gpus: x"], "gpus": [1, 2]})

@@ -300,7 +300,7 @@ def test_sessions_that_outgrow_the_deployment_read_as_unstable():
     setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
     with pytest.warns(ie.InferenceEconWarning, match="outgrows"):
         over = ie.simulate_load(setting, arrival_rate_per_s=20, **load)
-    assert not over.stable and over.backlog_growth > 1.3  # its turns sent at 0.68 of the pace
+    assert not over.stable and over.falls_behind and over.backlog_growth > 1.0  # short of pace
     assert over.throughput_requests_per_s < 0.6 * 20 and over.ttft_s.p99 > 10
     kept = ie.simulate_load(setting, arrival_rate_per_s=8, **load)
     assert kept.stable and kept.ttft_s.p99 < 1

@@ -161,11 +161,7 @@ def fleet_notes(plan) -> list[str]:
         "bandwidth (its time shared in proportion) and of its power.",
     ]
     lines += [f"{model}: no share of a GPU: {why}." for model, why in plan.sharing if why]
-    lines += [
-        f"{part.model}: one instance's held load: {note}"
-        for part in plan.parts
-        for note in part.option.run_notes
-    ]
+    lines += [f"{part.model}: {note}" for part in plan.parts for note in part.option.run_notes]
     cap = f" (within the {plan.power_cap_mw:g} MW cap)" if plan.power_cap_mw is not None else ""
     lines.append(
         f"Power{cap}: {plan.it_power_kw:,.4g} kW IT at each instance's most load within its targets "
@@ -196,7 +192,7 @@ def power_text(plan, fmt: str) -> str:
         "The cap " + ("binds: the plan differs from the uncapped one "
                       f"({s['uncapped_deployment']})." if plan.binds
                       else "does not bind: the plan is the uncapped one."),
-        *(f"one instance's held load: {note}" for note in o.run_notes),
+        *o.run_notes,
     ]  # fmt: skip
     if fmt in ("csv", "json"):
         return render(plan.candidates, fmt, title=title, notes=notes, summary=dict(s))

@@ -53,9 +53,9 @@ def backlog_of(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None, pace=N
     """Whether a run keeps up with its arrivals (``Counts``): behind where its queue in front
     of the engine grew past the arrivals' noise over their second half, however slowly, or
     its requests in the system past ``BACKLOG_GROWTH``; kept up where a run cannot tell
-    (fewer than 20 requests served, or every request sent at once). Runs of sessions:
-    ``sessions_backlog``, with their ``pace`` (``session_pace``; computed here where not
-    given)."""
+    (fewer than 20 requests served: any overload, ``CANNOT_TELL``; every request sent at
+    once: no rate to keep up with). Runs of sessions: ``sessions_backlog``, with their
+    ``pace`` (``session_pace``; computed here where not given)."""
     sharing = getattr(arrivals, "sharing", None)
     sent = np.asarray(arrivals.arrival_s, dtype=float)
     e2e_s = np.asarray(e2e_s, dtype=float)
@@ -66,19 +66,27 @@ def backlog_of(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None, pace=N
     counts = Counts.of(sent, e2e_s, ttft_s)
     a = counts.sent
     if len(a) < 20:
-        return Backlog()
-    t_0, t_mid, t_last = a[len(a) // 4], a[len(a) // 2], a[-1]
+        return CANNOT_TELL
+    t_mid, t_last = a[len(a) // 2], a[-1]
     filled = t_last - t_mid >= service_s(sent, e2e_s, admitted_s)
-    return counts.backlog(t_0, t_mid, t_last, filled)
+    return counts.backlog(counts.first_stretch(), t_mid, t_last, filled)
+
+
+#: A run too short to read (fewer than 20 requests or sessions): kept up, at any overload.
+CANNOT_TELL = Backlog(resolution=math.inf)
+#: The share of a run's requests sent at one instant that makes it a batch the first stretch
+#: starts after (``Counts.first_stretch``).
+BATCH_SHARE = 0.05
 
 
 @dataclass(frozen=True)
 class Counts:
-    """A run's served requests as events: sent (sorted), finished and begun (first token)."""
+    """A run's served requests as events: sent (sorted), finished, and of those with a first
+    token their sending (``sent_begun``) and first-token times (``begun``)."""
 
     sent: np.ndarray
     finished: np.ndarray
-    waiting: np.ndarray  # the sending times of the requests with a first token
+    sent_begun: np.ndarray
     begun: np.ndarray
 
     @classmethod
@@ -96,15 +104,27 @@ class Counts:
         """Requests sent and not finished at ``t`` (a time or an array of times)."""
         return np.searchsorted(self.sent, t, "right") - np.searchsorted(self.finished, t, "right")
 
+    def first_stretch(self) -> float:
+        """Where the stretch the second half is read against starts: the second quarter's
+        first arrival, or the first after its instant where more than ``BATCH_SHARE`` of the
+        requests share it (a batch sent at once: its queue is no steady run's)."""
+        a = self.sent
+        t_0 = a[len(a) // 4]
+        at_once = np.searchsorted(a, t_0, "right") - np.searchsorted(a, t_0, "left")
+        if at_once > BATCH_SHARE * len(a):
+            after = a[a > t_0]
+            return float(after[0]) if len(after) else float(t_0)
+        return float(t_0)
+
     def dispersion(self, t_0: float, t_last: float) -> float:
-        """How much more the arrivals after ``t_0`` up to ``t_last`` swing than a Poisson
+        """How much more the arrivals from ``t_0`` to ``t_last`` swing than a Poisson
         stream's: the variance over the mean of their counts in ``DISPERSION_BINS`` equal
-        stretches of that span, where that is past a
-        Poisson stream's own swing of it (``BACKLOG_SIGMAS`` of √(2 / (bins − 1)) above 1), else
-        1 (a trace of bursts, or of a rate that changes, moves a steady run's counts that much
-        more; a Poisson stream's do as the noise terms say)."""
-        a = self.sent[(self.sent > t_0) & (self.sent <= t_last)]
-        if len(a) < 2:
+        stretches of that span, where that is past a Poisson stream's own swing of it
+        (``BACKLOG_SIGMAS`` of √(2 / (bins − 1)) above 1), else 1 (a trace of bursts, or of a
+        rate that changes, moves a steady run's counts that much more; a Poisson stream's do
+        as the noise terms say)."""
+        a = self.sent[(self.sent >= t_0) & (self.sent <= t_last)]
+        if len(a) < 2 or not t_last > t_0:
             return 1.0
         counts = np.histogram(a, bins=DISPERSION_BINS, range=(t_0, t_last))[0]
         index = float(counts.var(ddof=1) / max(counts.mean(), 1e-12))
@@ -115,20 +135,25 @@ class Counts:
         """``backlog_of`` the arrivals from ``t_mid`` to ``t_last``: the queue's rise against
         the stretch from ``t_0`` (``_rise``), then the requests in the system at ``t_last``
         against their peak from ``t_0`` to ``t_mid``; ``filled``: the whole count's growth
-        tells too (``BACKLOG_BEHIND_SHARE``). Where the first stretch is one instant (a
-        quarter of the requests or more sent at once), the second half is read alone, its
-        later half in time against its earlier; where the second half is one instant, nothing
-        is (no rate to keep up with)."""
-        if not t_mid < t_last:
+        tells too (``BACKLOG_BEHIND_SHARE``). Where no arrival is left before the middle one
+        (a batch sent at once holds it), the arrivals after its instant are read alone, their
+        later half in time against their earlier; where none come after it, nothing is (no
+        rate to keep up with)."""
+        if not t_0 < t_mid:  # read the arrivals after the middle one's instant alone
+            after = self.sent[self.sent > t_mid]
+            t_0 = float(after[0]) if len(after) else t_last
+            t_mid = (t_0 + t_last) / 2.0
+        if not t_0 < t_mid < t_last:
             return Backlog()
-        if not t_0 < t_mid:
-            t_0, t_mid = t_mid, (t_mid + t_last) / 2.0
         spread = self.dispersion(t_0, t_last)
-        arrived = float(np.count_nonzero((self.sent > t_mid) & (self.sent <= t_last)))
-        queue, bar = _rise(self.waiting, self.begun, t_0, t_mid, t_last, spread)
+        arrived = float(np.count_nonzero((self.sent >= t_mid) & (self.sent <= t_last)))
+        if not len(self.begun):  # no first token to read the queue by: it cannot tell
+            queue, bar = 0.0, math.inf
+        else:
+            queue, bar = _rise(self.sent_begun, self.begun, t_0, t_mid, t_last, spread)
         resolution = arrived / (arrived - bar) if arrived > bar else math.inf
         if queue > bar:
-            rate = arrived / max(arrived - queue, 1.0)
+            rate = arrived / (arrived - queue) if arrived > queue else math.inf
             return Backlog(float(rate), float(queue), True, True, resolution)
         times = self.sent[(self.sent >= t_0) & (self.sent <= t_mid)]
         peak = float(max(self.in_system(times).max(initial=0), 1))
@@ -138,7 +163,7 @@ class Counts:
         if filled and last - peak > bar:
             ratio = max(ratio, last / peak)
         behind = bool(ratio > BACKLOG_GROWTH)
-        return Backlog(float(ratio), last - peak, behind, False, resolution)
+        return Backlog(max(float(ratio), 0.0), last - peak, behind, False, resolution)
 
 
 def _mean_count(ins: np.ndarray, outs: np.ndarray, t0: float, t1: float) -> float:
@@ -164,8 +189,8 @@ def _rise(ins, outs, t_0: float, t_mid: float, t_last: float, spread: float = 1.
     scale = 2.0 * (t_last - t_mid) / (t_last - t_0)
     before = _mean_count(ins, outs, t_0, t_mid)
     rise = (_mean_count(ins, outs, t_mid, t_last) - before) * scale
-    n_1 = max(float(np.count_nonzero((ins > t_0) & (ins <= t_mid))), 1.0)
-    n_2 = max(float(np.count_nonzero((ins > t_mid) & (ins <= t_last))), 1.0)
+    n_1 = max(float(np.count_nonzero((ins >= t_0) & (ins < t_mid))), 1.0)
+    n_2 = max(float(np.count_nonzero((ins >= t_mid) & (ins <= t_last))), 1.0)
     noise = math.sqrt(spread * (n_2 + (scale * max(before, 0.0)) ** 2 * (1.0 / n_1 + 1.0 / n_2)))
     return rise, BACKLOG_SIGMAS * noise
 
@@ -256,7 +281,7 @@ def sessions_backlog(sent, pace: SessionPace | None, e2e_s, ttft_s) -> Backlog:
     cannot begin), and says it cannot tell more (``unsteady_note``): its load never reached
     the offered one."""
     if pace is None:
-        return Backlog()
+        return CANNOT_TELL
     if pace.steady and not pace.kept:
         short = pace.offered - pace.sent
         return Backlog(float(pace.offered / max(pace.sent, 1.0)), float(short), True)
@@ -264,6 +289,8 @@ def sessions_backlog(sent, pace: SessionPace | None, e2e_s, ttft_s) -> Backlog:
     t_0, t_mid, t_last = (pace.first_s + pace.middle_s) / 2.0, pace.middle_s, pace.last_s
     if pace.steady:  # no batch still filling: the whole count tells too
         return counts.backlog(t_0, t_mid, t_last, True)
+    if not len(counts.sent):
+        return CANNOT_TELL
     read = counts.backlog(t_0, t_mid, t_last, False)  # the queue alone tells
     return read if read.queue else Backlog(resolution=read.resolution)
 
@@ -301,10 +328,14 @@ def overload_note(pace: SessionPace | None, backlog: Backlog) -> str:
         )
     span = "of the arrivals" if pace is None else "of the sessions' starts"
     if backlog.queue:
+        pace_text = (
+            f"requests arrived {backlog.rate:.3g} times as fast as it began them"
+            if math.isfinite(backlog.rate)
+            else "it began hardly any of the requests that arrived"
+        )
         return (
             f"{OVERLOAD}: over the second half {span} the requests waiting for a first token "
-            f"grew by {backlog.grown:,.0f}, past a steady queue's noise (requests arrived "
-            f"{backlog.rate:.3g} times as fast as it began them)"
+            f"grew by {backlog.grown:,.0f}, past a steady queue's noise ({pace_text})"
         )
     return (
         f"{OVERLOAD}: requests in the system grew {backlog.rate:.2g}-fold over the second half "
@@ -344,11 +375,11 @@ def short_run_note(requests: int, backlog: Backlog) -> list[str]:
     overload it cannot tell from keeping up, where that exceeds ``SHORT_RUN_RESOLUTION``."""
     short = ["p99 values are rough"] if requests < 1000 else []
     if not backlog.behind and backlog.resolution > SHORT_RUN_RESOLUTION:
-        least = "any" if not math.isfinite(backlog.resolution) else f"{backlog.resolution:.2g}"
-        short.append(
-            f"a load up to {least} times what the deployment serves reads as kept up in a run "
-            "this short"
-        )
+        if math.isfinite(backlog.resolution):
+            least = f"a load up to {backlog.resolution:.2g} times what the deployment serves"
+        else:
+            least = "a load of any size"
+        short.append(f"{least} reads as kept up in a run this short")
     if not short:
         return []
     return [f"only {requests} requests per instance: {', and '.join(short)} (more requests tell)"]

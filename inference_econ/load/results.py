@@ -116,9 +116,12 @@ class LoadResult:
     #: when there are no targets (``stable`` says whether it keeps up).
     meets_targets: bool | None
     notes: tuple[str, ...] = field(default=())
-    #: How many times as fast requests arrived as the deployment served them over the second
-    #: half of the arrivals (with sessions, of their starts): about 1 when it keeps up (§E4,
-    #: ``backlog.backlog_of``).
+    #: The reading the keeping-up verdict comes from (§E4, ``backlog.Backlog.rate``): the
+    #: requests in the system at the last arrival against their peak over the second quarter
+    #: (at most 1.3 when the deployment keeps up, about 2 when the load outgrows it, 0 where
+    #: the count fell); where the queue in front of the engine grew, how many times as fast
+    #: requests arrived as they were begun; for steady sessions short of their pace, the
+    #: requests the offered rate brings over those they sent.
     backlog_growth: float = 1.0
     #: Its backlog grew over that half past a steady run's noise (``stable`` is the opposite).
     falls_behind: bool = False
@@ -237,9 +240,11 @@ class LoadResult:
     @property
     def unsteady_notes(self) -> list[str]:
         """The note of a run of sessions too short to reach a steady state (``unsteady_note``;
-        none otherwise), for plans built on this run's held load (``capacity --demand``)."""
+        none otherwise), as plans built on this run's held load state it (``capacity
+        --demand``, ``--fleet``, ``--power-cap-mw``)."""
         pace = self.window.pace if self.window is not None else None
-        return unsteady_note(pace, self.requests, self.instances_simulated)
+        notes = unsteady_note(pace, self.requests, self.instances_simulated)
+        return [f"one instance's held load: {note}" for note in notes]
 
     @property
     def closed_loop(self) -> bool:

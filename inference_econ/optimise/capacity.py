@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from ..errors import InfeasibleError, SpecError
 from ..load.arrivals import Traffic
+from ..load.backlog import OVERLOAD
 from ..load.deployment import Deployment, count_intervals
 from ..load.engine import DEFAULT_ENGINE, EngineConfig
 from ..load.failures import Failures
@@ -75,7 +76,7 @@ def _why_missed(result, targets) -> str:
     if result.rejected:
         over.append(f"{result.rejected} requests rejected")
     if not result.stable:
-        over.append(f"its backlog grew x{result.backlog_growth:.2f} over the run")
+        over.append(result.overloaded_note or OVERLOAD)
     return ", ".join(over) or "a target"
 
 

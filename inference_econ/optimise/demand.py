@@ -304,7 +304,7 @@ def demand_plan(
     if interruption is not None and not best_plan.spot.any():
         notes.append("spot capacity was offered but on-demand was cheaper per effective instance")
     key = (best_plan.setting.gpu.name, best_plan.gpus_per_instance)
-    notes += [f"one instance's held load: {note}" for note in run_notes.get(key, ())]
+    notes += list(run_notes.get(key, ()))
     chosen = supports.get(key)
     if chosen is not None and chosen.status != "in support":
         notes.append(plan_line(chosen))

@@ -346,19 +346,23 @@ def csv_text(
 def _csv_block(
     cells: pd.DataFrame, float_format: str | None, header: bool = True, quoting: int | None = None
 ) -> str:
-    """``csv_cells``' table as CSV text. A table with a text cell holding '#' quotes every
-    cell (``quoting``: how, when decided for the whole table): ``pandas.read_csv(path,
-    comment="#")`` (how the docs read a CSV) ends a line at an unquoted '#', which had cut a
-    row naming a model 'chat#2' short (the rest of it blank)."""
+    """``csv_cells``' table as CSV text. A table with a column name or a text cell holding '#'
+    quotes every cell (``quoting``: how, when decided for the whole table):
+    ``pandas.read_csv(path, comment="#")`` (how the docs read a CSV) ends a line at an
+    unquoted '#', which would cut a row naming a model 'chat#2' short (the rest of it
+    blank)."""
     if quoting is None:
         quoting = csv.QUOTE_ALL if _holds_hash(cells) else csv.QUOTE_MINIMAL
     return cells.to_csv(index=False, header=header, float_format=float_format, quoting=quoting)
 
 
 def _holds_hash(cells: pd.DataFrame) -> bool:
-    """Whether a text cell of ``cells`` holds '#' (each distinct value looked at once)."""
+    """Whether a column name or a text cell of ``cells`` holds '#' (each distinct value looked
+    at once)."""
     import pandas as pd
 
+    if any("#" in str(name) for name in cells.columns):
+        return True
     columns = (cells.iloc[:, i] for i in range(cells.shape[1]))
     return any(
         any(isinstance(v, str) and "#" in v for v in pd.unique(column))
@@ -486,27 +490,39 @@ def _section_lines(name: str, title: str, df: pd.DataFrame) -> list[str]:
 def csv_tables(text: str) -> dict[str, pd.DataFrame]:
     """The further tables of a CSV ``render`` wrote, by name: the ``# Tables:`` line after
     its notes names each and counts its rows, and its ``# Table NAME:`` section follows with a
-    header and that many rows (so a note or a cell that reads "Table X:" opens nothing);
-    ``pandas.read_csv(path, comment="#")`` reads its main table."""
-    import pandas as pd
-
+    header and that many rows, the last ending the comment lines (so a note or a cell that
+    reads "Table X:" or "Tables:" opens nothing); ``pandas.read_csv(path, comment="#")``
+    reads its main table."""
     comments = []
     for line in text.splitlines():
         if not line.startswith("# "):
             break
         comments.append(line[2:])
-    listed = [i for i, line in enumerate(comments) if line.startswith(_MANIFEST)]
-    if not listed:
-        return {}
-    at, found = listed[-1] + 1, {}
-    for entry in comments[listed[-1]][len(_MANIFEST) :].split(", "):
-        name, rows = entry.rsplit(" ", 1)
-        if at >= len(comments) or not comments[at].startswith(_SECTION.format(name)):
-            raise ValueError(f"no '# Table {name}:' section where the '# Tables:' line puts it")
-        body = comments[at + 1 : at + 2 + int(rows)]
-        found[name] = pd.read_csv(io.StringIO("\n".join(body)))
+    for i in reversed(range(len(comments))):
+        if comments[i].startswith(_MANIFEST):
+            found = _sections(comments, i)
+            if found is not None:
+                return found
+    return {}
+
+
+def _sections(comments: list[str], listed: int) -> dict | None:
+    """The sections the ``# Tables:`` line at ``listed`` names, where each is where it puts
+    it and the last ends the comment lines; None otherwise (not the manifest)."""
+    import pandas as pd
+
+    at, found = listed + 1, {}
+    for entry in comments[listed][len(_MANIFEST) :].split(", "):
+        name, _, rows = entry.rpartition(" ")
+        if not (name and rows.isdigit()) or at >= len(comments):
+            return None
+        if not comments[at].startswith(_SECTION.format(name)):
+            return None
+        found[name] = comments[at + 1 : at + 2 + int(rows)]
         at += 2 + int(rows)
-    return found
+    if at != len(comments):
+        return None
+    return {name: pd.read_csv(io.StringIO("\n".join(body))) for name, body in found.items()}
 
 
 def column_cells(columns: dict) -> tuple[list[str], list[list[str]], list[bool]]:
@@ -564,7 +580,7 @@ def row_text(row: dict, fmt: str, title: str = "", notes=(), meta: dict | None =
     lines = [*meta_lines(meta), *(str(n) for n in notes)]
     comments = "".join(f"# {one_line(line).strip()}\n" for line in lines if line.strip())
     buffer = io.StringIO()
-    hashed = any(isinstance(v, str) and "#" in v for v in row.values())  # as _csv_block
+    hashed = any(isinstance(v, str) and "#" in v for v in (*row, *row.values()))  # as _csv_block
     quoting = csv.QUOTE_ALL if hashed else csv.QUOTE_MINIMAL
     writer = csv.writer(buffer, lineterminator="\n", quoting=quoting)  # pandas' dialect
     writer.writerow([safe_cell(str(c)) for c in row])
