@@ -678,7 +678,7 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
             "they are rejected and count against goodput"
         )
-    notes += short_run_note(n, backlog)
+    notes += short_run_note(n, backlog, measured.arrivals.arrival_s, measured.latencies.e2e_s)
     return rate_per_s, tuple(notes)
 
 
