@@ -691,6 +691,7 @@ class _Curve:
     rate_per_s: float
     targets: Targets = Targets()
     rejected: int = 0
+    undecided: bool = False
 
     @property
     def p99(self):
@@ -1566,3 +1567,33 @@ def test_a_hybrid_models_step_table_under_an_engine_profile_builds():
     alone = table.fixed_s[1] + table.sequence_s + table.request_s
     assert table.time_s(1, 0.0, 0.0, 1, 1) == pytest.approx(alone, rel=1e-12)
     assert 0.0 < table.request_s < table.fixed_s[1]
+
+
+def test_a_run_too_short_to_tell_whether_it_keeps_up_holds_no_load():
+    """200 requests of 3-turn sessions never reach a steady state: read by the requests
+    waiting for a first token alone, a load many times what one H100 serves reads as kept
+    up: 4,275 req/s of Llama 3.1 8B at 500/100 tokens within p99 TPOT 100 ms, where 20,000
+    requests hold 44.7. A run that cannot tell an overload of twice the load it
+    serves (``Backlog.undecided``) meets no targets, and the search stops below it."""
+    from inference_econ.load.backlog import UNTOLD_LIMIT
+
+    kw = dict(input_lengths="500", output_lengths="100", session_turns=3, requests=200)
+    found = ie.max_load(
+        "Llama 3.1 8B", "H100", gpus=1, assumptions="achievable", slo_tpot_p99_s=0.1, **kw
+    )
+    held = found.knee.at_max
+    assert 0 < found.max_rate_per_s < 200
+    assert held.meets_targets and held.window.backlog.resolution <= UNTOLD_LIMIT
+    run = ie.simulate_load(
+        "Llama 3.1 8B", "H100", gpus=1, assumptions="achievable", slo_tpot_p99_s=0.1,
+        arrival_rate_per_s=4275, **kw,
+    )  # fmt: skip
+    assert run.undecided and run.stable and not run.meets_targets
+    assert run.p99["tpot"] <= 0.1 and run.rejected == 0  # every other part of the verdict holds
+    assert any("so it is not taken to hold its load" in n for n in run.notes)
+    none = ie.max_load(
+        "Llama 3.1 8B", "H100", gpus=1, assumptions="achievable", slo_tpot_p99_s=0.1,
+        **{**kw, "session_turns": 8, "think_time_s": 30, "requests": 100},
+    )  # fmt: skip
+    assert none.max_rate_per_s == 0.0
+    assert "cannot tell whether even" in none.knee.reason and "raise requests" in none.knee.reason

@@ -62,8 +62,8 @@ def _verify(setting, deployment: Deployment, traffic, targets, config):
 
 
 def _why_missed(result, targets) -> str:
-    """What a run at the full load missed: a p99 over its target, rejected requests, or a
-    backlog that grew over the run (§E4)."""
+    """What a run at the full load missed: a p99 over its target, rejected requests, a
+    backlog that grew over the run, or a run too short to tell (§E4)."""
     over = [
         f"p99 {name.upper()} {result.p99[name] * 1e3:.4g} ms over {limit * 1e3:g}"
         for name, limit in (
@@ -77,6 +77,8 @@ def _why_missed(result, targets) -> str:
         over.append(f"{result.rejected} requests rejected")
     if not result.stable:
         over.append(result.overloaded_note or OVERLOAD)
+    elif result.undecided:
+        over.append("a run too short to tell whether it keeps up (§E4)")
     return ", ".join(over) or "a target"
 
 

@@ -14,7 +14,7 @@ import functools
 import math
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ import pandas as pd
 from .. import settings as table
 from ..errors import SpecError
 from ..load.arrivals import Traffic
+from ..load.backlog import UNTOLD_LIMIT
 from ..load.deployment import (
     Deployment,
     Pool,
@@ -432,6 +433,12 @@ def _why_not(result: LoadResult, targets: Targets) -> str:
         return (
             f"{result.rejected} of {result.requests} requests never fit in one instance's KV cache"
         )
+    if result.undecided and targets.met(result.p99):
+        return (
+            f"a run of {result.requests} requests cannot tell whether even "
+            f"{result.rate_per_s:.3g} req/s keeps up (an overload of more than "
+            f"{UNTOLD_LIMIT:g} times what it serves would read as kept up): raise requests"
+        )
     over = [
         f"p99 {name.upper() if name != 'e2e' else 'end-to-end'} {result.p99[name]:.3g} s > {limit:g} s"
         for name, limit in targets.limits.items()
@@ -455,6 +462,13 @@ def probe_for(
             kind, setting, deployment, traffic.at_rate(rate), config, until
         )
     return lambda rate: run_at(kind, setting, deployment, traffic.at_rate(rate), config)
+
+
+def screening(probe: Callable[[float], LoadResult]) -> Callable[[float], LoadResult]:
+    """``probe`` as a screen's short search reads it: a short run that cannot tell whether it
+    keeps up (``LoadResult.undecided``) is read by its p99s and backlog alone, since the full
+    search that follows decides."""
+    return lambda rate: replace(probe(rate), undecided=False)
 
 
 def knee_of(
