@@ -53,7 +53,8 @@ class Backlog:
     @property
     def undecided(self) -> bool:
         """It reads as kept up, but so would an overload of more than ``UNTOLD_LIMIT`` times
-        what the deployment serves: the run cannot say that the deployment holds its load."""
+        what the deployment serves: the run cannot say that the deployment holds its load (a
+        load search does not take it as held)."""
         return not self.behind and self.resolution > UNTOLD_LIMIT
 
 
@@ -82,10 +83,11 @@ def backlog_of(arrivals, e2e_s: np.ndarray, admitted_s=None, ttft_s=None, pace=N
 
 #: A run too short to read (fewer than 20 requests or sessions): kept up, at any overload.
 CANNOT_TELL = Backlog(resolution=math.inf)
-#: The most overload a run may be unable to tell from keeping up (``Backlog.resolution``) and
-#: still hold its load: one that would read twice the load the deployment serves as kept up
-#: cannot say it holds the load it was sent (200 requests of 3-turn sessions on one H100 held
-#: 4,275 req/s of Llama 3.1 8B, 500/100 tokens, p99 TPOT 100 ms, against 44.7 over 20,000).
+#: The most overload a run of a load search may be unable to tell from keeping up
+#: (``Backlog.resolution``) and still hold its load: one that would read twice the load the
+#: deployment serves as kept up cannot say it holds the load it was sent (200 requests of
+#: 3-turn sessions read 4,275 req/s of Llama 3.1 8B, 500/100 tokens, as held within p99 TPOT
+#: 100 ms on one H100, against 44.7 over 20,000).
 UNTOLD_LIMIT = 2.0
 #: The share of a run's requests sent at one instant that makes it a batch the first stretch
 #: starts after (``Counts.first_stretch``).
@@ -399,8 +401,7 @@ def short_run_note(requests: int, backlog: Backlog, sent=(), e2e_s=()) -> list[s
             least = f"a load up to {backlog.resolution:.2g} times what the deployment serves"
         else:
             least = "a load of any size"
-        held = ", so it is not taken to hold its load" if backlog.undecided else ""
-        short.append(f"{least} reads as kept up in a run this short{held}")
+        short.append(f"{least} reads as kept up in a run this short")
     sent, e2e_s = np.asarray(sent, dtype=float), np.asarray(e2e_s, dtype=float)
     served = np.isfinite(sent) & np.isfinite(e2e_s)
     longest_s = float(e2e_s[served].max()) if served.any() else 0.0

@@ -112,9 +112,8 @@ class LoadResult:
     #: All-in: the deployment's whole cost per million output tokens (columns.ALL_IN), at the
     #: traffic's input:output ratio (``input_tokens_per_output_token``).
     usd_per_m_output_tokens_all_in: float
-    #: Every limited p99 within its limit, nothing rejected, and the deployment keeps up, as
-    #: far as the run can tell (not ``undecided``); None when there are no targets (``stable``
-    #: says whether it keeps up).
+    #: Every limited p99 within its limit, nothing rejected, and the deployment keeps up; None
+    #: when there are no targets (``stable`` says whether it keeps up).
     meets_targets: bool | None
     notes: tuple[str, ...] = field(default=())
     #: The reading the keeping-up verdict comes from (§E4, ``backlog.Backlog.rate``): the
@@ -127,7 +126,8 @@ class LoadResult:
     #: Its backlog grew over that half past a steady run's noise (``stable`` is the opposite).
     falls_behind: bool = False
     #: It reads as kept up, but the run is too short to tell an overload of more than
-    #: ``backlog.UNTOLD_LIMIT`` times from that (``Backlog.undecided``): it meets no targets.
+    #: ``backlog.UNTOLD_LIMIT`` times from that (``Backlog.undecided``): a load search does not
+    #: take its rate as held (§E4).
     undecided: bool = False
     #: Disaggregated serving: the prefill pool (the fields above describe the decode pool).
     prefill_gpus_per_instance: int = 0
@@ -194,9 +194,7 @@ class LoadResult:
             goodput_requests_per_s=self.scale * np.sum(w.weight * good) / w.seconds,
             goodput_fraction=w.share(good),
             meets_targets=self.stopped_for is None
-            and verdict(
-                targets, self.p99, self.rejected, not (self.falls_behind or self.undecided)
-            ),
+            and verdict(targets, self.p99, self.rejected, self.falls_behind),
         )
 
     def metadata(self) -> dict:
@@ -343,6 +341,7 @@ class LoadResult:
                 "output_tokens_per_s_per_mw_facility": self.output_tokens_per_s_per_mw_facility,
                 "it_power_kw": self.it_power_kw,
                 "stable": self.stable,
+                "undecided": self.undecided,
                 "meets_targets": self.meets_targets,
                 "requests": self.requests,
                 "assumptions": self.assumptions,
@@ -382,13 +381,13 @@ class LoadResult:
 WARMUP = 0.1
 
 
-def verdict(targets: Targets, p99: dict, rejected: int, kept_up: bool) -> bool | None:
+def verdict(targets: Targets, p99: dict, rejected: int, behind: bool) -> bool | None:
     """Whether a run meets the targets (§E4): every limited p99 within its limit, nothing
-    rejected, and the deployment keeps up as far as the run can tell (``kept_up``: neither
-    behind nor undecided). None without targets: there is nothing to meet."""
+    rejected, and the deployment keeps up (not ``behind``). None without targets: there is
+    nothing to meet."""
     if targets.empty:
         return None
-    return targets.met(p99) and rejected == 0 and kept_up
+    return targets.met(p99) and rejected == 0 and not behind
 
 
 @dataclass(frozen=True)
@@ -606,6 +605,9 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
     it is too short), latencies, and whether it meets the targets."""
     lat, arrivals = measured.latencies, measured.arrivals
     window = Window.of(arrivals, lat, measured.window_s, measured.admitted_s)
+    if setup.traffic.startswith(CLOSED_LOOP):  # clients send as they are answered: no load
+        told = dataclasses.replace(window.backlog, resolution=1.0)  # to fall short of telling
+        window = dataclasses.replace(window, backlog=told)
     good = setup.targets.each_request(lat.ttft_s, lat.tpot_s, lat.e2e_s)
     stats = {m: Percentiles.of(getattr(lat, f"{m}_s")) for m in METRICS}
     p99 = {m: s.p99 for m, s in stats.items()}
@@ -640,9 +642,7 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         mean_batch=measured.mean_batch,
         batch_limit=setup.batch_limit,
         peak_kv_fraction=measured.peak_kv_fraction,
-        meets_targets=verdict(
-            setup.targets, p99, measured.rejected, not (backlog.behind or backlog.undecided)
-        ),
+        meets_targets=verdict(setup.targets, p99, measured.rejected, backlog.behind),
         notes=notes,
         backlog_growth=backlog.rate,
         falls_behind=backlog.behind,

@@ -213,13 +213,13 @@ def find_knee(
         if rate not in seen:
             run = early if early is not None and held[0] else probe
             seen[rate] = run(rate).with_targets(targets)
-            held[0] = held[0] or bool(seen[rate].meets_targets)
+            held[0] = held[0] or search_holds(seen[rate])
             if progress:
                 r = seen[rate]
                 progress(
                     f"{rate:.4g} req/s: p99 TTFT {r.ttft_s.p99:.3g} s, p99 TPOT {r.tpot_s.p99 * 1e3:.3g} ms"
                 )
-        return bool(seen[rate].meets_targets)  # judged against targets: never None
+        return search_holds(seen[rate])  # judged against targets: never None
 
     lattice = _lattice(start)
     i = _walk_start(lattice, near)
@@ -356,7 +356,7 @@ def find_knee_from(
         rate = grid_rate(start, index)
         if rate not in seen:
             seen[rate] = run(rate).with_targets(targets)
-        return bool(seen[rate].meets_targets)
+        return search_holds(seen[rate])
 
     first, top = WALK_STEPS * 2**REFINE_STEPS, 2 * WALK_STEPS * 2**REFINE_STEPS
     # the lowest point searched here: a lattice interval below ``start`` where ``find_knee``
@@ -456,18 +456,30 @@ def probe_for(
     until: Targets | None = None,
 ):
     """``probe(rate)`` simulating ``kind`` ("deployment", "prefill", "decode") at a rate (with
-    ``until``: stopped once it certainly misses those targets, ``run_until``)."""
+    ``until``: stopped once it certainly misses those targets, ``run_until``). A trace's runs
+    are read without ``search_holds``'s test of what they can tell: every row of it is simulated,
+    and no more requests can be (a trace of bursts reads as undecided at any rate)."""
     if until is not None:
-        return lambda rate: run_until(
+        probe = lambda rate: run_until(  # noqa: E731
             kind, setting, deployment, traffic.at_rate(rate), config, until
         )
-    return lambda rate: run_at(kind, setting, deployment, traffic.at_rate(rate), config)
+    else:
+        probe = lambda rate: run_at(  # noqa: E731
+            kind, setting, deployment, traffic.at_rate(rate), config
+        )
+    return screening(probe) if traffic.process == "trace" else probe
+
+
+def search_holds(result: LoadResult) -> bool:
+    """A load search takes ``result``'s rate as held: it meets its targets, and the run can
+    tell that it keeps up (not ``LoadResult.undecided``, §E4)."""
+    return bool(result.meets_targets) and not result.undecided
 
 
 def screening(probe: Callable[[float], LoadResult]) -> Callable[[float], LoadResult]:
-    """``probe`` as a screen's short search reads it: a short run that cannot tell whether it
-    keeps up (``LoadResult.undecided``) is read by its p99s and backlog alone, since the full
-    search that follows decides."""
+    """``probe`` read by its p99s and backlog alone (``search_holds`` without its test of what the
+    run can tell): a screen's short probes, since the full search that follows decides, and a
+    trace's runs (``probe_for``)."""
     return lambda rate: replace(probe(rate), undecided=False)
 
 

@@ -28,6 +28,7 @@ from .load_search import (
     probe_for,
     run_until,
     screening,
+    search_holds,
 )
 
 #: Full simulations testing whether a screened candidate can beat the plan (``screened_rows``)
@@ -187,7 +188,7 @@ def _test(setting, deployment, traffic, targets, config, need: float, on_grid: b
     at = grid_at_least(start, need) if on_grid else None
     rate = need if at is None else grid_rate(start, at)
     run = run_until("deployment", setting, deployment, traffic.at_rate(rate), config, targets)
-    if run.with_targets(targets).meets_targets:
+    if search_holds(run.with_targets(targets)):
         return True, rate, math.inf
     at = grid_at_least(start, rate)
     most = rate * (1 - 1e-6) if at is None else (grid_rate(start, at - 1) if at > 0 else 0.0)
