@@ -226,6 +226,121 @@ def test_an_interrupted_run_leaves_no_partial_files(tmp_path, sig):
     assert all(complete(out / n) for n in names), names
 
 
+class _CtrlCWhileRead:
+    """A coordinate that receives SIGINT while numpy reads it into an array, as numpy's array
+    coercion does when Ctrl-C arrives then (it checks for signals)."""
+
+    def __float__(self) -> float:
+        signal.raise_signal(signal.SIGINT)
+        return 0.0
+
+
+class _CtrlCWhileFreed:
+    """An object that receives SIGINT while it is freed, where Python cannot raise it."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+
+def _interrupted_save(monkeypatch, interrupt):
+    """``plots.save`` that writes the first figure, then runs ``interrupt`` as the second is
+    drawn."""
+    from inference_econ.output import plots
+
+    real, saved = plots.save, []
+
+    def save(fig, *args, **kwargs):
+        if saved:
+            interrupt(fig)
+        saved.append(fig)
+        return real(fig, *args, **kwargs)
+
+    monkeypatch.setattr(plots, "save", save)
+
+
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler, as in a terminal (a test run as a background job starts
+    with SIGINT ignored); the previous one after the test."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def _assert_interrupted(tmp_path, interrupt, monkeypatch):
+    """``run`` of the small scenario, interrupted as its second figure is drawn: exit 130 and
+    one line, the first figure whole, and Python's SIGINT handler back in place."""
+    scenario = tmp_path / "small.yaml"
+    scenario.write_text(SMALL)
+    out = tmp_path / "out"
+    _interrupted_save(monkeypatch, interrupt)
+    code, err = cli("run", scenario, "--out", out, "-q")
+    assert code == 130 and err.split() == ["error:", "interrupted"], (code, err)
+    names = sorted(p.name for p in out.iterdir())
+    assert "small-frontier.png" in names and "small-mfu.png" not in names, names
+    assert set(names) - {MANIFEST} <= set(json.loads((out / MANIFEST).read_text())["files"])
+    assert all(complete(out / n) for n in names), names
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
+def test_an_interrupt_matplotlib_turns_into_a_type_error_is_an_interrupt(tmp_path, monkeypatch):
+    """Ctrl-C while matplotlib transforms a figure's points: numpy raises KeyboardInterrupt
+    inside matplotlib's pybind11 argument casting, which drops it and raises TypeError
+    ('affine_transform(): incompatible function arguments'). The SIGINT was noted: exit 130
+    and one line, not a traceback and exit 1."""
+    from matplotlib.transforms import Affine2D
+
+    def interrupt(fig):
+        Affine2D().scale(fig.dpi).transform([[_CtrlCWhileRead(), 0.0]])
+
+    _assert_interrupted(tmp_path, interrupt, monkeypatch)
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
+def test_an_interrupt_in_a_finalizer_stops_the_command(tmp_path, monkeypatch):
+    """Ctrl-C while an object is freed (a finalizer or weakref callback, as matplotlib's
+    transforms have): Python would print it as 'Exception ignored in' with a traceback and
+    go on; it is raised again where it stops the command."""
+    _assert_interrupted(tmp_path, lambda fig: _CtrlCWhileFreed(), monkeypatch)
+
+
+#: The command line, then a SIGINT to itself from an exit handler (``atexit``) or as the
+#: interpreter tears its modules down (``teardown``: an object freed with its module), with
+#: Python's own handler in place first, as in a terminal.
+SIGINT_AT_EXIT = """\
+import atexit, os, signal, sys, types
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from inference_econ.cli import main
+
+def interrupt(kill=os.kill, pid=os.getpid(), sig=signal.SIGINT):
+    kill(pid, sig)
+
+class Freed:
+    def __del__(self, interrupt=interrupt):
+        interrupt()
+
+if sys.argv[1] == "atexit":
+    atexit.register(interrupt)
+else:
+    sys.modules["freed"] = types.ModuleType("freed")
+    sys.modules["freed"].it = Freed()
+sys.argv[1:] = ["list", "hardware"]
+main()
+"""
+
+
+@pytest.mark.parametrize("when", ["atexit", "teardown"])
+def test_ctrl_c_after_the_command_has_ended_changes_nothing(when):
+    """A SIGINT as the interpreter shuts down, after the command's exit code is settled: in
+    an exit handler Python printed it as a traceback; later, with Python's default action
+    back in place, it killed the process (exit -2)."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGINT_AT_EXIT, when], capture_output=True, timeout=120
+    )
+    assert done.returncode == 0 and b"H100" in done.stdout and not done.stderr, done
+
+
 # --- output folders: a manifest of what the tool wrote -------------------------------------
 
 TINY_STUDY = """\

@@ -22,6 +22,7 @@ import click
 
 from .. import settings as table
 from ..errors import InferenceEconError, SpecError
+from .interrupts import Watch
 
 
 class Progress:
@@ -179,31 +180,31 @@ _EXIT_COLLECTIONS_SKIPPED = False
 
 class Main(click.Group):
     """The command group, with click's own usage errors (a missing argument, an unknown
-    option, a bad choice) on one line and exit 2 like every other bad input (docs/errors.md)."""
+    option, a bad choice) on one line and exit 2 like every other bad input, and an interrupt
+    on one line and exit 130 (``interrupts.Watch``; docs/errors.md)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         tune_allocator()
         skip_exit_collections()
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        try:
-            code = super().main(args, prog_name, complete_var, False, **extra)
-        except _NO_ARGS as exc:  # a group called without a command: its help, and success
-            click.echo(exc.ctx.get_help())
-            sys.exit(0)
-        except click.ClickException as exc:
-            if isinstance(exc, click.NoSuchOption) and exc.possibilities:
-                # a renamed flag is suggested by its new name, never by the one it refuses
-                names = (RENAMED_FLAGS.get(p, p) for p in exc.possibilities)
-                exc.possibilities = list(dict.fromkeys(names))
-            ctx = getattr(exc, "ctx", None)
-            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            click.echo(f"error: {exc.format_message()}{hint}", err=True)
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            click.echo("error: interrupted", err=True)
-            sys.exit(130)
-        sys.exit(code if isinstance(code, int) else 0)
+        with Watch(settle=args is None) as run:  # args None: the process's own command line
+            try:
+                code = super().main(args, prog_name, complete_var, False, **extra)
+            except _NO_ARGS as exc:  # a group called without a command: its help, and success
+                click.echo(exc.ctx.get_help())
+                sys.exit(0)
+            except click.ClickException as exc:
+                if isinstance(exc, click.NoSuchOption) and exc.possibilities:
+                    # a renamed flag is suggested by its new name, never by the one it refuses
+                    names = (RENAMED_FLAGS.get(p, p) for p in exc.possibilities)
+                    exc.possibilities = list(dict.fromkeys(names))
+                ctx = getattr(exc, "ctx", None)
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                click.echo(f"error: {exc.format_message()}{hint}", err=True)
+                sys.exit(exc.exit_code)
+            sys.exit(code if isinstance(code, int) else 0)
+        sys.exit(run.code)
 
 
 def handle_errors(fn):
