@@ -467,7 +467,7 @@ def probe_for(
         probe = lambda rate: run_at(  # noqa: E731
             kind, setting, deployment, traffic.at_rate(rate), config
         )
-    return screening(probe) if traffic.process == "trace" else probe
+    return without_undecided(probe) if traffic.process == "trace" else probe
 
 
 def search_holds(result: LoadResult) -> bool:
@@ -476,7 +476,7 @@ def search_holds(result: LoadResult) -> bool:
     return bool(result.meets_targets) and not result.undecided
 
 
-def screening(probe: Callable[[float], LoadResult]) -> Callable[[float], LoadResult]:
+def without_undecided(probe: Callable[[float], LoadResult]) -> Callable[[float], LoadResult]:
     """``probe`` read by its p99s and backlog alone (``search_holds`` without its test of what the
     run can tell): a screen's short probes, since the full search that follows decides, and a
     trace's runs (``probe_for``)."""

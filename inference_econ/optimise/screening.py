@@ -27,8 +27,8 @@ from .load_search import (
     lattice_start,
     probe_for,
     run_until,
-    screening,
     search_holds,
+    without_undecided,
 )
 
 #: Full simulations testing whether a screened candidate can beat the plan (``screened_rows``)
@@ -167,8 +167,10 @@ def _full_search(
     ``holds``: a rate a full simulation held at (``_test``; ``find_knee_from``'s ``held``)."""
     short = dataclasses.replace(traffic, requests=SCREEN_REQUESTS)
     start = lattice_start("deployment", setting, deployment, traffic, config)
-    short_probe = screening(probe_for("deployment", setting, deployment, short, config))
-    short_early = screening(probe_for("deployment", setting, deployment, short, config, targets))
+    short_probe = without_undecided(probe_for("deployment", setting, deployment, short, config))
+    short_early = without_undecided(
+        probe_for("deployment", setting, deployment, short, config, targets)
+    )
     guess = find_knee(short_probe, targets, start, near=short_answer, early=short_early)
     probe = probe_for("deployment", setting, deployment, traffic, config)
     early = probe_for("deployment", setting, deployment, traffic, config, targets)
@@ -257,8 +259,8 @@ def _short_search(setting, deployment, traffic, targets, config) -> Knee:
         start = lattice_start("deployment", setting, deployment, traffic, config)
     except InfeasibleError as exc:  # the engine's memory: the weights do not fit
         return Knee(max_rate_per_s=0.0, evaluated=(), reason=str(exc))
-    probe = screening(probe_for("deployment", setting, deployment, short, config))
-    early = screening(probe_for("deployment", setting, deployment, short, config, targets))
+    probe = without_undecided(probe_for("deployment", setting, deployment, short, config))
+    early = without_undecided(probe_for("deployment", setting, deployment, short, config, targets))
     hopeless = hopeless_for("deployment", setting, deployment)
     try:
         return find_knee(
