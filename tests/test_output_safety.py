@@ -197,6 +197,11 @@ curves:
 """
 
 
+def _default_sigint() -> None:
+    """In the child before it starts: SIGINT's default action, whatever the suite inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_an_interrupted_run_leaves_no_partial_files(tmp_path, sig):
     """Killed (or interrupted) while it writes its figures and tables - what `reproduce all`
@@ -209,6 +214,9 @@ def test_an_interrupted_run_leaves_no_partial_files(tmp_path, sig):
         [sys.executable, "-m", "inference_econ.cli", "run", str(scenario), "--out", str(out), "-q"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        # SIGINT as a terminal delivers it: a suite run as a background job ignores SIGINT,
+        # and a child inheriting that would finish untouched
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:  # until the first file appears
