@@ -87,8 +87,10 @@ def expert_kernel_format(
 
 
 def family_of(gpu: GPU) -> str | None:
-    """The family of tables a part's fused MoE is measured by (``FAMILIES``), or None."""
-    return next((f for f, names in FAMILIES.items() if gpu.name in names), None)
+    """The family of tables a part's fused MoE is measured by (``FAMILIES``), or None. A part
+    derived from another (``derive_from``) runs its base's kernels: its base's family."""
+    parts = (gpu.name, *gpu.derived_from)
+    return next((f for p in parts for f, names in FAMILIES.items() if p in names), None)
 
 
 def moe_format_factor(gpu: GPU, fmt: str | None, shape, ep, tokens):

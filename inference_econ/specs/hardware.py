@@ -174,6 +174,9 @@ class GPU:
     #: Fitted figures (``fitted.FITTED_FIELDS``) a derived spec keeps from its base, as
     #: ``((field, part measured on), ...)``; empty for a part with its own file.
     inherited_fits: tuple[tuple[str, str], ...] = ()
+    #: The parts a derived spec comes from, its base first (empty for a part with its own
+    #: file): tables measured on a die (the fused MoE's, docs/model.md §F7) are its base's.
+    derived_from: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """A GPU built in Python is checked like one read from YAML (finite, in range)."""
@@ -295,6 +298,7 @@ class GPU:
         out["kernel_ceilings"] = self.kernel_ceilings.to_dict() if self.kernel_ceilings else {}
         fits = ", ".join(f"{name} (from {part})" for name, part in self.inherited_fits)
         out["inherited_fits"] = fits or "none"  # fitted figures kept from a base spec
+        out["derived_from"] = ", ".join(self.derived_from) or "none"
         return out
 
 
@@ -366,7 +370,7 @@ def _check_known(values: Mapping[str, Any], source: str) -> None:
     """Every field is a GPU field: a misspelt one is named with a did-you-mean (before any
     "is missing" for the field it was meant to be). ``link_bandwidth_bytes_per_s`` (one link)
     is accepted as input too."""
-    known = {f.name for f in dataclasses.fields(GPU)} - {"inherited_fits"} | {
+    known = {f.name for f in dataclasses.fields(GPU)} - {"inherited_fits", "derived_from"} | {
         "derive_from",
         "scale",
         "link_bandwidth_bytes_per_s",
@@ -694,6 +698,7 @@ def derive(
                     source, field, f"scaled by {short(factor)}, {exc.field} {exc.problem}", exc.fix
                 ) from None
     values["inherited_fits"] = inherited_fits(base, values)
+    values["derived_from"] = (base.name, *base.derived_from)
     values["name"] = name or values.get("name") or f"{base.name} (modified)"
     values.setdefault("aliases", ())
     values["source_file"] = source
