@@ -21,8 +21,10 @@ _SHOWN = {"cuda": "CUDA", "rocm": "ROCm", "any": "any platform"}
 
 
 def platform_of(gpu: Any) -> str:
-    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...), CUDA otherwise."""
-    return "rocm" if gpu.name.upper().startswith("MI") else "cuda"
+    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...) and parts derived
+    from one (``derive_from``, whatever their name), CUDA otherwise."""
+    parts = (gpu.name, *getattr(gpu, "derived_from", ()))
+    return "rocm" if any(p.upper().startswith("MI") for p in parts) else "cuda"
 
 
 def runs_on(profile: EngineProfile, platform: str) -> bool:
