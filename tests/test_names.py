@@ -186,6 +186,20 @@ def test_a_part_derived_from_an_amd_one_runs_rocm_whatever_its_name():
         ie.make_setting("Llama 3 70B", what_if, assumptions="achievable", engine="trtllm")
 
 
+def test_a_part_derived_from_an_a100_keeps_the_a100s_engine_defaults():
+    """vLLM's larger defaults (1,024 requests, 8,192 tokens served) skip the A100 by name; a
+    what-if A100 named otherwise took them, and at 30 req/s of 1,000 / 300 tokens on one GPU
+    its simulated p99 TPOT was 165 ms against the A100's 108 ms. It keeps the A100's."""
+    vllm = ie.load_engine("vllm")
+    a100 = load_hardware("A100-SXM-80GB")
+    what_if = derive(a100, name="Ampere what-if")
+    for offline in (True, False):
+        assert vllm.scheduler_limits(what_if, offline) == vllm.scheduler_limits(a100, offline)
+    assert vllm.scheduler_limits(what_if, False) != vllm.scheduler_limits(
+        load_hardware("H100-SXM"), False
+    )
+
+
 def test_every_profile_states_a_platform_the_catalog_knows():
     for entry in catalog.entries("engines"):
         assert ie.load_engine(entry.path).platform in ("cuda", "rocm", "any")

@@ -91,7 +91,8 @@ ROUTERS: tuple[RouterPolicy, ...] = get_args(RouterPolicy)
 class SchedulerLimits:
     """An engine's default batch and token budget where it differs by GPU or benchmark: on
     GPUs of at least ``min_hbm_gb`` GB whose name contains none of ``not_gpus``, for offline
-    runs only (``offline`` True), served ones only (False) or both (None)."""
+    runs only (``offline`` True), served ones only (False) or both (None). A part derived
+    from another (``derive_from``) is the GPU its base is to the engine: named by either."""
 
     max_batch_requests: int
     step_token_budget: int
@@ -100,10 +101,10 @@ class SchedulerLimits:
     offline: bool | None = None
 
     def applies(self, gpu, offline: bool) -> bool:
-        name = gpu.name.lower()
+        names = [n.lower() for n in (gpu.name, *getattr(gpu, "derived_from", ()))]
         return (
             gpu.hbm_capacity_bytes >= self.min_hbm_gb * 1e9
-            and not any(g.lower() in name for g in self.not_gpus)
+            and not any(g.lower() in n for g in self.not_gpus for n in names)
             and (self.offline is None or self.offline == offline)
         )
 
