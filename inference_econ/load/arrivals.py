@@ -40,6 +40,7 @@ from ..settings import check_each, option
 from ..specs.inputs import LeftOut, csv_rows, left_out, row_cells
 from ..specs.schema import check_number
 from .lengths import MAX_TOKENS, Lengths, parse_lengths
+from .sessions import session_rows
 
 TRACE_COLUMNS = ("arrival_time_s", "prompt_tokens", "output_tokens")
 #: Optional trace columns of shared prefixes and sessions (§E9).
@@ -55,13 +56,17 @@ class Sharing:
     prompt is made of (``((key, tokens), ...)``, the reusable ones first: a prefix the cache
     may hold), the key its answer is cached under (None: never reused), the request that
     follows it in its session (-1: none) with the think time before it is sent, and the key a
-    prefix-aware router hashes (the session, else the shared prefix; -1: none)."""
+    prefix-aware router hashes (the session, else the shared prefix; -1: none). A warm start
+    (``sessions.session_rows``) marks its sessions' requests (``warm``; None: none) and the
+    share of the steady population it holds."""
 
     segments: tuple
     answer_keys: tuple
     follows: np.ndarray
     think_s: np.ndarray
     route_keys: np.ndarray
+    warm: np.ndarray | None = None
+    warm_share: float = 1.0
 
     @property
     def sessions(self) -> bool:
@@ -80,6 +85,8 @@ class Sharing:
             np.where(nxt >= 0, where[np.maximum(nxt, 0)], -1),
             self.think_s[rows],
             self.route_keys[rows],
+            None if self.warm is None else self.warm[rows],
+            self.warm_share,
         )
 
 
@@ -387,6 +394,13 @@ class Traffic:
         return len(self._trace.arrival_s) if self.process == "trace" else int(self.requests)
 
     @property
+    def most_simulated_requests(self) -> int:
+        """Requests one simulation serves at most, a warm start's included (``sessions``: at
+        most as many again, where turns are apart)."""
+        warm = self.sessions and self.think_time_s > 0
+        return self.simulated_requests * (2 if warm else 1)
+
+    @property
     def offered_rate_per_s(self) -> float:
         """Total requests per second offered to the deployment (NaN for a closed loop: its
         clients send as fast as they are served)."""
@@ -452,47 +466,48 @@ class Traffic:
         return Arrivals(np.asarray(times, dtype=float), prompt, output, sharing)
 
     def _synthetic(self, rate: float, count: int, rngs) -> Arrivals:
-        """Synthetic shared prefixes and sessions (module docstring): sessions start as a
-        Poisson process of ``rate / session_turns``; the first turns come first in the
-        stream, by arrival, the later turns after them (sent when the turn before finishes)."""
+        """Synthetic shared prefixes and sessions (module docstring, ``sessions``): sessions
+        start as a Poisson process of ``rate / session_turns``, with the sessions a steady
+        state holds between turns at time zero where turns are apart; the first turns come
+        first in the stream, by arrival, the later turns after them (sent when the turn before
+        finishes)."""
         gaps_rng, pick_rng, in_rng, out_rng = rngs
         turns = int(self.session_turns)
-        sessions = max(1, math.ceil(count / turns))
-        n = sessions * turns
-        starts = np.cumsum(gaps_rng.exponential(1.0, sessions)) / (rate / turns)
-        rows = None if self.trace is None else pick_rng.integers(0, len(self.trace.arrival_s), n)
-        new = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, n)
-        out = self._lengths(self.output_lengths, "output_tokens", rows, out_rng, n)
-        sys = int(self.shared_prefix_tokens)
-        prefix = pick_rng.integers(0, max(int(self.shared_prefixes), 1), sessions)
-        think = gaps_rng.exponential(1.0, n) * float(self.think_time_s)
-        # request (s, k) is row s + k·sessions: first turns first, in order of arrival
-        new = new.reshape(turns, sessions)
-        out = out.reshape(turns, sessions)
-        history = np.cumsum(new + out, axis=0) - out  # the prompt after the prefix, by turn
-        prompt = (sys + history).reshape(-1)
-        segments, answers = [], []
-        for k in range(turns):
-            for s in range(sessions):
-                segs: list[tuple[tuple, int]] = [(("p", int(prefix[s])), sys)] if sys else []
-                for j in range(k):
-                    segs += [(("u", s, j), int(new[j, s])), (("a", s, j), int(out[j, s]))]
-                segs.append((("u", s, k), int(new[k, s])))
-                segments.append(tuple(segs))
-                answers.append(("a", s, k) if k + 1 < turns else None)
-        index = np.arange(n)
-        follows = np.where(index + sessions < n, index + sessions, -1)
-        keys = np.tile(np.arange(sessions), turns) if turns > 1 else np.repeat(prefix, 1)
-        arrival = np.full(n, np.nan)
-        arrival[:sessions] = starts
+
+        def fresh(sessions: int) -> tuple:
+            n = sessions * turns
+            starts = np.cumsum(gaps_rng.exponential(1.0, sessions)) / (rate / turns)
+            rows = (
+                None if self.trace is None else pick_rng.integers(0, len(self.trace.arrival_s), n)
+            )
+            new = self._lengths(self.input_lengths, "prompt_tokens", rows, in_rng, n)
+            out = self._lengths(self.output_lengths, "output_tokens", rows, out_rng, n)
+            prefix = pick_rng.integers(0, max(int(self.shared_prefixes), 1), sessions)
+            think = gaps_rng.exponential(1.0, n) * float(self.think_time_s)
+            shape = (turns, sessions)
+            return starts, new.reshape(shape), out.reshape(shape), prefix, think.reshape(shape)
+
+        def draw(column: str, rng, n: int) -> np.ndarray:
+            # trace rows of one stream for both columns: a turn's prompt and answer stay paired
+            pick = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(6)[5])
+            rows = None if self.trace is None else pick.integers(0, len(self.trace.arrival_s), n)
+            lengths = self.input_lengths if column == "prompt_tokens" else self.output_lengths
+            return self._lengths(lengths, column, rows, rng, n)
+
+        made = session_rows(
+            rate, count, turns, float(self.think_time_s), int(self.shared_prefix_tokens),
+            int(self.shared_prefixes), int(self.seed), fresh, draw,
+        )  # fmt: skip
         sharing = Sharing(
-            tuple(segments),
-            tuple(answers),
-            follows.astype(np.int64),
-            np.where(index >= sessions, think, 0.0),
-            np.asarray(keys, dtype=np.int64),
+            made.segments,
+            made.answers,
+            made.follows,
+            made.think_s,
+            made.route_keys,
+            made.warm if made.warm.any() else None,
+            made.warm_share,
         )
-        return Arrivals(arrival, prompt.astype(np.int64), out.reshape(-1).astype(np.int64), sharing)
+        return Arrivals(made.arrival_s, made.prompt_tokens, made.output_tokens, sharing)
 
     def _lengths(self, lengths: Lengths | None, column: str, rows, rng, count: int):
         """The trace rows' own lengths (no distribution, or ``trace``: prompt and output of a

@@ -6,9 +6,11 @@ run's arrivals, or of a run of sessions' starts, against the noise of the arriva
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+
+from .sessions import WARM_ANSWERS
 
 #: How the note on an overloaded run begins.
 OVERLOAD = "the load outgrows the deployment"
@@ -222,11 +224,15 @@ SESSIONS_ENDED = 0.9
 @dataclass(frozen=True)
 class SessionPace:
     """How far a run of sessions got toward its offered load: its first, middle and last
-    session starts (s), the requests it sent between the middle start and the last, those the
-    offered rate brings between them (the starts' rate times the requests a session holds),
-    and how long nine sessions in ten last at least (s): their thinking between turns, plus
-    for each turn the time the run's first sessions took for their first answer, in an engine
-    not yet loaded (an overload lengthens sessions; this does not)."""
+    session starts (s; a warm start's sessions, already under way, are not starts), the
+    requests it sent between the middle start and the last, those the offered rate brings
+    between them (the starts' rate times the requests a session holds), how long nine
+    sessions in ten last at least (s): their thinking between turns, plus for each turn the
+    time the run's first sessions took for their first answer, in an engine not yet loaded (an
+    overload lengthens sessions; this does not), and how long after the first start the run
+    holds the sessions its offered load keeps going (``settle_s``: those sessions' length
+    without a warm start; with one, until the requests in service have filled in, or longer
+    where the warm start held only part of them, ``warm_share``)."""
 
     first_s: float
     middle_s: float
@@ -234,12 +240,31 @@ class SessionPace:
     sent: float
     offered: float
     session_s: float
+    settle_s: float = math.nan
+    warm_share: float = 0.0
+    #: A warm start's requests, and how long its run takes to settle once it holds all of
+    #: its sessions (``sessions.WARM_ANSWERS`` answers).
+    warm_requests: float = 0.0
+    warm_settle_s: float = math.nan
+
+    @property
+    def settles_s(self) -> float:
+        """Seconds after the first start from which the run holds its steady population."""
+        return self.session_s if math.isnan(self.settle_s) else self.settle_s
 
     @property
     def steady(self) -> bool:
-        """The sessions started first had ended by the middle start, all but a tenth: from there
-        the run holds as many as its offered load keeps going."""
-        return self.middle_s - self.first_s >= self.session_s
+        """The run holds as many sessions as its offered load keeps going from its middle start
+        on: the sessions started first had ended by then, all but a tenth, or a warm start
+        held them from the start."""
+        return self.middle_s - self.first_s >= self.settles_s
+
+    @property
+    def short_by(self) -> float:
+        """How many times longer the first half of the starts must be for the run to be
+        steady (at most 1 where it is)."""
+        half = self.middle_s - self.first_s
+        return self.settles_s / half if half > 0.0 else math.inf
 
     @property
     def kept(self) -> bool:
@@ -249,11 +274,12 @@ class SessionPace:
 
     @classmethod
     def of(cls, sent, sharing, e2e_s) -> SessionPace | None:
-        """The pace of a run (None with fewer than 20 sessions or nothing served)."""
+        """The pace of a run (None with fewer than 20 sessions started or nothing served)."""
         follows = sharing.follows
+        warm = np.zeros(len(sent), dtype=bool) if sharing.warm is None else sharing.warm
         first = np.ones(len(sent), dtype=bool)
         first[follows[follows >= 0]] = False
-        heads = np.flatnonzero(first & np.isfinite(sent))
+        heads = np.flatnonzero(first & np.isfinite(sent) & ~warm)
         done = np.isfinite(e2e_s) & np.isfinite(sent)
         if len(heads) < 20 or not done.any():
             return None
@@ -269,16 +295,26 @@ class SessionPace:
         answer = float(np.median(early[np.isfinite(early)])) if np.isfinite(early).any() else 0.0
         starts = sent[heads]
         t0, t_mid, t_last = float(starts[0]), float(starts[len(starts) // 2]), float(starts[-1])
-        rate = (len(starts) - 1) / max(t_last - t0, 1e-12) * done.sum() / len(starts)
+        own = (done & ~warm).sum()  # the requests a started session holds, served
+        rate = (len(starts) - 1) / max(t_last - t0, 1e-12) * own / len(starts)
         s_done = np.sort(sent[done])
         between = np.searchsorted(s_done, t_last, "right") - np.searchsorted(s_done, t_mid, "right")
+        session_s = float(np.quantile(think + turns * answer, SESSIONS_ENDED))
+        settle, share, warm_settle = math.nan, 0.0, math.nan
+        if sharing.warm is not None:
+            share, warm_settle = float(sharing.warm_share), WARM_ANSWERS * answer
+            settle = max(warm_settle, (1.0 - share) * session_s)
         return cls(
             first_s=t0,
             middle_s=t_mid,
             last_s=t_last,
             sent=float(between),
             offered=float(rate * (t_last - t_mid)),
-            session_s=float(np.quantile(think + turns * answer, SESSIONS_ENDED)),
+            session_s=session_s,
+            settle_s=settle,
+            warm_share=share,
+            warm_requests=float(warm.sum()),
+            warm_settle_s=warm_settle,
         )
 
 
@@ -294,7 +330,9 @@ def sessions_backlog(sent, pace: SessionPace | None, e2e_s, ttft_s) -> Backlog:
     filling its batch with sessions, which grows it with no overload: it is read by the
     requests waiting for their first token (a queue in front of the engine, or prompts it
     cannot begin), and says it cannot tell more (``unsteady_note``): its load never reached
-    the offered one."""
+    the offered one, and an overload up to as many times as its starts' first half is short of
+    a steady run's (``SessionPace.short_by``) reads as kept up. A warm start's run is read
+    from when it has settled (``SessionPace.settles_s``)."""
     if pace is None:
         return CANNOT_TELL
     if pace.steady and not pace.kept:
@@ -302,12 +340,17 @@ def sessions_backlog(sent, pace: SessionPace | None, e2e_s, ttft_s) -> Backlog:
         return Backlog(float(pace.offered / max(pace.sent, 1.0)), float(short), True)
     counts = Counts.of(sent, e2e_s, ttft_s)
     t_0, t_mid, t_last = (pace.first_s + pace.middle_s) / 2.0, pace.middle_s, pace.last_s
+    if not math.isnan(pace.settle_s):  # a warm start: its first stretch once it has settled
+        t_0 = min(max(t_0, pace.first_s + pace.settle_s), t_mid)
     if pace.steady:  # no batch still filling: the whole count tells too
         return counts.backlog(t_0, t_mid, t_last, True)
     if not len(counts.sent):
         return CANNOT_TELL
     read = counts.backlog(t_0, t_mid, t_last, False)  # the queue alone tells
-    return read if read.queue else Backlog(resolution=read.resolution)
+    resolution = max(read.resolution, pace.short_by)
+    if read.queue:
+        return replace(read, resolution=resolution)
+    return Backlog(resolution=resolution)
 
 
 def service_s(sent: np.ndarray, e2e_s: np.ndarray, admitted_s) -> float:
@@ -360,23 +403,42 @@ def overload_note(pace: SessionPace | None, backlog: Backlog) -> str:
 
 def unsteady_note(pace: SessionPace | None, requests: int, instances: int = 1) -> list[str]:
     """A run of sessions too short to reach a steady state says so, and how many requests per
-    instance it takes to reach one (its sessions' length over the first half of their starts'
-    span, times its own ``requests``)."""
+    instance it takes to reach one: its own ``requests`` (a warm start's left out) times how
+    far the first half of its starts is short (``SessionPace.short_by``; of a whole warm
+    start's settling where it has one), and at least what a whole warm start needs."""
     if pace is None or pace.steady:
         return []
     half = pace.middle_s - pace.first_s
+    own = max(requests - pace.warm_requests, 1.0) / max(instances, 1)
+    warm = not math.isnan(pace.warm_settle_s)
     if not half > 0.0:  # half the sessions start at once: no span to scale from
         need = "more requests per instance than this run's, over a longer span of starts,"
     else:
-        need = f"more than {requests / max(instances, 1) * pace.session_s / half:,.0f} requests"
-        need += " per instance"
+        most = own * (pace.warm_settle_s if warm else pace.session_s) / half
+        if warm and pace.warm_share < 1.0:
+            most = max(most, pace.warm_requests / max(pace.warm_share, 1e-9) / max(instances, 1))
+        need = f"more than {most:,.0f} requests per instance"
+    if warm:
+        held = (
+            "the sessions a steady load holds between turns"
+            if pace.warm_share >= 1.0
+            else f"{pace.warm_share:.0%} of the sessions a steady load holds between turns (a "
+            "warm start adds at most as many requests as the run's own)"
+        )
+        said = (
+            f"the run starts with {held} and holds its steady load only {pace.settles_s:,.0f} s "
+            f"after its first start, later than the first half of its starts, {half:,.0f} s"
+        )
+    else:
+        said = (
+            f"nine sessions in ten last at least {pace.session_s:,.0f} s (their thinking "
+            "between turns and the first answers' time), longer than the first half of their "
+            f"starts, {half:,.0f} s: the run never holds the sessions its offered load keeps "
+            "going"
+        )
     return [
-        f"nine sessions in ten last at least {pace.session_s:,.0f} s (their thinking between "
-        "turns and the first answers' time), longer than the first half of their starts, "
-        f"{half:,.0f} s: the run never holds the sessions its offered load keeps going, so "
-        "whether the deployment keeps up is read from the requests waiting for a first token "
-        f"only (it takes {need} to reach a steady state: "
-        "raise requests)"
+        f"{said}, so whether the deployment keeps up is read from the requests waiting for a "
+        f"first token only (it takes {need} to reach a steady state: raise requests)"
     ]
 
 

@@ -121,8 +121,9 @@ def tier_space(tier: KvTier, gpu, gpus: int, bytes_per_position: float) -> TierS
 
 def session_figures(sharing, ttft_s) -> dict:
     """A run's sessions (§E9): the p99 time to first token of their later turns (the requests
-    sent when an earlier one finished; those that produced one) and the requests per session;
-    {} without sessions."""
+    sent when an earlier one finished; those that produced one) and the requests per session
+    (of the sessions the run started: a warm start's are already under way); {} without
+    sessions."""
     if sharing is None or not sharing.sessions:
         return {}
     follows = np.asarray(sharing.follows)
@@ -130,7 +131,8 @@ def session_figures(sharing, ttft_s) -> dict:
     later[follows[follows >= 0]] = True
     ttft = np.asarray(ttft_s, dtype=float)[later]
     ttft = ttft[np.isfinite(ttft)]
+    own = np.ones(len(follows), dtype=bool) if sharing.warm is None else ~sharing.warm
     return {
         "later_turn_ttft_p99_s": float(np.quantile(ttft, 0.99)) if ttft.size else math.nan,
-        "requests_per_session": len(follows) / max(int(np.sum(~later)), 1),
+        "requests_per_session": int(own.sum()) / max(int(np.sum(~later & own)), 1),
     }

@@ -462,14 +462,14 @@ class Window:
 
 
 def _sessions_window(pace: SessionPace | None, lo: float, hi: float) -> tuple[float, float]:
-    """The service window of a steady run of sessions: from when the sessions started first
-    have ended (all but a tenth) to the last session start, within ``(lo, hi)``. After the last
-    start no session begins and the load ebbs, one session at a time, until the last one's
-    last answer, where a run without sessions drains at once: counted, it lowered the rates a
-    run of sessions serves (4-turn sessions at 8 req/s on one H100, kept up, served 6.7)."""
+    """The service window of a steady run of sessions: from when it holds its steady load
+    (``SessionPace.settles_s``) to the last start, within ``(lo, hi)``. After the last start
+    no session begins and the load ebbs, one session at a time, until the last one's last
+    answer, where a run without sessions drains at once: counted, it lowered the rates a run
+    of sessions serves (4-turn sessions at 8 req/s on one H100, kept up, served 6.7)."""
     if pace is None or not pace.steady:
         return lo, hi
-    opens, closes = max(lo, pace.first_s + pace.session_s), min(hi, pace.last_s)
+    opens, closes = max(lo, pace.first_s + pace.settles_s), min(hi, pace.last_s)
     return (opens, closes) if closes > opens else (lo, hi)
 
 

@@ -68,6 +68,17 @@ class Router:
         self.ring = np.array([p for p, _ in points], dtype=np.uint64)
         self.owner = [j for _, j in points]
 
+    def home(self, i: int) -> int:
+        """The engine whose cache a session under way at the start holds request ``i``'s history
+        in (``sessions.warm_caches``): the one its key hashes to where requests are routed by
+        it (``prefix_aware``), else one drawn evenly, as the engine that served its last turn
+        is, of a router that does not follow sessions."""
+        key = -1 if self.keys is None else int(self.keys[i])
+        if self.policy == "prefix_aware" and key >= 0:
+            start = int(np.searchsorted(self.ring, np.uint64(_mix(key)))) % len(self.ring)
+            return self.owner[start]
+        return int(_mix(i * 7_919 + 17) % self.k)
+
     def __call__(self, engines, i: int, at: float) -> int:
         p = self.policy
         if p == "random":

@@ -66,6 +66,7 @@ from .engine_state import (
 )
 from .records import Requests, RunRecord, record
 from .scheduling import PREFILL, admission
+from .sessions import warm_caches
 from .timeline import RECORDING
 from .watch import Watch
 
@@ -551,6 +552,7 @@ def simulate(
     if stop is not None and clients is None and not sessions:
         req.watch = Watch(stop, req.sent, ~req.rejected_mask, req.output_tokens, prefilled)
     engine = _Engine(instance, req, progress, clients, order)
+    warm_caches([engine], arrivals.sharing, lambda i: 0)
     with gc_paused():  # its per-request lists and tuples make no cycles
         finished = engine.run()
         rec = record([engine], req, arrivals, stopped=not finished)
@@ -583,6 +585,8 @@ def simulate_group(
         heapq.heappush(pending, (at, i))
 
     engines = [_Engine(inst, req, None, on_finish=follow) for inst in instances]
+    home = getattr(route, "home", None)
+    warm_caches(engines, arrivals.sharing, home or (lambda i: i % len(engines)))
     pending += [(float(req.sent[i]), int(i)) for i in np.flatnonzero(np.isfinite(req.sent))]
     heapq.heapify(pending)
     active = [False] * len(engines)

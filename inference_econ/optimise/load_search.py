@@ -75,14 +75,14 @@ def check_budget(traffic: Traffic, simulations: int, what: str, yes: bool = Fals
     """Refuse, before it starts, load work estimated to take more than ``LOAD_MAX_SECONDS``
     (unless ``yes``) or half the memory available (always): the estimate and the largest
     request count that would do in the message."""
-    n = traffic.simulated_requests
+    n = traffic.most_simulated_requests
     seconds = n * simulations * SECONDS_PER_REQUEST
     memory = GRID_MEMORY_SHARE * available_memory_bytes()
     if (seconds <= LOAD_MAX_SECONDS or yes) and n * BYTES_PER_REQUEST <= memory:
         return
     fits = int(
         min(LOAD_MAX_SECONDS / (simulations * SECONDS_PER_REQUEST), memory / BYTES_PER_REQUEST)
-    )
+    ) // max(n // max(traffic.simulated_requests, 1), 1)  # a warm start's requests come on top
     trace = traffic.process == "trace"
     raise SpecError(
         "argument",

@@ -1,0 +1,192 @@
+"""Synthetic sessions (docs/model.md §E2, §E9): sessions that start from time zero as a Poisson
+process, and, where their turns are apart, the sessions a steady state holds between turns at
+time zero (a warm start).
+
+A steady load of sessions starting at ``λ/K`` a second, each ``K`` turns an exponential think
+time of mean ``S`` apart, holds ``λ/K · (K - 1) · S`` sessions between turns at any instant
+(Little's law; the time a turn is served adds the few sessions being answered, which the run
+itself fills in). Each waits for its next turn ``g`` with equal chance for ``g = 1 .. K - 1``
+(every pause has the same mean) and sends it an exponential time of mean ``S`` later (the
+pause's rest, memoryless). Without them a run starts empty and takes the sessions' whole
+length, ``(K - 1) · S`` and more, to hold what its load keeps going: for sessions of minutes,
+tens of thousands of requests. With them it is at that population from the start, and its
+caches hold their histories as a steady run's would (``warm_caches``): it is read once the
+requests in service have filled in (``WARM_ANSWERS`` answers' time). Warm sessions come in
+addition to the run's requests, at most as many requests again (``warm_share``: the part of
+the population a run could start with).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Answers' times (the median first answer of the run's first sessions) after the first start
+#: before a warm run is read: the requests in service, none at the start, have filled in.
+WARM_ANSWERS = 3.0
+
+
+@dataclass(frozen=True)
+class SessionRows:
+    """The requests of a run of synthetic sessions, heads (first turns, or a warm session's
+    first turn in the run) by arrival time first, then the turns sent after an answer (NaN
+    arrival). Per request: its prompt's segments (``((key, tokens), ...)``), its answer's cache
+    key, the request that follows it (-1: none) with its think time, its session (the route
+    key) and whether it belongs to a warm session; ``warm_share`` is the part of the warm
+    population the run holds (1: all, or none needed)."""
+
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    segments: tuple
+    answers: tuple
+    follows: np.ndarray
+    think_s: np.ndarray
+    route_keys: np.ndarray
+    warm: np.ndarray
+    warm_share: float
+
+
+def warm_sessions(rate: float, turns: int, think_s: float) -> float:
+    """Sessions a steady load of ``rate`` requests a second holds between turns (Little's
+    law): ``rate / turns`` starts a second, each ``turns - 1`` pauses of mean ``think_s``."""
+    return rate / turns * (turns - 1) * think_s if turns > 1 else 0.0
+
+
+def _generators(seed: int) -> list[np.random.Generator]:
+    """Six streams of the warm sessions' draws (first turn in the run, its arrival, shared
+    prefix, pauses, new messages, answers), each read in session order so that the first
+    sessions are the same whatever the rate: a search's runs differ only by the sessions the
+    higher rate adds. Independent of the fresh sessions' streams (``arrivals._generators``)."""
+    child = np.random.SeedSequence(seed).spawn(5)[4]
+    return [np.random.default_rng(s) for s in child.spawn(6)]
+
+
+def session_rows(
+    rate: float,
+    count: int,
+    turns: int,
+    think_s: float,
+    sys_tokens: int,
+    prefixes: int,
+    seed: int,
+    fresh: Callable,
+    draw: Callable,
+) -> SessionRows:
+    """The sessions of ``count`` requests at ``rate`` (module docstring) and the warm ones.
+    ``fresh(n_sessions)`` returns the fresh sessions' (starts, new messages and answers
+    turn-major as ``(turns, sessions)``, shared prefix of each, think times) from the traffic's
+    own streams; ``draw(column, rng, n)`` draws ``n`` lengths of ``column`` (prompt_tokens,
+    output_tokens)."""
+    sessions = max(1, math.ceil(count / turns))
+    starts, new, out, prefix, think = fresh(sessions)
+    heads = [(starts, new, out, prefix, np.zeros(sessions, dtype=np.int64), think)]
+    need = warm_sessions(rate, turns, think_s)
+    share = 1.0
+    if think_s > 0 and round(need) >= 1:
+        warm, share = _warm(rate, count, turns, think_s, prefixes, seed, draw, need)
+        heads.append(warm)
+    return _rows(heads, turns, sys_tokens, share)
+
+
+def _warm(rate, count, turns, think_s, prefixes, seed, draw, need) -> tuple:
+    """The warm sessions (module docstring) whose requests fit in ``count``: (arrivals, new
+    messages and answers as ``(turns, sessions)``, prefixes, first turn in the run, think
+    times turn-major), and the share of the ``need`` sessions (rounded) they are."""
+    k_rng, t_rng, p_rng, w_rng, n_rng, o_rng = _generators(seed)
+    most = int(min(round(need), count))
+    first = k_rng.integers(1, turns, most)
+    fit = int(np.searchsorted(np.cumsum(turns - first), count, side="right"))
+    first = first[:fit]
+    arrival = t_rng.exponential(think_s, most)[:fit]
+    prefix = p_rng.integers(0, max(prefixes, 1), most)[:fit]
+    pauses = w_rng.exponential(think_s, most * turns)[: fit * turns]
+    new = draw("prompt_tokens", n_rng, most * turns)[: fit * turns].reshape(fit, turns).T
+    out = draw("output_tokens", o_rng, most * turns)[: fit * turns].reshape(fit, turns).T
+    share = fit / round(need)
+    return (arrival, new, out, prefix, first, pauses.reshape(fit, turns).T), share
+
+
+def _rows(groups: list, turns: int, sys_tokens: int, share: float) -> SessionRows:
+    """Every group's sessions as requests (``SessionRows``); with one group of sessions all
+    starting at their first turn, in the order the runs before warm starts had (request
+    ``(s, k)`` at row ``s + k · sessions``)."""
+    arrival, prompt, output, segments, answers = [], [], [], [], []
+    follows, think, keys, warm, heads = [], [], [], [], []
+    base = 0
+    for g, (times, new, out, prefix, first, pauses) in enumerate(groups):
+        n_sessions = len(times)
+        history = np.cumsum(new + out, axis=0) - out  # the prompt after the prefix, by turn
+        for k in range(turns):
+            for s in range(n_sessions):
+                if k < first[s]:
+                    continue
+                sid = base + s
+                segs: list[tuple[tuple, int]] = (
+                    [(("p", int(prefix[s])), sys_tokens)] if sys_tokens else []
+                )
+                for j in range(k):
+                    segs += [(("u", sid, j), int(new[j, s])), (("a", sid, j), int(out[j, s]))]
+                segs.append((("u", sid, k), int(new[k, s])))
+                head = k == first[s]
+                arrival.append(float(times[s]) if head else math.nan)
+                prompt.append(sys_tokens + int(history[k, s]))
+                output.append(int(out[k, s]))
+                segments.append(tuple(segs))
+                answers.append(("a", sid, k) if k + 1 < turns else None)
+                think.append(0.0 if head else float(pauses[k, s]))
+                keys.append(sid if turns > 1 else int(prefix[s]))
+                warm.append(g > 0)
+                heads.append(head)
+                follows.append((sid, k))
+        base += n_sessions
+    return _ordered(
+        arrival, prompt, output, segments, answers, follows, think, keys, warm, heads, share
+    )  # fmt: skip
+
+
+def _ordered(arrival, prompt, output, segments, answers, turn_of, think, keys, warm, heads,
+             share) -> SessionRows:  # fmt: skip
+    """The requests in the order ``Arrivals`` keeps (heads by arrival, then the rest as built),
+    each linked to its session's next turn."""
+    arrival_a = np.asarray(arrival, dtype=float)
+    head = np.asarray(heads, dtype=bool)
+    order = np.concatenate(
+        [np.flatnonzero(head)[np.argsort(arrival_a[head], kind="stable")], np.flatnonzero(~head)]
+    )
+    row_of = {turn_of[i]: r for r, i in enumerate(order)}
+    nxt = np.array([row_of.get((turn_of[i][0], turn_of[i][1] + 1), -1) for i in order])
+    return SessionRows(
+        arrival_a[order],
+        np.asarray(prompt, dtype=np.int64)[order],
+        np.asarray(output, dtype=np.int64)[order],
+        tuple(segments[i] for i in order),
+        tuple(answers[i] for i in order),
+        nxt.astype(np.int64),
+        np.asarray(think, dtype=float)[order],
+        np.asarray(keys, dtype=np.int64)[order],
+        np.asarray(warm, dtype=bool)[order],
+        share,
+    )
+
+
+def warm_caches(engines, sharing, home) -> None:
+    """Put each warm session's history (its first prompt in the run but its new message) in
+    the prefix cache of the engine ``home(request)`` names, as a steady run's cache holds it
+    between turns, then evict what the engine's memory cannot hold (to its tiers where it has
+    them): least recently used first, in an order drawn at random (in a steady run the time a
+    pause has lasted says nothing of what is left of it). Engines without a cache are left."""
+    if sharing is None or sharing.warm is None:
+        return
+    heads = np.flatnonzero(sharing.warm & (sharing.think_s == 0.0))
+    heads = heads[np.random.default_rng(len(heads)).permutation(len(heads))]
+    for i in heads:
+        cache = engines[home(int(i))].cache
+        history = sharing.segments[i][:-1]
+        if cache is not None and history:
+            cache.release(cache.insert(history, None, 0.0), 0.0)
+    for e in engines:
+        e.trim()
