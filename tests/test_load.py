@@ -713,6 +713,24 @@ def test_knee_search_finds_the_boundary_of_a_monotone_curve():
     assert none.max_rate_per_s == 0.0 and "even at" in none.reason
 
 
+def test_a_load_no_rate_holds_is_refused_at_the_lightest_rate_its_table_shows(monkeypatch):
+    """When no load meets the targets, max_load's table runs its curve from 15 % of the
+    search's lightest run (1 / 256 req/s for a search started at 1: its curve reaches down
+    to 0.000586 req/s); the reason had named the search's lightest run (0.0039 req/s), not the
+    table's first row."""
+    from inference_econ.optimise import load_search as ls
+
+    targets = Targets(ttft_p99_s=1e-6)
+    monkeypatch.setattr(ls, "knee_of", lambda *a, **k: find_knee(_Curve, targets, start=1.0))
+    monkeypatch.setattr(ls, "probe_for", lambda *a, **k: _Curve)
+    found = ls.max_load(None, None, make_traffic(1.0, "100", "10", requests=10), targets)
+    rates = sorted(r.rate_per_s for r in (*found.knee.evaluated, *found.curve))
+    lightest_searched = min(r.rate_per_s for r in found.knee.evaluated)
+    assert found.max_rate_per_s == 0.0 and lightest_searched == pytest.approx(1 / 256)
+    assert rates[0] == pytest.approx(0.15 / 256)
+    assert found.knee.reason.startswith(f"even at {rates[0]:.3g} req/s: p99 TTFT 0.000586 s")
+
+
 def test_tighter_targets_are_never_cheaper(llama8b):
     """Same traffic, nested targets: the cheapest deployment's cost never falls as targets
     tighten, and the most load an instance holds never rises."""

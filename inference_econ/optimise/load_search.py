@@ -573,4 +573,9 @@ def max_load(
     probe = probe_for("deployment", setting, deployment, traffic, config)
     rates = centre * np.geomspace(0.15, 1.5, curve_points) if curve_points else np.empty(0)
     curve = tuple(probe(float(r)).with_targets(targets) for r in rates)
+    shown = (*knee.evaluated, *curve)
+    if not knee.max_rate_per_s and shown:  # why not: at the lightest load the table shows
+        lightest = min(shown, key=lambda r: r.rate_per_s)
+        if not lightest.meets_targets:
+            knee = replace(knee, reason=_why_not(lightest, targets))
     return MaxLoad(deployment, targets, knee, curve, traffic.describe(with_rate=False))
