@@ -602,16 +602,67 @@ def test_a_tensorrt_llm_plan_attends_on_the_whole_group_or_every_gpu_alone():
 def test_experts_are_spread_only_as_the_engine_launches_them():
     """gpt-oss-20b's 32 experts on 3 GPUs: TensorRT-LLM and SGLang assert num_experts %
     ep_size == 0, so their workers tensor-split the experts (no EP degree, no --ep_size flag);
-    vLLM spreads them unevenly (11, 11, 10) and keeps expert parallelism; on 4 GPUs every
-    engine spreads them 8 a rank."""
-    for engine, gpus, want in (("trtllm", 3, 1), ("sglang", 3, 1), ("vllm", 3, 3),
-                               ("trtllm", 4, 4)):  # fmt: skip
+    vLLM would spread them unevenly (11, 11, 10), which the model does not price (it had
+    launched EP3 and priced the experts tensor-split), so it launches no expert parallelism
+    either, and the attention data parallelism its plan chose, which vLLM runs only with
+    expert-parallel MoE layers, is refused with the reason; on 4 GPUs every engine spreads
+    them 8 a rank."""
+    for engine, gpus, want in (("trtllm", 3, 1), ("sglang", 3, 1), ("vllm", 3, 1),
+                               ("trtllm", 4, 4), ("vllm", 4, 4)):  # fmt: skip
         plan = api.export("gpt-oss-20b", "H100", engine=engine, gpus=gpus, batch=32,
                           prompt_tokens=1000, output_tokens=100)  # fmt: skip
         (w,) = plan.workers
         assert w.expert == want, (engine, gpus, w)
+        assert bc.metadata(plan)["ie_parallelism"].startswith(f"TP{gpus} (EP{want}")
+        if (engine, gpus) == ("vllm", 3):
+            assert w.attention_dp == 3
+            with pytest.raises(SpecError, match="spreading gpt-oss-20b's experts unevenly"):
+                bundle.render(plan)
+            continue
         text = bundle.render(plan)["launch.sh"]
         assert ("--ep_size 3" in text or "--ep-size 3" in text) is False, (engine, text)
+
+
+def test_a_frontier_export_launches_the_expert_degree_its_point_was_priced_with(tmp_path):
+    """Qwen3-235B-A22B on 24 H200 (FP8 weights), the preference point at 1,000 / 200 tokens:
+    TP12 PP2 with six attention ranks, its 128 experts priced EP4 (gcd of 12 and 128) once
+    batches are large. SGLang 0.5.3 takes --ep-size 4 of --tp-size 12 (moe_tp_size 3) and
+    TensorRT-LLM --ep_size likewise: the export launches EP4 and prices it ($0.821 per million
+    output tokens; it had launched EP1 and priced that, $1.04, beside a point priced at EP4,
+    $0.81). plan.json and the benchmark's metadata state EP4, read back by the measured-row
+    parser as EP4 (a layout without it had read as splitting the experts by the batch)."""
+    from inference_econ.measured.layouts import layout_of
+    from inference_econ.serving.requests import request
+
+    plan = api.export("Qwen3-235B-A22B", "H200", weight_bits=8, engine="sglang", plan="frontier",
+                      pick="preference", prompt_tokens=1000, output_tokens=200,
+                      checkpoint="./q8")  # fmt: skip
+    (w,) = plan.workers
+    assert (w.gpus, w.pipeline, w.tensor, w.attention_dp, w.expert) == (24, 2, 12, 6, 4)
+    assert plan.expected["usd_per_m_output_tokens"] == pytest.approx(0.821, rel=0.01)
+    point = request(plan.setting, 24, w.batch, 1000, 200, discrete=True)
+    assert point["usd_per_m_output_tokens"] == pytest.approx(0.8095, rel=0.01)
+    files = bundle.render(plan)
+    assert (
+        "--tp-size 12 --pp-size 2 --enable-dp-attention --dp-size 6 --ep-size 4"
+        in files["launch.sh"]
+    )
+    stated = json.loads(files["plan.json"])["workers"][0]["parallelism"]
+    assert stated == bc.metadata(plan)["ie_parallelism"] == "TP12PP2 (EP4, DP6 attn-DP)"
+    read = layout_of(stated, 24, "plan.json")
+    assert (read.tensor, read.pipeline, read.attention_ranks, read.expert) == (12, 2, 6, 4)
+    # a layout the export launches without expert parallelism says so: EP1, read back as EP1
+    dense_experts = dataclasses.replace(w, expert=1)
+    assert layout_of(ec.parallelism(dense_experts, moe=True), 24, "plan.json").expert == 1
+    assert ec.parallelism(dense_experts) == "TP12PP2 (DP6 attn-DP)"  # a dense model's
+    # vLLM 0.11's expert parallelism spans the whole group (EP12, unevenly): a worker it
+    # launches tensor-split is priced so and says so
+    from inference_econ.export.experts import expert_note, launched_degree
+
+    assert launched_degree(plan.setting, 12, "vllm") == 1
+    assert launched_degree(plan.setting, 12, "trtllm") == 4
+    note = expert_note(plan.setting, 12, 1, "vllm", "0.11.0")
+    assert "128 experts EP4 over TP12" in note and "figures are EP1's" in note
 
 
 # --- the checkpoint every shipped model launches ---------------------------------------------

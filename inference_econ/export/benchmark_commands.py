@@ -45,7 +45,8 @@ def metadata(plan: LaunchPlan) -> dict:
         "ie_model": plan.setting.model.name,
         "ie_hardware": plan.setting.gpu.name,
         "ie_n_gpus": plan.gpus,
-        "ie_parallelism": parallelism(decode) + (f" x{decode.count}" if decode.count > 1 else ""),
+        "ie_parallelism": parallelism(decode, plan.setting.model.is_moe)
+        + (f" x{decode.count}" if decode.count > 1 else ""),
         "ie_precision": _precision(plan),
         "ie_engine": plan.engine,
         "ie_engine_version": plan.version,

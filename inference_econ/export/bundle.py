@@ -31,7 +31,7 @@ def plan_record(plan: LaunchPlan) -> dict:
                 "role": w.role,
                 "count": w.count,
                 "gpus": w.gpus,
-                "parallelism": parallelism(w),
+                "parallelism": parallelism(w, plan.setting.model.is_moe),
                 "batch": w.batch,
                 "token_budget": w.token_budget,
                 "memory_gb_per_gpu": {

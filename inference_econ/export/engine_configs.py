@@ -16,6 +16,7 @@ import json
 
 from ..errors import SpecError
 from ..measured.layouts import attention_words
+from .experts import uneven_experts
 from .launch import LaunchPlan, Worker, engine_names
 from .nodes import (
     Command,
@@ -157,7 +158,14 @@ def vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
     args = []
     if w.attention_dp > 1:
         if w.expert <= 1:
-            _refuse_layout(plan, w, "attention data parallelism needs expert-parallel MoE layers")
+            _refuse_layout(
+                plan,
+                w,
+                "attention data parallelism needs expert-parallel MoE layers"
+                + uneven_experts(plan.setting, w.tensor),
+                "export for sglang or trtllm, which launch part of the group, or choose a point"
+                " whose tensor degree divides the experts",
+            )
         tp = w.tensor // w.attention_dp
         args += [f["data_attention"], str(w.attention_dp)]
     args += [f["tensor"], str(tp), f["pipeline"], str(w.pipeline)]
@@ -324,8 +332,8 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
     nodes = node_count(placed)
     out = []
     for w in plan.workers:
-        if w.expert > 1 and w.expert != w.tensor:
-            _refuse_layout(plan, w, "its expert-parallel size equals the tensor-parallel size")
+        if w.tensor % w.expert:  # moe_tp_size = tp_size // ep_size (parallel_state.py)
+            _refuse_layout(plan, w, "its expert-parallel size divides the tensor-parallel size")
         argv = [*names["launch"], names["model"], plan.checkpoint, f["tensor"], str(w.tensor)]
         if w.pipeline > 1:
             argv += [f["pipeline"], str(w.pipeline)]
@@ -594,12 +602,14 @@ def launch_script(plan: LaunchPlan, notes: tuple[str, ...] = (), processes=None)
     )
 
 
-def parallelism(w: Worker) -> str:
+def parallelism(w: Worker, moe: bool = False) -> str:
     """The layout as the measured-results format writes it ("TP8", "TP4PP2", "TP8 (EP8,
     attn-DP)", "TP8 (EP8, DP2 attn-DP)": attention over two ranks of TP4), read back by
-    ``compare-measured`` as the same layout."""
+    ``compare-measured`` as the same layout; a mixture of experts (``moe``) always states its
+    expert degree ("TP12PP2 (EP4, DP6 attn-DP)", "TP8 (EP1)"): a layout without one is read as
+    splitting the experts once batches are large, which a launch does not."""
     text = f"TP{w.tensor}" + (f"PP{w.pipeline}" if w.pipeline > 1 else "")
-    extra = [f"EP{w.expert}"] if w.expert > 1 else []
+    extra = [f"EP{w.expert}"] if w.expert > 1 or moe else []
     words = attention_words(w.tensor, w.attention_dp)
     if words:
         extra.append(" ".join(words))

@@ -28,6 +28,7 @@ from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
 from ..serving.support import plan_line
+from .experts import expert_note, launched_degree
 from .refusals import (
     checkpoint_of,
     longest_request,
@@ -59,6 +60,11 @@ def engine_names(engine: str) -> dict:
             f"choose {', '.join(ENGINES)}",
         )
     return data[engine]
+
+
+def _version(engine: str) -> str:
+    """The version of ``engine`` an export targets (``launch_flags.yaml``)."""
+    return str(engine_names(engine)["version"])
 
 
 @dataclass(frozen=True)
@@ -123,7 +129,7 @@ class LaunchPlan:
 
     @property
     def version(self) -> str:
-        return str(engine_names(self.engine)["version"])
+        return _version(self.engine)
 
     @property
     def disaggregated(self) -> bool:
@@ -176,23 +182,7 @@ def layout_degrees(
             f"TP{t} cannot be launched: {split}",
             "give a GPU count whose tensor degree divides the model's heads and widths",
         )
-    return p, t, t // a, _expert_degree(setting, t, engine)
-
-
-#: Engines whose expert parallelism spreads experts unevenly over the ranks (vLLM's
-#: ``determine_expert_map`` gives the remainder to the first ranks); TensorRT-LLM's and
-#: SGLang's MoE layers assert ``num_experts % ep_size == 0``.
-UNEVEN_EXPERTS = ("vllm",)
-
-
-def _expert_degree(setting: Setting, t: int, engine: str) -> int:
-    """The expert-parallel degree a worker of tensor degree ``t`` launches on ``engine``:
-    ``t`` where every MoE layer's experts spread over the GPUs whole or the engine spreads
-    them unevenly, else 1, the experts then tensor-split as ``_tensor_split`` allows (a dense
-    model: 1)."""
-    groups = [g for g in setting.model.layer_groups if g.ffn.experts > 1]
-    even = all(g.ffn.experts % t == 0 for g in groups)
-    return t if groups and (even or engine in UNEVEN_EXPERTS) else 1
+    return p, t, t // a, launched_degree(setting, t, engine)
 
 
 #: Engines that refuse a step token budget below the batch: vLLM 0.11's SchedulerConfig raises
@@ -341,6 +331,7 @@ def point_plan(
             f"the benchmark below: a closed loop of {b} clients, {prompt_tokens:g} in / "
             f"{output_tokens:g} out, {load.requests} requests (as compare-measured replays "
             "its results); means over the requests.",
+            *filter(None, [expert_note(setting, w.tensor, w.expert, engine, _version(engine))]),
             *_extrapolation_notes(r),
         ),
         ends,
@@ -708,7 +699,7 @@ def disagg_plan(
             engine,
             "prefill",
             prefill_count,
-            (1, n_p, 1, _expert_degree(setting, n_p, engine)),
+            (1, n_p, 1, launched_degree(setting, n_p, engine)),
             prefill_batch,
             _step_budget(engine, setting.gpu),
             prompt_tokens,

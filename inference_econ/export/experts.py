@@ -1,0 +1,71 @@
+"""The expert-parallel degree an export launches: the one the model prices a mixture of experts
+at on the worker's whole layout (docs/model-part-f.md §F11), where the engine's version runs it
+with that tensor group; else the experts tensor-split (EP1), priced so, and said so."""
+
+from __future__ import annotations
+
+import math
+
+from ..serving.setting import Setting
+
+#: Engines whose expert-parallel size may be part of the tensor group, the experts' matrices
+#: tensor-split over the rest. SGLang 0.5.3's ``--ep-size``: moe_tp_size = tp_size // ep_size
+#: (sglang/srt/distributed/parallel_state.py); its MoE layer asserts num_experts % ep_size == 0
+#: and the expert width % moe_tp_size == 0 (layers/moe/fused_moe_triton/layer.py), and
+#: server_args.py holds ep_size to 1 or tp_size only under the flashinfer_cutlass MoE runner
+#: (and sets it to tp_size under DeepEP), neither of which an export selects. TensorRT-LLM's
+#: ``--ep_size`` (moe_expert_parallel_size): its Mapping takes moe_tp_size = tp_size //
+#: moe_ep_size and checks that their product is tp_size. vLLM 0.11's
+#: ``--enable-expert-parallel`` spans the whole group (EP = TP x DP), unevenly where the
+#: experts do not divide it, which the model does not price.
+PART_OF_GROUP = ("sglang", "trtllm")
+
+
+def priced_degree(setting: Setting, t: int) -> int:
+    """The degree the model splits a mixture of experts over a tensor group of ``t`` GPUs at,
+    once it splits them (§A5 on whole layouts: gcd(t, E), ``model.step_calls.expert_degree``);
+    1 for a dense model, or where its MoE groups' degrees differ (one flag sets them all)."""
+    degrees = {
+        math.gcd(int(t), int(g.ffn.experts))
+        for g in setting.model.layer_groups
+        if g.ffn.experts > 1
+    }
+    return degrees.pop() if len(degrees) == 1 else 1
+
+
+def launched_degree(setting: Setting, t: int, engine: str) -> int:
+    """The expert-parallel degree a worker of tensor degree ``t`` launches on ``engine``: the
+    priced one where it is 1 or the whole group, or the engine takes part of the group; else 1
+    (the experts tensor-split, as ``launch._tensor_split`` checks they can be)."""
+    e = priced_degree(setting, t)
+    return e if e in (1, t) or engine in PART_OF_GROUP else 1
+
+
+def expert_note(setting: Setting, t: int, launched: int, engine: str, version: str) -> str:
+    """The line saying a worker launches its experts otherwise than the model splits them on
+    its layout at large batches (vLLM, whose expert parallelism spans the whole group), and
+    that the export's figures are the launched degree's; "" where they agree."""
+    e = priced_degree(setting, t)
+    if e <= 1 or launched == e:
+        return ""
+    experts = max(g.ffn.experts for g in setting.model.layer_groups)
+    return (
+        f"Experts: the model splits {setting.model.name}'s {experts} experts EP{e} over TP{t} "
+        f"(the largest degree dividing both) once batches are large; {engine} {version}'s "
+        f"expert parallelism spans all {t} GPUs of the group, unevenly, which the model does "
+        f"not price: the export launches the experts tensor-split (EP{launched}) and its "
+        f"figures are EP{launched}'s."
+    )
+
+
+def uneven_experts(setting: Setting, t: int) -> str:
+    """Why vLLM launches no expert parallelism on a tensor group of ``t`` GPUs, to follow a
+    refusal that needs it: its experts do not divide the group; "" where they do."""
+    e = priced_degree(setting, t)
+    if e == t or not setting.model.is_moe:
+        return ""
+    return (
+        f"; vLLM's expert parallelism spans all {t} GPUs, spreading {setting.model.name}'s "
+        "experts unevenly, which the model does not price"
+        + (f" (it splits them EP{e})" if e > 1 else "")
+    )
