@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ..model.step_calls import expert_degree
 from ..serving.setting import Setting
 
 #: Engines whose expert-parallel size may be part of the tensor group, the experts' matrices
@@ -26,7 +27,7 @@ def priced_degree(setting: Setting, t: int) -> int:
     once it splits them (§A5 on whole layouts: gcd(t, E), ``model.step_calls.expert_degree``);
     1 for a dense model, or where its MoE groups' degrees differ (one flag sets them all)."""
     degrees = {
-        math.gcd(int(t), int(g.ffn.experts))
+        int(expert_degree(math.inf, t, int(g.ffn.experts), 0, integer=True))
         for g in setting.model.layer_groups
         if g.ffn.experts > 1
     }
