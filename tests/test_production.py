@@ -180,6 +180,20 @@ def test_a_warm_start_puts_each_history_where_its_next_turn_is_routed(llama8b):
     assert len(heads) == 30 and found["prefix_aware"] >= 0.8 and 0.3 < found["random"] < 0.7
 
 
+@pytest.mark.parametrize("router, said", [("random", True), ("prefix_aware", False)])
+def test_a_run_of_sessions_says_when_its_router_does_not_follow_them(router, said):
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--instances", "2"]
+    args += ["--rate", "2", "--prompt-tokens", "300", "--output-tokens", "50", "--turns", "3"]
+    args += ["--think-time", "2", "--router", router, "--requests", "60", "-q"]
+    out = CliRunner().invoke(main, args).output
+    assert "a random router" in out if said else "a prefix aware router" in out
+    assert ("--router prefix_aware keeps a session where its history is" in out) == said
+
+
 def test_prefix_aware_routing_hits_no_less_than_random_on_a_session_trace(llama8b, tmp_path):
     rng = np.random.default_rng(0)
     lines, t = (

@@ -181,11 +181,21 @@ def _sharing(result) -> str:
         return "the clients are spread evenly over them"
     if result.instances_simulated > 1:
         router = result.router.replace("_", " ")
-        return f"a {router} router sends each request to one of them (docs/model.md §E10)" + (
-            f"; they stand for all {result.instances}, each group of "
-            f"{result.instances_simulated} seeing its share of the load"
-            if result.instances > result.instances_simulated
-            else ""
+        stray = result.requests_per_session is not None and result.router != "prefix_aware"
+        return (
+            f"a {router} router sends each request to one of them (docs/model.md §E10)"
+            + (
+                f"; they stand for all {result.instances}, each group of "
+                f"{result.instances_simulated} seeing its share of the load"
+                if result.instances > result.instances_simulated
+                else ""
+            )
+            + (
+                "; a session's next turn lands on any of them, its history cached where its last "
+                "was served (--router prefix_aware keeps a session where its history is)"
+                if stray
+                else ""
+            )
         )
     if result.router == "round_robin" and not pools:
         of = "the trace's rows" if trace else "the Poisson stream's requests"
