@@ -1620,15 +1620,16 @@ def test_a_load_search_of_sessions_apart_holds_what_a_steady_run_serves():
     """Eight-turn sessions 30 s apart (Llama 3.1 8B, 500/100 tokens, p99 TPOT 100 ms, one
     H100): a steady load of R req/s holds 26 R sessions between turns. Runs that started
     empty never held them, and the search held 57.08 req/s at 500 requests and 1,074 at 2,000
-    while serving about 1 and 4 (their output 106 and 407 tokens/s). Started with them (a warm
-    start), 2,000 requests hold 15.1 req/s (13.0 at 5,000) and serve it."""
+    while serving about 1 and 4 (their output 106 and 407 tokens/s). Started with them and
+    with those being answered (a warm start), 2,000 requests hold 14.8 req/s, and serve it
+    (5,000 hold 13.3)."""
     kw = dict(input_lengths="500", output_lengths="100", session_turns=8, think_time_s=30)
     found = ie.max_load(
         "Llama 3.1 8B", "H100", gpus=1, assumptions="achievable", slo_tpot_p99_s=0.1,
         requests=2000, **kw,
     )  # fmt: skip
     held = found.knee.at_max
-    assert 10 < found.max_rate_per_s < 20 and held.meets_targets and not held.undecided
+    assert 11 < found.max_rate_per_s < 17 and held.meets_targets and not held.undecided
     assert held.output_tokens_per_s > 0.8 * 100 * found.max_rate_per_s  # it serves what it holds
     assert not any("steady state" in n for n in held.notes)
 

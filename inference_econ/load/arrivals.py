@@ -57,8 +57,9 @@ class Sharing:
     may hold), the key its answer is cached under (None: never reused), the request that
     follows it in its session (-1: none) with the think time before it is sent, and the key a
     prefix-aware router hashes (the session, else the shared prefix; -1: none). A warm start
-    (``sessions.session_rows``) marks its sessions' requests (``warm``; None: none) and the
-    share of the steady population it holds."""
+    (``sessions.session_rows``) marks its sessions' requests (``warm``; None: none), the
+    share of the steady population it holds and the seconds a turn was taken to spend being
+    answered (``turn_s``: the sessions in answer it seeded)."""
 
     segments: tuple
     answer_keys: tuple
@@ -67,6 +68,7 @@ class Sharing:
     route_keys: np.ndarray
     warm: np.ndarray | None = None
     warm_share: float = 1.0
+    turn_s: float = 0.0
 
     @property
     def sessions(self) -> bool:
@@ -87,6 +89,7 @@ class Sharing:
             self.route_keys[rows],
             None if self.warm is None else self.warm[rows],
             self.warm_share,
+            self.turn_s,
         )
 
 
@@ -414,7 +417,9 @@ class Traffic:
         """The same traffic at another total rate (a trace's times are rescaled)."""
         return replace(self, rate_per_s=float(rate_per_s))
 
-    def stream(self, instances: int = 1, group: int = 1, in_turn: bool = False) -> Arrivals:
+    def stream(
+        self, instances: int = 1, group: int = 1, in_turn: bool = False, turn_s=None
+    ) -> Arrivals:
         """The requests ``group`` of ``instances`` instances receive together under random
         load balancing: a Poisson stream of ``group / instances`` of the rate and ``group``
         times ``requests`` requests (whole sessions), or each trace row (each trace session)
@@ -422,7 +427,9 @@ class Traffic:
         round-robin router serves in turn receives every ``instances``-th request instead (a
         Poisson stream's gaps summed ``instances`` at a time: Erlang gaps, §E10; a trace's
         every ``instances``-th row) where no prompts share prefixes or sessions (``shares``:
-        those go whole, at random, and a router needs the instances simulated together)."""
+        those go whole, at random, and a router needs the instances simulated together).
+        ``turn_s(rate, prompt, output, context)``: an instance's seconds answering a turn at
+        ``rate`` requests a second, for a warm start's sessions being answered (``sessions``)."""
         # a closed loop's clients send the requests in order: their arrival times are unused
         rate = 1.0 if self.clients is not None else self.offered_rate_per_s
         share = group / instances
@@ -439,8 +446,14 @@ class Traffic:
             return Arrivals(unit / (rate * share), prompt, output, None)
         gaps_rng, pick_rng, in_rng, out_rng = _generators(self.seed)
         if self.sessions or self.shared_prefix_tokens > 0:
+            served = None  # one instance's turn time at its share of the load (``turn_s``)
+            if turn_s is not None:
+                served = lambda p, o, c: turn_s(rate / instances, p, o, c)  # noqa: E731
             return self._synthetic(
-                rate * share, int(self.requests) * group, (gaps_rng, pick_rng, in_rng, out_rng)
+                rate * share,
+                int(self.requests) * group,
+                (gaps_rng, pick_rng, in_rng, out_rng),
+                served,
             )
         rows = None
         if self.process == "trace":
@@ -465,7 +478,7 @@ class Traffic:
             sharing = _trace_sharing(self._trace, rows, prompt, output)
         return Arrivals(np.asarray(times, dtype=float), prompt, output, sharing)
 
-    def _synthetic(self, rate: float, count: int, rngs) -> Arrivals:
+    def _synthetic(self, rate: float, count: int, rngs, turn_s=None) -> Arrivals:
         """Synthetic shared prefixes and sessions (module docstring, ``sessions``): sessions
         start as a Poisson process of ``rate / session_turns``, with the sessions a steady
         state holds between turns at time zero where turns are apart; the first turns come
@@ -496,7 +509,7 @@ class Traffic:
 
         made = session_rows(
             rate, count, turns, float(self.think_time_s), int(self.shared_prefix_tokens),
-            int(self.shared_prefixes), int(self.seed), fresh, draw,
+            int(self.shared_prefixes), int(self.seed), fresh, draw, turn_s,
         )  # fmt: skip
         sharing = Sharing(
             made.segments,
@@ -506,6 +519,7 @@ class Traffic:
             made.route_keys,
             made.warm if made.warm.any() else None,
             made.warm_share,
+            made.turn_s,
         )
         return Arrivals(made.arrival_s, made.prompt_tokens, made.output_tokens, sharing)
 

@@ -302,8 +302,12 @@ class SessionPace:
         session_s = float(np.quantile(think + turns * answer, SESSIONS_ENDED))
         settle, share, warm_settle = math.nan, 0.0, math.nan
         if sharing.warm is not None:
-            share, warm_settle = float(sharing.warm_share), WARM_ANSWERS * answer
-            settle = max(warm_settle, (1.0 - share) * session_s)
+            share = float(sharing.warm_share)
+            pauses = sharing.think_s[sharing.think_s > 0.0]
+            pause = float(pauses.mean()) if len(pauses) else 0.0
+            seeded = float(sharing.turn_s)
+            settle = _warm_settle(share, pause, seeded, answer, session_s)
+            warm_settle = _warm_settle(1.0, pause, seeded, answer, session_s)
         return cls(
             first_s=t0,
             middle_s=t_mid,
@@ -316,6 +320,32 @@ class SessionPace:
             warm_requests=float(warm.sum()),
             warm_settle_s=warm_settle,
         )
+
+
+#: The share of a steady load's sessions a run started warm may still lack when it is read
+#: (``_warm_settle``).
+DEFICIT_LEFT = 0.05
+
+
+def _warm_settle(
+    share: float, pause: float, seeded: float, answer: float, session_s: float
+) -> float:
+    """Seconds after its first start from which a run started warm holds its steady load. A
+    warm start that seeded the sessions being answered as a turn of ``seeded`` seconds has
+    them (its instance's estimate at the load, ``run.turn_estimate``) holds ``share`` of a
+    steady load's sessions; one that seeded none (no instance to estimate with) lacks those,
+    ``answer / (pause + answer)`` of them at its first answers' time (loaded: an overload
+    lengthens it and the lack it reads). The sessions it lacks ebb as they would have ended,
+    over a session's length, and it is read once they are at most ``DEFICIT_LEFT`` of a
+    steady load's, and once the requests in service have filled in
+    (``sessions.WARM_ANSWERS`` turns)."""
+    cycle = pause + answer
+    covered = 1.0 if seeded > 0.0 or cycle <= 0.0 else pause / cycle
+    lack = 1.0 - share * covered
+    settle = WARM_ANSWERS * (seeded if seeded > 0.0 else answer)
+    if lack > DEFICIT_LEFT:
+        settle = max(settle, session_s * (1.0 - DEFICIT_LEFT / lack))
+    return settle
 
 
 def sessions_backlog(sent, pace: SessionPace | None, e2e_s, ttft_s) -> Backlog:
@@ -340,8 +370,8 @@ def sessions_backlog(sent, pace: SessionPace | None, e2e_s, ttft_s) -> Backlog:
         return Backlog(float(pace.offered / max(pace.sent, 1.0)), float(short), True)
     counts = Counts.of(sent, e2e_s, ttft_s)
     t_0, t_mid, t_last = (pace.first_s + pace.middle_s) / 2.0, pace.middle_s, pace.last_s
-    if not math.isnan(pace.settle_s):  # a warm start: its first stretch once it has settled
-        t_0 = min(max(t_0, pace.first_s + pace.settle_s), t_mid)
+    if pace.steady and not math.isnan(pace.settle_s):  # warm: its first stretch once settled
+        t_0 = min(max(t_0, pace.first_s + pace.settle_s), (pace.first_s + 3.0 * t_mid) / 4.0)
     if pace.steady:  # no batch still filling: the whole count tells too
         return counts.backlog(t_0, t_mid, t_last, True)
     if not len(counts.sent):

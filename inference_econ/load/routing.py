@@ -77,7 +77,7 @@ class Router:
         if self.policy == "prefix_aware" and key >= 0:
             start = int(np.searchsorted(self.ring, np.uint64(_mix(key)))) % len(self.ring)
             return self.owner[start]
-        return int(_mix(i * 7_919 + 17) % self.k)
+        return int(_mix((key if key >= 0 else i) * 7_919 + 17) % self.k)  # the same at any rate
 
     def __call__(self, engines, i: int, at: float) -> int:
         p = self.policy

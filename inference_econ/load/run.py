@@ -11,6 +11,7 @@ so they run one engine model the same way.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -62,12 +63,41 @@ class Run:
     stop: dict[str, float] | None = None
     requests: Arrivals | None = None
 
-    def arrivals(self) -> Arrivals:
-        """The requests the run serves."""
+    def arrivals(self, instance: Instance | None = None) -> Arrivals:
+        """The requests the run serves (with the ``instance`` that serves them, a warm start
+        of sessions seeds those being answered too: ``turn_estimate``)."""
         if self.requests is not None:
             return self.requests
         in_turn = self.router == "round_robin"  # one instance of several alone: its turns
-        return self.traffic.stream(self.instances, self.group, in_turn)
+        turn_s = None if instance is None else functools.partial(turn_estimate, instance)
+        return self.traffic.stream(self.instances, self.group, in_turn, turn_s)
+
+
+def turn_estimate(instance: Instance, rate: float, prompt: float, output: float, context):
+    """Rough seconds a turn spends being answered on ``instance`` at ``rate`` requests a
+    second, ``prompt`` tokens of it to prefill: ``output + 1`` steps of the step time the load
+    settles into, its decoding batch ``rate · output · step`` (Little's law) and a share
+    ``rate · prompt · step / budget`` of its steps carrying a chunk of prompts (found by a few
+    fixed-point steps), not more than a minute a step (a load the instance cannot keep up
+    with). Errors only move how many sessions a warm start seeds being answered; the run's
+    reading measures what it lacks (``backlog.SessionPace``)."""
+    held, read = float(instance.held(context)), float(instance.positions(context))
+    budget = max(int(instance.config.step_token_budget), 1)
+    most = int(instance.config.max_batch_requests)
+    step = instance.table.time_s(1, held, read)
+    for _ in range(30):
+        batch = int(min(round(max(rate * max(output, 1.0) * step, 1.0)), most))
+        decode = instance.table.time_s(batch, batch * held, batch * read)
+        full = max(budget, batch)  # a step carrying prompts fills the token budget: its chunk
+        # reads its prefix's cache once and each of its tokens attends to about the context
+        mixed = instance.table.time_s(full, (batch + 1) * held, full * read)
+        share = min(rate * max(prompt, 0.0) * step / budget, 1.0)
+        nxt = min((1.0 - share) * decode + share * mixed, 60.0)
+        done = abs(nxt - step) <= 1e-3 * step
+        step = nxt
+        if done:
+            break
+    return (max(output, 1.0) + 1.0) * step
 
 
 def simulate_run(
@@ -75,7 +105,7 @@ def simulate_run(
 ) -> RunRecord:
     """What one instance (or ``run.group`` copies of it behind the run's router, routed by
     the requests' sessions and shared prefixes) measured serving the run's requests."""
-    arrivals = run.arrivals()
+    arrivals = run.arrivals(instance)
     if run.group > 1:
         keys = arrivals.sharing.route_keys if arrivals.sharing is not None else None
         route = Router(run.router, run.group, keys, run.traffic.seed)

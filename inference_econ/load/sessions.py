@@ -48,21 +48,25 @@ class SessionRows:
     route_keys: np.ndarray
     warm: np.ndarray
     warm_share: float
+    #: The seconds a turn was estimated to spend being answered (``turn_s``; 0: not seeded).
+    turn_s: float = 0.0
 
 
-def warm_sessions(rate: float, turns: int, think_s: float) -> float:
-    """Sessions a steady load of ``rate`` requests a second holds between turns (Little's
-    law): ``rate / turns`` starts a second, each ``turns - 1`` pauses of mean ``think_s``."""
-    return rate / turns * (turns - 1) * think_s if turns > 1 else 0.0
+def warm_sessions(rate: float, turns: int, think_s: float, turn_s: float = 0.0) -> float:
+    """Sessions a steady load of ``rate`` requests a second holds between turns or being
+    answered before one (Little's law): ``rate / turns`` starts a second, each ``turns - 1``
+    pauses of mean ``think_s`` and as many turns of ``turn_s`` before them."""
+    return rate / turns * (turns - 1) * (think_s + turn_s) if turns > 1 else 0.0
 
 
 def _generators(seed: int) -> list[np.random.Generator]:
-    """Six streams of the warm sessions' draws (first turn in the run, its arrival, shared
-    prefix, pauses, new messages, answers), each read in session order so that the first
-    sessions are the same whatever the rate: a search's runs differ only by the sessions the
-    higher rate adds. Independent of the fresh sessions' streams (``arrivals._generators``)."""
+    """Eight streams of the warm sessions' draws (first turn in the run, its pause's rest,
+    shared prefix, pauses, new messages, answers, whether it is being answered, what is left of
+    that answer), each read in session order so that the first sessions are the same whatever
+    the rate: a search's runs differ only by the sessions the higher rate adds. Independent of
+    the fresh sessions' streams (``arrivals._generators``)."""
     child = np.random.SeedSequence(seed).spawn(5)[4]
-    return [np.random.default_rng(s) for s in child.spawn(6)]
+    return [np.random.default_rng(s) for s in child.spawn(8)]
 
 
 def session_rows(
@@ -75,42 +79,54 @@ def session_rows(
     seed: int,
     fresh: Callable,
     draw: Callable,
+    turn_s: Callable | None = None,
 ) -> SessionRows:
     """The sessions of ``count`` requests at ``rate`` (module docstring) and the warm ones.
     ``fresh(n_sessions)`` returns the fresh sessions' (starts, new messages and answers
     turn-major as ``(turns, sessions)``, shared prefix of each, think times) from the traffic's
     own streams; ``draw(column, rng, n)`` draws ``n`` lengths of ``column`` (prompt_tokens,
-    output_tokens)."""
+    output_tokens); ``turn_s(prompt, output, context)`` estimates the seconds a turn (its new
+    message to prefill, its answer, its context) spends being answered at this load (None:
+    none are seeded)."""
     sessions = max(1, math.ceil(count / turns))
     starts, new, out, prefix, think = fresh(sessions)
     heads = [(starts, new, out, prefix, np.zeros(sessions, dtype=np.int64), think)]
-    need = warm_sessions(rate, turns, think_s)
+    served = 0.0
+    if turn_s is not None and think_s > 0:  # a turn prefills its new message, its history cached
+        context = float(np.mean(sys_tokens + np.cumsum(new + out, axis=0) - out))
+        message, answer = float(np.mean(new)), float(np.mean(out))
+        served = max(float(turn_s(message, answer, context + answer / 2.0)), 0.0)
+    need = warm_sessions(rate, turns, think_s, served)
     share = 1.0
     if think_s > 0 and round(need) >= 1:
-        warm, share = _warm(rate, count, turns, think_s, prefixes, seed, draw, need)
+        warm, share = _warm(rate, count, turns, (think_s, served), prefixes, seed, draw, need)
         heads.append(warm)
-    return _rows(heads, turns, sys_tokens, share)
+    return _rows(heads, turns, sys_tokens, share, served)
 
 
 def _warm(rate, count, turns, think_s, prefixes, seed, draw, need) -> tuple:
     """The warm sessions (module docstring) whose requests fit in ``count``: (arrivals, new
     messages and answers as ``(turns, sessions)``, prefixes, first turn in the run, think
     times turn-major), and the share of the ``need`` sessions (rounded) they are."""
-    k_rng, t_rng, p_rng, w_rng, n_rng, o_rng = _generators(seed)
+    k_rng, t_rng, p_rng, w_rng, n_rng, o_rng, a_rng, r_rng = _generators(seed)
+    think_s, served = think_s
     most = int(min(round(need), count))
     first = k_rng.integers(1, turns, most)
     fit = int(np.searchsorted(np.cumsum(turns - first), count, side="right"))
-    first = first[:fit]
-    arrival = t_rng.exponential(think_s, most)[:fit]
-    prefix = p_rng.integers(0, max(prefixes, 1), most)[:fit]
-    pauses = w_rng.exponential(think_s, most * turns)[: fit * turns]
-    new = draw("prompt_tokens", n_rng, most * turns)[: fit * turns].reshape(fit, turns).T
-    out = draw("output_tokens", o_rng, most * turns)[: fit * turns].reshape(fit, turns).T
+    first = first[:fit]  # each stream read in session order: the first ``fit`` sessions' draws
+    # between turns, or (a share served / (pause + served)) being answered before one: sent
+    # the rest of that answer (its turn's work left out, the run's first answers' time) later
+    answering = a_rng.random(fit) < served / (think_s + served)
+    arrival = t_rng.exponential(think_s, fit) + np.where(answering, r_rng.random(fit) * served, 0.0)
+    prefix = p_rng.integers(0, max(prefixes, 1), fit)
+    pauses = w_rng.exponential(think_s, fit * turns)
+    new = draw("prompt_tokens", n_rng, fit * turns).reshape(fit, turns).T
+    out = draw("output_tokens", o_rng, fit * turns).reshape(fit, turns).T
     share = fit / round(need)
     return (arrival, new, out, prefix, first, pauses.reshape(fit, turns).T), share
 
 
-def _rows(groups: list, turns: int, sys_tokens: int, share: float) -> SessionRows:
+def _rows(groups: list, turns: int, sys_tokens: int, share: float, served: float) -> SessionRows:
     """Every group's sessions as requests (``SessionRows``); with one group of sessions all
     starting at their first turn, in the order the runs before warm starts had (request
     ``(s, k)`` at row ``s + k · sessions``)."""
@@ -144,12 +160,13 @@ def _rows(groups: list, turns: int, sys_tokens: int, share: float) -> SessionRow
                 follows.append((sid, k))
         base += n_sessions
     return _ordered(
-        arrival, prompt, output, segments, answers, follows, think, keys, warm, heads, share
+        arrival, prompt, output, segments, answers, follows, think, keys, warm, heads, share,
+        served,
     )  # fmt: skip
 
 
 def _ordered(arrival, prompt, output, segments, answers, turn_of, think, keys, warm, heads,
-             share) -> SessionRows:  # fmt: skip
+             share, served) -> SessionRows:  # fmt: skip
     """The requests in the order ``Arrivals`` keeps (heads by arrival, then the rest as built),
     each linked to its session's next turn."""
     arrival_a = np.asarray(arrival, dtype=float)
@@ -170,6 +187,7 @@ def _ordered(arrival, prompt, output, segments, answers, turn_of, think, keys, w
         np.asarray(keys, dtype=np.int64)[order],
         np.asarray(warm, dtype=bool)[order],
         share,
+        served,
     )
 
 
@@ -177,12 +195,13 @@ def warm_caches(engines, sharing, home) -> None:
     """Put each warm session's history (its first prompt in the run but its new message) in
     the prefix cache of the engine ``home(request)`` names, as a steady run's cache holds it
     between turns, then evict what the engine's memory cannot hold (to its tiers where it has
-    them): least recently used first, in an order drawn at random (in a steady run the time a
-    pause has lasted says nothing of what is left of it). Engines without a cache are left."""
+    them): least recently used first, in an order that looks drawn at random and is the same
+    for a session at any rate (``_scrambled``; in a steady run the time a pause has lasted says
+    nothing of what is left of it). Engines without a cache are left."""
     if sharing is None or sharing.warm is None:
         return
     heads = np.flatnonzero(sharing.warm & (sharing.think_s == 0.0))
-    heads = heads[np.random.default_rng(len(heads)).permutation(len(heads))]
+    heads = heads[np.argsort(_scrambled(sharing.route_keys[heads]), kind="stable")]
     for i in heads:
         cache = engines[home(int(i))].cache
         history = sharing.segments[i][:-1]
@@ -190,3 +209,12 @@ def warm_caches(engines, sharing, home) -> None:
             cache.release(cache.insert(history, None, 0.0), 0.0)
     for e in engines:
         e.trim()
+
+
+def _scrambled(keys: np.ndarray) -> np.ndarray:
+    """Keys in an order that looks drawn at random, the same for a session whatever else the
+    run holds (splitmix64's finaliser; integer arithmetic wraps)."""
+    z = np.asarray(keys, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
