@@ -184,6 +184,10 @@ def test_a_part_derived_from_an_amd_one_runs_rocm_whatever_its_name():
     assert row.tokens_per_s == pytest.approx(base.tokens_per_s, rel=1e-9)
     with pytest.raises(SpecError, match="runs on CUDA"):
         ie.make_setting("Llama 3 70B", what_if, assumptions="achievable", engine="trtllm")
+    # and a part derived from a CUDA one stays CUDA whatever its name ("Mild..." starts "MI")
+    mild = derive("H100-SXM", name="Mild H100")
+    assert ie.make_setting("Llama 3.1 8B", mild, assumptions="achievable").assumptions.profile(
+    ).name == "trtllm"  # fmt: skip
 
 
 def test_a_part_derived_from_an_a100_keeps_the_a100s_engine_defaults():

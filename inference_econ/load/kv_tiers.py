@@ -129,9 +129,9 @@ def session_figures(sharing, ttft_s) -> dict:
     follows = np.asarray(sharing.follows)
     later = np.zeros(len(follows), dtype=bool)
     later[follows[follows >= 0]] = True
-    ttft = np.asarray(ttft_s, dtype=float)[later]
-    ttft = ttft[np.isfinite(ttft)]
     own = np.ones(len(follows), dtype=bool) if sharing.warm is None else ~sharing.warm
+    ttft = np.asarray(ttft_s, dtype=float)[later | ~own]  # a warm session's turns are later ones
+    ttft = ttft[np.isfinite(ttft)]
     return {
         "later_turn_ttft_p99_s": float(np.quantile(ttft, 0.99)) if ttft.size else math.nan,
         "requests_per_session": int(own.sum()) / max(int(np.sum(~later & own)), 1),

@@ -22,9 +22,11 @@ _SHOWN = {"cuda": "CUDA", "rocm": "ROCm", "any": "any platform"}
 
 def platform_of(gpu: Any) -> str:
     """The software platform of a GPU: ROCm on AMD Instinct parts (MI...) and parts derived
-    from one (``derive_from``, whatever their name), CUDA otherwise."""
-    parts = (gpu.name, *getattr(gpu, "derived_from", ()))
-    return "rocm" if any(p.upper().startswith("MI") for p in parts) else "cuda"
+    from one (``derive_from``: the part a derivation starts from, whatever their own name),
+    CUDA otherwise."""
+    derived = tuple(getattr(gpu, "derived_from", ()))
+    root = derived[-1] if derived else gpu.name  # a derived part is its first base's kind
+    return "rocm" if root.upper().startswith("MI") else "cuda"
 
 
 def runs_on(profile: EngineProfile, platform: str) -> bool:
