@@ -426,4 +426,5 @@ def test_sessions_filling_the_batch_are_not_read_as_an_overload():
     result = ie.simulate_load(setting, arrival_rate_per_s=1.5, **load)
     assert result.stable and result.backlog_growth < 1.0 and result.overloaded_note is None
     assert not any("steady state" in n for n in result.notes)
+    assert any("are sessions under way at its start" in n for n in result.notes)  # how many
     assert result.throughput_requests_per_s == pytest.approx(1.5, rel=0.1)

@@ -431,6 +431,19 @@ def overload_note(pace: SessionPace | None, backlog: Backlog) -> str:
     )
 
 
+def sessions_notes(pace: SessionPace | None, requests: int, instances: int = 1) -> list[str]:
+    """The notes of a run of sessions: how many of its requests a warm start added (its
+    sessions under way at the start, docs/model-part-e.md §E2), and ``unsteady_note``."""
+    if pace is None or not pace.warm_requests:
+        return unsteady_note(pace, requests, instances)
+    warm = (
+        f"{pace.warm_requests:,.0f} of its {requests:,} requests are sessions under way at its "
+        "start, as a steady load holds them between turns and being answered (a warm start, "
+        "docs/model-part-e.md §E2)"
+    )
+    return [warm, *unsteady_note(pace, requests, instances)]
+
+
 def unsteady_note(pace: SessionPace | None, requests: int, instances: int = 1) -> list[str]:
     """A run of sessions too short to reach a steady state says so, and how many requests per
     instance it takes to reach one: its own ``requests`` (a warm start's left out) times how

@@ -27,6 +27,7 @@ from .backlog import (
     backlog_of,
     overload_note,
     session_pace,
+    sessions_notes,
     short_run_note,
     unsteady_note,
 )
@@ -243,9 +244,8 @@ class LoadResult:
 
     @property
     def unsteady_notes(self) -> list[str]:
-        """The note of a run of sessions too short to reach a steady state (``unsteady_note``;
-        none otherwise), as plans built on this run's held load state it (``capacity
-        --demand``, ``--fleet``, ``--power-cap-mw``)."""
+        """The note of a run of sessions too short to reach a steady state (``unsteady_note``),
+        as plans built on its held load state it (``capacity --demand``, ``--fleet``)."""
         pace = self.window.pace if self.window is not None else None
         notes = unsteady_note(pace, self.requests, self.instances_simulated)
         return [f"one instance's held load: {note}" for note in notes]
@@ -680,7 +680,7 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
         )
     if backlog.behind:
         notes.append(overload_note(window.pace, backlog))
-    notes += unsteady_note(window.pace, n, setup.instances_simulated)
+    notes += sessions_notes(window.pace, n, setup.instances_simulated)
     if rejected:
         notes.append(
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
