@@ -223,16 +223,20 @@ def cases():
 
 
 def record_fields(rec) -> dict:
-    """Every field of a RunRecord as plain values (the arrivals' arrays by name)."""
+    """Every field of a RunRecord as plain values (the arrivals' arrays by name, and their
+    sharing's fields one by one: a field one tree has and the baseline lacks is not
+    compared, so a new field left at its default changes no case)."""
     got = {}
     for f in dataclasses.fields(rec):
         value = getattr(rec, f.name)
         if f.name == "arrivals":
             for g in dataclasses.fields(value):
                 part = getattr(value, g.name)
-                got[f"arrivals.{g.name}"] = (
-                    np.asarray(part) if not dataclasses.is_dataclass(part) else repr(part)
-                )
+                if not dataclasses.is_dataclass(part):
+                    got[f"arrivals.{g.name}"] = np.asarray(part)
+                    continue
+                for h in dataclasses.fields(part):
+                    got[f"arrivals.{g.name}.{h.name}"] = getattr(part, h.name)
         else:
             got[f.name] = value
     return got
