@@ -1,19 +1,21 @@
-"""Synthetic sessions (docs/model.md §E2, §E9): sessions that start from time zero as a Poisson
-process, and, where their turns are apart, the sessions a steady state holds between turns at
-time zero (a warm start).
+"""Synthetic sessions (docs/model-part-e.md §E2, §E9): sessions that start from time zero as a
+Poisson process, and, where their turns are apart, the sessions a steady state holds at time
+zero (a warm start).
 
 A steady load of sessions starting at ``λ/K`` a second, each ``K`` turns an exponential think
-time of mean ``S`` apart, holds ``λ/K · (K - 1) · S`` sessions between turns at any instant
-(Little's law; the time a turn is served adds the few sessions being answered, which the run
-itself fills in). Each waits for its next turn ``g`` with equal chance for ``g = 1 .. K - 1``
-(every pause has the same mean) and sends it an exponential time of mean ``S`` later (the
-pause's rest, memoryless). Without them a run starts empty and takes the sessions' whole
-length, ``(K - 1) · S`` and more, to hold what its load keeps going: for sessions of minutes,
-tens of thousands of requests. With them it is at that population from the start, and its
-caches hold their histories as a steady run's would (``warm_caches``): it is read once the
-requests in service have filled in (``WARM_ANSWERS`` answers' time). Warm sessions come in
-addition to the run's requests, at most as many requests again (``warm_share``: the part of
-the population a run could start with).
+time of mean ``S`` apart and each turn ``T`` seconds in answer, holds ``λ/K · (K - 1) · (S + T)``
+sessions waiting for a later turn at any instant (Little's law). Each waits for its turn ``g``
+with equal chance for ``g = 1 .. K - 1`` (every pause has the same mean): in a pause with
+chance ``S / (S + T)``, sending it an exponential time of mean ``S`` later (the pause's rest,
+memoryless), else being answered, sending it the rest of that answer and a pause later (the
+answer's own work left out). ``T`` is the instance's estimate at the load
+(``run.turn_estimate``; without one, none are seeded being answered). Without them a run
+starts empty and takes the sessions' whole length, ``(K - 1) · S`` and more, to hold what its
+load keeps going: for sessions of minutes, tens of thousands of requests. With them it is at
+that population from the start, and its caches hold their histories as a steady run's would
+(``warm_caches``). Warm sessions come in addition to the run's requests, at most as many
+requests again (``warm_share``: the part of the population a run could start with); how long
+a run takes to settle is ``backlog.SessionPace``'s.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Answers' times (the median first answer of the run's first sessions) after the first start
-#: before a warm run is read: the requests in service, none at the start, have filled in.
+#: Turns' times (the estimated turn, or without one the median first answer of the run's first
+#: sessions) after the first start before a warm run is read: the requests in service, none at
+#: the start, have filled in.
 WARM_ANSWERS = 3.0
 
 
