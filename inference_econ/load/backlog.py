@@ -465,8 +465,8 @@ def unsteady_note(pace: SessionPace | None, requests: int, instances: int = 1) -
         held = (
             "the sessions a steady load holds between turns"
             if pace.warm_share >= 1.0
-            else f"{pace.warm_share:.0%} of the sessions a steady load holds between turns (a "
-            "warm start adds at most as many requests as the run's own)"
+            else f"{_share(pace.warm_share)} of the sessions a steady load holds between turns "
+            "(a warm start adds at most as many requests as the run's own)"
         )
         said = (
             f"the run starts with {held} and holds its steady load only {pace.settles_s:,.0f} s "
@@ -483,6 +483,11 @@ def unsteady_note(pace: SessionPace | None, requests: int, instances: int = 1) -
         f"{said}, so whether the deployment keeps up is read from the requests waiting for a "
         f"first token only (it takes {need} to reach a steady state: raise requests)"
     ]
+
+
+def _share(x: float) -> str:
+    """A share in per cent, "under 1%" below it (not "0%" of something held)."""
+    return f"{x:.0%}" if x >= 0.005 else "under 1%"
 
 
 #: A run that keeps up says it is short where an overload of more than this many times what
