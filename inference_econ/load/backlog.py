@@ -487,7 +487,7 @@ def unsteady_note(pace: SessionPace | None, requests: int, instances: int = 1) -
 
 def _share(x: float) -> str:
     """A share in per cent, "under 1%" below it (not "0%" of something held)."""
-    return f"{x:.0%}" if x >= 0.005 else "under 1%"
+    return f"{x:.0%}" if x >= 0.01 else "under 1%"
 
 
 #: A run that keeps up says it is short where an overload of more than this many times what
