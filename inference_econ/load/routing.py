@@ -45,8 +45,9 @@ def check_router(name: str) -> RouterPolicy:
     return name
 
 
-def _mix(x: int) -> int:
-    """A 64-bit integer hash (splitmix64's finaliser): well spread, the same on every run."""
+def mix64(x: int) -> int:
+    """A 64-bit integer hash (splitmix64's finaliser): well spread, the same on every run (the
+    ring's points, a session's instance, a warm start's order of histories)."""
     x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
@@ -63,10 +64,14 @@ class Router:
         self.rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED]))
         self.turn = 0
         points = sorted(
-            (_mix(j * 1_000_003 + v), j) for j in range(self.k) for v in range(VIRTUAL_NODES)
+            (mix64(j * 1_000_003 + v), j) for j in range(self.k) for v in range(VIRTUAL_NODES)
         )
         self.ring = np.array([p for p, _ in points], dtype=np.uint64)
         self.owner = [j for _, j in points]
+
+    def _start(self, key: int) -> int:
+        """The ring position a routing key hashes to (its first candidate instance's)."""
+        return int(np.searchsorted(self.ring, np.uint64(mix64(key)))) % len(self.ring)
 
     def home(self, i: int) -> int:
         """The engine whose cache a session under way at the start holds request ``i``'s history
@@ -75,9 +80,8 @@ class Router:
         is, of a router that does not follow sessions."""
         key = -1 if self.keys is None else int(self.keys[i])
         if self.policy == "prefix_aware" and key >= 0:
-            start = int(np.searchsorted(self.ring, np.uint64(_mix(key)))) % len(self.ring)
-            return self.owner[start]
-        return int(_mix((key if key >= 0 else i) * 7_919 + 17) % self.k)  # the same at any rate
+            return self.owner[self._start(key)]
+        return int(mix64((key if key >= 0 else i) * 7_919 + 17) % self.k)  # the same at any rate
 
     def __call__(self, engines, i: int, at: float) -> int:
         p = self.policy
@@ -93,7 +97,7 @@ class Router:
             ties = [j for j, x in enumerate(load) if x == low]
             return ties[int(self.rng.integers(len(ties)))] if len(ties) > 1 else ties[0]
         bound = math.ceil(LOAD_BOUND * (sum(load) + 1) / self.k)
-        start = int(np.searchsorted(self.ring, np.uint64(_mix(key)))) % len(self.ring)
+        start = self._start(key)
         for step in range(len(self.ring)):
             j = self.owner[(start + step) % len(self.ring)]
             if load[j] + 1 <= bound:

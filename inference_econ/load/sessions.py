@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .routing import mix64
+
 #: Turns' times (the estimated turn, or without one the median first answer of the run's first
 #: sessions) after the first start before a warm run is read: the requests in service, none at
 #: the start, have filled in.
@@ -102,17 +104,16 @@ def session_rows(
     need = warm_sessions(rate, turns, think_s, served)
     share = 1.0
     if think_s > 0 and round(need) >= 1:
-        warm, share = _warm(rate, count, turns, (think_s, served), prefixes, seed, draw, need)
+        warm, share = _warm(rate, count, turns, think_s, served, prefixes, seed, draw, need)
         heads.append(warm)
     return _rows(heads, turns, sys_tokens, share, served)
 
 
-def _warm(rate, count, turns, think_s, prefixes, seed, draw, need) -> tuple:
+def _warm(rate, count, turns, think_s, served, prefixes, seed, draw, need) -> tuple:
     """The warm sessions (module docstring) whose requests fit in ``count``: (arrivals, new
     messages and answers as ``(turns, sessions)``, prefixes, first turn in the run, think
     times turn-major), and the share of the ``need`` sessions (rounded) they are."""
     k_rng, t_rng, p_rng, w_rng, n_rng, o_rng, a_rng, r_rng = _generators(seed)
-    think_s, served = think_s
     most = int(min(round(need), count))
     first = k_rng.integers(1, turns, most)
     fit = int(np.searchsorted(np.cumsum(turns - first), count, side="right"))
@@ -199,12 +200,13 @@ def warm_caches(engines, sharing, home) -> None:
     the prefix cache of the engine ``home(request)`` names, as a steady run's cache holds it
     between turns, then evict what the engine's memory cannot hold (to its tiers where it has
     them): least recently used first, in an order that looks drawn at random and is the same
-    for a session at any rate (``_scrambled``; in a steady run the time a pause has lasted says
+    for a session at any rate (``routing.mix64`` of its key; in a steady run the time a pause has lasted says
     nothing of what is left of it). Engines without a cache are left."""
     if sharing is None or sharing.warm is None:
         return
     heads = np.flatnonzero(sharing.warm & (sharing.think_s == 0.0))
-    heads = heads[np.argsort(_scrambled(sharing.route_keys[heads]), kind="stable")]
+    order = np.array([mix64(int(k)) for k in sharing.route_keys[heads]], dtype=np.uint64)
+    heads = heads[np.argsort(order, kind="stable")]
     for i in heads:
         cache = engines[home(int(i))].cache
         history = sharing.segments[i][:-1]
@@ -212,12 +214,3 @@ def warm_caches(engines, sharing, home) -> None:
             cache.release(cache.insert(history, None, 0.0), 0.0)
     for e in engines:
         e.trim()
-
-
-def _scrambled(keys: np.ndarray) -> np.ndarray:
-    """Keys in an order that looks drawn at random, the same for a session whatever else the
-    run holds (splitmix64's finaliser; integer arithmetic wraps)."""
-    z = np.asarray(keys, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
