@@ -162,6 +162,7 @@ GIVEN = {
     "weight_bits": ({}, 8),
     "activation_bits": ({}, 8),
     "kv_cache_bits": ({}, 8),
+    "redundant_experts": ({"model": "Mixtral 8x7B"}, 8),  # a MoE model's option
     "max_throughput_tokens_per_s": ({}, 1e5),
     "draft": ({}, "Llama 3 8B"),
     "acceptance": ({"draft": "Llama 3 8B"}, 0.6),
@@ -195,8 +196,10 @@ def test_every_problem_setting_is_stated_in_the_metadata(tmp_path):
     assert set(GIVEN) | {"label"} == set(table.names(table.PROBLEM))
     for name, (base, value) in GIVEN.items():
         value = str(costs) if value == "COSTS" else value
-        before = make_setting("Llama 3 70B", "H100", **base).metadata()
-        after = make_setting("Llama 3 70B", "H100", **base, **{name: value}).metadata()
+        base = dict(base)
+        model = base.pop("model", "Llama 3 70B")
+        before = make_setting(model, "H100", **base).metadata()
+        after = make_setting(model, "H100", **base, **{name: value}).metadata()
         assert after != before, name
 
 

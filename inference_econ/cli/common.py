@@ -723,6 +723,7 @@ SETTING_NAMES = (
     "weight_bits",
     "activation_bits",
     "kv_cache_bits",
+    "redundant_experts",
     *SPECULATION_SETTING_NAMES,
     "pipeline",
     "assumptions",
@@ -739,15 +740,8 @@ hardware_option = click.option(
 #: Requests set their own contexts (prompt and output lengths): no --context.
 REQUEST_SETTING_NAMES = tuple(n for n in SETTING_NAMES if n != "context_tokens")
 #: A prefill alone: no context (a prompt starts empty) and no draft model.
-PREFILL_SETTING_NAMES = (
-    "weight_bits",
-    "activation_bits",
-    "kv_cache_bits",
-    "pipeline",
-    "assumptions",
-    "engine",
-    "clock",
-    *PRICE_AND_ENERGY,
+PREFILL_SETTING_NAMES = tuple(
+    n for n in SETTING_NAMES if n != "context_tokens" and n not in SPECULATION_SETTING_NAMES
 )
 
 

@@ -33,6 +33,7 @@ SERVED = (
     "weight_bits",
     "activation_bits",
     "kv_cache_bits",
+    "redundant_experts",
     "pipeline",
     "assumptions",
     "clock",

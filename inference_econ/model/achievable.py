@@ -31,7 +31,14 @@ from .efficiency import (
     tile_rounded,
 )
 from .machine import Machine
-from .moe import expert_kernel_format, moe_format_factor, moe_routing_factor, routing_of
+from .moe import (
+    eplb_routing_factor,
+    expert_kernel_format,
+    moe_format_factor,
+    moe_routing_factor,
+    routing_of,
+    slots_read_share,
+)
 from .values import Flags, Floats
 from .workload import Workload
 
@@ -87,6 +94,9 @@ class AchievablePart:
     #: The dense (and shared-expert) feed-forward's output matrices' part of ``dense_gemm_s``:
     #: the row-parallel GEMMs whose partial sums the tensor-parallel all-reduce adds (§F6).
     dense_out_gemm_s: Floats = 0.0
+    #: The redundant expert copies' reads beyond the experts' (EPLB, §F7), in ideal seconds
+    #: per GPU: part of the weight reads, streamed as the routed experts' are.
+    redundant_read_s: Floats = 0.0
 
 
 class EngineStep:
@@ -198,6 +208,25 @@ class EngineStep:
         seconds = 2.0 * g.layers * per_d_ff * g.d_ff * rows / (t * self.machine.gemm_rate)
         return seconds, rows / e * self.work.d_model * g.d_ff / t_ff
 
+    def routing_factor(self, g, e, tokens):
+        """The measured routing factor of a group's fused MoE (``moe_routing_factor``); with
+        redundant experts (EPLB) where experts are parallel, the balanced rank's (§F7)."""
+        m = self.machine
+        factor = moe_routing_factor(m.gpu, self.routing, g.experts, e, tokens)
+        if not self.work.redundant_experts:
+            return factor
+        spread = expert_imbalance(tokens, g.active, g.experts, e)
+        return np.where(np.asarray(e) > 1.0, eplb_routing_factor(factor, spread), factor)
+
+    def slots_read(self, g, e, tokens):
+        """The routed weights read with the redundant copies where experts are parallel over
+        those read without (``slots_read_share``; 1 without copies)."""
+        r = self.work.redundant_experts
+        if not r:
+            return 1.0
+        share = slots_read_share(g.experts, g.active, g.experts + r, tokens)
+        return np.where(np.asarray(e) > 1.0, share, 1.0)
+
     def part(self, B, p, t, tokens, splits, context_flop) -> AchievablePart:
         """The divisor-independent work of a pipeline degree (§F1-§F7): ``splits`` holds each
         layer group's (expert degree, feed-forward tensor degree); ``context_flop`` is the
@@ -208,7 +237,7 @@ class EngineStep:
         dense_s = dense_v = expert_s = expert_v = expert_slow = 0.0
         imbalance = 1.0
         f_rows = 0.0
-        dense_kernels = expert_bytes = dense_out = 0.0
+        dense_kernels = expert_bytes = dense_out = copies = 0.0
         for g, (e, t_ff) in zip(w.groups, splits):
             # the dense feed-forward's output matrix: row-parallel where t > 1 (§F6)
             out_share = (g.experts <= 1) * g.matrices_out / (g.matrices_in + g.matrices_out)
@@ -218,8 +247,11 @@ class EngineStep:
                 # tokens take against balanced routing (§F7): reads and GEMM
                 shape = (w.d_model, g.d_ff, g.experts, g.active)
                 fmt = moe_format_factor(m.gpu, self.expert_format, shape, e, tokens)
-                fmt = fmt * moe_routing_factor(m.gpu, self.routing, g.experts, e, tokens)
-                expert_bytes = expert_bytes + fmt * g.layers * w.routed_expert_bytes(g, tokens)
+                fmt = fmt * self.routing_factor(g, e, tokens)
+                routed = g.layers * w.routed_expert_bytes(g, tokens)
+                extra = (self.slots_read(g, e, tokens) - 1.0) * routed
+                copies = copies + extra
+                expert_bytes = expert_bytes + fmt * (routed + extra)
             per = (g.matrices_in + g.matrices_out) * w.d_model
             passes = 1 + g.matrices_in  # read the input rows (gate and up), write one
             f_rows = f_rows + passes * g.layers * g.d_ff * (
@@ -272,6 +304,7 @@ class EngineStep:
             dense_kernels=dense_kernels,
             expert_weight_read_s=expert_bytes / (t * bw),  # the stage's GPUs: N / p = t
             dense_out_gemm_s=dense_out,
+            redundant_read_s=copies / (t * bw),
         )
 
     def step_work(self, part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw=0.0) -> StepWork:
@@ -300,7 +333,7 @@ class EngineStep:
             out = np.where(reduced, self.attention_out_share, 0.0)
             row_parallel = ap.dense_out_gemm_s + out * proj_s
         return StepWork(
-            weight_read_s=part.ff_weight_read_s + weights,
+            weight_read_s=part.ff_weight_read_s + weights + ap.redundant_read_s,
             activation_read_s=part.ff_activation_read_s + acts + ap.activation_ff_s,
             kv_read_s=part.kv_read_s,
             kv_request_read_s=ap.kv_request_read_s,

@@ -45,7 +45,7 @@ from .kernel_prices import (
     pass_s,
 )
 from .machine import mx_gemm_bits
-from .moe import BLOCK_FP8, routing_of
+from .moe import BLOCK_FP8, EPLB_RANK_LOAD, routing_of
 from .operations import Operation, PipelinePart, StepOperations, part_operations
 from .step_calls import VOCABULARY_BYTES_PER_WEIGHT
 from .workload import Workload
@@ -250,10 +250,16 @@ class _Pricer:
 
     def _moe(self, op: Operation):
         s = op.shape
-        one = moe_s(
+        shape = (
             self.gpu, self.formats.moe, _at_least_1(s["tokens"]), _at_least_1(s["hidden"]),
-            _at_least_1(s["inter"]), s["topk"], s["experts"], s["tp"], s["ep"], self.routing,
+            _at_least_1(s["inter"]), s["topk"],
         )  # fmt: skip
+        one = moe_s(*shape, s["experts"], s["tp"], s["ep"], self.routing)
+        copies = self.work.redundant_experts
+        if copies:  # EPLB: the slots balanced, the busiest rank at its measured load (§F7)
+            slots = np.asarray(s["experts"], dtype=float) + copies
+            balanced = EPLB_RANK_LOAD * moe_s(*shape, slots, s["tp"], s["ep"], "balanced")
+            one = np.where(np.asarray(s["ep"]) > 1.0, np.minimum(one, balanced), one)
         return op.calls * one
 
     def _elementwise(self, op: Operation):

@@ -63,6 +63,37 @@ def routing_of(model_class: str, stated: str | None = None) -> str:
     return MLA_ROUTING if model_class == "mla" else MOE_ROUTING
 
 
+#: The busiest expert-parallel rank's routed tokens over the mean rank's when the engine's load
+#: balancer (EPLB) spreads copies of the hottest experts: DeepSeek-R1 over 32 GB200 on a
+#: machine-translation set, the mean over MoE layers and steps of (max - mean)/mean, 0.109 with
+#: 288 slots over EP 32 and 0.115 over EP 36, against 1.564 with none (TensorRT-LLM's tech blog
+#: "Scaling Expert Parallelism in TensorRT-LLM (Part 1)", Table 1:
+#: github.com/NVIDIA/TensorRT-LLM/blob/1d263f1/docs/source/blogs/tech_blog/blog4_Scaling_Expert_Parallelism_in_TensorRT-LLM.md).
+EPLB_RANK_LOAD = 1.11
+
+
+def slots_read_share(experts, active, slots, tokens):
+    """Routed-expert weights ``tokens`` tokens read from ``slots`` slots holding ``experts``
+    experts and their copies, over those they read from the experts alone: the slots they are
+    expected to hit over the experts (uniform picks of ``active`` each, §A2's rule). 1 without
+    copies or at one token; ``slots / experts`` once every slot is hit. Arrays broadcast."""
+    t = np.maximum(np.asarray(tokens, dtype=float), 0.0)
+    e, s = float(experts), float(slots)
+    k = min(float(active), e)
+    hit = e * -np.expm1(t * np.log1p(-k / e)) if k < e else np.full_like(t, e)
+    held = s * -np.expm1(t * np.log1p(-k / s))
+    return np.where(hit > 0.0, held / np.maximum(hit, 1e-300), 1.0)
+
+
+def eplb_routing_factor(factor, spread):
+    """The routing factor on a balanced fused-MoE charge under EPLB: the busiest rank at
+    ``EPLB_RANK_LOAD`` times the mean, over the ``spread`` the charge already holds
+    (``efficiency.expert_imbalance``; at least 1), and never above the unbalanced ``factor``
+    (a few tokens hit fewer experts than balanced routing reads, < 1, which copies keep)."""
+    cap = np.maximum(EPLB_RANK_LOAD / np.maximum(np.asarray(spread, dtype=float), 1e-300), 1.0)
+    return np.minimum(factor, cap)
+
+
 #: The tables' format of block-scaled FP8 (128 x 128 weight blocks: DeepSeek-V3's checkpoint).
 BLOCK_FP8 = "fp8_block"
 

@@ -133,6 +133,8 @@ class Workload:
     #: The routing of real tokens over its experts where the model file states it
     #: (``Architecture.expert_routing``); None: its class's (``moe.routing_of``).
     expert_routing: str | None = None
+    #: Redundant copies of routed experts in each MoE layer (EPLB, §F7 "Redundant experts").
+    redundant_experts: float = 0.0
     #: Ways the attention KV cache splits over attention tensor ranks (§B13): the KV heads
     #: (GQA, MHA), one for MQA and MLA's shared latent; inf: never replicated.
     kv_shards: float = math.inf
@@ -221,14 +223,22 @@ class Workload:
         )
 
     @property
+    def redundant_expert_params(self) -> float:
+        """Parameters of the redundant expert copies of every MoE layer (0 without them)."""
+        per = (g.layers * self.ff_params_per_expert(g) for g in self.groups if g.experts > 1)
+        return self.redundant_experts * sum(per)
+
+    @property
     def weights_total_bytes(self) -> float:
         """Bytes of the weights that must be resident (shared embeddings left out, §C3): the
-        routed experts in their format, the rest in theirs (§B5)."""
+        routed experts and their redundant copies in their format, the rest in theirs (§B5)."""
         resident = self.total_params - self.shared_embedding_params
+        copies = self.redundant_expert_params * self.bytes_per_weight
         if self.dense_bytes_per_weight is None:
-            return resident * self.bytes_per_weight
+            return resident * self.bytes_per_weight + copies
         experts = self.routed_expert_params
-        return experts * self.bytes_per_weight + (resident - experts) * self.dense_weight_bytes
+        dense = (resident - experts) * self.dense_weight_bytes
+        return experts * self.bytes_per_weight + dense + copies
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -655,6 +665,7 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         matmul_replication=assumptions.matmul_replication,
         model_class="mla" if att.kind == "mla" else "moe" if arch.is_moe else "dense",
         expert_routing=arch.expert_routing,
+        redundant_experts=float(arch.redundant_experts),
         kv_shards=1.0 if att.kind == "mla" else float(att.kv_heads),
         **formats,
         **mixers,

@@ -84,6 +84,8 @@ class Setting:
             ),
             "context_tokens": float(self.context_tokens),
         }
+        if self.model.redundant_experts:
+            meta["redundant_experts"] = int(self.model.redundant_experts)
         if isinstance(self.spec, SpecDecoding):
             meta.update(
                 draft=self.spec.draft.name,
@@ -238,6 +240,7 @@ def make_setting(model, hardware, **options) -> Setting:
     arch = load_model(model).with_precision(
         values["weight_bits"], values["activation_bits"], values["kv_cache_bits"]
     )
+    arch = arch.with_redundant_experts(values["redundant_experts"])
     spec = _speculation(arch, values)
     for tokens in (values["context_tokens"], values["prompt_tokens"]):
         if tokens is not None:

@@ -58,6 +58,18 @@ class ServedOptions:
         **BITS,
     )
 
+    redundant_experts: int = setting(
+        0,
+        help="Redundant copies of routed experts in each MoE layer, which the engine's"
+        " expert-parallel load balancer (EPLB) places where the hottest experts load a rank most:"
+        " they take memory, and under an engine profile lower the busiest rank's load where"
+        " experts are parallel (default 0: none; TensorRT-LLM's wide-EP guide runs DeepSeek-R1's"
+        " 256 experts in 288 slots, 32 copies).",
+        unit="experts",
+        minimum=0,
+        maximum=4096,
+    )
+
     max_throughput_tokens_per_s: float | None = setting(
         None,
         help="Demand cap: total tokens/s of one instance (default: none).",

@@ -317,6 +317,11 @@ class Architecture:
     #: when a setting runs other bits (``with_precision``), which need another checkpoint; None:
     #: ``precision``'s.
     checkpoint_weight_bits: float | None = None
+    #: Redundant copies of routed experts a deployment holds in each MoE layer beside its
+    #: experts, which the engine's expert-parallel load balancer (EPLB) places on the ranks the
+    #: hottest experts load most (docs/model-part-f.md §F7 "Redundant experts"); 0: none. A
+    #: serving option (``with_redundant_experts``), not a model file's field.
+    redundant_experts: int = 0
 
     @property
     def checkpoint_bits(self) -> float:
@@ -365,6 +370,22 @@ class Architecture:
             p.weight_block_scaled and bits == p.weight_bits,
         )
         return dataclasses.replace(self, precision=new, checkpoint_weight_bits=self.checkpoint_bits)
+
+    def with_redundant_experts(self, count: int) -> Architecture:
+        """The same architecture served with ``count`` redundant experts in each MoE layer
+        (EPLB); refused (SpecError) for a model without routed experts or a count below 0."""
+        if count != int(count) or count < 0:
+            raise SpecError(
+                "--redundant-experts", "count", f"is {count!r}", "a whole number of 0 or more"
+            )
+        if count and not self.is_moe:
+            raise SpecError(
+                "--redundant-experts",
+                self.name,
+                "has no routed experts to copy",
+                "leave --redundant-experts out for a dense model",
+            )
+        return dataclasses.replace(self, redundant_experts=int(count))
 
     def with_block_scaled_fp8(self) -> Architecture:
         """The same architecture from an 8-bit checkpoint whose weights carry block scales (a
