@@ -375,15 +375,13 @@ class Architecture:
         """The same architecture served with ``count`` redundant experts in each MoE layer
         (EPLB); refused (SpecError) for a model without routed experts or a count below 0."""
         if count != int(count) or count < 0:
-            raise SpecError(
-                "--redundant-experts", "count", f"is {count!r}", "a whole number of 0 or more"
-            )
+            raise SpecError("--redundant-experts", "", f"is {count!r}", "a whole number >= 0")
         if count and not self.is_moe:
             raise SpecError(
                 "--redundant-experts",
-                self.name,
-                "has no routed experts to copy",
-                "leave --redundant-experts out for a dense model",
+                "",
+                f"is {count} but {self.name} has no routed experts to copy",
+                "leave it out for a dense model",
             )
         return dataclasses.replace(self, redundant_experts=int(count))
 

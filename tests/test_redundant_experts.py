@@ -1,0 +1,126 @@
+"""Redundant experts (EPLB, ``--redundant-experts``): the copies' memory, the slots a step reads
+and the busiest expert-parallel rank's load on both clocks (docs/model-part-f.md §F7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.errors import SpecError
+from inference_econ.model import kernel_prices as kp
+from inference_econ.model.efficiency import expert_imbalance
+from inference_econ.model.kernel_clock import KernelClock
+from inference_econ.model.latency import StepModel
+from inference_econ.model.moe import (
+    EPLB_RANK_LOAD,
+    MLA_ROUTING,
+    eplb_routing_factor,
+    moe_routing_factor,
+    slots_read_share,
+)
+from inference_econ.model.operations import step_operations
+from inference_econ.model.workload import compile_workload
+from inference_econ.serving.setting import make_setting
+
+GB200 = ie.load_hardware("GB200-NVL72")
+
+
+def _deepseek(copies: int, assumptions):
+    """DeepSeek-R1 at NVFP4 with ``copies`` redundant experts a MoE layer."""
+    arch = ie.load_model("DeepSeek-R1").with_precision(weight_bits=4)
+    return compile_workload(arch.with_redundant_experts(copies), assumptions)
+
+
+def test_copies_are_resident_weights_at_the_experts_bytes():
+    # 58 MoE layers of 256 experts, each 3 matrices of 7,168 x 2,048: a copy in every layer is
+    # 58 x 3 x 7,168 x 2,048 = 2,554,331,136 parameters, at NVFP4's 4.5 bits (its block scales
+    # under the achievable preset's formats) 1.437 GB
+    a = ie.preset("achievable")
+    none, some = _deepseek(0, a), _deepseek(32, a)
+    per_copy = 58 * 3 * 7168 * 2048
+    assert some.redundant_expert_params == 32 * per_copy
+    extra = some.weights_total_bytes - none.weights_total_bytes
+    assert extra == pytest.approx(32 * per_copy * 4.5 / 8, rel=1e-12)
+    assert extra / 32 == pytest.approx(1.437e9, rel=1e-3)
+    assert some.total_params == none.total_params  # the model's parameters stay its own
+
+
+def test_slots_read_grow_from_none_at_one_token_to_all_the_slots():
+    tokens = np.array([1.0, 4.0, 64.0, 1024.0, 1e6])
+    share = slots_read_share(256, 8, 288, tokens)
+    assert share[0] == pytest.approx(1.0, rel=1e-12)  # one token reads its 8 experts, once
+    assert share[-1] == pytest.approx(288 / 256, rel=1e-9)  # every slot hit
+    assert np.all(np.diff(share) > 0.0)
+    assert np.all(slots_read_share(256, 8, 256, tokens) == pytest.approx(1.0, rel=1e-12))
+
+
+def test_the_busiest_rank_carries_the_measured_load_once_tokens_are_many():
+    # 8,192 tokens over EP 32: without copies the tables' power law (DeepSeek's alpha 1.01) loads
+    # the busiest rank 1.3-1.6 x balanced on Blackwell; with them the charge's binomial spread
+    # times the capped factor is TensorRT-LLM's measured 1.11
+    many, few = 8192.0, 16.0
+    factor = moe_routing_factor(GB200, MLA_ROUTING, 256, 32, many)
+    spread = expert_imbalance(many, 8, 256, 32)
+    assert 1.3 < factor < 1.6 and 1.0 < spread < 1.1
+    assert spread * eplb_routing_factor(factor, spread) == pytest.approx(EPLB_RANK_LOAD)
+    # a few tokens hit fewer experts than balanced routing reads: copies keep that (< 1)
+    low = moe_routing_factor(GB200, MLA_ROUTING, 256, 32, few)
+    assert low < 1.0
+    assert eplb_routing_factor(low, expert_imbalance(few, 8, 256, 32)) == low
+
+
+def _moe_seconds(copies: int, requests_per_rank: float) -> float:
+    """The routed experts' seconds of one decode step of DeepSeek-R1 (NVFP4) on 32 GB200 with
+    attention DP over all 32 (experts EP 32), ``requests_per_rank`` at 2,000 cached positions."""
+    a = ie.preset("achievable").replace(kernel_tables=True, attention_data_parallel=True)
+    model = StepModel(_deepseek(copies, a), GB200, a)
+    step = step_operations(model, 32, 32 * requests_per_rank, 1, 2000, 1, 32, False)
+    seconds = KernelClock().price(step)
+    return float(sum(s for op, s in zip(step.operations, seconds) if op.kind == "moe"))
+
+
+def test_the_kernel_clock_reads_the_balanced_slots_at_the_measured_load():
+    # 256 requests a rank: 8,192 tokens over 32 ranks. With 32 copies the routed experts cost
+    # the smaller of the tables' DeepSeek routing over 256 experts and 1.11 x balanced routing
+    # over 288, here the latter (the power law loads one rank ~1.4 x)
+    per_layer = {
+        r: float(kp.moe_s(GB200, "nvfp4", 8192, 7168, 2048, 8, 256 + r, 1, 32, how))
+        for r, how in ((0, MLA_ROUTING), (32, "balanced"))
+    }
+    assert per_layer[32] * EPLB_RANK_LOAD < per_layer[0]
+    without, with_copies = _moe_seconds(0, 256), _moe_seconds(32, 256)
+    assert without == pytest.approx(58 * per_layer[0], rel=1e-9)
+    assert with_copies == pytest.approx(58 * EPLB_RANK_LOAD * per_layer[32], rel=1e-9)
+    # at 4 requests a rank the power law's few experts hit are cheaper: copies change nothing
+    assert _moe_seconds(32, 4) == pytest.approx(_moe_seconds(0, 4), rel=1e-12)
+
+
+def test_copies_need_routed_experts_and_a_whole_count():
+    with pytest.raises(SpecError, match="no routed experts"):
+        ie.load_model("Llama 3 70B").with_redundant_experts(8)
+    with pytest.raises(SpecError, match="whole number"):
+        ie.load_model("DeepSeek-R1").with_redundant_experts(-1)
+    setting = make_setting("DeepSeek-R1", "GB200-NVL72", redundant_experts=32)
+    assert setting.model.redundant_experts == 32
+    assert setting.metadata()["redundant_experts"] == 32
+    result = CliRunner().invoke(
+        main,
+        [
+            "point",
+            "Llama 3 70B",
+            "-H",
+            "H100",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--redundant-experts",
+            "8",
+        ],
+    )
+    assert result.exit_code == 2
+    assert "--redundant-experts" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
