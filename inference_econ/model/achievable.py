@@ -248,10 +248,10 @@ class EngineStep:
                 shape = (w.d_model, g.d_ff, g.experts, g.active)
                 fmt = moe_format_factor(m.gpu, self.expert_format, shape, e, tokens)
                 fmt = fmt * self.routing_factor(g, e, tokens)
-                routed = g.layers * w.routed_expert_bytes(g, tokens)
-                extra = (self.slots_read(g, e, tokens) - 1.0) * routed
+                routed = w.routed_expert_bytes(g, tokens)
+                extra = (self.slots_read(g, e, tokens) - 1.0) * g.layers * routed
                 copies = copies + extra
-                expert_bytes = expert_bytes + fmt * (routed + extra)
+                expert_bytes = expert_bytes + fmt * g.layers * routed + fmt * extra
             per = (g.matrices_in + g.matrices_out) * w.d_model
             passes = 1 + g.matrices_in  # read the input rows (gate and up), write one
             f_rows = f_rows + passes * g.layers * g.d_ff * (
