@@ -124,3 +124,27 @@ def test_copies_need_routed_experts_and_a_whole_count():
     assert result.exit_code == 2
     assert "--redundant-experts" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_measured_row_states_its_slots_or_its_copies(tmp_path):
+    from inference_econ.measured.reading import load_measured
+
+    head = "model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len"
+    head += ",metric,value,unit,notes\n"
+    row = "DeepSeek-R1,FP4,GB200 NVL72,32,DEP32,max load,1024,1024,throughput_per_gpu,5000,"
+    row += "output tok/s per GPU,TensorRT-LLM 1.2; "
+    notes = (
+        "moe load balancer num_slots: 288",
+        "--ep-num-redundant-experts 16",
+        "EPLB 200",
+        "num_slots 288; 16 redundant experts",
+    )
+    dense = "Llama 3.1 70B,FP8,H100,8,TP8,max load,1024,1024,throughput_per_gpu,3000,"
+    dense += "output tok/s per GPU,TensorRT-LLM 1.2; 32 redundant experts\n"
+    path = tmp_path / "rows.csv"
+    path.write_text(head + "".join(row + n + "\n" for n in notes) + dense)
+    rows = load_measured(path)
+    assert [r.arch.redundant_experts for r in rows[:2]] == [32, 16]
+    assert rows[2].status.startswith("unresolved: notes: states 200 expert slots, fewer than")
+    assert "twice" in rows[3].status and "unresolved" in rows[3].status
+    assert rows[4].status == "unresolved: notes: states redundant experts (EPLB) of a dense model"

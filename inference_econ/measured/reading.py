@@ -516,6 +516,14 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     if bits is not None and not engine_words.states_kv_format(rec.get("precision")):
         bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
     scenario = sem.scenario_of(rec, metric, context)
+    experts = int(max(g.ffn.experts for g in base["arch"].layer_groups))
+    copies = sem.redundant_experts_of(
+        rec.get("batch_or_concurrency"), scenario, context, where, experts
+    )
+    if copies and not base["arch"].is_moe:
+        raise SpecError(where, "notes", "states redundant experts (EPLB) of a dense model")
+    if copies:  # the engine's load balancer held copies of routed experts (EPLB, §F7)
+        base["arch"] = base["arch"].with_redundant_experts(copies)
     concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
     engine = engine_words.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:

@@ -122,6 +122,8 @@ def engine_label(
         label += f", KV cache {row.kv_cache_fraction:g} of the free memory as stated"
     if row.async_scheduling is not None:
         label += f", {'' if row.async_scheduling else 'no '}async scheduling as stated"
+    if row.arch.redundant_experts:
+        label += f", {row.arch.redundant_experts} redundant experts (EPLB) as stated"
     # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
     said_prompts = row.chunked_prefill is not None or row.mixed_chunk is not None
     prompts = f"{harness.prefill} prompts" + (" as stated" if said_prompts else "")
