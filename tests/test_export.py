@@ -208,6 +208,10 @@ def test_every_name_in_launch_flags_yaml_is_in_its_record():
             assert set(names["router"]["flags"].values()) <= set(router["flags"])
     trt = record(data["engines"]["trtllm"]["record"])
     assert set(data["engines"]["trtllm"]["llm_api"].values()) <= set(trt["llm_api"]["TorchLlmArgs"])
+    balancer = data["engines"]["trtllm"]["moe_load_balancer_config"].values()
+    assert set(balancer) <= set(trt["llm_api"]["MoeLoadBalancerConfig"])
+    eplb = record(data["engines"]["vllm"]["record"])["json_fields"]["--eplb-config"]["fields"]
+    assert set(data["engines"]["vllm"]["eplb_config"].values()) <= set(eplb)
     lws = data["engines"]["vllm"]["lws"]
     assert (lws["apiVersion"], lws["script"]) == tuple(
         record(lws["record"])[k] for k in ("apiVersion", "script")

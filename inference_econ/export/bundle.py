@@ -64,6 +64,7 @@ EXPORT_FILES = (
     "k8s-vllm-rocm.yaml",
     "k8s-vllm-lws.yaml",
     *(f"trtllm-{role}.yaml" for role in ("server", "prefill", "decode", "disagg")),
+    *(f"trtllm-{role}-eplb.yaml" for role in ("server", "prefill", "decode")),
 )
 
 

@@ -16,6 +16,7 @@ import json
 
 from ..errors import SpecError
 from ..measured.layouts import attention_words
+from .eplb import sglang_arguments, trtllm_balancer, trtllm_file, vllm_arguments
 from .experts import uneven_experts
 from .launch import LaunchPlan, Worker, engine_names
 from .nodes import (
@@ -171,6 +172,7 @@ def vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
     args += [f["tensor"], str(tp), f["pipeline"], str(w.pipeline)]
     if w.expert > 1:
         args.append(f["expert_switch"])
+    args += vllm_arguments(plan, names)  # EPLB and its redundant experts (eplb.py)
     args += _limits(names, plan, w)
     if plan.speculation:
         kind, draft, tokens = plan.speculation
@@ -341,6 +343,7 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
             argv += [f["attention_dp_switch"], f["data_attention"], str(w.attention_dp)]
         if w.expert > 1:
             argv += [f["expert"], str(w.expert)]
+        argv += sglang_arguments(plan, names)  # EPLB and its redundant experts (eplb.py)
         argv += _limits(names, plan, w)
         if plan.speculation:
             kind, draft, tokens = plan.speculation
@@ -429,6 +432,8 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
         }
     if w.role == "prefill":
         out[api["overlap_off"]] = True
+    if trtllm_balancer(plan, names):  # read from the file the launch writes beside (``_trtllm``)
+        out[api["load_balancer"]] = trtllm_file(w.role)
     return out
 
 
@@ -482,7 +487,10 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
             f["memory_fraction"], _fraction(plan),
             f["extra"], file,
         ]  # fmt: skip
-        options = yaml.safe_dump(trtllm_options(plan, w), sort_keys=False)
+        files = {file: yaml.safe_dump(trtllm_options(plan, w), sort_keys=False)}
+        balancer = trtllm_balancer(plan, names)
+        if balancer:  # moe_load_balancer takes only a path at fcd3f316 (``eplb.py``)
+            files[trtllm_file(w.role)] = yaml.safe_dump(balancer, sort_keys=False)
         for port, place in zip(ports[w.role], placed[w.role]):
             full = (*argv, f["host"], "0.0.0.0", f["port"], str(port))
             if place.nodes > 1:  # MPI starts every rank of the copy from its first node
@@ -492,7 +500,7 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
                     f["gpus_per_node"],
                     str(place.gpus_per_node),
                 )
-            out.append(Command(w.role, 1, full, {file: options}, _visible(place.ids), place.node))
+            out.append(Command(w.role, 1, full, dict(files), _visible(place.ids), place.node))
     if plan.disaggregated:
         config = {
             "hostname": "localhost",

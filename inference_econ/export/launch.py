@@ -28,6 +28,7 @@ from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
 from ..serving.support import plan_line
+from .eplb import balancer_launches
 from .experts import expert_note, launched_degree
 from .refusals import (
     checkpoint_of,
@@ -226,12 +227,14 @@ def worker(
 
 
 def finish(plan: LaunchPlan) -> LaunchPlan:
-    """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers) or
-    of speculation its engine refuses at start on the plan's layout (its weights: ``_loaded``,
-    before the plan's work)."""
+    """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers), of
+    speculation its engine refuses at start on the plan's layout or of redundant experts its
+    balancer would not hold (its weights: ``_loaded``, before the plan's work); the note of
+    the redundant experts it holds added."""
     require_fit([w.memory for w in plan.workers])
     speculation_launches(plan, engine_names(plan.engine))
-    return plan
+    balanced = balancer_launches(plan, engine_names(plan.engine))
+    return dataclasses.replace(plan, notes=plan.notes + balanced) if balanced else plan
 
 
 def _loaded(setting: Setting, checkpoint: str | None, engine: str) -> str:

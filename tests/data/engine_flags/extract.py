@@ -140,6 +140,7 @@ def vllm(root: Path) -> dict:
         next(t for t in config if _has(t, "SpeculativeConfig")), "SpeculativeConfig"
     )
     kv = _class_fields(next(t for t in config if _has(t, "KVTransferConfig")), "KVTransferConfig")
+    eplb = _class_fields(next(t for t in config if _has(t, "EPLBConfig")), "EPLBConfig")
     version = (root / "vllm/_version.py").read_text().split("version = ")[1].splitlines()[0]
     return {
         "engine": "vllm",
@@ -155,6 +156,7 @@ def vllm(root: Path) -> dict:
                 "fields": sorted(kv),
                 "kv_role": ["kv_both", "kv_consumer", "kv_producer"],
             },
+            "--eplb-config": {"fields": sorted(eplb)},
         },
     }
 
