@@ -93,11 +93,6 @@ def architecture(setting) -> str | None:
     return next((a for pattern, a in ARCHITECTURES if re.match(pattern, repo)), None)
 
 
-def routed_experts(setting) -> int:
-    """The routed experts of each of the model's MoE layers (the most, where they differ)."""
-    return max(int(g.ffn.experts) for g in setting.model.layer_groups)
-
-
 def trtllm_file(role: str) -> str:
     """The MoeLoadBalancerConfig YAML of a TensorRT-LLM worker, beside its extra options."""
     return f"trtllm-{role}-eplb.yaml"
@@ -128,7 +123,7 @@ def trtllm_balancer(plan, names: dict) -> dict:
     if not r:
         return {}
     c = names["moe_load_balancer_config"]
-    return {c["slots"]: routed_experts(plan.setting) + r, c["updates"]: TRTLLM_LAYER_UPDATES}
+    return {c["slots"]: plan.setting.model.routed_experts + r, c["updates"]: TRTLLM_LAYER_UPDATES}
 
 
 def _refuse(problem: str, fix: str):
@@ -169,7 +164,7 @@ def balancer_launches(plan, names: dict) -> tuple[str, ...]:
             f"leave {FLAG} out{_elsewhere(plan.engine, arch)}",
         )
     _engine_limits(plan, names, r)
-    experts = routed_experts(s)
+    experts = s.model.routed_experts
     for w in plan.workers:
         _worker_launches(plan, w, experts, r, version)
     return (_note(plan, names, experts, r),)

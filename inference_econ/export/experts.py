@@ -49,7 +49,7 @@ def expert_note(setting: Setting, t: int, launched: int, engine: str, version: s
     e = priced_degree(setting, t)
     if e <= 1 or launched == e:
         return ""
-    experts = max(g.ffn.experts for g in setting.model.layer_groups)
+    experts = setting.model.routed_experts
     return (
         f"Experts: the model splits {setting.model.name}'s {experts} experts EP{e} over TP{t} "
         f"(the largest degree dividing both) once batches are large; {engine} {version}'s "

@@ -516,7 +516,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     if bits is not None and not engine_words.states_kv_format(rec.get("precision")):
         bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
     scenario = sem.scenario_of(rec, metric, context)
-    experts = int(max(g.ffn.experts for g in base["arch"].layer_groups))
+    experts = base["arch"].routed_experts
     copies = sem.redundant_experts_of(
         rec.get("batch_or_concurrency"), scenario, context, where, experts
     )

@@ -24,6 +24,7 @@ from ..specs.architecture import EXPERT_ROUTINGS
 from ..specs.hardware import GPU
 from ..specs.kernel_tables import moe_format_table, moe_routing_table
 from .kernel_prices import LOW_LATENCY_VARIANT, MOE_LOW_LATENCY_MAX_TOKENS
+from .workload import hit_share
 
 #: Expert-parallel degrees and tokens of a MoE layer (the whole EP group's) the factors are
 #: given at; between them the factor is interpolated in log2 of both, beyond them held.
@@ -80,8 +81,7 @@ def slots_read_share(experts, active, slots, tokens):
     t = np.maximum(np.asarray(tokens, dtype=float), 0.0)
     e, s = float(experts), float(slots)
     k = min(float(active), e)
-    hit = e * -np.expm1(t * np.log1p(-k / e)) if k < e else np.full_like(t, e)
-    held = s * -np.expm1(t * np.log1p(-k / s))
+    hit, held = e * hit_share(k / e, t), s * hit_share(k / s, t)
     return np.where(hit > 0.0, held / np.maximum(hit, 1e-300), 1.0)
 
 

@@ -67,7 +67,13 @@ class GroupWork:
         """Expected fraction of routed experts hit by ``tokens`` tokens (uniform routing, §A2)."""
         if self.experts <= 1:
             return np.ones_like(np.asarray(tokens, dtype=np.result_type(tokens, np.float32)))
-        return 1.0 - (1.0 - 1.0 / self.sparsity) ** tokens
+        return hit_share(1.0 / self.sparsity, tokens)
+
+
+def hit_share(chance, tokens):
+    """The share of ``n`` experts (or slots) that ``tokens`` tokens hit when each token hits
+    any one with probability ``chance`` (uniform routing, §A2): 1 - (1 - chance)^tokens."""
+    return 1.0 - (1.0 - chance) ** tokens
 
 
 def prefix_sums(contexts: np.ndarray) -> np.ndarray:

@@ -354,6 +354,11 @@ class Architecture:
     def is_moe(self) -> bool:
         return any(g.ffn.is_moe for g in self.layer_groups)
 
+    @property
+    def routed_experts(self) -> int:
+        """Routed experts in each MoE layer (the most where groups differ; 1 for a dense model)."""
+        return int(max(g.ffn.experts for g in self.layer_groups))
+
     def with_precision(
         self, weight_bits=None, activation_bits=None, kv_cache_bits=None, gemm_activation_bits=None
     ) -> Architecture:
