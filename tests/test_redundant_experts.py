@@ -148,3 +148,49 @@ def test_a_measured_row_states_its_slots_or_its_copies(tmp_path):
     assert rows[2].status.startswith("unresolved: notes: states 200 expert slots, fewer than")
     assert "twice" in rows[3].status and "unresolved" in rows[3].status
     assert rows[4].status == "unresolved: notes: states redundant experts (EPLB) of a dense model"
+
+
+def test_whole_layouts_split_experts_at_the_common_divisor():
+    from inference_econ.model.step_calls import whole_expert_degrees
+
+    assert whole_expert_degrees([128], 1) == {1}
+    assert whole_expert_degrees([128], 4) == {4}
+    assert whole_expert_degrees([128], 3) == {1}  # gcd(3, 128): the experts tensor-split
+    assert whole_expert_degrees([1, 256, 256], 8) == {8}  # DeepSeek's dense layers left out
+    assert whole_expert_degrees([1], 8) == set()  # a dense model splits no experts
+
+
+def test_a_run_says_when_its_layout_leaves_the_copies_idle():
+    # Qwen3-30B-A3B's 128 experts: on one GPU nothing is split, so 16 copies balance nothing
+    # and the run says so; on 4 GPUs the experts are split EP4 and the note is absent
+    load = dict(
+        assumptions="achievable",
+        arrival_rate_per_s=2.0,
+        input_lengths="500",
+        output_lengths="50",
+        requests=40,
+        redundant_experts=16,
+    )
+    one = ie.simulate_load("Qwen3-30B-A3B", "H200-SXM", gpus=1, **load)
+    four = ie.simulate_load("Qwen3-30B-A3B", "H200-SXM", gpus=4, **load)
+    idle = [n for n in one.notes if n.startswith("redundant experts: 16 copies")]
+    assert len(idle) == 1 and "TP1" in idle[0] and "export refuses" in idle[0]
+    assert not [n for n in four.notes if n.startswith("redundant experts")]
+
+
+def test_a_load_frontier_names_the_layouts_whose_copies_are_idle():
+    front = ie.load_frontier(
+        "Qwen3-30B-A3B",
+        "H200-SXM",
+        sizes=[1],
+        assumptions="achievable",
+        arrival_rate_per_s=2.0,
+        input_lengths="500",
+        output_lengths="50",
+        requests=100,
+        slo_tpot_p99_s=0.2,
+        redundant_experts=16,
+    )
+    assert front.metadata()["redundant_experts_balance_nothing_on"] == (
+        "1 GPU: TP1 (attention TP1), PP1"
+    )

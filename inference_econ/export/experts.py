@@ -4,9 +4,7 @@ with that tensor group; else the experts tensor-split (EP1), priced so, and said
 
 from __future__ import annotations
 
-import math
-
-from ..model.step_calls import expert_degree
+from ..model.step_calls import whole_expert_degrees
 from ..serving.setting import Setting
 
 #: Engines whose expert-parallel size may be part of the tensor group, the experts' matrices
@@ -26,11 +24,7 @@ def priced_degree(setting: Setting, t: int) -> int:
     """The degree the model splits a mixture of experts over a tensor group of ``t`` GPUs at,
     once it splits them (§A5 on whole layouts: gcd(t, E), ``model.step_calls.expert_degree``);
     1 for a dense model, or where its MoE groups' degrees differ (one flag sets them all)."""
-    degrees = {
-        int(expert_degree(math.inf, t, int(g.ffn.experts), 0, integer=True))
-        for g in setting.model.layer_groups
-        if g.ffn.experts > 1
-    }
+    degrees = whole_expert_degrees([g.ffn.experts for g in setting.model.layer_groups], t)
     return degrees.pop() if len(degrees) == 1 else 1
 
 

@@ -28,6 +28,7 @@ from ..model.mixed_step import (
     mixed_step_s,
     with_graphs,
 )
+from ..model.step_calls import whole_expert_degrees
 from ..model.workload import Workload, compile_workload
 from ..serving.setting import Setting
 from ..specs.engine import (
@@ -480,6 +481,11 @@ def choose_layout(
     return floors[key]
 
 
+#: How a run's note on redundant experts that balance nothing begins (``Instance.
+#: idle_copies_notes``; a load frontier lists the layouts whose runs say it).
+IDLE_COPIES = "redundant experts: "
+
+
 @dataclass(frozen=True, eq=False)
 class Instance:
     """An engine instance compiled for the simulator."""
@@ -509,6 +515,23 @@ class Instance:
     def windowed(self) -> bool:
         """Some layer group attends to a sliding window (its positions stop growing)."""
         return any(math.isfinite(g.window) for g in self.work.groups)
+
+    def idle_copies_notes(self) -> list[str]:
+        """A line where the setting holds redundant experts but this layout splits no MoE
+        group's experts over GPUs (no expert parallelism): the copies then take memory and
+        balance nothing (docs/model-part-f.md §F7); [] otherwise."""
+        model = self.setting.model
+        copies = model.redundant_experts
+        groups = [g.ffn.experts for g in model.layer_groups]
+        split = whole_expert_degrees(groups, self.layout.tensor_degree)
+        if not copies or max(split, default=1) > 1:
+            return []
+        return [
+            f"{IDLE_COPIES}{copies} copies a MoE layer are held, but the layout "
+            f"({self.layout.describe()}) does not split the experts over GPUs (each GPU holds "
+            "part of every expert): the copies take memory and balance no load, and an export "
+            "refuses them"
+        ]
 
     def positions(self, context):
         """Layer-positions a request of this context attends to and reads (§E2)."""

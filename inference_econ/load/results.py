@@ -670,7 +670,7 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
     """The rate the result states (NaN: every request arrived at once) and its notes: the
     traffic's, then whether the load outgrows the deployment, rejected requests and a short
     run."""
-    rate_per_s, notes = setup.rate_per_s, list(setup.notes)
+    rate_per_s, notes = setup.rate_per_s, [*setup.notes, *setup.instance.idle_copies_notes()]
     n, backlog, rejected = len(measured.arrivals), window.backlog, measured.rejected
     if not math.isfinite(rate_per_s):
         rate_per_s = math.nan

@@ -8,6 +8,7 @@ all-to-alls that move tokens to and from the dense layers. Each is kept as ``Col
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,13 @@ def expert_degree(b, t, experts, min_micro_batch, integer=False):
     if not small.any():
         return full
     return np.where(small, 1.0, full)
+
+
+def whole_expert_degrees(experts, t: int) -> set[int]:
+    """The degrees a whole layout of tensor degree ``t`` splits its MoE groups' experts at
+    once batches are large (§A5 on whole layouts: gcd(t, E)), one per distinct group; empty
+    for a dense model. ``experts``: each layer group's routed experts (1 for a dense one)."""
+    return {int(expert_degree(math.inf, t, int(e), 0, integer=True)) for e in experts if e > 1}
 
 
 def expert_remote_share(g, nodes):

@@ -15,7 +15,7 @@ from ..columns import ALL_IN
 from ..errors import InfeasibleError, plural
 from ..load.arrivals import Traffic
 from ..load.deployment import Deployment
-from ..load.engine import DEFAULT_ENGINE, EngineConfig
+from ..load.engine import DEFAULT_ENGINE, IDLE_COPIES, EngineConfig
 from ..load.targets import Targets
 from ..serving.intervals import (
     inverse_intervals,
@@ -79,6 +79,7 @@ def load_frontier(
                 r = run_at("deployment", s, Deployment(n, k), traffic, config).with_targets(targets)
                 if r.meets_targets:
                     row = r.row()
+                    row["copies_idle"] = any(n.startswith(IDLE_COPIES) for n in r.notes)
                     speed = inverse_intervals(row, "tpot_mean_s", "tokens_per_s")
                     rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **speed, **row})
                     meta = meta or r.metadata()
@@ -95,6 +96,9 @@ def load_frontier(
     points = every.iloc[np.sort(keep)].sort_values("tokens_per_s").reset_index(drop=True)
     if max_gpus is not None:
         meta["max_gpus"] = int(max_gpus)
+    idle = sorted(set(points.loc[points["copies_idle"], "layout"]))
+    if idle:  # copies held where no expert group is split over GPUs (``idle_copies_notes``)
+        meta["redundant_experts_balance_nothing_on"] = "; ".join(idle)
     if len(settings) > 1:
         meta["hardware"] = ", ".join(s.gpu.name for s in settings)
         meta.pop("hardware_file", None)
