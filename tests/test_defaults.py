@@ -176,6 +176,11 @@ GIVEN = {
     "assumptions": ({}, "refined"),
     "engine": ({"assumptions": "achievable"}, "vllm"),
     "clock": ({"assumptions": "achievable"}, "kernel"),
+    # stated in the assumptions' label ("+ two_batch_overlap=True")
+    "two_batch_overlap": (
+        {"model": "Mixtral 8x7B", "assumptions": "achievable", "engine": "sglang"},
+        True,
+    ),
     "prompt_tokens": ({}, 500),
     "ttft_max_s": ({"prompt_tokens": 500}, 0.5),
     "max_gpus": ({}, 16),

@@ -729,6 +729,7 @@ SETTING_NAMES = (
     "assumptions",
     "engine",
     "clock",
+    "two_batch_overlap",
     *PRICE_AND_ENERGY,
 )
 

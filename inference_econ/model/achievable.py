@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import overlap
 from .breakdown import Breakdown
 from .efficiency import (
     StepTimes,
@@ -114,12 +115,16 @@ class EngineStep:
         profile,
         attention_data_parallel: bool,
         expert_parallel_by_tokens: bool = False,
+        two_batch_overlap: bool = False,
     ) -> None:
         self.work = work
         self.machine = machine
         self.profile = profile
         self.attention_data_parallel = attention_data_parallel
         self.expert_parallel_by_tokens = expert_parallel_by_tokens
+        #: The engine whose two-batch overlap splits the steps (``overlap.MIN_TOKENS``'s key,
+        #: its profile's family), or None: one batch a step (§F7 "Two-batch overlap").
+        self.overlap_family = profile.family if two_batch_overlap else None
         mats = work.attention_matrices
         self.attention_nk = sum(m * k for m, k in mats) / max(len(mats), 1)
         self.projection_params = work.layers * work.attention_params_per_layer + work.extra_params
@@ -307,12 +312,24 @@ class EngineStep:
             redundant_read_s=copies / (t * bw),
         )
 
-    def step_work(self, part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw=0.0) -> StepWork:
+    def micro_batches(self, part, adiv):
+        """Micro-batches of the step of ``part`` on divisor ``adiv`` (1 without two-batch
+        overlap; ``overlap.micro_batches`` at each attention rank's tokens)."""
+        if self.overlap_family is None:
+            return 1.0
+        tokens = part.tokens / self.attention_replicas(adiv)  # each attention rank's
+        return overlap.micro_batches(self.overlap_family, tokens)
+
+    def step_work(
+        self, part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw=0.0, exchange=(0.0, 0.0)
+    ) -> StepWork:
         """The ``StepWork`` of a layout with divisor ``adiv`` and the given collective seconds
         (§F1): Part A's bytes in ideal seconds (``part``'s and the attention reads of the
         roofline step, ``attention_reads`` = (weights, activations)) plus the per-class work
         of ``part.achievable``; ``fusable_bw``: the bandwidth seconds of the row-parallel
-        all-reduces among ``coll_bw`` (``StepModel.fusable_bandwidth_s``, §F6)."""
+        all-reduces among ``coll_bw`` (``StepModel.fusable_bandwidth_s``, §F6); ``exchange``:
+        the (latency, bandwidth) seconds of the MoE token exchange among them, which two-batch
+        overlap runs under the other micro-batch (``StepModel.exchange_terms_s``)."""
         w, ap = self.work, part.achievable
         bw = self.machine.gpu.hbm_bandwidth_bytes_per_s
         t = part.tensor_degree
@@ -365,6 +382,14 @@ class EngineStep:
             row_parallel_gemm_s=row_parallel,
             allreduce_bandwidth_s=fusable_bw,
             host_ranks=replicas,
+            micro_batches=self.micro_batches(part, adiv),
+            expert_read_per_micro_batch=(
+                1.0
+                if self.overlap_family is None
+                else overlap.half_read_share(self.work, part.tokens)
+            ),
+            exchange_latency_s=exchange[0],
+            exchange_bandwidth_s=exchange[1],
         )
 
     # --- time and breakdown ---------------------------------------------------------------
@@ -402,16 +427,14 @@ class EngineStep:
         return hidden_host_s(self.profile, part.achievable.sequences, self.attention_replicas(adiv))
 
     def breakdown(
-        self, part, adiv, coll_lat, coll_bw, attention_reads, ok, fusable_bw=0.0
+        self, part, adiv, coll_lat, coll_bw, attention_reads, ok, fusable_bw=0.0, exchange=(0, 0)
     ) -> Breakdown:
         """A ``Breakdown`` whose parts add up to the engine step (§F1): the host's work, the
         per-layer overhead as the launch part and the GEMM kernels' fixed cost apart (§F5,
         §F2), elementwise traffic with the activations, each roofline's binding side; ``ok``
-        marks the layouts that fit."""
-        times = combine(
-            self.step_work(part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw),
-            self.profile,
-        )
+        marks the layouts that fit; ``exchange`` as ``step_work``'s."""
+        work = self.step_work(part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw, exchange)
+        times = combine(work, self.profile)
         return _breakdown(times, ok, part.flop)
 
 

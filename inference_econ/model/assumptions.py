@@ -160,6 +160,11 @@ class Assumptions:
     #: part they were measured on (``EngineProfile.kernel_table_versions``); the profile's
     #: terms everywhere else. True: always; False: never.
     kernel_tables: bool | None = None
+    #: Under an engine profile, each step split into two micro-batches whose MoE token
+    #: exchange (dispatch and combine) runs while the other micro-batch computes: SGLang's
+    #: two-batch overlap and vLLM's dual-batch overlap over DeepEP (docs/model-part-f.md §F7
+    #: "Two-batch overlap"; ``model.overlap``). False: one batch, its exchange in series.
+    two_batch_overlap: bool = False
 
     def __post_init__(self) -> None:
         """Every field checked: numbers finite and in range (counts bounded, so no loop over

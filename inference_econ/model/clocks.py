@@ -25,6 +25,7 @@ import numpy as np
 from .breakdown import ADDITIVE_PARTS
 from .efficiency import StepTimes, StepWork, combine, gemm_compute_s
 from .operations import StepOperations
+from .step_calls import exchange_terms_s
 
 #: The columns of a clock's parts (``ADDITIVE_PARTS``), by name.
 _COLUMN = {name: i for i, name in enumerate(ADDITIVE_PARTS)}
@@ -120,7 +121,8 @@ class EngineClock(Clock):
         lat, bw = model.collective_terms(part, adiv, two_d)
         reads = model.attention_reads(part, adiv)
         fusable = model.fusable_bandwidth_s(part, adiv, two_d)
-        return model.engine.step_work(part, adiv, lat, bw, reads, fusable)
+        exchange = exchange_terms_s(model, part, adiv)
+        return model.engine.step_work(part, adiv, lat, bw, reads, fusable, exchange)
 
     def parts(self, step: StepOperations) -> np.ndarray:
         profile = step.model.engine.profile

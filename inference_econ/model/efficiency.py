@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ..specs.hardware import GPU
+from .overlap import overlapped_s
 from .values import Flags, Floats
 
 #: Best-shape GEMM efficiency of a part without a measurement: the median of the catalog's
@@ -258,6 +259,16 @@ class StepWork:
     #: The attention-DP ranks whose executors each schedule their own share of ``sequences``
     #: (1: one scheduling loop for the step's sequences; ``hidden_host_s``).
     host_ranks: Floats = 1.0
+    #: Micro-batches the step runs as (2 under two-batch overlap where the step is split,
+    #: ``overlap.micro_batches``; 1: one batch), and the latency and bandwidth seconds of its
+    #: MoE token exchange among ``collective_latency_s`` and ``collective_bandwidth_s``: what
+    #: runs under the other micro-batch's work (§F7 "Two-batch overlap").
+    micro_batches: Floats = 1.0
+    #: The share of ``expert_weight_read_s`` one micro-batch reads (``overlap.
+    #: half_read_share``: the experts its half of the tokens hit; read with ``micro_batches``).
+    expert_read_per_micro_batch: Floats = 1.0
+    exchange_latency_s: Floats = 0.0
+    exchange_bandwidth_s: Floats = 0.0
 
     def replace(self, **changes) -> StepWork:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -367,6 +378,12 @@ def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
     weights = (work.weight_read_s - experts) / np.where(share > 0.0, share, eta_w) + experts / eta_w
     compute, own_fixed, floor = gemm_compute_s(work, terms)
     gemm_fixed = own_fixed + floor  # each kernel's fixed cost: the larger of the two
+    m = work.micro_batches
+    split = bool(np.any(np.asarray(m) > 1.0))
+    if split:  # each micro-batch reads the weights it needs and runs every kernel (§F7)
+        others = (work.weight_read_s - experts) / np.where(share > 0.0, share, eta_w)
+        weights = m * (others + work.expert_read_per_micro_batch * experts / eta_w)
+        gemm_fixed = m * gemm_fixed
     memory = weights + work.activation_read_s / eta_w
     kv = (work.kv_read_s + terms.kv_request_positions * work.kv_request_read_s) / (
         terms.kv_read_efficiency
@@ -374,21 +391,34 @@ def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
     attention = work.attention_s / terms.attention_efficiency
     elementwise = (terms.elementwise_passes * work.elementwise_read_s + work.logits_read_s) / eta_w
     host = host_overhead_s(terms, work.sequences)
-    overhead = (
-        work.layers * (terms.layer_overhead_s + work.eager * terms.eager_layer_overhead_s)
-        + host
-        + gemm_fixed
-    )
+    layer = work.layers * (terms.layer_overhead_s + work.eager * terms.eager_layer_overhead_s)
+    overhead = (m * layer if split else layer) + host + gemm_fixed
+    collective_lat = work.collective_latency_s
     collective_bw = exposed_collective_bandwidth_s(work, terms)
     scale = terms.step_time_scale
-    total = scale * (
-        overhead
-        + work.collective_latency_s
-        + collective_bw
-        + elementwise
-        + np.maximum(memory, compute)
-        + np.maximum(kv, attention)
-    )
+    if split:  # the exchange runs under the other micro-batch's work; what it exceeds shows
+        x_lat, x_bw = work.exchange_latency_s, work.exchange_bandwidth_s
+        collective_lat, collective_bw = collective_lat - x_lat, collective_bw - x_bw
+        gpu = (
+            overhead
+            + collective_lat
+            + collective_bw
+            + elementwise
+            + np.maximum(memory, compute)
+            + np.maximum(kv, attention)
+        )
+        step = overlapped_s(gpu, x_lat, x_bw, m)
+        collective_bw = collective_bw + (step - gpu)  # the exchange's exposed part
+        total = scale * step
+    else:
+        total = scale * (
+            overhead
+            + collective_lat
+            + collective_bw
+            + elementwise
+            + np.maximum(memory, compute)
+            + np.maximum(kv, attention)
+        )
     # a host that overlaps the step and takes longer: the GPU waits for it (§F5)
     wait = 0.0
     if host_floor:
@@ -397,7 +427,7 @@ def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
     return StepTimes(
         total_s=total,
         overhead_s=scale * overhead + wait,
-        collective_latency_s=scale * work.collective_latency_s,
+        collective_latency_s=scale * collective_lat,
         collective_bandwidth_s=scale * collective_bw,
         elementwise_s=scale * elementwise,
         gemm_memory_s=scale * memory,

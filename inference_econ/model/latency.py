@@ -35,12 +35,15 @@ from .breakdown import (
 )
 from .collectives import P2P
 from .machine import Machine, mx_gemm_bits
+from .overlap import check_overlap
 from .step_calls import (
     NO_CACHE,
     CollectiveCalls,
     StepCache,
     StepCalls,
     attention_degree,
+    exchange_terms_s,
+    overlapped_terms,
     total_terms_s,
     total_time_s,
 )
@@ -187,7 +190,9 @@ class StepModel:
                 self.profile,
                 assumptions.attention_data_parallel,
                 expert_parallel_by_tokens,
+                assumptions.two_batch_overlap,
             )
+        check_overlap(assumptions, gpu, any(g.experts > 1 for g in work.groups), work.name)
         self.dense_layers = sum(g.layers for g in work.groups if g.experts <= 1)
         self.expert_parallel_by_tokens = expert_parallel_by_tokens
         #: The collectives of a step: each layer group's expert split, reductions and
@@ -400,6 +405,8 @@ class StepModel:
                 bw = self.collective_terms(part, adiv, False)[1]
                 fusable = self.fusable_bandwidth_s(part, adiv, False)
                 one_d = one_d - self.engine.hidden_collective_s(copied, adiv, reads, bw, fusable)
+            if self.engine.overlap_family is not None:  # the exchange under the other half
+                one_d, rest = overlapped_terms(self, part, adiv, one_d, rest, cache, key)
             return two_d, one_d, self._if_kv_fits(part, copies, rest, kv_cache, kv_key, adiv)
         weights, acts = reads  # the activations' times are a new array: summed into it
         memory = add_into(add_into(acts, weights), part.memory_base_s)
@@ -514,23 +521,16 @@ class StepModel:
         ok = self.fits(N, B, p, context, adiv)
         part = self.with_copies(part, self.copies_of(part, adiv))
         if self.engine is not None:
-            reads = self.attention_reads(part, adiv)
+            reads, exchange = self.attention_reads(part, adiv), exchange_terms_s(self, part, adiv)
             fusable = self.fusable_bandwidth_s(part, adiv, two_d)
-            return self.engine.breakdown(part, adiv, coll_lat, coll_bw, reads, ok, fusable)
+            return self.engine.breakdown(
+                part, adiv, coll_lat, coll_bw, reads, ok, fusable, exchange
+            )
         aw, aa = self.attention_reads(part, adiv)
-        weight_s = part.ff_weight_read_s + aw
-        act_s = part.ff_activation_read_s + aa
-        compute = self.compute_time(part, adiv)
+        weight_s, act_s = part.ff_weight_read_s + aw, part.ff_activation_read_s + aa
+        compute, kernel_s = self.compute_time(part, adiv), self.kernel_s
         return roofline_breakdown(
-            ok,
-            self.kernel_s,
-            coll_lat,
-            coll_bw,
-            weight_s,
-            act_s,
-            part.kv_read_s,
-            compute,
-            part.flop,
+            ok, kernel_s, coll_lat, coll_bw, weight_s, act_s, part.kv_read_s, compute, part.flop
         )
 
 

@@ -26,7 +26,7 @@ from ..errors import plural
 from ..specs.features import LAYOUT_FEATURES
 from .efficiency import StepWork, combine, hidden_host_s, host_overhead_s
 from .latency import StepModel, divisors, engine_attention_degrees
-from .step_calls import total_time_s
+from .step_calls import exchange_terms_s, total_time_s
 from .workload import Workload
 
 
@@ -136,7 +136,8 @@ def mixed_step_work(
     fusable = model.fusable_bandwidth_s(part, adiv, two_d)
     part = model.with_copies(part, model.copies_of(part, adiv))  # §B13, as the step has them
     reads = model.attention_reads(part, adiv)
-    return model.engine.step_work(part, adiv, coll_lat, coll_bw, reads, fusable)
+    exchange = exchange_terms_s(model, part, adiv)
+    return model.engine.step_work(part, adiv, coll_lat, coll_bw, reads, fusable, exchange)
 
 
 def _mixed_part(
@@ -322,8 +323,8 @@ class StepTable:
         plain = part  # StepModel.latency adds the copies itself: the check below uses this
         part = model.with_copies(part, model.copies_of(part, adiv))  # §B13
         assert model.engine is not None, "a step table is built under an engine profile"
-        reads = model.attention_reads(part, adiv)
-        work = model.engine.step_work(part, adiv, lat, bw, reads, fusable)
+        reads, exchange = model.attention_reads(part, adiv), exchange_terms_s(model, part, adiv)
+        work = model.engine.step_work(part, adiv, lat, bw, reads, fusable, exchange)
         self._host_terms(model)
         alone = combine(  # the GPU's step: the host's floor apart (``time_s``)
             work.replace(sequences=0.0, kv_request_read_s=0.0, logits_read_s=0.0, kv_read_s=0.0),

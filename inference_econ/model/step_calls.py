@@ -16,6 +16,7 @@ import numpy as np
 from .assumptions import Assumptions
 from .collectives import ALLTOALL, EXPERT_ALLTOALL, CollectiveCost, counted
 from .machine import Machine, mx_gemm_bits
+from .overlap import overlapped_s
 from .values import Floats, add_into
 from .workload import Workload
 
@@ -31,6 +32,9 @@ DENSE_REDUCTION = "all-reduce (dense feed-forward)"
 #: The reduction that combines a MoE group's experts where the engine exchanges no tokens
 #: (``StepCalls.expert_exchange``, §F7): every rank holds every token.
 EXPERT_COMBINE_REDUCTION = "all-reduce (expert combine)"
+#: How the names of the calls that move a MoE group's tokens begin (``all_to_all``,
+#: ``_gather_scatter``): its token exchange, which two-batch overlap hides (§F7).
+EXCHANGE_OPERATIONS = ("expert dispatch", "expert combine")
 
 
 def expert_degree(b, t, experts, min_micro_batch, integer=False):
@@ -610,3 +614,27 @@ class StepCalls:
         if np.all(t_at <= 1.0):
             return None
         return self.machine.nodes_spanned(t_at)
+
+
+def exchange_terms_s(model, part, adiv, cache=NO_CACHE, key=None):
+    """(latency, bandwidth) seconds of the MoE token exchange of a ``StepModel``'s step of
+    ``part`` on divisor ``adiv``: its dispatch and combine calls (1-D; §B11, §F7), unscaled;
+    (0, 0) unless the engine overlaps two micro-batches, whose exchange runs under the other's
+    work."""
+    if model.engine is None or model.engine.overlap_family is None:
+        return 0.0, 0.0
+    calls = model.attention_calls(part, adiv, False, cache, key) + part.shared_calls
+    return total_terms_s(tuple(c for c in calls if c.what.startswith(EXCHANGE_OPERATIONS)))
+
+
+def overlapped_terms(model, part, adiv, one_d, rest, cache=NO_CACHE, key=None):
+    """(the 1-D collectives but the MoE exchange, the rest with the exchange run under the
+    step's other work) of a ``StepModel``'s step split into two micro-batches: their sum is
+    ``overlapped_s`` of the other work (``rest`` already reads the weights and pays each
+    kernel's and layer's fixed cost once per micro-batch), every term scaled as the step is."""
+    scale = model.engine.collective_scale
+    x_lat, x_bw = exchange_terms_s(model, part, adiv, cache, key)
+    x_lat, x_bw = scale * x_lat, scale * x_bw
+    m = model.engine.micro_batches(part, adiv)
+    others = one_d - x_lat - x_bw
+    return others, overlapped_s(rest + others, x_lat, x_bw, m) - others

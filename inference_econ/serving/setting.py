@@ -19,6 +19,7 @@ import numpy as np
 from .. import settings as table
 from ..errors import SpecError, warn
 from ..model.assumptions import CLOCKS, Assumptions, preset
+from ..model.overlap import check_overlap
 from ..specs.architecture import Architecture, Precision, load_model
 from ..specs.catalog import display_path
 from ..specs.hardware import GPU, load_hardware
@@ -168,6 +169,7 @@ _BUILT = (
     "grid_intensity_g_per_kwh",
     "grid_source",
     "costs_file",
+    "two_batch_overlap",  # a field of the assumptions
 )
 
 
@@ -248,7 +250,6 @@ def make_setting(model, hardware, **options) -> Setting:
     if not isinstance(assumptions, Assumptions):
         assumptions = preset(table.option("assumptions").check(assumptions))
     assumptions = with_clock(with_engine(assumptions, values["engine"]), values["clock"])
-    cap = values["max_throughput_tokens_per_s"]
     copied = {
         f.name: values[f.name]
         for f in dataclasses.fields(Setting)
@@ -258,13 +259,14 @@ def make_setting(model, hardware, **options) -> Setting:
         load_hardware(hardware), values["price_basis"], values["costs"], values["pue"]
     )
     assumptions = engine_on_part(assumptions, gpu, values["engine"])
+    assumptions = with_overlap(assumptions, values, gpu, arch)
     grid, source = _grid_intensity(values)
     return Setting(
         model=arch,
         gpu=gpu,
         spec=spec,
         assumptions=assumptions,
-        max_throughput_tokens_per_s=math.inf if cap is None else cap,
+        max_throughput_tokens_per_s=_cap(values["max_throughput_tokens_per_s"]),
         pue=values["pue"],
         grid_intensity_g_per_kwh=grid,
         grid_source=source,
@@ -434,6 +436,21 @@ def with_clock(assumptions: Assumptions, clock: str) -> Assumptions:
             "use the achievable preset: --assumptions achievable",
         )
     return assumptions.replace(kernel_tables=CLOCKS[clock])
+
+
+def _cap(cap: float | None) -> float:
+    """A demand cap as the setting holds it (inf: none)."""
+    return math.inf if cap is None else cap
+
+
+def with_overlap(assumptions: Assumptions, values: dict, gpu: GPU, arch) -> Assumptions:
+    """The assumptions with two-batch overlap where the values ask for it, checked before any
+    work (``model.overlap.check_overlap``: an engine that runs it, on a part it runs on)."""
+    if not values["two_batch_overlap"]:
+        return assumptions
+    assumptions = assumptions.replace(two_batch_overlap=True)
+    check_overlap(assumptions, gpu, arch.is_moe, arch.name)
+    return assumptions
 
 
 def engine_on_part(assumptions: Assumptions, gpu: GPU, given=None) -> Assumptions:

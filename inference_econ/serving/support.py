@@ -347,13 +347,18 @@ DEFAULT_SCENARIOS = {"throughput": "offline", "TPOT": "closed_loop", "TTFT": "se
 def figure_class(
     setting: Setting, kind: str, layout: str = "TP", scenario: str | None = None
 ) -> CalibrationClass:
-    """The calibration class of a figure of ``kind`` of ``setting`` ."""
+    """The calibration class of a figure of ``kind`` of ``setting``. An engine run with
+    two-batch overlap is an engine of its own here ("sglang+TBO"): no residual measures one,
+    so its figures borrow the nearest class's band, widened (§F12)."""
+    engine = engine_family(setting.assumptions.engine)
+    if setting.assumptions.two_batch_overlap:
+        engine += "+TBO"
     return CalibrationClass(
         kind,
         "MoE" if setting.model.is_moe else "dense",
         layout,
         generation(setting.gpu.name),
-        engine_family(setting.assumptions.engine),
+        engine,
         scenario or DEFAULT_SCENARIOS[kind],
         setting.model.name,
     )

@@ -198,6 +198,14 @@ class ScopeOptions:
         choices=("auto", *CLOCKS),
     )
 
+    two_batch_overlap: bool = setting(
+        False,
+        help="Run each step as two micro-batches, one's MoE token exchange under the other's"
+        " work, as SGLang's --enable-two-batch-overlap and vLLM's --enable-dbo do over DeepEP:"
+        " needs --engine sglang or vllm, a MoE model, NVIDIA GPUs on an NVLink switch and the"
+        " engine clock (default: one batch a step).",
+    )
+
     prompt_tokens: float | None = setting(
         None,
         help="Prompt length of a request.",

@@ -1,0 +1,101 @@
+"""Two-batch overlap (docs/model-part-f.md §F7 "Two-batch overlap"): an engine splits each step
+into two micro-batches and runs one's MoE token exchange (dispatch and combine) while the
+other computes, so the exchange hides under the step's other work, at the price of reading
+the weights and launching every kernel once per micro-batch.
+
+Engines, as their sources say:
+
+* SGLang 0.5.3, ``--enable-two-batch-overlap``: refused with ``--moe-a2a-backend none``
+  ("When enabling two batch overlap, moe_a2a_backend cannot be 'none'", server_args.py), so
+  it runs over DeepEP; a batch is split in two when it can be (``can_run_tbo``: a decode batch
+  by sequences, at least one each).
+* vLLM 0.11.0, ``--enable-dbo``: needs ``VLLM_ALL2ALL_BACKEND`` deepep_low_latency or
+  deepep_high_throughput (vllm/config/__init__.py); a rank micro-batches a step of at least
+  ``--dbo-decode-token-threshold`` tokens (32; 512 with prompt tokens,
+  ``--dbo-prefill-token-threshold``, vllm/config/parallel.py), every data-parallel rank
+  agreeing.
+* TensorRT-LLM has none.
+
+DeepEP moves tokens over NVLink inside a node and RDMA between nodes: an NVIDIA part with an
+NVLink switch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SpecError
+from .values import Floats
+
+#: Engines (profile families) that overlap two micro-batches, and the fewest tokens a rank's
+#: step must hold to be split: SGLang's two halves need a sequence each; vLLM's decode
+#: threshold (its prompt steps' 512 is not told apart: a simplification).
+MIN_TOKENS = {"sglang": 2.0, "vllm": 32.0}
+
+#: Micro-batches of an overlapped step.
+MICRO_BATCHES = 2.0
+
+FLAG = "--two-batch-overlap"
+
+
+def check_overlap(assumptions, gpu, is_moe: bool, model: str) -> None:
+    """Refuse two-batch overlap where no engine runs it: an ideal preset, an engine without it,
+    a part DeepEP does not run on, the kernel clock (its tables time TensorRT-LLM), a dense
+    model (nothing to exchange). Nothing to do without it."""
+    if not assumptions.two_batch_overlap:
+        return
+    from ..specs.platforms import platform_of  # the engines' module: only where asked for
+
+    profile = assumptions.profile()
+    if profile is None:
+        why = f"is an engine's schedule, and the {assumptions.name!r} preset is an ideal bound"
+        fix = "use --assumptions achievable with --engine sglang or --engine vllm"
+    elif profile.family not in MIN_TOKENS:
+        why = f"is not run by the {profile.name} engine profile (only SGLang's and vLLM's)"
+        fix = "use --engine sglang or --engine vllm"
+    elif platform_of(gpu) != "cuda" or gpu.interconnect != "switch":
+        why = (
+            f"runs over DeepEP, which needs NVIDIA GPUs joined by an NVLink switch; {gpu.name} "
+            "is not such a part"
+        )
+        fix = f"drop {FLAG}"
+    elif assumptions.kernel_tables:
+        why = "is not priced by the kernel clock, whose tables time TensorRT-LLM (no overlap)"
+        fix = "use --clock engine"
+    elif not is_moe:
+        why = f"hides a MoE layer's token exchange, and {model} has no routed experts"
+        fix = f"drop {FLAG}"
+    else:
+        return
+    raise SpecError("argument", FLAG, f"two-batch overlap {why}", fix)
+
+
+def micro_batches(family: str, tokens_per_rank) -> Floats:
+    """Micro-batches of a step whose ranks each hold ``tokens_per_rank`` tokens under an engine
+    that overlaps (``MIN_TOKENS``): two where the step is split, else one."""
+    least = MIN_TOKENS[family]
+    return np.where(np.asarray(tokens_per_rank, dtype=float) >= least, MICRO_BATCHES, 1.0)
+
+
+def half_read_share(work, tokens) -> Floats:
+    """The share of a step's routed-expert weight reads that one micro-batch of half its
+    ``tokens`` makes: it reads the experts its own tokens hit (§A2), fewer than the whole
+    step's where tokens are few, so the two micro-batches read between once and twice."""
+    groups = [g for g in work.groups if g.experts > 1]
+    t = np.asarray(tokens, dtype=float)
+    whole = sum(g.layers * work.routed_expert_bytes(g, t) for g in groups)
+    half = sum(g.layers * work.routed_expert_bytes(g, t / MICRO_BATCHES) for g in groups)
+    return np.where(np.asarray(whole) > 0.0, half / np.maximum(whole, 1e-300), 1.0)
+
+
+def overlapped_s(gpu_s, exchange_latency_s, exchange_bandwidth_s, micro):
+    """Seconds of a step whose GPU work (its exchange apart, the micro-batches' weight reads
+    and kernels counted) is ``gpu_s`` and whose MoE exchange has the given latency and
+    bandwidth seconds: with ``micro`` > 1 the longer of the work and the exchange, which then
+    pays its latency once per micro-batch (one micro-batch's exchange runs while the other
+    computes; the pipeline's first and last stage, one layer's, are not counted); else the
+    two in series."""
+    m = np.asarray(micro, dtype=float)
+    alone = gpu_s + exchange_latency_s + exchange_bandwidth_s
+    overlapped = np.maximum(gpu_s, m * exchange_latency_s + exchange_bandwidth_s)
+    return np.where(m > 1.0, overlapped, alone)
