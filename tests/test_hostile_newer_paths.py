@@ -302,3 +302,33 @@ def test_rows_whose_steps_cannot_be_built_are_named_not_a_value_error(tmp_path):
         SpecError, match=r"no row calibration can use: 3 rows left out \(line 2: infeasible"
     ):
         build_problem(load_measured(path), load_engine("trtllm"), {}, [], source=str(path))
+
+
+def test_a_measured_cell_of_thousands_of_digits_is_its_rows_reason(tmp_path):
+    from inference_econ.measured.reading import load_measured
+
+    # Python reads no whole number of more than 4,300 digits: each reader of degrees, counts
+    # or engine settings had raised, stopping the file
+    head = "model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len"
+    head += ",metric,value,unit,notes\n"
+    row = "DeepSeek-R1,FP4,B200,4,{},max load,1024,1024,throughput_per_gpu,6430,"
+    row += "output tok/s per GPU,TensorRT-LLM 1.2; {}\n"
+    nines = "9" * 5000
+    cells = [
+        ("DEP" + nines, ""),
+        ("DEP4", "VLLM_SUBSEQUENT_DECODE_STEPS: " + nines),
+        ("DEP4", f"num_slots: {nines}"),
+        ("DEP4", "num_slots: 288"),
+    ]
+    path = tmp_path / "rows.csv"
+    path.write_text(head + "".join(row.format(*c) for c in cells))
+    result = CliRunner().invoke(main, ["compare-measured", str(path), "--format", "csv"])
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    rows = load_measured(path)
+    fields = ["parallelism", "notes", "notes"]
+    for r, field in zip(rows, fields):
+        assert r.status == (
+            f"unresolved: {field}: holds a number of 5,000 digits (give numbers of at most 100 "
+            "digits, as the source states them)"
+        )
+    assert rows[3].status == "ok" and rows[3].arch.redundant_experts == 32

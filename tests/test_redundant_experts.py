@@ -24,6 +24,8 @@ from inference_econ.model.moe import (
 from inference_econ.model.operations import step_operations
 from inference_econ.model.workload import compile_workload
 from inference_econ.serving.setting import make_setting
+from inference_econ.settings import option
+from inference_econ.specs.architecture import MOST_REDUNDANT_EXPERTS
 
 GB200 = ie.load_hardware("GB200-NVL72")
 
@@ -194,3 +196,40 @@ def test_a_load_frontier_names_the_layouts_whose_copies_are_idle():
     assert front.metadata()["redundant_experts_balance_nothing_on"] == (
         "1 GPU: TP1 (attention TP1), PP1"
     )
+
+
+@pytest.mark.parametrize(
+    "count", [float("nan"), float("inf"), "nan", "32", None, True, [32], 4097, 10**30, 1e300]
+)
+def test_copies_outside_whole_numbers_up_to_the_bound_are_a_spec_error(count):
+    # the API's Architecture is reached without the settings table: its own check refuses
+    # what int() would raise on (nan, inf, None) and what would overflow a float (10**30)
+    with pytest.raises(SpecError, match="whole number from 0 to 4096"):
+        ie.load_model("DeepSeek-R1").with_redundant_experts(count)
+    assert ie.load_model("DeepSeek-R1").with_redundant_experts(4096).redundant_experts == 4096
+    assert option("redundant_experts").maximum == MOST_REDUNDANT_EXPERTS == 4096
+
+
+def test_a_measured_count_is_read_whole_or_the_row_is_unresolved(tmp_path):
+    from inference_econ.measured.reading import load_measured
+
+    head = "model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len"
+    head += ",metric,value,unit,notes\n"
+    row = "DeepSeek-R1,FP4,GB200 NVL72,32,DEP32,max load,1024,1024,throughput_per_gpu,5000,"
+    row += 'output tok/s per GPU,"TensorRT-LLM 1.2; '
+    notes = {
+        "-32 redundant experts": "redundant experts '-32', not a whole number",
+        "32.5 redundant experts": "redundant experts '32.5', not a whole number",
+        "--ep-num-redundant-experts -32": "redundant experts '-32', not a whole number",
+        "num_slots: -288": "expert slots '-288', not a whole number",
+        "num_slots: 288.5": "expert slots '288.5', not a whole number",
+        "num_slots: 2.88e2": "expert slots '2.88e2', not a whole number",
+        "99999999999999999999 redundant experts": "more than the 4,096 a layer is read with",
+        "EPLB 4353": "more than the 4,352 a layer is read with",
+    }
+    path = tmp_path / "rows.csv"
+    path.write_text(head + "".join(f'{row}{n}"\n' for n in (*notes, "1,024 expert slots")))
+    rows = load_measured(path)
+    for r, said in zip(rows, notes.values()):
+        assert r.status.startswith("unresolved: notes: states ") and said in r.status, r.status
+    assert rows[-1].arch.redundant_experts == 1024 - 256  # thousands separated, read whole

@@ -16,6 +16,7 @@ names resolved to specs ``resolving``'s; the operating-point files overlaid on f
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from . import engine_words, layouts, mlperf
 from . import semantics as sem
 from .bench_limits import overview_graphs, runs_own_limits
 from .derived import context_of, is_derived, parents_of
+from .expert_slots import redundant_experts_of
 from .resolving import (
     as_released,
     basis_of,
@@ -364,9 +366,30 @@ def _how_to_state(rec: dict) -> str:
     return f": give {missing[0]}"
 
 
+#: The most digits a number in a cell is read with: no count or measurement a row states runs
+#: longer, and a longer one ("TP" and 5,000 nines) is past what Python turns into a number.
+MOST_DIGITS = 100
+_LONG_NUMBER = re.compile(rf"\d{{{MOST_DIGITS + 1},}}")
+
+
+def _check_digits(rec: dict, where: str) -> None:
+    """Refuse a cell holding a run of more than ``MOST_DIGITS`` digits, which no reader of
+    its degrees, counts or settings takes."""
+    for name, cell in rec.items():
+        m = _LONG_NUMBER.search(cell) if isinstance(cell, str) else None
+        if m:
+            raise SpecError(
+                where,
+                name.lstrip("_"),
+                f"holds a number of {len(m.group()):,} digits",
+                f"give numbers of at most {MOST_DIGITS} digits, as the source states them",
+            )
+
+
 def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     """One record resolved; names or fields the toolkit cannot read give a status."""
     where = f"{path}, row {line}"
+    _check_digits(rec, where)
     metric = sem.metric_of(rec["metric"])
     base = _texts(line, rec, parent)
     value = _value(rec, metric, where)
@@ -517,7 +540,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
     scenario = sem.scenario_of(rec, metric, context)
     experts = base["arch"].routed_experts
-    copies = sem.redundant_experts_of(
+    copies = redundant_experts_of(
         rec.get("batch_or_concurrency"), scenario, context, where, experts
     )
     if copies and not base["arch"].is_moe:

@@ -681,44 +681,6 @@ def async_of(text, scenario: str | None, notes: str = "", where: str = "") -> bo
     return None
 
 
-#: The expert slots or redundant experts a row states its engine's expert-parallel load
-#: balancer (EPLB) held: TensorRT-LLM's slots, experts plus copies ("num_slots: 288",
-#: "288 expert slots", "EPLB 288"); SGLang's and vLLM's copies ("--ep-num-redundant-experts
-#: 32", "num_redundant_experts: 32", "32 redundant experts").
-_SLOTS = re.compile(
-    r"(?:num[\s_-]*slots['\"]?\s*[:=]?\s*['\"]?|\bEPLB[\s_-]*)(\d+)\b|\b(\d+)\s+expert\s+slots\b",
-    re.I,
-)
-_COPIES = re.compile(
-    r"num[\s_-]*redundant[\s_-]*experts['\"]?\s*[:=]?\s*['\"]?(\d+)\b|\b(\d+)\s+redundant\s+experts\b",
-    re.I,
-)
-
-
-def redundant_experts_of(text, scenario, notes: str, where: str, experts: int) -> int | None:
-    """The redundant experts a row states its engine held beside the model's ``experts`` a
-    layer (EPLB: copies, or slots less the experts), in ``batch_or_concurrency`` or else the
-    notes (the row's scenario part); None where it does not say. Fewer slots than experts, or
-    two counts for one scenario, is the row's ``SpecError``."""
-    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
-        part = scenario_part(cell, scenario).text
-        found = {int(m.group(1) or m.group(2)) for m in _COPIES.finditer(part)}
-        for m in _SLOTS.finditer(part):
-            slots = int(m.group(1) or m.group(2))
-            if slots < experts:
-                raise SpecError(
-                    where,
-                    field,
-                    f"states {slots} expert slots, fewer than the model's {experts} experts",
-                    "give the slots (the experts and their copies) or the redundant experts",
-                )
-            found.add(slots - experts)
-        said = _one_value(found, "redundant experts", scenario, where, field)
-        if said is not None:
-            return said
-    return None
-
-
 #: AMD's vLLM V1 scheduler patch of MLPerf v6.0 (closed/AMD/setup/*/patches/*vllm*.patch,
 #: ``vllm/v1/core/sched/scheduler.py``): decode-only scheduler calls between those that admit
 #: waiting requests, and the running requests below which every call admits, as the harness

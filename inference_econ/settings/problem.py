@@ -67,7 +67,7 @@ class ServedOptions:
         " 256 experts in 288 slots, 32 copies).",
         unit="experts",
         minimum=0,
-        maximum=4096,
+        maximum=4096,  # specs.architecture.MOST_REDUNDANT_EXPERTS (not loaded with the CLI)
     )
 
     max_throughput_tokens_per_s: float | None = setting(

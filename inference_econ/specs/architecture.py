@@ -11,6 +11,8 @@ prediction modules some models ship (§C3).
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +25,10 @@ from . import catalog
 from .inputs import record
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
+
+#: The most redundant experts (EPLB copies) a MoE layer is served with: the
+#: ``--redundant-experts`` setting's bound, and a measured row's.
+MOST_REDUNDANT_EXPERTS = 4096
 
 ACTIVATIONS = {"swiglu": (2, 1), "geglu": (2, 1), "gelu": (1, 1), "relu": (1, 1), "mlp": (1, 1)}
 #: Recurrent mixers a layer group may use instead of attention (docs/model.md §C2).
@@ -378,9 +384,17 @@ class Architecture:
 
     def with_redundant_experts(self, count: int) -> Architecture:
         """The same architecture served with ``count`` redundant experts in each MoE layer
-        (EPLB); refused (SpecError) for a model without routed experts or a count below 0."""
-        if count != int(count) or count < 0:
-            raise SpecError("--redundant-experts", "", f"is {count!r}", "a whole number >= 0")
+        (EPLB); refused (SpecError) for a model without routed experts or a count that is not
+        a whole number from 0 to ``MOST_REDUNDANT_EXPERTS``."""
+        real = isinstance(count, numbers.Real) and not isinstance(count, bool)
+        within = real and math.isfinite(count) and 0 <= count <= MOST_REDUNDANT_EXPERTS
+        if not (within and count == int(count)):
+            raise SpecError(
+                "--redundant-experts",
+                "",
+                f"is {short(count)}",
+                f"give a whole number from 0 to {MOST_REDUNDANT_EXPERTS}",
+            )
         if count and not self.is_moe:
             raise SpecError(
                 "--redundant-experts",
