@@ -233,3 +233,18 @@ def test_a_measured_count_is_read_whole_or_the_row_is_unresolved(tmp_path):
     for r, said in zip(rows, notes.values()):
         assert r.status.startswith("unresolved: notes: states ") and said in r.status, r.status
     assert rows[-1].arch.redundant_experts == 1024 - 256  # thousands separated, read whole
+
+
+def test_copies_balance_only_where_the_slots_split_evenly_over_the_ranks():
+    from inference_econ.model.moe import balanced_slots
+
+    # 256 experts over EP 32: 288 slots (9 a rank) balance, 257 do not; EP 1 never does
+    assert balanced_slots(256, 32, np.array([32.0, 1.0])).tolist() == [True, False]
+    assert not balanced_slots(256, 1, 8.0)
+    # Mixtral 8x7B on 8 H100 (EP8): one copy (9 slots) is run by no engine's balancer, so it
+    # prices as none on both clocks instead of as a balanced layout
+    for clock in ("engine", "kernel"):
+        kw = dict(gpus=8, batch=256, assumptions="achievable", clock=clock, discrete=True)
+        none = ie.point("Mixtral 8x7B", "H100-SXM", redundant_experts=0, **kw)
+        one = ie.point("Mixtral 8x7B", "H100-SXM", redundant_experts=1, **kw)
+        assert one.expert_degree == 8 and one.tokens_per_s == pytest.approx(none.tokens_per_s)

@@ -33,6 +33,7 @@ from .efficiency import (
 )
 from .machine import Machine
 from .moe import (
+    balanced_slots,
     eplb_routing_factor,
     expert_kernel_format,
     moe_format_factor,
@@ -221,7 +222,8 @@ class EngineStep:
         if not self.work.redundant_experts:
             return factor
         spread = expert_imbalance(tokens, g.active, g.experts, e)
-        return np.where(np.asarray(e) > 1.0, eplb_routing_factor(factor, spread), factor)
+        even = balanced_slots(g.experts, self.work.redundant_experts, e)
+        return np.where(even, eplb_routing_factor(factor, spread), factor)
 
     def slots_read(self, g, e, tokens):
         """The routed weights read with the redundant copies where experts are parallel over
@@ -230,7 +232,7 @@ class EngineStep:
         if not r:
             return 1.0
         share = slots_read_share(g.experts, g.active, g.experts + r, tokens)
-        return np.where(np.asarray(e) > 1.0, share, 1.0)
+        return np.where(balanced_slots(g.experts, r, e), share, 1.0)
 
     def part(self, B, p, t, tokens, splits, context_flop) -> AchievablePart:
         """The divisor-independent work of a pipeline degree (§F1-§F7): ``splits`` holds each

@@ -45,7 +45,7 @@ from .kernel_prices import (
     pass_s,
 )
 from .machine import mx_gemm_bits
-from .moe import BLOCK_FP8, EPLB_RANK_LOAD, routing_of
+from .moe import BLOCK_FP8, EPLB_RANK_LOAD, balanced_slots, routing_of
 from .operations import Operation, PipelinePart, StepOperations, part_operations
 from .step_calls import VOCABULARY_BYTES_PER_WEIGHT
 from .workload import Workload
@@ -259,7 +259,8 @@ class _Pricer:
         if copies:  # EPLB: the slots balanced, the busiest rank at its measured load (§F7)
             slots = np.asarray(s["experts"], dtype=float) + copies
             balanced = EPLB_RANK_LOAD * moe_s(*shape, slots, s["tp"], s["ep"], "balanced")
-            one = np.where(np.asarray(s["ep"]) > 1.0, np.minimum(one, balanced), one)
+            even = balanced_slots(s["experts"], copies, s["ep"])  # as engines run them
+            one = np.where(even, np.minimum(one, balanced), one)
         return op.calls * one
 
     def _elementwise(self, op: Operation):

@@ -73,6 +73,17 @@ def routing_of(model_class: str, stated: str | None = None) -> str:
 EPLB_RANK_LOAD = 1.11
 
 
+def balanced_slots(experts, copies, ep):
+    """Where ``copies`` redundant experts beside ``experts`` balance a layout's load: the
+    experts parallel (``ep`` > 1) and the slots split evenly over its ranks, as every engine's
+    balancer requires (SGLang's and vLLM's num_physical_experts % ep_size, TensorRT-LLM's
+    num_slots % ep_size; the export refuses other counts). Elsewhere the copies take memory
+    only. Arrays broadcast."""
+    e = np.asarray(ep, dtype=float)
+    slots = np.asarray(experts, dtype=float) + float(copies)
+    return (e > 1.0) & (np.mod(slots, np.maximum(e, 1.0)) == 0.0)
+
+
 def slots_read_share(experts, active, slots, tokens):
     """Routed-expert weights ``tokens`` tokens read from ``slots`` slots holding ``experts``
     experts and their copies, over those they read from the experts alone: the slots they are
