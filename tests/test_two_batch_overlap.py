@@ -96,7 +96,7 @@ def test_without_the_option_a_step_is_one_batch():
     "args, says",
     [
         (["DeepSeek-R1", "-H", "H200-SXM", "--assumptions", "achievable"], "trtllm engine"),
-        (["DeepSeek-R1", "-H", "H200-SXM"], "ideal bound"),
+        (["DeepSeek-R1", "-H", "H200-SXM"], "ideal preset"),
         (
             [
                 "DeepSeek-R1",
@@ -143,3 +143,48 @@ def test_figures_with_overlap_are_outside_every_measured_class():
             two_batch_overlap=True,
         ).assumptions.label
     )
+
+
+@pytest.mark.parametrize(
+    "notes, said",
+    [
+        ("SGLang 0.5.3; --enable-two-batch-overlap --tp 8", True),
+        ("enable_two_batch_overlap: false", False),
+        ("two-batch overlap (TBO)", True),
+        ("without two-batch overlap", False),
+        ("no TBO", False),
+        ("--enable-dbo", True),
+        ("enable_dbo=True", True),
+        ("--no-enable-dbo", False),
+        ("dual-batch overlap", True),
+        ("TBOX turbo", None),
+    ],
+)
+def test_a_measured_row_states_two_batch_overlap_on_or_off(notes, said):
+    from inference_econ.measured.overlap_words import overlap_of
+
+    assert overlap_of("", None, notes, "a row") is said
+
+
+def test_a_measured_row_runs_the_overlap_it_states(tmp_path):
+    # AIConfigurator's first SGLang DeepSeek run (8 H200, mean TPOT) at 64 clients with
+    # attention DP, stated with two-batch overlap, without it, and under TensorRT-LLM (no such
+    # mode): 64 sequences over 8 ranks are small steps, which the second expert read slows
+    import pandas as pd
+
+    from inference_econ.api import compare_measured
+    from inference_econ.model.assumptions import preset
+
+    runs = pd.read_csv("tests/data/aic_silicon_runs.csv.gz")
+    first = runs[runs.engine.str.contains("SGLang") & runs.model.str.contains("DeepSeek")]
+    rows = first[first.metric == "mean_TPOT"].iloc[[0, 0, 0]].copy()
+    rows["parallelism"], rows["batch_or_concurrency"] = "TP8 attn-DP EP", "64"
+    rows["notes"] = ["--enable-two-batch-overlap", "", "two-batch overlap"]
+    rows["engine"] = ["SGLang 0.5.9", "SGLang 0.5.9", "TensorRT-LLM 1.2"]
+    path = tmp_path / "rows.csv"
+    rows.to_csv(path, index=False)
+    t = compare_measured(path, preset("achievable")).table
+    assert t["engine"].iloc[0] == "sglang, two-batch overlap as stated"
+    assert t["engine"].iloc[1] == "sglang"
+    assert t["predicted"].iloc[0] > 1.2 * t["predicted"].iloc[1]
+    assert t["status"].iloc[2].startswith("unresolved: engine 'trtllm': the row states two-batch")

@@ -143,6 +143,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.mixed_chunk,
         r.admission_cadence,
         r.async_scheduling,
+        r.two_batch_overlap,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),

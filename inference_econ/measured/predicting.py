@@ -85,13 +85,15 @@ TOOL_LIMITS = "the limits trtllm-bench picks itself"
 @dataclass(frozen=True)
 class RowEngine:
     """The engine a row runs on: its profile (None: the ideal engine), its scheduler, how the
-    output names it, and whether its steps are priced from the measured kernel tables
-    (``kernel_tables``: the kernel clock, ``reads_kernel_tables``) or by the profile's terms."""
+    output names it, whether its steps are priced from the measured kernel tables
+    (``kernel_tables``: the kernel clock, ``reads_kernel_tables``) or by the profile's terms,
+    and whether it runs two micro-batches as the row states (§F7)."""
 
     profile: EngineProfile | None
     config: EngineConfig
     label: str
     kernel_tables: bool = False
+    two_batch_overlap: bool = False
 
 
 def reads_kernel_tables(profile: EngineProfile, version, gpu) -> bool:
@@ -261,7 +263,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
     tables = base.kernel_tables is None and reads_kernel_tables(prof, kernels_at, row.gpu)
     if tables:
         label += ", each operation priced from the measured kernel tables"
-    return RowEngine(prof, config, label, tables)
+    return RowEngine(prof, config, label, tables, bool(row.two_batch_overlap))
 
 
 def resolve_engines(rows, base: Assumptions, engine=None) -> dict:
@@ -311,22 +313,20 @@ class Candidate:
 
 
 # --- building the plan ------------------------------------------------------------------------
-
-
 def _assumptions_for(base: Assumptions, found: RowEngine, cand: Candidate) -> Assumptions:
     """A candidate's assumptions: its engine profile (with the kernel clock where the row's
     engine reads the tables), and its experts split over its tensor group at every batch or
     never (``stated_experts``), as an engine launched that way runs. A profile that sizes its
     activation memory by the step budget (§F8) takes the row's budget, one attention rank's
     (``for_layout`` made the config's the instance's where each rank schedules its own)."""
-    profile = found.profile
-    budget = found.config.step_token_budget
+    profile, budget = found.profile, found.config.step_token_budget
     if cand.attention_dp and profile is not None and profile.family in sem.CAP_PER_ATTENTION_RANK:
         budget = max(budget // max(cand.attention_ranks, 1), 1)
     a = base if profile is None else base.replace(engine=profile.at_step_budget(budget))
-    if found.kernel_tables:
-        a = a.replace(kernel_tables=True)
-    return stated_experts(a, cand.expert_parallel)
+    a = a.replace(kernel_tables=True) if found.kernel_tables else a
+    return stated_experts(
+        a.replace(two_batch_overlap=found.two_batch_overlap), cand.expert_parallel
+    )
 
 
 @lru_cache(maxsize=256)

@@ -39,6 +39,7 @@ from . import semantics as sem
 from .bench_limits import overview_graphs, runs_own_limits
 from .derived import context_of, is_derived, parents_of
 from .expert_slots import redundant_experts_of
+from .overlap_words import overlap_of
 from .resolving import (
     as_released,
     basis_of,
@@ -125,6 +126,9 @@ class MeasuredRow:
     #: Whether the row states its vLLM engine ran with async scheduling (``semantics.async_of``:
     #: host work overlapped, an arrival joining the step after next, §F5); None: not stated.
     async_scheduling: bool | None = None
+    #: Whether the row states its engine ran two-batch overlap (``overlap_words.overlap_of``,
+    #: §F7); None: not stated (one batch a step).
+    two_batch_overlap: bool | None = None
     limits: tuple[float, float] | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
@@ -562,6 +566,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     )
     cadence = sem.cadence_of(rec.get("batch_or_concurrency"), scenario, context, where)
     overlapped = sem.async_of(rec.get("batch_or_concurrency"), scenario, context, where)
+    two_batches = overlap_of(rec.get("batch_or_concurrency"), scenario, context, where)
     layout = (
         layouts.layout_of(decode_text, serving, where)
         if decode_text
@@ -588,6 +593,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         mixed_chunk=mixed,
         admission_cadence=cadence,
         async_scheduling=overlapped,
+        two_batch_overlap=two_batches,
         engine=engine.name,
         engine_version=engine.version,
         engine_branch=engine.branch,

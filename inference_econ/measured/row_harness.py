@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from ..load.engine import cadence_text
+from ..model.overlap import overlap_problem
 from ..specs.engine import EngineProfile, PrefillMode, RouterPolicy
 from .reading import MeasuredRow
 
@@ -98,6 +99,11 @@ def as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
                 "overlapped scheduler (drop the statement from this row)"
             )
         prof = prof.with_terms(host_overhead_exposed=0.0 if row.async_scheduling else 1.0)
+    if row.two_batch_overlap:  # SGLang's or vLLM's micro-batches over DeepEP (§F7)
+        problem = overlap_problem(prof, False, row.gpu, row.arch.is_moe, row.arch.name)
+        if problem is not None:
+            why = f"the row states two-batch overlap, which {problem[0]}"
+            return f"unresolved: engine {prof.name!r}: {why}"
     if row.mixed_chunk is not None and prof.family != "sglang":
         return (
             f"unresolved: engine {prof.name!r}: the row states enable_mixed_chunk, SGLang's "
@@ -124,6 +130,8 @@ def engine_label(
         label += f", {'' if row.async_scheduling else 'no '}async scheduling as stated"
     if row.arch.redundant_experts:
         label += f", {row.arch.redundant_experts} redundant experts (EPLB) as stated"
+    if row.two_batch_overlap:
+        label += ", two-batch overlap as stated"
     # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
     said_prompts = row.chunked_prefill is not None or row.mixed_chunk is not None
     prompts = f"{harness.prefill} prompts" + (" as stated" if said_prompts else "")

@@ -38,36 +38,43 @@ MICRO_BATCHES = 2.0
 FLAG = "--two-batch-overlap"
 
 
-def check_overlap(assumptions, gpu, is_moe: bool, model: str) -> None:
-    """Refuse two-batch overlap where no engine runs it: an ideal preset, an engine without it,
-    a part DeepEP does not run on, the kernel clock (its tables time TensorRT-LLM), a dense
-    model (nothing to exchange). Nothing to do without it."""
-    if not assumptions.two_batch_overlap:
-        return
+def overlap_problem(profile, kernel_tables, gpu, is_moe: bool, model: str):
+    """(why, fix) where two-batch overlap cannot run, else None: an ideal preset (no
+    ``profile``), an engine without it, a part DeepEP does not run on, the kernel clock (its
+    tables time TensorRT-LLM), a dense model (nothing to exchange)."""
     from ..specs.platforms import platform_of  # the engines' module: only where asked for
 
-    profile = assumptions.profile()
     if profile is None:
-        why = f"is an engine's schedule, and the {assumptions.name!r} preset is an ideal bound"
-        fix = "use --assumptions achievable with --engine sglang or --engine vllm"
-    elif profile.family not in MIN_TOKENS:
+        return "is an engine's schedule, and an ideal preset (a bound) has none", (
+            "use --assumptions achievable with --engine sglang or --engine vllm"
+        )
+    if profile.family not in MIN_TOKENS:
         why = f"is not run by the {profile.name} engine profile (only SGLang's and vLLM's)"
-        fix = "use --engine sglang or --engine vllm"
-    elif platform_of(gpu) != "cuda" or gpu.interconnect != "switch":
+        return why, "use --engine sglang or --engine vllm"
+    if platform_of(gpu) != "cuda" or gpu.interconnect != "switch":
         why = (
             f"runs over DeepEP, which needs NVIDIA GPUs joined by an NVLink switch; {gpu.name} "
             "is not such a part"
         )
-        fix = f"drop {FLAG}"
-    elif assumptions.kernel_tables:
+        return why, f"drop {FLAG}"
+    if kernel_tables:
         why = "is not priced by the kernel clock, whose tables time TensorRT-LLM (no overlap)"
-        fix = "use --clock engine"
-    elif not is_moe:
-        why = f"hides a MoE layer's token exchange, and {model} has no routed experts"
-        fix = f"drop {FLAG}"
-    else:
+        return why, "use --clock engine"
+    if not is_moe:
+        return f"hides a MoE layer's token exchange, and {model} has no routed experts", (
+            f"drop {FLAG}"
+        )
+    return None
+
+
+def check_overlap(assumptions, gpu, is_moe: bool, model: str) -> None:
+    """Refuse two-batch overlap where no engine runs it (``overlap_problem``); nothing to do
+    without it."""
+    if not assumptions.two_batch_overlap:
         return
-    raise SpecError("argument", FLAG, f"two-batch overlap {why}", fix)
+    problem = overlap_problem(assumptions.profile(), assumptions.kernel_tables, gpu, is_moe, model)
+    if problem is not None:
+        raise SpecError("argument", FLAG, f"two-batch overlap {problem[0]}", problem[1])
 
 
 def micro_batches(family: str, tokens_per_rank) -> Floats:
