@@ -188,3 +188,12 @@ def test_a_measured_row_runs_the_overlap_it_states(tmp_path):
     assert t["engine"].iloc[1] == "sglang"
     assert t["predicted"].iloc[0] > 1.2 * t["predicted"].iloc[1]
     assert t["status"].iloc[2].startswith("unresolved: engine 'trtllm': the row states two-batch")
+
+
+def test_the_ideal_bound_beside_an_overlapped_plan_charges_the_exchange_in_series():
+    setting = make_setting(
+        "DeepSeek-R1", "H200-SXM", assumptions="achievable", engine="sglang", two_batch_overlap=True
+    )
+    bound = ie.ideal_setting(setting)
+    assert bound.assumptions.name == "refined" and not bound.assumptions.two_batch_overlap
+    assert bound.assumptions.engine is None

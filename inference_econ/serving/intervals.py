@@ -700,14 +700,16 @@ def renamed_intervals(row, source: str, name: str) -> dict:
 
 def ideal(setting: Setting) -> Setting:
     """The setting's ideal bound: the same modelling choices with no engine profile (the
-    achievable preset's bound is the refined preset)."""
+    achievable preset's bound is the refined preset) and so no engine's schedule (two-batch
+    overlap: the bound charges the exchange in series, docs/model-part-f.md §F7)."""
     import dataclasses
 
     a = setting.assumptions
     if not a.achievable:
         return setting
     name = "refined" if a.name == "achievable" else a.name
-    return setting.replace(assumptions=dataclasses.replace(a, name=name, engine=None))
+    bound = dataclasses.replace(a, name=name, engine=None, two_batch_overlap=False)
+    return setting.replace(assumptions=bound)
 
 
 def coverage_note(setting: Setting, layout: str = "TP", scenario=None) -> str | None:
