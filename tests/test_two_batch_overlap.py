@@ -194,6 +194,8 @@ def test_the_ideal_bound_beside_an_overlapped_plan_charges_the_exchange_in_serie
     setting = make_setting(
         "DeepSeek-R1", "H200-SXM", assumptions="achievable", engine="sglang", two_batch_overlap=True
     )
-    bound = ie.ideal_setting(setting)
+    from inference_econ.api import ideal_setting
+
+    bound = ideal_setting(setting)
     assert bound.assumptions.name == "refined" and not bound.assumptions.two_batch_overlap
     assert bound.assumptions.engine is None
