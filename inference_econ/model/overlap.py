@@ -5,10 +5,11 @@ the weights and launching every kernel once per micro-batch.
 
 Engines, as their sources say:
 
-* SGLang 0.5.3, ``--enable-two-batch-overlap``: refused with ``--moe-a2a-backend none``
-  ("When enabling two batch overlap, moe_a2a_backend cannot be 'none'", server_args.py), so
-  it runs over DeepEP; a batch is split in two when it can be (``can_run_tbo``: a decode batch
-  by sequences, at least one each).
+* SGLang 0.5.3, ``--enable-two-batch-overlap``: the scheduler splits a batch in its MLP
+  sync step (``Scheduler.prepare_mlp_sync_batch``, run under attention DP or DeepEP, whose
+  dispatch and combine are what the other half hides; the export launches it with
+  ``--moe-a2a-backend deepep``), where it can be split (``ForwardBatch.can_run_tbo``: a
+  decode batch by sequences, at least one each).
 * vLLM 0.11.0, ``--enable-dbo``: needs ``VLLM_ALL2ALL_BACKEND`` deepep_low_latency or
   deepep_high_throughput (vllm/config/__init__.py); a rank micro-batches a step of at least
   ``--dbo-decode-token-threshold`` tokens (32; 512 with prompt tokens,
