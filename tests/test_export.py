@@ -60,6 +60,17 @@ def plans():
     return out
 
 
+@pytest.fixture(scope="module")
+def overlapped():
+    """Per engine that runs it, DeepSeek-R1's point with two-batch overlap (its flags and
+    environment: tests/test_export_two_batch_overlap.py)."""
+    kw = dict(prompt_tokens=1000, output_tokens=100, weight_bits=8, two_batch_overlap=True)
+    return {
+        e: api.export("DeepSeek-R1", "H200", engine=e, gpus=8, batch=256, **kw)
+        for e in ("vllm", "sglang")
+    }
+
+
 def check_argv(argv, flags: dict, start: int) -> list[str]:
     """Every flag of ``argv[start:]`` is one the record has, a switch takes no value, a value
     flag takes one (within its choices); returns the flags seen."""
@@ -86,7 +97,7 @@ def check_argv(argv, flags: dict, start: int) -> list[str]:
     return seen
 
 
-def test_vllm_flags_and_fields_are_vllm_0_11_arguments(plans):
+def test_vllm_flags_and_fields_are_vllm_0_11_arguments(plans, overlapped):
     rec, dynamo = record("vllm-0.11.0.json"), record("dynamo-0.6.1.json")
     worker_flags = {
         **rec["flags"],
@@ -96,10 +107,14 @@ def test_vllm_flags_and_fields_are_vllm_0_11_arguments(plans):
         },
     }
     seen = set()
-    for plan in plans["vllm"]:
+    for plan in [*plans["vllm"], overlapped["vllm"]]:
         assert plan.version == rec["version"] == "0.11.0"
         for c in ec.commands(plan):
             argv = list(c.argv)
+            for name, value in c.env:  # vLLM's own variables (vllm/envs.py)
+                if name.startswith("VLLM_"):  # (CUDA's and Dynamo's are not vLLM's)
+                    entry = rec["environment"][name]
+                    assert value in entry.get("choices", [value]), (name, value)
             if argv[:2] == ["vllm", "serve"]:
                 seen |= set(check_argv(argv, rec["flags"], 3))
             elif argv[:3] == ["python3", "-m", "dynamo.vllm"]:
@@ -117,6 +132,7 @@ def test_vllm_flags_and_fields_are_vllm_0_11_arguments(plans):
         "--enable-expert-parallel",
         "--speculative-config",
         "--is-prefill-worker",
+        "--enable-dbo",
     } <= seen
 
 
@@ -137,10 +153,10 @@ def test_vllm_kubernetes_manifest_is_dynamos_form(plans):
         assert gpus == plan.gpus
 
 
-def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans):
+def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans, overlapped):
     rec, router = record("sglang-0.5.3.json"), record("sglang-router-0.2.0.json")
     seen = set()
-    for plan in plans["sglang"]:
+    for plan in [*plans["sglang"], overlapped["sglang"]]:
         for c in ec.commands(plan):
             argv = list(c.argv)
             if argv[:3] == ["python", "-m", "sglang.launch_server"]:
@@ -154,6 +170,8 @@ def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans):
         "--speculative-algorithm",
         "--disaggregation-mode",
         "--pd-disaggregation",
+        "--enable-two-batch-overlap",
+        "--moe-a2a-backend",
     } <= seen
     # pools on two nodes (TP4 prefill, TP8 decode): the script asks each node for its place
     # and reaches the other's worker at its address; one server on one node: no such thing
@@ -212,6 +230,14 @@ def test_every_name_in_launch_flags_yaml_is_in_its_record():
     assert set(balancer) <= set(trt["llm_api"]["MoeLoadBalancerConfig"])
     eplb = record(data["engines"]["vllm"]["record"])["json_fields"]["--eplb-config"]["fields"]
     assert set(data["engines"]["vllm"]["eplb_config"].values()) <= set(eplb)
+    sglang = data["engines"]["sglang"]
+    a2a = record(sglang["record"])["flags"][sglang["flags"]["moe_a2a_backend"]]["choices"]
+    assert sglang["moe_a2a_backend"] in a2a
+    vllm = data["engines"]["vllm"]
+    env = record(vllm["record"])["environment"]  # the variables vLLM reads (vllm/envs.py)
+    assert vllm["ray"]["host_ip_env"] in env
+    backends = env[vllm["environment"]["all2all"]]["choices"]
+    assert set(vllm["all2all_backend"].values()) <= set(backends)
     lws = data["engines"]["vllm"]["lws"]
     assert (lws["apiVersion"], lws["script"]) == tuple(
         record(lws["record"])[k] for k in ("apiVersion", "script")

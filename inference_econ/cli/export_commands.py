@@ -34,6 +34,7 @@ SERVED = (
     "activation_bits",
     "kv_cache_bits",
     "redundant_experts",
+    "two_batch_overlap",
     "pipeline",
     "assumptions",
     "clock",

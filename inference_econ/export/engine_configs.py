@@ -29,6 +29,9 @@ from .nodes import (
     script,
     shown,
 )
+from .overlap import sglang_arguments as sglang_overlap
+from .overlap import vllm_arguments as vllm_overlap
+from .overlap import vllm_environment
 from .refusals import online_quantization
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
@@ -173,6 +176,7 @@ def vllm_args(plan: LaunchPlan, w: Worker) -> list[str]:
     if w.expert > 1:
         args.append(f["expert_switch"])
     args += vllm_arguments(plan, names)  # EPLB and its redundant experts (eplb.py)
+    args += vllm_overlap(plan, names)  # two-batch overlap (overlap.py; its env: _overlap_env)
     args += _limits(names, plan, w)
     if plan.speculation:
         kind, draft, tokens = plan.speculation
@@ -213,16 +217,15 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
                         f"of {plan.setting.gpu.gpus_per_host}, which this export does not launch"
                     )
                     _refuse_layout(plan, w, why, _SPANNING_FIX)
-                env = _visible(place.ids) + _dynamo_env(place.node, nodes)
+                env = _visible(place.ids) + _overlap_env(plan, w) + _dynamo_env(place.node, nodes)
                 out.append(Command(w.role, 1, tuple(argv), env=env, node=place.node))
             continue
         argv = vllm_serve(plan, w)
         for port, place in zip(ports[w.role], placed[w.role]):
             at = (f["port"], str(port))
             if place.nodes == 1:
-                out.append(
-                    Command(w.role, 1, (*argv, *at), env=_visible(place.ids), node=place.node)
-                )
+                env = _visible(place.ids) + _overlap_env(plan, w)
+                out.append(Command(w.role, 1, (*argv, *at), env=env, node=place.node))
             elif w.attention_dp > 1:
                 out += _vllm_data_parallel_nodes(plan, w, argv, at, place, nodes)
             else:
@@ -233,6 +236,12 @@ def _vllm(plan: LaunchPlan) -> list[Command]:
     elif _fronted(plan):
         out.insert(0, _router(names["router"], _urls(plan, placed, "server", nodes)))
     return out
+
+
+def _overlap_env(plan: LaunchPlan, w: Worker) -> tuple[tuple[str, str], ...]:
+    """The environment of a vLLM worker's DeepEP kernels under two-batch overlap (none
+    without it: ``overlap.vllm_environment``)."""
+    return vllm_environment(plan, w.role, engine_names("vllm"))
 
 
 def _dynamo_env(node: int, nodes: int) -> tuple[tuple[str, str], ...]:
@@ -264,7 +273,8 @@ def _vllm_data_parallel_nodes(plan, w: Worker, argv, at, place: Place, nodes: in
         f["data_address"], address(place.node, nodes),
         f["data_rpc_port"], str(RENDEZVOUS_PORT),
     ]  # fmt: skip
-    out = [Command(w.role, 1, (*argv, *meet, *at), node=place.node)]
+    env = _overlap_env(plan, w)
+    out = [Command(w.role, 1, (*argv, *meet, *at), env=env, node=place.node)]
     for k in range(1, place.nodes):
         rest = (f["headless"], f["data_start_rank"], str(k * local))
         out.append(
@@ -272,6 +282,7 @@ def _vllm_data_parallel_nodes(plan, w: Worker, argv, at, place: Place, nodes: in
                 f"{w.role} (ranks of node {k} of the copy)",
                 1,
                 (*argv, *meet, *rest),
+                env=env,
                 node=place.node + k,
             )
         )
@@ -290,7 +301,7 @@ def _vllm_ray_nodes(plan, w: Worker, argv, at, place: Place, nodes: int) -> list
         return (r["node_ip"], address(place.node + k, nodes))
 
     start = (*ray["launch"], r["head"], r["port"], str(RAY_PORT), *here(0))
-    host = ((ray["host_ip_env"], head),)
+    host = ((ray["host_ip_env"], head), *_overlap_env(plan, w))
     out = [
         Command("Ray head", 1, start, node=place.node, foreground=True),
         Command(w.role, 1, (*argv, *on_ray(), *at), env=host, node=place.node),
@@ -344,6 +355,7 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
         if w.expert > 1:
             argv += [f["expert"], str(w.expert)]
         argv += sglang_arguments(plan, names)  # EPLB and its redundant experts (eplb.py)
+        argv += sglang_overlap(plan, names)  # two-batch overlap over DeepEP (overlap.py)
         argv += _limits(names, plan, w)
         if plan.speculation:
             kind, draft, tokens = plan.speculation

@@ -208,6 +208,12 @@ def kubernetes_manifest(plan: LaunchPlan) -> tuple[str, str] | str:
     """(file name, text) of the Kubernetes manifest of a vLLM plan, or the line saying why
     there is none: copies of one node as Dynamo's graph (NVIDIA) or a Deployment of the ROCm
     image (AMD); copies of several nodes as a LeaderWorkerSet on NVIDIA parts."""
+    if plan.setting.assumptions.two_batch_overlap:
+        return (
+            "no Kubernetes manifest: two-batch overlap selects vLLM's DeepEP kernels in each "
+            "worker's environment (VLLM_ALL2ALL_BACKEND), which launch.sh sets and the "
+            "manifests this export writes do not carry"
+        )
     places = [p for ps in placements(plan).values() for p in ps]
     if all(p.nodes == 1 for p in places):
         if platform(plan) == "rocm":

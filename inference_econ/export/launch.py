@@ -30,6 +30,7 @@ from ..serving.speculative import SpecDecoding
 from ..serving.support import plan_line
 from .eplb import balancer_launches
 from .experts import expert_note, launched_degree
+from .overlap import overlap_launches
 from .refusals import (
     checkpoint_of,
     longest_request,
@@ -228,13 +229,14 @@ def worker(
 
 def finish(plan: LaunchPlan) -> LaunchPlan:
     """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers), of
-    speculation its engine refuses at start on the plan's layout or of redundant experts its
-    balancer would not hold (its weights: ``_loaded``, before the plan's work); the note of
-    the redundant experts it holds added."""
+    speculation its engine refuses at start on the plan's layout, of redundant experts its
+    balancer would not hold (its weights: ``_loaded``, before the plan's work) or of two-batch
+    overlap it would not run; the notes of the redundant experts and the overlap added."""
     require_fit([w.memory for w in plan.workers])
-    speculation_launches(plan, engine_names(plan.engine))
-    balanced = balancer_launches(plan, engine_names(plan.engine))
-    return dataclasses.replace(plan, notes=plan.notes + balanced) if balanced else plan
+    names = engine_names(plan.engine)
+    speculation_launches(plan, names)
+    added = balancer_launches(plan, names) + overlap_launches(plan, names)
+    return dataclasses.replace(plan, notes=plan.notes + added) if added else plan
 
 
 def _loaded(setting: Setting, checkpoint: str | None, engine: str) -> str:

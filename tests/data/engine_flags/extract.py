@@ -158,7 +158,32 @@ def vllm(root: Path) -> dict:
             },
             "--eplb-config": {"fields": sorted(eplb)},
         },
+        "environment": _environment(_parse(root / "vllm/envs.py")),
     }
+
+
+def _environment(tree) -> dict:
+    """The environment variables vLLM reads (vllm/envs.py's ``if TYPE_CHECKING:`` block of
+    annotated names): name -> {} or {"choices": [...]} where the annotation is a Literal."""
+    out = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"):
+            continue
+        for s in node.body:
+            if not (isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)):
+                continue
+            literals = [
+                n
+                for n in ast.walk(s.annotation)
+                if isinstance(n, ast.Subscript) and getattr(n.value, "id", "") == "Literal"
+            ]
+            entry = {}
+            if literals:
+                items = literals[0].slice
+                elts = items.elts if isinstance(items, ast.Tuple) else [items]
+                entry["choices"] = sorted(str(e.value) for e in elts if isinstance(e, ast.Constant))
+            out[s.target.id] = entry
+    return dict(sorted(out.items()))
 
 
 def _has(tree, name: str) -> bool:
