@@ -28,9 +28,12 @@ def test_an_overlapped_step_is_the_longer_of_its_work_and_its_exchange():
 
 
 def test_engines_split_a_step_from_their_own_token_counts():
-    # SGLang needs a sequence in each half; vLLM's --dbo-decode-token-threshold is 32
+    # SGLang needs a sequence in each half; vLLM's --dbo-decode-token-threshold is 32 a rank
     assert micro_batches("sglang", np.array([1.0, 2.0])).tolist() == [1.0, 2.0]
-    assert micro_batches("vllm", np.array([31.0, 32.0])).tolist() == [1.0, 2.0]
+    assert micro_batches("vllm", np.array([31.0, 32.0]), 2.0).tolist() == [1.0, 2.0]
+    # vLLM splits only with data parallelism; SGLang (over DeepEP) whatever the attention
+    assert micro_batches("vllm", 64.0, np.array([1.0, 4.0])).tolist() == [1.0, 2.0]
+    assert micro_batches("sglang", 64.0, 1.0) == 2.0
 
 
 def test_a_half_batch_reads_the_experts_its_own_tokens_hit():

@@ -319,8 +319,8 @@ class EngineStep:
         overlap; ``overlap.micro_batches`` at each attention rank's tokens)."""
         if self.overlap_family is None:
             return 1.0
-        tokens = part.tokens / self.attention_replicas(adiv)  # each attention rank's
-        return overlap.micro_batches(self.overlap_family, tokens)
+        ranks = self.attention_replicas(adiv)
+        return overlap.micro_batches(self.overlap_family, part.tokens / ranks, ranks)
 
     def step_work(
         self, part, adiv, coll_lat, coll_bw, attention_reads, fusable_bw=0.0, exchange=(0.0, 0.0)

@@ -14,7 +14,7 @@ Engines, as their sources say:
   deepep_high_throughput (vllm/config/__init__.py); a rank micro-batches a step of at least
   ``--dbo-decode-token-threshold`` tokens (32; 512 with prompt tokens,
   ``--dbo-prefill-token-threshold``, vllm/config/parallel.py), every data-parallel rank
-  agreeing.
+  agreeing, and only with data parallelism (``ubatch_splitting.py``: none at a size of 1).
 * TensorRT-LLM has none.
 
 DeepEP moves tokens over NVLink inside a node and RDMA between nodes: an NVIDIA part with an
@@ -32,6 +32,11 @@ from .values import Floats
 #: step must hold to be split: SGLang's two halves need a sequence each; vLLM's decode
 #: threshold (its prompt steps' 512 is not told apart: a simplification).
 MIN_TOKENS = {"sglang": 2.0, "vllm": 32.0}
+
+#: The fewest attention data-parallel ranks a layout needs for the engine to split its steps:
+#: vLLM micro-batches only with data parallelism (its ``ubatch_splitting``, vllm/v1/worker);
+#: SGLang splits under DeepEP whatever its attention layout.
+MIN_RANKS = {"sglang": 1.0, "vllm": 2.0}
 
 #: Micro-batches of an overlapped step.
 MICRO_BATCHES = 2.0
@@ -78,11 +83,14 @@ def check_overlap(assumptions, gpu, is_moe: bool, model: str) -> None:
         raise SpecError("argument", FLAG, f"two-batch overlap {problem[0]}", problem[1])
 
 
-def micro_batches(family: str, tokens_per_rank) -> Floats:
-    """Micro-batches of a step whose ranks each hold ``tokens_per_rank`` tokens under an engine
-    that overlaps (``MIN_TOKENS``): two where the step is split, else one."""
-    least = MIN_TOKENS[family]
-    return np.where(np.asarray(tokens_per_rank, dtype=float) >= least, MICRO_BATCHES, 1.0)
+def micro_batches(family: str, tokens_per_rank, ranks=1.0) -> Floats:
+    """Micro-batches of a step of ``ranks`` attention data-parallel ranks each holding
+    ``tokens_per_rank`` tokens under an engine that overlaps (``MIN_TOKENS``, ``MIN_RANKS``):
+    two where the step is split, else one."""
+    split = (np.asarray(tokens_per_rank, dtype=float) >= MIN_TOKENS[family]) & (
+        np.asarray(ranks, dtype=float) >= MIN_RANKS[family]
+    )
+    return np.where(split, MICRO_BATCHES, 1.0)
 
 
 def half_read_share(work, tokens) -> Floats:
