@@ -195,3 +195,32 @@ def test_a_plan_priced_under_one_engines_overlap_launches_on_that_engine_only():
         launch.point_plan(s, "trtllm", 8, 256, 1000, 100)
     with pytest.raises(SpecError, match=r"figures price sglang's two micro-batches"):
         launch.point_plan(s, "vllm", 8, 256, 1000, 100)
+
+
+def test_a_benchmark_of_an_overlapped_plan_is_read_back_as_planned(tmp_path):
+    """The benchmark's --metadata (and plan.json) state what the plan runs beyond its layout,
+    in the words the measured reader takes: a result that measured exactly the plan's
+    expected figures is predicted as the plan priced it, copies and overlap included."""
+    import sys
+
+    from inference_econ.export import benchmark_commands as bc
+    from inference_econ.measured.comparison import compare
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_export import measured_as_planned
+
+    plan = api.export(
+        "DeepSeek-R1", "H200", engine="sglang", batch=32, prompt_tokens=500, output_tokens=50,
+        weight_bits=8, gpus=8, two_batch_overlap=True, redundant_experts=8,
+    )  # fmt: skip
+    assert bc.metadata(plan)["ie_stated"] == "8 redundant experts; two-batch overlap"
+    assert json.loads(api.launch_files(plan)["plan.json"])["stated"] == bc.stated(plan)
+    run = measured_as_planned(plan, "deepseek-ai/DeepSeek-R1", bc.metadata(plan))
+    path = tmp_path / "vllm-bench.json"
+    path.write_text(json.dumps(run))
+    t = compare(path, "achievable", engine="sglang").table
+    assert list(t.status) == ["ok"] * len(t) and len(t) >= 2
+    assert all(
+        "8 redundant experts (EPLB) as stated, two-batch overlap as stated" in e for e in t.engine
+    )
+    assert (t.predicted / t.measured - 1).abs().max() < 1e-4, t[["metric", "measured", "predicted"]]

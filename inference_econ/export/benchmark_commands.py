@@ -38,9 +38,22 @@ def _range_ratio(mean: float, sd: float) -> float:
     return round(min(math.sqrt(3.0) * sd / mean, 0.99), 3)
 
 
+def stated(plan: LaunchPlan) -> str:
+    """What the plan runs that a measured row states in its notes for ``compare-measured`` to
+    predict it so: its redundant experts and two-batch overlap, in the words the reader takes
+    ("32 redundant experts", "two-batch overlap"); "" for neither."""
+    copies = int(plan.setting.model.redundant_experts)
+    said = [f"{copies} redundant experts"] if copies else []
+    if plan.setting.assumptions.two_batch_overlap:
+        said.append("two-batch overlap")
+    return "; ".join(said)
+
+
 def metadata(plan: LaunchPlan) -> dict:
-    """What a result row needs besides the measurement (the measured-results CSV's columns)."""
+    """What a result row needs besides the measurement (the measured-results CSV's columns,
+    and what its notes state: ``stated``)."""
     decode = [w for w in plan.workers if w.role in ("server", "decode")][0]
+    extra = {"ie_stated": stated(plan)} if stated(plan) else {}
     return {
         "ie_model": plan.setting.model.name,
         "ie_hardware": plan.setting.gpu.name,
@@ -52,6 +65,7 @@ def metadata(plan: LaunchPlan) -> dict:
         "ie_engine_version": plan.version,
         "ie_disaggregated": str(plan.disaggregated).lower(),
         "ie_source": f"inference-econ export ({plan.source} plan)",
+        **extra,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from .benchmark_commands import stated
 from .engine_configs import commands, launch_script, parallelism, placements
 from .kubernetes import kubernetes_manifest
 from .launch import LaunchPlan
@@ -51,6 +52,8 @@ def plan_record(plan: LaunchPlan) -> dict:
         # the expected figures' 80 % and 90 % intervals (null under an ideal preset: a bound)
         "intervals": plan.intervals or None,
         "notes": list(plan.notes),
+        # what a result read back states of the plan (``benchmark_commands.stated``)
+        "stated": stated(plan),
     }
 
 

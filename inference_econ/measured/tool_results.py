@@ -48,6 +48,7 @@ CONTEXT_KEYS = {
     "ie_precision": "precision",
     "ie_engine": "engine",
     "ie_disaggregated": "disaggregated",
+    "ie_stated": "stated",  # what the plan ran that its rows' notes state
 }
 
 
@@ -164,6 +165,7 @@ def _plan_context(path: Path) -> dict:
                 "precision": _precision_word(str(data.get("precision", ""))),
                 "engine": _plan_text(data, "engine", plan),
                 "disaggregated": str(any(w.get("role") != "server" for w in workers)).lower(),
+                "stated": str(data.get("stated") or ""),
                 "plan": os.path.relpath(plan, path.resolve().parent),
             }
         if folder.parent == folder:
@@ -231,6 +233,7 @@ def _base(run: dict, path: Path, tool: str, model_text: str) -> tuple[dict, str]
         "precision": ctx.get("precision", ""),
         "engine": ctx.get("engine", ""),
         "disaggregated": ctx.get("disaggregated", ""),
+        "notes": ctx.get("stated", ""),  # the plan's, ahead of each row's own (``_rows``)
         "scenario": "closed_loop",
         "source": f"{tool} result {path.name}",
         "source_group": f"{tool} {path.name}",
@@ -359,7 +362,8 @@ def _rows(
             "batch_or_concurrency": concurrency,
             "input_len": f"{n_in:.6g}",
             "output_len": f"{n_out:.6g}",
-            "notes": f"{note}; context from {where}",
+            "notes": "; ".join(x for x in (base.get("notes"), note) if x)
+            + f"; context from {where}",
         }
         if requests:
             row["requests"] = f"{requests:.0f}"
