@@ -408,7 +408,9 @@ def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
             + np.maximum(kv, attention)
         )
         step = overlapped_s(gpu, x_lat, x_bw, m)
-        collective_bw = collective_bw + (step - gpu)  # the exchange's exposed part
+        one = np.asarray(m) <= 1.0  # points not split: the exchange in series, as it is
+        collective_lat = collective_lat + np.where(one, x_lat, 0.0)
+        collective_bw = collective_bw + (step - gpu) - np.where(one, x_lat, 0.0)  # exposed
         total = scale * step
     else:
         total = scale * (
