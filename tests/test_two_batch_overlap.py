@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 import inference_econ as ie
 from inference_econ.cli import main
+from inference_econ.model.breakdown import ADDITIVE_PARTS
 from inference_econ.model.latency import StepModel
 from inference_econ.model.overlap import half_read_share, micro_batches, overlapped_s
 from inference_econ.model.step_calls import exchange_terms_s
@@ -57,18 +58,7 @@ def test_large_steps_hide_the_exchange_and_small_ones_pay_a_second_weight_read()
         assert (two.latency_s < one.latency_s) == faster
         # it hides no more than the exchange: what collectives it shows are at most before
         assert two.collective_bandwidth_s <= one.collective_bandwidth_s
-        parts = [
-            "host_s",
-            "kernel_launch_s",
-            "gemm_fixed_s",
-            "collective_latency_s",
-            "collective_bandwidth_s",
-            "weight_read_s",
-            "kv_read_s",
-            "activation_read_s",
-            "arithmetic_s",
-        ]
-        assert sum(two[p] for p in parts) == pytest.approx(two.latency_s, rel=1e-12)
+        assert sum(two[p] for p in ADDITIVE_PARTS) == pytest.approx(two.latency_s, rel=1e-12)
 
 
 def test_the_exchange_is_the_dispatch_and_the_combine():

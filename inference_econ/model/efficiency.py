@@ -396,31 +396,23 @@ def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
     collective_lat = work.collective_latency_s
     collective_bw = exposed_collective_bandwidth_s(work, terms)
     scale = terms.step_time_scale
-    if split:  # the exchange runs under the other micro-batch's work; what it exceeds shows
+    if split:  # the exchange runs under the other micro-batch's work (§F7)
         x_lat, x_bw = work.exchange_latency_s, work.exchange_bandwidth_s
         collective_lat, collective_bw = collective_lat - x_lat, collective_bw - x_bw
-        gpu = (
-            overhead
-            + collective_lat
-            + collective_bw
-            + elementwise
-            + np.maximum(memory, compute)
-            + np.maximum(kv, attention)
-        )
-        step = overlapped_s(gpu, x_lat, x_bw, m)
-        one = np.asarray(m) <= 1.0  # points not split: the exchange in series, as it is
+    step = (
+        overhead
+        + collective_lat
+        + collective_bw
+        + elementwise
+        + np.maximum(memory, compute)
+        + np.maximum(kv, attention)
+    )
+    if split:  # what the exchange exceeds shows; a point not split has it in series
+        gpu, step = step, overlapped_s(step, x_lat, x_bw, m)
+        one = np.asarray(m) <= 1.0
         collective_lat = collective_lat + np.where(one, x_lat, 0.0)
-        collective_bw = collective_bw + (step - gpu) - np.where(one, x_lat, 0.0)  # exposed
-        total = scale * step
-    else:
-        total = scale * (
-            overhead
-            + collective_lat
-            + collective_bw
-            + elementwise
-            + np.maximum(memory, compute)
-            + np.maximum(kv, attention)
-        )
+        collective_bw = collective_bw + (step - gpu) - np.where(one, x_lat, 0.0)
+    total = scale * step
     # a host that overlaps the step and takes longer: the GPU waits for it (§F5)
     wait = 0.0
     if host_floor:
