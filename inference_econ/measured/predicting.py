@@ -230,7 +230,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         prof = prof.with_terms(**dict(harness.memory))
     if harness.graphs is not None:  # the CUDA graphs of the harness's runtime (§F5)
         prof = prof.with_terms(cuda_graph_max_batch=harness.graphs)
-    prof = as_stated(prof, row)
+    prof = as_stated(prof, row, bool(base.kernel_tables))
     if isinstance(prof, str):
         return prof
     # per instance: ``for_layout`` spreads it over attention ranks itself; with attention DP

@@ -77,7 +77,9 @@ def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
     )
 
 
-def as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
+def as_stated(
+    prof: EngineProfile, row: MeasuredRow, kernel_clock: bool = False
+) -> EngineProfile | str:
     """The profile with the terms a row states its engine was built and run with (GEMM and
     all-reduce fused, §F6; the KV cache's share of the free memory, §F8; vLLM's async
     scheduling, §F5; SGLang's mixed chunks, §E3), or the status saying the engine cannot run
@@ -100,7 +102,7 @@ def as_stated(prof: EngineProfile, row: MeasuredRow) -> EngineProfile | str:
             )
         prof = prof.with_terms(host_overhead_exposed=0.0 if row.async_scheduling else 1.0)
     if row.two_batch_overlap:  # SGLang's or vLLM's micro-batches over DeepEP (§F7)
-        problem = overlap_problem(prof, False, row.gpu, row.arch.is_moe, row.arch.name)
+        problem = overlap_problem(prof, kernel_clock, row.gpu, row.arch.is_moe, row.arch.name)
         if problem is not None:
             why = f"the row states two-batch overlap, which {problem[0]}"
             return f"unresolved: engine {prof.name!r}: {why}"
