@@ -64,7 +64,7 @@ def compare(ours: Path, theirs: Path) -> list[str]:
     """Lines of the comparison; a line starting with 'DIFFER' for each setting that differs."""
     import numpy as np
 
-    a, b = np.load(ours), np.load(theirs)
+    a, b = np.load(ours, allow_pickle=True), np.load(theirs, allow_pickle=True)  # its own files
     lines = []
     keys = sorted({k.rsplit("|", 1)[0] for k in (*a.files, *b.files)})
     for key in keys:

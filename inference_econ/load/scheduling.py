@@ -113,7 +113,7 @@ class Admission:
         e = self.engine
         r = e.req
         seq = r.seq
-        last = max(e.running, key=lambda k: seq[k], default=-1)
+        last = max(e.running, key=seq.__getitem__, default=-1)  # the first of the latest
         decode_seq = seq[last] if last >= 0 else -1
         if e.prefilling and seq[e.prefilling[-1][0]] > decode_seq:
             i, _, context = e.prefilling.pop()

@@ -140,28 +140,33 @@ def _rows(groups: list, turns: int, sys_tokens: int, share: float, served: float
     for g, (times, new, out, prefix, first, pauses) in enumerate(groups):
         n_sessions = len(times)
         history = np.cumsum(new + out, axis=0) - out  # the prompt after the prefix, by turn
+        # Python numbers read once (``tolist``: the values ``int``/``float`` of each element)
+        new_l, out_l, hist_l = new.tolist(), out.tolist(), history.tolist()
+        times_l, prefix_l, first_l = times.tolist(), prefix.tolist(), first.tolist()
+        pauses_l = pauses.tolist()
+        # each session's earlier turns as (message, answer) segments, grown turn by turn: a
+        # turn's prompt is its session's prefix, those segments and its new message
+        past: list[list] = [[] for _ in range(n_sessions)]
         for k in range(turns):
+            new_k, out_k, hist_k, pause_k = new_l[k], out_l[k], hist_l[k], pauses_l[k]
             for s in range(n_sessions):
-                if k < first[s]:
-                    continue
                 sid = base + s
-                segs: list[tuple[tuple, int]] = (
-                    [(("p", int(prefix[s])), sys_tokens)] if sys_tokens else []
-                )
-                for j in range(k):
-                    segs += [(("u", sid, j), int(new[j, s])), (("a", sid, j), int(out[j, s]))]
-                segs.append((("u", sid, k), int(new[k, s])))
-                head = k == first[s]
-                arrival.append(float(times[s]) if head else math.nan)
-                prompt.append(sys_tokens + int(history[k, s]))
-                output.append(int(out[k, s]))
-                segments.append(tuple(segs))
-                answers.append(("a", sid, k) if k + 1 < turns else None)
-                think.append(0.0 if head else float(pauses[k, s]))
-                keys.append(sid if turns > 1 else int(prefix[s]))
-                warm.append(g > 0)
-                heads.append(head)
-                follows.append((sid, k))
+                message = (("u", sid, k), int(new_k[s]))
+                before = past[s]
+                if k >= first_l[s]:
+                    lead = [(("p", int(prefix_l[s])), sys_tokens)] if sys_tokens else []
+                    head = k == first_l[s]
+                    arrival.append(float(times_l[s]) if head else math.nan)
+                    prompt.append(sys_tokens + int(hist_k[s]))
+                    output.append(int(out_k[s]))
+                    segments.append(tuple(lead + before) + (message,))
+                    answers.append(("a", sid, k) if k + 1 < turns else None)
+                    think.append(0.0 if head else float(pause_k[s]))
+                    keys.append(sid if turns > 1 else int(prefix_l[s]))
+                    warm.append(g > 0)
+                    heads.append(head)
+                    follows.append((sid, k))
+                before += [message, (("a", sid, k), int(out_k[s]))]
         base += n_sessions
     return _ordered(
         arrival, prompt, output, segments, answers, follows, think, keys, warm, heads, share,

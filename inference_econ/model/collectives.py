@@ -318,7 +318,8 @@ def _protocol_terms(
 def counted(calls, x):
     """``calls · x``, 0 where an array of counts is 0 whatever ``x`` is there (a call a layout
     does not make costs nothing, even where its cost is infinite)."""
-    if np.ndim(calls) == 0:
+    kind = type(calls)
+    if kind is float or kind is int or np.ndim(calls) == 0:  # a number: no mask to take
         return calls * x
     with np.errstate(invalid="ignore"):
         return np.where(calls != 0, calls * x, 0.0)
