@@ -448,7 +448,7 @@ class Window:
         service = last - admitted
         if len(entered) < 20 or not np.isfinite(service).any():
             return 0.0, run_s
-        fill = entered[0] + float(np.percentile(service[~np.isnan(service)], 90))  # nanpercentile
+        fill = entered[0] + float(np.percentile(service[~np.isnan(service)], 90))  # = nanpercentile
         lo = max(entered[int(WARMUP * len(entered))], min(entered[len(entered) // 2], fill))
         with np.errstate(invalid="ignore"):
             after = last[last > entered[-1]]
