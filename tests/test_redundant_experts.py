@@ -162,19 +162,21 @@ def test_whole_layouts_split_experts_at_the_common_divisor():
     assert whole_expert_degrees([1], 8) == set()  # a dense model splits no experts
 
 
+#: A light load of Qwen3-30B-A3B (128 experts) with 16 redundant experts a layer.
+COPIES_LOAD = dict(
+    assumptions="achievable",
+    arrival_rate_per_s=2.0,
+    input_lengths="500",
+    output_lengths="50",
+    redundant_experts=16,
+)
+
+
 def test_a_run_says_when_its_layout_leaves_the_copies_idle():
     # Qwen3-30B-A3B's 128 experts: on one GPU nothing is split, so 16 copies balance nothing
     # and the run says so; on 4 GPUs the experts are split EP4 and the note is absent
-    load = dict(
-        assumptions="achievable",
-        arrival_rate_per_s=2.0,
-        input_lengths="500",
-        output_lengths="50",
-        requests=40,
-        redundant_experts=16,
-    )
-    one = ie.simulate_load("Qwen3-30B-A3B", "H200-SXM", gpus=1, **load)
-    four = ie.simulate_load("Qwen3-30B-A3B", "H200-SXM", gpus=4, **load)
+    one = ie.simulate_load("Qwen3-30B-A3B", "H200-SXM", gpus=1, requests=40, **COPIES_LOAD)
+    four = ie.simulate_load("Qwen3-30B-A3B", "H200-SXM", gpus=4, requests=40, **COPIES_LOAD)
     idle = [n for n in one.notes if n.startswith("redundant experts: 16 copies")]
     assert len(idle) == 1 and "TP1" in idle[0] and "export refuses" in idle[0]
     assert not [n for n in four.notes if n.startswith("redundant experts")]
@@ -182,16 +184,7 @@ def test_a_run_says_when_its_layout_leaves_the_copies_idle():
 
 def test_a_load_frontier_names_the_layouts_whose_copies_are_idle():
     front = ie.load_frontier(
-        "Qwen3-30B-A3B",
-        "H200-SXM",
-        sizes=[1],
-        assumptions="achievable",
-        arrival_rate_per_s=2.0,
-        input_lengths="500",
-        output_lengths="50",
-        requests=100,
-        slo_tpot_p99_s=0.2,
-        redundant_experts=16,
+        "Qwen3-30B-A3B", "H200-SXM", sizes=[1], requests=100, slo_tpot_p99_s=0.2, **COPIES_LOAD
     )
     assert front.metadata()["redundant_experts_balance_nothing_on"] == (
         "1 GPU: TP1 (attention TP1), PP1"
