@@ -197,3 +197,22 @@ def test_the_ideal_bound_beside_an_overlapped_plan_charges_the_exchange_in_serie
     bound = ideal_setting(setting)
     assert bound.assumptions.name == "refined" and not bound.assumptions.two_batch_overlap
     assert bound.assumptions.engine is None
+
+
+def test_the_operation_list_shows_what_of_the_exchange_the_overlap_leaves():
+    # DeepSeek-R1 on 16 H200 at 4,096 sequences: the dispatch and combine hide whole under the
+    # other micro-batch's work, the feed-forward all-reduce stays as it is without the
+    # overlap, and the operations still add up to the step
+    from inference_econ.api import operations
+
+    kw = dict(assumptions="achievable", engine="sglang")
+    one = make_setting("DeepSeek-R1", "H200-SXM", **kw)
+    two = make_setting("DeepSeek-R1", "H200-SXM", two_batch_overlap=True, **kw)
+    a = operations(one, 16, 4096, discrete=True).set_index("operation")
+    b = operations(two, 16, 4096, discrete=True).set_index("operation")
+    for name in ("expert dispatch", "expert combine"):
+        assert a.loc[name, "time_s"] > 0.005 and b.loc[name, "time_s"] == 0.0
+    ffn = "all-reduce (feed-forward)"
+    assert b.loc[ffn, "time_s"] == pytest.approx(a.loc[ffn, "time_s"], rel=1e-9)
+    step = ie.point("DeepSeek-R1", "H200-SXM", batch=4096, two_batch_overlap=True, **SGLANG)
+    assert b["time_s"].sum() == pytest.approx(step.latency_s, rel=1e-9)

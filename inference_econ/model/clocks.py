@@ -25,7 +25,7 @@ import numpy as np
 from .breakdown import ADDITIVE_PARTS
 from .efficiency import StepTimes, StepWork, combine, gemm_compute_s
 from .operations import StepOperations
-from .step_calls import exchange_terms_s
+from .step_calls import EXCHANGE_OPERATIONS, exchange_terms_s
 
 #: The columns of a clock's parts (``ADDITIVE_PARTS``), by name.
 _COLUMN = {name: i for i, name in enumerate(ADDITIVE_PARTS)}
@@ -247,6 +247,9 @@ class _Pools:
         ]
         lat = self._of(float(x) for x, _ in terms)
         bw = self._of(float(y) for _, y in terms)
+        if self.step.model.engine.overlap_family is not None:  # two-batch overlap (§F7)
+            yield from self._overlapped(lat, bw)
+            return
         yield "collective_latency_s", float(t.collective_latency_s), lat
         fused = self._where(lambda op: op.work == "row-parallel all-reduce")
         hidden = self.scale * bw.sum() - float(t.collective_bandwidth_s)
@@ -257,6 +260,20 @@ class _Pools:
             float(t.collective_bandwidth_s),
             bw * np.where(fused > 0.0, kept, 1.0),
         )
+
+    def _overlapped(self, lat: np.ndarray, bw: np.ndarray):
+        """Collectives of a step whose MoE exchange runs under the other micro-batch's work:
+        the others as they are, the dispatch and combine calls what shows of theirs (what
+        the step's collective seconds hold beyond the others')."""
+        t, names = self.times, EXCHANGE_OPERATIONS
+        exchange = self._where(lambda op: op.collective is not None and op.name.startswith(names))
+        for part, each in (("collective_latency_s", lat), ("collective_bandwidth_s", bw)):
+            total = float(getattr(t, part))
+            others = self.scale * float((each * (1.0 - exchange)).sum())
+            own = self.scale * float((each * exchange).sum())
+            kept = max(total - others, 0.0) / own if own > 0.0 else 1.0
+            kept = kept if kept > 1e-9 else 0.0  # hidden whole (a sum's rounding apart)
+            yield part, total, each * np.where(exchange > 0.0, kept, 1.0)
 
 
 def _shared(total: float, weights: np.ndarray) -> np.ndarray:

@@ -29,6 +29,15 @@ CLOCK_NOTES = {
 }
 
 
+#: What a table of an engine that overlaps two micro-batches says besides (§F7).
+OVERLAP_NOTE = (
+    "two-batch overlap: the engine step reads the weights and pays each kernel's fixed cost "
+    "once per micro-batch, and runs the expert dispatch and combine under the other "
+    "micro-batch's work, their rows holding what shows; the kernels column prices one batch, "
+    "its operations in series"
+)
+
+
 @dataclass(frozen=True)
 class OperationTable:
     """A step's operations with their seconds under one clock."""
@@ -75,9 +84,13 @@ class OperationTable:
 
     @property
     def note(self) -> str:
-        if self.kernels is None:
-            return CLOCK_NOTES[self.clock]
-        return f"{CLOCK_NOTES[self.clock]}. {CLOCK_NOTES['kernels']}"
+        text = CLOCK_NOTES[self.clock]
+        if self.kernels is not None:
+            text += f". {CLOCK_NOTES['kernels']}"
+        engine = self.step.model.engine
+        if engine is not None and engine.overlap_family is not None:
+            text += f". {OVERLAP_NOTE}"
+        return text
 
 
 def operation_table(setting: Setting, row: dict, discrete: bool = False) -> OperationTable | None:
