@@ -53,7 +53,8 @@ def metadata(plan: LaunchPlan) -> dict:
     """What a result row needs besides the measurement (the measured-results CSV's columns,
     and what its notes state: ``stated``)."""
     decode = [w for w in plan.workers if w.role in ("server", "decode")][0]
-    extra = {"ie_stated": stated(plan)} if stated(plan) else {}
+    said = stated(plan)
+    extra = {"ie_stated": said} if said else {}
     return {
         "ie_model": plan.setting.model.name,
         "ie_hardware": plan.setting.gpu.name,

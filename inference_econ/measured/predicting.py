@@ -323,10 +323,8 @@ def _assumptions_for(base: Assumptions, found: RowEngine, cand: Candidate) -> As
     if cand.attention_dp and profile is not None and profile.family in sem.CAP_PER_ATTENTION_RANK:
         budget = max(budget // max(cand.attention_ranks, 1), 1)
     a = base if profile is None else base.replace(engine=profile.at_step_budget(budget))
-    a = a.replace(kernel_tables=True) if found.kernel_tables else a
-    return stated_experts(
-        a.replace(two_batch_overlap=found.two_batch_overlap), cand.expert_parallel
-    )
+    stated = {k: True for k in ("kernel_tables", "two_batch_overlap") if getattr(found, k)}
+    return stated_experts(a.replace(**stated) if stated else a, cand.expert_parallel)
 
 
 @lru_cache(maxsize=256)
