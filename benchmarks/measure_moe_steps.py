@@ -1,0 +1,357 @@
+"""Measure on a GPU whole steps of a mixture-of-experts decoder, to hold the ideal bound
+(``refined``) against real silicon end to end where experts are routed: decode steps of a batch
+over a KV cache, prefills of one prompt, and the routed-expert block alone, of a MoE model of the
+catalog with random BF16 weights.
+
+    python benchmarks/measure_moe_steps.py --out steps.csv --experts-out experts.csv
+        [--model "Qwen3-30B-A3B"] [--quick]
+
+Needs PyTorch (2.8 or later, for its grouped GEMM) and a CUDA GPU; neither is a dependency of the
+package, and the machine that measured the shipped table is named in its first line. The decoder
+is plain PyTorch, not a tuned engine: per layer an RMSNorm, one fused QKV GEMM, the new key and
+value written into the cache, PyTorch's scaled-dot-product attention, the output GEMM and residual
+add, an RMSNorm, the router GEMM, softmax and top-k (weights renormalised over the k, as Qwen3 and
+Mixtral do), the tokens sorted by expert, PyTorch's grouped GEMM (``torch._grouped_mm``, CUTLASS
+on Hopper) for the experts' fused gate-and-up, SiLU times the up half, the grouped down GEMM, and
+the weighted sum back onto each token; then the final norm, the last token's logits and greedy
+sampling. Rotary embedding and Qwen3's per-head query and key norms are left out (per-token passes
+of well under a percent of a step). Each step is captured in a CUDA graph, as engines run decode
+steps, and replayed; the latency is the median of the replays, in milliseconds. Every layer has
+its own weights and cache, so nothing sits in L2 between layers. Routing comes from the random
+router on the step's own hidden states, so experts are hit about as uniform routing hits them.
+
+The routed-expert block alone (``--experts-out``) is timed at 1 to 16,384 tokens with each token
+sent to k experts round robin (every expert the same load, as the kernel tables' ``balanced``
+rows): the sort, the two grouped GEMMs and the weighted sum, without the router, as the tables'
+fused MoE op is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
+#: (batch, cached tokens) of the decode steps; a size whose cache does not fit beside the
+#: weights in 90 % of the GPU's memory is skipped with a line saying so.
+DECODE = ((1, 1024), (8, 1024), (32, 1024), (64, 1024), (128, 1024), (256, 1024), (512, 1024),
+          (64, 4096), (16, 8192))  # fmt: skip
+#: Prompt tokens of the prefills (one prompt a pass).
+PREFILL = (256, 1024, 4096, 8192, 16384)
+#: Tokens of the routed-expert block timed alone.
+EXPERT_TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+REPLAYS = 20
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True, help="CSV file to write the steps to")
+    p.add_argument("--experts-out", help="CSV file to write the routed-expert block's times to")
+    p.add_argument("--model", default="Qwen3-30B-A3B", help="a MoE GQA model of the catalog")
+    p.add_argument("--quick", action="store_true", help="two sizes of each (a check)")
+    p.add_argument("--layers", type=int, default=0, help="build only this many layers (a check)")
+    p.add_argument("--device", default="cuda", help="torch device (cpu: a check of the code)")
+    return p.parse_args()
+
+
+class GroupedGemm:
+    """``torch._grouped_mm`` over tokens sorted by expert, with the weight layout and row
+    alignment this PyTorch accepts, chosen once by checking small products against a loop."""
+
+    def __init__(self, torch, dev):
+        self.t = torch
+        self.transposed, self.align = True, 1
+        for transposed, align in ((True, 1), (True, 16), (False, 1), (False, 16)):
+            self.transposed, self.align = transposed, align
+            try:
+                if self._agrees(dev):
+                    return
+            except (RuntimeError, TypeError, ValueError) as e:
+                print(f"grouped GEMM layout transposed={transposed} align={align}: {e}",
+                      file=sys.stderr)  # fmt: skip
+        raise SystemExit("torch._grouped_mm takes none of the layouts tried; PyTorch 2.8+ on sm90")
+
+    def weight(self, experts: int, k: int, n: int, dev, scale: float):
+        """Random expert weights multiplying (tokens, k) into (tokens, n), in the layout chosen."""
+        t = self.t
+        shape = (experts, n, k) if self.transposed else (experts, k, n)
+        return t.randn(*shape, device=dev, dtype=t.bfloat16).mul_(scale)
+
+    def __call__(self, a, w, offs):
+        b = w.transpose(-2, -1) if self.transposed else w
+        return self.t._grouped_mm(a, b, offs=offs)
+
+    def _agrees(self, dev) -> bool:
+        t = self.t
+        g = t.Generator(device=dev).manual_seed(1)
+        counts = [3, 0, 17, 1, 12]
+        k, n = 64, 96
+        w = self.weight(len(counts), k, n, dev, 0.1)
+        rows = sum(-(-c // self.align) * self.align for c in counts)
+        a = t.zeros(rows, k, device=dev, dtype=t.bfloat16)
+        want, ends, at = [], [], 0
+        for e, c in enumerate(counts):
+            x = t.randn(c, k, device=dev, dtype=t.bfloat16, generator=g)
+            a[at : at + c] = x
+            we = w[e].transpose(0, 1) if self.transposed else w[e]
+            want.append((at, (x.float() @ we.float())))
+            at += -(-c // self.align) * self.align
+            ends.append(at)
+        got = self(a, w, t.tensor(ends, device=dev, dtype=t.int32)).float()
+        return all(t.allclose(got[s : s + len(r)], r, atol=0.05, rtol=0.05) for s, r in want)
+
+
+class MoeDecoder:
+    """A MoE decoder's weights on the GPU, its KV cache (``cache``), a step (``forward``) and
+    its routed-expert block (``experts``)."""
+
+    def __init__(self, torch, arch, dev, gmm: GroupedGemm, layers: int = 0):
+        a = arch.attention
+        ffn = arch.layer_groups[0].ffn
+        self.t, self.gmm, self.dev = torch, gmm, dev
+        self.hq, self.hkv, self.d = a.query_heads, a.kv_heads, a.head_dim
+        self.ff, self.E, self.k = ffn.d_ff, ffn.experts, ffn.active_experts
+        self.hidden = hidden = arch.d_model
+        self.layers = layers or sum(g.layers for g in arch.layer_groups)
+        bf = torch.bfloat16
+
+        def w(*shape):
+            return torch.randn(*shape, device=dev, dtype=bf).mul_(0.02)
+
+        qkv = (self.hq + 2 * self.hkv) * self.d
+        self.w = [
+            dict(
+                qkv=w(hidden, qkv),
+                o=w(self.hq * self.d, hidden),
+                router=w(hidden, self.E),
+                up=gmm.weight(self.E, hidden, 2 * self.ff, dev, 0.02),
+                down=gmm.weight(self.E, self.ff, hidden, dev, 0.02),
+                n1=torch.ones(hidden, device=dev, dtype=bf),
+                n2=torch.ones(hidden, device=dev, dtype=bf),
+            )  # fmt: skip
+            for _ in range(self.layers)
+        ]
+        self.head = w(hidden, arch.vocab_size)
+        self.norm = torch.ones(hidden, device=dev, dtype=bf)
+        self.kv = None
+
+    def kv_bytes(self, batch: int, cached: int) -> int:
+        return 2 * self.layers * batch * self.hkv * cached * self.d * 2
+
+    def cache(self, batch: int, cached: int) -> None:
+        """A fresh KV cache of ``batch`` sequences of ``cached`` tokens (none at 0)."""
+        self.kv = None
+        if cached:
+            shape = (batch, self.hkv, cached, self.d)
+            bf = self.t.bfloat16
+            self.kv = [(self.t.zeros(shape, device=self.dev, dtype=bf),
+                        self.t.zeros(shape, device=self.dev, dtype=bf))
+                       for _ in range(self.layers)]  # fmt: skip
+
+    def route(self, h, L):
+        """Each token's k experts and their weights from the router."""
+        probs = (h @ L["router"]).float().softmax(-1)
+        weight, idx = probs.topk(self.k, dim=-1)
+        return weight / weight.sum(-1, keepdim=True), idx
+
+    def experts(self, h, weight, idx, L):
+        """The routed experts of tokens ``h``: sort by expert, two grouped GEMMs, weighted sum."""
+        t, F = self.t, self.t.nn.functional
+        n, E, align = h.shape[0], self.E, self.gmm.align
+        flat = idx.reshape(-1)
+        order = t.argsort(flat, stable=True)
+        by_expert = flat[order]
+        counts = t.zeros(E, dtype=t.int64, device=h.device).scatter_add_(0, flat, t.ones_like(flat))
+        padded = (counts + align - 1) // align * align
+        ends = padded.cumsum(0)
+        first = ends - padded
+        first_unpadded = counts.cumsum(0) - counts
+        slot = first[by_expert] + t.arange(n * self.k, device=h.device) - first_unpadded[by_expert]
+        token = order // self.k
+        rows = h.new_zeros(n * self.k + (align - 1) * E, h.shape[1])
+        rows[slot] = h[token]
+        offs = ends.to(t.int32)
+        g = self.gmm(rows, L["up"], offs)
+        y = self.gmm(F.silu(g[:, : self.ff]) * g[:, self.ff :], L["down"], offs)
+        scale = weight.reshape(-1)[order].unsqueeze(1).to(h.dtype)
+        return t.zeros_like(h).index_add_(0, token, y[slot] * scale)
+
+    def forward(self, x, decode: bool):
+        """One step: ``x`` is (batch, hidden) in a decode step, (tokens, hidden) in a prefill."""
+        F, t = self.t.nn.functional, self.t
+        n = x.shape[0]
+        for i, L in enumerate(self.w):
+            h = F.rms_norm(x, (x.shape[-1],), L["n1"])
+            qkv = h @ L["qkv"]
+            q, k, v = qkv.split([self.hq * self.d, self.hkv * self.d, self.hkv * self.d], -1)
+            if decode:
+                kc, vc = self.kv[i]
+                kc[:, :, -1] = k.view(n, self.hkv, self.d)
+                vc[:, :, -1] = v.view(n, self.hkv, self.d)
+                o = F.scaled_dot_product_attention(
+                    q.view(n, self.hq, 1, self.d), kc, vc, enable_gqa=True
+                )
+            else:
+                q = q.view(1, n, self.hq, self.d).transpose(1, 2)
+                k = k.view(1, n, self.hkv, self.d).transpose(1, 2)
+                v = v.view(1, n, self.hkv, self.d).transpose(1, 2)
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+                o = o.transpose(1, 2)
+            x = x + o.reshape(n, self.hq * self.d) @ L["o"]
+            h = F.rms_norm(x, (x.shape[-1],), L["n2"])
+            weight, idx = self.route(h, L)
+            x = x + self.experts(h, weight, idx, L)
+        last = x if decode else x[-1:]
+        logits = (F.rms_norm(last, (last.shape[-1],), self.norm) @ self.head).float()
+        return t.argmax(logits, dim=-1)
+
+
+def timed(torch, fn, graph: bool = True) -> float:
+    """Median milliseconds of a CUDA-graph replay of ``fn`` after warm-up runs (``graph``
+    False, or on a CPU: of plain calls)."""
+    import time
+
+    if not torch.cuda.is_available():
+        fn()
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1e3)
+        return sorted(times)[1]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    run = fn
+    if graph:
+        cuda_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(cuda_graph):
+            fn()
+        run = cuda_graph.replay
+    for _ in range(3):
+        run()
+    times = []
+    for _ in range(REPLAYS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+def graphed(torch, fn) -> tuple[float, bool]:
+    """``timed`` in a CUDA graph, or of plain calls where capture fails (said on stderr)."""
+    if not torch.cuda.is_available():
+        return timed(torch, fn, False), False
+    try:
+        return timed(torch, fn, True), True
+    except RuntimeError as e:
+        print(f"CUDA graph capture failed ({str(e).splitlines()[0]}); timing plain calls",
+              file=sys.stderr)  # fmt: skip
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return timed(torch, fn, False), False
+
+
+class Writer:
+    """A CSV written row by row (a run stopped part way keeps what it measured)."""
+
+    def __init__(self, path: str, head: dict, fields: list[str]):
+        self.path, self.fields = path, fields
+        with open(path, "w", newline="") as f:
+            f.write("# " + json.dumps(head) + "\n")
+            csv.DictWriter(f, fieldnames=fields).writeheader()
+
+    def row(self, **row) -> None:
+        with open(self.path, "a", newline="") as f:
+            csv.DictWriter(f, fieldnames=self.fields).writerow(row)
+        print(row, flush=True)
+
+
+def measure_steps(torch, m: MoeDecoder, out: Writer, args, free_bytes: int) -> None:
+    decode = DECODE[:2] if args.quick else DECODE
+    prefill = PREFILL[:2] if args.quick else PREFILL
+    bf = torch.bfloat16
+    for batch, cached in decode:
+        if m.kv_bytes(batch, cached) > free_bytes:
+            print(f"skipped decode batch {batch} at {cached} tokens: cache does not fit")
+            continue
+        m.cache(batch, cached)
+        x = torch.randn(batch, m.hidden, device=m.dev, dtype=bf)
+        ms, g = graphed(torch, lambda x=x: m.forward(x, True))
+        out.row(phase="decode", batch=batch, cached_tokens=cached, prompt_tokens=0,
+                latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
+        m.cache(0, 0)
+        del x
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    for n in prefill:
+        x = torch.randn(n, m.hidden, device=m.dev, dtype=bf)
+        ms, g = graphed(torch, lambda x=x: m.forward(x, False))
+        out.row(phase="prefill", batch=1, cached_tokens=0, prompt_tokens=n,
+                latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
+        del x
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def measure_experts(torch, m: MoeDecoder, out: Writer, args) -> None:
+    tokens = EXPERT_TOKENS[:2] if args.quick else EXPERT_TOKENS
+    L = m.w[0]
+    for n in tokens:
+        h = torch.randn(n, m.hidden, device=m.dev, dtype=torch.bfloat16)
+        idx = (torch.arange(n * m.k, device=m.dev) % m.E).view(n, m.k)
+        weight = torch.full((n, m.k), 1.0 / m.k, device=m.dev)
+        ms, g = graphed(torch, lambda h=h, w=weight, i=idx: m.experts(h, w, i, L))
+        out.row(tokens=n, hidden_size=m.hidden, inter_size=m.ff, num_experts=m.E, topk=m.k,
+                distribution="balanced", latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
+
+
+def main() -> int:
+    args = parse()
+    import torch
+
+    import inference_econ as ie
+
+    try:
+        arch = ie.load_model(args.model)
+    except ie.InferenceEconError as e:
+        print(f"--model: {e}", file=sys.stderr)
+        return 2
+    groups = {(g.ffn.d_ff, g.ffn.experts, g.ffn.active_experts, g.ffn.shared_experts)
+              for g in arch.layer_groups}  # fmt: skip
+    if not arch.is_moe or len(groups) != 1 or arch.attention.kind != "gqa" or groups.pop()[3]:
+        print(f"--model: {args.model} is not a MoE GQA decoder with one expert shape and no "
+              "shared experts; name one (Qwen3-30B-A3B, Mixtral 8x7B)", file=sys.stderr)  # fmt: skip
+        return 2
+    dev = torch.device(args.device)
+    torch.manual_seed(0)
+    name = torch.cuda.get_device_properties(dev).name if dev.type == "cuda" else "cpu"
+    gmm = GroupedGemm(torch, dev)
+    head = {"device": name, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "model": args.model, "replays": REPLAYS, "grouped_gemm_transposed": gmm.transposed,
+            "grouped_gemm_row_align": gmm.align}  # fmt: skip
+    print(head, flush=True)
+    with torch.inference_mode():
+        m = MoeDecoder(torch, arch, dev, gmm, args.layers)
+        free = int(torch.cuda.mem_get_info(dev)[0] * 0.9) if dev.type == "cuda" else 1 << 40
+        fields = ["phase", "batch", "cached_tokens", "prompt_tokens", "latency_ms", "cuda_graph"]
+        measure_steps(torch, m, Writer(args.out, head, fields), args, free)
+        if args.experts_out:
+            fields = ["tokens", "hidden_size", "inter_size", "num_experts", "topk",
+                      "distribution", "latency_ms", "cuda_graph"]  # fmt: skip
+            measure_experts(torch, m, Writer(args.experts_out, head, fields), args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
